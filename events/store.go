@@ -1,0 +1,189 @@
+// Package events is the write side's source of truth: an append-only log of
+// streams, each stream holding one aggregate's events in revision order, and
+// one global order over all streams that subscribers follow.
+//
+// Adapters live in subpackages named after their technology (events/bolt,
+// events/esdb, events/memory); every adapter passes the conformance suite in
+// events/storetest.
+package events
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Position locates an event in the global order of all streams. It mirrors
+// EventStoreDB's $all position so that its adapter needs no translation;
+// embedded adapters set Commit and Prepare to the same sequence number.
+// The zero Position lies before the first event.
+type Position struct {
+	Commit  uint64 `json:"commit"`
+	Prepare uint64 `json:"prepare"`
+}
+
+// Less orders positions as the global log does.
+func (p Position) Less(q Position) bool {
+	if p.Commit != q.Commit {
+		return p.Commit < q.Commit
+	}
+	return p.Prepare < q.Prepare
+}
+
+// IsZero reports whether p is the start of the log.
+func (p Position) IsZero() bool { return p.Commit == 0 && p.Prepare == 0 }
+
+// String renders the position the way operators see it in logs and history.
+func (p Position) String() string { return fmt.Sprintf("%d/%d", p.Commit, p.Prepare) }
+
+// ExpectedRevision is the writer's belief about a stream's last revision;
+// the append fails with a ConflictError when the belief is wrong, so two
+// deciders can never both win on the same state.
+type ExpectedRevision struct {
+	kind     expectKind
+	revision uint64
+}
+
+type expectKind uint8
+
+const (
+	expectAny expectKind = iota
+	expectNoStream
+	expectExact
+)
+
+// Any appends regardless of the stream's state; used only where ordering is
+// all that matters (never for decisions).
+func Any() ExpectedRevision { return ExpectedRevision{kind: expectAny} }
+
+// NoStream requires that the stream has no events yet: how uniqueness claims are made.
+func NoStream() ExpectedRevision { return ExpectedRevision{kind: expectNoStream} }
+
+// Exact requires that the stream's last event has this revision (0-based).
+func Exact(revision uint64) ExpectedRevision {
+	return ExpectedRevision{kind: expectExact, revision: revision}
+}
+
+// AfterVersion converts an aggregate's loaded version (number of events it
+// applied, 0 for a new aggregate) into the expectation for its next append.
+func AfterVersion(version uint64) ExpectedRevision {
+	if version == 0 {
+		return NoStream()
+	}
+	return Exact(version - 1)
+}
+
+// IsAny, IsNoStream and Revision let adapters translate the expectation.
+func (e ExpectedRevision) IsAny() bool { return e.kind == expectAny }
+
+// IsNoStream reports whether the stream must not exist yet.
+func (e ExpectedRevision) IsNoStream() bool { return e.kind == expectNoStream }
+
+// Revision returns the exact revision expected and whether one is expected.
+func (e ExpectedRevision) Revision() (uint64, bool) { return e.revision, e.kind == expectExact }
+
+// Matches reports whether a stream holding count events satisfies e; the
+// embedded adapters share it so they agree with EventStoreDB.
+func (e ExpectedRevision) Matches(count uint64) bool {
+	switch e.kind {
+	case expectAny:
+		return true
+	case expectNoStream:
+		return count == 0
+	default:
+		return count > 0 && count-1 == e.revision
+	}
+}
+
+func (e ExpectedRevision) String() string {
+	switch e.kind {
+	case expectAny:
+		return "any"
+	case expectNoStream:
+		return "no-stream"
+	default:
+		return fmt.Sprintf("revision %d", e.revision)
+	}
+}
+
+// Proposed is an event a command wants to append. ID is a UUID chosen by the
+// writer; re-appending the same IDs is idempotent, which makes retries safe.
+type Proposed struct {
+	ID   string
+	Type string
+	Data json.RawMessage
+	Meta json.RawMessage
+}
+
+// Recorded is an event as the log holds it.
+type Recorded struct {
+	ID       string
+	Stream   string
+	Type     string
+	Revision uint64 // 0-based index within the stream
+	Position Position
+	Created  time.Time // when the log recorded it (UTC)
+	Data     json.RawMessage
+	Meta     json.RawMessage
+}
+
+// AppendResult tells the writer where its last event landed, so that the
+// read side can wait until it has caught up to the write (read your writes).
+type AppendResult struct {
+	// Revision of the last appended event.
+	Revision uint64
+	// Position of the last appended event: a subscriber that has handled an
+	// event at or after Position has handled every event of this append.
+	Position Position
+}
+
+// Store is the event-store port that commands write to and subscribers read from.
+type Store interface {
+	// Append atomically appends evs to stream if expected matches, returning
+	// a *ConflictError (errors.Is ErrConflict) otherwise. Appending events
+	// whose IDs the stream already holds at the same place succeeds without
+	// writing them twice.
+	Append(ctx context.Context, stream string, expected ExpectedRevision, evs ...Proposed) (AppendResult, error)
+	// ReadStream returns a stream's events from revision from (inclusive) in
+	// order, at most limit of them (limit <= 0: all). A missing stream
+	// yields no events and no error.
+	ReadStream(ctx context.Context, stream string, from uint64, limit int) ([]Recorded, error)
+	// ReadAll returns up to limit events strictly after pos in global order.
+	ReadAll(ctx context.Context, after Position, limit int) ([]Recorded, error)
+	// SubscribeAll delivers every event strictly after pos in global order,
+	// first catching up and then live, until ctx ends or Close is called.
+	SubscribeAll(ctx context.Context, after Position) (Subscription, error)
+	// Close releases the store.
+	Close() error
+}
+
+// Subscription is a cursor over the global log that blocks for new events.
+type Subscription interface {
+	// Next returns the next event, blocking until one exists, the context
+	// ends, or the subscription is closed (then ErrClosed).
+	Next(ctx context.Context) (Recorded, error)
+	Close() error
+}
+
+// ErrConflict is matched (errors.Is) by every ConflictError.
+var ErrConflict = errors.New("events: wrong expected revision")
+
+// ErrClosed is returned by a closed store or subscription.
+var ErrClosed = errors.New("events: closed")
+
+// ConflictError says which stream refused an append and why.
+type ConflictError struct {
+	Stream   string
+	Expected ExpectedRevision
+	// Actual is the number of events the stream held, when known (-1 if not).
+	Actual int64
+}
+
+func (e *ConflictError) Error() string {
+	return fmt.Sprintf("events: append to %q expected %s, stream holds %d events", e.Stream, e.Expected, e.Actual)
+}
+
+// Is makes errors.Is(err, ErrConflict) true.
+func (e *ConflictError) Is(target error) bool { return target == ErrConflict }

@@ -1,0 +1,110 @@
+// Package projections turns the event log into read models: a runtime that
+// follows the store from a checkpoint and a set of projectors that translate
+// events into rows. Stores live in subpackages (projections/memory,
+// projections/postgres); both pass the suite in projections/storetest.
+package projections
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/healthtech/partner-open-platform/events"
+)
+
+// ErrNotFound is returned by read-model lookups for a row that does not exist
+// (or that the asking app may not see: tenancy is enforced by the query).
+var ErrNotFound = errors.New("projections: not found")
+
+// User is the read model of a channel user.
+type User struct {
+	AppID         int64
+	OpenUserID    int64
+	ChannelUserID string
+	Name          string
+	Nickname      *string
+	Gender        string // male, female, unknown; "" when never given
+	Avatar        *string
+	Phone         *string // stored in full; masked at the HTTP edge
+	Email         *string
+	BirthDate     *string // Y-m-d
+	Status        string  // ACTIVE
+	RegisteredAt  time.Time
+	UpdatedAt     time.Time
+}
+
+// Group is the read model of a family group.
+type Group struct {
+	AppID         int64
+	OpenUserID    int64
+	FamilyGroupID int64
+	AppGroupID    int64
+	Name          string
+	Dissolved     bool
+	MemberCount   int // valid members; filled by reads, ignored by writes
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
+}
+
+// Member is the read model of a family member.
+type Member struct {
+	AppID         int64
+	OpenUserID    int64
+	MemberID      int64
+	AppUserID     string
+	AppGroupID    int64
+	FamilyGroupID int64
+	Name          string
+	Relationship  string
+	Gender        *string
+	BirthDate     *string // Y-m-d
+	Phone         *string
+	IDType        *string
+	IDNumber      *string
+	Height        *int64 // cm
+	Weight        *int64 // kg x 100
+	BloodType     *string
+	IsDefault     bool
+	Deleted       bool
+	DeletedAt     *time.Time
+	UpdatedAt     time.Time
+}
+
+// Tx is one read-model transaction: every write of a batch of events and the
+// checkpoint after it commit together, so replays are idempotent.
+type Tx interface {
+	// PutUser inserts or replaces the user keyed by OpenUserID.
+	PutUser(ctx context.Context, u User) error
+	// PutGroup inserts or replaces the group keyed by FamilyGroupID.
+	PutGroup(ctx context.Context, g Group) error
+	// PutMember inserts or replaces the member keyed by MemberID.
+	PutMember(ctx context.Context, m Member) error
+	// DeleteMember soft-deletes a member (Deleted=true, DeletedAt=at,
+	// UpdatedAt=at); a missing member is not an error.
+	DeleteMember(ctx context.Context, memberID int64, at time.Time) error
+}
+
+// Store is a read-model store: the projection runtime writes through Update,
+// the query API reads through the lookup methods.
+type Store interface {
+	// Checkpoint returns the position the named projection has applied, zero if none.
+	Checkpoint(ctx context.Context, projection string) (events.Position, error)
+	// Update runs fn in one transaction and, in the same transaction, sets
+	// the named projection's checkpoint to pos. If fn fails nothing changes.
+	Update(ctx context.Context, projection string, pos events.Position, fn func(Tx) error) error
+	// Reset empties every read model and checkpoint, for a rebuild from the log.
+	Reset(ctx context.Context) error
+
+	// User returns the user if it belongs to appID.
+	User(ctx context.Context, appID, openUserID int64) (User, error)
+	// UserByChannelID finds a user by the partner's own id.
+	UserByChannelID(ctx context.Context, appID int64, channelUserID string) (User, error)
+	// Groups returns the user's non-dissolved groups ordered by FamilyGroupID,
+	// with MemberCount set to the number of non-deleted members.
+	Groups(ctx context.Context, appID, openUserID int64) ([]Group, error)
+	// Members returns the user's non-deleted members ordered by MemberID,
+	// only those with UpdatedAt strictly after updatedAfter when it is non-zero.
+	Members(ctx context.Context, appID, openUserID int64, updatedAfter time.Time) ([]Member, error)
+
+	Close() error
+}
