@@ -187,3 +187,6 @@ func (e *ConflictError) Error() string {
 
 // Is makes errors.Is(err, ErrConflict) true.
 func (e *ConflictError) Is(target error) bool { return target == ErrConflict }
+
+// IsConflict reports whether err is a wrong-expected-revision conflict.
+func IsConflict(err error) bool { return err != nil && errors.Is(err, ErrConflict) }

@@ -73,6 +73,11 @@ type Member struct {
 // Tx is one read-model transaction: every write of a batch of events and the
 // checkpoint after it commit together, so replays are idempotent.
 type Tx interface {
+	// User reads a user inside the transaction (ErrNotFound if absent), for
+	// projectors that update part of a row.
+	User(ctx context.Context, openUserID int64) (User, error)
+	// Group reads a group inside the transaction (ErrNotFound if absent).
+	Group(ctx context.Context, familyGroupID int64) (Group, error)
 	// PutUser inserts or replaces the user keyed by OpenUserID.
 	PutUser(ctx context.Context, u User) error
 	// PutGroup inserts or replaces the group keyed by FamilyGroupID.

@@ -1,0 +1,192 @@
+package main
+
+import (
+	"bytes"
+	"crypto/md5"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestMain lets the test binary act as the platform binary, so the crash
+// test runs the real main() in a child process it can SIGKILL.
+func TestMain(m *testing.M) {
+	if os.Getenv("PLATFORM_TEST_RUN_MAIN") == "1" {
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+type server struct {
+	t    *testing.T
+	cmd  *exec.Cmd
+	base string
+	dir  string
+	log  bytes.Buffer
+}
+
+func freeAddr(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+func startServer(t *testing.T, dir string) *server {
+	t.Helper()
+	addr := freeAddr(t)
+	s := &server{t: t, base: "http://" + addr, dir: dir}
+	s.cmd = exec.Command(os.Args[0], "-test.run=^$")
+	s.cmd.Env = append(os.Environ(), "PLATFORM_TEST_RUN_MAIN=1", "PLATFORM_ADDR="+addr, "PLATFORM_DATA_DIR="+dir,
+		"PLATFORM_ESDB_URL=", "PLATFORM_POSTGRES_URL=", "PLATFORM_ADMIN_TOKEN=")
+	s.cmd.Stdout, s.cmd.Stderr = &s.log, &s.log
+	if err := s.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.cmd.Process.Kill(); _ = s.cmd.Wait() })
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		if res, err := http.Get(s.base + "/readyz"); err == nil {
+			res.Body.Close()
+			if res.StatusCode == http.StatusOK {
+				return s
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("platform did not become ready; log:\n%s", s.log.String())
+	return nil
+}
+
+func (s *server) kill() {
+	_ = s.cmd.Process.Kill() // SIGKILL: no shutdown code runs
+	_ = s.cmd.Wait()
+}
+
+func (s *server) adminToken() string {
+	b, err := os.ReadFile(filepath.Join(s.dir, "admin.token"))
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return strings.TrimSpace(string(b))
+}
+
+type creds struct {
+	AppID  int64  `json:"app_id"`
+	Key    string `json:"app_key"`
+	Secret string `json:"app_secret"`
+}
+
+func (s *server) createApp() creds {
+	req, _ := http.NewRequest("POST", s.base+"/admin/v1/apps", strings.NewReader(`{"name":"crash test"}`))
+	req.Header.Set("Authorization", "Bearer "+s.adminToken())
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var env struct {
+		Data creds `json:"data"`
+	}
+	if err := json.NewDecoder(res.Body).Decode(&env); err != nil || res.StatusCode != http.StatusCreated {
+		s.t.Fatalf("create app: %d %v", res.StatusCode, err)
+	}
+	return env.Data
+}
+
+func (s *server) signed(c creds, method, path, body string) (int, map[string]any, error) {
+	ts := strconv.FormatInt(time.Now().Unix(), 10)
+	req, _ := http.NewRequest(method, s.base+path, strings.NewReader(body))
+	req.Header.Set("X-App-Id", strconv.FormatInt(c.AppID, 10))
+	req.Header.Set("X-Timestamp", ts)
+	req.Header.Set("X-Signature", fmt.Sprintf("%x", md5.Sum([]byte(c.Key+ts+c.Secret+body))))
+	client := http.Client{Timeout: 5 * time.Second}
+	res, err := client.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer res.Body.Close()
+	raw, err := io.ReadAll(res.Body)
+	if err != nil {
+		return 0, nil, err
+	}
+	var env struct {
+		Data map[string]any `json:"data"`
+	}
+	if err := json.Unmarshal(raw, &env); err != nil {
+		return 0, nil, err
+	}
+	return res.StatusCode, env.Data, nil
+}
+
+// TestKill9KeepsEveryAcknowledgedWrite registers users from several clients,
+// SIGKILLs the platform mid-stream, restarts it on the same data directory,
+// and checks that every register that got a 2xx is there with its id.
+func TestKill9KeepsEveryAcknowledgedWrite(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the platform binary")
+	}
+	dir := t.TempDir()
+	s := startServer(t, dir)
+	app := s.createApp()
+
+	var mu sync.Mutex
+	acked := map[string]float64{}
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 500; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				id := fmt.Sprintf("w%d-%d", w, i)
+				status, data, err := s.signed(app, "POST", "/open/v1/channel/users", `{"channel_user_id":"`+id+`","user":{"name":"n"}}`)
+				if err != nil {
+					return // the server died
+				}
+				if status == http.StatusCreated {
+					mu.Lock()
+					acked[id] = data["open_user_id"].(float64)
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	time.Sleep(700 * time.Millisecond)
+	s.kill()
+	close(stop)
+	wg.Wait()
+	if len(acked) == 0 {
+		t.Fatalf("no write was acknowledged before the kill; log:\n%s", s.log.String())
+	}
+
+	r := startServer(t, dir)
+	for id, openUserID := range acked {
+		status, data, err := r.signed(app, "GET", "/open/v1/channel/users/0?channel_user_id="+id, "")
+		if err != nil || status != http.StatusOK {
+			t.Fatalf("acknowledged user %s lost after kill -9: %d %v", id, status, err)
+		}
+		if got := data["user"].(map[string]any)["open_user_id"].(float64); got != openUserID {
+			t.Fatalf("user %s has id %v after restart, %v before", id, got, openUserID)
+		}
+	}
+	t.Logf("%d acknowledged registers all survived kill -9", len(acked))
+}

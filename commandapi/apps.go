@@ -1,0 +1,50 @@
+package commandapi
+
+import (
+	"net/http"
+
+	"github.com/healthtech/partner-open-platform/commands"
+	"github.com/healthtech/partner-open-platform/internal/httpapi"
+)
+
+func (a *API) createApp(c *call) error {
+	o, err := c.object()
+	if err != nil {
+		return err
+	}
+	cmd := commands.CreateApp{
+		Name: o.RequiredString("name"), WebhookURL: o.String("webhook_url").Value,
+		WebhookEvents: o.Strings("webhook_events"), Environment: o.String("environment").Value,
+	}
+	if err := o.Err(); err != nil {
+		return err
+	}
+	creds, err := a.Apps.Create(c.r.Context(), cmd, c.meta)
+	if err != nil {
+		return err
+	}
+	if err := a.waitApps(c.r.Context(), creds.Position); err != nil {
+		return err
+	}
+	httpapi.OK(c.w, http.StatusCreated, map[string]any{
+		"app_id": creds.AppID, "app_key": creds.AppKey, "app_secret": creds.AppSecret,
+		"webhook_secret": creds.WebhookSecret, "environment": creds.Environment,
+	})
+	return nil
+}
+
+func (a *API) rotateSecret(c *call) error {
+	id, err := PathID(c.ps, "appId", false)
+	if err != nil {
+		return err
+	}
+	creds, err := a.Apps.RotateSecret(c.r.Context(), id, c.meta)
+	if err != nil {
+		return err
+	}
+	if err := a.waitApps(c.r.Context(), creds.Position); err != nil {
+		return err
+	}
+	httpapi.OK(c.w, http.StatusOK, map[string]any{"app_id": creds.AppID, "app_secret": creds.AppSecret})
+	return nil
+}

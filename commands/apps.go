@@ -1,0 +1,183 @@
+package commands
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"regexp"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/healthtech/partner-open-platform/events"
+	"github.com/healthtech/partner-open-platform/events/catalog"
+	"github.com/healthtech/partner-open-platform/internal/secrets"
+)
+
+// Environments an app can live in; sandbox apps may use the sandbox mock routes.
+const (
+	EnvSandbox    = "sandbox"
+	EnvProduction = "production"
+)
+
+// AppStream names the stream of one app.
+func AppStream(appID int64) string { return "app-" + strconv.FormatInt(appID, 10) }
+
+// appState is what app decisions need.
+type appState struct {
+	exists bool
+	appID  int64
+}
+
+func (s *appState) apply(env events.Envelope) {
+	switch p := env.Payload.(type) {
+	case *catalog.AppCreated:
+		s.exists, s.appID = true, p.AppID
+	}
+}
+
+// WebhookURLCheck vets a webhook URL when it is configured; the webhook
+// package supplies one that refuses internal targets.
+type WebhookURLCheck func(ctx context.Context, raw string) error
+
+// Apps handles operator commands on partner applications.
+type Apps struct {
+	streams
+	ids      *Allocator
+	sealer   *secrets.Sealer
+	checkURL WebhookURLCheck
+}
+
+// NewApps builds the app command handler.
+func NewApps(store events.Store, reg *events.Registry, ids *Allocator, sealer *secrets.Sealer, check WebhookURLCheck) *Apps {
+	return &Apps{streams: streams{store, reg}, ids: ids, sealer: sealer, checkURL: check}
+}
+
+// CreateApp is the operator's request for a new partner application.
+type CreateApp struct {
+	Name          string
+	WebhookURL    string
+	WebhookEvents []string
+	Environment   string
+}
+
+// Credentials are shown once, at creation or rotation, and never again.
+type Credentials struct {
+	AppID         int64
+	AppKey        string
+	AppSecret     string
+	WebhookSecret string
+	Environment   string
+	Position      events.Position
+}
+
+var eventPattern = regexp.MustCompile(`^[a-z][a-z0-9_]*(\.[a-z0-9_]+)*(\.\*)?$`)
+
+func (a *Apps) validate(ctx context.Context, c *CreateApp) error {
+	v := &ValidationError{}
+	if c.Name == "" {
+		v.Add("name", "is required")
+	} else if utf8.RuneCountInString(c.Name) > 64 {
+		v.Add("name", "must be at most 64 characters")
+	}
+	if c.Environment == "" {
+		c.Environment = EnvSandbox
+	}
+	if c.Environment != EnvSandbox && c.Environment != EnvProduction {
+		v.Add("environment", "must be sandbox or production")
+	}
+	if c.WebhookURL != "" {
+		if err := validateWebhookURL(ctx, c.WebhookURL, a.checkURL); err != nil {
+			v.Add("webhook_url", err.Error())
+		}
+	}
+	for i, e := range c.WebhookEvents {
+		if !eventPattern.MatchString(e) {
+			v.Add(fmt.Sprintf("webhook_events[%d]", i), "must be an event name such as user.profile.updated or a prefix wildcard such as health.report.*")
+		}
+	}
+	return v.Err()
+}
+
+func validateWebhookURL(ctx context.Context, raw string, check WebhookURLCheck) error {
+	if len(raw) > 500 {
+		return fmt.Errorf("must be at most 500 characters")
+	}
+	u, err := url.Parse(raw)
+	if err != nil || !u.IsAbs() || u.Host == "" {
+		return fmt.Errorf("must be an absolute URL")
+	}
+	if check != nil {
+		return check(ctx, raw)
+	}
+	if u.Scheme != "https" {
+		return fmt.Errorf("must use https")
+	}
+	return nil
+}
+
+// Create registers a new app with fresh credentials.
+func (a *Apps) Create(ctx context.Context, c CreateApp, meta Meta) (Credentials, error) {
+	if err := a.validate(ctx, &c); err != nil {
+		return Credentials{}, err
+	}
+	id, err := a.ids.Next(ctx, KindApp)
+	if err != nil {
+		return Credentials{}, err
+	}
+	creds := Credentials{
+		AppID:         id,
+		AppKey:        secrets.Random("ak_", 12),
+		AppSecret:     secrets.Random("as_", 24),
+		WebhookSecret: secrets.Random("whsec_", 24),
+		Environment:   c.Environment,
+	}
+	sealedApp, err := a.sealer.Seal(creds.AppSecret)
+	if err != nil {
+		return Credentials{}, err
+	}
+	sealedHook, err := a.sealer.Seal(creds.WebhookSecret)
+	if err != nil {
+		return Credentials{}, err
+	}
+	meta.AppID = id
+	res, err := a.append(ctx, AppStream(id), 0, meta, catalog.AppCreated{
+		AppID: id, Name: c.Name, AppKey: creds.AppKey,
+		SealedAppSecret: sealedApp, SealedWebhookSecret: sealedHook,
+		WebhookURL: c.WebhookURL, WebhookEvents: c.WebhookEvents, Environment: c.Environment,
+	})
+	if err != nil {
+		return Credentials{}, fmt.Errorf("create app: %w", err)
+	}
+	creds.Position = res.Position
+	return creds, nil
+}
+
+// RotateSecret issues a new app secret; the old one stops working as soon
+// as the node's app directory has applied the event.
+func (a *Apps) RotateSecret(ctx context.Context, appID int64, meta Meta) (Credentials, error) {
+	for attempt := 0; attempt < maxAttempts; attempt++ {
+		var st appState
+		version, _, err := a.load(ctx, AppStream(appID), st.apply)
+		if err != nil {
+			return Credentials{}, err
+		}
+		if !st.exists {
+			return Credentials{}, ErrAppNotFound
+		}
+		secret := secrets.Random("as_", 24)
+		sealed, err := a.sealer.Seal(secret)
+		if err != nil {
+			return Credentials{}, err
+		}
+		meta.AppID = appID
+		res, err := a.append(ctx, AppStream(appID), version, meta, catalog.AppSecretRotated{AppID: appID, SealedAppSecret: sealed})
+		if events.IsConflict(err) {
+			continue
+		}
+		if err != nil {
+			return Credentials{}, fmt.Errorf("rotate secret: %w", err)
+		}
+		return Credentials{AppID: appID, AppSecret: secret, Position: res.Position}, nil
+	}
+	return Credentials{}, ErrContention
+}

@@ -1,0 +1,61 @@
+package commands
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/healthtech/partner-open-platform/events"
+)
+
+// maxAttempts bounds the load-decide-append loop under contention.
+const maxAttempts = 20
+
+// Meta is who asked for a command; it becomes the events' metadata.
+type Meta struct {
+	AppID     int64
+	Actor     string
+	RequestID string
+}
+
+func (m Meta) events() events.Metadata {
+	return events.Metadata{AppID: m.AppID, Actor: m.Actor, RequestID: m.RequestID}
+}
+
+// streams loads aggregates and appends their decisions with the expected revision.
+type streams struct {
+	store events.Store
+	reg   *events.Registry
+}
+
+// load applies every event of the stream in order and returns the version
+// loaded (number of events) and the position of the last one.
+func (s streams) load(ctx context.Context, stream string, apply func(events.Envelope)) (uint64, events.Position, error) {
+	recs, err := s.store.ReadStream(ctx, stream, 0, 0)
+	if err != nil {
+		return 0, events.Position{}, fmt.Errorf("load %s: %w", stream, err)
+	}
+	var pos events.Position
+	for _, r := range recs {
+		env, err := s.reg.Decode(r)
+		if err != nil {
+			return 0, events.Position{}, fmt.Errorf("load %s: %w", stream, err)
+		}
+		apply(env)
+		pos = r.Position
+	}
+	return uint64(len(recs)), pos, nil
+}
+
+// append writes the payloads after the loaded version; a conflict comes back
+// as events.ErrConflict for the caller's retry loop.
+func (s streams) append(ctx context.Context, stream string, version uint64, meta Meta, ps ...events.Payload) (events.AppendResult, error) {
+	evs := make([]events.Proposed, 0, len(ps))
+	for _, p := range ps {
+		ev, err := s.reg.Encode(p, meta.events())
+		if err != nil {
+			return events.AppendResult{}, err
+		}
+		evs = append(evs, ev)
+	}
+	return s.store.Append(ctx, stream, events.AfterVersion(version), evs...)
+}

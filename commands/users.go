@@ -1,0 +1,689 @@
+package commands
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/healthtech/partner-open-platform/events"
+	"github.com/healthtech/partner-open-platform/events/catalog"
+)
+
+// UserStream names the stream of one channel user and everything they own.
+func UserStream(openUserID int64) string { return "user-" + strconv.FormatInt(openUserID, 10) }
+
+// BindingStream names the uniqueness claim of (app_id, channel_user_id).
+func BindingStream(appID int64, channelUserID string) string {
+	return "channeluser-" + strconv.FormatInt(appID, 10) + "-" + url.PathEscape(channelUserID)
+}
+
+// userState is a channel user as decisions see it: built only from its stream.
+type userState struct {
+	registered    bool
+	appID         int64
+	openUserID    int64
+	channelUserID string
+	profile       catalog.Profile
+	groups        map[int64]*groupState     // by family_group_id, dissolved included
+	activeGroups  map[int64]int64           // app_group_id -> family_group_id
+	members       map[int64]*catalog.Member // live members by member_id
+	memberByApp   map[string]int64          // app_user_id -> member_id
+}
+
+type groupState struct {
+	id, appGroupID int64
+	name           string
+	dissolved      bool
+}
+
+func newUserState() *userState {
+	return &userState{
+		groups: map[int64]*groupState{}, activeGroups: map[int64]int64{},
+		members: map[int64]*catalog.Member{}, memberByApp: map[string]int64{},
+	}
+}
+
+func (s *userState) apply(env events.Envelope) {
+	switch p := env.Payload.(type) {
+	case *catalog.UserRegistered:
+		s.registered, s.appID, s.openUserID, s.channelUserID, s.profile = true, p.AppID, p.OpenUserID, p.ChannelUserID, p.Profile
+	case *catalog.UserProfileUpdated:
+		s.profile = p.Profile
+	case *catalog.FamilyGroupUpserted:
+		if g, ok := s.groups[p.FamilyGroupID]; ok {
+			g.name = p.Name
+			return
+		}
+		s.groups[p.FamilyGroupID] = &groupState{id: p.FamilyGroupID, appGroupID: p.AppGroupID, name: p.Name}
+		s.activeGroups[p.AppGroupID] = p.FamilyGroupID
+	case *catalog.FamilyGroupDissolved:
+		if g, ok := s.groups[p.FamilyGroupID]; ok {
+			g.dissolved = true
+			delete(s.activeGroups, g.appGroupID)
+		}
+		for _, id := range p.DeletedMemberIDs {
+			s.removeMember(id)
+		}
+	case *catalog.FamilyMemberCreated:
+		m := p.Member
+		s.members[m.MemberID], s.memberByApp[m.AppUserID] = &m, m.MemberID
+	case *catalog.FamilyMemberUpdated:
+		m := p.Member
+		s.members[m.MemberID], s.memberByApp[m.AppUserID] = &m, m.MemberID
+	case *catalog.FamilyMemberDeleted:
+		s.removeMember(p.MemberID)
+	}
+}
+
+func (s *userState) removeMember(id int64) {
+	if m, ok := s.members[id]; ok {
+		delete(s.memberByApp, m.AppUserID)
+		delete(s.members, id)
+	}
+}
+
+// mapping lists the live groups and members, ordered by id, as register answers.
+func (s *userState) mapping() ([]GroupRef, []MemberRef) {
+	groups := []GroupRef{}
+	for _, g := range s.groups {
+		if !g.dissolved {
+			groups = append(groups, GroupRef{FamilyGroupID: g.id, AppGroupID: g.appGroupID})
+		}
+	}
+	slices.SortFunc(groups, func(a, b GroupRef) int { return int(a.FamilyGroupID - b.FamilyGroupID) })
+	members := []MemberRef{}
+	for _, m := range s.members {
+		members = append(members, MemberRef{MemberID: m.MemberID, AppUserID: m.AppUserID})
+	}
+	slices.SortFunc(members, func(a, b MemberRef) int { return int(a.MemberID - b.MemberID) })
+	return groups, members
+}
+
+// Users handles the channel-user commands of the spec.
+type Users struct {
+	streams
+	ids *Allocator
+	now func() time.Time
+	loc *time.Location
+}
+
+// NewUsers builds the handler; loc is the platform time zone of Y-m-d dates.
+func NewUsers(store events.Store, reg *events.Registry, ids *Allocator, now func() time.Time, loc *time.Location) *Users {
+	return &Users{streams: streams{store, reg}, ids: ids, now: now, loc: loc}
+}
+
+// UserInput is the user object of a register call.
+type UserInput struct {
+	Name      string
+	Nickname  Field[string]
+	Gender    Field[string]
+	Avatar    Field[string]
+	Phone     Field[string]
+	Email     Field[string]
+	BirthDate Field[string]
+}
+
+// GroupInput is a family group as the partner writes it.
+type GroupInput struct {
+	AppGroupID int64
+	Name       string
+}
+
+// MemberInput is a family member as the partner writes it.
+type MemberInput struct {
+	AppUserID    string
+	AppGroupID   int64
+	Name         string
+	Relationship string
+	Gender       Field[string]
+	BirthDate    Field[string]
+	Phone        Field[string]
+	IDType       Field[string]
+	IDNumber     Field[string]
+	Height       Field[int64]
+	Weight       Field[int64]
+	BloodType    Field[string]
+	IsDefault    Field[bool]
+}
+
+// Register is the one-step register-and-bind command.
+type Register struct {
+	AppID         int64
+	ChannelUserID string
+	User          UserInput
+	Groups        []GroupInput
+	Members       []MemberInput
+}
+
+// GroupRef and MemberRef are the ids a partner must persist.
+type GroupRef struct {
+	FamilyGroupID int64
+	AppGroupID    int64
+}
+
+// MemberRef pairs a platform member id with the partner's id.
+type MemberRef struct {
+	MemberID  int64
+	AppUserID string
+}
+
+// RegisterResult answers a register, first or repeated.
+type RegisterResult struct {
+	OpenUserID    int64
+	ChannelUserID string
+	Created       bool
+	Groups        []GroupRef
+	Members       []MemberRef
+	Position      events.Position
+}
+
+func (u *Users) rules() rules { return newRules(u.now(), u.loc) }
+
+func (u *Users) validateRegister(c Register) error {
+	r := u.rules()
+	if r.required("channel_user_id", c.ChannelUserID) {
+		r.maxLen("channel_user_id", c.ChannelUserID, 100)
+	}
+	profile := ProfilePatch{
+		Name: Val(c.User.Name), Nickname: c.User.Nickname, Gender: c.User.Gender, Avatar: c.User.Avatar,
+		Phone: c.User.Phone, Email: c.User.Email, BirthDate: c.User.BirthDate,
+	}
+	r.profile("user.", profile)
+	seenGroups := map[int64]bool{}
+	for i, g := range c.Groups {
+		p := fmt.Sprintf("family_groups[%d].", i)
+		r.group(p, g)
+		if seenGroups[g.AppGroupID] {
+			r.v.Add(p+"app_group_id", "is repeated in family_groups")
+		}
+		seenGroups[g.AppGroupID] = true
+	}
+	seenMembers := map[string]bool{}
+	defaults := 0
+	for i, m := range c.Members {
+		p := fmt.Sprintf("family_members[%d].", i)
+		r.member(p, m, true)
+		if seenMembers[m.AppUserID] {
+			r.v.Add(p+"app_user_id", "is repeated in family_members")
+		}
+		seenMembers[m.AppUserID] = true
+		if m.IsDefault.Value {
+			defaults++
+		}
+	}
+	if defaults > 1 {
+		r.v.Add("family_members", "at most one member may be is_default")
+	}
+	if err := r.v.Err(); err != nil {
+		return err
+	}
+	for _, m := range c.Members {
+		if !seenGroups[m.AppGroupID] {
+			return fmt.Errorf("%w: %d", ErrInvalidAppGroupID, m.AppGroupID)
+		}
+	}
+	return nil
+}
+
+func (r rules) group(prefix string, g GroupInput) {
+	if g.AppGroupID < 1 {
+		r.v.Add(prefix+"app_group_id", "is required and must be a positive integer")
+	}
+	if r.required(prefix+"name", g.Name) {
+		r.maxLen(prefix+"name", g.Name, 64)
+	}
+}
+
+func (r rules) member(prefix string, m MemberInput, onRegister bool) {
+	if r.required(prefix+"app_user_id", m.AppUserID) {
+		r.maxLen(prefix+"app_user_id", m.AppUserID, 32)
+	}
+	if m.AppGroupID < 1 {
+		r.v.Add(prefix+"app_group_id", "is required and must be a positive integer")
+	}
+	if r.required(prefix+"name", m.Name) {
+		r.maxLen(prefix+"name", m.Name, 32)
+	}
+	if r.required(prefix+"relationship", m.Relationship) {
+		r.oneOf(prefix+"relationship", m.Relationship, relationships, "SELF, SPOUSE, FATHER, MOTHER, SON, DAUGHTER, GRANDFATHER, GRANDMOTHER, BROTHER, SISTER, OTHER")
+	}
+	if v := m.Gender.Ptr(); v != nil {
+		r.oneOf(prefix+"gender", *v, genders, "male, female, unknown")
+	}
+	if v := m.BirthDate.Ptr(); v != nil {
+		r.date(prefix+"birth_date", *v, false)
+	}
+	if v := m.Phone.Ptr(); v != nil {
+		r.maxLen(prefix+"phone", *v, 16)
+	}
+	if !onRegister {
+		if m.IDType.Set {
+			r.v.Add(prefix+"id_type", "is accepted only on the one-step register")
+		}
+		if m.IDNumber.Set {
+			r.v.Add(prefix+"id_number", "is accepted only on the one-step register")
+		}
+	}
+	if v := m.IDType.Ptr(); v != nil {
+		r.maxLen(prefix+"id_type", *v, 20)
+	}
+	if v := m.IDNumber.Ptr(); v != nil {
+		r.maxLen(prefix+"id_number", *v, 32)
+	}
+	if v := m.Height.Ptr(); v != nil {
+		r.between(prefix+"height", *v, 30, 300)
+	}
+	if v := m.Weight.Ptr(); v != nil {
+		r.between(prefix+"weight", *v, 100, 50000)
+	}
+	if v := m.BloodType.Ptr(); v != nil {
+		r.oneOf(prefix+"blood_type", *v, bloodTypes, "A, B, AB, O, unknown")
+	}
+	if m.IsDefault.Set {
+		r.notNull(prefix+"is_default", m.IsDefault.Null)
+	}
+}
+
+// ProfilePatch is a PATCH of the user's basic information.
+type ProfilePatch struct {
+	Name      Field[string]
+	Nickname  Field[string]
+	Gender    Field[string]
+	Avatar    Field[string]
+	Phone     Field[string]
+	Email     Field[string]
+	BirthDate Field[string]
+}
+
+func (r rules) profile(prefix string, p ProfilePatch) {
+	if p.Name.Set && r.notNull(prefix+"name", p.Name.Null) && r.required(prefix+"name", p.Name.Value) {
+		r.maxLen(prefix+"name", p.Name.Value, 32)
+	}
+	if v := p.Nickname.Ptr(); v != nil {
+		r.maxLen(prefix+"nickname", *v, 32)
+	}
+	if p.Gender.Set && r.notNull(prefix+"gender", p.Gender.Null) {
+		r.oneOf(prefix+"gender", p.Gender.Value, genders, "male, female, unknown")
+	}
+	if v := p.Avatar.Ptr(); v != nil {
+		r.url(prefix+"avatar", *v, 500)
+	}
+	if v := p.Phone.Ptr(); v != nil {
+		r.mobile(prefix+"phone", *v)
+	}
+	if v := p.Email.Ptr(); v != nil {
+		r.email(prefix+"email", *v)
+	}
+	if v := p.BirthDate.Ptr(); v != nil {
+		r.date(prefix+"birth_date", *v, true)
+	}
+}
+
+// applyProfile returns the profile after the patch and the names of changed fields.
+func applyProfile(cur catalog.Profile, p ProfilePatch) (catalog.Profile, []string) {
+	next := cur
+	var changed []string
+	setStr := func(name string, f Field[string], dst **string) {
+		if !f.Set {
+			return
+		}
+		nv := f.Ptr()
+		if !equalPtr(*dst, nv) {
+			*dst = nv
+			changed = append(changed, name)
+		}
+	}
+	if p.Name.Set && p.Name.Value != next.Name {
+		next.Name = p.Name.Value
+		changed = append(changed, "name")
+	}
+	setStr("nickname", p.Nickname, &next.Nickname)
+	if p.Gender.Set && p.Gender.Value != next.Gender {
+		next.Gender = p.Gender.Value
+		changed = append(changed, "gender")
+	}
+	setStr("avatar", p.Avatar, &next.Avatar)
+	setStr("phone", p.Phone, &next.Phone)
+	setStr("email", p.Email, &next.Email)
+	setStr("birth_date", p.BirthDate, &next.BirthDate)
+	return next, changed
+}
+
+func equalPtr[T comparable](a, b *T) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
+}
+
+// Register binds (app_id, channel_user_id) to a new open_user_id and creates
+// the user with its groups and members, or returns the existing mapping.
+//
+// The binding stream is claimed first (NoStream), then the user stream is
+// created (NoStream). Whoever creates the user stream answers 201; everyone
+// else, including a retry after a crash between the two appends, finds the
+// user and answers 200 with the same ids.
+func (u *Users) Register(ctx context.Context, c Register, meta Meta) (RegisterResult, error) {
+	if err := u.validateRegister(c); err != nil {
+		return RegisterResult{}, err
+	}
+	meta.AppID = c.AppID
+	binding := BindingStream(c.AppID, c.ChannelUserID)
+	for attempt := 0; attempt < maxAttempts; attempt++ {
+		var openUserID int64
+		if _, _, err := u.load(ctx, binding, func(env events.Envelope) {
+			if b, ok := env.Payload.(*catalog.ChannelUserBound); ok {
+				openUserID = b.OpenUserID
+			}
+		}); err != nil {
+			return RegisterResult{}, err
+		}
+		if openUserID == 0 {
+			id, err := u.ids.Next(ctx, KindUser)
+			if err != nil {
+				return RegisterResult{}, err
+			}
+			_, err = u.append(ctx, binding, 0, meta, catalog.ChannelUserBound{AppID: c.AppID, ChannelUserID: c.ChannelUserID, OpenUserID: id})
+			if events.IsConflict(err) {
+				continue
+			}
+			if err != nil {
+				return RegisterResult{}, fmt.Errorf("bind channel user: %w", err)
+			}
+			openUserID = id
+		}
+		st := newUserState()
+		version, pos, err := u.load(ctx, UserStream(openUserID), st.apply)
+		if err != nil {
+			return RegisterResult{}, err
+		}
+		if st.registered {
+			groups, members := st.mapping()
+			return RegisterResult{OpenUserID: openUserID, ChannelUserID: st.channelUserID, Groups: groups, Members: members, Position: pos}, nil
+		}
+		ps, err := u.decideRegister(ctx, openUserID, c)
+		if err != nil {
+			return RegisterResult{}, err
+		}
+		res, err := u.append(ctx, UserStream(openUserID), version, meta, ps...)
+		if events.IsConflict(err) {
+			continue
+		}
+		if err != nil {
+			return RegisterResult{}, fmt.Errorf("register user: %w", err)
+		}
+		created := newUserState()
+		for _, p := range ps {
+			created.apply(events.Envelope{Payload: asPointer(p)})
+		}
+		groups, members := created.mapping()
+		return RegisterResult{OpenUserID: openUserID, ChannelUserID: c.ChannelUserID, Created: true, Groups: groups, Members: members, Position: res.Position}, nil
+	}
+	return RegisterResult{}, ErrContention
+}
+
+func (u *Users) decideRegister(ctx context.Context, openUserID int64, c Register) ([]events.Payload, error) {
+	profile, _ := applyProfile(catalog.Profile{Gender: "unknown"}, ProfilePatch{
+		Name: Val(c.User.Name), Nickname: c.User.Nickname, Gender: c.User.Gender, Avatar: c.User.Avatar,
+		Phone: c.User.Phone, Email: c.User.Email, BirthDate: c.User.BirthDate,
+	})
+	ps := []events.Payload{catalog.UserRegistered{
+		AppID: c.AppID, OpenUserID: openUserID, ChannelUserID: c.ChannelUserID, Profile: profile,
+		RegisteredAt: u.now().UTC().Truncate(time.Second),
+	}}
+	groupIDs := map[int64]int64{}
+	for _, g := range c.Groups {
+		id, err := u.ids.Next(ctx, KindGroup)
+		if err != nil {
+			return nil, err
+		}
+		groupIDs[g.AppGroupID] = id
+		ps = append(ps, catalog.FamilyGroupUpserted{OpenUserID: openUserID, FamilyGroupID: id, AppGroupID: g.AppGroupID, Name: g.Name, Created: true})
+	}
+	for _, in := range c.Members {
+		id, err := u.ids.Next(ctx, KindMember)
+		if err != nil {
+			return nil, err
+		}
+		m, _ := mergeMember(catalog.Member{MemberID: id}, in, groupIDs[in.AppGroupID])
+		ps = append(ps, catalog.FamilyMemberCreated{OpenUserID: openUserID, Member: m})
+	}
+	return ps, nil
+}
+
+// asPointer lets a freshly decided payload be applied like a decoded one.
+func asPointer(p events.Payload) events.Payload {
+	switch v := p.(type) {
+	case catalog.UserRegistered:
+		return &v
+	case catalog.FamilyGroupUpserted:
+		return &v
+	case catalog.FamilyMemberCreated:
+		return &v
+	case catalog.FamilyMemberUpdated:
+		return &v
+	}
+	return p
+}
+
+// mergeMember applies sent fields onto a member; unsent fields keep their value.
+func mergeMember(cur catalog.Member, in MemberInput, familyGroupID int64) (catalog.Member, []string) {
+	next := cur
+	var changed []string
+	str := func(name string, have *string, want string) {
+		if *have != want {
+			*have = want
+			changed = append(changed, name)
+		}
+	}
+	next.AppUserID = in.AppUserID
+	if next.AppGroupID != in.AppGroupID || next.FamilyGroupID != familyGroupID {
+		next.AppGroupID, next.FamilyGroupID = in.AppGroupID, familyGroupID
+		changed = append(changed, "app_group_id")
+	}
+	str("name", &next.Name, in.Name)
+	str("relationship", &next.Relationship, in.Relationship)
+	optStr := func(name string, f Field[string], dst **string) {
+		if f.Set && !equalPtr(*dst, f.Ptr()) {
+			*dst = f.Ptr()
+			changed = append(changed, name)
+		}
+	}
+	optInt := func(name string, f Field[int64], dst **int64) {
+		if f.Set && !equalPtr(*dst, f.Ptr()) {
+			*dst = f.Ptr()
+			changed = append(changed, name)
+		}
+	}
+	optStr("gender", in.Gender, &next.Gender)
+	optStr("birth_date", in.BirthDate, &next.BirthDate)
+	optStr("phone", in.Phone, &next.Phone)
+	optStr("id_type", in.IDType, &next.IDType)
+	optStr("id_number", in.IDNumber, &next.IDNumber)
+	optInt("height", in.Height, &next.Height)
+	optInt("weight", in.Weight, &next.Weight)
+	optStr("blood_type", in.BloodType, &next.BloodType)
+	if in.IsDefault.Set && next.IsDefault != in.IsDefault.Value {
+		next.IsDefault = in.IsDefault.Value
+		changed = append(changed, "is_default")
+	}
+	return next, changed
+}
+
+// change runs load → decide → append on one user's stream, retrying on
+// conflict. decide returns no payloads when nothing changes; then nothing is
+// appended and the position of the stream's last event is returned.
+func (u *Users) change(ctx context.Context, appID, openUserID int64, meta Meta, decide func(*userState) ([]events.Payload, error)) (events.Position, error) {
+	meta.AppID = appID
+	for attempt := 0; attempt < maxAttempts; attempt++ {
+		st := newUserState()
+		version, pos, err := u.load(ctx, UserStream(openUserID), st.apply)
+		if err != nil {
+			return events.Position{}, err
+		}
+		if !st.registered || st.appID != appID {
+			return events.Position{}, ErrUserNotFound
+		}
+		ps, err := decide(st)
+		if err != nil {
+			return events.Position{}, err
+		}
+		if len(ps) == 0 {
+			return pos, nil
+		}
+		res, err := u.append(ctx, UserStream(openUserID), version, meta, ps...)
+		if events.IsConflict(err) {
+			continue
+		}
+		if err != nil {
+			return events.Position{}, err
+		}
+		return res.Position, nil
+	}
+	return events.Position{}, ErrContention
+}
+
+// UpdateProfile applies a PATCH; only sent fields change.
+func (u *Users) UpdateProfile(ctx context.Context, appID, openUserID int64, p ProfilePatch, meta Meta) (events.Position, error) {
+	r := u.rules()
+	r.profile("", p)
+	if err := r.v.Err(); err != nil {
+		return events.Position{}, err
+	}
+	return u.change(ctx, appID, openUserID, meta, func(st *userState) ([]events.Payload, error) {
+		next, changed := applyProfile(st.profile, p)
+		if len(changed) == 0 {
+			return nil, nil
+		}
+		return []events.Payload{catalog.UserProfileUpdated{OpenUserID: openUserID, Changed: changed, Profile: next}}, nil
+	})
+}
+
+// GroupResult answers a group upsert.
+type GroupResult struct {
+	FamilyGroupID int64
+	AppGroupID    int64
+	Name          string
+	Created       bool
+	Position      events.Position
+}
+
+// UpsertGroup creates a group for a new app_group_id or renames the live one.
+func (u *Users) UpsertGroup(ctx context.Context, appID, openUserID int64, g GroupInput, meta Meta) (GroupResult, error) {
+	r := u.rules()
+	r.group("", g)
+	if err := r.v.Err(); err != nil {
+		return GroupResult{}, err
+	}
+	var out GroupResult
+	pos, err := u.change(ctx, appID, openUserID, meta, func(st *userState) ([]events.Payload, error) {
+		out = GroupResult{AppGroupID: g.AppGroupID, Name: g.Name}
+		if id, ok := st.activeGroups[g.AppGroupID]; ok {
+			out.FamilyGroupID = id
+			if st.groups[id].name == g.Name {
+				return nil, nil
+			}
+			return []events.Payload{catalog.FamilyGroupUpserted{OpenUserID: openUserID, FamilyGroupID: id, AppGroupID: g.AppGroupID, Name: g.Name}}, nil
+		}
+		id, err := u.ids.Next(ctx, KindGroup)
+		if err != nil {
+			return nil, err
+		}
+		out.FamilyGroupID, out.Created = id, true
+		return []events.Payload{catalog.FamilyGroupUpserted{OpenUserID: openUserID, FamilyGroupID: id, AppGroupID: g.AppGroupID, Name: g.Name, Created: true}}, nil
+	})
+	out.Position = pos
+	return out, err
+}
+
+// DissolveGroup soft-dissolves a group and soft-deletes its members, for good.
+func (u *Users) DissolveGroup(ctx context.Context, appID, openUserID, familyGroupID int64, meta Meta) (events.Position, error) {
+	return u.change(ctx, appID, openUserID, meta, func(st *userState) ([]events.Payload, error) {
+		g, ok := st.groups[familyGroupID]
+		if !ok || g.dissolved {
+			return nil, ErrFamilyGroupNotFound
+		}
+		deleted := []int64{}
+		for id, m := range st.members {
+			if m.FamilyGroupID == familyGroupID {
+				deleted = append(deleted, id)
+			}
+		}
+		slices.Sort(deleted)
+		return []events.Payload{catalog.FamilyGroupDissolved{OpenUserID: openUserID, FamilyGroupID: familyGroupID, AppGroupID: g.appGroupID, DeletedMemberIDs: deleted}}, nil
+	})
+}
+
+// MemberResult answers a member upsert.
+type MemberResult struct {
+	MemberID  int64
+	AppUserID string
+	Created   bool
+	Position  events.Position
+}
+
+// UpsertMember creates a member for a new app_user_id or updates the live
+// one; fields not sent keep their value, null clears an optional field.
+// Marking a member is_default clears the flag on the user's other members.
+func (u *Users) UpsertMember(ctx context.Context, appID, openUserID int64, in MemberInput, meta Meta) (MemberResult, error) {
+	r := u.rules()
+	r.member("", in, false)
+	if err := r.v.Err(); err != nil {
+		return MemberResult{}, err
+	}
+	var out MemberResult
+	pos, err := u.change(ctx, appID, openUserID, meta, func(st *userState) ([]events.Payload, error) {
+		out = MemberResult{AppUserID: in.AppUserID}
+		groupID, ok := st.activeGroups[in.AppGroupID]
+		if !ok {
+			return nil, ErrFamilyGroupNotFound
+		}
+		var ps []events.Payload
+		if id, ok := st.memberByApp[in.AppUserID]; ok {
+			out.MemberID = id
+			next, changed := mergeMember(*st.members[id], in, groupID)
+			if len(changed) > 0 {
+				ps = append(ps, catalog.FamilyMemberUpdated{OpenUserID: openUserID, Changed: changed, Member: next})
+			}
+		} else {
+			id, err := u.ids.Next(ctx, KindMember)
+			if err != nil {
+				return nil, err
+			}
+			out.MemberID, out.Created = id, true
+			m, _ := mergeMember(catalog.Member{MemberID: id}, in, groupID)
+			ps = append(ps, catalog.FamilyMemberCreated{OpenUserID: openUserID, Member: m})
+		}
+		if in.IsDefault.Value && len(ps) > 0 {
+			others := make([]int64, 0)
+			for id, m := range st.members {
+				if m.IsDefault && id != out.MemberID {
+					others = append(others, id)
+				}
+			}
+			slices.Sort(others)
+			for _, id := range others {
+				m := *st.members[id]
+				m.IsDefault = false
+				ps = append(ps, catalog.FamilyMemberUpdated{OpenUserID: openUserID, Changed: []string{"is_default"}, Member: m})
+			}
+		}
+		return ps, nil
+	})
+	out.Position = pos
+	return out, err
+}
+
+// DeleteMember soft-deletes a live member.
+func (u *Users) DeleteMember(ctx context.Context, appID, openUserID, memberID int64, meta Meta) (events.Position, error) {
+	return u.change(ctx, appID, openUserID, meta, func(st *userState) ([]events.Payload, error) {
+		m, ok := st.members[memberID]
+		if !ok {
+			return nil, ErrMemberNotFound
+		}
+		return []events.Payload{catalog.FamilyMemberDeleted{OpenUserID: openUserID, MemberID: memberID, AppUserID: m.AppUserID, FamilyGroupID: m.FamilyGroupID}}, nil
+	})
+}

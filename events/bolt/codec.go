@@ -1,0 +1,109 @@
+package bolt
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/healthtech/partner-open-platform/events"
+)
+
+// recordV1 tags the record encoding so a later layout can coexist with it.
+const recordV1 = 1
+
+// encode lays a record out as: version, stream, revision, id, type, created
+// (unix nanoseconds), data, meta; strings and bytes are uvarint
+// length-prefixed. The position is the record's key, so it is not stored.
+func encode(r events.Recorded) []byte {
+	n := 1 + 6*binary.MaxVarintLen64 + len(r.Stream) + len(r.ID) + len(r.Type) + len(r.Data) + len(r.Meta)
+	b := make([]byte, 0, n)
+	b = append(b, recordV1)
+	b = appendBytes(b, []byte(r.Stream))
+	b = binary.AppendUvarint(b, r.Revision)
+	b = appendBytes(b, []byte(r.ID))
+	b = appendBytes(b, []byte(r.Type))
+	b = binary.AppendVarint(b, r.Created.UnixNano())
+	b = appendBytes(b, r.Data)
+	return appendBytes(b, r.Meta)
+}
+
+func appendBytes(b, v []byte) []byte {
+	return append(binary.AppendUvarint(b, uint64(len(v))), v...)
+}
+
+var errCorrupt = errors.New("corrupt record")
+
+// decode copies everything out of v: bbolt's memory is only valid inside
+// the transaction.
+func decode(seq uint64, v []byte) (events.Recorded, error) {
+	d := decoder{buf: v}
+	if len(v) == 0 || v[0] != recordV1 {
+		return events.Recorded{}, fmt.Errorf("event %d: %w: unknown version", seq, errCorrupt)
+	}
+	d.buf = d.buf[1:]
+	r := events.Recorded{Position: events.Position{Commit: seq, Prepare: seq}}
+	r.Stream = string(d.bytes())
+	r.Revision = d.uvarint()
+	r.ID = string(d.bytes())
+	r.Type = string(d.bytes())
+	r.Created = time.Unix(0, d.varint()).UTC()
+	r.Data = clone(d.bytes())
+	r.Meta = clone(d.bytes())
+	if d.err != nil || len(d.buf) != 0 {
+		return events.Recorded{}, fmt.Errorf("event %d: %w", seq, errCorrupt)
+	}
+	return r, nil
+}
+
+// decoder reads fields in order and remembers the first error.
+type decoder struct {
+	buf []byte
+	err error
+}
+
+func (d *decoder) uvarint() uint64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(d.buf)
+	if n <= 0 {
+		d.err = errCorrupt
+		return 0
+	}
+	d.buf = d.buf[n:]
+	return v
+}
+
+func (d *decoder) varint() int64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Varint(d.buf)
+	if n <= 0 {
+		d.err = errCorrupt
+		return 0
+	}
+	d.buf = d.buf[n:]
+	return v
+}
+
+func (d *decoder) bytes() []byte {
+	n := d.uvarint()
+	if d.err != nil || n > uint64(len(d.buf)) {
+		d.err = errCorrupt
+		return nil
+	}
+	v := d.buf[:n]
+	d.buf = d.buf[n:]
+	return v
+}
+
+// clone maps empty to nil, as the other adapters do.
+func clone(b []byte) []byte {
+	if len(b) == 0 {
+		return nil
+	}
+	return bytes.Clone(b)
+}

@@ -1,0 +1,187 @@
+// Package catalog lists every domain event the platform records. Commands
+// write these payloads; projections, the webhook dispatcher and auditors read
+// them. The type names are stable wire names: never rename one, add a new
+// schema version with an upcaster instead.
+package catalog
+
+import (
+	"time"
+
+	"github.com/healthtech/partner-open-platform/events"
+)
+
+// Registry returns a registry holding every payload type of the catalog.
+func Registry() *events.Registry {
+	r := events.NewRegistry()
+	r.MustRegister(1,
+		IDBlockReserved{},
+		AppCreated{}, AppSecretRotated{}, AppWebhookConfigured{},
+		ChannelUserBound{}, UserRegistered{}, UserProfileUpdated{},
+		FamilyGroupUpserted{}, FamilyGroupDissolved{},
+		FamilyMemberCreated{}, FamilyMemberUpdated{}, FamilyMemberDeleted{},
+	)
+	return r
+}
+
+// IDBlockReserved claims a block of platform ids of one kind for one writer,
+// so ids are unique and never reused across processes and restarts.
+type IDBlockReserved struct {
+	Kind  string `json:"kind"`
+	First int64  `json:"first"`
+	Last  int64  `json:"last"`
+}
+
+// EventType names the event in the log.
+func (IDBlockReserved) EventType() string { return "ids.block_reserved" }
+
+// AppCreated registers a partner application. Secrets are sealed with the
+// master key; the clear values never enter the log.
+type AppCreated struct {
+	AppID               int64    `json:"app_id"`
+	Name                string   `json:"name"`
+	AppKey              string   `json:"app_key"`
+	SealedAppSecret     string   `json:"sealed_app_secret"`
+	SealedWebhookSecret string   `json:"sealed_webhook_secret"`
+	WebhookURL          string   `json:"webhook_url,omitempty"`
+	WebhookEvents       []string `json:"webhook_events,omitempty"`
+	Environment         string   `json:"environment"`
+}
+
+// EventType names the event in the log.
+func (AppCreated) EventType() string { return "app.created" }
+
+// AppSecretRotated replaces an app's signing secret.
+type AppSecretRotated struct {
+	AppID           int64  `json:"app_id"`
+	SealedAppSecret string `json:"sealed_app_secret"`
+}
+
+// EventType names the event in the log.
+func (AppSecretRotated) EventType() string { return "app.secret_rotated" }
+
+// AppWebhookConfigured changes where and which webhooks an app receives.
+type AppWebhookConfigured struct {
+	AppID         int64    `json:"app_id"`
+	WebhookURL    string   `json:"webhook_url"`
+	WebhookEvents []string `json:"webhook_events"`
+}
+
+// EventType names the event in the log.
+func (AppWebhookConfigured) EventType() string { return "app.webhook_configured" }
+
+// ChannelUserBound claims (app_id, channel_user_id) for one open_user_id; it
+// is the first and only event of its binding stream, which makes the pair unique.
+type ChannelUserBound struct {
+	AppID         int64  `json:"app_id"`
+	ChannelUserID string `json:"channel_user_id"`
+	OpenUserID    int64  `json:"open_user_id"`
+}
+
+// EventType names the event in the log.
+func (ChannelUserBound) EventType() string { return "channel_user.bound" }
+
+// Profile is a channel user's basic information as last written.
+type Profile struct {
+	Name      string  `json:"name"`
+	Nickname  *string `json:"nickname"`
+	Gender    string  `json:"gender"`
+	Avatar    *string `json:"avatar"`
+	Phone     *string `json:"phone"`
+	Email     *string `json:"email"`
+	BirthDate *string `json:"birth_date"`
+}
+
+// UserRegistered opens a user's stream with the profile given at registration.
+type UserRegistered struct {
+	AppID         int64     `json:"app_id"`
+	OpenUserID    int64     `json:"open_user_id"`
+	ChannelUserID string    `json:"channel_user_id"`
+	Profile       Profile   `json:"profile"`
+	RegisteredAt  time.Time `json:"registered_at"`
+}
+
+// EventType names the event in the log.
+func (UserRegistered) EventType() string { return "user.registered" }
+
+// UserProfileUpdated records a PATCH: which fields were sent and the profile after it.
+type UserProfileUpdated struct {
+	OpenUserID int64    `json:"open_user_id"`
+	Changed    []string `json:"changed"`
+	Profile    Profile  `json:"profile"`
+}
+
+// EventType names the event in the log.
+func (UserProfileUpdated) EventType() string { return "user.profile.updated" }
+
+// FamilyGroupUpserted records a group created or renamed; the spec names
+// both cases user.family_group.created, and Created tells them apart.
+type FamilyGroupUpserted struct {
+	OpenUserID    int64  `json:"open_user_id"`
+	FamilyGroupID int64  `json:"family_group_id"`
+	AppGroupID    int64  `json:"app_group_id"`
+	Name          string `json:"name"`
+	Created       bool   `json:"created"`
+}
+
+// EventType names the event in the log.
+func (FamilyGroupUpserted) EventType() string { return "user.family_group.created" }
+
+// FamilyGroupDissolved records an irreversible dissolution and the members it soft-deleted.
+type FamilyGroupDissolved struct {
+	OpenUserID       int64   `json:"open_user_id"`
+	FamilyGroupID    int64   `json:"family_group_id"`
+	AppGroupID       int64   `json:"app_group_id"`
+	DeletedMemberIDs []int64 `json:"deleted_member_ids"`
+}
+
+// EventType names the event in the log.
+func (FamilyGroupDissolved) EventType() string { return "user.family_group.deleted" }
+
+// Member is a family member's state as written by the event that carries it.
+type Member struct {
+	MemberID      int64   `json:"member_id"`
+	AppUserID     string  `json:"app_user_id"`
+	AppGroupID    int64   `json:"app_group_id"`
+	FamilyGroupID int64   `json:"family_group_id"`
+	Name          string  `json:"name"`
+	Relationship  string  `json:"relationship"`
+	Gender        *string `json:"gender"`
+	BirthDate     *string `json:"birth_date"`
+	Phone         *string `json:"phone"`
+	IDType        *string `json:"id_type"`
+	IDNumber      *string `json:"id_number"`
+	Height        *int64  `json:"height"`
+	Weight        *int64  `json:"weight"`
+	BloodType     *string `json:"blood_type"`
+	IsDefault     bool    `json:"is_default"`
+}
+
+// FamilyMemberCreated records a new member.
+type FamilyMemberCreated struct {
+	OpenUserID int64  `json:"open_user_id"`
+	Member     Member `json:"member"`
+}
+
+// EventType names the event in the log.
+func (FamilyMemberCreated) EventType() string { return "user.family_member.created" }
+
+// FamilyMemberUpdated records a member after an upsert changed it.
+type FamilyMemberUpdated struct {
+	OpenUserID int64    `json:"open_user_id"`
+	Changed    []string `json:"changed"`
+	Member     Member   `json:"member"`
+}
+
+// EventType names the event in the log.
+func (FamilyMemberUpdated) EventType() string { return "user.family_member.updated" }
+
+// FamilyMemberDeleted records a soft delete through the delete call.
+type FamilyMemberDeleted struct {
+	OpenUserID    int64  `json:"open_user_id"`
+	MemberID      int64  `json:"member_id"`
+	AppUserID     string `json:"app_user_id"`
+	FamilyGroupID int64  `json:"family_group_id"`
+}
+
+// EventType names the event in the log.
+func (FamilyMemberDeleted) EventType() string { return "user.family_member.deleted" }

@@ -1,0 +1,168 @@
+// Package memory is the in-process event store for unit tests: fast, empty on
+// start and gone on exit, yet held to the same conformance suite as the
+// durable adapters so tests exercise real semantics.
+package memory
+
+import (
+	"bytes"
+	"context"
+	"sync"
+	"time"
+
+	"github.com/healthtech/partner-open-platform/events"
+	"github.com/healthtech/partner-open-platform/events/internal/feed"
+	"github.com/healthtech/partner-open-platform/events/internal/rules"
+)
+
+// Store holds a whole log in process memory so unit tests need neither disk
+// nor server; position n is the n-th event appended (1-based).
+type Store struct {
+	mu      sync.RWMutex
+	log     []events.Recorded
+	streams map[string][]int // stream -> indexes into log, in revision order
+	ids     map[string]int   // event id -> index into log
+	closed  bool
+	notify  *feed.Notifier
+}
+
+var _ events.Store = (*Store)(nil)
+
+// New returns an empty store, so each test starts from a clean log.
+func New() *Store {
+	return &Store{streams: map[string][]int{}, ids: map[string]int{}, notify: feed.NewNotifier()}
+}
+
+// Append implements events.Store.
+func (s *Store) Append(ctx context.Context, stream string, expected events.ExpectedRevision, evs ...events.Proposed) (events.AppendResult, error) {
+	if err := ctx.Err(); err != nil {
+		return events.AppendResult{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return events.AppendResult{}, events.ErrClosed
+	}
+	idx := s.streams[stream]
+	res, replayed, err := rules.Check(stream, expected, uint64(len(idx)), evs, s.lookup)
+	if err != nil || replayed {
+		return res, err
+	}
+	now := time.Now().UTC()
+	for _, ev := range evs {
+		seq := uint64(len(s.log)) + 1
+		rec := events.Recorded{
+			ID:       ev.ID,
+			Stream:   stream,
+			Type:     ev.Type,
+			Revision: uint64(len(idx)),
+			Position: events.Position{Commit: seq, Prepare: seq},
+			Created:  now,
+			Data:     clone(ev.Data),
+			Meta:     clone(ev.Meta),
+		}
+		idx = append(idx, len(s.log))
+		s.ids[ev.ID] = len(s.log)
+		s.log = append(s.log, rec)
+		res = events.AppendResult{Revision: rec.Revision, Position: rec.Position}
+	}
+	s.streams[stream] = idx
+	s.notify.Notify()
+	return res, nil
+}
+
+func (s *Store) lookup(id string) (rules.Located, bool, error) {
+	i, ok := s.ids[id]
+	if !ok {
+		return rules.Located{}, false, nil
+	}
+	rec := s.log[i]
+	return rules.Located{Stream: rec.Stream, Revision: rec.Revision, Position: rec.Position}, true, nil
+}
+
+// ReadStream implements events.Store.
+func (s *Store) ReadStream(ctx context.Context, stream string, from uint64, limit int) ([]events.Recorded, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return nil, events.ErrClosed
+	}
+	idx := s.streams[stream]
+	if from >= uint64(len(idx)) {
+		return []events.Recorded{}, nil
+	}
+	idx = idx[from:]
+	if limit > 0 && limit < len(idx) {
+		idx = idx[:limit]
+	}
+	out := make([]events.Recorded, len(idx))
+	for i, j := range idx {
+		out[i] = copyOf(s.log[j])
+	}
+	return out, nil
+}
+
+// ReadAll implements events.Store; limit <= 0 reads to the end.
+func (s *Store) ReadAll(ctx context.Context, after events.Position, limit int) ([]events.Recorded, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return nil, events.ErrClosed
+	}
+	// Positions are sequence numbers, so the event after seq n sits at index n.
+	start := after.Commit
+	if after.Prepare < after.Commit {
+		start--
+	}
+	if start >= uint64(len(s.log)) {
+		return []events.Recorded{}, nil
+	}
+	rest := s.log[start:]
+	if limit > 0 && limit < len(rest) {
+		rest = rest[:limit]
+	}
+	out := make([]events.Recorded, len(rest))
+	for i, rec := range rest {
+		out[i] = copyOf(rec)
+	}
+	return out, nil
+}
+
+// SubscribeAll implements events.Store.
+func (s *Store) SubscribeAll(ctx context.Context, after events.Position) (events.Subscription, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return nil, events.ErrClosed
+	}
+	return feed.Subscribe(ctx, after, s.ReadAll, s.notify), nil
+}
+
+// Close implements events.Store; subscriptions end with events.ErrClosed.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	s.notify.Close()
+	return nil
+}
+
+// copyOf keeps callers from mutating the log through the returned slices.
+func copyOf(rec events.Recorded) events.Recorded {
+	rec.Data = clone(rec.Data)
+	rec.Meta = clone(rec.Meta)
+	return rec
+}
+
+// clone copies b, mapping empty to nil as the durable adapters do.
+func clone(b []byte) []byte {
+	if len(b) == 0 {
+		return nil
+	}
+	return bytes.Clone(b)
+}

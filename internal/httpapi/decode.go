@@ -1,0 +1,212 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"strconv"
+
+	"github.com/healthtech/partner-open-platform/commands"
+)
+
+// MaxBody is the largest request body any route accepts.
+const MaxBody = 1 << 20
+
+// ReadBody reads the whole body up to MaxBody, answering ErrTooLarge beyond it.
+func ReadBody(r *http.Request) ([]byte, error) {
+	if r.Body == nil {
+		return nil, nil
+	}
+	if r.ContentLength > MaxBody {
+		return nil, ErrTooLarge
+	}
+	b, err := io.ReadAll(io.LimitReader(r.Body, MaxBody+1))
+	if err != nil {
+		return nil, &Problem{Status: http.StatusBadRequest, Code: "HTTP_400", Message: "could not read request body"}
+	}
+	if len(b) > MaxBody {
+		return nil, ErrTooLarge
+	}
+	return b, nil
+}
+
+// Object is a decoded JSON object whose fields are read with type checks;
+// every type problem is collected under its field path.
+type Object struct {
+	fields map[string]json.RawMessage
+	prefix string
+	errs   *commands.ValidationError
+}
+
+// ParseObject decodes body as one JSON object; anything else is ErrMalformed.
+func ParseObject(body []byte) (*Object, error) {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return nil, ErrMalformed
+	}
+	return parseObject(body, "", &commands.ValidationError{})
+}
+
+func parseObject(raw []byte, prefix string, errs *commands.ValidationError) (*Object, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	var fields map[string]json.RawMessage
+	if err := dec.Decode(&fields); err != nil || fields == nil {
+		return nil, ErrMalformed
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, ErrMalformed
+	}
+	return &Object{fields: fields, prefix: prefix, errs: errs}, nil
+}
+
+// Err returns the collected type errors, or nil.
+func (o *Object) Err() error { return o.errs.Err() }
+
+// Has reports whether the field was sent (even as null).
+func (o *Object) Has(name string) bool { _, ok := o.fields[name]; return ok }
+
+func (o *Object) bad(name, msg string) { o.errs.Add(o.prefix+name, msg) }
+
+func isNull(raw json.RawMessage) bool { return string(bytes.TrimSpace(raw)) == "null" }
+
+// String reads an optional string field.
+func (o *Object) String(name string) commands.Field[string] {
+	raw, ok := o.fields[name]
+	if !ok {
+		return commands.Field[string]{}
+	}
+	if isNull(raw) {
+		return commands.Field[string]{Set: true, Null: true}
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		o.bad(name, "must be a string")
+		return commands.Field[string]{}
+	}
+	return commands.Val(s)
+}
+
+// Int reads an optional integer field; fractions and out-of-range numbers are errors.
+func (o *Object) Int(name string) commands.Field[int64] {
+	raw, ok := o.fields[name]
+	if !ok {
+		return commands.Field[int64]{}
+	}
+	if isNull(raw) {
+		return commands.Field[int64]{Set: true, Null: true}
+	}
+	var n json.Number
+	if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] == '"' || json.Unmarshal(t, &n) != nil {
+		o.bad(name, "must be an integer")
+		return commands.Field[int64]{}
+	}
+	i, err := strconv.ParseInt(n.String(), 10, 64)
+	if err != nil {
+		f, ferr := strconv.ParseFloat(n.String(), 64)
+		if ferr != nil || f != math.Trunc(f) || math.Abs(f) > 1<<53 {
+			o.bad(name, "must be an integer")
+			return commands.Field[int64]{}
+		}
+		i = int64(f)
+	}
+	return commands.Val(i)
+}
+
+// Bool reads an optional boolean field.
+func (o *Object) Bool(name string) commands.Field[bool] {
+	raw, ok := o.fields[name]
+	if !ok {
+		return commands.Field[bool]{}
+	}
+	if isNull(raw) {
+		return commands.Field[bool]{Set: true, Null: true}
+	}
+	var b bool
+	if err := json.Unmarshal(raw, &b); err != nil {
+		o.bad(name, "must be a boolean")
+		return commands.Field[bool]{}
+	}
+	return commands.Val(b)
+}
+
+// Strings reads an optional array of strings.
+func (o *Object) Strings(name string) []string {
+	raw, ok := o.fields[name]
+	if !ok || isNull(raw) {
+		return nil
+	}
+	var ss []string
+	if err := json.Unmarshal(raw, &ss); err != nil {
+		o.bad(name, "must be an array of strings")
+		return nil
+	}
+	return ss
+}
+
+// RequiredString reads a string that must be present and non-null.
+func (o *Object) RequiredString(name string) string {
+	f := o.String(name)
+	if !f.Set || f.Null {
+		if !o.errs.Has(o.prefix + name) {
+			o.bad(name, "is required")
+		}
+		return ""
+	}
+	return f.Value
+}
+
+// RequiredInt reads an integer that must be present and non-null.
+func (o *Object) RequiredInt(name string) int64 {
+	f := o.Int(name)
+	if !f.Set || f.Null {
+		if !o.errs.Has(o.prefix + name) {
+			o.bad(name, "is required")
+		}
+		return 0
+	}
+	return f.Value
+}
+
+// Object reads a nested object field; required controls the missing case.
+func (o *Object) Object(name string, required bool) *Object {
+	raw, ok := o.fields[name]
+	if !ok || isNull(raw) {
+		if required {
+			o.bad(name, "is required")
+		}
+		return nil
+	}
+	child, err := parseObject(raw, o.prefix+name+".", o.errs)
+	if err != nil {
+		o.bad(name, "must be an object")
+		return nil
+	}
+	return child
+}
+
+// Array reads an array of objects; each element is parsed with the index in its path.
+func (o *Object) Array(name string) []*Object {
+	raw, ok := o.fields[name]
+	if !ok || isNull(raw) {
+		return nil
+	}
+	var items []json.RawMessage
+	if err := json.Unmarshal(raw, &items); err != nil {
+		o.bad(name, "must be an array")
+		return nil
+	}
+	out := make([]*Object, 0, len(items))
+	for i, it := range items {
+		p := fmt.Sprintf("%s%s[%d]", o.prefix, name, i)
+		child, err := parseObject(it, p+".", o.errs)
+		if err != nil {
+			o.errs.Add(p, "must be an object")
+			continue
+		}
+		out = append(out, child)
+	}
+	return out
+}

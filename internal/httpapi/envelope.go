@@ -1,0 +1,127 @@
+// Package httpapi is the HTTP edge shared by the command and query APIs: the
+// spec's response envelope, the one table mapping errors to codes and
+// statuses, request ids, body limits and a JSON decoder that reports fields.
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/healthtech/partner-open-platform/commands"
+)
+
+// Envelope is the spec's common response body.
+type Envelope struct {
+	Success   bool                `json:"success"`
+	Code      any                 `json:"code"`
+	Message   string              `json:"message"`
+	Data      any                 `json:"data,omitempty"`
+	Errors    map[string][]string `json:"errors,omitempty"`
+	Timestamp string              `json:"timestamp"`
+}
+
+// Clock is read for the envelope timestamp; tests may replace it.
+var Clock = time.Now
+
+// WriteJSON writes any JSON body with a status.
+func WriteJSON(w http.ResponseWriter, status int, body any) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(body)
+}
+
+// OK writes a success envelope; data nil omits the data field.
+func OK(w http.ResponseWriter, status int, data any) {
+	WriteJSON(w, status, Envelope{Success: true, Code: 0, Message: "ok", Data: data, Timestamp: Clock().Format(time.RFC3339)})
+}
+
+// Fail writes an error envelope with an explicit code.
+func Fail(w http.ResponseWriter, status int, code, message string) {
+	WriteJSON(w, status, Envelope{Success: false, Code: code, Message: message, Timestamp: Clock().Format(time.RFC3339)})
+}
+
+// Problem is an error that already knows its HTTP status and code, for
+// edge-only failures (authentication, body size, malformed JSON).
+type Problem struct {
+	Status  int
+	Code    string
+	Message string
+	Headers map[string]string
+}
+
+func (p *Problem) Error() string { return p.Code + ": " + p.Message }
+
+// Problems raised by the edge itself.
+var (
+	ErrUnauthorized = &Problem{Status: http.StatusUnauthorized, Code: "HTTP_401", Message: "signature verification failed or unknown app"}
+	ErrTooLarge     = &Problem{Status: http.StatusRequestEntityTooLarge, Code: "PAYLOAD_TOO_LARGE", Message: "request body exceeds 1 MiB"}
+	ErrMalformed    = &Problem{Status: http.StatusBadRequest, Code: "HTTP_400", Message: "request body is not a JSON object"}
+	ErrNotFound     = &Problem{Status: http.StatusNotFound, Code: "NOT_FOUND", Message: "no such route"}
+	ErrMethod       = &Problem{Status: http.StatusMethodNotAllowed, Code: "METHOD_NOT_ALLOWED", Message: "method not allowed on this route"}
+	ErrAdmin        = &Problem{Status: http.StatusUnauthorized, Code: "HTTP_401", Message: "admin token missing or wrong"}
+)
+
+// codes is the one table from domain errors to the spec's codes.
+var codes = []struct {
+	err     error
+	status  int
+	code    string
+	message string
+}{
+	{commands.ErrUserNotFound, http.StatusNotFound, "USER_NOT_FOUND", "user not found"},
+	{commands.ErrFamilyGroupNotFound, http.StatusNotFound, "FAMILY_GROUP_NOT_FOUND", "family group not found"},
+	{commands.ErrMemberNotFound, http.StatusNotFound, "FAMILY_MEMBER_NOT_FOUND", "family member not found"},
+	{commands.ErrInvalidAppGroupID, http.StatusUnprocessableEntity, "INVALID_APP_GROUP_ID", "a family member refers to an app_group_id that is not in family_groups"},
+	{commands.ErrAppNotFound, http.StatusNotFound, "APP_NOT_FOUND", "app not found"},
+	{commands.ErrContention, http.StatusConflict, "CONCURRENT_MODIFICATION", "the resource changed concurrently; retry the request"},
+	{context.DeadlineExceeded, http.StatusServiceUnavailable, "HTTP_503", "the platform is busy; retry shortly"},
+}
+
+// Error writes err as an envelope, choosing status and code from the table;
+// anything unknown is a logged 500 that reveals nothing internal.
+func Error(w http.ResponseWriter, r *http.Request, err error) {
+	var p *Problem
+	if errors.As(err, &p) {
+		for k, v := range p.Headers {
+			w.Header().Set(k, v)
+		}
+		Fail(w, p.Status, p.Code, p.Message)
+		return
+	}
+	var v *commands.ValidationError
+	if errors.As(err, &v) {
+		WriteJSON(w, http.StatusUnprocessableEntity, Envelope{
+			Code: "VALIDATION_ERROR", Message: "one or more fields are invalid", Errors: v.Fields, Timestamp: Clock().Format(time.RFC3339),
+		})
+		return
+	}
+	for _, c := range codes {
+		if errors.Is(err, c.err) {
+			Fail(w, c.status, c.code, c.message)
+			return
+		}
+	}
+	Logger(r.Context()).Error("request failed", "err", err)
+	Fail(w, http.StatusInternalServerError, "HTTP_500", "internal error; the request id identifies it in our logs")
+}
+
+type loggerKey struct{}
+
+// WithLogger stores a request-scoped logger carrying the request id.
+func WithLogger(ctx context.Context, l *slog.Logger) context.Context {
+	return context.WithValue(ctx, loggerKey{}, l)
+}
+
+// Logger returns the request-scoped logger, or the default one.
+func Logger(ctx context.Context) *slog.Logger {
+	if l, ok := ctx.Value(loggerKey{}).(*slog.Logger); ok {
+		return l
+	}
+	return slog.Default()
+}

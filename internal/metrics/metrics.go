@@ -1,0 +1,75 @@
+// Package metrics holds the platform's Prometheus collectors, so that every
+// package reports into one registry served at /metrics.
+package metrics
+
+import (
+	"context"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/healthtech/partner-open-platform/events"
+)
+
+// Metrics is the set of collectors of one node.
+type Metrics struct {
+	Registry         *prometheus.Registry
+	HTTPDuration     *prometheus.HistogramVec
+	AppendDuration   *prometheus.HistogramVec
+	ProjectionEvents *prometheus.CounterVec
+	ProjectionLag    *prometheus.GaugeVec
+}
+
+// New registers the collectors in a fresh registry (one per node, so tests
+// can run many nodes in one process).
+func New() *Metrics {
+	m := &Metrics{
+		Registry: prometheus.NewRegistry(),
+		HTTPDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "platform_http_request_duration_seconds", Help: "HTTP request latency by route and status.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
+		}, []string{"method", "route", "status"}),
+		AppendDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "platform_event_store_append_seconds", Help: "Event-store append latency by outcome.",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16),
+		}, []string{"outcome"}),
+		ProjectionEvents: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "platform_projection_events_total", Help: "Events applied by each projection.",
+		}, []string{"projection"}),
+		ProjectionLag: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "platform_projection_lag_seconds", Help: "Age of the last event a projection applied when it applied it.",
+		}, []string{"projection"}),
+	}
+	m.Registry.MustRegister(m.HTTPDuration, m.AppendDuration, m.ProjectionEvents, m.ProjectionLag,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// Projected records a batch a projection applied.
+func (m *Metrics) Projected(name string, n int, last events.Recorded) {
+	m.ProjectionEvents.WithLabelValues(name).Add(float64(n))
+	m.ProjectionLag.WithLabelValues(name).Set(time.Since(last.Created).Seconds())
+}
+
+// Store decorates an event store with append latency.
+func (m *Metrics) Store(s events.Store) events.Store { return &instrumented{Store: s, m: m} }
+
+type instrumented struct {
+	events.Store
+	m *Metrics
+}
+
+func (s *instrumented) Append(ctx context.Context, stream string, expected events.ExpectedRevision, evs ...events.Proposed) (events.AppendResult, error) {
+	start := time.Now()
+	res, err := s.Store.Append(ctx, stream, expected, evs...)
+	outcome := "ok"
+	switch {
+	case events.IsConflict(err):
+		outcome = "conflict"
+	case err != nil:
+		outcome = "error"
+	}
+	s.m.AppendDuration.WithLabelValues(outcome).Observe(time.Since(start).Seconds())
+	return res, err
+}

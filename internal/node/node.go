@@ -1,0 +1,292 @@
+// Package node assembles one platform process: it picks an adapter for each
+// port from the configuration, starts the projections, and builds the HTTP
+// handler. cmd/platform and the end-to-end tests both run exactly this.
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+	_ "time/tzdata" // the platform zone must load on machines without tzdata
+
+	"github.com/julienschmidt/httprouter"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/healthtech/partner-open-platform/commandapi"
+	"github.com/healthtech/partner-open-platform/commands"
+	"github.com/healthtech/partner-open-platform/events"
+	"github.com/healthtech/partner-open-platform/events/bolt"
+	"github.com/healthtech/partner-open-platform/events/catalog"
+	"github.com/healthtech/partner-open-platform/events/esdb"
+	"github.com/healthtech/partner-open-platform/internal/auth"
+	"github.com/healthtech/partner-open-platform/internal/httpapi"
+	"github.com/healthtech/partner-open-platform/internal/metrics"
+	"github.com/healthtech/partner-open-platform/internal/openapi"
+	"github.com/healthtech/partner-open-platform/internal/secrets"
+	"github.com/healthtech/partner-open-platform/projections"
+	"github.com/healthtech/partner-open-platform/projections/memory"
+	"github.com/healthtech/partner-open-platform/projections/postgres"
+	"github.com/healthtech/partner-open-platform/queryapi"
+)
+
+// Config selects adapters and secrets; empty store URLs mean embedded adapters.
+type Config struct {
+	DataDir     string
+	ESDBURL     string
+	PostgresURL string
+	AdminToken  string
+	MasterKey   string
+	Timezone    string // IANA name of the zone of Y-m-d dates and Y-m-d H:i:s times
+	Logger      *slog.Logger
+	Now         func() time.Time
+	IDBlockSize int64
+}
+
+// Node is one running platform process.
+type Node struct {
+	Handler    http.Handler
+	Events     events.Store
+	ReadModel  projections.Store
+	Apps       *projections.Apps
+	Runners    []*projections.Runner
+	Registry   *events.Registry
+	Metrics    *metrics.Metrics
+	AdminToken string
+	Location   *time.Location
+	Adapters   map[string]string
+
+	log     *slog.Logger
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	closers []func() error
+}
+
+// Open builds a node and starts its projections; Close stops it.
+func Open(ctx context.Context, cfg Config) (n *Node, err error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.DataDir == "" {
+		cfg.DataDir = "data"
+	}
+	if cfg.Timezone == "" {
+		cfg.Timezone = "Asia/Shanghai"
+	}
+	if cfg.IDBlockSize == 0 {
+		cfg.IDBlockSize = 50
+	}
+	n = &Node{log: cfg.Logger, Registry: catalog.Registry(), Metrics: metrics.New(), Adapters: map[string]string{}}
+	defer func() {
+		if err != nil {
+			n.Close()
+		}
+	}()
+	if n.Location, err = time.LoadLocation(cfg.Timezone); err != nil {
+		return nil, fmt.Errorf("timezone %q: %w", cfg.Timezone, err)
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("data directory: %w", err)
+	}
+
+	sealer, err := openSealer(cfg, n.log)
+	if err != nil {
+		return nil, err
+	}
+	if n.AdminToken, err = adminToken(cfg, n.log); err != nil {
+		return nil, err
+	}
+
+	var store events.Store
+	if cfg.ESDBURL != "" {
+		store, err = esdb.Open(cfg.ESDBURL)
+		n.Adapters["event store"] = "EventStoreDB"
+	} else {
+		path := filepath.Join(cfg.DataDir, "events.db")
+		store, err = bolt.Open(path)
+		n.Adapters["event store"] = "embedded log " + path
+	}
+	if err != nil {
+		return nil, fmt.Errorf("event store: %w", err)
+	}
+	n.closers = append(n.closers, store.Close)
+	n.Events = n.Metrics.Store(store)
+
+	if cfg.PostgresURL != "" {
+		pg, err := postgres.Open(ctx, cfg.PostgresURL)
+		if err != nil {
+			return nil, fmt.Errorf("read models: %w", err)
+		}
+		n.ReadModel = pg
+		n.Adapters["read models"] = "Postgres"
+	} else {
+		n.ReadModel = memory.New()
+		n.Adapters["read models"] = "in memory, rebuilt from the log at start"
+	}
+	n.closers = append(n.closers, n.ReadModel.Close)
+	n.Adapters["bus"] = "event store subscription"
+	for _, port := range []string{"event store", "read models", "bus"} {
+		n.log.Info("adapter", "port", port, "adapter", n.Adapters[port])
+	}
+
+	n.Apps = projections.NewApps(sealer)
+	appsRunner := projections.NewRunner(n.Events, n.Registry, n.Apps, n.log, n.Metrics.Projected)
+	usersRunner := projections.NewRunner(n.Events, n.Registry, projections.ChannelUsers{Store: n.ReadModel}, n.log, n.Metrics.Projected)
+	n.Runners = []*projections.Runner{appsRunner, usersRunner}
+
+	ids := commands.NewAllocator(n.Events, n.Registry, cfg.IDBlockSize)
+	schemeM := auth.SchemeM{Apps: n.Apps, Now: cfg.Now}
+	admin := auth.Admin{Token: n.AdminToken}
+	marks := projections.NewWatermarks()
+	cmdAPI := &commandapi.API{
+		Users:   commands.NewUsers(n.Events, n.Registry, ids, cfg.Now, n.Location),
+		Apps:    commands.NewApps(n.Events, n.Registry, ids, sealer, nil),
+		SchemeM: schemeM, Admin: admin, Watermarks: marks, AppsReady: appsRunner,
+	}
+	qAPI := &queryapi.API{
+		Store: n.ReadModel, Apps: n.Apps, Events: n.Events, Registry: n.Registry, Runners: n.Runners,
+		SchemeM: schemeM, Admin: admin, Watermarks: marks, Location: n.Location,
+	}
+	n.Handler = n.router(append(cmdAPI.Routes(), qAPI.Routes()...))
+
+	runCtx, cancel := context.WithCancel(context.Background())
+	n.cancel = cancel
+	for _, r := range n.Runners {
+		n.wg.Add(1)
+		go func() {
+			defer n.wg.Done()
+			_ = r.Run(runCtx)
+		}()
+	}
+	return n, nil
+}
+
+func (n *Node) router(routes []commandapi.Route) http.Handler {
+	rt := httprouter.New()
+	rt.RedirectTrailingSlash, rt.RedirectFixedPath = false, false
+	observe := func(method, route string, status int, d time.Duration) {
+		n.Metrics.HTTPDuration.WithLabelValues(method, route, httpapi.StatusLabel(status)).Observe(d.Seconds())
+	}
+	wrap := func(route string, h http.Handler) http.Handler { return httpapi.Instrument(n.log, route, observe, h) }
+	for _, r := range routes {
+		h := r.Handle
+		rt.Handler(r.Method, r.Path, wrap(r.Path, http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			h(w, req, httprouter.ParamsFromContext(req.Context()))
+		})))
+	}
+	rt.Handler("GET", "/healthz", wrap("/healthz", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		httpapi.OK(w, http.StatusOK, map[string]any{"status": "ok"})
+	})))
+	rt.Handler("GET", "/readyz", wrap("/readyz", http.HandlerFunc(n.readyz)))
+	rt.Handler("GET", "/metrics", promhttp.HandlerFor(n.Metrics.Registry, promhttp.HandlerOpts{}))
+	rt.Handler("GET", "/openapi.yaml", wrap("/openapi.yaml", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/yaml")
+		_, _ = w.Write(openapi.Spec)
+	})))
+	rt.NotFound = wrap("unmatched", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { httpapi.Error(w, r, httpapi.ErrNotFound) }))
+	rt.MethodNotAllowed = wrap("unmatched", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { httpapi.Error(w, r, httpapi.ErrMethod) }))
+	return rt
+}
+
+// readyz answers 200 once every projection has caught up with the log at least once.
+func (n *Node) readyz(w http.ResponseWriter, r *http.Request) {
+	status := map[string]any{}
+	ready := true
+	for _, run := range n.Runners {
+		s := run.Stats()
+		if s.LastError != "" || !s.Ready {
+			ready = false
+		}
+		status[s.Name] = s
+	}
+	if !ready {
+		httpapi.WriteJSON(w, http.StatusServiceUnavailable, httpapi.Envelope{Code: "HTTP_503", Message: "projections are catching up", Data: status, Timestamp: time.Now().Format(time.RFC3339)})
+		return
+	}
+	httpapi.OK(w, http.StatusOK, status)
+}
+
+// WaitCaughtUp blocks until every projection has applied the log's current end.
+func (n *Node) WaitCaughtUp(ctx context.Context) error {
+	var head events.Position
+	for {
+		recs, err := n.Events.ReadAll(ctx, head, 1000)
+		if err != nil {
+			return err
+		}
+		if len(recs) == 0 {
+			break
+		}
+		head = recs[len(recs)-1].Position
+	}
+	for _, r := range n.Runners {
+		if err := r.WaitFor(ctx, head); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Close stops the projections and releases the stores.
+func (n *Node) Close() error {
+	if n.cancel != nil {
+		n.cancel()
+	}
+	n.wg.Wait()
+	var errs []error
+	for i := len(n.closers) - 1; i >= 0; i-- {
+		errs = append(errs, n.closers[i]())
+	}
+	return errors.Join(errs...)
+}
+
+func openSealer(cfg Config, log *slog.Logger) (*secrets.Sealer, error) {
+	if cfg.MasterKey != "" {
+		key, err := secrets.ParseKey(cfg.MasterKey)
+		if err != nil {
+			return nil, err
+		}
+		return secrets.New(key)
+	}
+	path := filepath.Join(cfg.DataDir, "master.key")
+	key, created, err := secrets.LoadOrCreateKeyFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if created {
+		log.Info("created master key for sealing secrets", "path", path)
+	}
+	if cfg.ESDBURL != "" {
+		log.Warn("PLATFORM_MASTER_KEY is unset: secrets are sealed with a key kept in the data directory; every node sharing the event store needs the same key", "path", path)
+	}
+	return secrets.New(key)
+}
+
+func adminToken(cfg Config, log *slog.Logger) (string, error) {
+	if cfg.AdminToken != "" {
+		return cfg.AdminToken, nil
+	}
+	path := filepath.Join(cfg.DataDir, "admin.token")
+	if b, err := os.ReadFile(path); err == nil {
+		tok := strings.TrimSpace(string(b))
+		if tok != "" {
+			log.Info("admin token read from file", "path", path)
+			return tok, nil
+		}
+	}
+	tok := secrets.Random("adm_", 24)
+	if err := os.WriteFile(path, []byte(tok+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("write admin token: %w", err)
+	}
+	log.Info("admin token created", "path", path)
+	return tok, nil
+}

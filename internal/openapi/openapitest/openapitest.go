@@ -1,0 +1,157 @@
+// Package openapitest checks real HTTP traffic against the platform's OpenAPI
+// document, so tests that exercise the handlers also prove the published
+// contract still describes them.
+//
+// Only responses are validated: requests are not (tests send bad requests on
+// purpose) and security requirements are not checked. A request whose path or
+// method the document does not describe fails the test unless the node
+// answered it with its documented catch-all (404 NOT_FOUND for an unknown
+// path, 405 METHOD_NOT_ALLOWED for an unknown method), i.e. unless the server
+// agrees the operation does not exist; /metrics is exempt.
+package openapitest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/getkin/kin-openapi/routers/gorillamux"
+
+	"github.com/healthtech/partner-open-platform/internal/openapi"
+)
+
+// Doc gives each test its own validated copy of the contract, so no test works from a broken or shared-and-mutated document.
+func Doc(t testing.TB) *openapi3.T {
+	t.Helper()
+	loader := openapi3.NewLoader()
+	doc, err := loader.LoadFromData(openapi.Spec)
+	if err != nil {
+		t.Fatalf("openapi: load openapi.yaml: %v", err)
+	}
+	if err := doc.Validate(loader.Context); err != nil {
+		t.Fatalf("openapi: openapi.yaml is not a valid OpenAPI document: %v", err)
+	}
+	return doc
+}
+
+// unrouted are paths that need not be in the document: the Prometheus
+// endpoint is owned by the metrics library, not by our contract.
+var unrouted = map[string]bool{"/metrics": true}
+
+// NewTransport makes drift between handlers and openapi.yaml fail the test that exposed it, by validating every response base (nil means http.DefaultTransport) returns.
+func NewTransport(t testing.TB, base http.RoundTripper) http.RoundTripper {
+	t.Helper()
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	doc := Doc(t)
+	// Servers are dropped so routes match any host: test servers listen on
+	// arbitrary 127.0.0.1 ports.
+	doc.Servers = nil
+	for _, p := range doc.Paths.Map() {
+		p.Servers = nil
+	}
+	router, err := gorillamux.NewRouter(doc)
+	if err != nil {
+		t.Fatalf("openapi: build router: %v", err)
+	}
+	return &transport{t: t, base: base, doc: doc, router: router}
+}
+
+type transport struct {
+	t      testing.TB
+	base   http.RoundTripper
+	doc    *openapi3.T
+	router routers.Router
+}
+
+func (tr *transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	res, err := tr.base.RoundTrip(req)
+	if err != nil {
+		return res, err
+	}
+	body, err := io.ReadAll(res.Body)
+	res.Body.Close()
+	if err != nil {
+		return nil, fmt.Errorf("openapitest: read response body: %w", err)
+	}
+	res.Body = io.NopCloser(bytes.NewReader(body))
+	if err := tr.check(req, res, body); err != nil {
+		tr.t.Errorf("openapi drift: %s %s -> %d: %v\nbody: %s", req.Method, req.URL.RequestURI(), res.StatusCode, err, clip(body))
+	}
+	return res, nil
+}
+
+// check returns why the exchange does not match the document, or nil.
+func (tr *transport) check(req *http.Request, res *http.Response, body []byte) error {
+	route, params, err := tr.router.FindRoute(req)
+	switch {
+	case errors.Is(err, routers.ErrPathNotFound):
+		if unrouted[req.URL.Path] {
+			return nil
+		}
+		return tr.catchAll(res, body, http.StatusNotFound, "RouteNotFound",
+			"path is not in openapi.yaml but the server did not answer 404 NOT_FOUND")
+	case errors.Is(err, routers.ErrMethodNotAllowed):
+		return tr.catchAll(res, body, http.StatusMethodNotAllowed, "MethodNotAllowed",
+			"method is not documented for this path but the server did not answer 405 METHOD_NOT_ALLOWED")
+	case err != nil:
+		return fmt.Errorf("find route: %w", err)
+	}
+	opts := &openapi3filter.Options{
+		AuthenticationFunc:    openapi3filter.NoopAuthenticationFunc,
+		IncludeResponseStatus: true,
+		MultiError:            true,
+	}
+	in := &openapi3filter.ResponseValidationInput{
+		RequestValidationInput: &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route, Options: opts},
+		Status:                 res.StatusCode,
+		Header:                 res.Header,
+		Options:                opts,
+	}
+	in.SetBodyBytes(body)
+	return openapi3filter.ValidateResponse(context.Background(), in)
+}
+
+// catchAll accepts an undocumented operation only when the server answered
+// with the document's catch-all response of that status.
+func (tr *transport) catchAll(res *http.Response, body []byte, status int, component, why string) error {
+	if res.StatusCode != status {
+		return errors.New(why)
+	}
+	ref := tr.doc.Components.Responses[component]
+	if ref == nil || ref.Value == nil {
+		return fmt.Errorf("%s: components.responses.%s is missing", why, component)
+	}
+	mt := ref.Value.Content.Get(res.Header.Get("Content-Type"))
+	if mt == nil || mt.Schema == nil || mt.Schema.Value == nil {
+		return fmt.Errorf("%s: content type %q is not that of components.responses.%s", why, res.Header.Get("Content-Type"), component)
+	}
+	var v any
+	if err := json.Unmarshal(body, &v); err != nil {
+		return fmt.Errorf("%s: body is not JSON: %w", why, err)
+	}
+	if err := mt.Schema.Value.VisitJSON(v, openapi3.MultiErrors(), openapi3.VisitAsResponse()); err != nil {
+		return fmt.Errorf("%s: body does not match components.responses.%s: %w", why, component, err)
+	}
+	if res.Header.Get("X-Request-Id") == "" {
+		return fmt.Errorf("%s: no X-Request-Id header", why)
+	}
+	return nil
+}
+
+func clip(b []byte) string {
+	const max = 2000
+	if len(b) > max {
+		return string(b[:max]) + "..."
+	}
+	return string(b)
+}

@@ -1,0 +1,297 @@
+package openapi_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/julienschmidt/httprouter"
+
+	"github.com/healthtech/partner-open-platform/commandapi"
+	"github.com/healthtech/partner-open-platform/commands"
+	"github.com/healthtech/partner-open-platform/events/catalog"
+	"github.com/healthtech/partner-open-platform/events/memory"
+	"github.com/healthtech/partner-open-platform/internal/auth"
+	"github.com/healthtech/partner-open-platform/internal/httpapi"
+	"github.com/healthtech/partner-open-platform/internal/openapi"
+	"github.com/healthtech/partner-open-platform/internal/openapi/openapitest"
+	"github.com/healthtech/partner-open-platform/internal/secrets"
+	"github.com/healthtech/partner-open-platform/projections"
+	projmemory "github.com/healthtech/partner-open-platform/projections/memory"
+	"github.com/healthtech/partner-open-platform/queryapi"
+)
+
+const adminToken = "adm_test"
+
+// server wires the real command and query handlers the way internal/node
+// does (which this package cannot import), with in-memory adapters.
+func server(t *testing.T) *httptest.Server {
+	t.Helper()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	loc, err := time.LoadLocation("Asia/Shanghai")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sealer, err := secrets.New(bytes.Repeat([]byte{7}, 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, reg, readModel := memory.New(), catalog.Registry(), projmemory.New()
+	apps := projections.NewApps(sealer)
+	appsRunner := projections.NewRunner(store, reg, apps, log, nil)
+	usersRunner := projections.NewRunner(store, reg, projections.ChannelUsers{Store: readModel}, log, nil)
+	runners := []*projections.Runner{appsRunner, usersRunner}
+	ids := commands.NewAllocator(store, reg, 10)
+	schemeM, admin, marks := auth.SchemeM{Apps: apps, Now: time.Now}, auth.Admin{Token: adminToken}, projections.NewWatermarks()
+	cmd := &commandapi.API{
+		Users: commands.NewUsers(store, reg, ids, time.Now, loc), Apps: commands.NewApps(store, reg, ids, sealer, nil),
+		SchemeM: schemeM, Admin: admin, Watermarks: marks, AppsReady: appsRunner,
+	}
+	qry := &queryapi.API{
+		Store: readModel, Apps: apps, Events: store, Registry: reg, Runners: runners,
+		SchemeM: schemeM, Admin: admin, Watermarks: marks, Location: loc,
+	}
+	rt := httprouter.New()
+	rt.RedirectTrailingSlash, rt.RedirectFixedPath = false, false
+	wrap := func(route string, h http.Handler) http.Handler { return httpapi.Instrument(log, route, nil, h) }
+	for _, r := range append(cmd.Routes(), qry.Routes()...) {
+		h := r.Handle
+		rt.Handler(r.Method, r.Path, wrap(r.Path, http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			h(w, req, httprouter.ParamsFromContext(req.Context()))
+		})))
+	}
+	rt.Handler("GET", "/healthz", wrap("/healthz", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		httpapi.OK(w, http.StatusOK, map[string]any{"status": "ok"})
+	})))
+	rt.Handler("GET", "/openapi.yaml", wrap("/openapi.yaml", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/yaml")
+		_, _ = w.Write(openapi.Spec)
+	})))
+	rt.NotFound = wrap("unmatched", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { httpapi.Error(w, r, httpapi.ErrNotFound) }))
+	rt.MethodNotAllowed = wrap("unmatched", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { httpapi.Error(w, r, httpapi.ErrMethod) }))
+
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for _, r := range runners {
+		wg.Add(1)
+		go func() { defer wg.Done(); _ = r.Run(ctx) }()
+	}
+	srv := httptest.NewServer(rt)
+	t.Cleanup(func() { srv.Close(); cancel(); wg.Wait(); _ = readModel.Close(); _ = store.Close() })
+	return srv
+}
+
+type client struct {
+	t              *testing.T
+	base           string
+	http           *http.Client
+	appID          int64
+	appKey, secret string
+}
+
+type reply struct {
+	status int
+	env    struct {
+		Code any             `json:"code"`
+		Data json.RawMessage `json:"data"`
+	}
+}
+
+func (c *client) send(method, path string, body any, header func(h http.Header, raw []byte)) reply {
+	c.t.Helper()
+	var raw []byte
+	switch b := body.(type) {
+	case nil:
+	case string:
+		raw = []byte(b)
+	default:
+		var err error
+		if raw, err = json.Marshal(b); err != nil {
+			c.t.Fatal(err)
+		}
+	}
+	req, err := http.NewRequest(method, c.base+path, bytes.NewReader(raw))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if header != nil {
+		header(req.Header, raw)
+	}
+	res, err := c.http.Do(req)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	out, err := io.ReadAll(res.Body)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	r := reply{status: res.StatusCode}
+	if strings.HasPrefix(res.Header.Get("Content-Type"), "application/json") {
+		if err := json.Unmarshal(out, &r.env); err != nil {
+			c.t.Fatalf("%s %s: %v: %s", method, path, err, out)
+		}
+	}
+	return r
+}
+
+func (c *client) admin(method, path string, body any) reply {
+	c.t.Helper()
+	return c.send(method, path, body, func(h http.Header, _ []byte) { h.Set("Authorization", "Bearer "+adminToken) })
+}
+
+func (c *client) partner(method, path string, body any) reply {
+	c.t.Helper()
+	return c.send(method, path, body, func(h http.Header, raw []byte) {
+		ts := strconv.FormatInt(time.Now().Unix(), 10)
+		h.Set("X-App-Id", strconv.FormatInt(c.appID, 10))
+		h.Set("X-Timestamp", ts)
+		h.Set("X-Signature", auth.SignM(c.appKey, ts, c.secret, raw))
+	})
+}
+
+func (c *client) expect(r reply, status int, code any) reply {
+	c.t.Helper()
+	if r.status != status || fmt.Sprint(r.env.Code) != fmt.Sprint(code) {
+		c.t.Fatalf("got %d %v, want %d %v", r.status, r.env.Code, status, code)
+	}
+	return r
+}
+
+func (r reply) data(t *testing.T, into any) {
+	t.Helper()
+	if err := json.Unmarshal(r.env.Data, into); err != nil {
+		t.Fatalf("data %s: %v", r.env.Data, err)
+	}
+}
+
+// TestHandlersAnswerAsDocumented drives every operation through its main
+// outcomes with the validating transport, which fails the test on any
+// response the document does not describe.
+func TestHandlersAnswerAsDocumented(t *testing.T) {
+	srv := server(t)
+	c := &client{t: t, base: srv.URL, http: &http.Client{Transport: openapitest.NewTransport(t, nil), Timeout: 10 * time.Second}}
+
+	// Node routes and catch-alls.
+	c.expect(c.send("GET", "/healthz", nil, nil), 200, 0)
+	if r := c.send("GET", "/openapi.yaml", nil, nil); r.status != 200 {
+		t.Fatalf("openapi.yaml: %d", r.status)
+	}
+	c.expect(c.send("GET", "/open/v1/nothing", nil, nil), 404, "NOT_FOUND")
+	c.expect(c.send("PUT", "/open/v1/channel/users", nil, nil), 405, "METHOD_NOT_ALLOWED")
+
+	// Admin.
+	c.expect(c.send("GET", "/admin/v1/apps", nil, nil), 401, "HTTP_401")
+	c.expect(c.admin("POST", "/admin/v1/apps", `{`), 400, "HTTP_400")
+	c.expect(c.admin("POST", "/admin/v1/apps", map[string]any{"environment": "prod"}), 422, "VALIDATION_ERROR")
+	c.expect(c.admin("POST", "/admin/v1/apps", `{"name":"`+strings.Repeat("a", 1<<20)+`"}`), 413, "PAYLOAD_TOO_LARGE")
+	var creds struct {
+		AppID     int64  `json:"app_id"`
+		AppKey    string `json:"app_key"`
+		AppSecret string `json:"app_secret"`
+	}
+	c.expect(c.admin("POST", "/admin/v1/apps", map[string]any{"name": "partner", "webhook_url": "https://example.com/hook", "webhook_events": []string{"health.report.*"}}), 201, 0).data(t, &creds)
+	c.expect(c.admin("POST", "/admin/v1/apps", map[string]any{"name": "bare"}), 201, 0)
+	c.expect(c.admin("GET", "/admin/v1/apps", nil), 200, 0)
+	c.expect(c.admin("GET", fmt.Sprintf("/admin/v1/apps/%d", creds.AppID), nil), 200, 0)
+	c.expect(c.admin("GET", "/admin/v1/apps/999999", nil), 404, "APP_NOT_FOUND")
+	c.expect(c.admin("GET", "/admin/v1/apps/abc", nil), 422, "VALIDATION_ERROR")
+	c.expect(c.admin("POST", fmt.Sprintf("/admin/v1/apps/%d/rotate-secret", creds.AppID), nil), 200, 0).data(t, &creds)
+	c.expect(c.admin("POST", "/admin/v1/apps/999999/rotate-secret", nil), 404, "APP_NOT_FOUND")
+	c.appID, c.appKey, c.secret = creds.AppID, creds.AppKey, creds.AppSecret
+
+	// Channel users.
+	c.expect(c.send("POST", "/open/v1/channel/users", map[string]any{}, nil), 401, "HTTP_401")
+	c.expect(c.partner("POST", "/open/v1/channel/users", ``), 400, "HTTP_400")
+	c.expect(c.partner("POST", "/open/v1/channel/users", `{"x":"`+strings.Repeat("a", 1<<20)+`"}`), 413, "PAYLOAD_TOO_LARGE")
+	c.expect(c.partner("POST", "/open/v1/channel/users", map[string]any{"channel_user_id": 5}), 422, "VALIDATION_ERROR")
+	c.expect(c.partner("POST", "/open/v1/channel/users", map[string]any{
+		"channel_user_id": "u-1", "user": map[string]any{"name": "A"},
+		"family_members": []any{map[string]any{"app_user_id": "m", "app_group_id": 9, "name": "M", "relationship": "SON"}},
+	}), 422, "INVALID_APP_GROUP_ID")
+	register := map[string]any{
+		"channel_user_id": "u-1",
+		"user": map[string]any{
+			"name": "Zhang San", "nickname": nil, "gender": "male", "phone": "13812345678",
+			"email": "z@example.com", "birth_date": "1990-01-02", "avatar": "https://example.com/a.png",
+		},
+		"family_groups": []any{map[string]any{"app_group_id": 10, "name": "Home"}, map[string]any{"app_group_id": 11, "name": "Parents"}},
+		"family_members": []any{
+			map[string]any{"app_user_id": "self", "app_group_id": 10, "name": "Zhang San", "relationship": "SELF", "is_default": true,
+				"gender": "male", "birth_date": "1990-01-02", "phone": "+8613812345678", "id_type": "ID_CARD", "id_number": "110101199001020000",
+				"height": 175, "weight": 7050, "blood_type": "AB"},
+			map[string]any{"app_user_id": "dad", "app_group_id": 11, "name": "Dad", "relationship": "FATHER"},
+		},
+	}
+	var reg struct {
+		OpenUserID   int64 `json:"open_user_id"`
+		FamilyGroups []struct {
+			FamilyGroupID int64 `json:"family_group_id"`
+			AppGroupID    int64 `json:"app_group_id"`
+		} `json:"family_groups"`
+		FamilyMembers []struct {
+			MemberID  int64  `json:"member_id"`
+			AppUserID string `json:"app_user_id"`
+		} `json:"family_members"`
+	}
+	c.expect(c.partner("POST", "/open/v1/channel/users", register), 201, 0).data(t, &reg)
+	c.expect(c.partner("POST", "/open/v1/channel/users", register), 200, 0)
+	c.expect(c.partner("POST", "/open/v1/channel/users", map[string]any{"channel_user_id": "u-2", "user": map[string]any{"name": "Bare"}}), 201, 0)
+	user := fmt.Sprintf("/open/v1/channel/users/%d", reg.OpenUserID)
+
+	c.expect(c.partner("GET", user, nil), 200, 0)
+	c.expect(c.partner("GET", "/open/v1/channel/users/0?channel_user_id=u-2", nil), 200, 0)
+	c.expect(c.partner("GET", user+"?updated_after=2000-01-01T00:00:00%2B08:00", nil), 200, 0)
+	c.expect(c.partner("GET", user+"?updated_after=yesterday", nil), 422, "VALIDATION_ERROR")
+	c.expect(c.partner("GET", "/open/v1/channel/users/999999", nil), 404, "USER_NOT_FOUND")
+	c.expect(c.partner("GET", "/open/v1/channel/users/0", nil), 422, "VALIDATION_ERROR")
+
+	c.expect(c.partner("PATCH", user, map[string]any{"nickname": "Z", "email": nil}), 200, 0)
+	c.expect(c.partner("PATCH", user, map[string]any{"nickname": "Z", "email": nil}), 200, 0)
+	c.expect(c.partner("PATCH", user, map[string]any{"gender": nil}), 422, "VALIDATION_ERROR")
+	c.expect(c.partner("PATCH", "/open/v1/channel/users/999999", map[string]any{"name": "x"}), 404, "USER_NOT_FOUND")
+
+	var group struct {
+		FamilyGroupID int64 `json:"family_group_id"`
+	}
+	c.expect(c.partner("POST", user+"/family-groups", map[string]any{"app_group_id": 12, "name": "Trip"}), 201, 0).data(t, &group)
+	c.expect(c.partner("POST", user+"/family-groups", map[string]any{"app_group_id": 12, "name": "Trip 2"}), 200, 0)
+	c.expect(c.partner("POST", user+"/family-groups", map[string]any{"app_group_id": 1.5, "name": "x"}), 422, "VALIDATION_ERROR")
+	c.expect(c.partner("POST", "/open/v1/channel/users/999999/family-groups", map[string]any{"app_group_id": 1, "name": "x"}), 404, "USER_NOT_FOUND")
+
+	var member struct {
+		MemberID int64 `json:"member_id"`
+	}
+	c.expect(c.partner("POST", user+"/family-members", map[string]any{"app_user_id": "kid", "app_group_id": 12, "name": "Kid", "relationship": "SON", "is_default": true}), 201, 0).data(t, &member)
+	c.expect(c.partner("POST", user+"/family-members", map[string]any{"app_user_id": "kid", "app_group_id": 12, "name": "Kid", "relationship": "SON", "height": nil}), 200, 0)
+	c.expect(c.partner("POST", user+"/family-members", map[string]any{"app_user_id": "kid", "app_group_id": 12, "name": "Kid", "relationship": "SON", "id_type": "X"}), 422, "VALIDATION_ERROR")
+	c.expect(c.partner("POST", user+"/family-members", map[string]any{"app_user_id": "x", "app_group_id": 99, "name": "X", "relationship": "SON"}), 404, "FAMILY_GROUP_NOT_FOUND")
+	c.expect(c.partner("GET", user, nil), 200, 0)
+
+	c.expect(c.partner("DELETE", fmt.Sprintf("%s/family-members/%d", user, reg.FamilyMembers[1].MemberID), nil), 200, 0)
+	c.expect(c.partner("DELETE", fmt.Sprintf("%s/family-members/%d", user, reg.FamilyMembers[1].MemberID), nil), 404, "FAMILY_MEMBER_NOT_FOUND")
+	c.expect(c.partner("DELETE", user+"/family-members/-3", nil), 422, "VALIDATION_ERROR")
+	c.expect(c.partner("DELETE", fmt.Sprintf("%s/family-groups/%d", user, group.FamilyGroupID), nil), 200, 0)
+	c.expect(c.partner("DELETE", fmt.Sprintf("%s/family-groups/%d", user, group.FamilyGroupID), nil), 404, "FAMILY_GROUP_NOT_FOUND")
+	c.expect(c.partner("GET", user, nil), 200, 0)
+
+	// Auditors.
+	c.expect(c.admin("GET", fmt.Sprintf("/admin/v1/history?stream=user-%d", reg.OpenUserID), nil), 200, 0)
+	c.expect(c.admin("GET", "/admin/v1/history", nil), 422, "VALIDATION_ERROR")
+	c.expect(c.admin("GET", "/admin/v1/events?limit=5", nil), 200, 0)
+	c.expect(c.admin("GET", "/admin/v1/events?limit=x", nil), 422, "VALIDATION_ERROR")
+	c.expect(c.admin("GET", "/admin/v1/projections", nil), 200, 0)
+	c.expect(c.admin("POST", "/admin/v1/projections/channel_users/rebuild", nil), 202, 0)
+	c.expect(c.admin("POST", "/admin/v1/projections/nope/rebuild", nil), 404, "PROJECTION_NOT_FOUND")
+}

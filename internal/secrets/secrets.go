@@ -1,0 +1,115 @@
+// Package secrets seals app and webhook secrets with a master key so that the
+// event log, which is kept forever and read by auditors, never holds them in clear.
+package secrets
+
+import (
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Sealer encrypts with AES-256-GCM; a sealed value is "v1:" + base64(nonce || ciphertext).
+type Sealer struct {
+	aead cipher.AEAD
+}
+
+// New builds a sealer from a 32-byte master key.
+func New(key []byte) (*Sealer, error) {
+	if len(key) != 32 {
+		return nil, fmt.Errorf("secrets: master key must be 32 bytes, got %d", len(key))
+	}
+	block, err := aes.NewCipher(key)
+	if err != nil {
+		return nil, fmt.Errorf("secrets: %w", err)
+	}
+	aead, err := cipher.NewGCM(block)
+	if err != nil {
+		return nil, fmt.Errorf("secrets: %w", err)
+	}
+	return &Sealer{aead: aead}, nil
+}
+
+// ParseKey accepts a master key as 64 hex characters or standard base64 of 32 bytes.
+func ParseKey(s string) ([]byte, error) {
+	s = strings.TrimSpace(s)
+	if b, err := hex.DecodeString(s); err == nil && len(b) == 32 {
+		return b, nil
+	}
+	if b, err := base64.StdEncoding.DecodeString(s); err == nil && len(b) == 32 {
+		return b, nil
+	}
+	return nil, errors.New("secrets: master key must be 32 bytes as 64 hex characters or base64")
+}
+
+// LoadOrCreateKeyFile reads the master key file, creating it with mode 0600
+// on first start of an embedded platform.
+func LoadOrCreateKeyFile(path string) ([]byte, bool, error) {
+	b, err := os.ReadFile(path)
+	if err == nil {
+		key, err := ParseKey(string(b))
+		return key, false, err
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return nil, false, fmt.Errorf("secrets: read %s: %w", path, err)
+	}
+	key := make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		return nil, false, err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, false, err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return nil, false, fmt.Errorf("secrets: create %s: %w", path, err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(hex.EncodeToString(key) + "\n"); err != nil {
+		return nil, false, err
+	}
+	return key, true, f.Sync()
+}
+
+// Seal encrypts a secret for storage in an event.
+func (s *Sealer) Seal(plain string) (string, error) {
+	nonce := make([]byte, s.aead.NonceSize())
+	if _, err := rand.Read(nonce); err != nil {
+		return "", err
+	}
+	out := s.aead.Seal(nonce, nonce, []byte(plain), nil)
+	return "v1:" + base64.StdEncoding.EncodeToString(out), nil
+}
+
+// Open decrypts a sealed secret; a wrong master key is an error, never garbage.
+func (s *Sealer) Open(sealed string) (string, error) {
+	raw, ok := strings.CutPrefix(sealed, "v1:")
+	if !ok {
+		return "", errors.New("secrets: unknown sealed format")
+	}
+	b, err := base64.StdEncoding.DecodeString(raw)
+	if err != nil || len(b) < s.aead.NonceSize() {
+		return "", errors.New("secrets: malformed sealed value")
+	}
+	n := s.aead.NonceSize()
+	plain, err := s.aead.Open(nil, b[:n], b[n:], nil)
+	if err != nil {
+		return "", errors.New("secrets: cannot open sealed value (wrong master key?)")
+	}
+	return string(plain), nil
+}
+
+// Random returns a URL-safe random token with a readable prefix, for keys and secrets.
+func Random(prefix string, n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		panic(fmt.Sprintf("secrets: crypto/rand failed: %v", err))
+	}
+	return prefix + hex.EncodeToString(b)
+}

@@ -1,0 +1,149 @@
+package projections
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/healthtech/partner-open-platform/events"
+	"github.com/healthtech/partner-open-platform/events/catalog"
+)
+
+// Opener decrypts sealed secrets; the master-key sealer implements it.
+type Opener interface {
+	Open(sealed string) (string, error)
+}
+
+// App is a partner application as authentication and webhooks need it,
+// secrets included: this read model stays in memory and is never serialised.
+type App struct {
+	AppID         int64
+	Name          string
+	AppKey        string
+	AppSecret     string
+	WebhookSecret string
+	WebhookURL    string
+	WebhookEvents []string
+	Environment   string
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
+}
+
+// Apps is the in-memory app directory every node keeps, in every mode:
+// apps are few, read on every request, and hold secrets that belong in
+// memory rather than in a read-model database.
+type Apps struct {
+	opener Opener
+
+	mu    sync.RWMutex
+	pos   events.Position
+	byID  map[int64]*App
+	byKey map[string]int64
+}
+
+// NewApps builds an empty directory that opens secrets with opener.
+func NewApps(opener Opener) *Apps {
+	return &Apps{opener: opener, byID: map[int64]*App{}, byKey: map[string]int64{}}
+}
+
+// Name is the checkpoint name of the projection.
+func (*Apps) Name() string { return "apps" }
+
+// Checkpoint is held in memory: the directory is rebuilt at every start.
+func (a *Apps) Checkpoint(context.Context) (events.Position, error) {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	return a.pos, nil
+}
+
+// Reset forgets every app.
+func (a *Apps) Reset(context.Context) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.pos, a.byID, a.byKey = events.Position{}, map[int64]*App{}, map[string]int64{}
+	return nil
+}
+
+// Apply updates the directory from app events.
+func (a *Apps) Apply(_ context.Context, batch []events.Envelope, pos events.Position) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, env := range batch {
+		at := env.Metadata.OccurredAt.UTC()
+		switch p := env.Payload.(type) {
+		case *catalog.AppCreated:
+			secret, err := a.opener.Open(p.SealedAppSecret)
+			if err != nil {
+				return fmt.Errorf("app %d: %w", p.AppID, err)
+			}
+			hook, err := a.opener.Open(p.SealedWebhookSecret)
+			if err != nil {
+				return fmt.Errorf("app %d: %w", p.AppID, err)
+			}
+			a.byID[p.AppID] = &App{
+				AppID: p.AppID, Name: p.Name, AppKey: p.AppKey, AppSecret: secret, WebhookSecret: hook,
+				WebhookURL: p.WebhookURL, WebhookEvents: p.WebhookEvents, Environment: p.Environment,
+				CreatedAt: at, UpdatedAt: at,
+			}
+			a.byKey[p.AppKey] = p.AppID
+		case *catalog.AppSecretRotated:
+			app, ok := a.byID[p.AppID]
+			if !ok {
+				continue
+			}
+			secret, err := a.opener.Open(p.SealedAppSecret)
+			if err != nil {
+				return fmt.Errorf("app %d: %w", p.AppID, err)
+			}
+			next := *app
+			next.AppSecret, next.UpdatedAt = secret, at
+			a.byID[p.AppID] = &next
+		case *catalog.AppWebhookConfigured:
+			app, ok := a.byID[p.AppID]
+			if !ok {
+				continue
+			}
+			next := *app
+			next.WebhookURL, next.WebhookEvents, next.UpdatedAt = p.WebhookURL, p.WebhookEvents, at
+			a.byID[p.AppID] = &next
+		}
+	}
+	a.pos = pos
+	return nil
+}
+
+// ByID finds an app by its numeric id.
+func (a *Apps) ByID(id int64) (App, bool) {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	app, ok := a.byID[id]
+	if !ok {
+		return App{}, false
+	}
+	return *app, true
+}
+
+// ByKey finds an app by its app key.
+func (a *Apps) ByKey(key string) (App, bool) {
+	a.mu.RLock()
+	id, ok := a.byKey[key]
+	a.mu.RUnlock()
+	if !ok {
+		return App{}, false
+	}
+	return a.ByID(id)
+}
+
+// List returns every app ordered by id.
+func (a *Apps) List() []App {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	out := make([]App, 0, len(a.byID))
+	for _, app := range a.byID {
+		out = append(out, *app)
+	}
+	slices.SortFunc(out, func(x, y App) int { return int(x.AppID - y.AppID) })
+	return out
+}

@@ -1,0 +1,391 @@
+// Package postgres is the read-model store for deployments that keep their
+// read models in PostgreSQL, so that several query-API processes can share
+// them and a restart does not have to replay the whole log.
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/healthtech/partner-open-platform/events"
+	"github.com/healthtech/partner-open-platform/projections"
+)
+
+// Store implements projections.Store on a pgx connection pool.
+//
+// An Update is one transaction. The writes fn makes are queued and sent as
+// pipelined batches, so a run of writes costs one round trip however many
+// events the projector applied; a Tx read first sends what is queued. Positions are kept in bigint
+// columns holding the uint64's bits (see migrations/0001_channel_users.sql).
+type Store struct {
+	pool *pgxpool.Pool
+}
+
+var (
+	_ projections.Store = (*Store)(nil)
+	_ projections.Tx    = (*tx)(nil)
+)
+
+// Open connects to the database at url (a postgres:// URL or key=value DSN)
+// and brings its schema up to date, so a process can start against an empty
+// database or one another version already migrated.
+func Open(ctx context.Context, url string) (*Store, error) {
+	pool, err := pgxpool.New(ctx, url)
+	if err != nil {
+		return nil, fmt.Errorf("projections/postgres: connect: %w", err)
+	}
+	if err := migrate(ctx, pool); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return &Store{pool: pool}, nil
+}
+
+// Close releases the pool's connections.
+func (s *Store) Close() error {
+	s.pool.Close()
+	return nil
+}
+
+// Checkpoint returns the named projection's position, zero if it never ran.
+func (s *Store) Checkpoint(ctx context.Context, projection string) (events.Position, error) {
+	var commit, prepare int64
+	err := s.pool.QueryRow(ctx,
+		`SELECT commit_pos, prepare_pos FROM checkpoints WHERE projection = $1`,
+		projection).Scan(&commit, &prepare)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return events.Position{}, nil
+	}
+	if err != nil {
+		return events.Position{}, fmt.Errorf("projections/postgres: checkpoint %q: %w", projection, err)
+	}
+	return events.Position{Commit: uint64(commit), Prepare: uint64(prepare)}, nil
+}
+
+const upsertCheckpoint = `
+INSERT INTO checkpoints (projection, commit_pos, prepare_pos, updated_at)
+VALUES ($1, $2, $3, now())
+ON CONFLICT (projection) DO UPDATE SET
+    commit_pos = EXCLUDED.commit_pos,
+    prepare_pos = EXCLUDED.prepare_pos,
+    updated_at = EXCLUDED.updated_at`
+
+// Update runs fn inside one transaction, then writes the checkpoint in it
+// and commits. fn's writes are queued and sent as pipelined batches: before
+// each Tx read (so it sees them) and with the checkpoint at the end.
+func (s *Store) Update(ctx context.Context, projection string, pos events.Position, fn func(projections.Tx) error) error {
+	var fnErr error
+	err := pgx.BeginFunc(ctx, s.pool, func(db pgx.Tx) error {
+		t := &tx{db: db, batch: &pgx.Batch{}}
+		defer func() { t.db = nil }() // a Tx kept past its Update must not write
+		if fnErr = fn(t); fnErr != nil {
+			return fnErr
+		}
+		if t.err != nil { // fn went on after a failed flush
+			return t.err
+		}
+		// Bit-preserving conversion: see the Store doc.
+		t.batch.Queue(upsertCheckpoint, projection, int64(pos.Commit), int64(pos.Prepare))
+		return t.flush(ctx)
+	})
+	if fnErr != nil {
+		return fnErr
+	}
+	if err != nil {
+		return fmt.Errorf("projections/postgres: update %q to %v: %w", projection, pos, err)
+	}
+	return nil
+}
+
+// Reset empties every read model and checkpoint in one statement (and so one
+// transaction), for a rebuild from the log.
+func (s *Store) Reset(ctx context.Context) error {
+	if _, err := s.pool.Exec(ctx, `TRUNCATE users, family_groups, family_members, checkpoints`); err != nil {
+		return fmt.Errorf("projections/postgres: reset: %w", err)
+	}
+	return nil
+}
+
+// ---- users ----
+
+const userColumns = `app_id, open_user_id, channel_user_id, name, nickname, gender,
+    avatar, phone, email, birth_date, status, registered_at, updated_at`
+
+func scanUser(row pgx.Row) (projections.User, error) {
+	var u projections.User
+	err := row.Scan(&u.AppID, &u.OpenUserID, &u.ChannelUserID, &u.Name, &u.Nickname, &u.Gender,
+		&u.Avatar, &u.Phone, &u.Email, &u.BirthDate, &u.Status, &u.RegisteredAt, &u.UpdatedAt)
+	u.RegisteredAt, u.UpdatedAt = u.RegisteredAt.UTC(), u.UpdatedAt.UTC()
+	return u, err
+}
+
+// User returns the user if it belongs to appID.
+func (s *Store) User(ctx context.Context, appID, openUserID int64) (projections.User, error) {
+	u, err := scanUser(s.pool.QueryRow(ctx,
+		`SELECT `+userColumns+` FROM users WHERE open_user_id = $1 AND app_id = $2`,
+		openUserID, appID))
+	return u, notFound(err, "user %d of app %d", openUserID, appID)
+}
+
+// UserByChannelID finds a user by the partner's own id within appID.
+func (s *Store) UserByChannelID(ctx context.Context, appID int64, channelUserID string) (projections.User, error) {
+	u, err := scanUser(s.pool.QueryRow(ctx,
+		`SELECT `+userColumns+` FROM users WHERE app_id = $1 AND channel_user_id = $2`,
+		appID, channelUserID))
+	return u, notFound(err, "channel user %q of app %d", channelUserID, appID)
+}
+
+// ---- groups ----
+
+const groupColumns = `g.app_id, g.open_user_id, g.family_group_id, g.app_group_id, g.name, g.dissolved,
+    (SELECT count(*) FROM family_members m
+      WHERE m.family_group_id = g.family_group_id AND NOT m.deleted),
+    g.created_at, g.updated_at`
+
+func scanGroup(row pgx.Row) (projections.Group, error) {
+	var g projections.Group
+	err := row.Scan(&g.AppID, &g.OpenUserID, &g.FamilyGroupID, &g.AppGroupID, &g.Name, &g.Dissolved,
+		&g.MemberCount, &g.CreatedAt, &g.UpdatedAt)
+	g.CreatedAt, g.UpdatedAt = g.CreatedAt.UTC(), g.UpdatedAt.UTC()
+	return g, err
+}
+
+// Groups returns the user's non-dissolved groups with their live member counts.
+func (s *Store) Groups(ctx context.Context, appID, openUserID int64) ([]projections.Group, error) {
+	rows, _ := s.pool.Query(ctx, `SELECT `+groupColumns+` FROM family_groups g
+WHERE g.open_user_id = $1 AND g.app_id = $2 AND NOT g.dissolved
+ORDER BY g.family_group_id`, openUserID, appID)
+	gs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (projections.Group, error) {
+		return scanGroup(row)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("projections/postgres: groups of user %d: %w", openUserID, err)
+	}
+	return gs, nil
+}
+
+// ---- members ----
+
+const memberColumns = `app_id, open_user_id, member_id, app_user_id, app_group_id, family_group_id,
+    name, relationship, gender, birth_date, phone, id_type, id_number, height, weight,
+    blood_type, is_default, deleted, deleted_at, updated_at`
+
+func scanMember(row pgx.Row) (projections.Member, error) {
+	var m projections.Member
+	err := row.Scan(&m.AppID, &m.OpenUserID, &m.MemberID, &m.AppUserID, &m.AppGroupID, &m.FamilyGroupID,
+		&m.Name, &m.Relationship, &m.Gender, &m.BirthDate, &m.Phone, &m.IDType, &m.IDNumber, &m.Height, &m.Weight,
+		&m.BloodType, &m.IsDefault, &m.Deleted, &m.DeletedAt, &m.UpdatedAt)
+	if m.DeletedAt != nil {
+		*m.DeletedAt = m.DeletedAt.UTC()
+	}
+	m.UpdatedAt = m.UpdatedAt.UTC()
+	return m, err
+}
+
+// Members returns the user's non-deleted members in id order, only those
+// updated strictly after updatedAfter when it is non-zero.
+func (s *Store) Members(ctx context.Context, appID, openUserID int64, updatedAfter time.Time) ([]projections.Member, error) {
+	var rows pgx.Rows
+	// Two statements rather than "$3 IS NULL OR ...", so each gets a plan
+	// that uses the (open_user_id, updated_at) index as it should.
+	if updatedAfter.IsZero() {
+		rows, _ = s.pool.Query(ctx, `SELECT `+memberColumns+` FROM family_members
+WHERE open_user_id = $1 AND app_id = $2 AND NOT deleted
+ORDER BY member_id`, openUserID, appID)
+	} else {
+		rows, _ = s.pool.Query(ctx, `SELECT `+memberColumns+` FROM family_members
+WHERE open_user_id = $1 AND app_id = $2 AND NOT deleted AND updated_at > $3
+ORDER BY member_id`, openUserID, appID, updatedAfter)
+	}
+	ms, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (projections.Member, error) {
+		return scanMember(row)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("projections/postgres: members of user %d: %w", openUserID, err)
+	}
+	return ms, nil
+}
+
+// Member returns one member row even when soft-deleted, so that tests and
+// tools can see what DeleteMember recorded.
+func (s *Store) Member(ctx context.Context, appID, memberID int64) (projections.Member, error) {
+	m, err := scanMember(s.pool.QueryRow(ctx,
+		`SELECT `+memberColumns+` FROM family_members WHERE member_id = $1 AND app_id = $2`,
+		memberID, appID))
+	return m, notFound(err, "member %d of app %d", memberID, appID)
+}
+
+func notFound(err error, format string, args ...any) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, pgx.ErrNoRows):
+		return fmt.Errorf("%w: "+format, append([]any{projections.ErrNotFound}, args...)...)
+	default:
+		return fmt.Errorf("projections/postgres: "+format+": %w", append(args, err)...)
+	}
+}
+
+// ---- writes ----
+
+// opt dereferences an optional field when it is queued (NULL for nil), so a
+// caller reusing its struct after PutX cannot change what is sent.
+func opt[T any](p *T) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+// tx is one Update's transaction: writes are queued in batch and sent
+// before the next read or at commit.
+type tx struct {
+	db    pgx.Tx
+	batch *pgx.Batch
+	err   error // the first failed flush; the transaction is then aborted
+}
+
+var errTxDone = errors.New("projections/postgres: Tx used after its Update returned")
+
+func (t *tx) check(ctx context.Context) error {
+	switch {
+	case t.db == nil:
+		return errTxDone
+	case t.err != nil:
+		return t.err
+	}
+	return ctx.Err()
+}
+
+// flush sends the queued writes in one round trip.
+func (t *tx) flush(ctx context.Context) error {
+	if t.err != nil || t.batch.Len() == 0 {
+		return t.err
+	}
+	b := t.batch
+	t.batch = &pgx.Batch{}
+	if err := t.db.SendBatch(ctx, b).Close(); err != nil {
+		t.err = fmt.Errorf("projections/postgres: write: %w", err)
+	}
+	return t.err
+}
+
+// User reads a user as this transaction sees it, whatever its app.
+func (t *tx) User(ctx context.Context, openUserID int64) (projections.User, error) {
+	if err := t.check(ctx); err != nil {
+		return projections.User{}, err
+	}
+	if err := t.flush(ctx); err != nil {
+		return projections.User{}, err
+	}
+	u, err := scanUser(t.db.QueryRow(ctx, `SELECT `+userColumns+` FROM users WHERE open_user_id = $1`, openUserID))
+	return u, notFound(err, "user %d", openUserID)
+}
+
+// Group reads a group, dissolved or not, as this transaction sees it.
+func (t *tx) Group(ctx context.Context, familyGroupID int64) (projections.Group, error) {
+	if err := t.check(ctx); err != nil {
+		return projections.Group{}, err
+	}
+	if err := t.flush(ctx); err != nil {
+		return projections.Group{}, err
+	}
+	g, err := scanGroup(t.db.QueryRow(ctx, `SELECT `+groupColumns+` FROM family_groups g
+WHERE g.family_group_id = $1`, familyGroupID))
+	return g, notFound(err, "group %d", familyGroupID)
+}
+
+const upsertUser = `
+INSERT INTO users (` + userColumns + `)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+ON CONFLICT (open_user_id) DO UPDATE SET
+    app_id = EXCLUDED.app_id,
+    channel_user_id = EXCLUDED.channel_user_id,
+    name = EXCLUDED.name,
+    nickname = EXCLUDED.nickname,
+    gender = EXCLUDED.gender,
+    avatar = EXCLUDED.avatar,
+    phone = EXCLUDED.phone,
+    email = EXCLUDED.email,
+    birth_date = EXCLUDED.birth_date,
+    status = EXCLUDED.status,
+    registered_at = EXCLUDED.registered_at,
+    updated_at = EXCLUDED.updated_at`
+
+func (t *tx) PutUser(ctx context.Context, u projections.User) error {
+	if err := t.check(ctx); err != nil {
+		return err
+	}
+	t.batch.Queue(upsertUser, u.AppID, u.OpenUserID, u.ChannelUserID, u.Name, opt(u.Nickname), u.Gender,
+		opt(u.Avatar), opt(u.Phone), opt(u.Email), opt(u.BirthDate), u.Status, u.RegisteredAt, u.UpdatedAt)
+	return nil
+}
+
+const upsertGroup = `
+INSERT INTO family_groups (app_id, open_user_id, family_group_id, app_group_id, name, dissolved, created_at, updated_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+ON CONFLICT (family_group_id) DO UPDATE SET
+    app_id = EXCLUDED.app_id,
+    open_user_id = EXCLUDED.open_user_id,
+    app_group_id = EXCLUDED.app_group_id,
+    name = EXCLUDED.name,
+    dissolved = EXCLUDED.dissolved,
+    created_at = EXCLUDED.created_at,
+    updated_at = EXCLUDED.updated_at`
+
+func (t *tx) PutGroup(ctx context.Context, g projections.Group) error {
+	if err := t.check(ctx); err != nil {
+		return err
+	}
+	t.batch.Queue(upsertGroup, g.AppID, g.OpenUserID, g.FamilyGroupID, g.AppGroupID, g.Name, g.Dissolved,
+		g.CreatedAt, g.UpdatedAt)
+	return nil
+}
+
+const upsertMember = `
+INSERT INTO family_members (` + memberColumns + `)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)
+ON CONFLICT (member_id) DO UPDATE SET
+    app_id = EXCLUDED.app_id,
+    open_user_id = EXCLUDED.open_user_id,
+    app_user_id = EXCLUDED.app_user_id,
+    app_group_id = EXCLUDED.app_group_id,
+    family_group_id = EXCLUDED.family_group_id,
+    name = EXCLUDED.name,
+    relationship = EXCLUDED.relationship,
+    gender = EXCLUDED.gender,
+    birth_date = EXCLUDED.birth_date,
+    phone = EXCLUDED.phone,
+    id_type = EXCLUDED.id_type,
+    id_number = EXCLUDED.id_number,
+    height = EXCLUDED.height,
+    weight = EXCLUDED.weight,
+    blood_type = EXCLUDED.blood_type,
+    is_default = EXCLUDED.is_default,
+    deleted = EXCLUDED.deleted,
+    deleted_at = EXCLUDED.deleted_at,
+    updated_at = EXCLUDED.updated_at`
+
+func (t *tx) PutMember(ctx context.Context, m projections.Member) error {
+	if err := t.check(ctx); err != nil {
+		return err
+	}
+	t.batch.Queue(upsertMember, m.AppID, m.OpenUserID, m.MemberID, m.AppUserID, m.AppGroupID, m.FamilyGroupID,
+		m.Name, m.Relationship, opt(m.Gender), opt(m.BirthDate), opt(m.Phone), opt(m.IDType), opt(m.IDNumber),
+		opt(m.Height), opt(m.Weight), opt(m.BloodType), m.IsDefault, m.Deleted, opt(m.DeletedAt), m.UpdatedAt)
+	return nil
+}
+
+func (t *tx) DeleteMember(ctx context.Context, memberID int64, at time.Time) error {
+	if err := t.check(ctx); err != nil {
+		return err
+	}
+	t.batch.Queue(`UPDATE family_members SET deleted = true, deleted_at = $2, updated_at = $2 WHERE member_id = $1`,
+		memberID, at)
+	return nil
+}

@@ -1,0 +1,295 @@
+package projections
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/healthtech/partner-open-platform/events"
+)
+
+// Projector turns events into one read model.
+type Projector interface {
+	// Name identifies the projection's checkpoint.
+	Name() string
+	// Checkpoint is the position of the last event already applied.
+	Checkpoint(ctx context.Context) (events.Position, error)
+	// Apply applies a batch in order and records pos (the position of the
+	// batch's last event, which may be of a type the projector skipped) in
+	// the same transaction, so a replayed batch is applied once.
+	Apply(ctx context.Context, batch []events.Envelope, pos events.Position) error
+	// Reset empties the read model and its checkpoint, for a rebuild.
+	Reset(ctx context.Context) error
+}
+
+// Stats is what operators see of a projection: how far it is and how fast it goes.
+type Stats struct {
+	Name       string          `json:"name"`
+	Position   events.Position `json:"position"`
+	Applied    uint64          `json:"events_applied"`
+	Rate       float64         `json:"events_per_second"`
+	CaughtUp   bool            `json:"caught_up"`
+	Ready      bool            `json:"ready"` // caught up at least once since start or rebuild
+	Rebuilding bool            `json:"rebuilding"`
+	LastError  string          `json:"last_error,omitempty"`
+	Since      time.Time       `json:"since"`
+}
+
+// Runner follows the event store from the projector's checkpoint, batching
+// what is already available, and lets readers wait for a position.
+type Runner struct {
+	store     events.Store
+	reg       *events.Registry
+	proj      Projector
+	log       *slog.Logger
+	batchSize int
+	onApplied func(name string, n int, last events.Recorded)
+
+	mu      sync.Mutex
+	pos     events.Position
+	changed chan struct{}
+	stats   Stats
+	rebuild chan chan error
+}
+
+// NewRunner builds a runner; onApplied (optional) feeds metrics.
+func NewRunner(store events.Store, reg *events.Registry, p Projector, log *slog.Logger, onApplied func(string, int, events.Recorded)) *Runner {
+	return &Runner{
+		store: store, reg: reg, proj: p, log: log.With("projection", p.Name()), batchSize: 512,
+		onApplied: onApplied, changed: make(chan struct{}), rebuild: make(chan chan error),
+		stats: Stats{Name: p.Name(), Since: time.Now()},
+	}
+}
+
+// Name is the projector's name.
+func (r *Runner) Name() string { return r.proj.Name() }
+
+// Position is the last position applied.
+func (r *Runner) Position() events.Position {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.pos
+}
+
+// Stats reports progress for operators.
+func (r *Runner) Stats() Stats {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := r.stats
+	s.Position = r.pos
+	if d := time.Since(s.Since).Seconds(); d > 0 {
+		s.Rate = float64(s.Applied) / d
+	}
+	return s
+}
+
+func (r *Runner) advance(pos events.Position, n int, caughtUp bool) {
+	r.mu.Lock()
+	r.pos = pos
+	r.stats.Applied += uint64(n)
+	r.stats.CaughtUp = caughtUp
+	if caughtUp {
+		r.stats.Rebuilding = false
+		r.stats.Ready = true
+	}
+	r.stats.LastError = ""
+	close(r.changed)
+	r.changed = make(chan struct{})
+	r.mu.Unlock()
+}
+
+// WaitFor blocks until the projection has applied pos, or ctx ends.
+func (r *Runner) WaitFor(ctx context.Context, pos events.Position) error {
+	for {
+		r.mu.Lock()
+		done := !r.pos.Less(pos)
+		ch := r.changed
+		r.mu.Unlock()
+		if done {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("projection %s did not reach %s: %w", r.Name(), pos, ctx.Err())
+		}
+	}
+}
+
+// Rebuild empties the read model and replays the whole log into it; it
+// returns once the reset is done, and Stats shows the replay's progress.
+func (r *Runner) Rebuild(ctx context.Context) error {
+	done := make(chan error, 1)
+	select {
+	case r.rebuild <- done:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Run follows the log until ctx ends, restarting after failures with backoff.
+func (r *Runner) Run(ctx context.Context) error {
+	backoff := 100 * time.Millisecond
+	for {
+		err := r.follow(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		var req rebuildRequest
+		if errors.As(err, &req) {
+			rerr := r.reset(ctx)
+			req.done <- rerr
+			backoff = 100 * time.Millisecond
+			continue
+		}
+		r.mu.Lock()
+		r.stats.LastError = err.Error()
+		r.mu.Unlock()
+		r.log.Error("projection stopped; restarting", "err", err, "backoff", backoff)
+		select {
+		case <-time.After(backoff):
+		case <-ctx.Done():
+			return nil
+		}
+		backoff = min(backoff*2, 10*time.Second)
+	}
+}
+
+type rebuildRequest struct{ done chan error }
+
+func (rebuildRequest) Error() string { return "rebuild requested" }
+
+func (r *Runner) reset(ctx context.Context) error {
+	if err := r.proj.Reset(ctx); err != nil {
+		return fmt.Errorf("reset %s: %w", r.Name(), err)
+	}
+	r.mu.Lock()
+	r.pos = events.Position{}
+	r.stats = Stats{Name: r.Name(), Since: time.Now(), Rebuilding: true}
+	r.mu.Unlock()
+	r.log.Info("projection reset; replaying the log")
+	return nil
+}
+
+func (r *Runner) follow(ctx context.Context) error {
+	cp, err := r.proj.Checkpoint(ctx)
+	if err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	r.mu.Lock()
+	r.pos = cp
+	r.mu.Unlock()
+
+	subCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	sub, err := r.store.SubscribeAll(subCtx, cp)
+	if err != nil {
+		return fmt.Errorf("subscribe: %w", err)
+	}
+	defer sub.Close()
+	if rest, err := r.store.ReadAll(ctx, cp, 1); err == nil && len(rest) == 0 {
+		r.advance(cp, 0, true) // nothing to replay: caught up already
+	}
+
+	type item struct {
+		rec events.Recorded
+		err error
+	}
+	feed := make(chan item, r.batchSize)
+	go func() {
+		defer close(feed)
+		for {
+			rec, err := sub.Next(subCtx)
+			select {
+			case feed <- item{rec, err}:
+			case <-subCtx.Done():
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+
+	batch := make([]events.Envelope, 0, r.batchSize)
+	for {
+		var first item
+		select {
+		case first = <-feed:
+		case done := <-r.rebuild:
+			return rebuildRequest{done}
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		if first.err != nil {
+			return fmt.Errorf("subscription: %w", first.err)
+		}
+		batch = batch[:0]
+		last := first.rec
+		n := 1
+		if env, ok, err := r.decode(first.rec); err != nil {
+			return err
+		} else if ok {
+			batch = append(batch, env)
+		}
+		caughtUp := true
+		var pending error
+	drain:
+		for n < r.batchSize {
+			select {
+			case it := <-feed:
+				if it.err != nil {
+					pending = it.err
+					break drain
+				}
+				last = it.rec
+				n++
+				env, ok, err := r.decode(it.rec)
+				if err != nil {
+					return err
+				}
+				if ok {
+					batch = append(batch, env)
+				}
+			default:
+				break drain
+			}
+		}
+		if n == r.batchSize {
+			caughtUp = false
+		}
+		if err := r.proj.Apply(ctx, batch, last.Position); err != nil {
+			return fmt.Errorf("apply up to %s: %w", last.Position, err)
+		}
+		r.advance(last.Position, n, caughtUp)
+		if r.onApplied != nil {
+			r.onApplied(r.Name(), n, last)
+		}
+		if pending != nil {
+			return fmt.Errorf("subscription: %w", pending)
+		}
+	}
+}
+
+// decode skips event types this build does not know (written by a newer
+// version during a rolling deploy) rather than stopping the projection.
+func (r *Runner) decode(rec events.Recorded) (events.Envelope, bool, error) {
+	if !r.reg.Known(rec.Type) {
+		r.log.Warn("skipping unknown event type", "type", rec.Type, "id", rec.ID)
+		return events.Envelope{}, false, nil
+	}
+	env, err := r.reg.Decode(rec)
+	if err != nil {
+		return events.Envelope{}, false, err
+	}
+	return env, true, nil
+}

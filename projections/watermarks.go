@@ -1,0 +1,46 @@
+package projections
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/healthtech/partner-open-platform/events"
+)
+
+// Watermarks remembers, per app, the position of the last write this node
+// acknowledged, so the app's next read waits until the read models reflect it.
+type Watermarks struct {
+	mu   sync.Mutex
+	last map[int64]events.Position
+}
+
+// NewWatermarks returns an empty set.
+func NewWatermarks() *Watermarks { return &Watermarks{last: map[int64]events.Position{}} }
+
+// Wrote records an acknowledged write of app at pos.
+func (w *Watermarks) Wrote(appID int64, pos events.Position) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.last[appID].Less(pos) {
+		w.last[appID] = pos
+	}
+}
+
+// Await waits, at most timeout, until every runner has applied the app's last write.
+func (w *Watermarks) Await(ctx context.Context, appID int64, timeout time.Duration, runners ...*Runner) error {
+	w.mu.Lock()
+	pos := w.last[appID]
+	w.mu.Unlock()
+	if pos.IsZero() {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for _, r := range runners {
+		if err := r.WaitFor(ctx, pos); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,350 @@
+// Package queryapi is the read side's HTTP edge: it authenticates, waits
+// (bounded) until the read models reflect the caller's last write on this
+// node, and renders read models in the spec's shapes.
+package queryapi
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/julienschmidt/httprouter"
+
+	"github.com/healthtech/partner-open-platform/commandapi"
+	"github.com/healthtech/partner-open-platform/commands"
+	"github.com/healthtech/partner-open-platform/events"
+	"github.com/healthtech/partner-open-platform/internal/auth"
+	"github.com/healthtech/partner-open-platform/internal/httpapi"
+	"github.com/healthtech/partner-open-platform/projections"
+)
+
+// DateTime is the spec's Y-m-d H:i:s layout of channel-user and order times.
+const DateTime = "2006-01-02 15:04:05"
+
+// ReadTimeout bounds how long a read waits for projections to catch up.
+const ReadTimeout = 5 * time.Second
+
+// API holds what the read handlers need.
+type API struct {
+	Store      projections.Store
+	Apps       *projections.Apps
+	Events     events.Store
+	Registry   *events.Registry
+	Runners    []*projections.Runner
+	SchemeM    auth.SchemeM
+	Admin      auth.Admin
+	Watermarks *projections.Watermarks
+	Location   *time.Location
+}
+
+// Routes lists the read endpoints.
+func (q *API) Routes() []commandapi.Route {
+	return []commandapi.Route{
+		{Method: "GET", Path: "/open/v1/channel/users/:openUserId", Handle: q.snapshot},
+		{Method: "GET", Path: "/admin/v1/apps", Handle: q.admin(q.listApps)},
+		{Method: "GET", Path: "/admin/v1/apps/:appId", Handle: q.admin(q.getApp)},
+		{Method: "GET", Path: "/admin/v1/history", Handle: q.admin(q.history)},
+		{Method: "GET", Path: "/admin/v1/events", Handle: q.admin(q.allEvents)},
+		{Method: "GET", Path: "/admin/v1/projections", Handle: q.admin(q.projections)},
+		{Method: "POST", Path: "/admin/v1/projections/:name/rebuild", Handle: q.admin(q.rebuild)},
+	}
+}
+
+func (q *API) admin(h httprouter.Handle) httprouter.Handle {
+	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+		if err := q.Admin.Verify(r); err != nil {
+			httpapi.Error(w, r, err)
+			return
+		}
+		h(w, r, ps)
+	}
+}
+
+// await makes the app's last acknowledged write on this node visible.
+func (q *API) await(ctx context.Context, appID int64) error {
+	if err := q.Watermarks.Await(ctx, appID, ReadTimeout, q.Runners...); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return &httpapi.Problem{Status: http.StatusServiceUnavailable, Code: "HTTP_503", Message: "read models are catching up; retry shortly",
+			Headers: map[string]string{"Retry-After": "1"}}
+	}
+	return nil
+}
+
+// ParseTime accepts ISO 8601 with offset, or without one in the platform's zone.
+func ParseTime(s string, loc *time.Location) (time.Time, bool) {
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, true
+	}
+	for _, layout := range []string{"2006-01-02T15:04:05", "2006-01-02 15:04:05", "2006-01-02T15:04:05.999999999", time.DateOnly} {
+		if t, err := time.ParseInLocation(layout, s, loc); err == nil {
+			return t, true
+		}
+	}
+	return time.Time{}, false
+}
+
+// MaskPhone keeps the first 3 and last 4 characters, as the spec shows phones.
+func MaskPhone(p string) string {
+	if len(p) < 8 {
+		return strings.Repeat("*", len(p))
+	}
+	return p[:3] + strings.Repeat("*", len(p)-7) + p[len(p)-4:]
+}
+
+func (q *API) snapshot(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+	if err := q.serveSnapshot(w, r, ps); err != nil {
+		httpapi.Error(w, r, err)
+	}
+}
+
+func (q *API) serveSnapshot(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
+	body, err := httpapi.ReadBody(r)
+	if err != nil {
+		return err
+	}
+	app, err := q.SchemeM.Verify(r, body)
+	if err != nil {
+		return err
+	}
+	query := r.URL.Query()
+	channelUserID := query.Get("channel_user_id")
+	id, err := commandapi.PathID(ps, "openUserId", channelUserID != "")
+	if err != nil {
+		return err
+	}
+	var after time.Time
+	if s := query.Get("updated_after"); s != "" {
+		t, ok := ParseTime(s, q.Location)
+		if !ok {
+			v := &commands.ValidationError{}
+			v.Add("updated_after", "must be an ISO 8601 date-time")
+			return v
+		}
+		after = t
+	}
+	ctx := r.Context()
+	if err := q.await(ctx, app.AppID); err != nil {
+		return err
+	}
+	var u projections.User
+	if channelUserID != "" {
+		u, err = q.Store.UserByChannelID(ctx, app.AppID, channelUserID)
+		if err == nil && id != 0 && u.OpenUserID != id {
+			err = projections.ErrNotFound
+		}
+	} else {
+		u, err = q.Store.User(ctx, app.AppID, id)
+	}
+	if errors.Is(err, projections.ErrNotFound) {
+		return commands.ErrUserNotFound
+	}
+	if err != nil {
+		return err
+	}
+	groups, err := q.Store.Groups(ctx, app.AppID, u.OpenUserID)
+	if err != nil {
+		return err
+	}
+	members, err := q.Store.Members(ctx, app.AppID, u.OpenUserID, after)
+	if err != nil {
+		return err
+	}
+	httpapi.OK(w, http.StatusOK, q.renderSnapshot(u, groups, members))
+	return nil
+}
+
+func (q *API) renderSnapshot(u projections.User, groups []projections.Group, members []projections.Member) map[string]any {
+	var phone *string
+	if u.Phone != nil {
+		m := MaskPhone(*u.Phone)
+		phone = &m
+	}
+	user := map[string]any{
+		"open_user_id": u.OpenUserID, "channel_user_id": u.ChannelUserID, "name": u.Name, "nickname": u.Nickname,
+		"gender": u.Gender, "avatar": u.Avatar, "phone": phone, "email": u.Email, "birth_date": u.BirthDate,
+		"status": u.Status, "registered_at": u.RegisteredAt.In(q.Location).Format(DateTime),
+	}
+	gs := make([]map[string]any, 0, len(groups))
+	for _, g := range groups {
+		gs = append(gs, map[string]any{
+			"family_group_id": g.FamilyGroupID, "app_group_id": g.AppGroupID, "name": g.Name, "member_count": g.MemberCount,
+		})
+	}
+	ms := make([]map[string]any, 0, len(members))
+	for _, m := range members {
+		ms = append(ms, map[string]any{
+			"member_id": m.MemberID, "app_user_id": m.AppUserID, "app_group_id": m.AppGroupID, "family_group_id": m.FamilyGroupID,
+			"name": m.Name, "relationship": m.Relationship, "gender": m.Gender, "birth_date": m.BirthDate, "phone": m.Phone,
+			"id_type": m.IDType, "height": m.Height, "weight": m.Weight, "blood_type": m.BloodType, "is_default": m.IsDefault,
+			"updated_at": m.UpdatedAt.In(q.Location).Format(DateTime),
+		})
+	}
+	return map[string]any{"user": user, "family_groups": gs, "family_members": ms}
+}
+
+func (q *API) appView(a projections.App) map[string]any {
+	evs := a.WebhookEvents
+	if evs == nil {
+		evs = []string{}
+	}
+	return map[string]any{
+		"app_id": a.AppID, "name": a.Name, "app_key": a.AppKey, "environment": a.Environment,
+		"webhook_url": a.WebhookURL, "webhook_events": evs,
+		"created_at": a.CreatedAt.Format(time.RFC3339), "updated_at": a.UpdatedAt.Format(time.RFC3339),
+	}
+}
+
+func (q *API) listApps(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+	apps := q.Apps.List()
+	out := make([]map[string]any, 0, len(apps))
+	for _, a := range apps {
+		out = append(out, q.appView(a))
+	}
+	httpapi.OK(w, http.StatusOK, map[string]any{"apps": out})
+}
+
+func (q *API) getApp(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+	id, err := commandapi.PathID(ps, "appId", false)
+	if err != nil {
+		httpapi.Error(w, r, err)
+		return
+	}
+	a, ok := q.Apps.ByID(id)
+	if !ok {
+		httpapi.Error(w, r, commands.ErrAppNotFound)
+		return
+	}
+	httpapi.OK(w, http.StatusOK, q.appView(a))
+}
+
+// EventView is how auditors see one recorded event.
+type EventView struct {
+	ID       string          `json:"id"`
+	Stream   string          `json:"stream"`
+	Type     string          `json:"type"`
+	Revision uint64          `json:"revision"`
+	Position events.Position `json:"position"`
+	Time     string          `json:"time"`
+	Data     any             `json:"data"`
+	Metadata any             `json:"metadata"`
+}
+
+func view(rec events.Recorded) EventView {
+	return EventView{
+		ID: rec.ID, Stream: rec.Stream, Type: rec.Type, Revision: rec.Revision, Position: rec.Position,
+		Time: rec.Created.UTC().Format(time.RFC3339Nano), Data: rawOrNull(rec.Data), Metadata: rawOrNull(rec.Meta),
+	}
+}
+
+type rawJSON []byte
+
+func (r rawJSON) MarshalJSON() ([]byte, error) { return r, nil }
+
+func rawOrNull(b []byte) any {
+	if len(b) == 0 {
+		return nil
+	}
+	return rawJSON(b)
+}
+
+func intParam(r *http.Request, name string, def, max int64) (int64, error) {
+	s := r.URL.Query().Get(name)
+	if s == "" {
+		return def, nil
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 || (max > 0 && n > max) {
+		v := &commands.ValidationError{}
+		v.Add(name, "must be a non-negative integer"+map[bool]string{true: " up to " + strconv.FormatInt(max, 10), false: ""}[max > 0])
+		return 0, v
+	}
+	return n, nil
+}
+
+// history prints one stream's events in order, for auditors.
+func (q *API) history(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+	stream := r.URL.Query().Get("stream")
+	if stream == "" {
+		v := &commands.ValidationError{}
+		v.Add("stream", "is required")
+		httpapi.Error(w, r, v)
+		return
+	}
+	from, err := intParam(r, "from", 0, 0)
+	if err != nil {
+		httpapi.Error(w, r, err)
+		return
+	}
+	limit, err := intParam(r, "limit", 1000, 10000)
+	if err != nil {
+		httpapi.Error(w, r, err)
+		return
+	}
+	recs, err := q.Events.ReadStream(r.Context(), stream, uint64(from), int(limit))
+	if err != nil {
+		httpapi.Error(w, r, err)
+		return
+	}
+	out := make([]EventView, 0, len(recs))
+	for _, rec := range recs {
+		out = append(out, view(rec))
+	}
+	httpapi.OK(w, http.StatusOK, map[string]any{"stream": stream, "events": out})
+}
+
+// allEvents pages through the global log, for auditors and replays.
+func (q *API) allEvents(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+	commit, err := intParam(r, "after_commit", 0, 0)
+	if err != nil {
+		httpapi.Error(w, r, err)
+		return
+	}
+	prepare, err := intParam(r, "after_prepare", commit, 0)
+	if err != nil {
+		httpapi.Error(w, r, err)
+		return
+	}
+	limit, err := intParam(r, "limit", 1000, 10000)
+	if err != nil {
+		httpapi.Error(w, r, err)
+		return
+	}
+	recs, err := q.Events.ReadAll(r.Context(), events.Position{Commit: uint64(commit), Prepare: uint64(prepare)}, int(limit))
+	if err != nil {
+		httpapi.Error(w, r, err)
+		return
+	}
+	out := make([]EventView, 0, len(recs))
+	for _, rec := range recs {
+		out = append(out, view(rec))
+	}
+	httpapi.OK(w, http.StatusOK, map[string]any{"events": out})
+}
+
+func (q *API) projections(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+	out := make([]projections.Stats, 0, len(q.Runners))
+	for _, run := range q.Runners {
+		out = append(out, run.Stats())
+	}
+	httpapi.OK(w, http.StatusOK, map[string]any{"projections": out})
+}
+
+func (q *API) rebuild(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+	name := ps.ByName("name")
+	for _, run := range q.Runners {
+		if run.Name() == name {
+			if err := run.Rebuild(r.Context()); err != nil {
+				httpapi.Error(w, r, err)
+				return
+			}
+			httpapi.OK(w, http.StatusAccepted, run.Stats())
+			return
+		}
+	}
+	httpapi.Error(w, r, &httpapi.Problem{Status: http.StatusNotFound, Code: "PROJECTION_NOT_FOUND", Message: "no projection named " + name})
+}

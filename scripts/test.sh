@@ -1,0 +1,190 @@
+#!/usr/bin/env bash
+# The project's test command: go vet, a gofmt check, then go test -race with
+# a throwaway PostgreSQL server, so the Postgres-backed tests always run.
+#
+#   ./scripts/test.sh                         # everything (./...)
+#   ./scripts/test.sh ./projections/...       # package patterns replace ./...
+#   ./scripts/test.sh -run TestStore ./projections/postgres
+#
+# Arguments go to `go test` as given. Arguments that look like package
+# patterns (./x, ../x, all, std, github.com/...) also restrict go vet and the
+# gofmt check; without any, ./... is used. If PLATFORM_TEST_POSTGRES_URL is
+# already set, that server is used and none is started.
+#
+# Works on a fresh Debian machine with only Go: it installs the postgresql
+# package when no server binaries are present. As root, initdb and postgres
+# run as the postgres OS user (initdb refuses root).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+say() { printf 'test.sh: %s\n' "$*"; }
+die() {
+	say "error: $*" >&2
+	exit 1
+}
+
+is_root() { [ "$(id -u)" -eq 0 ]; }
+
+as_root() {
+	if is_root; then
+		"$@"
+	elif command -v sudo >/dev/null 2>&1; then
+		sudo "$@"
+	else
+		die "need root (or sudo) to run: $*"
+	fi
+}
+
+# Runs a PostgreSQL server program as the user that owns the cluster.
+as_pg() {
+	if is_root; then
+		runuser -u postgres -- "$@"
+	else
+		"$@"
+	fi
+}
+
+# ---- arguments ----
+patterns=()
+for a in "$@"; do
+	case "$a" in
+	./* | ../* | . | .. | all | std | github.com/*) patterns+=("$a") ;;
+	esac
+done
+test_args=("$@")
+if [ "${#patterns[@]}" -eq 0 ]; then
+	patterns=(./...)
+	test_args+=(./...)
+fi
+
+# ---- postgres ----
+tmp=""
+pgbin=""
+cleanup() {
+	local rc=$?
+	trap - EXIT
+	if [ -n "$tmp" ] && [ -f "$tmp/data/postmaster.pid" ]; then
+		as_pg "$pgbin/pg_ctl" -D "$tmp/data" -m immediate stop >/dev/null 2>&1 || true
+	fi
+	if [ -n "$tmp" ]; then
+		rm -rf "$tmp"
+	fi
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+find_pgbin() {
+	local d
+	# Highest major version first.
+	for d in $(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -t/ -k5,5nr); do
+		if [ -x "$d/initdb" ] && [ -x "$d/pg_ctl" ] && [ -x "$d/postgres" ]; then
+			echo "$d"
+			return 0
+		fi
+	done
+	return 1
+}
+
+port_free() { ! (echo >"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+start_postgres() {
+	if ! pgbin=$(find_pgbin); then
+		say "PostgreSQL server binaries not found; installing the postgresql package"
+		as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+		as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql >/dev/null
+		pgbin=$(find_pgbin) || die "postgresql installed but no /usr/lib/postgresql/*/bin/initdb found"
+	fi
+	local major
+	major=$(basename "$(dirname "$pgbin")")
+
+	if is_root; then
+		id -u postgres >/dev/null 2>&1 || die "running as root but there is no postgres OS user to run the server"
+		tmp=$(mktemp -d /tmp/platform-test-pg.XXXXXX)
+		chown postgres: "$tmp"
+	else
+		tmp=$(mktemp -d "${TMPDIR:-/tmp}/platform-test-pg.XXXXXX")
+	fi
+	mkdir -p "$tmp/sock"
+	if is_root; then chown postgres: "$tmp/sock"; fi
+
+	if ! as_pg "$pgbin/initdb" -D "$tmp/data" -A trust -U postgres -E UTF8 --locale=C --no-sync \
+		>"$tmp/initdb.log" 2>&1; then
+		cat "$tmp/initdb.log" >&2
+		die "initdb failed"
+	fi
+
+	# A port can be taken between the check and the start: try a few.
+	local attempt port="" started=""
+	for attempt in 1 2 3 4 5; do
+		port=""
+		local p i
+		p=$((20000 + RANDOM % 30000))
+		for ((i = 0; i < 200; i++)); do
+			if port_free "$p"; then
+				port=$p
+				break
+			fi
+			p=$((p + 1))
+		done
+		[ -n "$port" ] || die "no free port found on 127.0.0.1"
+		if as_pg "$pgbin/pg_ctl" -D "$tmp/data" -l "$tmp/postgres.log" -W start -o \
+			"-c listen_addresses=127.0.0.1 -c port=$port -c unix_socket_directories=$tmp/sock -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200" \
+			>/dev/null; then
+			# Bounded wait (~30s) for the server to accept connections,
+			# giving up early if it died (e.g. the port was taken).
+			for ((i = 0; i < 60; i++)); do
+				if "$pgbin/pg_isready" -q -h 127.0.0.1 -p "$port" -U postgres -d postgres; then
+					started=1
+					break
+				fi
+				if ! as_pg "$pgbin/pg_ctl" -D "$tmp/data" status >/dev/null 2>&1 && [ "$i" -gt 2 ]; then
+					break
+				fi
+				sleep 0.5
+			done
+		fi
+		[ -n "$started" ] && break
+		say "postgres did not start on port $port (attempt $attempt); log:"
+		tail -n 20 "$tmp/postgres.log" >&2 || true
+		as_pg "$pgbin/pg_ctl" -D "$tmp/data" -m immediate stop >/dev/null 2>&1 || true
+	done
+	[ -n "$started" ] || die "could not start postgres"
+
+	say "postgres $major listening on 127.0.0.1:$port (data in $tmp)"
+	export PLATFORM_TEST_POSTGRES_URL="postgres://postgres@127.0.0.1:$port/postgres?sslmode=disable"
+}
+
+if [ -n "${PLATFORM_TEST_POSTGRES_URL:-}" ]; then
+	say "using the Postgres server from PLATFORM_TEST_POSTGRES_URL"
+else
+	start_postgres
+fi
+export PLATFORM_REQUIRE_POSTGRES=1
+
+# ---- checks ----
+say "$(go version)"
+say "go vet ${patterns[*]}"
+go vet "${patterns[@]}"
+
+say "gofmt check"
+# Every .go file of the packages, test files and build-tag-excluded ones too.
+mapfile -t gofiles < <(go list -f '{{$d := .Dir}}{{range .GoFiles}}{{$d}}/{{.}}
+{{end}}{{range .CgoFiles}}{{$d}}/{{.}}
+{{end}}{{range .TestGoFiles}}{{$d}}/{{.}}
+{{end}}{{range .XTestGoFiles}}{{$d}}/{{.}}
+{{end}}{{range .IgnoredGoFiles}}{{$d}}/{{.}}
+{{end}}' "${patterns[@]}")
+unformatted=""
+if [ "${#gofiles[@]}" -gt 0 ]; then
+	unformatted=$(gofmt -l "${gofiles[@]}" | sort -u)
+fi
+if [ -n "$unformatted" ]; then
+	say "these files need gofmt -w:" >&2
+	printf '  %s\n' $unformatted >&2
+	exit 1
+fi
+
+say "go test -race -count=1 -timeout 15m ${test_args[*]}"
+go test -race -count=1 -timeout 15m "${test_args[@]}"
