@@ -48,9 +48,31 @@ type Store struct {
 	notify *feed.Notifier
 	closed atomic.Bool
 
+	// Group commit: appends queue for one committer goroutine, which writes
+	// everything queued while the previous fsync ran in one transaction. A
+	// lone writer waits for nothing; concurrent writers share an fsync.
+	enqueue   sync.RWMutex // held shared while queuing, exclusively by Close
+	queue     chan *pending
+	committer sync.WaitGroup
+
 	closeOnce sync.Once
 	closeErr  error
 }
+
+// pending is one queued append and, once done is closed, its outcome.
+type pending struct {
+	ctx      context.Context
+	stream   string
+	expected events.ExpectedRevision
+	evs      []events.Proposed
+	res      events.AppendResult
+	err      error
+	wrote    bool
+	done     chan struct{}
+}
+
+// maxGroup bounds how many appends share one transaction.
+const maxGroup = 256
 
 var _ events.Store = (*Store)(nil)
 
@@ -86,14 +108,18 @@ func Open(path string) (*Store, error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("events/bolt: prepare %s: %w", path, err)
 	}
-	return &Store{db: db, notify: feed.NewNotifier()}, nil
+	s := &Store{db: db, notify: feed.NewNotifier(), queue: make(chan *pending, maxGroup)}
+	s.committer.Add(1)
+	go s.commitLoop()
+	return s, nil
 }
 
-// errReplayed rolls back the (empty) transaction of an idempotent retry, so
-// a retry costs no fsync.
-var errReplayed = errors.New("events/bolt: replayed")
+// errNothingWritten rolls back a group in which no append wrote anything
+// (all were retries or conflicts), so it costs no fsync.
+var errNothingWritten = errors.New("events/bolt: nothing written")
 
-// Append implements events.Store in one bbolt transaction.
+// Append implements events.Store; it returns once the append is durable
+// (fsynced) or refused.
 func (s *Store) Append(ctx context.Context, stream string, expected events.ExpectedRevision, evs ...events.Proposed) (events.AppendResult, error) {
 	if err := s.usable(ctx); err != nil {
 		return events.AppendResult{}, err
@@ -101,29 +127,91 @@ func (s *Store) Append(ctx context.Context, stream string, expected events.Expec
 	if stream == "" || len(stream) > bbolt.MaxKeySize-binary.MaxVarintLen64-8 {
 		return events.AppendResult{}, fmt.Errorf("events/bolt: invalid stream name of %d bytes", len(stream))
 	}
-	var res events.AppendResult
+	p := &pending{ctx: ctx, stream: stream, expected: expected, evs: evs, done: make(chan struct{})}
+	s.enqueue.RLock()
+	if s.closed.Load() {
+		s.enqueue.RUnlock()
+		return events.AppendResult{}, events.ErrClosed
+	}
+	select {
+	case s.queue <- p:
+		s.enqueue.RUnlock()
+	case <-ctx.Done():
+		s.enqueue.RUnlock()
+		return events.AppendResult{}, ctx.Err()
+	}
+	// Once queued, wait for the outcome even if ctx ends: the committer skips
+	// appends whose context ended before it reached them, and a written one
+	// must be reported as written.
+	<-p.done
+	if p.err != nil {
+		return events.AppendResult{}, s.wrap("append to "+stream, p.err)
+	}
+	return p.res, nil
+}
+
+func (s *Store) commitLoop() {
+	defer s.committer.Done()
+	group := make([]*pending, 0, maxGroup)
+	for first := range s.queue {
+		group = append(group[:0], first)
+	collect:
+		for len(group) < maxGroup {
+			select {
+			case p, ok := <-s.queue:
+				if !ok {
+					break collect
+				}
+				group = append(group, p)
+			default:
+				break collect
+			}
+		}
+		s.commit(group)
+	}
+}
+
+// commit decides and writes a group in one transaction, in queue order: each
+// append sees the writes of those before it, exactly as if run one by one.
+func (s *Store) commit(group []*pending) {
+	now := time.Now().UTC()
+	wrote := false
 	err := s.db.Update(func(tx *bbolt.Tx) error {
 		b := open(tx)
-		count := b.count(stream)
-		r, replayed, err := rules.Check(stream, expected, count, evs, b.lookup)
-		if err != nil {
-			return err
+		for _, p := range group {
+			p.res, p.err, p.wrote = events.AppendResult{}, nil, false
+			if err := p.ctx.Err(); err != nil {
+				p.err = err
+				continue
+			}
+			count := b.count(p.stream)
+			r, replayed, err := rules.Check(p.stream, p.expected, count, p.evs, b.lookup)
+			if err != nil || replayed {
+				p.res, p.err = r, err
+				continue
+			}
+			if p.res, err = b.write(p.stream, count, p.evs, now); err != nil {
+				return err
+			}
+			p.wrote, wrote = true, true
 		}
-		if replayed {
-			res = r
-			return errReplayed
+		if !wrote {
+			return errNothingWritten
 		}
-		res, err = b.write(stream, count, evs, time.Now().UTC())
-		return err
+		return nil
 	})
-	switch {
-	case errors.Is(err, errReplayed):
-		return res, nil
-	case err != nil:
-		return events.AppendResult{}, s.wrap("append to "+stream, err)
+	failed := err != nil && !errors.Is(err, errNothingWritten)
+	for _, p := range group {
+		if failed {
+			// The transaction rolled back: nothing of this group is recorded,
+			// and a replay it matched may have been of this group's own writes.
+			p.res, p.err = events.AppendResult{}, err
+		}
+		close(p.done)
 	}
-	s.notify.Notify()
-	return res, nil
+	if wrote && !failed {
+		s.notify.Notify()
+	}
 }
 
 // ReadStream implements events.Store.
@@ -196,7 +284,11 @@ func (s *Store) SubscribeAll(ctx context.Context, after events.Position) (events
 // Close implements events.Store; subscriptions end with events.ErrClosed.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
+		s.enqueue.Lock()
 		s.closed.Store(true)
+		close(s.queue) // the committer finishes what is queued, then stops
+		s.enqueue.Unlock()
+		s.committer.Wait()
 		s.notify.Close()
 		if err := s.db.Close(); err != nil {
 			s.closeErr = fmt.Errorf("events/bolt: close: %w", err)

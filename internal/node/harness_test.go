@@ -23,7 +23,7 @@ import (
 // platform is one node served over real HTTP, with a client whose every
 // response is validated against the OpenAPI document.
 type platform struct {
-	t      *testing.T
+	t      testing.TB
 	node   *node.Node
 	srv    *httptest.Server
 	client *http.Client
@@ -46,7 +46,7 @@ func quietLogger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(io.Discard, nil))
 }
 
-func start(t *testing.T, cfg node.Config) *platform {
+func start(t testing.TB, cfg node.Config) *platform {
 	t.Helper()
 	if cfg.Logger == nil {
 		cfg.Logger = quietLogger()
@@ -94,7 +94,7 @@ type response struct {
 // code returns the envelope's code as text ("0" on success).
 func (r response) code() string { return fmt.Sprint(r.Env.Code) }
 
-func (r response) data(t *testing.T, into any) {
+func (r response) data(t testing.TB, into any) {
 	t.Helper()
 	if err := json.Unmarshal(r.Env.Data, into); err != nil {
 		t.Fatalf("data %s: %v", r.Env.Data, err)
@@ -124,7 +124,7 @@ func (p *platform) send(req *http.Request) response {
 	return out
 }
 
-func encode(t *testing.T, body any) []byte {
+func encode(t testing.TB, body any) []byte {
 	t.Helper()
 	switch b := body.(type) {
 	case nil:

@@ -1,0 +1,120 @@
+package commands
+
+import (
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/healthtech/partner-open-platform/events"
+	"github.com/healthtech/partner-open-platform/events/bolt"
+	"github.com/healthtech/partner-open-platform/events/catalog"
+	"github.com/healthtech/partner-open-platform/events/esdb"
+	"github.com/healthtech/partner-open-platform/events/memory"
+)
+
+// eventStores runs a test on every event-store adapter: uniqueness rules must
+// hold on each of them, decided on the write side alone.
+func eventStores(t *testing.T, test func(t *testing.T, store events.Store)) {
+	t.Run("memory", func(t *testing.T) { test(t, memory.New()) })
+	t.Run("bolt", func(t *testing.T) {
+		s, err := bolt.Open(filepath.Join(t.TempDir(), "events.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		test(t, s)
+	})
+	t.Run("esdb", func(t *testing.T) {
+		url := os.Getenv("PLATFORM_ESDB_URL")
+		if url == "" {
+			t.Skip("EventStoreDB run skipped: PLATFORM_ESDB_URL is not set")
+		}
+		s, err := esdb.Open(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		test(t, s)
+	})
+}
+
+func TestConcurrentRegistersOnEveryAdapter(t *testing.T) {
+	eventStores(t, func(t *testing.T, store events.Store) {
+		reg := catalog.Registry()
+		// Separate allocators model separate processes sharing one store.
+		loc := time.UTC
+		handlers := []*Users{
+			NewUsers(store, reg, NewAllocator(store, reg, 5), time.Now, loc),
+			NewUsers(store, reg, NewAllocator(store, reg, 5), time.Now, loc),
+		}
+		channelID := "concurrent-" + time.Now().Format("150405.000000000")
+		const n = 50
+		var wg sync.WaitGroup
+		results := make([]RegisterResult, n)
+		errs := make([]error, n)
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				results[i], errs[i] = handlers[i%2].Register(ctx, Register{AppID: 1, ChannelUserID: channelID, User: UserInput{Name: "n"},
+					Groups: []GroupInput{{AppGroupID: 1, Name: "g"}}}, Meta{})
+			}()
+		}
+		wg.Wait()
+		created := 0
+		ids := map[int64]bool{}
+		groups := map[int64]bool{}
+		for i := range n {
+			if errs[i] != nil {
+				t.Fatalf("register %d: %v", i, errs[i])
+			}
+			if results[i].Created {
+				created++
+			}
+			ids[results[i].OpenUserID] = true
+			groups[results[i].Groups[0].FamilyGroupID] = true
+		}
+		if created != 1 || len(ids) != 1 || len(groups) != 1 {
+			t.Fatalf("created %d, distinct users %d, distinct groups %d", created, len(ids), len(groups))
+		}
+	})
+}
+
+func TestConcurrentMemberUpsertsCreateOneMember(t *testing.T) {
+	eventStores(t, func(t *testing.T, store events.Store) {
+		reg := catalog.Registry()
+		users := NewUsers(store, reg, NewAllocator(store, reg, 5), time.Now, time.UTC)
+		res, err := users.Register(ctx, Register{AppID: 1, ChannelUserID: "m-" + time.Now().Format("150405.000000000"), User: UserInput{Name: "n"},
+			Groups: []GroupInput{{AppGroupID: 1, Name: "g"}}}, Meta{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		const n = 20
+		out := make([]MemberResult, n)
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				var err error
+				out[i], err = users.UpsertMember(ctx, 1, res.OpenUserID, MemberInput{AppUserID: "same", AppGroupID: 1, Name: "m", Relationship: "SON", Height: Val(int64(100 + i))}, Meta{})
+				if err != nil {
+					t.Error(err)
+				}
+			}()
+		}
+		wg.Wait()
+		created, ids := 0, map[int64]bool{}
+		for _, r := range out {
+			if r.Created {
+				created++
+			}
+			ids[r.MemberID] = true
+		}
+		if created != 1 || len(ids) != 1 {
+			t.Fatalf("created %d, distinct members %d", created, len(ids))
+		}
+	})
+}

@@ -1,0 +1,199 @@
+package node_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/healthtech/partner-open-platform/internal/node"
+)
+
+func TestAppsAdmin(t *testing.T) {
+	p := start(t, node.Config{DataDir: t.TempDir()})
+
+	// Without the token: 401, nothing appended.
+	req, _ := http.NewRequest("POST", p.srv.URL+"/admin/v1/apps", strings.NewReader(`{"name":"x"}`))
+	req.Header.Set("Authorization", "Bearer wrong")
+	if res := p.send(req); res.Status != http.StatusUnauthorized || res.code() != "HTTP_401" {
+		t.Fatalf("wrong token: %d %s", res.Status, res.Raw)
+	}
+	if n := p.eventCount(); n != 0 {
+		t.Fatalf("unauthorised admin call appended %d events", n)
+	}
+	if res := p.admin("POST", "/admin/v1/apps", map[string]any{"name": ""}); res.Status != 422 || res.Env.Errors["name"] == nil {
+		t.Fatalf("empty name: %d %s", res.Status, res.Raw)
+	}
+	if res := p.admin("POST", "/admin/v1/apps", map[string]any{"name": "x", "environment": "staging", "webhook_events": []string{"Bad Name"}}); res.Status != 422 || res.Env.Errors["environment"] == nil || res.Env.Errors["webhook_events[0]"] == nil {
+		t.Fatalf("bad fields: %d %s", res.Status, res.Raw)
+	}
+
+	a := p.createApp("partner")
+	if a.ID <= 0 || !strings.HasPrefix(a.Key, "ak_") || len(a.Secret) < 32 || len(a.WebhookSecret) < 32 || a.Secret == a.WebhookSecret {
+		t.Fatalf("credentials %+v", a)
+	}
+
+	// Secrets are never returned after creation, and never stored in clear.
+	for _, path := range []string{"/admin/v1/apps", fmt.Sprintf("/admin/v1/apps/%d", a.ID), fmt.Sprintf("/admin/v1/history?stream=app-%d", a.ID), "/admin/v1/events"} {
+		res := p.admin("GET", path, nil)
+		if res.Status != http.StatusOK {
+			t.Fatalf("%s: %d %s", path, res.Status, res.Raw)
+		}
+		if strings.Contains(string(res.Raw), a.Secret) || strings.Contains(string(res.Raw), a.WebhookSecret) {
+			t.Fatalf("%s reveals a secret: %s", path, res.Raw)
+		}
+	}
+	var got struct {
+		AppID       int64  `json:"app_id"`
+		Name        string `json:"name"`
+		AppKey      string `json:"app_key"`
+		Environment string `json:"environment"`
+	}
+	p.admin("GET", fmt.Sprintf("/admin/v1/apps/%d", a.ID), nil).data(t, &got)
+	if got.AppID != a.ID || got.Name != "partner" || got.AppKey != a.Key || got.Environment != "sandbox" {
+		t.Fatalf("app %+v", got)
+	}
+	if res := p.admin("GET", "/admin/v1/apps/4242", nil); res.Status != 404 || res.code() != "APP_NOT_FOUND" {
+		t.Fatalf("missing app: %d %s", res.Status, res.Raw)
+	}
+
+	// Rotation: the old secret stops working at once, the new one works.
+	a.expect("GET", "/open/v1/channel/users/0?channel_user_id=x", nil, http.StatusNotFound, "USER_NOT_FOUND")
+	var rotated struct {
+		Secret string `json:"app_secret"`
+	}
+	res := p.admin("POST", fmt.Sprintf("/admin/v1/apps/%d/rotate-secret", a.ID), nil)
+	if res.Status != http.StatusOK {
+		t.Fatalf("rotate: %d %s", res.Status, res.Raw)
+	}
+	res.data(t, &rotated)
+	a.expect("GET", "/open/v1/channel/users/0?channel_user_id=x", nil, http.StatusUnauthorized, "HTTP_401")
+	a.Secret = rotated.Secret
+	a.expect("GET", "/open/v1/channel/users/0?channel_user_id=x", nil, http.StatusNotFound, "USER_NOT_FOUND")
+}
+
+func TestHistoryShowsAStreamInOrder(t *testing.T) {
+	p := start(t, node.Config{DataDir: t.TempDir()})
+	a := p.createApp("partner")
+	var reg registerData
+	a.expect("POST", "/open/v1/channel/users", registerBody("u-1"), http.StatusCreated, "0").data(t, &reg)
+	a.expect("PATCH", fmt.Sprintf("/open/v1/channel/users/%d", reg.OpenUserID), map[string]any{"nickname": "n"}, http.StatusOK, "0")
+	var h struct {
+		Events []struct {
+			Type     string          `json:"type"`
+			Revision uint64          `json:"revision"`
+			Time     string          `json:"time"`
+			Data     json.RawMessage `json:"data"`
+			Metadata struct {
+				AppID     int64  `json:"app_id"`
+				Actor     string `json:"actor"`
+				RequestID string `json:"request_id"`
+			} `json:"metadata"`
+		} `json:"events"`
+	}
+	p.admin("GET", fmt.Sprintf("/admin/v1/history?stream=user-%d", reg.OpenUserID), nil).data(t, &h)
+	want := []string{"user.registered", "user.family_group.created", "user.family_member.created", "user.family_member.created", "user.profile.updated"}
+	if len(h.Events) != len(want) {
+		t.Fatalf("history %+v", h)
+	}
+	for i, e := range h.Events {
+		if e.Type != want[i] || e.Revision != uint64(i) || e.Metadata.AppID != a.ID || e.Metadata.Actor != fmt.Sprintf("app:%d", a.ID) || e.Metadata.RequestID == "" {
+			t.Fatalf("event %d: %+v", i, e)
+		}
+		if _, err := time.Parse(time.RFC3339Nano, e.Time); err != nil {
+			t.Fatalf("time %q", e.Time)
+		}
+	}
+	if res := p.admin("GET", "/admin/v1/history", nil); res.Status != 422 {
+		t.Fatalf("history without stream: %d", res.Status)
+	}
+}
+
+func TestRebuildReproducesTheReadModel(t *testing.T) {
+	readModels(t, func(t *testing.T, cfg node.Config) {
+		p := start(t, cfg)
+		a := p.createApp("partner")
+		var reg registerData
+		a.expect("POST", "/open/v1/channel/users", registerBody("u-1"), http.StatusCreated, "0").data(t, &reg)
+		user := fmt.Sprintf("/open/v1/channel/users/%d", reg.OpenUserID)
+		a.expect("DELETE", fmt.Sprintf("%s/family-members/%d", user, reg.FamilyMembers[0].MemberID), nil, http.StatusOK, "0")
+		want := a.snapshot(user)
+
+		if res := p.admin("POST", "/admin/v1/projections/channel_users/rebuild", nil); res.Status != http.StatusAccepted {
+			t.Fatalf("rebuild: %d %s", res.Status, res.Raw)
+		}
+		if err := p.node.WaitCaughtUp(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if got := a.snapshot(user); fmt.Sprintf("%+v", deref(got)) != fmt.Sprintf("%+v", deref(want)) {
+			t.Fatalf("after rebuild\n got %+v\nwant %+v", deref(got), deref(want))
+		}
+		var st struct {
+			Projections []struct {
+				Name     string `json:"name"`
+				Applied  uint64 `json:"events_applied"`
+				CaughtUp bool   `json:"caught_up"`
+			} `json:"projections"`
+		}
+		p.admin("GET", "/admin/v1/projections", nil).data(t, &st)
+		for _, s := range st.Projections {
+			if s.Name == "channel_users" && (s.Applied == 0 || !s.CaughtUp) {
+				t.Fatalf("stats after rebuild %+v", s)
+			}
+		}
+		if res := p.admin("POST", "/admin/v1/projections/nope/rebuild", nil); res.Status != 404 {
+			t.Fatalf("unknown projection: %d", res.Status)
+		}
+	})
+}
+
+// deref renders a snapshot with pointer fields followed, for comparison.
+func deref(s snapshot) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+func TestOperationalEndpoints(t *testing.T) {
+	p := start(t, node.Config{DataDir: t.TempDir()})
+	a := p.createApp("partner")
+	a.expect("POST", "/open/v1/channel/users", registerBody("u-1"), http.StatusCreated, "0")
+	for _, path := range []string{"/healthz", "/readyz", "/openapi.yaml"} {
+		res, err := http.Get(p.srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != http.StatusOK || res.Header.Get("X-Request-Id") == "" {
+			t.Fatalf("%s: %d", path, res.StatusCode)
+		}
+	}
+	res, err := http.Get(p.srv.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	for _, want := range []string{
+		`platform_http_request_duration_seconds_bucket{method="POST",route="/open/v1/channel/users",status="201"`,
+		`platform_event_store_append_seconds_count{outcome="ok"}`,
+		`platform_projection_events_total{projection="channel_users"}`,
+		`platform_projection_lag_seconds{projection="apps"}`,
+	} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	// A caller's sane request id is echoed; an unsafe one is replaced.
+	req, _ := http.NewRequest("GET", p.srv.URL+"/healthz", nil)
+	req.Header.Set("X-Request-Id", "abc-123")
+	if r := p.send(req); r.Header.Get("X-Request-Id") != "abc-123" {
+		t.Fatalf("request id %q", r.Header.Get("X-Request-Id"))
+	}
+	req.Header.Set("X-Request-Id", "bad id <script>")
+	if r := p.send(req); r.Header.Get("X-Request-Id") == "bad id <script>" {
+		t.Fatal("unsafe request id echoed")
+	}
+}

@@ -1,0 +1,119 @@
+package node_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/healthtech/partner-open-platform/events"
+	"github.com/healthtech/partner-open-platform/events/bolt"
+	"github.com/healthtech/partner-open-platform/internal/node"
+)
+
+// The benchmarks measure embedded mode over real HTTP. Compare them with the
+// baselines of the same run, not across runs: these machines are shared.
+//
+//	go test -run '^$' -bench . -benchtime 3s ./internal/node
+
+// BenchmarkBaselineAppend is the raw rate of the embedded log: single-event
+// appends to distinct streams from parallel writers, as registers make them.
+func BenchmarkBaselineAppend(b *testing.B) {
+	store, err := bolt.Open(filepath.Join(b.TempDir(), "events.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer store.Close()
+	var n atomic.Int64
+	b.SetParallelism(4)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			i := n.Add(1)
+			ev := events.Proposed{ID: uuid.NewString(), Type: "bench", Data: []byte(`{"n":1}`)}
+			if _, err := store.Append(context.Background(), fmt.Sprintf("bench-%d", i), events.NoStream(), ev); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "appends/s")
+}
+
+// benchPlatform starts an embedded node whose client skips the OpenAPI
+// validation (it would dominate the cost) and keeps connections alive.
+func benchPlatform(b *testing.B) (*platform, *app) {
+	p := start(b, node.Config{DataDir: b.TempDir()})
+	p.client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: 30 * time.Second}
+	return p, p.createApp("bench")
+}
+
+// BenchmarkRegisterHTTP registers distinct users over HTTP from parallel
+// clients: signature check, two event-store appends and the JSON edge.
+func BenchmarkRegisterHTTP(b *testing.B) {
+	p, a := benchPlatform(b)
+	var n atomic.Int64
+	b.SetParallelism(4)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			id := fmt.Sprintf("bench-%d", n.Add(1))
+			res := p.send(a.request("POST", "/open/v1/channel/users", map[string]any{"channel_user_id": id, "user": map[string]any{"name": "n", "phone": "13812345678"}}, time.Now()))
+			if res.Status != http.StatusCreated {
+				b.Fatalf("register: %d %s", res.Status, res.Raw)
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "registers/s")
+}
+
+// BenchmarkSnapshotHTTP reads one user's full snapshot over HTTP.
+func BenchmarkSnapshotHTTP(b *testing.B) {
+	p, a := benchPlatform(b)
+	var reg registerData
+	p.send(a.request("POST", "/open/v1/channel/users", registerBody("u-1"), time.Now())).data(b, &reg)
+	path := fmt.Sprintf("/open/v1/channel/users/%d", reg.OpenUserID)
+	b.SetParallelism(4)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if res := p.send(a.request("GET", path, nil, time.Now())); res.Status != http.StatusOK {
+				b.Fatalf("snapshot: %d %s", res.Status, res.Raw)
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "reads/s")
+}
+
+// BenchmarkBaselineSnapshotStore is the same snapshot read done directly on
+// the in-memory read model, without HTTP, signature or JSON.
+func BenchmarkBaselineSnapshotStore(b *testing.B) {
+	p, a := benchPlatform(b)
+	var reg registerData
+	p.send(a.request("POST", "/open/v1/channel/users", registerBody("u-1"), time.Now())).data(b, &reg)
+	if err := p.node.WaitCaughtUp(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	store := p.node.ReadModel
+	b.SetParallelism(4)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		ctx := context.Background()
+		for pb.Next() {
+			if _, err := store.User(ctx, a.ID, reg.OpenUserID); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := store.Groups(ctx, a.ID, reg.OpenUserID); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := store.Members(ctx, a.ID, reg.OpenUserID, time.Time{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "reads/s")
+}
