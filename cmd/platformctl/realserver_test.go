@@ -1,0 +1,59 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/healthtech/partner-open-platform/internal/node"
+)
+
+// TestAgainstARealNode drives the CLI against the real handler of an
+// embedded node: create, list, show, rotate, history and rebuild.
+func TestAgainstARealNode(t *testing.T) {
+	n, err := node.Open(context.Background(), node.Config{DataDir: t.TempDir(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	srv := httptest.NewServer(n.Handler)
+	defer srv.Close()
+	env := func(string) string { return "" }
+	ctl := func(args ...string) (string, string, int) {
+		var out, errb bytes.Buffer
+		code := run(append([]string{"--server", srv.URL, "--token", n.AdminToken}, args...), &out, &errb, env)
+		return out.String(), errb.String(), code
+	}
+
+	out, errOut, code := ctl("apps", "create", "--name", "cli app", "--environment", "production")
+	if code != 0 {
+		t.Fatalf("create: %d %s %s", code, out, errOut)
+	}
+	id := regexp.MustCompile(`app_id[=: ]+(\d+)`).FindStringSubmatch(out)
+	if id == nil || !strings.Contains(out, "app_secret") {
+		t.Fatalf("create output:\n%s", out)
+	}
+	if out, _, code = ctl("apps", "list"); code != 0 || !strings.Contains(out, "cli app") || strings.Contains(out, "as_") {
+		t.Fatalf("list: %d\n%s", code, out)
+	}
+	if out, _, code = ctl("apps", "show", id[1]); code != 0 || !strings.Contains(out, "production") {
+		t.Fatalf("show: %d\n%s", code, out)
+	}
+	if out, _, code = ctl("apps", "rotate-secret", id[1]); code != 0 || !strings.Contains(out, "as_") {
+		t.Fatalf("rotate: %d\n%s", code, out)
+	}
+	if out, _, code = ctl("history", "app-"+id[1]); code != 0 || !strings.Contains(out, "app.created") || !strings.Contains(out, "app.secret_rotated") {
+		t.Fatalf("history: %d\n%s", code, out)
+	}
+	if out, errOut, code = ctl("rebuild", "channel_users"); code != 0 || !strings.Contains(out, "rebuilt") {
+		t.Fatalf("rebuild: %d\n%s\n%s", code, out, errOut)
+	}
+	if _, errOut, code = ctl("apps", "show", "999"); code != 1 || !strings.Contains(errOut, "APP_NOT_FOUND") {
+		t.Fatalf("missing app: %d %s", code, errOut)
+	}
+}
