@@ -8,15 +8,13 @@ import (
 )
 
 func (a *API) createApp(c *call) error {
-	o, err := c.object()
-	if err != nil {
-		return err
-	}
-	cmd := commands.CreateApp{
-		Name: o.RequiredString("name"), WebhookURL: o.String("webhook_url").Value,
-		WebhookEvents: o.Strings("webhook_events"), Environment: o.String("environment").Value,
-	}
-	if err := o.Err(); err != nil {
+	var cmd commands.CreateApp
+	if err := c.decode(func(o *httpapi.Object) {
+		cmd = commands.CreateApp{
+			Name: o.RequiredString("name"), WebhookURL: o.String("webhook_url").Value,
+			WebhookEvents: o.Strings("webhook_events"), Environment: o.String("environment").Value,
+		}
+	}); err != nil {
 		return err
 	}
 	creds, err := a.Apps.Create(c.r.Context(), cmd, c.meta)
@@ -34,11 +32,11 @@ func (a *API) createApp(c *call) error {
 }
 
 func (a *API) rotateSecret(c *call) error {
-	id, err := PathID(c.ps, "appId", false)
+	ids, err := c.ids("appId")
 	if err != nil {
 		return err
 	}
-	creds, err := a.Apps.RotateSecret(c.r.Context(), id, c.meta)
+	creds, err := a.Apps.RotateSecret(c.r.Context(), ids[0], c.meta)
 	if err != nil {
 		return err
 	}

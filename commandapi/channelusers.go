@@ -1,7 +1,6 @@
 package commandapi
 
 import (
-	"net/http"
 
 	"github.com/healthtech/partner-open-platform/commands"
 	"github.com/healthtech/partner-open-platform/internal/httpapi"
@@ -42,25 +41,22 @@ type memberRef struct {
 }
 
 func (a *API) register(c *call) error {
-	o, err := c.object()
-	if err != nil {
-		return err
-	}
-	cmd := commands.Register{AppID: c.app.AppID, ChannelUserID: o.RequiredString("channel_user_id"), User: userInput(o.Object("user", true))}
-	for _, g := range o.Array("family_groups") {
-		cmd.Groups = append(cmd.Groups, groupInput(g))
-	}
-	for _, m := range o.Array("family_members") {
-		cmd.Members = append(cmd.Members, memberInput(m))
-	}
-	if err := o.Err(); err != nil {
+	var cmd commands.Register
+	if err := c.decode(func(o *httpapi.Object) {
+		cmd = commands.Register{AppID: c.app.AppID, ChannelUserID: o.RequiredString("channel_user_id"), User: userInput(o.Object("user", true))}
+		for _, g := range o.Array("family_groups") {
+			cmd.Groups = append(cmd.Groups, groupInput(g))
+		}
+		for _, m := range o.Array("family_members") {
+			cmd.Members = append(cmd.Members, memberInput(m))
+		}
+	}); err != nil {
 		return err
 	}
 	res, err := a.Users.Register(c.r.Context(), cmd, c.meta)
 	if err != nil {
 		return err
 	}
-	c.wrote(res.Position)
 	groups := make([]groupRef, 0, len(res.Groups))
 	for _, g := range res.Groups {
 		groups = append(groups, groupRef{g.FamilyGroupID, g.AppGroupID})
@@ -69,11 +65,7 @@ func (a *API) register(c *call) error {
 	for _, m := range res.Members {
 		members = append(members, memberRef{m.MemberID, m.AppUserID})
 	}
-	status := http.StatusOK
-	if res.Created {
-		status = http.StatusCreated
-	}
-	httpapi.OK(c.w, status, map[string]any{
+	c.answer(res.Position, res.Created, map[string]any{
 		"open_user_id": res.OpenUserID, "channel_user_id": res.ChannelUserID, "created": res.Created,
 		"family_groups": groups, "family_members": members,
 	})
@@ -81,116 +73,85 @@ func (a *API) register(c *call) error {
 }
 
 func (a *API) patchUser(c *call) error {
-	id, err := PathID(c.ps, "openUserId", false)
+	ids, err := c.ids("openUserId")
 	if err != nil {
 		return err
 	}
-	o, err := c.object()
+	var p commands.ProfilePatch
+	if err := c.decode(func(o *httpapi.Object) {
+		p = commands.ProfilePatch{
+			Name: o.String("name"), Nickname: o.String("nickname"), Gender: o.String("gender"), Avatar: o.String("avatar"),
+			Phone: o.String("phone"), Email: o.String("email"), BirthDate: o.String("birth_date"),
+		}
+	}); err != nil {
+		return err
+	}
+	pos, err := a.Users.UpdateProfile(c.r.Context(), c.app.AppID, ids[0], p, c.meta)
 	if err != nil {
 		return err
 	}
-	p := commands.ProfilePatch{
-		Name: o.String("name"), Nickname: o.String("nickname"), Gender: o.String("gender"), Avatar: o.String("avatar"),
-		Phone: o.String("phone"), Email: o.String("email"), BirthDate: o.String("birth_date"),
-	}
-	if err := o.Err(); err != nil {
-		return err
-	}
-	pos, err := a.Users.UpdateProfile(c.r.Context(), c.app.AppID, id, p, c.meta)
-	if err != nil {
-		return err
-	}
-	c.wrote(pos)
-	httpapi.OK(c.w, http.StatusOK, nil)
+	c.answer(pos, false, nil)
 	return nil
 }
 
 func (a *API) upsertGroup(c *call) error {
-	id, err := PathID(c.ps, "openUserId", false)
+	ids, err := c.ids("openUserId")
 	if err != nil {
 		return err
 	}
-	o, err := c.object()
+	var g commands.GroupInput
+	if err := c.decode(func(o *httpapi.Object) { g = groupInput(o) }); err != nil {
+		return err
+	}
+	res, err := a.Users.UpsertGroup(c.r.Context(), c.app.AppID, ids[0], g, c.meta)
 	if err != nil {
 		return err
 	}
-	g := groupInput(o)
-	if err := o.Err(); err != nil {
-		return err
-	}
-	res, err := a.Users.UpsertGroup(c.r.Context(), c.app.AppID, id, g, c.meta)
-	if err != nil {
-		return err
-	}
-	c.wrote(res.Position)
-	status := http.StatusOK
-	if res.Created {
-		status = http.StatusCreated
-	}
-	httpapi.OK(c.w, status, map[string]any{
+	c.answer(res.Position, res.Created, map[string]any{
 		"family_group_id": res.FamilyGroupID, "app_group_id": res.AppGroupID, "name": res.Name, "created": res.Created,
 	})
 	return nil
 }
 
 func (a *API) dissolveGroup(c *call) error {
-	id, err := PathID(c.ps, "openUserId", false)
+	ids, err := c.ids("openUserId", "groupId")
 	if err != nil {
 		return err
 	}
-	groupID, err := PathID(c.ps, "groupId", false)
+	pos, err := a.Users.DissolveGroup(c.r.Context(), c.app.AppID, ids[0], ids[1], c.meta)
 	if err != nil {
 		return err
 	}
-	pos, err := a.Users.DissolveGroup(c.r.Context(), c.app.AppID, id, groupID, c.meta)
-	if err != nil {
-		return err
-	}
-	c.wrote(pos)
-	httpapi.OK(c.w, http.StatusOK, nil)
+	c.answer(pos, false, nil)
 	return nil
 }
 
 func (a *API) upsertMember(c *call) error {
-	id, err := PathID(c.ps, "openUserId", false)
+	ids, err := c.ids("openUserId")
 	if err != nil {
 		return err
 	}
-	o, err := c.object()
+	var m commands.MemberInput
+	if err := c.decode(func(o *httpapi.Object) { m = memberInput(o) }); err != nil {
+		return err
+	}
+	res, err := a.Users.UpsertMember(c.r.Context(), c.app.AppID, ids[0], m, c.meta)
 	if err != nil {
 		return err
 	}
-	m := memberInput(o)
-	if err := o.Err(); err != nil {
-		return err
-	}
-	res, err := a.Users.UpsertMember(c.r.Context(), c.app.AppID, id, m, c.meta)
-	if err != nil {
-		return err
-	}
-	c.wrote(res.Position)
-	status := http.StatusOK
-	if res.Created {
-		status = http.StatusCreated
-	}
-	httpapi.OK(c.w, status, map[string]any{"member_id": res.MemberID, "app_user_id": res.AppUserID, "created": res.Created})
+	c.answer(res.Position, res.Created, map[string]any{"member_id": res.MemberID, "app_user_id": res.AppUserID, "created": res.Created})
 	return nil
 }
 
 func (a *API) deleteMember(c *call) error {
-	id, err := PathID(c.ps, "openUserId", false)
+	ids, err := c.ids("openUserId", "memberId")
 	if err != nil {
 		return err
 	}
-	memberID, err := PathID(c.ps, "memberId", false)
+	pos, err := a.Users.DeleteMember(c.r.Context(), c.app.AppID, ids[0], ids[1], c.meta)
 	if err != nil {
 		return err
 	}
-	pos, err := a.Users.DeleteMember(c.r.Context(), c.app.AppID, id, memberID, c.meta)
-	if err != nil {
-		return err
-	}
-	c.wrote(pos)
-	httpapi.OK(c.w, http.StatusOK, nil)
+	c.answer(pos, false, nil)
 	return nil
 }

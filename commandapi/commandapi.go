@@ -64,8 +64,40 @@ type call struct {
 	config *API
 }
 
-// wrote records a successful write for the app's next read.
-func (c *call) wrote(pos events.Position) { c.config.Watermarks.Wrote(c.app.AppID, pos) }
+// answer records a successful write for the app's next read and answers
+// 201 when it created the resource, 200 otherwise.
+func (c *call) answer(pos events.Position, created bool, data any) {
+	c.config.Watermarks.Wrote(c.app.AppID, pos)
+	status := http.StatusOK
+	if created {
+		status = http.StatusCreated
+	}
+	httpapi.OK(c.w, status, data)
+}
+
+// ids parses the named positive-integer path parameters in order.
+func (c *call) ids(names ...string) ([]int64, error) {
+	out := make([]int64, len(names))
+	for i, name := range names {
+		id, err := PathID(c.ps, name, false)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = id
+	}
+	return out, nil
+}
+
+// decode parses the body as one JSON object, lets read pick its fields, and
+// returns every type problem read found.
+func (c *call) decode(read func(*httpapi.Object)) error {
+	o, err := httpapi.ParseObject(c.body)
+	if err != nil {
+		return err
+	}
+	read(o)
+	return o.Err()
+}
 
 func (a *API) partner(h func(*call) error) httprouter.Handle {
 	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
@@ -118,8 +150,6 @@ func PathID(ps httprouter.Params, name string, allowZero bool) (int64, error) {
 	}
 	return n, nil
 }
-
-func (c *call) object() (*httpapi.Object, error) { return httpapi.ParseObject(c.body) }
 
 // waitApps makes admin writes visible to this node's authentication before answering.
 func (a *API) waitApps(ctx context.Context, pos events.Position) error {

@@ -259,8 +259,12 @@ func intParam(r *http.Request, name string, def, max int64) (int64, error) {
 	}
 	n, err := strconv.ParseInt(s, 10, 64)
 	if err != nil || n < 0 || (max > 0 && n > max) {
+		msg := "must be a non-negative integer"
+		if max > 0 {
+			msg += " up to " + strconv.FormatInt(max, 10)
+		}
 		v := &commands.ValidationError{}
-		v.Add(name, "must be a non-negative integer"+map[bool]string{true: " up to " + strconv.FormatInt(max, 10), false: ""}[max > 0])
+		v.Add(name, msg)
 		return 0, v
 	}
 	return n, nil
