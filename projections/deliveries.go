@@ -1,0 +1,95 @@
+package projections
+
+import (
+	"context"
+	"time"
+
+	"github.com/healthtech/partner-open-platform/events"
+)
+
+// Delivery statuses, as partners and operators see them.
+const (
+	// DeliveryPending: created and due for its first attempt (or resent).
+	DeliveryPending = "pending"
+	// DeliveryRetrying: an attempt failed and another is scheduled.
+	DeliveryRetrying = "retrying"
+	// DeliveryDelivered: the receiver answered 2xx within the time limit.
+	DeliveryDelivered = "delivered"
+	// DeliveryAbandoned: retries exhausted, or the target was refused; only a resend restarts it.
+	DeliveryAbandoned = "abandoned"
+	// DeliveryDeadLetter: a plugin event that exhausted its retries.
+	DeliveryDeadLetter = "dead_letter"
+	// DeliverySkipped: the app had no webhook URL or no matching subscription
+	// when the event happened; the event is still in the app's feed.
+	DeliverySkipped = "skipped"
+)
+
+// Delivery is the read model of one webhook delivery and the feed entry of
+// one partner-visible event.
+type Delivery struct {
+	DeliveryID     string
+	AppID          int64
+	EventType      string
+	SourceEventID  string
+	SourcePosition events.Position
+	// Cursor is the log position of the delivery's creation: the feed's order.
+	Cursor        events.Position
+	Body          []byte // the exact bytes every attempt sends
+	Status        string
+	Attempts      int // attempts in total
+	NextAttemptAt *time.Time
+	LastStatus    *int
+	LastError     *string
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
+}
+
+// Attempt is one POST of a delivery.
+type Attempt struct {
+	DeliveryID string
+	Attempt    int // 1-based, over the delivery's whole life
+	At         time.Time
+	StatusCode *int
+	LatencyMS  int64
+	Error      *string
+	Outcome    string // delivered, retry, abandoned, dead_letter, refused
+}
+
+// DeliveryFilter selects deliveries for the delivery log; zero fields match all.
+type DeliveryFilter struct {
+	AppID     int64     // 0: every app (operators only)
+	Status    string    // one of the statuses
+	EventType string    // exact event type
+	From, To  time.Time // CreatedAt in [From, To)
+	After     events.Position
+	Limit     int
+}
+
+// DeliveryTx is the part of a read-model transaction the delivery projector writes.
+type DeliveryTx interface {
+	// PutDelivery inserts or replaces the delivery keyed by DeliveryID.
+	PutDelivery(ctx context.Context, d Delivery) error
+	// Delivery reads a delivery inside the transaction (ErrNotFound if absent).
+	Delivery(ctx context.Context, id string) (Delivery, error)
+	// AddAttempt records an attempt; re-adding the same (DeliveryID, Attempt) replaces it.
+	AddAttempt(ctx context.Context, a Attempt) error
+}
+
+// DeliveryStore is what the dispatcher, the delivery log and the feed read.
+type DeliveryStore interface {
+	// UpdateDeliveries runs fn in one transaction with the named checkpoint, like Store.Update.
+	UpdateDeliveries(ctx context.Context, projection string, pos events.Position, fn func(DeliveryTx) error) error
+	// Delivery returns one delivery with its attempts in order; appID 0 matches any app.
+	Delivery(ctx context.Context, appID int64, id string) (Delivery, []Attempt, error)
+	// Deliveries lists deliveries matching f ordered by Cursor, after f.After, at most f.Limit.
+	Deliveries(ctx context.Context, f DeliveryFilter) ([]Delivery, error)
+	// Due lists pending or retrying deliveries with NextAttemptAt <= now, earliest first.
+	Due(ctx context.Context, now time.Time, limit int) ([]Delivery, error)
+	// NextDue is the earliest NextAttemptAt of a pending or retrying delivery.
+	NextDue(ctx context.Context) (time.Time, bool, error)
+	// CountByStatus counts deliveries per status, for metrics.
+	CountByStatus(ctx context.Context) (map[string]int, error)
+	// LastSource is the highest SourcePosition of any delivery: where the
+	// store-fed dispatcher resumes creating deliveries.
+	LastSource(ctx context.Context) (events.Position, error)
+}
