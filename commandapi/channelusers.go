@@ -1,7 +1,6 @@
 package commandapi
 
 import (
-
 	"github.com/healthtech/partner-open-platform/commands"
 	"github.com/healthtech/partner-open-platform/internal/httpapi"
 )

@@ -19,10 +19,7 @@ import (
 )
 
 // Route is one endpoint for the node's router.
-type Route struct {
-	Method, Path string
-	Handle       httprouter.Handle
-}
+type Route = httpapi.Route
 
 // AppWaiter lets app creation answer only once this node can authenticate the new app.
 type AppWaiter interface {
@@ -37,20 +34,23 @@ type API struct {
 	Admin      auth.Admin
 	Watermarks *projections.Watermarks
 	AppsReady  AppWaiter
+	Resender   Resender
+	Location   *time.Location
 }
 
 // Routes lists the write endpoints.
 func (a *API) Routes() []Route {
-	return []Route{
-		{"POST", "/open/v1/channel/users", a.partner(a.register)},
-		{"PATCH", "/open/v1/channel/users/:openUserId", a.partner(a.patchUser)},
-		{"POST", "/open/v1/channel/users/:openUserId/family-groups", a.partner(a.upsertGroup)},
-		{"DELETE", "/open/v1/channel/users/:openUserId/family-groups/:groupId", a.partner(a.dissolveGroup)},
-		{"POST", "/open/v1/channel/users/:openUserId/family-members", a.partner(a.upsertMember)},
-		{"DELETE", "/open/v1/channel/users/:openUserId/family-members/:memberId", a.partner(a.deleteMember)},
-		{"POST", "/admin/v1/apps", a.admin(a.createApp)},
-		{"POST", "/admin/v1/apps/:appId/rotate-secret", a.admin(a.rotateSecret)},
+	routes := []Route{
+		{Method: "POST", Path: "/open/v1/channel/users", Handle: a.partner(a.register)},
+		{Method: "PATCH", Path: "/open/v1/channel/users/:openUserId", Handle: a.partner(a.patchUser)},
+		{Method: "POST", Path: "/open/v1/channel/users/:openUserId/family-groups", Handle: a.partner(a.upsertGroup)},
+		{Method: "DELETE", Path: "/open/v1/channel/users/:openUserId/family-groups/:groupId", Handle: a.partner(a.dissolveGroup)},
+		{Method: "POST", Path: "/open/v1/channel/users/:openUserId/family-members", Handle: a.partner(a.upsertMember)},
+		{Method: "DELETE", Path: "/open/v1/channel/users/:openUserId/family-members/:memberId", Handle: a.partner(a.deleteMember)},
+		{Method: "POST", Path: "/admin/v1/apps", Handle: a.admin(a.createApp)},
+		{Method: "POST", Path: "/admin/v1/apps/:appId/rotate-secret", Handle: a.admin(a.rotateSecret)},
 	}
+	return append(routes, a.webhookRoutes()...)
 }
 
 // call is one authenticated partner request.
@@ -79,7 +79,7 @@ func (c *call) answer(pos events.Position, created bool, data any) {
 func (c *call) ids(names ...string) ([]int64, error) {
 	out := make([]int64, len(names))
 	for i, name := range names {
-		id, err := PathID(c.ps, name, false)
+		id, err := httpapi.PathID(c.ps, name, false)
 		if err != nil {
 			return nil, err
 		}
@@ -138,17 +138,6 @@ func (a *API) admin(h func(*call) error) httprouter.Handle {
 			httpapi.Error(w, r, err)
 		}
 	}
-}
-
-// PathID parses a positive integer path parameter, answering VALIDATION_ERROR otherwise.
-func PathID(ps httprouter.Params, name string, allowZero bool) (int64, error) {
-	n, err := strconv.ParseInt(ps.ByName(name), 10, 64)
-	if err != nil || n < 0 || (n == 0 && !allowZero) || n >= 1<<53 {
-		v := &commands.ValidationError{}
-		v.Add(name, "must be a positive integer")
-		return 0, v
-	}
-	return n, nil
 }
 
 // waitApps makes admin writes visible to this node's authentication before answering.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"unicode/utf8"
 
@@ -24,14 +25,18 @@ func AppStream(appID int64) string { return "app-" + strconv.FormatInt(appID, 10
 
 // appState is what app decisions need.
 type appState struct {
-	exists bool
-	appID  int64
+	exists        bool
+	appID         int64
+	webhookURL    string
+	webhookEvents []string
 }
 
 func (s *appState) apply(env events.Envelope) {
 	switch p := env.Payload.(type) {
 	case *catalog.AppCreated:
-		s.exists, s.appID = true, p.AppID
+		s.exists, s.appID, s.webhookURL, s.webhookEvents = true, p.AppID, p.WebhookURL, p.WebhookEvents
+	case *catalog.AppWebhookConfigured:
+		s.webhookURL, s.webhookEvents = p.WebhookURL, p.WebhookEvents
 	}
 }
 
@@ -180,4 +185,57 @@ func (a *Apps) RotateSecret(ctx context.Context, appID int64, meta Meta) (Creden
 		return Credentials{AppID: appID, AppSecret: secret, Position: res.Position}, nil
 	}
 	return Credentials{}, ErrContention
+}
+
+// WebhookSettings is an operator's change to where and which webhooks an app receives.
+type WebhookSettings struct {
+	URL    Field[string]
+	Events Field[[]string]
+}
+
+// ConfigureWebhook changes an app's webhook URL and subscription; fields not
+// sent keep their value, and an empty URL stops deliveries (events still
+// reach the app's feed).
+func (a *Apps) ConfigureWebhook(ctx context.Context, appID int64, s WebhookSettings, meta Meta) (events.Position, error) {
+	v := &ValidationError{}
+	if u := s.URL.Ptr(); u != nil && *u != "" {
+		if err := validateWebhookURL(ctx, *u, a.checkURL); err != nil {
+			v.Add("webhook_url", err.Error())
+		}
+	}
+	for i, e := range s.Events.Value {
+		if !eventPattern.MatchString(e) {
+			v.Add(fmt.Sprintf("webhook_events[%d]", i), "must be an event name such as user.profile.updated or a prefix wildcard such as health.report.*")
+		}
+	}
+	if err := v.Err(); err != nil {
+		return events.Position{}, err
+	}
+	for attempt := 0; attempt < maxAttempts; attempt++ {
+		var st appState
+		version, pos, err := a.load(ctx, AppStream(appID), st.apply)
+		if err != nil {
+			return events.Position{}, err
+		}
+		if !st.exists {
+			return events.Position{}, ErrAppNotFound
+		}
+		next := catalog.AppWebhookConfigured{AppID: appID, WebhookURL: st.webhookURL, WebhookEvents: st.webhookEvents}
+		if s.URL.Set {
+			next.WebhookURL = s.URL.Value
+		}
+		if s.Events.Set {
+			next.WebhookEvents = s.Events.Value
+		}
+		if next.WebhookURL == st.webhookURL && slices.Equal(next.WebhookEvents, st.webhookEvents) {
+			return pos, nil
+		}
+		meta.AppID = appID
+		res, err := a.append(ctx, AppStream(appID), version, meta, next)
+		if events.IsConflict(err) {
+			continue
+		}
+		return res.Position, err
+	}
+	return events.Position{}, ErrContention
 }

@@ -441,7 +441,7 @@ func (u *Users) decideRegister(ctx context.Context, openUserID int64, c Register
 			return nil, err
 		}
 		groupIDs[g.AppGroupID] = id
-		ps = append(ps, catalog.FamilyGroupUpserted{OpenUserID: openUserID, FamilyGroupID: id, AppGroupID: g.AppGroupID, Name: g.Name, Created: true})
+		ps = append(ps, catalog.FamilyGroupUpserted{ChannelUserID: c.ChannelUserID, OpenUserID: openUserID, FamilyGroupID: id, AppGroupID: g.AppGroupID, Name: g.Name, Created: true})
 	}
 	for _, in := range c.Members {
 		id, err := u.ids.Next(ctx, KindMember)
@@ -449,7 +449,7 @@ func (u *Users) decideRegister(ctx context.Context, openUserID int64, c Register
 			return nil, err
 		}
 		m, _ := mergeMember(catalog.Member{MemberID: id}, in, groupIDs[in.AppGroupID])
-		ps = append(ps, catalog.FamilyMemberCreated{OpenUserID: openUserID, Member: m})
+		ps = append(ps, catalog.FamilyMemberCreated{ChannelUserID: c.ChannelUserID, OpenUserID: openUserID, Member: m})
 	}
 	return ps, nil
 }
@@ -558,7 +558,7 @@ func (u *Users) UpdateProfile(ctx context.Context, appID, openUserID int64, p Pr
 		if len(changed) == 0 {
 			return nil, nil
 		}
-		return []events.Payload{catalog.UserProfileUpdated{OpenUserID: openUserID, Changed: changed, Profile: next}}, nil
+		return []events.Payload{catalog.UserProfileUpdated{ChannelUserID: st.channelUserID, OpenUserID: openUserID, Changed: changed, Profile: next}}, nil
 	})
 }
 
@@ -586,14 +586,14 @@ func (u *Users) UpsertGroup(ctx context.Context, appID, openUserID int64, g Grou
 			if st.groups[id].name == g.Name {
 				return nil, nil
 			}
-			return []events.Payload{catalog.FamilyGroupUpserted{OpenUserID: openUserID, FamilyGroupID: id, AppGroupID: g.AppGroupID, Name: g.Name}}, nil
+			return []events.Payload{catalog.FamilyGroupUpserted{ChannelUserID: st.channelUserID, OpenUserID: openUserID, FamilyGroupID: id, AppGroupID: g.AppGroupID, Name: g.Name}}, nil
 		}
 		id, err := u.ids.Next(ctx, KindGroup)
 		if err != nil {
 			return nil, err
 		}
 		out.FamilyGroupID, out.Created = id, true
-		return []events.Payload{catalog.FamilyGroupUpserted{OpenUserID: openUserID, FamilyGroupID: id, AppGroupID: g.AppGroupID, Name: g.Name, Created: true}}, nil
+		return []events.Payload{catalog.FamilyGroupUpserted{ChannelUserID: st.channelUserID, OpenUserID: openUserID, FamilyGroupID: id, AppGroupID: g.AppGroupID, Name: g.Name, Created: true}}, nil
 	})
 	out.Position = pos
 	return out, err
@@ -613,7 +613,7 @@ func (u *Users) DissolveGroup(ctx context.Context, appID, openUserID, familyGrou
 			}
 		}
 		slices.Sort(deleted)
-		return []events.Payload{catalog.FamilyGroupDissolved{OpenUserID: openUserID, FamilyGroupID: familyGroupID, AppGroupID: g.appGroupID, DeletedMemberIDs: deleted}}, nil
+		return []events.Payload{catalog.FamilyGroupDissolved{ChannelUserID: st.channelUserID, OpenUserID: openUserID, FamilyGroupID: familyGroupID, AppGroupID: g.appGroupID, DeletedMemberIDs: deleted}}, nil
 	})
 }
 
@@ -646,7 +646,7 @@ func (u *Users) UpsertMember(ctx context.Context, appID, openUserID int64, in Me
 			out.MemberID = id
 			next, changed := mergeMember(*st.members[id], in, groupID)
 			if len(changed) > 0 {
-				ps = append(ps, catalog.FamilyMemberUpdated{OpenUserID: openUserID, Changed: changed, Member: next})
+				ps = append(ps, catalog.FamilyMemberUpdated{ChannelUserID: st.channelUserID, OpenUserID: openUserID, Changed: changed, Member: next})
 			}
 		} else {
 			id, err := u.ids.Next(ctx, KindMember)
@@ -655,7 +655,7 @@ func (u *Users) UpsertMember(ctx context.Context, appID, openUserID int64, in Me
 			}
 			out.MemberID, out.Created = id, true
 			m, _ := mergeMember(catalog.Member{MemberID: id}, in, groupID)
-			ps = append(ps, catalog.FamilyMemberCreated{OpenUserID: openUserID, Member: m})
+			ps = append(ps, catalog.FamilyMemberCreated{ChannelUserID: st.channelUserID, OpenUserID: openUserID, Member: m})
 		}
 		if in.IsDefault.Value && len(ps) > 0 {
 			others := make([]int64, 0)
@@ -668,7 +668,7 @@ func (u *Users) UpsertMember(ctx context.Context, appID, openUserID int64, in Me
 			for _, id := range others {
 				m := *st.members[id]
 				m.IsDefault = false
-				ps = append(ps, catalog.FamilyMemberUpdated{OpenUserID: openUserID, Changed: []string{"is_default"}, Member: m})
+				ps = append(ps, catalog.FamilyMemberUpdated{ChannelUserID: st.channelUserID, OpenUserID: openUserID, Changed: []string{"is_default"}, Member: m})
 			}
 		}
 		return ps, nil
@@ -684,6 +684,6 @@ func (u *Users) DeleteMember(ctx context.Context, appID, openUserID, memberID in
 		if !ok {
 			return nil, ErrMemberNotFound
 		}
-		return []events.Payload{catalog.FamilyMemberDeleted{OpenUserID: openUserID, MemberID: memberID, AppUserID: m.AppUserID, FamilyGroupID: m.FamilyGroupID}}, nil
+		return []events.Payload{catalog.FamilyMemberDeleted{ChannelUserID: st.channelUserID, OpenUserID: openUserID, MemberID: memberID, AppUserID: m.AppUserID, FamilyGroupID: m.FamilyGroupID}}, nil
 	})
 }

@@ -10,27 +10,44 @@ import (
 	"github.com/healthtech/partner-open-platform/events/catalog"
 )
 
-// ChannelUsers projects users, family groups and members into a Store.
-type ChannelUsers struct {
-	Store Store
+// ReadModelStore is a store holding every database read model; its
+// transaction type implements both Tx and DeliveryTx.
+type ReadModelStore interface {
+	Store
+	DeliveryStore
+}
+
+// ReadModels projects every database read model of a store (channel users,
+// webhook deliveries) in one transaction per batch with one checkpoint, so
+// a rebuild resets and replays them together and none is left behind.
+type ReadModels struct {
+	Store ReadModelStore
 }
 
 // Name is the checkpoint name of the projection.
-func (ChannelUsers) Name() string { return "channel_users" }
+func (ReadModels) Name() string { return "read_models" }
 
 // Checkpoint reads the projection's position from its store.
-func (p ChannelUsers) Checkpoint(ctx context.Context) (events.Position, error) {
+func (p ReadModels) Checkpoint(ctx context.Context) (events.Position, error) {
 	return p.Store.Checkpoint(ctx, p.Name())
 }
 
-// Reset empties the store.
-func (p ChannelUsers) Reset(ctx context.Context) error { return p.Store.Reset(ctx) }
+// Reset empties every read model of the store.
+func (p ReadModels) Reset(ctx context.Context) error { return p.Store.Reset(ctx) }
 
 // Apply writes a batch and its checkpoint in one transaction.
-func (p ChannelUsers) Apply(ctx context.Context, batch []events.Envelope, pos events.Position) error {
+func (p ReadModels) Apply(ctx context.Context, batch []events.Envelope, pos events.Position) error {
 	return p.Store.Update(ctx, p.Name(), pos, func(tx Tx) error {
+		dtx, ok := tx.(DeliveryTx)
+		if !ok {
+			return fmt.Errorf("read-model transaction %T cannot write deliveries", tx)
+		}
 		for _, env := range batch {
-			if err := applyChannelUser(ctx, tx, env); err != nil {
+			err := applyChannelUser(ctx, tx, env)
+			if err == nil {
+				err = applyDelivery(ctx, dtx, env)
+			}
+			if err != nil {
 				return fmt.Errorf("%s %s: %w", env.Type, env.ID, err)
 			}
 		}

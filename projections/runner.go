@@ -293,3 +293,26 @@ func (r *Runner) decode(rec events.Recorded) (events.Envelope, bool, error) {
 	}
 	return env, true, nil
 }
+
+// Changed returns a channel closed the next time the projection advances,
+// so a loop can wait for new read-model state without polling.
+func (r *Runner) Changed() <-chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.changed
+}
+
+// WaitReady blocks until the projection has caught up with the log once.
+func (r *Runner) WaitReady(ctx context.Context) error {
+	for {
+		ch := r.Changed()
+		if r.Stats().Ready {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}

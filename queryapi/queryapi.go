@@ -7,13 +7,11 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/julienschmidt/httprouter"
 
-	"github.com/healthtech/partner-open-platform/commandapi"
 	"github.com/healthtech/partner-open-platform/commands"
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/internal/auth"
@@ -38,11 +36,12 @@ type API struct {
 	Admin      auth.Admin
 	Watermarks *projections.Watermarks
 	Location   *time.Location
+	Deliveries projections.DeliveryStore
 }
 
 // Routes lists the read endpoints.
-func (q *API) Routes() []commandapi.Route {
-	return []commandapi.Route{
+func (q *API) Routes() []httpapi.Route {
+	routes := []httpapi.Route{
 		{Method: "GET", Path: "/open/v1/channel/users/:openUserId", Handle: q.snapshot},
 		{Method: "GET", Path: "/admin/v1/apps", Handle: q.admin(q.listApps)},
 		{Method: "GET", Path: "/admin/v1/apps/:appId", Handle: q.admin(q.getApp)},
@@ -51,6 +50,7 @@ func (q *API) Routes() []commandapi.Route {
 		{Method: "GET", Path: "/admin/v1/projections", Handle: q.admin(q.projections)},
 		{Method: "POST", Path: "/admin/v1/projections/:name/rebuild", Handle: q.admin(q.rebuild)},
 	}
+	return append(routes, q.deliveryRoutes()...)
 }
 
 func (q *API) admin(h httprouter.Handle) httprouter.Handle {
@@ -73,19 +73,6 @@ func (q *API) await(ctx context.Context, appID int64) error {
 			Headers: map[string]string{"Retry-After": "1"}}
 	}
 	return nil
-}
-
-// ParseTime accepts ISO 8601 with offset, or without one in the platform's zone.
-func ParseTime(s string, loc *time.Location) (time.Time, bool) {
-	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
-		return t, true
-	}
-	for _, layout := range []string{"2006-01-02T15:04:05", "2006-01-02 15:04:05", "2006-01-02T15:04:05.999999999", time.DateOnly} {
-		if t, err := time.ParseInLocation(layout, s, loc); err == nil {
-			return t, true
-		}
-	}
-	return time.Time{}, false
 }
 
 // MaskPhone keeps the first 3 and last 4 characters, as the spec shows phones.
@@ -113,13 +100,13 @@ func (q *API) serveSnapshot(w http.ResponseWriter, r *http.Request, ps httproute
 	}
 	query := r.URL.Query()
 	channelUserID := query.Get("channel_user_id")
-	id, err := commandapi.PathID(ps, "openUserId", channelUserID != "")
+	id, err := httpapi.PathID(ps, "openUserId", channelUserID != "")
 	if err != nil {
 		return err
 	}
 	var after time.Time
 	if s := query.Get("updated_after"); s != "" {
-		t, ok := ParseTime(s, q.Location)
+		t, ok := httpapi.ParseTime(s, q.Location)
 		if !ok {
 			v := &commands.ValidationError{}
 			v.Add("updated_after", "must be an ISO 8601 date-time")
@@ -209,7 +196,7 @@ func (q *API) listApps(w http.ResponseWriter, r *http.Request, _ httprouter.Para
 }
 
 func (q *API) getApp(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-	id, err := commandapi.PathID(ps, "appId", false)
+	id, err := httpapi.PathID(ps, "appId", false)
 	if err != nil {
 		httpapi.Error(w, r, err)
 		return
@@ -252,24 +239,6 @@ func rawOrNull(b []byte) any {
 	return rawJSON(b)
 }
 
-func intParam(r *http.Request, name string, def, max int64) (int64, error) {
-	s := r.URL.Query().Get(name)
-	if s == "" {
-		return def, nil
-	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n < 0 || (max > 0 && n > max) {
-		msg := "must be a non-negative integer"
-		if max > 0 {
-			msg += " up to " + strconv.FormatInt(max, 10)
-		}
-		v := &commands.ValidationError{}
-		v.Add(name, msg)
-		return 0, v
-	}
-	return n, nil
-}
-
 // history prints one stream's events in order, for auditors.
 func (q *API) history(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	stream := r.URL.Query().Get("stream")
@@ -279,12 +248,12 @@ func (q *API) history(w http.ResponseWriter, r *http.Request, _ httprouter.Param
 		httpapi.Error(w, r, v)
 		return
 	}
-	from, err := intParam(r, "from", 0, 0)
+	from, err := httpapi.IntParam(r, "from", 0, 0)
 	if err != nil {
 		httpapi.Error(w, r, err)
 		return
 	}
-	limit, err := intParam(r, "limit", 1000, 10000)
+	limit, err := httpapi.IntParam(r, "limit", 1000, 10000)
 	if err != nil {
 		httpapi.Error(w, r, err)
 		return
@@ -303,17 +272,17 @@ func (q *API) history(w http.ResponseWriter, r *http.Request, _ httprouter.Param
 
 // allEvents pages through the global log, for auditors and replays.
 func (q *API) allEvents(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
-	commit, err := intParam(r, "after_commit", 0, 0)
+	commit, err := httpapi.IntParam(r, "after_commit", 0, 0)
 	if err != nil {
 		httpapi.Error(w, r, err)
 		return
 	}
-	prepare, err := intParam(r, "after_prepare", commit, 0)
+	prepare, err := httpapi.IntParam(r, "after_prepare", commit, 0)
 	if err != nil {
 		httpapi.Error(w, r, err)
 		return
 	}
-	limit, err := intParam(r, "limit", 1000, 10000)
+	limit, err := httpapi.IntParam(r, "limit", 1000, 10000)
 	if err != nil {
 		httpapi.Error(w, r, err)
 		return

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -31,6 +32,10 @@ func main() {
 	esdbURL := flag.String("esdb-url", env("PLATFORM_ESDB_URL", ""), "EventStoreDB connection string; empty = embedded log (PLATFORM_ESDB_URL)")
 	pgURL := flag.String("postgres-url", env("PLATFORM_POSTGRES_URL", ""), "Postgres URL for read models; empty = in memory (PLATFORM_POSTGRES_URL)")
 	tz := flag.String("timezone", env("PLATFORM_TIMEZONE", "Asia/Shanghai"), "zone of Y-m-d H:i:s times (PLATFORM_TIMEZONE)")
+	kafka := flag.String("kafka-brokers", env("PLATFORM_KAFKA_BROKERS", ""), "comma-separated Kafka brokers; empty = the dispatcher reads the event store (PLATFORM_KAFKA_BROKERS)")
+	kafkaTopic := flag.String("kafka-topic", env("PLATFORM_KAFKA_TOPIC", "platform.events"), "Kafka topic of the event feed (PLATFORM_KAFKA_TOPIC)")
+	kafkaRelay := flag.Bool("kafka-relay", env("PLATFORM_KAFKA_RELAY", "1") == "1", "run the event-store-to-Kafka relay on this node (PLATFORM_KAFKA_RELAY=0 turns it off)")
+	allowLoopback := flag.Bool("webhook-allow-loopback", os.Getenv("PLATFORM_WEBHOOK_ALLOW_LOOPBACK") == "1", "allow http and loopback webhook targets, for local development (PLATFORM_WEBHOOK_ALLOW_LOOPBACK=1)")
 	logFormat := flag.String("log-format", env("PLATFORM_LOG_FORMAT", "text"), "text or json (PLATFORM_LOG_FORMAT)")
 	flag.Parse()
 
@@ -44,10 +49,21 @@ func main() {
 	if err := run(log, *addr, node.Config{
 		DataDir: *dataDir, ESDBURL: *esdbURL, PostgresURL: *pgURL, Timezone: *tz,
 		AdminToken: os.Getenv("PLATFORM_ADMIN_TOKEN"), MasterKey: os.Getenv("PLATFORM_MASTER_KEY"), Logger: log,
+		KafkaBrokers: splitList(*kafka), KafkaTopic: *kafkaTopic, KafkaRelay: kafkaRelay, WebhookAllowLoopback: *allowLoopback,
 	}); err != nil {
 		log.Error("platform stopped", "err", err)
 		os.Exit(1)
 	}
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, part := range strings.Split(s, ",") {
+		if part = strings.TrimSpace(part); part != "" {
+			out = append(out, part)
+		}
+	}
+	return out
 }
 
 func run(log *slog.Logger, addr string, cfg node.Config) error {

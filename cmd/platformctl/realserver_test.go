@@ -50,7 +50,7 @@ func TestAgainstARealNode(t *testing.T) {
 	if out, _, code = ctl("history", "app-"+id[1]); code != 0 || !strings.Contains(out, "app.created") || !strings.Contains(out, "app.secret_rotated") {
 		t.Fatalf("history: %d\n%s", code, out)
 	}
-	if out, errOut, code = ctl("rebuild", "channel_users"); code != 0 || !strings.Contains(out, "rebuilt") {
+	if out, errOut, code = ctl("rebuild", "read_models"); code != 0 || !strings.Contains(out, "rebuilt") {
 		t.Fatalf("rebuild: %d\n%s\n%s", code, out, errOut)
 	}
 	if _, errOut, code = ctl("apps", "show", "999"); code != 1 || !strings.Contains(errOut, "APP_NOT_FOUND") {

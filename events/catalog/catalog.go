@@ -19,6 +19,7 @@ func Registry() *events.Registry {
 		ChannelUserBound{}, UserRegistered{}, UserProfileUpdated{},
 		FamilyGroupUpserted{}, FamilyGroupDissolved{},
 		FamilyMemberCreated{}, FamilyMemberUpdated{}, FamilyMemberDeleted{},
+		DeliveryCreated{}, DeliveryAttempted{}, DeliveryResendRequested{},
 	)
 	return r
 }
@@ -105,9 +106,10 @@ func (UserRegistered) EventType() string { return "user.registered" }
 
 // UserProfileUpdated records a PATCH: which fields were sent and the profile after it.
 type UserProfileUpdated struct {
-	OpenUserID int64    `json:"open_user_id"`
-	Changed    []string `json:"changed"`
-	Profile    Profile  `json:"profile"`
+	ChannelUserID string   `json:"channel_user_id"`
+	OpenUserID    int64    `json:"open_user_id"`
+	Changed       []string `json:"changed"`
+	Profile       Profile  `json:"profile"`
 }
 
 // EventType names the event in the log.
@@ -116,6 +118,7 @@ func (UserProfileUpdated) EventType() string { return "user.profile.updated" }
 // FamilyGroupUpserted records a group created or renamed; the spec names
 // both cases user.family_group.created, and Created tells them apart.
 type FamilyGroupUpserted struct {
+	ChannelUserID string `json:"channel_user_id"`
 	OpenUserID    int64  `json:"open_user_id"`
 	FamilyGroupID int64  `json:"family_group_id"`
 	AppGroupID    int64  `json:"app_group_id"`
@@ -128,6 +131,7 @@ func (FamilyGroupUpserted) EventType() string { return "user.family_group.create
 
 // FamilyGroupDissolved records an irreversible dissolution and the members it soft-deleted.
 type FamilyGroupDissolved struct {
+	ChannelUserID    string  `json:"channel_user_id"`
 	OpenUserID       int64   `json:"open_user_id"`
 	FamilyGroupID    int64   `json:"family_group_id"`
 	AppGroupID       int64   `json:"app_group_id"`
@@ -158,8 +162,9 @@ type Member struct {
 
 // FamilyMemberCreated records a new member.
 type FamilyMemberCreated struct {
-	OpenUserID int64  `json:"open_user_id"`
-	Member     Member `json:"member"`
+	ChannelUserID string `json:"channel_user_id"`
+	OpenUserID    int64  `json:"open_user_id"`
+	Member        Member `json:"member"`
 }
 
 // EventType names the event in the log.
@@ -167,9 +172,10 @@ func (FamilyMemberCreated) EventType() string { return "user.family_member.creat
 
 // FamilyMemberUpdated records a member after an upsert changed it.
 type FamilyMemberUpdated struct {
-	OpenUserID int64    `json:"open_user_id"`
-	Changed    []string `json:"changed"`
-	Member     Member   `json:"member"`
+	ChannelUserID string   `json:"channel_user_id"`
+	OpenUserID    int64    `json:"open_user_id"`
+	Changed       []string `json:"changed"`
+	Member        Member   `json:"member"`
 }
 
 // EventType names the event in the log.
@@ -177,6 +183,7 @@ func (FamilyMemberUpdated) EventType() string { return "user.family_member.updat
 
 // FamilyMemberDeleted records a soft delete through the delete call.
 type FamilyMemberDeleted struct {
+	ChannelUserID string `json:"channel_user_id"`
 	OpenUserID    int64  `json:"open_user_id"`
 	MemberID      int64  `json:"member_id"`
 	AppUserID     string `json:"app_user_id"`
@@ -185,3 +192,54 @@ type FamilyMemberDeleted struct {
 
 // EventType names the event in the log.
 func (FamilyMemberDeleted) EventType() string { return "user.family_member.deleted" }
+
+// DeliveryCreated fixes a webhook's id and body bytes for every attempt to
+// come; it opens the stream delivery-<id>, whose id derives from the app and
+// the source event, so a duplicated source event cannot create a second one.
+type DeliveryCreated struct {
+	DeliveryID     string          `json:"delivery_id"`
+	AppID          int64           `json:"app_id"`
+	Event          string          `json:"event"`
+	SourceEventID  string          `json:"source_event_id"`
+	SourceStream   string          `json:"source_stream"`
+	SourcePosition events.Position `json:"source_position"`
+	// SourceRecordedAt is when the source event was appended, for the
+	// append-to-first-attempt latency.
+	SourceRecordedAt time.Time `json:"source_recorded_at"`
+	Body             string    `json:"body"`
+	// Deliver is false when the app had no webhook URL or no matching
+	// subscription: the event is then only in the app's feed.
+	Deliver bool `json:"deliver"`
+	// DeadLetter marks plugin events, which go to the dead-letter list when
+	// their retries are exhausted.
+	DeadLetter bool `json:"dead_letter"`
+}
+
+// EventType names the event in the log.
+func (DeliveryCreated) EventType() string { return "webhook.delivery.created" }
+
+// DeliveryAttempted records one POST and what follows from it.
+type DeliveryAttempted struct {
+	DeliveryID    string     `json:"delivery_id"`
+	Attempt       int        `json:"attempt"`
+	At            time.Time  `json:"at"`
+	URL           string     `json:"url"`
+	StatusCode    int        `json:"status_code,omitempty"`
+	LatencyMS     int64      `json:"latency_ms"`
+	Error         string     `json:"error,omitempty"`
+	Outcome       string     `json:"outcome"` // delivered, retry, abandoned, dead_letter, refused
+	NextAttemptAt *time.Time `json:"next_attempt_at,omitempty"`
+}
+
+// EventType names the event in the log.
+func (DeliveryAttempted) EventType() string { return "webhook.delivery.attempted" }
+
+// DeliveryResendRequested puts a delivery back in the queue with a fresh retry schedule.
+type DeliveryResendRequested struct {
+	DeliveryID  string    `json:"delivery_id"`
+	RequestedBy string    `json:"requested_by"`
+	At          time.Time `json:"at"`
+}
+
+// EventType names the event in the log.
+func (DeliveryResendRequested) EventType() string { return "webhook.delivery.resend_requested" }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/healthtech/partner-open-platform/commands"
+	"github.com/healthtech/partner-open-platform/webhooks"
 )
 
 // Envelope is the spec's common response body.
@@ -79,6 +80,7 @@ var codes = []struct {
 	{commands.ErrMemberNotFound, http.StatusNotFound, "FAMILY_MEMBER_NOT_FOUND", "family member not found"},
 	{commands.ErrInvalidAppGroupID, http.StatusUnprocessableEntity, "INVALID_APP_GROUP_ID", "a family member refers to an app_group_id that is not in family_groups"},
 	{commands.ErrAppNotFound, http.StatusNotFound, "APP_NOT_FOUND", "app not found"},
+	{webhooks.ErrDeliveryNotFound, http.StatusNotFound, "DELIVERY_NOT_FOUND", "delivery not found"},
 	{commands.ErrContention, http.StatusConflict, "CONCURRENT_MODIFICATION", "the resource changed concurrently; retry the request"},
 	{context.DeadlineExceeded, http.StatusServiceUnavailable, "HTTP_503", "the platform is busy; retry shortly"},
 }

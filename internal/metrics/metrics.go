@@ -19,6 +19,11 @@ type Metrics struct {
 	AppendDuration   *prometheus.HistogramVec
 	ProjectionEvents *prometheus.CounterVec
 	ProjectionLag    *prometheus.GaugeVec
+	WebhookAttempts  *prometheus.CounterVec
+	WebhookFirst     prometheus.Histogram
+	Deliveries       *prometheus.GaugeVec
+	RelayEvents      prometheus.Counter
+	RelayLag         prometheus.Gauge
 }
 
 // New registers the collectors in a fresh registry (one per node, so tests
@@ -41,7 +46,24 @@ func New() *Metrics {
 			Name: "platform_projection_lag_seconds", Help: "Age of the last event a projection applied when it applied it.",
 		}, []string{"projection"}),
 	}
+	m.WebhookAttempts = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "platform_webhook_attempts_total", Help: "Webhook delivery attempts by event type and outcome.",
+	}, []string{"event", "outcome"})
+	m.WebhookFirst = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "platform_webhook_first_attempt_seconds", Help: "Time from a source event's append to its delivery's first attempt.",
+		Buckets: prometheus.ExponentialBuckets(0.001, 2, 18),
+	})
+	m.Deliveries = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "platform_webhook_deliveries", Help: "Deliveries by status (pending, retrying, dead_letter, ...), refreshed every few seconds.",
+	}, []string{"status"})
+	m.RelayEvents = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "platform_relay_events_total", Help: "Events the relay published and the bus acknowledged.",
+	})
+	m.RelayLag = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "platform_relay_lag_seconds", Help: "Age of the last event the bus acknowledged when it was acknowledged.",
+	})
 	m.Registry.MustRegister(m.HTTPDuration, m.AppendDuration, m.ProjectionEvents, m.ProjectionLag,
+		m.WebhookAttempts, m.WebhookFirst, m.Deliveries, m.RelayEvents, m.RelayLag,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -72,4 +94,25 @@ func (s *instrumented) Append(ctx context.Context, stream string, expected event
 	}
 	s.m.AppendDuration.WithLabelValues(outcome).Observe(time.Since(start).Seconds())
 	return res, err
+}
+
+// Attempted records a webhook attempt; firstDelay is set on a delivery's first attempt.
+func (m *Metrics) Attempted(event, outcome string, firstDelay *time.Duration) {
+	m.WebhookAttempts.WithLabelValues(event, outcome).Inc()
+	if firstDelay != nil {
+		m.WebhookFirst.Observe(firstDelay.Seconds())
+	}
+}
+
+// Relayed records a batch the bus acknowledged.
+func (m *Metrics) Relayed(n int, last events.Recorded) {
+	m.RelayEvents.Add(float64(n))
+	m.RelayLag.Set(time.Since(last.Created).Seconds())
+}
+
+// DeliveryCounts publishes the latest count of deliveries per status.
+func (m *Metrics) DeliveryCounts(counts map[string]int) {
+	for _, status := range []string{"pending", "retrying", "delivered", "abandoned", "dead_letter", "skipped"} {
+		m.Deliveries.WithLabelValues(status).Set(float64(counts[status]))
+	}
 }

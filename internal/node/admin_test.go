@@ -122,7 +122,7 @@ func TestRebuildReproducesTheReadModel(t *testing.T) {
 		a.expect("DELETE", fmt.Sprintf("%s/family-members/%d", user, reg.FamilyMembers[0].MemberID), nil, http.StatusOK, "0")
 		want := a.snapshot(user)
 
-		if res := p.admin("POST", "/admin/v1/projections/channel_users/rebuild", nil); res.Status != http.StatusAccepted {
+		if res := p.admin("POST", "/admin/v1/projections/read_models/rebuild", nil); res.Status != http.StatusAccepted {
 			t.Fatalf("rebuild: %d %s", res.Status, res.Raw)
 		}
 		if err := p.node.WaitCaughtUp(t.Context()); err != nil {
@@ -140,7 +140,7 @@ func TestRebuildReproducesTheReadModel(t *testing.T) {
 		}
 		p.admin("GET", "/admin/v1/projections", nil).data(t, &st)
 		for _, s := range st.Projections {
-			if s.Name == "channel_users" && (s.Applied == 0 || !s.CaughtUp) {
+			if s.Name == "read_models" && (s.Applied == 0 || !s.CaughtUp) {
 				t.Fatalf("stats after rebuild %+v", s)
 			}
 		}
@@ -179,7 +179,7 @@ func TestOperationalEndpoints(t *testing.T) {
 	for _, want := range []string{
 		`platform_http_request_duration_seconds_bucket{method="POST",route="/open/v1/channel/users",status="201"`,
 		`platform_event_store_append_seconds_count{outcome="ok"}`,
-		`platform_projection_events_total{projection="channel_users"}`,
+		`platform_projection_events_total{projection="read_models"}`,
 		`platform_projection_lag_seconds{projection="apps"}`,
 	} {
 		if !strings.Contains(string(body), want) {

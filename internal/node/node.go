@@ -34,6 +34,10 @@ import (
 	"github.com/healthtech/partner-open-platform/projections/memory"
 	"github.com/healthtech/partner-open-platform/projections/postgres"
 	"github.com/healthtech/partner-open-platform/queryapi"
+	"github.com/healthtech/partner-open-platform/relay"
+	relaykafka "github.com/healthtech/partner-open-platform/relay/kafka"
+	"github.com/healthtech/partner-open-platform/webhooks"
+	"github.com/healthtech/partner-open-platform/webhooks/targets"
 )
 
 // Config selects adapters and secrets; empty store URLs mean embedded adapters.
@@ -47,13 +51,28 @@ type Config struct {
 	Logger      *slog.Logger
 	Now         func() time.Time
 	IDBlockSize int64
+
+	// KafkaBrokers switches the dispatcher's feed to Kafka and starts the relay.
+	KafkaBrokers []string
+	KafkaTopic   string // default platform.events
+	// KafkaRelay runs the relay on this node (default on when brokers are set).
+	KafkaRelay *bool
+	// WebhookAllowLoopback allows http and loopback webhook targets, for development only.
+	WebhookAllowLoopback bool
+	// WebhookSchedule replaces the spec's retry schedule (tests).
+	WebhookSchedule []time.Duration
+	// WebhookClock replaces the dispatcher's clock (tests).
+	WebhookClock webhooks.Clock
+	// WebhookWorkers bounds concurrent webhook POSTs (default 32).
+	WebhookWorkers int
 }
 
 // Node is one running platform process.
 type Node struct {
 	Handler    http.Handler
 	Events     events.Store
-	ReadModel  projections.Store
+	ReadModel  projections.ReadModelStore
+	Dispatcher *webhooks.Dispatcher
 	Apps       *projections.Apps
 	Runners    []*projections.Runner
 	Registry   *events.Registry
@@ -84,6 +103,18 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 	}
 	if cfg.IDBlockSize == 0 {
 		cfg.IDBlockSize = 50
+	}
+	if cfg.KafkaTopic == "" {
+		cfg.KafkaTopic = "platform.events"
+	}
+	if cfg.WebhookSchedule == nil {
+		cfg.WebhookSchedule = webhooks.DefaultSchedule
+	}
+	if cfg.WebhookClock == nil {
+		cfg.WebhookClock = webhooks.SystemClock{}
+	}
+	if cfg.WebhookWorkers == 0 {
+		cfg.WebhookWorkers = 32
 	}
 	n = &Node{log: cfg.Logger, Registry: catalog.Registry(), Metrics: metrics.New(), Adapters: map[string]string{}}
 	defer func() {
@@ -133,15 +164,30 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		n.Adapters["read models"] = "in memory, rebuilt from the log at start"
 	}
 	n.closers = append(n.closers, n.ReadModel.Close)
-	n.Adapters["bus"] = "event store subscription"
+	if len(cfg.KafkaBrokers) > 0 {
+		n.Adapters["bus"] = "Kafka " + strings.Join(cfg.KafkaBrokers, ",") + " topic " + cfg.KafkaTopic
+	} else {
+		n.Adapters["bus"] = "event store subscription"
+	}
 	for _, port := range []string{"event store", "read models", "bus"} {
 		n.log.Info("adapter", "port", port, "adapter", n.Adapters[port])
 	}
 
 	n.Apps = projections.NewApps(sealer)
 	appsRunner := projections.NewRunner(n.Events, n.Registry, n.Apps, n.log, n.Metrics.Projected)
-	usersRunner := projections.NewRunner(n.Events, n.Registry, projections.ChannelUsers{Store: n.ReadModel}, n.log, n.Metrics.Projected)
-	n.Runners = []*projections.Runner{appsRunner, usersRunner}
+	modelsRunner := projections.NewRunner(n.Events, n.Registry, projections.ReadModels{Store: n.ReadModel}, n.log, n.Metrics.Projected)
+	n.Runners = []*projections.Runner{appsRunner, modelsRunner}
+
+	guard := targets.Guard{AllowLoopback: cfg.WebhookAllowLoopback}
+	if cfg.WebhookAllowLoopback {
+		n.log.Warn("PLATFORM_WEBHOOK_ALLOW_LOOPBACK is on: webhooks may target http and loopback addresses; never use this in production")
+	}
+	n.Dispatcher = &webhooks.Dispatcher{
+		Store: n.Events, Registry: n.Registry, Apps: n.Apps, AppsReady: appsRunner,
+		Deliveries: n.ReadModel, Projected: modelsRunner, Client: guard.Client(10 * time.Second),
+		Clock: cfg.WebhookClock, Schedule: cfg.WebhookSchedule, Location: n.Location, Log: n.log.With("component", "webhooks"),
+		Workers: cfg.WebhookWorkers, OnAttempt: n.Metrics.Attempted,
+	}
 
 	ids := commands.NewAllocator(n.Events, n.Registry, cfg.IDBlockSize)
 	schemeM := auth.SchemeM{Apps: n.Apps, Now: cfg.Now}
@@ -149,12 +195,13 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 	marks := projections.NewWatermarks()
 	cmdAPI := &commandapi.API{
 		Users:   commands.NewUsers(n.Events, n.Registry, ids, cfg.Now, n.Location),
-		Apps:    commands.NewApps(n.Events, n.Registry, ids, sealer, nil),
+		Apps:    commands.NewApps(n.Events, n.Registry, ids, sealer, guard.CheckURL),
 		SchemeM: schemeM, Admin: admin, Watermarks: marks, AppsReady: appsRunner,
+		Resender: n.Dispatcher, Location: n.Location,
 	}
 	qAPI := &queryapi.API{
 		Store: n.ReadModel, Apps: n.Apps, Events: n.Events, Registry: n.Registry, Runners: n.Runners,
-		SchemeM: schemeM, Admin: admin, Watermarks: marks, Location: n.Location,
+		SchemeM: schemeM, Admin: admin, Watermarks: marks, Location: n.Location, Deliveries: n.ReadModel,
 	}
 	n.Handler = n.router(append(cmdAPI.Routes(), qAPI.Routes()...))
 
@@ -167,7 +214,75 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 			_ = r.Run(runCtx)
 		}()
 	}
+	if err := n.startWebhooks(runCtx, cfg, modelsRunner); err != nil {
+		return nil, err
+	}
 	return n, nil
+}
+
+// startWebhooks starts the dispatcher (fed by Kafka or by the store), its
+// sender, the relay when Kafka is configured, and the delivery gauges.
+func (n *Node) startWebhooks(ctx context.Context, cfg Config, models *projections.Runner) error {
+	var source webhooks.Source = webhooks.StoreSource{Store: n.Events, From: func(ctx context.Context) (events.Position, error) {
+		if err := models.WaitReady(ctx); err != nil {
+			return events.Position{}, err
+		}
+		return n.ReadModel.LastSource(ctx)
+	}}
+	if len(cfg.KafkaBrokers) > 0 {
+		ectx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		err := relaykafka.EnsureTopic(ectx, cfg.KafkaBrokers, cfg.KafkaTopic, 6)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("kafka topic %s: %w", cfg.KafkaTopic, err)
+		}
+		source = relaykafka.NewSource(cfg.KafkaBrokers, cfg.KafkaTopic, "platform-webhooks", n.log)
+		if cfg.KafkaRelay == nil || *cfg.KafkaRelay {
+			producer := relaykafka.NewProducer(cfg.KafkaBrokers, cfg.KafkaTopic)
+			n.closers = append(n.closers, producer.Close)
+			checkpoints := relay.NewFileCheckpoints(cfg.DataDir)
+			n.spawn(ctx, "relay", func(ctx context.Context) error {
+				return relay.Run(ctx, n.Events, producer, checkpoints, n.log.With("component", "relay"), relay.Options{OnRelayed: n.Metrics.Relayed})
+			})
+		}
+	}
+	n.spawn(ctx, "webhook deliveries", func(ctx context.Context) error { return source.Run(ctx, n.Dispatcher.Create) })
+	n.spawn(ctx, "webhook sender", n.Dispatcher.RunSender)
+	n.spawn(ctx, "delivery gauges", func(ctx context.Context) error {
+		for {
+			if counts, err := n.ReadModel.CountByStatus(ctx); err == nil {
+				n.Metrics.DeliveryCounts(counts)
+			}
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(5 * time.Second):
+			}
+		}
+	})
+	return nil
+}
+
+// spawn runs a background loop until ctx ends, restarting it with backoff when it fails.
+func (n *Node) spawn(ctx context.Context, name string, run func(context.Context) error) {
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		backoff := 100 * time.Millisecond
+		for ctx.Err() == nil {
+			err := run(ctx)
+			if ctx.Err() != nil {
+				return
+			}
+			n.log.Error("background loop stopped; restarting", "loop", name, "err", err, "backoff", backoff)
+			select {
+			case <-time.After(backoff):
+			case <-ctx.Done():
+				return
+			}
+			backoff = min(backoff*2, 10*time.Second)
+		}
+	}()
 }
 
 func (n *Node) router(routes []commandapi.Route) http.Handler {

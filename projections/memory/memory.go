@@ -33,6 +33,7 @@ type Store struct {
 	members     map[int64]projections.Member
 	userMembers map[int64][]int64 // OpenUserID -> MemberIDs, sorted
 	liveCount   map[int64]int     // FamilyGroupID -> non-deleted members
+	deliveryIndexes
 }
 
 type channelKey struct {
@@ -41,8 +42,10 @@ type channelKey struct {
 }
 
 var (
-	_ projections.Store = (*Store)(nil)
-	_ projections.Tx    = (*tx)(nil)
+	_ projections.Store         = (*Store)(nil)
+	_ projections.Tx            = (*tx)(nil)
+	_ projections.DeliveryStore = (*Store)(nil)
+	_ projections.DeliveryTx    = (*tx)(nil)
 )
 
 // New returns an empty store, ready for the projection runtime to fill.
@@ -61,6 +64,7 @@ func (s *Store) init() {
 	s.members = map[int64]projections.Member{}
 	s.userMembers = map[int64][]int64{}
 	s.liveCount = map[int64]int{}
+	s.deliveryIndexes = newDeliveryIndexes()
 }
 
 // Checkpoint returns the named projection's position, zero if it never ran.
@@ -78,6 +82,11 @@ func (s *Store) Checkpoint(ctx context.Context, projection string) (events.Posit
 // the state fn started from. fn must use only its Tx: calling the Store's
 // own methods from inside fn would deadlock.
 func (s *Store) Update(ctx context.Context, projection string, pos events.Position, fn func(projections.Tx) error) error {
+	return s.update(ctx, projection, pos, func(t *tx) error { return fn(t) })
+}
+
+// update is Update and UpdateDeliveries: one write lock, one undo log, one checkpoint.
+func (s *Store) update(ctx context.Context, projection string, pos events.Position, fn func(*tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}

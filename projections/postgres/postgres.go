@@ -20,15 +20,19 @@ import (
 //
 // An Update is one transaction. The writes fn makes are queued and sent as
 // pipelined batches, so a run of writes costs one round trip however many
-// events the projector applied; a Tx read first sends what is queued. Positions are kept in bigint
-// columns holding the uint64's bits (see migrations/0001_channel_users.sql).
+// events the projector applied; a Tx read first sends what is queued.
+// Checkpoints keep positions in bigint columns holding the uint64's bits (see
+// migrations/0001_channel_users.sql); deliveries, whose positions SQL orders,
+// keep them in numeric(20,0) (see migrations/0003_webhook_deliveries.sql).
 type Store struct {
 	pool *pgxpool.Pool
 }
 
 var (
-	_ projections.Store = (*Store)(nil)
-	_ projections.Tx    = (*tx)(nil)
+	_ projections.Store         = (*Store)(nil)
+	_ projections.Tx            = (*tx)(nil)
+	_ projections.DeliveryStore = (*Store)(nil)
+	_ projections.DeliveryTx    = (*tx)(nil)
 )
 
 // Open connects to the database at url (a postgres:// URL or key=value DSN)
@@ -79,6 +83,11 @@ ON CONFLICT (projection) DO UPDATE SET
 // and commits. fn's writes are queued and sent as pipelined batches: before
 // each Tx read (so it sees them) and with the checkpoint at the end.
 func (s *Store) Update(ctx context.Context, projection string, pos events.Position, fn func(projections.Tx) error) error {
+	return s.update(ctx, projection, pos, func(t *tx) error { return fn(t) })
+}
+
+// update is Update and UpdateDeliveries: one transaction, one checkpoint.
+func (s *Store) update(ctx context.Context, projection string, pos events.Position, fn func(*tx) error) error {
 	var fnErr error
 	err := pgx.BeginFunc(ctx, s.pool, func(db pgx.Tx) error {
 		t := &tx{db: db, batch: &pgx.Batch{}}
@@ -105,7 +114,8 @@ func (s *Store) Update(ctx context.Context, projection string, pos events.Positi
 // Reset empties every read model and checkpoint in one statement (and so one
 // transaction), for a rebuild from the log.
 func (s *Store) Reset(ctx context.Context) error {
-	if _, err := s.pool.Exec(ctx, `TRUNCATE users, family_groups, family_members, checkpoints`); err != nil {
+	if _, err := s.pool.Exec(ctx, `TRUNCATE users, family_groups, family_members,
+    webhook_deliveries, webhook_attempts, checkpoints`); err != nil {
 		return fmt.Errorf("projections/postgres: reset: %w", err)
 	}
 	return nil

@@ -17,8 +17,9 @@ import (
 )
 
 // Run checks that the stores made by open honour every promise of
-// projections.Store, so that the query API behaves the same whichever store
-// the deployment uses. open is called once per case and must return an empty
+// projections.Store and projections.DeliveryStore, so that the query API,
+// the delivery log and the dispatcher behave the same whichever store the
+// deployment uses. open is called once per case and must return an empty
 // store; Run closes it when the case ends.
 func Run(t *testing.T, open func(t *testing.T) projections.Store) {
 	t.Helper()
@@ -45,6 +46,24 @@ func Run(t *testing.T, open func(t *testing.T) projections.Store) {
 		{"TxReadsSeeOwnWrites", testTxReads},
 		{"TxReadsAfterFailedUpdate", testTxReadsAfterFailure},
 		{"ChannelIDConflictFailsUpdate", testChannelConflict},
+
+		{"DeliveryRoundTrip", testDeliveryRoundTrip},
+		{"PutDeliveryReplacesAllFields", testPutDeliveryReplaces},
+		{"DeliveryTenancy", testDeliveryTenancy},
+		{"DeliveriesFilters", testDeliveriesFilters},
+		{"DeliveriesCursorPaging", testDeliveriesPaging},
+		{"DeliveriesLimits", testDeliveriesLimits},
+		{"DueOrderAndBound", testDue},
+		{"NextDue", testNextDue},
+		{"CountByStatus", testCountByStatus},
+		{"LastSource", testLastSource},
+		{"AttemptsOrderAndUpsert", testAttempts},
+		{"DeliveryTxReadsSeeOwnWrites", testDeliveryTxReads},
+		{"FailedUpdateDeliveriesChangesNothing", testFailedUpdateDeliveries},
+		{"DeliveryCheckpointsAreUpdateCheckpoints", testDeliveryCheckpoints},
+		{"ResetEmptiesDeliveries", testResetDeliveries},
+		{"ConcurrentDeliveryUpdates", testConcurrentDeliveries},
+		{"DeliveriesMatchModel", testDeliveriesModel},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

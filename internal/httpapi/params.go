@@ -1,0 +1,124 @@
+package httpapi
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/julienschmidt/httprouter"
+
+	"github.com/healthtech/partner-open-platform/commands"
+	"github.com/healthtech/partner-open-platform/events"
+	"github.com/healthtech/partner-open-platform/projections"
+)
+
+// Route is one endpoint for the node's router.
+type Route struct {
+	Method, Path string
+	Handle       httprouter.Handle
+}
+
+// PathID parses a positive integer path parameter, answering VALIDATION_ERROR otherwise.
+func PathID(ps httprouter.Params, name string, allowZero bool) (int64, error) {
+	n, err := strconv.ParseInt(ps.ByName(name), 10, 64)
+	if err != nil || n < 0 || (n == 0 && !allowZero) || n >= 1<<53 {
+		v := &commands.ValidationError{}
+		v.Add(name, "must be a positive integer")
+		return 0, v
+	}
+	return n, nil
+}
+
+// ParseTime accepts ISO 8601 with offset, or without one in the platform's zone.
+func ParseTime(s string, loc *time.Location) (time.Time, bool) {
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, true
+	}
+	for _, layout := range []string{"2006-01-02T15:04:05", "2006-01-02 15:04:05", "2006-01-02T15:04:05.999999999", time.DateOnly} {
+		if t, err := time.ParseInLocation(layout, s, loc); err == nil {
+			return t, true
+		}
+	}
+	return time.Time{}, false
+}
+
+// IntParam reads a non-negative integer query parameter, at most max when max > 0.
+func IntParam(r *http.Request, name string, def, max int64) (int64, error) {
+	s := r.URL.Query().Get(name)
+	if s == "" {
+		return def, nil
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 || (max > 0 && n > max) {
+		msg := "must be a non-negative integer"
+		if max > 0 {
+			msg += " up to " + strconv.FormatInt(max, 10)
+		}
+		v := &commands.ValidationError{}
+		v.Add(name, msg)
+		return 0, v
+	}
+	return n, nil
+}
+
+// FormatCursor renders a log position as the opaque cursor partners page with.
+func FormatCursor(p events.Position) string { return fmt.Sprintf("%d-%d", p.Commit, p.Prepare) }
+
+// ParseCursor reads a cursor; the empty cursor is the start of the log.
+func ParseCursor(s string) (events.Position, bool) {
+	if s == "" {
+		return events.Position{}, true
+	}
+	c, p, ok := strings.Cut(s, "-")
+	if !ok {
+		return events.Position{}, false
+	}
+	commit, err1 := strconv.ParseUint(c, 10, 64)
+	prepare, err2 := strconv.ParseUint(p, 10, 64)
+	return events.Position{Commit: commit, Prepare: prepare}, err1 == nil && err2 == nil
+}
+
+// DeliveryFilter reads the delivery-log query parameters shared by operators and partners.
+func DeliveryFilter(r *http.Request, loc *time.Location) (projections.DeliveryFilter, error) {
+	q := r.URL.Query()
+	v := &commands.ValidationError{}
+	f := projections.DeliveryFilter{Status: q.Get("status"), EventType: q.Get("event")}
+	switch f.Status {
+	case "", projections.DeliveryPending, projections.DeliveryRetrying, projections.DeliveryDelivered,
+		projections.DeliveryAbandoned, projections.DeliveryDeadLetter, projections.DeliverySkipped:
+	default:
+		v.Add("status", "must be one of pending, retrying, delivered, abandoned, dead_letter, skipped")
+	}
+	for _, b := range []struct {
+		name string
+		dst  *time.Time
+	}{{"from", &f.From}, {"to", &f.To}} {
+		if s := q.Get(b.name); s != "" {
+			t, ok := ParseTime(s, loc)
+			if !ok {
+				v.Add(b.name, "must be an ISO 8601 date-time")
+			}
+			*b.dst = t
+		}
+	}
+	after, ok := ParseCursor(q.Get("after"))
+	if !ok {
+		v.Add("after", "must be a cursor returned by this API")
+	}
+	f.After = after
+	limit, err := IntParam(r, "limit", 100, 1000)
+	if err != nil {
+		return f, err
+	}
+	f.Limit = int(limit)
+	if s := q.Get("app_id"); s != "" {
+		id, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || id <= 0 {
+			v.Add("app_id", "must be a positive integer")
+		}
+		f.AppID = id
+	}
+	return f, v.Err()
+}

@@ -1,0 +1,67 @@
+package projections
+
+import (
+	"context"
+
+	"github.com/healthtech/partner-open-platform/events"
+	"github.com/healthtech/partner-open-platform/events/catalog"
+)
+
+func applyDelivery(ctx context.Context, tx DeliveryTx, env events.Envelope) error {
+	at := env.Metadata.OccurredAt.UTC()
+	switch p := env.Payload.(type) {
+	case *catalog.DeliveryCreated:
+		d := Delivery{
+			DeliveryID: p.DeliveryID, AppID: p.AppID, EventType: p.Event, SourceEventID: p.SourceEventID,
+			SourcePosition: p.SourcePosition, Cursor: env.Position, Body: []byte(p.Body),
+			Status: DeliverySkipped, CreatedAt: at, UpdatedAt: at,
+		}
+		if p.Deliver {
+			d.Status, d.NextAttemptAt = DeliveryPending, &at
+		}
+		return tx.PutDelivery(ctx, d)
+	case *catalog.DeliveryAttempted:
+		d, err := tx.Delivery(ctx, p.DeliveryID)
+		if err != nil {
+			return err
+		}
+		a := Attempt{DeliveryID: p.DeliveryID, Attempt: p.Attempt, At: p.At.UTC(), LatencyMS: p.LatencyMS, Outcome: p.Outcome}
+		if p.StatusCode != 0 {
+			code := p.StatusCode
+			a.StatusCode = &code
+		}
+		if p.Error != "" {
+			msg := p.Error
+			a.Error = &msg
+		}
+		if err := tx.AddAttempt(ctx, a); err != nil {
+			return err
+		}
+		d.Attempts, d.LastStatus, d.LastError, d.UpdatedAt = p.Attempt, a.StatusCode, a.Error, at
+		d.NextAttemptAt = nil
+		if p.NextAttemptAt != nil {
+			next := p.NextAttemptAt.UTC()
+			d.NextAttemptAt = &next
+		}
+		switch p.Outcome {
+		case "delivered":
+			d.Status = DeliveryDelivered
+		case "retry":
+			d.Status = DeliveryRetrying
+		case "dead_letter":
+			d.Status = DeliveryDeadLetter
+		default:
+			d.Status = DeliveryAbandoned
+		}
+		return tx.PutDelivery(ctx, d)
+	case *catalog.DeliveryResendRequested:
+		d, err := tx.Delivery(ctx, p.DeliveryID)
+		if err != nil {
+			return err
+		}
+		next := p.At.UTC()
+		d.Status, d.NextAttemptAt, d.UpdatedAt = DeliveryPending, &next, at
+		return tx.PutDelivery(ctx, d)
+	}
+	return nil
+}

@@ -1,0 +1,478 @@
+package memory
+
+import (
+	"cmp"
+	"container/heap"
+	"context"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/healthtech/partner-open-platform/events"
+	"github.com/healthtech/partner-open-platform/projections"
+)
+
+// Listing limits of Deliveries and Due, as the Postgres store applies them.
+const (
+	defaultLimit = 100
+	maxLimit     = 1000
+)
+
+// deliveryIndexes holds the deliveries and every index their reads use, so
+// that the feed, the dispatcher's Due and the metrics never scan all rows.
+//
+// Deliveries are created in log order, so the cursor-ordered slices (and the
+// source positions) grow by appends; a rolled-back Update removes from their
+// tails. Updates of a delivery keep its cursor and source, and only touch
+// the due heap, which is O(log n) whatever the key.
+type deliveryIndexes struct {
+	deliveries map[string]projections.Delivery  // by DeliveryID
+	attempts   map[string][]projections.Attempt // by DeliveryID, ordered by Attempt
+	feed       []feedKey                        // every delivery, ordered by cursor
+	appFeed    map[int64][]feedKey              // per app, ordered by cursor
+	due        dueHeap                          // pending or retrying with a NextAttemptAt
+	statuses   map[string]int                   // status -> deliveries
+	sources    []events.Position                // distinct SourcePositions, ascending
+	sourceRefs map[events.Position]int          // SourcePosition -> deliveries
+}
+
+func newDeliveryIndexes() deliveryIndexes {
+	return deliveryIndexes{
+		deliveries: map[string]projections.Delivery{},
+		attempts:   map[string][]projections.Attempt{},
+		appFeed:    map[int64][]feedKey{},
+		due:        dueHeap{at: map[string]int{}},
+		statuses:   map[string]int{},
+		sourceRefs: map[events.Position]int{},
+	}
+}
+
+// feedKey orders the feed by Cursor; the log gives every delivery its own
+// cursor, and the id only makes the order total should two ever tie (the
+// Postgres store breaks ties the same way).
+type feedKey struct {
+	cursor events.Position
+	id     string
+}
+
+func comparePos(a, b events.Position) int {
+	if c := cmp.Compare(a.Commit, b.Commit); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Prepare, b.Prepare)
+}
+
+func compareFeed(a, b feedKey) int {
+	if c := comparePos(a.cursor, b.cursor); c != 0 {
+		return c
+	}
+	return strings.Compare(a.id, b.id)
+}
+
+// dueKey orders the dispatcher's queue: earliest NextAttemptAt, then feed order.
+type dueKey struct {
+	next time.Time
+	feedKey
+}
+
+func compareDue(a, b dueKey) int {
+	if c := a.next.Compare(b.next); c != 0 {
+		return c
+	}
+	return compareFeed(a.feedKey, b.feedKey)
+}
+
+func feedKeyOf(d projections.Delivery) feedKey { return feedKey{d.Cursor, d.DeliveryID} }
+
+// dueKeyOf reports whether d belongs in the due queue, and where.
+func dueKeyOf(d projections.Delivery) (dueKey, bool) {
+	if d.NextAttemptAt == nil || (d.Status != projections.DeliveryPending && d.Status != projections.DeliveryRetrying) {
+		return dueKey{}, false
+	}
+	return dueKey{*d.NextAttemptAt, feedKeyOf(d)}, true
+}
+
+// dueHeap is a min-heap of due keys that also knows where each delivery
+// sits, so a reschedule or a completed delivery is O(log n).
+type dueHeap struct {
+	keys []dueKey
+	at   map[string]int // DeliveryID -> index in keys
+}
+
+func (h *dueHeap) Len() int           { return len(h.keys) }
+func (h *dueHeap) Less(i, j int) bool { return compareDue(h.keys[i], h.keys[j]) < 0 }
+func (h *dueHeap) Swap(i, j int) {
+	h.keys[i], h.keys[j] = h.keys[j], h.keys[i]
+	h.at[h.keys[i].id], h.at[h.keys[j].id] = i, j
+}
+func (h *dueHeap) Push(x any) {
+	k := x.(dueKey)
+	h.at[k.id] = len(h.keys)
+	h.keys = append(h.keys, k)
+}
+func (h *dueHeap) Pop() any {
+	k := h.keys[len(h.keys)-1]
+	h.keys = h.keys[:len(h.keys)-1]
+	delete(h.at, k.id)
+	return k
+}
+
+// set puts id in the queue at k, or takes it out when !in.
+func (h *dueHeap) set(id string, k dueKey, in bool) {
+	i, had := h.at[id]
+	switch {
+	case had && in:
+		h.keys[i] = k
+		heap.Fix(h, i)
+	case had:
+		heap.Remove(h, i)
+	case in:
+		heap.Push(h, k)
+	}
+}
+
+// frontier is the best-first walk over the due heap that lists its keys in
+// order without disturbing it: O(k log k) for the first k.
+type frontier struct {
+	h   *dueHeap
+	idx []int
+}
+
+func (f *frontier) Len() int           { return len(f.idx) }
+func (f *frontier) Less(i, j int) bool { return f.h.Less(f.idx[i], f.idx[j]) }
+func (f *frontier) Swap(i, j int)      { f.idx[i], f.idx[j] = f.idx[j], f.idx[i] }
+func (f *frontier) Push(x any)         { f.idx = append(f.idx, x.(int)) }
+func (f *frontier) Pop() any {
+	i := f.idx[len(f.idx)-1]
+	f.idx = f.idx[:len(f.idx)-1]
+	return i
+}
+
+// insertSorted adds k to the sorted ks unless present; appends are the common case.
+func insertSorted[K any](ks []K, k K, compare func(K, K) int) []K {
+	if n := len(ks); n == 0 || compare(ks[n-1], k) < 0 {
+		return append(ks, k)
+	}
+	i, found := slices.BinarySearchFunc(ks, k, compare)
+	if found {
+		return ks
+	}
+	return slices.Insert(ks, i, k)
+}
+
+func removeSorted[K any](ks []K, k K, compare func(K, K) int) []K {
+	i, found := slices.BinarySearchFunc(ks, k, compare)
+	if !found {
+		return ks
+	}
+	return slices.Delete(ks, i, i+1)
+}
+
+// setDelivery replaces cur (if had) by next (if keep) in the rows and every
+// index; the undo of a write is the same call with the sides swapped.
+func (s *Store) setDelivery(cur projections.Delivery, had bool, next projections.Delivery, keep bool) {
+	same := had && keep
+	if had {
+		delete(s.deliveries, cur.DeliveryID)
+	}
+	if !same || cur.AppID != next.AppID || cur.Cursor != next.Cursor {
+		if had {
+			k := feedKeyOf(cur)
+			s.feed = removeSorted(s.feed, k, compareFeed)
+			if app := removeSorted(s.appFeed[cur.AppID], k, compareFeed); len(app) == 0 {
+				delete(s.appFeed, cur.AppID)
+			} else {
+				s.appFeed[cur.AppID] = app
+			}
+		}
+		if keep {
+			k := feedKeyOf(next)
+			s.feed = insertSorted(s.feed, k, compareFeed)
+			s.appFeed[next.AppID] = insertSorted(s.appFeed[next.AppID], k, compareFeed)
+		}
+	}
+	if !same || cur.Status != next.Status {
+		if had {
+			s.countStatus(cur.Status, -1)
+		}
+		if keep {
+			s.countStatus(next.Status, 1)
+		}
+	}
+	if !same || cur.SourcePosition != next.SourcePosition {
+		if had {
+			s.refSource(cur.SourcePosition, -1)
+		}
+		if keep {
+			s.refSource(next.SourcePosition, 1)
+		}
+	}
+	id := cur.DeliveryID
+	if keep {
+		id = next.DeliveryID
+		s.deliveries[id] = next
+	}
+	k, in := dueKeyOf(next)
+	s.due.set(id, k, keep && in)
+}
+
+func (s *Store) countStatus(status string, d int) {
+	if n := s.statuses[status] + d; n > 0 {
+		s.statuses[status] = n
+	} else {
+		delete(s.statuses, status)
+	}
+}
+
+func (s *Store) refSource(p events.Position, d int) {
+	was := s.sourceRefs[p]
+	n := was + d
+	switch {
+	case n <= 0:
+		delete(s.sourceRefs, p)
+		s.sources = removeSorted(s.sources, p, comparePos)
+	case was == 0:
+		s.sources = insertSorted(s.sources, p, comparePos)
+		s.sourceRefs[p] = n
+	default:
+		s.sourceRefs[p] = n
+	}
+}
+
+// ---- reads ----
+
+// UpdateDeliveries is Update for the delivery projector: the same lock,
+// undo log and checkpoints.
+func (s *Store) UpdateDeliveries(ctx context.Context, projection string, pos events.Position, fn func(projections.DeliveryTx) error) error {
+	return s.update(ctx, projection, pos, func(t *tx) error { return fn(t) })
+}
+
+// Delivery returns one delivery with its attempts if appID (0: any) may see it.
+func (s *Store) Delivery(ctx context.Context, appID int64, id string) (projections.Delivery, []projections.Attempt, error) {
+	if err := ctx.Err(); err != nil {
+		return projections.Delivery{}, nil, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	d, ok := s.deliveries[id]
+	if !ok || (appID != 0 && d.AppID != appID) {
+		return projections.Delivery{}, nil, projections.ErrNotFound
+	}
+	as := make([]projections.Attempt, len(s.attempts[id]))
+	for i, a := range s.attempts[id] {
+		as[i] = copyAttempt(a)
+	}
+	return copyDelivery(d), as, nil
+}
+
+// Deliveries walks the app's (or every app's) cursor index from f.After,
+// filtering until f.Limit rows match.
+func (s *Store) Deliveries(ctx context.Context, f projections.DeliveryFilter) ([]projections.Delivery, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	limit := clampLimit(f.Limit)
+	from, to := normTime(f.From), normTime(f.To)
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	keys := s.feed
+	if f.AppID != 0 {
+		keys = s.appFeed[f.AppID]
+	}
+	i := sort.Search(len(keys), func(i int) bool { return comparePos(keys[i].cursor, f.After) > 0 })
+	var out []projections.Delivery
+	for ; i < len(keys) && len(out) < limit; i++ {
+		d := s.deliveries[keys[i].id]
+		if (f.Status != "" && d.Status != f.Status) ||
+			(f.EventType != "" && d.EventType != f.EventType) ||
+			(!f.From.IsZero() && d.CreatedAt.Before(from)) ||
+			(!f.To.IsZero() && !d.CreatedAt.Before(to)) {
+			continue
+		}
+		out = append(out, copyDelivery(d))
+	}
+	return out, nil
+}
+
+func clampLimit(n int) int {
+	switch {
+	case n <= 0:
+		return defaultLimit
+	case n > maxLimit:
+		return maxLimit
+	}
+	return n
+}
+
+// Due lists the first limit keys of the due heap that are not after now.
+func (s *Store) Due(ctx context.Context, now time.Time, limit int) ([]projections.Delivery, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if limit <= 0 {
+		limit = defaultLimit
+	}
+	now = normTime(now)
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	h := &s.due
+	var out []projections.Delivery
+	if h.Len() == 0 {
+		return out, nil
+	}
+	f := &frontier{h: h, idx: []int{0}}
+	for f.Len() > 0 && len(out) < limit {
+		i := heap.Pop(f).(int)
+		if h.keys[i].next.After(now) {
+			break // every key below i is later still
+		}
+		out = append(out, copyDelivery(s.deliveries[h.keys[i].id]))
+		for _, c := range [2]int{2*i + 1, 2*i + 2} {
+			if c < h.Len() {
+				heap.Push(f, c)
+			}
+		}
+	}
+	return out, nil
+}
+
+// NextDue is the root of the due heap.
+func (s *Store) NextDue(ctx context.Context) (time.Time, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return time.Time{}, false, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.due.Len() == 0 {
+		return time.Time{}, false, nil
+	}
+	return s.due.keys[0].next, true, nil
+}
+
+// CountByStatus copies the per-status counters the writes keep.
+func (s *Store) CountByStatus(ctx context.Context) (map[string]int, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make(map[string]int, len(s.statuses))
+	for k, v := range s.statuses {
+		out[k] = v
+	}
+	return out, nil
+}
+
+// LastSource is the last of the sorted source positions.
+func (s *Store) LastSource(ctx context.Context) (events.Position, error) {
+	if err := ctx.Err(); err != nil {
+		return events.Position{}, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if len(s.sources) == 0 {
+		return events.Position{}, nil
+	}
+	return s.sources[len(s.sources)-1], nil
+}
+
+// ---- writes ----
+
+// Delivery reads a delivery as this transaction sees it, whatever its app.
+func (t *tx) Delivery(ctx context.Context, id string) (projections.Delivery, error) {
+	if err := t.check(ctx); err != nil {
+		return projections.Delivery{}, err
+	}
+	d, ok := t.s.deliveries[id]
+	if !ok {
+		return projections.Delivery{}, projections.ErrNotFound
+	}
+	return copyDelivery(d), nil
+}
+
+func (t *tx) PutDelivery(ctx context.Context, d projections.Delivery) error {
+	if err := t.check(ctx); err != nil {
+		return err
+	}
+	s := t.s
+	d = normDelivery(d)
+	old, had := s.deliveries[d.DeliveryID]
+	s.setDelivery(old, had, d, true)
+	t.undo = append(t.undo, func() { s.setDelivery(d, true, old, had) })
+	return nil
+}
+
+func (t *tx) AddAttempt(ctx context.Context, a projections.Attempt) error {
+	if err := t.check(ctx); err != nil {
+		return err
+	}
+	s := t.s
+	a = normAttempt(a)
+	old, had := s.attempts[a.DeliveryID]
+	// A new slice, so the undo can put the old one back as it was.
+	next := slices.Clone(old)
+	i, found := slices.BinarySearchFunc(next, a.Attempt, func(x projections.Attempt, n int) int {
+		return cmp.Compare(x.Attempt, n)
+	})
+	if found {
+		next[i] = a
+	} else {
+		next = slices.Insert(next, i, a)
+	}
+	s.attempts[a.DeliveryID] = next
+	t.undo = append(t.undo, func() {
+		if had {
+			s.attempts[a.DeliveryID] = old
+		} else {
+			delete(s.attempts, a.DeliveryID)
+		}
+	})
+	return nil
+}
+
+// ---- copies and normalisation ----
+
+func cloneIntPtr(p *int) *int {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
+}
+
+func cloneTime(p *time.Time) *time.Time {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
+}
+
+// copyDelivery gives the caller its own Body and pointers; the body is never
+// nil, as the Postgres store reads an empty bytea.
+func copyDelivery(d projections.Delivery) projections.Delivery {
+	d.Body = append([]byte{}, d.Body...)
+	d.NextAttemptAt, d.LastStatus, d.LastError = cloneTime(d.NextAttemptAt), cloneIntPtr(d.LastStatus), cloneStr(d.LastError)
+	return d
+}
+
+func normDelivery(d projections.Delivery) projections.Delivery {
+	d = copyDelivery(d)
+	if d.NextAttemptAt != nil {
+		*d.NextAttemptAt = normTime(*d.NextAttemptAt)
+	}
+	d.CreatedAt, d.UpdatedAt = normTime(d.CreatedAt), normTime(d.UpdatedAt)
+	return d
+}
+
+func copyAttempt(a projections.Attempt) projections.Attempt {
+	a.StatusCode, a.Error = cloneIntPtr(a.StatusCode), cloneStr(a.Error)
+	return a
+}
+
+func normAttempt(a projections.Attempt) projections.Attempt {
+	a = copyAttempt(a)
+	a.At = normTime(a.At)
+	return a
+}

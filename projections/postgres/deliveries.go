@@ -1,0 +1,275 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/healthtech/partner-open-platform/events"
+	"github.com/healthtech/partner-open-platform/projections"
+)
+
+// Listing limits of Deliveries and Due, as the memory store applies them.
+const (
+	defaultLimit = 100
+	maxLimit     = 1000
+)
+
+// queued is the predicate of the partial index webhook_deliveries_due_idx;
+// Due and NextDue must spell it the same for the planner to use the index.
+const queued = `status IN ('` + projections.DeliveryPending + `', '` + projections.DeliveryRetrying + `')`
+
+// feedOrder is the order of webhook_deliveries_cursor_idx and of the
+// app_id-prefixed index: cursor, then id should two deliveries ever share one.
+const feedOrder = `cursor_commit, cursor_prepare, delivery_id`
+
+const deliveryColumns = `delivery_id, app_id, event_type, source_event_id, source_commit, source_prepare,
+    cursor_commit, cursor_prepare, body, status, attempts, next_attempt_at, last_status, last_error,
+    created_at, updated_at`
+
+func scanDelivery(row pgx.Row) (projections.Delivery, error) {
+	var d projections.Delivery
+	err := row.Scan(&d.DeliveryID, &d.AppID, &d.EventType, &d.SourceEventID,
+		&d.SourcePosition.Commit, &d.SourcePosition.Prepare, &d.Cursor.Commit, &d.Cursor.Prepare,
+		&d.Body, &d.Status, &d.Attempts, &d.NextAttemptAt, &d.LastStatus, &d.LastError,
+		&d.CreatedAt, &d.UpdatedAt)
+	if d.NextAttemptAt != nil {
+		*d.NextAttemptAt = d.NextAttemptAt.UTC()
+	}
+	d.CreatedAt, d.UpdatedAt = d.CreatedAt.UTC(), d.UpdatedAt.UTC()
+	return d, err
+}
+
+func collectDeliveries(rows pgx.Rows) ([]projections.Delivery, error) {
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (projections.Delivery, error) {
+		return scanDelivery(row)
+	})
+}
+
+const attemptColumns = `delivery_id, attempt, at, status_code, latency_ms, error, outcome`
+
+func scanAttempt(row pgx.CollectableRow) (projections.Attempt, error) {
+	var a projections.Attempt
+	err := row.Scan(&a.DeliveryID, &a.Attempt, &a.At, &a.StatusCode, &a.LatencyMS, &a.Error, &a.Outcome)
+	a.At = a.At.UTC()
+	return a, err
+}
+
+// UpdateDeliveries is Update for the delivery projector: the same
+// transaction, batching and checkpoints.
+func (s *Store) UpdateDeliveries(ctx context.Context, projection string, pos events.Position, fn func(projections.DeliveryTx) error) error {
+	return s.update(ctx, projection, pos, func(t *tx) error { return fn(t) })
+}
+
+// Delivery reads the delivery and its attempts in one round trip; appID 0
+// (operators) sees every app's.
+func (s *Store) Delivery(ctx context.Context, appID int64, id string) (projections.Delivery, []projections.Attempt, error) {
+	b := &pgx.Batch{}
+	if appID == 0 {
+		b.Queue(`SELECT `+deliveryColumns+` FROM webhook_deliveries WHERE delivery_id = $1`, id)
+	} else {
+		b.Queue(`SELECT `+deliveryColumns+` FROM webhook_deliveries WHERE delivery_id = $1 AND app_id = $2`, id, appID)
+	}
+	b.Queue(`SELECT `+attemptColumns+` FROM webhook_attempts WHERE delivery_id = $1 ORDER BY attempt`, id)
+	br := s.pool.SendBatch(ctx, b)
+	d, derr := scanDelivery(br.QueryRow())
+	rows, _ := br.Query()
+	as, aerr := pgx.CollectRows(rows, scanAttempt)
+	cerr := br.Close()
+	if derr != nil {
+		return projections.Delivery{}, nil, notFound(derr, "delivery %q of app %d", id, appID)
+	}
+	if err := errors.Join(aerr, cerr); err != nil {
+		return projections.Delivery{}, nil, fmt.Errorf("projections/postgres: attempts of delivery %q: %w", id, err)
+	}
+	return d, as, nil
+}
+
+// Deliveries runs deliveriesQuery: one index range scan in cursor order,
+// filtered, stopping at the limit.
+func (s *Store) Deliveries(ctx context.Context, f projections.DeliveryFilter) ([]projections.Delivery, error) {
+	sql, args := deliveriesQuery(f)
+	rows, _ := s.pool.Query(ctx, sql, args...)
+	ds, err := collectDeliveries(rows)
+	if err != nil {
+		return nil, fmt.Errorf("projections/postgres: deliveries: %w", err)
+	}
+	return ds, nil
+}
+
+// deliveriesQuery builds one statement per combination of filters rather
+// than "$n IS NULL OR ...", so each gets a plan that walks the (app_id,
+// cursor) or the cursor index from f.After.
+func deliveriesQuery(f projections.DeliveryFilter) (string, []any) {
+	var b strings.Builder
+	args := []any{f.After.Commit, f.After.Prepare}
+	b.WriteString(`SELECT ` + deliveryColumns + ` FROM webhook_deliveries
+WHERE (cursor_commit, cursor_prepare) > ($1, $2)`)
+	and := func(cond string, v any) {
+		args = append(args, v)
+		fmt.Fprintf(&b, "\n  AND "+cond, len(args))
+	}
+	if f.AppID != 0 {
+		and("app_id = $%d", f.AppID)
+	}
+	if f.Status != "" {
+		and("status = $%d", f.Status)
+	}
+	if f.EventType != "" {
+		and("event_type = $%d", f.EventType)
+	}
+	if !f.From.IsZero() {
+		and("created_at >= $%d", f.From)
+	}
+	if !f.To.IsZero() {
+		and("created_at < $%d", f.To)
+	}
+	args = append(args, clampLimit(f.Limit))
+	fmt.Fprintf(&b, "\nORDER BY %s\nLIMIT $%d", feedOrder, len(args))
+	return b.String(), args
+}
+
+func clampLimit(n int) int {
+	switch {
+	case n <= 0:
+		return defaultLimit
+	case n > maxLimit:
+		return maxLimit
+	}
+	return n
+}
+
+const dueQuery = `SELECT ` + deliveryColumns + ` FROM webhook_deliveries
+WHERE ` + queued + ` AND next_attempt_at <= $1
+ORDER BY next_attempt_at, ` + feedOrder + `
+LIMIT $2`
+
+// Due reads the head of the partial due index.
+func (s *Store) Due(ctx context.Context, now time.Time, limit int) ([]projections.Delivery, error) {
+	if limit <= 0 {
+		limit = defaultLimit
+	}
+	rows, _ := s.pool.Query(ctx, dueQuery, now, limit)
+	ds, err := collectDeliveries(rows)
+	if err != nil {
+		return nil, fmt.Errorf("projections/postgres: due deliveries: %w", err)
+	}
+	return ds, nil
+}
+
+const nextDueQuery = `SELECT min(next_attempt_at) FROM webhook_deliveries WHERE ` + queued
+
+// NextDue reads the first entry of the partial due index.
+func (s *Store) NextDue(ctx context.Context) (time.Time, bool, error) {
+	var next *time.Time
+	if err := s.pool.QueryRow(ctx, nextDueQuery).Scan(&next); err != nil {
+		return time.Time{}, false, fmt.Errorf("projections/postgres: next due delivery: %w", err)
+	}
+	if next == nil {
+		return time.Time{}, false, nil
+	}
+	return next.UTC(), true, nil
+}
+
+// CountByStatus counts every row: it is for metrics, scraped rarely.
+func (s *Store) CountByStatus(ctx context.Context) (map[string]int, error) {
+	rows, _ := s.pool.Query(ctx, `SELECT status, count(*) FROM webhook_deliveries GROUP BY status`)
+	out := map[string]int{}
+	var status string
+	var n int
+	_, err := pgx.ForEachRow(rows, []any{&status, &n}, func() error {
+		out[status] = n
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("projections/postgres: count deliveries by status: %w", err)
+	}
+	return out, nil
+}
+
+const lastSourceQuery = `SELECT source_commit, source_prepare FROM webhook_deliveries
+ORDER BY source_commit DESC, source_prepare DESC
+LIMIT 1`
+
+// LastSource reads the end of the source index.
+func (s *Store) LastSource(ctx context.Context) (events.Position, error) {
+	var p events.Position
+	err := s.pool.QueryRow(ctx, lastSourceQuery).Scan(&p.Commit, &p.Prepare)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return events.Position{}, nil
+	}
+	if err != nil {
+		return events.Position{}, fmt.Errorf("projections/postgres: last source position: %w", err)
+	}
+	return p, nil
+}
+
+// ---- writes ----
+
+// Delivery reads a delivery as this transaction sees it, whatever its app.
+func (t *tx) Delivery(ctx context.Context, id string) (projections.Delivery, error) {
+	if err := t.check(ctx); err != nil {
+		return projections.Delivery{}, err
+	}
+	if err := t.flush(ctx); err != nil {
+		return projections.Delivery{}, err
+	}
+	d, err := scanDelivery(t.db.QueryRow(ctx, `SELECT `+deliveryColumns+` FROM webhook_deliveries WHERE delivery_id = $1`, id))
+	return d, notFound(err, "delivery %q", id)
+}
+
+const upsertDelivery = `
+INSERT INTO webhook_deliveries (` + deliveryColumns + `)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
+ON CONFLICT (delivery_id) DO UPDATE SET
+    app_id = EXCLUDED.app_id,
+    event_type = EXCLUDED.event_type,
+    source_event_id = EXCLUDED.source_event_id,
+    source_commit = EXCLUDED.source_commit,
+    source_prepare = EXCLUDED.source_prepare,
+    cursor_commit = EXCLUDED.cursor_commit,
+    cursor_prepare = EXCLUDED.cursor_prepare,
+    body = EXCLUDED.body,
+    status = EXCLUDED.status,
+    attempts = EXCLUDED.attempts,
+    next_attempt_at = EXCLUDED.next_attempt_at,
+    last_status = EXCLUDED.last_status,
+    last_error = EXCLUDED.last_error,
+    created_at = EXCLUDED.created_at,
+    updated_at = EXCLUDED.updated_at`
+
+func (t *tx) PutDelivery(ctx context.Context, d projections.Delivery) error {
+	if err := t.check(ctx); err != nil {
+		return err
+	}
+	// The body is copied when queued (and never NULL): the caller may reuse
+	// its buffer before the batch is sent.
+	body := append([]byte{}, d.Body...)
+	t.batch.Queue(upsertDelivery, d.DeliveryID, d.AppID, d.EventType, d.SourceEventID,
+		d.SourcePosition.Commit, d.SourcePosition.Prepare, d.Cursor.Commit, d.Cursor.Prepare,
+		body, d.Status, d.Attempts, opt(d.NextAttemptAt), opt(d.LastStatus), opt(d.LastError),
+		d.CreatedAt, d.UpdatedAt)
+	return nil
+}
+
+const upsertAttempt = `
+INSERT INTO webhook_attempts (` + attemptColumns + `)
+VALUES ($1, $2, $3, $4, $5, $6, $7)
+ON CONFLICT (delivery_id, attempt) DO UPDATE SET
+    at = EXCLUDED.at,
+    status_code = EXCLUDED.status_code,
+    latency_ms = EXCLUDED.latency_ms,
+    error = EXCLUDED.error,
+    outcome = EXCLUDED.outcome`
+
+func (t *tx) AddAttempt(ctx context.Context, a projections.Attempt) error {
+	if err := t.check(ctx); err != nil {
+		return err
+	}
+	t.batch.Queue(upsertAttempt, a.DeliveryID, a.Attempt, a.At, opt(a.StatusCode), a.LatencyMS, opt(a.Error), a.Outcome)
+	return nil
+}

@@ -1,0 +1,168 @@
+package queryapi
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/julienschmidt/httprouter"
+
+	"github.com/healthtech/partner-open-platform/commands"
+	"github.com/healthtech/partner-open-platform/internal/httpapi"
+	"github.com/healthtech/partner-open-platform/projections"
+	"github.com/healthtech/partner-open-platform/webhooks"
+)
+
+// deliveryRoutes are the delivery log and feed routes.
+func (q *API) deliveryRoutes() []httpapi.Route {
+	return []httpapi.Route{
+		{Method: "GET", Path: "/admin/v1/deliveries", Handle: q.admin(q.adminDeliveries)},
+		{Method: "GET", Path: "/admin/v1/deliveries/:deliveryId", Handle: q.admin(q.adminDelivery)},
+		{Method: "GET", Path: "/open/v1/webhooks/deliveries", Handle: q.partner(q.partnerDeliveries)},
+		{Method: "GET", Path: "/open/v1/webhooks/deliveries/:deliveryId", Handle: q.partner(q.partnerDelivery)},
+		{Method: "GET", Path: "/open/v1/webhooks/events", Handle: q.partner(q.feed)},
+	}
+}
+
+// partner authenticates a signed read and waits for the app's last write.
+func (q *API) partner(h func(w http.ResponseWriter, r *http.Request, ps httprouter.Params, appID int64) error) httprouter.Handle {
+	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+		err := func() error {
+			body, err := httpapi.ReadBody(r)
+			if err != nil {
+				return err
+			}
+			app, err := q.SchemeM.Verify(r, body)
+			if err != nil {
+				return err
+			}
+			if err := q.await(r.Context(), app.AppID); err != nil {
+				return err
+			}
+			return h(w, r, ps, app.AppID)
+		}()
+		if err != nil {
+			httpapi.Error(w, r, err)
+		}
+	}
+}
+
+type attemptView struct {
+	Attempt    int     `json:"attempt"`
+	At         string  `json:"at"`
+	StatusCode *int    `json:"status_code"`
+	LatencyMS  int64   `json:"latency_ms"`
+	Error      *string `json:"error"`
+	Outcome    string  `json:"outcome"`
+}
+
+func deliveryView(d projections.Delivery, withPayload bool) map[string]any {
+	var next *string
+	if d.NextAttemptAt != nil {
+		s := d.NextAttemptAt.Format(time.RFC3339)
+		next = &s
+	}
+	out := map[string]any{
+		"delivery_id": d.DeliveryID, "app_id": d.AppID, "event": d.EventType, "status": d.Status,
+		"attempts": d.Attempts, "next_attempt_at": next, "last_status_code": d.LastStatus, "last_error": d.LastError,
+		"created_at": d.CreatedAt.Format(time.RFC3339), "updated_at": d.UpdatedAt.Format(time.RFC3339),
+		"cursor": httpapi.FormatCursor(d.Cursor),
+	}
+	if withPayload {
+		out["payload"] = json.RawMessage(d.Body)
+	}
+	return out
+}
+
+func (q *API) listDeliveries(w http.ResponseWriter, r *http.Request, f projections.DeliveryFilter) error {
+	list, err := q.Deliveries.Deliveries(r.Context(), f)
+	if err != nil {
+		return err
+	}
+	out := make([]map[string]any, 0, len(list))
+	for _, d := range list {
+		out = append(out, deliveryView(d, false))
+	}
+	var next *string
+	if len(list) == f.Limit && len(list) > 0 {
+		c := httpapi.FormatCursor(list[len(list)-1].Cursor)
+		next = &c
+	}
+	httpapi.OK(w, http.StatusOK, map[string]any{"deliveries": out, "next_cursor": next})
+	return nil
+}
+
+func (q *API) showDelivery(w http.ResponseWriter, r *http.Request, appID int64, id string) error {
+	d, attempts, err := q.Deliveries.Delivery(r.Context(), appID, id)
+	if errors.Is(err, projections.ErrNotFound) {
+		return webhooks.ErrDeliveryNotFound
+	}
+	if err != nil {
+		return err
+	}
+	out := deliveryView(d, true)
+	views := make([]attemptView, 0, len(attempts))
+	for _, a := range attempts {
+		views = append(views, attemptView{Attempt: a.Attempt, At: a.At.Format(time.RFC3339Nano), StatusCode: a.StatusCode, LatencyMS: a.LatencyMS, Error: a.Error, Outcome: a.Outcome})
+	}
+	out["attempt_log"] = views
+	httpapi.OK(w, http.StatusOK, out)
+	return nil
+}
+
+func (q *API) adminDeliveries(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+	f, err := httpapi.DeliveryFilter(r, q.Location)
+	if err == nil {
+		err = q.listDeliveries(w, r, f)
+	}
+	if err != nil {
+		httpapi.Error(w, r, err)
+	}
+}
+
+func (q *API) adminDelivery(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+	if err := q.showDelivery(w, r, 0, ps.ByName("deliveryId")); err != nil {
+		httpapi.Error(w, r, err)
+	}
+}
+
+func (q *API) partnerDeliveries(w http.ResponseWriter, r *http.Request, _ httprouter.Params, appID int64) error {
+	f, err := httpapi.DeliveryFilter(r, q.Location)
+	if err != nil {
+		return err
+	}
+	f.AppID = appID
+	return q.listDeliveries(w, r, f)
+}
+
+func (q *API) partnerDelivery(w http.ResponseWriter, r *http.Request, ps httprouter.Params, appID int64) error {
+	return q.showDelivery(w, r, appID, ps.ByName("deliveryId"))
+}
+
+// feed returns the app's webhook events after a cursor, oldest first, with
+// the exact bodies the webhooks carry, so a partner can catch up alone.
+func (q *API) feed(w http.ResponseWriter, r *http.Request, _ httprouter.Params, appID int64) error {
+	after, ok := httpapi.ParseCursor(r.URL.Query().Get("after"))
+	if !ok {
+		v := &commands.ValidationError{}
+		v.Add("after", "must be a cursor returned by this API")
+		return v
+	}
+	limit, err := httpapi.IntParam(r, "limit", 100, 1000)
+	if err != nil {
+		return err
+	}
+	list, err := q.Deliveries.Deliveries(r.Context(), projections.DeliveryFilter{AppID: appID, After: after, Limit: int(limit)})
+	if err != nil {
+		return err
+	}
+	out := make([]map[string]any, 0, len(list))
+	next := httpapi.FormatCursor(after)
+	for _, d := range list {
+		next = httpapi.FormatCursor(d.Cursor)
+		out = append(out, map[string]any{"cursor": next, "delivery_id": d.DeliveryID, "event": d.EventType, "payload": json.RawMessage(d.Body)})
+	}
+	httpapi.OK(w, http.StatusOK, map[string]any{"events": out, "next_cursor": next, "has_more": len(list) == int(limit)})
+	return nil
+}

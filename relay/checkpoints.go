@@ -1,0 +1,90 @@
+package relay
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/healthtech/partner-open-platform/events"
+)
+
+// CheckpointFile is the file name FileCheckpoints uses in the data directory.
+const CheckpointFile = "relay-checkpoint.json"
+
+// FileCheckpoints keeps the relay's checkpoint in a JSON file for
+// deployments without Postgres; every Save replaces the file atomically, so
+// a crash leaves either the old or the new position, never a torn one.
+type FileCheckpoints struct {
+	path string
+}
+
+var _ Checkpoints = (*FileCheckpoints)(nil)
+
+// NewFileCheckpoints keeps the checkpoint in dataDir/relay-checkpoint.json.
+func NewFileCheckpoints(dataDir string) *FileCheckpoints {
+	return &FileCheckpoints{path: filepath.Join(dataDir, CheckpointFile)}
+}
+
+// Load returns the zero position (relay from the start) when no file exists yet.
+func (f *FileCheckpoints) Load(context.Context) (events.Position, error) {
+	b, err := os.ReadFile(f.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return events.Position{}, nil
+	}
+	if err != nil {
+		return events.Position{}, fmt.Errorf("relay checkpoint: %w", err)
+	}
+	var pos events.Position
+	if err := json.Unmarshal(b, &pos); err != nil {
+		return events.Position{}, fmt.Errorf("relay checkpoint %s: %w", f.path, err)
+	}
+	return pos, nil
+}
+
+// Save writes a temp file, syncs it, renames it over the old one and syncs
+// the directory, so the new position survives a power loss once Save returns.
+func (f *FileCheckpoints) Save(_ context.Context, pos events.Position) error {
+	b, err := json.Marshal(pos)
+	if err != nil {
+		return fmt.Errorf("relay checkpoint: %w", err)
+	}
+	dir := filepath.Dir(f.path)
+	tmp, err := os.CreateTemp(dir, CheckpointFile+".*.tmp")
+	if err != nil {
+		return fmt.Errorf("relay checkpoint: %w", err)
+	}
+	defer os.Remove(tmp.Name()) // a no-op once renamed
+	_, err = tmp.Write(append(b, '\n'))
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), f.path)
+	}
+	if err == nil {
+		err = syncDir(dir)
+	}
+	if err != nil {
+		return fmt.Errorf("relay checkpoint: %w", err)
+	}
+	return nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

@@ -1,0 +1,118 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/healthtech/partner-open-platform/events"
+	"github.com/healthtech/partner-open-platform/relay"
+)
+
+// Producer is the relay's Kafka port: a synchronous writer that returns only
+// once every replica acknowledged the whole batch.
+type Producer struct {
+	topic string
+	w     *kafka.Writer
+}
+
+var _ relay.Producer = (*Producer)(nil)
+
+// NewProducer writes to topic (DefaultTopic if empty) on the given brokers.
+func NewProducer(brokers []string, topic string) *Producer {
+	if topic == "" {
+		topic = DefaultTopic
+	}
+	return &Producer{
+		topic: topic,
+		w: &kafka.Writer{
+			// Topic stays empty: kafka-go refuses a topic on both the
+			// Writer and the Message, and Encode sets it on the Message.
+			Addr:         kafka.TCP(brokers...),
+			Balancer:     &kafka.Hash{},
+			RequiredAcks: kafka.RequireAll,
+			// The 1 s default would delay every synchronous write by a second.
+			BatchTimeout:           5 * time.Millisecond,
+			BatchSize:              1000, // above relay.Options.BatchSize's default
+			AllowAutoTopicCreation: true,
+			Async:                  false,
+		},
+	}
+}
+
+// Produce writes evs in one call so that any failure, even a partial one,
+// fails the whole batch and the relay re-sends it (at least once).
+func (p *Producer) Produce(ctx context.Context, evs []events.Recorded) error {
+	msgs := make([]kafka.Message, len(evs))
+	for i, ev := range evs {
+		msgs[i] = Encode(p.topic, ev)
+	}
+	if err := p.w.WriteMessages(ctx, msgs...); err != nil {
+		return fmt.Errorf("kafka produce %d events to %s: %w", len(evs), p.topic, err)
+	}
+	return nil
+}
+
+// Close flushes and releases the writer's connections.
+func (p *Producer) Close() error { return p.w.Close() }
+
+// EnsureTopic creates topic with the given partitions if it does not exist,
+// so that a fresh cluster works without manual setup; an existing topic is
+// left as it is.
+func EnsureTopic(ctx context.Context, brokers []string, topic string, partitions int) error {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+	}
+	deadline, _ := ctx.Deadline()
+	var d kafka.Dialer
+	var errs []error
+	for _, b := range brokers {
+		err := createTopic(ctx, &d, deadline, b, topic, partitions)
+		if err == nil {
+			return nil
+		}
+		errs = append(errs, err)
+	}
+	return fmt.Errorf("ensure kafka topic %s: %w", topic, errors.Join(errs...))
+}
+
+// createTopic asks the controller, found through broker, to create topic
+// with a replication factor of up to 3 (fewer on smaller clusters).
+func createTopic(ctx context.Context, d *kafka.Dialer, deadline time.Time, broker, topic string, partitions int) error {
+	conn, err := d.DialContext(ctx, "tcp", broker)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if err := conn.SetDeadline(deadline); err != nil {
+		return err
+	}
+	controller, err := conn.Controller()
+	if err != nil {
+		return fmt.Errorf("find controller via %s: %w", broker, err)
+	}
+	nodes, err := conn.Brokers()
+	if err != nil {
+		return fmt.Errorf("list brokers via %s: %w", broker, err)
+	}
+	cc, err := d.DialContext(ctx, "tcp", net.JoinHostPort(controller.Host, strconv.Itoa(controller.Port)))
+	if err != nil {
+		return fmt.Errorf("dial controller: %w", err)
+	}
+	defer cc.Close()
+	if err := cc.SetDeadline(deadline); err != nil {
+		return err
+	}
+	return cc.CreateTopics(kafka.TopicConfig{
+		Topic:             topic,
+		NumPartitions:     partitions,
+		ReplicationFactor: min(3, max(1, len(nodes))),
+	})
+}

@@ -1,0 +1,125 @@
+package webhooks
+
+import (
+	"errors"
+	"time"
+
+	"github.com/healthtech/partner-open-platform/events"
+	"github.com/healthtech/partner-open-platform/events/catalog"
+	"github.com/healthtech/partner-open-platform/projections"
+)
+
+// DefaultSchedule is the spec's retry schedule: about 1 min, 5 min, 30 min,
+// 2 h and 6 h after each failure; after the fifth retry fails, no more.
+var DefaultSchedule = []time.Duration{time.Minute, 5 * time.Minute, 30 * time.Minute, 2 * time.Hour, 6 * time.Hour}
+
+// ErrDeliveryNotFound is returned for a delivery that does not exist or belongs to another app.
+var ErrDeliveryNotFound = errors.New("delivery not found")
+
+// DeliveryStream names the stream of one delivery.
+func DeliveryStream(id string) string { return "delivery-" + id }
+
+// delivery is a delivery as decisions see it, built only from its stream.
+type delivery struct {
+	version    uint64
+	created    *catalog.DeliveryCreated
+	status     string
+	attempts   int // over the delivery's life
+	round      int // attempts since creation or the last resend
+	nextAt     time.Time
+	deadLetter bool
+}
+
+func (d *delivery) apply(env events.Envelope) {
+	switch p := env.Payload.(type) {
+	case *catalog.DeliveryCreated:
+		d.created, d.deadLetter = p, p.DeadLetter
+		d.status = projections.DeliverySkipped
+		if p.Deliver {
+			d.status, d.nextAt = projections.DeliveryPending, env.Metadata.OccurredAt
+		}
+	case *catalog.DeliveryAttempted:
+		d.attempts, d.round = p.Attempt, d.round+1
+		d.status = statusAfter(p.Outcome)
+		d.nextAt = time.Time{}
+		if p.NextAttemptAt != nil {
+			d.nextAt = *p.NextAttemptAt
+		}
+	case *catalog.DeliveryResendRequested:
+		d.status, d.round, d.nextAt = projections.DeliveryPending, 0, p.At
+	}
+}
+
+// statusAfter maps an attempt's outcome to the delivery's status.
+func statusAfter(outcome string) string {
+	switch outcome {
+	case OutcomeDelivered:
+		return projections.DeliveryDelivered
+	case OutcomeRetry:
+		return projections.DeliveryRetrying
+	case OutcomeDeadLetter:
+		return projections.DeliveryDeadLetter
+	default:
+		return projections.DeliveryAbandoned
+	}
+}
+
+// Attempt outcomes recorded in webhook.delivery.attempted.
+const (
+	OutcomeDelivered  = "delivered"
+	OutcomeRetry      = "retry"
+	OutcomeAbandoned  = "abandoned"
+	OutcomeDeadLetter = "dead_letter"
+	OutcomeRefused    = "refused"
+)
+
+// due reports whether the delivery should be attempted at now.
+func (d *delivery) due(now time.Time) bool {
+	return d.created != nil && (d.status == projections.DeliveryPending || d.status == projections.DeliveryRetrying) && !d.nextAt.After(now)
+}
+
+// result is what one POST observed.
+type result struct {
+	url        string
+	at         time.Time
+	statusCode int
+	latency    time.Duration
+	err        string
+	refused    bool
+}
+
+// decideAttempt records a POST's result and schedules what follows:
+// success on any 2xx; a refused target is never retried; otherwise the
+// round's k-th failure retries after schedule[k-1], and when the schedule
+// is spent the delivery is abandoned (plugin events: dead-lettered).
+func decideAttempt(d *delivery, r result, schedule []time.Duration) catalog.DeliveryAttempted {
+	ev := catalog.DeliveryAttempted{
+		DeliveryID: d.created.DeliveryID, Attempt: d.attempts + 1, At: r.at.UTC(), URL: r.url,
+		StatusCode: r.statusCode, LatencyMS: r.latency.Milliseconds(), Error: r.err,
+	}
+	switch {
+	case r.err == "" && r.statusCode >= 200 && r.statusCode < 300:
+		ev.Outcome = OutcomeDelivered
+	case r.refused:
+		ev.Outcome = OutcomeRefused
+	case d.round < len(schedule):
+		next := r.at.Add(schedule[d.round]).UTC()
+		ev.Outcome, ev.NextAttemptAt = OutcomeRetry, &next
+	case d.deadLetter:
+		ev.Outcome = OutcomeDeadLetter
+	default:
+		ev.Outcome = OutcomeAbandoned
+	}
+	return ev
+}
+
+// decideResend puts a delivery back in the queue unless it is already waiting for its first attempt.
+func decideResend(d *delivery, by string, now time.Time) (*catalog.DeliveryResendRequested, error) {
+	if d.created == nil {
+		return nil, ErrDeliveryNotFound
+	}
+	if d.status == projections.DeliveryPending {
+		return nil, nil
+	}
+	return &catalog.DeliveryResendRequested{DeliveryID: d.created.DeliveryID, RequestedBy: by, At: now.UTC()}, nil
+}

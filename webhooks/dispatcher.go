@@ -1,0 +1,345 @@
+package webhooks
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/healthtech/partner-open-platform/events"
+	"github.com/healthtech/partner-open-platform/events/catalog"
+	"github.com/healthtech/partner-open-platform/projections"
+	"github.com/healthtech/partner-open-platform/webhooks/targets"
+)
+
+// Clock lets tests move time through the retry schedule.
+type Clock interface {
+	Now() time.Time
+	After(d time.Duration) <-chan time.Time
+}
+
+// SystemClock is the real clock.
+type SystemClock struct{}
+
+// Now is time.Now.
+func (SystemClock) Now() time.Time { return time.Now() }
+
+// After is time.After.
+func (SystemClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
+
+// Sign computes X-Webhook-Signature: hex HMAC-SHA256 of timestamp "." body.
+func Sign(secret, timestamp string, body []byte) string {
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write([]byte(timestamp))
+	m.Write([]byte("."))
+	m.Write(body)
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// Apps is the app directory the dispatcher reads URLs, subscriptions and secrets from.
+type Apps interface {
+	ByID(id int64) (projections.App, bool)
+}
+
+// Dispatcher creates deliveries from the log and sends them.
+type Dispatcher struct {
+	Store      events.Store
+	Registry   *events.Registry
+	Apps       Apps
+	AppsReady  *projections.Runner // the directory must have seen an event's position before it decides
+	Deliveries projections.DeliveryStore
+	Projected  *projections.Runner // the deliveries projection
+	Client     *http.Client
+	Clock      Clock
+	Schedule   []time.Duration
+	Location   *time.Location
+	Log        *slog.Logger
+	Workers    int
+	// OnAttempt observes each attempt; firstDelay is set on a delivery's first attempt.
+	OnAttempt func(event, outcome string, firstDelay *time.Duration)
+}
+
+// Create makes the delivery of one source event, if partners see it. It is
+// idempotent: the delivery stream is created with "no stream", so a second
+// call for the same event (a replay, a Kafka re-delivery) changes nothing.
+func (d *Dispatcher) Create(ctx context.Context, rec events.Recorded) error {
+	if !d.Registry.Known(rec.Type) {
+		return nil
+	}
+	env, err := d.Registry.Decode(rec)
+	if err != nil {
+		return fmt.Errorf("decode %s: %w", rec.ID, err)
+	}
+	r, ok := Render(env, d.Location)
+	if !ok {
+		return nil
+	}
+	if err := d.AppsReady.WaitFor(ctx, rec.Position); err != nil {
+		return err
+	}
+	app, found := d.Apps.ByID(r.AppID)
+	created := catalog.DeliveryCreated{
+		DeliveryID: DeliveryID(r.AppID, rec.ID), AppID: r.AppID, Event: r.Event,
+		SourceEventID: rec.ID, SourceStream: rec.Stream, SourcePosition: rec.Position, SourceRecordedAt: rec.Created,
+		Body: string(r.Body), Deliver: found && app.WebhookURL != "" && Subscribed(app.WebhookEvents, r.Event), DeadLetter: r.DeadLetter,
+	}
+	ev, err := d.Registry.Encode(created, events.Metadata{AppID: r.AppID, Actor: "dispatcher", OccurredAt: d.Clock.Now()})
+	if err != nil {
+		return err
+	}
+	_, err = d.Store.Append(ctx, DeliveryStream(created.DeliveryID), events.NoStream(), ev)
+	if events.IsConflict(err) {
+		return nil
+	}
+	return err
+}
+
+func (d *Dispatcher) load(ctx context.Context, id string) (*delivery, error) {
+	recs, err := d.Store.ReadStream(ctx, DeliveryStream(id), 0, 0)
+	if err != nil {
+		return nil, err
+	}
+	del := &delivery{}
+	for _, r := range recs {
+		env, err := d.Registry.Decode(r)
+		if err != nil {
+			return nil, err
+		}
+		del.apply(env)
+	}
+	del.version = uint64(len(recs))
+	if del.created == nil {
+		return nil, ErrDeliveryNotFound
+	}
+	return del, nil
+}
+
+func (d *Dispatcher) append(ctx context.Context, del *delivery, p events.Payload, actor string) (events.Position, error) {
+	ev, err := d.Registry.Encode(p, events.Metadata{AppID: del.created.AppID, Actor: actor, OccurredAt: d.Clock.Now()})
+	if err != nil {
+		return events.Position{}, err
+	}
+	res, err := d.Store.Append(ctx, DeliveryStream(del.created.DeliveryID), events.AfterVersion(del.version), ev)
+	return res.Position, err
+}
+
+// RunSender attempts due deliveries until ctx ends, at most Workers at once.
+func (d *Dispatcher) RunSender(ctx context.Context) error {
+	workers := max(d.Workers, 1)
+	sem := make(chan struct{}, workers)
+	kick := make(chan struct{}, 1)
+	var mu sync.Mutex
+	inflight := map[string]bool{}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for {
+		changed := d.Projected.Changed()
+		now := d.Clock.Now()
+		due, err := d.Deliveries.Due(ctx, now, 4*workers)
+		if err != nil && ctx.Err() == nil {
+			d.Log.Error("list due deliveries", "err", err)
+		}
+		for _, del := range due {
+			mu.Lock()
+			busy := inflight[del.DeliveryID]
+			if !busy {
+				inflight[del.DeliveryID] = true
+			}
+			mu.Unlock()
+			if busy {
+				continue
+			}
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				return nil
+			}
+			wg.Add(1)
+			go func(id string) {
+				defer wg.Done()
+				d.attempt(ctx, id)
+				mu.Lock()
+				delete(inflight, id)
+				mu.Unlock()
+				<-sem
+				select {
+				case kick <- struct{}{}:
+				default:
+				}
+			}(del.DeliveryID)
+		}
+		wait := time.Second
+		if next, ok, err := d.Deliveries.NextDue(ctx); err == nil && ok && next.After(now) && next.Sub(now) < wait {
+			wait = next.Sub(now)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-d.Clock.After(wait):
+		case <-changed:
+		case <-kick:
+		}
+	}
+}
+
+// attempt posts one delivery and records the outcome as an event.
+func (d *Dispatcher) attempt(ctx context.Context, id string) {
+	log := d.Log.With("delivery_id", id)
+	del, err := d.load(ctx, id)
+	if err != nil {
+		log.Error("load delivery", "err", err)
+		return
+	}
+	now := d.Clock.Now()
+	if !del.due(now) {
+		return // the read model was behind the stream
+	}
+	r := d.post(ctx, del)
+	r.at = now
+	ev := decideAttempt(del, r, d.Schedule)
+	pos, err := d.append(ctx, del, ev, "dispatcher")
+	if events.IsConflict(err) {
+		return // another node recorded an attempt first; its record stands
+	}
+	if err != nil {
+		log.Error("record attempt", "err", err)
+		return
+	}
+	if ev.Outcome != OutcomeDelivered {
+		log.Warn("webhook attempt failed", "event", del.created.Event, "attempt", ev.Attempt, "outcome", ev.Outcome, "status", ev.StatusCode, "error", ev.Error)
+	}
+	if d.OnAttempt != nil {
+		var first *time.Duration
+		if ev.Attempt == 1 {
+			delay := time.Since(del.created.SourceRecordedAt)
+			first = &delay
+		}
+		d.OnAttempt(del.created.Event, ev.Outcome, first)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	_ = d.Projected.WaitFor(wctx, pos) // so the next Due does not pick it again
+}
+
+// post sends the fixed body with a fresh timestamp and signature.
+func (d *Dispatcher) post(ctx context.Context, del *delivery) result {
+	app, ok := d.Apps.ByID(del.created.AppID)
+	if !ok || app.WebhookURL == "" {
+		return result{err: "the app has no webhook URL configured"}
+	}
+	body := []byte(del.created.Body)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, app.WebhookURL, bytes.NewReader(body))
+	if err != nil {
+		return result{url: app.WebhookURL, err: "invalid webhook URL: " + err.Error(), refused: true}
+	}
+	ts := strconv.FormatInt(time.Now().Unix(), 10)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "partner-open-platform-webhooks/1")
+	req.Header.Set("X-Webhook-Id", del.created.DeliveryID)
+	req.Header.Set("X-Webhook-Event", del.created.Event)
+	req.Header.Set("X-Webhook-Timestamp", ts)
+	req.Header.Set("X-Webhook-Signature", Sign(app.WebhookSecret, ts, body))
+	start := time.Now()
+	res, err := d.Client.Do(req)
+	r := result{url: app.WebhookURL, latency: time.Since(start)}
+	if err != nil {
+		r.err = err.Error()
+		r.refused = errors.Is(err, targets.ErrRefused)
+		return r
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 64<<10))
+	res.Body.Close()
+	r.statusCode = res.StatusCode
+	return r
+}
+
+// Resend queues a delivery again; appID 0 lets an operator resend any app's.
+func (d *Dispatcher) Resend(ctx context.Context, appID int64, id, by string) (events.Position, error) {
+	for attempt := 0; attempt < 10; attempt++ {
+		del, err := d.load(ctx, id)
+		if err != nil {
+			return events.Position{}, err
+		}
+		if appID != 0 && del.created.AppID != appID {
+			return events.Position{}, ErrDeliveryNotFound
+		}
+		ev, err := decideResend(del, by, d.Clock.Now())
+		if err != nil || ev == nil {
+			return events.Position{}, err
+		}
+		pos, err := d.append(ctx, del, *ev, by)
+		if events.IsConflict(err) {
+			continue
+		}
+		return pos, err
+	}
+	return events.Position{}, fmt.Errorf("resend %s: too many concurrent changes", id)
+}
+
+// ResendMatching resends every delivery the filter selects and says how many it queued.
+func (d *Dispatcher) ResendMatching(ctx context.Context, f projections.DeliveryFilter, by string) (int, events.Position, error) {
+	n := 0
+	var last events.Position
+	f.Limit = 500
+	for {
+		page, err := d.Deliveries.Deliveries(ctx, f)
+		if err != nil {
+			return n, last, err
+		}
+		for _, del := range page {
+			pos, err := d.Resend(ctx, f.AppID, del.DeliveryID, by)
+			if err != nil {
+				return n, last, err
+			}
+			if !pos.IsZero() {
+				n++
+				last = pos
+			}
+		}
+		if len(page) < f.Limit {
+			return n, last, nil
+		}
+		f.After = page[len(page)-1].Cursor
+	}
+}
+
+// StoreSource feeds the dispatcher straight from the event store, resuming
+// after the last source event that already has a delivery.
+type StoreSource struct {
+	Store events.Store
+	From  func(ctx context.Context) (events.Position, error)
+}
+
+// Run implements Source.
+func (s StoreSource) Run(ctx context.Context, handle func(context.Context, events.Recorded) error) error {
+	from, err := s.From(ctx)
+	if err != nil {
+		return err
+	}
+	sub, err := s.Store.SubscribeAll(ctx, from)
+	if err != nil {
+		return err
+	}
+	defer sub.Close()
+	for {
+		rec, err := sub.Next(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		if err := handle(ctx, rec); err != nil {
+			return err
+		}
+	}
+}

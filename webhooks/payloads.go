@@ -1,0 +1,120 @@
+package webhooks
+
+import (
+	"encoding/json"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/healthtech/partner-open-platform/events"
+	"github.com/healthtech/partner-open-platform/events/catalog"
+)
+
+// deliveryNamespace makes delivery ids a pure function of (app, source
+// event): the same event seen twice yields the same id.
+var deliveryNamespace = uuid.MustParse("6f1c2a52-9d7e-4c0b-8a53-3f0d8d2b7e41")
+
+// DeliveryID derives the stable delivery id of one source event for one app.
+func DeliveryID(appID int64, sourceEventID string) string {
+	return uuid.NewSHA1(deliveryNamespace, []byte(strconv.FormatInt(appID, 10)+"/"+sourceEventID)).String()
+}
+
+// userEvent is the body of every channel-user webhook. The spec does not
+// show one; this shape is documented in the README and the OpenAPI file.
+type userEvent struct {
+	Event         string `json:"event"`
+	DeliveryID    string `json:"delivery_id"`
+	AppID         int64  `json:"app_id"`
+	OpenUserID    int64  `json:"open_user_id"`
+	ChannelUserID string `json:"channel_user_id"`
+	OccurredAt    string `json:"occurred_at"`
+	Data          any    `json:"data"`
+}
+
+type groupData struct {
+	FamilyGroupID    int64   `json:"family_group_id"`
+	AppGroupID       int64   `json:"app_group_id"`
+	Name             string  `json:"name,omitempty"`
+	Created          *bool   `json:"created,omitempty"`
+	DeletedMemberIDs []int64 `json:"deleted_member_ids,omitempty"`
+}
+
+type memberData struct {
+	MemberID      int64    `json:"member_id"`
+	AppUserID     string   `json:"app_user_id"`
+	FamilyGroupID int64    `json:"family_group_id"`
+	AppGroupID    int64    `json:"app_group_id,omitempty"`
+	ChangedFields []string `json:"changed_fields,omitempty"`
+}
+
+// Rendered is a partner-visible event ready to become a delivery.
+type Rendered struct {
+	Event      string
+	AppID      int64
+	Body       []byte
+	DeadLetter bool
+}
+
+// Render returns the webhook body of a partner-visible event, or ok=false
+// for events partners do not receive (internal bookkeeping, registrations).
+func Render(env events.Envelope, loc *time.Location) (Rendered, bool) {
+	appID := env.Metadata.AppID
+	if appID <= 0 {
+		return Rendered{}, false
+	}
+	id := DeliveryID(appID, env.ID)
+	at := env.Metadata.OccurredAt.In(loc).Format(time.RFC3339)
+	user := func(event string, openUserID int64, channelUserID string, data any) (Rendered, bool) {
+		body, err := json.Marshal(userEvent{Event: event, DeliveryID: id, AppID: appID, OpenUserID: openUserID, ChannelUserID: channelUserID, OccurredAt: at, Data: data})
+		if err != nil {
+			return Rendered{}, false
+		}
+		return Rendered{Event: event, AppID: appID, Body: body}, true
+	}
+	switch p := env.Payload.(type) {
+	case *catalog.UserProfileUpdated:
+		return user(p.EventType(), p.OpenUserID, p.ChannelUserID, map[string]any{"changed_fields": p.Changed})
+	case *catalog.FamilyGroupUpserted:
+		created := p.Created
+		return user(p.EventType(), p.OpenUserID, p.ChannelUserID, groupData{FamilyGroupID: p.FamilyGroupID, AppGroupID: p.AppGroupID, Name: p.Name, Created: &created})
+	case *catalog.FamilyGroupDissolved:
+		ids := p.DeletedMemberIDs
+		if ids == nil {
+			ids = []int64{}
+		}
+		return user(p.EventType(), p.OpenUserID, p.ChannelUserID, map[string]any{"family_group_id": p.FamilyGroupID, "app_group_id": p.AppGroupID, "deleted_member_ids": ids})
+	case *catalog.FamilyMemberCreated:
+		return user(p.EventType(), p.OpenUserID, p.ChannelUserID, memberData{MemberID: p.Member.MemberID, AppUserID: p.Member.AppUserID, FamilyGroupID: p.Member.FamilyGroupID, AppGroupID: p.Member.AppGroupID})
+	case *catalog.FamilyMemberUpdated:
+		return user(p.EventType(), p.OpenUserID, p.ChannelUserID, memberData{MemberID: p.Member.MemberID, AppUserID: p.Member.AppUserID, FamilyGroupID: p.Member.FamilyGroupID, AppGroupID: p.Member.AppGroupID, ChangedFields: p.Changed})
+	case *catalog.FamilyMemberDeleted:
+		return user(p.EventType(), p.OpenUserID, p.ChannelUserID, memberData{MemberID: p.MemberID, AppUserID: p.AppUserID, FamilyGroupID: p.FamilyGroupID})
+	}
+	return Rendered{}, false
+}
+
+// Subscribed reports whether an app's subscription takes an event: exact
+// names, prefix wildcards such as health.report.*, or no selection for all.
+func Subscribed(subscription []string, event string) bool {
+	if len(subscription) == 0 {
+		return true
+	}
+	for _, s := range subscription {
+		if s == event || s == "*" {
+			return true
+		}
+		if prefix, ok := cutWildcard(s); ok && len(event) > len(prefix) && event[:len(prefix)] == prefix {
+			return true
+		}
+	}
+	return false
+}
+
+// cutWildcard turns "health.report.*" into "health.report.".
+func cutWildcard(s string) (string, bool) {
+	if len(s) >= 2 && s[len(s)-2:] == ".*" {
+		return s[:len(s)-1], true
+	}
+	return "", false
+}
