@@ -2,6 +2,7 @@ package projections
 
 import (
 	"context"
+	"strings"
 
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/events/catalog"
@@ -31,7 +32,8 @@ func applyDelivery(ctx context.Context, tx DeliveryTx, env events.Envelope) erro
 			a.StatusCode = &code
 		}
 		if p.Error != "" {
-			msg := p.Error
+			// Postgres text cannot hold NUL; receivers' error text may.
+			msg := strings.ToValidUTF8(strings.ReplaceAll(p.Error, "\x00", ""), "?")
 			a.Error = &msg
 		}
 		if err := tx.AddAttempt(ctx, a); err != nil {

@@ -15,9 +15,7 @@ import (
 // CheckpointFile is the file name FileCheckpoints uses in the data directory.
 const CheckpointFile = "relay-checkpoint.json"
 
-// FileCheckpoints keeps the relay's checkpoint in a JSON file for
-// deployments without Postgres; every Save replaces the file atomically, so
-// a crash leaves either the old or the new position, never a torn one.
+// FileCheckpoints serves deployments without Postgres; atomic replaces mean a crash leaves the old or new position, never a torn one.
 type FileCheckpoints struct {
 	path string
 }
@@ -45,8 +43,7 @@ func (f *FileCheckpoints) Load(context.Context) (events.Position, error) {
 	return pos, nil
 }
 
-// Save writes a temp file, syncs it, renames it over the old one and syncs
-// the directory, so the new position survives a power loss once Save returns.
+// Save syncs a temp file, renames it over the old one and syncs the directory, so the position survives a power loss.
 func (f *FileCheckpoints) Save(_ context.Context, pos events.Position) error {
 	b, err := json.Marshal(pos)
 	if err != nil {

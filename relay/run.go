@@ -35,10 +35,7 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// Run relays the log after the saved checkpoint to p until ctx ends (then it
-// returns nil). A batch is checkpointed only once p acknowledged it and is
-// retried until it is, so no event is ever skipped; other failures (loading
-// the checkpoint, reading the log) are returned for the caller to restart.
+// Run retries each batch until p acknowledges it and only then checkpoints, so no event is skipped; it returns nil when ctx ends.
 func Run(ctx context.Context, store events.Store, p Producer, cp Checkpoints, log *slog.Logger, opts Options) error {
 	opts = opts.withDefaults()
 	from, err := cp.Load(ctx)

@@ -40,7 +40,7 @@ func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 
 func (c *cli) apps(args []string) error {
 	if len(args) == 0 {
-		return usagef("apps needs a subcommand: create, list, show, rotate-secret")
+		return usagef("apps needs a subcommand: create, list, show, rotate-secret, webhook")
 	}
 	switch args[0] {
 	case "create":
@@ -51,6 +51,8 @@ func (c *cli) apps(args []string) error {
 		return c.appsShow(args[1:])
 	case "rotate-secret":
 		return c.appsRotateSecret(args[1:])
+	case "webhook":
+		return c.appsWebhook(args[1:])
 	default:
 		return usagef("unknown apps subcommand %q", args[0])
 	}

@@ -28,6 +28,16 @@ Commands:
   apps list                 list apps: id, name, environment, app_key, webhook_url
   apps show APP_ID          show one app
   apps rotate-secret APP_ID issue a new app secret; prints it once
+  apps webhook APP_ID [--url URL|none] [--event EVENT]... [--all-events]
+                            set where and which webhooks the app receives
+  deliveries list [--app ID] [--status S] [--event E] [--from T] [--to T] [--limit N]
+                            the webhook delivery log
+  deliveries show DELIVERY_ID
+                            one delivery with every attempt and its payload
+  deliveries resend DELIVERY_ID
+                            queue a delivery again (same id, same body, fresh retry schedule)
+  deliveries resend-matching --app ID [--status S] [--event E] [--from T] [--to T]
+                            resend every delivery of the app the filters select
   history STREAM [--from REVISION] [--limit N]
                             print one stream's events in order (revision, time, type, position, data)
   events [--after-commit N] [--after-prepare N] [--limit N] [--follow]
@@ -104,6 +114,7 @@ var commands = map[string]func(c *cli, args []string) error{
 	"events":      (*cli).events,
 	"projections": (*cli).projections,
 	"rebuild":     (*cli).rebuild,
+	"deliveries":  (*cli).deliveries,
 }
 
 func runContext(ctx context.Context, args []string, stdout, stderr io.Writer, env func(string) string) int {

@@ -16,7 +16,7 @@ import (
 // TestAgainstARealNode drives the CLI against the real handler of an
 // embedded node: create, list, show, rotate, history and rebuild.
 func TestAgainstARealNode(t *testing.T) {
-	n, err := node.Open(context.Background(), node.Config{DataDir: t.TempDir(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	n, err := node.Open(context.Background(), node.Config{DataDir: t.TempDir(), WebhookAllowLoopback: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,5 +55,23 @@ func TestAgainstARealNode(t *testing.T) {
 	}
 	if _, errOut, code = ctl("apps", "show", "999"); code != 1 || !strings.Contains(errOut, "APP_NOT_FOUND") {
 		t.Fatalf("missing app: %d %s", code, errOut)
+	}
+	if out, errOut, code = ctl("apps", "webhook", id[1], "--url", "ftp://x"); code != 1 || !strings.Contains(errOut, "webhook_url") {
+		t.Fatalf("bad webhook url: %d %s %s", code, out, errOut)
+	}
+	if out, errOut, code = ctl("apps", "webhook", id[1], "--url", "http://127.0.0.1:9/hook", "--event", "user.*"); code != 0 {
+		t.Fatalf("webhook: %d %s %s", code, out, errOut)
+	}
+	if out, _, code = ctl("apps", "show", id[1]); code != 0 || !strings.Contains(out, "http://127.0.0.1:9/hook") {
+		t.Fatalf("show after webhook: %d\n%s", code, out)
+	}
+	if out, errOut, code = ctl("deliveries", "list", "--app", id[1]); code != 0 || !strings.Contains(out, "DELIVERY_ID") {
+		t.Fatalf("deliveries list: %d %s %s", code, out, errOut)
+	}
+	if _, errOut, code = ctl("deliveries", "show", "no-such-id"); code != 1 || !strings.Contains(errOut, "DELIVERY_NOT_FOUND") {
+		t.Fatalf("deliveries show missing: %d %s", code, errOut)
+	}
+	if out, errOut, code = ctl("deliveries", "resend-matching", "--app", id[1], "--status", "abandoned"); code != 0 || !strings.Contains(out, "queued=0") {
+		t.Fatalf("resend-matching: %d %s %s", code, out, errOut)
 	}
 }

@@ -29,6 +29,8 @@ import (
 	"github.com/healthtech/partner-open-platform/projections"
 	projmemory "github.com/healthtech/partner-open-platform/projections/memory"
 	"github.com/healthtech/partner-open-platform/queryapi"
+	"github.com/healthtech/partner-open-platform/webhooks"
+	"github.com/healthtech/partner-open-platform/webhooks/targets"
 )
 
 const adminToken = "adm_test"
@@ -49,17 +51,25 @@ func server(t *testing.T) *httptest.Server {
 	store, reg, readModel := memory.New(), catalog.Registry(), projmemory.New()
 	apps := projections.NewApps(sealer)
 	appsRunner := projections.NewRunner(store, reg, apps, log, nil)
-	usersRunner := projections.NewRunner(store, reg, projections.ChannelUsers{Store: readModel}, log, nil)
-	runners := []*projections.Runner{appsRunner, usersRunner}
+	modelsRunner := projections.NewRunner(store, reg, projections.ReadModels{Store: readModel}, log, nil)
+	runners := []*projections.Runner{appsRunner, modelsRunner}
+	// The dispatcher creates deliveries (so the delivery log, the feed and
+	// resends have something to show) but its sender is not started: no
+	// webhook leaves the test.
+	dispatcher := &webhooks.Dispatcher{
+		Store: store, Registry: reg, Apps: apps, AppsReady: appsRunner, Deliveries: readModel, Projected: modelsRunner,
+		Client: targets.Guard{}.Client(10 * time.Second), Clock: webhooks.SystemClock{}, Schedule: webhooks.DefaultSchedule,
+		Location: loc, Log: log,
+	}
 	ids := commands.NewAllocator(store, reg, 10)
 	schemeM, admin, marks := auth.SchemeM{Apps: apps, Now: time.Now}, auth.Admin{Token: adminToken}, projections.NewWatermarks()
 	cmd := &commandapi.API{
 		Users: commands.NewUsers(store, reg, ids, time.Now, loc), Apps: commands.NewApps(store, reg, ids, sealer, nil),
-		SchemeM: schemeM, Admin: admin, Watermarks: marks, AppsReady: appsRunner,
+		SchemeM: schemeM, Admin: admin, Watermarks: marks, AppsReady: appsRunner, Resender: dispatcher, Location: loc,
 	}
 	qry := &queryapi.API{
 		Store: readModel, Apps: apps, Events: store, Registry: reg, Runners: runners,
-		SchemeM: schemeM, Admin: admin, Watermarks: marks, Location: loc,
+		SchemeM: schemeM, Admin: admin, Watermarks: marks, Location: loc, Deliveries: readModel,
 	}
 	rt := httprouter.New()
 	rt.RedirectTrailingSlash, rt.RedirectFixedPath = false, false
@@ -86,6 +96,11 @@ func server(t *testing.T) *httptest.Server {
 		wg.Add(1)
 		go func() { defer wg.Done(); _ = r.Run(ctx) }()
 	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		_ = webhooks.StoreSource{Store: store, From: readModel.LastSource}.Run(ctx, dispatcher.Create)
+	}()
 	srv := httptest.NewServer(rt)
 	t.Cleanup(func() { srv.Close(); cancel(); wg.Wait(); _ = readModel.Close(); _ = store.Close() })
 	return srv
@@ -202,7 +217,12 @@ func TestHandlersAnswerAsDocumented(t *testing.T) {
 		AppSecret string `json:"app_secret"`
 	}
 	c.expect(c.admin("POST", "/admin/v1/apps", map[string]any{"name": "partner", "webhook_url": "https://example.com/hook", "webhook_events": []string{"health.report.*"}}), 201, 0).data(t, &creds)
-	c.expect(c.admin("POST", "/admin/v1/apps", map[string]any{"name": "bare"}), 201, 0)
+	var bare struct {
+		AppID     int64  `json:"app_id"`
+		AppKey    string `json:"app_key"`
+		AppSecret string `json:"app_secret"`
+	}
+	c.expect(c.admin("POST", "/admin/v1/apps", map[string]any{"name": "bare"}), 201, 0).data(t, &bare)
 	c.expect(c.admin("GET", "/admin/v1/apps", nil), 200, 0)
 	c.expect(c.admin("GET", fmt.Sprintf("/admin/v1/apps/%d", creds.AppID), nil), 200, 0)
 	c.expect(c.admin("GET", "/admin/v1/apps/999999", nil), 404, "APP_NOT_FOUND")
@@ -286,12 +306,166 @@ func TestHandlersAnswerAsDocumented(t *testing.T) {
 	c.expect(c.partner("DELETE", fmt.Sprintf("%s/family-groups/%d", user, group.FamilyGroupID), nil), 404, "FAMILY_GROUP_NOT_FOUND")
 	c.expect(c.partner("GET", user, nil), 200, 0)
 
+	webhookTraffic(t, c, &client{t: t, base: c.base, http: c.http, appID: bare.AppID, appKey: bare.AppKey, secret: bare.AppSecret})
+
 	// Auditors.
 	c.expect(c.admin("GET", fmt.Sprintf("/admin/v1/history?stream=user-%d", reg.OpenUserID), nil), 200, 0)
 	c.expect(c.admin("GET", "/admin/v1/history", nil), 422, "VALIDATION_ERROR")
 	c.expect(c.admin("GET", "/admin/v1/events?limit=5", nil), 200, 0)
 	c.expect(c.admin("GET", "/admin/v1/events?limit=x", nil), 422, "VALIDATION_ERROR")
 	c.expect(c.admin("GET", "/admin/v1/projections", nil), 200, 0)
-	c.expect(c.admin("POST", "/admin/v1/projections/channel_users/rebuild", nil), 202, 0)
+	c.expect(c.admin("POST", "/admin/v1/projections/read_models/rebuild", nil), 202, 0)
 	c.expect(c.admin("POST", "/admin/v1/projections/nope/rebuild", nil), 404, "PROJECTION_NOT_FOUND")
+}
+
+type feedPage struct {
+	Events []struct {
+		DeliveryID string `json:"delivery_id"`
+		Event      string `json:"event"`
+	} `json:"events"`
+	NextCursor string `json:"next_cursor"`
+	HasMore    bool   `json:"has_more"`
+}
+
+type deliveryPage struct {
+	Deliveries []struct {
+		DeliveryID string `json:"delivery_id"`
+		Status     string `json:"status"`
+	} `json:"deliveries"`
+	NextCursor *string `json:"next_cursor"`
+}
+
+// webhookTraffic drives the webhook configuration, delivery-log, feed and
+// resend operations. c is the partner app, which subscribes to
+// health.report.* only, so its channel-user events are recorded as skipped
+// deliveries; other is a second app. No webhook is sent: the test server
+// runs no sender.
+func webhookTraffic(t *testing.T, c, other *client) {
+	t.Helper()
+	app := fmt.Sprintf("/admin/v1/apps/%d", c.appID)
+	c.expect(c.send("PATCH", app, map[string]any{}, nil), 401, "HTTP_401")
+	c.expect(c.admin("PATCH", app, ``), 400, "HTTP_400")
+	c.expect(c.admin("PATCH", app, `{"x":"`+strings.Repeat("a", 1<<20)+`"}`), 413, "PAYLOAD_TOO_LARGE")
+	c.expect(c.admin("PATCH", app, map[string]any{"webhook_url": "ftp://example.com/hook", "webhook_events": []string{"user.*", "Bad*"}}), 422, "VALIDATION_ERROR")
+	c.expect(c.admin("PATCH", app, map[string]any{"webhook_url": 5}), 422, "VALIDATION_ERROR")
+	c.expect(c.admin("PATCH", app, map[string]any{"webhook_url": "https://example.com/hook"}), 200, 0)
+	c.expect(c.admin("PATCH", app, map[string]any{"webhook_url": "https://example.com/hook"}), 200, 0)
+	c.expect(c.admin("PATCH", "/admin/v1/apps/999999", map[string]any{"webhook_url": nil}), 404, "APP_NOT_FOUND")
+	c.expect(c.admin("PATCH", "/admin/v1/apps/x", map[string]any{}), 422, "VALIDATION_ERROR")
+	c.expect(c.admin("PATCH", app, map[string]any{"webhook_url": nil, "webhook_events": nil}), 200, 0)
+	c.expect(c.admin("PATCH", app, map[string]any{"webhook_url": "", "webhook_events": []string{"health.report.*"}}), 200, 0)
+	c.expect(c.admin("GET", app, nil), 200, 0)
+
+	// The feed: deliveries are created asynchronously, so wait for the
+	// event of the last channel-user write (the group dissolution), then
+	// page through everything. Every payload is checked against the
+	// ChannelUserWebhook schema by the validating transport.
+	seen := map[string]int{}
+	var ids []string
+	deadline := time.Now().Add(10 * time.Second)
+	for seen["user.family_group.deleted"] == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("feed never showed the dissolution: %v", seen)
+		}
+		seen, ids = map[string]int{}, nil
+		after := ""
+		for {
+			var page feedPage
+			c.expect(c.partner("GET", "/open/v1/webhooks/events?limit=4&after="+after, nil), 200, 0).data(t, &page)
+			for _, e := range page.Events {
+				seen[e.Event]++
+				ids = append(ids, e.DeliveryID)
+			}
+			after = page.NextCursor
+			if !page.HasMore {
+				break
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for _, e := range []string{"user.profile.updated", "user.family_group.created", "user.family_group.deleted",
+		"user.family_member.created", "user.family_member.updated", "user.family_member.deleted"} {
+		if seen[e] == 0 {
+			t.Errorf("the feed has no %s event: %v", e, seen)
+		}
+	}
+	c.expect(c.partner("GET", "/open/v1/webhooks/events", nil), 200, 0)
+	c.expect(c.send("GET", "/open/v1/webhooks/events", nil, nil), 401, "HTTP_401")
+	c.expect(c.partner("GET", "/open/v1/webhooks/events?after=latest", nil), 422, "VALIDATION_ERROR")
+	c.expect(c.partner("GET", "/open/v1/webhooks/events?limit=5000", nil), 422, "VALIDATION_ERROR")
+	other.expect(other.partner("GET", "/open/v1/webhooks/events", nil), 200, 0)
+
+	// The partner's delivery log.
+	var page deliveryPage
+	c.expect(c.partner("GET", "/open/v1/webhooks/deliveries?limit=3", nil), 200, 0).data(t, &page)
+	if len(page.Deliveries) != 3 || page.NextCursor == nil {
+		t.Fatalf("first page %+v", page)
+	}
+	c.expect(c.partner("GET", "/open/v1/webhooks/deliveries?limit=1000&after="+*page.NextCursor, nil), 200, 0).data(t, &page)
+	if page.NextCursor != nil {
+		t.Fatalf("last page has a next cursor: %+v", page)
+	}
+	c.expect(c.partner("GET", "/open/v1/webhooks/deliveries?status=skipped&event=user.profile.updated&from=2000-01-01&to=2100-01-01T00:00:00%2B08:00", nil), 200, 0).data(t, &page)
+	if len(page.Deliveries) != 1 {
+		t.Fatalf("filtered page %+v", page)
+	}
+	profile := page.Deliveries[0].DeliveryID
+	c.expect(c.partner("GET", "/open/v1/webhooks/deliveries?status=lost&from=yesterday&after=x&limit=-1", nil), 422, "VALIDATION_ERROR")
+	c.expect(c.send("GET", "/open/v1/webhooks/deliveries", nil, nil), 401, "HTTP_401")
+	c.expect(c.partner("GET", "/open/v1/webhooks/deliveries/"+profile, nil), 200, 0)
+	c.expect(c.partner("GET", "/open/v1/webhooks/deliveries/no-such-delivery", nil), 404, "DELIVERY_NOT_FOUND")
+	other.expect(other.partner("GET", "/open/v1/webhooks/deliveries/"+profile, nil), 404, "DELIVERY_NOT_FOUND")
+
+	// Partner resend: a skipped delivery is queued, then is pending.
+	var resent struct {
+		DeliveryID string `json:"delivery_id"`
+		Queued     bool   `json:"queued"`
+	}
+	c.expect(c.partner("POST", "/open/v1/webhooks/deliveries/"+profile+"/resend", nil), 202, 0).data(t, &resent)
+	if !resent.Queued || resent.DeliveryID != profile {
+		t.Fatalf("resend %+v", resent)
+	}
+	c.expect(c.partner("POST", "/open/v1/webhooks/deliveries/"+profile+"/resend", nil), 202, 0).data(t, &resent)
+	if resent.Queued {
+		t.Fatalf("a pending delivery was queued again: %+v", resent)
+	}
+	c.expect(c.partner("GET", "/open/v1/webhooks/deliveries/"+profile, nil), 200, 0)
+	c.expect(c.partner("POST", "/open/v1/webhooks/deliveries/no-such-delivery/resend", nil), 404, "DELIVERY_NOT_FOUND")
+	other.expect(other.partner("POST", "/open/v1/webhooks/deliveries/"+profile+"/resend", nil), 404, "DELIVERY_NOT_FOUND")
+	c.expect(c.send("POST", "/open/v1/webhooks/deliveries/"+profile+"/resend", nil, nil), 401, "HTTP_401")
+
+	// Operators.
+	c.expect(c.send("GET", "/admin/v1/deliveries", nil, nil), 401, "HTTP_401")
+	c.expect(c.admin("GET", "/admin/v1/deliveries", nil), 200, 0)
+	c.expect(c.admin("GET", fmt.Sprintf("/admin/v1/deliveries?app_id=%d&status=pending&limit=10", c.appID), nil), 200, 0).data(t, &page)
+	if len(page.Deliveries) != 1 || page.Deliveries[0].DeliveryID != profile {
+		t.Fatalf("pending deliveries %+v", page)
+	}
+	c.expect(c.admin("GET", "/admin/v1/deliveries?app_id=0&to=tomorrow", nil), 422, "VALIDATION_ERROR")
+	c.expect(c.admin("GET", "/admin/v1/deliveries/"+ids[0], nil), 200, 0)
+	c.expect(c.admin("GET", "/admin/v1/deliveries/no-such-delivery", nil), 404, "DELIVERY_NOT_FOUND")
+	c.expect(c.send("GET", "/admin/v1/deliveries/"+ids[0], nil, nil), 401, "HTTP_401")
+	c.expect(c.admin("POST", "/admin/v1/deliveries/"+ids[0]+"/resend", nil), 202, 0).data(t, &resent)
+	if !resent.Queued {
+		t.Fatalf("operator resend %+v", resent)
+	}
+	c.expect(c.admin("POST", "/admin/v1/deliveries/no-such-delivery/resend", nil), 404, "DELIVERY_NOT_FOUND")
+	c.expect(c.admin("POST", "/admin/v1/deliveries/"+ids[0]+"/resend", `{"x":"`+strings.Repeat("a", 1<<20)+`"}`), 413, "PAYLOAD_TOO_LARGE")
+	c.expect(c.send("POST", "/admin/v1/deliveries/"+ids[0]+"/resend", nil, nil), 401, "HTTP_401")
+
+	var bulk struct {
+		Queued int `json:"queued"`
+	}
+	c.expect(c.admin("POST", app+"/deliveries/resend?status=skipped&event=user.family_member.created", nil), 202, 0).data(t, &bulk)
+	if bulk.Queued != seen["user.family_member.created"] {
+		t.Fatalf("bulk resend queued %d, want %d", bulk.Queued, seen["user.family_member.created"])
+	}
+	c.expect(c.admin("POST", app+"/deliveries/resend?status=skipped&event=user.family_member.created", nil), 202, 0).data(t, &bulk)
+	if bulk.Queued != 0 {
+		t.Fatalf("bulk resend of nothing queued %d", bulk.Queued)
+	}
+	c.expect(c.admin("POST", "/admin/v1/apps/999999/deliveries/resend", nil), 202, 0)
+	c.expect(c.admin("POST", app+"/deliveries/resend?status=gone", nil), 422, "VALIDATION_ERROR")
+	c.expect(c.admin("POST", "/admin/v1/apps/0/deliveries/resend", nil), 422, "VALIDATION_ERROR")
+	c.expect(c.send("POST", app+"/deliveries/resend", nil, nil), 401, "HTTP_401")
 }

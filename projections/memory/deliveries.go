@@ -242,13 +242,12 @@ func (s *Store) refSource(p events.Position, d int) {
 
 // ---- reads ----
 
-// UpdateDeliveries is Update for the delivery projector: the same lock,
-// undo log and checkpoints.
+// UpdateDeliveries shares Update's lock, undo log and checkpoints, so both projections replay alike.
 func (s *Store) UpdateDeliveries(ctx context.Context, projection string, pos events.Position, fn func(projections.DeliveryTx) error) error {
 	return s.update(ctx, projection, pos, func(t *tx) error { return fn(t) })
 }
 
-// Delivery returns one delivery with its attempts if appID (0: any) may see it.
+// Delivery enforces tenancy here, in the lookup, so no caller can forget it (appID 0: operators).
 func (s *Store) Delivery(ctx context.Context, appID int64, id string) (projections.Delivery, []projections.Attempt, error) {
 	if err := ctx.Err(); err != nil {
 		return projections.Delivery{}, nil, err
@@ -266,8 +265,7 @@ func (s *Store) Delivery(ctx context.Context, appID int64, id string) (projectio
 	return copyDelivery(d), as, nil
 }
 
-// Deliveries walks the app's (or every app's) cursor index from f.After,
-// filtering until f.Limit rows match.
+// Deliveries walks a cursor index from f.After, so a feed page costs its rows, not the log's.
 func (s *Store) Deliveries(ctx context.Context, f projections.DeliveryFilter) ([]projections.Delivery, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -305,7 +303,7 @@ func clampLimit(n int) int {
 	return n
 }
 
-// Due lists the first limit keys of the due heap that are not after now.
+// Due walks the due heap best-first, so the dispatcher's frequent polls cost O(limit log limit).
 func (s *Store) Due(ctx context.Context, now time.Time, limit int) ([]projections.Delivery, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -337,7 +335,7 @@ func (s *Store) Due(ctx context.Context, now time.Time, limit int) ([]projection
 	return out, nil
 }
 
-// NextDue is the root of the due heap.
+// NextDue reads the heap's root, so the dispatcher can sleep exactly until the next attempt.
 func (s *Store) NextDue(ctx context.Context) (time.Time, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return time.Time{}, false, err
@@ -350,7 +348,7 @@ func (s *Store) NextDue(ctx context.Context) (time.Time, bool, error) {
 	return s.due.keys[0].next, true, nil
 }
 
-// CountByStatus copies the per-status counters the writes keep.
+// CountByStatus copies counters the writes keep, so metrics never scan the deliveries.
 func (s *Store) CountByStatus(ctx context.Context) (map[string]int, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -364,7 +362,7 @@ func (s *Store) CountByStatus(ctx context.Context) (map[string]int, error) {
 	return out, nil
 }
 
-// LastSource is the last of the sorted source positions.
+// LastSource reads the top of the counted source positions, which survive replaces and rollbacks.
 func (s *Store) LastSource(ctx context.Context) (events.Position, error) {
 	if err := ctx.Err(); err != nil {
 		return events.Position{}, err

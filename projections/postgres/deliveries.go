@@ -59,14 +59,12 @@ func scanAttempt(row pgx.CollectableRow) (projections.Attempt, error) {
 	return a, err
 }
 
-// UpdateDeliveries is Update for the delivery projector: the same
-// transaction, batching and checkpoints.
+// UpdateDeliveries shares Update's transaction, batching and checkpoints, so both projections replay alike.
 func (s *Store) UpdateDeliveries(ctx context.Context, projection string, pos events.Position, fn func(projections.DeliveryTx) error) error {
 	return s.update(ctx, projection, pos, func(t *tx) error { return fn(t) })
 }
 
-// Delivery reads the delivery and its attempts in one round trip; appID 0
-// (operators) sees every app's.
+// Delivery enforces tenancy in the query (appID 0: operators) and reads the attempts in the same round trip.
 func (s *Store) Delivery(ctx context.Context, appID int64, id string) (projections.Delivery, []projections.Attempt, error) {
 	b := &pgx.Batch{}
 	if appID == 0 {
@@ -89,8 +87,7 @@ func (s *Store) Delivery(ctx context.Context, appID int64, id string) (projectio
 	return d, as, nil
 }
 
-// Deliveries runs deliveriesQuery: one index range scan in cursor order,
-// filtered, stopping at the limit.
+// Deliveries is one index range scan in cursor order, so a feed page costs its rows, not the table's.
 func (s *Store) Deliveries(ctx context.Context, f projections.DeliveryFilter) ([]projections.Delivery, error) {
 	sql, args := deliveriesQuery(f)
 	rows, _ := s.pool.Query(ctx, sql, args...)
@@ -148,7 +145,7 @@ WHERE ` + queued + ` AND next_attempt_at <= $1
 ORDER BY next_attempt_at, ` + feedOrder + `
 LIMIT $2`
 
-// Due reads the head of the partial due index.
+// Due reads the head of the partial due index, which holds only the queue, for the dispatcher's frequent polls.
 func (s *Store) Due(ctx context.Context, now time.Time, limit int) ([]projections.Delivery, error) {
 	if limit <= 0 {
 		limit = defaultLimit
@@ -163,7 +160,7 @@ func (s *Store) Due(ctx context.Context, now time.Time, limit int) ([]projection
 
 const nextDueQuery = `SELECT min(next_attempt_at) FROM webhook_deliveries WHERE ` + queued
 
-// NextDue reads the first entry of the partial due index.
+// NextDue reads the first entry of the partial due index, so the dispatcher can sleep until then.
 func (s *Store) NextDue(ctx context.Context) (time.Time, bool, error) {
 	var next *time.Time
 	if err := s.pool.QueryRow(ctx, nextDueQuery).Scan(&next); err != nil {
@@ -175,7 +172,7 @@ func (s *Store) NextDue(ctx context.Context) (time.Time, bool, error) {
 	return next.UTC(), true, nil
 }
 
-// CountByStatus counts every row: it is for metrics, scraped rarely.
+// CountByStatus scans the table: it serves metrics, scraped rarely, and keeps writes free of counters.
 func (s *Store) CountByStatus(ctx context.Context) (map[string]int, error) {
 	rows, _ := s.pool.Query(ctx, `SELECT status, count(*) FROM webhook_deliveries GROUP BY status`)
 	out := map[string]int{}
@@ -195,7 +192,7 @@ const lastSourceQuery = `SELECT source_commit, source_prepare FROM webhook_deliv
 ORDER BY source_commit DESC, source_prepare DESC
 LIMIT 1`
 
-// LastSource reads the end of the source index.
+// LastSource reads the end of the source index, so a restarting dispatcher finds its place at once.
 func (s *Store) LastSource(ctx context.Context) (events.Position, error) {
 	var p events.Position
 	err := s.pool.QueryRow(ctx, lastSourceQuery).Scan(&p.Commit, &p.Prepare)

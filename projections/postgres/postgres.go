@@ -16,7 +16,7 @@ import (
 	"github.com/healthtech/partner-open-platform/projections"
 )
 
-// Store implements projections.Store on a pgx connection pool.
+// Store implements projections.Store and projections.DeliveryStore on a pgx connection pool.
 //
 // An Update is one transaction. The writes fn makes are queued and sent as
 // pipelined batches, so a run of writes costs one round trip however many

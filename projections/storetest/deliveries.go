@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -70,17 +71,12 @@ func deliveryStore(t *testing.T, s projections.Store) projections.DeliveryStore 
 	return ds
 }
 
-// deliveryPos numbers the fixture writes, so each moves the checkpoint on.
-var deliveryPos = struct {
-	sync.Mutex
-	n uint64
-}{}
+// fixturePos numbers the fixture writes, so each moves the checkpoint on.
+var fixturePos atomic.Uint64
 
 func nextPos() events.Position {
-	deliveryPos.Lock()
-	defer deliveryPos.Unlock()
-	deliveryPos.n++
-	return events.Position{Commit: deliveryPos.n, Prepare: deliveryPos.n}
+	n := fixturePos.Add(1)
+	return events.Position{Commit: n, Prepare: n}
 }
 
 func updateDeliveries(t *testing.T, ds projections.DeliveryStore, fn func(projections.DeliveryTx) error) {

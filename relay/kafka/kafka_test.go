@@ -216,6 +216,34 @@ func TestSourceResumesAtFirstUncommittedMessage(t *testing.T) {
 	}
 }
 
+func TestSourceCommitsAHandledMessageDuringShutdown(t *testing.T) {
+	const topic = "shutdown"
+	addrs := newCluster(t, topic, 3)
+	p := relaykafka.NewProducer(addrs, topic)
+	defer p.Close()
+	evs := makeEvents("stop", 30, 5, 1)
+	produce(t, p, evs, 30)
+
+	// The first event is handled successfully while shutdown begins.
+	ctx, cancel := context.WithCancel(testContext(t))
+	var first events.Recorded
+	err := relaykafka.NewSource(addrs, topic, "G", quietLog()).Run(ctx, func(_ context.Context, ev events.Recorded) error {
+		first = ev
+		cancel()
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("Run after cancel: %v", err)
+	}
+	rest := newCollector(len(evs) - 1)
+	consume(t, addrs, topic, "G", rest)
+	for _, ev := range rest.events() {
+		if ev.ID == first.ID {
+			t.Fatalf("%s was handled and yet delivered again", ev.ID)
+		}
+	}
+}
+
 func TestEnsureTopicCreatesOnceAndIsIdempotent(t *testing.T) {
 	addrs := newCluster(t, "", 0)
 	ctx := testContext(t)

@@ -77,8 +77,7 @@ const (
 	HeaderSchema    = "schema"
 )
 
-// Encode builds the message for one event; it never fails so the relay
-// cannot get stuck on an event.
+// Encode never fails, so that no single event can stall the relay.
 func Encode(topic string, ev events.Recorded) kafka.Message {
 	var b bytes.Buffer
 	b.WriteString(`{"id":`)
@@ -124,8 +123,7 @@ type wire struct {
 	Data       json.RawMessage `json:"data"`
 }
 
-// Decode reads an event back from its message value (headers are a
-// convenience for filtering and are not consulted).
+// Decode trusts only the value; headers are a filtering convenience.
 func Decode(m kafka.Message) (events.Recorded, error) {
 	var w wire
 	if err := json.Unmarshal(m.Value, &w); err != nil {

@@ -14,8 +14,7 @@ import (
 	"github.com/healthtech/partner-open-platform/relay"
 )
 
-// Producer is the relay's Kafka port: a synchronous writer that returns only
-// once every replica acknowledged the whole batch.
+// Producer returns only once every in-sync replica acknowledged the whole batch.
 type Producer struct {
 	topic string
 	w     *kafka.Writer
@@ -45,8 +44,7 @@ func NewProducer(brokers []string, topic string) *Producer {
 	}
 }
 
-// Produce writes evs in one call so that any failure, even a partial one,
-// fails the whole batch and the relay re-sends it (at least once).
+// Produce writes evs in one call, so any partial failure fails the batch and the relay re-sends all of it.
 func (p *Producer) Produce(ctx context.Context, evs []events.Recorded) error {
 	msgs := make([]kafka.Message, len(evs))
 	for i, ev := range evs {
@@ -61,9 +59,7 @@ func (p *Producer) Produce(ctx context.Context, evs []events.Recorded) error {
 // Close flushes and releases the writer's connections.
 func (p *Producer) Close() error { return p.w.Close() }
 
-// EnsureTopic creates topic with the given partitions if it does not exist,
-// so that a fresh cluster works without manual setup; an existing topic is
-// left as it is.
+// EnsureTopic creates a missing topic so a fresh cluster works without manual setup; an existing one is left alone.
 func EnsureTopic(ctx context.Context, brokers []string, topic string, partitions int) error {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc

@@ -12,8 +12,7 @@ import (
 	"github.com/healthtech/partner-open-platform/webhooks"
 )
 
-// Source feeds the webhook dispatcher from a Kafka consumer group, so that
-// several dispatchers share the partitions and resume where the group left.
+// Source is a consumer group, so dispatchers share partitions and resume where the group left off.
 type Source struct {
 	brokers []string
 	topic   string
@@ -23,7 +22,7 @@ type Source struct {
 
 var _ webhooks.Source = (*Source)(nil)
 
-// NewSource consumes topic (DefaultTopic if empty) as member of groupID.
+// NewSource consumes topic (DefaultTopic if empty) in groupID; a new group starts at the oldest retained message.
 func NewSource(brokers []string, topic, groupID string, log *slog.Logger) *Source {
 	if topic == "" {
 		topic = DefaultTopic
@@ -31,10 +30,7 @@ func NewSource(brokers []string, topic, groupID string, log *slog.Logger) *Sourc
 	return &Source{brokers: brokers, topic: topic, group: groupID, log: log}
 }
 
-// Run joins the group and handles each message in partition order,
-// committing its offset only after handle succeeded; a handle or decode
-// error stops Run without committing, so the message is delivered again
-// when Run is restarted. Run returns nil when ctx ends.
+// Run commits a message only after handle succeeded; an error stops Run uncommitted so the message is re-delivered.
 func (s *Source) Run(ctx context.Context, handle func(ctx context.Context, ev events.Recorded) error) error {
 	r := kafka.NewReader(kafka.ReaderConfig{
 		Brokers:        s.brokers,
@@ -63,13 +59,21 @@ func (s *Source) Run(ctx context.Context, handle func(ctx context.Context, ev ev
 			return fmt.Errorf("kafka source %s: %w", s.group, err)
 		}
 		if err := handle(ctx, ev); err != nil {
+			if ctx.Err() != nil {
+				return nil // shutting down; the message stays uncommitted
+			}
 			return fmt.Errorf("kafka source %s: handle event %s at %s/%d@%d: %w", s.group, ev.ID, m.Topic, m.Partition, m.Offset, err)
 		}
-		if err := r.CommitMessages(ctx, m); err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
+		if err := commit(ctx, r, m); err != nil {
 			return fmt.Errorf("kafka source %s: commit %s/%d@%d: %w", s.group, m.Topic, m.Partition, m.Offset, err)
 		}
 	}
+}
+
+// commit outlives a shutdown that began during handle, so a handled message
+// is not delivered again after a clean stop.
+func commit(ctx context.Context, r *kafka.Reader, m kafka.Message) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	return r.CommitMessages(ctx, m)
 }
