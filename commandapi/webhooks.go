@@ -78,6 +78,9 @@ func (a *API) adminResendMatching(c *call) error {
 		return err
 	}
 	f.AppID = ids[0]
+	if _, ok := a.SchemeM.Apps.ByID(f.AppID); !ok {
+		return commands.ErrAppNotFound
+	}
 	n, _, err := a.Resender.ResendMatching(c.r.Context(), f, c.meta.Actor)
 	if err != nil {
 		return err

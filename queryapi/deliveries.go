@@ -149,7 +149,7 @@ func (q *API) feed(w http.ResponseWriter, r *http.Request, _ httprouter.Params, 
 		v.Add("after", "must be a cursor returned by this API")
 		return v
 	}
-	limit, err := httpapi.IntParam(r, "limit", 100, 1000)
+	limit, err := httpapi.Limit(r, 100, 1000)
 	if err != nil {
 		return err
 	}

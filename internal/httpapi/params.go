@@ -108,7 +108,7 @@ func DeliveryFilter(r *http.Request, loc *time.Location) (projections.DeliveryFi
 		v.Add("after", "must be a cursor returned by this API")
 	}
 	f.After = after
-	limit, err := IntParam(r, "limit", 100, 1000)
+	limit, err := Limit(r, 100, 1000)
 	if err != nil {
 		return f, err
 	}
@@ -121,4 +121,15 @@ func DeliveryFilter(r *http.Request, loc *time.Location) (projections.DeliveryFi
 		f.AppID = id
 	}
 	return f, v.Err()
+}
+
+// Limit reads the "limit" query parameter: 1 to max, def when absent.
+func Limit(r *http.Request, def, max int64) (int64, error) {
+	n, err := IntParam(r, "limit", def, max)
+	if err == nil && n == 0 {
+		v := &commands.ValidationError{}
+		v.Add("limit", "must be between 1 and "+strconv.FormatInt(max, 10))
+		return 0, v
+	}
+	return n, err
 }

@@ -464,7 +464,7 @@ func webhookTraffic(t *testing.T, c, other *client) {
 	if bulk.Queued != 0 {
 		t.Fatalf("bulk resend of nothing queued %d", bulk.Queued)
 	}
-	c.expect(c.admin("POST", "/admin/v1/apps/999999/deliveries/resend", nil), 202, 0)
+	c.expect(c.admin("POST", "/admin/v1/apps/999999/deliveries/resend", nil), 404, "APP_NOT_FOUND")
 	c.expect(c.admin("POST", app+"/deliveries/resend?status=gone", nil), 422, "VALIDATION_ERROR")
 	c.expect(c.admin("POST", "/admin/v1/apps/0/deliveries/resend", nil), 422, "VALIDATION_ERROR")
 	c.expect(c.send("POST", app+"/deliveries/resend", nil, nil), 401, "HTTP_401")
