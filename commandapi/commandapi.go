@@ -36,6 +36,12 @@ type API struct {
 	AppsReady  AppWaiter
 	Resender   Resender
 	Location   *time.Location
+
+	SchemeH           auth.SchemeH
+	Reports           *commands.Reports
+	Plugin            *commands.Plugin
+	Credentials       *commands.CredentialIssuer
+	UploaderDirectory Uploaders
 }
 
 // Routes lists the write endpoints.
@@ -50,6 +56,7 @@ func (a *API) Routes() []Route {
 		{Method: "POST", Path: "/admin/v1/apps", Handle: a.admin(a.createApp)},
 		{Method: "POST", Path: "/admin/v1/apps/:appId/rotate-secret", Handle: a.admin(a.rotateSecret)},
 	}
+	routes = append(routes, a.reportRoutes()...)
 	return append(routes, a.webhookRoutes()...)
 }
 

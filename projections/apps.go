@@ -37,15 +37,30 @@ type App struct {
 type Apps struct {
 	opener Opener
 
-	mu    sync.RWMutex
-	pos   events.Position
-	byID  map[int64]*App
-	byKey map[string]int64
+	mu        sync.RWMutex
+	pos       events.Position
+	byID      map[int64]*App
+	byKey     map[string]int64
+	tokens    map[string]token // by SHA-256 of the access token
+	uploaders map[string]Uploader
+}
+
+type token struct {
+	appID   int64
+	scope   string
+	expires time.Time
+	revoked bool
+}
+
+// Uploader is a reporting side with its own ingestion credential.
+type Uploader struct {
+	UploaderID int64
+	Name       string
 }
 
 // NewApps builds an empty directory that opens secrets with opener.
 func NewApps(opener Opener) *Apps {
-	return &Apps{opener: opener, byID: map[int64]*App{}, byKey: map[string]int64{}}
+	return &Apps{opener: opener, byID: map[int64]*App{}, byKey: map[string]int64{}, tokens: map[string]token{}, uploaders: map[string]Uploader{}}
 }
 
 // Name is the checkpoint name of the projection.
@@ -62,7 +77,7 @@ func (a *Apps) Checkpoint(context.Context) (events.Position, error) {
 func (a *Apps) Reset(context.Context) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.pos, a.byID, a.byKey = events.Position{}, map[int64]*App{}, map[string]int64{}
+	a.pos, a.byID, a.byKey, a.tokens, a.uploaders = events.Position{}, map[int64]*App{}, map[string]int64{}, map[string]token{}, map[string]Uploader{}
 	return nil
 }
 
@@ -100,6 +115,16 @@ func (a *Apps) Apply(_ context.Context, batch []events.Envelope, pos events.Posi
 			next := *app
 			next.AppSecret, next.UpdatedAt = secret, at
 			a.byID[p.AppID] = &next
+		case *catalog.TokenIssued:
+			a.tokens[p.TokenHash] = token{appID: p.AppID, scope: p.Scope, expires: p.ExpiresAt}
+			a.pruneTokens(at)
+		case *catalog.TokenRevoked:
+			if t, ok := a.tokens[p.TokenHash]; ok {
+				t.revoked = true
+				a.tokens[p.TokenHash] = t
+			}
+		case *catalog.UploaderRegistered:
+			a.uploaders[p.TokenHash] = Uploader{UploaderID: p.UploaderID, Name: p.Name}
 		case *catalog.AppWebhookConfigured:
 			app, ok := a.byID[p.AppID]
 			if !ok {
@@ -146,4 +171,36 @@ func (a *Apps) List() []App {
 	}
 	slices.SortFunc(out, func(x, y App) int { return int(x.AppID - y.AppID) })
 	return out
+}
+
+// pruneTokens drops tokens that expired an hour before now, keeping the
+// directory as small as the set of live tokens.
+func (a *Apps) pruneTokens(now time.Time) {
+	if len(a.tokens)%1024 != 0 {
+		return
+	}
+	for h, t := range a.tokens {
+		if t.expires.Before(now.Add(-time.Hour)) {
+			delete(a.tokens, h)
+		}
+	}
+}
+
+// Token finds the app of a live access token by its SHA-256.
+func (a *Apps) Token(hash string, now time.Time) (appID int64, scope string, ok bool) {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	t, found := a.tokens[hash]
+	if !found || t.revoked || !now.Before(t.expires) {
+		return 0, "", false
+	}
+	return t.appID, t.scope, true
+}
+
+// Uploader finds a reporting side by the SHA-256 of its token.
+func (a *Apps) Uploader(hash string) (Uploader, bool) {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	u, ok := a.uploaders[hash]
+	return u, ok
 }

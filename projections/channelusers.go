@@ -15,13 +15,16 @@ import (
 type ReadModelStore interface {
 	Store
 	DeliveryStore
+	ReportStore
+	NonceStore
 }
 
 // ReadModels projects every database read model of a store (channel users,
 // webhook deliveries) in one transaction per batch with one checkpoint, so
 // a rebuild resets and replays them together and none is left behind.
 type ReadModels struct {
-	Store ReadModelStore
+	Store    ReadModelStore
+	Location *time.Location // the platform zone, for report days
 }
 
 // Name is the checkpoint name of the projection.
@@ -39,13 +42,17 @@ func (p ReadModels) Reset(ctx context.Context) error { return p.Store.Reset(ctx)
 func (p ReadModels) Apply(ctx context.Context, batch []events.Envelope, pos events.Position) error {
 	return p.Store.Update(ctx, p.Name(), pos, func(tx Tx) error {
 		dtx, ok := tx.(DeliveryTx)
-		if !ok {
-			return fmt.Errorf("read-model transaction %T cannot write deliveries", tx)
+		rtx, ok2 := tx.(ReportTx)
+		if !ok || !ok2 {
+			return fmt.Errorf("read-model transaction %T cannot write deliveries and reports", tx)
 		}
 		for _, env := range batch {
 			err := applyChannelUser(ctx, tx, env)
 			if err == nil {
 				err = applyDelivery(ctx, dtx, env)
+			}
+			if err == nil {
+				err = applyReport(ctx, rtx, env, p.Location)
 			}
 			if err != nil {
 				return fmt.Errorf("%s %s: %w", env.Type, env.ID, err)

@@ -58,9 +58,8 @@ func Run(ctx context.Context, store events.Store, p Producer, cp Checkpoints, lo
 	go pump(ctx, sub, ch, pumped)
 	defer func() { cancel(); <-pumped }()
 
-	batch := make([]events.Recorded, 0, opts.BatchSize)
 	for {
-		batch = batch[:0]
+		var batch []events.Recorded // fresh each time: a Producer may keep it
 		var readErr error
 		select {
 		case n := <-ch:

@@ -83,7 +83,13 @@ func (d *Dispatcher) Create(ctx context.Context, rec events.Recorded) error {
 	if !ok {
 		return nil
 	}
+	// Decide with the app directory as of the event, and send only once
+	// this node's read models reflect it, so a partner who pulls the moment
+	// the webhook arrives finds what it announces.
 	if err := d.AppsReady.WaitFor(ctx, rec.Position); err != nil {
+		return err
+	}
+	if err := d.Projected.WaitFor(ctx, rec.Position); err != nil {
 		return err
 	}
 	app, found := d.Apps.ByID(r.AppID)

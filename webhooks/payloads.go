@@ -90,8 +90,63 @@ func Render(env events.Envelope, loc *time.Location) (Rendered, bool) {
 		return user(p.EventType(), p.OpenUserID, p.ChannelUserID, memberData{MemberID: p.Member.MemberID, AppUserID: p.Member.AppUserID, FamilyGroupID: p.Member.FamilyGroupID, AppGroupID: p.Member.AppGroupID, ChangedFields: p.Changed})
 	case *catalog.FamilyMemberDeleted:
 		return user(p.EventType(), p.OpenUserID, p.ChannelUserID, memberData{MemberID: p.MemberID, AppUserID: p.AppUserID, FamilyGroupID: p.FamilyGroupID})
+	case *catalog.ReportCreated:
+		return report("health.report.created", id, appID, p.OpenUserID, p.ChannelUserID, p.ReportID, p.ReportType, at)
+	case *catalog.ReportUpdated:
+		return report("health.report.updated", id, appID, p.OpenUserID, p.ChannelUserID, p.ReportID, p.ReportType, at)
+	case *catalog.PluginMeasurementRecorded:
+		if p.NeedsAnalysis {
+			return Rendered{}, false // plugin.report.ready waits for the algorithm step
+		}
+		return pluginReady(id, p.PluginMeasurement, at)
+	case *catalog.PluginMeasurementAnalyzed:
+		return pluginReady(id, p.PluginMeasurement, at)
 	}
 	return Rendered{}, false
+}
+
+// reportEvent is exactly the spec's health.report.* body.
+type reportEvent struct {
+	Event         string  `json:"event"`
+	OpenUserID    int64   `json:"open_user_id"`
+	ChannelUserID string  `json:"channel_user_id"`
+	OpenReportID  int64   `json:"open_report_id"`
+	ReportType    *string `json:"report_type"`
+	OccurredAt    string  `json:"occurred_at"`
+	DeliveryID    string  `json:"delivery_id"`
+}
+
+func report(event, id string, appID, openUserID int64, channelUserID string, reportID int64, reportType *string, at string) (Rendered, bool) {
+	body, err := json.Marshal(reportEvent{Event: event, OpenUserID: openUserID, ChannelUserID: channelUserID, OpenReportID: reportID, ReportType: reportType, OccurredAt: at, DeliveryID: id})
+	if err != nil {
+		return Rendered{}, false
+	}
+	return Rendered{Event: event, AppID: appID, Body: body}, true
+}
+
+// pluginEvent is exactly the spec's plugin.report.ready body.
+type pluginEvent struct {
+	Event          string  `json:"event"`
+	DeliveryID     string  `json:"delivery_id"`
+	AppID          int64   `json:"app_id"`
+	MeasurementNo  string  `json:"measurement_no"`
+	ThirdUserID    *string `json:"third_user_id"`
+	PlatformUserID *int64  `json:"platform_user_id"`
+	ReportType     string  `json:"report_type"`
+	ReportURL      *string `json:"report_url"`
+	Metadata       *string `json:"metadata"`
+	OccurredAt     string  `json:"occurred_at"`
+}
+
+func pluginReady(id string, m catalog.PluginMeasurement, at string) (Rendered, bool) {
+	body, err := json.Marshal(pluginEvent{
+		Event: "plugin.report.ready", DeliveryID: id, AppID: m.AppID, MeasurementNo: m.MeasurementNo, ThirdUserID: m.ThirdUserID,
+		PlatformUserID: m.PlatformUserID, ReportType: m.ReportType, Metadata: m.Metadata, OccurredAt: at,
+	})
+	if err != nil {
+		return Rendered{}, false
+	}
+	return Rendered{Event: "plugin.report.ready", AppID: m.AppID, Body: body, DeadLetter: true}, true
 }
 
 // Subscribed reports whether an app's subscription takes an event: exact

@@ -20,6 +20,9 @@ func Registry() *events.Registry {
 		FamilyGroupUpserted{}, FamilyGroupDissolved{},
 		FamilyMemberCreated{}, FamilyMemberUpdated{}, FamilyMemberDeleted{},
 		DeliveryCreated{}, DeliveryAttempted{}, DeliveryResendRequested{},
+		ReportCreated{}, ReportUpdated{}, ReportViewed{}, ReportKeyClaimed{}, UploaderRegistered{},
+		TokenIssued{}, TokenRevoked{},
+		PluginNonceClaimed{}, PluginSessionOpened{}, PluginMeasurementRecorded{}, PluginMeasurementAnalyzed{},
 	)
 	return r
 }

@@ -100,3 +100,8 @@ func (a Admin) Verify(r *http.Request) error {
 	}
 	return nil
 }
+
+// SameSecret compares a presented secret with the stored one in constant time.
+func SameSecret(stored, presented string) bool {
+	return stored != "" && subtle.ConstantTimeCompare([]byte(stored), []byte(presented)) == 1
+}

@@ -9,6 +9,7 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/healthtech/partner-open-platform/commands"
 )
@@ -209,4 +210,30 @@ func (o *Object) Array(name string) []*Object {
 		out = append(out, child)
 	}
 	return out
+}
+
+// Raw reads a field's JSON exactly as sent (for raw_data); null is Null.
+func (o *Object) Raw(name string) commands.Field[json.RawMessage] {
+	raw, ok := o.fields[name]
+	if !ok {
+		return commands.Field[json.RawMessage]{}
+	}
+	if isNull(raw) {
+		return commands.Field[json.RawMessage]{Set: true, Null: true}
+	}
+	return commands.Val(json.RawMessage(bytes.TrimSpace(raw)))
+}
+
+// Time reads an ISO 8601 date-time; without an offset it is in loc.
+func (o *Object) Time(name string, loc *time.Location) commands.Field[time.Time] {
+	f := o.String(name)
+	if !f.Set || f.Null {
+		return commands.Field[time.Time]{Set: f.Set, Null: f.Null}
+	}
+	t, ok := ParseTime(f.Value, loc)
+	if !ok {
+		o.bad(name, "must be an ISO 8601 date-time")
+		return commands.Field[time.Time]{}
+	}
+	return commands.Val(t)
 }

@@ -18,7 +18,7 @@ import (
 // Envelope is the spec's common response body.
 type Envelope struct {
 	Success   bool                `json:"success"`
-	Code      any                 `json:"code"`
+	Code      any                 `json:"code,omitempty"` // absent only where the spec shows no code
 	Message   string              `json:"message"`
 	Data      any                 `json:"data,omitempty"`
 	Errors    map[string][]string `json:"errors,omitempty"`
@@ -42,9 +42,14 @@ func OK(w http.ResponseWriter, status int, data any) {
 	WriteJSON(w, status, Envelope{Success: true, Code: 0, Message: "ok", Data: data, Timestamp: Clock().Format(time.RFC3339)})
 }
 
-// Fail writes an error envelope with an explicit code.
+// Fail writes an error envelope with an explicit code; "" leaves the code
+// out, as the spec shows for the report pull's 404 and 429.
 func Fail(w http.ResponseWriter, status int, code, message string) {
-	WriteJSON(w, status, Envelope{Success: false, Code: code, Message: message, Timestamp: Clock().Format(time.RFC3339)})
+	env := Envelope{Success: false, Message: message, Timestamp: Clock().Format(time.RFC3339)}
+	if code != "" {
+		env.Code = code
+	}
+	WriteJSON(w, status, env)
 }
 
 // Problem is an error that already knows its HTTP status and code, for
@@ -81,6 +86,13 @@ var codes = []struct {
 	{commands.ErrInvalidAppGroupID, http.StatusUnprocessableEntity, "INVALID_APP_GROUP_ID", "a family member refers to an app_group_id that is not in family_groups"},
 	{commands.ErrAppNotFound, http.StatusNotFound, "APP_NOT_FOUND", "app not found"},
 	{webhooks.ErrDeliveryNotFound, http.StatusNotFound, "DELIVERY_NOT_FOUND", "delivery not found"},
+	{commands.ErrUserNotBound, http.StatusUnprocessableEntity, "USER_NOT_BOUND", "the user is not bound to an app; register the user through the channel-user API first"},
+	{commands.ErrReportNotFound, http.StatusNotFound, "REPORT_NOT_FOUND", "report not found"},
+	{commands.ErrNonceUsed, http.StatusUnauthorized, "NONCE_ALREADY_USED", "this launch nonce was already used; build new launch parameters"},
+	{commands.ErrPluginAuth, http.StatusUnauthorized, "INVALID_SIGNATURE", "launch parameters failed verification (app key, timestamp, nonce, sign or userProfile)"},
+	{commands.ErrSessionNotFound, http.StatusNotFound, "SESSION_NOT_FOUND", "measurement session not found"},
+	{commands.ErrSessionExpired, http.StatusGone, "SESSION_EXPIRED", "measurement session expired; launch the plugin again"},
+	{commands.ErrSandboxOnly, http.StatusForbidden, "SANDBOX_ONLY", "the sandbox mock is only for sandbox apps"},
 	{commands.ErrContention, http.StatusConflict, "CONCURRENT_MODIFICATION", "the resource changed concurrently; retry the request"},
 	{context.DeadlineExceeded, http.StatusServiceUnavailable, "HTTP_503", "the platform is busy; retry shortly"},
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/healthtech/partner-open-platform/internal/httpapi"
 	"github.com/healthtech/partner-open-platform/internal/metrics"
 	"github.com/healthtech/partner-open-platform/internal/openapi"
+	"github.com/healthtech/partner-open-platform/internal/ratelimit"
 	"github.com/healthtech/partner-open-platform/internal/secrets"
 	"github.com/healthtech/partner-open-platform/projections"
 	"github.com/healthtech/partner-open-platform/projections/memory"
@@ -65,6 +66,8 @@ type Config struct {
 	WebhookClock webhooks.Clock
 	// WebhookWorkers bounds concurrent webhook POSTs (default 32).
 	WebhookWorkers int
+	// ReportPullLimit is the report pull's requests per minute per app (default 60).
+	ReportPullLimit int
 }
 
 // Node is one running platform process.
@@ -115,6 +118,9 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 	}
 	if cfg.WebhookWorkers == 0 {
 		cfg.WebhookWorkers = 32
+	}
+	if cfg.ReportPullLimit == 0 {
+		cfg.ReportPullLimit = 60
 	}
 	n = &Node{log: cfg.Logger, Registry: catalog.Registry(), Metrics: metrics.New(), Adapters: map[string]string{}}
 	defer func() {
@@ -175,8 +181,11 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 
 	n.Apps = projections.NewApps(sealer)
 	appsRunner := projections.NewRunner(n.Events, n.Registry, n.Apps, n.log, n.Metrics.Projected)
-	modelsRunner := projections.NewRunner(n.Events, n.Registry, projections.ReadModels{Store: n.ReadModel}, n.log, n.Metrics.Projected)
+	modelsRunner := projections.NewRunner(n.Events, n.Registry, projections.ReadModels{Store: n.ReadModel, Location: n.Location}, n.log, n.Metrics.Projected)
 	n.Runners = []*projections.Runner{appsRunner, modelsRunner}
+	ids := commands.NewAllocator(n.Events, n.Registry, cfg.IDBlockSize)
+	pluginCmds := commands.NewPlugin(n.Events, n.Registry, ids, cfg.Now, phoneDirectory{n.ReadModel})
+	analyzerRunner := projections.NewRunner(n.Events, n.Registry, &commands.Analyzer{Plugin: pluginCmds}, n.log, n.Metrics.Projected)
 
 	guard := targets.Guard{AllowLoopback: cfg.WebhookAllowLoopback}
 	if cfg.WebhookAllowLoopback {
@@ -189,25 +198,34 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		Workers: cfg.WebhookWorkers, OnAttempt: n.Metrics.Attempted,
 	}
 
-	ids := commands.NewAllocator(n.Events, n.Registry, cfg.IDBlockSize)
 	schemeM := auth.SchemeM{Apps: n.Apps, Now: cfg.Now}
 	admin := auth.Admin{Token: n.AdminToken}
+	schemeH := auth.SchemeH{Apps: n.Apps, Nonces: n.ReadModel, Now: cfg.Now}
+	reports := commands.NewReports(n.Events, n.Registry, ids, cfg.Now)
 	marks := projections.NewWatermarks()
 	cmdAPI := &commandapi.API{
 		Users:   commands.NewUsers(n.Events, n.Registry, ids, cfg.Now, n.Location),
 		Apps:    commands.NewApps(n.Events, n.Registry, ids, sealer, guard.CheckURL),
 		SchemeM: schemeM, Admin: admin, Watermarks: marks, AppsReady: appsRunner,
 		Resender: n.Dispatcher, Location: n.Location,
+		SchemeH: schemeH, Reports: reports, Plugin: pluginCmds,
+		Credentials: commands.NewCredentialIssuer(n.Events, n.Registry, ids, cfg.Now), UploaderDirectory: n.Apps,
 	}
 	qAPI := &queryapi.API{
 		Store: n.ReadModel, Apps: n.Apps, Events: n.Events, Registry: n.Registry, Runners: n.Runners,
 		SchemeM: schemeM, Admin: admin, Watermarks: marks, Location: n.Location, Deliveries: n.ReadModel,
 	}
-	n.Handler = n.router(append(cmdAPI.Routes(), qAPI.Routes()...))
+	reportAPI := &queryapi.ReportAPI{
+		Reports: n.ReadModel, Users: n.ReadModel, Events: n.Events, Runner: modelsRunner, SchemeH: schemeH,
+		Limiter: ratelimit.New(cfg.ReportPullLimit, time.Minute), Views: reports, Tokens: n.Apps, Apps: n.Apps,
+		Location: n.Location, Now: cfg.Now,
+	}
+	routes := append(cmdAPI.Routes(), qAPI.Routes()...)
+	n.Handler = n.router(append(routes, reportAPI.Routes()...))
 
 	runCtx, cancel := context.WithCancel(context.Background())
 	n.cancel = cancel
-	for _, r := range n.Runners {
+	for _, r := range append(n.Runners, analyzerRunner) {
 		n.wg.Add(1)
 		go func() {
 			defer n.wg.Done()
@@ -404,4 +422,18 @@ func adminToken(cfg Config, log *slog.Logger) (string, error) {
 	}
 	log.Info("admin token created", "path", path)
 	return tok, nil
+}
+
+// phoneDirectory binds plugin measurements to users through the read model.
+type phoneDirectory struct{ store projections.ReportStore }
+
+func (d phoneDirectory) UserIDByPhone(ctx context.Context, appID int64, phone string) (int64, bool, error) {
+	u, err := d.store.UserByPhone(ctx, appID, phone)
+	if errors.Is(err, projections.ErrNotFound) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, err
+	}
+	return u.OpenUserID, true, nil
 }

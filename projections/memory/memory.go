@@ -28,12 +28,18 @@ type Store struct {
 	checkpoints map[string]events.Position
 	users       map[int64]projections.User // by OpenUserID
 	byChannel   map[channelKey]int64       // (AppID, ChannelUserID) -> OpenUserID
+	byPhone     map[phoneKey][]int64       // (AppID, Phone) -> OpenUserIDs, sorted
 	groups      map[int64]projections.Group
 	userGroups  map[int64][]int64 // OpenUserID -> FamilyGroupIDs, sorted
 	members     map[int64]projections.Member
 	userMembers map[int64][]int64 // OpenUserID -> MemberIDs, sorted
 	liveCount   map[int64]int     // FamilyGroupID -> non-deleted members
 	deliveryIndexes
+	reportIndexes
+
+	// nonces has its own lock and is left alone by Reset: it is security
+	// state, not a read model derived from the log.
+	nonces nonceSet
 }
 
 type channelKey struct {
@@ -41,16 +47,24 @@ type channelKey struct {
 	channel string
 }
 
+type phoneKey struct {
+	app   int64
+	phone string
+}
+
 var (
 	_ projections.Store         = (*Store)(nil)
 	_ projections.Tx            = (*tx)(nil)
 	_ projections.DeliveryStore = (*Store)(nil)
 	_ projections.DeliveryTx    = (*tx)(nil)
+	_ projections.ReportStore   = (*Store)(nil)
+	_ projections.ReportTx      = (*tx)(nil)
+	_ projections.NonceStore    = (*Store)(nil)
 )
 
 // New returns an empty store, ready for the projection runtime to fill.
 func New() *Store {
-	s := &Store{}
+	s := &Store{nonces: newNonceSet()}
 	s.init()
 	return s
 }
@@ -59,12 +73,14 @@ func (s *Store) init() {
 	s.checkpoints = map[string]events.Position{}
 	s.users = map[int64]projections.User{}
 	s.byChannel = map[channelKey]int64{}
+	s.byPhone = map[phoneKey][]int64{}
 	s.groups = map[int64]projections.Group{}
 	s.userGroups = map[int64][]int64{}
 	s.members = map[int64]projections.Member{}
 	s.userMembers = map[int64][]int64{}
 	s.liveCount = map[int64]int{}
 	s.deliveryIndexes = newDeliveryIndexes()
+	s.reportIndexes = newReportIndexes()
 }
 
 // Checkpoint returns the named projection's position, zero if it never ran.
@@ -113,7 +129,8 @@ func (s *Store) update(ctx context.Context, projection string, pos events.Positi
 	return nil
 }
 
-// Reset drops every row and checkpoint, for a rebuild from the log.
+// Reset drops every row and checkpoint, for a rebuild from the log; the
+// nonces stay, as the log cannot rebuild them.
 func (s *Store) Reset(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -270,10 +287,22 @@ func (s *Store) setUser(cur projections.User, had bool, next projections.User, k
 	if had {
 		delete(s.byChannel, channelKey{cur.AppID, cur.ChannelUserID})
 		delete(s.users, cur.OpenUserID)
+		if cur.Phone != nil {
+			k := phoneKey{cur.AppID, *cur.Phone}
+			if ids := removeID(s.byPhone[k], cur.OpenUserID); len(ids) == 0 {
+				delete(s.byPhone, k)
+			} else {
+				s.byPhone[k] = ids
+			}
+		}
 	}
 	if keep {
 		s.users[next.OpenUserID] = next
 		s.byChannel[channelKey{next.AppID, next.ChannelUserID}] = next.OpenUserID
+		if next.Phone != nil {
+			k := phoneKey{next.AppID, *next.Phone}
+			s.byPhone[k] = insertID(s.byPhone[k], next.OpenUserID)
+		}
 	}
 }
 

@@ -16,7 +16,8 @@ import (
 	"github.com/healthtech/partner-open-platform/projections"
 )
 
-// Store implements projections.Store and projections.DeliveryStore on a pgx connection pool.
+// Store implements projections.Store, DeliveryStore, ReportStore and
+// NonceStore on a pgx connection pool.
 //
 // An Update is one transaction. The writes fn makes are queued and sent as
 // pipelined batches, so a run of writes costs one round trip however many
@@ -33,6 +34,9 @@ var (
 	_ projections.Tx            = (*tx)(nil)
 	_ projections.DeliveryStore = (*Store)(nil)
 	_ projections.DeliveryTx    = (*tx)(nil)
+	_ projections.ReportStore   = (*Store)(nil)
+	_ projections.ReportTx      = (*tx)(nil)
+	_ projections.NonceStore    = (*Store)(nil)
 )
 
 // Open connects to the database at url (a postgres:// URL or key=value DSN)
@@ -112,10 +116,11 @@ func (s *Store) update(ctx context.Context, projection string, pos events.Positi
 }
 
 // Reset empties every read model and checkpoint in one statement (and so one
-// transaction), for a rebuild from the log.
+// transaction), for a rebuild from the log. The nonces stay: the log cannot
+// rebuild them.
 func (s *Store) Reset(ctx context.Context) error {
 	if _, err := s.pool.Exec(ctx, `TRUNCATE users, family_groups, family_members,
-    webhook_deliveries, webhook_attempts, checkpoints`); err != nil {
+    webhook_deliveries, webhook_attempts, reports, checkpoints`); err != nil {
 		return fmt.Errorf("projections/postgres: reset: %w", err)
 	}
 	return nil

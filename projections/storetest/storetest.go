@@ -17,10 +17,11 @@ import (
 )
 
 // Run checks that the stores made by open honour every promise of
-// projections.Store and projections.DeliveryStore, so that the query API,
-// the delivery log and the dispatcher behave the same whichever store the
-// deployment uses. open is called once per case and must return an empty
-// store; Run closes it when the case ends.
+// projections.Store, DeliveryStore, ReportStore, ReportTx and NonceStore, so
+// that the query API, the delivery log, the dispatcher, the report pull and
+// the replay guard behave the same whichever store the deployment uses. open
+// is called once per case and must return an empty store; Run closes it when
+// the case ends.
 func Run(t *testing.T, open func(t *testing.T) projections.Store) {
 	t.Helper()
 	cases := []struct {
@@ -64,6 +65,17 @@ func Run(t *testing.T, open func(t *testing.T) projections.Store) {
 		{"ResetEmptiesDeliveries", testResetDeliveries},
 		{"ConcurrentDeliveryUpdates", testConcurrentDeliveries},
 		{"DeliveriesMatchModel", testDeliveriesModel},
+
+		{"ReportRoundTrip", testReportRoundTrip},
+		{"PutReportReplacesAllFields", testPutReportReplaces},
+		{"ReportTxReadsSeeOwnWrites", testReportTxReads},
+		{"FailedUpdateChangesNoReports", testFailedUpdateReports},
+		{"ReportTenancy", testReportTenancy},
+		{"ReportsOfDayFilterAndOrder", testReportsOfDay},
+		{"UserByPhone", testUserByPhone},
+		{"ResetEmptiesReportsKeepsNonces", testResetReports},
+		{"NoncesFreshOnceUntilExpired", testNonces},
+		{"ConcurrentNonceUse", testNonceRace},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -54,6 +54,9 @@ func (s *Source) Run(ctx context.Context, handle func(ctx context.Context, ev ev
 			}
 			return fmt.Errorf("kafka source %s: fetch: %w", s.group, err)
 		}
+		if ctx.Err() != nil {
+			return nil // FetchMessage may still hand out a buffered message
+		}
 		ev, err := Decode(m)
 		if err != nil {
 			return fmt.Errorf("kafka source %s: %w", s.group, err)

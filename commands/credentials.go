@@ -1,0 +1,115 @@
+package commands
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/healthtech/partner-open-platform/events"
+	"github.com/healthtech/partner-open-platform/events/catalog"
+	"github.com/healthtech/partner-open-platform/internal/secrets"
+)
+
+// TokenLifetime is how long an OAuth access token lives.
+const TokenLifetime = 2 * time.Hour
+
+// HashToken is how bearer tokens are kept: only their SHA-256 enters the log.
+func HashToken(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(sum[:])
+}
+
+// CredentialIssuer issues the bearer credentials that are not app keys: OAuth
+// access tokens for the daily report and uploader tokens for ingestion.
+type CredentialIssuer struct {
+	streams
+	ids *Allocator
+	now func() time.Time
+}
+
+// NewCredentialIssuer builds the handler.
+func NewCredentialIssuer(store events.Store, reg *events.Registry, ids *Allocator, now func() time.Time) *CredentialIssuer {
+	return &CredentialIssuer{streams: streams{store, reg}, ids: ids, now: now}
+}
+
+// AccessToken is an issued OAuth 2.0 token, shown once.
+type AccessToken struct {
+	Token     string
+	Scope     string
+	ExpiresIn time.Duration
+	Position  events.Position
+}
+
+// IssueToken grants an app an access token (client credentials grant).
+func (c *CredentialIssuer) IssueToken(ctx context.Context, appID int64, scope string, meta Meta) (AccessToken, error) {
+	tok := secrets.Random("at_", 24)
+	hash := HashToken(tok)
+	meta.AppID = appID
+	res, err := c.append(ctx, "oauth-token-"+hash, 0, meta, catalog.TokenIssued{
+		TokenHash: hash, AppID: appID, Scope: scope, ExpiresAt: c.now().UTC().Add(TokenLifetime),
+	})
+	if err != nil {
+		return AccessToken{}, err
+	}
+	return AccessToken{Token: tok, Scope: scope, ExpiresIn: TokenLifetime, Position: res.Position}, nil
+}
+
+// RevokeToken ends an app's token (RFC 7009: unknown or foreign tokens are
+// not an error, so a caller learns nothing about other apps' tokens).
+func (c *CredentialIssuer) RevokeToken(ctx context.Context, appID int64, tok string, meta Meta) (events.Position, error) {
+	hash := HashToken(tok)
+	stream := "oauth-token-" + hash
+	var issued *catalog.TokenIssued
+	revoked := false
+	version, pos, err := c.load(ctx, stream, func(env events.Envelope) {
+		switch p := env.Payload.(type) {
+		case *catalog.TokenIssued:
+			issued = p
+		case *catalog.TokenRevoked:
+			revoked = true
+		}
+	})
+	if err != nil || issued == nil || issued.AppID != appID || revoked {
+		return pos, err
+	}
+	meta.AppID = appID
+	res, err := c.append(ctx, stream, version, meta, catalog.TokenRevoked{TokenHash: hash, AppID: appID})
+	if events.IsConflict(err) {
+		return pos, nil
+	}
+	return res.Position, err
+}
+
+// UploaderCredentials are shown once, at registration.
+type UploaderCredentials struct {
+	UploaderID int64
+	Name       string
+	Token      string
+	Position   events.Position
+}
+
+// RegisterUploader gives a reporting side its own ingestion token.
+func (c *CredentialIssuer) RegisterUploader(ctx context.Context, name string, meta Meta) (UploaderCredentials, error) {
+	v := &ValidationError{}
+	if name == "" {
+		v.Add("name", "is required")
+	} else if utf8.RuneCountInString(name) > 64 {
+		v.Add("name", "must be at most 64 characters")
+	}
+	if err := v.Err(); err != nil {
+		return UploaderCredentials{}, err
+	}
+	id, err := c.ids.Next(ctx, "uploader")
+	if err != nil {
+		return UploaderCredentials{}, err
+	}
+	tok := secrets.Random("upl_", 24)
+	res, err := c.append(ctx, "uploader-"+strconv.FormatInt(id, 10), 0, meta, catalog.UploaderRegistered{UploaderID: id, Name: name, TokenHash: HashToken(tok)})
+	if err != nil {
+		return UploaderCredentials{}, err
+	}
+	return UploaderCredentials{UploaderID: id, Name: name, Token: tok, Position: res.Position}, nil
+}

@@ -1,0 +1,220 @@
+package queryapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/julienschmidt/httprouter"
+
+	"github.com/healthtech/partner-open-platform/commands"
+	"github.com/healthtech/partner-open-platform/events"
+	"github.com/healthtech/partner-open-platform/healthdata"
+	"github.com/healthtech/partner-open-platform/internal/auth"
+	"github.com/healthtech/partner-open-platform/internal/httpapi"
+	"github.com/healthtech/partner-open-platform/internal/ratelimit"
+	"github.com/healthtech/partner-open-platform/projections"
+)
+
+// ReportViews marks a report viewed on the owning app's first pull.
+type ReportViews interface {
+	MarkViewed(ctx context.Context, appID, id int64, meta commands.Meta) (events.Position, error)
+}
+
+// Tokens resolves OAuth access tokens by their hash.
+type Tokens interface {
+	Token(hash string, now time.Time) (appID int64, scope string, ok bool)
+}
+
+// ReportAPI holds what the report pull and the daily report need.
+type ReportAPI struct {
+	Reports  projections.ReportStore
+	Users    projections.Store
+	Events   events.Store
+	Runner   *projections.Runner // the read-model projection
+	SchemeH  auth.SchemeH
+	Limiter  *ratelimit.Limiter
+	Views    ReportViews
+	Tokens   Tokens
+	Apps     auth.Directory
+	Location *time.Location
+	Now      func() time.Time
+}
+
+// errNoReport is the spec's 404 "without a code": do not retry.
+var errNoReport = &httpapi.Problem{Status: http.StatusNotFound, Message: "report not found"}
+
+// Routes lists the report routes.
+func (q *ReportAPI) Routes() []httpapi.Route {
+	return []httpapi.Route{
+		{Method: "GET", Path: "/open/v1/health-reports/:openReportId", Handle: q.pull},
+		{Method: "GET", Path: "/v1/health/daily-report", Handle: q.daily},
+	}
+}
+
+func rfc3339(t *time.Time, loc *time.Location) *string {
+	if t == nil {
+		return nil
+	}
+	s := t.In(loc).Format(time.RFC3339)
+	return &s
+}
+
+func jsonOrNull(b []byte) json.RawMessage {
+	if b == nil {
+		return json.RawMessage("null")
+	}
+	return json.RawMessage(b)
+}
+
+func (q *ReportAPI) pull(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+	if err := q.servePull(w, r, ps); err != nil {
+		httpapi.Error(w, r, err)
+	}
+}
+
+func (q *ReportAPI) servePull(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
+	body, err := httpapi.ReadBody(r)
+	if err != nil {
+		return err
+	}
+	app, err := q.SchemeH.Verify(r, body)
+	if err != nil {
+		return err
+	}
+	d := q.Limiter.Allow(strconv.FormatInt(app.AppID, 10))
+	w.Header().Set("X-RateLimit-Limit", strconv.Itoa(d.Limit))
+	w.Header().Set("X-RateLimit-Remaining", strconv.Itoa(d.Remaining))
+	w.Header().Set("X-RateLimit-Reset", strconv.Itoa(int(math.Ceil(d.Reset.Seconds()))))
+	if !d.Allowed {
+		return &httpapi.Problem{Status: http.StatusTooManyRequests, Message: "rate limit of " + strconv.Itoa(d.Limit) + " requests per minute exceeded; back off and retry",
+			Headers: map[string]string{"Retry-After": strconv.Itoa(int(math.Ceil(d.RetryAfter.Seconds())))}}
+	}
+	id, err := strconv.ParseInt(ps.ByName("openReportId"), 10, 64)
+	if err != nil || id <= 0 {
+		return errNoReport
+	}
+	rep, err := q.report(r.Context(), app.AppID, id)
+	if err != nil {
+		return err
+	}
+	if !rep.IsViewed {
+		if _, err := q.Views.MarkViewed(r.Context(), app.AppID, id, commands.Meta{Actor: "app:" + strconv.FormatInt(app.AppID, 10), RequestID: w.Header().Get(httpapi.RequestIDHeader)}); err != nil {
+			return err
+		}
+	}
+	loc := q.Location
+	uploaded := rep.UploadedAt.In(loc).Format(time.RFC3339)
+	httpapi.OK(w, http.StatusOK, map[string]any{
+		"id": rep.ReportID, "app_id": rep.AppID, "open_user_id": rep.OpenUserID, "open_member_id": rep.OpenMemberID,
+		"request_report_id": rep.RequestReportID, "measurement_no": rep.MeasurementNo, "device_sn": rep.DeviceSN,
+		"report_type": rep.ReportType, "file_path": rep.FilePath, "interpretation_result": rep.InterpretationResult,
+		"interpretation_detail": jsonOrNull(rep.InterpretationDetail), "interpretation_method": rep.InterpretationMethod,
+		"is_viewed": rep.IsViewed, "uploaded_at": &uploaded, "examined_at": rfc3339(rep.ExaminedAt, loc), "interpreted_at": rfc3339(rep.InterpretedAt, loc),
+		"meta": map[string]any{
+			"points_code": rep.PointsCode, "data_source": rep.DataSource, "operator_name": rep.OperatorName,
+			"operator_platform_user_id": rep.OperatorPlatformUserID,
+		},
+		"raw_data": jsonOrNull(rep.RawData),
+	})
+	return nil
+}
+
+// report reads the read model; when it does not know the report yet but the
+// log does (this node is behind the node that took the upload, or the
+// partner pulled the instant a webhook arrived), it waits for the projection.
+func (q *ReportAPI) report(ctx context.Context, appID, id int64) (projections.Report, error) {
+	rep, err := q.Reports.Report(ctx, appID, id)
+	if !errors.Is(err, projections.ErrNotFound) {
+		return rep, err
+	}
+	recs, serr := q.Events.ReadStream(ctx, commands.ReportStream(id), 0, 1)
+	if serr != nil || len(recs) == 0 {
+		return rep, errNoReport
+	}
+	wctx, cancel := context.WithTimeout(ctx, ReadTimeout)
+	defer cancel()
+	if err := q.Runner.WaitFor(wctx, recs[0].Position); err != nil {
+		return rep, errNoReport
+	}
+	rep, err = q.Reports.Report(ctx, appID, id)
+	if errors.Is(err, projections.ErrNotFound) {
+		return rep, errNoReport
+	}
+	return rep, err
+}
+
+// bearerProblem answers token failures as RFC 6750 asks, inside the envelope.
+func bearerProblem(code, desc string) *httpapi.Problem {
+	return &httpapi.Problem{Status: http.StatusUnauthorized, Code: code, Message: desc,
+		Headers: map[string]string{"WWW-Authenticate": `Bearer realm="platform", error="invalid_token", error_description="` + desc + `"`}}
+}
+
+// daily answers the daily report of one user and day, computed from the
+// indicators in the raw_data of the user's reports of that day.
+func (q *ReportAPI) daily(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+	if err := q.serveDaily(w, r); err != nil {
+		httpapi.Error(w, r, err)
+	}
+}
+
+func (q *ReportAPI) serveDaily(w http.ResponseWriter, r *http.Request) error {
+	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok || strings.TrimSpace(tok) == "" {
+		return bearerProblem("MISSING_TOKEN", "an OAuth 2.0 bearer token is required")
+	}
+	appID, scope, found := q.Tokens.Token(commands.HashToken(strings.TrimSpace(tok)), q.Now())
+	app, appFound := q.Apps.ByID(appID)
+	if !found || !appFound || scope != "daily_report" || !auth.SameSecret(app.AppKey, r.Header.Get("X-App-Key")) {
+		return bearerProblem("INVALID_TOKEN", "the token is unknown, expired, revoked, or not the X-App-Key app's")
+	}
+	query := r.URL.Query()
+	v := &commands.ValidationError{}
+	date := query.Get("date")
+	if date == "" {
+		date = q.Now().In(q.Location).Format(time.DateOnly)
+	} else if t, err := time.Parse(time.DateOnly, date); err != nil || t.Format(time.DateOnly) != date {
+		v.Add("date", "must be a date in the form Y-m-d")
+	}
+	var u projections.User
+	var err error
+	switch {
+	case query.Get("open_user_id") != "":
+		id, perr := strconv.ParseInt(query.Get("open_user_id"), 10, 64)
+		if perr != nil || id <= 0 {
+			v.Add("open_user_id", "must be a positive integer")
+			break
+		}
+		u, err = q.Users.User(r.Context(), appID, id)
+	case query.Get("channel_user_id") != "":
+		u, err = q.Users.UserByChannelID(r.Context(), appID, query.Get("channel_user_id"))
+	default:
+		v.Add("open_user_id", "open_user_id or channel_user_id is required")
+	}
+	if verr := v.Err(); verr != nil {
+		return verr
+	}
+	if errors.Is(err, projections.ErrNotFound) {
+		return commands.ErrUserNotFound
+	}
+	if err != nil {
+		return err
+	}
+	reports, err := q.Reports.ReportsOfDay(r.Context(), appID, u.OpenUserID, date)
+	if err != nil {
+		return err
+	}
+	raws := make([][]byte, 0, len(reports))
+	for _, rep := range reports {
+		if rep.RawData != nil {
+			raws = append(raws, rep.RawData)
+		}
+	}
+	httpapi.OK(w, http.StatusOK, healthdata.Summarize(date, raws))
+	return nil
+}
