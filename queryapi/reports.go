@@ -2,7 +2,6 @@ package queryapi
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"math"
 	"net/http"
@@ -33,17 +32,18 @@ type Tokens interface {
 
 // ReportAPI holds what the report pull and the daily report need.
 type ReportAPI struct {
-	Reports  projections.ReportStore
-	Users    projections.Store
-	Events   events.Store
-	Runner   *projections.Runner // the read-model projection
-	SchemeH  auth.SchemeH
-	Limiter  *ratelimit.Limiter
-	Views    ReportViews
-	Tokens   Tokens
-	Apps     auth.Directory
-	Location *time.Location
-	Now      func() time.Time
+	Reports    projections.ReportStore
+	Users      projections.Store
+	Events     events.Store
+	Runner     *projections.Runner // the read-model projection
+	SchemeH    auth.SchemeH
+	Limiter    *ratelimit.Limiter
+	Views      ReportViews
+	Tokens     Tokens
+	Apps       auth.Directory
+	Location   *time.Location
+	Now        func() time.Time
+	Watermarks *projections.Watermarks
 }
 
 // errNoReport is the spec's 404 "without a code": do not retry.
@@ -65,11 +65,12 @@ func rfc3339(t *time.Time, loc *time.Location) *string {
 	return &s
 }
 
-func jsonOrNull(b []byte) json.RawMessage {
+// jsonOrNull returns stored JSON for the response byte for byte, or null.
+func jsonOrNull(b []byte) any {
 	if b == nil {
-		return json.RawMessage("null")
+		return nil
 	}
-	return json.RawMessage(b)
+	return httpapi.Verbatim(b)
 }
 
 func (q *ReportAPI) pull(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
@@ -99,14 +100,19 @@ func (q *ReportAPI) servePull(w http.ResponseWriter, r *http.Request, ps httprou
 	if err != nil || id <= 0 {
 		return errNoReport
 	}
+	if err := q.Watermarks.Await(r.Context(), app.AppID, ReadTimeout, q.Runner); err != nil {
+		return err
+	}
 	rep, err := q.report(r.Context(), app.AppID, id)
 	if err != nil {
 		return err
 	}
 	if !rep.IsViewed {
-		if _, err := q.Views.MarkViewed(r.Context(), app.AppID, id, commands.Meta{Actor: "app:" + strconv.FormatInt(app.AppID, 10), RequestID: w.Header().Get(httpapi.RequestIDHeader)}); err != nil {
+		pos, err := q.Views.MarkViewed(r.Context(), app.AppID, id, commands.Meta{Actor: "app:" + strconv.FormatInt(app.AppID, 10), RequestID: w.Header().Get(httpapi.RequestIDHeader)})
+		if err != nil {
 			return err
 		}
+		q.Watermarks.Wrote(app.AppID, pos)
 	}
 	loc := q.Location
 	uploaded := rep.UploadedAt.In(loc).Format(time.RFC3339)

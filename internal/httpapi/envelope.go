@@ -31,6 +31,11 @@ var Clock = time.Now
 // WriteJSON writes any JSON body with a status.
 func WriteJSON(w http.ResponseWriter, status int, body any) {
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	if out, ok := encodeVerbatim(body); ok {
+		w.WriteHeader(status)
+		_, _ = w.Write(out)
+		return
+	}
 	w.WriteHeader(status)
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)

@@ -218,7 +218,7 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 	reportAPI := &queryapi.ReportAPI{
 		Reports: n.ReadModel, Users: n.ReadModel, Events: n.Events, Runner: modelsRunner, SchemeH: schemeH,
 		Limiter: ratelimit.New(cfg.ReportPullLimit, time.Minute), Views: reports, Tokens: n.Apps, Apps: n.Apps,
-		Location: n.Location, Now: cfg.Now,
+		Location: n.Location, Now: cfg.Now, Watermarks: marks,
 	}
 	routes := append(cmdAPI.Routes(), qAPI.Routes()...)
 	n.Handler = n.router(append(routes, reportAPI.Routes()...))
