@@ -30,7 +30,8 @@ func NewSource(brokers []string, topic, groupID string, log *slog.Logger) *Sourc
 	return &Source{brokers: brokers, topic: topic, group: groupID, log: log}
 }
 
-// Run commits a message only after handle succeeded; an error stops Run uncommitted so the message is re-delivered.
+// Run commits a message only after handle succeeded (periodically, see
+// CommitInterval); an error stops Run uncommitted so the message is re-delivered.
 func (s *Source) Run(ctx context.Context, handle func(ctx context.Context, ev events.Recorded) error) error {
 	r := kafka.NewReader(kafka.ReaderConfig{
 		Brokers:        s.brokers,
@@ -39,7 +40,11 @@ func (s *Source) Run(ctx context.Context, handle func(ctx context.Context, ev ev
 		MinBytes:       1,
 		MaxBytes:       10 << 20,
 		MaxWait:        250 * time.Millisecond,
-		CommitInterval: 0, // synchronous: CommitMessages returns once the group has the offset
+		// Offsets of handled messages are committed every 100 ms (and on
+		// Close), not one round trip per message: a crash re-delivers at
+		// most the last interval's messages, which the dispatcher's
+		// idempotent Create absorbs.
+		CommitInterval: 100 * time.Millisecond,
 		StartOffset:    kafka.FirstOffset,
 		ErrorLogger: kafka.LoggerFunc(func(msg string, args ...any) {
 			s.log.Warn("kafka reader: "+fmt.Sprintf(msg, args...), "group", s.group, "topic", s.topic)
