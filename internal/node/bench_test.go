@@ -117,3 +117,53 @@ func BenchmarkBaselineSnapshotStore(b *testing.B) {
 	})
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "reads/s")
 }
+
+// reportFixture starts a node (limit raised: the benchmark measures the
+// pull itself) with one report of awkward raw_data, already viewed.
+func reportFixture(b *testing.B) (*platform, *app, int64) {
+	p := start(b, node.Config{DataDir: b.TempDir(), ReportPullLimit: 1 << 30})
+	p.client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: 30 * time.Second}
+	a := p.createApp("bench")
+	var reg registerData
+	p.send(a.request("POST", "/open/v1/channel/users", registerBody("u-1"), time.Now())).data(b, &reg)
+	var created struct {
+		ID int64 `json:"id"`
+	}
+	p.ingest(p.node.AdminToken, "POST", "/admin/v1/health-reports", reportBody(reg.OpenUserID, "")).data(b, &created)
+	a.pull(created.ID)
+	return p, a, created.ID
+}
+
+// BenchmarkReportPullHTTP pulls one report over HTTP with scheme H (signature,
+// nonce check, rate limiter, read model, byte-exact raw_data).
+func BenchmarkReportPullHTTP(b *testing.B) {
+	p, a, id := reportFixture(b)
+	path := fmt.Sprintf("/open/v1/health-reports/%d", id)
+	b.SetParallelism(4)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if res := p.send(a.requestH("GET", path, nil, freshNonce(), time.Now())); res.Status != http.StatusOK {
+				b.Fatalf("pull: %d %s", res.Status, res.Raw)
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "pulls/s")
+}
+
+// BenchmarkBaselineReportStore is the same read done directly on the read model.
+func BenchmarkBaselineReportStore(b *testing.B) {
+	p, a, id := reportFixture(b)
+	store := p.node.ReadModel
+	b.SetParallelism(4)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		ctx := context.Background()
+		for pb.Next() {
+			if _, err := store.Report(ctx, a.ID, id); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "reads/s")
+}
