@@ -79,6 +79,7 @@ type FulfillmentFilter struct {
 // BenefitTx is the part of a read-model transaction the benefit projector writes.
 type BenefitTx interface {
 	PutBenefitItem(ctx context.Context, b BenefitItem) error
+	BenefitItem(ctx context.Context, id int64) (BenefitItem, error)
 	PutProvider(ctx context.Context, p ServiceProvider) error
 	Provider(ctx context.Context, id int64) (ServiceProvider, error)
 	// PutCard inserts or replaces a card with all its items.

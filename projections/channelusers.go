@@ -17,6 +17,8 @@ type ReadModelStore interface {
 	DeliveryStore
 	ReportStore
 	NonceStore
+	OrderStore
+	BenefitStore
 }
 
 // ReadModels projects every database read model of a store (channel users,
@@ -43,8 +45,10 @@ func (p ReadModels) Apply(ctx context.Context, batch []events.Envelope, pos even
 	return p.Store.Update(ctx, p.Name(), pos, func(tx Tx) error {
 		dtx, ok := tx.(DeliveryTx)
 		rtx, ok2 := tx.(ReportTx)
-		if !ok || !ok2 {
-			return fmt.Errorf("read-model transaction %T cannot write deliveries and reports", tx)
+		otx, ok3 := tx.(OrderTx)
+		btx, ok4 := tx.(BenefitTx)
+		if !ok || !ok2 || !ok3 || !ok4 {
+			return fmt.Errorf("read-model transaction %T cannot write every read model", tx)
 		}
 		for _, env := range batch {
 			err := applyChannelUser(ctx, tx, env)
@@ -53,6 +57,12 @@ func (p ReadModels) Apply(ctx context.Context, batch []events.Envelope, pos even
 			}
 			if err == nil {
 				err = applyReport(ctx, rtx, env, p.Location)
+			}
+			if err == nil {
+				err = applyOrder(ctx, otx, env)
+			}
+			if err == nil {
+				err = applyBenefit(ctx, btx, env)
 			}
 			if err != nil {
 				return fmt.Errorf("%s %s: %w", env.Type, env.ID, err)

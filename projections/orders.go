@@ -68,6 +68,8 @@ type OrderFilter struct {
 type OrderTx interface {
 	// PutGoods inserts or replaces goods keyed by GoodsID.
 	PutGoods(ctx context.Context, g Goods) error
+	// Goods reads goods inside the transaction (ErrNotFound if absent).
+	Goods(ctx context.Context, goodsID int64) (Goods, error)
 	// PutOrder inserts or replaces an order and all its items (items not in o.Items are removed).
 	PutOrder(ctx context.Context, o Order) error
 	// Order reads an order with its items inside the transaction (ErrNotFound if absent).
