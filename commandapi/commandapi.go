@@ -42,6 +42,10 @@ type API struct {
 	Plugin            *commands.Plugin
 	Credentials       *commands.CredentialIssuer
 	UploaderDirectory Uploaders
+
+	Orders        *commands.Orders
+	Benefits      *commands.Benefits
+	InternalToken string
 }
 
 // Routes lists the write endpoints.
@@ -57,6 +61,7 @@ func (a *API) Routes() []Route {
 		{Method: "POST", Path: "/admin/v1/apps/:appId/rotate-secret", Handle: a.admin(a.rotateSecret)},
 	}
 	routes = append(routes, a.reportRoutes()...)
+	routes = append(routes, a.commerceRoutes()...)
 	return append(routes, a.webhookRoutes()...)
 }
 

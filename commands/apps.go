@@ -2,11 +2,13 @@ package commands
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/healthtech/partner-open-platform/events"
@@ -27,14 +29,23 @@ func AppStream(appID int64) string { return "app-" + strconv.FormatInt(appID, 10
 type appState struct {
 	exists        bool
 	appID         int64
+	name          string
+	environment   string
 	webhookURL    string
 	webhookEvents []string
+	scopes        []string
+	reviewed      bool
 }
 
 func (s *appState) apply(env events.Envelope) {
 	switch p := env.Payload.(type) {
 	case *catalog.AppCreated:
-		s.exists, s.appID, s.webhookURL, s.webhookEvents = true, p.AppID, p.WebhookURL, p.WebhookEvents
+		s.exists, s.appID, s.name, s.environment = true, p.AppID, p.Name, p.Environment
+		s.webhookURL, s.webhookEvents, s.scopes = p.WebhookURL, p.WebhookEvents, p.Scopes
+	case *catalog.AppScopesDeclared:
+		s.scopes = p.Scopes
+	case *catalog.AppReviewed:
+		s.reviewed = true
 	case *catalog.AppWebhookConfigured:
 		s.webhookURL, s.webhookEvents = p.WebhookURL, p.WebhookEvents
 	}
@@ -63,6 +74,7 @@ type CreateApp struct {
 	WebhookURL    string
 	WebhookEvents []string
 	Environment   string
+	Scopes        []string // none declared: every scope
 }
 
 // Credentials are shown once, at creation or rotation, and never again.
@@ -100,6 +112,7 @@ func (a *Apps) validate(ctx context.Context, c *CreateApp) error {
 			v.Add(fmt.Sprintf("webhook_events[%d]", i), "must be an event name such as user.profile.updated or a prefix wildcard such as health.report.*")
 		}
 	}
+	validateScopes(c.Scopes, v)
 	return v.Err()
 }
 
@@ -129,6 +142,11 @@ func (a *Apps) Create(ctx context.Context, c CreateApp, meta Meta) (Credentials,
 	if err != nil {
 		return Credentials{}, err
 	}
+	return a.create(ctx, id, c, 0, meta)
+}
+
+// create appends the new app's creation with fresh credentials.
+func (a *Apps) create(ctx context.Context, id int64, c CreateApp, sandboxAppID int64, meta Meta) (Credentials, error) {
 	creds := Credentials{
 		AppID:         id,
 		AppKey:        secrets.Random("ak_", 12),
@@ -148,7 +166,7 @@ func (a *Apps) Create(ctx context.Context, c CreateApp, meta Meta) (Credentials,
 	res, err := a.append(ctx, AppStream(id), 0, meta, catalog.AppCreated{
 		AppID: id, Name: c.Name, AppKey: creds.AppKey,
 		SealedAppSecret: sealedApp, SealedWebhookSecret: sealedHook,
-		WebhookURL: c.WebhookURL, WebhookEvents: c.WebhookEvents, Environment: c.Environment,
+		WebhookURL: c.WebhookURL, WebhookEvents: c.WebhookEvents, Environment: c.Environment, Scopes: c.Scopes, SandboxAppID: sandboxAppID,
 	})
 	if err != nil {
 		return Credentials{}, fmt.Errorf("create app: %w", err)
@@ -238,4 +256,89 @@ func (a *Apps) ConfigureWebhook(ctx context.Context, appID int64, s WebhookSetti
 		return res.Position, err
 	}
 	return events.Position{}, ErrContention
+}
+
+// Scopes an app can declare; each partner route needs one.
+var Scopes = []string{"channel_users", "orders", "health_reports", "daily_report", "webhooks", "benefits", "plugin"}
+
+func validateScopes(scopes []string, v *ValidationError) {
+	for i, s := range scopes {
+		if !slices.Contains(Scopes, s) {
+			v.Add(fmt.Sprintf("scopes[%d]", i), "must be one of "+strings.Join(Scopes, ", "))
+		}
+	}
+}
+
+// ErrAppReviewed refuses a second review, or a review of a production app.
+var ErrAppReviewed = errors.New("only a sandbox app awaiting review can be reviewed")
+
+// DeclareScopes records the API scopes an app may use (least privilege).
+func (a *Apps) DeclareScopes(ctx context.Context, appID int64, scopes []string, meta Meta) (events.Position, error) {
+	v := &ValidationError{}
+	validateScopes(scopes, v)
+	if err := v.Err(); err != nil {
+		return events.Position{}, err
+	}
+	scopes = slices.Clone(scopes)
+	slices.Sort(scopes)
+	scopes = slices.Compact(scopes)
+	for attempt := 0; attempt < maxAttempts; attempt++ {
+		var st appState
+		version, _, err := a.load(ctx, AppStream(appID), st.apply)
+		if err != nil {
+			return events.Position{}, err
+		}
+		if !st.exists {
+			return events.Position{}, ErrAppNotFound
+		}
+		meta.AppID = appID
+		res, err := a.append(ctx, AppStream(appID), version, meta, catalog.AppScopesDeclared{AppID: appID, Scopes: scopes})
+		if events.IsConflict(err) {
+			continue
+		}
+		return res.Position, err
+	}
+	return events.Position{}, ErrContention
+}
+
+// Review decides a sandbox app's onboarding review. Approval creates the
+// production app (its own id and credentials, environment production,
+// same name, webhook settings and scopes); the sandbox app keeps working,
+// in the sandbox only.
+func (a *Apps) Review(ctx context.Context, appID int64, approve bool, notes string, meta Meta) (Credentials, error) {
+	if len([]rune(notes)) > 500 {
+		v := &ValidationError{}
+		v.Add("notes", "must be at most 500 characters")
+		return Credentials{}, v
+	}
+	var st appState
+	version, _, err := a.load(ctx, AppStream(appID), st.apply)
+	if err != nil {
+		return Credentials{}, err
+	}
+	if !st.exists {
+		return Credentials{}, ErrAppNotFound
+	}
+	if st.environment != EnvSandbox || st.reviewed {
+		return Credentials{}, ErrAppReviewed
+	}
+	meta.AppID = appID
+	if !approve {
+		res, err := a.append(ctx, AppStream(appID), version, meta, catalog.AppReviewed{AppID: appID, Notes: notes})
+		if events.IsConflict(err) {
+			return Credentials{}, ErrAppReviewed
+		}
+		return Credentials{AppID: appID, Position: res.Position}, err
+	}
+	// Claim the review first, so two approvals cannot create two production apps.
+	prodID, err := a.ids.Next(ctx, KindApp)
+	if err != nil {
+		return Credentials{}, err
+	}
+	if _, err := a.append(ctx, AppStream(appID), version, meta, catalog.AppReviewed{AppID: appID, Approved: true, Notes: notes, ProductionAppID: prodID}); events.IsConflict(err) {
+		return Credentials{}, ErrAppReviewed
+	} else if err != nil {
+		return Credentials{}, err
+	}
+	return a.create(ctx, prodID, CreateApp{Name: st.name, WebhookURL: st.webhookURL, WebhookEvents: st.webhookEvents, Environment: EnvProduction, Scopes: st.scopes}, appID, meta)
 }

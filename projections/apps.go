@@ -27,8 +27,13 @@ type App struct {
 	WebhookURL    string
 	WebhookEvents []string
 	Environment   string
-	CreatedAt     time.Time
-	UpdatedAt     time.Time
+	Scopes        []string // none declared: every scope
+	// SandboxAppID and ProductionAppID link the two apps of one partner after review.
+	SandboxAppID    int64
+	ProductionAppID int64
+	Review          string // "", approved, rejected
+	CreatedAt       time.Time
+	UpdatedAt       time.Time
 }
 
 // Apps is the in-memory app directory every node keeps, in every mode:
@@ -100,7 +105,7 @@ func (a *Apps) Apply(_ context.Context, batch []events.Envelope, pos events.Posi
 			a.byID[p.AppID] = &App{
 				AppID: p.AppID, Name: p.Name, AppKey: p.AppKey, AppSecret: secret, WebhookSecret: hook,
 				WebhookURL: p.WebhookURL, WebhookEvents: p.WebhookEvents, Environment: p.Environment,
-				CreatedAt: at, UpdatedAt: at,
+				Scopes: p.Scopes, SandboxAppID: p.SandboxAppID, CreatedAt: at, UpdatedAt: at,
 			}
 			a.byKey[p.AppKey] = p.AppID
 		case *catalog.AppSecretRotated:
@@ -115,6 +120,21 @@ func (a *Apps) Apply(_ context.Context, batch []events.Envelope, pos events.Posi
 			next := *app
 			next.AppSecret, next.UpdatedAt = secret, at
 			a.byID[p.AppID] = &next
+		case *catalog.AppScopesDeclared:
+			if app, ok := a.byID[p.AppID]; ok {
+				next := *app
+				next.Scopes, next.UpdatedAt = p.Scopes, at
+				a.byID[p.AppID] = &next
+			}
+		case *catalog.AppReviewed:
+			if app, ok := a.byID[p.AppID]; ok {
+				next := *app
+				next.Review, next.ProductionAppID, next.UpdatedAt = "rejected", p.ProductionAppID, at
+				if p.Approved {
+					next.Review = "approved"
+				}
+				a.byID[p.AppID] = &next
+			}
 		case *catalog.TokenIssued:
 			a.tokens[p.TokenHash] = token{appID: p.AppID, scope: p.Scope, expires: p.ExpiresAt}
 			a.pruneTokens(at)

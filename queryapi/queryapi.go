@@ -37,6 +37,8 @@ type API struct {
 	Watermarks *projections.Watermarks
 	Location   *time.Location
 	Deliveries projections.DeliveryStore
+	Orders     projections.OrderStore
+	Benefits   projections.BenefitStore
 }
 
 // Routes lists the read endpoints.
@@ -50,6 +52,7 @@ func (q *API) Routes() []httpapi.Route {
 		{Method: "GET", Path: "/admin/v1/projections", Handle: q.admin(q.projections)},
 		{Method: "POST", Path: "/admin/v1/projections/:name/rebuild", Handle: q.admin(q.rebuild)},
 	}
+	routes = append(routes, q.commerceRoutes()...)
 	return append(routes, q.deliveryRoutes()...)
 }
 

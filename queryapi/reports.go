@@ -179,6 +179,9 @@ func (q *ReportAPI) serveDaily(w http.ResponseWriter, r *http.Request) error {
 	if !found || !appFound || scope != "daily_report" || !auth.SameSecret(app.AppKey, r.Header.Get("X-App-Key")) {
 		return bearerProblem("INVALID_TOKEN", "the token is unknown, expired, revoked, or not the X-App-Key app's")
 	}
+	if err := auth.Allowed(app, "daily_report"); err != nil {
+		return err
+	}
 	query := r.URL.Query()
 	v := &commands.ValidationError{}
 	date := query.Get("date")

@@ -101,6 +101,16 @@ func Render(env events.Envelope, loc *time.Location) (Rendered, bool) {
 		return pluginReady(id, p.PluginMeasurement, at)
 	case *catalog.PluginMeasurementAnalyzed:
 		return pluginReady(id, p.PluginMeasurement, at)
+	case *catalog.OrderShipped:
+		body, err := json.Marshal(orderShipped{
+			Event: "order.shipped", DeliveryID: id, AppID: appID, OrderCode: p.OrderCode, ThirdOrderID: p.ThirdOrderID,
+			LogisticsCompany: p.LogisticsCompany, TrackingNumber: p.TrackingNumber, ShippedAt: p.ShippedAt.In(loc).Format(time.RFC3339),
+			Complete: p.Complete, Items: p.Items, OccurredAt: at,
+		})
+		if err != nil {
+			return Rendered{}, false
+		}
+		return Rendered{Event: "order.shipped", AppID: appID, Body: body}, true
 	}
 	return Rendered{}, false
 }
@@ -172,4 +182,20 @@ func cutWildcard(s string) (string, bool) {
 		return s[:len(s)-1], true
 	}
 	return "", false
+}
+
+// orderShipped is the shipment notification; the spec does not show one,
+// this shape is documented in the README and the OpenAPI file.
+type orderShipped struct {
+	Event            string                `json:"event"`
+	DeliveryID       string                `json:"delivery_id"`
+	AppID            int64                 `json:"app_id"`
+	OrderCode        string                `json:"order_code"`
+	ThirdOrderID     string                `json:"third_order_id"`
+	LogisticsCompany string                `json:"logistics_company"`
+	TrackingNumber   string                `json:"tracking_number"`
+	ShippedAt        string                `json:"shipped_at"`
+	Complete         bool                  `json:"complete"`
+	Items            []catalog.ShippedLine `json:"items"`
+	OccurredAt       string                `json:"occurred_at"`
 }

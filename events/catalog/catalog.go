@@ -23,6 +23,9 @@ func Registry() *events.Registry {
 		ReportCreated{}, ReportUpdated{}, ReportViewed{}, ReportKeyClaimed{}, UploaderRegistered{},
 		TokenIssued{}, TokenRevoked{},
 		PluginNonceClaimed{}, PluginSessionOpened{}, PluginMeasurementRecorded{}, PluginMeasurementAnalyzed{},
+		GoodsCreated{}, GoodsUpdated{}, GoodsActivation{}, OrderKeyClaimed{}, OrderCreated{}, OrderReviewed{}, OrderShipped{},
+		AppReviewed{}, AppScopesDeclared{}, ProviderRegistered{}, ProviderReviewed{}, ProviderItemsConfigured{},
+		BenefitItemCreated{}, BenefitItemStatusChanged{}, CardIssued{}, BenefitFulfilled{}, FulfillmentRated{},
 	)
 	return r
 }
@@ -49,6 +52,9 @@ type AppCreated struct {
 	WebhookURL          string   `json:"webhook_url,omitempty"`
 	WebhookEvents       []string `json:"webhook_events,omitempty"`
 	Environment         string   `json:"environment"`
+	Scopes              []string `json:"scopes,omitempty"`
+	// SandboxAppID links a production app to the sandbox app whose review created it.
+	SandboxAppID int64 `json:"sandbox_app_id,omitempty"`
 }
 
 // EventType names the event in the log.

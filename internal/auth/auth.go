@@ -66,7 +66,7 @@ func (s SchemeM) Verify(r *http.Request, body []byte) (projections.App, error) {
 	if subtle.ConstantTimeCompare(got, want) != 1 {
 		return projections.App{}, httpapi.ErrUnauthorized
 	}
-	return app, nil
+	return app, Allowed(app, ScopeOf(r.URL.Path))
 }
 
 // FreshTimestamp accepts decimal Unix seconds within Window of now.
@@ -104,4 +104,40 @@ func (a Admin) Verify(r *http.Request) error {
 // SameSecret compares a presented secret with the stored one in constant time.
 func SameSecret(stored, presented string) bool {
 	return stored != "" && subtle.ConstantTimeCompare([]byte(stored), []byte(presented)) == 1
+}
+
+// Allowed refuses a route whose scope the app did not declare; an app that
+// declared no scopes may use every scope.
+func Allowed(app projections.App, scope string) error {
+	if len(app.Scopes) == 0 || scope == "" {
+		return nil
+	}
+	for _, s := range app.Scopes {
+		if s == scope {
+			return nil
+		}
+	}
+	return &httpapi.Problem{Status: http.StatusForbidden, Code: "SCOPE_NOT_GRANTED", Message: "the app did not declare the API scope " + scope + " that this route needs"}
+}
+
+// scopePrefixes maps partner route prefixes to the scope they need.
+var scopePrefixes = []struct{ prefix, scope string }{
+	{"/open/v1/channel/", "channel_users"},
+	{"/open/v1/order/", "orders"},
+	{"/open/v1/webhooks/", "webhooks"},
+	{"/open/v1/benefit-cards", "benefits"},
+	{"/open/v1/service-providers", "benefits"},
+	{"/open/v1/health-reports", "health_reports"},
+	{"/v1/health/daily-report", "daily_report"},
+	{"/sandbox/", "plugin"},
+}
+
+// ScopeOf names the scope a partner route needs ("" for none).
+func ScopeOf(path string) string {
+	for _, p := range scopePrefixes {
+		if strings.HasPrefix(path, p.prefix) {
+			return p.scope
+		}
+	}
+	return ""
 }

@@ -99,5 +99,5 @@ func (s SchemeH) Verify(r *http.Request, body []byte) (projections.App, error) {
 	if !fresh {
 		return projections.App{}, &httpapi.Problem{Status: http.StatusUnauthorized, Code: "INVALID_SIGNATURE", Message: "nonce already used (replayed request)"}
 	}
-	return app, nil
+	return app, Allowed(app, ScopeOf(r.URL.Path))
 }

@@ -237,3 +237,26 @@ func (o *Object) Time(name string, loc *time.Location) commands.Field[time.Time]
 	}
 	return commands.Val(t)
 }
+
+// Ints reads an optional array of integers.
+func (o *Object) Ints(name string) []int64 {
+	raw, ok := o.fields[name]
+	if !ok || isNull(raw) {
+		return nil
+	}
+	var items []json.RawMessage
+	if err := json.Unmarshal(raw, &items); err != nil {
+		o.bad(name, "must be an array of integers")
+		return nil
+	}
+	out := make([]int64, 0, len(items))
+	for i, it := range items {
+		n, err := strconv.ParseInt(string(bytes.TrimSpace(it)), 10, 64)
+		if err != nil {
+			o.bad(fmt.Sprintf("%s[%d]", name, i), "must be an integer")
+			continue
+		}
+		out = append(out, n)
+	}
+	return out
+}

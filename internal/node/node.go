@@ -68,21 +68,27 @@ type Config struct {
 	WebhookWorkers int
 	// ReportPullLimit is the report pull's requests per minute per app (default 60).
 	ReportPullLimit int
+	// InternalToken authenticates the internal shipped callback; unset: a
+	// token file in the data directory.
+	InternalToken string
+	// VerifyCooldown is the DUPLICATE_FULFILLMENT window (default 10 s; negative: none).
+	VerifyCooldown time.Duration
 }
 
 // Node is one running platform process.
 type Node struct {
-	Handler    http.Handler
-	Events     events.Store
-	ReadModel  projections.ReadModelStore
-	Dispatcher *webhooks.Dispatcher
-	Apps       *projections.Apps
-	Runners    []*projections.Runner
-	Registry   *events.Registry
-	Metrics    *metrics.Metrics
-	AdminToken string
-	Location   *time.Location
-	Adapters   map[string]string
+	Handler       http.Handler
+	Events        events.Store
+	ReadModel     projections.ReadModelStore
+	Dispatcher    *webhooks.Dispatcher
+	Apps          *projections.Apps
+	Runners       []*projections.Runner
+	Registry      *events.Registry
+	Metrics       *metrics.Metrics
+	AdminToken    string
+	InternalToken string
+	Location      *time.Location
+	Adapters      map[string]string
 
 	log     *slog.Logger
 	cancel  context.CancelFunc
@@ -122,6 +128,9 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 	if cfg.ReportPullLimit == 0 {
 		cfg.ReportPullLimit = 60
 	}
+	if cfg.VerifyCooldown == 0 {
+		cfg.VerifyCooldown = 10 * time.Second
+	}
 	n = &Node{log: cfg.Logger, Registry: catalog.Registry(), Metrics: metrics.New(), Adapters: map[string]string{}}
 	defer func() {
 		if err != nil {
@@ -139,7 +148,10 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if n.AdminToken, err = adminToken(cfg, n.log); err != nil {
+	if n.AdminToken, err = tokenFile(cfg.AdminToken, filepath.Join(cfg.DataDir, "admin.token"), "adm_", n.log); err != nil {
+		return nil, err
+	}
+	if n.InternalToken, err = tokenFile(cfg.InternalToken, filepath.Join(cfg.DataDir, "internal.token"), "int_", n.log); err != nil {
 		return nil, err
 	}
 
@@ -210,10 +222,14 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		Resender: n.Dispatcher, Location: n.Location,
 		SchemeH: schemeH, Reports: reports, Plugin: pluginCmds,
 		Credentials: commands.NewCredentialIssuer(n.Events, n.Registry, ids, cfg.Now), UploaderDirectory: n.Apps,
+		Orders:        commands.NewOrders(n.Events, n.Registry, ids, cfg.Now),
+		Benefits:      commands.NewBenefits(n.Events, n.Registry, ids, cfg.Now, max(cfg.VerifyCooldown, 0), providerDirectory{n.ReadModel}),
+		InternalToken: n.InternalToken,
 	}
 	qAPI := &queryapi.API{
 		Store: n.ReadModel, Apps: n.Apps, Events: n.Events, Registry: n.Registry, Runners: n.Runners,
 		SchemeM: schemeM, Admin: admin, Watermarks: marks, Location: n.Location, Deliveries: n.ReadModel,
+		Orders: n.ReadModel, Benefits: n.ReadModel,
 	}
 	reportAPI := &queryapi.ReportAPI{
 		Reports: n.ReadModel, Users: n.ReadModel, Events: n.Events, Runner: modelsRunner, SchemeH: schemeH,
@@ -404,23 +420,23 @@ func openSealer(cfg Config, log *slog.Logger) (*secrets.Sealer, error) {
 	return secrets.New(key)
 }
 
-func adminToken(cfg Config, log *slog.Logger) (string, error) {
-	if cfg.AdminToken != "" {
-		return cfg.AdminToken, nil
+// tokenFile returns the configured token, or the one kept in path (created
+// with mode 0600 on first start).
+func tokenFile(configured, path, prefix string, log *slog.Logger) (string, error) {
+	if configured != "" {
+		return configured, nil
 	}
-	path := filepath.Join(cfg.DataDir, "admin.token")
 	if b, err := os.ReadFile(path); err == nil {
-		tok := strings.TrimSpace(string(b))
-		if tok != "" {
-			log.Info("admin token read from file", "path", path)
+		if tok := strings.TrimSpace(string(b)); tok != "" {
+			log.Info("token read from file", "path", path)
 			return tok, nil
 		}
 	}
-	tok := secrets.Random("adm_", 24)
+	tok := secrets.Random(prefix, 24)
 	if err := os.WriteFile(path, []byte(tok+"\n"), 0o600); err != nil {
-		return "", fmt.Errorf("write admin token: %w", err)
+		return "", fmt.Errorf("write token %s: %w", path, err)
 	}
-	log.Info("admin token created", "path", path)
+	log.Info("token created", "path", path)
 	return tok, nil
 }
 
@@ -436,4 +452,27 @@ func (d phoneDirectory) UserIDByPhone(ctx context.Context, appID int64, phone st
 		return 0, false, err
 	}
 	return u.OpenUserID, true, nil
+}
+
+// providerDirectory finds an app's providers and a record's issuer in the read model.
+type providerDirectory struct{ store projections.BenefitStore }
+
+func (d providerDirectory) ProviderIDs(ctx context.Context, appID int64) ([]int64, error) {
+	list, err := d.store.Providers(ctx, appID)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]int64, 0, len(list))
+	for _, p := range list {
+		ids = append(ids, p.ProviderID)
+	}
+	return ids, nil
+}
+
+func (d providerDirectory) FulfillmentIssuer(ctx context.Context, recordID int64) (int64, bool, error) {
+	list, err := d.store.Fulfillments(ctx, projections.FulfillmentFilter{After: recordID - 1, Limit: 1})
+	if err != nil || len(list) == 0 || list[0].RecordID != recordID {
+		return 0, false, err
+	}
+	return list[0].IssuerAppID, true, nil
 }

@@ -47,6 +47,7 @@ func handlerRoutes() []string {
 	var routes []commandapi.Route
 	routes = append(routes, (&commandapi.API{}).Routes()...)
 	routes = append(routes, (&queryapi.API{}).Routes()...)
+	routes = append(routes, (&queryapi.ReportAPI{}).Routes()...)
 	for _, r := range routes {
 		out = append(out, r.Method+" "+httprouterParam.ReplaceAllString(r.Path, "{$1}"))
 	}
@@ -94,12 +95,30 @@ func TestOperationsDocumentSecurityAndErrors(t *testing.T) {
 			}
 			var want []int
 			switch {
+			case path == "/open/v1/health-reports/{openReportId}":
+				want = []int{401, 404, 413, 429, 500}
+				requireScheme(t, name, *op.Security, "schemeH")
 			case strings.HasPrefix(path, "/open/"):
 				want = []int{400, 401, 413, 422, 500, 503}
 				requireScheme(t, name, *op.Security, "AppId", "Timestamp", "Signature")
+			case strings.HasPrefix(path, "/admin/v1/health-reports"):
+				want = []int{400, 401, 404, 413, 422, 500}
+				if method == http.MethodPost {
+					want = []int{200, 201, 400, 401, 413, 422, 500}
+				}
+				requireScheme(t, name, *op.Security, "uploaderBearer")
 			case strings.HasPrefix(path, "/admin/"):
 				want = []int{401, 500}
 				requireScheme(t, name, *op.Security, "AdminToken")
+			case path == "/sandbox/mock/measure":
+				want = []int{200, 401, 403, 422, 500}
+				requireScheme(t, name, *op.Security, "schemeH")
+			case path == "/v1/health/daily-report":
+				want = []int{200, 401, 404, 422, 500}
+				requireScheme(t, name, *op.Security, "oauthBearer")
+			case strings.HasPrefix(path, "/oauth/"):
+				want = []int{200, 400, 401, 500}
+				requireClientAuth(t, name, *op.Security)
 			case path == "/metrics":
 			default:
 				want = []int{500}
@@ -119,6 +138,18 @@ func TestOperationsDocumentSecurityAndErrors(t *testing.T) {
 			}
 		}
 	}
+}
+
+// requireClientAuth checks the OAuth endpoints' two client authentications:
+// HTTP Basic (oauthClient) or credentials in the form (no header scheme).
+func requireClientAuth(t *testing.T, op string, reqs openapi3.SecurityRequirements) {
+	t.Helper()
+	if len(reqs) == 2 && len(reqs[0]) == 1 && len(reqs[1]) == 0 {
+		if _, basic := reqs[0]["oauthClient"]; basic {
+			return
+		}
+	}
+	t.Errorf("%s: security %v, want [{oauthClient: []}, {}]", op, reqs)
 }
 
 func requireScheme(t *testing.T, op string, reqs openapi3.SecurityRequirements, names ...string) {
@@ -195,10 +226,20 @@ func TestWebhookRoutesDocumentTheirOutcomes(t *testing.T) {
 	}
 }
 
+func ptr[T any](v T) *T { return &v }
+
 // partnerVisible is one payload of every event type in the catalog, filled
-// so that every optional part of a webhook body appears.
+// so that every optional part of a webhook body appears (and, for nullable
+// parts, is also null once).
 func partnerVisible() []events.Payload {
 	member := catalog.Member{MemberID: 3001, AppUserID: "kid", AppGroupID: 12, FamilyGroupID: 2001, Name: "Kid", Relationship: "SON"}
+	measured := catalog.PluginMeasurement{
+		MeasurementNo: "PM2024050100000042", SessionID: "0b6f1c9e-2a4d-4c8e-9f1a-7d3e5b2c1a90", AppID: 7, ThirdUserID: ptr("host user 1"),
+		PlatformUserID: ptr(int64(1001)), ReportType: "blood_pressure", DeviceKey: "HOME_MULTI_BIO_MONITOR", MeasureMode: "BP", Metadata: ptr("order-9"),
+	}
+	bare := catalog.PluginMeasurement{MeasurementNo: "PM2024050100000043", SessionID: "s", AppID: 7, ReportType: "spo2", DeviceKey: "HOME_SPO2_RING", MeasureMode: "SPO2"}
+	ecg := catalog.PluginMeasurement{MeasurementNo: "PM2024050100000044", SessionID: "e", AppID: 7, ThirdUserID: ptr("t"), ReportType: "ecg", DeviceKey: "HEARTLOG_ECG_RECORDER", MeasureMode: "ECG"}
+	at := time.Date(2024, 5, 1, 1, 30, 0, 0, time.UTC)
 	return []events.Payload{
 		&catalog.IDBlockReserved{Kind: "user", First: 1, Last: 50},
 		&catalog.AppCreated{AppID: 7, Name: "partner"},
@@ -218,22 +259,83 @@ func partnerVisible() []events.Payload {
 		&catalog.DeliveryCreated{DeliveryID: "d", AppID: 7},
 		&catalog.DeliveryAttempted{DeliveryID: "d", Attempt: 1},
 		&catalog.DeliveryResendRequested{DeliveryID: "d"},
+		&catalog.ReportCreated{ReportID: 5001, AppID: 7, OpenUserID: 1001, ChannelUserID: "u-1", OpenMemberID: ptr(int64(3001)),
+			RequestReportID: ptr("R-1"), ReportType: ptr("BLOOD_PRESSURE"), InterpretationDetail: `{"risk_level":"low"}`,
+			UploadedAt: at, ExaminedAt: &at, RawData: `{"indicators":[]}`, UploadedBy: "uploader:1"},
+		&catalog.ReportCreated{ReportID: 5002, AppID: 7, OpenUserID: 1001, ChannelUserID: "u-1", UploadedAt: at, RawData: `{}`, UploadedBy: "operator"},
+		&catalog.ReportUpdated{ReportID: 5001, AppID: 7, OpenUserID: 1001, ChannelUserID: "u-1", Changed: []string{"interpretation_result"},
+			ReportType: ptr("BLOOD_PRESSURE"), InterpretationResult: ptr("elevated"), InterpretedAt: &at, UpdatedBy: "uploader:1"},
+		&catalog.ReportUpdated{ReportID: 5002, AppID: 7, OpenUserID: 1001, ChannelUserID: "u-1", Changed: []string{"file_path"}, FilePath: ptr("/r.pdf")},
+		&catalog.ReportViewed{ReportID: 5001, AppID: 7},
+		&catalog.ReportKeyClaimed{Uploader: "uploader:1", RequestReportID: "R-1", ReportID: 5001},
+		&catalog.UploaderRegistered{UploaderID: 1, Name: "stations", TokenHash: "h"},
+		&catalog.TokenIssued{TokenHash: "h", AppID: 7, Scope: "daily_report", ExpiresAt: at},
+		&catalog.TokenRevoked{TokenHash: "h", AppID: 7},
+		&catalog.PluginNonceClaimed{AppID: 7, Nonce: "n", SessionID: "s"},
+		&catalog.PluginSessionOpened{SessionID: "s", AppID: 7, ThirdUserID: "t", DeviceKey: "HOME_SPO2_RING", MeasureMode: "SPO2", ReportType: "spo2", ExpiresAt: at},
+		&catalog.PluginMeasurementRecorded{PluginMeasurement: measured, DeviceSN: ptr("BP-1"), Data: `{"systolic":121}`},
+		&catalog.PluginMeasurementRecorded{PluginMeasurement: bare, Data: `{"spo2":97}`, Mock: true},
+		&catalog.PluginMeasurementRecorded{PluginMeasurement: ecg, Data: `{"rr_intervals_ms":[800]}`, NeedsAnalysis: true},
+		&catalog.PluginMeasurementAnalyzed{PluginMeasurement: ecg, Result: `{"heart_rate":75}`},
 	}
 }
 
-// The webhook bodies the dispatcher renders are exactly what
-// ChannelUserWebhook and x-webhooks describe, and x-webhooks lists exactly
-// the events partners receive.
+// webhookOperations loads every x-webhooks entry as the POST of a path of
+// its own, so the loader resolves and validates it like any operation and
+// its request body schema can check webhook bodies.
+func webhookOperations(t *testing.T, doc *openapi3.T) map[string]*openapi3.Operation {
+	t.Helper()
+	raw, err := doc.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatal(err)
+	}
+	hooks, _ := m["x-webhooks"].(map[string]any)
+	paths := map[string]any{}
+	for name, entry := range hooks {
+		paths["/x-webhooks/"+name] = entry
+	}
+	m["paths"] = paths
+	delete(m, "x-webhooks")
+	if raw, err = json.Marshal(m); err != nil {
+		t.Fatal(err)
+	}
+	loader := openapi3.NewLoader()
+	wdoc, err := loader.LoadFromData(raw)
+	if err != nil {
+		t.Fatalf("x-webhooks as paths: %v", err)
+	}
+	if err := wdoc.Validate(loader.Context); err != nil {
+		t.Fatalf("x-webhooks entries are not valid operations: %v", err)
+	}
+	ops := map[string]*openapi3.Operation{}
+	for name := range hooks {
+		op := wdoc.Paths.Value("/x-webhooks/" + name).Post
+		if op == nil || op.RequestBody == nil || op.RequestBody.Value.Content.Get("application/json") == nil {
+			t.Fatalf("x-webhooks %s: no POST with an application/json request body", name)
+		}
+		ops[name] = op
+	}
+	return ops
+}
+
+// The webhook bodies the dispatcher renders are exactly what their
+// x-webhooks entry and WebhookPayload (the feed's payload) describe, and
+// x-webhooks lists exactly the events partners receive.
 func TestWebhookBodiesMatchTheDocument(t *testing.T) {
 	doc := openapitest.Doc(t)
-	schema := doc.Components.Schemas["ChannelUserWebhook"]
-	if schema == nil || schema.Value == nil {
-		t.Fatal("components.schemas.ChannelUserWebhook missing")
+	payload := doc.Components.Schemas["WebhookPayload"]
+	if payload == nil || payload.Value == nil {
+		t.Fatal("components.schemas.WebhookPayload missing")
 	}
 	hooks, _ := doc.Extensions["x-webhooks"].(map[string]any)
 	if len(hooks) == 0 {
 		t.Fatal("x-webhooks missing")
 	}
+	ops := webhookOperations(t, doc)
 	loc, err := time.LoadLocation("Asia/Shanghai")
 	if err != nil {
 		t.Fatal(err)
@@ -256,27 +358,40 @@ func TestWebhookBodiesMatchTheDocument(t *testing.T) {
 		if err := json.Unmarshal(r.Body, &body); err != nil {
 			t.Fatal(err)
 		}
-		if err := schema.Value.VisitJSON(body, openapi3.MultiErrors()); err != nil {
-			t.Errorf("%s body %s does not match ChannelUserWebhook: %v", r.Event, r.Body, err)
+		if err := payload.Value.VisitJSON(body, openapi3.MultiErrors()); err != nil {
+			t.Errorf("%s body %s does not match WebhookPayload: %v", r.Event, r.Body, err)
 		}
-		if _, documented := hooks[r.Event]; !documented {
+		op := ops[r.Event]
+		if op == nil {
 			t.Errorf("%s is sent but not in x-webhooks", r.Event)
+			continue
+		}
+		schema := op.RequestBody.Value.Content.Get("application/json").Schema.Value
+		if err := schema.VisitJSON(body, openapi3.MultiErrors()); err != nil {
+			t.Errorf("%s body %s does not match its x-webhooks entry: %v", r.Event, r.Body, err)
 		}
 	}
+	// Every documented event is sent, and named by exactly one event enum.
 	var enum []string
-	for _, v := range doc.Components.Schemas["ChannelUserEvent"].Value.Enum {
-		enum = append(enum, fmt.Sprint(v))
+	for _, s := range []*openapi3.Schema{
+		doc.Components.Schemas["ChannelUserEvent"].Value,
+		doc.Components.Schemas["HealthReportEvent"].Value,
+		doc.Components.Schemas["PluginReportReadyWebhook"].Value.Properties["event"].Value,
+	} {
+		for _, v := range s.Enum {
+			enum = append(enum, fmt.Sprint(v))
+		}
 	}
 	for name := range hooks {
 		if !rendered[name] {
 			t.Errorf("x-webhooks documents %s, which is never sent", name)
 		}
 		if !slices.Contains(enum, name) {
-			t.Errorf("ChannelUserEvent lacks %s", name)
+			t.Errorf("no event enum lists %s", name)
 		}
 	}
 	if len(enum) != len(hooks) {
-		t.Errorf("ChannelUserEvent %v, x-webhooks has %d events", enum, len(hooks))
+		t.Errorf("event enums %v, x-webhooks has %d events", enum, len(hooks))
 	}
 }
 

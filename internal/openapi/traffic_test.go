@@ -4,14 +4,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -25,7 +28,9 @@ import (
 	"github.com/healthtech/partner-open-platform/internal/httpapi"
 	"github.com/healthtech/partner-open-platform/internal/openapi"
 	"github.com/healthtech/partner-open-platform/internal/openapi/openapitest"
+	"github.com/healthtech/partner-open-platform/internal/ratelimit"
 	"github.com/healthtech/partner-open-platform/internal/secrets"
+	"github.com/healthtech/partner-open-platform/plugin"
 	"github.com/healthtech/partner-open-platform/projections"
 	projmemory "github.com/healthtech/partner-open-platform/projections/memory"
 	"github.com/healthtech/partner-open-platform/queryapi"
@@ -35,9 +40,31 @@ import (
 
 const adminToken = "adm_test"
 
+// offsetClock is the plugin commands' clock; the test moves it forward to
+// expire a measurement session.
+type offsetClock struct{ offset atomic.Int64 }
+
+func (c *offsetClock) now() time.Time { return time.Now().Add(time.Duration(c.offset.Load())) }
+
+// phones binds plugin measurements to users through the read model, as
+// internal/node's phoneDirectory does.
+type phones struct{ store *projmemory.Store }
+
+func (d phones) UserIDByPhone(ctx context.Context, appID int64, phone string) (int64, bool, error) {
+	u, err := d.store.UserByPhone(ctx, appID, phone)
+	if errors.Is(err, projections.ErrNotFound) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, err
+	}
+	return u.OpenUserID, true, nil
+}
+
 // server wires the real command and query handlers the way internal/node
-// does (which this package cannot import), with in-memory adapters.
-func server(t *testing.T) *httptest.Server {
+// does (which this package cannot import), with in-memory adapters. The
+// plugin commands run on pluginClock.
+func server(t *testing.T, pluginClock *offsetClock) *httptest.Server {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	loc, err := time.LoadLocation("Asia/Shanghai")
@@ -51,7 +78,7 @@ func server(t *testing.T) *httptest.Server {
 	store, reg, readModel := memory.New(), catalog.Registry(), projmemory.New()
 	apps := projections.NewApps(sealer)
 	appsRunner := projections.NewRunner(store, reg, apps, log, nil)
-	modelsRunner := projections.NewRunner(store, reg, projections.ReadModels{Store: readModel}, log, nil)
+	modelsRunner := projections.NewRunner(store, reg, projections.ReadModels{Store: readModel, Location: loc}, log, nil)
 	runners := []*projections.Runner{appsRunner, modelsRunner}
 	// The dispatcher creates deliveries (so the delivery log, the feed and
 	// resends have something to show) but its sender is not started: no
@@ -63,18 +90,27 @@ func server(t *testing.T) *httptest.Server {
 	}
 	ids := commands.NewAllocator(store, reg, 10)
 	schemeM, admin, marks := auth.SchemeM{Apps: apps, Now: time.Now}, auth.Admin{Token: adminToken}, projections.NewWatermarks()
+	schemeH := auth.SchemeH{Apps: apps, Nonces: readModel, Now: time.Now}
+	reports := commands.NewReports(store, reg, ids, time.Now)
 	cmd := &commandapi.API{
 		Users: commands.NewUsers(store, reg, ids, time.Now, loc), Apps: commands.NewApps(store, reg, ids, sealer, nil),
 		SchemeM: schemeM, Admin: admin, Watermarks: marks, AppsReady: appsRunner, Resender: dispatcher, Location: loc,
+		SchemeH: schemeH, Reports: reports, Plugin: commands.NewPlugin(store, reg, ids, pluginClock.now, phones{readModel}),
+		Credentials: commands.NewCredentialIssuer(store, reg, ids, time.Now), UploaderDirectory: apps,
 	}
 	qry := &queryapi.API{
 		Store: readModel, Apps: apps, Events: store, Registry: reg, Runners: runners,
 		SchemeM: schemeM, Admin: admin, Watermarks: marks, Location: loc, Deliveries: readModel,
 	}
+	reportAPI := &queryapi.ReportAPI{
+		Reports: readModel, Users: readModel, Events: store, Runner: modelsRunner, SchemeH: schemeH,
+		Limiter: ratelimit.New(60, time.Minute), Views: reports, Tokens: apps, Apps: apps, Location: loc, Now: time.Now, Watermarks: marks,
+	}
 	rt := httprouter.New()
 	rt.RedirectTrailingSlash, rt.RedirectFixedPath = false, false
 	wrap := func(route string, h http.Handler) http.Handler { return httpapi.Instrument(log, route, nil, h) }
-	for _, r := range append(cmd.Routes(), qry.Routes()...) {
+	routes := append(cmd.Routes(), qry.Routes()...)
+	for _, r := range append(routes, reportAPI.Routes()...) {
 		h := r.Handle
 		rt.Handler(r.Method, r.Path, wrap(r.Path, http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 			h(w, req, httprouter.ParamsFromContext(req.Context()))
@@ -195,7 +231,8 @@ func (r reply) data(t *testing.T, into any) {
 // outcomes with the validating transport, which fails the test on any
 // response the document does not describe.
 func TestHandlersAnswerAsDocumented(t *testing.T) {
-	srv := server(t)
+	clock := &offsetClock{}
+	srv := server(t, clock)
 	c := &client{t: t, base: srv.URL, http: &http.Client{Transport: openapitest.NewTransport(t, nil), Timeout: 10 * time.Second}}
 
 	// Node routes and catch-alls.
@@ -307,6 +344,7 @@ func TestHandlersAnswerAsDocumented(t *testing.T) {
 	c.expect(c.partner("GET", user, nil), 200, 0)
 
 	webhookTraffic(t, c, &client{t: t, base: c.base, http: c.http, appID: bare.AppID, appKey: bare.AppKey, secret: bare.AppSecret})
+	reportTraffic(t, c, &client{t: t, base: c.base, http: c.http, appID: bare.AppID, appKey: bare.AppKey, secret: bare.AppSecret}, reg.OpenUserID, clock)
 
 	// Auditors.
 	c.expect(c.admin("GET", fmt.Sprintf("/admin/v1/history?stream=user-%d", reg.OpenUserID), nil), 200, 0)
@@ -468,4 +506,328 @@ func webhookTraffic(t *testing.T, c, other *client) {
 	c.expect(c.admin("POST", app+"/deliveries/resend?status=gone", nil), 422, "VALIDATION_ERROR")
 	c.expect(c.admin("POST", "/admin/v1/apps/0/deliveries/resend", nil), 422, "VALIDATION_ERROR")
 	c.expect(c.send("POST", app+"/deliveries/resend", nil, nil), 401, "HTTP_401")
+}
+
+// signedH sends a scheme H request; nonce "" omits X-Nonce.
+func (c *client) signedH(method, path string, body any, nonce string) reply {
+	c.t.Helper()
+	return c.send(method, path, body, func(h http.Header, raw []byte) {
+		ts := strconv.FormatInt(time.Now().Unix(), 10)
+		h.Set("X-App-Key", c.appKey)
+		h.Set("X-Timestamp", ts)
+		if nonce != "" {
+			h.Set("X-Nonce", nonce)
+		}
+		h.Set("X-Signature", auth.SignH(c.secret, method, path, ts, nonce, raw))
+	})
+}
+
+func (c *client) bearer(method, path, token string, body any) reply {
+	c.t.Helper()
+	return c.send(method, path, body, func(h http.Header, _ []byte) { h.Set("Authorization", "Bearer "+token) })
+}
+
+// form posts an OAuth form, with HTTP Basic when user is set, and returns
+// the status and the RFC 6749 body (nil when empty).
+func (c *client) form(path, body, user, pass string) (int, map[string]any) {
+	c.t.Helper()
+	req, err := http.NewRequest("POST", c.base+path, strings.NewReader(body))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	if user != "" {
+		req.SetBasicAuth(user, pass)
+	}
+	res, err := c.http.Do(req)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	raw, err := io.ReadAll(res.Body)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	var out map[string]any
+	if len(raw) > 0 {
+		if err := json.Unmarshal(raw, &out); err != nil {
+			c.t.Fatalf("%s: %v: %s", path, err, raw)
+		}
+	}
+	return res.StatusCode, out
+}
+
+func (c *client) expectOAuth(path, body, user, pass string, status int, oauthError string) map[string]any {
+	c.t.Helper()
+	got, out := c.form(path, body, user, pass)
+	if got != status || (oauthError != "" && out["error"] != oauthError) {
+		c.t.Fatalf("%s: got %d %v, want %d %s", path, got, out, status, oauthError)
+	}
+	return out
+}
+
+var nonces atomic.Int64
+
+func freshNonce() string { return fmt.Sprintf("n-%d-%d", time.Now().UnixNano(), nonces.Add(1)) }
+
+// reportTraffic drives report ingestion and re-interpretation, the scheme H
+// pull with its replay and rate limits, OAuth and the daily report, plugin
+// sessions and measurements, and the sandbox mock; then reads the report
+// and plugin events back from the feed and the delivery log. c is a
+// sandbox app with the bound user openUserID (channel user u-1, phone
+// 13812345678); other is another sandbox app.
+func reportTraffic(t *testing.T, c, other *client, openUserID int64, clock *offsetClock) {
+	newApp := func(name, environment string) *client {
+		var creds struct {
+			AppID     int64  `json:"app_id"`
+			AppKey    string `json:"app_key"`
+			AppSecret string `json:"app_secret"`
+		}
+		c.expect(c.admin("POST", "/admin/v1/apps", map[string]any{"name": name, "environment": environment}), 201, 0).data(t, &creds)
+		return &client{t: t, base: c.base, http: c.http, appID: creds.AppID, appKey: creds.AppKey, secret: creds.AppSecret}
+	}
+
+	// Uploaders.
+	c.expect(c.send("POST", "/admin/v1/uploaders", map[string]any{"name": "x"}, nil), 401, "HTTP_401")
+	c.expect(c.admin("POST", "/admin/v1/uploaders", `{`), 400, "HTTP_400")
+	c.expect(c.admin("POST", "/admin/v1/uploaders", `{"name":"`+strings.Repeat("a", 1<<20)+`"}`), 413, "PAYLOAD_TOO_LARGE")
+	c.expect(c.admin("POST", "/admin/v1/uploaders", map[string]any{"name": ""}), 422, "VALIDATION_ERROR")
+	var uploader struct {
+		Token string `json:"token"`
+	}
+	c.expect(c.admin("POST", "/admin/v1/uploaders", map[string]any{"name": "station network"}), 201, 0).data(t, &uploader)
+
+	// Ingestion.
+	today := time.Now().In(time.FixedZone("CST", 8*3600)).Format(time.DateOnly)
+	report := map[string]any{
+		"open_user_id": openUserID, "request_report_id": "R-1", "measurement_no": "M-1", "device_sn": "SN9", "report_type": "BLOOD_PRESSURE",
+		"file_path": nil, "interpretation_result": "normal", "interpretation_method": "ai", "interpretation_detail": map[string]any{"risk_level": "low"},
+		"examined_at": today + "T09:30:00+08:00", "interpreted_at": nil,
+		"meta":     map[string]any{"points_code": "P001", "data_source": "station", "operator_name": "Nurse Wu", "operator_platform_user_id": 77},
+		"raw_data": map[string]any{"indicators": []any{map[string]any{"code": "heart_rate", "value": 72, "unit": "bpm"}, map[string]any{"code": "spo2", "value": 97, "unit": "%"}}, "report": map[string]any{"raw_data": map[string]any{"dat_base64": "QUJD"}}},
+	}
+	const ingest = "/admin/v1/health-reports"
+	c.expect(c.bearer("POST", ingest, "upl_wrong", report), 401, "HTTP_401")
+	c.expect(c.send("POST", ingest, report, nil), 401, "HTTP_401")
+	c.expect(c.bearer("POST", ingest, uploader.Token, `[1]`), 400, "HTTP_400")
+	c.expect(c.bearer("POST", ingest, uploader.Token, `{"raw_data":"`+strings.Repeat("a", 1<<20)+`"}`), 413, "PAYLOAD_TOO_LARGE")
+	c.expect(c.bearer("POST", ingest, uploader.Token, map[string]any{"raw_data": []any{1}, "examined_at": "yesterday", "meta": map[string]any{"data_source": strings.Repeat("s", 33)}}), 422, "VALIDATION_ERROR")
+	c.expect(c.bearer("POST", ingest, uploader.Token, map[string]any{"open_user_id": openUserID, "open_member_id": 999999, "raw_data": map[string]any{}}), 422, "VALIDATION_ERROR")
+	c.expect(c.bearer("POST", ingest, uploader.Token, map[string]any{"open_user_id": 987654, "raw_data": map[string]any{}}), 422, "USER_NOT_BOUND")
+	var created, again struct {
+		ID      int64 `json:"id"`
+		Created bool  `json:"created"`
+	}
+	c.expect(c.bearer("POST", ingest, uploader.Token, report), 201, 0).data(t, &created)
+	c.expect(c.bearer("POST", ingest, uploader.Token, report), 200, 0).data(t, &again)
+	if !created.Created || again.Created || again.ID != created.ID {
+		t.Fatalf("idempotent upload: %+v then %+v", created, again)
+	}
+	var byOperator struct {
+		ID int64 `json:"id"`
+	}
+	c.expect(c.admin("POST", ingest, map[string]any{"open_user_id": openUserID, "raw_data": map[string]any{}}), 201, 0).data(t, &byOperator)
+
+	// Re-interpretation.
+	reportPath := fmt.Sprintf("%s/%d", ingest, created.ID)
+	c.expect(c.bearer("PATCH", reportPath, "upl_wrong", map[string]any{}), 401, "HTTP_401")
+	c.expect(c.bearer("PATCH", reportPath, uploader.Token, ``), 400, "HTTP_400")
+	c.expect(c.bearer("PATCH", reportPath, uploader.Token, map[string]any{"interpretation_result": "elevated", "interpretation_detail": map[string]any{"risk_level": "medium"}}), 200, 0)
+	c.expect(c.admin("PATCH", reportPath, map[string]any{}), 200, 0)
+	c.expect(c.bearer("PATCH", reportPath, uploader.Token, map[string]any{"interpretation_detail": "high", "interpreted_at": "soon"}), 422, "VALIDATION_ERROR")
+	c.expect(c.bearer("PATCH", ingest+"/abc", uploader.Token, map[string]any{}), 422, "VALIDATION_ERROR")
+	c.expect(c.bearer("PATCH", ingest+"/999999", uploader.Token, map[string]any{"file_path": "x"}), 404, "REPORT_NOT_FOUND")
+
+	// The pull: is_viewed false on the first pull, true later; another
+	// app's or an unknown report is a 404 without a code.
+	pull := fmt.Sprintf("/open/v1/health-reports/%d", created.ID)
+	var first struct {
+		ID                   int64           `json:"id"`
+		IsViewed             bool            `json:"is_viewed"`
+		InterpretationResult string          `json:"interpretation_result"`
+		RawData              json.RawMessage `json:"raw_data"`
+	}
+	c.expect(c.signedH("GET", pull, nil, freshNonce()), 200, 0).data(t, &first)
+	if first.ID != created.ID || first.IsViewed || first.InterpretationResult != "elevated" || strings.Contains(string(first.RawData), "dat_base64") {
+		t.Fatalf("first pull %+v", first)
+	}
+	viewed := false
+	for i := 0; i < 20 && !viewed; i++ {
+		var later struct {
+			IsViewed bool `json:"is_viewed"`
+		}
+		c.expect(c.signedH("GET", pull, nil, ""), 200, 0).data(t, &later)
+		viewed = later.IsViewed
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !viewed {
+		t.Fatal("is_viewed stayed false after the first pull")
+	}
+	c.expect(c.signedH("GET", fmt.Sprintf("/open/v1/health-reports/%d", byOperator.ID), nil, freshNonce()), 200, 0)
+	other.expect(other.signedH("GET", pull, nil, freshNonce()), 404, nil)
+	c.expect(c.signedH("GET", "/open/v1/health-reports/999999", nil, freshNonce()), 404, nil)
+	c.expect(c.signedH("GET", "/open/v1/health-reports/abc", nil, freshNonce()), 404, nil)
+	c.expect(c.send("GET", pull, nil, nil), 401, "MISSING_APP_KEY")
+	c.expect(c.send("GET", pull, nil, func(h http.Header, _ []byte) {
+		h.Set("X-App-Key", c.appKey)
+		h.Set("X-Timestamp", strconv.FormatInt(time.Now().Unix(), 10))
+		h.Set("X-Signature", strings.Repeat("ab", 32))
+	}), 401, "INVALID_SIGNATURE")
+	replayed := freshNonce()
+	c.expect(c.signedH("GET", pull+"?x=1", nil, replayed), 200, 0)
+	c.expect(c.signedH("GET", pull+"?x=1", nil, replayed), 401, "INVALID_SIGNATURE")
+	c.expect(c.send("GET", pull, `{"x":"`+strings.Repeat("a", 1<<20)+`"}`, nil), 413, "PAYLOAD_TOO_LARGE")
+	limited := newApp("limited", "sandbox")
+	for i := 0; ; i++ {
+		r := limited.signedH("GET", pull, nil, freshNonce())
+		if r.status == http.StatusTooManyRequests {
+			limited.expect(r, 429, nil)
+			break
+		}
+		limited.expect(r, 404, nil)
+		if i > 200 { // 60 per minute, refilled at one per second
+			t.Fatal("the pull was never rate limited")
+		}
+	}
+
+	// OAuth and the daily report.
+	const token, revoke, daily = "/oauth/token", "/oauth/revoke", "/v1/health/daily-report"
+	tok := c.expectOAuth(token, "grant_type=client_credentials", c.appKey, c.secret, 200, "")
+	if tok["token_type"] != "Bearer" || tok["expires_in"] != float64(7200) || tok["scope"] != "daily_report" {
+		t.Fatalf("token %v", tok)
+	}
+	access := tok["access_token"].(string)
+	viaForm := c.expectOAuth(token, "grant_type=client_credentials&scope=daily_report&client_id="+c.appKey+"&client_secret="+c.secret, "", "", 200, "")["access_token"].(string)
+	c.expectOAuth(token, "grant_type=client_credentials", c.appKey, "wrong", 401, "invalid_client")
+	c.expectOAuth(token, "grant_type=client_credentials", "", "", 401, "invalid_client")
+	c.expectOAuth(token, "grant_type=password", c.appKey, c.secret, 400, "unsupported_grant_type")
+	c.expectOAuth(token, "grant_type=client_credentials&scope=admin", c.appKey, c.secret, 400, "invalid_scope")
+	c.expectOAuth(token, "grant_type=%zz", c.appKey, c.secret, 400, "invalid_request")
+	dailyReport := func(query, token, appKey string) reply {
+		return c.send("GET", daily+"?"+query, nil, func(h http.Header, _ []byte) {
+			if token != "" {
+				h.Set("Authorization", "Bearer "+token)
+			}
+			h.Set("X-App-Key", appKey)
+		})
+	}
+	var d struct {
+		Date      string `json:"date"`
+		HeartRate *struct {
+			Avg float64 `json:"avg"`
+		} `json:"heartRate"`
+	}
+	c.expect(dailyReport(fmt.Sprintf("open_user_id=%d&date=%s", openUserID, today), access, c.appKey), 200, 0).data(t, &d)
+	if d.Date != today || d.HeartRate == nil || d.HeartRate.Avg != 72 {
+		t.Fatalf("daily report %+v", d)
+	}
+	c.expect(dailyReport("channel_user_id=u-1&date=2020-01-01", viaForm, c.appKey), 200, 0)
+	c.expect(dailyReport("channel_user_id=u-1", access, c.appKey), 200, 0)
+	c.expect(dailyReport("open_user_id=1", "", c.appKey), 401, "MISSING_TOKEN")
+	c.expect(dailyReport("open_user_id=1", "at_nope", c.appKey), 401, "INVALID_TOKEN")
+	c.expect(dailyReport("open_user_id=1", access, other.appKey), 401, "INVALID_TOKEN")
+	c.expect(dailyReport("open_user_id=999999", access, c.appKey), 404, "USER_NOT_FOUND")
+	c.expect(dailyReport("channel_user_id=nobody", access, c.appKey), 404, "USER_NOT_FOUND")
+	c.expect(dailyReport("open_user_id=1&date=2020-13-01", access, c.appKey), 422, "VALIDATION_ERROR")
+	c.expect(dailyReport("", access, c.appKey), 422, "VALIDATION_ERROR")
+	c.expectOAuth(revoke, "token="+viaForm, c.appKey, c.secret, 200, "")
+	c.expectOAuth(revoke, "token=at_unknown&client_id="+c.appKey+"&client_secret="+c.secret, "", "", 200, "")
+	c.expectOAuth(revoke, "", c.appKey, c.secret, 400, "invalid_request")
+	c.expectOAuth(revoke, "token="+access, c.appKey, "wrong", 401, "invalid_client")
+	c.expect(dailyReport("channel_user_id=u-1", viaForm, c.appKey), 401, "INVALID_TOKEN")
+
+	// Plugin sessions and measurements.
+	launch, err := plugin.NewLaunch(c.appKey, c.secret, "host user 1", plugin.Profile{Phone: "13812345678", Metadata: "order-9"}, "HOME_MULTI_BIO_MONITOR", "BP", true, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var session struct {
+		SessionID  string `json:"session_id"`
+		ReportType string `json:"report_type"`
+	}
+	c.expect(c.send("POST", "/plugin/v1/sessions", launch, nil), 201, 0).data(t, &session)
+	c.expect(c.send("POST", "/plugin/v1/sessions", launch, nil), 401, "NONCE_ALREADY_USED")
+	tampered := launch
+	tampered.Nonce, tampered.Sign = freshNonce(), strings.Repeat("0", 64)
+	c.expect(c.send("POST", "/plugin/v1/sessions", tampered, nil), 401, "INVALID_SIGNATURE")
+	unknownKey := launch
+	unknownKey.AppKey = "ak_nobody"
+	c.expect(c.send("POST", "/plugin/v1/sessions", unknownKey, nil), 401, "INVALID_SIGNATURE")
+	badMode := launch
+	badMode.Nonce, badMode.MeasureMode = freshNonce(), "ECG"
+	badMode.Sign = plugin.Sign(c.secret, c.appKey, badMode.ThirdUserID, badMode.Timestamp, badMode.Nonce)
+	c.expect(c.send("POST", "/plugin/v1/sessions", badMode, nil), 422, "VALIDATION_ERROR")
+	c.expect(c.send("POST", "/plugin/v1/sessions", map[string]any{"appKey": c.appKey}, nil), 422, "VALIDATION_ERROR")
+	c.expect(c.send("POST", "/plugin/v1/sessions", `"launch"`, nil), 400, "HTTP_400")
+	c.expect(c.send("POST", "/plugin/v1/sessions", `{"appKey":"`+strings.Repeat("a", 1<<20)+`"}`, nil), 413, "PAYLOAD_TOO_LARGE")
+
+	measure := "/plugin/v1/sessions/" + session.SessionID + "/measurements"
+	var m1, m2 struct {
+		MeasureID     string `json:"measureId"`
+		MeasurementNo string `json:"measurement_no"`
+	}
+	c.expect(c.send("POST", measure, map[string]any{"device_sn": strings.Repeat("s", 101), "data": map[string]any{"systolic": 121}}, nil), 422, "VALIDATION_ERROR")
+	c.expect(c.send("POST", measure, map[string]any{"data": []any{}}, nil), 422, "VALIDATION_ERROR")
+	c.expect(c.send("POST", measure, map[string]any{"device_sn": "BP-1", "data": map[string]any{"systolic": 121, "diastolic": 79}}, nil), 201, 0).data(t, &m1)
+	c.expect(c.send("POST", measure, map[string]any{"data": map[string]any{"systolic": 1}}, nil), 201, 0).data(t, &m2)
+	if m1.MeasureID == "" || m1.MeasureID != m1.MeasurementNo || m2.MeasureID != m1.MeasureID {
+		t.Fatalf("measurements %+v then %+v", m1, m2)
+	}
+	c.expect(c.send("POST", "/plugin/v1/sessions/nope/measurements", map[string]any{"data": map[string]any{}}, nil), 404, "SESSION_NOT_FOUND")
+	c.expect(c.send("POST", measure, ``, nil), 400, "HTTP_400")
+	late, err := plugin.NewLaunch(c.appKey, c.secret, "host user 2", plugin.Profile{}, "HOME_SPO2_RING", "SPO2", true, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lateSession struct {
+		SessionID string `json:"session_id"`
+	}
+	c.expect(c.send("POST", "/plugin/v1/sessions", late, nil), 201, 0).data(t, &lateSession)
+	clock.offset.Store(int64(commands.SessionLifetime))
+	c.expect(c.send("POST", "/plugin/v1/sessions/"+lateSession.SessionID+"/measurements", map[string]any{"data": map[string]any{"spo2": 97}}, nil), 410, "SESSION_EXPIRED")
+	clock.offset.Store(0)
+
+	// The sandbox mock.
+	mock := map[string]any{"appKey": c.appKey, "thirdUserId": "t1", "deviceKey": "HOME_SPO2_RING", "measureMode": "SPO2"}
+	var mocked struct {
+		MeasureID string `json:"measureId"`
+	}
+	c.expect(c.signedH("POST", "/sandbox/mock/measure", mock, freshNonce()), 200, 0).data(t, &mocked)
+	c.expect(c.signedH("POST", "/sandbox/mock/measure", mock, ""), 200, 0)
+	c.expect(other.signedH("POST", "/sandbox/mock/measure", mock, freshNonce()), 422, "VALIDATION_ERROR")
+	c.expect(c.signedH("POST", "/sandbox/mock/measure", map[string]any{"appKey": c.appKey, "thirdUserId": "t1", "deviceKey": "HOME_SPO2_RING", "measureMode": "BP"}, freshNonce()), 422, "VALIDATION_ERROR")
+	c.expect(c.signedH("POST", "/sandbox/mock/measure", `{`, freshNonce()), 400, "HTTP_400")
+	c.expect(c.send("POST", "/sandbox/mock/measure", mock, nil), 401, "MISSING_APP_KEY")
+	c.expect(c.send("POST", "/sandbox/mock/measure", `{"x":"`+strings.Repeat("a", 1<<20)+`"}`, nil), 413, "PAYLOAD_TOO_LARGE")
+	prod := newApp("production host", "production")
+	prod.expect(prod.signedH("POST", "/sandbox/mock/measure", map[string]any{"appKey": prod.appKey, "thirdUserId": "t1", "deviceKey": "HOME_SPO2_RING", "measureMode": "SPO2"}, freshNonce()), 403, "SANDBOX_ONLY")
+
+	// The report and plugin events reach the feed and the delivery log,
+	// whose payloads the validating transport checks against the document.
+	want := []string{"health.report.created", "health.report.updated", "plugin.report.ready"}
+	seen := map[string]string{}
+	deadline := time.Now().Add(10 * time.Second)
+	for len(seen) < len(want) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the feed never showed %v: %v", want, seen)
+		}
+		after := ""
+		for {
+			var page feedPage
+			c.expect(c.partner("GET", "/open/v1/webhooks/events?limit=1000&after="+after, nil), 200, 0).data(t, &page)
+			for _, e := range page.Events {
+				if slices.Contains(want, e.Event) {
+					seen[e.Event] = e.DeliveryID
+				}
+			}
+			after = page.NextCursor
+			if !page.HasMore {
+				break
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for _, e := range want {
+		c.expect(c.partner("GET", "/open/v1/webhooks/deliveries/"+seen[e], nil), 200, 0)
+	}
 }

@@ -36,6 +36,8 @@ type Store struct {
 	liveCount   map[int64]int     // FamilyGroupID -> non-deleted members
 	deliveryIndexes
 	reportIndexes
+	orderIndexes
+	benefitIndexes
 
 	// nonces has its own lock and is left alone by Reset: it is security
 	// state, not a read model derived from the log.
@@ -53,13 +55,18 @@ type phoneKey struct {
 }
 
 var (
-	_ projections.Store         = (*Store)(nil)
-	_ projections.Tx            = (*tx)(nil)
-	_ projections.DeliveryStore = (*Store)(nil)
-	_ projections.DeliveryTx    = (*tx)(nil)
-	_ projections.ReportStore   = (*Store)(nil)
-	_ projections.ReportTx      = (*tx)(nil)
-	_ projections.NonceStore    = (*Store)(nil)
+	_ projections.Store          = (*Store)(nil)
+	_ projections.Tx             = (*tx)(nil)
+	_ projections.DeliveryStore  = (*Store)(nil)
+	_ projections.DeliveryTx     = (*tx)(nil)
+	_ projections.ReportStore    = (*Store)(nil)
+	_ projections.ReportTx       = (*tx)(nil)
+	_ projections.NonceStore     = (*Store)(nil)
+	_ projections.OrderStore     = (*Store)(nil)
+	_ projections.OrderTx        = (*tx)(nil)
+	_ projections.BenefitStore   = (*Store)(nil)
+	_ projections.BenefitTx      = (*tx)(nil)
+	_ projections.ReadModelStore = (*Store)(nil)
 )
 
 // New returns an empty store, ready for the projection runtime to fill.
@@ -81,6 +88,8 @@ func (s *Store) init() {
 	s.liveCount = map[int64]int{}
 	s.deliveryIndexes = newDeliveryIndexes()
 	s.reportIndexes = newReportIndexes()
+	s.orderIndexes = newOrderIndexes()
+	s.benefitIndexes = newBenefitIndexes()
 }
 
 // Checkpoint returns the named projection's position, zero if it never ran.

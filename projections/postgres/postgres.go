@@ -16,8 +16,8 @@ import (
 	"github.com/healthtech/partner-open-platform/projections"
 )
 
-// Store implements projections.Store, DeliveryStore, ReportStore and
-// NonceStore on a pgx connection pool.
+// Store implements projections.Store, DeliveryStore, ReportStore,
+// NonceStore, OrderStore and BenefitStore on a pgx connection pool.
 //
 // An Update is one transaction. The writes fn makes are queued and sent as
 // pipelined batches, so a run of writes costs one round trip however many
@@ -30,13 +30,18 @@ type Store struct {
 }
 
 var (
-	_ projections.Store         = (*Store)(nil)
-	_ projections.Tx            = (*tx)(nil)
-	_ projections.DeliveryStore = (*Store)(nil)
-	_ projections.DeliveryTx    = (*tx)(nil)
-	_ projections.ReportStore   = (*Store)(nil)
-	_ projections.ReportTx      = (*tx)(nil)
-	_ projections.NonceStore    = (*Store)(nil)
+	_ projections.Store          = (*Store)(nil)
+	_ projections.Tx             = (*tx)(nil)
+	_ projections.DeliveryStore  = (*Store)(nil)
+	_ projections.DeliveryTx     = (*tx)(nil)
+	_ projections.ReportStore    = (*Store)(nil)
+	_ projections.ReportTx       = (*tx)(nil)
+	_ projections.NonceStore     = (*Store)(nil)
+	_ projections.OrderStore     = (*Store)(nil)
+	_ projections.OrderTx        = (*tx)(nil)
+	_ projections.BenefitStore   = (*Store)(nil)
+	_ projections.BenefitTx      = (*tx)(nil)
+	_ projections.ReadModelStore = (*Store)(nil)
 )
 
 // Open connects to the database at url (a postgres:// URL or key=value DSN)
@@ -120,7 +125,8 @@ func (s *Store) update(ctx context.Context, projection string, pos events.Positi
 // rebuild them.
 func (s *Store) Reset(ctx context.Context) error {
 	if _, err := s.pool.Exec(ctx, `TRUNCATE users, family_groups, family_members,
-    webhook_deliveries, webhook_attempts, reports, checkpoints`); err != nil {
+    webhook_deliveries, webhook_attempts, reports, goods, orders, order_items,
+    benefit_items, service_providers, cards, card_items, fulfillments, checkpoints`); err != nil {
 		return fmt.Errorf("projections/postgres: reset: %w", err)
 	}
 	return nil

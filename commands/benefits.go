@@ -1,0 +1,652 @@
+package commands
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"math/big"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/healthtech/partner-open-platform/events"
+	"github.com/healthtech/partner-open-platform/events/catalog"
+)
+
+// Benefit errors with the spec's codes (mapped at the HTTP edge).
+var (
+	ErrCardNotFound          = errors.New("card not found")
+	ErrCardExpired           = errors.New("card expired")
+	ErrBenefitItemInactive   = errors.New("benefit item suspended or not activated")
+	ErrNoRemainingQuota      = errors.New("remaining quantity too low")
+	ErrProviderUnauthorized  = errors.New("service provider may not verify this item")
+	ErrDuplicateFulfillment  = errors.New("same benefit verified again within the cooldown")
+	ErrBenefitItemNotFound   = errors.New("benefit item not found")
+	ErrProviderNotFound      = errors.New("service provider not found")
+	ErrCardNumberTaken       = errors.New("card number already issued")
+	ErrFulfillmentNotFound   = errors.New("fulfillment record not found")
+	ErrAlreadyRated          = errors.New("fulfillment already rated")
+	ErrProviderAlreadyReview = errors.New("service provider already reviewed")
+)
+
+// Provider types and states.
+const (
+	ProviderHealthStation  = "HEALTH_STATION"
+	ProviderService        = "SERVICE_PROVIDER"
+	ProviderChannelPartner = "CHANNEL_PARTNER"
+	ProviderPending        = "PENDING_REVIEW"
+	ProviderApproved       = "APPROVED"
+	ProviderRejected       = "REJECTED"
+	ItemActive             = "ACTIVE"
+	ItemSuspended          = "SUSPENDED"
+)
+
+// Stream names of the benefit aggregates.
+func benefitItemStream(id int64) string { return "benefititem-" + strconv.FormatInt(id, 10) }
+
+// ProviderStream names the stream of one service provider.
+func ProviderStream(id int64) string { return "provider-" + strconv.FormatInt(id, 10) }
+
+// CardStream names the stream of one benefit card.
+func CardStream(number string) string { return "card-" + number }
+
+// ProviderDirectory lists an app's providers; the read model answers it,
+// and each candidate's state is then loaded from its own stream.
+type ProviderDirectory interface {
+	ProviderIDs(ctx context.Context, appID int64) ([]int64, error)
+	FulfillmentIssuer(ctx context.Context, recordID int64) (int64, bool, error)
+}
+
+// Benefits handles benefit items, providers, cards and verification.
+type Benefits struct {
+	streams
+	ids       *Allocator
+	now       func() time.Time
+	cooldown  time.Duration
+	providers ProviderDirectory
+	cards     keyedMutex
+}
+
+// NewBenefits builds the handler; cooldown is the DUPLICATE_FULFILLMENT window.
+func NewBenefits(store events.Store, reg *events.Registry, ids *Allocator, now func() time.Time, cooldown time.Duration, providers ProviderDirectory) *Benefits {
+	return &Benefits{streams: streams{store, reg}, ids: ids, now: now, cooldown: cooldown, providers: providers}
+}
+
+// keyedMutex serialises commands on one key inside this process, so a hot
+// card's verifications queue instead of conflicting; across processes the
+// expected revision still decides.
+type keyedMutex struct {
+	mu sync.Mutex
+	m  map[string]*keyedEntry
+}
+
+type keyedEntry struct {
+	mu   sync.Mutex
+	refs int
+}
+
+func (k *keyedMutex) lock(key string) func() {
+	k.mu.Lock()
+	if k.m == nil {
+		k.m = map[string]*keyedEntry{}
+	}
+	e := k.m[key]
+	if e == nil {
+		e = &keyedEntry{}
+		k.m[key] = e
+	}
+	e.refs++
+	k.mu.Unlock()
+	e.mu.Lock()
+	return func() {
+		e.mu.Unlock()
+		k.mu.Lock()
+		if e.refs--; e.refs == 0 {
+			delete(k.m, key)
+		}
+		k.mu.Unlock()
+	}
+}
+
+// itemState is a benefit item's aggregate.
+type itemState struct {
+	id     int64
+	name   string
+	status string
+}
+
+func (s *itemState) apply(env events.Envelope) {
+	switch p := env.Payload.(type) {
+	case *catalog.BenefitItemCreated:
+		s.id, s.name, s.status = p.BenefitItemID, p.Name, ItemActive
+	case *catalog.BenefitItemStatusChanged:
+		s.status = p.Status
+	}
+}
+
+func (b *Benefits) item(ctx context.Context, id int64) (itemState, uint64, events.Position, error) {
+	var s itemState
+	v, pos, err := b.load(ctx, benefitItemStream(id), s.apply)
+	return s, v, pos, err
+}
+
+// CreateItem adds a benefit item, active.
+func (b *Benefits) CreateItem(ctx context.Context, name string, meta Meta) (int64, events.Position, error) {
+	v := &ValidationError{}
+	r := rules{v: v}
+	if r.required("name", name) {
+		r.maxLen("name", name, 64)
+	}
+	if err := v.Err(); err != nil {
+		return 0, events.Position{}, err
+	}
+	id, err := b.ids.Next(ctx, "benefit_item")
+	if err != nil {
+		return 0, events.Position{}, err
+	}
+	res, err := b.append(ctx, benefitItemStream(id), 0, meta, catalog.BenefitItemCreated{BenefitItemID: id, Name: name})
+	return id, res.Position, err
+}
+
+// SetItemStatus suspends or reactivates a benefit item.
+func (b *Benefits) SetItemStatus(ctx context.Context, id int64, status string, meta Meta) (events.Position, error) {
+	for attempt := 0; attempt < maxAttempts; attempt++ {
+		s, version, pos, err := b.item(ctx, id)
+		if err != nil {
+			return events.Position{}, err
+		}
+		if s.id == 0 {
+			return events.Position{}, ErrBenefitItemNotFound
+		}
+		if s.status == status {
+			return pos, nil
+		}
+		res, err := b.append(ctx, benefitItemStream(id), version, meta, catalog.BenefitItemStatusChanged{BenefitItemID: id, Status: status})
+		if events.IsConflict(err) {
+			continue
+		}
+		return res.Position, err
+	}
+	return events.Position{}, ErrContention
+}
+
+// providerState is a service provider's aggregate.
+type providerState struct {
+	reg     *catalog.ProviderRegistered
+	status  string
+	allowed []int64
+}
+
+func (s *providerState) apply(env events.Envelope) {
+	switch p := env.Payload.(type) {
+	case *catalog.ProviderRegistered:
+		s.reg, s.status = p, ProviderPending
+	case *catalog.ProviderReviewed:
+		s.status = ProviderRejected
+		if p.Approved {
+			s.status = ProviderApproved
+		}
+	case *catalog.ProviderItemsConfigured:
+		s.allowed = p.AllowedItemIDs
+	}
+}
+
+func (b *Benefits) provider(ctx context.Context, id int64) (providerState, uint64, error) {
+	var s providerState
+	v, _, err := b.load(ctx, ProviderStream(id), s.apply)
+	return s, v, err
+}
+
+// ProviderInput is a service provider's registration.
+type ProviderInput struct {
+	AppID      int64
+	Name       string
+	Type       string
+	Contact    string
+	PointsCode *string
+}
+
+// RegisterProvider records a provider pending review, linked to an app.
+func (b *Benefits) RegisterProvider(ctx context.Context, in ProviderInput, meta Meta) (int64, events.Position, error) {
+	v := &ValidationError{}
+	r := rules{v: v}
+	if r.required("name", in.Name) {
+		r.maxLen("name", in.Name, 100)
+	}
+	if r.required("type", in.Type) {
+		r.oneOf("type", in.Type, set(ProviderHealthStation, ProviderService, ProviderChannelPartner), "HEALTH_STATION, SERVICE_PROVIDER, CHANNEL_PARTNER")
+	}
+	if r.required("contact", in.Contact) {
+		r.maxLen("contact", in.Contact, 100)
+	}
+	switch {
+	case in.Type == ProviderHealthStation && (in.PointsCode == nil || *in.PointsCode == ""):
+		v.Add("points_code", "is required for HEALTH_STATION providers")
+	case in.Type != ProviderHealthStation && in.PointsCode != nil:
+		v.Add("points_code", "is only for HEALTH_STATION providers")
+	case in.PointsCode != nil:
+		r.maxLen("points_code", *in.PointsCode, 64)
+	}
+	if err := v.Err(); err != nil {
+		return 0, events.Position{}, err
+	}
+	id, err := b.ids.Next(ctx, "provider")
+	if err != nil {
+		return 0, events.Position{}, err
+	}
+	meta.AppID = in.AppID
+	res, err := b.append(ctx, ProviderStream(id), 0, meta, catalog.ProviderRegistered{ProviderID: id, AppID: in.AppID, Name: in.Name, Type: in.Type, Contact: in.Contact, PointsCode: in.PointsCode})
+	return id, res.Position, err
+}
+
+// ReviewProvider approves or rejects a pending provider.
+func (b *Benefits) ReviewProvider(ctx context.Context, id int64, approve bool, notes string, meta Meta) (events.Position, error) {
+	s, version, err := b.provider(ctx, id)
+	if err != nil {
+		return events.Position{}, err
+	}
+	if s.reg == nil {
+		return events.Position{}, ErrProviderNotFound
+	}
+	if s.status != ProviderPending {
+		return events.Position{}, ErrProviderAlreadyReview
+	}
+	meta.AppID = s.reg.AppID
+	res, err := b.append(ctx, ProviderStream(id), version, meta, catalog.ProviderReviewed{ProviderID: id, Approved: approve, Notes: notes})
+	if events.IsConflict(err) {
+		return events.Position{}, ErrProviderAlreadyReview
+	}
+	return res.Position, err
+}
+
+// ConfigureItems sets the benefit items a provider may verify.
+func (b *Benefits) ConfigureItems(ctx context.Context, id int64, items []int64, meta Meta) (events.Position, error) {
+	items = slices.Clone(items)
+	slices.Sort(items)
+	items = slices.Compact(items)
+	for _, it := range items {
+		s, _, _, err := b.item(ctx, it)
+		if err != nil {
+			return events.Position{}, err
+		}
+		if s.id == 0 {
+			v := &ValidationError{}
+			v.Add("allowed_benefit_item_ids", fmt.Sprintf("benefit item %d does not exist", it))
+			return events.Position{}, v
+		}
+	}
+	for attempt := 0; attempt < maxAttempts; attempt++ {
+		s, version, err := b.provider(ctx, id)
+		if err != nil {
+			return events.Position{}, err
+		}
+		if s.reg == nil {
+			return events.Position{}, ErrProviderNotFound
+		}
+		if s.reg.Type == ProviderChannelPartner && len(items) > 0 {
+			v := &ValidationError{}
+			v.Add("allowed_benefit_item_ids", "CHANNEL_PARTNER providers never verify benefit uses")
+			return events.Position{}, v
+		}
+		meta.AppID = s.reg.AppID
+		res, err := b.append(ctx, ProviderStream(id), version, meta, catalog.ProviderItemsConfigured{ProviderID: id, AllowedItemIDs: items})
+		if events.IsConflict(err) {
+			continue
+		}
+		return res.Position, err
+	}
+	return events.Position{}, ErrContention
+}
+
+// CardInput is a card to issue.
+type CardInput struct {
+	CardNumber  string // empty: generated
+	HolderName  string
+	HolderPhone *string
+	ExpiresAt   time.Time
+	Items       []CardItemInput
+}
+
+// CardItemInput is one benefit and its quantity on a new card.
+type CardItemInput struct {
+	BenefitItemID int64
+	Quantity      int64
+}
+
+// IssuedCard answers an issuance.
+type IssuedCard struct {
+	CardNumber string
+	Items      []catalog.CardLine
+	Position   events.Position
+}
+
+func randomCardNumber() string {
+	n, _ := rand.Int(rand.Reader, big.NewInt(9e14))
+	return strconv.FormatInt(n.Int64()+1e14, 10) // 15 digits, no leading zero
+}
+
+func (b *Benefits) validateCard(prefix string, c CardInput, v *ValidationError) {
+	r := rules{v: v, today: b.now().Format(time.DateOnly)}
+	if c.CardNumber != "" && (utf8.RuneCountInString(c.CardNumber) != 15 || !isAlnum(c.CardNumber)) {
+		v.Add(prefix+"card_number", "must be 15 letters or digits")
+	}
+	if r.required(prefix+"holder_name", c.HolderName) {
+		r.maxLen(prefix+"holder_name", c.HolderName, 32)
+	}
+	if c.HolderPhone != nil {
+		r.mobile(prefix+"holder_phone", *c.HolderPhone)
+	}
+	if !c.ExpiresAt.After(b.now()) {
+		v.Add(prefix+"expires_at", "must be in the future")
+	}
+	if len(c.Items) == 0 || len(c.Items) > 50 {
+		v.Add(prefix+"items", "must have 1 to 50 elements")
+	}
+	for i, it := range c.Items {
+		if it.Quantity < 1 || it.Quantity > 100000 {
+			v.Add(fmt.Sprintf("%sitems[%d].quantity", prefix, i), "must be between 1 and 100000")
+		}
+	}
+}
+
+func isAlnum(s string) bool {
+	for _, c := range s {
+		if !(c >= '0' && c <= '9' || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z') {
+			return false
+		}
+	}
+	return true
+}
+
+// IssueCards issues cards for an issuer app, each independently (a card is
+// its own aggregate); inputs are validated as a whole first.
+func (b *Benefits) IssueCards(ctx context.Context, issuerAppID int64, cards []CardInput, meta Meta) ([]IssuedCard, error) {
+	v := &ValidationError{}
+	if len(cards) == 0 || len(cards) > 100 {
+		v.Add("cards", "must have 1 to 100 elements")
+	}
+	for i, c := range cards {
+		b.validateCard(fmt.Sprintf("cards[%d].", i), c, v)
+	}
+	if err := v.Err(); err != nil {
+		return nil, err
+	}
+	names := map[int64]bool{}
+	for _, c := range cards {
+		for _, it := range c.Items {
+			if names[it.BenefitItemID] {
+				continue
+			}
+			s, _, _, err := b.item(ctx, it.BenefitItemID)
+			if err != nil {
+				return nil, err
+			}
+			if s.id == 0 {
+				return nil, fmt.Errorf("%w: %d", ErrBenefitItemNotFound, it.BenefitItemID)
+			}
+			if s.status != ItemActive {
+				return nil, fmt.Errorf("%w: %d", ErrBenefitItemInactive, it.BenefitItemID)
+			}
+			names[it.BenefitItemID] = true
+		}
+	}
+	meta.AppID = issuerAppID
+	out := make([]IssuedCard, 0, len(cards))
+	for _, c := range cards {
+		lines := make([]catalog.CardLine, len(c.Items))
+		for i, it := range c.Items {
+			id, err := b.ids.Next(ctx, "user_benefit_item")
+			if err != nil {
+				return out, err
+			}
+			lines[i] = catalog.CardLine{UserBenefitItemID: id, BenefitItemID: it.BenefitItemID, Quantity: it.Quantity}
+		}
+		number := c.CardNumber
+		for attempt := 0; ; attempt++ {
+			if c.CardNumber == "" {
+				number = randomCardNumber()
+			}
+			res, err := b.append(ctx, CardStream(number), 0, meta, catalog.CardIssued{
+				CardNumber: number, IssuerAppID: issuerAppID, HolderName: c.HolderName, HolderPhone: c.HolderPhone,
+				ExpiresAt: c.ExpiresAt.UTC(), Items: lines, IssuedBy: meta.Actor,
+			})
+			if events.IsConflict(err) && c.CardNumber == "" && attempt < 5 {
+				continue
+			}
+			if events.IsConflict(err) {
+				return out, fmt.Errorf("%w: %s", ErrCardNumberTaken, number)
+			}
+			if err != nil {
+				return out, err
+			}
+			out = append(out, IssuedCard{CardNumber: number, Items: lines, Position: res.Position})
+			break
+		}
+	}
+	return out, nil
+}
+
+// cardState is a card as verification decides on it.
+type cardState struct {
+	issued    *catalog.CardIssued
+	remaining map[int64]int64      // by user_benefit_item_id
+	lastUse   map[string]time.Time // user_benefit_item_id/provider -> last verification
+}
+
+func (s *cardState) apply(env events.Envelope) {
+	switch p := env.Payload.(type) {
+	case *catalog.CardIssued:
+		s.issued, s.remaining, s.lastUse = p, map[int64]int64{}, map[string]time.Time{}
+		for _, l := range p.Items {
+			s.remaining[l.UserBenefitItemID] = l.Quantity
+		}
+	case *catalog.BenefitFulfilled:
+		s.remaining[p.UserBenefitItemID] = p.Remaining
+		s.lastUse[useKey(p.UserBenefitItemID, p.ProviderID)] = p.At
+	}
+}
+
+func useKey(item, provider int64) string {
+	return strconv.FormatInt(item, 10) + "/" + strconv.FormatInt(provider, 10)
+}
+
+// VerifyInput is a verify-use request. The card item is named by
+// user_benefit_item_id or, as the alternative, by benefit_item_id (the
+// card's entitlement to that benefit item).
+type VerifyInput struct {
+	CardNumber        string
+	UserBenefitItemID *int64
+	BenefitItemID     *int64
+	Quantity          int64
+	PointsCode        *string
+	ServiceProviderID *int64
+	Remark            *string
+}
+
+// Verified answers a successful verification.
+type Verified struct {
+	RecordID        int64
+	CardNumber      string
+	BenefitItemName string
+	Quantity        int64
+	Remaining       int64
+	HolderName      string
+	HolderPhone     *string
+	At              time.Time
+	Position        events.Position
+}
+
+func (in *VerifyInput) validate() error {
+	v := &ValidationError{}
+	if utf8.RuneCountInString(in.CardNumber) != 15 {
+		v.Add("card_number", "is required and must be 15 characters")
+	}
+	switch {
+	case in.UserBenefitItemID == nil && in.BenefitItemID == nil:
+		v.Add("user_benefit_item_id", "user_benefit_item_id or benefit_item_id is required")
+	case in.UserBenefitItemID != nil && in.BenefitItemID != nil:
+		v.Add("user_benefit_item_id", "send user_benefit_item_id or benefit_item_id, not both")
+	}
+	if in.Quantity == 0 {
+		in.Quantity = 1
+	}
+	if in.Quantity < 1 || in.Quantity > 1000 {
+		v.Add("quantity", "must be between 1 and 1000")
+	}
+	if in.Remark != nil && utf8.RuneCountInString(*in.Remark) > 200 {
+		v.Add("remark", "must be at most 200 characters")
+	}
+	if in.PointsCode != nil && utf8.RuneCountInString(*in.PointsCode) > 64 {
+		v.Add("points_code", "must be at most 64 characters")
+	}
+	return v.Err()
+}
+
+// callerProvider finds the approved provider through which the app verifies.
+func (b *Benefits) callerProvider(ctx context.Context, appID int64, in VerifyInput) (providerState, error) {
+	ids, err := b.providers.ProviderIDs(ctx, appID)
+	if err != nil {
+		return providerState{}, err
+	}
+	for _, id := range ids {
+		if in.ServiceProviderID != nil && *in.ServiceProviderID != id {
+			continue
+		}
+		s, _, err := b.provider(ctx, id)
+		if err != nil {
+			return providerState{}, err
+		}
+		if s.reg == nil || s.reg.AppID != appID || s.status != ProviderApproved || s.reg.Type == ProviderChannelPartner {
+			continue
+		}
+		if s.reg.Type == ProviderHealthStation && (in.PointsCode == nil || *in.PointsCode != *s.reg.PointsCode) {
+			continue
+		}
+		return s, nil
+	}
+	return providerState{}, ErrProviderUnauthorized
+}
+
+// Verify consumes a benefit use: the card's remaining quantity is decided
+// on the card's stream with its expected revision, so it never goes below
+// zero however many verifications race, on any event store.
+func (b *Benefits) Verify(ctx context.Context, appID int64, in VerifyInput, meta Meta) (Verified, error) {
+	if err := in.validate(); err != nil {
+		return Verified{}, err
+	}
+	prov, err := b.callerProvider(ctx, appID, in)
+	if err != nil {
+		return Verified{}, err
+	}
+	unlock := b.cards.lock(in.CardNumber)
+	defer unlock()
+	for attempt := 0; attempt < 10*maxAttempts; attempt++ {
+		var st cardState
+		version, _, err := b.load(ctx, CardStream(in.CardNumber), st.apply)
+		if err != nil {
+			return Verified{}, err
+		}
+		if st.issued == nil {
+			return Verified{}, ErrCardNotFound
+		}
+		var line *catalog.CardLine
+		for i, l := range st.issued.Items {
+			if (in.UserBenefitItemID != nil && l.UserBenefitItemID == *in.UserBenefitItemID) || (in.BenefitItemID != nil && l.BenefitItemID == *in.BenefitItemID) {
+				line = &st.issued.Items[i]
+				break
+			}
+		}
+		if line == nil {
+			return Verified{}, ErrCardNotFound
+		}
+		if !slices.Contains(prov.allowed, line.BenefitItemID) {
+			return Verified{}, ErrProviderUnauthorized
+		}
+		item, _, _, err := b.item(ctx, line.BenefitItemID)
+		if err != nil {
+			return Verified{}, err
+		}
+		if item.status != ItemActive {
+			return Verified{}, ErrBenefitItemInactive
+		}
+		now := b.now().UTC()
+		if !now.Before(st.issued.ExpiresAt) {
+			return Verified{}, ErrCardExpired
+		}
+		if last, ok := st.lastUse[useKey(line.UserBenefitItemID, prov.reg.ProviderID)]; ok && b.cooldown > 0 && now.Sub(last) < b.cooldown {
+			return Verified{}, ErrDuplicateFulfillment
+		}
+		remaining := st.remaining[line.UserBenefitItemID]
+		if remaining < in.Quantity {
+			return Verified{}, ErrNoRemainingQuota
+		}
+		recordID, err := b.ids.Next(ctx, "fulfillment")
+		if err != nil {
+			return Verified{}, err
+		}
+		points := in.PointsCode
+		if prov.reg.PointsCode != nil {
+			points = prov.reg.PointsCode
+		}
+		ev := catalog.BenefitFulfilled{
+			RecordID: recordID, CardNumber: in.CardNumber, IssuerAppID: st.issued.IssuerAppID, UserBenefitItemID: line.UserBenefitItemID,
+			BenefitItemID: line.BenefitItemID, BenefitItemName: item.name, ProviderID: prov.reg.ProviderID, ProviderAppID: appID,
+			Quantity: in.Quantity, Remaining: remaining - in.Quantity, PointsCode: points, Remark: in.Remark, At: now,
+		}
+		meta.AppID = appID
+		res, err := b.append(ctx, CardStream(in.CardNumber), version, meta, ev)
+		if events.IsConflict(err) {
+			continue // another node verified this card meanwhile: decide again
+		}
+		if err != nil {
+			return Verified{}, err
+		}
+		return Verified{RecordID: recordID, CardNumber: in.CardNumber, BenefitItemName: item.name, Quantity: in.Quantity, Remaining: ev.Remaining,
+			HolderName: st.issued.HolderName, HolderPhone: st.issued.HolderPhone, At: now, Position: res.Position}, nil
+	}
+	return Verified{}, ErrContention
+}
+
+// Rate adds the user's 1-5 rating to a fulfillment of the issuer app's card, once.
+func (b *Benefits) Rate(ctx context.Context, issuerAppID, recordID int64, rating int, meta Meta) (events.Position, error) {
+	if rating < 1 || rating > 5 {
+		v := &ValidationError{}
+		v.Add("rating", "must be between 1 and 5")
+		return events.Position{}, v
+	}
+	issuer, ok, err := b.providers.FulfillmentIssuer(ctx, recordID)
+	if err != nil {
+		return events.Position{}, err
+	}
+	if !ok || issuer != issuerAppID {
+		return events.Position{}, ErrFulfillmentNotFound
+	}
+	meta.AppID = issuerAppID
+	res, err := b.append(ctx, "fulfillment-"+strconv.FormatInt(recordID, 10), 0, meta, catalog.FulfillmentRated{RecordID: recordID, IssuerAppID: issuerAppID, Rating: rating})
+	if events.IsConflict(err) {
+		return events.Position{}, ErrAlreadyRated
+	}
+	return res.Position, err
+}
+
+// IsChannelPartner reports whether the app has an approved CHANNEL_PARTNER
+// provider, which may issue cards in batches.
+func (b *Benefits) IsChannelPartner(ctx context.Context, appID int64) (bool, error) {
+	ids, err := b.providers.ProviderIDs(ctx, appID)
+	if err != nil {
+		return false, err
+	}
+	for _, id := range ids {
+		s, _, err := b.provider(ctx, id)
+		if err != nil {
+			return false, err
+		}
+		if s.reg != nil && s.reg.AppID == appID && s.reg.Type == ProviderChannelPartner && s.status == ProviderApproved {
+			return true, nil
+		}
+	}
+	return false, nil
+}

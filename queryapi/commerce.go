@@ -1,0 +1,276 @@
+package queryapi
+
+import (
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/julienschmidt/httprouter"
+
+	"github.com/healthtech/partner-open-platform/commands"
+	"github.com/healthtech/partner-open-platform/internal/httpapi"
+	"github.com/healthtech/partner-open-platform/projections"
+)
+
+// commerceRoutes are the order, goods and benefit reads.
+func (q *API) commerceRoutes() []httpapi.Route {
+	return []httpapi.Route{
+		{Method: "GET", Path: "/open/v1/order/detail", Handle: q.partner(q.orderDetail)},
+		{Method: "GET", Path: "/admin/v1/goods", Handle: q.admin(q.goodsList)},
+		{Method: "GET", Path: "/admin/v1/orders", Handle: q.admin(q.orders)},
+		{Method: "GET", Path: "/admin/v1/orders/:orderCode", Handle: q.admin(q.adminOrder)},
+		{Method: "GET", Path: "/admin/v1/service-providers", Handle: q.admin(q.providers)},
+		{Method: "GET", Path: "/admin/v1/benefit-items", Handle: q.admin(q.benefitItems)},
+		{Method: "GET", Path: "/admin/v1/benefit-cards/:cardNumber", Handle: q.admin(q.adminCard)},
+		{Method: "GET", Path: "/open/v1/benefit-cards/detail", Handle: q.partner(q.cardDetail)},
+		{Method: "GET", Path: "/open/v1/benefit-cards/fulfillments", Handle: q.partner(q.fulfillments)},
+	}
+}
+
+func (q *API) dt(t time.Time) string { return t.In(q.Location).Format(DateTime) }
+
+func (q *API) orderView(o projections.Order) map[string]any {
+	items := make([]map[string]any, 0, len(o.Items))
+	for _, it := range o.Items {
+		sns := it.DeviceSNs
+		if sns == nil {
+			sns = []string{}
+		}
+		items = append(items, map[string]any{
+			"id": it.ItemID, "goods_id": it.GoodsID, "goods_code": it.GoodsCode, "goods_name": it.GoodsName, "quantity": it.Quantity,
+			"unit_price": it.UnitPrice, "total_price": it.TotalPrice, "shipping_status": it.ShippingStatus, "device_sns": sns,
+		})
+	}
+	var shippedAt *string
+	if o.ShippedAt != nil {
+		s := q.dt(*o.ShippedAt)
+		shippedAt = &s
+	}
+	return map[string]any{
+		"order_code": o.OrderCode, "order_time": q.dt(o.OrderTime), "order_status": o.Status, "order_source": o.OrderSource,
+		"cooperation_type": o.CooperationType, "user_id": o.UserID, "third_order_id": o.ThirdOrderID, "contact_person": o.ContactPerson,
+		"contact_phone": o.ContactPhone, "address": o.Address, "logistics_type": o.LogisticsType, "postage_policy": o.PostagePolicy,
+		"area_code": o.AreaCode, "area_text": o.AreaText, "postage_amount": o.PostageAmount, "items": items,
+		"created_at": q.dt(o.CreatedAt), "updated_at": q.dt(o.UpdatedAt),
+		"logistics_company": o.LogisticsCompany, "tracking_number": o.TrackingNumber, "shipped_at": shippedAt, "reject_reason": o.RejectReason,
+	}
+}
+
+func (q *API) orderByCode(w http.ResponseWriter, r *http.Request, appID int64, code string) error {
+	o, err := q.Orders.OrderByCode(r.Context(), appID, code)
+	if errors.Is(err, projections.ErrNotFound) {
+		return commands.ErrOrderNotFound
+	}
+	if err != nil {
+		return err
+	}
+	httpapi.OK(w, http.StatusOK, q.orderView(o))
+	return nil
+}
+
+func (q *API) orderDetail(w http.ResponseWriter, r *http.Request, _ httprouter.Params, appID int64) error {
+	code := r.URL.Query().Get("order_code")
+	if code == "" || len(code) > 100 {
+		v := &commands.ValidationError{}
+		v.Add("order_code", "is required, at most 100 characters")
+		return v
+	}
+	return q.orderByCode(w, r, appID, code)
+}
+
+// adminRead waits for the operator's own last writes, then serves.
+func (q *API) adminRead(h func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error) httprouter.Handle {
+	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+		err := q.await(r.Context(), 0)
+		if err == nil {
+			err = h(w, r, ps)
+		}
+		if err != nil {
+			httpapi.Error(w, r, err)
+		}
+	}
+}
+
+func (q *API) adminOrder(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+	q.adminRead(func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
+		return q.orderByCode(w, r, 0, ps.ByName("orderCode"))
+	})(w, r, ps)
+}
+
+func (q *API) orders(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+	q.adminRead(func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+		f := projections.OrderFilter{Status: r.URL.Query().Get("status")}
+		var err error
+		if f.AppID, err = httpapi.IntParam(r, "app_id", 0, 0); err != nil {
+			return err
+		}
+		if f.After, err = httpapi.IntParam(r, "after", 0, 0); err != nil {
+			return err
+		}
+		limit, err := httpapi.Limit(r, 100, 1000)
+		if err != nil {
+			return err
+		}
+		f.Limit = int(limit)
+		list, err := q.Orders.Orders(r.Context(), f)
+		if err != nil {
+			return err
+		}
+		out := make([]map[string]any, 0, len(list))
+		for _, o := range list {
+			v := q.orderView(o)
+			v["id"], v["app_id"] = o.OrderID, o.AppID
+			out = append(out, v)
+		}
+		httpapi.OK(w, http.StatusOK, map[string]any{"orders": out})
+		return nil
+	})(w, r, ps)
+}
+
+func (q *API) goodsList(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+	q.adminRead(func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+		list, err := q.Orders.GoodsList(r.Context())
+		if err != nil {
+			return err
+		}
+		out := make([]map[string]any, 0, len(list))
+		for _, g := range list {
+			out = append(out, map[string]any{"goods_id": g.GoodsID, "goods_code": g.GoodsCode, "goods_name": g.GoodsName, "active": g.Active, "updated_at": g.UpdatedAt.Format(time.RFC3339)})
+		}
+		httpapi.OK(w, http.StatusOK, map[string]any{"goods": out})
+		return nil
+	})(w, r, ps)
+}
+
+func (q *API) providers(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+	q.adminRead(func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+		appID, err := httpapi.IntParam(r, "app_id", 0, 0)
+		if err != nil {
+			return err
+		}
+		list, err := q.Benefits.Providers(r.Context(), appID)
+		if err != nil {
+			return err
+		}
+		out := make([]map[string]any, 0, len(list))
+		for _, p := range list {
+			items := p.AllowedItemIDs
+			if items == nil {
+				items = []int64{}
+			}
+			out = append(out, map[string]any{"provider_id": p.ProviderID, "app_id": p.AppID, "name": p.Name, "type": p.Type, "contact": p.Contact,
+				"points_code": p.PointsCode, "status": p.Status, "allowed_benefit_item_ids": items})
+		}
+		httpapi.OK(w, http.StatusOK, map[string]any{"service_providers": out})
+		return nil
+	})(w, r, ps)
+}
+
+func (q *API) benefitItems(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+	q.adminRead(func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+		list, err := q.Benefits.BenefitItems(r.Context())
+		if err != nil {
+			return err
+		}
+		out := make([]map[string]any, 0, len(list))
+		for _, b := range list {
+			out = append(out, map[string]any{"benefit_item_id": b.BenefitItemID, "name": b.Name, "status": b.Status})
+		}
+		httpapi.OK(w, http.StatusOK, map[string]any{"benefit_items": out})
+		return nil
+	})(w, r, ps)
+}
+
+func (q *API) cardView(c projections.Card) map[string]any {
+	items := make([]map[string]any, 0, len(c.Items))
+	for _, it := range c.Items {
+		items = append(items, map[string]any{"user_benefit_item_id": it.UserBenefitItemID, "benefit_item_id": it.BenefitItemID, "total_quantity": it.Total, "remaining_quantity": it.Remaining})
+	}
+	return map[string]any{"card_number": c.CardNumber, "issuer_app_id": c.IssuerAppID, "holder_name": c.HolderName, "holder_phone": c.HolderPhone,
+		"expires_at": q.dt(c.ExpiresAt), "items": items}
+}
+
+func (q *API) card(w http.ResponseWriter, r *http.Request, issuer int64, number string) error {
+	c, err := q.Benefits.CardByNumber(r.Context(), issuer, number)
+	if errors.Is(err, projections.ErrNotFound) {
+		return commands.ErrCardNotFound
+	}
+	if err != nil {
+		return err
+	}
+	httpapi.OK(w, http.StatusOK, q.cardView(c))
+	return nil
+}
+
+func (q *API) adminCard(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+	q.adminRead(func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
+		return q.card(w, r, 0, ps.ByName("cardNumber"))
+	})(w, r, ps)
+}
+
+// cardDetail shows an issuer its own card (other apps' cards are CARD_NOT_FOUND).
+func (q *API) cardDetail(w http.ResponseWriter, r *http.Request, _ httprouter.Params, appID int64) error {
+	return q.card(w, r, appID, r.URL.Query().Get("card_number"))
+}
+
+// fulfillments lists the caller's records: as provider (default) or as card issuer (role=issuer).
+func (q *API) fulfillments(w http.ResponseWriter, r *http.Request, _ httprouter.Params, appID int64) error {
+	f := projections.FulfillmentFilter{}
+	var err error
+	if f.After, err = httpapi.IntParam(r, "after", 0, 0); err != nil {
+		return err
+	}
+	limit, err := httpapi.Limit(r, 100, 1000)
+	if err != nil {
+		return err
+	}
+	f.Limit = int(limit)
+	var list []projections.Fulfillment
+	switch r.URL.Query().Get("role") {
+	case "issuer":
+		f.IssuerAppID = appID
+		list, err = q.Benefits.Fulfillments(r.Context(), f)
+	case "", "provider":
+		providers, perr := q.Benefits.Providers(r.Context(), appID)
+		if perr != nil {
+			return perr
+		}
+		for _, p := range providers {
+			f.ProviderID = p.ProviderID
+			page, ferr := q.Benefits.Fulfillments(r.Context(), f)
+			if ferr != nil {
+				return ferr
+			}
+			list = append(list, page...)
+		}
+	default:
+		v := &commands.ValidationError{}
+		v.Add("role", "must be provider or issuer")
+		return v
+	}
+	if err != nil {
+		return err
+	}
+	out := make([]map[string]any, 0, len(list))
+	for _, x := range list {
+		out = append(out, map[string]any{
+			"fulfillment_record_id": x.RecordID, "card_number": maskCardNumber(x.CardNumber), "benefit_item_name": x.BenefitItemName,
+			"current_usage_quantity": x.Quantity, "status": x.Status, "points_code": x.PointsCode, "initiated_at": q.dt(x.InitiatedAt),
+			"rating": x.Rating, "service_provider_id": x.ProviderID, "remark": x.Remark,
+		})
+	}
+	httpapi.OK(w, http.StatusOK, map[string]any{"fulfillments": out})
+	return nil
+}
+
+// maskCardNumber keeps the first 4 and last 4 characters, as records show cards.
+func maskCardNumber(n string) string {
+	if len(n) <= 8 {
+		return "********"
+	}
+	masked := []byte(n)
+	for i := 4; i < len(n)-4; i++ {
+		masked[i] = '*'
+	}
+	return string(masked)
+}
