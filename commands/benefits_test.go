@@ -1,0 +1,180 @@
+package commands
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/healthtech/partner-open-platform/events"
+	"github.com/healthtech/partner-open-platform/events/catalog"
+)
+
+// staticProviders answers the provider lookup without a read model.
+type staticProviders map[int64][]int64
+
+func (s staticProviders) ProviderIDs(_ context.Context, appID int64) ([]int64, error) {
+	return s[appID], nil
+}
+func (s staticProviders) FulfillmentIssuer(context.Context, int64) (int64, bool, error) {
+	return 0, false, nil
+}
+
+// benefitFixture: one active item, one approved provider (app 2) allowed to
+// verify it, one card (issued by app 1) holding remaining of it.
+func benefitFixture(t *testing.T, store events.Store, remaining int64, cooldown time.Duration) (*Benefits, string, int64) {
+	t.Helper()
+	reg := catalog.Registry()
+	ids := NewAllocator(store, reg, 20)
+	providers := staticProviders{}
+	b := NewBenefits(store, reg, ids, time.Now, cooldown, providers)
+	item, _, err := b.CreateItem(ctx, "annual check", Meta{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _, err := b.RegisterProvider(ctx, ProviderInput{AppID: 2, Name: "clinic", Type: ProviderService, Contact: "x"}, Meta{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	providers[2] = []int64{pid}
+	if _, err := b.ReviewProvider(ctx, pid, true, "", Meta{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.ConfigureItems(ctx, pid, []int64{item}, Meta{}); err != nil {
+		t.Fatal(err)
+	}
+	cards, err := b.IssueCards(ctx, 1, []CardInput{{HolderName: "李雷", ExpiresAt: time.Now().Add(time.Hour), Items: []CardItemInput{{BenefitItemID: item, Quantity: remaining}}}}, Meta{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, cards[0].CardNumber, item
+}
+
+func TestNoOverConsumptionOnEveryAdapter(t *testing.T) {
+	eventStores(t, func(t *testing.T, store events.Store) {
+		// Two handlers share the store, as two nodes would: the in-process
+		// lock serialises each, the expected revision decides between them.
+		b, card, item := benefitFixture(t, store, 10, 0)
+		other := NewBenefits(store, b.reg, NewAllocator(store, b.reg, 20), time.Now, 0, b.providers)
+		var ok, quota atomic.Int64
+		var wg sync.WaitGroup
+		for i := range 200 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				h := b
+				if i%2 == 1 {
+					h = other
+				}
+				_, err := h.Verify(ctx, 2, VerifyInput{CardNumber: card, BenefitItemID: &item}, Meta{})
+				switch {
+				case err == nil:
+					ok.Add(1)
+				case errors.Is(err, ErrNoRemainingQuota):
+					quota.Add(1)
+				default:
+					t.Errorf("verify: %v", err)
+				}
+			}()
+		}
+		wg.Wait()
+		if ok.Load() != 10 || quota.Load() != 190 {
+			t.Fatalf("%d successes, %d quota refusals", ok.Load(), quota.Load())
+		}
+		var st cardState
+		if _, _, err := b.load(ctx, CardStream(card), st.apply); err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range st.remaining {
+			if r != 0 {
+				t.Fatalf("remaining %d", r)
+			}
+		}
+	})
+}
+
+func TestVerifyRefusals(t *testing.T) {
+	store := newScenario(t).store
+	b, card, item := benefitFixture(t, store, 3, time.Minute)
+	one := int64(999)
+	cases := []struct {
+		name string
+		app  int64
+		in   VerifyInput
+		want error
+	}{
+		{"unknown card", 2, VerifyInput{CardNumber: "999999999999999", BenefitItemID: &item}, ErrCardNotFound},
+		{"item not on card", 2, VerifyInput{CardNumber: card, BenefitItemID: &one}, ErrCardNotFound},
+		{"not a provider", 3, VerifyInput{CardNumber: card, BenefitItemID: &item}, ErrProviderUnauthorized},
+		{"too many", 2, VerifyInput{CardNumber: card, BenefitItemID: &item, Quantity: 4}, ErrNoRemainingQuota},
+	}
+	for _, c := range cases {
+		if _, err := b.Verify(ctx, c.app, c.in, Meta{}); !errors.Is(err, c.want) {
+			t.Fatalf("%s: %v, want %v", c.name, err, c.want)
+		}
+	}
+	if _, err := b.Verify(ctx, 2, VerifyInput{CardNumber: card, BenefitItemID: &item}, Meta{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Verify(ctx, 2, VerifyInput{CardNumber: card, BenefitItemID: &item}, Meta{}); !errors.Is(err, ErrDuplicateFulfillment) {
+		t.Fatalf("within cooldown: %v", err)
+	}
+	if _, err := b.SetItemStatus(ctx, item, ItemSuspended, Meta{}); err != nil {
+		t.Fatal(err)
+	}
+	b.cooldown = 0
+	if _, err := b.Verify(ctx, 2, VerifyInput{CardNumber: card, BenefitItemID: &item}, Meta{}); !errors.Is(err, ErrBenefitItemInactive) {
+		t.Fatalf("suspended: %v", err)
+	}
+	b.now = func() time.Time { return time.Now().Add(2 * time.Hour) }
+	if _, err := b.SetItemStatus(ctx, item, ItemActive, Meta{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Verify(ctx, 2, VerifyInput{CardNumber: card, BenefitItemID: &item}, Meta{}); !errors.Is(err, ErrCardExpired) {
+		t.Fatalf("expired: %v", err)
+	}
+}
+
+func TestConcurrentOrderCreatesMakeOneOrder(t *testing.T) {
+	eventStores(t, func(t *testing.T, store events.Store) {
+		reg := catalog.Registry()
+		o := NewOrders(store, reg, NewAllocator(store, reg, 20), time.Now)
+		code := fmt.Sprint("G", time.Now().UnixNano())
+		if _, _, err := o.CreateGoods(ctx, code, "monitor", Meta{}); err != nil {
+			t.Fatal(err)
+		}
+		in := OrderInput{ThirdOrderID: fmt.Sprint("T", time.Now().UnixNano()), ContactPerson: "Li", ContactPhone: "13812345678", Address: "Beijing",
+			Items: []OrderItemIn{{GoodsCode: code, Quantity: 2, UnitPrice: 19900}}}
+		var wg sync.WaitGroup
+		var created atomic.Int64
+		ids := sync.Map{}
+		for range 50 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				res, err := o.CreateOrder(ctx, 7, in, Meta{})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if res.Created {
+					created.Add(1)
+				}
+				ids.Store(res.OrderID, true)
+			}()
+		}
+		wg.Wait()
+		n := 0
+		ids.Range(func(any, any) bool { n++; return true })
+		if created.Load() != 1 || n != 1 {
+			t.Fatalf("created %d, distinct orders %d", created.Load(), n)
+		}
+		in.Address = "Shanghai"
+		if _, err := o.CreateOrder(ctx, 7, in, Meta{}); !errors.Is(err, ErrDuplicateThirdOrder) {
+			t.Fatalf("different body, same third_order_id: %v", err)
+		}
+	})
+}
