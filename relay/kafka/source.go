@@ -34,12 +34,12 @@ func NewSource(brokers []string, topic, groupID string, log *slog.Logger) *Sourc
 // CommitInterval); an error stops Run uncommitted so the message is re-delivered.
 func (s *Source) Run(ctx context.Context, handle func(ctx context.Context, ev events.Recorded) error) error {
 	r := kafka.NewReader(kafka.ReaderConfig{
-		Brokers:        s.brokers,
-		GroupID:        s.group,
-		Topic:          s.topic,
-		MinBytes:       1,
-		MaxBytes:       10 << 20,
-		MaxWait:        250 * time.Millisecond,
+		Brokers:  s.brokers,
+		GroupID:  s.group,
+		Topic:    s.topic,
+		MinBytes: 1,
+		MaxBytes: 10 << 20,
+		MaxWait:  250 * time.Millisecond,
 		// Offsets of handled messages are committed every 100 ms (and on
 		// Close), not one round trip per message: a crash re-delivers at
 		// most the last interval's messages, which the dispatcher's
