@@ -68,6 +68,53 @@ type Benefits struct {
 	cooldown  time.Duration
 	providers ProviderDirectory
 	cards     keyedMutex
+
+	cacheMu sync.Mutex
+	cache   map[string]*cachedCard // card aggregates, read incrementally
+}
+
+// cachedCard is a card's state as of version events; only the holder of
+// the card's lock touches it.
+type cachedCard struct {
+	state   cardState
+	version uint64
+}
+
+// maxCachedCards bounds the card cache; an evicted card is replayed once.
+const maxCachedCards = 10000
+
+// cardAt returns the card's current state, reading only the events appended
+// since it was last seen (by this node or any other). Callers hold the card's lock.
+func (b *Benefits) cardAt(ctx context.Context, number string) (*cachedCard, error) {
+	b.cacheMu.Lock()
+	if b.cache == nil {
+		b.cache = map[string]*cachedCard{}
+	}
+	c := b.cache[number]
+	if c == nil {
+		if len(b.cache) >= maxCachedCards {
+			for k := range b.cache { // drop an arbitrary entry
+				delete(b.cache, k)
+				break
+			}
+		}
+		c = &cachedCard{}
+		b.cache[number] = c
+	}
+	b.cacheMu.Unlock()
+	recs, err := b.store.ReadStream(ctx, CardStream(number), c.version, 0)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range recs {
+		env, err := b.reg.Decode(r)
+		if err != nil {
+			return nil, err
+		}
+		c.state.apply(env)
+	}
+	c.version += uint64(len(recs))
+	return c, nil
 }
 
 // NewBenefits builds the handler; cooldown is the DUPLICATE_FULFILLMENT window.
@@ -544,11 +591,11 @@ func (b *Benefits) Verify(ctx context.Context, appID int64, in VerifyInput, meta
 	unlock := b.cards.lock(in.CardNumber)
 	defer unlock()
 	for attempt := 0; attempt < 10*maxAttempts; attempt++ {
-		var st cardState
-		version, _, err := b.load(ctx, CardStream(in.CardNumber), st.apply)
+		cached, err := b.cardAt(ctx, in.CardNumber)
 		if err != nil {
 			return Verified{}, err
 		}
+		st, version := &cached.state, cached.version
 		if st.issued == nil {
 			return Verified{}, ErrCardNotFound
 		}

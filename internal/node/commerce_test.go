@@ -219,7 +219,7 @@ func TestOnboardingReviewAndScopes(t *testing.T) {
 }
 
 // benefitSetup: an item, a health station app and a channel-partner app, both approved.
-func benefitSetup(t *testing.T, p *platform) (station, partner *app, item int64) {
+func benefitSetup(t testing.TB, p *platform) (station, partner *app, item int64) {
 	t.Helper()
 	var it struct {
 		ID int64 `json:"benefit_item_id"`

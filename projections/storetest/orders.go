@@ -521,7 +521,7 @@ func testOrderRoundTrip(t *testing.T, s projections.Store) {
 			return err
 		}
 		wantOrder(t, "Tx.Order", got, sortedItems(full))
-		got.Items[2].DeviceSNs[0], got.Items[0].Quantity = "mutated", 42
+		got.Items[1].DeviceSNs[0], got.Items[0].Quantity = "mutated", 42
 		*got.UserID, *got.ShippedAt = 1, at(9)
 		got.Items = append(got.Items, projections.OrderItem{ItemID: 77})
 		return nil
@@ -529,8 +529,8 @@ func testOrderRoundTrip(t *testing.T, s projections.Store) {
 
 	// The store owns its copies: changing what was read changes nothing.
 	got := orderByCode(t, os, 0, full.OrderCode)
-	got.Items[2].DeviceSNs[1] = "mutated"
-	got.Items[1].ShippingStatus = "mutated"
+	got.Items[1].DeviceSNs[1] = "mutated"
+	got.Items[2].ShippingStatus = "mutated"
 	*got.AreaCode, *got.TrackingNumber = "mutated", "mutated"
 	for _, o := range listOrders(t, os, projections.OrderFilter{AppID: 1 << 40}) {
 		for i := range o.Items {
@@ -952,7 +952,7 @@ func testOrdersFilters(t *testing.T, s projections.Store) {
 			t.Errorf("%s: Orders(%+v) = %v, want %v", what, f, got, want)
 		}
 	}
-	wantIDs("app 2, APPROVED", projections.OrderFilter{AppID: 2, Status: "APPROVED"}, []int64{11, 20})
+	wantIDs("app 2, APPROVED", projections.OrderFilter{AppID: 2, Status: "APPROVED"}, []int64{13, 49, 85})
 	wantIDs("app 1 after 10", projections.OrderFilter{AppID: 1, After: 10, Limit: 3}, []int64{19, 28, 37})
 	wantIDs("after an id no order has", projections.OrderFilter{After: 2, Limit: 2}, []int64{4, 7})
 
