@@ -272,6 +272,10 @@ func (a *API) token(w http.ResponseWriter, r *http.Request, _ httprouter.Params)
 		oauthError(w, http.StatusUnauthorized, "invalid_client", "unknown client or wrong secret")
 		return
 	}
+	if r.PostForm.Get("grant_type") == "" {
+		oauthError(w, http.StatusBadRequest, "invalid_request", "grant_type is required")
+		return
+	}
 	if gt := r.PostForm.Get("grant_type"); gt != "client_credentials" {
 		oauthError(w, http.StatusBadRequest, "unsupported_grant_type", "only client_credentials is supported")
 		return

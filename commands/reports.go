@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/healthtech/partner-open-platform/events"
@@ -20,6 +21,9 @@ var ErrUserNotBound = errors.New("the user is not bound to any app")
 
 // ErrReportNotFound is returned for a report that does not exist (or another app's).
 var ErrReportNotFound = errors.New("report not found")
+
+// ErrDuplicateReportKey refuses a request_report_id the uploader already used for another user's report.
+var ErrDuplicateReportKey = errors.New("request_report_id already used for a different user's report")
 
 // ReportStream names the stream of one report.
 func ReportStream(id int64) string { return "report-" + strconv.FormatInt(id, 10) }
@@ -166,12 +170,16 @@ func (r *Reports) Create(ctx context.Context, in ReportInput, uploader string, m
 			}
 		}
 		if reportID != 0 {
-			recs, err := r.store.ReadStream(ctx, ReportStream(reportID), 0, 1)
+			var existing reportState
+			_, pos, err := r.load(ctx, ReportStream(reportID), existing.apply)
 			if err != nil {
 				return ReportResult{}, err
 			}
-			if len(recs) > 0 {
-				return ReportResult{ReportID: reportID, AppID: user.appID, Position: recs[0].Position}, nil
+			if existing.created != nil {
+				if existing.created.OpenUserID != in.OpenUserID {
+					return ReportResult{}, ErrDuplicateReportKey
+				}
+				return ReportResult{ReportID: reportID, AppID: user.appID, Position: pos}, nil
 			}
 		}
 		id := reportID
@@ -270,8 +278,8 @@ func (r *Reports) Update(ctx context.Context, id int64, p ReportPatch, by string
 		if err != nil {
 			return events.Position{}, err
 		}
-		if st.created == nil {
-			return events.Position{}, ErrReportNotFound
+		if st.created == nil || (strings.HasPrefix(by, "uploader:") && st.created.UploadedBy != by) {
+			return events.Position{}, ErrReportNotFound // an uploader changes only its own reports
 		}
 		next := st.last
 		next.Changed, next.UpdatedBy = nil, by

@@ -27,10 +27,15 @@ func (w *Watermarks) Wrote(appID int64, pos events.Position) {
 	}
 }
 
-// Await waits, at most timeout, until every runner has applied the app's last write.
+// Await waits, at most timeout, until every runner has applied the app's
+// last write and the last operator or internal write (recorded as app 0)
+// on this node, so a partner sees, say, the shipment an operator just confirmed.
 func (w *Watermarks) Await(ctx context.Context, appID int64, timeout time.Duration, runners ...*Runner) error {
 	w.mu.Lock()
 	pos := w.last[appID]
+	if op := w.last[0]; pos.Less(op) {
+		pos = op
+	}
 	w.mu.Unlock()
 	if pos.IsZero() {
 		return nil

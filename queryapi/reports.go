@@ -172,7 +172,9 @@ func (q *ReportAPI) daily(w http.ResponseWriter, r *http.Request, _ httprouter.P
 func (q *ReportAPI) serveDaily(w http.ResponseWriter, r *http.Request) error {
 	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	if !ok || strings.TrimSpace(tok) == "" {
-		return bearerProblem("MISSING_TOKEN", "an OAuth 2.0 bearer token is required")
+		// RFC 6750 §3.1: a request without credentials gets no error code.
+		return &httpapi.Problem{Status: http.StatusUnauthorized, Code: "MISSING_TOKEN", Message: "an OAuth 2.0 bearer token is required",
+			Headers: map[string]string{"WWW-Authenticate": `Bearer realm="platform"`}}
 	}
 	appID, scope, found := q.Tokens.Token(commands.HashToken(strings.TrimSpace(tok)), q.Now())
 	app, appFound := q.Apps.ByID(appID)

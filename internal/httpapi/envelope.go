@@ -93,6 +93,7 @@ var codes = []struct {
 	{webhooks.ErrDeliveryNotFound, http.StatusNotFound, "DELIVERY_NOT_FOUND", "delivery not found"},
 	{commands.ErrUserNotBound, http.StatusUnprocessableEntity, "USER_NOT_BOUND", "the user is not bound to an app; register the user through the channel-user API first"},
 	{commands.ErrReportNotFound, http.StatusNotFound, "REPORT_NOT_FOUND", "report not found"},
+	{commands.ErrDuplicateReportKey, http.StatusConflict, "DUPLICATE_REQUEST_REPORT_ID", "request_report_id was already used for a different user's report"},
 	{commands.ErrNonceUsed, http.StatusUnauthorized, "NONCE_ALREADY_USED", "this launch nonce was already used; build new launch parameters"},
 	{commands.ErrPluginAuth, http.StatusUnauthorized, "INVALID_SIGNATURE", "launch parameters failed verification (app key, timestamp, nonce, sign or userProfile)"},
 	{commands.ErrSessionNotFound, http.StatusNotFound, "SESSION_NOT_FOUND", "measurement session not found"},

@@ -17,9 +17,10 @@ import (
 )
 
 // Run checks that the stores made by open honour every promise of
-// projections.Store, DeliveryStore, ReportStore, ReportTx and NonceStore, so
-// that the query API, the delivery log, the dispatcher, the report pull and
-// the replay guard behave the same whichever store the deployment uses. open
+// projections.Store, DeliveryStore, ReportStore, ReportTx, NonceStore,
+// OrderStore, OrderTx, BenefitStore and BenefitTx, so that the query API, the
+// delivery log, the dispatcher, the report pull, the replay guard and the
+// order and benefit reads behave the same whichever store the deployment uses. open
 // is called once per case and must return an empty store; Run closes it when
 // the case ends.
 func Run(t *testing.T, open func(t *testing.T) projections.Store) {
@@ -76,6 +77,27 @@ func Run(t *testing.T, open func(t *testing.T) projections.Store) {
 		{"ResetEmptiesReportsKeepsNonces", testResetReports},
 		{"NoncesFreshOnceUntilExpired", testNonces},
 		{"ConcurrentNonceUse", testNonceRace},
+
+		{"GoodsRoundTripAndOrder", testGoods},
+		{"GoodsCodeUnique", testGoodsCodeUnique},
+		{"OrderRoundTrip", testOrderRoundTrip},
+		{"PutOrderReplacesOrderAndItems", testPutOrderReplaces},
+		{"OrderTxReadsSeeOwnWrites", testOrderTxReads},
+		{"FailedUpdateChangesNoOrders", testFailedUpdateOrders},
+		{"OrderTenancyAndUniqueCode", testOrderTenancy},
+		{"OrdersFiltersOrderAndPaging", testOrdersFilters},
+		{"OrdersLimits", testOrdersLimits},
+
+		{"BenefitItemsRoundTripAndOrder", testBenefitItems},
+		{"ProvidersRoundTripAndFilter", testProviders},
+		{"CardRoundTripAndTenancy", testCards},
+		{"CardItemsReplacedAndUnique", testCardItems},
+		{"FulfillmentRoundTrip", testFulfillmentRoundTrip},
+		{"BenefitTxReadsSeeOwnWrites", testBenefitTxReads},
+		{"FailedUpdateChangesNoBenefits", testFailedUpdateBenefits},
+		{"FulfillmentsFiltersOrderAndPaging", testFulfillmentsFilters},
+		{"FulfillmentsLimits", testFulfillmentsLimits},
+		{"ResetEmptiesOrdersAndBenefits", testResetCommerce},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -50,6 +50,8 @@ CREATE TABLE card_items (
 -- A card's items in UserBenefitItemID order, and PutCard's delete of them.
 CREATE INDEX card_items_card_idx ON card_items (card_number, user_benefit_item_id);
 
+-- rating is bigint, not integer, so that every Go int round-trips here as
+-- it does in the memory store.
 CREATE TABLE fulfillments (
     record_id            bigint           PRIMARY KEY,
     card_number          text COLLATE "C" NOT NULL,
@@ -64,7 +66,7 @@ CREATE TABLE fulfillments (
     points_code          text,
     remark               text,
     initiated_at         timestamptz      NOT NULL,
-    rating               integer,
+    rating               bigint,
     updated_at           timestamptz      NOT NULL
 );
 -- Fulfillments by ProviderID, IssuerAppID or CardNumber, each in record id
