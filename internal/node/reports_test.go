@@ -201,6 +201,17 @@ func TestHealthReportsEndToEnd(t *testing.T) {
 			t.Fatalf("retried upload: %d %s", res.Status, res.Raw)
 		}
 
+		// The same report number for another user is a conflict, not that report.
+		var reg2 registerData
+		a.expect("POST", "/open/v1/channel/users", registerBody("u-2"), http.StatusCreated, "0").data(t, &reg2)
+		if res := p.ingest(up, "POST", "/admin/v1/health-reports", reportBody(reg2.OpenUserID, `,"request_report_id":"R-1"`)); res.Status != 409 || res.code() != "DUPLICATE_REQUEST_REPORT_ID" {
+			t.Fatalf("report number reused for another user: %d %s", res.Status, res.Raw)
+		}
+		// Another uploader cannot change this uploader's report.
+		if res := p.ingest(p.uploader("someone else"), "PATCH", fmt.Sprintf("/admin/v1/health-reports/%d", created.ID), []byte(`{"interpretation_result":"x"}`)); res.Status != 404 || res.code() != "REPORT_NOT_FOUND" {
+			t.Fatalf("foreign uploader patch: %d %s", res.Status, res.Raw)
+		}
+
 		// Re-interpretation: health.report.updated, and the pull shows it.
 		res = p.ingest(up, "PATCH", fmt.Sprintf("/admin/v1/health-reports/%d", created.ID), []byte(`{"interpretation_result":"elevated","interpretation_detail":{"risk_level":"medium"}}`))
 		if res.Status != http.StatusOK {
@@ -400,6 +411,9 @@ func TestDailyReport(t *testing.T) {
 	}
 	if status, body := p.oauth("/oauth/token", url.Values{"grant_type": {"password"}}, a.Key, a.Secret); status != 400 || body["error"] != "unsupported_grant_type" {
 		t.Fatalf("grant type: %d %v", status, body)
+	}
+	if status, body := p.oauth("/oauth/token", url.Values{}, a.Key, a.Secret); status != 400 || body["error"] != "invalid_request" {
+		t.Fatalf("no grant type: %d %v", status, body)
 	}
 	// Expiry and revocation.
 	mu.Lock()
