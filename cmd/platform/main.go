@@ -36,6 +36,7 @@ func main() {
 	kafkaTopic := flag.String("kafka-topic", env("PLATFORM_KAFKA_TOPIC", "platform.events"), "Kafka topic of the event feed (PLATFORM_KAFKA_TOPIC)")
 	kafkaRelay := flag.Bool("kafka-relay", env("PLATFORM_KAFKA_RELAY", "1") == "1", "run the event-store-to-Kafka relay on this node (PLATFORM_KAFKA_RELAY=0 turns it off)")
 	allowLoopback := flag.Bool("webhook-allow-loopback", os.Getenv("PLATFORM_WEBHOOK_ALLOW_LOOPBACK") == "1", "allow http and loopback webhook targets, for local development (PLATFORM_WEBHOOK_ALLOW_LOOPBACK=1)")
+	schedule := flag.String("webhook-retry-schedule", env("PLATFORM_WEBHOOK_RETRY_SCHEDULE", ""), "comma-separated retry delays, e.g. 1m,5m,30m,2h,6h (the spec's default) (PLATFORM_WEBHOOK_RETRY_SCHEDULE)")
 	logFormat := flag.String("log-format", env("PLATFORM_LOG_FORMAT", "text"), "text or json (PLATFORM_LOG_FORMAT)")
 	flag.Parse()
 
@@ -46,14 +47,33 @@ func main() {
 	log := slog.New(handler)
 	slog.SetDefault(log)
 
+	retry, err := parseSchedule(*schedule)
+	if err != nil {
+		log.Error("bad retry schedule", "err", err)
+		os.Exit(2)
+	}
 	if err := run(log, *addr, node.Config{
 		DataDir: *dataDir, ESDBURL: *esdbURL, PostgresURL: *pgURL, Timezone: *tz,
 		AdminToken: os.Getenv("PLATFORM_ADMIN_TOKEN"), MasterKey: os.Getenv("PLATFORM_MASTER_KEY"), Logger: log,
 		KafkaBrokers: splitList(*kafka), KafkaTopic: *kafkaTopic, KafkaRelay: kafkaRelay, WebhookAllowLoopback: *allowLoopback,
+		WebhookSchedule: retry, InternalToken: os.Getenv("PLATFORM_INTERNAL_TOKEN"),
 	}); err != nil {
 		log.Error("platform stopped", "err", err)
 		os.Exit(1)
 	}
+}
+
+// parseSchedule reads retry delays; empty keeps the spec's schedule.
+func parseSchedule(s string) ([]time.Duration, error) {
+	var out []time.Duration
+	for _, part := range splitList(s) {
+		d, err := time.ParseDuration(part)
+		if err != nil || d <= 0 {
+			return nil, fmt.Errorf("retry delay %q: must be a positive duration such as 90s or 2h", part)
+		}
+		out = append(out, d)
+	}
+	return out, nil
 }
 
 func splitList(s string) []string {

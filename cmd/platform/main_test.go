@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -45,13 +46,14 @@ func freeAddr(t *testing.T) string {
 	return l.Addr().String()
 }
 
-func startServer(t *testing.T, dir string) *server {
+func startServer(t *testing.T, dir string, env ...string) *server {
 	t.Helper()
 	addr := freeAddr(t)
 	s := &server{t: t, base: "http://" + addr, dir: dir}
 	s.cmd = exec.Command(os.Args[0], "-test.run=^$")
 	s.cmd.Env = append(os.Environ(), "PLATFORM_TEST_RUN_MAIN=1", "PLATFORM_ADDR="+addr, "PLATFORM_DATA_DIR="+dir,
 		"PLATFORM_ESDB_URL=", "PLATFORM_POSTGRES_URL=", "PLATFORM_ADMIN_TOKEN=")
+	s.cmd.Env = append(s.cmd.Env, env...)
 	s.cmd.Stdout, s.cmd.Stderr = &s.log, &s.log
 	if err := s.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -189,4 +191,71 @@ func TestKill9KeepsEveryAcknowledgedWrite(t *testing.T) {
 		}
 	}
 	t.Logf("%d acknowledged registers all survived kill -9", len(acked))
+}
+
+// TestKill9MidRetryResumesTheSameDelivery: a webhook fails, the platform is
+// SIGKILLed while the retry waits, and after restart the retry arrives with
+// the same delivery id and byte-identical body, then succeeds once.
+func TestKill9MidRetryResumesTheSameDelivery(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the platform binary")
+	}
+	type hit struct {
+		id   string
+		body string
+	}
+	hits := make(chan hit, 10)
+	var mu sync.Mutex
+	fail := true
+	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		hits <- hit{r.Header.Get("X-Webhook-Id"), string(b)}
+		mu.Lock()
+		defer mu.Unlock()
+		if fail {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+	}))
+	defer rcv.Close()
+	env := []string{"PLATFORM_WEBHOOK_ALLOW_LOOPBACK=1", "PLATFORM_WEBHOOK_RETRY_SCHEDULE=2s,2s,2s,2s,2s"}
+	dir := t.TempDir()
+	s := startServer(t, dir, env...)
+	app := s.createApp()
+	req, _ := http.NewRequest("PATCH", fmt.Sprintf("%s/admin/v1/apps/%d", s.base, app.AppID), strings.NewReader(`{"webhook_url":"`+rcv.URL+`","webhook_events":["user.profile.updated"]}`))
+	req.Header.Set("Authorization", "Bearer "+s.adminToken())
+	if res, err := http.DefaultClient.Do(req); err != nil || res.StatusCode != 200 {
+		t.Fatalf("configure webhook: %v %v", err, res)
+	}
+	status, data, err := s.signed(app, "POST", "/open/v1/channel/users", `{"channel_user_id":"k9","user":{"name":"n"}}`)
+	if err != nil || status != 201 {
+		t.Fatalf("register: %d %v", status, err)
+	}
+	id := int64(data["open_user_id"].(float64))
+	if status, _, err := s.signed(app, "PATCH", fmt.Sprintf("/open/v1/channel/users/%d", id), `{"nickname":"x"}`); err != nil || status != 200 {
+		t.Fatalf("patch: %d %v", status, err)
+	}
+	var first hit
+	select {
+	case first = <-hits:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no first attempt")
+	}
+	s.kill() // the retry is due in 2 s; the process dies before it
+	mu.Lock()
+	fail = false
+	mu.Unlock()
+	startServer(t, dir, env...)
+	select {
+	case again := <-hits:
+		if again.id != first.id || again.body != first.body {
+			t.Fatalf("after kill -9 the retry changed:\n%+v\n%+v", again, first)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("the retry never came after the restart")
+	}
+	select {
+	case extra := <-hits:
+		t.Fatalf("delivered again after success: %+v", extra)
+	case <-time.After(3 * time.Second):
+	}
 }
