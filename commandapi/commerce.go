@@ -460,7 +460,7 @@ func (a *API) verifyUse(c *call) error {
 	if err := c.decode(func(o *httpapi.Object) {
 		in = commands.VerifyInput{
 			CardNumber: o.RequiredString("card_number"), UserBenefitItemID: o.Int("user_benefit_item_id").Ptr(), BenefitItemID: o.Int("benefit_item_id").Ptr(),
-			Quantity: o.Int("quantity").Value, PointsCode: o.String("points_code").Ptr(), ServiceProviderID: o.Int("service_provider_id").Ptr(),
+			Quantity: quantityOr1(o.Int("quantity")), PointsCode: o.String("points_code").Ptr(), ServiceProviderID: o.Int("service_provider_id").Ptr(),
 			Remark: o.String("remark").Ptr(),
 		}
 	}); err != nil {
@@ -496,4 +496,12 @@ func (a *API) rateFulfillment(c *call) error {
 	c.config.Watermarks.Wrote(c.app.AppID, pos)
 	httpapi.OK(c.w, http.StatusOK, map[string]any{"fulfillment_record_id": ids[0], "rating": rating})
 	return nil
+}
+
+// quantityOr1 applies the spec's default of 1 when quantity is not sent.
+func quantityOr1(f commands.Field[int64]) int64 {
+	if !f.Set || f.Null {
+		return 1
+	}
+	return f.Value
 }

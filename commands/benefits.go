@@ -291,6 +291,11 @@ func (b *Benefits) RegisterProvider(ctx context.Context, in ProviderInput, meta 
 
 // ReviewProvider approves or rejects a pending provider.
 func (b *Benefits) ReviewProvider(ctx context.Context, id int64, approve bool, notes string, meta Meta) (events.Position, error) {
+	if utf8.RuneCountInString(notes) > 500 {
+		v := &ValidationError{}
+		v.Add("notes", "must be at most 500 characters")
+		return events.Position{}, v
+	}
 	s, version, err := b.provider(ctx, id)
 	if err != nil {
 		return events.Position{}, err
@@ -415,11 +420,26 @@ func (b *Benefits) IssueCards(ctx context.Context, issuerAppID int64, cards []Ca
 	if len(cards) == 0 || len(cards) > 100 {
 		v.Add("cards", "must have 1 to 100 elements")
 	}
+	numbers := map[string]bool{}
 	for i, c := range cards {
 		b.validateCard(fmt.Sprintf("cards[%d].", i), c, v)
+		if c.CardNumber != "" && numbers[c.CardNumber] {
+			v.Add(fmt.Sprintf("cards[%d].card_number", i), "is repeated in this request")
+		}
+		numbers[c.CardNumber] = true
 	}
 	if err := v.Err(); err != nil {
 		return nil, err
+	}
+	for n := range numbers {
+		if n == "" {
+			continue
+		}
+		if recs, err := b.store.ReadStream(ctx, CardStream(n), 0, 1); err != nil {
+			return nil, err
+		} else if len(recs) > 0 {
+			return nil, fmt.Errorf("%w: %s", ErrCardNumberTaken, n)
+		}
 	}
 	names := map[int64]bool{}
 	for _, c := range cards {
@@ -537,9 +557,6 @@ func (in *VerifyInput) validate() error {
 	case in.UserBenefitItemID != nil && in.BenefitItemID != nil:
 		v.Add("user_benefit_item_id", "send user_benefit_item_id or benefit_item_id, not both")
 	}
-	if in.Quantity == 0 {
-		in.Quantity = 1
-	}
 	if in.Quantity < 1 || in.Quantity > 1000 {
 		v.Add("quantity", "must be between 1 and 1000")
 	}
@@ -552,19 +569,21 @@ func (in *VerifyInput) validate() error {
 	return v.Err()
 }
 
-// callerProvider finds the approved provider through which the app verifies.
-func (b *Benefits) callerProvider(ctx context.Context, appID int64, in VerifyInput) (providerState, error) {
+// callerProviders lists the approved providers through which the app may
+// verify this request (matching service_provider_id and points_code).
+func (b *Benefits) callerProviders(ctx context.Context, appID int64, in VerifyInput) ([]providerState, error) {
 	ids, err := b.providers.ProviderIDs(ctx, appID)
 	if err != nil {
-		return providerState{}, err
+		return nil, err
 	}
+	var out []providerState
 	for _, id := range ids {
 		if in.ServiceProviderID != nil && *in.ServiceProviderID != id {
 			continue
 		}
 		s, _, err := b.provider(ctx, id)
 		if err != nil {
-			return providerState{}, err
+			return nil, err
 		}
 		if s.reg == nil || s.reg.AppID != appID || s.status != ProviderApproved || s.reg.Type == ProviderChannelPartner {
 			continue
@@ -572,9 +591,12 @@ func (b *Benefits) callerProvider(ctx context.Context, appID int64, in VerifyInp
 		if s.reg.Type == ProviderHealthStation && (in.PointsCode == nil || *in.PointsCode != *s.reg.PointsCode) {
 			continue
 		}
-		return s, nil
+		out = append(out, s)
 	}
-	return providerState{}, ErrProviderUnauthorized
+	if len(out) == 0 {
+		return nil, ErrProviderUnauthorized
+	}
+	return out, nil
 }
 
 // Verify consumes a benefit use: the card's remaining quantity is decided
@@ -584,7 +606,7 @@ func (b *Benefits) Verify(ctx context.Context, appID int64, in VerifyInput, meta
 	if err := in.validate(); err != nil {
 		return Verified{}, err
 	}
-	prov, err := b.callerProvider(ctx, appID, in)
+	candidates, err := b.callerProviders(ctx, appID, in)
 	if err != nil {
 		return Verified{}, err
 	}
@@ -609,7 +631,14 @@ func (b *Benefits) Verify(ctx context.Context, appID int64, in VerifyInput, meta
 		if line == nil {
 			return Verified{}, ErrCardNotFound
 		}
-		if !slices.Contains(prov.allowed, line.BenefitItemID) {
+		var prov *providerState
+		for i := range candidates {
+			if slices.Contains(candidates[i].allowed, line.BenefitItemID) {
+				prov = &candidates[i]
+				break
+			}
+		}
+		if prov == nil {
 			return Verified{}, ErrProviderUnauthorized
 		}
 		item, _, _, err := b.item(ctx, line.BenefitItemID)

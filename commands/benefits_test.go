@@ -69,7 +69,7 @@ func TestNoOverConsumptionOnEveryAdapter(t *testing.T) {
 				if i%2 == 1 {
 					h = other
 				}
-				_, err := h.Verify(ctx, 2, VerifyInput{CardNumber: card, BenefitItemID: &item}, Meta{})
+				_, err := h.Verify(ctx, 2, VerifyInput{CardNumber: card, BenefitItemID: &item, Quantity: 1}, Meta{})
 				switch {
 				case err == nil:
 					ok.Add(1)
@@ -106,9 +106,9 @@ func TestVerifyRefusals(t *testing.T) {
 		in   VerifyInput
 		want error
 	}{
-		{"unknown card", 2, VerifyInput{CardNumber: "999999999999999", BenefitItemID: &item}, ErrCardNotFound},
-		{"item not on card", 2, VerifyInput{CardNumber: card, BenefitItemID: &one}, ErrCardNotFound},
-		{"not a provider", 3, VerifyInput{CardNumber: card, BenefitItemID: &item}, ErrProviderUnauthorized},
+		{"unknown card", 2, VerifyInput{CardNumber: "999999999999999", BenefitItemID: &item, Quantity: 1}, ErrCardNotFound},
+		{"item not on card", 2, VerifyInput{CardNumber: card, BenefitItemID: &one, Quantity: 1}, ErrCardNotFound},
+		{"not a provider", 3, VerifyInput{CardNumber: card, BenefitItemID: &item, Quantity: 1}, ErrProviderUnauthorized},
 		{"too many", 2, VerifyInput{CardNumber: card, BenefitItemID: &item, Quantity: 4}, ErrNoRemainingQuota},
 	}
 	for _, c := range cases {
@@ -116,24 +116,24 @@ func TestVerifyRefusals(t *testing.T) {
 			t.Fatalf("%s: %v, want %v", c.name, err, c.want)
 		}
 	}
-	if _, err := b.Verify(ctx, 2, VerifyInput{CardNumber: card, BenefitItemID: &item}, Meta{}); err != nil {
+	if _, err := b.Verify(ctx, 2, VerifyInput{CardNumber: card, BenefitItemID: &item, Quantity: 1}, Meta{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.Verify(ctx, 2, VerifyInput{CardNumber: card, BenefitItemID: &item}, Meta{}); !errors.Is(err, ErrDuplicateFulfillment) {
+	if _, err := b.Verify(ctx, 2, VerifyInput{CardNumber: card, BenefitItemID: &item, Quantity: 1}, Meta{}); !errors.Is(err, ErrDuplicateFulfillment) {
 		t.Fatalf("within cooldown: %v", err)
 	}
 	if _, err := b.SetItemStatus(ctx, item, ItemSuspended, Meta{}); err != nil {
 		t.Fatal(err)
 	}
 	b.cooldown = 0
-	if _, err := b.Verify(ctx, 2, VerifyInput{CardNumber: card, BenefitItemID: &item}, Meta{}); !errors.Is(err, ErrBenefitItemInactive) {
+	if _, err := b.Verify(ctx, 2, VerifyInput{CardNumber: card, BenefitItemID: &item, Quantity: 1}, Meta{}); !errors.Is(err, ErrBenefitItemInactive) {
 		t.Fatalf("suspended: %v", err)
 	}
 	b.now = func() time.Time { return time.Now().Add(2 * time.Hour) }
 	if _, err := b.SetItemStatus(ctx, item, ItemActive, Meta{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.Verify(ctx, 2, VerifyInput{CardNumber: card, BenefitItemID: &item}, Meta{}); !errors.Is(err, ErrCardExpired) {
+	if _, err := b.Verify(ctx, 2, VerifyInput{CardNumber: card, BenefitItemID: &item, Quantity: 1}, Meta{}); !errors.Is(err, ErrCardExpired) {
 		t.Fatalf("expired: %v", err)
 	}
 }

@@ -292,6 +292,11 @@ func (o *Orders) CreateOrder(ctx context.Context, appID int64, in OrderInput, me
 	if err := in.validate(); err != nil {
 		return OrderResult{}, err
 	}
+	hash := in.hash()
+	key := orderKeyStream(appID, in.ThirdOrderID)
+	if res, found, err := o.existingOrder(ctx, key, hash); found || err != nil {
+		return res, err
+	}
 	if in.UserID != nil {
 		user := newUserState()
 		if _, _, err := o.load(ctx, UserStream(*in.UserID), user.apply); err != nil {
@@ -312,9 +317,7 @@ func (o *Orders) CreateOrder(ctx context.Context, appID int64, in OrderInput, me
 		}
 		lines[i] = catalog.OrderLine{GoodsID: g.id, GoodsCode: it.GoodsCode, GoodsName: g.name, Quantity: it.Quantity, UnitPrice: it.UnitPrice, TotalPrice: it.UnitPrice * it.Quantity}
 	}
-	hash := in.hash()
 	meta.AppID = appID
-	key := orderKeyStream(appID, in.ThirdOrderID)
 	for attempt := 0; attempt < maxAttempts; attempt++ {
 		var orderID int64
 		if _, _, err := o.load(ctx, key, func(env events.Envelope) {
@@ -372,6 +375,28 @@ func (o *Orders) CreateOrder(ctx context.Context, appID int64, in OrderInput, me
 		return OrderResult{OrderID: orderID, OrderCode: ev.OrderCode, OrderTime: now, Created: true, Position: res.Position}, nil
 	}
 	return OrderResult{}, ErrContention
+}
+
+// existingOrder answers a repeated third_order_id: the same request gets
+// the existing order, a different one ErrDuplicateThirdOrder.
+func (o *Orders) existingOrder(ctx context.Context, key, hash string) (OrderResult, bool, error) {
+	var orderID int64
+	if _, _, err := o.load(ctx, key, func(env events.Envelope) {
+		if c, ok := env.Payload.(*catalog.OrderKeyClaimed); ok {
+			orderID = c.OrderID
+		}
+	}); err != nil || orderID == 0 {
+		return OrderResult{}, false, err
+	}
+	var st orderState
+	_, pos, err := o.load(ctx, OrderStream(orderID), st.apply)
+	if err != nil || st.created == nil {
+		return OrderResult{}, false, err
+	}
+	if st.created.RequestHash != hash {
+		return OrderResult{}, true, ErrDuplicateThirdOrder
+	}
+	return OrderResult{OrderID: orderID, OrderCode: st.created.OrderCode, OrderTime: st.created.OrderTime, Position: pos}, true, nil
 }
 
 // transition loads an order by code, lets decide produce events, and appends them.

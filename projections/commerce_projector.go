@@ -44,9 +44,9 @@ func applyOrder(ctx context.Context, tx OrderTx, env events.Envelope) error {
 		if err != nil {
 			return err
 		}
-		o.Status, o.RejectReason, o.UpdatedAt = "REJECTED", p.Reason, at
-		if p.Approved {
-			o.Status = "APPROVED"
+		o.Status, o.UpdatedAt = "APPROVED", at
+		if !p.Approved {
+			o.Status, o.RejectReason = "REJECTED", p.Reason
 		}
 		return tx.PutOrder(ctx, o)
 	case *catalog.OrderShipped:

@@ -182,7 +182,12 @@ func (q *API) appView(a projections.App) map[string]any {
 	if evs == nil {
 		evs = []string{}
 	}
+	scopes := a.Scopes
+	if scopes == nil {
+		scopes = []string{}
+	}
 	return map[string]any{
+		"scopes": scopes, "review": a.Review, "sandbox_app_id": a.SandboxAppID, "production_app_id": a.ProductionAppID,
 		"app_id": a.AppID, "name": a.Name, "app_key": a.AppKey, "environment": a.Environment,
 		"webhook_url": a.WebhookURL, "webhook_events": evs,
 		"created_at": a.CreatedAt.Format(time.RFC3339), "updated_at": a.UpdatedAt.Format(time.RFC3339),

@@ -16,6 +16,7 @@ import (
 	"github.com/healthtech/partner-open-platform/commandapi"
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/events/catalog"
+	"github.com/healthtech/partner-open-platform/internal/auth"
 	"github.com/healthtech/partner-open-platform/internal/openapi"
 	"github.com/healthtech/partner-open-platform/internal/openapi/openapitest"
 	"github.com/healthtech/partner-open-platform/queryapi"
@@ -96,10 +97,14 @@ func TestOperationsDocumentSecurityAndErrors(t *testing.T) {
 			var want []int
 			switch {
 			case path == "/open/v1/health-reports/{openReportId}":
-				want = []int{401, 404, 413, 429, 500}
+				want = []int{401, 403, 404, 413, 429, 500}
 				requireScheme(t, name, *op.Security, "schemeH")
+			case strings.HasPrefix(path, "/open/internal/"):
+				want = []int{200, 400, 401, 413, 422, 500, 503}
+				requireScheme(t, name, *op.Security, "InternalToken")
 			case strings.HasPrefix(path, "/open/"):
-				want = []int{400, 401, 413, 422, 500, 503}
+				// Every partner route may answer 403 SCOPE_NOT_GRANTED.
+				want = []int{400, 401, 403, 413, 422, 500, 503}
 				requireScheme(t, name, *op.Security, "AppId", "Timestamp", "Signature")
 			case strings.HasPrefix(path, "/admin/v1/health-reports"):
 				want = []int{400, 401, 404, 413, 422, 500}
@@ -114,7 +119,7 @@ func TestOperationsDocumentSecurityAndErrors(t *testing.T) {
 				want = []int{200, 401, 403, 422, 500}
 				requireScheme(t, name, *op.Security, "schemeH")
 			case path == "/v1/health/daily-report":
-				want = []int{200, 401, 404, 422, 500}
+				want = []int{200, 401, 403, 404, 422, 500}
 				requireScheme(t, name, *op.Security, "oauthBearer")
 			case strings.HasPrefix(path, "/oauth/"):
 				want = []int{200, 400, 401, 500}
@@ -277,6 +282,28 @@ func partnerVisible() []events.Payload {
 		&catalog.PluginMeasurementRecorded{PluginMeasurement: bare, Data: `{"spo2":97}`, Mock: true},
 		&catalog.PluginMeasurementRecorded{PluginMeasurement: ecg, Data: `{"rr_intervals_ms":[800]}`, NeedsAnalysis: true},
 		&catalog.PluginMeasurementAnalyzed{PluginMeasurement: ecg, Result: `{"heart_rate":75}`},
+		&catalog.GoodsCreated{GoodsID: 1, GoodsCode: "BP-100", GoodsName: "Monitor"},
+		&catalog.GoodsUpdated{GoodsID: 1, GoodsCode: "BP-100", GoodsName: "Monitor 2"},
+		&catalog.GoodsActivation{GoodsID: 1, GoodsCode: "BP-100"},
+		&catalog.OrderKeyClaimed{AppID: 7, ThirdOrderID: "T-1", OrderID: 42},
+		&catalog.OrderCreated{OrderID: 42, OrderCode: "PO2024050142", AppID: 7, ThirdOrderID: "T-1", ContactPerson: "Li", ContactPhone: "13812345678",
+			Address: "Beijing", LogisticsType: "EXPRESS_DELIVERY", PostagePolicy: "FREE_SHIPPING", OrderSource: "API_INTERFACE", CooperationType: "PURCHASE",
+			OrderTime: at, Items: []catalog.OrderLine{{ItemID: 1, GoodsID: 1, GoodsCode: "BP-100", GoodsName: "Monitor", Quantity: 2, UnitPrice: 100, TotalPrice: 200}}},
+		&catalog.OrderReviewed{OrderID: 42, AppID: 7, Approved: true, By: "operator"},
+		&catalog.OrderShipped{OrderID: 42, OrderCode: "PO2024050142", AppID: 7, ThirdOrderID: "T-1", LogisticsCompany: "SF", TrackingNumber: "SF1",
+			Items: []catalog.ShippedLine{{ItemID: 1, GoodsCode: "BP-100", Quantity: 2, DeviceSNs: []string{"SN-1", "SN-2"}}}, ShippedAt: at, Source: "operator"},
+		&catalog.OrderShipped{OrderID: 42, OrderCode: "PO2024050142", AppID: 7, ThirdOrderID: "T-1", LogisticsCompany: "SANDBOX-EXPRESS", TrackingNumber: "SBX1",
+			Items: []catalog.ShippedLine{{ItemID: 2, GoodsCode: "RING-1", Quantity: 1, DeviceSNs: []string{}}}, ShippedAt: at, Complete: true, Source: "sandbox_test"},
+		&catalog.AppReviewed{AppID: 7, Approved: true, ProductionAppID: 8},
+		&catalog.AppScopesDeclared{AppID: 7, Scopes: []string{"orders"}},
+		&catalog.ProviderRegistered{ProviderID: 1, AppID: 7, Name: "Station", Type: "HEALTH_STATION", Contact: "x", PointsCode: ptr("P-1")},
+		&catalog.ProviderReviewed{ProviderID: 1, Approved: true},
+		&catalog.ProviderItemsConfigured{ProviderID: 1, AllowedItemIDs: []int64{1}},
+		&catalog.BenefitItemCreated{BenefitItemID: 1, Name: "Check-up"},
+		&catalog.BenefitItemStatusChanged{BenefitItemID: 1, Status: "SUSPENDED"},
+		&catalog.CardIssued{CardNumber: "100000000000042", IssuerAppID: 7, HolderName: "Han", ExpiresAt: at, Items: []catalog.CardLine{{UserBenefitItemID: 1, BenefitItemID: 1, Quantity: 3}}},
+		&catalog.BenefitFulfilled{RecordID: 1, CardNumber: "100000000000042", IssuerAppID: 7, UserBenefitItemID: 1, BenefitItemID: 1, ProviderID: 1, ProviderAppID: 7, Quantity: 1, Remaining: 2, At: at},
+		&catalog.FulfillmentRated{RecordID: 1, IssuerAppID: 7, Rating: 5},
 	}
 }
 
@@ -377,6 +404,7 @@ func TestWebhookBodiesMatchTheDocument(t *testing.T) {
 		doc.Components.Schemas["ChannelUserEvent"].Value,
 		doc.Components.Schemas["HealthReportEvent"].Value,
 		doc.Components.Schemas["PluginReportReadyWebhook"].Value.Properties["event"].Value,
+		doc.Components.Schemas["OrderShippedWebhook"].Value.Properties["event"].Value,
 	} {
 		for _, v := range s.Enum {
 			enum = append(enum, fmt.Sprint(v))
@@ -453,4 +481,111 @@ func resolves(doc *openapi3.T, ref string) bool {
 		return doc.Components.Responses[name] != nil
 	}
 	return false
+}
+
+// acceptsCode reports whether the operation documents status with an
+// error envelope carrying code (a VALIDATION_ERROR body has errors).
+func acceptsCode(t *testing.T, op *openapi3.Operation, status int, code string) error {
+	t.Helper()
+	ref := op.Responses.Status(status)
+	if ref == nil || ref.Value == nil {
+		return fmt.Errorf("status %d not documented", status)
+	}
+	mt := ref.Value.Content.Get("application/json")
+	if mt == nil || mt.Schema == nil || mt.Schema.Value == nil {
+		return fmt.Errorf("status %d has no JSON body", status)
+	}
+	body := map[string]any{"success": false, "code": code, "message": "m", "timestamp": "2024-05-01T08:30:00+08:00"}
+	if code == "VALIDATION_ERROR" {
+		body["errors"] = map[string]any{"field": []any{"is required"}}
+	}
+	return mt.Schema.Value.VisitJSON(body, openapi3.MultiErrors(), openapi3.VisitAsResponse())
+}
+
+// Every error the commerce handlers can answer is documented with its
+// status and code (commandapi/commerce.go, queryapi/commerce.go and the
+// error table of internal/httpapi).
+func TestCommerceRoutesDocumentTheirErrors(t *testing.T) {
+	doc := openapitest.Doc(t)
+	type outcome struct {
+		status int
+		code   string
+	}
+	admin := []outcome{{401, "HTTP_401"}, {500, "HTTP_500"}, {503, "HTTP_503"}}
+	adminWrite := append([]outcome{{400, "HTTP_400"}, {413, "PAYLOAD_TOO_LARGE"}, {422, "VALIDATION_ERROR"}}, admin...)
+	partner := []outcome{{400, "HTTP_400"}, {401, "HTTP_401"}, {403, "SCOPE_NOT_GRANTED"}, {413, "PAYLOAD_TOO_LARGE"}, {422, "VALIDATION_ERROR"}, {500, "HTTP_500"}, {503, "HTTP_503"}}
+	internal := []outcome{{400, "HTTP_400"}, {401, "HTTP_401"}, {413, "PAYLOAD_TOO_LARGE"}, {422, "VALIDATION_ERROR"}, {500, "HTTP_500"}, {503, "HTTP_503"}}
+	cases := []struct {
+		method, path string
+		base         []outcome
+		more         []outcome
+	}{
+		{"POST", "/admin/v1/goods", adminWrite, []outcome{{409, "GOODS_CODE_EXISTS"}}},
+		{"GET", "/admin/v1/goods", admin, nil},
+		{"PATCH", "/admin/v1/goods/{goodsCode}", adminWrite, []outcome{{404, "GOODS_NOT_FOUND"}, {409, "CONCURRENT_MODIFICATION"}}},
+		{"POST", "/admin/v1/goods/{goodsCode}/deactivate", admin, []outcome{{404, "GOODS_NOT_FOUND"}, {409, "CONCURRENT_MODIFICATION"}, {413, "PAYLOAD_TOO_LARGE"}}},
+		{"POST", "/admin/v1/goods/{goodsCode}/activate", admin, []outcome{{404, "GOODS_NOT_FOUND"}, {409, "CONCURRENT_MODIFICATION"}, {413, "PAYLOAD_TOO_LARGE"}}},
+		{"POST", "/open/v1/order/create", partner, []outcome{{404, "USER_NOT_FOUND"}, {404, "GOODS_NOT_FOUND"}, {409, "DUPLICATE_THIRD_ORDER_ID"}, {409, "CONCURRENT_MODIFICATION"}}},
+		{"GET", "/open/v1/order/detail", partner, []outcome{{404, "ORDER_NOT_FOUND"}}},
+		{"POST", "/admin/v1/orders/{orderCode}/approve", adminWrite, []outcome{{404, "ORDER_NOT_FOUND"}, {409, "ILLEGAL_TRANSITION"}, {409, "CONCURRENT_MODIFICATION"}}},
+		{"POST", "/admin/v1/orders/{orderCode}/reject", adminWrite, []outcome{{404, "ORDER_NOT_FOUND"}, {409, "ILLEGAL_TRANSITION"}, {409, "CONCURRENT_MODIFICATION"}}},
+		{"POST", "/admin/v1/orders/{orderCode}/ship", adminWrite, []outcome{{404, "ORDER_NOT_FOUND"}, {409, "ILLEGAL_TRANSITION"}, {409, "CONCURRENT_MODIFICATION"}, {422, "SHIPMENT_MISMATCH"}}},
+		{"POST", "/open/internal/order/shipped-callback", internal, []outcome{{404, "ORDER_NOT_FOUND"}, {409, "ILLEGAL_TRANSITION"}, {409, "CONCURRENT_MODIFICATION"}, {422, "SHIPMENT_MISMATCH"}}},
+		{"POST", "/open/v1/order/shipped-callback-test", partner, []outcome{{403, "SANDBOX_ONLY"}, {404, "ORDER_NOT_FOUND"}, {409, "ILLEGAL_TRANSITION"}, {409, "CONCURRENT_MODIFICATION"}}},
+		{"GET", "/admin/v1/orders", admin, []outcome{{422, "VALIDATION_ERROR"}}},
+		{"GET", "/admin/v1/orders/{orderCode}", admin, []outcome{{404, "ORDER_NOT_FOUND"}}},
+		{"POST", "/admin/v1/apps/{appId}/review", adminWrite, []outcome{{404, "APP_NOT_FOUND"}, {409, "ALREADY_REVIEWED"}}},
+		{"PUT", "/admin/v1/apps/{appId}/scopes", adminWrite, []outcome{{404, "APP_NOT_FOUND"}, {409, "CONCURRENT_MODIFICATION"}}},
+		{"POST", "/admin/v1/service-providers", adminWrite, []outcome{{404, "APP_NOT_FOUND"}}},
+		{"GET", "/admin/v1/service-providers", admin, []outcome{{422, "VALIDATION_ERROR"}}},
+		{"POST", "/open/v1/service-providers", partner, nil},
+		{"POST", "/admin/v1/service-providers/{providerId}/review", adminWrite, []outcome{{404, "PROVIDER_NOT_FOUND"}, {409, "ALREADY_REVIEWED"}}},
+		{"PUT", "/admin/v1/service-providers/{providerId}/benefit-items", adminWrite, []outcome{{404, "PROVIDER_NOT_FOUND"}, {409, "CONCURRENT_MODIFICATION"}}},
+		{"POST", "/admin/v1/benefit-items", adminWrite, nil},
+		{"GET", "/admin/v1/benefit-items", admin, nil},
+		{"POST", "/admin/v1/benefit-items/{itemId}/suspend", admin, []outcome{{404, "BENEFIT_ITEM_NOT_FOUND"}, {409, "CONCURRENT_MODIFICATION"}, {422, "VALIDATION_ERROR"}}},
+		{"POST", "/admin/v1/benefit-items/{itemId}/activate", admin, []outcome{{404, "BENEFIT_ITEM_NOT_FOUND"}, {409, "CONCURRENT_MODIFICATION"}, {422, "VALIDATION_ERROR"}}},
+		{"POST", "/admin/v1/benefit-cards", adminWrite, []outcome{{404, "APP_NOT_FOUND"}, {404, "BENEFIT_ITEM_NOT_FOUND"}, {409, "CARD_NUMBER_EXISTS"}, {422, "BENEFIT_ITEM_INACTIVE"}}},
+		{"GET", "/admin/v1/benefit-cards/{cardNumber}", admin, []outcome{{404, "CARD_NOT_FOUND"}}},
+		{"POST", "/open/v1/benefit-cards/batch-issue", partner, []outcome{{403, "SERVICE_PROVIDER_UNAUTHORIZED"}, {404, "BENEFIT_ITEM_NOT_FOUND"}, {409, "CARD_NUMBER_EXISTS"}, {422, "BENEFIT_ITEM_INACTIVE"}}},
+		{"POST", "/open/v1/benefit-cards/verify-use", partner, []outcome{{403, "SERVICE_PROVIDER_UNAUTHORIZED"}, {404, "CARD_NOT_FOUND"}, {409, "CONCURRENT_MODIFICATION"},
+			{422, "CARD_EXPIRED"}, {422, "BENEFIT_ITEM_INACTIVE"}, {422, "NO_REMAINING_QUOTA"}, {422, "DUPLICATE_FULFILLMENT"}}},
+		{"GET", "/open/v1/benefit-cards/detail", partner, []outcome{{404, "CARD_NOT_FOUND"}}},
+		{"GET", "/open/v1/benefit-cards/fulfillments", partner, nil},
+		{"POST", "/open/v1/benefit-cards/fulfillments/{recordId}/rating", partner, []outcome{{404, "FULFILLMENT_NOT_FOUND"}, {409, "ALREADY_RATED"}}},
+	}
+	for _, c := range cases {
+		item := doc.Paths.Value(c.path)
+		if item == nil || item.GetOperation(c.method) == nil {
+			t.Errorf("%s %s missing", c.method, c.path)
+			continue
+		}
+		op := item.GetOperation(c.method)
+		for _, o := range append(append([]outcome{}, c.base...), c.more...) {
+			if err := acceptsCode(t, op, o.status, o.code); err != nil {
+				t.Errorf("%s %s: %d %s: %v", c.method, c.path, o.status, o.code, err)
+			}
+		}
+	}
+}
+
+// Every route an app reaches with its own credentials may answer
+// 403 SCOPE_NOT_GRANTED (internal/auth: Allowed and ScopeOf).
+func TestPartnerRoutesDocumentScopeRefusal(t *testing.T) {
+	doc := openapitest.Doc(t)
+	n := 0
+	for path, item := range doc.Paths.Map() {
+		if auth.ScopeOf(path) == "" || strings.HasPrefix(path, "/open/internal/") {
+			continue
+		}
+		for method, op := range item.Operations() {
+			n++
+			if err := acceptsCode(t, op, http.StatusForbidden, "SCOPE_NOT_GRANTED"); err != nil {
+				t.Errorf("%s %s: %v", method, path, err)
+			}
+		}
+	}
+	if n < 20 {
+		t.Fatalf("only %d scoped operations found", n)
+	}
 }

@@ -38,7 +38,10 @@ import (
 	"github.com/healthtech/partner-open-platform/webhooks/targets"
 )
 
-const adminToken = "adm_test"
+const (
+	adminToken    = "adm_test"
+	internalToken = "int_test"
+)
 
 // offsetClock is the plugin commands' clock; the test moves it forward to
 // expire a measurement session.
@@ -61,10 +64,34 @@ func (d phones) UserIDByPhone(ctx context.Context, appID int64, phone string) (i
 	return u.OpenUserID, true, nil
 }
 
+// providers finds an app's service providers and a fulfillment's issuer
+// through the read model, as internal/node's providerDirectory does.
+type providers struct{ store *projmemory.Store }
+
+func (d providers) ProviderIDs(ctx context.Context, appID int64) ([]int64, error) {
+	list, err := d.store.Providers(ctx, appID)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]int64, 0, len(list))
+	for _, p := range list {
+		ids = append(ids, p.ProviderID)
+	}
+	return ids, nil
+}
+
+func (d providers) FulfillmentIssuer(ctx context.Context, recordID int64) (int64, bool, error) {
+	list, err := d.store.Fulfillments(ctx, projections.FulfillmentFilter{After: recordID - 1, Limit: 1})
+	if err != nil || len(list) == 0 || list[0].RecordID != recordID {
+		return 0, false, err
+	}
+	return list[0].IssuerAppID, true, nil
+}
+
 // server wires the real command and query handlers the way internal/node
 // does (which this package cannot import), with in-memory adapters. The
-// plugin commands run on pluginClock.
-func server(t *testing.T, pluginClock *offsetClock) *httptest.Server {
+// plugin and benefit commands run on clock.
+func server(t *testing.T, clock *offsetClock) *httptest.Server {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	loc, err := time.LoadLocation("Asia/Shanghai")
@@ -95,12 +122,16 @@ func server(t *testing.T, pluginClock *offsetClock) *httptest.Server {
 	cmd := &commandapi.API{
 		Users: commands.NewUsers(store, reg, ids, time.Now, loc), Apps: commands.NewApps(store, reg, ids, sealer, nil),
 		SchemeM: schemeM, Admin: admin, Watermarks: marks, AppsReady: appsRunner, Resender: dispatcher, Location: loc,
-		SchemeH: schemeH, Reports: reports, Plugin: commands.NewPlugin(store, reg, ids, pluginClock.now, phones{readModel}),
+		SchemeH: schemeH, Reports: reports, Plugin: commands.NewPlugin(store, reg, ids, clock.now, phones{readModel}),
 		Credentials: commands.NewCredentialIssuer(store, reg, ids, time.Now), UploaderDirectory: apps,
+		Orders:        commands.NewOrders(store, reg, ids, time.Now),
+		Benefits:      commands.NewBenefits(store, reg, ids, clock.now, 10*time.Second, providers{readModel}),
+		InternalToken: internalToken,
 	}
 	qry := &queryapi.API{
 		Store: readModel, Apps: apps, Events: store, Registry: reg, Runners: runners,
 		SchemeM: schemeM, Admin: admin, Watermarks: marks, Location: loc, Deliveries: readModel,
+		Orders: readModel, Benefits: readModel,
 	}
 	reportAPI := &queryapi.ReportAPI{
 		Reports: readModel, Users: readModel, Events: store, Runner: modelsRunner, SchemeH: schemeH,
@@ -345,6 +376,9 @@ func TestHandlersAnswerAsDocumented(t *testing.T) {
 
 	webhookTraffic(t, c, &client{t: t, base: c.base, http: c.http, appID: bare.AppID, appKey: bare.AppKey, secret: bare.AppSecret})
 	reportTraffic(t, c, &client{t: t, base: c.base, http: c.http, appID: bare.AppID, appKey: bare.AppKey, secret: bare.AppSecret}, reg.OpenUserID, clock)
+	orderTraffic(t, c, &client{t: t, base: c.base, http: c.http, appID: bare.AppID, appKey: bare.AppKey, secret: bare.AppSecret}, reg.OpenUserID)
+	onboardingTraffic(t, c)
+	benefitTraffic(t, c, clock)
 
 	// Auditors.
 	c.expect(c.admin("GET", fmt.Sprintf("/admin/v1/history?stream=user-%d", reg.OpenUserID), nil), 200, 0)
@@ -623,6 +657,13 @@ func reportTraffic(t *testing.T, c, other *client, openUserID int64, clock *offs
 	if !created.Created || again.Created || again.ID != created.ID {
 		t.Fatalf("idempotent upload: %+v then %+v", created, again)
 	}
+	// The same report number for another user is a conflict.
+	var third struct {
+		OpenUserID int64 `json:"open_user_id"`
+	}
+	c.expect(c.partner("POST", "/open/v1/channel/users", map[string]any{"channel_user_id": "u-3", "user": map[string]any{"name": "Third"}}), 201, 0).data(t, &third)
+	reused := map[string]any{"open_user_id": third.OpenUserID, "request_report_id": "R-1", "raw_data": map[string]any{}}
+	c.expect(c.bearer("POST", ingest, uploader.Token, reused), 409, "DUPLICATE_REQUEST_REPORT_ID")
 	var byOperator struct {
 		ID int64 `json:"id"`
 	}
@@ -637,6 +678,11 @@ func reportTraffic(t *testing.T, c, other *client, openUserID int64, clock *offs
 	c.expect(c.bearer("PATCH", reportPath, uploader.Token, map[string]any{"interpretation_detail": "high", "interpreted_at": "soon"}), 422, "VALIDATION_ERROR")
 	c.expect(c.bearer("PATCH", ingest+"/abc", uploader.Token, map[string]any{}), 422, "VALIDATION_ERROR")
 	c.expect(c.bearer("PATCH", ingest+"/999999", uploader.Token, map[string]any{"file_path": "x"}), 404, "REPORT_NOT_FOUND")
+	var foreign struct {
+		Token string `json:"token"`
+	}
+	c.expect(c.admin("POST", "/admin/v1/uploaders", map[string]any{"name": "another network"}), 201, 0).data(t, &foreign)
+	c.expect(c.bearer("PATCH", reportPath, foreign.Token, map[string]any{"file_path": "x"}), 404, "REPORT_NOT_FOUND")
 
 	// The pull: is_viewed false on the first pull, true later; another
 	// app's or an unknown report is a 404 without a code.
@@ -703,6 +749,7 @@ func reportTraffic(t *testing.T, c, other *client, openUserID int64, clock *offs
 	c.expectOAuth(token, "grant_type=password", c.appKey, c.secret, 400, "unsupported_grant_type")
 	c.expectOAuth(token, "grant_type=client_credentials&scope=admin", c.appKey, c.secret, 400, "invalid_scope")
 	c.expectOAuth(token, "grant_type=%zz", c.appKey, c.secret, 400, "invalid_request")
+	c.expectOAuth(token, "scope=daily_report", c.appKey, c.secret, 400, "invalid_request")
 	dailyReport := func(query, token, appKey string) reply {
 		return c.send("GET", daily+"?"+query, nil, func(h http.Header, _ []byte) {
 			if token != "" {
