@@ -140,6 +140,12 @@ func (d *Dispatcher) append(ctx context.Context, del *delivery, p events.Payload
 
 // RunSender attempts due deliveries until ctx ends, at most Workers at once.
 func (d *Dispatcher) RunSender(ctx context.Context) error {
+	// After a restart the delivery read model may catch up before the app
+	// directory; an attempt then would not find the app's URL and secret
+	// and would burn a retry. Start once the directory has caught up.
+	if err := d.AppsReady.WaitReady(ctx); err != nil {
+		return nil
+	}
 	workers := max(d.Workers, 1)
 	sem := make(chan struct{}, workers)
 	kick := make(chan struct{}, 1)
