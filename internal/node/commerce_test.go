@@ -96,6 +96,11 @@ func TestOrdersEndToEnd(t *testing.T) {
 			t.Fatalf("repeat %+v", again)
 		}
 		a.expect("POST", "/open/v1/order/create", orderBody("T-1", "BP-100"), 409, "DUPLICATE_THIRD_ORDER_ID")
+		// Withdrawing goods later does not turn the repeat into an error.
+		p.adminOK("POST", "/admin/v1/goods/RING-1/deactivate", nil, 200)
+		a.expect("POST", "/open/v1/order/create", orderBody("T-1", "BP-100", "RING-1"), 200, "0")
+		a.expect("POST", "/open/v1/order/create", orderBody("T-5", "RING-1"), 404, "GOODS_NOT_FOUND")
+		p.adminOK("POST", "/admin/v1/goods/RING-1/activate", nil, 200)
 		a.expect("POST", "/open/v1/order/create", orderBody("T-2", "NOPE"), 404, "GOODS_NOT_FOUND")
 		bad := orderBody("T-3", "BP-100")
 		bad["contact_phone"], bad["logistics_type"], bad["items"] = "12345", "PIGEON", []any{map[string]any{"goods_code": "BP-100", "quantity": 0, "unit_price": -1}}
@@ -116,7 +121,7 @@ func TestOrdersEndToEnd(t *testing.T) {
 		if res := p.admin("POST", "/admin/v1/orders/"+created.OrderCode+"/ship", ship); res.Status != 409 || res.code() != "ILLEGAL_TRANSITION" {
 			t.Fatalf("ship before approval: %d %s", res.Status, res.Raw)
 		}
-		p.adminOK("POST", "/admin/v1/orders/"+created.OrderCode+"/approve", nil, 200)
+		p.adminOK("POST", "/admin/v1/orders/"+created.OrderCode+"/approve", map[string]any{"reason": "stock confirmed"}, 200)
 		if res := p.admin("POST", "/admin/v1/orders/"+created.OrderCode+"/reject", map[string]any{"reason": "late"}); res.Status != 409 {
 			t.Fatalf("reject after approval: %d", res.Status)
 		}
@@ -126,6 +131,11 @@ func TestOrdersEndToEnd(t *testing.T) {
 		}
 		p.adminOK("POST", "/admin/v1/orders/"+created.OrderCode+"/ship", ship, 200)
 		a.expect("GET", "/open/v1/order/detail?order_code="+created.OrderCode, nil, 200, "0").data(t, &d)
+		var raw map[string]json.RawMessage
+		a.expect("GET", "/open/v1/order/detail?order_code="+created.OrderCode, nil, 200, "0").data(t, &raw)
+		if string(raw["reject_reason"]) != "null" {
+			t.Fatalf("an approval's reason became a reject reason: %s", raw["reject_reason"])
+		}
 		if d.OrderStatus != "PARTIALLY_SHIPPED" || d.Items[0].ShippingStatus != "SHIPPED" || d.Items[0].DeviceSNs[0] != "SN-A" || d.Items[1].ShippingStatus != "PENDING_SHIPMENT" {
 			t.Fatalf("after partial shipment %+v", d)
 		}
@@ -289,6 +299,7 @@ func TestBenefitVerificationEndToEnd(t *testing.T) {
 		}
 		// Every error of the spec.
 		station.expect("POST", "/open/v1/benefit-cards/verify-use", verify, 422, "DUPLICATE_FULFILLMENT")
+		station.expect("POST", "/open/v1/benefit-cards/verify-use", map[string]any{"card_number": card, "benefit_item_id": item, "points_code": "P-1", "quantity": 0}, 422, "VALIDATION_ERROR")
 		wrongStation := map[string]any{"card_number": card, "benefit_item_id": item, "points_code": "P-2"}
 		station.expect("POST", "/open/v1/benefit-cards/verify-use", wrongStation, 403, "SERVICE_PROVIDER_UNAUTHORIZED")
 		partner.expect("POST", "/open/v1/benefit-cards/verify-use", verify, 403, "SERVICE_PROVIDER_UNAUTHORIZED")
