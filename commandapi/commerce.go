@@ -205,16 +205,12 @@ func (a *API) reviewApp(c *call) error {
 	if err != nil {
 		return err
 	}
-	var decision, notes string
-	if err := c.decode(func(o *httpapi.Object) { decision, notes = o.RequiredString("decision"), o.String("notes").Value }); err != nil {
+	approve, notes, err := c.review()
+	if err != nil {
 		return err
 	}
-	if decision != "approve" && decision != "reject" {
-		v := &commands.ValidationError{}
-		v.Add("decision", "must be approve or reject")
-		return v
-	}
-	creds, err := a.Apps.Review(c.r.Context(), ids[0], decision == "approve", notes, c.meta)
+	decision := map[bool]string{true: "approve", false: "reject"}[approve]
+	creds, err := a.Apps.Review(c.r.Context(), ids[0], approve, notes, c.meta)
 	if err != nil {
 		return err
 	}
@@ -292,16 +288,12 @@ func (a *API) reviewProvider(c *call) error {
 	if err != nil {
 		return err
 	}
-	var decision, notes string
-	if err := c.decode(func(o *httpapi.Object) { decision, notes = o.RequiredString("decision"), o.String("notes").Value }); err != nil {
+	approve, notes, err := c.review()
+	if err != nil {
 		return err
 	}
-	if decision != "approve" && decision != "reject" {
-		v := &commands.ValidationError{}
-		v.Add("decision", "must be approve or reject")
-		return v
-	}
-	pos, err := a.Benefits.ReviewProvider(c.r.Context(), ids[0], decision == "approve", notes, c.meta)
+	decision := map[bool]string{true: "approve", false: "reject"}[approve]
+	pos, err := a.Benefits.ReviewProvider(c.r.Context(), ids[0], approve, notes, c.meta)
 	if err != nil {
 		return err
 	}
@@ -504,4 +496,18 @@ func quantityOr1(f commands.Field[int64]) int64 {
 		return 1
 	}
 	return f.Value
+}
+
+// review reads a review body: {decision: approve|reject, notes?}.
+func (c *call) review() (approve bool, notes string, err error) {
+	var decision string
+	if err := c.decode(func(o *httpapi.Object) { decision, notes = o.RequiredString("decision"), o.String("notes").Value }); err != nil {
+		return false, "", err
+	}
+	if decision != "approve" && decision != "reject" {
+		v := &commands.ValidationError{}
+		v.Add("decision", "must be approve or reject")
+		return false, "", v
+	}
+	return decision == "approve", notes, nil
 }
