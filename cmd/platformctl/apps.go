@@ -40,7 +40,7 @@ func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 
 func (c *cli) apps(args []string) error {
 	if len(args) == 0 {
-		return usagef("apps needs a subcommand: create, list, show, rotate-secret, webhook")
+		return usagef("apps needs a subcommand: create, list, show, rotate-secret, webhook, review")
 	}
 	switch args[0] {
 	case "create":
@@ -53,6 +53,8 @@ func (c *cli) apps(args []string) error {
 		return c.appsRotateSecret(args[1:])
 	case "webhook":
 		return c.appsWebhook(args[1:])
+	case "review":
+		return c.appsReview(args[1:])
 	default:
 		return usagef("unknown apps subcommand %q", args[0])
 	}

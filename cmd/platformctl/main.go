@@ -38,6 +38,14 @@ Commands:
                             queue a delivery again (same id, same body, fresh retry schedule)
   deliveries resend-matching --app ID [--status S] [--event E] [--from T] [--to T]
                             resend every delivery of the app the filters select
+  apps review APP_ID --decision approve|reject [--notes TEXT]
+                            onboarding review; approval prints the production app's credentials once
+  goods create --code CODE --name NAME | goods list | goods rename CODE --name NAME
+  goods deactivate CODE | goods activate CODE
+                            the goods catalog partners order from
+  orders list [--app ID] [--status S] | orders show CODE | orders approve CODE
+  orders reject CODE [--reason TEXT] | orders ship CODE --logistics-company C --tracking-number N
+                            purchase orders and their lifecycle
   history STREAM [--from REVISION] [--limit N]
                             print one stream's events in order (revision, time, type, position, data)
   events [--after-commit N] [--after-prepare N] [--limit N] [--follow]
@@ -115,6 +123,8 @@ var commands = map[string]func(c *cli, args []string) error{
 	"projections": (*cli).projections,
 	"rebuild":     (*cli).rebuild,
 	"deliveries":  (*cli).deliveries,
+	"goods":       (*cli).goods,
+	"orders":      (*cli).orders,
 }
 
 func runContext(ctx context.Context, args []string, stdout, stderr io.Writer, env func(string) string) int {

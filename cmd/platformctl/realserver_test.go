@@ -71,6 +71,26 @@ func TestAgainstARealNode(t *testing.T) {
 	if _, errOut, code = ctl("deliveries", "show", "no-such-id"); code != 1 || !strings.Contains(errOut, "DELIVERY_NOT_FOUND") {
 		t.Fatalf("deliveries show missing: %d %s", code, errOut)
 	}
+	if out, errOut, code = ctl("goods", "create", "--code", "BP-1", "--name", "Monitor"); code != 0 || !strings.Contains(out, "goods_id") {
+		t.Fatalf("goods create: %d %s %s", code, out, errOut)
+	}
+	if out, _, code = ctl("goods", "deactivate", "BP-1"); code != 0 {
+		t.Fatalf("goods deactivate: %d %s", code, out)
+	}
+	if out, _, code = ctl("goods", "list"); code != 0 || !strings.Contains(out, "BP-1") || !strings.Contains(out, "false") {
+		t.Fatalf("goods list: %d %s", code, out)
+	}
+	if _, errOut, code = ctl("orders", "approve", "PO2026010199"); code != 1 || !strings.Contains(errOut, "ORDER_NOT_FOUND") {
+		t.Fatalf("orders approve missing: %d %s", code, errOut)
+	}
+	if out, _, code = ctl("apps", "review", id[1], "--decision", "approve"); code != 1 {
+		t.Fatalf("review of a production app: %d %s", code, out)
+	}
+	out, _, _ = ctl("apps", "create", "--name", "sandbox app")
+	sandbox := regexp.MustCompile(`app_id[=: ]+(\d+)`).FindStringSubmatch(out)
+	if out, errOut, code = ctl("apps", "review", sandbox[1], "--decision", "approve"); code != 0 || !strings.Contains(out, "production") {
+		t.Fatalf("apps review: %d %s %s", code, out, errOut)
+	}
 	if out, errOut, code = ctl("deliveries", "resend-matching", "--app", id[1], "--status", "abandoned"); code != 0 || !strings.Contains(out, "queued=0") {
 		t.Fatalf("resend-matching: %d %s %s", code, out, errOut)
 	}
