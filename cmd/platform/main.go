@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -37,6 +38,7 @@ func main() {
 	kafkaRelay := flag.Bool("kafka-relay", env("PLATFORM_KAFKA_RELAY", "1") == "1", "run the event-store-to-Kafka relay on this node (PLATFORM_KAFKA_RELAY=0 turns it off)")
 	allowLoopback := flag.Bool("webhook-allow-loopback", os.Getenv("PLATFORM_WEBHOOK_ALLOW_LOOPBACK") == "1", "allow http and loopback webhook targets, for local development (PLATFORM_WEBHOOK_ALLOW_LOOPBACK=1)")
 	schedule := flag.String("webhook-retry-schedule", env("PLATFORM_WEBHOOK_RETRY_SCHEDULE", ""), "comma-separated retry delays, e.g. 1m,5m,30m,2h,6h (the spec's default) (PLATFORM_WEBHOOK_RETRY_SCHEDULE)")
+	rateLimit := flag.Int("rate-limit", atoi(env("PLATFORM_RATE_LIMIT", "6000")), "requests per minute per app on scheme M routes; negative = none (PLATFORM_RATE_LIMIT)")
 	logFormat := flag.String("log-format", env("PLATFORM_LOG_FORMAT", "text"), "text or json (PLATFORM_LOG_FORMAT)")
 	flag.Parse()
 
@@ -56,11 +58,19 @@ func main() {
 		DataDir: *dataDir, ESDBURL: *esdbURL, PostgresURL: *pgURL, Timezone: *tz,
 		AdminToken: os.Getenv("PLATFORM_ADMIN_TOKEN"), MasterKey: os.Getenv("PLATFORM_MASTER_KEY"), Logger: log,
 		KafkaBrokers: splitList(*kafka), KafkaTopic: *kafkaTopic, KafkaRelay: kafkaRelay, WebhookAllowLoopback: *allowLoopback,
-		WebhookSchedule: retry, InternalToken: os.Getenv("PLATFORM_INTERNAL_TOKEN"),
+		WebhookSchedule: retry, InternalToken: os.Getenv("PLATFORM_INTERNAL_TOKEN"), PartnerRateLimit: *rateLimit,
 	}); err != nil {
 		log.Error("platform stopped", "err", err)
 		os.Exit(1)
 	}
+}
+
+func atoi(s string) int {
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return 0
+	}
+	return n
 }
 
 // parseSchedule reads retry delays; empty keeps the spec's schedule.

@@ -6,12 +6,14 @@ import (
 	"crypto/md5"
 	"crypto/subtle"
 	"encoding/hex"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/healthtech/partner-open-platform/internal/httpapi"
+	"github.com/healthtech/partner-open-platform/internal/ratelimit"
 	"github.com/healthtech/partner-open-platform/projections"
 )
 
@@ -30,6 +32,8 @@ type Directory interface {
 type SchemeM struct {
 	Apps Directory
 	Now  func() time.Time
+	// Limiter bounds each app's requests (HTTP_429); nil means no limit.
+	Limiter *ratelimit.Limiter
 }
 
 // SignM computes a scheme M signature; partners' SDKs and tests use it.
@@ -66,7 +70,22 @@ func (s SchemeM) Verify(r *http.Request, body []byte) (projections.App, error) {
 	if subtle.ConstantTimeCompare(got, want) != 1 {
 		return projections.App{}, httpapi.ErrUnauthorized
 	}
-	return app, Allowed(app, ScopeOf(r.URL.Path))
+	if err := Allowed(app, ScopeOf(r.URL.Path)); err != nil {
+		return projections.App{}, err
+	}
+	if s.Limiter != nil {
+		if d := s.Limiter.Allow(strconv.FormatInt(app.AppID, 10)); !d.Allowed {
+			return projections.App{}, &httpapi.Problem{Status: http.StatusTooManyRequests, Code: "HTTP_429",
+				Message: "request rate exceeded; slow down with exponential backoff",
+				Headers: map[string]string{
+					"Retry-After":           strconv.Itoa(int(math.Ceil(d.RetryAfter.Seconds()))),
+					"X-RateLimit-Limit":     strconv.Itoa(d.Limit),
+					"X-RateLimit-Remaining": "0",
+					"X-RateLimit-Reset":     strconv.Itoa(int(math.Ceil(d.Reset.Seconds()))),
+				}}
+		}
+	}
+	return app, nil
 }
 
 // FreshTimestamp accepts decimal Unix seconds within Window of now.

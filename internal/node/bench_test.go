@@ -47,7 +47,7 @@ func BenchmarkBaselineAppend(b *testing.B) {
 // benchPlatform starts an embedded node whose client skips the OpenAPI
 // validation (it would dominate the cost) and keeps connections alive.
 func benchPlatform(b *testing.B) (*platform, *app) {
-	p := start(b, node.Config{DataDir: b.TempDir()})
+	p := start(b, node.Config{DataDir: b.TempDir(), PartnerRateLimit: -1})
 	p.client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: 30 * time.Second}
 	return p, p.createApp("bench")
 }
@@ -121,7 +121,7 @@ func BenchmarkBaselineSnapshotStore(b *testing.B) {
 // reportFixture starts a node (limit raised: the benchmark measures the
 // pull itself) with one report of awkward raw_data, already viewed.
 func reportFixture(b *testing.B) (*platform, *app, int64) {
-	p := start(b, node.Config{DataDir: b.TempDir(), ReportPullLimit: 1 << 30})
+	p := start(b, node.Config{DataDir: b.TempDir(), ReportPullLimit: 1 << 30, PartnerRateLimit: -1})
 	p.client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: 30 * time.Second}
 	a := p.createApp("bench")
 	var reg registerData

@@ -10,7 +10,7 @@ import (
 )
 
 func verifyFixture(b *testing.B) (*platform, *app, *app, int64) {
-	p := start(b, node.Config{DataDir: b.TempDir(), VerifyCooldown: -1})
+	p := start(b, node.Config{DataDir: b.TempDir(), VerifyCooldown: -1, PartnerRateLimit: -1})
 	p.client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: 30 * time.Second}
 	station, partner, item := benefitSetup(b, p)
 	return p, station, partner, item

@@ -369,3 +369,21 @@ func TestRestartKeepsEveryAcknowledgedWrite(t *testing.T) {
 		t.Fatalf("ids reused: %+v vs %+v", next, reg)
 	}
 }
+
+func TestPartnerRateLimitAnswers429(t *testing.T) {
+	p := start(t, node.Config{DataDir: t.TempDir(), PartnerRateLimit: 5})
+	a := p.createApp("partner")
+	b := p.createApp("other")
+	before := p.eventCount()
+	for i := 0; i < 5; i++ {
+		a.expect("GET", "/open/v1/channel/users/0?channel_user_id=x", nil, http.StatusNotFound, "USER_NOT_FOUND")
+	}
+	res := a.expect("POST", "/open/v1/channel/users", registerBody("u-1"), http.StatusTooManyRequests, "HTTP_429")
+	if res.Header.Get("Retry-After") == "" || res.Header.Get("X-RateLimit-Limit") != "5" {
+		t.Fatalf("429 headers %v", res.Header)
+	}
+	if p.eventCount() != before {
+		t.Fatal("a refused request appended events")
+	}
+	b.expect("GET", "/open/v1/channel/users/0?channel_user_id=x", nil, http.StatusNotFound, "USER_NOT_FOUND")
+}

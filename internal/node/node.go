@@ -73,6 +73,9 @@ type Config struct {
 	InternalToken string
 	// VerifyCooldown is the DUPLICATE_FULFILLMENT window (default 10 s; negative: none).
 	VerifyCooldown time.Duration
+	// PartnerRateLimit is each app's requests per minute on scheme M routes
+	// (default 6000, a burst of as many; negative: no limit).
+	PartnerRateLimit int
 }
 
 // Node is one running platform process.
@@ -91,6 +94,7 @@ type Node struct {
 	Adapters      map[string]string
 
 	log     *slog.Logger
+	head    *headStore
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 	closers []func() error
@@ -127,6 +131,9 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 	}
 	if cfg.ReportPullLimit == 0 {
 		cfg.ReportPullLimit = 60
+	}
+	if cfg.PartnerRateLimit == 0 {
+		cfg.PartnerRateLimit = 6000
 	}
 	if cfg.VerifyCooldown == 0 {
 		cfg.VerifyCooldown = 10 * time.Second
@@ -168,7 +175,8 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		return nil, fmt.Errorf("event store: %w", err)
 	}
 	n.closers = append(n.closers, store.Close)
-	n.Events = n.Metrics.Store(store)
+	n.head = &headStore{Store: n.Metrics.Store(store)}
+	n.Events = n.head
 
 	if cfg.PostgresURL != "" {
 		pg, err := postgres.Open(ctx, cfg.PostgresURL)
@@ -211,6 +219,9 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 	}
 
 	schemeM := auth.SchemeM{Apps: n.Apps, Now: cfg.Now}
+	if cfg.PartnerRateLimit > 0 {
+		schemeM.Limiter = ratelimit.New(cfg.PartnerRateLimit, time.Minute)
+	}
 	admin := auth.Admin{Token: n.AdminToken}
 	schemeH := auth.SchemeH{Apps: n.Apps, Nonces: n.ReadModel, Now: cfg.Now}
 	reports := commands.NewReports(n.Events, n.Registry, ids, cfg.Now)
@@ -223,7 +234,7 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		SchemeH: schemeH, Reports: reports, Plugin: pluginCmds,
 		Credentials: commands.NewCredentialIssuer(n.Events, n.Registry, ids, cfg.Now), UploaderDirectory: n.Apps,
 		Orders:        commands.NewOrders(n.Events, n.Registry, ids, cfg.Now),
-		Benefits:      commands.NewBenefits(n.Events, n.Registry, ids, cfg.Now, max(cfg.VerifyCooldown, 0), providerDirectory{n.ReadModel}),
+		Benefits:      commands.NewBenefits(n.Events, n.Registry, ids, cfg.Now, max(cfg.VerifyCooldown, 0), providerDirectory{n.ReadModel, modelsRunner, n.head}),
 		InternalToken: n.InternalToken,
 	}
 	qAPI := &queryapi.API{
@@ -454,11 +465,55 @@ func (d phoneDirectory) UserIDByPhone(ctx context.Context, appID int64, phone st
 	return u.OpenUserID, true, nil
 }
 
-// providerDirectory finds an app's providers and a record's issuer in the read model.
-type providerDirectory struct{ store projections.BenefitStore }
+// headStore remembers the position of the last append this node made, so a
+// read that misses a fact written moments ago by another app can wait for it.
+type headStore struct {
+	events.Store
+	mu   sync.Mutex
+	last events.Position
+}
+
+func (h *headStore) Append(ctx context.Context, stream string, expected events.ExpectedRevision, evs ...events.Proposed) (events.AppendResult, error) {
+	res, err := h.Store.Append(ctx, stream, expected, evs...)
+	if err == nil {
+		h.mu.Lock()
+		if h.last.Less(res.Position) {
+			h.last = res.Position
+		}
+		h.mu.Unlock()
+	}
+	return res, err
+}
+
+// Last is the position of this node's latest append.
+func (h *headStore) Last() events.Position {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.last
+}
+
+// providerDirectory finds an app's providers and a record's issuer in the
+// read model; on a miss it waits (bounded) for the read model to reach this
+// node's latest write and looks again, so a verification right after a
+// registration, or a rating right after a verification, finds its facts.
+type providerDirectory struct {
+	store  projections.BenefitStore
+	runner *projections.Runner
+	head   *headStore
+}
+
+func (d providerDirectory) catchUp(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	_ = d.runner.WaitFor(ctx, d.head.Last())
+}
 
 func (d providerDirectory) ProviderIDs(ctx context.Context, appID int64) ([]int64, error) {
 	list, err := d.store.Providers(ctx, appID)
+	if err == nil && len(list) == 0 {
+		d.catchUp(ctx)
+		list, err = d.store.Providers(ctx, appID)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -470,9 +525,17 @@ func (d providerDirectory) ProviderIDs(ctx context.Context, appID int64) ([]int6
 }
 
 func (d providerDirectory) FulfillmentIssuer(ctx context.Context, recordID int64) (int64, bool, error) {
-	list, err := d.store.Fulfillments(ctx, projections.FulfillmentFilter{After: recordID - 1, Limit: 1})
-	if err != nil || len(list) == 0 || list[0].RecordID != recordID {
-		return 0, false, err
+	find := func() (int64, bool, error) {
+		list, err := d.store.Fulfillments(ctx, projections.FulfillmentFilter{After: recordID - 1, Limit: 1})
+		if err != nil || len(list) == 0 || list[0].RecordID != recordID {
+			return 0, false, err
+		}
+		return list[0].IssuerAppID, true, nil
 	}
-	return list[0].IssuerAppID, true, nil
+	issuer, ok, err := find()
+	if err == nil && !ok {
+		d.catchUp(ctx)
+		issuer, ok, err = find()
+	}
+	return issuer, ok, err
 }

@@ -20,7 +20,7 @@ import (
 // receiver. It reports deliveries per second and the latency from the
 // update request's start (just before the append) to the webhook's arrival.
 func benchWebhooks(b *testing.B, cfg node.Config, clients int) {
-	cfg.WebhookAllowLoopback = true
+	cfg.WebhookAllowLoopback, cfg.PartnerRateLimit = true, -1
 	p := start(b, cfg)
 	p.client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: 30 * time.Second}
 	a := p.createApp("bench")
