@@ -4,7 +4,6 @@ import (
 	"net/http"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/julienschmidt/httprouter"
 
@@ -418,33 +417,12 @@ func (a *API) batchIssue(c *call) error {
 	return a.issue(c, c.app.AppID, cards)
 }
 
-// maskCard keeps the first 4 and last 4 characters of a card number.
-func maskCard(n string) string {
-	if len(n) <= 8 {
-		return strings.Repeat("*", len(n))
-	}
-	return n[:4] + strings.Repeat("*", len(n)-8) + n[len(n)-4:]
-}
-
-// maskName keeps a name's first character.
-func maskName(n string) string {
-	c := utf8.RuneCountInString(n)
-	if c <= 1 {
-		return "*"
-	}
-	r, _ := utf8.DecodeRuneInString(n)
-	return string(r) + strings.Repeat("*", c-1)
-}
-
+// maskPhone masks an optional phone; none masks to "".
 func maskPhone(p *string) string {
 	if p == nil {
 		return ""
 	}
-	s := *p
-	if len(s) < 8 {
-		return strings.Repeat("*", len(s))
-	}
-	return s[:3] + strings.Repeat("*", len(s)-7) + s[len(s)-4:]
+	return httpapi.MaskPhone(*p)
 }
 
 func (a *API) verifyUse(c *call) error {
@@ -464,9 +442,9 @@ func (a *API) verifyUse(c *call) error {
 	}
 	c.config.Watermarks.Wrote(c.app.AppID, v.Position)
 	httpapi.OK(c.w, http.StatusOK, map[string]any{
-		"fulfillment_record_id": v.RecordID, "card_number_masked": maskCard(v.CardNumber), "benefit_item_name": v.BenefitItemName,
+		"fulfillment_record_id": v.RecordID, "card_number_masked": httpapi.MaskCard(v.CardNumber), "benefit_item_name": v.BenefitItemName,
 		"quantity_used": v.Quantity, "remaining_quantity": v.Remaining,
-		"user_info":   map[string]any{"name_masked": maskName(v.HolderName), "phone_masked": maskPhone(v.HolderPhone)},
+		"user_info":   map[string]any{"name_masked": httpapi.MaskName(v.HolderName), "phone_masked": maskPhone(v.HolderPhone)},
 		"verified_at": v.At.In(a.Location).Format(DateTime),
 	})
 	return nil

@@ -47,6 +47,7 @@ type Apps struct {
 	byID      map[int64]*App
 	byKey     map[string]int64
 	tokens    map[string]token // by SHA-256 of the access token
+	issued    int              // tokens issued since the last prune
 	uploaders map[string]Uploader
 }
 
@@ -193,12 +194,13 @@ func (a *Apps) List() []App {
 	return out
 }
 
-// pruneTokens drops tokens that expired an hour before now, keeping the
-// directory as small as the set of live tokens.
+// pruneTokens drops tokens that expired an hour before now, every 1024
+// issues, keeping the directory about as small as the set of live tokens.
 func (a *Apps) pruneTokens(now time.Time) {
-	if len(a.tokens)%1024 != 0 {
+	if a.issued++; a.issued < 1024 {
 		return
 	}
+	a.issued = 0
 	for h, t := range a.tokens {
 		if t.expires.Before(now.Add(-time.Hour)) {
 			delete(a.tokens, h)

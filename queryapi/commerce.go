@@ -254,23 +254,11 @@ func (q *API) fulfillments(w http.ResponseWriter, r *http.Request, _ httprouter.
 	out := make([]map[string]any, 0, len(list))
 	for _, x := range list {
 		out = append(out, map[string]any{
-			"fulfillment_record_id": x.RecordID, "card_number": maskCardNumber(x.CardNumber), "benefit_item_name": x.BenefitItemName,
+			"fulfillment_record_id": x.RecordID, "card_number": httpapi.MaskCard(x.CardNumber), "benefit_item_name": x.BenefitItemName,
 			"current_usage_quantity": x.Quantity, "status": x.Status, "points_code": x.PointsCode, "initiated_at": q.dt(x.InitiatedAt),
 			"rating": x.Rating, "service_provider_id": x.ProviderID, "remark": x.Remark,
 		})
 	}
 	httpapi.OK(w, http.StatusOK, map[string]any{"fulfillments": out})
 	return nil
-}
-
-// maskCardNumber keeps the first 4 and last 4 characters, as records show cards.
-func maskCardNumber(n string) string {
-	if len(n) <= 8 {
-		return "********"
-	}
-	masked := []byte(n)
-	for i := 4; i < len(n)-4; i++ {
-		masked[i] = '*'
-	}
-	return string(masked)
 }

@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/julienschmidt/httprouter"
@@ -30,7 +29,6 @@ type API struct {
 	Store      projections.Store
 	Apps       *projections.Apps
 	Events     events.Store
-	Registry   *events.Registry
 	Runners    []*projections.Runner
 	SchemeM    auth.SchemeM
 	Admin      auth.Admin
@@ -76,14 +74,6 @@ func (q *API) await(ctx context.Context, appID int64) error {
 			Headers: map[string]string{"Retry-After": "1"}}
 	}
 	return nil
-}
-
-// MaskPhone keeps the first 3 and last 4 characters, as the spec shows phones.
-func MaskPhone(p string) string {
-	if len(p) < 8 {
-		return strings.Repeat("*", len(p))
-	}
-	return p[:3] + strings.Repeat("*", len(p)-7) + p[len(p)-4:]
 }
 
 func (q *API) snapshot(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
@@ -151,7 +141,7 @@ func (q *API) serveSnapshot(w http.ResponseWriter, r *http.Request, ps httproute
 func (q *API) renderSnapshot(u projections.User, groups []projections.Group, members []projections.Member) map[string]any {
 	var phone *string
 	if u.Phone != nil {
-		m := MaskPhone(*u.Phone)
+		m := httpapi.MaskPhone(*u.Phone)
 		phone = &m
 	}
 	user := map[string]any{

@@ -238,7 +238,7 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		InternalToken: n.InternalToken,
 	}
 	qAPI := &queryapi.API{
-		Store: n.ReadModel, Apps: n.Apps, Events: n.Events, Registry: n.Registry, Runners: n.Runners,
+		Store: n.ReadModel, Apps: n.Apps, Events: n.Events, Runners: n.Runners,
 		SchemeM: schemeM, Admin: admin, Watermarks: marks, Location: n.Location, Deliveries: n.ReadModel,
 		Orders: n.ReadModel, Benefits: n.ReadModel,
 	}

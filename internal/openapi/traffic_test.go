@@ -129,7 +129,7 @@ func server(t *testing.T, clock *offsetClock) *httptest.Server {
 		InternalToken: internalToken,
 	}
 	qry := &queryapi.API{
-		Store: readModel, Apps: apps, Events: store, Registry: reg, Runners: runners,
+		Store: readModel, Apps: apps, Events: store, Runners: runners,
 		SchemeM: schemeM, Admin: admin, Watermarks: marks, Location: loc, Deliveries: readModel,
 		Orders: readModel, Benefits: readModel,
 	}
