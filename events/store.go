@@ -152,6 +152,10 @@ type Store interface {
 	ReadStream(ctx context.Context, stream string, from uint64, limit int) ([]Recorded, error)
 	// ReadAll returns up to limit events strictly after pos in global order.
 	ReadAll(ctx context.Context, after Position, limit int) ([]Recorded, error)
+	// Head is the position of the last event in the log (zero when empty):
+	// a node that starts answers reads only once its read models reach it,
+	// so a restart never forgets an acknowledged write.
+	Head(ctx context.Context) (Position, error)
 	// SubscribeAll delivers every event strictly after pos in global order,
 	// first catching up and then live, until ctx ends or Close is called.
 	SubscribeAll(ctx context.Context, after Position) (Subscription, error)

@@ -273,6 +273,27 @@ func (s *Store) ReadAll(ctx context.Context, after events.Position, limit int) (
 	return out, nil
 }
 
+// Head implements events.Store: the last key of the log bucket.
+func (s *Store) Head(ctx context.Context) (events.Position, error) {
+	if err := s.usable(ctx); err != nil {
+		return events.Position{}, err
+	}
+	var pos events.Position
+	err := s.db.View(func(tx *bbolt.Tx) error {
+		k, v := tx.Bucket(bucketLog).Cursor().Last()
+		if k == nil {
+			return nil
+		}
+		rec, err := decode(binary.BigEndian.Uint64(k), v)
+		pos = rec.Position
+		return err
+	})
+	if err != nil {
+		return events.Position{}, s.wrap("head", err)
+	}
+	return pos, nil
+}
+
 // SubscribeAll implements events.Store: catch up in pages, then wake on appends.
 func (s *Store) SubscribeAll(ctx context.Context, after events.Position) (events.Subscription, error) {
 	if err := s.usable(ctx); err != nil {

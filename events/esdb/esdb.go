@@ -337,6 +337,37 @@ func (s *Store) readAllPage(ctx context.Context, after events.Position) ([]event
 	return page, end, nil
 }
 
+// Head implements events.Store: $all read backwards from its end to the
+// newest event that is not the server's own ($-typed).
+func (s *Store) Head(ctx context.Context) (events.Position, error) {
+	var head events.Position
+	err := s.do(ctx, func(c *esdb.Client) error {
+		head = events.Position{}
+		rs, err := c.ReadAll(ctx, esdb.ReadAllOptions{From: esdb.End{}, Direction: esdb.Backwards}, readPage)
+		if err != nil {
+			return err
+		}
+		defer rs.Close()
+		for {
+			ev, err := rs.Recv()
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			if rec, ok := recorded(ev); ok && !strings.HasPrefix(rec.Type, "$") {
+				head = rec.Position
+				return nil
+			}
+		}
+	})
+	if err != nil {
+		return events.Position{}, fmt.Errorf("events/esdb: head: %w", err)
+	}
+	return head, nil
+}
+
 // SubscribeAll implements events.Store with a server-side catch-up
 // subscription that filters out system events.
 func (s *Store) SubscribeAll(ctx context.Context, after events.Position) (events.Subscription, error) {

@@ -133,6 +133,22 @@ func (s *Store) ReadAll(ctx context.Context, after events.Position, limit int) (
 	return out, nil
 }
 
+// Head implements events.Store.
+func (s *Store) Head(ctx context.Context) (events.Position, error) {
+	if err := ctx.Err(); err != nil {
+		return events.Position{}, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return events.Position{}, events.ErrClosed
+	}
+	if len(s.log) == 0 {
+		return events.Position{}, nil
+	}
+	return s.log[len(s.log)-1].Position, nil
+}
+
 // SubscribeAll implements events.Store.
 func (s *Store) SubscribeAll(ctx context.Context, after events.Position) (events.Subscription, error) {
 	s.mu.RLock()

@@ -36,6 +36,7 @@ func Run(t *testing.T, open func(t *testing.T) events.Store) {
 		{"Idempotent", testIdempotent},
 		{"ReadStream", testReadStream},
 		{"ReadAll", testReadAll},
+		{"Head", testHead},
 		{"SubscribeFromZero", testSubscribeFromZero},
 		{"SubscribeFromCheckpoint", testSubscribeFromCheckpoint},
 		{"SubscribeContext", testSubscribeContext},
@@ -216,6 +217,32 @@ func testReadStream(f *fixture) {
 	missing, err := f.s.ReadStream(ctx, f.stream("read-missing"), 0, 0)
 	if err != nil || len(missing) != 0 {
 		f.t.Fatalf("missing stream: %d events, err %v; want none and no error", len(missing), err)
+	}
+}
+
+// testHead: the head is the last appended event (the store may be shared,
+// so it is at or after our append), and nothing is read after it.
+func testHead(f *fixture) {
+	ctx, cancel := context.WithTimeout(f.ctx, wait)
+	defer cancel()
+	before, err := f.s.Head(ctx)
+	if err != nil {
+		f.t.Fatalf("Head: %v", err)
+	}
+	last := f.append(f.stream("head"), events.NoStream(), proposed(3, "storetest.head")...)
+	head, err := f.s.Head(ctx)
+	if err != nil {
+		f.t.Fatalf("Head after append: %v", err)
+	}
+	if head.Less(last.Position) || !before.Less(head) {
+		f.t.Fatalf("Head = %s; before the append %s, the append ended at %s", head, before, last.Position)
+	}
+	rest, err := f.s.ReadAll(ctx, head, 10)
+	if err != nil {
+		f.t.Fatalf("ReadAll after head: %v", err)
+	}
+	if len(rest) != 0 && rest[0].Position.Less(head) {
+		f.t.Fatalf("ReadAll after head %s returned an earlier event at %s", head, rest[0].Position)
 	}
 }
 
@@ -598,6 +625,9 @@ func testClosedStore(f *fixture) {
 	}
 	if _, err := f.s.ReadStream(ctx, st, 0, 0); !errors.Is(err, events.ErrClosed) {
 		f.t.Fatalf("ReadStream on a closed store: %v, want ErrClosed", err)
+	}
+	if _, err := f.s.Head(ctx); !errors.Is(err, events.ErrClosed) {
+		f.t.Fatalf("Head on a closed store: %v, want ErrClosed", err)
 	}
 	if err := f.s.Close(); err != nil {
 		f.t.Fatalf("second Close: %v", err)
