@@ -43,10 +43,10 @@ func (a *API) register(c *call) error {
 	var cmd commands.Register
 	if err := c.decode(func(o *httpapi.Object) {
 		cmd = commands.Register{AppID: c.app.AppID, ChannelUserID: o.RequiredString("channel_user_id"), User: userInput(o.Object("user", true))}
-		for _, g := range o.Array("family_groups") {
+		for _, g := range o.Array("family_groups", 100) {
 			cmd.Groups = append(cmd.Groups, groupInput(g))
 		}
-		for _, m := range o.Array("family_members") {
+		for _, m := range o.Array("family_members", 100) {
 			cmd.Members = append(cmd.Members, memberInput(m))
 		}
 	}); err != nil {

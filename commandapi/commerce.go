@@ -108,7 +108,7 @@ func (a *API) createOrder(c *call) error {
 		if !o.Has("items") {
 			o.RequiredString("items")
 		}
-		for _, it := range o.Array("items") {
+		for _, it := range o.Array("items", 100) {
 			in.Items = append(in.Items, commands.OrderItemIn{GoodsCode: it.RequiredString("goods_code"), Quantity: it.RequiredInt("quantity"), UnitPrice: it.RequiredInt("unit_price")})
 		}
 	}); err != nil {
@@ -148,7 +148,7 @@ func (a *API) reviewOrder(approve bool) func(*call) error {
 
 func shipment(o *httpapi.Object) commands.Shipment {
 	s := commands.Shipment{LogisticsCompany: o.RequiredString("logistics_company"), TrackingNumber: o.RequiredString("tracking_number")}
-	for _, it := range o.Array("items") {
+	for _, it := range o.Array("items", 100) {
 		s.Items = append(s.Items, commands.ShipmentItem{ItemID: it.RequiredInt("item_id"), DeviceSNs: it.Strings("device_sns")})
 	}
 	return s
@@ -356,7 +356,7 @@ func (a *API) cardInput(o *httpapi.Object) commands.CardInput {
 	} else {
 		o.RequiredString("expires_at")
 	}
-	for _, it := range o.Array("items") {
+	for _, it := range o.Array("items", 100) {
 		in.Items = append(in.Items, commands.CardItemInput{BenefitItemID: it.RequiredInt("benefit_item_id"), Quantity: it.RequiredInt("quantity")})
 	}
 	return in
@@ -385,7 +385,7 @@ func (a *API) issueCardsAsOperator(c *call) error {
 	var cards []commands.CardInput
 	if err := c.decode(func(o *httpapi.Object) {
 		issuer = o.RequiredInt("issuer_app_id")
-		for _, it := range o.Array("cards") {
+		for _, it := range o.Array("cards", 100) {
 			cards = append(cards, a.cardInput(it))
 		}
 	}); err != nil {
@@ -408,7 +408,7 @@ func (a *API) batchIssue(c *call) error {
 	}
 	var cards []commands.CardInput
 	if err := c.decode(func(o *httpapi.Object) {
-		for _, it := range o.Array("cards") {
+		for _, it := range o.Array("cards", 100) {
 			cards = append(cards, a.cardInput(it))
 		}
 	}); err != nil {

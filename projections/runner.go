@@ -36,17 +36,39 @@ type Stats struct {
 	Rebuilding bool            `json:"rebuilding"`
 	LastError  string          `json:"last_error,omitempty"`
 	Since      time.Time       `json:"since"`
+	// Target is the log's head when the projection (re)started: it is
+	// Ready once it has applied that far, so a restarted node never
+	// answers reads that miss writes it acknowledged before.
+	Target events.Position `json:"target"`
+	// Skipped lists events that failed on their own while the store worked:
+	// the projection moved past them so that other tenants are not stalled.
+	Skipped []SkippedEvent `json:"skipped_events,omitempty"`
 }
+
+// SkippedEvent is an event a projection could not apply, for operators.
+type SkippedEvent struct {
+	Position events.Position `json:"position"`
+	ID       string          `json:"event_id"`
+	Type     string          `json:"type"`
+	Stream   string          `json:"stream"`
+	Error    string          `json:"error"`
+	At       time.Time       `json:"at"`
+}
+
+// maxSkippedShown bounds Stats.Skipped; the metric counts every one.
+const maxSkippedShown = 20
 
 // Runner follows the event store from the projector's checkpoint, batching
 // what is already available, and lets readers wait for a position.
 type Runner struct {
-	store     events.Store
-	reg       *events.Registry
-	proj      Projector
-	log       *slog.Logger
-	batchSize int
-	onApplied func(name string, n int, last events.Recorded)
+	store      events.Store
+	reg        *events.Registry
+	proj       Projector
+	log        *slog.Logger
+	batchSize  int
+	onApplied  func(name string, n int, last events.Recorded)
+	onSkipped  func(name string)
+	skipPoison bool
 
 	mu      sync.Mutex
 	pos     events.Position
@@ -64,6 +86,15 @@ func NewRunner(store events.Store, reg *events.Registry, p Projector, log *slog.
 	}
 }
 
+// SkipPoison makes the runner move past an event that fails on its own
+// while the store still accepts writes (the event is reported in Stats, the
+// log and through onSkipped), instead of retrying it forever and stalling
+// every tenant behind it. Only for projectors whose Apply is one
+// transaction: a side-effecting projector must keep retrying.
+func (r *Runner) SkipPoison(onSkipped func(name string)) {
+	r.skipPoison, r.onSkipped = true, onSkipped
+}
+
 // Name is the projector's name.
 func (r *Runner) Name() string { return r.proj.Name() }
 
@@ -79,6 +110,7 @@ func (r *Runner) Stats() Stats {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	s := r.stats
+	s.Skipped = append([]SkippedEvent(nil), s.Skipped...)
 	s.Position = r.pos
 	if d := time.Since(s.Since).Seconds(); d > 0 {
 		s.Rate = float64(s.Applied) / d
@@ -90,11 +122,11 @@ func (r *Runner) advance(pos events.Position, n int, caughtUp bool) {
 	r.mu.Lock()
 	r.pos = pos
 	r.stats.Applied += uint64(n)
-	r.stats.CaughtUp = caughtUp
-	if caughtUp {
+	if !r.stats.Ready && !pos.Less(r.stats.Target) {
 		r.stats.Rebuilding = false
 		r.stats.Ready = true
 	}
+	r.stats.CaughtUp = caughtUp && r.stats.Ready
 	r.stats.LastError = ""
 	close(r.changed)
 	r.changed = make(chan struct{})
@@ -185,8 +217,15 @@ func (r *Runner) follow(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
 	}
+	head, err := r.store.Head(ctx)
+	if err != nil {
+		return fmt.Errorf("head of the log: %w", err)
+	}
 	r.mu.Lock()
 	r.pos = cp
+	if !r.stats.Ready {
+		r.stats.Target = head
+	}
 	r.mu.Unlock()
 
 	subCtx, cancel := context.WithCancel(ctx)
@@ -268,7 +307,12 @@ func (r *Runner) follow(ctx context.Context) error {
 			caughtUp = false
 		}
 		if err := r.proj.Apply(ctx, batch, last.Position); err != nil {
-			return fmt.Errorf("apply up to %s: %w", last.Position, err)
+			if !r.skipPoison || ctx.Err() != nil {
+				return fmt.Errorf("apply up to %s: %w", last.Position, err)
+			}
+			if err := r.applyEach(ctx, batch, last.Position); err != nil {
+				return fmt.Errorf("apply up to %s: %w", last.Position, err)
+			}
 		}
 		r.advance(last.Position, n, caughtUp)
 		if r.onApplied != nil {
@@ -277,6 +321,49 @@ func (r *Runner) follow(ctx context.Context) error {
 		if pending != nil {
 			return fmt.Errorf("subscription: %w", pending)
 		}
+	}
+}
+
+// applyEach applies a batch that failed as a whole one event at a time. An
+// event that fails twice while the store accepts the checkpoint alone (so
+// the store itself is working) is skipped and reported; any other failure
+// is returned, and the runner retries the batch later.
+func (r *Runner) applyEach(ctx context.Context, batch []events.Envelope, pos events.Position) error {
+	prev := r.Position()
+	for _, env := range batch {
+		err := r.proj.Apply(ctx, []events.Envelope{env}, env.Position)
+		if err == nil {
+			prev = env.Position
+			continue
+		}
+		if perr := r.proj.Apply(ctx, nil, prev); perr != nil {
+			return fmt.Errorf("%w (the store refuses a bare checkpoint too: %v)", err, perr)
+		}
+		if err = r.proj.Apply(ctx, []events.Envelope{env}, env.Position); err == nil {
+			prev = env.Position
+			continue
+		}
+		if perr := r.proj.Apply(ctx, nil, env.Position); perr != nil {
+			return fmt.Errorf("%w (and skipping it failed: %v)", err, perr)
+		}
+		r.skipped(env, err)
+		prev = env.Position
+	}
+	return r.proj.Apply(ctx, nil, pos)
+}
+
+func (r *Runner) skipped(env events.Envelope, err error) {
+	r.log.Error("projection skipped an event it cannot apply; rebuild after the fix to apply it",
+		"position", env.Position.String(), "event_id", env.ID, "type", env.Type, "stream", env.Stream, "err", err)
+	r.mu.Lock()
+	if len(r.stats.Skipped) < maxSkippedShown {
+		r.stats.Skipped = append(r.stats.Skipped, SkippedEvent{
+			Position: env.Position, ID: env.ID, Type: env.Type, Stream: env.Stream, Error: err.Error(), At: time.Now().UTC(),
+		})
+	}
+	r.mu.Unlock()
+	if r.onSkipped != nil {
+		r.onSkipped(r.Name())
 	}
 }
 

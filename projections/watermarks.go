@@ -11,8 +11,20 @@ import (
 // Watermarks remembers, per app, the position of the last write this node
 // acknowledged, so the app's next read waits until the read models reflect it.
 type Watermarks struct {
-	mu   sync.Mutex
-	last map[int64]events.Position
+	mu    sync.Mutex
+	last  map[int64]events.Position
+	floor events.Position
+}
+
+// Floor makes every read wait for at least pos: a node sets it to the log's
+// head when it starts, so writes acknowledged before a restart (whose
+// watermarks died with the old process) are seen by the first read after it.
+func (w *Watermarks) Floor(pos events.Position) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.floor.Less(pos) {
+		w.floor = pos
+	}
 }
 
 // NewWatermarks returns an empty set.
@@ -35,6 +47,9 @@ func (w *Watermarks) Await(ctx context.Context, appID int64, timeout time.Durati
 	pos := w.last[appID]
 	if op := w.last[0]; pos.Less(op) {
 		pos = op
+	}
+	if pos.Less(w.floor) {
+		pos = w.floor
 	}
 	w.mu.Unlock()
 	if pos.IsZero() {

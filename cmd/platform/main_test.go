@@ -48,6 +48,12 @@ func freeAddr(t *testing.T) string {
 
 func startServer(t *testing.T, dir string, env ...string) *server {
 	t.Helper()
+	return launch(t, dir, "/readyz", env...)
+}
+
+// launch starts the binary and returns once probe answers 200.
+func launch(t *testing.T, dir, probe string, env ...string) *server {
+	t.Helper()
 	addr := freeAddr(t)
 	s := &server{t: t, base: "http://" + addr, dir: dir}
 	s.cmd = exec.Command(os.Args[0], "-test.run=^$")
@@ -61,7 +67,7 @@ func startServer(t *testing.T, dir string, env ...string) *server {
 	t.Cleanup(func() { _ = s.cmd.Process.Kill(); _ = s.cmd.Wait() })
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
-		if res, err := http.Get(s.base + "/readyz"); err == nil {
+		if res, err := http.Get(s.base + probe); err == nil {
 			res.Body.Close()
 			if res.StatusCode == http.StatusOK {
 				return s
@@ -257,5 +263,97 @@ func TestKill9MidRetryResumesTheSameDelivery(t *testing.T) {
 	case extra := <-hits:
 		t.Fatalf("delivered again after success: %+v", extra)
 	case <-time.After(3 * time.Second):
+	}
+}
+
+// TestRestartReadsAcknowledgedWritesAtOnce: after kill -9 under load, the
+// first reads of the restarted process (sent as soon as it listens, before
+// it says ready) see the last acknowledged register and the last
+// acknowledged nickname, restart after restart.
+func TestRestartReadsAcknowledgedWritesAtOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the platform binary")
+	}
+	dir := t.TempDir()
+	s := startServer(t, dir)
+	app := s.createApp()
+	status, data, err := s.signed(app, "POST", "/open/v1/channel/users", `{"channel_user_id":"nick","user":{"name":"n"}}`)
+	if err != nil || status != http.StatusCreated {
+		t.Fatalf("register: %d %v", status, err)
+	}
+	nickPath := fmt.Sprintf("/open/v1/channel/users/%d", int64(data["open_user_id"].(float64)))
+
+	seq := 0
+	for round := 0; round < 4; round++ {
+		var mu sync.Mutex
+		lastUser, lastNick := "", 0
+		var wg sync.WaitGroup
+		stop := make(chan struct{})
+		for w := 0; w < 4; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; ; i++ {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					id := fmt.Sprintf("r%d-w%d-%d", round, w, i)
+					status, _, err := s.signed(app, "POST", "/open/v1/channel/users", `{"channel_user_id":"`+id+`","user":{"name":"n"}}`)
+					if err != nil {
+						return
+					}
+					if status == http.StatusCreated {
+						mu.Lock()
+						lastUser = id
+						mu.Unlock()
+					}
+				}
+			}()
+		}
+		wg.Add(1)
+		go func() { // one writer, so its last acknowledged nickname is the truth
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				seq++
+				status, _, err := s.signed(app, "PATCH", nickPath, fmt.Sprintf(`{"nickname":"n%d"}`, seq))
+				if err != nil {
+					return
+				}
+				if status == http.StatusOK {
+					mu.Lock()
+					lastNick = seq
+					mu.Unlock()
+				}
+			}
+		}()
+		time.Sleep(800 * time.Millisecond)
+		s.kill()
+		close(stop)
+		wg.Wait()
+		if lastUser == "" || lastNick == 0 {
+			t.Fatalf("round %d: nothing acknowledged before the kill; log:\n%s", round, s.log.String())
+		}
+
+		s = launch(t, dir, "/healthz")
+		status, data, err := s.signed(app, "GET", "/open/v1/channel/users/0?channel_user_id="+lastUser, "")
+		if err != nil || status != http.StatusOK {
+			t.Fatalf("round %d: the last acknowledged register %s read as %d %v right after the restart", round, lastUser, status, err)
+		}
+		status, data, err = s.signed(app, "GET", nickPath, "")
+		if err != nil || status != http.StatusOK {
+			t.Fatalf("round %d: snapshot %d %v", round, status, err)
+		}
+		got := data["user"].(map[string]any)["nickname"]
+		// The PATCH in flight at the kill may have landed without its answer.
+		if got != fmt.Sprintf("n%d", lastNick) && got != fmt.Sprintf("n%d", lastNick+1) {
+			t.Fatalf("round %d: nickname %v right after the restart, last acknowledged n%d", round, got, lastNick)
+		}
 	}
 }

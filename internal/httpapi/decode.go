@@ -48,6 +48,9 @@ func ParseObject(body []byte) (*Object, error) {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return nil, ErrMalformed
 	}
+	if err := checkStrict(body); err != nil {
+		return nil, err
+	}
 	return parseObject(body, "", &commands.ValidationError{})
 }
 
@@ -85,6 +88,10 @@ func (o *Object) String(name string) commands.Field[string] {
 	var s string
 	if err := json.Unmarshal(raw, &s); err != nil {
 		o.bad(name, "must be a string")
+		return commands.Field[string]{}
+	}
+	if msg := checkText(raw, s); msg != "" {
+		o.bad(name, msg)
 		return commands.Field[string]{}
 	}
 	return commands.Val(s)
@@ -139,10 +146,26 @@ func (o *Object) Strings(name string) []string {
 	if !ok || isNull(raw) {
 		return nil
 	}
-	var ss []string
-	if err := json.Unmarshal(raw, &ss); err != nil {
+	var items []json.RawMessage
+	if err := json.Unmarshal(raw, &items); err != nil {
 		o.bad(name, "must be an array of strings")
 		return nil
+	}
+	if !o.capped(name, len(items), MaxArrayItems) {
+		return nil
+	}
+	ss := make([]string, 0, len(items))
+	for i, it := range items {
+		var s string
+		if err := json.Unmarshal(it, &s); err != nil {
+			o.bad(name, "must be an array of strings")
+			return nil
+		}
+		if msg := checkText(it, s); msg != "" {
+			o.bad(fmt.Sprintf("%s[%d]", name, i), msg)
+			return nil
+		}
+		ss = append(ss, s)
 	}
 	return ss
 }
@@ -188,8 +211,18 @@ func (o *Object) Object(name string, required bool) *Object {
 	return child
 }
 
-// Array reads an array of objects; each element is parsed with the index in its path.
-func (o *Object) Array(name string) []*Object {
+// capped reports whether n items are within max, noting the error if not.
+func (o *Object) capped(name string, n, max int) bool {
+	if n > max {
+		o.bad(name, fmt.Sprintf("must have at most %d items", max))
+		return false
+	}
+	return true
+}
+
+// Array reads an array of at most max objects (MaxArrayItems when max is
+// 0); each element is parsed with the index in its path.
+func (o *Object) Array(name string, max int) []*Object {
 	raw, ok := o.fields[name]
 	if !ok || isNull(raw) {
 		return nil
@@ -197,6 +230,12 @@ func (o *Object) Array(name string) []*Object {
 	var items []json.RawMessage
 	if err := json.Unmarshal(raw, &items); err != nil {
 		o.bad(name, "must be an array")
+		return nil
+	}
+	if max <= 0 || max > MaxArrayItems {
+		max = MaxArrayItems
+	}
+	if !o.capped(name, len(items), max) {
 		return nil
 	}
 	out := make([]*Object, 0, len(items))
@@ -247,6 +286,9 @@ func (o *Object) Ints(name string) []int64 {
 	var items []json.RawMessage
 	if err := json.Unmarshal(raw, &items); err != nil {
 		o.bad(name, "must be an array of integers")
+		return nil
+	}
+	if !o.capped(name, len(items), MaxArrayItems) {
 		return nil
 	}
 	out := make([]int64, 0, len(items))

@@ -3,7 +3,9 @@ package httpapi
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/healthtech/partner-open-platform/commands"
 )
@@ -17,7 +19,7 @@ func TestObjectCollectsTypeErrorsByPath(t *testing.T) {
 	o.Int("n")
 	o.Bool("b")
 	o.Object("u", true).String("phone")
-	for _, it := range o.Array("list") {
+	for _, it := range o.Array("list", 0) {
 		it.Int("id")
 	}
 	o.RequiredString("missing")
@@ -51,16 +53,20 @@ func TestIntAcceptsWholeFloatsOnly(t *testing.T) {
 // FuzzParseObject: any bytes either fail as ErrMalformed or yield an object
 // whose typed reads never panic and agree with encoding/json on validity.
 func FuzzParseObject(f *testing.F) {
-	for _, s := range []string{`{}`, `{"user":{"name":"a"}}`, `[]`, `{"a":1} {}`, `{"a":[{"b":null}]}`, "\xff", `{"n":1e400}`} {
+	for _, s := range []string{`{}`, `{"user":{"name":"a"}}`, `[]`, `{"a":1} {}`, `{"a":[{"b":null}]}`, "\xff", `{"n":1e400}`, `{"a":1,"a":2}`, `{"s":"\u0000"}`, `{"s":"\ud800"}`, `{"r":{"x":[{"y":1,"y":2}]}}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		o, err := ParseObject(body)
 		if err != nil {
-			if !errors.Is(err, ErrMalformed) {
+			var v *commands.ValidationError
+			if !errors.Is(err, ErrMalformed) && !errors.As(err, &v) {
 				t.Fatalf("unexpected error %v", err)
 			}
 			return
+		}
+		if !utf8.Valid(body) {
+			t.Fatalf("accepted invalid UTF-8 %q", body)
 		}
 		var m map[string]json.RawMessage
 		if json.Unmarshal(body, &m) != nil {
@@ -74,10 +80,94 @@ func FuzzParseObject(f *testing.F) {
 			if c := o.Object(k, false); c != nil {
 				c.String("x")
 			}
-			for _, it := range o.Array(k) {
+			for _, it := range o.Array(k, 0) {
 				it.Int("x")
+			}
+			if f := o.String(k); f.Set && !f.Null && strings.ContainsRune(f.Value, 0) {
+				t.Fatalf("String(%q) returned U+0000 from %q", k, body)
 			}
 		}
 		_ = o.Err()
 	})
+}
+
+func TestStrictBodies(t *testing.T) {
+	deep := strings.Repeat(`{"a":`, MaxDepth) + `1` + strings.Repeat(`}`, MaxDepth)
+	tooDeep := strings.Repeat(`{"a":`, MaxDepth+1) + `1` + strings.Repeat(`}`, MaxDepth+1)
+	for _, c := range []struct {
+		name, body, field string // field "" means accepted
+	}{
+		{"duplicate top-level key", `{"open_user_id":1,"open_user_id":2}`, "open_user_id"},
+		{"duplicate nested key", `{"user":{"name":"a","name":"b"}}`, "user.name"},
+		{"duplicate key inside an array", `{"raw_data":{"indicators":[{"code":"x"},{"code":"a","code":"b"}]}}`, "raw_data.indicators[1].code"},
+		{"same key in sibling objects", `{"a":{"k":1},"b":{"k":1},"c":[{"k":1},{"k":2}]}`, ""},
+		{"invalid UTF-8", "{\"name\":\"a\xff\"}", "body"},
+		{"invalid UTF-8 in raw data", "{\"raw_data\":{\"v\":\"\xc3\x28\"}}", "body"},
+		{"deepest accepted nesting", deep, ""},
+		{"one level deeper", tooDeep, strings.TrimSuffix(strings.Repeat("a.", MaxDepth), ".")},
+		{"escapes are fine in raw values", `{"raw_data":{"v":"\u0000\ud800"}}`, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := ParseObject([]byte(c.body))
+			if c.field == "" {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			var v *commands.ValidationError
+			if !errors.As(err, &v) || !v.Has(c.field) {
+				t.Fatalf("err = %v, want a validation error on %s", err, c.field)
+			}
+		})
+	}
+}
+
+func TestStringsRefuseNULAndLoneSurrogates(t *testing.T) {
+	o, err := ParseObject([]byte(`{"nul":"A\u0000B","high":"\ud83d","low":"x\ude00","pair":"\ud83d\ude00","twohigh":"\ud83d\ud83d","list":["ok","\u0000"],"plane":"\u4e2d😀\uffff"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{"nul", "high", "low", "twohigh"} {
+		if f := o.String(bad); f.Set {
+			t.Errorf("%s accepted as %q", bad, f.Value)
+		}
+	}
+	o.Strings("list")
+	if got := o.String("pair").Value; got != "\U0001F600" {
+		t.Errorf("pair = %q", got)
+	}
+	if got := o.String("plane").Value; got != "\u4e2d\U0001F600\uffff" {
+		t.Errorf("plane = %q", got)
+	}
+	var v *commands.ValidationError
+	if !errors.As(o.Err(), &v) {
+		t.Fatal(o.Err())
+	}
+	for _, f := range []string{"nul", "high", "low", "twohigh", "list[1]"} {
+		if !v.Has(f) {
+			t.Errorf("no error on %s: %v", f, v.Fields)
+		}
+	}
+	if v.Has("pair") || v.Has("plane") {
+		t.Errorf("valid text refused: %v", v.Fields)
+	}
+}
+
+func TestArraysAreCapped(t *testing.T) {
+	items := strings.TrimSuffix(strings.Repeat(`{},`, 101), ",")
+	o, err := ParseObject([]byte(`{"groups":[` + items + `],"few":[{},{}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := o.Array("groups", 100); got != nil {
+		t.Fatalf("101 items accepted under a cap of 100")
+	}
+	if got := o.Array("few", 100); len(got) != 2 {
+		t.Fatalf("few = %d", len(got))
+	}
+	var v *commands.ValidationError
+	if !errors.As(o.Err(), &v) || !v.Has("groups") {
+		t.Fatalf("err = %v", o.Err())
+	}
 }

@@ -24,6 +24,9 @@ type Metrics struct {
 	Deliveries       *prometheus.GaugeVec
 	RelayEvents      prometheus.Counter
 	RelayLag         prometheus.Gauge
+	// ProjectionSkipped counts events a projection moved past because they
+	// failed on their own: each one is a read-model row that needs a rebuild.
+	ProjectionSkipped *prometheus.CounterVec
 }
 
 // New registers the collectors in a fresh registry (one per node, so tests
@@ -62,7 +65,10 @@ func New() *Metrics {
 	m.RelayLag = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "platform_relay_lag_seconds", Help: "Age of the last event the bus acknowledged when it was acknowledged.",
 	})
-	m.Registry.MustRegister(m.HTTPDuration, m.AppendDuration, m.ProjectionEvents, m.ProjectionLag,
+	m.ProjectionSkipped = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "platform_projection_skipped_events_total", Help: "Events a projection could not apply and skipped (see /readyz for their positions).",
+	}, []string{"projection"})
+	m.Registry.MustRegister(m.ProjectionSkipped, m.HTTPDuration, m.AppendDuration, m.ProjectionEvents, m.ProjectionLag,
 		m.WebhookAttempts, m.WebhookFirst, m.Deliveries, m.RelayEvents, m.RelayLag,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -73,6 +79,9 @@ func (m *Metrics) Projected(name string, n int, last events.Recorded) {
 	m.ProjectionEvents.WithLabelValues(name).Add(float64(n))
 	m.ProjectionLag.WithLabelValues(name).Set(time.Since(last.Created).Seconds())
 }
+
+// Skipped records an event a projection skipped.
+func (m *Metrics) Skipped(name string) { m.ProjectionSkipped.WithLabelValues(name).Inc() }
 
 // Store decorates an event store with append latency.
 func (m *Metrics) Store(s events.Store) events.Store { return &instrumented{Store: s, m: m} }

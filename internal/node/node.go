@@ -202,6 +202,7 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 	n.Apps = projections.NewApps(sealer)
 	appsRunner := projections.NewRunner(n.Events, n.Registry, n.Apps, n.log, n.Metrics.Projected)
 	modelsRunner := projections.NewRunner(n.Events, n.Registry, projections.ReadModels{Store: n.ReadModel, Location: n.Location}, n.log, n.Metrics.Projected)
+	modelsRunner.SkipPoison(n.Metrics.Skipped)
 	n.Runners = []*projections.Runner{appsRunner, modelsRunner}
 	ids := commands.NewAllocator(n.Events, n.Registry, cfg.IDBlockSize)
 	pluginCmds := commands.NewPlugin(n.Events, n.Registry, ids, cfg.Now, phoneDirectory{n.ReadModel})
@@ -218,14 +219,20 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		Workers: cfg.WebhookWorkers, OnAttempt: n.Metrics.Attempted,
 	}
 
-	schemeM := auth.SchemeM{Apps: n.Apps, Now: cfg.Now}
+	directory := readyDirectory{apps: n.Apps, runner: appsRunner}
+	schemeM := auth.SchemeM{Apps: directory, Now: cfg.Now}
 	if cfg.PartnerRateLimit > 0 {
 		schemeM.Limiter = ratelimit.New(cfg.PartnerRateLimit, time.Minute)
 	}
 	admin := auth.Admin{Token: n.AdminToken}
-	schemeH := auth.SchemeH{Apps: n.Apps, Nonces: n.ReadModel, Now: cfg.Now}
+	schemeH := auth.SchemeH{Apps: directory, Nonces: n.ReadModel, Now: cfg.Now}
 	reports := commands.NewReports(n.Events, n.Registry, ids, cfg.Now)
 	marks := projections.NewWatermarks()
+	startHead, err := n.Events.Head(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("event store: head of the log: %w", err)
+	}
+	marks.Floor(startHead)
 	cmdAPI := &commandapi.API{
 		Users:   commands.NewUsers(n.Events, n.Registry, ids, cfg.Now, n.Location),
 		Apps:    commands.NewApps(n.Events, n.Registry, ids, sealer, guard.CheckURL),
@@ -357,7 +364,9 @@ func (n *Node) router(routes []commandapi.Route) http.Handler {
 	return rt
 }
 
-// readyz answers 200 once every projection has caught up with the log at least once.
+// readyz answers 200 once every projection has applied the log as far as it
+// reached when the node started (or when a rebuild began); its body lists
+// each projection's progress and any event it had to skip.
 func (n *Node) readyz(w http.ResponseWriter, r *http.Request) {
 	status := map[string]any{}
 	ready := true
@@ -377,16 +386,9 @@ func (n *Node) readyz(w http.ResponseWriter, r *http.Request) {
 
 // WaitCaughtUp blocks until every projection has applied the log's current end.
 func (n *Node) WaitCaughtUp(ctx context.Context) error {
-	var head events.Position
-	for {
-		recs, err := n.Events.ReadAll(ctx, head, 1000)
-		if err != nil {
-			return err
-		}
-		if len(recs) == 0 {
-			break
-		}
-		head = recs[len(recs)-1].Position
+	head, err := n.Events.Head(ctx)
+	if err != nil {
+		return err
 	}
 	for _, r := range n.Runners {
 		if err := r.WaitFor(ctx, head); err != nil {
@@ -463,6 +465,43 @@ func (d phoneDirectory) UserIDByPhone(ctx context.Context, appID int64, phone st
 		return 0, false, err
 	}
 	return u.OpenUserID, true, nil
+}
+
+// readyDirectory answers an unknown app only once the app directory has
+// applied the log as far as it reached at start: right after a restart a
+// partner's correctly signed call must not get 401 because its app's events
+// are still being replayed.
+type readyDirectory struct {
+	apps   *projections.Apps
+	runner *projections.Runner
+}
+
+// directoryWait bounds how long a call waits for the directory at start.
+const directoryWait = 5 * time.Second
+
+func (d readyDirectory) wait() bool {
+	if d.runner.Stats().Ready {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), directoryWait)
+	defer cancel()
+	return d.runner.WaitReady(ctx) == nil
+}
+
+func (d readyDirectory) ByID(id int64) (projections.App, bool) {
+	a, ok := d.apps.ByID(id)
+	if !ok && d.wait() {
+		a, ok = d.apps.ByID(id)
+	}
+	return a, ok
+}
+
+func (d readyDirectory) ByKey(key string) (projections.App, bool) {
+	a, ok := d.apps.ByKey(key)
+	if !ok && d.wait() {
+		a, ok = d.apps.ByKey(key)
+	}
+	return a, ok
 }
 
 // headStore remembers the position of the last append this node made, so a

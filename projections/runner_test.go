@@ -1,0 +1,179 @@
+package projections_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/healthtech/partner-open-platform/events"
+	"github.com/healthtech/partner-open-platform/events/catalog"
+	"github.com/healthtech/partner-open-platform/events/memory"
+	"github.com/healthtech/partner-open-platform/projections"
+)
+
+// flaky is a transactional projector: a batch is applied whole or not at
+// all. It refuses events whose stream is poison, and everything while down.
+type flaky struct {
+	mu      sync.Mutex
+	pos     events.Position
+	applied []string
+	poison  string
+	down    bool
+}
+
+func (f *flaky) Name() string { return "flaky" }
+func (f *flaky) Checkpoint(context.Context) (events.Position, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.pos, nil
+}
+func (f *flaky) Reset(context.Context) error { return nil }
+func (f *flaky) Apply(_ context.Context, batch []events.Envelope, pos events.Position) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.down {
+		return errors.New("connection refused")
+	}
+	for _, env := range batch {
+		if env.Stream == f.poison {
+			return errors.New(`invalid byte sequence for encoding "UTF8": 0x00`)
+		}
+	}
+	for _, env := range batch {
+		f.applied = append(f.applied, env.Stream)
+	}
+	f.pos = pos
+	return nil
+}
+
+func (f *flaky) state() ([]string, events.Position) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.applied...), f.pos
+}
+
+func appendApp(t *testing.T, store events.Store, reg *events.Registry, stream string) events.Position {
+	t.Helper()
+	ev, err := reg.Encode(&catalog.UploaderRegistered{Name: stream}, events.Metadata{OccurredAt: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := store.Append(context.Background(), stream, events.Any(), ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.Position
+}
+
+func run(t *testing.T, r *projections.Runner) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = r.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+// TestPoisonEventIsSkippedAndReported: one event that the store refuses on
+// its own does not stall the events after it (other tenants); it is listed
+// with its position, and the runner reports ready.
+func TestPoisonEventIsSkippedAndReported(t *testing.T) {
+	store, reg := memory.New(), catalog.Registry()
+	p := &flaky{poison: "bad"}
+	var skipped []string
+	var mu sync.Mutex
+	r := projections.NewRunner(store, reg, p, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+	r.SkipPoison(func(name string) { mu.Lock(); skipped = append(skipped, name); mu.Unlock() })
+
+	appendApp(t, store, reg, "a")
+	bad := appendApp(t, store, reg, "bad")
+	last := appendApp(t, store, reg, "b")
+	run(t, r)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := r.WaitFor(ctx, last); err != nil {
+		t.Fatalf("a poison event stalled the projection: %v (%+v)", err, r.Stats())
+	}
+	applied, pos := p.state()
+	if len(applied) != 2 || applied[0] != "a" || applied[1] != "b" || pos != last {
+		t.Fatalf("applied %v up to %s, want [a b] up to %s", applied, pos, last)
+	}
+	s := r.Stats()
+	if !s.Ready || len(s.Skipped) != 1 || s.Skipped[0].Position != bad || s.Skipped[0].Stream != "bad" {
+		t.Fatalf("stats %+v: want ready with the event at %s listed as skipped", s, bad)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(skipped) != 1 || skipped[0] != "flaky" {
+		t.Fatalf("metric hook saw %v", skipped)
+	}
+}
+
+// TestStoreOutageIsNotPoison: while the store refuses everything, nothing
+// is skipped; the runner retries, reports the error, and applies every
+// event once the store is back.
+func TestStoreOutageIsNotPoison(t *testing.T) {
+	store, reg := memory.New(), catalog.Registry()
+	p := &flaky{down: true}
+	r := projections.NewRunner(store, reg, p, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+	r.SkipPoison(nil)
+	appendApp(t, store, reg, "a")
+	last := appendApp(t, store, reg, "b")
+	run(t, r)
+	deadline := time.Now().Add(5 * time.Second)
+	for r.Stats().LastError == "" && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if s := r.Stats(); s.LastError == "" || s.Ready || len(s.Skipped) != 0 {
+		t.Fatalf("during the outage: %+v", s)
+	}
+	p.mu.Lock()
+	p.down = false
+	p.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := r.WaitFor(ctx, last); err != nil {
+		t.Fatal(err)
+	}
+	if applied, _ := p.state(); len(applied) != 2 {
+		t.Fatalf("applied %v after the outage", applied)
+	}
+	if s := r.Stats(); !s.Ready || len(s.Skipped) != 0 {
+		t.Fatalf("after the outage: %+v", s)
+	}
+}
+
+// TestReadyOnlyAtTheHeadFoundAtStart: a runner whose checkpoint is behind
+// the log's head is not ready (and not caught up) until it has applied the
+// head, however small its batches.
+func TestReadyOnlyAtTheHeadFoundAtStart(t *testing.T) {
+	store, reg := memory.New(), catalog.Registry()
+	var last events.Position
+	for i := 0; i < 2000; i++ {
+		last = appendApp(t, store, reg, "s")
+	}
+	p := &flaky{}
+	r := projections.NewRunner(store, reg, p, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	run(t, r)
+	for {
+		ch := r.Changed()
+		s := r.Stats()
+		if s.Ready && s.Position.Less(last) {
+			t.Fatalf("ready at %s before the head %s", s.Position, last)
+		}
+		if s.Ready || ctx.Err() != nil {
+			break
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+		}
+	}
+	if s := r.Stats(); !s.Ready || s.Target != last {
+		t.Fatalf("stats %+v, want ready with target %s", s, last)
+	}
+}
