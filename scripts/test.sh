@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The project's test command: go vet, a gofmt check, then go test -race with
-# a throwaway PostgreSQL server, so the Postgres-backed tests always run.
+# The project's test command: go vet, a gofmt check, a go mod tidy check,
+# then go test -race with a throwaway PostgreSQL server, so the
+# Postgres-backed tests always run.
 #
 #   ./scripts/test.sh                         # everything (./...)
 #   ./scripts/test.sh ./projections/...       # package patterns replace ./...
@@ -183,6 +184,15 @@ fi
 if [ -n "$unformatted" ]; then
 	say "these files need gofmt -w:" >&2
 	printf '  %s\n' $unformatted >&2
+	exit 1
+fi
+
+say "go mod tidy check"
+# go.mod and go.sum must be exactly what `go mod tidy` writes: direct
+# dependencies not marked indirect, nothing missing, nothing stale.
+if ! tidy_diff=$(go mod tidy -diff 2>&1); then
+	say "go.mod/go.sum are not tidy; run go mod tidy:" >&2
+	printf '%s\n' "$tidy_diff" >&2
 	exit 1
 fi
 

@@ -23,6 +23,7 @@ import (
 // test runs the real main() in a child process it can SIGKILL.
 func TestMain(m *testing.M) {
 	if os.Getenv("PLATFORM_TEST_RUN_MAIN") == "1" {
+		os.Args = os.Args[:1] // the -test.* flags are not the platform's
 		main()
 		os.Exit(0)
 	}

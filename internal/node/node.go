@@ -139,9 +139,10 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		cfg.VerifyCooldown = 10 * time.Second
 	}
 	n = &Node{log: cfg.Logger, Registry: catalog.Registry(), Metrics: metrics.New(), Adapters: map[string]string{}}
+	built := n
 	defer func() {
 		if err != nil {
-			n.Close()
+			built.Close() // every error returns nil, err: n is nil here
 		}
 	}()
 	if n.Location, err = time.LoadLocation(cfg.Timezone); err != nil {
@@ -151,10 +152,6 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		return nil, fmt.Errorf("data directory: %w", err)
 	}
 
-	sealer, err := openSealer(cfg, n.log)
-	if err != nil {
-		return nil, err
-	}
 	if n.AdminToken, err = tokenFile(cfg.AdminToken, filepath.Join(cfg.DataDir, "admin.token"), "adm_", n.log); err != nil {
 		return nil, err
 	}
@@ -177,6 +174,10 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 	n.closers = append(n.closers, store.Close)
 	n.head = &headStore{Store: n.Metrics.Store(store)}
 	n.Events = n.head
+	sealer, err := openSealer(ctx, cfg, n.Events, n.Registry, n.log)
+	if err != nil {
+		return nil, err
+	}
 
 	if cfg.PostgresURL != "" {
 		pg, err := postgres.Open(ctx, cfg.PostgresURL)
@@ -411,26 +412,101 @@ func (n *Node) Close() error {
 	return errors.Join(errs...)
 }
 
-func openSealer(cfg Config, log *slog.Logger) (*secrets.Sealer, error) {
+// openSealer returns the sealer of the master key: PLATFORM_MASTER_KEY, or
+// the key file in the data directory, created only while the event log is
+// empty. A log that already holds events was sealed with some key, and a new
+// one could never open it, so a missing key is refused; so is a key that
+// cannot open the first sealed secret in the log.
+func openSealer(ctx context.Context, cfg Config, store events.Store, reg *events.Registry, log *slog.Logger) (*secrets.Sealer, error) {
+	var key []byte
+	path := filepath.Join(cfg.DataDir, "master.key")
+	source := "PLATFORM_MASTER_KEY"
 	if cfg.MasterKey != "" {
-		key, err := secrets.ParseKey(cfg.MasterKey)
+		var err error
+		if key, err = secrets.ParseKey(cfg.MasterKey); err != nil {
+			return nil, fmt.Errorf("PLATFORM_MASTER_KEY: %w", err)
+		}
+	} else {
+		source = path
+		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+			recs, err := store.ReadAll(ctx, events.Position{}, 1)
+			if err != nil {
+				return nil, fmt.Errorf("master key: read the event log: %w", err)
+			}
+			if len(recs) > 0 {
+				return nil, fmt.Errorf("master key: PLATFORM_MASTER_KEY is unset and %s does not exist, but the event log already holds events, "+
+					"and the secrets in them were sealed with a master key; set PLATFORM_MASTER_KEY (or restore %s) to the key this log was written with. "+
+					"Refusing to create a new key, which could not open them", path, path)
+			}
+		}
+		k, created, err := secrets.LoadOrCreateKeyFile(path)
 		if err != nil {
 			return nil, err
 		}
-		return secrets.New(key)
+		key = k
+		if created {
+			log.Info("created master key for sealing secrets", "path", path)
+		}
+		if cfg.ESDBURL != "" {
+			log.Warn("PLATFORM_MASTER_KEY is unset: secrets are sealed with a key kept in the data directory; every node sharing the event store needs the same key", "path", path)
+		}
 	}
-	path := filepath.Join(cfg.DataDir, "master.key")
-	key, created, err := secrets.LoadOrCreateKeyFile(path)
+	sealer, err := secrets.New(key)
 	if err != nil {
 		return nil, err
 	}
-	if created {
-		log.Info("created master key for sealing secrets", "path", path)
+	if err := checkSealer(ctx, sealer, store, reg); err != nil {
+		fix := "set PLATFORM_MASTER_KEY to the key this log was written with"
+		if cfg.MasterKey == "" {
+			fix = "set PLATFORM_MASTER_KEY, or put in " + path + ", the key this log was written with"
+		}
+		return nil, fmt.Errorf("master key from %s: %w; %s", source, err, fix)
 	}
-	if cfg.ESDBURL != "" {
-		log.Warn("PLATFORM_MASTER_KEY is unset: secrets are sealed with a key kept in the data directory; every node sharing the event store needs the same key", "path", path)
+	return sealer, nil
+}
+
+// checkSealer opens the first sealed secret in the log, looking no further
+// than its first 10,000 events (no partner can write before an app exists,
+// so the first app comes early), so that a wrong key fails here rather than
+// in the apps projection, forever.
+func checkSealer(ctx context.Context, sealer *secrets.Sealer, store events.Store, reg *events.Registry) error {
+	created, rotated := catalog.AppCreated{}.EventType(), catalog.AppSecretRotated{}.EventType()
+	var pos events.Position
+	for scanned := 0; scanned < 10000; {
+		recs, err := store.ReadAll(ctx, pos, 500)
+		if err != nil {
+			return fmt.Errorf("read the event log: %w", err)
+		}
+		for _, rec := range recs {
+			if rec.Type != created && rec.Type != rotated {
+				continue
+			}
+			env, err := reg.Decode(rec)
+			if err != nil {
+				return fmt.Errorf("decode %s at %s: %w", rec.Type, rec.Position, err)
+			}
+			var appID int64
+			var sealed string
+			switch p := env.Payload.(type) {
+			case *catalog.AppCreated:
+				appID, sealed = p.AppID, p.SealedAppSecret
+			case *catalog.AppSecretRotated:
+				appID, sealed = p.AppID, p.SealedAppSecret
+			default:
+				continue
+			}
+			if _, err := sealer.Open(sealed); err != nil {
+				return fmt.Errorf("it cannot open the secret of app %d sealed in the event log at %s: %w", appID, rec.Position, err)
+			}
+			return nil
+		}
+		if len(recs) < 500 {
+			return nil
+		}
+		scanned += len(recs)
+		pos = recs[len(recs)-1].Position
 	}
-	return secrets.New(key)
+	return nil
 }
 
 // tokenFile returns the configured token, or the one kept in path (created

@@ -1,0 +1,485 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/EventStore/EventStore-Client-Go/v4/esdb"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/healthtech/partner-open-platform/internal/secrets"
+	"github.com/healthtech/partner-open-platform/webhooks"
+)
+
+// config is the platform's start-up configuration after every variable and
+// flag has been checked; loadConfig builds it or says what is wrong.
+type config struct {
+	Addr                 string
+	DataDir              string
+	ESDBURL              string
+	PostgresURL          string
+	Timezone             string
+	KafkaBrokers         []string
+	KafkaTopic           string
+	KafkaRelay           bool
+	WebhookAllowLoopback bool
+	WebhookRetrySchedule []time.Duration // nil: the spec's schedule
+	RateLimit            int
+	LogFormat            string
+	AdminToken           string
+	MasterKey            string
+	InternalToken        string
+
+	settings []*setting
+}
+
+// setting is one configurable value: its variable, its flag (if any), its
+// default, what it accepts, and how it is parsed into the config.
+type setting struct {
+	env     string
+	flag    string // "" when the value is set by the environment only
+	def     string // parsed like any value; "" leaves the zero value
+	usage   string
+	accepts string // the accepted values, for error messages
+	secret  bool   // never echoed, never logged
+	isBool  bool
+	parse   func(string) error
+	show    func() string // the effective value, for the start-up log line
+}
+
+// errHelp is returned when -h or -help asked for the usage text.
+var errHelp = flag.ErrHelp
+
+// loadConfig reads the PLATFORM_* variables (through getenv) and then the
+// flags in args, which win. The first invalid value is an error naming the
+// variable or flag and the accepted values; a secret's value is never echoed.
+func loadConfig(args []string, getenv func(string) string, usageOut io.Writer) (*config, error) {
+	c := &config{}
+	c.settings = []*setting{
+		{env: "PLATFORM_ADDR", flag: "addr", def: "127.0.0.1:8080", usage: "listen address",
+			accepts: "host:port, such as 127.0.0.1:8080, 0.0.0.0:8080 or :8080",
+			parse: func(s string) error {
+				if err := checkHostPort(s, true); err != nil {
+					return err
+				}
+				c.Addr = s
+				return nil
+			},
+			show: func() string { return c.Addr }},
+		{env: "PLATFORM_DATA_DIR", flag: "data-dir", def: "./data", usage: "data directory",
+			accepts: "a directory path",
+			parse:   func(s string) error { c.DataDir = s; return nil },
+			show:    func() string { return c.DataDir }},
+		{env: "PLATFORM_ESDB_URL", flag: "esdb-url", usage: "EventStoreDB connection string; empty = embedded log",
+			accepts: "an EventStoreDB connection string such as esdb://127.0.0.1:2113?tls=false (or esdb+discover://...), or empty for the embedded log",
+			parse: func(s string) error {
+				if s == "" {
+					c.ESDBURL = ""
+					return nil
+				}
+				if _, err := esdb.ParseConnectionString(s); err != nil {
+					return errors.New(scrubURL(err.Error(), s))
+				}
+				c.ESDBURL = s
+				return nil
+			},
+			show: func() string { return orText(redactURL(c.ESDBURL), "embedded log") }},
+		{env: "PLATFORM_POSTGRES_URL", flag: "postgres-url", usage: "Postgres URL for read models; empty = in memory",
+			accepts: "a PostgreSQL URL such as postgres://user:password@host:5432/db?sslmode=disable or a key=value connection string, or empty for in-memory read models",
+			parse: func(s string) error {
+				if s == "" {
+					c.PostgresURL = ""
+					return nil
+				}
+				if _, err := pgxpool.ParseConfig(s); err != nil {
+					return errors.New(scrubURL(err.Error(), s))
+				}
+				c.PostgresURL = s
+				return nil
+			},
+			show: func() string { return orText(redactURL(c.PostgresURL), "in memory") }},
+		{env: "PLATFORM_TIMEZONE", flag: "timezone", def: "Asia/Shanghai", usage: "zone of Y-m-d H:i:s times",
+			accepts: "an IANA time zone name such as Asia/Shanghai or UTC",
+			parse: func(s string) error {
+				if _, err := time.LoadLocation(s); err != nil {
+					return errors.New("unknown time zone")
+				}
+				c.Timezone = s
+				return nil
+			},
+			show: func() string { return c.Timezone }},
+		{env: "PLATFORM_KAFKA_BROKERS", flag: "kafka-brokers", usage: "comma-separated Kafka brokers; empty = the dispatcher reads the event store",
+			accepts: "a comma-separated list of host:port brokers such as kafka-1:9092,kafka-2:9092, or empty",
+			parse: func(s string) error {
+				list, err := parseList(s)
+				if err != nil {
+					return err
+				}
+				for _, b := range list {
+					if err := checkHostPort(b, false); err != nil {
+						return fmt.Errorf("broker %q: %v", b, err)
+					}
+				}
+				c.KafkaBrokers = list
+				return nil
+			},
+			show: func() string {
+				return orText(strings.Join(c.KafkaBrokers, ","), "none (the dispatcher follows the event store)")
+			}},
+		{env: "PLATFORM_KAFKA_TOPIC", flag: "kafka-topic", def: "platform.events", usage: "Kafka topic of the event feed",
+			accepts: "a Kafka topic name: 1 to 249 of a-z A-Z 0-9 . _ -",
+			parse: func(s string) error {
+				if !kafkaTopic.MatchString(s) || s == "." || s == ".." {
+					return errors.New("not a Kafka topic name")
+				}
+				c.KafkaTopic = s
+				return nil
+			},
+			show: func() string { return c.KafkaTopic }},
+		{env: "PLATFORM_KAFKA_RELAY", flag: "kafka-relay", def: "on", usage: "run the event-store-to-Kafka relay on this node",
+			accepts: boolAccepts, isBool: true,
+			parse: func(s string) (err error) { c.KafkaRelay, err = parseBool(s); return err },
+			show:  func() string { return onOff(c.KafkaRelay) }},
+		{env: "PLATFORM_WEBHOOK_ALLOW_LOOPBACK", flag: "webhook-allow-loopback", def: "off", usage: "allow http and loopback webhook targets, for local development",
+			accepts: boolAccepts, isBool: true,
+			parse: func(s string) (err error) { c.WebhookAllowLoopback, err = parseBool(s); return err },
+			show:  func() string { return onOff(c.WebhookAllowLoopback) }},
+		{env: "PLATFORM_WEBHOOK_RETRY_SCHEDULE", flag: "webhook-retry-schedule", usage: "comma-separated retry delays; empty = the spec's 1m,5m,30m,2h,6h",
+			accepts: "a comma-separated list of positive Go durations such as 1m,5m,30m,2h,6h, or empty for the spec's schedule",
+			parse:   func(s string) (err error) { c.WebhookRetrySchedule, err = parseSchedule(s); return err },
+			show: func() string {
+				if c.WebhookRetrySchedule == nil {
+					return joinDurations(webhooks.DefaultSchedule) + " (the spec's)"
+				}
+				return joinDurations(c.WebhookRetrySchedule)
+			}},
+		{env: "PLATFORM_RATE_LIMIT", flag: "rate-limit", def: "6000", usage: "requests per minute per app on scheme M routes; negative = none",
+			accepts: "a positive whole number of requests per minute per app, or a negative one to turn the limit off",
+			parse: func(s string) error {
+				n, err := strconv.Atoi(s)
+				if err != nil || n == 0 {
+					return errors.New("not a non-zero whole number")
+				}
+				c.RateLimit = n
+				return nil
+			},
+			show: func() string {
+				if c.RateLimit < 0 {
+					return "off"
+				}
+				return strconv.Itoa(c.RateLimit) + "/min per app"
+			}},
+		{env: "PLATFORM_LOG_FORMAT", flag: "log-format", def: "text", usage: "log format",
+			accepts: "text or json",
+			parse: func(s string) error {
+				switch f := strings.ToLower(s); f {
+				case "text", "json":
+					c.LogFormat = f
+					return nil
+				}
+				return errors.New("unknown log format")
+			},
+			show: func() string { return c.LogFormat }},
+		{env: "PLATFORM_ADMIN_TOKEN", secret: true,
+			accepts: "any non-empty token, or unset to keep one in <data dir>/admin.token",
+			parse:   func(s string) error { c.AdminToken = s; return nil },
+			show:    func() string { return secretShown(c.AdminToken, c.DataDir, "admin.token") }},
+		{env: "PLATFORM_MASTER_KEY", secret: true,
+			accepts: "32 bytes as 64 hex characters or base64 (e.g. from openssl rand -hex 32), or unset to keep one in <data dir>/master.key",
+			parse: func(s string) error {
+				if _, err := secrets.ParseKey(s); err != nil && s != "" {
+					return errors.New("not a 32-byte key")
+				}
+				c.MasterKey = s
+				return nil
+			},
+			show: func() string { return secretShown(c.MasterKey, c.DataDir, "master.key") }},
+		{env: "PLATFORM_INTERNAL_TOKEN", secret: true,
+			accepts: "any non-empty token, or unset to keep one in <data dir>/internal.token",
+			parse:   func(s string) error { c.InternalToken = s; return nil },
+			show:    func() string { return secretShown(c.InternalToken, c.DataDir, "internal.token") }},
+	}
+
+	for _, s := range c.settings {
+		if s.def != "" {
+			if err := s.parse(s.def); err != nil {
+				panic(fmt.Sprintf("default of %s: %v", s.env, err))
+			}
+		}
+	}
+	// An empty variable counts as unset, as it always has.
+	for _, s := range c.settings {
+		v := getenv(s.env)
+		if v == "" {
+			continue
+		}
+		if err := s.parse(v); err != nil {
+			return nil, fmt.Errorf("%s=%s is invalid (%v); accepted: %s", s.env, s.quoted(v), err, s.accepts)
+		}
+	}
+
+	fs := flag.NewFlagSet("platform", flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // errors are returned, not printed with the usage
+	var flagErr error
+	for _, s := range c.settings {
+		if s.flag == "" {
+			continue
+		}
+		fs.Var(flagValue{s: s, err: &flagErr}, s.flag, fmt.Sprintf("%s (%s; %s)", s.usage, s.env, s.accepts))
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(usageOut)
+			fmt.Fprintln(usageOut, "Usage of platform (each flag overrides its PLATFORM_* variable):")
+			fs.PrintDefaults()
+			return nil, errHelp
+		}
+		if flagErr != nil {
+			return nil, flagErr
+		}
+		return nil, fmt.Errorf("%v (see -help)", err)
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q: the platform takes only flags (see -help)", fs.Arg(0))
+	}
+	return c, nil
+}
+
+// flagValue feeds a flag through its setting's parser, so that a flag is
+// exactly as strict as its variable.
+type flagValue struct {
+	s   *setting
+	err *error
+}
+
+func (v flagValue) String() string {
+	if v.s == nil {
+		return ""
+	}
+	return v.s.def
+}
+
+func (v flagValue) Set(x string) error {
+	if x == "" && v.s.def != "" {
+		x = v.s.def // an empty value means the default, as for a variable
+	}
+	if err := v.s.parse(x); err != nil {
+		*v.err = fmt.Errorf("-%s %s is invalid (%v); accepted: %s", v.s.flag, v.s.quoted(x), err, v.s.accepts)
+		return errors.New(v.s.accepts)
+	}
+	return nil
+}
+
+// IsBoolFlag lets a boolean flag stand alone (-kafka-relay means on).
+func (v flagValue) IsBoolFlag() bool { return v.s != nil && v.s.isBool }
+
+// quoted renders a rejected value for an error message: a secret never,
+// a URL without its password.
+func (s *setting) quoted(v string) string {
+	if s.secret {
+		return "(value not shown)"
+	}
+	return strconv.Quote(redactURL(v))
+}
+
+// log writes the effective configuration as one line; secrets appear only
+// as set or unset, and passwords in URLs are redacted.
+func (c *config) log(log *slog.Logger) {
+	attrs := make([]any, 0, 2*len(c.settings))
+	for _, s := range c.settings {
+		attrs = append(attrs, slog.String(s.env, s.show()))
+	}
+	log.Info("effective configuration", attrs...)
+}
+
+const boolAccepts = "1/0, true/false, yes/no, on/off (any case)"
+
+// parseBool accepts the usual spellings of a boolean.
+func parseBool(s string) (bool, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "1", "true", "yes", "on":
+		return true, nil
+	case "0", "false", "no", "off":
+		return false, nil
+	}
+	return false, errors.New("not a boolean")
+}
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
+}
+
+// parseList splits a comma-separated list; surrounding spaces are trimmed,
+// an empty item (a,,b or a trailing comma) is refused.
+func parseList(s string) ([]string, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	var out []string
+	for i, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			return nil, fmt.Errorf("item %d is empty", i+1)
+		}
+		out = append(out, part)
+	}
+	return out, nil
+}
+
+// parseSchedule reads retry delays; empty keeps the spec's schedule.
+func parseSchedule(s string) ([]time.Duration, error) {
+	list, err := parseList(s)
+	if err != nil {
+		return nil, err
+	}
+	var out []time.Duration
+	for _, part := range list {
+		d, err := time.ParseDuration(part)
+		if err != nil || d <= 0 {
+			return nil, fmt.Errorf("retry delay %q is not a positive duration", part)
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+func joinDurations(ds []time.Duration) string {
+	parts := make([]string, len(ds))
+	for i, d := range ds {
+		parts[i] = d.String()
+	}
+	return strings.Join(parts, ",")
+}
+
+var kafkaTopic = regexp.MustCompile(`^[a-zA-Z0-9._-]{1,249}$`)
+
+// checkHostPort accepts host:port; the host may be empty only for a listen
+// address (":8080" listens on every interface).
+func checkHostPort(s string, allowEmptyHost bool) error {
+	host, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return errors.New("not host:port")
+	}
+	if host == "" && !allowEmptyHost {
+		return errors.New("no host")
+	}
+	if strings.ContainsAny(host, "/ ") {
+		return errors.New("not a host name or address")
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return errors.New("port is not a number from 0 to 65535")
+	}
+	return nil
+}
+
+func orText(s, empty string) string {
+	if s == "" {
+		return empty
+	}
+	return s
+}
+
+func secretShown(v, dataDir, file string) string {
+	if v != "" {
+		return "set (redacted)"
+	}
+	return "unset: " + strings.TrimSuffix(dataDir, "/") + "/" + file
+}
+
+const redacted = "REDACTED"
+
+var kvPassword = regexp.MustCompile(`(?i)((?:ssl)?password\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s]*)`)
+
+// redactURL hides passwords in a connection string: the userinfo password
+// of a URL, password and sslpassword query values, and password=... pairs
+// of a key=value string.
+func redactURL(s string) string {
+	if s == "" {
+		return s
+	}
+	if u, err := url.Parse(s); err == nil && u.Scheme != "" && u.Host != "" {
+		if _, ok := u.User.Password(); ok {
+			u.User = url.UserPassword(u.User.Username(), redacted)
+		}
+		q := u.Query()
+		changed := false
+		for k := range q {
+			if lk := strings.ToLower(k); lk == "password" || lk == "sslpassword" {
+				q.Set(k, redacted)
+				changed = true
+			}
+		}
+		if changed {
+			u.RawQuery = q.Encode()
+		}
+		return u.String()
+	}
+	// Not a URL that parses: mask anything between "://user:" and "@", and
+	// key=value passwords.
+	if i := strings.Index(s, "://"); i >= 0 {
+		rest := s[i+3:]
+		if at := strings.LastIndex(rest, "@"); at >= 0 {
+			if colon := strings.Index(rest[:at], ":"); colon >= 0 {
+				s = s[:i+3] + rest[:colon+1] + redacted + rest[at:]
+			}
+		}
+	}
+	return kvPassword.ReplaceAllString(s, "${1}"+redacted)
+}
+
+// scrubURL removes a connection string, and any password in it, from a
+// parser's error message, which often quotes the string it could not parse.
+func scrubURL(msg, raw string) string {
+	msg = strings.ReplaceAll(msg, raw, redactURL(raw))
+	for _, pw := range passwords(raw) {
+		msg = strings.ReplaceAll(msg, pw, redacted)
+	}
+	return msg
+}
+
+// passwords lists the password substrings of a connection string, raw and
+// decoded, so that no spelling of one survives scrubURL.
+func passwords(raw string) []string {
+	var out []string
+	add := func(p string) {
+		if p != "" && p != redacted {
+			out = append(out, p)
+			if d, err := url.QueryUnescape(p); err == nil && d != p {
+				out = append(out, d)
+			}
+		}
+	}
+	if i := strings.Index(raw, "://"); i >= 0 {
+		rest := raw[i+3:]
+		if at := strings.LastIndex(rest, "@"); at >= 0 {
+			if colon := strings.Index(rest[:at], ":"); colon >= 0 {
+				add(rest[colon+1 : at])
+			}
+		}
+		if u, err := url.Parse(raw); err == nil {
+			for k, vs := range u.Query() {
+				if lk := strings.ToLower(k); lk == "password" || lk == "sslpassword" {
+					for _, v := range vs {
+						add(v)
+					}
+				}
+			}
+		}
+	}
+	for _, m := range kvPassword.FindAllStringSubmatch(raw, -1) {
+		add(strings.Trim(m[2], "'"))
+	}
+	return out
+}

@@ -1,0 +1,252 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+// envOf serves loadConfig's getenv from a map, so tests never see the
+// environment the test binary runs in.
+func envOf(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+func mustLoad(t *testing.T, env map[string]string, args ...string) *config {
+	t.Helper()
+	c, err := loadConfig(args, envOf(env), io.Discard)
+	if err != nil {
+		t.Fatalf("env %v args %v: %v", env, args, err)
+	}
+	return c
+}
+
+// acceptsOf returns the accepted-values text of a variable's setting.
+func acceptsOf(t *testing.T, env string) (string, string) {
+	t.Helper()
+	for _, s := range mustLoad(t, nil).settings {
+		if s.env == env {
+			return s.accepts, s.flag
+		}
+	}
+	t.Fatalf("no setting %s", env)
+	return "", ""
+}
+
+const goodKey = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
+func TestDefaults(t *testing.T) {
+	c := mustLoad(t, map[string]string{"PLATFORM_RATE_LIMIT": ""}) // empty counts as unset
+	want := config{
+		Addr: "127.0.0.1:8080", DataDir: "./data", Timezone: "Asia/Shanghai", KafkaTopic: "platform.events",
+		KafkaRelay: true, RateLimit: 6000, LogFormat: "text",
+	}
+	c.settings = nil
+	if !reflect.DeepEqual(*c, want) {
+		t.Fatalf("defaults\n got %+v\nwant %+v", *c, want)
+	}
+}
+
+// TestInvalidValuesStopStartUp: every variable that can be wrong is refused
+// with a message naming it and its accepted values, by variable and by flag.
+func TestInvalidValuesStopStartUp(t *testing.T) {
+	bad := map[string][]string{
+		"PLATFORM_ADDR":                   {"8080", "localhost", "127.0.0.1:http", "127.0.0.1:70000", "a b:80"},
+		"PLATFORM_ESDB_URL":               {"http://127.0.0.1:2113", "esdb://", "esdb://h:port"},
+		"PLATFORM_POSTGRES_URL":           {"postgres://h:notaport/db", "postgres://h/db?sslmode=sometimes", "mysql://h/db"},
+		"PLATFORM_TIMEZONE":               {"Mars/Olympus", "+08:00"},
+		"PLATFORM_KAFKA_BROKERS":          {"kafka", "kafka:9092,", "a:1,,b:2", "kafka:x", ":9092"},
+		"PLATFORM_KAFKA_TOPIC":            {"events topic", "a/b", "..", strings.Repeat("t", 250)},
+		"PLATFORM_KAFKA_RELAY":            {"maybe", "2", "enabled", "y"},
+		"PLATFORM_WEBHOOK_ALLOW_LOOPBACK": {"maybe", "-1", "tru"},
+		"PLATFORM_WEBHOOK_RETRY_SCHEDULE": {"5", "1m,0s", "-1m", "1m,,2m", "1m,", "soon"},
+		"PLATFORM_RATE_LIMIT":             {"abc", "0", "1.5", "6000/min", "1e3"},
+		"PLATFORM_LOG_FORMAT":             {"yaml", "logfmt"},
+		"PLATFORM_MASTER_KEY":             {"hunter2", goodKey[:62], goodKey + "00"},
+	}
+	// Only these take any non-empty value; a new variable needs a row above.
+	free := map[string]bool{"PLATFORM_DATA_DIR": true, "PLATFORM_ADMIN_TOKEN": true, "PLATFORM_INTERNAL_TOKEN": true}
+	for _, s := range mustLoad(t, nil).settings {
+		if _, ok := bad[s.env]; !ok && !free[s.env] {
+			t.Errorf("%s has no invalid values in this test", s.env)
+		}
+	}
+	for env, values := range bad {
+		accepts, flagName := acceptsOf(t, env)
+		for _, v := range values {
+			_, err := loadConfig(nil, envOf(map[string]string{env: v}), io.Discard)
+			if err == nil {
+				t.Errorf("%s=%q accepted", env, v)
+				continue
+			}
+			msg := err.Error()
+			if !strings.Contains(msg, env+"=") || !strings.Contains(msg, accepts) {
+				t.Errorf("%s=%q: message %q does not name the variable and %q", env, v, msg, accepts)
+			}
+			if env == "PLATFORM_MASTER_KEY" && strings.Contains(msg, v) {
+				t.Errorf("%s: message echoes the secret: %q", env, msg)
+			}
+			if flagName == "" {
+				continue
+			}
+			_, err = loadConfig([]string{"-" + flagName + "=" + v}, envOf(nil), io.Discard)
+			if err == nil {
+				t.Errorf("-%s=%q accepted", flagName, v)
+			} else if msg := err.Error(); !strings.Contains(msg, "-"+flagName+" ") || !strings.Contains(msg, accepts) {
+				t.Errorf("-%s=%q: message %q does not name the flag and %q", flagName, v, msg, accepts)
+			}
+		}
+	}
+}
+
+func TestBooleanSpellings(t *testing.T) {
+	spellings := map[string]bool{
+		"1": true, "true": true, "TRUE": true, "True": true, "yes": true, "YES": true, "on": true, "On": true,
+		"0": false, "false": false, "FALSE": false, "no": false, "No": false, "off": false, "OFF": false,
+	}
+	for v, want := range spellings {
+		c := mustLoad(t, map[string]string{"PLATFORM_KAFKA_RELAY": v, "PLATFORM_WEBHOOK_ALLOW_LOOPBACK": v})
+		if c.KafkaRelay != want || c.WebhookAllowLoopback != want {
+			t.Errorf("%q: relay %v, loopback %v; want %v", v, c.KafkaRelay, c.WebhookAllowLoopback, want)
+		}
+		c = mustLoad(t, nil, "-kafka-relay="+v, "-webhook-allow-loopback="+v)
+		if c.KafkaRelay != want || c.WebhookAllowLoopback != want {
+			t.Errorf("flags =%q: relay %v, loopback %v; want %v", v, c.KafkaRelay, c.WebhookAllowLoopback, want)
+		}
+	}
+	// A bare boolean flag means on, and beats the variable.
+	c := mustLoad(t, map[string]string{"PLATFORM_WEBHOOK_ALLOW_LOOPBACK": "no"}, "-webhook-allow-loopback")
+	if !c.WebhookAllowLoopback {
+		t.Error("bare -webhook-allow-loopback did not turn it on")
+	}
+	if c := mustLoad(t, nil); c.WebhookAllowLoopback || !c.KafkaRelay {
+		t.Errorf("defaults: loopback %v relay %v", c.WebhookAllowLoopback, c.KafkaRelay)
+	}
+}
+
+func TestDurationsAndLists(t *testing.T) {
+	c := mustLoad(t, map[string]string{
+		"PLATFORM_WEBHOOK_RETRY_SCHEDULE": " 90s, 2h ,1m30s",
+		"PLATFORM_KAFKA_BROKERS":          "kafka-1:9092, 10.0.0.2:9093,[::1]:9094",
+	})
+	if want := []time.Duration{90 * time.Second, 2 * time.Hour, 90 * time.Second}; !reflect.DeepEqual(c.WebhookRetrySchedule, want) {
+		t.Errorf("schedule %v, want %v", c.WebhookRetrySchedule, want)
+	}
+	if want := []string{"kafka-1:9092", "10.0.0.2:9093", "[::1]:9094"}; !reflect.DeepEqual(c.KafkaBrokers, want) {
+		t.Errorf("brokers %q, want %q", c.KafkaBrokers, want)
+	}
+	// Unset: the spec's schedule (nil) and no brokers.
+	if c := mustLoad(t, nil); c.WebhookRetrySchedule != nil || c.KafkaBrokers != nil {
+		t.Errorf("unset: schedule %v brokers %v", c.WebhookRetrySchedule, c.KafkaBrokers)
+	}
+}
+
+func TestFlagsBeatVariablesAndEmptyFlagMeansDefault(t *testing.T) {
+	env := map[string]string{"PLATFORM_RATE_LIMIT": "10", "PLATFORM_ADDR": "0.0.0.0:9000", "PLATFORM_ESDB_URL": "esdb://h:2113?tls=false", "PLATFORM_LOG_FORMAT": "JSON"}
+	c := mustLoad(t, env, "-rate-limit", "-1", "-addr=", "-esdb-url=")
+	if c.RateLimit != -1 || c.Addr != "127.0.0.1:8080" || c.ESDBURL != "" || c.LogFormat != "json" {
+		t.Errorf("got rate %d addr %q esdb %q format %q", c.RateLimit, c.Addr, c.ESDBURL, c.LogFormat)
+	}
+	if _, err := loadConfig([]string{"-no-such-flag"}, envOf(nil), io.Discard); err == nil || !strings.Contains(err.Error(), "-no-such-flag") {
+		t.Errorf("unknown flag: %v", err)
+	}
+	if _, err := loadConfig([]string{"stray"}, envOf(nil), io.Discard); err == nil || !strings.Contains(err.Error(), "stray") {
+		t.Errorf("stray argument: %v", err)
+	}
+	var usage bytes.Buffer
+	if _, err := loadConfig([]string{"-help"}, envOf(nil), &usage); !errors.Is(err, errHelp) || !strings.Contains(usage.String(), "PLATFORM_RATE_LIMIT") {
+		t.Errorf("-help: %v, usage %q", err, usage.String())
+	}
+}
+
+// TestEffectiveConfigLogHidesSecrets: the start-up line shows every
+// variable, and no token, key or password in any spelling.
+func TestEffectiveConfigLogHidesSecrets(t *testing.T) {
+	secretsIn := []string{"adm_Sup3rSecret", goodKey, "int_0therSecret", "pgPa55word", "esdbPa55", "qPa55", "kvPa55"}
+	for _, pg := range []string{
+		"postgres://platform:pgPa55word@db:5432/platform?sslmode=disable",
+		"postgresql://platform@db/platform?password=qPa55&sslmode=disable",
+		"host=db user=platform password=kvPa55 dbname=platform",
+		"host=db user=platform password='kvPa55' dbname=platform",
+	} {
+		env := map[string]string{
+			"PLATFORM_ADMIN_TOKEN": "adm_Sup3rSecret", "PLATFORM_MASTER_KEY": goodKey, "PLATFORM_INTERNAL_TOKEN": "int_0therSecret",
+			"PLATFORM_POSTGRES_URL": pg, "PLATFORM_ESDB_URL": "esdb://admin:esdbPa55@eventstore:2113?tls=false",
+		}
+		c := mustLoad(t, env)
+		for _, format := range []string{"text", "json"} {
+			var buf bytes.Buffer
+			var h slog.Handler = slog.NewTextHandler(&buf, nil)
+			if format == "json" {
+				h = slog.NewJSONHandler(&buf, nil)
+			}
+			c.log(slog.New(h))
+			line := buf.String()
+			for _, s := range secretsIn {
+				if strings.Contains(line, s) {
+					t.Errorf("%s log line for %q contains secret %q:\n%s", format, pg, s, line)
+				}
+			}
+			for _, want := range []string{"PLATFORM_ADMIN_TOKEN", "set (redacted)", "eventstore:2113", "admin:" + redacted, "platform", "PLATFORM_RATE_LIMIT", "6000"} {
+				if !strings.Contains(line, want) {
+					t.Errorf("%s log line lacks %q:\n%s", format, want, line)
+				}
+			}
+			if strings.Count(line, "\n") != 1 {
+				t.Errorf("not one line:\n%s", line)
+			}
+		}
+	}
+}
+
+func TestRedactURL(t *testing.T) {
+	cases := map[string]string{
+		"":                                  "",
+		"postgres://u:p@h:5432/db":          "postgres://u:" + redacted + "@h:5432/db",
+		"postgres://u@h/db?sslmode=disable": "postgres://u@h/db?sslmode=disable",
+		"postgres://h/db?password=p&sslmode=require": "postgres://h/db?password=" + redacted + "&sslmode=require",
+		"postgres://u:p%40ss@h/db":                   "postgres://u:" + redacted + "@h/db",
+		"postgres://u:p@h:notaport/db":               "postgres://u:" + redacted + "@h:notaport/db",
+		"host=h password=p user=u":                   "host=h password=" + redacted + " user=u",
+		"host=h password='p q' user=u":               "host=h password=" + redacted + " user=u",
+		"esdb://admin:changeit@a:2113,b:2113":        "esdb://admin:" + redacted + "@a:2113,b:2113",
+	}
+	for in, want := range cases {
+		if got := redactURL(in); got != want {
+			t.Errorf("redactURL(%q) = %q, want %q", in, got, want)
+		}
+	}
+	// A parser's error that quotes the URL loses the password too.
+	raw := "postgres://u:s3cr%65t@h:bad/db"
+	if got := scrubURL(`parse "`+raw+`": invalid port; s3cret`, raw); strings.Contains(got, "s3cr") {
+		t.Errorf("scrubURL left the password: %q", got)
+	}
+}
+
+// TestBadVariableStopsTheBinary runs the real main: a bad value exits 2
+// with the message on stderr, before anything is created.
+func TestBadVariableStopsTheBinary(t *testing.T) {
+	dir := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "PLATFORM_TEST_RUN_MAIN=1", "PLATFORM_DATA_DIR="+dir, "PLATFORM_ADDR=127.0.0.1:0", "PLATFORM_KAFKA_RELAY=maybe")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 2 {
+		t.Fatalf("exit: %v; stderr:\n%s", err, stderr.String())
+	}
+	if msg := stderr.String(); !strings.Contains(msg, "PLATFORM_KAFKA_RELAY") || !strings.Contains(msg, "yes/no") {
+		t.Errorf("stderr: %q", msg)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("the data directory was written to: %v", entries)
+	}
+}
