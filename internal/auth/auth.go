@@ -48,26 +48,58 @@ func SignM(appKey, timestamp, appSecret string, body []byte) string {
 
 // Verify returns the calling app, or httpapi.ErrUnauthorized for any failure
 // (missing header, bad number, stale time, unknown app, wrong signature),
-// never saying which, so the answer teaches an attacker nothing.
+// never saying which, so the answer teaches an attacker nothing; the reason
+// goes to the access log only. A source out of failure budget (see
+// Failures) gets HTTP_429 before anything is checked.
 func (s SchemeM) Verify(r *http.Request, body []byte) (projections.App, error) {
+	g := newGuard(r)
 	appID, err := strconv.ParseInt(strings.TrimSpace(r.Header.Get("X-App-Id")), 10, 64)
 	if err != nil || appID <= 0 {
-		return projections.App{}, httpapi.ErrUnauthorized
+		appID = 0
+	}
+	g.note.AppID = appID
+	app, known := projections.App{}, false
+	if appID != 0 {
+		app, known = s.Apps.ByID(appID)
+	}
+	if known {
+		g.app = app.AppID
+	}
+	if wait, blocked := g.blocked(); blocked {
+		g.note.Reason = "too_many_failures"
+		return projections.App{}, throttled(wait, "HTTP_429")
 	}
 	ts := strings.TrimSpace(r.Header.Get("X-Timestamp"))
-	if !FreshTimestamp(ts, s.Now()) {
+	sigHeader := strings.TrimSpace(r.Header.Get("X-Signature"))
+	// Only a presented signature is an attempt worth counting; a request
+	// missing headers costs nothing to refuse.
+	attempt := sigHeader != ""
+	switch {
+	case appID == 0:
+		g.fail(missingOr(r.Header.Get("X-App-Id"), "missing_app_id", "malformed_app_id"), attempt)
+		return projections.App{}, httpapi.ErrUnauthorized
+	case ts == "":
+		g.fail("missing_timestamp", attempt)
+		return projections.App{}, httpapi.ErrUnauthorized
+	case !FreshTimestamp(ts, s.Now()):
+		g.fail(timestampReason(ts), attempt)
+		return projections.App{}, httpapi.ErrUnauthorized
+	case sigHeader == "":
+		g.fail("missing_signature", false)
 		return projections.App{}, httpapi.ErrUnauthorized
 	}
-	got, err := hex.DecodeString(strings.TrimSpace(r.Header.Get("X-Signature")))
+	got, err := hex.DecodeString(sigHeader)
 	if err != nil || len(got) != md5.Size {
+		g.fail("malformed_signature", true)
 		return projections.App{}, httpapi.ErrUnauthorized
 	}
-	app, ok := s.Apps.ByID(appID)
-	if !ok {
+	if !known {
+		g.fail("unknown_app", true)
 		return projections.App{}, httpapi.ErrUnauthorized
 	}
 	want, _ := hex.DecodeString(SignM(app.AppKey, ts, app.AppSecret, body))
 	if subtle.ConstantTimeCompare(got, want) != 1 {
+		g.fail("bad_signature", true)
 		return projections.App{}, httpapi.ErrUnauthorized
 	}
 	if err := Allowed(app, ScopeOf(r.URL.Path)); err != nil {
@@ -86,6 +118,22 @@ func (s SchemeM) Verify(r *http.Request, body []byte) (projections.App, error) {
 		}
 	}
 	return app, nil
+}
+
+// missingOr names a header failure: missing when the header is blank.
+func missingOr(v, missing, malformed string) string {
+	if strings.TrimSpace(v) == "" {
+		return missing
+	}
+	return malformed
+}
+
+// timestampReason tells a stale timestamp from one that is not Unix seconds.
+func timestampReason(ts string) string {
+	if _, err := strconv.ParseUint(ts, 10, 63); err != nil || len(ts) > 12 {
+		return "malformed_timestamp"
+	}
+	return "expired_timestamp"
 }
 
 // FreshTimestamp accepts decimal Unix seconds within Window of now.
@@ -111,10 +159,16 @@ type Admin struct {
 	Token string
 }
 
-// Verify accepts "Authorization: Bearer <token>" with the configured token.
+// Verify accepts "Authorization: Bearer <token>" with the configured token;
+// why it refused goes to the access log only.
 func (a Admin) Verify(r *http.Request) error {
 	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !ok || a.Token == "" || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(a.Token)) != 1 {
+	if !ok {
+		httpapi.NoteFrom(r.Context()).Reason = missingOr(r.Header.Get("Authorization"), "missing_token", "not_bearer")
+		return httpapi.ErrAdmin
+	}
+	if a.Token == "" || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(a.Token)) != 1 {
+		httpapi.NoteFrom(r.Context()).Reason = "bad_token"
 		return httpapi.ErrAdmin
 	}
 	return nil

@@ -60,31 +60,61 @@ func requestURI(r *http.Request) string {
 	return r.URL.RequestURI()
 }
 
-// Verify returns the calling app or a scheme H problem; it consumes the nonce.
+// Verify returns the calling app or a scheme H problem; it consumes the
+// nonce. Why it refused goes to the access log only; a source out of
+// failure budget (see Failures) gets a codeless 429, like the pull's own.
 func (s SchemeH) Verify(r *http.Request, body []byte) (projections.App, error) {
+	g := newGuard(r)
 	key := strings.TrimSpace(r.Header.Get("X-App-Key"))
+	app, known := projections.App{}, false
+	if key != "" {
+		app, known = s.Apps.ByKey(key)
+	}
+	if known {
+		g.app, g.note.AppID = app.AppID, app.AppID
+	}
+	if wait, blocked := g.blocked(); blocked {
+		g.note.Reason = "too_many_failures"
+		return projections.App{}, throttled(wait, "")
+	}
+	sigHeader := strings.TrimSpace(r.Header.Get("X-Signature"))
+	attempt := sigHeader != ""
 	if key == "" {
+		g.fail("missing_app_key", attempt)
 		return projections.App{}, ErrMissingAppKey
 	}
-	app, ok := s.Apps.ByKey(key)
-	if !ok {
+	if !known {
+		// The unknown key is not logged: it may be a secret sent by mistake.
+		g.fail("unknown_app_key", attempt)
 		return projections.App{}, ErrMissingAppKey
 	}
 	ts := strings.TrimSpace(r.Header.Get("X-Timestamp"))
 	now := s.Now()
-	if !FreshTimestamp(ts, now) {
+	if ts == "" {
+		g.fail("missing_timestamp", attempt)
 		return projections.App{}, ErrInvalidSignature
 	}
-	got, err := hex.DecodeString(strings.TrimSpace(r.Header.Get("X-Signature")))
+	if !FreshTimestamp(ts, now) {
+		g.fail(timestampReason(ts), attempt)
+		return projections.App{}, ErrInvalidSignature
+	}
+	if sigHeader == "" {
+		g.fail("missing_signature", false)
+		return projections.App{}, ErrInvalidSignature
+	}
+	got, err := hex.DecodeString(sigHeader)
 	if err != nil || len(got) != sha256.Size {
+		g.fail("malformed_signature", true)
 		return projections.App{}, ErrInvalidSignature
 	}
 	nonce := r.Header.Get("X-Nonce")
 	if len(nonce) > 128 {
+		g.fail("nonce_too_long", true)
 		return projections.App{}, ErrInvalidSignature
 	}
 	want, _ := hex.DecodeString(SignH(app.AppSecret, r.Method, requestURI(r), ts, nonce, body))
 	if !hmac.Equal(got, want) {
+		g.fail("bad_signature", true)
 		return projections.App{}, ErrInvalidSignature
 	}
 	replayKey := "n:" + nonce
@@ -97,6 +127,7 @@ func (s SchemeH) Verify(r *http.Request, body []byte) (projections.App, error) {
 		return projections.App{}, err
 	}
 	if !fresh {
+		g.fail("replayed_nonce", true)
 		return projections.App{}, &httpapi.Problem{Status: http.StatusUnauthorized, Code: "INVALID_SIGNATURE", Message: "nonce already used (replayed request)"}
 	}
 	return app, Allowed(app, ScopeOf(r.URL.Path))

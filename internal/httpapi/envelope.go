@@ -30,6 +30,7 @@ var Clock = time.Now
 
 // WriteJSON writes any JSON body with a status.
 func WriteJSON(w http.ResponseWriter, status int, body any) {
+	noteCode(w, body)
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	if out, ok := encodeVerbatim(body); ok {
 		w.WriteHeader(status)
@@ -40,6 +41,26 @@ func WriteJSON(w http.ResponseWriter, status int, body any) {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(body)
+}
+
+// noteCode hands an error body's code to the access log (through the
+// writer Instrument installs): the envelope's string code, or an RFC 6749
+// body's "error".
+func noteCode(w http.ResponseWriter, body any) {
+	n, ok := w.(interface{ noteCode(string) })
+	if !ok {
+		return
+	}
+	switch b := body.(type) {
+	case Envelope:
+		if c, ok := b.Code.(string); ok {
+			n.noteCode(c)
+		}
+	case map[string]string:
+		if c := b["error"]; c != "" {
+			n.noteCode(c)
+		}
+	}
 }
 
 // OK writes a success envelope; data nil omits the data field.
@@ -76,6 +97,7 @@ var (
 	ErrNotFound     = &Problem{Status: http.StatusNotFound, Code: "NOT_FOUND", Message: "no such route"}
 	ErrMethod       = &Problem{Status: http.StatusMethodNotAllowed, Code: "METHOD_NOT_ALLOWED", Message: "method not allowed on this route"}
 	ErrAdmin        = &Problem{Status: http.StatusUnauthorized, Code: "HTTP_401", Message: "admin token missing or wrong"}
+	ErrURITooLong   = &Problem{Status: http.StatusRequestURITooLong, Code: "URI_TOO_LONG", Message: "request line exceeds 8 KiB"}
 )
 
 // codes is the one table from domain errors to the spec's codes.

@@ -338,6 +338,10 @@ func (n *Node) spawn(ctx context.Context, name string, run func(context.Context)
 	}()
 }
 
+// router serves every route behind the edge: request lines beyond
+// httpapi.MaxRequestLine are refused before routing or logging, methods
+// are bounded metric labels, and one failed-authentication limiter is
+// shared by every API of the node.
 func (n *Node) router(routes []commandapi.Route) http.Handler {
 	rt := httprouter.New()
 	rt.RedirectTrailingSlash, rt.RedirectFixedPath = false, false
@@ -362,7 +366,8 @@ func (n *Node) router(routes []commandapi.Route) http.Handler {
 	})))
 	rt.NotFound = wrap("unmatched", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { httpapi.Error(w, r, httpapi.ErrNotFound) }))
 	rt.MethodNotAllowed = wrap("unmatched", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { httpapi.Error(w, r, httpapi.ErrMethod) }))
-	return rt
+	refuse := wrap("refused", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { httpapi.Error(w, r, httpapi.ErrURITooLong) }))
+	return httpapi.LimitRequestLine(auth.NewFailures().Install(rt), refuse)
 }
 
 // readyz answers 200 once every projection has applied the log as far as it

@@ -1,0 +1,195 @@
+package auth
+
+import (
+	"context"
+	"math"
+	"net"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/healthtech/partner-open-platform/internal/httpapi"
+)
+
+// Default failure budgets: a source address may fail authentication
+// DefaultAddressFailures times, and DefaultAppAddressFailures times for one
+// app, in a burst; each budget refills completely in FailurePeriod.
+const (
+	DefaultAddressFailures    = 60
+	DefaultAppAddressFailures = 20
+	FailurePeriod             = time.Minute
+	// maxFailureBuckets bounds the limiter's memory under a spray of
+	// addresses; beyond it, refilled buckets are forgotten first, then all.
+	maxFailureBuckets = 100_000
+)
+
+// Failures throttles failed authentication so that guessing signatures
+// costs time, without letting an attacker lock a partner out: budgets are
+// kept per source address and per (app, source address), never per app
+// alone, so failures from one address never refuse the app's requests
+// from another. A blocked address is refused before its signature is
+// checked, so a good guess cannot be told from a bad one while blocked.
+type Failures struct {
+	PerAddress    int // failures per FailurePeriod from one address (burst)
+	PerAppAddress int // failures per FailurePeriod from one address for one app
+	Period        time.Duration
+	Now           func() time.Time
+
+	mu      sync.Mutex
+	buckets map[string]*failureBucket
+	calls   int
+}
+
+type failureBucket struct {
+	tokens float64
+	limit  int
+	at     time.Time
+}
+
+// NewFailures builds a limiter with the default budgets.
+func NewFailures() *Failures {
+	return &Failures{PerAddress: DefaultAddressFailures, PerAppAddress: DefaultAppAddressFailures,
+		Period: FailurePeriod, Now: time.Now}
+}
+
+type failuresKey struct{}
+
+// Install makes f the failure limiter of every request through next; the
+// node wraps its router with it so that all APIs share one limiter.
+func (f *Failures) Install(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), failuresKey{}, f)))
+	})
+}
+
+func failuresFrom(ctx context.Context) *Failures {
+	f, _ := ctx.Value(failuresKey{}).(*Failures)
+	return f
+}
+
+// SourceKey names the source of a request for the budgets: its remote IP,
+// or the /64 for IPv6 (one host usually owns a whole /64). Forwarded
+// headers are not trusted.
+func SourceKey(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil {
+		return "?"
+	}
+	ip = ip.Unmap()
+	if ip.Is6() {
+		if p, err := ip.Prefix(64); err == nil {
+			return p.String()
+		}
+	}
+	return ip.String()
+}
+
+// guard is one request's view of the limiter; app is 0 while unknown.
+type guard struct {
+	f    *Failures
+	src  string
+	app  int64
+	note *httpapi.Note
+}
+
+func newGuard(r *http.Request) guard {
+	return guard{f: failuresFrom(r.Context()), src: SourceKey(r), note: httpapi.NoteFrom(r.Context())}
+}
+
+type budget struct {
+	key   string
+	limit int
+}
+
+// keys are the budgets a request spends from: its address's, and its
+// app's at that address once the app is known.
+func (g guard) keys() []budget {
+	ks := []budget{{"a|" + g.src, g.f.PerAddress}}
+	if g.app != 0 {
+		ks = append(ks, budget{"p|" + strconv.FormatInt(g.app, 10) + "|" + g.src, g.f.PerAppAddress})
+	}
+	return ks
+}
+
+// blocked returns how long until the source may try again, if it is out of budget.
+func (g guard) blocked() (time.Duration, bool) {
+	if g.f == nil {
+		return 0, false
+	}
+	g.f.mu.Lock()
+	defer g.f.mu.Unlock()
+	now := g.f.Now()
+	var wait time.Duration
+	for _, k := range g.keys() {
+		b := g.f.refill(k.key, k.limit, now)
+		if b.tokens < 1 {
+			rate := float64(k.limit) / g.f.Period.Seconds()
+			wait = max(wait, time.Duration((1-b.tokens)/rate*float64(time.Second)))
+		}
+	}
+	return wait, wait > 0
+}
+
+// fail records the reason in the access log and, when counted (a
+// credential was presented), spends one failure from each budget.
+func (g guard) fail(reason string, counted bool) {
+	g.note.Reason = reason
+	if g.f == nil || !counted {
+		return
+	}
+	g.f.mu.Lock()
+	defer g.f.mu.Unlock()
+	now := g.f.Now()
+	for _, k := range g.keys() {
+		b := g.f.refill(k.key, k.limit, now)
+		b.tokens = math.Max(0, b.tokens-1)
+	}
+	g.f.calls++
+	if g.f.calls%1024 == 0 || len(g.f.buckets) > maxFailureBuckets {
+		g.f.prune(now)
+	}
+}
+
+// refill returns key's bucket brought up to now; f.mu is held.
+func (f *Failures) refill(key string, limit int, now time.Time) *failureBucket {
+	if f.buckets == nil {
+		f.buckets = map[string]*failureBucket{}
+	}
+	b, ok := f.buckets[key]
+	if !ok {
+		b = &failureBucket{tokens: float64(limit), limit: limit, at: now}
+		f.buckets[key] = b
+	}
+	rate := float64(limit) / f.Period.Seconds()
+	b.tokens = math.Min(float64(limit), b.tokens+now.Sub(b.at).Seconds()*rate)
+	b.at = now
+	return b
+}
+
+// prune forgets full buckets (they equal new ones), and everything if the
+// map is still too big.
+func (f *Failures) prune(now time.Time) {
+	for k, b := range f.buckets {
+		rate := float64(b.limit) / f.Period.Seconds()
+		if b.tokens+now.Sub(b.at).Seconds()*rate >= float64(b.limit) {
+			delete(f.buckets, k)
+		}
+	}
+	if len(f.buckets) > maxFailureBuckets {
+		clear(f.buckets)
+	}
+}
+
+// throttled is the answer to a source out of failure budget; codeless
+// for scheme H, whose 429 the spec shows without a code.
+func throttled(wait time.Duration, code string) error {
+	return &httpapi.Problem{Status: http.StatusTooManyRequests, Code: code,
+		Message: "too many failed authentication attempts from this address; retry after Retry-After seconds",
+		Headers: map[string]string{"Retry-After": strconv.Itoa(max(1, int(math.Ceil(wait.Seconds()))))}}
+}
