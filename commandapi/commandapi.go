@@ -12,6 +12,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/healthtech/partner-open-platform/commands"
+	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/internal/auth"
 	"github.com/healthtech/partner-open-platform/internal/httpapi"
@@ -34,8 +35,10 @@ type API struct {
 	Admin      auth.Admin
 	Watermarks *projections.Watermarks
 	AppsReady  AppWaiter
-	Resender   Resender
-	Location   *time.Location
+	// Projections serves the rebuild route.
+	Projections Rebuilder
+	Resender    Resender
+	Location    *time.Location
 
 	SchemeH           auth.SchemeH
 	Reports           *commands.Reports
@@ -59,6 +62,7 @@ func (a *API) Routes() []Route {
 		{Method: "DELETE", Path: "/open/v1/channel/users/:openUserId/family-members/:memberId", Handle: a.partner(a.deleteMember)},
 		{Method: "POST", Path: "/admin/v1/apps", Handle: a.admin(a.createApp)},
 		{Method: "POST", Path: "/admin/v1/apps/:appId/rotate-secret", Handle: a.admin(a.rotateSecret)},
+		{Method: "POST", Path: "/admin/v1/projections/:name/rebuild", Handle: a.admin(a.rebuild)},
 	}
 	routes = append(routes, a.reportRoutes()...)
 	routes = append(routes, a.commerceRoutes()...)
@@ -70,7 +74,7 @@ type call struct {
 	w      http.ResponseWriter
 	r      *http.Request
 	ps     httprouter.Params
-	app    projections.App
+	app    domain.App
 	body   []byte
 	meta   commands.Meta
 	config *API
@@ -157,4 +161,24 @@ func (a *API) waitApps(ctx context.Context, pos events.Position) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	return a.AppsReady.WaitFor(ctx, pos)
+}
+
+// Rebuilder empties a projection and replays the log into it; an admin
+// write, so it sits on the write edge. found is false for an unknown name;
+// progress is what the answer shows.
+type Rebuilder interface {
+	Rebuild(ctx context.Context, name string) (progress any, found bool, err error)
+}
+
+func (a *API) rebuild(c *call) error {
+	name := c.ps.ByName("name")
+	progress, found, err := a.Projections.Rebuild(c.r.Context(), name)
+	if err != nil {
+		return err
+	}
+	if !found {
+		return &httpapi.Problem{Status: http.StatusNotFound, Code: "PROJECTION_NOT_FOUND", Message: "no projection named " + name}
+	}
+	httpapi.OK(c.w, http.StatusAccepted, progress)
+	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/healthtech/partner-open-platform/commands"
+	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/internal/auth"
 	"github.com/healthtech/partner-open-platform/internal/httpapi"
 )
@@ -186,7 +187,7 @@ func (a *API) shippedCallback(c *call) error {
 // own order: it approves the order if still pending and ships every item.
 func (a *API) shippedCallbackTest(c *call) error {
 	if c.app.Environment != commands.EnvSandbox {
-		return commands.ErrSandboxOnly
+		return domain.ErrSandboxOnly
 	}
 	var code string
 	if err := c.decode(func(o *httpapi.Object) { code = o.RequiredString("order_code") }); err != nil {
@@ -257,7 +258,7 @@ func (a *API) registerProvider(c *call) error {
 		return err
 	}
 	if _, ok := a.SchemeM.Apps.ByID(in.AppID); !ok {
-		return commands.ErrAppNotFound
+		return domain.ErrAppNotFound
 	}
 	return a.provider(c, in)
 }
@@ -392,7 +393,7 @@ func (a *API) issueCardsAsOperator(c *call) error {
 		return err
 	}
 	if _, ok := a.SchemeM.Apps.ByID(issuer); !ok {
-		return commands.ErrAppNotFound
+		return domain.ErrAppNotFound
 	}
 	return a.issue(c, issuer, cards)
 }
@@ -404,7 +405,7 @@ func (a *API) batchIssue(c *call) error {
 		return err
 	}
 	if !ok {
-		return commands.ErrProviderUnauthorized
+		return domain.ErrProviderUnauthorized
 	}
 	var cards []commands.CardInput
 	if err := c.decode(func(o *httpapi.Object) {
@@ -469,7 +470,7 @@ func (a *API) rateFulfillment(c *call) error {
 }
 
 // quantityOr1 applies the spec's default of 1 when quantity is not sent.
-func quantityOr1(f commands.Field[int64]) int64 {
+func quantityOr1(f domain.Field[int64]) int64 {
 	if !f.Set || f.Null {
 		return 1
 	}
@@ -483,7 +484,7 @@ func (c *call) review() (approve bool, notes string, err error) {
 		return false, "", err
 	}
 	if decision != "approve" && decision != "reject" {
-		v := &commands.ValidationError{}
+		v := &domain.ValidationError{}
 		v.Add("decision", "must be approve or reject")
 		return false, "", v
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/healthtech/partner-open-platform/commands"
+	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/internal/auth"
 	"github.com/healthtech/partner-open-platform/internal/httpapi"
 	"github.com/healthtech/partner-open-platform/plugin"
@@ -40,7 +41,7 @@ func (a *API) uploader(h func(*call) error) httprouter.Handle {
 		actor := "operator"
 		if err := a.Admin.Verify(r); err != nil {
 			tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-			u, found := a.UploaderDirectory.Uploader(commands.HashToken(strings.TrimSpace(tok)))
+			u, found := a.UploaderDirectory.Uploader(domain.HashToken(strings.TrimSpace(tok)))
 			if !ok || !found {
 				httpapi.Error(w, r, &httpapi.Problem{Status: http.StatusUnauthorized, Code: "HTTP_401", Message: "operator or uploader token missing or wrong"})
 				return
@@ -165,7 +166,7 @@ func (a *API) updateReport(c *call) error {
 	return nil
 }
 
-func pluginApp(app projections.App) commands.PluginApp {
+func pluginApp(app domain.App) commands.PluginApp {
 	return commands.PluginApp{AppID: app.AppID, AppKey: app.AppKey, AppSecret: app.AppSecret, Sandbox: app.Environment == commands.EnvSandbox}
 }
 
@@ -182,7 +183,7 @@ func (a *API) openSession(c *call) error {
 	}
 	app, ok := a.SchemeM.Apps.ByKey(l.AppKey)
 	if !ok {
-		return commands.ErrPluginAuth
+		return domain.ErrPluginAuth
 	}
 	s, err := a.Plugin.OpenSession(c.r.Context(), pluginApp(app), l, c.meta)
 	if err != nil {
@@ -219,7 +220,7 @@ func (a *API) mockMeasure(c *call) error {
 		return err
 	}
 	if key != c.app.AppKey {
-		v := &commands.ValidationError{}
+		v := &domain.ValidationError{}
 		v.Add("appKey", "must be the calling app's key (X-App-Key)")
 		return v
 	}
@@ -241,14 +242,14 @@ func oauthError(w http.ResponseWriter, status int, code, desc string) {
 }
 
 // client authenticates an OAuth client: app key and secret by HTTP Basic or in the form.
-func (a *API) client(r *http.Request) (projections.App, bool) {
+func (a *API) client(r *http.Request) (domain.App, bool) {
 	id, secret, ok := r.BasicAuth()
 	if !ok {
 		id, secret = r.PostForm.Get("client_id"), r.PostForm.Get("client_secret")
 	}
 	app, found := a.SchemeM.Apps.ByKey(id)
 	if !found || !auth.SameSecret(app.AppSecret, secret) {
-		return projections.App{}, false
+		return domain.App{}, false
 	}
 	return app, true
 }

@@ -5,15 +5,15 @@ import (
 	"net/http"
 
 	"github.com/healthtech/partner-open-platform/commands"
+	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/internal/httpapi"
-	"github.com/healthtech/partner-open-platform/projections"
 )
 
 // Resender puts deliveries back in the queue; the webhook dispatcher implements it.
 type Resender interface {
 	Resend(ctx context.Context, appID int64, id, by string) (events.Position, error)
-	ResendMatching(ctx context.Context, f projections.DeliveryFilter, by string) (int, events.Position, error)
+	ResendMatching(ctx context.Context, f domain.DeliveryFilter, by string) (int, events.Position, error)
 }
 
 func (a *API) webhookRoutes() []Route {
@@ -34,13 +34,13 @@ func (a *API) configureWebhook(c *call) error {
 	if err := c.decode(func(o *httpapi.Object) {
 		s.URL = o.String("webhook_url")
 		if o.Has("webhook_events") {
-			s.Events = commands.Val(o.Strings("webhook_events"))
+			s.Events = domain.Val(o.Strings("webhook_events"))
 		}
 	}); err != nil {
 		return err
 	}
 	if s.URL.Null {
-		s.URL = commands.Val("")
+		s.URL = domain.Val("")
 	}
 	pos, err := a.Apps.ConfigureWebhook(c.r.Context(), ids[0], s, c.meta)
 	if err != nil {
@@ -79,7 +79,7 @@ func (a *API) adminResendMatching(c *call) error {
 	}
 	f.AppID = ids[0]
 	if _, ok := a.SchemeM.Apps.ByID(f.AppID); !ok {
-		return commands.ErrAppNotFound
+		return domain.ErrAppNotFound
 	}
 	n, _, err := a.Resender.ResendMatching(c.r.Context(), f, c.meta.Actor)
 	if err != nil {

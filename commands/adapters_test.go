@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/events/bolt"
 	"github.com/healthtech/partner-open-platform/events/catalog"
@@ -99,7 +100,7 @@ func TestConcurrentMemberUpsertsCreateOneMember(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				var err error
-				out[i], err = users.UpsertMember(ctx, 1, res.OpenUserID, MemberInput{AppUserID: "same", AppGroupID: 1, Name: "m", Relationship: "SON", Height: Val(int64(100 + i))}, Meta{})
+				out[i], err = users.UpsertMember(ctx, 1, res.OpenUserID, MemberInput{AppUserID: "same", AppGroupID: 1, Name: "m", Relationship: "SON", Height: domain.Val(int64(100 + i))}, Meta{})
 				if err != nil {
 					t.Error(err)
 				}

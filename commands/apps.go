@@ -2,15 +2,14 @@ package commands
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/url"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"unicode/utf8"
 
+	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/events/catalog"
 	"github.com/healthtech/partner-open-platform/internal/secrets"
@@ -21,9 +20,6 @@ const (
 	EnvSandbox    = "sandbox"
 	EnvProduction = "production"
 )
-
-// AppStream names the stream of one app.
-func AppStream(appID int64) string { return "app-" + strconv.FormatInt(appID, 10) }
 
 // appState is what app decisions need.
 type appState struct {
@@ -90,7 +86,7 @@ type Credentials struct {
 var eventPattern = regexp.MustCompile(`^[a-z][a-z0-9_]*(\.[a-z0-9_]+)*(\.\*)?$`)
 
 func (a *Apps) validate(ctx context.Context, c *CreateApp) error {
-	v := &ValidationError{}
+	v := &domain.ValidationError{}
 	if c.Name == "" {
 		v.Add("name", "is required")
 	} else if utf8.RuneCountInString(c.Name) > 64 {
@@ -163,7 +159,7 @@ func (a *Apps) create(ctx context.Context, id int64, c CreateApp, sandboxAppID i
 		return Credentials{}, err
 	}
 	meta.AppID = id
-	res, err := a.append(ctx, AppStream(id), 0, meta, catalog.AppCreated{
+	res, err := a.append(ctx, domain.AppStream(id), 0, meta, catalog.AppCreated{
 		AppID: id, Name: c.Name, AppKey: creds.AppKey,
 		SealedAppSecret: sealedApp, SealedWebhookSecret: sealedHook,
 		WebhookURL: c.WebhookURL, WebhookEvents: c.WebhookEvents, Environment: c.Environment, Scopes: c.Scopes, SandboxAppID: sandboxAppID,
@@ -180,12 +176,12 @@ func (a *Apps) create(ctx context.Context, id int64, c CreateApp, sandboxAppID i
 func (a *Apps) RotateSecret(ctx context.Context, appID int64, meta Meta) (Credentials, error) {
 	for attempt := 0; attempt < maxAttempts; attempt++ {
 		var st appState
-		version, _, err := a.load(ctx, AppStream(appID), st.apply)
+		version, _, err := a.load(ctx, domain.AppStream(appID), st.apply)
 		if err != nil {
 			return Credentials{}, err
 		}
 		if !st.exists {
-			return Credentials{}, ErrAppNotFound
+			return Credentials{}, domain.ErrAppNotFound
 		}
 		secret := secrets.Random("as_", 24)
 		sealed, err := a.sealer.Seal(secret)
@@ -193,7 +189,7 @@ func (a *Apps) RotateSecret(ctx context.Context, appID int64, meta Meta) (Creden
 			return Credentials{}, err
 		}
 		meta.AppID = appID
-		res, err := a.append(ctx, AppStream(appID), version, meta, catalog.AppSecretRotated{AppID: appID, SealedAppSecret: sealed})
+		res, err := a.append(ctx, domain.AppStream(appID), version, meta, catalog.AppSecretRotated{AppID: appID, SealedAppSecret: sealed})
 		if events.IsConflict(err) {
 			continue
 		}
@@ -202,20 +198,20 @@ func (a *Apps) RotateSecret(ctx context.Context, appID int64, meta Meta) (Creden
 		}
 		return Credentials{AppID: appID, AppSecret: secret, Position: res.Position}, nil
 	}
-	return Credentials{}, ErrContention
+	return Credentials{}, domain.ErrContention
 }
 
 // WebhookSettings is an operator's change to where and which webhooks an app receives.
 type WebhookSettings struct {
-	URL    Field[string]
-	Events Field[[]string]
+	URL    domain.Field[string]
+	Events domain.Field[[]string]
 }
 
 // ConfigureWebhook changes an app's webhook URL and subscription; fields not
 // sent keep their value, and an empty URL stops deliveries (events still
 // reach the app's feed).
 func (a *Apps) ConfigureWebhook(ctx context.Context, appID int64, s WebhookSettings, meta Meta) (events.Position, error) {
-	v := &ValidationError{}
+	v := &domain.ValidationError{}
 	if u := s.URL.Ptr(); u != nil && *u != "" {
 		if err := validateWebhookURL(ctx, *u, a.checkURL); err != nil {
 			v.Add("webhook_url", err.Error())
@@ -231,12 +227,12 @@ func (a *Apps) ConfigureWebhook(ctx context.Context, appID int64, s WebhookSetti
 	}
 	for attempt := 0; attempt < maxAttempts; attempt++ {
 		var st appState
-		version, pos, err := a.load(ctx, AppStream(appID), st.apply)
+		version, pos, err := a.load(ctx, domain.AppStream(appID), st.apply)
 		if err != nil {
 			return events.Position{}, err
 		}
 		if !st.exists {
-			return events.Position{}, ErrAppNotFound
+			return events.Position{}, domain.ErrAppNotFound
 		}
 		next := catalog.AppWebhookConfigured{AppID: appID, WebhookURL: st.webhookURL, WebhookEvents: st.webhookEvents}
 		if s.URL.Set {
@@ -249,19 +245,19 @@ func (a *Apps) ConfigureWebhook(ctx context.Context, appID int64, s WebhookSetti
 			return pos, nil
 		}
 		meta.AppID = appID
-		res, err := a.append(ctx, AppStream(appID), version, meta, next)
+		res, err := a.append(ctx, domain.AppStream(appID), version, meta, next)
 		if events.IsConflict(err) {
 			continue
 		}
 		return res.Position, err
 	}
-	return events.Position{}, ErrContention
+	return events.Position{}, domain.ErrContention
 }
 
 // Scopes an app can declare; each partner route needs one.
 var Scopes = []string{"channel_users", "orders", "health_reports", "daily_report", "webhooks", "benefits", "plugin"}
 
-func validateScopes(scopes []string, v *ValidationError) {
+func validateScopes(scopes []string, v *domain.ValidationError) {
 	for i, s := range scopes {
 		if !slices.Contains(Scopes, s) {
 			v.Add(fmt.Sprintf("scopes[%d]", i), "must be one of "+strings.Join(Scopes, ", "))
@@ -269,12 +265,9 @@ func validateScopes(scopes []string, v *ValidationError) {
 	}
 }
 
-// ErrAppReviewed refuses a second review, or a review of a production app.
-var ErrAppReviewed = errors.New("only a sandbox app awaiting review can be reviewed")
-
 // DeclareScopes records the API scopes an app may use (least privilege).
 func (a *Apps) DeclareScopes(ctx context.Context, appID int64, scopes []string, meta Meta) (events.Position, error) {
-	v := &ValidationError{}
+	v := &domain.ValidationError{}
 	validateScopes(scopes, v)
 	if err := v.Err(); err != nil {
 		return events.Position{}, err
@@ -284,21 +277,21 @@ func (a *Apps) DeclareScopes(ctx context.Context, appID int64, scopes []string, 
 	scopes = slices.Compact(scopes)
 	for attempt := 0; attempt < maxAttempts; attempt++ {
 		var st appState
-		version, _, err := a.load(ctx, AppStream(appID), st.apply)
+		version, _, err := a.load(ctx, domain.AppStream(appID), st.apply)
 		if err != nil {
 			return events.Position{}, err
 		}
 		if !st.exists {
-			return events.Position{}, ErrAppNotFound
+			return events.Position{}, domain.ErrAppNotFound
 		}
 		meta.AppID = appID
-		res, err := a.append(ctx, AppStream(appID), version, meta, catalog.AppScopesDeclared{AppID: appID, Scopes: scopes})
+		res, err := a.append(ctx, domain.AppStream(appID), version, meta, catalog.AppScopesDeclared{AppID: appID, Scopes: scopes})
 		if events.IsConflict(err) {
 			continue
 		}
 		return res.Position, err
 	}
-	return events.Position{}, ErrContention
+	return events.Position{}, domain.ErrContention
 }
 
 // Review decides a sandbox app's onboarding review. Approval creates the
@@ -307,26 +300,26 @@ func (a *Apps) DeclareScopes(ctx context.Context, appID int64, scopes []string, 
 // in the sandbox only.
 func (a *Apps) Review(ctx context.Context, appID int64, approve bool, notes string, meta Meta) (Credentials, error) {
 	if len([]rune(notes)) > 500 {
-		v := &ValidationError{}
+		v := &domain.ValidationError{}
 		v.Add("notes", "must be at most 500 characters")
 		return Credentials{}, v
 	}
 	var st appState
-	version, _, err := a.load(ctx, AppStream(appID), st.apply)
+	version, _, err := a.load(ctx, domain.AppStream(appID), st.apply)
 	if err != nil {
 		return Credentials{}, err
 	}
 	if !st.exists {
-		return Credentials{}, ErrAppNotFound
+		return Credentials{}, domain.ErrAppNotFound
 	}
 	if st.environment != EnvSandbox || st.reviewed {
-		return Credentials{}, ErrAppReviewed
+		return Credentials{}, domain.ErrAppReviewed
 	}
 	meta.AppID = appID
 	if !approve {
-		res, err := a.append(ctx, AppStream(appID), version, meta, catalog.AppReviewed{AppID: appID, Notes: notes})
+		res, err := a.append(ctx, domain.AppStream(appID), version, meta, catalog.AppReviewed{AppID: appID, Notes: notes})
 		if events.IsConflict(err) {
-			return Credentials{}, ErrAppReviewed
+			return Credentials{}, domain.ErrAppReviewed
 		}
 		return Credentials{AppID: appID, Position: res.Position}, err
 	}
@@ -335,8 +328,8 @@ func (a *Apps) Review(ctx context.Context, appID int64, approve bool, notes stri
 	if err != nil {
 		return Credentials{}, err
 	}
-	if _, err := a.append(ctx, AppStream(appID), version, meta, catalog.AppReviewed{AppID: appID, Approved: true, Notes: notes, ProductionAppID: prodID}); events.IsConflict(err) {
-		return Credentials{}, ErrAppReviewed
+	if _, err := a.append(ctx, domain.AppStream(appID), version, meta, catalog.AppReviewed{AppID: appID, Approved: true, Notes: notes, ProductionAppID: prodID}); events.IsConflict(err) {
+		return Credentials{}, domain.ErrAppReviewed
 	} else if err != nil {
 		return Credentials{}, err
 	}

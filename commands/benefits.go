@@ -3,7 +3,6 @@ package commands
 import (
 	"context"
 	"crypto/rand"
-	"errors"
 	"fmt"
 	"math/big"
 	"slices"
@@ -12,24 +11,9 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/events/catalog"
-)
-
-// Benefit errors with the spec's codes (mapped at the HTTP edge).
-var (
-	ErrCardNotFound          = errors.New("card not found")
-	ErrCardExpired           = errors.New("card expired")
-	ErrBenefitItemInactive   = errors.New("benefit item suspended or not activated")
-	ErrNoRemainingQuota      = errors.New("remaining quantity too low")
-	ErrProviderUnauthorized  = errors.New("service provider may not verify this item")
-	ErrDuplicateFulfillment  = errors.New("same benefit verified again within the cooldown")
-	ErrBenefitItemNotFound   = errors.New("benefit item not found")
-	ErrProviderNotFound      = errors.New("service provider not found")
-	ErrCardNumberTaken       = errors.New("card number already issued")
-	ErrFulfillmentNotFound   = errors.New("fulfillment record not found")
-	ErrAlreadyRated          = errors.New("fulfillment already rated")
-	ErrProviderAlreadyReview = errors.New("service provider already reviewed")
 )
 
 // Provider types and states.
@@ -43,15 +27,6 @@ const (
 	ItemActive             = "ACTIVE"
 	ItemSuspended          = "SUSPENDED"
 )
-
-// Stream names of the benefit aggregates.
-func benefitItemStream(id int64) string { return "benefititem-" + strconv.FormatInt(id, 10) }
-
-// ProviderStream names the stream of one service provider.
-func ProviderStream(id int64) string { return "provider-" + strconv.FormatInt(id, 10) }
-
-// CardStream names the stream of one benefit card.
-func CardStream(number string) string { return "card-" + number }
 
 // ProviderDirectory lists an app's providers; the read model answers it,
 // and each candidate's state is then loaded from its own stream.
@@ -102,7 +77,7 @@ func (b *Benefits) cardAt(ctx context.Context, number string) (*cachedCard, erro
 		b.cache[number] = c
 	}
 	b.cacheMu.Unlock()
-	recs, err := b.store.ReadStream(ctx, CardStream(number), c.version, 0)
+	recs, err := b.store.ReadStream(ctx, domain.CardStream(number), c.version, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -176,13 +151,13 @@ func (s *itemState) apply(env events.Envelope) {
 
 func (b *Benefits) item(ctx context.Context, id int64) (itemState, uint64, events.Position, error) {
 	var s itemState
-	v, pos, err := b.load(ctx, benefitItemStream(id), s.apply)
+	v, pos, err := b.load(ctx, domain.BenefitItemStream(id), s.apply)
 	return s, v, pos, err
 }
 
 // CreateItem adds a benefit item, active.
 func (b *Benefits) CreateItem(ctx context.Context, name string, meta Meta) (int64, events.Position, error) {
-	v := &ValidationError{}
+	v := &domain.ValidationError{}
 	r := rules{v: v}
 	if r.required("name", name) {
 		r.maxLen("name", name, 64)
@@ -194,7 +169,7 @@ func (b *Benefits) CreateItem(ctx context.Context, name string, meta Meta) (int6
 	if err != nil {
 		return 0, events.Position{}, err
 	}
-	res, err := b.append(ctx, benefitItemStream(id), 0, meta, catalog.BenefitItemCreated{BenefitItemID: id, Name: name})
+	res, err := b.append(ctx, domain.BenefitItemStream(id), 0, meta, catalog.BenefitItemCreated{BenefitItemID: id, Name: name})
 	return id, res.Position, err
 }
 
@@ -206,18 +181,18 @@ func (b *Benefits) SetItemStatus(ctx context.Context, id int64, status string, m
 			return events.Position{}, err
 		}
 		if s.id == 0 {
-			return events.Position{}, ErrBenefitItemNotFound
+			return events.Position{}, domain.ErrBenefitItemNotFound
 		}
 		if s.status == status {
 			return pos, nil
 		}
-		res, err := b.append(ctx, benefitItemStream(id), version, meta, catalog.BenefitItemStatusChanged{BenefitItemID: id, Status: status})
+		res, err := b.append(ctx, domain.BenefitItemStream(id), version, meta, catalog.BenefitItemStatusChanged{BenefitItemID: id, Status: status})
 		if events.IsConflict(err) {
 			continue
 		}
 		return res.Position, err
 	}
-	return events.Position{}, ErrContention
+	return events.Position{}, domain.ErrContention
 }
 
 // providerState is a service provider's aggregate.
@@ -243,7 +218,7 @@ func (s *providerState) apply(env events.Envelope) {
 
 func (b *Benefits) provider(ctx context.Context, id int64) (providerState, uint64, error) {
 	var s providerState
-	v, _, err := b.load(ctx, ProviderStream(id), s.apply)
+	v, _, err := b.load(ctx, domain.ProviderStream(id), s.apply)
 	return s, v, err
 }
 
@@ -258,7 +233,7 @@ type ProviderInput struct {
 
 // RegisterProvider records a provider pending review, linked to an app.
 func (b *Benefits) RegisterProvider(ctx context.Context, in ProviderInput, meta Meta) (int64, events.Position, error) {
-	v := &ValidationError{}
+	v := &domain.ValidationError{}
 	r := rules{v: v}
 	if r.required("name", in.Name) {
 		r.maxLen("name", in.Name, 100)
@@ -285,14 +260,14 @@ func (b *Benefits) RegisterProvider(ctx context.Context, in ProviderInput, meta 
 		return 0, events.Position{}, err
 	}
 	meta.AppID = in.AppID
-	res, err := b.append(ctx, ProviderStream(id), 0, meta, catalog.ProviderRegistered{ProviderID: id, AppID: in.AppID, Name: in.Name, Type: in.Type, Contact: in.Contact, PointsCode: in.PointsCode})
+	res, err := b.append(ctx, domain.ProviderStream(id), 0, meta, catalog.ProviderRegistered{ProviderID: id, AppID: in.AppID, Name: in.Name, Type: in.Type, Contact: in.Contact, PointsCode: in.PointsCode})
 	return id, res.Position, err
 }
 
 // ReviewProvider approves or rejects a pending provider.
 func (b *Benefits) ReviewProvider(ctx context.Context, id int64, approve bool, notes string, meta Meta) (events.Position, error) {
 	if utf8.RuneCountInString(notes) > 500 {
-		v := &ValidationError{}
+		v := &domain.ValidationError{}
 		v.Add("notes", "must be at most 500 characters")
 		return events.Position{}, v
 	}
@@ -301,15 +276,15 @@ func (b *Benefits) ReviewProvider(ctx context.Context, id int64, approve bool, n
 		return events.Position{}, err
 	}
 	if s.reg == nil {
-		return events.Position{}, ErrProviderNotFound
+		return events.Position{}, domain.ErrProviderNotFound
 	}
 	if s.status != ProviderPending {
-		return events.Position{}, ErrProviderAlreadyReview
+		return events.Position{}, domain.ErrProviderAlreadyReview
 	}
 	meta.AppID = s.reg.AppID
-	res, err := b.append(ctx, ProviderStream(id), version, meta, catalog.ProviderReviewed{ProviderID: id, Approved: approve, Notes: notes})
+	res, err := b.append(ctx, domain.ProviderStream(id), version, meta, catalog.ProviderReviewed{ProviderID: id, Approved: approve, Notes: notes})
 	if events.IsConflict(err) {
-		return events.Position{}, ErrProviderAlreadyReview
+		return events.Position{}, domain.ErrProviderAlreadyReview
 	}
 	return res.Position, err
 }
@@ -325,7 +300,7 @@ func (b *Benefits) ConfigureItems(ctx context.Context, id int64, items []int64, 
 			return events.Position{}, err
 		}
 		if s.id == 0 {
-			v := &ValidationError{}
+			v := &domain.ValidationError{}
 			v.Add("allowed_benefit_item_ids", fmt.Sprintf("benefit item %d does not exist", it))
 			return events.Position{}, v
 		}
@@ -336,21 +311,21 @@ func (b *Benefits) ConfigureItems(ctx context.Context, id int64, items []int64, 
 			return events.Position{}, err
 		}
 		if s.reg == nil {
-			return events.Position{}, ErrProviderNotFound
+			return events.Position{}, domain.ErrProviderNotFound
 		}
 		if s.reg.Type == ProviderChannelPartner && len(items) > 0 {
-			v := &ValidationError{}
+			v := &domain.ValidationError{}
 			v.Add("allowed_benefit_item_ids", "CHANNEL_PARTNER providers never verify benefit uses")
 			return events.Position{}, v
 		}
 		meta.AppID = s.reg.AppID
-		res, err := b.append(ctx, ProviderStream(id), version, meta, catalog.ProviderItemsConfigured{ProviderID: id, AllowedItemIDs: items})
+		res, err := b.append(ctx, domain.ProviderStream(id), version, meta, catalog.ProviderItemsConfigured{ProviderID: id, AllowedItemIDs: items})
 		if events.IsConflict(err) {
 			continue
 		}
 		return res.Position, err
 	}
-	return events.Position{}, ErrContention
+	return events.Position{}, domain.ErrContention
 }
 
 // CardInput is a card to issue.
@@ -380,7 +355,7 @@ func randomCardNumber() string {
 	return strconv.FormatInt(n.Int64()+1e14, 10) // 15 digits, no leading zero
 }
 
-func (b *Benefits) validateCard(prefix string, c CardInput, v *ValidationError) {
+func (b *Benefits) validateCard(prefix string, c CardInput, v *domain.ValidationError) {
 	r := rules{v: v, today: b.now().Format(time.DateOnly)}
 	if c.CardNumber != "" && (utf8.RuneCountInString(c.CardNumber) != 15 || !isAlnum(c.CardNumber)) {
 		v.Add(prefix+"card_number", "must be 15 letters or digits")
@@ -416,7 +391,7 @@ func isAlnum(s string) bool {
 // IssueCards issues cards for an issuer app, each independently (a card is
 // its own aggregate); inputs are validated as a whole first.
 func (b *Benefits) IssueCards(ctx context.Context, issuerAppID int64, cards []CardInput, meta Meta) ([]IssuedCard, error) {
-	v := &ValidationError{}
+	v := &domain.ValidationError{}
 	if len(cards) == 0 || len(cards) > 100 {
 		v.Add("cards", "must have 1 to 100 elements")
 	}
@@ -435,10 +410,10 @@ func (b *Benefits) IssueCards(ctx context.Context, issuerAppID int64, cards []Ca
 		if n == "" {
 			continue
 		}
-		if recs, err := b.store.ReadStream(ctx, CardStream(n), 0, 1); err != nil {
+		if recs, err := b.store.ReadStream(ctx, domain.CardStream(n), 0, 1); err != nil {
 			return nil, err
 		} else if len(recs) > 0 {
-			return nil, fmt.Errorf("%w: %s", ErrCardNumberTaken, n)
+			return nil, fmt.Errorf("%w: %s", domain.ErrCardNumberTaken, n)
 		}
 	}
 	names := map[int64]bool{}
@@ -452,10 +427,10 @@ func (b *Benefits) IssueCards(ctx context.Context, issuerAppID int64, cards []Ca
 				return nil, err
 			}
 			if s.id == 0 {
-				return nil, fmt.Errorf("%w: %d", ErrBenefitItemNotFound, it.BenefitItemID)
+				return nil, fmt.Errorf("%w: %d", domain.ErrBenefitItemNotFound, it.BenefitItemID)
 			}
 			if s.status != ItemActive {
-				return nil, fmt.Errorf("%w: %d", ErrBenefitItemInactive, it.BenefitItemID)
+				return nil, fmt.Errorf("%w: %d", domain.ErrBenefitItemInactive, it.BenefitItemID)
 			}
 			names[it.BenefitItemID] = true
 		}
@@ -476,7 +451,7 @@ func (b *Benefits) IssueCards(ctx context.Context, issuerAppID int64, cards []Ca
 			if c.CardNumber == "" {
 				number = randomCardNumber()
 			}
-			res, err := b.append(ctx, CardStream(number), 0, meta, catalog.CardIssued{
+			res, err := b.append(ctx, domain.CardStream(number), 0, meta, catalog.CardIssued{
 				CardNumber: number, IssuerAppID: issuerAppID, HolderName: c.HolderName, HolderPhone: c.HolderPhone,
 				ExpiresAt: c.ExpiresAt.UTC(), Items: lines, IssuedBy: meta.Actor,
 			})
@@ -484,7 +459,7 @@ func (b *Benefits) IssueCards(ctx context.Context, issuerAppID int64, cards []Ca
 				continue
 			}
 			if events.IsConflict(err) {
-				return out, fmt.Errorf("%w: %s", ErrCardNumberTaken, number)
+				return out, fmt.Errorf("%w: %s", domain.ErrCardNumberTaken, number)
 			}
 			if err != nil {
 				return out, err
@@ -547,7 +522,7 @@ type Verified struct {
 }
 
 func (in *VerifyInput) validate() error {
-	v := &ValidationError{}
+	v := &domain.ValidationError{}
 	if utf8.RuneCountInString(in.CardNumber) != 15 {
 		v.Add("card_number", "is required and must be 15 characters")
 	}
@@ -594,7 +569,7 @@ func (b *Benefits) callerProviders(ctx context.Context, appID int64, in VerifyIn
 		out = append(out, s)
 	}
 	if len(out) == 0 {
-		return nil, ErrProviderUnauthorized
+		return nil, domain.ErrProviderUnauthorized
 	}
 	return out, nil
 }
@@ -619,7 +594,7 @@ func (b *Benefits) Verify(ctx context.Context, appID int64, in VerifyInput, meta
 		}
 		st, version := &cached.state, cached.version
 		if st.issued == nil {
-			return Verified{}, ErrCardNotFound
+			return Verified{}, domain.ErrCardNotFound
 		}
 		var line *catalog.CardLine
 		for i, l := range st.issued.Items {
@@ -629,7 +604,7 @@ func (b *Benefits) Verify(ctx context.Context, appID int64, in VerifyInput, meta
 			}
 		}
 		if line == nil {
-			return Verified{}, ErrCardNotFound
+			return Verified{}, domain.ErrCardNotFound
 		}
 		var prov *providerState
 		for i := range candidates {
@@ -639,25 +614,25 @@ func (b *Benefits) Verify(ctx context.Context, appID int64, in VerifyInput, meta
 			}
 		}
 		if prov == nil {
-			return Verified{}, ErrProviderUnauthorized
+			return Verified{}, domain.ErrProviderUnauthorized
 		}
 		item, _, _, err := b.item(ctx, line.BenefitItemID)
 		if err != nil {
 			return Verified{}, err
 		}
 		if item.status != ItemActive {
-			return Verified{}, ErrBenefitItemInactive
+			return Verified{}, domain.ErrBenefitItemInactive
 		}
 		now := b.now().UTC()
 		if !now.Before(st.issued.ExpiresAt) {
-			return Verified{}, ErrCardExpired
+			return Verified{}, domain.ErrCardExpired
 		}
 		if last, ok := st.lastUse[useKey(line.UserBenefitItemID, prov.reg.ProviderID)]; ok && b.cooldown > 0 && now.Sub(last) < b.cooldown {
-			return Verified{}, ErrDuplicateFulfillment
+			return Verified{}, domain.ErrDuplicateFulfillment
 		}
 		remaining := st.remaining[line.UserBenefitItemID]
 		if remaining < in.Quantity {
-			return Verified{}, ErrNoRemainingQuota
+			return Verified{}, domain.ErrNoRemainingQuota
 		}
 		recordID, err := b.ids.Next(ctx, "fulfillment")
 		if err != nil {
@@ -673,7 +648,7 @@ func (b *Benefits) Verify(ctx context.Context, appID int64, in VerifyInput, meta
 			Quantity: in.Quantity, Remaining: remaining - in.Quantity, PointsCode: points, Remark: in.Remark, At: now,
 		}
 		meta.AppID = appID
-		res, err := b.append(ctx, CardStream(in.CardNumber), version, meta, ev)
+		res, err := b.append(ctx, domain.CardStream(in.CardNumber), version, meta, ev)
 		if events.IsConflict(err) {
 			continue // another node verified this card meanwhile: decide again
 		}
@@ -683,13 +658,13 @@ func (b *Benefits) Verify(ctx context.Context, appID int64, in VerifyInput, meta
 		return Verified{RecordID: recordID, CardNumber: in.CardNumber, BenefitItemName: item.name, Quantity: in.Quantity, Remaining: ev.Remaining,
 			HolderName: st.issued.HolderName, HolderPhone: st.issued.HolderPhone, At: now, Position: res.Position}, nil
 	}
-	return Verified{}, ErrContention
+	return Verified{}, domain.ErrContention
 }
 
 // Rate adds the user's 1-5 rating to a fulfillment of the issuer app's card, once.
 func (b *Benefits) Rate(ctx context.Context, issuerAppID, recordID int64, rating int, meta Meta) (events.Position, error) {
 	if rating < 1 || rating > 5 {
-		v := &ValidationError{}
+		v := &domain.ValidationError{}
 		v.Add("rating", "must be between 1 and 5")
 		return events.Position{}, v
 	}
@@ -698,12 +673,12 @@ func (b *Benefits) Rate(ctx context.Context, issuerAppID, recordID int64, rating
 		return events.Position{}, err
 	}
 	if !ok || issuer != issuerAppID {
-		return events.Position{}, ErrFulfillmentNotFound
+		return events.Position{}, domain.ErrFulfillmentNotFound
 	}
 	meta.AppID = issuerAppID
 	res, err := b.append(ctx, "fulfillment-"+strconv.FormatInt(recordID, 10), 0, meta, catalog.FulfillmentRated{RecordID: recordID, IssuerAppID: issuerAppID, Rating: rating})
 	if events.IsConflict(err) {
-		return events.Position{}, ErrAlreadyRated
+		return events.Position{}, domain.ErrAlreadyRated
 	}
 	return res.Position, err
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/events/catalog"
 )
@@ -73,7 +74,7 @@ func TestNoOverConsumptionOnEveryAdapter(t *testing.T) {
 				switch {
 				case err == nil:
 					ok.Add(1)
-				case errors.Is(err, ErrNoRemainingQuota):
+				case errors.Is(err, domain.ErrNoRemainingQuota):
 					quota.Add(1)
 				default:
 					t.Errorf("verify: %v", err)
@@ -85,7 +86,7 @@ func TestNoOverConsumptionOnEveryAdapter(t *testing.T) {
 			t.Fatalf("%d successes, %d quota refusals", ok.Load(), quota.Load())
 		}
 		var st cardState
-		if _, _, err := b.load(ctx, CardStream(card), st.apply); err != nil {
+		if _, _, err := b.load(ctx, domain.CardStream(card), st.apply); err != nil {
 			t.Fatal(err)
 		}
 		for _, r := range st.remaining {
@@ -106,10 +107,10 @@ func TestVerifyRefusals(t *testing.T) {
 		in   VerifyInput
 		want error
 	}{
-		{"unknown card", 2, VerifyInput{CardNumber: "999999999999999", BenefitItemID: &item, Quantity: 1}, ErrCardNotFound},
-		{"item not on card", 2, VerifyInput{CardNumber: card, BenefitItemID: &one, Quantity: 1}, ErrCardNotFound},
-		{"not a provider", 3, VerifyInput{CardNumber: card, BenefitItemID: &item, Quantity: 1}, ErrProviderUnauthorized},
-		{"too many", 2, VerifyInput{CardNumber: card, BenefitItemID: &item, Quantity: 4}, ErrNoRemainingQuota},
+		{"unknown card", 2, VerifyInput{CardNumber: "999999999999999", BenefitItemID: &item, Quantity: 1}, domain.ErrCardNotFound},
+		{"item not on card", 2, VerifyInput{CardNumber: card, BenefitItemID: &one, Quantity: 1}, domain.ErrCardNotFound},
+		{"not a provider", 3, VerifyInput{CardNumber: card, BenefitItemID: &item, Quantity: 1}, domain.ErrProviderUnauthorized},
+		{"too many", 2, VerifyInput{CardNumber: card, BenefitItemID: &item, Quantity: 4}, domain.ErrNoRemainingQuota},
 	}
 	for _, c := range cases {
 		if _, err := b.Verify(ctx, c.app, c.in, Meta{}); !errors.Is(err, c.want) {
@@ -119,21 +120,21 @@ func TestVerifyRefusals(t *testing.T) {
 	if _, err := b.Verify(ctx, 2, VerifyInput{CardNumber: card, BenefitItemID: &item, Quantity: 1}, Meta{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.Verify(ctx, 2, VerifyInput{CardNumber: card, BenefitItemID: &item, Quantity: 1}, Meta{}); !errors.Is(err, ErrDuplicateFulfillment) {
+	if _, err := b.Verify(ctx, 2, VerifyInput{CardNumber: card, BenefitItemID: &item, Quantity: 1}, Meta{}); !errors.Is(err, domain.ErrDuplicateFulfillment) {
 		t.Fatalf("within cooldown: %v", err)
 	}
 	if _, err := b.SetItemStatus(ctx, item, ItemSuspended, Meta{}); err != nil {
 		t.Fatal(err)
 	}
 	b.cooldown = 0
-	if _, err := b.Verify(ctx, 2, VerifyInput{CardNumber: card, BenefitItemID: &item, Quantity: 1}, Meta{}); !errors.Is(err, ErrBenefitItemInactive) {
+	if _, err := b.Verify(ctx, 2, VerifyInput{CardNumber: card, BenefitItemID: &item, Quantity: 1}, Meta{}); !errors.Is(err, domain.ErrBenefitItemInactive) {
 		t.Fatalf("suspended: %v", err)
 	}
 	b.now = func() time.Time { return time.Now().Add(2 * time.Hour) }
 	if _, err := b.SetItemStatus(ctx, item, ItemActive, Meta{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.Verify(ctx, 2, VerifyInput{CardNumber: card, BenefitItemID: &item, Quantity: 1}, Meta{}); !errors.Is(err, ErrCardExpired) {
+	if _, err := b.Verify(ctx, 2, VerifyInput{CardNumber: card, BenefitItemID: &item, Quantity: 1}, Meta{}); !errors.Is(err, domain.ErrCardExpired) {
 		t.Fatalf("expired: %v", err)
 	}
 }
@@ -173,7 +174,7 @@ func TestConcurrentOrderCreatesMakeOneOrder(t *testing.T) {
 			t.Fatalf("created %d, distinct orders %d", created.Load(), n)
 		}
 		in.Address = "Shanghai"
-		if _, err := o.CreateOrder(ctx, 7, in, Meta{}); !errors.Is(err, ErrDuplicateThirdOrder) {
+		if _, err := o.CreateOrder(ctx, 7, in, Meta{}); !errors.Is(err, domain.ErrDuplicateThirdOrder) {
 			t.Fatalf("different body, same third_order_id: %v", err)
 		}
 	})

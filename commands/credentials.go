@@ -2,12 +2,10 @@ package commands
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"strconv"
 	"time"
 	"unicode/utf8"
 
+	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/events/catalog"
 	"github.com/healthtech/partner-open-platform/internal/secrets"
@@ -15,12 +13,6 @@ import (
 
 // TokenLifetime is how long an OAuth access token lives.
 const TokenLifetime = 2 * time.Hour
-
-// HashToken is how bearer tokens are kept: only their SHA-256 enters the log.
-func HashToken(token string) string {
-	sum := sha256.Sum256([]byte(token))
-	return hex.EncodeToString(sum[:])
-}
 
 // CredentialIssuer issues the bearer credentials that are not app keys: OAuth
 // access tokens for the daily report and uploader tokens for ingestion.
@@ -46,7 +38,7 @@ type AccessToken struct {
 // IssueToken grants an app an access token (client credentials grant).
 func (c *CredentialIssuer) IssueToken(ctx context.Context, appID int64, scope string, meta Meta) (AccessToken, error) {
 	tok := secrets.Random("at_", 24)
-	hash := HashToken(tok)
+	hash := domain.HashToken(tok)
 	meta.AppID = appID
 	res, err := c.append(ctx, "oauth-token-"+hash, 0, meta, catalog.TokenIssued{
 		TokenHash: hash, AppID: appID, Scope: scope, ExpiresAt: c.now().UTC().Add(TokenLifetime),
@@ -60,7 +52,7 @@ func (c *CredentialIssuer) IssueToken(ctx context.Context, appID int64, scope st
 // RevokeToken ends an app's token (RFC 7009: unknown or foreign tokens are
 // not an error, so a caller learns nothing about other apps' tokens).
 func (c *CredentialIssuer) RevokeToken(ctx context.Context, appID int64, tok string, meta Meta) (events.Position, error) {
-	hash := HashToken(tok)
+	hash := domain.HashToken(tok)
 	stream := "oauth-token-" + hash
 	var issued *catalog.TokenIssued
 	revoked := false
@@ -93,7 +85,7 @@ type UploaderCredentials struct {
 
 // RegisterUploader gives a reporting side its own ingestion token.
 func (c *CredentialIssuer) RegisterUploader(ctx context.Context, name string, meta Meta) (UploaderCredentials, error) {
-	v := &ValidationError{}
+	v := &domain.ValidationError{}
 	if name == "" {
 		v.Add("name", "is required")
 	} else if utf8.RuneCountInString(name) > 64 {
@@ -107,7 +99,7 @@ func (c *CredentialIssuer) RegisterUploader(ctx context.Context, name string, me
 		return UploaderCredentials{}, err
 	}
 	tok := secrets.Random("upl_", 24)
-	res, err := c.append(ctx, "uploader-"+strconv.FormatInt(id, 10), 0, meta, catalog.UploaderRegistered{UploaderID: id, Name: name, TokenHash: HashToken(tok)})
+	res, err := c.append(ctx, domain.UploaderStream(id), 0, meta, catalog.UploaderRegistered{UploaderID: id, Name: name, TokenHash: domain.HashToken(tok)})
 	if err != nil {
 		return UploaderCredentials{}, err
 	}

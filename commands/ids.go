@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/events/catalog"
 )
@@ -71,7 +72,7 @@ func (a *Allocator) Next(ctx context.Context, kind string) (int64, error) {
 }
 
 func (a *Allocator) reserve(ctx context.Context, kind string, seq *idSequence) error {
-	stream := "ids-" + kind
+	stream := domain.IDStream(kind)
 	for attempt := 0; attempt < 50; attempt++ {
 		recs, err := a.store.ReadStream(ctx, stream, seq.seen, 0)
 		if err != nil {
@@ -108,5 +109,5 @@ func (a *Allocator) reserve(ctx context.Context, kind string, seq *idSequence) e
 		seq.next, seq.last = first, last
 		return nil
 	}
-	return fmt.Errorf("reserve ids of kind %s: %w", kind, ErrContention)
+	return fmt.Errorf("reserve ids of kind %s: %w", kind, domain.ErrContention)
 }

@@ -7,22 +7,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
 	"strconv"
 	"time"
 
+	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/events/catalog"
-)
-
-// Order and goods errors, mapped to the spec's codes at the HTTP edge.
-var (
-	ErrGoodsNotFound        = errors.New("goods not found")
-	ErrGoodsCodeTaken       = errors.New("goods code already exists")
-	ErrOrderNotFound        = errors.New("order not found")
-	ErrDuplicateThirdOrder  = errors.New("third_order_id already used for a different order")
-	ErrIllegalTransition    = errors.New("illegal order state transition")
-	ErrShipmentDoesNotMatch = errors.New("shipment does not match the order's items")
 )
 
 // Order and item states. The state machine:
@@ -40,16 +30,6 @@ const (
 	ItemPendingShipment   = "PENDING_SHIPMENT"
 	ItemShipped           = "SHIPPED"
 )
-
-// GoodsStream names the stream of one goods code.
-func GoodsStream(code string) string { return "goods-" + url.PathEscape(code) }
-
-// OrderStream names the stream of one order.
-func OrderStream(id int64) string { return "order-" + strconv.FormatInt(id, 10) }
-
-func orderKeyStream(appID int64, third string) string {
-	return "orderkey-" + strconv.FormatInt(appID, 10) + "-" + url.PathEscape(third)
-}
 
 // OrderCode renders the platform order code: PO, the creation day, the id.
 func OrderCode(id int64, at time.Time) string {
@@ -98,7 +78,7 @@ func (g *goodsState) apply(env events.Envelope) {
 
 // CreateGoods adds goods to the catalog.
 func (o *Orders) CreateGoods(ctx context.Context, code, name string, meta Meta) (int64, events.Position, error) {
-	v := &ValidationError{}
+	v := &domain.ValidationError{}
 	r := rules{v: v}
 	if r.required("goods_code", code) {
 		r.maxLen("goods_code", code, 50)
@@ -113,9 +93,9 @@ func (o *Orders) CreateGoods(ctx context.Context, code, name string, meta Meta) 
 	if err != nil {
 		return 0, events.Position{}, err
 	}
-	res, err := o.append(ctx, GoodsStream(code), 0, meta, catalog.GoodsCreated{GoodsID: id, GoodsCode: code, GoodsName: name})
+	res, err := o.append(ctx, domain.GoodsStream(code), 0, meta, catalog.GoodsCreated{GoodsID: id, GoodsCode: code, GoodsName: name})
 	if events.IsConflict(err) {
-		return 0, events.Position{}, ErrGoodsCodeTaken
+		return 0, events.Position{}, domain.ErrGoodsCodeTaken
 	}
 	return id, res.Position, err
 }
@@ -123,7 +103,7 @@ func (o *Orders) CreateGoods(ctx context.Context, code, name string, meta Meta) 
 // ChangeGoods renames goods (name non-nil) and/or changes whether they can be ordered.
 func (o *Orders) ChangeGoods(ctx context.Context, code string, name *string, active *bool, meta Meta) (events.Position, error) {
 	if name != nil {
-		v := &ValidationError{}
+		v := &domain.ValidationError{}
 		r := rules{v: v}
 		if r.required("goods_name", *name) {
 			r.maxLen("goods_name", *name, 100)
@@ -134,12 +114,12 @@ func (o *Orders) ChangeGoods(ctx context.Context, code string, name *string, act
 	}
 	for attempt := 0; attempt < maxAttempts; attempt++ {
 		var g goodsState
-		version, pos, err := o.load(ctx, GoodsStream(code), g.apply)
+		version, pos, err := o.load(ctx, domain.GoodsStream(code), g.apply)
 		if err != nil {
 			return events.Position{}, err
 		}
 		if g.id == 0 {
-			return events.Position{}, ErrGoodsNotFound
+			return events.Position{}, domain.ErrGoodsNotFound
 		}
 		var ps []events.Payload
 		if name != nil && *name != g.name {
@@ -151,13 +131,13 @@ func (o *Orders) ChangeGoods(ctx context.Context, code string, name *string, act
 		if len(ps) == 0 {
 			return pos, nil
 		}
-		res, err := o.append(ctx, GoodsStream(code), version, meta, ps...)
+		res, err := o.append(ctx, domain.GoodsStream(code), version, meta, ps...)
 		if events.IsConflict(err) {
 			continue
 		}
 		return res.Position, err
 	}
-	return events.Position{}, ErrContention
+	return events.Position{}, domain.ErrContention
 }
 
 // OrderInput is a purchase order as the partner submits it.
@@ -190,7 +170,7 @@ var (
 )
 
 func (in *OrderInput) validate() error {
-	v := &ValidationError{}
+	v := &domain.ValidationError{}
 	r := rules{v: v}
 	if r.required("third_order_id", in.ThirdOrderID) {
 		r.maxLen("third_order_id", in.ThirdOrderID, 100)
@@ -293,27 +273,27 @@ func (o *Orders) CreateOrder(ctx context.Context, appID int64, in OrderInput, me
 		return OrderResult{}, err
 	}
 	hash := in.hash()
-	key := orderKeyStream(appID, in.ThirdOrderID)
+	key := domain.OrderKeyStream(appID, in.ThirdOrderID)
 	if res, found, err := o.existingOrder(ctx, key, hash); found || err != nil {
 		return res, err
 	}
 	if in.UserID != nil {
 		user := newUserState()
-		if _, _, err := o.load(ctx, UserStream(*in.UserID), user.apply); err != nil {
+		if _, _, err := o.load(ctx, domain.UserStream(*in.UserID), user.apply); err != nil {
 			return OrderResult{}, err
 		}
 		if !user.registered || user.appID != appID {
-			return OrderResult{}, ErrUserNotFound
+			return OrderResult{}, domain.ErrUserNotFound
 		}
 	}
 	lines := make([]catalog.OrderLine, len(in.Items))
 	for i, it := range in.Items {
 		var g goodsState
-		if _, _, err := o.load(ctx, GoodsStream(it.GoodsCode), g.apply); err != nil {
+		if _, _, err := o.load(ctx, domain.GoodsStream(it.GoodsCode), g.apply); err != nil {
 			return OrderResult{}, err
 		}
 		if g.id == 0 || !g.active {
-			return OrderResult{}, fmt.Errorf("%w: %s", ErrGoodsNotFound, it.GoodsCode)
+			return OrderResult{}, fmt.Errorf("%w: %s", domain.ErrGoodsNotFound, it.GoodsCode)
 		}
 		lines[i] = catalog.OrderLine{GoodsID: g.id, GoodsCode: it.GoodsCode, GoodsName: g.name, Quantity: it.Quantity, UnitPrice: it.UnitPrice, TotalPrice: it.UnitPrice * it.Quantity}
 	}
@@ -329,13 +309,13 @@ func (o *Orders) CreateOrder(ctx context.Context, appID int64, in OrderInput, me
 		}
 		if orderID != 0 {
 			var st orderState
-			_, pos, err := o.load(ctx, OrderStream(orderID), st.apply)
+			_, pos, err := o.load(ctx, domain.OrderStream(orderID), st.apply)
 			if err != nil {
 				return OrderResult{}, err
 			}
 			if st.created != nil {
 				if st.created.RequestHash != hash {
-					return OrderResult{}, ErrDuplicateThirdOrder
+					return OrderResult{}, domain.ErrDuplicateThirdOrder
 				}
 				return OrderResult{OrderID: orderID, OrderCode: st.created.OrderCode, OrderTime: st.created.OrderTime, Position: pos}, nil
 			}
@@ -365,7 +345,7 @@ func (o *Orders) CreateOrder(ctx context.Context, appID int64, in OrderInput, me
 			LogisticsType: in.LogisticsType, PostagePolicy: in.PostagePolicy, OrderSource: "API_INTERFACE", CooperationType: "PURCHASE",
 			OrderTime: now, Items: lines, RequestHash: hash,
 		}
-		res, err := o.append(ctx, OrderStream(orderID), 0, meta, ev)
+		res, err := o.append(ctx, domain.OrderStream(orderID), 0, meta, ev)
 		if events.IsConflict(err) {
 			continue
 		}
@@ -374,11 +354,11 @@ func (o *Orders) CreateOrder(ctx context.Context, appID int64, in OrderInput, me
 		}
 		return OrderResult{OrderID: orderID, OrderCode: ev.OrderCode, OrderTime: now, Created: true, Position: res.Position}, nil
 	}
-	return OrderResult{}, ErrContention
+	return OrderResult{}, domain.ErrContention
 }
 
 // existingOrder answers a repeated third_order_id: the same request gets
-// the existing order, a different one ErrDuplicateThirdOrder.
+// the existing order, a different one domain.ErrDuplicateThirdOrder.
 func (o *Orders) existingOrder(ctx context.Context, key, hash string) (OrderResult, bool, error) {
 	var orderID int64
 	if _, _, err := o.load(ctx, key, func(env events.Envelope) {
@@ -389,12 +369,12 @@ func (o *Orders) existingOrder(ctx context.Context, key, hash string) (OrderResu
 		return OrderResult{}, false, err
 	}
 	var st orderState
-	_, pos, err := o.load(ctx, OrderStream(orderID), st.apply)
+	_, pos, err := o.load(ctx, domain.OrderStream(orderID), st.apply)
 	if err != nil || st.created == nil {
 		return OrderResult{}, false, err
 	}
 	if st.created.RequestHash != hash {
-		return OrderResult{}, true, ErrDuplicateThirdOrder
+		return OrderResult{}, true, domain.ErrDuplicateThirdOrder
 	}
 	return OrderResult{OrderID: orderID, OrderCode: st.created.OrderCode, OrderTime: st.created.OrderTime, Position: pos}, true, nil
 }
@@ -403,41 +383,41 @@ func (o *Orders) existingOrder(ctx context.Context, key, hash string) (OrderResu
 func (o *Orders) transition(ctx context.Context, appID int64, code string, meta Meta, decide func(*orderState) ([]events.Payload, error)) (events.Position, error) {
 	id, ok := OrderIDFromCode(code)
 	if !ok {
-		return events.Position{}, ErrOrderNotFound
+		return events.Position{}, domain.ErrOrderNotFound
 	}
 	for attempt := 0; attempt < maxAttempts; attempt++ {
 		var st orderState
-		version, _, err := o.load(ctx, OrderStream(id), st.apply)
+		version, _, err := o.load(ctx, domain.OrderStream(id), st.apply)
 		if err != nil {
 			return events.Position{}, err
 		}
 		if st.created == nil || st.created.OrderCode != code || (appID != 0 && st.created.AppID != appID) {
-			return events.Position{}, ErrOrderNotFound
+			return events.Position{}, domain.ErrOrderNotFound
 		}
 		ps, err := decide(&st)
 		if err != nil {
 			return events.Position{}, err
 		}
 		meta.AppID = st.created.AppID
-		res, err := o.append(ctx, OrderStream(id), version, meta, ps...)
+		res, err := o.append(ctx, domain.OrderStream(id), version, meta, ps...)
 		if events.IsConflict(err) {
 			continue
 		}
 		return res.Position, err
 	}
-	return events.Position{}, ErrContention
+	return events.Position{}, domain.ErrContention
 }
 
 // Review approves or rejects an order waiting for review.
 func (o *Orders) Review(ctx context.Context, code string, approve bool, reason *string, meta Meta) (events.Position, error) {
 	if reason != nil && len([]rune(*reason)) > 200 {
-		v := &ValidationError{}
+		v := &domain.ValidationError{}
 		v.Add("reason", "must be at most 200 characters")
 		return events.Position{}, v
 	}
 	return o.transition(ctx, 0, code, meta, func(st *orderState) ([]events.Payload, error) {
 		if st.status != OrderPendingReview {
-			return nil, fmt.Errorf("%w: %s order cannot be reviewed", ErrIllegalTransition, st.status)
+			return nil, fmt.Errorf("%w: %s order cannot be reviewed", domain.ErrIllegalTransition, st.status)
 		}
 		return []events.Payload{catalog.OrderReviewed{OrderID: st.created.OrderID, AppID: st.created.AppID, Approved: approve, Reason: reason, By: meta.Actor}}, nil
 	})
@@ -457,7 +437,7 @@ type ShipmentItem struct {
 }
 
 func (s Shipment) validate() error {
-	v := &ValidationError{}
+	v := &domain.ValidationError{}
 	r := rules{v: v}
 	if r.required("logistics_company", s.LogisticsCompany) {
 		r.maxLen("logistics_company", s.LogisticsCompany, 50)
@@ -483,7 +463,7 @@ func (o *Orders) Ship(ctx context.Context, appID int64, code string, s Shipment,
 	}
 	return o.transition(ctx, appID, code, meta, func(st *orderState) ([]events.Payload, error) {
 		if st.status != OrderApproved && st.status != OrderPartiallyShipped {
-			return nil, fmt.Errorf("%w: %s order cannot ship", ErrIllegalTransition, st.status)
+			return nil, fmt.Errorf("%w: %s order cannot ship", domain.ErrIllegalTransition, st.status)
 		}
 		byID := map[int64]catalog.OrderLine{}
 		for _, l := range st.created.Items {
@@ -503,11 +483,11 @@ func (o *Orders) Ship(ctx context.Context, appID int64, code string, s Shipment,
 			l, ok := byID[it.ItemID]
 			switch {
 			case !ok:
-				return nil, fmt.Errorf("%w: item %d is not in the order", ErrShipmentDoesNotMatch, it.ItemID)
+				return nil, fmt.Errorf("%w: item %d is not in the order", domain.ErrShipmentDoesNotMatch, it.ItemID)
 			case st.shipped[it.ItemID] || seen[it.ItemID]:
-				return nil, fmt.Errorf("%w: item %d already shipped", ErrIllegalTransition, it.ItemID)
+				return nil, fmt.Errorf("%w: item %d already shipped", domain.ErrIllegalTransition, it.ItemID)
 			case int64(len(it.DeviceSNs)) > l.Quantity:
-				return nil, fmt.Errorf("%w: item %d has %d serial numbers for quantity %d", ErrShipmentDoesNotMatch, it.ItemID, len(it.DeviceSNs), l.Quantity)
+				return nil, fmt.Errorf("%w: item %d has %d serial numbers for quantity %d", domain.ErrShipmentDoesNotMatch, it.ItemID, len(it.DeviceSNs), l.Quantity)
 			}
 			seen[it.ItemID] = true
 			sns := it.DeviceSNs

@@ -7,30 +7,18 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"strconv"
 	"time"
 
 	"github.com/google/uuid"
 
+	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/events/catalog"
 	"github.com/healthtech/partner-open-platform/plugin"
 )
 
-// Plugin errors, mapped to codes at the HTTP edge.
-var (
-	ErrPluginAuth      = errors.New("plugin launch parameters failed verification")
-	ErrNonceUsed       = errors.New("plugin launch nonce already used")
-	ErrSessionNotFound = errors.New("measurement session not found")
-	ErrSessionExpired  = errors.New("measurement session expired")
-	ErrSandboxOnly     = errors.New("only sandbox apps may use the sandbox mock")
-)
-
 // SessionLifetime bounds how long a launched plugin may take to submit.
 const SessionLifetime = 30 * time.Minute
-
-// PluginSessionStream names the stream holding a session and its measurement.
-func PluginSessionStream(id string) string { return "plugin-session-" + id }
 
 // PhoneDirectory binds a measurement to an app's user when the host passed a
 // phone; a lookup, not an invariant, so the read model may answer it.
@@ -71,30 +59,30 @@ type Session struct {
 // nonce, encrypted profile and its device rules) and opens a session.
 func (p *Plugin) OpenSession(ctx context.Context, app PluginApp, l plugin.Launch, meta Meta) (Session, error) {
 	if l.AppKey != app.AppKey {
-		return Session{}, ErrPluginAuth
+		return Session{}, domain.ErrPluginAuth
 	}
 	now := p.now()
 	profile, err := l.Verify(app.AppSecret, now)
 	var fe plugin.FieldError
 	switch {
 	case errors.As(err, &fe) && fe.Field != "sign" && fe.Field != "nonce" && fe.Field != "timestamp":
-		v := &ValidationError{}
+		v := &domain.ValidationError{}
 		v.Add(fieldName(fe.Field), fe.Reason)
 		return Session{}, v
 	case err != nil:
-		return Session{}, fmt.Errorf("%w: %w", ErrPluginAuth, err)
+		return Session{}, fmt.Errorf("%w: %w", domain.ErrPluginAuth, err)
 	}
 	reportType, _ := plugin.ReportType(l.DeviceKey, l.MeasureMode)
 	id := uuid.NewString()
 	meta.AppID = app.AppID
-	claim := "plugin-nonce-" + strconv.FormatInt(app.AppID, 10) + "-" + l.Nonce
+	claim := domain.PluginNonceStream(app.AppID, l.Nonce)
 	if _, err := p.append(ctx, claim, 0, meta, catalog.PluginNonceClaimed{AppID: app.AppID, Nonce: l.Nonce, SessionID: id}); events.IsConflict(err) {
-		return Session{}, ErrNonceUsed
+		return Session{}, domain.ErrNonceUsed
 	} else if err != nil {
 		return Session{}, err
 	}
 	opened := sessionOpened(id, app, l.ThirdUserID, l.DeviceKey, l.MeasureMode, reportType, profile, now)
-	res, err := p.append(ctx, PluginSessionStream(id), 0, meta, opened)
+	res, err := p.append(ctx, domain.PluginSessionStream(id), 0, meta, opened)
 	if err != nil {
 		return Session{}, err
 	}
@@ -180,29 +168,29 @@ func (p *Plugin) recorded(ctx context.Context, s *catalog.PluginSessionOpened, n
 // Submit stores the session's measurement; a repeat returns the same number.
 func (p *Plugin) Submit(ctx context.Context, sessionID string, deviceSN *string, data json.RawMessage, meta Meta) (Measurement, error) {
 	if !isObject(data) {
-		v := &ValidationError{}
+		v := &domain.ValidationError{}
 		v.Add("data", "is required and must be a JSON object with the device's output")
 		return Measurement{}, v
 	}
 	if deviceSN != nil && len(*deviceSN) > 100 {
-		v := &ValidationError{}
+		v := &domain.ValidationError{}
 		v.Add("device_sn", "must be at most 100 characters")
 		return Measurement{}, v
 	}
 	for attempt := 0; attempt < maxAttempts; attempt++ {
 		var st sessionState
-		version, pos, err := p.load(ctx, PluginSessionStream(sessionID), st.apply)
+		version, pos, err := p.load(ctx, domain.PluginSessionStream(sessionID), st.apply)
 		if err != nil {
 			return Measurement{}, err
 		}
 		if st.opened == nil {
-			return Measurement{}, ErrSessionNotFound
+			return Measurement{}, domain.ErrSessionNotFound
 		}
 		if st.recorded != nil {
 			return Measurement{MeasurementNo: st.recorded.MeasurementNo, ReportType: st.opened.ReportType, Position: pos}, nil
 		}
 		if !p.now().Before(st.opened.ExpiresAt) {
-			return Measurement{}, ErrSessionExpired
+			return Measurement{}, domain.ErrSessionExpired
 		}
 		no, err := p.measurementNo(ctx)
 		if err != nil {
@@ -213,7 +201,7 @@ func (p *Plugin) Submit(ctx context.Context, sessionID string, deviceSN *string,
 			return Measurement{}, err
 		}
 		meta.AppID = st.opened.AppID
-		res, err := p.append(ctx, PluginSessionStream(sessionID), version, meta, ev)
+		res, err := p.append(ctx, domain.PluginSessionStream(sessionID), version, meta, ev)
 		if events.IsConflict(err) {
 			continue
 		}
@@ -222,16 +210,16 @@ func (p *Plugin) Submit(ctx context.Context, sessionID string, deviceSN *string,
 		}
 		return Measurement{MeasurementNo: no, ReportType: st.opened.ReportType, Position: res.Position}, nil
 	}
-	return Measurement{}, ErrContention
+	return Measurement{}, domain.ErrContention
 }
 
 // MockMeasure is the sandbox mock: a session and a plausible measurement in
 // one append, so plugin.report.ready follows within the dispatcher's latency.
 func (p *Plugin) MockMeasure(ctx context.Context, app PluginApp, thirdUserID, deviceKey, mode string, meta Meta) (Measurement, error) {
 	if !app.Sandbox {
-		return Measurement{}, ErrSandboxOnly
+		return Measurement{}, domain.ErrSandboxOnly
 	}
-	v := &ValidationError{}
+	v := &domain.ValidationError{}
 	if thirdUserID == "" {
 		v.Add("thirdUserId", "is required")
 	}
@@ -258,7 +246,7 @@ func (p *Plugin) MockMeasure(ctx context.Context, app PluginApp, thirdUserID, de
 		return Measurement{}, err
 	}
 	meta.AppID = app.AppID
-	res, err := p.append(ctx, PluginSessionStream(id), 0, meta, opened, rec)
+	res, err := p.append(ctx, domain.PluginSessionStream(id), 0, meta, opened, rec)
 	if err != nil {
 		return Measurement{}, err
 	}
@@ -293,7 +281,7 @@ func mockData(reportType string) map[string]any {
 // session's revision, so a replay or a second node finds it done).
 func (p *Plugin) Analyze(ctx context.Context, sessionID string) (events.Position, error) {
 	var st sessionState
-	version, pos, err := p.load(ctx, PluginSessionStream(sessionID), st.apply)
+	version, pos, err := p.load(ctx, domain.PluginSessionStream(sessionID), st.apply)
 	if err != nil || st.recorded == nil || !st.recorded.NeedsAnalysis || st.analyzed {
 		return pos, err
 	}
@@ -303,7 +291,7 @@ func (p *Plugin) Analyze(ctx context.Context, sessionID string) (events.Position
 		return pos, err
 	}
 	meta := Meta{AppID: st.opened.AppID, Actor: "analyzer"}
-	res, err := p.append(ctx, PluginSessionStream(sessionID), version, meta, catalog.PluginMeasurementAnalyzed{PluginMeasurement: st.recorded.PluginMeasurement, Result: string(raw)})
+	res, err := p.append(ctx, domain.PluginSessionStream(sessionID), version, meta, catalog.PluginMeasurementAnalyzed{PluginMeasurement: st.recorded.PluginMeasurement, Result: string(raw)})
 	if events.IsConflict(err) {
 		return pos, nil
 	}

@@ -4,53 +4,35 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/events/catalog"
 	"github.com/healthtech/partner-open-platform/healthdata"
 )
 
-// ErrUserNotBound refuses a report for a user no app has registered.
-var ErrUserNotBound = errors.New("the user is not bound to any app")
-
-// ErrReportNotFound is returned for a report that does not exist (or another app's).
-var ErrReportNotFound = errors.New("report not found")
-
-// ErrDuplicateReportKey refuses a request_report_id the uploader already used for another user's report.
-var ErrDuplicateReportKey = errors.New("request_report_id already used for a different user's report")
-
-// ReportStream names the stream of one report.
-func ReportStream(id int64) string { return "report-" + strconv.FormatInt(id, 10) }
-
-// reportKeyStream names the idempotency claim of an uploader's report number.
-func reportKeyStream(uploader, requestReportID string) string {
-	return "reportkey-" + url.PathEscape(uploader) + "-" + url.PathEscape(requestReportID)
-}
-
 // ReportInput is a report as the reporting side uploads it.
 type ReportInput struct {
 	OpenUserID           int64
-	OpenMemberID         Field[int64]
-	RequestReportID      Field[string]
-	MeasurementNo        Field[string]
-	DeviceSN             Field[string]
-	ReportType           Field[string]
-	FilePath             Field[string]
-	InterpretationResult Field[string]
+	OpenMemberID         domain.Field[int64]
+	RequestReportID      domain.Field[string]
+	MeasurementNo        domain.Field[string]
+	DeviceSN             domain.Field[string]
+	ReportType           domain.Field[string]
+	FilePath             domain.Field[string]
+	InterpretationResult domain.Field[string]
 	InterpretationDetail json.RawMessage // an object, or nil
-	InterpretationMethod Field[string]
-	ExaminedAt           Field[time.Time]
-	InterpretedAt        Field[time.Time]
-	PointsCode           Field[string]
-	DataSource           Field[string]
-	OperatorName         Field[string]
-	OperatorUserID       Field[int64]
+	InterpretationMethod domain.Field[string]
+	ExaminedAt           domain.Field[time.Time]
+	InterpretedAt        domain.Field[time.Time]
+	PointsCode           domain.Field[string]
+	DataSource           domain.Field[string]
+	OperatorName         domain.Field[string]
+	OperatorUserID       domain.Field[int64]
 	RawData              json.RawMessage // an object, required
 }
 
@@ -80,14 +62,14 @@ func isObject(raw json.RawMessage) bool {
 }
 
 func (r *Reports) validate(in *ReportInput) error {
-	v := &ValidationError{}
+	v := &domain.ValidationError{}
 	rl := rules{v: v}
 	if in.OpenUserID < 1 {
 		v.Add("open_user_id", "is required and must be a positive integer")
 	}
 	for _, f := range []struct {
 		name string
-		val  Field[string]
+		val  domain.Field[string]
 		max  int
 	}{
 		{"request_report_id", in.RequestReportID, 100}, {"measurement_no", in.MeasurementNo, 100},
@@ -126,7 +108,7 @@ func rawText(raw json.RawMessage) string {
 	return string(raw)
 }
 
-func timePtr(f Field[time.Time]) *time.Time {
+func timePtr(f domain.Field[time.Time]) *time.Time {
 	if p := f.Ptr(); p != nil {
 		t := p.UTC()
 		return &t
@@ -142,15 +124,15 @@ func (r *Reports) Create(ctx context.Context, in ReportInput, uploader string, m
 		return ReportResult{}, err
 	}
 	user := newUserState()
-	if _, _, err := r.load(ctx, UserStream(in.OpenUserID), user.apply); err != nil {
+	if _, _, err := r.load(ctx, domain.UserStream(in.OpenUserID), user.apply); err != nil {
 		return ReportResult{}, err
 	}
 	if !user.registered {
-		return ReportResult{}, ErrUserNotBound
+		return ReportResult{}, domain.ErrUserNotBound
 	}
 	if id := in.OpenMemberID.Ptr(); id != nil {
 		if _, ok := user.members[*id]; !ok {
-			v := &ValidationError{}
+			v := &domain.ValidationError{}
 			v.Add("open_member_id", "is not a family member of this user")
 			return ReportResult{}, v
 		}
@@ -160,7 +142,7 @@ func (r *Reports) Create(ctx context.Context, in ReportInput, uploader string, m
 		var reportID int64
 		key := ""
 		if p := in.RequestReportID.Ptr(); p != nil && *p != "" {
-			key = reportKeyStream(uploader, *p)
+			key = domain.ReportKeyStream(uploader, *p)
 			if _, _, err := r.load(ctx, key, func(env events.Envelope) {
 				if b, ok := env.Payload.(*catalog.ReportKeyClaimed); ok {
 					reportID = b.ReportID
@@ -171,13 +153,13 @@ func (r *Reports) Create(ctx context.Context, in ReportInput, uploader string, m
 		}
 		if reportID != 0 {
 			var existing reportState
-			_, pos, err := r.load(ctx, ReportStream(reportID), existing.apply)
+			_, pos, err := r.load(ctx, domain.ReportStream(reportID), existing.apply)
 			if err != nil {
 				return ReportResult{}, err
 			}
 			if existing.created != nil {
 				if existing.created.OpenUserID != in.OpenUserID {
-					return ReportResult{}, ErrDuplicateReportKey
+					return ReportResult{}, domain.ErrDuplicateReportKey
 				}
 				return ReportResult{ReportID: reportID, AppID: user.appID, Position: pos}, nil
 			}
@@ -207,7 +189,7 @@ func (r *Reports) Create(ctx context.Context, in ReportInput, uploader string, m
 				return ReportResult{}, err
 			}
 		}
-		res, err := r.append(ctx, ReportStream(id), 0, meta, ev)
+		res, err := r.append(ctx, domain.ReportStream(id), 0, meta, ev)
 		if events.IsConflict(err) {
 			continue
 		}
@@ -216,7 +198,7 @@ func (r *Reports) Create(ctx context.Context, in ReportInput, uploader string, m
 		}
 		return ReportResult{ReportID: id, AppID: user.appID, Created: true, Position: res.Position}, nil
 	}
-	return ReportResult{}, ErrContention
+	return ReportResult{}, domain.ErrContention
 }
 
 // reportState is a report as decisions see it.
@@ -244,22 +226,22 @@ func (s *reportState) apply(env events.Envelope) {
 
 // ReportPatch is a re-interpretation or correction of a report.
 type ReportPatch struct {
-	ReportType           Field[string]
-	FilePath             Field[string]
-	InterpretationResult Field[string]
-	InterpretationDetail Field[json.RawMessage]
-	InterpretationMethod Field[string]
-	InterpretedAt        Field[time.Time]
+	ReportType           domain.Field[string]
+	FilePath             domain.Field[string]
+	InterpretationResult domain.Field[string]
+	InterpretationDetail domain.Field[json.RawMessage]
+	InterpretationMethod domain.Field[string]
+	InterpretedAt        domain.Field[time.Time]
 }
 
 // Update changes a report; a change of interpretation without interpreted_at
 // stamps it with now. Nothing changed appends nothing.
 func (r *Reports) Update(ctx context.Context, id int64, p ReportPatch, by string, meta Meta) (events.Position, error) {
-	v := &ValidationError{}
+	v := &domain.ValidationError{}
 	rl := rules{v: v}
 	for _, f := range []struct {
 		name string
-		val  Field[string]
+		val  domain.Field[string]
 		max  int
 	}{{"report_type", p.ReportType, 64}, {"file_path", p.FilePath, 500}, {"interpretation_result", p.InterpretationResult, 20000}, {"interpretation_method", p.InterpretationMethod, 32}} {
 		if v := f.val.Ptr(); v != nil {
@@ -274,16 +256,16 @@ func (r *Reports) Update(ctx context.Context, id int64, p ReportPatch, by string
 	}
 	for attempt := 0; attempt < maxAttempts; attempt++ {
 		var st reportState
-		version, pos, err := r.load(ctx, ReportStream(id), st.apply)
+		version, pos, err := r.load(ctx, domain.ReportStream(id), st.apply)
 		if err != nil {
 			return events.Position{}, err
 		}
 		if st.created == nil || (strings.HasPrefix(by, "uploader:") && st.created.UploadedBy != by) {
-			return events.Position{}, ErrReportNotFound // an uploader changes only its own reports
+			return events.Position{}, domain.ErrReportNotFound // an uploader changes only its own reports
 		}
 		next := st.last
 		next.Changed, next.UpdatedBy = nil, by
-		str := func(name string, f Field[string], dst **string) {
+		str := func(name string, f domain.Field[string], dst **string) {
 			if f.Set && !equalPtr(*dst, f.Ptr()) {
 				*dst = f.Ptr()
 				next.Changed = append(next.Changed, name)
@@ -317,13 +299,13 @@ func (r *Reports) Update(ctx context.Context, id int64, p ReportPatch, by string
 			return pos, nil
 		}
 		meta.AppID = st.created.AppID
-		res, err := r.append(ctx, ReportStream(id), version, meta, next)
+		res, err := r.append(ctx, domain.ReportStream(id), version, meta, next)
 		if events.IsConflict(err) {
 			continue
 		}
 		return res.Position, err
 	}
-	return events.Position{}, ErrContention
+	return events.Position{}, domain.ErrContention
 }
 
 func equalTime(a, b *time.Time) bool {
@@ -334,20 +316,22 @@ func equalTime(a, b *time.Time) bool {
 }
 
 // MarkViewed records the owning app's first pull; later pulls append nothing.
-func (r *Reports) MarkViewed(ctx context.Context, appID, id int64, meta Meta) (events.Position, error) {
+// The app itself is the actor: the query side calls this through its own port.
+func (r *Reports) MarkViewed(ctx context.Context, appID, id int64, requestID string) (events.Position, error) {
+	meta := Meta{Actor: "app:" + strconv.FormatInt(appID, 10), RequestID: requestID}
 	var st reportState
-	version, pos, err := r.load(ctx, ReportStream(id), st.apply)
+	version, pos, err := r.load(ctx, domain.ReportStream(id), st.apply)
 	if err != nil {
 		return events.Position{}, err
 	}
 	if st.created == nil || st.created.AppID != appID {
-		return events.Position{}, ErrReportNotFound
+		return events.Position{}, domain.ErrReportNotFound
 	}
 	if st.viewed {
 		return pos, nil
 	}
 	meta.AppID = appID
-	res, err := r.append(ctx, ReportStream(id), version, meta, catalog.ReportViewed{ReportID: id, AppID: appID})
+	res, err := r.append(ctx, domain.ReportStream(id), version, meta, catalog.ReportViewed{ReportID: id, AppID: appID})
 	if events.IsConflict(err) {
 		return pos, nil // a concurrent pull marked it first
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/events/catalog"
 	"github.com/healthtech/partner-open-platform/events/memory"
@@ -118,9 +119,9 @@ func registered(appID, openUserID int64) catalog.UserRegistered {
 func TestRegisterCreatesUserGroupsAndMembers(t *testing.T) {
 	s := newScenario(t)
 	res, err := s.users.Register(ctx, Register{
-		AppID: 1, ChannelUserID: "c1", User: UserInput{Name: "Li Lei", Phone: Val("13800138000")},
+		AppID: 1, ChannelUserID: "c1", User: UserInput{Name: "Li Lei", Phone: domain.Val("13800138000")},
 		Groups:  []GroupInput{{AppGroupID: 7, Name: "Home"}},
-		Members: []MemberInput{{AppUserID: "m1", AppGroupID: 7, Name: "Han", Relationship: "SPOUSE", Height: Val[int64](170)}},
+		Members: []MemberInput{{AppUserID: "m1", AppGroupID: 7, Name: "Han", Relationship: "SPOUSE", Height: domain.Val[int64](170)}},
 	}, Meta{})
 	if err != nil {
 		t.Fatal(err)
@@ -158,7 +159,7 @@ func TestRegisterRepeatIsAReplay(t *testing.T) {
 }
 
 func TestRegisterCompletesAfterCrashBetweenBindingAndUser(t *testing.T) {
-	s := newScenario(t).given(BindingStream(1, "c1"), catalog.ChannelUserBound{AppID: 1, ChannelUserID: "c1", OpenUserID: 42})
+	s := newScenario(t).given(domain.BindingStream(1, "c1"), catalog.ChannelUserBound{AppID: 1, ChannelUserID: "c1", OpenUserID: 42})
 	res, err := s.users.Register(ctx, Register{AppID: 1, ChannelUserID: "c1", User: UserInput{Name: "Li"}}, Meta{})
 	if err != nil {
 		t.Fatal(err)
@@ -176,17 +177,17 @@ func TestRegisterRejectsBadInput(t *testing.T) {
 	}{
 		"name required":      {Register{ChannelUserID: "c", User: UserInput{}}, "user.name"},
 		"name too long":      {Register{ChannelUserID: "c", User: UserInput{Name: string(make([]rune, 33))}}, "user.name"},
-		"phone":              {Register{ChannelUserID: "c", User: UserInput{Name: "a", Phone: Val("12345678901")}}, "user.phone"},
-		"birth today":        {Register{ChannelUserID: "c", User: UserInput{Name: "a", BirthDate: Val("2026-11-21")}}, "user.birth_date"},
-		"birth not a date":   {Register{ChannelUserID: "c", User: UserInput{Name: "a", BirthDate: Val("2020-02-30")}}, "user.birth_date"},
-		"gender":             {Register{ChannelUserID: "c", User: UserInput{Name: "a", Gender: Val("x")}}, "user.gender"},
-		"email":              {Register{ChannelUserID: "c", User: UserInput{Name: "a", Email: Val("Li <li@x.cn>")}}, "user.email"},
-		"avatar":             {Register{ChannelUserID: "c", User: UserInput{Name: "a", Avatar: Val("ftp://x")}}, "user.avatar"},
+		"phone":              {Register{ChannelUserID: "c", User: UserInput{Name: "a", Phone: domain.Val("12345678901")}}, "user.phone"},
+		"birth today":        {Register{ChannelUserID: "c", User: UserInput{Name: "a", BirthDate: domain.Val("2026-11-21")}}, "user.birth_date"},
+		"birth not a date":   {Register{ChannelUserID: "c", User: UserInput{Name: "a", BirthDate: domain.Val("2020-02-30")}}, "user.birth_date"},
+		"gender":             {Register{ChannelUserID: "c", User: UserInput{Name: "a", Gender: domain.Val("x")}}, "user.gender"},
+		"email":              {Register{ChannelUserID: "c", User: UserInput{Name: "a", Email: domain.Val("Li <li@x.cn>")}}, "user.email"},
+		"avatar":             {Register{ChannelUserID: "c", User: UserInput{Name: "a", Avatar: domain.Val("ftp://x")}}, "user.avatar"},
 		"channel id missing": {Register{User: UserInput{Name: "a"}}, "channel_user_id"},
 		"group name":         {Register{ChannelUserID: "c", User: UserInput{Name: "a"}, Groups: []GroupInput{{AppGroupID: 1}}}, "family_groups[0].name"},
 		"duplicate group":    {Register{ChannelUserID: "c", User: UserInput{Name: "a"}, Groups: []GroupInput{{1, "a"}, {1, "b"}}}, "family_groups[1].app_group_id"},
-		"height":             {Register{ChannelUserID: "c", User: UserInput{Name: "a"}, Groups: []GroupInput{{1, "a"}}, Members: []MemberInput{{AppUserID: "m", AppGroupID: 1, Name: "n", Relationship: "SELF", Height: Val[int64](29)}}}, "family_members[0].height"},
-		"weight":             {Register{ChannelUserID: "c", User: UserInput{Name: "a"}, Groups: []GroupInput{{1, "a"}}, Members: []MemberInput{{AppUserID: "m", AppGroupID: 1, Name: "n", Relationship: "SELF", Weight: Val[int64](50001)}}}, "family_members[0].weight"},
+		"height":             {Register{ChannelUserID: "c", User: UserInput{Name: "a"}, Groups: []GroupInput{{1, "a"}}, Members: []MemberInput{{AppUserID: "m", AppGroupID: 1, Name: "n", Relationship: "SELF", Height: domain.Val[int64](29)}}}, "family_members[0].height"},
+		"weight":             {Register{ChannelUserID: "c", User: UserInput{Name: "a"}, Groups: []GroupInput{{1, "a"}}, Members: []MemberInput{{AppUserID: "m", AppGroupID: 1, Name: "n", Relationship: "SELF", Weight: domain.Val[int64](50001)}}}, "family_members[0].weight"},
 		"relationship":       {Register{ChannelUserID: "c", User: UserInput{Name: "a"}, Groups: []GroupInput{{1, "a"}}, Members: []MemberInput{{AppUserID: "m", AppGroupID: 1, Name: "n", Relationship: "COUSIN"}}}, "family_members[0].relationship"},
 	}
 	for name, c := range cases {
@@ -194,7 +195,7 @@ func TestRegisterRejectsBadInput(t *testing.T) {
 			s := newScenario(t)
 			c.cmd.AppID = 1
 			_, err := s.users.Register(ctx, c.cmd, Meta{})
-			var v *ValidationError
+			var v *domain.ValidationError
 			if !errors.As(err, &v) || !v.Has(c.field) {
 				t.Fatalf("error %v, want a validation error on %s", err, c.field)
 			}
@@ -207,13 +208,13 @@ func TestRegisterMemberOfUnknownGroup(t *testing.T) {
 	s := newScenario(t)
 	_, err := s.users.Register(ctx, Register{AppID: 1, ChannelUserID: "c", User: UserInput{Name: "a"},
 		Members: []MemberInput{{AppUserID: "m", AppGroupID: 9, Name: "n", Relationship: "SELF"}}}, Meta{})
-	s.thenError(err, ErrInvalidAppGroupID)
+	s.thenError(err, domain.ErrInvalidAppGroupID)
 }
 
 func TestProfilePatch(t *testing.T) {
 	nick := "Lee"
-	s := newScenario(t).given(UserStream(5), catalog.UserRegistered{AppID: 1, OpenUserID: 5, Profile: catalog.Profile{Name: "Li", Gender: "male", Nickname: &nick}})
-	_, err := s.users.UpdateProfile(ctx, 1, 5, ProfilePatch{Nickname: Field[string]{Set: true, Null: true}, Email: Val("li@example.cn")}, Meta{})
+	s := newScenario(t).given(domain.UserStream(5), catalog.UserRegistered{AppID: 1, OpenUserID: 5, Profile: catalog.Profile{Name: "Li", Gender: "male", Nickname: &nick}})
+	_, err := s.users.UpdateProfile(ctx, 1, 5, ProfilePatch{Nickname: domain.Field[string]{Set: true, Null: true}, Email: domain.Val("li@example.cn")}, Meta{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,16 +223,16 @@ func TestProfilePatch(t *testing.T) {
 		t.Fatalf("update %+v", p)
 	}
 	// The same patch again changes nothing and appends nothing.
-	if _, err := s.users.UpdateProfile(ctx, 1, 5, ProfilePatch{Nickname: Field[string]{Set: true, Null: true}}, Meta{}); err != nil {
+	if _, err := s.users.UpdateProfile(ctx, 1, 5, ProfilePatch{Nickname: domain.Field[string]{Set: true, Null: true}}, Meta{}); err != nil {
 		t.Fatal(err)
 	}
 	s.thenTypes()
-	_, err = s.users.UpdateProfile(ctx, 2, 5, ProfilePatch{Name: Val("x")}, Meta{})
-	s.thenError(err, ErrUserNotFound)
+	_, err = s.users.UpdateProfile(ctx, 2, 5, ProfilePatch{Name: domain.Val("x")}, Meta{})
+	s.thenError(err, domain.ErrUserNotFound)
 }
 
 func TestGroupUpsertAndDissolve(t *testing.T) {
-	s := newScenario(t).given(UserStream(5), registered(1, 5),
+	s := newScenario(t).given(domain.UserStream(5), registered(1, 5),
 		catalog.FamilyGroupUpserted{OpenUserID: 5, FamilyGroupID: 50, AppGroupID: 7, Name: "Home", Created: true},
 		catalog.FamilyMemberCreated{OpenUserID: 5, Member: catalog.Member{MemberID: 60, AppUserID: "m1", AppGroupID: 7, FamilyGroupID: 50, Name: "a", Relationship: "SELF"}},
 	)
@@ -252,9 +253,9 @@ func TestGroupUpsertAndDissolve(t *testing.T) {
 		t.Fatalf("dissolved %+v", d)
 	}
 	_, err = s.users.DissolveGroup(ctx, 1, 5, 50, Meta{})
-	s.thenError(err, ErrFamilyGroupNotFound)
+	s.thenError(err, domain.ErrFamilyGroupNotFound)
 	_, err = s.users.UpsertMember(ctx, 1, 5, MemberInput{AppUserID: "m2", AppGroupID: 7, Name: "b", Relationship: "SON"}, Meta{})
-	s.thenError(err, ErrFamilyGroupNotFound)
+	s.thenError(err, domain.ErrFamilyGroupNotFound)
 	again, err := s.users.UpsertGroup(ctx, 1, 5, GroupInput{AppGroupID: 7, Name: "New home"}, Meta{})
 	if err != nil || !again.Created || again.FamilyGroupID == 50 {
 		t.Fatalf("re-created group %+v %v", again, err)
@@ -263,11 +264,11 @@ func TestGroupUpsertAndDissolve(t *testing.T) {
 
 func TestMemberUpsertMergesAndMovesDefault(t *testing.T) {
 	h := int64(170)
-	s := newScenario(t).given(UserStream(5), registered(1, 5),
+	s := newScenario(t).given(domain.UserStream(5), registered(1, 5),
 		catalog.FamilyGroupUpserted{OpenUserID: 5, FamilyGroupID: 50, AppGroupID: 7, Name: "Home", Created: true},
 		catalog.FamilyMemberCreated{OpenUserID: 5, Member: catalog.Member{MemberID: 60, AppUserID: "m1", AppGroupID: 7, FamilyGroupID: 50, Name: "a", Relationship: "SELF", Height: &h, IsDefault: true}},
 	)
-	res, err := s.users.UpsertMember(ctx, 1, 5, MemberInput{AppUserID: "m2", AppGroupID: 7, Name: "b", Relationship: "SON", IsDefault: Val(true)}, Meta{})
+	res, err := s.users.UpsertMember(ctx, 1, 5, MemberInput{AppUserID: "m2", AppGroupID: 7, Name: "b", Relationship: "SON", IsDefault: domain.Val(true)}, Meta{})
 	if err != nil || !res.Created {
 		t.Fatalf("%+v %v", res, err)
 	}
@@ -276,7 +277,7 @@ func TestMemberUpsertMergesAndMovesDefault(t *testing.T) {
 		t.Fatalf("cleared default %+v", u.Member)
 	}
 	// Unsent fields keep their value; null clears.
-	res, err = s.users.UpsertMember(ctx, 1, 5, MemberInput{AppUserID: "m1", AppGroupID: 7, Name: "a", Relationship: "SELF", Phone: Val("+86 1"), Height: Field[int64]{Set: true, Null: true}}, Meta{})
+	res, err = s.users.UpsertMember(ctx, 1, 5, MemberInput{AppUserID: "m1", AppGroupID: 7, Name: "a", Relationship: "SELF", Phone: domain.Val("+86 1"), Height: domain.Field[int64]{Set: true, Null: true}}, Meta{})
 	if err != nil || res.Created || res.MemberID != 60 {
 		t.Fatalf("%+v %v", res, err)
 	}
@@ -284,8 +285,8 @@ func TestMemberUpsertMergesAndMovesDefault(t *testing.T) {
 	if u.Member.Height != nil || *u.Member.Phone != "+86 1" || !reflect.DeepEqual(u.Changed, []string{"phone", "height"}) {
 		t.Fatalf("update %+v", u)
 	}
-	_, err = s.users.UpsertMember(ctx, 1, 5, MemberInput{AppUserID: "m1", AppGroupID: 7, Name: "a", Relationship: "SELF", IDNumber: Val("1")}, Meta{})
-	var v *ValidationError
+	_, err = s.users.UpsertMember(ctx, 1, 5, MemberInput{AppUserID: "m1", AppGroupID: 7, Name: "a", Relationship: "SELF", IDNumber: domain.Val("1")}, Meta{})
+	var v *domain.ValidationError
 	if !errors.As(err, &v) || !v.Has("id_number") {
 		t.Fatalf("id_number on upsert: %v", err)
 	}
@@ -294,7 +295,7 @@ func TestMemberUpsertMergesAndMovesDefault(t *testing.T) {
 	}
 	s.thenTypes("user.family_member.deleted")
 	_, err = s.users.DeleteMember(ctx, 1, 5, 60, Meta{})
-	s.thenError(err, ErrMemberNotFound)
+	s.thenError(err, domain.ErrMemberNotFound)
 }
 
 func TestAllocatorIDsAreUniqueAcrossAllocators(t *testing.T) {

@@ -3,22 +3,13 @@ package commands
 import (
 	"context"
 	"fmt"
-	"net/url"
 	"slices"
-	"strconv"
 	"time"
 
+	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/events/catalog"
 )
-
-// UserStream names the stream of one channel user and everything they own.
-func UserStream(openUserID int64) string { return "user-" + strconv.FormatInt(openUserID, 10) }
-
-// BindingStream names the uniqueness claim of (app_id, channel_user_id).
-func BindingStream(appID int64, channelUserID string) string {
-	return "channeluser-" + strconv.FormatInt(appID, 10) + "-" + url.PathEscape(channelUserID)
-}
 
 // userState is a channel user as decisions see it: built only from its stream.
 type userState struct {
@@ -118,12 +109,12 @@ func NewUsers(store events.Store, reg *events.Registry, ids *Allocator, now func
 // UserInput is the user object of a register call.
 type UserInput struct {
 	Name      string
-	Nickname  Field[string]
-	Gender    Field[string]
-	Avatar    Field[string]
-	Phone     Field[string]
-	Email     Field[string]
-	BirthDate Field[string]
+	Nickname  domain.Field[string]
+	Gender    domain.Field[string]
+	Avatar    domain.Field[string]
+	Phone     domain.Field[string]
+	Email     domain.Field[string]
+	BirthDate domain.Field[string]
 }
 
 // GroupInput is a family group as the partner writes it.
@@ -138,15 +129,15 @@ type MemberInput struct {
 	AppGroupID   int64
 	Name         string
 	Relationship string
-	Gender       Field[string]
-	BirthDate    Field[string]
-	Phone        Field[string]
-	IDType       Field[string]
-	IDNumber     Field[string]
-	Height       Field[int64]
-	Weight       Field[int64]
-	BloodType    Field[string]
-	IsDefault    Field[bool]
+	Gender       domain.Field[string]
+	BirthDate    domain.Field[string]
+	Phone        domain.Field[string]
+	IDType       domain.Field[string]
+	IDNumber     domain.Field[string]
+	Height       domain.Field[int64]
+	Weight       domain.Field[int64]
+	BloodType    domain.Field[string]
+	IsDefault    domain.Field[bool]
 }
 
 // Register is the one-step register-and-bind command.
@@ -188,7 +179,7 @@ func (u *Users) validateRegister(c Register) error {
 		r.maxLen("channel_user_id", c.ChannelUserID, 100)
 	}
 	profile := ProfilePatch{
-		Name: Val(c.User.Name), Nickname: c.User.Nickname, Gender: c.User.Gender, Avatar: c.User.Avatar,
+		Name: domain.Val(c.User.Name), Nickname: c.User.Nickname, Gender: c.User.Gender, Avatar: c.User.Avatar,
 		Phone: c.User.Phone, Email: c.User.Email, BirthDate: c.User.BirthDate,
 	}
 	r.profile("user.", profile)
@@ -222,7 +213,7 @@ func (u *Users) validateRegister(c Register) error {
 	}
 	for _, m := range c.Members {
 		if !seenGroups[m.AppGroupID] {
-			return fmt.Errorf("%w: %d", ErrInvalidAppGroupID, m.AppGroupID)
+			return fmt.Errorf("%w: %d", domain.ErrInvalidAppGroupID, m.AppGroupID)
 		}
 	}
 	return nil
@@ -289,13 +280,13 @@ func (r rules) member(prefix string, m MemberInput, onRegister bool) {
 
 // ProfilePatch is a PATCH of the user's basic information.
 type ProfilePatch struct {
-	Name      Field[string]
-	Nickname  Field[string]
-	Gender    Field[string]
-	Avatar    Field[string]
-	Phone     Field[string]
-	Email     Field[string]
-	BirthDate Field[string]
+	Name      domain.Field[string]
+	Nickname  domain.Field[string]
+	Gender    domain.Field[string]
+	Avatar    domain.Field[string]
+	Phone     domain.Field[string]
+	Email     domain.Field[string]
+	BirthDate domain.Field[string]
 }
 
 func (r rules) profile(prefix string, p ProfilePatch) {
@@ -326,7 +317,7 @@ func (r rules) profile(prefix string, p ProfilePatch) {
 func applyProfile(cur catalog.Profile, p ProfilePatch) (catalog.Profile, []string) {
 	next := cur
 	var changed []string
-	setStr := func(name string, f Field[string], dst **string) {
+	setStr := func(name string, f domain.Field[string], dst **string) {
 		if !f.Set {
 			return
 		}
@@ -371,7 +362,7 @@ func (u *Users) Register(ctx context.Context, c Register, meta Meta) (RegisterRe
 		return RegisterResult{}, err
 	}
 	meta.AppID = c.AppID
-	binding := BindingStream(c.AppID, c.ChannelUserID)
+	binding := domain.BindingStream(c.AppID, c.ChannelUserID)
 	for attempt := 0; attempt < maxAttempts; attempt++ {
 		var openUserID int64
 		if _, _, err := u.load(ctx, binding, func(env events.Envelope) {
@@ -396,7 +387,7 @@ func (u *Users) Register(ctx context.Context, c Register, meta Meta) (RegisterRe
 			openUserID = id
 		}
 		st := newUserState()
-		version, pos, err := u.load(ctx, UserStream(openUserID), st.apply)
+		version, pos, err := u.load(ctx, domain.UserStream(openUserID), st.apply)
 		if err != nil {
 			return RegisterResult{}, err
 		}
@@ -408,7 +399,7 @@ func (u *Users) Register(ctx context.Context, c Register, meta Meta) (RegisterRe
 		if err != nil {
 			return RegisterResult{}, err
 		}
-		res, err := u.append(ctx, UserStream(openUserID), version, meta, ps...)
+		res, err := u.append(ctx, domain.UserStream(openUserID), version, meta, ps...)
 		if events.IsConflict(err) {
 			continue
 		}
@@ -422,12 +413,12 @@ func (u *Users) Register(ctx context.Context, c Register, meta Meta) (RegisterRe
 		groups, members := created.mapping()
 		return RegisterResult{OpenUserID: openUserID, ChannelUserID: c.ChannelUserID, Created: true, Groups: groups, Members: members, Position: res.Position}, nil
 	}
-	return RegisterResult{}, ErrContention
+	return RegisterResult{}, domain.ErrContention
 }
 
 func (u *Users) decideRegister(ctx context.Context, openUserID int64, c Register) ([]events.Payload, error) {
 	profile, _ := applyProfile(catalog.Profile{Gender: "unknown"}, ProfilePatch{
-		Name: Val(c.User.Name), Nickname: c.User.Nickname, Gender: c.User.Gender, Avatar: c.User.Avatar,
+		Name: domain.Val(c.User.Name), Nickname: c.User.Nickname, Gender: c.User.Gender, Avatar: c.User.Avatar,
 		Phone: c.User.Phone, Email: c.User.Email, BirthDate: c.User.BirthDate,
 	})
 	ps := []events.Payload{catalog.UserRegistered{
@@ -486,13 +477,13 @@ func mergeMember(cur catalog.Member, in MemberInput, familyGroupID int64) (catal
 	}
 	str("name", &next.Name, in.Name)
 	str("relationship", &next.Relationship, in.Relationship)
-	optStr := func(name string, f Field[string], dst **string) {
+	optStr := func(name string, f domain.Field[string], dst **string) {
 		if f.Set && !equalPtr(*dst, f.Ptr()) {
 			*dst = f.Ptr()
 			changed = append(changed, name)
 		}
 	}
-	optInt := func(name string, f Field[int64], dst **int64) {
+	optInt := func(name string, f domain.Field[int64], dst **int64) {
 		if f.Set && !equalPtr(*dst, f.Ptr()) {
 			*dst = f.Ptr()
 			changed = append(changed, name)
@@ -520,12 +511,12 @@ func (u *Users) change(ctx context.Context, appID, openUserID int64, meta Meta, 
 	meta.AppID = appID
 	for attempt := 0; attempt < maxAttempts; attempt++ {
 		st := newUserState()
-		version, pos, err := u.load(ctx, UserStream(openUserID), st.apply)
+		version, pos, err := u.load(ctx, domain.UserStream(openUserID), st.apply)
 		if err != nil {
 			return events.Position{}, err
 		}
 		if !st.registered || st.appID != appID {
-			return events.Position{}, ErrUserNotFound
+			return events.Position{}, domain.ErrUserNotFound
 		}
 		ps, err := decide(st)
 		if err != nil {
@@ -534,7 +525,7 @@ func (u *Users) change(ctx context.Context, appID, openUserID int64, meta Meta, 
 		if len(ps) == 0 {
 			return pos, nil
 		}
-		res, err := u.append(ctx, UserStream(openUserID), version, meta, ps...)
+		res, err := u.append(ctx, domain.UserStream(openUserID), version, meta, ps...)
 		if events.IsConflict(err) {
 			continue
 		}
@@ -543,7 +534,7 @@ func (u *Users) change(ctx context.Context, appID, openUserID int64, meta Meta, 
 		}
 		return res.Position, nil
 	}
-	return events.Position{}, ErrContention
+	return events.Position{}, domain.ErrContention
 }
 
 // UpdateProfile applies a PATCH; only sent fields change.
@@ -604,7 +595,7 @@ func (u *Users) DissolveGroup(ctx context.Context, appID, openUserID, familyGrou
 	return u.change(ctx, appID, openUserID, meta, func(st *userState) ([]events.Payload, error) {
 		g, ok := st.groups[familyGroupID]
 		if !ok || g.dissolved {
-			return nil, ErrFamilyGroupNotFound
+			return nil, domain.ErrFamilyGroupNotFound
 		}
 		deleted := []int64{}
 		for id, m := range st.members {
@@ -639,7 +630,7 @@ func (u *Users) UpsertMember(ctx context.Context, appID, openUserID int64, in Me
 		out = MemberResult{AppUserID: in.AppUserID}
 		groupID, ok := st.activeGroups[in.AppGroupID]
 		if !ok {
-			return nil, ErrFamilyGroupNotFound
+			return nil, domain.ErrFamilyGroupNotFound
 		}
 		var ps []events.Payload
 		if id, ok := st.memberByApp[in.AppUserID]; ok {
@@ -682,7 +673,7 @@ func (u *Users) DeleteMember(ctx context.Context, appID, openUserID, memberID in
 	return u.change(ctx, appID, openUserID, meta, func(st *userState) ([]events.Payload, error) {
 		m, ok := st.members[memberID]
 		if !ok {
-			return nil, ErrMemberNotFound
+			return nil, domain.ErrMemberNotFound
 		}
 		return []events.Payload{catalog.FamilyMemberDeleted{ChannelUserID: st.channelUserID, OpenUserID: openUserID, MemberID: memberID, AppUserID: m.AppUserID, FamilyGroupID: m.FamilyGroupID}}, nil
 	})

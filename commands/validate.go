@@ -8,27 +8,9 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/healthtech/partner-open-platform/domain"
 )
-
-// Field is a value from a request that distinguishes "not sent" (Set false)
-// from "sent as null" (Null true), which PATCH and upserts need.
-type Field[T any] struct {
-	Set   bool
-	Null  bool
-	Value T
-}
-
-// Val returns a Field holding v, for callers and tests building commands.
-func Val[T any](v T) Field[T] { return Field[T]{Set: true, Value: v} }
-
-// Ptr returns nil for unsent or null fields, else a pointer to the value.
-func (f Field[T]) Ptr() *T {
-	if !f.Set || f.Null {
-		return nil
-	}
-	v := f.Value
-	return &v
-}
 
 var (
 	mobilePattern = regexp.MustCompile(`^1[3-9][0-9]{9}$`)
@@ -47,12 +29,12 @@ func set(vs ...string) map[string]bool {
 
 // rules checks field values against the spec, collecting every problem.
 type rules struct {
-	v     *ValidationError
+	v     *domain.ValidationError
 	today string // Y-m-d in the platform's time zone
 }
 
 func newRules(now time.Time, loc *time.Location) rules {
-	return rules{v: &ValidationError{}, today: now.In(loc).Format(time.DateOnly)}
+	return rules{v: &domain.ValidationError{}, today: now.In(loc).Format(time.DateOnly)}
 }
 
 func (r rules) required(field, s string) bool {

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/events/catalog"
 )
@@ -14,26 +15,6 @@ import (
 // Opener decrypts sealed secrets; the master-key sealer implements it.
 type Opener interface {
 	Open(sealed string) (string, error)
-}
-
-// App is a partner application as authentication and webhooks need it,
-// secrets included: this read model stays in memory and is never serialised.
-type App struct {
-	AppID         int64
-	Name          string
-	AppKey        string
-	AppSecret     string
-	WebhookSecret string
-	WebhookURL    string
-	WebhookEvents []string
-	Environment   string
-	Scopes        []string // none declared: every scope
-	// SandboxAppID and ProductionAppID link the two apps of one partner after review.
-	SandboxAppID    int64
-	ProductionAppID int64
-	Review          string // "", approved, rejected
-	CreatedAt       time.Time
-	UpdatedAt       time.Time
 }
 
 // Apps is the in-memory app directory every node keeps, in every mode:
@@ -44,7 +25,7 @@ type Apps struct {
 
 	mu        sync.RWMutex
 	pos       events.Position
-	byID      map[int64]*App
+	byID      map[int64]*domain.App
 	byKey     map[string]int64
 	tokens    map[string]token // by SHA-256 of the access token
 	issued    int              // tokens issued since the last prune
@@ -66,7 +47,7 @@ type Uploader struct {
 
 // NewApps builds an empty directory that opens secrets with opener.
 func NewApps(opener Opener) *Apps {
-	return &Apps{opener: opener, byID: map[int64]*App{}, byKey: map[string]int64{}, tokens: map[string]token{}, uploaders: map[string]Uploader{}}
+	return &Apps{opener: opener, byID: map[int64]*domain.App{}, byKey: map[string]int64{}, tokens: map[string]token{}, uploaders: map[string]Uploader{}}
 }
 
 // Name is the checkpoint name of the projection.
@@ -83,7 +64,7 @@ func (a *Apps) Checkpoint(context.Context) (events.Position, error) {
 func (a *Apps) Reset(context.Context) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.pos, a.byID, a.byKey, a.tokens, a.uploaders = events.Position{}, map[int64]*App{}, map[string]int64{}, map[string]token{}, map[string]Uploader{}
+	a.pos, a.byID, a.byKey, a.tokens, a.uploaders = events.Position{}, map[int64]*domain.App{}, map[string]int64{}, map[string]token{}, map[string]Uploader{}
 	return nil
 }
 
@@ -103,7 +84,7 @@ func (a *Apps) Apply(_ context.Context, batch []events.Envelope, pos events.Posi
 			if err != nil {
 				return fmt.Errorf("app %d: %w", p.AppID, err)
 			}
-			a.byID[p.AppID] = &App{
+			a.byID[p.AppID] = &domain.App{
 				AppID: p.AppID, Name: p.Name, AppKey: p.AppKey, AppSecret: secret, WebhookSecret: hook,
 				WebhookURL: p.WebhookURL, WebhookEvents: p.WebhookEvents, Environment: p.Environment,
 				Scopes: p.Scopes, SandboxAppID: p.SandboxAppID, CreatedAt: at, UpdatedAt: at,
@@ -161,36 +142,36 @@ func (a *Apps) Apply(_ context.Context, batch []events.Envelope, pos events.Posi
 }
 
 // ByID finds an app by its numeric id.
-func (a *Apps) ByID(id int64) (App, bool) {
+func (a *Apps) ByID(id int64) (domain.App, bool) {
 	a.mu.RLock()
 	defer a.mu.RUnlock()
 	app, ok := a.byID[id]
 	if !ok {
-		return App{}, false
+		return domain.App{}, false
 	}
 	return *app, true
 }
 
 // ByKey finds an app by its app key.
-func (a *Apps) ByKey(key string) (App, bool) {
+func (a *Apps) ByKey(key string) (domain.App, bool) {
 	a.mu.RLock()
 	id, ok := a.byKey[key]
 	a.mu.RUnlock()
 	if !ok {
-		return App{}, false
+		return domain.App{}, false
 	}
 	return a.ByID(id)
 }
 
 // List returns every app ordered by id.
-func (a *Apps) List() []App {
+func (a *Apps) List() []domain.App {
 	a.mu.RLock()
 	defer a.mu.RUnlock()
-	out := make([]App, 0, len(a.byID))
+	out := make([]domain.App, 0, len(a.byID))
 	for _, app := range a.byID {
 		out = append(out, *app)
 	}
-	slices.SortFunc(out, func(x, y App) int { return int(x.AppID - y.AppID) })
+	slices.SortFunc(out, func(x, y domain.App) int { return int(x.AppID - y.AppID) })
 	return out
 }
 

@@ -4,24 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/events"
-)
-
-// Delivery statuses, as partners and operators see them.
-const (
-	// DeliveryPending: created and due for its first attempt (or resent).
-	DeliveryPending = "pending"
-	// DeliveryRetrying: an attempt failed and another is scheduled.
-	DeliveryRetrying = "retrying"
-	// DeliveryDelivered: the receiver answered 2xx within the time limit.
-	DeliveryDelivered = "delivered"
-	// DeliveryAbandoned: retries exhausted, or the target was refused; only a resend restarts it.
-	DeliveryAbandoned = "abandoned"
-	// DeliveryDeadLetter: a plugin event that exhausted its retries.
-	DeliveryDeadLetter = "dead_letter"
-	// DeliverySkipped: the app had no webhook URL or no matching subscription
-	// when the event happened; the event is still in the app's feed.
-	DeliverySkipped = "skipped"
 )
 
 // Delivery is the read model of one webhook delivery and the feed entry of
@@ -55,16 +39,6 @@ type Attempt struct {
 	Outcome    string // delivered, retry, abandoned, dead_letter, refused
 }
 
-// DeliveryFilter selects deliveries for the delivery log; zero fields match all.
-type DeliveryFilter struct {
-	AppID     int64     // 0: every app (operators only)
-	Status    string    // one of the statuses
-	EventType string    // exact event type
-	From, To  time.Time // CreatedAt in [From, To)
-	After     events.Position
-	Limit     int
-}
-
 // DeliveryTx is the part of a read-model transaction the delivery projector writes.
 type DeliveryTx interface {
 	// PutDelivery inserts or replaces the delivery keyed by DeliveryID.
@@ -82,7 +56,7 @@ type DeliveryStore interface {
 	// Delivery returns one delivery with its attempts in order; appID 0 matches any app.
 	Delivery(ctx context.Context, appID int64, id string) (Delivery, []Attempt, error)
 	// Deliveries lists deliveries matching f ordered by Cursor, after f.After, at most f.Limit.
-	Deliveries(ctx context.Context, f DeliveryFilter) ([]Delivery, error)
+	Deliveries(ctx context.Context, f domain.DeliveryFilter) ([]Delivery, error)
 	// Due lists pending or retrying deliveries with NextAttemptAt <= now, earliest first.
 	Due(ctx context.Context, now time.Time, limit int) ([]Delivery, error)
 	// NextDue is the earliest NextAttemptAt of a pending or retrying delivery.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 
+	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/events/catalog"
 )
@@ -15,10 +16,10 @@ func applyDelivery(ctx context.Context, tx DeliveryTx, env events.Envelope) erro
 		d := Delivery{
 			DeliveryID: p.DeliveryID, AppID: p.AppID, EventType: p.Event, SourceEventID: p.SourceEventID,
 			SourcePosition: p.SourcePosition, Cursor: env.Position, Body: []byte(p.Body),
-			Status: DeliverySkipped, CreatedAt: at, UpdatedAt: at,
+			Status: domain.DeliverySkipped, CreatedAt: at, UpdatedAt: at,
 		}
 		if p.Deliver {
-			d.Status, d.NextAttemptAt = DeliveryPending, &at
+			d.Status, d.NextAttemptAt = domain.DeliveryPending, &at
 		}
 		return tx.PutDelivery(ctx, d)
 	case *catalog.DeliveryAttempted:
@@ -45,16 +46,7 @@ func applyDelivery(ctx context.Context, tx DeliveryTx, env events.Envelope) erro
 			next := p.NextAttemptAt.UTC()
 			d.NextAttemptAt = &next
 		}
-		switch p.Outcome {
-		case "delivered":
-			d.Status = DeliveryDelivered
-		case "retry":
-			d.Status = DeliveryRetrying
-		case "dead_letter":
-			d.Status = DeliveryDeadLetter
-		default:
-			d.Status = DeliveryAbandoned
-		}
+		d.Status = domain.DeliveryStatusAfter(p.Outcome)
 		return tx.PutDelivery(ctx, d)
 	case *catalog.DeliveryResendRequested:
 		d, err := tx.Delivery(ctx, p.DeliveryID)
@@ -62,7 +54,7 @@ func applyDelivery(ctx context.Context, tx DeliveryTx, env events.Envelope) erro
 			return err
 		}
 		next := p.At.UTC()
-		d.Status, d.NextAttemptAt, d.UpdatedAt = DeliveryPending, &next, at
+		d.Status, d.NextAttemptAt, d.UpdatedAt = domain.DeliveryPending, &next, at
 		return tx.PutDelivery(ctx, d)
 	}
 	return nil

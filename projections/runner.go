@@ -403,3 +403,20 @@ func (r *Runner) WaitReady(ctx context.Context) error {
 		}
 	}
 }
+
+// RunnerSet is a node's projections by name, for the admin rebuild route.
+type RunnerSet []*Runner
+
+// Rebuild resets the named projection and starts its replay; found is false
+// for an unknown name, progress is the projection's Stats.
+func (s RunnerSet) Rebuild(ctx context.Context, name string) (progress any, found bool, err error) {
+	for _, run := range s {
+		if run.Name() == name {
+			if err := run.Rebuild(ctx); err != nil {
+				return nil, true, err
+			}
+			return run.Stats(), true, nil
+		}
+	}
+	return nil, false, nil
+}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/julienschmidt/httprouter"
 
-	"github.com/healthtech/partner-open-platform/commands"
+	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/internal/httpapi"
 	"github.com/healthtech/partner-open-platform/projections"
 )
@@ -59,7 +59,7 @@ func (q *API) orderView(o projections.Order) map[string]any {
 func (q *API) orderByCode(w http.ResponseWriter, r *http.Request, appID int64, code string) error {
 	o, err := q.Orders.OrderByCode(r.Context(), appID, code)
 	if errors.Is(err, projections.ErrNotFound) {
-		return commands.ErrOrderNotFound
+		return domain.ErrOrderNotFound
 	}
 	if err != nil {
 		return err
@@ -71,7 +71,7 @@ func (q *API) orderByCode(w http.ResponseWriter, r *http.Request, appID int64, c
 func (q *API) orderDetail(w http.ResponseWriter, r *http.Request, _ httprouter.Params, appID int64) error {
 	code := r.URL.Query().Get("order_code")
 	if code == "" || len(code) > 100 {
-		v := &commands.ValidationError{}
+		v := &domain.ValidationError{}
 		v.Add("order_code", "is required, at most 100 characters")
 		return v
 	}
@@ -193,7 +193,7 @@ func (q *API) cardView(c projections.Card) map[string]any {
 func (q *API) card(w http.ResponseWriter, r *http.Request, issuer int64, number string) error {
 	c, err := q.Benefits.CardByNumber(r.Context(), issuer, number)
 	if errors.Is(err, projections.ErrNotFound) {
-		return commands.ErrCardNotFound
+		return domain.ErrCardNotFound
 	}
 	if err != nil {
 		return err
@@ -244,7 +244,7 @@ func (q *API) fulfillments(w http.ResponseWriter, r *http.Request, _ httprouter.
 			list = append(list, page...)
 		}
 	default:
-		v := &commands.ValidationError{}
+		v := &domain.ValidationError{}
 		v.Add("role", "must be provider or issuer")
 		return v
 	}

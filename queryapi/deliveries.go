@@ -8,10 +8,9 @@ import (
 
 	"github.com/julienschmidt/httprouter"
 
-	"github.com/healthtech/partner-open-platform/commands"
+	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/internal/httpapi"
 	"github.com/healthtech/partner-open-platform/projections"
-	"github.com/healthtech/partner-open-platform/webhooks"
 )
 
 // deliveryRoutes are the delivery log and feed routes.
@@ -75,7 +74,7 @@ func deliveryView(d projections.Delivery, withPayload bool) map[string]any {
 	return out
 }
 
-func (q *API) listDeliveries(w http.ResponseWriter, r *http.Request, f projections.DeliveryFilter) error {
+func (q *API) listDeliveries(w http.ResponseWriter, r *http.Request, f domain.DeliveryFilter) error {
 	list, err := q.Deliveries.Deliveries(r.Context(), f)
 	if err != nil {
 		return err
@@ -96,7 +95,7 @@ func (q *API) listDeliveries(w http.ResponseWriter, r *http.Request, f projectio
 func (q *API) showDelivery(w http.ResponseWriter, r *http.Request, appID int64, id string) error {
 	d, attempts, err := q.Deliveries.Delivery(r.Context(), appID, id)
 	if errors.Is(err, projections.ErrNotFound) {
-		return webhooks.ErrDeliveryNotFound
+		return domain.ErrDeliveryNotFound
 	}
 	if err != nil {
 		return err
@@ -145,7 +144,7 @@ func (q *API) partnerDelivery(w http.ResponseWriter, r *http.Request, ps httprou
 func (q *API) feed(w http.ResponseWriter, r *http.Request, _ httprouter.Params, appID int64) error {
 	after, ok := httpapi.ParseCursor(r.URL.Query().Get("after"))
 	if !ok {
-		v := &commands.ValidationError{}
+		v := &domain.ValidationError{}
 		v.Add("after", "must be a cursor returned by this API")
 		return v
 	}
@@ -153,7 +152,7 @@ func (q *API) feed(w http.ResponseWriter, r *http.Request, _ httprouter.Params, 
 	if err != nil {
 		return err
 	}
-	list, err := q.Deliveries.Deliveries(r.Context(), projections.DeliveryFilter{AppID: appID, After: after, Limit: int(limit)})
+	list, err := q.Deliveries.Deliveries(r.Context(), domain.DeliveryFilter{AppID: appID, After: after, Limit: int(limit)})
 	if err != nil {
 		return err
 	}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/julienschmidt/httprouter"
 
-	"github.com/healthtech/partner-open-platform/commands"
+	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/internal/auth"
 	"github.com/healthtech/partner-open-platform/internal/httpapi"
@@ -48,7 +48,6 @@ func (q *API) Routes() []httpapi.Route {
 		{Method: "GET", Path: "/admin/v1/history", Handle: q.admin(q.history)},
 		{Method: "GET", Path: "/admin/v1/events", Handle: q.admin(q.allEvents)},
 		{Method: "GET", Path: "/admin/v1/projections", Handle: q.admin(q.projections)},
-		{Method: "POST", Path: "/admin/v1/projections/:name/rebuild", Handle: q.admin(q.rebuild)},
 	}
 	routes = append(routes, q.commerceRoutes()...)
 	return append(routes, q.deliveryRoutes()...)
@@ -101,7 +100,7 @@ func (q *API) serveSnapshot(w http.ResponseWriter, r *http.Request, ps httproute
 	if s := query.Get("updated_after"); s != "" {
 		t, ok := httpapi.ParseTime(s, q.Location)
 		if !ok {
-			v := &commands.ValidationError{}
+			v := &domain.ValidationError{}
 			v.Add("updated_after", "must be an ISO 8601 date-time")
 			return v
 		}
@@ -121,7 +120,7 @@ func (q *API) serveSnapshot(w http.ResponseWriter, r *http.Request, ps httproute
 		u, err = q.Store.User(ctx, app.AppID, id)
 	}
 	if errors.Is(err, projections.ErrNotFound) {
-		return commands.ErrUserNotFound
+		return domain.ErrUserNotFound
 	}
 	if err != nil {
 		return err
@@ -167,7 +166,7 @@ func (q *API) renderSnapshot(u projections.User, groups []projections.Group, mem
 	return map[string]any{"user": user, "family_groups": gs, "family_members": ms}
 }
 
-func (q *API) appView(a projections.App) map[string]any {
+func (q *API) appView(a domain.App) map[string]any {
 	evs := a.WebhookEvents
 	if evs == nil {
 		evs = []string{}
@@ -201,7 +200,7 @@ func (q *API) getApp(w http.ResponseWriter, r *http.Request, ps httprouter.Param
 	}
 	a, ok := q.Apps.ByID(id)
 	if !ok {
-		httpapi.Error(w, r, commands.ErrAppNotFound)
+		httpapi.Error(w, r, domain.ErrAppNotFound)
 		return
 	}
 	httpapi.OK(w, http.StatusOK, q.appView(a))
@@ -241,7 +240,7 @@ func rawOrNull(b []byte) any {
 func (q *API) history(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	stream := r.URL.Query().Get("stream")
 	if stream == "" {
-		v := &commands.ValidationError{}
+		v := &domain.ValidationError{}
 		v.Add("stream", "is required")
 		httpapi.Error(w, r, v)
 		return
@@ -303,19 +302,4 @@ func (q *API) projections(w http.ResponseWriter, r *http.Request, _ httprouter.P
 		out = append(out, run.Stats())
 	}
 	httpapi.OK(w, http.StatusOK, map[string]any{"projections": out})
-}
-
-func (q *API) rebuild(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-	name := ps.ByName("name")
-	for _, run := range q.Runners {
-		if run.Name() == name {
-			if err := run.Rebuild(r.Context()); err != nil {
-				httpapi.Error(w, r, err)
-				return
-			}
-			httpapi.OK(w, http.StatusAccepted, run.Stats())
-			return
-		}
-	}
-	httpapi.Error(w, r, &httpapi.Problem{Status: http.StatusNotFound, Code: "PROJECTION_NOT_FOUND", Message: "no projection named " + name})
 }

@@ -11,7 +11,7 @@ import (
 
 	"github.com/julienschmidt/httprouter"
 
-	"github.com/healthtech/partner-open-platform/commands"
+	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/healthdata"
 	"github.com/healthtech/partner-open-platform/internal/auth"
@@ -20,9 +20,12 @@ import (
 	"github.com/healthtech/partner-open-platform/projections"
 )
 
-// ReportViews marks a report viewed on the owning app's first pull.
+// ReportViews records the owning app's first pull of a report (its
+// is_viewed mark, an audit fact): the query side's own port, so that it never
+// appends through the write side's commands. It returns the log position of
+// the mark, for read-your-writes.
 type ReportViews interface {
-	MarkViewed(ctx context.Context, appID, id int64, meta commands.Meta) (events.Position, error)
+	MarkViewed(ctx context.Context, appID, reportID int64, requestID string) (events.Position, error)
 }
 
 // Tokens resolves OAuth access tokens by their hash.
@@ -108,7 +111,7 @@ func (q *ReportAPI) servePull(w http.ResponseWriter, r *http.Request, ps httprou
 		return err
 	}
 	if !rep.IsViewed {
-		pos, err := q.Views.MarkViewed(r.Context(), app.AppID, id, commands.Meta{Actor: "app:" + strconv.FormatInt(app.AppID, 10), RequestID: w.Header().Get(httpapi.RequestIDHeader)})
+		pos, err := q.Views.MarkViewed(r.Context(), app.AppID, id, w.Header().Get(httpapi.RequestIDHeader))
 		if err != nil {
 			return err
 		}
@@ -139,7 +142,7 @@ func (q *ReportAPI) report(ctx context.Context, appID, id int64) (projections.Re
 	if !errors.Is(err, projections.ErrNotFound) {
 		return rep, err
 	}
-	recs, serr := q.Events.ReadStream(ctx, commands.ReportStream(id), 0, 1)
+	recs, serr := q.Events.ReadStream(ctx, domain.ReportStream(id), 0, 1)
 	if serr != nil || len(recs) == 0 {
 		return rep, errNoReport
 	}
@@ -176,7 +179,7 @@ func (q *ReportAPI) serveDaily(w http.ResponseWriter, r *http.Request) error {
 		return &httpapi.Problem{Status: http.StatusUnauthorized, Code: "MISSING_TOKEN", Message: "an OAuth 2.0 bearer token is required",
 			Headers: map[string]string{"WWW-Authenticate": `Bearer realm="platform"`}}
 	}
-	appID, scope, found := q.Tokens.Token(commands.HashToken(strings.TrimSpace(tok)), q.Now())
+	appID, scope, found := q.Tokens.Token(domain.HashToken(strings.TrimSpace(tok)), q.Now())
 	app, appFound := q.Apps.ByID(appID)
 	if !found || !appFound || scope != "daily_report" || !auth.SameSecret(app.AppKey, r.Header.Get("X-App-Key")) {
 		return bearerProblem("INVALID_TOKEN", "the token is unknown, expired, revoked, or not the X-App-Key app's")
@@ -185,7 +188,7 @@ func (q *ReportAPI) serveDaily(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	query := r.URL.Query()
-	v := &commands.ValidationError{}
+	v := &domain.ValidationError{}
 	date := query.Get("date")
 	if date == "" {
 		date = q.Now().In(q.Location).Format(time.DateOnly)
@@ -211,7 +214,7 @@ func (q *ReportAPI) serveDaily(w http.ResponseWriter, r *http.Request) error {
 		return verr
 	}
 	if errors.Is(err, projections.ErrNotFound) {
-		return commands.ErrUserNotFound
+		return domain.ErrUserNotFound
 	}
 	if err != nil {
 		return err

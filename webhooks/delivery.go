@@ -1,23 +1,16 @@
 package webhooks
 
 import (
-	"errors"
 	"time"
 
+	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/events/catalog"
-	"github.com/healthtech/partner-open-platform/projections"
 )
 
 // DefaultSchedule is the spec's retry schedule: about 1 min, 5 min, 30 min,
 // 2 h and 6 h after each failure; after the fifth retry fails, no more.
 var DefaultSchedule = []time.Duration{time.Minute, 5 * time.Minute, 30 * time.Minute, 2 * time.Hour, 6 * time.Hour}
-
-// ErrDeliveryNotFound is returned for a delivery that does not exist or belongs to another app.
-var ErrDeliveryNotFound = errors.New("delivery not found")
-
-// DeliveryStream names the stream of one delivery.
-func DeliveryStream(id string) string { return "delivery-" + id }
 
 // delivery is a delivery as decisions see it, built only from its stream.
 type delivery struct {
@@ -34,48 +27,25 @@ func (d *delivery) apply(env events.Envelope) {
 	switch p := env.Payload.(type) {
 	case *catalog.DeliveryCreated:
 		d.created, d.deadLetter = p, p.DeadLetter
-		d.status = projections.DeliverySkipped
+		d.status = domain.DeliverySkipped
 		if p.Deliver {
-			d.status, d.nextAt = projections.DeliveryPending, env.Metadata.OccurredAt
+			d.status, d.nextAt = domain.DeliveryPending, env.Metadata.OccurredAt
 		}
 	case *catalog.DeliveryAttempted:
 		d.attempts, d.round = p.Attempt, d.round+1
-		d.status = statusAfter(p.Outcome)
+		d.status = domain.DeliveryStatusAfter(p.Outcome)
 		d.nextAt = time.Time{}
 		if p.NextAttemptAt != nil {
 			d.nextAt = *p.NextAttemptAt
 		}
 	case *catalog.DeliveryResendRequested:
-		d.status, d.round, d.nextAt = projections.DeliveryPending, 0, p.At
+		d.status, d.round, d.nextAt = domain.DeliveryPending, 0, p.At
 	}
 }
-
-// statusAfter maps an attempt's outcome to the delivery's status.
-func statusAfter(outcome string) string {
-	switch outcome {
-	case OutcomeDelivered:
-		return projections.DeliveryDelivered
-	case OutcomeRetry:
-		return projections.DeliveryRetrying
-	case OutcomeDeadLetter:
-		return projections.DeliveryDeadLetter
-	default:
-		return projections.DeliveryAbandoned
-	}
-}
-
-// Attempt outcomes recorded in webhook.delivery.attempted.
-const (
-	OutcomeDelivered  = "delivered"
-	OutcomeRetry      = "retry"
-	OutcomeAbandoned  = "abandoned"
-	OutcomeDeadLetter = "dead_letter"
-	OutcomeRefused    = "refused"
-)
 
 // due reports whether the delivery should be attempted at now.
 func (d *delivery) due(now time.Time) bool {
-	return d.created != nil && (d.status == projections.DeliveryPending || d.status == projections.DeliveryRetrying) && !d.nextAt.After(now)
+	return d.created != nil && (d.status == domain.DeliveryPending || d.status == domain.DeliveryRetrying) && !d.nextAt.After(now)
 }
 
 // result is what one POST observed.
@@ -99,16 +69,16 @@ func decideAttempt(d *delivery, r result, schedule []time.Duration) catalog.Deli
 	}
 	switch {
 	case r.err == "" && r.statusCode >= 200 && r.statusCode < 300:
-		ev.Outcome = OutcomeDelivered
+		ev.Outcome = domain.OutcomeDelivered
 	case r.refused:
-		ev.Outcome = OutcomeRefused
+		ev.Outcome = domain.OutcomeRefused
 	case d.round < len(schedule):
 		next := r.at.Add(schedule[d.round]).UTC()
-		ev.Outcome, ev.NextAttemptAt = OutcomeRetry, &next
+		ev.Outcome, ev.NextAttemptAt = domain.OutcomeRetry, &next
 	case d.deadLetter:
-		ev.Outcome = OutcomeDeadLetter
+		ev.Outcome = domain.OutcomeDeadLetter
 	default:
-		ev.Outcome = OutcomeAbandoned
+		ev.Outcome = domain.OutcomeAbandoned
 	}
 	return ev
 }
@@ -116,9 +86,9 @@ func decideAttempt(d *delivery, r result, schedule []time.Duration) catalog.Deli
 // decideResend puts a delivery back in the queue unless it is already waiting for its first attempt.
 func decideResend(d *delivery, by string, now time.Time) (*catalog.DeliveryResendRequested, error) {
 	if d.created == nil {
-		return nil, ErrDeliveryNotFound
+		return nil, domain.ErrDeliveryNotFound
 	}
-	if d.status == projections.DeliveryPending {
+	if d.status == domain.DeliveryPending {
 		return nil, nil
 	}
 	return &catalog.DeliveryResendRequested{DeliveryID: d.created.DeliveryID, RequestedBy: by, At: now.UTC()}, nil

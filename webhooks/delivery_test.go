@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/events/catalog"
 )
@@ -61,12 +62,12 @@ func TestDecideAttemptFollowsTheSchedule(t *testing.T) {
 	d := created(false)
 	for i, wait := range DefaultSchedule {
 		ev := decideAttempt(d, fail, DefaultSchedule)
-		if ev.Outcome != OutcomeRetry || ev.Attempt != i+1 || !ev.NextAttemptAt.Equal(at.Add(wait)) {
+		if ev.Outcome != domain.OutcomeRetry || ev.Attempt != i+1 || !ev.NextAttemptAt.Equal(at.Add(wait)) {
 			t.Fatalf("failure %d: %+v", i+1, ev)
 		}
 		d.apply(events.Envelope{Payload: &ev})
 	}
-	if ev := decideAttempt(d, fail, DefaultSchedule); ev.Outcome != OutcomeAbandoned || ev.NextAttemptAt != nil || ev.Attempt != 6 {
+	if ev := decideAttempt(d, fail, DefaultSchedule); ev.Outcome != domain.OutcomeAbandoned || ev.NextAttemptAt != nil || ev.Attempt != 6 {
 		t.Fatalf("sixth failure: %+v", ev)
 	}
 	dl := created(true)
@@ -74,31 +75,31 @@ func TestDecideAttemptFollowsTheSchedule(t *testing.T) {
 		ev := decideAttempt(dl, fail, DefaultSchedule)
 		dl.apply(events.Envelope{Payload: &ev})
 	}
-	if ev := decideAttempt(dl, fail, DefaultSchedule); ev.Outcome != OutcomeDeadLetter {
+	if ev := decideAttempt(dl, fail, DefaultSchedule); ev.Outcome != domain.OutcomeDeadLetter {
 		t.Fatalf("plugin event after retries: %+v", ev)
 	}
 	for _, c := range []struct {
 		r    result
 		want string
 	}{
-		{result{at: at, statusCode: 204}, OutcomeDelivered},
-		{result{at: at, statusCode: 299}, OutcomeDelivered},
-		{result{at: at, statusCode: 302}, OutcomeRetry},
-		{result{at: at, err: "timeout"}, OutcomeRetry},
-		{result{at: at, err: "refused", refused: true}, OutcomeRefused},
+		{result{at: at, statusCode: 204}, domain.OutcomeDelivered},
+		{result{at: at, statusCode: 299}, domain.OutcomeDelivered},
+		{result{at: at, statusCode: 302}, domain.OutcomeRetry},
+		{result{at: at, err: "timeout"}, domain.OutcomeRetry},
+		{result{at: at, err: "refused", refused: true}, domain.OutcomeRefused},
 	} {
 		if ev := decideAttempt(created(false), c.r, DefaultSchedule); ev.Outcome != c.want {
 			t.Errorf("%+v: %s, want %s", c.r, ev.Outcome, c.want)
 		}
 	}
 	// A resend restarts the schedule.
-	d.apply(events.Envelope{Payload: &catalog.DeliveryAttempted{Attempt: 6, Outcome: OutcomeAbandoned}})
+	d.apply(events.Envelope{Payload: &catalog.DeliveryAttempted{Attempt: 6, Outcome: domain.OutcomeAbandoned}})
 	if ev, err := decideResend(d, "operator", at); err != nil || ev == nil {
 		t.Fatalf("resend: %v %v", ev, err)
 	} else {
 		d.apply(events.Envelope{Payload: ev})
 	}
-	if ev := decideAttempt(d, fail, DefaultSchedule); ev.Outcome != OutcomeRetry || ev.Attempt != 7 || !ev.NextAttemptAt.Equal(at.Add(time.Minute)) {
+	if ev := decideAttempt(d, fail, DefaultSchedule); ev.Outcome != domain.OutcomeRetry || ev.Attempt != 7 || !ev.NextAttemptAt.Equal(at.Add(time.Minute)) {
 		t.Fatalf("after resend: %+v", ev)
 	}
 }

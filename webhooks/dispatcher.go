@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/events/catalog"
 	"github.com/healthtech/partner-open-platform/projections"
@@ -47,7 +48,7 @@ func Sign(secret, timestamp string, body []byte) string {
 
 // Apps is the app directory the dispatcher reads URLs, subscriptions and secrets from.
 type Apps interface {
-	ByID(id int64) (projections.App, bool)
+	ByID(id int64) (domain.App, bool)
 }
 
 // Dispatcher creates deliveries from the log and sends them.
@@ -102,7 +103,7 @@ func (d *Dispatcher) Create(ctx context.Context, rec events.Recorded) error {
 	if err != nil {
 		return err
 	}
-	_, err = d.Store.Append(ctx, DeliveryStream(created.DeliveryID), events.NoStream(), ev)
+	_, err = d.Store.Append(ctx, domain.DeliveryStream(created.DeliveryID), events.NoStream(), ev)
 	if events.IsConflict(err) {
 		return nil
 	}
@@ -110,7 +111,7 @@ func (d *Dispatcher) Create(ctx context.Context, rec events.Recorded) error {
 }
 
 func (d *Dispatcher) load(ctx context.Context, id string) (*delivery, error) {
-	recs, err := d.Store.ReadStream(ctx, DeliveryStream(id), 0, 0)
+	recs, err := d.Store.ReadStream(ctx, domain.DeliveryStream(id), 0, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -124,7 +125,7 @@ func (d *Dispatcher) load(ctx context.Context, id string) (*delivery, error) {
 	}
 	del.version = uint64(len(recs))
 	if del.created == nil {
-		return nil, ErrDeliveryNotFound
+		return nil, domain.ErrDeliveryNotFound
 	}
 	return del, nil
 }
@@ -134,7 +135,7 @@ func (d *Dispatcher) append(ctx context.Context, del *delivery, p events.Payload
 	if err != nil {
 		return events.Position{}, err
 	}
-	res, err := d.Store.Append(ctx, DeliveryStream(del.created.DeliveryID), events.AfterVersion(del.version), ev)
+	res, err := d.Store.Append(ctx, domain.DeliveryStream(del.created.DeliveryID), events.AfterVersion(del.version), ev)
 	return res.Position, err
 }
 
@@ -226,7 +227,7 @@ func (d *Dispatcher) attempt(ctx context.Context, id string) {
 		log.Error("record attempt", "err", err)
 		return
 	}
-	if ev.Outcome != OutcomeDelivered {
+	if ev.Outcome != domain.OutcomeDelivered {
 		log.Warn("webhook attempt failed", "event", del.created.Event, "attempt", ev.Attempt, "outcome", ev.Outcome, "status", ev.StatusCode, "error", ev.Error)
 	}
 	if d.OnAttempt != nil {
@@ -282,7 +283,7 @@ func (d *Dispatcher) Resend(ctx context.Context, appID int64, id, by string) (ev
 			return events.Position{}, err
 		}
 		if appID != 0 && del.created.AppID != appID {
-			return events.Position{}, ErrDeliveryNotFound
+			return events.Position{}, domain.ErrDeliveryNotFound
 		}
 		ev, err := decideResend(del, by, d.Clock.Now())
 		if err != nil || ev == nil {
@@ -298,7 +299,7 @@ func (d *Dispatcher) Resend(ctx context.Context, appID int64, id, by string) (ev
 }
 
 // ResendMatching resends every delivery the filter selects and says how many it queued.
-func (d *Dispatcher) ResendMatching(ctx context.Context, f projections.DeliveryFilter, by string) (int, events.Position, error) {
+func (d *Dispatcher) ResendMatching(ctx context.Context, f domain.DeliveryFilter, by string) (int, events.Position, error) {
 	n := 0
 	var last events.Position
 	f.Limit = 500

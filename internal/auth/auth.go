@@ -12,9 +12,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/internal/httpapi"
 	"github.com/healthtech/partner-open-platform/internal/ratelimit"
-	"github.com/healthtech/partner-open-platform/projections"
 )
 
 // Window is how far a request's timestamp may be from the server's clock.
@@ -22,8 +22,8 @@ const Window = 300 * time.Second
 
 // Directory finds apps; the in-memory app projection implements it.
 type Directory interface {
-	ByID(id int64) (projections.App, bool)
-	ByKey(key string) (projections.App, bool)
+	ByID(id int64) (domain.App, bool)
+	ByKey(key string) (domain.App, bool)
 }
 
 // SchemeM verifies channel, order and verify-use calls: X-App-Id,
@@ -51,14 +51,14 @@ func SignM(appKey, timestamp, appSecret string, body []byte) string {
 // never saying which, so the answer teaches an attacker nothing; the reason
 // goes to the access log only. A source out of failure budget (see
 // Failures) gets HTTP_429 before anything is checked.
-func (s SchemeM) Verify(r *http.Request, body []byte) (projections.App, error) {
+func (s SchemeM) Verify(r *http.Request, body []byte) (domain.App, error) {
 	g := newGuard(r)
 	appID, err := strconv.ParseInt(strings.TrimSpace(r.Header.Get("X-App-Id")), 10, 64)
 	if err != nil || appID <= 0 {
 		appID = 0
 	}
 	g.note.AppID = appID
-	app, known := projections.App{}, false
+	app, known := domain.App{}, false
 	if appID != 0 {
 		app, known = s.Apps.ByID(appID)
 	}
@@ -67,7 +67,7 @@ func (s SchemeM) Verify(r *http.Request, body []byte) (projections.App, error) {
 	}
 	if wait, blocked := g.blocked(); blocked {
 		g.note.Reason = "too_many_failures"
-		return projections.App{}, throttled(wait, "HTTP_429")
+		return domain.App{}, throttled(wait, "HTTP_429")
 	}
 	ts := strings.TrimSpace(r.Header.Get("X-Timestamp"))
 	sigHeader := strings.TrimSpace(r.Header.Get("X-Signature"))
@@ -77,37 +77,37 @@ func (s SchemeM) Verify(r *http.Request, body []byte) (projections.App, error) {
 	switch {
 	case appID == 0:
 		g.fail(missingOr(r.Header.Get("X-App-Id"), "missing_app_id", "malformed_app_id"), attempt)
-		return projections.App{}, httpapi.ErrUnauthorized
+		return domain.App{}, httpapi.ErrUnauthorized
 	case ts == "":
 		g.fail("missing_timestamp", attempt)
-		return projections.App{}, httpapi.ErrUnauthorized
+		return domain.App{}, httpapi.ErrUnauthorized
 	case !FreshTimestamp(ts, s.Now()):
 		g.fail(timestampReason(ts), attempt)
-		return projections.App{}, httpapi.ErrUnauthorized
+		return domain.App{}, httpapi.ErrUnauthorized
 	case sigHeader == "":
 		g.fail("missing_signature", false)
-		return projections.App{}, httpapi.ErrUnauthorized
+		return domain.App{}, httpapi.ErrUnauthorized
 	}
 	got, err := hex.DecodeString(sigHeader)
 	if err != nil || len(got) != md5.Size {
 		g.fail("malformed_signature", true)
-		return projections.App{}, httpapi.ErrUnauthorized
+		return domain.App{}, httpapi.ErrUnauthorized
 	}
 	if !known {
 		g.fail("unknown_app", true)
-		return projections.App{}, httpapi.ErrUnauthorized
+		return domain.App{}, httpapi.ErrUnauthorized
 	}
 	want, _ := hex.DecodeString(SignM(app.AppKey, ts, app.AppSecret, body))
 	if subtle.ConstantTimeCompare(got, want) != 1 {
 		g.fail("bad_signature", true)
-		return projections.App{}, httpapi.ErrUnauthorized
+		return domain.App{}, httpapi.ErrUnauthorized
 	}
 	if err := Allowed(app, ScopeOf(r.URL.Path)); err != nil {
-		return projections.App{}, err
+		return domain.App{}, err
 	}
 	if s.Limiter != nil {
 		if d := s.Limiter.Allow(strconv.FormatInt(app.AppID, 10)); !d.Allowed {
-			return projections.App{}, &httpapi.Problem{Status: http.StatusTooManyRequests, Code: "HTTP_429",
+			return domain.App{}, &httpapi.Problem{Status: http.StatusTooManyRequests, Code: "HTTP_429",
 				Message: "request rate exceeded; slow down with exponential backoff",
 				Headers: map[string]string{
 					"Retry-After":           strconv.Itoa(int(math.Ceil(d.RetryAfter.Seconds()))),
@@ -181,7 +181,7 @@ func SameSecret(stored, presented string) bool {
 
 // Allowed refuses a route whose scope the app did not declare; an app that
 // declared no scopes may use every scope.
-func Allowed(app projections.App, scope string) error {
+func Allowed(app domain.App, scope string) error {
 	if len(app.Scopes) == 0 || scope == "" {
 		return nil
 	}

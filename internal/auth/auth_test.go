@@ -8,22 +8,22 @@ import (
 	"testing"
 	"time"
 
-	"github.com/healthtech/partner-open-platform/projections"
+	"github.com/healthtech/partner-open-platform/domain"
 )
 
-type dir map[int64]projections.App
+type dir map[int64]domain.App
 
-func (d dir) ByID(id int64) (projections.App, bool) { a, ok := d[id]; return a, ok }
-func (d dir) ByKey(k string) (projections.App, bool) {
+func (d dir) ByID(id int64) (domain.App, bool) { a, ok := d[id]; return a, ok }
+func (d dir) ByKey(k string) (domain.App, bool) {
 	for _, a := range d {
 		if a.AppKey == k {
 			return a, true
 		}
 	}
-	return projections.App{}, false
+	return domain.App{}, false
 }
 
-var testApp = projections.App{AppID: 7, AppKey: "ak_test", AppSecret: "as_secret"}
+var testApp = domain.App{AppID: 7, AppKey: "ak_test", AppSecret: "as_secret"}
 
 func scheme(now time.Time) SchemeM {
 	return SchemeM{Apps: dir{7: testApp}, Now: func() time.Time { return now }}

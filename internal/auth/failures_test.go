@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/internal/httpapi"
-	"github.com/healthtech/partner-open-platform/projections"
 )
 
 // verifyFrom runs SchemeM.Verify for a request from addr through f, and
@@ -47,7 +47,7 @@ func TestAddressBudgetSpansAppsAndRefills(t *testing.T) {
 	clock := func() time.Time { return now }
 	apps := dir{}
 	for id := int64(1); id <= 10; id++ {
-		apps[id] = projections.App{AppID: id, AppKey: "k" + strconv.FormatInt(id, 10), AppSecret: "s"}
+		apps[id] = domain.App{AppID: id, AppKey: "k" + strconv.FormatInt(id, 10), AppSecret: "s"}
 	}
 	s := SchemeM{Apps: apps, Now: clock}
 	f := NewFailures()

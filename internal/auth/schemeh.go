@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/internal/httpapi"
-	"github.com/healthtech/partner-open-platform/projections"
 )
 
 // Scheme H failures, with the spec's codes.
@@ -63,10 +63,10 @@ func requestURI(r *http.Request) string {
 // Verify returns the calling app or a scheme H problem; it consumes the
 // nonce. Why it refused goes to the access log only; a source out of
 // failure budget (see Failures) gets a codeless 429, like the pull's own.
-func (s SchemeH) Verify(r *http.Request, body []byte) (projections.App, error) {
+func (s SchemeH) Verify(r *http.Request, body []byte) (domain.App, error) {
 	g := newGuard(r)
 	key := strings.TrimSpace(r.Header.Get("X-App-Key"))
-	app, known := projections.App{}, false
+	app, known := domain.App{}, false
 	if key != "" {
 		app, known = s.Apps.ByKey(key)
 	}
@@ -75,47 +75,47 @@ func (s SchemeH) Verify(r *http.Request, body []byte) (projections.App, error) {
 	}
 	if wait, blocked := g.blocked(); blocked {
 		g.note.Reason = "too_many_failures"
-		return projections.App{}, throttled(wait, "")
+		return domain.App{}, throttled(wait, "")
 	}
 	sigHeader := strings.TrimSpace(r.Header.Get("X-Signature"))
 	attempt := sigHeader != ""
 	if key == "" {
 		g.fail("missing_app_key", attempt)
-		return projections.App{}, ErrMissingAppKey
+		return domain.App{}, ErrMissingAppKey
 	}
 	if !known {
 		// The unknown key is not logged: it may be a secret sent by mistake.
 		g.fail("unknown_app_key", attempt)
-		return projections.App{}, ErrMissingAppKey
+		return domain.App{}, ErrMissingAppKey
 	}
 	ts := strings.TrimSpace(r.Header.Get("X-Timestamp"))
 	now := s.Now()
 	if ts == "" {
 		g.fail("missing_timestamp", attempt)
-		return projections.App{}, ErrInvalidSignature
+		return domain.App{}, ErrInvalidSignature
 	}
 	if !FreshTimestamp(ts, now) {
 		g.fail(timestampReason(ts), attempt)
-		return projections.App{}, ErrInvalidSignature
+		return domain.App{}, ErrInvalidSignature
 	}
 	if sigHeader == "" {
 		g.fail("missing_signature", false)
-		return projections.App{}, ErrInvalidSignature
+		return domain.App{}, ErrInvalidSignature
 	}
 	got, err := hex.DecodeString(sigHeader)
 	if err != nil || len(got) != sha256.Size {
 		g.fail("malformed_signature", true)
-		return projections.App{}, ErrInvalidSignature
+		return domain.App{}, ErrInvalidSignature
 	}
 	nonce := r.Header.Get("X-Nonce")
 	if len(nonce) > 128 {
 		g.fail("nonce_too_long", true)
-		return projections.App{}, ErrInvalidSignature
+		return domain.App{}, ErrInvalidSignature
 	}
 	want, _ := hex.DecodeString(SignH(app.AppSecret, r.Method, requestURI(r), ts, nonce, body))
 	if !hmac.Equal(got, want) {
 		g.fail("bad_signature", true)
-		return projections.App{}, ErrInvalidSignature
+		return domain.App{}, ErrInvalidSignature
 	}
 	replayKey := "n:" + nonce
 	if nonce == "" {
@@ -124,11 +124,11 @@ func (s SchemeH) Verify(r *http.Request, body []byte) (projections.App, error) {
 	sec, _ := strconv.ParseInt(ts, 10, 64)
 	fresh, err := s.Nonces.Use(r.Context(), "h:"+strconv.FormatInt(app.AppID, 10), replayKey, time.Unix(sec, 0).Add(Window))
 	if err != nil {
-		return projections.App{}, err
+		return domain.App{}, err
 	}
 	if !fresh {
 		g.fail("replayed_nonce", true)
-		return projections.App{}, &httpapi.Problem{Status: http.StatusUnauthorized, Code: "INVALID_SIGNATURE", Message: "nonce already used (replayed request)"}
+		return domain.App{}, &httpapi.Problem{Status: http.StatusUnauthorized, Code: "INVALID_SIGNATURE", Message: "nonce already used (replayed request)"}
 	}
 	return app, Allowed(app, ScopeOf(r.URL.Path))
 }

@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/healthtech/partner-open-platform/commands"
+	"github.com/healthtech/partner-open-platform/domain"
 )
 
 // MaxBody is the largest request body any route accepts.
@@ -40,7 +40,7 @@ func ReadBody(r *http.Request) ([]byte, error) {
 type Object struct {
 	fields map[string]json.RawMessage
 	prefix string
-	errs   *commands.ValidationError
+	errs   *domain.ValidationError
 }
 
 // ParseObject decodes body as one JSON object; anything else is ErrMalformed.
@@ -51,10 +51,10 @@ func ParseObject(body []byte) (*Object, error) {
 	if err := checkStrict(body); err != nil {
 		return nil, err
 	}
-	return parseObject(body, "", &commands.ValidationError{})
+	return parseObject(body, "", &domain.ValidationError{})
 }
 
-func parseObject(raw []byte, prefix string, errs *commands.ValidationError) (*Object, error) {
+func parseObject(raw []byte, prefix string, errs *domain.ValidationError) (*Object, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	var fields map[string]json.RawMessage
 	if err := dec.Decode(&fields); err != nil || fields == nil {
@@ -77,67 +77,67 @@ func (o *Object) bad(name, msg string) { o.errs.Add(o.prefix+name, msg) }
 func isNull(raw json.RawMessage) bool { return string(bytes.TrimSpace(raw)) == "null" }
 
 // String reads an optional string field.
-func (o *Object) String(name string) commands.Field[string] {
+func (o *Object) String(name string) domain.Field[string] {
 	raw, ok := o.fields[name]
 	if !ok {
-		return commands.Field[string]{}
+		return domain.Field[string]{}
 	}
 	if isNull(raw) {
-		return commands.Field[string]{Set: true, Null: true}
+		return domain.Field[string]{Set: true, Null: true}
 	}
 	var s string
 	if err := json.Unmarshal(raw, &s); err != nil {
 		o.bad(name, "must be a string")
-		return commands.Field[string]{}
+		return domain.Field[string]{}
 	}
 	if msg := checkText(raw, s); msg != "" {
 		o.bad(name, msg)
-		return commands.Field[string]{}
+		return domain.Field[string]{}
 	}
-	return commands.Val(s)
+	return domain.Val(s)
 }
 
 // Int reads an optional integer field; fractions and out-of-range numbers are errors.
-func (o *Object) Int(name string) commands.Field[int64] {
+func (o *Object) Int(name string) domain.Field[int64] {
 	raw, ok := o.fields[name]
 	if !ok {
-		return commands.Field[int64]{}
+		return domain.Field[int64]{}
 	}
 	if isNull(raw) {
-		return commands.Field[int64]{Set: true, Null: true}
+		return domain.Field[int64]{Set: true, Null: true}
 	}
 	var n json.Number
 	if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] == '"' || json.Unmarshal(t, &n) != nil {
 		o.bad(name, "must be an integer")
-		return commands.Field[int64]{}
+		return domain.Field[int64]{}
 	}
 	i, err := strconv.ParseInt(n.String(), 10, 64)
 	if err != nil {
 		f, ferr := strconv.ParseFloat(n.String(), 64)
 		if ferr != nil || f != math.Trunc(f) || math.Abs(f) > 1<<53 {
 			o.bad(name, "must be an integer")
-			return commands.Field[int64]{}
+			return domain.Field[int64]{}
 		}
 		i = int64(f)
 	}
-	return commands.Val(i)
+	return domain.Val(i)
 }
 
 // Bool reads an optional boolean field.
-func (o *Object) Bool(name string) commands.Field[bool] {
+func (o *Object) Bool(name string) domain.Field[bool] {
 	raw, ok := o.fields[name]
 	if !ok {
-		return commands.Field[bool]{}
+		return domain.Field[bool]{}
 	}
 	if isNull(raw) {
-		return commands.Field[bool]{Set: true, Null: true}
+		return domain.Field[bool]{Set: true, Null: true}
 	}
 	var b bool
 	if err := json.Unmarshal(raw, &b); err != nil {
 		o.bad(name, "must be a boolean")
-		return commands.Field[bool]{}
+		return domain.Field[bool]{}
 	}
-	return commands.Val(b)
+	return domain.Val(b)
 }
 
 // Strings reads an optional array of strings.
@@ -252,29 +252,29 @@ func (o *Object) Array(name string, max int) []*Object {
 }
 
 // Raw reads a field's JSON exactly as sent (for raw_data); null is Null.
-func (o *Object) Raw(name string) commands.Field[json.RawMessage] {
+func (o *Object) Raw(name string) domain.Field[json.RawMessage] {
 	raw, ok := o.fields[name]
 	if !ok {
-		return commands.Field[json.RawMessage]{}
+		return domain.Field[json.RawMessage]{}
 	}
 	if isNull(raw) {
-		return commands.Field[json.RawMessage]{Set: true, Null: true}
+		return domain.Field[json.RawMessage]{Set: true, Null: true}
 	}
-	return commands.Val(json.RawMessage(bytes.TrimSpace(raw)))
+	return domain.Val(json.RawMessage(bytes.TrimSpace(raw)))
 }
 
 // Time reads an ISO 8601 date-time; without an offset it is in loc.
-func (o *Object) Time(name string, loc *time.Location) commands.Field[time.Time] {
+func (o *Object) Time(name string, loc *time.Location) domain.Field[time.Time] {
 	f := o.String(name)
 	if !f.Set || f.Null {
-		return commands.Field[time.Time]{Set: f.Set, Null: f.Null}
+		return domain.Field[time.Time]{Set: f.Set, Null: f.Null}
 	}
 	t, ok := ParseTime(f.Value, loc)
 	if !ok {
 		o.bad(name, "must be an ISO 8601 date-time")
-		return commands.Field[time.Time]{}
+		return domain.Field[time.Time]{}
 	}
-	return commands.Val(t)
+	return domain.Val(t)
 }
 
 // Ints reads an optional array of integers.

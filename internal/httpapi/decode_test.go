@@ -7,7 +7,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/healthtech/partner-open-platform/commands"
+	"github.com/healthtech/partner-open-platform/domain"
 )
 
 func TestObjectCollectsTypeErrorsByPath(t *testing.T) {
@@ -23,7 +23,7 @@ func TestObjectCollectsTypeErrorsByPath(t *testing.T) {
 		it.Int("id")
 	}
 	o.RequiredString("missing")
-	var v *commands.ValidationError
+	var v *domain.ValidationError
 	if !errors.As(o.Err(), &v) {
 		t.Fatalf("err %v", o.Err())
 	}
@@ -59,7 +59,7 @@ func FuzzParseObject(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		o, err := ParseObject(body)
 		if err != nil {
-			var v *commands.ValidationError
+			var v *domain.ValidationError
 			if !errors.Is(err, ErrMalformed) && !errors.As(err, &v) {
 				t.Fatalf("unexpected error %v", err)
 			}
@@ -115,7 +115,7 @@ func TestStrictBodies(t *testing.T) {
 				}
 				return
 			}
-			var v *commands.ValidationError
+			var v *domain.ValidationError
 			if !errors.As(err, &v) || !v.Has(c.field) {
 				t.Fatalf("err = %v, want a validation error on %s", err, c.field)
 			}
@@ -140,7 +140,7 @@ func TestStringsRefuseNULAndLoneSurrogates(t *testing.T) {
 	if got := o.String("plane").Value; got != "\u4e2d\U0001F600\uffff" {
 		t.Errorf("plane = %q", got)
 	}
-	var v *commands.ValidationError
+	var v *domain.ValidationError
 	if !errors.As(o.Err(), &v) {
 		t.Fatal(o.Err())
 	}
@@ -166,7 +166,7 @@ func TestArraysAreCapped(t *testing.T) {
 	if got := o.Array("few", 100); len(got) != 2 {
 		t.Fatalf("few = %d", len(got))
 	}
-	var v *commands.ValidationError
+	var v *domain.ValidationError
 	if !errors.As(o.Err(), &v) || !v.Has("groups") {
 		t.Fatalf("err = %v", o.Err())
 	}

@@ -11,8 +11,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/healthtech/partner-open-platform/commands"
-	"github.com/healthtech/partner-open-platform/webhooks"
+	"github.com/healthtech/partner-open-platform/domain"
 )
 
 // Envelope is the spec's common response body.
@@ -107,40 +106,40 @@ var codes = []struct {
 	code    string
 	message string
 }{
-	{commands.ErrUserNotFound, http.StatusNotFound, "USER_NOT_FOUND", "user not found"},
-	{commands.ErrFamilyGroupNotFound, http.StatusNotFound, "FAMILY_GROUP_NOT_FOUND", "family group not found"},
-	{commands.ErrMemberNotFound, http.StatusNotFound, "FAMILY_MEMBER_NOT_FOUND", "family member not found"},
-	{commands.ErrInvalidAppGroupID, http.StatusUnprocessableEntity, "INVALID_APP_GROUP_ID", "a family member refers to an app_group_id that is not in family_groups"},
-	{commands.ErrAppNotFound, http.StatusNotFound, "APP_NOT_FOUND", "app not found"},
-	{webhooks.ErrDeliveryNotFound, http.StatusNotFound, "DELIVERY_NOT_FOUND", "delivery not found"},
-	{commands.ErrUserNotBound, http.StatusUnprocessableEntity, "USER_NOT_BOUND", "the user is not bound to an app; register the user through the channel-user API first"},
-	{commands.ErrReportNotFound, http.StatusNotFound, "REPORT_NOT_FOUND", "report not found"},
-	{commands.ErrDuplicateReportKey, http.StatusConflict, "DUPLICATE_REQUEST_REPORT_ID", "request_report_id was already used for a different user's report"},
-	{commands.ErrNonceUsed, http.StatusUnauthorized, "NONCE_ALREADY_USED", "this launch nonce was already used; build new launch parameters"},
-	{commands.ErrPluginAuth, http.StatusUnauthorized, "INVALID_SIGNATURE", "launch parameters failed verification (app key, timestamp, nonce, sign or userProfile)"},
-	{commands.ErrSessionNotFound, http.StatusNotFound, "SESSION_NOT_FOUND", "measurement session not found"},
-	{commands.ErrSessionExpired, http.StatusGone, "SESSION_EXPIRED", "measurement session expired; launch the plugin again"},
-	{commands.ErrSandboxOnly, http.StatusForbidden, "SANDBOX_ONLY", "this route is only for sandbox apps"},
-	{commands.ErrGoodsNotFound, http.StatusNotFound, "GOODS_NOT_FOUND", "goods_code unknown (or withdrawn from sale)"},
-	{commands.ErrGoodsCodeTaken, http.StatusConflict, "GOODS_CODE_EXISTS", "goods_code already exists"},
-	{commands.ErrOrderNotFound, http.StatusNotFound, "ORDER_NOT_FOUND", "order not found"},
-	{commands.ErrDuplicateThirdOrder, http.StatusConflict, "DUPLICATE_THIRD_ORDER_ID", "third_order_id was already used for a different order"},
-	{commands.ErrIllegalTransition, http.StatusConflict, "ILLEGAL_TRANSITION", "the order's state does not allow this"},
-	{commands.ErrShipmentDoesNotMatch, http.StatusUnprocessableEntity, "SHIPMENT_MISMATCH", "the shipment does not match the order's items"},
-	{commands.ErrCardNotFound, http.StatusNotFound, "CARD_NOT_FOUND", "card (or the benefit item on it) not found"},
-	{commands.ErrCardExpired, http.StatusUnprocessableEntity, "CARD_EXPIRED", "card expired"},
-	{commands.ErrBenefitItemInactive, http.StatusUnprocessableEntity, "BENEFIT_ITEM_INACTIVE", "benefit item suspended or not activated"},
-	{commands.ErrNoRemainingQuota, http.StatusUnprocessableEntity, "NO_REMAINING_QUOTA", "remaining quantity too low"},
-	{commands.ErrProviderUnauthorized, http.StatusForbidden, "SERVICE_PROVIDER_UNAUTHORIZED", "the service provider may not do this"},
-	{commands.ErrDuplicateFulfillment, http.StatusUnprocessableEntity, "DUPLICATE_FULFILLMENT", "this benefit was just verified; wait for the cooldown"},
-	{commands.ErrBenefitItemNotFound, http.StatusNotFound, "BENEFIT_ITEM_NOT_FOUND", "benefit item not found"},
-	{commands.ErrProviderNotFound, http.StatusNotFound, "PROVIDER_NOT_FOUND", "service provider not found"},
-	{commands.ErrCardNumberTaken, http.StatusConflict, "CARD_NUMBER_EXISTS", "card number already issued"},
-	{commands.ErrFulfillmentNotFound, http.StatusNotFound, "FULFILLMENT_NOT_FOUND", "fulfillment record not found"},
-	{commands.ErrAlreadyRated, http.StatusConflict, "ALREADY_RATED", "this fulfillment was already rated"},
-	{commands.ErrProviderAlreadyReview, http.StatusConflict, "ALREADY_REVIEWED", "already reviewed"},
-	{commands.ErrAppReviewed, http.StatusConflict, "ALREADY_REVIEWED", "only a sandbox app awaiting review can be reviewed"},
-	{commands.ErrContention, http.StatusConflict, "CONCURRENT_MODIFICATION", "the resource changed concurrently; retry the request"},
+	{domain.ErrUserNotFound, http.StatusNotFound, "USER_NOT_FOUND", "user not found"},
+	{domain.ErrFamilyGroupNotFound, http.StatusNotFound, "FAMILY_GROUP_NOT_FOUND", "family group not found"},
+	{domain.ErrMemberNotFound, http.StatusNotFound, "FAMILY_MEMBER_NOT_FOUND", "family member not found"},
+	{domain.ErrInvalidAppGroupID, http.StatusUnprocessableEntity, "INVALID_APP_GROUP_ID", "a family member refers to an app_group_id that is not in family_groups"},
+	{domain.ErrAppNotFound, http.StatusNotFound, "APP_NOT_FOUND", "app not found"},
+	{domain.ErrDeliveryNotFound, http.StatusNotFound, "DELIVERY_NOT_FOUND", "delivery not found"},
+	{domain.ErrUserNotBound, http.StatusUnprocessableEntity, "USER_NOT_BOUND", "the user is not bound to an app; register the user through the channel-user API first"},
+	{domain.ErrReportNotFound, http.StatusNotFound, "REPORT_NOT_FOUND", "report not found"},
+	{domain.ErrDuplicateReportKey, http.StatusConflict, "DUPLICATE_REQUEST_REPORT_ID", "request_report_id was already used for a different user's report"},
+	{domain.ErrNonceUsed, http.StatusUnauthorized, "NONCE_ALREADY_USED", "this launch nonce was already used; build new launch parameters"},
+	{domain.ErrPluginAuth, http.StatusUnauthorized, "INVALID_SIGNATURE", "launch parameters failed verification (app key, timestamp, nonce, sign or userProfile)"},
+	{domain.ErrSessionNotFound, http.StatusNotFound, "SESSION_NOT_FOUND", "measurement session not found"},
+	{domain.ErrSessionExpired, http.StatusGone, "SESSION_EXPIRED", "measurement session expired; launch the plugin again"},
+	{domain.ErrSandboxOnly, http.StatusForbidden, "SANDBOX_ONLY", "this route is only for sandbox apps"},
+	{domain.ErrGoodsNotFound, http.StatusNotFound, "GOODS_NOT_FOUND", "goods_code unknown (or withdrawn from sale)"},
+	{domain.ErrGoodsCodeTaken, http.StatusConflict, "GOODS_CODE_EXISTS", "goods_code already exists"},
+	{domain.ErrOrderNotFound, http.StatusNotFound, "ORDER_NOT_FOUND", "order not found"},
+	{domain.ErrDuplicateThirdOrder, http.StatusConflict, "DUPLICATE_THIRD_ORDER_ID", "third_order_id was already used for a different order"},
+	{domain.ErrIllegalTransition, http.StatusConflict, "ILLEGAL_TRANSITION", "the order's state does not allow this"},
+	{domain.ErrShipmentDoesNotMatch, http.StatusUnprocessableEntity, "SHIPMENT_MISMATCH", "the shipment does not match the order's items"},
+	{domain.ErrCardNotFound, http.StatusNotFound, "CARD_NOT_FOUND", "card (or the benefit item on it) not found"},
+	{domain.ErrCardExpired, http.StatusUnprocessableEntity, "CARD_EXPIRED", "card expired"},
+	{domain.ErrBenefitItemInactive, http.StatusUnprocessableEntity, "BENEFIT_ITEM_INACTIVE", "benefit item suspended or not activated"},
+	{domain.ErrNoRemainingQuota, http.StatusUnprocessableEntity, "NO_REMAINING_QUOTA", "remaining quantity too low"},
+	{domain.ErrProviderUnauthorized, http.StatusForbidden, "SERVICE_PROVIDER_UNAUTHORIZED", "the service provider may not do this"},
+	{domain.ErrDuplicateFulfillment, http.StatusUnprocessableEntity, "DUPLICATE_FULFILLMENT", "this benefit was just verified; wait for the cooldown"},
+	{domain.ErrBenefitItemNotFound, http.StatusNotFound, "BENEFIT_ITEM_NOT_FOUND", "benefit item not found"},
+	{domain.ErrProviderNotFound, http.StatusNotFound, "PROVIDER_NOT_FOUND", "service provider not found"},
+	{domain.ErrCardNumberTaken, http.StatusConflict, "CARD_NUMBER_EXISTS", "card number already issued"},
+	{domain.ErrFulfillmentNotFound, http.StatusNotFound, "FULFILLMENT_NOT_FOUND", "fulfillment record not found"},
+	{domain.ErrAlreadyRated, http.StatusConflict, "ALREADY_RATED", "this fulfillment was already rated"},
+	{domain.ErrProviderAlreadyReview, http.StatusConflict, "ALREADY_REVIEWED", "already reviewed"},
+	{domain.ErrAppReviewed, http.StatusConflict, "ALREADY_REVIEWED", "only a sandbox app awaiting review can be reviewed"},
+	{domain.ErrContention, http.StatusConflict, "CONCURRENT_MODIFICATION", "the resource changed concurrently; retry the request"},
 	{context.DeadlineExceeded, http.StatusServiceUnavailable, "HTTP_503", "the platform is busy; retry shortly"},
 }
 
@@ -155,7 +154,7 @@ func Error(w http.ResponseWriter, r *http.Request, err error) {
 		Fail(w, p.Status, p.Code, p.Message)
 		return
 	}
-	var v *commands.ValidationError
+	var v *domain.ValidationError
 	if errors.As(err, &v) {
 		WriteJSON(w, http.StatusUnprocessableEntity, Envelope{
 			Code: "VALIDATION_ERROR", Message: "one or more fields are invalid", Errors: v.Fields, Timestamp: Clock().Format(time.RFC3339),

@@ -9,9 +9,8 @@ import (
 
 	"github.com/julienschmidt/httprouter"
 
-	"github.com/healthtech/partner-open-platform/commands"
+	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/events"
-	"github.com/healthtech/partner-open-platform/projections"
 )
 
 // Route is one endpoint for the node's router.
@@ -24,7 +23,7 @@ type Route struct {
 func PathID(ps httprouter.Params, name string, allowZero bool) (int64, error) {
 	n, err := strconv.ParseInt(ps.ByName(name), 10, 64)
 	if err != nil || n < 0 || (n == 0 && !allowZero) || n >= 1<<53 {
-		v := &commands.ValidationError{}
+		v := &domain.ValidationError{}
 		v.Add(name, "must be a positive integer")
 		return 0, v
 	}
@@ -56,7 +55,7 @@ func IntParam(r *http.Request, name string, def, max int64) (int64, error) {
 		if max > 0 {
 			msg += " up to " + strconv.FormatInt(max, 10)
 		}
-		v := &commands.ValidationError{}
+		v := &domain.ValidationError{}
 		v.Add(name, msg)
 		return 0, v
 	}
@@ -81,13 +80,13 @@ func ParseCursor(s string) (events.Position, bool) {
 }
 
 // DeliveryFilter reads the delivery-log query parameters shared by operators and partners.
-func DeliveryFilter(r *http.Request, loc *time.Location) (projections.DeliveryFilter, error) {
+func DeliveryFilter(r *http.Request, loc *time.Location) (domain.DeliveryFilter, error) {
 	q := r.URL.Query()
-	v := &commands.ValidationError{}
-	f := projections.DeliveryFilter{Status: q.Get("status"), EventType: q.Get("event")}
+	v := &domain.ValidationError{}
+	f := domain.DeliveryFilter{Status: q.Get("status"), EventType: q.Get("event")}
 	switch f.Status {
-	case "", projections.DeliveryPending, projections.DeliveryRetrying, projections.DeliveryDelivered,
-		projections.DeliveryAbandoned, projections.DeliveryDeadLetter, projections.DeliverySkipped:
+	case "", domain.DeliveryPending, domain.DeliveryRetrying, domain.DeliveryDelivered,
+		domain.DeliveryAbandoned, domain.DeliveryDeadLetter, domain.DeliverySkipped:
 	default:
 		v.Add("status", "must be one of pending, retrying, delivered, abandoned, dead_letter, skipped")
 	}
@@ -127,7 +126,7 @@ func DeliveryFilter(r *http.Request, loc *time.Location) (projections.DeliveryFi
 func Limit(r *http.Request, def, max int64) (int64, error) {
 	n, err := IntParam(r, "limit", def, max)
 	if err == nil && n == 0 {
-		v := &commands.ValidationError{}
+		v := &domain.ValidationError{}
 		v.Add("limit", "must be between 1 and "+strconv.FormatInt(max, 10))
 		return 0, v
 	}

@@ -8,7 +8,7 @@ import (
 	"io"
 	"unicode/utf8"
 
-	"github.com/healthtech/partner-open-platform/commands"
+	"github.com/healthtech/partner-open-platform/domain"
 )
 
 // MaxDepth is the deepest nesting of objects and arrays a body may have
@@ -47,7 +47,7 @@ func checkStrict(body []byte) error {
 		if path == "" {
 			path = "body"
 		}
-		v := &commands.ValidationError{}
+		v := &domain.ValidationError{}
 		v.Add(path, msg)
 		return v
 	}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/healthtech/partner-open-platform/commandapi"
 	"github.com/healthtech/partner-open-platform/commands"
+	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/events/bolt"
 	"github.com/healthtech/partner-open-platform/events/catalog"
@@ -244,6 +245,7 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		Orders:        commands.NewOrders(n.Events, n.Registry, ids, cfg.Now),
 		Benefits:      commands.NewBenefits(n.Events, n.Registry, ids, cfg.Now, max(cfg.VerifyCooldown, 0), providerDirectory{n.ReadModel, modelsRunner, n.head}),
 		InternalToken: n.InternalToken,
+		Projections:   projections.RunnerSet(n.Runners),
 	}
 	qAPI := &queryapi.API{
 		Store: n.ReadModel, Apps: n.Apps, Events: n.Events, Runners: n.Runners,
@@ -252,8 +254,8 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 	}
 	reportAPI := &queryapi.ReportAPI{
 		Reports: n.ReadModel, Users: n.ReadModel, Events: n.Events, Runner: modelsRunner, SchemeH: schemeH,
-		Limiter: ratelimit.New(cfg.ReportPullLimit, time.Minute), Views: reports, Tokens: n.Apps, Apps: n.Apps,
-		Location: n.Location, Now: cfg.Now, Watermarks: marks,
+		Limiter: ratelimit.New(cfg.ReportPullLimit, time.Minute), Tokens: n.Apps, Apps: n.Apps,
+		Location: n.Location, Now: cfg.Now, Watermarks: marks, Views: reports,
 	}
 	routes := append(cmdAPI.Routes(), qAPI.Routes()...)
 	n.Handler = n.router(append(routes, reportAPI.Routes()...))
@@ -569,7 +571,7 @@ func (d readyDirectory) wait() bool {
 	return d.runner.WaitReady(ctx) == nil
 }
 
-func (d readyDirectory) ByID(id int64) (projections.App, bool) {
+func (d readyDirectory) ByID(id int64) (domain.App, bool) {
 	a, ok := d.apps.ByID(id)
 	if !ok && d.wait() {
 		a, ok = d.apps.ByID(id)
@@ -577,7 +579,7 @@ func (d readyDirectory) ByID(id int64) (projections.App, bool) {
 	return a, ok
 }
 
-func (d readyDirectory) ByKey(key string) (projections.App, bool) {
+func (d readyDirectory) ByKey(key string) (domain.App, bool) {
 	a, ok := d.apps.ByKey(key)
 	if !ok && d.wait() {
 		a, ok = d.apps.ByKey(key)

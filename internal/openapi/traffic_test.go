@@ -126,7 +126,7 @@ func server(t *testing.T, clock *offsetClock) *httptest.Server {
 		Credentials: commands.NewCredentialIssuer(store, reg, ids, time.Now), UploaderDirectory: apps,
 		Orders:        commands.NewOrders(store, reg, ids, time.Now),
 		Benefits:      commands.NewBenefits(store, reg, ids, clock.now, 10*time.Second, providers{readModel}),
-		InternalToken: internalToken,
+		InternalToken: internalToken, Projections: projections.RunnerSet(runners),
 	}
 	qry := &queryapi.API{
 		Store: readModel, Apps: apps, Events: store, Runners: runners,

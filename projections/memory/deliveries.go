@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/projections"
 )
@@ -87,7 +88,7 @@ func feedKeyOf(d projections.Delivery) feedKey { return feedKey{d.Cursor, d.Deli
 
 // dueKeyOf reports whether d belongs in the due queue, and where.
 func dueKeyOf(d projections.Delivery) (dueKey, bool) {
-	if d.NextAttemptAt == nil || (d.Status != projections.DeliveryPending && d.Status != projections.DeliveryRetrying) {
+	if d.NextAttemptAt == nil || (d.Status != domain.DeliveryPending && d.Status != domain.DeliveryRetrying) {
 		return dueKey{}, false
 	}
 	return dueKey{*d.NextAttemptAt, feedKeyOf(d)}, true
@@ -266,7 +267,7 @@ func (s *Store) Delivery(ctx context.Context, appID int64, id string) (projectio
 }
 
 // Deliveries walks a cursor index from f.After, so a feed page costs its rows, not the log's.
-func (s *Store) Deliveries(ctx context.Context, f projections.DeliveryFilter) ([]projections.Delivery, error) {
+func (s *Store) Deliveries(ctx context.Context, f domain.DeliveryFilter) ([]projections.Delivery, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}

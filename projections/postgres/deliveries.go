@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/projections"
 )
@@ -21,7 +22,7 @@ const (
 
 // queued is the predicate of the partial index webhook_deliveries_due_idx;
 // Due and NextDue must spell it the same for the planner to use the index.
-const queued = `status IN ('` + projections.DeliveryPending + `', '` + projections.DeliveryRetrying + `')`
+const queued = `status IN ('` + domain.DeliveryPending + `', '` + domain.DeliveryRetrying + `')`
 
 // feedOrder is the order of webhook_deliveries_cursor_idx and of the
 // app_id-prefixed index: cursor, then id should two deliveries ever share one.
@@ -88,7 +89,7 @@ func (s *Store) Delivery(ctx context.Context, appID int64, id string) (projectio
 }
 
 // Deliveries is one index range scan in cursor order, so a feed page costs its rows, not the table's.
-func (s *Store) Deliveries(ctx context.Context, f projections.DeliveryFilter) ([]projections.Delivery, error) {
+func (s *Store) Deliveries(ctx context.Context, f domain.DeliveryFilter) ([]projections.Delivery, error) {
 	sql, args := deliveriesQuery(f)
 	rows, _ := s.pool.Query(ctx, sql, args...)
 	ds, err := collectDeliveries(rows)
@@ -101,7 +102,7 @@ func (s *Store) Deliveries(ctx context.Context, f projections.DeliveryFilter) ([
 // deliveriesQuery builds one statement per combination of filters rather
 // than "$n IS NULL OR ...", so each gets a plan that walks the (app_id,
 // cursor) or the cursor index from f.After.
-func deliveriesQuery(f projections.DeliveryFilter) (string, []any) {
+func deliveriesQuery(f domain.DeliveryFilter) (string, []any) {
 	var b strings.Builder
 	args := []any{f.After.Commit, f.After.Prepare}
 	b.WriteString(`SELECT ` + deliveryColumns + ` FROM webhook_deliveries

@@ -9,9 +9,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/internal/pgtest"
-	"github.com/healthtech/partner-open-platform/projections"
 )
 
 // The feed, the delivery log and the dispatcher must walk an index in the
@@ -44,15 +44,15 @@ func TestDeliveryQueriesUseTheirIndexes(t *testing.T) {
 		index string
 		cond  string // a bound the index must apply, not a filter, when set
 	}
-	feed := func(name string, f projections.DeliveryFilter, index string) query {
+	feed := func(name string, f domain.DeliveryFilter, index string) query {
 		sql, args := deliveriesQuery(f)
 		return query{name, sql, args, index, "ROW(cursor_commit, cursor_prepare) > ROW("}
 	}
 	for _, q := range []query{
-		feed("partner feed", projections.DeliveryFilter{AppID: 1, After: after, Limit: 10}, "webhook_deliveries_app_cursor_idx"),
-		feed("partner log, every filter", projections.DeliveryFilter{AppID: 1, Status: projections.DeliveryRetrying,
+		feed("partner feed", domain.DeliveryFilter{AppID: 1, After: after, Limit: 10}, "webhook_deliveries_app_cursor_idx"),
+		feed("partner log, every filter", domain.DeliveryFilter{AppID: 1, Status: domain.DeliveryRetrying,
 			EventType: "user.registered", From: now, To: now.Add(time.Hour), After: after, Limit: 10}, "webhook_deliveries_app_cursor_idx"),
-		feed("operator log", projections.DeliveryFilter{After: after, Limit: 10}, "webhook_deliveries_cursor_idx"),
+		feed("operator log", domain.DeliveryFilter{After: after, Limit: 10}, "webhook_deliveries_cursor_idx"),
 		{"Due", dueQuery, []any{now, 10}, "webhook_deliveries_due_idx", "next_attempt_at <="},
 		{"NextDue", nextDueQuery, nil, "webhook_deliveries_due_idx", ""},
 		{"LastSource", lastSourceQuery, nil, "webhook_deliveries_source_idx", ""},

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/projections"
 )
@@ -26,8 +27,8 @@ import (
 
 // allStatuses lists every delivery status, for fixtures that cycle through them.
 var allStatuses = []string{
-	projections.DeliveryPending, projections.DeliveryRetrying, projections.DeliveryDelivered,
-	projections.DeliveryAbandoned, projections.DeliveryDeadLetter, projections.DeliverySkipped,
+	domain.DeliveryPending, domain.DeliveryRetrying, domain.DeliveryDelivered,
+	domain.DeliveryAbandoned, domain.DeliveryDeadLetter, domain.DeliverySkipped,
 }
 
 // cursorAt is the n-th cursor of a fixture: ascending in n, several per
@@ -53,7 +54,7 @@ func dlv(app int64, n int) projections.Delivery {
 		SourcePosition: sourceAt(n),
 		Cursor:         cursorAt(n),
 		Body:           fmt.Appendf(nil, `{"event":"user.registered","n":%d}`, n),
-		Status:         projections.DeliveryPending,
+		Status:         domain.DeliveryPending,
 		NextAttemptAt:  ptr(at(1000 + n)),
 		CreatedAt:      at(10 * n),
 		UpdatedAt:      at(10*n + 1),
@@ -119,7 +120,7 @@ func getDelivery(t *testing.T, ds projections.DeliveryStore, app int64, id strin
 	return d, as
 }
 
-func listDeliveries(t *testing.T, ds projections.DeliveryStore, f projections.DeliveryFilter) []projections.Delivery {
+func listDeliveries(t *testing.T, ds projections.DeliveryStore, f domain.DeliveryFilter) []projections.Delivery {
 	t.Helper()
 	out, err := ds.Deliveries(context.Background(), f)
 	if err != nil {
@@ -339,7 +340,7 @@ func limitOf(n, def, max int) int {
 	return n
 }
 
-func (m *model) list(f projections.DeliveryFilter) []projections.Delivery {
+func (m *model) list(f domain.DeliveryFilter) []projections.Delivery {
 	var out []projections.Delivery
 	for _, d := range m.deliveries {
 		if (f.AppID != 0 && d.AppID != f.AppID) ||
@@ -358,7 +359,7 @@ func (m *model) list(f projections.DeliveryFilter) []projections.Delivery {
 
 func queued(d projections.Delivery) bool {
 	return d.NextAttemptAt != nil &&
-		(d.Status == projections.DeliveryPending || d.Status == projections.DeliveryRetrying)
+		(d.Status == domain.DeliveryPending || d.Status == domain.DeliveryRetrying)
 }
 
 func (m *model) due(now time.Time, limit int) []projections.Delivery {
@@ -410,7 +411,7 @@ func (m *model) lastSource() events.Position {
 func (m *model) check(t *testing.T, ds projections.DeliveryStore, what string, apps []int64, nows []time.Time) {
 	t.Helper()
 	for _, app := range append([]int64{0}, apps...) {
-		f := projections.DeliveryFilter{AppID: app, Limit: 1000}
+		f := domain.DeliveryFilter{AppID: app, Limit: 1000}
 		wantDeliveries(t, fmt.Sprintf("%s: Deliveries(app %d)", what, app), listDeliveries(t, ds, f), m.list(f))
 	}
 	for _, now := range nows {
@@ -444,7 +445,7 @@ func testDeliveryRoundTrip(t *testing.T, s projections.Store) {
 		SourcePosition: events.Position{Commit: 1<<63 + 5, Prepare: 1<<63 + 3},
 		Cursor:         events.Position{Commit: ^uint64(0), Prepare: ^uint64(0) - 1},
 		Body:           body,
-		Status:         projections.DeliveryRetrying,
+		Status:         domain.DeliveryRetrying,
 		Attempts:       3,
 		NextAttemptAt:  ptr(time.Date(2030, 1, 2, 3, 4, 5, 999999000, time.FixedZone("CST", 8*3600))),
 		LastStatus:     ptr(503),
@@ -466,7 +467,7 @@ func testDeliveryRoundTrip(t *testing.T, s projections.Store) {
 		AppID:         -3,
 		Cursor:        events.Position{Commit: 1},
 		Body:          []byte{},
-		Status:        projections.DeliveryPending,
+		Status:        domain.DeliveryPending,
 		NextAttemptAt: ptr(at(0)),
 		LastStatus:    ptr(0), // zero is set, not nil
 		LastError:     ptr(""),
@@ -497,9 +498,9 @@ func testDeliveryRoundTrip(t *testing.T, s projections.Store) {
 		got, _ = getDelivery(t, ds, 0, want.DeliveryID)
 		wantDelivery(t, fmt.Sprintf("Delivery(0, %q)", want.DeliveryID), got, want)
 	}
-	wantDeliveries(t, "Deliveries(app -3)", listDeliveries(t, ds, projections.DeliveryFilter{AppID: -3}),
+	wantDeliveries(t, "Deliveries(app -3)", listDeliveries(t, ds, domain.DeliveryFilter{AppID: -3}),
 		[]projections.Delivery{bare, zeroes})
-	wantDeliveries(t, "Deliveries(every app)", listDeliveries(t, ds, projections.DeliveryFilter{}),
+	wantDeliveries(t, "Deliveries(every app)", listDeliveries(t, ds, domain.DeliveryFilter{}),
 		[]projections.Delivery{bare, zeroes, full})
 	wantDeliveries(t, "Due", due(t, ds, time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC), 10),
 		[]projections.Delivery{zeroes, full})
@@ -521,7 +522,7 @@ func testDeliveryRoundTrip(t *testing.T, s projections.Store) {
 	got.Body[2] ^= 0xff
 	*got.LastError, *got.NextAttemptAt, *got.LastStatus = "mutated", at(1), 1
 	for _, l := range [][]projections.Delivery{
-		listDeliveries(t, ds, projections.DeliveryFilter{AppID: full.AppID}),
+		listDeliveries(t, ds, domain.DeliveryFilter{AppID: full.AppID}),
 		due(t, ds, full.NextAttemptAt.Add(time.Hour), 10),
 	} {
 		for _, d := range l {
@@ -540,7 +541,7 @@ func testDeliveryRoundTrip(t *testing.T, s projections.Store) {
 func testPutDeliveryReplaces(t *testing.T, s projections.Store) {
 	ds := deliveryStore(t, s)
 	old := dlv(1, 20)
-	old.Status, old.Attempts, old.LastStatus, old.LastError = projections.DeliveryRetrying, 2, ptr(500), ptr("boom")
+	old.Status, old.Attempts, old.LastStatus, old.LastError = domain.DeliveryRetrying, 2, ptr(500), ptr("boom")
 	other := dlv(1, 10)
 	putDeliveries(t, ds, old, other)
 	wantLastSource(t, ds, old.SourcePosition)
@@ -555,7 +556,7 @@ func testPutDeliveryReplaces(t *testing.T, s projections.Store) {
 		SourcePosition: sourceAt(5),
 		Cursor:         cursorAt(5),
 		Body:           []byte("{}"),
-		Status:         projections.DeliveryDelivered,
+		Status:         domain.DeliveryDelivered,
 		Attempts:       3,
 		CreatedAt:      at(7),
 		UpdatedAt:      at(8),
@@ -566,19 +567,19 @@ func testPutDeliveryReplaces(t *testing.T, s projections.Store) {
 	wantDelivery(t, "replaced delivery", got, repl)
 	_, _, err := ds.Delivery(context.Background(), 1, repl.DeliveryID)
 	wantNotFound(t, "Delivery in the old app after replace", err)
-	wantIDs(t, "Deliveries(app 1)", listDeliveries(t, ds, projections.DeliveryFilter{AppID: 1}), []string{other.DeliveryID})
-	wantIDs(t, "Deliveries(app 2)", listDeliveries(t, ds, projections.DeliveryFilter{AppID: 2}), []string{repl.DeliveryID})
-	wantIDs(t, "Deliveries(every app)", listDeliveries(t, ds, projections.DeliveryFilter{}),
+	wantIDs(t, "Deliveries(app 1)", listDeliveries(t, ds, domain.DeliveryFilter{AppID: 1}), []string{other.DeliveryID})
+	wantIDs(t, "Deliveries(app 2)", listDeliveries(t, ds, domain.DeliveryFilter{AppID: 2}), []string{repl.DeliveryID})
+	wantIDs(t, "Deliveries(every app)", listDeliveries(t, ds, domain.DeliveryFilter{}),
 		[]string{repl.DeliveryID, other.DeliveryID})
 	wantIDs(t, "Due", due(t, ds, at(1_000_000), 0), []string{other.DeliveryID})
 	wantNextDue(t, ds, *other.NextAttemptAt, true)
-	wantCounts(t, ds, map[string]int{projections.DeliveryPending: 1, projections.DeliveryDelivered: 1})
+	wantCounts(t, ds, map[string]int{domain.DeliveryPending: 1, domain.DeliveryDelivered: 1})
 	wantLastSource(t, ds, other.SourcePosition) // the highest source went with the old row
 
 	// Putting the same row again changes nothing.
 	putDeliveries(t, ds, repl, repl)
-	wantCounts(t, ds, map[string]int{projections.DeliveryPending: 1, projections.DeliveryDelivered: 1})
-	wantIDs(t, "Deliveries after identical put", listDeliveries(t, ds, projections.DeliveryFilter{}),
+	wantCounts(t, ds, map[string]int{domain.DeliveryPending: 1, domain.DeliveryDelivered: 1})
+	wantIDs(t, "Deliveries after identical put", listDeliveries(t, ds, domain.DeliveryFilter{}),
 		[]string{repl.DeliveryID, other.DeliveryID})
 }
 
@@ -615,8 +616,8 @@ func testDeliveryTenancy(t *testing.T, s projections.Store) {
 			t.Errorf("Delivery(%d, %q) returned data with its error: %+v, %+v", c.app, c.id, d, as)
 		}
 	}
-	wantIDs(t, "Deliveries(app 2)", listDeliveries(t, ds, projections.DeliveryFilter{AppID: 2}), []string{d2.DeliveryID})
-	wantIDs(t, "Deliveries(app 3)", listDeliveries(t, ds, projections.DeliveryFilter{AppID: 3}), nil)
+	wantIDs(t, "Deliveries(app 2)", listDeliveries(t, ds, domain.DeliveryFilter{AppID: 2}), []string{d2.DeliveryID})
+	wantIDs(t, "Deliveries(app 3)", listDeliveries(t, ds, domain.DeliveryFilter{AppID: 3}), nil)
 }
 
 // filterFixture puts 36 deliveries over three apps, every status and three
@@ -644,13 +645,13 @@ func testDeliveriesFilters(t *testing.T, s projections.Store) {
 	ds := deliveryStore(t, s)
 	m := filterFixture(t, ds)
 	cst := time.FixedZone("CST", 8*3600)
-	filters := []projections.DeliveryFilter{
+	filters := []domain.DeliveryFilter{
 		{},
 		{AppID: 1},
 		{AppID: 2},
 		{AppID: 99},
-		{Status: projections.DeliveryDelivered},
-		{Status: projections.DeliverySkipped},
+		{Status: domain.DeliveryDelivered},
+		{Status: domain.DeliverySkipped},
 		{Status: "no-such-status"},
 		{EventType: "user.profile.updated"},
 		{EventType: "user.profile"}, // exact, not a prefix
@@ -666,40 +667,40 @@ func testDeliveriesFilters(t *testing.T, s projections.Store) {
 		{After: cursorAt(35)},
 		{After: events.Position{Commit: 1 << 63}},
 		{Limit: 5},
-		{AppID: 1, Status: projections.DeliveryPending},
+		{AppID: 1, Status: domain.DeliveryPending},
 		{AppID: 2, EventType: "user.registered"},
 		{AppID: 3, From: at(50), To: at(250)},
-		{Status: projections.DeliveryRetrying, EventType: "user.family_member.added"},
-		{AppID: 1, Status: projections.DeliveryAbandoned, EventType: "user.family_member.added", From: at(0), To: at(400), After: cursorAt(0)},
+		{Status: domain.DeliveryRetrying, EventType: "user.family_member.added"},
+		{AppID: 1, Status: domain.DeliveryAbandoned, EventType: "user.family_member.added", From: at(0), To: at(400), After: cursorAt(0)},
 		{AppID: 2, After: cursorAt(14), Limit: 2},
-		{AppID: 3, Status: projections.DeliveryDeadLetter, Limit: 1},
+		{AppID: 3, Status: domain.DeliveryDeadLetter, Limit: 1},
 	}
 	for _, f := range filters {
 		wantDeliveries(t, fmt.Sprintf("Deliveries(%+v)", f), listDeliveries(t, ds, f), m.list(f))
 	}
 
 	// The model itself, on cases worked out by hand.
-	wantIDs(t, "app 1, pending", listDeliveries(t, ds, projections.DeliveryFilter{AppID: 1, Status: projections.DeliveryPending}),
+	wantIDs(t, "app 1, pending", listDeliveries(t, ds, domain.DeliveryFilter{AppID: 1, Status: domain.DeliveryPending}),
 		[]string{"d-0000", "d-0018"})
-	wantIDs(t, "bounds [at(100), at(130))", listDeliveries(t, ds, projections.DeliveryFilter{From: at(100), To: at(130)}),
+	wantIDs(t, "bounds [at(100), at(130))", listDeliveries(t, ds, domain.DeliveryFilter{From: at(100), To: at(130)}),
 		[]string{"d-0010", "d-0011", "d-0012"})
-	wantIDs(t, "after the 2^63 boundary", listDeliveries(t, ds, projections.DeliveryFilter{After: cursorAt(11), Limit: 2}),
+	wantIDs(t, "after the 2^63 boundary", listDeliveries(t, ds, domain.DeliveryFilter{After: cursorAt(11), Limit: 2}),
 		[]string{"d-0012", "d-0013"})
-	wantIDs(t, "app 2 after d-0004", listDeliveries(t, ds, projections.DeliveryFilter{AppID: 2, After: cursorAt(4), Limit: 3}),
+	wantIDs(t, "app 2 after d-0004", listDeliveries(t, ds, domain.DeliveryFilter{AppID: 2, After: cursorAt(4), Limit: 3}),
 		[]string{"d-0007", "d-0010", "d-0013"})
 }
 
 func testDeliveriesPaging(t *testing.T, s projections.Store) {
 	ds := deliveryStore(t, s)
 	m := filterFixture(t, ds)
-	for _, f := range []projections.DeliveryFilter{
+	for _, f := range []domain.DeliveryFilter{
 		{},
 		{AppID: 1},
-		{Status: projections.DeliveryPending},
+		{Status: domain.DeliveryPending},
 		{AppID: 2, EventType: "user.registered"},
 		{From: at(55), To: at(305)},
 	} {
-		want := deliveryIDs(m.list(projections.DeliveryFilter{AppID: f.AppID, Status: f.Status,
+		want := deliveryIDs(m.list(domain.DeliveryFilter{AppID: f.AppID, Status: f.Status,
 			EventType: f.EventType, From: f.From, To: f.To, Limit: 1000}))
 		for _, limit := range []int{1, 2, 3, 7, 100} {
 			var got []string
@@ -750,7 +751,7 @@ func testDeliveriesLimits(t *testing.T, s projections.Store) {
 	for _, c := range []struct{ limit, want int }{
 		{0, 100}, {-1, 100}, {1, 1}, {999, 999}, {1000, 1000}, {1001, 1000}, {1 << 30, 1000},
 	} {
-		got := listDeliveries(t, ds, projections.DeliveryFilter{AppID: 7, Limit: c.limit})
+		got := listDeliveries(t, ds, domain.DeliveryFilter{AppID: 7, Limit: c.limit})
 		if len(got) != c.want {
 			t.Errorf("Deliveries(Limit %d) = %d deliveries, want %d", c.limit, len(got), c.want)
 			continue
@@ -773,18 +774,18 @@ func testDue(t *testing.T, s projections.Store) {
 		d.Status, d.NextAttemptAt = status, next
 		return d
 	}
-	a := mk(1, 5, projections.DeliveryPending, ptr(at(100)))
-	b := mk(1, 9, projections.DeliveryRetrying, ptr(at(50)))
-	c := mk(1, 2, projections.DeliveryPending, ptr(at(100))) // same time as a, earlier cursor
-	d := mk(1, 3, projections.DeliveryRetrying, ptr(at(200)))
-	k := mk(2, 7, projections.DeliveryPending, ptr(at(60))) // Due spans apps
+	a := mk(1, 5, domain.DeliveryPending, ptr(at(100)))
+	b := mk(1, 9, domain.DeliveryRetrying, ptr(at(50)))
+	c := mk(1, 2, domain.DeliveryPending, ptr(at(100))) // same time as a, earlier cursor
+	d := mk(1, 3, domain.DeliveryRetrying, ptr(at(200)))
+	k := mk(2, 7, domain.DeliveryPending, ptr(at(60))) // Due spans apps
 	putDeliveries(t, ds, a, b, c, d, k,
-		mk(1, 10, projections.DeliveryDelivered, ptr(at(10))),
-		mk(1, 11, projections.DeliveryAbandoned, ptr(at(10))),
-		mk(1, 12, projections.DeliveryDeadLetter, ptr(at(10))),
-		mk(1, 13, projections.DeliverySkipped, ptr(at(10))),
-		mk(1, 14, projections.DeliveryPending, nil),
-		mk(1, 15, projections.DeliveryRetrying, nil),
+		mk(1, 10, domain.DeliveryDelivered, ptr(at(10))),
+		mk(1, 11, domain.DeliveryAbandoned, ptr(at(10))),
+		mk(1, 12, domain.DeliveryDeadLetter, ptr(at(10))),
+		mk(1, 13, domain.DeliverySkipped, ptr(at(10))),
+		mk(1, 14, domain.DeliveryPending, nil),
+		mk(1, 15, domain.DeliveryRetrying, nil),
 	)
 	ids := func(ds ...projections.Delivery) []string { return deliveryIDs(ds) }
 	for _, c := range []struct {
@@ -808,16 +809,16 @@ func testDue(t *testing.T, s projections.Store) {
 
 	// Attempting moves deliveries out of the queue or later in it.
 	b2 := b
-	b2.Status, b2.NextAttemptAt, b2.Attempts = projections.DeliveryDelivered, nil, 1
+	b2.Status, b2.NextAttemptAt, b2.Attempts = domain.DeliveryDelivered, nil, 1
 	a2 := a
-	a2.Status, a2.NextAttemptAt, a2.Attempts = projections.DeliveryRetrying, ptr(at(300)), 1
+	a2.Status, a2.NextAttemptAt, a2.Attempts = domain.DeliveryRetrying, ptr(at(300)), 1
 	putDeliveries(t, ds, b2, a2)
 	wantIDs(t, "Due after attempts", due(t, ds, at(1000), 10), ids(k, c, d, a2))
 	wantIDs(t, "Due(at(100)) after attempts", due(t, ds, at(100), 10), ids(k, c))
 
 	// A resend brings a finished delivery back.
 	b3 := b2
-	b3.Status, b3.NextAttemptAt = projections.DeliveryPending, ptr(at(1))
+	b3.Status, b3.NextAttemptAt = domain.DeliveryPending, ptr(at(1))
 	putDeliveries(t, ds, b3)
 	wantIDs(t, "Due after resend", due(t, ds, at(100), 10), ids(b3, k, c))
 }
@@ -826,9 +827,9 @@ func testNextDue(t *testing.T, s projections.Store) {
 	ds := deliveryStore(t, s)
 	wantNextDue(t, ds, time.Time{}, false)
 	done := dlv(1, 1)
-	done.Status, done.NextAttemptAt = projections.DeliveryDelivered, ptr(at(1))
+	done.Status, done.NextAttemptAt = domain.DeliveryDelivered, ptr(at(1))
 	skipped := dlv(1, 2)
-	skipped.Status, skipped.NextAttemptAt = projections.DeliverySkipped, ptr(at(2))
+	skipped.Status, skipped.NextAttemptAt = domain.DeliverySkipped, ptr(at(2))
 	unscheduled := dlv(1, 3)
 	unscheduled.NextAttemptAt = nil
 	putDeliveries(t, ds, done, skipped, unscheduled)
@@ -837,11 +838,11 @@ func testNextDue(t *testing.T, s projections.Store) {
 	p := dlv(1, 4)
 	p.NextAttemptAt = ptr(at(50))
 	r := dlv(2, 5)
-	r.Status, r.NextAttemptAt = projections.DeliveryRetrying, ptr(at(20).In(time.FixedZone("CST", 8*3600)))
+	r.Status, r.NextAttemptAt = domain.DeliveryRetrying, ptr(at(20).In(time.FixedZone("CST", 8*3600)))
 	putDeliveries(t, ds, p, r)
 	wantNextDue(t, ds, at(20), true)
 
-	r.Status, r.NextAttemptAt = projections.DeliveryAbandoned, nil
+	r.Status, r.NextAttemptAt = domain.DeliveryAbandoned, nil
 	putDeliveries(t, ds, r)
 	wantNextDue(t, ds, at(50), true)
 
@@ -849,7 +850,7 @@ func testNextDue(t *testing.T, s projections.Store) {
 	putDeliveries(t, ds, p)
 	wantNextDue(t, ds, at(70), true)
 
-	p.Status = projections.DeliveryDelivered
+	p.Status = domain.DeliveryDelivered
 	putDeliveries(t, ds, p)
 	wantNextDue(t, ds, time.Time{}, false)
 }
@@ -865,16 +866,16 @@ func testCountByStatus(t *testing.T, s projections.Store) {
 	}
 	putDeliveries(t, ds, dls...)
 	wantCounts(t, ds, map[string]int{
-		projections.DeliveryPending: 3, projections.DeliveryRetrying: 3,
-		projections.DeliveryDelivered: 2, projections.DeliveryAbandoned: 2,
+		domain.DeliveryPending: 3, domain.DeliveryRetrying: 3,
+		domain.DeliveryDelivered: 2, domain.DeliveryAbandoned: 2,
 	})
 
 	// Statuses move; a status left with no delivery is not listed.
-	dls[0].Status, dls[4].Status, dls[8].Status = projections.DeliveryDeadLetter, projections.DeliveryDelivered, projections.DeliveryDelivered
+	dls[0].Status, dls[4].Status, dls[8].Status = domain.DeliveryDeadLetter, domain.DeliveryDelivered, domain.DeliveryDelivered
 	putDeliveries(t, ds, dls[0], dls[4], dls[8])
 	wantCounts(t, ds, map[string]int{
-		projections.DeliveryRetrying: 3, projections.DeliveryDelivered: 4,
-		projections.DeliveryAbandoned: 2, projections.DeliveryDeadLetter: 1,
+		domain.DeliveryRetrying: 3, domain.DeliveryDelivered: 4,
+		domain.DeliveryAbandoned: 2, domain.DeliveryDeadLetter: 1,
 	})
 }
 
@@ -957,7 +958,7 @@ func testAttempts(t *testing.T, s projections.Store) {
 	// Results are copies; replacing the delivery keeps its attempts.
 	*as[0].Error = "mutated"
 	*as[2].StatusCode = 1
-	x.Status = projections.DeliveryDelivered
+	x.Status = domain.DeliveryDelivered
 	putDeliveries(t, ds, x)
 	_, as = getDelivery(t, ds, 1, x.DeliveryID)
 	wantAttempts(t, "attempts of x after a caller mutated them", as, []projections.Attempt{a1, a2b, a3})
@@ -980,7 +981,7 @@ func testDeliveryTxReads(t *testing.T, s projections.Store) {
 		wantDelivery(t, "Tx.Delivery after PutDelivery", got, d)
 
 		// Read, change, write, read again: the projector's partial update.
-		got.Status, got.Attempts, got.LastStatus = projections.DeliveryRetrying, 1, ptr(502)
+		got.Status, got.Attempts, got.LastStatus = domain.DeliveryRetrying, 1, ptr(502)
 		if err := tx.AddAttempt(ctx, projections.Attempt{DeliveryID: d.DeliveryID, Attempt: 1, At: at(5), Outcome: "retry"}); err != nil {
 			return err
 		}
@@ -1026,7 +1027,7 @@ func testFailedUpdateDeliveries(t *testing.T, s projections.Store) {
 	ds := deliveryStore(t, s)
 	m := newModel()
 	a, b := dlv(1, 10), dlv(2, 11)
-	b.Status, b.NextAttemptAt = projections.DeliveryRetrying, ptr(at(5))
+	b.Status, b.NextAttemptAt = domain.DeliveryRetrying, ptr(at(5))
 	pos := events.Position{Commit: 70, Prepare: 70}
 	attempt := projections.Attempt{DeliveryID: a.DeliveryID, Attempt: 1, At: at(3), StatusCode: ptr(500), Outcome: "retry"}
 	if err := ds.UpdateDeliveries(ctx, "deliveries", pos, func(tx projections.DeliveryTx) error {
@@ -1053,7 +1054,7 @@ func testFailedUpdateDeliveries(t *testing.T, s projections.Store) {
 			return err
 		}
 		a2 := a
-		a2.AppID, a2.Status, a2.Cursor, a2.Body, a2.NextAttemptAt = 3, projections.DeliveryAbandoned, cursorAt(1), nil, nil
+		a2.AppID, a2.Status, a2.Cursor, a2.Body, a2.NextAttemptAt = 3, domain.DeliveryAbandoned, cursorAt(1), nil, nil
 		if err := tx.PutDelivery(ctx, a2); err != nil {
 			return err
 		}
@@ -1128,8 +1129,8 @@ func testResetDeliveries(t *testing.T, s projections.Store) {
 	}
 	_, _, err := ds.Delivery(ctx, 0, d.DeliveryID)
 	wantNotFound(t, "Delivery after Reset", err)
-	wantIDs(t, "Deliveries after Reset", listDeliveries(t, ds, projections.DeliveryFilter{}), nil)
-	wantIDs(t, "Deliveries(app 1) after Reset", listDeliveries(t, ds, projections.DeliveryFilter{AppID: 1}), nil)
+	wantIDs(t, "Deliveries after Reset", listDeliveries(t, ds, domain.DeliveryFilter{}), nil)
+	wantIDs(t, "Deliveries(app 1) after Reset", listDeliveries(t, ds, domain.DeliveryFilter{AppID: 1}), nil)
 	wantIDs(t, "Due after Reset", due(t, ds, at(1_000_000), 0), nil)
 	wantNextDue(t, ds, time.Time{}, false)
 	wantCounts(t, ds, map[string]int{})
@@ -1141,7 +1142,7 @@ func testResetDeliveries(t *testing.T, s projections.Store) {
 	if _, as := getDelivery(t, ds, 1, d.DeliveryID); len(as) != 0 {
 		t.Errorf("attempts after Reset and rebuild = %+v, want none", as)
 	}
-	wantIDs(t, "Deliveries after rebuild", listDeliveries(t, ds, projections.DeliveryFilter{}), []string{d.DeliveryID})
+	wantIDs(t, "Deliveries after rebuild", listDeliveries(t, ds, domain.DeliveryFilter{}), []string{d.DeliveryID})
 }
 
 // testConcurrentDeliveries runs the projector's writes beside the
@@ -1169,7 +1170,7 @@ func testConcurrentDeliveries(t *testing.T, s projections.Store) {
 					if err != nil {
 						return err
 					}
-					prev.Status, prev.NextAttemptAt, prev.Attempts = projections.DeliveryDelivered, nil, 1
+					prev.Status, prev.NextAttemptAt, prev.Attempts = domain.DeliveryDelivered, nil, 1
 					if err := tx.AddAttempt(ctx, projections.Attempt{DeliveryID: prev.DeliveryID, Attempt: 1, At: at(r), Outcome: "delivered"}); err != nil {
 						return err
 					}
@@ -1187,7 +1188,7 @@ func testConcurrentDeliveries(t *testing.T, s projections.Store) {
 					errs <- fmt.Errorf("Due: %w", err)
 					return
 				}
-				if _, err := ds.Deliveries(ctx, projections.DeliveryFilter{AppID: app}); err != nil {
+				if _, err := ds.Deliveries(ctx, domain.DeliveryFilter{AppID: app}); err != nil {
 					errs <- fmt.Errorf("Deliveries: %w", err)
 					return
 				}
@@ -1211,14 +1212,14 @@ func testConcurrentDeliveries(t *testing.T, s projections.Store) {
 		return
 	}
 	wantCounts(t, ds, map[string]int{
-		projections.DeliveryDelivered: writers * (rounds - 1),
-		projections.DeliveryPending:   writers,
+		domain.DeliveryDelivered: writers * (rounds - 1),
+		domain.DeliveryPending:   writers,
 	})
 	var wantDue []string
 	for w := range writers {
 		wantDue = append(wantDue, dlv(0, w*rounds+rounds-1).DeliveryID)
 		wantCheckpoint(t, s, fmt.Sprintf("webhooks-%d", w), events.Position{Commit: rounds, Prepare: rounds})
-		if l := listDeliveries(t, ds, projections.DeliveryFilter{AppID: int64(w + 1)}); len(l) != rounds {
+		if l := listDeliveries(t, ds, domain.DeliveryFilter{AppID: int64(w + 1)}); len(l) != rounds {
 			t.Errorf("deliveries of app %d = %d, want %d", w+1, len(l), rounds)
 		}
 	}

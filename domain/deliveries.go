@@ -1,0 +1,58 @@
+package domain
+
+import (
+	"time"
+
+	"github.com/healthtech/partner-open-platform/events"
+)
+
+// Delivery statuses, as partners and operators see them.
+const (
+	// DeliveryPending: created and due for its first attempt (or resent).
+	DeliveryPending = "pending"
+	// DeliveryRetrying: an attempt failed and another is scheduled.
+	DeliveryRetrying = "retrying"
+	// DeliveryDelivered: the receiver answered 2xx within the time limit.
+	DeliveryDelivered = "delivered"
+	// DeliveryAbandoned: retries exhausted, or the target was refused; only a resend restarts it.
+	DeliveryAbandoned = "abandoned"
+	// DeliveryDeadLetter: a plugin event that exhausted its retries.
+	DeliveryDeadLetter = "dead_letter"
+	// DeliverySkipped: the app had no webhook URL or no matching subscription
+	// when the event happened; the event is still in the app's feed.
+	DeliverySkipped = "skipped"
+)
+
+// Attempt outcomes recorded in webhook.delivery.attempted.
+const (
+	OutcomeDelivered  = "delivered"
+	OutcomeRetry      = "retry"
+	OutcomeAbandoned  = "abandoned"
+	OutcomeDeadLetter = "dead_letter"
+	OutcomeRefused    = "refused"
+)
+
+// DeliveryStatusAfter is the status a delivery has after an attempt with
+// this outcome: the one mapping the aggregate and the delivery log share.
+func DeliveryStatusAfter(outcome string) string {
+	switch outcome {
+	case OutcomeDelivered:
+		return DeliveryDelivered
+	case OutcomeRetry:
+		return DeliveryRetrying
+	case OutcomeDeadLetter:
+		return DeliveryDeadLetter
+	default:
+		return DeliveryAbandoned
+	}
+}
+
+// DeliveryFilter selects deliveries for the delivery log; zero fields match all.
+type DeliveryFilter struct {
+	AppID     int64     // 0: every app (operators only)
+	Status    string    // one of the statuses
+	EventType string    // exact event type
+	From, To  time.Time // CreatedAt in [From, To)
+	After     events.Position
+	Limit     int
+}

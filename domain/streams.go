@@ -1,0 +1,65 @@
+package domain
+
+import (
+	"net/url"
+	"strconv"
+)
+
+// Stream names are derived from an aggregate's identity, so a command finds
+// its stream without a lookup and an auditor can read any aggregate's history.
+
+// UserStream names the stream of one channel user and everything they own.
+func UserStream(openUserID int64) string { return "user-" + strconv.FormatInt(openUserID, 10) }
+
+// BindingStream names the uniqueness claim of (app_id, channel_user_id).
+func BindingStream(appID int64, channelUserID string) string {
+	return "channeluser-" + strconv.FormatInt(appID, 10) + "-" + url.PathEscape(channelUserID)
+}
+
+// AppStream names the stream of one partner application.
+func AppStream(appID int64) string { return "app-" + strconv.FormatInt(appID, 10) }
+
+// IDStream names the stream of id-block reservations of one kind of id.
+func IDStream(kind string) string { return "ids-" + kind }
+
+// UploaderStream names the stream of one reporting side's credential.
+func UploaderStream(id int64) string { return "uploader-" + strconv.FormatInt(id, 10) }
+
+// BenefitItemStream names the stream of one benefit item.
+func BenefitItemStream(id int64) string { return "benefititem-" + strconv.FormatInt(id, 10) }
+
+// ProviderStream names the stream of one service provider.
+func ProviderStream(id int64) string { return "provider-" + strconv.FormatInt(id, 10) }
+
+// CardStream names the stream of one benefit card, its uses included.
+func CardStream(number string) string { return "card-" + number }
+
+// GoodsStream names the stream of one goods code.
+func GoodsStream(code string) string { return "goods-" + url.PathEscape(code) }
+
+// OrderStream names the stream of one order.
+func OrderStream(id int64) string { return "order-" + strconv.FormatInt(id, 10) }
+
+// OrderKeyStream names the uniqueness claim of (app_id, third_order_id).
+func OrderKeyStream(appID int64, third string) string {
+	return "orderkey-" + strconv.FormatInt(appID, 10) + "-" + url.PathEscape(third)
+}
+
+// ReportStream names the stream of one health report.
+func ReportStream(id int64) string { return "report-" + strconv.FormatInt(id, 10) }
+
+// ReportKeyStream names the idempotency claim of an uploader's report number.
+func ReportKeyStream(uploader, requestReportID string) string {
+	return "reportkey-" + url.PathEscape(uploader) + "-" + url.PathEscape(requestReportID)
+}
+
+// PluginSessionStream names the stream holding a plugin session and its measurement.
+func PluginSessionStream(id string) string { return "plugin-session-" + id }
+
+// PluginNonceStream names the single-use claim of a plugin launch nonce.
+func PluginNonceStream(appID int64, nonce string) string {
+	return "plugin-nonce-" + strconv.FormatInt(appID, 10) + "-" + nonce
+}
+
+// DeliveryStream names the stream of one webhook delivery.
+func DeliveryStream(id string) string { return "delivery-" + id }
