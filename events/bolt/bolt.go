@@ -2,6 +2,15 @@
 // data directory, so a single node runs without an EventStoreDB server and
 // an acknowledged append survives a crash (bbolt fsyncs on every commit).
 //
+// Readers see only what is durable. bbolt makes a commit visible before it
+// is durable: Tx.writeMeta pwrites the new meta page into the file, and so
+// into the MAP_SHARED mmap that every new read transaction takes its meta
+// from, then releases the meta lock and only then fdatasyncs it. A read
+// transaction begun in between sees the commit; a power loss then can take
+// it back. So every read here stops at a watermark, the last sequence of a
+// commit whose Update returned (after that fdatasync), and the watermark
+// moves before an append is acknowledged or subscribers are woken.
+//
 // Layout (all integers big-endian uint64 unless said otherwise):
 //
 //	log:     seq -> record              the global order; Position{seq, seq}
@@ -47,6 +56,13 @@ type Store struct {
 	db     *bbolt.DB
 	notify *feed.Notifier
 	closed atomic.Bool
+
+	// durable is the last sequence known to be on disk: ReadAll, ReadStream,
+	// Head and so subscriptions never go past it, whatever bbolt shows.
+	durable atomic.Uint64
+	// beforePublish, when set (tests only), runs after a group's commit
+	// returned and before its events are published or acknowledged.
+	beforePublish func()
 
 	// Group commit: appends queue for one committer goroutine, which writes
 	// everything queued while the previous fsync ran in one transaction. A
@@ -108,7 +124,27 @@ func Open(path string) (*Store, error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("events/bolt: prepare %s: %w", path, err)
 	}
+	// A predecessor killed between bbolt's meta write and its fdatasync left
+	// a commit in the page cache that this process already sees: make it
+	// durable before the watermark below covers it. (The commit above
+	// fdatasyncs the file too; this does not depend on that.)
+	if err := db.Sync(); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("events/bolt: sync %s: %w", path, err)
+	}
+	var last uint64
+	err = db.View(func(tx *bbolt.Tx) error {
+		if k, _ := tx.Bucket(bucketLog).Cursor().Last(); k != nil {
+			last = binary.BigEndian.Uint64(k)
+		}
+		return nil
+	})
+	if err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("events/bolt: read head of %s: %w", path, err)
+	}
 	s := &Store{db: db, notify: feed.NewNotifier(), queue: make(chan *pending, maxGroup)}
+	s.durable.Store(last)
 	s.committer.Add(1)
 	go s.commitLoop()
 	return s, nil
@@ -176,6 +212,7 @@ func (s *Store) commitLoop() {
 func (s *Store) commit(group []*pending) {
 	now := time.Now().UTC()
 	wrote := false
+	var last uint64
 	err := s.db.Update(func(tx *bbolt.Tx) error {
 		b := open(tx)
 		for _, p := range group {
@@ -198,9 +235,18 @@ func (s *Store) commit(group []*pending) {
 		if !wrote {
 			return errNothingWritten
 		}
+		last = b.log.Sequence()
 		return nil
 	})
 	failed := err != nil && !errors.Is(err, errNothingWritten)
+	if s.beforePublish != nil {
+		s.beforePublish()
+	}
+	// Update returned, so bbolt's fdatasync of the meta page did too: only
+	// now may readers, the appenders and subscribers learn of the group.
+	if wrote && !failed {
+		s.durable.Store(last)
+	}
 	for _, p := range group {
 		if failed {
 			// The transaction rolled back: nothing of this group is recorded,
@@ -222,10 +268,15 @@ func (s *Store) ReadStream(ctx context.Context, stream string, from uint64, limi
 	out := []events.Recorded{}
 	err := s.db.View(func(tx *bbolt.Tx) error {
 		b := open(tx)
+		durable := s.durable.Load()
 		prefix := streamPrefix(stream)
 		c := b.revs.Cursor()
 		for k, seq := c.Seek(revKey(prefix, from)); k != nil && bytes.HasPrefix(k, prefix) && len(k) == len(prefix)+8; k, seq = c.Next() {
 			if limit > 0 && len(out) == limit {
+				break
+			}
+			// A stream's revisions are in log order: the rest is newer.
+			if len(seq) == 8 && binary.BigEndian.Uint64(seq) > durable {
 				break
 			}
 			rec, err := b.record(seq)
@@ -254,12 +305,17 @@ func (s *Store) ReadAll(ctx context.Context, after events.Position, limit int) (
 	}
 	out := []events.Recorded{}
 	err := s.db.View(func(tx *bbolt.Tx) error {
+		durable := s.durable.Load()
 		c := tx.Bucket(bucketLog).Cursor()
 		for k, v := c.Seek(be(start)); k != nil; k, v = c.Next() {
 			if limit > 0 && len(out) == limit {
 				break
 			}
-			rec, err := decode(binary.BigEndian.Uint64(k), v)
+			seq := binary.BigEndian.Uint64(k)
+			if seq > durable {
+				break
+			}
+			rec, err := decode(seq, v)
 			if err != nil {
 				return err
 			}
@@ -273,25 +329,15 @@ func (s *Store) ReadAll(ctx context.Context, after events.Position, limit int) (
 	return out, nil
 }
 
-// Head implements events.Store: the last key of the log bucket.
+// Head implements events.Store: the durable watermark, which is the last
+// sequence written by a commit that returned (an event's position is its
+// sequence), not the last key bbolt may already show.
 func (s *Store) Head(ctx context.Context) (events.Position, error) {
 	if err := s.usable(ctx); err != nil {
 		return events.Position{}, err
 	}
-	var pos events.Position
-	err := s.db.View(func(tx *bbolt.Tx) error {
-		k, v := tx.Bucket(bucketLog).Cursor().Last()
-		if k == nil {
-			return nil
-		}
-		rec, err := decode(binary.BigEndian.Uint64(k), v)
-		pos = rec.Position
-		return err
-	})
-	if err != nil {
-		return events.Position{}, s.wrap("head", err)
-	}
-	return pos, nil
+	seq := s.durable.Load()
+	return events.Position{Commit: seq, Prepare: seq}, nil
 }
 
 // SubscribeAll implements events.Store: catch up in pages, then wake on appends.

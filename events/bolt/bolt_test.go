@@ -218,3 +218,40 @@ func BenchmarkAppend(b *testing.B) {
 		b.ReportMetric(float64(10*b.N)/b.Elapsed().Seconds(), "events/s")
 	})
 }
+
+// BenchmarkRead covers the read side every projection and the dispatcher
+// use: a subscription page from the middle of the log, a stream, and Head.
+func BenchmarkRead(b *testing.B) {
+	ctx := context.Background()
+	s := openT(b, filepath.Join(b.TempDir(), "events.db"))
+	batch := make([]events.Proposed, 100)
+	for i := range 20 {
+		for j := range batch {
+			batch[j] = ev("bench.read", j)
+		}
+		if _, err := s.Append(ctx, fmt.Sprintf("read-%d", i%4), events.Any(), batch...); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.Run("read-all-page", func(b *testing.B) {
+		for b.Loop() {
+			if got, err := s.ReadAll(ctx, events.Position{Commit: 1000, Prepare: 1000}, 256); err != nil || len(got) != 256 {
+				b.Fatal(len(got), err)
+			}
+		}
+	})
+	b.Run("read-stream", func(b *testing.B) {
+		for b.Loop() {
+			if got, err := s.ReadStream(ctx, "read-1", 100, 256); err != nil || len(got) != 256 {
+				b.Fatal(len(got), err)
+			}
+		}
+	})
+	b.Run("head", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := s.Head(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
