@@ -3,6 +3,8 @@ package projections
 import (
 	"context"
 	"time"
+
+	"github.com/healthtech/partner-open-platform/events"
 )
 
 // BenefitItem is a kind of benefit a card may hold (a health check, a consultation).
@@ -91,6 +93,9 @@ type BenefitTx interface {
 
 // BenefitStore is what benefit reads need.
 type BenefitStore interface {
+	Checkpoints
+	// UpdateBenefits runs fn in one transaction with the named checkpoint.
+	UpdateBenefits(ctx context.Context, projection string, pos events.Position, fn func(BenefitTx) error) error
 	BenefitItems(ctx context.Context) ([]BenefitItem, error)
 	// Providers lists service providers ordered by ProviderID; appID 0 lists all.
 	Providers(ctx context.Context, appID int64) ([]ServiceProvider, error)

@@ -51,6 +51,7 @@ type DeliveryTx interface {
 
 // DeliveryStore is what the dispatcher, the delivery log and the feed read.
 type DeliveryStore interface {
+	Checkpoints
 	// UpdateDeliveries runs fn in one transaction with the named checkpoint, like Store.Update.
 	UpdateDeliveries(ctx context.Context, projection string, pos events.Position, fn func(DeliveryTx) error) error
 	// Delivery returns one delivery with its attempts in order; appID 0 matches any app.

@@ -3,6 +3,8 @@ package projections
 import (
 	"context"
 	"time"
+
+	"github.com/healthtech/partner-open-platform/events"
 )
 
 // Goods is a catalog entry partners order by goods_code.
@@ -78,6 +80,9 @@ type OrderTx interface {
 
 // OrderStore is what the order and goods reads need.
 type OrderStore interface {
+	Checkpoints
+	// UpdateOrders runs fn in one transaction with the named checkpoint.
+	UpdateOrders(ctx context.Context, projection string, pos events.Position, fn func(OrderTx) error) error
 	// OrderByCode returns the order if it belongs to appID (0: any app); else ErrNotFound.
 	OrderByCode(ctx context.Context, appID int64, code string) (Order, error)
 	// Orders lists orders by filter, ordered by OrderID.

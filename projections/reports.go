@@ -3,6 +3,8 @@ package projections
 import (
 	"context"
 	"time"
+
+	"github.com/healthtech/partner-open-platform/events"
 )
 
 // Report is the read model of a health report, holding everything the pull
@@ -47,13 +49,13 @@ type ReportTx interface {
 
 // ReportStore is what the report pull and the daily report read.
 type ReportStore interface {
+	Checkpoints
+	// UpdateReports runs fn in one transaction with the named checkpoint.
+	UpdateReports(ctx context.Context, projection string, pos events.Position, fn func(ReportTx) error) error
 	// Report returns the report if it belongs to appID; otherwise ErrNotFound.
 	Report(ctx context.Context, appID, id int64) (Report, error)
 	// ReportsOfDay lists a user's reports of one Day, ordered by ReportID.
 	ReportsOfDay(ctx context.Context, appID, openUserID int64, day string) ([]Report, error)
-	// UserByPhone finds the app's user with this phone (ErrNotFound if none; the
-	// lowest OpenUserID if several), for binding plugin measurements.
-	UserByPhone(ctx context.Context, appID int64, phone string) (User, error)
 }
 
 // NonceStore remembers nonces for their validity window so that a signed

@@ -40,6 +40,12 @@ type Stats struct {
 	// Ready once it has applied that far, so a restarted node never
 	// answers reads that miss writes it acknowledged before.
 	Target events.Position `json:"target"`
+	// Percent is how much of the way to Target is done (100 once ready) and
+	// ETASeconds the time left at the pace so far, for operators watching a
+	// rebuild or a start. Positions grow with the log, so the share of the
+	// log's positions is the share of its events.
+	Percent    float64 `json:"percent"`
+	ETASeconds float64 `json:"eta_seconds"`
 	// Skipped lists events that failed on their own while the store worked:
 	// the projection moved past them so that other tenants are not stalled.
 	Skipped []SkippedEvent `json:"skipped_events,omitempty"`
@@ -112,8 +118,18 @@ func (r *Runner) Stats() Stats {
 	s := r.stats
 	s.Skipped = append([]SkippedEvent(nil), s.Skipped...)
 	s.Position = r.pos
-	if d := time.Since(s.Since).Seconds(); d > 0 {
+	d := time.Since(s.Since).Seconds()
+	if d > 0 {
 		s.Rate = float64(s.Applied) / d
+	}
+	switch {
+	case s.Ready || s.Target.Commit == 0:
+		s.Percent = 100
+	default:
+		s.Percent = min(100, 100*float64(s.Position.Commit)/float64(s.Target.Commit))
+		if s.Percent > 0 {
+			s.ETASeconds = d * (100 - s.Percent) / s.Percent
+		}
 	}
 	return s
 }
@@ -367,9 +383,13 @@ func (r *Runner) skipped(env events.Envelope, err error) {
 	}
 }
 
-// decode skips event types this build does not know (written by a newer
+// decode skips events the projector does not handle (a family projector
+// names its types, so it decodes only its own), and event types this build does not know (written by a newer
 // version during a rolling deploy) rather than stopping the projection.
 func (r *Runner) decode(rec events.Recorded) (events.Envelope, bool, error) {
+	if f, ok := r.proj.(interface{ Handles(string) bool }); ok && !f.Handles(rec.Type) {
+		return events.Envelope{}, false, nil // not this family's: its position still counts
+	}
 	if !r.reg.Known(rec.Type) {
 		r.log.Warn("skipping unknown event type", "type", rec.Type, "id", rec.ID)
 		return events.Envelope{}, false, nil
@@ -407,16 +427,39 @@ func (r *Runner) WaitReady(ctx context.Context) error {
 // RunnerSet is a node's projections by name, for the admin rebuild route.
 type RunnerSet []*Runner
 
-// Rebuild resets the named projection and starts its replay; found is false
-// for an unknown name, progress is the projection's Stats.
+// AllReadModels names every read-model family at once in a rebuild.
+const AllReadModels = "read_models"
+
+// Rebuild resets the named projection, or every read-model family for
+// AllReadModels, and starts the replay; found is false for an unknown name.
+// progress lists the rebuilt projections' Stats.
 func (s RunnerSet) Rebuild(ctx context.Context, name string) (progress any, found bool, err error) {
+	var chosen []*Runner
 	for _, run := range s {
-		if run.Name() == name {
-			if err := run.Rebuild(ctx); err != nil {
-				return nil, true, err
-			}
-			return run.Stats(), true, nil
+		_, family := run.proj.(interface{ Handles(string) bool })
+		if run.Name() == name || (name == AllReadModels && family) {
+			chosen = append(chosen, run)
 		}
 	}
-	return nil, false, nil
+	if len(chosen) == 0 {
+		return nil, false, nil
+	}
+	stats := make([]Stats, 0, len(chosen))
+	for _, run := range chosen {
+		if err := run.Rebuild(ctx); err != nil {
+			return nil, true, err
+		}
+		stats = append(stats, run.Stats())
+	}
+	return map[string]any{"projections": stats}, true, nil
+}
+
+// WaitFor blocks until every runner of the set has applied pos.
+func (s RunnerSet) WaitFor(ctx context.Context, pos events.Position) error {
+	for _, run := range s {
+		if err := run.WaitFor(ctx, pos); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -70,9 +70,9 @@ type Member struct {
 	UpdatedAt     time.Time
 }
 
-// Tx is one read-model transaction: every write of a batch of events and the
+// UserTx is one read-model transaction: every write of a batch of events and the
 // checkpoint after it commit together, so replays are idempotent.
-type Tx interface {
+type UserTx interface {
 	// User reads a user inside the transaction (ErrNotFound if absent), for
 	// projectors that update part of a row.
 	User(ctx context.Context, openUserID int64) (User, error)
@@ -89,16 +89,14 @@ type Tx interface {
 	DeleteMember(ctx context.Context, memberID int64, at time.Time) error
 }
 
-// Store is a read-model store: the projection runtime writes through Update,
-// the query API reads through the lookup methods.
-type Store interface {
-	// Checkpoint returns the position the named projection has applied, zero if none.
-	Checkpoint(ctx context.Context, projection string) (events.Position, error)
+// UserStore is the users family's port: the users projector writes
+// through Update, the query API and the plugin's phone binding read through
+// the lookups.
+type UserStore interface {
+	Checkpoints
 	// Update runs fn in one transaction and, in the same transaction, sets
 	// the named projection's checkpoint to pos. If fn fails nothing changes.
-	Update(ctx context.Context, projection string, pos events.Position, fn func(Tx) error) error
-	// Reset empties every read model and checkpoint, for a rebuild from the log.
-	Reset(ctx context.Context) error
+	Update(ctx context.Context, projection string, pos events.Position, fn func(UserTx) error) error
 
 	// User returns the user if it belongs to appID.
 	User(ctx context.Context, appID, openUserID int64) (User, error)
@@ -110,6 +108,7 @@ type Store interface {
 	// Members returns the user's non-deleted members ordered by MemberID,
 	// only those with UpdatedAt strictly after updatedAfter when it is non-zero.
 	Members(ctx context.Context, appID, openUserID int64, updatedAfter time.Time) ([]Member, error)
-
-	Close() error
+	// UserByPhone finds the app's user with this phone (ErrNotFound if none; the
+	// lowest OpenUserID if several), for binding plugin measurements.
+	UserByPhone(ctx context.Context, appID int64, phone string) (User, error)
 }

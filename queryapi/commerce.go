@@ -15,15 +15,15 @@ import (
 // commerceRoutes are the order, goods and benefit reads.
 func (q *API) commerceRoutes() []httpapi.Route {
 	return []httpapi.Route{
-		{Method: "GET", Path: "/open/v1/order/detail", Handle: q.partner(q.orderDetail)},
+		{Method: "GET", Path: "/open/v1/order/detail", Handle: q.partner(projections.FamilyOrders, q.orderDetail)},
 		{Method: "GET", Path: "/admin/v1/goods", Handle: q.admin(q.goodsList)},
 		{Method: "GET", Path: "/admin/v1/orders", Handle: q.admin(q.orders)},
 		{Method: "GET", Path: "/admin/v1/orders/:orderCode", Handle: q.admin(q.adminOrder)},
 		{Method: "GET", Path: "/admin/v1/service-providers", Handle: q.admin(q.providers)},
 		{Method: "GET", Path: "/admin/v1/benefit-items", Handle: q.admin(q.benefitItems)},
 		{Method: "GET", Path: "/admin/v1/benefit-cards/:cardNumber", Handle: q.admin(q.adminCard)},
-		{Method: "GET", Path: "/open/v1/benefit-cards/detail", Handle: q.partner(q.cardDetail)},
-		{Method: "GET", Path: "/open/v1/benefit-cards/fulfillments", Handle: q.partner(q.fulfillments)},
+		{Method: "GET", Path: "/open/v1/benefit-cards/detail", Handle: q.partner(projections.FamilyBenefits, q.cardDetail)},
+		{Method: "GET", Path: "/open/v1/benefit-cards/fulfillments", Handle: q.partner(projections.FamilyBenefits, q.fulfillments)},
 	}
 }
 
@@ -79,9 +79,9 @@ func (q *API) orderDetail(w http.ResponseWriter, r *http.Request, _ httprouter.P
 }
 
 // adminRead waits for the operator's own last writes, then serves.
-func (q *API) adminRead(h func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error) httprouter.Handle {
+func (q *API) adminRead(f projections.Family, h func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error) httprouter.Handle {
 	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-		err := q.await(r.Context(), 0)
+		err := q.await(r.Context(), 0, f)
 		if err == nil {
 			err = h(w, r, ps)
 		}
@@ -92,13 +92,13 @@ func (q *API) adminRead(h func(w http.ResponseWriter, r *http.Request, ps httpro
 }
 
 func (q *API) adminOrder(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-	q.adminRead(func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
+	q.adminRead(projections.FamilyOrders, func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
 		return q.orderByCode(w, r, 0, ps.ByName("orderCode"))
 	})(w, r, ps)
 }
 
 func (q *API) orders(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-	q.adminRead(func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	q.adminRead(projections.FamilyOrders, func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 		f := projections.OrderFilter{Status: r.URL.Query().Get("status")}
 		var err error
 		if f.AppID, err = httpapi.IntParam(r, "app_id", 0, 0); err != nil {
@@ -128,7 +128,7 @@ func (q *API) orders(w http.ResponseWriter, r *http.Request, ps httprouter.Param
 }
 
 func (q *API) goodsList(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-	q.adminRead(func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	q.adminRead(projections.FamilyOrders, func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 		list, err := q.Orders.GoodsList(r.Context())
 		if err != nil {
 			return err
@@ -143,7 +143,7 @@ func (q *API) goodsList(w http.ResponseWriter, r *http.Request, ps httprouter.Pa
 }
 
 func (q *API) providers(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-	q.adminRead(func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	q.adminRead(projections.FamilyBenefits, func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 		appID, err := httpapi.IntParam(r, "app_id", 0, 0)
 		if err != nil {
 			return err
@@ -167,7 +167,7 @@ func (q *API) providers(w http.ResponseWriter, r *http.Request, ps httprouter.Pa
 }
 
 func (q *API) benefitItems(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-	q.adminRead(func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	q.adminRead(projections.FamilyBenefits, func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 		list, err := q.Benefits.BenefitItems(r.Context())
 		if err != nil {
 			return err
@@ -203,7 +203,7 @@ func (q *API) card(w http.ResponseWriter, r *http.Request, issuer int64, number 
 }
 
 func (q *API) adminCard(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-	q.adminRead(func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
+	q.adminRead(projections.FamilyBenefits, func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
 		return q.card(w, r, 0, ps.ByName("cardNumber"))
 	})(w, r, ps)
 }

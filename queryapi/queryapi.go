@@ -26,10 +26,12 @@ const ReadTimeout = 5 * time.Second
 
 // API holds what the read handlers need.
 type API struct {
-	Store      projections.Store
+	Store      projections.UserStore
 	Apps       *projections.Apps
 	Events     events.Store
-	Runners    []*projections.Runner
+	Runners    []*projections.Runner // every projection, for the progress route
+	// Families follow the read models: a read waits only for the family it reads.
+	Families map[projections.Family]*projections.Runner
 	SchemeM    auth.SchemeM
 	Admin      auth.Admin
 	Watermarks *projections.Watermarks
@@ -63,9 +65,10 @@ func (q *API) admin(h httprouter.Handle) httprouter.Handle {
 	}
 }
 
-// await makes the app's last acknowledged write on this node visible.
-func (q *API) await(ctx context.Context, appID int64) error {
-	if err := q.Watermarks.Await(ctx, appID, ReadTimeout, q.Runners...); err != nil {
+// await makes the app's last acknowledged write on this node visible in the
+// family the read is about; the other families may still be behind.
+func (q *API) await(ctx context.Context, appID int64, f projections.Family) error {
+	if err := q.Watermarks.Await(ctx, appID, ReadTimeout, q.Families[f]); err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -107,7 +110,7 @@ func (q *API) serveSnapshot(w http.ResponseWriter, r *http.Request, ps httproute
 		after = t
 	}
 	ctx := r.Context()
-	if err := q.await(ctx, app.AppID); err != nil {
+	if err := q.await(ctx, app.AppID, projections.FamilyUsers); err != nil {
 		return err
 	}
 	var u projections.User

@@ -36,7 +36,7 @@ type Tokens interface {
 // ReportAPI holds what the report pull and the daily report need.
 type ReportAPI struct {
 	Reports    projections.ReportStore
-	Users      projections.Store
+	Users      projections.UserStore
 	Events     events.Store
 	Runner     *projections.Runner // the read-model projection
 	SchemeH    auth.SchemeH

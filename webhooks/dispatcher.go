@@ -59,6 +59,11 @@ type Dispatcher struct {
 	AppsReady  *projections.Runner // the directory must have seen an event's position before it decides
 	Deliveries projections.DeliveryStore
 	Projected  *projections.Runner // the deliveries projection
+	// Reflected waits until every read model a partner may read after a
+	// webhook reflects the event (nil: only the deliveries projection).
+	Reflected interface {
+		WaitFor(ctx context.Context, pos events.Position) error
+	}
 	Client     *http.Client
 	Clock      Clock
 	Schedule   []time.Duration
@@ -90,7 +95,13 @@ func (d *Dispatcher) Create(ctx context.Context, rec events.Recorded) error {
 	if err := d.AppsReady.WaitFor(ctx, rec.Position); err != nil {
 		return err
 	}
-	if err := d.Projected.WaitFor(ctx, rec.Position); err != nil {
+	var reflected interface {
+		WaitFor(context.Context, events.Position) error
+	} = d.Projected
+	if d.Reflected != nil {
+		reflected = d.Reflected
+	}
+	if err := reflected.WaitFor(ctx, rec.Position); err != nil {
 		return err
 	}
 	app, found := d.Apps.ByID(r.AppID)

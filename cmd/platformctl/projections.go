@@ -20,7 +20,10 @@ type projectionStats struct {
 	Applied    uint64   `json:"events_applied"`
 	Rate       float64  `json:"events_per_second"`
 	CaughtUp   bool     `json:"caught_up"`
+	Ready      bool     `json:"ready"`
 	Rebuilding bool     `json:"rebuilding"`
+	Percent    float64  `json:"percent"`
+	ETASeconds float64  `json:"eta_seconds"`
 	LastError  string   `json:"last_error"`
 	Since      string   `json:"since"`
 }
@@ -103,14 +106,18 @@ func (c *cli) rebuild(args []string) error {
 	return err
 }
 
-// watchRebuild starts the rebuild and prints its progress until it has caught up.
+// watchRebuild starts the rebuild (NAME, or every read-model family for
+// read_models) and prints progress until each rebuilt projection is ready:
+// it has replayed the log as far as it reached when the rebuild began.
 func (c *cli) watchRebuild(ctx context.Context, api *client, name string, start time.Time) error {
 	data, err := api.do(ctx, "POST", "/admin/v1/projections/"+url.PathEscape(name)+"/rebuild", nil)
 	if err != nil {
 		return err
 	}
-	var s projectionStats
-	if err := decode(data, &s); err != nil {
+	var started struct {
+		Projections []projectionStats `json:"projections"`
+	}
+	if err := decode(data, &started); err != nil {
 		return err
 	}
 	if c.g.json {
@@ -118,19 +125,19 @@ func (c *cli) watchRebuild(ctx context.Context, api *client, name string, start 
 			return err
 		}
 	}
-	// A projection replaying an empty log never applies a batch, so it
-	// never reports caught_up: an empty log means the rebuild is done.
-	logData, err := api.do(ctx, "GET", "/admin/v1/events?limit=1", nil)
-	if err != nil {
-		return err
+	watched := map[string]projectionStats{}
+	for _, s := range started.Projections {
+		watched[s.Name] = s
 	}
-	page, err := decodePage(logData)
-	if err != nil {
-		return err
+	done := func() bool {
+		for _, s := range watched {
+			if !s.Ready {
+				return false
+			}
+		}
+		return true
 	}
-	done := s.CaughtUp || len(page.events) == 0
-
-	for !done {
+	for !done() {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
@@ -140,30 +147,36 @@ func (c *cli) watchRebuild(ctx context.Context, api *client, name string, start 
 		if err != nil {
 			return err
 		}
-		found := false
+		seen := 0
 		for i, st := range stats {
-			if st.Name != name {
+			if _, ok := watched[st.Name]; !ok {
 				continue
 			}
-			found, s, done = true, st, st.CaughtUp
+			seen++
+			watched[st.Name] = st
 			if err := c.printProgress(st, raws[i]); err != nil {
 				return err
 			}
 		}
-		if !found {
-			return fmt.Errorf("rebuild %s: the server no longer lists the projection", name)
+		if seen != len(watched) {
+			return fmt.Errorf("rebuild %s: the server no longer lists every projection rebuilt", name)
 		}
 	}
 	if c.g.json {
 		return nil
 	}
 	secs := time.Since(start).Seconds()
-	rate := 0.0
-	if secs > 0 {
-		rate = float64(s.Applied) / secs
+	for _, s := range started.Projections {
+		s = watched[s.Name]
+		rate := 0.0
+		if secs > 0 {
+			rate = float64(s.Applied) / secs
+		}
+		if _, err := fmt.Fprintf(c.stdout, "%s: rebuilt %d events in %.1f s, %.0f ev/s\n", s.Name, s.Applied, secs, rate); err != nil {
+			return err
+		}
 	}
-	_, err = fmt.Fprintf(c.stdout, "%s: rebuilt %d events in %.1f s, %.0f ev/s\n", name, s.Applied, secs, rate)
-	return err
+	return nil
 }
 
 // printProgress prints one progress line of a rebuild.
@@ -171,7 +184,10 @@ func (c *cli) printProgress(s projectionStats, raw json.RawMessage) error {
 	if c.g.json {
 		return printJSONLine(c.stdout, raw)
 	}
-	line := fmt.Sprintf("%s: %d events, %.0f ev/s, position %s", s.Name, s.Applied, s.Rate, s.Position)
+	line := fmt.Sprintf("%s: %d events, %.0f ev/s, %.1f%% of the log, position %s", s.Name, s.Applied, s.Rate, s.Percent, s.Position)
+	if !s.Ready && s.ETASeconds > 0 {
+		line += fmt.Sprintf(", about %s left", (time.Duration(s.ETASeconds * float64(time.Second))).Round(time.Second))
+	}
 	if s.LastError != "" {
 		line += ", last error: " + s.LastError
 	}

@@ -11,8 +11,8 @@ import (
 
 func stats(name string, applied uint64, rate float64, caughtUp bool, lastError string) map[string]any {
 	s := map[string]any{"name": name, "position": map[string]any{"commit": applied * 10, "prepare": applied * 10},
-		"events_applied": applied, "events_per_second": rate, "caught_up": caughtUp, "rebuilding": false,
-		"since": "2025-01-02T03:04:05Z"}
+		"events_applied": applied, "events_per_second": rate, "caught_up": caughtUp, "ready": caughtUp, "rebuilding": false,
+		"since": "2025-01-02T03:04:05Z", "percent": float64(applied) / 15}
 	if lastError != "" {
 		s["last_error"] = lastError
 	}
@@ -52,31 +52,25 @@ func TestProjections(t *testing.T) {
 	}
 }
 
-// rebuildServer rebuilds channel_users, which catches up at the poll numbered
-// caughtUpAt (never if 0); logEvents is how many events the log holds.
+// rebuildServer rebuilds channel_users, which is ready at the poll numbered
+// caughtUpAt (never if 0; at once if the log holds no event).
 func rebuildServer(t *testing.T, caughtUpAt int64, logEvents int) (*fakeServer, *atomic.Int64) {
 	var polls atomic.Int64
 	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
 		switch r.Method + " " + r.URL.Path {
 		case "POST /admin/v1/projections/channel_users/rebuild":
-			ok(w, 202, stats("channel_users", 0, 0, false, ""))
+			ok(w, 202, map[string]any{"projections": []any{stats("channel_users", 0, 0, false, "")}})
 		case "POST /admin/v1/projections/nope/rebuild":
 			fail(w, 404, "PROJECTION_NOT_FOUND", "no projection named nope", nil)
-		case "GET /admin/v1/events":
-			if r.URL.RawQuery != "limit=1" {
-				t.Errorf("log probe query %q, want limit=1", r.URL.RawQuery)
-			}
-			evs := []any{}
-			if logEvents > 0 {
-				evs = append(evs, testEvent("app-1", 0))
-			}
-			ok(w, 200, map[string]any{"events": evs})
 		case "GET /admin/v1/projections":
 			n := polls.Add(1)
 			done := caughtUpAt > 0 && n >= caughtUpAt
 			applied := uint64(n) * 500
 			if done {
 				applied = 1500
+			}
+			if logEvents == 0 {
+				done, applied = true, 0
 			}
 			lastError := ""
 			if n == 1 {
@@ -100,9 +94,9 @@ func TestRebuild(t *testing.T) {
 	wantCode(t, r, 0)
 	lines := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
 	want := []string{
-		"channel_users: 500 events, 1000 ev/s, position 5000/5000, last error: subscription: timeout",
-		"channel_users: 1000 events, 2000 ev/s, position 10000/10000",
-		"channel_users: 1500 events, 3000 ev/s, position 15000/15000",
+		"channel_users: 500 events, 1000 ev/s, 33.3% of the log, position 5000/5000, last error: subscription: timeout",
+		"channel_users: 1000 events, 2000 ev/s, 66.7% of the log, position 10000/10000",
+		"channel_users: 1500 events, 3000 ev/s, 100.0% of the log, position 15000/15000",
 	}
 	if len(lines) != 4 || strings.Join(lines[:3], "\n") != strings.Join(want, "\n") {
 		t.Fatalf("stdout:\n%s\nwant the progress lines:\n%s\nand a summary", r.stdout, strings.Join(want, "\n"))
@@ -142,11 +136,11 @@ func TestRebuildEmptyLog(t *testing.T) {
 	srv, polls := rebuildServer(t, 0, 0)
 	r := runCLI(cliEnv(srv), "rebuild", "channel_users")
 	wantCode(t, r, 0)
-	if !regexp.MustCompile(`^channel_users: rebuilt 0 events in \d+\.\d s, 0 ev/s\n$`).MatchString(r.stdout) {
+	if !regexp.MustCompile(`^channel_users: 0 events, 1000 ev/s, 0.0% of the log, position 0/0, last error: subscription: timeout\nchannel_users: rebuilt 0 events in \d+\.\d s, 0 ev/s\n$`).MatchString(r.stdout) {
 		t.Errorf("stdout %q", r.stdout)
 	}
-	if polls.Load() != 0 {
-		t.Errorf("polled %d times for an empty log", polls.Load())
+	if polls.Load() != 1 {
+		t.Errorf("polled %d times for an empty log, want 1", polls.Load())
 	}
 }
 

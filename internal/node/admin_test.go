@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/healthtech/partner-open-platform/internal/node"
+	"github.com/healthtech/partner-open-platform/projections"
 )
 
 func TestAppsAdmin(t *testing.T) {
@@ -133,16 +134,30 @@ func TestRebuildReproducesTheReadModel(t *testing.T) {
 		}
 		var st struct {
 			Projections []struct {
-				Name     string `json:"name"`
-				Applied  uint64 `json:"events_applied"`
-				CaughtUp bool   `json:"caught_up"`
+				Name    string  `json:"name"`
+				Applied uint64  `json:"events_applied"`
+				Ready   bool    `json:"ready"`
+				Percent float64 `json:"percent"`
 			} `json:"projections"`
 		}
 		p.admin("GET", "/admin/v1/projections", nil).data(t, &st)
 		for _, s := range st.Projections {
-			if s.Name == "read_models" && (s.Applied == 0 || !s.CaughtUp) {
+			if s.Name == "users" && (s.Applied == 0 || !s.Ready || s.Percent != 100) {
 				t.Fatalf("stats after rebuild %+v", s)
 			}
+		}
+
+		// One family alone: the users family is rebuilt, the delivery log
+		// keeps its rows and its checkpoint.
+		before := p.node.Families[projections.FamilyDeliveries].Position()
+		if res := p.admin("POST", "/admin/v1/projections/users/rebuild", nil); res.Status != http.StatusAccepted {
+			t.Fatalf("rebuild users: %d %s", res.Status, res.Raw)
+		}
+		if got := p.node.Families[projections.FamilyDeliveries].Position(); got.Less(before) {
+			t.Fatalf("rebuilding users moved the deliveries family back from %s to %s", before, got)
+		}
+		if got := a.snapshot(user); fmt.Sprintf("%+v", deref(got)) != fmt.Sprintf("%+v", deref(want)) {
+			t.Fatalf("after rebuilding users\n got %+v\nwant %+v", deref(got), deref(want))
 		}
 		if res := p.admin("POST", "/admin/v1/projections/nope/rebuild", nil); res.Status != 404 {
 			t.Fatalf("unknown projection: %d", res.Status)
@@ -179,7 +194,7 @@ func TestOperationalEndpoints(t *testing.T) {
 	for _, want := range []string{
 		`platform_http_request_duration_seconds_bucket{method="POST",route="/open/v1/channel/users",status="201"`,
 		`platform_event_store_append_seconds_count{outcome="ok"}`,
-		`platform_projection_events_total{projection="read_models"}`,
+		`platform_projection_events_total{projection="users"}`,
 		`platform_projection_lag_seconds{projection="apps"}`,
 	} {
 		if !strings.Contains(string(body), want) {

@@ -83,7 +83,9 @@ type Config struct {
 type Node struct {
 	Handler       http.Handler
 	Events        events.Store
-	ReadModel     projections.ReadModelStore
+	ReadModel     ReadModels
+	// Families are the read-model projections by family.
+	Families map[projections.Family]*projections.Runner
 	Dispatcher    *webhooks.Dispatcher
 	Apps          *projections.Apps
 	Runners       []*projections.Runner
@@ -203,9 +205,17 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 
 	n.Apps = projections.NewApps(sealer)
 	appsRunner := projections.NewRunner(n.Events, n.Registry, n.Apps, n.log, n.Metrics.Projected)
-	modelsRunner := projections.NewRunner(n.Events, n.Registry, projections.ReadModels{Store: n.ReadModel, Location: n.Location}, n.log, n.Metrics.Projected)
-	modelsRunner.SkipPoison(n.Metrics.Skipped)
-	n.Runners = []*projections.Runner{appsRunner, modelsRunner}
+	n.Runners = []*projections.Runner{appsRunner}
+	n.Families = map[projections.Family]*projections.Runner{}
+	var families projections.RunnerSet
+	for _, f := range projections.Families {
+		run := projections.NewRunner(n.Events, n.Registry, familyProjector(f, n.ReadModel, n.Location), n.log, n.Metrics.Projected)
+		run.SkipPoison(n.Metrics.Skipped)
+		n.Families[f] = run
+		n.Runners = append(n.Runners, run)
+		families = append(families, run)
+	}
+	deliveriesRunner := n.Families[projections.FamilyDeliveries]
 	ids := commands.NewAllocator(n.Events, n.Registry, cfg.IDBlockSize)
 	pluginCmds := commands.NewPlugin(n.Events, n.Registry, ids, cfg.Now, phoneDirectory{n.ReadModel})
 	analyzerRunner := projections.NewRunner(n.Events, n.Registry, &commands.Analyzer{Plugin: pluginCmds}, n.log, n.Metrics.Projected)
@@ -216,7 +226,7 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 	}
 	n.Dispatcher = &webhooks.Dispatcher{
 		Store: n.Events, Registry: n.Registry, Apps: n.Apps, AppsReady: appsRunner,
-		Deliveries: n.ReadModel, Projected: modelsRunner, Client: guard.Client(10 * time.Second),
+		Deliveries: n.ReadModel, Projected: deliveriesRunner, Reflected: families, Client: guard.Client(10 * time.Second),
 		Clock: cfg.WebhookClock, Schedule: cfg.WebhookSchedule, Location: n.Location, Log: n.log.With("component", "webhooks"),
 		Workers: cfg.WebhookWorkers, OnAttempt: n.Metrics.Attempted,
 	}
@@ -243,17 +253,17 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		SchemeH: schemeH, Reports: reports, Plugin: pluginCmds,
 		Credentials: commands.NewCredentialIssuer(n.Events, n.Registry, ids, cfg.Now), UploaderDirectory: n.Apps,
 		Orders:        commands.NewOrders(n.Events, n.Registry, ids, cfg.Now),
-		Benefits:      commands.NewBenefits(n.Events, n.Registry, ids, cfg.Now, max(cfg.VerifyCooldown, 0), providerDirectory{n.ReadModel, modelsRunner, n.head}),
+		Benefits:      commands.NewBenefits(n.Events, n.Registry, ids, cfg.Now, max(cfg.VerifyCooldown, 0), providerDirectory{n.ReadModel, n.Families[projections.FamilyBenefits], n.head}),
 		InternalToken: n.InternalToken,
 		Projections:   projections.RunnerSet(n.Runners),
 	}
 	qAPI := &queryapi.API{
-		Store: n.ReadModel, Apps: n.Apps, Events: n.Events, Runners: n.Runners,
+		Store: n.ReadModel, Apps: n.Apps, Events: n.Events, Runners: n.Runners, Families: n.Families,
 		SchemeM: schemeM, Admin: admin, Watermarks: marks, Location: n.Location, Deliveries: n.ReadModel,
 		Orders: n.ReadModel, Benefits: n.ReadModel,
 	}
 	reportAPI := &queryapi.ReportAPI{
-		Reports: n.ReadModel, Users: n.ReadModel, Events: n.Events, Runner: modelsRunner, SchemeH: schemeH,
+		Reports: n.ReadModel, Users: n.ReadModel, Events: n.Events, Runner: n.Families[projections.FamilyReports], SchemeH: schemeH,
 		Limiter: ratelimit.New(cfg.ReportPullLimit, time.Minute), Tokens: n.Apps, Apps: n.Apps,
 		Location: n.Location, Now: cfg.Now, Watermarks: marks, Views: reports,
 	}
@@ -269,7 +279,7 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 			_ = r.Run(runCtx)
 		}()
 	}
-	if err := n.startWebhooks(runCtx, cfg, modelsRunner); err != nil {
+	if err := n.startWebhooks(runCtx, cfg, deliveriesRunner); err != nil {
 		return nil, err
 	}
 	return n, nil
@@ -537,7 +547,7 @@ func tokenFile(configured, path, prefix string, log *slog.Logger) (string, error
 }
 
 // phoneDirectory binds plugin measurements to users through the read model.
-type phoneDirectory struct{ store projections.ReportStore }
+type phoneDirectory struct{ store projections.UserStore }
 
 func (d phoneDirectory) UserIDByPhone(ctx context.Context, appID int64, phone string) (int64, bool, error) {
 	u, err := d.store.UserByPhone(ctx, appID, phone)
@@ -660,4 +670,33 @@ func (d providerDirectory) FulfillmentIssuer(ctx context.Context, recordID int64
 		issuer, ok, err = find()
 	}
 	return issuer, ok, err
+}
+
+// ReadModels is a read-model adapter: every family's port, the nonce store,
+// and Close. Both projections/memory and projections/postgres are one.
+type ReadModels interface {
+	projections.UserStore
+	projections.DeliveryStore
+	projections.ReportStore
+	projections.OrderStore
+	projections.BenefitStore
+	projections.NonceStore
+	Close() error
+}
+
+// familyProjector is the projector of one read-model family over the adapter.
+func familyProjector(f projections.Family, rm ReadModels, loc *time.Location) projections.Projector {
+	switch f {
+	case projections.FamilyUsers:
+		return projections.UsersProjector(rm)
+	case projections.FamilyDeliveries:
+		return projections.DeliveriesProjector(rm)
+	case projections.FamilyReports:
+		return projections.ReportsProjector(rm, loc)
+	case projections.FamilyOrders:
+		return projections.OrdersProjector(rm)
+	case projections.FamilyBenefits:
+		return projections.BenefitsProjector(rm)
+	}
+	panic("node: no projector for read-model family " + string(f))
 }

@@ -105,13 +105,22 @@ func server(t *testing.T, clock *offsetClock) *httptest.Server {
 	store, reg, readModel := memory.New(), catalog.Registry(), projmemory.New()
 	apps := projections.NewApps(sealer)
 	appsRunner := projections.NewRunner(store, reg, apps, log, nil)
-	modelsRunner := projections.NewRunner(store, reg, projections.ReadModels{Store: readModel, Location: loc}, log, nil)
-	runners := []*projections.Runner{appsRunner, modelsRunner}
+	runners := []*projections.Runner{appsRunner}
+	families := map[projections.Family]*projections.Runner{}
+	var reflected projections.RunnerSet
+	for _, p := range []projections.Projector{projections.UsersProjector(readModel), projections.DeliveriesProjector(readModel),
+		projections.ReportsProjector(readModel, loc), projections.OrdersProjector(readModel), projections.BenefitsProjector(readModel)} {
+		run := projections.NewRunner(store, reg, p, log, nil)
+		families[projections.Family(p.Name())] = run
+		runners = append(runners, run)
+		reflected = append(reflected, run)
+	}
+	modelsRunner := families[projections.FamilyDeliveries]
 	// The dispatcher creates deliveries (so the delivery log, the feed and
 	// resends have something to show) but its sender is not started: no
 	// webhook leaves the test.
 	dispatcher := &webhooks.Dispatcher{
-		Store: store, Registry: reg, Apps: apps, AppsReady: appsRunner, Deliveries: readModel, Projected: modelsRunner,
+		Store: store, Registry: reg, Apps: apps, AppsReady: appsRunner, Deliveries: readModel, Projected: modelsRunner, Reflected: reflected,
 		Client: targets.Guard{}.Client(10 * time.Second), Clock: webhooks.SystemClock{}, Schedule: webhooks.DefaultSchedule,
 		Location: loc, Log: log,
 	}
@@ -129,12 +138,12 @@ func server(t *testing.T, clock *offsetClock) *httptest.Server {
 		InternalToken: internalToken, Projections: projections.RunnerSet(runners),
 	}
 	qry := &queryapi.API{
-		Store: readModel, Apps: apps, Events: store, Runners: runners,
+		Store: readModel, Apps: apps, Events: store, Runners: runners, Families: families,
 		SchemeM: schemeM, Admin: admin, Watermarks: marks, Location: loc, Deliveries: readModel,
 		Orders: readModel, Benefits: readModel,
 	}
 	reportAPI := &queryapi.ReportAPI{
-		Reports: readModel, Users: readModel, Events: store, Runner: modelsRunner, SchemeH: schemeH,
+		Reports: readModel, Users: readModel, Events: store, Runner: families[projections.FamilyReports], SchemeH: schemeH,
 		Limiter: ratelimit.New(60, time.Minute), Views: reports, Tokens: apps, Apps: apps, Location: loc, Now: time.Now, Watermarks: marks,
 	}
 	rt := httprouter.New()

@@ -140,8 +140,8 @@ func (s *Store) BenefitItems(ctx context.Context) ([]projections.BenefitItem, er
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+	s.benefitsMu.RLock()
+	defer s.benefitsMu.RUnlock()
 	out := make([]projections.BenefitItem, len(s.benefitItemIDs))
 	for i, id := range s.benefitItemIDs {
 		out[i] = s.benefitItems[id]
@@ -154,8 +154,8 @@ func (s *Store) Providers(ctx context.Context, appID int64) ([]projections.Servi
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+	s.benefitsMu.RLock()
+	defer s.benefitsMu.RUnlock()
 	ids := s.providerIDs
 	if appID != 0 {
 		ids = s.appProviders[appID]
@@ -172,8 +172,8 @@ func (s *Store) CardByNumber(ctx context.Context, issuerAppID int64, number stri
 	if err := ctx.Err(); err != nil {
 		return projections.Card{}, err
 	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+	s.benefitsMu.RLock()
+	defer s.benefitsMu.RUnlock()
 	c, ok := s.cards[number]
 	if !ok || (issuerAppID != 0 && c.IssuerAppID != issuerAppID) {
 		return projections.Card{}, projections.ErrNotFound
@@ -189,8 +189,8 @@ func (s *Store) Fulfillments(ctx context.Context, f projections.FulfillmentFilte
 		return nil, err
 	}
 	limit := clampLimit(f.Limit)
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+	s.benefitsMu.RLock()
+	defer s.benefitsMu.RUnlock()
 	var ids []int64
 	switch {
 	case f.CardNumber != "":

@@ -245,7 +245,7 @@ func (s *Store) refSource(p events.Position, d int) {
 
 // UpdateDeliveries shares Update's lock, undo log and checkpoints, so both projections replay alike.
 func (s *Store) UpdateDeliveries(ctx context.Context, projection string, pos events.Position, fn func(projections.DeliveryTx) error) error {
-	return s.update(ctx, projection, pos, func(t *tx) error { return fn(t) })
+	return s.update(ctx, &s.deliveriesMu, projection, pos, func(t *tx) error { return fn(t) })
 }
 
 // Delivery enforces tenancy here, in the lookup, so no caller can forget it (appID 0: operators).
@@ -253,8 +253,8 @@ func (s *Store) Delivery(ctx context.Context, appID int64, id string) (projectio
 	if err := ctx.Err(); err != nil {
 		return projections.Delivery{}, nil, err
 	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+	s.deliveriesMu.RLock()
+	defer s.deliveriesMu.RUnlock()
 	d, ok := s.deliveries[id]
 	if !ok || (appID != 0 && d.AppID != appID) {
 		return projections.Delivery{}, nil, projections.ErrNotFound
@@ -273,8 +273,8 @@ func (s *Store) Deliveries(ctx context.Context, f domain.DeliveryFilter) ([]proj
 	}
 	limit := clampLimit(f.Limit)
 	from, to := normTime(f.From), normTime(f.To)
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+	s.deliveriesMu.RLock()
+	defer s.deliveriesMu.RUnlock()
 	keys := s.feed
 	if f.AppID != 0 {
 		keys = s.appFeed[f.AppID]
@@ -313,8 +313,8 @@ func (s *Store) Due(ctx context.Context, now time.Time, limit int) ([]projection
 		limit = defaultLimit
 	}
 	now = normTime(now)
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+	s.deliveriesMu.RLock()
+	defer s.deliveriesMu.RUnlock()
 	h := &s.due
 	var out []projections.Delivery
 	if h.Len() == 0 {
@@ -341,8 +341,8 @@ func (s *Store) NextDue(ctx context.Context) (time.Time, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return time.Time{}, false, err
 	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+	s.deliveriesMu.RLock()
+	defer s.deliveriesMu.RUnlock()
 	if s.due.Len() == 0 {
 		return time.Time{}, false, nil
 	}
@@ -354,8 +354,8 @@ func (s *Store) CountByStatus(ctx context.Context) (map[string]int, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+	s.deliveriesMu.RLock()
+	defer s.deliveriesMu.RUnlock()
 	out := make(map[string]int, len(s.statuses))
 	for k, v := range s.statuses {
 		out[k] = v
@@ -368,8 +368,8 @@ func (s *Store) LastSource(ctx context.Context) (events.Position, error) {
 	if err := ctx.Err(); err != nil {
 		return events.Position{}, err
 	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+	s.deliveriesMu.RLock()
+	defer s.deliveriesMu.RUnlock()
 	if len(s.sources) == 0 {
 		return events.Position{}, nil
 	}

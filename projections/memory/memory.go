@@ -15,8 +15,9 @@ import (
 	"github.com/healthtech/partner-open-platform/projections"
 )
 
-// Store keeps every read model in memory behind one RWMutex: many readers,
-// one Update at a time.
+// Store keeps every read model in memory, each family behind its own
+// RWMutex: many readers, one Update at a time per family, and families
+// project concurrently.
 //
 // Update applies writes in place under the write lock with an undo log, so
 // the Tx reads see the transaction's own writes and a failing fn (or a write
@@ -24,7 +25,9 @@ import (
 // truncated to microseconds, as PostgreSQL keeps them, so both stores give
 // the same answers.
 type Store struct {
-	mu          sync.RWMutex
+	usersMu, deliveriesMu, reportsMu, ordersMu, benefitsMu sync.RWMutex
+
+	cpMu        sync.Mutex
 	checkpoints map[string]events.Position
 	users       map[int64]projections.User // by OpenUserID
 	byChannel   map[channelKey]int64       // (AppID, ChannelUserID) -> OpenUserID
@@ -55,8 +58,8 @@ type phoneKey struct {
 }
 
 var (
-	_ projections.Store          = (*Store)(nil)
-	_ projections.Tx             = (*tx)(nil)
+	_ projections.UserStore          = (*Store)(nil)
+	_ projections.UserTx             = (*tx)(nil)
 	_ projections.DeliveryStore  = (*Store)(nil)
 	_ projections.DeliveryTx     = (*tx)(nil)
 	_ projections.ReportStore    = (*Store)(nil)
@@ -66,7 +69,6 @@ var (
 	_ projections.OrderTx        = (*tx)(nil)
 	_ projections.BenefitStore   = (*Store)(nil)
 	_ projections.BenefitTx      = (*tx)(nil)
-	_ projections.ReadModelStore = (*Store)(nil)
 )
 
 // New returns an empty store, ready for the projection runtime to fill.
@@ -78,6 +80,14 @@ func New() *Store {
 
 func (s *Store) init() {
 	s.checkpoints = map[string]events.Position{}
+	s.initUsers()
+	s.deliveryIndexes = newDeliveryIndexes()
+	s.reportIndexes = newReportIndexes()
+	s.orderIndexes = newOrderIndexes()
+	s.benefitIndexes = newBenefitIndexes()
+}
+
+func (s *Store) initUsers() {
 	s.users = map[int64]projections.User{}
 	s.byChannel = map[channelKey]int64{}
 	s.byPhone = map[phoneKey][]int64{}
@@ -86,10 +96,23 @@ func (s *Store) init() {
 	s.members = map[int64]projections.Member{}
 	s.userMembers = map[int64][]int64{}
 	s.liveCount = map[int64]int{}
-	s.deliveryIndexes = newDeliveryIndexes()
-	s.reportIndexes = newReportIndexes()
-	s.orderIndexes = newOrderIndexes()
-	s.benefitIndexes = newBenefitIndexes()
+}
+
+// family returns the lock of a family and how to empty it.
+func (s *Store) family(f projections.Family) (*sync.RWMutex, func(), error) {
+	switch f {
+	case projections.FamilyUsers:
+		return &s.usersMu, s.initUsers, nil
+	case projections.FamilyDeliveries:
+		return &s.deliveriesMu, func() { s.deliveryIndexes = newDeliveryIndexes() }, nil
+	case projections.FamilyReports:
+		return &s.reportsMu, func() { s.reportIndexes = newReportIndexes() }, nil
+	case projections.FamilyOrders:
+		return &s.ordersMu, func() { s.orderIndexes = newOrderIndexes() }, nil
+	case projections.FamilyBenefits:
+		return &s.benefitsMu, func() { s.benefitIndexes = newBenefitIndexes() }, nil
+	}
+	return nil, nil, fmt.Errorf("projections/memory: no read-model family %q", f)
 }
 
 // Checkpoint returns the named projection's position, zero if it never ran.
@@ -97,8 +120,8 @@ func (s *Store) Checkpoint(ctx context.Context, projection string) (events.Posit
 	if err := ctx.Err(); err != nil {
 		return events.Position{}, err
 	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+	s.cpMu.Lock()
+	defer s.cpMu.Unlock()
 	return s.checkpoints[projection], nil
 }
 
@@ -106,17 +129,18 @@ func (s *Store) Checkpoint(ctx context.Context, projection string) (events.Posit
 // recording how to revert it; if fn (or a write) fails, the undo log restores
 // the state fn started from. fn must use only its Tx: calling the Store's
 // own methods from inside fn would deadlock.
-func (s *Store) Update(ctx context.Context, projection string, pos events.Position, fn func(projections.Tx) error) error {
-	return s.update(ctx, projection, pos, func(t *tx) error { return fn(t) })
+func (s *Store) Update(ctx context.Context, projection string, pos events.Position, fn func(projections.UserTx) error) error {
+	return s.update(ctx, &s.usersMu, projection, pos, func(t *tx) error { return fn(t) })
 }
 
-// update is Update and UpdateDeliveries: one write lock, one undo log, one checkpoint.
-func (s *Store) update(ctx context.Context, projection string, pos events.Position, fn func(*tx) error) error {
+// update is every family's Update: the family's write lock, one undo log,
+// one checkpoint.
+func (s *Store) update(ctx context.Context, mu *sync.RWMutex, projection string, pos events.Position, fn func(*tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	mu.Lock()
+	defer mu.Unlock()
 	t := &tx{s: s}
 	committed := false
 	defer func() { // also when fn panics
@@ -133,8 +157,43 @@ func (s *Store) update(ctx context.Context, projection string, pos events.Positi
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	s.cpMu.Lock()
 	s.checkpoints[projection] = pos
+	s.cpMu.Unlock()
 	committed = true
+	return nil
+}
+
+// UpdateReports is the reports family's Update.
+func (s *Store) UpdateReports(ctx context.Context, projection string, pos events.Position, fn func(projections.ReportTx) error) error {
+	return s.update(ctx, &s.reportsMu, projection, pos, func(t *tx) error { return fn(t) })
+}
+
+// UpdateOrders is the orders family's Update.
+func (s *Store) UpdateOrders(ctx context.Context, projection string, pos events.Position, fn func(projections.OrderTx) error) error {
+	return s.update(ctx, &s.ordersMu, projection, pos, func(t *tx) error { return fn(t) })
+}
+
+// UpdateBenefits is the benefits family's Update.
+func (s *Store) UpdateBenefits(ctx context.Context, projection string, pos events.Position, fn func(projections.BenefitTx) error) error {
+	return s.update(ctx, &s.benefitsMu, projection, pos, func(t *tx) error { return fn(t) })
+}
+
+// ResetFamily empties one family and its checkpoint; the others keep serving.
+func (s *Store) ResetFamily(ctx context.Context, f projections.Family) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	mu, empty, err := s.family(f)
+	if err != nil {
+		return err
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	empty()
+	s.cpMu.Lock()
+	delete(s.checkpoints, string(f))
+	s.cpMu.Unlock()
 	return nil
 }
 
@@ -144,8 +203,12 @@ func (s *Store) Reset(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	for _, mu := range []*sync.RWMutex{&s.usersMu, &s.deliveriesMu, &s.reportsMu, &s.ordersMu, &s.benefitsMu} {
+		mu.Lock()
+		defer mu.Unlock()
+	}
+	s.cpMu.Lock()
+	defer s.cpMu.Unlock()
 	s.init()
 	return nil
 }
@@ -155,8 +218,8 @@ func (s *Store) User(ctx context.Context, appID, openUserID int64) (projections.
 	if err := ctx.Err(); err != nil {
 		return projections.User{}, err
 	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+	s.usersMu.RLock()
+	defer s.usersMu.RUnlock()
 	u, ok := s.users[openUserID]
 	if !ok || u.AppID != appID {
 		return projections.User{}, projections.ErrNotFound
@@ -169,8 +232,8 @@ func (s *Store) UserByChannelID(ctx context.Context, appID int64, channelUserID 
 	if err := ctx.Err(); err != nil {
 		return projections.User{}, err
 	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+	s.usersMu.RLock()
+	defer s.usersMu.RUnlock()
 	id, ok := s.byChannel[channelKey{appID, channelUserID}]
 	if !ok {
 		return projections.User{}, projections.ErrNotFound
@@ -183,8 +246,8 @@ func (s *Store) Groups(ctx context.Context, appID, openUserID int64) ([]projecti
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+	s.usersMu.RLock()
+	defer s.usersMu.RUnlock()
 	var out []projections.Group
 	for _, id := range s.userGroups[openUserID] {
 		g := s.groups[id]
@@ -204,8 +267,8 @@ func (s *Store) Members(ctx context.Context, appID, openUserID int64, updatedAft
 		return nil, err
 	}
 	filter := !updatedAfter.IsZero()
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+	s.usersMu.RLock()
+	defer s.usersMu.RUnlock()
 	var out []projections.Member
 	for _, id := range s.userMembers[openUserID] {
 		m := s.members[id]
@@ -223,8 +286,8 @@ func (s *Store) Member(ctx context.Context, appID, memberID int64) (projections.
 	if err := ctx.Err(); err != nil {
 		return projections.Member{}, err
 	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+	s.usersMu.RLock()
+	defer s.usersMu.RUnlock()
 	m, ok := s.members[memberID]
 	if !ok || m.AppID != appID {
 		return projections.Member{}, projections.ErrNotFound

@@ -12,7 +12,7 @@ import (
 )
 
 func TestStore(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) projections.Store { return memory.New() })
+	storetest.Run(t, func(t *testing.T) storetest.Store { return memory.New() })
 }
 
 // A write that would give two users the same channel id fails the whole
@@ -21,12 +21,12 @@ func TestChannelConflictUndoes(t *testing.T) {
 	ctx := context.Background()
 	s := memory.New()
 	a := projections.User{AppID: 1, OpenUserID: 1, ChannelUserID: "c"}
-	if err := s.Update(ctx, "p", events.Position{Commit: 1}, func(tx projections.Tx) error {
+	if err := s.Update(ctx, "p", events.Position{Commit: 1}, func(tx projections.UserTx) error {
 		return tx.PutUser(ctx, a)
 	}); err != nil {
 		t.Fatal(err)
 	}
-	err := s.Update(ctx, "p", events.Position{Commit: 2}, func(tx projections.Tx) error {
+	err := s.Update(ctx, "p", events.Position{Commit: 2}, func(tx projections.UserTx) error {
 		if err := tx.PutUser(ctx, projections.User{AppID: 1, OpenUserID: 2, ChannelUserID: "d"}); err != nil {
 			return err
 		}
@@ -58,7 +58,7 @@ func TestConflictErrorsUndo(t *testing.T) {
 	ctx := context.Background()
 	s := memory.New()
 	card := projections.Card{CardNumber: "c1", Items: []projections.CardItem{{UserBenefitItemID: 7}}}
-	if err := s.Update(ctx, "p", events.Position{Commit: 1}, func(tx projections.Tx) error {
+	if err := s.Update(ctx, "p", events.Position{Commit: 1}, func(tx projections.UserTx) error {
 		if err := tx.(projections.OrderTx).PutGoods(ctx, projections.Goods{GoodsID: 1, GoodsCode: "g"}); err != nil {
 			return err
 		}
@@ -71,25 +71,25 @@ func TestConflictErrorsUndo(t *testing.T) {
 	}
 	for _, c := range []struct {
 		name       string
-		write      func(projections.Tx) error
+		write      func(projections.UserTx) error
 		key, value string
 	}{
-		{"goods code", func(tx projections.Tx) error {
+		{"goods code", func(tx projections.UserTx) error {
 			return tx.(projections.OrderTx).PutGoods(ctx, projections.Goods{GoodsID: 2, GoodsCode: "g"})
 		}, "goods_code", "g"},
-		{"order code", func(tx projections.Tx) error {
+		{"order code", func(tx projections.UserTx) error {
 			return tx.(projections.OrderTx).PutOrder(ctx, projections.Order{OrderID: 2, OrderCode: "o"})
 		}, "order_code", "o"},
-		{"item id within an order", func(tx projections.Tx) error {
+		{"item id within an order", func(tx projections.UserTx) error {
 			return tx.(projections.OrderTx).PutOrder(ctx, projections.Order{OrderID: 3, OrderCode: "o3",
 				Items: []projections.OrderItem{{ItemID: 5}, {ItemID: 5}}})
 		}, "item_id", "5"},
-		{"card item of another card", func(tx projections.Tx) error {
+		{"card item of another card", func(tx projections.UserTx) error {
 			return tx.(projections.BenefitTx).PutCard(ctx, projections.Card{CardNumber: "c2",
 				Items: []projections.CardItem{{UserBenefitItemID: 7}}})
 		}, "user_benefit_item_id", "7"},
 	} {
-		err := s.Update(ctx, "p", events.Position{Commit: 2}, func(tx projections.Tx) error {
+		err := s.Update(ctx, "p", events.Position{Commit: 2}, func(tx projections.UserTx) error {
 			// A write before the conflict, which the failure must undo.
 			if err := tx.(projections.OrderTx).PutGoods(ctx, projections.Goods{GoodsID: 9, GoodsCode: "before"}); err != nil {
 				return err

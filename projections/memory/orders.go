@@ -139,8 +139,8 @@ func (s *Store) OrderByCode(ctx context.Context, appID int64, code string) (proj
 	if err := ctx.Err(); err != nil {
 		return projections.Order{}, err
 	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+	s.ordersMu.RLock()
+	defer s.ordersMu.RUnlock()
 	id, ok := s.orderByCode[code]
 	if !ok {
 		return projections.Order{}, projections.ErrNotFound
@@ -158,8 +158,8 @@ func (s *Store) Orders(ctx context.Context, f projections.OrderFilter) ([]projec
 		return nil, err
 	}
 	limit := clampLimit(f.Limit)
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+	s.ordersMu.RLock()
+	defer s.ordersMu.RUnlock()
 	var ids []int64
 	switch {
 	case f.AppID != 0 && f.Status != "":
@@ -185,8 +185,8 @@ func (s *Store) GoodsList(ctx context.Context) ([]projections.Goods, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+	s.ordersMu.RLock()
+	defer s.ordersMu.RUnlock()
 	out := make([]projections.Goods, len(s.goodsIDs))
 	for i, id := range s.goodsIDs {
 		out[i] = s.goods[id]

@@ -56,8 +56,8 @@ func (s *Store) Report(ctx context.Context, appID, id int64) (projections.Report
 	if err := ctx.Err(); err != nil {
 		return projections.Report{}, err
 	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+	s.reportsMu.RLock()
+	defer s.reportsMu.RUnlock()
 	r, ok := s.reports[id]
 	if !ok || r.AppID != appID {
 		return projections.Report{}, projections.ErrNotFound
@@ -70,8 +70,8 @@ func (s *Store) ReportsOfDay(ctx context.Context, appID, openUserID int64, day s
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+	s.reportsMu.RLock()
+	defer s.reportsMu.RUnlock()
 	ids := s.byDay[dayKey{appID, openUserID, day}]
 	out := make([]projections.Report, 0, len(ids))
 	for _, id := range ids {
@@ -85,8 +85,8 @@ func (s *Store) UserByPhone(ctx context.Context, appID int64, phone string) (pro
 	if err := ctx.Err(); err != nil {
 		return projections.User{}, err
 	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+	s.usersMu.RLock()
+	defer s.usersMu.RUnlock()
 	ids := s.byPhone[phoneKey{appID, phone}]
 	if len(ids) == 0 {
 		return projections.User{}, projections.ErrNotFound

@@ -16,7 +16,7 @@ import (
 	"github.com/healthtech/partner-open-platform/projections"
 )
 
-// Store implements projections.Store, DeliveryStore, ReportStore,
+// Store implements projections.UserStore, DeliveryStore, ReportStore,
 // NonceStore, OrderStore and BenefitStore on a pgx connection pool.
 //
 // An Update is one transaction. The writes fn makes are queued and sent as
@@ -30,8 +30,8 @@ type Store struct {
 }
 
 var (
-	_ projections.Store          = (*Store)(nil)
-	_ projections.Tx             = (*tx)(nil)
+	_ projections.UserStore          = (*Store)(nil)
+	_ projections.UserTx             = (*tx)(nil)
 	_ projections.DeliveryStore  = (*Store)(nil)
 	_ projections.DeliveryTx     = (*tx)(nil)
 	_ projections.ReportStore    = (*Store)(nil)
@@ -41,7 +41,6 @@ var (
 	_ projections.OrderTx        = (*tx)(nil)
 	_ projections.BenefitStore   = (*Store)(nil)
 	_ projections.BenefitTx      = (*tx)(nil)
-	_ projections.ReadModelStore = (*Store)(nil)
 )
 
 // Open connects to the database at url (a postgres:// URL or key=value DSN)
@@ -91,7 +90,7 @@ ON CONFLICT (projection) DO UPDATE SET
 // Update runs fn inside one transaction, then writes the checkpoint in it
 // and commits. fn's writes are queued and sent as pipelined batches: before
 // each Tx read (so it sees them) and with the checkpoint at the end.
-func (s *Store) Update(ctx context.Context, projection string, pos events.Position, fn func(projections.Tx) error) error {
+func (s *Store) Update(ctx context.Context, projection string, pos events.Position, fn func(projections.UserTx) error) error {
 	return s.update(ctx, projection, pos, func(t *tx) error { return fn(t) })
 }
 
@@ -120,13 +119,59 @@ func (s *Store) update(ctx context.Context, projection string, pos events.Positi
 	return nil
 }
 
+// familyTables are the tables of each read-model family, truncated
+// together when the family is rebuilt.
+var familyTables = map[projections.Family]string{
+	projections.FamilyUsers:      "users, family_groups, family_members",
+	projections.FamilyDeliveries: "webhook_deliveries, webhook_attempts",
+	projections.FamilyReports:    "reports",
+	projections.FamilyOrders:     "goods, orders, order_items",
+	projections.FamilyBenefits:   "benefit_items, service_providers, cards, card_items, fulfillments",
+}
+
+// UpdateReports is the reports family's Update.
+func (s *Store) UpdateReports(ctx context.Context, projection string, pos events.Position, fn func(projections.ReportTx) error) error {
+	return s.update(ctx, projection, pos, func(t *tx) error { return fn(t) })
+}
+
+// UpdateOrders is the orders family's Update.
+func (s *Store) UpdateOrders(ctx context.Context, projection string, pos events.Position, fn func(projections.OrderTx) error) error {
+	return s.update(ctx, projection, pos, func(t *tx) error { return fn(t) })
+}
+
+// UpdateBenefits is the benefits family's Update.
+func (s *Store) UpdateBenefits(ctx context.Context, projection string, pos events.Position, fn func(projections.BenefitTx) error) error {
+	return s.update(ctx, projection, pos, func(t *tx) error { return fn(t) })
+}
+
+// ResetFamily empties one family's tables and its checkpoint in one
+// transaction, for its rebuild; the other families keep serving.
+func (s *Store) ResetFamily(ctx context.Context, f projections.Family) error {
+	tables, ok := familyTables[f]
+	if !ok {
+		return fmt.Errorf("projections/postgres: no read-model family %q", f)
+	}
+	err := pgx.BeginFunc(ctx, s.pool, func(db pgx.Tx) error {
+		if _, err := db.Exec(ctx, `TRUNCATE `+tables); err != nil {
+			return err
+		}
+		_, err := db.Exec(ctx, `DELETE FROM checkpoints WHERE projection = $1`, string(f))
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("projections/postgres: reset %s: %w", f, err)
+	}
+	return nil
+}
+
 // Reset empties every read model and checkpoint in one statement (and so one
-// transaction), for a rebuild from the log. The nonces stay: the log cannot
-// rebuild them.
+// transaction). The nonces stay: the log cannot rebuild them.
 func (s *Store) Reset(ctx context.Context) error {
-	if _, err := s.pool.Exec(ctx, `TRUNCATE users, family_groups, family_members,
-    webhook_deliveries, webhook_attempts, reports, goods, orders, order_items,
-    benefit_items, service_providers, cards, card_items, fulfillments, checkpoints`); err != nil {
+	all := "checkpoints"
+	for _, f := range projections.Families {
+		all += ", " + familyTables[f]
+	}
+	if _, err := s.pool.Exec(ctx, `TRUNCATE `+all); err != nil {
 		return fmt.Errorf("projections/postgres: reset: %w", err)
 	}
 	return nil

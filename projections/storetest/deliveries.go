@@ -63,7 +63,7 @@ func dlv(app int64, n int) projections.Delivery {
 
 // ---- delivery helpers ----
 
-func deliveryStore(t *testing.T, s projections.Store) projections.DeliveryStore {
+func deliveryStore(t *testing.T, s Store) projections.DeliveryStore {
 	t.Helper()
 	ds, ok := s.(projections.DeliveryStore)
 	if !ok {
@@ -430,7 +430,7 @@ func (m *model) check(t *testing.T, ds projections.DeliveryStore, what string, a
 
 // ---- cases ----
 
-func testDeliveryRoundTrip(t *testing.T, s projections.Store) {
+func testDeliveryRoundTrip(t *testing.T, s Store) {
 	ctx := context.Background()
 	ds := deliveryStore(t, s)
 	body := make([]byte, 64<<10) // every byte value, NULs and invalid UTF-8 included
@@ -538,7 +538,7 @@ func testDeliveryRoundTrip(t *testing.T, s projections.Store) {
 	wantDelivery(t, "Delivery after callers mutated results", got, full)
 }
 
-func testPutDeliveryReplaces(t *testing.T, s projections.Store) {
+func testPutDeliveryReplaces(t *testing.T, s Store) {
 	ds := deliveryStore(t, s)
 	old := dlv(1, 20)
 	old.Status, old.Attempts, old.LastStatus, old.LastError = domain.DeliveryRetrying, 2, ptr(500), ptr("boom")
@@ -583,7 +583,7 @@ func testPutDeliveryReplaces(t *testing.T, s projections.Store) {
 		[]string{repl.DeliveryID, other.DeliveryID})
 }
 
-func testDeliveryTenancy(t *testing.T, s projections.Store) {
+func testDeliveryTenancy(t *testing.T, s Store) {
 	ctx := context.Background()
 	ds := deliveryStore(t, s)
 	d1, d2 := dlv(1, 1), dlv(2, 2)
@@ -641,7 +641,7 @@ func filterFixture(t *testing.T, ds projections.DeliveryStore) *model {
 	return m
 }
 
-func testDeliveriesFilters(t *testing.T, s projections.Store) {
+func testDeliveriesFilters(t *testing.T, s Store) {
 	ds := deliveryStore(t, s)
 	m := filterFixture(t, ds)
 	cst := time.FixedZone("CST", 8*3600)
@@ -690,7 +690,7 @@ func testDeliveriesFilters(t *testing.T, s projections.Store) {
 		[]string{"d-0007", "d-0010", "d-0013"})
 }
 
-func testDeliveriesPaging(t *testing.T, s projections.Store) {
+func testDeliveriesPaging(t *testing.T, s Store) {
 	ds := deliveryStore(t, s)
 	m := filterFixture(t, ds)
 	for _, f := range []domain.DeliveryFilter{
@@ -739,7 +739,7 @@ func testDeliveriesPaging(t *testing.T, s projections.Store) {
 	}
 }
 
-func testDeliveriesLimits(t *testing.T, s projections.Store) {
+func testDeliveriesLimits(t *testing.T, s Store) {
 	ds := deliveryStore(t, s)
 	const n = 1005
 	dls := make([]projections.Delivery, n)
@@ -767,7 +767,7 @@ func testDeliveriesLimits(t *testing.T, s projections.Store) {
 	}
 }
 
-func testDue(t *testing.T, s projections.Store) {
+func testDue(t *testing.T, s Store) {
 	ds := deliveryStore(t, s)
 	mk := func(app int64, n int, status string, next *time.Time) projections.Delivery {
 		d := dlv(app, n)
@@ -823,7 +823,7 @@ func testDue(t *testing.T, s projections.Store) {
 	wantIDs(t, "Due after resend", due(t, ds, at(100), 10), ids(b3, k, c))
 }
 
-func testNextDue(t *testing.T, s projections.Store) {
+func testNextDue(t *testing.T, s Store) {
 	ds := deliveryStore(t, s)
 	wantNextDue(t, ds, time.Time{}, false)
 	done := dlv(1, 1)
@@ -855,7 +855,7 @@ func testNextDue(t *testing.T, s projections.Store) {
 	wantNextDue(t, ds, time.Time{}, false)
 }
 
-func testCountByStatus(t *testing.T, s projections.Store) {
+func testCountByStatus(t *testing.T, s Store) {
 	ds := deliveryStore(t, s)
 	wantCounts(t, ds, map[string]int{})
 	var dls []projections.Delivery
@@ -879,7 +879,7 @@ func testCountByStatus(t *testing.T, s projections.Store) {
 	})
 }
 
-func testLastSource(t *testing.T, s projections.Store) {
+func testLastSource(t *testing.T, s Store) {
 	ctx := context.Background()
 	ds := deliveryStore(t, s)
 	wantLastSource(t, ds, events.Position{})
@@ -925,7 +925,7 @@ func testLastSource(t *testing.T, s projections.Store) {
 	wantLastSource(t, ds, twin.SourcePosition)
 }
 
-func testAttempts(t *testing.T, s projections.Store) {
+func testAttempts(t *testing.T, s Store) {
 	ds := deliveryStore(t, s)
 	x, y, z := dlv(1, 1), dlv(1, 2), dlv(2, 3)
 	putDeliveries(t, ds, x, y, z)
@@ -964,7 +964,7 @@ func testAttempts(t *testing.T, s projections.Store) {
 	wantAttempts(t, "attempts of x after a caller mutated them", as, []projections.Attempt{a1, a2b, a3})
 }
 
-func testDeliveryTxReads(t *testing.T, s projections.Store) {
+func testDeliveryTxReads(t *testing.T, s Store) {
 	ctx := context.Background()
 	ds := deliveryStore(t, s)
 	d := dlv(1, 1)
@@ -1022,7 +1022,7 @@ func testDeliveryTxReads(t *testing.T, s projections.Store) {
 	wantDelivery(t, "delivery put after a not-found read", got, third)
 }
 
-func testFailedUpdateDeliveries(t *testing.T, s projections.Store) {
+func testFailedUpdateDeliveries(t *testing.T, s Store) {
 	ctx := context.Background()
 	ds := deliveryStore(t, s)
 	m := newModel()
@@ -1091,7 +1091,7 @@ func testFailedUpdateDeliveries(t *testing.T, s projections.Store) {
 	m.check(t, ds, "after a later update", []int64{1, 2, 3}, nows)
 }
 
-func testDeliveryCheckpoints(t *testing.T, s projections.Store) {
+func testDeliveryCheckpoints(t *testing.T, s Store) {
 	ctx := context.Background()
 	ds := deliveryStore(t, s)
 	p1, p2, p3 := events.Position{Commit: 10, Prepare: 9}, events.Position{Commit: 20, Prepare: 20}, events.Position{Commit: 1 << 63, Prepare: 1}
@@ -1101,7 +1101,7 @@ func testDeliveryCheckpoints(t *testing.T, s projections.Store) {
 	}
 	wantCheckpoint(t, s, "webhooks", p1)
 	// One checkpoint table: Update and UpdateDeliveries move the same names.
-	update(t, s, "webhooks", p2, func(projections.Tx) error { return nil })
+	update(t, s, "webhooks", p2, func(projections.UserTx) error { return nil })
 	wantCheckpoint(t, s, "webhooks", p2)
 	if err := ds.UpdateDeliveries(ctx, "webhooks", p3, func(tx projections.DeliveryTx) error {
 		return tx.PutDelivery(ctx, dlv(1, 1))
@@ -1117,7 +1117,7 @@ func testDeliveryCheckpoints(t *testing.T, s projections.Store) {
 	wantCheckpoint(t, s, "webhooks", p3)
 }
 
-func testResetDeliveries(t *testing.T, s projections.Store) {
+func testResetDeliveries(t *testing.T, s Store) {
 	ctx := context.Background()
 	ds := deliveryStore(t, s)
 	d := dlv(1, 1)
@@ -1147,7 +1147,7 @@ func testResetDeliveries(t *testing.T, s projections.Store) {
 
 // testConcurrentDeliveries runs the projector's writes beside the
 // dispatcher's and the feed's reads.
-func testConcurrentDeliveries(t *testing.T, s projections.Store) {
+func testConcurrentDeliveries(t *testing.T, s Store) {
 	ctx := context.Background()
 	ds := deliveryStore(t, s)
 	const writers, rounds = 3, 15
@@ -1229,7 +1229,7 @@ func testConcurrentDeliveries(t *testing.T, s projections.Store) {
 // testDeliveriesModel drives a store with a fixed pseudo-random mix of
 // creates, replaces, attempts and failed transactions, and compares every
 // read with the model after each transaction.
-func testDeliveriesModel(t *testing.T, s projections.Store) {
+func testDeliveriesModel(t *testing.T, s Store) {
 	ctx := context.Background()
 	ds := deliveryStore(t, s)
 	rng := rand.New(rand.NewPCG(20240305, 1))

@@ -77,7 +77,7 @@ func sortedItems(o projections.Order) projections.Order {
 
 // ---- order helpers ----
 
-func orderStore(t *testing.T, s projections.Store) projections.OrderStore {
+func orderStore(t *testing.T, s Store) projections.OrderStore {
 	t.Helper()
 	os, ok := s.(projections.OrderStore)
 	if !ok {
@@ -86,39 +86,19 @@ func orderStore(t *testing.T, s projections.Store) projections.OrderStore {
 	return os
 }
 
-// orderTx is how the projector reaches the order writes: the Update
-// transaction itself, type-asserted.
-func orderTx(tx projections.Tx) (projections.OrderTx, error) {
-	ot, ok := tx.(projections.OrderTx)
-	if !ok {
-		return nil, fmt.Errorf("%T does not implement projections.OrderTx", tx)
-	}
-	return ot, nil
-}
-
-func updateOrders(t *testing.T, s projections.Store, fn func(projections.OrderTx) error) {
+func updateOrders(t *testing.T, s Store, fn func(projections.OrderTx) error) {
 	t.Helper()
-	update(t, s, "orders", nextPos(), func(tx projections.Tx) error {
-		ot, err := orderTx(tx)
-		if err != nil {
-			return err
-		}
-		return fn(ot)
-	})
+	if err := s.UpdateOrders(context.Background(), "orders", nextPos(), fn); err != nil {
+		t.Fatalf("UpdateOrders: %v", err)
+	}
 }
 
 // tryUpdateOrders is updateOrders for an Update expected to fail.
-func tryUpdateOrders(s projections.Store, fn func(projections.OrderTx) error) error {
-	return s.Update(context.Background(), "orders", nextPos(), func(tx projections.Tx) error {
-		ot, err := orderTx(tx)
-		if err != nil {
-			return err
-		}
-		return fn(ot)
-	})
+func tryUpdateOrders(s Store, fn func(projections.OrderTx) error) error {
+	return s.UpdateOrders(context.Background(), "orders", nextPos(), fn)
 }
 
-func putGoods(t *testing.T, s projections.Store, gs ...projections.Goods) {
+func putGoods(t *testing.T, s Store, gs ...projections.Goods) {
 	t.Helper()
 	updateOrders(t, s, func(tx projections.OrderTx) error {
 		for _, g := range gs {
@@ -130,7 +110,7 @@ func putGoods(t *testing.T, s projections.Store, gs ...projections.Goods) {
 	})
 }
 
-func putOrders(t *testing.T, s projections.Store, os ...projections.Order) {
+func putOrders(t *testing.T, s Store, os ...projections.Order) {
 	t.Helper()
 	updateOrders(t, s, func(tx projections.OrderTx) error {
 		for _, o := range os {
@@ -330,7 +310,7 @@ func (m orderModel) list(f projections.OrderFilter) []projections.Order {
 
 // ---- order cases ----
 
-func testGoods(t *testing.T, s projections.Store) {
+func testGoods(t *testing.T, s Store) {
 	ctx := context.Background()
 	os := orderStore(t, s)
 	if gs := goodsList(t, os); len(gs) != 0 {
@@ -387,7 +367,7 @@ func testGoods(t *testing.T, s projections.Store) {
 
 // No two goods share a code: the write that tries fails its Update, which
 // then changes nothing, in every store alike.
-func testGoodsCodeUnique(t *testing.T, s projections.Store) {
+func testGoodsCodeUnique(t *testing.T, s Store) {
 	ctx := context.Background()
 	os := orderStore(t, s)
 	a := goodsOf(1)
@@ -422,7 +402,7 @@ func testGoodsCodeUnique(t *testing.T, s projections.Store) {
 	wantGoodsList(t, "GoodsList after a code changed hands", goodsList(t, os), []projections.Goods{renamed, other, taker})
 }
 
-func testOrderRoundTrip(t *testing.T, s projections.Store) {
+func testOrderRoundTrip(t *testing.T, s Store) {
 	ctx := context.Background()
 	os := orderStore(t, s)
 	cst := time.FixedZone("CST", 8*3600)
@@ -547,7 +527,7 @@ func testOrderRoundTrip(t *testing.T, s projections.Store) {
 	wantOrder(t, "zeroes after callers mutated results", orderByCode(t, os, 0, zeroes.OrderCode), zeroes)
 }
 
-func testPutOrderReplaces(t *testing.T, s projections.Store) {
+func testPutOrderReplaces(t *testing.T, s Store) {
 	ctx := context.Background()
 	os := orderStore(t, s)
 	o := orderOf(1, 7, "APPROVED")
@@ -628,7 +608,7 @@ func testPutOrderReplaces(t *testing.T, s projections.Store) {
 	wantOrder(t, "order after the refused PutOrder", orderByCode(t, os, 1, o.OrderCode), sortedItems(o))
 }
 
-func testOrderTxReads(t *testing.T, s projections.Store) {
+func testOrderTxReads(t *testing.T, s Store) {
 	ctx := context.Background()
 	os := orderStore(t, s)
 	g := goodsOf(1)
@@ -692,23 +672,8 @@ func testOrderTxReads(t *testing.T, s projections.Store) {
 	wantOrder(t, "order after commit", orderByCode(t, os, 1, o.OrderCode), o)
 	wantGoodsList(t, "goods after commit", goodsList(t, os), []projections.Goods{g})
 
-	// The Update's transaction carries every write: users and orders commit
-	// together with one checkpoint.
-	u := fullUser(1, 10, "c-10")
-	pos := events.Position{Commit: 1 << 62, Prepare: 5}
-	update(t, s, "mixed", pos, func(tx projections.Tx) error {
-		if err := tx.PutUser(ctx, u); err != nil {
-			return err
-		}
-		ot, err := orderTx(tx)
-		if err != nil {
-			return err
-		}
-		return ot.PutOrder(ctx, orderOf(1, 11, "APPROVED"))
-	})
-	wantCheckpoint(t, s, "mixed", pos)
-	getUser(t, s, 1, 10)
-	orderByCode(t, os, 1, orderOf(1, 11, "").OrderCode)
+	// Families are separate transactions (each its own Update and
+	// checkpoint): no case writes two families at once.
 
 	// A later transaction reads committed rows of any app; a not-found read
 	// handled by fn does not spoil it.
@@ -732,21 +697,15 @@ func testOrderTxReads(t *testing.T, s projections.Store) {
 	wantOrder(t, "order put after a not-found read", orderByCode(t, os, 3, third.OrderCode), sortedItems(third))
 }
 
-func testFailedUpdateOrders(t *testing.T, s projections.Store) {
+func testFailedUpdateOrders(t *testing.T, s Store) {
 	ctx := context.Background()
 	os := orderStore(t, s)
 	g := goodsOf(1)
 	a, b := orderOf(1, 10, "APPROVED"), orderOf(1, 11, "PENDING_REVIEW")
 	u := fullUser(1, 10, "c-10")
 	pos := events.Position{Commit: 70, Prepare: 70}
-	update(t, s, "orders", pos, func(tx projections.Tx) error {
-		if err := tx.PutUser(ctx, u); err != nil {
-			return err
-		}
-		ot, err := orderTx(tx)
-		if err != nil {
-			return err
-		}
+	update(t, s, "users", pos, func(tx projections.UserTx) error { return tx.PutUser(ctx, u) })
+	if err := s.UpdateOrders(ctx, "orders", pos, func(ot projections.OrderTx) error {
 		if err := ot.PutGoods(ctx, g); err != nil {
 			return err
 		}
@@ -754,14 +713,12 @@ func testFailedUpdateOrders(t *testing.T, s projections.Store) {
 			return err
 		}
 		return ot.PutOrder(ctx, b)
-	})
+	}); err != nil {
+		t.Fatal(err)
+	}
 
 	boom := errors.New("projector failed")
-	err := s.Update(ctx, "orders", events.Position{Commit: 80, Prepare: 80}, func(tx projections.Tx) error {
-		ot, err := orderTx(tx)
-		if err != nil {
-			return err
-		}
+	err := s.UpdateOrders(ctx, "orders", events.Position{Commit: 80, Prepare: 80}, func(ot projections.OrderTx) error {
 		g2 := g
 		g2.GoodsCode, g2.GoodsName, g2.Active = "G-CHANGED", "changed", !g.Active
 		if err := ot.PutGoods(ctx, g2); err != nil {
@@ -785,11 +742,6 @@ func testFailedUpdateOrders(t *testing.T, s projections.Store) {
 		c := orderOf(1, 12, "APPROVED")
 		c.OrderCode = a.OrderCode
 		if err := ot.PutOrder(ctx, c); err != nil {
-			return err
-		}
-		u2 := u
-		u2.Name = "changed"
-		if err := tx.PutUser(ctx, u2); err != nil {
 			return err
 		}
 		got, err := ot.Order(ctx, a.OrderID)
@@ -841,7 +793,7 @@ func testFailedUpdateOrders(t *testing.T, s projections.Store) {
 	}
 }
 
-func testOrderTenancy(t *testing.T, s projections.Store) {
+func testOrderTenancy(t *testing.T, s Store) {
 	ctx := context.Background()
 	os := orderStore(t, s)
 	o1, o2 := orderOf(1, 1, "APPROVED"), orderOf(2, 2, "APPROVED")
@@ -898,7 +850,7 @@ func testOrderTenancy(t *testing.T, s projections.Store) {
 
 // orderFixture puts 30 orders over three apps and four statuses, in an order
 // unlike their ids', and returns the model.
-func orderFixture(t *testing.T, s projections.Store) orderModel {
+func orderFixture(t *testing.T, s Store) orderModel {
 	t.Helper()
 	m := orderModel{}
 	var os []projections.Order
@@ -917,7 +869,7 @@ func orderFixture(t *testing.T, s projections.Store) orderModel {
 	return m
 }
 
-func testOrdersFilters(t *testing.T, s projections.Store) {
+func testOrdersFilters(t *testing.T, s Store) {
 	os := orderStore(t, s)
 	m := orderFixture(t, s)
 	filters := []projections.OrderFilter{
@@ -1003,7 +955,7 @@ func testOrdersFilters(t *testing.T, s projections.Store) {
 	}
 }
 
-func testOrdersLimits(t *testing.T, s projections.Store) {
+func testOrdersLimits(t *testing.T, s Store) {
 	os := orderStore(t, s)
 	const n = 1005
 	all := make([]projections.Order, n)

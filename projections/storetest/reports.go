@@ -63,7 +63,7 @@ func report(app, user, id int64, day string) projections.Report {
 
 // ---- report helpers ----
 
-func reportStore(t *testing.T, s projections.Store) projections.ReportStore {
+func reportStore(t *testing.T, s Store) projections.ReportStore {
 	t.Helper()
 	rs, ok := s.(projections.ReportStore)
 	if !ok {
@@ -72,7 +72,7 @@ func reportStore(t *testing.T, s projections.Store) projections.ReportStore {
 	return rs
 }
 
-func nonceStore(t *testing.T, s projections.Store) projections.NonceStore {
+func nonceStore(t *testing.T, s Store) projections.NonceStore {
 	t.Helper()
 	ns, ok := s.(projections.NonceStore)
 	if !ok {
@@ -81,28 +81,14 @@ func nonceStore(t *testing.T, s projections.Store) projections.NonceStore {
 	return ns
 }
 
-// reportTx is how the projector reaches the report writes: the Update
-// transaction itself, type-asserted.
-func reportTx(tx projections.Tx) (projections.ReportTx, error) {
-	rt, ok := tx.(projections.ReportTx)
-	if !ok {
-		return nil, fmt.Errorf("%T does not implement projections.ReportTx", tx)
-	}
-	return rt, nil
-}
-
-func updateReports(t *testing.T, s projections.Store, fn func(projections.ReportTx) error) {
+func updateReports(t *testing.T, s Store, fn func(projections.ReportTx) error) {
 	t.Helper()
-	update(t, s, "reports", nextPos(), func(tx projections.Tx) error {
-		rt, err := reportTx(tx)
-		if err != nil {
-			return err
-		}
-		return fn(rt)
-	})
+	if err := s.UpdateReports(context.Background(), "reports", nextPos(), fn); err != nil {
+		t.Fatalf("UpdateReports: %v", err)
+	}
 }
 
-func putReports(t *testing.T, s projections.Store, rs ...projections.Report) {
+func putReports(t *testing.T, s Store, rs ...projections.Report) {
 	t.Helper()
 	updateReports(t, s, func(tx projections.ReportTx) error {
 		for _, r := range rs {
@@ -225,7 +211,7 @@ func wantUse(t *testing.T, ns projections.NonceStore, what, scope, nonce string,
 
 // ---- report cases ----
 
-func testReportRoundTrip(t *testing.T, s projections.Store) {
+func testReportRoundTrip(t *testing.T, s Store) {
 	ctx := context.Background()
 	rs := reportStore(t, s)
 	cst := time.FixedZone("CST", 8*3600)
@@ -351,7 +337,7 @@ func testReportRoundTrip(t *testing.T, s projections.Store) {
 	wantReport(t, "Report(zeroes) after callers mutated results", getReport(t, rs, zeroes.AppID, zeroes.ReportID), zeroes)
 }
 
-func testPutReportReplaces(t *testing.T, s projections.Store) {
+func testPutReportReplaces(t *testing.T, s Store) {
 	ctx := context.Background()
 	rs := reportStore(t, s)
 	old := report(1, 10, 5, "2024-03-05")
@@ -401,7 +387,7 @@ func testPutReportReplaces(t *testing.T, s projections.Store) {
 	wantReportIDs(t, "moved-from user", reportsOfDay(t, rs, 2, 20, "2024-03-07"), nil)
 }
 
-func testReportTxReads(t *testing.T, s projections.Store) {
+func testReportTxReads(t *testing.T, s Store) {
 	ctx := context.Background()
 	rs := reportStore(t, s)
 	r := report(1, 10, 1, "2024-03-05")
@@ -432,23 +418,8 @@ func testReportTxReads(t *testing.T, s projections.Store) {
 	})
 	wantReport(t, "Report after commit", getReport(t, rs, 1, r.ReportID), r)
 
-	// The Update's transaction carries every write: users and reports
-	// commit together with one checkpoint.
-	u := fullUser(1, 10, "c-10")
-	pos := events.Position{Commit: 1 << 62, Prepare: 3}
-	update(t, s, "mixed", pos, func(tx projections.Tx) error {
-		if err := tx.PutUser(ctx, u); err != nil {
-			return err
-		}
-		rt, err := reportTx(tx)
-		if err != nil {
-			return err
-		}
-		return rt.PutReport(ctx, report(1, 10, 2, "2024-03-05"))
-	})
-	wantCheckpoint(t, s, "mixed", pos)
-	getUser(t, s, 1, 10)
-	getReport(t, rs, 1, 2)
+	// Families are separate transactions (each its own Update and
+	// checkpoint): no case writes two families at once.
 
 	// A later transaction reads committed rows of any app; a not-found read
 	// handled by fn does not spoil it.
@@ -469,44 +440,31 @@ func testReportTxReads(t *testing.T, s projections.Store) {
 	wantReport(t, "report put after a not-found read", getReport(t, rs, 3, third.ReportID), third)
 }
 
-func testFailedUpdateReports(t *testing.T, s projections.Store) {
+func testFailedUpdateReports(t *testing.T, s Store) {
 	ctx := context.Background()
 	rs := reportStore(t, s)
 	a, b := report(1, 10, 1, "2024-03-05"), report(1, 10, 2, "2024-03-05")
 	a.InterpretationDetail = []byte(awkwardJSON)
 	u := fullUser(1, 10, "c-10")
 	pos := events.Position{Commit: 70, Prepare: 70}
-	update(t, s, "reports", pos, func(tx projections.Tx) error {
-		if err := tx.PutUser(ctx, u); err != nil {
-			return err
-		}
-		rt, err := reportTx(tx)
-		if err != nil {
-			return err
-		}
+	update(t, s, "users", pos, func(tx projections.UserTx) error { return tx.PutUser(ctx, u) })
+	if err := s.UpdateReports(ctx, "reports", pos, func(rt projections.ReportTx) error {
 		if err := rt.PutReport(ctx, a); err != nil {
 			return err
 		}
 		return rt.PutReport(ctx, b)
-	})
+	}); err != nil {
+		t.Fatal(err)
+	}
 
 	boom := errors.New("projector failed")
-	err := s.Update(ctx, "reports", events.Position{Commit: 80, Prepare: 80}, func(tx projections.Tx) error {
-		rt, err := reportTx(tx)
-		if err != nil {
-			return err
-		}
+	err := s.UpdateReports(ctx, "reports", events.Position{Commit: 80, Prepare: 80}, func(rt projections.ReportTx) error {
 		a2 := a
 		a2.AppID, a2.Day, a2.RawData, a2.ExaminedAt, a2.IsViewed = 2, "2024-03-06", nil, nil, !a.IsViewed
 		if err := rt.PutReport(ctx, a2); err != nil {
 			return err
 		}
 		if err := rt.PutReport(ctx, report(1, 10, 3, "2024-03-05")); err != nil {
-			return err
-		}
-		u2 := u
-		u2.Phone = ptr("+1 555 0100")
-		if err := tx.PutUser(ctx, u2); err != nil {
 			return err
 		}
 		got, err := rt.Report(ctx, a.ReportID)
@@ -525,10 +483,10 @@ func testFailedUpdateReports(t *testing.T, s projections.Store) {
 	wantReportIDs(t, "the failed Update's day", reportsOfDay(t, rs, 2, 10, "2024-03-06"), nil)
 	_, err = rs.Report(ctx, 1, 3)
 	wantNotFound(t, "report put by the failed Update", err)
-	if got, err := rs.UserByPhone(ctx, 1, *u.Phone); err != nil || got.OpenUserID != u.OpenUserID {
+	if got, err := s.UserByPhone(ctx, 1, *u.Phone); err != nil || got.OpenUserID != u.OpenUserID {
 		t.Errorf("UserByPhone(old phone) after failed Update = %d, %v", got.OpenUserID, err)
 	}
-	_, err = rs.UserByPhone(ctx, 1, "+1 555 0100")
+	_, err = s.UserByPhone(ctx, 1, "+1 555 0100")
 	wantNotFound(t, "UserByPhone(phone of the failed Update)", err)
 
 	// The store is still usable.
@@ -536,7 +494,7 @@ func testFailedUpdateReports(t *testing.T, s projections.Store) {
 	wantReportIDs(t, "ReportsOfDay after a later Update", reportsOfDay(t, rs, 1, 10, "2024-03-05"), []int64{1, 2, 3})
 }
 
-func testReportTenancy(t *testing.T, s projections.Store) {
+func testReportTenancy(t *testing.T, s Store) {
 	ctx := context.Background()
 	rs := reportStore(t, s)
 	// The same open user id in two apps cannot happen, but the store must
@@ -557,7 +515,7 @@ func testReportTenancy(t *testing.T, s projections.Store) {
 	wantReportIDs(t, "ReportsOfDay(app 3)", reportsOfDay(t, rs, 3, 10, "2024-03-05"), nil)
 }
 
-func testReportsOfDay(t *testing.T, s projections.Store) {
+func testReportsOfDay(t *testing.T, s Store) {
 	rs := reportStore(t, s)
 	const app, user = int64(1), int64(10)
 	var all []projections.Report
@@ -611,9 +569,8 @@ func testReportsOfDay(t *testing.T, s projections.Store) {
 	}
 }
 
-func testUserByPhone(t *testing.T, s projections.Store) {
+func testUserByPhone(t *testing.T, s Store) {
 	ctx := context.Background()
-	rs := reportStore(t, s)
 	withPhone := func(app, open int64, phone *string) projections.User {
 		u := fullUser(app, open, fmt.Sprintf("c-%d", open))
 		u.Phone = phone
@@ -633,7 +590,7 @@ func testUserByPhone(t *testing.T, s projections.Store) {
 	put(t, s, users, nil, nil)
 
 	byPhone := func(app int64, p string) (int64, error) {
-		u, err := rs.UserByPhone(ctx, app, p)
+		u, err := s.UserByPhone(ctx, app, p)
 		return u.OpenUserID, err
 	}
 	wantUserID := func(what string, app int64, p string, want int64) {
@@ -657,7 +614,7 @@ func testUserByPhone(t *testing.T, s projections.Store) {
 	wantNoUser("missing", 1, "13700137000")
 	wantNoUser("exact match only", 1, phone[:10])
 	wantNoUser("exact match only", 1, phone+" ")
-	got, err := rs.UserByPhone(ctx, 1, phone)
+	got, err := s.UserByPhone(ctx, 1, phone)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -681,7 +638,7 @@ func testUserByPhone(t *testing.T, s projections.Store) {
 	wantUserID("phone in the user's new app", 3, "13700137000", 20)
 }
 
-func testResetReports(t *testing.T, s projections.Store) {
+func testResetReports(t *testing.T, s Store) {
 	ctx := context.Background()
 	rs := reportStore(t, s)
 	ns := nonceStore(t, s)
@@ -698,7 +655,7 @@ func testResetReports(t *testing.T, s projections.Store) {
 	_, err := rs.Report(ctx, 1, r.ReportID)
 	wantNotFound(t, "Report after Reset", err)
 	wantReportIDs(t, "ReportsOfDay after Reset", reportsOfDay(t, rs, 1, 10, r.Day), nil)
-	_, err = rs.UserByPhone(ctx, 1, *u.Phone)
+	_, err = s.UserByPhone(ctx, 1, *u.Phone)
 	wantNotFound(t, "UserByPhone after Reset", err)
 	wantCheckpoint(t, s, "reports", events.Position{})
 	// Nonces are not read models: a rebuild must not reopen a replay window.
@@ -712,7 +669,7 @@ func testResetReports(t *testing.T, s projections.Store) {
 
 // ---- nonce cases ----
 
-func testNonces(t *testing.T, s projections.Store) {
+func testNonces(t *testing.T, s Store) {
 	ns := nonceStore(t, s)
 	now := time.Now()
 	future, past := now.Add(time.Hour), now.Add(-time.Hour)
@@ -744,7 +701,7 @@ func testNonces(t *testing.T, s projections.Store) {
 	wantUse(t, ns, "replay of the renewed use", "sig", "old", future, false)
 }
 
-func testNonceRace(t *testing.T, s projections.Store) {
+func testNonceRace(t *testing.T, s Store) {
 	ctx := context.Background()
 	ns := nonceStore(t, s)
 	const goroutines = 20

@@ -17,17 +17,30 @@ import (
 )
 
 // Run checks that the stores made by open honour every promise of
-// projections.Store, DeliveryStore, ReportStore, ReportTx, NonceStore,
+// projections.UserStore, DeliveryStore, ReportStore, ReportTx, NonceStore,
 // OrderStore, OrderTx, BenefitStore and BenefitTx, so that the query API, the
 // delivery log, the dispatcher, the report pull, the replay guard and the
 // order and benefit reads behave the same whichever store the deployment uses. open
 // is called once per case and must return an empty store; Run closes it when
 // the case ends.
-func Run(t *testing.T, open func(t *testing.T) projections.Store) {
+// Store is an adapter under test: every family's port, the nonce store,
+// and the adapter's own Reset (every family) and Close.
+type Store interface {
+	projections.UserStore
+	projections.DeliveryStore
+	projections.ReportStore
+	projections.OrderStore
+	projections.BenefitStore
+	projections.NonceStore
+	Reset(ctx context.Context) error
+	Close() error
+}
+
+func Run(t *testing.T, open func(t *testing.T) Store) {
 	t.Helper()
 	cases := []struct {
 		name string
-		fn   func(t *testing.T, s projections.Store)
+		fn   func(t *testing.T, s Store)
 	}{
 		{"CheckpointZeroForUnknownProjection", testCheckpointZero},
 		{"UpdateSetsCheckpointWithWrites", testUpdateAtomic},
@@ -44,6 +57,8 @@ func Run(t *testing.T, open func(t *testing.T) projections.Store) {
 		{"MemberRoundTrip", testMemberRoundTrip},
 		{"DeleteMember", testDeleteMember},
 		{"ResetEmptiesEverything", testReset},
+		{"ResetFamilyLeavesTheOthers", testResetFamily},
+		{"FamiliesUpdateConcurrently", testFamiliesConcurrently},
 		{"ConcurrentUpdates", testConcurrentUpdates},
 		{"TxReadsSeeOwnWrites", testTxReads},
 		{"TxReadsAfterFailedUpdate", testTxReadsAfterFailure},
@@ -118,11 +133,11 @@ func Run(t *testing.T, open func(t *testing.T) projections.Store) {
 // BenchmarkUserSnapshotRead measures the reads the snapshot endpoint makes
 // for one user (User, Groups, Members), so the stores can be compared on the
 // query API's hottest path.
-func BenchmarkUserSnapshotRead(b *testing.B, s projections.Store) {
+func BenchmarkUserSnapshotRead(b *testing.B, s Store) {
 	b.Helper()
 	ctx := context.Background()
 	const app, owner = int64(7), int64(1001)
-	err := s.Update(ctx, "bench", events.Position{Commit: 1, Prepare: 1}, func(tx projections.Tx) error {
+	err := s.Update(ctx, "bench", events.Position{Commit: 1, Prepare: 1}, func(tx projections.UserTx) error {
 		// Neighbours make the indexes matter.
 		for o := owner - 50; o <= owner+50; o++ {
 			u := fullUser(app, o, fmt.Sprintf("bench-%d", o))
@@ -234,16 +249,16 @@ func member(app, owner, groupID, id int64) projections.Member {
 
 // ---- helpers ----
 
-func update(t *testing.T, s projections.Store, projection string, pos events.Position, fn func(projections.Tx) error) {
+func update(t *testing.T, s Store, projection string, pos events.Position, fn func(projections.UserTx) error) {
 	t.Helper()
 	if err := s.Update(context.Background(), projection, pos, fn); err != nil {
 		t.Fatalf("Update(%q, %v): %v", projection, pos, err)
 	}
 }
 
-func put(t *testing.T, s projections.Store, users []projections.User, groups []projections.Group, members []projections.Member) {
+func put(t *testing.T, s Store, users []projections.User, groups []projections.Group, members []projections.Member) {
 	t.Helper()
-	update(t, s, "fixture", events.Position{Commit: 1, Prepare: 1}, func(tx projections.Tx) error {
+	update(t, s, "fixture", events.Position{Commit: 1, Prepare: 1}, func(tx projections.UserTx) error {
 		ctx := context.Background()
 		for _, u := range users {
 			if err := tx.PutUser(ctx, u); err != nil {
@@ -264,7 +279,7 @@ func put(t *testing.T, s projections.Store, users []projections.User, groups []p
 	})
 }
 
-func checkpoint(t *testing.T, s projections.Store, projection string) events.Position {
+func checkpoint(t *testing.T, s Store, projection string) events.Position {
 	t.Helper()
 	p, err := s.Checkpoint(context.Background(), projection)
 	if err != nil {
@@ -273,14 +288,14 @@ func checkpoint(t *testing.T, s projections.Store, projection string) events.Pos
 	return p
 }
 
-func wantCheckpoint(t *testing.T, s projections.Store, projection string, want events.Position) {
+func wantCheckpoint(t *testing.T, s Store, projection string, want events.Position) {
 	t.Helper()
 	if got := checkpoint(t, s, projection); got != want {
 		t.Errorf("Checkpoint(%q) = %v, want %v", projection, got, want)
 	}
 }
 
-func getUser(t *testing.T, s projections.Store, app, open int64) projections.User {
+func getUser(t *testing.T, s Store, app, open int64) projections.User {
 	t.Helper()
 	u, err := s.User(context.Background(), app, open)
 	if err != nil {
@@ -296,7 +311,7 @@ func wantNotFound(t *testing.T, what string, err error) {
 	}
 }
 
-func groups(t *testing.T, s projections.Store, app, owner int64) []projections.Group {
+func groups(t *testing.T, s Store, app, owner int64) []projections.Group {
 	t.Helper()
 	gs, err := s.Groups(context.Background(), app, owner)
 	if err != nil {
@@ -305,7 +320,7 @@ func groups(t *testing.T, s projections.Store, app, owner int64) []projections.G
 	return gs
 }
 
-func members(t *testing.T, s projections.Store, app, owner int64, after time.Time) []projections.Member {
+func members(t *testing.T, s Store, app, owner int64, after time.Time) []projections.Member {
 	t.Helper()
 	ms, err := s.Members(context.Background(), app, owner, after)
 	if err != nil {
@@ -472,34 +487,34 @@ func wantMember(t *testing.T, what string, got, want projections.Member) {
 
 // ---- cases ----
 
-func testCheckpointZero(t *testing.T, s projections.Store) {
+func testCheckpointZero(t *testing.T, s Store) {
 	wantCheckpoint(t, s, "never-ran", events.Position{})
-	update(t, s, "other", events.Position{Commit: 5, Prepare: 4}, func(projections.Tx) error { return nil })
+	update(t, s, "other", events.Position{Commit: 5, Prepare: 4}, func(projections.UserTx) error { return nil })
 	wantCheckpoint(t, s, "never-ran", events.Position{})
 }
 
-func testUpdateAtomic(t *testing.T, s projections.Store) {
+func testUpdateAtomic(t *testing.T, s Store) {
 	ctx := context.Background()
 	u := fullUser(1, 10, "c-10")
 	pos := events.Position{Commit: 42, Prepare: 41}
-	update(t, s, "users", pos, func(tx projections.Tx) error { return tx.PutUser(ctx, u) })
+	update(t, s, "users", pos, func(tx projections.UserTx) error { return tx.PutUser(ctx, u) })
 	wantCheckpoint(t, s, "users", pos)
 	wantUser(t, "after Update", getUser(t, s, 1, 10), u)
 
 	// An Update with no writes still moves the checkpoint.
 	next := events.Position{Commit: 43, Prepare: 43}
-	update(t, s, "users", next, func(projections.Tx) error { return nil })
+	update(t, s, "users", next, func(projections.UserTx) error { return nil })
 	wantCheckpoint(t, s, "users", next)
 }
 
-func testFailedUpdate(t *testing.T, s projections.Store) {
+func testFailedUpdate(t *testing.T, s Store) {
 	ctx := context.Background()
 	u := fullUser(1, 10, "c-10")
 	g := group(1, 10, 100)
 	m := member(1, 10, 100, 1000)
 	m2 := member(1, 10, 100, 1001)
 	pos := events.Position{Commit: 7, Prepare: 7}
-	update(t, s, "p", pos, func(tx projections.Tx) error {
+	update(t, s, "p", pos, func(tx projections.UserTx) error {
 		if err := tx.PutUser(ctx, u); err != nil {
 			return err
 		}
@@ -513,7 +528,7 @@ func testFailedUpdate(t *testing.T, s projections.Store) {
 	})
 
 	boom := errors.New("projector failed")
-	err := s.Update(ctx, "p", events.Position{Commit: 8, Prepare: 8}, func(tx projections.Tx) error {
+	err := s.Update(ctx, "p", events.Position{Commit: 8, Prepare: 8}, func(tx projections.UserTx) error {
 		u2 := u
 		u2.Name, u2.ChannelUserID, u2.Nickname = "changed", "c-changed", nil
 		if err := tx.PutUser(ctx, u2); err != nil {
@@ -575,17 +590,17 @@ func testFailedUpdate(t *testing.T, s projections.Store) {
 	wantMember(t, "member 1001 after failed Update", ms[1], m2)
 
 	// The store is still usable after a failed Update.
-	update(t, s, "p", events.Position{Commit: 9, Prepare: 9}, func(tx projections.Tx) error {
+	update(t, s, "p", events.Position{Commit: 9, Prepare: 9}, func(tx projections.UserTx) error {
 		return tx.PutUser(ctx, fullUser(1, 11, "c-11"))
 	})
 	getUser(t, s, 1, 11)
 	wantCheckpoint(t, s, "p", events.Position{Commit: 9, Prepare: 9})
 }
 
-func testCheckpointsPerProjection(t *testing.T, s projections.Store) {
+func testCheckpointsPerProjection(t *testing.T, s Store) {
 	a := events.Position{Commit: 100, Prepare: 99}
 	b := events.Position{Commit: 5, Prepare: 3}
-	noop := func(projections.Tx) error { return nil }
+	noop := func(projections.UserTx) error { return nil }
 	update(t, s, "a", a, noop)
 	update(t, s, "b", b, noop)
 	wantCheckpoint(t, s, "a", a)
@@ -600,7 +615,7 @@ func testCheckpointsPerProjection(t *testing.T, s projections.Store) {
 	wantCheckpoint(t, s, "b", b)
 
 	// A failed Update of one projection does not touch any checkpoint.
-	err := s.Update(context.Background(), "b", events.Position{Commit: 6, Prepare: 6}, func(projections.Tx) error {
+	err := s.Update(context.Background(), "b", events.Position{Commit: 6, Prepare: 6}, func(projections.UserTx) error {
 		return errors.New("no")
 	})
 	if err == nil {
@@ -614,8 +629,8 @@ func testCheckpointsPerProjection(t *testing.T, s projections.Store) {
 	wantCheckpoint(t, s, "a ", events.Position{})
 }
 
-func testCheckpointRange(t *testing.T, s projections.Store) {
-	noop := func(projections.Tx) error { return nil }
+func testCheckpointRange(t *testing.T, s Store) {
+	noop := func(projections.UserTx) error { return nil }
 	for _, p := range []events.Position{
 		{Commit: 1<<63 - 1, Prepare: 1<<63 - 2},
 		{Commit: 1 << 63, Prepare: 1<<63 + 1},
@@ -627,7 +642,7 @@ func testCheckpointRange(t *testing.T, s projections.Store) {
 	}
 }
 
-func testUserLookups(t *testing.T, s projections.Store) {
+func testUserLookups(t *testing.T, s Store) {
 	ctx := context.Background()
 	u1 := fullUser(1, 10, "shared-channel-id")
 	u2 := fullUser(2, 20, "shared-channel-id") // same partner id in another app
@@ -663,7 +678,7 @@ func testUserLookups(t *testing.T, s projections.Store) {
 	wantNotFound(t, "UserByChannelID empty", err)
 }
 
-func testPutUserReplaces(t *testing.T, s projections.Store) {
+func testPutUserReplaces(t *testing.T, s Store) {
 	ctx := context.Background()
 	u := fullUser(1, 10, "c-old")
 	put(t, s, []projections.User{u}, nil, nil)
@@ -709,7 +724,7 @@ func testPutUserReplaces(t *testing.T, s projections.Store) {
 	wantUser(t, "user holding a reused channel id", got, other)
 }
 
-func testUserRoundTrip(t *testing.T, s projections.Store) {
+func testUserRoundTrip(t *testing.T, s Store) {
 	ctx := context.Background()
 	full := fullUser(1, 1<<62, "渠道-ユーザー-🙂")
 	full.RegisteredAt = time.Date(1999, 12, 31, 23, 59, 59, 999999000, time.UTC)
@@ -751,7 +766,7 @@ func testUserRoundTrip(t *testing.T, s projections.Store) {
 	wantUser(t, "User after caller mutated a UserByChannelID result", getUser(t, s, full.AppID, full.OpenUserID), full)
 }
 
-func testGroups(t *testing.T, s projections.Store) {
+func testGroups(t *testing.T, s Store) {
 	const app, owner = int64(1), int64(10)
 	g3, g1, g2 := group(app, owner, 300), group(app, owner, 100), group(app, owner, 200)
 	dissolved := group(app, owner, 150)
@@ -801,7 +816,7 @@ func testGroups(t *testing.T, s projections.Store) {
 
 	// Counts follow member writes; dissolving hides the group.
 	ctx := context.Background()
-	update(t, s, "p", events.Position{Commit: 2, Prepare: 2}, func(tx projections.Tx) error {
+	update(t, s, "p", events.Position{Commit: 2, Prepare: 2}, func(tx projections.UserTx) error {
 		if err := tx.DeleteMember(ctx, 1, at(40)); err != nil {
 			return err
 		}
@@ -826,7 +841,7 @@ func testGroups(t *testing.T, s projections.Store) {
 	}
 }
 
-func testGroupRoundTrip(t *testing.T, s projections.Store) {
+func testGroupRoundTrip(t *testing.T, s Store) {
 	g := projections.Group{
 		AppID:         9,
 		OpenUserID:    1 << 40,
@@ -846,7 +861,7 @@ func testGroupRoundTrip(t *testing.T, s projections.Store) {
 	wantGroup(t, "full group", gs[1], g)
 }
 
-func testMembers(t *testing.T, s projections.Store) {
+func testMembers(t *testing.T, s Store) {
 	const app, owner = int64(1), int64(10)
 	m5, m1, m3 := member(app, owner, 100, 5), member(app, owner, 100, 1), member(app, owner, 200, 3)
 	deleted := member(app, owner, 100, 2)
@@ -877,7 +892,7 @@ func testMembers(t *testing.T, s projections.Store) {
 	}
 }
 
-func testMembersUpdatedAfter(t *testing.T, s projections.Store) {
+func testMembersUpdatedAfter(t *testing.T, s Store) {
 	const app, owner = int64(1), int64(10)
 	var ms []projections.Member
 	for i := int64(1); i <= 5; i++ {
@@ -905,7 +920,7 @@ func testMembersUpdatedAfter(t *testing.T, s projections.Store) {
 	check(time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC), []int64{5, 6, 7, 8, 9})
 }
 
-func testMemberRoundTrip(t *testing.T, s projections.Store) {
+func testMemberRoundTrip(t *testing.T, s Store) {
 	full := projections.Member{
 		AppID:         3,
 		OpenUserID:    33,
@@ -963,7 +978,7 @@ func testMemberRoundTrip(t *testing.T, s projections.Store) {
 	wantMember(t, "member after caller mutated a result", ms[0], bare)
 }
 
-func testDeleteMember(t *testing.T, s projections.Store) {
+func testDeleteMember(t *testing.T, s Store) {
 	ctx := context.Background()
 	const app, owner = int64(1), int64(10)
 	g := group(app, owner, 100)
@@ -971,7 +986,7 @@ func testDeleteMember(t *testing.T, s projections.Store) {
 	put(t, s, nil, []projections.Group{g}, []projections.Member{m1, m2})
 
 	del := at(500)
-	update(t, s, "p", events.Position{Commit: 2, Prepare: 2}, func(tx projections.Tx) error {
+	update(t, s, "p", events.Position{Commit: 2, Prepare: 2}, func(tx projections.UserTx) error {
 		if err := tx.DeleteMember(ctx, 1, del); err != nil {
 			return err
 		}
@@ -1004,7 +1019,7 @@ func testDeleteMember(t *testing.T, s projections.Store) {
 	}
 
 	// Deleting twice is harmless.
-	update(t, s, "p", events.Position{Commit: 3, Prepare: 3}, func(tx projections.Tx) error {
+	update(t, s, "p", events.Position{Commit: 3, Prepare: 3}, func(tx projections.UserTx) error {
 		return tx.DeleteMember(ctx, 1, at(600))
 	})
 	if ms := members(t, s, app, owner, time.Time{}); !equalIDs(memberIDs(ms), []int64{2}) {
@@ -1014,7 +1029,7 @@ func testDeleteMember(t *testing.T, s projections.Store) {
 	// A later PutMember with Deleted=false restores the row as written.
 	restored := m1
 	restored.UpdatedAt = at(700)
-	update(t, s, "p", events.Position{Commit: 4, Prepare: 4}, func(tx projections.Tx) error {
+	update(t, s, "p", events.Position{Commit: 4, Prepare: 4}, func(tx projections.UserTx) error {
 		return tx.PutMember(ctx, restored)
 	})
 	ms = members(t, s, app, owner, time.Time{})
@@ -1024,7 +1039,7 @@ func testDeleteMember(t *testing.T, s projections.Store) {
 	wantMember(t, "restored member", ms[0], restored)
 
 	// Order within one Update counts: a Put then a Delete leaves it deleted.
-	update(t, s, "p", events.Position{Commit: 5, Prepare: 5}, func(tx projections.Tx) error {
+	update(t, s, "p", events.Position{Commit: 5, Prepare: 5}, func(tx projections.UserTx) error {
 		if err := tx.PutMember(ctx, member(app, owner, 100, 3)); err != nil {
 			return err
 		}
@@ -1048,13 +1063,13 @@ func testDeleteMember(t *testing.T, s projections.Store) {
 	}
 }
 
-func testReset(t *testing.T, s projections.Store) {
+func testReset(t *testing.T, s Store) {
 	ctx := context.Background()
 	put(t, s,
 		[]projections.User{fullUser(1, 10, "c")},
 		[]projections.Group{group(1, 10, 100)},
 		[]projections.Member{member(1, 10, 100, 1)})
-	update(t, s, "other", events.Position{Commit: 9, Prepare: 9}, func(projections.Tx) error { return nil })
+	update(t, s, "other", events.Position{Commit: 9, Prepare: 9}, func(projections.UserTx) error { return nil })
 
 	if err := s.Reset(ctx); err != nil {
 		t.Fatalf("Reset: %v", err)
@@ -1080,7 +1095,7 @@ func testReset(t *testing.T, s projections.Store) {
 	wantCheckpoint(t, s, "fixture", events.Position{Commit: 1, Prepare: 1})
 }
 
-func testConcurrentUpdates(t *testing.T, s projections.Store) {
+func testConcurrentUpdates(t *testing.T, s Store) {
 	ctx := context.Background()
 	const writers, rounds = 4, 20
 	errs := make(chan error, writers*rounds)
@@ -1091,7 +1106,7 @@ func testConcurrentUpdates(t *testing.T, s projections.Store) {
 			owner := int64(1000 + w)
 			for r := range rounds {
 				pos := events.Position{Commit: uint64(r + 1), Prepare: uint64(r + 1)}
-				err := s.Update(ctx, proj, pos, func(tx projections.Tx) error {
+				err := s.Update(ctx, proj, pos, func(tx projections.UserTx) error {
 					u := fullUser(1, owner, fmt.Sprintf("w%d", w))
 					u.UpdatedAt = at(r)
 					if err := tx.PutUser(ctx, u); err != nil {
@@ -1166,12 +1181,12 @@ func testConcurrentUpdates(t *testing.T, s projections.Store) {
 	}
 }
 
-func testTxReads(t *testing.T, s projections.Store) {
+func testTxReads(t *testing.T, s Store) {
 	ctx := context.Background()
 	u := fullUser(1, 10, "c-10")
 	g := group(1, 10, 100)
 	g.Dissolved = true // Tx.Group sees dissolved groups too
-	update(t, s, "p", events.Position{Commit: 1, Prepare: 1}, func(tx projections.Tx) error {
+	update(t, s, "p", events.Position{Commit: 1, Prepare: 1}, func(tx projections.UserTx) error {
 		_, err := tx.User(ctx, 10)
 		wantNotFound(t, "Tx.User before PutUser", err)
 		_, err = tx.Group(ctx, 100)
@@ -1229,7 +1244,7 @@ func testTxReads(t *testing.T, s projections.Store) {
 	// not-found read handled by fn does not spoil the transaction.
 	other := fullUser(2, 20, "c-20")
 	put(t, s, []projections.User{other}, nil, nil)
-	update(t, s, "p", events.Position{Commit: 2, Prepare: 2}, func(tx projections.Tx) error {
+	update(t, s, "p", events.Position{Commit: 2, Prepare: 2}, func(tx projections.UserTx) error {
 		got, err := tx.User(ctx, 10)
 		if err != nil {
 			return err
@@ -1257,14 +1272,14 @@ func testTxReads(t *testing.T, s projections.Store) {
 	wantCheckpoint(t, s, "p", events.Position{Commit: 2, Prepare: 2})
 }
 
-func testTxReadsAfterFailure(t *testing.T, s projections.Store) {
+func testTxReadsAfterFailure(t *testing.T, s Store) {
 	ctx := context.Background()
 	u := fullUser(1, 10, "c-10")
 	g := group(1, 10, 100)
 	put(t, s, []projections.User{u}, []projections.Group{g}, []projections.Member{member(1, 10, 100, 1)})
 
 	boom := errors.New("boom")
-	err := s.Update(ctx, "p", events.Position{Commit: 5, Prepare: 5}, func(tx projections.Tx) error {
+	err := s.Update(ctx, "p", events.Position{Commit: 5, Prepare: 5}, func(tx projections.UserTx) error {
 		changed := u
 		changed.Name = "changed"
 		if err := tx.PutUser(ctx, changed); err != nil {
@@ -1292,7 +1307,7 @@ func testTxReadsAfterFailure(t *testing.T, s projections.Store) {
 	if !errors.Is(err, boom) {
 		t.Fatalf("Update = %v, want boom", err)
 	}
-	update(t, s, "p", events.Position{Commit: 6, Prepare: 6}, func(tx projections.Tx) error {
+	update(t, s, "p", events.Position{Commit: 6, Prepare: 6}, func(tx projections.UserTx) error {
 		got, err := tx.User(ctx, 10)
 		if err != nil {
 			return err
@@ -1311,12 +1326,12 @@ func testTxReadsAfterFailure(t *testing.T, s projections.Store) {
 
 // Two users of one app can never share a channel id: the write that tries
 // fails its Update, which then changes nothing, in every store alike.
-func testChannelConflict(t *testing.T, s projections.Store) {
+func testChannelConflict(t *testing.T, s Store) {
 	ctx := context.Background()
 	a := fullUser(1, 10, "taken")
 	put(t, s, []projections.User{a}, nil, nil)
 	pos := checkpoint(t, s, "fixture")
-	err := s.Update(ctx, "fixture", events.Position{Commit: 99, Prepare: 99}, func(tx projections.Tx) error {
+	err := s.Update(ctx, "fixture", events.Position{Commit: 99, Prepare: 99}, func(tx projections.UserTx) error {
 		if err := tx.PutUser(ctx, fullUser(1, 11, "free")); err != nil {
 			return err
 		}
@@ -1336,4 +1351,118 @@ func testChannelConflict(t *testing.T, s projections.Store) {
 		t.Fatal(err)
 	}
 	wantUser(t, "holder of the channel id", got, a)
+}
+
+// fillFamilies writes one row into every family, each through its own Update.
+func fillFamilies(t *testing.T, s Store) {
+	t.Helper()
+	put(t, s, []projections.User{fullUser(1, 10, "c")}, nil, nil)
+	putDeliveries(t, s, dlv(1, 1))
+	putReports(t, s, report(1, 10, 1, "2024-03-05"))
+	putGoods(t, s, goodsOf(1))
+	updateBenefits(t, s, func(tx projections.BenefitTx) error { return tx.PutCard(context.Background(), cardOf(1, 1, 11)) })
+}
+
+// familyRows reports which families still hold their fixture row.
+func familyRows(t *testing.T, s Store) map[projections.Family]bool {
+	t.Helper()
+	ctx := context.Background()
+	_, uerr := s.User(ctx, 1, 10)
+	_, _, derr := s.Delivery(ctx, 1, dlv(1, 1).DeliveryID)
+	_, rerr := s.Report(ctx, 1, 1)
+	gs, gerr := s.GoodsList(ctx)
+	_, cerr := s.CardByNumber(ctx, 1, cardNumber(1))
+	if gerr != nil {
+		t.Fatal(gerr)
+	}
+	return map[projections.Family]bool{
+		projections.FamilyUsers: uerr == nil, projections.FamilyDeliveries: derr == nil, projections.FamilyReports: rerr == nil,
+		projections.FamilyOrders: len(gs) == 1, projections.FamilyBenefits: cerr == nil,
+	}
+}
+
+// testResetFamily: a family's reset empties its rows and its checkpoint and
+// nothing of any other family, so one family can be rebuilt while the others
+// keep serving.
+func testResetFamily(t *testing.T, s Store) {
+	ctx := context.Background()
+	for _, reset := range projections.Families {
+		if err := s.Reset(ctx); err != nil {
+			t.Fatal(err)
+		}
+		fillFamilies(t, s)
+		pos := events.Position{Commit: 42, Prepare: 42}
+		for _, f := range projections.Families {
+			update(t, s, string(f), pos, func(projections.UserTx) error { return nil })
+		}
+		if err := s.ResetFamily(ctx, reset); err != nil {
+			t.Fatalf("ResetFamily(%s): %v", reset, err)
+		}
+		for f, present := range familyRows(t, s) {
+			if present == (f == reset) {
+				t.Errorf("after ResetFamily(%s): %s rows present = %v", reset, f, present)
+			}
+			want := pos
+			if f == reset {
+				want = events.Position{}
+			}
+			wantCheckpoint(t, s, string(f), want)
+		}
+	}
+	if err := s.ResetFamily(ctx, "no-such-family"); err == nil {
+		t.Error("ResetFamily of an unknown family succeeded")
+	}
+}
+
+// testFamiliesConcurrently: every family's Update runs at once with the
+// others (the race detector watches the stores' locks), and each ends at its
+// own checkpoint.
+func testFamiliesConcurrently(t *testing.T, s Store) {
+	ctx := context.Background()
+	const rounds = 20
+	var wg sync.WaitGroup
+	errs := make(chan error, 5*rounds)
+	run := func(fn func(i int) error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 1; i <= rounds; i++ {
+				if err := fn(i); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	at := func(i int) events.Position { return events.Position{Commit: uint64(i), Prepare: uint64(i)} }
+	run(func(i int) error {
+		return s.Update(ctx, "users", at(i), func(tx projections.UserTx) error {
+			return tx.PutUser(ctx, fullUser(1, int64(i), fmt.Sprintf("c-%d", i)))
+		})
+	})
+	run(func(i int) error {
+		return s.UpdateDeliveries(ctx, "deliveries", at(i), func(tx projections.DeliveryTx) error { return tx.PutDelivery(ctx, dlv(1, i)) })
+	})
+	run(func(i int) error {
+		return s.UpdateReports(ctx, "reports", at(i), func(tx projections.ReportTx) error {
+			return tx.PutReport(ctx, report(1, 10, int64(i), "2024-03-05"))
+		})
+	})
+	run(func(i int) error {
+		return s.UpdateOrders(ctx, "orders", at(i), func(tx projections.OrderTx) error { return tx.PutGoods(ctx, goodsOf(int64(i))) })
+	})
+	run(func(i int) error {
+		return s.UpdateBenefits(ctx, "benefits", at(i), func(tx projections.BenefitTx) error { return tx.PutCard(ctx, cardOf(1, i, int64(100+i))) })
+	})
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	for _, f := range projections.Families {
+		wantCheckpoint(t, s, string(f), at(rounds))
+	}
+	if ms := reportsOfDay(t, s, 1, 10, "2024-03-05"); len(ms) != rounds {
+		t.Errorf("reports after concurrent family updates: %d, want %d", len(ms), rounds)
+	}
 }
