@@ -26,12 +26,12 @@ const ReadTimeout = 5 * time.Second
 
 // API holds what the read handlers need.
 type API struct {
-	Store      projections.UserStore
-	Apps       *projections.Apps
-	Events     events.Store
-	Runners    []*projections.Runner // every projection, for the progress route
+	Store   projections.UserStore
+	Apps    *projections.Apps
+	Events  events.Store
+	Runners []*projections.Runner // every projection, for the progress route
 	// Families follow the read models: a read waits only for the family it reads.
-	Families map[projections.Family]*projections.Runner
+	Families   map[projections.Family]*projections.Runner
 	SchemeM    auth.SchemeM
 	Admin      auth.Admin
 	Watermarks *projections.Watermarks

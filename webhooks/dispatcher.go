@@ -64,12 +64,12 @@ type Dispatcher struct {
 	Reflected interface {
 		WaitFor(ctx context.Context, pos events.Position) error
 	}
-	Client     *http.Client
-	Clock      Clock
-	Schedule   []time.Duration
-	Location   *time.Location
-	Log        *slog.Logger
-	Workers    int
+	Client   *http.Client
+	Clock    Clock
+	Schedule []time.Duration
+	Location *time.Location
+	Log      *slog.Logger
+	Workers  int
 	// OnAttempt observes each attempt; firstDelay is set on a delivery's first attempt.
 	OnAttempt func(event, outcome string, firstDelay *time.Duration)
 }

@@ -81,11 +81,11 @@ type Config struct {
 
 // Node is one running platform process.
 type Node struct {
-	Handler       http.Handler
-	Events        events.Store
-	ReadModel     ReadModels
+	Handler   http.Handler
+	Events    events.Store
+	ReadModel ReadModels
 	// Families are the read-model projections by family.
-	Families map[projections.Family]*projections.Runner
+	Families      map[projections.Family]*projections.Runner
 	Dispatcher    *webhooks.Dispatcher
 	Apps          *projections.Apps
 	Runners       []*projections.Runner

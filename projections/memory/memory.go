@@ -58,17 +58,17 @@ type phoneKey struct {
 }
 
 var (
-	_ projections.UserStore          = (*Store)(nil)
-	_ projections.UserTx             = (*tx)(nil)
-	_ projections.DeliveryStore  = (*Store)(nil)
-	_ projections.DeliveryTx     = (*tx)(nil)
-	_ projections.ReportStore    = (*Store)(nil)
-	_ projections.ReportTx       = (*tx)(nil)
-	_ projections.NonceStore     = (*Store)(nil)
-	_ projections.OrderStore     = (*Store)(nil)
-	_ projections.OrderTx        = (*tx)(nil)
-	_ projections.BenefitStore   = (*Store)(nil)
-	_ projections.BenefitTx      = (*tx)(nil)
+	_ projections.UserStore     = (*Store)(nil)
+	_ projections.UserTx        = (*tx)(nil)
+	_ projections.DeliveryStore = (*Store)(nil)
+	_ projections.DeliveryTx    = (*tx)(nil)
+	_ projections.ReportStore   = (*Store)(nil)
+	_ projections.ReportTx      = (*tx)(nil)
+	_ projections.NonceStore    = (*Store)(nil)
+	_ projections.OrderStore    = (*Store)(nil)
+	_ projections.OrderTx       = (*tx)(nil)
+	_ projections.BenefitStore  = (*Store)(nil)
+	_ projections.BenefitTx     = (*tx)(nil)
 )
 
 // New returns an empty store, ready for the projection runtime to fill.

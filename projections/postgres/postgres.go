@@ -30,17 +30,17 @@ type Store struct {
 }
 
 var (
-	_ projections.UserStore          = (*Store)(nil)
-	_ projections.UserTx             = (*tx)(nil)
-	_ projections.DeliveryStore  = (*Store)(nil)
-	_ projections.DeliveryTx     = (*tx)(nil)
-	_ projections.ReportStore    = (*Store)(nil)
-	_ projections.ReportTx       = (*tx)(nil)
-	_ projections.NonceStore     = (*Store)(nil)
-	_ projections.OrderStore     = (*Store)(nil)
-	_ projections.OrderTx        = (*tx)(nil)
-	_ projections.BenefitStore   = (*Store)(nil)
-	_ projections.BenefitTx      = (*tx)(nil)
+	_ projections.UserStore     = (*Store)(nil)
+	_ projections.UserTx        = (*tx)(nil)
+	_ projections.DeliveryStore = (*Store)(nil)
+	_ projections.DeliveryTx    = (*tx)(nil)
+	_ projections.ReportStore   = (*Store)(nil)
+	_ projections.ReportTx      = (*tx)(nil)
+	_ projections.NonceStore    = (*Store)(nil)
+	_ projections.OrderStore    = (*Store)(nil)
+	_ projections.OrderTx       = (*tx)(nil)
+	_ projections.BenefitStore  = (*Store)(nil)
+	_ projections.BenefitTx     = (*tx)(nil)
 )
 
 // Open connects to the database at url (a postgres:// URL or key=value DSN)
