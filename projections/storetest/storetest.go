@@ -97,6 +97,7 @@ func Run(t *testing.T, open func(t *testing.T) projections.Store) {
 		{"FailedUpdateChangesNoBenefits", testFailedUpdateBenefits},
 		{"FulfillmentsFiltersOrderAndPaging", testFulfillmentsFilters},
 		{"FulfillmentsLimits", testFulfillmentsLimits},
+		{"FulfillmentsOfProviderAppOnePage", testFulfillmentsOfProviderApp},
 		{"ResetEmptiesOrdersAndBenefits", testResetCommerce},
 	}
 	for _, c := range cases {
