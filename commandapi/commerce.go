@@ -363,8 +363,8 @@ func (a *API) cardInput(o *httpapi.Object) commands.CardInput {
 	return in
 }
 
-func (a *API) issue(c *call, issuer int64, cards []commands.CardInput) error {
-	issued, err := a.Benefits.IssueCards(c.r.Context(), issuer, cards, c.meta)
+func (a *API) issue(c *call, batch commands.CardBatch) error {
+	issued, err := a.Benefits.IssueBatch(c.r.Context(), batch, c.meta)
 	if err != nil {
 		return err
 	}
@@ -375,30 +375,32 @@ func (a *API) issue(c *call, issuer int64, cards []commands.CardInput) error {
 			items = append(items, map[string]any{"user_benefit_item_id": l.UserBenefitItemID, "benefit_item_id": l.BenefitItemID, "quantity": l.Quantity})
 		}
 		out = append(out, map[string]any{"card_number": card.CardNumber, "items": items})
-		a.Watermarks.Wrote(issuer, card.Position)
+		a.Watermarks.Wrote(batch.IssuerAppID, card.Position)
 	}
 	httpapi.OK(c.w, http.StatusCreated, map[string]any{"cards": out})
 	return nil
 }
 
 func (a *API) issueCardsAsOperator(c *call) error {
-	var issuer int64
-	var cards []commands.CardInput
+	var batch commands.CardBatch
 	if err := c.decode(func(o *httpapi.Object) {
-		issuer = o.RequiredInt("issuer_app_id")
+		batch.IssuerAppID = o.RequiredInt("issuer_app_id")
+		batch.BatchID = o.String("batch_id").Value
 		for _, it := range o.Array("cards", 100) {
-			cards = append(cards, a.cardInput(it))
+			batch.Cards = append(batch.Cards, a.cardInput(it))
 		}
 	}); err != nil {
 		return err
 	}
-	if _, ok := a.SchemeM.Apps.ByID(issuer); !ok {
+	if _, ok := a.SchemeM.Apps.ByID(batch.IssuerAppID); !ok {
 		return domain.ErrAppNotFound
 	}
-	return a.issue(c, issuer, cards)
+	return a.issue(c, batch)
 }
 
-// batchIssue is for approved CHANNEL_PARTNER providers, who issue their own cards.
+// batchIssue is for approved CHANNEL_PARTNER providers, who issue their own
+// cards with numbers the platform assigns (a chosen number could only be
+// refused by revealing that another issuer's card holds it).
 func (a *API) batchIssue(c *call) error {
 	ok, err := a.Benefits.IsChannelPartner(c.r.Context(), c.app.AppID)
 	if err != nil {
@@ -407,15 +409,16 @@ func (a *API) batchIssue(c *call) error {
 	if !ok {
 		return domain.ErrProviderUnauthorized
 	}
-	var cards []commands.CardInput
+	batch := commands.CardBatch{IssuerAppID: c.app.AppID, PlatformNumbers: true}
 	if err := c.decode(func(o *httpapi.Object) {
+		batch.BatchID = o.String("batch_id").Value
 		for _, it := range o.Array("cards", 100) {
-			cards = append(cards, a.cardInput(it))
+			batch.Cards = append(batch.Cards, a.cardInput(it))
 		}
 	}); err != nil {
 		return err
 	}
-	return a.issue(c, c.app.AppID, cards)
+	return a.issue(c, batch)
 }
 
 // maskPhone masks an optional phone; none masks to "".

@@ -3,13 +3,19 @@ package commands
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"math/big"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/google/uuid"
 
 	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/events"
@@ -43,6 +49,7 @@ type Benefits struct {
 	cooldown  time.Duration
 	providers ProviderDirectory
 	cards     keyedMutex
+	batches   keyedMutex // card batches being issued, by stream
 
 	cacheMu sync.Mutex
 	cache   map[string]*cachedCard // card aggregates, read incrementally
@@ -388,87 +395,279 @@ func isAlnum(s string) bool {
 	return true
 }
 
-// IssueCards issues cards for an issuer app, each independently (a card is
-// its own aggregate); inputs are validated as a whole first.
+// CardBatch is one issuance request. Its content identifies it: the same
+// batch sent again (a retry after a timeout or an error) answers the same
+// cards and issues nothing new, so a partner never loses or doubles a card.
+type CardBatch struct {
+	IssuerAppID int64
+	// BatchID is optional; it tells apart batches whose cards are otherwise
+	// identical (send a new one to issue the same content twice).
+	BatchID string
+	Cards   []CardInput
+	// PlatformNumbers refuses caller-chosen card numbers: partners get numbers
+	// from the platform, so issuance never reveals another issuer's card.
+	PlatformNumbers bool
+}
+
+// IssueCards issues an operator's batch (numbers may be chosen); see IssueBatch.
 func (b *Benefits) IssueCards(ctx context.Context, issuerAppID int64, cards []CardInput, meta Meta) ([]IssuedCard, error) {
+	return b.IssueBatch(ctx, CardBatch{IssuerAppID: issuerAppID, Cards: cards}, meta)
+}
+
+// maxBatchID bounds the optional batch_id.
+const maxBatchID = 64
+
+func (b *Benefits) validateBatch(batch CardBatch) error {
 	v := &domain.ValidationError{}
-	if len(cards) == 0 || len(cards) > 100 {
+	if len(batch.Cards) == 0 || len(batch.Cards) > 100 {
 		v.Add("cards", "must have 1 to 100 elements")
 	}
+	if utf8.RuneCountInString(batch.BatchID) > maxBatchID {
+		v.Add("batch_id", fmt.Sprintf("must be at most %d characters", maxBatchID))
+	}
 	numbers := map[string]bool{}
-	for i, c := range cards {
+	for i, c := range batch.Cards {
 		b.validateCard(fmt.Sprintf("cards[%d].", i), c, v)
-		if c.CardNumber != "" && numbers[c.CardNumber] {
+		if c.CardNumber == "" {
+			continue
+		}
+		if batch.PlatformNumbers {
+			v.Add(fmt.Sprintf("cards[%d].card_number", i), "is assigned by the platform; omit it")
+		} else if numbers[c.CardNumber] {
 			v.Add(fmt.Sprintf("cards[%d].card_number", i), "is repeated in this request")
 		}
 		numbers[c.CardNumber] = true
 	}
-	if err := v.Err(); err != nil {
+	return v.Err()
+}
+
+// batchKey digests the batch as parsed (not its bytes: key order and
+// whitespace do not make a new batch).
+func batchKey(batch CardBatch) string {
+	type line struct {
+		Item int64 `json:"i"`
+		Qty  int64 `json:"q"`
+	}
+	type card struct {
+		Number  string  `json:"n"`
+		Holder  string  `json:"h"`
+		Phone   *string `json:"p"`
+		Expires string  `json:"e"`
+		Lines   []line  `json:"l"`
+	}
+	c := struct {
+		Issuer  int64  `json:"a"`
+		BatchID string `json:"b"`
+		Cards   []card `json:"c"`
+	}{Issuer: batch.IssuerAppID, BatchID: batch.BatchID}
+	for _, in := range batch.Cards {
+		k := card{Number: in.CardNumber, Holder: in.HolderName, Phone: in.HolderPhone, Expires: in.ExpiresAt.UTC().Format(time.RFC3339Nano)}
+		for _, it := range in.Items {
+			k.Lines = append(k.Lines, line{it.BenefitItemID, it.Quantity})
+		}
+		c.Cards = append(c.Cards, k)
+	}
+	raw, _ := json.Marshal(c) // plain structs: cannot fail
+	sum := sha256.Sum256(raw)
+	return hex.EncodeToString(sum[:16])
+}
+
+// batchState is a card batch's aggregate.
+type batchState struct {
+	cards     []catalog.PlannedCard
+	completed bool
+}
+
+func (s *batchState) apply(env events.Envelope) {
+	switch p := env.Payload.(type) {
+	case *catalog.CardBatchPlanned:
+		s.cards = slices.Clone(p.Cards)
+	case *catalog.CardBatchRenumbered:
+		if p.Index >= 0 && p.Index < len(s.cards) {
+			s.cards[p.Index].CardNumber = p.CardNumber
+		}
+	case *catalog.CardBatchCompleted:
+		s.completed = true
+	}
+}
+
+// batchEventID derives an event id from the batch, so that the same step
+// retried by any node is recognised by the store as already written.
+func batchEventID(stream string, parts ...any) string {
+	return uuid.NewSHA1(uuid.NameSpaceURL, []byte(fmt.Sprint(append([]any{"partner-open-platform:", stream}, parts...)...))).String()
+}
+
+// IssueBatch issues a batch of cards for an issuer app, atomically as seen
+// by the caller and idempotently: the batch's numbers and ids are first
+// recorded on its own stream (claimed with no-stream), then each card is
+// created under an event id derived from the batch, then the batch is marked
+// complete. A retry, or a concurrent copy, of the same batch finishes what
+// is missing and answers the same cards. A chosen number already issued
+// fails the batch before anything is written.
+func (b *Benefits) IssueBatch(ctx context.Context, batch CardBatch, meta Meta) ([]IssuedCard, error) {
+	if err := b.validateBatch(batch); err != nil {
 		return nil, err
 	}
-	for n := range numbers {
-		if n == "" {
-			continue
-		}
-		if recs, err := b.store.ReadStream(ctx, domain.CardStream(n), 0, 1); err != nil {
+	meta.AppID = batch.IssuerAppID
+	stream := domain.CardBatchStream(batch.IssuerAppID, batchKey(batch))
+	unlock := b.batches.lock(stream)
+	defer unlock()
+	var st batchState
+	if _, _, err := b.load(ctx, stream, st.apply); err != nil {
+		return nil, err
+	}
+	if st.cards == nil {
+		if err := b.planBatch(ctx, stream, batch, meta); err != nil {
 			return nil, err
-		} else if len(recs) > 0 {
-			return nil, fmt.Errorf("%w: %s", domain.ErrCardNumberTaken, n)
 		}
 	}
+	return b.finishBatch(ctx, stream, batch, meta)
+}
+
+// planBatch checks a new batch against the log and records its plan; a
+// conflict means an identical batch planned first, whose plan then wins.
+func (b *Benefits) planBatch(ctx context.Context, stream string, batch CardBatch, meta Meta) error {
 	names := map[int64]bool{}
-	for _, c := range cards {
+	for _, c := range batch.Cards {
 		for _, it := range c.Items {
 			if names[it.BenefitItemID] {
 				continue
 			}
 			s, _, _, err := b.item(ctx, it.BenefitItemID)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			if s.id == 0 {
-				return nil, fmt.Errorf("%w: %d", domain.ErrBenefitItemNotFound, it.BenefitItemID)
+				return fmt.Errorf("%w: %d", domain.ErrBenefitItemNotFound, it.BenefitItemID)
 			}
 			if s.status != ItemActive {
-				return nil, fmt.Errorf("%w: %d", domain.ErrBenefitItemInactive, it.BenefitItemID)
+				return fmt.Errorf("%w: %d", domain.ErrBenefitItemInactive, it.BenefitItemID)
 			}
 			names[it.BenefitItemID] = true
 		}
 	}
-	meta.AppID = issuerAppID
-	out := make([]IssuedCard, 0, len(cards))
-	for _, c := range cards {
-		lines := make([]catalog.CardLine, len(c.Items))
-		for i, it := range c.Items {
-			id, err := b.ids.Next(ctx, "user_benefit_item")
-			if err != nil {
-				return out, err
-			}
-			lines[i] = catalog.CardLine{UserBenefitItemID: id, BenefitItemID: it.BenefitItemID, Quantity: it.Quantity}
+	for _, c := range batch.Cards {
+		if c.CardNumber == "" {
+			continue
 		}
-		number := c.CardNumber
-		for attempt := 0; ; attempt++ {
-			if c.CardNumber == "" {
-				number = randomCardNumber()
-			}
-			res, err := b.append(ctx, domain.CardStream(number), 0, meta, catalog.CardIssued{
-				CardNumber: number, IssuerAppID: issuerAppID, HolderName: c.HolderName, HolderPhone: c.HolderPhone,
-				ExpiresAt: c.ExpiresAt.UTC(), Items: lines, IssuedBy: meta.Actor,
-			})
-			if events.IsConflict(err) && c.CardNumber == "" && attempt < 5 {
-				continue
-			}
-			if events.IsConflict(err) {
-				return out, fmt.Errorf("%w: %s", domain.ErrCardNumberTaken, number)
-			}
-			if err != nil {
-				return out, err
-			}
-			out = append(out, IssuedCard{CardNumber: number, Items: lines, Position: res.Position})
-			break
+		if recs, err := b.store.ReadStream(ctx, domain.CardStream(c.CardNumber), 0, 1); err != nil {
+			return err
+		} else if len(recs) > 0 {
+			return domain.ErrCardNumberTaken // the number stays out of errors and logs
 		}
 	}
-	return out, nil
+	plan := catalog.CardBatchPlanned{IssuerAppID: batch.IssuerAppID, Key: strings.TrimPrefix(stream, "cardbatch-"), Cards: make([]catalog.PlannedCard, len(batch.Cards))}
+	for i, c := range batch.Cards {
+		pc := catalog.PlannedCard{CardNumber: c.CardNumber, NumberChosen: c.CardNumber != ""}
+		if !pc.NumberChosen {
+			pc.CardNumber = randomCardNumber()
+		}
+		for range c.Items {
+			id, err := b.ids.Next(ctx, "user_benefit_item")
+			if err != nil {
+				return err
+			}
+			pc.UserBenefitItemIDs = append(pc.UserBenefitItemIDs, id)
+		}
+		plan.Cards[i] = pc
+	}
+	_, err := b.append(ctx, stream, 0, meta, plan)
+	if events.IsConflict(err) {
+		return nil
+	}
+	return err
+}
+
+// finishBatch creates the planned cards that do not exist yet and marks the
+// batch complete, answering every card of the batch.
+func (b *Benefits) finishBatch(ctx context.Context, stream string, batch CardBatch, meta Meta) ([]IssuedCard, error) {
+	for attempt := 0; attempt < maxAttempts; attempt++ {
+		var st batchState
+		version, pos, err := b.load(ctx, stream, st.apply)
+		if err != nil {
+			return nil, err
+		}
+		if len(st.cards) != len(batch.Cards) {
+			return nil, fmt.Errorf("card batch %s: plan holds %d cards, request %d", stream, len(st.cards), len(batch.Cards))
+		}
+		if st.completed {
+			return issuedCards(batch, st, pos), nil
+		}
+		retry := false
+		for i, pc := range st.cards {
+			issued, err := b.reg.Encode(cardIssued(batch, i, pc, meta), meta.events())
+			if err != nil {
+				return nil, err
+			}
+			issued.ID = batchEventID(stream, "card", i, pc.CardNumber)
+			_, err = b.store.Append(ctx, domain.CardStream(pc.CardNumber), events.NoStream(), issued)
+			if events.IsConflict(err) {
+				var recs []events.Recorded
+				if recs, err = b.store.ReadStream(ctx, domain.CardStream(pc.CardNumber), 0, 1); err != nil {
+					return nil, err
+				}
+				if len(recs) > 0 && recs[0].ID == issued.ID {
+					continue // this batch's card, written before
+				}
+				if pc.NumberChosen {
+					return nil, domain.ErrCardNumberTaken
+				}
+				// A generated number that another card took meanwhile: replace
+				// it in the plan, so every retry agrees on the new one.
+				_, err = b.append(ctx, stream, version, meta, catalog.CardBatchRenumbered{IssuerAppID: batch.IssuerAppID, Index: i, CardNumber: randomCardNumber()})
+				if err != nil && !events.IsConflict(err) {
+					return nil, err
+				}
+				retry = true
+				break
+			}
+			if err != nil {
+				return nil, err
+			}
+		}
+		if retry {
+			continue
+		}
+		done, err := b.reg.Encode(catalog.CardBatchCompleted{IssuerAppID: batch.IssuerAppID, Cards: len(st.cards)}, meta.events())
+		if err != nil {
+			return nil, err
+		}
+		done.ID = batchEventID(stream, "completed", version)
+		res, err := b.store.Append(ctx, stream, events.AfterVersion(version), done)
+		if events.IsConflict(err) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		return issuedCards(batch, st, res.Position), nil
+	}
+	return nil, domain.ErrContention
+}
+
+func cardLines(in CardInput, pc catalog.PlannedCard) []catalog.CardLine {
+	lines := make([]catalog.CardLine, len(in.Items))
+	for j, it := range in.Items {
+		lines[j] = catalog.CardLine{UserBenefitItemID: pc.UserBenefitItemIDs[j], BenefitItemID: it.BenefitItemID, Quantity: it.Quantity}
+	}
+	return lines
+}
+
+func cardIssued(batch CardBatch, i int, pc catalog.PlannedCard, meta Meta) catalog.CardIssued {
+	c := batch.Cards[i]
+	return catalog.CardIssued{
+		CardNumber: pc.CardNumber, IssuerAppID: batch.IssuerAppID, HolderName: c.HolderName, HolderPhone: c.HolderPhone,
+		ExpiresAt: c.ExpiresAt.UTC(), Items: cardLines(c, pc), IssuedBy: meta.Actor,
+	}
+}
+
+// issuedCards answers a batch; pos covers every card of it.
+func issuedCards(batch CardBatch, st batchState, pos events.Position) []IssuedCard {
+	out := make([]IssuedCard, len(st.cards))
+	for i, pc := range st.cards {
+		out[i] = IssuedCard{CardNumber: pc.CardNumber, Items: cardLines(batch.Cards[i], pc), Position: pos}
+	}
+	return out
 }
 
 // cardState is a card as verification decides on it.
@@ -577,6 +776,12 @@ func (b *Benefits) callerProviders(ctx context.Context, appID int64, in VerifyIn
 // Verify consumes a benefit use: the card's remaining quantity is decided
 // on the card's stream with its expected revision, so it never goes below
 // zero however many verifications race, on any event store.
+//
+// A card is the calling app's to verify when it holds an item that one of
+// the app's approved providers may verify, whoever issued it. Every other
+// card (missing, or holding no such item) is CARD_NOT_FOUND alike, and
+// SERVICE_PROVIDER_UNAUTHORIZED depends only on the caller's providers and
+// the request, never on the card, so neither answer reveals another app's card.
 func (b *Benefits) Verify(ctx context.Context, appID int64, in VerifyInput, meta Meta) (Verified, error) {
 	if err := in.validate(); err != nil {
 		return Verified{}, err
@@ -584,6 +789,10 @@ func (b *Benefits) Verify(ctx context.Context, appID int64, in VerifyInput, meta
 	candidates, err := b.callerProviders(ctx, appID, in)
 	if err != nil {
 		return Verified{}, err
+	}
+	if in.BenefitItemID != nil && !slices.ContainsFunc(candidates, func(p providerState) bool { return slices.Contains(p.allowed, *in.BenefitItemID) }) {
+		// Decided from the caller's own configuration, before any card is read.
+		return Verified{}, domain.ErrProviderUnauthorized
 	}
 	unlock := b.cards.lock(in.CardNumber)
 	defer unlock()
@@ -614,7 +823,9 @@ func (b *Benefits) Verify(ctx context.Context, appID int64, in VerifyInput, meta
 			}
 		}
 		if prov == nil {
-			return Verified{}, domain.ErrProviderUnauthorized
+			// A card item this app may not verify is not its card to see:
+			// answering 403 here would tell it that the card exists.
+			return Verified{}, domain.ErrCardNotFound
 		}
 		item, _, _, err := b.item(ctx, line.BenefitItemID)
 		if err != nil {

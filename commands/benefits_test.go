@@ -108,7 +108,10 @@ func TestVerifyRefusals(t *testing.T) {
 		want error
 	}{
 		{"unknown card", 2, VerifyInput{CardNumber: "999999999999999", BenefitItemID: &item, Quantity: 1}, domain.ErrCardNotFound},
-		{"item not on card", 2, VerifyInput{CardNumber: card, BenefitItemID: &one, Quantity: 1}, domain.ErrCardNotFound},
+		{"item not on card", 2, VerifyInput{CardNumber: card, UserBenefitItemID: &one, Quantity: 1}, domain.ErrCardNotFound},
+		// Decided from the caller's configuration alone, card or no card.
+		{"item not allowed", 2, VerifyInput{CardNumber: card, BenefitItemID: &one, Quantity: 1}, domain.ErrProviderUnauthorized},
+		{"item not allowed, unknown card", 2, VerifyInput{CardNumber: "999999999999999", BenefitItemID: &one, Quantity: 1}, domain.ErrProviderUnauthorized},
 		{"not a provider", 3, VerifyInput{CardNumber: card, BenefitItemID: &item, Quantity: 1}, domain.ErrProviderUnauthorized},
 		{"too many", 2, VerifyInput{CardNumber: card, BenefitItemID: &item, Quantity: 4}, domain.ErrNoRemainingQuota},
 	}

@@ -63,3 +63,9 @@ func PluginNonceStream(appID int64, nonce string) string {
 
 // DeliveryStream names the stream of one webhook delivery.
 func DeliveryStream(id string) string { return "delivery-" + id }
+
+// CardBatchStream names the claim of one card batch of an issuer; key is a
+// digest of the request, so a retried batch finds the cards it planned.
+func CardBatchStream(issuerAppID int64, key string) string {
+	return "cardbatch-" + strconv.FormatInt(issuerAppID, 10) + "-" + key
+}

@@ -71,11 +71,14 @@ type Fulfillment struct {
 
 // FulfillmentFilter selects fulfillment records; zero fields match all.
 type FulfillmentFilter struct {
-	ProviderID  int64
-	IssuerAppID int64
-	CardNumber  string
-	After       int64 // RecordID strictly greater
-	Limit       int   // <= 0: 100; capped at 1000
+	ProviderID int64
+	// ProviderAppID selects the records verified through any provider of this
+	// app, merged into one page in RecordID order with one cursor.
+	ProviderAppID int64
+	IssuerAppID   int64
+	CardNumber    string
+	After         int64 // RecordID strictly greater
+	Limit         int   // <= 0: 100; capped at 1000
 }
 
 // BenefitTx is the part of a read-model transaction the benefit projector writes.

@@ -231,18 +231,10 @@ func (q *API) fulfillments(w http.ResponseWriter, r *http.Request, _ httprouter.
 		f.IssuerAppID = appID
 		list, err = q.Benefits.Fulfillments(r.Context(), f)
 	case "", "provider":
-		providers, perr := q.Benefits.Providers(r.Context(), appID)
-		if perr != nil {
-			return perr
-		}
-		for _, p := range providers {
-			f.ProviderID = p.ProviderID
-			page, ferr := q.Benefits.Fulfillments(r.Context(), f)
-			if ferr != nil {
-				return ferr
-			}
-			list = append(list, page...)
-		}
+		// One page over all the app's providers, in record order, so paging
+		// by the last fulfillment_record_id sees every record once.
+		f.ProviderAppID = appID
+		list, err = q.Benefits.Fulfillments(r.Context(), f)
 	default:
 		v := &domain.ValidationError{}
 		v.Add("role", "must be provider or issuer")

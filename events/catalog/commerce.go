@@ -239,3 +239,49 @@ type FulfillmentRated struct {
 
 // EventType names the event in the log.
 func (FulfillmentRated) EventType() string { return "benefit.fulfillment_rated" }
+
+// PlannedCard is one card of a batch as decided before it exists: its number
+// and the user_benefit_item_ids of its lines, in the request's order.
+type PlannedCard struct {
+	CardNumber         string  `json:"card_number"`
+	UserBenefitItemIDs []int64 `json:"user_benefit_item_ids"`
+	// NumberChosen is true when the caller chose the number (operators only);
+	// a generated number may be replaced, a chosen one never.
+	NumberChosen bool `json:"number_chosen,omitempty"`
+}
+
+// CardBatchPlanned opens the stream cardbatch-<issuer>-<key>: the batch's
+// numbers and ids are recorded before any card exists, so a retry of the
+// same batch finishes it with the same cards instead of issuing new ones.
+// It holds no holder data: the key is a digest of the request, and only the
+// same request can finish the batch.
+type CardBatchPlanned struct {
+	IssuerAppID int64         `json:"issuer_app_id"`
+	Key         string        `json:"key"`
+	Cards       []PlannedCard `json:"cards"`
+}
+
+// EventType names the event in the log.
+func (CardBatchPlanned) EventType() string { return "benefit_card.batch_planned" }
+
+// CardBatchRenumbered replaces a generated card number that another card
+// took between planning and issuing (a random collision), so the batch can
+// still complete with numbers every retry agrees on.
+type CardBatchRenumbered struct {
+	IssuerAppID int64  `json:"issuer_app_id"`
+	Index       int    `json:"index"`
+	CardNumber  string `json:"card_number"`
+}
+
+// EventType names the event in the log.
+func (CardBatchRenumbered) EventType() string { return "benefit_card.batch_renumbered" }
+
+// CardBatchCompleted says every card of the batch exists; its position
+// covers all of them, so a read after it sees the whole batch.
+type CardBatchCompleted struct {
+	IssuerAppID int64 `json:"issuer_app_id"`
+	Cards       int   `json:"cards"`
+}
+
+// EventType names the event in the log.
+func (CardBatchCompleted) EventType() string { return "benefit_card.batch_completed" }

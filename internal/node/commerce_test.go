@@ -253,6 +253,9 @@ func benefitSetup(t testing.TB, p *platform) (station, partner *app, item int64)
 	return station, partner, it.ID
 }
 
+// batchSeq numbers the test batches.
+var batchSeq atomic.Int64
+
 func (a *app) issue(item, qty int64, expires string) string {
 	a.p.t.Helper()
 	var out struct {
@@ -260,7 +263,9 @@ func (a *app) issue(item, qty int64, expires string) string {
 			CardNumber string `json:"card_number"`
 		} `json:"cards"`
 	}
-	a.expect("POST", "/open/v1/benefit-cards/batch-issue", map[string]any{"cards": []any{map[string]any{
+	// A batch is identified by its content: a fresh batch_id per call keeps
+	// identical calls from being one batch.
+	a.expect("POST", "/open/v1/benefit-cards/batch-issue", map[string]any{"batch_id": fmt.Sprintf("t-%d", batchSeq.Add(1)), "cards": []any{map[string]any{
 		"holder_name": "韩梅梅", "holder_phone": "13987654321", "expires_at": expires, "items": []any{map[string]any{"benefit_item_id": item, "quantity": qty}},
 	}}}, 201, "0").data(a.p.t, &out)
 	return out.Cards[0].CardNumber

@@ -390,13 +390,21 @@ func benefitTraffic(t *testing.T, c *client, clock *offsetClock) {
 		} `json:"cards"`
 	}
 	var cards issued
-	insurer.expect(insurer.partner("POST", batch, map[string]any{"cards": []any{
+	insurer.expect(insurer.partner("POST", batch, map[string]any{"batch_id": "b-1", "cards": []any{
 		card("", expires, line(checkup.ID, 3), line(dental.ID, 1)),
+	}}), 201, 0).data(t, &cards)
+	insurer.expect(insurer.partner("POST", batch, map[string]any{"batch_id": "b-1", "cards": []any{
+		card("", expires, line(checkup.ID, 3), line(dental.ID, 1)),
+	}}), 201, 0) // the same batch again: the same card
+	// Partners do not choose numbers; operators may.
+	insurer.expect(insurer.partner("POST", batch, map[string]any{"cards": []any{card("CARD00000000002", expires, line(checkup.ID, 2))}}), 422, "VALIDATION_ERROR")
+	var chosen issued
+	c.expect(c.admin("POST", "/admin/v1/benefit-cards", map[string]any{"issuer_app_id": insurer.appID, "cards": []any{
 		card("CARD00000000002", expires, line(checkup.ID, 2)),
 		// Without an offset expires_at is read in the platform zone.
 		card("CARD00000000003", clock.now().Add(time.Hour).In(time.FixedZone("CST", 8*3600)).Format("2006-01-02 15:04:05"), line(checkup.ID, 2)),
-	}}), 201, 0).data(t, &cards)
-	insurer.expect(insurer.partner("POST", batch, map[string]any{"cards": []any{card("CARD00000000002", expires, line(checkup.ID, 1))}}), 409, "CARD_NUMBER_EXISTS")
+	}}), 201, 0).data(t, &chosen)
+	cards.Cards = append(cards.Cards, chosen.Cards...)
 	insurer.expect(insurer.partner("POST", batch, map[string]any{"cards": []any{card("short", "2000-01-01", line(checkup.ID, 0))}}), 422, "VALIDATION_ERROR")
 	insurer.expect(insurer.partner("POST", batch, map[string]any{"cards": []any{card("", expires, line(999999, 1))}}), 404, "BENEFIT_ITEM_NOT_FOUND")
 	insurer.expect(insurer.partner("POST", batch, `{`), 400, "HTTP_400")

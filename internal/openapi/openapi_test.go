@@ -304,6 +304,9 @@ func partnerVisible() []events.Payload {
 		&catalog.CardIssued{CardNumber: "100000000000042", IssuerAppID: 7, HolderName: "Han", ExpiresAt: at, Items: []catalog.CardLine{{UserBenefitItemID: 1, BenefitItemID: 1, Quantity: 3}}},
 		&catalog.BenefitFulfilled{RecordID: 1, CardNumber: "100000000000042", IssuerAppID: 7, UserBenefitItemID: 1, BenefitItemID: 1, ProviderID: 1, ProviderAppID: 7, Quantity: 1, Remaining: 2, At: at},
 		&catalog.FulfillmentRated{RecordID: 1, IssuerAppID: 7, Rating: 5},
+		&catalog.CardBatchPlanned{IssuerAppID: 7, Key: "k", Cards: []catalog.PlannedCard{{CardNumber: "100000000000042", UserBenefitItemIDs: []int64{1}}}},
+		&catalog.CardBatchRenumbered{IssuerAppID: 7, Index: 0, CardNumber: "100000000000043"},
+		&catalog.CardBatchCompleted{IssuerAppID: 7, Cards: 1},
 	}
 }
 
@@ -547,7 +550,7 @@ func TestCommerceRoutesDocumentTheirErrors(t *testing.T) {
 		{"POST", "/admin/v1/benefit-items/{itemId}/activate", admin, []outcome{{404, "BENEFIT_ITEM_NOT_FOUND"}, {409, "CONCURRENT_MODIFICATION"}, {422, "VALIDATION_ERROR"}}},
 		{"POST", "/admin/v1/benefit-cards", adminWrite, []outcome{{404, "APP_NOT_FOUND"}, {404, "BENEFIT_ITEM_NOT_FOUND"}, {409, "CARD_NUMBER_EXISTS"}, {422, "BENEFIT_ITEM_INACTIVE"}}},
 		{"GET", "/admin/v1/benefit-cards/{cardNumber}", admin, []outcome{{404, "CARD_NOT_FOUND"}}},
-		{"POST", "/open/v1/benefit-cards/batch-issue", partner, []outcome{{403, "SERVICE_PROVIDER_UNAUTHORIZED"}, {404, "BENEFIT_ITEM_NOT_FOUND"}, {409, "CARD_NUMBER_EXISTS"}, {422, "BENEFIT_ITEM_INACTIVE"}}},
+		{"POST", "/open/v1/benefit-cards/batch-issue", partner, []outcome{{403, "SERVICE_PROVIDER_UNAUTHORIZED"}, {404, "BENEFIT_ITEM_NOT_FOUND"}, {422, "BENEFIT_ITEM_INACTIVE"}}},
 		{"POST", "/open/v1/benefit-cards/verify-use", partner, []outcome{{403, "SERVICE_PROVIDER_UNAUTHORIZED"}, {404, "CARD_NOT_FOUND"}, {409, "CONCURRENT_MODIFICATION"},
 			{422, "CARD_EXPIRED"}, {422, "BENEFIT_ITEM_INACTIVE"}, {422, "NO_REMAINING_QUOTA"}, {422, "DUPLICATE_FULFILLMENT"}}},
 		{"GET", "/open/v1/benefit-cards/detail", partner, []outcome{{404, "CARD_NOT_FOUND"}}},

@@ -181,6 +181,13 @@ func (s *Store) CardByNumber(ctx context.Context, issuerAppID int64, number stri
 	return copyCard(c), nil
 }
 
+// providesFor reports whether the provider belongs to the app, as the
+// Postgres store's join with service_providers decides.
+func (s *Store) providesFor(providerID, appID int64) bool {
+	p, ok := s.providers[providerID]
+	return ok && p.AppID == appID
+}
+
 // Fulfillments walks the narrowest id index from f.After (a card's, a
 // provider's or an issuer's) and filters by the others, as the Postgres
 // planner does with one index.
@@ -193,6 +200,14 @@ func (s *Store) Fulfillments(ctx context.Context, f projections.FulfillmentFilte
 	defer s.benefitsMu.RUnlock()
 	var ids []int64
 	switch {
+	case f.ProviderAppID != 0 && f.CardNumber == "" && f.ProviderID == 0:
+		// Merge the app's providers' lists: at most limit ids from each.
+		for _, p := range s.appProviders[f.ProviderAppID] {
+			list := s.providerFulfillments[p]
+			from := after(list, f.After)
+			ids = append(ids, list[from:min(len(list), from+limit)]...)
+		}
+		slices.Sort(ids)
 	case f.CardNumber != "":
 		ids = s.cardFulfillments[f.CardNumber]
 	case f.ProviderID != 0:
@@ -210,6 +225,7 @@ func (s *Store) Fulfillments(ctx context.Context, f projections.FulfillmentFilte
 		r := s.fulfillments[id]
 		if (f.CardNumber != "" && r.CardNumber != f.CardNumber) ||
 			(f.ProviderID != 0 && r.ProviderID != f.ProviderID) ||
+			(f.ProviderAppID != 0 && (r.ProviderAppID != f.ProviderAppID || !s.providesFor(r.ProviderID, f.ProviderAppID))) ||
 			(f.IssuerAppID != 0 && r.IssuerAppID != f.IssuerAppID) {
 			continue
 		}

@@ -139,27 +139,43 @@ func (s *Store) Fulfillments(ctx context.Context, f projections.FulfillmentFilte
 
 // fulfillmentsQuery builds one statement per combination of filters rather
 // than "$n IS NULL OR ...", so each gets a plan that walks the primary key or
-// the provider, issuer or card index from f.After.
+// the provider, issuer or card index from f.After. ProviderAppID walks the
+// provider index of each of the app's providers for at most one page and
+// merges them: one page in record order, whatever the number of providers.
 func fulfillmentsQuery(f projections.FulfillmentFilter) (string, []any) {
 	var b strings.Builder
-	args := []any{f.After}
+	args := []any{f.After, clampLimit(f.Limit)}
 	b.WriteString(`SELECT ` + fulfillmentColumns + ` FROM fulfillments
-WHERE record_id > $1`)
+WHERE fulfillments.record_id > $1`)
 	and := func(cond string, v any) {
 		args = append(args, v)
 		fmt.Fprintf(&b, "\n  AND "+cond, len(args))
 	}
 	if f.ProviderID != 0 {
-		and("provider_id = $%d", f.ProviderID)
+		and("fulfillments.provider_id = $%d", f.ProviderID)
 	}
 	if f.IssuerAppID != 0 {
-		and("issuer_app_id = $%d", f.IssuerAppID)
+		and("fulfillments.issuer_app_id = $%d", f.IssuerAppID)
 	}
 	if f.CardNumber != "" {
-		and("card_number = $%d", f.CardNumber)
+		and("fulfillments.card_number = $%d", f.CardNumber)
 	}
-	args = append(args, clampLimit(f.Limit))
-	fmt.Fprintf(&b, "\nORDER BY record_id\nLIMIT $%d", len(args))
+	if f.ProviderAppID == 0 {
+		b.WriteString("\nORDER BY fulfillments.record_id\nLIMIT $2")
+		return b.String(), args
+	}
+	and("fulfillments.provider_app_id = $%d", f.ProviderAppID)
+	app := len(args)
+	inner := b.String()
+	b.Reset()
+	fmt.Fprintf(&b, `SELECT f.* FROM service_providers p CROSS JOIN LATERAL (
+%s
+  AND fulfillments.provider_id = p.provider_id
+ORDER BY fulfillments.record_id
+LIMIT $2) f
+WHERE p.app_id = $%d
+ORDER BY f.record_id
+LIMIT $2`, inner, app)
 	return b.String(), args
 }
 

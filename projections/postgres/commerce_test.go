@@ -172,4 +172,22 @@ func TestBenefitQueriesUseTheirIndexes(t *testing.T) {
 			t.Errorf("Fulfillments(%+v) sorts or scans the table:\n%s", f, plan)
 		}
 	}
+
+	// An app's providers: each provider's index walked for at most one page,
+	// then one sort of at most providers × limit rows, never the table.
+	sql, args := fulfillmentsQuery(projections.FulfillmentFilter{ProviderAppID: 1, After: 5, Limit: 10})
+	rows, _ := conn.Query(context.Background(), "EXPLAIN "+sql, args...)
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatalf("ProviderAppID: EXPLAIN: %v", err)
+	}
+	plan := strings.Join(lines, "\n")
+	for _, index := range []string{"service_providers_app_idx", "fulfillments_provider_idx"} {
+		if !strings.Contains(plan, index) {
+			t.Errorf("Fulfillments(ProviderAppID) does not use %s:\n%s", index, plan)
+		}
+	}
+	if strings.Contains(plan, "Seq Scan") || !strings.Contains(plan, "Limit") {
+		t.Errorf("Fulfillments(ProviderAppID) scans a table or reads unbounded:\n%s", plan)
+	}
 }

@@ -1179,3 +1179,45 @@ func testResetCommerce(t *testing.T, s Store) {
 	putOrders(t, s, again)
 	wantOrder(t, "order id put again after Reset", orderByCode(t, os, 1, again.OrderCode), again)
 }
+
+// testFulfillmentsOfProviderApp: an app's providers' records, interleaved,
+// come as one page in record order with one cursor, and never another app's.
+func testFulfillmentsOfProviderApp(t *testing.T, s projections.Store) {
+	bs := benefitStore(t, s)
+	putProviders(t, s, providerOf(7, 1), providerOf(7, 2), providerOf(7, 3), providerOf(8, 4))
+	var mine []projections.Fulfillment
+	for id := int64(1); id <= 12; id++ {
+		r := fulfillmentOf(id, id%4+1, 9, cardNumber(1))
+		r.ProviderAppID = 7
+		if r.ProviderID == 4 {
+			r.ProviderAppID = 8
+		} else {
+			mine = append(mine, r)
+		}
+		putFulfillments(t, s, r)
+	}
+	var got []projections.Fulfillment
+	for after := int64(0); ; {
+		page := listFulfillments(t, bs, projections.FulfillmentFilter{ProviderAppID: 7, After: after, Limit: 2})
+		if len(page) > 2 {
+			t.Fatalf("page after %d has %d records, limit 2", after, len(page))
+		}
+		if len(page) == 0 {
+			break
+		}
+		got = append(got, page...)
+		after = page[len(page)-1].RecordID
+	}
+	wantFulfillments(t, "ProviderAppID 7, paged by 2", got, mine)
+	wantFulfillments(t, "ProviderAppID 7 and ProviderID 2", listFulfillments(t, bs, projections.FulfillmentFilter{ProviderAppID: 7, ProviderID: 2}),
+		[]projections.Fulfillment{mine[0], mine[3], mine[6]})
+	wantFulfillments(t, "ProviderAppID 8", listFulfillments(t, bs, projections.FulfillmentFilter{ProviderAppID: 8}),
+		[]projections.Fulfillment{fulfillmentOfApp(3, 4, 8), fulfillmentOfApp(7, 4, 8), fulfillmentOfApp(11, 4, 8)})
+	wantFulfillments(t, "ProviderAppID without providers", listFulfillments(t, bs, projections.FulfillmentFilter{ProviderAppID: 99}), nil)
+}
+
+func fulfillmentOfApp(id, provider, app int64) projections.Fulfillment {
+	r := fulfillmentOf(id, provider, 9, cardNumber(1))
+	r.ProviderAppID = app
+	return r
+}

@@ -112,6 +112,7 @@ func Run(t *testing.T, open func(t *testing.T) Store) {
 		{"FailedUpdateChangesNoBenefits", testFailedUpdateBenefits},
 		{"FulfillmentsFiltersOrderAndPaging", testFulfillmentsFilters},
 		{"FulfillmentsLimits", testFulfillmentsLimits},
+		{"FulfillmentsOfProviderAppOnePage", testFulfillmentsOfProviderApp},
 		{"ResetEmptiesOrdersAndBenefits", testResetCommerce},
 	}
 	for _, c := range cases {
