@@ -15,10 +15,10 @@ type App struct {
 	// PendingWebhookSecret is issued by a rotation and signs nothing until
 	// it is activated, so the partner can install it first.
 	PendingWebhookSecret string
-	WebhookURL    string
-	WebhookEvents []string
-	Environment   string
-	Scopes        []string // granted API scopes; empty grants none
+	WebhookURL           string
+	WebhookEvents        []string
+	Environment          string
+	Scopes               []string // granted API scopes; empty grants none
 	// Suspended apps are refused on every partner route (ErrAppSuspended)
 	// and their webhooks wait until the app is resumed.
 	Suspended        bool
