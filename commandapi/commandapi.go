@@ -66,6 +66,7 @@ func (a *API) Routes() []Route {
 	}
 	routes = append(routes, a.reportRoutes()...)
 	routes = append(routes, a.commerceRoutes()...)
+	routes = append(routes, a.appRoutes()...)
 	return append(routes, a.webhookRoutes()...)
 }
 

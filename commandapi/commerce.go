@@ -234,14 +234,14 @@ func (a *API) declareScopes(c *call) error {
 	if err := c.decode(func(o *httpapi.Object) { scopes = o.Strings("scopes") }); err != nil {
 		return err
 	}
-	pos, err := a.Apps.DeclareScopes(c.r.Context(), ids[0], scopes, c.meta)
+	granted, pos, err := a.Apps.DeclareScopes(c.r.Context(), ids[0], scopes, c.meta)
 	if err != nil {
 		return err
 	}
 	if err := a.waitApps(c.r.Context(), pos); err != nil {
 		return err
 	}
-	httpapi.OK(c.w, http.StatusOK, map[string]any{"app_id": ids[0], "scopes": scopes})
+	httpapi.OK(c.w, http.StatusOK, map[string]any{"app_id": ids[0], "scopes": granted})
 	return nil
 }
 

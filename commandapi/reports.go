@@ -185,6 +185,9 @@ func (a *API) openSession(c *call) error {
 	if !ok {
 		return domain.ErrPluginAuth
 	}
+	if app.Suspended {
+		return domain.ErrAppSuspended
+	}
 	s, err := a.Plugin.OpenSession(c.r.Context(), pluginApp(app), l, c.meta)
 	if err != nil {
 		return err
@@ -271,6 +274,11 @@ func (a *API) token(w http.ResponseWriter, r *http.Request, _ httprouter.Params)
 	app, ok := a.client(r)
 	if !ok {
 		oauthError(w, http.StatusUnauthorized, "invalid_client", "unknown client or wrong secret")
+		return
+	}
+	if app.Suspended {
+		// RFC 6749 §5.2: the client authenticated but may not be granted a token.
+		oauthError(w, http.StatusBadRequest, "unauthorized_client", "the app is suspended")
 		return
 	}
 	if r.PostForm.Get("grant_type") == "" {

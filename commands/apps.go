@@ -31,6 +31,8 @@ type appState struct {
 	webhookEvents []string
 	scopes        []string
 	reviewed      bool
+	suspended     bool
+	pendingHook   bool // a rotated webhook secret awaits activation
 }
 
 func (s *appState) apply(env events.Envelope) {
@@ -44,6 +46,14 @@ func (s *appState) apply(env events.Envelope) {
 		s.reviewed = true
 	case *catalog.AppWebhookConfigured:
 		s.webhookURL, s.webhookEvents = p.WebhookURL, p.WebhookEvents
+	case *catalog.AppSuspended:
+		s.suspended = true
+	case *catalog.AppResumed:
+		s.suspended = false
+	case *catalog.AppWebhookSecretIssued:
+		s.pendingHook = true
+	case *catalog.AppWebhookSecretActivated:
+		s.pendingHook = false
 	}
 }
 
@@ -70,7 +80,7 @@ type CreateApp struct {
 	WebhookURL    string
 	WebhookEvents []string
 	Environment   string
-	Scopes        []string // none declared: every scope
+	Scopes        []string // none named: domain.DefaultScopes
 }
 
 // Credentials are shown once, at creation or rotation, and never again.
@@ -80,6 +90,7 @@ type Credentials struct {
 	AppSecret     string
 	WebhookSecret string
 	Environment   string
+	Scopes        []string // granted at creation
 	Position      events.Position
 }
 
@@ -109,6 +120,7 @@ func (a *Apps) validate(ctx context.Context, c *CreateApp) error {
 		}
 	}
 	validateScopes(c.Scopes, v)
+	c.Scopes = grantedScopes(c.Scopes)
 	return v.Err()
 }
 
@@ -149,6 +161,7 @@ func (a *Apps) create(ctx context.Context, id int64, c CreateApp, sandboxAppID i
 		AppSecret:     secrets.Random("as_", 24),
 		WebhookSecret: secrets.Random("whsec_", 24),
 		Environment:   c.Environment,
+		Scopes:        c.Scopes,
 	}
 	sealedApp, err := a.sealer.Seal(creds.AppSecret)
 	if err != nil {
@@ -254,44 +267,129 @@ func (a *Apps) ConfigureWebhook(ctx context.Context, appID int64, s WebhookSetti
 	return events.Position{}, domain.ErrContention
 }
 
-// Scopes an app can declare; each partner route needs one.
-var Scopes = []string{"channel_users", "orders", "health_reports", "daily_report", "webhooks", "benefits", "plugin"}
-
 func validateScopes(scopes []string, v *domain.ValidationError) {
 	for i, s := range scopes {
-		if !slices.Contains(Scopes, s) {
-			v.Add(fmt.Sprintf("scopes[%d]", i), "must be one of "+strings.Join(Scopes, ", "))
+		if !slices.Contains(domain.Scopes, s) {
+			v.Add(fmt.Sprintf("scopes[%d]", i), "must be one of "+strings.Join(domain.Scopes, ", "))
 		}
 	}
 }
 
-// DeclareScopes records the API scopes an app may use (least privilege).
-func (a *Apps) DeclareScopes(ctx context.Context, appID int64, scopes []string, meta Meta) (events.Position, error) {
-	v := &domain.ValidationError{}
-	validateScopes(scopes, v)
-	if err := v.Err(); err != nil {
-		return events.Position{}, err
+// grantedScopes is what a declaration grants: the named scopes, sorted and
+// without duplicates, or the default set when none are named.
+func grantedScopes(scopes []string) []string {
+	if len(scopes) == 0 {
+		return slices.Clone(domain.DefaultScopes)
 	}
 	scopes = slices.Clone(scopes)
 	slices.Sort(scopes)
-	scopes = slices.Compact(scopes)
+	return slices.Compact(scopes)
+}
+
+// DeclareScopes replaces the API scopes an app may use (least privilege):
+// exactly the named ones, or the default set when none are named. It
+// returns the granted scopes.
+func (a *Apps) DeclareScopes(ctx context.Context, appID int64, scopes []string, meta Meta) ([]string, events.Position, error) {
+	v := &domain.ValidationError{}
+	validateScopes(scopes, v)
+	if err := v.Err(); err != nil {
+		return nil, events.Position{}, err
+	}
+	scopes = grantedScopes(scopes)
+	pos, err := a.decide(ctx, appID, meta, func(st *appState) (events.Payload, error) {
+		if slices.Equal(st.scopes, scopes) {
+			return nil, nil
+		}
+		return catalog.AppScopesDeclared{AppID: appID, Scopes: scopes}, nil
+	})
+	return scopes, pos, err
+}
+
+// decide loads an app, asks decision for the event to append (nil: nothing
+// changes) and appends it, retrying on a concurrent write. The position is
+// the append's, or the stream's when nothing changed.
+func (a *Apps) decide(ctx context.Context, appID int64, meta Meta, decision func(*appState) (events.Payload, error)) (events.Position, error) {
 	for attempt := 0; attempt < maxAttempts; attempt++ {
 		var st appState
-		version, _, err := a.load(ctx, domain.AppStream(appID), st.apply)
+		version, pos, err := a.load(ctx, domain.AppStream(appID), st.apply)
 		if err != nil {
 			return events.Position{}, err
 		}
 		if !st.exists {
 			return events.Position{}, domain.ErrAppNotFound
 		}
+		ev, err := decision(&st)
+		if err != nil || ev == nil {
+			return pos, err
+		}
 		meta.AppID = appID
-		res, err := a.append(ctx, domain.AppStream(appID), version, meta, catalog.AppScopesDeclared{AppID: appID, Scopes: scopes})
+		res, err := a.append(ctx, domain.AppStream(appID), version, meta, ev)
 		if events.IsConflict(err) {
 			continue
 		}
 		return res.Position, err
 	}
 	return events.Position{}, domain.ErrContention
+}
+
+// Suspend refuses the app's partner calls and holds its webhooks until it
+// is resumed. Suspending a suspended app changes nothing (the first reason
+// stands).
+func (a *Apps) Suspend(ctx context.Context, appID int64, reason string, meta Meta) (events.Position, error) {
+	reason = strings.TrimSpace(reason)
+	if utf8.RuneCountInString(reason) > 500 {
+		v := &domain.ValidationError{}
+		v.Add("reason", "must be at most 500 characters")
+		return events.Position{}, v
+	}
+	return a.decide(ctx, appID, meta, func(st *appState) (events.Payload, error) {
+		if st.suspended {
+			return nil, nil
+		}
+		return catalog.AppSuspended{AppID: appID, Reason: reason}, nil
+	})
+}
+
+// Resume lifts a suspension: calls are accepted again and held webhooks go
+// out. Resuming an app that is not suspended changes nothing.
+func (a *Apps) Resume(ctx context.Context, appID int64, meta Meta) (events.Position, error) {
+	return a.decide(ctx, appID, meta, func(st *appState) (events.Payload, error) {
+		if !st.suspended {
+			return nil, nil
+		}
+		return catalog.AppResumed{AppID: appID}, nil
+	})
+}
+
+// RotateWebhookSecret issues a new pending webhook secret, returned once.
+// The active secret keeps signing until ActivateWebhookSecret, so the
+// partner installs the new one first; rotating again replaces the pending
+// secret (a lost one can be re-issued).
+func (a *Apps) RotateWebhookSecret(ctx context.Context, appID int64, meta Meta) (Credentials, error) {
+	secret := secrets.Random("whsec_", 24)
+	sealed, err := a.sealer.Seal(secret)
+	if err != nil {
+		return Credentials{}, err
+	}
+	pos, err := a.decide(ctx, appID, meta, func(*appState) (events.Payload, error) {
+		return catalog.AppWebhookSecretIssued{AppID: appID, SealedPendingWebhookSecret: sealed}, nil
+	})
+	if err != nil {
+		return Credentials{}, err
+	}
+	return Credentials{AppID: appID, WebhookSecret: secret, Position: pos}, nil
+}
+
+// ActivateWebhookSecret makes the pending webhook secret the one that
+// signs; the previous one stops signing. Without a pending secret it
+// answers ErrNoPendingWebhookSecret.
+func (a *Apps) ActivateWebhookSecret(ctx context.Context, appID int64, meta Meta) (events.Position, error) {
+	return a.decide(ctx, appID, meta, func(st *appState) (events.Payload, error) {
+		if !st.pendingHook {
+			return nil, domain.ErrNoPendingWebhookSecret
+		}
+		return catalog.AppWebhookSecretActivated{AppID: appID}, nil
+	})
 }
 
 // Review decides a sandbox app's onboarding review. Approval creates the

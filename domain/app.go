@@ -11,11 +11,18 @@ type App struct {
 	Name          string
 	AppKey        string
 	AppSecret     string
-	WebhookSecret string
-	WebhookURL    string
-	WebhookEvents []string
-	Environment   string
-	Scopes        []string // none declared: every scope
+	WebhookSecret string // the active secret: the one that signs
+	// PendingWebhookSecret is issued by a rotation and signs nothing until
+	// it is activated, so the partner can install it first.
+	PendingWebhookSecret string
+	WebhookURL           string
+	WebhookEvents        []string
+	Environment          string
+	Scopes               []string // granted API scopes; empty grants none
+	// Suspended apps are refused on every partner route (ErrAppSuspended)
+	// and their webhooks wait until the app is resumed.
+	Suspended        bool
+	SuspensionReason string
 	// SandboxAppID and ProductionAppID link the two apps of one partner after review.
 	SandboxAppID    int64
 	ProductionAppID int64
@@ -23,3 +30,13 @@ type App struct {
 	CreatedAt       time.Time
 	UpdatedAt       time.Time
 }
+
+// Scopes an app can declare; each partner route needs one.
+var Scopes = []string{"channel_users", "orders", "health_reports", "daily_report", "webhooks", "benefits", "plugin"}
+
+// DefaultScopes are granted to an app created (or re-declared) without
+// naming scopes: the data exchange of a channel integration (users, orders,
+// report pull, webhook log and feed). daily_report (a second credential,
+// OAuth tokens), benefits (verify-use consumes value) and plugin (the
+// sandbox mock of a host-plugin integration) must be asked for.
+var DefaultScopes = []string{"channel_users", "health_reports", "orders", "webhooks"}

@@ -18,6 +18,10 @@ var (
 	ErrContention = errors.New("too many concurrent writes to the same resource, retry")
 	// ErrAppReviewed refuses a review of an app that is not a sandbox app awaiting one.
 	ErrAppReviewed = errors.New("only a sandbox app awaiting review can be reviewed")
+	// ErrAppSuspended refuses a correctly authenticated call of an app an operator suspended.
+	ErrAppSuspended = errors.New("the app is suspended")
+	// ErrNoPendingWebhookSecret refuses activating a webhook secret that was never issued.
+	ErrNoPendingWebhookSecret = errors.New("no pending webhook secret to activate")
 )
 
 // Benefit-card errors.

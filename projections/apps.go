@@ -135,6 +135,36 @@ func (a *Apps) Apply(_ context.Context, batch []events.Envelope, pos events.Posi
 			next := *app
 			next.WebhookURL, next.WebhookEvents, next.UpdatedAt = p.WebhookURL, p.WebhookEvents, at
 			a.byID[p.AppID] = &next
+		case *catalog.AppSuspended:
+			if app, ok := a.byID[p.AppID]; ok {
+				next := *app
+				next.Suspended, next.SuspensionReason, next.UpdatedAt = true, p.Reason, at
+				a.byID[p.AppID] = &next
+			}
+		case *catalog.AppResumed:
+			if app, ok := a.byID[p.AppID]; ok {
+				next := *app
+				next.Suspended, next.SuspensionReason, next.UpdatedAt = false, "", at
+				a.byID[p.AppID] = &next
+			}
+		case *catalog.AppWebhookSecretIssued:
+			app, ok := a.byID[p.AppID]
+			if !ok {
+				continue
+			}
+			pending, err := a.opener.Open(p.SealedPendingWebhookSecret)
+			if err != nil {
+				return fmt.Errorf("app %d: %w", p.AppID, err)
+			}
+			next := *app
+			next.PendingWebhookSecret, next.UpdatedAt = pending, at
+			a.byID[p.AppID] = &next
+		case *catalog.AppWebhookSecretActivated:
+			if app, ok := a.byID[p.AppID]; ok && app.PendingWebhookSecret != "" {
+				next := *app
+				next.WebhookSecret, next.PendingWebhookSecret, next.UpdatedAt = app.PendingWebhookSecret, "", at
+				a.byID[p.AppID] = &next
+			}
 		}
 	}
 	a.pos = pos

@@ -179,7 +179,8 @@ func (q *API) appView(a domain.App) map[string]any {
 		scopes = []string{}
 	}
 	return map[string]any{
-		"scopes": scopes, "review": a.Review, "sandbox_app_id": a.SandboxAppID, "production_app_id": a.ProductionAppID,
+		"scopes": scopes, "suspended": a.Suspended, "suspension_reason": a.SuspensionReason,
+		"webhook_secret_pending": a.PendingWebhookSecret != "", "review": a.Review, "sandbox_app_id": a.SandboxAppID, "production_app_id": a.ProductionAppID,
 		"app_id": a.AppID, "name": a.Name, "app_key": a.AppKey, "environment": a.Environment,
 		"webhook_url": a.WebhookURL, "webhook_events": evs,
 		"created_at": a.CreatedAt.Format(time.RFC3339), "updated_at": a.UpdatedAt.Format(time.RFC3339),

@@ -166,9 +166,12 @@ func (d *Dispatcher) RunSender(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	for {
-		changed := d.Projected.Changed()
+		changed, appsChanged := d.Projected.Changed(), d.AppsReady.Changed()
 		now := d.Clock.Now()
-		due, err := d.Deliveries.Due(ctx, now, 4*workers)
+		due, held, err := d.due(ctx, now, 4*workers)
+		if !held {
+			appsChanged = nil // only a held delivery waits for the directory
+		}
 		if err != nil && ctx.Err() == nil {
 			d.Log.Error("list due deliveries", "err", err)
 		}
@@ -210,9 +213,47 @@ func (d *Dispatcher) RunSender(ctx context.Context) error {
 			return nil
 		case <-d.Clock.After(wait):
 		case <-changed:
+		case <-appsChanged: // a resumed app's deliveries are due at once
 		case <-kick:
 		}
 	}
+}
+
+// maxDueScan bounds how many due deliveries one pass looks through to find
+// sendable ones behind those of suspended apps.
+const maxDueScan = 4096
+
+// due lists up to n due deliveries that may be attempted now: those of a
+// suspended app are held (pending or retrying, no attempt recorded, no
+// retry used) until it is resumed, and held says some were. Held rows stay
+// first in the due order, so the scan widens past them, up to maxDueScan rows.
+func (d *Dispatcher) due(ctx context.Context, now time.Time, n int) (out []projections.Delivery, held bool, err error) {
+	for limit := n; ; limit *= 4 {
+		rows, err := d.Deliveries.Due(ctx, now, limit)
+		if err != nil {
+			return nil, false, err
+		}
+		out, held = make([]projections.Delivery, 0, n), false
+		for _, del := range rows {
+			if d.paused(del.AppID) {
+				held = true
+			} else {
+				out = append(out, del)
+			}
+			if len(out) == n {
+				break
+			}
+		}
+		if len(out) == n || len(rows) < limit || limit >= maxDueScan {
+			return out, held, nil
+		}
+	}
+}
+
+// paused reports whether an app's webhooks wait because it is suspended.
+func (d *Dispatcher) paused(appID int64) bool {
+	app, ok := d.Apps.ByID(appID)
+	return ok && app.Suspended
 }
 
 // attempt posts one delivery and records the outcome as an event.
@@ -226,6 +267,9 @@ func (d *Dispatcher) attempt(ctx context.Context, id string) {
 	now := d.Clock.Now()
 	if !del.due(now) {
 		return // the read model was behind the stream
+	}
+	if d.paused(del.created.AppID) {
+		return // suspended since it was listed; it waits for the resume
 	}
 	r := d.post(ctx, del)
 	r.at = now

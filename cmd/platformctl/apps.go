@@ -14,17 +14,22 @@ type appView struct {
 	Environment   string   `json:"environment"`
 	WebhookURL    string   `json:"webhook_url"`
 	WebhookEvents []string `json:"webhook_events"`
+	Scopes        []string `json:"scopes"`
+	Suspended     bool     `json:"suspended"`
+	Reason        string   `json:"suspension_reason"`
+	SecretPending bool     `json:"webhook_secret_pending"`
 	CreatedAt     string   `json:"created_at"`
 	UpdatedAt     string   `json:"updated_at"`
 }
 
 // credentials are what app creation and secret rotation return, once.
 type credentials struct {
-	AppID         int64  `json:"app_id"`
-	AppKey        string `json:"app_key"`
-	AppSecret     string `json:"app_secret"`
-	WebhookSecret string `json:"webhook_secret"`
-	Environment   string `json:"environment"`
+	AppID         int64    `json:"app_id"`
+	AppKey        string   `json:"app_key"`
+	AppSecret     string   `json:"app_secret"`
+	WebhookSecret string   `json:"webhook_secret"`
+	Environment   string   `json:"environment"`
+	Scopes        []string `json:"scopes"`
 }
 
 const secretsNote = "note: secrets are shown only once; store them now"
@@ -40,7 +45,7 @@ func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 
 func (c *cli) apps(args []string) error {
 	if len(args) == 0 {
-		return usagef("apps needs a subcommand: create, list, show, rotate-secret, webhook, review")
+		return usagef("apps needs a subcommand: create, list, show, rotate-secret, webhook, review, scopes, suspend, resume, webhook-secret")
 	}
 	switch args[0] {
 	case "create":
@@ -55,6 +60,14 @@ func (c *cli) apps(args []string) error {
 		return c.appsWebhook(args[1:])
 	case "review":
 		return c.appsReview(args[1:])
+	case "scopes":
+		return c.appsScopes(args[1:])
+	case "suspend":
+		return c.appsSuspend(args[1:])
+	case "resume":
+		return c.appsResume(args[1:])
+	case "webhook-secret":
+		return c.appsWebhookSecret(args[1:])
 	default:
 		return usagef("unknown apps subcommand %q", args[0])
 	}
@@ -67,6 +80,7 @@ func (c *cli) appsCreate(args []string) error {
 	var webhookEvents stringList
 	fs.Var(&webhookEvents, "webhook-event", "event type delivered to the webhook (repeatable)")
 	environment := fs.String("environment", "", "sandbox or production (server default: sandbox)")
+	scopes := fs.String("scopes", "", "comma-separated API scopes (default set: channel_users,health_reports,orders,webhooks)")
 	rest, err := parse(fs, args, true)
 	if err != nil {
 		return err
@@ -89,6 +103,9 @@ func (c *cli) appsCreate(args []string) error {
 	}
 	if *environment != "" {
 		body["environment"] = *environment
+	}
+	if list := splitScopes(*scopes); len(list) > 0 {
+		body["scopes"] = list
 	}
 	api, err := c.api()
 	if err != nil {
@@ -122,6 +139,9 @@ func (c *cli) printCredentials(data []byte, created bool) error {
 	if created {
 		t.row("webhook_secret", cr.WebhookSecret)
 		t.row("environment", cr.Environment)
+		if len(cr.Scopes) > 0 {
+			t.row("scopes", strings.Join(cr.Scopes, ","))
+		}
 	}
 	return t.flush()
 }
@@ -203,6 +223,12 @@ func (c *cli) appsShow(args []string) error {
 	t.row("app_key", a.AppKey)
 	t.row("webhook_url", a.WebhookURL)
 	t.row("webhook_events", strings.Join(a.WebhookEvents, ","))
+	t.row("scopes", strings.Join(a.Scopes, ","))
+	t.row("suspended", strconv.FormatBool(a.Suspended))
+	if a.Suspended {
+		t.row("suspension_reason", a.Reason)
+	}
+	t.row("webhook_secret_pending", strconv.FormatBool(a.SecretPending))
 	t.row("created_at", a.CreatedAt)
 	t.row("updated_at", a.UpdatedAt)
 	return t.flush()
@@ -231,4 +257,81 @@ func (c *cli) appsRotateSecret(args []string) error {
 	}
 	fmt.Fprintln(c.stderr, secretsNote)
 	return nil
+}
+
+// splitScopes reads a comma-separated scope list; blanks are dropped.
+func splitScopes(v string) []string {
+	var out []string
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func (c *cli) appsScopes(args []string) error {
+	fs := c.flags("apps scopes")
+	rest, err := parse(fs, args, true)
+	if err != nil {
+		return err
+	}
+	if len(rest) != 2 {
+		return usagef("apps scopes needs APP_ID and a comma-separated scope list (or \"default\")")
+	}
+	id, err := appID("apps scopes", rest[:1])
+	if err != nil {
+		return err
+	}
+	scopes := splitScopes(rest[1])
+	if rest[1] == "default" {
+		scopes = []string{}
+	}
+	return c.print("PUT", "/admin/v1/apps/"+strconv.FormatInt(id, 10)+"/scopes", map[string]any{"scopes": scopes})
+}
+
+func (c *cli) appsSuspend(args []string) error {
+	fs := c.flags("apps suspend")
+	reason := fs.String("reason", "", "why, for operators (at most 500 characters)")
+	rest, err := parse(fs, args, true)
+	if err != nil {
+		return err
+	}
+	id, err := appID("apps suspend", rest)
+	if err != nil {
+		return err
+	}
+	return c.print("POST", "/admin/v1/apps/"+strconv.FormatInt(id, 10)+"/suspend", map[string]any{"reason": *reason})
+}
+
+func (c *cli) appsResume(args []string) error {
+	fs := c.flags("apps resume")
+	rest, err := parse(fs, args, true)
+	if err != nil {
+		return err
+	}
+	id, err := appID("apps resume", rest)
+	if err != nil {
+		return err
+	}
+	return c.print("POST", "/admin/v1/apps/"+strconv.FormatInt(id, 10)+"/resume", nil)
+}
+
+func (c *cli) appsWebhookSecret(args []string) error {
+	fs := c.flags("apps webhook-secret")
+	rest, err := parse(fs, args, true)
+	if err != nil {
+		return err
+	}
+	if len(rest) != 2 || (rest[1] != "rotate" && rest[1] != "activate") {
+		return usagef("apps webhook-secret needs APP_ID and rotate or activate")
+	}
+	id, err := appID("apps webhook-secret", rest[:1])
+	if err != nil {
+		return err
+	}
+	if rest[1] == "rotate" {
+		fmt.Fprintln(c.stderr, "note: the pending webhook secret is shown only once; the current one signs until you activate it")
+	}
+	return c.print("POST", "/admin/v1/apps/"+strconv.FormatInt(id, 10)+"/webhook-secret/"+rest[1], nil)
 }

@@ -10,7 +10,8 @@ import (
 
 var testApps = []map[string]any{
 	{"app_id": 12, "name": "Acme Health", "app_key": "ak_12", "environment": "sandbox", "webhook_url": "https://acme.example/hook",
-		"webhook_events": []string{"channel_user.registered"}, "created_at": "2025-01-02T03:04:05Z", "updated_at": "2025-01-03T03:04:05Z"},
+		"webhook_events": []string{"channel_user.registered"}, "created_at": "2025-01-02T03:04:05Z", "updated_at": "2025-01-03T03:04:05Z",
+		"scopes": []string{"orders", "webhooks"}, "suspended": true, "suspension_reason": "unpaid", "webhook_secret_pending": true},
 	{"app_id": 13, "name": "Beta", "app_key": "ak_13", "environment": "production", "webhook_url": "",
 		"webhook_events": []string{}, "created_at": "2025-01-02T03:04:05Z", "updated_at": "2025-01-02T03:04:05Z"},
 }
@@ -28,6 +29,14 @@ func appsServer(t *testing.T) *fakeServer {
 			fail(w, 404, "APP_NOT_FOUND", "app not found", nil)
 		case "POST /admin/v1/apps/12/rotate-secret":
 			ok(w, 200, map[string]any{"app_id": 12, "app_secret": "as_rotated"})
+		case "PUT /admin/v1/apps/12/scopes":
+			ok(w, 200, map[string]any{"app_id": 12, "scopes": []string{"benefits", "orders"}})
+		case "POST /admin/v1/apps/12/suspend", "POST /admin/v1/apps/12/resume":
+			ok(w, 200, map[string]any{"app_id": 12, "suspended": strings.HasSuffix(r.URL.Path, "suspend")})
+		case "POST /admin/v1/apps/12/webhook-secret/rotate":
+			ok(w, 200, map[string]any{"app_id": 12, "pending_webhook_secret": "whsec_pending"})
+		case "POST /admin/v1/apps/12/webhook-secret/activate":
+			ok(w, 200, map[string]any{"app_id": 12, "activated": true})
 		default:
 			t.Errorf("unexpected %s %s", r.Method, r.URL)
 			fail(w, 404, "NOT_FOUND", "no such route", nil)
@@ -135,14 +144,18 @@ func TestAppsShow(t *testing.T) {
 	r := runCLI(cliEnv(srv), "apps", "show", "12")
 	wantCode(t, r, 0)
 	want := "" +
-		"app_id          12\n" +
-		"name            Acme Health\n" +
-		"environment     sandbox\n" +
-		"app_key         ak_12\n" +
-		"webhook_url     https://acme.example/hook\n" +
-		"webhook_events  channel_user.registered\n" +
-		"created_at      2025-01-02T03:04:05Z\n" +
-		"updated_at      2025-01-03T03:04:05Z\n"
+		"app_id                  12\n" +
+		"name                    Acme Health\n" +
+		"environment             sandbox\n" +
+		"app_key                 ak_12\n" +
+		"webhook_url             https://acme.example/hook\n" +
+		"webhook_events          channel_user.registered\n" +
+		"scopes                  orders,webhooks\n" +
+		"suspended               true\n" +
+		"suspension_reason       unpaid\n" +
+		"webhook_secret_pending  true\n" +
+		"created_at              2025-01-02T03:04:05Z\n" +
+		"updated_at              2025-01-03T03:04:05Z\n"
 	if r.stdout != want {
 		t.Errorf("stdout:\n%s\nwant:\n%s", r.stdout, want)
 	}
@@ -173,5 +186,44 @@ func TestAppsRotateSecret(t *testing.T) {
 	wantContains(t, "stderr", r.stderr, "error: APP_NOT_FOUND: app not found\n")
 	if strings.Contains(r.stderr, "shown only once") {
 		t.Errorf("failed rotation printed the secrets note")
+	}
+}
+
+// The permission subcommands send what the operator API documents.
+func TestAppsPermissions(t *testing.T) {
+	srv := appsServer(t)
+	wantCode(t, runCLI(cliEnv(srv), "apps", "create", "--name", "Least", "--scopes", "orders, benefits"), 0)
+	wantCode(t, runCLI(cliEnv(srv), "apps", "scopes", "12", "orders,benefits"), 0)
+	wantCode(t, runCLI(cliEnv(srv), "apps", "scopes", "12", "default"), 0)
+	wantCode(t, runCLI(cliEnv(srv), "apps", "suspend", "12", "--reason", "unpaid"), 0)
+	wantCode(t, runCLI(cliEnv(srv), "apps", "resume", "12"), 0)
+	r := runCLI(cliEnv(srv), "apps", "webhook-secret", "12", "rotate")
+	wantCode(t, r, 0)
+	wantContains(t, "stdout", r.stdout, "whsec_pending")
+	wantContains(t, "stderr", r.stderr, "shown only once")
+	wantCode(t, runCLI(cliEnv(srv), "apps", "webhook-secret", "12", "activate"), 0)
+	wantCode(t, runCLI(cliEnv(srv), "apps", "webhook-secret", "12", "forget"), 2)
+	wantCode(t, runCLI(cliEnv(srv), "apps", "scopes", "12"), 2)
+
+	want := []struct {
+		method, path string
+		body         map[string]any
+	}{
+		{"POST", "/admin/v1/apps", map[string]any{"name": "Least", "scopes": []any{"orders", "benefits"}}},
+		{"PUT", "/admin/v1/apps/12/scopes", map[string]any{"scopes": []any{"orders", "benefits"}}},
+		{"PUT", "/admin/v1/apps/12/scopes", map[string]any{"scopes": []any{}}},
+		{"POST", "/admin/v1/apps/12/suspend", map[string]any{"reason": "unpaid"}},
+		{"POST", "/admin/v1/apps/12/resume", map[string]any{}},
+		{"POST", "/admin/v1/apps/12/webhook-secret/rotate", map[string]any{}},
+		{"POST", "/admin/v1/apps/12/webhook-secret/activate", map[string]any{}},
+	}
+	reqs := srv.requests()
+	if len(reqs) != len(want) {
+		t.Fatalf("%d requests, want %d", len(reqs), len(want))
+	}
+	for i, w := range want {
+		if got := reqs[i]; got.Method != w.method || got.Path != w.path || (len(w.body) > 0 || len(got.Body) > 0) && !reflect.DeepEqual(got.Body, w.body) {
+			t.Errorf("request %d: %s %s %v, want %s %s %v", i, got.Method, got.Path, got.Body, w.method, w.path, w.body)
+		}
 	}
 }

@@ -24,12 +24,22 @@ Operator CLI for the partner open platform's admin API.
 
 Commands:
   apps create --name NAME [--webhook-url URL] [--webhook-event EVENT]... [--environment sandbox|production]
-                            register a partner app; prints its credentials, whose secrets are shown once
+              [--scopes SCOPE,SCOPE...]
+                            register a partner app; prints its credentials, whose secrets are shown once;
+                            without --scopes it gets channel_users,health_reports,orders,webhooks
   apps list                 list apps: id, name, environment, app_key, webhook_url
   apps show APP_ID          show one app
   apps rotate-secret APP_ID issue a new app secret; prints it once
   apps webhook APP_ID [--url URL|none] [--event EVENT]... [--all-events]
                             set where and which webhooks the app receives
+  apps scopes APP_ID SCOPE,SCOPE...|default
+                            replace the app's API scopes (channel_users, orders, health_reports,
+                            daily_report, webhooks, benefits, plugin)
+  apps suspend APP_ID [--reason TEXT] | apps resume APP_ID
+                            refuse the app's calls (403 APP_SUSPENDED) and hold its webhooks; resume
+  apps webhook-secret APP_ID rotate|activate
+                            issue a pending webhook secret (printed once; the old one signs until
+                            activate), then make it the signing secret
   deliveries list [--app ID] [--status S] [--event E] [--from T] [--to T] [--limit N]
                             the webhook delivery log
   deliveries show DELIVERY_ID

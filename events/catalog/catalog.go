@@ -15,7 +15,7 @@ func Registry() *events.Registry {
 	r := events.NewRegistry()
 	r.MustRegister(1,
 		IDBlockReserved{},
-		AppCreated{}, AppSecretRotated{}, AppWebhookConfigured{},
+		AppSecretRotated{}, AppWebhookConfigured{},
 		ChannelUserBound{}, UserRegistered{}, UserProfileUpdated{},
 		FamilyGroupUpserted{}, FamilyGroupDissolved{},
 		FamilyMemberCreated{}, FamilyMemberUpdated{}, FamilyMemberDeleted{},
@@ -24,10 +24,12 @@ func Registry() *events.Registry {
 		TokenIssued{}, TokenRevoked{},
 		PluginNonceClaimed{}, PluginSessionOpened{}, PluginMeasurementRecorded{}, PluginMeasurementAnalyzed{},
 		GoodsCreated{}, GoodsUpdated{}, GoodsActivation{}, OrderKeyClaimed{}, OrderCreated{}, OrderReviewed{}, OrderShipped{},
-		AppReviewed{}, AppScopesDeclared{}, ProviderRegistered{}, ProviderReviewed{}, ProviderItemsConfigured{},
+		AppReviewed{}, ProviderRegistered{}, ProviderReviewed{}, ProviderItemsConfigured{},
 		BenefitItemCreated{}, BenefitItemStatusChanged{}, CardIssued{}, BenefitFulfilled{}, FulfillmentRated{},
 		CardBatchPlanned{}, CardBatchRenumbered{}, CardBatchCompleted{},
+		AppSuspended{}, AppResumed{}, AppWebhookSecretIssued{}, AppWebhookSecretActivated{},
 	)
+	registerAppScopes(r)
 	return r
 }
 

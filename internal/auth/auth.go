@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -179,18 +180,19 @@ func SameSecret(stored, presented string) bool {
 	return stored != "" && subtle.ConstantTimeCompare([]byte(stored), []byte(presented)) == 1
 }
 
-// Allowed refuses a route whose scope the app did not declare; an app that
-// declared no scopes may use every scope.
+// Allowed refuses an authenticated call of a suspended app
+// (domain.ErrAppSuspended, 403 APP_SUSPENDED: the caller proved who it is,
+// so this is a refusal to authorise, not a failed authentication) and a
+// route whose scope the app was not granted (403 SCOPE_NOT_GRANTED). An
+// app is granted exactly its declared scopes; see domain.DefaultScopes.
 func Allowed(app domain.App, scope string) error {
-	if len(app.Scopes) == 0 || scope == "" {
+	if app.Suspended {
+		return domain.ErrAppSuspended
+	}
+	if scope == "" || slices.Contains(app.Scopes, scope) {
 		return nil
 	}
-	for _, s := range app.Scopes {
-		if s == scope {
-			return nil
-		}
-	}
-	return &httpapi.Problem{Status: http.StatusForbidden, Code: "SCOPE_NOT_GRANTED", Message: "the app did not declare the API scope " + scope + " that this route needs"}
+	return &httpapi.Problem{Status: http.StatusForbidden, Code: "SCOPE_NOT_GRANTED", Message: "the app was not granted the API scope " + scope + " that this route needs"}
 }
 
 // scopePrefixes maps partner route prefixes to the scope they need.

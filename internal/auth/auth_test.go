@@ -2,6 +2,7 @@ package auth
 
 import (
 	"crypto/md5"
+	"errors"
 	"fmt"
 	"net/http/httptest"
 	"strconv"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/healthtech/partner-open-platform/domain"
+	"github.com/healthtech/partner-open-platform/internal/httpapi"
 )
 
 type dir map[int64]domain.App
@@ -23,7 +25,7 @@ func (d dir) ByKey(k string) (domain.App, bool) {
 	return domain.App{}, false
 }
 
-var testApp = domain.App{AppID: 7, AppKey: "ak_test", AppSecret: "as_secret"}
+var testApp = domain.App{AppID: 7, AppKey: "ak_test", AppSecret: "as_secret", Scopes: domain.Scopes}
 
 func scheme(now time.Time) SchemeM {
 	return SchemeM{Apps: dir{7: testApp}, Now: func() time.Time { return now }}
@@ -92,4 +94,27 @@ func mustHex(t *testing.T, s string) []byte {
 		t.Fatalf("accepted non-hex signature %q", s)
 	}
 	return b
+}
+
+// A suspended app is refused before its scopes are looked at; an app is
+// granted only its declared scopes.
+func TestAllowedRefusesSuspendedAppsAndUngrantedScopes(t *testing.T) {
+	app := domain.App{AppID: 1, Scopes: []string{"orders"}}
+	if err := Allowed(app, "orders"); err != nil {
+		t.Fatalf("granted scope: %v", err)
+	}
+	if err := Allowed(app, ""); err != nil {
+		t.Fatalf("unscoped route: %v", err)
+	}
+	var p *httpapi.Problem
+	if err := Allowed(app, "benefits"); !errors.As(err, &p) || p.Code != "SCOPE_NOT_GRANTED" || p.Status != 403 {
+		t.Fatalf("ungranted scope: %v", err)
+	}
+	if err := Allowed(domain.App{AppID: 1}, "orders"); !errors.As(err, &p) || p.Code != "SCOPE_NOT_GRANTED" {
+		t.Fatalf("no scopes grant nothing: %v", err)
+	}
+	app.Suspended = true
+	if err := Allowed(app, "orders"); !errors.Is(err, domain.ErrAppSuspended) {
+		t.Fatalf("suspended: %v", err)
+	}
 }

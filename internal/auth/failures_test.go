@@ -47,7 +47,7 @@ func TestAddressBudgetSpansAppsAndRefills(t *testing.T) {
 	clock := func() time.Time { return now }
 	apps := dir{}
 	for id := int64(1); id <= 10; id++ {
-		apps[id] = domain.App{AppID: id, AppKey: "k" + strconv.FormatInt(id, 10), AppSecret: "s"}
+		apps[id] = domain.App{AppID: id, AppKey: "k" + strconv.FormatInt(id, 10), AppSecret: "s", Scopes: domain.Scopes}
 	}
 	s := SchemeM{Apps: apps, Now: clock}
 	f := NewFailures()

@@ -111,6 +111,8 @@ var codes = []struct {
 	{domain.ErrMemberNotFound, http.StatusNotFound, "FAMILY_MEMBER_NOT_FOUND", "family member not found"},
 	{domain.ErrInvalidAppGroupID, http.StatusUnprocessableEntity, "INVALID_APP_GROUP_ID", "a family member refers to an app_group_id that is not in family_groups"},
 	{domain.ErrAppNotFound, http.StatusNotFound, "APP_NOT_FOUND", "app not found"},
+	{domain.ErrAppSuspended, http.StatusForbidden, "APP_SUSPENDED", "the app is suspended by the platform operator; contact the operator"},
+	{domain.ErrNoPendingWebhookSecret, http.StatusConflict, "NO_PENDING_WEBHOOK_SECRET", "no pending webhook secret to activate; rotate first"},
 	{domain.ErrDeliveryNotFound, http.StatusNotFound, "DELIVERY_NOT_FOUND", "delivery not found"},
 	{domain.ErrUserNotBound, http.StatusUnprocessableEntity, "USER_NOT_BOUND", "the user is not bound to an app; register the user through the channel-user API first"},
 	{domain.ErrReportNotFound, http.StatusNotFound, "REPORT_NOT_FOUND", "report not found"},

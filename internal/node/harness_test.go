@@ -167,9 +167,19 @@ type app struct {
 	WebhookSecret string `json:"webhook_secret"`
 }
 
+// allScopes lets route tests use every partner route; permission tests
+// create apps with createAppWith.
+var allScopes = []string{"channel_users", "orders", "health_reports", "daily_report", "webhooks", "benefits", "plugin"}
+
 func (p *platform) createApp(name string) *app {
 	p.t.Helper()
-	res := p.admin("POST", "/admin/v1/apps", map[string]any{"name": name})
+	return p.createAppWith(map[string]any{"name": name, "scopes": allScopes})
+}
+
+// createAppWith creates an app from an operator's creation body.
+func (p *platform) createAppWith(body map[string]any) *app {
+	p.t.Helper()
+	res := p.admin("POST", "/admin/v1/apps", body)
 	if res.Status != http.StatusCreated {
 		p.t.Fatalf("create app: %d %s", res.Status, res.Raw)
 	}

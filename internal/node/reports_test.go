@@ -590,7 +590,7 @@ func TestSandboxMockSendsReadyWithinASecond(t *testing.T) {
 			t.Fatalf("mock webhook %s", hook.Body)
 		}
 	}
-	prod := p.admin("POST", "/admin/v1/apps", map[string]any{"name": "prod", "environment": "production"})
+	prod := p.admin("POST", "/admin/v1/apps", map[string]any{"name": "prod", "environment": "production", "scopes": allScopes})
 	var pa app
 	prod.data(t, &pa)
 	pa.p = p

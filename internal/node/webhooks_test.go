@@ -34,9 +34,9 @@ type receiver struct {
 }
 
 type webhook struct {
-	ID, Event, Timestamp string
-	Body                 []byte
-	Verified             bool
+	ID, Event, Timestamp, Signature string
+	Body                            []byte
+	Verified                        bool
 }
 
 func newReceiver(t testing.TB) *receiver {
@@ -57,7 +57,8 @@ func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
 	fresh := time.Since(time.Unix(sec, 0)).Abs() <= 300*time.Second
 	verified := hmac.Equal(got, mac.Sum(nil)) && fresh && req.Method == http.MethodPost
 	r.mu.Lock()
-	r.got = append(r.got, webhook{ID: req.Header.Get("X-Webhook-Id"), Event: req.Header.Get("X-Webhook-Event"), Timestamp: ts, Body: body, Verified: verified})
+	r.got = append(r.got, webhook{ID: req.Header.Get("X-Webhook-Id"), Event: req.Header.Get("X-Webhook-Event"), Timestamp: ts,
+		Signature: req.Header.Get("X-Webhook-Signature"), Body: body, Verified: verified})
 	status := http.StatusOK
 	if len(r.statuses) > 0 {
 		status, r.statuses = r.statuses[0], r.statuses[1:]

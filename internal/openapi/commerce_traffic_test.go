@@ -16,7 +16,7 @@ func (c *client) newApp(name, environment string) *client {
 		AppKey    string `json:"app_key"`
 		AppSecret string `json:"app_secret"`
 	}
-	c.expect(c.admin("POST", "/admin/v1/apps", map[string]any{"name": name, "environment": environment}), 201, 0).data(c.t, &creds)
+	c.expect(c.admin("POST", "/admin/v1/apps", map[string]any{"name": name, "environment": environment, "scopes": []string{"channel_users", "orders", "health_reports", "daily_report", "webhooks", "benefits", "plugin"}}), 201, 0).data(c.t, &creds)
 	return &client{t: c.t, base: c.base, http: c.http, appID: creds.AppID, appKey: creds.AppKey, secret: creds.AppSecret}
 }
 

@@ -583,8 +583,10 @@ func TestPartnerRoutesDocumentScopeRefusal(t *testing.T) {
 		}
 		for method, op := range item.Operations() {
 			n++
-			if err := acceptsCode(t, op, http.StatusForbidden, "SCOPE_NOT_GRANTED"); err != nil {
-				t.Errorf("%s %s: %v", method, path, err)
+			for _, code := range []string{"SCOPE_NOT_GRANTED", "APP_SUSPENDED"} {
+				if err := acceptsCode(t, op, http.StatusForbidden, code); err != nil {
+					t.Errorf("%s %s: %v", method, path, err)
+				}
 			}
 		}
 	}

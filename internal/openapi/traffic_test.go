@@ -293,13 +293,13 @@ func TestHandlersAnswerAsDocumented(t *testing.T) {
 		AppKey    string `json:"app_key"`
 		AppSecret string `json:"app_secret"`
 	}
-	c.expect(c.admin("POST", "/admin/v1/apps", map[string]any{"name": "partner", "webhook_url": "https://example.com/hook", "webhook_events": []string{"health.report.*"}}), 201, 0).data(t, &creds)
+	c.expect(c.admin("POST", "/admin/v1/apps", map[string]any{"name": "partner", "webhook_url": "https://example.com/hook", "webhook_events": []string{"health.report.*"}, "scopes": []string{"channel_users", "orders", "health_reports", "daily_report", "webhooks", "benefits", "plugin"}}), 201, 0).data(t, &creds)
 	var bare struct {
 		AppID     int64  `json:"app_id"`
 		AppKey    string `json:"app_key"`
 		AppSecret string `json:"app_secret"`
 	}
-	c.expect(c.admin("POST", "/admin/v1/apps", map[string]any{"name": "bare"}), 201, 0).data(t, &bare)
+	c.expect(c.admin("POST", "/admin/v1/apps", map[string]any{"name": "bare", "scopes": []string{"channel_users", "orders", "health_reports", "daily_report", "webhooks", "benefits", "plugin"}}), 201, 0).data(t, &bare)
 	c.expect(c.admin("GET", "/admin/v1/apps", nil), 200, 0)
 	c.expect(c.admin("GET", fmt.Sprintf("/admin/v1/apps/%d", creds.AppID), nil), 200, 0)
 	c.expect(c.admin("GET", "/admin/v1/apps/999999", nil), 404, "APP_NOT_FOUND")
@@ -387,6 +387,7 @@ func TestHandlersAnswerAsDocumented(t *testing.T) {
 	reportTraffic(t, c, &client{t: t, base: c.base, http: c.http, appID: bare.AppID, appKey: bare.AppKey, secret: bare.AppSecret}, reg.OpenUserID, clock)
 	orderTraffic(t, c, &client{t: t, base: c.base, http: c.http, appID: bare.AppID, appKey: bare.AppKey, secret: bare.AppSecret}, reg.OpenUserID)
 	onboardingTraffic(t, c)
+	permissionTraffic(t, c)
 	benefitTraffic(t, c, clock)
 
 	// Auditors.
@@ -626,7 +627,7 @@ func reportTraffic(t *testing.T, c, other *client, openUserID int64, clock *offs
 			AppKey    string `json:"app_key"`
 			AppSecret string `json:"app_secret"`
 		}
-		c.expect(c.admin("POST", "/admin/v1/apps", map[string]any{"name": name, "environment": environment}), 201, 0).data(t, &creds)
+		c.expect(c.admin("POST", "/admin/v1/apps", map[string]any{"name": name, "environment": environment, "scopes": []string{"channel_users", "orders", "health_reports", "daily_report", "webhooks", "benefits", "plugin"}}), 201, 0).data(t, &creds)
 		return &client{t: t, base: c.base, http: c.http, appID: creds.AppID, appKey: creds.AppKey, secret: creds.AppSecret}
 	}
 

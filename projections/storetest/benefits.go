@@ -1182,7 +1182,7 @@ func testResetCommerce(t *testing.T, s Store) {
 
 // testFulfillmentsOfProviderApp: an app's providers' records, interleaved,
 // come as one page in record order with one cursor, and never another app's.
-func testFulfillmentsOfProviderApp(t *testing.T, s projections.Store) {
+func testFulfillmentsOfProviderApp(t *testing.T, s Store) {
 	bs := benefitStore(t, s)
 	putProviders(t, s, providerOf(7, 1), providerOf(7, 2), providerOf(7, 3), providerOf(8, 4))
 	var mine []projections.Fulfillment
