@@ -63,3 +63,10 @@ func PluginNonceStream(appID int64, nonce string) string {
 
 // DeliveryStream names the stream of one webhook delivery.
 func DeliveryStream(id string) string { return "delivery-" + id }
+
+// IdempotencyStream names the record of one app's Idempotency-Key: keyHash is
+// the lower-case hex SHA-256 of the key, so any key the partner chooses makes a
+// valid, bounded stream name and the key itself never enters the log.
+func IdempotencyStream(appID int64, keyHash string) string {
+	return "idempotency-" + strconv.FormatInt(appID, 10) + "-" + keyHash
+}

@@ -26,6 +26,7 @@ func Registry() *events.Registry {
 		GoodsCreated{}, GoodsUpdated{}, GoodsActivation{}, OrderKeyClaimed{}, OrderCreated{}, OrderReviewed{}, OrderShipped{},
 		AppReviewed{}, AppScopesDeclared{}, ProviderRegistered{}, ProviderReviewed{}, ProviderItemsConfigured{},
 		BenefitItemCreated{}, BenefitItemStatusChanged{}, CardIssued{}, BenefitFulfilled{}, FulfillmentRated{},
+		IdempotencyClaimed{}, IdempotencyCompleted{}, IdempotencyReleased{},
 	)
 	return r
 }
