@@ -117,6 +117,9 @@ func (a *API) dissolveGroup(c *call) error {
 	if err != nil {
 		return err
 	}
+	if err := c.claim(); err != nil {
+		return err
+	}
 	pos, err := a.Users.DissolveGroup(c.r.Context(), c.app.AppID, ids[0], ids[1], c.meta)
 	if err != nil {
 		return err
@@ -145,6 +148,9 @@ func (a *API) upsertMember(c *call) error {
 func (a *API) deleteMember(c *call) error {
 	ids, err := c.ids("openUserId", "memberId")
 	if err != nil {
+		return err
+	}
+	if err := c.claim(); err != nil {
 		return err
 	}
 	pos, err := a.Users.DeleteMember(c.r.Context(), c.app.AppID, ids[0], ids[1], c.meta)

@@ -5,6 +5,7 @@ package commandapi
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strconv"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/internal/auth"
 	"github.com/healthtech/partner-open-platform/internal/httpapi"
+	"github.com/healthtech/partner-open-platform/internal/idempotency"
 	"github.com/healthtech/partner-open-platform/projections"
 )
 
@@ -49,6 +51,9 @@ type API struct {
 	Orders        *commands.Orders
 	Benefits      *commands.Benefits
 	InternalToken string
+
+	// Idempotency serves the Idempotency-Key of partner writes; nil turns keys off.
+	Idempotency *idempotency.Keeper
 }
 
 // Routes lists the write endpoints.
@@ -79,6 +84,19 @@ type call struct {
 	body   []byte
 	meta   commands.Meta
 	config *API
+	// begin claims the request's Idempotency-Key (a no-op without one).
+	begin func() error
+}
+
+// claim marks the end of validation: the handler is about to change state,
+// so a keyed request claims its key now (bad input therefore appends
+// nothing). It returns idempotency.ErrAnswered when the key's record
+// answered instead; the handler returns that error unchanged.
+func (c *call) claim() error {
+	if c.begin == nil {
+		return nil
+	}
+	return c.begin()
 }
 
 // answer records a successful write for the app's next read and answers
@@ -113,7 +131,10 @@ func (c *call) decode(read func(*httpapi.Object)) error {
 		return err
 	}
 	read(o)
-	return o.Err()
+	if err := o.Err(); err != nil {
+		return err
+	}
+	return c.claim()
 }
 
 func (a *API) partner(h func(*call) error) httprouter.Handle {
@@ -128,13 +149,25 @@ func (a *API) partner(h func(*call) error) httprouter.Handle {
 			httpapi.Error(w, r, err)
 			return
 		}
-		c := &call{w: w, r: r, ps: ps, app: app, body: body, config: a, meta: commands.Meta{
+		a.keyed(w, r, ps, app, body, h)
+	}
+}
+
+// keyed runs an authenticated app's write under its Idempotency-Key, if it sent one.
+func (a *API) keyed(w http.ResponseWriter, r *http.Request, ps httprouter.Params, app domain.App, body []byte, h func(*call) error) {
+	run := func(w http.ResponseWriter, r *http.Request, begin func() error) {
+		c := &call{w: w, r: r, ps: ps, app: app, body: body, config: a, begin: begin, meta: commands.Meta{
 			AppID: app.AppID, Actor: "app:" + strconv.FormatInt(app.AppID, 10), RequestID: w.Header().Get(httpapi.RequestIDHeader),
 		}}
-		if err := h(c); err != nil {
+		if err := h(c); err != nil && !errors.Is(err, idempotency.ErrAnswered) {
 			httpapi.Error(w, r, err)
 		}
 	}
+	if a.Idempotency == nil || r.Method == http.MethodGet {
+		run(w, r, nil)
+		return
+	}
+	a.Idempotency.Serve(w, r, app.AppID, body, run)
 }
 
 func (a *API) admin(h func(*call) error) httprouter.Handle {

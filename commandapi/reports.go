@@ -71,12 +71,7 @@ func (a *API) schemeH(h func(*call) error) httprouter.Handle {
 			httpapi.Error(w, r, err)
 			return
 		}
-		c := &call{w: w, r: r, ps: ps, app: app, body: body, config: a, meta: commands.Meta{
-			AppID: app.AppID, Actor: "app:" + strconv.FormatInt(app.AppID, 10), RequestID: w.Header().Get(httpapi.RequestIDHeader),
-		}}
-		if err := h(c); err != nil {
-			httpapi.Error(w, r, err)
-		}
+		a.keyed(w, r, ps, app, body, h)
 	}
 }
 

@@ -54,6 +54,9 @@ func (a *API) configureWebhook(c *call) error {
 }
 
 func (a *API) resend(c *call, appID int64) error {
+	if err := c.claim(); err != nil {
+		return err
+	}
 	pos, err := a.Resender.Resend(c.r.Context(), appID, c.ps.ByName("deliveryId"), c.meta.Actor)
 	if err != nil {
 		return err

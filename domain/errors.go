@@ -69,6 +69,14 @@ var (
 	ErrDuplicateReportKey = errors.New("request_report_id already used for a different user's report")
 )
 
+// Idempotency-key errors.
+var (
+	// ErrIdempotencyKeyReused refuses a key the app already used for another method, path or body.
+	ErrIdempotencyKeyReused = errors.New("idempotency key already used for a different request")
+	// ErrIdempotencyKeyInProgress answers a retry while the first request with its key is still running.
+	ErrIdempotencyKeyInProgress = errors.New("a request with this idempotency key is still in progress")
+)
+
 // ErrDeliveryNotFound is a webhook delivery that does not exist or belongs to another app.
 var ErrDeliveryNotFound = errors.New("delivery not found")
 

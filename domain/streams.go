@@ -69,3 +69,10 @@ func DeliveryStream(id string) string { return "delivery-" + id }
 func CardBatchStream(issuerAppID int64, key string) string {
 	return "cardbatch-" + strconv.FormatInt(issuerAppID, 10) + "-" + key
 }
+
+// IdempotencyStream names the record of one app's Idempotency-Key: keyHash is
+// the lower-case hex SHA-256 of the key, so any key the partner chooses makes a
+// valid, bounded stream name and the key itself never enters the log.
+func IdempotencyStream(appID int64, keyHash string) string {
+	return "idempotency-" + strconv.FormatInt(appID, 10) + "-" + keyHash
+}

@@ -28,6 +28,7 @@ func Registry() *events.Registry {
 		BenefitItemCreated{}, BenefitItemStatusChanged{}, CardIssued{}, BenefitFulfilled{}, FulfillmentRated{},
 		CardBatchPlanned{}, CardBatchRenumbered{}, CardBatchCompleted{},
 		AppSuspended{}, AppResumed{}, AppWebhookSecretIssued{}, AppWebhookSecretActivated{},
+		IdempotencyClaimed{}, IdempotencyCompleted{}, IdempotencyReleased{},
 	)
 	registerAppScopes(r)
 	return r

@@ -28,6 +28,7 @@ import (
 	"github.com/healthtech/partner-open-platform/events/esdb"
 	"github.com/healthtech/partner-open-platform/internal/auth"
 	"github.com/healthtech/partner-open-platform/internal/httpapi"
+	"github.com/healthtech/partner-open-platform/internal/idempotency"
 	"github.com/healthtech/partner-open-platform/internal/metrics"
 	"github.com/healthtech/partner-open-platform/internal/openapi"
 	"github.com/healthtech/partner-open-platform/internal/ratelimit"
@@ -256,6 +257,9 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		Benefits:      commands.NewBenefits(n.Events, n.Registry, ids, cfg.Now, max(cfg.VerifyCooldown, 0), providerDirectory{n.ReadModel, n.Families[projections.FamilyBenefits], n.head}),
 		InternalToken: n.InternalToken,
 		Projections:   projections.RunnerSet(n.Runners),
+		Idempotency: &idempotency.Keeper{
+			Store: n.Events, Registry: n.Registry, Sealer: sealer, Now: cfg.Now, Replayed: marks.Wrote,
+		},
 	}
 	qAPI := &queryapi.API{
 		Store: n.ReadModel, Apps: n.Apps, Events: n.Events, Runners: n.Runners, Families: n.Families,
