@@ -77,6 +77,8 @@ func Run(t *testing.T, open func(t *testing.T) projections.Store) {
 		{"ResetEmptiesReportsKeepsNonces", testResetReports},
 		{"NoncesFreshOnceUntilExpired", testNonces},
 		{"ConcurrentNonceUse", testNonceRace},
+		{"BindingsHoldUntilExpired", testBindings},
+		{"ConcurrentBinding", testBindingRace},
 
 		{"GoodsRoundTripAndOrder", testGoods},
 		{"GoodsCodeUnique", testGoodsCodeUnique},
