@@ -3,6 +3,7 @@
 package auth
 
 import (
+	"context"
 	"crypto/md5"
 	"crypto/subtle"
 	"encoding/hex"
@@ -29,11 +30,26 @@ type Directory interface {
 // SchemeM verifies channel, order and verify-use calls: X-App-Id,
 // X-Timestamp (Unix seconds, ±300 s) and X-Signature = hex MD5 of
 // app_key + timestamp + app_secret + raw body.
+//
+// Route binding: the formula signs neither method nor path, so each
+// accepted signature is bound, for its window, to the method and path
+// (with query) it was first accepted on; the same signature on another
+// route is refused, an identical retry is not. Bindings live in a store
+// the nodes share, so the rule holds cluster-wide.
 type SchemeM struct {
 	Apps Directory
 	Now  func() time.Time
+	// Bindings remembers which route each accepted signature belongs to;
+	// nil disables route binding (unit tests of the formula only).
+	Bindings Bindings
 	// Limiter bounds each app's requests (HTTP_429); nil means no limit.
 	Limiter *ratelimit.Limiter
+}
+
+// Bindings ties a value to a key until it expires; the first value bound
+// holds (projections.NonceStore.Bind implements it on the shared store).
+type Bindings interface {
+	Bind(ctx context.Context, scope, key, value string, expires time.Time) (existing string, fresh bool, err error)
 }
 
 // SignM computes a scheme M signature; partners' SDKs and tests use it.
@@ -101,6 +117,20 @@ func (s SchemeM) Verify(r *http.Request, body []byte) (domain.App, error) {
 	if subtle.ConstantTimeCompare(got, want) != 1 {
 		g.fail("bad_signature", true)
 		return domain.App{}, httpapi.ErrUnauthorized
+	}
+	if s.Bindings != nil {
+		sec, _ := strconv.ParseInt(ts, 10, 64)
+		route := r.Method + " " + requestURI(r)
+		bound, _, err := s.Bindings.Bind(r.Context(), "m", strconv.FormatInt(app.AppID, 10)+":"+hex.EncodeToString(got),
+			route, time.Unix(sec, 0).Add(Window))
+		if err != nil {
+			return domain.App{}, err
+		}
+		if bound != route {
+			// A signature captured on one route, replayed on another.
+			g.fail("signature_route_mismatch", true)
+			return domain.App{}, httpapi.ErrUnauthorized
+		}
 	}
 	if err := Allowed(app, ScopeOf(r.URL.Path)); err != nil {
 		return domain.App{}, err
