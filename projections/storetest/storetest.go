@@ -60,6 +60,7 @@ func Run(t *testing.T, open func(t *testing.T) projections.Store) {
 		{"CountByStatus", testCountByStatus},
 		{"LastSource", testLastSource},
 		{"AttemptsOrderAndUpsert", testAttempts},
+		{"ErrorClassesRoundTrip", testErrorClasses},
 		{"DeliveryTxReadsSeeOwnWrites", testDeliveryTxReads},
 		{"FailedUpdateDeliveriesChangesNothing", testFailedUpdateDeliveries},
 		{"DeliveryCheckpointsAreUpdateCheckpoints", testDeliveryCheckpoints},
