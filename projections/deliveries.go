@@ -24,8 +24,10 @@ type Delivery struct {
 	NextAttemptAt *time.Time
 	LastStatus    *int
 	LastError     *string
-	CreatedAt     time.Time
-	UpdatedAt     time.Time
+	// LastErrorClass is the stable class of the last attempt's failure.
+	LastErrorClass *string
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
 }
 
 // Attempt is one POST of a delivery.
@@ -36,6 +38,9 @@ type Attempt struct {
 	StatusCode *int
 	LatencyMS  int64
 	Error      *string
+	// ErrorClass is the stable class of the failure (domain.ErrorClass*);
+	// nil on success.
+	ErrorClass *string
 	Outcome    string // delivered, retry, abandoned, dead_letter, refused
 }
 

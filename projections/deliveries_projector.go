@@ -37,10 +37,13 @@ func applyDelivery(ctx context.Context, tx DeliveryTx, env events.Envelope) erro
 			msg := strings.ToValidUTF8(strings.ReplaceAll(p.Error, "\x00", ""), "?")
 			a.Error = &msg
 		}
+		if class := attemptClass(p); class != "" {
+			a.ErrorClass = &class
+		}
 		if err := tx.AddAttempt(ctx, a); err != nil {
 			return err
 		}
-		d.Attempts, d.LastStatus, d.LastError, d.UpdatedAt = p.Attempt, a.StatusCode, a.Error, at
+		d.Attempts, d.LastStatus, d.LastError, d.LastErrorClass, d.UpdatedAt = p.Attempt, a.StatusCode, a.Error, a.ErrorClass, at
 		d.NextAttemptAt = nil
 		if p.NextAttemptAt != nil {
 			next := p.NextAttemptAt.UTC()
@@ -58,4 +61,16 @@ func applyDelivery(ctx context.Context, tx DeliveryTx, env events.Envelope) erro
 		return tx.PutDelivery(ctx, d)
 	}
 	return nil
+}
+
+// attemptClass is the recorded class of a failed attempt or, for events
+// recorded before classes existed, the one its error and status imply.
+func attemptClass(p *catalog.DeliveryAttempted) string {
+	if p.ErrorClass != "" || p.Outcome == domain.OutcomeDelivered {
+		return p.ErrorClass
+	}
+	if class := domain.ClassifyDeliveryFailure(p.Error, p.StatusCode); class != "" {
+		return class
+	}
+	return domain.ErrorClassOther
 }

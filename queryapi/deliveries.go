@@ -53,18 +53,55 @@ type attemptView struct {
 	StatusCode *int    `json:"status_code"`
 	LatencyMS  int64   `json:"latency_ms"`
 	Error      *string `json:"error"`
+	ErrorClass *string `json:"error_class"`
 	Outcome    string  `json:"outcome"`
 }
 
-func deliveryView(d projections.Delivery, withPayload bool) map[string]any {
+// failure is what a view shows of an attempt's failure: its class, and
+// either the recorded detail (operators) or the class's fixed text
+// (partners: raw transport errors can carry certificate details, resolver
+// messages and internal addresses). Rows projected before classes existed
+// get the class their detail implies.
+func failure(detail, class *string, status *int, operator bool) (*string, *string) {
+	if detail == nil && class == nil && (status == nil || (*status >= 200 && *status < 300)) {
+		return nil, nil
+	}
+	if class == nil {
+		code := 0
+		if status != nil {
+			code = *status
+		}
+		text := ""
+		if detail != nil {
+			text = *detail
+		}
+		c := domain.ClassifyDeliveryFailure(text, code)
+		if c == "" {
+			return detail, nil
+		}
+		class = &c
+	}
+	if operator {
+		return detail, class
+	}
+	msg := domain.ErrorClassMessages[*class]
+	if msg == "" {
+		msg = domain.ErrorClassMessages[domain.ErrorClassOther]
+	}
+	return &msg, class
+}
+
+func deliveryView(d projections.Delivery, withPayload, operator bool) map[string]any {
 	var next *string
 	if d.NextAttemptAt != nil {
 		s := d.NextAttemptAt.Format(time.RFC3339)
 		next = &s
 	}
+	lastError, lastClass := failure(d.LastError, d.LastErrorClass, d.LastStatus, operator)
 	out := map[string]any{
 		"delivery_id": d.DeliveryID, "app_id": d.AppID, "event": d.EventType, "status": d.Status,
-		"attempts": d.Attempts, "next_attempt_at": next, "last_status_code": d.LastStatus, "last_error": d.LastError,
+		"attempts": d.Attempts, "next_attempt_at": next, "last_status_code": d.LastStatus,
+		"last_error": lastError, "last_error_class": lastClass,
 		"created_at": d.CreatedAt.Format(time.RFC3339), "updated_at": d.UpdatedAt.Format(time.RFC3339),
 		"cursor": httpapi.FormatCursor(d.Cursor),
 	}
@@ -74,14 +111,14 @@ func deliveryView(d projections.Delivery, withPayload bool) map[string]any {
 	return out
 }
 
-func (q *API) listDeliveries(w http.ResponseWriter, r *http.Request, f domain.DeliveryFilter) error {
+func (q *API) listDeliveries(w http.ResponseWriter, r *http.Request, f domain.DeliveryFilter, operator bool) error {
 	list, err := q.Deliveries.Deliveries(r.Context(), f)
 	if err != nil {
 		return err
 	}
 	out := make([]map[string]any, 0, len(list))
 	for _, d := range list {
-		out = append(out, deliveryView(d, false))
+		out = append(out, deliveryView(d, false, operator))
 	}
 	var next *string
 	if len(list) == f.Limit && len(list) > 0 {
@@ -92,6 +129,8 @@ func (q *API) listDeliveries(w http.ResponseWriter, r *http.Request, f domain.De
 	return nil
 }
 
+// showDelivery shows one delivery; appID 0 is an operator, who may see any
+// app's delivery and the raw error detail.
 func (q *API) showDelivery(w http.ResponseWriter, r *http.Request, appID int64, id string) error {
 	d, attempts, err := q.Deliveries.Delivery(r.Context(), appID, id)
 	if errors.Is(err, projections.ErrNotFound) {
@@ -100,10 +139,13 @@ func (q *API) showDelivery(w http.ResponseWriter, r *http.Request, appID int64, 
 	if err != nil {
 		return err
 	}
-	out := deliveryView(d, true)
+	operator := appID == 0
+	out := deliveryView(d, true, operator)
 	views := make([]attemptView, 0, len(attempts))
 	for _, a := range attempts {
-		views = append(views, attemptView{Attempt: a.Attempt, At: a.At.Format(time.RFC3339Nano), StatusCode: a.StatusCode, LatencyMS: a.LatencyMS, Error: a.Error, Outcome: a.Outcome})
+		msg, class := failure(a.Error, a.ErrorClass, a.StatusCode, operator)
+		views = append(views, attemptView{Attempt: a.Attempt, At: a.At.Format(time.RFC3339Nano), StatusCode: a.StatusCode,
+			LatencyMS: a.LatencyMS, Error: msg, ErrorClass: class, Outcome: a.Outcome})
 	}
 	out["attempt_log"] = views
 	httpapi.OK(w, http.StatusOK, out)
@@ -113,7 +155,7 @@ func (q *API) showDelivery(w http.ResponseWriter, r *http.Request, appID int64, 
 func (q *API) adminDeliveries(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	f, err := httpapi.DeliveryFilter(r, q.Location)
 	if err == nil {
-		err = q.listDeliveries(w, r, f)
+		err = q.listDeliveries(w, r, f, true)
 	}
 	if err != nil {
 		httpapi.Error(w, r, err)
@@ -132,7 +174,7 @@ func (q *API) partnerDeliveries(w http.ResponseWriter, r *http.Request, _ httpro
 		return err
 	}
 	f.AppID = appID
-	return q.listDeliveries(w, r, f)
+	return q.listDeliveries(w, r, f, false)
 }
 
 func (q *API) partnerDelivery(w http.ResponseWriter, r *http.Request, ps httprouter.Params, appID int64) error {

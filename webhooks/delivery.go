@@ -55,6 +55,7 @@ type result struct {
 	statusCode int
 	latency    time.Duration
 	err        string
+	class      string // domain.ErrorClass* of err; "" when there is none
 	refused    bool
 }
 
@@ -66,6 +67,10 @@ func decideAttempt(d *delivery, r result, schedule []time.Duration) catalog.Deli
 	ev := catalog.DeliveryAttempted{
 		DeliveryID: d.created.DeliveryID, Attempt: d.attempts + 1, At: r.at.UTC(), URL: r.url,
 		StatusCode: r.statusCode, LatencyMS: r.latency.Milliseconds(), Error: r.err,
+	}
+	if ev.ErrorClass = r.class; ev.ErrorClass == "" {
+		// An answer that is not 2xx, or a failure left unclassified.
+		ev.ErrorClass = domain.ClassifyDeliveryFailure(r.err, r.statusCode)
 	}
 	switch {
 	case r.err == "" && r.statusCode >= 200 && r.statusCode < 300:

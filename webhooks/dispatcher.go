@@ -283,7 +283,7 @@ func (d *Dispatcher) attempt(ctx context.Context, id string) {
 		return
 	}
 	if ev.Outcome != domain.OutcomeDelivered {
-		log.Warn("webhook attempt failed", "event", del.created.Event, "attempt", ev.Attempt, "outcome", ev.Outcome, "status", ev.StatusCode, "error", ev.Error)
+		log.Warn("webhook attempt failed", "event", del.created.Event, "attempt", ev.Attempt, "outcome", ev.Outcome, "status", ev.StatusCode, "error_class", ev.ErrorClass, "error", ev.Error)
 	}
 	if d.OnAttempt != nil {
 		var first *time.Duration
@@ -302,12 +302,12 @@ func (d *Dispatcher) attempt(ctx context.Context, id string) {
 func (d *Dispatcher) post(ctx context.Context, del *delivery) result {
 	app, ok := d.Apps.ByID(del.created.AppID)
 	if !ok || app.WebhookURL == "" {
-		return result{err: "the app has no webhook URL configured"}
+		return result{err: "the app has no webhook URL configured", class: domain.ErrorClassNoURL}
 	}
 	body := []byte(del.created.Body)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, app.WebhookURL, bytes.NewReader(body))
 	if err != nil {
-		return result{url: app.WebhookURL, err: "invalid webhook URL: " + err.Error(), refused: true}
+		return result{url: app.WebhookURL, err: "invalid webhook URL: " + err.Error(), class: domain.ErrorClassInvalidURL, refused: true}
 	}
 	ts := strconv.FormatInt(time.Now().Unix(), 10)
 	req.Header.Set("Content-Type", "application/json")
@@ -320,7 +320,7 @@ func (d *Dispatcher) post(ctx context.Context, del *delivery) result {
 	res, err := d.Client.Do(req)
 	r := result{url: app.WebhookURL, latency: time.Since(start)}
 	if err != nil {
-		r.err = err.Error()
+		r.err, r.class = err.Error(), classify(err)
 		r.refused = errors.Is(err, targets.ErrRefused)
 		return r
 	}

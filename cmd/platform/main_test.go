@@ -116,12 +116,37 @@ func (s *server) createApp() creds {
 	return env.Data
 }
 
+// signedRoutes remembers the route of each scheme M signature made here:
+// the platform binds an accepted signature to its method and path for its
+// window, and every bodyless request of one second has one signature.
+var signedRoutes = struct {
+	sync.Mutex
+	m map[string]string
+}{m: map[string]string{}}
+
+// stamp signs at the current second unless that signature was already used
+// for another route; then it takes the nearest free earlier second.
+func stamp(c creds, route, body string) (ts, sig string) {
+	signedRoutes.Lock()
+	defer signedRoutes.Unlock()
+	now := time.Now().Unix()
+	for back := int64(0); back < 250; back++ {
+		ts = strconv.FormatInt(now-back, 10)
+		sig = fmt.Sprintf("%x", md5.Sum([]byte(c.Key+ts+c.Secret+body)))
+		if r, used := signedRoutes.m[sig]; !used || r == route {
+			signedRoutes.m[sig] = route
+			return ts, sig
+		}
+	}
+	panic("no free timestamp for " + route)
+}
+
 func (s *server) signed(c creds, method, path, body string) (int, map[string]any, error) {
-	ts := strconv.FormatInt(time.Now().Unix(), 10)
+	ts, sig := stamp(c, method+" "+path, body)
 	req, _ := http.NewRequest(method, s.base+path, strings.NewReader(body))
 	req.Header.Set("X-App-Id", strconv.FormatInt(c.AppID, 10))
 	req.Header.Set("X-Timestamp", ts)
-	req.Header.Set("X-Signature", fmt.Sprintf("%x", md5.Sum([]byte(c.Key+ts+c.Secret+body))))
+	req.Header.Set("X-Signature", sig)
 	client := http.Client{Timeout: 5 * time.Second}
 	res, err := client.Do(req)
 	if err != nil {

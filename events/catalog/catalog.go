@@ -233,13 +233,17 @@ func (DeliveryCreated) EventType() string { return "webhook.delivery.created" }
 
 // DeliveryAttempted records one POST and what follows from it.
 type DeliveryAttempted struct {
-	DeliveryID    string     `json:"delivery_id"`
-	Attempt       int        `json:"attempt"`
-	At            time.Time  `json:"at"`
-	URL           string     `json:"url"`
-	StatusCode    int        `json:"status_code,omitempty"`
-	LatencyMS     int64      `json:"latency_ms"`
-	Error         string     `json:"error,omitempty"`
+	DeliveryID string    `json:"delivery_id"`
+	Attempt    int       `json:"attempt"`
+	At         time.Time `json:"at"`
+	URL        string    `json:"url"`
+	StatusCode int       `json:"status_code,omitempty"`
+	LatencyMS  int64     `json:"latency_ms"`
+	Error      string    `json:"error,omitempty"`
+	// ErrorClass is the stable class of a failure (domain.ErrorClass*),
+	// absent on success and on events recorded before classes existed,
+	// whose class is derived from Error and StatusCode when read.
+	ErrorClass    string     `json:"error_class,omitempty"`
 	Outcome       string     `json:"outcome"` // delivered, retry, abandoned, dead_letter, refused
 	NextAttemptAt *time.Time `json:"next_attempt_at,omitempty"`
 }

@@ -3,6 +3,7 @@
 package auth
 
 import (
+	"context"
 	"crypto/md5"
 	"crypto/subtle"
 	"encoding/hex"
@@ -30,11 +31,30 @@ type Directory interface {
 // SchemeM verifies channel, order and verify-use calls: X-App-Id,
 // X-Timestamp (Unix seconds, ±300 s) and X-Signature = hex MD5 of
 // app_key + timestamp + app_secret + raw body.
+//
+// Route binding: the formula signs neither method nor path, so each
+// accepted signature is bound, for its window, to the route it was first
+// accepted on: a write (POST, PATCH, DELETE) to its method and path with
+// query, a read to "GET" alone. The same signature on another write route,
+// or a read's signature on any write, is refused; an identical retry is not.
+// Reads may share a signature across paths because every bodyless request
+// of one second has the same signature: binding reads to their path would
+// refuse a partner's second read of a second. Bindings live in a store the
+// nodes share, so the rule holds cluster-wide.
 type SchemeM struct {
 	Apps Directory
 	Now  func() time.Time
+	// Bindings remembers which route each accepted signature belongs to;
+	// nil disables route binding (unit tests of the formula only).
+	Bindings Bindings
 	// Limiter bounds each app's requests (HTTP_429); nil means no limit.
 	Limiter *ratelimit.Limiter
+}
+
+// Bindings ties a value to a key until it expires; the first value bound
+// holds (projections.NonceStore.Bind implements it on the shared store).
+type Bindings interface {
+	Bind(ctx context.Context, scope, key, value string, expires time.Time) (existing string, fresh bool, err error)
 }
 
 // SignM computes a scheme M signature; partners' SDKs and tests use it.
@@ -102,6 +122,20 @@ func (s SchemeM) Verify(r *http.Request, body []byte) (domain.App, error) {
 	if subtle.ConstantTimeCompare(got, want) != 1 {
 		g.fail("bad_signature", true)
 		return domain.App{}, httpapi.ErrUnauthorized
+	}
+	if s.Bindings != nil {
+		sec, _ := strconv.ParseInt(ts, 10, 64)
+		route := bindingRoute(r)
+		bound, _, err := s.Bindings.Bind(r.Context(), "m", strconv.FormatInt(app.AppID, 10)+":"+hex.EncodeToString(got),
+			route, time.Unix(sec, 0).Add(Window))
+		if err != nil {
+			return domain.App{}, err
+		}
+		if bound != route {
+			// A signature captured on one route, replayed on another.
+			g.fail("signature_route_mismatch", true)
+			return domain.App{}, httpapi.ErrUnauthorized
+		}
 	}
 	if err := Allowed(app, ScopeOf(r.URL.Path)); err != nil {
 		return domain.App{}, err
@@ -215,4 +249,13 @@ func ScopeOf(path string) string {
 		}
 	}
 	return ""
+}
+
+// bindingRoute is what a scheme M signature is bound to: a write's method
+// and path with query, or "GET" for any read (see SchemeM).
+func bindingRoute(r *http.Request) string {
+	if r.Method == http.MethodGet || r.Method == http.MethodHead {
+		return http.MethodGet
+	}
+	return r.Method + " " + requestURI(r)
 }

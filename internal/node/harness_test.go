@@ -13,6 +13,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -171,6 +172,17 @@ type app struct {
 // create apps with createAppWith.
 var allScopes = []string{"channel_users", "orders", "health_reports", "daily_report", "webhooks", "benefits", "plugin"}
 
+// signedRoutes remembers the route of each scheme M signature the tests
+// made (a signature covers its app's key and secret, so one map serves
+// every app): scheme M binds an accepted signature to its method and path
+// for its window, and every bodyless request of one second has one
+// signature, so a client must not reuse a timestamp for another route (see
+// the README, "Scheme M").
+var signedRoutes = struct {
+	sync.Mutex
+	m map[string]string
+}{m: map[string]string{}}
+
 func (p *platform) createApp(name string) *app {
 	p.t.Helper()
 	return p.createAppWith(map[string]any{"name": name, "scopes": allScopes})
@@ -196,12 +208,42 @@ func (a *app) request(method, path string, body any, now time.Time) *http.Reques
 	if err != nil {
 		a.p.t.Fatal(err)
 	}
-	ts := strconv.FormatInt(now.Unix(), 10)
+	route := "GET" // the server binds reads by method alone
+	if method != "GET" {
+		route = method + " " + path
+	}
+	ts, sig := a.stamp(route, raw, now)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("X-App-Id", strconv.FormatInt(a.ID, 10))
 	req.Header.Set("X-Timestamp", ts)
-	req.Header.Set("X-Signature", signM(a.Key, ts, a.Secret, raw))
+	req.Header.Set("X-Signature", sig)
 	return req
+}
+
+// stamp signs at now's second unless this client already used that
+// signature for another route; then it takes the nearest free second,
+// towards the present first, as a partner's client must.
+func (a *app) stamp(route string, body []byte, now time.Time) (ts, sig string) {
+	signedRoutes.Lock()
+	defer signedRoutes.Unlock()
+	toward := int64(-1)
+	if now.Before(time.Now()) {
+		toward = 1
+	}
+	for i := int64(0); i < 500; i++ {
+		step := (i + 1) / 2 * toward
+		if i%2 == 0 {
+			step = -step
+		}
+		ts = strconv.FormatInt(now.Unix()+step, 10)
+		sig = signM(a.Key, ts, a.Secret, body)
+		if r, used := signedRoutes.m[sig]; !used || r == route {
+			signedRoutes.m[sig] = route
+			return ts, sig
+		}
+	}
+	a.p.t.Fatalf("no free timestamp near %v for %s", now, route)
+	return "", ""
 }
 
 // signM is the test's own implementation of scheme M, independent of the server's.

@@ -233,7 +233,7 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 	}
 
 	directory := readyDirectory{apps: n.Apps, runner: appsRunner}
-	schemeM := auth.SchemeM{Apps: directory, Now: cfg.Now}
+	schemeM := auth.SchemeM{Apps: directory, Now: cfg.Now, Bindings: n.ReadModel}
 	if cfg.PartnerRateLimit > 0 {
 		schemeM.Limiter = ratelimit.New(cfg.PartnerRateLimit, time.Minute)
 	}

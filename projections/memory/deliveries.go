@@ -453,6 +453,7 @@ func cloneTime(p *time.Time) *time.Time {
 func copyDelivery(d projections.Delivery) projections.Delivery {
 	d.Body = append([]byte{}, d.Body...)
 	d.NextAttemptAt, d.LastStatus, d.LastError = cloneTime(d.NextAttemptAt), cloneIntPtr(d.LastStatus), cloneStr(d.LastError)
+	d.LastErrorClass = cloneStr(d.LastErrorClass)
 	return d
 }
 
@@ -466,7 +467,7 @@ func normDelivery(d projections.Delivery) projections.Delivery {
 }
 
 func copyAttempt(a projections.Attempt) projections.Attempt {
-	a.StatusCode, a.Error = cloneIntPtr(a.StatusCode), cloneStr(a.Error)
+	a.StatusCode, a.Error, a.ErrorClass = cloneIntPtr(a.StatusCode), cloneStr(a.Error), cloneStr(a.ErrorClass)
 	return a
 }
 

@@ -42,9 +42,10 @@ type Store struct {
 	orderIndexes
 	benefitIndexes
 
-	// nonces has its own lock and is left alone by Reset: it is security
-	// state, not a read model derived from the log.
-	nonces nonceSet
+	// nonces and bindings have their own locks and are left alone by
+	// Reset: they are security state, not read models derived from the log.
+	nonces   nonceSet
+	bindings nonceSet
 }
 
 type channelKey struct {
@@ -73,7 +74,7 @@ var (
 
 // New returns an empty store, ready for the projection runtime to fill.
 func New() *Store {
-	s := &Store{nonces: newNonceSet()}
+	s := &Store{nonces: newNonceSet(), bindings: newNonceSet()}
 	s.init()
 	return s
 }

@@ -14,49 +14,63 @@ type nonceKey struct {
 	scope, nonce string
 }
 
-// nonceSet remembers nonces until they expire. It has its own lock, so the
-// request path never waits for a projection's Update, and it prunes expired
-// entries as it grows: after as many new nonces as it kept at the last prune
-// (at least minPrune), which bounds it to about twice the nonces still valid
-// plus minPrune at an amortised O(1) per insert.
+// nonceEntry is what a set keeps per key: the bound value (empty for a
+// plain nonce) and when it stops counting.
+type nonceEntry struct {
+	value   string
+	expires time.Time
+}
+
+// nonceSet remembers nonces (or bindings) until they expire. It has its own
+// lock, so the request path never waits for a projection's Update, and it
+// prunes expired entries as it grows: after as many new keys as it kept at
+// the last prune (at least minPrune), which bounds it to about twice the
+// entries still valid plus minPrune at an amortised O(1) per insert.
 type nonceSet struct {
 	mu      sync.Mutex
-	expires map[nonceKey]time.Time
+	entries map[nonceKey]nonceEntry
 	added   int // new keys since the last prune
 	pruneAt int // value of added that triggers the next prune
 }
 
 func newNonceSet() nonceSet {
-	return nonceSet{expires: map[nonceKey]time.Time{}, pruneAt: minPrune}
+	return nonceSet{entries: map[nonceKey]nonceEntry{}, pruneAt: minPrune}
 }
 
 // use records k until expires and reports whether no earlier use of k is
 // still valid at now (an earlier use is valid while its expiry is after now).
 func (n *nonceSet) use(k nonceKey, expires, now time.Time) bool {
+	_, fresh := n.bind(k, "", expires, now)
+	return fresh
+}
+
+// bind stores value under k until expires unless an entry of k is still
+// valid at now, and returns the value that holds and whether it is value's.
+func (n *nonceSet) bind(k nonceKey, value string, expires, now time.Time) (string, bool) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	prev, seen := n.expires[k]
-	if seen && prev.After(now) {
-		return false
+	prev, seen := n.entries[k]
+	if seen && prev.expires.After(now) {
+		return prev.value, false
 	}
-	n.expires[k] = expires
+	n.entries[k] = nonceEntry{value: value, expires: expires}
 	if !seen {
 		n.added++
 		if n.added >= n.pruneAt {
 			n.prune(now)
 		}
 	}
-	return true
+	return value, true
 }
 
 func (n *nonceSet) prune(now time.Time) {
-	for k, exp := range n.expires {
-		if !exp.After(now) {
-			delete(n.expires, k)
+	for k, e := range n.entries {
+		if !e.expires.After(now) {
+			delete(n.entries, k)
 		}
 	}
 	n.added = 0
-	n.pruneAt = max(minPrune, len(n.expires))
+	n.pruneAt = max(minPrune, len(n.entries))
 }
 
 // Use compares expiries with this process's clock, the one that computed
@@ -66,4 +80,15 @@ func (s *Store) Use(ctx context.Context, scope, nonce string, expires time.Time)
 		return false, err
 	}
 	return s.nonces.use(nonceKey{scope, nonce}, normTime(expires), normTime(time.Now())), nil
+}
+
+// Bind keeps bindings in a set of their own, so a binding's key never
+// collides with a nonce; it judges expiry as Use does. They live in this
+// process only: an embedded node forgets them on restart.
+func (s *Store) Bind(ctx context.Context, scope, key, value string, expires time.Time) (string, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return "", false, err
+	}
+	existing, fresh := s.bindings.bind(nonceKey{scope, key}, value, normTime(expires), normTime(time.Now()))
+	return existing, fresh, nil
 }

@@ -26,7 +26,7 @@ func TestNonceSetPrunesExpiredOnly(t *testing.T) {
 		if !n.use(nonceKey{"s", fmt.Sprintf("once-%d", i)}, at.Add(time.Second), at) {
 			t.Fatalf("one-off nonce %d not fresh", i)
 		}
-		peak = max(peak, len(n.expires))
+		peak = max(peak, len(n.entries))
 	}
 	// At most 1000 one-off nonces are valid at once: the bound is about
 	// twice what is valid plus minPrune, far below the stream's length.

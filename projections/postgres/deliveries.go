@@ -30,14 +30,14 @@ const feedOrder = `cursor_commit, cursor_prepare, delivery_id`
 
 const deliveryColumns = `delivery_id, app_id, event_type, source_event_id, source_commit, source_prepare,
     cursor_commit, cursor_prepare, body, status, attempts, next_attempt_at, last_status, last_error,
-    created_at, updated_at`
+    created_at, updated_at, last_error_class`
 
 func scanDelivery(row pgx.Row) (projections.Delivery, error) {
 	var d projections.Delivery
 	err := row.Scan(&d.DeliveryID, &d.AppID, &d.EventType, &d.SourceEventID,
 		&d.SourcePosition.Commit, &d.SourcePosition.Prepare, &d.Cursor.Commit, &d.Cursor.Prepare,
 		&d.Body, &d.Status, &d.Attempts, &d.NextAttemptAt, &d.LastStatus, &d.LastError,
-		&d.CreatedAt, &d.UpdatedAt)
+		&d.CreatedAt, &d.UpdatedAt, &d.LastErrorClass)
 	if d.NextAttemptAt != nil {
 		*d.NextAttemptAt = d.NextAttemptAt.UTC()
 	}
@@ -51,11 +51,11 @@ func collectDeliveries(rows pgx.Rows) ([]projections.Delivery, error) {
 	})
 }
 
-const attemptColumns = `delivery_id, attempt, at, status_code, latency_ms, error, outcome`
+const attemptColumns = `delivery_id, attempt, at, status_code, latency_ms, error, outcome, error_class`
 
 func scanAttempt(row pgx.CollectableRow) (projections.Attempt, error) {
 	var a projections.Attempt
-	err := row.Scan(&a.DeliveryID, &a.Attempt, &a.At, &a.StatusCode, &a.LatencyMS, &a.Error, &a.Outcome)
+	err := row.Scan(&a.DeliveryID, &a.Attempt, &a.At, &a.StatusCode, &a.LatencyMS, &a.Error, &a.Outcome, &a.ErrorClass)
 	a.At = a.At.UTC()
 	return a, err
 }
@@ -222,7 +222,7 @@ func (t *tx) Delivery(ctx context.Context, id string) (projections.Delivery, err
 
 const upsertDelivery = `
 INSERT INTO webhook_deliveries (` + deliveryColumns + `)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
 ON CONFLICT (delivery_id) DO UPDATE SET
     app_id = EXCLUDED.app_id,
     event_type = EXCLUDED.event_type,
@@ -237,6 +237,7 @@ ON CONFLICT (delivery_id) DO UPDATE SET
     next_attempt_at = EXCLUDED.next_attempt_at,
     last_status = EXCLUDED.last_status,
     last_error = EXCLUDED.last_error,
+    last_error_class = EXCLUDED.last_error_class,
     created_at = EXCLUDED.created_at,
     updated_at = EXCLUDED.updated_at`
 
@@ -250,24 +251,25 @@ func (t *tx) PutDelivery(ctx context.Context, d projections.Delivery) error {
 	t.batch.Queue(upsertDelivery, d.DeliveryID, d.AppID, d.EventType, d.SourceEventID,
 		d.SourcePosition.Commit, d.SourcePosition.Prepare, d.Cursor.Commit, d.Cursor.Prepare,
 		body, d.Status, d.Attempts, opt(d.NextAttemptAt), opt(d.LastStatus), opt(d.LastError),
-		d.CreatedAt, d.UpdatedAt)
+		d.CreatedAt, d.UpdatedAt, opt(d.LastErrorClass))
 	return nil
 }
 
 const upsertAttempt = `
 INSERT INTO webhook_attempts (` + attemptColumns + `)
-VALUES ($1, $2, $3, $4, $5, $6, $7)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
 ON CONFLICT (delivery_id, attempt) DO UPDATE SET
     at = EXCLUDED.at,
     status_code = EXCLUDED.status_code,
     latency_ms = EXCLUDED.latency_ms,
     error = EXCLUDED.error,
+    error_class = EXCLUDED.error_class,
     outcome = EXCLUDED.outcome`
 
 func (t *tx) AddAttempt(ctx context.Context, a projections.Attempt) error {
 	if err := t.check(ctx); err != nil {
 		return err
 	}
-	t.batch.Queue(upsertAttempt, a.DeliveryID, a.Attempt, a.At, opt(a.StatusCode), a.LatencyMS, opt(a.Error), a.Outcome)
+	t.batch.Queue(upsertAttempt, a.DeliveryID, a.Attempt, a.At, opt(a.StatusCode), a.LatencyMS, opt(a.Error), a.Outcome, opt(a.ErrorClass))
 	return nil
 }

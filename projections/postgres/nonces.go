@@ -67,3 +67,44 @@ func (s *Store) pruneNonces(ctx context.Context, now time.Time, limit int) (int6
 	}
 	return tag.RowsAffected(), nil
 }
+
+// bindQuery stores the binding, or takes over an expired one, and returns
+// the row as it stands after the statement. It always takes the row (an
+// update that rewrites the same values when the binding holds), because a plain ON CONFLICT DO
+// NOTHING followed by a SELECT could miss a row committed after the
+// statement's snapshot; the conflict lock serialises concurrent binders,
+// and the caller's random claim tells whether the row is its own write.
+const bindQuery = `
+INSERT INTO nonce_bindings AS b (scope, key, value, claim, expires_at) VALUES ($1, $2, $3, $4, $5)
+ON CONFLICT (scope, key) DO UPDATE SET
+    value      = CASE WHEN b.expires_at <= $6 THEN EXCLUDED.value ELSE b.value END,
+    claim      = CASE WHEN b.expires_at <= $6 THEN EXCLUDED.claim ELSE b.claim END,
+    expires_at = CASE WHEN b.expires_at <= $6 THEN EXCLUDED.expires_at ELSE b.expires_at END
+RETURNING value, claim = $4`
+
+// pruneBindingsQuery is pruneNoncesQuery for bindings.
+const pruneBindingsQuery = `
+DELETE FROM nonce_bindings WHERE (scope, key) IN (
+    SELECT scope, key FROM nonce_bindings
+    WHERE expires_at <= $1
+    ORDER BY expires_at
+    LIMIT $2
+    FOR UPDATE SKIP LOCKED)`
+
+// Bind judges expiry with this process's clock, as Use does, and prunes
+// expired bindings as Use prunes nonces.
+func (s *Store) Bind(ctx context.Context, scope, key, value string, expires time.Time) (string, bool, error) {
+	now := time.Now()
+	if rand.IntN(pruneEvery) == 0 {
+		if _, err := s.pool.Exec(ctx, pruneBindingsQuery, now, pruneBatch); err != nil {
+			return "", false, fmt.Errorf("projections/postgres: prune expired bindings: %w", err)
+		}
+	}
+	claim := rand.Int64()
+	var existing string
+	var fresh bool
+	if err := s.pool.QueryRow(ctx, bindQuery, scope, key, value, claim, expires, now).Scan(&existing, &fresh); err != nil {
+		return "", false, fmt.Errorf("projections/postgres: bind in scope %q: %w", scope, err)
+	}
+	return existing, fresh, nil
+}

@@ -230,6 +230,7 @@ func diffDelivery(got, want projections.Delivery) []string {
 	f("NextAttemptAt", sameTimePtr(got.NextAttemptAt, want.NextAttemptAt), show(got.NextAttemptAt), show(want.NextAttemptAt))
 	f("LastStatus", sameP(got.LastStatus, want.LastStatus), show(got.LastStatus), show(want.LastStatus))
 	f("LastError", sameP(got.LastError, want.LastError), show(got.LastError), show(want.LastError))
+	f("LastErrorClass", sameP(got.LastErrorClass, want.LastErrorClass), show(got.LastErrorClass), show(want.LastErrorClass))
 	f("CreatedAt", sameTime(got.CreatedAt, want.CreatedAt), got.CreatedAt, want.CreatedAt)
 	f("UpdatedAt", sameTime(got.UpdatedAt, want.UpdatedAt), got.UpdatedAt, want.UpdatedAt)
 	return d
@@ -266,6 +267,7 @@ func diffAttempt(got, want projections.Attempt) []string {
 	f("StatusCode", sameP(got.StatusCode, want.StatusCode), show(got.StatusCode), show(want.StatusCode))
 	f("LatencyMS", got.LatencyMS == want.LatencyMS, got.LatencyMS, want.LatencyMS)
 	f("Error", sameP(got.Error, want.Error), show(got.Error), show(want.Error))
+	f("ErrorClass", sameP(got.ErrorClass, want.ErrorClass), show(got.ErrorClass), show(want.ErrorClass))
 	f("Outcome", got.Outcome == want.Outcome, got.Outcome, want.Outcome)
 	return d
 }

@@ -75,6 +75,7 @@ func Run(t *testing.T, open func(t *testing.T) Store) {
 		{"CountByStatus", testCountByStatus},
 		{"LastSource", testLastSource},
 		{"AttemptsOrderAndUpsert", testAttempts},
+		{"ErrorClassesRoundTrip", testErrorClasses},
 		{"DeliveryTxReadsSeeOwnWrites", testDeliveryTxReads},
 		{"FailedUpdateDeliveriesChangesNothing", testFailedUpdateDeliveries},
 		{"DeliveryCheckpointsAreUpdateCheckpoints", testDeliveryCheckpoints},
@@ -92,6 +93,8 @@ func Run(t *testing.T, open func(t *testing.T) Store) {
 		{"ResetEmptiesReportsKeepsNonces", testResetReports},
 		{"NoncesFreshOnceUntilExpired", testNonces},
 		{"ConcurrentNonceUse", testNonceRace},
+		{"BindingsHoldUntilExpired", testBindings},
+		{"ConcurrentBinding", testBindingRace},
 
 		{"GoodsRoundTripAndOrder", testGoods},
 		{"GoodsCodeUnique", testGoodsCodeUnique},

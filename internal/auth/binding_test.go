@@ -1,0 +1,99 @@
+package auth_test
+
+import (
+	"context"
+	"errors"
+	"net/http/httptest"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/healthtech/partner-open-platform/domain"
+	"github.com/healthtech/partner-open-platform/internal/auth"
+	"github.com/healthtech/partner-open-platform/internal/httpapi"
+	"github.com/healthtech/partner-open-platform/internal/pgtest"
+	"github.com/healthtech/partner-open-platform/projections/memory"
+	"github.com/healthtech/partner-open-platform/projections/postgres"
+)
+
+type apps map[int64]domain.App
+
+func (d apps) ByID(id int64) (domain.App, bool) { a, ok := d[id]; return a, ok }
+func (d apps) ByKey(string) (domain.App, bool)  { return domain.App{}, false }
+
+var bound = domain.App{AppID: 9, AppKey: "ak_bound", AppSecret: "as_bound", Scopes: []string{"channel_users"}}
+
+func verify(t *testing.T, s auth.SchemeM, method, target, body string, ts int64) error {
+	t.Helper()
+	r := httptest.NewRequest(method, target, nil)
+	sec := strconv.FormatInt(ts, 10)
+	r.Header.Set("X-App-Id", "9")
+	r.Header.Set("X-Timestamp", sec)
+	r.Header.Set("X-Signature", auth.SignM(bound.AppKey, sec, bound.AppSecret, []byte(body)))
+	_, err := s.Verify(r, []byte(body))
+	return err
+}
+
+// Two nodes sharing one store: a signature accepted on one node for one
+// route is refused on the other for any other route, and accepted there
+// for the same route.
+func TestSignatureBindingHoldsAcrossNodes(t *testing.T) {
+	stores := map[string]func(t *testing.T) (auth.Bindings, auth.Bindings){
+		"memory": func(t *testing.T) (auth.Bindings, auth.Bindings) { s := memory.New(); return s, s },
+		"postgres": func(t *testing.T) (auth.Bindings, auth.Bindings) {
+			url := pgtest.New(t)
+			open := func() *postgres.Store {
+				s, err := postgres.Open(context.Background(), url)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { s.Close() })
+				return s
+			}
+			return open(), open()
+		},
+	}
+	for name, open := range stores {
+		t.Run(name, func(t *testing.T) {
+			one, two := open(t)
+			now := time.Now()
+			clock := func() time.Time { return now }
+			nodeA := auth.SchemeM{Apps: apps{9: bound}, Now: clock, Bindings: one}
+			nodeB := auth.SchemeM{Apps: apps{9: bound}, Now: clock, Bindings: two}
+			ts := now.Unix()
+
+			if err := verify(t, nodeA, "GET", "/open/v1/channel/users/1", "", ts); err != nil {
+				t.Fatalf("first use on node A: %v", err)
+			}
+			for _, c := range []struct{ method, target string }{
+				{"DELETE", "/open/v1/channel/users/1/family-members/1"},
+				{"PATCH", "/open/v1/channel/users/1"},
+				{"get", "/open/v1/channel/users/1"},
+			} {
+				if err := verify(t, nodeB, c.method, c.target, "", ts); !errors.Is(err, httpapi.ErrUnauthorized) {
+					t.Errorf("%s %s on node B: %v, want ErrUnauthorized", c.method, c.target, err)
+				}
+			}
+			for _, n := range []auth.SchemeM{nodeA, nodeB} {
+				if err := verify(t, n, "GET", "/open/v1/channel/users/1", "", ts); err != nil {
+					t.Errorf("identical retry: %v", err)
+				}
+				// Reads are bound by method alone: the same second's other reads pass.
+				if err := verify(t, n, "GET", "/open/v1/channel/users/2?channel_user_id=x", "", ts); err != nil {
+					t.Errorf("another read of the same second: %v", err)
+				}
+			}
+			// Another timestamp is another signature, free for another route.
+			if err := verify(t, nodeB, "DELETE", "/open/v1/channel/users/1/family-members/1", "", ts-1); err != nil {
+				t.Errorf("another signature: %v", err)
+			}
+			// A body makes another signature too, bound to its own route.
+			if err := verify(t, nodeB, "POST", "/open/v1/channel/users/1/family-groups", `{"app_group_id":1,"name":"a"}`, ts); err != nil {
+				t.Errorf("POST with a body: %v", err)
+			}
+			if err := verify(t, nodeA, "POST", "/open/v1/channel/users/2/family-groups", `{"app_group_id":1,"name":"a"}`, ts); !errors.Is(err, httpapi.ErrUnauthorized) {
+				t.Errorf("the body on another user: %v, want ErrUnauthorized", err)
+			}
+		})
+	}
+}
