@@ -126,6 +126,10 @@ func TestRebuildReproducesTheReadModel(t *testing.T) {
 		if res := p.admin("POST", "/admin/v1/projections/read_models/rebuild", nil); res.Status != http.StatusAccepted {
 			t.Fatalf("rebuild: %d %s", res.Status, res.Raw)
 		}
+		// The node stays ready while its families are rebuilt.
+		if res := p.admin("GET", "/readyz", nil); res.Status != http.StatusOK {
+			t.Fatalf("readyz during a rebuild: %d %s", res.Status, res.Raw)
+		}
 		if err := p.node.WaitCaughtUp(t.Context()); err != nil {
 			t.Fatal(err)
 		}
@@ -185,6 +189,9 @@ func TestOperationalEndpoints(t *testing.T) {
 			t.Fatalf("%s: %d", path, res.StatusCode)
 		}
 	}
+	if err := p.node.WaitCaughtUp(t.Context()); err != nil {
+		t.Fatal(err)
+	}
 	res, err := http.Get(p.srv.URL + "/metrics")
 	if err != nil {
 		t.Fatal(err)
@@ -196,6 +203,8 @@ func TestOperationalEndpoints(t *testing.T) {
 		`platform_event_store_append_seconds_count{outcome="ok"}`,
 		`platform_projection_events_total{projection="users"}`,
 		`platform_projection_lag_seconds{projection="apps"}`,
+		`platform_follower_events_behind{kind="projection",name="users"}`,
+		`platform_follower_oldest_unapplied_seconds{kind="projection",name="benefits"}`,
 	} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("/metrics lacks %s", want)

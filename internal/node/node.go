@@ -97,11 +97,13 @@ type Node struct {
 	Location      *time.Location
 	Adapters      map[string]string
 
-	log     *slog.Logger
-	head    *headStore
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup
-	closers []func() error
+	log  *slog.Logger
+	head *headStore
+	// relayCheckpoints is where this node's relay keeps its position (nil: no relay here).
+	relayCheckpoints relay.Checkpoints
+	cancel           context.CancelFunc
+	wg               sync.WaitGroup
+	closers          []func() error
 }
 
 // Open builds a node and starts its projections; Close stops it.
@@ -274,6 +276,16 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 	routes := append(cmdAPI.Routes(), qAPI.Routes()...)
 	n.Handler = n.router(append(routes, reportAPI.Routes()...))
 
+	n.Metrics.WatchLag(n.Events, func() []metrics.Follower {
+		fs := make([]metrics.Follower, 0, len(n.Runners)+1)
+		for _, run := range n.Runners {
+			fs = append(fs, metrics.Follower{Kind: "projection", Name: run.Name(), Position: func(context.Context) (events.Position, error) { return run.Position(), nil }})
+		}
+		if n.relayCheckpoints != nil {
+			fs = append(fs, metrics.Follower{Kind: "relay", Name: "kafka", Position: n.relayCheckpoints.Load})
+		}
+		return fs
+	})
 	runCtx, cancel := context.WithCancel(context.Background())
 	n.cancel = cancel
 	for _, r := range append(n.Runners, analyzerRunner) {
@@ -310,6 +322,7 @@ func (n *Node) startWebhooks(ctx context.Context, cfg Config, models *projection
 			producer := relaykafka.NewProducer(cfg.KafkaBrokers, cfg.KafkaTopic)
 			n.closers = append(n.closers, producer.Close)
 			checkpoints := relay.NewFileCheckpoints(cfg.DataDir)
+			n.relayCheckpoints = checkpoints
 			n.spawn(ctx, "relay", func(ctx context.Context) error {
 				return relay.Run(ctx, n.Events, producer, checkpoints, n.log.With("component", "relay"), relay.Options{OnRelayed: n.Metrics.Relayed})
 			})
@@ -387,14 +400,18 @@ func (n *Node) router(routes []commandapi.Route) http.Handler {
 }
 
 // readyz answers 200 once every projection has applied the log as far as it
-// reached when the node started (or when a rebuild began); its body lists
-// each projection's progress and any event it had to skip.
+// reached when the node started, and stays 200 while an operator rebuilds a
+// family; its body lists each projection's progress and any event it had to
+// skip.
 func (n *Node) readyz(w http.ResponseWriter, r *http.Request) {
 	status := map[string]any{}
 	ready := true
 	for _, run := range n.Runners {
 		s := run.Stats()
-		if s.LastError != "" || !s.Ready {
+		// A family being rebuilt on an operator's request does not make the
+		// node unready: every other family still serves, and reads of the
+		// rebuilt one wait for it (bounded) rather than answer without it.
+		if s.LastError != "" || (!s.Ready && !s.Rebuilding) {
 			ready = false
 		}
 		status[s.Name] = s
