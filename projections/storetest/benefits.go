@@ -133,6 +133,7 @@ func putFulfillments(t *testing.T, s Store, rows ...projections.Fulfillment) {
 	putRows(t, benefitsOf(s), projections.BenefitTx.PutFulfillment, rows...)
 }
 
+// fulfillmentModel is what Fulfillments must answer, computed the obvious way.
 type fulfillmentModel map[int64]projections.Fulfillment
 
 func (m fulfillmentModel) put(rs ...projections.Fulfillment) {
@@ -222,7 +223,7 @@ func testProviders(t *testing.T, s Store) {
 		CreatedAt: at(0), UpdatedAt: at(0)}
 	other := providerOf(7, 4)
 	write(t, benefitsOf(s), func(tx projections.BenefitTx) error {
-
+		// The caller may reuse its buffers once PutProvider returns.
 		p := full
 		p.AllowedItemIDs, p.PointsCode = slices.Clone(full.AllowedItemIDs), ptr(*full.PointsCode)
 		if err := tx.PutProvider(ctx, p); err != nil {
@@ -254,7 +255,7 @@ func testProviders(t *testing.T, s Store) {
 		wantRow(t, "Tx.Provider", got, sorted)
 		_, err = tx.Provider(ctx, 424242)
 		wantNotFound(t, "Tx.Provider(unknown)", err)
-		got.AllowedItemIDs[0], *got.PointsCode = 99, "mutated"
+		got.AllowedItemIDs[0], *got.PointsCode = 99, "mutated" // a copy
 		return nil
 	})
 
@@ -290,7 +291,7 @@ func testCards(t *testing.T, s Store) {
 	zeroes := projections.Card{CardNumber: cardNumber(2), IssuerAppID: 2, HolderPhone: ptr(""), ExpiresAt: at(0),
 		CreatedAt: at(0), UpdatedAt: at(0), Items: []projections.CardItem{}}
 	write(t, benefitsOf(s), func(tx projections.BenefitTx) error {
-
+		// The caller may reuse its buffers once PutCard returns.
 		c := full
 		c.Items, c.HolderPhone = slices.Clone(full.Items), ptr(*full.HolderPhone)
 		if err := tx.PutCard(ctx, c); err != nil {
@@ -439,7 +440,7 @@ func testFulfillmentRoundTrip(t *testing.T, s Store) {
 		if err := tx.PutFulfillment(ctx, r); err != nil {
 			return err
 		}
-		*r.Rating, *r.Remark = 1, "reused"
+		*r.Rating, *r.Remark = 1, "reused" // the caller may reuse its pointers once PutFulfillment returns
 		if err := tx.PutFulfillment(ctx, zeroes); err != nil {
 			return err
 		}
@@ -509,7 +510,6 @@ func testFulfillmentRoundTrip(t *testing.T, s Store) {
 
 	wantRows(t, "Fulfillments(provider) after rating",
 		must(s.Fulfillments(ctx, projections.FulfillmentFilter{ProviderID: 3}))(t), []projections.Fulfillment{repl})
-
 }
 
 func testBenefitTxReads(t *testing.T, s Store) {
@@ -542,6 +542,7 @@ func testBenefitTxReads(t *testing.T, s Store) {
 		}
 		wantRow(t, "Tx.BenefitItem after PutBenefitItem", gotItem, item)
 
+		// The projector's item configuration: read, change, write, read again.
 		gotP, err := tx.Provider(ctx, p.ProviderID)
 		if err != nil {
 			return fmt.Errorf("Tx.Provider after PutProvider: %w", err)
@@ -558,6 +559,7 @@ func testBenefitTxReads(t *testing.T, s Store) {
 		p = ascendingSet(gotP)
 		wantRow(t, "Tx.Provider after second PutProvider", againP, p)
 
+		// The projector's fulfillment: read the card, spend, write both.
 		gotC, err := tx.Card(ctx, c.CardNumber)
 		if err != nil {
 			return fmt.Errorf("Tx.Card after PutCard: %w", err)
@@ -570,7 +572,7 @@ func testBenefitTxReads(t *testing.T, s Store) {
 		if err := tx.PutFulfillment(ctx, r); err != nil {
 			return err
 		}
-
+		// A read changed without a PutCard changes nothing.
 		unsaved, err := tx.Card(ctx, c.CardNumber)
 		if err != nil {
 			return err
@@ -626,90 +628,42 @@ func testFailedUpdateBenefits(t *testing.T, s Store) {
 	c := cardOf(1, 1, 11, 12)
 	r := fulfillmentOf(100, p.ProviderID, c.IssuerAppID, c.CardNumber)
 	r.Rating = ptr(3)
-	write(t, benefitsOf(s), func(tx projections.BenefitTx) error {
-		if err := tx.PutBenefitItem(ctx, item); err != nil {
-			return err
-		}
-		if err := tx.PutProvider(ctx, p); err != nil {
-			return err
-		}
-		if err := tx.PutCard(ctx, c); err != nil {
-			return err
-		}
-		return tx.PutFulfillment(ctx, r)
-	})
-
-	pos := must(s.Checkpoint(ctx, "benefits"))(t)
-
-	boom := errors.New("projector failed")
-	err := try(benefitsOf(s), func(tx projections.BenefitTx) error {
+	failedUpdate(t, s, benefitsOf(s), func(tx projections.BenefitTx) error {
+		return firstErr(tx.PutBenefitItem(ctx, item), tx.PutProvider(ctx, p), tx.PutCard(ctx, c), tx.PutFulfillment(ctx, r))
+	}, func(tx projections.BenefitTx) error {
 		item2 := item
 		item2.Status = "SUSPENDED"
-		if err := tx.PutBenefitItem(ctx, item2); err != nil {
-			return err
-		}
-		if err := tx.PutBenefitItem(ctx, benefitItemOf(2)); err != nil {
-			return err
-		}
 		p2 := p
 		p2.AppID, p2.PointsCode, p2.AllowedItemIDs = 2, nil, []int64{5}
-		if err := tx.PutProvider(ctx, p2); err != nil {
-			return err
-		}
-		if err := tx.PutProvider(ctx, providerOf(1, 8)); err != nil {
-			return err
-		}
-
+		// The card gives item 12 up, and a new card takes it.
 		c2 := c
 		c2.IssuerAppID, c2.HolderPhone = 2, nil
 		c2.Items = []projections.CardItem{{UserBenefitItemID: 11, Total: 5, Remaining: 0}}
-		if err := tx.PutCard(ctx, c2); err != nil {
-			return err
-		}
-		if err := tx.PutCard(ctx, cardOf(1, 2, 12)); err != nil {
-			return err
-		}
 		r2 := r
 		r2.ProviderID, r2.IssuerAppID, r2.CardNumber, r2.Rating = 8, 2, cardNumber(2), nil
-		if err := tx.PutFulfillment(ctx, r2); err != nil {
+		if err := firstErr(tx.PutBenefitItem(ctx, item2), tx.PutBenefitItem(ctx, benefitItemOf(2)),
+			tx.PutProvider(ctx, p2), tx.PutProvider(ctx, providerOf(1, 8)),
+			tx.PutCard(ctx, c2), tx.PutCard(ctx, cardOf(1, 2, 12)),
+			tx.PutFulfillment(ctx, r2), tx.PutFulfillment(ctx, fulfillmentOf(101, 7, 1, c.CardNumber))); err != nil {
 			return err
 		}
-		if err := tx.PutFulfillment(ctx, fulfillmentOf(101, 7, 1, c.CardNumber)); err != nil {
-			return err
+		wantRow(t, "Tx.Card inside the failing Update", must(tx.Card(ctx, c.CardNumber))(t), c2)
+		wantRow(t, "Tx.Fulfillment inside the failing Update", must(tx.Fulfillment(ctx, r.RecordID))(t), r2)
+		return nil
+	}, func(when string) {
+		wantRows(t, "BenefitItems "+when, must(s.BenefitItems(ctx))(t), []projections.BenefitItem{item})
+		wantRows(t, "Providers(all) "+when, must(s.Providers(ctx, 0))(t), []projections.ServiceProvider{p})
+		wantRows(t, "Providers(app 2) "+when, must(s.Providers(ctx, 2))(t), nil)
+		wantRow(t, "card "+when, must(s.CardByNumber(ctx, 1, c.CardNumber))(t), c)
+		_, err := s.CardByNumber(ctx, 0, cardNumber(2))
+		wantNotFound(t, "card put by the failed Update "+when, err)
+		for _, f := range []projections.FulfillmentFilter{{}, {ProviderID: 7}, {IssuerAppID: 1}, {CardNumber: c.CardNumber}} {
+			wantRows(t, fmt.Sprintf("Fulfillments(%+v) %s", f, when), must(s.Fulfillments(ctx, f))(t), []projections.Fulfillment{r})
 		}
-		got, err := tx.Card(ctx, c.CardNumber)
-		if err != nil {
-			return err
+		for _, f := range []projections.FulfillmentFilter{{ProviderID: 8}, {IssuerAppID: 2}, {CardNumber: cardNumber(2)}} {
+			wantIDs(t, fmt.Sprintf("Fulfillments(%+v) %s", f, when), must(s.Fulfillments(ctx, f))(t), nil)
 		}
-		wantRow(t, "Tx.Card inside the failing Update", got, c2)
-		gotR, err := tx.Fulfillment(ctx, r.RecordID)
-		if err != nil {
-			return err
-		}
-		wantRow(t, "Tx.Fulfillment inside the failing Update", gotR, r2)
-		return fmt.Errorf("apply event: %w", boom)
 	})
-
-	if !errors.Is(err, boom) {
-		t.Fatalf("Update error = %v, want one wrapping the fn's error", err)
-	}
-	wantCheckpoint(t, s, "benefits", pos)
-	wantRows(t, "BenefitItems after failed Update", must(s.BenefitItems(ctx))(t), []projections.BenefitItem{item})
-	wantRows(t, "Providers(all) after failed Update", must(s.Providers(ctx, 0))(t), []projections.ServiceProvider{p})
-	wantRows(t, "Providers(app 2) after failed Update", must(s.Providers(ctx, 2))(t), nil)
-	wantRow(t, "card after failed Update", must(s.CardByNumber(ctx, 1, c.CardNumber))(t), c)
-	_, err = s.CardByNumber(ctx, 0, cardNumber(2))
-	wantNotFound(t, "card put by the failed Update", err)
-	for _, f := range []projections.FulfillmentFilter{{}, {ProviderID: 7}, {IssuerAppID: 1}, {CardNumber: c.CardNumber}} {
-		wantRows(t, fmt.Sprintf("Fulfillments(%+v) after failed Update", f), must(s.Fulfillments(ctx, f))(t),
-			[]projections.Fulfillment{r})
-
-	}
-	for _, f := range []projections.FulfillmentFilter{{ProviderID: 8}, {IssuerAppID: 2}, {CardNumber: cardNumber(2)}} {
-		if l := must(s.Fulfillments(ctx, f))(t); len(l) != 0 {
-			t.Errorf("Fulfillments(%+v) after failed Update = %v, want none", f, ids(l))
-		}
-	}
 
 	// The store is still usable, and the failed Update's writes do not count:
 	// the item it freed is still the card's.
@@ -789,36 +743,7 @@ func testFulfillmentsFilters(t *testing.T, s Store) {
 		{ProviderID: 2, IssuerAppID: 10}} {
 		all := f
 		all.Limit = 1000
-		want := ids(m.list(all))
-		for _, limit := range []int{1, 2, 3, 7, 100} {
-			var got []int64
-			page := f
-			page.Limit = limit
-			done := false
-			for range len(want) + 2 { // one page per record at worst, then the empty one
-				l := must(s.Fulfillments(ctx, page))(t)
-				if len(l) == 0 {
-					done = true
-					break
-				}
-				if len(l) > limit {
-					t.Fatalf("%+v: page of %d, limit %d", page, len(l), limit)
-				}
-				for _, r := range l {
-					if r.RecordID <= page.After {
-						t.Fatalf("%+v: record %d is not after the cursor", page, r.RecordID)
-					}
-					got = append(got, r.RecordID)
-					page.After = r.RecordID
-				}
-			}
-			if !done {
-				t.Fatalf("%+v: paging did not end", f)
-			}
-			if !slices.Equal(got, want) {
-				t.Errorf("%+v paged by %d = %v, want %v", f, limit, got, want)
-			}
-		}
+		wantPaging(t, lister(t, s.Fulfillments), f, m.list(all))
 	}
 
 	// Changing a record's provider, issuer and card moves it between the lists.
@@ -838,17 +763,7 @@ func testFulfillmentsLimits(t *testing.T, s Store) {
 		rs[i] = fulfillmentOf(int64(i+1), 7, 8, cardNumber(9))
 	}
 	putFulfillments(t, s, rs...)
-	for _, c := range []struct{ limit, want int }{
-		{0, 100}, {-1, 100}, {1, 1}, {999, 999}, {1000, 1000}, {1001, 1000}, {1 << 30, 1000},
-	} {
-		for _, f := range []projections.FulfillmentFilter{{Limit: c.limit}, {ProviderID: 7, Limit: c.limit},
-			{IssuerAppID: 8, Limit: c.limit}, {CardNumber: cardNumber(9), Limit: c.limit}} {
-			got := must(s.Fulfillments(ctx, f))(t)
-			if len(got) != c.want || got[0].RecordID != 1 || got[len(got)-1].RecordID != int64(c.want) {
-				t.Errorf("Fulfillments(%+v) = %d records, want the first %d", f, len(got), c.want)
-			}
-		}
-	}
+	wantLimits(t, lister(t, s.Fulfillments), []projections.FulfillmentFilter{{}, {ProviderID: 7}, {IssuerAppID: 8}, {CardNumber: cardNumber(9)}}, rs)
 }
 
 // ---- reset ----
@@ -948,18 +863,7 @@ func testFulfillmentsOfProviderApp(t *testing.T, s Store) {
 		}
 		putFulfillments(t, s, r)
 	}
-	var got []projections.Fulfillment
-	for after := int64(0); ; {
-		page := must(s.Fulfillments(ctx, projections.FulfillmentFilter{ProviderAppID: 7, After: after, Limit: 2}))(t)
-		if len(page) > 2 {
-			t.Fatalf("page after %d has %d records, limit 2", after, len(page))
-		}
-		if len(page) == 0 {
-			break
-		}
-		got = append(got, page...)
-		after = page[len(page)-1].RecordID
-	}
+	got := pageAll(t, lister(t, s.Fulfillments), projections.FulfillmentFilter{ProviderAppID: 7}, 2, len(mine)+2)
 	wantRows(t, "ProviderAppID 7, paged by 2", got, mine)
 	wantRows(t, "ProviderAppID 7 and ProviderID 2", must(s.Fulfillments(ctx, projections.FulfillmentFilter{ProviderAppID: 7, ProviderID: 2}))(t),
 		[]projections.Fulfillment{mine[0], mine[3], mine[6]})

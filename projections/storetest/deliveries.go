@@ -314,7 +314,7 @@ func testDeliveryRoundTrip(t *testing.T, s Store) {
 		UpdatedAt:     at(0),
 	}
 	write(t, deliveriesOf(s), func(tx projections.DeliveryTx) error {
-
+		// The caller may reuse its buffers once PutDelivery returns.
 		d := full
 		d.Body, d.LastError = slices.Clone(full.Body), ptr(*full.LastError)
 		if err := tx.PutDelivery(ctx, d); err != nil {
@@ -536,43 +536,9 @@ func testDeliveriesPaging(t *testing.T, s Store) {
 		{AppID: 2, EventType: "user.registered"},
 		{From: at(55), To: at(305)},
 	} {
-		want := strIDs(m.list(domain.DeliveryFilter{AppID: f.AppID, Status: f.Status,
-			EventType: f.EventType, From: f.From, To: f.To, Limit: 1000}))
-
-		for _, limit := range []int{1, 2, 3, 7, 100} {
-			var got []string
-			seen := map[string]bool{}
-			page := f
-			page.Limit = limit
-			done := false
-			for range len(want) + 2 { // one page per delivery at worst, then the empty one
-				l := must(s.Deliveries(ctx, page))(t)
-				if len(l) == 0 {
-					done = true
-					break
-				}
-				if len(l) > limit {
-					t.Fatalf("%+v: page of %d, limit %d", page, len(l), limit)
-				}
-				for _, d := range l {
-					if seen[d.DeliveryID] {
-						t.Fatalf("%+v: %s listed twice", page, d.DeliveryID)
-					}
-					if !page.After.Less(d.Cursor) {
-						t.Fatalf("%+v: %s at %v is not after the cursor", page, d.DeliveryID, d.Cursor)
-					}
-					seen[d.DeliveryID] = true
-					got = append(got, d.DeliveryID)
-					page.After = d.Cursor
-				}
-			}
-			if !done {
-				t.Fatalf("%+v: paging did not end", f)
-			}
-			if !slices.Equal(got, want) {
-				t.Errorf("%+v paged by %d = %v, want %v", f, limit, got, want)
-			}
-		}
+		all := f
+		all.Limit = 1000
+		wantPaging(t, lister(t, s.Deliveries), f, m.list(all))
 	}
 }
 
@@ -584,18 +550,7 @@ func testDeliveriesLimits(t *testing.T, s Store) {
 		dls[i].Body = []byte("{}")
 	}
 	putDeliveries(t, s, dls...)
-	for _, c := range []struct{ limit, want int }{
-		{0, 100}, {-1, 100}, {1, 1}, {999, 999}, {1000, 1000}, {1001, 1000}, {1 << 30, 1000},
-	} {
-		got := must(s.Deliveries(ctx, domain.DeliveryFilter{AppID: 7, Limit: c.limit}))(t)
-		if len(got) != c.want {
-			t.Errorf("Deliveries(Limit %d) = %d deliveries, want %d", c.limit, len(got), c.want)
-			continue
-		}
-		if got[0].DeliveryID != "d-0000" || got[len(got)-1].DeliveryID != dls[c.want-1].DeliveryID {
-			t.Errorf("Deliveries(Limit %d) = %s..%s, want the first %d", c.limit, got[0].DeliveryID, got[len(got)-1].DeliveryID, c.want)
-		}
-	}
+	wantLimits(t, lister(t, s.Deliveries), []domain.DeliveryFilter{{AppID: 7}}, dls)
 	for _, c := range []struct{ limit, want int }{{0, 100}, {-1, 100}, {7, 7}} {
 		if got := must(s.Due(ctx, at(1_000_000), c.limit))(t); len(got) != c.want || got[0].DeliveryID != "d-0000" {
 			t.Errorf("Due(limit %d) = %d deliveries, want the first %d", c.limit, len(got), c.want)
@@ -808,6 +763,7 @@ func testDeliveryTxReads(t *testing.T, s Store) {
 		}
 		wantRow(t, "Tx.Delivery after PutDelivery", got, d)
 
+		// Read, change, write, read again: the projector's partial update.
 		got.Status, got.Attempts, got.LastStatus = domain.DeliveryRetrying, 1, ptr(502)
 		if err := tx.AddAttempt(ctx, projections.Attempt{DeliveryID: d.DeliveryID, Attempt: 1, At: at(5), Outcome: "retry"}); err != nil {
 			return err
@@ -855,61 +811,31 @@ func testFailedUpdateDeliveries(t *testing.T, s Store) {
 	m := newModel()
 	a, b := dlv(1, 10), dlv(2, 11)
 	b.Status, b.NextAttemptAt = domain.DeliveryRetrying, ptr(at(5))
-	pos := events.Position{Commit: 70, Prepare: 70}
 	attempt := projections.Attempt{DeliveryID: a.DeliveryID, Attempt: 1, At: at(3), StatusCode: ptr(500), Outcome: "retry"}
-	if err := s.UpdateDeliveries(ctx, "deliveries", pos, func(tx projections.DeliveryTx) error {
-		if err := tx.PutDelivery(ctx, a); err != nil {
-			return err
-		}
-		if err := tx.PutDelivery(ctx, b); err != nil {
-			return err
-		}
-		return tx.AddAttempt(ctx, attempt)
-	}); err != nil {
-		t.Fatal(err)
-	}
 	m.put(a, b)
 	m.addAttempt(attempt)
 	nows := []time.Time{at(0), at(5), at(1010), at(1_000_000)}
-	m.check(t, s, "before", []int64{1, 2, 3}, nows)
-
-	boom := errors.New("projector failed")
-	err := s.UpdateDeliveries(ctx, "deliveries", events.Position{Commit: 80, Prepare: 80}, func(tx projections.DeliveryTx) error {
+	failedUpdate(t, s, deliveriesOf(s), func(tx projections.DeliveryTx) error {
+		return firstErr(tx.PutDelivery(ctx, a), tx.PutDelivery(ctx, b), tx.AddAttempt(ctx, attempt))
+	}, func(tx projections.DeliveryTx) error {
 		c := dlv(3, 12)
 		c.SourcePosition, c.NextAttemptAt = events.Position{Commit: ^uint64(0)}, ptr(at(0))
-		if err := tx.PutDelivery(ctx, c); err != nil {
-			return err
-		}
 		a2 := a
 		a2.AppID, a2.Status, a2.Cursor, a2.Body, a2.NextAttemptAt = 3, domain.DeliveryAbandoned, cursorAt(1), nil, nil
-		if err := tx.PutDelivery(ctx, a2); err != nil {
-			return err
-		}
 		b2 := b
 		b2.NextAttemptAt = ptr(at(1))
-		if err := tx.PutDelivery(ctx, b2); err != nil {
+		if err := firstErr(tx.PutDelivery(ctx, c), tx.PutDelivery(ctx, a2), tx.PutDelivery(ctx, b2),
+			tx.AddAttempt(ctx, projections.Attempt{DeliveryID: a.DeliveryID, Attempt: 1, At: at(9), Outcome: "abandoned"}),
+			tx.AddAttempt(ctx, projections.Attempt{DeliveryID: b.DeliveryID, Attempt: 1, At: at(9), Outcome: "retry"})); err != nil {
 			return err
 		}
-		if err := tx.AddAttempt(ctx, projections.Attempt{DeliveryID: a.DeliveryID, Attempt: 1, At: at(9), Outcome: "abandoned"}); err != nil {
-			return err
-		}
-		if err := tx.AddAttempt(ctx, projections.Attempt{DeliveryID: b.DeliveryID, Attempt: 1, At: at(9), Outcome: "retry"}); err != nil {
-			return err
-		}
-		got, err := tx.Delivery(ctx, c.DeliveryID)
-		if err != nil {
-			return err
-		}
-		wantRow(t, "Tx.Delivery inside the failing update", got, c)
-		return fmt.Errorf("apply event: %w", boom)
+		wantRow(t, "Tx.Delivery inside the failing update", must(tx.Delivery(ctx, c.DeliveryID))(t), c)
+		return nil
+	}, func(when string) {
+		m.check(t, s, when, []int64{1, 2, 3}, nows)
+		_, _, err := s.Delivery(ctx, 0, "d-0012")
+		wantNotFound(t, "delivery put by the failed update "+when, err)
 	})
-	if !errors.Is(err, boom) {
-		t.Fatalf("UpdateDeliveries error = %v, want one wrapping the fn's error", err)
-	}
-	wantCheckpoint(t, s, "deliveries", pos)
-	m.check(t, s, "after the failed update", []int64{1, 2, 3}, nows)
-	_, _, err = s.Delivery(ctx, 0, "d-0012")
-	wantNotFound(t, "delivery put by the failed update", err)
 
 	// The store is still usable.
 	c := dlv(3, 12)

@@ -91,6 +91,17 @@ func putRows[T, R any](t *testing.T, f family[T], put func(T, context.Context, R
 	})
 }
 
+// firstErr is the first of the errors of several writes, for an Update
+// whose writes must all succeed.
+func firstErr(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // failedUpdate is the scenario every family passes: seed is written at one
 // position, then an Update whose fn writes through spoil and fails; the
 // error must wrap fn's, the checkpoint stay at seed's, and check (run

@@ -99,6 +99,7 @@ func putOrders(t *testing.T, s Store, rows ...projections.Order) {
 	putRows(t, ordersOf(s), projections.OrderTx.PutOrder, rows...)
 }
 
+// orderModel is what Orders must answer, computed the obvious way.
 type orderModel map[int64]projections.Order
 
 func (m orderModel) put(rows ...projections.Order) {
@@ -271,7 +272,7 @@ func testOrderRoundTrip(t *testing.T, s Store) {
 	}
 
 	write(t, ordersOf(s), func(tx projections.OrderTx) error {
-
+		// The caller may reuse its buffers once PutOrder returns.
 		o := full
 		o.Items = slices.Clone(full.Items)
 		o.Items[0].DeviceSNs = slices.Clone(full.Items[0].DeviceSNs)
@@ -452,13 +453,14 @@ func testOrderTxReads(t *testing.T, s Store) {
 		}
 		wantRow(t, "Tx.Order after PutOrder", got, sortedItems(o))
 
+		// Read, change, write, read again: the projector's shipment.
 		got.Status, got.TrackingNumber = "SHIPPED", ptr("SF-NEW")
 		got.Items[1].ShippingStatus = "SHIPPED"
 		got.Items[1].DeviceSNs = append(got.Items[1].DeviceSNs, "SN-new-2", "SN-new-1")
 		if err := tx.PutOrder(ctx, got); err != nil {
 			return err
 		}
-
+		// A read changed without a PutOrder changes nothing.
 		unsaved, err := tx.Order(ctx, o.OrderID)
 		if err != nil {
 			return err
@@ -507,79 +509,38 @@ func testFailedUpdateOrders(t *testing.T, s Store) {
 	g := goodsOf(1)
 	a, b := orderOf(1, 10, "APPROVED"), orderOf(1, 11, "PENDING_REVIEW")
 	u := fullUser(1, 10, "c-10")
-	pos := events.Position{Commit: 70, Prepare: 70}
-	writeAt(t, usersOf(s), "users", pos, func(tx projections.UserTx) error { return tx.PutUser(ctx, u) })
-	if err := s.UpdateOrders(ctx, "orders", pos, func(ot projections.OrderTx) error {
-		if err := ot.PutGoods(ctx, g); err != nil {
-			return err
-		}
-		if err := ot.PutOrder(ctx, a); err != nil {
-			return err
-		}
-		return ot.PutOrder(ctx, b)
-	}); err != nil {
-		t.Fatal(err)
-	}
-
-	boom := errors.New("projector failed")
-	err := s.UpdateOrders(ctx, "orders", events.Position{Commit: 80, Prepare: 80}, func(ot projections.OrderTx) error {
+	writeAt(t, usersOf(s), "users", events.Position{Commit: 70, Prepare: 70}, func(tx projections.UserTx) error { return tx.PutUser(ctx, u) })
+	m := orderModel{}
+	m.put(a, b)
+	failedUpdate(t, s, ordersOf(s), func(tx projections.OrderTx) error {
+		return firstErr(tx.PutGoods(ctx, g), tx.PutOrder(ctx, a), tx.PutOrder(ctx, b))
+	}, func(tx projections.OrderTx) error {
 		g2 := g
 		g2.GoodsCode, g2.GoodsName, g2.Active = "G-CHANGED", "changed", !g.Active
-		if err := ot.PutGoods(ctx, g2); err != nil {
-			return err
-		}
-		if err := ot.PutGoods(ctx, goodsOf(2)); err != nil {
-			return err
-		}
 		a2 := a
 		a2.OrderCode, a2.AppID, a2.Status, a2.UserID, a2.ShippedAt = "ORD-CHANGED", 2, "SHIPPED", nil, nil
 		a2.Items = []projections.OrderItem{{ItemID: a.Items[0].ItemID, DeviceSNs: []string{"changed"}}, {ItemID: 999}}
-		if err := ot.PutOrder(ctx, a2); err != nil {
-			return err
-		}
 		b2 := b
 		b2.Items = nil
-		if err := ot.PutOrder(ctx, b2); err != nil {
-			return err
-		}
-		// The freed code is taken by a new order.
 		c := orderOf(1, 12, "APPROVED")
-		c.OrderCode = a.OrderCode
-		if err := ot.PutOrder(ctx, c); err != nil {
+		c.OrderCode = a.OrderCode // the freed code, taken by a new order
+		if err := firstErr(tx.PutGoods(ctx, g2), tx.PutGoods(ctx, goodsOf(2)), tx.PutOrder(ctx, a2), tx.PutOrder(ctx, b2), tx.PutOrder(ctx, c)); err != nil {
 			return err
 		}
-		got, err := ot.Order(ctx, a.OrderID)
-		if err != nil {
-			return err
+		wantRow(t, "Tx.Order inside the failing Update", must(tx.Order(ctx, a.OrderID))(t), sortedItems(a2))
+		wantRow(t, "Tx.Goods inside the failing Update", must(tx.Goods(ctx, g.GoodsID))(t), g2)
+		return nil
+	}, func(when string) {
+		wantRow(t, "user "+when, must(s.User(ctx, 1, 10))(t), u)
+		wantRows(t, "GoodsList "+when, must(s.GoodsList(ctx))(t), []projections.Goods{g})
+		wantRow(t, "order a "+when, must(s.OrderByCode(ctx, 1, a.OrderCode))(t), sortedItems(a))
+		wantRow(t, "order b "+when, must(s.OrderByCode(ctx, 1, b.OrderCode))(t), sortedItems(b))
+		_, err := s.OrderByCode(ctx, 0, "ORD-CHANGED")
+		wantNotFound(t, "OrderByCode(code of the failed Update) "+when, err)
+		for _, f := range []projections.OrderFilter{{}, {AppID: 1}, {Status: "APPROVED"}, {AppID: 1, Status: "PENDING_REVIEW"}, {AppID: 2}, {Status: "SHIPPED"}} {
+			wantRows(t, fmt.Sprintf("Orders(%+v) %s", f, when), must(s.Orders(ctx, f))(t), m.list(f))
 		}
-		wantRow(t, "Tx.Order inside the failing Update", got, sortedItems(a2))
-		gotG, err := ot.Goods(ctx, g.GoodsID)
-		if err != nil {
-			return err
-		}
-		wantRow(t, "Tx.Goods inside the failing Update", gotG, g2)
-		return fmt.Errorf("apply event: %w", boom)
 	})
-	if !errors.Is(err, boom) {
-		t.Fatalf("Update error = %v, want one wrapping the fn's error", err)
-	}
-	wantCheckpoint(t, s, "orders", pos)
-	wantRow(t, "user after failed Update", must(s.User(ctx, 1, 10))(t), u)
-	wantRows(t, "GoodsList after failed Update", must(s.GoodsList(ctx))(t), []projections.Goods{g})
-	wantRow(t, "order a after failed Update", must(s.OrderByCode(ctx, 1, a.OrderCode))(t), sortedItems(a))
-	wantRow(t, "order b after failed Update", must(s.OrderByCode(ctx, 1, b.OrderCode))(t), sortedItems(b))
-	_, err = s.OrderByCode(ctx, 0, "ORD-CHANGED")
-	wantNotFound(t, "OrderByCode(code of the failed Update)", err)
-	for _, f := range []projections.OrderFilter{{}, {AppID: 1}, {Status: "APPROVED"}, {AppID: 1, Status: "PENDING_REVIEW"}} {
-		m := orderModel{}
-		m.put(a, b)
-		wantRows(t, fmt.Sprintf("Orders(%+v) after failed Update", f), must(s.Orders(ctx, f))(t), m.list(f))
-	}
-	for _, f := range []projections.OrderFilter{{AppID: 2}, {Status: "SHIPPED"}} {
-		if l := must(s.Orders(ctx, f))(t); len(l) != 0 {
-			t.Errorf("Orders(%+v) after failed Update = %v, want none", f, ids(l))
-		}
-	}
 
 	// The store is still usable, and the failed Update's writes do not count:
 	// the code it freed is still a's, the goods code it took is free.
@@ -714,36 +675,7 @@ func testOrdersFilters(t *testing.T, s Store) {
 	for _, f := range []projections.OrderFilter{{}, {AppID: 1}, {Status: "SHIPPED"}, {AppID: 3, Status: "PENDING_REVIEW"}} {
 		all := f
 		all.Limit = 1000
-		want := ids(m.list(all))
-		for _, limit := range []int{1, 2, 3, 7, 100} {
-			var got []int64
-			page := f
-			page.Limit = limit
-			done := false
-			for range len(want) + 2 { // one page per order at worst, then the empty one
-				l := must(s.Orders(ctx, page))(t)
-				if len(l) == 0 {
-					done = true
-					break
-				}
-				if len(l) > limit {
-					t.Fatalf("%+v: page of %d, limit %d", page, len(l), limit)
-				}
-				for _, o := range l {
-					if o.OrderID <= page.After {
-						t.Fatalf("%+v: order %d is not after the cursor", page, o.OrderID)
-					}
-					got = append(got, o.OrderID)
-					page.After = o.OrderID
-				}
-			}
-			if !done {
-				t.Fatalf("%+v: paging did not end", f)
-			}
-			if !slices.Equal(got, want) {
-				t.Errorf("%+v paged by %d = %v, want %v", f, limit, got, want)
-			}
-		}
+		wantPaging(t, lister(t, s.Orders), f, m.list(all))
 	}
 
 	// Changing an order's app and status moves it between the lists.
@@ -766,14 +698,5 @@ func testOrdersLimits(t *testing.T, s Store) {
 		all[i] = o
 	}
 	putOrders(t, s, all...)
-	for _, c := range []struct{ limit, want int }{
-		{0, 100}, {-1, 100}, {1, 1}, {999, 999}, {1000, 1000}, {1001, 1000}, {1 << 30, 1000},
-	} {
-		for _, f := range []projections.OrderFilter{{AppID: 7, Limit: c.limit}, {Limit: c.limit}, {Status: "APPROVED", Limit: c.limit}} {
-			got := must(s.Orders(ctx, f))(t)
-			if len(got) != c.want || got[0].OrderID != 1 || got[len(got)-1].OrderID != int64(c.want) {
-				t.Errorf("Orders(%+v) = %d orders, want the first %d", f, len(got), c.want)
-			}
-		}
-	}
+	wantLimits(t, lister(t, s.Orders), []projections.OrderFilter{{AppID: 7}, {}, {Status: "APPROVED"}}, all)
 }

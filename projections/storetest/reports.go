@@ -140,7 +140,7 @@ func testReportRoundTrip(t *testing.T, s Store) {
 	big.RawData, big.InterpretationDetail = bigJSON(), bigJSON()
 
 	write(t, reportsOf(s), func(tx projections.ReportTx) error {
-
+		// The caller may reuse its buffers once PutReport returns.
 		r := full
 		r.RawData, r.InterpretationDetail = slices.Clone(full.RawData), slices.Clone(full.InterpretationDetail)
 		r.OperatorName = ptr(*full.OperatorName)
@@ -264,6 +264,7 @@ func testReportTxReads(t *testing.T, s Store) {
 		}
 		wantRow(t, "Tx.Report after PutReport", got, r)
 
+		// Read, change, write, read again: the projector's partial update.
 		got.IsViewed, got.InterpretationResult, got.RawData = true, ptr("viewed"), nil
 		if err := tx.PutReport(ctx, got); err != nil {
 			return err
@@ -306,48 +307,29 @@ func testFailedUpdateReports(t *testing.T, s Store) {
 	a, b := report(1, 10, 1, "2024-03-05"), report(1, 10, 2, "2024-03-05")
 	a.InterpretationDetail = []byte(awkwardJSON)
 	u := fullUser(1, 10, "c-10")
-	pos := events.Position{Commit: 70, Prepare: 70}
-	writeAt(t, usersOf(s), "users", pos, func(tx projections.UserTx) error { return tx.PutUser(ctx, u) })
-	if err := s.UpdateReports(ctx, "reports", pos, func(rt projections.ReportTx) error {
-		if err := rt.PutReport(ctx, a); err != nil {
-			return err
-		}
-		return rt.PutReport(ctx, b)
-	}); err != nil {
-		t.Fatal(err)
-	}
-
-	boom := errors.New("projector failed")
-	err := s.UpdateReports(ctx, "reports", events.Position{Commit: 80, Prepare: 80}, func(rt projections.ReportTx) error {
+	writeAt(t, usersOf(s), "users", events.Position{Commit: 70, Prepare: 70}, func(tx projections.UserTx) error { return tx.PutUser(ctx, u) })
+	failedUpdate(t, s, reportsOf(s), func(tx projections.ReportTx) error {
+		return firstErr(tx.PutReport(ctx, a), tx.PutReport(ctx, b))
+	}, func(tx projections.ReportTx) error {
 		a2 := a
 		a2.AppID, a2.Day, a2.RawData, a2.ExaminedAt, a2.IsViewed = 2, "2024-03-06", nil, nil, !a.IsViewed
-		if err := rt.PutReport(ctx, a2); err != nil {
+		if err := firstErr(tx.PutReport(ctx, a2), tx.PutReport(ctx, report(1, 10, 3, "2024-03-05"))); err != nil {
 			return err
 		}
-		if err := rt.PutReport(ctx, report(1, 10, 3, "2024-03-05")); err != nil {
-			return err
+		wantRow(t, "Tx.Report inside the failing Update", must(tx.Report(ctx, a.ReportID))(t), a2)
+		return nil
+	}, func(when string) {
+		wantRow(t, "report "+when, must(s.Report(ctx, 1, a.ReportID))(t), a)
+		wantIDs(t, "ReportsOfDay "+when, must(s.ReportsOfDay(ctx, 1, 10, "2024-03-05"))(t), []int64{1, 2})
+		wantIDs(t, "the failed Update's day "+when, must(s.ReportsOfDay(ctx, 2, 10, "2024-03-06"))(t), nil)
+		_, err := s.Report(ctx, 1, 3)
+		wantNotFound(t, "report put by the failed Update "+when, err)
+		if got, err := s.UserByPhone(ctx, 1, *u.Phone); err != nil || got.OpenUserID != u.OpenUserID {
+			t.Errorf("UserByPhone(old phone) %s = %d, %v", when, got.OpenUserID, err)
 		}
-		got, err := rt.Report(ctx, a.ReportID)
-		if err != nil {
-			return err
-		}
-		wantRow(t, "Tx.Report inside the failing Update", got, a2)
-		return fmt.Errorf("apply event: %w", boom)
+		_, err = s.UserByPhone(ctx, 1, "+1 555 0100")
+		wantNotFound(t, "UserByPhone(phone of the failed Update) "+when, err)
 	})
-	if !errors.Is(err, boom) {
-		t.Fatalf("Update error = %v, want one wrapping the fn's error", err)
-	}
-	wantCheckpoint(t, s, "reports", pos)
-	wantRow(t, "report after failed Update", must(s.Report(ctx, 1, a.ReportID))(t), a)
-	wantIDs(t, "ReportsOfDay after failed Update", must(s.ReportsOfDay(ctx, 1, 10, "2024-03-05"))(t), []int64{1, 2})
-	wantIDs(t, "the failed Update's day", must(s.ReportsOfDay(ctx, 2, 10, "2024-03-06"))(t), nil)
-	_, err = s.Report(ctx, 1, 3)
-	wantNotFound(t, "report put by the failed Update", err)
-	if got, err := s.UserByPhone(ctx, 1, *u.Phone); err != nil || got.OpenUserID != u.OpenUserID {
-		t.Errorf("UserByPhone(old phone) after failed Update = %d, %v", got.OpenUserID, err)
-	}
-	_, err = s.UserByPhone(ctx, 1, "+1 555 0100")
-	wantNotFound(t, "UserByPhone(phone of the failed Update)", err)
 
 	// The store is still usable.
 	putReports(t, s, report(1, 10, 3, "2024-03-05"))

@@ -114,7 +114,6 @@ func put(t *testing.T, s Store, users []projections.User, groups []projections.G
 		}
 		return nil
 	})
-
 }
 
 // ---- cases ----
@@ -143,89 +142,37 @@ func testFailedUpdate(t *testing.T, s Store) {
 	g := group(1, 10, 100)
 	m := member(1, 10, 100, 1000)
 	m2 := member(1, 10, 100, 1001)
-	pos := events.Position{Commit: 7, Prepare: 7}
-	writeAt(t, usersOf(s), "p", pos, func(tx projections.UserTx) error {
-		if err := tx.PutUser(ctx, u); err != nil {
-			return err
-		}
-		if err := tx.PutGroup(ctx, g); err != nil {
-			return err
-		}
-		if err := tx.PutMember(ctx, m); err != nil {
-			return err
-		}
-		return tx.PutMember(ctx, m2)
-	})
-
-	boom := errors.New("projector failed")
-	err := s.Update(ctx, "p", events.Position{Commit: 8, Prepare: 8}, func(tx projections.UserTx) error {
+	failedUpdate(t, s, usersOf(s), func(tx projections.UserTx) error {
+		return firstErr(tx.PutUser(ctx, u), tx.PutGroup(ctx, g), tx.PutMember(ctx, m), tx.PutMember(ctx, m2))
+	}, func(tx projections.UserTx) error {
 		u2 := u
 		u2.Name, u2.ChannelUserID, u2.Nickname = "changed", "c-changed", nil
-		if err := tx.PutUser(ctx, u2); err != nil {
-			return err
-		}
-		if err := tx.PutUser(ctx, fullUser(1, 11, "c-11")); err != nil {
-			return err
-		}
 		g2 := g
 		g2.Name, g2.Dissolved = "changed", true
-		if err := tx.PutGroup(ctx, g2); err != nil {
-			return err
-		}
-		if err := tx.PutGroup(ctx, group(1, 10, 101)); err != nil {
-			return err
-		}
-		if err := tx.DeleteMember(ctx, m.MemberID, at(99)); err != nil {
-			return err
-		}
 		m3 := m2
 		m3.Name, m3.Height = "changed", nil
-		if err := tx.PutMember(ctx, m3); err != nil {
-			return err
-		}
-		if err := tx.PutMember(ctx, member(1, 10, 100, 1002)); err != nil {
-			return err
-		}
-		return fmt.Errorf("apply event: %w", boom)
+		return firstErr(tx.PutUser(ctx, u2), tx.PutUser(ctx, fullUser(1, 11, "c-11")), tx.PutGroup(ctx, g2),
+			tx.PutGroup(ctx, group(1, 10, 101)), tx.DeleteMember(ctx, m.MemberID, at(99)), tx.PutMember(ctx, m3),
+			tx.PutMember(ctx, member(1, 10, 100, 1002)))
+	}, func(when string) {
+		wantRow(t, "user "+when, must(s.User(ctx, 1, 10))(t), u)
+		wantRow(t, "user by channel id "+when, must(s.UserByChannelID(ctx, 1, "c-10"))(t), u)
+		_, err := s.UserByChannelID(ctx, 1, "c-changed")
+		wantNotFound(t, "UserByChannelID(channel id of failed Update) "+when, err)
+		_, err = s.User(ctx, 1, 11)
+		wantNotFound(t, "User inserted by failed Update "+when, err)
+		wantG := g
+		wantG.MemberCount = 2
+		wantRows(t, "groups "+when, must(s.Groups(ctx, 1, 10))(t), []projections.Group{wantG})
+		wantRows(t, "members "+when, must(s.Members(ctx, 1, 10, time.Time{}))(t), []projections.Member{m, m2})
 	})
-	if !errors.Is(err, boom) {
-		t.Fatalf("Update error = %v, want one wrapping the fn's error", err)
-	}
-
-	wantCheckpoint(t, s, "p", pos)
-	wantRow(t, "user after failed Update", must(s.User(ctx, 1, 10))(t), u)
-	got, err := s.UserByChannelID(ctx, 1, "c-10")
-	if err != nil {
-		t.Fatalf("UserByChannelID(old channel id) after failed Update: %v", err)
-	}
-	wantRow(t, "user by channel id after failed Update", got, u)
-	_, err = s.UserByChannelID(ctx, 1, "c-changed")
-	wantNotFound(t, "UserByChannelID(channel id of failed Update)", err)
-	_, err = s.User(ctx, 1, 11)
-	wantNotFound(t, "User inserted by failed Update", err)
-
-	gs := must(s.Groups(ctx, 1, 10))(t)
-	if len(gs) != 1 {
-		t.Fatalf("groups after failed Update = %v, want only group 100", ids(gs))
-	}
-	wantG := g
-	wantG.MemberCount = 2
-	wantRow(t, "group after failed Update", gs[0], wantG)
-
-	ms := must(s.Members(ctx, 1, 10, time.Time{}))(t)
-	if !slices.Equal(ids(ms), []int64{1000, 1001}) {
-		t.Fatalf("members after failed Update = %v, want [1000 1001]", ids(ms))
-	}
-	wantRow(t, "member 1000 after failed Update", ms[0], m)
-	wantRow(t, "member 1001 after failed Update", ms[1], m2)
 
 	// The store is still usable after a failed Update.
-	writeAt(t, usersOf(s), "p", events.Position{Commit: 9, Prepare: 9}, func(tx projections.UserTx) error {
+	writeAt(t, usersOf(s), "users", events.Position{Commit: 90, Prepare: 90}, func(tx projections.UserTx) error {
 		return tx.PutUser(ctx, fullUser(1, 11, "c-11"))
 	})
-
 	must(s.User(ctx, 1, 11))(t)
-	wantCheckpoint(t, s, "p", events.Position{Commit: 9, Prepare: 9})
+	wantCheckpoint(t, s, "users", events.Position{Commit: 90, Prepare: 90})
 }
 
 func testCheckpointsPerProjection(t *testing.T, s Store) {
@@ -451,7 +398,7 @@ func testGroups(t *testing.T, s Store) {
 		if err := tx.PutMember(ctx, m); err != nil {
 			return err
 		}
-
+		// Move member 4 from group 200 to group 300.
 		if err := tx.PutMember(ctx, live(300, 4)); err != nil {
 			return err
 		}
@@ -617,7 +564,7 @@ func testDeleteMember(t *testing.T, s Store) {
 		if err := tx.DeleteMember(ctx, 1, del); err != nil {
 			return err
 		}
-
+		// A missing member is not an error.
 		return tx.DeleteMember(ctx, 424242, del)
 	})
 
@@ -829,6 +776,7 @@ func testTxReads(t *testing.T, s Store) {
 		}
 		wantRow(t, "Tx.User after PutUser", got, u)
 
+		// Read, change, write, read again: the projector's partial update.
 		got.Name, got.Nickname = "renamed", nil
 		if err := tx.PutUser(ctx, got); err != nil {
 			return err
@@ -949,7 +897,6 @@ func testTxReadsAfterFailure(t *testing.T, s Store) {
 		wantRow(t, "Tx.Group after failed Update", gotG, wantG)
 		return nil
 	})
-
 }
 
 // Two users of one app can never share a channel id: the write that tries
