@@ -2,7 +2,6 @@ package storetest
 
 import (
 	"cmp"
-	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -12,6 +11,20 @@ import (
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/projections"
 )
+
+// benefitCases are the cases of the benefits sub-suite.
+var benefitCases = []testCase{
+	{"BenefitItemsRoundTripAndOrder", testBenefitItems},
+	{"ProvidersRoundTripAndFilter", testProviders},
+	{"CardRoundTripAndTenancy", testCards},
+	{"CardItemsReplacedAndUnique", testCardItems},
+	{"FulfillmentRoundTrip", testFulfillmentRoundTrip},
+	{"BenefitTxReadsSeeOwnWrites", testBenefitTxReads},
+	{"FailedUpdateChangesNoBenefits", testFailedUpdateBenefits},
+	{"FulfillmentsFiltersOrderAndPaging", testFulfillmentsFilters},
+	{"FulfillmentsLimits", testFulfillmentsLimits},
+	{"FulfillmentsOfProviderAppOnePage", testFulfillmentsOfProviderApp},
+}
 
 // The benefit cases of Run, and the Reset of goods, orders and benefits.
 // Every read-model store is also the benefit store, and its Update
@@ -100,275 +113,24 @@ func ascendingSet(p projections.ServiceProvider) projections.ServiceProvider {
 
 // ---- benefit helpers ----
 
-func benefitStore(t *testing.T, s Store) projections.BenefitStore {
+func putBenefitItems(t *testing.T, s Store, rows ...projections.BenefitItem) {
 	t.Helper()
-	bs, ok := s.(projections.BenefitStore)
-	if !ok {
-		t.Fatalf("%T does not implement projections.BenefitStore", s)
-	}
-	return bs
+	putRows(t, benefitsOf(s), projections.BenefitTx.PutBenefitItem, rows...)
 }
 
-func updateBenefits(t *testing.T, s Store, fn func(projections.BenefitTx) error) {
+func putProviders(t *testing.T, s Store, rows ...projections.ServiceProvider) {
 	t.Helper()
-	if err := s.UpdateBenefits(context.Background(), "benefits", nextPos(), fn); err != nil {
-		t.Fatalf("UpdateBenefits: %v", err)
-	}
+	putRows(t, benefitsOf(s), projections.BenefitTx.PutProvider, rows...)
 }
 
-// tryUpdateBenefits is updateBenefits for an Update expected to fail.
-func tryUpdateBenefits(s Store, fn func(projections.BenefitTx) error) error {
-	return s.UpdateBenefits(context.Background(), "benefits", nextPos(), fn)
-}
-
-func putBenefitItems(t *testing.T, s Store, bs ...projections.BenefitItem) {
+func putCards(t *testing.T, s Store, rows ...projections.Card) {
 	t.Helper()
-	updateBenefits(t, s, func(tx projections.BenefitTx) error {
-		for _, b := range bs {
-			if err := tx.PutBenefitItem(context.Background(), b); err != nil {
-				return fmt.Errorf("PutBenefitItem %d: %w", b.BenefitItemID, err)
-			}
-		}
-		return nil
-	})
+	putRows(t, benefitsOf(s), projections.BenefitTx.PutCard, rows...)
 }
 
-func putProviders(t *testing.T, s Store, ps ...projections.ServiceProvider) {
+func putFulfillments(t *testing.T, s Store, rows ...projections.Fulfillment) {
 	t.Helper()
-	updateBenefits(t, s, func(tx projections.BenefitTx) error {
-		for _, p := range ps {
-			if err := tx.PutProvider(context.Background(), p); err != nil {
-				return fmt.Errorf("PutProvider %d: %w", p.ProviderID, err)
-			}
-		}
-		return nil
-	})
-}
-
-func putCards(t *testing.T, s Store, cs ...projections.Card) {
-	t.Helper()
-	updateBenefits(t, s, func(tx projections.BenefitTx) error {
-		for _, c := range cs {
-			if err := tx.PutCard(context.Background(), c); err != nil {
-				return fmt.Errorf("PutCard %s: %w", c.CardNumber, err)
-			}
-		}
-		return nil
-	})
-}
-
-func putFulfillments(t *testing.T, s Store, rs ...projections.Fulfillment) {
-	t.Helper()
-	updateBenefits(t, s, func(tx projections.BenefitTx) error {
-		for _, r := range rs {
-			if err := tx.PutFulfillment(context.Background(), r); err != nil {
-				return fmt.Errorf("PutFulfillment %d: %w", r.RecordID, err)
-			}
-		}
-		return nil
-	})
-}
-
-func benefitItems(t *testing.T, bs projections.BenefitStore) []projections.BenefitItem {
-	t.Helper()
-	l, err := bs.BenefitItems(context.Background())
-	if err != nil {
-		t.Fatalf("BenefitItems: %v", err)
-	}
-	return l
-}
-
-func providers(t *testing.T, bs projections.BenefitStore, app int64) []projections.ServiceProvider {
-	t.Helper()
-	l, err := bs.Providers(context.Background(), app)
-	if err != nil {
-		t.Fatalf("Providers(%d): %v", app, err)
-	}
-	return l
-}
-
-func cardByNumber(t *testing.T, bs projections.BenefitStore, issuer int64, number string) projections.Card {
-	t.Helper()
-	c, err := bs.CardByNumber(context.Background(), issuer, number)
-	if err != nil {
-		t.Fatalf("CardByNumber(%d, %q): %v", issuer, number, err)
-	}
-	return c
-}
-
-func listFulfillments(t *testing.T, bs projections.BenefitStore, f projections.FulfillmentFilter) []projections.Fulfillment {
-	t.Helper()
-	l, err := bs.Fulfillments(context.Background(), f)
-	if err != nil {
-		t.Fatalf("Fulfillments(%+v): %v", f, err)
-	}
-	return l
-}
-
-func benefitItemIDs(bs []projections.BenefitItem) []int64 {
-	ids := make([]int64, len(bs))
-	for i, b := range bs {
-		ids[i] = b.BenefitItemID
-	}
-	return ids
-}
-
-func providerIDs(ps []projections.ServiceProvider) []int64 {
-	ids := make([]int64, len(ps))
-	for i, p := range ps {
-		ids[i] = p.ProviderID
-	}
-	return ids
-}
-
-func recordIDs(rs []projections.Fulfillment) []int64 {
-	ids := make([]int64, len(rs))
-	for i, r := range rs {
-		ids[i] = r.RecordID
-	}
-	return ids
-}
-
-func diffBenefitItem(got, want projections.BenefitItem) []string {
-	var d []string
-	f := func(name string, ok bool, g, w any) {
-		if !ok {
-			d = append(d, fmt.Sprintf("%s: got %v, want %v", name, g, w))
-		}
-	}
-	f("BenefitItemID", got.BenefitItemID == want.BenefitItemID, got.BenefitItemID, want.BenefitItemID)
-	f("Name", got.Name == want.Name, got.Name, want.Name)
-	f("Status", got.Status == want.Status, got.Status, want.Status)
-	f("CreatedAt", sameTime(got.CreatedAt, want.CreatedAt), got.CreatedAt, want.CreatedAt)
-	f("UpdatedAt", sameTime(got.UpdatedAt, want.UpdatedAt), got.UpdatedAt, want.UpdatedAt)
-	return d
-}
-
-// diffProvider compares every field; AllowedItemIDs must not be nil even when empty.
-func diffProvider(got, want projections.ServiceProvider) []string {
-	var d []string
-	f := func(name string, ok bool, g, w any) {
-		if !ok {
-			d = append(d, fmt.Sprintf("%s: got %v, want %v", name, g, w))
-		}
-	}
-	f("ProviderID", got.ProviderID == want.ProviderID, got.ProviderID, want.ProviderID)
-	f("AppID", got.AppID == want.AppID, got.AppID, want.AppID)
-	f("Name", got.Name == want.Name, got.Name, want.Name)
-	f("Type", got.Type == want.Type, got.Type, want.Type)
-	f("Contact", got.Contact == want.Contact, got.Contact, want.Contact)
-	f("PointsCode", sameStr(got.PointsCode, want.PointsCode), show(got.PointsCode), show(want.PointsCode))
-	f("Status", got.Status == want.Status, got.Status, want.Status)
-	f("AllowedItemIDs", got.AllowedItemIDs != nil && slices.Equal(got.AllowedItemIDs, want.AllowedItemIDs),
-		fmt.Sprintf("%#v", got.AllowedItemIDs), want.AllowedItemIDs)
-	f("CreatedAt", sameTime(got.CreatedAt, want.CreatedAt), got.CreatedAt, want.CreatedAt)
-	f("UpdatedAt", sameTime(got.UpdatedAt, want.UpdatedAt), got.UpdatedAt, want.UpdatedAt)
-	return d
-}
-
-// diffCard compares every field; want.Items must be in UserBenefitItemID
-// order, and got.Items must not be nil even when empty.
-func diffCard(got, want projections.Card) []string {
-	var d []string
-	f := func(name string, ok bool, g, w any) {
-		if !ok {
-			d = append(d, fmt.Sprintf("%s: got %v, want %v", name, g, w))
-		}
-	}
-	f("CardNumber", got.CardNumber == want.CardNumber, got.CardNumber, want.CardNumber)
-	f("IssuerAppID", got.IssuerAppID == want.IssuerAppID, got.IssuerAppID, want.IssuerAppID)
-	f("HolderName", got.HolderName == want.HolderName, got.HolderName, want.HolderName)
-	f("HolderPhone", sameStr(got.HolderPhone, want.HolderPhone), show(got.HolderPhone), show(want.HolderPhone))
-	f("ExpiresAt", sameTime(got.ExpiresAt, want.ExpiresAt), got.ExpiresAt, want.ExpiresAt)
-	f("CreatedAt", sameTime(got.CreatedAt, want.CreatedAt), got.CreatedAt, want.CreatedAt)
-	f("UpdatedAt", sameTime(got.UpdatedAt, want.UpdatedAt), got.UpdatedAt, want.UpdatedAt)
-	ok := got.Items != nil && len(got.Items) == len(want.Items)
-	for i := 0; ok && i < len(got.Items); i++ {
-		ok = got.Items[i] == want.Items[i]
-	}
-	f("Items", ok, fmt.Sprintf("%+v (nil: %v)", got.Items, got.Items == nil), fmt.Sprintf("%+v", want.Items))
-	return d
-}
-
-func diffFulfillment(got, want projections.Fulfillment) []string {
-	var d []string
-	f := func(name string, ok bool, g, w any) {
-		if !ok {
-			d = append(d, fmt.Sprintf("%s: got %v, want %v", name, g, w))
-		}
-	}
-	f("RecordID", got.RecordID == want.RecordID, got.RecordID, want.RecordID)
-	f("CardNumber", got.CardNumber == want.CardNumber, got.CardNumber, want.CardNumber)
-	f("IssuerAppID", got.IssuerAppID == want.IssuerAppID, got.IssuerAppID, want.IssuerAppID)
-	f("UserBenefitItemID", got.UserBenefitItemID == want.UserBenefitItemID, got.UserBenefitItemID, want.UserBenefitItemID)
-	f("BenefitItemID", got.BenefitItemID == want.BenefitItemID, got.BenefitItemID, want.BenefitItemID)
-	f("BenefitItemName", got.BenefitItemName == want.BenefitItemName, got.BenefitItemName, want.BenefitItemName)
-	f("ProviderID", got.ProviderID == want.ProviderID, got.ProviderID, want.ProviderID)
-	f("ProviderAppID", got.ProviderAppID == want.ProviderAppID, got.ProviderAppID, want.ProviderAppID)
-	f("Quantity", got.Quantity == want.Quantity, got.Quantity, want.Quantity)
-	f("Status", got.Status == want.Status, got.Status, want.Status)
-	f("PointsCode", sameStr(got.PointsCode, want.PointsCode), show(got.PointsCode), show(want.PointsCode))
-	f("Remark", sameStr(got.Remark, want.Remark), show(got.Remark), show(want.Remark))
-	f("InitiatedAt", sameTime(got.InitiatedAt, want.InitiatedAt), got.InitiatedAt, want.InitiatedAt)
-	f("Rating", sameP(got.Rating, want.Rating), show(got.Rating), show(want.Rating))
-	f("UpdatedAt", sameTime(got.UpdatedAt, want.UpdatedAt), got.UpdatedAt, want.UpdatedAt)
-	return d
-}
-
-func wantBenefitItems(t *testing.T, what string, got, want []projections.BenefitItem) {
-	t.Helper()
-	if !equalIDs(benefitItemIDs(got), benefitItemIDs(want)) {
-		t.Errorf("%s = %v, want %v", what, benefitItemIDs(got), benefitItemIDs(want))
-		return
-	}
-	for i := range got {
-		for _, d := range diffBenefitItem(got[i], want[i]) {
-			t.Errorf("%s[%d]: %s", what, i, d)
-		}
-	}
-}
-
-func wantProvider(t *testing.T, what string, got, want projections.ServiceProvider) {
-	t.Helper()
-	for _, d := range diffProvider(got, want) {
-		t.Errorf("%s: %s", what, d)
-	}
-}
-
-func wantProviders(t *testing.T, what string, got, want []projections.ServiceProvider) {
-	t.Helper()
-	if !equalIDs(providerIDs(got), providerIDs(want)) {
-		t.Errorf("%s = %v, want %v", what, providerIDs(got), providerIDs(want))
-		return
-	}
-	for i := range got {
-		wantProvider(t, fmt.Sprintf("%s[%d]", what, i), got[i], want[i])
-	}
-}
-
-func wantCard(t *testing.T, what string, got, want projections.Card) {
-	t.Helper()
-	for _, d := range diffCard(got, want) {
-		t.Errorf("%s: %s", what, d)
-	}
-}
-
-func wantFulfillment(t *testing.T, what string, got, want projections.Fulfillment) {
-	t.Helper()
-	for _, d := range diffFulfillment(got, want) {
-		t.Errorf("%s: %s", what, d)
-	}
-}
-
-func wantFulfillments(t *testing.T, what string, got, want []projections.Fulfillment) {
-	t.Helper()
-	if !equalIDs(recordIDs(got), recordIDs(want)) {
-		t.Errorf("%s = %v, want %v", what, recordIDs(got), recordIDs(want))
-		return
-	}
-	for i := range got {
-		wantFulfillment(t, fmt.Sprintf("%s[%d]", what, i), got[i], want[i])
-	}
+	putRows(t, benefitsOf(s), projections.BenefitTx.PutFulfillment, rows...)
 }
 
 // fulfillmentModel is what Fulfillments must answer, computed the obvious way.
@@ -398,10 +160,8 @@ func (m fulfillmentModel) list(f projections.FulfillmentFilter) []projections.Fu
 // ---- benefit cases ----
 
 func testBenefitItems(t *testing.T, s Store) {
-	ctx := context.Background()
-	bs := benefitStore(t, s)
-	if l := benefitItems(t, bs); len(l) != 0 {
-		t.Fatalf("BenefitItems of an empty store = %v", benefitItemIDs(l))
+	if l := must(s.BenefitItems(ctx))(t); len(l) != 0 {
+		t.Fatalf("BenefitItems of an empty store = %v", ids(l))
 	}
 	full := projections.BenefitItem{
 		BenefitItemID: 1<<63 - 1,
@@ -414,19 +174,17 @@ func testBenefitItems(t *testing.T, s Store) {
 	b3, b1 := benefitItemOf(30), benefitItemOf(10)
 	putBenefitItems(t, s, b3, full, b1, bare)
 	want := []projections.BenefitItem{bare, b1, b3, full}
-	wantBenefitItems(t, "BenefitItems", benefitItems(t, bs), want)
+	wantRows(t, "BenefitItems", must(s.BenefitItems(ctx))(t), want)
 
 	// The projector's status change: read, change, write, read again.
-	updateBenefits(t, s, func(tx projections.BenefitTx) error {
+	write(t, benefitsOf(s), func(tx projections.BenefitTx) error {
 		_, err := tx.BenefitItem(ctx, 424242)
 		wantNotFound(t, "Tx.BenefitItem(unknown)", err)
 		got, err := tx.BenefitItem(ctx, b1.BenefitItemID)
 		if err != nil {
 			return err
 		}
-		for _, d := range diffBenefitItem(got, b1) {
-			t.Errorf("Tx.BenefitItem: %s", d)
-		}
+		wantRow(t, "Tx.BenefitItem", got, b1)
 		got.Status, got.UpdatedAt = "SUSPENDED", at(99)
 		if err := tx.PutBenefitItem(ctx, got); err != nil {
 			return err
@@ -435,22 +193,19 @@ func testBenefitItems(t *testing.T, s Store) {
 		if err != nil {
 			return err
 		}
-		for _, d := range diffBenefitItem(again, got) {
-			t.Errorf("Tx.BenefitItem after PutBenefitItem: %s", d)
-		}
+		wantRow(t, "Tx.BenefitItem after PutBenefitItem", again, got)
 		b1 = got
 		return nil
 	})
+
 	want = []projections.BenefitItem{bare, b1, b3, full}
-	wantBenefitItems(t, "BenefitItems after a status change", benefitItems(t, bs), want)
-	l := benefitItems(t, bs)
+	wantRows(t, "BenefitItems after a status change", must(s.BenefitItems(ctx))(t), want)
+	l := must(s.BenefitItems(ctx))(t)
 	l[1].Name = "mutated" // results are copies
-	wantBenefitItems(t, "BenefitItems after a caller mutated a result", benefitItems(t, bs), want)
+	wantRows(t, "BenefitItems after a caller mutated a result", must(s.BenefitItems(ctx))(t), want)
 }
 
 func testProviders(t *testing.T, s Store) {
-	ctx := context.Background()
-	bs := benefitStore(t, s)
 	full := projections.ServiceProvider{
 		ProviderID:     1 << 62,
 		AppID:          5,
@@ -467,7 +222,7 @@ func testProviders(t *testing.T, s Store) {
 	zeroes := projections.ServiceProvider{ProviderID: 3, AppID: 6, PointsCode: ptr(""), AllowedItemIDs: []int64{0},
 		CreatedAt: at(0), UpdatedAt: at(0)}
 	other := providerOf(7, 4)
-	updateBenefits(t, s, func(tx projections.BenefitTx) error {
+	write(t, benefitsOf(s), func(tx projections.BenefitTx) error {
 		// The caller may reuse its buffers once PutProvider returns.
 		p := full
 		p.AllowedItemIDs, p.PointsCode = slices.Clone(full.AllowedItemIDs), ptr(*full.PointsCode)
@@ -482,42 +237,42 @@ func testProviders(t *testing.T, s Store) {
 		}
 		return nil
 	})
+
 	sorted := ascendingSet(full)
 	if !slices.Equal(sorted.AllowedItemIDs, []int64{-2, 1, 3, 5, 1 << 62}) {
 		t.Fatalf("the suite's ascendingSet is wrong: %v", sorted.AllowedItemIDs)
 	}
-	wantProviders(t, "Providers(all)", providers(t, bs, 0), []projections.ServiceProvider{bare, zeroes, other, sorted})
-	wantProviders(t, "Providers(app 5)", providers(t, bs, 5), []projections.ServiceProvider{bare, sorted})
-	wantProviders(t, "Providers(app 6)", providers(t, bs, 6), []projections.ServiceProvider{zeroes})
-	wantProviders(t, "Providers(app 99)", providers(t, bs, 99), nil)
+	wantRows(t, "Providers(all)", must(s.Providers(ctx, 0))(t), []projections.ServiceProvider{bare, zeroes, other, sorted})
+	wantRows(t, "Providers(app 5)", must(s.Providers(ctx, 5))(t), []projections.ServiceProvider{bare, sorted})
+	wantRows(t, "Providers(app 6)", must(s.Providers(ctx, 6))(t), []projections.ServiceProvider{zeroes})
+	wantRows(t, "Providers(app 99)", must(s.Providers(ctx, 99))(t), nil)
 
-	updateBenefits(t, s, func(tx projections.BenefitTx) error {
+	write(t, benefitsOf(s), func(tx projections.BenefitTx) error {
 		got, err := tx.Provider(ctx, full.ProviderID)
 		if err != nil {
 			return err
 		}
-		wantProvider(t, "Tx.Provider", got, sorted)
+		wantRow(t, "Tx.Provider", got, sorted)
 		_, err = tx.Provider(ctx, 424242)
 		wantNotFound(t, "Tx.Provider(unknown)", err)
 		got.AllowedItemIDs[0], *got.PointsCode = 99, "mutated" // a copy
 		return nil
 	})
-	l := providers(t, bs, 0)
+
+	l := must(s.Providers(ctx, 0))(t)
 	l[3].AllowedItemIDs[1], *l[3].PointsCode = 99, "mutated"
-	wantProviders(t, "Providers after callers mutated results", providers(t, bs, 5), []projections.ServiceProvider{bare, sorted})
+	wantRows(t, "Providers after callers mutated results", must(s.Providers(ctx, 5))(t), []projections.ServiceProvider{bare, sorted})
 
 	// Replacing sets the pointer back to nil, empties the list and moves the provider.
 	repl := projections.ServiceProvider{ProviderID: full.ProviderID, AppID: 6, Name: "renamed", Type: "SERVICE_PROVIDER",
 		Status: "REJECTED", AllowedItemIDs: []int64{}, CreatedAt: at(10), UpdatedAt: at(11)}
 	putProviders(t, s, repl)
-	wantProviders(t, "Providers(app 5) after a move", providers(t, bs, 5), []projections.ServiceProvider{bare})
-	wantProviders(t, "Providers(app 6) after a move", providers(t, bs, 6), []projections.ServiceProvider{zeroes, repl})
-	wantProviders(t, "Providers(all) after a move", providers(t, bs, 0), []projections.ServiceProvider{bare, zeroes, other, repl})
+	wantRows(t, "Providers(app 5) after a move", must(s.Providers(ctx, 5))(t), []projections.ServiceProvider{bare})
+	wantRows(t, "Providers(app 6) after a move", must(s.Providers(ctx, 6))(t), []projections.ServiceProvider{zeroes, repl})
+	wantRows(t, "Providers(all) after a move", must(s.Providers(ctx, 0))(t), []projections.ServiceProvider{bare, zeroes, other, repl})
 }
 
 func testCards(t *testing.T, s Store) {
-	ctx := context.Background()
-	bs := benefitStore(t, s)
 	full := projections.Card{
 		CardNumber:  "6200-渠道-🙂",
 		IssuerAppID: 1 << 40,
@@ -535,7 +290,7 @@ func testCards(t *testing.T, s Store) {
 	bare := projections.Card{CardNumber: cardNumber(1), IssuerAppID: 1 << 40, ExpiresAt: at(0), CreatedAt: at(0), UpdatedAt: at(0)}
 	zeroes := projections.Card{CardNumber: cardNumber(2), IssuerAppID: 2, HolderPhone: ptr(""), ExpiresAt: at(0),
 		CreatedAt: at(0), UpdatedAt: at(0), Items: []projections.CardItem{}}
-	updateBenefits(t, s, func(tx projections.BenefitTx) error {
+	write(t, benefitsOf(s), func(tx projections.BenefitTx) error {
 		// The caller may reuse its buffers once PutCard returns.
 		c := full
 		c.Items, c.HolderPhone = slices.Clone(full.Items), ptr(*full.HolderPhone)
@@ -548,9 +303,10 @@ func testCards(t *testing.T, s Store) {
 		}
 		return tx.PutCard(ctx, zeroes)
 	})
+
 	for _, want := range []projections.Card{sortedCard(full), bare, zeroes} {
-		wantCard(t, fmt.Sprintf("CardByNumber(issuer, %q)", want.CardNumber), cardByNumber(t, bs, want.IssuerAppID, want.CardNumber), want)
-		wantCard(t, fmt.Sprintf("CardByNumber(any, %q)", want.CardNumber), cardByNumber(t, bs, 0, want.CardNumber), want)
+		wantRow(t, fmt.Sprintf("CardByNumber(issuer, %q)", want.CardNumber), must(s.CardByNumber(ctx, want.IssuerAppID, want.CardNumber))(t), want)
+		wantRow(t, fmt.Sprintf("CardByNumber(any, %q)", want.CardNumber), must(s.CardByNumber(ctx, 0, want.CardNumber))(t), want)
 	}
 
 	// Tenancy: another issuer cannot see the card; numbers match exactly.
@@ -559,7 +315,7 @@ func testCards(t *testing.T, s Store) {
 		number string
 	}{{2, full.CardNumber}, {1 << 40, zeroes.CardNumber}, {-1, bare.CardNumber}, {1 << 40, cardNumber(3)},
 		{0, cardNumber(3)}, {0, ""}, {1 << 40, bare.CardNumber[:14]}, {1 << 40, bare.CardNumber + " "}, {0, "6200-渠道-🙂 "}} {
-		got, err := bs.CardByNumber(ctx, c.issuer, c.number)
+		got, err := s.CardByNumber(ctx, c.issuer, c.number)
 		wantNotFound(t, fmt.Sprintf("CardByNumber(%d, %q)", c.issuer, c.number), err)
 		if err != nil && got.CardNumber != "" {
 			t.Errorf("CardByNumber(%d, %q) returned data with its error: %+v", c.issuer, c.number, got)
@@ -567,38 +323,37 @@ func testCards(t *testing.T, s Store) {
 	}
 
 	// Inside a transaction too, whatever the issuer; what it reads is a copy.
-	updateBenefits(t, s, func(tx projections.BenefitTx) error {
+	write(t, benefitsOf(s), func(tx projections.BenefitTx) error {
 		got, err := tx.Card(ctx, full.CardNumber)
 		if err != nil {
 			return err
 		}
-		wantCard(t, "Tx.Card", got, sortedCard(full))
+		wantRow(t, "Tx.Card", got, sortedCard(full))
 		_, err = tx.Card(ctx, cardNumber(3))
 		wantNotFound(t, "Tx.Card(unknown)", err)
 		got.Items[0].Remaining, *got.HolderPhone = 42, "mutated"
 		return nil
 	})
-	got := cardByNumber(t, bs, 0, full.CardNumber)
+
+	got := must(s.CardByNumber(ctx, 0, full.CardNumber))(t)
 	got.Items[1].Total, *got.HolderPhone = 42, "mutated"
-	wantCard(t, "card after callers mutated results", cardByNumber(t, bs, 0, full.CardNumber), sortedCard(full))
+	wantRow(t, "card after callers mutated results", must(s.CardByNumber(ctx, 0, full.CardNumber))(t), sortedCard(full))
 
 	// Replacing sets the pointer back to nil, and moves the card to another issuer.
 	repl := projections.Card{CardNumber: full.CardNumber, IssuerAppID: 2, HolderName: "renamed", ExpiresAt: at(50),
 		CreatedAt: at(51), UpdatedAt: at(52), Items: []projections.CardItem{full.Items[0]}}
 	putCards(t, s, repl)
-	_, err := bs.CardByNumber(ctx, 1<<40, full.CardNumber)
+	_, err := s.CardByNumber(ctx, 1<<40, full.CardNumber)
 	wantNotFound(t, "CardByNumber in the old issuer after a move", err)
-	wantCard(t, "card after replace", cardByNumber(t, bs, 2, full.CardNumber), repl)
+	wantRow(t, "card after replace", must(s.CardByNumber(ctx, 2, full.CardNumber))(t), repl)
 }
 
 // A card's items are replaced whole, and a user benefit item belongs to one
 // card at most: the write that gives it to a second card fails its Update.
 func testCardItems(t *testing.T, s Store) {
-	ctx := context.Background()
-	bs := benefitStore(t, s)
 	a, b := cardOf(1, 1, 1, 2, 3), cardOf(1, 2, 10)
 	putCards(t, s, a, b)
-	wantCard(t, "card a", cardByNumber(t, bs, 1, a.CardNumber), a)
+	wantRow(t, "card a", must(s.CardByNumber(ctx, 1, a.CardNumber))(t), a)
 
 	// One item goes, one changes, one is new.
 	a2 := a
@@ -606,37 +361,38 @@ func testCardItems(t *testing.T, s Store) {
 		{UserBenefitItemID: 3, BenefitItemID: 1, Total: 5, Remaining: 4}}
 	a2.UpdatedAt = at(40)
 	putCards(t, s, a2)
-	wantCard(t, "card a after replace", cardByNumber(t, bs, 1, a.CardNumber), sortedCard(a2))
-	wantCard(t, "card b after a's replace", cardByNumber(t, bs, 1, b.CardNumber), b)
+	wantRow(t, "card a after replace", must(s.CardByNumber(ctx, 1, a.CardNumber))(t), sortedCard(a2))
+	wantRow(t, "card b after a's replace", must(s.CardByNumber(ctx, 1, b.CardNumber))(t), b)
 
 	// The items a gave up are free for another card.
 	b2 := cardOf(1, 2, 10, 1, 2)
 	putCards(t, s, b2)
-	wantCard(t, "card b taking freed items", cardByNumber(t, bs, 1, b.CardNumber), sortedCard(b2))
+	wantRow(t, "card b taking freed items", must(s.CardByNumber(ctx, 1, b.CardNumber))(t), sortedCard(b2))
 
 	// An item a holds is not.
-	pos := checkpoint(t, s, "benefits")
-	err := tryUpdateBenefits(s, func(tx projections.BenefitTx) error {
+	pos := must(s.Checkpoint(ctx, "benefits"))(t)
+	err := try(benefitsOf(s), func(tx projections.BenefitTx) error {
 		if err := tx.PutCard(ctx, cardOf(1, 3, 30)); err != nil {
 			return err
 		}
-		// A store may report the conflict here or when the Update commits.
+
 		return tx.PutCard(ctx, cardOf(1, 2, 10, 3))
 	})
+
 	if err == nil {
 		t.Fatal("Update giving one user benefit item to two cards succeeded")
 	}
 	// Nor can one card list an item twice.
 	dup := cardOf(1, 4, 40, 41)
 	dup.Items = append(dup.Items, dup.Items[0])
-	if err := tryUpdateBenefits(s, func(tx projections.BenefitTx) error { return tx.PutCard(ctx, dup) }); err == nil {
+	if err := try(benefitsOf(s), func(tx projections.BenefitTx) error { return tx.PutCard(ctx, dup) }); err == nil {
 		t.Error("PutCard listing a user benefit item twice succeeded")
 	}
 	wantCheckpoint(t, s, "benefits", pos)
-	wantCard(t, "card a after the refused writes", cardByNumber(t, bs, 1, a.CardNumber), sortedCard(a2))
-	wantCard(t, "card b after the refused writes", cardByNumber(t, bs, 1, b.CardNumber), sortedCard(b2))
+	wantRow(t, "card a after the refused writes", must(s.CardByNumber(ctx, 1, a.CardNumber))(t), sortedCard(a2))
+	wantRow(t, "card b after the refused writes", must(s.CardByNumber(ctx, 1, b.CardNumber))(t), sortedCard(b2))
 	for _, n := range []int{3, 4} {
-		_, err := bs.CardByNumber(ctx, 0, cardNumber(n))
+		_, err := s.CardByNumber(ctx, 0, cardNumber(n))
 		wantNotFound(t, fmt.Sprintf("card %d of a refused write", n), err)
 	}
 
@@ -645,21 +401,19 @@ func testCardItems(t *testing.T, s Store) {
 	a3.Items = a2.Items[1:] // drops item 4
 	b3 := cardOf(1, 2, 10, 1, 2, 4)
 	putCards(t, s, a3, b3)
-	wantCard(t, "card a after handing over an item", cardByNumber(t, bs, 1, a.CardNumber), sortedCard(a3))
-	wantCard(t, "card b after taking it", cardByNumber(t, bs, 1, b.CardNumber), sortedCard(b3))
+	wantRow(t, "card a after handing over an item", must(s.CardByNumber(ctx, 1, a.CardNumber))(t), sortedCard(a3))
+	wantRow(t, "card b after taking it", must(s.CardByNumber(ctx, 1, b.CardNumber))(t), sortedCard(b3))
 
 	// No items at all (nil as an empty list), then they are free again.
 	empty := a3
 	empty.Items = nil
 	putCards(t, s, empty)
-	wantCard(t, "card without items", cardByNumber(t, bs, 1, a.CardNumber), empty)
+	wantRow(t, "card without items", must(s.CardByNumber(ctx, 1, a.CardNumber))(t), empty)
 	putCards(t, s, cardOf(1, 5, 3))
-	wantCard(t, "card taking a freed item", cardByNumber(t, bs, 1, cardNumber(5)), cardOf(1, 5, 3))
+	wantRow(t, "card taking a freed item", must(s.CardByNumber(ctx, 1, cardNumber(5)))(t), cardOf(1, 5, 3))
 }
 
 func testFulfillmentRoundTrip(t *testing.T, s Store) {
-	ctx := context.Background()
-	bs := benefitStore(t, s)
 	full := projections.Fulfillment{
 		RecordID:          1<<63 - 1,
 		CardNumber:        "6200-渠道-🙂",
@@ -680,7 +434,7 @@ func testFulfillmentRoundTrip(t *testing.T, s Store) {
 	bare := projections.Fulfillment{RecordID: 2, CardNumber: full.CardNumber, InitiatedAt: at(0), UpdatedAt: at(0)}
 	zeroes := projections.Fulfillment{RecordID: 3, CardNumber: full.CardNumber, PointsCode: ptr(""), Remark: ptr(""),
 		Rating: ptr(0), InitiatedAt: at(0), UpdatedAt: at(0)} // zero values are set, not nil
-	updateBenefits(t, s, func(tx projections.BenefitTx) error {
+	write(t, benefitsOf(s), func(tx projections.BenefitTx) error {
 		r := full
 		r.Rating, r.Remark = ptr(*full.Rating), ptr(*full.Remark)
 		if err := tx.PutFulfillment(ctx, r); err != nil {
@@ -692,30 +446,33 @@ func testFulfillmentRoundTrip(t *testing.T, s Store) {
 		}
 		return tx.PutFulfillment(ctx, bare)
 	})
+
 	all := []projections.Fulfillment{bare, zeroes, full}
-	wantFulfillments(t, "Fulfillments", listFulfillments(t, bs, projections.FulfillmentFilter{}), all)
-	wantFulfillments(t, "Fulfillments(card)", listFulfillments(t, bs, projections.FulfillmentFilter{CardNumber: full.CardNumber}), all)
-	wantFulfillments(t, "Fulfillments(provider)", listFulfillments(t, bs, projections.FulfillmentFilter{ProviderID: full.ProviderID}),
-		[]projections.Fulfillment{full})
-	wantFulfillments(t, "Fulfillments(issuer)", listFulfillments(t, bs, projections.FulfillmentFilter{IssuerAppID: full.IssuerAppID}),
+	wantRows(t, "Fulfillments", must(s.Fulfillments(ctx, projections.FulfillmentFilter{}))(t), all)
+	wantRows(t, "Fulfillments(card)", must(s.Fulfillments(ctx, projections.FulfillmentFilter{CardNumber: full.CardNumber}))(t), all)
+	wantRows(t, "Fulfillments(provider)", must(s.Fulfillments(ctx, projections.FulfillmentFilter{ProviderID: full.ProviderID}))(t),
 		[]projections.Fulfillment{full})
 
-	updateBenefits(t, s, func(tx projections.BenefitTx) error {
+	wantRows(t, "Fulfillments(issuer)", must(s.Fulfillments(ctx, projections.FulfillmentFilter{IssuerAppID: full.IssuerAppID}))(t),
+		[]projections.Fulfillment{full})
+
+	write(t, benefitsOf(s), func(tx projections.BenefitTx) error {
 		for _, want := range all {
 			got, err := tx.Fulfillment(ctx, want.RecordID)
 			if err != nil {
 				return err
 			}
-			wantFulfillment(t, fmt.Sprintf("Tx.Fulfillment(%d)", want.RecordID), got, want)
+			wantRow(t, fmt.Sprintf("Tx.Fulfillment(%d)", want.RecordID), got, want)
 			if got.Rating != nil {
-				*got.Rating = 42 // a copy
+				*got.Rating = 42
 			}
 		}
 		_, err := tx.Fulfillment(ctx, 424242)
 		wantNotFound(t, "Tx.Fulfillment(unknown)", err)
 		return nil
 	})
-	for _, r := range listFulfillments(t, bs, projections.FulfillmentFilter{}) {
+
+	for _, r := range must(s.Fulfillments(ctx, projections.FulfillmentFilter{}))(t) {
 		if r.Remark != nil {
 			*r.Remark = "mutated"
 		}
@@ -723,23 +480,25 @@ func testFulfillmentRoundTrip(t *testing.T, s Store) {
 			*r.PointsCode = "mutated"
 		}
 	}
-	wantFulfillments(t, "Fulfillments after callers mutated results", listFulfillments(t, bs, projections.FulfillmentFilter{}), all)
+	wantRows(t, "Fulfillments after callers mutated results", must(s.Fulfillments(ctx, projections.FulfillmentFilter{}))(t), all)
 
 	// Replacing sets the pointers back to nil and moves the record between the lists.
 	repl := projections.Fulfillment{RecordID: full.RecordID, CardNumber: cardNumber(1), IssuerAppID: 2, ProviderID: 3,
 		Status: "FAILED", InitiatedAt: at(20), UpdatedAt: at(21)}
 	putFulfillments(t, s, repl)
-	wantFulfillments(t, "Fulfillments(old card) after replace",
-		listFulfillments(t, bs, projections.FulfillmentFilter{CardNumber: full.CardNumber}), []projections.Fulfillment{bare, zeroes})
-	wantFulfillments(t, "Fulfillments(new card) after replace",
-		listFulfillments(t, bs, projections.FulfillmentFilter{CardNumber: repl.CardNumber}), []projections.Fulfillment{repl})
+	wantRows(t, "Fulfillments(old card) after replace",
+		must(s.Fulfillments(ctx, projections.FulfillmentFilter{CardNumber: full.CardNumber}))(t), []projections.Fulfillment{bare, zeroes})
+
+	wantRows(t, "Fulfillments(new card) after replace",
+		must(s.Fulfillments(ctx, projections.FulfillmentFilter{CardNumber: repl.CardNumber}))(t), []projections.Fulfillment{repl})
+
 	for _, f := range []projections.FulfillmentFilter{{ProviderID: full.ProviderID}, {IssuerAppID: full.IssuerAppID}} {
-		if l := listFulfillments(t, bs, f); len(l) != 0 {
-			t.Errorf("Fulfillments(%+v) after replace = %v, want none", f, recordIDs(l))
+		if l := must(s.Fulfillments(ctx, f))(t); len(l) != 0 {
+			t.Errorf("Fulfillments(%+v) after replace = %v, want none", f, ids(l))
 		}
 	}
 	// The projector's rating: a read, a change, a write.
-	updateBenefits(t, s, func(tx projections.BenefitTx) error {
+	write(t, benefitsOf(s), func(tx projections.BenefitTx) error {
 		r, err := tx.Fulfillment(ctx, repl.RecordID)
 		if err != nil {
 			return err
@@ -748,18 +507,17 @@ func testFulfillmentRoundTrip(t *testing.T, s Store) {
 		repl = r
 		return tx.PutFulfillment(ctx, r)
 	})
-	wantFulfillments(t, "Fulfillments(provider) after rating",
-		listFulfillments(t, bs, projections.FulfillmentFilter{ProviderID: 3}), []projections.Fulfillment{repl})
+
+	wantRows(t, "Fulfillments(provider) after rating",
+		must(s.Fulfillments(ctx, projections.FulfillmentFilter{ProviderID: 3}))(t), []projections.Fulfillment{repl})
 }
 
 func testBenefitTxReads(t *testing.T, s Store) {
-	ctx := context.Background()
-	bs := benefitStore(t, s)
 	item := benefitItemOf(1)
 	p := providerOf(1, 7)
 	c := cardOf(1, 1, 11, 12)
 	r := fulfillmentOf(100, p.ProviderID, c.IssuerAppID, c.CardNumber)
-	updateBenefits(t, s, func(tx projections.BenefitTx) error {
+	write(t, benefitsOf(s), func(tx projections.BenefitTx) error {
 		_, err := tx.BenefitItem(ctx, item.BenefitItemID)
 		wantNotFound(t, "Tx.BenefitItem before PutBenefitItem", err)
 		_, err = tx.Provider(ctx, p.ProviderID)
@@ -782,16 +540,14 @@ func testBenefitTxReads(t *testing.T, s Store) {
 		if err != nil {
 			return fmt.Errorf("Tx.BenefitItem after PutBenefitItem: %w", err)
 		}
-		for _, d := range diffBenefitItem(gotItem, item) {
-			t.Errorf("Tx.BenefitItem after PutBenefitItem: %s", d)
-		}
+		wantRow(t, "Tx.BenefitItem after PutBenefitItem", gotItem, item)
 
 		// The projector's item configuration: read, change, write, read again.
 		gotP, err := tx.Provider(ctx, p.ProviderID)
 		if err != nil {
 			return fmt.Errorf("Tx.Provider after PutProvider: %w", err)
 		}
-		wantProvider(t, "Tx.Provider after PutProvider", gotP, p)
+		wantRow(t, "Tx.Provider after PutProvider", gotP, p)
 		gotP.AllowedItemIDs = []int64{9, 3}
 		if err := tx.PutProvider(ctx, gotP); err != nil {
 			return err
@@ -801,14 +557,14 @@ func testBenefitTxReads(t *testing.T, s Store) {
 			return err
 		}
 		p = ascendingSet(gotP)
-		wantProvider(t, "Tx.Provider after second PutProvider", againP, p)
+		wantRow(t, "Tx.Provider after second PutProvider", againP, p)
 
 		// The projector's fulfillment: read the card, spend, write both.
 		gotC, err := tx.Card(ctx, c.CardNumber)
 		if err != nil {
 			return fmt.Errorf("Tx.Card after PutCard: %w", err)
 		}
-		wantCard(t, "Tx.Card after PutCard", gotC, c)
+		wantRow(t, "Tx.Card after PutCard", gotC, c)
 		gotC.Items[1].Remaining, gotC.UpdatedAt = 4, at(50)
 		if err := tx.PutCard(ctx, gotC); err != nil {
 			return err
@@ -826,33 +582,34 @@ func testBenefitTxReads(t *testing.T, s Store) {
 		if err != nil {
 			return err
 		}
-		wantCard(t, "Tx.Card after second PutCard", againC, gotC)
+		wantRow(t, "Tx.Card after second PutCard", againC, gotC)
 		c = gotC
 		gotR, err := tx.Fulfillment(ctx, r.RecordID)
 		if err != nil {
 			return fmt.Errorf("Tx.Fulfillment after PutFulfillment: %w", err)
 		}
-		wantFulfillment(t, "Tx.Fulfillment after PutFulfillment", gotR, r)
+		wantRow(t, "Tx.Fulfillment after PutFulfillment", gotR, r)
 		return nil
 	})
-	wantBenefitItems(t, "BenefitItems after commit", benefitItems(t, bs), []projections.BenefitItem{item})
-	wantProviders(t, "Providers after commit", providers(t, bs, 1), []projections.ServiceProvider{p})
-	wantCard(t, "card after commit", cardByNumber(t, bs, 1, c.CardNumber), c)
-	wantFulfillments(t, "Fulfillments after commit", listFulfillments(t, bs, projections.FulfillmentFilter{}), []projections.Fulfillment{r})
+
+	wantRows(t, "BenefitItems after commit", must(s.BenefitItems(ctx))(t), []projections.BenefitItem{item})
+	wantRows(t, "Providers after commit", must(s.Providers(ctx, 1))(t), []projections.ServiceProvider{p})
+	wantRow(t, "card after commit", must(s.CardByNumber(ctx, 1, c.CardNumber))(t), c)
+	wantRows(t, "Fulfillments after commit", must(s.Fulfillments(ctx, projections.FulfillmentFilter{}))(t), []projections.Fulfillment{r})
 
 	// Families are separate transactions (each its own Update and
 	// checkpoint): no case writes two families at once.
-	updateBenefits(t, s, func(tx projections.BenefitTx) error { return tx.PutCard(ctx, cardOf(2, 2, 21)) })
+	write(t, benefitsOf(s), func(tx projections.BenefitTx) error { return tx.PutCard(ctx, cardOf(2, 2, 21)) })
 
 	// A later transaction reads committed rows of any app; a not-found read
 	// handled by fn does not spoil it.
 	third := cardOf(3, 3, 31)
-	updateBenefits(t, s, func(tx projections.BenefitTx) error {
+	write(t, benefitsOf(s), func(tx projections.BenefitTx) error {
 		got, err := tx.Card(ctx, cardNumber(2))
 		if err != nil {
 			return err
 		}
-		wantCard(t, "Tx.Card of another issuer", got, cardOf(2, 2, 21))
+		wantRow(t, "Tx.Card of another issuer", got, cardOf(2, 2, 21))
 		if _, err := tx.Card(ctx, cardNumber(9)); !errors.Is(err, projections.ErrNotFound) {
 			return fmt.Errorf("Tx.Card(unknown) = %v, want ErrNotFound", err)
 		}
@@ -861,106 +618,60 @@ func testBenefitTxReads(t *testing.T, s Store) {
 		}
 		return tx.PutCard(ctx, third)
 	})
-	wantCard(t, "card put after a not-found read", cardByNumber(t, bs, 3, third.CardNumber), third)
+
+	wantRow(t, "card put after a not-found read", must(s.CardByNumber(ctx, 3, third.CardNumber))(t), third)
 }
 
 func testFailedUpdateBenefits(t *testing.T, s Store) {
-	ctx := context.Background()
-	bs := benefitStore(t, s)
 	item := benefitItemOf(1)
 	p := providerOf(1, 7)
 	c := cardOf(1, 1, 11, 12)
 	r := fulfillmentOf(100, p.ProviderID, c.IssuerAppID, c.CardNumber)
 	r.Rating = ptr(3)
-	updateBenefits(t, s, func(tx projections.BenefitTx) error {
-		if err := tx.PutBenefitItem(ctx, item); err != nil {
-			return err
-		}
-		if err := tx.PutProvider(ctx, p); err != nil {
-			return err
-		}
-		if err := tx.PutCard(ctx, c); err != nil {
-			return err
-		}
-		return tx.PutFulfillment(ctx, r)
-	})
-	pos := checkpoint(t, s, "benefits")
-
-	boom := errors.New("projector failed")
-	err := tryUpdateBenefits(s, func(tx projections.BenefitTx) error {
+	failedUpdate(t, s, benefitsOf(s), func(tx projections.BenefitTx) error {
+		return firstErr(tx.PutBenefitItem(ctx, item), tx.PutProvider(ctx, p), tx.PutCard(ctx, c), tx.PutFulfillment(ctx, r))
+	}, func(tx projections.BenefitTx) error {
 		item2 := item
 		item2.Status = "SUSPENDED"
-		if err := tx.PutBenefitItem(ctx, item2); err != nil {
-			return err
-		}
-		if err := tx.PutBenefitItem(ctx, benefitItemOf(2)); err != nil {
-			return err
-		}
 		p2 := p
 		p2.AppID, p2.PointsCode, p2.AllowedItemIDs = 2, nil, []int64{5}
-		if err := tx.PutProvider(ctx, p2); err != nil {
-			return err
-		}
-		if err := tx.PutProvider(ctx, providerOf(1, 8)); err != nil {
-			return err
-		}
 		// The card gives item 12 up, and a new card takes it.
 		c2 := c
 		c2.IssuerAppID, c2.HolderPhone = 2, nil
 		c2.Items = []projections.CardItem{{UserBenefitItemID: 11, Total: 5, Remaining: 0}}
-		if err := tx.PutCard(ctx, c2); err != nil {
-			return err
-		}
-		if err := tx.PutCard(ctx, cardOf(1, 2, 12)); err != nil {
-			return err
-		}
 		r2 := r
 		r2.ProviderID, r2.IssuerAppID, r2.CardNumber, r2.Rating = 8, 2, cardNumber(2), nil
-		if err := tx.PutFulfillment(ctx, r2); err != nil {
+		if err := firstErr(tx.PutBenefitItem(ctx, item2), tx.PutBenefitItem(ctx, benefitItemOf(2)),
+			tx.PutProvider(ctx, p2), tx.PutProvider(ctx, providerOf(1, 8)),
+			tx.PutCard(ctx, c2), tx.PutCard(ctx, cardOf(1, 2, 12)),
+			tx.PutFulfillment(ctx, r2), tx.PutFulfillment(ctx, fulfillmentOf(101, 7, 1, c.CardNumber))); err != nil {
 			return err
 		}
-		if err := tx.PutFulfillment(ctx, fulfillmentOf(101, 7, 1, c.CardNumber)); err != nil {
-			return err
+		wantRow(t, "Tx.Card inside the failing Update", must(tx.Card(ctx, c.CardNumber))(t), c2)
+		wantRow(t, "Tx.Fulfillment inside the failing Update", must(tx.Fulfillment(ctx, r.RecordID))(t), r2)
+		return nil
+	}, func(when string) {
+		wantRows(t, "BenefitItems "+when, must(s.BenefitItems(ctx))(t), []projections.BenefitItem{item})
+		wantRows(t, "Providers(all) "+when, must(s.Providers(ctx, 0))(t), []projections.ServiceProvider{p})
+		wantRows(t, "Providers(app 2) "+when, must(s.Providers(ctx, 2))(t), nil)
+		wantRow(t, "card "+when, must(s.CardByNumber(ctx, 1, c.CardNumber))(t), c)
+		_, err := s.CardByNumber(ctx, 0, cardNumber(2))
+		wantNotFound(t, "card put by the failed Update "+when, err)
+		for _, f := range []projections.FulfillmentFilter{{}, {ProviderID: 7}, {IssuerAppID: 1}, {CardNumber: c.CardNumber}} {
+			wantRows(t, fmt.Sprintf("Fulfillments(%+v) %s", f, when), must(s.Fulfillments(ctx, f))(t), []projections.Fulfillment{r})
 		}
-		got, err := tx.Card(ctx, c.CardNumber)
-		if err != nil {
-			return err
+		for _, f := range []projections.FulfillmentFilter{{ProviderID: 8}, {IssuerAppID: 2}, {CardNumber: cardNumber(2)}} {
+			wantIDs(t, fmt.Sprintf("Fulfillments(%+v) %s", f, when), must(s.Fulfillments(ctx, f))(t), nil)
 		}
-		wantCard(t, "Tx.Card inside the failing Update", got, c2)
-		gotR, err := tx.Fulfillment(ctx, r.RecordID)
-		if err != nil {
-			return err
-		}
-		wantFulfillment(t, "Tx.Fulfillment inside the failing Update", gotR, r2)
-		return fmt.Errorf("apply event: %w", boom)
 	})
-	if !errors.Is(err, boom) {
-		t.Fatalf("Update error = %v, want one wrapping the fn's error", err)
-	}
-	wantCheckpoint(t, s, "benefits", pos)
-	wantBenefitItems(t, "BenefitItems after failed Update", benefitItems(t, bs), []projections.BenefitItem{item})
-	wantProviders(t, "Providers(all) after failed Update", providers(t, bs, 0), []projections.ServiceProvider{p})
-	wantProviders(t, "Providers(app 2) after failed Update", providers(t, bs, 2), nil)
-	wantCard(t, "card after failed Update", cardByNumber(t, bs, 1, c.CardNumber), c)
-	_, err = bs.CardByNumber(ctx, 0, cardNumber(2))
-	wantNotFound(t, "card put by the failed Update", err)
-	for _, f := range []projections.FulfillmentFilter{{}, {ProviderID: 7}, {IssuerAppID: 1}, {CardNumber: c.CardNumber}} {
-		wantFulfillments(t, fmt.Sprintf("Fulfillments(%+v) after failed Update", f), listFulfillments(t, bs, f),
-			[]projections.Fulfillment{r})
-	}
-	for _, f := range []projections.FulfillmentFilter{{ProviderID: 8}, {IssuerAppID: 2}, {CardNumber: cardNumber(2)}} {
-		if l := listFulfillments(t, bs, f); len(l) != 0 {
-			t.Errorf("Fulfillments(%+v) after failed Update = %v, want none", f, recordIDs(l))
-		}
-	}
 
 	// The store is still usable, and the failed Update's writes do not count:
 	// the item it freed is still the card's.
-	if err := tryUpdateBenefits(s, func(tx projections.BenefitTx) error { return tx.PutCard(ctx, cardOf(1, 3, 12)) }); err == nil {
+	if err := try(benefitsOf(s), func(tx projections.BenefitTx) error { return tx.PutCard(ctx, cardOf(1, 3, 12)) }); err == nil {
 		t.Error("PutCard taking the item the failed Update freed succeeded")
 	}
 	putCards(t, s, cardOf(1, 3, 13))
-	wantCard(t, "card put after the failed Update", cardByNumber(t, bs, 1, cardNumber(3)), cardOf(1, 3, 13))
+	wantRow(t, "card put after the failed Update", must(s.CardByNumber(ctx, 1, cardNumber(3)))(t), cardOf(1, 3, 13))
 }
 
 // fulfillmentFixture puts 36 records over three providers, three issuers
@@ -984,7 +695,6 @@ func fulfillmentFixture(t *testing.T, s Store) fulfillmentModel {
 }
 
 func testFulfillmentsFilters(t *testing.T, s Store) {
-	bs := benefitStore(t, s)
 	m := fulfillmentFixture(t, s)
 	filters := []projections.FulfillmentFilter{
 		{},
@@ -1012,13 +722,13 @@ func testFulfillmentsFilters(t *testing.T, s Store) {
 		{CardNumber: cardNumber(1), After: 11, Limit: 4},
 	}
 	for _, f := range filters {
-		wantFulfillments(t, fmt.Sprintf("Fulfillments(%+v)", f), listFulfillments(t, bs, f), m.list(f))
+		wantRows(t, fmt.Sprintf("Fulfillments(%+v)", f), must(s.Fulfillments(ctx, f))(t), m.list(f))
 	}
 
 	// The model itself, on cases worked out by hand.
 	wantIDs := func(what string, f projections.FulfillmentFilter, want []int64) {
 		t.Helper()
-		if got := recordIDs(listFulfillments(t, bs, f)); !equalIDs(got, want) {
+		if got := ids(must(s.Fulfillments(ctx, f))(t)); !slices.Equal(got, want) {
 			t.Errorf("%s: Fulfillments(%+v) = %v, want %v", what, f, got, want)
 		}
 	}
@@ -1033,36 +743,7 @@ func testFulfillmentsFilters(t *testing.T, s Store) {
 		{ProviderID: 2, IssuerAppID: 10}} {
 		all := f
 		all.Limit = 1000
-		want := recordIDs(m.list(all))
-		for _, limit := range []int{1, 2, 3, 7, 100} {
-			var got []int64
-			page := f
-			page.Limit = limit
-			done := false
-			for range len(want) + 2 { // one page per record at worst, then the empty one
-				l := listFulfillments(t, bs, page)
-				if len(l) == 0 {
-					done = true
-					break
-				}
-				if len(l) > limit {
-					t.Fatalf("%+v: page of %d, limit %d", page, len(l), limit)
-				}
-				for _, r := range l {
-					if r.RecordID <= page.After {
-						t.Fatalf("%+v: record %d is not after the cursor", page, r.RecordID)
-					}
-					got = append(got, r.RecordID)
-					page.After = r.RecordID
-				}
-			}
-			if !done {
-				t.Fatalf("%+v: paging did not end", f)
-			}
-			if !equalIDs(got, want) {
-				t.Errorf("%+v paged by %d = %v, want %v", f, limit, got, want)
-			}
-		}
+		wantPaging(t, lister(t, s.Fulfillments), f, m.list(all))
 	}
 
 	// Changing a record's provider, issuer and card moves it between the lists.
@@ -1071,37 +752,23 @@ func testFulfillmentsFilters(t *testing.T, s Store) {
 	putFulfillments(t, s, moved)
 	m.put(moved)
 	for _, f := range filters {
-		wantFulfillments(t, fmt.Sprintf("Fulfillments(%+v) after a move", f), listFulfillments(t, bs, f), m.list(f))
+		wantRows(t, fmt.Sprintf("Fulfillments(%+v) after a move", f), must(s.Fulfillments(ctx, f))(t), m.list(f))
 	}
 }
 
 func testFulfillmentsLimits(t *testing.T, s Store) {
-	bs := benefitStore(t, s)
 	const n = 1005
 	rs := make([]projections.Fulfillment, n)
 	for i := range rs {
 		rs[i] = fulfillmentOf(int64(i+1), 7, 8, cardNumber(9))
 	}
 	putFulfillments(t, s, rs...)
-	for _, c := range []struct{ limit, want int }{
-		{0, 100}, {-1, 100}, {1, 1}, {999, 999}, {1000, 1000}, {1001, 1000}, {1 << 30, 1000},
-	} {
-		for _, f := range []projections.FulfillmentFilter{{Limit: c.limit}, {ProviderID: 7, Limit: c.limit},
-			{IssuerAppID: 8, Limit: c.limit}, {CardNumber: cardNumber(9), Limit: c.limit}} {
-			got := listFulfillments(t, bs, f)
-			if len(got) != c.want || got[0].RecordID != 1 || got[len(got)-1].RecordID != int64(c.want) {
-				t.Errorf("Fulfillments(%+v) = %d records, want the first %d", f, len(got), c.want)
-			}
-		}
-	}
+	wantLimits(t, lister(t, s.Fulfillments), []projections.FulfillmentFilter{{}, {ProviderID: 7}, {IssuerAppID: 8}, {CardNumber: cardNumber(9)}}, rs)
 }
 
 // ---- reset ----
 
 func testResetCommerce(t *testing.T, s Store) {
-	ctx := context.Background()
-	os := orderStore(t, s)
-	bs := benefitStore(t, s)
 	o := orderOf(1, 1, "APPROVED")
 	c := cardOf(1, 1, 11, 12)
 	putGoods(t, s, goodsOf(1))
@@ -1114,41 +781,42 @@ func testResetCommerce(t *testing.T, s Store) {
 	if err := s.Reset(ctx); err != nil {
 		t.Fatalf("Reset: %v", err)
 	}
-	if gs := goodsList(t, os); len(gs) != 0 {
-		t.Errorf("GoodsList after Reset = %v", goodsIDs(gs))
+	if gs := must(s.GoodsList(ctx))(t); len(gs) != 0 {
+		t.Errorf("GoodsList after Reset = %v", ids(gs))
 	}
-	_, err := os.OrderByCode(ctx, 0, o.OrderCode)
+	_, err := s.OrderByCode(ctx, 0, o.OrderCode)
 	wantNotFound(t, "OrderByCode after Reset", err)
 	for _, f := range []projections.OrderFilter{{}, {AppID: 1}, {Status: "APPROVED"}, {AppID: 1, Status: "APPROVED"}} {
-		if l := listOrders(t, os, f); len(l) != 0 {
-			t.Errorf("Orders(%+v) after Reset = %v", f, orderIDs(l))
+		if l := must(s.Orders(ctx, f))(t); len(l) != 0 {
+			t.Errorf("Orders(%+v) after Reset = %v", f, ids(l))
 		}
 	}
-	if l := benefitItems(t, bs); len(l) != 0 {
-		t.Errorf("BenefitItems after Reset = %v", benefitItemIDs(l))
+	if l := must(s.BenefitItems(ctx))(t); len(l) != 0 {
+		t.Errorf("BenefitItems after Reset = %v", ids(l))
 	}
 	for _, app := range []int64{0, 1} {
-		if l := providers(t, bs, app); len(l) != 0 {
-			t.Errorf("Providers(%d) after Reset = %v", app, providerIDs(l))
+		if l := must(s.Providers(ctx, app))(t); len(l) != 0 {
+			t.Errorf("Providers(%d) after Reset = %v", app, ids(l))
 		}
 	}
-	_, err = bs.CardByNumber(ctx, 0, c.CardNumber)
+	_, err = s.CardByNumber(ctx, 0, c.CardNumber)
 	wantNotFound(t, "CardByNumber after Reset", err)
 	for _, f := range []projections.FulfillmentFilter{{}, {ProviderID: 1}, {IssuerAppID: 1}, {CardNumber: c.CardNumber}} {
-		if l := listFulfillments(t, bs, f); len(l) != 0 {
-			t.Errorf("Fulfillments(%+v) after Reset = %v", f, recordIDs(l))
+		if l := must(s.Fulfillments(ctx, f))(t); len(l) != 0 {
+			t.Errorf("Fulfillments(%+v) after Reset = %v", f, ids(l))
 		}
 	}
 	wantCheckpoint(t, s, "orders", events.Position{})
 	wantCheckpoint(t, s, "benefits", events.Position{})
-	updateOrders(t, s, func(tx projections.OrderTx) error {
+	write(t, ordersOf(s), func(tx projections.OrderTx) error {
 		_, err := tx.Goods(ctx, 1)
 		wantNotFound(t, "Tx.Goods after Reset", err)
 		_, err = tx.Order(ctx, o.OrderID)
 		wantNotFound(t, "Tx.Order after Reset", err)
 		return nil
 	})
-	updateBenefits(t, s, func(tx projections.BenefitTx) error {
+
+	write(t, benefitsOf(s), func(tx projections.BenefitTx) error {
 		_, err := tx.BenefitItem(ctx, 1)
 		wantNotFound(t, "Tx.BenefitItem after Reset", err)
 		_, err = tx.Provider(ctx, 1)
@@ -1170,20 +838,19 @@ func testResetCommerce(t *testing.T, s Store) {
 	putOrders(t, s, o2)
 	c2 := cardOf(2, 2, 11)
 	putCards(t, s, c2, cardOf(1, 1))
-	wantGoodsList(t, "GoodsList after rebuild", goodsList(t, os), []projections.Goods{g})
-	wantOrder(t, "order after rebuild", orderByCode(t, os, 2, o.OrderCode), o2)
-	wantCard(t, "card after rebuild", cardByNumber(t, bs, 2, c2.CardNumber), c2)
-	wantCard(t, "old card number after rebuild", cardByNumber(t, bs, 1, c.CardNumber), cardOf(1, 1))
+	wantRows(t, "GoodsList after rebuild", must(s.GoodsList(ctx))(t), []projections.Goods{g})
+	wantRow(t, "order after rebuild", must(s.OrderByCode(ctx, 2, o.OrderCode))(t), o2)
+	wantRow(t, "card after rebuild", must(s.CardByNumber(ctx, 2, c2.CardNumber))(t), c2)
+	wantRow(t, "old card number after rebuild", must(s.CardByNumber(ctx, 1, c.CardNumber))(t), cardOf(1, 1))
 	again := orderOf(1, 1, "APPROVED")
 	again.OrderCode, again.Items = "ORD-AGAIN", nil
 	putOrders(t, s, again)
-	wantOrder(t, "order id put again after Reset", orderByCode(t, os, 1, again.OrderCode), again)
+	wantRow(t, "order id put again after Reset", must(s.OrderByCode(ctx, 1, again.OrderCode))(t), again)
 }
 
 // testFulfillmentsOfProviderApp: an app's providers' records, interleaved,
 // come as one page in record order with one cursor, and never another app's.
 func testFulfillmentsOfProviderApp(t *testing.T, s Store) {
-	bs := benefitStore(t, s)
 	putProviders(t, s, providerOf(7, 1), providerOf(7, 2), providerOf(7, 3), providerOf(8, 4))
 	var mine []projections.Fulfillment
 	for id := int64(1); id <= 12; id++ {
@@ -1196,24 +863,15 @@ func testFulfillmentsOfProviderApp(t *testing.T, s Store) {
 		}
 		putFulfillments(t, s, r)
 	}
-	var got []projections.Fulfillment
-	for after := int64(0); ; {
-		page := listFulfillments(t, bs, projections.FulfillmentFilter{ProviderAppID: 7, After: after, Limit: 2})
-		if len(page) > 2 {
-			t.Fatalf("page after %d has %d records, limit 2", after, len(page))
-		}
-		if len(page) == 0 {
-			break
-		}
-		got = append(got, page...)
-		after = page[len(page)-1].RecordID
-	}
-	wantFulfillments(t, "ProviderAppID 7, paged by 2", got, mine)
-	wantFulfillments(t, "ProviderAppID 7 and ProviderID 2", listFulfillments(t, bs, projections.FulfillmentFilter{ProviderAppID: 7, ProviderID: 2}),
+	got := pageAll(t, lister(t, s.Fulfillments), projections.FulfillmentFilter{ProviderAppID: 7}, 2, len(mine)+2)
+	wantRows(t, "ProviderAppID 7, paged by 2", got, mine)
+	wantRows(t, "ProviderAppID 7 and ProviderID 2", must(s.Fulfillments(ctx, projections.FulfillmentFilter{ProviderAppID: 7, ProviderID: 2}))(t),
 		[]projections.Fulfillment{mine[0], mine[3], mine[6]})
-	wantFulfillments(t, "ProviderAppID 8", listFulfillments(t, bs, projections.FulfillmentFilter{ProviderAppID: 8}),
+
+	wantRows(t, "ProviderAppID 8", must(s.Fulfillments(ctx, projections.FulfillmentFilter{ProviderAppID: 8}))(t),
 		[]projections.Fulfillment{fulfillmentOfApp(3, 4, 8), fulfillmentOfApp(7, 4, 8), fulfillmentOfApp(11, 4, 8)})
-	wantFulfillments(t, "ProviderAppID without providers", listFulfillments(t, bs, projections.FulfillmentFilter{ProviderAppID: 99}), nil)
+
+	wantRows(t, "ProviderAppID without providers", must(s.Fulfillments(ctx, projections.FulfillmentFilter{ProviderAppID: 99}))(t), nil)
 }
 
 func fulfillmentOfApp(id, provider, app int64) projections.Fulfillment {

@@ -1,7 +1,6 @@
 package storetest
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -11,7 +10,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,8 +18,30 @@ import (
 	"github.com/healthtech/partner-open-platform/projections"
 )
 
+// deliveryCases are the cases of the deliveries sub-suite.
+var deliveryCases = []testCase{
+	{"DeliveryRoundTrip", testDeliveryRoundTrip},
+	{"PutDeliveryReplacesAllFields", testPutDeliveryReplaces},
+	{"DeliveryTenancy", testDeliveryTenancy},
+	{"DeliveriesFilters", testDeliveriesFilters},
+	{"DeliveriesCursorPaging", testDeliveriesPaging},
+	{"DeliveriesLimits", testDeliveriesLimits},
+	{"DueOrderAndBound", testDue},
+	{"NextDue", testNextDue},
+	{"CountByStatus", testCountByStatus},
+	{"LastSource", testLastSource},
+	{"AttemptsOrderAndUpsert", testAttempts},
+	{"ErrorClassesRoundTrip", testErrorClasses},
+	{"DeliveryTxReadsSeeOwnWrites", testDeliveryTxReads},
+	{"FailedUpdateDeliveriesChangesNothing", testFailedUpdateDeliveries},
+	{"DeliveryCheckpointsAreUpdateCheckpoints", testDeliveryCheckpoints},
+	{"ResetEmptiesDeliveries", testResetDeliveries},
+	{"ConcurrentDeliveryUpdates", testConcurrentDeliveries},
+	{"DeliveriesMatchModel", testDeliveriesModel},
+}
+
 // The delivery cases of Run. Every read-model store is also the delivery
-// store, so a store without projections.DeliveryStore fails them.
+// store, so a store without Store fails them.
 
 // ---- delivery fixtures ----
 
@@ -63,225 +83,44 @@ func dlv(app int64, n int) projections.Delivery {
 
 // ---- delivery helpers ----
 
-func deliveryStore(t *testing.T, s Store) projections.DeliveryStore {
+func putDeliveries(t *testing.T, s Store, rows ...projections.Delivery) {
 	t.Helper()
-	ds, ok := s.(projections.DeliveryStore)
-	if !ok {
-		t.Fatalf("%T does not implement projections.DeliveryStore", s)
-	}
-	return ds
+	putRows(t, deliveriesOf(s), projections.DeliveryTx.PutDelivery, rows...)
 }
 
-// fixturePos numbers the fixture writes, so each moves the checkpoint on.
-var fixturePos atomic.Uint64
-
-func nextPos() events.Position {
-	n := fixturePos.Add(1)
-	return events.Position{Commit: n, Prepare: n}
+func addAttempts(t *testing.T, s Store, as ...projections.Attempt) {
+	t.Helper()
+	putRows(t, deliveriesOf(s), projections.DeliveryTx.AddAttempt, as...)
 }
 
-func updateDeliveries(t *testing.T, ds projections.DeliveryStore, fn func(projections.DeliveryTx) error) {
+func getDelivery(t *testing.T, s Store, app int64, id string) (projections.Delivery, []projections.Attempt) {
 	t.Helper()
-	if err := ds.UpdateDeliveries(context.Background(), "deliveries", nextPos(), fn); err != nil {
-		t.Fatalf("UpdateDeliveries: %v", err)
-	}
-}
-
-func putDeliveries(t *testing.T, ds projections.DeliveryStore, dls ...projections.Delivery) {
-	t.Helper()
-	updateDeliveries(t, ds, func(tx projections.DeliveryTx) error {
-		for _, d := range dls {
-			if err := tx.PutDelivery(context.Background(), d); err != nil {
-				return fmt.Errorf("PutDelivery %s: %w", d.DeliveryID, err)
-			}
-		}
-		return nil
-	})
-}
-
-func addAttempts(t *testing.T, ds projections.DeliveryStore, as ...projections.Attempt) {
-	t.Helper()
-	updateDeliveries(t, ds, func(tx projections.DeliveryTx) error {
-		for _, a := range as {
-			if err := tx.AddAttempt(context.Background(), a); err != nil {
-				return fmt.Errorf("AddAttempt %s #%d: %w", a.DeliveryID, a.Attempt, err)
-			}
-		}
-		return nil
-	})
-}
-
-func getDelivery(t *testing.T, ds projections.DeliveryStore, app int64, id string) (projections.Delivery, []projections.Attempt) {
-	t.Helper()
-	d, as, err := ds.Delivery(context.Background(), app, id)
+	d, as, err := s.Delivery(ctx, app, id)
 	if err != nil {
 		t.Fatalf("Delivery(%d, %q): %v", app, id, err)
 	}
 	return d, as
 }
 
-func listDeliveries(t *testing.T, ds projections.DeliveryStore, f domain.DeliveryFilter) []projections.Delivery {
+func wantNextDue(t *testing.T, s Store, want time.Time, wantOK bool) {
 	t.Helper()
-	out, err := ds.Deliveries(context.Background(), f)
-	if err != nil {
-		t.Fatalf("Deliveries(%+v): %v", f, err)
-	}
-	return out
-}
-
-func due(t *testing.T, ds projections.DeliveryStore, now time.Time, limit int) []projections.Delivery {
-	t.Helper()
-	out, err := ds.Due(context.Background(), now, limit)
-	if err != nil {
-		t.Fatalf("Due(%v, %d): %v", now, limit, err)
-	}
-	return out
-}
-
-func nextDue(t *testing.T, ds projections.DeliveryStore) (time.Time, bool) {
-	t.Helper()
-	next, ok, err := ds.NextDue(context.Background())
-	if err != nil {
-		t.Fatalf("NextDue: %v", err)
-	}
-	return next, ok
-}
-
-func wantNextDue(t *testing.T, ds projections.DeliveryStore, want time.Time, wantOK bool) {
-	t.Helper()
-	got, ok := nextDue(t, ds)
-	if ok != wantOK || (ok && !sameTime(got, want)) || (!ok && !got.IsZero()) {
-		t.Errorf("NextDue = %v, %v; want %v, %v", got, ok, want, wantOK)
+	got, ok, err := s.NextDue(ctx)
+	if err != nil || ok != wantOK || (ok && !sameTime(got, want)) || (!ok && !got.IsZero()) {
+		t.Errorf("NextDue = %v, %v, %v; want %v, %v", got, ok, err, want, wantOK)
 	}
 }
 
-func counts(t *testing.T, ds projections.DeliveryStore) map[string]int {
+func wantCounts(t *testing.T, s Store, want map[string]int) {
 	t.Helper()
-	c, err := ds.CountByStatus(context.Background())
-	if err != nil {
-		t.Fatalf("CountByStatus: %v", err)
-	}
-	return c
-}
-
-func wantCounts(t *testing.T, ds projections.DeliveryStore, want map[string]int) {
-	t.Helper()
-	if got := counts(t, ds); !maps.Equal(got, want) {
+	if got := must(s.CountByStatus(ctx))(t); !maps.Equal(got, want) {
 		t.Errorf("CountByStatus = %v, want %v", got, want)
 	}
 }
 
-func lastSource(t *testing.T, ds projections.DeliveryStore) events.Position {
+func wantLastSource(t *testing.T, s Store, want events.Position) {
 	t.Helper()
-	p, err := ds.LastSource(context.Background())
-	if err != nil {
-		t.Fatalf("LastSource: %v", err)
-	}
-	return p
-}
-
-func wantLastSource(t *testing.T, ds projections.DeliveryStore, want events.Position) {
-	t.Helper()
-	if got := lastSource(t, ds); got != want {
+	if got := must(s.LastSource(ctx))(t); got != want {
 		t.Errorf("LastSource = %v, want %v", got, want)
-	}
-}
-
-func deliveryIDs(ds []projections.Delivery) []string {
-	ids := make([]string, len(ds))
-	for i, d := range ds {
-		ids[i] = d.DeliveryID
-	}
-	return ids
-}
-
-func wantIDs(t *testing.T, what string, got []projections.Delivery, want []string) {
-	t.Helper()
-	if ids := deliveryIDs(got); !slices.Equal(ids, want) {
-		t.Errorf("%s = %v, want %v", what, ids, want)
-	}
-}
-
-func sameP[T comparable](got, want *T) bool {
-	if got == nil || want == nil {
-		return got == nil && want == nil
-	}
-	return *got == *want
-}
-
-func diffDelivery(got, want projections.Delivery) []string {
-	var d []string
-	f := func(name string, ok bool, g, w any) {
-		if !ok {
-			d = append(d, fmt.Sprintf("%s: got %v, want %v", name, g, w))
-		}
-	}
-	f("DeliveryID", got.DeliveryID == want.DeliveryID, got.DeliveryID, want.DeliveryID)
-	f("AppID", got.AppID == want.AppID, got.AppID, want.AppID)
-	f("EventType", got.EventType == want.EventType, got.EventType, want.EventType)
-	f("SourceEventID", got.SourceEventID == want.SourceEventID, got.SourceEventID, want.SourceEventID)
-	f("SourcePosition", got.SourcePosition == want.SourcePosition, got.SourcePosition, want.SourcePosition)
-	f("Cursor", got.Cursor == want.Cursor, got.Cursor, want.Cursor)
-	if !bytes.Equal(got.Body, want.Body) {
-		d = append(d, fmt.Sprintf("Body: got %d bytes %.40q, want %d bytes %.40q", len(got.Body), got.Body, len(want.Body), want.Body))
-	}
-	f("Status", got.Status == want.Status, got.Status, want.Status)
-	f("Attempts", got.Attempts == want.Attempts, got.Attempts, want.Attempts)
-	f("NextAttemptAt", sameTimePtr(got.NextAttemptAt, want.NextAttemptAt), show(got.NextAttemptAt), show(want.NextAttemptAt))
-	f("LastStatus", sameP(got.LastStatus, want.LastStatus), show(got.LastStatus), show(want.LastStatus))
-	f("LastError", sameP(got.LastError, want.LastError), show(got.LastError), show(want.LastError))
-	f("LastErrorClass", sameP(got.LastErrorClass, want.LastErrorClass), show(got.LastErrorClass), show(want.LastErrorClass))
-	f("CreatedAt", sameTime(got.CreatedAt, want.CreatedAt), got.CreatedAt, want.CreatedAt)
-	f("UpdatedAt", sameTime(got.UpdatedAt, want.UpdatedAt), got.UpdatedAt, want.UpdatedAt)
-	return d
-}
-
-func wantDelivery(t *testing.T, what string, got, want projections.Delivery) {
-	t.Helper()
-	for _, d := range diffDelivery(got, want) {
-		t.Errorf("%s: %s", what, d)
-	}
-}
-
-func wantDeliveries(t *testing.T, what string, got, want []projections.Delivery) {
-	t.Helper()
-	if !slices.Equal(deliveryIDs(got), deliveryIDs(want)) {
-		t.Errorf("%s = %v, want %v", what, deliveryIDs(got), deliveryIDs(want))
-		return
-	}
-	for i := range got {
-		wantDelivery(t, fmt.Sprintf("%s[%d]", what, i), got[i], want[i])
-	}
-}
-
-func diffAttempt(got, want projections.Attempt) []string {
-	var d []string
-	f := func(name string, ok bool, g, w any) {
-		if !ok {
-			d = append(d, fmt.Sprintf("%s: got %v, want %v", name, g, w))
-		}
-	}
-	f("DeliveryID", got.DeliveryID == want.DeliveryID, got.DeliveryID, want.DeliveryID)
-	f("Attempt", got.Attempt == want.Attempt, got.Attempt, want.Attempt)
-	f("At", sameTime(got.At, want.At), got.At, want.At)
-	f("StatusCode", sameP(got.StatusCode, want.StatusCode), show(got.StatusCode), show(want.StatusCode))
-	f("LatencyMS", got.LatencyMS == want.LatencyMS, got.LatencyMS, want.LatencyMS)
-	f("Error", sameP(got.Error, want.Error), show(got.Error), show(want.Error))
-	f("ErrorClass", sameP(got.ErrorClass, want.ErrorClass), show(got.ErrorClass), show(want.ErrorClass))
-	f("Outcome", got.Outcome == want.Outcome, got.Outcome, want.Outcome)
-	return d
-}
-
-func wantAttempts(t *testing.T, what string, got, want []projections.Attempt) {
-	t.Helper()
-	if len(got) != len(want) {
-		t.Errorf("%s: %d attempts %+v, want %d", what, len(got), got, len(want))
-		return
-	}
-	for i := range got {
-		for _, d := range diffAttempt(got[i], want[i]) {
-			t.Errorf("%s[%d]: %s", what, i, d)
-		}
 	}
 }
 
@@ -298,8 +137,8 @@ func newModel() *model {
 	return &model{deliveries: map[string]projections.Delivery{}, attempts: map[string][]projections.Attempt{}}
 }
 
-func (m *model) put(ds ...projections.Delivery) {
-	for _, d := range ds {
+func (m *model) put(rows ...projections.Delivery) {
+	for _, d := range rows {
 		m.deliveries[d.DeliveryID] = d
 	}
 }
@@ -409,32 +248,30 @@ func (m *model) lastSource() events.Position {
 	return p
 }
 
-// check compares every read of ds with the model.
-func (m *model) check(t *testing.T, ds projections.DeliveryStore, what string, apps []int64, nows []time.Time) {
+// check compares every read of s with the model.
+func (m *model) check(t *testing.T, s Store, what string, apps []int64, nows []time.Time) {
 	t.Helper()
 	for _, app := range append([]int64{0}, apps...) {
 		f := domain.DeliveryFilter{AppID: app, Limit: 1000}
-		wantDeliveries(t, fmt.Sprintf("%s: Deliveries(app %d)", what, app), listDeliveries(t, ds, f), m.list(f))
+		wantRows(t, fmt.Sprintf("%s: Deliveries(app %d)", what, app), must(s.Deliveries(ctx, f))(t), m.list(f))
 	}
 	for _, now := range nows {
-		wantDeliveries(t, fmt.Sprintf("%s: Due(%v)", what, now), due(t, ds, now, 1000), m.due(now, 1000))
+		wantRows(t, fmt.Sprintf("%s: Due(%v)", what, now), must(s.Due(ctx, now, 1000))(t), m.due(now, 1000))
 	}
 	next, ok := m.nextDue()
-	wantNextDue(t, ds, next, ok)
-	wantCounts(t, ds, m.counts())
-	wantLastSource(t, ds, m.lastSource())
+	wantNextDue(t, s, next, ok)
+	wantCounts(t, s, m.counts())
+	wantLastSource(t, s, m.lastSource())
 	for id, d := range m.deliveries {
-		got, as := getDelivery(t, ds, d.AppID, id)
-		wantDelivery(t, fmt.Sprintf("%s: Delivery(%q)", what, id), got, d)
-		wantAttempts(t, fmt.Sprintf("%s: attempts of %q", what, id), as, m.attempts[id])
+		got, as := getDelivery(t, s, d.AppID, id)
+		wantRow(t, fmt.Sprintf("%s: Delivery(%q)", what, id), got, d)
+		wantRows(t, fmt.Sprintf("%s: attempts of %q", what, id), as, m.attempts[id])
 	}
 }
 
 // ---- cases ----
 
 func testDeliveryRoundTrip(t *testing.T, s Store) {
-	ctx := context.Background()
-	ds := deliveryStore(t, s)
 	body := make([]byte, 64<<10) // every byte value, NULs and invalid UTF-8 included
 	for i := range body {
 		body[i] = byte(i*7 + i/256)
@@ -476,7 +313,7 @@ func testDeliveryRoundTrip(t *testing.T, s Store) {
 		CreatedAt:     at(0),
 		UpdatedAt:     at(0),
 	}
-	updateDeliveries(t, ds, func(tx projections.DeliveryTx) error {
+	write(t, deliveriesOf(s), func(tx projections.DeliveryTx) error {
 		// The caller may reuse its buffers once PutDelivery returns.
 		d := full
 		d.Body, d.LastError = slices.Clone(full.Body), ptr(*full.LastError)
@@ -492,40 +329,42 @@ func testDeliveryRoundTrip(t *testing.T, s Store) {
 	})
 
 	for _, want := range []projections.Delivery{full, bare, zeroes} {
-		got, as := getDelivery(t, ds, want.AppID, want.DeliveryID)
-		wantDelivery(t, fmt.Sprintf("Delivery(%q)", want.DeliveryID), got, want)
+		got, as := getDelivery(t, s, want.AppID, want.DeliveryID)
+		wantRow(t, fmt.Sprintf("Delivery(%q)", want.DeliveryID), got, want)
 		if len(as) != 0 {
 			t.Errorf("attempts of %q = %+v, want none", want.DeliveryID, as)
 		}
-		got, _ = getDelivery(t, ds, 0, want.DeliveryID)
-		wantDelivery(t, fmt.Sprintf("Delivery(0, %q)", want.DeliveryID), got, want)
+		got, _ = getDelivery(t, s, 0, want.DeliveryID)
+		wantRow(t, fmt.Sprintf("Delivery(0, %q)", want.DeliveryID), got, want)
 	}
-	wantDeliveries(t, "Deliveries(app -3)", listDeliveries(t, ds, domain.DeliveryFilter{AppID: -3}),
+	wantRows(t, "Deliveries(app -3)", must(s.Deliveries(ctx, domain.DeliveryFilter{AppID: -3}))(t),
 		[]projections.Delivery{bare, zeroes})
-	wantDeliveries(t, "Deliveries(every app)", listDeliveries(t, ds, domain.DeliveryFilter{}),
+
+	wantRows(t, "Deliveries(every app)", must(s.Deliveries(ctx, domain.DeliveryFilter{}))(t),
 		[]projections.Delivery{bare, zeroes, full})
-	wantDeliveries(t, "Due", due(t, ds, time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC), 10),
+
+	wantRows(t, "Due", must(s.Due(ctx, time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC), 10))(t),
 		[]projections.Delivery{zeroes, full})
 
 	// Inside a transaction too.
-	updateDeliveries(t, ds, func(tx projections.DeliveryTx) error {
+	write(t, deliveriesOf(s), func(tx projections.DeliveryTx) error {
 		got, err := tx.Delivery(ctx, full.DeliveryID)
 		if err != nil {
 			return err
 		}
-		wantDelivery(t, "Tx.Delivery", got, full)
-		got.Body[1] ^= 0xff // results are copies
+		wantRow(t, "Tx.Delivery", got, full)
+		got.Body[1] ^= 0xff
 		*got.LastStatus = 200
 		return nil
 	})
 
 	// The store owns its copies: changing what was read changes nothing.
-	got, _ := getDelivery(t, ds, full.AppID, full.DeliveryID)
+	got, _ := getDelivery(t, s, full.AppID, full.DeliveryID)
 	got.Body[2] ^= 0xff
 	*got.LastError, *got.NextAttemptAt, *got.LastStatus = "mutated", at(1), 1
 	for _, l := range [][]projections.Delivery{
-		listDeliveries(t, ds, domain.DeliveryFilter{AppID: full.AppID}),
-		due(t, ds, full.NextAttemptAt.Add(time.Hour), 10),
+		must(s.Deliveries(ctx, domain.DeliveryFilter{AppID: full.AppID}))(t),
+		must(s.Due(ctx, full.NextAttemptAt.Add(time.Hour), 10))(t),
 	} {
 		for _, d := range l {
 			if len(d.Body) > 0 {
@@ -536,17 +375,16 @@ func testDeliveryRoundTrip(t *testing.T, s Store) {
 			}
 		}
 	}
-	got, _ = getDelivery(t, ds, full.AppID, full.DeliveryID)
-	wantDelivery(t, "Delivery after callers mutated results", got, full)
+	got, _ = getDelivery(t, s, full.AppID, full.DeliveryID)
+	wantRow(t, "Delivery after callers mutated results", got, full)
 }
 
 func testPutDeliveryReplaces(t *testing.T, s Store) {
-	ds := deliveryStore(t, s)
 	old := dlv(1, 20)
 	old.Status, old.Attempts, old.LastStatus, old.LastError = domain.DeliveryRetrying, 2, ptr(500), ptr("boom")
 	other := dlv(1, 10)
-	putDeliveries(t, ds, old, other)
-	wantLastSource(t, ds, old.SourcePosition)
+	putDeliveries(t, s, old, other)
+	wantLastSource(t, s, old.SourcePosition)
 
 	// Every field changes, the pointers back to nil; the delivery moves to
 	// another app, back in the feed, and out of the due queue.
@@ -563,42 +401,40 @@ func testPutDeliveryReplaces(t *testing.T, s Store) {
 		CreatedAt:      at(7),
 		UpdatedAt:      at(8),
 	}
-	putDeliveries(t, ds, repl)
+	putDeliveries(t, s, repl)
 
-	got, _ := getDelivery(t, ds, 2, repl.DeliveryID)
-	wantDelivery(t, "replaced delivery", got, repl)
-	_, _, err := ds.Delivery(context.Background(), 1, repl.DeliveryID)
+	got, _ := getDelivery(t, s, 2, repl.DeliveryID)
+	wantRow(t, "replaced delivery", got, repl)
+	_, _, err := s.Delivery(context.Background(), 1, repl.DeliveryID)
 	wantNotFound(t, "Delivery in the old app after replace", err)
-	wantIDs(t, "Deliveries(app 1)", listDeliveries(t, ds, domain.DeliveryFilter{AppID: 1}), []string{other.DeliveryID})
-	wantIDs(t, "Deliveries(app 2)", listDeliveries(t, ds, domain.DeliveryFilter{AppID: 2}), []string{repl.DeliveryID})
-	wantIDs(t, "Deliveries(every app)", listDeliveries(t, ds, domain.DeliveryFilter{}),
+	wantIDs(t, "Deliveries(app 1)", must(s.Deliveries(ctx, domain.DeliveryFilter{AppID: 1}))(t), []string{other.DeliveryID})
+	wantIDs(t, "Deliveries(app 2)", must(s.Deliveries(ctx, domain.DeliveryFilter{AppID: 2}))(t), []string{repl.DeliveryID})
+	wantIDs(t, "Deliveries(every app)", must(s.Deliveries(ctx, domain.DeliveryFilter{}))(t),
 		[]string{repl.DeliveryID, other.DeliveryID})
-	wantIDs(t, "Due", due(t, ds, at(1_000_000), 0), []string{other.DeliveryID})
-	wantNextDue(t, ds, *other.NextAttemptAt, true)
-	wantCounts(t, ds, map[string]int{domain.DeliveryPending: 1, domain.DeliveryDelivered: 1})
-	wantLastSource(t, ds, other.SourcePosition) // the highest source went with the old row
+	wantIDs(t, "Due", must(s.Due(ctx, at(1_000_000), 0))(t), []string{other.DeliveryID})
+	wantNextDue(t, s, *other.NextAttemptAt, true)
+	wantCounts(t, s, map[string]int{domain.DeliveryPending: 1, domain.DeliveryDelivered: 1})
+	wantLastSource(t, s, other.SourcePosition) // the highest source went with the old row
 
 	// Putting the same row again changes nothing.
-	putDeliveries(t, ds, repl, repl)
-	wantCounts(t, ds, map[string]int{domain.DeliveryPending: 1, domain.DeliveryDelivered: 1})
-	wantIDs(t, "Deliveries after identical put", listDeliveries(t, ds, domain.DeliveryFilter{}),
+	putDeliveries(t, s, repl, repl)
+	wantCounts(t, s, map[string]int{domain.DeliveryPending: 1, domain.DeliveryDelivered: 1})
+	wantIDs(t, "Deliveries after identical put", must(s.Deliveries(ctx, domain.DeliveryFilter{}))(t),
 		[]string{repl.DeliveryID, other.DeliveryID})
 }
 
 func testDeliveryTenancy(t *testing.T, s Store) {
-	ctx := context.Background()
-	ds := deliveryStore(t, s)
 	d1, d2 := dlv(1, 1), dlv(2, 2)
-	putDeliveries(t, ds, d1, d2)
-	addAttempts(t, ds, projections.Attempt{DeliveryID: d1.DeliveryID, Attempt: 1, At: at(5), Outcome: "retry"})
+	putDeliveries(t, s, d1, d2)
+	addAttempts(t, s, projections.Attempt{DeliveryID: d1.DeliveryID, Attempt: 1, At: at(5), Outcome: "retry"})
 
-	got, as := getDelivery(t, ds, 1, d1.DeliveryID)
-	wantDelivery(t, "Delivery(1, d1)", got, d1)
+	got, as := getDelivery(t, s, 1, d1.DeliveryID)
+	wantRow(t, "Delivery(1, d1)", got, d1)
 	if len(as) != 1 {
 		t.Errorf("attempts of d1 = %+v, want one", as)
 	}
-	got, _ = getDelivery(t, ds, 0, d2.DeliveryID)
-	wantDelivery(t, "Delivery(0, d2)", got, d2)
+	got, _ = getDelivery(t, s, 0, d2.DeliveryID)
+	wantRow(t, "Delivery(0, d2)", got, d2)
 
 	for _, c := range []struct {
 		app int64
@@ -612,19 +448,19 @@ func testDeliveryTenancy(t *testing.T, s Store) {
 		{1, strings.ToUpper(d1.DeliveryID)}, // ids are case-sensitive
 		{1, ""},
 	} {
-		d, as, err := ds.Delivery(ctx, c.app, c.id)
+		d, as, err := s.Delivery(ctx, c.app, c.id)
 		wantNotFound(t, fmt.Sprintf("Delivery(%d, %q)", c.app, c.id), err)
 		if err != nil && (d.DeliveryID != "" || len(as) != 0) {
 			t.Errorf("Delivery(%d, %q) returned data with its error: %+v, %+v", c.app, c.id, d, as)
 		}
 	}
-	wantIDs(t, "Deliveries(app 2)", listDeliveries(t, ds, domain.DeliveryFilter{AppID: 2}), []string{d2.DeliveryID})
-	wantIDs(t, "Deliveries(app 3)", listDeliveries(t, ds, domain.DeliveryFilter{AppID: 3}), nil)
+	wantIDs(t, "Deliveries(app 2)", must(s.Deliveries(ctx, domain.DeliveryFilter{AppID: 2}))(t), []string{d2.DeliveryID})
+	wantIDs(t, "Deliveries(app 3)", must(s.Deliveries(ctx, domain.DeliveryFilter{AppID: 3}))(t), nil)
 }
 
 // filterFixture puts 36 deliveries over three apps, every status and three
 // event types, in an order unlike their cursors', and returns the model.
-func filterFixture(t *testing.T, ds projections.DeliveryStore) *model {
+func filterFixture(t *testing.T, s Store) *model {
 	t.Helper()
 	m := newModel()
 	types := []string{"user.registered", "user.profile.updated", "user.family_member.added"}
@@ -637,15 +473,14 @@ func filterFixture(t *testing.T, ds projections.DeliveryStore) *model {
 	}
 	// Written newest first, in two transactions, so the feed is not built by appends.
 	slices.Reverse(dls)
-	putDeliveries(t, ds, dls[:20]...)
-	putDeliveries(t, ds, dls[20:]...)
+	putDeliveries(t, s, dls[:20]...)
+	putDeliveries(t, s, dls[20:]...)
 	m.put(dls...)
 	return m
 }
 
 func testDeliveriesFilters(t *testing.T, s Store) {
-	ds := deliveryStore(t, s)
-	m := filterFixture(t, ds)
+	m := filterFixture(t, s)
 	cst := time.FixedZone("CST", 8*3600)
 	filters := []domain.DeliveryFilter{
 		{},
@@ -678,23 +513,22 @@ func testDeliveriesFilters(t *testing.T, s Store) {
 		{AppID: 3, Status: domain.DeliveryDeadLetter, Limit: 1},
 	}
 	for _, f := range filters {
-		wantDeliveries(t, fmt.Sprintf("Deliveries(%+v)", f), listDeliveries(t, ds, f), m.list(f))
+		wantRows(t, fmt.Sprintf("Deliveries(%+v)", f), must(s.Deliveries(ctx, f))(t), m.list(f))
 	}
 
 	// The model itself, on cases worked out by hand.
-	wantIDs(t, "app 1, pending", listDeliveries(t, ds, domain.DeliveryFilter{AppID: 1, Status: domain.DeliveryPending}),
+	wantIDs(t, "app 1, pending", must(s.Deliveries(ctx, domain.DeliveryFilter{AppID: 1, Status: domain.DeliveryPending}))(t),
 		[]string{"d-0000", "d-0018"})
-	wantIDs(t, "bounds [at(100), at(130))", listDeliveries(t, ds, domain.DeliveryFilter{From: at(100), To: at(130)}),
+	wantIDs(t, "bounds [at(100), at(130))", must(s.Deliveries(ctx, domain.DeliveryFilter{From: at(100), To: at(130)}))(t),
 		[]string{"d-0010", "d-0011", "d-0012"})
-	wantIDs(t, "after the 2^63 boundary", listDeliveries(t, ds, domain.DeliveryFilter{After: cursorAt(11), Limit: 2}),
+	wantIDs(t, "after the 2^63 boundary", must(s.Deliveries(ctx, domain.DeliveryFilter{After: cursorAt(11), Limit: 2}))(t),
 		[]string{"d-0012", "d-0013"})
-	wantIDs(t, "app 2 after d-0004", listDeliveries(t, ds, domain.DeliveryFilter{AppID: 2, After: cursorAt(4), Limit: 3}),
+	wantIDs(t, "app 2 after d-0004", must(s.Deliveries(ctx, domain.DeliveryFilter{AppID: 2, After: cursorAt(4), Limit: 3}))(t),
 		[]string{"d-0007", "d-0010", "d-0013"})
 }
 
 func testDeliveriesPaging(t *testing.T, s Store) {
-	ds := deliveryStore(t, s)
-	m := filterFixture(t, ds)
+	m := filterFixture(t, s)
 	for _, f := range []domain.DeliveryFilter{
 		{},
 		{AppID: 1},
@@ -702,75 +536,29 @@ func testDeliveriesPaging(t *testing.T, s Store) {
 		{AppID: 2, EventType: "user.registered"},
 		{From: at(55), To: at(305)},
 	} {
-		want := deliveryIDs(m.list(domain.DeliveryFilter{AppID: f.AppID, Status: f.Status,
-			EventType: f.EventType, From: f.From, To: f.To, Limit: 1000}))
-		for _, limit := range []int{1, 2, 3, 7, 100} {
-			var got []string
-			seen := map[string]bool{}
-			page := f
-			page.Limit = limit
-			done := false
-			for range len(want) + 2 { // one page per delivery at worst, then the empty one
-				l := listDeliveries(t, ds, page)
-				if len(l) == 0 {
-					done = true
-					break
-				}
-				if len(l) > limit {
-					t.Fatalf("%+v: page of %d, limit %d", page, len(l), limit)
-				}
-				for _, d := range l {
-					if seen[d.DeliveryID] {
-						t.Fatalf("%+v: %s listed twice", page, d.DeliveryID)
-					}
-					if !page.After.Less(d.Cursor) {
-						t.Fatalf("%+v: %s at %v is not after the cursor", page, d.DeliveryID, d.Cursor)
-					}
-					seen[d.DeliveryID] = true
-					got = append(got, d.DeliveryID)
-					page.After = d.Cursor
-				}
-			}
-			if !done {
-				t.Fatalf("%+v: paging did not end", f)
-			}
-			if !slices.Equal(got, want) {
-				t.Errorf("%+v paged by %d = %v, want %v", f, limit, got, want)
-			}
-		}
+		all := f
+		all.Limit = 1000
+		wantPaging(t, lister(t, s.Deliveries), f, m.list(all))
 	}
 }
 
 func testDeliveriesLimits(t *testing.T, s Store) {
-	ds := deliveryStore(t, s)
 	const n = 1005
 	dls := make([]projections.Delivery, n)
 	for i := range dls {
 		dls[i] = dlv(7, i)
 		dls[i].Body = []byte("{}")
 	}
-	putDeliveries(t, ds, dls...)
-	for _, c := range []struct{ limit, want int }{
-		{0, 100}, {-1, 100}, {1, 1}, {999, 999}, {1000, 1000}, {1001, 1000}, {1 << 30, 1000},
-	} {
-		got := listDeliveries(t, ds, domain.DeliveryFilter{AppID: 7, Limit: c.limit})
-		if len(got) != c.want {
-			t.Errorf("Deliveries(Limit %d) = %d deliveries, want %d", c.limit, len(got), c.want)
-			continue
-		}
-		if got[0].DeliveryID != "d-0000" || got[len(got)-1].DeliveryID != dls[c.want-1].DeliveryID {
-			t.Errorf("Deliveries(Limit %d) = %s..%s, want the first %d", c.limit, got[0].DeliveryID, got[len(got)-1].DeliveryID, c.want)
-		}
-	}
+	putDeliveries(t, s, dls...)
+	wantLimits(t, lister(t, s.Deliveries), []domain.DeliveryFilter{{AppID: 7}}, dls)
 	for _, c := range []struct{ limit, want int }{{0, 100}, {-1, 100}, {7, 7}} {
-		if got := due(t, ds, at(1_000_000), c.limit); len(got) != c.want || got[0].DeliveryID != "d-0000" {
+		if got := must(s.Due(ctx, at(1_000_000), c.limit))(t); len(got) != c.want || got[0].DeliveryID != "d-0000" {
 			t.Errorf("Due(limit %d) = %d deliveries, want the first %d", c.limit, len(got), c.want)
 		}
 	}
 }
 
 func testDue(t *testing.T, s Store) {
-	ds := deliveryStore(t, s)
 	mk := func(app int64, n int, status string, next *time.Time) projections.Delivery {
 		d := dlv(app, n)
 		d.Status, d.NextAttemptAt = status, next
@@ -781,7 +569,7 @@ func testDue(t *testing.T, s Store) {
 	c := mk(1, 2, domain.DeliveryPending, ptr(at(100))) // same time as a, earlier cursor
 	d := mk(1, 3, domain.DeliveryRetrying, ptr(at(200)))
 	k := mk(2, 7, domain.DeliveryPending, ptr(at(60))) // Due spans apps
-	putDeliveries(t, ds, a, b, c, d, k,
+	putDeliveries(t, s, a, b, c, d, k,
 		mk(1, 10, domain.DeliveryDelivered, ptr(at(10))),
 		mk(1, 11, domain.DeliveryAbandoned, ptr(at(10))),
 		mk(1, 12, domain.DeliveryDeadLetter, ptr(at(10))),
@@ -789,102 +577,98 @@ func testDue(t *testing.T, s Store) {
 		mk(1, 14, domain.DeliveryPending, nil),
 		mk(1, 15, domain.DeliveryRetrying, nil),
 	)
-	ids := func(ds ...projections.Delivery) []string { return deliveryIDs(ds) }
+	idsOf := func(ds ...projections.Delivery) []string { return strIDs(ds) }
 	for _, c := range []struct {
 		now   time.Time
 		limit int
 		want  []string
 	}{
-		{at(100), 10, ids(b, k, c, a)}, // NextAttemptAt == now is due
-		{at(100).In(time.FixedZone("CST", 8*3600)), 10, ids(b, k, c, a)},
-		{at(99), 10, ids(b, k)},
+		{at(100), 10, idsOf(b, k, c, a)}, // NextAttemptAt == now is due
+		{at(100).In(time.FixedZone("CST", 8*3600)), 10, idsOf(b, k, c, a)},
+		{at(99), 10, idsOf(b, k)},
 		{at(49), 10, nil},
-		{at(1000), 10, ids(b, k, c, a, d)},
-		{at(1000), 2, ids(b, k)},
-		{at(1000), 0, ids(b, k, c, a, d)},
-		{at(1000), -1, ids(b, k, c, a, d)},
+		{at(1000), 10, idsOf(b, k, c, a, d)},
+		{at(1000), 2, idsOf(b, k)},
+		{at(1000), 0, idsOf(b, k, c, a, d)},
+		{at(1000), -1, idsOf(b, k, c, a, d)},
 		{time.Time{}, 10, nil},
 	} {
-		wantIDs(t, fmt.Sprintf("Due(%v, %d)", c.now, c.limit), due(t, ds, c.now, c.limit), c.want)
+		wantIDs(t, fmt.Sprintf("Due(%v, %d)", c.now, c.limit), must(s.Due(ctx, c.now, c.limit))(t), c.want)
 	}
-	wantDeliveries(t, "Due rows", due(t, ds, at(60), 10), []projections.Delivery{b, k})
+	wantRows(t, "Due rows", must(s.Due(ctx, at(60), 10))(t), []projections.Delivery{b, k})
 
 	// Attempting moves deliveries out of the queue or later in it.
 	b2 := b
 	b2.Status, b2.NextAttemptAt, b2.Attempts = domain.DeliveryDelivered, nil, 1
 	a2 := a
 	a2.Status, a2.NextAttemptAt, a2.Attempts = domain.DeliveryRetrying, ptr(at(300)), 1
-	putDeliveries(t, ds, b2, a2)
-	wantIDs(t, "Due after attempts", due(t, ds, at(1000), 10), ids(k, c, d, a2))
-	wantIDs(t, "Due(at(100)) after attempts", due(t, ds, at(100), 10), ids(k, c))
+	putDeliveries(t, s, b2, a2)
+	wantIDs(t, "Due after attempts", must(s.Due(ctx, at(1000), 10))(t), idsOf(k, c, d, a2))
+	wantIDs(t, "Due(at(100)) after attempts", must(s.Due(ctx, at(100), 10))(t), idsOf(k, c))
 
 	// A resend brings a finished delivery back.
 	b3 := b2
 	b3.Status, b3.NextAttemptAt = domain.DeliveryPending, ptr(at(1))
-	putDeliveries(t, ds, b3)
-	wantIDs(t, "Due after resend", due(t, ds, at(100), 10), ids(b3, k, c))
+	putDeliveries(t, s, b3)
+	wantIDs(t, "Due after resend", must(s.Due(ctx, at(100), 10))(t), idsOf(b3, k, c))
 }
 
 func testNextDue(t *testing.T, s Store) {
-	ds := deliveryStore(t, s)
-	wantNextDue(t, ds, time.Time{}, false)
+	wantNextDue(t, s, time.Time{}, false)
 	done := dlv(1, 1)
 	done.Status, done.NextAttemptAt = domain.DeliveryDelivered, ptr(at(1))
 	skipped := dlv(1, 2)
 	skipped.Status, skipped.NextAttemptAt = domain.DeliverySkipped, ptr(at(2))
 	unscheduled := dlv(1, 3)
 	unscheduled.NextAttemptAt = nil
-	putDeliveries(t, ds, done, skipped, unscheduled)
-	wantNextDue(t, ds, time.Time{}, false)
+	putDeliveries(t, s, done, skipped, unscheduled)
+	wantNextDue(t, s, time.Time{}, false)
 
 	p := dlv(1, 4)
 	p.NextAttemptAt = ptr(at(50))
 	r := dlv(2, 5)
 	r.Status, r.NextAttemptAt = domain.DeliveryRetrying, ptr(at(20).In(time.FixedZone("CST", 8*3600)))
-	putDeliveries(t, ds, p, r)
-	wantNextDue(t, ds, at(20), true)
+	putDeliveries(t, s, p, r)
+	wantNextDue(t, s, at(20), true)
 
 	r.Status, r.NextAttemptAt = domain.DeliveryAbandoned, nil
-	putDeliveries(t, ds, r)
-	wantNextDue(t, ds, at(50), true)
+	putDeliveries(t, s, r)
+	wantNextDue(t, s, at(50), true)
 
 	p.NextAttemptAt = ptr(at(70))
-	putDeliveries(t, ds, p)
-	wantNextDue(t, ds, at(70), true)
+	putDeliveries(t, s, p)
+	wantNextDue(t, s, at(70), true)
 
 	p.Status = domain.DeliveryDelivered
-	putDeliveries(t, ds, p)
-	wantNextDue(t, ds, time.Time{}, false)
+	putDeliveries(t, s, p)
+	wantNextDue(t, s, time.Time{}, false)
 }
 
 func testCountByStatus(t *testing.T, s Store) {
-	ds := deliveryStore(t, s)
-	wantCounts(t, ds, map[string]int{})
+	wantCounts(t, s, map[string]int{})
 	var dls []projections.Delivery
 	for n := range 10 {
 		d := dlv(int64(1+n%2), n)
 		d.Status = allStatuses[n%4] // pending, retrying, delivered, abandoned
 		dls = append(dls, d)
 	}
-	putDeliveries(t, ds, dls...)
-	wantCounts(t, ds, map[string]int{
+	putDeliveries(t, s, dls...)
+	wantCounts(t, s, map[string]int{
 		domain.DeliveryPending: 3, domain.DeliveryRetrying: 3,
 		domain.DeliveryDelivered: 2, domain.DeliveryAbandoned: 2,
 	})
 
 	// Statuses move; a status left with no delivery is not listed.
 	dls[0].Status, dls[4].Status, dls[8].Status = domain.DeliveryDeadLetter, domain.DeliveryDelivered, domain.DeliveryDelivered
-	putDeliveries(t, ds, dls[0], dls[4], dls[8])
-	wantCounts(t, ds, map[string]int{
+	putDeliveries(t, s, dls[0], dls[4], dls[8])
+	wantCounts(t, s, map[string]int{
 		domain.DeliveryRetrying: 3, domain.DeliveryDelivered: 4,
 		domain.DeliveryAbandoned: 2, domain.DeliveryDeadLetter: 1,
 	})
 }
 
 func testLastSource(t *testing.T, s Store) {
-	ctx := context.Background()
-	ds := deliveryStore(t, s)
-	wantLastSource(t, ds, events.Position{})
+	wantLastSource(t, s, events.Position{})
 	mk := func(n int, src events.Position) projections.Delivery {
 		d := dlv(int64(1+n%2), n)
 		d.SourcePosition = src
@@ -899,11 +683,11 @@ func testLastSource(t *testing.T, s Store) {
 		mk(5, events.Position{Commit: 1 << 63, Prepare: ^uint64(0)}),
 		mk(6, events.Position{Commit: 1<<63 - 1, Prepare: 7}),
 	}
-	putDeliveries(t, ds, dls...)
-	wantLastSource(t, ds, top)
+	putDeliveries(t, s, dls...)
+	wantLastSource(t, s, top)
 
 	// A failed update leaves it; a committed one moves it, even down.
-	err := ds.UpdateDeliveries(ctx, "deliveries", nextPos(), func(tx projections.DeliveryTx) error {
+	err := s.UpdateDeliveries(ctx, "deliveries", nextPos(), func(tx projections.DeliveryTx) error {
 		if err := tx.PutDelivery(ctx, mk(7, events.Position{Commit: ^uint64(0), Prepare: ^uint64(0)})); err != nil {
 			return err
 		}
@@ -912,25 +696,24 @@ func testLastSource(t *testing.T, s Store) {
 	if err == nil {
 		t.Fatal("UpdateDeliveries with a failing fn returned nil")
 	}
-	wantLastSource(t, ds, top)
+	wantLastSource(t, s, top)
 	lowered := dls[2]
 	lowered.SourcePosition = events.Position{Commit: 1, Prepare: 1}
-	putDeliveries(t, ds, lowered)
-	wantLastSource(t, ds, events.Position{Commit: 1<<63 + 1, Prepare: 0})
+	putDeliveries(t, s, lowered)
+	wantLastSource(t, s, events.Position{Commit: 1<<63 + 1, Prepare: 0})
 
 	// Two deliveries of one source event (two apps) share its position.
 	twin := mk(8, events.Position{Commit: 1<<63 + 1, Prepare: 0})
-	putDeliveries(t, ds, twin)
+	putDeliveries(t, s, twin)
 	gone := dls[3]
 	gone.SourcePosition = events.Position{Commit: 2}
-	putDeliveries(t, ds, gone)
-	wantLastSource(t, ds, twin.SourcePosition)
+	putDeliveries(t, s, gone)
+	wantLastSource(t, s, twin.SourcePosition)
 }
 
 func testAttempts(t *testing.T, s Store) {
-	ds := deliveryStore(t, s)
 	x, y, z := dlv(1, 1), dlv(1, 2), dlv(2, 3)
-	putDeliveries(t, ds, x, y, z)
+	putDeliveries(t, s, x, y, z)
 	cst := time.FixedZone("CST", 8*3600)
 	a1 := projections.Attempt{DeliveryID: x.DeliveryID, Attempt: 1, At: at(10).In(cst), StatusCode: nil,
 		LatencyMS: 10_000, Error: ptr("dial tcp: i/o timeout"), Outcome: "retry"}
@@ -940,37 +723,35 @@ func testAttempts(t *testing.T, s Store) {
 		LatencyMS: 1 << 40, Outcome: "delivered"}
 	b1 := projections.Attempt{DeliveryID: y.DeliveryID, Attempt: 1, At: at(11), StatusCode: ptr(0),
 		Outcome: "refused"}
-	addAttempts(t, ds, a3, b1, a1) // out of order
-	addAttempts(t, ds, a2)
+	addAttempts(t, s, a3, b1, a1) // out of order
+	addAttempts(t, s, a2)
 
-	_, as := getDelivery(t, ds, 1, x.DeliveryID)
-	wantAttempts(t, "attempts of x", as, []projections.Attempt{a1, a2, a3})
-	_, as = getDelivery(t, ds, 0, y.DeliveryID)
-	wantAttempts(t, "attempts of y", as, []projections.Attempt{b1})
-	_, as = getDelivery(t, ds, 2, z.DeliveryID)
-	wantAttempts(t, "attempts of z", as, nil)
+	_, as := getDelivery(t, s, 1, x.DeliveryID)
+	wantRows(t, "attempts of x", as, []projections.Attempt{a1, a2, a3})
+	_, as = getDelivery(t, s, 0, y.DeliveryID)
+	wantRows(t, "attempts of y", as, []projections.Attempt{b1})
+	_, as = getDelivery(t, s, 2, z.DeliveryID)
+	wantRows(t, "attempts of z", as, nil)
 
 	// Recording an attempt again (a replayed event) replaces it.
 	a2b := projections.Attempt{DeliveryID: x.DeliveryID, Attempt: 2, At: at(21), StatusCode: nil,
 		LatencyMS: 5, Error: nil, Outcome: "abandoned"}
-	addAttempts(t, ds, a2b, a2b)
-	_, as = getDelivery(t, ds, 1, x.DeliveryID)
-	wantAttempts(t, "attempts of x after re-adding #2", as, []projections.Attempt{a1, a2b, a3})
+	addAttempts(t, s, a2b, a2b)
+	_, as = getDelivery(t, s, 1, x.DeliveryID)
+	wantRows(t, "attempts of x after re-adding #2", as, []projections.Attempt{a1, a2b, a3})
 
 	// Results are copies; replacing the delivery keeps its attempts.
 	*as[0].Error = "mutated"
 	*as[2].StatusCode = 1
 	x.Status = domain.DeliveryDelivered
-	putDeliveries(t, ds, x)
-	_, as = getDelivery(t, ds, 1, x.DeliveryID)
-	wantAttempts(t, "attempts of x after a caller mutated them", as, []projections.Attempt{a1, a2b, a3})
+	putDeliveries(t, s, x)
+	_, as = getDelivery(t, s, 1, x.DeliveryID)
+	wantRows(t, "attempts of x after a caller mutated them", as, []projections.Attempt{a1, a2b, a3})
 }
 
 func testDeliveryTxReads(t *testing.T, s Store) {
-	ctx := context.Background()
-	ds := deliveryStore(t, s)
 	d := dlv(1, 1)
-	updateDeliveries(t, ds, func(tx projections.DeliveryTx) error {
+	write(t, deliveriesOf(s), func(tx projections.DeliveryTx) error {
 		_, err := tx.Delivery(ctx, d.DeliveryID)
 		wantNotFound(t, "Tx.Delivery before PutDelivery", err)
 		if err := tx.PutDelivery(ctx, d); err != nil {
@@ -980,7 +761,7 @@ func testDeliveryTxReads(t *testing.T, s Store) {
 		if err != nil {
 			return fmt.Errorf("Tx.Delivery after PutDelivery: %w", err)
 		}
-		wantDelivery(t, "Tx.Delivery after PutDelivery", got, d)
+		wantRow(t, "Tx.Delivery after PutDelivery", got, d)
 
 		// Read, change, write, read again: the projector's partial update.
 		got.Status, got.Attempts, got.LastStatus = domain.DeliveryRetrying, 1, ptr(502)
@@ -994,12 +775,13 @@ func testDeliveryTxReads(t *testing.T, s Store) {
 		if err != nil {
 			return err
 		}
-		wantDelivery(t, "Tx.Delivery after second PutDelivery", again, got)
+		wantRow(t, "Tx.Delivery after second PutDelivery", again, got)
 		d = got
 		return nil
 	})
-	got, as := getDelivery(t, ds, 1, d.DeliveryID)
-	wantDelivery(t, "Delivery after commit", got, d)
+
+	got, as := getDelivery(t, s, 1, d.DeliveryID)
+	wantRow(t, "Delivery after commit", got, d)
 	if len(as) != 1 {
 		t.Errorf("attempts after commit = %+v, want one", as)
 	}
@@ -1007,112 +789,79 @@ func testDeliveryTxReads(t *testing.T, s Store) {
 	// A later transaction reads committed rows of any app; a not-found read
 	// handled by fn does not spoil it.
 	other := dlv(2, 2)
-	putDeliveries(t, ds, other)
+	putDeliveries(t, s, other)
 	third := dlv(3, 3)
-	updateDeliveries(t, ds, func(tx projections.DeliveryTx) error {
+	write(t, deliveriesOf(s), func(tx projections.DeliveryTx) error {
 		got, err := tx.Delivery(ctx, other.DeliveryID)
 		if err != nil {
 			return err
 		}
-		wantDelivery(t, "Tx.Delivery of another app", got, other)
+		wantRow(t, "Tx.Delivery of another app", got, other)
 		if _, err := tx.Delivery(ctx, "missing"); !errors.Is(err, projections.ErrNotFound) {
 			return fmt.Errorf("Tx.Delivery(missing) = %v, want ErrNotFound", err)
 		}
 		return tx.PutDelivery(ctx, third)
 	})
-	got, _ = getDelivery(t, ds, 3, third.DeliveryID)
-	wantDelivery(t, "delivery put after a not-found read", got, third)
+
+	got, _ = getDelivery(t, s, 3, third.DeliveryID)
+	wantRow(t, "delivery put after a not-found read", got, third)
 }
 
 func testFailedUpdateDeliveries(t *testing.T, s Store) {
-	ctx := context.Background()
-	ds := deliveryStore(t, s)
 	m := newModel()
 	a, b := dlv(1, 10), dlv(2, 11)
 	b.Status, b.NextAttemptAt = domain.DeliveryRetrying, ptr(at(5))
-	pos := events.Position{Commit: 70, Prepare: 70}
 	attempt := projections.Attempt{DeliveryID: a.DeliveryID, Attempt: 1, At: at(3), StatusCode: ptr(500), Outcome: "retry"}
-	if err := ds.UpdateDeliveries(ctx, "deliveries", pos, func(tx projections.DeliveryTx) error {
-		if err := tx.PutDelivery(ctx, a); err != nil {
-			return err
-		}
-		if err := tx.PutDelivery(ctx, b); err != nil {
-			return err
-		}
-		return tx.AddAttempt(ctx, attempt)
-	}); err != nil {
-		t.Fatal(err)
-	}
 	m.put(a, b)
 	m.addAttempt(attempt)
 	nows := []time.Time{at(0), at(5), at(1010), at(1_000_000)}
-	m.check(t, ds, "before", []int64{1, 2, 3}, nows)
-
-	boom := errors.New("projector failed")
-	err := ds.UpdateDeliveries(ctx, "deliveries", events.Position{Commit: 80, Prepare: 80}, func(tx projections.DeliveryTx) error {
+	failedUpdate(t, s, deliveriesOf(s), func(tx projections.DeliveryTx) error {
+		return firstErr(tx.PutDelivery(ctx, a), tx.PutDelivery(ctx, b), tx.AddAttempt(ctx, attempt))
+	}, func(tx projections.DeliveryTx) error {
 		c := dlv(3, 12)
 		c.SourcePosition, c.NextAttemptAt = events.Position{Commit: ^uint64(0)}, ptr(at(0))
-		if err := tx.PutDelivery(ctx, c); err != nil {
-			return err
-		}
 		a2 := a
 		a2.AppID, a2.Status, a2.Cursor, a2.Body, a2.NextAttemptAt = 3, domain.DeliveryAbandoned, cursorAt(1), nil, nil
-		if err := tx.PutDelivery(ctx, a2); err != nil {
-			return err
-		}
 		b2 := b
 		b2.NextAttemptAt = ptr(at(1))
-		if err := tx.PutDelivery(ctx, b2); err != nil {
+		if err := firstErr(tx.PutDelivery(ctx, c), tx.PutDelivery(ctx, a2), tx.PutDelivery(ctx, b2),
+			tx.AddAttempt(ctx, projections.Attempt{DeliveryID: a.DeliveryID, Attempt: 1, At: at(9), Outcome: "abandoned"}),
+			tx.AddAttempt(ctx, projections.Attempt{DeliveryID: b.DeliveryID, Attempt: 1, At: at(9), Outcome: "retry"})); err != nil {
 			return err
 		}
-		if err := tx.AddAttempt(ctx, projections.Attempt{DeliveryID: a.DeliveryID, Attempt: 1, At: at(9), Outcome: "abandoned"}); err != nil {
-			return err
-		}
-		if err := tx.AddAttempt(ctx, projections.Attempt{DeliveryID: b.DeliveryID, Attempt: 1, At: at(9), Outcome: "retry"}); err != nil {
-			return err
-		}
-		got, err := tx.Delivery(ctx, c.DeliveryID)
-		if err != nil {
-			return err
-		}
-		wantDelivery(t, "Tx.Delivery inside the failing update", got, c)
-		return fmt.Errorf("apply event: %w", boom)
+		wantRow(t, "Tx.Delivery inside the failing update", must(tx.Delivery(ctx, c.DeliveryID))(t), c)
+		return nil
+	}, func(when string) {
+		m.check(t, s, when, []int64{1, 2, 3}, nows)
+		_, _, err := s.Delivery(ctx, 0, "d-0012")
+		wantNotFound(t, "delivery put by the failed update "+when, err)
 	})
-	if !errors.Is(err, boom) {
-		t.Fatalf("UpdateDeliveries error = %v, want one wrapping the fn's error", err)
-	}
-	wantCheckpoint(t, s, "deliveries", pos)
-	m.check(t, ds, "after the failed update", []int64{1, 2, 3}, nows)
-	_, _, err = ds.Delivery(ctx, 0, "d-0012")
-	wantNotFound(t, "delivery put by the failed update", err)
 
 	// The store is still usable.
 	c := dlv(3, 12)
-	putDeliveries(t, ds, c)
+	putDeliveries(t, s, c)
 	m.put(c)
-	m.check(t, ds, "after a later update", []int64{1, 2, 3}, nows)
+	m.check(t, s, "after a later update", []int64{1, 2, 3}, nows)
 }
 
 func testDeliveryCheckpoints(t *testing.T, s Store) {
-	ctx := context.Background()
-	ds := deliveryStore(t, s)
 	p1, p2, p3 := events.Position{Commit: 10, Prepare: 9}, events.Position{Commit: 20, Prepare: 20}, events.Position{Commit: 1 << 63, Prepare: 1}
 	noop := func(projections.DeliveryTx) error { return nil }
-	if err := ds.UpdateDeliveries(ctx, "webhooks", p1, noop); err != nil {
+	if err := s.UpdateDeliveries(ctx, "webhooks", p1, noop); err != nil {
 		t.Fatal(err)
 	}
 	wantCheckpoint(t, s, "webhooks", p1)
 	// One checkpoint table: Update and UpdateDeliveries move the same names.
-	update(t, s, "webhooks", p2, func(projections.UserTx) error { return nil })
+	writeAt(t, usersOf(s), "webhooks", p2, func(projections.UserTx) error { return nil })
 	wantCheckpoint(t, s, "webhooks", p2)
-	if err := ds.UpdateDeliveries(ctx, "webhooks", p3, func(tx projections.DeliveryTx) error {
+	if err := s.UpdateDeliveries(ctx, "webhooks", p3, func(tx projections.DeliveryTx) error {
 		return tx.PutDelivery(ctx, dlv(1, 1))
 	}); err != nil {
 		t.Fatal(err)
 	}
 	wantCheckpoint(t, s, "webhooks", p3)
 	wantCheckpoint(t, s, "other", events.Position{})
-	if err := ds.UpdateDeliveries(ctx, "other", p1, func(projections.DeliveryTx) error { return errors.New("no") }); err == nil {
+	if err := s.UpdateDeliveries(ctx, "other", p1, func(projections.DeliveryTx) error { return errors.New("no") }); err == nil {
 		t.Fatal("UpdateDeliveries with a failing fn returned nil")
 	}
 	wantCheckpoint(t, s, "other", events.Position{})
@@ -1120,38 +869,34 @@ func testDeliveryCheckpoints(t *testing.T, s Store) {
 }
 
 func testResetDeliveries(t *testing.T, s Store) {
-	ctx := context.Background()
-	ds := deliveryStore(t, s)
 	d := dlv(1, 1)
-	putDeliveries(t, ds, d, dlv(2, 2))
-	addAttempts(t, ds, projections.Attempt{DeliveryID: d.DeliveryID, Attempt: 1, At: at(1), Outcome: "retry"})
+	putDeliveries(t, s, d, dlv(2, 2))
+	addAttempts(t, s, projections.Attempt{DeliveryID: d.DeliveryID, Attempt: 1, At: at(1), Outcome: "retry"})
 
 	if err := s.Reset(ctx); err != nil {
 		t.Fatalf("Reset: %v", err)
 	}
-	_, _, err := ds.Delivery(ctx, 0, d.DeliveryID)
+	_, _, err := s.Delivery(ctx, 0, d.DeliveryID)
 	wantNotFound(t, "Delivery after Reset", err)
-	wantIDs(t, "Deliveries after Reset", listDeliveries(t, ds, domain.DeliveryFilter{}), nil)
-	wantIDs(t, "Deliveries(app 1) after Reset", listDeliveries(t, ds, domain.DeliveryFilter{AppID: 1}), nil)
-	wantIDs(t, "Due after Reset", due(t, ds, at(1_000_000), 0), nil)
-	wantNextDue(t, ds, time.Time{}, false)
-	wantCounts(t, ds, map[string]int{})
-	wantLastSource(t, ds, events.Position{})
+	wantIDs(t, "Deliveries after Reset", must(s.Deliveries(ctx, domain.DeliveryFilter{}))(t), nil)
+	wantIDs(t, "Deliveries(app 1) after Reset", must(s.Deliveries(ctx, domain.DeliveryFilter{AppID: 1}))(t), nil)
+	wantIDs(t, "Due after Reset", must(s.Due(ctx, at(1_000_000), 0))(t), nil)
+	wantNextDue(t, s, time.Time{}, false)
+	wantCounts(t, s, map[string]int{})
+	wantLastSource(t, s, events.Position{})
 	wantCheckpoint(t, s, "deliveries", events.Position{})
 
 	// Usable after Reset, and the old attempts do not come back.
-	putDeliveries(t, ds, d)
-	if _, as := getDelivery(t, ds, 1, d.DeliveryID); len(as) != 0 {
+	putDeliveries(t, s, d)
+	if _, as := getDelivery(t, s, 1, d.DeliveryID); len(as) != 0 {
 		t.Errorf("attempts after Reset and rebuild = %+v, want none", as)
 	}
-	wantIDs(t, "Deliveries after rebuild", listDeliveries(t, ds, domain.DeliveryFilter{}), []string{d.DeliveryID})
+	wantIDs(t, "Deliveries after rebuild", must(s.Deliveries(ctx, domain.DeliveryFilter{}))(t), []string{d.DeliveryID})
 }
 
 // testConcurrentDeliveries runs the projector's writes beside the
 // dispatcher's and the feed's reads.
 func testConcurrentDeliveries(t *testing.T, s Store) {
-	ctx := context.Background()
-	ds := deliveryStore(t, s)
 	const writers, rounds = 3, 15
 	errs := make(chan error, writers*rounds*2)
 	var wg sync.WaitGroup
@@ -1161,7 +906,7 @@ func testConcurrentDeliveries(t *testing.T, s Store) {
 			proj := fmt.Sprintf("webhooks-%d", w)
 			for r := range rounds {
 				n := w*rounds + r
-				err := ds.UpdateDeliveries(ctx, proj, events.Position{Commit: uint64(r + 1), Prepare: uint64(r + 1)}, func(tx projections.DeliveryTx) error {
+				err := s.UpdateDeliveries(ctx, proj, events.Position{Commit: uint64(r + 1), Prepare: uint64(r + 1)}, func(tx projections.DeliveryTx) error {
 					if err := tx.PutDelivery(ctx, dlv(app, n)); err != nil {
 						return err
 					}
@@ -1186,19 +931,19 @@ func testConcurrentDeliveries(t *testing.T, s Store) {
 		})
 		wg.Go(func() {
 			for range rounds {
-				if _, err := ds.Due(ctx, at(1_000_000), 10); err != nil {
+				if _, err := s.Due(ctx, at(1_000_000), 10); err != nil {
 					errs <- fmt.Errorf("Due: %w", err)
 					return
 				}
-				if _, err := ds.Deliveries(ctx, domain.DeliveryFilter{AppID: app}); err != nil {
+				if _, err := s.Deliveries(ctx, domain.DeliveryFilter{AppID: app}); err != nil {
 					errs <- fmt.Errorf("Deliveries: %w", err)
 					return
 				}
-				if _, _, err := ds.NextDue(ctx); err != nil {
+				if _, _, err := s.NextDue(ctx); err != nil {
 					errs <- fmt.Errorf("NextDue: %w", err)
 					return
 				}
-				if _, err := ds.CountByStatus(ctx); err != nil {
+				if _, err := s.CountByStatus(ctx); err != nil {
 					errs <- fmt.Errorf("CountByStatus: %w", err)
 					return
 				}
@@ -1213,7 +958,7 @@ func testConcurrentDeliveries(t *testing.T, s Store) {
 	if t.Failed() {
 		return
 	}
-	wantCounts(t, ds, map[string]int{
+	wantCounts(t, s, map[string]int{
 		domain.DeliveryDelivered: writers * (rounds - 1),
 		domain.DeliveryPending:   writers,
 	})
@@ -1221,19 +966,17 @@ func testConcurrentDeliveries(t *testing.T, s Store) {
 	for w := range writers {
 		wantDue = append(wantDue, dlv(0, w*rounds+rounds-1).DeliveryID)
 		wantCheckpoint(t, s, fmt.Sprintf("webhooks-%d", w), events.Position{Commit: rounds, Prepare: rounds})
-		if l := listDeliveries(t, ds, domain.DeliveryFilter{AppID: int64(w + 1)}); len(l) != rounds {
+		if l := must(s.Deliveries(ctx, domain.DeliveryFilter{AppID: int64(w + 1)}))(t); len(l) != rounds {
 			t.Errorf("deliveries of app %d = %d, want %d", w+1, len(l), rounds)
 		}
 	}
-	wantIDs(t, "Due", due(t, ds, at(1_000_000), 0), wantDue)
+	wantIDs(t, "Due", must(s.Due(ctx, at(1_000_000), 0))(t), wantDue)
 }
 
 // testDeliveriesModel drives a store with a fixed pseudo-random mix of
 // creates, replaces, attempts and failed transactions, and compares every
 // read with the model after each transaction.
 func testDeliveriesModel(t *testing.T, s Store) {
-	ctx := context.Background()
-	ds := deliveryStore(t, s)
 	rng := rand.New(rand.NewPCG(20240305, 1))
 	m := newModel()
 	apps := []int64{1, 2, 3}
@@ -1253,7 +996,7 @@ func testDeliveriesModel(t *testing.T, s Store) {
 	for round := range 30 {
 		next := m.clone()
 		fail := round%4 == 3
-		err := ds.UpdateDeliveries(ctx, "deliveries", nextPos(), func(tx projections.DeliveryTx) error {
+		err := s.UpdateDeliveries(ctx, "deliveries", nextPos(), func(tx projections.DeliveryTx) error {
 			for range 1 + rng.IntN(8) {
 				switch op := rng.IntN(10); {
 				case op < 5 || len(ids) == 0: // create
@@ -1278,7 +1021,7 @@ func testDeliveriesModel(t *testing.T, s Store) {
 					if err != nil {
 						return err
 					}
-					wantDelivery(t, "Tx.Delivery", got, d)
+					wantRow(t, "Tx.Delivery", got, d)
 					d = random(d)
 					if rng.IntN(5) == 0 { // the rare full replacement moves it
 						d.AppID = apps[rng.IntN(len(apps))]
@@ -1312,9 +1055,38 @@ func testDeliveriesModel(t *testing.T, s Store) {
 		if !fail {
 			m = next
 		}
-		m.check(t, ds, fmt.Sprintf("round %d", round), apps, nows)
+		m.check(t, s, fmt.Sprintf("round %d", round), apps, nows)
 		if t.Failed() {
 			return
 		}
+	}
+}
+
+// The stable error classes of the delivery log: a delivery's last class and
+// each attempt's class are kept as written, and replaced with the row.
+func testErrorClasses(t *testing.T, s Store) {
+	x := dlv(1, 1)
+	x.Status, x.Attempts = domain.DeliveryRetrying, 2
+	x.LastError, x.LastErrorClass = ptr("tls: failed to verify certificate: x509: certificate signed by unknown authority"), ptr(domain.ErrorClassTLS)
+	putDeliveries(t, s, x)
+	a1 := projections.Attempt{DeliveryID: x.DeliveryID, Attempt: 1, At: at(10), LatencyMS: 3,
+		Error: ptr("dial tcp 203.0.113.7:443: connect: connection refused"), ErrorClass: ptr(domain.ErrorClassConnectionRefused), Outcome: "retry"}
+	a2 := projections.Attempt{DeliveryID: x.DeliveryID, Attempt: 2, At: at(20), StatusCode: ptr(503), LatencyMS: 4,
+		ErrorClass: ptr(domain.ErrorClassHTTPStatus), Outcome: "retry"}
+	addAttempts(t, s, a1, a2)
+	got, as := getDelivery(t, s, 1, x.DeliveryID)
+	wantRow(t, "delivery with a class", got, x)
+	wantRows(t, "attempts with classes", as, []projections.Attempt{a1, a2})
+
+	// A later attempt that succeeded clears the class.
+	x.Status, x.Attempts, x.LastStatus, x.LastError, x.LastErrorClass = domain.DeliveryDelivered, 3, ptr(200), nil, nil
+	putDeliveries(t, s, x)
+	a2.ErrorClass = nil
+	addAttempts(t, s, a2)
+	got, as = getDelivery(t, s, 1, x.DeliveryID)
+	wantRow(t, "delivery after success", got, x)
+	wantRows(t, "attempt #2 replaced without class", as, []projections.Attempt{a1, a2})
+	if l := must(s.Deliveries(ctx, domain.DeliveryFilter{AppID: 1}))(t); len(l) == 1 {
+		wantRow(t, "listed delivery", l[0], x)
 	}
 }

@@ -1,0 +1,131 @@
+package storetest
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/healthtech/partner-open-platform/events"
+	"github.com/healthtech/partner-open-platform/projections"
+)
+
+// familyCases are the cases of the families sub-suite.
+var familyCases = []testCase{
+	{"ResetFamilyLeavesTheOthers", testResetFamily},
+	{"FamiliesUpdateConcurrently", testFamiliesConcurrently},
+	{"ResetEmptiesOrdersAndBenefits", testResetCommerce},
+}
+
+// The cross-family cases: what one family does to the others.
+
+// fillFamilies writes one row into every family, each through its own Update.
+func fillFamilies(t *testing.T, s Store) {
+	t.Helper()
+	put(t, s, []projections.User{fullUser(1, 10, "c")}, nil, nil)
+	putDeliveries(t, s, dlv(1, 1))
+	putReports(t, s, report(1, 10, 1, "2024-03-05"))
+	putGoods(t, s, goodsOf(1))
+	write(t, benefitsOf(s), func(tx projections.BenefitTx) error { return tx.PutCard(context.Background(), cardOf(1, 1, 11)) })
+}
+
+// familyRows reports which families still hold their fixture row.
+func familyRows(t *testing.T, s Store) map[projections.Family]bool {
+	t.Helper()
+	_, uerr := s.User(ctx, 1, 10)
+	_, _, derr := s.Delivery(ctx, 1, dlv(1, 1).DeliveryID)
+	_, rerr := s.Report(ctx, 1, 1)
+	gs, gerr := s.GoodsList(ctx)
+	_, cerr := s.CardByNumber(ctx, 1, cardNumber(1))
+	if gerr != nil {
+		t.Fatal(gerr)
+	}
+	return map[projections.Family]bool{
+		projections.FamilyUsers: uerr == nil, projections.FamilyDeliveries: derr == nil, projections.FamilyReports: rerr == nil,
+		projections.FamilyOrders: len(gs) == 1, projections.FamilyBenefits: cerr == nil,
+	}
+}
+
+// testResetFamily: a family's reset empties its rows and its checkpoint and
+// nothing of any other family, so one family can be rebuilt while the others
+// keep serving.
+func testResetFamily(t *testing.T, s Store) {
+	for _, reset := range projections.Families {
+		if err := s.Reset(ctx); err != nil {
+			t.Fatal(err)
+		}
+		fillFamilies(t, s)
+		pos := events.Position{Commit: 42, Prepare: 42}
+		for _, f := range projections.Families {
+			writeAt(t, usersOf(s), string(f), pos, func(projections.UserTx) error { return nil })
+		}
+		if err := s.ResetFamily(ctx, reset); err != nil {
+			t.Fatalf("ResetFamily(%s): %v", reset, err)
+		}
+		for f, present := range familyRows(t, s) {
+			if present == (f == reset) {
+				t.Errorf("after ResetFamily(%s): %s rows present = %v", reset, f, present)
+			}
+			want := pos
+			if f == reset {
+				want = events.Position{}
+			}
+			wantCheckpoint(t, s, string(f), want)
+		}
+	}
+	if err := s.ResetFamily(ctx, "no-such-family"); err == nil {
+		t.Error("ResetFamily of an unknown family succeeded")
+	}
+}
+
+// testFamiliesConcurrently: every family's Update runs at once with the
+// others (the race detector watches the stores' locks), and each ends at its
+// own checkpoint.
+func testFamiliesConcurrently(t *testing.T, s Store) {
+	const rounds = 20
+	var wg sync.WaitGroup
+	errs := make(chan error, 5*rounds)
+	run := func(fn func(i int) error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 1; i <= rounds; i++ {
+				if err := fn(i); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	at := func(i int) events.Position { return events.Position{Commit: uint64(i), Prepare: uint64(i)} }
+	run(func(i int) error {
+		return s.Update(ctx, "users", at(i), func(tx projections.UserTx) error {
+			return tx.PutUser(ctx, fullUser(1, int64(i), fmt.Sprintf("c-%d", i)))
+		})
+	})
+	run(func(i int) error {
+		return s.UpdateDeliveries(ctx, "deliveries", at(i), func(tx projections.DeliveryTx) error { return tx.PutDelivery(ctx, dlv(1, i)) })
+	})
+	run(func(i int) error {
+		return s.UpdateReports(ctx, "reports", at(i), func(tx projections.ReportTx) error {
+			return tx.PutReport(ctx, report(1, 10, int64(i), "2024-03-05"))
+		})
+	})
+	run(func(i int) error {
+		return s.UpdateOrders(ctx, "orders", at(i), func(tx projections.OrderTx) error { return tx.PutGoods(ctx, goodsOf(int64(i))) })
+	})
+	run(func(i int) error {
+		return s.UpdateBenefits(ctx, "benefits", at(i), func(tx projections.BenefitTx) error { return tx.PutCard(ctx, cardOf(1, i, int64(100+i))) })
+	})
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	for _, f := range projections.Families {
+		wantCheckpoint(t, s, string(f), at(rounds))
+	}
+	if ms := must(s.ReportsOfDay(ctx, 1, 10, "2024-03-05"))(t); len(ms) != rounds {
+		t.Errorf("reports after concurrent family updates: %d, want %d", len(ms), rounds)
+	}
+}

@@ -1,0 +1,221 @@
+package storetest
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/healthtech/partner-open-platform/projections"
+)
+
+// nonceCases are the cases of the nonces sub-suite.
+var nonceCases = []testCase{
+	{"NoncesFreshOnceUntilExpired", testNonces},
+	{"ConcurrentNonceUse", testNonceRace},
+	{"BindingsHoldUntilExpired", testBindings},
+	{"ConcurrentBinding", testBindingRace},
+}
+
+// The cases of the nonce store: replay nonces (Use) and scheme M bindings (Bind), which are not read models and survive every reset.
+
+func useNonce(t *testing.T, s projections.NonceStore, scope, nonce string, expires time.Time) bool {
+	t.Helper()
+	fresh, err := s.Use(context.Background(), scope, nonce, expires)
+	if err != nil {
+		t.Fatalf("Use(%q, %q): %v", scope, nonce, err)
+	}
+	return fresh
+}
+
+func wantUse(t *testing.T, s projections.NonceStore, what, scope, nonce string, expires time.Time, want bool) {
+	t.Helper()
+	if got := useNonce(t, s, scope, nonce, expires); got != want {
+		t.Errorf("%s: Use(%q, %q) = %v, want %v", what, scope, nonce, got, want)
+	}
+}
+
+func testNonces(t *testing.T, s Store) {
+	now := time.Now()
+	future, past := now.Add(time.Hour), now.Add(-time.Hour)
+
+	wantUse(t, s, "fresh", "sig", "abc", future, true)
+	wantUse(t, s, "replay", "sig", "abc", future, false)
+	wantUse(t, s, "replay with a later expiry", "sig", "abc", future.Add(time.Hour), false)
+	wantUse(t, s, "replay with an earlier expiry", "sig", "abc", past, false)
+	// A refused use leaves the first use's expiry: still refused.
+	wantUse(t, s, "replay after a refused use", "sig", "abc", future, false)
+
+	wantUse(t, s, "same nonce, other scope", "webhook", "abc", future, true)
+	wantUse(t, s, "replay in the other scope", "webhook", "abc", future, false)
+	wantUse(t, s, "other nonce", "sig", "abd", future, true)
+	wantUse(t, s, "nonces are case-sensitive", "sig", "ABC", future, true)
+	wantUse(t, s, "empty nonce", "sig", "", future, true)
+	wantUse(t, s, "empty scope", "", "abc", future, true)
+	wantUse(t, s, "empty nonce replayed", "sig", "", future, false)
+	// Scope and nonce are a pair, not a concatenation.
+	wantUse(t, s, "split elsewhere", "si", "gabc", future, true)
+	long := strings.Repeat("n-🙂-", 100)
+	wantUse(t, s, "long unicode nonce", "sig", long, future, true)
+	wantUse(t, s, "long unicode nonce replayed", "sig", long, future, false)
+
+	// A use that has expired no longer counts.
+	wantUse(t, s, "fresh, already expired", "sig", "old", past, true)
+	wantUse(t, s, "after the first use expired", "sig", "old", past, true)
+	wantUse(t, s, "after the expired use, valid again", "sig", "old", future, true)
+	wantUse(t, s, "replay of the renewed use", "sig", "old", future, false)
+}
+
+func testNonceRace(t *testing.T, s Store) {
+	const goroutines = 20
+	race := func(what, nonce string, expires time.Time) {
+		t.Helper()
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		fresh := 0
+		var errs []error
+		start := make(chan struct{})
+		for range goroutines {
+			wg.Go(func() {
+				<-start
+				ok, err := s.Use(ctx, "sig", nonce, expires)
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil {
+					errs = append(errs, err)
+				}
+				if ok {
+					fresh++
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+		for _, err := range errs {
+			t.Errorf("%s: Use: %v", what, err)
+		}
+		if fresh != 1 {
+			t.Errorf("%s: %d of %d concurrent uses of one nonce were fresh, want exactly 1", what, fresh, goroutines)
+		}
+	}
+	future := time.Now().Add(time.Hour)
+	race("new nonce", "raced", future)
+	// Taking over an expired use races the same way.
+	wantUse(t, s, "expired use", "sig", "renewed", time.Now().Add(-time.Hour), true)
+	race("expired nonce", "renewed", future)
+	wantUse(t, s, "after the races", "sig", "raced", future, false)
+}
+
+func bind(t *testing.T, s projections.NonceStore, scope, key, value string, expires time.Time) (string, bool) {
+	t.Helper()
+	existing, fresh, err := s.Bind(context.Background(), scope, key, value, expires)
+	if err != nil {
+		t.Fatalf("Bind(%q, %q, %q): %v", scope, key, value, err)
+	}
+	return existing, fresh
+}
+
+func wantBind(t *testing.T, s projections.NonceStore, what, scope, key, value string, expires time.Time, wantExisting string, wantFresh bool) {
+	t.Helper()
+	existing, fresh := bind(t, s, scope, key, value, expires)
+	if existing != wantExisting || fresh != wantFresh {
+		t.Errorf("%s: Bind(%q, %q, %q) = (%q, %v), want (%q, %v)", what, scope, key, value, existing, fresh, wantExisting, wantFresh)
+	}
+}
+
+func testBindings(t *testing.T, s Store) {
+	now := time.Now()
+	future, past := now.Add(time.Hour), now.Add(-time.Hour)
+
+	wantBind(t, s, "first binding", "m", "sig-1", "GET /a", future, "GET /a", true)
+	wantBind(t, s, "same value again", "m", "sig-1", "GET /a", future, "GET /a", false)
+	wantBind(t, s, "other value", "m", "sig-1", "DELETE /b", future, "GET /a", false)
+	// A refused binding changes nothing, whatever expiry it asked for.
+	wantBind(t, s, "other value, earlier expiry", "m", "sig-1", "DELETE /b", past, "GET /a", false)
+	wantBind(t, s, "other value, later expiry", "m", "sig-1", "DELETE /b", future.Add(time.Hour), "GET /a", false)
+	wantBind(t, s, "first value after refusals", "m", "sig-1", "GET /a", future, "GET /a", false)
+
+	wantBind(t, s, "same key, other scope", "h", "sig-1", "DELETE /b", future, "DELETE /b", true)
+	wantBind(t, s, "keys are case-sensitive", "m", "SIG-1", "POST /c", future, "POST /c", true)
+	// Scope and key are a pair, not a concatenation.
+	wantBind(t, s, "split elsewhere", "ms", "ig-1", "PUT /d", future, "PUT /d", true)
+	wantBind(t, s, "empty value", "m", "sig-empty", "", future, "", true)
+	wantBind(t, s, "empty value kept", "m", "sig-empty", "GET /x", future, "", false)
+	long := strings.Repeat("/🙂-é", 500) + "?q=" + strings.Repeat("x", 4000)
+	wantBind(t, s, "long unicode value", "m", "sig-long", long, future, long, true)
+	wantBind(t, s, "long unicode value read back", "m", "sig-long", "GET /", future, long, false)
+
+	// Bindings and nonces never collide, in either order.
+	wantUse(t, s, "nonce named like a binding", "m", "sig-1", future, true)
+	wantBind(t, s, "binding named like a used nonce", "sig", "n-used", "GET /a", future, "GET /a", true)
+	wantUse(t, s, "nonce after a binding of its name", "sig", "n-used", future, true)
+
+	// An expired binding no longer holds: the next caller's value replaces it.
+	wantBind(t, s, "binding already expired", "m", "sig-old", "GET /old", past, "GET /old", true)
+	wantBind(t, s, "after the binding expired", "m", "sig-old", "GET /new", future, "GET /new", true)
+	wantBind(t, s, "the replacement holds", "m", "sig-old", "GET /old", future, "GET /new", false)
+
+	// Bindings are not read models: a rebuild must not reopen them.
+	if err := s.Reset(context.Background()); err != nil {
+		t.Fatalf("Reset: %v", err)
+	}
+	wantBind(t, s, "after Reset", "m", "sig-1", "DELETE /b", future, "GET /a", false)
+}
+
+// Fifty callers binding one key to fifty values at once: exactly one value
+// wins, and every caller is told that value.
+func testBindingRace(t *testing.T, s Store) {
+	const goroutines = 50
+	race := func(what, key string, expires time.Time) string {
+		t.Helper()
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		seen := map[string]int{}
+		winners := 0
+		var errs []error
+		start := make(chan struct{})
+		for i := range goroutines {
+			wg.Go(func() {
+				<-start
+				value := fmt.Sprintf("POST /open/v1/channel/users/%d/family-groups", i)
+				existing, fresh, err := s.Bind(ctx, "m", key, value, expires)
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil {
+					errs = append(errs, err)
+					return
+				}
+				seen[existing]++
+				if fresh {
+					winners++
+					if existing != value {
+						errs = append(errs, fmt.Errorf("fresh binding reported %q, not its own %q", existing, value))
+					}
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+		for _, err := range errs {
+			t.Errorf("%s: %v", what, err)
+		}
+		if winners != 1 || len(seen) != 1 {
+			t.Errorf("%s: %d of %d concurrent binders were fresh and they saw %d values %v, want 1 and 1", what, winners, goroutines, len(seen), seen)
+		}
+		for v := range seen {
+			return v
+		}
+		return ""
+	}
+	future := time.Now().Add(time.Hour)
+	won := race("new key", "raced", future)
+	wantBind(t, s, "after the race", "m", "raced", "GET /late", future, won, false)
+	// Taking over an expired binding races the same way.
+	wantBind(t, s, "expired binding", "m", "renewed", "GET /expired", time.Now().Add(-time.Hour), "GET /expired", true)
+	won = race("expired key", "renewed", future)
+	if won == "GET /expired" {
+		t.Errorf("expired key: the expired binding survived the race")
+	}
+}
