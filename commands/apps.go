@@ -153,6 +153,26 @@ func (a *Apps) Create(ctx context.Context, c CreateApp, meta Meta) (Credentials,
 	return a.create(ctx, id, c, 0, meta)
 }
 
+// newApp is an app's creation with everything decided outside: its id,
+// key, sealed secrets and, for a production app, the sandbox app it came from.
+type newApp struct {
+	ID                  int64
+	App                 CreateApp // validated
+	AppKey              string
+	SealedAppSecret     string
+	SealedWebhookSecret string
+	SandboxAppID        int64
+}
+
+// decideCreateApp creates an app under a fresh id (its stream is new).
+func decideCreateApp(c newApp) []events.Payload {
+	return []events.Payload{catalog.AppCreated{
+		AppID: c.ID, Name: c.App.Name, AppKey: c.AppKey,
+		SealedAppSecret: c.SealedAppSecret, SealedWebhookSecret: c.SealedWebhookSecret,
+		WebhookURL: c.App.WebhookURL, WebhookEvents: c.App.WebhookEvents, Environment: c.App.Environment, Scopes: c.App.Scopes, SandboxAppID: c.SandboxAppID,
+	}}
+}
+
 // create appends the new app's creation with fresh credentials.
 func (a *Apps) create(ctx context.Context, id int64, c CreateApp, sandboxAppID int64, meta Meta) (Credentials, error) {
 	creds := Credentials{
@@ -172,11 +192,9 @@ func (a *Apps) create(ctx context.Context, id int64, c CreateApp, sandboxAppID i
 		return Credentials{}, err
 	}
 	meta.AppID = id
-	res, err := a.append(ctx, domain.AppStream(id), 0, meta, catalog.AppCreated{
-		AppID: id, Name: c.Name, AppKey: creds.AppKey,
-		SealedAppSecret: sealedApp, SealedWebhookSecret: sealedHook,
-		WebhookURL: c.WebhookURL, WebhookEvents: c.WebhookEvents, Environment: c.Environment, Scopes: c.Scopes, SandboxAppID: sandboxAppID,
-	})
+	res, err := a.append(ctx, domain.AppStream(id), 0, meta, decideCreateApp(newApp{
+		ID: id, App: c, AppKey: creds.AppKey, SealedAppSecret: sealedApp, SealedWebhookSecret: sealedHook, SandboxAppID: sandboxAppID,
+	})...)
 	if err != nil {
 		return Credentials{}, fmt.Errorf("create app: %w", err)
 	}
@@ -184,34 +202,35 @@ func (a *Apps) create(ctx context.Context, id int64, c CreateApp, sandboxAppID i
 	return creds, nil
 }
 
+// found refuses an app that does not exist.
+func (s *appState) found() error {
+	if !s.exists {
+		return domain.ErrAppNotFound
+	}
+	return nil
+}
+
+// decideRotateSecret replaces the app secret with the sealed new one.
+func decideRotateSecret(st *appState, sealed string) (events.Payload, error) {
+	if err := st.found(); err != nil {
+		return nil, err
+	}
+	return catalog.AppSecretRotated{AppID: st.appID, SealedAppSecret: sealed}, nil
+}
+
 // RotateSecret issues a new app secret; the old one stops working as soon
 // as the node's app directory has applied the event.
 func (a *Apps) RotateSecret(ctx context.Context, appID int64, meta Meta) (Credentials, error) {
-	for attempt := 0; attempt < maxAttempts; attempt++ {
-		var st appState
-		version, _, err := a.load(ctx, domain.AppStream(appID), st.apply)
-		if err != nil {
-			return Credentials{}, err
-		}
-		if !st.exists {
-			return Credentials{}, domain.ErrAppNotFound
-		}
-		secret := secrets.Random("as_", 24)
-		sealed, err := a.sealer.Seal(secret)
-		if err != nil {
-			return Credentials{}, err
-		}
-		meta.AppID = appID
-		res, err := a.append(ctx, domain.AppStream(appID), version, meta, catalog.AppSecretRotated{AppID: appID, SealedAppSecret: sealed})
-		if events.IsConflict(err) {
-			continue
-		}
-		if err != nil {
-			return Credentials{}, fmt.Errorf("rotate secret: %w", err)
-		}
-		return Credentials{AppID: appID, AppSecret: secret, Position: res.Position}, nil
+	secret := secrets.Random("as_", 24)
+	sealed, err := a.sealer.Seal(secret)
+	if err != nil {
+		return Credentials{}, err
 	}
-	return Credentials{}, domain.ErrContention
+	pos, err := a.decide(ctx, appID, meta, func(st *appState) (events.Payload, error) { return decideRotateSecret(st, sealed) })
+	if err != nil {
+		return Credentials{}, err
+	}
+	return Credentials{AppID: appID, AppSecret: secret, Position: pos}, nil
 }
 
 // WebhookSettings is an operator's change to where and which webhooks an app receives.
@@ -238,33 +257,26 @@ func (a *Apps) ConfigureWebhook(ctx context.Context, appID int64, s WebhookSetti
 	if err := v.Err(); err != nil {
 		return events.Position{}, err
 	}
-	for attempt := 0; attempt < maxAttempts; attempt++ {
-		var st appState
-		version, pos, err := a.load(ctx, domain.AppStream(appID), st.apply)
-		if err != nil {
-			return events.Position{}, err
-		}
-		if !st.exists {
-			return events.Position{}, domain.ErrAppNotFound
-		}
-		next := catalog.AppWebhookConfigured{AppID: appID, WebhookURL: st.webhookURL, WebhookEvents: st.webhookEvents}
-		if s.URL.Set {
-			next.WebhookURL = s.URL.Value
-		}
-		if s.Events.Set {
-			next.WebhookEvents = s.Events.Value
-		}
-		if next.WebhookURL == st.webhookURL && slices.Equal(next.WebhookEvents, st.webhookEvents) {
-			return pos, nil
-		}
-		meta.AppID = appID
-		res, err := a.append(ctx, domain.AppStream(appID), version, meta, next)
-		if events.IsConflict(err) {
-			continue
-		}
-		return res.Position, err
+	return a.decide(ctx, appID, meta, func(st *appState) (events.Payload, error) { return decideConfigureWebhook(st, s) })
+}
+
+// decideConfigureWebhook records the webhook URL and subscription after the
+// change; fields not sent keep their value, and no difference decides nothing.
+func decideConfigureWebhook(st *appState, s WebhookSettings) (events.Payload, error) {
+	if err := st.found(); err != nil {
+		return nil, err
 	}
-	return events.Position{}, domain.ErrContention
+	next := catalog.AppWebhookConfigured{AppID: st.appID, WebhookURL: st.webhookURL, WebhookEvents: st.webhookEvents}
+	if s.URL.Set {
+		next.WebhookURL = s.URL.Value
+	}
+	if s.Events.Set {
+		next.WebhookEvents = s.Events.Value
+	}
+	if next.WebhookURL == st.webhookURL && slices.Equal(next.WebhookEvents, st.webhookEvents) {
+		return nil, nil
+	}
+	return next, nil
 }
 
 func validateScopes(scopes []string, v *domain.ValidationError) {
@@ -296,17 +308,24 @@ func (a *Apps) DeclareScopes(ctx context.Context, appID int64, scopes []string, 
 		return nil, events.Position{}, err
 	}
 	scopes = grantedScopes(scopes)
-	pos, err := a.decide(ctx, appID, meta, func(st *appState) (events.Payload, error) {
-		if slices.Equal(st.scopes, scopes) {
-			return nil, nil
-		}
-		return catalog.AppScopesDeclared{AppID: appID, Scopes: scopes}, nil
-	})
+	pos, err := a.decide(ctx, appID, meta, func(st *appState) (events.Payload, error) { return decideDeclareScopes(st, scopes) })
 	return scopes, pos, err
 }
 
+// decideDeclareScopes grants exactly the scopes (as grantedScopes made
+// them); the same grant again decides nothing.
+func decideDeclareScopes(st *appState, scopes []string) (events.Payload, error) {
+	if err := st.found(); err != nil {
+		return nil, err
+	}
+	if slices.Equal(st.scopes, scopes) {
+		return nil, nil
+	}
+	return catalog.AppScopesDeclared{AppID: st.appID, Scopes: scopes}, nil
+}
+
 // decide loads an app, asks decision for the event to append (nil: nothing
-// changes) and appends it, retrying on a concurrent write. The position is
+// changes; the decision refuses a missing app) and appends it, retrying on a concurrent write. The position is
 // the append's, or the stream's when nothing changed.
 func (a *Apps) decide(ctx context.Context, appID int64, meta Meta, decision func(*appState) (events.Payload, error)) (events.Position, error) {
 	for attempt := 0; attempt < maxAttempts; attempt++ {
@@ -315,12 +334,12 @@ func (a *Apps) decide(ctx context.Context, appID int64, meta Meta, decision func
 		if err != nil {
 			return events.Position{}, err
 		}
-		if !st.exists {
-			return events.Position{}, domain.ErrAppNotFound
-		}
 		ev, err := decision(&st)
-		if err != nil || ev == nil {
-			return pos, err
+		if err != nil {
+			return events.Position{}, err
+		}
+		if ev == nil {
+			return pos, nil
 		}
 		meta.AppID = appID
 		res, err := a.append(ctx, domain.AppStream(appID), version, meta, ev)
@@ -342,23 +361,29 @@ func (a *Apps) Suspend(ctx context.Context, appID int64, reason string, meta Met
 		v.Add("reason", "must be at most 500 characters")
 		return events.Position{}, v
 	}
-	return a.decide(ctx, appID, meta, func(st *appState) (events.Payload, error) {
-		if st.suspended {
-			return nil, nil
-		}
-		return catalog.AppSuspended{AppID: appID, Reason: reason}, nil
-	})
+	return a.decide(ctx, appID, meta, func(st *appState) (events.Payload, error) { return decideSuspend(st, reason) })
+}
+
+// decideSuspend suspends an app; a suspended app keeps its first reason.
+func decideSuspend(st *appState, reason string) (events.Payload, error) {
+	if err := st.found(); err != nil || st.suspended {
+		return nil, err
+	}
+	return catalog.AppSuspended{AppID: st.appID, Reason: reason}, nil
 }
 
 // Resume lifts a suspension: calls are accepted again and held webhooks go
 // out. Resuming an app that is not suspended changes nothing.
 func (a *Apps) Resume(ctx context.Context, appID int64, meta Meta) (events.Position, error) {
-	return a.decide(ctx, appID, meta, func(st *appState) (events.Payload, error) {
-		if !st.suspended {
-			return nil, nil
-		}
-		return catalog.AppResumed{AppID: appID}, nil
-	})
+	return a.decide(ctx, appID, meta, decideResume)
+}
+
+// decideResume lifts a suspension; an app not suspended decides nothing.
+func decideResume(st *appState) (events.Payload, error) {
+	if err := st.found(); err != nil || !st.suspended {
+		return nil, err
+	}
+	return catalog.AppResumed{AppID: st.appID}, nil
 }
 
 // RotateWebhookSecret issues a new pending webhook secret, returned once.
@@ -371,25 +396,38 @@ func (a *Apps) RotateWebhookSecret(ctx context.Context, appID int64, meta Meta) 
 	if err != nil {
 		return Credentials{}, err
 	}
-	pos, err := a.decide(ctx, appID, meta, func(*appState) (events.Payload, error) {
-		return catalog.AppWebhookSecretIssued{AppID: appID, SealedPendingWebhookSecret: sealed}, nil
-	})
+	pos, err := a.decide(ctx, appID, meta, func(st *appState) (events.Payload, error) { return decideRotateWebhookSecret(st, sealed) })
 	if err != nil {
 		return Credentials{}, err
 	}
 	return Credentials{AppID: appID, WebhookSecret: secret, Position: pos}, nil
 }
 
+// decideRotateWebhookSecret records the sealed new secret as pending,
+// replacing any pending one.
+func decideRotateWebhookSecret(st *appState, sealed string) (events.Payload, error) {
+	if err := st.found(); err != nil {
+		return nil, err
+	}
+	return catalog.AppWebhookSecretIssued{AppID: st.appID, SealedPendingWebhookSecret: sealed}, nil
+}
+
 // ActivateWebhookSecret makes the pending webhook secret the one that
 // signs; the previous one stops signing. Without a pending secret it
 // answers ErrNoPendingWebhookSecret.
 func (a *Apps) ActivateWebhookSecret(ctx context.Context, appID int64, meta Meta) (events.Position, error) {
-	return a.decide(ctx, appID, meta, func(st *appState) (events.Payload, error) {
-		if !st.pendingHook {
-			return nil, domain.ErrNoPendingWebhookSecret
-		}
-		return catalog.AppWebhookSecretActivated{AppID: appID}, nil
-	})
+	return a.decide(ctx, appID, meta, decideActivateWebhookSecret)
+}
+
+// decideActivateWebhookSecret makes the pending secret the signing one.
+func decideActivateWebhookSecret(st *appState) (events.Payload, error) {
+	if err := st.found(); err != nil {
+		return nil, err
+	}
+	if !st.pendingHook {
+		return nil, domain.ErrNoPendingWebhookSecret
+	}
+	return catalog.AppWebhookSecretActivated{AppID: st.appID}, nil
 }
 
 // Review decides a sandbox app's onboarding review. Approval creates the
@@ -407,29 +445,51 @@ func (a *Apps) Review(ctx context.Context, appID int64, approve bool, notes stri
 	if err != nil {
 		return Credentials{}, err
 	}
-	if !st.exists {
-		return Credentials{}, domain.ErrAppNotFound
-	}
-	if st.environment != EnvSandbox || st.reviewed {
-		return Credentials{}, domain.ErrAppReviewed
-	}
-	meta.AppID = appID
-	if !approve {
-		res, err := a.append(ctx, domain.AppStream(appID), version, meta, catalog.AppReviewed{AppID: appID, Notes: notes})
-		if events.IsConflict(err) {
-			return Credentials{}, domain.ErrAppReviewed
+	c := reviewApp{Approve: approve, Notes: notes}
+	if approve && st.exists {
+		// The production app's id, allocated before the review is decided.
+		if c.ProductionAppID, err = a.ids.Next(ctx, KindApp); err != nil {
+			return Credentials{}, err
 		}
-		return Credentials{AppID: appID, Position: res.Position}, err
 	}
-	// Claim the review first, so two approvals cannot create two production apps.
-	prodID, err := a.ids.Next(ctx, KindApp)
+	ev, err := decideReviewApp(&st, c)
 	if err != nil {
 		return Credentials{}, err
 	}
-	if _, err := a.append(ctx, domain.AppStream(appID), version, meta, catalog.AppReviewed{AppID: appID, Approved: true, Notes: notes, ProductionAppID: prodID}); events.IsConflict(err) {
+	meta.AppID = appID
+	// The review is claimed first (at the loaded revision), so two approvals
+	// cannot create two production apps.
+	res, err := a.append(ctx, domain.AppStream(appID), version, meta, ev)
+	if events.IsConflict(err) {
 		return Credentials{}, domain.ErrAppReviewed
 	} else if err != nil {
 		return Credentials{}, err
 	}
-	return a.create(ctx, prodID, CreateApp{Name: st.name, WebhookURL: st.webhookURL, WebhookEvents: st.webhookEvents, Environment: EnvProduction, Scopes: st.scopes}, appID, meta)
+	if !approve {
+		return Credentials{AppID: appID, Position: res.Position}, nil
+	}
+	return a.create(ctx, c.ProductionAppID, CreateApp{Name: st.name, WebhookURL: st.webhookURL, WebhookEvents: st.webhookEvents, Environment: EnvProduction, Scopes: st.scopes}, appID, meta)
+}
+
+// reviewApp is an onboarding review with the production app's id allocated
+// up front (when approving).
+type reviewApp struct {
+	Approve         bool
+	Notes           string
+	ProductionAppID int64
+}
+
+// decideReviewApp decides the review of a sandbox app awaiting it; the
+// production app itself is created by decideCreateApp.
+func decideReviewApp(st *appState, c reviewApp) (events.Payload, error) {
+	if err := st.found(); err != nil {
+		return nil, err
+	}
+	if st.environment != EnvSandbox || st.reviewed {
+		return nil, domain.ErrAppReviewed
+	}
+	if !c.Approve {
+		return catalog.AppReviewed{AppID: st.appID, Notes: c.Notes}, nil
+	}
+	return catalog.AppReviewed{AppID: st.appID, Approved: true, Notes: c.Notes, ProductionAppID: c.ProductionAppID}, nil
 }

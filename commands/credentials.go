@@ -35,14 +35,42 @@ type AccessToken struct {
 	Position  events.Position
 }
 
+// decideIssueToken records a token by its hash (the token itself, random,
+// is generated outside and never recorded); it lives TokenLifetime from now.
+func decideIssueToken(appID int64, scope, hash string, now time.Time) events.Payload {
+	return catalog.TokenIssued{TokenHash: hash, AppID: appID, Scope: scope, ExpiresAt: now.UTC().Add(TokenLifetime)}
+}
+
+// tokenState is an OAuth token's aggregate.
+type tokenState struct {
+	issued  *catalog.TokenIssued
+	revoked bool
+}
+
+func (s *tokenState) apply(env events.Envelope) {
+	switch p := env.Payload.(type) {
+	case *catalog.TokenIssued:
+		s.issued = p
+	case *catalog.TokenRevoked:
+		s.revoked = true
+	}
+}
+
+// decideRevokeToken ends the app's own live token; any other token decides
+// nothing and is no error (RFC 7009).
+func decideRevokeToken(st *tokenState, appID int64) []events.Payload {
+	if st.issued == nil || st.issued.AppID != appID || st.revoked {
+		return nil
+	}
+	return []events.Payload{catalog.TokenRevoked{TokenHash: st.issued.TokenHash, AppID: appID}}
+}
+
 // IssueToken grants an app an access token (client credentials grant).
 func (c *CredentialIssuer) IssueToken(ctx context.Context, appID int64, scope string, meta Meta) (AccessToken, error) {
 	tok := secrets.Random("at_", 24)
 	hash := domain.HashToken(tok)
 	meta.AppID = appID
-	res, err := c.append(ctx, "oauth-token-"+hash, 0, meta, catalog.TokenIssued{
-		TokenHash: hash, AppID: appID, Scope: scope, ExpiresAt: c.now().UTC().Add(TokenLifetime),
-	})
+	res, err := c.append(ctx, "oauth-token-"+hash, 0, meta, decideIssueToken(appID, scope, hash, c.now()))
 	if err != nil {
 		return AccessToken{}, err
 	}
@@ -54,21 +82,14 @@ func (c *CredentialIssuer) IssueToken(ctx context.Context, appID int64, scope st
 func (c *CredentialIssuer) RevokeToken(ctx context.Context, appID int64, tok string, meta Meta) (events.Position, error) {
 	hash := domain.HashToken(tok)
 	stream := "oauth-token-" + hash
-	var issued *catalog.TokenIssued
-	revoked := false
-	version, pos, err := c.load(ctx, stream, func(env events.Envelope) {
-		switch p := env.Payload.(type) {
-		case *catalog.TokenIssued:
-			issued = p
-		case *catalog.TokenRevoked:
-			revoked = true
-		}
-	})
-	if err != nil || issued == nil || issued.AppID != appID || revoked {
+	var st tokenState
+	version, pos, err := c.load(ctx, stream, st.apply)
+	ps := decideRevokeToken(&st, appID)
+	if err != nil || len(ps) == 0 {
 		return pos, err
 	}
 	meta.AppID = appID
-	res, err := c.append(ctx, stream, version, meta, catalog.TokenRevoked{TokenHash: hash, AppID: appID})
+	res, err := c.append(ctx, stream, version, meta, ps...)
 	if events.IsConflict(err) {
 		return pos, nil
 	}
@@ -81,6 +102,12 @@ type UploaderCredentials struct {
 	Name       string
 	Token      string
 	Position   events.Position
+}
+
+// decideRegisterUploader records a new uploader (under a fresh id) with
+// its token's hash only.
+func decideRegisterUploader(id int64, name, tokenHash string) events.Payload {
+	return catalog.UploaderRegistered{UploaderID: id, Name: name, TokenHash: tokenHash}
 }
 
 // RegisterUploader gives a reporting side its own ingestion token.
@@ -99,7 +126,7 @@ func (c *CredentialIssuer) RegisterUploader(ctx context.Context, name string, me
 		return UploaderCredentials{}, err
 	}
 	tok := secrets.Random("upl_", 24)
-	res, err := c.append(ctx, domain.UploaderStream(id), 0, meta, catalog.UploaderRegistered{UploaderID: id, Name: name, TokenHash: domain.HashToken(tok)})
+	res, err := c.append(ctx, domain.UploaderStream(id), 0, meta, decideRegisterUploader(id, name, domain.HashToken(tok)))
 	if err != nil {
 		return UploaderCredentials{}, err
 	}

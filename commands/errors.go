@@ -7,12 +7,18 @@
 // declared here, and none of them decides an invariant:
 //   - PhoneDirectory binds a plugin measurement to the app's user with the
 //     host's phone: a convenience link, null when not found;
-//   - ProviderDirectory.ProviderIDs finds which providers an app operates;
-//     each candidate is then loaded from its own stream, whose state decides;
+//   - ProviderDirectory.ProviderIDs finds which providers an app operates
+//     (for Verify and IsChannelPartner); each candidate is then loaded from
+//     its own stream, whose state decides;
 //   - ProviderDirectory.FulfillmentIssuer finds which app issued the card of
 //     a fulfillment record, to authorise a rating; the rating itself is
-//     decided on the card's stream (one rating per record).
+//     decided on the record's own stream (claimed once: one rating per record).
 //
 // A stale answer can only make such a command wait (bounded) or refuse; it
 // can never break an invariant.
+//
+// Most decisions are pure functions (decideX: state built from the stream's
+// events and a command carrying its ids, time and sealed secrets → events or
+// a domain error), tested Given/When/Then without a store; handlers load,
+// gather ids, time and randomness, decide, and append at the loaded revision.
 package commands

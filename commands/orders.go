@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -76,6 +75,42 @@ func (g *goodsState) apply(env events.Envelope) {
 	}
 }
 
+// createGoods is CreateGoods with the goods id allocated up front.
+type createGoods struct {
+	GoodsID    int64
+	Code, Name string
+}
+
+// decideCreateGoods adds goods under a code no goods hold yet.
+func decideCreateGoods(g *goodsState, c createGoods) ([]events.Payload, error) {
+	if g.id != 0 {
+		return nil, domain.ErrGoodsCodeTaken
+	}
+	return []events.Payload{catalog.GoodsCreated{GoodsID: c.GoodsID, GoodsCode: c.Code, GoodsName: c.Name}}, nil
+}
+
+// changeGoods renames goods (Name non-nil) and/or sets whether they can be ordered (Active non-nil).
+type changeGoods struct {
+	Code   string
+	Name   *string
+	Active *bool
+}
+
+// decideChangeGoods records only what differs; nothing different decides nothing.
+func decideChangeGoods(g *goodsState, c changeGoods) ([]events.Payload, error) {
+	if g.id == 0 {
+		return nil, domain.ErrGoodsNotFound
+	}
+	var ps []events.Payload
+	if c.Name != nil && *c.Name != g.name {
+		ps = append(ps, catalog.GoodsUpdated{GoodsID: g.id, GoodsCode: c.Code, GoodsName: *c.Name})
+	}
+	if c.Active != nil && *c.Active != g.active {
+		ps = append(ps, catalog.GoodsActivation{GoodsID: g.id, GoodsCode: c.Code, Active: *c.Active})
+	}
+	return ps, nil
+}
+
 // CreateGoods adds goods to the catalog.
 func (o *Orders) CreateGoods(ctx context.Context, code, name string, meta Meta) (int64, events.Position, error) {
 	v := &domain.ValidationError{}
@@ -93,11 +128,37 @@ func (o *Orders) CreateGoods(ctx context.Context, code, name string, meta Meta) 
 	if err != nil {
 		return 0, events.Position{}, err
 	}
-	res, err := o.append(ctx, domain.GoodsStream(code), 0, meta, catalog.GoodsCreated{GoodsID: id, GoodsCode: code, GoodsName: name})
-	if events.IsConflict(err) {
-		return 0, events.Position{}, domain.ErrGoodsCodeTaken
+	c := createGoods{GoodsID: id, Code: code, Name: name}
+	pos, err := o.goodsCommand(ctx, code, meta, func(g *goodsState) ([]events.Payload, error) { return decideCreateGoods(g, c) })
+	if err != nil {
+		return 0, events.Position{}, err
 	}
-	return id, res.Position, err
+	return id, pos, nil
+}
+
+// goodsCommand runs load → decide → append on one goods code's stream,
+// retrying on conflict; deciding nothing answers the stream's position.
+func (o *Orders) goodsCommand(ctx context.Context, code string, meta Meta, decide func(*goodsState) ([]events.Payload, error)) (events.Position, error) {
+	for attempt := 0; attempt < maxAttempts; attempt++ {
+		var g goodsState
+		version, pos, err := o.load(ctx, domain.GoodsStream(code), g.apply)
+		if err != nil {
+			return events.Position{}, err
+		}
+		ps, err := decide(&g)
+		if err != nil {
+			return events.Position{}, err
+		}
+		if len(ps) == 0 {
+			return pos, nil
+		}
+		res, err := o.append(ctx, domain.GoodsStream(code), version, meta, ps...)
+		if events.IsConflict(err) {
+			continue
+		}
+		return res.Position, err
+	}
+	return events.Position{}, domain.ErrContention
 }
 
 // ChangeGoods renames goods (name non-nil) and/or changes whether they can be ordered.
@@ -112,32 +173,8 @@ func (o *Orders) ChangeGoods(ctx context.Context, code string, name *string, act
 			return events.Position{}, err
 		}
 	}
-	for attempt := 0; attempt < maxAttempts; attempt++ {
-		var g goodsState
-		version, pos, err := o.load(ctx, domain.GoodsStream(code), g.apply)
-		if err != nil {
-			return events.Position{}, err
-		}
-		if g.id == 0 {
-			return events.Position{}, domain.ErrGoodsNotFound
-		}
-		var ps []events.Payload
-		if name != nil && *name != g.name {
-			ps = append(ps, catalog.GoodsUpdated{GoodsID: g.id, GoodsCode: code, GoodsName: *name})
-		}
-		if active != nil && *active != g.active {
-			ps = append(ps, catalog.GoodsActivation{GoodsID: g.id, GoodsCode: code, Active: *active})
-		}
-		if len(ps) == 0 {
-			return pos, nil
-		}
-		res, err := o.append(ctx, domain.GoodsStream(code), version, meta, ps...)
-		if events.IsConflict(err) {
-			continue
-		}
-		return res.Position, err
-	}
-	return events.Position{}, domain.ErrContention
+	c := changeGoods{Code: code, Name: name, Active: active}
+	return o.goodsCommand(ctx, code, meta, func(g *goodsState) ([]events.Payload, error) { return decideChangeGoods(g, c) })
 }
 
 // OrderInput is a purchase order as the partner submits it.
@@ -265,6 +302,89 @@ func (s *orderState) apply(env events.Envelope) {
 	}
 }
 
+// orderKeyState is one (app, third_order_id) claim.
+type orderKeyState struct{ orderID int64 }
+
+func (s *orderKeyState) apply(env events.Envelope) {
+	if c, ok := env.Payload.(*catalog.OrderKeyClaimed); ok {
+		s.orderID = c.OrderID
+	}
+}
+
+// placeOrder is CreateOrder with everything its decisions need: the ids
+// allocated up front, the time and the request's content hash.
+type placeOrder struct {
+	AppID   int64
+	In      OrderInput
+	Hash    string
+	OrderID int64   // the order's id if its third_order_id is not claimed yet
+	ItemIDs []int64 // one per line
+	Now     time.Time
+}
+
+// checkOrderUser refuses an order for a user the app does not have.
+func checkOrderUser(user *userState, appID int64) error {
+	if !user.registered || user.appID != appID {
+		return domain.ErrUserNotFound
+	}
+	return nil
+}
+
+// checkOrderGoods refuses an order naming goods (goods[i] for line i) that
+// are missing or deactivated.
+func checkOrderGoods(goods []goodsState, items []OrderItemIn) error {
+	for i, it := range items {
+		if g := goods[i]; g.id == 0 || !g.active {
+			return fmt.Errorf("%w: %s", domain.ErrGoodsNotFound, it.GoodsCode)
+		}
+	}
+	return nil
+}
+
+// replayOrder answers a third_order_id whose order exists: the same request
+// gets that order, a different one domain.ErrDuplicateThirdOrder; nil while
+// the order is not created yet.
+func replayOrder(st *orderState, hash string) (created *catalog.OrderCreated, err error) {
+	if st.created == nil {
+		return nil, nil
+	}
+	if st.created.RequestHash != hash {
+		return nil, domain.ErrDuplicateThirdOrder
+	}
+	return st.created, nil
+}
+
+// decideClaimOrderKey claims the third_order_id for the new order id; an
+// already claimed key decides nothing (its order id is the key's).
+func decideClaimOrderKey(key *orderKeyState, c placeOrder) []events.Payload {
+	if key.orderID != 0 {
+		return nil
+	}
+	return []events.Payload{catalog.OrderKeyClaimed{AppID: c.AppID, ThirdOrderID: c.In.ThirdOrderID, OrderID: c.OrderID}}
+}
+
+// decideCreateOrder creates the order the key claimed, pending review,
+// its lines priced as requested and named as the goods (goods[i] for line i).
+func decideCreateOrder(st *orderState, orderID int64, goods []goodsState, c placeOrder) ([]events.Payload, error) {
+	if created, err := replayOrder(st, c.Hash); err != nil || created != nil {
+		return nil, err
+	}
+	in := c.In
+	if err := checkOrderGoods(goods, in.Items); err != nil {
+		return nil, err
+	}
+	lines := make([]catalog.OrderLine, len(in.Items))
+	for i, it := range in.Items {
+		lines[i] = catalog.OrderLine{ItemID: c.ItemIDs[i], GoodsID: goods[i].id, GoodsCode: it.GoodsCode, GoodsName: goods[i].name, Quantity: it.Quantity, UnitPrice: it.UnitPrice, TotalPrice: it.UnitPrice * it.Quantity}
+	}
+	return []events.Payload{catalog.OrderCreated{
+		OrderID: orderID, OrderCode: OrderCode(orderID, c.Now), AppID: c.AppID, ThirdOrderID: in.ThirdOrderID, UserID: in.UserID,
+		ContactPerson: in.ContactPerson, ContactPhone: in.ContactPhone, Address: in.Address, AreaCode: in.AreaCode, AreaText: in.AreaText,
+		LogisticsType: in.LogisticsType, PostagePolicy: in.PostagePolicy, OrderSource: "API_INTERFACE", CooperationType: "PURCHASE",
+		OrderTime: c.Now, Items: lines, RequestHash: c.Hash,
+	}}, nil
+}
+
 // CreateOrder records a purchase order in PENDING_REVIEW. A repeated
 // third_order_id of the same app never creates a second order: the same
 // request again answers with the existing order, a different one is refused.
@@ -272,9 +392,9 @@ func (o *Orders) CreateOrder(ctx context.Context, appID int64, in OrderInput, me
 	if err := in.validate(); err != nil {
 		return OrderResult{}, err
 	}
-	hash := in.hash()
+	c := placeOrder{AppID: appID, In: in, Hash: in.hash()}
 	key := domain.OrderKeyStream(appID, in.ThirdOrderID)
-	if res, found, err := o.existingOrder(ctx, key, hash); found || err != nil {
+	if res, found, err := o.existingOrder(ctx, key, c.Hash); found || err != nil {
 		return res, err
 	}
 	if in.UserID != nil {
@@ -282,77 +402,68 @@ func (o *Orders) CreateOrder(ctx context.Context, appID int64, in OrderInput, me
 		if _, _, err := o.load(ctx, domain.UserStream(*in.UserID), user.apply); err != nil {
 			return OrderResult{}, err
 		}
-		if !user.registered || user.appID != appID {
-			return OrderResult{}, domain.ErrUserNotFound
-		}
-	}
-	lines := make([]catalog.OrderLine, len(in.Items))
-	for i, it := range in.Items {
-		var g goodsState
-		if _, _, err := o.load(ctx, domain.GoodsStream(it.GoodsCode), g.apply); err != nil {
+		if err := checkOrderUser(user, appID); err != nil {
 			return OrderResult{}, err
 		}
-		if g.id == 0 || !g.active {
-			return OrderResult{}, fmt.Errorf("%w: %s", domain.ErrGoodsNotFound, it.GoodsCode)
+	}
+	goods := make([]goodsState, len(in.Items))
+	for i, it := range in.Items {
+		if _, _, err := o.load(ctx, domain.GoodsStream(it.GoodsCode), goods[i].apply); err != nil {
+			return OrderResult{}, err
 		}
-		lines[i] = catalog.OrderLine{GoodsID: g.id, GoodsCode: it.GoodsCode, GoodsName: g.name, Quantity: it.Quantity, UnitPrice: it.UnitPrice, TotalPrice: it.UnitPrice * it.Quantity}
+	}
+	if err := checkOrderGoods(goods, in.Items); err != nil {
+		return OrderResult{}, err // before ids are allocated
+	}
+	var err error
+	if c.OrderID, err = o.ids.Next(ctx, "order"); err != nil {
+		return OrderResult{}, err
+	}
+	c.ItemIDs = make([]int64, len(in.Items))
+	for i := range c.ItemIDs {
+		if c.ItemIDs[i], err = o.ids.Next(ctx, "order_item"); err != nil {
+			return OrderResult{}, err
+		}
 	}
 	meta.AppID = appID
 	for attempt := 0; attempt < maxAttempts; attempt++ {
-		var orderID int64
-		if _, _, err := o.load(ctx, key, func(env events.Envelope) {
-			if c, ok := env.Payload.(*catalog.OrderKeyClaimed); ok {
-				orderID = c.OrderID
-			}
-		}); err != nil {
+		var k orderKeyState
+		if _, _, err := o.load(ctx, key, k.apply); err != nil {
 			return OrderResult{}, err
 		}
-		if orderID != 0 {
-			var st orderState
-			_, pos, err := o.load(ctx, domain.OrderStream(orderID), st.apply)
-			if err != nil {
-				return OrderResult{}, err
-			}
-			if st.created != nil {
-				if st.created.RequestHash != hash {
-					return OrderResult{}, domain.ErrDuplicateThirdOrder
-				}
-				return OrderResult{OrderID: orderID, OrderCode: st.created.OrderCode, OrderTime: st.created.OrderTime, Position: pos}, nil
-			}
-		} else {
-			id, err := o.ids.Next(ctx, "order")
-			if err != nil {
-				return OrderResult{}, err
-			}
-			if _, err := o.append(ctx, key, 0, meta, catalog.OrderKeyClaimed{AppID: appID, ThirdOrderID: in.ThirdOrderID, OrderID: id}); events.IsConflict(err) {
+		orderID := k.orderID
+		if claim := decideClaimOrderKey(&k, c); claim != nil {
+			if _, err := o.append(ctx, key, 0, meta, claim...); events.IsConflict(err) {
 				continue
 			} else if err != nil {
 				return OrderResult{}, err
 			}
-			orderID = id
+			orderID = c.OrderID
 		}
-		now := o.now().UTC().Truncate(time.Second)
-		for i := range lines {
-			id, err := o.ids.Next(ctx, "order_item")
-			if err != nil {
-				return OrderResult{}, err
-			}
-			lines[i].ItemID = id
+		var st orderState
+		version, pos, err := o.load(ctx, domain.OrderStream(orderID), st.apply)
+		if err != nil {
+			return OrderResult{}, err
 		}
-		ev := catalog.OrderCreated{
-			OrderID: orderID, OrderCode: OrderCode(orderID, now), AppID: appID, ThirdOrderID: in.ThirdOrderID, UserID: in.UserID,
-			ContactPerson: in.ContactPerson, ContactPhone: in.ContactPhone, Address: in.Address, AreaCode: in.AreaCode, AreaText: in.AreaText,
-			LogisticsType: in.LogisticsType, PostagePolicy: in.PostagePolicy, OrderSource: "API_INTERFACE", CooperationType: "PURCHASE",
-			OrderTime: now, Items: lines, RequestHash: hash,
+		if created, err := replayOrder(&st, c.Hash); err != nil {
+			return OrderResult{}, err
+		} else if created != nil {
+			return OrderResult{OrderID: orderID, OrderCode: created.OrderCode, OrderTime: created.OrderTime, Position: pos}, nil
 		}
-		res, err := o.append(ctx, domain.OrderStream(orderID), 0, meta, ev)
+		c.Now = o.now().UTC().Truncate(time.Second)
+		ps, err := decideCreateOrder(&st, orderID, goods, c)
+		if err != nil {
+			return OrderResult{}, err
+		}
+		res, err := o.append(ctx, domain.OrderStream(orderID), version, meta, ps...)
 		if events.IsConflict(err) {
 			continue
 		}
 		if err != nil {
 			return OrderResult{}, err
 		}
-		return OrderResult{OrderID: orderID, OrderCode: ev.OrderCode, OrderTime: now, Created: true, Position: res.Position}, nil
+		ev := ps[0].(catalog.OrderCreated)
+		return OrderResult{OrderID: orderID, OrderCode: ev.OrderCode, OrderTime: ev.OrderTime, Created: true, Position: res.Position}, nil
 	}
 	return OrderResult{}, domain.ErrContention
 }
@@ -360,43 +471,53 @@ func (o *Orders) CreateOrder(ctx context.Context, appID int64, in OrderInput, me
 // existingOrder answers a repeated third_order_id: the same request gets
 // the existing order, a different one domain.ErrDuplicateThirdOrder.
 func (o *Orders) existingOrder(ctx context.Context, key, hash string) (OrderResult, bool, error) {
-	var orderID int64
-	if _, _, err := o.load(ctx, key, func(env events.Envelope) {
-		if c, ok := env.Payload.(*catalog.OrderKeyClaimed); ok {
-			orderID = c.OrderID
-		}
-	}); err != nil || orderID == 0 {
+	var k orderKeyState
+	if _, _, err := o.load(ctx, key, k.apply); err != nil || k.orderID == 0 {
 		return OrderResult{}, false, err
 	}
 	var st orderState
-	_, pos, err := o.load(ctx, domain.OrderStream(orderID), st.apply)
-	if err != nil || st.created == nil {
+	_, pos, err := o.load(ctx, domain.OrderStream(k.orderID), st.apply)
+	if err != nil {
 		return OrderResult{}, false, err
 	}
-	if st.created.RequestHash != hash {
-		return OrderResult{}, true, domain.ErrDuplicateThirdOrder
+	created, err := replayOrder(&st, hash)
+	if err != nil {
+		return OrderResult{}, true, err
 	}
-	return OrderResult{OrderID: orderID, OrderCode: st.created.OrderCode, OrderTime: st.created.OrderTime, Position: pos}, true, nil
+	if created == nil {
+		return OrderResult{}, false, nil
+	}
+	return OrderResult{OrderID: k.orderID, OrderCode: created.OrderCode, OrderTime: created.OrderTime, Position: pos}, true, nil
 }
 
-// transition loads an order by code, lets decide produce events, and appends them.
-func (o *Orders) transition(ctx context.Context, appID int64, code string, meta Meta, decide func(*orderState) ([]events.Payload, error)) (events.Position, error) {
+// visible refuses an order that does not exist under this code or, for an
+// app (appID non-zero), is not the app's own.
+func (s *orderState) visible(code string, appID int64) error {
+	if s.created == nil || s.created.OrderCode != code || (appID != 0 && s.created.AppID != appID) {
+		return domain.ErrOrderNotFound
+	}
+	return nil
+}
+
+// transition loads an order by code, lets decide produce events, and
+// appends them; deciding nothing answers the stream's position.
+func (o *Orders) transition(ctx context.Context, code string, meta Meta, decide func(*orderState) ([]events.Payload, error)) (events.Position, error) {
 	id, ok := OrderIDFromCode(code)
 	if !ok {
 		return events.Position{}, domain.ErrOrderNotFound
 	}
 	for attempt := 0; attempt < maxAttempts; attempt++ {
 		var st orderState
-		version, _, err := o.load(ctx, domain.OrderStream(id), st.apply)
+		version, pos, err := o.load(ctx, domain.OrderStream(id), st.apply)
 		if err != nil {
 			return events.Position{}, err
-		}
-		if st.created == nil || st.created.OrderCode != code || (appID != 0 && st.created.AppID != appID) {
-			return events.Position{}, domain.ErrOrderNotFound
 		}
 		ps, err := decide(&st)
 		if err != nil {
 			return events.Position{}, err
+		}
+		if len(ps) == 0 {
+			return pos, nil
 		}
 		meta.AppID = st.created.AppID
 		res, err := o.append(ctx, domain.OrderStream(id), version, meta, ps...)
@@ -408,6 +529,25 @@ func (o *Orders) transition(ctx context.Context, appID int64, code string, meta 
 	return events.Position{}, domain.ErrContention
 }
 
+// reviewOrder is the operator's review of an order.
+type reviewOrder struct {
+	Code    string
+	Approve bool
+	Reason  *string
+	By      string
+}
+
+// decideReviewOrder approves or rejects an order waiting for review.
+func decideReviewOrder(st *orderState, c reviewOrder) ([]events.Payload, error) {
+	if err := st.visible(c.Code, 0); err != nil {
+		return nil, err
+	}
+	if st.status != OrderPendingReview {
+		return nil, fmt.Errorf("%w: %s order cannot be reviewed", domain.ErrIllegalTransition, st.status)
+	}
+	return []events.Payload{catalog.OrderReviewed{OrderID: st.created.OrderID, AppID: st.created.AppID, Approved: c.Approve, Reason: c.Reason, By: c.By}}, nil
+}
+
 // Review approves or rejects an order waiting for review.
 func (o *Orders) Review(ctx context.Context, code string, approve bool, reason *string, meta Meta) (events.Position, error) {
 	if reason != nil && len([]rune(*reason)) > 200 {
@@ -415,12 +555,8 @@ func (o *Orders) Review(ctx context.Context, code string, approve bool, reason *
 		v.Add("reason", "must be at most 200 characters")
 		return events.Position{}, v
 	}
-	return o.transition(ctx, 0, code, meta, func(st *orderState) ([]events.Payload, error) {
-		if st.status != OrderPendingReview {
-			return nil, fmt.Errorf("%w: %s order cannot be reviewed", domain.ErrIllegalTransition, st.status)
-		}
-		return []events.Payload{catalog.OrderReviewed{OrderID: st.created.OrderID, AppID: st.created.AppID, Approved: approve, Reason: reason, By: meta.Actor}}, nil
-	})
+	c := reviewOrder{Code: code, Approve: approve, Reason: reason, By: meta.Actor}
+	return o.transition(ctx, code, meta, func(st *orderState) ([]events.Payload, error) { return decideReviewOrder(st, c) })
 }
 
 // Shipment is what a shipping confirmation reports.
@@ -453,6 +589,63 @@ func (s Shipment) validate() error {
 	return v.Err()
 }
 
+// shipOrder is a shipment confirmation as decided: appID 0 is the operator
+// or the internal callback, otherwise only the app's own order may ship.
+type shipOrder struct {
+	AppID    int64
+	Code     string
+	Shipment Shipment
+	Source   string
+	Now      time.Time
+}
+
+// decideShipOrder ships the named items (or every item not yet shipped) of
+// an approved order; the order is SHIPPED when no item is left.
+func decideShipOrder(st *orderState, c shipOrder) ([]events.Payload, error) {
+	if err := st.visible(c.Code, c.AppID); err != nil {
+		return nil, err
+	}
+	if st.status != OrderApproved && st.status != OrderPartiallyShipped {
+		return nil, fmt.Errorf("%w: %s order cannot ship", domain.ErrIllegalTransition, st.status)
+	}
+	byID := map[int64]catalog.OrderLine{}
+	for _, l := range st.created.Items {
+		byID[l.ItemID] = l
+	}
+	items := c.Shipment.Items
+	if len(items) == 0 {
+		for _, l := range st.created.Items {
+			if !st.shipped[l.ItemID] {
+				items = append(items, ShipmentItem{ItemID: l.ItemID})
+			}
+		}
+	}
+	seen := map[int64]bool{}
+	var lines []catalog.ShippedLine
+	for _, it := range items {
+		l, ok := byID[it.ItemID]
+		switch {
+		case !ok:
+			return nil, fmt.Errorf("%w: item %d is not in the order", domain.ErrShipmentDoesNotMatch, it.ItemID)
+		case st.shipped[it.ItemID] || seen[it.ItemID]:
+			return nil, fmt.Errorf("%w: item %d already shipped", domain.ErrIllegalTransition, it.ItemID)
+		case int64(len(it.DeviceSNs)) > l.Quantity:
+			return nil, fmt.Errorf("%w: item %d has %d serial numbers for quantity %d", domain.ErrShipmentDoesNotMatch, it.ItemID, len(it.DeviceSNs), l.Quantity)
+		}
+		seen[it.ItemID] = true
+		sns := it.DeviceSNs
+		if sns == nil {
+			sns = []string{}
+		}
+		lines = append(lines, catalog.ShippedLine{ItemID: l.ItemID, GoodsCode: l.GoodsCode, Quantity: l.Quantity, DeviceSNs: sns})
+	}
+	complete := len(st.shipped)+len(lines) == len(st.created.Items)
+	return []events.Payload{catalog.OrderShipped{
+		OrderID: st.created.OrderID, OrderCode: st.created.OrderCode, AppID: st.created.AppID, ThirdOrderID: st.created.ThirdOrderID,
+		LogisticsCompany: c.Shipment.LogisticsCompany, TrackingNumber: c.Shipment.TrackingNumber, Items: lines, ShippedAt: c.Now, Complete: complete, Source: c.Source,
+	}}, nil
+}
+
 // Ship records a shipment of an approved order's items; when every item has
 // shipped the order is SHIPPED, and the partner is notified by webhook.
 // appID 0 is the operator or the internal callback; otherwise only the
@@ -461,62 +654,26 @@ func (o *Orders) Ship(ctx context.Context, appID int64, code string, s Shipment,
 	if err := s.validate(); err != nil {
 		return events.Position{}, err
 	}
-	return o.transition(ctx, appID, code, meta, func(st *orderState) ([]events.Payload, error) {
-		if st.status != OrderApproved && st.status != OrderPartiallyShipped {
-			return nil, fmt.Errorf("%w: %s order cannot ship", domain.ErrIllegalTransition, st.status)
-		}
-		byID := map[int64]catalog.OrderLine{}
-		for _, l := range st.created.Items {
-			byID[l.ItemID] = l
-		}
-		items := s.Items
-		if len(items) == 0 {
-			for _, l := range st.created.Items {
-				if !st.shipped[l.ItemID] {
-					items = append(items, ShipmentItem{ItemID: l.ItemID})
-				}
-			}
-		}
-		seen := map[int64]bool{}
-		var lines []catalog.ShippedLine
-		for _, it := range items {
-			l, ok := byID[it.ItemID]
-			switch {
-			case !ok:
-				return nil, fmt.Errorf("%w: item %d is not in the order", domain.ErrShipmentDoesNotMatch, it.ItemID)
-			case st.shipped[it.ItemID] || seen[it.ItemID]:
-				return nil, fmt.Errorf("%w: item %d already shipped", domain.ErrIllegalTransition, it.ItemID)
-			case int64(len(it.DeviceSNs)) > l.Quantity:
-				return nil, fmt.Errorf("%w: item %d has %d serial numbers for quantity %d", domain.ErrShipmentDoesNotMatch, it.ItemID, len(it.DeviceSNs), l.Quantity)
-			}
-			seen[it.ItemID] = true
-			sns := it.DeviceSNs
-			if sns == nil {
-				sns = []string{}
-			}
-			lines = append(lines, catalog.ShippedLine{ItemID: l.ItemID, GoodsCode: l.GoodsCode, Quantity: l.Quantity, DeviceSNs: sns})
-		}
-		complete := len(st.shipped)+len(lines) == len(st.created.Items)
-		return []events.Payload{catalog.OrderShipped{
-			OrderID: st.created.OrderID, OrderCode: st.created.OrderCode, AppID: st.created.AppID, ThirdOrderID: st.created.ThirdOrderID,
-			LogisticsCompany: s.LogisticsCompany, TrackingNumber: s.TrackingNumber, Items: lines, ShippedAt: o.now().UTC(), Complete: complete, Source: source,
-		}}, nil
+	return o.transition(ctx, code, meta, func(st *orderState) ([]events.Payload, error) {
+		return decideShipOrder(st, shipOrder{AppID: appID, Code: code, Shipment: s, Source: source, Now: o.now().UTC()})
 	})
+}
+
+// decideSandboxApproval approves a sandbox app's own pending order; an
+// order already reviewed decides nothing.
+func decideSandboxApproval(st *orderState, appID int64, code string) ([]events.Payload, error) {
+	if err := st.visible(code, appID); err != nil {
+		return nil, err
+	}
+	if st.status != OrderPendingReview {
+		return nil, nil
+	}
+	return []events.Payload{catalog.OrderReviewed{OrderID: st.created.OrderID, AppID: st.created.AppID, Approved: true, By: "sandbox_test"}}, nil
 }
 
 // ApproveForSandboxTest approves a sandbox app's own pending order so the
 // shipment test route can run the real state machine end to end.
 func (o *Orders) ApproveForSandboxTest(ctx context.Context, appID int64, code string, meta Meta) error {
-	_, err := o.transition(ctx, appID, code, meta, func(st *orderState) ([]events.Payload, error) {
-		if st.status != OrderPendingReview {
-			return nil, errAlreadyReviewed
-		}
-		return []events.Payload{catalog.OrderReviewed{OrderID: st.created.OrderID, AppID: st.created.AppID, Approved: true, By: "sandbox_test"}}, nil
-	})
-	if errors.Is(err, errAlreadyReviewed) {
-		return nil
-	}
+	_, err := o.transition(ctx, code, meta, func(st *orderState) ([]events.Payload, error) { return decideSandboxApproval(st, appID, code) })
 	return err
 }
-
-var errAlreadyReviewed = errors.New("already reviewed")

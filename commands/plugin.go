@@ -165,6 +165,19 @@ func (p *Plugin) recorded(ctx context.Context, s *catalog.PluginSessionOpened, n
 	return catalog.PluginMeasurementRecorded{PluginMeasurement: m, DeviceSN: deviceSN, Data: string(data), NeedsAnalysis: needsAnalysis(s.ReportType), Mock: mock}, nil
 }
 
+// checkSubmit refuses a submission to a session that was never opened, or
+// that expired before its measurement was recorded (a recorded one answers
+// again, expired or not).
+func checkSubmit(st *sessionState, now time.Time) error {
+	if st.opened == nil {
+		return domain.ErrSessionNotFound
+	}
+	if st.recorded == nil && !now.Before(st.opened.ExpiresAt) {
+		return domain.ErrSessionExpired
+	}
+	return nil
+}
+
 // Submit stores the session's measurement; a repeat returns the same number.
 func (p *Plugin) Submit(ctx context.Context, sessionID string, deviceSN *string, data json.RawMessage, meta Meta) (Measurement, error) {
 	if !isObject(data) {
@@ -183,14 +196,11 @@ func (p *Plugin) Submit(ctx context.Context, sessionID string, deviceSN *string,
 		if err != nil {
 			return Measurement{}, err
 		}
-		if st.opened == nil {
-			return Measurement{}, domain.ErrSessionNotFound
+		if err := checkSubmit(&st, p.now()); err != nil {
+			return Measurement{}, err
 		}
 		if st.recorded != nil {
 			return Measurement{MeasurementNo: st.recorded.MeasurementNo, ReportType: st.opened.ReportType, Position: pos}, nil
-		}
-		if !p.now().Before(st.opened.ExpiresAt) {
-			return Measurement{}, domain.ErrSessionExpired
 		}
 		no, err := p.measurementNo(ctx)
 		if err != nil {

@@ -116,6 +116,83 @@ func timePtr(f domain.Field[time.Time]) *time.Time {
 	return nil
 }
 
+// createReport is an upload with everything its decision needs: the
+// report id (the claimed key's, or one allocated for it) and the time.
+type createReport struct {
+	In       ReportInput // validated
+	Uploader string
+	ReportID int64
+	Now      time.Time
+}
+
+// checkReportUser refuses a report for a user bound to no app, or naming
+// a member the user does not have.
+func checkReportUser(user *userState, in ReportInput) error {
+	if !user.registered {
+		return domain.ErrUserNotBound
+	}
+	if id := in.OpenMemberID.Ptr(); id != nil {
+		if _, ok := user.members[*id]; !ok {
+			v := &domain.ValidationError{}
+			v.Add("open_member_id", "is not a family member of this user")
+			return v
+		}
+	}
+	return nil
+}
+
+// reportKeyState is one (uploader, request_report_id) claim.
+type reportKeyState struct{ reportID int64 }
+
+func (s *reportKeyState) apply(env events.Envelope) {
+	if b, ok := env.Payload.(*catalog.ReportKeyClaimed); ok {
+		s.reportID = b.ReportID
+	}
+}
+
+// decideClaimReportKey claims the request_report_id for the report; a
+// claimed key decides nothing.
+func decideClaimReportKey(key *reportKeyState, c createReport) []events.Payload {
+	if key.reportID != 0 {
+		return nil
+	}
+	return []events.Payload{catalog.ReportKeyClaimed{Uploader: c.Uploader, RequestReportID: *c.In.RequestReportID.Ptr(), ReportID: c.ReportID}}
+}
+
+// replayReport answers a request_report_id whose report exists: a retry
+// for the same user is done, one for another user is refused.
+func replayReport(st *reportState, openUserID int64) (bool, error) {
+	if st.created == nil {
+		return false, nil
+	}
+	if st.created.OpenUserID != openUserID {
+		return false, domain.ErrDuplicateReportKey
+	}
+	return true, nil
+}
+
+// decideCreateReport records the report for the user's app; a report that
+// exists (a retried request_report_id) decides nothing or is refused.
+func decideCreateReport(user *userState, st *reportState, c createReport) ([]events.Payload, error) {
+	if err := checkReportUser(user, c.In); err != nil {
+		return nil, err
+	}
+	if done, err := replayReport(st, c.In.OpenUserID); done || err != nil {
+		return nil, err
+	}
+	in := c.In
+	return []events.Payload{catalog.ReportCreated{
+		ReportID: c.ReportID, AppID: user.appID, OpenUserID: in.OpenUserID, ChannelUserID: user.channelUserID,
+		OpenMemberID: in.OpenMemberID.Ptr(), RequestReportID: in.RequestReportID.Ptr(), MeasurementNo: in.MeasurementNo.Ptr(),
+		DeviceSN: in.DeviceSN.Ptr(), ReportType: in.ReportType.Ptr(), FilePath: in.FilePath.Ptr(),
+		InterpretationResult: in.InterpretationResult.Ptr(), InterpretationDetail: rawText(in.InterpretationDetail),
+		InterpretationMethod: in.InterpretationMethod.Ptr(), UploadedAt: c.Now.UTC(),
+		ExaminedAt: timePtr(in.ExaminedAt), InterpretedAt: timePtr(in.InterpretedAt),
+		Meta:    catalog.ReportMeta{PointsCode: in.PointsCode.Ptr(), DataSource: in.DataSource.Ptr(), OperatorName: in.OperatorName.Ptr(), OperatorPlatformUserID: in.OperatorUserID.Ptr()},
+		RawData: rawText(in.RawData), UploadedBy: c.Uploader,
+	}}, nil
+}
+
 // Create records a report for a user bound to an app. With a
 // request_report_id the upload is idempotent per uploader: a retry answers
 // with the same report id and creates nothing.
@@ -127,76 +204,61 @@ func (r *Reports) Create(ctx context.Context, in ReportInput, uploader string, m
 	if _, _, err := r.load(ctx, domain.UserStream(in.OpenUserID), user.apply); err != nil {
 		return ReportResult{}, err
 	}
-	if !user.registered {
-		return ReportResult{}, domain.ErrUserNotBound
-	}
-	if id := in.OpenMemberID.Ptr(); id != nil {
-		if _, ok := user.members[*id]; !ok {
-			v := &domain.ValidationError{}
-			v.Add("open_member_id", "is not a family member of this user")
-			return ReportResult{}, v
-		}
+	if err := checkReportUser(user, in); err != nil {
+		return ReportResult{}, err
 	}
 	meta.AppID = user.appID
+	var newID int64 // allocated once, when no key names a report
 	for attempt := 0; attempt < maxAttempts; attempt++ {
-		var reportID int64
+		c := createReport{In: in, Uploader: uploader}
+		var k reportKeyState
 		key := ""
 		if p := in.RequestReportID.Ptr(); p != nil && *p != "" {
 			key = domain.ReportKeyStream(uploader, *p)
-			if _, _, err := r.load(ctx, key, func(env events.Envelope) {
-				if b, ok := env.Payload.(*catalog.ReportKeyClaimed); ok {
-					reportID = b.ReportID
+			if _, _, err := r.load(ctx, key, k.apply); err != nil {
+				return ReportResult{}, err
+			}
+		}
+		c.ReportID = k.reportID
+		if c.ReportID == 0 {
+			if newID == 0 {
+				var err error
+				if newID, err = r.ids.Next(ctx, "report"); err != nil {
+					return ReportResult{}, err
 				}
-			}); err != nil {
-				return ReportResult{}, err
 			}
+			c.ReportID = newID
 		}
-		if reportID != 0 {
-			var existing reportState
-			_, pos, err := r.load(ctx, domain.ReportStream(reportID), existing.apply)
-			if err != nil {
-				return ReportResult{}, err
-			}
-			if existing.created != nil {
-				if existing.created.OpenUserID != in.OpenUserID {
-					return ReportResult{}, domain.ErrDuplicateReportKey
+		var st reportState
+		version, pos, err := r.load(ctx, domain.ReportStream(c.ReportID), st.apply)
+		if err != nil {
+			return ReportResult{}, err
+		}
+		c.Now = r.now()
+		ps, err := decideCreateReport(user, &st, c)
+		if err != nil {
+			return ReportResult{}, err
+		}
+		if len(ps) == 0 {
+			return ReportResult{ReportID: c.ReportID, AppID: user.appID, Position: pos}, nil
+		}
+		if key != "" {
+			if claim := decideClaimReportKey(&k, c); claim != nil {
+				if _, err := r.append(ctx, key, 0, meta, claim...); events.IsConflict(err) {
+					continue
+				} else if err != nil {
+					return ReportResult{}, err
 				}
-				return ReportResult{ReportID: reportID, AppID: user.appID, Position: pos}, nil
 			}
 		}
-		id := reportID
-		if id == 0 {
-			var err error
-			if id, err = r.ids.Next(ctx, "report"); err != nil {
-				return ReportResult{}, err
-			}
-		}
-		ev := catalog.ReportCreated{
-			ReportID: id, AppID: user.appID, OpenUserID: in.OpenUserID, ChannelUserID: user.channelUserID,
-			OpenMemberID: in.OpenMemberID.Ptr(), RequestReportID: in.RequestReportID.Ptr(), MeasurementNo: in.MeasurementNo.Ptr(),
-			DeviceSN: in.DeviceSN.Ptr(), ReportType: in.ReportType.Ptr(), FilePath: in.FilePath.Ptr(),
-			InterpretationResult: in.InterpretationResult.Ptr(), InterpretationDetail: rawText(in.InterpretationDetail),
-			InterpretationMethod: in.InterpretationMethod.Ptr(), UploadedAt: r.now().UTC(),
-			ExaminedAt: timePtr(in.ExaminedAt), InterpretedAt: timePtr(in.InterpretedAt),
-			Meta:    catalog.ReportMeta{PointsCode: in.PointsCode.Ptr(), DataSource: in.DataSource.Ptr(), OperatorName: in.OperatorName.Ptr(), OperatorPlatformUserID: in.OperatorUserID.Ptr()},
-			RawData: rawText(in.RawData), UploadedBy: uploader,
-		}
-		if key != "" && reportID == 0 {
-			claim := catalog.ReportKeyClaimed{Uploader: uploader, RequestReportID: *in.RequestReportID.Ptr(), ReportID: id}
-			if _, err := r.append(ctx, key, 0, meta, claim); events.IsConflict(err) {
-				continue
-			} else if err != nil {
-				return ReportResult{}, err
-			}
-		}
-		res, err := r.append(ctx, domain.ReportStream(id), 0, meta, ev)
+		res, err := r.append(ctx, domain.ReportStream(c.ReportID), version, meta, ps...)
 		if events.IsConflict(err) {
 			continue
 		}
 		if err != nil {
 			return ReportResult{}, fmt.Errorf("create report: %w", err)
 		}
-		return ReportResult{ReportID: id, AppID: user.appID, Created: true, Position: res.Position}, nil
+		return ReportResult{ReportID: c.ReportID, AppID: user.appID, Created: true, Position: res.Position}, nil
 	}
 	return ReportResult{}, domain.ErrContention
 }
@@ -260,46 +322,15 @@ func (r *Reports) Update(ctx context.Context, id int64, p ReportPatch, by string
 		if err != nil {
 			return events.Position{}, err
 		}
-		if st.created == nil || (strings.HasPrefix(by, "uploader:") && st.created.UploadedBy != by) {
-			return events.Position{}, domain.ErrReportNotFound // an uploader changes only its own reports
+		ps, err := decideUpdateReport(&st, updateReport{Patch: p, By: by, Now: r.now()})
+		if err != nil {
+			return events.Position{}, err
 		}
-		next := st.last
-		next.Changed, next.UpdatedBy = nil, by
-		str := func(name string, f domain.Field[string], dst **string) {
-			if f.Set && !equalPtr(*dst, f.Ptr()) {
-				*dst = f.Ptr()
-				next.Changed = append(next.Changed, name)
-			}
-		}
-		str("report_type", p.ReportType, &next.ReportType)
-		str("file_path", p.FilePath, &next.FilePath)
-		str("interpretation_result", p.InterpretationResult, &next.InterpretationResult)
-		str("interpretation_method", p.InterpretationMethod, &next.InterpretationMethod)
-		if p.InterpretationDetail.Set {
-			d := ""
-			if v := p.InterpretationDetail.Ptr(); v != nil {
-				d = string(*v)
-			}
-			if d != next.InterpretationDetail {
-				next.InterpretationDetail = d
-				next.Changed = append(next.Changed, "interpretation_detail")
-			}
-		}
-		if p.InterpretedAt.Set {
-			if t := timePtr(p.InterpretedAt); !equalTime(t, next.InterpretedAt) {
-				next.InterpretedAt = t
-				next.Changed = append(next.Changed, "interpreted_at")
-			}
-		} else if len(next.Changed) > 0 && (p.InterpretationResult.Set || p.InterpretationDetail.Set) {
-			now := r.now().UTC()
-			next.InterpretedAt = &now
-			next.Changed = append(next.Changed, "interpreted_at")
-		}
-		if len(next.Changed) == 0 {
+		if len(ps) == 0 {
 			return pos, nil
 		}
 		meta.AppID = st.created.AppID
-		res, err := r.append(ctx, domain.ReportStream(id), version, meta, next)
+		res, err := r.append(ctx, domain.ReportStream(id), version, meta, ps...)
 		if events.IsConflict(err) {
 			continue
 		}
@@ -308,11 +339,76 @@ func (r *Reports) Update(ctx context.Context, id int64, p ReportPatch, by string
 	return events.Position{}, domain.ErrContention
 }
 
+// updateReport is a validated patch, who sends it, and the time that
+// stamps a re-interpretation sent without interpreted_at.
+type updateReport struct {
+	Patch ReportPatch
+	By    string
+	Now   time.Time
+}
+
+// decideUpdateReport records the fields that differ; an uploader changes
+// only its own reports, and nothing different decides nothing.
+func decideUpdateReport(st *reportState, c updateReport) ([]events.Payload, error) {
+	p := c.Patch
+	if st.created == nil || (strings.HasPrefix(c.By, "uploader:") && st.created.UploadedBy != c.By) {
+		return nil, domain.ErrReportNotFound
+	}
+	next := st.last
+	next.Changed, next.UpdatedBy = nil, c.By
+	str := func(name string, f domain.Field[string], dst **string) {
+		if f.Set && !equalPtr(*dst, f.Ptr()) {
+			*dst = f.Ptr()
+			next.Changed = append(next.Changed, name)
+		}
+	}
+	str("report_type", p.ReportType, &next.ReportType)
+	str("file_path", p.FilePath, &next.FilePath)
+	str("interpretation_result", p.InterpretationResult, &next.InterpretationResult)
+	str("interpretation_method", p.InterpretationMethod, &next.InterpretationMethod)
+	if p.InterpretationDetail.Set {
+		d := ""
+		if v := p.InterpretationDetail.Ptr(); v != nil {
+			d = string(*v)
+		}
+		if d != next.InterpretationDetail {
+			next.InterpretationDetail = d
+			next.Changed = append(next.Changed, "interpretation_detail")
+		}
+	}
+	if p.InterpretedAt.Set {
+		if t := timePtr(p.InterpretedAt); !equalTime(t, next.InterpretedAt) {
+			next.InterpretedAt = t
+			next.Changed = append(next.Changed, "interpreted_at")
+		}
+	} else if len(next.Changed) > 0 && (p.InterpretationResult.Set || p.InterpretationDetail.Set) {
+		now := c.Now.UTC()
+		next.InterpretedAt = &now
+		next.Changed = append(next.Changed, "interpreted_at")
+	}
+	if len(next.Changed) == 0 {
+		return nil, nil
+	}
+	return []events.Payload{next}, nil
+}
+
 func equalTime(a, b *time.Time) bool {
 	if a == nil || b == nil {
 		return a == b
 	}
 	return a.Equal(*b)
+}
+
+// decideMarkViewed records the owning app's first pull of a report; a
+// report already viewed decides nothing.
+func decideMarkViewed(st *reportState, appID int64) ([]events.Payload, error) {
+	if st.created == nil || st.created.AppID != appID {
+		return nil, domain.ErrReportNotFound
+	}
+	if st.viewed {
+		return nil, nil
+	}
+	return []events.Payload{catalog.ReportViewed{ReportID: st.created.ReportID, AppID: appID}}, nil
 }
 
 // MarkViewed records the owning app's first pull; later pulls append nothing.
@@ -324,14 +420,15 @@ func (r *Reports) MarkViewed(ctx context.Context, appID, id int64, requestID str
 	if err != nil {
 		return events.Position{}, err
 	}
-	if st.created == nil || st.created.AppID != appID {
-		return events.Position{}, domain.ErrReportNotFound
+	ps, err := decideMarkViewed(&st, appID)
+	if err != nil {
+		return events.Position{}, err
 	}
-	if st.viewed {
+	if len(ps) == 0 {
 		return pos, nil
 	}
 	meta.AppID = appID
-	res, err := r.append(ctx, domain.ReportStream(id), version, meta, catalog.ReportViewed{ReportID: id, AppID: appID})
+	res, err := r.append(ctx, domain.ReportStream(id), version, meta, ps...)
 	if events.IsConflict(err) {
 		return pos, nil // a concurrent pull marked it first
 	}

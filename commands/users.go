@@ -173,8 +173,8 @@ type RegisterResult struct {
 
 func (u *Users) rules() rules { return newRules(u.now(), u.loc) }
 
-func (u *Users) validateRegister(c Register) error {
-	r := u.rules()
+// validateRegister checks a register against the spec (r carries today's date).
+func validateRegister(c Register, r rules) error {
 	if r.required("channel_user_id", c.ChannelUserID) {
 		r.maxLen("channel_user_id", c.ChannelUserID, 100)
 	}
@@ -350,6 +350,35 @@ func equalPtr[T comparable](a, b *T) bool {
 	return *a == *b
 }
 
+// bindingState is one (app_id, channel_user_id) binding.
+type bindingState struct{ openUserID int64 }
+
+func (s *bindingState) apply(env events.Envelope) {
+	if b, ok := env.Payload.(*catalog.ChannelUserBound); ok {
+		s.openUserID = b.OpenUserID
+	}
+}
+
+// decideBind binds the channel user to the open_user_id allocated for it;
+// a bound channel user keeps its binding (nothing decided).
+func decideBind(b *bindingState, appID int64, channelUserID string, openUserID int64) []events.Payload {
+	if b.openUserID != 0 {
+		return nil
+	}
+	return []events.Payload{catalog.ChannelUserBound{AppID: appID, ChannelUserID: channelUserID, OpenUserID: openUserID}}
+}
+
+// registerUser is a register with everything its decision needs: the bound
+// open_user_id, a group id per group and a member id per member (allocated
+// up front), and the time.
+type registerUser struct {
+	Register
+	OpenUserID int64
+	GroupIDs   []int64
+	MemberIDs  []int64
+	Now        time.Time
+}
+
 // Register binds (app_id, channel_user_id) to a new open_user_id and creates
 // the user with its groups and members, or returns the existing mapping.
 //
@@ -358,26 +387,24 @@ func equalPtr[T comparable](a, b *T) bool {
 // else, including a retry after a crash between the two appends, finds the
 // user and answers 200 with the same ids.
 func (u *Users) Register(ctx context.Context, c Register, meta Meta) (RegisterResult, error) {
-	if err := u.validateRegister(c); err != nil {
+	if err := validateRegister(c, u.rules()); err != nil {
 		return RegisterResult{}, err
 	}
 	meta.AppID = c.AppID
 	binding := domain.BindingStream(c.AppID, c.ChannelUserID)
+	cmd := registerUser{Register: c}
 	for attempt := 0; attempt < maxAttempts; attempt++ {
-		var openUserID int64
-		if _, _, err := u.load(ctx, binding, func(env events.Envelope) {
-			if b, ok := env.Payload.(*catalog.ChannelUserBound); ok {
-				openUserID = b.OpenUserID
-			}
-		}); err != nil {
+		var b bindingState
+		if _, _, err := u.load(ctx, binding, b.apply); err != nil {
 			return RegisterResult{}, err
 		}
+		openUserID := b.openUserID
 		if openUserID == 0 {
 			id, err := u.ids.Next(ctx, KindUser)
 			if err != nil {
 				return RegisterResult{}, err
 			}
-			_, err = u.append(ctx, binding, 0, meta, catalog.ChannelUserBound{AppID: c.AppID, ChannelUserID: c.ChannelUserID, OpenUserID: id})
+			_, err = u.append(ctx, binding, 0, meta, decideBind(&b, c.AppID, c.ChannelUserID, id)...)
 			if events.IsConflict(err) {
 				continue
 			}
@@ -395,10 +422,11 @@ func (u *Users) Register(ctx context.Context, c Register, meta Meta) (RegisterRe
 			groups, members := st.mapping()
 			return RegisterResult{OpenUserID: openUserID, ChannelUserID: st.channelUserID, Groups: groups, Members: members, Position: pos}, nil
 		}
-		ps, err := u.decideRegister(ctx, openUserID, c)
-		if err != nil {
+		if err := u.allocateRegisterIDs(ctx, &cmd); err != nil {
 			return RegisterResult{}, err
 		}
+		cmd.OpenUserID, cmd.Now = openUserID, u.now()
+		ps := decideRegister(st, cmd)
 		res, err := u.append(ctx, domain.UserStream(openUserID), version, meta, ps...)
 		if events.IsConflict(err) {
 			continue
@@ -416,33 +444,56 @@ func (u *Users) Register(ctx context.Context, c Register, meta Meta) (RegisterRe
 	return RegisterResult{}, domain.ErrContention
 }
 
-func (u *Users) decideRegister(ctx context.Context, openUserID int64, c Register) ([]events.Payload, error) {
+// allocateRegisterIDs allocates, once per register, an id for every group
+// and member the request names.
+func (u *Users) allocateRegisterIDs(ctx context.Context, c *registerUser) error {
+	if c.GroupIDs != nil || c.MemberIDs != nil {
+		return nil
+	}
+	c.GroupIDs, c.MemberIDs = make([]int64, len(c.Groups)), make([]int64, len(c.Members))
+	for i := range c.GroupIDs {
+		id, err := u.ids.Next(ctx, KindGroup)
+		if err != nil {
+			return err
+		}
+		c.GroupIDs[i] = id
+	}
+	for i := range c.MemberIDs {
+		id, err := u.ids.Next(ctx, KindMember)
+		if err != nil {
+			return err
+		}
+		c.MemberIDs[i] = id
+	}
+	return nil
+}
+
+// decideRegister creates the user with its groups and members; a user
+// already registered decides nothing (the register is a replay). The
+// command has passed validateRegister.
+func decideRegister(st *userState, c registerUser) []events.Payload {
+	if st.registered {
+		return nil
+	}
 	profile, _ := applyProfile(catalog.Profile{Gender: "unknown"}, ProfilePatch{
 		Name: domain.Val(c.User.Name), Nickname: c.User.Nickname, Gender: c.User.Gender, Avatar: c.User.Avatar,
 		Phone: c.User.Phone, Email: c.User.Email, BirthDate: c.User.BirthDate,
 	})
 	ps := []events.Payload{catalog.UserRegistered{
-		AppID: c.AppID, OpenUserID: openUserID, ChannelUserID: c.ChannelUserID, Profile: profile,
-		RegisteredAt: u.now().UTC().Truncate(time.Second),
+		AppID: c.AppID, OpenUserID: c.OpenUserID, ChannelUserID: c.ChannelUserID, Profile: profile,
+		RegisteredAt: c.Now.UTC().Truncate(time.Second),
 	}}
 	groupIDs := map[int64]int64{}
-	for _, g := range c.Groups {
-		id, err := u.ids.Next(ctx, KindGroup)
-		if err != nil {
-			return nil, err
-		}
+	for i, g := range c.Groups {
+		id := c.GroupIDs[i]
 		groupIDs[g.AppGroupID] = id
-		ps = append(ps, catalog.FamilyGroupUpserted{ChannelUserID: c.ChannelUserID, OpenUserID: openUserID, FamilyGroupID: id, AppGroupID: g.AppGroupID, Name: g.Name, Created: true})
+		ps = append(ps, catalog.FamilyGroupUpserted{ChannelUserID: c.ChannelUserID, OpenUserID: c.OpenUserID, FamilyGroupID: id, AppGroupID: g.AppGroupID, Name: g.Name, Created: true})
 	}
-	for _, in := range c.Members {
-		id, err := u.ids.Next(ctx, KindMember)
-		if err != nil {
-			return nil, err
-		}
-		m, _ := mergeMember(catalog.Member{MemberID: id}, in, groupIDs[in.AppGroupID])
-		ps = append(ps, catalog.FamilyMemberCreated{ChannelUserID: c.ChannelUserID, OpenUserID: openUserID, Member: m})
+	for i, in := range c.Members {
+		m, _ := mergeMember(catalog.Member{MemberID: c.MemberIDs[i]}, in, groupIDs[in.AppGroupID])
+		ps = append(ps, catalog.FamilyMemberCreated{ChannelUserID: c.ChannelUserID, OpenUserID: c.OpenUserID, Member: m})
 	}
-	return ps, nil
+	return ps
 }
 
 // asPointer lets a freshly decided payload be applied like a decoded one.
@@ -504,6 +555,15 @@ func mergeMember(cur catalog.Member, in MemberInput, familyGroupID int64) (catal
 	return next, changed
 }
 
+// owned refuses a user that is not registered with this app: another
+// app's user is not found, exactly as a missing one.
+func (s *userState) owned(appID int64) error {
+	if !s.registered || s.appID != appID {
+		return domain.ErrUserNotFound
+	}
+	return nil
+}
+
 // change runs load → decide → append on one user's stream, retrying on
 // conflict. decide returns no payloads when nothing changes; then nothing is
 // appended and the position of the stream's last event is returned.
@@ -514,9 +574,6 @@ func (u *Users) change(ctx context.Context, appID, openUserID int64, meta Meta, 
 		version, pos, err := u.load(ctx, domain.UserStream(openUserID), st.apply)
 		if err != nil {
 			return events.Position{}, err
-		}
-		if !st.registered || st.appID != appID {
-			return events.Position{}, domain.ErrUserNotFound
 		}
 		ps, err := decide(st)
 		if err != nil {
@@ -537,6 +594,19 @@ func (u *Users) change(ctx context.Context, appID, openUserID int64, meta Meta, 
 	return events.Position{}, domain.ErrContention
 }
 
+// decideUpdateProfile applies a validated PATCH; only sent fields that
+// differ change, and no change decides nothing.
+func decideUpdateProfile(st *userState, appID int64, p ProfilePatch) ([]events.Payload, error) {
+	if err := st.owned(appID); err != nil {
+		return nil, err
+	}
+	next, changed := applyProfile(st.profile, p)
+	if len(changed) == 0 {
+		return nil, nil
+	}
+	return []events.Payload{catalog.UserProfileUpdated{ChannelUserID: st.channelUserID, OpenUserID: st.openUserID, Changed: changed, Profile: next}}, nil
+}
+
 // UpdateProfile applies a PATCH; only sent fields change.
 func (u *Users) UpdateProfile(ctx context.Context, appID, openUserID int64, p ProfilePatch, meta Meta) (events.Position, error) {
 	r := u.rules()
@@ -545,11 +615,7 @@ func (u *Users) UpdateProfile(ctx context.Context, appID, openUserID int64, p Pr
 		return events.Position{}, err
 	}
 	return u.change(ctx, appID, openUserID, meta, func(st *userState) ([]events.Payload, error) {
-		next, changed := applyProfile(st.profile, p)
-		if len(changed) == 0 {
-			return nil, nil
-		}
-		return []events.Payload{catalog.UserProfileUpdated{ChannelUserID: st.channelUserID, OpenUserID: openUserID, Changed: changed, Profile: next}}, nil
+		return decideUpdateProfile(st, appID, p)
 	})
 }
 
@@ -562,49 +628,89 @@ type GroupResult struct {
 	Position      events.Position
 }
 
+// upsertGroup is a group upsert with the id a new group would take.
+type upsertGroup struct {
+	AppID int64
+	Group GroupInput
+	NewID int64
+}
+
+// decideUpsertGroup creates a group for a new app_group_id (with NewID) or
+// renames the live one; the same name again decides nothing.
+func decideUpsertGroup(st *userState, c upsertGroup) (GroupResult, []events.Payload, error) {
+	if err := st.owned(c.AppID); err != nil {
+		return GroupResult{}, nil, err
+	}
+	g := c.Group
+	out := GroupResult{AppGroupID: g.AppGroupID, Name: g.Name}
+	if id, ok := st.activeGroups[g.AppGroupID]; ok {
+		out.FamilyGroupID = id
+		if st.groups[id].name == g.Name {
+			return out, nil, nil
+		}
+		return out, []events.Payload{catalog.FamilyGroupUpserted{ChannelUserID: st.channelUserID, OpenUserID: st.openUserID, FamilyGroupID: id, AppGroupID: g.AppGroupID, Name: g.Name}}, nil
+	}
+	out.FamilyGroupID, out.Created = c.NewID, true
+	return out, []events.Payload{catalog.FamilyGroupUpserted{ChannelUserID: st.channelUserID, OpenUserID: st.openUserID, FamilyGroupID: c.NewID, AppGroupID: g.AppGroupID, Name: g.Name, Created: true}}, nil
+}
+
 // UpsertGroup creates a group for a new app_group_id or renames the live one.
+// A group id is allocated up front once the user is found, used or not.
 func (u *Users) UpsertGroup(ctx context.Context, appID, openUserID int64, g GroupInput, meta Meta) (GroupResult, error) {
 	r := u.rules()
 	r.group("", g)
 	if err := r.v.Err(); err != nil {
 		return GroupResult{}, err
 	}
+	c := upsertGroup{AppID: appID, Group: g}
 	var out GroupResult
 	pos, err := u.change(ctx, appID, openUserID, meta, func(st *userState) ([]events.Payload, error) {
-		out = GroupResult{AppGroupID: g.AppGroupID, Name: g.Name}
-		if id, ok := st.activeGroups[g.AppGroupID]; ok {
-			out.FamilyGroupID = id
-			if st.groups[id].name == g.Name {
-				return nil, nil
-			}
-			return []events.Payload{catalog.FamilyGroupUpserted{ChannelUserID: st.channelUserID, OpenUserID: openUserID, FamilyGroupID: id, AppGroupID: g.AppGroupID, Name: g.Name}}, nil
-		}
-		id, err := u.ids.Next(ctx, KindGroup)
-		if err != nil {
+		if err := u.allocateFor(ctx, st, appID, KindGroup, &c.NewID); err != nil {
 			return nil, err
 		}
-		out.FamilyGroupID, out.Created = id, true
-		return []events.Payload{catalog.FamilyGroupUpserted{ChannelUserID: st.channelUserID, OpenUserID: openUserID, FamilyGroupID: id, AppGroupID: g.AppGroupID, Name: g.Name, Created: true}}, nil
+		res, ps, err := decideUpsertGroup(st, c)
+		out = res
+		return ps, err
 	})
 	out.Position = pos
 	return out, err
 }
 
+// allocateFor allocates an id into *id, once, when the user is the app's
+// (a refused command allocates nothing).
+func (u *Users) allocateFor(ctx context.Context, st *userState, appID int64, kind string, id *int64) error {
+	if *id != 0 || st.owned(appID) != nil {
+		return nil
+	}
+	next, err := u.ids.Next(ctx, kind)
+	*id = next
+	return err
+}
+
+// decideDissolveGroup soft-dissolves a live group and soft-deletes its
+// members, for good.
+func decideDissolveGroup(st *userState, appID, familyGroupID int64) ([]events.Payload, error) {
+	if err := st.owned(appID); err != nil {
+		return nil, err
+	}
+	g, ok := st.groups[familyGroupID]
+	if !ok || g.dissolved {
+		return nil, domain.ErrFamilyGroupNotFound
+	}
+	deleted := []int64{}
+	for id, m := range st.members {
+		if m.FamilyGroupID == familyGroupID {
+			deleted = append(deleted, id)
+		}
+	}
+	slices.Sort(deleted)
+	return []events.Payload{catalog.FamilyGroupDissolved{ChannelUserID: st.channelUserID, OpenUserID: st.openUserID, FamilyGroupID: familyGroupID, AppGroupID: g.appGroupID, DeletedMemberIDs: deleted}}, nil
+}
+
 // DissolveGroup soft-dissolves a group and soft-deletes its members, for good.
 func (u *Users) DissolveGroup(ctx context.Context, appID, openUserID, familyGroupID int64, meta Meta) (events.Position, error) {
 	return u.change(ctx, appID, openUserID, meta, func(st *userState) ([]events.Payload, error) {
-		g, ok := st.groups[familyGroupID]
-		if !ok || g.dissolved {
-			return nil, domain.ErrFamilyGroupNotFound
-		}
-		deleted := []int64{}
-		for id, m := range st.members {
-			if m.FamilyGroupID == familyGroupID {
-				deleted = append(deleted, id)
-			}
-		}
-		slices.Sort(deleted)
-		return []events.Payload{catalog.FamilyGroupDissolved{ChannelUserID: st.channelUserID, OpenUserID: openUserID, FamilyGroupID: familyGroupID, AppGroupID: g.appGroupID, DeletedMemberIDs: deleted}}, nil
+		return decideDissolveGroup(st, appID, familyGroupID)
 	})
 }
 
@@ -616,65 +722,94 @@ type MemberResult struct {
 	Position  events.Position
 }
 
+// upsertMember is a validated member upsert with the id a new member would take.
+type upsertMember struct {
+	AppID  int64
+	Member MemberInput
+	NewID  int64
+}
+
+// decideUpsertMember creates a member for a new app_user_id (with NewID) or
+// merges the sent fields into the live one; marking a member is_default
+// clears the flag on the user's other members.
+func decideUpsertMember(st *userState, c upsertMember) (MemberResult, []events.Payload, error) {
+	if err := st.owned(c.AppID); err != nil {
+		return MemberResult{}, nil, err
+	}
+	in := c.Member
+	out := MemberResult{AppUserID: in.AppUserID}
+	groupID, ok := st.activeGroups[in.AppGroupID]
+	if !ok {
+		return MemberResult{}, nil, domain.ErrFamilyGroupNotFound
+	}
+	var ps []events.Payload
+	if id, ok := st.memberByApp[in.AppUserID]; ok {
+		out.MemberID = id
+		next, changed := mergeMember(*st.members[id], in, groupID)
+		if len(changed) > 0 {
+			ps = append(ps, catalog.FamilyMemberUpdated{ChannelUserID: st.channelUserID, OpenUserID: st.openUserID, Changed: changed, Member: next})
+		}
+	} else {
+		out.MemberID, out.Created = c.NewID, true
+		m, _ := mergeMember(catalog.Member{MemberID: c.NewID}, in, groupID)
+		ps = append(ps, catalog.FamilyMemberCreated{ChannelUserID: st.channelUserID, OpenUserID: st.openUserID, Member: m})
+	}
+	if in.IsDefault.Value && len(ps) > 0 {
+		others := make([]int64, 0)
+		for id, m := range st.members {
+			if m.IsDefault && id != out.MemberID {
+				others = append(others, id)
+			}
+		}
+		slices.Sort(others)
+		for _, id := range others {
+			m := *st.members[id]
+			m.IsDefault = false
+			ps = append(ps, catalog.FamilyMemberUpdated{ChannelUserID: st.channelUserID, OpenUserID: st.openUserID, Changed: []string{"is_default"}, Member: m})
+		}
+	}
+	return out, ps, nil
+}
+
 // UpsertMember creates a member for a new app_user_id or updates the live
 // one; fields not sent keep their value, null clears an optional field.
 // Marking a member is_default clears the flag on the user's other members.
+// A member id is allocated up front once the user is found, used or not.
 func (u *Users) UpsertMember(ctx context.Context, appID, openUserID int64, in MemberInput, meta Meta) (MemberResult, error) {
 	r := u.rules()
 	r.member("", in, false)
 	if err := r.v.Err(); err != nil {
 		return MemberResult{}, err
 	}
+	c := upsertMember{AppID: appID, Member: in}
 	var out MemberResult
 	pos, err := u.change(ctx, appID, openUserID, meta, func(st *userState) ([]events.Payload, error) {
-		out = MemberResult{AppUserID: in.AppUserID}
-		groupID, ok := st.activeGroups[in.AppGroupID]
-		if !ok {
-			return nil, domain.ErrFamilyGroupNotFound
+		if err := u.allocateFor(ctx, st, appID, KindMember, &c.NewID); err != nil {
+			return nil, err
 		}
-		var ps []events.Payload
-		if id, ok := st.memberByApp[in.AppUserID]; ok {
-			out.MemberID = id
-			next, changed := mergeMember(*st.members[id], in, groupID)
-			if len(changed) > 0 {
-				ps = append(ps, catalog.FamilyMemberUpdated{ChannelUserID: st.channelUserID, OpenUserID: openUserID, Changed: changed, Member: next})
-			}
-		} else {
-			id, err := u.ids.Next(ctx, KindMember)
-			if err != nil {
-				return nil, err
-			}
-			out.MemberID, out.Created = id, true
-			m, _ := mergeMember(catalog.Member{MemberID: id}, in, groupID)
-			ps = append(ps, catalog.FamilyMemberCreated{ChannelUserID: st.channelUserID, OpenUserID: openUserID, Member: m})
-		}
-		if in.IsDefault.Value && len(ps) > 0 {
-			others := make([]int64, 0)
-			for id, m := range st.members {
-				if m.IsDefault && id != out.MemberID {
-					others = append(others, id)
-				}
-			}
-			slices.Sort(others)
-			for _, id := range others {
-				m := *st.members[id]
-				m.IsDefault = false
-				ps = append(ps, catalog.FamilyMemberUpdated{ChannelUserID: st.channelUserID, OpenUserID: openUserID, Changed: []string{"is_default"}, Member: m})
-			}
-		}
-		return ps, nil
+		res, ps, err := decideUpsertMember(st, c)
+		out = res
+		return ps, err
 	})
 	out.Position = pos
 	return out, err
 }
 
+// decideDeleteMember soft-deletes a live member.
+func decideDeleteMember(st *userState, appID, memberID int64) ([]events.Payload, error) {
+	if err := st.owned(appID); err != nil {
+		return nil, err
+	}
+	m, ok := st.members[memberID]
+	if !ok {
+		return nil, domain.ErrMemberNotFound
+	}
+	return []events.Payload{catalog.FamilyMemberDeleted{ChannelUserID: st.channelUserID, OpenUserID: st.openUserID, MemberID: memberID, AppUserID: m.AppUserID, FamilyGroupID: m.FamilyGroupID}}, nil
+}
+
 // DeleteMember soft-deletes a live member.
 func (u *Users) DeleteMember(ctx context.Context, appID, openUserID, memberID int64, meta Meta) (events.Position, error) {
 	return u.change(ctx, appID, openUserID, meta, func(st *userState) ([]events.Payload, error) {
-		m, ok := st.members[memberID]
-		if !ok {
-			return nil, domain.ErrMemberNotFound
-		}
-		return []events.Payload{catalog.FamilyMemberDeleted{ChannelUserID: st.channelUserID, OpenUserID: openUserID, MemberID: memberID, AppUserID: m.AppUserID, FamilyGroupID: m.FamilyGroupID}}, nil
+		return decideDeleteMember(st, appID, memberID)
 	})
 }
