@@ -159,7 +159,11 @@ func (a *API) keyed(w http.ResponseWriter, r *http.Request, ps httprouter.Params
 		c := &call{w: w, r: r, ps: ps, app: app, body: body, config: a, begin: begin, meta: commands.Meta{
 			AppID: app.AppID, Actor: "app:" + strconv.FormatInt(app.AppID, 10), RequestID: w.Header().Get(httpapi.RequestIDHeader),
 		}}
-		if err := h(c); err != nil && !errors.Is(err, idempotency.ErrAnswered) {
+		err := httpapi.CheckParams(r, ps)
+		if err == nil {
+			err = h(c)
+		}
+		if err != nil && !errors.Is(err, idempotency.ErrAnswered) {
 			httpapi.Error(w, r, err)
 		}
 	}
@@ -184,6 +188,10 @@ func (a *API) admin(h func(*call) error) httprouter.Handle {
 		c := &call{w: w, r: r, ps: ps, body: body, config: a, meta: commands.Meta{
 			Actor: "operator", RequestID: w.Header().Get(httpapi.RequestIDHeader),
 		}}
+		if err := httpapi.CheckParams(r, ps); err != nil {
+			httpapi.Error(w, r, err)
+			return
+		}
 		if err := h(c); err != nil {
 			httpapi.Error(w, r, err)
 		}

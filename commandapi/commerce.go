@@ -1,6 +1,7 @@
 package commandapi
 
 import (
+	"bytes"
 	"net/http"
 	"strings"
 	"time"
@@ -128,7 +129,7 @@ func (a *API) createOrder(c *call) error {
 func (a *API) reviewOrder(approve bool) func(*call) error {
 	return func(c *call) error {
 		var reason *string
-		if len(c.body) > 0 {
+		if len(bytes.TrimSpace(c.body)) > 0 { // the body is optional, as suspend's
 			if err := c.decode(func(o *httpapi.Object) { reason = o.String("reason").Ptr() }); err != nil {
 				return err
 			}

@@ -83,6 +83,10 @@ func (a *API) run(w http.ResponseWriter, r *http.Request, ps httprouter.Params, 
 	}
 	meta.RequestID = w.Header().Get(httpapi.RequestIDHeader)
 	c := &call{w: w, r: r, ps: ps, body: body, config: a, meta: meta}
+	if err := httpapi.CheckParams(r, ps); err != nil {
+		httpapi.Error(w, r, err)
+		return
+	}
 	if err := h(c); err != nil {
 		httpapi.Error(w, r, err)
 	}

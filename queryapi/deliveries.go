@@ -36,6 +36,9 @@ func (q *API) partner(f projections.Family, h func(w http.ResponseWriter, r *htt
 			if err != nil {
 				return err
 			}
+			if err := httpapi.CheckParams(r, ps); err != nil {
+				return err
+			}
 			if err := q.await(r.Context(), app.AppID, f); err != nil {
 				return err
 			}

@@ -61,6 +61,10 @@ func (q *API) admin(h httprouter.Handle) httprouter.Handle {
 			httpapi.Error(w, r, err)
 			return
 		}
+		if err := httpapi.CheckParams(r, ps); err != nil {
+			httpapi.Error(w, r, err)
+			return
+		}
 		h(w, r, ps)
 	}
 }
@@ -91,6 +95,9 @@ func (q *API) serveSnapshot(w http.ResponseWriter, r *http.Request, ps httproute
 	}
 	app, err := q.SchemeM.Verify(r, body)
 	if err != nil {
+		return err
+	}
+	if err := httpapi.CheckParams(r, ps); err != nil {
 		return err
 	}
 	query := r.URL.Query()

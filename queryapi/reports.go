@@ -187,6 +187,9 @@ func (q *ReportAPI) serveDaily(w http.ResponseWriter, r *http.Request) error {
 	if err := auth.Allowed(app, "daily_report"); err != nil {
 		return err
 	}
+	if err := httpapi.CheckParams(r, nil); err != nil {
+		return err
+	}
 	query := r.URL.Query()
 	v := &domain.ValidationError{}
 	date := query.Get("date")

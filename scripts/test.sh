@@ -7,6 +7,9 @@
 #   ./scripts/test.sh ./projections/...       # package patterns replace ./...
 #   ./scripts/test.sh -run TestStore ./projections/postgres
 #
+# After the tests, every fuzz target of the tested packages runs for
+# PLATFORM_TEST_FUZZTIME (default 5s each; 0 skips fuzzing).
+#
 # Arguments go to `go test` as given. Arguments that look like package
 # patterns (./x, ../x, all, std, github.com/...) also restrict go vet and the
 # gofmt check; without any, ./... is used. If PLATFORM_TEST_POSTGRES_URL is
@@ -198,3 +201,40 @@ fi
 
 say "go test -race -count=1 -timeout 15m ${test_args[*]}"
 go test -race -count=1 -timeout 15m "${test_args[@]}"
+
+# ---- fuzzing ----
+# Every fuzz target of the tested packages runs for a short, bounded time
+# (PLATFORM_TEST_FUZZTIME per target, a Go duration such as 5s or 1m, or a
+# count such as 1000x; 0 skips the step). go test takes one -fuzz target per
+# invocation. A failure fails the script; go writes the failing input under
+# the package's testdata/fuzz/<target>/, where plain go test replays it.
+fuzztime=${PLATFORM_TEST_FUZZTIME:-5s}
+fuzzpkgs=()
+if [ "$fuzztime" = "0" ] || [ "$fuzztime" = "0s" ]; then
+	say "fuzzing skipped (PLATFORM_TEST_FUZZTIME=$fuzztime)"
+else
+	mapfile -t fuzzpkgs < <(go list -f '{{.ImportPath}} {{.Dir}}{{range .TestGoFiles}} {{.}}{{end}}{{range .XTestGoFiles}} {{.}}{{end}}' "${patterns[@]}")
+fi
+fuzz_failed=()
+fuzz_count=0
+for line in "${fuzzpkgs[@]}"; do
+	read -r pkg dir files <<<"$line"
+	[ -n "${files:-}" ] || continue
+	mapfile -t targets < <(cd "$dir" && sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' $files | sort -u)
+	for target in "${targets[@]}"; do
+		[ -n "$target" ] || continue
+		fuzz_count=$((fuzz_count + 1))
+		say "fuzz $pkg $target for $fuzztime"
+		if ! go test -run '^$' -fuzz "^${target}\$" -fuzztime "$fuzztime" "$pkg"; then
+			fuzz_failed+=("$pkg $target")
+		fi
+	done
+done
+if [ "${#fuzz_failed[@]}" -gt 0 ]; then
+	say "fuzzing failed (the failing input is under the package's testdata/fuzz/):" >&2
+	printf '  %s\n' "${fuzz_failed[@]}" >&2
+	exit 1
+fi
+if [ "$fuzz_count" -gt 0 ]; then
+	say "fuzzing: $fuzz_count targets passed ($fuzztime each)"
+fi

@@ -114,14 +114,25 @@ func (o *Object) Int(name string) domain.Field[int64] {
 	i, err := strconv.ParseInt(n.String(), 10, 64)
 	if err != nil {
 		f, ferr := strconv.ParseFloat(n.String(), 64)
-		if ferr != nil || f != math.Trunc(f) || math.Abs(f) > 1<<53 {
+		if ferr != nil || f != math.Trunc(f) || math.Abs(f) > MaxInt {
 			o.bad(name, "must be an integer")
 			return domain.Field[int64]{}
 		}
 		i = int64(f)
 	}
+	if i > MaxInt || i < -MaxInt {
+		o.bad(name, intRange)
+		return domain.Field[int64]{}
+	}
 	return domain.Val(i)
 }
+
+// MaxInt is the largest integer a body may hold (2^53−1): beyond it a JSON
+// number is not exact in every client (JavaScript's numbers are float64),
+// so two parsers could read different values.
+const MaxInt = 1<<53 - 1
+
+const intRange = "must be an integer between -9007199254740991 and 9007199254740991"
 
 // Bool reads an optional boolean field.
 func (o *Object) Bool(name string) domain.Field[bool] {
@@ -294,7 +305,7 @@ func (o *Object) Ints(name string) []int64 {
 	out := make([]int64, 0, len(items))
 	for i, it := range items {
 		n, err := strconv.ParseInt(string(bytes.TrimSpace(it)), 10, 64)
-		if err != nil {
+		if err != nil || n > MaxInt || n < -MaxInt {
 			o.bad(fmt.Sprintf("%s[%d]", name, i), "must be an integer")
 			continue
 		}

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/julienschmidt/httprouter"
 
@@ -132,3 +133,29 @@ func Limit(r *http.Request, def, max int64) (int64, error) {
 	}
 	return n, err
 }
+
+// CheckParams refuses path and query parameters that are not valid UTF-8 or
+// hold U+0000, as a body's strings are refused: 422 VALIDATION_ERROR on the
+// parameter. No partner sends such text, and the Postgres read models cannot
+// even compare it (they answered 500 where the memory ones said not found).
+func CheckParams(r *http.Request, ps httprouter.Params) error {
+	v := &domain.ValidationError{}
+	for _, p := range ps {
+		if !cleanText(p.Value) {
+			v.Add(p.Key, textRule)
+		}
+	}
+	for name, values := range r.URL.Query() {
+		for _, s := range values {
+			if !cleanText(name) || !cleanText(s) {
+				v.Add(strings.ToValidUTF8(name, "\uFFFD"), textRule)
+				break
+			}
+		}
+	}
+	return v.Err()
+}
+
+const textRule = "must be valid UTF-8 without U+0000"
+
+func cleanText(s string) bool { return utf8.ValidString(s) && !strings.ContainsRune(s, 0) }
