@@ -12,8 +12,14 @@ import (
 	"github.com/healthtech/partner-open-platform/events"
 )
 
-// CheckpointFile is the file name FileCheckpoints uses in the data directory.
+// CheckpointFile is the file name NewFileCheckpoints uses in the data directory.
 const CheckpointFile = "relay-checkpoint.json"
+
+// FeedCheckpointFile is the position of the relay that writes the internal
+// and the analytics topic. It is not CheckpointFile, which tracked the old
+// single topic: a node upgraded from it relays the whole log once more, so
+// both new topics start complete (the dispatcher's Create is idempotent).
+const FeedCheckpointFile = "relay-feed-checkpoint.json"
 
 // FileCheckpoints serves deployments without Postgres; atomic replaces mean a crash leaves the old or new position, never a torn one.
 type FileCheckpoints struct {
@@ -24,7 +30,12 @@ var _ Checkpoints = (*FileCheckpoints)(nil)
 
 // NewFileCheckpoints keeps the checkpoint in dataDir/relay-checkpoint.json.
 func NewFileCheckpoints(dataDir string) *FileCheckpoints {
-	return &FileCheckpoints{path: filepath.Join(dataDir, CheckpointFile)}
+	return NewFileCheckpointsNamed(dataDir, CheckpointFile)
+}
+
+// NewFileCheckpointsNamed keeps the checkpoint in dataDir/name, so relays with different outputs keep separate positions.
+func NewFileCheckpointsNamed(dataDir, name string) *FileCheckpoints {
+	return &FileCheckpoints{path: filepath.Join(dataDir, name)}
 }
 
 // Load returns the zero position (relay from the start) when no file exists yet.
@@ -50,7 +61,7 @@ func (f *FileCheckpoints) Save(_ context.Context, pos events.Position) error {
 		return fmt.Errorf("relay checkpoint: %w", err)
 	}
 	dir := filepath.Dir(f.path)
-	tmp, err := os.CreateTemp(dir, CheckpointFile+".*.tmp")
+	tmp, err := os.CreateTemp(dir, filepath.Base(f.path)+".*.tmp")
 	if err != nil {
 		return fmt.Errorf("relay checkpoint: %w", err)
 	}

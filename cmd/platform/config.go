@@ -30,6 +30,7 @@ type config struct {
 	Timezone             string
 	KafkaBrokers         []string
 	KafkaTopic           string
+	KafkaInternalTopic   string
 	KafkaRelay           bool
 	WebhookAllowLoopback bool
 	WebhookRetrySchedule []time.Duration // nil: the spec's schedule
@@ -37,6 +38,7 @@ type config struct {
 	LogFormat            string
 	AdminToken           string
 	MasterKey            string
+	FeedPseudonymKey     string
 	InternalToken        string
 
 	settings []*setting
@@ -135,7 +137,7 @@ func loadConfig(args []string, getenv func(string) string, usageOut io.Writer) (
 			show: func() string {
 				return orText(strings.Join(c.KafkaBrokers, ","), "none (the dispatcher follows the event store)")
 			}},
-		{env: "PLATFORM_KAFKA_TOPIC", flag: "kafka-topic", def: "platform.events", usage: "Kafka topic of the event feed",
+		{env: "PLATFORM_KAFKA_TOPIC", flag: "kafka-topic", def: "platform.events", usage: "Kafka topic of the published analytics feed",
 			accepts: "a Kafka topic name: 1 to 249 of a-z A-Z 0-9 . _ -",
 			parse: func(s string) error {
 				if !kafkaTopic.MatchString(s) || s == "." || s == ".." {
@@ -145,6 +147,17 @@ func loadConfig(args []string, getenv func(string) string, usageOut io.Writer) (
 				return nil
 			},
 			show: func() string { return c.KafkaTopic }},
+		{env: "PLATFORM_KAFKA_INTERNAL_TOPIC", flag: "kafka-internal-topic", def: "platform.internal.events",
+			usage:   "internal Kafka topic carrying every event to the webhook dispatchers (not for analytics)",
+			accepts: "a Kafka topic name: 1 to 249 of a-z A-Z 0-9 . _ -",
+			parse: func(s string) error {
+				if !kafkaTopic.MatchString(s) || s == "." || s == ".." {
+					return errors.New("not a Kafka topic name")
+				}
+				c.KafkaInternalTopic = s
+				return nil
+			},
+			show: func() string { return c.KafkaInternalTopic }},
 		{env: "PLATFORM_KAFKA_RELAY", flag: "kafka-relay", def: "on", usage: "run the event-store-to-Kafka relay on this node",
 			accepts: boolAccepts, isBool: true,
 			parse: func(s string) (err error) { c.KafkaRelay, err = parseBool(s); return err },
@@ -203,6 +216,21 @@ func loadConfig(args []string, getenv func(string) string, usageOut io.Writer) (
 				return nil
 			},
 			show: func() string { return secretShown(c.MasterKey, c.DataDir, "master.key") }},
+		{env: "PLATFORM_FEED_PSEUDONYM_KEY", secret: true,
+			accepts: "32 bytes as 64 hex characters or base64 (e.g. from openssl rand -hex 32), or unset to derive it from the master key",
+			parse: func(s string) error {
+				if _, err := secrets.ParseKey(s); err != nil && s != "" {
+					return errors.New("not a 32-byte key")
+				}
+				c.FeedPseudonymKey = s
+				return nil
+			},
+			show: func() string {
+				if c.FeedPseudonymKey != "" {
+					return "set (redacted)"
+				}
+				return "unset: derived from the master key"
+			}},
 		{env: "PLATFORM_INTERNAL_TOKEN", secret: true,
 			accepts: "any non-empty token, or unset to keep one in <data dir>/internal.token",
 			parse:   func(s string) error { c.InternalToken = s; return nil },

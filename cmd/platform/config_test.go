@@ -46,7 +46,7 @@ func TestDefaults(t *testing.T) {
 	c := mustLoad(t, map[string]string{"PLATFORM_RATE_LIMIT": ""}) // empty counts as unset
 	want := config{
 		Addr: "127.0.0.1:8080", DataDir: "./data", Timezone: "Asia/Shanghai", KafkaTopic: "platform.events",
-		KafkaRelay: true, RateLimit: 6000, LogFormat: "text",
+		KafkaInternalTopic: "platform.internal.events", KafkaRelay: true, RateLimit: 6000, LogFormat: "text",
 	}
 	c.settings = nil
 	if !reflect.DeepEqual(*c, want) {
@@ -64,6 +64,8 @@ func TestInvalidValuesStopStartUp(t *testing.T) {
 		"PLATFORM_TIMEZONE":               {"Mars/Olympus", "+08:00"},
 		"PLATFORM_KAFKA_BROKERS":          {"kafka", "kafka:9092,", "a:1,,b:2", "kafka:x", ":9092"},
 		"PLATFORM_KAFKA_TOPIC":            {"events topic", "a/b", "..", strings.Repeat("t", 250)},
+		"PLATFORM_KAFKA_INTERNAL_TOPIC":   {"events topic", "a/b", ".."},
+		"PLATFORM_FEED_PSEUDONYM_KEY":     {"short", "abcd"},
 		"PLATFORM_KAFKA_RELAY":            {"maybe", "2", "enabled", "y"},
 		"PLATFORM_WEBHOOK_ALLOW_LOOPBACK": {"maybe", "-1", "tru"},
 		"PLATFORM_WEBHOOK_RETRY_SCHEDULE": {"5", "1m,0s", "-1m", "1m,,2m", "1m,", "soon"},

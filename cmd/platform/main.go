@@ -38,7 +38,8 @@ func main() {
 	if err := run(log, cfg.Addr, node.Config{
 		DataDir: cfg.DataDir, ESDBURL: cfg.ESDBURL, PostgresURL: cfg.PostgresURL, Timezone: cfg.Timezone,
 		AdminToken: cfg.AdminToken, MasterKey: cfg.MasterKey, Logger: log,
-		KafkaBrokers: cfg.KafkaBrokers, KafkaTopic: cfg.KafkaTopic, KafkaRelay: &cfg.KafkaRelay, WebhookAllowLoopback: cfg.WebhookAllowLoopback,
+		KafkaBrokers: cfg.KafkaBrokers, KafkaTopic: cfg.KafkaTopic, KafkaInternalTopic: cfg.KafkaInternalTopic,
+		FeedPseudonymKey: cfg.FeedPseudonymKey, KafkaRelay: &cfg.KafkaRelay, WebhookAllowLoopback: cfg.WebhookAllowLoopback,
 		WebhookSchedule: cfg.WebhookRetrySchedule, InternalToken: cfg.InternalToken, PartnerRateLimit: cfg.RateLimit,
 	}); err != nil {
 		log.Error("platform stopped", "err", err)

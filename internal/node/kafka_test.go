@@ -2,16 +2,20 @@ package node_test
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
 	kafkago "github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
 
+	"github.com/healthtech/partner-open-platform/events/catalog"
 	"github.com/healthtech/partner-open-platform/internal/node"
+	"github.com/healthtech/partner-open-platform/relay/feed"
 )
 
 // kafkaCluster starts an in-process Kafka protocol server on loopback.
@@ -26,11 +30,14 @@ func kafkaCluster(t testing.TB) []string {
 }
 
 // TestProductionBusThroughKafka runs the node with Kafka as the bus: the
-// relay publishes every event, the dispatcher consumes the topic, and a
-// partner receives its webhooks exactly as in embedded mode.
+// relay publishes every event to the internal topic, the dispatcher consumes
+// it there, and a partner receives its webhooks exactly as in embedded mode;
+// the analytics topic carries the user's business events, pseudonymised.
 func TestProductionBusThroughKafka(t *testing.T) {
 	brokers := kafkaCluster(t)
-	p := start(t, node.Config{DataDir: t.TempDir(), WebhookAllowLoopback: true, KafkaBrokers: brokers, KafkaTopic: "platform.events"})
+	feedKey := strings.Repeat("ab", 32)
+	p := start(t, node.Config{DataDir: t.TempDir(), WebhookAllowLoopback: true, KafkaBrokers: brokers,
+		KafkaTopic: "analytics.events", KafkaInternalTopic: "internal.events", FeedPseudonymKey: feedKey})
 	if p.node.Adapters["bus"] == "event store subscription" {
 		t.Fatal("the bus is not Kafka")
 	}
@@ -51,15 +58,15 @@ func TestProductionBusThroughKafka(t *testing.T) {
 	}
 	rcv.quiet(3, 300*time.Millisecond)
 
-	// Analytics read the same topic: every event of the user's stream, in order.
-	r := kafkago.NewReader(kafkago.ReaderConfig{Brokers: brokers, Topic: "platform.events", GroupID: "analytics-test", StartOffset: kafkago.FirstOffset, MaxWait: 100 * time.Millisecond})
-	defer r.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
+	// The internal topic: every event of the user's stream, in order, as logged.
 	stream := fmt.Sprintf("user-%d", reg.OpenUserID)
+	internal := kafkago.NewReader(kafkago.ReaderConfig{Brokers: brokers, Topic: "internal.events", GroupID: "internal-test", StartOffset: kafkago.FirstOffset, MaxWait: 100 * time.Millisecond})
+	defer internal.Close()
 	var revisions []int
 	for len(revisions) < 7 { // registered, group, 2 members, 3 profile updates
-		m, err := r.FetchMessage(ctx)
+		m, err := internal.FetchMessage(ctx)
 		if err != nil {
 			t.Fatalf("after %v: %v", revisions, err)
 		}
@@ -67,9 +74,7 @@ func TestProductionBusThroughKafka(t *testing.T) {
 			continue
 		}
 		var v struct {
-			Revision int             `json:"revision"`
-			Type     string          `json:"type"`
-			Data     json.RawMessage `json:"data"`
+			Revision int `json:"revision"`
 		}
 		if err := json.Unmarshal(m.Value, &v); err != nil {
 			t.Fatal(err)
@@ -78,8 +83,49 @@ func TestProductionBusThroughKafka(t *testing.T) {
 	}
 	for i, rev := range revisions {
 		if rev != i {
-			t.Fatalf("stream %s out of order on the topic: %v", stream, revisions)
+			t.Fatalf("stream %s out of order on the internal topic: %v", stream, revisions)
 		}
+	}
+
+	// The analytics topic: the same seven business events under the user's
+	// pseudonym, in order; no personal value, no plumbing.
+	key, _ := hex.DecodeString(feedKey)
+	tr, err := feed.New(key, catalog.Registry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pseudonymous := "user-" + tr.Pseudonym(feed.NSUser, fmt.Sprint(reg.OpenUserID))
+	analytics := kafkago.NewReader(kafkago.ReaderConfig{Brokers: brokers, Topic: "analytics.events", GroupID: "analytics-test", StartOffset: kafkago.FirstOffset, MaxWait: 100 * time.Millisecond})
+	defer analytics.Close()
+	var types []string
+	for len(types) < 7 {
+		m, err := analytics.FetchMessage(ctx)
+		if err != nil {
+			t.Fatalf("after %v: %v", types, err)
+		}
+		for _, personal := range []string{"李雷", "韩梅梅", "13812345678", "1990-05-01", "li@example.cn", "110101199005010000", `"u-1"`, stream + `"`} {
+			if strings.Contains(string(m.Key)+string(m.Value), personal) {
+				t.Fatalf("analytics message carries %q: %s", personal, m.Value)
+			}
+		}
+		var v struct {
+			Type   string `json:"type"`
+			Schema string `json:"schema"`
+		}
+		if err := json.Unmarshal(m.Value, &v); err != nil {
+			t.Fatal(err)
+		}
+		if !feed.Published(v.Type) || v.Schema != v.Type+"/v1" {
+			t.Fatalf("analytics message of type %q schema %q", v.Type, v.Schema)
+		}
+		if string(m.Key) == pseudonymous {
+			types = append(types, v.Type)
+		}
+	}
+	want := []string{"user.registered", "user.family_group.created", "user.family_member.created", "user.family_member.created",
+		"user.profile.updated", "user.profile.updated", "user.profile.updated"}
+	if strings.Join(types, ",") != strings.Join(want, ",") {
+		t.Fatalf("analytics events of the user %v, want %v", types, want)
 	}
 }
 

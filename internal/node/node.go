@@ -38,6 +38,7 @@ import (
 	"github.com/healthtech/partner-open-platform/projections/postgres"
 	"github.com/healthtech/partner-open-platform/queryapi"
 	"github.com/healthtech/partner-open-platform/relay"
+	"github.com/healthtech/partner-open-platform/relay/feed"
 	relaykafka "github.com/healthtech/partner-open-platform/relay/kafka"
 	"github.com/healthtech/partner-open-platform/webhooks"
 	"github.com/healthtech/partner-open-platform/webhooks/targets"
@@ -57,7 +58,13 @@ type Config struct {
 
 	// KafkaBrokers switches the dispatcher's feed to Kafka and starts the relay.
 	KafkaBrokers []string
-	KafkaTopic   string // default platform.events
+	KafkaTopic   string // published analytics feed, default platform.events
+	// KafkaInternalTopic carries every event byte-exact to the dispatchers
+	// (default platform.internal.events); not a published interface.
+	KafkaInternalTopic string
+	// FeedPseudonymKey (32 bytes, hex or base64) keys the analytics feed's
+	// pseudonyms; unset: derived from the master key.
+	FeedPseudonymKey string
 	// KafkaRelay runs the relay on this node (default on when brokers are set).
 	KafkaRelay *bool
 	// WebhookAllowLoopback allows http and loopback webhook targets, for development only.
@@ -124,7 +131,10 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		cfg.IDBlockSize = 50
 	}
 	if cfg.KafkaTopic == "" {
-		cfg.KafkaTopic = "platform.events"
+		cfg.KafkaTopic = relaykafka.DefaultTopic
+	}
+	if cfg.KafkaInternalTopic == "" {
+		cfg.KafkaInternalTopic = relaykafka.DefaultInternalTopic
 	}
 	if cfg.WebhookSchedule == nil {
 		cfg.WebhookSchedule = webhooks.DefaultSchedule
@@ -198,7 +208,8 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 	}
 	n.closers = append(n.closers, n.ReadModel.Close)
 	if len(cfg.KafkaBrokers) > 0 {
-		n.Adapters["bus"] = "Kafka " + strings.Join(cfg.KafkaBrokers, ",") + " topic " + cfg.KafkaTopic
+		n.Adapters["bus"] = "Kafka " + strings.Join(cfg.KafkaBrokers, ",") + " internal topic " + cfg.KafkaInternalTopic +
+			", analytics topic " + cfg.KafkaTopic
 	} else {
 		n.Adapters["bus"] = "event store subscription"
 	}
@@ -311,18 +322,29 @@ func (n *Node) startWebhooks(ctx context.Context, cfg Config, models *projection
 		return n.ReadModel.LastSource(ctx)
 	}}
 	if len(cfg.KafkaBrokers) > 0 {
-		ectx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		err := relaykafka.EnsureTopic(ectx, cfg.KafkaBrokers, cfg.KafkaTopic, 6)
-		cancel()
-		if err != nil {
-			return fmt.Errorf("kafka topic %s: %w", cfg.KafkaTopic, err)
+		for _, topic := range []string{cfg.KafkaInternalTopic, cfg.KafkaTopic} {
+			ectx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			err := relaykafka.EnsureTopic(ectx, cfg.KafkaBrokers, topic, 6)
+			cancel()
+			if err != nil {
+				return fmt.Errorf("kafka topic %s: %w", topic, err)
+			}
 		}
-		source = relaykafka.NewSource(cfg.KafkaBrokers, cfg.KafkaTopic, "platform-webhooks", n.log)
+		source = relaykafka.NewSource(cfg.KafkaBrokers, cfg.KafkaInternalTopic, "platform-webhooks", n.log)
 		if cfg.KafkaRelay == nil || *cfg.KafkaRelay {
-			producer := relaykafka.NewProducer(cfg.KafkaBrokers, cfg.KafkaTopic)
+			key, err := feedPseudonymKey(cfg)
+			if err != nil {
+				return err
+			}
+			transformer, err := feed.New(key, n.Registry)
+			if err != nil {
+				return err
+			}
+			producer := relaykafka.NewFeedProducer(cfg.KafkaBrokers, cfg.KafkaInternalTopic, cfg.KafkaTopic, transformer, n.log.With("component", "relay"))
 			n.closers = append(n.closers, producer.Close)
-			checkpoints := relay.NewFileCheckpoints(cfg.DataDir)
+			checkpoints := relay.NewFileCheckpointsNamed(cfg.DataDir, relay.FeedCheckpointFile)
 			n.relayCheckpoints = checkpoints
+			n.log.Info("analytics feed", "topic", cfg.KafkaTopic, "pseudonym_key_id", transformer.KeyID())
 			n.spawn(ctx, "relay", func(ctx context.Context) error {
 				return relay.Run(ctx, n.Events, producer, checkpoints, n.log.With("component", "relay"), relay.Options{OnRelayed: n.Metrics.Relayed})
 			})
@@ -343,6 +365,30 @@ func (n *Node) startWebhooks(ctx context.Context, cfg Config, models *projection
 		}
 	})
 	return nil
+}
+
+// feedPseudonymKey is the configured feed key, or one derived from the
+// master key (which every node sharing the log has), so relays on any node
+// make the same pseudonyms. openSealer has already checked the master key.
+func feedPseudonymKey(cfg Config) ([]byte, error) {
+	if cfg.FeedPseudonymKey != "" {
+		key, err := secrets.ParseKey(cfg.FeedPseudonymKey)
+		if err != nil {
+			return nil, fmt.Errorf("PLATFORM_FEED_PSEUDONYM_KEY: %w", err)
+		}
+		return key, nil
+	}
+	var master []byte
+	var err error
+	if cfg.MasterKey != "" {
+		master, err = secrets.ParseKey(cfg.MasterKey)
+	} else {
+		master, _, err = secrets.LoadOrCreateKeyFile(filepath.Join(cfg.DataDir, "master.key"))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("analytics feed pseudonym key from the master key: %w", err)
+	}
+	return feed.DeriveKey(master), nil
 }
 
 // spawn runs a background loop until ctx ends, restarting it with backoff when it fails.

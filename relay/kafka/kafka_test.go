@@ -149,7 +149,7 @@ func produce(t *testing.T, p *relaykafka.Producer, evs []events.Recorded, batch 
 }
 
 func TestProducerAndSourceKeepPerStreamOrder(t *testing.T) {
-	const topic = "platform.events"
+	const topic = relaykafka.DefaultInternalTopic
 	addrs := newCluster(t, topic, 3)
 	p := relaykafka.NewProducer(addrs, "")
 	defer p.Close()

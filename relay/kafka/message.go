@@ -1,11 +1,22 @@
-// Package kafka carries the event log over Kafka: a Producer for the relay
-// and a consumer-group Source for the webhook dispatcher. This comment is the
-// message format that analytics consumers rely on.
+// Package kafka carries the event log over Kafka on two topics: a Producer
+// for the relay and a consumer-group Source for the webhook dispatcher.
 //
-// # Topic and key
+// The internal topic (default "platform.internal.events") is plumbing
+// between nodes, not a published interface: every event of the log, personal
+// data and webhook bookkeeping included, byte for byte, for the dispatcher
+// (group "platform-webhooks"). Restrict it with ACLs to the platform's own
+// principals. This comment is its message format.
 //
-// Every event of the log becomes one message on one topic (default
-// "platform.events"). The key is the event's stream name, so all events of
+// The analytics topic (default "platform.events") is the published feed:
+// business events only, transformed by package relay/feed (versioned
+// envelope, allow-listed fields, keyed pseudonyms), one JSON Schema per type
+// in relay/feed/schemas. Its headers are event-id, event-type and schema
+// ("<type>/v<n>"); its key is the envelope's stream.
+//
+// # Topic and key (internal topic)
+//
+// Every event of the log becomes one message on the internal topic. The key
+// is the event's stream name, so all events of
 // one aggregate land in one partition, in revision order; the producer
 // partitions with kafka-go's Hash balancer (FNV-1a of the key, Sarama
 // compatible, not the Java client's murmur2). Across streams there is no
@@ -63,8 +74,11 @@ import (
 	"github.com/healthtech/partner-open-platform/events"
 )
 
-// DefaultTopic is where the relay publishes unless configured otherwise.
+// DefaultTopic is the published analytics topic unless configured otherwise.
 const DefaultTopic = "platform.events"
+
+// DefaultInternalTopic carries every event byte-exact to the dispatcher; it is not a published interface.
+const DefaultInternalTopic = "platform.internal.events"
 
 // Header names, exported so consumers in Go need not repeat the strings.
 const (

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"strconv"
 	"time"
@@ -12,20 +13,27 @@ import (
 
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/relay"
+	"github.com/healthtech/partner-open-platform/relay/feed"
 )
 
-// Producer returns only once every in-sync replica acknowledged the whole batch.
+// Producer returns only once every in-sync replica acknowledged the whole
+// batch, on every topic it writes to.
 type Producer struct {
-	topic string
-	w     *kafka.Writer
+	topic string // internal topic: every event, byte-exact (Encode)
+	// analytics, when feed is set, receives the published events transformed.
+	analytics string
+	feed      *feed.Transformer
+	log       *slog.Logger
+	w         *kafka.Writer
 }
 
 var _ relay.Producer = (*Producer)(nil)
 
-// NewProducer writes to topic (DefaultTopic if empty) on the given brokers.
+// NewProducer writes every event in the internal format (Encode) to topic
+// (DefaultInternalTopic if empty) and nothing else.
 func NewProducer(brokers []string, topic string) *Producer {
 	if topic == "" {
-		topic = DefaultTopic
+		topic = DefaultInternalTopic
 	}
 	return &Producer{
 		topic: topic,
@@ -44,16 +52,54 @@ func NewProducer(brokers []string, topic string) *Producer {
 	}
 }
 
+// NewFeedProducer writes every event byte-exact to internalTopic, as
+// NewProducer does, and the published ones, transformed by t, to
+// analyticsTopic (DefaultTopic if empty), both in the one write per batch, so
+// one relay checkpoint covers both topics.
+func NewFeedProducer(brokers []string, internalTopic, analyticsTopic string, t *feed.Transformer, log *slog.Logger) *Producer {
+	p := NewProducer(brokers, internalTopic)
+	if analyticsTopic == "" {
+		analyticsTopic = DefaultTopic
+	}
+	p.analytics, p.feed, p.log = analyticsTopic, t, log
+	return p
+}
+
 // Produce writes evs in one call, so any partial failure fails the batch and the relay re-sends all of it.
 func (p *Producer) Produce(ctx context.Context, evs []events.Recorded) error {
-	msgs := make([]kafka.Message, len(evs))
-	for i, ev := range evs {
-		msgs[i] = Encode(p.topic, ev)
+	msgs := make([]kafka.Message, 0, 2*len(evs))
+	for _, ev := range evs {
+		msgs = append(msgs, Encode(p.topic, ev))
+		if p.feed == nil {
+			continue
+		}
+		m, ok, err := p.feed.Transform(ev)
+		if err != nil {
+			// A payload that does not fit its table entry is left out of the
+			// analytics topic rather than stalling the relay for every
+			// consumer; the error names the type, id and field, never a value.
+			p.log.Warn("analytics feed: event left out", "event_id", ev.ID, "event_type", ev.Type, "err", err)
+			continue
+		}
+		if ok {
+			msgs = append(msgs, kafka.Message{Topic: p.analytics, Key: m.Key, Value: m.Value, Headers: []kafka.Header{
+				{Key: HeaderEventID, Value: []byte(ev.ID)},
+				{Key: HeaderEventType, Value: []byte(ev.Type)},
+				{Key: HeaderSchema, Value: []byte(m.Schema)},
+			}})
+		}
 	}
 	if err := p.w.WriteMessages(ctx, msgs...); err != nil {
-		return fmt.Errorf("kafka produce %d events to %s: %w", len(evs), p.topic, err)
+		return fmt.Errorf("kafka produce %d events to %s: %w", len(evs), p.topics(), err)
 	}
 	return nil
+}
+
+func (p *Producer) topics() string {
+	if p.feed == nil {
+		return p.topic
+	}
+	return p.topic + " and " + p.analytics
 }
 
 // Close flushes and releases the writer's connections.

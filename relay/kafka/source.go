@@ -22,10 +22,11 @@ type Source struct {
 
 var _ webhooks.Source = (*Source)(nil)
 
-// NewSource consumes topic (DefaultTopic if empty) in groupID; a new group starts at the oldest retained message.
+// NewSource consumes the internal topic (DefaultInternalTopic if empty) in
+// groupID; a new group starts at the oldest retained message.
 func NewSource(brokers []string, topic, groupID string, log *slog.Logger) *Source {
 	if topic == "" {
-		topic = DefaultTopic
+		topic = DefaultInternalTopic
 	}
 	return &Source{brokers: brokers, topic: topic, group: groupID, log: log}
 }
