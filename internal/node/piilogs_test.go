@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/healthtech/partner-open-platform/internal/httpapi"
 	"github.com/healthtech/partner-open-platform/internal/node"
 	"github.com/healthtech/partner-open-platform/internal/pgtest"
 	"github.com/healthtech/partner-open-platform/plugin"
@@ -431,4 +432,26 @@ func drivePersonalRoutes(d *piiDriver) *failingSink {
 	d.ok("partner deliveries", a.do("GET", "/open/v1/webhooks/deliveries", nil))
 	d.ok("partner feed", a.do("GET", "/open/v1/webhooks/events", nil))
 	return sink
+}
+
+// A handler that panics with a value built from the request (a formatted
+// message, an error wrapping a field) must not put that value in the log.
+func TestLogsCarryNoPersonalDataFromPanics(t *testing.T) {
+	for _, value := range []any{
+		"cannot store member " + piiName + " " + piiIDNumber,
+		fmt.Errorf("phone %s: %w", piiPhone, io.ErrUnexpectedEOF),
+	} {
+		logs := &syncBuffer{}
+		h := httpapi.Instrument(slog.New(slog.NewJSONHandler(logs, nil)), "/panics", nil, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
+			panic(value)
+		}))
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("POST", "/panics", strings.NewReader(`{"name":"`+piiName+`"}`)))
+		if rec.Code != http.StatusInternalServerError || !strings.Contains(logs.String(), `"msg":"panic"`) {
+			t.Fatalf("panic %T: %d, log %s", value, rec.Code, logs.String())
+		}
+		if found := findPII(logs.String() + rec.Body.String()); found != nil {
+			t.Errorf("panic %T logged personal data %q:\n%s", value, found, logs.String())
+		}
+	}
 }
