@@ -2,8 +2,10 @@ package plugin
 
 import (
 	"errors"
-	"fmt"
+	"maps"
 	"regexp"
+	"slices"
+	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -61,14 +63,16 @@ func ReportType(deviceKey, measureMode string) (string, error) {
 		if deviceKey == "" {
 			return "", FieldError{"deviceKey", "required"}
 		}
-		return "", FieldError{"deviceKey", fmt.Sprintf("unknown device %q", deviceKey)}
+		// The reason names the accepted values, never the rejected one: it
+		// reaches error bodies and logs, which carry no partner-sent text.
+		return "", FieldError{"deviceKey", "unknown device; must be one of " + strings.Join(slices.Sorted(maps.Keys(modes)), ", ")}
 	}
 	rt, ok := m[measureMode]
 	if !ok {
 		if measureMode == "" {
 			return "", FieldError{"measureMode", "required"}
 		}
-		return "", FieldError{"measureMode", fmt.Sprintf("%q is not a mode of %s", measureMode, deviceKey)}
+		return "", FieldError{"measureMode", "is not a mode of " + deviceKey + "; must be one of " + strings.Join(slices.Sorted(maps.Keys(m)), ", ")}
 	}
 	return rt, nil
 }

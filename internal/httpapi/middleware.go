@@ -5,10 +5,13 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"regexp"
+	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -176,7 +179,13 @@ func Instrument(log *slog.Logger, route string, observe Observer, next http.Hand
 		method := MethodLabel(r.Method)
 		defer func() {
 			if p := recover(); p != nil {
-				l.Error("panic", "panic", p)
+				// A panic value may be built from the request (personal data):
+				// log its type, the runtime's own message, and the stack.
+				attrs := []any{"panic_type", fmt.Sprintf("%T", p), "stack", string(debug.Stack())}
+				if re, ok := p.(runtime.Error); ok {
+					attrs = append(attrs, "panic", re.Error())
+				}
+				l.Error("panic", attrs...)
 				if sw.status == 0 {
 					Fail(sw, http.StatusInternalServerError, "HTTP_500", "internal error; the request id identifies it in our logs")
 				}
