@@ -154,9 +154,9 @@ func TestSubmitDecision(t *testing.T) {
 	got, err = decideSubmit(given(t, &sessionState{}, bcaOpened), c)
 	thenError(t, got, err, domain.ErrSessionExpired)
 
-	c = submitMeasurement{Data: json.RawMessage(`{"spo2":97}`), Now: time.Date(2027, 1, 2, 23, 0, 0, 0, time.FixedZone("CST", 8*3600)), MeasurementID: 7}
+	c = submitMeasurement{Data: json.RawMessage(`{"spo2":97}`), Now: time.Date(2027, 1, 2, 7, 0, 0, 0, time.FixedZone("CST", 8*3600)), MeasurementID: 7}
 	got, err = decideSubmit(given(t, &sessionState{}, catalog.PluginSessionOpened{SessionID: "s2", AppID: 9, ThirdUserID: "u1", ReportType: "spo2", ExpiresAt: c.Now.Add(time.Minute)}), c)
-	then(t, got, err, catalog.PluginMeasurementRecorded{PluginMeasurement: catalog.PluginMeasurement{MeasurementNo: "PM2027010200000007", SessionID: "s2", AppID: 9,
+	then(t, got, err, catalog.PluginMeasurementRecorded{PluginMeasurement: catalog.PluginMeasurement{MeasurementNo: "PM2027010100000007", SessionID: "s2", AppID: 9,
 		ThirdUserID: ptr("u1"), ReportType: "spo2"}, Data: `{"spo2":97}`}) // numbered by the UTC day, no analysis
 }
 
