@@ -162,22 +162,45 @@ func (b *Benefits) item(ctx context.Context, id int64) (itemState, uint64, event
 	return s, v, pos, err
 }
 
-// CreateItem adds a benefit item, active.
-func (b *Benefits) CreateItem(ctx context.Context, name string, meta Meta) (int64, events.Position, error) {
+// validateItemName checks a new benefit item's name.
+func validateItemName(name string) error {
 	v := &domain.ValidationError{}
 	r := rules{v: v}
 	if r.required("name", name) {
 		r.maxLen("name", name, 64)
 	}
-	if err := v.Err(); err != nil {
+	return v.Err()
+}
+
+// decideCreateItem creates an active benefit item under a fresh id (its
+// stream is new).
+func decideCreateItem(id int64, name string) []events.Payload {
+	return []events.Payload{catalog.BenefitItemCreated{BenefitItemID: id, Name: name}}
+}
+
+// CreateItem adds a benefit item, active.
+func (b *Benefits) CreateItem(ctx context.Context, name string, meta Meta) (int64, events.Position, error) {
+	if err := validateItemName(name); err != nil {
 		return 0, events.Position{}, err
 	}
 	id, err := b.ids.Next(ctx, "benefit_item")
 	if err != nil {
 		return 0, events.Position{}, err
 	}
-	res, err := b.append(ctx, domain.BenefitItemStream(id), 0, meta, catalog.BenefitItemCreated{BenefitItemID: id, Name: name})
+	res, err := b.append(ctx, domain.BenefitItemStream(id), 0, meta, decideCreateItem(id, name)...)
 	return id, res.Position, err
+}
+
+// decideSetItemStatus suspends or reactivates an existing item; the status
+// it already has decides nothing.
+func decideSetItemStatus(st *itemState, status string) ([]events.Payload, error) {
+	if st.id == 0 {
+		return nil, domain.ErrBenefitItemNotFound
+	}
+	if st.status == status {
+		return nil, nil
+	}
+	return []events.Payload{catalog.BenefitItemStatusChanged{BenefitItemID: st.id, Status: status}}, nil
 }
 
 // SetItemStatus suspends or reactivates a benefit item.
@@ -187,13 +210,11 @@ func (b *Benefits) SetItemStatus(ctx context.Context, id int64, status string, m
 		if err != nil {
 			return events.Position{}, err
 		}
-		if s.id == 0 {
-			return events.Position{}, domain.ErrBenefitItemNotFound
+		ps, err := decideSetItemStatus(&s, status)
+		if err != nil || len(ps) == 0 {
+			return pos, err
 		}
-		if s.status == status {
-			return pos, nil
-		}
-		res, err := b.append(ctx, domain.BenefitItemStream(id), version, meta, catalog.BenefitItemStatusChanged{BenefitItemID: id, Status: status})
+		res, err := b.append(ctx, domain.BenefitItemStream(id), version, meta, ps...)
 		if events.IsConflict(err) {
 			continue
 		}
@@ -238,8 +259,9 @@ type ProviderInput struct {
 	PointsCode *string
 }
 
-// RegisterProvider records a provider pending review, linked to an app.
-func (b *Benefits) RegisterProvider(ctx context.Context, in ProviderInput, meta Meta) (int64, events.Position, error) {
+// validate checks a registration: a points_code for HEALTH_STATION
+// providers only.
+func (in ProviderInput) validate() error {
 	v := &domain.ValidationError{}
 	r := rules{v: v}
 	if r.required("name", in.Name) {
@@ -259,7 +281,18 @@ func (b *Benefits) RegisterProvider(ctx context.Context, in ProviderInput, meta 
 	case in.PointsCode != nil:
 		r.maxLen("points_code", *in.PointsCode, 64)
 	}
-	if err := v.Err(); err != nil {
+	return v.Err()
+}
+
+// decideRegisterProvider records a validated provider pending review under
+// a fresh id (its stream is new).
+func decideRegisterProvider(id int64, in ProviderInput) []events.Payload {
+	return []events.Payload{catalog.ProviderRegistered{ProviderID: id, AppID: in.AppID, Name: in.Name, Type: in.Type, Contact: in.Contact, PointsCode: in.PointsCode}}
+}
+
+// RegisterProvider records a provider pending review, linked to an app.
+func (b *Benefits) RegisterProvider(ctx context.Context, in ProviderInput, meta Meta) (int64, events.Position, error) {
+	if err := in.validate(); err != nil {
 		return 0, events.Position{}, err
 	}
 	id, err := b.ids.Next(ctx, "provider")
@@ -267,49 +300,94 @@ func (b *Benefits) RegisterProvider(ctx context.Context, in ProviderInput, meta 
 		return 0, events.Position{}, err
 	}
 	meta.AppID = in.AppID
-	res, err := b.append(ctx, domain.ProviderStream(id), 0, meta, catalog.ProviderRegistered{ProviderID: id, AppID: in.AppID, Name: in.Name, Type: in.Type, Contact: in.Contact, PointsCode: in.PointsCode})
+	res, err := b.append(ctx, domain.ProviderStream(id), 0, meta, decideRegisterProvider(id, in)...)
 	return id, res.Position, err
+}
+
+// validateReviewNotes bounds an operator's review notes.
+func validateReviewNotes(notes string) error {
+	if utf8.RuneCountInString(notes) > 500 {
+		v := &domain.ValidationError{}
+		v.Add("notes", "must be at most 500 characters")
+		return v
+	}
+	return nil
+}
+
+// decideReviewProvider approves or rejects a provider once: only a pending
+// one is reviewed.
+func decideReviewProvider(st *providerState, approve bool, notes string) ([]events.Payload, error) {
+	if st.reg == nil {
+		return nil, domain.ErrProviderNotFound
+	}
+	if st.status != ProviderPending {
+		return nil, domain.ErrProviderAlreadyReview
+	}
+	return []events.Payload{catalog.ProviderReviewed{ProviderID: st.reg.ProviderID, Approved: approve, Notes: notes}}, nil
 }
 
 // ReviewProvider approves or rejects a pending provider.
 func (b *Benefits) ReviewProvider(ctx context.Context, id int64, approve bool, notes string, meta Meta) (events.Position, error) {
-	if utf8.RuneCountInString(notes) > 500 {
-		v := &domain.ValidationError{}
-		v.Add("notes", "must be at most 500 characters")
-		return events.Position{}, v
+	if err := validateReviewNotes(notes); err != nil {
+		return events.Position{}, err
 	}
 	s, version, err := b.provider(ctx, id)
 	if err != nil {
 		return events.Position{}, err
 	}
-	if s.reg == nil {
-		return events.Position{}, domain.ErrProviderNotFound
-	}
-	if s.status != ProviderPending {
-		return events.Position{}, domain.ErrProviderAlreadyReview
+	ps, err := decideReviewProvider(&s, approve, notes)
+	if err != nil {
+		return events.Position{}, err
 	}
 	meta.AppID = s.reg.AppID
-	res, err := b.append(ctx, domain.ProviderStream(id), version, meta, catalog.ProviderReviewed{ProviderID: id, Approved: approve, Notes: notes})
+	res, err := b.append(ctx, domain.ProviderStream(id), version, meta, ps...)
 	if events.IsConflict(err) {
 		return events.Position{}, domain.ErrProviderAlreadyReview
 	}
 	return res.Position, err
 }
 
+// normalizeIDs sorts ids and drops repeats.
+func normalizeIDs(ids []int64) []int64 {
+	ids = slices.Clone(ids)
+	slices.Sort(ids)
+	return slices.Compact(ids)
+}
+
+// decideConfigureItems sets the benefit items (normalised, items[i] the
+// state of ids[i]) a provider may verify: every one must exist, and a
+// CHANNEL_PARTNER verifies none.
+func decideConfigureItems(st *providerState, ids []int64, items []itemState) ([]events.Payload, error) {
+	for i, it := range ids {
+		if items[i].id == 0 {
+			v := &domain.ValidationError{}
+			v.Add("allowed_benefit_item_ids", fmt.Sprintf("benefit item %d does not exist", it))
+			return nil, v
+		}
+	}
+	if st.reg == nil {
+		return nil, domain.ErrProviderNotFound
+	}
+	if st.reg.Type == ProviderChannelPartner && len(ids) > 0 {
+		v := &domain.ValidationError{}
+		v.Add("allowed_benefit_item_ids", "CHANNEL_PARTNER providers never verify benefit uses")
+		return nil, v
+	}
+	return []events.Payload{catalog.ProviderItemsConfigured{ProviderID: st.reg.ProviderID, AllowedItemIDs: ids}}, nil
+}
+
 // ConfigureItems sets the benefit items a provider may verify.
 func (b *Benefits) ConfigureItems(ctx context.Context, id int64, items []int64, meta Meta) (events.Position, error) {
-	items = slices.Clone(items)
-	slices.Sort(items)
-	items = slices.Compact(items)
-	for _, it := range items {
+	items = normalizeIDs(items)
+	states := make([]itemState, len(items))
+	for i, it := range items {
 		s, _, _, err := b.item(ctx, it)
 		if err != nil {
 			return events.Position{}, err
 		}
+		states[i] = s
 		if s.id == 0 {
-			v := &domain.ValidationError{}
-			v.Add("allowed_benefit_item_ids", fmt.Sprintf("benefit item %d does not exist", it))
-			return events.Position{}, v
+			break // refused by the decision; the rest need not be read
 		}
 	}
 	for attempt := 0; attempt < maxAttempts; attempt++ {
@@ -317,16 +395,12 @@ func (b *Benefits) ConfigureItems(ctx context.Context, id int64, items []int64, 
 		if err != nil {
 			return events.Position{}, err
 		}
-		if s.reg == nil {
-			return events.Position{}, domain.ErrProviderNotFound
-		}
-		if s.reg.Type == ProviderChannelPartner && len(items) > 0 {
-			v := &domain.ValidationError{}
-			v.Add("allowed_benefit_item_ids", "CHANNEL_PARTNER providers never verify benefit uses")
-			return events.Position{}, v
+		ps, err := decideConfigureItems(&s, items, states)
+		if err != nil {
+			return events.Position{}, err
 		}
 		meta.AppID = s.reg.AppID
-		res, err := b.append(ctx, domain.ProviderStream(id), version, meta, catalog.ProviderItemsConfigured{ProviderID: id, AllowedItemIDs: items})
+		res, err := b.append(ctx, domain.ProviderStream(id), version, meta, ps...)
 		if events.IsConflict(err) {
 			continue
 		}
@@ -362,8 +436,8 @@ func randomCardNumber() string {
 	return strconv.FormatInt(n.Int64()+1e14, 10) // 15 digits, no leading zero
 }
 
-func (b *Benefits) validateCard(prefix string, c CardInput, v *domain.ValidationError) {
-	r := rules{v: v, today: b.now().Format(time.DateOnly)}
+func validateCard(prefix string, c CardInput, now time.Time, v *domain.ValidationError) {
+	r := rules{v: v, today: now.Format(time.DateOnly)}
 	if c.CardNumber != "" && (utf8.RuneCountInString(c.CardNumber) != 15 || !isAlnum(c.CardNumber)) {
 		v.Add(prefix+"card_number", "must be 15 letters or digits")
 	}
@@ -373,7 +447,7 @@ func (b *Benefits) validateCard(prefix string, c CardInput, v *domain.Validation
 	if c.HolderPhone != nil {
 		r.mobile(prefix+"holder_phone", *c.HolderPhone)
 	}
-	if !c.ExpiresAt.After(b.now()) {
+	if !c.ExpiresAt.After(now) {
 		v.Add(prefix+"expires_at", "must be in the future")
 	}
 	if len(c.Items) == 0 || len(c.Items) > 50 {
@@ -417,7 +491,9 @@ func (b *Benefits) IssueCards(ctx context.Context, issuerAppID int64, cards []Ca
 // maxBatchID bounds the optional batch_id.
 const maxBatchID = 64
 
-func (b *Benefits) validateBatch(batch CardBatch) error {
+// validateBatch checks a batch as of now: 1 to 100 cards, each expiring
+// later, numbers chosen only by operators and never twice.
+func validateBatch(batch CardBatch, now time.Time) error {
 	v := &domain.ValidationError{}
 	if len(batch.Cards) == 0 || len(batch.Cards) > 100 {
 		v.Add("cards", "must have 1 to 100 elements")
@@ -427,7 +503,7 @@ func (b *Benefits) validateBatch(batch CardBatch) error {
 	}
 	numbers := map[string]bool{}
 	for i, c := range batch.Cards {
-		b.validateCard(fmt.Sprintf("cards[%d].", i), c, v)
+		validateCard(fmt.Sprintf("cards[%d].", i), c, now, v)
 		if c.CardNumber == "" {
 			continue
 		}
@@ -505,7 +581,7 @@ func batchEventID(stream string, parts ...any) string {
 // is missing and answers the same cards. A chosen number already issued
 // fails the batch before anything is written.
 func (b *Benefits) IssueBatch(ctx context.Context, batch CardBatch, meta Meta) ([]IssuedCard, error) {
-	if err := b.validateBatch(batch); err != nil {
+	if err := validateBatch(batch, b.now()); err != nil {
 		return nil, err
 	}
 	meta.AppID = batch.IssuerAppID
@@ -524,58 +600,134 @@ func (b *Benefits) IssueBatch(ctx context.Context, batch CardBatch, meta Meta) (
 	return b.finishBatch(ctx, stream, batch, meta)
 }
 
-// planBatch checks a new batch against the log and records its plan; a
-// conflict means an identical batch planned first, whose plan then wins.
-func (b *Benefits) planBatch(ctx context.Context, stream string, batch CardBatch, meta Meta) error {
-	names := map[int64]bool{}
+// planBatch is a new batch's plan with what chance and the allocator decide
+// gathered up front: a generated number for each card that names none, and
+// one user_benefit_item_id per line.
+type planBatch struct {
+	Batch   CardBatch
+	Key     string    // the batch's digest, its stream's suffix
+	Numbers []string  // per card: the generated number, "" when chosen
+	LineIDs [][]int64 // per card, per line
+}
+
+// checkPlan refuses a batch naming a benefit item that is missing or not
+// active (items, by id), or a chosen number already issued (taken).
+func checkPlan(batch CardBatch, items map[int64]itemState, taken map[string]bool) error {
 	for _, c := range batch.Cards {
 		for _, it := range c.Items {
-			if names[it.BenefitItemID] {
-				continue
-			}
-			s, _, _, err := b.item(ctx, it.BenefitItemID)
-			if err != nil {
-				return err
-			}
+			s := items[it.BenefitItemID]
 			if s.id == 0 {
 				return fmt.Errorf("%w: %d", domain.ErrBenefitItemNotFound, it.BenefitItemID)
 			}
 			if s.status != ItemActive {
 				return fmt.Errorf("%w: %d", domain.ErrBenefitItemInactive, it.BenefitItemID)
 			}
-			names[it.BenefitItemID] = true
 		}
+	}
+	for _, c := range batch.Cards {
+		if c.CardNumber != "" && taken[c.CardNumber] {
+			return domain.ErrCardNumberTaken // the number stays out of errors and logs
+		}
+	}
+	return nil
+}
+
+// decidePlanBatch records a new batch's numbers and ids before any card
+// exists; a batch planned before keeps its plan.
+func decidePlanBatch(st *batchState, items map[int64]itemState, taken map[string]bool, c planBatch) ([]events.Payload, error) {
+	if st.cards != nil {
+		return nil, nil
+	}
+	if err := checkPlan(c.Batch, items, taken); err != nil {
+		return nil, err
+	}
+	plan := catalog.CardBatchPlanned{IssuerAppID: c.Batch.IssuerAppID, Key: c.Key, Cards: make([]catalog.PlannedCard, len(c.Batch.Cards))}
+	for i, card := range c.Batch.Cards {
+		pc := catalog.PlannedCard{CardNumber: card.CardNumber, NumberChosen: card.CardNumber != "", UserBenefitItemIDs: c.LineIDs[i]}
+		if !pc.NumberChosen {
+			pc.CardNumber = c.Numbers[i]
+		}
+		plan.Cards[i] = pc
+	}
+	return []events.Payload{plan}, nil
+}
+
+// planBatch checks a new batch against the log and records its plan; a
+// conflict means an identical batch planned first, whose plan then wins.
+func (b *Benefits) planBatch(ctx context.Context, stream string, batch CardBatch, meta Meta) error {
+	items := map[int64]itemState{}
+	for _, c := range batch.Cards {
+		for _, it := range c.Items {
+			if _, ok := items[it.BenefitItemID]; ok {
+				continue
+			}
+			s, _, _, err := b.item(ctx, it.BenefitItemID)
+			if err != nil {
+				return err
+			}
+			items[it.BenefitItemID] = s
+		}
+	}
+	taken := map[string]bool{}
+	if err := checkPlan(batch, items, taken); err != nil {
+		return err // before any card stream is read
 	}
 	for _, c := range batch.Cards {
 		if c.CardNumber == "" {
 			continue
 		}
-		if recs, err := b.store.ReadStream(ctx, domain.CardStream(c.CardNumber), 0, 1); err != nil {
+		recs, err := b.store.ReadStream(ctx, domain.CardStream(c.CardNumber), 0, 1)
+		if err != nil {
 			return err
-		} else if len(recs) > 0 {
-			return domain.ErrCardNumberTaken // the number stays out of errors and logs
+		}
+		if len(recs) > 0 {
+			taken[c.CardNumber] = true
+			break // refused below; the rest need not be read
 		}
 	}
-	plan := catalog.CardBatchPlanned{IssuerAppID: batch.IssuerAppID, Key: strings.TrimPrefix(stream, "cardbatch-"), Cards: make([]catalog.PlannedCard, len(batch.Cards))}
-	for i, c := range batch.Cards {
-		pc := catalog.PlannedCard{CardNumber: c.CardNumber, NumberChosen: c.CardNumber != ""}
-		if !pc.NumberChosen {
-			pc.CardNumber = randomCardNumber()
+	if err := checkPlan(batch, items, taken); err != nil {
+		return err // before ids are allocated
+	}
+	c := planBatch{Batch: batch, Key: strings.TrimPrefix(stream, "cardbatch-"), Numbers: make([]string, len(batch.Cards)), LineIDs: make([][]int64, len(batch.Cards))}
+	for i, card := range batch.Cards {
+		if card.CardNumber == "" {
+			c.Numbers[i] = randomCardNumber()
 		}
-		for range c.Items {
+		for range card.Items {
 			id, err := b.ids.Next(ctx, "user_benefit_item")
 			if err != nil {
 				return err
 			}
-			pc.UserBenefitItemIDs = append(pc.UserBenefitItemIDs, id)
+			c.LineIDs[i] = append(c.LineIDs[i], id)
 		}
-		plan.Cards[i] = pc
 	}
-	_, err := b.append(ctx, stream, 0, meta, plan)
+	ps, err := decidePlanBatch(&batchState{}, items, taken, c)
+	if err != nil {
+		return err
+	}
+	_, err = b.append(ctx, stream, 0, meta, ps...)
 	if events.IsConflict(err) {
 		return nil
 	}
 	return err
+}
+
+// decideTakenNumber answers planned card i whose stream another card holds:
+// a chosen number refuses the batch, a generated one is replaced by fresh in
+// the plan, so every retry agrees on the new one.
+func decideTakenNumber(st *batchState, issuerAppID int64, i int, fresh string) ([]events.Payload, error) {
+	if st.cards[i].NumberChosen {
+		return nil, domain.ErrCardNumberTaken
+	}
+	return []events.Payload{catalog.CardBatchRenumbered{IssuerAppID: issuerAppID, Index: i, CardNumber: fresh}}, nil
+}
+
+// decideCompleteBatch marks a batch whose cards are all issued complete, once.
+func decideCompleteBatch(st *batchState, issuerAppID int64) []events.Payload {
+	if st.completed {
+		return nil
+	}
+	return []events.Payload{catalog.CardBatchCompleted{IssuerAppID: issuerAppID, Cards: len(st.cards)}}
 }
 
 // finishBatch creates the planned cards that do not exist yet and marks the
@@ -590,12 +742,13 @@ func (b *Benefits) finishBatch(ctx context.Context, stream string, batch CardBat
 		if len(st.cards) != len(batch.Cards) {
 			return nil, fmt.Errorf("card batch %s: plan holds %d cards, request %d", stream, len(st.cards), len(batch.Cards))
 		}
-		if st.completed {
+		complete := decideCompleteBatch(&st, batch.IssuerAppID)
+		if complete == nil {
 			return issuedCards(batch, st, pos), nil
 		}
 		retry := false
 		for i, pc := range st.cards {
-			issued, err := b.reg.Encode(cardIssued(batch, i, pc, meta), meta.events())
+			issued, err := b.reg.Encode(cardIssued(batch, i, pc, meta.Actor), meta.events())
 			if err != nil {
 				return nil, err
 			}
@@ -609,12 +762,12 @@ func (b *Benefits) finishBatch(ctx context.Context, stream string, batch CardBat
 				if len(recs) > 0 && recs[0].ID == issued.ID {
 					continue // this batch's card, written before
 				}
-				if pc.NumberChosen {
-					return nil, domain.ErrCardNumberTaken
+				// Another card holds the number.
+				renumber, err := decideTakenNumber(&st, batch.IssuerAppID, i, randomCardNumber())
+				if err != nil {
+					return nil, err
 				}
-				// A generated number that another card took meanwhile: replace
-				// it in the plan, so every retry agrees on the new one.
-				_, err = b.append(ctx, stream, version, meta, catalog.CardBatchRenumbered{IssuerAppID: batch.IssuerAppID, Index: i, CardNumber: randomCardNumber()})
+				_, err = b.append(ctx, stream, version, meta, renumber...)
 				if err != nil && !events.IsConflict(err) {
 					return nil, err
 				}
@@ -628,7 +781,7 @@ func (b *Benefits) finishBatch(ctx context.Context, stream string, batch CardBat
 		if retry {
 			continue
 		}
-		done, err := b.reg.Encode(catalog.CardBatchCompleted{IssuerAppID: batch.IssuerAppID, Cards: len(st.cards)}, meta.events())
+		done, err := b.reg.Encode(complete[0], meta.events())
 		if err != nil {
 			return nil, err
 		}
@@ -653,11 +806,13 @@ func cardLines(in CardInput, pc catalog.PlannedCard) []catalog.CardLine {
 	return lines
 }
 
-func cardIssued(batch CardBatch, i int, pc catalog.PlannedCard, meta Meta) catalog.CardIssued {
+// cardIssued is planned card i of the batch as its stream's first event;
+// the store's no-stream append decides that the number is free.
+func cardIssued(batch CardBatch, i int, pc catalog.PlannedCard, actor string) catalog.CardIssued {
 	c := batch.Cards[i]
 	return catalog.CardIssued{
 		CardNumber: pc.CardNumber, IssuerAppID: batch.IssuerAppID, HolderName: c.HolderName, HolderPhone: c.HolderPhone,
-		ExpiresAt: c.ExpiresAt.UTC(), Items: cardLines(c, pc), IssuedBy: meta.Actor,
+		ExpiresAt: c.ExpiresAt.UTC(), Items: cardLines(c, pc), IssuedBy: actor,
 	}
 }
 
@@ -743,23 +898,19 @@ func (in *VerifyInput) validate() error {
 	return v.Err()
 }
 
-// callerProviders lists the approved providers through which the app may
-// verify this request (matching service_provider_id and points_code).
-func (b *Benefits) callerProviders(ctx context.Context, appID int64, in VerifyInput) ([]providerState, error) {
-	ids, err := b.providers.ProviderIDs(ctx, appID)
-	if err != nil {
-		return nil, err
-	}
+// verifyProviders keeps the caller's providers (as loaded from their
+// streams) through which it may verify this request: its own, approved,
+// not CHANNEL_PARTNER, the one named by service_provider_id, a
+// HEALTH_STATION only with its points_code. When the request names a
+// benefit_item_id, one of them must be allowed that item. It depends only on
+// the caller's providers and the request, never on a card.
+func verifyProviders(appID int64, in VerifyInput, providers []providerState) ([]providerState, error) {
 	var out []providerState
-	for _, id := range ids {
-		if in.ServiceProviderID != nil && *in.ServiceProviderID != id {
+	for _, s := range providers {
+		if s.reg == nil || s.reg.AppID != appID || s.status != ProviderApproved || s.reg.Type == ProviderChannelPartner {
 			continue
 		}
-		s, _, err := b.provider(ctx, id)
-		if err != nil {
-			return nil, err
-		}
-		if s.reg == nil || s.reg.AppID != appID || s.status != ProviderApproved || s.reg.Type == ProviderChannelPartner {
+		if in.ServiceProviderID != nil && *in.ServiceProviderID != s.reg.ProviderID {
 			continue
 		}
 		if s.reg.Type == ProviderHealthStation && (in.PointsCode == nil || *in.PointsCode != *s.reg.PointsCode) {
@@ -770,7 +921,103 @@ func (b *Benefits) callerProviders(ctx context.Context, appID int64, in VerifyIn
 	if len(out) == 0 {
 		return nil, domain.ErrProviderUnauthorized
 	}
+	if in.BenefitItemID != nil && !slices.ContainsFunc(out, func(p providerState) bool { return slices.Contains(p.allowed, *in.BenefitItemID) }) {
+		return nil, domain.ErrProviderUnauthorized
+	}
 	return out, nil
+}
+
+// callerProviders loads the app's providers and keeps those through which
+// it may verify this request (verifyProviders).
+func (b *Benefits) callerProviders(ctx context.Context, appID int64, in VerifyInput) ([]providerState, error) {
+	ids, err := b.providers.ProviderIDs(ctx, appID)
+	if err != nil {
+		return nil, err
+	}
+	var loaded []providerState
+	for _, id := range ids {
+		if in.ServiceProviderID != nil && *in.ServiceProviderID != id {
+			continue // verifyProviders would drop it
+		}
+		s, _, err := b.provider(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		loaded = append(loaded, s)
+	}
+	return verifyProviders(appID, in, loaded)
+}
+
+// verifyUse is Verify with what its decision needs gathered: the caller,
+// the time, the cooldown and the fulfillment record's id.
+type verifyUse struct {
+	AppID    int64
+	In       VerifyInput
+	RecordID int64
+	Now      time.Time
+	Cooldown time.Duration
+}
+
+// verifyLine finds the card item the request names and the first
+// candidate allowed to verify it. A card the app may not verify (missing,
+// without that item, or with an item none of its providers may verify) is
+// CARD_NOT_FOUND alike: answering 403 would tell it that the card exists.
+func verifyLine(card *cardState, candidates []providerState, in VerifyInput) (catalog.CardLine, *providerState, error) {
+	if card.issued == nil {
+		return catalog.CardLine{}, nil, domain.ErrCardNotFound
+	}
+	for _, l := range card.issued.Items {
+		if (in.UserBenefitItemID != nil && l.UserBenefitItemID == *in.UserBenefitItemID) || (in.BenefitItemID != nil && l.BenefitItemID == *in.BenefitItemID) {
+			for i := range candidates {
+				if slices.Contains(candidates[i].allowed, l.BenefitItemID) {
+					return l, &candidates[i], nil
+				}
+			}
+			return catalog.CardLine{}, nil, domain.ErrCardNotFound
+		}
+	}
+	return catalog.CardLine{}, nil, domain.ErrCardNotFound
+}
+
+// checkVerify refuses a use of the card item (item is the state of its
+// benefit item): suspended item, expired card, the same card item by the
+// same provider within the cooldown, not enough remaining.
+func checkVerify(card *cardState, candidates []providerState, item itemState, c verifyUse) (catalog.CardLine, *providerState, error) {
+	line, prov, err := verifyLine(card, candidates, c.In)
+	if err != nil {
+		return line, nil, err
+	}
+	if item.status != ItemActive {
+		return line, nil, domain.ErrBenefitItemInactive
+	}
+	if !c.Now.Before(card.issued.ExpiresAt) {
+		return line, nil, domain.ErrCardExpired
+	}
+	if last, ok := card.lastUse[useKey(line.UserBenefitItemID, prov.reg.ProviderID)]; ok && c.Cooldown > 0 && c.Now.Sub(last) < c.Cooldown {
+		return line, nil, domain.ErrDuplicateFulfillment
+	}
+	if card.remaining[line.UserBenefitItemID] < c.In.Quantity {
+		return line, nil, domain.ErrNoRemainingQuota
+	}
+	return line, prov, nil
+}
+
+// decideVerify consumes the requested quantity of the card item, recorded
+// on the card's stream under the command's record id.
+func decideVerify(card *cardState, candidates []providerState, item itemState, c verifyUse) ([]events.Payload, error) {
+	line, prov, err := checkVerify(card, candidates, item, c)
+	if err != nil {
+		return nil, err
+	}
+	points := c.In.PointsCode
+	if prov.reg.PointsCode != nil {
+		points = prov.reg.PointsCode
+	}
+	return []events.Payload{catalog.BenefitFulfilled{
+		RecordID: c.RecordID, CardNumber: c.In.CardNumber, IssuerAppID: card.issued.IssuerAppID, UserBenefitItemID: line.UserBenefitItemID,
+		BenefitItemID: line.BenefitItemID, BenefitItemName: item.name, ProviderID: prov.reg.ProviderID, ProviderAppID: c.AppID,
+		Quantity: c.In.Quantity, Remaining: card.remaining[line.UserBenefitItemID] - c.In.Quantity, PointsCode: points, Remark: c.In.Remark, At: c.Now,
+	}}, nil
 }
 
 // Verify consumes a benefit use: the card's remaining quantity is decided
@@ -790,10 +1037,8 @@ func (b *Benefits) Verify(ctx context.Context, appID int64, in VerifyInput, meta
 	if err != nil {
 		return Verified{}, err
 	}
-	if in.BenefitItemID != nil && !slices.ContainsFunc(candidates, func(p providerState) bool { return slices.Contains(p.allowed, *in.BenefitItemID) }) {
-		// Decided from the caller's own configuration, before any card is read.
-		return Verified{}, domain.ErrProviderUnauthorized
-	}
+	c := verifyUse{AppID: appID, In: in, Cooldown: b.cooldown}
+	meta.AppID = appID
 	unlock := b.cards.lock(in.CardNumber)
 	defer unlock()
 	for attempt := 0; attempt < 10*maxAttempts; attempt++ {
@@ -802,96 +1047,118 @@ func (b *Benefits) Verify(ctx context.Context, appID int64, in VerifyInput, meta
 			return Verified{}, err
 		}
 		st, version := &cached.state, cached.version
-		if st.issued == nil {
-			return Verified{}, domain.ErrCardNotFound
-		}
-		var line *catalog.CardLine
-		for i, l := range st.issued.Items {
-			if (in.UserBenefitItemID != nil && l.UserBenefitItemID == *in.UserBenefitItemID) || (in.BenefitItemID != nil && l.BenefitItemID == *in.BenefitItemID) {
-				line = &st.issued.Items[i]
-				break
-			}
-		}
-		if line == nil {
-			return Verified{}, domain.ErrCardNotFound
-		}
-		var prov *providerState
-		for i := range candidates {
-			if slices.Contains(candidates[i].allowed, line.BenefitItemID) {
-				prov = &candidates[i]
-				break
-			}
-		}
-		if prov == nil {
-			// A card item this app may not verify is not its card to see:
-			// answering 403 here would tell it that the card exists.
-			return Verified{}, domain.ErrCardNotFound
+		line, _, err := verifyLine(st, candidates, in)
+		if err != nil {
+			return Verified{}, err
 		}
 		item, _, _, err := b.item(ctx, line.BenefitItemID)
 		if err != nil {
 			return Verified{}, err
 		}
-		if item.status != ItemActive {
-			return Verified{}, domain.ErrBenefitItemInactive
+		c.Now = b.now().UTC()
+		if _, _, err := checkVerify(st, candidates, item, c); err != nil {
+			return Verified{}, err // before an id is allocated
 		}
-		now := b.now().UTC()
-		if !now.Before(st.issued.ExpiresAt) {
-			return Verified{}, domain.ErrCardExpired
+		if c.RecordID == 0 { // kept across retries: a conflicted append wrote nothing
+			if c.RecordID, err = b.ids.Next(ctx, "fulfillment"); err != nil {
+				return Verified{}, err
+			}
 		}
-		if last, ok := st.lastUse[useKey(line.UserBenefitItemID, prov.reg.ProviderID)]; ok && b.cooldown > 0 && now.Sub(last) < b.cooldown {
-			return Verified{}, domain.ErrDuplicateFulfillment
-		}
-		remaining := st.remaining[line.UserBenefitItemID]
-		if remaining < in.Quantity {
-			return Verified{}, domain.ErrNoRemainingQuota
-		}
-		recordID, err := b.ids.Next(ctx, "fulfillment")
+		ps, err := decideVerify(st, candidates, item, c)
 		if err != nil {
 			return Verified{}, err
 		}
-		points := in.PointsCode
-		if prov.reg.PointsCode != nil {
-			points = prov.reg.PointsCode
-		}
-		ev := catalog.BenefitFulfilled{
-			RecordID: recordID, CardNumber: in.CardNumber, IssuerAppID: st.issued.IssuerAppID, UserBenefitItemID: line.UserBenefitItemID,
-			BenefitItemID: line.BenefitItemID, BenefitItemName: item.name, ProviderID: prov.reg.ProviderID, ProviderAppID: appID,
-			Quantity: in.Quantity, Remaining: remaining - in.Quantity, PointsCode: points, Remark: in.Remark, At: now,
-		}
-		meta.AppID = appID
-		res, err := b.append(ctx, domain.CardStream(in.CardNumber), version, meta, ev)
+		res, err := b.append(ctx, domain.CardStream(in.CardNumber), version, meta, ps...)
 		if events.IsConflict(err) {
 			continue // another node verified this card meanwhile: decide again
 		}
 		if err != nil {
 			return Verified{}, err
 		}
-		return Verified{RecordID: recordID, CardNumber: in.CardNumber, BenefitItemName: item.name, Quantity: in.Quantity, Remaining: ev.Remaining,
-			HolderName: st.issued.HolderName, HolderPhone: st.issued.HolderPhone, At: now, Position: res.Position}, nil
+		ev := ps[0].(catalog.BenefitFulfilled)
+		return Verified{RecordID: ev.RecordID, CardNumber: in.CardNumber, BenefitItemName: ev.BenefitItemName, Quantity: in.Quantity, Remaining: ev.Remaining,
+			HolderName: st.issued.HolderName, HolderPhone: st.issued.HolderPhone, At: ev.At, Position: res.Position}, nil
 	}
 	return Verified{}, domain.ErrContention
 }
 
-// Rate adds the user's 1-5 rating to a fulfillment of the issuer app's card, once.
-func (b *Benefits) Rate(ctx context.Context, issuerAppID, recordID int64, rating int, meta Meta) (events.Position, error) {
+// ratingState is a fulfillment record's rating stream.
+type ratingState struct{ rated bool }
+
+func (s *ratingState) apply(env events.Envelope) {
+	if _, ok := env.Payload.(*catalog.FulfillmentRated); ok {
+		s.rated = true
+	}
+}
+
+// validateRating keeps a rating within 1..5.
+func validateRating(rating int) error {
 	if rating < 1 || rating > 5 {
 		v := &domain.ValidationError{}
 		v.Add("rating", "must be between 1 and 5")
-		return events.Position{}, v
+		return v
 	}
-	issuer, ok, err := b.providers.FulfillmentIssuer(ctx, recordID)
+	return nil
+}
+
+// rateFulfillment is Rate with the directory's answer gathered: which app
+// issued the card of the record (found false: no such record).
+type rateFulfillment struct {
+	IssuerAppID int64 // the caller
+	RecordID    int64
+	Rating      int
+	Issuer      int64
+	Found       bool
+}
+
+// decideRate adds the caller's rating to a record of its own card, once.
+func decideRate(st *ratingState, c rateFulfillment) ([]events.Payload, error) {
+	if err := validateRating(c.Rating); err != nil {
+		return nil, err
+	}
+	if !c.Found || c.Issuer != c.IssuerAppID {
+		return nil, domain.ErrFulfillmentNotFound
+	}
+	if st.rated {
+		return nil, domain.ErrAlreadyRated
+	}
+	return []events.Payload{catalog.FulfillmentRated{RecordID: c.RecordID, IssuerAppID: c.IssuerAppID, Rating: c.Rating}}, nil
+}
+
+// Rate adds the user's 1-5 rating to a fulfillment of the issuer app's card, once.
+func (b *Benefits) Rate(ctx context.Context, issuerAppID, recordID int64, rating int, meta Meta) (events.Position, error) {
+	if err := validateRating(rating); err != nil {
+		return events.Position{}, err // before the directory is asked
+	}
+	c := rateFulfillment{IssuerAppID: issuerAppID, RecordID: recordID, Rating: rating}
+	var err error
+	if c.Issuer, c.Found, err = b.providers.FulfillmentIssuer(ctx, recordID); err != nil {
+		return events.Position{}, err
+	}
+	stream := "fulfillment-" + strconv.FormatInt(recordID, 10)
+	var st ratingState
+	version, _, err := b.load(ctx, stream, st.apply)
 	if err != nil {
 		return events.Position{}, err
 	}
-	if !ok || issuer != issuerAppID {
-		return events.Position{}, domain.ErrFulfillmentNotFound
+	ps, err := decideRate(&st, c)
+	if err != nil {
+		return events.Position{}, err
 	}
 	meta.AppID = issuerAppID
-	res, err := b.append(ctx, "fulfillment-"+strconv.FormatInt(recordID, 10), 0, meta, catalog.FulfillmentRated{RecordID: recordID, IssuerAppID: issuerAppID, Rating: rating})
+	res, err := b.append(ctx, stream, version, meta, ps...)
 	if events.IsConflict(err) {
 		return events.Position{}, domain.ErrAlreadyRated
 	}
 	return res.Position, err
+}
+
+// isChannelPartner reports whether one of the app's providers (as loaded
+// from their streams) is an approved CHANNEL_PARTNER.
+func isChannelPartner(appID int64, providers []providerState) bool {
+	return slices.ContainsFunc(providers, func(s providerState) bool {
+		return s.reg != nil && s.reg.AppID == appID && s.reg.Type == ProviderChannelPartner && s.status == ProviderApproved
+	})
 }
 
 // IsChannelPartner reports whether the app has an approved CHANNEL_PARTNER
@@ -906,7 +1173,7 @@ func (b *Benefits) IsChannelPartner(ctx context.Context, appID int64) (bool, err
 		if err != nil {
 			return false, err
 		}
-		if s.reg != nil && s.reg.AppID == appID && s.reg.Type == ProviderChannelPartner && s.status == ProviderApproved {
+		if isChannelPartner(appID, []providerState{s}) {
 			return true, nil
 		}
 	}

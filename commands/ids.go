@@ -34,11 +34,32 @@ type Allocator struct {
 }
 
 type idSequence struct {
-	mu       sync.Mutex
-	next     int64 // next id to hand out
-	last     int64 // last id of the reserved block
-	seen     uint64
-	lastSeen int64 // highest id reserved by anyone, as read from the stream
+	mu     sync.Mutex
+	next   int64 // next id to hand out
+	last   int64 // last id of the reserved block
+	seen   uint64
+	stream idState // every reservation, as read from the stream
+}
+
+// idState is an id stream as reservations decide on it: the highest id
+// anyone reserved.
+type idState struct{ last int64 }
+
+func (s *idState) apply(env events.Envelope) {
+	if b, ok := env.Payload.(*catalog.IDBlockReserved); ok && b.Last > s.last {
+		s.last = b.Last
+	}
+}
+
+// decideReserve reserves the next size ids of the kind, right after the
+// highest id anyone reserved; ids stop below 2^53.
+func decideReserve(st *idState, kind string, size int64) ([]events.Payload, error) {
+	first := st.last + 1
+	last := first + size - 1
+	if last > maxID {
+		return nil, fmt.Errorf("ids of kind %s exhausted", kind)
+	}
+	return []events.Payload{catalog.IDBlockReserved{Kind: kind, First: first, Last: last}}, nil
 }
 
 // NewAllocator reserves blockSize ids at a time per kind.
@@ -83,30 +104,28 @@ func (a *Allocator) reserve(ctx context.Context, kind string, seq *idSequence) e
 			if err != nil {
 				return err
 			}
-			if b, ok := env.Payload.(*catalog.IDBlockReserved); ok && b.Last > seq.lastSeen {
-				seq.lastSeen = b.Last
-			}
+			seq.stream.apply(env)
 			seq.seen = r.Revision + 1
 		}
-		first := seq.lastSeen + 1
-		last := first + a.blockSize - 1
-		if last > maxID {
-			return fmt.Errorf("ids of kind %s exhausted", kind)
+		ps, err := decideReserve(&seq.stream, kind, a.blockSize)
+		if err != nil {
+			return err
 		}
-		ev, err := a.reg.Encode(catalog.IDBlockReserved{Kind: kind, First: first, Last: last}, events.Metadata{Actor: "platform"})
+		ev, err := a.reg.Encode(ps[0], events.Metadata{Actor: "platform"})
 		if err != nil {
 			return err
 		}
 		_, err = a.store.Append(ctx, stream, events.AfterVersion(seq.seen), ev)
 		if events.IsConflict(err) {
-			continue
+			continue // another writer reserved meanwhile: read it, decide again
 		}
 		if err != nil {
 			return fmt.Errorf("reserve ids of kind %s: %w", kind, err)
 		}
+		b := ps[0].(catalog.IDBlockReserved)
 		seq.seen++
-		seq.lastSeen = last
-		seq.next, seq.last = first, last
+		seq.stream.last = b.Last
+		seq.next, seq.last = b.First, b.Last
 		return nil
 	}
 	return fmt.Errorf("reserve ids of kind %s: %w", kind, domain.ErrContention)

@@ -55,38 +55,93 @@ type Session struct {
 	Position   events.Position
 }
 
-// OpenSession verifies a launch (timestamp window, signature, single-use
-// nonce, encrypted profile and its device rules) and opens a session.
-func (p *Plugin) OpenSession(ctx context.Context, app PluginApp, l plugin.Launch, meta Meta) (Session, error) {
-	if l.AppKey != app.AppKey {
-		return Session{}, domain.ErrPluginAuth
+// openSession is OpenSession with what its decision needs gathered: the
+// calling app, the launch, the time and the new session's id.
+type openSession struct {
+	App       PluginApp
+	Launch    plugin.Launch
+	Now       time.Time
+	SessionID string
+}
+
+// nonceState is a launch nonce's stream: claimed by one session at most.
+type nonceState struct{ claimed bool }
+
+func (s *nonceState) apply(env events.Envelope) {
+	if _, ok := env.Payload.(*catalog.PluginNonceClaimed); ok {
+		s.claimed = true
 	}
-	now := p.now()
-	profile, err := l.Verify(app.AppSecret, now)
+}
+
+// verifyLaunch checks a launch as of now: the app's key, the timestamp
+// window, the nonce's form and the signature (PLUGIN_AUTH), then the device
+// and the decrypted profile with its device rules (VALIDATION_ERROR).
+func verifyLaunch(c openSession) (plugin.Profile, string, error) {
+	l := c.Launch
+	if l.AppKey != c.App.AppKey {
+		return plugin.Profile{}, "", domain.ErrPluginAuth
+	}
+	profile, err := l.Verify(c.App.AppSecret, c.Now)
 	var fe plugin.FieldError
 	switch {
 	case errors.As(err, &fe) && fe.Field != "sign" && fe.Field != "nonce" && fe.Field != "timestamp":
 		v := &domain.ValidationError{}
 		v.Add(fieldName(fe.Field), fe.Reason)
-		return Session{}, v
+		return plugin.Profile{}, "", v
 	case err != nil:
-		return Session{}, fmt.Errorf("%w: %w", domain.ErrPluginAuth, err)
+		return plugin.Profile{}, "", fmt.Errorf("%w: %w", domain.ErrPluginAuth, err)
 	}
 	reportType, _ := plugin.ReportType(l.DeviceKey, l.MeasureMode)
-	id := uuid.NewString()
-	meta.AppID = app.AppID
-	claim := domain.PluginNonceStream(app.AppID, l.Nonce)
-	if _, err := p.append(ctx, claim, 0, meta, catalog.PluginNonceClaimed{AppID: app.AppID, Nonce: l.Nonce, SessionID: id}); events.IsConflict(err) {
-		return Session{}, domain.ErrNonceUsed
-	} else if err != nil {
-		return Session{}, err
+	return profile, reportType, nil
+}
+
+// decideOpenSession opens a session for a verified launch whose nonce no
+// session claimed yet. It decides two events on two streams: the nonce's
+// claim, then the session's opening.
+func decideOpenSession(nonce *nonceState, c openSession) ([]events.Payload, error) {
+	profile, reportType, err := verifyLaunch(c)
+	if err != nil {
+		return nil, err
 	}
-	opened := sessionOpened(id, app, l.ThirdUserID, l.DeviceKey, l.MeasureMode, reportType, profile, now)
-	res, err := p.append(ctx, domain.PluginSessionStream(id), 0, meta, opened)
+	if nonce.claimed {
+		return nil, domain.ErrNonceUsed
+	}
+	l := c.Launch
+	return []events.Payload{
+		catalog.PluginNonceClaimed{AppID: c.App.AppID, Nonce: l.Nonce, SessionID: c.SessionID},
+		sessionOpened(c.SessionID, c.App, l.ThirdUserID, l.DeviceKey, l.MeasureMode, reportType, profile, c.Now),
+	}, nil
+}
+
+// OpenSession verifies a launch (timestamp window, signature, single-use
+// nonce, encrypted profile and its device rules) and opens a session.
+func (p *Plugin) OpenSession(ctx context.Context, app PluginApp, l plugin.Launch, meta Meta) (Session, error) {
+	c := openSession{App: app, Launch: l, Now: p.now(), SessionID: uuid.NewString()}
+	if _, _, err := verifyLaunch(c); err != nil {
+		return Session{}, err // before the nonce's stream is read
+	}
+	claim := domain.PluginNonceStream(app.AppID, l.Nonce)
+	var nonce nonceState
+	version, _, err := p.load(ctx, claim, nonce.apply)
 	if err != nil {
 		return Session{}, err
 	}
-	return Session{SessionID: id, ReportType: reportType, ExpiresAt: opened.ExpiresAt, Position: res.Position}, nil
+	ps, err := decideOpenSession(&nonce, c)
+	if err != nil {
+		return Session{}, err
+	}
+	meta.AppID = app.AppID
+	if _, err := p.append(ctx, claim, version, meta, ps[0]); events.IsConflict(err) {
+		return Session{}, domain.ErrNonceUsed // claimed meanwhile
+	} else if err != nil {
+		return Session{}, err
+	}
+	opened := ps[1].(catalog.PluginSessionOpened)
+	res, err := p.append(ctx, domain.PluginSessionStream(c.SessionID), 0, meta, opened)
+	if err != nil {
+		return Session{}, err
+	}
+	return Session{SessionID: c.SessionID, ReportType: opened.ReportType, ExpiresAt: opened.ExpiresAt, Position: res.Position}, nil
 }
 
 // fieldName maps the plugin package's field names to the request's.
@@ -139,30 +194,34 @@ type Measurement struct {
 	Position      events.Position
 }
 
-func (p *Plugin) measurementNo(ctx context.Context) (string, error) {
-	id, err := p.ids.Next(ctx, "measurement")
-	if err != nil {
-		return "", err
-	}
-	return fmt.Sprintf("PM%s%08d", p.now().UTC().Format("20060102"), id), nil
+// measurementNo renders a measurement's number: PM, the day it was
+// recorded (UTC) and its sequence number.
+func measurementNo(id int64, now time.Time) string {
+	return fmt.Sprintf("PM%s%08d", now.UTC().Format("20060102"), id)
 }
 
-func (p *Plugin) recorded(ctx context.Context, s *catalog.PluginSessionOpened, no string, deviceSN *string, data json.RawMessage, mock bool) (catalog.PluginMeasurementRecorded, error) {
+// recorded is the session's measurement under its number, bound to the
+// app's user with the session's phone when there is one (platformUserID).
+func recorded(s *catalog.PluginSessionOpened, no string, platformUserID *int64, deviceSN *string, data json.RawMessage, mock bool) catalog.PluginMeasurementRecorded {
 	third := s.ThirdUserID
 	m := catalog.PluginMeasurement{
-		MeasurementNo: no, SessionID: s.SessionID, AppID: s.AppID, ThirdUserID: &third, ReportType: s.ReportType,
+		MeasurementNo: no, SessionID: s.SessionID, AppID: s.AppID, ThirdUserID: &third, PlatformUserID: platformUserID, ReportType: s.ReportType,
 		DeviceKey: s.DeviceKey, MeasureMode: s.MeasureMode, Metadata: s.Metadata,
 	}
-	if s.Phone != "" && p.phones != nil {
-		id, ok, err := p.phones.UserIDByPhone(ctx, s.AppID, s.Phone)
-		if err != nil {
-			return catalog.PluginMeasurementRecorded{}, err
-		}
-		if ok {
-			m.PlatformUserID = &id
-		}
+	return catalog.PluginMeasurementRecorded{PluginMeasurement: m, DeviceSN: deviceSN, Data: string(data), NeedsAnalysis: needsAnalysis(s.ReportType), Mock: mock}
+}
+
+// phoneUser finds the app's user with the session's phone: nil when the
+// session has none or no user has it.
+func (p *Plugin) phoneUser(ctx context.Context, s *catalog.PluginSessionOpened) (*int64, error) {
+	if s.Phone == "" || p.phones == nil {
+		return nil, nil
 	}
-	return catalog.PluginMeasurementRecorded{PluginMeasurement: m, DeviceSN: deviceSN, Data: string(data), NeedsAnalysis: needsAnalysis(s.ReportType), Mock: mock}, nil
+	id, ok, err := p.phones.UserIDByPhone(ctx, s.AppID, s.Phone)
+	if err != nil || !ok {
+		return nil, err
+	}
+	return &id, nil
 }
 
 // checkSubmit refuses a submission to a session that was never opened, or
@@ -178,94 +237,173 @@ func checkSubmit(st *sessionState, now time.Time) error {
 	return nil
 }
 
+// validateSubmit checks a submission's body: the device's output as a
+// JSON object, and a bounded device_sn.
+func validateSubmit(deviceSN *string, data json.RawMessage) error {
+	v := &domain.ValidationError{}
+	if !isObject(data) {
+		v.Add("data", "is required and must be a JSON object with the device's output")
+	} else if deviceSN != nil && len(*deviceSN) > 100 {
+		v.Add("device_sn", "must be at most 100 characters")
+	}
+	return v.Err()
+}
+
+// submitMeasurement is Submit with what its decision needs gathered: the
+// time, the measurement's sequence number and the app's user with the
+// session's phone (nil when none).
+type submitMeasurement struct {
+	DeviceSN       *string
+	Data           json.RawMessage
+	Now            time.Time
+	MeasurementID  int64
+	PlatformUserID *int64
+}
+
+// decideSubmit records the session's measurement once; a recorded one
+// decides nothing (the submission answers it again).
+func decideSubmit(st *sessionState, c submitMeasurement) ([]events.Payload, error) {
+	if err := checkSubmit(st, c.Now); err != nil {
+		return nil, err
+	}
+	if st.recorded != nil {
+		return nil, nil
+	}
+	return []events.Payload{recorded(st.opened, measurementNo(c.MeasurementID, c.Now), c.PlatformUserID, c.DeviceSN, c.Data, false)}, nil
+}
+
 // Submit stores the session's measurement; a repeat returns the same number.
 func (p *Plugin) Submit(ctx context.Context, sessionID string, deviceSN *string, data json.RawMessage, meta Meta) (Measurement, error) {
-	if !isObject(data) {
-		v := &domain.ValidationError{}
-		v.Add("data", "is required and must be a JSON object with the device's output")
-		return Measurement{}, v
+	if err := validateSubmit(deviceSN, data); err != nil {
+		return Measurement{}, err
 	}
-	if deviceSN != nil && len(*deviceSN) > 100 {
-		v := &domain.ValidationError{}
-		v.Add("device_sn", "must be at most 100 characters")
-		return Measurement{}, v
-	}
+	c := submitMeasurement{DeviceSN: deviceSN, Data: data}
+	looked := false
 	for attempt := 0; attempt < maxAttempts; attempt++ {
 		var st sessionState
 		version, pos, err := p.load(ctx, domain.PluginSessionStream(sessionID), st.apply)
 		if err != nil {
 			return Measurement{}, err
 		}
-		if err := checkSubmit(&st, p.now()); err != nil {
+		c.Now = p.now()
+		if err := checkSubmit(&st, c.Now); err != nil {
 			return Measurement{}, err
 		}
 		if st.recorded != nil {
 			return Measurement{MeasurementNo: st.recorded.MeasurementNo, ReportType: st.opened.ReportType, Position: pos}, nil
 		}
-		no, err := p.measurementNo(ctx)
-		if err != nil {
-			return Measurement{}, err
+		// Gathered once the checks pass, and kept across retries.
+		if c.MeasurementID == 0 {
+			if c.MeasurementID, err = p.ids.Next(ctx, "measurement"); err != nil {
+				return Measurement{}, err
+			}
 		}
-		ev, err := p.recorded(ctx, st.opened, no, deviceSN, data, false)
+		if !looked {
+			if c.PlatformUserID, err = p.phoneUser(ctx, st.opened); err != nil {
+				return Measurement{}, err
+			}
+			looked = true
+		}
+		ps, err := decideSubmit(&st, c)
 		if err != nil {
 			return Measurement{}, err
 		}
 		meta.AppID = st.opened.AppID
-		res, err := p.append(ctx, domain.PluginSessionStream(sessionID), version, meta, ev)
+		res, err := p.append(ctx, domain.PluginSessionStream(sessionID), version, meta, ps...)
 		if events.IsConflict(err) {
 			continue
 		}
 		if err != nil {
 			return Measurement{}, err
 		}
-		return Measurement{MeasurementNo: no, ReportType: st.opened.ReportType, Position: res.Position}, nil
+		ev := ps[0].(catalog.PluginMeasurementRecorded)
+		return Measurement{MeasurementNo: ev.MeasurementNo, ReportType: ev.ReportType, Position: res.Position}, nil
 	}
 	return Measurement{}, domain.ErrContention
 }
 
-// MockMeasure is the sandbox mock: a session and a plausible measurement in
-// one append, so plugin.report.ready follows within the dispatcher's latency.
-func (p *Plugin) MockMeasure(ctx context.Context, app PluginApp, thirdUserID, deviceKey, mode string, meta Meta) (Measurement, error) {
-	if !app.Sandbox {
-		return Measurement{}, domain.ErrSandboxOnly
+// mockMeasure is MockMeasure with what its decision needs gathered: the
+// new session's id, the measurement's sequence number, the time and the
+// seed of the plausible numbers.
+type mockMeasure struct {
+	App           PluginApp
+	ThirdUserID   string
+	DeviceKey     string
+	Mode          string
+	SessionID     string
+	MeasurementID int64
+	Now           time.Time
+	Seed          uint64
+}
+
+// checkMock refuses the mock to a production app (SANDBOX_ONLY), then a
+// missing thirdUserId or an unknown device or mode; it answers the report
+// type the measurement will have.
+func checkMock(c mockMeasure) (string, error) {
+	if !c.App.Sandbox {
+		return "", domain.ErrSandboxOnly
 	}
 	v := &domain.ValidationError{}
-	if thirdUserID == "" {
+	if c.ThirdUserID == "" {
 		v.Add("thirdUserId", "is required")
 	}
-	reportType, err := plugin.ReportType(deviceKey, mode)
+	reportType, err := plugin.ReportType(c.DeviceKey, c.Mode)
 	var fe plugin.FieldError
 	if errors.As(err, &fe) {
 		v.Add(fe.Field, fe.Reason)
 	} else if err != nil {
 		v.Add("deviceKey", err.Error())
 	}
-	if err := v.Err(); err != nil {
-		return Measurement{}, err
-	}
-	id := uuid.NewString()
-	profile := plugin.Profile{Gender: "female", BirthDate: "1990-06-15", Height: 165, Weight: 5800}
-	opened := sessionOpened(id, app, thirdUserID, deviceKey, mode, reportType, profile, p.now())
-	no, err := p.measurementNo(ctx)
+	return reportType, v.Err()
+}
+
+// mockProfile is the sandbox user every mock measures.
+var mockProfile = plugin.Profile{Gender: "female", BirthDate: "1990-06-15", Height: 165, Weight: 5800}
+
+// decideMockMeasure opens a session and records a plausible measurement in
+// it at once, marked as a mock.
+func decideMockMeasure(c mockMeasure) ([]events.Payload, error) {
+	reportType, err := checkMock(c)
 	if err != nil {
+		return nil, err
+	}
+	opened := sessionOpened(c.SessionID, c.App, c.ThirdUserID, c.DeviceKey, c.Mode, reportType, mockProfile, c.Now)
+	data, err := json.Marshal(mockData(reportType, c.Seed))
+	if err != nil {
+		return nil, err
+	}
+	return []events.Payload{opened, recorded(&opened, measurementNo(c.MeasurementID, c.Now), nil, nil, data, true)}, nil
+}
+
+// MockMeasure is the sandbox mock: a session and a plausible measurement in
+// one append, so plugin.report.ready follows within the dispatcher's latency.
+func (p *Plugin) MockMeasure(ctx context.Context, app PluginApp, thirdUserID, deviceKey, mode string, meta Meta) (Measurement, error) {
+	c := mockMeasure{App: app, ThirdUserID: thirdUserID, DeviceKey: deviceKey, Mode: mode, SessionID: uuid.NewString(), Seed: rand.Uint64()}
+	if _, err := checkMock(c); err != nil {
+		return Measurement{}, err // before an id is allocated
+	}
+	var err error
+	if c.MeasurementID, err = p.ids.Next(ctx, "measurement"); err != nil {
 		return Measurement{}, err
 	}
-	data, _ := json.Marshal(mockData(reportType))
-	rec, err := p.recorded(ctx, &opened, no, nil, data, true)
+	c.Now = p.now()
+	ps, err := decideMockMeasure(c)
 	if err != nil {
 		return Measurement{}, err
 	}
 	meta.AppID = app.AppID
-	res, err := p.append(ctx, domain.PluginSessionStream(id), 0, meta, opened, rec)
+	res, err := p.append(ctx, domain.PluginSessionStream(c.SessionID), 0, meta, ps...)
 	if err != nil {
 		return Measurement{}, err
 	}
-	return Measurement{MeasurementNo: no, ReportType: reportType, Position: res.Position}, nil
+	rec := ps[1].(catalog.PluginMeasurementRecorded)
+	return Measurement{MeasurementNo: rec.MeasurementNo, ReportType: rec.ReportType, Position: res.Position}, nil
 }
 
 // mockData makes plausible device output for the sandbox.
-func mockData(reportType string) map[string]any {
-	r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
+// The seed decides every number, so the same seed makes the same data.
+func mockData(reportType string, seed uint64) map[string]any {
+	r := rand.New(rand.NewPCG(seed, 7))
 	between := func(lo, hi float64) float64 { return math.Round((lo+r.Float64()*(hi-lo))*10) / 10 }
 	switch reportType {
 	case "blood_pressure":
@@ -286,22 +424,35 @@ func mockData(reportType string) map[string]any {
 	}
 }
 
+// decideAnalyze records the algorithm step's result, as of now, for a
+// recorded measurement that needs one and has none yet; any other session
+// decides nothing.
+func decideAnalyze(st *sessionState, now time.Time) ([]events.Payload, error) {
+	if st.recorded == nil || !st.recorded.NeedsAnalysis || st.analyzed {
+		return nil, nil
+	}
+	raw, err := json.Marshal(analyze(st.opened, st.recorded, now))
+	if err != nil {
+		return nil, err
+	}
+	return []events.Payload{catalog.PluginMeasurementAnalyzed{PluginMeasurement: st.recorded.PluginMeasurement, Result: string(raw)}}, nil
+}
+
 // Analyze runs the algorithm step of an ECG or body-composition measurement
 // and records its result; it is idempotent (the append expects the
 // session's revision, so a replay or a second node finds it done).
 func (p *Plugin) Analyze(ctx context.Context, sessionID string) (events.Position, error) {
 	var st sessionState
 	version, pos, err := p.load(ctx, domain.PluginSessionStream(sessionID), st.apply)
-	if err != nil || st.recorded == nil || !st.recorded.NeedsAnalysis || st.analyzed {
-		return pos, err
-	}
-	result := analyze(st.opened, st.recorded, p.now())
-	raw, err := json.Marshal(result)
 	if err != nil {
 		return pos, err
 	}
+	ps, err := decideAnalyze(&st, p.now())
+	if err != nil || len(ps) == 0 {
+		return pos, err
+	}
 	meta := Meta{AppID: st.opened.AppID, Actor: "analyzer"}
-	res, err := p.append(ctx, domain.PluginSessionStream(sessionID), version, meta, catalog.PluginMeasurementAnalyzed{PluginMeasurement: st.recorded.PluginMeasurement, Result: string(raw)})
+	res, err := p.append(ctx, domain.PluginSessionStream(sessionID), version, meta, ps...)
 	if events.IsConflict(err) {
 		return pos, nil
 	}
