@@ -701,6 +701,7 @@ type ReadModels interface {
 	projections.ReportStore
 	projections.OrderStore
 	projections.BenefitStore
+	projections.AuditStore
 	projections.NonceStore
 	Close() error
 }
@@ -718,6 +719,8 @@ func familyProjector(f projections.Family, rm ReadModels, loc *time.Location) pr
 		return projections.OrdersProjector(rm)
 	case projections.FamilyBenefits:
 		return projections.BenefitsProjector(rm)
+	case projections.FamilyAudit:
+		return projections.AuditProjector(rm)
 	}
 	panic("node: no projector for read-model family " + string(f))
 }
