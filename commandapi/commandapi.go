@@ -54,6 +54,12 @@ type API struct {
 
 	// Idempotency serves the Idempotency-Key of partner writes; nil turns keys off.
 	Idempotency *idempotency.Keeper
+
+	// Operators creates and revokes named operators; OperatorsReady is the
+	// operator directory, which a creation or revocation waits for so the
+	// answer holds on this node at once.
+	Operators      *commands.Operators
+	OperatorsReady AppWaiter
 }
 
 // Routes lists the write endpoints.
@@ -72,6 +78,7 @@ func (a *API) Routes() []Route {
 	routes = append(routes, a.reportRoutes()...)
 	routes = append(routes, a.commerceRoutes()...)
 	routes = append(routes, a.appRoutes()...)
+	routes = append(routes, a.operatorRoutes()...)
 	return append(routes, a.webhookRoutes()...)
 }
 
@@ -176,7 +183,8 @@ func (a *API) keyed(w http.ResponseWriter, r *http.Request, ps httprouter.Params
 
 func (a *API) admin(h func(*call) error) httprouter.Handle {
 	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-		if err := a.Admin.Verify(r); err != nil {
+		op, err := a.Admin.Operator(r)
+		if err != nil {
 			httpapi.Error(w, r, err)
 			return
 		}
@@ -186,7 +194,7 @@ func (a *API) admin(h func(*call) error) httprouter.Handle {
 			return
 		}
 		c := &call{w: w, r: r, ps: ps, body: body, config: a, meta: commands.Meta{
-			Actor: "operator", RequestID: w.Header().Get(httpapi.RequestIDHeader),
+			Actor: op.Actor(), RequestID: w.Header().Get(httpapi.RequestIDHeader),
 		}}
 		if err := httpapi.CheckParams(r, ps); err != nil {
 			httpapi.Error(w, r, err)

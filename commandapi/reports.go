@@ -2,6 +2,7 @@ package commandapi
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -38,8 +39,13 @@ func (a *API) reportRoutes() []Route {
 // uploader accepts the operator token or an uploader's own token.
 func (a *API) uploader(h func(*call) error) httprouter.Handle {
 	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-		actor := "operator"
-		if err := a.Admin.Verify(r); err != nil {
+		op, err := a.Admin.Operator(r)
+		actor := op.Actor() // replaced below when an uploader calls
+		if errors.Is(err, domain.ErrRoleForbidden) {
+			httpapi.Error(w, r, err) // a named operator whose role may not upload
+			return
+		}
+		if err != nil {
 			tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 			u, found := a.UploaderDirectory.Uploader(domain.HashToken(strings.TrimSpace(tok)))
 			if !ok || !found {

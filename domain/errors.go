@@ -24,6 +24,14 @@ var (
 	ErrNoPendingWebhookSecret = errors.New("no pending webhook secret to activate")
 )
 
+// Operator errors.
+var (
+	// ErrRoleForbidden refuses an authenticated operator whose role does not allow the route.
+	ErrRoleForbidden = errors.New("the operator's role does not allow this")
+	// ErrOperatorNotFound answers an operator id that was never created.
+	ErrOperatorNotFound = errors.New("operator not found")
+)
+
 // Benefit-card errors.
 var (
 	ErrCardNotFound          = errors.New("card not found")

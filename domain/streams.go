@@ -76,3 +76,10 @@ func CardBatchStream(issuerAppID int64, key string) string {
 func IdempotencyStream(appID int64, keyHash string) string {
 	return "idempotency-" + strconv.FormatInt(appID, 10) + "-" + keyHash
 }
+
+// OperatorStream names the stream of one named operator: creation and revocation.
+func OperatorStream(id int64) string { return "operator-" + strconv.FormatInt(id, 10) }
+
+// AuditStream names the stream of the audit facts of one actor (an operator's
+// reveals, an app's report pulls), so each actor's access history is one stream.
+func AuditStream(actor string) string { return "audit-" + url.PathEscape(actor) }

@@ -14,7 +14,7 @@ import (
 type Family string
 
 // The read-model families. Each has its own port (UserStore,
-// DeliveryStore, ReportStore, OrderStore, BenefitStore), projector,
+// DeliveryStore, ReportStore, OrderStore, BenefitStore, AuditStore), projector,
 // checkpoint, migrations and rebuild, and projects concurrently with the
 // others.
 const (
@@ -23,10 +23,11 @@ const (
 	FamilyReports    Family = "reports"
 	FamilyOrders     Family = "orders"
 	FamilyBenefits   Family = "benefits"
+	FamilyAudit      Family = "audit"
 )
 
 // Families lists every read-model family, in the order nodes start them.
-var Families = []Family{FamilyUsers, FamilyDeliveries, FamilyReports, FamilyOrders, FamilyBenefits}
+var Families = []Family{FamilyUsers, FamilyDeliveries, FamilyReports, FamilyOrders, FamilyBenefits, FamilyAudit}
 
 // Checkpoints is the part every family port shares: the family's position
 // in the log, and a reset of the family alone (its rows and its checkpoint)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/events"
+	"github.com/healthtech/partner-open-platform/events/catalog"
 	"github.com/healthtech/partner-open-platform/internal/auth"
 	"github.com/healthtech/partner-open-platform/internal/httpapi"
 	"github.com/healthtech/partner-open-platform/projections"
@@ -39,6 +40,11 @@ type API struct {
 	Deliveries projections.DeliveryStore
 	Orders     projections.OrderStore
 	Benefits   projections.BenefitStore
+	// Operators is the operator directory; Audit the audit family; Auditor
+	// records the audit fact of each reveal.
+	Operators *projections.Operators
+	Audit     projections.AuditStore
+	Auditor   Auditor
 }
 
 // Routes lists the read endpoints.
@@ -52,12 +58,14 @@ func (q *API) Routes() []httpapi.Route {
 		{Method: "GET", Path: "/admin/v1/projections", Handle: q.admin(q.projections)},
 	}
 	routes = append(routes, q.commerceRoutes()...)
+	routes = append(routes, q.auditRoutes()...)
 	return append(routes, q.deliveryRoutes()...)
 }
 
 func (q *API) admin(h httprouter.Handle) httprouter.Handle {
 	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-		if err := q.Admin.Verify(r); err != nil {
+		op, err := q.Admin.Operator(r)
+		if err != nil {
 			httpapi.Error(w, r, err)
 			return
 		}
@@ -65,7 +73,7 @@ func (q *API) admin(h httprouter.Handle) httprouter.Handle {
 			httpapi.Error(w, r, err)
 			return
 		}
-		h(w, r, ps)
+		h(w, r.WithContext(context.WithValue(r.Context(), operatorKey{}, op)), ps)
 	}
 }
 
@@ -247,7 +255,8 @@ func rawOrNull(b []byte) any {
 	return rawJSON(b)
 }
 
-// history prints one stream's events in order, for auditors.
+// history prints one stream's events in order, for auditors, personal
+// fields redacted unless an auditor reveals them with a reason.
 func (q *API) history(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	stream := r.URL.Query().Get("stream")
 	if stream == "" {
@@ -266,19 +275,26 @@ func (q *API) history(w http.ResponseWriter, r *http.Request, _ httprouter.Param
 		httpapi.Error(w, r, err)
 		return
 	}
+	reveal, reason, err := revealRequest(r)
+	if err != nil {
+		httpapi.Error(w, r, err)
+		return
+	}
 	recs, err := q.Events.ReadStream(r.Context(), stream, uint64(from), int(limit))
 	if err != nil {
 		httpapi.Error(w, r, err)
 		return
 	}
-	out := make([]EventView, 0, len(recs))
-	for _, rec := range recs {
-		out = append(out, view(rec))
+	out, err := q.renderEvents(w, r, recs, reveal, catalog.AuditRevealHistory, reason, []string{stream})
+	if err != nil {
+		httpapi.Error(w, r, err)
+		return
 	}
-	httpapi.OK(w, http.StatusOK, map[string]any{"stream": stream, "events": out})
+	httpapi.OK(w, http.StatusOK, map[string]any{"stream": stream, "events": out, "revealed": reveal})
 }
 
-// allEvents pages through the global log, for auditors and replays.
+// allEvents pages through the global log, for auditors and replays,
+// personal fields redacted unless an auditor reveals them with a reason.
 func (q *API) allEvents(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	commit, err := httpapi.IntParam(r, "after_commit", 0, 0)
 	if err != nil {
@@ -295,16 +311,22 @@ func (q *API) allEvents(w http.ResponseWriter, r *http.Request, _ httprouter.Par
 		httpapi.Error(w, r, err)
 		return
 	}
+	reveal, reason, err := revealRequest(r)
+	if err != nil {
+		httpapi.Error(w, r, err)
+		return
+	}
 	recs, err := q.Events.ReadAll(r.Context(), events.Position{Commit: uint64(commit), Prepare: uint64(prepare)}, int(limit))
 	if err != nil {
 		httpapi.Error(w, r, err)
 		return
 	}
-	out := make([]EventView, 0, len(recs))
-	for _, rec := range recs {
-		out = append(out, view(rec))
+	out, err := q.renderEvents(w, r, recs, reveal, catalog.AuditRevealEvents, reason, nil)
+	if err != nil {
+		httpapi.Error(w, r, err)
+		return
 	}
-	httpapi.OK(w, http.StatusOK, map[string]any{"events": out})
+	httpapi.OK(w, http.StatusOK, map[string]any{"events": out, "revealed": reveal})
 }
 
 func (q *API) projections(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {

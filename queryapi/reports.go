@@ -13,6 +13,7 @@ import (
 
 	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/events"
+	"github.com/healthtech/partner-open-platform/events/catalog"
 	"github.com/healthtech/partner-open-platform/healthdata"
 	"github.com/healthtech/partner-open-platform/internal/auth"
 	"github.com/healthtech/partner-open-platform/internal/httpapi"
@@ -47,6 +48,8 @@ type ReportAPI struct {
 	Location   *time.Location
 	Now        func() time.Time
 	Watermarks *projections.Watermarks
+	// Auditor records every pull as an audit fact (nil: none recorded).
+	Auditor Auditor
 }
 
 // errNoReport is the spec's 404 "without a code": do not retry.
@@ -116,6 +119,17 @@ func (q *ReportAPI) servePull(w http.ResponseWriter, r *http.Request, ps httprou
 			return err
 		}
 		q.Watermarks.Wrote(app.AppID, pos)
+	}
+	if q.Auditor != nil {
+		// Every pull, not only the first (which is_viewed marks), is an
+		// audit fact: the partner read a person's health data. No partner
+		// read waits for it, so no watermark.
+		if _, err := q.Auditor.RecordAccess(r.Context(), catalog.AccessAudited{
+			Actor: "app:" + strconv.FormatInt(app.AppID, 10), Action: catalog.AuditReportPull, AppID: app.AppID, ReportID: id,
+			Subjects: []string{domain.ReportStream(id), domain.UserStream(rep.OpenUserID)},
+		}, w.Header().Get(httpapi.RequestIDHeader)); err != nil {
+			return err
+		}
 	}
 	loc := q.Location
 	uploaded := rep.UploadedAt.In(loc).Format(time.RFC3339)

@@ -72,6 +72,7 @@ func (c *cli) history(args []string) error {
 	fs := c.flags("history")
 	from := fs.Uint64("from", 0, "first revision to print")
 	limit := fs.Uint64("limit", 0, "most events to print (0: all)")
+	reveal := c.revealFlags(fs)
 	rest, err := parse(fs, args, true)
 	if err != nil {
 		return err
@@ -88,6 +89,7 @@ func (c *cli) history(args []string) error {
 	for {
 		n := nextPage(*limit, printed)
 		q := url.Values{"stream": {stream}, "from": {strconv.FormatUint(next, 10)}, "limit": {strconv.FormatUint(n, 10)}}
+		reveal(q)
 		data, err := api.do(c.ctx, "GET", "/admin/v1/history?"+q.Encode(), nil)
 		if err != nil {
 			return err
@@ -139,6 +141,7 @@ func (c *cli) events(args []string) error {
 	afterCommit := fs.Uint64("after-commit", 0, "print events after this commit position")
 	afterPrepare := fs.Uint64("after-prepare", 0, "print events after this prepare position (default: --after-commit)")
 	limit := fs.Uint64("limit", 0, "most events to print (0: all)")
+	reveal := c.revealFlags(fs)
 	follow := fs.Bool("follow", false, "keep polling every second for new events until interrupted")
 	rest, err := parse(fs, args, true)
 	if err != nil {
@@ -158,6 +161,7 @@ func (c *cli) events(args []string) error {
 	for {
 		n := nextPage(*limit, printed)
 		q := url.Values{"after_commit": {strconv.FormatUint(after.Commit, 10)}, "limit": {strconv.FormatUint(n, 10)}}
+		reveal(q)
 		if prepareSet || printed > 0 {
 			q.Set("after_prepare", strconv.FormatUint(after.Prepare, 10))
 		}
@@ -207,4 +211,18 @@ func (c *cli) printLogEvent(ev eventView, raw json.RawMessage) error {
 	_, err = fmt.Fprintf(c.stdout, "position=%s time=%s stream=%s revision=%d type=%s data=%s\n",
 		ev.Position, ev.Time, ev.Stream, ev.Revision, ev.Type, data)
 	return err
+}
+
+// revealFlags adds --reveal and --reason to fs; the returned func adds them
+// to a request's query (the server refuses a reveal without a reason, or by
+// an operator who is not an auditor).
+func (c *cli) revealFlags(fs *flag.FlagSet) func(url.Values) {
+	reveal := fs.Bool("reveal", false, "show personal fields in clear (auditors; needs --reason; audited)")
+	reason := fs.String("reason", "", "why the personal data is revealed")
+	return func(q url.Values) {
+		if *reveal {
+			q.Set("reveal", "true")
+			q.Set("reason", *reason)
+		}
+	}
 }

@@ -56,11 +56,19 @@ Commands:
   orders list [--app ID] [--status S] | orders show CODE | orders approve CODE
   orders reject CODE [--reason TEXT] | orders ship CODE --logistics-company C --tracking-number N
                             purchase orders and their lifecycle
-  history STREAM [--from REVISION] [--limit N]
-                            print one stream's events in order (revision, time, type, position, data)
-  events [--after-commit N] [--after-prepare N] [--limit N] [--follow]
+  history STREAM [--from REVISION] [--limit N] [--reveal --reason TEXT]
+                            print one stream's events in order (revision, time, type, position, data);
+                            personal fields read "[redacted]" unless an auditor reveals them with a
+                            reason, which is recorded as an audit fact
+  events [--after-commit N] [--after-prepare N] [--limit N] [--follow] [--reveal --reason TEXT]
                             page through the global log after a position; --follow keeps
                             polling every second until interrupted (Ctrl-C)
+  operators create --name NAME --role admin|auditor|support
+                            create a named operator; prints its token once
+  operators list | operators revoke OPERATOR_ID
+                            list named operators; revoke one's token for good
+  audit [--actor A] [--subject STREAM] [--from T] [--to T] [--after SEQ] [--limit N]
+                            list audit facts: reveals of personal data and partner report pulls
   projections               list projections: name, position, events applied, rate, caught up, last error
   rebuild NAME [--timeout DURATION]
                             empty a projection and replay the log into it, printing progress
@@ -135,6 +143,8 @@ var commands = map[string]func(c *cli, args []string) error{
 	"deliveries":  (*cli).deliveries,
 	"goods":       (*cli).goods,
 	"orders":      (*cli).orders,
+	"operators":   (*cli).operators,
+	"audit":       (*cli).audit,
 }
 
 func runContext(ctx context.Context, args []string, stdout, stderr io.Writer, env func(string) string) int {

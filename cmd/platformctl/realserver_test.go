@@ -95,3 +95,47 @@ func TestAgainstARealNode(t *testing.T) {
 		t.Fatalf("resend-matching: %d %s %s", code, out, errOut)
 	}
 }
+
+// TestOperatorsAndAuditAgainstARealNode: operators are created, listed and
+// revoked; an auditor's reveal needs --reason and is listed by `audit`.
+func TestOperatorsAndAuditAgainstARealNode(t *testing.T) {
+	n, err := node.Open(context.Background(), node.Config{DataDir: t.TempDir(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	srv := httptest.NewServer(n.Handler)
+	defer srv.Close()
+	ctl := func(token string, args ...string) (string, string, int) {
+		var out, errb bytes.Buffer
+		code := run(append([]string{"--server", srv.URL, "--token", token}, args...), &out, &errb, func(string) string { return "" })
+		return out.String(), errb.String(), code
+	}
+	out, errOut, code := ctl(n.AdminToken, "operators", "create", "--name", "Ada", "--role", "auditor")
+	tok := regexp.MustCompile(`token: (opr_[0-9a-f]+)`).FindStringSubmatch(out)
+	id := regexp.MustCompile(`operator_id: (\d+)`).FindStringSubmatch(out)
+	if code != 0 || tok == nil || id == nil {
+		t.Fatalf("create: %d\n%s\n%s", code, out, errOut)
+	}
+	if out, _, code = ctl(n.AdminToken, "operators", "list"); code != 0 || !strings.Contains(out, "Ada") || strings.Contains(out, tok[1]) {
+		t.Fatalf("list: %d\n%s", code, out)
+	}
+	if _, errOut, code = ctl(tok[1], "history", "app-1", "--reveal"); code != 1 || !strings.Contains(errOut, "reason") {
+		t.Fatalf("reveal without a reason: %d %s", code, errOut)
+	}
+	if _, errOut, code = ctl(tok[1], "history", "ids-operator", "--reveal", "--reason", "ticket 7"); code != 0 {
+		t.Fatalf("reveal: %d %s", code, errOut)
+	}
+	if out, errOut, code = ctl(tok[1], "audit", "--actor", "operator:"+id[1]); code != 0 || !strings.Contains(out, "reveal.history") || !strings.Contains(out, "ticket 7") {
+		t.Fatalf("audit: %d\n%s\n%s", code, out, errOut)
+	}
+	if _, errOut, code = ctl(tok[1], "operators", "list"); code != 1 || !strings.Contains(errOut, "ROLE_FORBIDDEN") {
+		t.Fatalf("auditor lists operators: %d %s", code, errOut)
+	}
+	if out, errOut, code = ctl(n.AdminToken, "operators", "revoke", id[1]); code != 0 {
+		t.Fatalf("revoke: %d %s %s", code, out, errOut)
+	}
+	if _, errOut, code = ctl(tok[1], "audit"); code != 1 || !strings.Contains(errOut, "HTTP_401") {
+		t.Fatalf("revoked: %d %s", code, errOut)
+	}
+}

@@ -13,25 +13,36 @@ import (
 // Registry returns a registry holding every payload type of the catalog.
 func Registry() *events.Registry {
 	r := events.NewRegistry()
-	r.MustRegister(1,
-		IDBlockReserved{},
-		AppSecretRotated{}, AppWebhookConfigured{},
-		ChannelUserBound{}, UserRegistered{}, UserProfileUpdated{},
-		FamilyGroupUpserted{}, FamilyGroupDissolved{},
-		FamilyMemberCreated{}, FamilyMemberUpdated{}, FamilyMemberDeleted{},
-		DeliveryCreated{}, DeliveryAttempted{}, DeliveryResendRequested{},
-		ReportCreated{}, ReportUpdated{}, ReportViewed{}, ReportKeyClaimed{}, UploaderRegistered{},
-		TokenIssued{}, TokenRevoked{},
-		PluginNonceClaimed{}, PluginSessionOpened{}, PluginMeasurementRecorded{}, PluginMeasurementAnalyzed{},
-		GoodsCreated{}, GoodsUpdated{}, GoodsActivation{}, OrderKeyClaimed{}, OrderCreated{}, OrderReviewed{}, OrderShipped{},
-		AppReviewed{}, ProviderRegistered{}, ProviderReviewed{}, ProviderItemsConfigured{},
-		BenefitItemCreated{}, BenefitItemStatusChanged{}, CardIssued{}, BenefitFulfilled{}, FulfillmentRated{},
-		CardBatchPlanned{}, CardBatchRenumbered{}, CardBatchCompleted{},
-		AppSuspended{}, AppResumed{}, AppWebhookSecretIssued{}, AppWebhookSecretActivated{},
-		IdempotencyClaimed{}, IdempotencyCompleted{}, IdempotencyReleased{},
-	)
+	r.MustRegister(1, schemaOne...)
 	registerAppScopes(r)
 	return r
+}
+
+// schemaOne lists the payload types registered at schema version 1.
+var schemaOne = []events.Payload{
+	IDBlockReserved{},
+	AppSecretRotated{}, AppWebhookConfigured{},
+	ChannelUserBound{}, UserRegistered{}, UserProfileUpdated{},
+	FamilyGroupUpserted{}, FamilyGroupDissolved{},
+	FamilyMemberCreated{}, FamilyMemberUpdated{}, FamilyMemberDeleted{},
+	DeliveryCreated{}, DeliveryAttempted{}, DeliveryResendRequested{},
+	ReportCreated{}, ReportUpdated{}, ReportViewed{}, ReportKeyClaimed{}, UploaderRegistered{},
+	TokenIssued{}, TokenRevoked{},
+	PluginNonceClaimed{}, PluginSessionOpened{}, PluginMeasurementRecorded{}, PluginMeasurementAnalyzed{},
+	GoodsCreated{}, GoodsUpdated{}, GoodsActivation{}, OrderKeyClaimed{}, OrderCreated{}, OrderReviewed{}, OrderShipped{},
+	AppReviewed{}, ProviderRegistered{}, ProviderReviewed{}, ProviderItemsConfigured{},
+	BenefitItemCreated{}, BenefitItemStatusChanged{}, CardIssued{}, BenefitFulfilled{}, FulfillmentRated{},
+	CardBatchPlanned{}, CardBatchRenumbered{}, CardBatchCompleted{},
+	AppSuspended{}, AppResumed{}, AppWebhookSecretIssued{}, AppWebhookSecretActivated{},
+	IdempotencyClaimed{}, IdempotencyCompleted{}, IdempotencyReleased{},
+	OperatorCreated{}, OperatorRevoked{}, AccessAudited{},
+}
+
+// Payloads lists one value of every payload type the registry holds, so
+// tables kept per event type (the personal-field registry) can be checked
+// to cover them all.
+func Payloads() []events.Payload {
+	return append(append([]events.Payload(nil), schemaOne...), AppCreated{}, AppScopesDeclared{})
 }
 
 // IDBlockReserved claims a block of platform ids of one kind for one writer,

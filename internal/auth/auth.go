@@ -189,26 +189,6 @@ func FreshTimestamp(ts string, now time.Time) bool {
 	return d <= Window && d >= -Window
 }
 
-// Admin checks the operator bearer token.
-type Admin struct {
-	Token string
-}
-
-// Verify accepts "Authorization: Bearer <token>" with the configured token;
-// why it refused goes to the access log only.
-func (a Admin) Verify(r *http.Request) error {
-	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !ok {
-		httpapi.NoteFrom(r.Context()).Reason = missingOr(r.Header.Get("Authorization"), "missing_token", "not_bearer")
-		return httpapi.ErrAdmin
-	}
-	if a.Token == "" || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(a.Token)) != 1 {
-		httpapi.NoteFrom(r.Context()).Reason = "bad_token"
-		return httpapi.ErrAdmin
-	}
-	return nil
-}
-
 // SameSecret compares a presented secret with the stored one in constant time.
 func SameSecret(stored, presented string) bool {
 	return stored != "" && subtle.ConstantTimeCompare([]byte(stored), []byte(presented)) == 1

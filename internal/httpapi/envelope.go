@@ -112,6 +112,8 @@ var codes = []struct {
 	{domain.ErrInvalidAppGroupID, http.StatusUnprocessableEntity, "INVALID_APP_GROUP_ID", "a family member refers to an app_group_id that is not in family_groups"},
 	{domain.ErrAppNotFound, http.StatusNotFound, "APP_NOT_FOUND", "app not found"},
 	{domain.ErrAppSuspended, http.StatusForbidden, "APP_SUSPENDED", "the app is suspended by the platform operator; contact the operator"},
+	{domain.ErrRoleForbidden, http.StatusForbidden, "ROLE_FORBIDDEN", "the operator's role does not allow this route or action"},
+	{domain.ErrOperatorNotFound, http.StatusNotFound, "OPERATOR_NOT_FOUND", "operator not found"},
 	{domain.ErrNoPendingWebhookSecret, http.StatusConflict, "NO_PENDING_WEBHOOK_SECRET", "no pending webhook secret to activate; rotate first"},
 	{domain.ErrDeliveryNotFound, http.StatusNotFound, "DELIVERY_NOT_FOUND", "delivery not found"},
 	{domain.ErrUserNotBound, http.StatusUnprocessableEntity, "USER_NOT_BOUND", "the user is not bound to an app; register the user through the channel-user API first"},

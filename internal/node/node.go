@@ -96,6 +96,7 @@ type Node struct {
 	Families      map[projections.Family]*projections.Runner
 	Dispatcher    *webhooks.Dispatcher
 	Apps          *projections.Apps
+	Operators     *projections.Operators
 	Runners       []*projections.Runner
 	Registry      *events.Registry
 	Metrics       *metrics.Metrics
@@ -219,7 +220,9 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 
 	n.Apps = projections.NewApps(sealer)
 	appsRunner := projections.NewRunner(n.Events, n.Registry, n.Apps, n.log, n.Metrics.Projected)
-	n.Runners = []*projections.Runner{appsRunner}
+	n.Operators = projections.NewOperators()
+	operatorsRunner := projections.NewRunner(n.Events, n.Registry, n.Operators, n.log, n.Metrics.Projected)
+	n.Runners = []*projections.Runner{appsRunner, operatorsRunner}
 	n.Families = map[projections.Family]*projections.Runner{}
 	var families projections.RunnerSet
 	for _, f := range projections.Families {
@@ -250,7 +253,8 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 	if cfg.PartnerRateLimit > 0 {
 		schemeM.Limiter = ratelimit.New(cfg.PartnerRateLimit, time.Minute)
 	}
-	admin := auth.Admin{Token: n.AdminToken}
+	admin := auth.Admin{Token: n.AdminToken, Operators: operatorDirectory{n.Operators, operatorsRunner}}
+	operators := commands.NewOperators(n.Events, n.Registry, ids, cfg.Now)
 	schemeH := auth.SchemeH{Apps: directory, Nonces: n.ReadModel, Now: cfg.Now}
 	reports := commands.NewReports(n.Events, n.Registry, ids, cfg.Now)
 	marks := projections.NewWatermarks()
@@ -273,16 +277,18 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		Idempotency: &idempotency.Keeper{
 			Store: n.Events, Registry: n.Registry, Sealer: sealer, Now: cfg.Now, Replayed: marks.Wrote,
 		},
+		Operators: operators, OperatorsReady: operatorsRunner,
 	}
 	qAPI := &queryapi.API{
 		Store: n.ReadModel, Apps: n.Apps, Events: n.Events, Runners: n.Runners, Families: n.Families,
 		SchemeM: schemeM, Admin: admin, Watermarks: marks, Location: n.Location, Deliveries: n.ReadModel,
 		Orders: n.ReadModel, Benefits: n.ReadModel,
+		Operators: n.Operators, Audit: n.ReadModel, Auditor: operators,
 	}
 	reportAPI := &queryapi.ReportAPI{
 		Reports: n.ReadModel, Users: n.ReadModel, Events: n.Events, Runner: n.Families[projections.FamilyReports], SchemeH: schemeH,
 		Limiter: ratelimit.New(cfg.ReportPullLimit, time.Minute), Tokens: n.Apps, Apps: n.Apps,
-		Location: n.Location, Now: cfg.Now, Watermarks: marks, Views: reports,
+		Location: n.Location, Now: cfg.Now, Watermarks: marks, Views: reports, Auditor: operators,
 	}
 	routes := append(cmdAPI.Routes(), qAPI.Routes()...)
 	n.Handler = n.router(append(routes, reportAPI.Routes()...))
@@ -664,6 +670,22 @@ func (d readyDirectory) ByKey(key string) (domain.App, bool) {
 	return a, ok
 }
 
+// operatorDirectory finds named operators for authentication; right after a
+// start it waits (bounded) for the directory to replay the log, so a named
+// operator's first call after a restart is not refused.
+type operatorDirectory struct {
+	ops    *projections.Operators
+	runner *projections.Runner
+}
+
+func (d operatorDirectory) OperatorByTokenHash(hash string) (auth.Operator, bool) {
+	op, ok := d.ops.ByTokenHash(hash)
+	if !ok && (readyDirectory{runner: d.runner}).wait() {
+		op, ok = d.ops.ByTokenHash(hash)
+	}
+	return auth.Operator{ID: op.OperatorID, Name: op.Name, Role: op.Role}, ok
+}
+
 // headStore remembers the position of the last append this node made, so a
 // read that misses a fact written moments ago by another app can wait for it.
 type headStore struct {
@@ -747,6 +769,7 @@ type ReadModels interface {
 	projections.ReportStore
 	projections.OrderStore
 	projections.BenefitStore
+	projections.AuditStore
 	projections.NonceStore
 	Close() error
 }
@@ -764,6 +787,8 @@ func familyProjector(f projections.Family, rm ReadModels, loc *time.Location) pr
 		return projections.OrdersProjector(rm)
 	case projections.FamilyBenefits:
 		return projections.BenefitsProjector(rm)
+	case projections.FamilyAudit:
+		return projections.AuditProjector(rm)
 	}
 	panic("node: no projector for read-model family " + string(f))
 }

@@ -556,7 +556,9 @@ func TestPluginLaunchMeasureAndWebhook(t *testing.T) {
 			Data json.RawMessage `json:"data"`
 		} `json:"events"`
 	}
-	p.admin("GET", "/admin/v1/history?stream=plugin-session-"+s.SessionID, nil).data(t, &history)
+	// The analysis result is health data: an auditor reveals it, with a reason.
+	_, auditor := p.operator("auditor", "auditor")
+	p.as(auditor, "GET", "/admin/v1/history?reveal=true&reason=test&stream=plugin-session-"+s.SessionID, nil).data(t, &history)
 	if n := len(history.Events); n != 3 || history.Events[2].Type != "plugin.measurement.analyzed" || !bytes.Contains(history.Events[2].Data, []byte(`\"bmi\":25`)) {
 		t.Fatalf("bca history %+v", history)
 	}

@@ -25,7 +25,7 @@ import (
 // truncated to microseconds, as PostgreSQL keeps them, so both stores give
 // the same answers.
 type Store struct {
-	usersMu, deliveriesMu, reportsMu, ordersMu, benefitsMu sync.RWMutex
+	usersMu, deliveriesMu, reportsMu, ordersMu, benefitsMu, auditMu sync.RWMutex
 
 	cpMu        sync.Mutex
 	checkpoints map[string]events.Position
@@ -41,6 +41,7 @@ type Store struct {
 	reportIndexes
 	orderIndexes
 	benefitIndexes
+	auditIndexes
 
 	// nonces and bindings have their own locks and are left alone by
 	// Reset: they are security state, not read models derived from the log.
@@ -70,6 +71,8 @@ var (
 	_ projections.OrderTx       = (*tx)(nil)
 	_ projections.BenefitStore  = (*Store)(nil)
 	_ projections.BenefitTx     = (*tx)(nil)
+	_ projections.AuditStore    = (*Store)(nil)
+	_ projections.AuditTx       = (*tx)(nil)
 )
 
 // New returns an empty store, ready for the projection runtime to fill.
@@ -86,6 +89,7 @@ func (s *Store) init() {
 	s.reportIndexes = newReportIndexes()
 	s.orderIndexes = newOrderIndexes()
 	s.benefitIndexes = newBenefitIndexes()
+	s.auditIndexes = newAuditIndexes()
 }
 
 func (s *Store) initUsers() {
@@ -112,6 +116,8 @@ func (s *Store) family(f projections.Family) (*sync.RWMutex, func(), error) {
 		return &s.ordersMu, func() { s.orderIndexes = newOrderIndexes() }, nil
 	case projections.FamilyBenefits:
 		return &s.benefitsMu, func() { s.benefitIndexes = newBenefitIndexes() }, nil
+	case projections.FamilyAudit:
+		return &s.auditMu, func() { s.auditIndexes = newAuditIndexes() }, nil
 	}
 	return nil, nil, fmt.Errorf("projections/memory: no read-model family %q", f)
 }
@@ -204,7 +210,7 @@ func (s *Store) Reset(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	for _, mu := range []*sync.RWMutex{&s.usersMu, &s.deliveriesMu, &s.reportsMu, &s.ordersMu, &s.benefitsMu} {
+	for _, mu := range []*sync.RWMutex{&s.usersMu, &s.deliveriesMu, &s.reportsMu, &s.ordersMu, &s.benefitsMu, &s.auditMu} {
 		mu.Lock()
 		defer mu.Unlock()
 	}

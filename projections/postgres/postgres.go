@@ -17,7 +17,7 @@ import (
 )
 
 // Store implements projections.UserStore, DeliveryStore, ReportStore,
-// NonceStore, OrderStore and BenefitStore on a pgx connection pool.
+// NonceStore, OrderStore, BenefitStore and AuditStore on a pgx connection pool.
 //
 // An Update is one transaction. The writes fn makes are queued and sent as
 // pipelined batches, so a run of writes costs one round trip however many
@@ -41,6 +41,8 @@ var (
 	_ projections.OrderTx       = (*tx)(nil)
 	_ projections.BenefitStore  = (*Store)(nil)
 	_ projections.BenefitTx     = (*tx)(nil)
+	_ projections.AuditStore    = (*Store)(nil)
+	_ projections.AuditTx       = (*tx)(nil)
 )
 
 // Open connects to the database at url (a postgres:// URL or key=value DSN)
@@ -127,6 +129,7 @@ var familyTables = map[projections.Family]string{
 	projections.FamilyReports:    "reports",
 	projections.FamilyOrders:     "goods, orders, order_items",
 	projections.FamilyBenefits:   "benefit_items, service_providers, cards, card_items, fulfillments",
+	projections.FamilyAudit:      "audit_facts",
 }
 
 // UpdateReports is the reports family's Update.

@@ -27,6 +27,7 @@ func fillFamilies(t *testing.T, s Store) {
 	putReports(t, s, report(1, 10, 1, "2024-03-05"))
 	putGoods(t, s, goodsOf(1))
 	write(t, benefitsOf(s), func(tx projections.BenefitTx) error { return tx.PutCard(context.Background(), cardOf(1, 1, 11)) })
+	addFacts(t, s, fact(1, "operator:1", "user-10"))
 }
 
 // familyRows reports which families still hold their fixture row.
@@ -40,9 +41,11 @@ func familyRows(t *testing.T, s Store) map[projections.Family]bool {
 	if gerr != nil {
 		t.Fatal(gerr)
 	}
+	facts := must(s.AuditFacts(ctx, projections.AuditFilter{}))(t)
 	return map[projections.Family]bool{
 		projections.FamilyUsers: uerr == nil, projections.FamilyDeliveries: derr == nil, projections.FamilyReports: rerr == nil,
 		projections.FamilyOrders: len(gs) == 1, projections.FamilyBenefits: cerr == nil,
+		projections.FamilyAudit: len(facts) == 1,
 	}
 }
 
@@ -84,7 +87,7 @@ func testResetFamily(t *testing.T, s Store) {
 func testFamiliesConcurrently(t *testing.T, s Store) {
 	const rounds = 20
 	var wg sync.WaitGroup
-	errs := make(chan error, 5*rounds)
+	errs := make(chan error, 6*rounds)
 	run := func(fn func(i int) error) {
 		wg.Add(1)
 		go func() {
@@ -116,6 +119,11 @@ func testFamiliesConcurrently(t *testing.T, s Store) {
 	})
 	run(func(i int) error {
 		return s.UpdateBenefits(ctx, "benefits", at(i), func(tx projections.BenefitTx) error { return tx.PutCard(ctx, cardOf(1, i, int64(100+i))) })
+	})
+	run(func(i int) error {
+		return s.UpdateAudit(ctx, "audit", at(i), func(tx projections.AuditTx) error {
+			return tx.AddAuditFact(ctx, fact(i, "operator:1", "user-1"))
+		})
 	})
 	wg.Wait()
 	close(errs)

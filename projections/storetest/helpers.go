@@ -181,6 +181,8 @@ func keyOf(row any) any {
 		return r.CardNumber
 	case projections.Fulfillment:
 		return r.RecordID
+	case projections.AuditFact:
+		return r.Seq
 	}
 	panic(fmt.Sprintf("storetest: no key for %T", row))
 }

@@ -21,6 +21,7 @@ type Store interface {
 	projections.ReportStore
 	projections.OrderStore
 	projections.BenefitStore
+	projections.AuditStore
 	projections.NonceStore
 	Reset(ctx context.Context) error
 	Close() error
@@ -33,7 +34,7 @@ type testCase struct {
 }
 
 // Run checks that the stores made by open honour every promise of each
-// family's port (users, deliveries, reports, orders, benefits), of the
+// family's port (users, deliveries, reports, orders, benefits, audit), of the
 // nonce store and of the families side by side, so that the query API, the
 // delivery log, the dispatcher, the report pull, the replay guard and the
 // order and benefit reads behave the same whichever store the deployment
@@ -50,6 +51,7 @@ func Run(t *testing.T, open func(t *testing.T) Store) {
 		{"reports", reportCases},
 		{"orders", orderCases},
 		{"benefits", benefitCases},
+		{"audit", auditCases},
 		{"nonces", nonceCases},
 		{"families", familyCases},
 	} {

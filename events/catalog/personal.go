@@ -1,0 +1,168 @@
+package catalog
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// Redacted replaces a personal field's value wherever personal data is
+// shown without a reveal (admin history, admin event pages).
+const Redacted = "[redacted]"
+
+// personalFields lists, per event type, the JSON paths of the event's data
+// that hold personal or health data: names, nicknames, genders, phones,
+// emails, id types and numbers, birth dates, avatars, family relations,
+// addresses, body measurements, report results and raw device data, plugin
+// profiles, card holders, and webhook bodies (which copy all of these).
+// A path is dot-separated JSON names; "name[]" steps into every element of
+// an array. Every event type has an entry, an empty one when it holds none
+// (TestEveryEventTypeListsItsPersonalFields keeps it complete), so a new
+// event type cannot be forgotten. Per-person encryption (issue 9, item 1)
+// seals exactly these fields; admin reads redact them.
+var personalFields = map[string][]string{
+	"ids.block_reserved":           nil,
+	"app.created":                  nil,
+	"app.secret_rotated":           nil,
+	"app.webhook_configured":       nil,
+	"app.scopes_declared":          nil,
+	"app.reviewed":                 nil,
+	"app.suspended":                nil,
+	"app.resumed":                  nil,
+	"app.webhook_secret_issued":    nil,
+	"app.webhook_secret_activated": nil,
+	// The partner's channel_user_id is its pseudonym of the person, and
+	// names a stream, which cannot be encrypted: it stays in clear.
+	"channel_user.bound":   nil,
+	"user.registered":      profilePaths,
+	"user.profile.updated": profilePaths,
+	// A group's name is the partner's free text ("Li family"), often a surname.
+	"user.family_group.created":  {"name"},
+	"user.family_group.deleted":  nil,
+	"user.family_member.created": memberPaths,
+	"user.family_member.updated": memberPaths,
+	"user.family_member.deleted": nil,
+	// The body is the webhook as sent: it copies the person's fields.
+	"webhook.delivery.created":          {"body"},
+	"webhook.delivery.attempted":        nil,
+	"webhook.delivery.resend_requested": nil,
+	"report.created": {"file_path", "interpretation_result", "interpretation_detail",
+		"meta.operator_name", "raw_data"},
+	"report.updated":       {"file_path", "interpretation_result", "interpretation_detail"},
+	"report.viewed":        nil,
+	"report.key_claimed":   nil,
+	"uploader.registered":  nil,
+	"oauth.token.issued":   nil,
+	"oauth.token.revoked":  nil,
+	"plugin.nonce.claimed": nil,
+	"plugin.session.opened": {"phone", "gender", "birth_date", "height", "weight",
+		"metadata"},
+	"plugin.measurement.recorded": {"metadata", "data"},
+	"plugin.measurement.analyzed": {"metadata", "result"},
+	"goods.created":               nil,
+	"goods.updated":               nil,
+	"goods.activation_changed":    nil,
+	"order.key_claimed":           nil,
+	"order.created":               {"contact_person", "contact_phone", "address", "area_text"},
+	"order.reviewed":              nil,
+	"order.shipped":               nil,
+	// A provider's contact is a person's name or phone.
+	"provider.registered":           {"contact"},
+	"provider.reviewed":             nil,
+	"provider.items_configured":     nil,
+	"benefit_item.created":          nil,
+	"benefit_item.status_changed":   nil,
+	"benefit_card.issued":           {"holder_name", "holder_phone"},
+	"benefit.fulfilled":             nil,
+	"benefit.fulfillment_rated":     nil,
+	"benefit_card.batch_planned":    nil,
+	"benefit_card.batch_renumbered": nil,
+	"benefit_card.batch_completed":  nil,
+	"idempotency.claimed":           nil,
+	"idempotency.completed":         nil, // the stored answer is already sealed with the master key
+	"idempotency.released":          nil,
+	"operator.created":              nil, // staff accounts, not data subjects
+	"operator.revoked":              nil,
+	"audit.access_recorded":         nil,
+}
+
+var profilePaths = []string{"profile.name", "profile.nickname", "profile.gender", "profile.avatar",
+	"profile.phone", "profile.email", "profile.birth_date"}
+
+var memberPaths = []string{"member.name", "member.relationship", "member.gender", "member.birth_date",
+	"member.phone", "member.id_type", "member.id_number", "member.height", "member.weight", "member.blood_type"}
+
+// PersonalFields returns the JSON paths of an event type's personal fields;
+// listed is false for a type the registry does not know, which callers must
+// treat as entirely personal.
+func PersonalFields(eventType string) (paths []string, listed bool) {
+	paths, listed = personalFields[eventType]
+	return append([]string(nil), paths...), listed
+}
+
+// Redact returns an event's data with every personal field's value (other
+// than null) replaced by Redacted, keeping the JSON shape, and whether it
+// replaced anything. Data of an unlisted type is replaced whole, so nothing
+// new can leak before it is classified. Data that holds no personal field
+// comes back byte for byte.
+func Redact(eventType string, data []byte) ([]byte, bool, error) {
+	paths, listed := personalFields[eventType]
+	if !listed {
+		out, err := json.Marshal(Redacted)
+		return out, true, err
+	}
+	if len(paths) == 0 || len(data) == 0 {
+		return data, false, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber() // numbers outside personal fields keep their text
+	var doc any
+	if err := dec.Decode(&doc); err != nil {
+		return nil, false, fmt.Errorf("catalog: redact %s: %w", eventType, err)
+	}
+	changed := false
+	for _, p := range paths {
+		doc = redactPath(doc, strings.Split(p, "."), &changed)
+	}
+	if !changed {
+		return data, false, nil
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(doc); err != nil {
+		return nil, false, err
+	}
+	return bytes.TrimRight(buf.Bytes(), "\n"), true, nil
+}
+
+// redactPath replaces the value at path inside v.
+func redactPath(v any, path []string, changed *bool) any {
+	if len(path) == 0 {
+		if v == nil {
+			return nil
+		}
+		*changed = true
+		return Redacted
+	}
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return v
+	}
+	name, each := strings.CutSuffix(path[0], "[]")
+	child, found := obj[name]
+	if !found {
+		return v
+	}
+	if !each {
+		obj[name] = redactPath(child, path[1:], changed)
+		return obj
+	}
+	if list, ok := child.([]any); ok {
+		for i := range list {
+			list[i] = redactPath(list[i], path[1:], changed)
+		}
+	}
+	return obj
+}

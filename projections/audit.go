@@ -1,0 +1,86 @@
+package projections
+
+import (
+	"context"
+	"time"
+
+	"github.com/healthtech/partner-open-platform/events"
+	"github.com/healthtech/partner-open-platform/events/catalog"
+)
+
+// AuditFact is the read model of one audit fact: who read which personal or
+// health data, when and why; its lists are empty, never nil, when read. Seq numbers the facts in log order (1, 2, 3...),
+// the cursor of the audit listing; a rebuild numbers them the same.
+type AuditFact struct {
+	Seq      int64
+	EventID  string // the audit.access_recorded event
+	Actor    string
+	Action   string
+	Subjects []string
+	EventIDs []string
+	ReportID int64
+	AppID    int64
+	Reason   string
+	At       time.Time
+}
+
+// AuditFilter selects audit facts: by actor, by subject (a stream the fact
+// names), by time (From inclusive, To exclusive; zero means open), after a
+// cursor (Seq), at most Limit (default 100, at most 1000).
+type AuditFilter struct {
+	Actor   string
+	Subject string
+	From    time.Time
+	To      time.Time
+	After   int64
+	Limit   int
+}
+
+// AuditTx is the part of a read-model transaction the audit projector writes.
+type AuditTx interface {
+	// AddAuditFact appends a fact with the next Seq (the fact's Seq is ignored);
+	// a fact whose EventID is already present is not added again.
+	AddAuditFact(ctx context.Context, f AuditFact) error
+}
+
+// AuditStore is the audit family's port: the audit projector writes through
+// UpdateAudit, the audit listing reads through AuditFacts.
+type AuditStore interface {
+	Checkpoints
+	// UpdateAudit runs fn in one transaction with the named checkpoint.
+	UpdateAudit(ctx context.Context, projection string, pos events.Position, fn func(AuditTx) error) error
+	// AuditFacts lists the facts the filter selects, ordered by Seq.
+	AuditFacts(ctx context.Context, f AuditFilter) ([]AuditFact, error)
+}
+
+// AuditProjector projects audit facts.
+func AuditProjector(s AuditStore) Projector {
+	return projector(FamilyAudit, s, s.UpdateAudit, applyAudit, &catalog.AccessAudited{})
+}
+
+func applyAudit(ctx context.Context, tx AuditTx, env events.Envelope) error {
+	p, ok := env.Payload.(*catalog.AccessAudited)
+	if !ok {
+		return nil
+	}
+	at := p.At
+	if at.IsZero() {
+		at = env.Metadata.OccurredAt
+	}
+	return tx.AddAuditFact(ctx, AuditFact{
+		EventID: env.ID, Actor: p.Actor, Action: p.Action, Subjects: p.Subjects, EventIDs: p.EventIDs,
+		ReportID: p.ReportID, AppID: p.AppID, Reason: p.Reason, At: at.UTC().Truncate(time.Microsecond),
+	})
+}
+
+// AuditLimit is the page size of an audit listing: def when limit is not
+// positive, at most 1000.
+func AuditLimit(limit int) int {
+	switch {
+	case limit <= 0:
+		return 100
+	case limit > 1000:
+		return 1000
+	}
+	return limit
+}

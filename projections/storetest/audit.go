@@ -1,0 +1,136 @@
+package storetest
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/healthtech/partner-open-platform/projections"
+)
+
+// auditCases are the cases of the audit sub-suite.
+var auditCases = []testCase{
+	{"AuditFactsNumberedInOrderOnce", testAuditNumbering},
+	{"FailedUpdateAddsNoAuditFact", testFailedUpdateAudit},
+	{"AuditFactsFilterAndPage", testAuditFilters},
+	{"AuditLimits", testAuditLimits},
+}
+
+func auditOf(s Store) family[projections.AuditTx] {
+	return family[projections.AuditTx]{"audit", s.UpdateAudit}
+}
+
+// fact is audit fact i by actor about the subjects, i microseconds after base.
+func fact(i int, actor string, subjects ...string) projections.AuditFact {
+	return projections.AuditFact{
+		EventID: fmt.Sprintf("ev-%d", i), Actor: actor, Action: "reveal.history", Subjects: subjects,
+		EventIDs: []string{fmt.Sprintf("src-%d", i)}, Reason: fmt.Sprintf("ticket %d", i), At: at(i),
+	}
+}
+
+func addFacts(t *testing.T, s Store, facts ...projections.AuditFact) {
+	t.Helper()
+	putRows(t, auditOf(s), projections.AuditTx.AddAuditFact, facts...)
+}
+
+func allFacts(t *testing.T, s Store, f projections.AuditFilter) []projections.AuditFact {
+	t.Helper()
+	f.Limit = 1000
+	return must(s.AuditFacts(ctx, f))(t)
+}
+
+// testAuditNumbering: facts come back whole, numbered 1, 2, 3 in the order
+// added; a fact added again (a replayed event) is not added twice, so a
+// rebuild numbers them the same.
+func testAuditNumbering(t *testing.T, s Store) {
+	a, b := fact(1, "operator:1", "user-1"), fact(2, "app:7")
+	b.Action, b.ReportID, b.AppID, b.Reason, b.EventIDs = "report.pull", 9, 7, "", nil
+	b.Subjects = []string{} // lists come back empty, never nil
+	addFacts(t, s, a, b)
+	addFacts(t, s, a) // replayed
+	a.Seq, b.Seq, b.EventIDs = 1, 2, []string{}
+	wantRows(t, "facts", allFacts(t, s, projections.AuditFilter{}), []projections.AuditFact{a, b})
+	if err := s.ResetFamily(ctx, projections.FamilyAudit); err != nil {
+		t.Fatal(err)
+	}
+	if got := allFacts(t, s, projections.AuditFilter{}); len(got) != 0 {
+		t.Fatalf("after ResetFamily: %d facts", len(got))
+	}
+	addFacts(t, s, fact(1, "operator:1", "user-1"))
+	if got := allFacts(t, s, projections.AuditFilter{}); len(got) != 1 || got[0].Seq != 1 {
+		t.Errorf("after a rebuild the first fact is %+v, want seq 1", got)
+	}
+}
+
+func testFailedUpdateAudit(t *testing.T, s Store) {
+	failedUpdate(t, s, auditOf(s),
+		func(tx projections.AuditTx) error { return tx.AddAuditFact(ctx, fact(1, "operator:1", "user-1")) },
+		func(tx projections.AuditTx) error { return tx.AddAuditFact(ctx, fact(2, "operator:1", "user-2")) },
+		func(when string) {
+			if got := allFacts(t, s, projections.AuditFilter{}); len(got) != 1 || got[0].EventID != "ev-1" {
+				t.Errorf("%s: facts %v", when, keys(got))
+			}
+		})
+}
+
+// testAuditFilters: actor, subject (any of the fact's subjects) and the
+// time range [From, To) select; every filter pages by Seq.
+func testAuditFilters(t *testing.T, s Store) {
+	var all []projections.AuditFact
+	for i := 1; i <= 12; i++ {
+		actor := fmt.Sprintf("operator:%d", i%3)
+		f := fact(i, actor, fmt.Sprintf("user-%d", i%4), "report-1")
+		addFacts(t, s, f)
+		f.Seq = int64(i)
+		all = append(all, f)
+	}
+	sel := func(keep func(projections.AuditFact) bool) []projections.AuditFact {
+		var out []projections.AuditFact
+		for _, f := range all {
+			if keep(f) {
+				out = append(out, f)
+			}
+		}
+		return out
+	}
+	list := lister(t, s.AuditFacts)
+	for _, c := range []struct {
+		f    projections.AuditFilter
+		keep func(projections.AuditFact) bool
+	}{
+		{projections.AuditFilter{}, func(projections.AuditFact) bool { return true }},
+		{projections.AuditFilter{Actor: "operator:1"}, func(f projections.AuditFact) bool { return f.Actor == "operator:1" }},
+		{projections.AuditFilter{Subject: "user-2"}, func(f projections.AuditFact) bool { return f.Subjects[0] == "user-2" }},
+		{projections.AuditFilter{Subject: "report-1", Actor: "operator:0"}, func(f projections.AuditFact) bool { return f.Actor == "operator:0" }},
+		{projections.AuditFilter{From: at(4), To: at(9)}, func(f projections.AuditFact) bool { return f.Seq >= 4 && f.Seq < 9 }},
+		{projections.AuditFilter{Subject: "user-9"}, func(projections.AuditFact) bool { return false }},
+	} {
+		want := sel(c.keep)
+		if got := allFacts(t, s, c.f); !sameKeys(got, want) {
+			t.Errorf("%+v = %v, want %v", c.f, keys(got), keys(want))
+		}
+		if len(want) > 0 {
+			wantPaging(t, list, c.f, want)
+		}
+	}
+	wantRows(t, "every fact", allFacts(t, s, projections.AuditFilter{}), all)
+}
+
+func sameKeys[R any](got, want []R) bool {
+	return fmt.Sprint(keys(got)) == fmt.Sprint(keys(want))
+}
+
+func testAuditLimits(t *testing.T, s Store) {
+	var all []projections.AuditFact
+	write(t, auditOf(s), func(tx projections.AuditTx) error {
+		for i := 1; i <= 1001; i++ {
+			f := fact(i, "operator:1", "user-1")
+			if err := tx.AddAuditFact(ctx, f); err != nil {
+				return err
+			}
+			f.Seq = int64(i)
+			all = append(all, f)
+		}
+		return nil
+	})
+	wantLimits(t, lister(t, s.AuditFacts), []projections.AuditFilter{{}, {Actor: "operator:1"}}, all)
+}
