@@ -164,7 +164,7 @@ func (q *API) listAudit(w http.ResponseWriter, r *http.Request, _ httprouter.Par
 		httpapi.Error(w, r, err)
 		return
 	}
-	limit, err := httpapi.IntParam(r, "limit", 100, 1000)
+	limit, err := httpapi.Limit(r, 100, 1000)
 	if err != nil {
 		httpapi.Error(w, r, err)
 		return

@@ -132,7 +132,7 @@ func ptr(o outcome) *outcome { return &o }
 // 2^53 (422 VALIDATION_ERROR on the parameter otherwise).
 var intParams = map[string]bool{
 	"openUserId": true, "groupId": true, "memberId": true, "appId": true, "reportId": true,
-	"providerId": true, "itemId": true, "recordId": true,
+	"providerId": true, "itemId": true, "recordId": true, "operatorId": true,
 }
 
 // fixture holds the ids the table's bodies and paths refer to.
@@ -231,6 +231,13 @@ func badRoutes(fx fixture) []badRoute {
 		{method: "GET", pattern: "/admin/v1/events", auth: authAdmin, params: none,
 			query: []qparam{{"after_commit", qInt}, {"after_prepare", qInt}, {"limit", qInt}}, base: ok200},
 		{method: "GET", pattern: "/admin/v1/projections", auth: authAdmin, params: none, base: ok200},
+		{method: "GET", pattern: "/admin/v1/audit", auth: authAdmin, params: none,
+			query: []qparam{{"actor", qText}, {"subject", qText}, {"from", qTime}, {"to", qTime}, {"after", qInt}, {"limit", qLimit}}, base: ok200},
+		{method: "GET", pattern: "/admin/v1/operators", auth: authAdmin, params: none, base: ok200},
+		{method: "POST", pattern: "/admin/v1/operators", auth: authAdmin, params: none,
+			body: `{"name":"ops","role":"nosuch"}`, base: invalid, fields: []field{{path: "name", kind: kStr, max: 64}, {path: "role", kind: kStr}}},
+		{method: "POST", pattern: "/admin/v1/operators/:operatorId/revoke", auth: authAdmin, params: map[string]string{"operatorId": "999999"},
+			base: outcome{404, "OPERATOR_NOT_FOUND"}},
 		{method: "POST", pattern: "/admin/v1/projections/:name/rebuild", auth: authAdmin, params: map[string]string{"name": "nosuch"},
 			base: outcome{404, "PROJECTION_NOT_FOUND"}, notFound: outcome{404, "PROJECTION_NOT_FOUND"}},
 
