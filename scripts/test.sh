@@ -15,6 +15,15 @@
 # gofmt check; without any, ./... is used. If PLATFORM_TEST_POSTGRES_URL is
 # already set, that server is used and none is started.
 #
+# A single-node Apache Kafka broker (KRaft) runs beside Postgres for the
+# Kafka tests: its jars come from Maven Central once (cached under
+# ~/.cache/partner-open-platform/kafka-<version>/lib, the Maven repository
+# caches the downloads), it listens on a spare loopback port in a throwaway
+# directory and is killed afterwards. PLATFORM_TEST_KAFKA_BROKERS
+# (host:port[,...]) reuses a running broker instead; PLATFORM_TEST_KAFKA=0
+# starts none, and the tests that need one skip. Needs Java 17+ and Maven
+# (installed from Debian packages when missing).
+#
 # Works on a fresh Debian machine with only Go: it installs the postgresql
 # package when no server binaries are present. As root, initdb and postgres
 # run as the postgres OS user (initdb refuses root).
@@ -64,9 +73,19 @@ fi
 # ---- postgres ----
 tmp=""
 pgbin=""
+kafka_dir=""
+kafka_pid=""
 cleanup() {
 	local rc=$?
 	trap - EXIT
+	# The broker's data is thrown away: no need for a graceful shutdown.
+	if [ -n "$kafka_pid" ]; then
+		kill -KILL "$kafka_pid" 2>/dev/null || true
+		wait "$kafka_pid" 2>/dev/null || true
+	fi
+	if [ -n "$kafka_dir" ]; then
+		rm -rf "$kafka_dir"
+	fi
 	if [ -n "$tmp" ] && [ -f "$tmp/data/postmaster.pid" ]; then
 		as_pg "$pgbin/pg_ctl" -D "$tmp/data" -m immediate stop >/dev/null 2>&1 || true
 	fi
@@ -166,6 +185,158 @@ else
 	start_postgres
 fi
 export PLATFORM_REQUIRE_POSTGRES=1
+
+# ---- kafka ----
+kafka_version=4.1.0
+kafka_cache="${XDG_CACHE_HOME:-$HOME/.cache}/partner-open-platform/kafka-$kafka_version"
+
+# Prints a free loopback port at or above a random start.
+pick_port() {
+	local p i
+	p=$((20000 + RANDOM % 30000))
+	for ((i = 0; i < 200; i++)); do
+		if port_free "$p"; then
+			echo "$p"
+			return 0
+		fi
+		p=$((p + 1))
+	done
+	return 1
+}
+
+# Resolves org.apache.kafka:kafka_2.13 and its runtime dependencies with
+# Maven into $kafka_cache/lib; later runs reuse the folder.
+kafka_jars() {
+	if [ -f "$kafka_cache/lib/kafka_2.13-$kafka_version.jar" ]; then
+		return 0
+	fi
+	local need=()
+	command -v java >/dev/null 2>&1 || need+=(openjdk-17-jre-headless)
+	command -v mvn >/dev/null 2>&1 || need+=(maven)
+	if [ "${#need[@]}" -gt 0 ]; then
+		say "installing ${need[*]} for the Kafka broker"
+		as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+		as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+	fi
+	say "resolving org.apache.kafka:kafka_2.13:$kafka_version from Maven Central into $kafka_cache (first run only)"
+	mkdir -p "$kafka_cache"
+	local work
+	work=$(mktemp -d "$kafka_cache/resolve.XXXXXX")
+	# slf4j-simple gives the broker a log (Kafka ships no slf4j binding).
+	cat >"$work/pom.xml" <<EOF
+<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>local.partner-open-platform</groupId>
+  <artifactId>test-kafka-broker</artifactId>
+  <version>1</version>
+  <packaging>pom</packaging>
+  <dependencies>
+    <dependency>
+      <groupId>org.apache.kafka</groupId>
+      <artifactId>kafka_2.13</artifactId>
+      <version>$kafka_version</version>
+    </dependency>
+    <dependency>
+      <groupId>org.slf4j</groupId>
+      <artifactId>slf4j-simple</artifactId>
+      <version>1.7.36</version>
+    </dependency>
+  </dependencies>
+</project>
+EOF
+	if ! (cd "$work" && mvn -q -B org.apache.maven.plugins:maven-dependency-plugin:2.8:copy-dependencies \
+		-DincludeScope=runtime -DoutputDirectory="$work/lib" >"$work/mvn.log" 2>&1); then
+		tail -n 30 "$work/mvn.log" >&2 || true
+		rm -rf "$work"
+		die "could not resolve Kafka $kafka_version with Maven (see above)"
+	fi
+	# Another run may have finished first; either folder is complete.
+	mv -T "$work/lib" "$kafka_cache/lib" 2>/dev/null || true
+	rm -rf "$work"
+	[ -f "$kafka_cache/lib/kafka_2.13-$kafka_version.jar" ] || die "Maven ran but $kafka_cache/lib has no kafka_2.13-$kafka_version.jar"
+}
+
+start_kafka() {
+	kafka_jars
+	local java_major
+	java_major=$(java -XshowSettings:properties -version 2>&1 | sed -n 's/^ *java.specification.version = //p')
+	[ "${java_major:-0}" -ge 17 ] 2>/dev/null || die "Kafka $kafka_version needs Java 17 or later; java is ${java_major:-unknown}"
+
+	kafka_dir=$(mktemp -d "${TMPDIR:-/tmp}/platform-test-kafka.XXXXXX")
+	local jvm=(java -Xms128m -Xmx512m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Djava.awt.headless=true
+		-Dorg.slf4j.simpleLogger.showDateTime=true -cp "$kafka_cache/lib/*")
+	local attempt port cport cluster i started="" t0=$SECONDS
+	# A port can be taken between the check and the start: try a few.
+	for attempt in 1 2 3; do
+		port=$(pick_port) || die "no free port found on 127.0.0.1"
+		cport=$(pick_port) || die "no free port found on 127.0.0.1"
+		[ "$port" != "$cport" ] || continue
+		rm -rf "$kafka_dir/data"
+		cat >"$kafka_dir/server.properties" <<EOF
+process.roles=broker,controller
+node.id=1
+controller.quorum.bootstrap.servers=127.0.0.1:$cport
+listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport
+advertised.listeners=PLAINTEXT://127.0.0.1:$port
+controller.listener.names=CONTROLLER
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+inter.broker.listener.name=PLAINTEXT
+log.dirs=$kafka_dir/data
+num.partitions=1
+auto.create.topics.enable=false
+offsets.topic.replication.factor=1
+offsets.topic.num.partitions=3
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+share.coordinator.state.topic.replication.factor=1
+share.coordinator.state.topic.min.isr=1
+group.initial.rebalance.delay.ms=0
+EOF
+		# A cluster id is 16 random bytes in URL-safe base64; one starting
+		# with '-' would read as an option.
+		cluster=-
+		while [ "${cluster#-}" != "$cluster" ]; do
+			cluster=$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=')
+		done
+		if ! "${jvm[@]}" kafka.tools.StorageTool format -t "$cluster" -c "$kafka_dir/server.properties" --standalone \
+			>"$kafka_dir/format.log" 2>&1; then
+			tail -n 20 "$kafka_dir/format.log" >&2 || true
+			die "formatting the Kafka log directory failed"
+		fi
+		"${jvm[@]}" kafka.Kafka "$kafka_dir/server.properties" >"$kafka_dir/kafka.log" 2>&1 &
+		kafka_pid=$!
+		# Bounded wait (~60s) for the broker to say it started and accept
+		# connections, giving up early if it died (e.g. a port was taken).
+		for ((i = 0; i < 300; i++)); do
+			if grep -qs 'Kafka Server started' "$kafka_dir/kafka.log" && ! port_free "$port"; then
+				started=1
+				break
+			fi
+			kill -0 "$kafka_pid" 2>/dev/null || break
+			sleep 0.2
+		done
+		[ -n "$started" ] && break
+		say "kafka did not start on port $port (attempt $attempt); log:"
+		tail -n 30 "$kafka_dir/kafka.log" >&2 || true
+		kill -KILL "$kafka_pid" 2>/dev/null || true
+		wait "$kafka_pid" 2>/dev/null || true
+		kafka_pid=""
+	done
+	[ -n "$started" ] || die "could not start Kafka"
+
+	say "kafka $kafka_version listening on 127.0.0.1:$port, started in $((SECONDS - t0))s (data in $kafka_dir)"
+	export PLATFORM_TEST_KAFKA_BROKERS="127.0.0.1:$port"
+}
+
+if [ -n "${PLATFORM_TEST_KAFKA_BROKERS:-}" ]; then
+	say "using the Kafka broker(s) from PLATFORM_TEST_KAFKA_BROKERS"
+	export PLATFORM_REQUIRE_KAFKA=1
+elif [ "${PLATFORM_TEST_KAFKA:-1}" = "0" ]; then
+	say "Kafka broker skipped (PLATFORM_TEST_KAFKA=0); the tests that need one skip"
+else
+	start_kafka
+	export PLATFORM_REQUIRE_KAFKA=1
+fi
 
 # ---- checks ----
 say "$(go version)"
