@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/healthtech/partner-open-platform/events"
+	"github.com/healthtech/partner-open-platform/internal/kafkatest"
 	relaykafka "github.com/healthtech/partner-open-platform/relay/kafka"
 )
 
@@ -31,6 +32,43 @@ func newCluster(t testing.TB, topic string, partitions int32) []string {
 	}
 	t.Cleanup(c.Close)
 	return c.ListenAddrs()
+}
+
+// cluster is the Kafka one run of a test talks to: the in-process fake, or
+// the real broker scripts/test.sh starts, shared by every test through
+// unique topic and group names.
+type cluster struct {
+	t     testing.TB
+	addrs []string
+	real  bool
+}
+
+// onEachCluster runs test on a fresh in-process fake and on the real broker
+// (skipped without one unless required, see kafkatest.Brokers).
+func onEachCluster(t *testing.T, test func(t *testing.T, k *cluster)) {
+	t.Run("kfake", func(t *testing.T) { test(t, &cluster{t: t, addrs: newCluster(t, "", 0)}) })
+	t.Run("broker", func(t *testing.T) { test(t, &cluster{t: t, addrs: kafkatest.Brokers(t), real: true}) })
+}
+
+// topic creates a topic for the test: base itself on the fake, a fresh
+// name derived from it on the shared broker.
+func (k *cluster) topic(base string, partitions int) string {
+	k.t.Helper()
+	if k.real {
+		return kafkatest.Topic(k.t, k.addrs, base, partitions)
+	}
+	if err := relaykafka.EnsureTopic(testContext(k.t), k.addrs, base, partitions); err != nil {
+		k.t.Fatal(err)
+	}
+	return base
+}
+
+// group names a consumer group: base on the fake, unique on the broker.
+func (k *cluster) group(base string) string {
+	if k.real {
+		return kafkatest.Name(k.t, base)
+	}
+	return base
 }
 
 func testContext(t testing.TB) context.Context {
@@ -149,124 +187,137 @@ func produce(t *testing.T, p *relaykafka.Producer, evs []events.Recorded, batch 
 }
 
 func TestProducerAndSourceKeepPerStreamOrder(t *testing.T) {
-	const topic = relaykafka.DefaultInternalTopic
-	addrs := newCluster(t, topic, 3)
-	p := relaykafka.NewProducer(addrs, "")
-	defer p.Close()
-	evs := makeEvents("e2e", 300, 20, 1)
-	produce(t, p, evs, 64)
+	onEachCluster(t, func(t *testing.T, k *cluster) {
+		addrs := k.addrs
+		// The fake proves the default topic; the shared broker needs its own.
+		topic := k.topic(relaykafka.DefaultInternalTopic, 3)
+		if topic == relaykafka.DefaultInternalTopic {
+			topic = ""
+		}
+		p := relaykafka.NewProducer(addrs, topic)
+		defer p.Close()
+		evs := makeEvents("e2e", 300, 20, 1)
+		produce(t, p, evs, 64)
 
-	c := newCollector(len(evs))
-	consume(t, addrs, "", "dispatcher", c)
-	checkPerStreamOrder(t, c.events(), evs)
+		c := newCollector(len(evs))
+		consume(t, addrs, topic, k.group("dispatcher"), c)
+		checkPerStreamOrder(t, c.events(), evs)
+	})
 }
 
 func TestSourceResumesAtFirstUncommittedMessage(t *testing.T) {
-	const topic = "resume"
-	addrs := newCluster(t, topic, 3)
-	p := relaykafka.NewProducer(addrs, topic)
-	defer p.Close()
-	evs := makeEvents("res", 120, 9, 1)
-	produce(t, p, evs, 40)
+	onEachCluster(t, func(t *testing.T, k *cluster) {
+		addrs, topic, group := k.addrs, k.topic("resume", 3), k.group("G")
+		p := relaykafka.NewProducer(addrs, topic)
+		defer p.Close()
+		evs := makeEvents("res", 120, 9, 1)
+		produce(t, p, evs, 40)
 
-	// First run: the 61st event fails, which must stop Run uncommitted.
-	const n = 60
-	errBoom := errors.New("downstream unavailable")
-	var failed events.Recorded
-	first := newCollector(-1)
-	first.fail = func(handled int, ev events.Recorded) error {
-		if handled == n {
-			failed = ev
-			return errBoom
-		}
-		return nil
-	}
-	err := relaykafka.NewSource(addrs, topic, "G", quietLog()).Run(testContext(t), first.handle)
-	if !errors.Is(err, errBoom) {
-		t.Fatalf("Run returned %v, want the handler's error", err)
-	}
-	handled := first.events()
-	if len(handled) != n {
-		t.Fatalf("handled %d events before the failure, want %d", len(handled), n)
-	}
-
-	// Second run, same group: exactly the rest, starting in each stream
-	// right after the last committed revision, the failed event included.
-	second := newCollector(len(evs) - n)
-	consume(t, addrs, topic, "G", second)
-	resumed := second.events()
-	checkPerStreamOrder(t, append(handled, resumed...), evs)
-	next := map[string]uint64{}
-	for _, ev := range handled {
-		next[ev.Stream] = ev.Revision + 1
-	}
-	for _, ev := range resumed {
-		if want, ok := next[ev.Stream]; ok && ev.Revision != want {
-			t.Fatalf("stream %s resumed at revision %d, want %d", ev.Stream, ev.Revision, want)
-		}
-		next[ev.Stream] = ev.Revision + 1
-	}
-	for _, ev := range resumed {
-		if ev.Stream == failed.Stream {
-			if ev.ID != failed.ID {
-				t.Fatalf("stream %s resumed with %s, want the failed %s", ev.Stream, ev.ID, failed.ID)
+		// First run: the 61st event fails, which must stop Run uncommitted.
+		const n = 60
+		errBoom := errors.New("downstream unavailable")
+		var failed events.Recorded
+		first := newCollector(-1)
+		first.fail = func(handled int, ev events.Recorded) error {
+			if handled == n {
+				failed = ev
+				return errBoom
 			}
-			break
+			return nil
 		}
-	}
+		err := relaykafka.NewSource(addrs, topic, group, quietLog()).Run(testContext(t), first.handle)
+		if !errors.Is(err, errBoom) {
+			t.Fatalf("Run returned %v, want the handler's error", err)
+		}
+		handled := first.events()
+		if len(handled) != n {
+			t.Fatalf("handled %d events before the failure, want %d", len(handled), n)
+		}
+
+		// Second run, same group: exactly the rest, starting in each stream
+		// right after the last committed revision, the failed event included.
+		second := newCollector(len(evs) - n)
+		consume(t, addrs, topic, group, second)
+		resumed := second.events()
+		checkPerStreamOrder(t, append(handled, resumed...), evs)
+		next := map[string]uint64{}
+		for _, ev := range handled {
+			next[ev.Stream] = ev.Revision + 1
+		}
+		for _, ev := range resumed {
+			if want, ok := next[ev.Stream]; ok && ev.Revision != want {
+				t.Fatalf("stream %s resumed at revision %d, want %d", ev.Stream, ev.Revision, want)
+			}
+			next[ev.Stream] = ev.Revision + 1
+		}
+		for _, ev := range resumed {
+			if ev.Stream == failed.Stream {
+				if ev.ID != failed.ID {
+					t.Fatalf("stream %s resumed with %s, want the failed %s", ev.Stream, ev.ID, failed.ID)
+				}
+				break
+			}
+		}
+	})
 }
 
 func TestSourceCommitsAHandledMessageDuringShutdown(t *testing.T) {
-	const topic = "shutdown"
-	addrs := newCluster(t, topic, 3)
-	p := relaykafka.NewProducer(addrs, topic)
-	defer p.Close()
-	evs := makeEvents("stop", 30, 5, 1)
-	produce(t, p, evs, 30)
+	onEachCluster(t, func(t *testing.T, k *cluster) {
+		addrs, topic, group := k.addrs, k.topic("shutdown", 3), k.group("G")
+		p := relaykafka.NewProducer(addrs, topic)
+		defer p.Close()
+		evs := makeEvents("stop", 30, 5, 1)
+		produce(t, p, evs, 30)
 
-	// The first event is handled successfully while shutdown begins.
-	ctx, cancel := context.WithCancel(testContext(t))
-	var first events.Recorded
-	err := relaykafka.NewSource(addrs, topic, "G", quietLog()).Run(ctx, func(_ context.Context, ev events.Recorded) error {
-		first = ev
-		cancel()
-		return nil
-	})
-	if err != nil {
-		t.Fatalf("Run after cancel: %v", err)
-	}
-	rest := newCollector(len(evs) - 1)
-	consume(t, addrs, topic, "G", rest)
-	for _, ev := range rest.events() {
-		if ev.ID == first.ID {
-			t.Fatalf("%s was handled and yet delivered again", ev.ID)
+		// The first event is handled successfully while shutdown begins.
+		ctx, cancel := context.WithCancel(testContext(t))
+		var first events.Recorded
+		err := relaykafka.NewSource(addrs, topic, group, quietLog()).Run(ctx, func(_ context.Context, ev events.Recorded) error {
+			first = ev
+			cancel()
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("Run after cancel: %v", err)
 		}
-	}
+		rest := newCollector(len(evs) - 1)
+		consume(t, addrs, topic, group, rest)
+		for _, ev := range rest.events() {
+			if ev.ID == first.ID {
+				t.Fatalf("%s was handled and yet delivered again", ev.ID)
+			}
+		}
+	})
 }
 
 func TestEnsureTopicCreatesOnceAndIsIdempotent(t *testing.T) {
-	addrs := newCluster(t, "", 0)
-	ctx := testContext(t)
-	for range 2 {
-		if err := relaykafka.EnsureTopic(ctx, addrs, "fresh", 4); err != nil {
+	onEachCluster(t, func(t *testing.T, k *cluster) {
+		addrs, ctx := k.addrs, testContext(t)
+		fresh := "fresh"
+		if k.real {
+			fresh = kafkatest.Name(t, fresh)
+		}
+		for range 2 {
+			if err := relaykafka.EnsureTopic(ctx, addrs, fresh, 4); err != nil {
+				t.Fatal(err)
+			}
+		}
+		conn, err := kafka.DialContext(ctx, "tcp", addrs[0])
+		if err != nil {
 			t.Fatal(err)
 		}
-	}
-	conn, err := kafka.DialContext(ctx, "tcp", addrs[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	parts, err := conn.ReadPartitions("fresh")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(parts) != 4 {
-		t.Fatalf("topic has %d partitions, want 4", len(parts))
-	}
+		defer conn.Close()
+		parts, err := conn.ReadPartitions(fresh)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(parts) != 4 {
+			t.Fatalf("topic has %d partitions, want 4", len(parts))
+		}
 
-	// The producer works against the new topic straight away.
-	p := relaykafka.NewProducer(addrs, "fresh")
-	defer p.Close()
-	produce(t, p, makeEvents("fresh", 10, 3, 1), 10)
+		// The producer works against the new topic straight away.
+		p := relaykafka.NewProducer(addrs, fresh)
+		defer p.Close()
+		produce(t, p, makeEvents("fresh", 10, 3, 1), 10)
+	})
 }

@@ -152,9 +152,36 @@ func createTopic(ctx context.Context, d *kafka.Dialer, deadline time.Time, broke
 	if err := cc.SetDeadline(deadline); err != nil {
 		return err
 	}
-	return cc.CreateTopics(kafka.TopicConfig{
+	if err := cc.CreateTopics(kafka.TopicConfig{
 		Topic:             topic,
 		NumPartitions:     partitions,
 		ReplicationFactor: min(3, max(1, len(nodes))),
-	})
+	}); err != nil {
+		return err
+	}
+	return waitForTopic(ctx, conn, topic)
+}
+
+// waitForTopic polls broker's metadata until topic has partitions, each with
+// a leader: Apache Kafka answers CreateTopics before its brokers know the
+// topic, and a reader or writer started then fails.
+func waitForTopic(ctx context.Context, conn *kafka.Conn, topic string) error {
+	for {
+		parts, err := conn.ReadPartitions(topic)
+		if err != nil && !errors.Is(err, kafka.UnknownTopicOrPartition) && !errors.Is(err, kafka.LeaderNotAvailable) {
+			return fmt.Errorf("read partitions of %s: %w", topic, err)
+		}
+		ready := err == nil && len(parts) > 0
+		for _, p := range parts {
+			ready = ready && p.Leader.Host != ""
+		}
+		if ready {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("topic %s created but not ready: %w", topic, ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }

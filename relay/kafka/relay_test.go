@@ -86,51 +86,53 @@ func topicSize(t *testing.T, addr, topic string, partitions int) int64 {
 }
 
 func TestRelayRunToKafkaAtLeastOnceAndResumes(t *testing.T) {
-	const topic, batch = "platform.events", 50
-	addrs := newCluster(t, topic, 3)
-	store := memory.New()
-	defer store.Close()
-	cp := relay.NewFileCheckpoints(t.TempDir())
-	opts := relay.Options{BatchSize: batch, MinBackoff: time.Millisecond, MaxBackoff: 10 * time.Millisecond}
+	onEachCluster(t, func(t *testing.T, k *cluster) {
+		const batch = 50
+		addrs, topic, group := k.addrs, k.topic("platform.events", 3), k.group("analytics")
+		store := memory.New()
+		defer store.Close()
+		cp := relay.NewFileCheckpoints(t.TempDir())
+		opts := relay.Options{BatchSize: batch, MinBackoff: time.Millisecond, MaxBackoff: 10 * time.Millisecond}
 
-	before := makeEvents("before", 200, 10, 1)
-	appendToStore(t, store, before)
-	kp := relaykafka.NewProducer(addrs, topic)
-	defer kp.Close()
-	flaky := &flakyProducer{Producer: kp, cp: cp, failures: 2}
-	var relayed sync.Map
-	opts.OnRelayed = func(n int, last events.Recorded) { relayed.Store(last.Position, n) }
-	stop := runRelay(t, store, flaky, cp, opts)
+		before := makeEvents("before", 200, 10, 1)
+		appendToStore(t, store, before)
+		kp := relaykafka.NewProducer(addrs, topic)
+		defer kp.Close()
+		flaky := &flakyProducer{Producer: kp, cp: cp, failures: 2}
+		var relayed sync.Map
+		opts.OnRelayed = func(n int, last events.Recorded) { relayed.Store(last.Position, n) }
+		stop := runRelay(t, store, flaky, cp, opts)
 
-	c := newCollector(len(before))
-	consume(t, addrs, topic, "analytics", c)
-	checkPerStreamOrder(t, c.events(), before)
-	waitForCheckpoint(t, cp, events.Position{Commit: 200, Prepare: 200})
-	stop()
-	for _, pos := range flaky.atFail {
-		if !pos.IsZero() {
-			t.Fatalf("checkpoint was %s while the first batch was still unacknowledged", pos)
+		c := newCollector(len(before))
+		consume(t, addrs, topic, group, c)
+		checkPerStreamOrder(t, c.events(), before)
+		waitForCheckpoint(t, cp, events.Position{Commit: 200, Prepare: 200})
+		stop()
+		for _, pos := range flaky.atFail {
+			if !pos.IsZero() {
+				t.Fatalf("checkpoint was %s while the first batch was still unacknowledged", pos)
+			}
 		}
-	}
-	if len(flaky.atFail) != 2 {
-		t.Fatalf("%d refused calls, want 2", len(flaky.atFail))
-	}
-	if size := topicSize(t, addrs[0], topic, 3); size != 200 {
-		t.Fatalf("topic holds %d messages after a clean run, want 200", size)
-	}
+		if len(flaky.atFail) != 2 {
+			t.Fatalf("%d refused calls, want 2", len(flaky.atFail))
+		}
+		if size := topicSize(t, addrs[0], topic, 3); size != 200 {
+			t.Fatalf("topic holds %d messages after a clean run, want 200", size)
+		}
 
-	// Restart from the file checkpoint: only the new events are sent.
-	after := makeEvents("after", 40, 5, 201)
-	appendToStore(t, store, after)
-	stop = runRelay(t, store, relaykafka.NewProducer(addrs, topic), cp, relay.Options{BatchSize: batch})
-	c = newCollector(len(after))
-	consume(t, addrs, topic, "analytics", c)
-	waitForCheckpoint(t, cp, events.Position{Commit: 240, Prepare: 240})
-	stop()
-	checkPerStreamOrder(t, c.events(), after)
-	if size := topicSize(t, addrs[0], topic, 3); size < 240 || size > 240+batch {
-		t.Fatalf("topic holds %d messages, want 240 plus at most one re-sent batch", size)
-	}
+		// Restart from the file checkpoint: only the new events are sent.
+		after := makeEvents("after", 40, 5, 201)
+		appendToStore(t, store, after)
+		stop = runRelay(t, store, relaykafka.NewProducer(addrs, topic), cp, relay.Options{BatchSize: batch})
+		c = newCollector(len(after))
+		consume(t, addrs, topic, group, c)
+		waitForCheckpoint(t, cp, events.Position{Commit: 240, Prepare: 240})
+		stop()
+		checkPerStreamOrder(t, c.events(), after)
+		if size := topicSize(t, addrs[0], topic, 3); size < 240 || size > 240+batch {
+			t.Fatalf("topic holds %d messages, want 240 plus at most one re-sent batch", size)
+		}
+	})
 }
 
 func waitForCheckpoint(t *testing.T, cp relay.Checkpoints, want events.Position) {
