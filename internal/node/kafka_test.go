@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/healthtech/partner-open-platform/events/catalog"
+	"github.com/healthtech/partner-open-platform/internal/kafkatest"
 	"github.com/healthtech/partner-open-platform/internal/node"
 	"github.com/healthtech/partner-open-platform/relay/feed"
 )
@@ -34,10 +35,28 @@ func kafkaCluster(t testing.TB) []string {
 // it there, and a partner receives its webhooks exactly as in embedded mode;
 // the analytics topic carries the user's business events, pseudonymised.
 func TestProductionBusThroughKafka(t *testing.T) {
-	brokers := kafkaCluster(t)
+	for _, tc := range []struct {
+		name string
+		real bool // the broker scripts/test.sh starts, else kfake
+	}{{"kfake", false}, {"broker", true}} {
+		t.Run(tc.name, func(t *testing.T) { productionBusThroughKafka(t, tc.real) })
+	}
+}
+
+func productionBusThroughKafka(t *testing.T, real bool) {
+	t.Parallel()
+	brokers, name := []string(nil), func(base string) string { return base }
+	if real {
+		// The shared broker: topics and test groups of this run only. The
+		// node creates the topics itself, as in production.
+		brokers, name = kafkatest.Brokers(t), func(base string) string { return kafkatest.Name(t, base) }
+	} else {
+		brokers = kafkaCluster(t)
+	}
+	internalTopic, analyticsTopic := name("internal.events"), name("analytics.events")
 	feedKey := strings.Repeat("ab", 32)
 	p := start(t, node.Config{DataDir: t.TempDir(), WebhookAllowLoopback: true, KafkaBrokers: brokers,
-		KafkaTopic: "analytics.events", KafkaInternalTopic: "internal.events", FeedPseudonymKey: feedKey})
+		KafkaTopic: analyticsTopic, KafkaInternalTopic: internalTopic, FeedPseudonymKey: feedKey})
 	if p.node.Adapters["bus"] == "event store subscription" {
 		t.Fatal("the bus is not Kafka")
 	}
@@ -62,7 +81,7 @@ func TestProductionBusThroughKafka(t *testing.T) {
 	defer cancel()
 	// The internal topic: every event of the user's stream, in order, as logged.
 	stream := fmt.Sprintf("user-%d", reg.OpenUserID)
-	internal := kafkago.NewReader(kafkago.ReaderConfig{Brokers: brokers, Topic: "internal.events", GroupID: "internal-test", StartOffset: kafkago.FirstOffset, MaxWait: 100 * time.Millisecond})
+	internal := kafkago.NewReader(kafkago.ReaderConfig{Brokers: brokers, Topic: internalTopic, GroupID: name("internal-test"), StartOffset: kafkago.FirstOffset, MaxWait: 100 * time.Millisecond})
 	defer internal.Close()
 	var revisions []int
 	for len(revisions) < 7 { // registered, group, 2 members, 3 profile updates
@@ -95,7 +114,7 @@ func TestProductionBusThroughKafka(t *testing.T) {
 		t.Fatal(err)
 	}
 	pseudonymous := "user-" + tr.Pseudonym(feed.NSUser, fmt.Sprint(reg.OpenUserID))
-	analytics := kafkago.NewReader(kafkago.ReaderConfig{Brokers: brokers, Topic: "analytics.events", GroupID: "analytics-test", StartOffset: kafkago.FirstOffset, MaxWait: 100 * time.Millisecond})
+	analytics := kafkago.NewReader(kafkago.ReaderConfig{Brokers: brokers, Topic: analyticsTopic, GroupID: name("analytics-test"), StartOffset: kafkago.FirstOffset, MaxWait: 100 * time.Millisecond})
 	defer analytics.Close()
 	var types []string
 	for len(types) < 7 {
