@@ -17,7 +17,7 @@ import (
 )
 
 // open gives t a store on a fresh database of the test server.
-func open(t *testing.T) *Store {
+func open(t testing.TB) *Store {
 	t.Helper()
 	s, err := Open(context.Background(), pgtest.New(t))
 	if err != nil {
