@@ -83,6 +83,12 @@ type Store struct {
 	listening  sync.WaitGroup
 	closeOnce  sync.Once
 
+	// Group commit: appends queue for one committer goroutine, which writes
+	// everything queued while the previous commit ran in one transaction.
+	enqueue   sync.RWMutex // held shared while queuing, exclusively by Close
+	queue     chan *pending
+	committer sync.WaitGroup
+
 	// beforeCommit, when set (tests only), runs inside an append's
 	// transaction after its events are written and before COMMIT.
 	beforeCommit func(last events.Position)
@@ -106,55 +112,146 @@ func Open(ctx context.Context, url string) (*Store, error) {
 		return nil, err
 	}
 	lctx, stop := context.WithCancel(context.Background())
-	s := &Store{pool: pool, notify: feed.NewNotifier(), stopListen: stop}
+	s := &Store{pool: pool, notify: feed.NewNotifier(), stopListen: stop, queue: make(chan *pending, maxGroup)}
 	s.listening.Add(1)
 	go s.listen(lctx)
+	s.committer.Add(1)
+	go s.commitLoop()
 	return s, nil
 }
 
-// Append implements events.Store. It holds the append lock from before it
-// reads the stream until its commit, so its checks cannot race another
-// append and its positions follow every committed one.
+// Append implements events.Store. Appends queue for one committer, which
+// writes everything queued meanwhile in one transaction holding the append
+// lock from before it reads the streams until its commit: the checks cannot
+// race another append (in this process or another), the positions follow
+// every committed one, and concurrent appends share one commit's WAL flush.
 func (s *Store) Append(ctx context.Context, stream string, expected events.ExpectedRevision, evs ...events.Proposed) (events.AppendResult, error) {
 	if err := s.usable(ctx); err != nil {
 		return events.AppendResult{}, err
 	}
-	var (
-		res   events.AppendResult
-		wrote bool
-	)
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		ids := make([]string, len(evs))
-		for i, ev := range evs {
-			ids[i] = ev.ID
-		}
-		b := &pgx.Batch{}
-		b.Queue(`SELECT pg_advisory_xact_lock($1)`, appendLock)
-		b.Queue(`SELECT coalesce(max(revision) + 1, 0) FROM es_events WHERE stream = $1`, stream)
-		b.Queue(`SELECT id, stream, revision, position FROM es_events WHERE id = ANY($1)`, ids)
-		b.Queue(`SELECT coalesce(max(position), 0) FROM es_events`)
-		br := tx.SendBatch(ctx, b)
-		var count, head int64
-		found := map[string]rules.Located{}
-		_, err := br.Exec()
-		if err == nil {
-			err = br.QueryRow().Scan(&count)
-		}
-		if err == nil {
-			var rows pgx.Rows
-			if rows, err = br.Query(); err == nil {
-				var (
-					id, st   string
-					rev, pos int64
-				)
-				_, err = pgx.ForEachRow(rows, []any{&id, &st, &rev, &pos}, func() error {
-					found[id] = rules.Located{Stream: st, Revision: uint64(rev), Position: position(pos)}
-					return nil
-				})
+	p := &pending{ctx: ctx, stream: stream, expected: expected, evs: evs, done: make(chan struct{})}
+	s.enqueue.RLock()
+	if s.closed.Load() {
+		s.enqueue.RUnlock()
+		return events.AppendResult{}, events.ErrClosed
+	}
+	select {
+	case s.queue <- p:
+		s.enqueue.RUnlock()
+	case <-ctx.Done():
+		s.enqueue.RUnlock()
+		return events.AppendResult{}, ctx.Err()
+	}
+	// Once queued, wait for the outcome even if ctx ends: the committer
+	// skips appends whose context ended before it reached them, and a
+	// written one must be reported as written.
+	<-p.done
+	if p.err != nil {
+		return events.AppendResult{}, s.wrap("append to "+stream, p.err)
+	}
+	return p.res, nil
+}
+
+// pending is one queued append and, once done is closed, its outcome.
+type pending struct {
+	ctx      context.Context
+	stream   string
+	expected events.ExpectedRevision
+	evs      []events.Proposed
+	res      events.AppendResult
+	err      error
+	done     chan struct{}
+}
+
+// maxGroup bounds how many appends share one transaction.
+const maxGroup = 256
+
+// commitTimeout bounds one group's transaction.
+const commitTimeout = 30 * time.Second
+
+func (s *Store) commitLoop() {
+	defer s.committer.Done()
+	group := make([]*pending, 0, maxGroup)
+	for first := range s.queue {
+		group = append(group[:0], first)
+	collect:
+		for len(group) < maxGroup {
+			select {
+			case p, ok := <-s.queue:
+				if !ok {
+					break collect
+				}
+				group = append(group, p)
+			default:
+				break collect
 			}
 		}
+		wrote, err := s.commit(group)
+		if err != nil && len(group) > 1 {
+			// One bad append (say a NUL byte in a name) must not fail the
+			// others: the group rolled back, so commit each on its own.
+			wrote = false
+			for _, p := range group {
+				w, _ := s.commit([]*pending{p})
+				wrote = wrote || w
+			}
+		}
+		if wrote {
+			s.notify.Notify()
+		}
+		for _, p := range group {
+			close(p.done)
+		}
+	}
+}
+
+// commit decides and writes a group in one transaction, in queue order: each
+// append sees the writes of those before it, exactly as if run one by one.
+// On error nothing is written and every append of the group carries it.
+func (s *Store) commit(group []*pending) (wrote bool, err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
+	defer cancel()
+	var last events.Position
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		// One round trip: the lock, the head, and every stream's count and
+		// every event ID's place as the committed log has them.
+		b := &pgx.Batch{}
+		b.Queue(`SELECT pg_advisory_xact_lock($1)`, appendLock)
+		b.Queue(`SELECT coalesce(max(position), 0) FROM es_events`)
+		for _, p := range group {
+			ids := make([]string, len(p.evs))
+			for i, ev := range p.evs {
+				ids[i] = ev.ID
+			}
+			b.Queue(`SELECT coalesce(max(revision) + 1, 0) FROM es_events WHERE stream = $1`, p.stream)
+			b.Queue(`SELECT id, stream, revision, position FROM es_events WHERE id = ANY($1)`, ids)
+		}
+		var (
+			head   int64
+			counts = make([]int64, len(group))
+			found  = map[string]rules.Located{}
+		)
+		br := tx.SendBatch(ctx, b)
+		_, err := br.Exec()
 		if err == nil {
 			err = br.QueryRow().Scan(&head)
+		}
+		for i := 0; i < len(group) && err == nil; i++ {
+			if err = br.QueryRow().Scan(&counts[i]); err != nil {
+				break
+			}
+			var rows pgx.Rows
+			if rows, err = br.Query(); err != nil {
+				break
+			}
+			var (
+				id, st   string
+				rev, pos int64
+			)
+			_, err = pgx.ForEachRow(rows, []any{&id, &st, &rev, &pos}, func() error {
+				found[id] = rules.Located{Stream: st, Revision: uint64(rev), Position: position(pos)}
+				return nil
+			})
 		}
 		if cerr := br.Close(); err == nil {
 			err = cerr
@@ -162,56 +259,80 @@ func (s *Store) Append(ctx context.Context, stream string, expected events.Expec
 		if err != nil {
 			return err
 		}
-		r, replayed, err := rules.Check(stream, expected, uint64(count), evs, func(id string) (rules.Located, bool, error) {
+
+		// Decide in queue order on the committed state plus this group's
+		// own writes so far.
+		streamCount := map[string]uint64{}
+		lookup := func(id string) (rules.Located, bool, error) {
 			loc, ok := found[id]
 			return loc, ok, nil
-		})
-		if err != nil || replayed {
-			res = r
-			return err
 		}
-
-		n := len(evs)
-		types := make([]string, n)
-		data := make([][]byte, n)
-		meta := make([][]byte, n)
-		for i, ev := range evs {
-			types[i], data[i], meta[i] = ev.Type, ev.Data, ev.Meta
-			if data[i] == nil {
-				data[i] = []byte{}
+		var rows struct {
+			pos, rev        []int64
+			stream, id, typ []string
+			data, meta      [][]byte
+		}
+		next := head
+		for i, p := range group {
+			p.res, p.err = events.AppendResult{}, nil
+			if err := p.ctx.Err(); err != nil {
+				p.err = err
+				continue
 			}
+			count, ok := streamCount[p.stream]
+			if !ok {
+				count = uint64(counts[i])
+			}
+			r, replayed, err := rules.Check(p.stream, p.expected, count, p.evs, lookup)
+			if err != nil || replayed {
+				p.res, p.err = r, err
+				continue
+			}
+			for j, ev := range p.evs {
+				next++
+				rev := count + uint64(j)
+				data := ev.Data
+				if data == nil {
+					data = []byte{}
+				}
+				rows.pos, rows.rev = append(rows.pos, next), append(rows.rev, int64(rev))
+				rows.stream, rows.id, rows.typ = append(rows.stream, p.stream), append(rows.id, ev.ID), append(rows.typ, ev.Type)
+				rows.data, rows.meta = append(rows.data, data), append(rows.meta, ev.Meta)
+				found[ev.ID] = rules.Located{Stream: p.stream, Revision: rev, Position: position(next)}
+				p.res = events.AppendResult{Revision: rev, Position: position(next)}
+			}
+			streamCount[p.stream] = count + uint64(len(p.evs))
 		}
-		_, err = tx.Exec(ctx, `INSERT INTO es_events (position, stream, revision, id, type, data, meta)
-SELECT $1::bigint + o, $2, $3::bigint + o, e.id, e.type, e.data, e.meta
-FROM unnest($4::text[], $5::text[], $6::bytea[], $7::bytea[]) WITH ORDINALITY AS e(id, type, data, meta, o)`,
-			head, stream, count-1, ids, types, data, meta)
-		if err != nil {
+		if len(rows.pos) == 0 {
+			return nil // only retries and conflicts: nothing to commit
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO es_events (position, stream, revision, id, type, data, meta)
+SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::bytea[], $7::bytea[])`,
+			rows.pos, rows.stream, rows.rev, rows.id, rows.typ, rows.data, rows.meta); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, `SELECT pg_notify($1, '')`, channel); err != nil {
 			return err
 		}
-		last := head + int64(n)
-		res = events.AppendResult{Revision: uint64(count) + uint64(n) - 1, Position: position(last)}
-		wrote = true
+		wrote, last = true, position(next)
 		if s.beforeCommit != nil {
-			s.beforeCommit(res.Position)
+			s.beforeCommit(last)
 		}
 		return nil
 	})
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) && pe.Code == "23505" {
-		// A unique (stream, revision) or id violation: another writer
-		// ignored the append lock. Still a conflict, of unknown size.
-		return events.AppendResult{}, &events.ConflictError{Stream: stream, Expected: expected, Actual: -1}
-	}
 	if err != nil {
-		return events.AppendResult{}, s.wrap("append to "+stream, err)
+		var pe *pgconn.PgError
+		for _, p := range group {
+			p.res, p.err = events.AppendResult{}, err
+			if errors.As(err, &pe) && pe.Code == "23505" {
+				// A unique (stream, revision) or id violation: some writer
+				// ignored the append lock. Still a conflict, of unknown size.
+				p.err = &events.ConflictError{Stream: p.stream, Expected: p.expected, Actual: -1}
+			}
+		}
+		return false, err
 	}
-	if wrote {
-		s.notify.Notify()
-	}
-	return res, nil
+	return wrote, nil
 }
 
 // ReadStream implements events.Store.
@@ -287,7 +408,11 @@ func (s *Store) SubscribeAll(ctx context.Context, after events.Position) (events
 // Close implements events.Store; subscriptions end with events.ErrClosed.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
+		s.enqueue.Lock()
 		s.closed.Store(true)
+		close(s.queue) // the committer finishes what is queued, then stops
+		s.enqueue.Unlock()
+		s.committer.Wait()
 		s.stopListen()
 		s.listening.Wait()
 		s.notify.Close()

@@ -19,7 +19,14 @@ import (
 // open gives t a store on a fresh database of the test server.
 func open(t testing.TB) *Store {
 	t.Helper()
-	s, err := Open(context.Background(), pgtest.New(t))
+	return openURL(t, pgtest.New(t))
+}
+
+// openURL opens a store on the database at url: two stores on one database
+// are two nodes sharing the log.
+func openURL(t testing.TB, url string) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), url)
 	if err != nil {
 		t.Fatalf("open: %v", err)
 	}
@@ -31,15 +38,17 @@ func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) events.Store { return open(t) })
 }
 
-// TestLateCommitIsNeverSkipped holds one append's transaction open after it
-// wrote its event and before COMMIT, and starts a second append meanwhile.
-// With a bigserial the second would take the next number, commit first, and
-// a subscriber would move past the first for good (TestNaiveSerialSkips
-// shows exactly that on the same server). Here the second append waits for
-// the append lock, the subscriber sees nothing while the first is open, and
-// then sees both, in order, with no gap.
+// TestLateCommitIsNeverSkipped holds one node's append transaction open
+// after it wrote its event and before COMMIT, and has a second node on the
+// same database append meanwhile. With a bigserial the second would take the
+// next number, commit first, and a subscriber would move past the first for
+// good (TestNaiveSerialSkips shows exactly that on the same server). Here
+// the second append waits for the append lock, a subscriber on the second
+// node sees nothing while the first is open, and then sees both, in order,
+// with no gap.
 func TestLateCommitIsNeverSkipped(t *testing.T) {
-	s := open(t)
+	db := pgtest.New(t)
+	s, other := openURL(t, db), openURL(t, db)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
@@ -50,7 +59,7 @@ func TestLateCommitIsNeverSkipped(t *testing.T) {
 			<-release
 		}
 	}
-	sub, err := s.SubscribeAll(ctx, events.Position{})
+	sub, err := other.SubscribeAll(ctx, events.Position{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +77,7 @@ func TestLateCommitIsNeverSkipped(t *testing.T) {
 	}()
 	pos := <-held // the first append wrote position 1 and has not committed
 	go func() {
-		r, err := s.Append(ctx, "early", events.NoStream(), second)
+		r, err := other.Append(ctx, "early", events.NoStream(), second)
 		earlyDone <- result{r, err}
 	}()
 
@@ -143,11 +152,13 @@ func TestNaiveSerialSkips(t *testing.T) {
 	}
 }
 
-// TestConcurrentAppendsGapless has writers append while a subscriber reads:
-// the subscriber must see positions 1, 2, 3, ... with no gap and end with
-// every event, which is what a skipped late commit would break.
+// TestConcurrentAppendsGapless has writers on two nodes append while a
+// subscriber reads: it must see positions 1, 2, 3, ... with no gap and end
+// with every event, which is what a skipped late commit would break.
 func TestConcurrentAppendsGapless(t *testing.T) {
-	s := open(t)
+	db := pgtest.New(t)
+	nodes := []*Store{openURL(t, db), openURL(t, db)}
+	s := nodes[0]
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	const writers, each = 8, 25
@@ -163,8 +174,9 @@ func TestConcurrentAppendsGapless(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for range each {
-				if _, err := s.Append(ctx, fmt.Sprintf("w-%d", w), events.Any(), proposed("gapless")); err != nil {
+				if _, err := nodes[w%2].Append(ctx, fmt.Sprintf("w-%d", w), events.Any(), proposed("gapless")); err != nil {
 					errs <- err
+					cancel() // fail fast: the subscriber would wait for it
 					return
 				}
 			}
@@ -173,6 +185,11 @@ func TestConcurrentAppendsGapless(t *testing.T) {
 	for want := uint64(1); want <= writers*each; want++ {
 		ev, err := sub.Next(ctx)
 		if err != nil {
+			select {
+			case werr := <-errs:
+				t.Fatalf("writer: %v", werr)
+			default:
+			}
 			t.Fatalf("subscriber after %d events: %v", want-1, err)
 		}
 		if ev.Position.Commit != want {
