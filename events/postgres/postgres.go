@@ -31,8 +31,10 @@
 // cluster-wide) stalls every subscriber. Why not (b): it needs a sequencer
 // process and adds its polling delay to every read-your-writes wait. The cost
 // of (c) is that appends from all processes are serialised through one lock
-// held across the commit's WAL flush; the README gives the measured rate
-// beside pgbench's on the same server.
+// held across the commit's WAL flush. Within a process a committer goroutine
+// writes every append queued meanwhile in one transaction (group commit), so
+// concurrent appends share the lock, the round trips and the flush; the
+// README gives the measured rate beside pgbench's on the same server.
 //
 // The position is a stored column, never derived from ctid or an xid, so it
 // survives VACUUM FULL and dump/restore. LISTEN/NOTIFY only wakes readers;
