@@ -95,7 +95,12 @@ func loadConfig(args []string, getenv func(string) string, usageOut io.Writer) (
 				c.ESDBURL = s
 				return nil
 			},
-			show: func() string { return orText(redactURL(c.ESDBURL), "embedded log") }},
+			show: func() string {
+				if c.EventStoreURL != "" {
+					return orText(redactURL(c.ESDBURL), "unset")
+				}
+				return orText(redactURL(c.ESDBURL), "embedded log")
+			}},
 		{env: "PLATFORM_EVENTSTORE_URL", flag: "eventstore-url", usage: "shared event store: EventStoreDB or Postgres; empty = embedded log (or PLATFORM_ESDB_URL)",
 			accepts: "an EventStoreDB connection string such as esdb://127.0.0.1:2113?tls=false (or esdb+discover://...), a PostgreSQL URL such as postgres://user:password@host:5432/db?sslmode=disable, or empty for the embedded log",
 			parse: func(s string) error {
@@ -119,7 +124,12 @@ func loadConfig(args []string, getenv func(string) string, usageOut io.Writer) (
 				c.EventStoreURL = s
 				return nil
 			},
-			show: func() string { return orText(redactURL(c.EventStoreURL), "unset") }},
+			show: func() string {
+				if c.ESDBURL != "" {
+					return orText(redactURL(c.EventStoreURL), "unset: PLATFORM_ESDB_URL")
+				}
+				return orText(redactURL(c.EventStoreURL), "embedded log")
+			}},
 		{env: "PLATFORM_POSTGRES_URL", flag: "postgres-url", usage: "Postgres URL for read models; empty = in memory",
 			accepts: "a PostgreSQL URL such as postgres://user:password@host:5432/db?sslmode=disable or a key=value connection string, or empty for in-memory read models",
 			parse: func(s string) error {

@@ -186,8 +186,16 @@ func TestEventStoreURL(t *testing.T) {
 		// A flag clearing one of the two resolves the clash.
 		{map[string]string{"PLATFORM_EVENTSTORE_URL": pg, "PLATFORM_ESDB_URL": es}, []string{"-esdb-url="}, pg},
 	} {
-		if got := mustLoad(t, tc.env, tc.args...).eventStoreURL(); got != tc.want {
+		c := mustLoad(t, tc.env, tc.args...)
+		if got := c.eventStoreURL(); got != tc.want {
 			t.Errorf("env %v args %v: event store %q, want %q", tc.env, tc.args, got, tc.want)
+		}
+		// The start-up line names the store the node opens, password redacted.
+		var buf bytes.Buffer
+		c.log(slog.New(slog.NewTextHandler(&buf, nil)))
+		if line := buf.String(); strings.Contains(line, ":pw@") || (tc.want == "" && !strings.Contains(line, "embedded log")) ||
+			(tc.want == pg && !strings.Contains(line, "db:5432/events")) {
+			t.Errorf("env %v args %v: start-up line %s", tc.env, tc.args, line)
 		}
 	}
 	for _, tc := range []struct {
