@@ -206,3 +206,43 @@ func TestConcurrentAppendsGapless(t *testing.T) {
 func proposed(typ string) events.Proposed {
 	return events.Proposed{ID: uuid.NewString(), Type: typ, Data: []byte(`{}`)}
 }
+
+// TestNotifyWakesOtherNode: an append on one node wakes a subscriber
+// waiting on another through LISTEN/NOTIFY, well before the poll would.
+func TestNotifyWakesOtherNode(t *testing.T) {
+	db := pgtest.New(t)
+	writer, reader := openURL(t, db), openURL(t, db)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	sub, err := reader.SubscribeAll(ctx, events.Position{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	for i := range 3 {
+		type next struct {
+			ev  events.Recorded
+			err error
+		}
+		got := make(chan next, 1)
+		go func() {
+			nctx, ncancel := context.WithTimeout(ctx, 5*time.Second)
+			defer ncancel()
+			ev, err := sub.Next(nctx)
+			got <- next{ev, err}
+		}()
+		time.Sleep(200 * time.Millisecond) // Next has read nothing and waits
+		ev := proposed("wake")
+		if _, err := writer.Append(ctx, "wake", events.Any(), ev); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case n := <-got:
+			if n.err != nil || n.ev.ID != ev.ID {
+				t.Fatalf("append %d: subscriber on the other node got %q, %v", i, n.ev.ID, n.err)
+			}
+		case <-time.After(pollEvery / 2):
+			t.Fatalf("append %d: subscriber on the other node not woken within %s: NOTIFY did not reach it", i, pollEvery/2)
+		}
+	}
+}
