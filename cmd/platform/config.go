@@ -26,6 +26,7 @@ type config struct {
 	Addr                 string
 	DataDir              string
 	ESDBURL              string
+	EventStoreURL        string
 	PostgresURL          string
 	Timezone             string
 	KafkaBrokers         []string
@@ -94,7 +95,41 @@ func loadConfig(args []string, getenv func(string) string, usageOut io.Writer) (
 				c.ESDBURL = s
 				return nil
 			},
-			show: func() string { return orText(redactURL(c.ESDBURL), "embedded log") }},
+			show: func() string {
+				if c.EventStoreURL != "" {
+					return orText(redactURL(c.ESDBURL), "unset")
+				}
+				return orText(redactURL(c.ESDBURL), "embedded log")
+			}},
+		{env: "PLATFORM_EVENTSTORE_URL", flag: "eventstore-url", usage: "shared event store: EventStoreDB or Postgres; empty = embedded log (or PLATFORM_ESDB_URL)",
+			accepts: "an EventStoreDB connection string such as esdb://127.0.0.1:2113?tls=false (or esdb+discover://...), a PostgreSQL URL such as postgres://user:password@host:5432/db?sslmode=disable, or empty for the embedded log",
+			parse: func(s string) error {
+				c.EventStoreURL = ""
+				if s == "" {
+					return nil
+				}
+				scheme, _, _ := strings.Cut(s, "://")
+				switch strings.ToLower(scheme) {
+				case "esdb", "esdb+discover":
+					if _, err := esdb.ParseConnectionString(s); err != nil {
+						return errors.New(scrubURL(err.Error(), s))
+					}
+				case "postgres", "postgresql":
+					if _, err := pgxpool.ParseConfig(s); err != nil {
+						return errors.New(scrubURL(err.Error(), s))
+					}
+				default:
+					return errors.New("neither an esdb:// nor a postgres:// URL")
+				}
+				c.EventStoreURL = s
+				return nil
+			},
+			show: func() string {
+				if c.ESDBURL != "" {
+					return orText(redactURL(c.EventStoreURL), "unset: PLATFORM_ESDB_URL")
+				}
+				return orText(redactURL(c.EventStoreURL), "embedded log")
+			}},
 		{env: "PLATFORM_POSTGRES_URL", flag: "postgres-url", usage: "Postgres URL for read models; empty = in memory",
 			accepts: "a PostgreSQL URL such as postgres://user:password@host:5432/db?sslmode=disable or a key=value connection string, or empty for in-memory read models",
 			parse: func(s string) error {
@@ -279,7 +314,21 @@ func loadConfig(args []string, getenv func(string) string, usageOut io.Writer) (
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected argument %q: the platform takes only flags (see -help)", fs.Arg(0))
 	}
+	if c.EventStoreURL != "" && c.ESDBURL != "" {
+		return nil, errors.New("PLATFORM_EVENTSTORE_URL (-eventstore-url) and PLATFORM_ESDB_URL (-esdb-url) are both set: " +
+			"set only PLATFORM_EVENTSTORE_URL (PLATFORM_ESDB_URL is its older, EventStoreDB-only name)")
+	}
 	return c, nil
+}
+
+// eventStoreURL is the shared event store the node opens: the URL of
+// PLATFORM_EVENTSTORE_URL, else of PLATFORM_ESDB_URL (both set is refused
+// by loadConfig), else empty for the embedded log.
+func (c *config) eventStoreURL() string {
+	if c.EventStoreURL != "" {
+		return c.EventStoreURL
+	}
+	return c.ESDBURL
 }
 
 // flagValue feeds a flag through its setting's parser, so that a flag is

@@ -61,6 +61,7 @@ func TestInvalidValuesStopStartUp(t *testing.T) {
 		"PLATFORM_ADDR":                   {"8080", "localhost", "127.0.0.1:http", "127.0.0.1:70000", "a b:80"},
 		"PLATFORM_ESDB_URL":               {"http://127.0.0.1:2113", "esdb://", "esdb://h:port"},
 		"PLATFORM_POSTGRES_URL":           {"postgres://h:notaport/db", "postgres://h/db?sslmode=sometimes", "mysql://h/db"},
+		"PLATFORM_EVENTSTORE_URL":         {"http://127.0.0.1:2113", "esdb://h:port", "postgres://h:notaport/db", "mysql://h/db", "host=db dbname=x"},
 		"PLATFORM_TIMEZONE":               {"Mars/Olympus", "+08:00"},
 		"PLATFORM_KAFKA_BROKERS":          {"kafka", "kafka:9092,", "a:1,,b:2", "kafka:x", ":9092"},
 		"PLATFORM_KAFKA_TOPIC":            {"events topic", "a/b", "..", strings.Repeat("t", 250)},
@@ -165,6 +166,50 @@ func TestFlagsBeatVariablesAndEmptyFlagMeansDefault(t *testing.T) {
 	var usage bytes.Buffer
 	if _, err := loadConfig([]string{"-help"}, envOf(nil), &usage); !errors.Is(err, errHelp) || !strings.Contains(usage.String(), "PLATFORM_RATE_LIMIT") {
 		t.Errorf("-help: %v, usage %q", err, usage.String())
+	}
+}
+
+// TestEventStoreURL: PLATFORM_EVENTSTORE_URL picks EventStoreDB or Postgres,
+// PLATFORM_ESDB_URL keeps working alone, and both set stop the start.
+func TestEventStoreURL(t *testing.T) {
+	const es, pg = "esdb://h:2113?tls=false", "postgres://u:pw@db:5432/events?sslmode=disable"
+	for _, tc := range []struct {
+		env  map[string]string
+		args []string
+		want string
+	}{
+		{nil, nil, ""},
+		{map[string]string{"PLATFORM_EVENTSTORE_URL": pg}, nil, pg},
+		{map[string]string{"PLATFORM_EVENTSTORE_URL": es}, nil, es},
+		{map[string]string{"PLATFORM_ESDB_URL": es}, nil, es},
+		{nil, []string{"-eventstore-url=" + pg}, pg},
+		// A flag clearing one of the two resolves the clash.
+		{map[string]string{"PLATFORM_EVENTSTORE_URL": pg, "PLATFORM_ESDB_URL": es}, []string{"-esdb-url="}, pg},
+	} {
+		c := mustLoad(t, tc.env, tc.args...)
+		if got := c.eventStoreURL(); got != tc.want {
+			t.Errorf("env %v args %v: event store %q, want %q", tc.env, tc.args, got, tc.want)
+		}
+		// The start-up line names the store the node opens, password redacted.
+		var buf bytes.Buffer
+		c.log(slog.New(slog.NewTextHandler(&buf, nil)))
+		if line := buf.String(); strings.Contains(line, ":pw@") || (tc.want == "" && !strings.Contains(line, "embedded log")) ||
+			(tc.want == pg && !strings.Contains(line, "db:5432/events")) {
+			t.Errorf("env %v args %v: start-up line %s", tc.env, tc.args, line)
+		}
+	}
+	for _, tc := range []struct {
+		env  map[string]string
+		args []string
+	}{
+		{map[string]string{"PLATFORM_EVENTSTORE_URL": pg, "PLATFORM_ESDB_URL": es}, nil},
+		{map[string]string{"PLATFORM_ESDB_URL": es}, []string{"-eventstore-url=" + pg}},
+	} {
+		_, err := loadConfig(tc.args, envOf(tc.env), io.Discard)
+		if err == nil || !strings.Contains(err.Error(), "PLATFORM_EVENTSTORE_URL") || !strings.Contains(err.Error(), "PLATFORM_ESDB_URL") ||
+			!strings.Contains(err.Error(), "both set") || strings.Contains(err.Error(), "pw") {
+			t.Errorf("env %v args %v: %v, want a refusal naming both variables", tc.env, tc.args, err)
+		}
 	}
 }
 

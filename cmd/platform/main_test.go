@@ -59,7 +59,7 @@ func launch(t *testing.T, dir, probe string, env ...string) *server {
 	s := &server{t: t, base: "http://" + addr, dir: dir}
 	s.cmd = exec.Command(os.Args[0], "-test.run=^$")
 	s.cmd.Env = append(os.Environ(), "PLATFORM_TEST_RUN_MAIN=1", "PLATFORM_ADDR="+addr, "PLATFORM_DATA_DIR="+dir,
-		"PLATFORM_ESDB_URL=", "PLATFORM_POSTGRES_URL=", "PLATFORM_ADMIN_TOKEN=")
+		"PLATFORM_ESDB_URL=", "PLATFORM_EVENTSTORE_URL=", "PLATFORM_POSTGRES_URL=", "PLATFORM_ADMIN_TOKEN=")
 	s.cmd.Env = append(s.cmd.Env, env...)
 	s.cmd.Stdout, s.cmd.Stderr = &s.log, &s.log
 	if err := s.cmd.Start(); err != nil {

@@ -23,9 +23,7 @@ import (
 	"github.com/healthtech/partner-open-platform/commands"
 	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/events"
-	"github.com/healthtech/partner-open-platform/events/bolt"
 	"github.com/healthtech/partner-open-platform/events/catalog"
-	"github.com/healthtech/partner-open-platform/events/esdb"
 	"github.com/healthtech/partner-open-platform/internal/auth"
 	"github.com/healthtech/partner-open-platform/internal/httpapi"
 	"github.com/healthtech/partner-open-platform/internal/idempotency"
@@ -176,15 +174,8 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		return nil, err
 	}
 
-	var store events.Store
-	if cfg.ESDBURL != "" {
-		store, err = esdb.Open(cfg.ESDBURL)
-		n.Adapters["event store"] = "EventStoreDB"
-	} else {
-		path := filepath.Join(cfg.DataDir, "events.db")
-		store, err = bolt.Open(path)
-		n.Adapters["event store"] = "embedded log " + path
-	}
+	store, storeName, err := openEventStore(ctx, cfg)
+	n.Adapters["event store"] = storeName
 	if err != nil {
 		return nil, fmt.Errorf("event store: %w", err)
 	}
