@@ -117,8 +117,9 @@ func (s *server) createApp() creds {
 }
 
 // signedRoutes remembers the route of each scheme M signature made here:
-// the platform binds an accepted signature to its method and path for its
-// window, and every bodyless request of one second has one signature.
+// the platform binds an accepted write's signature to its method and path
+// (a read's to GET alone) for its window, and every bodyless request of one
+// second has one signature.
 var signedRoutes = struct {
 	sync.Mutex
 	m map[string]string
@@ -142,7 +143,11 @@ func stamp(c creds, route, body string) (ts, sig string) {
 }
 
 func (s *server) signed(c creds, method, path, body string) (int, map[string]any, error) {
-	ts, sig := stamp(c, method+" "+path, body)
+	route := "GET" // reads are bound by method alone
+	if method != "GET" {
+		route = method + " " + path
+	}
+	ts, sig := stamp(c, route, body)
 	req, _ := http.NewRequest(method, s.base+path, strings.NewReader(body))
 	req.Header.Set("X-App-Id", strconv.FormatInt(c.AppID, 10))
 	req.Header.Set("X-Timestamp", ts)
