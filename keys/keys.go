@@ -24,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strings"
 	"sync"
 	"time"
 
@@ -46,11 +47,22 @@ var ErrInvalidSubject = errors.New("keys: invalid subject")
 
 var subjectPattern = regexp.MustCompile(`^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,127}$`)
 
+// SubjectOf returns the subject a key id belongs to.
+func SubjectOf(keyID string) (string, bool) {
+	i := strings.LastIndexByte(keyID, '~')
+	if i <= 0 {
+		return "", false
+	}
+	return keyID[:i], true
+}
+
 // ValidSubject reports whether s may name a subject.
 func ValidSubject(s string) bool { return subjectPattern.MatchString(s) }
 
 // Record is a data key as a backend stores it: sealed by the master key
-// named MasterKeyID, never in clear.
+// named MasterKeyID, never in clear. A key id is "<subject>~<16 hex>": it
+// names its subject (a platform id, not personal data), so a backend finds
+// a key by id with the subject's lookup.
 type Record struct {
 	Subject     string
 	KeyID       string
@@ -246,7 +258,7 @@ func (k *Keys) create(ctx context.Context, subject string) (Record, error) {
 	if _, err := rand.Read(raw); err != nil {
 		return Record{}, err
 	}
-	id := make([]byte, 12)
+	id := make([]byte, 8)
 	if _, err := rand.Read(id); err != nil {
 		return Record{}, err
 	}
@@ -254,7 +266,7 @@ func (k *Keys) create(ctx context.Context, subject string) (Record, error) {
 	if err != nil {
 		return Record{}, err
 	}
-	return k.backend.Insert(ctx, Record{Subject: subject, KeyID: "dk-" + hex.EncodeToString(id),
+	return k.backend.Insert(ctx, Record{Subject: subject, KeyID: subject + "~" + hex.EncodeToString(id),
 		MasterKeyID: k.current.KeyID(), Sealed: sealed, Created: k.now().UTC()})
 }
 

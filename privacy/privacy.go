@@ -319,3 +319,49 @@ func streamSubject(stream string) string {
 	sum := sha256.Sum256([]byte(stream))
 	return "stream-" + hex.EncodeToString(sum[:16])
 }
+
+// Source decrypts the events a webhooks.Source delivers: the internal Kafka
+// topic carries events as stored (encrypted), and the dispatcher renders
+// webhooks from plaintext.
+type Source struct {
+	Source interface {
+		Run(ctx context.Context, handle func(ctx context.Context, ev events.Recorded) error) error
+	}
+	Store *Store
+}
+
+// Run runs the inner source, decrypting each event before handle sees it.
+func (s Source) Run(ctx context.Context, handle func(ctx context.Context, ev events.Recorded) error) error {
+	return s.Source.Run(ctx, func(ctx context.Context, ev events.Recorded) error {
+		ev, err := s.Store.Open(ctx, ev)
+		if err != nil {
+			return err
+		}
+		return handle(ctx, ev)
+	})
+}
+
+// Blank replaces every envelope at a personal path with null, without any
+// key: the analytics feed, which publishes no personal field, decodes stored
+// (encrypted) events this way.
+func Blank(eventType string, data []byte) []byte {
+	if !bytes.Contains(data, []byte(envPrefix)) {
+		return data
+	}
+	paths, listed := catalog.PersonalFields(eventType)
+	found, err := locate(data, paths, listed)
+	if err != nil {
+		return data
+	}
+	var out bytes.Buffer
+	last := 0
+	for _, f := range found {
+		if val := data[f.start:f.end]; bytes.HasPrefix(val, []byte(envPrefix)) && bytes.HasSuffix(val, []byte(envSuffix)) {
+			out.Write(data[last:f.start])
+			out.Write(Erased)
+			last = f.end
+		}
+	}
+	out.Write(data[last:])
+	return out.Bytes()
+}

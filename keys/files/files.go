@@ -1,16 +1,18 @@
 // Package files is the embedded key store backend: one small file per
-// subject and one per data key in a directory of the data directory, so that
-// destroying a key can really remove its bytes (a bbolt file is
-// copy-on-write and would keep old pages until they are reused).
+// subject in a directory of the data directory, so that destroying a key can
+// really remove its bytes (a bbolt file is copy-on-write and would keep old
+// pages until they are reused).
 //
-// Layout under the directory:
-//
-//	subjects/<subject>   {"key_id":...} or {"destroyed_at":...}
-//	data/<key id>        the record: subject, key id, master key id, sealed key
-//
-// Destroy overwrites the data file with zeros, fsyncs it, removes it, and
-// fsyncs the directory, then marks the subject destroyed. One process owns
-// the data directory (the event log's lock says so); a mutex orders writers.
+// subjects/<subject> holds the subject's record (key id, master key id, the
+// sealed key) or, once destroyed, only the time of destruction. A key id
+// names its subject (keys.SubjectOf), so a lookup by key id is one file read.
+// Creating a key writes a temporary file, fsyncs it, renames it into place
+// and fsyncs the directory: the key is durable before any event sealed with
+// it is appended. Destroy overwrites the file with zeros, fsyncs it, and
+// replaces it with the tombstone (fsync, rename, fsync of the directory).
+// One process owns the data directory (the event log's lock says so); writers
+// of one subject are serialised by a striped lock, other subjects proceed in
+// parallel.
 package files
 
 import (
@@ -18,8 +20,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -28,98 +32,78 @@ import (
 
 // Store keeps data keys as files under one directory.
 type Store struct {
-	dir string
-	mu  sync.Mutex
+	dir   string
+	locks [64]sync.Mutex
+	dsync dirSyncer
 }
 
 type subjectFile struct {
 	KeyID       string     `json:"key_id,omitempty"`
+	MasterKeyID string     `json:"master_key_id,omitempty"`
+	Sealed      string     `json:"sealed,omitempty"`
+	Created     time.Time  `json:"created,omitzero"`
 	DestroyedAt *time.Time `json:"destroyed_at,omitempty"`
-}
-
-type dataFile struct {
-	Subject     string    `json:"subject"`
-	KeyID       string    `json:"key_id"`
-	MasterKeyID string    `json:"master_key_id"`
-	Sealed      string    `json:"sealed"`
-	Created     time.Time `json:"created"`
 }
 
 // Open uses (and creates, mode 0700) dir as the key store.
 func Open(dir string) (*Store, error) {
-	for _, d := range []string{dir, filepath.Join(dir, "subjects"), filepath.Join(dir, "data")} {
+	for _, d := range []string{dir, filepath.Join(dir, "subjects")} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return nil, fmt.Errorf("keys: %w", err)
 		}
 	}
-	return &Store{dir: dir}, nil
+	st := &Store{dir: dir}
+	st.dsync.cond = sync.NewCond(&st.dsync.mu)
+	return st, nil
 }
 
-func (s *Store) subjectPath(subject string) string { return filepath.Join(s.dir, "subjects", subject) }
-func (s *Store) dataPath(keyID string) string      { return filepath.Join(s.dir, "data", keyID) }
-
-func (s *Store) readSubject(subject string) (subjectFile, error) {
-	var sf subjectFile
-	b, err := os.ReadFile(s.subjectPath(subject))
-	if errors.Is(err, os.ErrNotExist) {
-		return sf, keys.ErrNotFound
-	}
-	if err != nil {
-		return sf, err
-	}
-	if err := json.Unmarshal(b, &sf); err != nil {
-		return sf, fmt.Errorf("keys: subject file %s: %w", subject, err)
-	}
-	if sf.DestroyedAt != nil {
-		return sf, keys.ErrDestroyed
-	}
-	return sf, nil
+func (s *Store) lock(subject string) func() {
+	h := fnv.New32a()
+	h.Write([]byte(subject))
+	m := &s.locks[h.Sum32()%uint32(len(s.locks))]
+	m.Lock()
+	return m.Unlock
 }
 
-func (s *Store) readData(keyID string) (keys.Record, error) {
-	if !keys.ValidSubject(keyID) {
-		return keys.Record{}, keys.ErrNotFound
-	}
-	b, err := os.ReadFile(s.dataPath(keyID))
+func (s *Store) path(subject string) string { return filepath.Join(s.dir, "subjects", subject) }
+
+// read returns the subject's record, keys.ErrNotFound or keys.ErrDestroyed.
+func (s *Store) read(subject string) (keys.Record, error) {
+	b, err := os.ReadFile(s.path(subject))
 	if errors.Is(err, os.ErrNotExist) {
 		return keys.Record{}, keys.ErrNotFound
 	}
 	if err != nil {
 		return keys.Record{}, err
 	}
-	var d dataFile
-	if err := json.Unmarshal(b, &d); err != nil {
-		return keys.Record{}, fmt.Errorf("keys: data file %s: %w", keyID, err)
+	var f subjectFile
+	if err := json.Unmarshal(b, &f); err != nil {
+		return keys.Record{}, fmt.Errorf("keys: subject file %s: %w", subject, err)
 	}
-	return keys.Record{Subject: d.Subject, KeyID: d.KeyID, MasterKeyID: d.MasterKeyID, Sealed: d.Sealed, Created: d.Created}, nil
+	if f.DestroyedAt != nil {
+		return keys.Record{}, keys.ErrDestroyed
+	}
+	return keys.Record{Subject: subject, KeyID: f.KeyID, MasterKeyID: f.MasterKeyID, Sealed: f.Sealed, Created: f.Created}, nil
+}
+
+func (s *Store) write(rec keys.Record) error {
+	return s.writeFile(s.path(rec.Subject), subjectFile{KeyID: rec.KeyID, MasterKeyID: rec.MasterKeyID, Sealed: rec.Sealed, Created: rec.Created})
 }
 
 // Insert implements keys.Backend.
 func (s *Store) Insert(ctx context.Context, rec keys.Record) (keys.Record, error) {
-	if !keys.ValidSubject(rec.Subject) || !keys.ValidSubject(rec.KeyID) {
+	if !keys.ValidSubject(rec.Subject) {
 		return keys.Record{}, keys.ErrInvalidSubject
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sf, err := s.readSubject(rec.Subject)
-	if err == nil {
-		return s.readData(sf.KeyID)
-	}
+	defer s.lock(rec.Subject)()
+	cur, err := s.read(rec.Subject)
 	if !errors.Is(err, keys.ErrNotFound) {
-		return keys.Record{}, err
+		return cur, err
 	}
-	if err := s.writeData(rec); err != nil {
-		return keys.Record{}, err
-	}
-	if err := writeFile(s.subjectPath(rec.Subject), subjectFile{KeyID: rec.KeyID}); err != nil {
+	if err := s.write(rec); err != nil {
 		return keys.Record{}, err
 	}
 	return rec, nil
-}
-
-func (s *Store) writeData(rec keys.Record) error {
-	return writeFile(s.dataPath(rec.KeyID), dataFile{Subject: rec.Subject, KeyID: rec.KeyID,
-		MasterKeyID: rec.MasterKeyID, Sealed: rec.Sealed, Created: rec.Created})
 }
 
 // Get implements keys.Backend.
@@ -127,81 +111,71 @@ func (s *Store) Get(ctx context.Context, subject string) (keys.Record, error) {
 	if !keys.ValidSubject(subject) {
 		return keys.Record{}, keys.ErrInvalidSubject
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sf, err := s.readSubject(subject)
-	if err != nil {
-		return keys.Record{}, err
-	}
-	return s.readData(sf.KeyID)
+	defer s.lock(subject)()
+	return s.read(subject)
 }
 
 // GetByKeyID implements keys.Backend.
 func (s *Store) GetByKeyID(ctx context.Context, keyID string) (keys.Record, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.readData(keyID)
+	subject, ok := keys.SubjectOf(keyID)
+	if !ok || !keys.ValidSubject(subject) {
+		return keys.Record{}, keys.ErrNotFound
+	}
+	rec, err := s.Get(ctx, subject)
+	if errors.Is(err, keys.ErrDestroyed) || err == nil && rec.KeyID != keyID {
+		return keys.Record{}, keys.ErrNotFound
+	}
+	return rec, err
 }
 
-// Destroy implements keys.Backend: the data file is overwritten with zeros,
-// synced and removed before the subject is marked destroyed.
+// Destroy implements keys.Backend: the file is overwritten with zeros and
+// synced before the tombstone replaces it.
 func (s *Store) Destroy(ctx context.Context, subject string) error {
 	if !keys.ValidSubject(subject) {
 		return keys.ErrInvalidSubject
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sf, err := s.readSubject(subject)
+	defer s.lock(subject)()
+	_, err := s.read(subject)
 	if errors.Is(err, keys.ErrDestroyed) {
 		return nil
 	}
 	if err != nil && !errors.Is(err, keys.ErrNotFound) {
 		return err
 	}
-	if sf.KeyID != "" {
-		if err := shred(s.dataPath(sf.KeyID)); err != nil {
-			return err
-		}
-		if err := syncDir(filepath.Join(s.dir, "data")); err != nil {
+	if err == nil {
+		if err := overwrite(s.path(subject)); err != nil {
 			return err
 		}
 	}
 	now := time.Now().UTC()
-	return writeFile(s.subjectPath(subject), subjectFile{DestroyedAt: &now})
+	return s.writeFile(s.path(subject), subjectFile{DestroyedAt: &now})
 }
 
 // Update implements keys.Backend.
 func (s *Store) Update(ctx context.Context, fromMaster string, rec keys.Record) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	cur, err := s.readData(rec.KeyID)
+	defer s.lock(rec.Subject)()
+	cur, err := s.read(rec.Subject)
 	if err != nil {
 		return err
 	}
-	if cur.MasterKeyID != fromMaster {
+	if cur.KeyID != rec.KeyID || cur.MasterKeyID != fromMaster {
 		return nil
 	}
-	// Replaced atomically (a crash must not lose the key); the old form was
-	// sealed by the old master key, which is what a rotation retires.
-	return s.writeData(rec)
+	return s.write(rec)
 }
 
 // List implements keys.Backend.
 func (s *Store) List(ctx context.Context, fn func(keys.Record) error) error {
-	s.mu.Lock()
-	entries, err := os.ReadDir(filepath.Join(s.dir, "data"))
-	s.mu.Unlock()
+	entries, err := os.ReadDir(filepath.Join(s.dir, "subjects"))
 	if err != nil {
 		return err
 	}
 	for _, e := range entries {
-		if filepath.Ext(e.Name()) == ".tmp" {
+		if strings.HasSuffix(e.Name(), ".tmp") || !keys.ValidSubject(e.Name()) {
 			continue
 		}
-		s.mu.Lock()
-		rec, err := s.readData(e.Name())
-		s.mu.Unlock()
-		if errors.Is(err, keys.ErrNotFound) {
+		rec, err := s.Get(ctx, e.Name())
+		if errors.Is(err, keys.ErrNotFound) || errors.Is(err, keys.ErrDestroyed) {
 			continue
 		}
 		if err != nil {
@@ -218,7 +192,7 @@ func (s *Store) List(ctx context.Context, fn func(keys.Record) error) error {
 func (s *Store) Close() error { return nil }
 
 // writeFile replaces path atomically and durably with v as JSON (mode 0600).
-func writeFile(path string, v any) error {
+func (s *Store) writeFile(path string, v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err
@@ -242,11 +216,50 @@ func writeFile(path string, v any) error {
 	if err := os.Rename(tmp, path); err != nil {
 		return fmt.Errorf("keys: %w", err)
 	}
-	return syncDir(filepath.Dir(path))
+	return s.dsync.sync(filepath.Dir(path))
 }
 
-// shred overwrites a file with zeros in place, syncs, and removes it.
-func shred(path string) error {
+// dirSyncer coalesces directory fsyncs: a writer whose rename is done waits
+// for the first fsync that starts after it, so concurrent first uses of
+// different subjects share one (all files live in one directory).
+type dirSyncer struct {
+	mu      sync.Mutex
+	cond    *sync.Cond
+	seq     uint64 // tickets handed out
+	synced  uint64 // every ticket below this is durable
+	syncing bool
+	err     error
+}
+
+func (d *dirSyncer) sync(dir string) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	ticket := d.seq
+	d.seq++
+	for d.syncing {
+		d.cond.Wait()
+		if d.synced > ticket {
+			return d.err
+		}
+	}
+	if d.synced > ticket {
+		return d.err
+	}
+	d.syncing = true
+	target := d.seq
+	d.mu.Unlock()
+	err := syncDir(dir)
+	d.mu.Lock()
+	d.syncing, d.err = false, err
+	if err == nil {
+		d.synced = target
+	}
+	d.cond.Broadcast()
+	return err
+}
+
+// overwrite fills a file with zeros in place and syncs it.
+func overwrite(path string) error {
 	f, err := os.OpenFile(path, os.O_WRONLY, 0)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
@@ -266,9 +279,6 @@ func shred(path string) error {
 	}
 	if err != nil {
 		return fmt.Errorf("keys: overwrite %s: %w", filepath.Base(path), err)
-	}
-	if err := os.Remove(path); err != nil {
-		return fmt.Errorf("keys: %w", err)
 	}
 	return nil
 }

@@ -95,7 +95,7 @@ func testCreatedOnFirstUse(t *testing.T, b keys.Backend) {
 	if err != nil || looked.ID != k1.ID {
 		t.Fatalf("lookup: %v", err)
 	}
-	if _, err := fresh.ByID(c, "dk-000000000000000000000000"); !errors.Is(err, keys.ErrNotFound) {
+	if _, err := fresh.ByID(c, "user-1~0000000000000000"); !errors.Is(err, keys.ErrNotFound) {
 		t.Fatalf("unknown key id: %v", err)
 	}
 }
