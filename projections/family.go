@@ -89,7 +89,7 @@ func (p *typedProjector[T]) Apply(ctx context.Context, batch []events.Envelope, 
 func UsersProjector(s UserStore) Projector {
 	return projector(FamilyUsers, s, s.Update, applyChannelUser,
 		&catalog.UserRegistered{}, &catalog.UserProfileUpdated{}, &catalog.FamilyGroupUpserted{}, &catalog.FamilyGroupDissolved{},
-		&catalog.FamilyMemberCreated{}, &catalog.FamilyMemberUpdated{}, &catalog.FamilyMemberDeleted{})
+		&catalog.FamilyMemberCreated{}, &catalog.FamilyMemberUpdated{}, &catalog.FamilyMemberDeleted{}, &catalog.UserErased{})
 }
 
 // DeliveriesProjector projects the webhook delivery log and the partners' feed.

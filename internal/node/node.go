@@ -297,7 +297,7 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 	}
 	marks.Floor(startHead)
 	cmdAPI := &commandapi.API{
-		Users:   commands.NewUsers(n.Events, n.Registry, ids, cfg.Now, n.Location),
+		Users:   commands.NewUsers(n.Events, n.Registry, ids, cfg.Now, n.Location).WithKeys(n.Keys),
 		Apps:    commands.NewApps(n.Events, n.Registry, ids, sealer, guard.CheckURL),
 		SchemeM: schemeM, Admin: admin, Watermarks: marks, AppsReady: appsRunner,
 		Resender: n.Dispatcher, Location: n.Location,
