@@ -104,7 +104,7 @@ func ReportsProjector(s ReportStore, loc *time.Location) Projector {
 		return applyReport(ctx, tx, env, loc)
 	}
 	return projector(FamilyReports, s, s.UpdateReports, apply,
-		&catalog.ReportCreated{}, &catalog.ReportUpdated{}, &catalog.ReportViewed{})
+		&catalog.ReportCreated{}, &catalog.ReportUpdated{}, &catalog.ReportViewed{}, &catalog.UserErased{})
 }
 
 // OrdersProjector projects the goods catalog and purchase orders.

@@ -1,6 +1,7 @@
 package node_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -24,13 +25,36 @@ func TestEraseChannelUser(t *testing.T) {
 		a.expect("POST", "/open/v1/channel/users", body, http.StatusCreated, "0").data(t, &gone)
 		a.expect("POST", "/open/v1/channel/users", registerBody("u-keep"), http.StatusCreated, "0").data(t, &kept)
 		goneUser := fmt.Sprintf("/open/v1/channel/users/%d", gone.OpenUserID)
+		res := p.ingest(p.uploader("station"), "POST", "/admin/v1/health-reports", reportBody(gone.OpenUserID, ""))
+		if res.Status != http.StatusCreated {
+			t.Fatalf("ingest: %d %s", res.Status, res.Raw)
+		}
+		var report struct {
+			ID int64 `json:"id"`
+		}
+		res.data(t, &report)
 		erase := fmt.Sprintf("/admin/v1/channel-users/%d/erase", gone.OpenUserID)
 
-		res := p.admin("POST", erase, map[string]any{"reason": "PIPL request ticket 42"})
+		res = p.admin("POST", erase, map[string]any{"reason": "PIPL request ticket 42"})
 		if res.Status != http.StatusOK {
 			t.Fatalf("erase: %d %s", res.Status, res.Raw)
 		}
 		a.expect("GET", goneUser, nil, http.StatusNotFound, "USER_NOT_FOUND")
+		// The report stays (ids, type, times) with its personal fields null.
+		pulled := a.pull(report.ID)
+		var rep map[string]json.RawMessage
+		pulled.data(t, &rep)
+		var meta map[string]json.RawMessage
+		_ = json.Unmarshal(rep["meta"], &meta)
+		for name, v := range map[string]json.RawMessage{"raw_data": rep["raw_data"], "file_path": rep["file_path"],
+			"interpretation_result": rep["interpretation_result"], "interpretation_detail": rep["interpretation_detail"], "operator_name": meta["operator_name"]} {
+			if string(v) != "null" {
+				t.Errorf("erased report's %s = %s", name, v)
+			}
+		}
+		if string(rep["report_type"]) != `"BLOOD_PRESSURE"` {
+			t.Errorf("erased report lost its type: %s", pulled.Raw)
+		}
 		a.expect("PATCH", goneUser, map[string]any{"nickname": "x"}, http.StatusNotFound, "USER_NOT_FOUND")
 		before := p.eventCount()
 		if res := p.admin("POST", erase, map[string]any{"reason": "again"}); res.Status != http.StatusNotFound || res.code() != "USER_NOT_FOUND" {
@@ -58,7 +82,7 @@ func TestEraseChannelUser(t *testing.T) {
 		}
 		keptUser := fmt.Sprintf("/open/v1/channel/users/%d", kept.OpenUserID)
 		againUser := fmt.Sprintf("/open/v1/channel/users/%d", again.OpenUserID)
-		want := []string{fmt.Sprintf("%+v", deref(a.snapshot(keptUser))), fmt.Sprintf("%+v", deref(a.snapshot(againUser)))}
+		want := []string{fmt.Sprintf("%+v", deref(a.snapshot(keptUser))), fmt.Sprintf("%+v", deref(a.snapshot(againUser))), string(a.pull(report.ID).Env.Data)}
 
 		if res := p.admin("POST", "/admin/v1/projections/read_models/rebuild", nil); res.Status != http.StatusAccepted {
 			t.Fatalf("rebuild: %d %s", res.Status, res.Raw)
@@ -66,7 +90,7 @@ func TestEraseChannelUser(t *testing.T) {
 		if err := p.node.WaitCaughtUp(t.Context()); err != nil {
 			t.Fatal(err)
 		}
-		got := []string{fmt.Sprintf("%+v", deref(a.snapshot(keptUser))), fmt.Sprintf("%+v", deref(a.snapshot(againUser)))}
+		got := []string{fmt.Sprintf("%+v", deref(a.snapshot(keptUser))), fmt.Sprintf("%+v", deref(a.snapshot(againUser))), string(a.pull(report.ID).Env.Data)}
 		if strings.Join(got, "\n") != strings.Join(want, "\n") {
 			t.Fatalf("after rebuild\n got %v\nwant %v", got, want)
 		}
