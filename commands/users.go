@@ -105,6 +105,20 @@ type Users struct {
 	now  func() time.Time
 	loc  *time.Location
 	keys KeyDestroyer
+	warm KeyWarmer
+}
+
+// KeyWarmer creates a subject's data key ahead of the append that needs it
+// (keys.Keys.Warm), so a register overlaps the key's fsyncs with the binding's.
+type KeyWarmer interface {
+	Warm(ctx context.Context, subject string) error
+}
+
+// WithKeyWarmer makes Register create the new user's data key while it binds
+// the channel user (only useful when personal fields are encrypted).
+func (u *Users) WithKeyWarmer(w KeyWarmer) *Users {
+	u.warm = w
+	return u
 }
 
 // KeyDestroyer destroys a subject's data key (keys.Keys): erasure needs it.
@@ -425,7 +439,9 @@ func (u *Users) Register(ctx context.Context, c Register, meta Meta) (RegisterRe
 			if err != nil {
 				return RegisterResult{}, err
 			}
+			warmed := u.warmKey(ctx, id)
 			_, err = u.append(ctx, binding, bindingVersion, meta, decideBind(&b, c.AppID, c.ChannelUserID, id)...)
+			<-warmed
 			if events.IsConflict(err) {
 				continue
 			}
@@ -463,6 +479,21 @@ func (u *Users) Register(ctx context.Context, c Register, meta Meta) (RegisterRe
 		return RegisterResult{OpenUserID: openUserID, ChannelUserID: c.ChannelUserID, Created: true, Groups: groups, Members: members, Position: res.Position}, nil
 	}
 	return RegisterResult{}, domain.ErrContention
+}
+
+// warmKey starts creating the user's data key; the channel is closed when it
+// is done. A failure is ignored: the user append creates the key itself.
+func (u *Users) warmKey(ctx context.Context, openUserID int64) <-chan struct{} {
+	done := make(chan struct{})
+	if u.warm == nil {
+		close(done)
+		return done
+	}
+	go func() {
+		defer close(done)
+		_ = u.warm.Warm(ctx, ErasureSubject(openUserID))
+	}()
+	return done
 }
 
 // allocateRegisterIDs allocates, once per register, an id for every group

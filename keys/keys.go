@@ -163,6 +163,12 @@ func (k *Keys) DataKey(ctx context.Context, subject string) (Key, error) {
 	return k.open(rec)
 }
 
+// Warm creates the subject's key if it has none yet, ahead of its first use.
+func (k *Keys) Warm(ctx context.Context, subject string) error {
+	_, err := k.DataKey(ctx, subject)
+	return err
+}
+
 // Lookup returns a subject's existing key without creating one.
 func (k *Keys) Lookup(ctx context.Context, subject string) (Key, error) {
 	if key, ok := k.cachedSubject(subject); ok {

@@ -44,6 +44,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/events/catalog"
@@ -250,8 +251,8 @@ type located struct {
 	path string
 }
 
-// locate finds the non-null values at paths, in document order; an unlisted
-// type's whole document is one value (path "").
+// locate finds the non-null values at paths, in document order, in one
+// pass; an unlisted type's whole document is one value (path "").
 func locate(data []byte, paths []string, listed bool) ([]located, error) {
 	if !listed {
 		start := skipWS(data, 0)
@@ -261,20 +262,34 @@ func locate(data []byte, paths []string, listed bool) ([]located, error) {
 		}
 		return []located{{span{start, end}, ""}}, nil
 	}
-	var found []located
-	for _, p := range paths {
-		spans, err := findSpans(data, p)
-		if err != nil {
-			return nil, err
-		}
-		for _, sp := range spans {
-			if string(data[sp.start:sp.end]) != "null" {
-				found = append(found, located{sp, p})
-			}
+	spans, err := findAll(data, splitPaths(paths))
+	if err != nil {
+		return nil, err
+	}
+	found := make([]located, 0, len(spans))
+	for _, sp := range spans {
+		if string(data[sp.start:sp.end]) != "null" {
+			found = append(found, located{sp.span, paths[sp.path]})
 		}
 	}
 	sort.Slice(found, func(i, j int) bool { return found[i].start < found[j].start })
 	return found, nil
+}
+
+// split caches each path list's steps (the catalog's lists never change).
+var split sync.Map // joined paths -> [][]string
+
+func splitPaths(paths []string) [][]string {
+	key := strings.Join(paths, ",")
+	if v, ok := split.Load(key); ok {
+		return v.([][]string)
+	}
+	out := make([][]string, len(paths))
+	for i, p := range paths {
+		out[i] = strings.Split(p, ".")
+	}
+	split.Store(key, out)
+	return out
 }
 
 // Subject names the person (or, for personal data of no channel user, the

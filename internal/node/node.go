@@ -296,8 +296,12 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		return nil, fmt.Errorf("event store: head of the log: %w", err)
 	}
 	marks.Floor(startHead)
+	users := commands.NewUsers(n.Events, n.Registry, ids, cfg.Now, n.Location).WithKeys(n.Keys)
+	if !cfg.PlaintextPersonalData {
+		users.WithKeyWarmer(n.Keys)
+	}
 	cmdAPI := &commandapi.API{
-		Users:   commands.NewUsers(n.Events, n.Registry, ids, cfg.Now, n.Location).WithKeys(n.Keys),
+		Users:   users,
 		Apps:    commands.NewApps(n.Events, n.Registry, ids, sealer, guard.CheckURL),
 		SchemeM: schemeM, Admin: admin, Watermarks: marks, AppsReady: appsRunner,
 		Resender: n.Dispatcher, Location: n.Location,
