@@ -74,6 +74,7 @@ func (a *API) Routes() []Route {
 		{Method: "POST", Path: "/admin/v1/apps", Handle: a.admin(a.createApp)},
 		{Method: "POST", Path: "/admin/v1/apps/:appId/rotate-secret", Handle: a.admin(a.rotateSecret)},
 		{Method: "POST", Path: "/admin/v1/projections/:name/rebuild", Handle: a.admin(a.rebuild)},
+		{Method: "POST", Path: "/admin/v1/channel-users/:openUserId/erase", Handle: a.admin(a.eraseUser)},
 	}
 	routes = append(routes, a.reportRoutes()...)
 	routes = append(routes, a.commerceRoutes()...)

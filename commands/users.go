@@ -2,6 +2,7 @@ package commands
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -14,6 +15,7 @@ import (
 // userState is a channel user as decisions see it: built only from its stream.
 type userState struct {
 	registered    bool
+	erased        bool
 	appID         int64
 	openUserID    int64
 	channelUserID string
@@ -43,6 +45,9 @@ func (s *userState) apply(env events.Envelope) {
 		s.registered, s.appID, s.openUserID, s.channelUserID, s.profile = true, p.AppID, p.OpenUserID, p.ChannelUserID, p.Profile
 	case *catalog.UserProfileUpdated:
 		s.profile = p.Profile
+	case *catalog.UserErased:
+		// An erased user is gone for every command: USER_NOT_FOUND.
+		s.registered, s.erased = false, true
 	case *catalog.FamilyGroupUpserted:
 		if g, ok := s.groups[p.FamilyGroupID]; ok {
 			g.name = p.Name
@@ -96,9 +101,35 @@ func (s *userState) mapping() ([]GroupRef, []MemberRef) {
 // Users handles the channel-user commands of the spec.
 type Users struct {
 	streams
-	ids *Allocator
-	now func() time.Time
-	loc *time.Location
+	ids  *Allocator
+	now  func() time.Time
+	loc  *time.Location
+	keys KeyDestroyer
+	warm KeyWarmer
+}
+
+// KeyWarmer creates a subject's data key ahead of the append that needs it
+// (keys.Keys.Warm), so a register overlaps the key's fsyncs with the binding's.
+type KeyWarmer interface {
+	Warm(ctx context.Context, subject string) error
+}
+
+// WithKeyWarmer makes Register create the new user's data key while it binds
+// the channel user (only useful when personal fields are encrypted).
+func (u *Users) WithKeyWarmer(w KeyWarmer) *Users {
+	u.warm = w
+	return u
+}
+
+// KeyDestroyer destroys a subject's data key (keys.Keys): erasure needs it.
+type KeyDestroyer interface {
+	Destroy(ctx context.Context, subject string) error
+}
+
+// WithKeys gives the handler the key store that Erase destroys keys in.
+func (u *Users) WithKeys(k KeyDestroyer) *Users {
+	u.keys = k
+	return u
 }
 
 // NewUsers builds the handler; loc is the platform time zone of Y-m-d dates.
@@ -354,8 +385,11 @@ func equalPtr[T comparable](a, b *T) bool {
 type bindingState struct{ openUserID int64 }
 
 func (s *bindingState) apply(env events.Envelope) {
-	if b, ok := env.Payload.(*catalog.ChannelUserBound); ok {
+	switch b := env.Payload.(type) {
+	case *catalog.ChannelUserBound:
 		s.openUserID = b.OpenUserID
+	case *catalog.ChannelUserUnbound:
+		s.openUserID = 0 // erased: the next register binds a new person
 	}
 }
 
@@ -395,7 +429,8 @@ func (u *Users) Register(ctx context.Context, c Register, meta Meta) (RegisterRe
 	cmd := registerUser{Register: c}
 	for attempt := 0; attempt < maxAttempts; attempt++ {
 		var b bindingState
-		if _, _, err := u.load(ctx, binding, b.apply); err != nil {
+		bindingVersion, _, err := u.load(ctx, binding, b.apply)
+		if err != nil {
 			return RegisterResult{}, err
 		}
 		openUserID := b.openUserID
@@ -404,7 +439,9 @@ func (u *Users) Register(ctx context.Context, c Register, meta Meta) (RegisterRe
 			if err != nil {
 				return RegisterResult{}, err
 			}
-			_, err = u.append(ctx, binding, 0, meta, decideBind(&b, c.AppID, c.ChannelUserID, id)...)
+			warmed := u.warmKey(ctx, id)
+			_, err = u.append(ctx, binding, bindingVersion, meta, decideBind(&b, c.AppID, c.ChannelUserID, id)...)
+			<-warmed
 			if events.IsConflict(err) {
 				continue
 			}
@@ -442,6 +479,21 @@ func (u *Users) Register(ctx context.Context, c Register, meta Meta) (RegisterRe
 		return RegisterResult{OpenUserID: openUserID, ChannelUserID: c.ChannelUserID, Created: true, Groups: groups, Members: members, Position: res.Position}, nil
 	}
 	return RegisterResult{}, domain.ErrContention
+}
+
+// warmKey starts creating the user's data key; the channel is closed when it
+// is done. A failure is ignored: the user append creates the key itself.
+func (u *Users) warmKey(ctx context.Context, openUserID int64) <-chan struct{} {
+	done := make(chan struct{})
+	if u.warm == nil {
+		close(done)
+		return done
+	}
+	go func() {
+		defer close(done)
+		_ = u.warm.Warm(ctx, ErasureSubject(openUserID))
+	}()
+	return done
 }
 
 // allocateRegisterIDs allocates, once per register, an id for every group
@@ -812,4 +864,78 @@ func (u *Users) DeleteMember(ctx context.Context, appID, openUserID, memberID in
 	return u.change(ctx, appID, openUserID, meta, func(st *userState) ([]events.Payload, error) {
 		return decideDeleteMember(st, appID, memberID)
 	})
+}
+
+// ErasureSubject is the key-store subject of a channel user: every personal
+// field of theirs is sealed with its key (package privacy).
+func ErasureSubject(openUserID int64) string { return domain.UserStream(openUserID) }
+
+// Erase erases a channel user (issue 9, item 2): it destroys the user's data
+// key, so every personal field of theirs in the log reads as null from now
+// on, appends user.erased (who, when, why) to the user's stream, and frees
+// the partner's channel_user_id with channel_user.unbound on the binding
+// stream. The key goes first: if an append then fails, the data is already
+// unreadable and a retry finishes the job. An unknown or already erased user
+// is ErrUserNotFound.
+func (u *Users) Erase(ctx context.Context, openUserID int64, reason string, meta Meta) (events.Position, error) {
+	if u.keys == nil {
+		return events.Position{}, errors.New("users: erasure needs the key store")
+	}
+	for attempt := 0; attempt < maxAttempts; attempt++ {
+		st := newUserState()
+		version, _, err := u.load(ctx, domain.UserStream(openUserID), st.apply)
+		if err != nil {
+			return events.Position{}, err
+		}
+		if !st.registered {
+			return events.Position{}, domain.ErrUserNotFound
+		}
+		if err := u.keys.Destroy(ctx, ErasureSubject(openUserID)); err != nil {
+			return events.Position{}, fmt.Errorf("erase user: destroy key: %w", err)
+		}
+		m := meta
+		m.AppID = st.appID
+		erased := catalog.UserErased{AppID: st.appID, OpenUserID: openUserID, ChannelUserID: st.channelUserID,
+			Reason: reason, ErasedBy: meta.Actor, ErasedAt: u.now().UTC()}
+		res, err := u.append(ctx, domain.UserStream(openUserID), version, m, erased)
+		if events.IsConflict(err) {
+			continue
+		}
+		if err != nil {
+			return events.Position{}, fmt.Errorf("erase user: %w", err)
+		}
+		pos, err := u.unbind(ctx, st.appID, st.channelUserID, openUserID, m)
+		if err != nil {
+			return events.Position{}, err
+		}
+		if res.Position.Less(pos) {
+			return pos, nil
+		}
+		return res.Position, nil
+	}
+	return events.Position{}, domain.ErrContention
+}
+
+// unbind frees the binding stream if it still binds the erased user.
+func (u *Users) unbind(ctx context.Context, appID int64, channelUserID string, openUserID int64, meta Meta) (events.Position, error) {
+	binding := domain.BindingStream(appID, channelUserID)
+	for attempt := 0; attempt < maxAttempts; attempt++ {
+		var b bindingState
+		version, pos, err := u.load(ctx, binding, b.apply)
+		if err != nil {
+			return events.Position{}, err
+		}
+		if b.openUserID != openUserID {
+			return pos, nil
+		}
+		res, err := u.append(ctx, binding, version, meta, catalog.ChannelUserUnbound{AppID: appID, ChannelUserID: channelUserID, OpenUserID: openUserID})
+		if events.IsConflict(err) {
+			continue
+		}
+		if err != nil {
+			return events.Position{}, fmt.Errorf("erase user: free the binding: %w", err)
+		}
+		return res.Position, nil
+	}
+	return events.Position{}, domain.ErrContention
 }

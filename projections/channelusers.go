@@ -54,6 +54,8 @@ func applyChannelUser(ctx context.Context, tx UserTx, env events.Envelope) error
 		return tx.PutMember(ctx, member(appID, p.OpenUserID, p.Member, at))
 	case *catalog.FamilyMemberDeleted:
 		return tx.DeleteMember(ctx, p.MemberID, at)
+	case *catalog.UserErased:
+		return tx.EraseUser(ctx, p.OpenUserID)
 	}
 	return nil
 }

@@ -89,7 +89,7 @@ func (p *typedProjector[T]) Apply(ctx context.Context, batch []events.Envelope, 
 func UsersProjector(s UserStore) Projector {
 	return projector(FamilyUsers, s, s.Update, applyChannelUser,
 		&catalog.UserRegistered{}, &catalog.UserProfileUpdated{}, &catalog.FamilyGroupUpserted{}, &catalog.FamilyGroupDissolved{},
-		&catalog.FamilyMemberCreated{}, &catalog.FamilyMemberUpdated{}, &catalog.FamilyMemberDeleted{})
+		&catalog.FamilyMemberCreated{}, &catalog.FamilyMemberUpdated{}, &catalog.FamilyMemberDeleted{}, &catalog.UserErased{})
 }
 
 // DeliveriesProjector projects the webhook delivery log and the partners' feed.
@@ -104,7 +104,7 @@ func ReportsProjector(s ReportStore, loc *time.Location) Projector {
 		return applyReport(ctx, tx, env, loc)
 	}
 	return projector(FamilyReports, s, s.UpdateReports, apply,
-		&catalog.ReportCreated{}, &catalog.ReportUpdated{}, &catalog.ReportViewed{})
+		&catalog.ReportCreated{}, &catalog.ReportUpdated{}, &catalog.ReportViewed{}, &catalog.UserErased{})
 }
 
 // OrdersProjector projects the goods catalog and purchase orders.

@@ -45,6 +45,10 @@ type ReportTx interface {
 	PutReport(ctx context.Context, r Report) error
 	// Report reads a report inside the transaction (ErrNotFound if absent).
 	Report(ctx context.Context, id int64) (Report, error)
+	// EraseUserReports blanks the personal fields (file path, interpretation
+	// result and detail, operator name, raw data) of every report of the
+	// user, leaving what a replay of their erased events gives.
+	EraseUserReports(ctx context.Context, openUserID int64) error
 }
 
 // ReportStore is what the report pull and the daily report read.

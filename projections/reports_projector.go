@@ -57,6 +57,8 @@ func applyReport(ctx context.Context, tx ReportTx, env events.Envelope, loc *tim
 		}
 		r.IsViewed, r.UpdatedAt = true, at
 		return tx.PutReport(ctx, r)
+	case *catalog.UserErased:
+		return tx.EraseUserReports(ctx, p.OpenUserID)
 	}
 	return nil
 }

@@ -87,6 +87,10 @@ type UserTx interface {
 	// DeleteMember soft-deletes a member (Deleted=true, DeletedAt=at,
 	// UpdatedAt=at); a missing member is not an error.
 	DeleteMember(ctx context.Context, memberID int64, at time.Time) error
+	// EraseUser removes the user's row and every group and member row of
+	// theirs (erasure: the read model keeps nothing of the person); a
+	// missing user is not an error.
+	EraseUser(ctx context.Context, openUserID int64) error
 }
 
 // UserStore is the users family's port: the users projector writes

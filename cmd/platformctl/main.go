@@ -67,6 +67,9 @@ Commands:
                             create a named operator; prints its token once
   operators list | operators revoke OPERATOR_ID
                             list named operators; revoke one's token for good
+  users erase OPEN_USER_ID --reason R
+                            erase a channel user (admin): destroys their data key, drops
+                            them from the read models, frees their channel_user_id
   audit [--actor A] [--subject STREAM] [--from T] [--to T] [--after SEQ] [--limit N]
                             list audit facts: reveals of personal data and partner report pulls
   projections               list projections: name, position, events applied, rate, caught up, last error
@@ -145,6 +148,7 @@ var commands = map[string]func(c *cli, args []string) error{
 	"orders":      (*cli).orders,
 	"operators":   (*cli).operators,
 	"audit":       (*cli).audit,
+	"users":       (*cli).users,
 }
 
 func runContext(ctx context.Context, args []string, stdout, stderr io.Writer, env func(string) string) int {

@@ -36,6 +36,7 @@ var schemaOne = []events.Payload{
 	AppSuspended{}, AppResumed{}, AppWebhookSecretIssued{}, AppWebhookSecretActivated{},
 	IdempotencyClaimed{}, IdempotencyCompleted{}, IdempotencyReleased{},
 	OperatorCreated{}, OperatorRevoked{}, AccessAudited{},
+	UserErased{}, ChannelUserUnbound{},
 }
 
 // Payloads lists one value of every payload type the registry holds, so

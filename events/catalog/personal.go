@@ -85,6 +85,10 @@ var personalFields = map[string][]string{
 	"operator.created":              nil, // staff accounts, not data subjects
 	"operator.revoked":              nil,
 	"audit.access_recorded":         nil,
+	// Who erased whom, when and why; the reason is operator text that must
+	// not quote personal data (README, "Erasure").
+	"user.erased":          nil,
+	"channel_user.unbound": nil,
 }
 
 var profilePaths = []string{"profile.name", "profile.nickname", "profile.gender", "profile.avatar",

@@ -238,6 +238,8 @@ func badRoutes(fx fixture) []badRoute {
 			body: `{"name":"ops","role":"nosuch"}`, base: invalid, fields: []field{{path: "name", kind: kStr, max: 64}, {path: "role", kind: kStr}}},
 		{method: "POST", pattern: "/admin/v1/operators/:operatorId/revoke", auth: authAdmin, params: map[string]string{"operatorId": "999999"},
 			base: outcome{404, "OPERATOR_NOT_FOUND"}},
+		{method: "POST", pattern: "/admin/v1/channel-users/:openUserId/erase", auth: authAdmin, params: map[string]string{"openUserId": "999999"},
+			body: `{"reason":"ticket 1"}`, base: outcome{404, "USER_NOT_FOUND"}, fields: []field{{path: "reason", kind: kStr, max: 500}}},
 		{method: "POST", pattern: "/admin/v1/projections/:name/rebuild", auth: authAdmin, params: map[string]string{"name": "nosuch"},
 			base: outcome{404, "PROJECTION_NOT_FOUND"}, notFound: outcome{404, "PROJECTION_NOT_FOUND"}},
 

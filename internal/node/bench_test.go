@@ -46,8 +46,12 @@ func BenchmarkBaselineAppend(b *testing.B) {
 
 // benchPlatform starts an embedded node whose client skips the OpenAPI
 // validation (it would dominate the cost) and keeps connections alive.
-func benchPlatform(b *testing.B) (*platform, *app) {
-	p := start(b, node.Config{DataDir: b.TempDir(), PartnerRateLimit: -1})
+func benchPlatform(b *testing.B) (*platform, *app) { return benchPlatformWith(b, false) }
+
+// benchPlatformWith is benchPlatform with per-person encryption off when
+// plaintext is set (to measure its cost).
+func benchPlatformWith(b *testing.B, plaintext bool) (*platform, *app) {
+	p := start(b, node.Config{DataDir: b.TempDir(), PartnerRateLimit: -1, PlaintextPersonalData: plaintext})
 	p.client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: 30 * time.Second}
 	return p, p.createApp("bench")
 }
@@ -166,4 +170,48 @@ func BenchmarkBaselineReportStore(b *testing.B) {
 		}
 	})
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "reads/s")
+}
+
+// BenchmarkEncryption registers full users (profile, group, two members with
+// an id number: eleven personal fields sealed per register) and reads their
+// snapshots with per-person encryption on and off, in the same run:
+//
+//	go test -run '^$' -bench Encryption -benchtime 3s ./internal/node
+func BenchmarkEncryption(b *testing.B) {
+	for _, mode := range []struct {
+		name      string
+		plaintext bool
+	}{{"on", false}, {"off", true}} {
+		b.Run("register/encryption="+mode.name, func(b *testing.B) {
+			p, a := benchPlatformWith(b, mode.plaintext)
+			var n atomic.Int64
+			b.SetParallelism(4)
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					res := p.send(a.request("POST", "/open/v1/channel/users", registerBody(fmt.Sprintf("bench-%d", n.Add(1))), time.Now()))
+					if res.Status != http.StatusCreated {
+						b.Fatalf("register: %d %s", res.Status, res.Raw)
+					}
+				}
+			})
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "registers/s")
+		})
+		b.Run("snapshot/encryption="+mode.name, func(b *testing.B) {
+			p, a := benchPlatformWith(b, mode.plaintext)
+			var reg registerData
+			p.send(a.request("POST", "/open/v1/channel/users", registerBody("u-1"), time.Now())).data(b, &reg)
+			path := fmt.Sprintf("/open/v1/channel/users/%d", reg.OpenUserID)
+			b.SetParallelism(4)
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if res := p.send(a.request("GET", path, nil, time.Now())); res.Status != http.StatusOK {
+						b.Fatalf("snapshot: %d %s", res.Status, res.Raw)
+					}
+				}
+			})
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "reads/s")
+		})
+	}
 }

@@ -31,6 +31,10 @@ import (
 	"github.com/healthtech/partner-open-platform/internal/openapi"
 	"github.com/healthtech/partner-open-platform/internal/ratelimit"
 	"github.com/healthtech/partner-open-platform/internal/secrets"
+	"github.com/healthtech/partner-open-platform/keys"
+	keyfiles "github.com/healthtech/partner-open-platform/keys/files"
+	keyspg "github.com/healthtech/partner-open-platform/keys/postgres"
+	"github.com/healthtech/partner-open-platform/privacy"
 	"github.com/healthtech/partner-open-platform/projections"
 	"github.com/healthtech/partner-open-platform/projections/memory"
 	"github.com/healthtech/partner-open-platform/projections/postgres"
@@ -83,12 +87,22 @@ type Config struct {
 	// PartnerRateLimit is each app's requests per minute on scheme M routes
 	// (default 6000, a burst of as many; negative: no limit).
 	PartnerRateLimit int
+	// PlaintextPersonalData turns per-person encryption of personal fields
+	// off; only benchmarks set it, to measure what encryption costs.
+	PlaintextPersonalData bool
 }
 
 // Node is one running platform process.
 type Node struct {
-	Handler   http.Handler
-	Events    events.Store
+	Handler http.Handler
+	// Events is the store commands, projections and the dispatcher use:
+	// personal fields decrypted.
+	Events events.Store
+	// StoredEvents is the store as written (personal fields encrypted): the
+	// relay reads it, so the Kafka topics carry ciphertext.
+	StoredEvents events.Store
+	// Keys is the per-person data key store.
+	Keys      *keys.Keys
 	ReadModel ReadModels
 	// Families are the read-model projections by family.
 	Families      map[projections.Family]*projections.Runner
@@ -181,10 +195,29 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 	}
 	n.closers = append(n.closers, store.Close)
 	n.head = &headStore{Store: n.Metrics.Store(store)}
-	n.Events = n.head
+	n.Events, n.StoredEvents = n.head, n.head
 	sealer, err := openSealer(ctx, cfg, n.Events, n.Registry, n.log)
 	if err != nil {
 		return nil, err
+	}
+	var keyBackend keys.Backend
+	if cfg.PostgresURL != "" {
+		keyBackend, err = keyspg.Open(ctx, cfg.PostgresURL)
+		n.Adapters["personal-data keys"] = "Postgres"
+	} else {
+		dir := filepath.Join(cfg.DataDir, "keys")
+		keyBackend, err = keyfiles.Open(dir)
+		n.Adapters["personal-data keys"] = "files in " + dir
+	}
+	if err != nil {
+		return nil, fmt.Errorf("personal-data keys: %w", err)
+	}
+	n.closers = append(n.closers, keyBackend.Close)
+	n.Keys = keys.New(keyBackend, sealer)
+	if cfg.PlaintextPersonalData {
+		n.Adapters["personal-data keys"] += " (encryption OFF: PlaintextPersonalData)"
+	} else {
+		n.Events = privacy.New(n.head, n.Keys)
 	}
 
 	if cfg.PostgresURL != "" {
@@ -205,7 +238,7 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 	} else {
 		n.Adapters["bus"] = "event store subscription"
 	}
-	for _, port := range []string{"event store", "read models", "bus"} {
+	for _, port := range []string{"event store", "personal-data keys", "read models", "bus"} {
 		n.log.Info("adapter", "port", port, "adapter", n.Adapters[port])
 	}
 
@@ -254,8 +287,12 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		return nil, fmt.Errorf("event store: head of the log: %w", err)
 	}
 	marks.Floor(startHead)
+	users := commands.NewUsers(n.Events, n.Registry, ids, cfg.Now, n.Location).WithKeys(n.Keys)
+	if !cfg.PlaintextPersonalData {
+		users.WithKeyWarmer(n.Keys)
+	}
 	cmdAPI := &commandapi.API{
-		Users:   commands.NewUsers(n.Events, n.Registry, ids, cfg.Now, n.Location),
+		Users:   users,
 		Apps:    commands.NewApps(n.Events, n.Registry, ids, sealer, guard.CheckURL),
 		SchemeM: schemeM, Admin: admin, Watermarks: marks, AppsReady: appsRunner,
 		Resender: n.Dispatcher, Location: n.Location,
@@ -328,6 +365,9 @@ func (n *Node) startWebhooks(ctx context.Context, cfg Config, models *projection
 			}
 		}
 		source = relaykafka.NewSource(cfg.KafkaBrokers, cfg.KafkaInternalTopic, "platform-webhooks", n.log)
+		if priv, ok := n.Events.(*privacy.Store); ok {
+			source = privacy.Source{Source: source, Store: priv}
+		}
 		if cfg.KafkaRelay == nil || *cfg.KafkaRelay {
 			key, err := feedPseudonymKey(cfg)
 			if err != nil {
@@ -343,7 +383,7 @@ func (n *Node) startWebhooks(ctx context.Context, cfg Config, models *projection
 			n.relayCheckpoints = checkpoints
 			n.log.Info("analytics feed", "topic", cfg.KafkaTopic, "pseudonym_key_id", transformer.KeyID())
 			n.spawn(ctx, "relay", func(ctx context.Context) error {
-				return relay.Run(ctx, n.Events, producer, checkpoints, n.log.With("component", "relay"), relay.Options{OnRelayed: n.Metrics.Relayed})
+				return relay.Run(ctx, n.StoredEvents, producer, checkpoints, n.log.With("component", "relay"), relay.Options{OnRelayed: n.Metrics.Relayed})
 			})
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
@@ -18,6 +19,7 @@ import (
 // Sealer encrypts with AES-256-GCM; a sealed value is "v1:" + base64(nonce || ciphertext).
 type Sealer struct {
 	aead cipher.AEAD
+	id   string
 }
 
 // New builds a sealer from a 32-byte master key.
@@ -33,8 +35,19 @@ func New(key []byte) (*Sealer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("secrets: %w", err)
 	}
-	return &Sealer{aead: aead}, nil
+	return &Sealer{aead: aead, id: KeyID(key)}, nil
 }
+
+// KeyID names a master key without revealing it (the first 8 bytes of a
+// SHA-256 over a fixed label and the key, in hex), so the key store can say
+// which master key sealed each data key and a rotation can find the rest.
+func KeyID(key []byte) string {
+	sum := sha256.Sum256(append([]byte("platform master key id\x00"), key...))
+	return "mk-" + hex.EncodeToString(sum[:8])
+}
+
+// KeyID is the id of the master key this sealer seals with.
+func (s *Sealer) KeyID() string { return s.id }
 
 // ParseKey accepts a master key as 64 hex characters or standard base64 of 32 bytes.
 func ParseKey(s string) ([]byte, error) {

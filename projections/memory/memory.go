@@ -442,6 +442,29 @@ func (t *tx) DeleteMember(ctx context.Context, memberID int64, at time.Time) err
 	return nil
 }
 
+// EraseUser drops the user, their groups and their members.
+func (t *tx) EraseUser(ctx context.Context, openUserID int64) error {
+	if err := t.check(ctx); err != nil {
+		return err
+	}
+	s := t.s
+	for _, id := range append([]int64(nil), s.userMembers[openUserID]...) {
+		old := s.members[id]
+		s.setMember(old, true, projections.Member{}, false)
+		t.undo = append(t.undo, func() { s.setMember(projections.Member{}, false, old, true) })
+	}
+	for _, id := range append([]int64(nil), s.userGroups[openUserID]...) {
+		old := s.groups[id]
+		s.setGroup(old, true, projections.Group{}, false)
+		t.undo = append(t.undo, func() { s.setGroup(projections.Group{}, false, old, true) })
+	}
+	if old, had := s.users[openUserID]; had {
+		s.setUser(old, true, projections.User{}, false)
+		t.undo = append(t.undo, func() { s.setUser(projections.User{}, false, old, true) })
+	}
+	return nil
+}
+
 func (s *Store) setMember(cur projections.Member, had bool, next projections.Member, keep bool) {
 	if had {
 		if !cur.Deleted {

@@ -120,6 +120,25 @@ func (t *tx) PutReport(ctx context.Context, r projections.Report) error {
 	return nil
 }
 
+// EraseUserReports blanks the personal fields of the user's reports.
+func (t *tx) EraseUserReports(ctx context.Context, openUserID int64) error {
+	if err := t.check(ctx); err != nil {
+		return err
+	}
+	s := t.s
+	for _, old := range s.reports {
+		if old.OpenUserID != openUserID {
+			continue
+		}
+		next := copyReport(old)
+		next.FilePath, next.InterpretationResult, next.InterpretationDetail, next.OperatorName, next.RawData = nil, nil, nil, nil, nil
+		next = normReport(next)
+		s.setReport(old, true, next, true)
+		t.undo = append(t.undo, func() { s.setReport(next, true, old, true) })
+	}
+	return nil
+}
+
 // ---- copies and normalisation ----
 
 // cloneJSON copies JSON bytes; nil and empty both mean JSON null, which the

@@ -450,6 +450,17 @@ func (t *tx) PutMember(ctx context.Context, m projections.Member) error {
 	return nil
 }
 
+// EraseUser deletes the user's rows (members, groups, user).
+func (t *tx) EraseUser(ctx context.Context, openUserID int64) error {
+	if err := t.check(ctx); err != nil {
+		return err
+	}
+	t.batch.Queue(`DELETE FROM family_members WHERE open_user_id = $1`, openUserID)
+	t.batch.Queue(`DELETE FROM family_groups WHERE open_user_id = $1`, openUserID)
+	t.batch.Queue(`DELETE FROM users WHERE open_user_id = $1`, openUserID)
+	return nil
+}
+
 func (t *tx) DeleteMember(ctx context.Context, memberID int64, at time.Time) error {
 	if err := t.check(ctx); err != nil {
 		return err

@@ -124,6 +124,16 @@ ON CONFLICT (report_id) DO UPDATE SET
     day = EXCLUDED.day,
     updated_at = EXCLUDED.updated_at`
 
+// EraseUserReports blanks the personal fields of the user's reports.
+func (t *tx) EraseUserReports(ctx context.Context, openUserID int64) error {
+	if err := t.check(ctx); err != nil {
+		return err
+	}
+	t.batch.Queue(`UPDATE reports SET file_path = NULL, interpretation_result = NULL, interpretation_detail = NULL,
+		operator_name = NULL, raw_data = NULL WHERE open_user_id = $1`, openUserID)
+	return nil
+}
+
 func (t *tx) PutReport(ctx context.Context, r projections.Report) error {
 	if err := t.check(ctx); err != nil {
 		return err

@@ -20,6 +20,7 @@ var reportCases = []testCase{
 	{"FailedUpdateChangesNoReports", testFailedUpdateReports},
 	{"ReportTenancy", testReportTenancy},
 	{"ReportsOfDayFilterAndOrder", testReportsOfDay},
+	{"EraseUserReports", testEraseUserReports},
 	{"ResetEmptiesReportsKeepsNonces", testResetReports},
 }
 
@@ -432,4 +433,26 @@ func testResetReports(t *testing.T, s Store) {
 	// Usable after Reset, and the old rows do not come back.
 	putReports(t, s, report(1, 10, 2, r.Day))
 	wantIDs(t, "ReportsOfDay after rebuild", must(s.ReportsOfDay(ctx, 1, 10, r.Day))(t), []int64{2})
+}
+
+// testEraseUserReports: erasure blanks the personal fields of the user's
+// reports and keeps everything else; other users' reports are untouched.
+func testEraseUserReports(t *testing.T, s Store) {
+	mk := func(user, id int64) projections.Report {
+		r := report(1, user, id, "2024-03-05")
+		r.FilePath, r.InterpretationResult, r.OperatorName = ptr("f"), ptr("r"), ptr("o")
+		r.InterpretationDetail, r.RawData = []byte(`{"a":1}`), []byte(`{"b":2}`)
+		return r
+	}
+	putReports(t, s, mk(10, 1), mk(10, 2), mk(11, 3))
+	writeAt(t, reportsOf(s), "p", events.Position{Commit: 5, Prepare: 5}, func(tx projections.ReportTx) error {
+		return tx.EraseUserReports(ctx, 10)
+	})
+	for _, id := range []int64{1, 2} {
+		got := must(s.Report(ctx, 1, id))(t)
+		want := mk(10, id)
+		want.FilePath, want.InterpretationResult, want.OperatorName, want.InterpretationDetail, want.RawData = nil, nil, nil, nil, nil
+		wantRow(t, "erased report", got, want)
+	}
+	wantRow(t, "another user's report", must(s.Report(ctx, 1, 3))(t), mk(11, 3))
 }

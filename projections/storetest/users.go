@@ -30,6 +30,7 @@ var userCases = []testCase{
 	{"MembersUpdatedAfterStrict", testMembersUpdatedAfter},
 	{"MemberRoundTrip", testMemberRoundTrip},
 	{"DeleteMember", testDeleteMember},
+	{"EraseUser", testEraseUser},
 	{"ResetEmptiesEverything", testReset},
 	{"ConcurrentUpdates", testConcurrentUpdates},
 	{"TxReadsSeeOwnWrites", testTxReads},
@@ -993,4 +994,37 @@ func testUserByPhone(t *testing.T, s Store) {
 	put(t, s, []projections.User{withPhone(3, 20, ptr("13700137000"))}, nil, nil)
 	wantNoUser("phone of a user that moved app", 1, "13700137000")
 	wantUserID("phone in the user's new app", 3, "13700137000", 20)
+}
+
+// testEraseUser: erasure drops the user's row, groups and members (their
+// channel id and phone free), and nobody else's; erasing twice is harmless.
+func testEraseUser(t *testing.T, s Store) {
+	const app = int64(1)
+	gone, kept := fullUser(app, 10, "c-gone"), fullUser(app, 11, "c-kept")
+	put(t, s, []projections.User{gone, kept},
+		[]projections.Group{group(app, 10, 100), group(app, 11, 110)},
+		[]projections.Member{member(app, 10, 100, 1), member(app, 10, 100, 2), member(app, 11, 110, 3)})
+	for i := range 2 {
+		writeAt(t, usersOf(s), "p", events.Position{Commit: uint64(2 + i), Prepare: uint64(2 + i)}, func(tx projections.UserTx) error {
+			return tx.EraseUser(ctx, 10)
+		})
+		_, err := s.User(ctx, app, 10)
+		wantNotFound(t, "erased User", err)
+		_, err = s.UserByChannelID(ctx, app, "c-gone")
+		wantNotFound(t, "erased UserByChannelID", err)
+		if gs := must(s.Groups(ctx, app, 10))(t); len(gs) != 0 {
+			t.Fatalf("groups of an erased user: %+v", gs)
+		}
+		if ms := must(s.Members(ctx, app, 10, time.Time{}))(t); len(ms) != 0 {
+			t.Fatalf("members of an erased user: %+v", ms)
+		}
+		if ms := must(s.Members(ctx, app, 11, time.Time{}))(t); !slices.Equal(ids(ms), []int64{3}) {
+			t.Fatalf("another user's members: %v", ids(ms))
+		}
+		if u, err := s.User(ctx, app, 11); err != nil || u.ChannelUserID != "c-kept" {
+			t.Fatalf("another user: %+v %v", u, err)
+		}
+	}
+	// The channel id is free for a new person.
+	put(t, s, []projections.User{fullUser(app, 12, "c-gone")}, nil, nil)
 }

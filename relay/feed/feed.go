@@ -44,6 +44,7 @@ import (
 	"time"
 
 	"github.com/healthtech/partner-open-platform/events"
+	"github.com/healthtech/partner-open-platform/privacy"
 )
 
 // Message is one analytics record: Key keeps one aggregate's events in one partition.
@@ -115,6 +116,9 @@ func (t *Transformer) Transform(rec events.Recorded) (Message, bool, error) {
 	if !ok {
 		return Message{}, false, nil
 	}
+	// The relay reads the log as stored: personal fields are envelopes,
+	// which the feed never publishes; null lets the payload decode.
+	rec.Data = privacy.Blank(rec.Type, rec.Data)
 	env, err := t.reg.Decode(rec)
 	if err != nil {
 		return Message{}, false, fmt.Errorf("feed: %w", err)

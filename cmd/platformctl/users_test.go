@@ -1,0 +1,30 @@
+package main
+
+import (
+	"net/http"
+	"reflect"
+	"testing"
+)
+
+func TestUsersErase(t *testing.T) {
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+		switch r.Method + " " + r.URL.Path {
+		case "POST /admin/v1/channel-users/7/erase":
+			ok(w, 200, map[string]any{"open_user_id": 7, "erased": true})
+		default:
+			fail(w, 404, "USER_NOT_FOUND", "user not found", nil)
+		}
+	})
+	r := runCLI(cliEnv(srv), "users", "erase", "7", "--reason", "ticket 42")
+	wantCode(t, r, 0)
+	wantContains(t, "stdout", r.stdout, "user 7 erased")
+	got := srv.requests()[0]
+	if got.Method != "POST" || got.Path != "/admin/v1/channel-users/7/erase" || !reflect.DeepEqual(got.Body, map[string]any{"reason": "ticket 42"}) {
+		t.Errorf("request %+v", got)
+	}
+	r = runCLI(cliEnv(srv), "users", "erase", "8", "--reason", "x")
+	wantCode(t, r, 1)
+	wantContains(t, "stderr", r.stderr, "USER_NOT_FOUND")
+	r = runCLI(cliEnv(srv), "users", "erase", "7")
+	wantCode(t, r, 2)
+}

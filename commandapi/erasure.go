@@ -1,0 +1,52 @@
+package commandapi
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/healthtech/partner-open-platform/domain"
+	"github.com/healthtech/partner-open-platform/events"
+	"github.com/healthtech/partner-open-platform/internal/httpapi"
+)
+
+// maxErasureReason bounds the operator's note kept in the erasure event.
+const maxErasureReason = 500
+
+// eraseUser erases a channel user (admin role only, auth.Permit): destroys
+// their data key, records user.erased, frees their channel_user_id.
+func (a *API) eraseUser(c *call) error {
+	ids, err := c.ids("openUserId")
+	if err != nil {
+		return err
+	}
+	var reason string
+	if err := c.decode(func(o *httpapi.Object) { reason = o.RequiredString("reason") }); err != nil {
+		return err
+	}
+	v := &domain.ValidationError{}
+	if strings.TrimSpace(reason) == "" {
+		v.Add("reason", "is required")
+	} else if utf8.RuneCountInString(reason) > maxErasureReason {
+		v.Add("reason", "is longer than 500 characters")
+	}
+	if err := v.Err(); err != nil {
+		return err
+	}
+	pos, err := a.Users.Erase(c.r.Context(), ids[0], reason, c.meta)
+	if err != nil {
+		return err
+	}
+	// The read models drop the user before the answer, on this node.
+	if w, ok := a.Projections.(interface {
+		WaitFor(context.Context, events.Position) error
+	}); ok {
+		ctx, cancel := context.WithTimeout(c.r.Context(), 5*time.Second)
+		defer cancel()
+		_ = w.WaitFor(ctx, pos)
+	}
+	httpapi.OK(c.w, http.StatusOK, map[string]any{"open_user_id": ids[0], "erased": true})
+	return nil
+}

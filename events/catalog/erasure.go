@@ -1,0 +1,33 @@
+package catalog
+
+import "time"
+
+// UserErased records that an operator erased a channel user (issue 9,
+// item 2): the user's data key was destroyed before it was appended, so
+// every personal field of theirs in the log now reads as null, and the read
+// models drop the user. It holds who, when and why, and no personal data:
+// Reason is the operator's note (a ticket number, "PIPL request"), which the
+// admin API documents must not quote personal data.
+type UserErased struct {
+	AppID         int64     `json:"app_id"`
+	OpenUserID    int64     `json:"open_user_id"`
+	ChannelUserID string    `json:"channel_user_id"`
+	Reason        string    `json:"reason"`
+	ErasedBy      string    `json:"erased_by"`
+	ErasedAt      time.Time `json:"erased_at"`
+}
+
+// EventType names the event in the log.
+func (UserErased) EventType() string { return "user.erased" }
+
+// ChannelUserUnbound frees a binding stream after its user was erased, so
+// the partner's channel_user_id can be registered again, as a new person
+// with a new open_user_id.
+type ChannelUserUnbound struct {
+	AppID         int64  `json:"app_id"`
+	ChannelUserID string `json:"channel_user_id"`
+	OpenUserID    int64  `json:"open_user_id"`
+}
+
+// EventType names the event in the log.
+func (ChannelUserUnbound) EventType() string { return "channel_user.unbound" }

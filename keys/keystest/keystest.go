@@ -1,0 +1,255 @@
+// Package keystest is the conformance suite every keys.Backend adapter
+// passes, run through keys.Keys as the platform uses it.
+package keystest
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/healthtech/partner-open-platform/internal/secrets"
+	"github.com/healthtech/partner-open-platform/keys"
+)
+
+// Run holds an adapter to the key store's contract. open returns a fresh,
+// empty backend and registers its own cleanup.
+func Run(t *testing.T, open func(t *testing.T) keys.Backend) {
+	cases := []struct {
+		name string
+		run  func(t *testing.T, b keys.Backend)
+	}{
+		{"CreatedOnFirstUse", testCreatedOnFirstUse},
+		{"SealedNotClear", testSealedNotClear},
+		{"Destroy", testDestroy},
+		{"ConcurrentFirstUse", testConcurrentFirstUse},
+		{"Reseal", testReseal},
+		{"WrongMasterKey", testWrongMasterKey},
+		{"InvalidSubject", testInvalidSubject},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) { c.run(t, open(t)) })
+	}
+}
+
+func master(t *testing.T) *secrets.Sealer {
+	t.Helper()
+	key := make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		t.Fatal(err)
+	}
+	s, err := secrets.New(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func ctx(t *testing.T) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return c
+}
+
+// roundTrip encrypts with one key and decrypts with the other.
+func roundTrip(t *testing.T, enc, dec keys.Key) {
+	t.Helper()
+	nonce := make([]byte, enc.AEAD.NonceSize())
+	ct := enc.AEAD.Seal(nil, nonce, []byte("11010519491231002X"), []byte("ad"))
+	pt, err := dec.AEAD.Open(nil, nonce, ct, []byte("ad"))
+	if err != nil || string(pt) != "11010519491231002X" {
+		t.Fatalf("round trip: %q %v", pt, err)
+	}
+}
+
+func testCreatedOnFirstUse(t *testing.T, b keys.Backend) {
+	c, m := ctx(t), master(t)
+	ks := keys.New(b, m)
+	if _, err := ks.Lookup(c, "user-1"); !errors.Is(err, keys.ErrNotFound) {
+		t.Fatalf("lookup before first use: %v", err)
+	}
+	k1, err := ks.DataKey(c, "user-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := ks.DataKey(c, "user-1")
+	if err != nil || again.ID != k1.ID {
+		t.Fatalf("second use gave %s (%v), first %s", again.ID, err, k1.ID)
+	}
+	other, err := ks.DataKey(c, "user-2")
+	if err != nil || other.ID == k1.ID {
+		t.Fatalf("two subjects share key %s (%v)", other.ID, err)
+	}
+	// A fresh store over the same backend (no cache) opens the same key.
+	fresh := keys.New(b, m)
+	byID, err := fresh.ByID(c, k1.ID)
+	if err != nil || byID.Subject != "user-1" {
+		t.Fatalf("by id: %+v %v", byID, err)
+	}
+	roundTrip(t, k1, byID)
+	looked, err := fresh.Lookup(c, "user-1")
+	if err != nil || looked.ID != k1.ID {
+		t.Fatalf("lookup: %v", err)
+	}
+	if _, err := fresh.ByID(c, "user-1~0000000000000000"); !errors.Is(err, keys.ErrNotFound) {
+		t.Fatalf("unknown key id: %v", err)
+	}
+}
+
+func testSealedNotClear(t *testing.T, b keys.Backend) {
+	c, m := ctx(t), master(t)
+	ks := keys.New(b, m)
+	k, err := ks.DataKey(c, "order-7")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seen int
+	err = b.List(c, func(r keys.Record) error {
+		seen++
+		if r.KeyID != k.ID || r.Subject != "order-7" || r.MasterKeyID != m.KeyID() || !strings.HasPrefix(r.Sealed, "v1:") {
+			return fmt.Errorf("record %+v", r)
+		}
+		if _, err := m.Open(r.Sealed); err != nil {
+			return err
+		}
+		return nil
+	})
+	if err != nil || seen != 1 {
+		t.Fatalf("list: %d records, %v", seen, err)
+	}
+}
+
+func testDestroy(t *testing.T, b keys.Backend) {
+	c, m := ctx(t), master(t)
+	ks := keys.New(b, m)
+	k, err := ks.DataKey(c, "user-9")
+	if err != nil {
+		t.Fatal(err)
+	}
+	keep, err := ks.DataKey(c, "user-10")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ks.Destroy(c, "user-9"); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []*keys.Keys{ks, keys.New(b, m)} {
+		if _, err := s.ByID(c, k.ID); !errors.Is(err, keys.ErrNotFound) {
+			t.Fatalf("destroyed key still opens: %v", err)
+		}
+		if _, err := s.DataKey(c, "user-9"); !errors.Is(err, keys.ErrDestroyed) {
+			t.Fatalf("destroyed subject got a key again: %v", err)
+		}
+		if _, err := s.Lookup(c, "user-9"); !errors.Is(err, keys.ErrDestroyed) {
+			t.Fatalf("lookup of a destroyed subject: %v", err)
+		}
+		if got, err := s.ByID(c, keep.ID); err != nil || got.ID != keep.ID {
+			t.Fatalf("another subject's key went too: %v", err)
+		}
+	}
+	if err := ks.Destroy(c, "user-9"); err != nil {
+		t.Fatalf("destroying twice: %v", err)
+	}
+	if err := ks.Destroy(c, "user-never"); err != nil {
+		t.Fatalf("destroying a subject without a key: %v", err)
+	}
+	if _, err := ks.DataKey(c, "user-never"); !errors.Is(err, keys.ErrDestroyed) {
+		t.Fatalf("a destroyed subject without a key got one: %v", err)
+	}
+	err = b.List(c, func(r keys.Record) error {
+		if r.Subject == "user-9" || r.KeyID == k.ID {
+			return fmt.Errorf("destroyed key listed: %s", r.KeyID)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func testConcurrentFirstUse(t *testing.T, b keys.Backend) {
+	c, m := ctx(t), master(t)
+	const n = 20
+	ids := make([]string, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			k, err := keys.New(b, m).DataKey(c, "user-concurrent") // no shared cache
+			ids[i], errs[i] = k.ID, err
+		}()
+	}
+	close(start)
+	wg.Wait()
+	for i := range n {
+		if errs[i] != nil || ids[i] != ids[0] {
+			t.Fatalf("goroutine %d got key %q (%v), goroutine 0 %q", i, ids[i], errs[i], ids[0])
+		}
+	}
+	count := 0
+	_ = b.List(c, func(keys.Record) error { count++; return nil })
+	if count != 1 {
+		t.Fatalf("%d keys stored for one subject", count)
+	}
+}
+
+func testReseal(t *testing.T, b keys.Backend) {
+	c, oldM, newM := ctx(t), master(t), master(t)
+	old := keys.New(b, oldM)
+	var made []keys.Key
+	for i := range 3 {
+		k, err := old.DataKey(c, fmt.Sprintf("user-%d", 100+i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		made = append(made, k)
+	}
+	rotating := keys.New(b, newM, oldM)
+	n, err := rotating.Reseal(c)
+	if err != nil || n != 3 {
+		t.Fatalf("resealed %d: %v", n, err)
+	}
+	if n, err := rotating.Reseal(c); err != nil || n != 0 {
+		t.Fatalf("second reseal %d: %v", n, err)
+	}
+	onlyNew := keys.New(b, newM)
+	for _, k := range made {
+		got, err := onlyNew.ByID(c, k.ID)
+		if err != nil {
+			t.Fatalf("after rotation: %v", err)
+		}
+		roundTrip(t, k, got) // the data key itself did not change
+	}
+	if _, err := keys.New(b, oldM).ByID(c, made[0].ID); err == nil {
+		t.Fatal("the retired master key still opens a re-sealed key")
+	}
+}
+
+func testWrongMasterKey(t *testing.T, b keys.Backend) {
+	c := ctx(t)
+	k, err := keys.New(b, master(t)).DataKey(c, "user-5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := keys.New(b, master(t)).ByID(c, k.ID); err == nil || errors.Is(err, keys.ErrNotFound) {
+		t.Fatalf("wrong master key: %v", err)
+	}
+}
+
+func testInvalidSubject(t *testing.T, b keys.Backend) {
+	c := ctx(t)
+	ks := keys.New(b, master(t))
+	for _, s := range []string{"", "../etc/passwd", ".hidden", "a/b", strings.Repeat("x", 129), "名前"} {
+		if _, err := ks.DataKey(c, s); !errors.Is(err, keys.ErrInvalidSubject) {
+			t.Fatalf("subject %q: %v", s, err)
+		}
+	}
+}

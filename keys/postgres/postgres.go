@@ -1,0 +1,172 @@
+// Package postgres is the production key store backend: a table of sealed
+// data keys and a table of destroyed subjects.
+//
+// Destroy DELETEs the key's row. Postgres keeps a deleted row's bytes as a
+// dead tuple until VACUUM (autovacuum, or an explicit VACUUM of
+// platform_data_keys) reclaims the page, and in WAL segments and base
+// backups until they age out; the key was sealed by the master key, so those
+// copies are unreadable without it, and an operator who must prove erasure
+// runs VACUUM on the table after an erasure and rotates the master key.
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/healthtech/partner-open-platform/keys"
+)
+
+const schema = `
+CREATE TABLE IF NOT EXISTS platform_data_keys (
+	subject       text PRIMARY KEY,
+	key_id        text NOT NULL UNIQUE,
+	master_key_id text NOT NULL,
+	sealed        text NOT NULL,
+	created_at    timestamptz NOT NULL
+);
+CREATE TABLE IF NOT EXISTS platform_destroyed_subjects (
+	subject      text PRIMARY KEY,
+	destroyed_at timestamptz NOT NULL DEFAULT now()
+);`
+
+// schemaLock serialises schema creation among nodes starting together.
+const schemaLock int64 = 0x6b657973746f7265
+
+// Store is the Postgres key store backend.
+type Store struct {
+	pool *pgxpool.Pool
+}
+
+// Open connects and creates the tables if needed.
+func Open(ctx context.Context, url string) (*Store, error) {
+	pool, err := pgxpool.New(ctx, url)
+	if err != nil {
+		return nil, fmt.Errorf("keys: %w", err)
+	}
+	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", schemaLock); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, schema)
+		return err
+	})
+	if err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("keys: create tables: %w", err)
+	}
+	return &Store{pool: pool}, nil
+}
+
+const columns = "subject, key_id, master_key_id, sealed, created_at"
+
+func scan(row pgx.Row) (keys.Record, error) {
+	var r keys.Record
+	err := row.Scan(&r.Subject, &r.KeyID, &r.MasterKeyID, &r.Sealed, &r.Created)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return r, keys.ErrNotFound
+	}
+	return r, err
+}
+
+// Insert implements keys.Backend.
+func (s *Store) Insert(ctx context.Context, rec keys.Record) (keys.Record, error) {
+	if !keys.ValidSubject(rec.Subject) {
+		return keys.Record{}, keys.ErrInvalidSubject
+	}
+	var out keys.Record
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		// Insert and Destroy of one subject take the same advisory lock, so
+		// a key is never created after (or during) its subject's erasure.
+		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", rec.Subject); err != nil {
+			return err
+		}
+		var destroyed bool
+		if err := tx.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM platform_destroyed_subjects WHERE subject = $1)", rec.Subject).Scan(&destroyed); err != nil {
+			return err
+		}
+		if destroyed {
+			return keys.ErrDestroyed
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO platform_data_keys (`+columns+`) VALUES ($1, $2, $3, $4, $5)
+			ON CONFLICT (subject) DO NOTHING`, rec.Subject, rec.KeyID, rec.MasterKeyID, rec.Sealed, rec.Created); err != nil {
+			return err
+		}
+		var err error
+		out, err = scan(tx.QueryRow(ctx, "SELECT "+columns+" FROM platform_data_keys WHERE subject = $1", rec.Subject))
+		return err
+	})
+	return out, err
+}
+
+// Get implements keys.Backend.
+func (s *Store) Get(ctx context.Context, subject string) (keys.Record, error) {
+	r, err := scan(s.pool.QueryRow(ctx, "SELECT "+columns+" FROM platform_data_keys WHERE subject = $1", subject))
+	if !errors.Is(err, keys.ErrNotFound) {
+		return r, err
+	}
+	var destroyed bool
+	if err := s.pool.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM platform_destroyed_subjects WHERE subject = $1)", subject).Scan(&destroyed); err != nil {
+		return keys.Record{}, err
+	}
+	if destroyed {
+		return keys.Record{}, keys.ErrDestroyed
+	}
+	return keys.Record{}, keys.ErrNotFound
+}
+
+// GetByKeyID implements keys.Backend.
+func (s *Store) GetByKeyID(ctx context.Context, keyID string) (keys.Record, error) {
+	return scan(s.pool.QueryRow(ctx, "SELECT "+columns+" FROM platform_data_keys WHERE key_id = $1", keyID))
+}
+
+// Destroy implements keys.Backend: DELETE, then the subject is remembered.
+func (s *Store) Destroy(ctx context.Context, subject string) error {
+	if !keys.ValidSubject(subject) {
+		return keys.ErrInvalidSubject
+	}
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", subject); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, "DELETE FROM platform_data_keys WHERE subject = $1", subject); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, "INSERT INTO platform_destroyed_subjects (subject) VALUES ($1) ON CONFLICT DO NOTHING", subject)
+		return err
+	})
+}
+
+// Update implements keys.Backend.
+func (s *Store) Update(ctx context.Context, fromMaster string, rec keys.Record) error {
+	_, err := s.pool.Exec(ctx, "UPDATE platform_data_keys SET master_key_id = $1, sealed = $2 WHERE key_id = $3 AND master_key_id = $4",
+		rec.MasterKeyID, rec.Sealed, rec.KeyID, fromMaster)
+	return err
+}
+
+// List implements keys.Backend.
+func (s *Store) List(ctx context.Context, fn func(keys.Record) error) error {
+	rows, err := s.pool.Query(ctx, "SELECT "+columns+" FROM platform_data_keys ORDER BY key_id")
+	if err != nil {
+		return err
+	}
+	recs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (keys.Record, error) { return scan(row) })
+	if err != nil {
+		return err
+	}
+	for _, r := range recs {
+		if err := fn(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Close implements keys.Backend.
+func (s *Store) Close() error {
+	s.pool.Close()
+	return nil
+}

@@ -1,0 +1,382 @@
+// Package privacy encrypts personal data inside events with the data key of
+// the person it belongs to (crypto-shredding, ARCHITECTURE.md invariant 10).
+//
+// Store decorates an events.Store. On Append it replaces the value at each
+// personal path of the event's type (catalog.PersonalFields, the single list
+// of what is personal) with an envelope
+//
+//	{"$enc":"<data key id>:<base64(nonce || AES-256-GCM ciphertext)>"}
+//
+// whose plaintext is the value's exact JSON text and whose associated data is
+// the event id and the path, so an envelope cannot be moved to another event
+// or field. Ids, amounts, statuses and times stay in clear. Every other byte
+// of the event is kept as it was, and every read path (ReadStream, ReadAll,
+// SubscribeAll) puts the exact original text back, so decrypted events are
+// byte for byte what was appended (report raw_data included). A null value
+// is left as it is: it says nothing.
+//
+// Erased marker: once the subject's key is destroyed, each envelope of theirs
+// reads as JSON null, which the catalog's structs decode as the zero value
+// ("" for a required string), so projections, commands and replays still
+// work and yield the erased state. A personal value appended for a subject
+// whose key is already destroyed is written as null.
+//
+// Subjects (keys.Keys names them): "user-<open_user_id>" for every event on a
+// user's stream, for reports (open_user_id), plugin measurements bound to a
+// platform user, orders with a user_id, and webhook bodies about a user.
+// Personal data that belongs to no channel user takes its aggregate as
+// subject: the order stream for a receiver without user_id, the card stream
+// for a card holder, the plugin session stream for a plugin profile, the
+// provider stream for a provider's contact; a webhook body takes its source
+// event's subject. A stream name that is not a valid subject name is hashed.
+package privacy
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/healthtech/partner-open-platform/events"
+	"github.com/healthtech/partner-open-platform/events/catalog"
+	"github.com/healthtech/partner-open-platform/keys"
+)
+
+const (
+	envPrefix = `{"$enc":"`
+	envSuffix = `"}`
+)
+
+// Erased is what a field sealed with a destroyed key reads as.
+var Erased = []byte("null")
+
+// Store is an events.Store that keeps personal fields encrypted in the store
+// beneath it and shows them decrypted to its callers.
+type Store struct {
+	inner events.Store
+	keys  *keys.Keys
+}
+
+// New decorates inner; keys holds the data keys.
+func New(inner events.Store, ks *keys.Keys) *Store { return &Store{inner: inner, keys: ks} }
+
+// Inner is the undecorated store, whose events hold ciphertext: the relay
+// reads it, so the Kafka topics never carry personal data in clear.
+func (s *Store) Inner() events.Store { return s.inner }
+
+// Append encrypts each event's personal fields, then appends.
+func (s *Store) Append(ctx context.Context, stream string, expected events.ExpectedRevision, evs ...events.Proposed) (events.AppendResult, error) {
+	sealed := make([]events.Proposed, len(evs))
+	for i, ev := range evs {
+		data, err := s.Seal(ctx, stream, ev.ID, ev.Type, ev.Data)
+		if err != nil {
+			return events.AppendResult{}, err
+		}
+		ev.Data = data
+		sealed[i] = ev
+	}
+	return s.inner.Append(ctx, stream, expected, sealed...)
+}
+
+// ReadStream reads and decrypts.
+func (s *Store) ReadStream(ctx context.Context, stream string, from uint64, limit int) ([]events.Recorded, error) {
+	recs, err := s.inner.ReadStream(ctx, stream, from, limit)
+	if err != nil {
+		return nil, err
+	}
+	return s.openAll(ctx, recs)
+}
+
+// ReadAll reads and decrypts.
+func (s *Store) ReadAll(ctx context.Context, after events.Position, limit int) ([]events.Recorded, error) {
+	recs, err := s.inner.ReadAll(ctx, after, limit)
+	if err != nil {
+		return nil, err
+	}
+	return s.openAll(ctx, recs)
+}
+
+// Head is the inner store's head.
+func (s *Store) Head(ctx context.Context) (events.Position, error) { return s.inner.Head(ctx) }
+
+// SubscribeAll subscribes and decrypts each event it delivers.
+func (s *Store) SubscribeAll(ctx context.Context, after events.Position) (events.Subscription, error) {
+	sub, err := s.inner.SubscribeAll(ctx, after)
+	if err != nil {
+		return nil, err
+	}
+	return &subscription{Subscription: sub, s: s}, nil
+}
+
+// Close closes the inner store.
+func (s *Store) Close() error { return s.inner.Close() }
+
+type subscription struct {
+	events.Subscription
+	s *Store
+}
+
+func (sub *subscription) Next(ctx context.Context) (events.Recorded, error) {
+	rec, err := sub.Subscription.Next(ctx)
+	if err != nil {
+		return rec, err
+	}
+	return sub.s.Open(ctx, rec)
+}
+
+func (s *Store) openAll(ctx context.Context, recs []events.Recorded) ([]events.Recorded, error) {
+	for i := range recs {
+		var err error
+		if recs[i], err = s.Open(ctx, recs[i]); err != nil {
+			return nil, err
+		}
+	}
+	return recs, nil
+}
+
+// Seal returns data with the value at each personal path of eventType
+// encrypted; data of a type the catalog does not list is encrypted whole.
+func (s *Store) Seal(ctx context.Context, stream, eventID, eventType string, data []byte) ([]byte, error) {
+	paths, listed := catalog.PersonalFields(eventType)
+	if listed && len(paths) == 0 || len(data) == 0 {
+		return data, nil
+	}
+	found, err := locate(data, paths, listed)
+	if err != nil {
+		return nil, fmt.Errorf("privacy: %s: %w", eventType, err)
+	}
+	if len(found) == 0 {
+		return data, nil
+	}
+	subject := Subject(stream, eventType, data)
+	key, err := s.keys.DataKey(ctx, subject)
+	destroyed := errors.Is(err, keys.ErrDestroyed)
+	if err != nil && !destroyed {
+		return nil, fmt.Errorf("privacy: data key: %w", err)
+	}
+	var out bytes.Buffer
+	out.Grow(len(data) + 64*len(found))
+	last := 0
+	for _, f := range found {
+		out.Write(data[last:f.start])
+		last = f.end
+		if destroyed {
+			out.Write(Erased)
+			continue
+		}
+		nonce := make([]byte, key.AEAD.NonceSize(), key.AEAD.NonceSize()+f.end-f.start+key.AEAD.Overhead())
+		if _, err := rand.Read(nonce); err != nil {
+			return nil, err
+		}
+		ct := key.AEAD.Seal(nonce, nonce, data[f.start:f.end], associated(eventID, f.path))
+		out.WriteString(envPrefix)
+		out.WriteString(key.ID)
+		out.WriteByte(':')
+		out.WriteString(base64.StdEncoding.EncodeToString(ct))
+		out.WriteString(envSuffix)
+	}
+	out.Write(data[last:])
+	return out.Bytes(), nil
+}
+
+// Open returns rec with its personal fields decrypted (or erased); events
+// without envelopes come back untouched.
+func (s *Store) Open(ctx context.Context, rec events.Recorded) (events.Recorded, error) {
+	if !bytes.Contains(rec.Data, []byte(envPrefix)) {
+		return rec, nil
+	}
+	paths, listed := catalog.PersonalFields(rec.Type)
+	found, err := locate(rec.Data, paths, listed)
+	if err != nil {
+		return rec, fmt.Errorf("privacy: %s at %s: %w", rec.Type, rec.Position, err)
+	}
+	var out bytes.Buffer
+	out.Grow(len(rec.Data))
+	last := 0
+	for _, f := range found {
+		val := rec.Data[f.start:f.end]
+		if !bytes.HasPrefix(val, []byte(envPrefix)) || !bytes.HasSuffix(val, []byte(envSuffix)) {
+			continue // written before encryption, or null
+		}
+		plain, err := s.open(ctx, string(val[len(envPrefix):len(val)-len(envSuffix)]), rec.ID, f.path)
+		if err != nil {
+			return rec, fmt.Errorf("privacy: %s %s at %s: %w", rec.Type, f.path, rec.Position, err)
+		}
+		out.Write(rec.Data[last:f.start])
+		out.Write(plain)
+		last = f.end
+	}
+	out.Write(rec.Data[last:])
+	rec.Data = out.Bytes()
+	return rec, nil
+}
+
+func (s *Store) open(ctx context.Context, env, eventID, path string) ([]byte, error) {
+	keyID, b64, ok := strings.Cut(env, ":")
+	if !ok {
+		return nil, errors.New("malformed envelope")
+	}
+	key, err := s.keys.ByID(ctx, keyID)
+	if errors.Is(err, keys.ErrNotFound) {
+		return Erased, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	ct, err := base64.StdEncoding.DecodeString(b64)
+	n := key.AEAD.NonceSize()
+	if err != nil || len(ct) < n {
+		return nil, errors.New("malformed envelope")
+	}
+	plain, err := key.AEAD.Open(nil, ct[:n], ct[n:], associated(eventID, path))
+	if err != nil {
+		return nil, errors.New("envelope does not authenticate (tampered, or moved from another event or field)")
+	}
+	return plain, nil
+}
+
+func associated(eventID, path string) []byte { return []byte(eventID + "\x00" + path) }
+
+type located struct {
+	span
+	path string
+}
+
+// locate finds the non-null values at paths, in document order, in one
+// pass; an unlisted type's whole document is one value (path "").
+func locate(data []byte, paths []string, listed bool) ([]located, error) {
+	if !listed {
+		start := skipWS(data, 0)
+		end, err := skipValue(data, start)
+		if err != nil {
+			return nil, err
+		}
+		return []located{{span{start, end}, ""}}, nil
+	}
+	spans, err := findAll(data, splitPaths(paths))
+	if err != nil {
+		return nil, err
+	}
+	found := make([]located, 0, len(spans))
+	for _, sp := range spans {
+		if string(data[sp.start:sp.end]) != "null" {
+			found = append(found, located{sp.span, paths[sp.path]})
+		}
+	}
+	sort.Slice(found, func(i, j int) bool { return found[i].start < found[j].start })
+	return found, nil
+}
+
+// split caches each path list's steps (the catalog's lists never change).
+var split sync.Map // joined paths -> [][]string
+
+func splitPaths(paths []string) [][]string {
+	key := strings.Join(paths, ",")
+	if v, ok := split.Load(key); ok {
+		return v.([][]string)
+	}
+	out := make([][]string, len(paths))
+	for i, p := range paths {
+		out[i] = strings.Split(p, ".")
+	}
+	split.Store(key, out)
+	return out
+}
+
+// Subject names the person (or, for personal data of no channel user, the
+// aggregate) whose key seals an event's personal fields; see the package doc.
+func Subject(stream, eventType string, data []byte) string {
+	if strings.HasPrefix(stream, "user-") {
+		return stream
+	}
+	var ids struct {
+		OpenUserID     *int64 `json:"open_user_id"`
+		UserID         *int64 `json:"user_id"`
+		PlatformUserID *int64 `json:"platform_user_id"`
+		SourceStream   string `json:"source_stream"`
+		Body           string `json:"body"`
+	}
+	_ = json.Unmarshal(data, &ids)
+	for _, id := range []*int64{ids.OpenUserID, ids.UserID, ids.PlatformUserID} {
+		if id != nil && *id > 0 {
+			return "user-" + strconv.FormatInt(*id, 10)
+		}
+	}
+	if eventType == (catalog.DeliveryCreated{}).EventType() {
+		if ids.Body != "" {
+			var body struct {
+				OpenUserID *int64 `json:"open_user_id"`
+			}
+			if json.Unmarshal([]byte(ids.Body), &body) == nil && body.OpenUserID != nil && *body.OpenUserID > 0 {
+				return "user-" + strconv.FormatInt(*body.OpenUserID, 10)
+			}
+		}
+		if ids.SourceStream != "" {
+			return streamSubject(ids.SourceStream)
+		}
+	}
+	return streamSubject(stream)
+}
+
+func streamSubject(stream string) string {
+	if strings.HasPrefix(stream, "user-") || keys.ValidSubject(stream) {
+		return stream
+	}
+	sum := sha256.Sum256([]byte(stream))
+	return "stream-" + hex.EncodeToString(sum[:16])
+}
+
+// Source decrypts the events a webhooks.Source delivers: the internal Kafka
+// topic carries events as stored (encrypted), and the dispatcher renders
+// webhooks from plaintext.
+type Source struct {
+	Source interface {
+		Run(ctx context.Context, handle func(ctx context.Context, ev events.Recorded) error) error
+	}
+	Store *Store
+}
+
+// Run runs the inner source, decrypting each event before handle sees it.
+func (s Source) Run(ctx context.Context, handle func(ctx context.Context, ev events.Recorded) error) error {
+	return s.Source.Run(ctx, func(ctx context.Context, ev events.Recorded) error {
+		ev, err := s.Store.Open(ctx, ev)
+		if err != nil {
+			return err
+		}
+		return handle(ctx, ev)
+	})
+}
+
+// Blank replaces every envelope at a personal path with null, without any
+// key: the analytics feed, which publishes no personal field, decodes stored
+// (encrypted) events this way.
+func Blank(eventType string, data []byte) []byte {
+	if !bytes.Contains(data, []byte(envPrefix)) {
+		return data
+	}
+	paths, listed := catalog.PersonalFields(eventType)
+	found, err := locate(data, paths, listed)
+	if err != nil {
+		return data
+	}
+	var out bytes.Buffer
+	last := 0
+	for _, f := range found {
+		if val := data[f.start:f.end]; bytes.HasPrefix(val, []byte(envPrefix)) && bytes.HasSuffix(val, []byte(envSuffix)) {
+			out.Write(data[last:f.start])
+			out.Write(Erased)
+			last = f.end
+		}
+	}
+	out.Write(data[last:])
+	return out.Bytes()
+}

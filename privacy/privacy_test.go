@@ -1,0 +1,147 @@
+package privacy
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/healthtech/partner-open-platform/events"
+	"github.com/healthtech/partner-open-platform/events/memory"
+	"github.com/healthtech/partner-open-platform/events/storetest"
+	"github.com/healthtech/partner-open-platform/internal/secrets"
+	"github.com/healthtech/partner-open-platform/keys"
+	"github.com/healthtech/partner-open-platform/keys/files"
+)
+
+func newStore(t *testing.T) (*Store, *keys.Keys) {
+	t.Helper()
+	b, err := files.Open(filepath.Join(t.TempDir(), "keys"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := secrets.New(bytes.Repeat([]byte{1}, 32))
+	ks := keys.New(b, m)
+	return New(memory.New(), ks), ks
+}
+
+// The decorated store is still an events.Store in every respect.
+func TestConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) events.Store {
+		s, _ := newStore(t)
+		t.Cleanup(func() { s.Close() })
+		return s
+	})
+}
+
+const member = `{"open_user_id":7,"member":{"member_id":3,"name":"李四","id_number":"11010519491231002X",` +
+	`"phone":null,  "height": 172.50 ,"relationship":"父亲"},"at":"2026-01-02T03:04:05Z"}`
+
+// raw_data is JSON text in a string, with spacing and escapes that a
+// re-marshal would change.
+const report = `{"report_id":5,"open_user_id":7,"file_path":"https://x/a.pdf","interpretation_result":"正常",` +
+	`"interpretation_detail":"","meta":{"operator_name":"王\u4e94","points_code":"P1"},` +
+	`"raw_data":"{ \"hr\" : 72,\n \"note\":\"<b>&amp;</b>\", \"big\": 1.0e3 }"}`
+
+func TestPersonalFieldsEncryptedAndRestoredByteForByte(t *testing.T) {
+	s, _ := newStore(t)
+	ctx := context.Background()
+	for _, c := range []struct{ stream, typ, data string }{
+		{"user-7", "user.family_member.created", member},
+		{"report-5", "report.created", report},
+	} {
+		id := uuid.NewString()
+		if _, err := s.Append(ctx, c.stream, events.Any(), events.Proposed{ID: id, Type: c.typ, Data: []byte(c.data)}); err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := s.Inner().ReadStream(ctx, c.stream, 0, 0)
+		stored := string(raw[0].Data)
+		for _, secret := range []string{"李四", "11010519491231002X", "父亲", "172.50", "a.pdf", "正常", "hr", "王"} {
+			if strings.Contains(stored, secret) {
+				t.Errorf("%s stored in clear: %s", secret, stored)
+			}
+		}
+		for _, clear := range []string{`"open_user_id":7`, `"phone":null`, `"at":"2026-01-02T03:04:05Z"`, `"points_code":"P1"`, `"$enc":"user-7~`} {
+			if c.typ == "user.family_member.created" && strings.Contains(clear, "points") || c.typ == "report.created" && (strings.Contains(clear, "phone") || strings.Contains(clear, `"at"`)) {
+				continue
+			}
+			if !strings.Contains(stored, clear) {
+				t.Errorf("%s not kept in clear: %s", clear, stored)
+			}
+		}
+		got, _ := s.ReadStream(ctx, c.stream, 0, 0)
+		all, _ := s.ReadAll(ctx, events.Position{}, 0)
+		sub, _ := s.SubscribeAll(ctx, events.Position{})
+		var subbed events.Recorded
+		for subbed.ID != id {
+			subbed, _ = sub.Next(ctx)
+		}
+		sub.Close()
+		for _, rec := range []events.Recorded{got[0], all[len(all)-1], subbed} {
+			if string(rec.Data) != c.data {
+				t.Fatalf("decrypted\n%s\nwant\n%s", rec.Data, c.data)
+			}
+		}
+	}
+}
+
+func TestErasedFieldsReadAsNull(t *testing.T) {
+	s, ks := newStore(t)
+	ctx := context.Background()
+	s.Append(ctx, "user-7", events.Any(), events.Proposed{ID: uuid.NewString(), Type: "user.family_member.created", Data: []byte(member)})
+	if err := ks.Destroy(ctx, "user-7"); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.ReadStream(ctx, "user-7", 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"open_user_id":7,"member":{"member_id":3,"name":null,"id_number":null,"phone":null,  "height": null ,"relationship":null},"at":"2026-01-02T03:04:05Z"}`
+	if string(got[0].Data) != want {
+		t.Fatalf("erased\n%s\nwant\n%s", got[0].Data, want)
+	}
+	// Appending personal data of an erased person stores null, not a new key.
+	s.Append(ctx, "user-7", events.Any(), events.Proposed{ID: uuid.NewString(), Type: "user.family_member.created", Data: []byte(member)})
+	raw, _ := s.Inner().ReadStream(ctx, "user-7", 1, 0)
+	if string(raw[0].Data) != want {
+		t.Fatalf("appended after erasure: %s", raw[0].Data)
+	}
+}
+
+func TestEnvelopeMovedToAnotherEventFails(t *testing.T) {
+	s, _ := newStore(t)
+	ctx := context.Background()
+	s.Append(ctx, "user-7", events.Any(), events.Proposed{ID: uuid.NewString(), Type: "user.family_group.created", Data: []byte(`{"name":"Li family"}`)})
+	raw, _ := s.Inner().ReadStream(ctx, "user-7", 0, 0)
+	s.Inner().Append(ctx, "user-7", events.Any(), events.Proposed{ID: uuid.NewString(), Type: "user.family_group.created", Data: raw[0].Data})
+	if _, err := s.ReadStream(ctx, "user-7", 0, 0); err == nil {
+		t.Fatal("an envelope copied into another event opened")
+	}
+}
+
+func TestSubjects(t *testing.T) {
+	for _, c := range []struct{ stream, typ, data, want string }{
+		{"user-7", "user.registered", `{}`, "user-7"},
+		{"report-5", "report.created", `{"open_user_id":7}`, "user-7"},
+		{"order-9", "order.created", `{"user_id":null}`, "order-9"},
+		{"order-9", "order.created", `{"user_id":4}`, "user-4"},
+		{"plugin-session-abc", "plugin.measurement.recorded", `{"platform_user_id":null}`, "plugin-session-abc"},
+		{"delivery-x", "webhook.delivery.created", `{"source_stream":"report-5","body":"{\"open_user_id\":7}"}`, "user-7"},
+		{"delivery-x", "webhook.delivery.created", `{"source_stream":"order-9","body":"{}"}`, "order-9"},
+		{"card-a/b", "benefit_card.issued", `{}`, ""},
+	} {
+		got := Subject(c.stream, c.typ, []byte(c.data))
+		if c.want == "" {
+			if !strings.HasPrefix(got, "stream-") || !keys.ValidSubject(got) {
+				t.Errorf("%s: %s", c.stream, got)
+			}
+			continue
+		}
+		if got != c.want {
+			t.Errorf("%s %s: %s, want %s", c.stream, c.typ, got, c.want)
+		}
+	}
+}
