@@ -60,6 +60,9 @@ type API struct {
 	// answer holds on this node at once.
 	Operators      *commands.Operators
 	OperatorsReady AppWaiter
+
+	// Keys re-seals the personal-data keys after a master-key rotation.
+	Keys KeyResealer
 }
 
 // Routes lists the write endpoints.
@@ -77,6 +80,7 @@ func (a *API) Routes() []Route {
 		{Method: "POST", Path: "/admin/v1/channel-users/:openUserId/erase", Handle: a.admin(a.eraseUser)},
 	}
 	routes = append(routes, a.reportRoutes()...)
+	routes = append(routes, a.keyRoutes()...)
 	routes = append(routes, a.commerceRoutes()...)
 	routes = append(routes, a.appRoutes()...)
 	routes = append(routes, a.operatorRoutes()...)

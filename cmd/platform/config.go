@@ -39,6 +39,7 @@ type config struct {
 	LogFormat            string
 	AdminToken           string
 	MasterKey            string
+	MasterKeyPrevious    string
 	FeedPseudonymKey     string
 	InternalToken        string
 
@@ -251,6 +252,25 @@ func loadConfig(args []string, getenv func(string) string, usageOut io.Writer) (
 				return nil
 			},
 			show: func() string { return secretShown(c.MasterKey, c.DataDir, "master.key") }},
+		{env: "PLATFORM_MASTER_KEY_PREVIOUS", secret: true,
+			accepts: "comma-separated older master keys (each 32 bytes as hex or base64), kept for opening after a rotation, or unset to read <data dir>/master.key.previous if it exists",
+			parse: func(s string) error {
+				keys, err := secrets.ParseKeyList(s)
+				if err != nil {
+					return errors.New("not a comma-separated list of 32-byte keys")
+				}
+				if len(keys) == 0 {
+					s = ""
+				}
+				c.MasterKeyPrevious = s
+				return nil
+			},
+			show: func() string {
+				if c.MasterKeyPrevious != "" {
+					return "set (redacted)"
+				}
+				return "unset: " + strings.TrimSuffix(c.DataDir, "/") + "/master.key.previous if it exists"
+			}},
 		{env: "PLATFORM_FEED_PSEUDONYM_KEY", secret: true,
 			accepts: "32 bytes as 64 hex characters or base64 (e.g. from openssl rand -hex 32), or unset to derive it from the master key",
 			parse: func(s string) error {

@@ -73,6 +73,7 @@ func TestInvalidValuesStopStartUp(t *testing.T) {
 		"PLATFORM_RATE_LIMIT":             {"abc", "0", "1.5", "6000/min", "1e3"},
 		"PLATFORM_LOG_FORMAT":             {"yaml", "logfmt"},
 		"PLATFORM_MASTER_KEY":             {"hunter2", goodKey[:62], goodKey + "00"},
+		"PLATFORM_MASTER_KEY_PREVIOUS":    {"hunter2", goodKey + ",", goodKey + ",," + goodKey, goodKey + "," + goodKey[:62]},
 	}
 	// Only these take any non-empty value; a new variable needs a row above.
 	free := map[string]bool{"PLATFORM_DATA_DIR": true, "PLATFORM_ADMIN_TOKEN": true, "PLATFORM_INTERNAL_TOKEN": true}
@@ -93,7 +94,7 @@ func TestInvalidValuesStopStartUp(t *testing.T) {
 			if !strings.Contains(msg, env+"=") || !strings.Contains(msg, accepts) {
 				t.Errorf("%s=%q: message %q does not name the variable and %q", env, v, msg, accepts)
 			}
-			if env == "PLATFORM_MASTER_KEY" && strings.Contains(msg, v) {
+			if strings.HasPrefix(env, "PLATFORM_MASTER_KEY") && strings.Contains(msg, v) {
 				t.Errorf("%s: message echoes the secret: %q", env, msg)
 			}
 			if flagName == "" {
@@ -216,7 +217,8 @@ func TestEventStoreURL(t *testing.T) {
 // TestEffectiveConfigLogHidesSecrets: the start-up line shows every
 // variable, and no token, key or password in any spelling.
 func TestEffectiveConfigLogHidesSecrets(t *testing.T) {
-	secretsIn := []string{"adm_Sup3rSecret", goodKey, "int_0therSecret", "pgPa55word", "esdbPa55", "qPa55", "kvPa55"}
+	oldKey := strings.Repeat("cd", 32)
+	secretsIn := []string{"adm_Sup3rSecret", goodKey, oldKey, "int_0therSecret", "pgPa55word", "esdbPa55", "qPa55", "kvPa55"}
 	for _, pg := range []string{
 		"postgres://platform:pgPa55word@db:5432/platform?sslmode=disable",
 		"postgresql://platform@db/platform?password=qPa55&sslmode=disable",
@@ -225,7 +227,8 @@ func TestEffectiveConfigLogHidesSecrets(t *testing.T) {
 	} {
 		env := map[string]string{
 			"PLATFORM_ADMIN_TOKEN": "adm_Sup3rSecret", "PLATFORM_MASTER_KEY": goodKey, "PLATFORM_INTERNAL_TOKEN": "int_0therSecret",
-			"PLATFORM_POSTGRES_URL": pg, "PLATFORM_ESDB_URL": "esdb://admin:esdbPa55@eventstore:2113?tls=false",
+			"PLATFORM_MASTER_KEY_PREVIOUS": oldKey + "," + goodKey,
+			"PLATFORM_POSTGRES_URL":        pg, "PLATFORM_ESDB_URL": "esdb://admin:esdbPa55@eventstore:2113?tls=false",
 		}
 		c := mustLoad(t, env)
 		for _, format := range []string{"text", "json"} {

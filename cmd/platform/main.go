@@ -37,7 +37,7 @@ func main() {
 
 	if err := run(log, cfg.Addr, node.Config{
 		DataDir: cfg.DataDir, ESDBURL: cfg.eventStoreURL(), PostgresURL: cfg.PostgresURL, Timezone: cfg.Timezone,
-		AdminToken: cfg.AdminToken, MasterKey: cfg.MasterKey, Logger: log,
+		AdminToken: cfg.AdminToken, MasterKey: cfg.MasterKey, MasterKeyPrevious: cfg.MasterKeyPrevious, Logger: log,
 		KafkaBrokers: cfg.KafkaBrokers, KafkaTopic: cfg.KafkaTopic, KafkaInternalTopic: cfg.KafkaInternalTopic,
 		FeedPseudonymKey: cfg.FeedPseudonymKey, KafkaRelay: &cfg.KafkaRelay, WebhookAllowLoopback: cfg.WebhookAllowLoopback,
 		WebhookSchedule: cfg.WebhookRetrySchedule, InternalToken: cfg.InternalToken, PartnerRateLimit: cfg.RateLimit,

@@ -119,6 +119,7 @@ var supportWrites = []struct{ method, prefix, suffix string }{
 //	GET /admin/v1/audit                       yes    no       yes
 //	other GET (reads; personal data redacted) yes    yes      yes
 //	resends, rebuilds, order review and ship  yes    yes      no
+//	POST /admin/v1/keys/rotate                yes    no       no
 //	any other write (channel-user erasure...) yes    no       no
 //
 // Revealing personal data is decided by the read itself: auditors only.

@@ -242,6 +242,7 @@ func badRoutes(fx fixture) []badRoute {
 			body: `{"reason":"ticket 1"}`, base: outcome{404, "USER_NOT_FOUND"}, fields: []field{{path: "reason", kind: kStr, max: 500}}},
 		{method: "POST", pattern: "/admin/v1/projections/:name/rebuild", auth: authAdmin, params: map[string]string{"name": "nosuch"},
 			base: outcome{404, "PROJECTION_NOT_FOUND"}, notFound: outcome{404, "PROJECTION_NOT_FOUND"}},
+		{method: "POST", pattern: "/admin/v1/keys/rotate", auth: authAdmin, params: none, base: ok200},
 
 		// ---- webhooks ----
 		{method: "GET", pattern: "/admin/v1/deliveries", auth: authAdmin, params: none, query: deliveryQuery, base: ok200},

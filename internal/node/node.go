@@ -53,10 +53,14 @@ type Config struct {
 	PostgresURL string
 	AdminToken  string
 	MasterKey   string
-	Timezone    string // IANA name of the zone of Y-m-d dates and Y-m-d H:i:s times
-	Logger      *slog.Logger
-	Now         func() time.Time
-	IDBlockSize int64
+	// MasterKeyPrevious are older master keys, comma-separated, kept for
+	// opening only after a rotation (unset: <data dir>/master.key.previous,
+	// one key a line, if it exists).
+	MasterKeyPrevious string
+	Timezone          string // IANA name of the zone of Y-m-d dates and Y-m-d H:i:s times
+	Logger            *slog.Logger
+	Now               func() time.Time
+	IDBlockSize       int64
 
 	// KafkaBrokers switches the dispatcher's feed to Kafka and starts the relay.
 	KafkaBrokers []string
@@ -213,7 +217,7 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		return nil, fmt.Errorf("personal-data keys: %w", err)
 	}
 	n.closers = append(n.closers, keyBackend.Close)
-	n.Keys = keys.New(keyBackend, sealer)
+	n.Keys = keys.New(keyBackend, sealer, sealer.Previous()...)
 	if cfg.PlaintextPersonalData {
 		n.Adapters["personal-data keys"] += " (encryption OFF: PlaintextPersonalData)"
 	} else {
@@ -295,7 +299,7 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		Users:   users,
 		Apps:    commands.NewApps(n.Events, n.Registry, ids, sealer, guard.CheckURL),
 		SchemeM: schemeM, Admin: admin, Watermarks: marks, AppsReady: appsRunner,
-		Resender: n.Dispatcher, Location: n.Location,
+		Resender: n.Dispatcher, Location: n.Location, Keys: n.Keys,
 		SchemeH: schemeH, Reports: reports, Plugin: pluginCmds,
 		Credentials: commands.NewCredentialIssuer(n.Events, n.Registry, ids, cfg.Now), UploaderDirectory: n.Apps,
 		Orders:        commands.NewOrders(n.Events, n.Registry, ids, cfg.Now),
@@ -576,10 +580,32 @@ func openSealer(ctx context.Context, cfg Config, store events.Store, reg *events
 	if err != nil {
 		return nil, err
 	}
+	var previous [][]byte
+	prevPath := filepath.Join(cfg.DataDir, "master.key.previous")
+	if cfg.MasterKeyPrevious != "" {
+		if previous, err = secrets.ParseKeyList(cfg.MasterKeyPrevious); err != nil {
+			return nil, fmt.Errorf("PLATFORM_MASTER_KEY_PREVIOUS: %w", err)
+		}
+	} else if previous, err = secrets.LoadKeyListFile(prevPath); err != nil {
+		return nil, err
+	}
+	var older []*secrets.Sealer
+	for _, k := range previous {
+		s, err := secrets.New(k)
+		if err != nil {
+			return nil, err
+		}
+		older = append(older, s)
+	}
+	sealer = secrets.WithPrevious(sealer, older...)
+	if len(older) > 0 {
+		log.Info("master key: sealing with the current key, also opening with previous keys",
+			"current", sealer.KeyID(), "previous", strings.Join(sealer.PreviousKeyIDs(), ","))
+	}
 	if err := checkSealer(ctx, sealer, store, reg); err != nil {
-		fix := "set PLATFORM_MASTER_KEY to the key this log was written with"
+		fix := "set PLATFORM_MASTER_KEY to the key this log was written with (after a rotation, keep the old key in PLATFORM_MASTER_KEY_PREVIOUS)"
 		if cfg.MasterKey == "" {
-			fix = "set PLATFORM_MASTER_KEY, or put in " + path + ", the key this log was written with"
+			fix = "set PLATFORM_MASTER_KEY, or put in " + path + ", the key this log was written with (after a rotation, keep the old key in PLATFORM_MASTER_KEY_PREVIOUS or " + prevPath + ")"
 		}
 		return nil, fmt.Errorf("master key from %s: %w; %s", source, err, fix)
 	}

@@ -20,6 +20,8 @@ import (
 type Sealer struct {
 	aead cipher.AEAD
 	id   string
+	// previous are older master keys kept for opening only (rotation).
+	previous []*Sealer
 }
 
 // New builds a sealer from a 32-byte master key.
@@ -48,6 +50,38 @@ func KeyID(key []byte) string {
 
 // KeyID is the id of the master key this sealer seals with.
 func (s *Sealer) KeyID() string { return s.id }
+
+// WithPrevious returns a sealer that seals with s's key and opens values
+// sealed by s's key or by any of previous (older master keys kept after a
+// rotation: the secrets sealed in events are never re-sealed, since events
+// are immutable). A sealed value names no key, so Open tries the current
+// key first, then each previous one; AES-GCM authentication makes a wrong
+// key fail rather than open garbage.
+func WithPrevious(s *Sealer, previous ...*Sealer) *Sealer {
+	out := &Sealer{aead: s.aead, id: s.id}
+	seen := map[string]bool{s.id: true}
+	for _, p := range previous {
+		if p == nil || seen[p.id] {
+			continue
+		}
+		seen[p.id] = true
+		out.previous = append(out.previous, &Sealer{aead: p.aead, id: p.id})
+	}
+	return out
+}
+
+// PreviousKeyIDs are the ids of the older keys s opens with, oldest last.
+func (s *Sealer) PreviousKeyIDs() []string {
+	ids := make([]string, len(s.previous))
+	for i, p := range s.previous {
+		ids[i] = p.id
+	}
+	return ids
+}
+
+// Previous returns sealers of the older keys s opens with (each without
+// previous keys of its own).
+func (s *Sealer) Previous() []*Sealer { return append([]*Sealer(nil), s.previous...) }
 
 // ParseKey accepts a master key as 64 hex characters or standard base64 of 32 bytes.
 func ParseKey(s string) ([]byte, error) {
@@ -102,6 +136,21 @@ func (s *Sealer) Seal(plain string) (string, error) {
 
 // Open decrypts a sealed secret; a wrong master key is an error, never garbage.
 func (s *Sealer) Open(sealed string) (string, error) {
+	plain, err := s.open(sealed)
+	if err == nil || len(s.previous) == 0 || !errors.Is(err, errWrongKey) {
+		return plain, err
+	}
+	for _, p := range s.previous {
+		if plain, perr := p.open(sealed); perr == nil {
+			return plain, nil
+		}
+	}
+	return "", errors.New("secrets: cannot open sealed value with the current or any previous master key (wrong master key?)")
+}
+
+var errWrongKey = errors.New("secrets: cannot open sealed value (wrong master key?)")
+
+func (s *Sealer) open(sealed string) (string, error) {
 	raw, ok := strings.CutPrefix(sealed, "v1:")
 	if !ok {
 		return "", errors.New("secrets: unknown sealed format")
@@ -113,7 +162,7 @@ func (s *Sealer) Open(sealed string) (string, error) {
 	n := s.aead.NonceSize()
 	plain, err := s.aead.Open(nil, b[:n], b[n:], nil)
 	if err != nil {
-		return "", errors.New("secrets: cannot open sealed value (wrong master key?)")
+		return "", errWrongKey
 	}
 	return string(plain), nil
 }
@@ -125,4 +174,46 @@ func Random(prefix string, n int) string {
 		panic(fmt.Sprintf("secrets: crypto/rand failed: %v", err))
 	}
 	return prefix + hex.EncodeToString(b)
+}
+
+// ParseKeyList reads comma-separated keys (PLATFORM_MASTER_KEY_PREVIOUS);
+// empty is no keys, an empty item or a malformed key is refused.
+func ParseKeyList(s string) ([][]byte, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	var out [][]byte
+	for i, part := range strings.Split(s, ",") {
+		key, err := ParseKey(part)
+		if err != nil {
+			return nil, fmt.Errorf("key %d: %w", i+1, err)
+		}
+		out = append(out, key)
+	}
+	return out, nil
+}
+
+// LoadKeyListFile reads previous master keys from path, one per line (blank
+// lines and lines starting with # are skipped); a missing file is no keys.
+func LoadKeyListFile(path string) ([][]byte, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("secrets: read %s: %w", path, err)
+	}
+	var out [][]byte
+	for i, line := range strings.Split(string(b), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		key, err := ParseKey(line)
+		if err != nil {
+			return nil, fmt.Errorf("secrets: %s line %d: %w", path, i+1, err)
+		}
+		out = append(out, key)
+	}
+	return out, nil
 }

@@ -52,3 +52,66 @@ func TestKeyFileIsCreatedPrivatelyOnce(t *testing.T) {
 		t.Fatal("the key changed on the second start")
 	}
 }
+
+func TestPreviousKeysOpenButNeverSeal(t *testing.T) {
+	a, _ := New([]byte(strings.Repeat("a", 32)))
+	b, _ := New([]byte(strings.Repeat("b", 32)))
+	old, err := a.Seal("from A")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Open(old); err == nil {
+		t.Fatal("B alone opened a value sealed by A")
+	}
+	ring := WithPrevious(b, a, b, nil)
+	if ring.KeyID() != b.KeyID() || len(ring.PreviousKeyIDs()) != 1 || ring.PreviousKeyIDs()[0] != a.KeyID() {
+		t.Fatalf("ring %s %v", ring.KeyID(), ring.PreviousKeyIDs())
+	}
+	if plain, err := ring.Open(old); err != nil || plain != "from A" {
+		t.Fatalf("open old %q %v", plain, err)
+	}
+	fresh, _ := ring.Seal("from ring")
+	if _, err := a.Open(fresh); err == nil {
+		t.Fatal("the ring sealed with the previous key")
+	}
+	if plain, err := b.Open(fresh); err != nil || plain != "from ring" {
+		t.Fatalf("the ring does not seal with the current key: %q %v", plain, err)
+	}
+	bad := []byte(old)
+	bad[len(bad)-2] ^= 1
+	if _, err := ring.Open(string(bad)); err == nil {
+		t.Fatal("opened a tampered value")
+	}
+	if _, err := ring.Open("v9:x"); err == nil {
+		t.Fatal("opened an unknown format")
+	}
+}
+
+func TestKeyLists(t *testing.T) {
+	ka, kb := strings.Repeat("ab", 32), strings.Repeat("cd", 32)
+	keys, err := ParseKeyList(" " + ka + " , " + kb)
+	if err != nil || len(keys) != 2 {
+		t.Fatalf("%d %v", len(keys), err)
+	}
+	if keys, err := ParseKeyList(""); err != nil || keys != nil {
+		t.Fatal("empty list")
+	}
+	for _, bad := range []string{ka + ",", ka + ",," + kb, "nope", ka + ",short"} {
+		if _, err := ParseKeyList(bad); err == nil {
+			t.Fatalf("accepted %q", bad)
+		}
+	}
+	dir := t.TempDir()
+	if keys, err := LoadKeyListFile(filepath.Join(dir, "missing")); err != nil || keys != nil {
+		t.Fatal("missing file")
+	}
+	path := filepath.Join(dir, "master.key.previous")
+	os.WriteFile(path, []byte("# retired 2024\n"+ka+"\n\n"+kb+"\n"), 0o600)
+	if keys, err := LoadKeyListFile(path); err != nil || len(keys) != 2 {
+		t.Fatalf("%d %v", len(keys), err)
+	}
+	os.WriteFile(path, []byte(ka+"\nnot a key\n"), 0o600)
+	if _, err := LoadKeyListFile(path); err == nil || !strings.Contains(err.Error(), "line 2") {
+		t.Fatalf("bad line: %v", err)
+	}
+}
