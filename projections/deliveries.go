@@ -18,7 +18,11 @@ type Delivery struct {
 	SourcePosition events.Position
 	// Cursor is the log position of the delivery's creation: the feed's order.
 	Cursor        events.Position
-	Body          []byte // the exact bytes every attempt sends
+	Body          []byte // the exact bytes every attempt sends; empty once its subject is erased
+	// Subject is the data subject the body is about ("user-<open_user_id>"),
+	// empty when it is about no channel user or the body is erased (see
+	// applyDelivery): user.erased finds the deliveries to blank by it.
+	Subject string
 	Status        string
 	Attempts      int // attempts in total
 	NextAttemptAt *time.Time
@@ -50,6 +54,8 @@ type DeliveryTx interface {
 	PutDelivery(ctx context.Context, d Delivery) error
 	// Delivery reads a delivery inside the transaction (ErrNotFound if absent).
 	Delivery(ctx context.Context, id string) (Delivery, error)
+	// SubjectDeliveries lists the deliveries whose Subject is subject, in no set order.
+	SubjectDeliveries(ctx context.Context, subject string) ([]Delivery, error)
 	// AddAttempt records an attempt; re-adding the same (DeliveryID, Attempt) replaces it.
 	AddAttempt(ctx context.Context, a Attempt) error
 }

@@ -2,6 +2,8 @@ package projections
 
 import (
 	"context"
+	"encoding/json"
+	"strconv"
 	"strings"
 
 	"github.com/healthtech/partner-open-platform/domain"
@@ -16,12 +18,12 @@ func applyDelivery(ctx context.Context, tx DeliveryTx, env events.Envelope) erro
 		d := Delivery{
 			DeliveryID: p.DeliveryID, AppID: p.AppID, EventType: p.Event, SourceEventID: p.SourceEventID,
 			SourcePosition: p.SourcePosition, Cursor: env.Position, Body: []byte(p.Body),
-			Status: domain.DeliverySkipped, CreatedAt: at, UpdatedAt: at,
+			Subject: deliverySubject(p), Status: domain.DeliverySkipped, CreatedAt: at, UpdatedAt: at,
 		}
 		if p.Deliver {
 			d.Status, d.NextAttemptAt = domain.DeliveryPending, &at
 		}
-		return tx.PutDelivery(ctx, d)
+		return tx.PutDelivery(ctx, stopErased(d))
 	case *catalog.DeliveryAttempted:
 		d, err := tx.Delivery(ctx, p.DeliveryID)
 		if err != nil {
@@ -50,7 +52,7 @@ func applyDelivery(ctx context.Context, tx DeliveryTx, env events.Envelope) erro
 			d.NextAttemptAt = &next
 		}
 		d.Status = domain.DeliveryStatusAfter(p.Outcome)
-		return tx.PutDelivery(ctx, d)
+		return tx.PutDelivery(ctx, stopErased(d))
 	case *catalog.DeliveryResendRequested:
 		d, err := tx.Delivery(ctx, p.DeliveryID)
 		if err != nil {
@@ -58,9 +60,62 @@ func applyDelivery(ctx context.Context, tx DeliveryTx, env events.Envelope) erro
 		}
 		next := p.At.UTC()
 		d.Status, d.NextAttemptAt, d.UpdatedAt = domain.DeliveryPending, &next, at
-		return tx.PutDelivery(ctx, d)
+		return tx.PutDelivery(ctx, stopErased(d))
+	case *catalog.UserErased:
+		// The user's data key is gone, so every delivery about them now
+		// reads from the log with a null body: blank the live rows the same
+		// way, so that a rebuild gives the same rows (UpdatedAt included,
+		// which erasure leaves alone).
+		ds, err := tx.SubjectDeliveries(ctx, "user-"+strconv.FormatInt(p.OpenUserID, 10))
+		if err != nil {
+			return err
+		}
+		for _, d := range ds {
+			d.Body = []byte{}
+			if err := tx.PutDelivery(ctx, stopErased(d)); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
+}
+
+// deliverySubject names the user a delivery's body is about, as privacy
+// seals it: the body's open_user_id, else a user- source stream. A body
+// already erased (null in the log) names nobody.
+func deliverySubject(p *catalog.DeliveryCreated) string {
+	if p.Body == "" {
+		return ""
+	}
+	var body struct {
+		OpenUserID *int64 `json:"open_user_id"`
+	}
+	if json.Unmarshal([]byte(p.Body), &body) == nil && body.OpenUserID != nil && *body.OpenUserID > 0 {
+		return "user-" + strconv.FormatInt(*body.OpenUserID, 10)
+	}
+	if strings.HasPrefix(p.SourceStream, "user-") {
+		return p.SourceStream
+	}
+	return ""
+}
+
+// stopErased applies erasure to a delivery whose body is erased (empty: a
+// webhook body is never empty otherwise): it names no subject any more, and
+// if it was still queued it is abandoned, never to be sent, while a delivery
+// that already ended (delivered, abandoned, skipped) keeps its status. Every
+// write of a delivery goes through it, so an attempt recorded after the
+// erasure by a sender that raced it, or a resend, cannot queue it again, and
+// a rebuild, which reads the erased body from DeliveryCreated on, gives the
+// same status as the live projection that blanked it at user.erased.
+func stopErased(d Delivery) Delivery {
+	if len(d.Body) != 0 {
+		return d
+	}
+	d.Subject = ""
+	if d.Status == domain.DeliveryPending || d.Status == domain.DeliveryRetrying {
+		d.Status, d.NextAttemptAt = domain.DeliveryAbandoned, nil
+	}
+	return d
 }
 
 // attemptClass is the recorded class of a failed attempt or, for events

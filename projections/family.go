@@ -95,7 +95,7 @@ func UsersProjector(s UserStore) Projector {
 // DeliveriesProjector projects the webhook delivery log and the partners' feed.
 func DeliveriesProjector(s DeliveryStore) Projector {
 	return projector(FamilyDeliveries, s, s.UpdateDeliveries, applyDelivery,
-		&catalog.DeliveryCreated{}, &catalog.DeliveryAttempted{}, &catalog.DeliveryResendRequested{})
+		&catalog.DeliveryCreated{}, &catalog.DeliveryAttempted{}, &catalog.DeliveryResendRequested{}, &catalog.UserErased{})
 }
 
 // ReportsProjector projects health reports; loc is the platform zone of report days.

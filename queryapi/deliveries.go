@@ -109,7 +109,7 @@ func deliveryView(d projections.Delivery, withPayload, operator bool) map[string
 		"cursor": httpapi.FormatCursor(d.Cursor),
 	}
 	if withPayload {
-		out["payload"] = json.RawMessage(d.Body)
+		out["payload"] = payloadOf(d.Body)
 	}
 	return out
 }
@@ -205,8 +205,16 @@ func (q *API) feed(w http.ResponseWriter, r *http.Request, _ httprouter.Params, 
 	next := httpapi.FormatCursor(after)
 	for _, d := range list {
 		next = httpapi.FormatCursor(d.Cursor)
-		out = append(out, map[string]any{"cursor": next, "delivery_id": d.DeliveryID, "event": d.EventType, "payload": json.RawMessage(d.Body)})
+		out = append(out, map[string]any{"cursor": next, "delivery_id": d.DeliveryID, "event": d.EventType, "payload": payloadOf(d.Body)})
 	}
 	httpapi.OK(w, http.StatusOK, map[string]any{"events": out, "next_cursor": next, "has_more": len(list) == int(limit)})
 	return nil
+}
+
+// payloadOf is a delivery's body as JSON: null once its user was erased.
+func payloadOf(body []byte) json.RawMessage {
+	if len(body) == 0 {
+		return json.RawMessage("null")
+	}
+	return json.RawMessage(body)
 }

@@ -271,6 +271,11 @@ func (d *Dispatcher) attempt(ctx context.Context, id string) {
 	if d.paused(del.created.AppID) {
 		return // suspended since it was listed; it waits for the resume
 	}
+	if del.created.Body == "" {
+		// Its user was erased since it was listed: the body reads as null and
+		// the read model has abandoned it (projections.stopErased); never send.
+		return
+	}
 	r := d.post(ctx, del)
 	r.at = now
 	ev := decideAttempt(del, r, d.Schedule)

@@ -36,6 +36,7 @@ type deliveryIndexes struct {
 	statuses   map[string]int                   // status -> deliveries
 	sources    []events.Position                // distinct SourcePositions, ascending
 	sourceRefs map[events.Position]int          // SourcePosition -> deliveries
+	subjects   map[string]map[string]bool       // Subject -> DeliveryIDs, non-empty subjects only
 }
 
 func newDeliveryIndexes() deliveryIndexes {
@@ -46,6 +47,7 @@ func newDeliveryIndexes() deliveryIndexes {
 		due:        dueHeap{at: map[string]int{}},
 		statuses:   map[string]int{},
 		sourceRefs: map[events.Position]int{},
+		subjects:   map[string]map[string]bool{},
 	}
 }
 
@@ -207,6 +209,20 @@ func (s *Store) setDelivery(cur projections.Delivery, had bool, next projections
 		}
 		if keep {
 			s.refSource(next.SourcePosition, 1)
+		}
+	}
+	if !same || cur.Subject != next.Subject {
+		if had && cur.Subject != "" {
+			delete(s.subjects[cur.Subject], cur.DeliveryID)
+			if len(s.subjects[cur.Subject]) == 0 {
+				delete(s.subjects, cur.Subject)
+			}
+		}
+		if keep && next.Subject != "" {
+			if s.subjects[next.Subject] == nil {
+				s.subjects[next.Subject] = map[string]bool{}
+			}
+			s.subjects[next.Subject][next.DeliveryID] = true
 		}
 	}
 	id := cur.DeliveryID
@@ -388,6 +404,17 @@ func (t *tx) Delivery(ctx context.Context, id string) (projections.Delivery, err
 		return projections.Delivery{}, projections.ErrNotFound
 	}
 	return copyDelivery(d), nil
+}
+
+func (t *tx) SubjectDeliveries(ctx context.Context, subject string) ([]projections.Delivery, error) {
+	if err := t.check(ctx); err != nil {
+		return nil, err
+	}
+	var out []projections.Delivery
+	for id := range t.s.subjects[subject] {
+		out = append(out, copyDelivery(t.s.deliveries[id]))
+	}
+	return out, nil
 }
 
 func (t *tx) PutDelivery(ctx context.Context, d projections.Delivery) error {

@@ -30,14 +30,14 @@ const feedOrder = `cursor_commit, cursor_prepare, delivery_id`
 
 const deliveryColumns = `delivery_id, app_id, event_type, source_event_id, source_commit, source_prepare,
     cursor_commit, cursor_prepare, body, status, attempts, next_attempt_at, last_status, last_error,
-    created_at, updated_at, last_error_class`
+    created_at, updated_at, last_error_class, subject`
 
 func scanDelivery(row pgx.Row) (projections.Delivery, error) {
 	var d projections.Delivery
 	err := row.Scan(&d.DeliveryID, &d.AppID, &d.EventType, &d.SourceEventID,
 		&d.SourcePosition.Commit, &d.SourcePosition.Prepare, &d.Cursor.Commit, &d.Cursor.Prepare,
 		&d.Body, &d.Status, &d.Attempts, &d.NextAttemptAt, &d.LastStatus, &d.LastError,
-		&d.CreatedAt, &d.UpdatedAt, &d.LastErrorClass)
+		&d.CreatedAt, &d.UpdatedAt, &d.LastErrorClass, &d.Subject)
 	if d.NextAttemptAt != nil {
 		*d.NextAttemptAt = d.NextAttemptAt.UTC()
 	}
@@ -220,9 +220,25 @@ func (t *tx) Delivery(ctx context.Context, id string) (projections.Delivery, err
 	return d, notFound(err, "delivery %q", id)
 }
 
+// SubjectDeliveries reads through webhook_deliveries_subject_idx.
+func (t *tx) SubjectDeliveries(ctx context.Context, subject string) ([]projections.Delivery, error) {
+	if err := t.check(ctx); err != nil {
+		return nil, err
+	}
+	if err := t.flush(ctx); err != nil {
+		return nil, err
+	}
+	rows, _ := t.db.Query(ctx, `SELECT `+deliveryColumns+` FROM webhook_deliveries WHERE subject = $1 AND subject <> ''`, subject)
+	ds, err := collectDeliveries(rows)
+	if err != nil {
+		return nil, fmt.Errorf("projections/postgres: deliveries of %s: %w", subject, err)
+	}
+	return ds, nil
+}
+
 const upsertDelivery = `
 INSERT INTO webhook_deliveries (` + deliveryColumns + `)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
 ON CONFLICT (delivery_id) DO UPDATE SET
     app_id = EXCLUDED.app_id,
     event_type = EXCLUDED.event_type,
@@ -239,7 +255,8 @@ ON CONFLICT (delivery_id) DO UPDATE SET
     last_error = EXCLUDED.last_error,
     last_error_class = EXCLUDED.last_error_class,
     created_at = EXCLUDED.created_at,
-    updated_at = EXCLUDED.updated_at`
+    updated_at = EXCLUDED.updated_at,
+    subject = EXCLUDED.subject`
 
 func (t *tx) PutDelivery(ctx context.Context, d projections.Delivery) error {
 	if err := t.check(ctx); err != nil {
@@ -251,7 +268,7 @@ func (t *tx) PutDelivery(ctx context.Context, d projections.Delivery) error {
 	t.batch.Queue(upsertDelivery, d.DeliveryID, d.AppID, d.EventType, d.SourceEventID,
 		d.SourcePosition.Commit, d.SourcePosition.Prepare, d.Cursor.Commit, d.Cursor.Prepare,
 		body, d.Status, d.Attempts, opt(d.NextAttemptAt), opt(d.LastStatus), opt(d.LastError),
-		d.CreatedAt, d.UpdatedAt, opt(d.LastErrorClass))
+		d.CreatedAt, d.UpdatedAt, opt(d.LastErrorClass), d.Subject)
 	return nil
 }
 
