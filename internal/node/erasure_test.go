@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/healthtech/partner-open-platform/internal/node"
 )
@@ -95,5 +96,60 @@ func TestEraseChannelUser(t *testing.T) {
 			t.Fatalf("after rebuild\n got %v\nwant %v", got, want)
 		}
 		a.expect("GET", goneUser, nil, http.StatusNotFound, "USER_NOT_FOUND")
+	})
+}
+
+// TestErasureStopsTheUsersDeliveries: a webhook about a user is failing and
+// due again; after the user's erasure no further attempt is made, the
+// partner's delivery log and feed show no payload for it, and a rebuild of
+// the deliveries family gives the same answers.
+func TestErasureStopsTheUsersDeliveries(t *testing.T) {
+	readModels(t, func(t *testing.T, cfg node.Config) {
+		cfg.WebhookAllowLoopback = true
+		cfg.WebhookSchedule = []time.Duration{300 * time.Millisecond, 300 * time.Millisecond, 300 * time.Millisecond, 300 * time.Millisecond, 300 * time.Millisecond}
+		p := start(t, cfg)
+		a := p.createApp("partner")
+		rcv := newReceiver(t)
+		rcv.secret = a.WebhookSecret
+		rcv.script(500, 500, 500, 500, 500, 500)
+		p.configureWebhook(a, rcv.srv.URL, "user.profile.updated")
+		var reg registerData
+		a.expect("POST", "/open/v1/channel/users", registerBody("u-hooked"), http.StatusCreated, "0").data(t, &reg)
+		a.expect("PATCH", fmt.Sprintf("/open/v1/channel/users/%d", reg.OpenUserID), map[string]any{"nickname": "小六"}, http.StatusOK, "0")
+		first := rcv.waitFor(1)
+		if len(first) != 1 || first[0].Event != "user.profile.updated" {
+			t.Fatalf("first attempt %+v", first)
+		}
+
+		if res := p.admin("POST", fmt.Sprintf("/admin/v1/channel-users/%d/erase", reg.OpenUserID), map[string]any{"reason": "request 7"}); res.Status != http.StatusOK {
+			t.Fatalf("erase: %d %s", res.Status, res.Raw)
+		}
+		// The retries were due every 300 ms: none of them may go out now.
+		rcv.quiet(len(rcv.waitFor(1)), 1500*time.Millisecond)
+
+		logOf := func() (string, string) {
+			deliveries := a.expect("GET", "/open/v1/webhooks/deliveries", nil, http.StatusOK, "0")
+			feed := a.expect("GET", "/open/v1/webhooks/events", nil, http.StatusOK, "0")
+			return string(deliveries.Env.Data), string(feed.Env.Data)
+		}
+		log1, feed1 := logOf()
+		for _, shown := range []string{log1, feed1} {
+			if strings.Contains(shown, "小六") || strings.Contains(shown, "nickname") {
+				t.Fatalf("an erased user's delivery still shows its payload: %s", shown)
+			}
+		}
+		if !strings.Contains(log1, `"status":"abandoned"`) {
+			t.Fatalf("the erased user's failing delivery is not abandoned: %s", log1)
+		}
+
+		if res := p.admin("POST", "/admin/v1/projections/deliveries/rebuild", nil); res.Status != http.StatusAccepted {
+			t.Fatalf("rebuild: %d %s", res.Status, res.Raw)
+		}
+		if err := p.node.WaitCaughtUp(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if log2, feed2 := logOf(); log2 != log1 || feed2 != feed1 {
+			t.Fatalf("the deliveries family differs after a rebuild:\nlog  %s\n     %s\nfeed %s\n     %s", log1, log2, feed1, feed2)
+		}
 	})
 }
