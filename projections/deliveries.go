@@ -17,12 +17,12 @@ type Delivery struct {
 	SourceEventID  string
 	SourcePosition events.Position
 	// Cursor is the log position of the delivery's creation: the feed's order.
-	Cursor        events.Position
-	Body          []byte // the exact bytes every attempt sends; empty once its subject is erased
+	Cursor events.Position
+	Body   []byte // the exact bytes every attempt sends; empty once its subject is erased
 	// Subject is the data subject the body is about ("user-<open_user_id>"),
 	// empty when it is about no channel user or the body is erased (see
 	// applyDelivery): user.erased finds the deliveries to blank by it.
-	Subject string
+	Subject       string
 	Status        string
 	Attempts      int // attempts in total
 	NextAttemptAt *time.Time
