@@ -12,16 +12,6 @@ type span struct{ start, end int }
 
 var errSyntax = errors.New("privacy: malformed JSON")
 
-// findSpans returns, in document order, the spans of the values at a
-// dot-separated path ("a.b", "list[].c") of the JSON document data, found by
-// scanning the text so that every other byte stays exactly as it was.
-func findSpans(data []byte, path string) ([]span, error) {
-	i := skipWS(data, 0)
-	var out []span
-	err := walk(data, i, strings.Split(path, "."), &out)
-	return out, err
-}
-
 // pathSpan is a value found for one of several paths.
 type pathSpan struct {
 	span
@@ -124,93 +114,6 @@ func walkAllArray(data []byte, i int, paths [][]string, active []int, depth int,
 			return err
 		}
 		if err := walkAll(data, i, paths, active, depth, out); err != nil {
-			return err
-		}
-		i = skipWS(data, end)
-		if i >= len(data) {
-			return errSyntax
-		}
-		if data[i] == ']' {
-			return nil
-		}
-		if data[i] != ',' {
-			return errSyntax
-		}
-		i = skipWS(data, i+1)
-	}
-}
-
-func walk(data []byte, i int, path []string, out *[]span) error {
-	if len(path) == 0 {
-		end, err := skipValue(data, i)
-		if err != nil {
-			return err
-		}
-		*out = append(*out, span{i, end})
-		return nil
-	}
-	if i >= len(data) || data[i] != '{' {
-		return nil // not an object: the path is absent
-	}
-	name, each := strings.CutSuffix(path[0], "[]")
-	i = skipWS(data, i+1)
-	if i < len(data) && data[i] == '}' {
-		return nil
-	}
-	for {
-		if i >= len(data) || data[i] != '"' {
-			return errSyntax
-		}
-		kend, err := skipString(data, i)
-		if err != nil {
-			return err
-		}
-		key := data[i:kend]
-		i = skipWS(data, kend)
-		if i >= len(data) || data[i] != ':' {
-			return errSyntax
-		}
-		i = skipWS(data, i+1)
-		vend, err := skipValue(data, i)
-		if err != nil {
-			return err
-		}
-		if keyIs(key, name) {
-			if !each {
-				if err := walk(data, i, path[1:], out); err != nil {
-					return err
-				}
-			} else if data[i] == '[' {
-				if err := walkArray(data, i, path[1:], out); err != nil {
-					return err
-				}
-			}
-		}
-		i = skipWS(data, vend)
-		if i >= len(data) {
-			return errSyntax
-		}
-		if data[i] == '}' {
-			return nil
-		}
-		if data[i] != ',' {
-			return errSyntax
-		}
-		i = skipWS(data, i+1)
-	}
-}
-
-func walkArray(data []byte, i int, path []string, out *[]span) error {
-	i = skipWS(data, i+1)
-	if i < len(data) && data[i] == ']' {
-		return nil
-	}
-	for {
-		end, err := skipValue(data, i)
-		if err != nil {
-			return err
-		}
-		if err := walk(data, i, path, out); err != nil {
 			return err
 		}
 		i = skipWS(data, end)
