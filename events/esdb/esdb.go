@@ -1,6 +1,21 @@
 // Package esdb is the EventStoreDB adapter of events.Store, for deployments
-// that outgrow one node: it maps the port onto the official gRPC client and
-// adds nothing the server already guarantees.
+// that outgrow one node: it maps the port onto the official gRPC client
+// (v4) and adds only what that client leaves out.
+//
+// What it adds, each for a defect found by reading the client and server:
+//   - Every call carries the "requires-leader: true" header on its outgoing
+//     gRPC context. The client's RequiresLeader option (and its leader node
+//     preference) puts the header on the incoming context, which gRPC never
+//     sends, so reads could be served stale by a follower after an election.
+//     With the header a follower refuses, the client reconnects to the
+//     leader it names, and the adapter retries the call once.
+//   - Open probes the server within a bounded time and fails with the cause;
+//     the client's log goes to slog. Once a call finds the server unreachable
+//     the store is "down": calls fail at once (ErrUnavailable, with the cause)
+//     instead of queueing behind the client's connection loop, while one
+//     background prober reconnects. Close cancels every call and subscription.
+//   - Append never fails after the server accepted the write: the position
+//     comes from the write result (see appendResult).
 package esdb
 
 import (
@@ -8,76 +23,155 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/EventStore/EventStore-Client-Go/v4/esdb"
-	"github.com/google/uuid"
+	"google.golang.org/grpc/metadata"
 
 	"github.com/healthtech/partner-open-platform/events"
-	"github.com/healthtech/partner-open-platform/events/internal/rules"
 )
 
 // readPage is how many $all records ReadAll asks the server for at a time.
 const readPage = 512
 
-// closeWait is how long Close waits for calls still inside the client.
-var closeWait = 5 * time.Second
+// requiresLeader is the header EventStoreDB reads to refuse, on a follower,
+// a call that must see the leader's state.
+const requiresLeader = "requires-leader"
+
+// Timing of the connection management; variables so tests can shorten them.
+var (
+	// closeWait is how long Close waits for calls still inside the client.
+	closeWait = 5 * time.Second
+	// defaultProbeTimeout bounds Open's first contact with the server.
+	defaultProbeTimeout = 10 * time.Second
+	// probeMin and probeMax bound the prober's back-off while down.
+	probeMin = 250 * time.Millisecond
+	probeMax = 10 * time.Second
+)
+
+// Option configures Open.
+type Option func(*options)
+
+type options struct {
+	log          *slog.Logger
+	probeTimeout time.Duration
+}
+
+// WithLogger sends the adapter's and the client's log lines to l (default:
+// slog.Default()), so an outage shows its cause in the node's log.
+func WithLogger(l *slog.Logger) Option {
+	return func(o *options) {
+		if l != nil {
+			o.log = l
+		}
+	}
+}
+
+// WithProbeTimeout bounds how long Open waits for the server's first answer
+// (default 10 s), so a misconfigured node fails at start with the cause.
+func WithProbeTimeout(d time.Duration) Option {
+	return func(o *options) {
+		if d > 0 {
+			o.probeTimeout = d
+		}
+	}
+}
 
 // Store lets several nodes share one log on EventStoreDB; safe for
-// concurrent use, and it outlives client restarts after failed discovery.
+// concurrent use.
 type Store struct {
-	cfg *esdb.Configuration
+	cfg          *esdb.Configuration
+	log          *slog.Logger
+	clog         *clientLog
+	probeTimeout time.Duration
+	life         context.Context // cancelled (cause events.ErrClosed) by Close
+	stop         context.CancelCauseFunc
 
 	mu       sync.Mutex
 	client   *esdb.Client
 	closed   bool
-	done     chan struct{}  // closed by Close, so subscription pumps stop
-	inflight sync.WaitGroup // calls running inside a client
+	down     *UnavailableError // nil while the server is believed reachable
+	probing  bool
+	subs     map[*subscription]struct{}
+	inflight sync.WaitGroup // goroutines running inside a client
 }
 
 var _ events.Store = (*Store)(nil)
 
-// Open connects lazily (the client dials on first use) to the server named
-// by an esdb:// connection string, e.g. esdb://127.0.0.1:2113?tls=false.
-func Open(connString string) (*Store, error) {
-	cfg, err := esdb.ParseConnectionString(connString)
+// Open connects to the server named by an esdb:// or esdb+discover://
+// connection string (e.g. esdb://127.0.0.1:2113?tls=false; see
+// ParseConnectionString for what is refused) and reads $all once, so that an
+// unreachable server, bad credentials or TLS settings fail here, with the
+// cause, rather than in the first request.
+func Open(connString string, opts ...Option) (*Store, error) {
+	o := options{log: slog.Default(), probeTimeout: defaultProbeTimeout}
+	for _, f := range opts {
+		f(&o)
+	}
+	cfg, err := ParseConnectionString(connString)
 	if err != nil {
-		return nil, fmt.Errorf("events/esdb: parse connection string: %w", err)
+		return nil, err
 	}
-	// The client logs every reconnect attempt at debug level otherwise.
-	cfg.Logger = esdb.NoopLogging()
-	// A client whose discovery gave up is dead for good, and callers that
-	// were queued on it block forever; unless told otherwise, keep
-	// discovering instead, so queued calls resume once the server is back.
-	if !strings.Contains(strings.ToLower(connString), "maxdiscoverattempts=") {
-		cfg.MaxDiscoverAttempts = math.MaxInt32
-	}
+	clog := &clientLog{log: o.log}
+	cfg.Logger = clog.logging()
 	client, err := esdb.NewClient(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("events/esdb: new client: %w", err)
 	}
-	return &Store{cfg: cfg, client: client, done: make(chan struct{})}, nil
+	life, stop := context.WithCancelCause(context.Background())
+	s := &Store{
+		cfg: cfg, log: o.log, clog: clog, probeTimeout: o.probeTimeout, life: life, stop: stop,
+		client: client, subs: map[*subscription]struct{}{},
+	}
+	if err := s.firstProbe(); err != nil {
+		_ = s.Close()
+		return nil, fmt.Errorf("events/esdb: EventStoreDB at %s does not answer: %w", s.where(), err)
+	}
+	return s, nil
 }
 
-// do runs op with the current client, on its own goroutine: the official
-// client ignores contexts while it discovers the node, so only this keeps
-// the caller's context in charge of how long it waits. An abandoned op
-// finishes (and fails on its cancelled context) once the client moves on.
+// where names the server for messages.
+func (s *Store) where() string {
+	if len(s.cfg.GossipSeeds) == 0 {
+		return s.cfg.Address
+	}
+	seeds := make([]string, len(s.cfg.GossipSeeds))
+	for i, e := range s.cfg.GossipSeeds {
+		seeds[i] = e.String()
+	}
+	return strings.Join(seeds, ",")
+}
+
+// callContext derives the context of one call: it ends with the caller's,
+// or with events.ErrClosed as its cause when the store closes, and carries
+// the requires-leader header to the server.
+func (s *Store) callContext(parent context.Context) (context.Context, func(cause error)) {
+	ctx, cancel := context.WithCancelCause(parent)
+	stop := context.AfterFunc(s.life, func() { cancel(events.ErrClosed) })
+	return metadata.AppendToOutgoingContext(ctx, requiresLeader, "true"), func(cause error) {
+		stop()
+		cancel(cause)
+	}
+}
+
+// do runs op with the current client on a goroutine of its own: the client
+// ignores contexts while it discovers the node, so only this keeps the
+// caller's context in charge. ctx must come from callContext.
 //
-// When discovery does give up (only if the connection string caps
-// maxDiscoverAttempts), the client answers every later call with
-// ErrorCodeConnectionClosed; do then swaps in a fresh client and runs op
-// once more, which is safe because that error comes before anything is sent.
+// While the store is down, do fails at once. A not-leader refusal is retried
+// once (the client has reconnected to the leader it was told about; the
+// refused call did nothing). A connection failure marks the store down.
 //
 // op may only write variables the caller reads when do returns nil.
 func (s *Store) do(ctx context.Context, op func(c *esdb.Client) error) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
 	for attempt := 0; ; attempt++ {
+		if ctx.Err() != nil {
+			return s.ended(ctx)
+		}
 		c, err := s.begin()
 		if err != nil {
 			return err
@@ -90,24 +184,41 @@ func (s *Store) do(ctx context.Context, op func(c *esdb.Client) error) error {
 		select {
 		case err = <-result:
 		case <-ctx.Done():
-			return fmt.Errorf("no answer from EventStoreDB at %s: %w", s.cfg.Address, ctx.Err())
+			return s.ended(ctx)
 		}
-		if attempt == 0 && hasCode(err, esdb.ErrorCodeConnectionClosed) && s.renew(c) {
-			continue
-		}
-		if err != nil && s.isClosed() {
+		switch {
+		case err == nil:
+			return nil
+		case s.isClosed():
 			return fmt.Errorf("%w (%v)", events.ErrClosed, err)
+		case attempt == 0 && hasCode(err, esdb.ErrorCodeNotLeader):
+			continue
+		case isConnectionError(err):
+			return s.markDown(err)
 		}
 		return err
 	}
 }
 
-// begin hands out the current client and counts the call as in flight.
+// ended explains a call whose context ended first.
+func (s *Store) ended(ctx context.Context) error {
+	if errors.Is(context.Cause(ctx), events.ErrClosed) || s.isClosed() {
+		return events.ErrClosed
+	}
+	return fmt.Errorf("no answer from EventStoreDB at %s: %w", s.where(), ctx.Err())
+}
+
+// begin hands out the current client and counts the call as in flight; it
+// refuses while the store is closed or down.
 func (s *Store) begin() (*esdb.Client, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return nil, events.ErrClosed
+	}
+	if s.down != nil {
+		down := *s.down
+		return nil, &down
 	}
 	s.inflight.Add(1)
 	return s.client, nil
@@ -117,6 +228,129 @@ func (s *Store) isClosed() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.closed
+}
+
+// markDown records that the server is unreachable, starts the prober if it
+// is not running, and returns the error callers get until it answers again.
+func (s *Store) markDown(cause error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return fmt.Errorf("%w (%v)", events.ErrClosed, cause)
+	}
+	if s.down == nil {
+		s.down = &UnavailableError{Address: s.where(), Since: time.Now(), Cause: cause}
+		s.log.Warn("EventStoreDB unreachable: calls fail at once until it answers again", "address", s.where(), "err", cause)
+	} else {
+		s.down = &UnavailableError{Address: s.down.Address, Since: s.down.Since, Cause: cause}
+	}
+	if !s.probing {
+		s.probing = true
+		go s.probeLoop()
+	}
+	down := *s.down
+	return &down
+}
+
+// probeLoop reconnects while the store is down, with back-off, one probe
+// at a time (so nothing piles up inside the client), until a probe
+// succeeds or the store closes.
+func (s *Store) probeLoop() {
+	wait := probeMin
+	for {
+		select {
+		case <-s.life.Done():
+			return
+		case <-time.After(wait):
+		}
+		ctx, cancel := context.WithTimeout(s.life, s.probeTimeout)
+		err := s.probe(ctx)
+		cancel()
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			return
+		}
+		if err == nil {
+			since := s.down.Since
+			s.down, s.probing = nil, false
+			s.mu.Unlock()
+			s.log.Info("EventStoreDB answers again", "address", s.where(), "down_for", time.Since(since).Round(time.Millisecond).String())
+			return
+		}
+		s.down = &UnavailableError{Address: s.down.Address, Since: s.down.Since, Cause: err}
+		s.mu.Unlock()
+		wait = min(2*wait, probeMax)
+	}
+}
+
+// firstProbe is Open's probe, bounded by the probe timeout even while the
+// client is stuck in discovery; then the client's last complaint is the
+// best cause there is.
+func (s *Store) firstProbe() error {
+	ctx, cancel := context.WithTimeout(s.life, s.probeTimeout)
+	defer cancel()
+	result := make(chan error, 1)
+	go func() { result <- s.probe(ctx) }()
+	select {
+	case err := <-result:
+		return err
+	case <-ctx.Done():
+		if p := s.clog.lastProblem(); p != "" {
+			return fmt.Errorf("no answer within %s; the client's last complaint: %s", s.probeTimeout, p)
+		}
+		return fmt.Errorf("no answer within %s", s.probeTimeout)
+	}
+}
+
+// probe reads the newest $all record from the leader: it proves the server
+// is reachable, the credentials may read $all (as subscriptions must) and
+// the client is connected to the leader. A client whose discovery gave up
+// is dead for good; probe replaces it and tries once more.
+func (s *Store) probe(ctx context.Context) error {
+	for attempt := 0; ; attempt++ {
+		c, err := s.current()
+		if err != nil {
+			return err
+		}
+		callCtx, cancel := s.callContext(ctx)
+		err = func() error {
+			defer s.inflight.Done()
+			rs, err := c.ReadAll(callCtx, esdb.ReadAllOptions{From: esdb.End{}, Direction: esdb.Backwards}, 1)
+			if err != nil {
+				return err
+			}
+			defer rs.Close()
+			if _, err := rs.Recv(); err != nil && !errors.Is(err, io.EOF) {
+				return err
+			}
+			return nil
+		}()
+		cancel(nil)
+		if err == nil || attempt > 0 {
+			return err
+		}
+		switch {
+		case hasCode(err, esdb.ErrorCodeConnectionClosed):
+			if !s.renew(c) {
+				return err
+			}
+		case hasCode(err, esdb.ErrorCodeNotLeader):
+		default:
+			return err
+		}
+	}
+}
+
+// current hands out the client even while down (for the prober).
+func (s *Store) current() (*esdb.Client, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, events.ErrClosed
+	}
+	s.inflight.Add(1)
+	return s.client, nil
 }
 
 // renew replaces a dead client unless another caller already did. The dead
@@ -139,53 +373,48 @@ func (s *Store) renew(dead *esdb.Client) bool {
 	return true
 }
 
-// Append implements events.Store.
-//
-// EventStoreDB reports the position of the write, which for a batch (or an
-// idempotent retry) is not necessarily the position of its last event, so
-// Append reads that event back: one extra round trip per append, the price
-// of an exact AppendResult.Position for read-your-writes. Servers older than
-// 22.6 leave $all positions out of stream reads; then the write's position
-// is used, which is right for single-event appends.
+// Append implements events.Store. It never reports a write the server
+// accepted as failed: the result's position comes from the write itself;
+// only when the server sent none (an idempotent retry on a server that
+// could not look it up) is the last event read back, and if that read fails
+// too, the append still succeeds, with a zero Position ("unknown": the read
+// side will not wait for it) and a warning in the log.
 func (s *Store) Append(ctx context.Context, stream string, expected events.ExpectedRevision, evs ...events.Proposed) (events.AppendResult, error) {
-	if len(evs) == 0 {
-		return events.AppendResult{}, rules.ErrNoEvents
-	}
-	data := make([]esdb.EventData, len(evs))
-	for i, ev := range evs {
-		id, err := uuid.Parse(ev.ID)
-		if err != nil {
-			return events.AppendResult{}, fmt.Errorf("events/esdb: event id %q is not a UUID: %w", ev.ID, err)
-		}
-		data[i] = esdb.EventData{EventID: id, EventType: ev.Type, ContentType: esdb.ContentTypeJson, Data: ev.Data, Metadata: ev.Meta}
+	data, err := eventData(stream, evs)
+	if err != nil {
+		return events.AppendResult{}, err
 	}
 	opts := esdb.AppendToStreamOptions{ExpectedRevision: expectation(expected)}
+	callCtx, cancel := s.callContext(ctx)
+	defer cancel(nil)
 
 	var w *esdb.WriteResult
-	err := s.do(ctx, func(c *esdb.Client) (err error) {
-		w, err = c.AppendToStream(ctx, stream, opts, data...)
+	err = s.do(callCtx, func(c *esdb.Client) (err error) {
+		w, err = c.AppendToStream(callCtx, stream, opts, data...)
 		return err
 	})
 	if hasCode(err, esdb.ErrorCodeWrongExpectedVersion) {
-		return events.AppendResult{}, &events.ConflictError{Stream: stream, Expected: expected, Actual: -1}
+		return events.AppendResult{}, &events.ConflictError{Stream: stream, Expected: expected, Actual: conflictActual(err)}
 	}
 	if err != nil {
 		return events.AppendResult{}, fmt.Errorf("events/esdb: append to %s: %w", stream, err)
 	}
+	res, ok := appendResult(w)
+	if ok {
+		return res, nil
+	}
 	var last events.Recorded
-	err = s.do(ctx, func(c *esdb.Client) (err error) {
-		last, err = readOne(ctx, c, stream, w.NextExpectedVersion)
+	err = s.do(callCtx, func(c *esdb.Client) (err error) {
+		last, err = readOne(callCtx, c, stream, res.Revision)
 		return err
 	})
-	if err != nil {
-		// The events are durable; only the position is unknown.
-		return events.AppendResult{}, fmt.Errorf("events/esdb: appended to %s but could not read back revision %d: %w", stream, w.NextExpectedVersion, err)
+	if err == nil && last.Position.Commit != noPosition {
+		res.Position = last.Position
+		return res, nil
 	}
-	pos := last.Position
-	if pos.Commit == noPosition {
-		pos = events.Position{Commit: w.CommitPosition, Prepare: w.PreparePosition}
-	}
-	return events.AppendResult{Revision: last.Revision, Position: pos}, nil
+	s.log.Warn("EventStoreDB accepted an append but told no position; a read right after it may not see it",
+		"stream", stream, "revision", res.Revision, "err", err)
+	return res, nil
 }
 
 // noPosition is what servers before 22.6 put in a stream read's positions.
@@ -201,9 +430,9 @@ func expectation(e events.ExpectedRevision) esdb.ExpectedRevision {
 	return esdb.Any{}
 }
 
-// readOne reads the event at rev from the leader, where the append just happened.
+// readOne reads the event at rev.
 func readOne(ctx context.Context, c *esdb.Client, stream string, rev uint64) (events.Recorded, error) {
-	rs, err := c.ReadStream(ctx, stream, esdb.ReadStreamOptions{Direction: esdb.Backwards, From: esdb.Revision(rev), RequiresLeader: true}, 1)
+	rs, err := c.ReadStream(ctx, stream, esdb.ReadStreamOptions{Direction: esdb.Backwards, From: esdb.Revision(rev)}, 1)
 	if err != nil {
 		return events.Recorded{}, err
 	}
@@ -225,10 +454,12 @@ func (s *Store) ReadStream(ctx context.Context, stream string, from uint64, limi
 	if limit > 0 {
 		count = uint64(limit)
 	}
+	callCtx, cancel := s.callContext(ctx)
+	defer cancel(nil)
 	out := []events.Recorded{}
-	err := s.do(ctx, func(c *esdb.Client) error {
+	err := s.do(callCtx, func(c *esdb.Client) error {
 		out = out[:0]
-		rs, err := c.ReadStream(ctx, stream, esdb.ReadStreamOptions{From: esdb.Revision(from)}, count)
+		rs, err := c.ReadStream(callCtx, stream, esdb.ReadStreamOptions{From: esdb.Revision(from)}, count)
 		if err != nil {
 			return err
 		}
@@ -299,9 +530,11 @@ func (s *Store) readAllPage(ctx context.Context, after events.Position) ([]event
 		page []events.Recorded
 		end  pageEnd
 	)
-	err := s.do(ctx, func(c *esdb.Client) error {
+	callCtx, cancel := s.callContext(ctx)
+	defer cancel(nil)
+	err := s.do(callCtx, func(c *esdb.Client) error {
 		page, end = nil, pageEnd{}
-		rs, err := c.ReadAll(ctx, esdb.ReadAllOptions{From: from}, readPage)
+		rs, err := c.ReadAll(callCtx, esdb.ReadAllOptions{From: from}, readPage)
 		if err != nil {
 			return err
 		}
@@ -341,9 +574,11 @@ func (s *Store) readAllPage(ctx context.Context, after events.Position) ([]event
 // newest event that is not the server's own ($-typed).
 func (s *Store) Head(ctx context.Context) (events.Position, error) {
 	var head events.Position
-	err := s.do(ctx, func(c *esdb.Client) error {
+	callCtx, cancel := s.callContext(ctx)
+	defer cancel(nil)
+	err := s.do(callCtx, func(c *esdb.Client) error {
 		head = events.Position{}
-		rs, err := c.ReadAll(ctx, esdb.ReadAllOptions{From: esdb.End{}, Direction: esdb.Backwards}, readPage)
+		rs, err := c.ReadAll(callCtx, esdb.ReadAllOptions{From: esdb.End{}, Direction: esdb.Backwards}, readPage)
 		if err != nil {
 			return err
 		}
@@ -369,17 +604,20 @@ func (s *Store) Head(ctx context.Context) (events.Position, error) {
 }
 
 // SubscribeAll implements events.Store with a server-side catch-up
-// subscription that filters out system events.
+// subscription that filters out system events. A subscription the server
+// drops (leader change, outage) ends with an error that is neither
+// events.ErrClosed nor the context's: the client cannot resume it, so the
+// caller subscribes again from its checkpoint.
 func (s *Store) SubscribeAll(ctx context.Context, after events.Position) (events.Subscription, error) {
-	ctx, cancel := context.WithCancelCause(ctx)
+	subCtx, cancel := s.callContext(ctx)
 	opts := esdb.SubscribeToAllOptions{From: esdb.Start{}, Filter: esdb.ExcludeSystemEventsFilter()}
 	if !after.IsZero() {
 		opts.From = esdb.Position{Commit: after.Commit, Prepare: after.Prepare}
 	}
 	var inner *esdb.Subscription
-	err := s.do(ctx, func(c *esdb.Client) error {
+	err := s.do(subCtx, func(c *esdb.Client) error {
 		var err error
-		inner, err = c.SubscribeToAll(ctx, opts)
+		inner, err = c.SubscribeToAll(subCtx, opts)
 		return err
 	})
 	if err != nil {
@@ -389,20 +627,29 @@ func (s *Store) SubscribeAll(ctx context.Context, after events.Position) (events
 	sub := &subscription{
 		store:   s,
 		inner:   inner,
-		ctx:     ctx,
+		ctx:     subCtx,
 		cancel:  cancel,
 		after:   after,
 		items:   make(chan events.Recorded, 64),
 		stopped: make(chan struct{}),
 	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		_ = sub.Close()
+		return nil, events.ErrClosed
+	}
+	s.subs[sub] = struct{}{}
+	s.mu.Unlock()
 	go sub.pump()
 	return sub, nil
 }
 
-// Close implements events.Store; open subscriptions end with events.ErrClosed.
-// It waits (up to closeWait) for calls inside the client, because closing
-// the client under a call that is still queued in it makes that call panic;
-// if some stay stuck, the connection is left for process exit to reclaim.
+// Close implements events.Store: it cancels every call and subscription
+// (their server-side streams end), then closes the client. It waits (up to
+// closeWait) for calls still inside the client, because closing the client
+// under a call queued in it makes that call panic; if some stay stuck, the
+// connection is left for process exit to reclaim.
 func (s *Store) Close() error {
 	s.mu.Lock()
 	if s.closed {
@@ -410,10 +657,17 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closed = true
-	close(s.done)
+	subs := make([]*subscription, 0, len(s.subs))
+	for sub := range s.subs {
+		subs = append(subs, sub)
+	}
 	client := s.client
 	s.mu.Unlock()
 
+	s.stop(events.ErrClosed)
+	for _, sub := range subs {
+		_ = sub.Close()
+	}
 	idle := make(chan struct{})
 	go func() {
 		s.inflight.Wait()
@@ -433,7 +687,7 @@ type subscription struct {
 	store  *Store
 	inner  *esdb.Subscription
 	ctx    context.Context
-	cancel context.CancelCauseFunc
+	cancel func(cause error)
 	after  events.Position
 
 	items   chan events.Recorded
@@ -449,11 +703,12 @@ func (s *subscription) pump() {
 		switch {
 		case msg.SubscriptionDropped != nil:
 			s.err = s.why(msg.SubscriptionDropped.Error)
+			if isConnectionError(msg.SubscriptionDropped.Error) && s.ctx.Err() == nil {
+				_ = s.store.markDown(msg.SubscriptionDropped.Error)
+			}
 			return
-		case msg.CheckPointReached != nil, msg.CaughtUp != nil, msg.FellBehind != nil:
-			continue
 		case msg.EventAppeared == nil:
-			continue
+			continue // checkpoints, caught-up and fell-behind notices
 		}
 		rec, ok := recorded(msg.EventAppeared)
 		if !ok || strings.HasPrefix(rec.Type, "$") || !s.after.Less(rec.Position) {
@@ -465,9 +720,6 @@ func (s *subscription) pump() {
 		case <-s.ctx.Done():
 			s.err = s.why(s.ctx.Err())
 			return
-		case <-s.store.done:
-			s.err = events.ErrClosed
-			return
 		}
 	}
 }
@@ -476,19 +728,19 @@ func (s *subscription) pump() {
 // SubscribeAll context, or a server-side drop.
 func (s *subscription) why(cause error) error {
 	switch {
-	case s.store.isClosed() || errors.Is(context.Cause(s.ctx), events.ErrClosed):
+	case errors.Is(context.Cause(s.ctx), events.ErrClosed) || s.store.isClosed():
 		return events.ErrClosed
 	case s.ctx.Err() != nil:
 		return s.ctx.Err()
 	default:
-		return fmt.Errorf("events/esdb: subscription dropped: %w", cause)
+		return fmt.Errorf("events/esdb: subscription dropped by EventStoreDB (subscribe again from the last checkpoint): %w", cause)
 	}
 }
 
 // Next implements events.Subscription. Once closed it returns ErrClosed
 // straight away; after a server-side drop it first hands out what arrived.
 func (s *subscription) Next(ctx context.Context) (events.Recorded, error) {
-	if s.store.isClosed() || s.ctx.Err() != nil {
+	if s.ctx.Err() != nil {
 		return events.Recorded{}, s.why(nil)
 	}
 	select {
@@ -503,18 +755,19 @@ func (s *subscription) Next(ctx context.Context) (events.Recorded, error) {
 		}
 	case <-s.ctx.Done():
 		return events.Recorded{}, s.why(nil)
-	case <-s.store.done:
-		return events.Recorded{}, events.ErrClosed
 	case <-ctx.Done():
 		return events.Recorded{}, ctx.Err()
 	}
 }
 
-// Close implements events.Subscription.
+// Close implements events.Subscription: it ends the server-side stream.
 func (s *subscription) Close() error {
 	s.once.Do(func() {
 		s.cancel(events.ErrClosed)
 		_ = s.inner.Close()
+		s.store.mu.Lock()
+		delete(s.store.subs, s)
+		s.store.mu.Unlock()
 	})
 	return nil
 }
@@ -548,9 +801,4 @@ func nonEmpty(b []byte) []byte {
 		return nil
 	}
 	return b
-}
-
-func hasCode(err error, code esdb.ErrorCode) bool {
-	var e *esdb.Error
-	return errors.As(err, &e) && e.Code() == code
 }

@@ -6,6 +6,7 @@ package rules
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/healthtech/partner-open-platform/events"
 )
@@ -38,6 +39,11 @@ func Check(stream string, expected events.ExpectedRevision, count uint64, evs []
 	}
 	if err := distinctIDs(evs); err != nil {
 		return res, false, err
+	}
+	for _, ev := range evs {
+		if err := CheckType(ev.Type); err != nil {
+			return res, false, err
+		}
 	}
 	first, found, err := lookup(evs[0].ID)
 	if err != nil {
@@ -87,6 +93,20 @@ func replay(stream string, expected events.ExpectedRevision, count uint64, first
 		last = loc
 	}
 	return events.AppendResult{Revision: last.Revision, Position: last.Position}, nil
+}
+
+// CheckType refuses event types no adapter can keep faithfully: an empty
+// type, and a $-prefixed one, which EventStoreDB reserves for its own
+// system events and hides from every subscriber; all adapters refuse them
+// alike so that code tested on one behaves the same on the others.
+func CheckType(typ string) error {
+	switch {
+	case typ == "":
+		return errors.New("events: every proposed event needs a type")
+	case strings.HasPrefix(typ, "$"):
+		return fmt.Errorf("events: event type %q is reserved: types starting with $ are the event store's own", typ)
+	}
+	return nil
 }
 
 func distinctIDs(evs []events.Proposed) error {
