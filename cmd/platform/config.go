@@ -13,9 +13,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/EventStore/EventStore-Client-Go/v4/esdb"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/healthtech/partner-open-platform/events/esdb"
 	"github.com/healthtech/partner-open-platform/internal/secrets"
 	"github.com/healthtech/partner-open-platform/webhooks"
 )
@@ -83,7 +83,7 @@ func loadConfig(args []string, getenv func(string) string, usageOut io.Writer) (
 			accepts: "a directory path",
 			parse:   func(s string) error { c.DataDir = s; return nil },
 			show:    func() string { return c.DataDir }},
-		{env: "PLATFORM_ESDB_URL", flag: "esdb-url", usage: "EventStoreDB connection string; empty = embedded log",
+		{env: "PLATFORM_ESDB_URL", flag: "esdb-url", usage: "deprecated name of -eventstore-url, EventStoreDB only; empty = embedded log",
 			accepts: "an EventStoreDB connection string such as esdb://127.0.0.1:2113?tls=false (or esdb+discover://...), or empty for the embedded log",
 			parse: func(s string) error {
 				if s == "" {
@@ -97,10 +97,13 @@ func loadConfig(args []string, getenv func(string) string, usageOut io.Writer) (
 				return nil
 			},
 			show: func() string {
-				if c.EventStoreURL != "" {
-					return orText(redactURL(c.ESDBURL), "unset")
+				if c.ESDBURL != "" {
+					return redactURL(c.ESDBURL) + " (deprecated: set PLATFORM_EVENTSTORE_URL instead)"
 				}
-				return orText(redactURL(c.ESDBURL), "embedded log")
+				if c.EventStoreURL != "" {
+					return "unset"
+				}
+				return "embedded log"
 			}},
 		{env: "PLATFORM_EVENTSTORE_URL", flag: "eventstore-url", usage: "shared event store: EventStoreDB or Postgres; empty = embedded log (or PLATFORM_ESDB_URL)",
 			accepts: "an EventStoreDB connection string such as esdb://127.0.0.1:2113?tls=false (or esdb+discover://...), a PostgreSQL URL such as postgres://user:password@host:5432/db?sslmode=disable, or empty for the embedded log",

@@ -300,3 +300,30 @@ func TestBadVariableStopsTheBinary(t *testing.T) {
 		t.Errorf("the data directory was written to: %v", entries)
 	}
 }
+
+// TestEventStoreDBConfig: the older PLATFORM_ESDB_URL still selects the
+// store but the start-up line calls it deprecated, and a connection string
+// preferring a non-leader node is refused before start (the adapter needs
+// the leader's view; see events/esdb.ParseConnectionString).
+func TestEventStoreDBConfig(t *testing.T) {
+	c := mustLoad(t, map[string]string{"PLATFORM_ESDB_URL": "esdb://h:2113?tls=false"})
+	if c.eventStoreURL() != "esdb://h:2113?tls=false" {
+		t.Fatalf("alias selects %q", c.eventStoreURL())
+	}
+	var buf bytes.Buffer
+	c.log(slog.New(slog.NewTextHandler(&buf, nil)))
+	if !strings.Contains(buf.String(), "deprecated: set PLATFORM_EVENTSTORE_URL instead") {
+		t.Fatalf("no deprecation note in the start-up line:\n%s", buf.String())
+	}
+	buf.Reset()
+	mustLoad(t, map[string]string{"PLATFORM_EVENTSTORE_URL": "esdb://h:2113?tls=false"}).log(slog.New(slog.NewTextHandler(&buf, nil)))
+	if strings.Contains(buf.String(), "deprecated") {
+		t.Fatalf("deprecation note without the old variable:\n%s", buf.String())
+	}
+	for _, v := range []string{"PLATFORM_EVENTSTORE_URL", "PLATFORM_ESDB_URL"} {
+		_, err := loadConfig(nil, envOf(map[string]string{v: "esdb://h:2113?tls=false&nodePreference=follower"}), io.Discard)
+		if err == nil || !strings.Contains(err.Error(), v) || !strings.Contains(err.Error(), "nodePreference") {
+			t.Errorf("%s with a follower preference: %v, want a refusal naming the variable and nodePreference", v, err)
+		}
+	}
+}

@@ -36,7 +36,7 @@ func main() {
 	cfg.log(log)
 
 	if err := run(log, cfg.Addr, node.Config{
-		DataDir: cfg.DataDir, ESDBURL: cfg.eventStoreURL(), PostgresURL: cfg.PostgresURL, Timezone: cfg.Timezone,
+		DataDir: cfg.DataDir, EventStoreURL: cfg.eventStoreURL(), PostgresURL: cfg.PostgresURL, Timezone: cfg.Timezone,
 		AdminToken: cfg.AdminToken, MasterKey: cfg.MasterKey, MasterKeyPrevious: cfg.MasterKeyPrevious, Logger: log,
 		KafkaBrokers: cfg.KafkaBrokers, KafkaTopic: cfg.KafkaTopic, KafkaInternalTopic: cfg.KafkaInternalTopic,
 		FeedPseudonymKey: cfg.FeedPseudonymKey, KafkaRelay: &cfg.KafkaRelay, WebhookAllowLoopback: cfg.WebhookAllowLoopback,

@@ -12,21 +12,22 @@ import (
 	pgevents "github.com/healthtech/partner-open-platform/events/postgres"
 )
 
-// openEventStore opens the write side's log chosen by cfg.ESDBURL, which
+// openEventStore opens the write side's log chosen by cfg.EventStoreURL, which
 // carries PLATFORM_EVENTSTORE_URL (or the older PLATFORM_ESDB_URL): a
-// postgres:// URL opens the Postgres event store, any other URL EventStoreDB,
+// postgres:// URL opens the Postgres event store, any other URL EventStoreDB
+// (which must answer within its probe timeout, or the node does not start),
 // and none the embedded log in the data directory. It returns the store and
 // how the node reports it among its adapters.
 func openEventStore(ctx context.Context, cfg Config) (events.Store, string, error) {
 	switch {
-	case isPostgresURL(cfg.ESDBURL):
-		s, err := pgevents.Open(ctx, cfg.ESDBURL)
+	case isPostgresURL(cfg.EventStoreURL):
+		s, err := pgevents.Open(ctx, cfg.EventStoreURL)
 		if err != nil {
 			return nil, "", err
 		}
 		return s, "Postgres", nil
-	case cfg.ESDBURL != "":
-		s, err := esdb.Open(cfg.ESDBURL)
+	case cfg.EventStoreURL != "":
+		s, err := esdb.Open(cfg.EventStoreURL, esdb.WithLogger(cfg.Logger))
 		if err != nil {
 			return nil, "", err
 		}

@@ -48,11 +48,14 @@ import (
 
 // Config selects adapters and secrets; empty store URLs mean embedded adapters.
 type Config struct {
-	DataDir     string
-	ESDBURL     string
-	PostgresURL string
-	AdminToken  string
-	MasterKey   string
+	DataDir string
+	// EventStoreURL selects the shared event store (PLATFORM_EVENTSTORE_URL):
+	// esdb:// or esdb+discover:// for EventStoreDB, postgres:// for Postgres;
+	// empty keeps the embedded log in DataDir.
+	EventStoreURL string
+	PostgresURL   string
+	AdminToken    string
+	MasterKey     string
 	// MasterKeyPrevious are older master keys, comma-separated, kept for
 	// opening only after a rotation (unset: <data dir>/master.key.previous,
 	// one key a line, if it exists).
@@ -572,7 +575,7 @@ func openSealer(ctx context.Context, cfg Config, store events.Store, reg *events
 		if created {
 			log.Info("created master key for sealing secrets", "path", path)
 		}
-		if cfg.ESDBURL != "" {
+		if cfg.EventStoreURL != "" {
 			log.Warn("PLATFORM_MASTER_KEY is unset: secrets are sealed with a key kept in the data directory; every node sharing the event store needs the same key", "path", path)
 		}
 	}

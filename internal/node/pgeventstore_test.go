@@ -16,7 +16,7 @@ import (
 // is delivered, and a restarted node on the same database still has it.
 func TestNodeOnPostgresEventStore(t *testing.T) {
 	db := pgtest.New(t)
-	cfg := node.Config{DataDir: t.TempDir(), ESDBURL: db, PostgresURL: db, WebhookAllowLoopback: true}
+	cfg := node.Config{DataDir: t.TempDir(), EventStoreURL: db, PostgresURL: db, WebhookAllowLoopback: true}
 	p := start(t, cfg)
 	if got := p.node.Adapters["event store"]; got != "Postgres" {
 		t.Fatalf("event store adapter %q, want Postgres", got)
