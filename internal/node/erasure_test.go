@@ -153,3 +153,68 @@ func TestErasureStopsTheUsersDeliveries(t *testing.T) {
 		}
 	})
 }
+
+// TestResendOfAnErasedDelivery: a delivery about a user who was erased
+// cannot be resent, by the partner or an operator (410 DELIVERY_ERASED,
+// nothing appended), and a resend of every matching delivery skips it and
+// does not count it, while another user's delivery is resent and sent.
+func TestResendOfAnErasedDelivery(t *testing.T) {
+	readModels(t, func(t *testing.T, cfg node.Config) {
+		cfg.WebhookAllowLoopback = true
+		p := start(t, cfg)
+		a := p.createApp("partner")
+		other := p.createApp("other")
+		rcv := newReceiver(t)
+		rcv.secret = a.WebhookSecret
+		p.configureWebhook(a, rcv.srv.URL, "user.profile.updated")
+		var gone, kept registerData
+		a.expect("POST", "/open/v1/channel/users", registerBody("u-gone"), http.StatusCreated, "0").data(t, &gone)
+		a.expect("POST", "/open/v1/channel/users", registerBody("u-kept"), http.StatusCreated, "0").data(t, &kept)
+		a.expect("PATCH", fmt.Sprintf("/open/v1/channel/users/%d", gone.OpenUserID), map[string]any{"nickname": "小六"}, http.StatusOK, "0")
+		a.expect("PATCH", fmt.Sprintf("/open/v1/channel/users/%d", kept.OpenUserID), map[string]any{"nickname": "小七"}, http.StatusOK, "0")
+		sent := rcv.waitFor(2)
+		ids := map[int64]string{}
+		for _, w := range sent {
+			var body userWebhook
+			if err := json.Unmarshal(w.Body, &body); err != nil {
+				t.Fatal(err)
+			}
+			ids[body.OpenUserID] = body.DeliveryID
+		}
+		goneID, keptID := ids[gone.OpenUserID], ids[kept.OpenUserID]
+		p.waitDelivery(goneID, "delivered")
+		p.waitDelivery(keptID, "delivered")
+
+		if res := p.admin("POST", fmt.Sprintf("/admin/v1/channel-users/%d/erase", gone.OpenUserID), map[string]any{"reason": "ticket 9"}); res.Status != http.StatusOK {
+			t.Fatalf("erase: %d %s", res.Status, res.Raw)
+		}
+		before := p.eventCount()
+		a.expect("POST", "/open/v1/webhooks/deliveries/"+goneID+"/resend", nil, http.StatusGone, "DELIVERY_ERASED")
+		expectCode(t, "admin resend", p.admin("POST", "/admin/v1/deliveries/"+goneID+"/resend", nil), http.StatusGone, "DELIVERY_ERASED")
+		// Another app learns nothing about the erased delivery.
+		other.expect("POST", "/open/v1/webhooks/deliveries/"+goneID+"/resend", nil, http.StatusNotFound, "DELIVERY_NOT_FOUND")
+		if n := p.eventCount(); n != before {
+			t.Fatalf("refused resends appended %d events", n-before)
+		}
+
+		var queued struct {
+			Queued int `json:"queued"`
+		}
+		res := p.admin("POST", fmt.Sprintf("/admin/v1/apps/%d/deliveries/resend?event=user.profile.updated", a.ID), nil)
+		expectCode(t, "resend matching", res, http.StatusAccepted, "0")
+		res.data(t, &queued)
+		if queued.Queued != 1 {
+			t.Fatalf("resend matching queued %d, want 1 (the erased user's delivery is skipped)", queued.Queued)
+		}
+		again := rcv.waitFor(3)
+		rcv.quiet(3, 500*time.Millisecond)
+		var body userWebhook
+		_ = json.Unmarshal(again[2].Body, &body)
+		if body.DeliveryID != keptID {
+			t.Fatalf("resent %s, want the kept user's %s", body.DeliveryID, keptID)
+		}
+		if v := p.waitDelivery(goneID, "delivered"); v.Attempts != 1 {
+			t.Fatalf("the erased delivery was attempted again: %+v", v)
+		}
+	})
+}

@@ -307,6 +307,7 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		Apps:    commands.NewApps(n.Events, n.Registry, ids, sealer, guard.CheckURL),
 		SchemeM: schemeM, Admin: admin, Watermarks: marks, AppsReady: appsRunner,
 		Resender: n.Dispatcher, Location: n.Location, Keys: n.Keys,
+		Deliveries: n.ReadModel, DeliveryErasures: commands.NewDeliveryErasures(n.Events, n.Registry),
 		SchemeH: schemeH, Reports: reports, Plugin: pluginCmds,
 		Credentials: commands.NewCredentialIssuer(n.Events, n.Registry, ids, cfg.Now), UploaderDirectory: n.Apps,
 		Orders:        commands.NewOrders(n.Events, n.Registry, ids, cfg.Now),
