@@ -94,4 +94,3 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	}
 	t.Fatalf("%s: not within 10s", what)
 }
-
