@@ -218,3 +218,62 @@ func TestResendOfAnErasedDelivery(t *testing.T) {
 		}
 	})
 }
+
+// TestIdempotentReplayAfterErasure: answers about a user are sealed with
+// the user's data key, so after the user's erasure a replayed request gets
+// 404 USER_NOT_FOUND (Idempotent-Replayed: true), never the answer with
+// their data, and appends nothing; an answer about no user still replays
+// byte for byte, and the key stays bound to its request.
+func TestIdempotentReplayAfterErasure(t *testing.T) {
+	readModels(t, func(t *testing.T, cfg node.Config) {
+		p := start(t, cfg)
+		a := p.createApp("partner")
+		p.adminOK("POST", "/admin/v1/goods", map[string]any{"goods_code": "BP-100", "goods_name": "Blood pressure monitor"}, 201)
+		now := time.Now()
+		body := registerBody("u-idem")
+		reg := a.keyed("POST", "/open/v1/channel/users", body, "k-register", now)
+		expectCode(t, "register", reg, http.StatusCreated, "0")
+		var created registerData
+		reg.data(t, &created)
+		user := fmt.Sprintf("/open/v1/channel/users/%d", created.OpenUserID)
+		patch := a.keyed("PATCH", user, map[string]any{"nickname": "小六"}, "k-patch", now)
+		expectCode(t, "patch", patch, http.StatusOK, "0")
+		order := a.keyed("POST", "/open/v1/order/create", orderBody("T-idem", "BP-100"), "k-order", now)
+		expectCode(t, "order", order, http.StatusCreated, "0")
+		sameAnswer(t, "register before erasure", reg, a.keyed("POST", "/open/v1/channel/users", body, "k-register", now))
+
+		stored := dump(t, p.node.StoredEvents)
+		if !strings.Contains(stored, fmt.Sprintf(`"sealed_body":"dk1:user-%d~`, created.OpenUserID)) {
+			t.Fatal("the register's answer is not sealed with the user's data key")
+		}
+
+		if res := p.admin("POST", fmt.Sprintf("/admin/v1/channel-users/%d/erase", created.OpenUserID), map[string]any{"reason": "ticket 11"}); res.Status != http.StatusOK {
+			t.Fatalf("erase: %d %s", res.Status, res.Raw)
+		}
+		before := p.eventCount()
+		for _, res := range []response{
+			a.keyed("POST", "/open/v1/channel/users", body, "k-register", now),
+			a.keyed("PATCH", user, map[string]any{"nickname": "小六"}, "k-patch", now),
+		} {
+			expectCode(t, "replay after erasure", res, http.StatusNotFound, "USER_NOT_FOUND")
+			if res.Header.Get("Idempotent-Replayed") != "true" {
+				t.Fatalf("a replay after erasure is not marked replayed: %v", res.Header)
+			}
+			if strings.Contains(string(res.Raw), "u-idem") || strings.Contains(string(res.Raw), "open_user_id") {
+				t.Fatalf("a replay after erasure shows the erased answer: %s", res.Raw)
+			}
+		}
+		if n := p.eventCount(); n != before {
+			t.Fatalf("replays after erasure appended %d events", n-before)
+		}
+		sameAnswer(t, "order after erasure", order, a.keyed("POST", "/open/v1/order/create", orderBody("T-idem", "BP-100"), "k-order", now))
+		other := registerBody("u-idem")
+		other["user"].(map[string]any)["nickname"] = "x"
+		expectCode(t, "key reused", a.keyed("POST", "/open/v1/channel/users", other, "k-register", now), 422, "IDEMPOTENCY_KEY_REUSED")
+		var again registerData
+		a.keyed("POST", "/open/v1/channel/users", body, "k-register-2", now).data(t, &again)
+		if again.OpenUserID == created.OpenUserID || !again.Created {
+			t.Fatalf("register with a new key after erasure: %+v", again)
+		}
+	})
+}

@@ -315,7 +315,7 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		InternalToken: n.InternalToken,
 		Projections:   projections.RunnerSet(n.Runners),
 		Idempotency: &idempotency.Keeper{
-			Store: n.Events, Registry: n.Registry, Sealer: sealer, Now: cfg.Now, Replayed: marks.Wrote,
+			Store: n.Events, Registry: n.Registry, Sealer: sealer, Keys: n.Keys, Now: cfg.Now, Replayed: marks.Wrote,
 		},
 		Operators: operators, OperatorsReady: operatorsRunner,
 	}
