@@ -356,6 +356,12 @@ func (k *Keys) unseal(rec Record) ([]byte, error) {
 	return raw, nil
 }
 
+// Epoch counts the Forgets (and so the Destroys) this process has seen:
+// whoever keeps data decrypted with these keys (package privacy's cache of
+// opened events) drops it when the epoch moves, so an erasure reaches it
+// as soon as it reaches the key cache.
+func (k *Keys) Epoch() uint64 { return k.currentEpoch() }
+
 func (k *Keys) currentEpoch() uint64 {
 	k.mu.Lock()
 	defer k.mu.Unlock()
