@@ -277,3 +277,64 @@ func TestIdempotentReplayAfterErasure(t *testing.T) {
 		}
 	})
 }
+
+// TestErasureBlanksTheUsersOrders: an order placed for a channel user has
+// its receiver fields sealed with the user's key, so erasing the user
+// blanks them in the order (the order itself, its items and status stay),
+// also after a rebuild; an order of no user keeps them.
+func TestErasureBlanksTheUsersOrders(t *testing.T) {
+	readModels(t, func(t *testing.T, cfg node.Config) {
+		p := start(t, cfg)
+		a := p.createApp("buyer")
+		p.adminOK("POST", "/admin/v1/goods", map[string]any{"goods_code": "BP-100", "goods_name": "Blood pressure monitor"}, 201)
+		var reg registerData
+		a.expect("POST", "/open/v1/channel/users", registerBody("u-buyer"), http.StatusCreated, "0").data(t, &reg)
+		body := orderBody("T-user", "BP-100")
+		body["user_id"] = reg.OpenUserID
+		var mine, anon struct {
+			OrderCode string `json:"order_code"`
+		}
+		a.expect("POST", "/open/v1/order/create", body, 201, "0").data(t, &mine)
+		a.expect("POST", "/open/v1/order/create", orderBody("T-anon", "BP-100"), 201, "0").data(t, &anon)
+		_, auditor := p.operator("Aud", "auditor")
+		reveal := func(code string) string {
+			res := p.as(auditor, "GET", "/admin/v1/orders/"+code+"?reveal=true&reason=check", nil)
+			expectCode(t, "reveal", res, 200, "0")
+			return string(res.Env.Data)
+		}
+		if got := reveal(mine.OrderCode); !strings.Contains(got, "李雷") {
+			t.Fatalf("before erasure: %s", got)
+		}
+		if res := p.admin("POST", fmt.Sprintf("/admin/v1/channel-users/%d/erase", reg.OpenUserID), map[string]any{"reason": "ticket 12"}); res.Status != http.StatusOK {
+			t.Fatalf("erase: %d %s", res.Status, res.Raw)
+		}
+		if err := p.node.WaitCaughtUp(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		erased := reveal(mine.OrderCode)
+		for _, v := range []string{"李雷", "13812345678", "北京市朝阳区"} {
+			if strings.Contains(erased, v) {
+				t.Fatalf("the erased user's order still shows %q: %s", v, erased)
+			}
+		}
+		if !strings.Contains(erased, `"contact_person":""`) || !strings.Contains(erased, `"area_text":null`) || !strings.Contains(erased, `"order_status":"PENDING_REVIEW"`) {
+			t.Fatalf("erased order: %s", erased)
+		}
+		kept := reveal(anon.OrderCode)
+		if !strings.Contains(kept, "李雷") {
+			t.Fatalf("an order of no user lost its receiver: %s", kept)
+		}
+		if res := p.admin("POST", "/admin/v1/projections/orders/rebuild", nil); res.Status != http.StatusAccepted {
+			t.Fatalf("rebuild: %d %s", res.Status, res.Raw)
+		}
+		if err := p.node.WaitCaughtUp(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if again := reveal(mine.OrderCode); again != erased {
+			t.Fatalf("after rebuild\n got %s\nwant %s", again, erased)
+		}
+		if again := reveal(anon.OrderCode); again != kept {
+			t.Fatalf("after rebuild\n got %s\nwant %s", again, kept)
+		}
+	})
+}
