@@ -40,7 +40,11 @@ type API struct {
 	// Projections serves the rebuild route.
 	Projections Rebuilder
 	Resender    Resender
-	Location    *time.Location
+	// Deliveries and DeliveryErasures serve the resend routes: a delivery
+	// erased with its user is refused, and skipped by a resend of many.
+	Deliveries       DeliveryLister
+	DeliveryErasures DeliveryErasures
+	Location         *time.Location
 
 	SchemeH           auth.SchemeH
 	Reports           *commands.Reports

@@ -2,18 +2,33 @@ package commandapi
 
 import (
 	"context"
+	"errors"
 	"net/http"
 
 	"github.com/healthtech/partner-open-platform/commands"
 	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/internal/httpapi"
+	"github.com/healthtech/partner-open-platform/projections"
 )
 
 // Resender puts deliveries back in the queue; the webhook dispatcher implements it.
 type Resender interface {
 	Resend(ctx context.Context, appID int64, id, by string) (events.Position, error)
-	ResendMatching(ctx context.Context, f domain.DeliveryFilter, by string) (int, events.Position, error)
+}
+
+// DeliveryLister pages through the delivery log (the deliveries read
+// model), for the resend of every delivery a filter selects.
+type DeliveryLister interface {
+	Deliveries(ctx context.Context, f domain.DeliveryFilter) ([]projections.Delivery, error)
+}
+
+// DeliveryErasures refuses the resend of a delivery whose payload was
+// erased with its user (commands.DeliveryErasures implements it): Check
+// gives domain.ErrDeliveryErased for one, domain.ErrDeliveryNotFound for a
+// delivery of another app than appID (0: any app), nil otherwise.
+type DeliveryErasures interface {
+	Check(ctx context.Context, appID int64, deliveryID string) error
 }
 
 func (a *API) webhookRoutes() []Route {
@@ -57,7 +72,7 @@ func (a *API) resend(c *call, appID int64) error {
 	if err := c.claim(); err != nil {
 		return err
 	}
-	pos, err := a.Resender.Resend(c.r.Context(), appID, c.ps.ByName("deliveryId"), c.meta.Actor)
+	pos, err := a.resendOne(c.r.Context(), appID, c.ps.ByName("deliveryId"), c.meta.Actor)
 	if err != nil {
 		return err
 	}
@@ -84,10 +99,49 @@ func (a *API) adminResendMatching(c *call) error {
 	if _, ok := a.SchemeM.Apps.ByID(f.AppID); !ok {
 		return domain.ErrAppNotFound
 	}
-	n, _, err := a.Resender.ResendMatching(c.r.Context(), f, c.meta.Actor)
+	n, err := a.resendMatching(c.r.Context(), f, c.meta.Actor)
 	if err != nil {
 		return err
 	}
 	httpapi.OK(c.w, http.StatusAccepted, map[string]any{"queued": n})
 	return nil
+}
+
+// resendOne queues one delivery again, unless its payload was erased with
+// its user (410 DELIVERY_ERASED: it can never be sent).
+func (a *API) resendOne(ctx context.Context, appID int64, id, by string) (events.Position, error) {
+	if err := a.DeliveryErasures.Check(ctx, appID, id); err != nil {
+		return events.Position{}, err
+	}
+	return a.Resender.Resend(ctx, appID, id, by)
+}
+
+// resendMatching resends every delivery the filter selects and says how
+// many it queued: erased deliveries are skipped and not counted, nor are
+// those already pending.
+func (a *API) resendMatching(ctx context.Context, f domain.DeliveryFilter, by string) (int, error) {
+	n := 0
+	f.Limit = 500
+	for {
+		page, err := a.Deliveries.Deliveries(ctx, f)
+		if err != nil {
+			return n, err
+		}
+		for _, del := range page {
+			pos, err := a.resendOne(ctx, f.AppID, del.DeliveryID, by)
+			if errors.Is(err, domain.ErrDeliveryErased) {
+				continue
+			}
+			if err != nil {
+				return n, err
+			}
+			if !pos.IsZero() {
+				n++
+			}
+		}
+		if len(page) < f.Limit {
+			return n, nil
+		}
+		f.After = page[len(page)-1].Cursor
+	}
 }

@@ -29,8 +29,23 @@ type Allocator struct {
 	reg       *events.Registry
 	blockSize int64
 
-	mu    sync.Mutex
-	kinds map[string]*idSequence
+	mu        sync.Mutex
+	kinds     map[string]*idSequence
+	onReserve map[string]func(ctx context.Context, first, last int64)
+}
+
+// OnReserve calls fn with every block of kind this allocator reserves,
+// before the block's first id is handed out, so work that every id of the
+// block needs can be done once per block: the node makes the data keys of a
+// block of user ids in one batch there, and a register then waits for no
+// key store write. Set it before the allocator is used.
+func (a *Allocator) OnReserve(kind string, fn func(ctx context.Context, first, last int64)) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.onReserve == nil {
+		a.onReserve = map[string]func(context.Context, int64, int64){}
+	}
+	a.onReserve[kind] = fn
 }
 
 type idSequence struct {
@@ -126,6 +141,12 @@ func (a *Allocator) reserve(ctx context.Context, kind string, seq *idSequence) e
 		seq.seen++
 		seq.stream.last = b.Last
 		seq.next, seq.last = b.First, b.Last
+		a.mu.Lock()
+		hook := a.onReserve[kind]
+		a.mu.Unlock()
+		if hook != nil {
+			hook(ctx, b.First, b.Last)
+		}
 		return nil
 	}
 	return fmt.Errorf("reserve ids of kind %s: %w", kind, domain.ErrContention)

@@ -88,6 +88,11 @@ var (
 // ErrDeliveryNotFound is a webhook delivery that does not exist or belongs to another app.
 var ErrDeliveryNotFound = errors.New("delivery not found")
 
+// ErrDeliveryErased refuses a resend of a delivery whose payload was erased
+// with the person it was about: it is never sent again, so accepting the
+// resend would promise a delivery that cannot happen.
+var ErrDeliveryErased = errors.New("delivery erased")
+
 // ValidationError lists every bad field of a request, keyed by field path
 // (user.phone, family_members[0].height), so a partner fixes them in one go.
 type ValidationError struct {

@@ -10,8 +10,8 @@
 // receiver, "card-<id>" for a benefit card's holder, and so on; see package
 // privacy for the full list).
 //
-// Adapters of the Backend port: keys/files (one file per subject in the data
-// directory) and keys/postgres (a table); both pass keys/keystest.
+// Adapters of the Backend port: keys/files (an append-only key log in the
+// data directory) and keys/postgres (a table); both pass keys/keystest.
 package keys
 
 import (
@@ -78,6 +78,10 @@ type Backend interface {
 	// returns the subject's record, so concurrent first uses agree on one
 	// key. A destroyed subject gives ErrDestroyed.
 	Insert(ctx context.Context, rec Record) (Record, error)
+	// InsertBatch is Insert for many subjects at once (keys made ahead of
+	// use), durable with one write; the result has one record per input in
+	// order, left zero for a destroyed subject.
+	InsertBatch(ctx context.Context, recs []Record) ([]Record, error)
 	// Get returns a subject's record, ErrNotFound or ErrDestroyed.
 	Get(ctx context.Context, subject string) (Record, error)
 	// GetByKeyID returns the record of a key id, or ErrNotFound (also once destroyed).
@@ -106,7 +110,8 @@ type Key struct {
 // keys sealed by any master key of its keyring, and caches opened keys.
 //
 // The cache is per process: on several nodes, a key destroyed on one node is
-// still cached on the others until they restart or CacheTTL passes.
+// still cached on the others until they see the erasure (Forget, called by
+// each node's erasure follower) or CacheTTL passes.
 type Keys struct {
 	backend Backend
 	current *secrets.Sealer
@@ -114,6 +119,7 @@ type Keys struct {
 	now     func() time.Time
 
 	mu        sync.Mutex
+	epoch     uint64 // bumped by Forget: a key read from the backend before it is not cached
 	byID      map[string]cached
 	bySubject map[string]cached
 }
@@ -153,6 +159,7 @@ func (k *Keys) DataKey(ctx context.Context, subject string) (Key, error) {
 	if key, ok := k.cachedSubject(subject); ok {
 		return key, nil
 	}
+	epoch := k.currentEpoch()
 	rec, err := k.backend.Get(ctx, subject)
 	if errors.Is(err, ErrNotFound) {
 		rec, err = k.create(ctx, subject)
@@ -160,7 +167,7 @@ func (k *Keys) DataKey(ctx context.Context, subject string) (Key, error) {
 	if err != nil {
 		return Key{}, err
 	}
-	return k.open(rec)
+	return k.open(rec, epoch)
 }
 
 // Warm creates the subject's key if it has none yet, ahead of its first use.
@@ -169,16 +176,70 @@ func (k *Keys) Warm(ctx context.Context, subject string) error {
 	return err
 }
 
+// Prepare creates the keys of subjects that have none yet, in one batch
+// (one fsync, or one statement), and caches them, so that their first uses
+// (registers of a freshly reserved block of user ids) wait for no key store
+// write. Destroyed subjects are skipped.
+func (k *Keys) Prepare(ctx context.Context, subjects []string) error {
+	recs := make([]Record, 0, len(subjects))
+	for _, s := range subjects {
+		if !ValidSubject(s) {
+			return fmt.Errorf("%w: %q", ErrInvalidSubject, s)
+		}
+		if _, ok := k.cachedSubject(s); ok {
+			continue
+		}
+		rec, err := k.newRecord(s)
+		if err != nil {
+			return err
+		}
+		recs = append(recs, rec)
+	}
+	if len(recs) == 0 {
+		return nil
+	}
+	epoch := k.currentEpoch()
+	stored, err := k.backend.InsertBatch(ctx, recs)
+	if err != nil {
+		return err
+	}
+	for _, rec := range stored {
+		if rec.KeyID == "" {
+			continue
+		}
+		if _, err := k.open(rec, epoch); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Forget drops the subject's keys from this process's cache, so the next
+// use asks the backend (which says ErrDestroyed or ErrNotFound once the key
+// was destroyed, on any node).
+func (k *Keys) Forget(subject string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.epoch++
+	delete(k.bySubject, subject)
+	for id, c := range k.byID {
+		if c.key.Subject == subject {
+			delete(k.byID, id)
+		}
+	}
+}
+
 // Lookup returns a subject's existing key without creating one.
 func (k *Keys) Lookup(ctx context.Context, subject string) (Key, error) {
 	if key, ok := k.cachedSubject(subject); ok {
 		return key, nil
 	}
+	epoch := k.currentEpoch()
 	rec, err := k.backend.Get(ctx, subject)
 	if err != nil {
 		return Key{}, err
 	}
-	return k.open(rec)
+	return k.open(rec, epoch)
 }
 
 // ByID returns the key named in an envelope, or ErrNotFound once destroyed.
@@ -189,11 +250,12 @@ func (k *Keys) ByID(ctx context.Context, keyID string) (Key, error) {
 	if ok && k.now().Sub(c.at) < CacheTTL {
 		return c.key, nil
 	}
+	epoch := k.currentEpoch()
 	rec, err := k.backend.GetByKeyID(ctx, keyID)
 	if err != nil {
 		return Key{}, err
 	}
-	return k.open(rec)
+	return k.open(rec, epoch)
 }
 
 // Destroy deletes the subject's key for good (erasure).
@@ -204,14 +266,7 @@ func (k *Keys) Destroy(ctx context.Context, subject string) error {
 	if err := k.backend.Destroy(ctx, subject); err != nil {
 		return err
 	}
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	delete(k.bySubject, subject)
-	for id, c := range k.byID {
-		if c.key.Subject == subject {
-			delete(k.byID, id)
-		}
-	}
+	k.Forget(subject)
 	return nil
 }
 
@@ -260,6 +315,15 @@ func (k *Keys) cachedSubject(subject string) (Key, bool) {
 }
 
 func (k *Keys) create(ctx context.Context, subject string) (Record, error) {
+	rec, err := k.newRecord(subject)
+	if err != nil {
+		return Record{}, err
+	}
+	return k.backend.Insert(ctx, rec)
+}
+
+// newRecord makes a fresh data key for subject, sealed by the current master key.
+func (k *Keys) newRecord(subject string) (Record, error) {
 	raw := make([]byte, 32)
 	if _, err := rand.Read(raw); err != nil {
 		return Record{}, err
@@ -272,8 +336,8 @@ func (k *Keys) create(ctx context.Context, subject string) (Record, error) {
 	if err != nil {
 		return Record{}, err
 	}
-	return k.backend.Insert(ctx, Record{Subject: subject, KeyID: subject + "~" + hex.EncodeToString(id),
-		MasterKeyID: k.current.KeyID(), Sealed: sealed, Created: k.now().UTC()})
+	return Record{Subject: subject, KeyID: subject + "~" + hex.EncodeToString(id),
+		MasterKeyID: k.current.KeyID(), Sealed: sealed, Created: k.now().UTC()}, nil
 }
 
 func (k *Keys) unseal(rec Record) ([]byte, error) {
@@ -292,7 +356,21 @@ func (k *Keys) unseal(rec Record) ([]byte, error) {
 	return raw, nil
 }
 
-func (k *Keys) open(rec Record) (Key, error) {
+// Epoch counts the Forgets (and so the Destroys) this process has seen:
+// whoever keeps data decrypted with these keys (package privacy's cache of
+// opened events) drops it when the epoch moves, so an erasure reaches it
+// as soon as it reaches the key cache.
+func (k *Keys) Epoch() uint64 { return k.currentEpoch() }
+
+func (k *Keys) currentEpoch() uint64 {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.epoch
+}
+
+// open opens rec and caches it unless a Forget happened since epoch (the
+// record may be of a key destroyed meanwhile).
+func (k *Keys) open(rec Record, epoch uint64) (Key, error) {
 	raw, err := k.unseal(rec)
 	if err != nil {
 		return Key{}, err
@@ -308,8 +386,10 @@ func (k *Keys) open(rec Record) (Key, error) {
 	key := Key{ID: rec.KeyID, Subject: rec.Subject, AEAD: aead}
 	c := cached{key: key, at: k.now()}
 	k.mu.Lock()
-	k.byID[key.ID] = c
-	k.bySubject[key.Subject] = c
+	if k.epoch == epoch {
+		k.byID[key.ID] = c
+		k.bySubject[key.Subject] = c
+	}
 	k.mu.Unlock()
 	return key, nil
 }

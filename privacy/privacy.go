@@ -62,12 +62,15 @@ var Erased = []byte("null")
 // Store is an events.Store that keeps personal fields encrypted in the store
 // beneath it and shows them decrypted to its callers.
 type Store struct {
-	inner events.Store
-	keys  *keys.Keys
+	inner  events.Store
+	keys   *keys.Keys
+	opened *openedCache
 }
 
 // New decorates inner; keys holds the data keys.
-func New(inner events.Store, ks *keys.Keys) *Store { return &Store{inner: inner, keys: ks} }
+func New(inner events.Store, ks *keys.Keys) *Store {
+	return &Store{inner: inner, keys: ks, opened: newOpenedCache()}
+}
 
 // Inner is the undecorated store, whose events hold ciphertext: the relay
 // reads it, so the Kafka topics never carry personal data in clear.
@@ -194,6 +197,11 @@ func (s *Store) Open(ctx context.Context, rec events.Recorded) (events.Recorded,
 	if !bytes.Contains(rec.Data, []byte(envPrefix)) {
 		return rec, nil
 	}
+	epoch := s.keys.Epoch()
+	if data, ok := s.opened.get(rec, epoch); ok {
+		rec.Data = data
+		return rec, nil
+	}
 	paths, listed := catalog.PersonalFields(rec.Type)
 	found, err := locate(rec.Data, paths, listed)
 	if err != nil {
@@ -216,6 +224,7 @@ func (s *Store) Open(ctx context.Context, rec events.Recorded) (events.Recorded,
 		last = f.end
 	}
 	out.Write(rec.Data[last:])
+	s.opened.put(rec, epoch, out.Bytes())
 	rec.Data = out.Bytes()
 	return rec, nil
 }

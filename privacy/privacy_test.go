@@ -145,3 +145,39 @@ func TestSubjects(t *testing.T) {
 		}
 	}
 }
+
+// The cache of opened events serves repeated reads (every projection runner
+// reads every event) and forgets everything when a key is destroyed or
+// forgotten, so an erased person's fields read as null at once.
+func TestOpenedEventsCacheForgetsOnErasure(t *testing.T) {
+	s, ks := newStore(t)
+	ctx := context.Background()
+	id := uuid.NewString()
+	if _, err := s.Append(ctx, "user-7", events.NoStream(), events.Proposed{ID: id, Type: "user.family_member.created", Data: []byte(member)}); err != nil {
+		t.Fatal(err)
+	}
+	read := func() string {
+		t.Helper()
+		recs, err := s.ReadStream(ctx, "user-7", 0, 0)
+		if err != nil || len(recs) != 1 {
+			t.Fatalf("read: %v", err)
+		}
+		return string(recs[0].Data)
+	}
+	first := read()
+	if first != member {
+		t.Fatalf("first read %s", first)
+	}
+	// A caller that changes its copy does not change what others read.
+	recs, _ := s.ReadStream(ctx, "user-7", 0, 0)
+	copy(recs[0].Data, bytes.Repeat([]byte("x"), len(recs[0].Data)))
+	if again := read(); again != member {
+		t.Fatalf("a cached read changed: %s", again)
+	}
+	if err := ks.Destroy(ctx, "user-7"); err != nil {
+		t.Fatal(err)
+	}
+	if after := read(); strings.Contains(after, "李四") || !strings.Contains(after, `"name":null`) {
+		t.Fatalf("after the key was destroyed the cache still shows %s", after)
+	}
+}

@@ -70,6 +70,25 @@ func applyOrder(ctx context.Context, tx OrderTx, env events.Envelope) error {
 			o.Status = "SHIPPED"
 		}
 		return tx.PutOrder(ctx, o)
+	case *catalog.UserErased:
+		// The receiver fields of the user's orders were sealed with the
+		// user's key, which is gone: the log reads them as null from now
+		// on, so blank them the same way (UpdatedAt untouched), and a
+		// rebuild gives the same rows.
+		ids, err := tx.UserOrders(ctx, p.OpenUserID)
+		if err != nil {
+			return err
+		}
+		for _, id := range ids {
+			o, err := tx.Order(ctx, id)
+			if err != nil {
+				return err
+			}
+			o.ContactPerson, o.ContactPhone, o.Address, o.AreaText = "", "", "", nil
+			if err := tx.PutOrder(ctx, o); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }

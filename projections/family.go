@@ -111,7 +111,7 @@ func ReportsProjector(s ReportStore, loc *time.Location) Projector {
 func OrdersProjector(s OrderStore) Projector {
 	return projector(FamilyOrders, s, s.UpdateOrders, applyOrder,
 		&catalog.GoodsCreated{}, &catalog.GoodsUpdated{}, &catalog.GoodsActivation{},
-		&catalog.OrderCreated{}, &catalog.OrderReviewed{}, &catalog.OrderShipped{})
+		&catalog.OrderCreated{}, &catalog.OrderReviewed{}, &catalog.OrderShipped{}, &catalog.UserErased{})
 }
 
 // BenefitsProjector projects benefit items, providers, cards and fulfillments.

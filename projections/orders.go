@@ -76,6 +76,10 @@ type OrderTx interface {
 	PutOrder(ctx context.Context, o Order) error
 	// Order reads an order with its items inside the transaction (ErrNotFound if absent).
 	Order(ctx context.Context, orderID int64) (Order, error)
+	// UserOrders lists the ids of a channel user's orders (any app), in
+	// id order, as the transaction sees them: user.erased blanks their
+	// receiver fields.
+	UserOrders(ctx context.Context, userID int64) ([]int64, error)
 }
 
 // OrderStore is what the order and goods reads need.

@@ -8,6 +8,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/healthtech/partner-open-platform/domain"
+	"github.com/healthtech/partner-open-platform/events/catalog"
 	"github.com/healthtech/partner-open-platform/internal/httpapi"
 	"github.com/healthtech/partner-open-platform/projections"
 )
@@ -91,10 +92,85 @@ func (q *API) adminRead(f projections.Family, h func(w http.ResponseWriter, r *h
 	}
 }
 
+// adminOrder shows any app's order to an operator, its receiver fields
+// redacted unless an auditor reveals them with a reason (an audit fact).
 func (q *API) adminOrder(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 	q.adminRead(projections.FamilyOrders, func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
-		return q.orderByCode(w, r, 0, ps.ByName("orderCode"))
+		reveal, reason, err := revealRequest(r)
+		if err != nil {
+			return err
+		}
+		o, err := q.Orders.OrderByCode(r.Context(), 0, ps.ByName("orderCode"))
+		if errors.Is(err, projections.ErrNotFound) {
+			return domain.ErrOrderNotFound
+		}
+		if err != nil {
+			return err
+		}
+		v := q.orderView(o)
+		if err := q.revealOrRedact(w, r, reveal, reason, catalog.AuditRevealOrders, orderSubjects(o), orderCreated, v); err != nil {
+			return err
+		}
+		httpapi.OK(w, http.StatusOK, v)
+		return nil
 	})(w, r, ps)
+}
+
+// The events whose personal paths name the personal fields of the admin
+// order and card views (the view's keys are the events' field names).
+const (
+	orderCreated = "order.created"
+	cardIssued   = "benefit_card.issued"
+)
+
+// orderSubjects names whose data an order's receiver fields are: the order
+// stream and, for an order of a channel user, the user.
+func orderSubjects(o projections.Order) []string {
+	subjects := []string{domain.OrderStream(o.OrderID)}
+	if o.UserID != nil && *o.UserID > 0 {
+		subjects = append(subjects, domain.UserStream(*o.UserID))
+	}
+	return subjects
+}
+
+// revealOrRedact applies an admin read's reveal to views built from the
+// read models: without reveal every personal field of eventType's catalog
+// list (catalog.PersonalFields, the one list of what is personal) that has
+// a value reads as catalog.Redacted; with it, the reveal is first recorded
+// as an audit fact naming subjects, so nothing is shown without its fact.
+func (q *API) revealOrRedact(w http.ResponseWriter, r *http.Request, reveal bool, reason, action string, subjects []string, eventType string, views ...map[string]any) error {
+	if reveal {
+		pos, err := q.Auditor.RecordAccess(r.Context(), catalog.AccessAudited{
+			Actor: operatorOf(r.Context()).Actor(), Action: action, Subjects: subjects, Reason: reason,
+		}, w.Header().Get(httpapi.RequestIDHeader))
+		if err != nil {
+			return err
+		}
+		q.Watermarks.Wrote(0, pos)
+		return nil
+	}
+	fields, _ := catalog.PersonalFields(eventType)
+	for _, v := range views {
+		for _, f := range fields {
+			if val, ok := v[f]; ok && !isEmpty(val) {
+				v[f] = catalog.Redacted
+			}
+		}
+	}
+	return nil
+}
+
+// isEmpty is a view value that shows nothing: null or "".
+func isEmpty(v any) bool {
+	switch x := v.(type) {
+	case nil:
+		return true
+	case string:
+		return x == ""
+	case *string:
+		return x == nil || *x == ""
+	}
+	return false
 }
 
 func (q *API) orders(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
@@ -112,15 +188,24 @@ func (q *API) orders(w http.ResponseWriter, r *http.Request, ps httprouter.Param
 			return err
 		}
 		f.Limit = int(limit)
+		reveal, reason, err := revealRequest(r)
+		if err != nil {
+			return err
+		}
 		list, err := q.Orders.Orders(r.Context(), f)
 		if err != nil {
 			return err
 		}
 		out := make([]map[string]any, 0, len(list))
+		subjects := []string{}
 		for _, o := range list {
 			v := q.orderView(o)
 			v["id"], v["app_id"] = o.OrderID, o.AppID
 			out = append(out, v)
+			subjects = append(subjects, orderSubjects(o)...)
+		}
+		if err := q.revealOrRedact(w, r, reveal, reason, catalog.AuditRevealOrders, subjects, orderCreated, out...); err != nil {
+			return err
 		}
 		httpapi.OK(w, http.StatusOK, map[string]any{"orders": out})
 		return nil
@@ -202,9 +287,27 @@ func (q *API) card(w http.ResponseWriter, r *http.Request, issuer int64, number 
 	return nil
 }
 
+// adminCard shows any card to an operator, its holder fields redacted
+// unless an auditor reveals them with a reason (an audit fact).
 func (q *API) adminCard(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 	q.adminRead(projections.FamilyBenefits, func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
-		return q.card(w, r, 0, ps.ByName("cardNumber"))
+		reveal, reason, err := revealRequest(r)
+		if err != nil {
+			return err
+		}
+		c, err := q.Benefits.CardByNumber(r.Context(), 0, ps.ByName("cardNumber"))
+		if errors.Is(err, projections.ErrNotFound) {
+			return domain.ErrCardNotFound
+		}
+		if err != nil {
+			return err
+		}
+		v := q.cardView(c)
+		if err := q.revealOrRedact(w, r, reveal, reason, catalog.AuditRevealCard, []string{domain.CardStream(c.CardNumber)}, cardIssued, v); err != nil {
+			return err
+		}
+		httpapi.OK(w, http.StatusOK, v)
+		return nil
 	})(w, r, ps)
 }
 

@@ -70,6 +70,8 @@ Commands:
   users erase OPEN_USER_ID --reason R
                             erase a channel user (admin): destroys their data key, drops
                             them from the read models, frees their channel_user_id
+  keys rotate               re-seal every personal-data key with the current master key (admin;
+                            after restarting the nodes with the new key and the old one as previous)
   audit [--actor A] [--subject STREAM] [--from T] [--to T] [--after SEQ] [--limit N]
                             list audit facts: reveals of personal data and partner report pulls
   projections               list projections: name, position, events applied, rate, caught up, last error
@@ -149,6 +151,7 @@ var commands = map[string]func(c *cli, args []string) error{
 	"operators":   (*cli).operators,
 	"audit":       (*cli).audit,
 	"users":       (*cli).users,
+	"keys":        (*cli).keys,
 }
 
 func runContext(ctx context.Context, args []string, stdout, stderr io.Writer, env func(string) string) int {

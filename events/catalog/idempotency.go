@@ -22,9 +22,11 @@ type IdempotencyClaimed struct {
 func (IdempotencyClaimed) EventType() string { return "idempotency.claimed" }
 
 // IdempotencyCompleted stores the answer of the claimed request so a retry
-// with the key gets the same status and body bytes. The body is sealed with
-// the master key, because answers may carry masked personal data that the
-// log, the admin history and the analytics feed must not show in clear.
+// with the key gets the same status and body bytes. The body is sealed,
+// because answers may carry personal data that the log, the admin history
+// and the analytics feed must not show in clear: with the data key of the
+// channel user it is about ("dk1:<key id>:..."), so an erasure shreds it,
+// or with the master key when it is about no user.
 type IdempotencyCompleted struct {
 	AppID       int64     `json:"app_id"`
 	Status      int       `json:"status"`

@@ -27,6 +27,8 @@ const (
 	AuditRevealHistory = "reveal.history" // an auditor read a stream's history with personal fields in clear
 	AuditRevealEvents  = "reveal.events"  // an auditor read a page of the global log in clear
 	AuditReportPull    = "report.pull"    // a partner pulled a health report through its own API
+	AuditRevealOrders  = "reveal.orders"  // an auditor read orders (detail or list) with receiver fields in clear
+	AuditRevealCard    = "reveal.card"    // an auditor read a benefit card with holder fields in clear
 )
 
 // AccessAudited is an audit fact: who (Actor, an operator or an app) read

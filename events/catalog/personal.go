@@ -80,7 +80,7 @@ var personalFields = map[string][]string{
 	"benefit_card.batch_renumbered": nil,
 	"benefit_card.batch_completed":  nil,
 	"idempotency.claimed":           nil,
-	"idempotency.completed":         nil, // the stored answer is already sealed with the master key
+	"idempotency.completed":         nil, // the stored answer is sealed already: with its user's data key, or the master key
 	"idempotency.released":          nil,
 	"operator.created":              nil, // staff accounts, not data subjects
 	"operator.revoked":              nil,

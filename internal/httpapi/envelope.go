@@ -116,6 +116,7 @@ var codes = []struct {
 	{domain.ErrOperatorNotFound, http.StatusNotFound, "OPERATOR_NOT_FOUND", "operator not found"},
 	{domain.ErrNoPendingWebhookSecret, http.StatusConflict, "NO_PENDING_WEBHOOK_SECRET", "no pending webhook secret to activate; rotate first"},
 	{domain.ErrDeliveryNotFound, http.StatusNotFound, "DELIVERY_NOT_FOUND", "delivery not found"},
+	{domain.ErrDeliveryErased, http.StatusGone, "DELIVERY_ERASED", "the delivery's user was erased: its payload is gone and it is never sent again"},
 	{domain.ErrUserNotBound, http.StatusUnprocessableEntity, "USER_NOT_BOUND", "the user is not bound to an app; register the user through the channel-user API first"},
 	{domain.ErrReportNotFound, http.StatusNotFound, "REPORT_NOT_FOUND", "report not found"},
 	{domain.ErrDuplicateReportKey, http.StatusConflict, "DUPLICATE_REQUEST_REPORT_ID", "request_report_id was already used for a different user's report"},

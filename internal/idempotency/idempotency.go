@@ -69,6 +69,10 @@ type Keeper struct {
 	Store    events.Store
 	Registry *events.Registry
 	Sealer   Sealer
+	// Keys, when set, seals each answer about a channel user with the user's
+	// data key instead of the master key (see SubjectKeys): after the user
+	// is erased, a replay answers 404 USER_NOT_FOUND, never their data.
+	Keys SubjectKeys
 	// Now is the clock of claims and expiry (tests inject one); nil: time.Now.
 	Now func() time.Time
 	// TTL, Lease, Wait and Budget default to the Default* constants when zero.
@@ -223,6 +227,9 @@ type keyed struct {
 	stream string
 	fp     fingerprint
 	meta   events.Metadata
+	// subject is the channel user the answer is about ("" for none), known
+	// once the request ran.
+	subject string
 
 	rec     record // last loaded record
 	claimed bool   // this request holds the key at revision claimRev
@@ -338,6 +345,7 @@ func (k *Keeper) Serve(w http.ResponseWriter, r *http.Request, appID int64, body
 		rw.status = http.StatusOK
 	}
 	if q.claimed {
+		q.subject = answerSubject(r, body, rw.body.Bytes())
 		// A request that used up its budget still records its answer.
 		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
@@ -371,7 +379,15 @@ func (q *keyed) answer(w http.ResponseWriter, r *http.Request, s state, err erro
 // read on this node wait for the original write.
 func (q *keyed) replay(w http.ResponseWriter, r *http.Request) error {
 	c := q.rec.completed
-	body, err := q.k.Sealer.Open(c.SealedBody)
+	body, err := q.k.openAnswer(r.Context(), q.stream, c.SealedBody)
+	if errors.Is(err, errErased) {
+		// The answer was about a user erased since: it is shredded with
+		// their key, and the request's resource is gone, as it now is for
+		// every other request.
+		w.Header().Set(ReplayedHeader, "true")
+		httpapi.Error(w, r, domain.ErrUserNotFound)
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("idempotency: open the stored answer of %s: %w", q.stream, err)
 	}
@@ -400,7 +416,7 @@ func (q *keyed) finish(ctx context.Context, rw *recorder) error {
 	now := q.k.now().UTC()
 	var p events.Payload
 	if stored(rw.status, code) {
-		sealed, err := q.k.Sealer.Seal(rw.body.String())
+		sealed, err := q.k.sealAnswer(ctx, q.stream, q.subject, rw.body.String())
 		if err != nil {
 			return err
 		}

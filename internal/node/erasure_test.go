@@ -153,3 +153,188 @@ func TestErasureStopsTheUsersDeliveries(t *testing.T) {
 		}
 	})
 }
+
+// TestResendOfAnErasedDelivery: a delivery about a user who was erased
+// cannot be resent, by the partner or an operator (410 DELIVERY_ERASED,
+// nothing appended), and a resend of every matching delivery skips it and
+// does not count it, while another user's delivery is resent and sent.
+func TestResendOfAnErasedDelivery(t *testing.T) {
+	readModels(t, func(t *testing.T, cfg node.Config) {
+		cfg.WebhookAllowLoopback = true
+		p := start(t, cfg)
+		a := p.createApp("partner")
+		other := p.createApp("other")
+		rcv := newReceiver(t)
+		rcv.secret = a.WebhookSecret
+		p.configureWebhook(a, rcv.srv.URL, "user.profile.updated")
+		var gone, kept registerData
+		a.expect("POST", "/open/v1/channel/users", registerBody("u-gone"), http.StatusCreated, "0").data(t, &gone)
+		a.expect("POST", "/open/v1/channel/users", registerBody("u-kept"), http.StatusCreated, "0").data(t, &kept)
+		a.expect("PATCH", fmt.Sprintf("/open/v1/channel/users/%d", gone.OpenUserID), map[string]any{"nickname": "小六"}, http.StatusOK, "0")
+		a.expect("PATCH", fmt.Sprintf("/open/v1/channel/users/%d", kept.OpenUserID), map[string]any{"nickname": "小七"}, http.StatusOK, "0")
+		sent := rcv.waitFor(2)
+		ids := map[int64]string{}
+		for _, w := range sent {
+			var body userWebhook
+			if err := json.Unmarshal(w.Body, &body); err != nil {
+				t.Fatal(err)
+			}
+			ids[body.OpenUserID] = body.DeliveryID
+		}
+		goneID, keptID := ids[gone.OpenUserID], ids[kept.OpenUserID]
+		p.waitDelivery(goneID, "delivered")
+		p.waitDelivery(keptID, "delivered")
+
+		if res := p.admin("POST", fmt.Sprintf("/admin/v1/channel-users/%d/erase", gone.OpenUserID), map[string]any{"reason": "ticket 9"}); res.Status != http.StatusOK {
+			t.Fatalf("erase: %d %s", res.Status, res.Raw)
+		}
+		before := p.eventCount()
+		a.expect("POST", "/open/v1/webhooks/deliveries/"+goneID+"/resend", nil, http.StatusGone, "DELIVERY_ERASED")
+		expectCode(t, "admin resend", p.admin("POST", "/admin/v1/deliveries/"+goneID+"/resend", nil), http.StatusGone, "DELIVERY_ERASED")
+		// Another app learns nothing about the erased delivery.
+		other.expect("POST", "/open/v1/webhooks/deliveries/"+goneID+"/resend", nil, http.StatusNotFound, "DELIVERY_NOT_FOUND")
+		if n := p.eventCount(); n != before {
+			t.Fatalf("refused resends appended %d events", n-before)
+		}
+
+		var queued struct {
+			Queued int `json:"queued"`
+		}
+		res := p.admin("POST", fmt.Sprintf("/admin/v1/apps/%d/deliveries/resend?event=user.profile.updated", a.ID), nil)
+		expectCode(t, "resend matching", res, http.StatusAccepted, "0")
+		res.data(t, &queued)
+		if queued.Queued != 1 {
+			t.Fatalf("resend matching queued %d, want 1 (the erased user's delivery is skipped)", queued.Queued)
+		}
+		again := rcv.waitFor(3)
+		rcv.quiet(3, 500*time.Millisecond)
+		var body userWebhook
+		_ = json.Unmarshal(again[2].Body, &body)
+		if body.DeliveryID != keptID {
+			t.Fatalf("resent %s, want the kept user's %s", body.DeliveryID, keptID)
+		}
+		if v := p.waitDelivery(goneID, "delivered"); v.Attempts != 1 {
+			t.Fatalf("the erased delivery was attempted again: %+v", v)
+		}
+	})
+}
+
+// TestIdempotentReplayAfterErasure: answers about a user are sealed with
+// the user's data key, so after the user's erasure a replayed request gets
+// 404 USER_NOT_FOUND (Idempotent-Replayed: true), never the answer with
+// their data, and appends nothing; an answer about no user still replays
+// byte for byte, and the key stays bound to its request.
+func TestIdempotentReplayAfterErasure(t *testing.T) {
+	readModels(t, func(t *testing.T, cfg node.Config) {
+		p := start(t, cfg)
+		a := p.createApp("partner")
+		p.adminOK("POST", "/admin/v1/goods", map[string]any{"goods_code": "BP-100", "goods_name": "Blood pressure monitor"}, 201)
+		now := time.Now()
+		body := registerBody("u-idem")
+		reg := a.keyed("POST", "/open/v1/channel/users", body, "k-register", now)
+		expectCode(t, "register", reg, http.StatusCreated, "0")
+		var created registerData
+		reg.data(t, &created)
+		user := fmt.Sprintf("/open/v1/channel/users/%d", created.OpenUserID)
+		patch := a.keyed("PATCH", user, map[string]any{"nickname": "小六"}, "k-patch", now)
+		expectCode(t, "patch", patch, http.StatusOK, "0")
+		order := a.keyed("POST", "/open/v1/order/create", orderBody("T-idem", "BP-100"), "k-order", now)
+		expectCode(t, "order", order, http.StatusCreated, "0")
+		sameAnswer(t, "register before erasure", reg, a.keyed("POST", "/open/v1/channel/users", body, "k-register", now))
+
+		stored := dump(t, p.node.StoredEvents)
+		if !strings.Contains(stored, fmt.Sprintf(`"sealed_body":"dk1:user-%d~`, created.OpenUserID)) {
+			t.Fatal("the register's answer is not sealed with the user's data key")
+		}
+
+		if res := p.admin("POST", fmt.Sprintf("/admin/v1/channel-users/%d/erase", created.OpenUserID), map[string]any{"reason": "ticket 11"}); res.Status != http.StatusOK {
+			t.Fatalf("erase: %d %s", res.Status, res.Raw)
+		}
+		before := p.eventCount()
+		for _, res := range []response{
+			a.keyed("POST", "/open/v1/channel/users", body, "k-register", now),
+			a.keyed("PATCH", user, map[string]any{"nickname": "小六"}, "k-patch", now),
+		} {
+			expectCode(t, "replay after erasure", res, http.StatusNotFound, "USER_NOT_FOUND")
+			if res.Header.Get("Idempotent-Replayed") != "true" {
+				t.Fatalf("a replay after erasure is not marked replayed: %v", res.Header)
+			}
+			if strings.Contains(string(res.Raw), "u-idem") || strings.Contains(string(res.Raw), "open_user_id") {
+				t.Fatalf("a replay after erasure shows the erased answer: %s", res.Raw)
+			}
+		}
+		if n := p.eventCount(); n != before {
+			t.Fatalf("replays after erasure appended %d events", n-before)
+		}
+		sameAnswer(t, "order after erasure", order, a.keyed("POST", "/open/v1/order/create", orderBody("T-idem", "BP-100"), "k-order", now))
+		other := registerBody("u-idem")
+		other["user"].(map[string]any)["nickname"] = "x"
+		expectCode(t, "key reused", a.keyed("POST", "/open/v1/channel/users", other, "k-register", now), 422, "IDEMPOTENCY_KEY_REUSED")
+		var again registerData
+		a.keyed("POST", "/open/v1/channel/users", body, "k-register-2", now).data(t, &again)
+		if again.OpenUserID == created.OpenUserID || !again.Created {
+			t.Fatalf("register with a new key after erasure: %+v", again)
+		}
+	})
+}
+
+// TestErasureBlanksTheUsersOrders: an order placed for a channel user has
+// its receiver fields sealed with the user's key, so erasing the user
+// blanks them in the order (the order itself, its items and status stay),
+// also after a rebuild; an order of no user keeps them.
+func TestErasureBlanksTheUsersOrders(t *testing.T) {
+	readModels(t, func(t *testing.T, cfg node.Config) {
+		p := start(t, cfg)
+		a := p.createApp("buyer")
+		p.adminOK("POST", "/admin/v1/goods", map[string]any{"goods_code": "BP-100", "goods_name": "Blood pressure monitor"}, 201)
+		var reg registerData
+		a.expect("POST", "/open/v1/channel/users", registerBody("u-buyer"), http.StatusCreated, "0").data(t, &reg)
+		body := orderBody("T-user", "BP-100")
+		body["user_id"] = reg.OpenUserID
+		var mine, anon struct {
+			OrderCode string `json:"order_code"`
+		}
+		a.expect("POST", "/open/v1/order/create", body, 201, "0").data(t, &mine)
+		a.expect("POST", "/open/v1/order/create", orderBody("T-anon", "BP-100"), 201, "0").data(t, &anon)
+		_, auditor := p.operator("Aud", "auditor")
+		reveal := func(code string) string {
+			res := p.as(auditor, "GET", "/admin/v1/orders/"+code+"?reveal=true&reason=check", nil)
+			expectCode(t, "reveal", res, 200, "0")
+			return string(res.Env.Data)
+		}
+		if got := reveal(mine.OrderCode); !strings.Contains(got, "李雷") {
+			t.Fatalf("before erasure: %s", got)
+		}
+		if res := p.admin("POST", fmt.Sprintf("/admin/v1/channel-users/%d/erase", reg.OpenUserID), map[string]any{"reason": "ticket 12"}); res.Status != http.StatusOK {
+			t.Fatalf("erase: %d %s", res.Status, res.Raw)
+		}
+		if err := p.node.WaitCaughtUp(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		erased := reveal(mine.OrderCode)
+		for _, v := range []string{"李雷", "13812345678", "北京市朝阳区"} {
+			if strings.Contains(erased, v) {
+				t.Fatalf("the erased user's order still shows %q: %s", v, erased)
+			}
+		}
+		if !strings.Contains(erased, `"contact_person":""`) || !strings.Contains(erased, `"area_text":null`) || !strings.Contains(erased, `"order_status":"PENDING_REVIEW"`) {
+			t.Fatalf("erased order: %s", erased)
+		}
+		kept := reveal(anon.OrderCode)
+		if !strings.Contains(kept, "李雷") {
+			t.Fatalf("an order of no user lost its receiver: %s", kept)
+		}
+		if res := p.admin("POST", "/admin/v1/projections/orders/rebuild", nil); res.Status != http.StatusAccepted {
+			t.Fatalf("rebuild: %d %s", res.Status, res.Raw)
+		}
+		if err := p.node.WaitCaughtUp(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if again := reveal(mine.OrderCode); again != erased {
+			t.Fatalf("after rebuild\n got %s\nwant %s", again, erased)
+		}
+		if again := reveal(anon.OrderCode); again != kept {
+			t.Fatalf("after rebuild\n got %s\nwant %s", again, kept)
+		}
+	})
+}

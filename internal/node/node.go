@@ -109,8 +109,10 @@ type Node struct {
 	// relay reads it, so the Kafka topics carry ciphertext.
 	StoredEvents events.Store
 	// Keys is the per-person data key store.
-	Keys      *keys.Keys
-	ReadModel ReadModels
+	Keys        *keys.Keys
+	erasureMu   sync.Mutex
+	erasureSeen events.Position // see ErasureSeen
+	ReadModel   ReadModels
 	// Families are the read-model projections by family.
 	Families      map[projections.Family]*projections.Runner
 	Dispatcher    *webhooks.Dispatcher
@@ -221,6 +223,10 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 	}
 	n.closers = append(n.closers, keyBackend.Close)
 	n.Keys = keys.New(keyBackend, sealer, sealer.Previous()...)
+	erasures := &privacy.ErasureFollower{Store: n.StoredEvents, Keys: n.Keys, Forgot: n.forgotKey}
+	if erasures.From, err = n.StoredEvents.Head(ctx); err != nil { // before this node opens any key
+		return nil, fmt.Errorf("event store: head of the log: %w", err)
+	}
 	if cfg.PlaintextPersonalData {
 		n.Adapters["personal-data keys"] += " (encryption OFF: PlaintextPersonalData)"
 	} else {
@@ -297,12 +303,14 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 	users := commands.NewUsers(n.Events, n.Registry, ids, cfg.Now, n.Location).WithKeys(n.Keys)
 	if !cfg.PlaintextPersonalData {
 		users.WithKeyWarmer(n.Keys)
+		ids.OnReserve(commands.KindUser, n.prepareUserKeys)
 	}
 	cmdAPI := &commandapi.API{
 		Users:   users,
 		Apps:    commands.NewApps(n.Events, n.Registry, ids, sealer, guard.CheckURL),
 		SchemeM: schemeM, Admin: admin, Watermarks: marks, AppsReady: appsRunner,
 		Resender: n.Dispatcher, Location: n.Location, Keys: n.Keys,
+		Deliveries: n.ReadModel, DeliveryErasures: commands.NewDeliveryErasures(n.Events, n.Registry),
 		SchemeH: schemeH, Reports: reports, Plugin: pluginCmds,
 		Credentials: commands.NewCredentialIssuer(n.Events, n.Registry, ids, cfg.Now), UploaderDirectory: n.Apps,
 		Orders:        commands.NewOrders(n.Events, n.Registry, ids, cfg.Now),
@@ -310,7 +318,7 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		InternalToken: n.InternalToken,
 		Projections:   projections.RunnerSet(n.Runners),
 		Idempotency: &idempotency.Keeper{
-			Store: n.Events, Registry: n.Registry, Sealer: sealer, Now: cfg.Now, Replayed: marks.Wrote,
+			Store: n.Events, Registry: n.Registry, Sealer: sealer, Keys: n.Keys, Now: cfg.Now, Replayed: marks.Wrote,
 		},
 		Operators: operators, OperatorsReady: operatorsRunner,
 	}
@@ -347,6 +355,7 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 			_ = r.Run(runCtx)
 		}()
 	}
+	n.spawn(runCtx, "erasure follower", erasures.Run)
 	if err := n.startWebhooks(runCtx, cfg, deliveriesRunner); err != nil {
 		return nil, err
 	}

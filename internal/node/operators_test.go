@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/healthtech/partner-open-platform/internal/node"
 )
@@ -267,7 +268,14 @@ func TestAuditedReveal(t *testing.T) {
 			facts[0].Subjects[0] != userStream || len(facts[0].EventIDs) < 4 || facts[1].Action != "reveal.events" || facts[1].Reason != "replay check" {
 			t.Fatalf("reveal facts %+v", facts)
 		}
-		if f := list("?subject=" + userStream); len(f) != 3 { // both reveals and the pull
+		var f []fact
+		for range 50 { // the pull's fact is not awaited by the listing
+			if f = list("?subject=" + userStream); len(f) >= 3 {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if len(f) != 3 { // both reveals and the pull
 			t.Fatalf("facts about %s: %+v", userStream, f)
 		}
 		pulls := list(fmt.Sprintf("?subject=report-%d", rep.ID))

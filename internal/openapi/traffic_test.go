@@ -131,6 +131,7 @@ func server(t *testing.T, clock *offsetClock) *httptest.Server {
 	cmd := &commandapi.API{
 		Users: commands.NewUsers(store, reg, ids, time.Now, loc), Apps: commands.NewApps(store, reg, ids, sealer, nil),
 		SchemeM: schemeM, Admin: admin, Watermarks: marks, AppsReady: appsRunner, Resender: dispatcher, Location: loc,
+		Deliveries: readModel, DeliveryErasures: commands.NewDeliveryErasures(store, reg),
 		SchemeH: schemeH, Reports: reports, Plugin: commands.NewPlugin(store, reg, ids, clock.now, phones{readModel}),
 		Credentials: commands.NewCredentialIssuer(store, reg, ids, time.Now), UploaderDirectory: apps,
 		Orders:        commands.NewOrders(store, reg, ids, time.Now),

@@ -30,6 +30,9 @@ func Run(t *testing.T, open func(t *testing.T) keys.Backend) {
 		{"Reseal", testReseal},
 		{"WrongMasterKey", testWrongMasterKey},
 		{"InvalidSubject", testInvalidSubject},
+		{"PrepareBatch", testPrepareBatch},
+		{"ConcurrentPrepare", testConcurrentPrepare},
+		{"ForgetSeesDestroyElsewhere", testForget},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { c.run(t, open(t)) })
@@ -251,5 +254,133 @@ func testInvalidSubject(t *testing.T, b keys.Backend) {
 		if _, err := ks.DataKey(c, s); !errors.Is(err, keys.ErrInvalidSubject) {
 			t.Fatalf("subject %q: %v", s, err)
 		}
+	}
+}
+
+// testPrepareBatch makes keys ahead of use: each prepared subject's first
+// use, through a store without a cache, finds the prepared key; a subject
+// that had a key keeps it and a destroyed one gets none.
+func testPrepareBatch(t *testing.T, b keys.Backend) {
+	c, m := ctx(t), master(t)
+	ks := keys.New(b, m)
+	had, err := ks.DataKey(c, "user-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ks.Destroy(c, "user-2"); err != nil {
+		t.Fatal(err)
+	}
+	subjects := []string{"user-1", "user-2"}
+	for i := 3; i <= 50; i++ {
+		subjects = append(subjects, fmt.Sprintf("user-%d", i))
+	}
+	if err := ks.Prepare(c, subjects); err != nil {
+		t.Fatal(err)
+	}
+	if err := ks.Prepare(c, subjects); err != nil {
+		t.Fatalf("preparing twice: %v", err)
+	}
+	fresh := keys.New(b, m)
+	for _, s := range subjects[2:] {
+		cachedKey, err := ks.DataKey(c, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored, err := fresh.DataKey(c, s)
+		if err != nil || stored.ID != cachedKey.ID {
+			t.Fatalf("%s: prepared %s, stored %s (%v)", s, cachedKey.ID, stored.ID, err)
+		}
+		roundTrip(t, cachedKey, stored)
+	}
+	if k, err := fresh.DataKey(c, "user-1"); err != nil || k.ID != had.ID {
+		t.Fatalf("a subject's existing key was replaced: %s %v", k.ID, err)
+	}
+	if _, err := fresh.DataKey(c, "user-2"); !errors.Is(err, keys.ErrDestroyed) {
+		t.Fatalf("a destroyed subject was prepared: %v", err)
+	}
+	count := 0
+	_ = b.List(c, func(keys.Record) error { count++; return nil })
+	if count != 49 {
+		t.Fatalf("%d keys stored, want 49", count)
+	}
+	if err := ks.Prepare(c, []string{"user-51", "../x"}); !errors.Is(err, keys.ErrInvalidSubject) {
+		t.Fatalf("invalid subject in a batch: %v", err)
+	}
+}
+
+// testConcurrentPrepare races overlapping batches with single first uses:
+// every subject ends with exactly one key that everyone agrees on.
+func testConcurrentPrepare(t *testing.T, b keys.Backend) {
+	c, m := ctx(t), master(t)
+	const n = 30
+	subjects := make([]string, n)
+	for i := range subjects {
+		subjects[i] = fmt.Sprintf("user-%d", 1000+i)
+	}
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	errs := make(chan error, 8+n)
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			errs <- keys.New(b, m).Prepare(c, subjects[w*5:])
+		}()
+	}
+	got := make([]string, n)
+	for i := range subjects {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			k, err := keys.New(b, m).DataKey(c, subjects[i])
+			got[i] = k.ID
+			errs <- err
+		}()
+	}
+	close(start)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	fresh := keys.New(b, m)
+	for i, s := range subjects {
+		k, err := fresh.Lookup(c, s)
+		if err != nil || k.ID != got[i] {
+			t.Fatalf("%s: first use got %s, store has %s (%v)", s, got[i], k.ID, err)
+		}
+	}
+	count := 0
+	_ = b.List(c, func(keys.Record) error { count++; return nil })
+	if count != n {
+		t.Fatalf("%d keys stored for %d subjects", count, n)
+	}
+}
+
+// testForget is two nodes on one backend: a key destroyed through one stays
+// cached on the other until that one forgets it, and then reads as gone.
+func testForget(t *testing.T, b keys.Backend) {
+	c, m := ctx(t), master(t)
+	a, other := keys.New(b, m), keys.New(b, m)
+	k, err := a.DataKey(c, "user-77")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.ByID(c, k.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Destroy(c, "user-77"); err != nil {
+		t.Fatal(err)
+	}
+	other.Forget("user-77")
+	if _, err := other.ByID(c, k.ID); !errors.Is(err, keys.ErrNotFound) {
+		t.Fatalf("a forgotten, destroyed key still opens: %v", err)
+	}
+	if _, err := other.DataKey(c, "user-77"); !errors.Is(err, keys.ErrDestroyed) {
+		t.Fatalf("after forgetting: %v", err)
 	}
 }

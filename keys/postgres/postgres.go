@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -100,6 +101,53 @@ func (s *Store) Insert(ctx context.Context, rec keys.Record) (keys.Record, error
 		return err
 	})
 	return out, err
+}
+
+// InsertBatch implements keys.Backend: one transaction takes the subjects'
+// advisory locks (in hash order, so two batches never deadlock), inserts
+// every record whose subject is neither keyed nor destroyed with one
+// statement, and reads back what is stored.
+func (s *Store) InsertBatch(ctx context.Context, recs []keys.Record) ([]keys.Record, error) {
+	subjects := make([]string, len(recs))
+	ids, masters, sealed := make([]string, len(recs)), make([]string, len(recs)), make([]string, len(recs))
+	created := make([]time.Time, len(recs))
+	for i, r := range recs {
+		if !keys.ValidSubject(r.Subject) {
+			return nil, fmt.Errorf("%w: %q", keys.ErrInvalidSubject, r.Subject)
+		}
+		subjects[i], ids[i], masters[i], sealed[i], created[i] = r.Subject, r.KeyID, r.MasterKeyID, r.Sealed, r.Created
+	}
+	stored := map[string]keys.Record{}
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(h) FROM
+			(SELECT DISTINCT hashtextextended(s, 0) AS h FROM unnest($1::text[]) AS s ORDER BY h) AS l`, subjects); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO platform_data_keys (`+columns+`)
+			SELECT r.subject, r.key_id, r.master_key_id, r.sealed, r.created_at
+			FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamptz[]) AS r(subject, key_id, master_key_id, sealed, created_at)
+			WHERE NOT EXISTS (SELECT 1 FROM platform_destroyed_subjects d WHERE d.subject = r.subject)
+			ON CONFLICT (subject) DO NOTHING`, subjects, ids, masters, sealed, created); err != nil {
+			return err
+		}
+		rows, err := tx.Query(ctx, "SELECT "+columns+" FROM platform_data_keys WHERE subject = ANY($1)", subjects)
+		if err != nil {
+			return err
+		}
+		all, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (keys.Record, error) { return scan(row) })
+		for _, r := range all {
+			stored[r.Subject] = r
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]keys.Record, len(recs))
+	for i, r := range recs {
+		out[i] = stored[r.Subject]
+	}
+	return out, nil
 }
 
 // Get implements keys.Backend.

@@ -220,6 +220,21 @@ func (t *tx) Order(ctx context.Context, orderID int64) (projections.Order, error
 	return copyOrder(o), nil
 }
 
+// UserOrders scans the orders: erasures are rare.
+func (t *tx) UserOrders(ctx context.Context, userID int64) ([]int64, error) {
+	if err := t.check(ctx); err != nil {
+		return nil, err
+	}
+	ids := []int64{}
+	for id, o := range t.s.orders {
+		if o.UserID != nil && *o.UserID == userID {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	return ids, nil
+}
+
 func (t *tx) PutGoods(ctx context.Context, g projections.Goods) error {
 	if err := t.check(ctx); err != nil {
 		return err

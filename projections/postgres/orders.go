@@ -151,6 +151,25 @@ func (t *tx) Order(ctx context.Context, orderID int64) (projections.Order, error
 	return o, notFound(err, "order %d", orderID)
 }
 
+// UserOrders reads the user's order ids (a scan of orders: erasures are rare).
+func (t *tx) UserOrders(ctx context.Context, userID int64) ([]int64, error) {
+	if err := t.check(ctx); err != nil {
+		return nil, err
+	}
+	if err := t.flush(ctx); err != nil {
+		return nil, err
+	}
+	rows, err := t.db.Query(ctx, `SELECT order_id FROM orders WHERE user_id = $1 ORDER BY order_id`, userID)
+	if err != nil {
+		return nil, err
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if ids == nil {
+		ids = []int64{}
+	}
+	return ids, err
+}
+
 const upsertGoods = `
 INSERT INTO goods (` + goodsColumns + `)
 VALUES ($1, $2, $3, $4, $5, $6)

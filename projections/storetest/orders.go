@@ -23,6 +23,30 @@ var orderCases = []testCase{
 	{"OrderTenancyAndUniqueCode", testOrderTenancy},
 	{"OrdersFiltersOrderAndPaging", testOrdersFilters},
 	{"OrdersLimits", testOrdersLimits},
+	{"UserOrders", testUserOrders},
+}
+
+// testUserOrders finds a user's orders in any app, its own writes included,
+// and none for a user without orders or an order without a user.
+func testUserOrders(t *testing.T, s Store) {
+	a, b, c, none := orderOf(1, 10, "PENDING_REVIEW"), orderOf(2, 11, "APPROVED"), orderOf(1, 12, "SHIPPED"), orderOf(1, 13, "APPROVED")
+	a.UserID, b.UserID, c.UserID, none.UserID = ptr(int64(7)), ptr(int64(7)), ptr(int64(8)), nil
+	putOrders(t, s, a, c, none)
+	write(t, ordersOf(s), func(tx projections.OrderTx) error {
+		if err := tx.PutOrder(ctx, b); err != nil {
+			return err
+		}
+		for user, want := range map[int64][]int64{7: {10, 11}, 8: {12}, 9: {}} {
+			got, err := tx.UserOrders(ctx, user)
+			if err != nil {
+				return err
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("UserOrders(%d) = %v, want %v", user, got, want)
+			}
+		}
+		return nil
+	})
 }
 
 // The goods and order cases of Run. Every read-model store is also the

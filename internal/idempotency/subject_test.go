@@ -1,0 +1,78 @@
+package idempotency_test
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/healthtech/partner-open-platform/events"
+	"github.com/healthtech/partner-open-platform/internal/idempotency"
+	"github.com/healthtech/partner-open-platform/keys"
+	keyfiles "github.com/healthtech/partner-open-platform/keys/files"
+)
+
+// TestAnswerAboutAUserIsShreddedWithTheirKey: answers about a channel user
+// (in the path, or the request's open_user_id) are sealed with the user's
+// data key; once it is destroyed their replay is 404 USER_NOT_FOUND, marked
+// replayed, the request does not run again, and an answer about no user
+// still replays byte for byte.
+func TestAnswerAboutAUserIsShreddedWithTheirKey(t *testing.T) {
+	f := newFixture(t)
+	backend, err := keyfiles.Open(filepath.Join(t.TempDir(), "keys"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ks := keys.New(backend, f.sealer)
+	k := f.node()
+	k.Keys = ks
+	e := &effect{}
+	inPath := send(k, 1, "PATCH", "/open/v1/channel/users/42", "k-path", `{"name":"李雷"}`, e.handler)
+	inBody := send(k, 1, "POST", "/open/v1/reports", "k-body", `{"name":"李雷","open_user_id":43}`, e.handler)
+	noUser := send(k, 1, "POST", "/open/v1/order/create", "k-none", `{"name":"李雷"}`, e.handler)
+	for _, a := range []answer{inPath, inBody, noUser} {
+		if a.status != 201 {
+			t.Fatalf("first answer %+v", a)
+		}
+	}
+	recs, err := f.store.ReadAll(context.Background(), events.Position{}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sealed []string
+	for _, r := range recs {
+		if r.Type == "idempotency.completed" {
+			sealed = append(sealed, string(r.Data))
+		}
+	}
+	if len(sealed) != 3 || !strings.Contains(sealed[0], `"sealed_body":"dk1:user-42~`) || !strings.Contains(sealed[1], `"sealed_body":"dk1:user-43~`) || !strings.Contains(sealed[2], `"sealed_body":"v1:`) {
+		t.Fatalf("stored answers %v", sealed)
+	}
+	if again := send(k, 1, "PATCH", "/open/v1/channel/users/42", "k-path", `{"name":"李雷"}`, e.handler); again.body != inPath.body {
+		t.Fatalf("replay before erasure %+v", again)
+	}
+
+	for _, s := range []string{"user-42", "user-43"} {
+		if err := ks.Destroy(context.Background(), s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runs := e.runs.Load()
+	for _, a := range []answer{
+		send(k, 1, "PATCH", "/open/v1/channel/users/42", "k-path", `{"name":"李雷"}`, e.handler),
+		send(k, 1, "POST", "/open/v1/reports", "k-body", `{"name":"李雷","open_user_id":43}`, e.handler),
+	} {
+		if a.status != 404 || code(t, a) != "USER_NOT_FOUND" || a.header.Get(idempotency.ReplayedHeader) != "true" || strings.Contains(a.body, "李雷") {
+			t.Fatalf("replay after erasure %+v", a)
+		}
+	}
+	if e.runs.Load() != runs {
+		t.Fatal("a replay after erasure ran the request again")
+	}
+	if again := send(k, 1, "POST", "/open/v1/order/create", "k-none", `{"name":"李雷"}`, e.handler); again.body != noUser.body || again.status != 201 {
+		t.Fatalf("an answer about no user after erasure %+v", again)
+	}
+	if a := send(k, 1, "PATCH", "/open/v1/channel/users/42", "k-path", `{"name":"x"}`, e.handler); code(t, a) != "IDEMPOTENCY_KEY_REUSED" {
+		t.Fatalf("the key is no longer bound: %+v", a)
+	}
+}

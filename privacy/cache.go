@@ -1,0 +1,90 @@
+package privacy
+
+import (
+	"sync"
+
+	"github.com/healthtech/partner-open-platform/events"
+)
+
+// openedCache keeps the decrypted data of recently opened events, so that
+// the dozen projection runners that each read every event (and a rebuild,
+// where they all read the whole log together) decrypt it once, not once
+// each. It is bounded (FIFO over at most maxEntries events and maxBytes of
+// data) and emptied whenever the key store's epoch moves (keys.Keys.Epoch:
+// every Forget or Destroy, which erasures cause), so plaintext of an
+// erased person never outlives their key in this process.
+type openedCache struct {
+	mu    sync.Mutex
+	epoch uint64
+	byID  map[cacheKey][]byte
+	order []cacheKey // FIFO ring
+	next  int
+	bytes int
+}
+
+type cacheKey struct {
+	id  string
+	pos events.Position
+}
+
+const (
+	maxEntries = 8192
+	maxBytes   = 16 << 20
+)
+
+func newOpenedCache() *openedCache {
+	return &openedCache{byID: map[cacheKey][]byte{}, order: make([]cacheKey, maxEntries)}
+}
+
+// get returns a copy of the event's decrypted data if cached at epoch.
+func (c *openedCache) get(rec events.Recorded, epoch uint64) ([]byte, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.epoch != epoch {
+		c.reset(epoch)
+		return nil, false
+	}
+	data, ok := c.byID[cacheKey{rec.ID, rec.Position}]
+	if !ok {
+		return nil, false
+	}
+	return append([]byte(nil), data...), true
+}
+
+// put caches data opened at epoch, unless the epoch moved meanwhile (the
+// data may have been opened with a key destroyed since).
+func (c *openedCache) put(rec events.Recorded, epoch uint64, data []byte) {
+	if len(data) > maxBytes/64 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.epoch != epoch {
+		if epoch < c.epoch {
+			return
+		}
+		c.reset(epoch)
+	}
+	k := cacheKey{rec.ID, rec.Position}
+	if _, ok := c.byID[k]; ok {
+		return
+	}
+	for c.bytes+len(data) > maxBytes || c.byID[c.order[c.next]] != nil {
+		old := c.order[c.next]
+		c.bytes -= len(c.byID[old])
+		delete(c.byID, old)
+		c.order[c.next] = cacheKey{}
+		c.next = (c.next + 1) % maxEntries
+	}
+	c.byID[k] = append([]byte(nil), data...)
+	c.bytes += len(data)
+	c.order[c.next] = k
+	c.next = (c.next + 1) % maxEntries
+}
+
+func (c *openedCache) reset(epoch uint64) {
+	c.epoch = epoch
+	clear(c.byID)
+	clear(c.order)
+	c.next, c.bytes = 0, 0
+}
