@@ -43,6 +43,8 @@ import (
 	"github.com/healthtech/partner-open-platform/relay/feed"
 	relaykafka "github.com/healthtech/partner-open-platform/relay/kafka"
 	"github.com/healthtech/partner-open-platform/webhooks"
+	webhooksmem "github.com/healthtech/partner-open-platform/webhooks/memory"
+	webhookspg "github.com/healthtech/partner-open-platform/webhooks/postgres"
 	"github.com/healthtech/partner-open-platform/webhooks/targets"
 )
 
@@ -81,6 +83,9 @@ type Config struct {
 	WebhookClock webhooks.Clock
 	// WebhookWorkers bounds concurrent webhook POSTs (default 32).
 	WebhookWorkers int
+	// WebhookClaimTTL is how long a node's claim on a delivery lasts if it
+	// never releases it (default webhooks.DefaultClaimTTL; tests shorten it).
+	WebhookClaimTTL time.Duration
 	// ReportPullLimit is the report pull's requests per minute per app (default 60).
 	ReportPullLimit int
 	// InternalToken authenticates the internal shipped callback; unset: a
@@ -123,6 +128,8 @@ type Node struct {
 
 	log  *slog.Logger
 	head *headStore
+	// id names this process in claims and leases: host, pid and a random suffix.
+	id string
 	// relayCheckpoints is where this node's relay keeps its position (nil: no relay here).
 	relayCheckpoints relay.Checkpoints
 	cancel           context.CancelFunc
@@ -171,7 +178,7 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 	if cfg.VerifyCooldown == 0 {
 		cfg.VerifyCooldown = 10 * time.Second
 	}
-	n = &Node{log: cfg.Logger, Registry: catalog.Registry(), Metrics: metrics.New(), Adapters: map[string]string{}}
+	n = &Node{log: cfg.Logger, Registry: catalog.Registry(), Metrics: metrics.New(), Adapters: map[string]string{}, id: processID()}
 	built := n
 	defer func() {
 		if err != nil {
@@ -353,6 +360,22 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 // startWebhooks starts the dispatcher (fed by Kafka or by the store), its
 // sender, the relay when Kafka is configured, and the delivery gauges.
 func (n *Node) startWebhooks(ctx context.Context, cfg Config, models *projections.Runner) error {
+	// Claims spread sending over the nodes sharing the deliveries, one
+	// attempt of a delivery in flight at a time.
+	if cfg.PostgresURL != "" {
+		claims, err := webhookspg.Open(ctx, cfg.PostgresURL)
+		if err != nil {
+			return fmt.Errorf("webhook claims: %w", err)
+		}
+		n.closers = append(n.closers, claims.Close)
+		n.Dispatcher.Claims = claims
+		n.Adapters["webhook claims"] = "Postgres"
+	} else {
+		n.Dispatcher.Claims = webhooksmem.NewClaims()
+		n.Adapters["webhook claims"] = "in memory (one node)"
+	}
+	n.Dispatcher.ClaimTTL, n.Dispatcher.Node = cfg.WebhookClaimTTL, n.id
+	n.log.Info("adapter", "port", "webhook claims", "adapter", n.Adapters["webhook claims"])
 	var source webhooks.Source = webhooks.StoreSource{Store: n.Events, From: func(ctx context.Context) (events.Position, error) {
 		if err := models.WaitReady(ctx); err != nil {
 			return events.Position{}, err
