@@ -306,9 +306,15 @@ func (d *Dispatcher) paused(appID int64) bool {
 // of the delivery while this one's POST is open.
 func (d *Dispatcher) attempt(ctx context.Context, id string, claimedAt time.Time) {
 	log := d.Log.With("delivery_id", id)
+	if ctx.Err() != nil {
+		return // stopping: start nothing new
+	}
 	// Measured on this node's monotonic clock from before the claim was
 	// taken, the budget ends before the claim lapses on the claims' clock.
-	actx, cancel := context.WithDeadline(ctx, claimedAt.Add(attemptBudget(d.claimTTL())))
+	// A stopping node lets an attempt it started finish within the budget
+	// and records it, rather than cut a POST the receiver may already have
+	// taken, which the next node would then send again.
+	actx, cancel := context.WithDeadline(context.WithoutCancel(ctx), claimedAt.Add(attemptBudget(d.claimTTL())))
 	defer cancel()
 	del, err := d.load(actx, id)
 	if err != nil {
@@ -331,7 +337,9 @@ func (d *Dispatcher) attempt(ctx context.Context, id string, claimedAt time.Time
 	cancel()
 	r.at = now
 	ev := decideAttempt(del, r, d.Schedule)
-	pos, err := d.append(ctx, del, ev, "dispatcher")
+	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer rcancel()
+	pos, err := d.append(rctx, del, ev, "dispatcher")
 	if events.IsConflict(err) {
 		return // another node recorded an attempt first; its record stands
 	}
