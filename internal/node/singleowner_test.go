@@ -178,7 +178,7 @@ func TestRelayRunsOnOneNodeAndMovesOnTakeover(t *testing.T) {
 	}
 }
 
-func head(t *testing.T, p *platform) events.Position {
+func head(t testing.TB, p *platform) events.Position {
 	t.Helper()
 	h, err := p.node.StoredEvents.Head(context.Background())
 	if err != nil {

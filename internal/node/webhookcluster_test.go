@@ -94,7 +94,7 @@ func (r *slowReceiver) waitDone(t *testing.T, n int) {
 }
 
 // attempts sums a node's recorded webhook attempts.
-func attempts(t *testing.T, n *node.Node) int {
+func attempts(t testing.TB, n *node.Node) int {
 	t.Helper()
 	mfs, err := n.Metrics.Registry.Gather()
 	if err != nil {
@@ -113,7 +113,7 @@ func attempts(t *testing.T, n *node.Node) int {
 
 // clusterConfigs returns configs of n nodes sharing one Postgres database
 // as event store and read models, one master key and one operator token.
-func clusterConfigs(t *testing.T, n int) []node.Config {
+func clusterConfigs(t testing.TB, n int) []node.Config {
 	db := pgtest.New(t)
 	var key [32]byte
 	_, _ = rand.Read(key[:])
