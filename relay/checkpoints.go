@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/healthtech/partner-open-platform/events"
 )
@@ -21,8 +22,11 @@ const CheckpointFile = "relay-checkpoint.json"
 // both new topics start complete (the dispatcher's Create is idempotent).
 const FeedCheckpointFile = "relay-feed-checkpoint.json"
 
-// FileCheckpoints serves deployments without Postgres; atomic replaces mean a crash leaves the old or new position, never a torn one.
+// FileCheckpoints serves deployments without Postgres (one node, so one
+// relay); atomic replaces mean a crash leaves the old or new position, never
+// a torn one.
 type FileCheckpoints struct {
+	mu   sync.Mutex // one save at a time, so the position never moves backwards
 	path string
 }
 
@@ -54,8 +58,17 @@ func (f *FileCheckpoints) Load(context.Context) (events.Position, error) {
 	return pos, nil
 }
 
-// Save syncs a temp file, renames it over the old one and syncs the directory, so the position survives a power loss.
-func (f *FileCheckpoints) Save(_ context.Context, pos events.Position) error {
+// Save syncs a temp file, renames it over the old one and syncs the
+// directory, so the position survives a power loss; a position before the
+// saved one is ignored, so the checkpoint never moves backwards.
+func (f *FileCheckpoints) Save(ctx context.Context, pos events.Position) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if cur, err := f.Load(ctx); err != nil {
+		return err
+	} else if !cur.Less(pos) {
+		return nil
+	}
 	b, err := json.Marshal(pos)
 	if err != nil {
 		return fmt.Errorf("relay checkpoint: %w", err)
@@ -95,4 +108,29 @@ func syncDir(dir string) error {
 		err = cerr
 	}
 	return err
+}
+
+// Upgraded is a checkpoint that moved: it saves to Primary (Postgres, shared
+// by every node) and, until Primary has a position, loads the one Legacy
+// (this node's file from before) kept, so an upgraded cluster resumes where
+// its relay was instead of relaying the whole log again. Whichever node's
+// file it is, that node's relay did publish everything up to it.
+type Upgraded struct {
+	Primary, Legacy Checkpoints
+}
+
+var _ Checkpoints = Upgraded{}
+
+// Load implements Checkpoints.
+func (u Upgraded) Load(ctx context.Context) (events.Position, error) {
+	pos, err := u.Primary.Load(ctx)
+	if err != nil || !pos.IsZero() {
+		return pos, err
+	}
+	return u.Legacy.Load(ctx)
+}
+
+// Save implements Checkpoints.
+func (u Upgraded) Save(ctx context.Context, pos events.Position) error {
+	return u.Primary.Save(ctx, pos)
 }

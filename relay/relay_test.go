@@ -343,7 +343,7 @@ func TestFileCheckpoints(t *testing.T) {
 	if err != nil || !pos.IsZero() {
 		t.Fatalf("missing file: got %s, %v; want zero, nil", pos, err)
 	}
-	for _, want := range []events.Position{{Commit: 7, Prepare: 5}, {Commit: 1 << 62, Prepare: 1<<62 - 1}, {Commit: 8, Prepare: 8}} {
+	for _, want := range []events.Position{{Commit: 7, Prepare: 5}, {Commit: 8, Prepare: 8}, {Commit: 1 << 62, Prepare: 1<<62 - 1}} {
 		if err := cp.Save(ctx, want); err != nil {
 			t.Fatal(err)
 		}

@@ -70,6 +70,14 @@ type Dispatcher struct {
 	Location *time.Location
 	Log      *slog.Logger
 	Workers  int
+	// Claims keeps one attempt of a delivery in flight across every node
+	// sending from the same deliveries (RunSender needs it).
+	Claims Claims
+	// ClaimTTL is how long a claim lasts if its node never releases it
+	// (default DefaultClaimTTL); each POST is cut off before its claim lapses.
+	ClaimTTL time.Duration
+	// Node names this node in its claims, so an operator sees who holds what.
+	Node string
 	// OnAttempt observes each attempt; firstDelay is set on a delivery's first attempt.
 	OnAttempt func(event, outcome string, firstDelay *time.Duration)
 }
@@ -151,7 +159,13 @@ func (d *Dispatcher) append(ctx context.Context, del *delivery, p events.Payload
 }
 
 // RunSender attempts due deliveries until ctx ends, at most Workers at once.
+// Each attempt runs under a claim (see Claims), so nodes sharing the
+// deliveries take disjoint shares of the due work and never overlap two
+// attempts of one delivery.
 func (d *Dispatcher) RunSender(ctx context.Context) error {
+	if d.Claims == nil {
+		return errors.New("webhooks: the sender needs Claims")
+	}
 	// After a restart the delivery read model may catch up before the app
 	// directory; an attempt then would not find the app's URL and secret
 	// and would burn a retry. Start once the directory has caught up.
@@ -161,48 +175,49 @@ func (d *Dispatcher) RunSender(ctx context.Context) error {
 	workers := max(d.Workers, 1)
 	sem := make(chan struct{}, workers)
 	kick := make(chan struct{}, 1)
-	var mu sync.Mutex
-	inflight := map[string]bool{}
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	for {
 		changed, appsChanged := d.Projected.Changed(), d.AppsReady.Changed()
 		now := d.Clock.Now()
-		due, held, err := d.due(ctx, now, 4*workers)
+		// Only this loop fills sem, so this many slots stay free below.
+		free := workers - len(sem)
+		var claimed []Claim
+		var claimedAt time.Time
+		var held bool
+		if free > 0 {
+			var err error
+			claimedAt = time.Now()
+			claimed, held, err = d.claimDue(ctx, now, free)
+			if err != nil && ctx.Err() == nil {
+				d.Log.Error("claim due deliveries", "err", err)
+			}
+		}
 		if !held {
 			appsChanged = nil // only a held delivery waits for the directory
 		}
-		if err != nil && ctx.Err() == nil {
-			d.Log.Error("list due deliveries", "err", err)
-		}
-		for _, del := range due {
-			mu.Lock()
-			busy := inflight[del.DeliveryID]
-			if !busy {
-				inflight[del.DeliveryID] = true
-			}
-			mu.Unlock()
-			if busy {
-				continue
-			}
-			select {
-			case sem <- struct{}{}:
-			case <-ctx.Done():
-				return nil
-			}
+		for _, c := range claimed {
+			sem <- struct{}{}
 			wg.Add(1)
-			go func(id string) {
+			go func() {
 				defer wg.Done()
-				d.attempt(ctx, id)
-				mu.Lock()
-				delete(inflight, id)
-				mu.Unlock()
+				d.attempt(ctx, c.DeliveryID, claimedAt)
+				// Released even when ctx has ended: otherwise the delivery
+				// would wait for the claim to lapse on every other node.
+				rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+				if err := d.Claims.Release(rctx, []Claim{c}); err != nil {
+					d.Log.Warn("release delivery claim; it lapses by itself", "delivery_id", c.DeliveryID, "err", err)
+				}
+				cancel()
 				<-sem
 				select {
 				case kick <- struct{}{}:
 				default:
 				}
-			}(del.DeliveryID)
+			}()
+		}
+		if ctx.Err() != nil {
+			return nil
 		}
 		wait := time.Second
 		if next, ok, err := d.Deliveries.NextDue(ctx); err == nil && ok && next.After(now) && next.Sub(now) < wait {
@@ -220,28 +235,50 @@ func (d *Dispatcher) RunSender(ctx context.Context) error {
 }
 
 // maxDueScan bounds how many due deliveries one pass looks through to find
-// sendable ones behind those of suspended apps.
+// sendable ones behind those of suspended apps and those other nodes hold.
 const maxDueScan = 4096
 
-// due lists up to n due deliveries that may be attempted now: those of a
-// suspended app are held (pending or retrying, no attempt recorded, no
-// retry used) until it is resumed, and held says some were. Held rows stay
+// claimDue claims up to n due deliveries that may be attempted now: those
+// of a suspended app are held (pending or retrying, no attempt recorded, no
+// retry used) until it is resumed, and held says some were; those another
+// node (or this one) has claimed are skipped. Held and claimed rows stay
 // first in the due order, so the scan widens past them, up to maxDueScan rows.
-func (d *Dispatcher) due(ctx context.Context, now time.Time, n int) (out []projections.Delivery, held bool, err error) {
-	for limit := n; ; limit *= 4 {
+func (d *Dispatcher) claimDue(ctx context.Context, now time.Time, n int) (out []Claim, held bool, err error) {
+	ttl := d.claimTTL()
+	tried := map[string]bool{}
+	ask := n // candidates per Claim call; grows while others hold the head of the queue
+	for limit := 4 * n; ; limit *= 4 {
 		rows, err := d.Deliveries.Due(ctx, now, limit)
 		if err != nil {
-			return nil, false, err
+			return out, held, err
 		}
-		out, held = make([]projections.Delivery, 0, n), false
+		var candidates []string
 		for _, del := range rows {
 			if d.paused(del.AppID) {
 				held = true
-			} else {
-				out = append(out, del)
+			} else if !tried[del.DeliveryID] {
+				tried[del.DeliveryID] = true
+				candidates = append(candidates, del.DeliveryID)
 			}
-			if len(out) == n {
-				break
+		}
+		for len(candidates) > 0 && len(out) < n {
+			batch := candidates[:min(ask, len(candidates))]
+			candidates = candidates[len(batch):]
+			got, err := d.Claims.Claim(ctx, d.Node, batch, ttl)
+			if err != nil {
+				return out, held, err
+			}
+			if keep := n - len(out); len(got) > keep {
+				// Asked widely and took more than the free workers:
+				// give the rest back to the other nodes at once.
+				if err := d.Claims.Release(ctx, got[keep:]); err != nil {
+					d.Log.Warn("release surplus claims; they lapse by themselves", "err", err)
+				}
+				got = got[:keep]
+			}
+			out = append(out, got...)
+			if 2*len(got) < len(batch) {
+				ask = min(2*ask, maxDueScan)
 			}
 		}
 		if len(out) == n || len(rows) < limit || limit >= maxDueScan {
@@ -250,16 +287,36 @@ func (d *Dispatcher) due(ctx context.Context, now time.Time, n int) (out []proje
 	}
 }
 
+func (d *Dispatcher) claimTTL() time.Duration {
+	if d.ClaimTTL > 0 {
+		return d.ClaimTTL
+	}
+	return DefaultClaimTTL
+}
+
 // paused reports whether an app's webhooks wait because it is suspended.
 func (d *Dispatcher) paused(appID int64) bool {
 	app, ok := d.Apps.ByID(appID)
 	return ok && app.Suspended
 }
 
-// attempt posts one delivery and records the outcome as an event.
-func (d *Dispatcher) attempt(ctx context.Context, id string) {
+// attempt posts one delivery and records the outcome as an event. The
+// caller holds the delivery's claim, taken at claimedAt: loading and posting
+// end before the claim could lapse, so no other node can start an attempt
+// of the delivery while this one's POST is open.
+func (d *Dispatcher) attempt(ctx context.Context, id string, claimedAt time.Time) {
 	log := d.Log.With("delivery_id", id)
-	del, err := d.load(ctx, id)
+	if ctx.Err() != nil {
+		return // stopping: start nothing new
+	}
+	// Measured on this node's monotonic clock from before the claim was
+	// taken, the budget ends before the claim lapses on the claims' clock.
+	// A stopping node lets an attempt it started finish within the budget
+	// and records it, rather than cut a POST the receiver may already have
+	// taken, which the next node would then send again.
+	actx, cancel := context.WithDeadline(context.WithoutCancel(ctx), claimedAt.Add(attemptBudget(d.claimTTL())))
+	defer cancel()
+	del, err := d.load(actx, id)
 	if err != nil {
 		log.Error("load delivery", "err", err)
 		return
@@ -276,10 +333,13 @@ func (d *Dispatcher) attempt(ctx context.Context, id string) {
 		// the read model has abandoned it (projections.stopErased); never send.
 		return
 	}
-	r := d.post(ctx, del)
+	r := d.post(actx, del)
+	cancel()
 	r.at = now
 	ev := decideAttempt(del, r, d.Schedule)
-	pos, err := d.append(ctx, del, ev, "dispatcher")
+	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer rcancel()
+	pos, err := d.append(rctx, del, ev, "dispatcher")
 	if events.IsConflict(err) {
 		return // another node recorded an attempt first; its record stands
 	}

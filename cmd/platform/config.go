@@ -197,7 +197,7 @@ func loadConfig(args []string, getenv func(string) string, usageOut io.Writer) (
 				return nil
 			},
 			show: func() string { return c.KafkaInternalTopic }},
-		{env: "PLATFORM_KAFKA_RELAY", flag: "kafka-relay", def: "on", usage: "run the event-store-to-Kafka relay on this node",
+		{env: "PLATFORM_KAFKA_RELAY", flag: "kafka-relay", def: "on", usage: "let this node compete for the relay lease (one node relays at a time); off opts it out",
 			accepts: boolAccepts, isBool: true,
 			parse: func(s string) (err error) { c.KafkaRelay, err = parseBool(s); return err },
 			show:  func() string { return onOff(c.KafkaRelay) }},

@@ -4,6 +4,7 @@
 package node
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -27,6 +28,9 @@ import (
 	"github.com/healthtech/partner-open-platform/internal/auth"
 	"github.com/healthtech/partner-open-platform/internal/httpapi"
 	"github.com/healthtech/partner-open-platform/internal/idempotency"
+	"github.com/healthtech/partner-open-platform/internal/lease"
+	leasemem "github.com/healthtech/partner-open-platform/internal/lease/memory"
+	leasepg "github.com/healthtech/partner-open-platform/internal/lease/postgres"
 	"github.com/healthtech/partner-open-platform/internal/metrics"
 	"github.com/healthtech/partner-open-platform/internal/openapi"
 	"github.com/healthtech/partner-open-platform/internal/ratelimit"
@@ -42,7 +46,10 @@ import (
 	"github.com/healthtech/partner-open-platform/relay"
 	"github.com/healthtech/partner-open-platform/relay/feed"
 	relaykafka "github.com/healthtech/partner-open-platform/relay/kafka"
+	relaypg "github.com/healthtech/partner-open-platform/relay/postgres"
 	"github.com/healthtech/partner-open-platform/webhooks"
+	webhooksmem "github.com/healthtech/partner-open-platform/webhooks/memory"
+	webhookspg "github.com/healthtech/partner-open-platform/webhooks/postgres"
 	"github.com/healthtech/partner-open-platform/webhooks/targets"
 )
 
@@ -74,8 +81,12 @@ type Config struct {
 	// FeedPseudonymKey (32 bytes, hex or base64) keys the analytics feed's
 	// pseudonyms; unset: derived from the master key.
 	FeedPseudonymKey string
-	// KafkaRelay runs the relay on this node (default on when brokers are set).
+	// KafkaRelay lets this node compete for the relay lease (default on
+	// when brokers are set; off is an explicit opt-out).
 	KafkaRelay *bool
+	// LeaseTTL is how long a single-owner lease (the relay, delivery
+	// creation without Kafka) outlives its dead holder (default lease.DefaultTTL).
+	LeaseTTL time.Duration
 	// WebhookAllowLoopback allows http and loopback webhook targets, for development only.
 	WebhookAllowLoopback bool
 	// WebhookSchedule replaces the spec's retry schedule (tests).
@@ -84,6 +95,9 @@ type Config struct {
 	WebhookClock webhooks.Clock
 	// WebhookWorkers bounds concurrent webhook POSTs (default 32).
 	WebhookWorkers int
+	// WebhookClaimTTL is how long a node's claim on a delivery lasts if it
+	// never releases it (default webhooks.DefaultClaimTTL; tests shorten it).
+	WebhookClaimTTL time.Duration
 	// ReportPullLimit is the report pull's requests per minute per app (default 60).
 	ReportPullLimit int
 	// InternalToken authenticates the internal shipped callback; unset: a
@@ -128,6 +142,8 @@ type Node struct {
 
 	log  *slog.Logger
 	head *headStore
+	// id names this process in claims and leases (lease.NodeID).
+	id string
 	// relayCheckpoints is where this node's relay keeps its position (nil: no relay here).
 	relayCheckpoints relay.Checkpoints
 	cancel           context.CancelFunc
@@ -176,7 +192,7 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 	if cfg.VerifyCooldown == 0 {
 		cfg.VerifyCooldown = 10 * time.Second
 	}
-	n = &Node{log: cfg.Logger, Registry: catalog.Registry(), Metrics: metrics.New(), Adapters: map[string]string{}}
+	n = &Node{log: cfg.Logger, Registry: catalog.Registry(), Metrics: metrics.New(), Adapters: map[string]string{}, id: lease.NodeID()}
 	built := n
 	defer func() {
 		if err != nil {
@@ -364,14 +380,50 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 
 // startWebhooks starts the dispatcher (fed by Kafka or by the store), its
 // sender, the relay when Kafka is configured, and the delivery gauges.
+// Nodes sharing Postgres share the work: every node sends (claims keep one
+// attempt of a delivery in flight), one node at a time relays (the relay
+// lease), and without Kafka one node at a time creates deliveries from the
+// store (the webhook-creation lease); with Kafka the consumer group spreads
+// creation over the nodes.
 func (n *Node) startWebhooks(ctx context.Context, cfg Config, models *projections.Runner) error {
-	var source webhooks.Source = webhooks.StoreSource{Store: n.Events, From: func(ctx context.Context) (events.Position, error) {
-		if err := models.WaitReady(ctx); err != nil {
-			return events.Position{}, err
+	var leases lease.Store = leasemem.New()
+	ttl := cmp.Or(cfg.LeaseTTL, lease.DefaultTTL)
+	// Claims spread sending over the nodes sharing the deliveries, one
+	// attempt of a delivery in flight at a time.
+	if cfg.PostgresURL != "" {
+		claims, err := webhookspg.Open(ctx, cfg.PostgresURL)
+		if err != nil {
+			return fmt.Errorf("webhook claims: %w", err)
 		}
-		return n.ReadModel.LastSource(ctx)
-	}}
-	if len(cfg.KafkaBrokers) > 0 {
+		n.closers = append(n.closers, claims.Close)
+		n.Dispatcher.Claims = claims
+		n.Adapters["webhook claims"] = "Postgres"
+		pgLeases, err := leasepg.Open(ctx, cfg.PostgresURL)
+		if err != nil {
+			return fmt.Errorf("relay and webhook-creation leases: %w", err)
+		}
+		n.closers = append(n.closers, pgLeases.Close)
+		leases = pgLeases
+	} else {
+		n.Dispatcher.Claims = webhooksmem.NewClaims()
+		n.Adapters["webhook claims"] = "in memory (one node)"
+	}
+	n.Dispatcher.ClaimTTL, n.Dispatcher.Node = cfg.WebhookClaimTTL, n.id
+	n.log.Info("adapter", "port", "webhook claims", "adapter", n.Adapters["webhook claims"])
+
+	create := func(ctx context.Context) error {
+		return webhooks.StoreSource{Store: n.Events, From: func(ctx context.Context) (events.Position, error) {
+			if err := models.WaitReady(ctx); err != nil {
+				return events.Position{}, err
+			}
+			return n.ReadModel.LastSource(ctx)
+		}}.Run(ctx, n.Dispatcher.Create)
+	}
+	if len(cfg.KafkaBrokers) == 0 {
+		// Create is idempotent, so a paused old owner overlapping a new one
+		// writes nothing twice; the lease only saves the others the work.
+		n.spawnOwned(ctx, "webhook deliveries", leases, "webhook-creation", ttl, create)
+	} else {
 		for _, topic := range []string{cfg.KafkaInternalTopic, cfg.KafkaTopic} {
 			ectx, cancel := context.WithTimeout(ctx, 30*time.Second)
 			err := relaykafka.EnsureTopic(ectx, cfg.KafkaBrokers, topic, 6)
@@ -380,10 +432,11 @@ func (n *Node) startWebhooks(ctx context.Context, cfg Config, models *projection
 				return fmt.Errorf("kafka topic %s: %w", topic, err)
 			}
 		}
-		source = relaykafka.NewSource(cfg.KafkaBrokers, cfg.KafkaInternalTopic, "platform-webhooks", n.log)
+		var source webhooks.Source = relaykafka.NewSource(cfg.KafkaBrokers, cfg.KafkaInternalTopic, "platform-webhooks", n.log)
 		if priv, ok := n.Events.(*privacy.Store); ok {
 			source = privacy.Source{Source: source, Store: priv}
 		}
+		n.spawn(ctx, "webhook deliveries", func(ctx context.Context) error { return source.Run(ctx, n.Dispatcher.Create) })
 		if cfg.KafkaRelay == nil || *cfg.KafkaRelay {
 			key, err := feedPseudonymKey(cfg)
 			if err != nil {
@@ -395,15 +448,24 @@ func (n *Node) startWebhooks(ctx context.Context, cfg Config, models *projection
 			}
 			producer := relaykafka.NewFeedProducer(cfg.KafkaBrokers, cfg.KafkaInternalTopic, cfg.KafkaTopic, transformer, n.log.With("component", "relay"))
 			n.closers = append(n.closers, producer.Close)
-			checkpoints := relay.NewFileCheckpointsNamed(cfg.DataDir, relay.FeedCheckpointFile)
+			var checkpoints relay.Checkpoints = relay.NewFileCheckpointsNamed(cfg.DataDir, relay.FeedCheckpointFile)
+			if cfg.PostgresURL != "" {
+				shared, err := relaypg.Open(ctx, cfg.PostgresURL, "feed")
+				if err != nil {
+					return err
+				}
+				n.closers = append(n.closers, shared.Close)
+				checkpoints = relay.Upgraded{Primary: shared, Legacy: checkpoints}
+			}
 			n.relayCheckpoints = checkpoints
 			n.log.Info("analytics feed", "topic", cfg.KafkaTopic, "pseudonym_key_id", transformer.KeyID())
-			n.spawn(ctx, "relay", func(ctx context.Context) error {
+			n.spawnOwned(ctx, "relay", leases, "relay", ttl, func(ctx context.Context) error {
 				return relay.Run(ctx, n.StoredEvents, producer, checkpoints, n.log.With("component", "relay"), relay.Options{OnRelayed: n.Metrics.Relayed})
 			})
+		} else {
+			n.log.Info("relay opted out on this node (PLATFORM_KAFKA_RELAY=off): other nodes relay")
 		}
 	}
-	n.spawn(ctx, "webhook deliveries", func(ctx context.Context) error { return source.Run(ctx, n.Dispatcher.Create) })
 	n.spawn(ctx, "webhook sender", n.Dispatcher.RunSender)
 	n.spawn(ctx, "delivery gauges", func(ctx context.Context) error {
 		for {

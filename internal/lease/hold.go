@@ -1,0 +1,144 @@
+package lease
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+)
+
+// Held is a lease kept alive in the background: it renews every TTL/3 and,
+// the moment the lease is lost (another holder's token is newer, or no
+// renewal succeeded within the TTL), cancels its Context, so the work done
+// under it stops at once.
+type Held struct {
+	store Store
+	ttl   time.Duration
+	log   *slog.Logger
+
+	mu    sync.Mutex
+	lease Lease
+
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	done   chan struct{}
+}
+
+// Hold keeps l (just acquired from s with ttl) until ctx ends, Release is
+// called, or the lease is lost. log may be nil.
+func Hold(ctx context.Context, s Store, l Lease, ttl time.Duration, log *slog.Logger) *Held {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	hctx, cancel := context.WithCancelCause(ctx)
+	h := &Held{store: s, ttl: ttl, log: log.With("lease", l.Name, "token", l.Token), lease: l, ctx: WithFence(hctx, l), cancel: cancel, done: make(chan struct{})}
+	go h.renew()
+	return h
+}
+
+// Lease is the lease as last renewed.
+func (h *Held) Lease() Lease {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.lease
+}
+
+// Context ends when the lease is lost or released; it carries the lease
+// for fencing (FenceFrom), so writes made with it are refused once lost.
+func (h *Held) Context() context.Context { return h.ctx }
+
+// Lost is closed when the lease is lost or released.
+func (h *Held) Lost() <-chan struct{} { return h.ctx.Done() }
+
+// Err says why the lease ended: an error wrapping ErrLost, the parent
+// context's error, or nil while it is held.
+func (h *Held) Err() error {
+	if h.ctx.Err() == nil {
+		return nil
+	}
+	return context.Cause(h.ctx)
+}
+
+// Release stops renewing and gives the lease up, so another node takes over
+// without waiting for the TTL.
+func (h *Held) Release(ctx context.Context) error {
+	h.cancel(fmt.Errorf("%w: released", ErrLost))
+	<-h.done
+	err := h.store.Release(ctx, h.Lease())
+	if err != nil {
+		return fmt.Errorf("release lease %s: %w", h.lease.Name, err)
+	}
+	return nil
+}
+
+func (h *Held) renew() {
+	defer close(h.done)
+	every := max(h.ttl/3, time.Millisecond)
+	// deadline is when the lease lapses if no renewal succeeds: counted
+	// from before each renewal was sent, so it is never later than the
+	// store's own expiry.
+	deadline := time.Now().Add(h.ttl)
+	t := time.NewTimer(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-h.ctx.Done():
+			return
+		case <-t.C:
+		}
+		sent := time.Now()
+		rctx, cancel := context.WithDeadline(h.ctx, deadline)
+		l, err := h.store.Renew(rctx, h.Lease(), h.ttl)
+		cancel()
+		switch {
+		case err == nil:
+			h.mu.Lock()
+			h.lease = l
+			h.mu.Unlock()
+			deadline = sent.Add(h.ttl)
+			t.Reset(every)
+		case errors.Is(err, ErrLost):
+			h.log.Warn("lease lost", "err", err)
+			h.cancel(err)
+			return
+		case h.ctx.Err() != nil:
+			return
+		case !time.Now().Before(deadline):
+			h.log.Warn("lease lapsed: no renewal succeeded within its time to live", "err", err)
+			h.cancel(fmt.Errorf("%w: no renewal succeeded within %s: %v", ErrLost, h.ttl, err))
+			return
+		default:
+			h.log.Warn("lease renewal failed; retrying", "err", err)
+			t.Reset(min(every/4+time.Millisecond, time.Until(deadline)))
+		}
+	}
+}
+
+// Campaign acquires name for holder, trying again every TTL/3 while another
+// holder has it, and returns it held in the background; it fails only when
+// ctx ends. Stores that fail (not ErrHeld) are retried too, and logged.
+func Campaign(ctx context.Context, s Store, name, holder string, ttl time.Duration, log *slog.Logger) (*Held, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	every := max(ttl/3, time.Millisecond)
+	for {
+		l, err := s.Acquire(ctx, name, holder, ttl)
+		if err == nil {
+			return Hold(ctx, s, l, ttl, log), nil
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if !errors.Is(err, ErrHeld) {
+			log.Warn("lease acquisition failed; retrying", "lease", name, "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(every):
+		}
+	}
+}

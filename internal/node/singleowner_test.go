@@ -1,0 +1,233 @@
+package node_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	kafkago "github.com/segmentio/kafka-go"
+
+	"github.com/healthtech/partner-open-platform/events"
+	"github.com/healthtech/partner-open-platform/internal/lease"
+	leasepg "github.com/healthtech/partner-open-platform/internal/lease/postgres"
+	"github.com/healthtech/partner-open-platform/internal/node"
+	relaypg "github.com/healthtech/partner-open-platform/relay/postgres"
+)
+
+// leaseStore opens the cluster's lease table, to see who holds what and to
+// play a node that took a lease and died.
+func leaseStore(t *testing.T, db string) *leasepg.Store {
+	t.Helper()
+	s, err := leasepg.Open(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// holderOf waits, within a bound, until name is held by one of want, and
+// returns that holder.
+func holderOf(t *testing.T, s lease.Store, name string, want ...string) string {
+	t.Helper()
+	var last lease.Lease
+	for range 300 {
+		l, err := s.Get(context.Background(), name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range want {
+			if l.Holder == w {
+				return w
+			}
+		}
+		last = l
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("lease %s is held by %q, want one of %v", name, last.Holder, want)
+	return ""
+}
+
+// startNamed starts a node whose lease holder name is id.
+func startNamed(t *testing.T, id string, cfg node.Config) *platform {
+	t.Setenv(lease.EnvNodeID, id)
+	return start(t, cfg)
+}
+
+// TestWebhookCreationHasOneOwnerWithoutKafka: nodes on the Postgres event
+// store alone create deliveries under the webhook-creation lease. A node
+// that took the lease and died holds nobody up beyond the lease's time to
+// live; when the owner stops, another node takes over, and every event
+// still becomes exactly one delivery, delivered once.
+func TestWebhookCreationHasOneOwnerWithoutKafka(t *testing.T) {
+	cfgs := clusterConfigs(t, 2)
+	leases := leaseStore(t, cfgs[0].PostgresURL)
+	// A node took the lease and died: nobody creates until it lapses.
+	if _, err := leases.Acquire(context.Background(), "webhook-creation", "node-dead", 1500*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	ps := make([]*platform, 2)
+	for i := range ps {
+		cfgs[i].LeaseTTL = time.Second
+		ps[i] = startNamed(t, fmt.Sprint("node-", i), cfgs[i])
+	}
+	a := ps[0].createApp("partner")
+	rcv := newReceiver(t)
+	rcv.secret = a.WebhookSecret
+	ps[0].configureWebhook(a, rcv.srv.URL+"/hooks", "user.family_member.created")
+	a.expect("POST", "/open/v1/channel/users", registerBody("own-1"), http.StatusCreated, "0")
+	rcv.waitFor(2)
+	owner := holderOf(t, leases, "webhook-creation", "node-0", "node-1")
+
+	// The owner stops; the other node takes over and creates what follows.
+	other := ps[1]
+	if owner == "node-1" {
+		other = ps[0]
+		ps[1].stop()
+	} else {
+		ps[0].stop()
+	}
+	a.p = other
+	a.expect("POST", "/open/v1/channel/users", registerBody("own-2"), http.StatusCreated, "0")
+	holderOf(t, leases, "webhook-creation", map[string]string{"node-0": "node-1", "node-1": "node-0"}[owner])
+	got := rcv.waitFor(4)
+	rcv.quiet(4, 300*time.Millisecond) // a graceful stop finishes and records its attempts: nothing repeats
+	seen := map[string]bool{}
+	for _, w := range got {
+		if seen[w.ID] || !w.Verified {
+			t.Fatalf("webhook %s twice or unverified: %+v", w.ID, got)
+		}
+		seen[w.ID] = true
+	}
+}
+
+// TestRelayRunsOnOneNodeAndMovesOnTakeover: with Kafka and Postgres every
+// node competes for the relay lease unless it opted out; the relay waits
+// out a dead holder's lease, runs on one node, keeps its checkpoint in
+// Postgres, and when its node stops another takes over from that
+// checkpoint: every event of the log reaches the internal topic, the
+// checkpoint never goes backwards, and an opted-out node never relays.
+func TestRelayRunsOnOneNodeAndMovesOnTakeover(t *testing.T) {
+	brokers := kafkaCluster(t)
+	cfgs := clusterConfigs(t, 3)
+	db := cfgs[0].PostgresURL
+	leases := leaseStore(t, db)
+	if _, err := leases.Acquire(context.Background(), "relay", "node-dead", 1500*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	off := false
+	ps := make([]*platform, 3)
+	for i := range ps {
+		cfgs[i].LeaseTTL, cfgs[i].KafkaBrokers = time.Second, brokers
+		if i == 2 {
+			cfgs[i].KafkaRelay = &off
+		}
+		ps[i] = startNamed(t, fmt.Sprint("node-", i), cfgs[i])
+	}
+	cp := checkpointReader(t, db)
+	a := ps[0].createApp("partner")
+	a.expect("POST", "/open/v1/channel/users", registerBody("relay-1"), http.StatusCreated, "0")
+	owner := holderOf(t, leases, "relay", "node-0", "node-1")
+	before := cp.waitFor(t, head(t, ps[0]))
+
+	stopped, other := ps[0], ps[1]
+	if owner == "node-1" {
+		stopped, other = ps[1], ps[0]
+	}
+	stopped.stop()
+	a.p = other
+	a.expect("POST", "/open/v1/channel/users", registerBody("relay-2"), http.StatusCreated, "0")
+	holderOf(t, leases, "relay", map[string]string{"node-0": "node-1", "node-1": "node-0"}[owner])
+	after := cp.waitFor(t, head(t, other))
+	if after.Less(before) {
+		t.Fatalf("the checkpoint went back from %s to %s", before, after)
+	}
+	if got, _ := leases.Get(context.Background(), "relay"); got.Holder == "node-2" {
+		t.Fatal("the opted-out node holds the relay lease")
+	}
+
+	// Every event of the log is on the internal topic (repeats allowed).
+	recs, err := other.node.StoredEvents.ReadAll(context.Background(), events.Position{}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	missing := map[string]bool{}
+	for _, r := range recs {
+		missing[r.ID] = true
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	r := kafkago.NewReader(kafkago.ReaderConfig{Brokers: brokers, Topic: "platform.internal.events", GroupID: "relay-test", StartOffset: kafkago.FirstOffset, MaxWait: 100 * time.Millisecond})
+	defer r.Close()
+	for len(missing) > 0 {
+		m, err := r.FetchMessage(ctx)
+		if err != nil {
+			t.Fatalf("%d of %d events never reached the internal topic: %v", len(missing), len(recs), err)
+		}
+		var v struct {
+			ID string `json:"id"`
+		}
+		if err := json.Unmarshal(m.Value, &v); err != nil {
+			t.Fatal(err)
+		}
+		delete(missing, v.ID)
+	}
+}
+
+func head(t testing.TB, p *platform) events.Position {
+	t.Helper()
+	h, err := p.node.StoredEvents.Head(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// relayCheckpoint reads the relay's shared checkpoint and remembers every
+// position it saw, to catch one that went backwards.
+type relayCheckpoint struct {
+	load func(context.Context) (events.Position, error)
+	seen []events.Position
+}
+
+func checkpointReader(t *testing.T, db string) *relayCheckpoint {
+	t.Helper()
+	cp := openRelayCheckpoint(t, db)
+	return &relayCheckpoint{load: cp.Load}
+}
+
+// waitFor polls, within a bound, until the checkpoint reaches pos, and
+// fails if it ever moved backwards meanwhile.
+func (c *relayCheckpoint) waitFor(t *testing.T, pos events.Position) events.Position {
+	t.Helper()
+	for range 400 {
+		got, err := c.load(context.Background())
+		if err != nil && !errors.Is(err, context.Canceled) {
+			t.Fatal(err)
+		}
+		if n := len(c.seen); n > 0 && got.Less(c.seen[n-1]) {
+			t.Fatalf("the relay checkpoint went back from %s to %s", c.seen[n-1], got)
+		}
+		c.seen = append(c.seen, got)
+		if !got.Less(pos) {
+			return got
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("the relay checkpoint stayed at %s, short of %s", c.seen[len(c.seen)-1], pos)
+	return events.Position{}
+}
+
+func openRelayCheckpoint(t *testing.T, db string) *relaypg.Checkpoints {
+	t.Helper()
+	cp, err := relaypg.Open(context.Background(), db, "feed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cp.Close() })
+	return cp
+}

@@ -1,0 +1,193 @@
+package node_test
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/healthtech/partner-open-platform/internal/node"
+	"github.com/healthtech/partner-open-platform/internal/pgtest"
+)
+
+// slowReceiver records, per X-Webhook-Id, when each request started and
+// ended and what it carried. Each delivery's first request is answered
+// slowly with a 500 (so it is retried while every node sees it due); the
+// first requests of every fifth delivery are slower than a sender may keep
+// a POST open under its claim, so it is cut off; later ones succeed.
+type slowReceiver struct {
+	srv *httptest.Server
+
+	mu       sync.Mutex
+	requests map[string][]hookRequest
+	done     map[string]bool
+	changed  chan struct{}
+}
+
+type hookRequest struct {
+	start, end time.Time
+	body       string
+	status     int
+}
+
+func newSlowReceiver(t *testing.T, cutOff func(id string) bool) *slowReceiver {
+	r := &slowReceiver{requests: map[string][]hookRequest{}, done: map[string]bool{}, changed: make(chan struct{}, 1)}
+	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		start := time.Now()
+		id := req.Header.Get("X-Webhook-Id")
+		body, _ := io.ReadAll(req.Body)
+		r.mu.Lock()
+		n := len(r.requests[id])
+		r.mu.Unlock()
+		wait, status := 20*time.Millisecond, http.StatusOK
+		switch {
+		case n == 0 && cutOff(id):
+			wait, status = 5*time.Second, http.StatusOK // the sender hangs up first
+		case n == 0:
+			wait, status = 150*time.Millisecond, http.StatusInternalServerError
+		}
+		select {
+		case <-time.After(wait):
+			w.WriteHeader(status)
+		case <-req.Context().Done():
+			status = 0 // the sender hung up
+		}
+		r.mu.Lock()
+		r.requests[id] = append(r.requests[id], hookRequest{start: start, end: time.Now(), body: string(body), status: status})
+		if status == http.StatusOK {
+			r.done[id] = true
+		}
+		r.mu.Unlock()
+		select {
+		case r.changed <- struct{}{}:
+		default:
+		}
+	}))
+	t.Cleanup(r.srv.Close)
+	return r
+}
+
+// waitDone waits, within a bound, until n deliveries were answered 200.
+func (r *slowReceiver) waitDone(t *testing.T, n int) {
+	t.Helper()
+	deadline := time.After(90 * time.Second)
+	for {
+		r.mu.Lock()
+		got := len(r.done)
+		r.mu.Unlock()
+		if got >= n {
+			return
+		}
+		select {
+		case <-r.changed:
+		case <-time.After(100 * time.Millisecond):
+		case <-deadline:
+			t.Fatalf("%d of %d deliveries reached the receiver", got, n)
+		}
+	}
+}
+
+// attempts sums a node's recorded webhook attempts.
+func attempts(t testing.TB, n *node.Node) int {
+	t.Helper()
+	mfs, err := n.Metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := 0
+	for _, mf := range mfs {
+		if mf.GetName() == "platform_webhook_attempts_total" {
+			for _, m := range mf.GetMetric() {
+				total += int(m.GetCounter().GetValue())
+			}
+		}
+	}
+	return total
+}
+
+// clusterConfigs returns configs of n nodes sharing one Postgres database
+// as event store and read models, one master key and one operator token.
+func clusterConfigs(t testing.TB, n int) []node.Config {
+	db := pgtest.New(t)
+	var key [32]byte
+	_, _ = rand.Read(key[:])
+	cfgs := make([]node.Config, n)
+	for i := range cfgs {
+		cfgs[i] = node.Config{
+			DataDir: t.TempDir(), ESDBURL: db, PostgresURL: db, MasterKey: hex.EncodeToString(key[:]),
+			AdminToken: "adm_cluster", WebhookAllowLoopback: true,
+		}
+	}
+	return cfgs
+}
+
+// TestWebhookSendingSpreadsOverNodesWithoutOverlap runs three nodes on one
+// Postgres event store and read models, with no Kafka: every delivery
+// reaches the receiver with a stable id and the same bytes on every
+// attempt, no two attempts of one delivery are ever open at once (not even
+// when a receiver answers slower than a claim lasts), and every node sends
+// a share.
+func TestWebhookSendingSpreadsOverNodesWithoutOverlap(t *testing.T) {
+	const nodes, registers = 3, 24
+	cfgs := clusterConfigs(t, nodes)
+	ps := make([]*platform, nodes)
+	for i, cfg := range cfgs {
+		cfg.WebhookSchedule = []time.Duration{100 * time.Millisecond, 100 * time.Millisecond, 100 * time.Millisecond, 100 * time.Millisecond, 100 * time.Millisecond}
+		cfg.WebhookWorkers = 4
+		// Claims lapse after 1.5 s, so a POST is cut off after 1 s: the
+		// receiver's 5 s answers test that no claim lapses under an open POST.
+		cfg.WebhookClaimTTL = 1500 * time.Millisecond
+		ps[i] = start(t, cfg)
+	}
+	rcv := newSlowReceiver(t, func(id string) bool {
+		// Which deliveries are slow does not matter, only that some are.
+		return len(id) > 0 && id[len(id)-1]%5 == 0
+	})
+	a := ps[0].createApp("partner")
+	ps[0].configureWebhook(a, rcv.srv.URL+"/hooks", "user.family_member.created")
+	for i := range registers {
+		a.p = ps[i%nodes]
+		a.expect("POST", "/open/v1/channel/users", registerBody(fmt.Sprint("cluster-", i)), http.StatusCreated, "0")
+	}
+	want := 2 * registers // two family members each
+	rcv.waitDone(t, want)
+
+	rcv.mu.Lock()
+	defer rcv.mu.Unlock()
+	if len(rcv.requests) != want {
+		t.Fatalf("receiver saw %d delivery ids, want %d", len(rcv.requests), want)
+	}
+	cut := 0
+	for id, reqs := range rcv.requests {
+		slices.SortFunc(reqs, func(x, y hookRequest) int { return x.start.Compare(y.start) })
+		for i, r := range reqs {
+			if r.body != reqs[0].body {
+				t.Errorf("delivery %s: attempt %d carried other bytes than the first:\n%s\n%s", id, i+1, r.body, reqs[0].body)
+			}
+			if i > 0 && r.start.Before(reqs[i-1].end) {
+				t.Errorf("delivery %s: attempt %d started at %s before attempt %d ended at %s",
+					id, i+1, r.start.Format("15:04:05.000"), i, reqs[i-1].end.Format("15:04:05.000"))
+			}
+			if r.status == 0 {
+				cut++
+			}
+		}
+		if len(reqs) < 2 {
+			t.Errorf("delivery %s: %d attempts, want the failed first and a retry", id, len(reqs))
+		}
+	}
+	if cut == 0 {
+		t.Fatalf("no POST was cut off at its claim's budget; the slow receiver did not test it")
+	}
+	for i, p := range ps {
+		if attempts(t, p.node) == 0 {
+			t.Errorf("node %d sent nothing: the due work was not spread", i)
+		}
+	}
+}

@@ -1,0 +1,53 @@
+package webhooks
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"time"
+)
+
+// Claims keeps at most one attempt of a delivery in flight across every node
+// that sends from the same deliveries: a node claims a delivery before it
+// posts it and releases the claim once the outcome is recorded; a claim that
+// is never released (its node died) lapses after its time to live, and then
+// another node may take the delivery.
+type Claims interface {
+	// Claim takes, for ttl, each delivery of ids that nobody holds or whose
+	// claim has lapsed, and returns the claims it took (ids held by another
+	// claim are left out; a duplicate id counts once).
+	Claim(ctx context.Context, owner string, ids []string, ttl time.Duration) ([]Claim, error)
+	// Release gives claims back, each only while it is still the one that
+	// was taken (same token): a lapsed claim another node has since taken
+	// stays with that node.
+	Release(ctx context.Context, claims []Claim) error
+}
+
+// Claim is one held delivery; Token tells this hold from any later one of
+// the same delivery, so a late release cannot drop another node's claim.
+type Claim struct {
+	DeliveryID string
+	Token      string
+}
+
+// NewClaimToken returns a random token for one Claim call, so adapters mark
+// their claims the same way.
+func NewClaimToken() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
+	return hex.EncodeToString(b[:])
+}
+
+// DefaultClaimTTL is how long a delivery stays claimed when its node never
+// releases it. It exceeds the HTTP timeout (10 s) plus loading and
+// recording; the sender also cuts each POST off before its claim can lapse
+// (see attemptBudget), so even a slow receiver never sees two attempts of
+// one delivery overlap. A node that dies mid-attempt delays that delivery
+// by at most this long.
+const DefaultClaimTTL = 30 * time.Second
+
+// attemptBudget is how long after claiming a POST may still be running: the
+// rest of the claim's lifetime is left for recording the outcome.
+func attemptBudget(ttl time.Duration) time.Duration {
+	return ttl - min(10*time.Second, ttl/3)
+}

@@ -1,0 +1,223 @@
+// Package claimstest is the conformance suite every webhooks.Claims adapter
+// passes: a claim is exclusive until released or lapsed, a release drops
+// only the claim it names, and concurrent claimers never hold one delivery
+// at once.
+package claimstest
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/healthtech/partner-open-platform/webhooks"
+)
+
+// Open returns two handles on one fresh, empty claim table (two nodes'
+// views of it; an in-process adapter may return the same value twice) and
+// registers their cleanup.
+type Open func(t *testing.T) (first, second webhooks.Claims)
+
+// Run holds an adapter to the claims contract.
+func Run(t *testing.T, open Open) {
+	cases := []struct {
+		name string
+		run  func(t *testing.T, a, b webhooks.Claims)
+	}{
+		{"Exclusive", testExclusive},
+		{"Release", testRelease},
+		{"StaleReleaseKeepsNewClaim", testStaleRelease},
+		{"Lapse", testLapse},
+		{"DuplicateAndEmpty", testDuplicateAndEmpty},
+		{"ConcurrentClaimers", testConcurrent},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			a, b := open(t)
+			c.run(t, a, b)
+		})
+	}
+}
+
+func claim(t *testing.T, c webhooks.Claims, owner string, ttl time.Duration, ids ...string) []webhooks.Claim {
+	t.Helper()
+	got, err := c.Claim(context.Background(), owner, ids, ttl)
+	if err != nil {
+		t.Fatalf("%s claims %v: %v", owner, ids, err)
+	}
+	return got
+}
+
+func ids(cs []webhooks.Claim) []string {
+	out := make([]string, 0, len(cs))
+	for _, c := range cs {
+		out = append(out, c.DeliveryID)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func release(t *testing.T, c webhooks.Claims, cs []webhooks.Claim) {
+	t.Helper()
+	if err := c.Release(context.Background(), cs); err != nil {
+		t.Fatalf("release %v: %v", cs, err)
+	}
+}
+
+// eventually claims id as owner until it succeeds (the previous claim
+// lapsed), within a bounded number of tries.
+func eventually(t *testing.T, c webhooks.Claims, owner, id string, ttl time.Duration) webhooks.Claim {
+	t.Helper()
+	for range 500 {
+		if got := claim(t, c, owner, ttl, id); len(got) == 1 {
+			return got[0]
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("%s never took %s after its claim lapsed", owner, id)
+	return webhooks.Claim{}
+}
+
+func testExclusive(t *testing.T, a, b webhooks.Claims) {
+	got := claim(t, a, "node-a", time.Minute, "d1", "d2")
+	if fmt.Sprint(ids(got)) != "[d1 d2]" || got[0].Token == "" {
+		t.Fatalf("first claim took %+v, want d1 and d2 with a token", got)
+	}
+	if again := claim(t, b, "node-b", time.Minute, "d2", "d1", "d3"); fmt.Sprint(ids(again)) != "[d3]" {
+		t.Fatalf("second node took %v while d1 and d2 were claimed, want only d3", ids(again))
+	}
+	if self := claim(t, a, "node-a", time.Minute, "d1"); len(self) != 0 {
+		t.Fatalf("the holder itself took d1 twice: %v", ids(self))
+	}
+}
+
+func testRelease(t *testing.T, a, b webhooks.Claims) {
+	got := claim(t, a, "node-a", time.Minute, "d1", "d2")
+	var d1 []webhooks.Claim
+	for _, c := range got {
+		if c.DeliveryID == "d1" {
+			d1 = append(d1, c)
+		}
+	}
+	release(t, a, d1)
+	if again := claim(t, b, "node-b", time.Minute, "d1", "d2"); fmt.Sprint(ids(again)) != "[d1]" {
+		t.Fatalf("after releasing d1 another node took %v, want d1 only (d2 is still held)", ids(again))
+	}
+	release(t, a, d1) // releasing twice is harmless and keeps node-b's claim
+	if third := claim(t, a, "node-c", time.Minute, "d1"); len(third) != 0 {
+		t.Fatalf("a repeated release dropped node-b's claim: node-c took %v", ids(third))
+	}
+	release(t, b, nil)
+}
+
+func testStaleRelease(t *testing.T, a, b webhooks.Claims) {
+	old := claim(t, a, "node-a", time.Millisecond, "d1")
+	if len(old) != 1 {
+		t.Fatalf("claim took %v", ids(old))
+	}
+	retaken := eventually(t, b, "node-b", "d1", time.Minute)
+	if retaken.Token == old[0].Token {
+		t.Fatalf("a retaken claim kept the lapsed claim's token %q", old[0].Token)
+	}
+	release(t, a, old) // node-a wakes up late and releases what it no longer holds
+	if got := claim(t, a, "node-c", time.Minute, "d1"); len(got) != 0 {
+		t.Fatalf("a stale release dropped node-b's claim: node-c took %v", ids(got))
+	}
+	release(t, b, []webhooks.Claim{retaken})
+	if got := claim(t, a, "node-c", time.Minute, "d1"); len(got) != 1 {
+		t.Fatalf("after node-b released, node-c took %v", ids(got))
+	}
+}
+
+func testLapse(t *testing.T, a, b webhooks.Claims) {
+	if got := claim(t, a, "node-a", 20*time.Millisecond, "d1"); len(got) != 1 {
+		t.Fatalf("claim took %v", ids(got))
+	}
+	eventually(t, b, "node-b", "d1", time.Minute)
+	if got := claim(t, a, "node-a", time.Minute, "d1"); len(got) != 0 {
+		t.Fatalf("node-a took d1 back while node-b's fresh claim holds: %v", ids(got))
+	}
+}
+
+func testDuplicateAndEmpty(t *testing.T, a, _ webhooks.Claims) {
+	if got := claim(t, a, "node-a", time.Minute); len(got) != 0 {
+		t.Fatalf("claiming nothing took %v", got)
+	}
+	if got := claim(t, a, "node-a", time.Minute, "d1", "d1", "d2", "d1"); fmt.Sprint(ids(got)) != "[d1 d2]" {
+		t.Fatalf("claiming d1 three times and d2 took %v, want each once", ids(got))
+	}
+	release(t, a, nil)
+}
+
+// testConcurrent runs claimers on both handles that each hold what they
+// claim for a moment and release it: no delivery is ever held twice, and
+// every delivery is taken at least once.
+func testConcurrent(t *testing.T, a, b webhooks.Claims) {
+	const deliveries, claimers, rounds = 12, 8, 25
+	all := make([]string, deliveries)
+	for i := range all {
+		all[i] = fmt.Sprintf("d%02d", i)
+	}
+	var holders [deliveries]atomic.Int32
+	var taken [deliveries]atomic.Int32
+	var overlaps atomic.Int32
+	var wg sync.WaitGroup
+	errs := make(chan error, claimers)
+	for w := range claimers {
+		c := a
+		if w%2 == 1 {
+			c = b
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			owner := fmt.Sprintf("node-%d", w)
+			for r := range rounds {
+				// Each claimer asks in its own order, so lock orders differ.
+				want := slices.Clone(all)
+				if (w+r)%2 == 1 {
+					slices.Reverse(want)
+				}
+				got, err := c.Claim(context.Background(), owner, want, time.Minute)
+				if err != nil {
+					errs <- err
+					return
+				}
+				for _, cl := range got {
+					var i int
+					fmt.Sscanf(cl.DeliveryID, "d%02d", &i)
+					if holders[i].Add(1) != 1 {
+						overlaps.Add(1)
+					}
+					taken[i].Add(1)
+				}
+				time.Sleep(time.Millisecond)
+				for _, cl := range got {
+					var i int
+					fmt.Sscanf(cl.DeliveryID, "d%02d", &i)
+					holders[i].Add(-1)
+				}
+				if err := c.Release(context.Background(), got); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("concurrent claim or release: %v", err)
+	}
+	if n := overlaps.Load(); n != 0 {
+		t.Fatalf("%d times a delivery was held by two claimers at once", n)
+	}
+	for i := range taken {
+		if taken[i].Load() == 0 {
+			t.Fatalf("%s was never claimed by %d claimers over %d rounds", all[i], claimers, rounds)
+		}
+	}
+}

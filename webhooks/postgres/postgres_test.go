@@ -1,0 +1,26 @@
+package postgres_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/healthtech/partner-open-platform/internal/pgtest"
+	"github.com/healthtech/partner-open-platform/webhooks"
+	"github.com/healthtech/partner-open-platform/webhooks/claimstest"
+	"github.com/healthtech/partner-open-platform/webhooks/postgres"
+)
+
+func TestConformance(t *testing.T) {
+	claimstest.Run(t, func(t *testing.T) (webhooks.Claims, webhooks.Claims) {
+		db := pgtest.New(t)
+		open := func() webhooks.Claims {
+			c, err := postgres.Open(context.Background(), db)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { c.Close() })
+			return c
+		}
+		return open(), open()
+	})
+}
