@@ -337,6 +337,21 @@ func (r *Runner) syncGeneration(ctx context.Context) error {
 	return nil
 }
 
+// rebuildPending says whether storage holds a rebuild request newer than
+// the generation this node knows.
+func (r *Runner) rebuildPending(ctx context.Context) (bool, error) {
+	if r.own == nil || r.own.Shared == nil {
+		return false, nil
+	}
+	p, err := r.own.Shared.Progress(ctx, r.Name())
+	if err != nil {
+		return false, fmt.Errorf("shared progress: %w", err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return p.Requested > r.gen, nil
+}
+
 // rebuildWait bounds how long a rebuild request waits for the owner to
 // reset the family.
 func (r *Runner) rebuildWait() time.Duration { return max(30*time.Second, 3*r.own.TTL) }

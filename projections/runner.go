@@ -354,7 +354,15 @@ func (r *Runner) follow(ctx context.Context) error {
 		case done := <-r.rebuild:
 			return rebuildRequest{done}
 		case <-r.wantRebuild:
-			return rebuildRequest{}
+			// Announcements repeat: rebuild only what storage still asks for.
+			pending, err := r.rebuildPending(ctx)
+			if err != nil {
+				return err
+			}
+			if pending {
+				return rebuildRequest{}
+			}
+			continue
 		case <-ctx.Done():
 			return ctx.Err()
 		}

@@ -27,6 +27,9 @@ import (
 	"github.com/healthtech/partner-open-platform/internal/auth"
 	"github.com/healthtech/partner-open-platform/internal/httpapi"
 	"github.com/healthtech/partner-open-platform/internal/idempotency"
+	"github.com/healthtech/partner-open-platform/internal/lease"
+	leasemem "github.com/healthtech/partner-open-platform/internal/lease/memory"
+	leasepg "github.com/healthtech/partner-open-platform/internal/lease/postgres"
 	"github.com/healthtech/partner-open-platform/internal/metrics"
 	"github.com/healthtech/partner-open-platform/internal/openapi"
 	"github.com/healthtech/partner-open-platform/internal/ratelimit"
@@ -94,6 +97,13 @@ type Config struct {
 	// PlaintextPersonalData turns per-person encryption of personal fields
 	// off; only benchmarks set it, to measure what encryption costs.
 	PlaintextPersonalData bool
+	// NodeID names this node as a lease holder (PLATFORM_NODE_ID; unset:
+	// hostname-pid-random).
+	NodeID string
+	// LeaseTTL is how long a lease outlives its holder's last renewal
+	// (PLATFORM_LEASE_TTL, default 10 s): a dead owner's families are
+	// taken over within it.
+	LeaseTTL time.Duration
 }
 
 // Node is one running platform process.
@@ -120,6 +130,11 @@ type Node struct {
 	InternalToken string
 	Location      *time.Location
 	Adapters      map[string]string
+	// NodeID is this node's identity as a lease holder.
+	NodeID string
+	// Leases keeps the families' leases (and any other single-owner job's):
+	// Postgres beside Postgres read models, in memory otherwise.
+	Leases lease.Store
 
 	log  *slog.Logger
 	head *headStore
@@ -171,7 +186,13 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 	if cfg.VerifyCooldown == 0 {
 		cfg.VerifyCooldown = 10 * time.Second
 	}
-	n = &Node{log: cfg.Logger, Registry: catalog.Registry(), Metrics: metrics.New(), Adapters: map[string]string{}}
+	if cfg.NodeID == "" {
+		cfg.NodeID = lease.DefaultNodeID()
+	}
+	if cfg.LeaseTTL <= 0 {
+		cfg.LeaseTTL = lease.DefaultTTL
+	}
+	n = &Node{log: cfg.Logger, Registry: catalog.Registry(), Metrics: metrics.New(), Adapters: map[string]string{}, NodeID: cfg.NodeID}
 	built := n
 	defer func() {
 		if err != nil {
@@ -224,16 +245,23 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		n.Events = privacy.New(n.head, n.Keys)
 	}
 
+	// shared is nil in embedded mode: one process per data directory.
+	var shared projections.Shared
 	if cfg.PostgresURL != "" {
 		pg, err := postgres.Open(ctx, cfg.PostgresURL)
 		if err != nil {
 			return nil, fmt.Errorf("read models: %w", err)
 		}
-		n.ReadModel = pg
+		pg.SetLeaseTTL(cfg.LeaseTTL)
+		n.ReadModel, shared = pg, pg
+		n.Leases = leasepg.New(pg.Pool())
 		n.Adapters["read models"] = "Postgres"
+		n.Adapters["leases"] = fmt.Sprintf("Postgres, node %s, TTL %s", cfg.NodeID, cfg.LeaseTTL)
 	} else {
 		n.ReadModel = memory.New()
+		n.Leases = leasemem.New()
 		n.Adapters["read models"] = "in memory, rebuilt from the log at start"
+		n.Adapters["leases"] = "in memory (single node)"
 	}
 	n.closers = append(n.closers, n.ReadModel.Close)
 	if len(cfg.KafkaBrokers) > 0 {
@@ -242,7 +270,7 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 	} else {
 		n.Adapters["bus"] = "event store subscription"
 	}
-	for _, port := range []string{"event store", "personal-data keys", "read models", "bus"} {
+	for _, port := range []string{"event store", "personal-data keys", "read models", "leases", "bus"} {
 		n.log.Info("adapter", "port", port, "adapter", n.Adapters[port])
 	}
 
@@ -256,6 +284,8 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 	for _, f := range projections.Families {
 		run := projections.NewRunner(n.Events, n.Registry, familyProjector(f, n.ReadModel, n.Location), n.log, n.Metrics.Projected)
 		run.SkipPoison(n.Metrics.Skipped)
+		// One writer per family across the nodes sharing the read models.
+		run.Own(projections.Ownership{Leases: n.Leases, Holder: cfg.NodeID, TTL: cfg.LeaseTTL, Shared: shared})
 		n.Families[f] = run
 		n.Runners = append(n.Runners, run)
 		families = append(families, run)
@@ -291,6 +321,11 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		return nil, fmt.Errorf("event store: head of the log: %w", err)
 	}
 	marks.Floor(startHead)
+	if shared != nil {
+		// Several nodes may share these read models: a partner's write
+		// may have gone through another node, so reads wait for the head.
+		marks.FollowHead(n.Events.Head)
+	}
 	users := commands.NewUsers(n.Events, n.Registry, ids, cfg.Now, n.Location).WithKeys(n.Keys)
 	if !cfg.PlaintextPersonalData {
 		users.WithKeyWarmer(n.Keys)
