@@ -268,9 +268,9 @@ func (r *Runner) observe(ctx context.Context, p Progress, announced bool) {
 	switch {
 	case !r.genKnown:
 		r.gen, r.genKnown = p.Generation, true
-		sameGen = true
+		changed, sameGen = true, true // first news: readiness is decided on it
 		if r.pos.Less(p.Position) {
-			r.pos, changed = p.Position, true
+			r.pos = p.Position
 		}
 	case p.Generation > r.gen:
 		target := p.Target

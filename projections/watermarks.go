@@ -22,7 +22,8 @@ type Watermarks struct {
 // read starts (head is events.Store.Head): with several nodes a partner's
 // write may have been acknowledged by another node, whose watermarks this
 // one never sees, so only the head bounds what it may have written. Costs
-// one head read per read; embedded single-node mode does without.
+// one head read per read; embedded single-node mode does without. A nil
+// head turns it off again.
 func (w *Watermarks) FollowHead(head func(context.Context) (events.Position, error)) {
 	w.mu.Lock()
 	defer w.mu.Unlock()

@@ -135,6 +135,8 @@ type Node struct {
 	// Leases keeps the families' leases (and any other single-owner job's):
 	// Postgres beside Postgres read models, in memory otherwise.
 	Leases lease.Store
+	// Watermarks are the floors this node's reads wait for.
+	Watermarks *projections.Watermarks
 
 	log  *slog.Logger
 	head *headStore
@@ -316,6 +318,7 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 	schemeH := auth.SchemeH{Apps: directory, Nonces: n.ReadModel, Now: cfg.Now}
 	reports := commands.NewReports(n.Events, n.Registry, ids, cfg.Now)
 	marks := projections.NewWatermarks()
+	n.Watermarks = marks
 	startHead, err := n.Events.Head(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("event store: head of the log: %w", err)
