@@ -376,3 +376,35 @@ func pgxQueryRow(t *testing.T, db, sql string, into ...any) error {
 	defer conn.Close(context.Background())
 	return conn.QueryRow(ctx, sql).Scan(into...)
 }
+
+// TestClusterVerifyThenRateAcrossNodes: a provider verifies a card through
+// the node that projects every family and the card's issuer rates the
+// fulfillment at once through the other node, which only follows: the
+// rating finds the fulfillment each time (its lookup waits for the log's
+// head, not for the last write of the node it arrived at).
+func TestClusterVerifyThenRateAcrossNodes(t *testing.T) {
+	db := pgtest.New(t)
+	cfgA := clusterConfig(t, db, "node-a", 2*time.Second)
+	cfgA.VerifyCooldown = -1
+	pa := start(t, cfgA)
+	waitOwned(t, time.Minute, pa)
+	cfgB := clusterConfig(t, db, "node-b", 2*time.Second)
+	cfgB.VerifyCooldown = -1
+	pb := start(t, cfgB)
+	waitOwned(t, time.Minute, pa, pb)
+	station, partner, item := benefitSetup(t, pa)
+	card := partner.issue(item, 20, time.Now().Add(48*time.Hour).Format(time.RFC3339))
+	if err := pb.node.WaitCaughtUp(t.Context()); err != nil { // the app directory
+		t.Fatal(err)
+	}
+	rater := partner.on(pb)
+	for i := range 15 {
+		var v struct {
+			RecordID int64 `json:"fulfillment_record_id"`
+		}
+		station.expect("POST", "/open/v1/benefit-cards/verify-use", map[string]any{"card_number": card, "benefit_item_id": item, "points_code": "P-1"}, 200, "0").data(t, &v)
+		if res := rater.do("POST", fmt.Sprintf("/open/v1/benefit-cards/fulfillments/%d/rating", v.RecordID), map[string]any{"rating": 1 + i%5}); res.Status != http.StatusOK {
+			t.Fatalf("iteration %d: rating through the other node: %d %s", i, res.Status, res.Raw)
+		}
+	}
+}

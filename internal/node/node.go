@@ -341,7 +341,7 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		SchemeH: schemeH, Reports: reports, Plugin: pluginCmds,
 		Credentials: commands.NewCredentialIssuer(n.Events, n.Registry, ids, cfg.Now), UploaderDirectory: n.Apps,
 		Orders:        commands.NewOrders(n.Events, n.Registry, ids, cfg.Now),
-		Benefits:      commands.NewBenefits(n.Events, n.Registry, ids, cfg.Now, max(cfg.VerifyCooldown, 0), providerDirectory{n.ReadModel, n.Families[projections.FamilyBenefits], n.head}),
+		Benefits:      commands.NewBenefits(n.Events, n.Registry, ids, cfg.Now, max(cfg.VerifyCooldown, 0), providerDirectory{n.ReadModel, n.Families[projections.FamilyBenefits], n.head, shared != nil}),
 		InternalToken: n.InternalToken,
 		Projections:   projections.RunnerSet(n.Runners),
 		Idempotency: &idempotency.Keeper{
@@ -810,18 +810,30 @@ func (h *headStore) Last() events.Position {
 
 // providerDirectory finds an app's providers and a record's issuer in the
 // read model; on a miss it waits (bounded) for the read model to reach this
-// node's latest write and looks again, so a verification right after a
-// registration, or a rating right after a verification, finds its facts.
+// node's latest write (with several nodes: the log's head) and looks again,
+// so a verification right after a registration, or a rating right after a
+// verification, finds its facts whichever node took them.
 type providerDirectory struct {
 	store  projections.BenefitStore
 	runner *projections.Runner
 	head   *headStore
+	// cluster: other nodes may have written the facts, so wait for the
+	// log's head rather than this node's last append.
+	cluster bool
 }
 
 func (d providerDirectory) catchUp(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	_ = d.runner.WaitFor(ctx, d.head.Last())
+	floor := d.head.Last()
+	if d.cluster {
+		h, err := d.head.Head(ctx)
+		if err != nil {
+			return // the lookup answers from what the read model has
+		}
+		floor = h
+	}
+	_ = d.runner.WaitFor(ctx, floor)
 }
 
 func (d providerDirectory) ProviderIDs(ctx context.Context, appID int64) ([]int64, error) {
