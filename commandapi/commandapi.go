@@ -232,6 +232,11 @@ type Rebuilder interface {
 func (a *API) rebuild(c *call) error {
 	name := c.ps.ByName("name")
 	progress, found, err := a.Projections.Rebuild(c.r.Context(), name)
+	if errors.Is(err, projections.ErrRebuildPending) {
+		return &httpapi.Problem{Status: http.StatusServiceUnavailable, Code: "HTTP_503",
+			Message: "the rebuild is recorded but the family's owner has not started it yet; it will, watch GET /admin/v1/projections",
+			Headers: map[string]string{"Retry-After": "5"}}
+	}
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/healthtech/partner-open-platform/events"
+	"github.com/healthtech/partner-open-platform/internal/lease"
 )
 
 // Projector turns events into one read model.
@@ -49,6 +50,9 @@ type Stats struct {
 	// Skipped lists events that failed on their own while the store worked:
 	// the projection moved past them so that other tenants are not stalled.
 	Skipped []SkippedEvent `json:"skipped_events,omitempty"`
+	// Owner is the node projecting this family (its PLATFORM_NODE_ID), as
+	// this node last heard; absent for projections every node runs itself.
+	Owner string `json:"owner,omitempty"`
 }
 
 // SkippedEvent is an event a projection could not apply, for operators.
@@ -85,6 +89,17 @@ type Runner struct {
 	changed chan struct{}
 	stats   Stats
 	rebuild chan chan error
+
+	// Shared ownership (nil own: the runner always projects).
+	own *Ownership
+	// gen is the projection's generation as this node knows it (genKnown)
+	// and awaitGen the generation a pending rebuild will have: while it is
+	// ahead, announcements of the old generation no longer count.
+	gen, awaitGen int64
+	genKnown      bool
+	owning        bool
+	wantRebuild   chan struct{}
+	announceKick  chan struct{}
 }
 
 // NewRunner builds a runner; onApplied (optional) feeds metrics.
@@ -92,8 +107,24 @@ func NewRunner(store events.Store, reg *events.Registry, p Projector, log *slog.
 	return &Runner{
 		store: store, reg: reg, proj: p, log: log.With("projection", p.Name()), batchSize: 512,
 		onApplied: onApplied, changed: make(chan struct{}), rebuild: make(chan chan error),
-		stats: Stats{Name: p.Name(), Since: time.Now()},
+		stats:       Stats{Name: p.Name(), Since: time.Now()},
+		wantRebuild: make(chan struct{}, 1), announceKick: make(chan struct{}, 1),
 	}
+}
+
+// defaultPoll is how often shared progress is re-read and re-announced.
+const defaultPoll = 2 * time.Second
+
+// Own makes the runner project only while it holds the projection's lease
+// (see Ownership); call it before Run.
+func (r *Runner) Own(o Ownership) {
+	if o.TTL <= 0 {
+		o.TTL = lease.DefaultTTL
+	}
+	if o.Poll <= 0 {
+		o.Poll = defaultPoll
+	}
+	r.own = &o
 }
 
 // SkipPoison makes the runner move past an event that fails on its own
@@ -140,7 +171,12 @@ func (r *Runner) Stats() Stats {
 
 func (r *Runner) advance(pos events.Position, n int, caughtUp bool) {
 	r.mu.Lock()
-	r.pos = pos
+	// Never backwards: after a restart or a takeover the subscription
+	// resumes from the stored checkpoint, which may lag a position already
+	// reached through events this projection ignores.
+	if r.pos.Less(pos) {
+		r.pos = pos
+	}
 	r.stats.Applied += uint64(n)
 	if !r.stats.Ready && !pos.Less(r.stats.Target) {
 		r.stats.Rebuilding = false
@@ -151,6 +187,7 @@ func (r *Runner) advance(pos events.Position, n int, caughtUp bool) {
 	close(r.changed)
 	r.changed = make(chan struct{})
 	r.mu.Unlock()
+	r.kickAnnounce()
 }
 
 // WaitFor blocks until the projection has applied pos, or ctx ends.
@@ -174,6 +211,9 @@ func (r *Runner) WaitFor(ctx context.Context, pos events.Position) error {
 // Rebuild empties the read model and replays the whole log into it; it
 // returns once the reset is done, and Stats shows the replay's progress.
 func (r *Runner) Rebuild(ctx context.Context) error {
+	if r.own != nil && r.own.Shared != nil {
+		return r.rebuildShared(ctx)
+	}
 	done := make(chan error, 1)
 	select {
 	case r.rebuild <- done:
@@ -188,18 +228,36 @@ func (r *Runner) Rebuild(ctx context.Context) error {
 	}
 }
 
-// Run follows the log until ctx ends, restarting after failures with backoff.
+// Run follows the log until ctx ends, restarting after failures with
+// backoff. Under Ownership it projects only while it holds the lease, and
+// follows the owner's progress otherwise.
 func (r *Runner) Run(ctx context.Context) error {
+	if r.own != nil {
+		return r.runShared(ctx)
+	}
+	return r.project(ctx)
+}
+
+// project follows the log and applies it until ctx ends (or, under a
+// lease, until a write finds the lease lost).
+func (r *Runner) project(ctx context.Context) error {
 	backoff := 100 * time.Millisecond
 	for {
 		err := r.follow(ctx)
 		if ctx.Err() != nil {
 			return nil
 		}
+		if errors.Is(err, lease.ErrLost) {
+			return err
+		}
 		var req rebuildRequest
 		if errors.As(err, &req) {
 			rerr := r.reset(ctx)
-			req.done <- rerr
+			if req.done != nil {
+				req.done <- rerr
+			} else if rerr != nil {
+				r.log.Error("rebuild failed; retrying", "err", rerr)
+			}
 			backoff = 100 * time.Millisecond
 			continue
 		}
@@ -226,13 +284,18 @@ func (r *Runner) reset(ctx context.Context) error {
 	}
 	r.mu.Lock()
 	r.pos = events.Position{}
-	r.stats = Stats{Name: r.Name(), Since: time.Now(), Rebuilding: true}
+	r.stats = Stats{Name: r.Name(), Since: time.Now(), Rebuilding: true, Owner: r.stats.Owner}
+	close(r.changed)
+	r.changed = make(chan struct{})
 	r.mu.Unlock()
 	r.log.Info("projection reset; replaying the log")
 	return nil
 }
 
 func (r *Runner) follow(ctx context.Context) error {
+	if err := r.syncGeneration(ctx); err != nil {
+		return err
+	}
 	cp, err := r.proj.Checkpoint(ctx)
 	if err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
@@ -242,11 +305,14 @@ func (r *Runner) follow(ctx context.Context) error {
 		return fmt.Errorf("head of the log: %w", err)
 	}
 	r.mu.Lock()
-	r.pos = cp
+	if r.pos.Less(cp) {
+		r.pos = cp
+	}
 	if !r.stats.Ready {
 		r.stats.Target = head
 	}
 	r.mu.Unlock()
+	r.kickAnnounce()
 
 	subCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -287,6 +353,16 @@ func (r *Runner) follow(ctx context.Context) error {
 		case first = <-feed:
 		case done := <-r.rebuild:
 			return rebuildRequest{done}
+		case <-r.wantRebuild:
+			// Announcements repeat: rebuild only what storage still asks for.
+			pending, err := r.rebuildPending(ctx)
+			if err != nil {
+				return err
+			}
+			if pending {
+				return rebuildRequest{}
+			}
+			continue
 		case <-ctx.Done():
 			return ctx.Err()
 		}
@@ -344,7 +420,7 @@ func (r *Runner) follow(ctx context.Context) error {
 		}
 		saved = time.Now()
 		if err := r.proj.Apply(ctx, batch, last.Position); err != nil {
-			if !r.skipPoison || ctx.Err() != nil {
+			if !r.skipPoison || ctx.Err() != nil || errors.Is(err, lease.ErrLost) || errors.Is(err, ErrCheckpointBackwards) {
 				return fmt.Errorf("apply up to %s: %w", last.Position, err)
 			}
 			if err := r.applyEach(ctx, batch, last.Position); err != nil {

@@ -2,6 +2,7 @@ package projections
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -14,6 +15,19 @@ type Watermarks struct {
 	mu    sync.Mutex
 	last  map[int64]events.Position
 	floor events.Position
+	head  func(context.Context) (events.Position, error)
+}
+
+// FollowHead makes every read wait for the log's head as read when the
+// read starts (head is events.Store.Head): with several nodes a partner's
+// write may have been acknowledged by another node, whose watermarks this
+// one never sees, so only the head bounds what it may have written. Costs
+// one head read per read; embedded single-node mode does without. A nil
+// head turns it off again.
+func (w *Watermarks) FollowHead(head func(context.Context) (events.Position, error)) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.head = head
 }
 
 // Floor makes every read wait for at least pos: a node sets it to the log's
@@ -41,7 +55,8 @@ func (w *Watermarks) Wrote(appID int64, pos events.Position) {
 
 // Await waits, at most timeout, until every runner has applied the app's
 // last write and the last operator or internal write (recorded as app 0)
-// on this node, so a partner sees, say, the shipment an operator just confirmed.
+// on this node, so a partner sees, say, the shipment an operator just
+// confirmed; under FollowHead, until they have applied the log's head.
 func (w *Watermarks) Await(ctx context.Context, appID int64, timeout time.Duration, runners ...*Runner) error {
 	w.mu.Lock()
 	pos := w.last[appID]
@@ -51,12 +66,22 @@ func (w *Watermarks) Await(ctx context.Context, appID int64, timeout time.Durati
 	if pos.Less(w.floor) {
 		pos = w.floor
 	}
+	head := w.head
 	w.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if head != nil {
+		h, err := head(ctx)
+		if err != nil {
+			return fmt.Errorf("read-your-writes: the log's head: %w", err)
+		}
+		if pos.Less(h) {
+			pos = h
+		}
+	}
 	if pos.IsZero() {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
 	for _, r := range runners {
 		if err := r.WaitFor(ctx, pos); err != nil {
 			return err

@@ -42,6 +42,8 @@ type config struct {
 	MasterKeyPrevious    string
 	FeedPseudonymKey     string
 	InternalToken        string
+	NodeID               string        // "": the node makes one up (hostname-pid-random)
+	LeaseTTL             time.Duration // how long a dead node keeps its families
 
 	settings []*setting
 }
@@ -59,6 +61,10 @@ type setting struct {
 	parse   func(string) error
 	show    func() string // the effective value, for the start-up log line
 }
+
+// nodeIDPattern is what PLATFORM_NODE_ID accepts: a name that reads well
+// in logs, /readyz and the leases table.
+var nodeIDPattern = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
 
 // errHelp is returned when -h or -help asked for the usage text.
 var errHelp = flag.ErrHelp
@@ -230,6 +236,27 @@ func loadConfig(args []string, getenv func(string) string, usageOut io.Writer) (
 				}
 				return strconv.Itoa(c.RateLimit) + "/min per app"
 			}},
+		{env: "PLATFORM_NODE_ID", flag: "node-id", usage: "this node's name among the nodes sharing a store; empty = hostname-pid-random",
+			accepts: "1 to 128 letters, digits, dots, dashes, underscores or colons, unique per running node, or empty for hostname-pid-random",
+			parse: func(s string) error {
+				if s != "" && !nodeIDPattern.MatchString(s) {
+					return errors.New("not a node name")
+				}
+				c.NodeID = s
+				return nil
+			},
+			show: func() string { return orText(c.NodeID, "hostname-pid-random") }},
+		{env: "PLATFORM_LEASE_TTL", flag: "lease-ttl", def: "10s", usage: "how long a family's owner may go silent before another node takes its work over",
+			accepts: "a Go duration from 1s to 10m, such as 10s or 30s",
+			parse: func(s string) error {
+				d, err := time.ParseDuration(s)
+				if err != nil || d < time.Second || d > 10*time.Minute {
+					return errors.New("not a duration from 1s to 10m")
+				}
+				c.LeaseTTL = d
+				return nil
+			},
+			show: func() string { return c.LeaseTTL.String() }},
 		{env: "PLATFORM_LOG_FORMAT", flag: "log-format", def: "text", usage: "log format",
 			accepts: "text or json",
 			parse: func(s string) error {

@@ -47,6 +47,7 @@ func TestDefaults(t *testing.T) {
 	want := config{
 		Addr: "127.0.0.1:8080", DataDir: "./data", Timezone: "Asia/Shanghai", KafkaTopic: "platform.events",
 		KafkaInternalTopic: "platform.internal.events", KafkaRelay: true, RateLimit: 6000, LogFormat: "text",
+		LeaseTTL: 10 * time.Second,
 	}
 	c.settings = nil
 	if !reflect.DeepEqual(*c, want) {
@@ -72,6 +73,8 @@ func TestInvalidValuesStopStartUp(t *testing.T) {
 		"PLATFORM_WEBHOOK_RETRY_SCHEDULE": {"5", "1m,0s", "-1m", "1m,,2m", "1m,", "soon"},
 		"PLATFORM_RATE_LIMIT":             {"abc", "0", "1.5", "6000/min", "1e3"},
 		"PLATFORM_LOG_FORMAT":             {"yaml", "logfmt"},
+		"PLATFORM_NODE_ID":                {"node 1", "a/b", strings.Repeat("n", 129)},
+		"PLATFORM_LEASE_TTL":              {"10", "0s", "500ms", "-5s", "11m", "soon"},
 		"PLATFORM_MASTER_KEY":             {"hunter2", goodKey[:62], goodKey + "00"},
 		"PLATFORM_MASTER_KEY_PREVIOUS":    {"hunter2", goodKey + ",", goodKey + ",," + goodKey, goodKey + "," + goodKey[:62]},
 	}

@@ -26,6 +26,7 @@ type projectionStats struct {
 	ETASeconds float64  `json:"eta_seconds"`
 	LastError  string   `json:"last_error"`
 	Since      string   `json:"since"`
+	Owner      string   `json:"owner"` // the node projecting a read-model family
 }
 
 // listProjections returns the projections, raw and decoded.
@@ -69,10 +70,10 @@ func (c *cli) projections(args []string) error {
 	if c.g.json {
 		return printJSON(c.stdout, data)
 	}
-	t := newTable(c.stdout, "NAME", "POSITION", "EVENTS_APPLIED", "EVENTS_PER_SECOND", "CAUGHT_UP", "LAST_ERROR")
+	t := newTable(c.stdout, "NAME", "POSITION", "EVENTS_APPLIED", "EVENTS_PER_SECOND", "CAUGHT_UP", "OWNER", "LAST_ERROR")
 	for _, s := range stats {
 		t.row(s.Name, s.Position.String(), strconv.FormatUint(s.Applied, 10), strconv.FormatFloat(s.Rate, 'f', 1, 64),
-			strconv.FormatBool(s.CaughtUp), s.LastError)
+			strconv.FormatBool(s.CaughtUp), s.Owner, s.LastError)
 	}
 	return t.flush()
 }
@@ -187,6 +188,9 @@ func (c *cli) printProgress(s projectionStats, raw json.RawMessage) error {
 	line := fmt.Sprintf("%s: %d events, %.0f ev/s, %.1f%% of the log, position %s", s.Name, s.Applied, s.Rate, s.Percent, s.Position)
 	if !s.Ready && s.ETASeconds > 0 {
 		line += fmt.Sprintf(", about %s left", (time.Duration(s.ETASeconds * float64(time.Second))).Round(time.Second))
+	}
+	if s.Owner != "" {
+		line += ", projected by " + s.Owner
 	}
 	if s.LastError != "" {
 		line += ", last error: " + s.LastError

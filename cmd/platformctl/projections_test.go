@@ -19,6 +19,12 @@ func stats(name string, applied uint64, rate float64, caughtUp bool, lastError s
 	return s
 }
 
+// withOwner names the node projecting a family, as a cluster's nodes show it.
+func withOwner(s map[string]any, node string) map[string]any {
+	s["owner"] = node
+	return s
+}
+
 func TestProjections(t *testing.T) {
 	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != "GET" || r.URL.Path != "/admin/v1/projections" {
@@ -26,15 +32,15 @@ func TestProjections(t *testing.T) {
 		}
 		ok(w, 200, map[string]any{"projections": []any{
 			stats("apps", 120, 3.25, true, ""),
-			stats("channel_users", 4000, 812.5, false, "apply up to 40000/40000: connection refused"),
+			withOwner(stats("channel_users", 4000, 812.5, false, "apply up to 40000/40000: connection refused"), "node-a"),
 		}})
 	})
 	r := runCLI(cliEnv(srv), "projections")
 	wantCode(t, r, 0)
 	want := "" +
-		"NAME           POSITION     EVENTS_APPLIED  EVENTS_PER_SECOND  CAUGHT_UP  LAST_ERROR\n" +
-		"apps           1200/1200    120             3.2                true       -\n" +
-		"channel_users  40000/40000  4000            812.5              false      apply up to 40000/40000: connection refused\n"
+		"NAME           POSITION     EVENTS_APPLIED  EVENTS_PER_SECOND  CAUGHT_UP  OWNER   LAST_ERROR\n" +
+		"apps           1200/1200    120             3.2                true       -       -\n" +
+		"channel_users  40000/40000  4000            812.5              false      node-a  apply up to 40000/40000: connection refused\n"
 	if r.stdout != want {
 		t.Errorf("stdout:\n%s\nwant:\n%s", r.stdout, want)
 	}
@@ -76,10 +82,11 @@ func rebuildServer(t *testing.T, caughtUpAt int64, logEvents int) (*fakeServer, 
 			if n == 1 {
 				lastError = "subscription: timeout"
 			}
-			ok(w, 200, map[string]any{"projections": []any{
-				stats("apps", 7, 1, true, ""),
-				stats("channel_users", applied, float64(n)*1000, done, lastError),
-			}})
+			users := stats("channel_users", applied, float64(n)*1000, done, lastError)
+			if n == 2 { // in a cluster, the node projecting the family is named
+				users = withOwner(users, "node-b")
+			}
+			ok(w, 200, map[string]any{"projections": []any{stats("apps", 7, 1, true, ""), users}})
 		default:
 			t.Errorf("unexpected %s %s", r.Method, r.URL)
 			fail(w, 404, "NOT_FOUND", "no such route", nil)
@@ -95,7 +102,7 @@ func TestRebuild(t *testing.T) {
 	lines := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
 	want := []string{
 		"channel_users: 500 events, 1000 ev/s, 33.3% of the log, position 5000/5000, last error: subscription: timeout",
-		"channel_users: 1000 events, 2000 ev/s, 66.7% of the log, position 10000/10000",
+		"channel_users: 1000 events, 2000 ev/s, 66.7% of the log, position 10000/10000, projected by node-b",
 		"channel_users: 1500 events, 3000 ev/s, 100.0% of the log, position 15000/15000",
 	}
 	if len(lines) != 4 || strings.Join(lines[:3], "\n") != strings.Join(want, "\n") {

@@ -23,7 +23,7 @@ func TestErasureReachesEveryNode(t *testing.T) {
 	db := pgtest.New(t)
 	master := hex.EncodeToString([]byte("0123456789abcdef0123456789abcdef"))
 	cfg := func() node.Config {
-		return node.Config{DataDir: t.TempDir(), ESDBURL: db, PostgresURL: db, MasterKey: master, AdminToken: "adm_shared_for_the_test"}
+		return node.Config{DataDir: t.TempDir(), EventStoreURL: db, PostgresURL: db, MasterKey: master, AdminToken: "adm_shared_for_the_test"}
 	}
 	nodeA, nodeB := start(t, cfg()), start(t, cfg())
 	a := nodeA.createApp("partner")

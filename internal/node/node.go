@@ -4,7 +4,6 @@
 package node
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -84,9 +83,6 @@ type Config struct {
 	// KafkaRelay lets this node compete for the relay lease (default on
 	// when brokers are set; off is an explicit opt-out).
 	KafkaRelay *bool
-	// LeaseTTL is how long a single-owner lease (the relay, delivery
-	// creation without Kafka) outlives its dead holder (default lease.DefaultTTL).
-	LeaseTTL time.Duration
 	// WebhookAllowLoopback allows http and loopback webhook targets, for development only.
 	WebhookAllowLoopback bool
 	// WebhookSchedule replaces the spec's retry schedule (tests).
@@ -111,6 +107,13 @@ type Config struct {
 	// PlaintextPersonalData turns per-person encryption of personal fields
 	// off; only benchmarks set it, to measure what encryption costs.
 	PlaintextPersonalData bool
+	// NodeID names this node as a lease holder (PLATFORM_NODE_ID; unset:
+	// hostname-pid-random).
+	NodeID string
+	// LeaseTTL is how long a lease outlives its holder's last renewal
+	// (PLATFORM_LEASE_TTL, default 10 s): a dead owner's families, relay
+	// and webhook creation are taken over within it.
+	LeaseTTL time.Duration
 }
 
 // Node is one running platform process.
@@ -139,11 +142,16 @@ type Node struct {
 	InternalToken string
 	Location      *time.Location
 	Adapters      map[string]string
+	// NodeID is this node's identity as a lease holder.
+	NodeID string
+	// Leases keeps the families' leases (and any other single-owner job's):
+	// Postgres beside Postgres read models, in memory otherwise.
+	Leases lease.Store
+	// Watermarks are the floors this node's reads wait for.
+	Watermarks *projections.Watermarks
 
 	log  *slog.Logger
 	head *headStore
-	// id names this process in claims and leases (lease.NodeID).
-	id string
 	// relayCheckpoints is where this node's relay keeps its position (nil: no relay here).
 	relayCheckpoints relay.Checkpoints
 	cancel           context.CancelFunc
@@ -192,7 +200,13 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 	if cfg.VerifyCooldown == 0 {
 		cfg.VerifyCooldown = 10 * time.Second
 	}
-	n = &Node{log: cfg.Logger, Registry: catalog.Registry(), Metrics: metrics.New(), Adapters: map[string]string{}, id: lease.NodeID()}
+	if cfg.NodeID == "" {
+		cfg.NodeID = lease.NodeID()
+	}
+	if cfg.LeaseTTL <= 0 {
+		cfg.LeaseTTL = lease.DefaultTTL
+	}
+	n = &Node{log: cfg.Logger, Registry: catalog.Registry(), Metrics: metrics.New(), Adapters: map[string]string{}, NodeID: cfg.NodeID}
 	built := n
 	defer func() {
 		if err != nil {
@@ -249,16 +263,23 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		n.Events = privacy.New(n.head, n.Keys)
 	}
 
+	// shared is nil in embedded mode: one process per data directory.
+	var shared projections.Shared
 	if cfg.PostgresURL != "" {
 		pg, err := postgres.Open(ctx, cfg.PostgresURL)
 		if err != nil {
 			return nil, fmt.Errorf("read models: %w", err)
 		}
-		n.ReadModel = pg
+		pg.SetLeaseTTL(cfg.LeaseTTL)
+		n.ReadModel, shared = pg, pg
+		n.Leases = leasepg.New(pg.Pool())
 		n.Adapters["read models"] = "Postgres"
+		n.Adapters["leases"] = fmt.Sprintf("Postgres, node %s, TTL %s", cfg.NodeID, cfg.LeaseTTL)
 	} else {
 		n.ReadModel = memory.New()
+		n.Leases = leasemem.New()
 		n.Adapters["read models"] = "in memory, rebuilt from the log at start"
+		n.Adapters["leases"] = "in memory (single node)"
 	}
 	n.closers = append(n.closers, n.ReadModel.Close)
 	if len(cfg.KafkaBrokers) > 0 {
@@ -267,7 +288,7 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 	} else {
 		n.Adapters["bus"] = "event store subscription"
 	}
-	for _, port := range []string{"event store", "personal-data keys", "read models", "bus"} {
+	for _, port := range []string{"event store", "personal-data keys", "read models", "leases", "bus"} {
 		n.log.Info("adapter", "port", port, "adapter", n.Adapters[port])
 	}
 
@@ -281,6 +302,8 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 	for _, f := range projections.Families {
 		run := projections.NewRunner(n.Events, n.Registry, familyProjector(f, n.ReadModel, n.Location), n.log, n.Metrics.Projected)
 		run.SkipPoison(n.Metrics.Skipped)
+		// One writer per family across the nodes sharing the read models.
+		run.Own(projections.Ownership{Leases: n.Leases, Holder: cfg.NodeID, TTL: cfg.LeaseTTL, Shared: shared})
 		n.Families[f] = run
 		n.Runners = append(n.Runners, run)
 		families = append(families, run)
@@ -311,11 +334,17 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 	schemeH := auth.SchemeH{Apps: directory, Nonces: n.ReadModel, Now: cfg.Now}
 	reports := commands.NewReports(n.Events, n.Registry, ids, cfg.Now)
 	marks := projections.NewWatermarks()
+	n.Watermarks = marks
 	startHead, err := n.Events.Head(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("event store: head of the log: %w", err)
 	}
 	marks.Floor(startHead)
+	if shared != nil {
+		// Several nodes may share these read models: a partner's write
+		// may have gone through another node, so reads wait for the head.
+		marks.FollowHead(n.Events.Head)
+	}
 	users := commands.NewUsers(n.Events, n.Registry, ids, cfg.Now, n.Location).WithKeys(n.Keys)
 	if !cfg.PlaintextPersonalData {
 		users.WithKeyWarmer(n.Keys)
@@ -330,7 +359,7 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		SchemeH: schemeH, Reports: reports, Plugin: pluginCmds,
 		Credentials: commands.NewCredentialIssuer(n.Events, n.Registry, ids, cfg.Now), UploaderDirectory: n.Apps,
 		Orders:        commands.NewOrders(n.Events, n.Registry, ids, cfg.Now),
-		Benefits:      commands.NewBenefits(n.Events, n.Registry, ids, cfg.Now, max(cfg.VerifyCooldown, 0), providerDirectory{n.ReadModel, n.Families[projections.FamilyBenefits], n.head}),
+		Benefits:      commands.NewBenefits(n.Events, n.Registry, ids, cfg.Now, max(cfg.VerifyCooldown, 0), providerDirectory{n.ReadModel, n.Families[projections.FamilyBenefits], n.head, shared != nil}),
 		InternalToken: n.InternalToken,
 		Projections:   projections.RunnerSet(n.Runners),
 		Idempotency: &idempotency.Keeper{
@@ -386,8 +415,7 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 // store (the webhook-creation lease); with Kafka the consumer group spreads
 // creation over the nodes.
 func (n *Node) startWebhooks(ctx context.Context, cfg Config, models *projections.Runner) error {
-	var leases lease.Store = leasemem.New()
-	ttl := cmp.Or(cfg.LeaseTTL, lease.DefaultTTL)
+	leases, ttl := n.Leases, cfg.LeaseTTL
 	// Claims spread sending over the nodes sharing the deliveries, one
 	// attempt of a delivery in flight at a time.
 	if cfg.PostgresURL != "" {
@@ -398,17 +426,11 @@ func (n *Node) startWebhooks(ctx context.Context, cfg Config, models *projection
 		n.closers = append(n.closers, claims.Close)
 		n.Dispatcher.Claims = claims
 		n.Adapters["webhook claims"] = "Postgres"
-		pgLeases, err := leasepg.Open(ctx, cfg.PostgresURL)
-		if err != nil {
-			return fmt.Errorf("relay and webhook-creation leases: %w", err)
-		}
-		n.closers = append(n.closers, pgLeases.Close)
-		leases = pgLeases
 	} else {
 		n.Dispatcher.Claims = webhooksmem.NewClaims()
 		n.Adapters["webhook claims"] = "in memory (one node)"
 	}
-	n.Dispatcher.ClaimTTL, n.Dispatcher.Node = cfg.WebhookClaimTTL, n.id
+	n.Dispatcher.ClaimTTL, n.Dispatcher.Node = cfg.WebhookClaimTTL, n.NodeID
 	n.log.Info("adapter", "port", "webhook claims", "adapter", n.Adapters["webhook claims"])
 
 	create := func(ctx context.Context) error {
@@ -846,18 +868,30 @@ func (h *headStore) Last() events.Position {
 
 // providerDirectory finds an app's providers and a record's issuer in the
 // read model; on a miss it waits (bounded) for the read model to reach this
-// node's latest write and looks again, so a verification right after a
-// registration, or a rating right after a verification, finds its facts.
+// node's latest write (with several nodes: the log's head) and looks again,
+// so a verification right after a registration, or a rating right after a
+// verification, finds its facts whichever node took them.
 type providerDirectory struct {
 	store  projections.BenefitStore
 	runner *projections.Runner
 	head   *headStore
+	// cluster: other nodes may have written the facts, so wait for the
+	// log's head rather than this node's last append.
+	cluster bool
 }
 
 func (d providerDirectory) catchUp(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	_ = d.runner.WaitFor(ctx, d.head.Last())
+	floor := d.head.Last()
+	if d.cluster {
+		h, err := d.head.Head(ctx)
+		if err != nil {
+			return // the lookup answers from what the read model has
+		}
+		floor = h
+	}
+	_ = d.runner.WaitFor(ctx, floor)
 }
 
 func (d providerDirectory) ProviderIDs(ctx context.Context, appID int64) ([]int64, error) {

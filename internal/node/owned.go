@@ -17,7 +17,7 @@ func (n *Node) spawnOwned(ctx context.Context, what string, leases lease.Store, 
 	log := n.log.With("loop", what, "lease", name)
 	n.spawn(ctx, what, func(ctx context.Context) error {
 		for {
-			held, err := lease.Campaign(ctx, leases, name, n.id, ttl, log)
+			held, err := lease.Campaign(ctx, leases, name, n.NodeID, ttl, log)
 			if err != nil {
 				return nil // ctx ended while standing by
 			}

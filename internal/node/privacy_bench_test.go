@@ -63,7 +63,7 @@ func ratioPlatforms(b *testing.B, store string) (on, off [2]any) {
 		cfg := node.Config{DataDir: b.TempDir(), PartnerRateLimit: -1, PlaintextPersonalData: plaintext}
 		if store == "postgres" {
 			db := pgtest.New(b)
-			cfg.ESDBURL, cfg.PostgresURL = db, db
+			cfg.EventStoreURL, cfg.PostgresURL = db, db
 		}
 		p := start(b, cfg)
 		p.client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: 30 * time.Second}

@@ -120,7 +120,7 @@ func clusterConfigs(t testing.TB, n int) []node.Config {
 	cfgs := make([]node.Config, n)
 	for i := range cfgs {
 		cfgs[i] = node.Config{
-			DataDir: t.TempDir(), ESDBURL: db, PostgresURL: db, MasterKey: hex.EncodeToString(key[:]),
+			DataDir: t.TempDir(), EventStoreURL: db, PostgresURL: db, MasterKey: hex.EncodeToString(key[:]),
 			AdminToken: "adm_cluster", WebhookAllowLoopback: true,
 		}
 	}

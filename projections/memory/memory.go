@@ -165,8 +165,11 @@ func (s *Store) update(ctx context.Context, mu *sync.RWMutex, projection string,
 		return err
 	}
 	s.cpMu.Lock()
+	defer s.cpMu.Unlock()
+	if pos.Less(s.checkpoints[projection]) {
+		return fmt.Errorf("%w: %s to %v", projections.ErrCheckpointBackwards, projection, pos)
+	}
 	s.checkpoints[projection] = pos
-	s.cpMu.Unlock()
 	committed = true
 	return nil
 }

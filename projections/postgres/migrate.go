@@ -12,13 +12,14 @@ import (
 )
 
 // Each schema part has its own folder of migrations, versioned on its own:
-// common (the checkpoints), one folder per read-model family, and nonces.
+// common (the checkpoints), one folder per read-model family, nonces, and
+// ownership (the families' generations, for rebuilds in a cluster).
 //
 //go:embed migrations/*/*.sql
 var migrationFiles embed.FS
 
 // migrationParts is the order in which parts are brought up to date.
-var migrationParts = []string{"common", "users", "deliveries", "reports", "nonces", "orders", "benefits", "audit"}
+var migrationParts = []string{"common", "users", "deliveries", "reports", "nonces", "orders", "benefits", "audit", "ownership"}
 
 // legacyVersions maps the versions of the single migration sequence of
 // earlier releases (table schema_migrations) to the parts they became, so a

@@ -10,9 +10,12 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/healthtech/partner-open-platform/events"
+	"github.com/healthtech/partner-open-platform/internal/lease"
+	leasepg "github.com/healthtech/partner-open-platform/internal/lease/postgres"
 	"github.com/healthtech/partner-open-platform/projections"
 )
 
@@ -27,6 +30,10 @@ import (
 // keep them in numeric(20,0) (see migrations/0003_webhook_deliveries.sql).
 type Store struct {
 	pool *pgxpool.Pool
+	// fenceIdle bounds how long a fenced write transaction may sit idle.
+	fenceIdle time.Duration
+	// watch serves Watch: one LISTEN connection for the node.
+	watch watcher
 }
 
 var (
@@ -57,11 +64,30 @@ func Open(ctx context.Context, url string) (*Store, error) {
 		pool.Close()
 		return nil, err
 	}
-	return &Store{pool: pool}, nil
+	// The leases writes are fenced on live in the same database.
+	if err := leasepg.Migrate(ctx, pool); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return &Store{pool: pool, fenceIdle: lease.DefaultTTL}, nil
 }
 
-// Close releases the pool's connections.
+// SetLeaseTTL sets the lease TTL the cluster runs with: a fenced write
+// transaction left idle longer (its node paused) is ended by the server,
+// so it cannot hold up a takeover.
+func (s *Store) SetLeaseTTL(ttl time.Duration) {
+	if ttl > 0 {
+		s.fenceIdle = ttl
+	}
+}
+
+// Pool is the store's connection pool, for adapters that keep their
+// tables beside the read models (the leases the writes are fenced on).
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// Close stops the notification listener and releases the pool's connections.
 func (s *Store) Close() error {
+	s.watch.close()
 	s.pool.Close()
 	return nil
 }
@@ -81,13 +107,19 @@ func (s *Store) Checkpoint(ctx context.Context, projection string) (events.Posit
 	return events.Position{Commit: uint64(commit), Prepare: uint64(prepare)}, nil
 }
 
+// upsertCheckpoint moves a checkpoint forward, never back: the guard
+// compares positions as uint64 (flipping the sign bit of the stored bigint
+// orders the whole uint64 range as Go does), and a refused move affects no
+// row, which fails the transaction with ErrCheckpointBackwards.
 const upsertCheckpoint = `
-INSERT INTO checkpoints (projection, commit_pos, prepare_pos, updated_at)
+INSERT INTO checkpoints AS c (projection, commit_pos, prepare_pos, updated_at)
 VALUES ($1, $2, $3, now())
 ON CONFLICT (projection) DO UPDATE SET
     commit_pos = EXCLUDED.commit_pos,
     prepare_pos = EXCLUDED.prepare_pos,
-    updated_at = EXCLUDED.updated_at`
+    updated_at = EXCLUDED.updated_at
+WHERE (c.commit_pos # (-9223372036854775807 - 1), c.prepare_pos # (-9223372036854775807 - 1))
+   <= (EXCLUDED.commit_pos # (-9223372036854775807 - 1), EXCLUDED.prepare_pos # (-9223372036854775807 - 1))`
 
 // Update runs fn inside one transaction, then writes the checkpoint in it
 // and commits. fn's writes are queued and sent as pipelined batches: before
@@ -102,6 +134,11 @@ func (s *Store) update(ctx context.Context, projection string, pos events.Positi
 	err := pgx.BeginFunc(ctx, s.pool, func(db pgx.Tx) error {
 		t := &tx{db: db, batch: &pgx.Batch{}}
 		defer func() { t.db = nil }() // a Tx kept past its Update must not write
+		// Under a lease, the fence goes first in the first round trip: the
+		// transaction commits only while the lease is this writer's.
+		if l, ok := lease.FenceFrom(ctx); ok {
+			leasepg.QueueFence(t.batch, l, s.fenceIdle)
+		}
 		if fnErr = fn(t); fnErr != nil {
 			return fnErr
 		}
@@ -109,7 +146,12 @@ func (s *Store) update(ctx context.Context, projection string, pos events.Positi
 			return t.err
 		}
 		// Bit-preserving conversion: see the Store doc.
-		t.batch.Queue(upsertCheckpoint, projection, int64(pos.Commit), int64(pos.Prepare))
+		t.batch.Queue(upsertCheckpoint, projection, int64(pos.Commit), int64(pos.Prepare)).Exec(func(ct pgconn.CommandTag) error {
+			if ct.RowsAffected() == 0 {
+				return fmt.Errorf("%w: %s to %v", projections.ErrCheckpointBackwards, projection, pos)
+			}
+			return nil
+		})
 		return t.flush(ctx)
 	})
 	if fnErr != nil {
@@ -155,11 +197,18 @@ func (s *Store) ResetFamily(ctx context.Context, f projections.Family) error {
 		return fmt.Errorf("projections/postgres: no read-model family %q", f)
 	}
 	err := pgx.BeginFunc(ctx, s.pool, func(db pgx.Tx) error {
+		if l, ok := lease.FenceFrom(ctx); ok {
+			if err := leasepg.Fence(ctx, db, l, s.fenceIdle); err != nil {
+				return err
+			}
+		}
 		if _, err := db.Exec(ctx, `TRUNCATE `+tables); err != nil {
 			return err
 		}
-		_, err := db.Exec(ctx, `DELETE FROM checkpoints WHERE projection = $1`, string(f))
-		return err
+		if _, err := db.Exec(ctx, `DELETE FROM checkpoints WHERE projection = $1`, string(f)); err != nil {
+			return err
+		}
+		return s.nextGeneration(ctx, db, string(f))
 	})
 	if err != nil {
 		return fmt.Errorf("projections/postgres: reset %s: %w", f, err)

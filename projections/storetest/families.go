@@ -58,7 +58,7 @@ func testResetFamily(t *testing.T, s Store) {
 			t.Fatal(err)
 		}
 		fillFamilies(t, s)
-		pos := events.Position{Commit: 42, Prepare: 42}
+		pos := nextPos()
 		for _, f := range projections.Families {
 			writeAt(t, usersOf(s), string(f), pos, func(projections.UserTx) error { return nil })
 		}

@@ -108,11 +108,11 @@ func firstErr(errs ...error) error {
 // before and after) find what seed wrote and nothing of spoil's.
 func failedUpdate[T any](t *testing.T, s Store, f family[T], seed, spoil func(T) error, check func(when string)) {
 	t.Helper()
-	pos := events.Position{Commit: 70, Prepare: 70}
+	pos := nextPos()
 	writeAt(t, f, f.name, pos, seed)
 	check("before the failed Update")
 	boom := errors.New("projector failed")
-	err := f.update(ctx, f.name, events.Position{Commit: 80, Prepare: 80}, func(tx T) error {
+	err := f.update(ctx, f.name, nextPos(), func(tx T) error {
 		if err := spoil(tx); err != nil {
 			return err
 		}

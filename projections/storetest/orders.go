@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/projections"
 )
 
@@ -533,7 +532,7 @@ func testFailedUpdateOrders(t *testing.T, s Store) {
 	g := goodsOf(1)
 	a, b := orderOf(1, 10, "APPROVED"), orderOf(1, 11, "PENDING_REVIEW")
 	u := fullUser(1, 10, "c-10")
-	writeAt(t, usersOf(s), "users", events.Position{Commit: 70, Prepare: 70}, func(tx projections.UserTx) error { return tx.PutUser(ctx, u) })
+	writeAt(t, usersOf(s), "users", nextPos(), func(tx projections.UserTx) error { return tx.PutUser(ctx, u) })
 	m := orderModel{}
 	m.put(a, b)
 	failedUpdate(t, s, ordersOf(s), func(tx projections.OrderTx) error {

@@ -308,7 +308,7 @@ func testFailedUpdateReports(t *testing.T, s Store) {
 	a, b := report(1, 10, 1, "2024-03-05"), report(1, 10, 2, "2024-03-05")
 	a.InterpretationDetail = []byte(awkwardJSON)
 	u := fullUser(1, 10, "c-10")
-	writeAt(t, usersOf(s), "users", events.Position{Commit: 70, Prepare: 70}, func(tx projections.UserTx) error { return tx.PutUser(ctx, u) })
+	writeAt(t, usersOf(s), "users", nextPos(), func(tx projections.UserTx) error { return tx.PutUser(ctx, u) })
 	failedUpdate(t, s, reportsOf(s), func(tx projections.ReportTx) error {
 		return firstErr(tx.PutReport(ctx, a), tx.PutReport(ctx, b))
 	}, func(tx projections.ReportTx) error {

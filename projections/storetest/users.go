@@ -186,15 +186,30 @@ func testCheckpointsPerProjection(t *testing.T, s Store) {
 	wantCheckpoint(t, s, "b", b)
 	wantCheckpoint(t, s, "c", events.Position{})
 
-	// Moving one leaves the other alone, and moving back is allowed
-	// (a rebuild may restart a projection from an earlier position).
-	a2 := events.Position{Commit: 1, Prepare: 1}
+	// Moving one leaves the other alone.
+	a2 := events.Position{Commit: 101, Prepare: 1}
 	writeAt(t, usersOf(s), "a", a2, noop)
 	wantCheckpoint(t, s, "a", a2)
 	wantCheckpoint(t, s, "b", b)
 
+	// A checkpoint never moves back: a writer that is behind (a node that
+	// lost its lease and has not noticed yet) fails as a whole, and its
+	// rows are not written. Only a reset (a rebuild) starts it over.
+	// Writing the same position again (a replayed batch) is fine.
+	err := s.Update(context.Background(), "a", a, func(tx projections.UserTx) error {
+		return tx.PutUser(ctx, fullUser(1, 7001, "behind"))
+	})
+	if !errors.Is(err, projections.ErrCheckpointBackwards) {
+		t.Fatalf("Update moving the checkpoint back: %v, want ErrCheckpointBackwards", err)
+	}
+	wantCheckpoint(t, s, "a", a2)
+	_, uerr := s.User(ctx, 1, 7001)
+	wantNotFound(t, "the user written by an update that moved the checkpoint back", uerr)
+	writeAt(t, usersOf(s), "a", a2, noop)
+	wantCheckpoint(t, s, "a", a2)
+
 	// A failed Update of one projection does not touch any checkpoint.
-	err := s.Update(context.Background(), "b", events.Position{Commit: 6, Prepare: 6}, func(projections.UserTx) error {
+	err = s.Update(context.Background(), "b", events.Position{Commit: 6, Prepare: 6}, func(projections.UserTx) error {
 		return errors.New("no")
 	})
 	if err == nil {
@@ -210,15 +225,27 @@ func testCheckpointsPerProjection(t *testing.T, s Store) {
 
 func testCheckpointRange(t *testing.T, s Store) {
 	noop := func(projections.UserTx) error { return nil }
-	for _, p := range []events.Position{
+	// In increasing order across the whole uint64 range (checkpoints only
+	// move forward, compared as Go compares them).
+	ps := []events.Position{
+		{Commit: 0, Prepare: 1},
 		{Commit: 1<<63 - 1, Prepare: 1<<63 - 2},
+		{Commit: 1<<63 - 1, Prepare: 1 << 63},
 		{Commit: 1 << 63, Prepare: 1<<63 + 1},
 		{Commit: ^uint64(0), Prepare: ^uint64(0) - 1},
-		{Commit: 0, Prepare: 1},
-	} {
+		{Commit: ^uint64(0), Prepare: ^uint64(0)},
+	}
+	for _, p := range ps {
 		writeAt(t, usersOf(s), "range", p, noop)
 		wantCheckpoint(t, s, "range", p)
 	}
+	last := ps[len(ps)-1]
+	for _, p := range ps[:len(ps)-1] {
+		if err := s.Update(ctx, "range", p, noop); !errors.Is(err, projections.ErrCheckpointBackwards) {
+			t.Errorf("Update back to %v after %v: %v, want ErrCheckpointBackwards", p, last, err)
+		}
+	}
+	wantCheckpoint(t, s, "range", last)
 }
 
 func testUserLookups(t *testing.T, s Store) {

@@ -165,10 +165,28 @@ type Querier interface {
 // every write transaction made on a lease's behalf.
 func Fence(ctx context.Context, tx Querier, l lease.Lease, idle time.Duration) error {
 	var one int
-	err := tx.QueryRow(ctx, `
+	return fenceResult(l, tx.QueryRow(ctx, fenceSQL, fenceArgs(l, idle)...).Scan(&one))
+}
+
+// QueueFence is Fence for a transaction that sends its statements as a
+// pgx.Batch: queued first, it costs no round trip of its own, and the
+// batch fails (so the transaction rolls back) when the lease is lost.
+func QueueFence(b *pgx.Batch, l lease.Lease, idle time.Duration) {
+	b.Queue(fenceSQL, fenceArgs(l, idle)...).QueryRow(func(row pgx.Row) error {
+		var one int
+		return fenceResult(l, row.Scan(&one))
+	})
+}
+
+const fenceSQL = `
 SELECT 1 FROM leases, set_config('idle_in_transaction_session_timeout', $3, true)
-WHERE name = $1 AND token = $2 AND holder <> '' FOR SHARE OF leases`,
-		l.Name, l.Token, fmt.Sprint(max(idle.Milliseconds(), 1))).Scan(&one)
+WHERE name = $1 AND token = $2 AND holder <> '' FOR SHARE OF leases`
+
+func fenceArgs(l lease.Lease, idle time.Duration) []any {
+	return []any{l.Name, l.Token, fmt.Sprint(max(idle.Milliseconds(), 1))}
+}
+
+func fenceResult(l lease.Lease, err error) error {
 	if errors.Is(err, pgx.ErrNoRows) {
 		return fmt.Errorf("%w: %s token %d is no longer current", lease.ErrLost, l.Name, l.Token)
 	}

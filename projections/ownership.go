@@ -1,0 +1,391 @@
+package projections
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/healthtech/partner-open-platform/events"
+	"github.com/healthtech/partner-open-platform/internal/lease"
+)
+
+// ErrCheckpointBackwards is returned by a store that refused to move a
+// projection's checkpoint back: the batch came from a writer that is behind
+// (it should have been fenced), and nothing of it was committed.
+var ErrCheckpointBackwards = errors.New("projections: the checkpoint would move backwards")
+
+// ErrRebuildPending says a rebuild was recorded but no node has started it
+// within the wait: the family's owner will when it can (it is busy, or the
+// family has no owner until its lease is taken over).
+var ErrRebuildPending = errors.New("projections: rebuild recorded but not started yet")
+
+// Ownership makes a runner one of several nodes' runners of the same
+// projection over shared read models: only the holder of the projection's
+// lease projects (its writes fenced on the lease's token), the others
+// follow the owner's progress so that their reads can wait for it, and one
+// of them takes over within the lease's TTL when the owner dies.
+type Ownership struct {
+	// Leases keeps the projection's lease (Postgres in a cluster, memory
+	// in embedded mode).
+	Leases lease.Store
+	// Holder is this node's identity (PLATFORM_NODE_ID).
+	Holder string
+	// TTL is the lease's time to live: a dead owner is replaced within it.
+	TTL time.Duration
+	// Shared shares progress and rebuild requests between nodes; nil in
+	// embedded mode, where the runner is the only one.
+	Shared Shared
+	// Poll is how often a node re-reads the shared progress, in case a
+	// notification was lost; the owner re-announces as often (default 2 s).
+	Poll time.Duration
+}
+
+// LeaseName is the lease a projection's owner holds.
+func LeaseName(projection string) string { return "projection/" + projection }
+
+// Progress is a projection's state as the nodes share it.
+type Progress struct {
+	// Generation counts the projection's resets (rebuilds): positions of
+	// an older generation no longer describe its rows.
+	Generation int64
+	// Requested is the generation an operator's rebuild asked for: a
+	// rebuild is pending while it exceeds Generation.
+	Requested int64
+	// Position is what the owner has applied (stored: its checkpoint).
+	Position events.Position
+	// Target is the log's head when the owner (re)started, zero when unknown.
+	Target events.Position
+	// Applied counts the events the owner applied in this generation.
+	Applied uint64
+	// CaughtUp says the owner had applied the log's end.
+	CaughtUp bool
+	// Owner is the node that announced it ("" when read from storage or
+	// when it is a rebuild request).
+	Owner string
+}
+
+// Shared is where the runners of one projection on several nodes meet: the
+// projection's stored progress and rebuild requests, and announcements
+// from its owner. projections/postgres implements it with the checkpoints
+// table and LISTEN/NOTIFY.
+type Shared interface {
+	// Progress reads the stored generation, requested generation and checkpoint.
+	Progress(ctx context.Context, projection string) (Progress, error)
+	// Announce tells every node (best effort) what the owner has applied.
+	Announce(ctx context.Context, projection string, p Progress) error
+	// Watch delivers the announcements about projection, latest last, until
+	// stop is called; a slow reader may miss some (the poll catches up).
+	Watch(projection string) (updates <-chan Progress, stop func())
+	// RequestRebuild records that an operator wants projection rebuilt and
+	// tells every node; it returns the generation the rebuild will have.
+	// Requests made before the owner starts the rebuild share it.
+	RequestRebuild(ctx context.Context, projection string) (generation int64, err error)
+}
+
+// runShared takes turns with the other nodes: it campaigns for the lease
+// and projects while it holds it; meanwhile (and after losing it) it
+// follows the owner's announced progress.
+func (r *Runner) runShared(ctx context.Context) error {
+	o := r.own
+	if head, err := r.store.Head(ctx); err == nil {
+		r.mu.Lock()
+		if !r.stats.Ready {
+			r.stats.Target = head
+		}
+		r.mu.Unlock()
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	if o.Shared != nil {
+		wg.Add(2)
+		go func() { defer wg.Done(); r.watchShared(ctx) }()
+		go func() { defer wg.Done(); r.announce(ctx) }()
+	}
+	name := LeaseName(r.Name())
+	for {
+		held, err := lease.Campaign(ctx, o.Leases, name, o.Holder, o.TTL, r.log)
+		if err != nil {
+			return nil // ctx ended
+		}
+		r.log.Info("this node now projects the family: it holds its lease", "node", o.Holder, "token", held.Lease().Token)
+		r.setOwning(true)
+		perr := r.project(held.Context())
+		r.setOwning(false)
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		if err := held.Release(rctx); err != nil {
+			r.log.Warn("releasing the projection's lease failed; another node takes over when it expires", "err", err)
+		}
+		cancel()
+		if ctx.Err() != nil {
+			return nil
+		}
+		cause := held.Err()
+		if perr != nil {
+			cause = perr
+		}
+		r.log.Warn("this node lost the family's lease; following the new owner", "node", o.Holder, "err", cause)
+	}
+}
+
+func (r *Runner) setOwning(owning bool) {
+	r.mu.Lock()
+	r.owning = owning
+	if owning {
+		r.stats.Owner = r.own.Holder
+	}
+	r.mu.Unlock()
+}
+
+// Owning says whether this node projects the projection now.
+func (r *Runner) Owning() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.owning || r.own == nil
+}
+
+// kickAnnounce wakes the announcer without waiting for it.
+func (r *Runner) kickAnnounce() {
+	select {
+	case r.announceKick <- struct{}{}:
+	default:
+	}
+}
+
+// announce tells the other nodes, while this node owns the projection,
+// what it has applied: after every batch (also batches of events it
+// ignores, so that followers' positions keep up with the log) and every
+// Poll, so a node that starts on an idle log learns where the owner is.
+func (r *Runner) announce(ctx context.Context) {
+	t := time.NewTicker(r.own.Poll)
+	defer t.Stop()
+	var failing bool
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-r.announceKick:
+		case <-t.C:
+		}
+		r.mu.Lock()
+		send := r.owning && r.genKnown
+		p := Progress{Generation: r.gen, Position: r.pos, Target: r.stats.Target, Applied: r.stats.Applied,
+			CaughtUp: r.stats.CaughtUp, Owner: r.own.Holder}
+		r.mu.Unlock()
+		if !send {
+			continue
+		}
+		err := r.own.Shared.Announce(ctx, r.Name(), p)
+		if err != nil && !failing && ctx.Err() == nil {
+			r.log.Warn("announcing progress failed; other nodes fall back to polling", "err", err)
+		}
+		failing = err != nil
+	}
+}
+
+// watchShared follows the announcements and, every Poll, the stored
+// progress and the lease's holder.
+func (r *Runner) watchShared(ctx context.Context) {
+	sh := r.own.Shared
+	updates, stop := sh.Watch(r.Name())
+	defer stop()
+	t := time.NewTicker(r.own.Poll)
+	defer t.Stop()
+	var failing bool
+	poll := func() {
+		p, err := sh.Progress(ctx, r.Name())
+		if err == nil {
+			var l lease.Lease
+			if l, err = r.own.Leases.Get(ctx, LeaseName(r.Name())); err == nil {
+				p.Owner = l.Holder
+				r.mu.Lock()
+				if !r.owning {
+					r.stats.Owner = l.Holder
+				}
+				r.mu.Unlock()
+			}
+		}
+		if err != nil {
+			if !failing && ctx.Err() == nil {
+				r.log.Warn("reading the shared progress failed", "err", err)
+			}
+			failing = true
+			return
+		}
+		failing = false
+		r.observe(ctx, p, false)
+	}
+	poll()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case p := <-updates:
+			r.observe(ctx, p, true)
+		case <-t.C:
+			poll()
+		}
+	}
+}
+
+// observe applies what another node announced (announced) or what storage
+// says: a pending rebuild, a new generation, or progress in the current one.
+// Positions never move back except for a rebuild.
+func (r *Runner) observe(ctx context.Context, p Progress, announced bool) {
+	r.mu.Lock()
+	if r.owning {
+		want := r.genKnown && p.Requested > r.gen
+		r.mu.Unlock()
+		if want {
+			select {
+			case r.wantRebuild <- struct{}{}:
+			default:
+			}
+		}
+		return
+	}
+	needHead := r.genKnown && (p.Generation > r.gen || p.Requested > max(r.gen, r.awaitGen))
+	r.mu.Unlock()
+	var head events.Position
+	if needHead {
+		h, err := r.store.Head(ctx)
+		if err != nil {
+			return // the next poll tries again
+		}
+		head = h
+	}
+
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.owning {
+		return
+	}
+	if announced && p.Owner != "" {
+		r.stats.Owner = p.Owner
+	}
+	changed, sameGen := false, false
+	switch {
+	case !r.genKnown:
+		r.gen, r.genKnown = p.Generation, true
+		changed, sameGen = true, true // first news: readiness is decided on it
+		if r.pos.Less(p.Position) {
+			r.pos = p.Position
+		}
+	case p.Generation > r.gen:
+		target := p.Target
+		if target.IsZero() {
+			target = head
+		}
+		r.gen, r.pos = p.Generation, p.Position
+		r.stats = Stats{Name: r.Name(), Since: time.Now(), Rebuilding: true, Target: target, Owner: r.stats.Owner}
+		changed, sameGen = true, true
+	case p.Generation == r.gen:
+		sameGen = true
+		if r.awaitGen <= r.gen && r.pos.Less(p.Position) {
+			r.pos, changed = p.Position, true
+		}
+	}
+	if p.Requested > r.gen && p.Requested > r.awaitGen {
+		// A rebuild is on its way: stop claiming the old rows are current,
+		// so reads here wait for the rebuilt family instead.
+		r.awaitGen = p.Requested
+		r.pos = events.Position{}
+		r.stats = Stats{Name: r.Name(), Since: time.Now(), Rebuilding: true, Target: head, Owner: r.stats.Owner}
+		changed, sameGen = true, false
+	}
+	if !changed {
+		return
+	}
+	if announced && sameGen {
+		r.stats.Applied = p.Applied
+	}
+	if !r.stats.Ready && !r.pos.Less(r.stats.Target) && r.awaitGen <= r.gen {
+		r.stats.Rebuilding, r.stats.Ready = false, true
+	}
+	if announced {
+		r.stats.CaughtUp = p.CaughtUp && r.stats.Ready
+	}
+	close(r.changed)
+	r.changed = make(chan struct{})
+}
+
+// syncGeneration, for an owner, reads the stored generation: after a
+// takeover or a reset it is the one announcements carry. A rebuild that
+// was requested and not yet done is started first.
+func (r *Runner) syncGeneration(ctx context.Context) error {
+	if r.own == nil || r.own.Shared == nil {
+		return nil
+	}
+	p, err := r.own.Shared.Progress(ctx, r.Name())
+	if err != nil {
+		return fmt.Errorf("shared progress: %w", err)
+	}
+	r.mu.Lock()
+	if r.genKnown && p.Generation != r.gen {
+		r.pos = events.Position{} // the rows were rebuilt since this node knew them
+	}
+	if !r.genKnown || p.Generation != r.gen {
+		r.gen, r.genKnown = p.Generation, true
+		close(r.changed)
+		r.changed = make(chan struct{})
+	}
+	r.mu.Unlock()
+	if p.Requested > p.Generation {
+		return rebuildRequest{}
+	}
+	return nil
+}
+
+// rebuildPending says whether storage holds a rebuild request newer than
+// the generation this node knows.
+func (r *Runner) rebuildPending(ctx context.Context) (bool, error) {
+	if r.own == nil || r.own.Shared == nil {
+		return false, nil
+	}
+	p, err := r.own.Shared.Progress(ctx, r.Name())
+	if err != nil {
+		return false, fmt.Errorf("shared progress: %w", err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return p.Requested > r.gen, nil
+}
+
+// rebuildWait bounds how long a rebuild request waits for the owner to
+// reset the family.
+func (r *Runner) rebuildWait() time.Duration { return max(30*time.Second, 3*r.own.TTL) }
+
+// rebuildShared records the request where every node sees it and waits
+// until the family's owner, on whichever node, has reset it.
+func (r *Runner) rebuildShared(ctx context.Context) error {
+	want, err := r.own.Shared.RequestRebuild(ctx, r.Name())
+	if err != nil {
+		return fmt.Errorf("request the rebuild of %s: %w", r.Name(), err)
+	}
+	r.mu.Lock()
+	known, gen, pos := r.genKnown, r.gen, r.pos
+	r.mu.Unlock()
+	if known { // else the first poll sees the request
+		r.observe(ctx, Progress{Generation: gen, Requested: want, Position: pos}, false)
+	}
+	ctx, cancel := context.WithTimeout(ctx, r.rebuildWait())
+	defer cancel()
+	for {
+		ch := r.Changed()
+		r.mu.Lock()
+		done := r.genKnown && r.gen >= want
+		r.mu.Unlock()
+		if done {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return fmt.Errorf("%w: %s generation %d", ErrRebuildPending, r.Name(), want)
+			}
+			return ctx.Err()
+		}
+	}
+}

@@ -1,0 +1,239 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/healthtech/partner-open-platform/events"
+	"github.com/healthtech/partner-open-platform/projections"
+)
+
+var _ projections.Shared = (*Store)(nil)
+
+// progressChannel is the LISTEN/NOTIFY channel on which families' owners
+// announce their progress and operators' rebuild requests are broadcast.
+const progressChannel = "platform_projection_progress"
+
+// Progress implements projections.Shared: the family's generation, the
+// generation a pending rebuild asked for, and its checkpoint.
+func (s *Store) Progress(ctx context.Context, projection string) (projections.Progress, error) {
+	var p projections.Progress
+	var commit, prepare int64
+	err := s.pool.QueryRow(ctx, `
+SELECT coalesce(g.generation, 0), coalesce(g.requested, 0), coalesce(c.commit_pos, 0), coalesce(c.prepare_pos, 0)
+FROM (SELECT $1::text AS projection) AS p
+LEFT JOIN family_generations g USING (projection)
+LEFT JOIN checkpoints c USING (projection)`, projection).Scan(&p.Generation, &p.Requested, &commit, &prepare)
+	if err != nil {
+		return p, fmt.Errorf("projections/postgres: progress of %s: %w", projection, err)
+	}
+	p.Position = events.Position{Commit: uint64(commit), Prepare: uint64(prepare)}
+	return p, nil
+}
+
+// notice is a Progress on the wire (NOTIFY payloads are text).
+type notice struct {
+	Projection string `json:"p"`
+	Generation int64  `json:"g"`
+	Requested  int64  `json:"q,omitempty"`
+	Commit     uint64 `json:"c,omitempty"`
+	Prepare    uint64 `json:"r,omitempty"`
+	TCommit    uint64 `json:"tc,omitempty"`
+	TPrepare   uint64 `json:"tr,omitempty"`
+	Applied    uint64 `json:"n,omitempty"`
+	CaughtUp   bool   `json:"u,omitempty"`
+	Owner      string `json:"o,omitempty"`
+}
+
+func (n notice) progress() projections.Progress {
+	return projections.Progress{
+		Generation: n.Generation, Requested: n.Requested,
+		Position: events.Position{Commit: n.Commit, Prepare: n.Prepare},
+		Target:   events.Position{Commit: n.TCommit, Prepare: n.TPrepare},
+		Applied:  n.Applied, CaughtUp: n.CaughtUp, Owner: n.Owner,
+	}
+}
+
+func (s *Store) notify(ctx context.Context, q queryer, n notice) error {
+	payload, err := json.Marshal(n)
+	if err != nil {
+		return err
+	}
+	_, err = q.Exec(ctx, `SELECT pg_notify($1, $2)`, progressChannel, string(payload))
+	return err
+}
+
+// queryer is a pool or a transaction: a notification sent in a
+// transaction goes out when it commits, and not at all if it rolls back.
+type queryer interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+}
+
+// Announce implements projections.Shared.
+func (s *Store) Announce(ctx context.Context, projection string, p projections.Progress) error {
+	err := s.notify(ctx, s.pool, notice{
+		Projection: projection, Generation: p.Generation, Requested: p.Requested,
+		Commit: p.Position.Commit, Prepare: p.Position.Prepare, TCommit: p.Target.Commit, TPrepare: p.Target.Prepare,
+		Applied: p.Applied, CaughtUp: p.CaughtUp, Owner: p.Owner,
+	})
+	if err != nil {
+		return fmt.Errorf("projections/postgres: announce %s: %w", projection, err)
+	}
+	return nil
+}
+
+// RequestRebuild implements projections.Shared: one statement asks for the
+// generation after the current one (requests made before the owner starts
+// share it), and the notification goes out with its commit.
+func (s *Store) RequestRebuild(ctx context.Context, projection string) (int64, error) {
+	var gen, want int64
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		err := tx.QueryRow(ctx, `
+INSERT INTO family_generations AS g (projection, generation, requested, requested_at)
+VALUES ($1, 0, 1, now())
+ON CONFLICT (projection) DO UPDATE SET
+    requested = greatest(g.requested, g.generation + 1), requested_at = now()
+RETURNING generation, requested`, projection).Scan(&gen, &want)
+		if err != nil {
+			return err
+		}
+		return s.notify(ctx, tx, notice{Projection: projection, Generation: gen, Requested: want})
+	})
+	if err != nil {
+		return 0, fmt.Errorf("projections/postgres: request the rebuild of %s: %w", projection, err)
+	}
+	return want, nil
+}
+
+// nextGeneration, inside a family's reset, moves its generation past every
+// request so far; the announcement of the new generation goes out with
+// the commit, together with the truncation.
+func (s *Store) nextGeneration(ctx context.Context, tx pgx.Tx, projection string) error {
+	var gen int64
+	err := tx.QueryRow(ctx, `
+INSERT INTO family_generations AS g (projection, generation, requested, rebuilt_at)
+VALUES ($1, 1, 1, now())
+ON CONFLICT (projection) DO UPDATE SET
+    generation = greatest(g.generation + 1, g.requested), rebuilt_at = now()
+RETURNING generation`, projection).Scan(&gen)
+	if err != nil {
+		return err
+	}
+	return s.notify(ctx, tx, notice{Projection: projection, Generation: gen})
+}
+
+// Watch implements projections.Shared. The node's one LISTEN connection
+// starts with the first watcher and reconnects after failures (announcements
+// sent meanwhile are lost: the runners' polls cover them).
+func (s *Store) Watch(projection string) (<-chan projections.Progress, func()) {
+	return s.watch.add(s, projection)
+}
+
+// watcher fans one LISTEN connection out to the runners watching.
+type watcher struct {
+	mu     sync.Mutex
+	subs   map[*subscriber]struct{}
+	cancel context.CancelFunc
+	done   chan struct{}
+	closed bool
+}
+
+type subscriber struct {
+	projection string
+	ch         chan projections.Progress
+}
+
+func (w *watcher) add(s *Store, projection string) (<-chan projections.Progress, func()) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	sub := &subscriber{projection: projection, ch: make(chan projections.Progress, 16)}
+	if w.closed {
+		return sub.ch, func() {}
+	}
+	if w.subs == nil {
+		w.subs = map[*subscriber]struct{}{}
+	}
+	w.subs[sub] = struct{}{}
+	if w.cancel == nil {
+		ctx, cancel := context.WithCancel(context.Background())
+		w.cancel, w.done = cancel, make(chan struct{})
+		go w.listen(ctx, s)
+	}
+	return sub.ch, func() {
+		w.mu.Lock()
+		delete(w.subs, sub)
+		w.mu.Unlock()
+	}
+}
+
+func (w *watcher) close() {
+	w.mu.Lock()
+	w.closed = true
+	cancel, done := w.cancel, w.done
+	w.mu.Unlock()
+	if cancel != nil {
+		cancel()
+		<-done
+	}
+}
+
+// deliver hands n to the watchers of its projection; a full channel loses
+// its oldest entry, since a later announcement supersedes it.
+func (w *watcher) deliver(n notice) {
+	p := n.progress()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for sub := range w.subs {
+		if sub.projection != n.Projection {
+			continue
+		}
+		for {
+			select {
+			case sub.ch <- p:
+			default:
+				select {
+				case <-sub.ch:
+				default:
+				}
+				continue
+			}
+			break
+		}
+	}
+}
+
+func (w *watcher) listen(ctx context.Context, s *Store) {
+	defer close(w.done)
+	for ctx.Err() == nil {
+		conn, err := s.pool.Acquire(ctx)
+		if err == nil {
+			_, err = conn.Exec(ctx, `LISTEN `+progressChannel)
+		}
+		for err == nil {
+			var n *pgconn.Notification
+			n, err = conn.Conn().WaitForNotification(ctx)
+			if err != nil {
+				break
+			}
+			var msg notice
+			if json.Unmarshal([]byte(n.Payload), &msg) == nil {
+				w.deliver(msg)
+			}
+		}
+		if conn != nil {
+			_ = conn.Hijack().Close(context.Background()) // it may be mid-wait: never back to the pool
+		}
+		// A lost listener only slows followers down to their poll, which
+		// logs if the database is unreachable.
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+}
