@@ -3,10 +3,15 @@ package node
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
+	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/internal/auth"
 	"github.com/healthtech/partner-open-platform/internal/ratelimit"
 	ratelimitpg "github.com/healthtech/partner-open-platform/internal/ratelimit/postgres"
@@ -96,4 +101,68 @@ func (n *Node) openRateLimits(ctx context.Context, cfg Config) (auth.Limiter, qu
 	}
 	n.adapter("rate limits", "Postgres (shared by every node), scheme M in leases of "+strconv.Itoa(batch)+" tokens")
 	return ratelimit.NewLeased(shared, cfg.PartnerRateLimit, time.Minute, batch, time.Second), pull, nil
+}
+
+// checkOperatorToken makes the nodes sharing a Postgres agree on the
+// operator token: the first node records its token's SHA-256; a node whose
+// token differs and was made up at this start (PLATFORM_ADMIN_TOKEN unset,
+// no admin.token in its data directory) refuses to start, since nobody
+// else could know that token and admin calls would fail on this node only.
+// A differing token that was given on purpose (PLATFORM_ADMIN_TOKEN or an
+// existing file) is taken as a rotation: it is recorded and the other
+// nodes' tokens are reported stale in the log until they restart with it.
+func (n *Node) checkOperatorToken(ctx context.Context, cfg Config, madeUp bool) error {
+	if cfg.PostgresURL == "" {
+		if sharedEventStore(cfg) && cfg.AdminToken == "" {
+			n.log.Warn("PLATFORM_ADMIN_TOKEN is unset: this node's operator token is in its data directory; every node sharing the event store needs the same token")
+		}
+		return nil
+	}
+	conn, err := pgx.Connect(ctx, cfg.PostgresURL)
+	if err != nil {
+		return fmt.Errorf("operator token check: %w", err)
+	}
+	defer conn.Close(context.Background())
+	mine := domain.HashToken(n.AdminToken)
+	var recorded string
+	err = conn.QueryRow(ctx, `
+INSERT INTO cluster_settings (name, value) VALUES ('operator_token', $1)
+ON CONFLICT (name) DO UPDATE SET value = cluster_settings.value
+RETURNING value`, mine).Scan(&recorded)
+	if err != nil {
+		return fmt.Errorf("operator token check: %w", err)
+	}
+	if recorded == mine {
+		return nil
+	}
+	if madeUp {
+		// The file is this start's own: removed, so the next start makes
+		// no new token up again, nor mistakes this one for a rotation.
+		_ = os.Remove(filepath.Join(cfg.DataDir, "admin.token"))
+		return fmt.Errorf("operator token: PLATFORM_ADMIN_TOKEN is unset and this node made up a new token in %s, "+
+			"but the other nodes sharing this database use another one; set PLATFORM_ADMIN_TOKEN to the operator token of the other nodes "+
+			"(or copy their admin.token into this node's data directory)", filepath.Join(cfg.DataDir, "admin.token"))
+	}
+	if _, err := conn.Exec(ctx, `UPDATE cluster_settings SET value = $1, recorded_at = now() WHERE name = 'operator_token'`, mine); err != nil {
+		return fmt.Errorf("operator token check: %w", err)
+	}
+	n.log.Warn("operator token differs from the one the other nodes sharing this database recorded; taken as a rotation: "+
+		"restart every other node with this token, until then admin calls with the old token work on them and not here", "source", tokenSource(cfg))
+	return nil
+}
+
+func tokenSource(cfg Config) string {
+	if cfg.AdminToken != "" {
+		return "PLATFORM_ADMIN_TOKEN"
+	}
+	return filepath.Join(cfg.DataDir, "admin.token")
+}
+
+// tokenMadeUp tells whether this start will make up a new operator token.
+func tokenMadeUp(cfg Config) bool {
+	if cfg.AdminToken != "" {
+		return false
+	}
+	b, err := os.ReadFile(filepath.Join(cfg.DataDir, "admin.token"))
+	return err != nil || strings.TrimSpace(string(b)) == ""
 }

@@ -7,6 +7,9 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -202,4 +205,55 @@ func TestEmbeddedReplayGuardSurvivesRestart(t *testing.T) {
 		replay.Header.Set(h, write.Header.Get(h))
 	}
 	expectCode(t, "scheme M signature replayed on another route after a restart", p.send(replay), http.StatusUnauthorized, "HTTP_401")
+}
+
+// Nodes sharing a database must share the operator token: a node that
+// would make up a token of its own refuses to start and says what to set;
+// one given the others' token starts.
+func TestClusterRefusesAMadeUpOperatorToken(t *testing.T) {
+	db := pgtest.New(t)
+	first := start(t, node.Config{DataDir: t.TempDir(), ESDBURL: db, PostgresURL: db})
+	key := keyOf(t, first)
+	cfg := node.Config{DataDir: t.TempDir(), ESDBURL: db, PostgresURL: db, MasterKey: key, Logger: quietLogger()}
+	for range 2 { // and again: the refused start left no token behind to be mistaken for a rotation
+		if n, err := node.Open(t.Context(), cfg); err == nil {
+			n.Close()
+			t.Fatal("a node with a made-up operator token started beside a node with another")
+		} else if !strings.Contains(err.Error(), "PLATFORM_ADMIN_TOKEN") {
+			t.Fatalf("refusal does not name PLATFORM_ADMIN_TOKEN: %v", err)
+		}
+	}
+	cfg.AdminToken = first.node.AdminToken
+	second := start(t, cfg)
+	if res := second.admin("GET", "/admin/v1/apps", nil); res.Status != http.StatusOK {
+		t.Fatalf("operator token of the first node on the second: %d %s", res.Status, res.Raw)
+	}
+}
+
+// Nodes sharing an event store must share the master key: a node given
+// another key refuses to start, naming the variable, rather than failing
+// every partner whose secret it cannot open.
+func TestClusterRefusesAnotherMasterKey(t *testing.T) {
+	pa, _ := twoNodes(t, nil)
+	pa.createApp("partner")
+	other := make([]byte, 32)
+	if _, err := rand.Read(other); err != nil {
+		t.Fatal(err)
+	}
+	db := pa.cfg.PostgresURL
+	_, err := node.Open(t.Context(), node.Config{DataDir: t.TempDir(), ESDBURL: db, PostgresURL: db,
+		AdminToken: pa.cfg.AdminToken, MasterKey: hex.EncodeToString(other), Logger: quietLogger()})
+	if err == nil || !strings.Contains(err.Error(), "PLATFORM_MASTER_KEY") {
+		t.Fatalf("a node with another master key: %v, want a refusal naming PLATFORM_MASTER_KEY", err)
+	}
+}
+
+// keyOf reads the master key a node made up in its data directory.
+func keyOf(t *testing.T, p *platform) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(p.cfg.DataDir, "master.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(b))
 }

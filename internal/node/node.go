@@ -190,6 +190,7 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		return nil, fmt.Errorf("data directory: %w", err)
 	}
 
+	madeUp := tokenMadeUp(cfg)
 	if n.AdminToken, err = tokenFile(cfg.AdminToken, filepath.Join(cfg.DataDir, "admin.token"), "adm_", n.log); err != nil {
 		return nil, err
 	}
@@ -241,6 +242,9 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		n.Adapters["read models"] = "in memory, rebuilt from the log at start"
 	}
 	n.closers = append(n.closers, n.ReadModel.Close)
+	if err := n.checkOperatorToken(ctx, cfg, madeUp); err != nil {
+		return nil, err
+	}
 	if len(cfg.KafkaBrokers) > 0 {
 		n.Adapters["bus"] = "Kafka " + strings.Join(cfg.KafkaBrokers, ",") + " internal topic " + cfg.KafkaInternalTopic +
 			", analytics topic " + cfg.KafkaTopic

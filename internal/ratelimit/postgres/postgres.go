@@ -8,7 +8,7 @@
 // row lock, so concurrent decisions on one key, from any node, are applied
 // one after another to the latest row and can never both spend the same
 // token. The table (rate_buckets) is created by the read-model store's
-// migrations (projections/postgres, part "ratelimit").
+// migrations (projections/postgres, part "cluster").
 package postgres
 
 import (
