@@ -71,6 +71,7 @@ func TestInvalidValuesStopStartUp(t *testing.T) {
 		"PLATFORM_WEBHOOK_ALLOW_LOOPBACK": {"maybe", "-1", "tru"},
 		"PLATFORM_WEBHOOK_RETRY_SCHEDULE": {"5", "1m,0s", "-1m", "1m,,2m", "1m,", "soon"},
 		"PLATFORM_RATE_LIMIT":             {"abc", "0", "1.5", "6000/min", "1e3"},
+		"PLATFORM_DIRECTORY_STALENESS":    {"abc", "-1s", "1", "soon"},
 		"PLATFORM_LOG_FORMAT":             {"yaml", "logfmt"},
 		"PLATFORM_MASTER_KEY":             {"hunter2", goodKey[:62], goodKey + "00"},
 		"PLATFORM_MASTER_KEY_PREVIOUS":    {"hunter2", goodKey + ",", goodKey + ",," + goodKey, goodKey + "," + goodKey[:62]},
