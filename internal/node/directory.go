@@ -29,8 +29,8 @@ const directoryWait = 5 * time.Second
 // busy node makes far fewer reads than lookups while each lookup still gets
 // a head read that started after it arrived.
 type follower struct {
-	store  events.Store
-	runner *projections.Runner
+	store  headReader
+	runner directoryRunner
 	// maxAge is how old the head a hit is decided on may be: 0 means read
 	// after the lookup arrived (changes apply on every node at once); a
 	// positive bound saves reads at the price of changes taking up to that
@@ -42,6 +42,18 @@ type follower struct {
 	mu        sync.Mutex
 	confirmed time.Time // start of the latest head read the directory has reached
 	flight    *headRead
+}
+
+// headReader reads the position of the log's last event (events.Store).
+type headReader interface {
+	Head(ctx context.Context) (events.Position, error)
+}
+
+// directoryRunner is the projection that fills a directory
+// (projections.Runner).
+type directoryRunner interface {
+	Name() string
+	WaitFor(ctx context.Context, pos events.Position) error
 }
 
 // headRead is one coalesced read of the head and wait for the directory.
