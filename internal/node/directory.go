@@ -151,10 +151,12 @@ type appDirectory struct {
 	f    *follower
 }
 
+// ByID finds an app by id as of the log's head (see follower).
 func (d appDirectory) ByID(id int64) (domain.App, bool) {
 	return lookup(d.f, "app by id", func() (domain.App, bool) { return d.apps.ByID(id) })
 }
 
+// ByKey finds an app by key as of the log's head (see follower).
 func (d appDirectory) ByKey(key string) (domain.App, bool) {
 	return lookup(d.f, "app by key", func() (domain.App, bool) { return d.apps.ByKey(key) })
 }
@@ -186,6 +188,7 @@ type operatorDirectory struct {
 	f   *follower
 }
 
+// OperatorByTokenHash finds a live named operator as of the log's head.
 func (d operatorDirectory) OperatorByTokenHash(hash string) (auth.Operator, bool) {
 	op, ok := lookup(d.f, "operator token", func() (projections.Operator, bool) { return d.ops.ByTokenHash(hash) })
 	return auth.Operator{ID: op.OperatorID, Name: op.Name, Role: op.Role}, ok

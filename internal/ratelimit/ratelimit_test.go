@@ -70,6 +70,8 @@ func TestLeaseGivesBackUnusedTokens(t *testing.T) {
 	}
 }
 
+// Buckets that refilled completely are forgotten, so memory stays bounded
+// by the keys recently limited.
 func TestPruneKeepsBehaviour(t *testing.T) {
 	now := time.Unix(0, 0)
 	l := ratelimit.New(2, time.Second)
