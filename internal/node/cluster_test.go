@@ -257,3 +257,34 @@ func keyOf(t *testing.T, p *platform) string {
 	}
 	return strings.TrimSpace(string(b))
 }
+
+// BenchmarkClusterSchemeMRead measures a signed read on node B of a
+// two-node cluster with the default freshness (a head read after every
+// lookup arrives) against a staleness bound of an hour (no head reads), in
+// the same run: the price of "changes apply on every node at once".
+func BenchmarkClusterSchemeMRead(b *testing.B) {
+	for _, c := range []struct {
+		name      string
+		staleness time.Duration
+	}{{"staleness-1h", time.Hour}, {"staleness-0", 0}} {
+		b.Run(c.name, func(b *testing.B) {
+			db := pgtest.New(b)
+			key := make([]byte, 32)
+			if _, err := rand.Read(key); err != nil {
+				b.Fatal(err)
+			}
+			cfg := func() node.Config {
+				return node.Config{DataDir: b.TempDir(), ESDBURL: db, PostgresURL: db, MasterKey: hex.EncodeToString(key),
+					AdminToken: "adm_bench", DirectoryStaleness: c.staleness, PartnerRateLimit: -1}
+			}
+			pa, pb := start(b, cfg()), start(b, cfg())
+			onB := pa.createApp("partner").on(pb)
+			onB.expect("GET", probe, nil, http.StatusNotFound, "USER_NOT_FOUND")
+			for b.Loop() {
+				if res := onB.do("GET", probe, nil); res.Status != http.StatusNotFound {
+					b.Fatalf("%d %s", res.Status, res.Raw)
+				}
+			}
+		})
+	}
+}
