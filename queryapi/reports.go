@@ -3,6 +3,7 @@ package queryapi
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"net/http"
 	"strconv"
@@ -34,6 +35,12 @@ type Tokens interface {
 	Token(hash string, now time.Time) (appID int64, scope string, ok bool)
 }
 
+// RateLimiter decides whether one more report pull of an app is within the
+// spec's 60 per minute; with Postgres the bucket is shared by every node.
+type RateLimiter interface {
+	Allow(ctx context.Context, key string) (ratelimit.Decision, error)
+}
+
 // ReportAPI holds what the report pull and the daily report need.
 type ReportAPI struct {
 	Reports    projections.ReportStore
@@ -41,7 +48,7 @@ type ReportAPI struct {
 	Events     events.Store
 	Runner     *projections.Runner // the read-model projection
 	SchemeH    auth.SchemeH
-	Limiter    *ratelimit.Limiter
+	Limiter    RateLimiter
 	Views      ReportViews
 	Tokens     Tokens
 	Apps       auth.Directory
@@ -94,7 +101,10 @@ func (q *ReportAPI) servePull(w http.ResponseWriter, r *http.Request, ps httprou
 	if err != nil {
 		return err
 	}
-	d := q.Limiter.Allow(strconv.FormatInt(app.AppID, 10))
+	d, err := q.Limiter.Allow(r.Context(), strconv.FormatInt(app.AppID, 10))
+	if err != nil {
+		return fmt.Errorf("report pull rate limit of app %d: %w", app.AppID, err)
+	}
 	w.Header().Set("X-RateLimit-Limit", strconv.Itoa(d.Limit))
 	w.Header().Set("X-RateLimit-Remaining", strconv.Itoa(d.Remaining))
 	w.Header().Set("X-RateLimit-Reset", strconv.Itoa(int(math.Ceil(d.Reset.Seconds()))))

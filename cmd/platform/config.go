@@ -36,6 +36,7 @@ type config struct {
 	WebhookAllowLoopback bool
 	WebhookRetrySchedule []time.Duration // nil: the spec's schedule
 	RateLimit            int
+	DirectoryStaleness   time.Duration
 	LogFormat            string
 	AdminToken           string
 	MasterKey            string
@@ -257,6 +258,23 @@ func loadConfig(args []string, getenv func(string) string, usageOut io.Writer) (
 				return nil
 			},
 			show: func() string { return c.LeaseTTL.String() }},
+		{env: "PLATFORM_DIRECTORY_STALENESS", flag: "directory-staleness", def: "0s",
+			usage:   "on a shared event store, how old the state may be on which an app, token or operator found in this node's directory is accepted; 0 = changes made on any node apply at once",
+			accepts: "a non-negative Go duration such as 0s, 250ms or 1s",
+			parse: func(s string) error {
+				d, err := time.ParseDuration(s)
+				if err != nil || d < 0 {
+					return errors.New("not a non-negative duration")
+				}
+				c.DirectoryStaleness = d
+				return nil
+			},
+			show: func() string {
+				if c.DirectoryStaleness == 0 {
+					return "0s (changes made on any node apply at once)"
+				}
+				return c.DirectoryStaleness.String()
+			}},
 		{env: "PLATFORM_LOG_FORMAT", flag: "log-format", def: "text", usage: "log format",
 			accepts: "text or json",
 			parse: func(s string) error {

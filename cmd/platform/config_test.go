@@ -72,6 +72,7 @@ func TestInvalidValuesStopStartUp(t *testing.T) {
 		"PLATFORM_WEBHOOK_ALLOW_LOOPBACK": {"maybe", "-1", "tru"},
 		"PLATFORM_WEBHOOK_RETRY_SCHEDULE": {"5", "1m,0s", "-1m", "1m,,2m", "1m,", "soon"},
 		"PLATFORM_RATE_LIMIT":             {"abc", "0", "1.5", "6000/min", "1e3"},
+		"PLATFORM_DIRECTORY_STALENESS":    {"abc", "-1s", "1", "soon"},
 		"PLATFORM_LOG_FORMAT":             {"yaml", "logfmt"},
 		"PLATFORM_NODE_ID":                {"node 1", "a/b", strings.Repeat("n", 129)},
 		"PLATFORM_LEASE_TTL":              {"10", "0s", "500ms", "-5s", "11m", "soon"},

@@ -42,6 +42,7 @@ func main() {
 		FeedPseudonymKey: cfg.FeedPseudonymKey, KafkaRelay: &cfg.KafkaRelay, WebhookAllowLoopback: cfg.WebhookAllowLoopback,
 		WebhookSchedule: cfg.WebhookRetrySchedule, InternalToken: cfg.InternalToken, PartnerRateLimit: cfg.RateLimit,
 		NodeID: cfg.NodeID, LeaseTTL: cfg.LeaseTTL,
+		DirectoryStaleness: cfg.DirectoryStaleness,
 	}); err != nil {
 		log.Error("platform stopped", "err", err)
 		os.Exit(1)

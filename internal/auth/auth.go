@@ -7,6 +7,7 @@ import (
 	"crypto/md5"
 	"crypto/subtle"
 	"encoding/hex"
+	"fmt"
 	"math"
 	"net/http"
 	"slices"
@@ -48,7 +49,15 @@ type SchemeM struct {
 	// nil disables route binding (unit tests of the formula only).
 	Bindings Bindings
 	// Limiter bounds each app's requests (HTTP_429); nil means no limit.
-	Limiter *ratelimit.Limiter
+	Limiter Limiter
+}
+
+// Limiter decides whether one more request of a key (an app) is within its
+// rate: the in-process ratelimit.Limiter on an embedded node, the shared
+// bucket (ratelimit/postgres, possibly behind ratelimit.Leased) when nodes
+// share Postgres, so the limit holds across the cluster.
+type Limiter interface {
+	Allow(ctx context.Context, key string) (ratelimit.Decision, error)
 }
 
 // Bindings ties a value to a key until it expires; the first value bound
@@ -141,7 +150,11 @@ func (s SchemeM) Verify(r *http.Request, body []byte) (domain.App, error) {
 		return domain.App{}, err
 	}
 	if s.Limiter != nil {
-		if d := s.Limiter.Allow(strconv.FormatInt(app.AppID, 10)); !d.Allowed {
+		d, err := s.Limiter.Allow(r.Context(), strconv.FormatInt(app.AppID, 10))
+		if err != nil {
+			return domain.App{}, fmt.Errorf("scheme M rate limit of app %d: %w", app.AppID, err)
+		}
+		if !d.Allowed {
 			return domain.App{}, &httpapi.Problem{Status: http.StatusTooManyRequests, Code: "HTTP_429",
 				Message: "request rate exceeded; slow down with exponential backoff",
 				Headers: map[string]string{

@@ -21,7 +21,6 @@ import (
 
 	"github.com/healthtech/partner-open-platform/commandapi"
 	"github.com/healthtech/partner-open-platform/commands"
-	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/events/catalog"
 	"github.com/healthtech/partner-open-platform/internal/auth"
@@ -32,7 +31,6 @@ import (
 	leasepg "github.com/healthtech/partner-open-platform/internal/lease/postgres"
 	"github.com/healthtech/partner-open-platform/internal/metrics"
 	"github.com/healthtech/partner-open-platform/internal/openapi"
-	"github.com/healthtech/partner-open-platform/internal/ratelimit"
 	"github.com/healthtech/partner-open-platform/internal/secrets"
 	"github.com/healthtech/partner-open-platform/keys"
 	keyfiles "github.com/healthtech/partner-open-platform/keys/files"
@@ -104,6 +102,13 @@ type Config struct {
 	// PartnerRateLimit is each app's requests per minute on scheme M routes
 	// (default 6000, a burst of as many; negative: no limit).
 	PartnerRateLimit int
+	// DirectoryStaleness bounds, on a shared event store, how old the state
+	// may be on which a found app, token or operator is accepted: 0 (the
+	// default) reads the store's head after each lookup arrives (coalesced),
+	// so a change acknowledged by any node applies on every node at once; a
+	// positive bound saves those reads, and changes then take up to that
+	// long on the other nodes.
+	DirectoryStaleness time.Duration
 	// PlaintextPersonalData turns per-person encryption of personal fields
 	// off; only benchmarks set it, to measure what encryption costs.
 	PlaintextPersonalData bool
@@ -220,6 +225,7 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		return nil, fmt.Errorf("data directory: %w", err)
 	}
 
+	madeUp := tokenMadeUp(cfg)
 	if n.AdminToken, err = tokenFile(cfg.AdminToken, filepath.Join(cfg.DataDir, "admin.token"), "adm_", n.log); err != nil {
 		return nil, err
 	}
@@ -282,6 +288,9 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		n.Adapters["leases"] = "in memory (single node)"
 	}
 	n.closers = append(n.closers, n.ReadModel.Close)
+	if err := n.checkOperatorToken(ctx, cfg, madeUp); err != nil {
+		return nil, err
+	}
 	if len(cfg.KafkaBrokers) > 0 {
 		n.Adapters["bus"] = "Kafka " + strings.Join(cfg.KafkaBrokers, ",") + " internal topic " + cfg.KafkaInternalTopic +
 			", analytics topic " + cfg.KafkaTopic
@@ -324,14 +333,19 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		Workers: cfg.WebhookWorkers, OnAttempt: n.Metrics.Attempted,
 	}
 
-	directory := readyDirectory{apps: n.Apps, runner: appsRunner}
-	schemeM := auth.SchemeM{Apps: directory, Now: cfg.Now, Bindings: n.ReadModel}
-	if cfg.PartnerRateLimit > 0 {
-		schemeM.Limiter = ratelimit.New(cfg.PartnerRateLimit, time.Minute)
+	directory := appDirectory{n.Apps, n.follower(cfg, appsRunner)}
+	nonces, err := n.openNonces(cfg)
+	if err != nil {
+		return nil, err
 	}
-	admin := auth.Admin{Token: n.AdminToken, Operators: operatorDirectory{n.Operators, operatorsRunner}}
+	partnerLimit, pullLimit, err := n.openRateLimits(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	schemeM := auth.SchemeM{Apps: directory, Now: cfg.Now, Bindings: nonces, Limiter: partnerLimit}
+	admin := auth.Admin{Token: n.AdminToken, Operators: operatorDirectory{n.Operators, n.follower(cfg, operatorsRunner)}}
 	operators := commands.NewOperators(n.Events, n.Registry, ids, cfg.Now)
-	schemeH := auth.SchemeH{Apps: directory, Nonces: n.ReadModel, Now: cfg.Now}
+	schemeH := auth.SchemeH{Apps: directory, Nonces: nonces, Now: cfg.Now}
 	reports := commands.NewReports(n.Events, n.Registry, ids, cfg.Now)
 	marks := projections.NewWatermarks()
 	n.Watermarks = marks
@@ -357,7 +371,7 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		Resender: n.Dispatcher, Location: n.Location, Keys: n.Keys,
 		Deliveries: n.ReadModel, DeliveryErasures: commands.NewDeliveryErasures(n.Events, n.Registry),
 		SchemeH: schemeH, Reports: reports, Plugin: pluginCmds,
-		Credentials: commands.NewCredentialIssuer(n.Events, n.Registry, ids, cfg.Now), UploaderDirectory: n.Apps,
+		Credentials: commands.NewCredentialIssuer(n.Events, n.Registry, ids, cfg.Now), UploaderDirectory: directory,
 		Orders:        commands.NewOrders(n.Events, n.Registry, ids, cfg.Now),
 		Benefits:      commands.NewBenefits(n.Events, n.Registry, ids, cfg.Now, max(cfg.VerifyCooldown, 0), providerDirectory{n.ReadModel, n.Families[projections.FamilyBenefits], n.head, shared != nil}),
 		InternalToken: n.InternalToken,
@@ -375,7 +389,7 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 	}
 	reportAPI := &queryapi.ReportAPI{
 		Reports: n.ReadModel, Users: n.ReadModel, Events: n.Events, Runner: n.Families[projections.FamilyReports], SchemeH: schemeH,
-		Limiter: ratelimit.New(cfg.ReportPullLimit, time.Minute), Tokens: n.Apps, Apps: n.Apps,
+		Limiter: pullLimit, Tokens: directory, Apps: directory,
 		Location: n.Location, Now: cfg.Now, Watermarks: marks, Views: reports, Auditor: operators,
 	}
 	routes := append(cmdAPI.Routes(), qAPI.Routes()...)
@@ -784,59 +798,6 @@ func (d phoneDirectory) UserIDByPhone(ctx context.Context, appID int64, phone st
 		return 0, false, err
 	}
 	return u.OpenUserID, true, nil
-}
-
-// readyDirectory answers an unknown app only once the app directory has
-// applied the log as far as it reached at start: right after a restart a
-// partner's correctly signed call must not get 401 because its app's events
-// are still being replayed.
-type readyDirectory struct {
-	apps   *projections.Apps
-	runner *projections.Runner
-}
-
-// directoryWait bounds how long a call waits for the directory at start.
-const directoryWait = 5 * time.Second
-
-func (d readyDirectory) wait() bool {
-	if d.runner.Stats().Ready {
-		return false
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), directoryWait)
-	defer cancel()
-	return d.runner.WaitReady(ctx) == nil
-}
-
-func (d readyDirectory) ByID(id int64) (domain.App, bool) {
-	a, ok := d.apps.ByID(id)
-	if !ok && d.wait() {
-		a, ok = d.apps.ByID(id)
-	}
-	return a, ok
-}
-
-func (d readyDirectory) ByKey(key string) (domain.App, bool) {
-	a, ok := d.apps.ByKey(key)
-	if !ok && d.wait() {
-		a, ok = d.apps.ByKey(key)
-	}
-	return a, ok
-}
-
-// operatorDirectory finds named operators for authentication; right after a
-// start it waits (bounded) for the directory to replay the log, so a named
-// operator's first call after a restart is not refused.
-type operatorDirectory struct {
-	ops    *projections.Operators
-	runner *projections.Runner
-}
-
-func (d operatorDirectory) OperatorByTokenHash(hash string) (auth.Operator, bool) {
-	op, ok := d.ops.ByTokenHash(hash)
-	if !ok && (readyDirectory{runner: d.runner}).wait() {
-		op, ok = d.ops.ByTokenHash(hash)
-	}
-	return auth.Operator{ID: op.OperatorID, Name: op.Name, Role: op.Role}, ok
 }
 
 // headStore remembers the position of the last append this node made, so a

@@ -1,8 +1,16 @@
 // Package ratelimit keeps per-key token buckets, so one partner's burst
 // cannot starve the others; it answers with what the rate-limit headers need.
+//
+// Limiter is the in-process bucket of an embedded node. A cluster shares its
+// buckets in Postgres (ratelimit/postgres), so that N nodes admit the limit
+// once, not N times; Leased puts a node-local cache of small token leases in
+// front of such a shared bucket for high limits. Consumers (auth, queryapi)
+// declare the one-method interface they call; every adapter passes the
+// ratelimittest suite.
 package ratelimit
 
 import (
+	"context"
 	"math"
 	"sync"
 	"time"
@@ -33,37 +41,75 @@ type Decision struct {
 	Reset      time.Duration // until the bucket is full again
 }
 
+// Grant is the outcome of taking up to n tokens at once from a bucket: how
+// many were granted and the bucket's level afterwards, from which a Decision's
+// numbers follow. Leased takes its leases as Grants.
+type Grant struct {
+	Granted int
+	Tokens  float64 // tokens left in the bucket after the grant
+}
+
 // New builds a limiter of limit requests per period.
 func New(limit int, period time.Duration) *Limiter {
 	return &Limiter{Limit: limit, Period: period, Now: time.Now, buckets: map[string]*bucket{}}
 }
 
-// Allow takes one token from key's bucket if it has one.
-func (l *Limiter) Allow(key string) Decision {
+// Allow takes one token from key's bucket if it has one. It never fails; the
+// error is there so that the in-process and the shared limiters are one port.
+func (l *Limiter) Allow(ctx context.Context, key string) (Decision, error) {
+	g, err := l.Take(ctx, key, 1, 0)
+	if err != nil {
+		return Decision{}, err
+	}
+	return Decide(g, 1, l.Limit, l.Period), nil
+}
+
+// Take implements Taker in process: it returns back tokens to key's bucket
+// (up to its capacity), then takes as many whole tokens as it holds, up to
+// want.
+func (l *Limiter) Take(ctx context.Context, key string, want, back int) (Grant, error) {
+	if err := ctx.Err(); err != nil {
+		return Grant{}, err
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.Now()
-	rate := float64(l.Limit) / l.Period.Seconds() // tokens per second
+	rate := Rate(l.Limit, l.Period)
 	b, ok := l.buckets[key]
 	if !ok {
 		b = &bucket{tokens: float64(l.Limit), at: now}
 		l.buckets[key] = b
 	}
-	b.tokens = math.Min(float64(l.Limit), b.tokens+now.Sub(b.at).Seconds()*rate)
-	b.at = now
-	d := Decision{Limit: l.Limit}
-	if b.tokens >= 1 {
-		b.tokens--
-		d.Allowed = true
-	} else {
-		d.RetryAfter = time.Duration((1 - b.tokens) / rate * float64(time.Second))
+	elapsed := max(now.Sub(b.at).Seconds(), 0) // a clock step back refills nothing
+	b.tokens = math.Min(float64(l.Limit), b.tokens+float64(max(back, 0))+elapsed*rate)
+	if now.After(b.at) {
+		b.at = now
 	}
-	d.Remaining = int(math.Floor(b.tokens))
-	d.Reset = time.Duration((float64(l.Limit) - b.tokens) / rate * float64(time.Second))
+	granted := int(math.Min(float64(max(want, 0)), math.Floor(b.tokens)))
+	b.tokens -= float64(granted)
 	l.calls++
 	if l.calls%4096 == 0 {
 		l.prune(now, rate)
 	}
+	return Grant{Granted: granted, Tokens: b.tokens}, nil
+}
+
+// Rate is the refill rate of limit tokens per period, in tokens per second.
+func Rate(limit int, period time.Duration) float64 {
+	return float64(limit) / period.Seconds()
+}
+
+// Decide turns a grant of one request's token(s) into the verdict and the
+// header numbers; every adapter answers through it, so they agree to the
+// nanosecond. want is how many tokens the request needed (1).
+func Decide(g Grant, want, limit int, period time.Duration) Decision {
+	rate := Rate(limit, period)
+	d := Decision{Limit: limit, Allowed: g.Granted >= want}
+	if !d.Allowed {
+		d.RetryAfter = time.Duration((float64(want) - g.Tokens) / rate * float64(time.Second))
+	}
+	d.Remaining = max(int(math.Floor(g.Tokens)), 0)
+	d.Reset = time.Duration((float64(limit) - g.Tokens) / rate * float64(time.Second))
 	return d
 }
 
@@ -74,4 +120,11 @@ func (l *Limiter) prune(now time.Time, rate float64) {
 			delete(l.buckets, k)
 		}
 	}
+}
+
+// Buckets is how many keys the limiter remembers (for tests of pruning).
+func (l *Limiter) Buckets() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.buckets)
 }

@@ -1,49 +1,98 @@
-package ratelimit
+package ratelimit_test
 
 import (
+	"context"
 	"testing"
 	"time"
+
+	"github.com/healthtech/partner-open-platform/internal/ratelimit"
+	"github.com/healthtech/partner-open-platform/internal/ratelimit/ratelimittest"
 )
 
-func TestBucketRefillsContinuously(t *testing.T) {
-	now := time.Unix(0, 0)
-	l := New(60, time.Minute)
-	l.Now = func() time.Time { return now }
-	for i := 0; i < 60; i++ {
-		if d := l.Allow("a"); !d.Allowed || d.Remaining != 59-i {
-			t.Fatalf("request %d: %+v", i, d)
+// The in-process bucket of an embedded node: one limiter is both "nodes".
+func TestLimiterConformance(t *testing.T) {
+	ratelimittest.Run(t, func(t *testing.T, limit int, period time.Duration, now func() time.Time) (a, b ratelimittest.Limiter) {
+		l := ratelimit.New(limit, period)
+		l.Now = now
+		return l, l
+	}, 0)
+}
+
+// Two leasing nodes over one in-process bucket: the lease logic alone,
+// without a database; ratelimit/postgres runs the same over Postgres.
+func TestLeasedConformance(t *testing.T) {
+	const batch = 10
+	ratelimittest.Run(t, func(t *testing.T, limit int, period time.Duration, now func() time.Time) (a, b ratelimittest.Limiter) {
+		shared := ratelimit.New(limit, period)
+		shared.Now = now
+		node := func() *ratelimit.Leased {
+			l := ratelimit.NewLeased(shared, limit, period, batch, time.Second)
+			l.Now = now
+			return l
+		}
+		return node(), node()
+	}, 2*batch)
+}
+
+// A lease that expires unused gives its tokens back: nothing is lost to a
+// node that stopped receiving the key's requests.
+func TestLeaseGivesBackUnusedTokens(t *testing.T) {
+	clock := ratelimittest.NewClock()
+	shared := ratelimit.New(20, time.Hour)
+	shared.Now = clock.Now
+	a := ratelimit.NewLeased(shared, 20, time.Hour, 10, time.Second)
+	b := ratelimit.NewLeased(shared, 20, time.Hour, 10, time.Second)
+	a.Now, b.Now = clock.Now, clock.Now
+	ctx := context.Background()
+	if d, _ := a.Allow(ctx, "k"); !d.Allowed { // A leases 10, uses 1
+		t.Fatal("first request refused")
+	}
+	for i := range 10 { // B leases the other 10
+		if d, _ := b.Allow(ctx, "k"); !d.Allowed {
+			t.Fatalf("B's request %d refused", i+1)
 		}
 	}
-	d := l.Allow("a")
-	if d.Allowed || d.RetryAfter != time.Second || d.Remaining != 0 {
-		t.Fatalf("61st: %+v", d)
+	if d, _ := b.Allow(ctx, "k"); d.Allowed {
+		t.Fatal("B admitted an 11th request while A holds the other 9 tokens (the limit is 20)")
 	}
-	if other := l.Allow("b"); !other.Allowed {
-		t.Fatal("keys share a bucket")
+	clock.Add(2 * time.Second) // A's lease expired: its 9 tokens go back with A's next take
+	if d, _ := a.Allow(ctx, "k"); !d.Allowed || d.Remaining != 8 {
+		t.Fatalf("A after its lease expired: %+v, want allowed with 8 remaining", d)
 	}
-	now = now.Add(999 * time.Millisecond)
-	if l.Allow("a").Allowed {
-		t.Fatal("allowed before a token refilled")
+	allowed := 1 + 10 + 1
+	for range 20 {
+		if d, _ := a.Allow(ctx, "k"); d.Allowed {
+			allowed++
+		}
 	}
-	now = now.Add(2 * time.Millisecond)
-	if !l.Allow("a").Allowed {
-		t.Fatal("refused after a token refilled")
-	}
-	now = now.Add(time.Hour)
-	if d := l.Allow("a"); !d.Allowed || d.Remaining != 59 {
-		t.Fatalf("after an hour: %+v", d)
+	if allowed != 20 {
+		t.Fatalf("%d requests admitted in all, want exactly the limit of 20", allowed)
 	}
 }
 
+// Buckets that refilled completely are forgotten, so memory stays bounded
+// by the keys recently limited.
 func TestPruneKeepsBehaviour(t *testing.T) {
 	now := time.Unix(0, 0)
-	l := New(2, time.Second)
+	l := ratelimit.New(2, time.Second)
 	l.Now = func() time.Time { return now }
-	for i := 0; i < 5000; i++ {
-		l.Allow(string(rune('a' + i%26)))
+	for i := range 5000 {
+		l.Allow(context.Background(), string(rune('a'+i%26)))
 		now = now.Add(time.Millisecond)
 	}
-	if len(l.buckets) > 26 {
-		t.Fatalf("%d buckets kept", len(l.buckets))
+	if n := l.Buckets(); n > 26 {
+		t.Fatalf("%d buckets kept", n)
+	}
+}
+
+// BenchmarkLimiter is the baseline the shared adapters are compared with:
+// one in-process decision.
+func BenchmarkLimiter(b *testing.B) {
+	l := ratelimit.New(1<<30, time.Minute)
+	ctx := context.Background()
+	for b.Loop() {
+		if _, err := l.Allow(ctx, "app"); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -11,12 +11,51 @@ import (
 	"github.com/healthtech/partner-open-platform/projections"
 )
 
-// nonceCases are the cases of the nonces sub-suite.
-var nonceCases = []testCase{
+// NonceStore is a replay guard under test on its own (an embedded node's
+// file, projections/bolt): the nonce port, Reset (which must leave
+// nonces) and Close.
+type NonceStore interface {
+	projections.NonceStore
+	Reset(ctx context.Context) error
+	Close() error
+}
+
+// nonceTests are the cases of the nonces sub-suite.
+var nonceTests = []struct {
+	name string
+	fn   func(t *testing.T, s NonceStore)
+}{
 	{"NoncesFreshOnceUntilExpired", testNonces},
 	{"ConcurrentNonceUse", testNonceRace},
 	{"BindingsHoldUntilExpired", testBindings},
 	{"ConcurrentBinding", testBindingRace},
+}
+
+// nonceCases runs nonceTests inside Run, on whole read-model stores.
+var nonceCases = func() []testCase {
+	var cs []testCase
+	for _, c := range nonceTests {
+		cs = append(cs, testCase{c.name, func(t *testing.T, s Store) { c.fn(t, s) }})
+	}
+	return cs
+}()
+
+// RunNonces checks a replay guard that is not a whole read-model store
+// against the same cases as Run's nonces sub-suite; open is called once per
+// case and must return an empty store, which RunNonces closes.
+func RunNonces(t *testing.T, open func(t *testing.T) NonceStore) {
+	t.Helper()
+	for _, c := range nonceTests {
+		t.Run(c.name, func(t *testing.T) {
+			s := open(t)
+			t.Cleanup(func() {
+				if err := s.Close(); err != nil {
+					t.Errorf("Close: %v", err)
+				}
+			})
+			c.fn(t, s)
+		})
+	}
 }
 
 // The cases of the nonce store: replay nonces (Use) and scheme M bindings (Bind), which are not read models and survive every reset.
@@ -37,7 +76,7 @@ func wantUse(t *testing.T, s projections.NonceStore, what, scope, nonce string, 
 	}
 }
 
-func testNonces(t *testing.T, s Store) {
+func testNonces(t *testing.T, s NonceStore) {
 	now := time.Now()
 	future, past := now.Add(time.Hour), now.Add(-time.Hour)
 
@@ -68,7 +107,7 @@ func testNonces(t *testing.T, s Store) {
 	wantUse(t, s, "replay of the renewed use", "sig", "old", future, false)
 }
 
-func testNonceRace(t *testing.T, s Store) {
+func testNonceRace(t *testing.T, s NonceStore) {
 	const goroutines = 20
 	race := func(what, nonce string, expires time.Time) {
 		t.Helper()
@@ -125,7 +164,7 @@ func wantBind(t *testing.T, s projections.NonceStore, what, scope, key, value st
 	}
 }
 
-func testBindings(t *testing.T, s Store) {
+func testBindings(t *testing.T, s NonceStore) {
 	now := time.Now()
 	future, past := now.Add(time.Hour), now.Add(-time.Hour)
 
@@ -166,7 +205,7 @@ func testBindings(t *testing.T, s Store) {
 
 // Fifty callers binding one key to fifty values at once: exactly one value
 // wins, and every caller is told that value.
-func testBindingRace(t *testing.T, s Store) {
+func testBindingRace(t *testing.T, s NonceStore) {
 	const goroutines = 50
 	race := func(what, key string, expires time.Time) string {
 		t.Helper()

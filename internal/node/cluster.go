@@ -1,0 +1,168 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/healthtech/partner-open-platform/domain"
+	"github.com/healthtech/partner-open-platform/internal/auth"
+	"github.com/healthtech/partner-open-platform/internal/ratelimit"
+	ratelimitpg "github.com/healthtech/partner-open-platform/internal/ratelimit/postgres"
+	"github.com/healthtech/partner-open-platform/projections"
+	noncebolt "github.com/healthtech/partner-open-platform/projections/bolt"
+	"github.com/healthtech/partner-open-platform/queryapi"
+)
+
+// What several nodes sharing one event store and one Postgres must share
+// beyond the log: the replay guard, the rate limits and fresh directories.
+// An embedded node keeps the first two to itself (nonces in a file in its
+// data directory, so they survive a restart) and needs no freshness checks.
+
+// sharedEventStore tells whether other nodes may append to this node's
+// event store (Postgres or EventStoreDB rather than the embedded log).
+func sharedEventStore(cfg Config) bool { return cfg.EventStoreURL != "" }
+
+// follower builds the freshness rule of one directory (see follower): on a
+// shared event store every lookup decides on a state no older than
+// cfg.DirectoryStaleness; on the embedded log only misses wait.
+func (n *Node) follower(cfg Config, run *projections.Runner) *follower {
+	maxAge := time.Duration(-1)
+	if sharedEventStore(cfg) {
+		maxAge = max(cfg.DirectoryStaleness, 0)
+	}
+	return &follower{store: n.head, runner: run, maxAge: maxAge, log: n.log}
+}
+
+// openNonces picks the replay guard: the Postgres read-model store (shared
+// by every node) or, embedded, a file in the data directory.
+func (n *Node) openNonces(cfg Config) (projections.NonceStore, error) {
+	if cfg.PostgresURL != "" {
+		n.adapter("replay guard", "Postgres (shared by every node)")
+		return n.ReadModel, nil
+	}
+	path := filepath.Join(cfg.DataDir, "nonces.db")
+	s, err := noncebolt.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("replay guard: %w", err)
+	}
+	n.closers = append(n.closers, s.Close)
+	n.adapter("replay guard", "file "+path)
+	if sharedEventStore(cfg) {
+		n.log.Warn("nonces and rate limits are kept per node: set PLATFORM_POSTGRES_URL so that every node sharing the event store shares them")
+	}
+	return s, nil
+}
+
+// adapter records and logs the adapter serving a port.
+func (n *Node) adapter(port, what string) {
+	n.Adapters[port] = what
+	n.log.Info("adapter", "port", port, "adapter", what)
+}
+
+// partnerLimitLease is how many seconds' worth of a partner's scheme M rate
+// one lease holds: at 6000 per minute, 10 tokens (one round trip per 10
+// requests at full rate).
+const partnerLimitLease = 0.1
+
+// openRateLimits picks the scheme M limiter (nil: no limit) and the report
+// pull's: buckets in Postgres shared by every node when Postgres is
+// configured, in process otherwise.
+func (n *Node) openRateLimits(ctx context.Context, cfg Config) (auth.Limiter, queryapi.RateLimiter, error) {
+	if cfg.PostgresURL == "" {
+		n.adapter("rate limits", "in process")
+		var partner auth.Limiter
+		if cfg.PartnerRateLimit > 0 {
+			partner = ratelimit.New(cfg.PartnerRateLimit, time.Minute)
+		}
+		return partner, ratelimit.New(cfg.ReportPullLimit, time.Minute), nil
+	}
+	store, err := ratelimitpg.Open(ctx, cfg.PostgresURL)
+	if err != nil {
+		return nil, nil, fmt.Errorf("rate limits: %w", err)
+	}
+	n.closers = append(n.closers, store.Close)
+	pull := store.Bucket("report_pull", cfg.ReportPullLimit, time.Minute)
+	if cfg.PartnerRateLimit <= 0 {
+		n.adapter("rate limits", "Postgres (shared by every node)")
+		return nil, pull, nil
+	}
+	shared := store.Bucket("scheme_m", cfg.PartnerRateLimit, time.Minute)
+	batch := int(float64(cfg.PartnerRateLimit) / 60 * partnerLimitLease)
+	if batch < 2 {
+		n.adapter("rate limits", "Postgres (shared by every node)")
+		return shared, pull, nil
+	}
+	n.adapter("rate limits", "Postgres (shared by every node), scheme M in leases of "+strconv.Itoa(batch)+" tokens")
+	return ratelimit.NewLeased(shared, cfg.PartnerRateLimit, time.Minute, batch, time.Second), pull, nil
+}
+
+// checkOperatorToken makes the nodes sharing a Postgres agree on the
+// operator token: the first node records its token's SHA-256; a node whose
+// token differs and was made up at this start (PLATFORM_ADMIN_TOKEN unset,
+// no admin.token in its data directory) refuses to start, since nobody
+// else could know that token and admin calls would fail on this node only.
+// A differing token that was given on purpose (PLATFORM_ADMIN_TOKEN or an
+// existing file) is taken as a rotation: it is recorded and the other
+// nodes' tokens are reported stale in the log until they restart with it.
+func (n *Node) checkOperatorToken(ctx context.Context, cfg Config, madeUp bool) error {
+	if cfg.PostgresURL == "" {
+		if sharedEventStore(cfg) && cfg.AdminToken == "" {
+			n.log.Warn("PLATFORM_ADMIN_TOKEN is unset: this node's operator token is in its data directory; every node sharing the event store needs the same token")
+		}
+		return nil
+	}
+	conn, err := pgx.Connect(ctx, cfg.PostgresURL)
+	if err != nil {
+		return fmt.Errorf("operator token check: %w", err)
+	}
+	defer conn.Close(context.Background())
+	mine := domain.HashToken(n.AdminToken)
+	var recorded string
+	err = conn.QueryRow(ctx, `
+INSERT INTO cluster_settings (name, value) VALUES ('operator_token', $1)
+ON CONFLICT (name) DO UPDATE SET value = cluster_settings.value
+RETURNING value`, mine).Scan(&recorded)
+	if err != nil {
+		return fmt.Errorf("operator token check: %w", err)
+	}
+	if recorded == mine {
+		return nil
+	}
+	if madeUp {
+		// The file is this start's own: removed, so the next start makes
+		// no new token up again, nor mistakes this one for a rotation.
+		_ = os.Remove(filepath.Join(cfg.DataDir, "admin.token"))
+		return fmt.Errorf("operator token: PLATFORM_ADMIN_TOKEN is unset and this node made up a new token in %s, "+
+			"but the other nodes sharing this database use another one; set PLATFORM_ADMIN_TOKEN to the operator token of the other nodes "+
+			"(or copy their admin.token into this node's data directory)", filepath.Join(cfg.DataDir, "admin.token"))
+	}
+	if _, err := conn.Exec(ctx, `UPDATE cluster_settings SET value = $1, recorded_at = now() WHERE name = 'operator_token'`, mine); err != nil {
+		return fmt.Errorf("operator token check: %w", err)
+	}
+	n.log.Warn("operator token differs from the one the other nodes sharing this database recorded; taken as a rotation: "+
+		"restart every other node with this token, until then admin calls with the old token work on them and not here", "source", tokenSource(cfg))
+	return nil
+}
+
+func tokenSource(cfg Config) string {
+	if cfg.AdminToken != "" {
+		return "PLATFORM_ADMIN_TOKEN"
+	}
+	return filepath.Join(cfg.DataDir, "admin.token")
+}
+
+// tokenMadeUp tells whether this start will make up a new operator token.
+func tokenMadeUp(cfg Config) bool {
+	if cfg.AdminToken != "" {
+		return false
+	}
+	b, err := os.ReadFile(filepath.Join(cfg.DataDir, "admin.token"))
+	return err != nil || strings.TrimSpace(string(b)) == ""
+}

@@ -1,0 +1,107 @@
+// Package postgres keeps the rate limits' token buckets in Postgres, so that
+// every node sharing the database admits a partner's limit once in all, not
+// once per node.
+//
+// Each decision is one statement: an INSERT ... ON CONFLICT DO UPDATE on the
+// bucket's row that refills it for the time elapsed since it was last
+// written, takes what it can and returns the level. The conflict takes the
+// row lock, so concurrent decisions on one key, from any node, are applied
+// one after another to the latest row and can never both spend the same
+// token. The table (rate_buckets) is created by the read-model store's
+// migrations (projections/postgres, part "cluster").
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/healthtech/partner-open-platform/internal/ratelimit"
+)
+
+// Store is a pool over the shared buckets; Bucket makes one limit over it.
+type Store struct {
+	pool *pgxpool.Pool
+}
+
+// Open connects to the database whose read-model migrations created
+// rate_buckets (projections/postgres.Open applies them).
+func Open(ctx context.Context, url string) (*Store, error) {
+	pool, err := pgxpool.New(ctx, url)
+	if err != nil {
+		return nil, fmt.Errorf("ratelimit/postgres: %w", err)
+	}
+	return &Store{pool: pool}, nil
+}
+
+// Close releases the pool's connections.
+func (s *Store) Close() error {
+	s.pool.Close()
+	return nil
+}
+
+// Bucket is one named limit of limit requests per period per key, shared by
+// every node that uses the same name on the same database.
+type Bucket struct {
+	store  *Store
+	name   string
+	limit  int
+	period time.Duration
+	// Now replaces the database's clock (tests); nil: the database's
+	// clock_timestamp(), one clock for every node, whatever their drift.
+	Now func() time.Time
+}
+
+// Bucket builds the limit called name (e.g. "report_pull"); nodes must give
+// one name the same limit and period, or each decides with its own.
+func (s *Store) Bucket(name string, limit int, period time.Duration) *Bucket {
+	return &Bucket{store: s, name: name, limit: limit, period: period}
+}
+
+// takeQuery refills the bucket for the time since it was written (never
+// negative: a statement that waited for the row lock may have read its clock
+// before the write it waited for), adds the tokens given back, caps at the
+// capacity, and grants min(want, whole tokens), recording the grant in the
+// row so that RETURNING can say it. A new key starts full.
+//
+// $1 name, $2 key, $3 capacity, $4 tokens per second, $5 want, $6 back,
+// $7 now (NULL: the database's clock).
+var takeQuery = strings.NewReplacer(
+	"REFILL", `least($3::float8, b.tokens + $6::float8 + greatest(0, extract(epoch FROM EXCLUDED.at - b.at))::float8 * $4::float8)`,
+).Replace(`
+INSERT INTO rate_buckets AS b (name, key, tokens, granted, at)
+VALUES ($1, $2, $3::float8 - least($5::float8, floor($3::float8)), least($5::float8, floor($3::float8))::int,
+        coalesce($7::timestamptz, clock_timestamp()))
+ON CONFLICT (name, key) DO UPDATE SET
+    tokens  = REFILL - least($5::float8, floor(REFILL)),
+    granted = least($5::float8, floor(REFILL))::int,
+    at      = greatest(b.at, EXCLUDED.at)
+RETURNING tokens, granted`)
+
+// Take implements ratelimit.Taker on the shared row of (name, key).
+func (b *Bucket) Take(ctx context.Context, key string, want, back int) (ratelimit.Grant, error) {
+	var now *time.Time
+	if b.Now != nil {
+		t := b.Now()
+		now = &t
+	}
+	var g ratelimit.Grant
+	rate := ratelimit.Rate(b.limit, b.period)
+	err := b.store.pool.QueryRow(ctx, takeQuery, b.name, key, b.limit, rate, max(want, 0), max(back, 0), now).Scan(&g.Tokens, &g.Granted)
+	if err != nil {
+		return ratelimit.Grant{}, fmt.Errorf("ratelimit/postgres: take from the %s bucket of %q: %w", b.name, key, err)
+	}
+	return g, nil
+}
+
+// Allow takes one token: the decision of one request.
+func (b *Bucket) Allow(ctx context.Context, key string) (ratelimit.Decision, error) {
+	g, err := b.Take(ctx, key, 1, 0)
+	if err != nil {
+		return ratelimit.Decision{}, err
+	}
+	return ratelimit.Decide(g, 1, b.limit, b.period), nil
+}

@@ -1,0 +1,216 @@
+// Package bolt keeps an embedded node's replay guard (scheme H nonces and
+// scheme M signature bindings, projections.NonceStore) in a bbolt file in
+// the data directory, so that a restart inside the timestamp window does
+// not forget them and let a captured request be replayed. A cluster keeps
+// them in Postgres instead (projections/postgres), shared by every node.
+package bolt
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	bbolt "go.etcd.io/bbolt"
+)
+
+// LockTimeout is how long Open waits for another process to release the
+// file; two nodes cannot share one data directory.
+const LockTimeout = 5 * time.Second
+
+// Pruning: one insert in pruneEvery deletes up to pruneBatch expired
+// entries in its own transaction, oldest first, so the file stays near the
+// entries still valid (ten times what those inserts add).
+const (
+	pruneEvery = 100
+	pruneBatch = 1000
+)
+
+var (
+	entriesBucket = []byte("entries") // entry key -> expiry (8 bytes) + value
+	expiryBucket  = []byte("expiry")  // expiry (8 bytes) + entry key -> nothing: pruning order
+)
+
+// Nonces is the durable replay guard of one embedded node.
+type Nonces struct {
+	db      *bbolt.DB
+	inserts uint64 // guarded by bbolt's single writer
+	now     func() time.Time
+	stop    chan struct{}
+	stopped chan struct{}
+}
+
+// Open opens (creating) the file at path.
+func Open(path string) (*Nonces, error) {
+	db, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: LockTimeout})
+	if err != nil {
+		return nil, fmt.Errorf("projections/bolt: open %s: %w", path, err)
+	}
+	// Commits are written to the file but not fsynced one by one (an fsync
+	// costs about 10 ms here, on every signed request); sync flushes them
+	// every SyncEvery. A process that crashes or restarts loses nothing (the
+	// writes are in the OS's cache); an OS crash or power loss may lose the
+	// last SyncEvery of nonces.
+	db.NoSync = true
+	err = db.Update(func(tx *bbolt.Tx) error {
+		for _, b := range [][]byte{entriesBucket, expiryBucket} {
+			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("projections/bolt: prepare %s: %w", path, err)
+	}
+	n := &Nonces{db: db, now: time.Now, stop: make(chan struct{}), stopped: make(chan struct{})}
+	go n.sync()
+	return n, nil
+}
+
+// SyncEvery is how often the file is flushed to disk.
+const SyncEvery = time.Second
+
+func (n *Nonces) sync() {
+	defer close(n.stopped)
+	t := time.NewTicker(SyncEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			_ = n.db.Sync() // a failed flush is retried at the next tick and at Close
+		case <-n.stop:
+			return
+		}
+	}
+}
+
+// Close flushes and releases the file.
+func (n *Nonces) Close() error {
+	close(n.stop)
+	<-n.stopped
+	return errors.Join(n.db.Sync(), n.db.Close())
+}
+
+// Reset leaves everything: nonces are not read models, and no rebuild of
+// the log may reopen them.
+func (n *Nonces) Reset(context.Context) error { return nil }
+
+// Use records nonce in scope until expires, and reports whether no earlier
+// use is still valid (valid while its expiry is after now). Expiries are
+// kept in microseconds, as the other stores keep them.
+func (n *Nonces) Use(ctx context.Context, scope, nonce string, expires time.Time) (bool, error) {
+	_, fresh, err := n.bind(ctx, 'n', scope, nonce, "", expires)
+	return fresh, err
+}
+
+// Bind ties value to key in scope until expires unless a binding of key is
+// still valid, and returns the value that holds and whether it is value.
+// Bindings and nonces never collide.
+func (n *Nonces) Bind(ctx context.Context, scope, key, value string, expires time.Time) (string, bool, error) {
+	return n.bind(ctx, 'b', scope, key, value, expires)
+}
+
+// entryKey is kind, the scope's length, the scope and the key, so that no
+// two (scope, key) pairs share an entry.
+func entryKey(kind byte, scope, key string) []byte {
+	k := make([]byte, 0, 1+binary.MaxVarintLen64+len(scope)+len(key))
+	k = append(k, kind)
+	k = binary.AppendUvarint(k, uint64(len(scope)))
+	k = append(k, scope...)
+	return append(k, key...)
+}
+
+func micros(t time.Time) uint64 { return uint64(max(t.UnixMicro(), 0)) }
+
+func expiryKey(exp uint64, entry []byte) []byte {
+	return append(binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(entry)), exp), entry...)
+}
+
+func (n *Nonces) bind(ctx context.Context, kind byte, scope, key, value string, expires time.Time) (string, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return "", false, err
+	}
+	k, exp, now := entryKey(kind, scope, key), micros(expires), micros(n.now())
+	var existing string
+	var fresh, prune bool
+	err := n.db.Update(func(tx *bbolt.Tx) error {
+		existing, fresh, prune = "", false, false
+		entries, byExpiry := tx.Bucket(entriesBucket), tx.Bucket(expiryBucket)
+		if v := entries.Get(k); len(v) >= 8 {
+			prev := binary.BigEndian.Uint64(v)
+			if prev > now {
+				existing = string(v[8:])
+				return nil
+			}
+			if err := byExpiry.Delete(expiryKey(prev, k)); err != nil {
+				return err
+			}
+		}
+		if err := entries.Put(k, append(binary.BigEndian.AppendUint64(nil, exp), value...)); err != nil {
+			return err
+		}
+		if err := byExpiry.Put(expiryKey(exp, k), nil); err != nil {
+			return err
+		}
+		existing, fresh = value, true
+		n.inserts++
+		prune = n.inserts%pruneEvery == 0
+		return nil
+	})
+	if err != nil {
+		return "", false, fmt.Errorf("projections/bolt: record %q in scope %q: %w", key, scope, err)
+	}
+	if prune {
+		if _, err := n.Prune(ctx); err != nil {
+			return "", false, err
+		}
+	}
+	return existing, fresh, nil
+}
+
+// Prune deletes up to pruneBatch expired entries, oldest first, and
+// reports how many.
+func (n *Nonces) Prune(ctx context.Context) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	now := micros(n.now())
+	deleted := 0
+	err := n.db.Update(func(tx *bbolt.Tx) error {
+		entries, byExpiry := tx.Bucket(entriesBucket), tx.Bucket(expiryBucket)
+		c := byExpiry.Cursor()
+		for xk, _ := c.First(); xk != nil && deleted < pruneBatch; xk, _ = c.First() {
+			if len(xk) < 8 {
+				return errors.New("malformed expiry key")
+			}
+			if binary.BigEndian.Uint64(xk) > now {
+				break
+			}
+			if err := entries.Delete(xk[8:]); err != nil {
+				return err
+			}
+			if err := c.Delete(); err != nil {
+				return err
+			}
+			deleted++
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("projections/bolt: prune expired nonces: %w", err)
+	}
+	return deleted, nil
+}
+
+// Len is how many entries the file holds (tests of pruning).
+func (n *Nonces) Len() (int, error) {
+	var count int
+	err := n.db.View(func(tx *bbolt.Tx) error {
+		count = tx.Bucket(entriesBucket).Stats().KeyN
+		return nil
+	})
+	return count, err
+}

@@ -1,0 +1,152 @@
+package bolt_test
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/healthtech/partner-open-platform/projections/bolt"
+	"github.com/healthtech/partner-open-platform/projections/memory"
+	"github.com/healthtech/partner-open-platform/projections/storetest"
+)
+
+func TestNoncesConformance(t *testing.T) {
+	storetest.RunNonces(t, func(t *testing.T) storetest.NonceStore {
+		n, err := bolt.Open(filepath.Join(t.TempDir(), "nonces.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	})
+}
+
+// A nonce used before a restart is still refused after it, until it
+// expires; so is a signature bound to one route, on another.
+func TestNoncesSurviveReopen(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "nonces.db")
+	n, err := bolt.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	future := time.Now().Add(time.Hour)
+	if fresh, err := n.Use(ctx, "h:1", "n:abc", future); err != nil || !fresh {
+		t.Fatalf("first use: %v, %v", fresh, err)
+	}
+	if fresh, err := n.Use(ctx, "h:1", "n:gone", time.Now().Add(-time.Second)); err != nil || !fresh {
+		t.Fatalf("expired use: %v, %v", fresh, err)
+	}
+	if _, fresh, err := n.Bind(ctx, "m", "1:sig", "POST /a", future); err != nil || !fresh {
+		t.Fatalf("bind: %v, %v", fresh, err)
+	}
+	if err := n.Close(); err != nil {
+		t.Fatal(err)
+	}
+	n, err = bolt.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	if fresh, err := n.Use(ctx, "h:1", "n:abc", future); err != nil || fresh {
+		t.Fatalf("replay after reopening: fresh=%v, %v; want refused", fresh, err)
+	}
+	if fresh, err := n.Use(ctx, "h:1", "n:gone", future); err != nil || !fresh {
+		t.Fatalf("a use that had expired before the restart: fresh=%v, %v; want fresh", fresh, err)
+	}
+	if got, fresh, err := n.Bind(ctx, "m", "1:sig", "DELETE /b", future); err != nil || fresh || got != "POST /a" {
+		t.Fatalf("binding after reopening: %q, %v, %v; want POST /a held", got, fresh, err)
+	}
+}
+
+// Expired entries are pruned as the file grows, so it stays near the
+// entries still valid.
+func TestExpiredNoncesArePruned(t *testing.T) {
+	ctx := context.Background()
+	n, err := bolt.Open(filepath.Join(t.TempDir(), "nonces.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	past := time.Now().Add(-time.Minute)
+	for i := range 300 {
+		if _, err := n.Use(ctx, "h:1", "n:"+string(rune(i)), past); err != nil {
+			t.Fatal(err)
+		}
+	}
+	live, err := n.Use(ctx, "h:1", "live", time.Now().Add(time.Hour))
+	if err != nil || !live {
+		t.Fatal("live nonce refused")
+	}
+	if _, err := n.Prune(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.Prune(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if k, _ := n.Len(); k != 1 {
+		t.Fatalf("%d entries kept after pruning, want only the live one", k)
+	}
+	if fresh, _ := n.Use(ctx, "h:1", "live", time.Now().Add(time.Hour)); fresh {
+		t.Fatal("pruning dropped a live nonce")
+	}
+}
+
+// A second process cannot open the file while a node holds it.
+func TestOneNodePerFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "nonces.db")
+	n, err := bolt.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	if testing.Short() {
+		t.Skip("waits LockTimeout")
+	}
+	if other, err := bolt.Open(path); err == nil {
+		other.Close()
+		t.Fatal("a second open of a held file succeeded")
+	}
+}
+
+// BenchmarkUse compares a use kept in the file with the in-memory store's,
+// in the same run.
+func BenchmarkUse(b *testing.B) {
+	ctx := context.Background()
+	n, err := bolt.Open(filepath.Join(b.TempDir(), "nonces.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer n.Close()
+	mem := memory.New()
+	exp := time.Now().Add(time.Hour)
+	type user interface {
+		Use(ctx context.Context, scope, nonce string, expires time.Time) (bool, error)
+	}
+	for _, s := range []struct {
+		name string
+		u    user
+	}{{"memory", mem}, {"bolt", n}} {
+		b.Run("serial/"+s.name, func(b *testing.B) {
+			i := 0
+			for b.Loop() {
+				i++
+				if _, err := s.u.Use(ctx, "s", "serial"+string(rune(i)), exp); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run("parallel/"+s.name, func(b *testing.B) {
+			b.RunParallel(func(pb *testing.PB) {
+				var k [8]byte
+				for i := 0; pb.Next(); i++ {
+					k[0], k[1], k[2] = byte(i), byte(i>>8), byte(i>>16)
+					if _, err := s.u.Use(ctx, "p", string(k[:])+time.Now().String(), exp); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
+	}
+}
