@@ -808,10 +808,9 @@ func (s *checkpointSampler) run(ctx context.Context) {
 // writes imply received, and no webhook request for 3 s.
 func (w *world) settle(timeout time.Duration) {
 	deadline := time.Now().Add(timeout)
-	all := []int{0, 1, 2}
 	for {
 		why := ""
-		if err := w.c.waitCaughtUp(all, time.Millisecond); err != nil {
+		if err := w.c.waitProjections(time.Time{}, false, time.Millisecond); err != nil {
 			why = err.Error()
 		} else if dels, err := w.c.adminDeliveries(0, w.partner.AppID); err != nil {
 			why = err.Error()
@@ -1175,19 +1174,29 @@ func (w *world) checkRebuild() {
 		w.fail("rebuild comparison", "snapshot before the rebuild: "+err.Error())
 		return
 	}
+	asked := time.Now()
 	r := w.c.client.send("rebuild", 0, -1, bearer(w.c.adminToken, "POST", "/admin/v1/projections/read_models/rebuild", nil))
 	if r.status != http.StatusAccepted {
 		w.fail("rebuild comparison", "rebuild request: "+r.String())
 		return
 	}
-	if err := w.c.waitCaughtUp([]int{0, 1, 2}, 120*time.Second); err != nil {
-		w.fail("rebuild comparison", err.Error())
+	if err := w.c.waitProjections(asked.Add(-time.Second), true, 120*time.Second); err != nil {
+		w.fail("rebuild comparison", "the rebuild did not finish: "+err.Error())
 		return
 	}
-	after, err := w.readModelSnapshot(0)
-	if err != nil {
-		w.fail("rebuild comparison", "snapshot after the rebuild: "+err.Error())
-		return
+	// Once rebuilt the models must not change; a few tries absorb a read
+	// that raced the end of the replay.
+	var after map[string]string
+	for try := 0; ; try++ {
+		var err error
+		if after, err = w.readModelSnapshot(0); err != nil {
+			w.fail("rebuild comparison", "snapshot after the rebuild: "+err.Error())
+			return
+		}
+		if try == 2 || snapshotsEqual(before, after) {
+			break
+		}
+		time.Sleep(3 * time.Second)
 	}
 	var keys []string
 	for k := range before {
@@ -1214,6 +1223,18 @@ func (w *world) checkRebuild() {
 	w.mu.Lock()
 	w.counts["rebuild"] = map[string]int{fmt.Sprintf("compared %d read-model entries", len(before)): 1}
 	w.mu.Unlock()
+}
+
+func snapshotsEqual(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
 }
 
 // summary logs what the run did.

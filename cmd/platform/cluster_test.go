@@ -27,6 +27,7 @@ import (
 
 	"github.com/healthtech/partner-open-platform/internal/kafkatest"
 	"github.com/healthtech/partner-open-platform/internal/pgtest"
+	"github.com/healthtech/partner-open-platform/projections"
 )
 
 // This file holds the multi-node harness shared by the chaos test and the
@@ -669,29 +670,60 @@ func (c *cluster) projectionStats(node int) ([]map[string]any, error) {
 	return out.Projections, nil
 }
 
-// waitCaughtUp waits until every projection of every node is ready, caught
-// up and not rebuilding; it returns what was still lagging on timeout.
-func (c *cluster) waitCaughtUp(nodes []int, timeout time.Duration) error {
+// waitProjections waits until every projection (every read-model family
+// when familiesOnly) is ready, caught up and not rebuilding on at least one
+// node, with its progress counted from since or later (zero: any time). One
+// node is enough: with single-owner projections only the owner may be
+// following a family, and the shared read models are what every node serves.
+func (c *cluster) waitProjections(since time.Time, familiesOnly bool, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
+	families := map[string]bool{}
+	for _, f := range projections.Families {
+		families[string(f)] = true
+	}
 	for {
-		var lag []string
-		for _, i := range nodes {
+		done := map[string]bool{}
+		var notes []string
+		for i := range c.nodes {
 			stats, err := c.projectionStats(i)
 			if err != nil {
-				lag = append(lag, err.Error())
+				notes = append(notes, err.Error())
 				continue
 			}
 			for _, s := range stats {
-				if s["ready"] != true || s["caught_up"] != true || s["rebuilding"] == true {
-					lag = append(lag, fmt.Sprintf("node %d %v ready=%v caught_up=%v rebuilding=%v last_error=%v", i, s["name"], s["ready"], s["caught_up"], s["rebuilding"], s["last_error"]))
+				name, _ := s["name"].(string)
+				if familiesOnly && !families[name] {
+					continue
+				}
+				started, _ := time.Parse(time.RFC3339Nano, fmt.Sprint(s["since"]))
+				if s["ready"] == true && s["caught_up"] == true && s["rebuilding"] != true && !started.Before(since) {
+					done[name] = true
+				} else if _, seen := done[name]; !seen {
+					done[name] = false
+					notes = append(notes, fmt.Sprintf("node %d %s ready=%v caught_up=%v rebuilding=%v since=%v last_error=%v",
+						i, name, s["ready"], s["caught_up"], s["rebuilding"], s["since"], s["last_error"]))
 				}
 			}
 		}
-		if len(lag) == 0 {
+		var waiting []string
+		for name, ok := range done {
+			if !ok {
+				waiting = append(waiting, name)
+			}
+		}
+		if familiesOnly {
+			for name := range families {
+				if _, seen := done[name]; !seen {
+					waiting = append(waiting, name+" (listed by no node)")
+				}
+			}
+		}
+		if len(waiting) == 0 && len(done) > 0 {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("projections not caught up after %v: %s", timeout, strings.Join(lag, "; "))
+			sort.Strings(waiting)
+			return fmt.Errorf("after %v, no node has %s ready and caught up: %s", timeout, strings.Join(waiting, ", "), strings.Join(notes, "; "))
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
