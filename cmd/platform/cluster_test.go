@@ -517,7 +517,7 @@ type hookAttempt struct {
 	Body       []byte
 	BodyID     string // delivery_id in the body
 	Start, End time.Time
-	Status     int
+	Status     int // 0 while the request is being answered
 	Verified   bool
 }
 
@@ -577,12 +577,12 @@ func (h *hookReceiver) serve(w http.ResponseWriter, req *http.Request) {
 	h.mu.Unlock()
 
 	hash := idHash(a.ID)
-	a.Status = http.StatusOK
+	status := http.StatusOK
 	switch {
 	case !a.Verified:
-		a.Status = http.StatusUnauthorized
+		status = http.StatusUnauthorized
 	case h.failOnce > 0 && prior == 0 && hash%h.failOnce == 0:
-		a.Status = http.StatusServiceUnavailable
+		status = http.StatusServiceUnavailable
 	case h.slowEvery > 0 && (hash/7)%h.slowEvery == 0:
 		time.Sleep(h.slow)
 	}
@@ -590,10 +590,10 @@ func (h *hookReceiver) serve(w http.ResponseWriter, req *http.Request) {
 	// the answer can only start the next attempt after it.
 	end := time.Now()
 	h.mu.Lock()
-	a.End = end
+	a.End, a.Status = end, status
 	h.last = end
 	h.mu.Unlock()
-	w.WriteHeader(a.Status)
+	w.WriteHeader(status)
 }
 
 // snapshot copies the attempts recorded so far.

@@ -44,15 +44,42 @@ func TestMeasureClusterThroughput(t *testing.T) {
 	}
 	seconds := envInt(t, envMeasureSeconds, 15)
 	step := time.Duration(seconds) * time.Second
-	kafka := os.Getenv(kafkatest.EnvBrokers) != ""
+	// With the real broker when there is one, and always without: the
+	// dispatcher then follows the event store.
+	buses := []bool{false}
+	if os.Getenv(kafkatest.EnvBrokers) != "" {
+		buses = append(buses, true)
+	}
+	for _, kafka := range buses {
+		measureBus(t, step, kafka)
+	}
+
+	tps, err := pgbenchTPS(t, step)
+	if err != nil {
+		t.Logf("pgbench: %v (no TPC-B baseline)", err)
+	}
+	aps := appendRate(t, step)
+	if tps > 0 {
+		t.Logf("Postgres event store: %.0f appends/s (8 writers, one event each, exact expected revision); pgbench tpcb-like -c 8: %.0f TPS; ratio %.2f", aps, tps, aps/tps)
+	} else {
+		t.Logf("Postgres event store: %.0f appends/s (8 writers)", aps)
+	}
+}
+
+// measureBus measures 1, 2 and 3 nodes with the given bus.
+func measureBus(t *testing.T, step time.Duration, kafka bool) {
 	type result struct {
 		nodes                   int
 		registers, webhooks     float64
 		duringLoad, drainSecond float64
 	}
 	var results []result
+	bus := "store"
+	if kafka {
+		bus = "kafka"
+	}
 	for nodes := 1; nodes <= 3; nodes++ {
-		t.Run(fmt.Sprintf("%d nodes", nodes), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s %d nodes", bus, nodes), func(t *testing.T) {
 			c := startCluster(t, clusterOptions{nodes: nodes, retrySchedule: "1s,1s,2s,3s,5s", kafka: kafka})
 			rcv := newHookReceiver(t, 0, 0, 0)
 			p := c.createPartner("measure")
@@ -100,31 +127,20 @@ func TestMeasureClusterThroughput(t *testing.T) {
 				webhooks: float64(got) / last.Sub(start).Seconds(), duringLoad: float64(duringLoad) / loadTook.Seconds(),
 				drainSecond: last.Sub(start.Add(loadTook)).Seconds()}
 			results = append(results, res)
-			t.Logf("%d node(s): %d registers in %v (%d failed): %.1f registers/s; %d of %d webhooks delivered, first %v after the start, "+
+			t.Logf("%s, %d node(s): %d registers in %v (%d failed): %.1f registers/s; %d of %d webhooks delivered, first %v after the start, "+
 				"%.1f deliveries/s over the whole run (%.1f/s during the load), the last %.1fs after the load",
-				nodes, acked.Load(), loadTook.Round(time.Millisecond), failed.Load(), res.registers, got, want, first.Sub(start).Round(time.Millisecond),
+				bus, nodes, acked.Load(), loadTook.Round(time.Millisecond), failed.Load(), res.registers, got, want, first.Sub(start).Round(time.Millisecond),
 				res.webhooks, res.duringLoad, res.drainSecond)
 		})
 	}
 	if len(results) > 0 {
 		var b strings.Builder
-		fmt.Fprintf(&b, "cluster throughput (%d s of registers per step, 16 client workers, Kafka %v):\n", seconds, kafka)
+		fmt.Fprintf(&b, "cluster throughput, %s as the dispatchers' feed (%v of registers per step, 16 client workers):\n", bus, step)
 		for _, r := range results {
-			fmt.Fprintf(&b, "  %d node(s): %7.1f registers/s (%.2fx one node), %7.1f webhook deliveries/s (%.2fx), %.1f/s during the load\n",
-				r.nodes, r.registers, r.registers/results[0].registers, r.webhooks, r.webhooks/results[0].webhooks, r.duringLoad)
+			fmt.Fprintf(&b, "  %d node(s): %7.1f registers/s (%.2fx one node), %7.1f webhook deliveries/s (%.2fx), %.1f/s during the load, last %.1fs after it\n",
+				r.nodes, r.registers, r.registers/results[0].registers, r.webhooks, r.webhooks/results[0].webhooks, r.duringLoad, r.drainSecond)
 		}
 		t.Log(b.String())
-	}
-
-	tps, err := pgbenchTPS(t, step)
-	if err != nil {
-		t.Logf("pgbench: %v (no TPC-B baseline)", err)
-	}
-	aps := appendRate(t, step)
-	if tps > 0 {
-		t.Logf("Postgres event store: %.0f appends/s (8 writers, one event each, exact expected revision); pgbench tpcb-like -c 8: %.0f TPS; ratio %.2f", aps, tps, aps/tps)
-	} else {
-		t.Logf("Postgres event store: %.0f appends/s (8 writers)", aps)
 	}
 }
 
