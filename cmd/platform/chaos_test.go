@@ -19,7 +19,7 @@ import (
 
 // Knobs of the chaos test, for longer or harder local runs.
 const (
-	envChaosDuration  = "PLATFORM_TEST_CHAOS_DURATION"   // Go duration of the load, default 60s (at least 60s in CI)
+	envChaosDuration  = "PLATFORM_TEST_CHAOS_DURATION"   // Go duration of the load, default 60s
 	envChaosRate      = "PLATFORM_TEST_CHAOS_RATE"       // operations per second, default 30 (each is 1-2 writes and a read)
 	envChaosKillEvery = "PLATFORM_TEST_CHAOS_KILL_EVERY" // Go duration between SIGKILLs, default 10s
 )
@@ -340,7 +340,7 @@ func (w *world) readAfter(kind, what string, writer int, acked time.Time, build 
 		return
 	}
 	if err := check(r); err != nil {
-		w.fail("read after write missed the write", fmt.Sprintf("%s %s acknowledged by node %d, read %v later through node %d: %v",
+		w.fail("read after write missed the write ("+kind+")", fmt.Sprintf("%s %s acknowledged by node %d, read %v later through node %d: %v",
 			kind, what, writer, time.Since(acked).Round(time.Millisecond), r.node, err))
 	}
 }
@@ -711,7 +711,7 @@ func (w *world) healthReport(n int) {
 		ID int64 `json:"id"`
 	}
 	if pr.status != http.StatusOK || pr.data(&got) != nil || got.ID != d.ID {
-		w.fail("read after write missed the write", fmt.Sprintf("report %d stored by node %d, pulled %v later through node %d: %d %s",
+		w.fail("read after write missed the write (report pull)", fmt.Sprintf("report %d stored by node %d, pulled %v later through node %d: %d %s",
 			d.ID, r.node, time.Since(at).Round(time.Millisecond), pr.node, pr.status, pr.raw))
 	}
 }

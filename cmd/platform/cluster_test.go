@@ -361,6 +361,7 @@ func (c *clusterClient) send(kind string, first, avoid int, build func(base stri
 		}
 		r.raw, err = io.ReadAll(res.Body)
 		res.Body.Close()
+		r.raw = bytes.TrimSpace(r.raw)
 		r.status, r.latency = res.StatusCode, time.Since(start)
 		if err != nil {
 			r.err = err
