@@ -468,7 +468,7 @@ func (n *Node) startWebhooks(ctx context.Context, cfg Config, models *projection
 				return fmt.Errorf("kafka topic %s: %w", topic, err)
 			}
 		}
-		var source webhooks.Source = relaykafka.NewSource(cfg.KafkaBrokers, cfg.KafkaInternalTopic, "platform-webhooks", n.log)
+		var source webhooks.Source = relaykafka.NewSource(cfg.KafkaBrokers, cfg.KafkaInternalTopic, relaykafka.WebhookGroup(cfg.KafkaInternalTopic), n.log)
 		if priv, ok := n.Events.(*privacy.Store); ok {
 			source = privacy.Source{Source: source, Store: priv}
 		}

@@ -4,7 +4,7 @@
 // The internal topic (default "platform.internal.events") is plumbing
 // between nodes, not a published interface: every event of the log, personal
 // data and webhook bookkeeping included, byte for byte, for the dispatcher
-// (group "platform-webhooks"). Restrict it with ACLs to the platform's own
+// (group "platform-webhooks", see WebhookGroup). Restrict it with ACLs to the platform's own
 // principals. This comment is its message format.
 //
 // The analytics topic (default "platform.events") is the published feed:

@@ -22,6 +22,25 @@ type Source struct {
 
 var _ webhooks.Source = (*Source)(nil)
 
+// WebhookGroup is the dispatchers' consumer group for an internal topic:
+// "platform-webhooks" for the default topic (the group deployments already
+// have offsets in), "platform-webhooks.<topic>" for any other, so that
+// clusters sharing a broker on separate topics never rebalance each other.
+func WebhookGroup(internalTopic string) string {
+	if internalTopic == "" || internalTopic == DefaultInternalTopic {
+		return "platform-webhooks"
+	}
+	return "platform-webhooks." + internalTopic
+}
+
+// Group membership timeouts: a SIGKILLed dispatcher's partitions move to
+// the others within groupSession (the client's default is 30 s, three
+// times the lease TTL that bounds every other takeover).
+const (
+	groupSession   = 10 * time.Second
+	groupHeartbeat = time.Second
+)
+
 // NewSource consumes the internal topic (DefaultInternalTopic if empty) in
 // groupID; a new group starts at the oldest retained message.
 func NewSource(brokers []string, topic, groupID string, log *slog.Logger) *Source {
@@ -45,8 +64,11 @@ func (s *Source) Run(ctx context.Context, handle func(ctx context.Context, ev ev
 		// Close), not one round trip per message: a crash re-delivers at
 		// most the last interval's messages, which the dispatcher's
 		// idempotent Create absorbs.
-		CommitInterval: 100 * time.Millisecond,
-		StartOffset:    kafka.FirstOffset,
+		CommitInterval:    100 * time.Millisecond,
+		StartOffset:       kafka.FirstOffset,
+		SessionTimeout:    groupSession,
+		RebalanceTimeout:  groupSession,
+		HeartbeatInterval: groupHeartbeat,
 		ErrorLogger: kafka.LoggerFunc(func(msg string, args ...any) {
 			s.log.Warn("kafka reader: "+fmt.Sprintf(msg, args...), "group", s.group, "topic", s.topic)
 		}),
