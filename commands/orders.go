@@ -50,11 +50,24 @@ type Orders struct {
 	streams
 	ids *Allocator
 	now func() time.Time
+	// Recently used aggregates, read incrementally (aggregates.go).
+	users  *aggregateCache[*orderUser]
+	goods  *aggregateCache[*goodsState]
+	orders *aggregateCache[*orderState]
 }
 
 // NewOrders builds the handler.
 func NewOrders(store events.Store, reg *events.Registry, ids *Allocator, now func() time.Time) *Orders {
-	return &Orders{streams: streams{store, reg}, ids: ids, now: now}
+	return (&Orders{streams: streams{store, reg}, ids: ids, now: now}).WithAggregateCache(DefaultAggregateCache)
+}
+
+// WithAggregateCache bounds how many users, goods and orders stay loaded
+// between commands (0 replays every stream from revision 0).
+func (o *Orders) WithAggregateCache(n int) *Orders {
+	o.users = newAggregateCache(func() *orderUser { return &orderUser{} }, n)
+	o.goods = newAggregateCache(func() *goodsState { return &goodsState{} }, n)
+	o.orders = newAggregateCache(func() *orderState { return &orderState{} }, n)
+	return o
 }
 
 // goodsState is one goods code's aggregate.
@@ -140,12 +153,11 @@ func (o *Orders) CreateGoods(ctx context.Context, code, name string, meta Meta) 
 // retrying on conflict; deciding nothing answers the stream's position.
 func (o *Orders) goodsCommand(ctx context.Context, code string, meta Meta, decide func(*goodsState) ([]events.Payload, error)) (events.Position, error) {
 	for attempt := 0; attempt < maxAttempts; attempt++ {
-		var g goodsState
-		version, pos, err := o.load(ctx, domain.GoodsStream(code), g.apply)
+		g, version, pos, err := o.goods.load(ctx, o.streams, domain.GoodsStream(code))
 		if err != nil {
 			return events.Position{}, err
 		}
-		ps, err := decide(&g)
+		ps, err := decide(g)
 		if err != nil {
 			return events.Position{}, err
 		}
@@ -398,19 +410,21 @@ func (o *Orders) CreateOrder(ctx context.Context, appID int64, in OrderInput, me
 		return res, err
 	}
 	if in.UserID != nil {
-		user := newUserState()
-		if _, _, err := o.load(ctx, domain.UserStream(*in.UserID), user.apply); err != nil {
+		u, _, _, err := o.users.load(ctx, o.streams, domain.UserStream(*in.UserID))
+		if err != nil {
 			return OrderResult{}, err
 		}
-		if err := checkOrderUser(user, appID); err != nil {
+		if err := checkOrderUser(&userState{registered: u.registered, appID: u.appID}, appID); err != nil {
 			return OrderResult{}, err
 		}
 	}
 	goods := make([]goodsState, len(in.Items))
 	for i, it := range in.Items {
-		if _, _, err := o.load(ctx, domain.GoodsStream(it.GoodsCode), goods[i].apply); err != nil {
+		g, _, _, err := o.goods.load(ctx, o.streams, domain.GoodsStream(it.GoodsCode))
+		if err != nil {
 			return OrderResult{}, err
 		}
+		goods[i] = *g
 	}
 	if err := checkOrderGoods(goods, in.Items); err != nil {
 		return OrderResult{}, err // before ids are allocated
@@ -507,12 +521,11 @@ func (o *Orders) transition(ctx context.Context, code string, meta Meta, decide 
 		return events.Position{}, domain.ErrOrderNotFound
 	}
 	for attempt := 0; attempt < maxAttempts; attempt++ {
-		var st orderState
-		version, pos, err := o.load(ctx, domain.OrderStream(id), st.apply)
+		st, version, pos, err := o.orders.load(ctx, o.streams, domain.OrderStream(id))
 		if err != nil {
 			return events.Position{}, err
 		}
-		ps, err := decide(&st)
+		ps, err := decide(st)
 		if err != nil {
 			return events.Position{}, err
 		}

@@ -46,8 +46,13 @@ func (s *userState) apply(env events.Envelope) {
 	case *catalog.UserProfileUpdated:
 		s.profile = p.Profile
 	case *catalog.UserErased:
-		// An erased user is gone for every command: USER_NOT_FOUND.
-		s.registered, s.erased = false, true
+		// An erased user is gone for every command: USER_NOT_FOUND; none
+		// of their personal data stays in a state (a cached one included).
+		s.registered, s.erased, s.profile = false, true, catalog.Profile{}
+		clear(s.groups)
+		clear(s.activeGroups)
+		clear(s.members)
+		clear(s.memberByApp)
 	case *catalog.FamilyGroupUpserted:
 		if g, ok := s.groups[p.FamilyGroupID]; ok {
 			g.name = p.Name
@@ -106,6 +111,8 @@ type Users struct {
 	loc  *time.Location
 	keys KeyDestroyer
 	warm KeyWarmer
+	// loaded keeps recently used users, read incrementally (aggregates.go).
+	loaded *aggregateCache[*userState]
 }
 
 // KeyWarmer creates a subject's data key ahead of the append that needs it
@@ -134,7 +141,15 @@ func (u *Users) WithKeys(k KeyDestroyer) *Users {
 
 // NewUsers builds the handler; loc is the platform time zone of Y-m-d dates.
 func NewUsers(store events.Store, reg *events.Registry, ids *Allocator, now func() time.Time, loc *time.Location) *Users {
-	return &Users{streams: streams{store, reg}, ids: ids, now: now, loc: loc}
+	return &Users{streams: streams{store, reg}, ids: ids, now: now, loc: loc,
+		loaded: newAggregateCache(newUserState, DefaultAggregateCache)}
+}
+
+// WithAggregateCache bounds how many users stay loaded between commands
+// (0 replays every stream from revision 0, as a baseline to measure against).
+func (u *Users) WithAggregateCache(n int) *Users {
+	u.loaded = newAggregateCache(newUserState, n)
+	return u
 }
 
 // UserInput is the user object of a register call.
@@ -622,8 +637,7 @@ func (s *userState) owned(appID int64) error {
 func (u *Users) change(ctx context.Context, appID, openUserID int64, meta Meta, decide func(*userState) ([]events.Payload, error)) (events.Position, error) {
 	meta.AppID = appID
 	for attempt := 0; attempt < maxAttempts; attempt++ {
-		st := newUserState()
-		version, pos, err := u.load(ctx, domain.UserStream(openUserID), st.apply)
+		st, version, pos, err := u.loaded.load(ctx, u.streams, domain.UserStream(openUserID))
 		if err != nil {
 			return events.Position{}, err
 		}
@@ -881,9 +895,10 @@ func (u *Users) Erase(ctx context.Context, openUserID int64, reason string, meta
 	if u.keys == nil {
 		return events.Position{}, errors.New("users: erasure needs the key store")
 	}
+	// Whatever happens, this node keeps none of the user's data loaded.
+	defer u.loaded.drop(domain.UserStream(openUserID))
 	for attempt := 0; attempt < maxAttempts; attempt++ {
-		st := newUserState()
-		version, _, err := u.load(ctx, domain.UserStream(openUserID), st.apply)
+		st, version, _, err := u.loaded.load(ctx, u.streams, domain.UserStream(openUserID))
 		if err != nil {
 			return events.Position{}, err
 		}

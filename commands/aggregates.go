@@ -1,0 +1,191 @@
+package commands
+
+import (
+	"container/list"
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+
+	"github.com/healthtech/partner-open-platform/events"
+	"github.com/healthtech/partner-open-platform/events/catalog"
+)
+
+// DefaultAggregateCache is how many aggregates per kind a handler keeps
+// loaded, so a command reads only the events appended since its stream was
+// last seen instead of replaying its whole history.
+const DefaultAggregateCache = 10000
+
+// aggregate is a state that can be folded from events and copied, so a
+// decision never works on the cached value itself.
+type aggregate[S any] interface {
+	apply(events.Envelope)
+	clone() S
+}
+
+// aggregateCache keeps the loaded state of recently used streams, bounded
+// (least recently used goes first). It is only ever advanced by events read
+// back from the store, never by a decision's own payloads, so a failed or
+// conflicting append leaves it exactly as the store says; and every load
+// reads the stream after the cached version, so another node's or an
+// earlier process's appends are always seen before a decision.
+type aggregateCache[S aggregate[S]] struct {
+	fresh func() S
+	max   int // 0: no cache, every load replays from revision 0
+
+	mu      sync.Mutex
+	entries map[string]*list.Element
+	lru     list.List // of *cachedAggregate[S], most recent first
+}
+
+// cachedAggregate is one stream's state as of version events.
+type cachedAggregate[S any] struct {
+	stream  string
+	mu      sync.Mutex // held while catching up and copying
+	state   S          // always the fold of exactly version events
+	version uint64
+	pos     events.Position
+}
+
+func newAggregateCache[S aggregate[S]](fresh func() S, max int) *aggregateCache[S] {
+	return &aggregateCache[S]{fresh: fresh, max: max, entries: map[string]*list.Element{}}
+}
+
+// entry returns the stream's cache entry, creating it (and evicting the
+// least recently used one beyond the bound) when missing.
+func (c *aggregateCache[S]) entry(stream string) *cachedAggregate[S] {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.entries[stream]; ok {
+		c.lru.MoveToFront(el)
+		return el.Value.(*cachedAggregate[S])
+	}
+	e := &cachedAggregate[S]{stream: stream, state: c.fresh()}
+	c.entries[stream] = c.lru.PushFront(e)
+	for c.lru.Len() > c.max {
+		old := c.lru.Back()
+		c.lru.Remove(old)
+		delete(c.entries, old.Value.(*cachedAggregate[S]).stream)
+	}
+	return e
+}
+
+// drop forgets a stream's state (erasure). A load already holding the old
+// entry still answers correctly (it reads the store); the next one starts
+// from revision 0.
+func (c *aggregateCache[S]) drop(stream string) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.entries[stream]; ok {
+		c.lru.Remove(el)
+		delete(c.entries, stream)
+	}
+}
+
+// len is the number of cached streams (tests check the bound).
+func (c *aggregateCache[S]) len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lru.Len()
+}
+
+// load returns a private copy of the stream's current state, the version
+// it was read at (the expected revision for the next append) and the
+// position of its last event. It reads only the events after the cached
+// version; with the cache disabled it replays the stream from revision 0.
+func (c *aggregateCache[S]) load(ctx context.Context, s streams, stream string) (S, uint64, events.Position, error) {
+	if c == nil || c.max <= 0 {
+		st := c.freshOrZero()
+		v, pos, err := s.load(ctx, stream, st.apply)
+		return st, v, pos, err
+	}
+	e := c.entry(stream)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	recs, err := s.store.ReadStream(ctx, stream, e.version, 0)
+	if err != nil {
+		var zero S
+		return zero, 0, events.Position{}, fmt.Errorf("load %s: %w", stream, err)
+	}
+	for _, r := range recs {
+		env, err := s.reg.Decode(r)
+		if err != nil { // the state stays the fold of the events before it
+			var zero S
+			return zero, 0, events.Position{}, fmt.Errorf("load %s: %w", stream, err)
+		}
+		e.state.apply(env)
+		e.version++
+		e.pos = r.Position
+	}
+	return e.state.clone(), e.version, e.pos, nil
+}
+
+func (c *aggregateCache[S]) freshOrZero() S {
+	if c == nil || c.fresh == nil {
+		var zero S
+		return zero
+	}
+	return c.fresh()
+}
+
+// clone copies a user so a decision may not touch the cached one; Profile
+// and Member values are copied (their pointer fields are only ever
+// replaced, never written through).
+func (s *userState) clone() *userState {
+	c := *s
+	c.groups = make(map[int64]*groupState, len(s.groups))
+	for id, g := range s.groups {
+		gc := *g
+		c.groups[id] = &gc
+	}
+	c.activeGroups = maps.Clone(s.activeGroups)
+	c.members = make(map[int64]*catalog.Member, len(s.members))
+	for id, m := range s.members {
+		mc := *m
+		c.members[id] = &mc
+	}
+	c.memberByApp = maps.Clone(s.memberByApp)
+	return &c
+}
+
+func (g *goodsState) clone() *goodsState {
+	c := *g
+	return &c
+}
+
+func (s *orderState) clone() *orderState {
+	c := *s
+	if s.created != nil {
+		created := *s.created
+		created.Items = slices.Clone(s.created.Items)
+		c.created = &created
+	}
+	c.shipped = maps.Clone(s.shipped)
+	return &c
+}
+
+// orderUser is as much of a user as an order needs: whether it is a
+// registered user of the app. It holds no personal data, so the orders'
+// cache never keeps anything an erasure would have to reach.
+type orderUser struct {
+	registered bool
+	appID      int64
+}
+
+func (u *orderUser) apply(env events.Envelope) {
+	switch p := env.Payload.(type) {
+	case *catalog.UserRegistered:
+		u.registered, u.appID = true, p.AppID
+	case *catalog.UserErased:
+		u.registered = false
+	}
+}
+
+func (u *orderUser) clone() *orderUser {
+	c := *u
+	return &c
+}

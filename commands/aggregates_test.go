@@ -1,0 +1,304 @@
+package commands
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/healthtech/partner-open-platform/domain"
+	"github.com/healthtech/partner-open-platform/events"
+	"github.com/healthtech/partner-open-platform/events/catalog"
+	"github.com/healthtech/partner-open-platform/events/memory"
+)
+
+// registerOne registers a fresh user with one group and returns its id.
+func registerOne(t testing.TB, u *Users, channelID string) int64 {
+	t.Helper()
+	res, err := u.Register(context.Background(), Register{AppID: 1, ChannelUserID: channelID, User: UserInput{Name: "Li"},
+		Groups: []GroupInput{{AppGroupID: 7, Name: "Home"}}}, Meta{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.OpenUserID
+}
+
+// profileOf reads a user's current profile back from its stream.
+func profileOf(t *testing.T, store events.Store, id int64) catalog.Profile {
+	t.Helper()
+	st := newUserState()
+	if _, _, err := (streams{store, catalog.Registry()}).load(ctx, domain.UserStream(id), st.apply); err != nil {
+		t.Fatal(err)
+	}
+	return st.profile
+}
+
+// A second handler on the same store stands for another node (or the
+// process after a restart): what it appends is seen by the first handler's
+// next command, which decides on it and not on what it had cached.
+func TestCachedUserSeesAnotherNodesAppends(t *testing.T) {
+	eventStores(t, func(t *testing.T, store events.Store) {
+		reg := catalog.Registry()
+		a := NewUsers(store, reg, NewAllocator(store, reg, 5), time.Now, time.UTC)
+		b := NewUsers(store, reg, NewAllocator(store, reg, 5), time.Now, time.UTC)
+		id := registerOne(t, a, "stale-"+time.Now().Format("150405.000000000"))
+		if _, err := a.UpdateProfile(ctx, 1, id, ProfilePatch{Nickname: domain.Val("one")}, Meta{}); err != nil {
+			t.Fatal(err) // a has the user cached now
+		}
+		if _, err := b.UpdateProfile(ctx, 1, id, ProfilePatch{Nickname: domain.Val("two")}, Meta{}); err != nil {
+			t.Fatal(err)
+		}
+		// Setting "one" again is a change only if a sees b's "two".
+		pos, err := a.UpdateProfile(ctx, 1, id, ProfilePatch{Nickname: domain.Val("one")}, Meta{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := profileOf(t, store, id).Nickname; got == nil || *got != "one" {
+			t.Fatalf("nickname after a's second patch = %v, want one (a decided on stale state)", got)
+		}
+		recs, err := store.ReadStream(ctx, domain.UserStream(id), 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if last := recs[len(recs)-1].Position; last != pos {
+			t.Fatalf("patch answered %v, stream ends at %v", pos, last)
+		}
+		// b's group created elsewhere: a member upsert on a finds it.
+		if _, err := b.UpsertGroup(ctx, 1, id, GroupInput{AppGroupID: 8, Name: "Parents"}, Meta{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := a.UpsertMember(ctx, 1, id, MemberInput{AppUserID: "m1", AppGroupID: 8, Name: "Han", Relationship: "FATHER"}, Meta{}); err != nil {
+			t.Fatalf("member in b's group through a: %v", err)
+		}
+	})
+}
+
+// conflictOnce makes the first append to one stream fail as a conflict
+// after another writer got in first, as a racing node would.
+type conflictOnce struct {
+	events.Store
+	stream string
+	once   sync.Once
+	before func()
+}
+
+func (c *conflictOnce) Append(ctx context.Context, stream string, exp events.ExpectedRevision, evs ...events.Proposed) (events.AppendResult, error) {
+	if stream == c.stream {
+		fired := false
+		c.once.Do(func() { fired = true })
+		if fired {
+			c.before()
+		}
+	}
+	return c.Store.Append(ctx, stream, exp, evs...)
+}
+
+// A refused decision or a lost race leaves the cache as the store says:
+// the next command decides on the stream's real state.
+func TestFailedDecisionsLeaveTheCacheConsistent(t *testing.T) {
+	store := memory.New()
+	reg := catalog.Registry()
+	u := NewUsers(store, reg, NewAllocator(store, reg, 5), time.Now, time.UTC)
+	id := registerOne(t, u, "fail")
+	// Validation error: nothing decided, nothing cached changes.
+	if _, err := u.UpsertMember(ctx, 1, id, MemberInput{AppUserID: "m1", AppGroupID: 99, Name: "Han", Relationship: "FATHER"}, Meta{}); !errors.Is(err, domain.ErrFamilyGroupNotFound) {
+		t.Fatalf("member in a missing group: %v", err)
+	}
+	// Another app's user is not found, and stays so.
+	if _, err := u.UpdateProfile(ctx, 2, id, ProfilePatch{Nickname: domain.Val("x")}, Meta{}); !errors.Is(err, domain.ErrUserNotFound) {
+		t.Fatalf("other app's patch: %v", err)
+	}
+	res, err := u.UpsertMember(ctx, 1, id, MemberInput{AppUserID: "m1", AppGroupID: 7, Name: "Han", Relationship: "FATHER"}, Meta{})
+	if err != nil || !res.Created {
+		t.Fatalf("member after refusals: %+v %v", res, err)
+	}
+
+	// Conflict: another node renames first; this node's decision loses
+	// the race, is decided again on the new state, and wins.
+	other := NewUsers(store, reg, NewAllocator(store, reg, 5), time.Now, time.UTC)
+	racy := &conflictOnce{Store: store, stream: domain.UserStream(id), before: func() {
+		if _, err := other.UpdateProfile(ctx, 1, id, ProfilePatch{Name: domain.Val("Other")}, Meta{}); err != nil {
+			t.Error(err)
+		}
+	}}
+	u.store = racy
+	if _, err := u.UpdateProfile(ctx, 1, id, ProfilePatch{Nickname: domain.Val("nick")}, Meta{}); err != nil {
+		t.Fatal(err)
+	}
+	p := profileOf(t, store, id)
+	if p.Name != "Other" || p.Nickname == nil || *p.Nickname != "nick" {
+		t.Fatalf("profile after the race: name %q nickname %v; want both changes", p.Name, p.Nickname)
+	}
+	// The member decided before is still known: a second upsert updates it.
+	res2, err := u.UpsertMember(ctx, 1, id, MemberInput{AppUserID: "m1", AppGroupID: 7, Name: "Han Li", Relationship: "FATHER"}, Meta{})
+	if err != nil || res2.Created || res2.MemberID != res.MemberID {
+		t.Fatalf("second upsert: %+v %v (first %+v)", res2, err, res)
+	}
+}
+
+// A decision works on a copy: changing it never reaches the cache.
+func TestDecisionsWorkOnACopy(t *testing.T) {
+	store := memory.New()
+	reg := catalog.Registry()
+	u := NewUsers(store, reg, NewAllocator(store, reg, 5), time.Now, time.UTC)
+	id := registerOne(t, u, "copy")
+	_, err := u.change(ctx, 1, id, Meta{}, func(st *userState) ([]events.Payload, error) {
+		st.profile.Name = "scribbled"
+		for _, g := range st.groups {
+			g.name = "scribbled"
+		}
+		st.registered = false
+		return nil, errors.New("refused")
+	})
+	if err == nil {
+		t.Fatal("refusal lost")
+	}
+	st, _, _, err := u.loaded.load(ctx, u.streams, domain.UserStream(id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.registered || st.profile.Name != "Li" || st.groups[st.activeGroups[7]].name != "Home" {
+		t.Fatalf("cached state changed by a refused decision: %+v", st)
+	}
+}
+
+// Concurrent commands on one user through one handler (and its cache)
+// and a second one: every change lands, none is decided on stale state.
+func TestConcurrentCommandsOnOneCachedUser(t *testing.T) {
+	eventStores(t, func(t *testing.T, store events.Store) {
+		reg := catalog.Registry()
+		a := NewUsers(store, reg, NewAllocator(store, reg, 5), time.Now, time.UTC)
+		b := NewUsers(store, reg, NewAllocator(store, reg, 5), time.Now, time.UTC)
+		id := registerOne(t, a, "conc-"+time.Now().Format("150405.000000000"))
+		const n = 16
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				h := a
+				if i%4 == 3 {
+					h = b
+				}
+				if _, err := h.UpsertMember(ctx, 1, id, MemberInput{AppUserID: fmt.Sprintf("m%d", i), AppGroupID: 7, Name: "m", Relationship: "SON"}, Meta{}); err != nil {
+					t.Error(err)
+				}
+			}()
+		}
+		wg.Wait()
+		for _, h := range []*Users{a, b} {
+			st, _, _, err := h.loaded.load(ctx, h.streams, domain.UserStream(id))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(st.members) != n {
+				t.Fatalf("%d members seen, want %d", len(st.members), n)
+			}
+		}
+	})
+}
+
+// keyDropper stands for the key store: erasure only needs Destroy.
+type keyDropper struct{ destroyed []string }
+
+func (k *keyDropper) Destroy(_ context.Context, subject string) error {
+	k.destroyed = append(k.destroyed, subject)
+	return nil
+}
+
+// After an erasure no node keeps the person's data loaded: the erasing
+// handler drops the user, and another node's cached state is emptied by
+// user.erased before any decision.
+func TestErasureLeavesNoPersonalDataCached(t *testing.T) {
+	store := memory.New()
+	reg := catalog.Registry()
+	keys := &keyDropper{}
+	a := NewUsers(store, reg, NewAllocator(store, reg, 5), time.Now, time.UTC).WithKeys(keys)
+	b := NewUsers(store, reg, NewAllocator(store, reg, 5), time.Now, time.UTC)
+	id := registerOne(t, a, "erase")
+	if _, err := b.UpsertMember(ctx, 1, id, MemberInput{AppUserID: "m1", AppGroupID: 7, Name: "Han", Relationship: "FATHER", Phone: domain.Val("13800138000")}, Meta{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.UpdateProfile(ctx, 1, id, ProfilePatch{Phone: domain.Val("13900139000")}, Meta{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Erase(ctx, id, "asked", Meta{Actor: "op"}); err != nil {
+		t.Fatal(err)
+	}
+	if a.loaded.len() != 0 {
+		t.Fatalf("erasing handler still caches %d users", a.loaded.len())
+	}
+	if _, err := b.UpdateProfile(ctx, 1, id, ProfilePatch{Nickname: domain.Val("x")}, Meta{}); !errors.Is(err, domain.ErrUserNotFound) {
+		t.Fatalf("patch of an erased user on the other node: %v", err)
+	}
+	st, _, _, err := b.loaded.load(ctx, b.streams, domain.UserStream(id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.profile != (catalog.Profile{}) || len(st.members) != 0 || len(st.memberByApp) != 0 || len(st.groups) != 0 {
+		t.Fatalf("erased user's data still cached on the other node: %+v", st)
+	}
+}
+
+// The cache is bounded: the least recently used user goes first, and an
+// evicted user is loaded again in full on its next command.
+func TestAggregateCacheIsBounded(t *testing.T) {
+	store := memory.New()
+	reg := catalog.Registry()
+	u := NewUsers(store, reg, NewAllocator(store, reg, 5), time.Now, time.UTC).WithAggregateCache(2)
+	var ids []int64
+	for i := range 3 {
+		id := registerOne(t, u, fmt.Sprintf("lru-%d", i))
+		ids = append(ids, id)
+		if _, err := u.UpdateProfile(ctx, 1, id, ProfilePatch{Nickname: domain.Val("n")}, Meta{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := u.loaded.len(); n != 2 {
+		t.Fatalf("%d users cached, bound is 2", n)
+	}
+	if _, err := u.UpdateProfile(ctx, 1, ids[0], ProfilePatch{Nickname: domain.Val("m")}, Meta{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := profileOf(t, store, ids[0]).Nickname; got == nil || *got != "m" {
+		t.Fatalf("evicted user's patch: nickname %v", got)
+	}
+}
+
+// Orders: goods changed through another handler are seen before an order
+// is decided, and a transition decided on a cached order sees another
+// node's review.
+func TestCachedOrdersSeeAnotherNodesAppends(t *testing.T) {
+	store := memory.New()
+	reg := catalog.Registry()
+	now := func() time.Time { return fixedNow }
+	a := NewOrders(store, reg, NewAllocator(store, reg, 5), now)
+	b := NewOrders(store, reg, NewAllocator(store, reg, 5), now)
+	if _, _, err := a.CreateGoods(ctx, "G1", "Goods", Meta{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.ChangeGoods(ctx, "G1", ptr("Renamed"), nil, Meta{}); err != nil {
+		t.Fatal(err) // a has G1 cached
+	}
+	off := false
+	if _, err := b.ChangeGoods(ctx, "G1", nil, &off, Meta{}); err != nil {
+		t.Fatal(err)
+	}
+	// Deactivating again through a decides nothing only if a sees b's change.
+	before, err := store.ReadStream(ctx, domain.GoodsStream("G1"), 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.ChangeGoods(ctx, "G1", nil, &off, Meta{}); err != nil {
+		t.Fatal(err)
+	}
+	after, err := store.ReadStream(ctx, domain.GoodsStream("G1"), 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(after) != len(before) {
+		t.Fatalf("a deactivated goods b had deactivated: %d events, want %d", len(after), len(before))
+	}
+}
