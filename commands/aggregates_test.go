@@ -302,3 +302,24 @@ func TestCachedOrdersSeeAnotherNodesAppends(t *testing.T) {
 		t.Fatalf("a deactivated goods b had deactivated: %d events, want %d", len(after), len(before))
 	}
 }
+
+// Forget (called when a node's erasure follower sees another node's
+// erasure) drops exactly that user's loaded state.
+func TestForgetDropsOneCachedUser(t *testing.T) {
+	store := memory.New()
+	reg := catalog.Registry()
+	u := NewUsers(store, reg, NewAllocator(store, reg, 5), time.Now, time.UTC)
+	a, b := registerOne(t, u, "forget-a"), registerOne(t, u, "forget-b")
+	for _, id := range []int64{a, b} {
+		if _, err := u.UpdateProfile(ctx, 1, id, ProfilePatch{Nickname: domain.Val("n")}, Meta{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := u.loaded.len(); n != 2 {
+		t.Fatalf("%d users cached before Forget, want 2", n)
+	}
+	u.Forget(a)
+	if n := u.loaded.len(); n != 1 {
+		t.Fatalf("%d users cached after Forget, want 1", n)
+	}
+}

@@ -884,6 +884,11 @@ func (u *Users) DeleteMember(ctx context.Context, appID, openUserID, memberID in
 // field of theirs is sealed with its key (package privacy).
 func ErasureSubject(openUserID int64) string { return domain.UserStream(openUserID) }
 
+// Forget drops a user's loaded state from this handler's cache, so a node
+// that learns of another node's erasure holds none of that person's
+// decrypted data in memory (the next command reloads it, erased).
+func (u *Users) Forget(openUserID int64) { u.loaded.drop(domain.UserStream(openUserID)) }
+
 // Erase erases a channel user (issue 9, item 2): it destroys the user's data
 // key, so every personal field of theirs in the log reads as null from now
 // on, appends user.erased (who, when, why) to the user's stream, and frees

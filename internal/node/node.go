@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -363,6 +364,13 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 	if !cfg.PlaintextPersonalData {
 		users.WithKeyWarmer(n.Keys)
 		ids.OnReserve(commands.KindUser, n.prepareUserKeys)
+	}
+	// Another node's erasure also empties this node's loaded aggregate.
+	erasures.Forgot = func(subject string, at events.Position) {
+		if id, err := strconv.ParseInt(strings.TrimPrefix(subject, "user-"), 10, 64); err == nil {
+			users.Forget(id)
+		}
+		n.forgotKey(subject, at)
 	}
 	cmdAPI := &commandapi.API{
 		Users:   users,
