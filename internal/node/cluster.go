@@ -83,11 +83,7 @@ func (n *Node) openRateLimits(ctx context.Context, cfg Config) (auth.Limiter, qu
 		}
 		return partner, ratelimit.New(cfg.ReportPullLimit, time.Minute), nil
 	}
-	store, err := ratelimitpg.Open(ctx, cfg.PostgresURL)
-	if err != nil {
-		return nil, nil, fmt.Errorf("rate limits: %w", err)
-	}
-	n.closers = append(n.closers, store.Close)
+	store := ratelimitpg.New(n.pool)
 	pull := store.Bucket("report_pull", cfg.ReportPullLimit, time.Minute)
 	if cfg.PartnerRateLimit <= 0 {
 		n.adapter("rate limits", "Postgres (shared by every node)")

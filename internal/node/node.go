@@ -17,6 +17,7 @@ import (
 	"time"
 	_ "time/tzdata" // the platform zone must load on machines without tzdata
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/julienschmidt/httprouter"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
@@ -158,6 +159,9 @@ type Node struct {
 
 	log  *slog.Logger
 	head *headStore
+	// pool is the read-model database's pool (nil in embedded mode): the
+	// leases, claims, rate limits and relay checkpoint share it.
+	pool *pgxpool.Pool
 	// relayCheckpoints is where this node's relay keeps its position (nil: no relay here).
 	relayCheckpoints relay.Checkpoints
 	cancel           context.CancelFunc
@@ -279,7 +283,8 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		}
 		pg.SetLeaseTTL(cfg.LeaseTTL)
 		n.ReadModel, shared = pg, pg
-		n.Leases = leasepg.New(pg.Pool())
+		n.pool = pg.Pool()
+		n.Leases = leasepg.New(n.pool)
 		n.Adapters["read models"] = "Postgres"
 		n.Adapters["leases"] = fmt.Sprintf("Postgres, node %s, TTL %s", cfg.NodeID, cfg.LeaseTTL)
 	} else {
@@ -441,11 +446,10 @@ func (n *Node) startWebhooks(ctx context.Context, cfg Config, models *projection
 	// Claims spread sending over the nodes sharing the deliveries, one
 	// attempt of a delivery in flight at a time.
 	if cfg.PostgresURL != "" {
-		claims, err := webhookspg.Open(ctx, cfg.PostgresURL)
+		claims, err := webhookspg.New(ctx, n.pool)
 		if err != nil {
 			return fmt.Errorf("webhook claims: %w", err)
 		}
-		n.closers = append(n.closers, claims.Close)
 		n.Dispatcher.Claims = claims
 		n.Adapters["webhook claims"] = "Postgres"
 	} else {
@@ -494,11 +498,10 @@ func (n *Node) startWebhooks(ctx context.Context, cfg Config, models *projection
 			n.closers = append(n.closers, producer.Close)
 			var checkpoints relay.Checkpoints = relay.NewFileCheckpointsNamed(cfg.DataDir, relay.FeedCheckpointFile)
 			if cfg.PostgresURL != "" {
-				shared, err := relaypg.Open(ctx, cfg.PostgresURL, "feed")
+				shared, err := relaypg.New(ctx, n.pool, "feed")
 				if err != nil {
 					return err
 				}
-				n.closers = append(n.closers, shared.Close)
 				checkpoints = relay.Upgraded{Primary: shared, Legacy: checkpoints}
 			}
 			n.relayCheckpoints = checkpoints

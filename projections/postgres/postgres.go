@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -56,7 +57,18 @@ var (
 // and brings its schema up to date, so a process can start against an empty
 // database or one another version already migrated.
 func Open(ctx context.Context, url string) (*Store, error) {
-	pool, err := pgxpool.New(ctx, url)
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("projections/postgres: connect: %w", err)
+	}
+	// A node's one pool for this database: the families, the reads, the
+	// leases, delivery claims, rate limits and the relay checkpoint share
+	// it. pgx's default (max(4, CPUs)) suits one of them, not all; a
+	// pool_max_conns in the URL still decides.
+	if !strings.Contains(url, "pool_max_conns") {
+		cfg.MaxConns = max(cfg.MaxConns, 16)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("projections/postgres: connect: %w", err)
 	}

@@ -40,8 +40,9 @@ const fenceIdle = 5 * time.Second
 
 // Checkpoints is relay.Checkpoints in the table relay_checkpoints.
 type Checkpoints struct {
-	pool *pgxpool.Pool
-	name string
+	pool  *pgxpool.Pool
+	name  string
+	owned bool // Close closes pool (Open made it)
 }
 
 var _ relay.Checkpoints = (*Checkpoints)(nil)
@@ -54,6 +55,18 @@ func Open(ctx context.Context, url, name string) (*Checkpoints, error) {
 	if err != nil {
 		return nil, fmt.Errorf("relay checkpoint: %w", err)
 	}
+	c, err := New(ctx, pool, name)
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	c.owned = true
+	return c, nil
+}
+
+// New is Open over a pool the caller already has (a node's read-model
+// pool), so a node keeps one pool per database.
+func New(ctx context.Context, pool *pgxpool.Pool, name string) (*Checkpoints, error) {
 	files, err := fs.Sub(migrationFiles, "migrations")
 	if err == nil {
 		s := pgmigrate.Schema{Files: files, Parts: []string{"relay"}, Table: "schema_versions", Lock: migrationLock}
@@ -63,15 +76,16 @@ func Open(ctx context.Context, url, name string) (*Checkpoints, error) {
 		err = leasepg.Migrate(ctx, pool)
 	}
 	if err != nil {
-		pool.Close()
 		return nil, fmt.Errorf("relay checkpoint: %w", err)
 	}
 	return &Checkpoints{pool: pool, name: name}, nil
 }
 
-// Close releases the connections.
+// Close releases the connections of a pool Open made.
 func (c *Checkpoints) Close() error {
-	c.pool.Close()
+	if c.owned {
+		c.pool.Close()
+	}
 	return nil
 }
 

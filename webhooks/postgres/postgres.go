@@ -27,7 +27,8 @@ const migrationLock int64 = 0x726561646d6f646c
 
 // Claims is webhooks.Claims in the table webhook_delivery_claims.
 type Claims struct {
-	pool *pgxpool.Pool
+	pool  *pgxpool.Pool
+	owned bool // Close closes pool (Open made it)
 }
 
 var _ webhooks.Claims = (*Claims)(nil)
@@ -38,21 +39,34 @@ func Open(ctx context.Context, url string) (*Claims, error) {
 	if err != nil {
 		return nil, fmt.Errorf("webhook claims: %w", err)
 	}
+	c, err := New(ctx, pool)
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	c.owned = true
+	return c, nil
+}
+
+// New brings the claims table up to date over a pool the caller already
+// has (a node's read-model pool), so a node keeps one pool per database.
+func New(ctx context.Context, pool *pgxpool.Pool) (*Claims, error) {
 	files, err := fs.Sub(migrationFiles, "migrations")
 	if err == nil {
 		s := pgmigrate.Schema{Files: files, Parts: []string{"webhook_claims"}, Table: "schema_versions", Lock: migrationLock}
 		err = s.Apply(ctx, pool)
 	}
 	if err != nil {
-		pool.Close()
 		return nil, fmt.Errorf("webhook claims: %w", err)
 	}
 	return &Claims{pool: pool}, nil
 }
 
-// Close releases the connections.
+// Close releases the connections of a pool Open made.
 func (c *Claims) Close() error {
-	c.pool.Close()
+	if c.owned {
+		c.pool.Close()
+	}
 	return nil
 }
 

@@ -24,7 +24,8 @@ import (
 
 // Store is a pool over the shared buckets; Bucket makes one limit over it.
 type Store struct {
-	pool *pgxpool.Pool
+	pool  *pgxpool.Pool
+	owned bool // Close closes pool (Open made it)
 }
 
 // Open connects to the database whose read-model migrations created
@@ -34,12 +35,18 @@ func Open(ctx context.Context, url string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ratelimit/postgres: %w", err)
 	}
-	return &Store{pool: pool}, nil
+	return &Store{pool: pool, owned: true}, nil
 }
 
-// Close releases the pool's connections.
+// New uses a pool the caller already has (a node's read-model pool), so a
+// node keeps one pool per database.
+func New(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
+
+// Close releases the connections of a pool Open made.
 func (s *Store) Close() error {
-	s.pool.Close()
+	if s.owned {
+		s.pool.Close()
+	}
 	return nil
 }
 
