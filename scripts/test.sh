@@ -24,6 +24,16 @@
 # starts none, and the tests that need one skip. Needs Java 17+ and Maven
 # (installed from Debian packages when missing).
 #
+# After the Go side, the partner SDKs' suites run (sdk/<name>/test.sh for
+# each name in PLATFORM_TEST_SDKS, default "go js python java" when no
+# package pattern is given, none otherwise), each against a platform binary
+# built once and exported as PLATFORM_BIN, and then the OpenAPI lint
+# (scripts/lint-openapi.sh; PLATFORM_TEST_LINT=0 skips it).
+# PLATFORM_TEST_GO=0 skips the Go side (and its Postgres and Kafka), for a
+# fast inner loop on one SDK:
+#
+#   PLATFORM_TEST_GO=0 PLATFORM_TEST_SDKS=python ./scripts/test.sh
+#
 # Works on a fresh Debian machine with only Go: it installs the postgresql
 # package when no server binaries are present. As root, initdb and postgres
 # run as the postgres OS user (initdb refuses root).
@@ -65,6 +75,8 @@ for a in "$@"; do
 	esac
 done
 test_args=("$@")
+patterns_given=${#patterns[@]}
+run_go=${PLATFORM_TEST_GO:-1}
 if [ "${#patterns[@]}" -eq 0 ]; then
 	patterns=(./...)
 	test_args+=(./...)
@@ -75,6 +87,7 @@ tmp=""
 pgbin=""
 kafka_dir=""
 kafka_pid=""
+tmp_bin_dir=""
 cleanup() {
 	local rc=$?
 	trap - EXIT
@@ -91,6 +104,9 @@ cleanup() {
 	fi
 	if [ -n "$tmp" ]; then
 		rm -rf "$tmp"
+	fi
+	if [ -n "$tmp_bin_dir" ]; then
+		rm -rf "$tmp_bin_dir"
 	fi
 	exit "$rc"
 }
@@ -179,12 +195,15 @@ start_postgres() {
 	export PLATFORM_TEST_POSTGRES_URL="postgres://postgres@127.0.0.1:$port/postgres?sslmode=disable"
 }
 
-if [ -n "${PLATFORM_TEST_POSTGRES_URL:-}" ]; then
+if [ "$run_go" = "0" ]; then
+	say "Go side skipped (PLATFORM_TEST_GO=0): no Postgres, no Kafka, no go test"
+elif [ -n "${PLATFORM_TEST_POSTGRES_URL:-}" ]; then
 	say "using the Postgres server from PLATFORM_TEST_POSTGRES_URL"
+	export PLATFORM_REQUIRE_POSTGRES=1
 else
 	start_postgres
+	export PLATFORM_REQUIRE_POSTGRES=1
 fi
-export PLATFORM_REQUIRE_POSTGRES=1
 
 # ---- kafka ----
 kafka_version=4.1.0
@@ -328,7 +347,9 @@ EOF
 	export PLATFORM_TEST_KAFKA_BROKERS="127.0.0.1:$port"
 }
 
-if [ -n "${PLATFORM_TEST_KAFKA_BROKERS:-}" ]; then
+if [ "$run_go" = "0" ]; then
+	:
+elif [ -n "${PLATFORM_TEST_KAFKA_BROKERS:-}" ]; then
 	say "using the Kafka broker(s) from PLATFORM_TEST_KAFKA_BROKERS"
 	export PLATFORM_REQUIRE_KAFKA=1
 elif [ "${PLATFORM_TEST_KAFKA:-1}" = "0" ]; then
@@ -338,74 +359,122 @@ else
 	export PLATFORM_REQUIRE_KAFKA=1
 fi
 
-# ---- checks ----
-say "$(go version)"
-say "go vet ${patterns[*]}"
-go vet "${patterns[@]}"
+# ---- the Go side ----
+go_side() {
+	# ---- checks ----
+	say "$(go version)"
+	say "go vet ${patterns[*]}"
+	go vet "${patterns[@]}"
 
-say "gofmt check"
-# Every .go file of the packages, test files and build-tag-excluded ones too.
-mapfile -t gofiles < <(go list -f '{{$d := .Dir}}{{range .GoFiles}}{{$d}}/{{.}}
+	say "gofmt check"
+	# Every .go file of the packages, test files and build-tag-excluded ones too.
+	mapfile -t gofiles < <(go list -f '{{$d := .Dir}}{{range .GoFiles}}{{$d}}/{{.}}
 {{end}}{{range .CgoFiles}}{{$d}}/{{.}}
 {{end}}{{range .TestGoFiles}}{{$d}}/{{.}}
 {{end}}{{range .XTestGoFiles}}{{$d}}/{{.}}
 {{end}}{{range .IgnoredGoFiles}}{{$d}}/{{.}}
 {{end}}' "${patterns[@]}")
-unformatted=""
-if [ "${#gofiles[@]}" -gt 0 ]; then
-	unformatted=$(gofmt -l "${gofiles[@]}" | sort -u)
-fi
-if [ -n "$unformatted" ]; then
-	say "these files need gofmt -w:" >&2
-	printf '  %s\n' $unformatted >&2
-	exit 1
+	unformatted=""
+	if [ "${#gofiles[@]}" -gt 0 ]; then
+		unformatted=$(gofmt -l "${gofiles[@]}" | sort -u)
+	fi
+	if [ -n "$unformatted" ]; then
+		say "these files need gofmt -w:" >&2
+		printf '  %s\n' $unformatted >&2
+		exit 1
+	fi
+
+	say "go mod tidy check"
+	# go.mod and go.sum must be exactly what `go mod tidy` writes: direct
+	# dependencies not marked indirect, nothing missing, nothing stale.
+	if ! tidy_diff=$(go mod tidy -diff 2>&1); then
+		say "go.mod/go.sum are not tidy; run go mod tidy:" >&2
+		printf '%s\n' "$tidy_diff" >&2
+		exit 1
+	fi
+
+	say "go test -race -count=1 -timeout 15m ${test_args[*]}"
+	go test -race -count=1 -timeout 15m "${test_args[@]}"
+
+	# ---- fuzzing ----
+	# Every fuzz target of the tested packages runs for a short, bounded time
+	# (PLATFORM_TEST_FUZZTIME per target, a Go duration such as 5s or 1m, or a
+	# count such as 1000x; 0 skips the step). go test takes one -fuzz target per
+	# invocation. A failure fails the script; go writes the failing input under
+	# the package's testdata/fuzz/<target>/, where plain go test replays it.
+	fuzztime=${PLATFORM_TEST_FUZZTIME:-5s}
+	fuzzpkgs=()
+	if [ "$fuzztime" = "0" ] || [ "$fuzztime" = "0s" ]; then
+		say "fuzzing skipped (PLATFORM_TEST_FUZZTIME=$fuzztime)"
+	else
+		mapfile -t fuzzpkgs < <(go list -f '{{.ImportPath}} {{.Dir}}{{range .TestGoFiles}} {{.}}{{end}}{{range .XTestGoFiles}} {{.}}{{end}}' "${patterns[@]}")
+	fi
+	fuzz_failed=()
+	fuzz_count=0
+	for line in "${fuzzpkgs[@]}"; do
+		read -r pkg dir files <<<"$line"
+		[ -n "${files:-}" ] || continue
+		mapfile -t targets < <(cd "$dir" && sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' $files | sort -u)
+		for target in "${targets[@]}"; do
+			[ -n "$target" ] || continue
+			fuzz_count=$((fuzz_count + 1))
+			say "fuzz $pkg $target for $fuzztime"
+			if ! go test -run '^$' -fuzz "^${target}\$" -fuzztime "$fuzztime" "$pkg"; then
+				fuzz_failed+=("$pkg $target")
+			fi
+		done
+	done
+	if [ "${#fuzz_failed[@]}" -gt 0 ]; then
+		say "fuzzing failed (the failing input is under the package's testdata/fuzz/):" >&2
+		printf '  %s\n' "${fuzz_failed[@]}" >&2
+		exit 1
+	fi
+	if [ "$fuzz_count" -gt 0 ]; then
+		say "fuzzing: $fuzz_count targets passed ($fuzztime each)"
+	fi
+}
+
+if [ "$run_go" != "0" ]; then
+	go_side
 fi
 
-say "go mod tidy check"
-# go.mod and go.sum must be exactly what `go mod tidy` writes: direct
-# dependencies not marked indirect, nothing missing, nothing stale.
-if ! tidy_diff=$(go mod tidy -diff 2>&1); then
-	say "go.mod/go.sum are not tidy; run go mod tidy:" >&2
-	printf '%s\n' "$tidy_diff" >&2
-	exit 1
-fi
-
-say "go test -race -count=1 -timeout 15m ${test_args[*]}"
-go test -race -count=1 -timeout 15m "${test_args[@]}"
-
-# ---- fuzzing ----
-# Every fuzz target of the tested packages runs for a short, bounded time
-# (PLATFORM_TEST_FUZZTIME per target, a Go duration such as 5s or 1m, or a
-# count such as 1000x; 0 skips the step). go test takes one -fuzz target per
-# invocation. A failure fails the script; go writes the failing input under
-# the package's testdata/fuzz/<target>/, where plain go test replays it.
-fuzztime=${PLATFORM_TEST_FUZZTIME:-5s}
-fuzzpkgs=()
-if [ "$fuzztime" = "0" ] || [ "$fuzztime" = "0s" ]; then
-	say "fuzzing skipped (PLATFORM_TEST_FUZZTIME=$fuzztime)"
+# ---- SDKs and the OpenAPI lint ----
+# Each SDK's suite is sdk/<name>/test.sh: it installs what it needs from the
+# package registries, runs its unit tests (the shared signature vectors in
+# ../shared/vectors/signatures.json among them) and its integration test
+# against a real embedded platform started from $PLATFORM_BIN.
+if [ "$patterns_given" -gt 0 ]; then
+	sdks=${PLATFORM_TEST_SDKS:-}
 else
-	mapfile -t fuzzpkgs < <(go list -f '{{.ImportPath}} {{.Dir}}{{range .TestGoFiles}} {{.}}{{end}}{{range .XTestGoFiles}} {{.}}{{end}}' "${patterns[@]}")
+	# Every SDK in the tree (sdk/go, sdk/js, sdk/python, sdk/java).
+	sdks=${PLATFORM_TEST_SDKS-$(for f in sdk/*/test.sh; do if [ -f "$f" ]; then basename "$(dirname "$f")"; fi; done | sort | tr '\n' ' ')}
 fi
-fuzz_failed=()
-fuzz_count=0
-for line in "${fuzzpkgs[@]}"; do
-	read -r pkg dir files <<<"$line"
-	[ -n "${files:-}" ] || continue
-	mapfile -t targets < <(cd "$dir" && sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' $files | sort -u)
-	for target in "${targets[@]}"; do
-		[ -n "$target" ] || continue
-		fuzz_count=$((fuzz_count + 1))
-		say "fuzz $pkg $target for $fuzztime"
-		if ! go test -run '^$' -fuzz "^${target}\$" -fuzztime "$fuzztime" "$pkg"; then
-			fuzz_failed+=("$pkg $target")
+[ "$sdks" = "none" ] && sdks=""
+if [ -n "$sdks" ]; then
+	bin_dir=$(mktemp -d "${TMPDIR:-/tmp}/platform-test-bin.XXXXXX")
+	tmp_bin_dir=$bin_dir
+	say "building the platform for the SDK suites into $bin_dir"
+	go build -o "$bin_dir/platform" ./cmd/platform
+	export PLATFORM_BIN="$bin_dir/platform"
+	sdk_failed=()
+	for s in $sdks; do
+		if [ ! -f "sdk/$s/test.sh" ]; then
+			say "error: PLATFORM_TEST_SDKS names $s but sdk/$s/test.sh does not exist" >&2
+			sdk_failed+=("$s (missing)")
+			continue
+		fi
+		say "SDK $s: sdk/$s/test.sh"
+		if ! bash "sdk/$s/test.sh"; then
+			sdk_failed+=("$s")
 		fi
 	done
-done
-if [ "${#fuzz_failed[@]}" -gt 0 ]; then
-	say "fuzzing failed (the failing input is under the package's testdata/fuzz/):" >&2
-	printf '  %s\n' "${fuzz_failed[@]}" >&2
-	exit 1
+	if [ "${#sdk_failed[@]}" -gt 0 ]; then
+		say "SDK suites failed: ${sdk_failed[*]}" >&2
+		exit 1
+	fi
 fi
-if [ "$fuzz_count" -gt 0 ]; then
-	say "fuzzing: $fuzz_count targets passed ($fuzztime each)"
+if [ "$patterns_given" -eq 0 ] && [ "${PLATFORM_TEST_LINT:-1}" != "0" ] && [ -f scripts/lint-openapi.sh ]; then
+	say "OpenAPI lint: scripts/lint-openapi.sh"
+	bash scripts/lint-openapi.sh
 fi
+say "all passed"
