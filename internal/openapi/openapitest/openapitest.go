@@ -8,6 +8,11 @@
 // answered it with its documented catch-all (404 NOT_FOUND for an unknown
 // path, 405 METHOD_NOT_ALLOWED for an unknown method), i.e. unless the server
 // agrees the operation does not exist; /metrics is exempt.
+//
+// With PLATFORM_OPENAPI_RECORD set to a folder, every exchange that matches
+// the document is also written there (the first of each operation and
+// status), so `go run ./internal/openapi/examplegen` can give the document
+// examples taken from real traffic rather than typed by hand.
 package openapitest
 
 import (
@@ -18,6 +23,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -63,7 +71,20 @@ func NewTransport(t testing.TB, base http.RoundTripper) http.RoundTripper {
 	if err != nil {
 		t.Fatalf("openapi: build router: %v", err)
 	}
-	return &transport{t: t, base: base, doc: doc, router: router}
+	return &transport{t: t, base: base, doc: doc, router: router, record: os.Getenv(RecordEnv)}
+}
+
+// RecordEnv names the folder exchanges are recorded into (see the package comment).
+const RecordEnv = "PLATFORM_OPENAPI_RECORD"
+
+// Recording is one recorded exchange: the file examplegen reads.
+type Recording struct {
+	Method      string          `json:"method"`
+	Path        string          `json:"path"`
+	OperationID string          `json:"operation_id"`
+	Status      int             `json:"status"`
+	Request     json.RawMessage `json:"request,omitempty"`
+	Response    json.RawMessage `json:"response,omitempty"`
 }
 
 type transport struct {
@@ -71,9 +92,20 @@ type transport struct {
 	base   http.RoundTripper
 	doc    *openapi3.T
 	router routers.Router
+	record string
 }
 
 func (tr *transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	var reqBody []byte
+	if tr.record != "" && req.Body != nil && req.Body != http.NoBody {
+		b, err := io.ReadAll(req.Body)
+		req.Body.Close()
+		if err != nil {
+			return nil, fmt.Errorf("openapitest: read request body: %w", err)
+		}
+		reqBody = b
+		req.Body = io.NopCloser(bytes.NewReader(b))
+	}
 	res, err := tr.base.RoundTrip(req)
 	if err != nil {
 		return res, err
@@ -86,8 +118,43 @@ func (tr *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	res.Body = io.NopCloser(bytes.NewReader(body))
 	if err := tr.check(req, res, body); err != nil {
 		tr.t.Errorf("openapi drift: %s %s -> %d: %v\nbody: %s", req.Method, req.URL.RequestURI(), res.StatusCode, err, clip(body))
+	} else if tr.record != "" {
+		tr.save(req, res.StatusCode, reqBody, body)
 	}
 	return res, nil
+}
+
+// save writes the exchange unless one of its operation and status is
+// already recorded; only JSON bodies are kept.
+func (tr *transport) save(req *http.Request, status int, reqBody, body []byte) {
+	route, _, err := tr.router.FindRoute(req)
+	if err != nil || route.Operation == nil || route.Operation.OperationID == "" {
+		return
+	}
+	rec := Recording{Method: req.Method, Path: route.Path, OperationID: route.Operation.OperationID, Status: status}
+	if json.Valid(reqBody) {
+		rec.Request = reqBody
+	}
+	if json.Valid(body) {
+		rec.Response = body
+	}
+	raw, err := json.MarshalIndent(rec, "", "  ")
+	if err != nil {
+		return
+	}
+	if err := os.MkdirAll(tr.record, 0o755); err != nil {
+		tr.t.Errorf("openapitest: record: %v", err)
+		return
+	}
+	name := filepath.Join(tr.record, rec.OperationID+"."+strconv.Itoa(status)+".json")
+	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return // recorded already (by this or another test process)
+	}
+	defer f.Close()
+	if _, err := f.Write(raw); err != nil {
+		tr.t.Errorf("openapitest: record: %v", err)
+	}
 }
 
 // check returns why the exchange does not match the document, or nil.
