@@ -61,7 +61,7 @@ export interface WriteOptions {
   signal?: AbortSignal;
 }
 
-/** Per-call options of a read. */
+/** Per-call options of a read (or of a write that takes no Idempotency-Key): no key to choose. */
 export interface ReadOptions {
   requestId?: string;
   signal?: AbortSignal;
@@ -397,10 +397,8 @@ export class PartnerClient {
     } else if (spec.requestContentType) {
       body = Buffer.from(JSON.stringify(args.body ?? {}), "utf8");
       contentType = spec.requestContentType;
-    } else if (spec.method === "POST" || spec.method === "PATCH" || spec.method === "PUT") {
-      // Bodyless writes still send an empty JSON object? No: the spec signs the exact body; send none.
-      body = Buffer.alloc(0);
     }
+    // Operations without a request body (DELETE, resend, secret rotation) send none and sign the empty string.
 
     const idempotencyKey = spec.idempotencyKey ? (args.idempotencyKey ?? (this.#autoKeys ? randomUUID() : undefined)) : undefined;
     const safe = spec.method === "GET" || idempotencyKey !== undefined;

@@ -72,7 +72,8 @@ export class WebhookVerificationError extends Error {
 
 /** Inputs of verifyWebhook: the secret, the X-Webhook-Timestamp and X-Webhook-Signature headers, and the raw body bytes. */
 export interface VerifyWebhookInput {
-  secret: string;
+  /** The webhook secret; during a rotation pass [newSecret, oldSecret] and any one that matches is accepted. */
+  secret: string | readonly string[];
   /** X-Webhook-Timestamp (Unix seconds). */
   timestamp: string | number | null | undefined;
   /** X-Webhook-Signature (hex, either case). */
@@ -98,7 +99,8 @@ export function verifyWebhook(input: VerifyWebhookInput): void {
   if (!(body instanceof Uint8Array)) {
     throw new TypeError("verifyWebhook: body must be the raw request bytes (Uint8Array or Buffer), not a parsed or re-serialised value");
   }
-  if (typeof secret !== "string" || secret === "") throw new TypeError("verifyWebhook: secret is required");
+  const secrets = typeof secret === "string" ? [secret] : [...(secret ?? [])];
+  if (secrets.length === 0 || secrets.some((x) => typeof x !== "string" || x === "")) throw new TypeError("verifyWebhook: secret is required");
   if (!signature) throw new WebhookVerificationError("missing_signature", "X-Webhook-Signature is missing");
   const ts = input.timestamp === undefined || input.timestamp === null ? "" : String(input.timestamp).trim();
   if (!decimal.test(ts)) throw new WebhookVerificationError("malformed_timestamp", "X-Webhook-Timestamp is not Unix seconds");
@@ -107,10 +109,10 @@ export function verifyWebhook(input: VerifyWebhookInput): void {
   if (Math.abs(Math.floor(now) - Number(ts)) > tolerance) {
     throw new WebhookVerificationError("timestamp_out_of_tolerance", `X-Webhook-Timestamp is more than ${tolerance} s from now`);
   }
-  const want = Buffer.from(signWebhook(secret, ts, body), "hex");
   const sig = signature.trim();
   // A malformed header is compared against a dummy of the right length so the work done does not depend on where it differs.
-  const got = hex64.test(sig) ? Buffer.from(sig, "hex") : Buffer.alloc(want.length);
-  const equal = timingSafeEqual(got, want);
+  const got = hex64.test(sig) ? Buffer.from(sig, "hex") : Buffer.alloc(32);
+  let equal = false;
+  for (const s of secrets) equal = timingSafeEqual(got, Buffer.from(signWebhook(s, ts, body), "hex")) || equal;
   if (!equal || !hex64.test(sig)) throw new WebhookVerificationError("signature_mismatch", "X-Webhook-Signature does not match the body");
 }

@@ -59,7 +59,8 @@ function header(h: HeaderSource, name: string): string | undefined {
 
 /** Inputs of constructWebhookEvent: the webhook secret, the request headers and the raw body bytes. */
 export interface ConstructWebhookEventInput {
-  secret: string;
+  /** The webhook secret, or [newSecret, oldSecret] during a rotation. */
+  secret: string | readonly string[];
   headers: HeaderSource;
   body: Uint8Array;
   toleranceSeconds?: number;

@@ -76,7 +76,8 @@ test("scheme H: HMAC over METHOD, URI, timestamp, nonce, body hash; a fresh nonc
 test("codeless 404 of the report pull surfaces as PartnerApiError with null code and the request id", async () => {
   reset(() => [404, {}, { success: false, message: "not found", timestamp: "t" }]);
   const { c } = client();
-  const e = await c.pullHealthReport(1).catch((e) => e);
+  const e = await c.pullHealthReport(1, { requestId: "partner-trace-1" }).catch((e) => e);
+  assert.equal(requests[0].headers["x-request-id"], "partner-trace-1", "the caller's request id is sent");
   assert.ok(e instanceof PartnerApiError);
   assert.equal(e.status, 404);
   assert.equal(e.code, null);

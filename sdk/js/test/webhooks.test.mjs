@@ -37,6 +37,13 @@ test("verifyWebhook: refuses a changed body, another secret, another timestamp, 
   assert.throws(() => verifyWebhook({ secret, timestamp: "17638707OO", signature: sig, body, now }), refused("malformed_timestamp"));
 });
 
+test("verifyWebhook: during a rotation any of several secrets is accepted, none of them wrong", () => {
+  verifyWebhook({ secret: ["whsec_new", secret], timestamp: ts, signature: sig, body, now: ts });
+  verifyWebhook({ secret: [secret, "whsec_new"], timestamp: ts, signature: sig, body, now: ts });
+  assert.throws(() => verifyWebhook({ secret: ["a", "b"], timestamp: ts, signature: sig, body, now: ts }), refused("signature_mismatch"));
+  assert.throws(() => verifyWebhook({ secret: [], timestamp: ts, signature: sig, body, now: ts }), TypeError);
+});
+
 test("verifyWebhook: body must be raw bytes, not a string or parsed object", () => {
   assert.throws(() => verifyWebhook({ secret, timestamp: ts, signature: sig, body: body.toString(), now: ts }), TypeError);
   assert.throws(() => verifyWebhook({ secret, timestamp: ts, signature: sig, body: { event: "x" }, now: ts }), TypeError);
