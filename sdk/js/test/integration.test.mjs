@@ -122,6 +122,35 @@ test("a partner's day through the SDK", async (t) => {
     assert.equal(order.order_status, "PENDING_REVIEW");
     assert.equal(order.items[0].total_price, 39800);
     assert.equal(order.third_order_id, "T-1001");
+    const shipped = await client.sandboxShippedCallbackTest({ order_code: created.order_code });
+    assert.ok(shipped);
+    const { event } = await webhook(secret, (e) => e.event === "order.shipped" && e.order_code === created.order_code, "order.shipped webhook");
+    assert.equal(event.complete, true);
+    assert.equal(event.third_order_id, "T-1001");
+    assert.equal((await client.getOrderDetail(created.order_code)).order_status, "SHIPPED");
+  });
+
+  await t.test("deletes, dissolves and reads at once: the client never reuses a signature across routes", async () => {
+    const reg = await client.registerChannelUser({
+      channel_user_id: "cu-3",
+      user: { name: "王五" },
+      family_groups: [{ app_group_id: 1, name: "A" }, { app_group_id: 2, name: "B" }],
+      family_members: ["a1", "a2", "b1"].map((id) => ({ app_user_id: id, app_group_id: id.startsWith("a") ? 1 : 2, name: id, relationship: "OTHER" })),
+    });
+    const member = (id) => reg.family_members.find((m) => m.app_user_id === id).member_id;
+    const groupB = reg.family_groups.find((g) => g.app_group_id === 2).family_group_id;
+    await Promise.all([
+      client.deleteFamilyMember(reg.open_user_id, member("a1")),
+      client.deleteFamilyMember(reg.open_user_id, member("a2")),
+      client.dissolveFamilyGroup(reg.open_user_id, groupB),
+      client.getChannelUserSnapshot(reg.open_user_id),
+      client.getOrderDetail("PO-none").catch((e) => assert.equal(e.code, "ORDER_NOT_FOUND")),
+    ]);
+    const snap = await client.getChannelUserSnapshot(reg.open_user_id);
+    assert.deepEqual(snap.family_members, []);
+    assert.deepEqual(snap.family_groups.map((g) => g.app_group_id), [1]);
+    const gone = await client.deleteFamilyMember(reg.open_user_id, member("a1")).catch((e) => e);
+    assert.equal(gone.code, "FAMILY_MEMBER_NOT_FOUND");
   });
 
   await t.test("a report ingested, announced by a verified webhook, pulled with scheme H", async () => {
@@ -162,6 +191,12 @@ test("a partner's day through the SDK", async (t) => {
     const records = [];
     for await (const f of station.client.iterateFulfillments({ limit: 1 })) records.push(f.fulfillment_record_id);
     assert.deepEqual(records, [v.fulfillment_record_id]);
+    const rated = await waitFor("the fulfillment in the issuer's read models", () =>
+      client.rateFulfillment(v.fulfillment_record_id, { rating: 5 }).catch((e) => (e.code === "FULFILLMENT_NOT_FOUND" ? null : Promise.reject(e))),
+    );
+    assert.ok(rated);
+    const again = await client.rateFulfillment(v.fulfillment_record_id, { rating: 4 }).catch((e) => e);
+    assert.equal(again.code, "ALREADY_RATED");
     const dup = await station.client.verifyBenefitUse({ card_number: card, benefit_item_id: item.benefit_item_id, points_code: "P-1" }).catch((e) => e);
     assert.ok(dup instanceof PartnerApiError);
     assert.equal(dup.status, 422);
