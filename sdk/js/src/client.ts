@@ -93,6 +93,7 @@ export interface CallArgs {
 
 const defaultUserAgent = "partner-open-platform-js/0.1.0";
 const windowSeconds = 300;
+const emptyHash = createHash("sha256").update("").digest("hex");
 
 function defaultSleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
@@ -403,6 +404,7 @@ export class PartnerClient {
     const idempotencyKey = spec.idempotencyKey ? (args.idempotencyKey ?? (this.#autoKeys ? randomUUID() : undefined)) : undefined;
     const safe = spec.method === "GET" || idempotencyKey !== undefined;
 
+    let resigned = false;
     for (let attempt = 0; ; attempt++) {
       const headers: Record<string, string> = { Accept: "application/json", "User-Agent": this.#userAgent, ...(args.headers ?? {}) };
       if (contentType) headers["Content-Type"] = contentType;
@@ -443,6 +445,15 @@ export class PartnerClient {
         };
       }
       const err = this.#error(op, res, parsed, text, requestId);
+      if (res.status === 401 && spec.auth === "M" && body.length === 0 && !resigned) {
+        // Another process of the app may have bound this second's empty-body
+        // signature to another route. A 401 ran nothing, so re-signing once
+        // with another second is safe even for a write without a key.
+        resigned = true;
+        this.#usedSignatures.set(`${headers["X-Timestamp"]}:${emptyHash}`, { route: "(refused)", expires: Number(headers["X-Timestamp"]) + windowSeconds });
+        attempt--;
+        continue;
+      }
       const again =
         res.status === 429 || res.status === 503 || (res.status === 409 && err.code === "IDEMPOTENCY_KEY_IN_PROGRESS" && idempotencyKey !== undefined);
       if (again && safe && attempt < this.#retry.maxRetries) {

@@ -256,3 +256,18 @@ test("OAuth errors map to PartnerApiError with the RFC 6749 error as code", asyn
   const { c } = client();
   await assert.rejects(c.oauthToken(), (e) => e instanceof PartnerApiError && e.status === 401 && e.code === "invalid_client" && e.apiMessage === "bad client");
 });
+
+test("a bodyless scheme M request refused with 401 is re-signed once with another second; a bodied one is not", async () => {
+  reset((_, n) => (n === 1 ? fail(401, "HTTP_401") : ok(undefined)));
+  const { c, sleeps } = client({ autoIdempotencyKeys: false });
+  await c.deleteFamilyMember(1, 2);
+  assert.equal(requests.length, 2);
+  assert.notEqual(requests[0].headers["x-timestamp"], requests[1].headers["x-timestamp"]);
+  assert.deepEqual(sleeps, []);
+  reset(() => fail(401, "HTTP_401"));
+  await assert.rejects(c.rotateMyWebhookSecret(), (e) => e.status === 401);
+  assert.equal(requests.length, 2, "a wrong secret costs one extra attempt, not more");
+  reset(() => fail(401, "HTTP_401"));
+  await assert.rejects(c.createOrder({ third_order_id: "t" }), (e) => e.code === "HTTP_401");
+  assert.equal(requests.length, 1);
+});
