@@ -60,12 +60,28 @@ async function webhook(secret, pred, what) {
   });
 }
 
+/** Runs one step of the day as a subtest; on failure the platform's log tail is printed once, for diagnosis. */
+let logShown = false;
+function step(t, name, fn) {
+  return t.test(name, async () => {
+    try {
+      await fn();
+    } catch (e) {
+      if (!logShown) {
+        logShown = true;
+        console.error(`--- platform log (tail) ---\n${platform.log().slice(-6000)}`);
+      }
+      throw e;
+    }
+  });
+}
+
 test("a partner's day through the SDK", async (t) => {
   const { creds, client } = await newApp("sdk-js partner", { webhook_url: receiverUrl });
   let openUserId;
   let secret = creds.webhook_secret;
 
-  await t.test("register with family, idempotent repeat, concurrent duplicate", async () => {
+  await step(t, "register with family, idempotent repeat, concurrent duplicate", async () => {
     const body = {
       channel_user_id: "cu-1",
       user: { name: "李雷", phone: "13812345678", gender: "male", birth_date: "1990-01-02" },
@@ -86,7 +102,7 @@ test("a partner's day through the SDK", async (t) => {
     assert.deepEqual(both.map((b) => b.created).sort(), [false, true]);
   });
 
-  await t.test("snapshot, upsert a member, patch the profile", async () => {
+  await step(t, "snapshot, upsert a member, patch the profile", async () => {
     let snap = await client.getChannelUserSnapshot(openUserId);
     assert.equal(snap.user.open_user_id, openUserId);
     assert.equal(snap.user.phone, "138****5678");
@@ -107,7 +123,7 @@ test("a partner's day through the SDK", async (t) => {
     assert.equal(event.data.member_id, up.member_id);
   });
 
-  await t.test("an order", async () => {
+  await step(t, "an order", async () => {
     await adminOK("POST", "/admin/v1/goods", { goods_code: "G-BP-1", goods_name: "BP monitor" }, 201);
     const created = await client.createOrder({
       third_order_id: "T-1001",
@@ -130,7 +146,7 @@ test("a partner's day through the SDK", async (t) => {
     assert.equal((await client.getOrderDetail(created.order_code)).order_status, "SHIPPED");
   });
 
-  await t.test("deletes, dissolves and reads at once: the client never reuses a signature across routes", async () => {
+  await step(t, "deletes, dissolves and reads at once: the client never reuses a signature across routes", async () => {
     const reg = await client.registerChannelUser({
       channel_user_id: "cu-3",
       user: { name: "王五" },
@@ -153,7 +169,7 @@ test("a partner's day through the SDK", async (t) => {
     assert.equal(gone.code, "FAMILY_MEMBER_NOT_FOUND");
   });
 
-  await t.test("a report ingested, announced by a verified webhook, pulled with scheme H", async () => {
+  await step(t, "a report ingested, announced by a verified webhook, pulled with scheme H", async () => {
     const up = await adminOK("POST", "/admin/v1/uploaders", { name: "station-feed" }, 201);
     const raw = { data_source: "station", data_type: "indicators", indicators: [{ code: "SBP", value: 121, unit: "mmHg" }] };
     const res = await platform.admin("POST", "/admin/v1/health-reports", { open_user_id: openUserId, report_type: "BLOOD_PRESSURE", measurement_no: "M-1", raw_data: raw }, up.token);
@@ -172,7 +188,7 @@ test("a partner's day through the SDK", async (t) => {
     assert.equal(e.status, 404);
   });
 
-  await t.test("verify-use by a health station on a card the partner issued", async () => {
+  await step(t, "verify-use by a health station on a card the partner issued", async () => {
     const station = await newApp("sdk-js station");
     const sp = await station.client.registerOwnServiceProvider({ name: "Station 1", type: "HEALTH_STATION", contact: "010-1", points_code: "P-1" });
     const item = await adminOK("POST", "/admin/v1/benefit-items", { name: "Annual check-up" }, 201);
@@ -203,7 +219,7 @@ test("a partner's day through the SDK", async (t) => {
     assert.equal(dup.code, "DUPLICATE_FULFILLMENT");
   });
 
-  await t.test("errors surface as PartnerApiError with status, code and request id", async () => {
+  await step(t, "errors surface as PartnerApiError with status, code and request id", async () => {
     const e = await client.getChannelUserSnapshot(987654321).catch((e) => e);
     assert.ok(e instanceof PartnerApiError);
     assert.equal(e.status, 404);
@@ -223,7 +239,7 @@ test("a partner's day through the SDK", async (t) => {
     assert.equal(h.code, "INVALID_SIGNATURE");
   });
 
-  await t.test("daily report with the OAuth token flow", async () => {
+  await step(t, "daily report with the OAuth token flow", async () => {
     const r = await client.getDailyReport({ open_user_id: openUserId });
     assert.match(r.date, /^\d{4}-\d{2}-\d{2}$/);
     assert.equal(typeof r.aiInsight, "string");
@@ -231,7 +247,7 @@ test("a partner's day through the SDK", async (t) => {
     await client.oauthRevoke(tok.access_token);
   });
 
-  await t.test("sandbox mock measurement sends a verified plugin.report.ready", async () => {
+  await step(t, "sandbox mock measurement sends a verified plugin.report.ready", async () => {
     const m = await client.sandboxMockMeasure({ thirdUserId: "third-88", deviceKey: "HOME_MULTI_BIO_MONITOR", measureMode: "BP" });
     assert.equal(m.report_type, "blood_pressure");
     const { event } = await webhook(secret, (e) => e.event === "plugin.report.ready" && e.measurement_no === m.measurement_no, "plugin.report.ready webhook");
@@ -239,7 +255,7 @@ test("a partner's day through the SDK", async (t) => {
     assert.equal(event.app_id, creds.app_id);
   });
 
-  await t.test("delivery log, resend and the event feed, paginated", async () => {
+  await step(t, "delivery log, resend and the event feed, paginated", async () => {
     const got = [];
     for await (const d of client.iterateMyDeliveries({ limit: 2 })) got.push(d);
     assert.ok(got.length >= 5, `deliveries ${got.length}`);
@@ -257,7 +273,7 @@ test("a partner's day through the SDK", async (t) => {
     for (const name of ["user.family_member.created", "health.report.created", "plugin.report.ready"]) assert.ok(feed.includes(name), `${name} in feed`);
   });
 
-  await t.test("webhook secret rotation: after activation deliveries verify with the new secret only", async () => {
+  await step(t, "webhook secret rotation: after activation deliveries verify with the new secret only", async () => {
     const pending = await client.rotateMyWebhookSecret();
     const act = await client.activateMyWebhookSecret();
     assert.equal(act.activated, true);
