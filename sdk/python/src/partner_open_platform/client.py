@@ -280,7 +280,7 @@ class PartnerClient:
     def register_user(self, req: Union[m.RegisterRequest, Mapping[str, Any]], *, idempotency_key: Optional[str] = None) -> m.RegisterResult:
         """POST /open/v1/channel/users: one-step register and bind (idempotent on channel_user_id)."""
         r = self.request("POST", "/open/v1/channel/users", body=req, idempotency_key=self._key(idempotency_key))
-        return m.RegisterResult.from_dict(r.data)
+        return m.RegisterResult.from_dict(_need(r))
 
     def get_snapshot(
         self, open_user_id: int, *, updated_after: Optional[str] = None, channel_user_id: Optional[str] = None
@@ -291,7 +291,7 @@ class PartnerClient:
             "/open/v1/channel/users/%d" % open_user_id,
             query={"updated_after": updated_after, "channel_user_id": channel_user_id},
         )
-        return m.Snapshot.from_dict(r.data)
+        return m.Snapshot.from_dict(_need(r))
 
     def update_user(
         self, open_user_id: int, patch: Union[m.UserPatch, Mapping[str, Any]], *, idempotency_key: Optional[str] = None
@@ -309,7 +309,7 @@ class PartnerClient:
         r = self.request(
             "POST", "/open/v1/channel/users/%d/family-groups" % open_user_id, body=group, idempotency_key=self._key(idempotency_key)
         )
-        return m.FamilyGroupUpsertResult.from_dict(r.data)
+        return m.FamilyGroupUpsertResult.from_dict(_need(r))
 
     def dissolve_family_group(self, open_user_id: int, group_id: int, *, idempotency_key: Optional[str] = None) -> None:
         """DELETE .../family-groups/{groupId}: dissolve the group and soft-delete its members (irreversible)."""
@@ -330,7 +330,7 @@ class PartnerClient:
         r = self.request(
             "POST", "/open/v1/channel/users/%d/family-members" % open_user_id, body=member, idempotency_key=self._key(idempotency_key)
         )
-        return m.FamilyMemberUpsertResult.from_dict(r.data)
+        return m.FamilyMemberUpsertResult.from_dict(_need(r))
 
     def delete_family_member(self, open_user_id: int, member_id: int, *, idempotency_key: Optional[str] = None) -> None:
         """DELETE .../family-members/{memberId}: soft-delete one member."""
@@ -345,31 +345,31 @@ class PartnerClient:
     def create_order(self, req: Union[m.OrderCreateRequest, Mapping[str, Any]], *, idempotency_key: Optional[str] = None) -> m.OrderCreateResult:
         """POST /open/v1/order/create: a purchase order, starting in PENDING_REVIEW."""
         r = self.request("POST", "/open/v1/order/create", body=req, idempotency_key=self._key(idempotency_key))
-        return m.OrderCreateResult.from_dict(r.data)
+        return m.OrderCreateResult.from_dict(_need(r))
 
     def get_order(self, order_code: str) -> m.Order:
         """GET /open/v1/order/detail: an order with its items."""
         r = self.request("GET", "/open/v1/order/detail", query={"order_code": order_code})
-        return m.Order.from_dict(r.data)
+        return m.Order.from_dict(_need(r))
 
     def sandbox_ship_order(
         self, req: Union[m.SandboxShipmentRequest, Mapping[str, Any]], *, idempotency_key: Optional[str] = None
     ) -> m.ShipmentResult:
         """POST /open/v1/order/shipped-callback-test: sandbox apps only, ship an approved order to test order.shipped."""
         r = self.request("POST", "/open/v1/order/shipped-callback-test", body=req, idempotency_key=self._key(idempotency_key))
-        return m.ShipmentResult.from_dict(r.data)
+        return m.ShipmentResult.from_dict(_need(r))
 
     # --------------------------------------------------------- health reports
 
     def pull_health_report(self, open_report_id: int, *, query: Optional[Mapping[str, Any]] = None) -> m.HealthReport:
         """GET /open/v1/health-reports/{openReportId} with scheme H: the authoritative report snapshot."""
         r = self.request("GET", "/open/v1/health-reports/%d" % open_report_id, query=query, auth="H")
-        return m.HealthReport.from_dict(r.data)
+        return m.HealthReport.from_dict(_need(r))
 
     def fetch_access_token(self, scope: str = "daily_report") -> m.TokenResponse:
         """POST /oauth/token: a new client-credentials access token (HTTP Basic with key and secret). Not retried."""
         r = self.request("POST", "/oauth/token", auth="basic", form={"grant_type": "client_credentials", "scope": scope})
-        tok = m.TokenResponse.from_dict(r.json)
+        tok = m.TokenResponse.from_dict(_need(r, whole=True))
         with self._token_lock:
             self._token = (tok.access_token, self._clock() + float(tok.expires_in) - 60.0)
         return tok
@@ -405,14 +405,14 @@ class PartnerClient:
             with self._token_lock:
                 self._token = None
             r = self.request("GET", "/v1/health/daily-report", query=q, auth="bearer:" + self._access_token())
-        return m.DailyReport.from_dict(r.data)
+        return m.DailyReport.from_dict(_need(r))
 
     def sandbox_mock_measure(
         self, req: Union[m.MockMeasureRequest, Mapping[str, Any]], *, idempotency_key: Optional[str] = None
     ) -> m.Measurement:
         """POST /sandbox/mock/measure with scheme H: the sandbox sends plugin.report.ready to the app's webhook."""
         r = self.request("POST", "/sandbox/mock/measure", body=req, auth="H", idempotency_key=self._key(idempotency_key))
-        return m.Measurement.from_dict(r.data)
+        return m.Measurement.from_dict(_need(r))
 
     # --------------------------------------------------------------- webhooks
 
@@ -432,7 +432,7 @@ class PartnerClient:
             "/open/v1/webhooks/deliveries",
             query={"status": status, "event": event, "from": from_, "to": to, "after": after, "limit": limit},
         )
-        return m.DeliveryPage.from_dict(r.data)
+        return m.DeliveryPage.from_dict(_need(r))
 
     def iter_deliveries(
         self,
@@ -456,7 +456,7 @@ class PartnerClient:
     def get_delivery(self, delivery_id: str) -> m.DeliveryDetail:
         """GET /open/v1/webhooks/deliveries/{deliveryId}: one delivery with body and attempt log."""
         r = self.request("GET", "/open/v1/webhooks/deliveries/" + urllib.parse.quote(delivery_id, safe=""))
-        return m.DeliveryDetail.from_dict(r.data)
+        return m.DeliveryDetail.from_dict(_need(r))
 
     def resend_delivery(self, delivery_id: str, *, idempotency_key: Optional[str] = None) -> m.ResendResult:
         """POST /open/v1/webhooks/deliveries/{deliveryId}/resend: deliver it again (same delivery_id)."""
@@ -465,22 +465,22 @@ class PartnerClient:
             "/open/v1/webhooks/deliveries/%s/resend" % urllib.parse.quote(delivery_id, safe=""),
             idempotency_key=self._key(idempotency_key),
         )
-        return m.ResendResult.from_dict(r.data)
+        return m.ResendResult.from_dict(_need(r))
 
     def rotate_webhook_secret(self) -> m.PendingWebhookSecret:
         """POST /open/v1/webhooks/secret/rotate: a pending secret to verify with beside the current one. Not retried."""
         r = self.request("POST", "/open/v1/webhooks/secret/rotate")
-        return m.PendingWebhookSecret.from_dict(r.data)
+        return m.PendingWebhookSecret.from_dict(_need(r))
 
     def activate_webhook_secret(self) -> m.WebhookSecretActivated:
         """POST /open/v1/webhooks/secret/activate: sign with the pending secret from now on. Not retried."""
         r = self.request("POST", "/open/v1/webhooks/secret/activate")
-        return m.WebhookSecretActivated.from_dict(r.data)
+        return m.WebhookSecretActivated.from_dict(_need(r))
 
     def list_events(self, *, after: Optional[str] = None, limit: Optional[int] = None) -> m.FeedPage:
         """GET /open/v1/webhooks/events: one page of this app's event feed."""
         r = self.request("GET", "/open/v1/webhooks/events", query={"after": after, "limit": limit})
-        return m.FeedPage.from_dict(r.data)
+        return m.FeedPage.from_dict(_need(r))
 
     def iter_events(self, *, after: Optional[str] = None, limit: int = 100) -> Iterator[m.FeedEvent]:
         """Every feed event after `after`, page after page (while has_more)."""
@@ -499,33 +499,33 @@ class PartnerClient:
     ) -> m.ProviderRegistered:
         """POST /open/v1/service-providers: register this app's own provider (operators review it)."""
         r = self.request("POST", "/open/v1/service-providers", body=req, idempotency_key=self._key(idempotency_key))
-        return m.ProviderRegistered.from_dict(r.data)
+        return m.ProviderRegistered.from_dict(_need(r))
 
     def batch_issue_benefit_cards(
         self, req: Union[m.BatchIssueRequest, Mapping[str, Any]], *, idempotency_key: Optional[str] = None
     ) -> m.IssuedCards:
         """POST /open/v1/benefit-cards/batch-issue: approved channel partners issue cards."""
         r = self.request("POST", "/open/v1/benefit-cards/batch-issue", body=req, idempotency_key=self._key(idempotency_key))
-        return m.IssuedCards.from_dict(r.data)
+        return m.IssuedCards.from_dict(_need(r))
 
     def verify_benefit_use(
         self, req: Union[m.VerifyUseRequest, Mapping[str, Any]], *, idempotency_key: Optional[str] = None
     ) -> m.VerifyUseResult:
         """POST /open/v1/benefit-cards/verify-use: consume uses of a benefit item (irreversible)."""
         r = self.request("POST", "/open/v1/benefit-cards/verify-use", body=req, idempotency_key=self._key(idempotency_key))
-        return m.VerifyUseResult.from_dict(r.data)
+        return m.VerifyUseResult.from_dict(_need(r))
 
     def get_benefit_card(self, card_number: str) -> m.Card:
         """GET /open/v1/benefit-cards/detail: a card and its remaining quantities."""
         r = self.request("GET", "/open/v1/benefit-cards/detail", query={"card_number": card_number})
-        return m.Card.from_dict(r.data)
+        return m.Card.from_dict(_need(r))
 
     def list_fulfillments(
         self, *, role: Optional[str] = None, after: Optional[int] = None, limit: Optional[int] = None
     ) -> m.FulfillmentList:
         """GET /open/v1/benefit-cards/fulfillments: one page of fulfillment records by record id."""
         r = self.request("GET", "/open/v1/benefit-cards/fulfillments", query={"role": role, "after": after, "limit": limit})
-        return m.FulfillmentList.from_dict(r.data)
+        return m.FulfillmentList.from_dict(_need(r))
 
     def iter_fulfillments(self, *, role: Optional[str] = None, after: int = 0, limit: int = 100) -> Iterator[m.Fulfillment]:
         """Every fulfillment record after `after`, page after page (until a short page)."""
@@ -548,7 +548,15 @@ class PartnerClient:
             body=req,
             idempotency_key=self._key(idempotency_key),
         )
-        return m.RatingResult.from_dict(r.data)
+        return m.RatingResult.from_dict(_need(r))
+
+
+def _need(r: Response, whole: bool = False) -> Dict[str, Any]:
+    """The data object (or the whole body) of a 2xx answer; a missing one is the platform's fault, reported as such."""
+    obj = r.json if whole else r.data
+    if not isinstance(obj, dict):
+        raise PartnerApiError(r.status, "UNEXPECTED_RESPONSE", "the answer carries no JSON object", request_id=r.request_id, body=r.json)
+    return obj
 
 
 def _qv(v: Any) -> str:
