@@ -119,6 +119,8 @@ class Gen:
         if "allOf" in s and len(s["allOf"]) == 1:
             return self.pytype(s["allOf"][0], hint, where)
         if "allOf" in s:
+            if hint and self.merged(s).get("properties"):
+                return self.want(hint, where, s), "obj", hint
             return "Dict[str, Any]", "scalar", None
         if "oneOf" in s or "anyOf" in s:
             return "Any", "scalar", None

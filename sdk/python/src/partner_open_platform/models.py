@@ -1304,8 +1304,8 @@ class DailyReport:
     REQUIRED: ClassVar[List[str]] = ["date", "heartRate", "spo2", "aiInsight"]
 
     date: str
-    heart_rate: Optional[Dict[str, Any]]
-    spo2: Optional[Dict[str, Any]]
+    heart_rate: Optional[DailyReportHeartRate]
+    spo2: Optional[DailyReportSpo2]
     ai_insight: str
 
     @classmethod
@@ -1313,8 +1313,8 @@ class DailyReport:
         """Parse the JSON object; unknown keys are ignored."""
         return cls(
             date=_v(d, "date"),
-            heart_rate=_v(d, "heartRate"),
-            spo2=_v(d, "spo2"),
+            heart_rate=_obj(DailyReportHeartRate, d.get("heartRate")),
+            spo2=_obj(DailyReportSpo2, d.get("spo2")),
             ai_insight=_v(d, "aiInsight"),
         )
 
@@ -1325,6 +1325,66 @@ class DailyReport:
         out["heartRate"] = _out(self.heart_rate)
         out["spo2"] = _out(self.spo2)
         out["aiInsight"] = _out(self.ai_insight)
+        return out
+
+
+@dataclass
+class DailyReportHeartRate:
+    """Average heart rate in bpm; null when the day has no heart-rate reading (OpenAPI DailyReport.heartRate)."""
+
+    SCHEMA: ClassVar[str] = "DailyReport.heartRate"
+    WIRE: ClassVar[Dict[str, str]] = {
+        "avg": "avg",
+        "unit": "unit",
+    }
+    REQUIRED: ClassVar[List[str]] = ["avg", "unit"]
+
+    avg: float
+    unit: str
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> DailyReportHeartRate:
+        """Parse the JSON object; unknown keys are ignored."""
+        return cls(
+            avg=_v(d, "avg"),
+            unit=_v(d, "unit"),
+        )
+
+    def to_dict(self) -> Dict[str, Any]:
+        """JSON object: required fields always, optional ones when not None."""
+        out: Dict[str, Any] = {}
+        out["avg"] = _out(self.avg)
+        out["unit"] = _out(self.unit)
+        return out
+
+
+@dataclass
+class DailyReportSpo2:
+    """Average blood oxygen in percent; null when the day has no SpO2 reading (OpenAPI DailyReport.spo2)."""
+
+    SCHEMA: ClassVar[str] = "DailyReport.spo2"
+    WIRE: ClassVar[Dict[str, str]] = {
+        "avg": "avg",
+        "unit": "unit",
+    }
+    REQUIRED: ClassVar[List[str]] = ["avg", "unit"]
+
+    avg: float
+    unit: str
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> DailyReportSpo2:
+        """Parse the JSON object; unknown keys are ignored."""
+        return cls(
+            avg=_v(d, "avg"),
+            unit=_v(d, "unit"),
+        )
+
+    def to_dict(self) -> Dict[str, Any]:
+        """JSON object: required fields always, optional ones when not None."""
+        out: Dict[str, Any] = {}
+        out["avg"] = _out(self.avg)
+        out["unit"] = _out(self.unit)
         return out
 
 
