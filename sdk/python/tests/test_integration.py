@@ -248,8 +248,14 @@ def test_partners_day(platform: Platform, receiver: Receiver) -> None:
             break
         time.sleep(0.3)
     assert ev.delivery_id in ids
+    # the receiver's 204 is recorded shortly after it was sent
+    deadline = time.monotonic() + 20
     got = client.get_delivery(ev.delivery_id)
-    assert got.event == "health.report.created" and got.attempt_log
+    while got.status != "delivered" and time.monotonic() < deadline:
+        time.sleep(0.2)
+        got = client.get_delivery(ev.delivery_id)
+    assert got.event == "health.report.created" and got.status == "delivered"
+    assert got.attempt_log and got.attempt_log[-1].status_code == 204
     feed = list(client.iter_events(limit=2))
     assert ev.delivery_id in {f.delivery_id for f in feed}
     typed = [pop.parse_event(f.payload) for f in feed if f.payload is not None]

@@ -152,3 +152,11 @@ def test_sources_parse_as_python_3_9() -> None:
             src = fh.read()
         ast.parse(src, filename=f, feature_version=(3, 9))
         assert "from __future__ import annotations" in src, f
+
+
+def test_the_installed_package_is_tested() -> None:
+    """Under test.sh the suite must exercise the built wheel, not the source tree."""
+    if os.environ.get("PARTNER_SDK_EXPECT_INSTALLED") != "1":
+        return
+    assert "site-packages" in pop.__file__, pop.__file__
+    assert os.path.exists(os.path.join(os.path.dirname(pop.__file__), "py.typed"))
