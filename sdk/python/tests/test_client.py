@@ -300,3 +300,29 @@ def test_patch_can_clear_with_a_dict(fake: FakePlatform) -> None:
     c.update_user(7, {"nickname": None})
     assert json.loads(fake.requests[0].body) == {"nickname": "n"}
     assert json.loads(fake.requests[1].body) == {"nickname": None}
+
+
+def test_bodyless_request_refused_by_a_foreign_binding_is_signed_once_more(fake: FakePlatform) -> None:
+    """Another process of the app may have bound this second's empty-body signature to
+    its own route; a safe bodyless request then moves to an unused second, once."""
+    clock = Clock()
+    fake.script = [fail(401, "HTTP_401"), ok(None)]
+    c = client(fake, clock)
+    c.delete_family_member(7, 70)
+    a, b = fake.requests
+    assert a.headers["Idempotency-Key"] == b.headers["Idempotency-Key"]
+    assert int(b.headers["X-Timestamp"]) == int(a.headers["X-Timestamp"]) + 1
+    assert b.headers["X-Signature"] == pop.sign_m(KEY, b.headers["X-Timestamp"], SECRET, b"")
+    # a wrong secret fails both times and surfaces as the typed error
+    fake.requests.clear()
+    fake.handler = lambda r: fail(401, "HTTP_401")
+    with pytest.raises(pop.PartnerApiError) as e:
+        c.get_order("PO1")
+    assert e.value.code == "HTTP_401" and len(fake.requests) == 2
+    # writes with a body, or without a key, are not repeated
+    fake.requests.clear()
+    with pytest.raises(pop.PartnerApiError):
+        c.update_user(7, {"name": "n"})
+    with pytest.raises(pop.PartnerApiError):
+        c.rotate_webhook_secret()
+    assert len(fake.requests) == 2

@@ -138,11 +138,12 @@ class Receiver:
         self.thread = threading.Thread(target=self.srv.serve_forever, daemon=True)
         self.thread.start()
 
-    def wait_for(self, pred: Any, timeout: float = 30) -> Tuple[Dict[str, str], bytes]:
+    def wait_for(self, pred: Any, timeout: float = 30, since: int = 0) -> Tuple[Dict[str, str], bytes]:
+        """The first request (from index `since` on) matching pred, waiting up to timeout seconds."""
         deadline = time.monotonic() + timeout
         with self.cond:
             while True:
-                for h, b in self.got:
+                for h, b in self.got[since:]:
                     if pred(h, b):
                         return h, b
                 left = deadline - time.monotonic()
@@ -271,6 +272,18 @@ def test_partners_day(platform: Platform, receiver: Receiver) -> None:
     pev = pop.construct_event(secret, h3, body3)
     assert isinstance(pev, m.PluginReportReadyEvent) and pev.measurement_no == meas.measurement_no
 
+    # a launch built by the plugin host helper opens a session on the real platform
+    host = pop.PluginHost(app["app_key"], app["app_secret"], sandbox=True)
+    launch = host.launch(
+        "third-2", "BODY_COMPOSITION_ANALYSIS", "BCA",
+        pop.PluginProfile(gender="female", birth_date="1990-05-17", height=165, phone="13800138000"),
+    )
+    status, env = platform.call("POST", "/plugin/v1/sessions", launch.data())
+    assert status == 201 and env["data"], env
+    forged = dict(launch.data(), thirdUserId="third-3")  # the profile is bound to the user
+    status, env = platform.call("POST", "/plugin/v1/sessions", forged)
+    assert status == 401, env
+
     # daily report through the OAuth token flow
     daily = client.get_daily_report(open_user_id=uid)
     assert daily.date
@@ -298,6 +311,20 @@ def test_partners_day(platform: Platform, receiver: Receiver) -> None:
     assert card.items[0].remaining_quantity == 2
     recs = list(client.iter_fulfillments(limit=1))
     assert [r.fulfillment_record_id for r in recs] == [used.fulfillment_record_id]
+
+    # webhook secret rotation: verify with both while it is pending, then with the new one
+    pending = client.rotate_webhook_secret()
+    new_secret = pending.pending_webhook_secret
+    assert new_secret and new_secret != secret
+    assert client.activate_webhook_secret().activated
+    seen = len(receiver.got)
+    client.update_user(uid, {"nickname": None})
+    h4, body4 = receiver.wait_for(lambda h, b: h.get("X-Webhook-Event") == "user.profile.updated", since=seen)
+    pu = pop.construct_event(new_secret, h4, body4, previous_secret=secret)
+    assert isinstance(pu, m.UserProfileUpdatedEvent) and pu.data.changed_fields == ["nickname"]
+    with pytest.raises(pop.WebhookVerificationError):
+        pop.construct_event(secret, h4, body4)
+    assert client.get_snapshot(uid).user.nickname is None
 
     # errors surface as the typed error
     with pytest.raises(pop.PartnerApiError) as e:

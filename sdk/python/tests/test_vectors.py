@@ -139,3 +139,18 @@ def test_plugin_host_launch_round_trip() -> None:
         pop.PluginHost("a|b", "s")
     with pytest.raises(ValueError):
         host.launch("", "HOME_SPO2_RING", "SPO2")
+    # the plugin's own rules are checked before anything is signed
+    for device, mode, bad_profile in [
+        ("HOME_SPO2_RING", "BP", None),
+        ("SCALE", "BCA", None),
+        ("BODY_COMPOSITION_ANALYSIS", "BCA", PluginProfile(gender="male")),
+        ("HOME_SPO2_RING", "SPO2", PluginProfile(phone="12345")),
+        ("HOME_SPO2_RING", "SPO2", PluginProfile(birth_date="2999-01-01")),
+        ("HOME_SPO2_RING", "SPO2", PluginProfile(height=20)),
+    ]:
+        with pytest.raises(ValueError):
+            host.launch("third-1", device, mode, bad_profile)
+    assert pop.PluginProfile(gender="male").problems("BODY_COMPOSITION_ANALYSIS") == [
+        "height: required for BODY_COMPOSITION_ANALYSIS", "birth_date: required for BODY_COMPOSITION_ANALYSIS",
+    ]
+    assert host.launch("third-1", "HOME_MULTI_BIO_MONITOR", "BG").measure_mode == "BG"

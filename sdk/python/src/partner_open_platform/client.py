@@ -121,6 +121,11 @@ class _SignatureLedger:
                 if ts - now > 240:
                     raise RuntimeError("no free scheme M timestamp within 240 s for " + binding)
 
+    def taken(self, sig: str, ts: int) -> None:
+        """Mark a signature as bound elsewhere (another process of the app used it first)."""
+        with self._lock:
+            self._used[sig] = ("elsewhere", float(ts))
+
 
 class PartnerClient:
     """A partner application's server-side client.
@@ -195,6 +200,7 @@ class PartnerClient:
             ctype = "application/json"
         safe = method == "GET" or idempotency_key is not None
         attempt = 0
+        rebound = False
         while True:
             hdrs = {"Accept": "application/json", "User-Agent": self._user_agent}
             if ctype:
@@ -215,6 +221,15 @@ class PartnerClient:
             if 200 <= resp.status < 300:
                 return resp
             err = _error(resp)
+            if resp.status == 401 and auth == "M" and not raw and safe and not rebound:
+                # A bodyless request signs the same bytes as every other bodyless
+                # request of the app in that second; another process may have bound
+                # this signature to its own route first. Sign once more in a second
+                # this client has not used (a wrong secret fails again and raises).
+                rebound = True
+                self._ledger.taken(hdrs["X-Signature"], int(hdrs["X-Timestamp"]))
+                continue
+
             retryable = resp.status in (429, 503) or (
                 resp.status == 409 and err.code == "IDEMPOTENCY_KEY_IN_PROGRESS"
             )

@@ -10,19 +10,31 @@ server). AES-GCM needs the optional `cryptography` package
 from __future__ import annotations
 
 import base64
+import datetime
 import hashlib
 import hmac
 import json
 import os
+import re
 import secrets
 import time
 import urllib.parse
 from dataclasses import dataclass
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional
 
 from .signing import sign_plugin_launch
 
-__all__ = ["PluginProfile", "PluginLaunch", "PluginHost", "encrypt_profile", "decrypt_profile"]
+__all__ = ["DEVICE_MODES", "PluginProfile", "PluginLaunch", "PluginHost", "encrypt_profile", "decrypt_profile"]
+
+DEVICE_MODES: Dict[str, Dict[str, str]] = {
+    "HOME_MULTI_BIO_MONITOR": {"BP": "blood_pressure", "BG": "blood_glucose"},
+    "HOME_SPO2_RING": {"SPO2": "spo2"},
+    "HEARTLOG_ECG_RECORDER": {"ECG": "ecg"},
+    "BODY_COMPOSITION_ANALYSIS": {"BCA": "bca"},
+}
+"""deviceKey to its measureModes and the report_type each produces (the platform's plugin/device.go)."""
+
+_PHONE = re.compile(r"^1[3-9][0-9]{9}$")
 
 _SALT = b"partner-open-platform/plugin"
 _INFO = b"userProfile v1"
@@ -41,6 +53,33 @@ class PluginProfile:
     weight: int = 0
     name: str = ""
     metadata: str = ""
+
+    def problems(self, device_key: str, today: Optional[datetime.date] = None) -> List[str]:
+        """What the plugin would refuse in this profile for the device, as "field: reason" (empty when valid)."""
+        out: List[str] = []
+        if device_key == "BODY_COMPOSITION_ANALYSIS":
+            for f in ("height", "gender", "birth_date"):
+                if not getattr(self, f):
+                    out.append("%s: required for BODY_COMPOSITION_ANALYSIS" % f)
+        if self.phone and not _PHONE.match(self.phone):
+            out.append("phone: must be an 11-digit mainland mobile number")
+        if self.gender not in ("", "male", "female", "unknown"):
+            out.append("gender: must be male, female or unknown")
+        if self.birth_date:
+            try:
+                d = datetime.datetime.strptime(self.birth_date, "%Y-%m-%d").date()
+            except ValueError:
+                out.append("birth_date: must be a Y-m-d date")
+            else:
+                if d > (today or datetime.datetime.now(datetime.timezone.utc).date()):
+                    out.append("birth_date: must not be in the future")
+                elif d < datetime.date(1900, 1, 1):
+                    out.append("birth_date: must not be before 1900-01-01")
+        if self.height and not 30 <= self.height <= 300:
+            out.append("height: must be 30..300 cm")
+        if self.weight and not 100 <= self.weight <= 50000:
+            out.append("weight: must be 100..50000 (kg x 100)")
+        return out
 
     def to_json(self) -> bytes:
         """The plaintext: JSON in the server's field order, empty fields omitted, no HTML escaping."""
@@ -166,8 +205,13 @@ class PluginHost:
         """Sign a launch for one user and device: 10-digit timestamp, random nonce, encrypted profile."""
         if not third_user_id:
             raise ValueError("third_user_id is required")
-        if not device_key or not measure_mode:
-            raise ValueError("device_key and measure_mode are required")
+        if device_key not in DEVICE_MODES:
+            raise ValueError("device_key must be one of " + ", ".join(sorted(DEVICE_MODES)))
+        if measure_mode not in DEVICE_MODES[device_key]:
+            raise ValueError("measure_mode must be one of " + ", ".join(sorted(DEVICE_MODES[device_key])) + " for " + device_key)
+        bad = (profile or PluginProfile()).problems(device_key)
+        if bad:
+            raise ValueError("userProfile: " + "; ".join(bad))
         ts = str(int(time.time() if now is None else now))
         if len(ts) != 10:
             raise ValueError("timestamp must be 10-digit Unix seconds")
