@@ -33,7 +33,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK=1 PYTHONDONTWRITEBYTECODE=1
 # Build from a copy so the checkout gets no build/ or *.egg-info.
 mkdir -p "$work/src"
 cp -r "$here/pyproject.toml" "$here/README.md" "$here/src" "$work/src/"
-"$vpy" -m build -q --wheel --outdir "$work/dist" "$work/src" >/dev/null
+"$vpy" -m build --wheel --outdir "$work/dist" "$work/src" >"$work/build.log" 2>&1 || { cat "$work/build.log"; exit 1; }
 wheel=("$work"/dist/*.whl)
 "$vpy" -m pip install -q "${wheel[0]}[plugin]"
 

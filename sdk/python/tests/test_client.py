@@ -326,3 +326,10 @@ def test_bodyless_request_refused_by_a_foreign_binding_is_signed_once_more(fake:
     with pytest.raises(pop.PartnerApiError):
         c.rotate_webhook_secret()
     assert len(fake.requests) == 2
+
+
+def test_retry_after_as_an_http_date(fake: FakePlatform) -> None:
+    clock = Clock()
+    fake.script = [fail(503, "HTTP_503", headers={"Retry-After": "Wed, 21 Oct 2015 07:28:00 GMT"}), ok({"order_code": "PO1"})]
+    assert client(fake, clock).get_order("PO1").order_code == "PO1"
+    assert clock.sleeps == [0.0]  # a date in the past means: now
