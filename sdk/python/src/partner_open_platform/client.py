@@ -15,7 +15,7 @@ import urllib.parse
 import urllib.request
 import uuid
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple, TypeVar, Union
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple, Union
 
 from . import models as m
 from .errors import PartnerApiError, TransportError
@@ -23,7 +23,7 @@ from .signing import sign_h, sign_m
 
 __all__ = ["PartnerClient", "Response", "RetryPolicy"]
 
-_T = TypeVar("_T")
+# A request body: a generated model (sent through its to_dict) or a plain JSON-able mapping.
 Body = Union[Mapping[str, Any], Any, None]
 
 # operationId -> client method; tests/test_operations.py checks this table
