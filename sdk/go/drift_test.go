@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/healthtech/partner-open-platform/sdk/go/internal/gen"
@@ -15,14 +16,20 @@ import (
 // openapiPath is the platform's document, from the SDK's folder.
 var openapiPath = filepath.Join("..", "..", "internal", "openapi", "openapi.yaml")
 
-func loadDoc(t *testing.T) *gen.Doc {
-	t.Helper()
-	d, err := gen.Load(openapiPath)
-	if err != nil {
-		t.Fatal(err)
+// loadDoc parses the document once per test binary (it is large).
+var loadDoc = func() func(t *testing.T) *gen.Doc {
+	var once sync.Once
+	var d *gen.Doc
+	var err error
+	return func(t *testing.T) *gen.Doc {
+		t.Helper()
+		once.Do(func() { d, err = gen.Load(openapiPath) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
 	}
-	return d
-}
+}()
 
 // TestModelsMatchOpenAPI regenerates the models: any schema change in the
 // document that the checked-in models miss fails here.
