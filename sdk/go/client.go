@@ -201,8 +201,12 @@ func (cl *Client) send(ctx context.Context, c call, body []byte) (*http.Response
 	}
 	req.Header.Set("Accept", "application/json")
 	ts := strconv.FormatInt(cl.now().Unix(), 10)
-	if c.auth == authM && c.method != http.MethodGet {
-		if ts, err = cl.writeTimestamp(ctx, c.method+" "+uri, body); err != nil {
+	if c.auth == authM {
+		route := http.MethodGet // reads are bound by method alone, as the platform does
+		if c.method != http.MethodGet && c.method != http.MethodHead {
+			route = c.method + " " + uri
+		}
+		if ts, err = cl.signatureTimestamp(ctx, route, body); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -292,13 +296,14 @@ func (cl *Client) sendForm(ctx context.Context, c call, body []byte) (*http.Resp
 // jsonUnmarshal is json.Unmarshal, named for the non-enveloped answers.
 func jsonUnmarshal(raw []byte, out any) error { return json.Unmarshal(raw, out) }
 
-// writeTimestamp picks the timestamp of a scheme M write. The scheme M
+// signatureTimestamp picks the timestamp of a scheme M call. The scheme M
 // signature covers neither method nor path, and the platform binds each
-// write signature to the first route it saw it on, so two different writes
-// with the same body in the same second (rotate then activate, two empty
-// DELETEs) would be refused as a replay: the second waits for the next
-// second. An identical retry of the same route keeps its signature.
-func (cl *Client) writeTimestamp(ctx context.Context, route string, body []byte) (string, error) {
+// signature to the first route it saw it on (every read to "GET"), so two
+// calls with the same body in the same second on different routes (a read
+// then an empty-body write, rotate then activate, two DELETEs) would be
+// refused as a replay: the second waits for the next second. Reads share
+// one binding, and a retry of the same route keeps its signature.
+func (cl *Client) signatureTimestamp(ctx context.Context, route string, body []byte) (string, error) {
 	for {
 		now := cl.now()
 		ts := strconv.FormatInt(now.Unix(), 10)
@@ -329,3 +334,6 @@ func (cl *Client) writeTimestamp(ctx context.Context, route string, body []byte)
 		}
 	}
 }
+
+// Ptr returns a pointer to v, for the optional fields of request models.
+func Ptr[T any](v T) *T { return &v }

@@ -55,7 +55,7 @@ func VerifyWebhook(secret string, timestamp, signature string, body []byte, opts
 	for _, o := range opts {
 		o(&cfg)
 	}
-	ts := strings.TrimSpace(timestamp)
+	ts := timestamp
 	if ts == "" || len(ts) > 12 || strings.TrimLeft(ts, "0123456789") != "" {
 		return ErrStaleTimestamp
 	}
