@@ -361,16 +361,28 @@ func TestPartnerDayAgainstThePlatform(t *testing.T) {
 	if _, err := c.ActivateWebhookSecret(ctx); err != nil {
 		t.Fatalf("activate right after rotate: %v", err)
 	}
-	_ = pend
 	// Daily report through the OAuth token flow.
 	tok, err := c.Token(ctx)
 	if err != nil || tok.AccessToken == "" {
 		t.Fatalf("token: %+v %v", tok, err)
 	}
-	if _, err := c.DailyReport(ctx, tok.AccessToken, DailyReportQuery{OpenUserID: r1.OpenUserID}); err != nil {
-		var ae *APIError
-		if !errors.As(err, &ae) || ae.Status >= 500 {
-			t.Fatalf("daily report: %v", err)
-		}
+	daily, err := c.DailyReport(ctx, tok.AccessToken, DailyReportQuery{OpenUserID: r1.OpenUserID})
+	if err != nil || daily.Date == "" {
+		t.Fatalf("daily report: %+v %v", daily, err)
+	}
+	t.Logf("daily report %+v", daily)
+	// The sandbox mock sends plugin.report.ready, signed with the new secret.
+	rcv.mu.Lock()
+	rcv.secret = pend.PendingWebhookSecret
+	rcv.mu.Unlock()
+	meas, err := c.SandboxMockMeasure(ctx, MockMeasureRequest{AppKey: app.AppKey, ThirdUserID: "third-1", DeviceKey: "HOME_MULTI_BIO_MONITOR", MeasureMode: "BP"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ready := rcv.await(t, "plugin.report.ready", func(e *Event) bool {
+		return e.PluginReportReady != nil && e.PluginReportReady.MeasurementNo == meas.MeasurementNo
+	})
+	if ready.PluginReportReady.ThirdUserID == nil || *ready.PluginReportReady.ThirdUserID != "third-1" {
+		t.Fatalf("plugin event %+v", ready.PluginReportReady)
 	}
 }
