@@ -318,7 +318,16 @@ func (g *gen) emit(n named) {
 		} else if !req[k] && g.isStruct(p) {
 			goType = "*" + goType
 		}
-		fmt.Fprintf(&g.buf, "\t%s %s `json:%q`\n", GoName(k), goType, tag)
+		doc := strings.Join(strings.Fields(strings.SplitN(strings.TrimSpace(p.Description), "\n\n", 2)[0]), " ")
+		if doc == "" && rs != nil {
+			doc = strings.Join(strings.Fields(strings.SplitN(strings.TrimSpace(rs.Description), "\n\n", 2)[0]), " ")
+		}
+		if doc == "" {
+			doc = "carries the schema's " + k + " property."
+		} else {
+			doc = "is: " + doc
+		}
+		fmt.Fprintf(&g.buf, "\t// %s %s\n\t%s %s `json:%q`\n", GoName(k), doc, GoName(k), goType, tag)
 	}
 	g.buf.WriteString("}\n\n")
 }
