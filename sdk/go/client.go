@@ -127,6 +127,7 @@ type call struct {
 	idemKey      string
 	bearer       string
 	headers      map[string]string
+	clear        []string
 }
 
 // envelope is the platform's response envelope; code is a number on
@@ -147,6 +148,11 @@ func (cl *Client) do(ctx context.Context, c call, out any) error {
 		var err error
 		if body, err = json.Marshal(c.body); err != nil {
 			return fmt.Errorf("partneropen: encode %s %s: %w", c.method, c.path, err)
+		}
+		if len(c.clear) > 0 {
+			if body, err = withNulls(body, c.clear); err != nil {
+				return fmt.Errorf("partneropen: encode %s %s: %w", c.method, c.path, err)
+			}
 		}
 	}
 	safe := c.method == http.MethodGet || c.idemKey != ""
@@ -337,3 +343,15 @@ func (cl *Client) signatureTimestamp(ctx context.Context, route string, body []b
 
 // Ptr returns a pointer to v, for the optional fields of request models.
 func Ptr[T any](v T) *T { return &v }
+
+// withNulls sets the named top-level fields of a JSON object to null.
+func withNulls(body []byte, fields []string) ([]byte, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(body, &m); err != nil {
+		return nil, err
+	}
+	for _, f := range fields {
+		m[f] = json.RawMessage("null")
+	}
+	return json.Marshal(m)
+}

@@ -489,3 +489,30 @@ func TestPluginLaunchRoundTripAndPlatformVectors(t *testing.T) {
 		}
 	}
 }
+
+func TestClearFieldsSendsExplicitNull(t *testing.T) {
+	f := newFake(t, func(_ int, _ *http.Request, _ []byte, w http.ResponseWriter) {
+		writeJSON(w, 200, map[string]any{"success": true, "code": 0, "message": "ok", "timestamp": "x"})
+	})
+	c, _ := testClient(t, f.srv.URL)
+	if err := c.UpdateUser(context.Background(), 1, UserPatch{Name: "A"}, ClearFields("nickname", "avatar")); err != nil {
+		t.Fatal(err)
+	}
+	var sent map[string]any
+	if err := json.Unmarshal(f.body[0], &sent); err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := sent["nickname"]; !ok || v != nil {
+		t.Fatalf("nickname not null in %s", f.body[0])
+	}
+	if _, ok := sent["avatar"]; !ok || sent["name"] != "A" || len(sent) != 3 {
+		t.Fatalf("body %s", f.body[0])
+	}
+	// Without ClearFields an unset field is not sent at all.
+	if err := c.UpdateUser(context.Background(), 1, UserPatch{Name: "B"}); err != nil {
+		t.Fatal(err)
+	}
+	if string(f.body[1]) != `{"name":"B"}` {
+		t.Fatalf("body %s", f.body[1])
+	}
+}

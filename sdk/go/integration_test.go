@@ -253,6 +253,46 @@ func TestPartnerDayAgainstThePlatform(t *testing.T) {
 	if err != nil || r2.Created || r2.OpenUserID != r1.OpenUserID {
 		t.Fatalf("repeat register: %+v %v", r2, err)
 	}
+	// Duplicate registrations racing: one user, exactly one created=true.
+	var wg sync.WaitGroup
+	results := make([]*RegisterResult, 6)
+	errs := make([]error, 6)
+	for i := range results {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i], errs[i] = c.RegisterUser(ctx, RegisterRequest{ChannelUserID: "sdk-race", User: UserProfile{Name: "Race"}})
+		}()
+	}
+	wg.Wait()
+	created := 0
+	for i, r := range results {
+		if errs[i] != nil {
+			t.Fatalf("concurrent register %d: %v", i, errs[i])
+		}
+		if r.OpenUserID != results[0].OpenUserID {
+			t.Fatalf("concurrent registers made two users: %d and %d", r.OpenUserID, results[0].OpenUserID)
+		}
+		if r.Created {
+			created++
+		}
+	}
+	if created != 1 {
+		t.Fatalf("%d of the concurrent registers say created", created)
+	}
+	// PATCH sets a nickname; ClearFields clears it with an explicit null.
+	if err := c.UpdateUser(ctx, r1.OpenUserID, UserPatch{Nickname: Ptr("Lei")}); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := c.GetSnapshot(ctx, r1.OpenUserID, SnapshotQuery{}); err != nil || s.User.Nickname == nil || *s.User.Nickname != "Lei" {
+		t.Fatalf("nickname not set: %+v %v", s, err)
+	}
+	if err := c.UpdateUser(ctx, r1.OpenUserID, UserPatch{}, ClearFields("nickname")); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := c.GetSnapshot(ctx, r1.OpenUserID, SnapshotQuery{}); err != nil || s.User.Nickname != nil {
+		t.Fatalf("nickname not cleared: %+v %v", s.User.Nickname, err)
+	}
 	// Upsert a member, then read the snapshot.
 	m, err := c.UpsertFamilyMember(ctx, r1.OpenUserID, FamilyMemberUpsertInput{AppUserID: "m-kid", AppGroupID: 1, Name: "Li Xiaolei", Relationship: "SON", Height: Ptr[int64](120)})
 	if err != nil || !m.Created || m.MemberID == 0 {

@@ -70,6 +70,13 @@ type WriteOption func(*call)
 // repeat: the client then retries it on 429 and 503 too.
 func WithIdempotencyKey(key string) WriteOption { return func(c *call) { c.idemKey = key } }
 
+// ClearFields sends the named fields as JSON null, which the PATCH of a
+// user reads as "clear it" (nickname, avatar, phone, email, birth_date); an
+// omitted field is left unchanged, so nil pointers alone cannot clear.
+func ClearFields(names ...string) WriteOption {
+	return func(c *call) { c.clear = append(c.clear, names...) }
+}
+
 // apply runs write options on a call.
 func apply(c call, opts []WriteOption) call {
 	for _, o := range opts {
