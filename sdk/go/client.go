@@ -90,7 +90,7 @@ func NewClient(opts ...Option) (*Client, error) {
 	if _, err := url.Parse(c.baseURL); err != nil {
 		return nil, fmt.Errorf("partneropen: base URL: %w", err)
 	}
-	if c.appKey == "" || c.appSecret == "" {
+	if c.appID == "" || c.appKey == "" || c.appSecret == "" {
 		return nil, errors.New("partneropen: WithCredentials is required")
 	}
 	return c, nil
@@ -298,9 +298,6 @@ func (cl *Client) sendForm(ctx context.Context, c call, body []byte) (*http.Resp
 	}
 	return resp, raw, nil
 }
-
-// jsonUnmarshal is json.Unmarshal, named for the non-enveloped answers.
-func jsonUnmarshal(raw []byte, out any) error { return json.Unmarshal(raw, out) }
 
 // signatureTimestamp picks the timestamp of a scheme M call. The scheme M
 // signature covers neither method nor path, and the platform binds each

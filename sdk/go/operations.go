@@ -2,6 +2,7 @@ package partneropen
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"iter"
 	"net/http"
@@ -410,7 +411,7 @@ func (cl *Client) form(ctx context.Context, c call, v url.Values, out any) error
 			if out == nil {
 				return nil
 			}
-			if err := jsonUnmarshal(raw, out); err != nil {
+			if err := json.Unmarshal(raw, out); err != nil {
 				return fmt.Errorf("partneropen: decode %s: %w", c.path, err)
 			}
 			return nil
