@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -38,7 +39,7 @@ func randHex(t *testing.T, n int) string {
 // startPlatform runs $PLATFORM_BIN (or a fresh build of ./cmd/platform) on
 // a free loopback port with a fresh data directory; cleanup kills it and
 // removes the directory, also when the test fails.
-func startPlatform(t *testing.T) *platform {
+func startPlatform(t *testing.T, extraEnv ...string) *platform {
 	t.Helper()
 	if os.Getenv("PLATFORM_SDK_INTEGRATION") == "0" {
 		t.Skip("PLATFORM_SDK_INTEGRATION=0")
@@ -67,6 +68,7 @@ func startPlatform(t *testing.T) *platform {
 		"PLATFORM_MASTER_KEY="+randHex(t, 32), "PLATFORM_INTERNAL_TOKEN=int_"+randHex(t, 12),
 		"PLATFORM_WEBHOOK_ALLOW_LOOPBACK=on", "PLATFORM_WEBHOOK_RETRY_SCHEDULE=1s,1s,1s",
 		"PLATFORM_EVENTSTORE_URL=", "PLATFORM_ESDB_URL=", "PLATFORM_POSTGRES_URL=", "PLATFORM_KAFKA_BROKERS=")
+	cmd.Env = append(cmd.Env, extraEnv...)
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -424,5 +426,79 @@ func TestPartnerDayAgainstThePlatform(t *testing.T) {
 	})
 	if ready.PluginReportReady.ThirdUserID == nil || *ready.PluginReportReady.ThirdUserID != "third-1" {
 		t.Fatalf("plugin event %+v", ready.PluginReportReady)
+	}
+}
+
+// countingTransport counts requests and 429 answers per method.
+type countingTransport struct {
+	mu       sync.Mutex
+	requests map[string]int
+	limited  map[string]int
+}
+
+func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := http.DefaultTransport.RoundTrip(r)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.requests[r.Method]++
+	if err == nil && resp.StatusCode == http.StatusTooManyRequests {
+		c.limited[r.Method]++
+	}
+	return resp, err
+}
+
+func (c *countingTransport) snapshot() (map[string]int, map[string]int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return maps.Clone(c.requests), maps.Clone(c.limited)
+}
+
+// TestRateLimitRetriesAgainstThePlatform drains an app's scheme M bucket
+// (60 per minute, so Retry-After is about a second): reads get 429 and are
+// retried to success after Retry-After; a write without an idempotency key
+// is sent once and surfaces HTTP_429 with Retry-After.
+func TestRateLimitRetriesAgainstThePlatform(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	p := startPlatform(t, "PLATFORM_RATE_LIMIT=60")
+	_, base := p.newApp("sdk limited", "")
+	ct := &countingTransport{requests: map[string]int{}, limited: map[string]int{}}
+	c, err := NewClient(WithBaseURL(p.base), WithCredentials(base.appID, base.appKey, base.appSecret),
+		WithHTTPClient(&http.Client{Transport: ct}), WithRetryPolicy(RetryPolicy{MaxRetries: 5, BaseDelay: 200 * time.Millisecond, MaxDelay: 5 * time.Second}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for i := 0; ; i++ {
+		if _, err := c.ListEvents(ctx, "", 1); err != nil {
+			t.Fatalf("read %d not retried to success: %v", i, err)
+		}
+		if _, limited := ct.snapshot(); limited["GET"] > 0 {
+			break
+		}
+		if i > 200 {
+			t.Fatal("no 429 after 200 reads at 60/min")
+		}
+	}
+	// The bucket is empty now (it refills one token a second): a write
+	// without an idempotency key gets the typed 429 and is not repeated.
+	var apiErr *APIError
+	for i := 0; ; i++ {
+		before, _ := ct.snapshot()
+		err := c.UpdateUser(ctx, 1<<40, UserPatch{Name: "x"})
+		after, _ := ct.snapshot()
+		if after["PATCH"]-before["PATCH"] != 1 {
+			t.Fatalf("a write without idempotency key was sent %d times", after["PATCH"]-before["PATCH"])
+		}
+		if errors.As(err, &apiErr) && apiErr.Status == http.StatusTooManyRequests {
+			break
+		}
+		if i > 5 {
+			t.Fatalf("no 429 on writes to an empty bucket: %v", err)
+		}
+	}
+	if apiErr.Code != "HTTP_429" || apiErr.RetryAfter <= 0 || apiErr.RequestID == "" {
+		t.Fatalf("429: %+v", apiErr)
 	}
 }
