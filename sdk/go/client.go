@@ -130,15 +130,10 @@ type call struct {
 	clear        []string
 }
 
-// envelope is the platform's response envelope; code is a number on
-// success and a string on failure.
+// envelope is the part of the platform's success envelope the client
+// reads: data (failures go through DecodeErrorEnvelope).
 type envelope struct {
-	Success   *bool               `json:"success"`
-	Code      json.RawMessage     `json:"code"`
-	Message   string              `json:"message"`
-	Data      json.RawMessage     `json:"data"`
-	Errors    map[string][]string `json:"errors"`
-	Timestamp string              `json:"timestamp"`
+	Data json.RawMessage `json:"data"`
 }
 
 // do sends c, retrying where safe, and decodes data into out (if not nil).

@@ -19,7 +19,10 @@ const WebhookTolerance = 300 * time.Second
 // Webhook verification failures; a receiver answers 401 to ErrBadSignature
 // and may answer 400 to ErrStaleTimestamp.
 var (
-	ErrBadSignature   = errors.New("partneropen: webhook signature does not match")
+	// ErrBadSignature: the signature is malformed or not the body's; answer 401.
+	ErrBadSignature = errors.New("partneropen: webhook signature does not match")
+	// ErrStaleTimestamp: the timestamp is missing, not decimal seconds, or
+	// more than the tolerance from now (a replay); answer 400 or 401.
 	ErrStaleTimestamp = errors.New("partneropen: webhook timestamp missing, malformed or outside the tolerance")
 )
 
