@@ -380,6 +380,22 @@ func TestPartnerDayAgainstThePlatform(t *testing.T) {
 	if err != nil || v.FulfillmentRecordID == 0 || v.QuantityUsed != 1 || v.RemainingQuantity != 2 {
 		t.Fatalf("verify-use: %+v %v", v, err)
 	}
+	// The station sees the record in its fulfillments, the issuer too.
+	for _, who := range []struct {
+		c    *Client
+		role string
+	}{{sc, "provider"}, {c, "issuer"}} {
+		seen := false
+		for f, err := range who.c.AllFulfillments(ctx, who.role, 1) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			seen = seen || (f.FulfillmentRecordID == v.FulfillmentRecordID && f.Status == "COMPLETED")
+		}
+		if !seen {
+			t.Fatalf("record %d not listed for the %s", v.FulfillmentRecordID, who.role)
+		}
+	}
 	// A second verification at once is a typed 422 DUPLICATE_FULFILLMENT.
 	_, err = sc.VerifyUse(ctx, VerifyUseRequest{CardNumber: cards.Cards[0].CardNumber, BenefitItemID: Ptr(item.ID), PointsCode: Ptr("P-1")})
 	var apiErr *APIError
@@ -412,7 +428,6 @@ func TestPartnerDayAgainstThePlatform(t *testing.T) {
 	if err != nil || daily.Date == "" {
 		t.Fatalf("daily report: %+v %v", daily, err)
 	}
-	t.Logf("daily report %+v", daily)
 	// The sandbox mock sends plugin.report.ready, signed with the new secret.
 	rcv.mu.Lock()
 	rcv.secret = pend.PendingWebhookSecret

@@ -220,17 +220,50 @@ func (cl *Client) GetBenefitCard(ctx context.Context, cardNumber string) (*Card,
 	return &out, cl.do(ctx, c, &out)
 }
 
-// ListFulfillments lists fulfillment records; role and after may be empty.
-func (cl *Client) ListFulfillments(ctx context.Context, role, after string, limit int) (*FulfillmentList, error) {
+// ListFulfillments lists fulfillment records with ids above after, as the
+// provider that verified them (role "provider", the default when empty) or
+// the issuer of the cards ("issuer"); limit 0 means the server's default.
+func (cl *Client) ListFulfillments(ctx context.Context, role string, after int64, limit int) (*FulfillmentList, error) {
 	c := op("listFulfillments", authM)
 	c.query = url.Values{}
 	setIf(c.query, "role", role)
-	setIf(c.query, "after", after)
+	if after > 0 {
+		c.query.Set("after", id(after))
+	}
 	if limit > 0 {
 		c.query.Set("limit", strconv.Itoa(limit))
 	}
 	var out FulfillmentList
 	return &out, cl.do(ctx, c, &out)
+}
+
+// AllFulfillments iterates fulfillment records page by page (keyed by the
+// last record id) until an empty page; the first error is yielded and ends
+// the loop.
+func (cl *Client) AllFulfillments(ctx context.Context, role string, limit int) iter.Seq2[Fulfillment, error] {
+	return func(yield func(Fulfillment, error) bool) {
+		var after int64
+		for {
+			page, err := cl.ListFulfillments(ctx, role, after, limit)
+			if err != nil {
+				yield(Fulfillment{}, err)
+				return
+			}
+			if len(page.Fulfillments) == 0 {
+				return
+			}
+			for _, f := range page.Fulfillments {
+				if !yield(f, nil) {
+					return
+				}
+			}
+			last := page.Fulfillments[len(page.Fulfillments)-1].FulfillmentRecordID
+			if last <= after {
+				return // a server not honouring after would loop forever
+			}
+			after = last
+		}
+	}
 }
 
 // RateFulfillment records the user's rating of a fulfillment.
