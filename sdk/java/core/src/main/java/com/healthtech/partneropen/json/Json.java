@@ -119,12 +119,6 @@ public final class Json {
         case '\t':
           sb.append("\\t");
           break;
-        case '\b':
-          sb.append("\\b");
-          break;
-        case '\f':
-          sb.append("\\f");
-          break;
         default:
           if (c < 0x20 || c == 0x2028 || c == 0x2029) {
             sb.append(String.format("\\u%04x", (int) c));
