@@ -41,13 +41,9 @@ import com.healthtech.partneropen.model.UserPatch;
 import com.healthtech.partneropen.model.VerifyUseRequest;
 import com.healthtech.partneropen.model.VerifyUseResult;
 import com.healthtech.partneropen.model.WebhookSecretActivated;
-import java.io.ByteArrayOutputStream;
 import java.io.IOException;
-import java.io.InputStream;
-import java.io.OutputStream;
 import java.io.UncheckedIOException;
 import java.io.UnsupportedEncodingException;
-import java.net.HttpURLConnection;
 import java.net.URL;
 import java.net.URLEncoder;
 import java.nio.charset.StandardCharsets;
@@ -588,95 +584,49 @@ public final class PartnerClient {
 
   private Response once(String method, URL url, byte[] body, String contentType, Auth auth, String key,
       String requestId) throws IOException {
-    HttpURLConnection c = (HttpURLConnection) url.openConnection();
-    try {
-      c.setConnectTimeout(connectTimeoutMillis);
-      c.setReadTimeout(readTimeoutMillis);
-      c.setInstanceFollowRedirects(false);
-      c.setUseCaches(false);
-      setMethod(c, method);
-      c.setRequestProperty("Accept", "application/json");
-      c.setRequestProperty("User-Agent", userAgent);
-      if (requestId != null) {
-        c.setRequestProperty("X-Request-Id", requestId);
-      }
-      if (key != null) {
-        c.setRequestProperty("Idempotency-Key", key);
-      }
-      long ts = System.currentTimeMillis() / 1000L;
-      byte[] signed = body == null ? new byte[0] : body;
-      switch (auth) {
-        case M:
-          c.setRequestProperty("X-App-Id", appId);
-          c.setRequestProperty("X-Timestamp", Long.toString(ts));
-          c.setRequestProperty("X-Signature", Signatures.signM(appKey, ts, appSecret, signed));
-          break;
-        case H: {
-          byte[] n = new byte[12];
-          random.nextBytes(n);
-          String nonce = Signatures.hex(n);
-          String uri = url.getFile();
-          c.setRequestProperty("X-App-Key", appKey);
-          c.setRequestProperty("X-Timestamp", Long.toString(ts));
-          c.setRequestProperty("X-Nonce", nonce);
-          c.setRequestProperty("X-Signature", Signatures.signH(method, uri, ts, nonce, signed, appSecret));
-          break;
-        }
-        case BEARER:
-          c.setRequestProperty("Authorization", "Bearer " + token());
-          c.setRequestProperty("X-App-Key", appKey);
-          break;
-        case BASIC:
-          c.setRequestProperty("Authorization", "Basic " + Base64.getEncoder()
-              .encodeToString((formEscape(appKey) + ":" + formEscape(appSecret)).getBytes(StandardCharsets.UTF_8)));
-          break;
-        default:
-          throw new IllegalStateException();
-      }
-      if (body != null) {
-        c.setDoOutput(true);
-        c.setRequestProperty("Content-Type", contentType);
-        c.setFixedLengthStreamingMode(body.length);
-        try (OutputStream os = c.getOutputStream()) {
-          os.write(body);
-        }
-      }
-      int status = c.getResponseCode();
-      InputStream in = status >= 400 ? c.getErrorStream() : c.getInputStream();
-      byte[] bytes = in == null ? new byte[0] : readAll(in);
-      return new Response(status, bytes, c.getHeaderField("X-Request-Id"), retryAfter(c.getHeaderField("Retry-After")));
-    } finally {
-      c.disconnect();
+    Map<String, String> h = new LinkedHashMap<String, String>();
+    h.put("Accept", "application/json");
+    h.put("User-Agent", userAgent);
+    if (requestId != null) {
+      h.put("X-Request-Id", requestId);
     }
-  }
-
-  /** HttpURLConnection refuses PATCH; the override header is not understood by the platform, so set it directly. */
-  private static void setMethod(HttpURLConnection c, String method) throws IOException {
-    try {
-      c.setRequestMethod(method);
-    } catch (java.net.ProtocolException e) {
-      if (!method.equals("PATCH")) {
-        throw e;
-      }
-      try {
-        java.lang.reflect.Field f = HttpURLConnection.class.getDeclaredField("method");
-        f.setAccessible(true);
-        f.set(c, method);
-        // Some JDKs wrap the connection (HTTPS): set it on the delegate too.
-        try {
-          java.lang.reflect.Field d = c.getClass().getDeclaredField("delegate");
-          d.setAccessible(true);
-          Object del = d.get(c);
-          if (del instanceof HttpURLConnection) {
-            f.set(del, method);
-          }
-        } catch (NoSuchFieldException ignored) {
-          // plain http connection: no delegate
-        }
-      } catch (ReflectiveOperationException | RuntimeException ex) {
-        throw new IOException("this JVM cannot send PATCH with HttpURLConnection", ex);
-      }
+    if (key != null) {
+      h.put("Idempotency-Key", key);
     }
+    long ts = System.currentTimeMillis() / 1000L;
+    byte[] signed = body == null ? new byte[0] : body;
+    switch (auth) {
+      case M:
+        h.put("X-App-Id", appId);
+        h.put("X-Timestamp", Long.toString(ts));
+        h.put("X-Signature", Signatures.signM(appKey, ts, appSecret, signed));
+        break;
+      case H: {
+        byte[] n = new byte[12];
+        random.nextBytes(n);
+        String nonce = Signatures.hex(n);
+        h.put("X-App-Key", appKey);
+        h.put("X-Timestamp", Long.toString(ts));
+        h.put("X-Nonce", nonce);
+        h.put("X-Signature", Signatures.signH(method, url.getFile(), ts, nonce, signed, appSecret));
+        break;
+      }
+      case BEARER:
+        h.put("Authorization", "Bearer " + token());
+        h.put("X-App-Key", appKey);
+        break;
+      case BASIC:
+        h.put("Authorization", "Basic " + Base64.getEncoder()
+            .encodeToString((formEscape(appKey) + ":" + formEscape(appSecret)).getBytes(StandardCharsets.UTF_8)));
+        break;
+      default:
+        throw new IllegalStateException();
+    }
+    if (body != null) {
+      h.put("Content-Type", contentType);
+    }
+    Http.Result r = Http.exchange(method, url, h, body, connectTimeoutMillis, readTimeoutMillis);
+    return new Response(r.status, r.body, r.requestId, retryAfter(r.retryAfter));
   }
 
   private String token() {
@@ -700,18 +650,6 @@ public final class PartnerClient {
       return s < 0 ? null : s;
     } catch (NumberFormatException e) {
       return null; // HTTP-date form: fall back to backoff
-    }
-  }
-
-  private static byte[] readAll(InputStream in) throws IOException {
-    try (InputStream i = in) {
-      ByteArrayOutputStream out = new ByteArrayOutputStream();
-      byte[] buf = new byte[8192];
-      int n;
-      while ((n = i.read(buf)) >= 0) {
-        out.write(buf, 0, n);
-      }
-      return out.toByteArray();
     }
   }
 
