@@ -59,8 +59,9 @@ final class Http {
         c.setRequestProperty(h.getKey(), h.getValue());
       }
       if (body != null) {
+        // Buffered, not streaming mode: in streaming mode HttpURLConnection drops the body of a 401 answer to a
+        // write, and the error type needs the code in it.
         c.setDoOutput(true);
-        c.setFixedLengthStreamingMode(body.length);
         try (OutputStream os = c.getOutputStream()) {
           os.write(body);
         }

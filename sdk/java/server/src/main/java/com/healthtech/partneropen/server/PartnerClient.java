@@ -49,6 +49,7 @@ import java.net.URLEncoder;
 import java.nio.charset.StandardCharsets;
 import java.security.SecureRandom;
 import java.util.Base64;
+import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -75,6 +76,10 @@ public final class PartnerClient {
   private final String userAgent;
   private final SecureRandom random = new SecureRandom();
   private final Object tokenLock = new Object();
+  /** Scheme M signatures issued in the last 300 s: signature to {route, expiry second}; see schemeMTimestamp. */
+  private final LinkedHashMap<String, Object[]> issued = new LinkedHashMap<String, Object[]>();
+  private static final long BINDING_SECONDS = 300;
+  private static final long MAX_TIMESTAMP_SHIFT = 120;
   private String accessToken;
   private long accessTokenExpiresAtMillis;
 
@@ -596,11 +601,13 @@ public final class PartnerClient {
     long ts = System.currentTimeMillis() / 1000L;
     byte[] signed = body == null ? new byte[0] : body;
     switch (auth) {
-      case M:
+      case M: {
+        long t = schemeMTimestamp(method, url, ts, signed);
         h.put("X-App-Id", appId);
-        h.put("X-Timestamp", Long.toString(ts));
-        h.put("X-Signature", Signatures.signM(appKey, ts, appSecret, signed));
+        h.put("X-Timestamp", Long.toString(t));
+        h.put("X-Signature", Signatures.signM(appKey, t, appSecret, signed));
         break;
+      }
       case H: {
         byte[] n = new byte[12];
         random.nextBytes(n);
@@ -627,6 +634,38 @@ public final class PartnerClient {
     }
     Http.Result r = Http.exchange(method, url, h, body, connectTimeoutMillis, readTimeoutMillis);
     return new Response(r.status, r.body, r.requestId, retryAfter(r.retryAfter));
+  }
+
+  /**
+   * Scheme M signs neither method nor path, so two requests with the same body in the same second (every bodyless
+   * GET, DELETE or POST) carry the same signature, and the platform binds an accepted signature to its first route
+   * for 300 s (a read to "GET", a write to method and path): the same signature on another write is refused with
+   * 401. The client therefore remembers the signatures it issued and, when one is already bound to another route,
+   * signs with an earlier second instead (still well inside the platform's 300 s window).
+   */
+  private long schemeMTimestamp(String method, URL url, long now, byte[] body) {
+    String route = method.equals("GET") || method.equals("HEAD") ? "GET" : method + " " + url.getFile();
+    synchronized (issued) {
+      Iterator<Map.Entry<String, Object[]>> it = issued.entrySet().iterator();
+      while (it.hasNext()) {
+        if ((Long) it.next().getValue()[1] < now) {
+          it.remove();
+        } else {
+          break; // entries are in issue order, and so nearly in expiry order
+        }
+      }
+      for (long t = now; t > now - MAX_TIMESTAMP_SHIFT; t--) {
+        String sig = Signatures.signM(appKey, t, appSecret, body);
+        Object[] bound = issued.get(sig);
+        if (bound == null || bound[0].equals(route)) {
+          if (bound == null) {
+            issued.put(sig, new Object[] {route, t + BINDING_SECONDS});
+          }
+          return t;
+        }
+      }
+    }
+    return now; // more distinct routes in a minute than shifts allowed: let the platform decide
   }
 
   private String token() {

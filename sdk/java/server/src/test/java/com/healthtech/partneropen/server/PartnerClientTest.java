@@ -270,4 +270,42 @@ class PartnerClientTest {
     assertEquals(KEY, seen.get(2).header("X-App-Key"));
     assertEquals("/v1/health/daily-report?open_user_id=7&date=2026-11-22", seen.get(2).uri());
   }
+
+  /**
+   * Bodyless requests share a scheme M signature within a second, and the platform binds a signature to its first
+   * write route: the client must never present one signature on two different write routes, or a read's on a write.
+   */
+  @Test
+  void neverReusesASchemeMSignatureAcrossRoutes() {
+    fallback = ok("{\"app_id\":1,\"pending_webhook_secret\":\"s\",\"activated\":true,\"delivery_id\":\"d\","
+        + "\"queued\":true}");
+    for (int i = 0; i < 3; i++) {
+      client.rotateMyWebhookSecret();
+      client.activateMyWebhookSecret();
+      client.resendMyDelivery("d");
+      client.deleteFamilyMember(7, 8);
+      client.getOrderDetail("x");
+      client.listFulfillments(null, null, null);
+    }
+    Map<String, String> routeOf = new java.util.HashMap<>();
+    for (Seen s : seen) {
+      String route = s.method().equals("GET") ? "GET" : s.method() + " " + s.uri();
+      String prev = routeOf.putIfAbsent(s.header("X-Signature"), route);
+      assertTrue(prev == null || prev.equals(route), "signature reused on " + prev + " and " + route);
+      assertEquals(Signatures.signM(KEY, Long.parseLong(s.header("X-Timestamp")), SECRET, s.body()),
+          s.header("X-Signature"));
+      long skew = System.currentTimeMillis() / 1000 - Long.parseLong(s.header("X-Timestamp"));
+      assertTrue(skew >= 0 && skew < 200, "timestamp stays well inside the 300 s window: " + skew);
+    }
+  }
+
+  @Test
+  void keepsTheErrorBodyOfA401ToAWrite() {
+    script.add(new Answer(401, "{\"success\":false,\"code\":\"HTTP_401\",\"message\":\"unauthorized\","
+        + "\"timestamp\":\"t\"}", Map.of("WWW-Authenticate", "Signature")));
+    PartnerApiException e = assertThrows(PartnerApiException.class, () -> client.rotateMyWebhookSecret());
+    assertEquals(401, e.getStatus());
+    assertEquals("HTTP_401", e.getCode());
+    assertEquals("req-1", e.getRequestId());
+  }
 }

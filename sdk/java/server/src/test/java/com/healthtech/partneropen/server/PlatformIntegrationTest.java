@@ -70,7 +70,8 @@ class PlatformIntegrationTest {
   static String base;
   static String adminToken;
   static HttpServer receiver;
-  static final LinkedBlockingQueue<Map<String, Object>> hooks = new LinkedBlockingQueue<>();
+  /** Received webhooks per receiver path (one path per app, so each test verifies only its app's deliveries). */
+  static final Map<String, LinkedBlockingQueue<Map<String, Object>>> hooks = new java.util.concurrent.ConcurrentHashMap<>();
 
   @BeforeAll
   static void startPlatform() throws Exception {
@@ -119,7 +120,7 @@ class PlatformIntegrationTest {
     }
     receiver = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 0);
     receiver.setExecutor(Executors.newFixedThreadPool(2));
-    receiver.createContext("/hooks", ex -> {
+    receiver.createContext("/", ex -> {
       byte[] body = ex.getRequestBody().readAllBytes();
       Map<String, Object> h = new HashMap<>();
       h.put("body", body);
@@ -127,7 +128,7 @@ class PlatformIntegrationTest {
       h.put("event", ex.getRequestHeaders().getFirst("X-Webhook-Event"));
       h.put("timestamp", ex.getRequestHeaders().getFirst("X-Webhook-Timestamp"));
       h.put("signature", ex.getRequestHeaders().getFirst("X-Webhook-Signature"));
-      hooks.add(h);
+      queue(ex.getRequestURI().getPath()).add(h);
       ex.sendResponseHeaders(204, -1);
       ex.close();
     });
@@ -198,11 +199,24 @@ class PlatformIntegrationTest {
     return (Map<String, Object>) ((Map<String, Object>) Json.parse(r.body)).get("data");
   }
 
+  static LinkedBlockingQueue<Map<String, Object>> queue(String path) {
+    return hooks.computeIfAbsent(path, k -> new LinkedBlockingQueue<>());
+  }
+
+  static String hookUrl(String path) {
+    return "http://127.0.0.1:" + receiver.getAddress().getPort() + path;
+  }
+
   /** Waits (bounded) for a webhook of the event, verifying every webhook received on the way with the SDK. */
-  static WebhookEvent awaitHook(String secret, String event) throws Exception {
+  static WebhookEvent awaitHook(String path, String secret, String event) throws Exception {
+    return awaitHook(path, secret, event, null);
+  }
+
+  /** As above, and (when deliveryId is given) only that delivery counts. */
+  static WebhookEvent awaitHook(String path, String secret, String event, String deliveryId) throws Exception {
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
     while (System.nanoTime() < deadline) {
-      Map<String, Object> h = hooks.poll(500, TimeUnit.MILLISECONDS);
+      Map<String, Object> h = queue(path).poll(500, TimeUnit.MILLISECONDS);
       if (h == null) {
         continue;
       }
@@ -212,7 +226,7 @@ class PlatformIntegrationTest {
       assertEquals(h.get("event"), e.getType());
       assertEquals(h.get("id"), e.getDeliveryId());
       assertTrue(e.isKnown(), "every event the platform sends is typed: " + e.getType());
-      if (event.equals(e.getType())) {
+      if (event.equals(e.getType()) && (deliveryId == null || deliveryId.equals(e.getDeliveryId()))) {
         return e;
       }
     }
@@ -226,7 +240,7 @@ class PlatformIntegrationTest {
     // --- operator setup ---
     Map<String, Object> app = admin("POST", "/admin/v1/apps", adminToken, Map.of(
         "name", "sdk-java-day",
-        "webhook_url", "http://127.0.0.1:" + receiver.getAddress().getPort() + "/hooks",
+        "webhook_url", hookUrl("/hooks/day"),
         "scopes", List.of("channel_users", "orders", "health_reports", "webhooks", "benefits", "daily_report",
             "plugin")));
     String webhookSecret = (String) app.get("webhook_secret");
@@ -284,7 +298,7 @@ class PlatformIntegrationTest {
         "indicators", List.of(Map.of("code", "SBP", "value", 120L, "unit", "mmHg")));
     long reportId = (Long) admin("POST", "/admin/v1/health-reports", uploader, Map.of("open_user_id", uid,
         "report_type", "BLOOD_PRESSURE", "request_report_id", "R-1", "raw_data", rawData)).get("id");
-    WebhookEvent created = awaitHook(webhookSecret, WebhookEvent.HEALTH_REPORT_CREATED);
+    WebhookEvent created = awaitHook("/hooks/day", webhookSecret, WebhookEvent.HEALTH_REPORT_CREATED);
     HealthReportWebhook hw = created.asHealthReport();
     assertEquals(reportId, hw.getOpenReportId());
     assertEquals("cu-java-1", hw.getChannelUserId());
@@ -347,5 +361,131 @@ class PlatformIntegrationTest {
     assertEquals("HTTP_401", unauth.getCode());
     PartnerApiException unauthH = assertThrows(PartnerApiException.class, () -> wrongSecret.pullHealthReport(reportId));
     assertEquals(401, unauthH.getStatus());
+  }
+
+  static PartnerClient clientFor(Map<String, Object> app) {
+    return PartnerClient.builder(base).appId(String.valueOf(app.get("app_id"))).appKey((String) app.get("app_key"))
+        .appSecret((String) app.get("app_secret")).build();
+  }
+
+  /** The sandbox plugin mock, the daily report through OAuth, the feed, resend, and webhook secret rotation. */
+  @Test
+  void sandboxDailyReportFeedResendAndSecretRotation() throws Exception {
+    String path = "/hooks/sandbox";
+    Map<String, Object> app = admin("POST", "/admin/v1/apps", adminToken, Map.of("name", "sdk-java-sandbox",
+        "webhook_url", hookUrl(path), "scopes", List.of("channel_users", "health_reports", "webhooks",
+            "daily_report", "plugin")));
+    String secret = (String) app.get("webhook_secret");
+    PartnerClient client = clientFor(app);
+    String uploader = (String) admin("POST", "/admin/v1/uploaders", adminToken, Map.of("name", "w")).get("token");
+    long uid = client.registerChannelUser(new RegisterRequest().setChannelUserId("cu-s")
+        .setUser(new UserProfile().setName("Han"))).getOpenUserId();
+
+    // sandbox mock measurement -> plugin.report.ready, verified and typed
+    com.healthtech.partneropen.model.Measurement m = client.sandboxMockMeasure(
+        new com.healthtech.partneropen.model.MockMeasureRequest().setAppKey((String) app.get("app_key"))
+            .setThirdUserId("third-88").setDeviceKey("HOME_MULTI_BIO_MONITOR").setMeasureMode("BP"));
+    assertNotNull(m.getMeasureId());
+    WebhookEvent ready = awaitHook(path, secret, WebhookEvent.PLUGIN_REPORT_READY);
+    assertEquals("third-88", ready.asPluginReportReady().getThirdUserId());
+    assertEquals(m.getMeasureId(), ready.asPluginReportReady().getMeasurementNo());
+
+    // daily report: a report with a heart-rate indicator, read with the OAuth token flow
+    admin("POST", "/admin/v1/health-reports", uploader, Map.of("open_user_id", uid, "raw_data",
+        Map.of("indicators", List.of(Map.of("code", "heart_rate", "value", 72L, "unit", "bpm")))));
+    com.healthtech.partneropen.model.DailyReport daily = null;
+    for (int i = 0; i < 100; i++) { // the read model catches up asynchronously: bounded wait
+      daily = client.getDailyReport(uid, null, null);
+      if (daily.getHeartRate() != null) {
+        break;
+      }
+      Thread.sleep(100);
+    }
+    assertNotNull(daily.getHeartRate(), "heart rate counted in the daily report");
+    assertEquals(72.0, daily.getHeartRate().getAvg());
+    com.healthtech.partneropen.model.TokenResponse tok = client.oauthToken();
+    client.oauthRevoke(tok.getAccessToken());
+    assertEquals(72.0, client.getDailyReport(null, "cu-s", null).getHeartRate().getAvg(),
+        "after a revoke the client fetches a new token");
+
+    // the feed has the plugin event, typed; resend delivers the same delivery id again
+    com.healthtech.partneropen.model.FeedEvent inFeed = null;
+    for (com.healthtech.partneropen.model.FeedEvent fe : client.iterateWebhookEvents(null)) {
+      if (fe.getDeliveryId().equals(ready.getDeliveryId())) {
+        inFeed = fe;
+      }
+    }
+    assertNotNull(inFeed, "plugin.report.ready in the feed");
+    assertEquals(m.getMeasureId(), inFeed.getPayload().asPluginReportReady().getMeasurementNo());
+    assertEquals(WebhookEvent.PLUGIN_REPORT_READY, client.getMyDelivery(ready.getDeliveryId()).getPayload().getType());
+    assertEquals(ready.getDeliveryId(), client.resendMyDelivery(ready.getDeliveryId()).getDeliveryId());
+    awaitHook(path, secret, WebhookEvent.PLUGIN_REPORT_READY, ready.getDeliveryId());
+
+    // rotate + activate the webhook secret: later deliveries verify with the new secret only
+    String next = client.rotateMyWebhookSecret().getPendingWebhookSecret();
+    assertNotNull(next);
+    assertTrue(client.activateMyWebhookSecret().getActivated());
+    client.updateChannelUser(uid, new UserPatch().setNickname("H"));
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+    WebhookEvent updated = null;
+    while (updated == null && System.nanoTime() < deadline) {
+      Map<String, Object> h = queue(path).poll(500, TimeUnit.MILLISECONDS);
+      if (h == null) {
+        continue;
+      }
+      byte[] body = (byte[]) h.get("body");
+      WebhookEvent e = WebhookEvent.parse(body);
+      if (!WebhookEvent.USER_PROFILE_UPDATED.equals(e.getType())) {
+        continue; // earlier deliveries may be signed with either secret
+      }
+      Webhooks.verify(next, (String) h.get("timestamp"), (String) h.get("signature"), body);
+      WebhookVerificationException old = assertThrows(WebhookVerificationException.class, () -> Webhooks.verify(
+          secret, (String) h.get("timestamp"), (String) h.get("signature"), body));
+      assertEquals(WebhookVerificationException.Reason.SIGNATURE_MISMATCH, old.getReason());
+      updated = e;
+    }
+    assertNotNull(updated, "user.profile.updated after rotation:\n" + log());
+    assertEquals(List.of("nickname"), updated.dataAs(com.healthtech.partneropen.model.UserProfileUpdatedData.class)
+        .getChangedFields());
+  }
+
+  /** Duplicate and concurrent writes: one user per channel_user_id, one order per idempotency key. */
+  @Test
+  void concurrentDuplicatesCreateOnce() throws Exception {
+    Map<String, Object> app = admin("POST", "/admin/v1/apps", adminToken, Map.of("name", "sdk-java-conc"));
+    admin("POST", "/admin/v1/goods", adminToken, Map.of("goods_code", "C-1", "goods_name", "Cuff"));
+    PartnerClient client = clientFor(app);
+    ExecutorService pool = Executors.newFixedThreadPool(8);
+    try {
+      List<java.util.concurrent.Future<RegisterResult>> regs = new ArrayList<>();
+      for (int i = 0; i < 8; i++) {
+        regs.add(pool.submit(() -> client.registerChannelUser(new RegisterRequest().setChannelUserId("cu-dup")
+            .setUser(new UserProfile().setName("Dup")))));
+      }
+      java.util.Set<Long> ids = new java.util.HashSet<>();
+      int created = 0;
+      for (java.util.concurrent.Future<RegisterResult> f : regs) {
+        RegisterResult rr = f.get(60, TimeUnit.SECONDS);
+        ids.add(rr.getOpenUserId());
+        created += rr.getCreated() ? 1 : 0;
+      }
+      assertEquals(1, ids.size(), "one user for one channel_user_id");
+      assertEquals(1, created, "exactly one registration reports created");
+
+      OrderCreateRequest order = new OrderCreateRequest().setThirdOrderId("T-dup").setContactPerson("A")
+          .setContactPhone("13912345678").setAddress("Road 2")
+          .setItems(List.of(new OrderItemInput().setGoodsCode("C-1").setQuantity(1L).setUnitPrice(100L)));
+      List<java.util.concurrent.Future<OrderCreateResult>> orders = new ArrayList<>();
+      for (int i = 0; i < 6; i++) {
+        orders.add(pool.submit(() -> client.createOrder(order, RequestOptions.idempotencyKey("order-key-1"))));
+      }
+      java.util.Set<String> codes = new java.util.HashSet<>();
+      for (java.util.concurrent.Future<OrderCreateResult> f : orders) {
+        codes.add(f.get(60, TimeUnit.SECONDS).getOrderCode());
+      }
+      assertEquals(1, codes.size(), "one order for one idempotency key, retried or concurrent");
+    } finally {
+      pool.shutdownNow();
+    }
   }
 }
