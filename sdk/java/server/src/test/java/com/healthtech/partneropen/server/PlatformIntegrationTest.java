@@ -292,6 +292,11 @@ class PlatformIntegrationTest {
     Order detail = client.getOrderDetail(order.getOrderCode());
     assertEquals("PENDING_REVIEW", detail.getOrderStatus());
     assertEquals(3998L, detail.getItems().get(0).getTotalPrice());
+    client.sandboxShippedCallbackTest(new com.healthtech.partneropen.model.SandboxShipmentRequest()
+        .setOrderCode(order.getOrderCode()));
+    WebhookEvent shipped = awaitHook("/hooks/day", webhookSecret, WebhookEvent.ORDER_SHIPPED);
+    assertEquals(order.getOrderCode(), shipped.asOrderShipped().getOrderCode());
+    assertEquals("SHIPPED", client.getOrderDetail(order.getOrderCode()).getOrderStatus());
 
     // --- a report: ingested, announced by a verified webhook, pulled with scheme H ---
     Map<String, Object> rawData = Map.of("data_type", "indicators",
@@ -338,10 +343,25 @@ class PlatformIntegrationTest {
       records.add(f.getFulfillmentRecordId());
     }
     assertEquals(List.of(used.getFulfillmentRecordId()), records);
+    assertEquals(2L, client.getBenefitCard(cardNumber).getItems().get(0).getRemainingQuantity());
+    assertEquals(5L, client.rateFulfillment(used.getFulfillmentRecordId(),
+        new com.healthtech.partneropen.model.RatingRequest().setRating(5L)).getRating());
+    PartnerApiException rated = assertThrows(PartnerApiException.class, () -> client.rateFulfillment(
+        used.getFulfillmentRecordId(), new com.healthtech.partneropen.model.RatingRequest().setRating(4L)));
+    assertEquals(409, rated.getStatus());
+    assertEquals("ALREADY_RATED", rated.getCode());
     PartnerApiException dup = assertThrows(PartnerApiException.class, () -> client.verifyBenefitUse(
         new VerifyUseRequest().setCardNumber(cardNumber).setUserBenefitItemId(ubi)));
     assertEquals(422, dup.getStatus());
     assertEquals("DUPLICATE_FULFILLMENT", dup.getCode());
+
+    // --- delete a member, dissolve the group ---
+    client.deleteFamilyMember(uid, mum.getMemberId());
+    assertEquals(1, client.getChannelUserSnapshot(uid).getFamilyMembers().size());
+    client.dissolveFamilyGroup(uid, r.getFamilyGroups().get(0).getFamilyGroupId());
+    Snapshot after = client.getChannelUserSnapshot(uid);
+    assertEquals(0, after.getFamilyGroups().size());
+    assertEquals(0, after.getFamilyMembers().size());
 
     // --- errors surface as the typed error ---
     PartnerApiException missing = assertThrows(PartnerApiException.class,
@@ -418,8 +438,23 @@ class PlatformIntegrationTest {
     assertNotNull(inFeed, "plugin.report.ready in the feed");
     assertEquals(m.getMeasureId(), inFeed.getPayload().asPluginReportReady().getMeasurementNo());
     assertEquals(WebhookEvent.PLUGIN_REPORT_READY, client.getMyDelivery(ready.getDeliveryId()).getPayload().getType());
-    assertEquals(ready.getDeliveryId(), client.resendMyDelivery(ready.getDeliveryId()).getDeliveryId());
-    awaitHook(path, secret, WebhookEvent.PLUGIN_REPORT_READY, ready.getDeliveryId());
+    // A delivery still pending (its attempt's outcome not yet recorded) is not queued again: queued=false.
+    com.healthtech.partneropen.model.ResendResult resent = null;
+    for (int i = 0; i < 100; i++) { // bounded: ~10 s
+      resent = client.resendMyDelivery(ready.getDeliveryId());
+      if (Boolean.TRUE.equals(resent.getQueued())) {
+        break;
+      }
+      Thread.sleep(100);
+    }
+    assertEquals(ready.getDeliveryId(), resent.getDeliveryId());
+    assertTrue(resent.getQueued(), "resend queued once the first attempt was recorded");
+    try {
+      awaitHook(path, secret, WebhookEvent.PLUGIN_REPORT_READY, ready.getDeliveryId());
+    } catch (AssertionError e) {
+      throw new AssertionError("resent delivery not received; its state: "
+          + client.getMyDelivery(ready.getDeliveryId()).raw(), e);
+    }
 
     // rotate + activate the webhook secret: later deliveries verify with the new secret only
     String next = client.rotateMyWebhookSecret().getPendingWebhookSecret();
