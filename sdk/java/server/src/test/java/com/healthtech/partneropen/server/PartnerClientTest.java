@@ -308,4 +308,25 @@ class PartnerClientTest {
     assertEquals("HTTP_401", e.getCode());
     assertEquals("req-1", e.getRequestId());
   }
+
+  @Test
+  void paginatesFulfillmentsByTheLastRecordIdUntilAShortPage() {
+    StringBuilder full = new StringBuilder("{\"fulfillments\":[");
+    for (int i = 1; i <= 100; i++) {
+      full.append(i > 1 ? "," : "").append("{\"fulfillment_record_id\":").append(i).append('}');
+    }
+    script.add(ok(full.append("]}").toString()));
+    script.add(ok("{\"fulfillments\":[{\"fulfillment_record_id\":101}]}"));
+    long n = 0;
+    long last = 0;
+    for (com.healthtech.partneropen.model.Fulfillment f : client.iterateFulfillments("issuer")) {
+      n++;
+      last = f.getFulfillmentRecordId();
+    }
+    assertEquals(101, n);
+    assertEquals(101, last);
+    assertEquals(2, seen.size());
+    assertEquals("/open/v1/benefit-cards/fulfillments?role=issuer&limit=100", seen.get(0).uri());
+    assertEquals("/open/v1/benefit-cards/fulfillments?role=issuer&after=100&limit=100", seen.get(1).uri());
+  }
 }
