@@ -25,7 +25,10 @@ fi
 mkdir -p "$tmp/sdk"
 cp -R "$here/pom.xml" "$here/core" "$here/server" "$tmp/sdk/"
 rm -rf "$tmp/sdk/core/target" "$tmp/sdk/server/target"
-(cd "$tmp/sdk" && mvn -B -q -Dstyle.color=never verify -Dpartneropen.repoRoot="$repo")
+# Maven 3.8 prints bare colour resets even in batch mode; strip escape sequences (pipefail keeps mvn's status).
+(cd "$tmp/sdk" && mvn -B -q -Dstyle.color=never verify -Dpartneropen.repoRoot="$repo") 2>&1 |
+	sed 's/\x1b\[[0-9;]*m//g'
+
 
 # The published bytecode must be Java 8 (class file major version 52) for Java 8 JVMs and Android's D8.
 for cls in "$tmp/sdk/core/target/classes/com/healthtech/partneropen/json/Json.class" \
