@@ -523,4 +523,33 @@ class PlatformIntegrationTest {
       pool.shutdownNow();
     }
   }
+
+  /** A channel partner issues its own cards in a batch, retried safely under one idempotency key. */
+  @Test
+  void channelPartnerIssuesCardsInABatch() throws Exception {
+    Map<String, Object> app = admin("POST", "/admin/v1/apps", adminToken, Map.of("name", "sdk-java-issuer",
+        "scopes", List.of("benefits")));
+    PartnerClient client = clientFor(app);
+    com.healthtech.partneropen.model.BatchIssueRequest batch = new com.healthtech.partneropen.model.BatchIssueRequest()
+        .setCards(List.of(new com.healthtech.partneropen.model.CardInput().setHolderName("Wang")
+            .setExpiresAt("2099-01-01T00:00:00").setItems(List.of(new com.healthtech.partneropen.model.CardItemInput()
+                .setBenefitItemId(1L).setQuantity(2L)))));
+    PartnerApiException notYet = assertThrows(PartnerApiException.class, () -> client.batchIssueBenefitCards(batch));
+    assertEquals(403, notYet.getStatus());
+    assertEquals("SERVICE_PROVIDER_UNAUTHORIZED", notYet.getCode());
+    ProviderRegistered prov = client.registerOwnServiceProvider(new ProviderRegistration().setName("Insurer")
+        .setType("CHANNEL_PARTNER").setContact("hr@example.com"));
+    admin("POST", "/admin/v1/service-providers/" + prov.getProviderId() + "/review", adminToken,
+        Map.of("decision", "approve"));
+    long item = (Long) admin("POST", "/admin/v1/benefit-items", adminToken, Map.of("name", "Dental"))
+        .get("benefit_item_id");
+    batch.getCards().get(0).getItems().get(0).setBenefitItemId(item);
+    RequestOptions key = RequestOptions.idempotencyKey("batch-1");
+    com.healthtech.partneropen.model.IssuedCards first = client.batchIssueBenefitCards(batch, key);
+    com.healthtech.partneropen.model.IssuedCards replay = client.batchIssueBenefitCards(batch, key);
+    String number = first.getCards().get(0).getCardNumber();
+    assertEquals(15, number.length());
+    assertEquals(number, replay.getCards().get(0).getCardNumber(), "same key: the first answer, no second card");
+    assertEquals(2L, client.getBenefitCard(number).getItems().get(0).getRemainingQuantity());
+  }
 }
