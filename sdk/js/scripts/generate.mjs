@@ -98,7 +98,7 @@ export function generate(specText) {
     } else {
       t = "unknown";
     }
-    if (s.nullable && t !== "unknown") t = `${t} | null`;
+    if (s.nullable && t !== "unknown" && !(s.enum && s.enum.includes(null))) t = `${t} | null`;
     return t;
   }
 

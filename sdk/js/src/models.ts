@@ -483,7 +483,7 @@ export interface PluginReportReadyWebhook {
   platform_user_id: number | null;
   report_type: PluginReportType;
   /** Always null for now. */
-  report_url: null | null;
+  report_url: null;
   /** The `metadata` string of the launch's userProfile; null when none. */
   metadata: string | null;
   /** When the measurement became ready; ISO 8601 with the platform zone's offset, whole seconds. */
@@ -722,7 +722,7 @@ export interface DeliveryAttempt {
 }
 
 /** Stable class of a failed attempt; null when it succeeded (or before any attempt). `timeout`: no answer within the time limit (connect, TLS handshake or response, 10 s in all). `connection_refused`: the receiver's host refused the TCP connection. `connection_error`: the connection failed otherwise (reset, closed early, unreachable). `dns_error`: the URL's host name did not resolve. `tls_error`: the TLS handshake failed (untrusted, expired or mismatched certificate, protocol error). `refused_target`: the URL resolves to an address the platform never delivers to (loopback, private, link-local ...); not retried. `invalid_url`: the URL cannot be used; not retried. `no_webhook_url`: the app had no webhook URL when the attempt was due. `redirect`: the receiver answered 3xx (not followed). `http_status`: the receiver answered another non-2xx status (see `status_code`). `other`: anything else. New classes may be added; treat an unknown one as `other`. */
-export type DeliveryErrorClass = "timeout" | "connection_refused" | "connection_error" | "dns_error" | "tls_error" | "refused_target" | "invalid_url" | "no_webhook_url" | "redirect" | "http_status" | "other" | null | null;
+export type DeliveryErrorClass = "timeout" | "connection_refused" | "connection_error" | "dns_error" | "tls_error" | "refused_target" | "invalid_url" | "no_webhook_url" | "redirect" | "http_status" | "other" | null;
 
 /** The DeviceKey schema. */
 export type DeviceKey = "HOME_MULTI_BIO_MONITOR" | "HOME_SPO2_RING" | "HEARTLOG_ECG_RECORDER" | "BODY_COMPOSITION_ANALYSIS";
