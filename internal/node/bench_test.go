@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"path/filepath"
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -21,6 +22,15 @@ import (
 //
 //	go test -run '^$' -bench . -benchtime 3s ./internal/node
 
+// benchClients is how many concurrent clients the write and read benchmarks
+// run, as issue 11 measures them.
+const benchClients = 32
+
+// setClients makes RunParallel run benchClients goroutines.
+func setClients(b *testing.B) {
+	b.SetParallelism((benchClients + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
+}
+
 // BenchmarkBaselineAppend is the raw rate of the embedded log: single-event
 // appends to distinct streams from parallel writers, as registers make them.
 func BenchmarkBaselineAppend(b *testing.B) {
@@ -30,7 +40,7 @@ func BenchmarkBaselineAppend(b *testing.B) {
 	}
 	defer store.Close()
 	var n atomic.Int64
-	b.SetParallelism(4)
+	setClients(b)
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
@@ -61,7 +71,7 @@ func benchPlatformWith(b *testing.B, plaintext bool) (*platform, *app) {
 func BenchmarkRegisterHTTP(b *testing.B) {
 	p, a := benchPlatform(b)
 	var n atomic.Int64
-	b.SetParallelism(4)
+	setClients(b)
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
@@ -81,7 +91,7 @@ func BenchmarkSnapshotHTTP(b *testing.B) {
 	var reg registerData
 	p.send(a.request("POST", "/open/v1/channel/users", registerBody("u-1"), time.Now())).data(b, &reg)
 	path := fmt.Sprintf("/open/v1/channel/users/%d", reg.OpenUserID)
-	b.SetParallelism(4)
+	setClients(b)
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
@@ -214,4 +224,34 @@ func BenchmarkEncryption(b *testing.B) {
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "reads/s")
 		})
 	}
+}
+
+// BenchmarkMemberUpsertHTTP upserts family members from 32 parallel clients,
+// each on its own user (as issue 11 measures it): signature check, the
+// user's cached aggregate, an id allocation and one append per request.
+// Each client cycles over 20 members with a changing name, so every request
+// appends (the first 20 create, the rest update).
+func BenchmarkMemberUpsertHTTP(b *testing.B) {
+	p, a := benchPlatform(b)
+	const clients = benchClients
+	users := make([]int64, clients)
+	for i := range users {
+		var reg registerData
+		p.send(a.request("POST", "/open/v1/channel/users", registerBody(fmt.Sprintf("u-%d", i)), time.Now())).data(b, &reg)
+		users[i] = reg.OpenUserID
+	}
+	var next atomic.Int64
+	setClients(b)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		user := users[int(next.Add(1)-1)%clients]
+		path := fmt.Sprintf("/open/v1/channel/users/%d/family-members", user)
+		for i := 0; pb.Next(); i++ {
+			body := map[string]any{"app_user_id": fmt.Sprintf("m-%d", i%20), "app_group_id": 10, "name": fmt.Sprintf("n-%d", i), "relationship": "SON"}
+			if res := p.send(a.request("POST", path, body, time.Now())); res.Status != http.StatusOK && res.Status != http.StatusCreated {
+				b.Fatalf("upsert member: %d %s", res.Status, res.Raw)
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "upserts/s")
 }

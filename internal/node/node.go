@@ -324,7 +324,7 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		families = append(families, run)
 	}
 	deliveriesRunner := n.Families[projections.FamilyDeliveries]
-	ids := commands.NewAllocator(n.Events, n.Registry, cfg.IDBlockSize)
+	ids := commands.NewAllocator(n.Events, n.Registry, cfg.IDBlockSize).Grow(16)
 	pluginCmds := commands.NewPlugin(n.Events, n.Registry, ids, cfg.Now, phoneDirectory{n.ReadModel})
 	analyzerRunner := projections.NewRunner(n.Events, n.Registry, &commands.Analyzer{Plugin: pluginCmds}, n.log, n.Metrics.Projected)
 
