@@ -25,6 +25,7 @@ import (
 	"github.com/healthtech/partner-open-platform/commands"
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/events/catalog"
+	pgevents "github.com/healthtech/partner-open-platform/events/postgres"
 	"github.com/healthtech/partner-open-platform/internal/auth"
 	"github.com/healthtech/partner-open-platform/internal/httpapi"
 	"github.com/healthtech/partner-open-platform/internal/idempotency"
@@ -282,6 +283,10 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 			return nil, fmt.Errorf("read models: %w", err)
 		}
 		pg.SetLeaseTTL(cfg.LeaseTTL)
+		if sameDatabase(cfg.EventStoreURL, cfg.PostgresURL) {
+			// A snapshot read learns the head in its own round trip.
+			pg.SeeHead(pgevents.HeadQuery, pgevents.PositionAt)
+		}
 		n.ReadModel, shared = pg, pg
 		n.pool = pg.Pool()
 		n.Leases = leasepg.New(n.pool)
