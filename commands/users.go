@@ -448,7 +448,7 @@ func (u *Users) Register(ctx context.Context, c Register, meta Meta) (RegisterRe
 		if err != nil {
 			return RegisterResult{}, err
 		}
-		openUserID := b.openUserID
+		openUserID, bound := b.openUserID, false
 		if openUserID == 0 {
 			id, err := u.ids.Next(ctx, KindUser)
 			if err != nil {
@@ -463,12 +463,18 @@ func (u *Users) Register(ctx context.Context, c Register, meta Meta) (RegisterRe
 			if err != nil {
 				return RegisterResult{}, fmt.Errorf("bind channel user: %w", err)
 			}
-			openUserID = id
+			openUserID, bound = id, true
 		}
 		st := newUserState()
-		version, pos, err := u.load(ctx, domain.UserStream(openUserID), st.apply)
-		if err != nil {
-			return RegisterResult{}, err
+		// A user id this call just allocated and bound has no stream yet
+		// (ids are never reused): skip reading it. Anyone racing on it
+		// found the binding first and appends with the same NoStream.
+		version, pos := uint64(0), events.Position{}
+		if !bound {
+			version, pos, err = u.load(ctx, domain.UserStream(openUserID), st.apply)
+			if err != nil {
+				return RegisterResult{}, err
+			}
 		}
 		if st.registered {
 			groups, members := st.mapping()

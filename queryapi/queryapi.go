@@ -101,9 +101,13 @@ type SnapshotReader interface {
 
 // readSnapshot reads a snapshot that reflects what read-your-writes asks
 // for (the app's writes on this node, the floor, and under FollowHead the
-// log's head as of the read): one round trip when the family's checkpoint
-// read with the rows is already there, which is the usual case; otherwise
-// it waits, bounded, for the family to get there and reads once more.
+// log's head as of the read). One round trip answers when either the
+// family's checkpoint read with the rows, or this node's runner position
+// taken before the rows were read, is at that target (the checkpoint lags
+// the runner over events the family skips, which it writes only now and
+// then; the runner moves only after the rows it applied are committed).
+// Otherwise it waits, bounded, for the runner to get there and reads once
+// more, as the other read models' reads do.
 func (q *API) readSnapshot(ctx context.Context, sr SnapshotReader, sq projections.SnapshotQuery) (projections.Snapshot, error) {
 	wait, cancel := context.WithTimeout(ctx, ReadTimeout)
 	defer cancel()
@@ -112,32 +116,40 @@ func (q *API) readSnapshot(ctx context.Context, sr SnapshotReader, sq projection
 	if err != nil {
 		return projections.Snapshot{}, q.behind(ctx)
 	}
-	for attempt := 0; ; attempt++ {
-		snap, err := sr.Snapshot(wait, sq)
-		if err != nil && wait.Err() != nil {
-			return projections.Snapshot{}, q.behind(ctx)
+	runner := q.Families[projections.FamilyUsers]
+	before := runner.Position()
+	snap, err := sr.Snapshot(wait, sq)
+	if err != nil {
+		return projections.Snapshot{}, q.snapshotFailed(ctx, wait, err)
+	}
+	if inline {
+		if !snap.HeadKnown {
+			return projections.Snapshot{}, errors.New("queryapi: the read model promised the log's head and did not return it")
 		}
-		if err != nil {
-			return projections.Snapshot{}, err
-		}
-		if inline && attempt == 0 {
-			if !snap.HeadKnown {
-				return projections.Snapshot{}, errors.New("queryapi: the read model promised the log's head and did not return it")
-			}
-			if need.Less(snap.Head) {
-				need = snap.Head
-			}
-		}
-		if !snap.Checkpoint.Less(need) {
-			return snap, nil
-		}
-		if attempt == 1 {
-			return projections.Snapshot{}, q.behind(ctx) // the runner saw need, the table not: wait no more
-		}
-		if err := q.Families[projections.FamilyUsers].WaitFor(wait, need); err != nil {
-			return projections.Snapshot{}, q.behind(ctx)
+		if need.Less(snap.Head) {
+			need = snap.Head
 		}
 	}
+	if !snap.Checkpoint.Less(need) || !before.Less(need) {
+		return snap, nil
+	}
+	if err := runner.WaitFor(wait, need); err != nil {
+		return projections.Snapshot{}, q.behind(ctx)
+	}
+	snap, err = sr.Snapshot(wait, sq)
+	if err != nil {
+		return projections.Snapshot{}, q.snapshotFailed(ctx, wait, err)
+	}
+	return snap, nil
+}
+
+// snapshotFailed maps a failed snapshot query: past the read's bound it is
+// a read model catching up (503), otherwise the store's error as is.
+func (q *API) snapshotFailed(ctx, wait context.Context, err error) error {
+	if wait.Err() != nil {
+		return q.behind(ctx)
+	}
+	return err
 }
 
 // behind maps a failure to catch up to what await answers: the client's own
