@@ -14,6 +14,15 @@ type SnapshotQuery struct {
 	OpenUserID    int64
 	ChannelUserID string
 	UpdatedAfter  time.Time
+	// Bind, when set, is recorded as NonceStore.Bind records it, in the
+	// same round trip, first; Snapshot.Bound is then the value that holds.
+	Bind *Binding
+}
+
+// Binding is a NonceStore.Bind call: value tied to key in scope until Expires.
+type Binding struct {
+	Scope, Key, Value string
+	Expires           time.Time
 }
 
 // Snapshot is a user's rows read together with the position the users
@@ -25,6 +34,7 @@ type Snapshot struct {
 	Checkpoint events.Position
 	Head       events.Position
 	HeadKnown  bool
+	Bound      string
 	Found      bool
 	User       User
 	Groups     []Group

@@ -87,7 +87,7 @@ INSERT INTO bench_accounts SELECT g, 1, 0, '' FROM generate_series(1, 100000) g;
 		b.Run(fmt.Sprintf("pgbench-S/%d", round), func(b *testing.B) {
 			var seed atomic.Int64
 			setClients(b)
-			b.ResetTimer()
+			measureCPU(b)
 			b.RunParallel(func(pb *testing.PB) {
 				rnd := rand.New(rand.NewPCG(uint64(seed.Add(1)), 1))
 				var balance int
@@ -101,7 +101,7 @@ INSERT INTO bench_accounts SELECT g, 1, 0, '' FROM generate_series(1, 100000) g;
 		})
 		b.Run(fmt.Sprintf("snapshot/%d", round), func(b *testing.B) {
 			setClients(b)
-			b.ResetTimer()
+			measureCPU(b)
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
 					if res := p.send(a.request("GET", path, nil, time.Now())); res.Status != http.StatusOK {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -47,6 +49,16 @@ func (s *Store) Snapshot(ctx context.Context, q projections.SnapshotQuery) (proj
 		id, args = "(SELECT open_user_id FROM users WHERE app_id = $1 AND channel_user_id = $2)", []any{q.AppID, q.ChannelUserID}
 	}
 	b := &pgx.Batch{}
+	pruned := false
+	if q.Bind != nil {
+		// The replay guard's write rides the same round trip, first, as
+		// Bind would make it (expiry judged by this process's clock).
+		now := time.Now()
+		if pruned = rand.IntN(pruneEvery) == 0; pruned {
+			b.Queue(pruneBindingsQuery, now, pruneBatch)
+		}
+		b.Queue(bindQuery, q.Bind.Scope, q.Bind.Key, q.Bind.Value, rand.Int64(), q.Bind.Expires, now)
+	}
 	b.Queue(`SELECT (SELECT commit_pos FROM checkpoints WHERE projection = $1),
        (SELECT prepare_pos FROM checkpoints WHERE projection = $1), `+head, string(projections.FamilyUsers))
 	b.Queue(`SELECT `+userColumns+` FROM users WHERE open_user_id = `+id+` AND app_id = $1`, args...)
@@ -63,12 +75,35 @@ WHERE open_user_id = `+id+` AND app_id = $1 AND NOT deleted AND updated_at > $3
 ORDER BY member_id`, append(args, q.UpdatedAfter)...)
 	}
 	br := s.pool.SendBatch(ctx, b)
-	snap, err := readSnapshot(br, s.head)
+	snap, err := readBound(br, pruned, q.Bind != nil)
+	if err == nil {
+		var rows projections.Snapshot
+		rows, err = readSnapshot(br, s.head)
+		rows.Bound = snap.Bound
+		snap = rows
+	}
 	if cerr := br.Close(); err == nil && cerr != nil {
 		err = cerr
 	}
 	if err != nil {
 		return projections.Snapshot{}, fmt.Errorf("projections/postgres: snapshot of user %d %q of app %d: %w", q.OpenUserID, q.ChannelUserID, q.AppID, err)
+	}
+	return snap, nil
+}
+
+// readBound reads the results of the binding's statements, when queued.
+func readBound(br pgx.BatchResults, pruned, bound bool) (projections.Snapshot, error) {
+	var snap projections.Snapshot
+	if pruned {
+		if _, err := br.Exec(); err != nil {
+			return snap, fmt.Errorf("prune expired bindings: %w", err)
+		}
+	}
+	if bound {
+		var fresh bool
+		if err := br.QueryRow().Scan(&snap.Bound, &fresh); err != nil {
+			return snap, fmt.Errorf("bind: %w", err)
+		}
 	}
 	return snap, nil
 }
