@@ -2,8 +2,11 @@ package commands
 
 import (
 	"context"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/events"
@@ -73,5 +76,97 @@ func TestReserveAfterAConflictTakesTheNextBlock(t *testing.T) {
 	recs, err := store.ReadStream(ctx, domain.IDStream(KindUser), 0, 0)
 	if err != nil || len(recs) != 3 {
 		t.Fatalf("%d reservations (%v), want the other node's and two", len(recs), err)
+	}
+}
+
+// blockSizes lists the sizes of the kind's reservations, in log order.
+func blockSizes(t *testing.T, store events.Store, kind string) []int64 {
+	t.Helper()
+	recs, err := store.ReadStream(ctx, domain.IDStream(kind), 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sizes []int64
+	for _, r := range recs {
+		env, err := catalog.Registry().Decode(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := env.Payload.(*catalog.IDBlockReserved)
+		sizes = append(sizes, b.Last-b.First+1)
+	}
+	return sizes
+}
+
+// Under load (each block used up within a second) blocks double up to the
+// bound; once a block lasts longer the next is the configured size again.
+// Without Grow every block is the configured size.
+func TestBlocksGrowUnderLoadAndShrinkWhenQuiet(t *testing.T) {
+	store := memory.New()
+	clock := time.Unix(1_700_000_000, 0)
+	a := NewAllocator(store, catalog.Registry(), 2).Grow(4)
+	a.now = func() time.Time { return clock }
+	seen := map[int64]bool{}
+	take := func(n int) {
+		for range n {
+			id, err := a.Next(ctx, KindMember)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if seen[id] {
+				t.Fatalf("id %d handed out twice", id)
+			}
+			seen[id] = true
+		}
+	}
+	take(2 + 4 + 8 + 8) // four blocks used up at once: 2, 4, 8, 8 (bound 4×2)
+	clock = clock.Add(2 * time.Second)
+	take(1) // the last block lasted 2 s: back to 2
+	if got, want := blockSizes(t, store, KindMember), []int64{2, 4, 8, 8, 2}; !slices.Equal(got, want) {
+		t.Fatalf("block sizes %v, want %v", got, want)
+	}
+
+	plain := memory.New()
+	b := NewAllocator(plain, catalog.Registry(), 2)
+	for range 7 {
+		if _, err := b.Next(ctx, KindMember); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, want := blockSizes(t, plain, KindMember), []int64{2, 2, 2, 2}; !slices.Equal(got, want) {
+		t.Fatalf("without Grow: block sizes %v, want %v", got, want)
+	}
+}
+
+// Two growing allocators (two nodes) sharing a log, used concurrently,
+// never hand out the same id.
+func TestGrowingAllocatorsNeverShareAnID(t *testing.T) {
+	store := memory.New()
+	nodes := []*Allocator{NewAllocator(store, catalog.Registry(), 3).Grow(8), NewAllocator(store, catalog.Registry(), 3).Grow(8)}
+	var mu sync.Mutex
+	seen := map[int64]bool{}
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 200 {
+				id, err := nodes[w%2].Next(ctx, KindMember)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				if seen[id] {
+					t.Errorf("id %d handed out twice", id)
+				}
+				seen[id] = true
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if len(seen) != 8*200 {
+		t.Fatalf("%d distinct ids, want %d", len(seen), 8*200)
 	}
 }

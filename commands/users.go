@@ -448,7 +448,7 @@ func (u *Users) Register(ctx context.Context, c Register, meta Meta) (RegisterRe
 		if err != nil {
 			return RegisterResult{}, err
 		}
-		openUserID := b.openUserID
+		openUserID, bound := b.openUserID, false
 		if openUserID == 0 {
 			id, err := u.ids.Next(ctx, KindUser)
 			if err != nil {
@@ -463,12 +463,18 @@ func (u *Users) Register(ctx context.Context, c Register, meta Meta) (RegisterRe
 			if err != nil {
 				return RegisterResult{}, fmt.Errorf("bind channel user: %w", err)
 			}
-			openUserID = id
+			openUserID, bound = id, true
 		}
 		st := newUserState()
-		version, pos, err := u.load(ctx, domain.UserStream(openUserID), st.apply)
-		if err != nil {
-			return RegisterResult{}, err
+		// A user id this call just allocated and bound has no stream yet
+		// (ids are never reused): skip reading it. Anyone racing on it
+		// found the binding first and appends with the same NoStream.
+		version, pos := uint64(0), events.Position{}
+		if !bound {
+			version, pos, err = u.load(ctx, domain.UserStream(openUserID), st.apply)
+			if err != nil {
+				return RegisterResult{}, err
+			}
 		}
 		if st.registered {
 			groups, members := st.mapping()
@@ -721,7 +727,8 @@ func decideUpsertGroup(st *userState, c upsertGroup) (GroupResult, []events.Payl
 }
 
 // UpsertGroup creates a group for a new app_group_id or renames the live one.
-// A group id is allocated up front once the user is found, used or not.
+// A group id is allocated only when the user is found and has no live group
+// of that app_group_id (a rename needs none), once per command.
 func (u *Users) UpsertGroup(ctx context.Context, appID, openUserID int64, g GroupInput, meta Meta) (GroupResult, error) {
 	r := u.rules()
 	r.group("", g)
@@ -731,8 +738,10 @@ func (u *Users) UpsertGroup(ctx context.Context, appID, openUserID int64, g Grou
 	c := upsertGroup{AppID: appID, Group: g}
 	var out GroupResult
 	pos, err := u.change(ctx, appID, openUserID, meta, func(st *userState) ([]events.Payload, error) {
-		if err := u.allocateFor(ctx, st, appID, KindGroup, &c.NewID); err != nil {
-			return nil, err
+		if _, exists := st.activeGroups[g.AppGroupID]; !exists {
+			if err := u.allocateFor(ctx, st, appID, KindGroup, &c.NewID); err != nil {
+				return nil, err
+			}
 		}
 		res, ps, err := decideUpsertGroup(st, c)
 		out = res
@@ -840,7 +849,8 @@ func decideUpsertMember(st *userState, c upsertMember) (MemberResult, []events.P
 // UpsertMember creates a member for a new app_user_id or updates the live
 // one; fields not sent keep their value, null clears an optional field.
 // Marking a member is_default clears the flag on the user's other members.
-// A member id is allocated up front once the user is found, used or not.
+// A member id is allocated only when the user is found and has no live
+// member of that app_user_id (an update needs none), once per command.
 func (u *Users) UpsertMember(ctx context.Context, appID, openUserID int64, in MemberInput, meta Meta) (MemberResult, error) {
 	r := u.rules()
 	r.member("", in, false)
@@ -850,8 +860,10 @@ func (u *Users) UpsertMember(ctx context.Context, appID, openUserID int64, in Me
 	c := upsertMember{AppID: appID, Member: in}
 	var out MemberResult
 	pos, err := u.change(ctx, appID, openUserID, meta, func(st *userState) ([]events.Payload, error) {
-		if err := u.allocateFor(ctx, st, appID, KindMember, &c.NewID); err != nil {
-			return nil, err
+		if _, exists := st.memberByApp[in.AppUserID]; !exists {
+			if err := u.allocateFor(ctx, st, appID, KindMember, &c.NewID); err != nil {
+				return nil, err
+			}
 		}
 		res, ps, err := decideUpsertMember(st, c)
 		out = res

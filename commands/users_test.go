@@ -7,6 +7,7 @@ import (
 	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/events/catalog"
+	"github.com/healthtech/partner-open-platform/events/memory"
 )
 
 // Given/When/Then of the channel-binding and user decisions (pure: no store).
@@ -162,4 +163,47 @@ func TestDeleteMemberDecision(t *testing.T) {
 	thenError(t, got, err, domain.ErrMemberNotFound)
 	got, err = decideDeleteMember(home(t), 2, 60)
 	thenError(t, got, err, domain.ErrUserNotFound)
+}
+
+// An upsert that updates a member or renames a group takes no id: the next
+// member and group created get the ids right after the previous ones.
+func TestUpdatesTakeNoID(t *testing.T) {
+	store := memory.New()
+	u := NewUsers(store, catalog.Registry(), NewAllocator(store, catalog.Registry(), 1), time.Now, time.UTC)
+	reg, err := u.Register(ctx, Register{AppID: 1, ChannelUserID: "c1", User: UserInput{Name: "Li"},
+		Groups: []GroupInput{{AppGroupID: 7, Name: "Home"}}}, Meta{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := reg.OpenUserID
+	member := func(appUserID, name string) MemberResult {
+		t.Helper()
+		res, err := u.UpsertMember(ctx, 1, id, MemberInput{AppUserID: appUserID, AppGroupID: 7, Name: name, Relationship: "SON"}, Meta{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	group := func(appGroupID int64, name string) GroupResult {
+		t.Helper()
+		res, err := u.UpsertGroup(ctx, 1, id, GroupInput{AppGroupID: appGroupID, Name: name}, Meta{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	first := member("a", "one")
+	if again := member("a", "two"); again.Created || again.MemberID != first.MemberID {
+		t.Fatalf("update answered %+v, want member %d updated", again, first.MemberID)
+	}
+	if next := member("b", "three"); !next.Created || next.MemberID != first.MemberID+1 {
+		t.Fatalf("next member %+v, want id %d", next, first.MemberID+1)
+	}
+	g := group(8, "Parents")
+	if renamed := group(8, "Folks"); renamed.Created || renamed.FamilyGroupID != g.FamilyGroupID {
+		t.Fatalf("rename answered %+v, want group %d renamed", renamed, g.FamilyGroupID)
+	}
+	if next := group(9, "Kids"); !next.Created || next.FamilyGroupID != g.FamilyGroupID+1 {
+		t.Fatalf("next group %+v, want id %d", next, g.FamilyGroupID+1)
+	}
 }

@@ -58,26 +58,11 @@ func (w *Watermarks) Wrote(appID int64, pos events.Position) {
 // on this node, so a partner sees, say, the shipment an operator just
 // confirmed; under FollowHead, until they have applied the log's head.
 func (w *Watermarks) Await(ctx context.Context, appID int64, timeout time.Duration, runners ...*Runner) error {
-	w.mu.Lock()
-	pos := w.last[appID]
-	if op := w.last[0]; pos.Less(op) {
-		pos = op
-	}
-	if pos.Less(w.floor) {
-		pos = w.floor
-	}
-	head := w.head
-	w.mu.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	if head != nil {
-		h, err := head(ctx)
-		if err != nil {
-			return fmt.Errorf("read-your-writes: the log's head: %w", err)
-		}
-		if pos.Less(h) {
-			pos = h
-		}
+	pos, err := w.Target(ctx, appID, true)
+	if err != nil {
+		return err
 	}
 	if pos.IsZero() {
 		return nil
@@ -88,4 +73,39 @@ func (w *Watermarks) Await(ctx context.Context, appID int64, timeout time.Durati
 		}
 	}
 	return nil
+}
+
+// Target is the position an app's read must reflect (what Await waits
+// for): its last write and the last operator write on this node, the
+// floor, and under FollowHead, when withHead is set, the log's head read
+// now. A caller that learns the head otherwise (in the round trip of its
+// own query) passes withHead false and takes the larger of the two.
+func (w *Watermarks) Target(ctx context.Context, appID int64, withHead bool) (events.Position, error) {
+	w.mu.Lock()
+	pos := w.last[appID]
+	if op := w.last[0]; pos.Less(op) {
+		pos = op
+	}
+	if pos.Less(w.floor) {
+		pos = w.floor
+	}
+	head := w.head
+	w.mu.Unlock()
+	if head != nil && withHead {
+		h, err := head(ctx)
+		if err != nil {
+			return events.Position{}, fmt.Errorf("read-your-writes: the log's head: %w", err)
+		}
+		if pos.Less(h) {
+			pos = h
+		}
+	}
+	return pos, nil
+}
+
+// FollowsHead reports whether reads must reflect the log's head (FollowHead).
+func (w *Watermarks) FollowsHead() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.head != nil
 }

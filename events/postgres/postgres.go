@@ -392,7 +392,7 @@ func (s *Store) Head(ctx context.Context) (events.Position, error) {
 		return events.Position{}, err
 	}
 	var head int64
-	if err := s.pool.QueryRow(ctx, `SELECT coalesce(max(position), 0) FROM es_events`).Scan(&head); err != nil {
+	if err := s.pool.QueryRow(ctx, HeadQuery).Scan(&head); err != nil {
 		return events.Position{}, s.wrap("head", err)
 	}
 	return position(head), nil
@@ -490,6 +490,14 @@ func collect(rows pgx.Rows) ([]events.Recorded, error) {
 	})
 	return out, err
 }
+
+// HeadQuery is the statement Head runs (one bigint, PositionAt converts
+// it), for a read model in the same database that reads the head in the
+// round trip of its own query (projections/postgres.Store.SeeHead).
+const HeadQuery = `SELECT coalesce(max(position), 0) FROM es_events`
+
+// PositionAt is the position of the event at the log's position column p.
+func PositionAt(p int64) events.Position { return position(p) }
 
 func position(p int64) events.Position {
 	return events.Position{Commit: uint64(p), Prepare: uint64(p)}

@@ -82,6 +82,69 @@ func SignM(appKey, timestamp, appSecret string, body []byte) string {
 // goes to the access log only. A source out of failure budget (see
 // Failures) gets HTTP_429 before anything is checked.
 func (s SchemeM) Verify(r *http.Request, body []byte) (domain.App, error) {
+	app, _, err := s.verify(r, body, false)
+	return app, err
+}
+
+// PendingBinding is a signature binding that VerifyLater left for its
+// caller to record in the round trip of the caller's own query (the
+// snapshot read does, on the Postgres store that also keeps bindings).
+type PendingBinding struct {
+	Scope, Key, Value string
+	Expires           time.Time
+	g                 guard
+}
+
+// Check judges the value the binding's key holds once recorded: another
+// route's value is a signature replayed here, refused as Verify refuses it.
+func (p *PendingBinding) Check(bound string) error {
+	if bound != p.Value {
+		p.g.fail("signature_route_mismatch", true)
+		return httpapi.ErrUnauthorized
+	}
+	return nil
+}
+
+// VerifyLater is Verify without the binding's write when the request
+// passes every other check: it returns the binding for the caller to record
+// and Check (nil without Bindings). Any refusal binds first, as Verify
+// does, so every answer is Verify's.
+func (s SchemeM) VerifyLater(r *http.Request, body []byte) (domain.App, *PendingBinding, error) {
+	return s.verify(r, body, true)
+}
+
+// BindNow records a pending binding and checks it, for a caller of
+// VerifyLater that answers without its own query (a refusal, a failure).
+func (s SchemeM) BindNow(r *http.Request, p *PendingBinding) error { return s.bindNow(r, p) }
+
+// bindNow records a pending binding and checks it.
+func (s SchemeM) bindNow(r *http.Request, p *PendingBinding) error {
+	bound, _, err := s.Bindings.Bind(r.Context(), p.Scope, p.Key, p.Value, p.Expires)
+	if err != nil {
+		return err
+	}
+	return p.Check(bound)
+}
+
+func (s SchemeM) verify(r *http.Request, body []byte, later bool) (domain.App, *PendingBinding, error) {
+	app, pending, err := s.check(r, body, later)
+	if err != nil && pending != nil {
+		// Refused after the signature passed: bind as Verify would have
+		// before refusing (a replay elsewhere is still 401 first).
+		if berr := s.bindNow(r, pending); berr != nil {
+			return domain.App{}, nil, berr
+		}
+	}
+	if err != nil {
+		return domain.App{}, nil, err
+	}
+	return app, pending, nil
+}
+
+// check is Verify; with later set it returns the signature's binding
+// instead of recording it. A refusal after the signature passed returns the
+// unrecorded binding with the error, so that verify records it.
+func (s SchemeM) check(r *http.Request, body []byte, later bool) (domain.App, *PendingBinding, error) {
 	g := newGuard(r)
 	appID, err := strconv.ParseInt(strings.TrimSpace(r.Header.Get("X-App-Id")), 10, 64)
 	if err != nil || appID <= 0 {
@@ -97,7 +160,7 @@ func (s SchemeM) Verify(r *http.Request, body []byte) (domain.App, error) {
 	}
 	if wait, blocked := g.blocked(); blocked {
 		g.note.Reason = "too_many_failures"
-		return domain.App{}, throttled(wait, "HTTP_429")
+		return domain.App{}, nil, throttled(wait, "HTTP_429")
 	}
 	ts := strings.TrimSpace(r.Header.Get("X-Timestamp"))
 	sigHeader := strings.TrimSpace(r.Header.Get("X-Signature"))
@@ -107,55 +170,55 @@ func (s SchemeM) Verify(r *http.Request, body []byte) (domain.App, error) {
 	switch {
 	case appID == 0:
 		g.fail(missingOr(r.Header.Get("X-App-Id"), "missing_app_id", "malformed_app_id"), attempt)
-		return domain.App{}, httpapi.ErrUnauthorized
+		return domain.App{}, nil, httpapi.ErrUnauthorized
 	case ts == "":
 		g.fail("missing_timestamp", attempt)
-		return domain.App{}, httpapi.ErrUnauthorized
+		return domain.App{}, nil, httpapi.ErrUnauthorized
 	case !FreshTimestamp(ts, s.Now()):
 		g.fail(timestampReason(ts), attempt)
-		return domain.App{}, httpapi.ErrUnauthorized
+		return domain.App{}, nil, httpapi.ErrUnauthorized
 	case sigHeader == "":
 		g.fail("missing_signature", false)
-		return domain.App{}, httpapi.ErrUnauthorized
+		return domain.App{}, nil, httpapi.ErrUnauthorized
 	}
 	got, err := hex.DecodeString(sigHeader)
 	if err != nil || len(got) != md5.Size {
 		g.fail("malformed_signature", true)
-		return domain.App{}, httpapi.ErrUnauthorized
+		return domain.App{}, nil, httpapi.ErrUnauthorized
 	}
 	if !known {
 		g.fail("unknown_app", true)
-		return domain.App{}, httpapi.ErrUnauthorized
+		return domain.App{}, nil, httpapi.ErrUnauthorized
 	}
 	want, _ := hex.DecodeString(SignM(app.AppKey, ts, app.AppSecret, body))
 	if subtle.ConstantTimeCompare(got, want) != 1 {
 		g.fail("bad_signature", true)
-		return domain.App{}, httpapi.ErrUnauthorized
+		return domain.App{}, nil, httpapi.ErrUnauthorized
 	}
+	var pending *PendingBinding
 	if s.Bindings != nil {
+		// A signature captured on one route, replayed on another, is
+		// refused: the first route that presents it binds it.
 		sec, _ := strconv.ParseInt(ts, 10, 64)
-		route := bindingRoute(r)
-		bound, _, err := s.Bindings.Bind(r.Context(), "m", strconv.FormatInt(app.AppID, 10)+":"+hex.EncodeToString(got),
-			route, time.Unix(sec, 0).Add(Window))
-		if err != nil {
-			return domain.App{}, err
-		}
-		if bound != route {
-			// A signature captured on one route, replayed on another.
-			g.fail("signature_route_mismatch", true)
-			return domain.App{}, httpapi.ErrUnauthorized
+		pending = &PendingBinding{Scope: "m", Key: strconv.FormatInt(app.AppID, 10) + ":" + hex.EncodeToString(got),
+			Value: bindingRoute(r), Expires: time.Unix(sec, 0).Add(Window), g: g}
+		if !later {
+			if err := s.bindNow(r, pending); err != nil {
+				return domain.App{}, nil, err
+			}
+			pending = nil
 		}
 	}
 	if err := Allowed(app, ScopeOf(r.URL.Path)); err != nil {
-		return domain.App{}, err
+		return domain.App{}, pending, err
 	}
 	if s.Limiter != nil {
 		d, err := s.Limiter.Allow(r.Context(), strconv.FormatInt(app.AppID, 10))
 		if err != nil {
-			return domain.App{}, fmt.Errorf("scheme M rate limit of app %d: %w", app.AppID, err)
+			return domain.App{}, pending, fmt.Errorf("scheme M rate limit of app %d: %w", app.AppID, err)
 		}
 		if !d.Allowed {
-			return domain.App{}, &httpapi.Problem{Status: http.StatusTooManyRequests, Code: "HTTP_429",
+			return domain.App{}, pending, &httpapi.Problem{Status: http.StatusTooManyRequests, Code: "HTTP_429",
 				Message: "request rate exceeded; slow down with exponential backoff",
 				Headers: map[string]string{
 					"Retry-After":           strconv.Itoa(int(math.Ceil(d.RetryAfter.Seconds()))),
@@ -165,7 +228,7 @@ func (s SchemeM) Verify(r *http.Request, body []byte) (domain.App, error) {
 				}}
 		}
 	}
-	return app, nil
+	return app, pending, nil
 }
 
 // missingOr names a header failure: missing when the header is blank.

@@ -50,3 +50,9 @@ func isPostgresURL(s string) bool {
 	scheme := strings.ToLower(u.Scheme)
 	return scheme == "postgres" || scheme == "postgresql"
 }
+
+// sameDatabase reports whether the event store is the Postgres database of
+// the read models (the same URL), so read-model queries can see its head.
+func sameDatabase(eventStoreURL, readModelURL string) bool {
+	return isPostgresURL(eventStoreURL) && eventStoreURL == readModelURL
+}

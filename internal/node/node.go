@@ -25,6 +25,7 @@ import (
 	"github.com/healthtech/partner-open-platform/commands"
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/events/catalog"
+	pgevents "github.com/healthtech/partner-open-platform/events/postgres"
 	"github.com/healthtech/partner-open-platform/internal/auth"
 	"github.com/healthtech/partner-open-platform/internal/httpapi"
 	"github.com/healthtech/partner-open-platform/internal/idempotency"
@@ -282,6 +283,10 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 			return nil, fmt.Errorf("read models: %w", err)
 		}
 		pg.SetLeaseTTL(cfg.LeaseTTL)
+		if sameDatabase(cfg.EventStoreURL, cfg.PostgresURL) {
+			// A snapshot read learns the head in its own round trip.
+			pg.SeeHead(pgevents.HeadQuery, pgevents.PositionAt)
+		}
 		n.ReadModel, shared = pg, pg
 		n.pool = pg.Pool()
 		n.Leases = leasepg.New(n.pool)
@@ -324,7 +329,7 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		families = append(families, run)
 	}
 	deliveriesRunner := n.Families[projections.FamilyDeliveries]
-	ids := commands.NewAllocator(n.Events, n.Registry, cfg.IDBlockSize)
+	ids := commands.NewAllocator(n.Events, n.Registry, cfg.IDBlockSize).Grow(16)
 	pluginCmds := commands.NewPlugin(n.Events, n.Registry, ids, cfg.Now, phoneDirectory{n.ReadModel})
 	analyzerRunner := projections.NewRunner(n.Events, n.Registry, &commands.Analyzer{Plugin: pluginCmds}, n.log, n.Metrics.Projected)
 

@@ -10,6 +10,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	bbolt "go.etcd.io/bbolt"
@@ -36,6 +37,10 @@ var (
 type Nonces struct {
 	db      *bbolt.DB
 	inserts uint64 // guarded by bbolt's single writer
+
+	mu      sync.Mutex
+	queue   []*binding // waiting for the next group transaction
+	leading bool       // a caller is recording groups (lead)
 	now     func() time.Time
 	stop    chan struct{}
 	stopped chan struct{}
@@ -129,46 +134,97 @@ func expiryKey(exp uint64, entry []byte) []byte {
 	return append(binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(entry)), exp), entry...)
 }
 
+// binding is one Use or Bind waiting for the group transaction that
+// records it.
+type binding struct {
+	key      []byte
+	exp, now uint64
+	value    string
+	existing string
+	fresh    bool
+	err      error
+	wake     chan bool // true: lead the next group; false: recorded
+}
+
 func (n *Nonces) bind(ctx context.Context, kind byte, scope, key, value string, expires time.Time) (string, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return "", false, err
 	}
-	k, exp, now := entryKey(kind, scope, key), micros(expires), micros(n.now())
-	var existing string
-	var fresh, prune bool
+	b := &binding{key: entryKey(kind, scope, key), exp: micros(expires), now: micros(n.now()), value: value, wake: make(chan bool, 1)}
+	n.mu.Lock()
+	n.queue = append(n.queue, b)
+	lead := !n.leading
+	n.leading = true
+	n.mu.Unlock()
+	if !lead {
+		lead = <-b.wake
+	}
+	if lead {
+		n.lead(ctx)
+	}
+	return b.existing, b.fresh, b.err
+}
+
+// lead records every queued binding (its caller's among them) in one
+// bbolt transaction: under concurrent signed requests one commit serves
+// many of them instead of each waiting for bbolt's single writer and
+// paying its own commit. Bindings are applied in arrival order, so two of
+// one key in one group decide exactly as one after the other. Whatever
+// queued meanwhile is led by its first caller, so no caller records
+// others' groups for long.
+func (n *Nonces) lead(ctx context.Context) {
+	n.mu.Lock()
+	group := n.queue
+	n.queue = nil
+	n.mu.Unlock()
+	var prune bool
 	err := n.db.Update(func(tx *bbolt.Tx) error {
-		existing, fresh, prune = "", false, false
+		prune = false
 		entries, byExpiry := tx.Bucket(entriesBucket), tx.Bucket(expiryBucket)
-		if v := entries.Get(k); len(v) >= 8 {
-			prev := binary.BigEndian.Uint64(v)
-			if prev > now {
-				existing = string(v[8:])
-				return nil
+		for _, b := range group {
+			b.existing, b.fresh = "", false
+			if v := entries.Get(b.key); len(v) >= 8 {
+				prev := binary.BigEndian.Uint64(v)
+				if prev > b.now {
+					b.existing = string(v[8:])
+					continue
+				}
+				if err := byExpiry.Delete(expiryKey(prev, b.key)); err != nil {
+					return err
+				}
 			}
-			if err := byExpiry.Delete(expiryKey(prev, k)); err != nil {
+			if err := entries.Put(b.key, append(binary.BigEndian.AppendUint64(nil, b.exp), b.value...)); err != nil {
 				return err
 			}
+			if err := byExpiry.Put(expiryKey(b.exp, b.key), nil); err != nil {
+				return err
+			}
+			b.existing, b.fresh = b.value, true
+			n.inserts++
+			prune = prune || n.inserts%pruneEvery == 0
 		}
-		if err := entries.Put(k, append(binary.BigEndian.AppendUint64(nil, exp), value...)); err != nil {
-			return err
-		}
-		if err := byExpiry.Put(expiryKey(exp, k), nil); err != nil {
-			return err
-		}
-		existing, fresh = value, true
-		n.inserts++
-		prune = n.inserts%pruneEvery == 0
 		return nil
 	})
 	if err != nil {
-		return "", false, fmt.Errorf("projections/bolt: record %q in scope %q: %w", key, scope, err)
-	}
-	if prune {
-		if _, err := n.Prune(ctx); err != nil {
-			return "", false, err
+		err = fmt.Errorf("projections/bolt: record a group of %d nonces and bindings: %w", len(group), err)
+	} else if prune {
+		if _, perr := n.Prune(context.WithoutCancel(ctx)); perr != nil {
+			err = perr
 		}
 	}
-	return existing, fresh, nil
+	for _, b := range group {
+		if err != nil {
+			b.existing, b.fresh, b.err = "", false, err
+		}
+		b.wake <- false
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if len(n.queue) > 0 {
+		n.queue[0].wake <- true
+		return
+	}
+	n.leading = false
 }
 
 // Prune deletes up to pruneBatch expired entries, oldest first, and

@@ -35,6 +35,8 @@ type Store struct {
 	fenceIdle time.Duration
 	// watch serves Watch: one LISTEN connection for the node.
 	watch watcher
+	// head reads the log's head inside Snapshot's round trip (SeeHead).
+	head *headQuery
 }
 
 var (

@@ -1,0 +1,42 @@
+package projections
+
+import (
+	"time"
+
+	"github.com/healthtech/partner-open-platform/events"
+)
+
+// SnapshotQuery names one user's snapshot: by OpenUserID, or by the
+// partner's ChannelUserID when that is set; members only those updated
+// strictly after UpdatedAfter when it is non-zero.
+type SnapshotQuery struct {
+	AppID         int64
+	OpenUserID    int64
+	ChannelUserID string
+	UpdatedAfter  time.Time
+	// Bind, when set, is recorded as NonceStore.Bind records it, in the
+	// same round trip, first; Snapshot.Bound is then the value that holds.
+	Bind *Binding
+}
+
+// Binding is a NonceStore.Bind call: value tied to key in scope until Expires.
+type Binding struct {
+	Scope, Key, Value string
+	Expires           time.Time
+}
+
+// Snapshot is a user's rows read together with the position the users
+// family had applied before they were read (Checkpoint), and the log's head
+// when the read model can see the log (HeadKnown), so that one round trip
+// both proves read-your-writes and answers. Found is false when no user
+// matched; Groups and Members are then empty.
+type Snapshot struct {
+	Checkpoint events.Position
+	Head       events.Position
+	HeadKnown  bool
+	Bound      string
+	Found      bool
+	User       User
+	Groups     []Group
+	Members    []Member
+}
