@@ -683,7 +683,7 @@ func (s StoreSource) Run(ctx context.Context, handle func(context.Context, event
 // point, in order, as many at once as have arrived (at most Batch): under
 // load batches grow, so each handle call appends many deliveries together.
 // After handle returns nil for a batch its last position is saved to
-// Checkpoints in the background (a slow save never holds the next batch;
+// Checkpoints in the background, at most every checkpointEvery (a slow save never holds the next batch;
 // a crash before it is saved only makes the restart redo that idempotent
 // work). An error of handle stops RunBatches, which the caller restarts.
 func (s StoreSource) RunBatches(ctx context.Context, handle func(context.Context, []events.Recorded) error) error {
@@ -778,6 +778,11 @@ func (s StoreSource) resume(ctx context.Context) (events.Position, error) {
 	return s.From(ctx)
 }
 
+// checkpointEvery spaces the creation checkpoint's saves: one file sync per
+// batch cost the creating node a seventh of its CPU under load (profile of
+// BenchmarkWebhooksEmbedded).
+const checkpointEvery = 200 * time.Millisecond
+
 // saveCheckpoints saves the newest finished position until ctx ends, then
 // once more, so a clean stop resumes exactly where it ended.
 func (s StoreSource) saveCheckpoints(ctx context.Context, saved <-chan events.Position, done chan<- struct{}) {
@@ -794,6 +799,12 @@ func (s StoreSource) saveCheckpoints(ctx context.Context, saved <-chan events.Po
 		select {
 		case pos := <-saved:
 			save(pos)
+			// At most a few saves a second: each syncs a file (or a
+			// Postgres row); a crash redoes at most this much idempotent work.
+			select {
+			case <-time.After(checkpointEvery):
+			case <-ctx.Done():
+			}
 		case <-ctx.Done():
 			select {
 			case pos := <-saved:
