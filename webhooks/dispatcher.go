@@ -80,27 +80,100 @@ type Dispatcher struct {
 	Node string
 	// OnAttempt observes each attempt; firstDelay is set on a delivery's first attempt.
 	OnAttempt func(event, outcome string, firstDelay *time.Duration)
+	// PerEndpoint bounds concurrent POSTs to one app's endpoint (default
+	// DefaultPerEndpoint), so a slow endpoint holds at most this many of
+	// the Workers and never everyone's.
+	PerEndpoint int
+	// BreakerFailures failed or timed-out POSTs in a row open an endpoint's
+	// breaker (default DefaultBreakerFailures); BreakerCooldown is how long
+	// it stays open before one probe (default DefaultBreakerCooldown,
+	// doubling per failed probe up to 10 times).
+	BreakerFailures int
+	BreakerCooldown time.Duration
+	// OnBreaker observes an endpoint's breaker changing state (metrics).
+	OnBreaker func(appID int64, state string)
+	// CreateConcurrency bounds how many subjects' deliveries one batch of
+	// CreateBatch appends at once (default 64); the store's group commit
+	// writes them in few transactions.
+	CreateConcurrency int
+
+	breakersOnce sync.Once
+	breakerSet   *breakers
 }
+
+// endpoints returns the per-endpoint bounds and breakers, made on first use.
+func (d *Dispatcher) endpoints() *breakers {
+	d.breakersOnce.Do(func() {
+		limit, threshold, cooldown := d.PerEndpoint, d.BreakerFailures, d.BreakerCooldown
+		if limit <= 0 {
+			limit = DefaultPerEndpoint
+		}
+		if threshold <= 0 {
+			threshold = DefaultBreakerFailures
+		}
+		if cooldown <= 0 {
+			cooldown = DefaultBreakerCooldown
+		}
+		d.breakerSet = newBreakers(limit, threshold, cooldown, func(appID int64, from, to string, failures int) {
+			if to == BreakerOpen {
+				d.Log.Warn("webhook endpoint breaker open: its deliveries wait for a probe", "app_id", appID, "from", from, "failures_in_a_row", failures)
+			} else {
+				d.Log.Info("webhook endpoint breaker", "app_id", appID, "from", from, "to", to)
+			}
+			if d.OnBreaker != nil {
+				d.OnBreaker(appID, to)
+			}
+		})
+	})
+	return d.breakerSet
+}
+
+// Endpoints lists the breaker of every endpoint this node has posted to, for operators.
+func (d *Dispatcher) Endpoints() []EndpointState { return d.endpoints().snapshot() }
 
 // Create makes the delivery of one source event, if partners see it. It is
 // idempotent: the delivery stream is created with "no stream", so a second
 // call for the same event (a replay, a Kafka re-delivery) changes nothing.
 func (d *Dispatcher) Create(ctx context.Context, rec events.Recorded) error {
-	if !d.Registry.Known(rec.Type) {
+	return d.CreateBatch(ctx, []events.Recorded{rec})
+}
+
+// CreateBatch makes the deliveries of recs, given in log order, as Create
+// does for each. Subjects (source streams) are appended concurrently, up
+// to CreateConcurrency at once, so the store's group commit writes the
+// batch in a few transactions rather than one append after another; the
+// deliveries of one subject are appended in log order, one after the
+// other, so they queue (NextAttemptAt, then position) in the order their
+// events happened. It returns once every delivery is recorded, or with
+// the first error (the caller retries the whole batch; Create is
+// idempotent).
+func (d *Dispatcher) CreateBatch(ctx context.Context, recs []events.Recorded) error {
+	type rendered struct {
+		rec events.Recorded
+		r   Rendered
+	}
+	var todo []rendered
+	var last events.Position
+	for _, rec := range recs {
+		if !d.Registry.Known(rec.Type) {
+			continue
+		}
+		env, err := d.Registry.Decode(rec)
+		if err != nil {
+			return fmt.Errorf("decode %s: %w", rec.ID, err)
+		}
+		if r, ok := Render(env, d.Location); ok {
+			todo = append(todo, rendered{rec, r})
+			last = rec.Position
+		}
+	}
+	if len(todo) == 0 {
 		return nil
 	}
-	env, err := d.Registry.Decode(rec)
-	if err != nil {
-		return fmt.Errorf("decode %s: %w", rec.ID, err)
-	}
-	r, ok := Render(env, d.Location)
-	if !ok {
-		return nil
-	}
-	// Decide with the app directory as of the event, and send only once
-	// this node's read models reflect it, so a partner who pulls the moment
-	// the webhook arrives finds what it announces.
-	if err := d.AppsReady.WaitFor(ctx, rec.Position); err != nil {
+	// Decide with the app directory as of the events, and send only once
+	// this node's read models reflect them, so a partner who pulls the
+	// moment the webhook arrives finds what it announces.
+	if err := d.AppsReady.WaitFor(ctx, last); err != nil {
 		return err
 	}
 	var reflected interface {
@@ -109,9 +182,50 @@ func (d *Dispatcher) Create(ctx context.Context, rec events.Recorded) error {
 	if d.Reflected != nil {
 		reflected = d.Reflected
 	}
-	if err := reflected.WaitFor(ctx, rec.Position); err != nil {
+	if err := reflected.WaitFor(ctx, last); err != nil {
 		return err
 	}
+	// One chain per subject, in log order.
+	var order []string
+	chains := map[string][]rendered{}
+	for _, t := range todo {
+		if _, ok := chains[t.rec.Stream]; !ok {
+			order = append(order, t.rec.Stream)
+		}
+		chains[t.rec.Stream] = append(chains[t.rec.Stream], t)
+	}
+	conc := d.CreateConcurrency
+	if conc <= 0 {
+		conc = 64
+	}
+	sem := make(chan struct{}, conc)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var first error
+	for _, stream := range order {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func(chain []rendered) {
+			defer wg.Done()
+			defer func() { <-sem }()
+			for _, t := range chain {
+				if err := d.createOne(ctx, t.rec, t.r); err != nil {
+					mu.Lock()
+					if first == nil {
+						first = err
+					}
+					mu.Unlock()
+					return
+				}
+			}
+		}(chains[stream])
+	}
+	wg.Wait()
+	return first
+}
+
+// createOne appends one delivery; an existing one is left as it is.
+func (d *Dispatcher) createOne(ctx context.Context, rec events.Recorded, r Rendered) error {
 	app, found := d.Apps.ByID(r.AppID)
 	created := catalog.DeliveryCreated{
 		DeliveryID: DeliveryID(r.AppID, rec.ID), AppID: r.AppID, Event: r.Event,
@@ -126,7 +240,10 @@ func (d *Dispatcher) Create(ctx context.Context, rec events.Recorded) error {
 	if events.IsConflict(err) {
 		return nil
 	}
-	return err
+	if err != nil {
+		return fmt.Errorf("create delivery %s: %w", created.DeliveryID, err)
+	}
+	return nil
 }
 
 func (d *Dispatcher) load(ctx context.Context, id string) (*delivery, error) {
@@ -158,10 +275,11 @@ func (d *Dispatcher) append(ctx context.Context, del *delivery, p events.Payload
 	return res.Position, err
 }
 
-// RunSender attempts due deliveries until ctx ends, at most Workers at once.
-// Each attempt runs under a claim (see Claims), so nodes sharing the
-// deliveries take disjoint shares of the due work and never overlap two
-// attempts of one delivery.
+// RunSender attempts due deliveries until ctx ends, at most Workers at once
+// and at most PerEndpoint at once per app endpoint; an endpoint whose
+// breaker is open is skipped until its probe is due. Each attempt runs
+// under a claim (see Claims), so nodes sharing the deliveries take disjoint
+// shares of the due work and never overlap two attempts of one delivery.
 func (d *Dispatcher) RunSender(ctx context.Context) error {
 	if d.Claims == nil {
 		return errors.New("webhooks: the sender needs Claims")
@@ -172,6 +290,7 @@ func (d *Dispatcher) RunSender(ctx context.Context) error {
 	if err := d.AppsReady.WaitReady(ctx); err != nil {
 		return nil
 	}
+	eps := d.endpoints()
 	workers := max(d.Workers, 1)
 	sem := make(chan struct{}, workers)
 	kick := make(chan struct{}, 1)
@@ -182,13 +301,13 @@ func (d *Dispatcher) RunSender(ctx context.Context) error {
 		now := d.Clock.Now()
 		// Only this loop fills sem, so this many slots stay free below.
 		free := workers - len(sem)
-		var claimed []Claim
+		var claimed []claimed
 		var claimedAt time.Time
 		var held bool
 		if free > 0 {
 			var err error
 			claimedAt = time.Now()
-			claimed, held, err = d.claimDue(ctx, now, free)
+			claimed, held, err = d.claimDue(ctx, eps, now, free)
 			if err != nil && ctx.Err() == nil {
 				d.Log.Error("claim due deliveries", "err", err)
 			}
@@ -201,11 +320,11 @@ func (d *Dispatcher) RunSender(ctx context.Context) error {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				d.attempt(ctx, c.DeliveryID, claimedAt)
+				d.attempt(ctx, eps, c, claimedAt)
 				// Released even when ctx has ended: otherwise the delivery
 				// would wait for the claim to lapse on every other node.
 				rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-				if err := d.Claims.Release(rctx, []Claim{c}); err != nil {
+				if err := d.Claims.Release(rctx, []Claim{c.Claim}); err != nil {
 					d.Log.Warn("release delivery claim; it lapses by itself", "delivery_id", c.DeliveryID, "err", err)
 				}
 				cancel()
@@ -223,6 +342,9 @@ func (d *Dispatcher) RunSender(ctx context.Context) error {
 		if next, ok, err := d.Deliveries.NextDue(ctx); err == nil && ok && next.After(now) && next.Sub(now) < wait {
 			wait = next.Sub(now)
 		}
+		if next, ok := eps.nextProbe(); ok && next.Sub(now) < wait {
+			wait = max(next.Sub(now), time.Millisecond)
+		}
 		select {
 		case <-ctx.Done():
 			return nil
@@ -234,18 +356,35 @@ func (d *Dispatcher) RunSender(ctx context.Context) error {
 	}
 }
 
+// claimed is a claim the sender holds with the endpoint slot it reserved.
+type claimed struct {
+	Claim
+	appID int64
+	url   string
+	probe bool
+}
+
 // maxDueScan bounds how many due deliveries one pass looks through to find
-// sendable ones behind those of suspended apps and those other nodes hold.
+// sendable ones behind those of suspended apps, of endpoints at their
+// bound or with an open breaker, and those other nodes hold.
 const maxDueScan = 4096
 
 // claimDue claims up to n due deliveries that may be attempted now: those
 // of a suspended app are held (pending or retrying, no attempt recorded, no
-// retry used) until it is resumed, and held says some were; those another
-// node (or this one) has claimed are skipped. Held and claimed rows stay
-// first in the due order, so the scan widens past them, up to maxDueScan rows.
-func (d *Dispatcher) claimDue(ctx context.Context, now time.Time, n int) (out []Claim, held bool, err error) {
+// retry used) until it is resumed, and held says some were; those of an
+// endpoint with PerEndpoint POSTs in flight or an open breaker wait the
+// same way; those another node (or this one) has claimed are skipped. The
+// skipped rows stay first in the due order, so the scan widens past them,
+// up to maxDueScan rows. Each returned claim holds an endpoint slot.
+func (d *Dispatcher) claimDue(ctx context.Context, eps *breakers, now time.Time, n int) (out []claimed, held bool, err error) {
 	ttl := d.claimTTL()
 	tried := map[string]bool{}
+	reserved := map[string]claimed{} // endpoint slots of candidates not yet claimed
+	defer func() {
+		for _, c := range reserved {
+			eps.cancel(c.appID, c.url, c.probe)
+		}
+	}()
 	ask := n // candidates per Claim call; grows while others hold the head of the queue
 	for limit := 4 * n; ; limit *= 4 {
 		rows, err := d.Deliveries.Due(ctx, now, limit)
@@ -254,12 +393,24 @@ func (d *Dispatcher) claimDue(ctx context.Context, now time.Time, n int) (out []
 		}
 		var candidates []string
 		for _, del := range rows {
-			if d.paused(del.AppID) {
-				held = true
-			} else if !tried[del.DeliveryID] {
-				tried[del.DeliveryID] = true
-				candidates = append(candidates, del.DeliveryID)
+			if tried[del.DeliveryID] {
+				continue
 			}
+			app, ok := d.Apps.ByID(del.AppID)
+			if ok && app.Suspended {
+				held = true
+				continue
+			}
+			tried[del.DeliveryID] = true
+			if len(out)+len(reserved) >= n {
+				continue // enough candidates; the rest only marks the scan
+			}
+			got, probe := eps.acquire(del.AppID, app.WebhookURL, now)
+			if !got {
+				continue
+			}
+			reserved[del.DeliveryID] = claimed{Claim: Claim{DeliveryID: del.DeliveryID}, appID: del.AppID, url: app.WebhookURL, probe: probe}
+			candidates = append(candidates, del.DeliveryID)
 		}
 		for len(candidates) > 0 && len(out) < n {
 			batch := candidates[:min(ask, len(candidates))]
@@ -276,9 +427,21 @@ func (d *Dispatcher) claimDue(ctx context.Context, now time.Time, n int) (out []
 				}
 				got = got[:keep]
 			}
-			out = append(out, got...)
+			for _, c := range got {
+				r := reserved[c.DeliveryID]
+				delete(reserved, c.DeliveryID)
+				r.Claim = c
+				out = append(out, r)
+			}
 			if 2*len(got) < len(batch) {
 				ask = min(2*ask, maxDueScan)
+			}
+			// Candidates of this batch another node holds give their slots back.
+			for _, id := range batch {
+				if r, ok := reserved[id]; ok {
+					eps.cancel(r.appID, r.url, r.probe)
+					delete(reserved, id)
+				}
 			}
 		}
 		if len(out) == n || len(rows) < limit || limit >= maxDueScan {
@@ -303,8 +466,16 @@ func (d *Dispatcher) paused(appID int64) bool {
 // attempt posts one delivery and records the outcome as an event. The
 // caller holds the delivery's claim, taken at claimedAt: loading and posting
 // end before the claim could lapse, so no other node can start an attempt
-// of the delivery while this one's POST is open.
-func (d *Dispatcher) attempt(ctx context.Context, id string, claimedAt time.Time) {
+// of the delivery while this one's POST is open. The endpoint slot c holds
+// is given back as soon as the POST ends, telling the breaker its outcome.
+func (d *Dispatcher) attempt(ctx context.Context, eps *breakers, c claimed, claimedAt time.Time) {
+	slot := true
+	defer func() {
+		if slot {
+			eps.cancel(c.appID, c.url, c.probe)
+		}
+	}()
+	id := c.DeliveryID
 	log := d.Log.With("delivery_id", id)
 	if ctx.Err() != nil {
 		return // stopping: start nothing new
@@ -335,6 +506,8 @@ func (d *Dispatcher) attempt(ctx context.Context, id string, claimedAt time.Time
 	}
 	r := d.post(actx, del)
 	cancel()
+	slot = false
+	eps.done(c.appID, c.url, c.probe, endpointFailed(r), d.Clock.Now())
 	r.at = now
 	ev := decideAttempt(del, r, d.Schedule)
 	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
@@ -361,6 +534,17 @@ func (d *Dispatcher) attempt(ctx context.Context, id string, claimedAt time.Time
 	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	_ = d.Projected.WaitFor(wctx, pos) // so the next Due does not pick it again
+}
+
+// endpointFailed says whether a POST's result counts against its
+// endpoint's breaker: it timed out, could not connect, or the endpoint
+// answered 5xx or 429. A target the guard refuses, an app without a URL
+// and other 4xx answers are fast and hold nobody up.
+func endpointFailed(r result) bool {
+	if r.err != "" {
+		return !r.refused && r.class != domain.ErrorClassNoURL && r.class != domain.ErrorClassInvalidURL
+	}
+	return r.statusCode >= 500 || r.statusCode == http.StatusTooManyRequests
 }
 
 // post sends the fixed body with a fresh timestamp and signature.
@@ -449,7 +633,25 @@ func (d *Dispatcher) ResendMatching(ctx context.Context, f domain.DeliveryFilter
 // after the last source event that already has a delivery.
 type StoreSource struct {
 	Store events.Store
-	From  func(ctx context.Context) (events.Position, error)
+	// From is where to resume when Checkpoints holds nothing yet: after
+	// the last source event that has a delivery, which is exact when
+	// deliveries were created one after another (Run, or an older node).
+	From func(ctx context.Context) (events.Position, error)
+	// Checkpoints, when set, keeps the position RunBatches has finished:
+	// every event at or before it has its deliveries recorded. Deliveries
+	// of one batch are created concurrently, so the highest one recorded
+	// says nothing of the others; a restart resumes from the checkpoint.
+	Checkpoints Checkpoints
+	// Batch bounds how many events one call of RunBatches' handle gets (default 512).
+	Batch int
+}
+
+// Checkpoints keeps the position up to which the store-fed dispatcher has
+// recorded every delivery (relay.Checkpoints fits: a file or Postgres).
+type Checkpoints interface {
+	Load(ctx context.Context) (events.Position, error)
+	// Save must never move the checkpoint backwards.
+	Save(ctx context.Context, pos events.Position) error
 }
 
 // Run implements Source.
@@ -473,6 +675,143 @@ func (s StoreSource) Run(ctx context.Context, handle func(context.Context, event
 		}
 		if err := handle(ctx, rec); err != nil {
 			return err
+		}
+	}
+}
+
+// RunBatches calls handle with the events the log holds past the resume
+// point, in order, as many at once as have arrived (at most Batch): under
+// load batches grow, so each handle call appends many deliveries together.
+// After handle returns nil for a batch its last position is saved to
+// Checkpoints in the background, at most every checkpointEvery (a slow save never holds the next batch;
+// a crash before it is saved only makes the restart redo that idempotent
+// work). An error of handle stops RunBatches, which the caller restarts.
+func (s StoreSource) RunBatches(ctx context.Context, handle func(context.Context, []events.Recorded) error) error {
+	from, err := s.resume(ctx)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	sub, err := s.Store.SubscribeAll(ctx, from)
+	if err != nil {
+		return err
+	}
+	defer sub.Close()
+	size := s.Batch
+	if size <= 0 {
+		size = 512
+	}
+	feed := make(chan events.Recorded, size)
+	subErr := make(chan error, 1)
+	go func() {
+		defer close(feed)
+		for {
+			rec, err := sub.Next(ctx)
+			if err != nil {
+				if ctx.Err() == nil {
+					subErr <- err
+				}
+				return
+			}
+			select {
+			case feed <- rec:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	saved := make(chan events.Position, 1)
+	saverDone := make(chan struct{})
+	go s.saveCheckpoints(ctx, saved, saverDone)
+	defer func() { cancel(); <-saverDone }()
+	batch := make([]events.Recorded, 0, size)
+	for {
+		rec, ok := <-feed
+		if !ok {
+			select {
+			case err := <-subErr:
+				return err
+			default:
+				return nil
+			}
+		}
+		batch = append(batch[:0], rec)
+	fill:
+		for len(batch) < size {
+			select {
+			case rec, ok := <-feed:
+				if !ok {
+					break fill
+				}
+				batch = append(batch, rec)
+			default:
+				break fill
+			}
+		}
+		if err := handle(ctx, batch); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		// Keep only the newest finished position for the saver.
+		select {
+		case <-saved:
+		default:
+		}
+		saved <- batch[len(batch)-1].Position
+	}
+}
+
+// resume is the checkpoint when there is one, else From.
+func (s StoreSource) resume(ctx context.Context) (events.Position, error) {
+	if s.Checkpoints != nil {
+		pos, err := s.Checkpoints.Load(ctx)
+		if err != nil {
+			return events.Position{}, fmt.Errorf("webhook creation checkpoint: %w", err)
+		}
+		if !pos.IsZero() {
+			return pos, nil
+		}
+	}
+	return s.From(ctx)
+}
+
+// checkpointEvery spaces the creation checkpoint's saves: one file sync per
+// batch cost the creating node a seventh of its CPU under load (profile of
+// BenchmarkWebhooksEmbedded).
+const checkpointEvery = 200 * time.Millisecond
+
+// saveCheckpoints saves the newest finished position until ctx ends, then
+// once more, so a clean stop resumes exactly where it ended.
+func (s StoreSource) saveCheckpoints(ctx context.Context, saved <-chan events.Position, done chan<- struct{}) {
+	defer close(done)
+	if s.Checkpoints == nil {
+		return
+	}
+	save := func(pos events.Position) {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = s.Checkpoints.Save(sctx, pos) // a failed save only means more idempotent work after a restart
+	}
+	for {
+		select {
+		case pos := <-saved:
+			save(pos)
+			// At most a few saves a second: each syncs a file (or a
+			// Postgres row); a crash redoes at most this much idempotent work.
+			select {
+			case <-time.After(checkpointEvery):
+			case <-ctx.Done():
+			}
+		case <-ctx.Done():
+			select {
+			case pos := <-saved:
+				save(pos)
+			default:
+			}
+			return
 		}
 	}
 }

@@ -35,16 +35,19 @@ type config struct {
 	KafkaRelay           bool
 	WebhookAllowLoopback bool
 	WebhookRetrySchedule []time.Duration // nil: the spec's schedule
-	RateLimit            int
-	DirectoryStaleness   time.Duration
-	LogFormat            string
-	AdminToken           string
-	MasterKey            string
-	MasterKeyPrevious    string
-	FeedPseudonymKey     string
-	InternalToken        string
-	NodeID               string        // "": the node makes one up (hostname-pid-random)
-	LeaseTTL             time.Duration // how long a dead node keeps its families
+	// Webhook sender and creation bounds and the per-endpoint breaker (see README).
+	WebhookWorkers, WebhookPerEndpoint, WebhookBreakerFailures, WebhookCreateConcurrency int
+	WebhookBreakerCooldown                                                               time.Duration
+	RateLimit                                                                            int
+	DirectoryStaleness                                                                   time.Duration
+	LogFormat                                                                            string
+	AdminToken                                                                           string
+	MasterKey                                                                            string
+	MasterKeyPrevious                                                                    string
+	FeedPseudonymKey                                                                     string
+	InternalToken                                                                        string
+	NodeID                                                                               string        // "": the node makes one up (hostname-pid-random)
+	LeaseTTL                                                                             time.Duration // how long a dead node keeps its families
 
 	settings []*setting
 }
@@ -221,6 +224,21 @@ func loadConfig(args []string, getenv func(string) string, usageOut io.Writer) (
 				}
 				return joinDurations(c.WebhookRetrySchedule)
 			}},
+		intSetting("PLATFORM_WEBHOOK_WORKERS", "webhook-workers", "64", "webhook attempts in flight at once on this node", 1, 4096, &c.WebhookWorkers),
+		intSetting("PLATFORM_WEBHOOK_PER_ENDPOINT", "webhook-per-endpoint", strconv.Itoa(webhooks.DefaultPerEndpoint), "webhook POSTs in flight at once to one app's endpoint", 1, 1024, &c.WebhookPerEndpoint),
+		intSetting("PLATFORM_WEBHOOK_BREAKER_FAILURES", "webhook-breaker-failures", strconv.Itoa(webhooks.DefaultBreakerFailures), "failed or timed-out POSTs in a row that open an endpoint's breaker", 1, 1000, &c.WebhookBreakerFailures),
+		intSetting("PLATFORM_WEBHOOK_CREATE_CONCURRENCY", "webhook-create-concurrency", "64", "subjects whose deliveries are appended at once while creating deliveries", 1, 4096, &c.WebhookCreateConcurrency),
+		{env: "PLATFORM_WEBHOOK_BREAKER_COOLDOWN", flag: "webhook-breaker-cooldown", def: webhooks.DefaultBreakerCooldown.String(), usage: "how long an open endpoint breaker waits before one probe (doubles per failed probe, up to 10x)",
+			accepts: "a Go duration from 1s to 1h, such as 30s or 2m",
+			parse: func(s string) error {
+				d, err := time.ParseDuration(s)
+				if err != nil || d < time.Second || d > time.Hour {
+					return errors.New("not a duration from 1s to 1h")
+				}
+				c.WebhookBreakerCooldown = d
+				return nil
+			},
+			show: func() string { return c.WebhookBreakerCooldown.String() }},
 		{env: "PLATFORM_RATE_LIMIT", flag: "rate-limit", def: "6000", usage: "requests per minute per app on scheme M routes; negative = none",
 			accepts: "a positive whole number of requests per minute per app, or a negative one to turn the limit off",
 			parse: func(s string) error {
@@ -627,4 +645,19 @@ func passwords(raw string) []string {
 		add(strings.Trim(m[2], "'"))
 	}
 	return out
+}
+
+// intSetting is a whole-number setting from lo to hi into dst.
+func intSetting(env, flagName, def, usage string, lo, hi int, dst *int) *setting {
+	return &setting{env: env, flag: flagName, def: def, usage: usage,
+		accepts: fmt.Sprintf("a whole number from %d to %d", lo, hi),
+		parse: func(s string) error {
+			n, err := strconv.Atoi(s)
+			if err != nil || n < lo || n > hi {
+				return fmt.Errorf("not a whole number from %d to %d", lo, hi)
+			}
+			*dst = n
+			return nil
+		},
+		show: func() string { return strconv.Itoa(*dst) }}
 }

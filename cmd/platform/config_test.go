@@ -47,7 +47,8 @@ func TestDefaults(t *testing.T) {
 	want := config{
 		Addr: "127.0.0.1:8080", DataDir: "./data", Timezone: "Asia/Shanghai", KafkaTopic: "platform.events",
 		KafkaInternalTopic: "platform.internal.events", KafkaRelay: true, RateLimit: 6000, LogFormat: "text",
-		LeaseTTL: 10 * time.Second,
+		LeaseTTL: 10 * time.Second, WebhookWorkers: 64, WebhookPerEndpoint: 16, WebhookBreakerFailures: 5,
+		WebhookCreateConcurrency: 64, WebhookBreakerCooldown: 30 * time.Second,
 	}
 	c.settings = nil
 	if !reflect.DeepEqual(*c, want) {
@@ -59,25 +60,30 @@ func TestDefaults(t *testing.T) {
 // with a message naming it and its accepted values, by variable and by flag.
 func TestInvalidValuesStopStartUp(t *testing.T) {
 	bad := map[string][]string{
-		"PLATFORM_ADDR":                   {"8080", "localhost", "127.0.0.1:http", "127.0.0.1:70000", "a b:80"},
-		"PLATFORM_ESDB_URL":               {"http://127.0.0.1:2113", "esdb://", "esdb://h:port"},
-		"PLATFORM_POSTGRES_URL":           {"postgres://h:notaport/db", "postgres://h/db?sslmode=sometimes", "mysql://h/db"},
-		"PLATFORM_EVENTSTORE_URL":         {"http://127.0.0.1:2113", "esdb://h:port", "postgres://h:notaport/db", "mysql://h/db", "host=db dbname=x"},
-		"PLATFORM_TIMEZONE":               {"Mars/Olympus", "+08:00"},
-		"PLATFORM_KAFKA_BROKERS":          {"kafka", "kafka:9092,", "a:1,,b:2", "kafka:x", ":9092"},
-		"PLATFORM_KAFKA_TOPIC":            {"events topic", "a/b", "..", strings.Repeat("t", 250)},
-		"PLATFORM_KAFKA_INTERNAL_TOPIC":   {"events topic", "a/b", ".."},
-		"PLATFORM_FEED_PSEUDONYM_KEY":     {"short", "abcd"},
-		"PLATFORM_KAFKA_RELAY":            {"maybe", "2", "enabled", "y"},
-		"PLATFORM_WEBHOOK_ALLOW_LOOPBACK": {"maybe", "-1", "tru"},
-		"PLATFORM_WEBHOOK_RETRY_SCHEDULE": {"5", "1m,0s", "-1m", "1m,,2m", "1m,", "soon"},
-		"PLATFORM_RATE_LIMIT":             {"abc", "0", "1.5", "6000/min", "1e3"},
-		"PLATFORM_DIRECTORY_STALENESS":    {"abc", "-1s", "1", "soon"},
-		"PLATFORM_LOG_FORMAT":             {"yaml", "logfmt"},
-		"PLATFORM_NODE_ID":                {"node 1", "a/b", strings.Repeat("n", 129)},
-		"PLATFORM_LEASE_TTL":              {"10", "0s", "500ms", "-5s", "11m", "soon"},
-		"PLATFORM_MASTER_KEY":             {"hunter2", goodKey[:62], goodKey + "00"},
-		"PLATFORM_MASTER_KEY_PREVIOUS":    {"hunter2", goodKey + ",", goodKey + ",," + goodKey, goodKey + "," + goodKey[:62]},
+		"PLATFORM_ADDR":                       {"8080", "localhost", "127.0.0.1:http", "127.0.0.1:70000", "a b:80"},
+		"PLATFORM_ESDB_URL":                   {"http://127.0.0.1:2113", "esdb://", "esdb://h:port"},
+		"PLATFORM_POSTGRES_URL":               {"postgres://h:notaport/db", "postgres://h/db?sslmode=sometimes", "mysql://h/db"},
+		"PLATFORM_EVENTSTORE_URL":             {"http://127.0.0.1:2113", "esdb://h:port", "postgres://h:notaport/db", "mysql://h/db", "host=db dbname=x"},
+		"PLATFORM_TIMEZONE":                   {"Mars/Olympus", "+08:00"},
+		"PLATFORM_KAFKA_BROKERS":              {"kafka", "kafka:9092,", "a:1,,b:2", "kafka:x", ":9092"},
+		"PLATFORM_KAFKA_TOPIC":                {"events topic", "a/b", "..", strings.Repeat("t", 250)},
+		"PLATFORM_KAFKA_INTERNAL_TOPIC":       {"events topic", "a/b", ".."},
+		"PLATFORM_FEED_PSEUDONYM_KEY":         {"short", "abcd"},
+		"PLATFORM_KAFKA_RELAY":                {"maybe", "2", "enabled", "y"},
+		"PLATFORM_WEBHOOK_ALLOW_LOOPBACK":     {"maybe", "-1", "tru"},
+		"PLATFORM_WEBHOOK_RETRY_SCHEDULE":     {"5", "1m,0s", "-1m", "1m,,2m", "1m,", "soon"},
+		"PLATFORM_RATE_LIMIT":                 {"abc", "0", "1.5", "6000/min", "1e3"},
+		"PLATFORM_WEBHOOK_WORKERS":            {"0", "-1", "4097", "many", "1.5"},
+		"PLATFORM_WEBHOOK_PER_ENDPOINT":       {"0", "1025", "x"},
+		"PLATFORM_WEBHOOK_BREAKER_FAILURES":   {"0", "1001", "five"},
+		"PLATFORM_WEBHOOK_CREATE_CONCURRENCY": {"0", "4097", "x"},
+		"PLATFORM_WEBHOOK_BREAKER_COOLDOWN":   {"30", "500ms", "2h", "-1s", "soon"},
+		"PLATFORM_DIRECTORY_STALENESS":        {"abc", "-1s", "1", "soon"},
+		"PLATFORM_LOG_FORMAT":                 {"yaml", "logfmt"},
+		"PLATFORM_NODE_ID":                    {"node 1", "a/b", strings.Repeat("n", 129)},
+		"PLATFORM_LEASE_TTL":                  {"10", "0s", "500ms", "-5s", "11m", "soon"},
+		"PLATFORM_MASTER_KEY":                 {"hunter2", goodKey[:62], goodKey + "00"},
+		"PLATFORM_MASTER_KEY_PREVIOUS":        {"hunter2", goodKey + ",", goodKey + ",," + goodKey, goodKey + "," + goodKey[:62]},
 	}
 	// Only these take any non-empty value; a new variable needs a row above.
 	free := map[string]bool{"PLATFORM_DATA_DIR": true, "PLATFORM_ADMIN_TOKEN": true, "PLATFORM_INTERNAL_TOKEN": true}

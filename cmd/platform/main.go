@@ -40,7 +40,8 @@ func main() {
 		AdminToken: cfg.AdminToken, MasterKey: cfg.MasterKey, MasterKeyPrevious: cfg.MasterKeyPrevious, Logger: log,
 		KafkaBrokers: cfg.KafkaBrokers, KafkaTopic: cfg.KafkaTopic, KafkaInternalTopic: cfg.KafkaInternalTopic,
 		FeedPseudonymKey: cfg.FeedPseudonymKey, KafkaRelay: &cfg.KafkaRelay, WebhookAllowLoopback: cfg.WebhookAllowLoopback,
-		WebhookSchedule: cfg.WebhookRetrySchedule, InternalToken: cfg.InternalToken, PartnerRateLimit: cfg.RateLimit,
+		WebhookSchedule: cfg.WebhookRetrySchedule, WebhookWorkers: cfg.WebhookWorkers, WebhookPerEndpoint: cfg.WebhookPerEndpoint,
+		WebhookBreakerFailures: cfg.WebhookBreakerFailures, WebhookBreakerCooldown: cfg.WebhookBreakerCooldown, WebhookCreateConcurrency: cfg.WebhookCreateConcurrency, InternalToken: cfg.InternalToken, PartnerRateLimit: cfg.RateLimit,
 		NodeID: cfg.NodeID, LeaseTTL: cfg.LeaseTTL,
 		DirectoryStaleness: cfg.DirectoryStaleness,
 	}); err != nil {

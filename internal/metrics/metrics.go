@@ -4,6 +4,7 @@ package metrics
 
 import (
 	"context"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -27,6 +28,12 @@ type Metrics struct {
 	// ProjectionSkipped counts events a projection moved past because they
 	// failed on their own: each one is a read-model row that needs a rebuild.
 	ProjectionSkipped *prometheus.CounterVec
+	// WebhookBreaker is 1 for each app endpoint's current breaker state
+	// (closed, open, half_open) and 0 for the others, so an operator sees
+	// which partner endpoints are paused.
+	WebhookBreaker *prometheus.GaugeVec
+	// WebhookBreakerTrips counts how often each endpoint's breaker opened.
+	WebhookBreakerTrips *prometheus.CounterVec
 }
 
 // New registers the collectors in a fresh registry (one per node, so tests
@@ -68,7 +75,13 @@ func New() *Metrics {
 	m.ProjectionSkipped = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "platform_projection_skipped_events_total", Help: "Events a projection could not apply and skipped (see /readyz for their positions).",
 	}, []string{"projection"})
-	m.Registry.MustRegister(m.ProjectionSkipped, m.HTTPDuration, m.AppendDuration, m.ProjectionEvents, m.ProjectionLag,
+	m.WebhookBreaker = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "platform_webhook_endpoint_breaker", Help: "1 for the current breaker state (closed, open, half_open) of each app's webhook endpoint on this node.",
+	}, []string{"app_id", "state"})
+	m.WebhookBreakerTrips = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "platform_webhook_endpoint_breaker_trips_total", Help: "Times each app's webhook endpoint breaker opened after failures or timeouts in a row.",
+	}, []string{"app_id"})
+	m.Registry.MustRegister(m.WebhookBreaker, m.WebhookBreakerTrips, m.ProjectionSkipped, m.HTTPDuration, m.AppendDuration, m.ProjectionEvents, m.ProjectionLag,
 		m.WebhookAttempts, m.WebhookFirst, m.Deliveries, m.RelayEvents, m.RelayLag,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -123,5 +136,20 @@ func (m *Metrics) Relayed(n int, last events.Recorded) {
 func (m *Metrics) DeliveryCounts(counts map[string]int) {
 	for _, status := range []string{"pending", "retrying", "delivered", "abandoned", "dead_letter", "skipped"} {
 		m.Deliveries.WithLabelValues(status).Set(float64(counts[status]))
+	}
+}
+
+// Breaker records an app endpoint's breaker entering state.
+func (m *Metrics) Breaker(appID int64, state string) {
+	id := strconv.FormatInt(appID, 10)
+	for _, st := range []string{"closed", "open", "half_open"} {
+		v := 0.0
+		if st == state {
+			v = 1
+		}
+		m.WebhookBreaker.WithLabelValues(id, st).Set(v)
+	}
+	if state == "open" {
+		m.WebhookBreakerTrips.WithLabelValues(id).Inc()
 	}
 }

@@ -90,8 +90,19 @@ type Config struct {
 	WebhookSchedule []time.Duration
 	// WebhookClock replaces the dispatcher's clock (tests).
 	WebhookClock webhooks.Clock
-	// WebhookWorkers bounds concurrent webhook POSTs (default 32).
+	// WebhookWorkers bounds concurrent webhook attempts on this node (default 64).
 	WebhookWorkers int
+	// WebhookPerEndpoint bounds concurrent POSTs to one app's endpoint
+	// (default webhooks.DefaultPerEndpoint), so a slow endpoint cannot take every worker.
+	WebhookPerEndpoint int
+	// WebhookBreakerFailures failures or timeouts in a row open an
+	// endpoint's breaker for WebhookBreakerCooldown before one probe
+	// (defaults webhooks.DefaultBreakerFailures, DefaultBreakerCooldown).
+	WebhookBreakerFailures int
+	WebhookBreakerCooldown time.Duration
+	// WebhookCreateConcurrency bounds how many subjects' deliveries are
+	// appended at once while creating deliveries (default 64).
+	WebhookCreateConcurrency int
 	// WebhookClaimTTL is how long a node's claim on a delivery lasts if it
 	// never releases it (default webhooks.DefaultClaimTTL; tests shorten it).
 	WebhookClaimTTL time.Duration
@@ -200,7 +211,7 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		cfg.WebhookClock = webhooks.SystemClock{}
 	}
 	if cfg.WebhookWorkers == 0 {
-		cfg.WebhookWorkers = 32
+		cfg.WebhookWorkers = 64
 	}
 	if cfg.ReportPullLimit == 0 {
 		cfg.ReportPullLimit = 60
@@ -342,6 +353,8 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		Deliveries: n.ReadModel, Projected: deliveriesRunner, Reflected: families, Client: guard.Client(10 * time.Second),
 		Clock: cfg.WebhookClock, Schedule: cfg.WebhookSchedule, Location: n.Location, Log: n.log.With("component", "webhooks"),
 		Workers: cfg.WebhookWorkers, OnAttempt: n.Metrics.Attempted,
+		PerEndpoint: cfg.WebhookPerEndpoint, BreakerFailures: cfg.WebhookBreakerFailures, BreakerCooldown: cfg.WebhookBreakerCooldown,
+		OnBreaker: n.Metrics.Breaker, CreateConcurrency: cfg.WebhookCreateConcurrency,
 	}
 
 	directory := appDirectory{n.Apps, n.follower(cfg, appsRunner)}
@@ -439,6 +452,10 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 	return n, nil
 }
 
+// webhookCreationCheckpointFile keeps, in the data directory, the log
+// position up to which an embedded node has created every delivery.
+const webhookCreationCheckpointFile = "webhook-creation-checkpoint.json"
+
 // startWebhooks starts the dispatcher (fed by Kafka or by the store), its
 // sender, the relay when Kafka is configured, and the delivery gauges.
 // Nodes sharing Postgres share the work: every node sends (claims keep one
@@ -464,13 +481,23 @@ func (n *Node) startWebhooks(ctx context.Context, cfg Config, models *projection
 	n.Dispatcher.ClaimTTL, n.Dispatcher.Node = cfg.WebhookClaimTTL, n.NodeID
 	n.log.Info("adapter", "port", "webhook claims", "adapter", n.Adapters["webhook claims"])
 
+	// Deliveries are created in concurrent batches, so the highest one
+	// recorded does not say all before it are: a checkpoint does.
+	var creation webhooks.Checkpoints = relay.NewFileCheckpointsNamed(cfg.DataDir, webhookCreationCheckpointFile)
+	if cfg.PostgresURL != "" {
+		shared, err := relaypg.New(ctx, n.pool, "webhook-creation")
+		if err != nil {
+			return fmt.Errorf("webhook creation checkpoint: %w", err)
+		}
+		creation = shared
+	}
 	create := func(ctx context.Context) error {
-		return webhooks.StoreSource{Store: n.Events, From: func(ctx context.Context) (events.Position, error) {
+		return webhooks.StoreSource{Store: n.Events, Checkpoints: creation, From: func(ctx context.Context) (events.Position, error) {
 			if err := models.WaitReady(ctx); err != nil {
 				return events.Position{}, err
 			}
 			return n.ReadModel.LastSource(ctx)
-		}}.Run(ctx, n.Dispatcher.Create)
+		}}.RunBatches(ctx, n.Dispatcher.CreateBatch)
 	}
 	if len(cfg.KafkaBrokers) == 0 {
 		// Create is idempotent, so a paused old owner overlapping a new one

@@ -179,7 +179,7 @@ func (g Guard) Client(timeout time.Duration) *http.Client {
 		ForceAttemptHTTP2:      true,
 		TLSHandshakeTimeout:    5 * time.Second,
 		MaxIdleConns:           100,
-		MaxIdleConnsPerHost:    4,
+		MaxIdleConnsPerHost:    32, // keep-alive for every POST the sender may have open to one endpoint
 		IdleConnTimeout:        90 * time.Second,
 		ExpectContinueTimeout:  1 * time.Second,
 		MaxResponseHeaderBytes: 64 << 10,

@@ -1,0 +1,265 @@
+package node_test
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/healthtech/partner-open-platform/internal/node"
+	"github.com/healthtech/partner-open-platform/webhooks"
+)
+
+// endpoint is a partner endpoint that records which deliveries arrived,
+// how many POSTs it held at once and whether one delivery was ever posted
+// twice at the same time; answer decides what each POST gets.
+type endpoint struct {
+	srv *httptest.Server
+
+	mu          sync.Mutex
+	arrived     map[string]int // delivery id → POSTs answered
+	open        map[string]bool
+	inFlight    int
+	maxInFlight int
+	overlapped  []string
+	changed     chan struct{}
+	answer      func() int // blocks as long as the endpoint should hang
+}
+
+func newEndpoint(t *testing.T, answer func() int) *endpoint {
+	e := &endpoint{arrived: map[string]int{}, open: map[string]bool{}, changed: make(chan struct{}, 1), answer: answer}
+	e.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		id := r.Header.Get("X-Webhook-Id")
+		e.mu.Lock()
+		if e.open[id] {
+			e.overlapped = append(e.overlapped, id)
+		}
+		e.open[id] = true
+		e.inFlight++
+		e.maxInFlight = max(e.maxInFlight, e.inFlight)
+		e.mu.Unlock()
+		status := e.answer()
+		e.mu.Lock()
+		delete(e.open, id)
+		e.inFlight--
+		if status/100 == 2 {
+			e.arrived[id]++
+		}
+		e.mu.Unlock()
+		w.WriteHeader(status)
+		select {
+		case e.changed <- struct{}{}:
+		default:
+		}
+	}))
+	t.Cleanup(e.srv.Close)
+	return e
+}
+
+// delivered is how many distinct deliveries the endpoint answered with 2xx.
+func (e *endpoint) delivered() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.arrived)
+}
+
+// waitDelivered waits (bounded) until n distinct deliveries were answered 2xx.
+func (e *endpoint) waitDelivered(t *testing.T, n int, why string) {
+	t.Helper()
+	deadline := time.After(60 * time.Second)
+	for e.delivered() < n {
+		select {
+		case <-e.changed:
+		case <-time.After(50 * time.Millisecond):
+		case <-deadline:
+			t.Fatalf("%s: %d of %d deliveries arrived", why, e.delivered(), n)
+		}
+	}
+}
+
+// profileUpdates registers n users of a and updates each once: n
+// user.profile.updated deliveries for a.
+func profileUpdates(t *testing.T, p *platform, a *app, prefix string, n int) {
+	t.Helper()
+	for i := range n {
+		var reg registerData
+		p.send(a.request("POST", "/open/v1/channel/users", map[string]any{"channel_user_id": fmt.Sprint(prefix, i), "user": map[string]any{"name": "n"}}, time.Now())).data(t, &reg)
+		if res := p.send(a.request("PATCH", fmt.Sprintf("/open/v1/channel/users/%d", reg.OpenUserID), map[string]any{"nickname": "x"}, time.Now())); res.Status != http.StatusOK {
+			t.Fatalf("patch: %d %s", res.Status, res.Raw)
+		}
+	}
+}
+
+// One partner endpoint that answers only after 10 s takes at most its own
+// share of the sender's workers: every other endpoint's deliveries arrive
+// while it hangs, and its own arrive once it answers, none posted twice at
+// once and never more at once than the per-endpoint bound.
+func TestSlowEndpointDelaysNoOtherEndpoint(t *testing.T) {
+	readModels(t, func(t *testing.T, cfg node.Config) {
+		cfg.WebhookAllowLoopback, cfg.PartnerRateLimit = true, -1
+		cfg.WebhookWorkers, cfg.WebhookPerEndpoint = 6, 2
+		// A POST the 10 s timeout cuts is retried at once, not in a minute.
+		cfg.WebhookSchedule = []time.Duration{100 * time.Millisecond, 100 * time.Millisecond, 100 * time.Millisecond, 100 * time.Millisecond, 100 * time.Millisecond}
+		p := start(t, cfg)
+		release := make(chan struct{})
+		slow := newEndpoint(t, func() int {
+			select {
+			case <-release:
+			case <-time.After(10 * time.Second): // the POST times out first
+			}
+			return http.StatusOK
+		})
+		fast := newEndpoint(t, func() int { return http.StatusOK })
+		other := newEndpoint(t, func() int { return http.StatusNoContent })
+		a, b, c := p.createApp("slow"), p.createApp("fast"), p.createApp("other")
+		p.configureWebhook(a, slow.srv.URL, "user.profile.updated")
+		p.configureWebhook(b, fast.srv.URL, "user.profile.updated")
+		p.configureWebhook(c, other.srv.URL, "user.profile.updated")
+
+		// The slow endpoint's deliveries are first in the queue and more
+		// than all the workers.
+		profileUpdates(t, p, a, "s", 10)
+		profileUpdates(t, p, b, "f", 15)
+		profileUpdates(t, p, c, "o", 15)
+		fast.waitDelivered(t, 15, "fast endpoint behind a hanging one")
+		other.waitDelivered(t, 15, "second endpoint behind a hanging one")
+		if got := slow.delivered(); got != 0 {
+			t.Fatalf("the slow endpoint answered %d while it should still hang", got)
+		}
+		close(release)
+		slow.waitDelivered(t, 10, "slow endpoint once it answers")
+
+		for _, e := range []*endpoint{slow, fast, other} {
+			e.mu.Lock()
+			if len(e.overlapped) > 0 {
+				t.Errorf("deliveries posted twice at once: %v", e.overlapped)
+			}
+			if e.maxInFlight > 2 {
+				t.Errorf("%d POSTs at once to one endpoint, bound 2", e.maxInFlight)
+			}
+			e.mu.Unlock()
+		}
+	})
+}
+
+// An endpoint that keeps failing trips its breaker: its deliveries wait
+// without burning attempts, the operator sees the breaker open in the
+// metrics, other endpoints are unaffected, and once the endpoint recovers
+// a single probe closes the breaker and the waiting deliveries go out.
+func TestFailingEndpointTripsItsBreakerAndRecovers(t *testing.T) {
+	cfg := node.Config{DataDir: t.TempDir(), WebhookAllowLoopback: true, PartnerRateLimit: -1,
+		WebhookPerEndpoint: 1, WebhookBreakerFailures: 3, WebhookBreakerCooldown: time.Second,
+		WebhookSchedule: []time.Duration{time.Millisecond, time.Millisecond, time.Millisecond, time.Millisecond, time.Millisecond}}
+	p := start(t, cfg)
+	var mu sync.Mutex
+	failing := true
+	posts := 0
+	broken := newEndpoint(t, func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		posts++
+		if failing {
+			return http.StatusServiceUnavailable
+		}
+		return http.StatusOK
+	})
+	fine := newEndpoint(t, func() int { return http.StatusOK })
+	a, b := p.createApp("broken"), p.createApp("fine")
+	p.configureWebhook(a, broken.srv.URL, "user.profile.updated")
+	p.configureWebhook(b, fine.srv.URL, "user.profile.updated")
+
+	profileUpdates(t, p, a, "x", 4)
+	// Wait (bounded) until the breaker opens.
+	deadline := time.Now().Add(30 * time.Second)
+	for !breakerIs(p, a.ID, webhooks.BreakerOpen) {
+		if time.Now().After(deadline) {
+			t.Fatalf("breaker never opened: %+v", p.node.Dispatcher.Endpoints())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	mu.Lock()
+	atTrip := posts
+	mu.Unlock()
+	if atTrip != 3 {
+		t.Fatalf("%d POSTs before the breaker opened, want its threshold 3", atTrip)
+	}
+	if m := scrape(t, p); !strings.Contains(m, fmt.Sprintf(`platform_webhook_endpoint_breaker{app_id="%d",state="open"} 1`, a.ID)) ||
+		!strings.Contains(m, fmt.Sprintf(`platform_webhook_endpoint_breaker_trips_total{app_id="%d"} 1`, a.ID)) {
+		t.Fatalf("metrics do not show the open breaker:\n%s", grepLines(m, "breaker"))
+	}
+	// Others are unaffected while it is open.
+	profileUpdates(t, p, b, "y", 5)
+	fine.waitDelivered(t, 5, "healthy endpoint while another's breaker is open")
+
+	mu.Lock()
+	failing = false
+	mu.Unlock()
+	broken.waitDelivered(t, 4, "recovered endpoint after its probe")
+	if !breakerIs(p, a.ID, webhooks.BreakerClosed) {
+		t.Fatalf("breaker after recovery: %+v", p.node.Dispatcher.Endpoints())
+	}
+	// Every delivery got one attempt record per POST: none was burnt while open.
+	var d struct {
+		Deliveries []deliveryView `json:"deliveries"`
+	}
+	for wait := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		p.admin("GET", fmt.Sprintf("/admin/v1/deliveries?app_id=%d", a.ID), nil).data(t, &d)
+		done := 0
+		for _, del := range d.Deliveries {
+			if del.Status == "delivered" {
+				done++
+			}
+		}
+		if done == 4 {
+			break
+		}
+		if time.Now().After(wait) {
+			t.Fatalf("deliveries never all recorded delivered: %+v", d.Deliveries)
+		}
+	}
+	mu.Lock()
+	total := posts
+	mu.Unlock()
+	attempts := 0
+	for _, del := range d.Deliveries {
+		attempts += del.Attempts
+	}
+	if len(d.Deliveries) != 4 || attempts != total {
+		t.Fatalf("%d deliveries, %d attempts recorded for %d POSTs", len(d.Deliveries), attempts, total)
+	}
+}
+
+func breakerIs(p *platform, appID int64, state string) bool {
+	for _, e := range p.node.Dispatcher.Endpoints() {
+		if e.AppID == appID {
+			return e.State == state
+		}
+	}
+	return false
+}
+
+func scrape(t *testing.T, p *platform) string {
+	t.Helper()
+	res, err := http.Get(p.srv.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	body, _ := io.ReadAll(res.Body)
+	return string(body)
+}
+
+func grepLines(s, word string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, word) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}

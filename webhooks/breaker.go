@@ -1,0 +1,192 @@
+package webhooks
+
+import (
+	"sort"
+	"sync"
+	"time"
+)
+
+// Breaker states as operators see them (metrics, logs, Dispatcher.Endpoints).
+const (
+	// BreakerClosed: the endpoint answers; its deliveries go out, at most
+	// PerEndpoint POSTs at a time.
+	BreakerClosed = "closed"
+	// BreakerOpen: the endpoint failed or timed out BreakerFailures times in
+	// a row; its deliveries wait (no attempt recorded, no retry used) until
+	// the cool-down ends.
+	BreakerOpen = "open"
+	// BreakerHalfOpen: the cool-down ended and one delivery probes the
+	// endpoint; its outcome closes the breaker or opens it again for longer.
+	BreakerHalfOpen = "half_open"
+)
+
+// Defaults of the per-endpoint bound and breaker, used when the Dispatcher's fields are zero.
+const (
+	DefaultPerEndpoint     = 16
+	DefaultBreakerFailures = 5
+	DefaultBreakerCooldown = 30 * time.Second
+	// maxCooldownFactor caps how far repeated failed probes stretch the cool-down.
+	maxCooldownFactor = 10
+)
+
+// EndpointState is one app endpoint's breaker as an operator sees it.
+type EndpointState struct {
+	AppID    int64
+	State    string
+	InFlight int
+	// Failures counts failed or timed-out POSTs in a row.
+	Failures int
+	// OpenUntil is when an open breaker lets one probe through.
+	OpenUntil time.Time
+	// Trips counts how often the breaker opened since the node started.
+	Trips int
+}
+
+// endpoint is the mutable state behind EndpointState.
+type endpoint struct {
+	url      string
+	state    string
+	inFlight int
+	failures int
+	cooldown time.Duration
+	until    time.Time
+	probing  bool
+	trips    int
+}
+
+// breakers bounds concurrent POSTs per endpoint and trips a breaker per
+// endpoint, so that one slow or failing partner endpoint holds at most its
+// own share of the workers and never the others' deliveries. Endpoints are
+// keyed by app (one webhook URL per app); a changed URL starts afresh.
+type breakers struct {
+	mu        sync.Mutex
+	limit     int
+	threshold int
+	cooldown  time.Duration
+	eps       map[int64]*endpoint
+	// onChange reports a state change (closed, open, half_open) to the operator.
+	onChange func(appID int64, from, to string, failures int)
+}
+
+func newBreakers(limit, threshold int, cooldown time.Duration, onChange func(int64, string, string, int)) *breakers {
+	return &breakers{limit: limit, threshold: threshold, cooldown: cooldown, eps: map[int64]*endpoint{}, onChange: onChange}
+}
+
+func (b *breakers) get(appID int64, url string) *endpoint {
+	ep := b.eps[appID]
+	if ep == nil || ep.url != url {
+		inFlight := 0
+		if ep != nil {
+			inFlight = ep.inFlight // POSTs to the old URL still count against the app's share
+		}
+		ep = &endpoint{url: url, state: BreakerClosed, cooldown: b.cooldown, inFlight: inFlight}
+		b.eps[appID] = ep
+	}
+	return ep
+}
+
+func (b *breakers) set(appID int64, ep *endpoint, to string) {
+	from := ep.state
+	ep.state = to
+	if from != to && b.onChange != nil {
+		b.onChange(appID, from, to, ep.failures)
+	}
+}
+
+// acquire reserves a POST slot of the app's endpoint at now. It fails while
+// the endpoint has its share in flight, while its breaker is open, and while
+// a half-open breaker's probe is out; otherwise probe says this POST is the
+// half-open probe. Every successful acquire is followed by exactly one done
+// or cancel.
+func (b *breakers) acquire(appID int64, url string, now time.Time) (ok, probe bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	ep := b.get(appID, url)
+	switch ep.state {
+	case BreakerOpen:
+		if now.Before(ep.until) {
+			return false, false
+		}
+		b.set(appID, ep, BreakerHalfOpen)
+		fallthrough
+	case BreakerHalfOpen:
+		if ep.probing {
+			return false, false
+		}
+		ep.probing = true
+		ep.inFlight++
+		return true, true
+	}
+	if ep.inFlight >= b.limit {
+		return false, false
+	}
+	ep.inFlight++
+	return true, false
+}
+
+// cancel gives back a slot that posted nothing (the claim went to another
+// node, the delivery was no longer due): the breaker learns nothing from it.
+func (b *breakers) cancel(appID int64, url string, probe bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	ep := b.get(appID, url)
+	ep.inFlight = max(ep.inFlight-1, 0)
+	if probe {
+		ep.probing = false
+	}
+}
+
+// done gives back a slot whose POST ended, failed saying whether the
+// endpoint timed out, could not be reached or answered 5xx or 429.
+func (b *breakers) done(appID int64, url string, probe, failed bool, now time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	ep := b.get(appID, url)
+	ep.inFlight = max(ep.inFlight-1, 0)
+	if probe {
+		ep.probing = false
+	}
+	if !failed {
+		ep.failures, ep.cooldown = 0, b.cooldown
+		b.set(appID, ep, BreakerClosed)
+		return
+	}
+	ep.failures++
+	switch {
+	case probe:
+		// The probe failed: wait longer before the next one.
+		ep.cooldown = min(2*ep.cooldown, maxCooldownFactor*b.cooldown)
+	case ep.state != BreakerClosed || ep.failures < b.threshold:
+		return // POSTs sent before the breaker opened leave it as it is
+	default:
+		ep.trips++
+	}
+	ep.until = now.Add(ep.cooldown)
+	b.set(appID, ep, BreakerOpen)
+}
+
+// nextProbe is the earliest time an open breaker lets a probe through, so
+// the sender wakes for it.
+func (b *breakers) nextProbe() (time.Time, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var next time.Time
+	for _, ep := range b.eps {
+		if ep.state == BreakerOpen && (next.IsZero() || ep.until.Before(next)) {
+			next = ep.until
+		}
+	}
+	return next, !next.IsZero()
+}
+
+// snapshot lists every endpoint the sender has posted to, by app id.
+func (b *breakers) snapshot() []EndpointState {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := make([]EndpointState, 0, len(b.eps))
+	for id, ep := range b.eps {
+		out = append(out, EndpointState{AppID: id, State: ep.state, InFlight: ep.inFlight, Failures: ep.failures, OpenUntil: ep.until, Trips: ep.trips})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].AppID < out[j].AppID })
+	return out
+}

@@ -1,0 +1,162 @@
+package webhooks
+
+import (
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestBreakerBoundsAnEndpointsPOSTs(t *testing.T) {
+	b := newBreakers(2, 3, time.Second, nil)
+	now := time.Now()
+	for i := range 2 {
+		if ok, _ := b.acquire(1, "u", now); !ok {
+			t.Fatalf("slot %d refused under the bound", i)
+		}
+	}
+	if ok, _ := b.acquire(1, "u", now); ok {
+		t.Fatal("a third POST at once with bound 2")
+	}
+	if ok, _ := b.acquire(2, "v", now); !ok {
+		t.Fatal("another app's endpoint refused because the first is full")
+	}
+	b.cancel(1, "u", false)
+	if ok, _ := b.acquire(1, "u", now); !ok {
+		t.Fatal("a cancelled slot was not given back")
+	}
+}
+
+func TestBreakerOpensProbesOnceAndCloses(t *testing.T) {
+	var changes []string
+	b := newBreakers(10, 3, time.Second, func(_ int64, from, to string, _ int) { changes = append(changes, from+">"+to) })
+	now := time.Now()
+	fail := func() {
+		t.Helper()
+		ok, probe := b.acquire(1, "u", now)
+		if !ok {
+			t.Fatal("refused while closed")
+		}
+		b.done(1, "u", probe, true, now)
+	}
+	fail()
+	fail()
+	// A success in between resets the count.
+	ok, probe := b.acquire(1, "u", now)
+	if !ok {
+		t.Fatal("refused")
+	}
+	b.done(1, "u", probe, false, now)
+	fail()
+	fail()
+	fail()
+	if ok, _ := b.acquire(1, "u", now.Add(999*time.Millisecond)); ok {
+		t.Fatal("open breaker let a POST through before its cool-down ended")
+	}
+	ok, probe = b.acquire(1, "u", now.Add(time.Second))
+	if !ok || !probe {
+		t.Fatalf("no probe after the cool-down: ok %v probe %v", ok, probe)
+	}
+	if ok, _ := b.acquire(1, "u", now.Add(time.Second)); ok {
+		t.Fatal("a second POST while the probe is out")
+	}
+	// The probe fails: open again, for twice as long.
+	b.done(1, "u", true, true, now.Add(time.Second))
+	if ok, _ := b.acquire(1, "u", now.Add(2900*time.Millisecond)); ok {
+		t.Fatal("reopened breaker did not double its cool-down")
+	}
+	ok, probe = b.acquire(1, "u", now.Add(3*time.Second))
+	if !ok || !probe {
+		t.Fatal("no second probe")
+	}
+	b.done(1, "u", true, false, now.Add(3*time.Second))
+	st := b.snapshot()
+	if len(st) != 1 || st[0].State != BreakerClosed || st[0].Trips != 1 || st[0].Failures != 0 || st[0].InFlight != 0 {
+		t.Fatalf("state after a good probe: %+v", st)
+	}
+	want := []string{"closed>open", "open>half_open", "half_open>open", "open>half_open", "half_open>closed"}
+	if len(changes) != len(want) {
+		t.Fatalf("changes %v, want %v", changes, want)
+	}
+	for i := range want {
+		if changes[i] != want[i] {
+			t.Fatalf("changes %v, want %v", changes, want)
+		}
+	}
+}
+
+func TestBreakerCancelledProbeLetsAnotherProbe(t *testing.T) {
+	b := newBreakers(10, 1, time.Second, nil)
+	now := time.Now()
+	_, probe := b.acquire(1, "u", now)
+	b.done(1, "u", probe, true, now)
+	later := now.Add(time.Second)
+	ok, probe := b.acquire(1, "u", later)
+	if !ok || !probe {
+		t.Fatal("no probe")
+	}
+	b.cancel(1, "u", probe) // the claim went to another node
+	if ok, probe := b.acquire(1, "u", later); !ok || !probe {
+		t.Fatal("a cancelled probe blocked the endpoint")
+	}
+}
+
+func TestBreakerLateFailuresDoNotExtendAnOpenBreaker(t *testing.T) {
+	b := newBreakers(10, 2, time.Second, nil)
+	now := time.Now()
+	var probes []bool
+	for range 4 {
+		_, p := b.acquire(1, "u", now)
+		probes = append(probes, p)
+	}
+	for _, p := range probes {
+		b.done(1, "u", p, true, now) // the first two open it; the rest were sent before
+	}
+	if ok, _ := b.acquire(1, "u", now.Add(time.Second)); !ok {
+		t.Fatal("POSTs sent before the breaker opened extended its cool-down")
+	}
+}
+
+func TestBreakerNewURLStartsClosed(t *testing.T) {
+	b := newBreakers(10, 1, time.Hour, nil)
+	now := time.Now()
+	_, p := b.acquire(1, "old", now)
+	b.done(1, "old", p, true, now)
+	if ok, _ := b.acquire(1, "new", now); !ok {
+		t.Fatal("an app's new URL inherited the old one's open breaker")
+	}
+}
+
+// Concurrent acquires never exceed the bound (run with -race).
+func TestBreakerConcurrentAcquiresKeepTheBound(t *testing.T) {
+	b := newBreakers(3, 1000, time.Second, nil)
+	var mu sync.Mutex
+	in, peak := 0, 0
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 200 {
+				ok, p := b.acquire(1, "u", time.Now())
+				if !ok {
+					continue
+				}
+				mu.Lock()
+				in++
+				peak = max(peak, in)
+				mu.Unlock()
+				mu.Lock()
+				in--
+				mu.Unlock()
+				b.done(1, "u", p, false, time.Now())
+			}
+		}()
+	}
+	wg.Wait()
+	if peak > 3 {
+		t.Fatalf("%d slots held at once, bound 3", peak)
+	}
+	if st := b.snapshot(); st[0].InFlight != 0 {
+		t.Fatalf("slots leaked: %+v", st)
+	}
+}
