@@ -41,7 +41,7 @@ func main() {
 		KafkaBrokers: cfg.KafkaBrokers, KafkaTopic: cfg.KafkaTopic, KafkaInternalTopic: cfg.KafkaInternalTopic,
 		FeedPseudonymKey: cfg.FeedPseudonymKey, KafkaRelay: &cfg.KafkaRelay, WebhookAllowLoopback: cfg.WebhookAllowLoopback,
 		WebhookSchedule: cfg.WebhookRetrySchedule, InternalToken: cfg.InternalToken, PartnerRateLimit: cfg.RateLimit,
-		NodeID: cfg.NodeID, LeaseTTL: cfg.LeaseTTL,
+		NodeID: cfg.NodeID, LeaseTTL: cfg.LeaseTTL, SnapshotInterval: cfg.SnapshotInterval,
 		DirectoryStaleness: cfg.DirectoryStaleness,
 	}); err != nil {
 		log.Error("platform stopped", "err", err)

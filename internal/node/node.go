@@ -4,6 +4,7 @@
 package node
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -117,6 +118,12 @@ type Config struct {
 	// NodeID names this node as a lease holder (PLATFORM_NODE_ID; unset:
 	// hostname-pid-random).
 	NodeID string
+	// SnapshotInterval is how often embedded read models are snapshotted to
+	// the data directory (PLATFORM_SNAPSHOT_INTERVAL, default 5 min; also
+	// once caught up after a start that found none, and at a graceful
+	// stop), so a start restores them and replays only the log's tail;
+	// negative: no snapshots, every start replays the whole log.
+	SnapshotInterval time.Duration
 	// LeaseTTL is how long a lease outlives its holder's last renewal
 	// (PLATFORM_LEASE_TTL, default 10 s): a dead owner's families, relay
 	// and webhook creation are taken over within it.
@@ -159,6 +166,10 @@ type Node struct {
 
 	log  *slog.Logger
 	head *headStore
+	// snapshots keeps the embedded read models' snapshot (nil: Postgres
+	// read models, or snapshots off); restored says Open restored one.
+	snapshots *memory.Snapshotter
+	restored  bool
 	// pool is the read-model database's pool (nil in embedded mode): the
 	// leases, claims, rate limits and relay checkpoint share it.
 	pool *pgxpool.Pool
@@ -288,9 +299,15 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		n.Adapters["read models"] = "Postgres"
 		n.Adapters["leases"] = fmt.Sprintf("Postgres, node %s, TTL %s", cfg.NodeID, cfg.LeaseTTL)
 	} else {
-		n.ReadModel = memory.New()
+		mem := memory.New()
+		n.ReadModel = mem
 		n.Leases = leasemem.New()
 		n.Adapters["read models"] = "in memory, rebuilt from the log at start"
+		if cfg.SnapshotInterval >= 0 {
+			if err := n.openSnapshots(ctx, cfg, mem); err != nil {
+				return nil, err
+			}
+		}
 		n.Adapters["leases"] = "in memory (single node)"
 	}
 	n.closers = append(n.closers, n.ReadModel.Close)
@@ -365,7 +382,11 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		// may have gone through another node, so reads wait for the head.
 		marks.FollowHead(n.Events.Head)
 	}
-	users := commands.NewUsers(n.Events, n.Registry, ids, cfg.Now, n.Location).WithKeys(n.Keys)
+	var destroyer commands.KeyDestroyer = n.Keys
+	if n.snapshots != nil {
+		destroyer = erasingKeys{n.Keys, n.snapshots}
+	}
+	users := commands.NewUsers(n.Events, n.Registry, ids, cfg.Now, n.Location).WithKeys(destroyer)
 	if !cfg.PlaintextPersonalData {
 		users.WithKeyWarmer(n.Keys)
 		ids.OnReserve(commands.KindUser, n.prepareUserKeys)
@@ -374,6 +395,9 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 	erasures.Forgot = func(subject string, at events.Position) {
 		if id, err := strconv.ParseInt(strings.TrimPrefix(subject, "user-"), 10, 64); err == nil {
 			users.Forget(id)
+		}
+		if n.snapshots != nil {
+			n.snapshots.Erased(context.Background(), subject, at)
 		}
 		n.forgotKey(subject, at)
 	}
@@ -428,6 +452,18 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		}()
 	}
 	n.spawn(runCtx, "erasure follower", erasures.Run)
+	if n.snapshots != nil {
+		n.spawn(runCtx, "read-model snapshots", func(ctx context.Context) error {
+			return n.snapshots.Run(ctx, cmp.Or(cfg.SnapshotInterval, DefaultSnapshotInterval), n.restored, func(ctx context.Context) error {
+				for _, run := range families {
+					if err := run.WaitReady(ctx); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+		})
+	}
 	if err := n.startWebhooks(runCtx, cfg, deliveriesRunner); err != nil {
 		return nil, err
 	}
@@ -652,6 +688,15 @@ func (n *Node) Close() error {
 	}
 	n.wg.Wait()
 	var errs []error
+	if n.snapshots != nil {
+		// The projections have stopped: a snapshot now lets the next start
+		// replay nothing.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		if err := n.snapshots.Write(ctx); err != nil && !errors.Is(err, memory.ErrSnapshotHeld) {
+			n.log.Error("read-model snapshot at stop not written", "err", err)
+		}
+		cancel()
+	}
 	for i := len(n.closers) - 1; i >= 0; i-- {
 		errs = append(errs, n.closers[i]())
 	}
