@@ -124,7 +124,7 @@ func (s *Snapshotter) Load(ctx context.Context) (bool, error) {
 	if err != nil {
 		return reject(fmt.Errorf("%w: its key %s: %v", ErrSnapshotInvalid, h.KeySubject, err))
 	}
-	h, images, err := ReadSnapshot(s.Path, key.AEAD)
+	_, images, err := ReadSnapshot(s.Path, key.AEAD)
 	if err != nil {
 		return reject(err)
 	}
