@@ -304,9 +304,7 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		n.Leases = leasemem.New()
 		n.Adapters["read models"] = "in memory, rebuilt from the log at start"
 		if cfg.SnapshotInterval >= 0 {
-			if err := n.openSnapshots(ctx, cfg, mem); err != nil {
-				return nil, err
-			}
+			n.openSnapshots(cfg, mem)
 		}
 		n.Adapters["leases"] = "in memory (single node)"
 	}
@@ -325,9 +323,13 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 	}
 
 	n.Apps = projections.NewApps(sealer)
-	appsRunner := projections.NewRunner(n.Events, n.Registry, n.Apps, n.log, n.Metrics.Projected)
+	// The directories journal the positions of their events, so a
+	// snapshot restores them by reading those back, not the whole log.
+	appsJournal := projections.NewJournal(n.Apps, n.Events, n.Registry)
+	appsRunner := projections.NewRunner(n.Events, n.Registry, appsJournal, n.log, n.Metrics.Projected)
 	n.Operators = projections.NewOperators()
-	operatorsRunner := projections.NewRunner(n.Events, n.Registry, n.Operators, n.log, n.Metrics.Projected)
+	operatorsJournal := projections.NewJournal(n.Operators, n.Events, n.Registry)
+	operatorsRunner := projections.NewRunner(n.Events, n.Registry, operatorsJournal, n.log, n.Metrics.Projected)
 	n.Runners = []*projections.Runner{appsRunner, operatorsRunner}
 	n.Families = map[projections.Family]*projections.Runner{}
 	var families projections.RunnerSet
@@ -343,7 +345,9 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 	deliveriesRunner := n.Families[projections.FamilyDeliveries]
 	ids := commands.NewAllocator(n.Events, n.Registry, cfg.IDBlockSize)
 	pluginCmds := commands.NewPlugin(n.Events, n.Registry, ids, cfg.Now, phoneDirectory{n.ReadModel})
-	analyzerRunner := projections.NewRunner(n.Events, n.Registry, &commands.Analyzer{Plugin: pluginCmds}, n.log, n.Metrics.Projected)
+	analyzerJournal := projections.NewJournal(&commands.Analyzer{Plugin: pluginCmds}, n.Events, n.Registry)
+	analyzerJournal.CheckpointOnly = true
+	analyzerRunner := projections.NewRunner(n.Events, n.Registry, analyzerJournal, n.log, n.Metrics.Projected)
 
 	guard := targets.Guard{AllowLoopback: cfg.WebhookAllowLoopback}
 	if cfg.WebhookAllowLoopback {
@@ -442,6 +446,11 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		}
 		return fs
 	})
+	if n.snapshots != nil {
+		if err := n.loadSnapshot(ctx, appsJournal, operatorsJournal, analyzerJournal); err != nil {
+			return nil, err
+		}
+	}
 	runCtx, cancel := context.WithCancel(context.Background())
 	n.cancel = cancel
 	for _, r := range append(n.Runners, analyzerRunner) {

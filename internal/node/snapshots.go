@@ -20,10 +20,9 @@ const DefaultSnapshotInterval = 5 * time.Minute
 // SnapshotFile is the embedded read models' snapshot in the data directory.
 const SnapshotFile = "readmodels.snapshot"
 
-// openSnapshots sets up the embedded read models' snapshot and restores
-// it (after its checks against the log) before any projection runs; a
-// rebuild of any family shreds it.
-func (n *Node) openSnapshots(ctx context.Context, cfg Config, mem *memory.Store) error {
+// openSnapshots sets up the embedded read models' snapshot (loadSnapshot
+// restores it once the directories exist); a rebuild of any family shreds it.
+func (n *Node) openSnapshots(cfg Config, mem *memory.Store) {
 	n.snapshots = &memory.Snapshotter{
 		Store: mem, Keys: n.Keys, Log: n.StoredEvents, Path: filepath.Join(cfg.DataDir, SnapshotFile),
 		Families: projections.Families,
@@ -33,6 +32,13 @@ func (n *Node) openSnapshots(ctx context.Context, cfg Config, mem *memory.Store)
 	mem.OnReset(func(f projections.Family) {
 		n.snapshots.Invalidate(context.Background(), "rebuild of the "+string(f)+" read models")
 	})
+}
+
+// loadSnapshot restores the snapshot, after its checks against the log,
+// into the families and the journaled directories; call it before any
+// runner starts.
+func (n *Node) loadSnapshot(ctx context.Context, dirs ...*projections.Journal) error {
+	n.snapshots.Directories = dirs
 	restored, err := n.snapshots.Load(ctx)
 	if err != nil {
 		return fmt.Errorf("read-model snapshot: %w", err)

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -206,5 +207,9 @@ func TestOpenBigLog(t *testing.T) {
 	if err := p.node.WaitCaughtUp(ctx); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("opened in %s, caught up in %s", opened.Round(time.Millisecond), time.Since(began).Round(time.Millisecond))
+	t.Logf("opened in %s (%s), caught up in %s", opened.Round(time.Millisecond), p.node.Adapters["read models"], time.Since(began).Round(time.Millisecond))
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	t.Logf("heap in use after catch-up and GC: %d MB", ms.HeapInuse>>20)
 }

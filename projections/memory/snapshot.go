@@ -40,6 +40,18 @@ type SnapshotHeader struct {
 	KeySubject string           `json:"key_subject"`
 	Created    time.Time        `json:"created"`
 	Families   []SnapshotFamily `json:"families"`
+	// Directories are the journaled in-memory projections (app and
+	// operator directories, analyzer), by name in Family; Rows counts
+	// their journal's positions.
+	Directories []SnapshotFamily `json:"directories,omitempty"`
+}
+
+// DirectoryImage is a journaled projection's place in the log and the
+// positions of the events it applied up to there (see projections.Journal).
+type DirectoryImage struct {
+	Name       string
+	Checkpoint events.Position
+	Positions  []events.Position
 }
 
 // SnapshotFamily is one family's place in the log as a snapshot holds it.
@@ -57,7 +69,7 @@ type SnapshotFamily struct {
 // file fails to open), fsynced, renamed over path, and the directory
 // fsynced. A crash leaves either the old file or the new one, never a mix.
 // It returns the file's size.
-func WriteSnapshot(path string, h SnapshotHeader, aead cipher.AEAD, images []FamilyImage) (int64, error) {
+func WriteSnapshot(path string, h SnapshotHeader, aead cipher.AEAD, images []FamilyImage, dirs []DirectoryImage) (int64, error) {
 	head, err := json.Marshal(h)
 	if err != nil {
 		return 0, fmt.Errorf("snapshot header: %w", err)
@@ -88,6 +100,9 @@ func WriteSnapshot(path string, h SnapshotHeader, aead cipher.AEAD, images []Fam
 		if err := enc.Encode(&images[i]); err != nil {
 			return 0, fmt.Errorf("snapshot %s: %w", images[i].Family, err)
 		}
+	}
+	if err := enc.Encode(dirs); err != nil {
+		return 0, fmt.Errorf("snapshot directories: %w", err)
 	}
 	if err := sw.close(); err != nil {
 		return 0, fmt.Errorf("snapshot: %w", err)
@@ -157,18 +172,19 @@ func readHeader(r io.Reader) (SnapshotHeader, []byte, error) {
 	return h, head, nil
 }
 
-// ReadSnapshot opens a snapshot with aead and returns its header and the
-// images it holds; any damage gives ErrSnapshotInvalid.
-func ReadSnapshot(path string, aead cipher.AEAD) (SnapshotHeader, []FamilyImage, error) {
+// ReadSnapshot opens a snapshot with aead and returns its header, the
+// family images and the directory journals it holds; any damage gives
+// ErrSnapshotInvalid.
+func ReadSnapshot(path string, aead cipher.AEAD) (SnapshotHeader, []FamilyImage, []DirectoryImage, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return SnapshotHeader{}, nil, err
+		return SnapshotHeader{}, nil, nil, err
 	}
 	defer f.Close()
 	br := bufio.NewReaderSize(f, 1<<20)
 	h, head, err := readHeader(br)
 	if err != nil {
-		return SnapshotHeader{}, nil, err
+		return SnapshotHeader{}, nil, nil, err
 	}
 	or := &openReader{r: br, aead: aead, head: head}
 	dec := gob.NewDecoder(or)
@@ -176,23 +192,35 @@ func ReadSnapshot(path string, aead cipher.AEAD) (SnapshotHeader, []FamilyImage,
 	for range h.Families {
 		var im FamilyImage
 		if err := dec.Decode(&im); err != nil {
-			return SnapshotHeader{}, nil, fmt.Errorf("%w: body: %v", ErrSnapshotInvalid, err)
+			return SnapshotHeader{}, nil, nil, fmt.Errorf("%w: body: %v", ErrSnapshotInvalid, err)
 		}
 		images = append(images, im)
 	}
+	var dirs []DirectoryImage
+	if err := dec.Decode(&dirs); err != nil {
+		return SnapshotHeader{}, nil, nil, fmt.Errorf("%w: directories: %v", ErrSnapshotInvalid, err)
+	}
 	// The last chunk must have been read and be marked last: nothing was cut.
 	if _, err := or.Read(make([]byte, 1)); err != io.EOF || !or.final {
-		return SnapshotHeader{}, nil, fmt.Errorf("%w: body does not end where it should", ErrSnapshotInvalid)
+		return SnapshotHeader{}, nil, nil, fmt.Errorf("%w: body does not end where it should", ErrSnapshotInvalid)
 	}
 	if _, err := br.ReadByte(); err != io.EOF {
-		return SnapshotHeader{}, nil, fmt.Errorf("%w: body does not end where it should", ErrSnapshotInvalid)
+		return SnapshotHeader{}, nil, nil, fmt.Errorf("%w: body does not end where it should", ErrSnapshotInvalid)
 	}
 	for i, im := range images {
 		if im.Family != h.Families[i].Family || im.Checkpoint != h.Families[i].Checkpoint {
-			return SnapshotHeader{}, nil, fmt.Errorf("%w: family %d disagrees with the header", ErrSnapshotInvalid, i)
+			return SnapshotHeader{}, nil, nil, fmt.Errorf("%w: family %d disagrees with the header", ErrSnapshotInvalid, i)
 		}
 	}
-	return h, images, nil
+	if len(dirs) != len(h.Directories) {
+		return SnapshotHeader{}, nil, nil, fmt.Errorf("%w: directories disagree with the header", ErrSnapshotInvalid)
+	}
+	for i, d := range dirs {
+		if d.Name != string(h.Directories[i].Family) || d.Checkpoint != h.Directories[i].Checkpoint {
+			return SnapshotHeader{}, nil, nil, fmt.Errorf("%w: directory %d disagrees with the header", ErrSnapshotInvalid, i)
+		}
+	}
+	return h, images, dirs, nil
 }
 
 // chunkAAD binds a chunk to its file's header, its place and whether it is last.

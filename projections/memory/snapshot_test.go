@@ -219,7 +219,7 @@ func TestSnapshotDamageIsDetected(t *testing.T) {
 		if err := os.WriteFile(f.path, good[:n], 0o600); err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := memory.ReadSnapshot(f.path, key.AEAD); !errors.Is(err, memory.ErrSnapshotInvalid) {
+		if _, _, _, err := memory.ReadSnapshot(f.path, key.AEAD); !errors.Is(err, memory.ErrSnapshotInvalid) {
 			t.Errorf("cut at %d of %d: %v, want ErrSnapshotInvalid", n, len(good), err)
 		}
 	}
@@ -229,14 +229,14 @@ func TestSnapshotDamageIsDetected(t *testing.T) {
 		if err := os.WriteFile(f.path, bad, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := memory.ReadSnapshot(f.path, key.AEAD); !errors.Is(err, memory.ErrSnapshotInvalid) {
+		if _, _, _, err := memory.ReadSnapshot(f.path, key.AEAD); !errors.Is(err, memory.ErrSnapshotInvalid) {
 			t.Errorf("byte %d changed: %v, want ErrSnapshotInvalid", at, err)
 		}
 	}
 	if err := os.WriteFile(f.path, append(append([]byte(nil), good...), 0), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := memory.ReadSnapshot(f.path, key.AEAD); !errors.Is(err, memory.ErrSnapshotInvalid) {
+	if _, _, _, err := memory.ReadSnapshot(f.path, key.AEAD); !errors.Is(err, memory.ErrSnapshotInvalid) {
 		t.Errorf("a byte appended: %v, want ErrSnapshotInvalid", err)
 	}
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -52,7 +53,10 @@ type Snapshotter struct {
 	// at position P, a snapshot is written only once each of them has
 	// applied P, so it cannot hold the person's fields.
 	ErasedBy []projections.Family
-	Logger   *slog.Logger
+	// Directories are the journaled in-memory projections kept beside the
+	// families (by name); Load restores them by reading their events back.
+	Directories []*projections.Journal
+	Logger      *slog.Logger
 	// OnWrite (optional) reports each snapshot written (metrics, tests).
 	OnWrite func(size int64, took time.Duration)
 
@@ -107,7 +111,7 @@ func (s *Snapshotter) Load(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("snapshot: head of the log: %w", err)
 	}
-	for _, f := range h.Families {
+	for _, f := range append(slices.Clone(h.Families), h.Directories...) {
 		if head.Less(f.Checkpoint) {
 			return reject(fmt.Errorf("%w: family %s is at %s, ahead of the log's head %s", ErrSnapshotInvalid, f.Family, f.Checkpoint, head))
 		}
@@ -124,7 +128,7 @@ func (s *Snapshotter) Load(ctx context.Context) (bool, error) {
 	if err != nil {
 		return reject(fmt.Errorf("%w: its key %s: %v", ErrSnapshotInvalid, h.KeySubject, err))
 	}
-	_, images, err := ReadSnapshot(s.Path, key.AEAD)
+	_, images, dirs, err := ReadSnapshot(s.Path, key.AEAD)
 	if err != nil {
 		return reject(err)
 	}
@@ -136,6 +140,22 @@ func (s *Snapshotter) Load(ctx context.Context) (bool, error) {
 		}
 		rows += im.Rows()
 		s.written[im.Family] = im.Checkpoint
+	}
+	for _, d := range dirs {
+		for _, j := range s.Directories {
+			if j.Name() != d.Name {
+				continue
+			}
+			// A journal that cannot be read back is scanned for by its runner.
+			if err := j.Restore(ctx, d.Checkpoint, d.Positions); err != nil {
+				s.log().Warn("directory not restored from the snapshot; its runner scans the log", "directory", d.Name, "err", err)
+				if err := j.Reset(ctx); err != nil {
+					return false, err
+				}
+				continue
+			}
+			s.written[projections.Family("directory "+d.Name)] = d.Checkpoint
+		}
 	}
 	s.log().Info("read models restored from snapshot", "path", s.Path, "rows", rows, "created", h.Created)
 	return true, nil
@@ -187,6 +207,17 @@ func (s *Snapshotter) Write(ctx context.Context) error {
 			moved = true
 		}
 	}
+	dirs := make([]DirectoryImage, 0, len(s.Directories))
+	for _, j := range s.Directories {
+		cp, positions, err := j.State(ctx)
+		if err != nil {
+			return fmt.Errorf("snapshot %s: %w", j.Name(), err)
+		}
+		dirs = append(dirs, DirectoryImage{Name: j.Name(), Checkpoint: cp, Positions: positions})
+		if prev, ok := s.written[projections.Family("directory "+j.Name())]; !ok || prev != cp {
+			moved = true
+		}
+	}
 	if !moved {
 		return nil
 	}
@@ -205,12 +236,19 @@ func (s *Snapshotter) Write(ctx context.Context) error {
 		}
 		h.Families = append(h.Families, SnapshotFamily{Family: im.Family, Checkpoint: im.Checkpoint, EventID: id, Rows: im.Rows()})
 	}
+	for _, d := range dirs {
+		id, err := eventIDAt(ctx, s.Log, d.Checkpoint)
+		if err != nil {
+			return fmt.Errorf("snapshot: read the log at %s: %w", d.Checkpoint, err)
+		}
+		h.Directories = append(h.Directories, SnapshotFamily{Family: projections.Family(d.Name), Checkpoint: d.Checkpoint, EventID: id, Rows: len(d.Positions)})
+	}
 	key, err := s.Keys.DataKey(ctx, h.KeySubject)
 	if err != nil {
 		return fmt.Errorf("snapshot key: %w", err)
 	}
 	old, _ := ReadSnapshotHeader(s.Path)
-	size, err := WriteSnapshot(s.Path, h, key.AEAD, images)
+	size, err := WriteSnapshot(s.Path, h, key.AEAD, images, dirs)
 	if err != nil {
 		_ = s.Keys.Destroy(ctx, h.KeySubject)
 		return err
@@ -221,6 +259,9 @@ func (s *Snapshotter) Write(ctx context.Context) error {
 	s.written = map[projections.Family]events.Position{}
 	for _, im := range images {
 		s.written[im.Family] = im.Checkpoint
+	}
+	for _, d := range dirs {
+		s.written[projections.Family("directory "+d.Name)] = d.Checkpoint
 	}
 	took := time.Since(began)
 	s.log().Info("read-model snapshot written", "path", s.Path, "bytes", size, "took", took)
