@@ -384,3 +384,40 @@ func TestSnapshotShreddedByReset(t *testing.T) {
 		t.Fatalf("snapshot kept after a family's reset: %v", err)
 	}
 }
+
+// A snapshot behind the log's head is restored, then shredded at once: the
+// tail may hold an erasure made elsewhere, so the file must not outlive
+// the restore; Run writes a new one once caught up.
+func TestSnapshotBehindTheLogIsConsumed(t *testing.T) {
+	f := newSnapFixture(t)
+	f.fill(t, 3)
+	if err := f.snapshotter().Write(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	f.event(t) // the tail
+	f.store = memory.New()
+	s := f.snapshotter()
+	if ok, err := s.Load(f.ctx); !ok || err != nil {
+		t.Fatalf("Load = %v, %v", ok, err)
+	}
+	if _, err := f.store.User(f.ctx, 1, 2); err != nil {
+		t.Fatalf("restored rows missing: %v", err)
+	}
+	if _, err := os.Stat(f.path); !os.IsNotExist(err) {
+		t.Fatalf("a snapshot behind the log outlived its restore: %v", err)
+	}
+	ctx, cancel := context.WithCancel(f.ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = s.Run(ctx, time.Hour, true, func(context.Context) error { return nil }) }()
+	for i := 0; i < 200; i++ {
+		if _, err := os.Stat(f.path); err == nil {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	<-done
+	if _, err := os.Stat(f.path); err != nil {
+		t.Fatalf("no new snapshot after a consumed one: %v", err)
+	}
+}

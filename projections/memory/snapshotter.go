@@ -62,6 +62,10 @@ type Snapshotter struct {
 
 	mu      sync.Mutex // one Write, Load or Invalidate at a time
 	written map[projections.Family]events.Position
+	// rewrite: Load restored a snapshot behind the log's head and shredded
+	// it (the tail may erase someone it holds); Run writes a new one as
+	// soon as the families have caught up.
+	rewrite bool
 
 	pendMu  sync.Mutex
 	pending map[string]int // subjects being erased, not yet seen in the log
@@ -158,6 +162,20 @@ func (s *Snapshotter) Load(ctx context.Context) (bool, error) {
 		}
 	}
 	s.log().Info("read models restored from snapshot", "path", s.Path, "rows", rows, "created", h.Created)
+	// The log moved on since the snapshot: its tail may hold an erasure
+	// made by another node sharing the log (this node's own erasures shred
+	// the snapshot before they happen). The rows are in memory now, so the
+	// file is shredded at once and a new one written once caught up.
+	var newest events.Position
+	for _, f := range append(slices.Clone(h.Families), h.Directories...) {
+		if newest.Less(f.Checkpoint) {
+			newest = f.Checkpoint
+		}
+	}
+	if newest.Less(head) {
+		s.shred(ctx, h.KeySubject)
+		s.rewrite = true
+	}
 	return true, nil
 }
 
@@ -349,7 +367,10 @@ func (s *Snapshotter) Run(ctx context.Context, interval time.Duration, restored 
 			s.log().Log(ctx, level, "read-model snapshot not written", "err", err)
 		}
 	}
-	if !restored {
+	s.mu.Lock()
+	rewrite := s.rewrite
+	s.mu.Unlock()
+	if !restored || rewrite {
 		write()
 	}
 	t := time.NewTicker(interval)
