@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/healthtech/partner-open-platform/events"
+	"github.com/healthtech/partner-open-platform/events/catalog"
 	evmemory "github.com/healthtech/partner-open-platform/events/memory"
 	"github.com/healthtech/partner-open-platform/internal/secrets"
 	"github.com/healthtech/partner-open-platform/keys"
@@ -385,16 +386,27 @@ func TestSnapshotShreddedByReset(t *testing.T) {
 	}
 }
 
-// A snapshot behind the log's head is restored, then shredded at once: the
-// tail may hold an erasure made elsewhere, so the file must not outlive
-// the restore; Run writes a new one once caught up.
-func TestSnapshotBehindTheLogIsConsumed(t *testing.T) {
+// A snapshot whose log's tail erases someone (another node's erasure,
+// unseen here) is restored, then shredded at once: the file must not
+// outlive the restore; Run writes a new one once caught up. A tail without
+// erasure keeps the snapshot.
+func TestSnapshotBehindAnErasureIsConsumed(t *testing.T) {
 	f := newSnapFixture(t)
 	f.fill(t, 3)
 	if err := f.snapshotter().Write(f.ctx); err != nil {
 		t.Fatal(err)
 	}
-	f.event(t) // the tail
+	f.event(t) // a tail without erasure
+	f.store = memory.New()
+	if ok, err := f.snapshotter().Load(f.ctx); !ok || err != nil {
+		t.Fatalf("Load = %v, %v", ok, err)
+	}
+	if _, err := os.Stat(f.path); err != nil {
+		t.Fatalf("a snapshot with a harmless tail was dropped: %v", err)
+	}
+	if _, err := f.log.Append(f.ctx, "user-2", events.Any(), events.Proposed{ID: uuid.NewString(), Type: (catalog.UserErased{}).EventType(), Data: []byte(`{"open_user_id":2}`)}); err != nil {
+		t.Fatal(err)
+	}
 	f.store = memory.New()
 	s := f.snapshotter()
 	if ok, err := s.Load(f.ctx); !ok || err != nil {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/healthtech/partner-open-platform/events"
+	"github.com/healthtech/partner-open-platform/events/catalog"
 	"github.com/healthtech/partner-open-platform/keys"
 	"github.com/healthtech/partner-open-platform/projections"
 )
@@ -162,21 +163,56 @@ func (s *Snapshotter) Load(ctx context.Context) (bool, error) {
 		}
 	}
 	s.log().Info("read models restored from snapshot", "path", s.Path, "rows", rows, "created", h.Created)
-	// The log moved on since the snapshot: its tail may hold an erasure
-	// made by another node sharing the log (this node's own erasures shred
-	// the snapshot before they happen). The rows are in memory now, so the
-	// file is shredded at once and a new one written once caught up.
-	var newest events.Position
-	for _, f := range append(slices.Clone(h.Families), h.Directories...) {
-		if newest.Less(f.Checkpoint) {
-			newest = f.Checkpoint
-		}
+	// The log's tail after the snapshot may hold an erasure made by another
+	// node sharing the log (this node's own erasures shred the snapshot
+	// before they happen): then the file must not outlive this restore.
+	// The rows are in memory now, so it is shredded at once and a new one
+	// written once caught up.
+	erased, err := s.erasureAfter(ctx, h, head)
+	if err != nil {
+		return false, err
 	}
-	if newest.Less(head) {
+	if erased {
+		s.log().Info("read-model snapshot shredded after its restore: the log erased someone since", "path", s.Path)
 		s.shred(ctx, h.KeySubject)
 		s.rewrite = true
 	}
 	return true, nil
+}
+
+// erasedType is the event type of an erasure.
+var erasedType = (catalog.UserErased{}).EventType()
+
+// erasureAfter reports whether the log holds an erasure after the oldest
+// checkpoint of the snapshot's erasing families, up to head. It reads the
+// tail as stored (types only), which a restart after a graceful stop has
+// none of.
+func (s *Snapshotter) erasureAfter(ctx context.Context, h SnapshotHeader, head events.Position) (bool, error) {
+	from, found := head, false
+	for _, f := range h.Families {
+		if slices.Contains(s.ErasedBy, f.Family) && f.Checkpoint.Less(from) {
+			from, found = f.Checkpoint, true
+		}
+	}
+	if !found {
+		return false, nil
+	}
+	for from.Less(head) {
+		recs, err := s.Log.ReadAll(ctx, from, 1000)
+		if err != nil {
+			return false, fmt.Errorf("snapshot: read the log's tail: %w", err)
+		}
+		if len(recs) == 0 {
+			return false, nil
+		}
+		for _, rec := range recs {
+			if rec.Type == erasedType {
+				return true, nil
+			}
+		}
+		from = recs[len(recs)-1].Position
+	}
+	return false, nil
 }
 
 // eventIDAt is the id of the event at pos, "" for the log's start or if
