@@ -22,6 +22,12 @@ type Analyzer struct {
 // Name is the runner's name.
 func (*Analyzer) Name() string { return "plugin_analyzer" }
 
+// Handles names the one event type the analyzer acts on, so its runner
+// neither decrypts nor decodes the rest of the log.
+func (*Analyzer) Handles(eventType string) bool {
+	return eventType == (catalog.PluginMeasurementRecorded{}).EventType()
+}
+
 // Checkpoint is the last position handled by this process.
 func (a *Analyzer) Checkpoint(context.Context) (events.Position, error) {
 	a.mu.Lock()

@@ -120,17 +120,30 @@ func (s *Store) SubscribeAll(ctx context.Context, after events.Position) (events
 	return &subscription{Subscription: sub, s: s}, nil
 }
 
+// SubscribeAllFor is SubscribeAll that decrypts only the events whose type
+// wants accepts and delivers the others as stored: a follower that skips
+// most of the log (a projection of one family, the app directory) then pays
+// no decryption for what it skips, which is most of a start's replay.
+func (s *Store) SubscribeAllFor(ctx context.Context, after events.Position, wants func(eventType string) bool) (events.Subscription, error) {
+	sub, err := s.inner.SubscribeAll(ctx, after)
+	if err != nil {
+		return nil, err
+	}
+	return &subscription{Subscription: sub, s: s, wants: wants}, nil
+}
+
 // Close closes the inner store.
 func (s *Store) Close() error { return s.inner.Close() }
 
 type subscription struct {
 	events.Subscription
-	s *Store
+	s     *Store
+	wants func(eventType string) bool // nil: every event
 }
 
 func (sub *subscription) Next(ctx context.Context) (events.Recorded, error) {
 	rec, err := sub.Subscription.Next(ctx)
-	if err != nil {
+	if err != nil || (sub.wants != nil && !sub.wants(rec.Type)) {
 		return rec, err
 	}
 	return sub.s.Open(ctx, rec)

@@ -53,6 +53,15 @@ func NewApps(opener Opener) *Apps {
 // Name is the checkpoint name of the projection.
 func (*Apps) Name() string { return "apps" }
 
+// appTypes are the events the directory applies; the runner skips (and
+// neither decrypts nor decodes) the rest of the log, which is most of it.
+var appTypes = typeSet(&catalog.AppCreated{}, &catalog.AppSecretRotated{}, &catalog.AppScopesDeclared{}, &catalog.AppReviewed{},
+	&catalog.TokenIssued{}, &catalog.TokenRevoked{}, &catalog.UploaderRegistered{}, &catalog.AppWebhookConfigured{},
+	&catalog.AppSuspended{}, &catalog.AppResumed{}, &catalog.AppWebhookSecretIssued{}, &catalog.AppWebhookSecretActivated{})
+
+// Handles reports whether the directory applies events of this type.
+func (*Apps) Handles(eventType string) bool { return appTypes[eventType] }
+
 // Checkpoint is held in memory: the directory is rebuilt at every start.
 func (a *Apps) Checkpoint(context.Context) (events.Position, error) {
 	a.mu.RLock()

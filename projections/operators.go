@@ -38,6 +38,12 @@ func NewOperators() *Operators {
 // Name is the checkpoint name of the projection.
 func (*Operators) Name() string { return "operators" }
 
+// operatorTypes are the events the directory applies; the runner skips the rest.
+var operatorTypes = typeSet(&catalog.OperatorCreated{}, &catalog.OperatorRevoked{})
+
+// Handles reports whether the directory applies events of this type.
+func (*Operators) Handles(eventType string) bool { return operatorTypes[eventType] }
+
 // Checkpoint is held in memory: the directory is rebuilt at every start.
 func (o *Operators) Checkpoint(context.Context) (events.Position, error) {
 	o.mu.RLock()

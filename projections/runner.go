@@ -316,7 +316,7 @@ func (r *Runner) follow(ctx context.Context) error {
 
 	subCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	sub, err := r.store.SubscribeAll(subCtx, cp)
+	sub, err := r.subscribe(subCtx, cp)
 	if err != nil {
 		return fmt.Errorf("subscribe: %w", err)
 	}
@@ -478,6 +478,23 @@ func (r *Runner) skipped(env events.Envelope, err error) {
 	if r.onSkipped != nil {
 		r.onSkipped(r.Name())
 	}
+}
+
+// filteredStore is a store that can skip opening (decrypting) the events
+// a follower ignores (privacy.Store).
+type filteredStore interface {
+	SubscribeAllFor(ctx context.Context, after events.Position, wants func(eventType string) bool) (events.Subscription, error)
+}
+
+// subscribe follows the log after cp; a projector that names its event
+// types gets the others unopened, since decode skips them anyway.
+func (r *Runner) subscribe(ctx context.Context, cp events.Position) (events.Subscription, error) {
+	if f, ok := r.proj.(interface{ Handles(string) bool }); ok {
+		if fs, ok := r.store.(filteredStore); ok {
+			return fs.SubscribeAllFor(ctx, cp, f.Handles)
+		}
+	}
+	return r.store.SubscribeAll(ctx, cp)
 }
 
 // decode skips events the projector does not handle (a family projector

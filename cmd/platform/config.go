@@ -48,6 +48,7 @@ type config struct {
 	InternalToken                                                                        string
 	NodeID                                                                               string        // "": the node makes one up (hostname-pid-random)
 	LeaseTTL                                                                             time.Duration // how long a dead node keeps its families
+	SnapshotInterval                                                                     time.Duration // embedded read models' snapshot period; negative: off
 
 	settings []*setting
 }
@@ -276,6 +277,27 @@ func loadConfig(args []string, getenv func(string) string, usageOut io.Writer) (
 				return nil
 			},
 			show: func() string { return c.LeaseTTL.String() }},
+		{env: "PLATFORM_SNAPSHOT_INTERVAL", flag: "snapshot-interval", def: "5m",
+			usage:   "how often embedded read models are snapshotted to the data directory, so a start restores them and replays only the log's tail; off = every start replays the whole log",
+			accepts: "a Go duration from 10s to 24h, such as 5m, or off",
+			parse: func(s string) error {
+				if s == "off" {
+					c.SnapshotInterval = -1
+					return nil
+				}
+				d, err := time.ParseDuration(s)
+				if err != nil || d < 10*time.Second || d > 24*time.Hour {
+					return errors.New("not a duration from 10s to 24h, nor off")
+				}
+				c.SnapshotInterval = d
+				return nil
+			},
+			show: func() string {
+				if c.SnapshotInterval < 0 {
+					return "off"
+				}
+				return c.SnapshotInterval.String()
+			}},
 		{env: "PLATFORM_DIRECTORY_STALENESS", flag: "directory-staleness", def: "0s",
 			usage:   "on a shared event store, how old the state may be on which an app, token or operator found in this node's directory is accepted; 0 = changes made on any node apply at once",
 			accepts: "a non-negative Go duration such as 0s, 250ms or 1s",

@@ -48,7 +48,7 @@ func TestDefaults(t *testing.T) {
 		Addr: "127.0.0.1:8080", DataDir: "./data", Timezone: "Asia/Shanghai", KafkaTopic: "platform.events",
 		KafkaInternalTopic: "platform.internal.events", KafkaRelay: true, RateLimit: 6000, LogFormat: "text",
 		LeaseTTL: 10 * time.Second, WebhookWorkers: 64, WebhookPerEndpoint: 16, WebhookBreakerFailures: 5,
-		WebhookCreateConcurrency: 64, WebhookBreakerCooldown: 30 * time.Second,
+		WebhookCreateConcurrency: 64, WebhookBreakerCooldown: 30 * time.Second, SnapshotInterval: 5 * time.Minute,
 	}
 	c.settings = nil
 	if !reflect.DeepEqual(*c, want) {
@@ -58,6 +58,16 @@ func TestDefaults(t *testing.T) {
 
 // TestInvalidValuesStopStartUp: every variable that can be wrong is refused
 // with a message naming it and its accepted values, by variable and by flag.
+// TestSnapshotInterval: a duration sets the period, off turns snapshots off.
+func TestSnapshotInterval(t *testing.T) {
+	if c := mustLoad(t, map[string]string{"PLATFORM_SNAPSHOT_INTERVAL": "90s"}); c.SnapshotInterval != 90*time.Second {
+		t.Errorf("90s gave %v", c.SnapshotInterval)
+	}
+	if c := mustLoad(t, map[string]string{"PLATFORM_SNAPSHOT_INTERVAL": "off"}); c.SnapshotInterval >= 0 {
+		t.Errorf("off gave %v, want negative (no snapshots)", c.SnapshotInterval)
+	}
+}
+
 func TestInvalidValuesStopStartUp(t *testing.T) {
 	bad := map[string][]string{
 		"PLATFORM_ADDR":                       {"8080", "localhost", "127.0.0.1:http", "127.0.0.1:70000", "a b:80"},
@@ -82,6 +92,7 @@ func TestInvalidValuesStopStartUp(t *testing.T) {
 		"PLATFORM_LOG_FORMAT":                 {"yaml", "logfmt"},
 		"PLATFORM_NODE_ID":                    {"node 1", "a/b", strings.Repeat("n", 129)},
 		"PLATFORM_LEASE_TTL":                  {"10", "0s", "500ms", "-5s", "11m", "soon"},
+		"PLATFORM_SNAPSHOT_INTERVAL":          {"5", "1s", "-5m", "25h", "never", "OFF"},
 		"PLATFORM_MASTER_KEY":                 {"hunter2", goodKey[:62], goodKey + "00"},
 		"PLATFORM_MASTER_KEY_PREVIOUS":        {"hunter2", goodKey + ",", goodKey + ",," + goodKey, goodKey + "," + goodKey[:62]},
 	}

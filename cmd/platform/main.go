@@ -42,7 +42,7 @@ func main() {
 		FeedPseudonymKey: cfg.FeedPseudonymKey, KafkaRelay: &cfg.KafkaRelay, WebhookAllowLoopback: cfg.WebhookAllowLoopback,
 		WebhookSchedule: cfg.WebhookRetrySchedule, WebhookWorkers: cfg.WebhookWorkers, WebhookPerEndpoint: cfg.WebhookPerEndpoint,
 		WebhookBreakerFailures: cfg.WebhookBreakerFailures, WebhookBreakerCooldown: cfg.WebhookBreakerCooldown, WebhookCreateConcurrency: cfg.WebhookCreateConcurrency, InternalToken: cfg.InternalToken, PartnerRateLimit: cfg.RateLimit,
-		NodeID: cfg.NodeID, LeaseTTL: cfg.LeaseTTL,
+		NodeID: cfg.NodeID, LeaseTTL: cfg.LeaseTTL, SnapshotInterval: cfg.SnapshotInterval,
 		DirectoryStaleness: cfg.DirectoryStaleness,
 	}); err != nil {
 		log.Error("platform stopped", "err", err)

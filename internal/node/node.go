@@ -4,6 +4,7 @@
 package node
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -129,6 +130,12 @@ type Config struct {
 	// NodeID names this node as a lease holder (PLATFORM_NODE_ID; unset:
 	// hostname-pid-random).
 	NodeID string
+	// SnapshotInterval is how often embedded read models are snapshotted to
+	// the data directory (PLATFORM_SNAPSHOT_INTERVAL, default 5 min; also
+	// once caught up after a start that found none, and at a graceful
+	// stop), so a start restores them and replays only the log's tail;
+	// negative: no snapshots, every start replays the whole log.
+	SnapshotInterval time.Duration
 	// LeaseTTL is how long a lease outlives its holder's last renewal
 	// (PLATFORM_LEASE_TTL, default 10 s): a dead owner's families, relay
 	// and webhook creation are taken over within it.
@@ -171,6 +178,10 @@ type Node struct {
 
 	log  *slog.Logger
 	head *headStore
+	// snapshots keeps the embedded read models' snapshot (nil: Postgres
+	// read models, or snapshots off); restored says Open restored one.
+	snapshots *memory.Snapshotter
+	restored  bool
 	// pool is the read-model database's pool (nil in embedded mode): the
 	// leases, claims, rate limits and relay checkpoint share it.
 	pool *pgxpool.Pool
@@ -304,9 +315,13 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		n.Adapters["read models"] = "Postgres"
 		n.Adapters["leases"] = fmt.Sprintf("Postgres, node %s, TTL %s", cfg.NodeID, cfg.LeaseTTL)
 	} else {
-		n.ReadModel = memory.New()
+		mem := memory.New()
+		n.ReadModel = mem
 		n.Leases = leasemem.New()
 		n.Adapters["read models"] = "in memory, rebuilt from the log at start"
+		if cfg.SnapshotInterval >= 0 {
+			n.openSnapshots(cfg, mem)
+		}
 		n.Adapters["leases"] = "in memory (single node)"
 	}
 	n.closers = append(n.closers, n.ReadModel.Close)
@@ -324,9 +339,13 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 	}
 
 	n.Apps = projections.NewApps(sealer)
-	appsRunner := projections.NewRunner(n.Events, n.Registry, n.Apps, n.log, n.Metrics.Projected)
+	// The directories journal the positions of their events, so a
+	// snapshot restores them by reading those back, not the whole log.
+	appsJournal := projections.NewJournal(n.Apps, n.Events, n.Registry)
+	appsRunner := projections.NewRunner(n.Events, n.Registry, appsJournal, n.log, n.Metrics.Projected)
 	n.Operators = projections.NewOperators()
-	operatorsRunner := projections.NewRunner(n.Events, n.Registry, n.Operators, n.log, n.Metrics.Projected)
+	operatorsJournal := projections.NewJournal(n.Operators, n.Events, n.Registry)
+	operatorsRunner := projections.NewRunner(n.Events, n.Registry, operatorsJournal, n.log, n.Metrics.Projected)
 	n.Runners = []*projections.Runner{appsRunner, operatorsRunner}
 	n.Families = map[projections.Family]*projections.Runner{}
 	var families projections.RunnerSet
@@ -342,7 +361,9 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 	deliveriesRunner := n.Families[projections.FamilyDeliveries]
 	ids := commands.NewAllocator(n.Events, n.Registry, cfg.IDBlockSize).Grow(16)
 	pluginCmds := commands.NewPlugin(n.Events, n.Registry, ids, cfg.Now, phoneDirectory{n.ReadModel})
-	analyzerRunner := projections.NewRunner(n.Events, n.Registry, &commands.Analyzer{Plugin: pluginCmds}, n.log, n.Metrics.Projected)
+	analyzerJournal := projections.NewJournal(&commands.Analyzer{Plugin: pluginCmds}, n.Events, n.Registry)
+	analyzerJournal.CheckpointOnly = true
+	analyzerRunner := projections.NewRunner(n.Events, n.Registry, analyzerJournal, n.log, n.Metrics.Projected)
 
 	guard := targets.Guard{AllowLoopback: cfg.WebhookAllowLoopback}
 	if cfg.WebhookAllowLoopback {
@@ -383,7 +404,11 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		// may have gone through another node, so reads wait for the head.
 		marks.FollowHead(n.Events.Head)
 	}
-	users := commands.NewUsers(n.Events, n.Registry, ids, cfg.Now, n.Location).WithKeys(n.Keys)
+	var destroyer commands.KeyDestroyer = n.Keys
+	if n.snapshots != nil {
+		destroyer = erasingKeys{n.Keys, n.snapshots}
+	}
+	users := commands.NewUsers(n.Events, n.Registry, ids, cfg.Now, n.Location).WithKeys(destroyer)
 	if !cfg.PlaintextPersonalData {
 		users.WithKeyWarmer(n.Keys)
 		ids.OnReserve(commands.KindUser, n.prepareUserKeys)
@@ -392,6 +417,9 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 	erasures.Forgot = func(subject string, at events.Position) {
 		if id, err := strconv.ParseInt(strings.TrimPrefix(subject, "user-"), 10, 64); err == nil {
 			users.Forget(id)
+		}
+		if n.snapshots != nil {
+			n.snapshots.Erased(context.Background(), subject, at)
 		}
 		n.forgotKey(subject, at)
 	}
@@ -436,6 +464,11 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		}
 		return fs
 	})
+	if n.snapshots != nil {
+		if err := n.loadSnapshot(ctx, appsJournal, operatorsJournal, analyzerJournal); err != nil {
+			return nil, err
+		}
+	}
 	runCtx, cancel := context.WithCancel(context.Background())
 	n.cancel = cancel
 	for _, r := range append(n.Runners, analyzerRunner) {
@@ -446,6 +479,18 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		}()
 	}
 	n.spawn(runCtx, "erasure follower", erasures.Run)
+	if n.snapshots != nil {
+		n.spawn(runCtx, "read-model snapshots", func(ctx context.Context) error {
+			return n.snapshots.Run(ctx, cmp.Or(cfg.SnapshotInterval, DefaultSnapshotInterval), n.restored, func(ctx context.Context) error {
+				for _, run := range families {
+					if err := run.WaitReady(ctx); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+		})
+	}
 	if err := n.startWebhooks(runCtx, cfg, deliveriesRunner); err != nil {
 		return nil, err
 	}
@@ -684,6 +729,15 @@ func (n *Node) Close() error {
 	}
 	n.wg.Wait()
 	var errs []error
+	if n.snapshots != nil {
+		// The projections have stopped: a snapshot now lets the next start
+		// replay nothing.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		if err := n.snapshots.Write(ctx); err != nil && !errors.Is(err, memory.ErrSnapshotHeld) {
+			n.log.Error("read-model snapshot at stop not written", "err", err)
+		}
+		cancel()
+	}
 	for i := len(n.closers) - 1; i >= 0; i-- {
 		errs = append(errs, n.closers[i]())
 	}

@@ -47,7 +47,16 @@ type Store struct {
 	// Reset: they are security state, not read models derived from the log.
 	nonces   nonceSet
 	bindings nonceSet
+
+	// onReset (see OnReset) hears of every reset, after the family is empty.
+	onReset func(projections.Family)
 }
+
+// OnReset registers fn to be called after a family is emptied for a
+// rebuild (outside the family's lock): a snapshot of the family taken
+// before must then be dropped, or a restart would bring the old rows back.
+// Call it before the store is used.
+func (s *Store) OnReset(fn func(projections.Family)) { s.onReset = fn }
 
 type channelKey struct {
 	app     int64
@@ -199,11 +208,14 @@ func (s *Store) ResetFamily(ctx context.Context, f projections.Family) error {
 		return err
 	}
 	mu.Lock()
-	defer mu.Unlock()
 	empty()
 	s.cpMu.Lock()
 	delete(s.checkpoints, string(f))
 	s.cpMu.Unlock()
+	mu.Unlock()
+	if s.onReset != nil {
+		s.onReset(f)
+	}
 	return nil
 }
 
@@ -213,13 +225,20 @@ func (s *Store) Reset(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	for _, mu := range []*sync.RWMutex{&s.usersMu, &s.deliveriesMu, &s.reportsMu, &s.ordersMu, &s.benefitsMu, &s.auditMu} {
-		mu.Lock()
-		defer mu.Unlock()
+	func() {
+		for _, mu := range []*sync.RWMutex{&s.usersMu, &s.deliveriesMu, &s.reportsMu, &s.ordersMu, &s.benefitsMu, &s.auditMu} {
+			mu.Lock()
+			defer mu.Unlock()
+		}
+		s.cpMu.Lock()
+		defer s.cpMu.Unlock()
+		s.init()
+	}()
+	if s.onReset != nil {
+		for _, f := range projections.Families {
+			s.onReset(f)
+		}
 	}
-	s.cpMu.Lock()
-	defer s.cpMu.Unlock()
-	s.init()
 	return nil
 }
 

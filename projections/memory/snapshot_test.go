@@ -1,0 +1,435 @@
+package memory_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/healthtech/partner-open-platform/events"
+	"github.com/healthtech/partner-open-platform/events/catalog"
+	evmemory "github.com/healthtech/partner-open-platform/events/memory"
+	"github.com/healthtech/partner-open-platform/internal/secrets"
+	"github.com/healthtech/partner-open-platform/keys"
+	keyfiles "github.com/healthtech/partner-open-platform/keys/files"
+	"github.com/healthtech/partner-open-platform/projections"
+	"github.com/healthtech/partner-open-platform/projections/memory"
+)
+
+// snapFixture is a store whose families were filled while a log grew, so
+// every checkpoint is the position of a real event.
+type snapFixture struct {
+	ctx   context.Context
+	log   *evmemory.Store
+	keys  *keys.Keys
+	store *memory.Store
+	path  string
+}
+
+func newSnapFixture(t *testing.T) *snapFixture {
+	t.Helper()
+	dir := t.TempDir()
+	backend, err := keyfiles.Open(filepath.Join(dir, "keys"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { backend.Close() })
+	sealer, err := secrets.New([]byte(strings.Repeat("k", 32)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &snapFixture{ctx: context.Background(), log: evmemory.New(), keys: keys.New(backend, sealer), store: memory.New(),
+		path: filepath.Join(dir, "readmodels.snapshot")}
+}
+
+func (f *snapFixture) snapshotter() *memory.Snapshotter {
+	return &memory.Snapshotter{Store: f.store, Keys: f.keys, Log: f.log, Path: f.path, Families: projections.Families,
+		ErasedBy: []projections.Family{projections.FamilyUsers}}
+}
+
+// event appends one event and returns its position.
+func (f *snapFixture) event(t *testing.T) events.Position {
+	t.Helper()
+	res, err := f.log.Append(f.ctx, "s-"+uuid.NewString(), events.NoStream(), events.Proposed{ID: uuid.NewString(), Type: "t", Data: []byte(`{}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.Position
+}
+
+// fill writes rows to every family, each write at a new event's position.
+func (f *snapFixture) fill(t *testing.T, users int) {
+	t.Helper()
+	ctx := f.ctx
+	at := time.Date(2026, 1, 2, 3, 4, 5, 6000, time.UTC)
+	phone := "13800000000"
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 1; i <= users; i++ {
+		id := int64(i)
+		must(f.store.Update(ctx, "users", f.event(t), func(tx projections.UserTx) error {
+			if err := tx.PutUser(ctx, projections.User{AppID: 1, OpenUserID: id, ChannelUserID: fmt.Sprintf("c%d", i), Name: "n", Phone: &phone, Status: "ACTIVE", RegisteredAt: at, UpdatedAt: at}); err != nil {
+				return err
+			}
+			if err := tx.PutGroup(ctx, projections.Group{AppID: 1, OpenUserID: id, FamilyGroupID: id, AppGroupID: 1, Name: "g", CreatedAt: at, UpdatedAt: at}); err != nil {
+				return err
+			}
+			if err := tx.PutMember(ctx, projections.Member{AppID: 1, OpenUserID: id, MemberID: id, AppUserID: "m", AppGroupID: 1, FamilyGroupID: id, Name: "m", Relationship: "SON", UpdatedAt: at}); err != nil {
+				return err
+			}
+			if i%3 == 0 {
+				return tx.DeleteMember(ctx, id, at.Add(time.Second))
+			}
+			return nil
+		}))
+	}
+	code := 200
+	must(f.store.UpdateDeliveries(ctx, "deliveries", f.event(t), func(tx projections.DeliveryTx) error {
+		for i := 1; i <= 3; i++ {
+			next := at.Add(time.Hour)
+			if err := tx.PutDelivery(ctx, projections.Delivery{DeliveryID: fmt.Sprintf("d%d", i), AppID: 1, EventType: "user.registered",
+				SourceEventID: "e", SourcePosition: events.Position{Commit: uint64(i), Prepare: uint64(i)}, Cursor: events.Position{Commit: uint64(10 + i), Prepare: uint64(10 + i)},
+				Body: []byte(`{"x":1}`), Subject: "user-1", Status: "retrying", Attempts: 1, NextAttemptAt: &next, CreatedAt: at, UpdatedAt: at}); err != nil {
+				return err
+			}
+			if err := tx.AddAttempt(ctx, projections.Attempt{DeliveryID: fmt.Sprintf("d%d", i), Attempt: 1, At: at, StatusCode: &code, LatencyMS: 5}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}))
+	must(f.store.UpdateReports(ctx, "reports", f.event(t), func(tx projections.ReportTx) error {
+		return tx.PutReport(ctx, projections.Report{ReportID: 1, AppID: 1, OpenUserID: 1, Day: "2026-01-02", UploadedAt: at, UpdatedAt: at})
+	}))
+	must(f.store.UpdateOrders(ctx, "orders", f.event(t), func(tx projections.OrderTx) error {
+		if err := tx.PutGoods(ctx, projections.Goods{GoodsID: 1, GoodsCode: "G1", CreatedAt: at, UpdatedAt: at}); err != nil {
+			return err
+		}
+		return tx.PutOrder(ctx, projections.Order{OrderID: 1, AppID: 1, OrderCode: "O1", Status: "PAID", CreatedAt: at, UpdatedAt: at})
+	}))
+	must(f.store.UpdateBenefits(ctx, "benefits", f.event(t), func(tx projections.BenefitTx) error {
+		if err := tx.PutProvider(ctx, projections.ServiceProvider{ProviderID: 1, AppID: 1, CreatedAt: at, UpdatedAt: at}); err != nil {
+			return err
+		}
+		return tx.PutCard(ctx, projections.Card{CardNumber: "C1", IssuerAppID: 1, Items: []projections.CardItem{{UserBenefitItemID: 1}}, CreatedAt: at, UpdatedAt: at})
+	}))
+	must(f.store.UpdateAudit(ctx, "audit", f.event(t), func(tx projections.AuditTx) error {
+		return tx.AddAuditFact(ctx, projections.AuditFact{EventID: "a1", At: at})
+	}))
+}
+
+func imagesOf(t *testing.T, s *memory.Store) []memory.FamilyImage {
+	t.Helper()
+	var out []memory.FamilyImage
+	for _, f := range projections.Families {
+		im, err := s.Image(context.Background(), f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, im)
+	}
+	return out
+}
+
+func TestSnapshotRestoresEveryFamily(t *testing.T) {
+	f := newSnapFixture(t)
+	f.fill(t, 20)
+	if err := f.snapshotter().Write(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	want := imagesOf(t, f.store)
+
+	f.store = memory.New()
+	ok, err := f.snapshotter().Load(f.ctx)
+	if err != nil || !ok {
+		t.Fatalf("Load = %v, %v", ok, err)
+	}
+	got := imagesOf(t, f.store)
+	if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(want, got) {
+		t.Fatal("restored read models differ from the snapshotted ones")
+	}
+	// The indexes came back with the rows: lookups by every key answer.
+	ctx := f.ctx
+	if u, err := f.store.UserByChannelID(ctx, 1, "c7"); err != nil || u.OpenUserID != 7 {
+		t.Errorf("UserByChannelID = %+v, %v", u, err)
+	}
+	if u, err := f.store.UserByPhone(ctx, 1, "13800000000"); err != nil || u.OpenUserID != 1 {
+		t.Errorf("UserByPhone = %+v, %v", u, err)
+	}
+	if gs, err := f.store.Groups(ctx, 1, 3); err != nil || len(gs) != 1 || gs[0].MemberCount != 0 {
+		t.Errorf("Groups of a user whose member was deleted = %+v, %v", gs, err)
+	}
+	if counts, err := f.store.CountByStatus(ctx); err != nil || counts["retrying"] != 3 {
+		t.Errorf("CountByStatus = %v, %v", counts, err)
+	}
+	if last, err := f.store.LastSource(ctx); err != nil || last.Commit != 3 {
+		t.Errorf("LastSource = %v, %v", last, err)
+	}
+	if o, err := f.store.OrderByCode(ctx, 1, "O1"); err != nil || o.OrderID != 1 {
+		t.Errorf("OrderByCode = %+v, %v", o, err)
+	}
+	if c, err := f.store.CardByNumber(ctx, 1, "C1"); err != nil || len(c.Items) != 1 {
+		t.Errorf("CardByNumber = %+v, %v", c, err)
+	}
+	for _, fam := range projections.Families {
+		cp, _ := f.store.Checkpoint(ctx, string(fam))
+		if cp.IsZero() {
+			t.Errorf("family %s restored without its checkpoint", fam)
+		}
+	}
+}
+
+// A snapshot that is torn (a crash before the rename can only leave a
+// temporary file, but a disk can still lose a tail), altered or emptied is
+// refused as a whole and shredded; the store stays empty for a replay.
+func TestSnapshotDamageIsDetected(t *testing.T) {
+	f := newSnapFixture(t)
+	f.fill(t, 13000) // several sealed chunks
+	if err := f.snapshotter().Write(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	good, err := os.ReadFile(f.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(good) < 2<<20 {
+		t.Fatalf("the fixture makes a %d-byte snapshot: too small to span chunks", len(good))
+	}
+	h, err := memory.ReadSnapshotHeader(f.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := f.keys.Lookup(f.ctx, h.KeySubject)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cuts := []int{0, 10, len(good) / 2, len(good) - 1, len(good) - 1000}
+	for _, n := range cuts {
+		if err := os.WriteFile(f.path, good[:n], 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, _, err := memory.ReadSnapshot(f.path, key.AEAD); !errors.Is(err, memory.ErrSnapshotInvalid) {
+			t.Errorf("cut at %d of %d: %v, want ErrSnapshotInvalid", n, len(good), err)
+		}
+	}
+	for _, at := range []int{100, len(good) / 3, len(good) - 5} {
+		bad := append([]byte(nil), good...)
+		bad[at] ^= 0x40
+		if err := os.WriteFile(f.path, bad, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, _, err := memory.ReadSnapshot(f.path, key.AEAD); !errors.Is(err, memory.ErrSnapshotInvalid) {
+			t.Errorf("byte %d changed: %v, want ErrSnapshotInvalid", at, err)
+		}
+	}
+	if err := os.WriteFile(f.path, append(append([]byte(nil), good...), 0), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, _, err := memory.ReadSnapshot(f.path, key.AEAD); !errors.Is(err, memory.ErrSnapshotInvalid) {
+		t.Errorf("a byte appended: %v, want ErrSnapshotInvalid", err)
+	}
+
+	// Load refuses the damaged file, shreds it and leaves the store empty.
+	if err := os.WriteFile(f.path, good[:len(good)/2], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f.store = memory.New()
+	if ok, err := f.snapshotter().Load(f.ctx); ok || err != nil {
+		t.Fatalf("Load of a torn snapshot = %v, %v", ok, err)
+	}
+	if _, err := os.Stat(f.path); !os.IsNotExist(err) {
+		t.Errorf("the torn snapshot was kept: %v", err)
+	}
+	if _, err := f.keys.Lookup(f.ctx, h.KeySubject); err == nil {
+		t.Error("the torn snapshot's key was kept")
+	}
+	if cp, _ := f.store.Checkpoint(f.ctx, "users"); !cp.IsZero() {
+		t.Errorf("users checkpoint after a refused snapshot = %v, want zero (replay)", cp)
+	}
+}
+
+// A snapshot must never be ahead of the log it is restored over, nor be
+// of another log: both are refused.
+func TestSnapshotMustMatchTheLog(t *testing.T) {
+	f := newSnapFixture(t)
+	f.fill(t, 3)
+	if err := f.snapshotter().Write(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	saved, _ := os.ReadFile(f.path)
+
+	// The log behind the snapshot (restored from an older backup).
+	f.log = evmemory.New()
+	f.event(t)
+	f.store = memory.New()
+	if ok, err := f.snapshotter().Load(f.ctx); ok || err != nil {
+		t.Fatalf("Load over a shorter log = %v, %v", ok, err)
+	}
+
+	// Another log as long as the first: its events have other ids.
+	if err := f.snapshotter().Write(f.ctx); err != nil { // nothing to write: the store is empty at zero
+		t.Fatal(err)
+	}
+	other := evmemory.New()
+	for i := 0; i < 20; i++ {
+		if _, err := other.Append(f.ctx, fmt.Sprintf("o-%d", i), events.NoStream(), events.Proposed{ID: uuid.NewString(), Type: "t", Data: []byte(`{}`)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(f.path, saved, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f.log = other
+	f.store = memory.New()
+	if ok, err := f.snapshotter().Load(f.ctx); ok || err != nil {
+		t.Fatalf("Load over another log = %v, %v", ok, err)
+	}
+	if u, _ := imagesOf(t, f.store)[0], 0; len(u.Users) != 0 {
+		t.Fatal("rows of a refused snapshot were kept")
+	}
+}
+
+// Erasing shreds the snapshot at once and holds every new one back until
+// the erasure's event is applied by the families that erase.
+func TestSnapshotHeldThroughErasure(t *testing.T) {
+	f := newSnapFixture(t)
+	f.fill(t, 3)
+	s := f.snapshotter()
+	if err := s.Write(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	s.Erasing(f.ctx, "user-2")
+	if _, err := os.Stat(f.path); !os.IsNotExist(err) {
+		t.Fatalf("snapshot kept after Erasing: %v", err)
+	}
+	if err := s.Write(f.ctx); !errors.Is(err, memory.ErrSnapshotHeld) {
+		t.Fatalf("Write during an erasure = %v, want ErrSnapshotHeld", err)
+	}
+	erased := f.event(t)
+	s.Erased(f.ctx, "user-2", erased)
+	if err := s.Write(f.ctx); !errors.Is(err, memory.ErrSnapshotHeld) {
+		t.Fatalf("Write before the users family applied the erasure = %v, want ErrSnapshotHeld", err)
+	}
+	if err := f.store.Update(f.ctx, "users", erased, func(tx projections.UserTx) error { return tx.EraseUser(f.ctx, 2) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Write(f.ctx); err != nil {
+		t.Fatalf("Write once the erasure is applied: %v", err)
+	}
+	f.store = memory.New()
+	if ok, err := f.snapshotter().Load(f.ctx); !ok || err != nil {
+		t.Fatalf("Load = %v, %v", ok, err)
+	}
+	if _, err := f.store.User(f.ctx, 1, 2); !errors.Is(err, projections.ErrNotFound) {
+		t.Fatalf("the erased user came back from the snapshot: %v", err)
+	}
+}
+
+// An erasure racing a snapshot being written: once Erasing returns, no
+// snapshot file is left, whichever finished first.
+func TestSnapshotErasingRacesWrite(t *testing.T) {
+	f := newSnapFixture(t)
+	f.fill(t, 200)
+	for i := 0; i < 10; i++ {
+		s := f.snapshotter()
+		if err := f.store.Update(f.ctx, "users", f.event(t), func(projections.UserTx) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			if err := s.Write(f.ctx); err != nil && !errors.Is(err, memory.ErrSnapshotHeld) {
+				t.Error(err)
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			s.Erasing(f.ctx, fmt.Sprintf("user-%d", i))
+			if _, err := os.Stat(f.path); !os.IsNotExist(err) {
+				t.Errorf("round %d: a snapshot exists after Erasing returned: %v", i, err)
+			}
+		}()
+		wg.Wait()
+		if _, err := os.Stat(f.path); !os.IsNotExist(err) {
+			t.Fatalf("round %d: a snapshot exists while the erasure is pending: %v", i, err)
+		}
+	}
+}
+
+// A rebuild's reset shreds the snapshot: a restart must not bring the old rows back.
+func TestSnapshotShreddedByReset(t *testing.T) {
+	f := newSnapFixture(t)
+	f.fill(t, 3)
+	s := f.snapshotter()
+	f.store.OnReset(func(fam projections.Family) { s.Invalidate(f.ctx, "reset of "+string(fam)) })
+	if err := s.Write(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.store.ResetFamily(f.ctx, projections.FamilyReports); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(f.path); !os.IsNotExist(err) {
+		t.Fatalf("snapshot kept after a family's reset: %v", err)
+	}
+}
+
+// A snapshot whose log's tail erases someone (another node's erasure,
+// unseen here) is restored, then shredded at once: the file must not
+// outlive the restore; Run writes a new one once caught up. A tail without
+// erasure keeps the snapshot.
+func TestSnapshotBehindAnErasureIsConsumed(t *testing.T) {
+	f := newSnapFixture(t)
+	f.fill(t, 3)
+	if err := f.snapshotter().Write(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	f.event(t) // a tail without erasure
+	f.store = memory.New()
+	if ok, err := f.snapshotter().Load(f.ctx); !ok || err != nil {
+		t.Fatalf("Load = %v, %v", ok, err)
+	}
+	if _, err := os.Stat(f.path); err != nil {
+		t.Fatalf("a snapshot with a harmless tail was dropped: %v", err)
+	}
+	if _, err := f.log.Append(f.ctx, "user-2", events.Any(), events.Proposed{ID: uuid.NewString(), Type: (catalog.UserErased{}).EventType(), Data: []byte(`{"open_user_id":2}`)}); err != nil {
+		t.Fatal(err)
+	}
+	f.store = memory.New()
+	s := f.snapshotter()
+	if ok, err := s.Load(f.ctx); !ok || err != nil {
+		t.Fatalf("Load = %v, %v", ok, err)
+	}
+	if _, err := f.store.User(f.ctx, 1, 2); err != nil {
+		t.Fatalf("restored rows missing: %v", err)
+	}
+	if _, err := os.Stat(f.path); !os.IsNotExist(err) {
+		t.Fatalf("a snapshot behind the log outlived its restore: %v", err)
+	}
+	ctx, cancel := context.WithCancel(f.ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = s.Run(ctx, time.Hour, true, func(context.Context) error { return nil }) }()
+	for i := 0; i < 200; i++ {
+		if _, err := os.Stat(f.path); err == nil {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	<-done
+	if _, err := os.Stat(f.path); err != nil {
+		t.Fatalf("no new snapshot after a consumed one: %v", err)
+	}
+}

@@ -1,0 +1,422 @@
+package memory
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/healthtech/partner-open-platform/events"
+	"github.com/healthtech/partner-open-platform/events/catalog"
+	"github.com/healthtech/partner-open-platform/keys"
+	"github.com/healthtech/partner-open-platform/projections"
+)
+
+// SnapshotKeys is the part of the personal-data key store (keys.Keys) a
+// snapshotter uses: each snapshot is sealed with a data key of its own, so
+// destroying that key (erasure, rebuild) shreds the snapshot even where
+// the file system keeps freed blocks, and a master-key rotation re-seals it
+// like any other data key.
+type SnapshotKeys interface {
+	DataKey(ctx context.Context, subject string) (keys.Key, error)
+	Lookup(ctx context.Context, subject string) (keys.Key, error)
+	Destroy(ctx context.Context, subject string) error
+}
+
+// SnapshotLog is what a snapshotter reads of the event log (as stored):
+// its head, and the event at a checkpoint, to check that the log a
+// snapshot reflects is still there.
+type SnapshotLog interface {
+	Head(ctx context.Context) (events.Position, error)
+	ReadAll(ctx context.Context, after events.Position, limit int) ([]events.Recorded, error)
+}
+
+// Snapshotter keeps a snapshot of a Store's read models in a file so that
+// a start restores them and follows the log from their checkpoints instead
+// of replaying it all. It writes on Write (periodically from Run, and at a
+// graceful stop); Load restores at start after checking the snapshot
+// against the log; Invalidate shreds it (rebuild); Erasing and Erased keep
+// an erased person's plaintext out of every snapshot.
+type Snapshotter struct {
+	Store *Store
+	Keys  SnapshotKeys
+	Log   SnapshotLog
+	// Path is the snapshot file.
+	Path string
+	// Families are the families snapshotted, in order.
+	Families []projections.Family
+	// ErasedBy are the families that apply user.erased: after an erasure
+	// at position P, a snapshot is written only once each of them has
+	// applied P, so it cannot hold the person's fields.
+	ErasedBy []projections.Family
+	// Directories are the journaled in-memory projections kept beside the
+	// families (by name); Load restores them by reading their events back.
+	Directories []*projections.Journal
+	Logger      *slog.Logger
+	// OnWrite (optional) reports each snapshot written (metrics, tests).
+	OnWrite func(size int64, took time.Duration)
+
+	mu      sync.Mutex // one Write, Load or Invalidate at a time
+	written map[projections.Family]events.Position
+	// rewrite: Load restored a snapshot behind the log's head and shredded
+	// it (the tail may erase someone it holds); Run writes a new one as
+	// soon as the families have caught up.
+	rewrite bool
+
+	pendMu  sync.Mutex
+	pending map[string]int // subjects being erased, not yet seen in the log
+	barrier events.Position
+}
+
+// ErrSnapshotHeld is returned by Write while an erasure keeps snapshots
+// from being written (its event not yet applied by every family that
+// erases).
+var ErrSnapshotHeld = errors.New("projections/memory: snapshot held back by an erasure in progress")
+
+func (s *Snapshotter) log() *slog.Logger {
+	if s.Logger == nil {
+		return slog.Default()
+	}
+	return s.Logger
+}
+
+// Load restores every family from the snapshot, if there is one and it
+// passes every check: its key exists, its body opens (not torn or
+// altered), and for each family the log's head is at or after the
+// checkpoint and the event at the checkpoint has the recorded id (the log
+// was not replaced by another or cut back). Otherwise the snapshot is
+// shredded and the store stays empty, so the runners replay the log. It
+// returns whether the families were restored. Call it before the runners start.
+func (s *Snapshotter) Load(ctx context.Context) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	h, err := ReadSnapshotHeader(s.Path)
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	reject := func(why error) (bool, error) {
+		s.log().Warn("read-model snapshot not used; replaying the log", "path", s.Path, "reason", why)
+		s.shred(ctx, h.KeySubject)
+		for _, f := range s.Families {
+			if err := s.Store.clear(f); err != nil {
+				return false, err
+			}
+		}
+		return false, nil
+	}
+	if err != nil {
+		return reject(err)
+	}
+	head, err := s.Log.Head(ctx)
+	if err != nil {
+		return false, fmt.Errorf("snapshot: head of the log: %w", err)
+	}
+	for _, f := range append(slices.Clone(h.Families), h.Directories...) {
+		if head.Less(f.Checkpoint) {
+			return reject(fmt.Errorf("%w: family %s is at %s, ahead of the log's head %s", ErrSnapshotInvalid, f.Family, f.Checkpoint, head))
+		}
+		id, err := eventIDAt(ctx, s.Log, f.Checkpoint)
+		if err != nil {
+			return false, fmt.Errorf("snapshot: read the log at %s: %w", f.Checkpoint, err)
+		}
+		if id != f.EventID {
+			return reject(fmt.Errorf("%w: family %s: the log holds event %q at %s, the snapshot was taken after %q",
+				ErrSnapshotInvalid, f.Family, id, f.Checkpoint, f.EventID))
+		}
+	}
+	key, err := s.Keys.Lookup(ctx, h.KeySubject)
+	if err != nil {
+		return reject(fmt.Errorf("%w: its key %s: %v", ErrSnapshotInvalid, h.KeySubject, err))
+	}
+	_, images, dirs, err := ReadSnapshot(s.Path, key.AEAD)
+	if err != nil {
+		return reject(err)
+	}
+	rows := 0
+	s.written = map[projections.Family]events.Position{}
+	for _, im := range images {
+		if err := s.Store.Restore(ctx, im); err != nil {
+			return reject(err)
+		}
+		rows += im.Rows()
+		s.written[im.Family] = im.Checkpoint
+	}
+	for _, d := range dirs {
+		for _, j := range s.Directories {
+			if j.Name() != d.Name {
+				continue
+			}
+			// A journal that cannot be read back is scanned for by its runner.
+			if err := j.Restore(ctx, d.Checkpoint, d.Positions); err != nil {
+				s.log().Warn("directory not restored from the snapshot; its runner scans the log", "directory", d.Name, "err", err)
+				if err := j.Reset(ctx); err != nil {
+					return false, err
+				}
+				continue
+			}
+			s.written[projections.Family("directory "+d.Name)] = d.Checkpoint
+		}
+	}
+	s.log().Info("read models restored from snapshot", "path", s.Path, "rows", rows, "created", h.Created)
+	// The log's tail after the snapshot may hold an erasure made by another
+	// node sharing the log (this node's own erasures shred the snapshot
+	// before they happen): then the file must not outlive this restore.
+	// The rows are in memory now, so it is shredded at once and a new one
+	// written once caught up.
+	erased, err := s.erasureAfter(ctx, h, head)
+	if err != nil {
+		return false, err
+	}
+	if erased {
+		s.log().Info("read-model snapshot shredded after its restore: the log erased someone since", "path", s.Path)
+		s.shred(ctx, h.KeySubject)
+		s.rewrite = true
+	}
+	return true, nil
+}
+
+// erasedType is the event type of an erasure.
+var erasedType = (catalog.UserErased{}).EventType()
+
+// erasureAfter reports whether the log holds an erasure after the oldest
+// checkpoint of the snapshot's erasing families, up to head. It reads the
+// tail as stored (types only), which a restart after a graceful stop has
+// none of.
+func (s *Snapshotter) erasureAfter(ctx context.Context, h SnapshotHeader, head events.Position) (bool, error) {
+	from, found := head, false
+	for _, f := range h.Families {
+		if slices.Contains(s.ErasedBy, f.Family) && f.Checkpoint.Less(from) {
+			from, found = f.Checkpoint, true
+		}
+	}
+	if !found {
+		return false, nil
+	}
+	for from.Less(head) {
+		recs, err := s.Log.ReadAll(ctx, from, 1000)
+		if err != nil {
+			return false, fmt.Errorf("snapshot: read the log's tail: %w", err)
+		}
+		if len(recs) == 0 {
+			return false, nil
+		}
+		for _, rec := range recs {
+			if rec.Type == erasedType {
+				return true, nil
+			}
+		}
+		from = recs[len(recs)-1].Position
+	}
+	return false, nil
+}
+
+// eventIDAt is the id of the event at pos, "" for the log's start or if
+// no event is there.
+func eventIDAt(ctx context.Context, log SnapshotLog, pos events.Position) (string, error) {
+	if pos.IsZero() {
+		return "", nil
+	}
+	before := events.Position{Commit: pos.Commit, Prepare: pos.Prepare - 1}
+	if pos.Prepare == 0 {
+		before = events.Position{Commit: pos.Commit - 1, Prepare: ^uint64(0)}
+	}
+	recs, err := log.ReadAll(ctx, before, 1)
+	if err != nil {
+		return "", err
+	}
+	if len(recs) == 0 || recs[0].Position != pos {
+		return "", nil
+	}
+	return recs[0].ID, nil
+}
+
+// Write snapshots every family, each at its own checkpoint, unless nothing
+// moved since the last snapshot; it returns ErrSnapshotHeld while an
+// erasure is in progress. The file is replaced atomically, then the
+// previous snapshot's key is destroyed.
+func (s *Snapshotter) Write(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pendMu.Lock()
+	held, barrier := len(s.pending) > 0, s.barrier
+	s.pendMu.Unlock()
+	if held {
+		return ErrSnapshotHeld
+	}
+	began := time.Now()
+	images := make([]FamilyImage, 0, len(s.Families))
+	moved := false
+	for _, f := range s.Families {
+		im, err := s.Store.Image(ctx, f)
+		if err != nil {
+			return fmt.Errorf("snapshot %s: %w", f, err)
+		}
+		images = append(images, im)
+		if prev, ok := s.written[f]; !ok || prev != im.Checkpoint {
+			moved = true
+		}
+	}
+	dirs := make([]DirectoryImage, 0, len(s.Directories))
+	for _, j := range s.Directories {
+		cp, positions, err := j.State(ctx)
+		if err != nil {
+			return fmt.Errorf("snapshot %s: %w", j.Name(), err)
+		}
+		dirs = append(dirs, DirectoryImage{Name: j.Name(), Checkpoint: cp, Positions: positions})
+		if prev, ok := s.written[projections.Family("directory "+j.Name())]; !ok || prev != cp {
+			moved = true
+		}
+	}
+	if !moved {
+		return nil
+	}
+	for _, im := range images {
+		for _, f := range s.ErasedBy {
+			if im.Family == f && im.Checkpoint.Less(barrier) {
+				return ErrSnapshotHeld
+			}
+		}
+	}
+	h := SnapshotHeader{KeySubject: "readmodels-snapshot-" + strconv.FormatInt(time.Now().UnixNano(), 10), Created: time.Now().UTC()}
+	for _, im := range images {
+		id, err := eventIDAt(ctx, s.Log, im.Checkpoint)
+		if err != nil {
+			return fmt.Errorf("snapshot: read the log at %s: %w", im.Checkpoint, err)
+		}
+		h.Families = append(h.Families, SnapshotFamily{Family: im.Family, Checkpoint: im.Checkpoint, EventID: id, Rows: im.Rows()})
+	}
+	for _, d := range dirs {
+		id, err := eventIDAt(ctx, s.Log, d.Checkpoint)
+		if err != nil {
+			return fmt.Errorf("snapshot: read the log at %s: %w", d.Checkpoint, err)
+		}
+		h.Directories = append(h.Directories, SnapshotFamily{Family: projections.Family(d.Name), Checkpoint: d.Checkpoint, EventID: id, Rows: len(d.Positions)})
+	}
+	key, err := s.Keys.DataKey(ctx, h.KeySubject)
+	if err != nil {
+		return fmt.Errorf("snapshot key: %w", err)
+	}
+	old, _ := ReadSnapshotHeader(s.Path)
+	size, err := WriteSnapshot(s.Path, h, key.AEAD, images, dirs)
+	if err != nil {
+		_ = s.Keys.Destroy(ctx, h.KeySubject)
+		return err
+	}
+	if old.KeySubject != "" {
+		s.shredKey(ctx, old.KeySubject)
+	}
+	s.written = map[projections.Family]events.Position{}
+	for _, im := range images {
+		s.written[im.Family] = im.Checkpoint
+	}
+	for _, d := range dirs {
+		s.written[projections.Family("directory "+d.Name)] = d.Checkpoint
+	}
+	took := time.Since(began)
+	s.log().Info("read-model snapshot written", "path", s.Path, "bytes", size, "took", took)
+	if s.OnWrite != nil {
+		s.OnWrite(size, took)
+	}
+	return nil
+}
+
+// Invalidate shreds the snapshot (its key destroyed, its file removed), so
+// no start restores it: a rebuild's reset calls it, as the rebuilt family
+// must not come back from before the rebuild.
+func (s *Snapshotter) Invalidate(ctx context.Context, reason string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	h, err := ReadSnapshotHeader(s.Path)
+	if errors.Is(err, os.ErrNotExist) {
+		return
+	}
+	s.log().Info("read-model snapshot shredded", "path", s.Path, "reason", reason)
+	s.shred(ctx, h.KeySubject)
+}
+
+// shred destroys a snapshot's key and removes its file; s.mu is held.
+func (s *Snapshotter) shred(ctx context.Context, subject string) {
+	if subject != "" {
+		s.shredKey(ctx, subject)
+	}
+	if err := os.Remove(s.Path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		s.log().Error("could not remove the read-model snapshot", "path", s.Path, "err", err)
+	}
+	s.written = nil
+}
+
+func (s *Snapshotter) shredKey(ctx context.Context, subject string) {
+	if !keys.ValidSubject(subject) {
+		return
+	}
+	if err := s.Keys.Destroy(ctx, subject); err != nil {
+		s.log().Error("could not destroy a read-model snapshot's key", "subject", subject, "err", err)
+	}
+}
+
+// Erasing is called before a person's key is destroyed on this node: it
+// shreds the snapshot (which holds their fields in clear) and holds every
+// snapshot back until Erased reports the erasure's event.
+func (s *Snapshotter) Erasing(ctx context.Context, subject string) {
+	s.pendMu.Lock()
+	if s.pending == nil {
+		s.pending = map[string]int{}
+	}
+	s.pending[subject]++
+	s.pendMu.Unlock()
+	s.Invalidate(ctx, "erasure of "+subject)
+}
+
+// Erased is called when the log shows a person's erasure at pos (on any
+// node): the snapshot is shredded, and the next one waits until every
+// family in ErasedBy has applied pos.
+func (s *Snapshotter) Erased(ctx context.Context, subject string, pos events.Position) {
+	s.pendMu.Lock()
+	if s.pending[subject] > 0 {
+		delete(s.pending, subject)
+	}
+	if s.barrier.Less(pos) {
+		s.barrier = pos
+	}
+	s.pendMu.Unlock()
+	s.Invalidate(ctx, "erasure of "+subject)
+}
+
+// Run writes a snapshot once ready returns (the families caught up with
+// the log as it was at start) unless Load restored one, then every
+// interval until ctx ends.
+func (s *Snapshotter) Run(ctx context.Context, interval time.Duration, restored bool, ready func(context.Context) error) error {
+	if err := ready(ctx); err != nil {
+		return nil
+	}
+	write := func() {
+		if err := s.Write(ctx); err != nil && ctx.Err() == nil {
+			level := slog.LevelError
+			if errors.Is(err, ErrSnapshotHeld) {
+				level = slog.LevelInfo
+			}
+			s.log().Log(ctx, level, "read-model snapshot not written", "err", err)
+		}
+	}
+	s.mu.Lock()
+	rewrite := s.rewrite
+	s.mu.Unlock()
+	if !restored || rewrite {
+		write()
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+			write()
+		}
+	}
+}
