@@ -47,7 +47,7 @@ func TestDefaults(t *testing.T) {
 	want := config{
 		Addr: "127.0.0.1:8080", DataDir: "./data", Timezone: "Asia/Shanghai", KafkaTopic: "platform.events",
 		KafkaInternalTopic: "platform.internal.events", KafkaRelay: true, RateLimit: 6000, LogFormat: "text",
-		LeaseTTL: 10 * time.Second,
+		LeaseTTL: 10 * time.Second, ReportPullLimit: 60, VerifyCooldown: 10 * time.Second,
 	}
 	c.settings = nil
 	if !reflect.DeepEqual(*c, want) {
@@ -72,6 +72,8 @@ func TestInvalidValuesStopStartUp(t *testing.T) {
 		"PLATFORM_WEBHOOK_ALLOW_LOOPBACK": {"maybe", "-1", "tru"},
 		"PLATFORM_WEBHOOK_RETRY_SCHEDULE": {"5", "1m,0s", "-1m", "1m,,2m", "1m,", "soon"},
 		"PLATFORM_RATE_LIMIT":             {"abc", "0", "1.5", "6000/min", "1e3"},
+		"PLATFORM_REPORT_PULL_LIMIT":      {"abc", "0", "-1", "1.5"},
+		"PLATFORM_VERIFY_COOLDOWN":        {"abc", "-1s", "10"},
 		"PLATFORM_DIRECTORY_STALENESS":    {"abc", "-1s", "1", "soon"},
 		"PLATFORM_LOG_FORMAT":             {"yaml", "logfmt"},
 		"PLATFORM_NODE_ID":                {"node 1", "a/b", strings.Repeat("n", 129)},
@@ -329,5 +331,18 @@ func TestEventStoreDBConfig(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), v) || !strings.Contains(err.Error(), "nodePreference") {
 			t.Errorf("%s with a follower preference: %v, want a refusal naming the variable and nodePreference", v, err)
 		}
+	}
+}
+
+// A load test turns the report pull limit up and the verify-use cooldown
+// off; the node must get "none" (negative), not its 10 s default for 0.
+func TestLoadTestKnobs(t *testing.T) {
+	c := mustLoad(t, map[string]string{"PLATFORM_REPORT_PULL_LIMIT": "1000000", "PLATFORM_VERIFY_COOLDOWN": "0s"})
+	if c.ReportPullLimit != 1000000 || c.verifyCooldown() >= 0 {
+		t.Fatalf("report limit %d, node cooldown %s", c.ReportPullLimit, c.verifyCooldown())
+	}
+	c = mustLoad(t, map[string]string{"PLATFORM_VERIFY_COOLDOWN": "3s"})
+	if c.verifyCooldown() != 3*time.Second {
+		t.Fatalf("node cooldown %s, want 3s", c.verifyCooldown())
 	}
 }

@@ -43,6 +43,7 @@ func main() {
 		WebhookSchedule: cfg.WebhookRetrySchedule, InternalToken: cfg.InternalToken, PartnerRateLimit: cfg.RateLimit,
 		NodeID: cfg.NodeID, LeaseTTL: cfg.LeaseTTL,
 		DirectoryStaleness: cfg.DirectoryStaleness,
+		ReportPullLimit:    cfg.ReportPullLimit, VerifyCooldown: cfg.verifyCooldown(),
 	}); err != nil {
 		log.Error("platform stopped", "err", err)
 		os.Exit(1)
