@@ -87,9 +87,16 @@ func (b *Bench) Patch(ctx context.Context, history int) (Measured, error) {
 	if err != nil {
 		return Measured{}, err
 	}
-	// The history is written through the API too, every user at once.
-	if err := forEach(ctx, b.Opt.Clients, c*history, func(ctx context.Context, i int) error {
-		return b.patch(ctx, b.app, own[i%c])
+	// The history is written through the API too: users in parallel, each
+	// user's PATCHes one after another (concurrent PATCHes of one user
+	// would be refused as concurrent modifications).
+	if err := forEach(ctx, c, c, func(ctx context.Context, u int) error {
+		for range history {
+			if err := b.patch(ctx, b.app, own[u]); err != nil {
+				return err
+			}
+		}
+		return nil
 	}); err != nil {
 		return Measured{}, fmt.Errorf("history: %w", err)
 	}
