@@ -142,7 +142,7 @@ func runCmd(ctx context.Context, args []string, log io.Writer) error {
 		if s == "" {
 			continue
 		}
-		say("scenario %s", s)
+		say("scenario %s (%s)", s, b.settle(ctx, o.Drain))
 		var m Measured
 		var err error
 		clients := o.Clients

@@ -38,3 +38,18 @@ func TestRowRatioAndTable(t *testing.T) {
 		t.Errorf("note line %q", lines[3])
 	}
 }
+
+func TestEventsBehindSumsEveryFollower(t *testing.T) {
+	text := `# HELP platform_follower_events_behind Events in the log after the follower's position.
+# TYPE platform_follower_events_behind gauge
+platform_follower_events_behind{kind="family",name="users"} 12
+platform_follower_events_behind{kind="relay",name="kafka"} 3
+platform_follower_oldest_unapplied_seconds{kind="family",name="users"} 1.5
+`
+	if n, ok := eventsBehind(strings.NewReader(text)); !ok || n != 15 {
+		t.Fatalf("got %v %v, want 15 true", n, ok)
+	}
+	if _, ok := eventsBehind(strings.NewReader("platform_up 1\n")); ok {
+		t.Fatal("found a metric that is not there")
+	}
+}
