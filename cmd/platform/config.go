@@ -39,6 +39,8 @@ type config struct {
 	WebhookWorkers, WebhookPerEndpoint, WebhookBreakerFailures, WebhookCreateConcurrency int
 	WebhookBreakerCooldown                                                               time.Duration
 	RateLimit                                                                            int
+	ReportPullLimit                                                                      int           // report pulls per minute per app (scheme H)
+	VerifyCooldown                                                                       time.Duration // DUPLICATE_FULFILLMENT window; 0: none
 	DirectoryStaleness                                                                   time.Duration
 	LogFormat                                                                            string
 	AdminToken                                                                           string
@@ -256,6 +258,33 @@ func loadConfig(args []string, getenv func(string) string, usageOut io.Writer) (
 				}
 				return strconv.Itoa(c.RateLimit) + "/min per app"
 			}},
+		{env: "PLATFORM_REPORT_PULL_LIMIT", flag: "report-pull-limit", def: "60", usage: "report pulls per minute per app (the spec's 60); raised for load tests",
+			accepts: "a positive whole number of requests per minute per app",
+			parse: func(s string) error {
+				n, err := strconv.Atoi(s)
+				if err != nil || n <= 0 {
+					return errors.New("not a positive whole number")
+				}
+				c.ReportPullLimit = n
+				return nil
+			},
+			show: func() string { return strconv.Itoa(c.ReportPullLimit) + "/min per app" }},
+		{env: "PLATFORM_VERIFY_COOLDOWN", flag: "verify-cooldown", def: "10s", usage: "DUPLICATE_FULFILLMENT window of verify-use; 0 = none (load tests)",
+			accepts: "a Go duration of 0 or more, such as 10s or 0s",
+			parse: func(s string) error {
+				d, err := time.ParseDuration(s)
+				if err != nil || d < 0 {
+					return errors.New("not a duration of 0 or more")
+				}
+				c.VerifyCooldown = d
+				return nil
+			},
+			show: func() string {
+				if c.VerifyCooldown == 0 {
+					return "off"
+				}
+				return c.VerifyCooldown.String()
+			}},
 		{env: "PLATFORM_NODE_ID", flag: "node-id", usage: "this node's name among the nodes sharing a store; empty = hostname-pid-random",
 			accepts: "1 to 128 letters, digits, dots, dashes, underscores or colons, unique per running node, or empty for hostname-pid-random",
 			parse: func(s string) error {
@@ -437,6 +466,15 @@ func (c *config) eventStoreURL() string {
 		return c.EventStoreURL
 	}
 	return c.ESDBURL
+}
+
+// verifyCooldown is the node's VerifyCooldown: the node reads 0 as its
+// default, so a configured 0 ("none") becomes its negative "none".
+func (c *config) verifyCooldown() time.Duration {
+	if c.VerifyCooldown == 0 {
+		return -1
+	}
+	return c.VerifyCooldown
 }
 
 // flagValue feeds a flag through its setting's parser, so that a flag is

@@ -49,6 +49,7 @@ func TestDefaults(t *testing.T) {
 		KafkaInternalTopic: "platform.internal.events", KafkaRelay: true, RateLimit: 6000, LogFormat: "text",
 		LeaseTTL: 10 * time.Second, WebhookWorkers: 64, WebhookPerEndpoint: 16, WebhookBreakerFailures: 5,
 		WebhookCreateConcurrency: 64, WebhookBreakerCooldown: 30 * time.Second, SnapshotInterval: 5 * time.Minute,
+		ReportPullLimit: 60, VerifyCooldown: 10 * time.Second,
 	}
 	c.settings = nil
 	if !reflect.DeepEqual(*c, want) {
@@ -88,6 +89,8 @@ func TestInvalidValuesStopStartUp(t *testing.T) {
 		"PLATFORM_WEBHOOK_BREAKER_FAILURES":   {"0", "1001", "five"},
 		"PLATFORM_WEBHOOK_CREATE_CONCURRENCY": {"0", "4097", "x"},
 		"PLATFORM_WEBHOOK_BREAKER_COOLDOWN":   {"30", "500ms", "2h", "-1s", "soon"},
+		"PLATFORM_REPORT_PULL_LIMIT":          {"abc", "0", "-1", "1.5"},
+		"PLATFORM_VERIFY_COOLDOWN":            {"abc", "-1s", "10"},
 		"PLATFORM_DIRECTORY_STALENESS":        {"abc", "-1s", "1", "soon"},
 		"PLATFORM_LOG_FORMAT":                 {"yaml", "logfmt"},
 		"PLATFORM_NODE_ID":                    {"node 1", "a/b", strings.Repeat("n", 129)},
@@ -346,5 +349,18 @@ func TestEventStoreDBConfig(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), v) || !strings.Contains(err.Error(), "nodePreference") {
 			t.Errorf("%s with a follower preference: %v, want a refusal naming the variable and nodePreference", v, err)
 		}
+	}
+}
+
+// A load test turns the report pull limit up and the verify-use cooldown
+// off; the node must get "none" (negative), not its 10 s default for 0.
+func TestLoadTestKnobs(t *testing.T) {
+	c := mustLoad(t, map[string]string{"PLATFORM_REPORT_PULL_LIMIT": "1000000", "PLATFORM_VERIFY_COOLDOWN": "0s"})
+	if c.ReportPullLimit != 1000000 || c.verifyCooldown() >= 0 {
+		t.Fatalf("report limit %d, node cooldown %s", c.ReportPullLimit, c.verifyCooldown())
+	}
+	c = mustLoad(t, map[string]string{"PLATFORM_VERIFY_COOLDOWN": "3s"})
+	if c.verifyCooldown() != 3*time.Second {
+		t.Fatalf("node cooldown %s, want 3s", c.verifyCooldown())
 	}
 }

@@ -44,6 +44,7 @@ func main() {
 		WebhookBreakerFailures: cfg.WebhookBreakerFailures, WebhookBreakerCooldown: cfg.WebhookBreakerCooldown, WebhookCreateConcurrency: cfg.WebhookCreateConcurrency, InternalToken: cfg.InternalToken, PartnerRateLimit: cfg.RateLimit,
 		NodeID: cfg.NodeID, LeaseTTL: cfg.LeaseTTL, SnapshotInterval: cfg.SnapshotInterval,
 		DirectoryStaleness: cfg.DirectoryStaleness,
+		ReportPullLimit:    cfg.ReportPullLimit, VerifyCooldown: cfg.verifyCooldown(),
 	}); err != nil {
 		log.Error("platform stopped", "err", err)
 		os.Exit(1)

@@ -1,0 +1,121 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Op is one request of a scenario, made by worker w as its i-th call; it
+// returns an error when the platform did not answer as the scenario expects,
+// so a failing request is counted, never timed as a success.
+type Op func(ctx context.Context, w, i int) error
+
+// Phase is how long a closed-loop run warms up and then measures.
+type Phase struct {
+	Clients int
+	Warmup  time.Duration
+	Window  time.Duration
+}
+
+// Measured is the outcome of a closed-loop run: operations completed in the
+// measured window, their latencies, and the failures seen (the first one
+// kept to say why).
+type Measured struct {
+	OK       int64
+	Errors   int64
+	Elapsed  time.Duration
+	Lat      *Latencies
+	FirstErr error
+}
+
+// Rate is successful operations per second of the measured window.
+func (m Measured) Rate() float64 {
+	if m.Elapsed <= 0 {
+		return 0
+	}
+	return float64(m.OK) / m.Elapsed.Seconds()
+}
+
+// closedLoop runs op from p.Clients workers, each issuing its next request
+// as soon as the previous answered (a closed loop: offered load follows the
+// platform's speed, so the rate is its capacity at that concurrency). Calls
+// that start during the warm-up are not measured; calls that start in the
+// window are, and the run ends when the window closes (a call still in
+// flight then finishes but is not counted, so the rate is not inflated by
+// a drain).
+func closedLoop(ctx context.Context, p Phase, op Op) Measured {
+	lat := &Latencies{}
+	var ok, bad atomic.Int64
+	var firstErr atomic.Pointer[error]
+	start := time.Now()
+	measureFrom := start.Add(p.Warmup)
+	end := measureFrom.Add(p.Window)
+	runCtx, cancel := context.WithDeadline(ctx, end.Add(30*time.Second))
+	defer cancel()
+	var wg sync.WaitGroup
+	for w := 0; w < p.Clients; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			local := make([]time.Duration, 0, 4096)
+			defer func() { lat.Add(local) }()
+			for i := 0; ; i++ {
+				t0 := time.Now()
+				if !t0.Before(end) || runCtx.Err() != nil {
+					return
+				}
+				err := op(runCtx, w, i)
+				t1 := time.Now()
+				if t0.Before(measureFrom) || t1.After(end) {
+					continue
+				}
+				if err != nil {
+					bad.Add(1)
+					e := fmt.Errorf("worker %d call %d: %w", w, i, err)
+					firstErr.CompareAndSwap(nil, &e)
+					continue
+				}
+				ok.Add(1)
+				local = append(local, t1.Sub(t0))
+			}
+		}(w)
+	}
+	wg.Wait()
+	m := Measured{OK: ok.Load(), Errors: bad.Load(), Elapsed: p.Window, Lat: lat}
+	if e := firstErr.Load(); e != nil {
+		m.FirstErr = *e
+	}
+	return m
+}
+
+// forEach runs f for i in [0, n) on c workers and returns the first error:
+// the set-up's bounded parallelism.
+func forEach(ctx context.Context, c, n int, f func(ctx context.Context, i int) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var next atomic.Int64
+	var once sync.Once
+	var first error
+	var wg sync.WaitGroup
+	for w := 0; w < max(1, min(c, n)); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n || ctx.Err() != nil {
+					return
+				}
+				if err := f(ctx, i); err != nil {
+					once.Do(func() { first = err; cancel() })
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return first
+}

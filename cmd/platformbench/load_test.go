@@ -1,0 +1,63 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// Failed calls are counted as errors and never timed; successes are timed
+// one sample each; warm-up calls are neither.
+func TestClosedLoopCountsErrorsApart(t *testing.T) {
+	var calls atomic.Int64
+	m := closedLoop(context.Background(), Phase{Clients: 4, Warmup: 20 * time.Millisecond, Window: 100 * time.Millisecond},
+		func(ctx context.Context, w, i int) error {
+			calls.Add(1)
+			time.Sleep(time.Millisecond)
+			if i%2 == 1 {
+				return errors.New("refused")
+			}
+			return nil
+		})
+	if m.OK == 0 || m.Errors == 0 {
+		t.Fatalf("ok %d errors %d: both kinds should occur", m.OK, m.Errors)
+	}
+	if int64(m.Lat.Count()) != m.OK {
+		t.Fatalf("%d samples for %d successes", m.Lat.Count(), m.OK)
+	}
+	if m.OK+m.Errors >= calls.Load() {
+		t.Fatalf("measured %d of %d calls: the warm-up's were counted", m.OK+m.Errors, calls.Load())
+	}
+	if m.FirstErr == nil || m.Rate() != float64(m.OK)/0.1 {
+		t.Fatalf("first error %v, rate %f", m.FirstErr, m.Rate())
+	}
+}
+
+// The set-up's forEach visits every index once, and stops at the first error.
+func TestForEach(t *testing.T) {
+	seen := make([]atomic.Int32, 100)
+	if err := forEach(context.Background(), 8, 100, func(_ context.Context, i int) error { seen[i].Add(1); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	for i := range seen {
+		if seen[i].Load() != 1 {
+			t.Fatalf("index %d visited %d times", i, seen[i].Load())
+		}
+	}
+	boom := errors.New("boom")
+	var after atomic.Int32
+	err := forEach(context.Background(), 1, 100, func(_ context.Context, i int) error {
+		if i == 3 {
+			return boom
+		}
+		if i > 3 {
+			after.Add(1)
+		}
+		return nil
+	})
+	if !errors.Is(err, boom) || after.Load() != 0 {
+		t.Fatalf("err %v, %d calls after the failure", err, after.Load())
+	}
+}

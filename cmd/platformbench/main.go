@@ -1,0 +1,258 @@
+// Command platformbench is the load process of scripts/bench.sh: it sets up
+// a running platform through its admin and partner APIs, drives it with
+// correctly signed requests from closed-loop clients, measures the
+// baselines of the same run (raw appends to the same kind of event store,
+// pgbench -S or /healthz), and writes rows of rate, p50, p99 and the ratio
+// to the baseline, as JSON for `platformbench table` to print as one table.
+//
+//	platformbench run -url http://127.0.0.1:8080 -admin-token-file data/admin.token -store embedded -out embedded.json
+//	platformbench table [-json] embedded.json postgres.json
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Options are the run's flags.
+type Options struct {
+	Clients      int
+	PatchClients int
+	History      int
+	Users        int
+	Cards        int
+	Warmup       time.Duration
+	Window       time.Duration
+	Drain        time.Duration
+}
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: platformbench run|table [flags]")
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	var err error
+	switch os.Args[1] {
+	case "run":
+		err = runCmd(ctx, os.Args[2:], os.Stderr)
+	case "table":
+		err = tableCmd(os.Args[2:], os.Stdout)
+	default:
+		err = fmt.Errorf("unknown subcommand %q (run, table)", os.Args[1])
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "platformbench:", err)
+		os.Exit(1)
+	}
+}
+
+// allScenarios is the order scenarios run in: webhooks first, while the
+// dispatcher has no backlog of earlier scenarios' deliveries.
+var allScenarios = []string{"webhooks", "register", "patch-fresh", "patch-long", "member-upsert", "snapshot", "report-pull", "verify-hot", "verify-many"}
+
+func runCmd(ctx context.Context, args []string, log io.Writer) error {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	url := fs.String("url", "http://127.0.0.1:8080", "platform base URL")
+	tokenFile := fs.String("admin-token-file", "", "file holding the operator token (else PLATFORM_ADMIN_TOKEN)")
+	store := fs.String("store", "embedded", "label of the platform's stores: embedded or postgres")
+	rawURL := fs.String("raw-store-url", "", "Postgres event store URL for the raw-append baseline (empty: a bbolt log in -raw-dir)")
+	rawDir := fs.String("raw-dir", os.TempDir(), "directory of the raw-append baseline's bbolt log (same disk as the platform's)")
+	pgbench := fs.String("pgbench", "", "pgbench binary for the read baseline (empty: /healthz is the read baseline)")
+	pgbenchURL := fs.String("pgbench-url", "", "database initialised with pgbench -i")
+	scen := fs.String("scenarios", strings.Join(allScenarios, ","), "comma-separated scenarios")
+	out := fs.String("out", "", "write the rows as JSON to this file")
+	quick := fs.Bool("quick", false, "a smoke run: 1s warm-up, 3s window, short histories, few users and cards")
+	var o Options
+	fs.IntVar(&o.Clients, "clients", 32, "closed-loop clients per scenario")
+	fs.IntVar(&o.PatchClients, "patch-clients", 8, "clients (each on its own user) of PATCH and webhooks")
+	fs.IntVar(&o.History, "history", 1000, "prior events of each user in patch-long")
+	fs.IntVar(&o.Users, "users", 2000, "users read by snapshot and report-pull")
+	fs.IntVar(&o.Cards, "cards", 1000, "cards of verify-many")
+	fs.DurationVar(&o.Warmup, "warmup", 3*time.Second, "unmeasured warm-up of each scenario")
+	fs.DurationVar(&o.Window, "window", 10*time.Second, "measured window of each scenario")
+	fs.DurationVar(&o.Drain, "drain", 60*time.Second, "how long webhooks wait for outstanding deliveries")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *quick {
+		o.Warmup, o.Window, o.Drain = time.Second, 3*time.Second, 20*time.Second
+		o.History, o.Users, o.Cards = 50, 200, 100
+	}
+	token := os.Getenv("PLATFORM_ADMIN_TOKEN")
+	if *tokenFile != "" {
+		b, err := os.ReadFile(*tokenFile)
+		if err != nil {
+			return fmt.Errorf("admin token: %w", err)
+		}
+		token = strings.TrimSpace(string(b))
+	}
+	if token == "" {
+		return errors.New("no operator token: -admin-token-file or PLATFORM_ADMIN_TOKEN")
+	}
+	b := &Bench{P: newPlatform(*url, token, max(o.Clients, o.PatchClients)), Opt: o, run: strconv.FormatInt(time.Now().UnixNano(), 36)}
+	say := func(f string, a ...any) {
+		fmt.Fprintf(log, "platformbench [%s] "+f+"\n", append([]any{*store}, a...)...)
+	}
+	say("set-up: app and %d users", o.Users)
+	if err := b.setup(ctx); err != nil {
+		return fmt.Errorf("set-up: %w", err)
+	}
+
+	// Baselines first, so every row below can refer to them.
+	raw := map[int]Measured{}
+	var rows []Row
+	for _, c := range uniqInts(o.Clients, o.PatchClients) {
+		say("baseline: raw append, %d clients", c)
+		m, err := RawAppend(ctx, *rawURL, *rawDir, b.phase(c))
+		if err != nil {
+			return err
+		}
+		raw[c] = m
+		rows = append(rows, rowOf("baseline: raw append", *store, c, m, "", nil))
+	}
+	var read Measured
+	readName := "/healthz"
+	if *pgbench != "" {
+		readName = "pgbench -S"
+		say("baseline: pgbench -S, %d clients", o.Clients)
+		m, err := PgbenchS(ctx, *pgbench, *pgbenchURL, b.phase(o.Clients))
+		if err != nil {
+			return err
+		}
+		read = m
+	} else {
+		say("baseline: GET /healthz, %d clients", o.Clients)
+		read, _ = b.Healthz(ctx)
+	}
+	rows = append(rows, rowOf("baseline: "+readName, *store, o.Clients, read, "", nil))
+
+	for _, s := range strings.Split(*scen, ",") {
+		s = strings.TrimSpace(s)
+		if s == "" {
+			continue
+		}
+		say("scenario %s (%s)", s, b.settle(ctx, o.Drain))
+		var m Measured
+		var err error
+		clients := o.Clients
+		base, baseName := read, readName
+		writeBase := func() { base, baseName = raw[clients], "raw append" }
+		switch s {
+		case "webhooks":
+			res, err := b.Webhooks(ctx)
+			if err != nil {
+				return fmt.Errorf("webhooks: %w", err)
+			}
+			c := o.PatchClients
+			w := rowOf("webhook writes (PATCH)", *store, c, res.Writes, "raw append", ptr(raw[c]))
+			d := Row{Scenario: "webhook deliveries (ack→receipt)", Store: *store, Clients: c,
+				Rate: float64(res.Delivered) / o.Window.Seconds(), P50ms: ms(res.AckToReceipt.Quantile(0.5)), P99ms: ms(res.AckToReceipt.Quantile(0.99)),
+				Errors: int64(res.Missing) + res.BadSignature, Baseline: "webhook writes", BaseRate: w.Rate}
+			if w.Rate > 0 {
+				d.Ratio = d.Rate / w.Rate
+			}
+			d.Note = fmt.Sprintf("rate = deliveries received in the window; errors = %d window writes undelivered after %s drain + %d bad signatures",
+				res.Missing, o.Drain, res.BadSignature)
+			e := Row{Scenario: "webhook event time→receipt", Store: *store, Clients: c, Rate: d.Rate,
+				P50ms: ms(res.EventToRecpt.Quantile(0.5)), P99ms: ms(res.EventToRecpt.Quantile(0.99)),
+				Note: "occurred_at has whole seconds: ±1000 ms resolution"}
+			rows = append(rows, w, d, e)
+			continue
+		case "register":
+			writeBase()
+			m, err = b.Register(ctx)
+		case "patch-fresh":
+			clients = o.PatchClients
+			writeBase()
+			m, err = b.Patch(ctx, 0)
+		case "patch-long":
+			clients = o.PatchClients
+			writeBase()
+			s = fmt.Sprintf("patch-long (%d prior events)", o.History)
+			m, err = b.Patch(ctx, o.History)
+		case "member-upsert":
+			writeBase()
+			m, err = b.MemberUpsert(ctx)
+		case "snapshot":
+			m, err = b.Snapshot(ctx)
+		case "report-pull":
+			m, err = b.ReportPull(ctx)
+		case "verify-hot":
+			s = "verify-use hot card"
+			m, err = b.Verify(ctx, 1)
+		case "verify-many":
+			s = fmt.Sprintf("verify-use %d cards", o.Cards)
+			m, err = b.Verify(ctx, o.Cards)
+		default:
+			return fmt.Errorf("unknown scenario %q (known: %s)", s, strings.Join(allScenarios, ","))
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", s, err)
+		}
+		rows = append(rows, rowOf(s, *store, clients, m, baseName, &base))
+	}
+	if err := writeTable(log, rows); err != nil {
+		return err
+	}
+	if *out != "" {
+		b, err := json.MarshalIndent(rows, "", "  ")
+		if err != nil {
+			return fmt.Errorf("encode rows: %w", err)
+		}
+		if err := os.WriteFile(*out, append(b, '\n'), 0o644); err != nil {
+			return fmt.Errorf("write %s: %w", *out, err)
+		}
+	}
+	return nil
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func uniqInts(a, b int) []int {
+	if a == b {
+		return []int{a}
+	}
+	return []int{a, b}
+}
+
+// tableCmd prints the rows of one or more run files as one table (or, with
+// -json, as one JSON array).
+func tableCmd(args []string, w io.Writer) error {
+	fs := flag.NewFlagSet("table", flag.ContinueOnError)
+	asJSON := fs.Bool("json", false, "print JSON instead of the table")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	var rows []Row
+	for _, f := range fs.Args() {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return fmt.Errorf("read rows: %w", err)
+		}
+		var rs []Row
+		if err := json.Unmarshal(b, &rs); err != nil {
+			return fmt.Errorf("decode %s: %w", f, err)
+		}
+		rows = append(rows, rs...)
+	}
+	if *asJSON {
+		b, err := json.MarshalIndent(rows, "", "  ")
+		if err != nil {
+			return fmt.Errorf("encode rows: %w", err)
+		}
+		_, err = fmt.Fprintf(w, "%s\n", b)
+		return err
+	}
+	return writeTable(w, rows)
+}

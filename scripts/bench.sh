@@ -1,0 +1,180 @@
+#!/usr/bin/env bash
+# The benchmark command (issue 11): builds the platform and the load tool
+# (cmd/platformbench), starts the platform fresh and drives it from that
+# separate process with correctly signed requests, twice:
+#
+#   1. embedded: the bbolt event log and in-memory read models; baselines
+#      are raw appends to a bbolt log on the same disk (same group commit
+#      and fsync) and GET /healthz;
+#   2. postgres: the Postgres event store and Postgres read models;
+#      baselines are raw appends to the Postgres event store on the same
+#      server and pgbench -S with the same client count.
+#
+# It prints one table (rate, p50, p99, the baseline and the ratio to it)
+# on stdout; progress goes to stderr.
+#
+#   scripts/bench.sh            # the full run (several minutes)
+#   scripts/bench.sh --quick    # a smoke run, about a minute or two
+#   scripts/bench.sh --json     # the rows as JSON instead of the table
+#
+# BENCH_POSTGRES_URL (an admin URL) uses a running Postgres; otherwise a
+# throwaway server is started like scripts/test.sh does. BENCH_ARGS adds
+# flags to every `platformbench run` (e.g. "-clients 16 -window 20s");
+# BENCH_PG_SCENARIOS picks the Postgres run's scenarios; BENCH_SKIP_PG=1
+# runs the embedded half only.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+say() { printf 'bench.sh: %s\n' "$*" >&2; }
+die() {
+	say "error: $*"
+	exit 1
+}
+
+quick="" json=""
+for a in "$@"; do
+	case "$a" in
+	--quick) quick=-quick ;;
+	--json) json=-json ;;
+	*) die "unknown argument $a (--quick, --json)" ;;
+	esac
+done
+read -r -a extra <<<"${BENCH_ARGS:-}"
+pg_scenarios=${BENCH_PG_SCENARIOS:-register,member-upsert,snapshot,report-pull,verify-hot,verify-many}
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/platform-bench.XXXXXX")
+platform_pid="" pgtmp="" pgbin="" admin_url="" dbs=()
+cleanup() {
+	local rc=$?
+	trap - EXIT
+	stop_platform
+	if [ -n "$admin_url" ]; then
+		for db in "${dbs[@]}"; do psql -q "$admin_url" -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null 2>&1 || true; done
+	fi
+	if [ -n "$pgtmp" ] && [ -f "$pgtmp/data/postmaster.pid" ]; then
+		as_pg "$pgbin/pg_ctl" -D "$pgtmp/data" -m immediate stop >/dev/null 2>&1 || true
+	fi
+	rm -rf "$work" ${pgtmp:+"$pgtmp"}
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+as_pg() { if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
+port_free() { ! (echo >"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+pick_port() {
+	local p=$((20000 + RANDOM % 30000)) i
+	for ((i = 0; i < 200; i++)); do
+		if port_free "$p"; then
+			echo "$p"
+			return 0
+		fi
+		p=$((p + 1))
+	done
+	return 1
+}
+
+say "machine: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg) at start; $(go version)"
+say "building ./cmd/platform and ./cmd/platformbench into $work"
+go build -o "$work/platform" ./cmd/platform
+go build -o "$work/platformbench" ./cmd/platformbench
+
+# start_platform NAME [VAR=value ...]: a fresh platform in its own data
+# directory on a spare port, with the load-test knobs; waits for /readyz.
+start_platform() {
+	local name=$1
+	shift
+	port=$(pick_port) || die "no free port"
+	mkdir -p "$work/$name"
+	token=$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
+	env PLATFORM_ADDR="127.0.0.1:$port" PLATFORM_DATA_DIR="$work/$name/data" PLATFORM_ADMIN_TOKEN="$token" \
+		PLATFORM_RATE_LIMIT=-1 PLATFORM_REPORT_PULL_LIMIT=100000000 PLATFORM_VERIFY_COOLDOWN=0s \
+		PLATFORM_WEBHOOK_ALLOW_LOOPBACK=on PLATFORM_LOG_FORMAT=json "$@" \
+		"$work/platform" >"$work/$name/platform.log" 2>&1 &
+	platform_pid=$!
+	local i
+	for ((i = 0; i < 300; i++)); do
+		if curl -fsS "http://127.0.0.1:$port/readyz" >/dev/null 2>&1; then
+			say "$name platform up on 127.0.0.1:$port (pid $platform_pid)"
+			return 0
+		fi
+		kill -0 "$platform_pid" 2>/dev/null || break
+		sleep 0.2
+	done
+	tail -n 30 "$work/$name/platform.log" >&2 || true
+	die "the $name platform did not become ready"
+}
+
+stop_platform() {
+	if [ -n "$platform_pid" ]; then
+		kill -TERM "$platform_pid" 2>/dev/null || true
+		wait "$platform_pid" 2>/dev/null || true
+		platform_pid=""
+	fi
+}
+
+run_bench() {
+	PLATFORM_ADMIN_TOKEN="$token" "$work/platformbench" run -url "http://127.0.0.1:$port" $quick "${extra[@]}" "$@"
+}
+
+# ---- 1. embedded ----
+start_platform embedded
+run_bench -store embedded -raw-dir "$work/embedded" -out "$work/embedded.json"
+stop_platform
+
+# ---- 2. postgres ----
+start_postgres() {
+	local d
+	for d in $(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -t/ -k5,5nr); do
+		if [ -x "$d/initdb" ] && [ -x "$d/pg_ctl" ]; then pgbin=$d && break; fi
+	done
+	[ -n "$pgbin" ] || die "no PostgreSQL server binaries under /usr/lib/postgresql (or set BENCH_POSTGRES_URL)"
+	pgtmp=$(mktemp -d /tmp/platform-bench-pg.XXXXXX)
+	mkdir -p "$pgtmp/sock"
+	if [ "$(id -u)" -eq 0 ]; then chown -R postgres: "$pgtmp"; fi
+	as_pg "$pgbin/initdb" -D "$pgtmp/data" -A trust -U postgres -E UTF8 --locale=C --no-sync >"$pgtmp/initdb.log" 2>&1 ||
+		die "initdb failed: $(tail -n 5 "$pgtmp/initdb.log")"
+	local pport i
+	pport=$(pick_port) || die "no free port"
+	# The same settings as scripts/test.sh's server.
+	as_pg "$pgbin/pg_ctl" -D "$pgtmp/data" -l "$pgtmp/postgres.log" -W start -o \
+		"-c listen_addresses=127.0.0.1 -c port=$pport -c unix_socket_directories=$pgtmp/sock -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300" >/dev/null
+	for ((i = 0; i < 60; i++)); do
+		if "$pgbin/pg_isready" -q -h 127.0.0.1 -p "$pport" -U postgres; then
+			admin_url="postgres://postgres@127.0.0.1:$pport/postgres?sslmode=disable"
+			say "throwaway postgres on 127.0.0.1:$pport"
+			return 0
+		fi
+		sleep 0.5
+	done
+	die "postgres did not start: $(tail -n 5 "$pgtmp/postgres.log")"
+}
+
+files=("$work/embedded.json")
+if [ "${BENCH_SKIP_PG:-0}" != "1" ]; then
+	if [ -n "${BENCH_POSTGRES_URL:-}" ]; then
+		admin_url=$BENCH_POSTGRES_URL
+		say "using the Postgres at BENCH_POSTGRES_URL"
+	else
+		start_postgres
+	fi
+	pgbench=$(ls -d /usr/lib/postgresql/*/bin/pgbench 2>/dev/null | sort -t/ -k5,5nr | head -n1)
+	[ -n "$pgbench" ] || die "pgbench not found under /usr/lib/postgresql/*/bin"
+	base=${admin_url%%\?*}
+	query=${admin_url#"$base"}
+	db_url() { echo "${base%/*}/$1$query"; }
+	for db in bench_platform_$$ bench_raw_$$ bench_pgbench_$$; do
+		psql -q "$admin_url" -c "CREATE DATABASE $db" >/dev/null
+		dbs+=("$db")
+	done
+	"$pgbench" -q -i -s 10 "$(db_url bench_pgbench_$$)" >/dev/null 2>&1 || die "pgbench -i failed"
+	start_platform postgres PLATFORM_EVENTSTORE_URL="$(db_url bench_platform_$$)" PLATFORM_POSTGRES_URL="$(db_url bench_platform_$$)"
+	run_bench -store postgres -raw-store-url "$(db_url bench_raw_$$)" -pgbench "$pgbench" -pgbench-url "$(db_url bench_pgbench_$$)" \
+		-scenarios "$pg_scenarios" -out "$work/postgres.json"
+	stop_platform
+	files+=("$work/postgres.json")
+fi
+
+echo "# scripts/bench.sh $* — $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores"
+"$work/platformbench" table $json "${files[@]}"
