@@ -109,7 +109,10 @@ func TestLogsCarryNoPersonalData(t *testing.T) {
 			t.Parallel()
 			logs := &syncBuffer{}
 			cfg := node.Config{DataDir: t.TempDir(), Logger: slog.New(h.handler(logs)), WebhookAllowLoopback: true,
-				WebhookSchedule: []time.Duration{5 * time.Millisecond, 5 * time.Millisecond}, VerifyCooldown: -1}
+				WebhookSchedule: []time.Duration{5 * time.Millisecond, 5 * time.Millisecond}, VerifyCooldown: -1,
+				// Every delivery here fails on purpose until it gives up; the
+				// endpoint's breaker would hold the last ones for its cool-down.
+				WebhookBreakerFailures: 1000}
 			if h.postgres {
 				cfg.PostgresURL = pgtest.New(t)
 			}

@@ -604,7 +604,9 @@ func TestSandboxMockSendsReadyWithinASecond(t *testing.T) {
 
 func TestPluginEventsAreDeadLettered(t *testing.T) {
 	schedule := []time.Duration{5 * time.Millisecond, 5 * time.Millisecond, 5 * time.Millisecond, 5 * time.Millisecond, 5 * time.Millisecond}
-	p := start(t, node.Config{DataDir: t.TempDir(), WebhookAllowLoopback: true, WebhookSchedule: schedule})
+	// Six failures in a row would open the endpoint's breaker before the
+	// last attempt; this test is about the schedule running out.
+	p := start(t, node.Config{DataDir: t.TempDir(), WebhookAllowLoopback: true, WebhookSchedule: schedule, WebhookBreakerFailures: 1000})
 	a := p.createApp("host")
 	rcv := newReceiver(t)
 	rcv.secret = a.WebhookSecret
