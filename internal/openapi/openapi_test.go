@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -399,6 +400,12 @@ func TestWebhookBodiesMatchTheDocument(t *testing.T) {
 		schema := op.RequestBody.Value.Content.Get("application/json").Schema.Value
 		if err := schema.VisitJSON(body, openapi3.MultiErrors()); err != nil {
 			t.Errorf("%s body %s does not match its x-webhooks entry: %v", r.Event, r.Body, err)
+		}
+		if dir := os.Getenv(openapitest.RecordEnv); dir != "" {
+			rec := openapitest.Recording{Method: "POST", Path: "x-webhooks/" + r.Event, OperationID: op.OperationID, Status: http.StatusOK, Request: r.Body}
+			if err := openapitest.Save(dir, rec); err != nil {
+				t.Error(err)
+			}
 		}
 	}
 	// Every documented event is sent, and named by exactly one event enum.

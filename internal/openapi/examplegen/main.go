@@ -149,6 +149,26 @@ func apply(src []byte, recs map[string][]recording) ([]byte, int, []string, erro
 			}
 		}
 	}
+	// Webhooks: the body the platform POSTs is the operation's request.
+	hooks := get(doc, "x-webhooks")
+	for i := 0; hooks != nil && i+1 < len(hooks.Content); i += 2 {
+		event, op := hooks.Content[i].Value, get(hooks.Content[i+1], "post")
+		id := get(op, "operationId")
+		body := get(op, "requestBody")
+		if id == nil || body == nil {
+			continue
+		}
+		mt := jsonMedia(deref(components, body))
+		if mt == nil || hasExample(mt) {
+			continue
+		}
+		where := "webhook " + event
+		if r, ok := firstOK(recs[id.Value], func(r recording) bool { return len(r.Request) > 0 }); ok {
+			ins = append(ins, exampleAt(mt, r.Request, where))
+		} else {
+			missing = append(missing, where)
+		}
+	}
 	out, err := insert(src, ins)
 	return out, len(ins), missing, err
 }

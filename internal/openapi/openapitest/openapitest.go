@@ -138,23 +138,32 @@ func (tr *transport) save(req *http.Request, status int, reqBody, body []byte) {
 	if json.Valid(body) {
 		rec.Response = body
 	}
+	if err := Save(tr.record, rec); err != nil {
+		tr.t.Errorf("openapitest: record: %v", err)
+	}
+}
+
+// Save writes one recording into dir unless one of its operation and
+// status is there already (the first one wins, across test processes).
+func Save(dir string, rec Recording) error {
 	raw, err := json.MarshalIndent(rec, "", "  ")
 	if err != nil {
-		return
+		return err
 	}
-	if err := os.MkdirAll(tr.record, 0o755); err != nil {
-		tr.t.Errorf("openapitest: record: %v", err)
-		return
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
 	}
-	name := filepath.Join(tr.record, rec.OperationID+"."+strconv.Itoa(status)+".json")
+	name := filepath.Join(dir, rec.OperationID+"."+strconv.Itoa(rec.Status)+".json")
 	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if errors.Is(err, os.ErrExist) {
+		return nil
+	}
 	if err != nil {
-		return // recorded already (by this or another test process)
+		return err
 	}
 	defer f.Close()
-	if _, err := f.Write(raw); err != nil {
-		tr.t.Errorf("openapitest: record: %v", err)
-	}
+	_, err = f.Write(raw)
+	return err
 }
 
 // check returns why the exchange does not match the document, or nil.
