@@ -44,17 +44,12 @@ func TestEveryOperationHasExamples(t *testing.T) {
 			}
 		}
 	}
-	// Webhooks: the body the platform sends, checked against its schema
-	// here because the document's validation does not enter x-webhooks.
+	// Webhooks: webhookOperations loads x-webhooks as paths and validates
+	// that document, examples included, so only presence is checked here.
 	for event, op := range webhookOperations(t, doc) {
 		checked++
-		mt := op.RequestBody.Value.Content.Get("application/json")
-		if mt == nil || mt.Example == nil {
+		if mt := op.RequestBody.Value.Content.Get("application/json"); mt == nil || mt.Example == nil {
 			t.Errorf("webhook %s has no example body", event)
-			continue
-		}
-		if err := mt.Schema.Value.VisitJSON(mt.Example, openapi3.MultiErrors()); err != nil {
-			t.Errorf("webhook %s: example does not match its schema: %v", event, err)
 		}
 	}
 	if checked < 100 {
