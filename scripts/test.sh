@@ -419,9 +419,25 @@ go_side() {
 			[ -n "$target" ] || continue
 			fuzz_count=$((fuzz_count + 1))
 			say "fuzz $pkg $target for $fuzztime"
-			if ! go test -run '^$' -fuzz "^${target}\$" -fuzztime "$fuzztime" "$pkg"; then
+			# On a loaded machine the fuzzing engine sometimes gives up on a
+			# stalled worker at the deadline ("context deadline exceeded")
+			# without having found or written any failing input: that is the
+			# toolchain timing out, not a finding, so it is run again (twice
+			# at most). A real finding writes testdata/fuzz/<target>/ and fails.
+			attempt=1
+			while :; do
+				before=$(ls "$dir/testdata/fuzz/$target" 2>/dev/null | wc -l || true)
+				out=$(go test -run '^$' -fuzz "^${target}\$" -fuzztime "$fuzztime" "$pkg" 2>&1) && { printf '%s\n' "$out"; break; }
+				printf '%s\n' "$out"
+				after=$(ls "$dir/testdata/fuzz/$target" 2>/dev/null | wc -l || true)
+				if [ "$attempt" -lt 3 ] && [ "$before" = "$after" ] && grep -q 'context deadline exceeded' <<<"$out" && ! grep -q 'Failing input written' <<<"$out"; then
+					say "fuzz $pkg $target: the engine timed out a stalled worker with no failing input; running it again"
+					attempt=$((attempt + 1))
+					continue
+				fi
 				fuzz_failed+=("$pkg $target")
-			fi
+				break
+			done
 		done
 	done
 	if [ "${#fuzz_failed[@]}" -gt 0 ]; then
