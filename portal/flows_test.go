@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"html"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -395,5 +396,53 @@ func TestSessionValidOnAnotherNode(t *testing.T) {
 	other.Get("/portal/signup")
 	if got := other.Post("/portal/signup", url.Values{"email": {email}, "password": {password}}); got.Status != http.StatusConflict {
 		t.Fatalf("same email on node B: %d", got.Status)
+	}
+}
+
+// syncBuffer is a log sink safe for concurrent writers.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.String()
+}
+
+// TestLogsCarryNoAccountSecrets runs sign-up, a failed sign-in, a reset
+// whose mail fails over SMTP, and the reset itself with debug logs on, and
+// looks for the passwords, the address and the reset token in them.
+func TestLogsCarryNoAccountSecrets(t *testing.T) {
+	srv := newSMTPServer(t)
+	srv.setFailing(true)
+	logs := &syncBuffer{}
+	p := portaltest.Start(t, node.Config{DataDir: t.TempDir(), Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Portal: node.PortalConfig{SMTPURL: "smtp://" + srv.ln.Addr().String(), MailPoll: 20 * time.Millisecond, MailRetries: []time.Duration{}}})
+	email := portaltest.Email(t, "Secretive")
+	b, _ := p.Developer(email, false)
+	b.Post("/portal/signout", nil)
+	b.SignIn(email, "the wrong password")
+	b.Get("/portal/password/forgot")
+	b.Post("/portal/password/forgot", url.Values{"email": {email}})
+	op := p.Operator()
+	waitFor(t, "the failed mail", func() bool { return strings.Contains(op.Get("/portal/ops/outbox").Text(), "failed (attempt 1") })
+	token := resetToken(t, op, email)
+	b.Post("/portal/password/reset", url.Values{"token": {token}, "password": {"the new secret phrase"}})
+	out := logs.String()
+	if !strings.Contains(out, "mail not sent") {
+		t.Fatalf("the failed mail was not logged at all:\n%s", out)
+	}
+	for _, secret := range []string{password, "the wrong password", "the new secret phrase", email, token, token[strings.IndexByte(token, '.')+1:], "argon2id"} {
+		if strings.Contains(out, secret) {
+			t.Errorf("logs contain %q", secret)
+		}
 	}
 }
