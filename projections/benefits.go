@@ -28,6 +28,8 @@ type ServiceProvider struct {
 	AllowedItemIDs []int64 // ascending
 	// DeveloperID is the portal developer who registered it (0: the partner API).
 	DeveloperID int64
+	// ReviewNotes are the operator's words with the review decision.
+	ReviewNotes string
 	CreatedAt   time.Time
 	UpdatedAt   time.Time
 }

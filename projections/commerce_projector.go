@@ -113,7 +113,7 @@ func applyBenefit(ctx context.Context, tx BenefitTx, env events.Envelope) error 
 		if err != nil {
 			return err
 		}
-		sp.Status, sp.UpdatedAt = "REJECTED", at
+		sp.Status, sp.ReviewNotes, sp.UpdatedAt = "REJECTED", p.Notes, at
 		if p.Approved {
 			sp.Status = "APPROVED"
 		}

@@ -287,7 +287,7 @@ func testDeveloperProviders(t *testing.T, s Store) {
 	wantRows(t, "Providers(app 5) carries the developer", must(s.Providers(ctx, 5))(t), []projections.ServiceProvider{mine, theirs, api})
 
 	moved := mine
-	moved.DeveloperID, moved.Status = 8, "REJECTED"
+	moved.DeveloperID, moved.Status, moved.ReviewNotes = 8, "REJECTED", "没有执照 (no licence)"
 	putProviders(t, s, moved)
 	wantRows(t, "DeveloperProviders(7) after a move", must(s.DeveloperProviders(ctx, 7))(t), []projections.ServiceProvider{mine2})
 	wantRows(t, "DeveloperProviders(8) after a move", must(s.DeveloperProviders(ctx, 8))(t), []projections.ServiceProvider{moved, theirs})
