@@ -3,6 +3,7 @@ package portal_test
 import (
 	"context"
 	"crypto/md5"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -94,20 +95,36 @@ func eventCount(t *testing.T, p *portaltest.Platform) int {
 	}
 }
 
-// actorsOf lists the actors of the events of a stream, in order.
+// actorsOf lists "type by actor" of a stream's events as operators read
+// them in the admin history (GET /admin/v1/history), in order.
 func actorsOf(t *testing.T, p *portaltest.Platform, stream string) []string {
 	t.Helper()
-	recs, err := p.Node.Events.ReadStream(context.Background(), stream, 0, 0)
+	req, err := http.NewRequest(http.MethodGet, p.Srv.URL+"/admin/v1/history?stream="+url.QueryEscape(stream), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	req.Header.Set("Authorization", "Bearer "+p.Node.AdminToken)
+	res, err := p.Srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var body struct {
+		Data struct {
+			Events []struct {
+				Type     string `json:"type"`
+				Metadata struct {
+					Actor string `json:"actor"`
+				} `json:"metadata"`
+			} `json:"events"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(res.Body).Decode(&body); err != nil || res.StatusCode != http.StatusOK {
+		t.Fatalf("history of %s: %d %v", stream, res.StatusCode, err)
+	}
 	var out []string
-	for _, r := range recs {
-		env, err := p.Node.Registry.Decode(r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, env.Type+" by "+env.Metadata.Actor)
+	for _, e := range body.Data.Events {
+		out = append(out, e.Type+" by "+e.Metadata.Actor)
 	}
 	return out
 }
