@@ -144,7 +144,7 @@ func createApp(t *testing.T, b *portaltest.Browser, name string, scopes ...strin
 const webhooksRoute = "/open/v1/webhooks/events" // needs the webhooks scope
 
 func TestAppLifecycleInThePortal(t *testing.T) {
-	configs(t, func(t *testing.T, cfg node.Config) {
+	configs(t, node.Config{}, func(t *testing.T, cfg node.Config) {
 		p := portaltest.Start(t, cfg)
 		b, devID := p.Developer(portaltest.Email(t, "apps"), false)
 
@@ -297,11 +297,32 @@ func TestAppLifecycleInThePortal(t *testing.T) {
 				t.Fatalf("sandbox app history %v, want %v", got, want)
 			}
 		}
+
+		// And the developer's actions on the app are in the audit listing.
+		wantAudit := "app.created|app.secret_rotated|app.review_requested|app.production_credentials_revealed"
+		var listed []string
+		waitFor(t, "the audit facts of the app", func() bool {
+			status, data, err := admin(p, "GET", "/admin/v1/audit?actor="+dev+"&subject="+domain.AppStream(sb.AppID), nil)
+			if err != nil || status != http.StatusOK {
+				t.Fatalf("audit: %d %v", status, err)
+			}
+			var page struct {
+				Facts []struct {
+					Action string `json:"action"`
+				} `json:"facts"`
+			}
+			_ = json.Unmarshal(data, &page)
+			listed = listed[:0]
+			for _, f := range page.Facts {
+				listed = append(listed, f.Action)
+			}
+			return strings.Join(listed, "|") == wantAudit
+		})
 	})
 }
 
 func TestAnotherDevelopersAppIsNotFound(t *testing.T) {
-	configs(t, func(t *testing.T, cfg node.Config) {
+	configs(t, node.Config{}, func(t *testing.T, cfg node.Config) {
 		p := portaltest.Start(t, cfg)
 		alice, _ := p.Developer(portaltest.Email(t, "alice"), true)
 		bob, _ := p.Developer(portaltest.Email(t, "bob"), true)
