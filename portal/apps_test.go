@@ -257,6 +257,16 @@ func TestAppLifecycleInThePortal(t *testing.T) {
 			t.Fatalf("approved app page: %s", page.Text())
 		}
 
+		// The production app is the developer's, but its secrets come only
+		// through the reveal.
+		prodID := shown(t, page).AppID
+		if m := regexp.MustCompile(`Production app: <a href="/portal/apps/(\d+)">`).FindStringSubmatch(page.Body); m != nil {
+			prodID, _ = strconv.ParseInt(m[1], 10, 64)
+		}
+		if got := b.Post(fmt.Sprintf("/portal/apps/%d/secret", prodID), nil); prodID == sb.AppID || got.Status != http.StatusConflict || shown(t, got).AppSecret != "" {
+			t.Fatalf("rotating the production app %d before the reveal: %d", prodID, got.Status)
+		}
+
 		// Production credentials, once; the sandbox set retired.
 		revealed := b.Post(fmt.Sprintf("/portal/apps/%d/production", sb.AppID), nil)
 		prod := shown(t, revealed)
@@ -282,6 +292,14 @@ func TestAppLifecycleInThePortal(t *testing.T) {
 		}
 		if got := b.Get(fmt.Sprintf("/portal/apps/%d", prod.AppID)); shown(t, got).AppID != prod.AppID || !strings.Contains(got.Text(), prod.PluginAppID) {
 			t.Fatalf("production app page: %s", got.Text())
+		}
+		// A lost production secret is rotated, not revealed again.
+		rot := shown(t, b.Post(fmt.Sprintf("/portal/apps/%d/secret", prod.AppID), nil))
+		if rot.AppSecret == "" || rot.AppSecret == prod.AppSecret {
+			t.Fatalf("production rotation after the reveal: %+v", rot)
+		}
+		if got := call(t, p, credentials{AppID: prod.AppID, AppKey: prod.AppKey, AppSecret: rot.AppSecret}, webhooksRoute); got != http.StatusOK {
+			t.Fatalf("rotated production secret: %d", got)
 		}
 
 		// Every change is on the log with its actor.
