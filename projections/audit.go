@@ -72,6 +72,7 @@ var DeveloperAuditedTypes = []events.Payload{
 	&catalog.AppCreated{}, &catalog.AppSecretRotated{}, &catalog.AppWebhookConfigured{}, &catalog.AppScopesDeclared{},
 	&catalog.AppReviewed{}, &catalog.AppWebhookSecretIssued{}, &catalog.AppWebhookSecretActivated{},
 	&catalog.ProviderRegistered{}, &catalog.DeliveryResendRequested{},
+	&catalog.AppReviewRequested{}, &catalog.AppProductionRevealed{},
 }
 
 // developerFact is the audit fact of a developer's action (ok false: the
