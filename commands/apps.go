@@ -33,6 +33,8 @@ type appState struct {
 	reviewed      bool
 	suspended     bool
 	pendingHook   bool // a rotated webhook secret awaits activation
+	hookDisabled  bool // the default endpoint is disabled
+	endpoints     map[int64]*endpointState
 }
 
 func (s *appState) apply(env events.Envelope) {
@@ -54,6 +56,8 @@ func (s *appState) apply(env events.Envelope) {
 		s.pendingHook = true
 	case *catalog.AppWebhookSecretActivated:
 		s.pendingHook = false
+	default:
+		s.applyEndpoint(env)
 	}
 }
 
