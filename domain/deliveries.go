@@ -58,7 +58,7 @@ type DeliveryFilter struct {
 	EndpointID *int64
 	// Feed keeps only the app's event feed: the default endpoint's
 	// deliveries (one per event) without test events.
-	Feed bool
-	After     events.Position
-	Limit     int
+	Feed  bool
+	After events.Position
+	Limit int
 }
