@@ -269,9 +269,11 @@ type DeliveryAttempted struct {
 	// field: a receiver may echo the body, so it is sealed with the key of
 	// the person the delivery is about (OpenUserID) and erased with them.
 	ResponseExcerpt string `json:"response_excerpt,omitempty"`
-	// OpenUserID names the person the delivery's body is about (0: none),
-	// so the excerpt is sealed with that person's data key.
-	OpenUserID int64 `json:"open_user_id,omitempty"`
+	// OpenUserID and SourceStream name whose data the delivery carries (as
+	// DeliveryCreated's do), so the excerpt is sealed with the same data
+	// key as the body; both are set only with an excerpt.
+	OpenUserID   int64  `json:"open_user_id,omitempty"`
+	SourceStream string `json:"source_stream,omitempty"`
 }
 
 // ExcerptBytes bounds DeliveryAttempted.ResponseExcerpt.
