@@ -387,6 +387,14 @@ func errorStatus(err error) (int, string) {
 		return http.StatusBadRequest, "The reset link is invalid, used or expired. Ask for a new one."
 	case errors.Is(err, domain.ErrDeveloperReviewed):
 		return http.StatusConflict, "The developer already has this decision."
+	case errors.Is(err, domain.ErrEndpointNotFound), errors.Is(err, domain.ErrDeliveryNotFound):
+		return http.StatusNotFound, ""
+	case errors.Is(err, domain.ErrTooManyEndpoints):
+		return http.StatusConflict, "This app already has the maximum number of webhook endpoints. Delete one first."
+	case errors.Is(err, domain.ErrEndpointDisabled):
+		return http.StatusConflict, "The endpoint is disabled. Enable it first."
+	case errors.Is(err, domain.ErrNoPendingWebhookSecret):
+		return http.StatusConflict, "There is no new secret to activate. Rotate the secret first."
 	case errors.Is(err, domain.ErrContention):
 		return http.StatusConflict, "Someone else changed this at the same moment. Try again."
 	case errors.Is(err, domain.ErrRoleForbidden):
