@@ -33,8 +33,8 @@ const (
 type EndpointState struct {
 	AppID      int64
 	EndpointID int64 // domain.DefaultEndpointID for the app-level one
-	State    string
-	InFlight int
+	State      string
+	InFlight   int
 	// Failures counts failed or timed-out POSTs in a row.
 	Failures int
 	// OpenUntil is when an open breaker lets one probe through.
