@@ -67,7 +67,7 @@ func (s *Server) ownApp(r *http.Request) (domain.App, bool) {
 // waitApps waits (bounded) until the app directory has applied pos, so the
 // page after a write shows it.
 func (s *Server) waitApps(ctx context.Context, pos events.Position) {
-	if s.AppsReady == nil {
+	if s.AppsReady == nil || pos.IsZero() {
 		return
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)

@@ -73,6 +73,9 @@ var DeveloperAuditedTypes = []events.Payload{
 	&catalog.AppReviewed{}, &catalog.AppWebhookSecretIssued{}, &catalog.AppWebhookSecretActivated{},
 	&catalog.ProviderRegistered{}, &catalog.DeliveryResendRequested{},
 	&catalog.AppReviewRequested{}, &catalog.AppProductionRevealed{},
+	&catalog.AppWebhookEndpointAdded{}, &catalog.AppWebhookEndpointUpdated{}, &catalog.AppWebhookEndpointDisabled{},
+	&catalog.AppWebhookEndpointEnabled{}, &catalog.AppWebhookEndpointRemoved{}, &catalog.AppWebhookEndpointSecretIssued{},
+	&catalog.AppWebhookEndpointSecretActivated{}, &catalog.AppWebhookTestRequested{},
 }
 
 // developerFact is the audit fact of a developer's action (ok false: the
