@@ -57,6 +57,7 @@ type Operation struct {
 // of one requirement are needed together).
 type SecurityUse struct {
 	Label   string
+	Anchor  string
 	Schemes []string
 }
 
@@ -98,8 +99,8 @@ type Field struct {
 	Description template.HTML
 }
 
-// Indent is the field's left padding in em, for the template.
-func (f Field) Indent() string { return strconv.Itoa(f.Depth * 2) }
+// IsArray tells the page to say "array of" before a linked item schema.
+func (f Field) IsArray() bool { return strings.HasPrefix(f.Type, "array of") }
 
 // SchemaLink points at a named schema's section.
 type SchemaLink struct {
@@ -308,7 +309,8 @@ func operation(doc *openapi3.T, method, path string, item *openapi3.PathItem, op
 			o.Security = append(o.Security, SecurityUse{Label: "none"})
 			continue
 		}
-		o.Security = append(o.Security, SecurityUse{Label: securityLabel(names), Schemes: names})
+		label, anchor := securityLabel(names)
+		o.Security = append(o.Security, SecurityUse{Label: label, Anchor: anchor, Schemes: names})
 	}
 	params := append(openapi3.Parameters{}, item.Parameters...)
 	params = append(params, op.Parameters...)
@@ -364,17 +366,18 @@ func operation(doc *openapi3.T, method, path string, item *openapi3.PathItem, op
 	return o
 }
 
-// securityLabel says in words which credentials a requirement needs.
-func securityLabel(names []string) string {
+// securityLabel says in words which credentials a requirement needs, and
+// where the page explains them (the signing rules for the partner schemes).
+func securityLabel(names []string) (string, string) {
 	switch strings.Join(names, "+") {
 	case "AppId+Signature+Timestamp":
-		return "Scheme M"
+		return "Scheme M", "sign-scheme-m"
 	case "schemeH":
-		return "Scheme H"
+		return "Scheme H", "sign-scheme-h"
 	case "AdminToken":
-		return "Operator token"
+		return "Operator token", "security-admintoken"
 	}
-	return strings.Join(names, " + ")
+	return strings.Join(names, " + "), "security-" + slug(names[0])
 }
 
 func body(content openapi3.Content) *Body {
