@@ -139,3 +139,21 @@ func (v *ValidationError) Has(field string) bool {
 	_, ok := v.Fields[field]
 	return ok
 }
+
+// Developer account errors (issue 14, the developer portal).
+var (
+	// ErrEmailTaken refuses a sign-up with an address another account has.
+	ErrEmailTaken = errors.New("an account with this email already exists")
+	// ErrBadCredentials answers a sign-in whose email or password is wrong,
+	// without saying which.
+	ErrBadCredentials = errors.New("email or password is wrong")
+	// ErrDeveloperNotFound answers a developer id that was never created.
+	ErrDeveloperNotFound = errors.New("developer not found")
+	// ErrResetTokenInvalid refuses a password-reset token that is unknown,
+	// used or expired, without saying which.
+	ErrResetTokenInvalid = errors.New("the reset link is invalid or has expired")
+	// ErrDeveloperReviewed refuses a review that repeats the current decision.
+	ErrDeveloperReviewed = errors.New("the developer already has this review decision")
+	// ErrMailNotFound answers a mail id that was never queued.
+	ErrMailNotFound = errors.New("mail not found")
+)

@@ -83,3 +83,13 @@ func OperatorStream(id int64) string { return "operator-" + strconv.FormatInt(id
 // AuditStream names the stream of the audit facts of one actor (an operator's
 // reveals, an app's report pulls), so each actor's access history is one stream.
 func AuditStream(actor string) string { return "audit-" + url.PathEscape(actor) }
+
+// DeveloperStream names the stream of one developer account (issue 14).
+func DeveloperStream(id int64) string { return "developer-" + strconv.FormatInt(id, 10) }
+
+// DeveloperEmailStream names the claim of one normalised email address;
+// keyedHash is a hex keyed hash of the address, so the name reveals nothing.
+func DeveloperEmailStream(keyedHash string) string { return "developeremail-" + keyedHash }
+
+// MailStream names the stream of one outgoing mail: queued, then sent or failed.
+func MailStream(id int64) string { return "mail-" + strconv.FormatInt(id, 10) }

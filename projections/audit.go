@@ -2,6 +2,7 @@ package projections
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/healthtech/partner-open-platform/events"
@@ -55,12 +56,43 @@ type AuditStore interface {
 
 // AuditProjector projects audit facts.
 func AuditProjector(s AuditStore) Projector {
-	return projector(FamilyAudit, s, s.UpdateAudit, applyAudit, &catalog.AccessAudited{})
+	types := append([]events.Payload{&catalog.AccessAudited{}}, DeveloperAuditedTypes...)
+	return projector(FamilyAudit, s, s.UpdateAudit, applyAudit, types...)
+}
+
+// DeveloperAuditedTypes are the event types a developer's portal action
+// can append: each such event whose actor is "developer:<id>" becomes an
+// audit fact (Action: the event type, Subjects: its stream), as does every
+// developer.* event whatever its actor (an operator's review, a reset
+// request), so GET /admin/v1/audit lists what developers did. A portal
+// page that appends a new event type adds it here.
+var DeveloperAuditedTypes = []events.Payload{
+	&catalog.DeveloperSignedUp{}, &catalog.DeveloperSignedIn{}, &catalog.DeveloperSignedOut{},
+	&catalog.DeveloperPasswordResetRequested{}, &catalog.DeveloperPasswordChanged{}, &catalog.DeveloperReviewed{},
+	&catalog.AppCreated{}, &catalog.AppSecretRotated{}, &catalog.AppWebhookConfigured{}, &catalog.AppScopesDeclared{},
+	&catalog.AppReviewed{}, &catalog.AppWebhookSecretIssued{}, &catalog.AppWebhookSecretActivated{},
+	&catalog.ProviderRegistered{}, &catalog.DeliveryResendRequested{},
+}
+
+// developerFact is the audit fact of a developer's action (ok false: the
+// event is not one; see DeveloperAuditedTypes).
+func developerFact(env events.Envelope) (AuditFact, bool) {
+	actor := env.Metadata.Actor
+	if !strings.HasPrefix(actor, "developer:") && !strings.HasPrefix(env.Type, "developer.") {
+		return AuditFact{}, false
+	}
+	return AuditFact{
+		EventID: env.ID, Actor: actor, Action: env.Type, Subjects: []string{env.Stream}, EventIDs: []string{env.ID},
+		AppID: env.Metadata.AppID, At: env.Metadata.OccurredAt.UTC().Truncate(time.Microsecond),
+	}, true
 }
 
 func applyAudit(ctx context.Context, tx AuditTx, env events.Envelope) error {
 	p, ok := env.Payload.(*catalog.AccessAudited)
 	if !ok {
+		if f, ok := developerFact(env); ok {
+			return tx.AddAuditFact(ctx, f)
+		}
 		return nil
 	}
 	at := p.At

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/mail"
 	"net/url"
 	"regexp"
 	"strconv"
@@ -16,7 +17,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/healthtech/partner-open-platform/events/esdb"
+	"github.com/healthtech/partner-open-platform/internal/node"
 	"github.com/healthtech/partner-open-platform/internal/secrets"
+	"github.com/healthtech/partner-open-platform/portal/mail/smtp"
 	"github.com/healthtech/partner-open-platform/webhooks"
 )
 
@@ -51,6 +54,8 @@ type config struct {
 	NodeID                                                                               string        // "": the node makes one up (hostname-pid-random)
 	LeaseTTL                                                                             time.Duration // how long a dead node keeps its families
 	SnapshotInterval                                                                     time.Duration // embedded read models' snapshot period; negative: off
+	// Portal is the developer portal's configuration (PLATFORM_PORTAL_*, PLATFORM_SMTP_URL, PLATFORM_MAIL_FROM).
+	Portal node.PortalConfig
 
 	settings []*setting
 }
@@ -327,6 +332,48 @@ func loadConfig(args []string, getenv func(string) string, usageOut io.Writer) (
 				}
 				return c.SnapshotInterval.String()
 			}},
+		{env: "PLATFORM_PORTAL_INSECURE_COOKIES", flag: "portal-insecure-cookies", def: "off",
+			usage:   "send the developer portal's session cookie without the Secure flag, for plain-http development on localhost only",
+			accepts: boolAccepts, isBool: true,
+			parse: func(s string) (err error) { c.Portal.InsecureCookies, err = parseBool(s); return err },
+			show:  func() string { return onOff(c.Portal.InsecureCookies) }},
+		durationSetting("PLATFORM_PORTAL_SESSION_IDLE", "portal-session-idle", "30m", "a developer portal session unused this long ends", time.Minute, 24*time.Hour, &c.Portal.SessionIdle),
+		durationSetting("PLATFORM_PORTAL_SESSION_MAX", "portal-session-max", "12h", "a developer portal session ends this long after sign-in", 10*time.Minute, 720*time.Hour, &c.Portal.SessionMax),
+		intSetting("PLATFORM_PORTAL_LOCKOUT_FAILURES", "portal-lockout-failures", "5", "failed portal sign-ins of one account that lock it", 1, 100, &c.Portal.LockoutFailures),
+		durationSetting("PLATFORM_PORTAL_LOCKOUT_PERIOD", "portal-lockout-period", "15m", "how long a locked portal account stays locked (and the window its failures are counted in)", time.Minute, 24*time.Hour, &c.Portal.LockoutPeriod),
+		intSetting("PLATFORM_PORTAL_ADDRESS_LIMIT", "portal-address-limit", "20", "portal sign-in, sign-up and reset attempts per minute from one client address", 1, 10000, &c.Portal.AddressLimit),
+		{env: "PLATFORM_PORTAL_BASE_URL", flag: "portal-base-url", usage: "public origin of the platform for links in the portal's mail, e.g. https://open.example.com (unset: the request's host)",
+			accepts: "an http or https URL without path, query or fragment",
+			parse: func(s string) error {
+				u, err := url.Parse(s)
+				if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || strings.Trim(u.Path, "/") != "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+					return errors.New("not an http(s) origin")
+				}
+				c.Portal.BaseURL = strings.TrimSuffix(s, "/")
+				return nil
+			},
+			show: func() string { return orText(c.Portal.BaseURL, "unset: the request's host") }},
+		{env: "PLATFORM_SMTP_URL", secret: true, usage: "SMTP server for the portal's mail (STARTTLS when offered); unset: mail waits in the operator outbox",
+			accepts: "smtp://[user:password@]host[:port], optionally ?tls=required",
+			parse: func(s string) error {
+				if _, err := smtp.Parse(s); err != nil {
+					return err
+				}
+				c.Portal.SMTPURL = s
+				return nil
+			},
+			show: func() string { return orText(redactURL(c.Portal.SMTPURL), "unset: outbox only (/portal/ops/outbox)") }},
+		{env: "PLATFORM_MAIL_FROM", flag: "mail-from", def: "portal@localhost", usage: "sender address of the portal's mail",
+			accepts: "an email address",
+			parse: func(s string) error {
+				a, err := mail.ParseAddress(s)
+				if err != nil || a.Name != "" || a.Address != s {
+					return errors.New("not a plain email address")
+				}
+				c.Portal.MailFrom = s
+				return nil
+			},
+			show: func() string { return c.Portal.MailFrom }},
 		{env: "PLATFORM_DIRECTORY_STALENESS", flag: "directory-staleness", def: "0s",
 			usage:   "on a shared event store, how old the state may be on which an app, token or operator found in this node's directory is accepted; 0 = changes made on any node apply at once",
 			accepts: "a non-negative Go duration such as 0s, 250ms or 1s",
@@ -705,6 +752,21 @@ func passwords(raw string) []string {
 		add(strings.Trim(m[2], "'"))
 	}
 	return out
+}
+
+// durationSetting is a Go duration setting from lo to hi into dst.
+func durationSetting(env, flagName, def, usage string, lo, hi time.Duration, dst *time.Duration) *setting {
+	return &setting{env: env, flag: flagName, def: def, usage: usage,
+		accepts: fmt.Sprintf("a Go duration from %s to %s", lo, hi),
+		parse: func(s string) error {
+			d, err := time.ParseDuration(s)
+			if err != nil || d < lo || d > hi {
+				return fmt.Errorf("not a duration from %s to %s", lo, hi)
+			}
+			*dst = d
+			return nil
+		},
+		show: func() string { return dst.String() }}
 }
 
 // intSetting is a whole-number setting from lo to hi into dst.

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/healthtech/partner-open-platform/internal/node"
 )
 
 // envOf serves loadConfig's getenv from a map, so tests never see the
@@ -50,6 +52,8 @@ func TestDefaults(t *testing.T) {
 		LeaseTTL: 10 * time.Second, WebhookWorkers: 64, WebhookPerEndpoint: 16, WebhookBreakerFailures: 5,
 		WebhookCreateConcurrency: 64, WebhookBreakerCooldown: 30 * time.Second, SnapshotInterval: 5 * time.Minute,
 		ReportPullLimit: 60, VerifyCooldown: 10 * time.Second,
+		Portal: node.PortalConfig{SessionIdle: 30 * time.Minute, SessionMax: 12 * time.Hour, LockoutFailures: 5,
+			LockoutPeriod: 15 * time.Minute, AddressLimit: 20, MailFrom: "portal@localhost"},
 	}
 	c.settings = nil
 	if !reflect.DeepEqual(*c, want) {
@@ -96,6 +100,15 @@ func TestInvalidValuesStopStartUp(t *testing.T) {
 		"PLATFORM_NODE_ID":                    {"node 1", "a/b", strings.Repeat("n", 129)},
 		"PLATFORM_LEASE_TTL":                  {"10", "0s", "500ms", "-5s", "11m", "soon"},
 		"PLATFORM_SNAPSHOT_INTERVAL":          {"5", "1s", "-5m", "25h", "never", "OFF"},
+		"PLATFORM_PORTAL_INSECURE_COOKIES":    {"maybe", "2"},
+		"PLATFORM_PORTAL_SESSION_IDLE":        {"30", "10s", "25h", "soon"},
+		"PLATFORM_PORTAL_SESSION_MAX":         {"12", "1m", "721h"},
+		"PLATFORM_PORTAL_LOCKOUT_FAILURES":    {"0", "101", "five"},
+		"PLATFORM_PORTAL_LOCKOUT_PERIOD":      {"15", "10s", "25h"},
+		"PLATFORM_PORTAL_ADDRESS_LIMIT":       {"0", "10001", "x"},
+		"PLATFORM_PORTAL_BASE_URL":            {"example.com", "ftp://example.com", "https://example.com/portal", "https://x.org?a=1"},
+		"PLATFORM_SMTP_URL":                   {"mail.example.com", "smtps://mail.example.com", "smtp://"},
+		"PLATFORM_MAIL_FROM":                  {"portal", "Portal <p@example.com>", "a@b@c"},
 		"PLATFORM_MASTER_KEY":                 {"hunter2", goodKey[:62], goodKey + "00"},
 		"PLATFORM_MASTER_KEY_PREVIOUS":        {"hunter2", goodKey + ",", goodKey + ",," + goodKey, goodKey + "," + goodKey[:62]},
 	}

@@ -45,6 +45,7 @@ func main() {
 		NodeID: cfg.NodeID, LeaseTTL: cfg.LeaseTTL, SnapshotInterval: cfg.SnapshotInterval,
 		DirectoryStaleness: cfg.DirectoryStaleness,
 		ReportPullLimit:    cfg.ReportPullLimit, VerifyCooldown: cfg.verifyCooldown(),
+		Portal: cfg.Portal,
 	}); err != nil {
 		log.Error("platform stopped", "err", err)
 		os.Exit(1)

@@ -14,6 +14,7 @@ import (
 func Registry() *events.Registry {
 	r := events.NewRegistry()
 	r.MustRegister(1, schemaOne...)
+	r.MustRegister(1, developerEvents...)
 	registerAppScopes(r)
 	return r
 }
@@ -43,7 +44,8 @@ var schemaOne = []events.Payload{
 // tables kept per event type (the personal-field registry) can be checked
 // to cover them all.
 func Payloads() []events.Payload {
-	return append(append([]events.Payload(nil), schemaOne...), AppCreated{}, AppScopesDeclared{})
+	all := append(append([]events.Payload(nil), schemaOne...), AppCreated{}, AppScopesDeclared{})
+	return append(all, developerEvents...)
 }
 
 // IDBlockReserved claims a block of platform ids of one kind for one writer,

@@ -89,6 +89,19 @@ var personalFields = map[string][]string{
 	// not quote personal data (README, "Erasure").
 	"user.erased":          nil,
 	"channel_user.unbound": nil,
+	// Developer accounts (issue 14): the email is personal; the password
+	// hash is sealed with the master key; a mail's recipient and body are
+	// personal (a body may hold a reset token).
+	"developer.email_claimed":            nil,
+	"developer.signed_up":                {"email"},
+	"developer.signed_in":                nil,
+	"developer.signed_out":               nil,
+	"developer.password_reset_requested": nil,
+	"developer.password_changed":         nil,
+	"developer.reviewed":                 nil,
+	"mail.queued":                        {"to", "body"},
+	"mail.sent":                          nil,
+	"mail.failed":                        nil,
 }
 
 var profilePaths = []string{"profile.name", "profile.nickname", "profile.gender", "profile.avatar",

@@ -39,6 +39,8 @@ import (
 	"github.com/healthtech/partner-open-platform/keys"
 	keyfiles "github.com/healthtech/partner-open-platform/keys/files"
 	keyspg "github.com/healthtech/partner-open-platform/keys/postgres"
+	"github.com/healthtech/partner-open-platform/portal"
+	"github.com/healthtech/partner-open-platform/portal/mail"
 	"github.com/healthtech/partner-open-platform/privacy"
 	"github.com/healthtech/partner-open-platform/projections"
 	"github.com/healthtech/partner-open-platform/projections/memory"
@@ -136,6 +138,8 @@ type Config struct {
 	// stop), so a start restores them and replays only the log's tail;
 	// negative: no snapshots, every start replays the whole log.
 	SnapshotInterval time.Duration
+	// Portal configures the developer portal at /portal/.
+	Portal PortalConfig
 	// LeaseTTL is how long a lease outlives its holder's last renewal
 	// (PLATFORM_LEASE_TTL, default 10 s): a dead owner's families, relay
 	// and webhook creation are taken over within it.
@@ -175,6 +179,11 @@ type Node struct {
 	Leases lease.Store
 	// Watermarks are the floors this node's reads wait for.
 	Watermarks *projections.Watermarks
+	// Portal is the developer portal served at /portal/; Developers is its
+	// directory of developer accounts and the mail outbox.
+	Portal     *portal.Server
+	Developers *projections.Developers
+	mailSender *mail.Sender
 
 	log  *slog.Logger
 	head *headStore
@@ -451,6 +460,10 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		Limiter: pullLimit, Tokens: directory, Apps: directory,
 		Location: n.Location, Now: cfg.Now, Watermarks: marks, Views: reports, Auditor: operators,
 	}
+	portalJournal, err := n.openPortal(ctx, cfg, ids, sealer, admin, cmdAPI.Apps, cmdAPI.Benefits, marks)
+	if err != nil {
+		return nil, fmt.Errorf("developer portal: %w", err)
+	}
 	routes := append(cmdAPI.Routes(), qAPI.Routes()...)
 	n.Handler = n.router(append(routes, reportAPI.Routes()...))
 
@@ -465,7 +478,7 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		return fs
 	})
 	if n.snapshots != nil {
-		if err := n.loadSnapshot(ctx, appsJournal, operatorsJournal, analyzerJournal); err != nil {
+		if err := n.loadSnapshot(ctx, appsJournal, operatorsJournal, analyzerJournal, portalJournal); err != nil {
 			return nil, err
 		}
 	}
@@ -479,6 +492,9 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		}()
 	}
 	n.spawn(runCtx, "erasure follower", erasures.Run)
+	if n.mailSender != nil {
+		n.spawnOwned(runCtx, "mail sender", n.Leases, "mail", cfg.LeaseTTL, n.mailSender.Run)
+	}
 	if n.snapshots != nil {
 		n.spawn(runCtx, "read-model snapshots", func(ctx context.Context) error {
 			return n.snapshots.Run(ctx, cmp.Or(cfg.SnapshotInterval, DefaultSnapshotInterval), n.restored, func(ctx context.Context) error {
@@ -678,6 +694,12 @@ func (n *Node) router(routes []commandapi.Route) http.Handler {
 		w.Header().Set("Content-Type", "application/yaml")
 		_, _ = w.Write(openapi.Spec)
 	})))
+	if n.Portal != nil {
+		for _, m := range []string{"GET", "HEAD", "POST"} {
+			rt.Handler(m, "/portal", wrap("/portal/", n.Portal))
+			rt.Handler(m, "/portal/*path", wrap("/portal/", n.Portal))
+		}
+	}
 	rt.NotFound = wrap("unmatched", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { httpapi.Error(w, r, httpapi.ErrNotFound) }))
 	rt.MethodNotAllowed = wrap("unmatched", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { httpapi.Error(w, r, httpapi.ErrMethod) }))
 	refuse := wrap("refused", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { httpapi.Error(w, r, httpapi.ErrURITooLong) }))

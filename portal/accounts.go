@@ -1,0 +1,292 @@
+package portal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+
+	"github.com/healthtech/partner-open-platform/commands"
+	"github.com/healthtech/partner-open-platform/domain"
+	"github.com/healthtech/partner-open-platform/events/catalog"
+)
+
+func init() {
+	addRoutes(func(s *Server) {
+		s.Public("GET /portal/{$}", s.home)
+		s.Public("GET /portal/signup", s.signUpPage)
+		s.Public("POST /portal/signup", s.signUp)
+		s.Public("GET /portal/signin", s.signInPage)
+		s.Public("POST /portal/signin", s.signIn)
+		s.Developer("POST /portal/signout", s.signOut)
+		s.Public("GET /portal/password/forgot", s.forgotPage)
+		s.Public("POST /portal/password/forgot", s.forgot)
+		s.Public("GET /portal/password/reset", s.resetPage)
+		s.Public("POST /portal/password/reset", s.reset)
+	})
+}
+
+func (s *Server) home(w http.ResponseWriter, r *http.Request) {
+	id := identityFrom(r.Context())
+	switch {
+	case id.Developer != nil:
+		s.Render(w, r, http.StatusOK, "dashboard.html", nil)
+	case id.Operator != nil:
+		http.Redirect(w, r, "/portal/ops/developers", http.StatusSeeOther)
+	default:
+		s.Render(w, r, http.StatusOK, "index.html", nil)
+	}
+}
+
+type accountForm struct {
+	Email       string
+	Next        string
+	Errors      map[string][]string
+	MinPassword int
+	// sign-in page: the lockout policy, stated without saying whether an
+	// address has an account
+	LockoutFailures int
+	LockoutMinutes  int
+}
+
+func (s *Server) form(r *http.Request) accountForm {
+	return accountForm{MinPassword: commands.MinPasswordLength, Next: safeNext(r.FormValue("next"), ""),
+		LockoutFailures: s.cfg.LockoutFailures, LockoutMinutes: int(s.cfg.LockoutPeriod.Minutes())}
+}
+
+func (s *Server) signUpPage(w http.ResponseWriter, r *http.Request) {
+	s.Render(w, r, http.StatusOK, "signup.html", s.form(r))
+}
+
+func (s *Server) signUp(w http.ResponseWriter, r *http.Request) {
+	f := s.form(r)
+	f.Email = r.PostFormValue("email")
+	if ok, _ := s.allowAddress(r); !ok {
+		s.ErrorPage(w, r, http.StatusTooManyRequests, "Too many attempts from your address. Wait a minute and try again.")
+		return
+	}
+	id, _, err := s.Developers.SignUp(r.Context(), f.Email, r.PostFormValue("password"), RequestID(w, r))
+	if err != nil {
+		if f.Errors = FieldErrors(err); f.Errors != nil {
+			s.Render(w, r, http.StatusBadRequest, "signup.html", f)
+			return
+		}
+		if errors.Is(err, domain.ErrEmailTaken) {
+			f.Errors = map[string][]string{"email": {"An account with this email already exists. Sign in, or reset your password."}}
+			s.Render(w, r, http.StatusConflict, "signup.html", f)
+			return
+		}
+		s.Fail(w, r, err)
+		return
+	}
+	if err := s.startDeveloperSession(w, r, id); err != nil {
+		s.Fail(w, r, err)
+		return
+	}
+	s.Redirect(w, r, "/portal/", Flash{Kind: "info", Message: "Welcome! Your account is pending qualification review."})
+}
+
+func (s *Server) startDeveloperSession(w http.ResponseWriter, r *http.Request, id int64) error {
+	sess := s.replaceSession(w, r, kindDeveloper, id, "")
+	_, err := s.Developers.StartSession(r.Context(), id, commands.HashSession(sess.SID), RequestID(w, r))
+	return err
+}
+
+func (s *Server) signInPage(w http.ResponseWriter, r *http.Request) {
+	if _, ok := SignedInDeveloper(r); ok {
+		http.Redirect(w, r, "/portal/", http.StatusSeeOther)
+		return
+	}
+	s.Render(w, r, http.StatusOK, "signin.html", s.form(r))
+}
+
+// lockedMessage says an account is locked without saying whether the
+// address has one (unknown addresses lock alike).
+func (s *Server) lockedMessage() string {
+	return fmt.Sprintf("Too many failed sign-ins for this account. It is locked for %d minutes; try again later or reset your password.",
+		int(s.cfg.LockoutPeriod.Minutes()))
+}
+
+func (s *Server) signIn(w http.ResponseWriter, r *http.Request) {
+	f := s.form(r)
+	f.Email = r.PostFormValue("email")
+	if ok, err := s.allowAddress(r); err != nil {
+		s.Fail(w, r, err)
+		return
+	} else if !ok {
+		s.Render(w, r, http.StatusTooManyRequests, "signin.html", withFlash(r, f, "Too many sign-in attempts from your address. Wait a minute and try again."))
+		return
+	}
+	account := accountKey(f.Email)
+	if locked, err := s.locked(r.Context(), account); err != nil {
+		s.Fail(w, r, err)
+		return
+	} else if locked {
+		s.Render(w, r, http.StatusTooManyRequests, "signin.html", withFlash(r, f, s.lockedMessage()))
+		return
+	}
+	dev, err := s.Developers.Authenticate(r.Context(), f.Email, r.PostFormValue("password"))
+	if errors.Is(err, domain.ErrBadCredentials) {
+		nowLocked, lerr := s.failed(r.Context(), account)
+		if lerr != nil {
+			s.Fail(w, r, lerr)
+			return
+		}
+		msg := "Email or password is wrong."
+		if nowLocked {
+			msg = s.lockedMessage()
+		}
+		s.Render(w, r, http.StatusUnauthorized, "signin.html", withFlash(r, f, msg))
+		return
+	}
+	if err != nil {
+		s.Fail(w, r, err)
+		return
+	}
+	if err := s.startDeveloperSession(w, r, dev.ID); err != nil {
+		s.Fail(w, r, err)
+		return
+	}
+	s.Redirect(w, r, safeNext(f.Next, "/portal/"))
+}
+
+// withFlash shows an error notice on a re-rendered form.
+func withFlash(r *http.Request, f accountForm, msg string) accountForm {
+	if sess := sessionFrom(r.Context()); sess != nil {
+		sess.Flash = append(sess.Flash, Flash{Kind: "error", Message: msg})
+	}
+	return f
+}
+
+func (s *Server) signOut(w http.ResponseWriter, r *http.Request) {
+	dev, _ := SignedInDeveloper(r)
+	sess := sessionFrom(r.Context())
+	all := r.PostFormValue("everywhere") != ""
+	if _, err := s.Developers.EndSession(r.Context(), dev.ID, commands.HashSession(sess.SID), all, RequestID(w, r)); err != nil {
+		s.Fail(w, r, err)
+		return
+	}
+	s.replaceSession(w, r, "", 0, "")
+	msg := "You are signed out."
+	if all {
+		msg = "You are signed out on every device."
+	}
+	s.Redirect(w, r, "/portal/signin", Flash{Kind: "info", Message: msg})
+}
+
+func (s *Server) forgotPage(w http.ResponseWriter, r *http.Request) {
+	s.Render(w, r, http.StatusOK, "forgot.html", map[string]any{"Sent": false})
+}
+
+// forgot answers the same page whether or not the address has an account;
+// the mail (when it has) goes through the outbox/SMTP sender.
+func (s *Server) forgot(w http.ResponseWriter, r *http.Request) {
+	if ok, _ := s.allowAddress(r); !ok {
+		s.ErrorPage(w, r, http.StatusTooManyRequests, "Too many requests from your address. Wait a minute and try again.")
+		return
+	}
+	email := r.PostFormValue("email")
+	token, devID, err := s.Developers.RequestReset(r.Context(), email, RequestID(w, r))
+	if err != nil && FieldErrors(err) == nil {
+		s.Fail(w, r, err)
+		return
+	}
+	if token != "" {
+		norm, _ := commands.NormaliseEmail(email)
+		link := s.baseURL(r) + "/portal/password/reset?token=" + urlQueryEscape(token)
+		body := "Someone asked to reset the password of your developer account.\n\n" +
+			"Open this link within " + fmt.Sprint(int(commands.ResetTokenTTL.Minutes())) + " minutes to choose a new password (it works once):\n\n" +
+			link + "\n\nIf it was not you, ignore this message: your password stays as it is.\n"
+		if _, _, err := s.Mail.Queue(r.Context(), catalog.MailQueued{DeveloperID: devID, To: norm, Subject: "Reset your developer portal password", Body: body},
+			commands.Meta{Actor: "portal:password-reset", RequestID: RequestID(w, r)}); err != nil {
+			s.Fail(w, r, err)
+			return
+		}
+	}
+	s.Render(w, r, http.StatusOK, "forgot.html", map[string]any{"Sent": true, "TTLMinutes": int(commands.ResetTokenTTL.Minutes())})
+}
+
+func (s *Server) baseURL(r *http.Request) string {
+	if s.cfg.BaseURL != "" {
+		return s.cfg.BaseURL
+	}
+	scheme := "https"
+	if r.TLS == nil && s.cfg.InsecureCookies {
+		scheme = "http"
+	}
+	return scheme + "://" + r.Host
+}
+
+func (s *Server) resetPage(w http.ResponseWriter, r *http.Request) {
+	s.Render(w, r, http.StatusOK, "reset.html", map[string]any{"Token": r.URL.Query().Get("token"), "MinPassword": commands.MinPasswordLength, "Errors": map[string][]string(nil)})
+}
+
+func (s *Server) reset(w http.ResponseWriter, r *http.Request) {
+	token := r.PostFormValue("token")
+	if _, err := s.Developers.ResetPassword(r.Context(), token, r.PostFormValue("password"), RequestID(w, r)); err != nil {
+		if fe := FieldErrors(err); fe != nil {
+			s.Render(w, r, http.StatusBadRequest, "reset.html", map[string]any{"Token": token, "MinPassword": commands.MinPasswordLength, "Errors": fe})
+			return
+		}
+		s.Fail(w, r, err)
+		return
+	}
+	s.Redirect(w, r, "/portal/signin", Flash{Kind: "info", Message: "Your password is changed and every session was signed out. Sign in with the new password."})
+}
+
+// Sign-in limits. Every attempt takes a token from its client address's
+// bucket (AddressLimit a minute). Each failure takes one from the
+// account's bucket (LockoutFailures per LockoutPeriod); the failure that
+// empties it takes the account's lock token (one per LockoutPeriod), and
+// while that token is missing the account is locked: no password is
+// checked, and the page says so. Keys are the normalised address as typed,
+// so unknown addresses lock exactly like real ones. With Postgres the
+// buckets are shared by every node.
+
+func accountKey(email string) string {
+	if norm, err := commands.NormaliseEmail(email); err == nil {
+		return "email:" + norm
+	}
+	return "email:invalid"
+}
+
+func clientAddress(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+func (s *Server) allowAddress(r *http.Request) (bool, error) {
+	if s.Limits.Address == nil {
+		return true, nil
+	}
+	g, err := s.Limits.Address.Take(r.Context(), "addr:"+clientAddress(r), 1, 0)
+	return g.Granted == 1, err
+}
+
+func (s *Server) locked(ctx context.Context, account string) (bool, error) {
+	if s.Limits.Lock == nil {
+		return false, nil
+	}
+	g, err := s.Limits.Lock.Take(ctx, account, 0, 0)
+	return g.Tokens < 1, err
+}
+
+// failed records a failed sign-in; true: the account is now locked.
+func (s *Server) failed(ctx context.Context, account string) (bool, error) {
+	if s.Limits.Account == nil || s.Limits.Lock == nil {
+		return false, nil
+	}
+	g, err := s.Limits.Account.Take(ctx, account, 1, 0)
+	if err != nil {
+		return false, err
+	}
+	if g.Granted == 1 && g.Tokens >= 1 {
+		return false, nil
+	}
+	_, err = s.Limits.Lock.Take(ctx, account, 1, 0)
+	return err == nil, err
+}
