@@ -30,9 +30,17 @@ type appState struct {
 	webhookURL    string
 	webhookEvents []string
 	scopes        []string
-	reviewed      bool
+	reviewed      bool // decided and not re-requested since: not reviewable
 	suspended     bool
 	pendingHook   bool // a rotated webhook secret awaits activation
+	appKey        string
+	developerID   int64
+	purpose       string
+	requested     bool   // a review request awaits a decision
+	hostAppID     string // the host mini-program's app id of the last request
+	approved      bool
+	production    int64 // the production app an approval created
+	revealed      bool  // the developer took the production credentials
 }
 
 func (s *appState) apply(env events.Envelope) {
@@ -40,10 +48,16 @@ func (s *appState) apply(env events.Envelope) {
 	case *catalog.AppCreated:
 		s.exists, s.appID, s.name, s.environment = true, p.AppID, p.Name, p.Environment
 		s.webhookURL, s.webhookEvents, s.scopes = p.WebhookURL, p.WebhookEvents, p.Scopes
+		s.appKey, s.developerID, s.purpose = p.AppKey, p.DeveloperID, p.Purpose
 	case *catalog.AppScopesDeclared:
 		s.scopes = p.Scopes
 	case *catalog.AppReviewed:
-		s.reviewed = true
+		s.reviewed, s.requested = true, false
+		s.approved, s.production = p.Approved, p.ProductionAppID
+	case *catalog.AppReviewRequested:
+		s.reviewed, s.requested, s.hostAppID = false, true, p.HostAppID
+	case *catalog.AppProductionRevealed:
+		s.revealed = true
 	case *catalog.AppWebhookConfigured:
 		s.webhookURL, s.webhookEvents = p.WebhookURL, p.WebhookEvents
 	case *catalog.AppSuspended:
@@ -81,6 +95,10 @@ type CreateApp struct {
 	WebhookEvents []string
 	Environment   string
 	Scopes        []string // none named: domain.DefaultScopes
+	// DeveloperID is the portal developer creating the app (0: an operator).
+	DeveloperID int64
+	// Purpose says what the app is for; required when a developer creates it.
+	Purpose string
 }
 
 // Credentials are shown once, at creation or rotation, and never again.
@@ -91,7 +109,10 @@ type Credentials struct {
 	WebhookSecret string
 	Environment   string
 	Scopes        []string // granted at creation
-	Position      events.Position
+	// PluginAppID is issued by an approval whose request named a host
+	// mini-program; the host's manifest declares it.
+	PluginAppID string
+	Position    events.Position
 }
 
 var eventPattern = regexp.MustCompile(`^[a-z][a-z0-9_]*(\.[a-z0-9_]+)*(\.\*)?$`)
@@ -118,6 +139,12 @@ func (a *Apps) validate(ctx context.Context, c *CreateApp) error {
 		if !eventPattern.MatchString(e) {
 			v.Add(fmt.Sprintf("webhook_events[%d]", i), "must be an event name such as user.profile.updated or a prefix wildcard such as health.report.*")
 		}
+	}
+	c.Purpose = strings.TrimSpace(c.Purpose)
+	if c.DeveloperID != 0 && c.Purpose == "" {
+		v.Add("purpose", "is required")
+	} else if utf8.RuneCountInString(c.Purpose) > 500 {
+		v.Add("purpose", "must be at most 500 characters")
 	}
 	validateScopes(c.Scopes, v)
 	c.Scopes = grantedScopes(c.Scopes)
@@ -170,6 +197,7 @@ func decideCreateApp(c newApp) []events.Payload {
 		AppID: c.ID, Name: c.App.Name, AppKey: c.AppKey,
 		SealedAppSecret: c.SealedAppSecret, SealedWebhookSecret: c.SealedWebhookSecret,
 		WebhookURL: c.App.WebhookURL, WebhookEvents: c.App.WebhookEvents, Environment: c.App.Environment, Scopes: c.App.Scopes, SandboxAppID: c.SandboxAppID,
+		DeveloperID: c.App.DeveloperID, Purpose: c.App.Purpose,
 	}}
 }
 
@@ -432,8 +460,10 @@ func decideActivateWebhookSecret(st *appState) (events.Payload, error) {
 
 // Review decides a sandbox app's onboarding review. Approval creates the
 // production app (its own id and credentials, environment production,
-// same name, webhook settings and scopes); the sandbox app keeps working,
-// in the sandbox only.
+// same name, webhook settings, scopes, developer and purpose) and, when
+// the review request named a host mini-program, issues a plugin app id.
+// The sandbox app keeps working until its developer reveals the
+// production credentials (RevealProduction), which retires it.
 func (a *Apps) Review(ctx context.Context, appID int64, approve bool, notes string, meta Meta) (Credentials, error) {
 	if len([]rune(notes)) > 500 {
 		v := &domain.ValidationError{}
@@ -446,10 +476,17 @@ func (a *Apps) Review(ctx context.Context, appID int64, approve bool, notes stri
 		return Credentials{}, err
 	}
 	c := reviewApp{Approve: approve, Notes: notes}
-	if approve && st.exists {
+	if approve && st.exists && st.environment == EnvSandbox && !st.reviewed {
 		// The production app's id, allocated before the review is decided.
 		if c.ProductionAppID, err = a.ids.Next(ctx, KindApp); err != nil {
 			return Credentials{}, err
+		}
+		if st.hostAppID != "" {
+			n, err := a.ids.Next(ctx, KindPluginApp)
+			if err != nil {
+				return Credentials{}, err
+			}
+			c.PluginAppID = PluginAppID(n)
 		}
 	}
 	ev, err := decideReviewApp(&st, c)
@@ -468,8 +505,15 @@ func (a *Apps) Review(ctx context.Context, appID int64, approve bool, notes stri
 	if !approve {
 		return Credentials{AppID: appID, Position: res.Position}, nil
 	}
-	return a.create(ctx, c.ProductionAppID, CreateApp{Name: st.name, WebhookURL: st.webhookURL, WebhookEvents: st.webhookEvents, Environment: EnvProduction, Scopes: st.scopes}, appID, meta)
+	creds, err := a.create(ctx, c.ProductionAppID, CreateApp{Name: st.name, WebhookURL: st.webhookURL, WebhookEvents: st.webhookEvents,
+		Environment: EnvProduction, Scopes: st.scopes, DeveloperID: st.developerID, Purpose: st.purpose}, appID, meta)
+	creds.PluginAppID = c.PluginAppID
+	return creds, err
 }
+
+// PluginAppID formats the n-th issued plugin app id: a prefix that says
+// what it is, then the number, so it cannot be mistaken for an app id.
+func PluginAppID(n int64) string { return fmt.Sprintf("plg%010d", n) }
 
 // reviewApp is an onboarding review with the production app's id allocated
 // up front (when approving).
@@ -477,6 +521,7 @@ type reviewApp struct {
 	Approve         bool
 	Notes           string
 	ProductionAppID int64
+	PluginAppID     string // issued when the request named a host mini-program
 }
 
 // decideReviewApp decides the review of a sandbox app awaiting it; the
@@ -491,5 +536,88 @@ func decideReviewApp(st *appState, c reviewApp) (events.Payload, error) {
 	if !c.Approve {
 		return catalog.AppReviewed{AppID: st.appID, Notes: c.Notes}, nil
 	}
-	return catalog.AppReviewed{AppID: st.appID, Approved: true, Notes: c.Notes, ProductionAppID: c.ProductionAppID}, nil
+	return catalog.AppReviewed{AppID: st.appID, Approved: true, Notes: c.Notes, ProductionAppID: c.ProductionAppID, PluginAppID: c.PluginAppID}, nil
+}
+
+// hostAppPattern is what a host mini-program's app id may look like: the
+// hosts' ids (such as wx plus 16 hex digits) are short and plain.
+var hostAppPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// RequestReview records a developer's request for the production review of
+// a sandbox app, with the host mini-program's app id for a host-plugin
+// integration ("" for none). A rejected app may ask again; asking again
+// while a request waits replaces its host app id (the same one decides
+// nothing).
+func (a *Apps) RequestReview(ctx context.Context, appID int64, hostAppID string, meta Meta) (events.Position, error) {
+	hostAppID = strings.TrimSpace(hostAppID)
+	if hostAppID != "" && !hostAppPattern.MatchString(hostAppID) {
+		v := &domain.ValidationError{}
+		v.Add("host_app_id", "must be 1 to 64 letters, digits, _ or -")
+		return events.Position{}, v
+	}
+	return a.decide(ctx, appID, meta, func(st *appState) (events.Payload, error) { return decideRequestReview(st, hostAppID) })
+}
+
+// decideRequestReview asks for the review of a sandbox app not yet approved.
+func decideRequestReview(st *appState, hostAppID string) (events.Payload, error) {
+	if err := st.found(); err != nil {
+		return nil, err
+	}
+	if st.environment != EnvSandbox || st.approved {
+		return nil, domain.ErrReviewNotRequestable
+	}
+	if st.requested && st.hostAppID == hostAppID {
+		return nil, nil
+	}
+	return catalog.AppReviewRequested{AppID: st.appID, HostAppID: hostAppID}, nil
+}
+
+// RevealProduction hands the developer the production credentials of an
+// approved sandbox app, once: it re-issues the production app's secrets
+// (so only this showing holds the live ones: not the operator who approved,
+// not a log) and retires the sandbox app, whose credentials are refused
+// from then on ("production credentials replace the sandbox ones"). The
+// reveal is one event on the sandbox app's stream at its loaded revision,
+// so of two concurrent reveals, on any nodes, one wins and the other is
+// refused with ErrProductionRevealed.
+func (a *Apps) RevealProduction(ctx context.Context, sandboxAppID int64, meta Meta) (Credentials, error) {
+	secret, hook := secrets.Random("as_", 24), secrets.Random("whsec_", 24)
+	sealedApp, err := a.sealer.Seal(secret)
+	if err != nil {
+		return Credentials{}, err
+	}
+	sealedHook, err := a.sealer.Seal(hook)
+	if err != nil {
+		return Credentials{}, err
+	}
+	var prod int64
+	pos, err := a.decide(ctx, sandboxAppID, meta, func(st *appState) (events.Payload, error) {
+		prod = st.production
+		return decideRevealProduction(st, sealedApp, sealedHook)
+	})
+	if err != nil {
+		return Credentials{}, err
+	}
+	var pst appState
+	if _, _, err := a.load(ctx, domain.AppStream(prod), pst.apply); err != nil {
+		return Credentials{}, err
+	}
+	return Credentials{AppID: prod, AppKey: pst.appKey, AppSecret: secret, WebhookSecret: hook,
+		Environment: EnvProduction, Scopes: pst.scopes, Position: pos}, nil
+}
+
+// decideRevealProduction reveals an approved sandbox app's production
+// credentials once.
+func decideRevealProduction(st *appState, sealedApp, sealedHook string) (events.Payload, error) {
+	if err := st.found(); err != nil {
+		return nil, err
+	}
+	if !st.approved || st.production == 0 {
+		return nil, domain.ErrAppNotApproved
+	}
+	if st.revealed {
+		return nil, domain.ErrProductionRevealed
+	}
+	return catalog.AppProductionRevealed{AppID: st.appID, ProductionAppID: st.production,
+		SealedAppSecret: sealedApp, SealedWebhookSecret: sealedHook}, nil
 }

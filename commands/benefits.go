@@ -257,6 +257,9 @@ type ProviderInput struct {
 	Type       string
 	Contact    string
 	PointsCode *string
+	// DeveloperID is the portal developer registering the provider (0: the
+	// partner API), so the portal shows the provider to its developer only.
+	DeveloperID int64
 }
 
 // validate checks a registration: a points_code for HEALTH_STATION
@@ -287,7 +290,7 @@ func (in ProviderInput) validate() error {
 // decideRegisterProvider records a validated provider pending review under
 // a fresh id (its stream is new).
 func decideRegisterProvider(id int64, in ProviderInput) []events.Payload {
-	return []events.Payload{catalog.ProviderRegistered{ProviderID: id, AppID: in.AppID, Name: in.Name, Type: in.Type, Contact: in.Contact, PointsCode: in.PointsCode}}
+	return []events.Payload{catalog.ProviderRegistered{ProviderID: id, AppID: in.AppID, Name: in.Name, Type: in.Type, Contact: in.Contact, PointsCode: in.PointsCode, DeveloperID: in.DeveloperID}}
 }
 
 // RegisterProvider records a provider pending review, linked to an app.

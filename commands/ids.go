@@ -17,6 +17,9 @@ const (
 	KindUser   = "user"
 	KindGroup  = "family_group"
 	KindMember = "member"
+	// KindPluginApp numbers the plugin app ids issued on approval of a
+	// host-plugin integration.
+	KindPluginApp = "plugin_app"
 )
 
 // maxID keeps ids exact in JavaScript clients (below 2^53).

@@ -27,8 +27,25 @@ type App struct {
 	SandboxAppID    int64
 	ProductionAppID int64
 	Review          string // "", approved, rejected
-	CreatedAt       time.Time
-	UpdatedAt       time.Time
+	// ReviewNotes are the operator's words with the last decision.
+	ReviewNotes string
+	// DeveloperID is the portal developer who owns the app (0: created by an
+	// operator); the portal shows an app to its developer only.
+	DeveloperID int64
+	Purpose     string
+	// ReviewRequested is set while a developer's review request awaits a
+	// decision; HostAppID is the host mini-program the request named.
+	ReviewRequested bool
+	HostAppID       string
+	// PluginAppID is issued by the approval of a host-plugin integration.
+	PluginAppID string
+	// ProductionRevealed is set on a sandbox app once its developer took the
+	// production credentials; the sandbox app is then Retired: its
+	// credentials are refused like an unknown app's.
+	ProductionRevealed bool
+	Retired            bool
+	CreatedAt          time.Time
+	UpdatedAt          time.Time
 }
 
 // Scopes an app can declare; each partner route needs one.

@@ -20,6 +20,14 @@ var (
 	ErrAppReviewed = errors.New("only a sandbox app awaiting review can be reviewed")
 	// ErrAppSuspended refuses a correctly authenticated call of an app an operator suspended.
 	ErrAppSuspended = errors.New("the app is suspended")
+	// ErrAppNotApproved refuses revealing production credentials of an app
+	// whose production review was not approved.
+	ErrAppNotApproved = errors.New("the app's production review was not approved")
+	// ErrProductionRevealed refuses a second reveal: production credentials are shown once.
+	ErrProductionRevealed = errors.New("the production credentials were already revealed")
+	// ErrReviewNotRequestable refuses a review request of a production app or
+	// of an app already approved.
+	ErrReviewNotRequestable = errors.New("only a sandbox app not yet approved can request a review")
 	// ErrNoPendingWebhookSecret refuses activating a webhook secret that was never issued.
 	ErrNoPendingWebhookSecret = errors.New("no pending webhook secret to activate")
 )

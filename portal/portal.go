@@ -103,6 +103,11 @@ type Deps struct {
 	Limits         Limits
 	Now            func() time.Time
 	Log            *slog.Logger
+
+	// AppsReady and BenefitsReady are the runners of AppDirectory and of the
+	// benefits family (providers): app and provider pages wait for them.
+	AppsReady     Waiter
+	BenefitsReady Waiter
 }
 
 // Waiter waits until a projection has applied the log up to a position.
@@ -387,6 +392,18 @@ func errorStatus(err error) (int, string) {
 		return http.StatusBadRequest, "The reset link is invalid, used or expired. Ask for a new one."
 	case errors.Is(err, domain.ErrDeveloperReviewed):
 		return http.StatusConflict, "The developer already has this decision."
+	case errors.Is(err, domain.ErrAppReviewed):
+		return http.StatusConflict, "This application is not awaiting a review."
+	case errors.Is(err, domain.ErrReviewNotRequestable):
+		return http.StatusConflict, "Only a sandbox application not yet approved can request a review."
+	case errors.Is(err, domain.ErrAppNotApproved):
+		return http.StatusConflict, "The production review of this application has not been approved."
+	case errors.Is(err, domain.ErrProductionRevealed):
+		return http.StatusConflict, "The production credentials were already shown once and cannot be shown again; rotate the production app secret if it was lost."
+	case errors.Is(err, domain.ErrProviderAlreadyReview):
+		return http.StatusConflict, "This service provider was already reviewed."
+	case errors.Is(err, domain.ErrBenefitItemNotFound):
+		return http.StatusBadRequest, "A chosen benefit item does not exist."
 	case errors.Is(err, domain.ErrContention):
 		return http.StatusConflict, "Someone else changed this at the same moment. Try again."
 	case errors.Is(err, domain.ErrRoleForbidden):

@@ -1,6 +1,7 @@
 package projections
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -57,7 +58,8 @@ func (*Apps) Name() string { return "apps" }
 // neither decrypts nor decodes) the rest of the log, which is most of it.
 var appTypes = typeSet(&catalog.AppCreated{}, &catalog.AppSecretRotated{}, &catalog.AppScopesDeclared{}, &catalog.AppReviewed{},
 	&catalog.TokenIssued{}, &catalog.TokenRevoked{}, &catalog.UploaderRegistered{}, &catalog.AppWebhookConfigured{},
-	&catalog.AppSuspended{}, &catalog.AppResumed{}, &catalog.AppWebhookSecretIssued{}, &catalog.AppWebhookSecretActivated{})
+	&catalog.AppSuspended{}, &catalog.AppResumed{}, &catalog.AppWebhookSecretIssued{}, &catalog.AppWebhookSecretActivated{},
+	&catalog.AppReviewRequested{}, &catalog.AppProductionRevealed{})
 
 // Handles reports whether the directory applies events of this type.
 func (*Apps) Handles(eventType string) bool { return appTypes[eventType] }
@@ -96,7 +98,8 @@ func (a *Apps) Apply(_ context.Context, batch []events.Envelope, pos events.Posi
 			a.byID[p.AppID] = &domain.App{
 				AppID: p.AppID, Name: p.Name, AppKey: p.AppKey, AppSecret: secret, WebhookSecret: hook,
 				WebhookURL: p.WebhookURL, WebhookEvents: p.WebhookEvents, Environment: p.Environment,
-				Scopes: p.Scopes, SandboxAppID: p.SandboxAppID, CreatedAt: at, UpdatedAt: at,
+				Scopes: p.Scopes, SandboxAppID: p.SandboxAppID, DeveloperID: p.DeveloperID, Purpose: p.Purpose,
+				CreatedAt: at, UpdatedAt: at,
 			}
 			a.byKey[p.AppKey] = p.AppID
 		case *catalog.AppSecretRotated:
@@ -121,10 +124,21 @@ func (a *Apps) Apply(_ context.Context, batch []events.Envelope, pos events.Posi
 			if app, ok := a.byID[p.AppID]; ok {
 				next := *app
 				next.Review, next.ProductionAppID, next.UpdatedAt = "rejected", p.ProductionAppID, at
+				next.ReviewNotes, next.PluginAppID, next.ReviewRequested = p.Notes, p.PluginAppID, false
 				if p.Approved {
 					next.Review = "approved"
 				}
 				a.byID[p.AppID] = &next
+			}
+		case *catalog.AppReviewRequested:
+			if app, ok := a.byID[p.AppID]; ok {
+				next := *app
+				next.ReviewRequested, next.HostAppID, next.Review, next.ReviewNotes, next.UpdatedAt = true, p.HostAppID, "", "", at
+				a.byID[p.AppID] = &next
+			}
+		case *catalog.AppProductionRevealed:
+			if err := a.reveal(p, at); err != nil {
+				return err
 			}
 		case *catalog.TokenIssued:
 			a.tokens[p.TokenHash] = token{appID: p.AppID, scope: p.Scope, expires: p.ExpiresAt}
@@ -178,6 +192,65 @@ func (a *Apps) Apply(_ context.Context, batch []events.Envelope, pos events.Posi
 	}
 	a.pos = pos
 	return nil
+}
+
+// reveal retires the sandbox app and gives its production app the
+// re-issued secrets.
+func (a *Apps) reveal(p *catalog.AppProductionRevealed, at time.Time) error {
+	if app, ok := a.byID[p.AppID]; ok {
+		next := *app
+		next.ProductionRevealed, next.Retired, next.UpdatedAt = true, true, at
+		a.byID[p.AppID] = &next
+	}
+	prod, ok := a.byID[p.ProductionAppID]
+	if !ok {
+		return nil
+	}
+	secret, err := a.opener.Open(p.SealedAppSecret)
+	if err != nil {
+		return fmt.Errorf("app %d: %w", p.ProductionAppID, err)
+	}
+	hook, err := a.opener.Open(p.SealedWebhookSecret)
+	if err != nil {
+		return fmt.Errorf("app %d: %w", p.ProductionAppID, err)
+	}
+	next := *prod
+	next.AppSecret, next.WebhookSecret, next.UpdatedAt = secret, hook, at
+	a.byID[p.ProductionAppID] = &next
+	return nil
+}
+
+// ByDeveloper lists a portal developer's apps ordered by id (none for 0:
+// operators' apps belong to no developer).
+func (a *Apps) ByDeveloper(developerID int64) []domain.App {
+	if developerID == 0 {
+		return nil
+	}
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	var out []domain.App
+	for _, app := range a.byID {
+		if app.DeveloperID == developerID {
+			out = append(out, *app)
+		}
+	}
+	slices.SortFunc(out, func(x, y domain.App) int { return cmp.Compare(x.AppID, y.AppID) })
+	return out
+}
+
+// ReviewRequests lists the sandbox apps whose review request awaits an
+// operator's decision, oldest request first by app id.
+func (a *Apps) ReviewRequests() []domain.App {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	var out []domain.App
+	for _, app := range a.byID {
+		if app.ReviewRequested {
+			out = append(out, *app)
+		}
+	}
+	slices.SortFunc(out, func(x, y domain.App) int { return cmp.Compare(x.AppID, y.AppID) })
+	return out
 }
 
 // ByID finds an app by its numeric id.

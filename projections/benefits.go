@@ -26,8 +26,12 @@ type ServiceProvider struct {
 	PointsCode     *string // HEALTH_STATION only
 	Status         string  // PENDING_REVIEW, APPROVED, REJECTED
 	AllowedItemIDs []int64 // ascending
-	CreatedAt      time.Time
-	UpdatedAt      time.Time
+	// DeveloperID is the portal developer who registered it (0: the partner API).
+	DeveloperID int64
+	// ReviewNotes are the operator's words with the review decision.
+	ReviewNotes string
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
 }
 
 // Card is a benefit card with its per-item quantities.
@@ -102,6 +106,10 @@ type BenefitStore interface {
 	BenefitItems(ctx context.Context) ([]BenefitItem, error)
 	// Providers lists service providers ordered by ProviderID; appID 0 lists all.
 	Providers(ctx context.Context, appID int64) ([]ServiceProvider, error)
+	// DeveloperProviders lists the providers a portal developer registered,
+	// ordered by ProviderID (none for developer 0), so the portal shows a
+	// developer only their own.
+	DeveloperProviders(ctx context.Context, developerID int64) ([]ServiceProvider, error)
 	// CardByNumber returns a card if issued by issuerAppID (0: any); else ErrNotFound.
 	CardByNumber(ctx context.Context, issuerAppID int64, number string) (Card, error)
 	// Fulfillments lists records by filter ordered by RecordID.

@@ -107,13 +107,13 @@ func applyBenefit(ctx context.Context, tx BenefitTx, env events.Envelope) error 
 		return tx.PutBenefitItem(ctx, b)
 	case *catalog.ProviderRegistered:
 		return tx.PutProvider(ctx, ServiceProvider{ProviderID: p.ProviderID, AppID: p.AppID, Name: p.Name, Type: p.Type, Contact: p.Contact,
-			PointsCode: p.PointsCode, Status: "PENDING_REVIEW", AllowedItemIDs: []int64{}, CreatedAt: at, UpdatedAt: at})
+			PointsCode: p.PointsCode, Status: "PENDING_REVIEW", AllowedItemIDs: []int64{}, DeveloperID: p.DeveloperID, CreatedAt: at, UpdatedAt: at})
 	case *catalog.ProviderReviewed:
 		sp, err := tx.Provider(ctx, p.ProviderID)
 		if err != nil {
 			return err
 		}
-		sp.Status, sp.UpdatedAt = "REJECTED", at
+		sp.Status, sp.ReviewNotes, sp.UpdatedAt = "REJECTED", p.Notes, at
 		if p.Approved {
 			sp.Status = "APPROVED"
 		}

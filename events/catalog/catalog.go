@@ -38,6 +38,7 @@ var schemaOne = []events.Payload{
 	IdempotencyClaimed{}, IdempotencyCompleted{}, IdempotencyReleased{},
 	OperatorCreated{}, OperatorRevoked{}, AccessAudited{},
 	UserErased{}, ChannelUserUnbound{},
+	AppReviewRequested{}, AppProductionRevealed{},
 }
 
 // Payloads lists one value of every payload type the registry holds, so
@@ -73,6 +74,11 @@ type AppCreated struct {
 	Scopes              []string `json:"scopes,omitempty"`
 	// SandboxAppID links a production app to the sandbox app whose review created it.
 	SandboxAppID int64 `json:"sandbox_app_id,omitempty"`
+	// DeveloperID is the portal developer who owns the app; 0 for apps an
+	// operator created through the admin API (earlier history has none).
+	DeveloperID int64 `json:"developer_id,omitempty"`
+	// Purpose is what the developer declared the app is for, read at review.
+	Purpose string `json:"purpose,omitempty"`
 }
 
 // EventType names the event in the log.

@@ -124,10 +124,40 @@ type AppReviewed struct {
 	Approved        bool   `json:"approved"`
 	Notes           string `json:"notes"`
 	ProductionAppID int64  `json:"production_app_id,omitempty"`
+	// PluginAppID is issued on approval when the review request named the
+	// host mini-program's app id: the id the host's manifest declares.
+	PluginAppID string `json:"plugin_app_id,omitempty"`
 }
 
 // EventType names the event in the log.
 func (AppReviewed) EventType() string { return "app.reviewed" }
+
+// AppReviewRequested records a developer's request for the production
+// review of a sandbox app; a rejected app may ask again.
+type AppReviewRequested struct {
+	AppID int64 `json:"app_id"`
+	// HostAppID is the host mini-program's app id, given for a host-plugin
+	// integration (approval then issues a plugin app id); "" otherwise.
+	HostAppID string `json:"host_app_id,omitempty"`
+}
+
+// EventType names the event in the log.
+func (AppReviewRequested) EventType() string { return "app.review_requested" }
+
+// AppProductionRevealed records, on the sandbox app's stream, that the
+// developer took the production credentials: the production app's secrets
+// are re-issued (sealed here, shown once to the developer) and the sandbox
+// app is retired, its credentials refused from then on. Being on one
+// stream at an expected revision, it happens once across nodes and restarts.
+type AppProductionRevealed struct {
+	AppID               int64  `json:"app_id"`
+	ProductionAppID     int64  `json:"production_app_id"`
+	SealedAppSecret     string `json:"sealed_app_secret"`
+	SealedWebhookSecret string `json:"sealed_webhook_secret"`
+}
+
+// EventType names the event in the log.
+func (AppProductionRevealed) EventType() string { return "app.production_credentials_revealed" }
 
 // AppScopesDeclared records the API scopes an app declared (least privilege).
 type AppScopesDeclared struct {
@@ -146,6 +176,9 @@ type ProviderRegistered struct {
 	Type       string  `json:"type"`
 	Contact    string  `json:"contact"`
 	PointsCode *string `json:"points_code"`
+	// DeveloperID is the portal developer who registered the provider; 0
+	// for a registration through the partner API.
+	DeveloperID int64 `json:"developer_id,omitempty"`
 }
 
 // EventType names the event in the log.

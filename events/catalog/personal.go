@@ -32,6 +32,9 @@ var personalFields = map[string][]string{
 	"app.resumed":                  nil,
 	"app.webhook_secret_issued":    nil,
 	"app.webhook_secret_activated": nil,
+	"app.review_requested":         nil,
+	// Secrets are sealed with the master key, not per person.
+	"app.production_credentials_revealed": nil,
 	// The partner's channel_user_id is its pseudonym of the person, and
 	// names a stream, which cannot be encrypted: it stays in clear.
 	"channel_user.bound":   nil,

@@ -145,7 +145,9 @@ func lookup[T any](f *follower, what string, find func() (T, bool)) (T, bool) {
 }
 
 // appDirectory is the app directory that authentication and the OAuth
-// token checks use (see follower).
+// token checks use (see follower). A retired sandbox app (its developer
+// took the production credentials that replace it) is unknown here, so its
+// credentials are refused like an unknown app's: 401 on every scheme.
 type appDirectory struct {
 	apps *projections.Apps
 	f    *follower
@@ -153,12 +155,20 @@ type appDirectory struct {
 
 // ByID finds an app by id as of the log's head (see follower).
 func (d appDirectory) ByID(id int64) (domain.App, bool) {
-	return lookup(d.f, "app by id", func() (domain.App, bool) { return d.apps.ByID(id) })
+	return lookup(d.f, "app by id", func() (domain.App, bool) { return unlessRetired(d.apps.ByID(id)) })
+}
+
+// unlessRetired hides a retired app from authentication.
+func unlessRetired(app domain.App, ok bool) (domain.App, bool) {
+	if !ok || app.Retired {
+		return domain.App{}, false
+	}
+	return app, true
 }
 
 // ByKey finds an app by key as of the log's head (see follower).
 func (d appDirectory) ByKey(key string) (domain.App, bool) {
-	return lookup(d.f, "app by key", func() (domain.App, bool) { return d.apps.ByKey(key) })
+	return lookup(d.f, "app by key", func() (domain.App, bool) { return unlessRetired(d.apps.ByKey(key)) })
 }
 
 // Token finds a live OAuth access token: one issued through another node

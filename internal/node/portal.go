@@ -128,6 +128,12 @@ func (n *Node) openPortal(ctx context.Context, cfg Config, ids *commands.Allocat
 		return nil, err
 	}
 	n.Portal = srv
+	if r := n.runner("apps"); r != nil {
+		srv.AppsReady = r
+	}
+	if r := n.Families[projections.FamilyBenefits]; r != nil {
+		srv.BenefitsReady = r
+	}
 	if pc.InsecureCookies {
 		n.log.Warn("PLATFORM_PORTAL_INSECURE_COOKIES is on: portal session cookies are sent over plain http; development only")
 	}
@@ -143,4 +149,14 @@ func (n *Node) openPortal(ctx context.Context, cfg Config, ids *commands.Allocat
 		n.adapter("mail", "outbox only (no PLATFORM_SMTP_URL): operators read it at /portal/ops/outbox")
 	}
 	return journal, nil
+}
+
+// runner is the node's runner of the named projection (nil if none).
+func (n *Node) runner(name string) *projections.Runner {
+	for _, r := range n.Runners {
+		if r.Name() == name {
+			return r
+		}
+	}
+	return nil
 }

@@ -19,6 +19,7 @@ type benefitIndexes struct {
 	providers    map[int64]projections.ServiceProvider // by ProviderID
 	providerIDs  []int64                               // sorted
 	appProviders map[int64][]int64                     // AppID -> ProviderIDs, sorted
+	devProviders map[int64][]int64                     // DeveloperID -> ProviderIDs, sorted
 
 	cards     map[string]projections.Card // by CardNumber, Items sorted by UserBenefitItemID
 	cardItems map[int64]string            // UserBenefitItemID -> CardNumber holding it
@@ -35,6 +36,7 @@ func newBenefitIndexes() benefitIndexes {
 		benefitItems:         map[int64]projections.BenefitItem{},
 		providers:            map[int64]projections.ServiceProvider{},
 		appProviders:         map[int64][]int64{},
+		devProviders:         map[int64][]int64{},
 		cards:                map[string]projections.Card{},
 		cardItems:            map[int64]string{},
 		fulfillments:         map[int64]projections.Fulfillment{},
@@ -72,6 +74,9 @@ func (s *Store) setProvider(cur projections.ServiceProvider, had bool, next proj
 		if !same || cur.AppID != next.AppID {
 			dropFromList(s.appProviders, cur.AppID, cur.ProviderID)
 		}
+		if !same || cur.DeveloperID != next.DeveloperID {
+			dropFromList(s.devProviders, cur.DeveloperID, cur.ProviderID)
+		}
 	}
 	if keep {
 		s.providers[next.ProviderID] = next
@@ -80,6 +85,9 @@ func (s *Store) setProvider(cur projections.ServiceProvider, had bool, next proj
 		}
 		if !same || cur.AppID != next.AppID {
 			addToList(s.appProviders, next.AppID, next.ProviderID)
+		}
+		if !same || cur.DeveloperID != next.DeveloperID {
+			addToList(s.devProviders, next.DeveloperID, next.ProviderID)
 		}
 	}
 }
@@ -160,6 +168,24 @@ func (s *Store) Providers(ctx context.Context, appID int64) ([]projections.Servi
 	if appID != 0 {
 		ids = s.appProviders[appID]
 	}
+	out := make([]projections.ServiceProvider, len(ids))
+	for i, id := range ids {
+		out[i] = copyProvider(s.providers[id])
+	}
+	return out, nil
+}
+
+// DeveloperProviders reads the developer's own sorted id list.
+func (s *Store) DeveloperProviders(ctx context.Context, developerID int64) ([]projections.ServiceProvider, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if developerID == 0 {
+		return nil, nil
+	}
+	s.benefitsMu.RLock()
+	defer s.benefitsMu.RUnlock()
+	ids := s.devProviders[developerID]
 	out := make([]projections.ServiceProvider, len(ids))
 	for i, id := range ids {
 		out[i] = copyProvider(s.providers[id])

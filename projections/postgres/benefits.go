@@ -37,12 +37,12 @@ func (s *Store) BenefitItems(ctx context.Context) ([]projections.BenefitItem, er
 // ---- providers ----
 
 const providerColumns = `provider_id, app_id, name, type, contact, points_code, status, allowed_item_ids,
-    created_at, updated_at`
+    created_at, updated_at, developer_id, review_notes`
 
 func scanProvider(row pgx.Row) (projections.ServiceProvider, error) {
 	var p projections.ServiceProvider
 	err := row.Scan(&p.ProviderID, &p.AppID, &p.Name, &p.Type, &p.Contact, &p.PointsCode, &p.Status,
-		&p.AllowedItemIDs, &p.CreatedAt, &p.UpdatedAt)
+		&p.AllowedItemIDs, &p.CreatedAt, &p.UpdatedAt, &p.DeveloperID, &p.ReviewNotes)
 	p.CreatedAt, p.UpdatedAt = p.CreatedAt.UTC(), p.UpdatedAt.UTC()
 	if p.AllowedItemIDs == nil {
 		p.AllowedItemIDs = []int64{}
@@ -67,6 +67,21 @@ func (s *Store) Providers(ctx context.Context, appID int64) ([]projections.Servi
 	})
 	if err != nil {
 		return nil, fmt.Errorf("projections/postgres: providers of app %d: %w", appID, err)
+	}
+	return ps, nil
+}
+
+// DeveloperProviders reads one range of service_providers_developer_idx.
+func (s *Store) DeveloperProviders(ctx context.Context, developerID int64) ([]projections.ServiceProvider, error) {
+	if developerID == 0 {
+		return nil, nil
+	}
+	rows, _ := s.pool.Query(ctx, `SELECT `+providerColumns+` FROM service_providers WHERE developer_id = $1 ORDER BY provider_id`, developerID)
+	ps, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (projections.ServiceProvider, error) {
+		return scanProvider(row)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("projections/postgres: providers of developer %d: %w", developerID, err)
 	}
 	return ps, nil
 }
@@ -248,7 +263,7 @@ func (t *tx) PutBenefitItem(ctx context.Context, b projections.BenefitItem) erro
 
 const upsertProvider = `
 INSERT INTO service_providers (` + providerColumns + `)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
 ON CONFLICT (provider_id) DO UPDATE SET
     app_id = EXCLUDED.app_id,
     name = EXCLUDED.name,
@@ -258,7 +273,9 @@ ON CONFLICT (provider_id) DO UPDATE SET
     status = EXCLUDED.status,
     allowed_item_ids = EXCLUDED.allowed_item_ids,
     created_at = EXCLUDED.created_at,
-    updated_at = EXCLUDED.updated_at`
+    updated_at = EXCLUDED.updated_at,
+    developer_id = EXCLUDED.developer_id,
+    review_notes = EXCLUDED.review_notes`
 
 // PutProvider stores AllowedItemIDs as the ascending set the port promises,
 // whatever order or repeats the writer gave, as the memory store does.
@@ -271,7 +288,7 @@ func (t *tx) PutProvider(ctx context.Context, p projections.ServiceProvider) err
 	slices.Sort(ids)
 	ids = slices.Compact(ids)
 	t.batch.Queue(upsertProvider, p.ProviderID, p.AppID, p.Name, p.Type, p.Contact, opt(p.PointsCode), p.Status,
-		ids, p.CreatedAt, p.UpdatedAt)
+		ids, p.CreatedAt, p.UpdatedAt, p.DeveloperID, p.ReviewNotes)
 	return nil
 }
 

@@ -16,6 +16,7 @@ import (
 var benefitCases = []testCase{
 	{"BenefitItemsRoundTripAndOrder", testBenefitItems},
 	{"ProvidersRoundTripAndFilter", testProviders},
+	{"ProvidersOfADeveloper", testDeveloperProviders},
 	{"CardRoundTripAndTenancy", testCards},
 	{"CardItemsReplacedAndUnique", testCardItems},
 	{"FulfillmentRoundTrip", testFulfillmentRoundTrip},
@@ -270,6 +271,29 @@ func testProviders(t *testing.T, s Store) {
 	wantRows(t, "Providers(app 5) after a move", must(s.Providers(ctx, 5))(t), []projections.ServiceProvider{bare})
 	wantRows(t, "Providers(app 6) after a move", must(s.Providers(ctx, 6))(t), []projections.ServiceProvider{zeroes, repl})
 	wantRows(t, "Providers(all) after a move", must(s.Providers(ctx, 0))(t), []projections.ServiceProvider{bare, zeroes, other, repl})
+}
+
+// testDeveloperProviders: the portal lists a developer's own providers,
+// follows a row that changes developer, and lists none for developer 0
+// (providers registered through the partner API belong to no developer).
+func testDeveloperProviders(t *testing.T, s Store) {
+	mine, theirs, api, mine2 := providerOf(5, 10), providerOf(5, 11), providerOf(5, 12), providerOf(6, 13)
+	mine.DeveloperID, theirs.DeveloperID, mine2.DeveloperID = 7, 8, 7
+	putProviders(t, s, mine2, theirs, api, mine)
+	wantRows(t, "DeveloperProviders(7)", must(s.DeveloperProviders(ctx, 7))(t), []projections.ServiceProvider{mine, mine2})
+	wantRows(t, "DeveloperProviders(8)", must(s.DeveloperProviders(ctx, 8))(t), []projections.ServiceProvider{theirs})
+	wantRows(t, "DeveloperProviders(0)", must(s.DeveloperProviders(ctx, 0))(t), nil)
+	wantRows(t, "DeveloperProviders(99)", must(s.DeveloperProviders(ctx, 99))(t), nil)
+	wantRows(t, "Providers(app 5) carries the developer", must(s.Providers(ctx, 5))(t), []projections.ServiceProvider{mine, theirs, api})
+
+	moved := mine
+	moved.DeveloperID, moved.Status, moved.ReviewNotes = 8, "REJECTED", "没有执照 (no licence)"
+	putProviders(t, s, moved)
+	wantRows(t, "DeveloperProviders(7) after a move", must(s.DeveloperProviders(ctx, 7))(t), []projections.ServiceProvider{mine2})
+	wantRows(t, "DeveloperProviders(8) after a move", must(s.DeveloperProviders(ctx, 8))(t), []projections.ServiceProvider{moved, theirs})
+	l := must(s.DeveloperProviders(ctx, 8))(t)
+	l[0].AllowedItemIDs[0], l[0].Name = 99, "mutated" // results are copies
+	wantRows(t, "DeveloperProviders after a caller mutated a result", must(s.DeveloperProviders(ctx, 8))(t), []projections.ServiceProvider{moved, theirs})
 }
 
 func testCards(t *testing.T, s Store) {
