@@ -4,7 +4,7 @@
 // a screenshot into $PLATFORM_SCREENSHOTS (default portal/e2e/screenshots).
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join, resolve } from "node:path";
+import { basename, dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { chromium } from "playwright-core";
 
@@ -23,6 +23,9 @@ const args = [
 ];
 
 let shotCount = 0;
+// node --test runs each file in its own process: its name keeps the files'
+// screenshots apart and in order.
+const fileTag = basename(process.argv[1] || "e2e").replace(/\.test\.mjs$/, "");
 
 /**
  * Opens a browser session for one person. Returns {page, context, requests,
@@ -54,10 +57,10 @@ export async function openSession(baseURL, who) {
     page,
     requests,
     consoleErrors,
-    /** Saves the page as NN-who-name.png in the screenshot folder. */
+    /** Saves the page as <test file>-NN-who-name.png in the screenshot folder. */
     async shot(name) {
       shotCount++;
-      const file = join(screenshotDir, `${String(shotCount).padStart(2, "0")}-${who}-${name}.png`);
+      const file = join(screenshotDir, `${fileTag}-${String(shotCount).padStart(2, "0")}-${who}-${name}.png`);
       await page.screenshot({ path: file, fullPage: false });
       return file;
     },
