@@ -41,6 +41,8 @@ type appState struct {
 	approved      bool
 	production    int64 // the production app an approval created
 	revealed      bool  // the developer took the production credentials
+	hookDisabled  bool  // the default endpoint is disabled
+	endpoints     map[int64]*endpointState
 }
 
 func (s *appState) apply(env events.Envelope) {
@@ -68,6 +70,8 @@ func (s *appState) apply(env events.Envelope) {
 		s.pendingHook = true
 	case *catalog.AppWebhookSecretActivated:
 		s.pendingHook = false
+	default:
+		s.applyEndpoint(env)
 	}
 }
 

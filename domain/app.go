@@ -17,8 +17,14 @@ type App struct {
 	PendingWebhookSecret string
 	WebhookURL           string
 	WebhookEvents        []string
-	Environment          string
-	Scopes               []string // granted API scopes; empty grants none
+	// WebhookDisabled pauses the default endpoint (the app-level URL)
+	// without forgetting its URL.
+	WebhookDisabled bool
+	// Endpoints are the webhook endpoints added beside the default one,
+	// ordered by id; each has its own URL, subscription and secret.
+	Endpoints   []Endpoint
+	Environment string
+	Scopes      []string // granted API scopes; empty grants none
 	// Suspended apps are refused on every partner route (ErrAppSuspended)
 	// and their webhooks wait until the app is resumed.
 	Suspended        bool

@@ -53,6 +53,12 @@ type DeliveryFilter struct {
 	Status    string    // one of the statuses
 	EventType string    // exact event type
 	From, To  time.Time // CreatedAt in [From, To)
-	After     events.Position
-	Limit     int
+	// EndpointID selects one endpoint's deliveries (nil: every endpoint;
+	// DefaultEndpointID: the default one's).
+	EndpointID *int64
+	// Feed keeps only the app's event feed: the default endpoint's
+	// deliveries (one per event) without test events.
+	Feed  bool
+	After events.Position
+	Limit int
 }

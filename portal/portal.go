@@ -404,6 +404,14 @@ func errorStatus(err error) (int, string) {
 		return http.StatusConflict, "This service provider was already reviewed."
 	case errors.Is(err, domain.ErrBenefitItemNotFound):
 		return http.StatusBadRequest, "A chosen benefit item does not exist."
+	case errors.Is(err, domain.ErrEndpointNotFound), errors.Is(err, domain.ErrDeliveryNotFound):
+		return http.StatusNotFound, ""
+	case errors.Is(err, domain.ErrTooManyEndpoints):
+		return http.StatusConflict, "This app already has the maximum number of webhook endpoints. Delete one first."
+	case errors.Is(err, domain.ErrEndpointDisabled):
+		return http.StatusConflict, "The endpoint is disabled. Enable it first."
+	case errors.Is(err, domain.ErrNoPendingWebhookSecret):
+		return http.StatusConflict, "There is no new secret to activate. Rotate the secret first."
 	case errors.Is(err, domain.ErrContention):
 		return http.StatusConflict, "Someone else changed this at the same moment. Try again."
 	case errors.Is(err, domain.ErrRoleForbidden):

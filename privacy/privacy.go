@@ -333,7 +333,7 @@ func Subject(stream, eventType string, data []byte) string {
 			return "user-" + strconv.FormatInt(*id, 10)
 		}
 	}
-	if eventType == (catalog.DeliveryCreated{}).EventType() {
+	if eventType == (catalog.DeliveryCreated{}).EventType() || eventType == (catalog.DeliveryAttempted{}).EventType() {
 		if ids.Body != "" {
 			var body struct {
 				OpenUserID *int64 `json:"open_user_id"`

@@ -133,6 +133,9 @@ func TestSubjects(t *testing.T) {
 		{"plugin-session-abc", "plugin.measurement.recorded", `{"platform_user_id":null}`, "plugin-session-abc"},
 		{"delivery-x", "webhook.delivery.created", `{"source_stream":"report-5","body":"{\"open_user_id\":7}"}`, "user-7"},
 		{"delivery-x", "webhook.delivery.created", `{"source_stream":"order-9","body":"{}"}`, "order-9"},
+		// An attempt's response excerpt is sealed with the key of its delivery's body.
+		{"delivery-x", "webhook.delivery.attempted", `{"open_user_id":7,"source_stream":"report-5","response_excerpt":"ok"}`, "user-7"},
+		{"delivery-x", "webhook.delivery.attempted", `{"source_stream":"order-9","response_excerpt":"ok"}`, "order-9"},
 		{"card-a/b", "benefit_card.issued", `{}`, ""},
 	} {
 		got := Subject(c.stream, c.typ, []byte(c.data))

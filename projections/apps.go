@@ -59,7 +59,10 @@ func (*Apps) Name() string { return "apps" }
 var appTypes = typeSet(&catalog.AppCreated{}, &catalog.AppSecretRotated{}, &catalog.AppScopesDeclared{}, &catalog.AppReviewed{},
 	&catalog.TokenIssued{}, &catalog.TokenRevoked{}, &catalog.UploaderRegistered{}, &catalog.AppWebhookConfigured{},
 	&catalog.AppSuspended{}, &catalog.AppResumed{}, &catalog.AppWebhookSecretIssued{}, &catalog.AppWebhookSecretActivated{},
-	&catalog.AppReviewRequested{}, &catalog.AppProductionRevealed{})
+	&catalog.AppReviewRequested{}, &catalog.AppProductionRevealed{},
+	&catalog.AppWebhookEndpointAdded{}, &catalog.AppWebhookEndpointUpdated{}, &catalog.AppWebhookEndpointDisabled{},
+	&catalog.AppWebhookEndpointEnabled{}, &catalog.AppWebhookEndpointRemoved{}, &catalog.AppWebhookEndpointSecretIssued{},
+	&catalog.AppWebhookEndpointSecretActivated{})
 
 // Handles reports whether the directory applies events of this type.
 func (*Apps) Handles(eventType string) bool { return appTypes[eventType] }
@@ -187,6 +190,10 @@ func (a *Apps) Apply(_ context.Context, batch []events.Envelope, pos events.Posi
 				next := *app
 				next.WebhookSecret, next.PendingWebhookSecret, next.UpdatedAt = app.PendingWebhookSecret, "", at
 				a.byID[p.AppID] = &next
+			}
+		default:
+			if err := a.applyEndpoint(env.Payload, at); err != nil {
+				return err
 			}
 		}
 	}

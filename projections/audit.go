@@ -72,6 +72,9 @@ var DeveloperAuditedTypes = []events.Payload{
 	&catalog.AppCreated{}, &catalog.AppSecretRotated{}, &catalog.AppWebhookConfigured{}, &catalog.AppScopesDeclared{},
 	&catalog.AppReviewed{}, &catalog.AppWebhookSecretIssued{}, &catalog.AppWebhookSecretActivated{},
 	&catalog.ProviderRegistered{}, &catalog.DeliveryResendRequested{},
+	&catalog.AppWebhookEndpointAdded{}, &catalog.AppWebhookEndpointUpdated{}, &catalog.AppWebhookEndpointDisabled{},
+	&catalog.AppWebhookEndpointEnabled{}, &catalog.AppWebhookEndpointRemoved{}, &catalog.AppWebhookEndpointSecretIssued{},
+	&catalog.AppWebhookEndpointSecretActivated{}, &catalog.AppWebhookTestRequested{},
 }
 
 // developerFact is the audit fact of a developer's action (ok false: the

@@ -11,8 +11,11 @@ import (
 // Delivery is the read model of one webhook delivery and the feed entry of
 // one partner-visible event.
 type Delivery struct {
-	DeliveryID     string
-	AppID          int64
+	DeliveryID string
+	AppID      int64
+	// EndpointID is the app's endpoint it goes to (domain.DefaultEndpointID
+	// for the default one, which also makes the app's event feed).
+	EndpointID     int64
 	EventType      string
 	SourceEventID  string
 	SourcePosition events.Position
@@ -46,6 +49,28 @@ type Attempt struct {
 	// nil on success.
 	ErrorClass *string
 	Outcome    string // delivered, retry, abandoned, dead_letter, refused
+	// ResponseExcerpt is the start of the receiver's answer ("" when none,
+	// and once the delivery's user is erased).
+	ResponseExcerpt string
+}
+
+// InFeed says whether a delivery is an entry of its app's event feed: one
+// per event, the default endpoint's, and never a test event.
+func (d Delivery) InFeed() bool {
+	return d.EndpointID == domain.DefaultEndpointID && d.EventType != domain.TestEvent
+}
+
+// Matches says whether a delivery passes f's row filters (app, status,
+// event, creation time, endpoint, feed); the cursor and limit are the
+// caller's. Both stores and the conformance suite's model share it.
+func (d Delivery) Matches(f domain.DeliveryFilter) bool {
+	return (f.AppID == 0 || d.AppID == f.AppID) &&
+		(f.Status == "" || d.Status == f.Status) &&
+		(f.EventType == "" || d.EventType == f.EventType) &&
+		(f.From.IsZero() || !d.CreatedAt.Before(f.From)) &&
+		(f.To.IsZero() || d.CreatedAt.Before(f.To)) &&
+		(f.EndpointID == nil || d.EndpointID == *f.EndpointID) &&
+		(!f.Feed || d.InFeed())
 }
 
 // DeliveryTx is the part of a read-model transaction the delivery projector writes.
@@ -58,6 +83,9 @@ type DeliveryTx interface {
 	SubjectDeliveries(ctx context.Context, subject string) ([]Delivery, error)
 	// AddAttempt records an attempt; re-adding the same (DeliveryID, Attempt) replaces it.
 	AddAttempt(ctx context.Context, a Attempt) error
+	// ClearExcerpts empties the response excerpts of a delivery's attempts
+	// (its user was erased: a receiver's answer may echo their data).
+	ClearExcerpts(ctx context.Context, deliveryID string) error
 }
 
 // DeliveryStore is what the dispatcher, the delivery log and the feed read.

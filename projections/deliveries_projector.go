@@ -16,7 +16,7 @@ func applyDelivery(ctx context.Context, tx DeliveryTx, env events.Envelope) erro
 	switch p := env.Payload.(type) {
 	case *catalog.DeliveryCreated:
 		d := Delivery{
-			DeliveryID: p.DeliveryID, AppID: p.AppID, EventType: p.Event, SourceEventID: p.SourceEventID,
+			DeliveryID: p.DeliveryID, AppID: p.AppID, EndpointID: p.EndpointID, EventType: p.Event, SourceEventID: p.SourceEventID,
 			SourcePosition: p.SourcePosition, Cursor: env.Position, Body: []byte(p.Body),
 			Subject: deliverySubject(p), Status: domain.DeliverySkipped, CreatedAt: at, UpdatedAt: at,
 		}
@@ -29,14 +29,18 @@ func applyDelivery(ctx context.Context, tx DeliveryTx, env events.Envelope) erro
 		if err != nil {
 			return err
 		}
-		a := Attempt{DeliveryID: p.DeliveryID, Attempt: p.Attempt, At: p.At.UTC(), LatencyMS: p.LatencyMS, Outcome: p.Outcome}
+		a := Attempt{DeliveryID: p.DeliveryID, Attempt: p.Attempt, At: p.At.UTC(), LatencyMS: p.LatencyMS, Outcome: p.Outcome,
+			ResponseExcerpt: cleanText(p.ResponseExcerpt)}
+		if len(d.Body) == 0 {
+			a.ResponseExcerpt = "" // erased: the log reads it as null too
+		}
 		if p.StatusCode != 0 {
 			code := p.StatusCode
 			a.StatusCode = &code
 		}
 		if p.Error != "" {
 			// Postgres text cannot hold NUL; receivers' error text may.
-			msg := strings.ToValidUTF8(strings.ReplaceAll(p.Error, "\x00", ""), "?")
+			msg := cleanText(p.Error)
 			a.Error = &msg
 		}
 		if class := attemptClass(p); class != "" {
@@ -73,6 +77,9 @@ func applyDelivery(ctx context.Context, tx DeliveryTx, env events.Envelope) erro
 		for _, d := range ds {
 			d.Body = []byte{}
 			if err := tx.PutDelivery(ctx, stopErased(d)); err != nil {
+				return err
+			}
+			if err := tx.ClearExcerpts(ctx, d.DeliveryID); err != nil {
 				return err
 			}
 		}
@@ -128,4 +135,10 @@ func attemptClass(p *catalog.DeliveryAttempted) string {
 		return class
 	}
 	return domain.ErrorClassOther
+}
+
+// cleanText makes receiver-supplied text storable: Postgres text cannot
+// hold NUL, and receivers' answers and error text may.
+func cleanText(s string) string {
+	return strings.ToValidUTF8(strings.ReplaceAll(s, "\x00", ""), "?")
 }

@@ -51,13 +51,16 @@ func (q *API) partner(f projections.Family, h func(w http.ResponseWriter, r *htt
 }
 
 type attemptView struct {
-	Attempt    int     `json:"attempt"`
-	At         string  `json:"at"`
-	StatusCode *int    `json:"status_code"`
-	LatencyMS  int64   `json:"latency_ms"`
-	Error      *string `json:"error"`
-	ErrorClass *string `json:"error_class"`
-	Outcome    string  `json:"outcome"`
+	Attempt int `json:"attempt"`
+	// ResponseExcerpt is the start of the receiver's answer (at most 256
+	// bytes; empty when none or once the delivery's user is erased).
+	ResponseExcerpt string  `json:"response_excerpt"`
+	At              string  `json:"at"`
+	StatusCode      *int    `json:"status_code"`
+	LatencyMS       int64   `json:"latency_ms"`
+	Error           *string `json:"error"`
+	ErrorClass      *string `json:"error_class"`
+	Outcome         string  `json:"outcome"`
 }
 
 // failure is what a view shows of an attempt's failure: its class, and
@@ -102,7 +105,7 @@ func deliveryView(d projections.Delivery, withPayload, operator bool) map[string
 	}
 	lastError, lastClass := failure(d.LastError, d.LastErrorClass, d.LastStatus, operator)
 	out := map[string]any{
-		"delivery_id": d.DeliveryID, "app_id": d.AppID, "event": d.EventType, "status": d.Status,
+		"delivery_id": d.DeliveryID, "app_id": d.AppID, "endpoint_id": d.EndpointID, "event": d.EventType, "status": d.Status,
 		"attempts": d.Attempts, "next_attempt_at": next, "last_status_code": d.LastStatus,
 		"last_error": lastError, "last_error_class": lastClass,
 		"created_at": d.CreatedAt.Format(time.RFC3339), "updated_at": d.UpdatedAt.Format(time.RFC3339),
@@ -147,7 +150,7 @@ func (q *API) showDelivery(w http.ResponseWriter, r *http.Request, appID int64, 
 	views := make([]attemptView, 0, len(attempts))
 	for _, a := range attempts {
 		msg, class := failure(a.Error, a.ErrorClass, a.StatusCode, operator)
-		views = append(views, attemptView{Attempt: a.Attempt, At: a.At.Format(time.RFC3339Nano), StatusCode: a.StatusCode,
+		views = append(views, attemptView{Attempt: a.Attempt, ResponseExcerpt: a.ResponseExcerpt, At: a.At.Format(time.RFC3339Nano), StatusCode: a.StatusCode,
 			LatencyMS: a.LatencyMS, Error: msg, ErrorClass: class, Outcome: a.Outcome})
 	}
 	out["attempt_log"] = views
@@ -197,7 +200,7 @@ func (q *API) feed(w http.ResponseWriter, r *http.Request, _ httprouter.Params, 
 	if err != nil {
 		return err
 	}
-	list, err := q.Deliveries.Deliveries(r.Context(), domain.DeliveryFilter{AppID: appID, After: after, Limit: int(limit)})
+	list, err := q.Deliveries.Deliveries(r.Context(), domain.DeliveryFilter{AppID: appID, After: after, Limit: int(limit), Feed: true})
 	if err != nil {
 		return err
 	}

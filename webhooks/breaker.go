@@ -31,9 +31,10 @@ const (
 
 // EndpointState is one app endpoint's breaker as an operator sees it.
 type EndpointState struct {
-	AppID    int64
-	State    string
-	InFlight int
+	AppID      int64
+	EndpointID int64 // domain.DefaultEndpointID for the app-level one
+	State      string
+	InFlight   int
 	// Failures counts failed or timed-out POSTs in a row.
 	Failures int
 	// OpenUntil is when an open breaker lets one probe through.
@@ -57,39 +58,45 @@ type endpoint struct {
 // breakers bounds concurrent POSTs per endpoint and trips a breaker per
 // endpoint, so that one slow or failing partner endpoint holds at most its
 // own share of the workers and never the others' deliveries. Endpoints are
-// keyed by app (one webhook URL per app); a changed URL starts afresh.
+// keyed by app and endpoint id; a changed URL starts afresh.
 type breakers struct {
 	mu        sync.Mutex
 	limit     int
 	threshold int
 	cooldown  time.Duration
-	eps       map[int64]*endpoint
+	eps       map[endpointKey]*endpoint
 	// onChange reports a state change (closed, open, half_open) to the operator.
 	onChange func(appID int64, from, to string, failures int)
 }
 
 func newBreakers(limit, threshold int, cooldown time.Duration, onChange func(int64, string, string, int)) *breakers {
-	return &breakers{limit: limit, threshold: threshold, cooldown: cooldown, eps: map[int64]*endpoint{}, onChange: onChange}
+	return &breakers{limit: limit, threshold: threshold, cooldown: cooldown, eps: map[endpointKey]*endpoint{}, onChange: onChange}
 }
 
-func (b *breakers) get(appID int64, url string) *endpoint {
-	ep := b.eps[appID]
+// endpointKey names one endpoint of one app.
+type endpointKey struct {
+	app      int64
+	endpoint int64
+}
+
+func (b *breakers) get(key endpointKey, url string) *endpoint {
+	ep := b.eps[key]
 	if ep == nil || ep.url != url {
 		inFlight := 0
 		if ep != nil {
-			inFlight = ep.inFlight // POSTs to the old URL still count against the app's share
+			inFlight = ep.inFlight // POSTs to the old URL still count against the endpoint's share
 		}
 		ep = &endpoint{url: url, state: BreakerClosed, cooldown: b.cooldown, inFlight: inFlight}
-		b.eps[appID] = ep
+		b.eps[key] = ep
 	}
 	return ep
 }
 
-func (b *breakers) set(appID int64, ep *endpoint, to string) {
+func (b *breakers) set(key endpointKey, ep *endpoint, to string) {
 	from := ep.state
 	ep.state = to
 	if from != to && b.onChange != nil {
-		b.onChange(appID, from, to, ep.failures)
+		b.onChange(key.app, from, to, ep.failures)
 	}
 }
 
@@ -98,16 +105,16 @@ func (b *breakers) set(appID int64, ep *endpoint, to string) {
 // a half-open breaker's probe is out; otherwise probe says this POST is the
 // half-open probe. Every successful acquire is followed by exactly one done
 // or cancel.
-func (b *breakers) acquire(appID int64, url string, now time.Time) (ok, probe bool) {
+func (b *breakers) acquire(key endpointKey, url string, now time.Time) (ok, probe bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	ep := b.get(appID, url)
+	ep := b.get(key, url)
 	switch ep.state {
 	case BreakerOpen:
 		if now.Before(ep.until) {
 			return false, false
 		}
-		b.set(appID, ep, BreakerHalfOpen)
+		b.set(key, ep, BreakerHalfOpen)
 		fallthrough
 	case BreakerHalfOpen:
 		if ep.probing {
@@ -126,10 +133,10 @@ func (b *breakers) acquire(appID int64, url string, now time.Time) (ok, probe bo
 
 // cancel gives back a slot that posted nothing (the claim went to another
 // node, the delivery was no longer due): the breaker learns nothing from it.
-func (b *breakers) cancel(appID int64, url string, probe bool) {
+func (b *breakers) cancel(key endpointKey, url string, probe bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	ep := b.get(appID, url)
+	ep := b.get(key, url)
 	ep.inFlight = max(ep.inFlight-1, 0)
 	if probe {
 		ep.probing = false
@@ -138,17 +145,17 @@ func (b *breakers) cancel(appID int64, url string, probe bool) {
 
 // done gives back a slot whose POST ended, failed saying whether the
 // endpoint timed out, could not be reached or answered 5xx or 429.
-func (b *breakers) done(appID int64, url string, probe, failed bool, now time.Time) {
+func (b *breakers) done(key endpointKey, url string, probe, failed bool, now time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	ep := b.get(appID, url)
+	ep := b.get(key, url)
 	ep.inFlight = max(ep.inFlight-1, 0)
 	if probe {
 		ep.probing = false
 	}
 	if !failed {
 		ep.failures, ep.cooldown = 0, b.cooldown
-		b.set(appID, ep, BreakerClosed)
+		b.set(key, ep, BreakerClosed)
 		return
 	}
 	ep.failures++
@@ -162,7 +169,7 @@ func (b *breakers) done(appID int64, url string, probe, failed bool, now time.Ti
 		ep.trips++
 	}
 	ep.until = now.Add(ep.cooldown)
-	b.set(appID, ep, BreakerOpen)
+	b.set(key, ep, BreakerOpen)
 }
 
 // nextProbe is the earliest time an open breaker lets a probe through, so
@@ -184,9 +191,11 @@ func (b *breakers) snapshot() []EndpointState {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	out := make([]EndpointState, 0, len(b.eps))
-	for id, ep := range b.eps {
-		out = append(out, EndpointState{AppID: id, State: ep.state, InFlight: ep.inFlight, Failures: ep.failures, OpenUntil: ep.until, Trips: ep.trips})
+	for key, ep := range b.eps {
+		out = append(out, EndpointState{AppID: key.app, EndpointID: key.endpoint, State: ep.state, InFlight: ep.inFlight, Failures: ep.failures, OpenUntil: ep.until, Trips: ep.trips})
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].AppID < out[j].AppID })
+	sort.Slice(out, func(i, j int) bool {
+		return out[i].AppID < out[j].AppID || (out[i].AppID == out[j].AppID && out[i].EndpointID < out[j].EndpointID)
+	})
 	return out
 }

@@ -10,18 +10,18 @@ func TestBreakerBoundsAnEndpointsPOSTs(t *testing.T) {
 	b := newBreakers(2, 3, time.Second, nil)
 	now := time.Now()
 	for i := range 2 {
-		if ok, _ := b.acquire(1, "u", now); !ok {
+		if ok, _ := b.acquire(endpointKey{app: 1}, "u", now); !ok {
 			t.Fatalf("slot %d refused under the bound", i)
 		}
 	}
-	if ok, _ := b.acquire(1, "u", now); ok {
+	if ok, _ := b.acquire(endpointKey{app: 1}, "u", now); ok {
 		t.Fatal("a third POST at once with bound 2")
 	}
-	if ok, _ := b.acquire(2, "v", now); !ok {
+	if ok, _ := b.acquire(endpointKey{app: 2}, "v", now); !ok {
 		t.Fatal("another app's endpoint refused because the first is full")
 	}
-	b.cancel(1, "u", false)
-	if ok, _ := b.acquire(1, "u", now); !ok {
+	b.cancel(endpointKey{app: 1}, "u", false)
+	if ok, _ := b.acquire(endpointKey{app: 1}, "u", now); !ok {
 		t.Fatal("a cancelled slot was not given back")
 	}
 }
@@ -32,43 +32,43 @@ func TestBreakerOpensProbesOnceAndCloses(t *testing.T) {
 	now := time.Now()
 	fail := func() {
 		t.Helper()
-		ok, probe := b.acquire(1, "u", now)
+		ok, probe := b.acquire(endpointKey{app: 1}, "u", now)
 		if !ok {
 			t.Fatal("refused while closed")
 		}
-		b.done(1, "u", probe, true, now)
+		b.done(endpointKey{app: 1}, "u", probe, true, now)
 	}
 	fail()
 	fail()
 	// A success in between resets the count.
-	ok, probe := b.acquire(1, "u", now)
+	ok, probe := b.acquire(endpointKey{app: 1}, "u", now)
 	if !ok {
 		t.Fatal("refused")
 	}
-	b.done(1, "u", probe, false, now)
+	b.done(endpointKey{app: 1}, "u", probe, false, now)
 	fail()
 	fail()
 	fail()
-	if ok, _ := b.acquire(1, "u", now.Add(999*time.Millisecond)); ok {
+	if ok, _ := b.acquire(endpointKey{app: 1}, "u", now.Add(999*time.Millisecond)); ok {
 		t.Fatal("open breaker let a POST through before its cool-down ended")
 	}
-	ok, probe = b.acquire(1, "u", now.Add(time.Second))
+	ok, probe = b.acquire(endpointKey{app: 1}, "u", now.Add(time.Second))
 	if !ok || !probe {
 		t.Fatalf("no probe after the cool-down: ok %v probe %v", ok, probe)
 	}
-	if ok, _ := b.acquire(1, "u", now.Add(time.Second)); ok {
+	if ok, _ := b.acquire(endpointKey{app: 1}, "u", now.Add(time.Second)); ok {
 		t.Fatal("a second POST while the probe is out")
 	}
 	// The probe fails: open again, for twice as long.
-	b.done(1, "u", true, true, now.Add(time.Second))
-	if ok, _ := b.acquire(1, "u", now.Add(2900*time.Millisecond)); ok {
+	b.done(endpointKey{app: 1}, "u", true, true, now.Add(time.Second))
+	if ok, _ := b.acquire(endpointKey{app: 1}, "u", now.Add(2900*time.Millisecond)); ok {
 		t.Fatal("reopened breaker did not double its cool-down")
 	}
-	ok, probe = b.acquire(1, "u", now.Add(3*time.Second))
+	ok, probe = b.acquire(endpointKey{app: 1}, "u", now.Add(3*time.Second))
 	if !ok || !probe {
 		t.Fatal("no second probe")
 	}
-	b.done(1, "u", true, false, now.Add(3*time.Second))
+	b.done(endpointKey{app: 1}, "u", true, false, now.Add(3*time.Second))
 	st := b.snapshot()
 	if len(st) != 1 || st[0].State != BreakerClosed || st[0].Trips != 1 || st[0].Failures != 0 || st[0].InFlight != 0 {
 		t.Fatalf("state after a good probe: %+v", st)
@@ -87,15 +87,15 @@ func TestBreakerOpensProbesOnceAndCloses(t *testing.T) {
 func TestBreakerCancelledProbeLetsAnotherProbe(t *testing.T) {
 	b := newBreakers(10, 1, time.Second, nil)
 	now := time.Now()
-	_, probe := b.acquire(1, "u", now)
-	b.done(1, "u", probe, true, now)
+	_, probe := b.acquire(endpointKey{app: 1}, "u", now)
+	b.done(endpointKey{app: 1}, "u", probe, true, now)
 	later := now.Add(time.Second)
-	ok, probe := b.acquire(1, "u", later)
+	ok, probe := b.acquire(endpointKey{app: 1}, "u", later)
 	if !ok || !probe {
 		t.Fatal("no probe")
 	}
-	b.cancel(1, "u", probe) // the claim went to another node
-	if ok, probe := b.acquire(1, "u", later); !ok || !probe {
+	b.cancel(endpointKey{app: 1}, "u", probe) // the claim went to another node
+	if ok, probe := b.acquire(endpointKey{app: 1}, "u", later); !ok || !probe {
 		t.Fatal("a cancelled probe blocked the endpoint")
 	}
 }
@@ -105,13 +105,13 @@ func TestBreakerLateFailuresDoNotExtendAnOpenBreaker(t *testing.T) {
 	now := time.Now()
 	var probes []bool
 	for range 4 {
-		_, p := b.acquire(1, "u", now)
+		_, p := b.acquire(endpointKey{app: 1}, "u", now)
 		probes = append(probes, p)
 	}
 	for _, p := range probes {
-		b.done(1, "u", p, true, now) // the first two open it; the rest were sent before
+		b.done(endpointKey{app: 1}, "u", p, true, now) // the first two open it; the rest were sent before
 	}
-	if ok, _ := b.acquire(1, "u", now.Add(time.Second)); !ok {
+	if ok, _ := b.acquire(endpointKey{app: 1}, "u", now.Add(time.Second)); !ok {
 		t.Fatal("POSTs sent before the breaker opened extended its cool-down")
 	}
 }
@@ -119,9 +119,9 @@ func TestBreakerLateFailuresDoNotExtendAnOpenBreaker(t *testing.T) {
 func TestBreakerNewURLStartsClosed(t *testing.T) {
 	b := newBreakers(10, 1, time.Hour, nil)
 	now := time.Now()
-	_, p := b.acquire(1, "old", now)
-	b.done(1, "old", p, true, now)
-	if ok, _ := b.acquire(1, "new", now); !ok {
+	_, p := b.acquire(endpointKey{app: 1}, "old", now)
+	b.done(endpointKey{app: 1}, "old", p, true, now)
+	if ok, _ := b.acquire(endpointKey{app: 1}, "new", now); !ok {
 		t.Fatal("an app's new URL inherited the old one's open breaker")
 	}
 }
@@ -137,7 +137,7 @@ func TestBreakerConcurrentAcquiresKeepTheBound(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for range 200 {
-				ok, p := b.acquire(1, "u", time.Now())
+				ok, p := b.acquire(endpointKey{app: 1}, "u", time.Now())
 				if !ok {
 					continue
 				}
@@ -148,7 +148,7 @@ func TestBreakerConcurrentAcquiresKeepTheBound(t *testing.T) {
 				mu.Lock()
 				in--
 				mu.Unlock()
-				b.done(1, "u", p, false, time.Now())
+				b.done(endpointKey{app: 1}, "u", p, false, time.Now())
 			}
 		}()
 	}

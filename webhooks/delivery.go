@@ -1,6 +1,9 @@
 package webhooks
 
 import (
+	"encoding/json"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/healthtech/partner-open-platform/domain"
@@ -57,6 +60,7 @@ type result struct {
 	err        string
 	class      string // domain.ErrorClass* of err; "" when there is none
 	refused    bool
+	excerpt    string // the start of the receiver's answer
 }
 
 // decideAttempt records a POST's result and schedules what follows:
@@ -67,6 +71,10 @@ func decideAttempt(d *delivery, r result, schedule []time.Duration) catalog.Deli
 	ev := catalog.DeliveryAttempted{
 		DeliveryID: d.created.DeliveryID, Attempt: d.attempts + 1, At: r.at.UTC(), URL: r.url,
 		StatusCode: r.statusCode, LatencyMS: r.latency.Milliseconds(), Error: r.err,
+		ResponseExcerpt: r.excerpt,
+	}
+	if r.excerpt != "" {
+		ev.OpenUserID, ev.SourceStream = subjectUser(d.created), d.created.SourceStream
 	}
 	if ev.ErrorClass = r.class; ev.ErrorClass == "" {
 		// An answer that is not 2xx, or a failure left unclassified.
@@ -97,4 +105,22 @@ func decideResend(d *delivery, by string, now time.Time) (*catalog.DeliveryResen
 		return nil, nil
 	}
 	return &catalog.DeliveryResendRequested{DeliveryID: d.created.DeliveryID, RequestedBy: by, At: now.UTC()}, nil
+}
+
+// subjectUser is the open_user_id a delivery's body is about (0: none), as
+// the privacy layer finds it, so an attempt's excerpt is sealed with the
+// same person's key as the body.
+func subjectUser(c *catalog.DeliveryCreated) int64 {
+	var body struct {
+		OpenUserID *int64 `json:"open_user_id"`
+	}
+	if json.Unmarshal([]byte(c.Body), &body) == nil && body.OpenUserID != nil && *body.OpenUserID > 0 {
+		return *body.OpenUserID
+	}
+	if id, ok := strings.CutPrefix(c.SourceStream, "user-"); ok {
+		if n, err := strconv.ParseInt(id, 10, 64); err == nil && n > 0 {
+			return n
+		}
+	}
+	return 0
 }

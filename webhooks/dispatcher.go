@@ -12,8 +12,10 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/events"
@@ -150,6 +152,7 @@ func (d *Dispatcher) Create(ctx context.Context, rec events.Recorded) error {
 func (d *Dispatcher) CreateBatch(ctx context.Context, recs []events.Recorded) error {
 	type rendered struct {
 		rec events.Recorded
+		env events.Envelope
 		r   Rendered
 	}
 	var todo []rendered
@@ -163,7 +166,7 @@ func (d *Dispatcher) CreateBatch(ctx context.Context, recs []events.Recorded) er
 			return fmt.Errorf("decode %s: %w", rec.ID, err)
 		}
 		if r, ok := Render(env, d.Location); ok {
-			todo = append(todo, rendered{rec, r})
+			todo = append(todo, rendered{rec, env, r})
 			last = rec.Position
 		}
 	}
@@ -209,7 +212,7 @@ func (d *Dispatcher) CreateBatch(ctx context.Context, recs []events.Recorded) er
 			defer wg.Done()
 			defer func() { <-sem }()
 			for _, t := range chain {
-				if err := d.createOne(ctx, t.rec, t.r); err != nil {
+				if err := d.createAll(ctx, t.rec, t.env, t.r); err != nil {
 					mu.Lock()
 					if first == nil {
 						first = err
@@ -224,13 +227,44 @@ func (d *Dispatcher) CreateBatch(ctx context.Context, recs []events.Recorded) er
 	return first
 }
 
-// createOne appends one delivery; an existing one is left as it is.
-func (d *Dispatcher) createOne(ctx context.Context, rec events.Recorded, r Rendered) error {
+// createAll appends the deliveries of one source event, one per endpoint
+// of the app that takes it. The default endpoint's delivery is always
+// recorded, as before apps had several endpoints (same id, same bytes): it
+// is also the app's feed entry, skipped when the default endpoint has no
+// URL, is disabled or does not subscribe. An added endpoint gets one only
+// when it is enabled and subscribes, with its own id (EndpointDeliveryID)
+// and body (which repeats that id). A test event goes to its endpoint alone.
+func (d *Dispatcher) createAll(ctx context.Context, rec events.Recorded, env events.Envelope, r Rendered) error {
 	app, found := d.Apps.ByID(r.AppID)
+	if r.Only {
+		ep, ok := app.Endpoint(r.Endpoint)
+		return d.createOne(ctx, rec, r, r.Endpoint, found && ok && !ep.Disabled)
+	}
+	def := app.DefaultEndpoint()
+	if err := d.createOne(ctx, rec, r, domain.DefaultEndpointID, found && def.URL != "" && !def.Disabled && Subscribed(def.Events, r.Event)); err != nil {
+		return err
+	}
+	for _, ep := range app.Endpoints {
+		if ep.Disabled || !Subscribed(ep.Events, r.Event) {
+			continue
+		}
+		er, ok := RenderFor(env, d.Location, ep.EndpointID)
+		if !ok {
+			continue
+		}
+		if err := d.createOne(ctx, rec, er, ep.EndpointID, true); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// createOne appends one delivery; an existing one is left as it is.
+func (d *Dispatcher) createOne(ctx context.Context, rec events.Recorded, r Rendered, endpointID int64, deliver bool) error {
 	created := catalog.DeliveryCreated{
-		DeliveryID: DeliveryID(r.AppID, rec.ID), AppID: r.AppID, Event: r.Event,
+		DeliveryID: EndpointDeliveryID(r.AppID, endpointID, rec.ID), AppID: r.AppID, Event: r.Event,
 		SourceEventID: rec.ID, SourceStream: rec.Stream, SourcePosition: rec.Position, SourceRecordedAt: rec.Created,
-		Body: string(r.Body), Deliver: found && app.WebhookURL != "" && Subscribed(app.WebhookEvents, r.Event), DeadLetter: r.DeadLetter,
+		Body: string(r.Body), EndpointID: endpointID, Deliver: deliver, DeadLetter: r.DeadLetter,
 	}
 	ev, err := d.Registry.Encode(created, events.Metadata{AppID: r.AppID, Actor: "dispatcher", OccurredAt: d.Clock.Now()})
 	if err != nil {
@@ -359,7 +393,7 @@ func (d *Dispatcher) RunSender(ctx context.Context) error {
 // claimed is a claim the sender holds with the endpoint slot it reserved.
 type claimed struct {
 	Claim
-	appID int64
+	ep    endpointKey
 	url   string
 	probe bool
 }
@@ -382,7 +416,7 @@ func (d *Dispatcher) claimDue(ctx context.Context, eps *breakers, now time.Time,
 	reserved := map[string]claimed{} // endpoint slots of candidates not yet claimed
 	defer func() {
 		for _, c := range reserved {
-			eps.cancel(c.appID, c.url, c.probe)
+			eps.cancel(c.ep, c.url, c.probe)
 		}
 	}()
 	ask := n // candidates per Claim call; grows while others hold the head of the queue
@@ -405,11 +439,13 @@ func (d *Dispatcher) claimDue(ctx context.Context, eps *breakers, now time.Time,
 			if len(out)+len(reserved) >= n {
 				continue // enough candidates; the rest only marks the scan
 			}
-			got, probe := eps.acquire(del.AppID, app.WebhookURL, now)
+			key := endpointKey{app: del.AppID, endpoint: del.EndpointID}
+			url := endpointURL(app, del.EndpointID)
+			got, probe := eps.acquire(key, url, now)
 			if !got {
 				continue
 			}
-			reserved[del.DeliveryID] = claimed{Claim: Claim{DeliveryID: del.DeliveryID}, appID: del.AppID, url: app.WebhookURL, probe: probe}
+			reserved[del.DeliveryID] = claimed{Claim: Claim{DeliveryID: del.DeliveryID}, ep: key, url: url, probe: probe}
 			candidates = append(candidates, del.DeliveryID)
 		}
 		for len(candidates) > 0 && len(out) < n {
@@ -439,7 +475,7 @@ func (d *Dispatcher) claimDue(ctx context.Context, eps *breakers, now time.Time,
 			// Candidates of this batch another node holds give their slots back.
 			for _, id := range batch {
 				if r, ok := reserved[id]; ok {
-					eps.cancel(r.appID, r.url, r.probe)
+					eps.cancel(r.ep, r.url, r.probe)
 					delete(reserved, id)
 				}
 			}
@@ -448,6 +484,16 @@ func (d *Dispatcher) claimDue(ctx context.Context, eps *breakers, now time.Time,
 			return out, held, nil
 		}
 	}
+}
+
+// endpointURL is where a delivery to the endpoint of app goes ("" when the
+// endpoint is gone or disabled), the URL its breaker is kept for.
+func endpointURL(app domain.App, endpointID int64) string {
+	ep, ok := app.Endpoint(endpointID)
+	if !ok || ep.Disabled {
+		return ""
+	}
+	return ep.URL
 }
 
 func (d *Dispatcher) claimTTL() time.Duration {
@@ -472,7 +518,7 @@ func (d *Dispatcher) attempt(ctx context.Context, eps *breakers, c claimed, clai
 	slot := true
 	defer func() {
 		if slot {
-			eps.cancel(c.appID, c.url, c.probe)
+			eps.cancel(c.ep, c.url, c.probe)
 		}
 	}()
 	id := c.DeliveryID
@@ -507,7 +553,7 @@ func (d *Dispatcher) attempt(ctx context.Context, eps *breakers, c claimed, clai
 	r := d.post(actx, del)
 	cancel()
 	slot = false
-	eps.done(c.appID, c.url, c.probe, endpointFailed(r), d.Clock.Now())
+	eps.done(c.ep, c.url, c.probe, endpointFailed(r), d.Clock.Now())
 	r.at = now
 	ev := decideAttempt(del, r, d.Schedule)
 	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
@@ -550,13 +596,21 @@ func endpointFailed(r result) bool {
 // post sends the fixed body with a fresh timestamp and signature.
 func (d *Dispatcher) post(ctx context.Context, del *delivery) result {
 	app, ok := d.Apps.ByID(del.created.AppID)
-	if !ok || app.WebhookURL == "" {
-		return result{err: "the app has no webhook URL configured", class: domain.ErrorClassNoURL}
+	ep, found := app.Endpoint(del.created.EndpointID)
+	switch {
+	case !ok || !found:
+		msg := "the app has no webhook URL configured"
+		if del.created.EndpointID != domain.DefaultEndpointID {
+			msg = "the webhook endpoint was removed"
+		}
+		return result{err: msg, class: domain.ErrorClassNoURL}
+	case ep.Disabled:
+		return result{url: ep.URL, err: "the webhook endpoint is disabled", class: domain.ErrorClassNoURL}
 	}
 	body := []byte(del.created.Body)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, app.WebhookURL, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, ep.URL, bytes.NewReader(body))
 	if err != nil {
-		return result{url: app.WebhookURL, err: "invalid webhook URL: " + err.Error(), class: domain.ErrorClassInvalidURL, refused: true}
+		return result{url: ep.URL, err: "invalid webhook URL: " + err.Error(), class: domain.ErrorClassInvalidURL, refused: true}
 	}
 	ts := strconv.FormatInt(time.Now().Unix(), 10)
 	req.Header.Set("Content-Type", "application/json")
@@ -564,16 +618,16 @@ func (d *Dispatcher) post(ctx context.Context, del *delivery) result {
 	req.Header.Set("X-Webhook-Id", del.created.DeliveryID)
 	req.Header.Set("X-Webhook-Event", del.created.Event)
 	req.Header.Set("X-Webhook-Timestamp", ts)
-	req.Header.Set("X-Webhook-Signature", Sign(app.WebhookSecret, ts, body))
+	req.Header.Set("X-Webhook-Signature", Sign(ep.Secret, ts, body))
 	start := time.Now()
 	res, err := d.Client.Do(req)
-	r := result{url: app.WebhookURL, latency: time.Since(start)}
+	r := result{url: ep.URL, latency: time.Since(start)}
 	if err != nil {
 		r.err, r.class = err.Error(), classify(err)
 		r.refused = errors.Is(err, targets.ErrRefused)
 		return r
 	}
-	_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 64<<10))
+	r.excerpt = readExcerpt(res.Body)
 	res.Body.Close()
 	r.statusCode = res.StatusCode
 	return r
@@ -814,4 +868,28 @@ func (s StoreSource) saveCheckpoints(ctx context.Context, saved <-chan events.Po
 			return
 		}
 	}
+}
+
+// readExcerpt drains up to 64 KiB of a receiver's answer (so the
+// connection can be reused) and keeps its start, at most
+// catalog.ExcerptBytes, cut at a character boundary.
+func readExcerpt(body io.Reader) string {
+	head := make([]byte, catalog.ExcerptBytes+utf8.UTFMax)
+	n, _ := io.ReadFull(body, head)
+	_, _ = io.Copy(io.Discard, io.LimitReader(body, 64<<10))
+	return excerpt(head[:n])
+}
+
+// excerpt is the start of b, at most catalog.ExcerptBytes of valid UTF-8
+// (invalid bytes and NULs become "?", so any answer can be stored).
+func excerpt(b []byte) string {
+	s := strings.ToValidUTF8(strings.ReplaceAll(string(b), "\x00", "?"), "?")
+	if len(s) <= catalog.ExcerptBytes {
+		return s
+	}
+	cut := catalog.ExcerptBytes
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut]
 }

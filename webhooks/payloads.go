@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/events/catalog"
 )
@@ -15,9 +16,20 @@ import (
 // event): the same event seen twice yields the same id.
 var deliveryNamespace = uuid.MustParse("6f1c2a52-9d7e-4c0b-8a53-3f0d8d2b7e41")
 
-// DeliveryID derives the stable delivery id of one source event for one app.
+// DeliveryID derives the stable delivery id of one source event for one
+// app's default endpoint.
 func DeliveryID(appID int64, sourceEventID string) string {
 	return uuid.NewSHA1(deliveryNamespace, []byte(strconv.FormatInt(appID, 10)+"/"+sourceEventID)).String()
+}
+
+// EndpointDeliveryID derives the stable delivery id of one source event for
+// one endpoint of an app; the default endpoint's is DeliveryID, so the
+// deliveries made before apps had several endpoints keep their ids.
+func EndpointDeliveryID(appID, endpointID int64, sourceEventID string) string {
+	if endpointID == domain.DefaultEndpointID {
+		return DeliveryID(appID, sourceEventID)
+	}
+	return uuid.NewSHA1(deliveryNamespace, []byte(strconv.FormatInt(appID, 10)+"/"+strconv.FormatInt(endpointID, 10)+"/"+sourceEventID)).String()
 }
 
 // userEvent is the body of every channel-user webhook. The spec does not
@@ -54,16 +66,27 @@ type Rendered struct {
 	AppID      int64
 	Body       []byte
 	DeadLetter bool
+	// Only is set for an event meant for one endpoint (a test event):
+	// Endpoint names it, and no other endpoint gets a delivery.
+	Only     bool
+	Endpoint int64
 }
 
-// Render returns the webhook body of a partner-visible event, or ok=false
-// for events partners do not receive (internal bookkeeping, registrations).
+// Render returns the webhook body of a partner-visible event for the app's
+// default endpoint, or ok=false for events partners do not receive
+// (internal bookkeeping, registrations).
 func Render(env events.Envelope, loc *time.Location) (Rendered, bool) {
+	return RenderFor(env, loc, domain.DefaultEndpointID)
+}
+
+// RenderFor is Render for one endpoint of the app: the same body but for
+// the delivery id (EndpointDeliveryID), which the body repeats.
+func RenderFor(env events.Envelope, loc *time.Location, endpointID int64) (Rendered, bool) {
 	appID := env.Metadata.AppID
 	if appID <= 0 {
 		return Rendered{}, false
 	}
-	id := DeliveryID(appID, env.ID)
+	id := EndpointDeliveryID(appID, endpointID, env.ID)
 	at := env.Metadata.OccurredAt.In(loc).Format(time.RFC3339)
 	user := func(event string, openUserID int64, channelUserID string, data any) (Rendered, bool) {
 		body, err := json.Marshal(userEvent{Event: event, DeliveryID: id, AppID: appID, OpenUserID: openUserID, ChannelUserID: channelUserID, OccurredAt: at, Data: data})
@@ -111,8 +134,31 @@ func Render(env events.Envelope, loc *time.Location) (Rendered, bool) {
 			return Rendered{}, false
 		}
 		return Rendered{Event: "order.shipped", AppID: appID, Body: body}, true
+	case *catalog.AppWebhookTestRequested:
+		// A test goes to the endpoint it names, whichever is asked for.
+		id = EndpointDeliveryID(appID, p.EndpointID, env.ID)
+		body, err := json.Marshal(testEvent{Event: domain.TestEvent, DeliveryID: id, AppID: appID, EndpointID: p.EndpointID, OccurredAt: at,
+			Data: testData{Message: "This is a test webhook: the platform can reach this endpoint and signs with its secret."}})
+		if err != nil {
+			return Rendered{}, false
+		}
+		return Rendered{Event: domain.TestEvent, AppID: appID, Body: body, Only: true, Endpoint: p.EndpointID}, true
 	}
 	return Rendered{}, false
+}
+
+// testEvent is the body of webhook.test, documented in the OpenAPI file.
+type testEvent struct {
+	Event      string   `json:"event"`
+	DeliveryID string   `json:"delivery_id"`
+	AppID      int64    `json:"app_id"`
+	EndpointID int64    `json:"endpoint_id"`
+	OccurredAt string   `json:"occurred_at"`
+	Data       testData `json:"data"`
+}
+
+type testData struct {
+	Message string `json:"message"`
 }
 
 // reportEvent is exactly the spec's health.report.* body.

@@ -39,6 +39,8 @@ var schemaOne = []events.Payload{
 	OperatorCreated{}, OperatorRevoked{}, AccessAudited{},
 	UserErased{}, ChannelUserUnbound{},
 	AppReviewRequested{}, AppProductionRevealed{},
+	AppWebhookEndpointAdded{}, AppWebhookEndpointUpdated{}, AppWebhookEndpointDisabled{}, AppWebhookEndpointEnabled{},
+	AppWebhookEndpointRemoved{}, AppWebhookEndpointSecretIssued{}, AppWebhookEndpointSecretActivated{}, AppWebhookTestRequested{},
 }
 
 // Payloads lists one value of every payload type the registry holds, so
@@ -240,6 +242,10 @@ type DeliveryCreated struct {
 	// append-to-first-attempt latency.
 	SourceRecordedAt time.Time `json:"source_recorded_at"`
 	Body             string    `json:"body"`
+	// EndpointID is the app's endpoint the delivery goes to; absent (0)
+	// for the default endpoint, so its deliveries keep the bytes they had
+	// before apps had several endpoints.
+	EndpointID int64 `json:"endpoint_id,omitempty"`
 	// Deliver is false when the app had no webhook URL or no matching
 	// subscription: the event is then only in the app's feed.
 	Deliver bool `json:"deliver"`
@@ -266,7 +272,20 @@ type DeliveryAttempted struct {
 	ErrorClass    string     `json:"error_class,omitempty"`
 	Outcome       string     `json:"outcome"` // delivered, retry, abandoned, dead_letter, refused
 	NextAttemptAt *time.Time `json:"next_attempt_at,omitempty"`
+	// ResponseExcerpt is the start of the receiver's answer (at most
+	// ExcerptBytes, valid UTF-8), for the delivery log. It is a personal
+	// field: a receiver may echo the body, so it is sealed with the key of
+	// the person the delivery is about (OpenUserID) and erased with them.
+	ResponseExcerpt string `json:"response_excerpt,omitempty"`
+	// OpenUserID and SourceStream name whose data the delivery carries (as
+	// DeliveryCreated's do), so the excerpt is sealed with the same data
+	// key as the body; both are set only with an excerpt.
+	OpenUserID   int64  `json:"open_user_id,omitempty"`
+	SourceStream string `json:"source_stream,omitempty"`
 }
+
+// ExcerptBytes bounds DeliveryAttempted.ResponseExcerpt.
+const ExcerptBytes = 256
 
 // EventType names the event in the log.
 func (DeliveryAttempted) EventType() string { return "webhook.delivery.attempted" }

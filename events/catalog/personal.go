@@ -47,8 +47,9 @@ var personalFields = map[string][]string{
 	"user.family_member.updated": memberPaths,
 	"user.family_member.deleted": nil,
 	// The body is the webhook as sent: it copies the person's fields.
-	"webhook.delivery.created":          {"body"},
-	"webhook.delivery.attempted":        nil,
+	"webhook.delivery.created": {"body"},
+	// A receiver's answer may echo what it was sent.
+	"webhook.delivery.attempted":        {"response_excerpt"},
 	"webhook.delivery.resend_requested": nil,
 	"report.created": {"file_path", "interpretation_result", "interpretation_detail",
 		"meta.operator_name", "raw_data"},
@@ -92,6 +93,15 @@ var personalFields = map[string][]string{
 	// not quote personal data (README, "Erasure").
 	"user.erased":          nil,
 	"channel_user.unbound": nil,
+	// Endpoint settings are the partner's configuration, secrets sealed.
+	"app.webhook_endpoint_added":            nil,
+	"app.webhook_endpoint_updated":          nil,
+	"app.webhook_endpoint_disabled":         nil,
+	"app.webhook_endpoint_enabled":          nil,
+	"app.webhook_endpoint_removed":          nil,
+	"app.webhook_endpoint_secret_issued":    nil,
+	"app.webhook_endpoint_secret_activated": nil,
+	"app.webhook_test_requested":            nil,
 	// Developer accounts (issue 14): the email is personal; the password
 	// hash is sealed with the master key; a mail's recipient and body are
 	// personal (a body may hold a reset token).

@@ -120,6 +120,13 @@ func DeliveryFilter(r *http.Request, loc *time.Location) (domain.DeliveryFilter,
 		}
 		f.AppID = id
 	}
+	if s := q.Get("endpoint_id"); s != "" {
+		id, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || id < 0 || id >= 1<<53 {
+			v.Add("endpoint_id", "must be an endpoint id (0: the default endpoint)")
+		}
+		f.EndpointID = &id
+	}
 	return f, v.Err()
 }
 

@@ -299,10 +299,9 @@ func (s *Store) Deliveries(ctx context.Context, f domain.DeliveryFilter) ([]proj
 	var out []projections.Delivery
 	for ; i < len(keys) && len(out) < limit; i++ {
 		d := s.deliveries[keys[i].id]
-		if (f.Status != "" && d.Status != f.Status) ||
-			(f.EventType != "" && d.EventType != f.EventType) ||
-			(!f.From.IsZero() && d.CreatedAt.Before(from)) ||
-			(!f.To.IsZero() && !d.CreatedAt.Before(to)) {
+		g := f
+		g.From, g.To = from, to
+		if !d.Matches(g) {
 			continue
 		}
 		out = append(out, copyDelivery(d))
@@ -454,6 +453,25 @@ func (t *tx) AddAttempt(ctx context.Context, a projections.Attempt) error {
 			delete(s.attempts, a.DeliveryID)
 		}
 	})
+	return nil
+}
+
+// ClearExcerpts replaces the delivery's attempts by copies without excerpts.
+func (t *tx) ClearExcerpts(ctx context.Context, id string) error {
+	if err := t.check(ctx); err != nil {
+		return err
+	}
+	s := t.s
+	old, had := s.attempts[id]
+	if !had {
+		return nil
+	}
+	next := slices.Clone(old)
+	for i := range next {
+		next[i].ResponseExcerpt = ""
+	}
+	s.attempts[id] = next
+	t.undo = append(t.undo, func() { s.attempts[id] = old })
 	return nil
 }
 

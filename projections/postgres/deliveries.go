@@ -30,14 +30,14 @@ const feedOrder = `cursor_commit, cursor_prepare, delivery_id`
 
 const deliveryColumns = `delivery_id, app_id, event_type, source_event_id, source_commit, source_prepare,
     cursor_commit, cursor_prepare, body, status, attempts, next_attempt_at, last_status, last_error,
-    created_at, updated_at, last_error_class, subject`
+    created_at, updated_at, last_error_class, subject, endpoint_id`
 
 func scanDelivery(row pgx.Row) (projections.Delivery, error) {
 	var d projections.Delivery
 	err := row.Scan(&d.DeliveryID, &d.AppID, &d.EventType, &d.SourceEventID,
 		&d.SourcePosition.Commit, &d.SourcePosition.Prepare, &d.Cursor.Commit, &d.Cursor.Prepare,
 		&d.Body, &d.Status, &d.Attempts, &d.NextAttemptAt, &d.LastStatus, &d.LastError,
-		&d.CreatedAt, &d.UpdatedAt, &d.LastErrorClass, &d.Subject)
+		&d.CreatedAt, &d.UpdatedAt, &d.LastErrorClass, &d.Subject, &d.EndpointID)
 	if d.NextAttemptAt != nil {
 		*d.NextAttemptAt = d.NextAttemptAt.UTC()
 	}
@@ -51,11 +51,11 @@ func collectDeliveries(rows pgx.Rows) ([]projections.Delivery, error) {
 	})
 }
 
-const attemptColumns = `delivery_id, attempt, at, status_code, latency_ms, error, outcome, error_class`
+const attemptColumns = `delivery_id, attempt, at, status_code, latency_ms, error, outcome, error_class, response_excerpt`
 
 func scanAttempt(row pgx.CollectableRow) (projections.Attempt, error) {
 	var a projections.Attempt
-	err := row.Scan(&a.DeliveryID, &a.Attempt, &a.At, &a.StatusCode, &a.LatencyMS, &a.Error, &a.Outcome, &a.ErrorClass)
+	err := row.Scan(&a.DeliveryID, &a.Attempt, &a.At, &a.StatusCode, &a.LatencyMS, &a.Error, &a.Outcome, &a.ErrorClass, &a.ResponseExcerpt)
 	a.At = a.At.UTC()
 	return a, err
 }
@@ -125,6 +125,12 @@ WHERE (cursor_commit, cursor_prepare) > ($1, $2)`)
 	}
 	if !f.To.IsZero() {
 		and("created_at < $%d", f.To)
+	}
+	if f.EndpointID != nil {
+		and("endpoint_id = $%d", *f.EndpointID)
+	}
+	if f.Feed {
+		and("endpoint_id = 0 AND event_type <> $%d", domain.TestEvent)
 	}
 	args = append(args, clampLimit(f.Limit))
 	fmt.Fprintf(&b, "\nORDER BY %s\nLIMIT $%d", feedOrder, len(args))
@@ -238,7 +244,7 @@ func (t *tx) SubjectDeliveries(ctx context.Context, subject string) ([]projectio
 
 const upsertDelivery = `
 INSERT INTO webhook_deliveries (` + deliveryColumns + `)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)
 ON CONFLICT (delivery_id) DO UPDATE SET
     app_id = EXCLUDED.app_id,
     event_type = EXCLUDED.event_type,
@@ -256,7 +262,8 @@ ON CONFLICT (delivery_id) DO UPDATE SET
     last_error_class = EXCLUDED.last_error_class,
     created_at = EXCLUDED.created_at,
     updated_at = EXCLUDED.updated_at,
-    subject = EXCLUDED.subject`
+    subject = EXCLUDED.subject,
+    endpoint_id = EXCLUDED.endpoint_id`
 
 func (t *tx) PutDelivery(ctx context.Context, d projections.Delivery) error {
 	if err := t.check(ctx); err != nil {
@@ -268,14 +275,15 @@ func (t *tx) PutDelivery(ctx context.Context, d projections.Delivery) error {
 	t.batch.Queue(upsertDelivery, d.DeliveryID, d.AppID, d.EventType, d.SourceEventID,
 		d.SourcePosition.Commit, d.SourcePosition.Prepare, d.Cursor.Commit, d.Cursor.Prepare,
 		body, d.Status, d.Attempts, opt(d.NextAttemptAt), opt(d.LastStatus), opt(d.LastError),
-		d.CreatedAt, d.UpdatedAt, opt(d.LastErrorClass), d.Subject)
+		d.CreatedAt, d.UpdatedAt, opt(d.LastErrorClass), d.Subject, d.EndpointID)
 	return nil
 }
 
 const upsertAttempt = `
 INSERT INTO webhook_attempts (` + attemptColumns + `)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
 ON CONFLICT (delivery_id, attempt) DO UPDATE SET
+    response_excerpt = EXCLUDED.response_excerpt,
     at = EXCLUDED.at,
     status_code = EXCLUDED.status_code,
     latency_ms = EXCLUDED.latency_ms,
@@ -287,6 +295,15 @@ func (t *tx) AddAttempt(ctx context.Context, a projections.Attempt) error {
 	if err := t.check(ctx); err != nil {
 		return err
 	}
-	t.batch.Queue(upsertAttempt, a.DeliveryID, a.Attempt, a.At, opt(a.StatusCode), a.LatencyMS, opt(a.Error), a.Outcome, opt(a.ErrorClass))
+	t.batch.Queue(upsertAttempt, a.DeliveryID, a.Attempt, a.At, opt(a.StatusCode), a.LatencyMS, opt(a.Error), a.Outcome, opt(a.ErrorClass), a.ResponseExcerpt)
+	return nil
+}
+
+// ClearExcerpts empties a delivery's response excerpts in the batch.
+func (t *tx) ClearExcerpts(ctx context.Context, id string) error {
+	if err := t.check(ctx); err != nil {
+		return err
+	}
+	t.batch.Queue(`UPDATE webhook_attempts SET response_excerpt = '' WHERE delivery_id = $1 AND response_excerpt <> ''`, id)
 	return nil
 }

@@ -38,6 +38,8 @@ var deliveryCases = []testCase{
 	{"ResetEmptiesDeliveries", testResetDeliveries},
 	{"ConcurrentDeliveryUpdates", testConcurrentDeliveries},
 	{"DeliveriesMatchModel", testDeliveriesModel},
+	{"EndpointsAndFeedFilters", testEndpointFilters},
+	{"ResponseExcerptsAndTheirErasure", testResponseExcerpts},
 }
 
 // The delivery cases of Run. Every read-model store is also the delivery
@@ -184,12 +186,7 @@ func limitOf(n, def, max int) int {
 func (m *model) list(f domain.DeliveryFilter) []projections.Delivery {
 	var out []projections.Delivery
 	for _, d := range m.deliveries {
-		if (f.AppID != 0 && d.AppID != f.AppID) ||
-			(f.Status != "" && d.Status != f.Status) ||
-			(f.EventType != "" && d.EventType != f.EventType) ||
-			(!f.From.IsZero() && d.CreatedAt.Before(f.From)) ||
-			(!f.To.IsZero() && !d.CreatedAt.Before(f.To)) ||
-			!f.After.Less(d.Cursor) {
+		if !d.Matches(f) || !f.After.Less(d.Cursor) {
 			continue
 		}
 		out = append(out, d)
@@ -469,6 +466,10 @@ func filterFixture(t *testing.T, s Store) *model {
 		d := dlv(int64(1+n%3), n)
 		d.Status = allStatuses[(n/3)%len(allStatuses)]
 		d.EventType = types[(n/2)%len(types)]
+		d.EndpointID = int64(n % 4 / 2 * (40 + n%2)) // 0, 0, 40, 41, ...
+		if n%7 == 6 {
+			d.EventType = domain.TestEvent
+		}
 		dls = append(dls, d)
 	}
 	// Written newest first, in two transactions, so the feed is not built by appends.
@@ -990,6 +991,7 @@ func testDeliveriesModel(t *testing.T, s Store) {
 			d.NextAttemptAt = ptr(at(1000 + rng.IntN(40)))
 		}
 		d.Attempts = rng.IntN(6)
+		d.EndpointID = int64(rng.IntN(3))
 		d.UpdatedAt = at(10*created + rng.IntN(1000))
 		return d
 	}
@@ -1089,4 +1091,72 @@ func testErrorClasses(t *testing.T, s Store) {
 	if l := must(s.Deliveries(ctx, domain.DeliveryFilter{AppID: 1}))(t); len(l) == 1 {
 		wantRow(t, "listed delivery", l[0], x)
 	}
+}
+
+func testEndpointFilters(t *testing.T, s Store) {
+	m := filterFixture(t, s)
+	e0, e40, e41, none := int64(0), int64(40), int64(41), int64(7)
+	for _, f := range []domain.DeliveryFilter{
+		{EndpointID: &e0},
+		{EndpointID: &e40},
+		{AppID: 2, EndpointID: &e41},
+		{EndpointID: &none},
+		{Feed: true},
+		{AppID: 1, Feed: true},
+		{AppID: 3, Feed: true, After: cursorAt(9), Limit: 3},
+		{EndpointID: &e40, Status: domain.DeliveryPending, EventType: domain.TestEvent},
+		{EndpointID: &e41, From: at(50), To: at(250)},
+	} {
+		wantRows(t, fmt.Sprintf("Deliveries(%+v)", f), must(s.Deliveries(ctx, f))(t), m.list(f))
+	}
+	// Worked out by hand: the default endpoint's deliveries of app 1 without test events.
+	wantIDs(t, "app 1's feed", must(s.Deliveries(ctx, domain.DeliveryFilter{AppID: 1, Feed: true}))(t),
+		[]string{"d-0000", "d-0009", "d-0012", "d-0021", "d-0024", "d-0033"})
+	wantIDs(t, "endpoint 41", must(s.Deliveries(ctx, domain.DeliveryFilter{EndpointID: &e41, Limit: 3}))(t),
+		[]string{"d-0003", "d-0007", "d-0011"})
+	for _, f := range []domain.DeliveryFilter{{Feed: true}, {EndpointID: &e40}} {
+		all := f
+		all.Limit = 1000
+		wantPaging(t, lister(t, s.Deliveries), f, m.list(all))
+	}
+	d, _ := getDelivery(t, s, 1, "d-0003")
+	if d.EndpointID != 41 {
+		t.Fatalf("EndpointID read back %d, want 41", d.EndpointID)
+	}
+}
+
+func testResponseExcerpts(t *testing.T, s Store) {
+	x, y := dlv(1, 1), dlv(1, 2)
+	putDeliveries(t, s, x, y)
+	a1 := projections.Attempt{DeliveryID: x.DeliveryID, Attempt: 1, At: at(10), StatusCode: ptr(500), LatencyMS: 3, Outcome: "retry", ResponseExcerpt: "upstream down"}
+	a2 := projections.Attempt{DeliveryID: x.DeliveryID, Attempt: 2, At: at(20), StatusCode: ptr(200), LatencyMS: 4, Outcome: "delivered", ResponseExcerpt: `{"ok":true,"name":"李"}`}
+	b1 := projections.Attempt{DeliveryID: y.DeliveryID, Attempt: 1, At: at(11), StatusCode: ptr(204), Outcome: "delivered"}
+	addAttempts(t, s, a1, a2, b1)
+	_, as := getDelivery(t, s, 1, x.DeliveryID)
+	wantRows(t, "attempts of x", as, []projections.Attempt{a1, a2})
+
+	// A failed transaction leaves the excerpts as they were.
+	boom := errors.New("boom")
+	if err := try(deliveriesOf(s), func(tx projections.DeliveryTx) error {
+		if err := tx.ClearExcerpts(ctx, x.DeliveryID); err != nil {
+			return err
+		}
+		return boom
+	}); !errors.Is(err, boom) {
+		t.Fatalf("UpdateDeliveries = %v, want boom", err)
+	}
+	_, as = getDelivery(t, s, 1, x.DeliveryID)
+	wantRows(t, "attempts of x after a rolled-back clear", as, []projections.Attempt{a1, a2})
+
+	write(t, deliveriesOf(s), func(tx projections.DeliveryTx) error {
+		if err := tx.ClearExcerpts(ctx, x.DeliveryID); err != nil {
+			return err
+		}
+		return tx.ClearExcerpts(ctx, "no-such-delivery")
+	})
+	a1.ResponseExcerpt, a2.ResponseExcerpt = "", ""
+	_, as = getDelivery(t, s, 1, x.DeliveryID)
+	wantRows(t, "attempts of x after the clear", as, []projections.Attempt{a1, a2})
+	_, as = getDelivery(t, s, 1, y.DeliveryID)
+	wantRows(t, "another delivery's attempts", as, []projections.Attempt{b1})
 }

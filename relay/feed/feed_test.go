@@ -142,7 +142,9 @@ func TestInternalAndUnknownTypesAreNotPublished(t *testing.T) {
 		"app.webhook_secret_activated", "channel_user.bound", "report.key_claimed", "order.key_claimed", "uploader.registered",
 		"oauth.token.issued", "oauth.token.revoked", "plugin.nonce.claimed", "webhook.delivery.created", "webhook.delivery.attempted",
 		"webhook.delivery.resend_requested", "idempotency.claimed", "idempotency.completed", "idempotency.released",
-		"benefit_card.batch_planned", "benefit_card.batch_renumbered", "benefit_card.batch_completed"}
+		"benefit_card.batch_planned", "benefit_card.batch_renumbered", "benefit_card.batch_completed",
+		"app.webhook_endpoint_added", "app.webhook_endpoint_updated", "app.webhook_endpoint_disabled", "app.webhook_endpoint_enabled",
+		"app.webhook_endpoint_removed", "app.webhook_endpoint_secret_issued", "app.webhook_endpoint_secret_activated", "app.webhook_test_requested"}
 	isInternal := map[string]bool{}
 	for _, typ := range internal {
 		isInternal[typ] = true
