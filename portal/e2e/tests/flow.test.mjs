@@ -232,43 +232,55 @@ test("issue 14 flow: sign-up to production, with the refusals", async (t) => {
     assert.ok(!(await other.page.content()).includes(state.app.appKey));
   });
 
-  // ---- webhook endpoints, test event, delivery log, resend (engineer F's pages) ----
+  // ---- webhook endpoints, test event, delivery log, resend ----
   await step("the developer adds an endpoint pointing at the local receiver", async () => {
+    assert.ok(state.app, "needs the app step");
     await visit(dev, `/portal/apps/${state.app.appId}/endpoints`, "endpoints");
-    await field(dev, "URL").fill(receiver.url);
-    await submit(dev, "Add endpoint", { status: 200, shot: "endpoint-added" });
-    const secrets = {};
-    for (const region of await dev.page.locator(".secret").all()) {
-      secrets[(await region.getAttribute("aria-label")).trim()] = (await region.locator(".secret-value").innerText()).trim();
-    }
-    state.webhookSecret = secretNamed(secrets, /webhook secret/i);
-    state.endpointPage = new URL(dev.page.url()).pathname;
+    await field(dev, "Endpoint URL").fill(receiver.url);
+    await submit(dev, "Add endpoint", { status: 200, shot: "endpoint-secret" });
+    const region = dev.page.locator(".secret");
+    const label = (await region.getAttribute("aria-label")).trim();
+    const m = /^Webhook secret of endpoint (\d+)$/.exec(label);
+    assert.ok(m, `secret label ${label}`);
+    state.endpointId = m[1];
+    state.webhookSecret = (await region.locator(".secret-value").innerText()).trim();
+    // Shown once: the endpoint list does not show it again.
+    await visit(dev, `/portal/apps/${state.app.appId}/endpoints`, "endpoints-with-one");
+    assert.ok((await dev.page.locator(`#endpoint-${state.endpointId}`).innerText()).includes(receiver.url));
+    assert.ok(!(await dev.page.content()).includes(state.webhookSecret), "the webhook secret is shown again");
   });
 
   await step("a test event is delivered to the receiver and shows in the log", async () => {
-    assert.ok(state.endpointPage, "needs the endpoint step");
+    assert.ok(state.endpointId, "needs the endpoint step");
     const before = receiver.received.length;
-    await submit(dev, "Send test event", { status: 200, shot: "test-event-sent" });
+    await submit(dev, `Send test event to endpoint ${state.endpointId}`, { status: 200, shot: "test-event-sent" });
     const got = await waitFor("the test event at the receiver", () => receiver.received.slice(before).find((r) => r.headers["x-webhook-id"]));
     const expected = createHmacHex(state.webhookSecret, `${got.headers["x-webhook-timestamp"]}.${got.body}`);
     assert.equal(got.headers["x-webhook-signature"], expected, "the test event is not signed with the endpoint's secret");
     state.deliveryId = got.headers["x-webhook-id"];
+    const log = `/portal/apps/${state.app.appId}/endpoints/${state.endpointId}/deliveries`;
     await waitFor("the delivery log to show the delivery as delivered", async () => {
-      await dev.page.getByRole("link", { name: /deliver/i }).first().click();
-      const row = dev.page.locator("tr", { hasText: state.deliveryId });
-      return (await row.count()) > 0 && /delivered|succeeded|2\d\d/i.test(await row.first().innerText());
+      await dev.page.goto(log);
+      const d = dev.page.locator(`#delivery-${state.deliveryId}`);
+      return (await d.count()) > 0 && (await d.locator(".delivery-status").innerText()).trim() === "delivered";
     });
+    await dev.page.getByRole("heading", { level: 1, name: `Delivery log of endpoint ${state.endpointId}` }).waitFor();
+    const attempt = dev.page.locator(`#delivery-${state.deliveryId} tr.attempt`).first();
+    assert.equal((await attempt.locator(".status-code").innerText()).trim(), "204");
     await dev.shot("delivery-log");
   });
 
   await step("the developer resends the delivery and the receiver gets it again", async () => {
     assert.ok(state.deliveryId, "needs the test event step");
     const before = receiver.received.length;
-    const row = dev.page.locator("tr", { hasText: state.deliveryId });
-    await Promise.all([dev.page.waitForNavigation(), row.getByRole("button", { name: /resend/i }).click()]);
-    await dev.shot("delivery-resent");
+    await submit(dev, `Resend delivery ${state.deliveryId}`, { status: 200, shot: "delivery-resent" });
     const again = await waitFor("the resent delivery at the receiver", () => receiver.received.slice(before).find((r) => r.headers["x-webhook-id"] === state.deliveryId));
-    assert.equal(again.headers["x-webhook-id"], state.deliveryId, "a resend keeps the delivery id");
+    assert.equal(again.headers["x-webhook-signature"], createHmacHex(state.webhookSecret, `${again.headers["x-webhook-timestamp"]}.${again.body}`));
+    await waitFor("the log to show a second attempt", async () => {
+      await dev.page.goto(`/portal/apps/${state.app.appId}/endpoints/${state.endpointId}/deliveries`);
+      return (await dev.page.locator(`#delivery-${state.deliveryId} tr.attempt`).count()) >= 2;
+    });
+    await dev.shot("delivery-log-resent");
   });
 
   // ---- production review (engineer E's pages) ----
@@ -305,11 +317,21 @@ test("issue 14 flow: sign-up to production, with the refusals", async (t) => {
     const facts = res.body.data.facts;
     const actions = new Set(facts.map((f) => f.action));
     for (const f of facts) assert.equal(f.actor, actor, `the actor filter returned ${f.actor}`);
-    for (const want of ["developer.signed_up", "developer.signed_in", "app.created"]) {
+    for (const want of ["developer.signed_up", "developer.signed_in", "app.created", "app.webhook_endpoint_added", "app.webhook_test_requested", "webhook.delivery.resend_requested"]) {
       assert.ok(actions.has(want), `no ${want} by ${actor} in the audit trail: ${[...actions].join(", ")}`);
     }
     // The forged rotation appended nothing.
     assert.ok(!actions.has("app.secret_rotated"), "the forged POST without a CSRF token rotated the secret");
+    // The app's own history (what the operator's history page reads) has
+    // the review request and the reveal by the developer, the approval by
+    // the operator.
+    const hist = await platform.admin("GET", `/admin/v1/history?stream=app-${state.app.appId}`);
+    assert.equal(hist.status, 200, JSON.stringify(hist.body));
+    const byActor = hist.body.data.events.map((e) => `${e.type} by ${e.metadata.actor}`);
+    for (const want of [`app.review_requested by ${actor}`, `app.production_credentials_revealed by ${actor}`]) {
+      assert.ok(byActor.includes(want), `app history lacks ${want}: ${byActor.join(", ")}`);
+    }
+    assert.ok(byActor.some((e) => e.startsWith("app.reviewed by operator:")), `app history lacks the operator's approval: ${byActor.join(", ")}`);
   });
 
   // The refusals above load 401, 403 and 404 pages on purpose, which the
