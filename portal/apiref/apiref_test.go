@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -12,13 +13,22 @@ import (
 	"github.com/healthtech/partner-open-platform/portal/apiref"
 )
 
+var (
+	builtOnce sync.Once
+	builtRef  *apiref.Reference
+	builtErr  error
+)
+
+// build builds the reference of the real document once for the package's
+// tests (loading 12,000 lines of YAML is the slow part, more so under -race);
+// the tests only read it.
 func build(t *testing.T) *apiref.Reference {
 	t.Helper()
-	ref, err := apiref.Build(openapi.Spec)
-	if err != nil {
-		t.Fatal(err)
+	builtOnce.Do(func() { builtRef, builtErr = apiref.Build(openapi.Spec) })
+	if builtErr != nil {
+		t.Fatal(builtErr)
 	}
-	return ref
+	return builtRef
 }
 
 // Every operation and every webhook of the served document is on the page,
