@@ -126,7 +126,7 @@ func addEndpoint(t *testing.T, b *portaltest.Browser, appID int64, u, evs string
 	return id, secret
 }
 
-// register registers a channel user through the partner API (scheme M),
+// registerUser registers a channel user through the partner API (scheme M),
 // which appends user.family_group.created and two user.family_member.created.
 func registerUser(t *testing.T, p *portaltest.Platform, creds commands.Credentials, channelUserID string) {
 	t.Helper()

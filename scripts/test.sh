@@ -34,6 +34,15 @@
 #
 #   PLATFORM_TEST_GO=0 PLATFORM_TEST_SDKS=python ./scripts/test.sh
 #
+# After the SDKs, the developer portal's browser suite (portal/e2e/test.sh:
+# headless Debian Chromium driven by playwright-core against the same
+# platform binary) runs when no package pattern is given, or whenever
+# PLATFORM_TEST_BROWSER=1; PLATFORM_TEST_BROWSER=0 skips it. It installs the
+# chromium package with apt-get when /usr/bin/chromium is missing, and skips
+# with a message when it is missing and apt-get is not there. Alone:
+#
+#   PLATFORM_TEST_GO=0 PLATFORM_TEST_SDKS=none PLATFORM_TEST_LINT=0 PLATFORM_TEST_BROWSER=1 ./scripts/test.sh
+#
 # Works on a fresh Debian machine with only Go: it installs the postgresql
 # package when no server binaries are present. As root, initdb and postgres
 # run as the postgres OS user (initdb refuses root).
@@ -466,12 +475,18 @@ else
 	sdks=${PLATFORM_TEST_SDKS-$(for f in sdk/*/test.sh; do if [ -f "$f" ]; then basename "$(dirname "$f")"; fi; done | sort | tr '\n' ' ')}
 fi
 [ "$sdks" = "none" ] && sdks=""
+# Builds the platform once for the SDK and browser suites.
+platform_bin() {
+	if [ -n "$tmp_bin_dir" ]; then
+		return 0
+	fi
+	tmp_bin_dir=$(mktemp -d "${TMPDIR:-/tmp}/platform-test-bin.XXXXXX")
+	say "building the platform for the SDK and browser suites into $tmp_bin_dir"
+	go build -o "$tmp_bin_dir/platform" ./cmd/platform
+	export PLATFORM_BIN="$tmp_bin_dir/platform"
+}
 if [ -n "$sdks" ]; then
-	bin_dir=$(mktemp -d "${TMPDIR:-/tmp}/platform-test-bin.XXXXXX")
-	tmp_bin_dir=$bin_dir
-	say "building the platform for the SDK suites into $bin_dir"
-	go build -o "$bin_dir/platform" ./cmd/platform
-	export PLATFORM_BIN="$bin_dir/platform"
+	platform_bin
 	sdk_failed=()
 	for s in $sdks; do
 		if [ ! -f "sdk/$s/test.sh" ]; then
@@ -487,6 +502,35 @@ if [ -n "$sdks" ]; then
 	if [ "${#sdk_failed[@]}" -gt 0 ]; then
 		say "SDK suites failed: ${sdk_failed[*]}" >&2
 		exit 1
+	fi
+fi
+
+# ---- the portal in a browser ----
+# Debian's chromium, installed like postgresql when missing; without it and
+# without apt-get the stage is skipped, saying so.
+chromium_ready() {
+	local bin=${PLATFORM_CHROMIUM:-/usr/bin/chromium}
+	if [ -x "$bin" ]; then
+		return 0
+	fi
+	if ! command -v apt-get >/dev/null 2>&1; then
+		say "browser suite SKIPPED: $bin is missing and apt-get is not available to install chromium (install it, or set PLATFORM_CHROMIUM)" >&2
+		return 1
+	fi
+	say "$bin not found; installing the chromium package"
+	as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+	as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium fonts-liberation >/dev/null
+	[ -x "$bin" ] || die "chromium installed but $bin is not there"
+}
+browser=${PLATFORM_TEST_BROWSER:-}
+if [ -z "$browser" ]; then
+	if [ "$patterns_given" -eq 0 ]; then browser=1; else browser=0; fi
+fi
+if [ "$browser" != "0" ] && [ -f portal/e2e/test.sh ]; then
+	if chromium_ready; then
+		platform_bin
+		say "browser suite: portal/e2e/test.sh"
+		bash portal/e2e/test.sh
 	fi
 fi
 if [ "$patterns_given" -eq 0 ] && [ "${PLATFORM_TEST_LINT:-1}" != "0" ] && [ -f scripts/lint-openapi.sh ]; then

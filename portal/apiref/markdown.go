@@ -1,0 +1,132 @@
+package apiref
+
+import (
+	"html"
+	"html/template"
+	"strings"
+)
+
+// Markdown renders the small subset of Markdown the OpenAPI descriptions
+// use (paragraphs, `code`, **bold**, bullet lists and pipe tables) as HTML.
+// Every piece of source text is escaped before any tag is added, so a
+// description can never inject markup into the portal.
+func Markdown(src string) template.HTML {
+	src = strings.TrimSpace(strings.ReplaceAll(src, "\r\n", "\n"))
+	if src == "" {
+		return ""
+	}
+	var b strings.Builder
+	lines := strings.Split(src, "\n")
+	for i := 0; i < len(lines); {
+		line := strings.TrimSpace(lines[i])
+		switch {
+		case line == "":
+			i++
+		case strings.HasPrefix(line, "|"):
+			var rows [][]string
+			for ; i < len(lines) && strings.HasPrefix(strings.TrimSpace(lines[i]), "|"); i++ {
+				cells := strings.Split(strings.Trim(strings.TrimSpace(lines[i]), "|"), "|")
+				if isRule(cells) {
+					continue
+				}
+				rows = append(rows, cells)
+			}
+			b.WriteString("<table class=\"md\">")
+			for r, cells := range rows {
+				tag := "td"
+				if r == 0 {
+					tag = "th"
+				}
+				b.WriteString("<tr>")
+				for _, c := range cells {
+					b.WriteString("<" + tag + ">" + inline(strings.TrimSpace(c)) + "</" + tag + ">")
+				}
+				b.WriteString("</tr>")
+			}
+			b.WriteString("</table>")
+		case isItem(line) || ordinal(line) > 0:
+			list := "ul"
+			if ordinal(line) > 0 {
+				list = "ol"
+			}
+			b.WriteString("<" + list + ">")
+			for i < len(lines) && strings.TrimSpace(lines[i]) != "" {
+				l := strings.TrimSpace(lines[i])
+				if n := ordinal(l); isItem(l) || n > 0 {
+					if !strings.HasSuffix(b.String(), "<"+list+">") {
+						b.WriteString("</li>")
+					}
+					if n == 0 {
+						n = 2
+					}
+					b.WriteString("<li>" + inline(strings.TrimSpace(l[n:])))
+				} else {
+					b.WriteString(" " + inline(l))
+				}
+				i++
+			}
+			b.WriteString("</li></" + list + ">")
+		default:
+			var para []string
+			for ; i < len(lines); i++ {
+				l := strings.TrimSpace(lines[i])
+				if l == "" || strings.HasPrefix(l, "|") || isItem(l) || ordinal(l) > 0 {
+					break
+				}
+				para = append(para, l)
+			}
+			b.WriteString("<p>" + inline(strings.Join(para, " ")) + "</p>")
+		}
+	}
+	return template.HTML(b.String()) //nolint:gosec // every text piece went through html.EscapeString in inline
+}
+
+func isItem(l string) bool { return strings.HasPrefix(l, "- ") || strings.HasPrefix(l, "* ") }
+
+// ordinal is the length of a "12. " prefix of an ordered-list item, or 0.
+func ordinal(l string) int {
+	i := 0
+	for i < len(l) && l[i] >= '0' && l[i] <= '9' {
+		i++
+	}
+	if i == 0 || i > 3 || !strings.HasPrefix(l[i:], ". ") {
+		return 0
+	}
+	return i + 2
+}
+
+func isRule(cells []string) bool {
+	for _, c := range cells {
+		if strings.Trim(strings.TrimSpace(c), "-:") != "" {
+			return false
+		}
+	}
+	return true
+}
+
+// inline escapes text and marks up `code` spans and **bold** outside them.
+func inline(s string) string {
+	var b strings.Builder
+	parts := strings.Split(s, "`")
+	for i, p := range parts {
+		if i%2 == 1 && i < len(parts)-1 {
+			b.WriteString("<code>" + html.EscapeString(p) + "</code>")
+			continue
+		}
+		if i%2 == 1 { // an unmatched backtick stays as text
+			p = "`" + p
+		}
+		bold := strings.Split(p, "**")
+		for j, q := range bold {
+			if j%2 == 1 && j < len(bold)-1 {
+				b.WriteString("<strong>" + html.EscapeString(q) + "</strong>")
+				continue
+			}
+			if j%2 == 1 {
+				q = "**" + q
+			}
+			b.WriteString(html.EscapeString(q))
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,91 @@
+package portal_test
+
+import (
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/healthtech/partner-open-platform/internal/node"
+	"github.com/healthtech/partner-open-platform/portal/portaltest"
+)
+
+// The API reference and the signer are public pages of the real node,
+// served under the portal's CSP (no inline script) and headers, the same for
+// a visitor and a signed-in developer; the signer's script is an embedded
+// asset, and the signer page holds its inputs in no form.
+func TestReferencePages(t *testing.T) {
+	configs(t, func(t *testing.T, cfg node.Config) {
+		p := portaltest.Start(t, cfg)
+		visitor := p.Browser()
+		dev, _ := p.Developer(portaltest.Email(t, "Ref"), false)
+		for _, b := range []*portaltest.Browser{visitor, dev} {
+			ref := b.Get("/portal/reference")
+			if ref.Status != http.StatusOK || ref.H1() != "API reference" {
+				t.Fatalf("GET /portal/reference: %d %q", ref.Status, ref.H1())
+			}
+			securityHeaders(t, ref)
+			for _, want := range []string{"POST /open/v1/channel/users", "health.report.created", "VALIDATION_ERROR",
+				"Scheme M (channel users, orders, verify-use)", "Webhook signature (both webhook families)",
+				"hexadecimal MD5 of the concatenation app_key, timestamp, app_secret, request body"} {
+				if !strings.Contains(ref.Text(), want) {
+					t.Errorf("the reference lacks %q", want)
+				}
+			}
+			if !strings.Contains(ref.Body, `<link rel="stylesheet" href="/portal/assets/reference.css">`) {
+				t.Error("the reference does not load its stylesheet")
+			}
+			signer := b.Get("/portal/reference/signer")
+			if signer.Status != http.StatusOK || signer.H1() != "Request signer" {
+				t.Fatalf("GET /portal/reference/signer: %d %q", signer.Status, signer.H1())
+			}
+			securityHeaders(t, signer)
+			if !strings.Contains(signer.Body, `<script src="/portal/assets/signer.js" defer></script>`) {
+				t.Error("the signer page does not load signer.js")
+			}
+			// The one form on the page is the layout's sign-out (for a
+			// developer): the signer's inputs are outside every form.
+			main := signer.Body[strings.Index(signer.Body, `<div id="signer"`):]
+			main = main[:strings.Index(main, "</main>")]
+			if strings.Contains(main, "<form") {
+				t.Error("the signer's inputs are inside a form: the secret could be submitted")
+			}
+			for _, page := range []portaltest.Page{ref, signer} {
+				for _, m := range regexp.MustCompile(`<script[^>]*>`).FindAllString(page.Body, -1) {
+					if !strings.Contains(m, ` src="/portal/assets/`) {
+						t.Errorf("script not from the portal's assets: %s", m)
+					}
+				}
+				if regexp.MustCompile(`(?i)<[^>]+\son[a-z]+=`).MatchString(page.Body) {
+					t.Error("inline event handler")
+				}
+			}
+		}
+		js := visitor.Get("/portal/assets/signer.js")
+		if js.Status != http.StatusOK || !strings.Contains(js.Header.Get("Content-Type"), "javascript") ||
+			!strings.Contains(js.Body, "window.PortalSigner") {
+			t.Fatalf("GET /portal/assets/signer.js: %d %q", js.Status, js.Header.Get("Content-Type"))
+		}
+		if css := visitor.Get("/portal/assets/reference.css"); css.Status != http.StatusOK || !strings.Contains(css.Header.Get("Content-Type"), "text/css") {
+			t.Fatalf("GET /portal/assets/reference.css: %d %q", css.Status, css.Header.Get("Content-Type"))
+		}
+		// The footer links every page to the reference.
+		if home := visitor.Get("/portal/signin"); !strings.Contains(home.Body, `<a href="/portal/reference">API reference</a>`) {
+			t.Error("the layout does not link the API reference")
+		}
+	})
+}
+
+func securityHeaders(t *testing.T, p portaltest.Page) {
+	t.Helper()
+	csp := p.Header.Get("Content-Security-Policy")
+	if !strings.Contains(csp, "script-src 'self'") || strings.Contains(csp, "unsafe-inline") || !strings.Contains(csp, "connect-src 'self'") {
+		t.Errorf("CSP %q", csp)
+	}
+	if p.Header.Get("X-Frame-Options") != "DENY" || p.Header.Get("X-Content-Type-Options") != "nosniff" || p.Header.Get("Referrer-Policy") == "" {
+		t.Errorf("headers %v", p.Header)
+	}
+	if !strings.Contains(p.Header.Get("Content-Type"), "text/html") {
+		t.Errorf("Content-Type %q", p.Header.Get("Content-Type"))
+	}
+}
