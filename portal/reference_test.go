@@ -15,7 +15,7 @@ import (
 // a visitor and a signed-in developer; the signer's script is an embedded
 // asset, and the signer page holds its inputs in no form.
 func TestReferencePages(t *testing.T) {
-	configs(t, func(t *testing.T, cfg node.Config) {
+	configs(t, node.Config{}, func(t *testing.T, cfg node.Config) {
 		p := portaltest.Start(t, cfg)
 		visitor := p.Browser()
 		dev, _ := p.Developer(portaltest.Email(t, "Ref"), false)
