@@ -4,7 +4,11 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"runtime"
+	"runtime/pprof"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -96,6 +100,7 @@ func benchPatch(b *testing.B, burst int, delivering bool) {
 	var next, worker atomic.Int64
 	var lat latencies
 	b.SetParallelism((patchClients + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
+	profileMeasured(b)
 	measureCPU(b)
 	b.RunParallel(func(pb *testing.PB) {
 		user := users[int(worker.Add(1)-1)%patchClients]
@@ -108,4 +113,26 @@ func benchPatch(b *testing.B, burst int, delivering bool) {
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "patches/s")
 	lat.report(b)
+}
+
+// profileMeasured writes a CPU profile of the measured phase alone (not the
+// node's start or a set-up burst) to $PLATFORM_BENCH_CPUPROFILE/<name>.cpu
+// when that variable names a directory (go test's -cpuprofile covers the
+// whole binary).
+func profileMeasured(b *testing.B) {
+	dir := os.Getenv("PLATFORM_BENCH_CPUPROFILE")
+	if dir == "" {
+		return
+	}
+	f, err := os.Create(filepath.Join(dir, strings.ReplaceAll(b.Name(), "/", "_")+".cpu"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	})
 }
