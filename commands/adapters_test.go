@@ -1,8 +1,11 @@
 package commands
 
 import (
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -13,12 +16,36 @@ import (
 	"github.com/healthtech/partner-open-platform/events/catalog"
 	"github.com/healthtech/partner-open-platform/events/esdb"
 	"github.com/healthtech/partner-open-platform/events/memory"
+	pgevents "github.com/healthtech/partner-open-platform/events/postgres"
+	"github.com/healthtech/partner-open-platform/internal/pgtest"
 )
+
+// oneAppendPerStream hides a store's atomic multi-stream append, as the
+// EventStoreDB adapter has none: commands must keep their rules with
+// separate appends too.
+type oneAppendPerStream struct{ events.Store }
 
 // eventStores runs a test on every event-store adapter: uniqueness rules must
 // hold on each of them, decided on the write side alone.
 func eventStores(t *testing.T, test func(t *testing.T, store events.Store)) {
 	t.Run("memory", func(t *testing.T) { test(t, memory.New()) })
+	t.Run("memory, one append per stream", func(t *testing.T) { test(t, oneAppendPerStream{memory.New()}) })
+	t.Run("bolt, one append per stream", func(t *testing.T) {
+		s, err := bolt.Open(filepath.Join(t.TempDir(), "events.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		test(t, oneAppendPerStream{s})
+	})
+	t.Run("postgres", func(t *testing.T) {
+		s, err := pgevents.Open(context.Background(), pgtest.New(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		test(t, s)
+	})
 	t.Run("bolt", func(t *testing.T) {
 		s, err := bolt.Open(filepath.Join(t.TempDir(), "events.db"))
 		if err != nil {
@@ -118,4 +145,56 @@ func TestConcurrentMemberUpsertsCreateOneMember(t *testing.T) {
 			t.Fatalf("created %d, distinct members %d", created, len(ids))
 		}
 	})
+}
+
+// refusingUserStreams fails every append that creates a user stream, as a
+// store that dies mid-register would: the binding must not be recorded
+// without its user where the store can append both atomically.
+type refusingUserStreams struct{ *memory.Store }
+
+var errRefused = errors.New("refused by the test")
+
+func (s refusingUserStreams) AppendMulti(ctx context.Context, parts ...events.StreamAppend) ([]events.AppendResult, error) {
+	for _, p := range parts {
+		if strings.HasPrefix(p.Stream, "user-") {
+			return nil, errRefused
+		}
+	}
+	return s.Store.AppendMulti(ctx, parts...)
+}
+
+func TestRegisterBindsAndCreatesInOneAppend(t *testing.T) {
+	store := memory.New()
+	reg := catalog.Registry()
+	users := NewUsers(store, reg, NewAllocator(store, reg, 5), time.Now, time.UTC)
+	res, err := users.Register(ctx, Register{AppID: 1, ChannelUserID: "one", User: UserInput{Name: "n"}}, Meta{})
+	if err != nil || !res.Created {
+		t.Fatalf("register: %+v %v", res, err)
+	}
+	bound, err := store.ReadStream(ctx, domain.BindingStream(1, "one"), 0, 0)
+	if err != nil || len(bound) != 1 {
+		t.Fatalf("binding stream: %d events, %v", len(bound), err)
+	}
+	user, err := store.ReadStream(ctx, domain.UserStream(res.OpenUserID), 0, 0)
+	if err != nil || len(user) != 1 {
+		t.Fatalf("user stream: %d events, %v", len(user), err)
+	}
+	if bound[0].Position.Commit+1 != user[0].Position.Commit || res.Position != user[0].Position {
+		t.Fatalf("binding at %s, user at %s, answered %s: want one append, the user last", bound[0].Position, user[0].Position, res.Position)
+	}
+
+	// A store failing the user's creation records no binding either, and
+	// the next register (the store healthy again) creates the user.
+	failing := refusingUserStreams{memory.New()}
+	users = NewUsers(failing, reg, NewAllocator(failing, reg, 5), time.Now, time.UTC)
+	if _, err := users.Register(ctx, Register{AppID: 1, ChannelUserID: "two", User: UserInput{Name: "n"}}, Meta{}); !errors.Is(err, errRefused) {
+		t.Fatalf("register on a failing store: %v, want the store's error", err)
+	}
+	if got, err := failing.ReadStream(ctx, domain.BindingStream(1, "two"), 0, 0); err != nil || len(got) != 0 {
+		t.Fatalf("a failed register left %d binding events (%v)", len(got), err)
+	}
+	users = NewUsers(failing.Store, reg, NewAllocator(failing.Store, reg, 5), time.Now, time.UTC)
+	if res, err := users.Register(ctx, Register{AppID: 1, ChannelUserID: "two", User: UserInput{Name: "n"}}, Meta{}); err != nil || !res.Created {
+		t.Fatalf("register after the failure: %+v %v", res, err)
+	}
 }

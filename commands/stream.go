@@ -49,13 +49,22 @@ func (s streams) load(ctx context.Context, stream string, apply func(events.Enve
 // append writes the payloads after the loaded version; a conflict comes back
 // as events.ErrConflict for the caller's retry loop.
 func (s streams) append(ctx context.Context, stream string, version uint64, meta Meta, ps ...events.Payload) (events.AppendResult, error) {
+	evs, err := s.encode(meta, ps...)
+	if err != nil {
+		return events.AppendResult{}, err
+	}
+	return s.store.Append(ctx, stream, events.AfterVersion(version), evs...)
+}
+
+// encode turns decided payloads into events to append, each with a fresh ID.
+func (s streams) encode(meta Meta, ps ...events.Payload) ([]events.Proposed, error) {
 	evs := make([]events.Proposed, 0, len(ps))
 	for _, p := range ps {
 		ev, err := s.reg.Encode(p, meta.events())
 		if err != nil {
-			return events.AppendResult{}, err
+			return nil, err
 		}
 		evs = append(evs, ev)
 	}
-	return s.store.Append(ctx, stream, events.AfterVersion(version), evs...)
+	return evs, nil
 }

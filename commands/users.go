@@ -431,10 +431,15 @@ type registerUser struct {
 // Register binds (app_id, channel_user_id) to a new open_user_id and creates
 // the user with its groups and members, or returns the existing mapping.
 //
-// The binding stream is claimed first (NoStream), then the user stream is
-// created (NoStream). Whoever creates the user stream answers 201; everyone
-// else, including a retry after a crash between the two appends, finds the
-// user and answers 200 with the same ids.
+// On a store with an atomic multi-stream append (bbolt, Postgres, memory)
+// the binding stream is claimed (NoStream) and the user stream created
+// (NoStream) in one append: one durable write, and never a binding without
+// its user. Whoever wins the binding answers 201; a concurrent register of
+// the same channel user conflicts on the binding, reads it and answers 200
+// with the same ids. Elsewhere (EventStoreDB) the binding is appended first,
+// then the user stream; whoever creates the user stream answers 201 and
+// everyone else, including a retry after a crash between the two appends,
+// finds the user and answers 200 with the same ids.
 func (u *Users) Register(ctx context.Context, c Register, meta Meta) (RegisterResult, error) {
 	if err := validateRegister(c, u.rules()); err != nil {
 		return RegisterResult{}, err
@@ -454,16 +459,16 @@ func (u *Users) Register(ctx context.Context, c Register, meta Meta) (RegisterRe
 			if err != nil {
 				return RegisterResult{}, err
 			}
-			warmed := u.warmKey(ctx, id)
-			_, err = u.append(ctx, binding, bindingVersion, meta, decideBind(&b, c.AppID, c.ChannelUserID, id)...)
-			<-warmed
-			if events.IsConflict(err) {
+			res, outcome, err := u.bindAndCreate(ctx, &cmd, &b, binding, bindingVersion, id, meta)
+			switch {
+			case err != nil:
+				return RegisterResult{}, err
+			case outcome == registerDone:
+				return res, nil
+			case outcome == registerRetry:
 				continue
 			}
-			if err != nil {
-				return RegisterResult{}, fmt.Errorf("bind channel user: %w", err)
-			}
-			openUserID, bound = id, true
+			openUserID, bound = id, true // bound only: create the user below
 		}
 		st := newUserState()
 		// A user id this call just allocated and bound has no stream yet
@@ -492,14 +497,69 @@ func (u *Users) Register(ctx context.Context, c Register, meta Meta) (RegisterRe
 		if err != nil {
 			return RegisterResult{}, fmt.Errorf("register user: %w", err)
 		}
-		created := newUserState()
-		for _, p := range ps {
-			created.apply(events.Envelope{Payload: asPointer(p)})
-		}
-		groups, members := created.mapping()
-		return RegisterResult{OpenUserID: openUserID, ChannelUserID: c.ChannelUserID, Created: true, Groups: groups, Members: members, Position: res.Position}, nil
+		return createdResult(openUserID, c.ChannelUserID, ps, res.Position), nil
 	}
 	return RegisterResult{}, domain.ErrContention
+}
+
+// registerOutcome is what bindAndCreate leaves its caller to do.
+type registerOutcome int
+
+const (
+	registerDone      registerOutcome = iota // the user is bound and created
+	registerRetry                            // the binding moved: load it again
+	registerBoundOnly                        // bound; the user stream is still to create
+)
+
+// bindAndCreate binds the channel user to the fresh id and creates the user
+// in one atomic append of both streams. On a store without one it appends
+// the binding alone and says so (registerBoundOnly).
+func (u *Users) bindAndCreate(ctx context.Context, cmd *registerUser, b *bindingState, binding string, bindingVersion uint64, id int64, meta Meta) (RegisterResult, registerOutcome, error) {
+	warmed := u.warmKey(ctx, id)
+	defer func() { <-warmed }()
+	bind, err := u.encode(meta, decideBind(b, cmd.AppID, cmd.ChannelUserID, id)...)
+	if err != nil {
+		return RegisterResult{}, 0, err
+	}
+	if err := u.allocateRegisterIDs(ctx, cmd); err != nil {
+		return RegisterResult{}, 0, err
+	}
+	cmd.OpenUserID, cmd.Now = id, u.now()
+	ps := decideRegister(newUserState(), *cmd)
+	create, err := u.encode(meta, ps...)
+	if err != nil {
+		return RegisterResult{}, 0, err
+	}
+	<-warmed // the data key exists before the user's fields are sealed
+	res, err := events.AppendMulti(ctx, u.store,
+		events.StreamAppend{Stream: binding, Expected: events.AfterVersion(bindingVersion), Events: bind},
+		events.StreamAppend{Stream: domain.UserStream(id), Expected: events.NoStream(), Events: create})
+	switch {
+	case err == nil:
+		return createdResult(id, cmd.ChannelUserID, ps, events.Last(res)), registerDone, nil
+	case events.IsConflict(err):
+		return RegisterResult{}, registerRetry, nil
+	case !errors.Is(err, events.ErrMultiStreamUnsupported):
+		return RegisterResult{}, 0, fmt.Errorf("register user: %w", err)
+	}
+	_, err = u.store.Append(ctx, binding, events.AfterVersion(bindingVersion), bind...)
+	switch {
+	case events.IsConflict(err):
+		return RegisterResult{}, registerRetry, nil
+	case err != nil:
+		return RegisterResult{}, 0, fmt.Errorf("bind channel user: %w", err)
+	}
+	return RegisterResult{}, registerBoundOnly, nil
+}
+
+// createdResult answers the register that created the user with payloads ps.
+func createdResult(openUserID int64, channelUserID string, ps []events.Payload, pos events.Position) RegisterResult {
+	created := newUserState()
+	for _, p := range ps {
+		created.apply(events.Envelope{Payload: asPointer(p)})
+	}
+	groups, members := created.mapping()
+	return RegisterResult{OpenUserID: openUserID, ChannelUserID: channelUserID, Created: true, Groups: groups, Members: members, Position: pos}
 }
 
 // warmKey starts creating the user's data key; the channel is closed when it

@@ -194,3 +194,55 @@ func (e *ConflictError) Is(target error) bool { return target == ErrConflict }
 
 // IsConflict reports whether err is a wrong-expected-revision conflict.
 func IsConflict(err error) bool { return err != nil && errors.Is(err, ErrConflict) }
+
+// StreamAppend is one stream's part of an atomic multi-stream append.
+type StreamAppend struct {
+	Stream   string
+	Expected ExpectedRevision
+	Events   []Proposed
+}
+
+// MultiStreamAppender is the optional part of the port for stores that can
+// append to several streams in one atomic step: a command whose decision
+// spans two streams (register claims the (app, channel user) binding and
+// creates the user) then pays one durable write instead of two, with no
+// window in which only the first is recorded.
+//
+// AppendMulti checks every part exactly as Append would (its expectation,
+// and an idempotent retry of events the stream already holds in place)
+// and then either records every part or none: a failed expectation returns
+// the *ConflictError of the first part that failed and writes nothing. The
+// parts' events follow one another in the global order, in part order; the
+// results are per part, in part order. Parts must name distinct streams and
+// all event IDs must be distinct.
+type MultiStreamAppender interface {
+	AppendMulti(ctx context.Context, parts ...StreamAppend) ([]AppendResult, error)
+}
+
+// ErrMultiStreamUnsupported says that a store (EventStoreDB: its v4 client
+// has no multi-stream append) cannot append to several streams atomically;
+// nothing was written and the caller appends part by part instead.
+var ErrMultiStreamUnsupported = errors.New("events: this store has no atomic multi-stream append")
+
+// AppendMulti appends parts atomically when s can (MultiStreamAppender) and
+// returns ErrMultiStreamUnsupported, having written nothing, when it cannot,
+// so that callers keep one code path with a fallback.
+func AppendMulti(ctx context.Context, s Store, parts ...StreamAppend) ([]AppendResult, error) {
+	m, ok := s.(MultiStreamAppender)
+	if !ok {
+		return nil, ErrMultiStreamUnsupported
+	}
+	return m.AppendMulti(ctx, parts...)
+}
+
+// Last is the position after which a subscriber has seen every part of a
+// multi-stream append: the largest of the results' positions.
+func Last(results []AppendResult) Position {
+	var last Position
+	for _, r := range results {
+		if last.Less(r.Position) {
+			last = r.Position
+		}
+	}
+	return last
+}

@@ -90,6 +90,28 @@ func (s *Store) Append(ctx context.Context, stream string, expected events.Expec
 	return s.inner.Append(ctx, stream, expected, sealed...)
 }
 
+// AppendMulti encrypts each part's personal fields, then appends the parts
+// atomically (events.ErrMultiStreamUnsupported if the inner store cannot).
+func (s *Store) AppendMulti(ctx context.Context, parts ...events.StreamAppend) ([]events.AppendResult, error) {
+	if _, ok := s.inner.(events.MultiStreamAppender); !ok {
+		return nil, events.ErrMultiStreamUnsupported
+	}
+	sealed := make([]events.StreamAppend, len(parts))
+	for i, part := range parts {
+		sealed[i] = part
+		sealed[i].Events = make([]events.Proposed, len(part.Events))
+		for j, ev := range part.Events {
+			data, err := s.Seal(ctx, part.Stream, ev.ID, ev.Type, ev.Data)
+			if err != nil {
+				return nil, err
+			}
+			ev.Data = data
+			sealed[i].Events[j] = ev
+		}
+	}
+	return events.AppendMulti(ctx, s.inner, sealed...)
+}
+
 // ReadStream reads and decrypts.
 func (s *Store) ReadStream(ctx context.Context, stream string, from uint64, limit int) ([]events.Recorded, error) {
 	recs, err := s.inner.ReadStream(ctx, stream, from, limit)

@@ -75,22 +75,24 @@ type Store struct {
 	closeErr  error
 }
 
-// pending is one queued append and, once done is closed, its outcome.
+// pending is one queued append (one part) or multi-stream append (several,
+// all or none) and, once done is closed, its outcome.
 type pending struct {
-	ctx      context.Context
-	stream   string
-	expected events.ExpectedRevision
-	evs      []events.Proposed
-	res      events.AppendResult
-	err      error
-	wrote    bool
-	done     chan struct{}
+	ctx   context.Context
+	parts []events.StreamAppend
+	res   []events.AppendResult // per part
+	err   error
+	wrote bool
+	done  chan struct{}
 }
 
 // maxGroup bounds how many appends share one transaction.
 const maxGroup = 256
 
-var _ events.Store = (*Store)(nil)
+var (
+	_ events.Store               = (*Store)(nil)
+	_ events.MultiStreamAppender = (*Store)(nil)
+)
 
 // Open opens (creating if needed) the event log in the file at path, so the
 // node's data directory holds its whole write side in one file.
@@ -157,31 +159,66 @@ var errNothingWritten = errors.New("events/bolt: nothing written")
 // Append implements events.Store; it returns once the append is durable
 // (fsynced) or refused.
 func (s *Store) Append(ctx context.Context, stream string, expected events.ExpectedRevision, evs ...events.Proposed) (events.AppendResult, error) {
-	if err := s.usable(ctx); err != nil {
+	if err := checkStream(stream); err != nil {
 		return events.AppendResult{}, err
 	}
-	if stream == "" || len(stream) > bbolt.MaxKeySize-binary.MaxVarintLen64-8 {
-		return events.AppendResult{}, fmt.Errorf("events/bolt: invalid stream name of %d bytes", len(stream))
+	res, err := s.submit(ctx, []events.StreamAppend{{Stream: stream, Expected: expected, Events: evs}})
+	if err != nil {
+		return events.AppendResult{}, s.wrap("append to "+stream, err)
 	}
-	p := &pending{ctx: ctx, stream: stream, expected: expected, evs: evs, done: make(chan struct{})}
+	return res[0], nil
+}
+
+// AppendMulti implements events.MultiStreamAppender: the parts are checked
+// and written in one bbolt transaction, so they share one fsync and are
+// recorded together or not at all.
+func (s *Store) AppendMulti(ctx context.Context, parts ...events.StreamAppend) ([]events.AppendResult, error) {
+	if err := rules.CheckParts(parts); err != nil {
+		return nil, err
+	}
+	for _, p := range parts {
+		if err := checkStream(p.Stream); err != nil {
+			return nil, err
+		}
+	}
+	res, err := s.submit(ctx, parts)
+	if err != nil {
+		return nil, s.wrap(fmt.Sprintf("append to %d streams", len(parts)), err)
+	}
+	return res, nil
+}
+
+func checkStream(stream string) error {
+	if stream == "" || len(stream) > bbolt.MaxKeySize-binary.MaxVarintLen64-8 {
+		return fmt.Errorf("events/bolt: invalid stream name of %d bytes", len(stream))
+	}
+	return nil
+}
+
+// submit queues parts for the committer and waits for their outcome.
+func (s *Store) submit(ctx context.Context, parts []events.StreamAppend) ([]events.AppendResult, error) {
+	if err := s.usable(ctx); err != nil {
+		return nil, err
+	}
+	p := &pending{ctx: ctx, parts: parts, done: make(chan struct{})}
 	s.enqueue.RLock()
 	if s.closed.Load() {
 		s.enqueue.RUnlock()
-		return events.AppendResult{}, events.ErrClosed
+		return nil, events.ErrClosed
 	}
 	select {
 	case s.queue <- p:
 		s.enqueue.RUnlock()
 	case <-ctx.Done():
 		s.enqueue.RUnlock()
-		return events.AppendResult{}, ctx.Err()
+		return nil, ctx.Err()
 	}
 	// Once queued, wait for the outcome even if ctx ends: the committer skips
 	// appends whose context ended before it reached them, and a written one
 	// must be reported as written.
 	<-p.done
 	if p.err != nil {
-		return events.AppendResult{}, s.wrap("append to "+stream, p.err)
+		return nil, p.err
 	}
 	return p.res, nil
 }
@@ -216,21 +253,36 @@ func (s *Store) commit(group []*pending) {
 	err := s.db.Update(func(tx *bbolt.Tx) error {
 		b := open(tx)
 		for _, p := range group {
-			p.res, p.err, p.wrote = events.AppendResult{}, nil, false
+			p.res, p.err, p.wrote = make([]events.AppendResult, len(p.parts)), nil, false
 			if err := p.ctx.Err(); err != nil {
 				p.err = err
 				continue
 			}
-			count := b.count(p.stream)
-			r, replayed, err := rules.Check(p.stream, p.expected, count, p.evs, b.lookup)
-			if err != nil || replayed {
-				p.res, p.err = r, err
+			// Check every part before writing any: all or none.
+			counts := make([]uint64, len(p.parts))
+			replayed := make([]bool, len(p.parts))
+			for i, part := range p.parts {
+				counts[i] = b.count(part.Stream)
+				r, again, err := rules.Check(part.Stream, part.Expected, counts[i], part.Events, b.lookup)
+				if err != nil {
+					p.err = err
+					break
+				}
+				p.res[i], replayed[i] = r, again
+			}
+			if p.err != nil {
 				continue
 			}
-			if p.res, err = b.write(p.stream, count, p.evs, now); err != nil {
-				return err
+			for i, part := range p.parts {
+				if replayed[i] {
+					continue
+				}
+				var err error
+				if p.res[i], err = b.write(part.Stream, counts[i], part.Events, now); err != nil {
+					return err
+				}
+				p.wrote, wrote = true, true
 			}
-			p.wrote, wrote = true, true
 		}
 		if !wrote {
 			return errNothingWritten
@@ -251,7 +303,7 @@ func (s *Store) commit(group []*pending) {
 		if failed {
 			// The transaction rolled back: nothing of this group is recorded,
 			// and a replay it matched may have been of this group's own writes.
-			p.res, p.err = events.AppendResult{}, err
+			p.res, p.err = nil, err
 		}
 		close(p.done)
 	}

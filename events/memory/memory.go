@@ -25,7 +25,10 @@ type Store struct {
 	notify  *feed.Notifier
 }
 
-var _ events.Store = (*Store)(nil)
+var (
+	_ events.Store               = (*Store)(nil)
+	_ events.MultiStreamAppender = (*Store)(nil)
+)
 
 // New returns an empty store, so each test starts from a clean log.
 func New() *Store {
@@ -42,12 +45,54 @@ func (s *Store) Append(ctx context.Context, stream string, expected events.Expec
 	if s.closed {
 		return events.AppendResult{}, events.ErrClosed
 	}
-	idx := s.streams[stream]
-	res, replayed, err := rules.Check(stream, expected, uint64(len(idx)), evs, s.lookup)
+	res, replayed, err := rules.Check(stream, expected, uint64(len(s.streams[stream])), evs, s.lookup)
 	if err != nil || replayed {
 		return res, err
 	}
-	now := time.Now().UTC()
+	res = s.write(stream, evs, time.Now().UTC())
+	s.notify.Notify()
+	return res, nil
+}
+
+// AppendMulti implements events.MultiStreamAppender: every part is checked
+// under the one lock before any is written.
+func (s *Store) AppendMulti(ctx context.Context, parts ...events.StreamAppend) ([]events.AppendResult, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := rules.CheckParts(parts); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, events.ErrClosed
+	}
+	results := make([]events.AppendResult, len(parts))
+	replayed := make([]bool, len(parts))
+	for i, p := range parts {
+		res, again, err := rules.Check(p.Stream, p.Expected, uint64(len(s.streams[p.Stream])), p.Events, s.lookup)
+		if err != nil {
+			return nil, err
+		}
+		results[i], replayed[i] = res, again
+	}
+	now, wrote := time.Now().UTC(), false
+	for i, p := range parts {
+		if !replayed[i] {
+			results[i], wrote = s.write(p.Stream, p.Events, now), true
+		}
+	}
+	if wrote {
+		s.notify.Notify()
+	}
+	return results, nil
+}
+
+// write records evs at the end of stream (checked already; s.mu held).
+func (s *Store) write(stream string, evs []events.Proposed, now time.Time) events.AppendResult {
+	idx := s.streams[stream]
+	var res events.AppendResult
 	for _, ev := range evs {
 		seq := uint64(len(s.log)) + 1
 		rec := events.Recorded{
@@ -66,8 +111,7 @@ func (s *Store) Append(ctx context.Context, stream string, expected events.Expec
 		res = events.AppendResult{Revision: rec.Revision, Position: rec.Position}
 	}
 	s.streams[stream] = idx
-	s.notify.Notify()
-	return res, nil
+	return res
 }
 
 func (s *Store) lookup(id string) (rules.Located, bool, error) {

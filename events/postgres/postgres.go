@@ -96,7 +96,10 @@ type Store struct {
 	beforeCommit func(last events.Position)
 }
 
-var _ events.Store = (*Store)(nil)
+var (
+	_ events.Store               = (*Store)(nil)
+	_ events.MultiStreamAppender = (*Store)(nil)
+)
 
 // Open connects to the database at url (postgres://...), brings its schema
 // up to date and starts listening for appends of other processes.
@@ -128,41 +131,63 @@ func Open(ctx context.Context, url string) (*Store, error) {
 // race another append (in this process or another), the positions follow
 // every committed one, and concurrent appends share one commit's WAL flush.
 func (s *Store) Append(ctx context.Context, stream string, expected events.ExpectedRevision, evs ...events.Proposed) (events.AppendResult, error) {
-	if err := s.usable(ctx); err != nil {
-		return events.AppendResult{}, err
+	res, err := s.submit(ctx, []events.StreamAppend{{Stream: stream, Expected: expected, Events: evs}})
+	if err != nil {
+		return events.AppendResult{}, s.wrap("append to "+stream, err)
 	}
-	p := &pending{ctx: ctx, stream: stream, expected: expected, evs: evs, done: make(chan struct{})}
+	return res[0], nil
+}
+
+// AppendMulti implements events.MultiStreamAppender: the parts are checked
+// and inserted in one transaction under the append lock, so they commit
+// together or not at all.
+func (s *Store) AppendMulti(ctx context.Context, parts ...events.StreamAppend) ([]events.AppendResult, error) {
+	if err := rules.CheckParts(parts); err != nil {
+		return nil, err
+	}
+	res, err := s.submit(ctx, parts)
+	if err != nil {
+		return nil, s.wrap(fmt.Sprintf("append to %d streams", len(parts)), err)
+	}
+	return res, nil
+}
+
+// submit queues parts for the committer and waits for their outcome.
+func (s *Store) submit(ctx context.Context, parts []events.StreamAppend) ([]events.AppendResult, error) {
+	if err := s.usable(ctx); err != nil {
+		return nil, err
+	}
+	p := &pending{ctx: ctx, parts: parts, done: make(chan struct{})}
 	s.enqueue.RLock()
 	if s.closed.Load() {
 		s.enqueue.RUnlock()
-		return events.AppendResult{}, events.ErrClosed
+		return nil, events.ErrClosed
 	}
 	select {
 	case s.queue <- p:
 		s.enqueue.RUnlock()
 	case <-ctx.Done():
 		s.enqueue.RUnlock()
-		return events.AppendResult{}, ctx.Err()
+		return nil, ctx.Err()
 	}
 	// Once queued, wait for the outcome even if ctx ends: the committer
 	// skips appends whose context ended before it reached them, and a
 	// written one must be reported as written.
 	<-p.done
 	if p.err != nil {
-		return events.AppendResult{}, s.wrap("append to "+stream, p.err)
+		return nil, p.err
 	}
 	return p.res, nil
 }
 
-// pending is one queued append and, once done is closed, its outcome.
+// pending is one queued append (one part) or multi-stream append (several,
+// all or none) and, once done is closed, its outcome.
 type pending struct {
-	ctx      context.Context
-	stream   string
-	expected events.ExpectedRevision
-	evs      []events.Proposed
-	res      events.AppendResult
-	err      error
-	done     chan struct{}
+	ctx   context.Context
+	parts []events.StreamAppend
+	res   []events.AppendResult // per part
+	err   error
+	done  chan struct{}
 }
 
 // maxGroup bounds how many appends share one transaction.
@@ -220,17 +245,21 @@ func (s *Store) commit(group []*pending) (wrote bool, err error) {
 		b := &pgx.Batch{}
 		b.Queue(`SELECT pg_advisory_xact_lock($1)`, appendLock)
 		b.Queue(`SELECT coalesce(max(position), 0) FROM es_events`)
+		var partStreams []string
 		for _, p := range group {
-			ids := make([]string, len(p.evs))
-			for i, ev := range p.evs {
-				ids[i] = ev.ID
+			for _, part := range p.parts {
+				ids := make([]string, len(part.Events))
+				for i, ev := range part.Events {
+					ids[i] = ev.ID
+				}
+				b.Queue(`SELECT coalesce(max(revision) + 1, 0) FROM es_events WHERE stream = $1`, part.Stream)
+				b.Queue(`SELECT id, stream, revision, position FROM es_events WHERE id = ANY($1)`, ids)
+				partStreams = append(partStreams, part.Stream)
 			}
-			b.Queue(`SELECT coalesce(max(revision) + 1, 0) FROM es_events WHERE stream = $1`, p.stream)
-			b.Queue(`SELECT id, stream, revision, position FROM es_events WHERE id = ANY($1)`, ids)
 		}
 		var (
 			head   int64
-			counts = make([]int64, len(group))
+			counts = make(map[string]int64, len(partStreams)) // committed, before this group
 			found  = map[string]rules.Located{}
 		)
 		br := tx.SendBatch(ctx, b)
@@ -238,10 +267,12 @@ func (s *Store) commit(group []*pending) (wrote bool, err error) {
 		if err == nil {
 			err = br.QueryRow().Scan(&head)
 		}
-		for i := 0; i < len(group) && err == nil; i++ {
-			if err = br.QueryRow().Scan(&counts[i]); err != nil {
+		for i := 0; i < len(partStreams) && err == nil; i++ {
+			var count int64
+			if err = br.QueryRow().Scan(&count); err != nil {
 				break
 			}
+			counts[partStreams[i]] = count
 			var rows pgx.Rows
 			if rows, err = br.Query(); err != nil {
 				break
@@ -275,35 +306,49 @@ func (s *Store) commit(group []*pending) (wrote bool, err error) {
 			data, meta      [][]byte
 		}
 		next := head
-		for i, p := range group {
-			p.res, p.err = events.AppendResult{}, nil
+		for _, p := range group {
+			p.res, p.err = make([]events.AppendResult, len(p.parts)), nil
 			if err := p.ctx.Err(); err != nil {
 				p.err = err
 				continue
 			}
-			count, ok := streamCount[p.stream]
-			if !ok {
-				count = uint64(counts[i])
+			// Check every part before writing any: all or none.
+			partCounts := make([]uint64, len(p.parts))
+			replayed := make([]bool, len(p.parts))
+			for i, part := range p.parts {
+				count, ok := streamCount[part.Stream]
+				if !ok {
+					count = uint64(counts[part.Stream])
+				}
+				r, again, err := rules.Check(part.Stream, part.Expected, count, part.Events, lookup)
+				if err != nil {
+					p.err = err
+					break
+				}
+				p.res[i], replayed[i], partCounts[i] = r, again, count
 			}
-			r, replayed, err := rules.Check(p.stream, p.expected, count, p.evs, lookup)
-			if err != nil || replayed {
-				p.res, p.err = r, err
+			if p.err != nil {
 				continue
 			}
-			for j, ev := range p.evs {
-				next++
-				rev := count + uint64(j)
-				data := ev.Data
-				if data == nil {
-					data = []byte{}
+			for i, part := range p.parts {
+				if replayed[i] {
+					continue
 				}
-				rows.pos, rows.rev = append(rows.pos, next), append(rows.rev, int64(rev))
-				rows.stream, rows.id, rows.typ = append(rows.stream, p.stream), append(rows.id, ev.ID), append(rows.typ, ev.Type)
-				rows.data, rows.meta = append(rows.data, data), append(rows.meta, ev.Meta)
-				found[ev.ID] = rules.Located{Stream: p.stream, Revision: rev, Position: position(next)}
-				p.res = events.AppendResult{Revision: rev, Position: position(next)}
+				for j, ev := range part.Events {
+					next++
+					rev := partCounts[i] + uint64(j)
+					data := ev.Data
+					if data == nil {
+						data = []byte{}
+					}
+					rows.pos, rows.rev = append(rows.pos, next), append(rows.rev, int64(rev))
+					rows.stream, rows.id, rows.typ = append(rows.stream, part.Stream), append(rows.id, ev.ID), append(rows.typ, ev.Type)
+					rows.data, rows.meta = append(rows.data, data), append(rows.meta, ev.Meta)
+					found[ev.ID] = rules.Located{Stream: part.Stream, Revision: rev, Position: position(next)}
+					p.res[i] = events.AppendResult{Revision: rev, Position: position(next)}
+				}
+				streamCount[part.Stream] = partCounts[i] + uint64(len(part.Events))
 			}
-			streamCount[p.stream] = count + uint64(len(p.evs))
 		}
 		if len(rows.pos) == 0 {
 			return nil // only retries and conflicts: nothing to commit
@@ -325,11 +370,11 @@ SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::tex
 	if err != nil {
 		var pe *pgconn.PgError
 		for _, p := range group {
-			p.res, p.err = events.AppendResult{}, err
+			p.res, p.err = nil, err
 			if errors.As(err, &pe) && pe.Code == "23505" {
 				// A unique (stream, revision) or id violation: some writer
 				// ignored the append lock. Still a conflict, of unknown size.
-				p.err = &events.ConflictError{Stream: p.stream, Expected: p.expected, Actual: -1}
+				p.err = &events.ConflictError{Stream: p.parts[0].Stream, Expected: p.parts[0].Expected, Actual: -1}
 			}
 		}
 		return false, err

@@ -49,6 +49,10 @@ func Run(t *testing.T, open func(t *testing.T) events.Store) {
 		{"RejectsInvalid", testRejectsInvalid},
 		{"IDSpellings", testIDSpellings},
 		{"ClosedStore", testClosedStore},
+		{"MultiStream", testMultiStream},
+		{"MultiStreamAtomic", testMultiStreamAtomic},
+		{"MultiStreamConcurrentClaim", testMultiStreamConcurrentClaim},
+		{"MultiStreamInvalid", testMultiStreamInvalid},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { c.run(newFixture(t, open)) })

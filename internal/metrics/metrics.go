@@ -4,6 +4,7 @@ package metrics
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"time"
 
@@ -109,6 +110,23 @@ func (s *instrumented) Append(ctx context.Context, stream string, expected event
 	res, err := s.Store.Append(ctx, stream, expected, evs...)
 	outcome := "ok"
 	switch {
+	case events.IsConflict(err):
+		outcome = "conflict"
+	case err != nil:
+		outcome = "error"
+	}
+	s.m.AppendDuration.WithLabelValues(outcome).Observe(time.Since(start).Seconds())
+	return res, err
+}
+
+// AppendMulti times an atomic multi-stream append like Append.
+func (s *instrumented) AppendMulti(ctx context.Context, parts ...events.StreamAppend) ([]events.AppendResult, error) {
+	start := time.Now()
+	res, err := events.AppendMulti(ctx, s.Store, parts...)
+	outcome := "ok"
+	switch {
+	case errors.Is(err, events.ErrMultiStreamUnsupported):
+		return res, err // nothing was tried
 	case events.IsConflict(err):
 		outcome = "conflict"
 	case err != nil:

@@ -317,3 +317,22 @@ func BenchmarkMemberUpsertHTTP(b *testing.B) {
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "upserts/s")
 	lat.report(b)
 }
+
+// BenchmarkRegisterSerialHTTP registers distinct users over HTTP from one
+// client: its p50 is the sum of the stages a register waits for (the
+// signature's binding, the appends and their fsyncs), not queueing.
+func BenchmarkRegisterSerialHTTP(b *testing.B) {
+	p, a := benchPlatform(b)
+	var lat latencies
+	measureCPU(b)
+	for i := 0; b.Loop(); i++ {
+		start := time.Now()
+		res := p.send(a.request("POST", "/open/v1/channel/users", map[string]any{"channel_user_id": fmt.Sprintf("serial-%d", i), "user": map[string]any{"name": "n", "phone": "13812345678"}}, start))
+		if res.Status != http.StatusCreated {
+			b.Fatalf("register: %d %s", res.Status, res.Raw)
+		}
+		lat.add(start)
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "registers/s")
+	lat.report(b)
+}

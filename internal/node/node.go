@@ -939,6 +939,20 @@ func (h *headStore) Append(ctx context.Context, stream string, expected events.E
 	return res, err
 }
 
+// AppendMulti is Append for an atomic multi-stream append.
+func (h *headStore) AppendMulti(ctx context.Context, parts ...events.StreamAppend) ([]events.AppendResult, error) {
+	res, err := events.AppendMulti(ctx, h.Store, parts...)
+	if err == nil {
+		last := events.Last(res)
+		h.mu.Lock()
+		if h.last.Less(last) {
+			h.last = last
+		}
+		h.mu.Unlock()
+	}
+	return res, err
+}
+
 // Last is the position of this node's latest append.
 func (h *headStore) Last() events.Position {
 	h.mu.Lock()

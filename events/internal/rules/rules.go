@@ -129,3 +129,31 @@ func distinctIDs(evs []events.Proposed) error {
 func conflict(stream string, expected events.ExpectedRevision, count uint64) error {
 	return &events.ConflictError{Stream: stream, Expected: expected, Actual: int64(count)}
 }
+
+// CheckParts refuses a multi-stream append that no adapter could record as
+// one atomic step faithfully: no parts, a stream named twice (its second
+// part's expectation would have to see the first's writes), or an event ID
+// used twice across parts (the ID index would hold one of them only).
+func CheckParts(parts []events.StreamAppend) error {
+	if len(parts) == 0 {
+		return errors.New("events: a multi-stream append needs at least one part")
+	}
+	streams := make(map[string]struct{}, len(parts))
+	ids := map[string]struct{}{}
+	for _, p := range parts {
+		if _, dup := streams[p.Stream]; dup {
+			return fmt.Errorf("events: stream %q appears twice in one multi-stream append", p.Stream)
+		}
+		streams[p.Stream] = struct{}{}
+		for _, ev := range p.Events {
+			if ev.ID == "" {
+				continue // Check reports it with the part
+			}
+			if _, dup := ids[ev.ID]; dup {
+				return fmt.Errorf("events: event id %s appears twice in one multi-stream append", ev.ID)
+			}
+			ids[ev.ID] = struct{}{}
+		}
+	}
+	return nil
+}
