@@ -106,7 +106,7 @@ func TestConcurrentOpen(t *testing.T) {
 		stores[i].Close()
 	}
 	vs := appliedMigrations(t, url)
-	if got := strings.Join(vs, " "); got != "audit/1 benefits/1 cluster/1 cluster/2 common/1 common/2 deliveries/1 deliveries/2 deliveries/3 nonces/1 nonces/2 orders/1 ownership/1 portalapps/1 reports/1 users/1 users/2" {
+	if got := strings.Join(vs, " "); got != "audit/1 benefits/1 cluster/1 cluster/2 common/1 common/2 deliveries/1 deliveries/2 deliveries/3 endpoints/1 nonces/1 nonces/2 orders/1 ownership/1 portalapps/1 reports/1 users/1 users/2" {
 		t.Errorf("schema_versions = %s, want every part's migrations once", got)
 	}
 }
