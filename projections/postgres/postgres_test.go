@@ -135,6 +135,8 @@ DROP TABLE cluster_settings;
 ALTER TABLE webhook_deliveries DROP COLUMN last_error_class;
 ALTER TABLE webhook_deliveries DROP COLUMN subject;
 ALTER TABLE webhook_attempts DROP COLUMN error_class;
+ALTER TABLE webhook_deliveries DROP COLUMN endpoint_id;
+ALTER TABLE webhook_attempts DROP COLUMN response_excerpt;
 DROP TABLE family_generations;
 ALTER TABLE service_providers DROP COLUMN developer_id;
 ALTER TABLE service_providers DROP COLUMN review_notes;
@@ -160,8 +162,8 @@ INSERT INTO schema_migrations (version) SELECT generate_series(1, 7)`)
 	if _, err := s.User(ctx, 1, 1); err != nil {
 		t.Errorf("rows lost in the upgrade: %v", err)
 	}
-	if got := len(appliedMigrations(t, url)); got != 17 {
-		t.Errorf("%d migrations recorded after the upgrade, want 17", got)
+	if got := len(appliedMigrations(t, url)); got != 18 {
+		t.Errorf("%d migrations recorded after the upgrade, want 18", got)
 	}
 }
 
