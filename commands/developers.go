@@ -58,6 +58,10 @@ type Developers struct {
 	emailKey []byte
 	hash     *hasher
 	now      func() time.Time
+	// cache keeps loaded accounts, so the session check on every portal
+	// request reads only the events appended since (a developer's stream
+	// grows by one event per sign-in).
+	cache *aggregateCache[*Developer]
 	// dummy is a hash verified for unknown addresses, so a sign-in takes as
 	// long whether or not the account exists; made at its first use, so
 	// start-up does not pay for it.
@@ -69,7 +73,8 @@ type Developers struct {
 // names email claim streams (derive it from the master key, so every node
 // names them alike).
 func NewDevelopers(store events.Store, reg *events.Registry, ids *Allocator, sealer *secrets.Sealer, emailKey []byte, params PasswordParams, now func() time.Time) *Developers {
-	return &Developers{streams: streams{store, reg}, ids: ids, sealer: sealer, emailKey: emailKey, hash: newHasher(params), now: now}
+	return &Developers{streams: streams{store, reg}, ids: ids, sealer: sealer, emailKey: emailKey, hash: newHasher(params), now: now,
+		cache: newAggregateCache(func() *Developer { return &Developer{} }, DefaultAggregateCache)}
 }
 
 // dummyHash is a hash of a random password with the current costs.
@@ -109,6 +114,20 @@ func (d Developer) Approved() bool { return d.Status == catalog.DeveloperApprove
 
 // SessionOpen says the session whose id hashes to hash was started and not ended.
 func (d Developer) SessionOpen(hash string) bool { _, ok := d.sessions[hash]; return ok }
+
+// clone copies an account so a decision never touches the cached one.
+func (d *Developer) clone() *Developer {
+	c := *d
+	c.sessions = make(map[string]time.Time, len(d.sessions))
+	for k, v := range d.sessions {
+		c.sessions[k] = v
+	}
+	c.resets = make(map[string]resetRequest, len(d.resets))
+	for k, v := range d.resets {
+		c.resets[k] = v
+	}
+	return &c
+}
 
 func (d *Developer) apply(env events.Envelope) {
 	switch p := env.Payload.(type) {
@@ -276,11 +295,11 @@ func (d *Developers) Load(ctx context.Context, id int64) (Developer, error) {
 }
 
 func (d *Developers) loadDev(ctx context.Context, id int64) (Developer, uint64, error) {
-	var dev Developer
-	v, _, err := d.load(ctx, domain.DeveloperStream(id), dev.apply)
+	st, v, _, err := d.cache.load(ctx, d.streams, domain.DeveloperStream(id))
 	if err != nil {
 		return Developer{}, 0, err
 	}
+	dev := *st
 	if dev.ID == 0 {
 		return Developer{}, 0, domain.ErrDeveloperNotFound
 	}
