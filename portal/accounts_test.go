@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"io/fs"
 	"net/http"
@@ -12,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -397,12 +397,7 @@ func TestCSRFRefusedAndNothingAppended(t *testing.T) {
 	})
 }
 
-func itoa(n int64) string { return strings.TrimSpace(strings.ReplaceAll(jsonNumber(n), "\"", "")) }
-
-func jsonNumber(n int64) string {
-	b, _ := json.Marshal(n)
-	return string(b)
-}
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
 func TestSessionExpires(t *testing.T) {
 	c := &clock{now: time.Now()}
@@ -478,8 +473,6 @@ func TestOperatorReviewVisibleToDeveloper(t *testing.T) {
 func TestNamedOperatorRolesAndRevocation(t *testing.T) {
 	p := portaltest.Start(t, node.Config{DataDir: t.TempDir()})
 	_, id := p.Developer(portaltest.Email(t, "Lu"), false)
-	ops := p.Node.Portal
-	_ = ops
 	support, err := operatorsCreate(p, "Sam", "support")
 	if err != nil {
 		t.Fatal(err)
