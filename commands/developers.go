@@ -11,6 +11,7 @@ import (
 	"net/mail"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -57,18 +58,35 @@ type Developers struct {
 	emailKey []byte
 	hash     *hasher
 	now      func() time.Time
+	// cache keeps loaded accounts, so the session check on every portal
+	// request reads only the events appended since (a developer's stream
+	// grows by one event per sign-in).
+	cache *aggregateCache[*Developer]
 	// dummy is a hash verified for unknown addresses, so a sign-in takes as
-	// long whether or not the account exists.
-	dummy string
+	// long whether or not the account exists; made at its first use, so
+	// start-up does not pay for it.
+	dummyOnce sync.Once
+	dummy     string
 }
 
 // NewDevelopers builds the developer commands; emailKey keys the hash that
 // names email claim streams (derive it from the master key, so every node
 // names them alike).
 func NewDevelopers(store events.Store, reg *events.Registry, ids *Allocator, sealer *secrets.Sealer, emailKey []byte, params PasswordParams, now func() time.Time) *Developers {
-	d := &Developers{streams: streams{store, reg}, ids: ids, sealer: sealer, emailKey: emailKey, hash: newHasher(params), now: now}
-	d.dummy, _ = d.hash.hash(context.Background(), secrets.Random("", 16))
-	return d
+	return &Developers{streams: streams{store, reg}, ids: ids, sealer: sealer, emailKey: emailKey, hash: newHasher(params), now: now,
+		cache: newAggregateCache(func() *Developer { return &Developer{} }, DefaultAggregateCache)}
+}
+
+// dummyHash is a hash of a random password with the current costs.
+func (d *Developers) dummyHash(ctx context.Context) string {
+	d.dummyOnce.Do(func() {
+		h, err := d.hash.hash(context.WithoutCancel(ctx), secrets.Random("", 16))
+		if err != nil { // never: the context cannot be cancelled here
+			h = "$argon2id$"
+		}
+		d.dummy = h
+	})
+	return d.dummy
 }
 
 // Developer is a developer account as its stream decides it.
@@ -96,6 +114,20 @@ func (d Developer) Approved() bool { return d.Status == catalog.DeveloperApprove
 
 // SessionOpen says the session whose id hashes to hash was started and not ended.
 func (d Developer) SessionOpen(hash string) bool { _, ok := d.sessions[hash]; return ok }
+
+// clone copies an account so a decision never touches the cached one.
+func (d *Developer) clone() *Developer {
+	c := *d
+	c.sessions = make(map[string]time.Time, len(d.sessions))
+	for k, v := range d.sessions {
+		c.sessions[k] = v
+	}
+	c.resets = make(map[string]resetRequest, len(d.resets))
+	for k, v := range d.resets {
+		c.resets[k] = v
+	}
+	return &c
+}
 
 func (d *Developer) apply(env events.Envelope) {
 	switch p := env.Payload.(type) {
@@ -263,11 +295,11 @@ func (d *Developers) Load(ctx context.Context, id int64) (Developer, error) {
 }
 
 func (d *Developers) loadDev(ctx context.Context, id int64) (Developer, uint64, error) {
-	var dev Developer
-	v, _, err := d.load(ctx, domain.DeveloperStream(id), dev.apply)
+	st, v, _, err := d.cache.load(ctx, d.streams, domain.DeveloperStream(id))
 	if err != nil {
 		return Developer{}, 0, err
 	}
+	dev := *st
 	if dev.ID == 0 {
 		return Developer{}, 0, domain.ErrDeveloperNotFound
 	}
@@ -292,20 +324,22 @@ func (d *Developers) findByEmail(ctx context.Context, email string) (Developer, 
 func (d *Developers) Authenticate(ctx context.Context, email, password string) (Developer, error) {
 	norm, err := NormaliseEmail(email)
 	if err != nil || len(password) > MaxPasswordLength {
-		_, _ = d.hash.verify(ctx, d.dummy, password[:min(len(password), MaxPasswordLength)])
+		_, _ = d.hash.verify(ctx, d.dummyHash(ctx), password[:min(len(password), MaxPasswordLength)])
 		return Developer{}, domain.ErrBadCredentials
 	}
 	dev, _, err := d.findByEmail(ctx, norm)
-	phc := d.dummy
+	var phc string
 	if err == nil {
 		if phc, err = d.sealer.Open(dev.sealedHash); err != nil {
 			return Developer{}, fmt.Errorf("open password hash of developer %d: %w", dev.ID, err)
 		}
 	} else if err != domain.ErrDeveloperNotFound {
 		return Developer{}, err
+	} else {
+		phc = d.dummyHash(ctx)
 	}
 	ok, verr := d.hash.verify(ctx, phc, password)
-	if verr != nil {
+	if verr != nil && err == nil {
 		return Developer{}, fmt.Errorf("verify password: %w", verr)
 	}
 	if err != nil || !ok {

@@ -58,6 +58,10 @@ type Sender struct {
 
 	mu   sync.Mutex
 	next map[int64]time.Time // earliest next attempt of a failed message
+	// done are messages this sender finished (sent or given up) that the
+	// outbox, which follows the log asynchronously, may still list as
+	// pending for a moment: they are not sent again.
+	done map[int64]bool
 }
 
 // Run sends until ctx ends.
@@ -92,17 +96,30 @@ func (s *Sender) SendPending(ctx context.Context) {
 	}
 	s.mu.Lock()
 	if s.next == nil {
-		s.next = map[int64]time.Time{}
+		s.next, s.done = map[int64]time.Time{}, map[int64]bool{}
 	}
 	s.mu.Unlock()
-	for _, m := range s.Outbox.Outbox(true) {
+	pending := s.Outbox.Outbox(true)
+	s.mu.Lock()
+	stillListed := make(map[int64]bool, len(pending))
+	for _, m := range pending {
+		stillListed[m.MailID] = true
+	}
+	for id := range s.done {
+		if !stillListed[id] {
+			delete(s.done, id) // the outbox caught up
+		}
+	}
+	s.mu.Unlock()
+	for _, m := range pending {
 		if ctx.Err() != nil {
 			return
 		}
 		s.mu.Lock()
 		due, waiting := s.next[m.MailID]
+		finished := s.done[m.MailID]
 		s.mu.Unlock()
-		if waiting && now().Before(due) {
+		if finished || (waiting && now().Before(due)) {
 			continue
 		}
 		attempt := m.Attempts + 1
@@ -129,6 +146,7 @@ func (s *Sender) SendPending(ctx context.Context) {
 		if err == nil || final {
 			s.mu.Lock()
 			delete(s.next, m.MailID)
+			s.done[m.MailID] = true
 			s.mu.Unlock()
 		}
 	}

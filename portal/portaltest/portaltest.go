@@ -76,6 +76,9 @@ type Browser struct {
 	Client *http.Client
 	// CSRF is the token of the last page that carried one.
 	CSRF string
+	// stale: a POST redirected (sign-in, sign-out may have replaced the
+	// session), so the next Post loads a page for a fresh token first.
+	stale bool
 }
 
 // Browser makes a new visitor of p.
@@ -120,7 +123,7 @@ func (p Page) Text() string {
 	return html.UnescapeString(strings.Join(strings.Fields(regexp.MustCompile(`<[^>]+>`).ReplaceAllString(p.Body, " ")), " "))
 }
 
-var csrfInput = regexp.MustCompile(`name="csrf_token" value="([^"]+)"`)
+var csrfInput = regexp.MustCompile(`name="csrf-token" content="([^"]+)"`)
 
 func (b *Browser) do(req *http.Request) Page {
 	b.T.Helper()
@@ -134,6 +137,9 @@ func (b *Browser) do(req *http.Request) Page {
 		b.T.Fatal(err)
 	}
 	p := Page{Status: res.StatusCode, Header: res.Header, Body: string(raw)}
+	if req.Method == http.MethodPost && res.StatusCode >= 300 && res.StatusCode < 400 {
+		b.stale = true
+	}
 	if m := csrfInput.FindStringSubmatch(p.Body); m != nil {
 		b.CSRF = html.UnescapeString(m[1])
 	}
@@ -150,12 +156,15 @@ func (b *Browser) Get(path string) Page {
 	return b.do(req)
 }
 
-// Post submits a form with the current CSRF token (loading path's
-// page-less portal home first if no token is known yet).
+// Post submits a form with the current CSRF token (loading the portal's
+// home first if no token is known yet, or the session may have changed).
 func (b *Browser) Post(path string, form url.Values) Page {
 	b.T.Helper()
-	if b.CSRF == "" {
-		b.Get("/portal/signin")
+	if b.CSRF == "" || b.stale {
+		b.stale = false
+		if home := b.Get("/portal/"); home.Status == http.StatusSeeOther {
+			b.Get(home.Location())
+		}
 	}
 	f := url.Values{}
 	for k, v := range form {
