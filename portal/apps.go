@@ -195,13 +195,19 @@ func (s *Server) appPage(w http.ResponseWriter, r *http.Request) {
 		s.NotFound(w, r)
 		return
 	}
-	s.Render(w, r, http.StatusOK, "apps_page.html", map[string]any{"App": s.viewOf(app), "ReviewDays": ReviewDays})
+	s.Render(w, r, http.StatusOK, "apps_page.html", map[string]any{"App": s.viewOf(app), "ReviewDays": ReviewDays, "AwaitsReveal": s.awaitsReveal(app)})
 }
 
 func (s *Server) appRotateSecret(w http.ResponseWriter, r *http.Request) {
 	app, ok := s.ownApp(r)
 	if !ok || app.Retired {
 		s.NotFound(w, r)
+		return
+	}
+	if s.awaitsReveal(app) {
+		// The production secrets are handed over by the one-time reveal,
+		// which also retires the sandbox app; a rotation must not bypass it.
+		s.ErrorPage(w, r, http.StatusConflict, "Reveal the production credentials on the sandbox application's page first.")
 		return
 	}
 	creds, err := s.Apps.RotateSecret(r.Context(), app.AppID, Meta(w, r))
@@ -252,6 +258,16 @@ func (s *Server) appRevealProduction(w http.ResponseWriter, r *http.Request) {
 	s.Render(w, r, http.StatusOK, "apps_credentials.html", map[string]any{
 		"Heading": "Production credentials", "Credentials": creds, "Secrets": secretsOf(creds), "Production": true, "SandboxAppID": app.AppID,
 	})
+}
+
+// awaitsReveal says app is a production app whose credentials its
+// developer has not yet revealed.
+func (s *Server) awaitsReveal(app domain.App) bool {
+	if app.SandboxAppID == 0 {
+		return false
+	}
+	sb, ok := s.AppDirectory.ByID(app.SandboxAppID)
+	return ok && !sb.ProductionRevealed
 }
 
 func appPath(id int64) string { return "/portal/apps/" + strconv.FormatInt(id, 10) }

@@ -144,7 +144,7 @@ func createApp(t *testing.T, b *portaltest.Browser, name string, scopes ...strin
 const webhooksRoute = "/open/v1/webhooks/events" // needs the webhooks scope
 
 func TestAppLifecycleInThePortal(t *testing.T) {
-	configs(t, func(t *testing.T, cfg node.Config) {
+	configs(t, node.Config{}, func(t *testing.T, cfg node.Config) {
 		p := portaltest.Start(t, cfg)
 		b, devID := p.Developer(portaltest.Email(t, "apps"), false)
 
@@ -257,6 +257,16 @@ func TestAppLifecycleInThePortal(t *testing.T) {
 			t.Fatalf("approved app page: %s", page.Text())
 		}
 
+		// The production app is the developer's, but its secrets come only
+		// through the reveal.
+		prodID := shown(t, page).AppID
+		if m := regexp.MustCompile(`Production app: <a href="/portal/apps/(\d+)">`).FindStringSubmatch(page.Body); m != nil {
+			prodID, _ = strconv.ParseInt(m[1], 10, 64)
+		}
+		if got := b.Post(fmt.Sprintf("/portal/apps/%d/secret", prodID), nil); prodID == sb.AppID || got.Status != http.StatusConflict || shown(t, got).AppSecret != "" {
+			t.Fatalf("rotating the production app %d before the reveal: %d", prodID, got.Status)
+		}
+
 		// Production credentials, once; the sandbox set retired.
 		revealed := b.Post(fmt.Sprintf("/portal/apps/%d/production", sb.AppID), nil)
 		prod := shown(t, revealed)
@@ -283,6 +293,14 @@ func TestAppLifecycleInThePortal(t *testing.T) {
 		if got := b.Get(fmt.Sprintf("/portal/apps/%d", prod.AppID)); shown(t, got).AppID != prod.AppID || !strings.Contains(got.Text(), prod.PluginAppID) {
 			t.Fatalf("production app page: %s", got.Text())
 		}
+		// A lost production secret is rotated, not revealed again.
+		rot := shown(t, b.Post(fmt.Sprintf("/portal/apps/%d/secret", prod.AppID), nil))
+		if rot.AppSecret == "" || rot.AppSecret == prod.AppSecret {
+			t.Fatalf("production rotation after the reveal: %+v", rot)
+		}
+		if got := call(t, p, credentials{AppID: prod.AppID, AppKey: prod.AppKey, AppSecret: rot.AppSecret}, webhooksRoute); got != http.StatusOK {
+			t.Fatalf("rotated production secret: %d", got)
+		}
 
 		// Every change is on the log with its actor.
 		dev := fmt.Sprintf("developer:%d", devID)
@@ -297,11 +315,32 @@ func TestAppLifecycleInThePortal(t *testing.T) {
 				t.Fatalf("sandbox app history %v, want %v", got, want)
 			}
 		}
+
+		// And the developer's actions on the app are in the audit listing.
+		wantAudit := "app.created|app.secret_rotated|app.review_requested|app.production_credentials_revealed"
+		var listed []string
+		waitFor(t, "the audit facts of the app", func() bool {
+			status, data, err := admin(p, "GET", "/admin/v1/audit?actor="+dev+"&subject="+domain.AppStream(sb.AppID), nil)
+			if err != nil || status != http.StatusOK {
+				t.Fatalf("audit: %d %v", status, err)
+			}
+			var page struct {
+				Facts []struct {
+					Action string `json:"action"`
+				} `json:"facts"`
+			}
+			_ = json.Unmarshal(data, &page)
+			listed = listed[:0]
+			for _, f := range page.Facts {
+				listed = append(listed, f.Action)
+			}
+			return strings.Join(listed, "|") == wantAudit
+		})
 	})
 }
 
 func TestAnotherDevelopersAppIsNotFound(t *testing.T) {
-	configs(t, func(t *testing.T, cfg node.Config) {
+	configs(t, node.Config{}, func(t *testing.T, cfg node.Config) {
 		p := portaltest.Start(t, cfg)
 		alice, _ := p.Developer(portaltest.Email(t, "alice"), true)
 		bob, _ := p.Developer(portaltest.Email(t, "bob"), true)

@@ -17,7 +17,7 @@ import (
 )
 
 // admin calls the admin API with the bootstrap token and decodes data.
-func admin(t *testing.T, p *portaltest.Platform, method, path string, body, into any) int {
+func adminCall(t *testing.T, p *portaltest.Platform, method, path string, body, into any) int {
 	t.Helper()
 	raw, err := json.Marshal(body)
 	if err != nil {
@@ -59,7 +59,7 @@ func register(t *testing.T, b *portaltest.Browser, form url.Values) int64 {
 }
 
 func TestServiceProvidersInThePortal(t *testing.T) {
-	configs(t, func(t *testing.T, cfg node.Config) {
+	configs(t, node.Config{}, func(t *testing.T, cfg node.Config) {
 		p := portaltest.Start(t, cfg)
 		alice, aliceID := p.Developer(portaltest.Email(t, "alice"), true)
 		bob, _ := p.Developer(portaltest.Email(t, "bob"), true)
@@ -113,8 +113,8 @@ func TestServiceProvidersInThePortal(t *testing.T) {
 		var item1, item2 struct {
 			ID int64 `json:"benefit_item_id"`
 		}
-		if admin(t, p, "POST", "/admin/v1/benefit-items", map[string]any{"name": "Annual check-up"}, &item1) != http.StatusCreated ||
-			admin(t, p, "POST", "/admin/v1/benefit-items", map[string]any{"name": "Dental cleaning"}, &item2) != http.StatusCreated {
+		if adminCall(t, p, "POST", "/admin/v1/benefit-items", map[string]any{"name": "Annual check-up"}, &item1) != http.StatusCreated ||
+			adminCall(t, p, "POST", "/admin/v1/benefit-items", map[string]any{"name": "Dental cleaning"}, &item2) != http.StatusCreated {
 			t.Fatal("benefit items")
 		}
 		ops := p.Operator()
@@ -159,7 +159,7 @@ func TestServiceProvidersInThePortal(t *testing.T) {
 				Allowed []int64 `json:"allowed_benefit_item_ids"`
 			} `json:"service_providers"`
 		}
-		admin(t, p, "GET", "/admin/v1/service-providers", nil, &listed)
+		adminCall(t, p, "GET", "/admin/v1/service-providers", nil, &listed)
 		found := false
 		for _, sp := range listed.Providers {
 			if sp.ID == id {
@@ -195,7 +195,7 @@ func TestOperatorRolesInReviews(t *testing.T) {
 	var op struct {
 		Token string `json:"token"`
 	}
-	if admin(t, p, "POST", "/admin/v1/operators", map[string]any{"name": "Sam", "role": "support"}, &op) != http.StatusCreated {
+	if adminCall(t, p, "POST", "/admin/v1/operators", map[string]any{"name": "Sam", "role": "support"}, &op) != http.StatusCreated {
 		t.Fatal("support operator")
 	}
 	support := p.Browser()

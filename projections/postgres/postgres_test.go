@@ -106,7 +106,7 @@ func TestConcurrentOpen(t *testing.T) {
 		stores[i].Close()
 	}
 	vs := appliedMigrations(t, url)
-	if got := strings.Join(vs, " "); got != "audit/1 benefits/1 cluster/1 cluster/2 common/1 common/2 deliveries/1 deliveries/2 deliveries/3 nonces/1 nonces/2 orders/1 ownership/1 reports/1 users/1 users/2" {
+	if got := strings.Join(vs, " "); got != "audit/1 benefits/1 cluster/1 cluster/2 common/1 common/2 deliveries/1 deliveries/2 deliveries/3 nonces/1 nonces/2 orders/1 ownership/1 portalapps/1 reports/1 users/1 users/2" {
 		t.Errorf("schema_versions = %s, want every part's migrations once", got)
 	}
 }
@@ -136,6 +136,8 @@ ALTER TABLE webhook_deliveries DROP COLUMN last_error_class;
 ALTER TABLE webhook_deliveries DROP COLUMN subject;
 ALTER TABLE webhook_attempts DROP COLUMN error_class;
 DROP TABLE family_generations;
+ALTER TABLE service_providers DROP COLUMN developer_id;
+ALTER TABLE service_providers DROP COLUMN review_notes;
 CREATE TABLE schema_migrations (version int PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now());
 INSERT INTO schema_migrations (version) SELECT generate_series(1, 7)`)
 
@@ -158,8 +160,8 @@ INSERT INTO schema_migrations (version) SELECT generate_series(1, 7)`)
 	if _, err := s.User(ctx, 1, 1); err != nil {
 		t.Errorf("rows lost in the upgrade: %v", err)
 	}
-	if got := len(appliedMigrations(t, url)); got != 16 {
-		t.Errorf("%d migrations recorded after the upgrade, want 16", got)
+	if got := len(appliedMigrations(t, url)); got != 17 {
+		t.Errorf("%d migrations recorded after the upgrade, want 17", got)
 	}
 }
 
