@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/healthtech/partner-open-platform/internal/node"
@@ -17,6 +18,27 @@ import (
 func TestReferencePages(t *testing.T) {
 	configs(t, node.Config{}, func(t *testing.T, cfg node.Config) {
 		p := portaltest.Start(t, cfg)
+		// Visitors arriving together (the page is rendered once, on first
+		// view) all get the same complete page.
+		var wg sync.WaitGroup
+		bodies := make([]string, 6)
+		for i := range bodies {
+			b := p.Browser()
+			path := []string{"/portal/reference", "/portal/reference/signer"}[i%2]
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if got := b.Get(path); got.Status == http.StatusOK {
+					bodies[i] = got.Body
+				}
+			}()
+		}
+		wg.Wait()
+		for i := range bodies {
+			if bodies[i] == "" || bodies[i] != bodies[i%2] {
+				t.Fatalf("concurrent visitor %d got another page (or none)", i)
+			}
+		}
 		visitor := p.Browser()
 		dev, _ := p.Developer(portaltest.Email(t, "Ref"), false)
 		for _, b := range []*portaltest.Browser{visitor, dev} {
