@@ -165,6 +165,40 @@ func (b *breakers) done(appID int64, url string, probe, failed bool, now time.Ti
 	b.set(appID, ep, BreakerOpen)
 }
 
+// full lists the apps whose endpoint at url(app) can take no POST at now:
+// its share is in flight, its breaker is open, or its probe is out. The
+// sender leaves their deliveries out of its due scans until a slot frees
+// (which wakes it) or the probe is due. An app whose URL changed is not
+// listed: a new URL starts afresh.
+func (b *breakers) full(now time.Time, url func(appID int64) string) []int64 {
+	type cand struct {
+		app int64
+		url string
+	}
+	var cands []cand
+	b.mu.Lock()
+	for id, ep := range b.eps {
+		blocked := ep.inFlight >= b.limit
+		switch ep.state {
+		case BreakerOpen:
+			blocked = blocked || now.Before(ep.until)
+		case BreakerHalfOpen:
+			blocked = blocked || ep.probing
+		}
+		if blocked {
+			cands = append(cands, cand{id, ep.url})
+		}
+	}
+	b.mu.Unlock()
+	var out []int64
+	for _, c := range cands {
+		if url(c.app) == c.url { // outside the lock: the directory has its own
+			out = append(out, c.app)
+		}
+	}
+	return out
+}
+
 // nextProbe is the earliest time an open breaker lets a probe through, so
 // the sender wakes for it.
 func (b *breakers) nextProbe() (time.Time, bool) {

@@ -292,6 +292,7 @@ func (d *Dispatcher) RunSender(ctx context.Context) error {
 	}
 	eps := d.endpoints()
 	workers := max(d.Workers, 1)
+	suspended := map[int64]bool{} // apps found suspended: their deliveries are left out of the scans
 	sem := make(chan struct{}, workers)
 	kick := make(chan struct{}, 1)
 	var wg sync.WaitGroup
@@ -307,7 +308,7 @@ func (d *Dispatcher) RunSender(ctx context.Context) error {
 		if free > 0 {
 			var err error
 			claimedAt = time.Now()
-			claimed, held, err = d.claimDue(ctx, eps, now, free)
+			claimed, held, err = d.claimDue(ctx, eps, suspended, now, free)
 			if err != nil && ctx.Err() == nil {
 				d.Log.Error("claim due deliveries", "err", err)
 			}
@@ -373,10 +374,23 @@ const maxDueScan = 4096
 // of a suspended app are held (pending or retrying, no attempt recorded, no
 // retry used) until it is resumed, and held says some were; those of an
 // endpoint with PerEndpoint POSTs in flight or an open breaker wait the
-// same way; those another node (or this one) has claimed are skipped. The
-// skipped rows stay first in the due order, so the scan widens past them,
+// same way; those another node (or this one) has claimed are skipped.
+// Suspended apps (kept in suspended across passes, dropped once resumed)
+// and full endpoints are named to Due, which leaves their queues out, so
+// a backlog nobody can send now is not read again on every pass; rows
+// others hold stay first in the due order, so the scan widens past them,
 // up to maxDueScan rows. Each returned claim holds an endpoint slot.
-func (d *Dispatcher) claimDue(ctx context.Context, eps *breakers, now time.Time, n int) (out []claimed, held bool, err error) {
+func (d *Dispatcher) claimDue(ctx context.Context, eps *breakers, suspended map[int64]bool, now time.Time, n int) (out []claimed, held bool, err error) {
+	for id := range suspended {
+		if !d.paused(id) {
+			delete(suspended, id)
+		}
+	}
+	defer func() { held = held || len(suspended) > 0 }()
+	url := func(appID int64) string {
+		app, _ := d.Apps.ByID(appID)
+		return app.WebhookURL
+	}
 	ttl := d.claimTTL()
 	tried := map[string]bool{}
 	reserved := map[string]claimed{} // endpoint slots of candidates not yet claimed
@@ -387,7 +401,11 @@ func (d *Dispatcher) claimDue(ctx context.Context, eps *breakers, now time.Time,
 	}()
 	ask := n // candidates per Claim call; grows while others hold the head of the queue
 	for limit := 4 * n; ; limit *= 4 {
-		rows, err := d.Deliveries.Due(ctx, now, limit)
+		skip := eps.full(now, url)
+		for id := range suspended {
+			skip = append(skip, id)
+		}
+		rows, err := d.Deliveries.Due(ctx, now, limit, skip...)
 		if err != nil {
 			return out, held, err
 		}
@@ -398,6 +416,7 @@ func (d *Dispatcher) claimDue(ctx context.Context, eps *breakers, now time.Time,
 			}
 			app, ok := d.Apps.ByID(del.AppID)
 			if ok && app.Suspended {
+				suspended[del.AppID] = true
 				held = true
 				continue
 			}
