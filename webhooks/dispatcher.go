@@ -316,12 +316,18 @@ func (d *Dispatcher) RunSender(ctx context.Context) error {
 		if !held {
 			appsChanged = nil // only a held delivery waits for the directory
 		}
+		wake := func() {
+			select {
+			case kick <- struct{}{}:
+			default:
+			}
+		}
 		for _, c := range claimed {
 			sem <- struct{}{}
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				d.attempt(ctx, eps, c, claimedAt)
+				d.attempt(ctx, eps, c, claimedAt, wake)
 				// Released even when ctx has ended: otherwise the delivery
 				// would wait for the claim to lapse on every other node.
 				rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
@@ -330,10 +336,7 @@ func (d *Dispatcher) RunSender(ctx context.Context) error {
 				}
 				cancel()
 				<-sem
-				select {
-				case kick <- struct{}{}:
-				default:
-				}
+				wake()
 			}()
 		}
 		if ctx.Err() != nil {
@@ -486,8 +489,11 @@ func (d *Dispatcher) paused(appID int64) bool {
 // caller holds the delivery's claim, taken at claimedAt: loading and posting
 // end before the claim could lapse, so no other node can start an attempt
 // of the delivery while this one's POST is open. The endpoint slot c holds
-// is given back as soon as the POST ends, telling the breaker its outcome.
-func (d *Dispatcher) attempt(ctx context.Context, eps *breakers, c claimed, claimedAt time.Time) {
+// is given back as soon as the POST ends, telling the breaker its outcome,
+// and freed wakes the sender then: the endpoint may take its next delivery
+// while this one's outcome is still being recorded (one endpoint's
+// throughput is PerEndpoint POSTs at a time, not PerEndpoint attempts).
+func (d *Dispatcher) attempt(ctx context.Context, eps *breakers, c claimed, claimedAt time.Time, freed func()) {
 	slot := true
 	defer func() {
 		if slot {
@@ -527,6 +533,7 @@ func (d *Dispatcher) attempt(ctx context.Context, eps *breakers, c claimed, clai
 	cancel()
 	slot = false
 	eps.done(c.appID, c.url, c.probe, endpointFailed(r), d.Clock.Now())
+	freed()
 	r.at = now
 	ev := decideAttempt(del, r, d.Schedule)
 	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
