@@ -99,6 +99,34 @@ type Dispatcher struct {
 
 	breakersOnce sync.Once
 	breakerSet   *breakers
+
+	// attempting holds the deliveries this node's sender has claimed and
+	// not yet released: their rows stay due until the outcome is
+	// projected, and claimDue passes over them without spending an
+	// endpoint slot on a claim it already holds.
+	attemptingMu sync.Mutex
+	attempting   map[string]bool
+}
+
+// setAttempting marks id as claimed by this node's sender, or no longer.
+func (d *Dispatcher) setAttempting(id string, on bool) {
+	d.attemptingMu.Lock()
+	defer d.attemptingMu.Unlock()
+	if d.attempting == nil {
+		d.attempting = map[string]bool{}
+	}
+	if on {
+		d.attempting[id] = true
+	} else {
+		delete(d.attempting, id)
+	}
+}
+
+// isAttempting reports whether this node's sender holds id's claim.
+func (d *Dispatcher) isAttempting(id string) bool {
+	d.attemptingMu.Lock()
+	defer d.attemptingMu.Unlock()
+	return d.attempting[id]
 }
 
 // endpoints returns the per-endpoint bounds and breakers, made on first use.
@@ -325,6 +353,7 @@ func (d *Dispatcher) RunSender(ctx context.Context) error {
 		for _, c := range claimed {
 			sem <- struct{}{}
 			wg.Add(1)
+			d.setAttempting(c.DeliveryID, true)
 			go func() {
 				defer wg.Done()
 				d.attempt(ctx, eps, c, claimedAt, wake)
@@ -335,6 +364,7 @@ func (d *Dispatcher) RunSender(ctx context.Context) error {
 					d.Log.Warn("release delivery claim; it lapses by itself", "delivery_id", c.DeliveryID, "err", err)
 				}
 				cancel()
+				d.setAttempting(c.DeliveryID, false)
 				<-sem
 				wake()
 			}()
@@ -414,7 +444,7 @@ func (d *Dispatcher) claimDue(ctx context.Context, eps *breakers, suspended map[
 		}
 		var candidates []string
 		for _, del := range rows {
-			if tried[del.DeliveryID] {
+			if tried[del.DeliveryID] || d.isAttempting(del.DeliveryID) {
 				continue
 			}
 			app, ok := d.Apps.ByID(del.AppID)
