@@ -97,8 +97,11 @@ type DeliveryStore interface {
 	Delivery(ctx context.Context, appID int64, id string) (Delivery, []Attempt, error)
 	// Deliveries lists deliveries matching f ordered by Cursor, after f.After, at most f.Limit.
 	Deliveries(ctx context.Context, f domain.DeliveryFilter) ([]Delivery, error)
-	// Due lists pending or retrying deliveries with NextAttemptAt <= now, earliest first.
-	Due(ctx context.Context, now time.Time, limit int) ([]Delivery, error)
+	// Due lists pending or retrying deliveries with NextAttemptAt <= now,
+	// earliest first, leaving out those of skipApps: the dispatcher names
+	// the apps it cannot send to now (suspended, breaker open), so their
+	// queue is not read and walked past again on every pass.
+	Due(ctx context.Context, now time.Time, limit int, skipApps ...int64) ([]Delivery, error)
 	// NextDue is the earliest NextAttemptAt of a pending or retrying delivery.
 	NextDue(ctx context.Context) (time.Time, bool, error)
 	// CountByStatus counts deliveries per status, for metrics.

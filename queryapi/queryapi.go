@@ -282,33 +282,85 @@ func (q *API) serveSnapshot(w http.ResponseWriter, r *http.Request, ps httproute
 	return nil
 }
 
-func (q *API) renderSnapshot(u projections.User, groups []projections.Group, members []projections.Member) map[string]any {
+// snapshotView is a snapshot as partners read it. Its fields, and those of
+// the views below, are in alphabetical order, as encoding/json wrote the
+// maps they replace: the bytes are the same, without sorting and boxing
+// each map's keys (a fifth of the snapshot handler's CPU, profile of
+// BenchmarkSnapshotPostgres).
+type snapshotView struct {
+	FamilyGroups  []groupView  `json:"family_groups"`
+	FamilyMembers []memberView `json:"family_members"`
+	User          userView     `json:"user"`
+}
+
+type userView struct {
+	Avatar        *string `json:"avatar"`
+	BirthDate     *string `json:"birth_date"`
+	ChannelUserID string  `json:"channel_user_id"`
+	Email         *string `json:"email"`
+	Gender        string  `json:"gender"`
+	Name          string  `json:"name"`
+	Nickname      *string `json:"nickname"`
+	OpenUserID    int64   `json:"open_user_id"`
+	Phone         *string `json:"phone"`
+	RegisteredAt  string  `json:"registered_at"`
+	Status        string  `json:"status"`
+}
+
+type groupView struct {
+	AppGroupID    int64  `json:"app_group_id"`
+	FamilyGroupID int64  `json:"family_group_id"`
+	MemberCount   int    `json:"member_count"`
+	Name          string `json:"name"`
+}
+
+type memberView struct {
+	AppGroupID    int64   `json:"app_group_id"`
+	AppUserID     string  `json:"app_user_id"`
+	BirthDate     *string `json:"birth_date"`
+	BloodType     *string `json:"blood_type"`
+	FamilyGroupID int64   `json:"family_group_id"`
+	Gender        *string `json:"gender"`
+	Height        *int64  `json:"height"`
+	IDType        *string `json:"id_type"`
+	IsDefault     bool    `json:"is_default"`
+	MemberID      int64   `json:"member_id"`
+	Name          string  `json:"name"`
+	Phone         *string `json:"phone"`
+	Relationship  string  `json:"relationship"`
+	UpdatedAt     string  `json:"updated_at"`
+	Weight        *int64  `json:"weight"`
+}
+
+func (q *API) renderSnapshot(u projections.User, groups []projections.Group, members []projections.Member) snapshotView {
 	var phone *string
 	if u.Phone != nil {
 		m := httpapi.MaskPhone(*u.Phone)
 		phone = &m
 	}
-	user := map[string]any{
-		"open_user_id": u.OpenUserID, "channel_user_id": u.ChannelUserID, "name": u.Name, "nickname": u.Nickname,
-		"gender": u.Gender, "avatar": u.Avatar, "phone": phone, "email": u.Email, "birth_date": u.BirthDate,
-		"status": u.Status, "registered_at": u.RegisteredAt.In(q.Location).Format(DateTime),
+	out := snapshotView{
+		User: userView{
+			OpenUserID: u.OpenUserID, ChannelUserID: u.ChannelUserID, Name: u.Name, Nickname: u.Nickname,
+			Gender: u.Gender, Avatar: u.Avatar, Phone: phone, Email: u.Email, BirthDate: u.BirthDate,
+			Status: u.Status, RegisteredAt: u.RegisteredAt.In(q.Location).Format(DateTime),
+		},
+		FamilyGroups:  make([]groupView, 0, len(groups)),
+		FamilyMembers: make([]memberView, 0, len(members)),
 	}
-	gs := make([]map[string]any, 0, len(groups))
 	for _, g := range groups {
-		gs = append(gs, map[string]any{
-			"family_group_id": g.FamilyGroupID, "app_group_id": g.AppGroupID, "name": g.Name, "member_count": g.MemberCount,
+		out.FamilyGroups = append(out.FamilyGroups, groupView{
+			FamilyGroupID: g.FamilyGroupID, AppGroupID: g.AppGroupID, Name: g.Name, MemberCount: g.MemberCount,
 		})
 	}
-	ms := make([]map[string]any, 0, len(members))
 	for _, m := range members {
-		ms = append(ms, map[string]any{
-			"member_id": m.MemberID, "app_user_id": m.AppUserID, "app_group_id": m.AppGroupID, "family_group_id": m.FamilyGroupID,
-			"name": m.Name, "relationship": m.Relationship, "gender": m.Gender, "birth_date": m.BirthDate, "phone": m.Phone,
-			"id_type": m.IDType, "height": m.Height, "weight": m.Weight, "blood_type": m.BloodType, "is_default": m.IsDefault,
-			"updated_at": m.UpdatedAt.In(q.Location).Format(DateTime),
+		out.FamilyMembers = append(out.FamilyMembers, memberView{
+			MemberID: m.MemberID, AppUserID: m.AppUserID, AppGroupID: m.AppGroupID, FamilyGroupID: m.FamilyGroupID,
+			Name: m.Name, Relationship: m.Relationship, Gender: m.Gender, BirthDate: m.BirthDate, Phone: m.Phone,
+			IDType: m.IDType, Height: m.Height, Weight: m.Weight, BloodType: m.BloodType, IsDefault: m.IsDefault,
+			UpdatedAt: m.UpdatedAt.In(q.Location).Format(DateTime),
 		})
 	}
-	return map[string]any{"user": user, "family_groups": gs, "family_members": ms}
+	return out
 }
 
 func (q *API) appView(a domain.App) map[string]any {

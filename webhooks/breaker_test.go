@@ -160,3 +160,61 @@ func TestBreakerConcurrentAcquiresKeepTheBound(t *testing.T) {
 		t.Fatalf("slots leaked: %+v", st)
 	}
 }
+
+// full names exactly the apps whose endpoint can take no POST now, so the
+// sender leaves their queues out of its scans, and forgets an app whose
+// URL changed (the new URL starts afresh).
+func TestBreakerFullListsEndpointsThatCannotPost(t *testing.T) {
+	b := newBreakers(1, 1, time.Second, nil)
+	now := time.Now()
+	urls := map[int64]string{1: "busy", 2: "failing", 3: "idle"}
+	url := func(key endpointKey) (string, bool) { return urls[key.app], key.endpoint == 0 }
+	if got := b.full(now, url); len(got) != 0 {
+		t.Fatalf("no endpoint used yet: full %v", got)
+	}
+	b.acquire(endpointKey{app: 1}, "busy", now) // its one slot in flight
+	ok, probe := b.acquire(endpointKey{app: 2}, "failing", now)
+	b.done(endpointKey{app: 2}, "failing", probe, true, now) // opens at the first failure
+	b.acquire(endpointKey{app: 3}, "idle", now)
+	b.done(endpointKey{app: 3}, "idle", false, false, now)
+	if got := b.full(now, url); !sameIDs(got, 1, 2) {
+		t.Fatalf("full %v, want apps 1 (share in flight) and 2 (breaker open)", got)
+	}
+	if got := b.full(now.Add(time.Second), url); !sameIDs(got, 1) {
+		t.Fatalf("after the cool-down full %v, want app 1 only: app 2 may probe", got)
+	}
+	ok, probe = b.acquire(endpointKey{app: 2}, "failing", now.Add(time.Second))
+	if !ok || !probe {
+		t.Fatal("no probe")
+	}
+	if got := b.full(now.Add(time.Second), url); !sameIDs(got, 1, 2) {
+		t.Fatalf("with the probe out full %v, want apps 1 and 2", got)
+	}
+	urls[1] = "moved"
+	b.cancel(endpointKey{app: 1}, "busy", false)
+	b.acquire(endpointKey{app: 1}, "busy", now)
+	if got := b.full(now.Add(time.Second), url); !sameIDs(got, 2) {
+		t.Fatalf("after app 1's URL changed full %v, want app 2 only", got)
+	}
+	// An app with a second endpoint is never listed: Due skips whole apps.
+	only := func(key endpointKey) (string, bool) { return urls[key.app], key.app != 2 }
+	if got := b.full(now.Add(time.Second), only); len(got) != 0 {
+		t.Fatalf("app 2 has another endpoint: full %v, want none", got)
+	}
+}
+
+func sameIDs(got []int64, want ...int64) bool {
+	if len(got) != len(want) {
+		return false
+	}
+	seen := map[int64]bool{}
+	for _, id := range got {
+		seen[id] = true
+	}
+	for _, id := range want {
+		if !seen[id] {
+			return false
+		}
+	}
+	return true
+}

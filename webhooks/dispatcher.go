@@ -101,6 +101,34 @@ type Dispatcher struct {
 
 	breakersOnce sync.Once
 	breakerSet   *breakers
+
+	// attempting holds the deliveries this node's sender has claimed and
+	// not yet released: their rows stay due until the outcome is
+	// projected, and claimDue passes over them without spending an
+	// endpoint slot on a claim it already holds.
+	attemptingMu sync.Mutex
+	attempting   map[string]bool
+}
+
+// setAttempting marks id as claimed by this node's sender, or no longer.
+func (d *Dispatcher) setAttempting(id string, on bool) {
+	d.attemptingMu.Lock()
+	defer d.attemptingMu.Unlock()
+	if d.attempting == nil {
+		d.attempting = map[string]bool{}
+	}
+	if on {
+		d.attempting[id] = true
+	} else {
+		delete(d.attempting, id)
+	}
+}
+
+// isAttempting reports whether this node's sender holds id's claim.
+func (d *Dispatcher) isAttempting(id string) bool {
+	d.attemptingMu.Lock()
+	defer d.attemptingMu.Unlock()
+	return d.attempting[id]
 }
 
 // endpoints returns the per-endpoint bounds and breakers, made on first use.
@@ -326,6 +354,7 @@ func (d *Dispatcher) RunSender(ctx context.Context) error {
 	}
 	eps := d.endpoints()
 	workers := max(d.Workers, 1)
+	suspended := map[int64]bool{} // apps found suspended: their deliveries are left out of the scans
 	sem := make(chan struct{}, workers)
 	kick := make(chan struct{}, 1)
 	var wg sync.WaitGroup
@@ -341,7 +370,7 @@ func (d *Dispatcher) RunSender(ctx context.Context) error {
 		if free > 0 {
 			var err error
 			claimedAt = time.Now()
-			claimed, held, err = d.claimDue(ctx, eps, now, free)
+			claimed, held, err = d.claimDue(ctx, eps, suspended, now, free)
 			if err != nil && ctx.Err() == nil {
 				d.Log.Error("claim due deliveries", "err", err)
 			}
@@ -349,12 +378,19 @@ func (d *Dispatcher) RunSender(ctx context.Context) error {
 		if !held {
 			appsChanged = nil // only a held delivery waits for the directory
 		}
+		wake := func() {
+			select {
+			case kick <- struct{}{}:
+			default:
+			}
+		}
 		for _, c := range claimed {
 			sem <- struct{}{}
 			wg.Add(1)
+			d.setAttempting(c.DeliveryID, true)
 			go func() {
 				defer wg.Done()
-				d.attempt(ctx, eps, c, claimedAt)
+				d.attempt(ctx, eps, c, claimedAt, wake)
 				// Released even when ctx has ended: otherwise the delivery
 				// would wait for the claim to lapse on every other node.
 				rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
@@ -362,11 +398,9 @@ func (d *Dispatcher) RunSender(ctx context.Context) error {
 					d.Log.Warn("release delivery claim; it lapses by itself", "delivery_id", c.DeliveryID, "err", err)
 				}
 				cancel()
+				d.setAttempting(c.DeliveryID, false)
 				<-sem
-				select {
-				case kick <- struct{}{}:
-				default:
-				}
+				wake()
 			}()
 		}
 		if ctx.Err() != nil {
@@ -407,10 +441,27 @@ const maxDueScan = 4096
 // of a suspended app are held (pending or retrying, no attempt recorded, no
 // retry used) until it is resumed, and held says some were; those of an
 // endpoint with PerEndpoint POSTs in flight or an open breaker wait the
-// same way; those another node (or this one) has claimed are skipped. The
-// skipped rows stay first in the due order, so the scan widens past them,
+// same way; those another node (or this one) has claimed are skipped.
+// Suspended apps (kept in suspended across passes, dropped once resumed)
+// and full endpoints are named to Due, which leaves their queues out, so
+// a backlog nobody can send now is not read again on every pass; rows
+// others hold stay first in the due order, so the scan widens past them,
 // up to maxDueScan rows. Each returned claim holds an endpoint slot.
-func (d *Dispatcher) claimDue(ctx context.Context, eps *breakers, now time.Time, n int) (out []claimed, held bool, err error) {
+func (d *Dispatcher) claimDue(ctx context.Context, eps *breakers, suspended map[int64]bool, now time.Time, n int) (out []claimed, held bool, err error) {
+	for id := range suspended {
+		if !d.paused(id) {
+			delete(suspended, id)
+		}
+	}
+	defer func() { held = held || len(suspended) > 0 }()
+	url := func(key endpointKey) (string, bool) {
+		app, _ := d.Apps.ByID(key.app)
+		eps := app.WebhookEndpoints()
+		if len(eps) != 1 || eps[0].EndpointID != key.endpoint {
+			return "", false
+		}
+		return eps[0].URL, true
+	}
 	ttl := d.claimTTL()
 	tried := map[string]bool{}
 	reserved := map[string]claimed{} // endpoint slots of candidates not yet claimed
@@ -421,17 +472,22 @@ func (d *Dispatcher) claimDue(ctx context.Context, eps *breakers, now time.Time,
 	}()
 	ask := n // candidates per Claim call; grows while others hold the head of the queue
 	for limit := 4 * n; ; limit *= 4 {
-		rows, err := d.Deliveries.Due(ctx, now, limit)
+		skip := eps.full(now, url)
+		for id := range suspended {
+			skip = append(skip, id)
+		}
+		rows, err := d.Deliveries.Due(ctx, now, limit, skip...)
 		if err != nil {
 			return out, held, err
 		}
 		var candidates []string
 		for _, del := range rows {
-			if tried[del.DeliveryID] {
+			if tried[del.DeliveryID] || d.isAttempting(del.DeliveryID) {
 				continue
 			}
 			app, ok := d.Apps.ByID(del.AppID)
 			if ok && app.Suspended {
+				suspended[del.AppID] = true
 				held = true
 				continue
 			}
@@ -513,8 +569,11 @@ func (d *Dispatcher) paused(appID int64) bool {
 // caller holds the delivery's claim, taken at claimedAt: loading and posting
 // end before the claim could lapse, so no other node can start an attempt
 // of the delivery while this one's POST is open. The endpoint slot c holds
-// is given back as soon as the POST ends, telling the breaker its outcome.
-func (d *Dispatcher) attempt(ctx context.Context, eps *breakers, c claimed, claimedAt time.Time) {
+// is given back as soon as the POST ends, telling the breaker its outcome,
+// and freed wakes the sender then: the endpoint may take its next delivery
+// while this one's outcome is still being recorded (one endpoint's
+// throughput is PerEndpoint POSTs at a time, not PerEndpoint attempts).
+func (d *Dispatcher) attempt(ctx context.Context, eps *breakers, c claimed, claimedAt time.Time, freed func()) {
 	slot := true
 	defer func() {
 		if slot {
@@ -554,6 +613,7 @@ func (d *Dispatcher) attempt(ctx context.Context, eps *breakers, c claimed, clai
 	cancel()
 	slot = false
 	eps.done(c.ep, c.url, c.probe, endpointFailed(r), d.Clock.Now())
+	freed()
 	r.at = now
 	ev := decideAttempt(del, r, d.Schedule)
 	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)

@@ -18,6 +18,11 @@ type Phase struct {
 	Clients int
 	Warmup  time.Duration
 	Window  time.Duration
+	// Rate, when positive, offers a fixed rate (calls per second over all
+	// clients) instead of a closed loop, so latency downstream of the
+	// call (a webhook's delivery) is measured at a known load rather than
+	// at saturation; a client that falls behind its schedule calls at once.
+	Rate float64
 }
 
 // Measured is the outcome of a closed-loop run: operations completed in the
@@ -39,7 +44,7 @@ func (m Measured) Rate() float64 {
 	return float64(m.OK) / m.Elapsed.Seconds()
 }
 
-// closedLoop runs op from p.Clients workers, each issuing its next request
+// closedLoop runs op from p.Clients workers (paced to p.Rate when set), each issuing its next request
 // as soon as the previous answered (a closed loop: offered load follows the
 // platform's speed, so the rate is its capacity at that concurrency). Calls
 // that start during the warm-up are not measured; calls that start in the
@@ -56,6 +61,11 @@ func closedLoop(ctx context.Context, p Phase, op Op) Measured {
 	runCtx, cancel := context.WithDeadline(ctx, end.Add(30*time.Second))
 	defer cancel()
 	var wg sync.WaitGroup
+	// With a rate, worker w's i-th call is due at start + (i*Clients+w)/Rate.
+	var every time.Duration
+	if p.Rate > 0 {
+		every = time.Duration(float64(time.Second) * float64(p.Clients) / p.Rate)
+	}
 	for w := 0; w < p.Clients; w++ {
 		wg.Add(1)
 		go func(w int) {
@@ -63,6 +73,16 @@ func closedLoop(ctx context.Context, p Phase, op Op) Measured {
 			local := make([]time.Duration, 0, 4096)
 			defer func() { lat.Add(local) }()
 			for i := 0; ; i++ {
+				if every > 0 {
+					due := start.Add(time.Duration(i)*every + time.Duration(w)*every/time.Duration(p.Clients))
+					if wait := time.Until(due); wait > 0 {
+						select {
+						case <-time.After(wait):
+						case <-runCtx.Done():
+							return
+						}
+					}
+				}
 				t0 := time.Now()
 				if !t0.Before(end) || runCtx.Err() != nil {
 					return

@@ -61,3 +61,15 @@ func TestForEach(t *testing.T) {
 		t.Fatalf("err %v, %d calls after the failure", err, after.Load())
 	}
 }
+
+// With a rate the loop offers about that many calls, not as many as answer.
+func TestClosedLoopPacedOffersTheRate(t *testing.T) {
+	var calls atomic.Int64
+	m := closedLoop(context.Background(), Phase{Clients: 4, Window: 500 * time.Millisecond, Rate: 40},
+		func(ctx context.Context, w, i int) error { calls.Add(1); return nil })
+	// 40/s over half a second is at most 20 (+ one per client starting at
+	// once); an unpaced loop of no-op calls makes thousands.
+	if m.OK == 0 || calls.Load() > 24 {
+		t.Fatalf("%d measured of %d calls at 40/s for 0.5 s: want at most 24", m.OK, calls.Load())
+	}
+}

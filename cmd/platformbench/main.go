@@ -33,6 +33,9 @@ type Options struct {
 	Warmup       time.Duration
 	Window       time.Duration
 	Drain        time.Duration
+	// WebhookRate, when positive, paces the webhook scenario's writes to
+	// this many per second instead of a closed loop.
+	WebhookRate float64
 }
 
 func main() {
@@ -82,6 +85,7 @@ func runCmd(ctx context.Context, args []string, log io.Writer) error {
 	fs.DurationVar(&o.Warmup, "warmup", 3*time.Second, "unmeasured warm-up of each scenario")
 	fs.DurationVar(&o.Window, "window", 10*time.Second, "measured window of each scenario")
 	fs.DurationVar(&o.Drain, "drain", 60*time.Second, "how long webhooks wait for outstanding deliveries")
+	fs.Float64Var(&o.WebhookRate, "webhook-rate", 0, "offered PATCHes per second of the webhook scenario (0: closed loop, as fast as answered)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -155,7 +159,11 @@ func runCmd(ctx context.Context, args []string, log io.Writer) error {
 				return fmt.Errorf("webhooks: %w", err)
 			}
 			c := o.PatchClients
-			w := rowOf("webhook writes (PATCH)", *store, c, res.Writes, "raw append", ptr(raw[c]))
+			name := "webhook writes (PATCH)"
+			if o.WebhookRate > 0 {
+				name = fmt.Sprintf("webhook writes (PATCH, %g/s offered)", o.WebhookRate)
+			}
+			w := rowOf(name, *store, c, res.Writes, "raw append", ptr(raw[c]))
 			d := Row{Scenario: "webhook deliveries (ack→receipt)", Store: *store, Clients: c,
 				Rate: float64(res.Delivered) / o.Window.Seconds(), P50ms: ms(res.AckToReceipt.Quantile(0.5)), P99ms: ms(res.AckToReceipt.Quantile(0.99)),
 				Errors: int64(res.Missing) + res.BadSignature, Baseline: "webhook writes", BaseRate: w.Rate}

@@ -132,7 +132,9 @@ func (b *Bench) Webhooks(ctx context.Context) (WebhookResult, error) {
 	}
 	acks := make([][]time.Time, c) // per worker, every acknowledged PATCH
 	start := time.Now()
-	m := closedLoop(ctx, b.phase(c), func(ctx context.Context, w, _ int) error {
+	phase := b.phase(c)
+	phase.Rate = b.Opt.WebhookRate
+	m := closedLoop(ctx, phase, func(ctx context.Context, w, _ int) error {
 		if err := b.patch(ctx, app, own[w]); err != nil {
 			return err
 		}

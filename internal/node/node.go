@@ -573,11 +573,25 @@ func (n *Node) startWebhooks(ctx context.Context, cfg Config, models *projection
 				return fmt.Errorf("kafka topic %s: %w", topic, err)
 			}
 		}
-		var source webhooks.Source = relaykafka.NewSource(cfg.KafkaBrokers, cfg.KafkaInternalTopic, relaykafka.WebhookGroup(cfg.KafkaInternalTopic), n.log)
-		if priv, ok := n.Events.(*privacy.Store); ok {
-			source = privacy.Source{Source: source, Store: priv}
-		}
-		n.spawn(ctx, "webhook deliveries", func(ctx context.Context) error { return source.Run(ctx, n.Dispatcher.Create) })
+		// Batched like the store-fed creation: every event fetched while the
+		// previous batch was created goes into the next CreateBatch.
+		var source webhooks.BatchSource = relaykafka.NewSource(cfg.KafkaBrokers, cfg.KafkaInternalTopic, relaykafka.WebhookGroup(cfg.KafkaInternalTopic), n.log)
+		priv, _ := n.Events.(*privacy.Store)
+		n.spawn(ctx, "webhook deliveries", func(ctx context.Context) error {
+			return source.RunBatches(ctx, func(ctx context.Context, evs []events.Recorded) error {
+				for i := range evs {
+					if priv == nil {
+						break
+					}
+					ev, err := priv.Open(ctx, evs[i]) // the topic carries ciphertext
+					if err != nil {
+						return err
+					}
+					evs[i] = ev
+				}
+				return n.Dispatcher.CreateBatch(ctx, evs)
+			})
+		})
 		if cfg.KafkaRelay == nil || *cfg.KafkaRelay {
 			key, err := feedPseudonymKey(cfg)
 			if err != nil {

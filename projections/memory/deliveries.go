@@ -320,7 +320,7 @@ func clampLimit(n int) int {
 }
 
 // Due walks the due heap best-first, so the dispatcher's frequent polls cost O(limit log limit).
-func (s *Store) Due(ctx context.Context, now time.Time, limit int) ([]projections.Delivery, error) {
+func (s *Store) Due(ctx context.Context, now time.Time, limit int, skipApps ...int64) ([]projections.Delivery, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -341,7 +341,9 @@ func (s *Store) Due(ctx context.Context, now time.Time, limit int) ([]projection
 		if h.keys[i].next.After(now) {
 			break // every key below i is later still
 		}
-		out = append(out, copyDelivery(s.deliveries[h.keys[i].id]))
+		if d := s.deliveries[h.keys[i].id]; !slices.Contains(skipApps, d.AppID) {
+			out = append(out, copyDelivery(d))
+		}
 		for _, c := range [2]int{2*i + 1, 2*i + 2} {
 			if c < h.Len() {
 				heap.Push(f, c)

@@ -148,16 +148,19 @@ func clampLimit(n int) int {
 }
 
 const dueQuery = `SELECT ` + deliveryColumns + ` FROM webhook_deliveries
-WHERE ` + queued + ` AND next_attempt_at <= $1
+WHERE ` + queued + ` AND next_attempt_at <= $1 AND app_id <> ALL($3::bigint[])
 ORDER BY next_attempt_at, ` + feedOrder + `
 LIMIT $2`
 
 // Due reads the head of the partial due index, which holds only the queue, for the dispatcher's frequent polls.
-func (s *Store) Due(ctx context.Context, now time.Time, limit int) ([]projections.Delivery, error) {
+func (s *Store) Due(ctx context.Context, now time.Time, limit int, skipApps ...int64) ([]projections.Delivery, error) {
 	if limit <= 0 {
 		limit = defaultLimit
 	}
-	rows, _ := s.pool.Query(ctx, dueQuery, now, limit)
+	if skipApps == nil {
+		skipApps = []int64{} // <> ALL of NULL is NULL: nothing would be due
+	}
+	rows, _ := s.pool.Query(ctx, dueQuery, now, limit, skipApps)
 	ds, err := collectDeliveries(rows)
 	if err != nil {
 		return nil, fmt.Errorf("projections/postgres: due deliveries: %w", err)

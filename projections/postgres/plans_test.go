@@ -53,7 +53,8 @@ func TestDeliveryQueriesUseTheirIndexes(t *testing.T) {
 		feed("partner log, every filter", domain.DeliveryFilter{AppID: 1, Status: domain.DeliveryRetrying,
 			EventType: "user.registered", From: now, To: now.Add(time.Hour), After: after, Limit: 10}, "webhook_deliveries_app_cursor_idx"),
 		feed("operator log", domain.DeliveryFilter{After: after, Limit: 10}, "webhook_deliveries_cursor_idx"),
-		{"Due", dueQuery, []any{now, 10}, "webhook_deliveries_due_idx", "next_attempt_at <="},
+		{"Due", dueQuery, []any{now, 10, []int64{}}, "webhook_deliveries_due_idx", "next_attempt_at <="},
+		{"Due skipping apps", dueQuery, []any{now, 10, []int64{1, 2}}, "webhook_deliveries_due_idx", "next_attempt_at <="},
 		{"NextDue", nextDueQuery, nil, "webhook_deliveries_due_idx", ""},
 		{"LastSource", lastSourceQuery, nil, "webhook_deliveries_source_idx", ""},
 	} {

@@ -597,6 +597,12 @@ func testDue(t *testing.T, s Store) {
 		wantIDs(t, fmt.Sprintf("Due(%v, %d)", c.now, c.limit), must(s.Due(ctx, c.now, c.limit))(t), c.want)
 	}
 	wantRows(t, "Due rows", must(s.Due(ctx, at(60), 10))(t), []projections.Delivery{b, k})
+	// Apps the dispatcher cannot send to now are left out, and the limit
+	// counts only what is returned.
+	wantIDs(t, "Due skipping app 1", must(s.Due(ctx, at(1000), 10, 1))(t), idsOf(k))
+	wantIDs(t, "Due skipping app 2", must(s.Due(ctx, at(1000), 2, 2))(t), idsOf(b, c))
+	wantIDs(t, "Due skipping both", must(s.Due(ctx, at(1000), 10, 2, 1))(t), nil)
+	wantIDs(t, "Due skipping an app without deliveries", must(s.Due(ctx, at(1000), 10, 99))(t), idsOf(b, k, c, a, d))
 
 	// Attempting moves deliveries out of the queue or later in it.
 	b2 := b

@@ -321,3 +321,126 @@ func TestEnsureTopicCreatesOnceAndIsIdempotent(t *testing.T) {
 		produce(t, p, makeEvents("fresh", 10, 3, 1), 10)
 	})
 }
+
+// batchCollector is a RunBatches handler that keeps each batch it handled.
+type batchCollector struct {
+	mu      sync.Mutex
+	batches [][]events.Recorded
+	n, want int
+	full    chan struct{}
+}
+
+func (c *batchCollector) handle(_ context.Context, evs []events.Recorded) error {
+	// Creating a batch's deliveries takes a few appends; meanwhile the
+	// fetcher buffers the next messages, which the next call gets together.
+	time.Sleep(5 * time.Millisecond)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.batches = append(c.batches, append([]events.Recorded(nil), evs...))
+	if c.n += len(evs); c.n >= c.want && c.full != nil {
+		close(c.full)
+		c.full = nil
+	}
+	return nil
+}
+
+func (c *batchCollector) events() []events.Recorded {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []events.Recorded
+	for _, b := range c.batches {
+		out = append(out, b...)
+	}
+	return out
+}
+
+// runBatches runs RunBatches until c has its events, then stops it.
+func runBatches(t *testing.T, addrs []string, topic, group string, c *batchCollector) {
+	t.Helper()
+	full := make(chan struct{})
+	c.full = full
+	ctx, cancel := context.WithCancel(testContext(t))
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- relaykafka.NewSource(addrs, topic, group, quietLog()).RunBatches(ctx, c.handle) }()
+	select {
+	case <-full:
+	case err := <-done:
+		t.Fatalf("source stopped early: %v", err)
+	case <-ctx.Done():
+		t.Fatalf("source handled %d of %d events in time", len(c.events()), c.want)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("source: %v", err)
+	}
+}
+
+// The dispatcher fed by Kafka creates deliveries in batches, as the
+// store-fed one does: messages fetched while a batch is handled go
+// together into the next call, each stream still in order.
+func TestSourceRunBatchesBatchesInStreamOrder(t *testing.T) {
+	onEachCluster(t, func(t *testing.T, k *cluster) {
+		addrs, topic := k.addrs, k.topic("batches", 3)
+		p := relaykafka.NewProducer(addrs, topic)
+		defer p.Close()
+		evs := makeEvents("bat", 300, 20, 1)
+		produce(t, p, evs, 100)
+
+		c := &batchCollector{want: len(evs)}
+		runBatches(t, addrs, topic, k.group("G"), c)
+		checkPerStreamOrder(t, c.events(), evs)
+		if len(c.batches) >= len(evs) {
+			t.Fatalf("%d events in %d calls: nothing was batched", len(evs), len(c.batches))
+		}
+	})
+}
+
+// A batch whose handling fails is not committed: the same group gets all
+// of it again, and nothing of the batches handled before it.
+func TestSourceRunBatchesRedeliversAFailedBatchWhole(t *testing.T) {
+	onEachCluster(t, func(t *testing.T, k *cluster) {
+		addrs, topic, group := k.addrs, k.topic("batchfail", 3), k.group("G")
+		p := relaykafka.NewProducer(addrs, topic)
+		defer p.Close()
+		evs := makeEvents("bf", 200, 9, 1)
+		produce(t, p, evs[:100], 50)
+
+		// The first 100 are handled; then the other 100 are produced and
+		// the first batch holding any of them fails.
+		errBoom := errors.New("downstream unavailable")
+		var handled, failed []events.Recorded
+		var once sync.Once
+		err := relaykafka.NewSource(addrs, topic, group, quietLog()).RunBatches(testContext(t), func(ctx context.Context, b []events.Recorded) error {
+			if len(handled) >= 100 {
+				failed = append([]events.Recorded(nil), b...)
+				return errBoom
+			}
+			handled = append(handled, b...)
+			if len(handled) >= 100 {
+				once.Do(func() { produce(t, p, evs[100:], 50) })
+			}
+			return nil
+		})
+		if !errors.Is(err, errBoom) {
+			t.Fatalf("RunBatches returned %v, want the handler's error", err)
+		}
+		if len(handled) != 100 || len(failed) == 0 {
+			t.Fatalf("%d handled, failed batch of %d: want 100 and a failure", len(handled), len(failed))
+		}
+
+		second := &batchCollector{want: len(evs) - len(handled)}
+		runBatches(t, addrs, topic, group, second)
+		resumed := second.events()
+		checkPerStreamOrder(t, append(handled, resumed...), evs)
+		again := map[string]bool{}
+		for _, ev := range resumed {
+			again[ev.ID] = true
+		}
+		for _, ev := range failed {
+			if !again[ev.ID] {
+				t.Fatalf("%s of the failed batch was not delivered again", ev.ID)
+			}
+		}
+	})
+}

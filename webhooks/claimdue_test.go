@@ -1,0 +1,154 @@
+package webhooks
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/healthtech/partner-open-platform/domain"
+	"github.com/healthtech/partner-open-platform/projections"
+)
+
+// dueQueue is a delivery store that answers Due from a fixed queue, leaving
+// out skipApps as the adapters do, and counts the rows it hands out.
+type dueQueue struct {
+	projections.DeliveryStore // only Due is used
+	queue                     []projections.Delivery
+	mu                        sync.Mutex
+	rows                      int
+	skipped                   [][]int64
+}
+
+func (q *dueQueue) Due(_ context.Context, _ time.Time, limit int, skipApps ...int64) ([]projections.Delivery, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.skipped = append(q.skipped, slices.Sorted(slices.Values(skipApps)))
+	var out []projections.Delivery
+	for _, d := range q.queue {
+		if len(out) < limit && !slices.Contains(skipApps, d.AppID) {
+			out = append(out, d)
+		}
+	}
+	q.rows += len(out)
+	return out, nil
+}
+
+// scanned returns the rows handed out since the last call and the skip list of the last Due.
+func (q *dueQueue) scanned() (int, []int64) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	n := q.rows
+	q.rows = 0
+	return n, q.skipped[len(q.skipped)-1]
+}
+
+type appDirectory map[int64]domain.App
+
+func (a appDirectory) ByID(id int64) (domain.App, bool) { app, ok := a[id]; return app, ok }
+
+// claimAll is a Claims that grants every id nobody holds.
+type claimAll struct {
+	mu   sync.Mutex
+	held map[string]bool
+}
+
+func (c *claimAll) Claim(_ context.Context, _ string, ids []string, _ time.Duration) ([]Claim, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []Claim
+	for _, id := range ids {
+		if !c.held[id] {
+			c.held[id] = true
+			out = append(out, Claim{DeliveryID: id, Token: "t"})
+		}
+	}
+	return out, nil
+}
+
+func (c *claimAll) Release(_ context.Context, cs []Claim) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, cl := range cs {
+		delete(c.held, cl.DeliveryID)
+	}
+	return nil
+}
+
+// A suspended app's backlog and a full endpoint's queue are named to Due
+// once the sender knows of them, so a pass reads only what it may send:
+// the others' deliveries behind them go out without the backlog being read
+// again on every pass; a resumed app's deliveries are scanned again.
+func TestClaimDueLeavesOutAppsItCannotSendTo(t *testing.T) {
+	apps := appDirectory{
+		1: {AppID: 1, WebhookURL: "http://one", Suspended: true},
+		2: {AppID: 2, WebhookURL: "http://two"},
+		3: {AppID: 3, WebhookURL: "http://three"},
+	}
+	q := &dueQueue{}
+	add := func(app int64, n int) {
+		for i := range n {
+			q.queue = append(q.queue, projections.Delivery{DeliveryID: fmt.Sprintf("d-%d-%04d", app, i), AppID: app})
+		}
+	}
+	add(1, 3000) // the suspended app's backlog comes first
+	add(3, 50)
+	add(2, 5)
+	d := &Dispatcher{Deliveries: q, Apps: apps, Claims: &claimAll{held: map[string]bool{}}, Node: "n", PerEndpoint: 2,
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	eps := d.endpoints()
+	suspended := map[int64]bool{}
+	ctx := context.Background()
+	// As RunSender does, each claim is marked as this node's attempt.
+	ids := func(cs []claimed) (out []string) {
+		for _, c := range cs {
+			d.setAttempting(c.DeliveryID, true)
+			out = append(out, c.DeliveryID)
+		}
+		return out
+	}
+
+	// First pass: it learns app 1 is suspended by reading past its backlog.
+	got, held, err := d.claimDue(ctx, eps, suspended, time.Now(), 8)
+	if err != nil || !held {
+		t.Fatalf("claimDue: held %v err %v, want app 1's deliveries held", held, err)
+	}
+	if want := []string{"d-3-0000", "d-3-0001", "d-2-0000", "d-2-0001"}; !slices.Equal(ids(got), want) {
+		t.Fatalf("claimed %v, want %v (two per endpoint)", ids(got), want)
+	}
+	q.scanned()
+
+	// Second pass, endpoints full: neither app 1's backlog nor app 3's nor
+	// app 2's queue is read again.
+	got, held, err = d.claimDue(ctx, eps, suspended, time.Now(), 8)
+	if err != nil || !held || len(got) != 0 {
+		t.Fatalf("second pass: claimed %v held %v err %v, want nothing claimed and app 1 still held", ids(got), held, err)
+	}
+	if rows, skip := q.scanned(); rows != 0 || !slices.Equal(skip, []int64{1, 2, 3}) {
+		t.Fatalf("second pass read %d rows skipping %v, want none skipping apps 1, 2 and 3", rows, skip)
+	}
+
+	// App 2's POSTs end (their claims still held, their rows still due
+	// until the outcome is recorded): its next deliveries go out, still
+	// without app 1's backlog.
+	eps.done(endpointKey{app: 2}, "http://two", false, false, time.Now())
+	eps.done(endpointKey{app: 2}, "http://two", false, false, time.Now())
+	got, _, _ = d.claimDue(ctx, eps, suspended, time.Now(), 8)
+	if want := []string{"d-2-0002", "d-2-0003"}; !slices.Equal(ids(got), want) {
+		t.Fatalf("after app 2's POSTs ended claimed %v, want %v", ids(got), want)
+	}
+	if rows, skip := q.scanned(); rows > 100 || !slices.Equal(skip, []int64{1, 3}) {
+		t.Fatalf("read %d rows skipping %v, want app 1's backlog left out (skip 1 and 3)", rows, skip)
+	}
+
+	// Resumed: app 1's deliveries are scanned and claimed again.
+	apps[1] = domain.App{AppID: 1, WebhookURL: "http://one"}
+	got, held, _ = d.claimDue(ctx, eps, suspended, time.Now(), 8)
+	if held || len(got) != 2 || got[0].ep.app != 1 {
+		t.Fatalf("after the resume claimed %v held %v, want two of app 1's and nothing held", ids(got), held)
+	}
+}
