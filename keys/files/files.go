@@ -136,8 +136,8 @@ func (s *Store) load() error {
 			off += n + 1
 			continue
 		}
-		var l line
-		if err := json.Unmarshal(raw, &l); err != nil || !keys.ValidSubject(l.Subject) {
+		l, err := parseLine(raw)
+		if err != nil || !keys.ValidSubject(l.Subject) {
 			f.Close()
 			return fmt.Errorf("keys: %s is corrupt at byte %d", logName, off)
 		}

@@ -1,0 +1,91 @@
+package files
+
+import (
+	"bytes"
+	"encoding/json"
+	"time"
+)
+
+// parseLine decodes one record of the log. The log's lines are written by
+// encodeLine (json.Marshal of line: one flat object of plain strings), and
+// a start reads hundreds of thousands of them, so those are decoded by
+// hand, about ten times faster than through reflection; a line with
+// anything else (an escape, a non-ASCII byte, a non-string value) goes
+// through encoding/json, so both paths accept exactly the same lines.
+func parseLine(raw []byte) (line, error) {
+	if l, ok := parseFlat(raw); ok {
+		return l, nil
+	}
+	var l line
+	err := json.Unmarshal(raw, &l)
+	return l, err
+}
+
+// parseFlat decodes {"k":"v",...} with plain ASCII strings, no escapes and
+// no whitespace; ok is false for anything else.
+func parseFlat(b []byte) (l line, ok bool) {
+	if len(b) < 2 || b[0] != '{' || b[len(b)-1] != '}' {
+		return line{}, false
+	}
+	b = b[1 : len(b)-1]
+	for len(b) > 0 {
+		var key, val []byte
+		if key, b, ok = plainString(b); !ok || len(b) == 0 || b[0] != ':' {
+			return line{}, false
+		}
+		if val, b, ok = plainString(b[1:]); !ok {
+			return line{}, false
+		}
+		if len(b) > 0 {
+			if b[0] != ',' || len(b) == 1 {
+				return line{}, false
+			}
+			b = b[1:]
+		}
+		switch string(key) {
+		case "op":
+			l.Op = string(val)
+		case "subject":
+			l.Subject = string(val)
+		case "key_id":
+			l.KeyID = string(val)
+		case "master_key_id":
+			l.MasterKeyID = string(val)
+		case "sealed":
+			l.Sealed = string(val)
+		case "created", "at":
+			var t time.Time
+			if err := t.UnmarshalText(val); err != nil { // what encoding/json uses
+				return line{}, false
+			}
+			if string(key) == "created" {
+				l.Created = t
+			} else {
+				l.At = t
+			}
+		default:
+			return line{}, false
+		}
+	}
+	return l, true
+}
+
+// plainString reads a JSON string at the start of b holding only
+// printable ASCII other than '\\' and '"'; it returns its contents and
+// the rest of b.
+func plainString(b []byte) (s, rest []byte, ok bool) {
+	if len(b) == 0 || b[0] != '"' {
+		return nil, nil, false
+	}
+	end := bytes.IndexByte(b[1:], '"')
+	if end < 0 {
+		return nil, nil, false
+	}
+	s = b[1 : 1+end]
+	for _, c := range s {
+		if c < 0x20 || c >= 0x7f || c == '\\' {
+			return nil, nil, false
+		}
+	}
+	return s, b[2+end:], true
+}
