@@ -3,8 +3,51 @@ package files
 import (
 	"bytes"
 	"encoding/json"
+	"runtime"
+	"sync"
 	"time"
 )
+
+// parsedLine is one line of the log as Open reads it: where it is, and
+// its record (or why it is none).
+type parsedLine struct {
+	off, n int64 // the line, without its newline
+	blank  bool  // blanked (destroyed or superseded key, spaces)
+	l      line
+	err    error
+}
+
+// parseLines cuts b (whole lines) into lines and decodes them, on every
+// core in contiguous parts, since a start reads one line per person; the
+// caller applies them in order.
+func parseLines(b []byte) []parsedLine {
+	var out []parsedLine
+	for off := 0; off < len(b); {
+		n := bytes.IndexByte(b[off:], '\n')
+		out = append(out, parsedLine{off: int64(off), n: int64(n)})
+		off += n + 1
+	}
+	parts := min(runtime.GOMAXPROCS(0), max(len(out)/4096, 1))
+	var wg sync.WaitGroup
+	for p := range parts {
+		lo, hi := p*len(out)/parts, (p+1)*len(out)/parts
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := lo; i < hi; i++ {
+				r := &out[i]
+				raw := b[r.off : r.off+r.n]
+				if len(bytes.Trim(raw, " \x00")) == 0 {
+					r.blank = true
+					continue
+				}
+				r.l, r.err = parseLine(raw)
+			}
+		}()
+	}
+	wg.Wait()
+	return out
+}
 
 // parseLine decodes one record of the log. The log's lines are written by
 // encodeLine (json.Marshal of line: one flat object of plain strings), and
