@@ -270,7 +270,16 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		return nil, err
 	}
 
+	// The phases of a start are logged with their durations (see "node
+	// opened"): what an operator waits for after a restart.
+	began := time.Now()
+	phases := []any{}
+	phase := func(name string, since time.Time) time.Time {
+		phases = append(phases, name, time.Since(since).Round(time.Millisecond))
+		return time.Now()
+	}
 	store, storeName, err := openEventStore(ctx, cfg)
+	mark := phase("event_store", began)
 	n.Adapters["event store"] = storeName
 	if err != nil {
 		return nil, fmt.Errorf("event store: %w", err)
@@ -295,6 +304,7 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		return nil, fmt.Errorf("personal-data keys: %w", err)
 	}
 	n.closers = append(n.closers, keyBackend.Close)
+	mark = phase("keys", mark)
 	n.Keys = keys.New(keyBackend, sealer, sealer.Previous()...)
 	erasures := &privacy.ErasureFollower{Store: n.StoredEvents, Keys: n.Keys, Forgot: n.forgotKey}
 	if erasures.From, err = n.StoredEvents.Head(ctx); err != nil { // before this node opens any key
@@ -477,11 +487,14 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		}
 		return fs
 	})
+	mark = phase("assemble", mark)
 	if n.snapshots != nil {
 		if err := n.loadSnapshot(ctx, appsJournal, operatorsJournal, analyzerJournal, portalJournal); err != nil {
 			return nil, err
 		}
+		phase("snapshot", mark)
 	}
+	n.log.Info("node opened; projections start", append(phases, "took", time.Since(began).Round(time.Millisecond))...)
 	runCtx, cancel := context.WithCancel(context.Background())
 	n.cancel = cancel
 	for _, r := range append(n.Runners, analyzerRunner) {

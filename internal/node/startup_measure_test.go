@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"fmt"
 	"github.com/healthtech/partner-open-platform/internal/node"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +15,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -78,6 +80,8 @@ func ratio(a, b float64) float64 {
 
 type startFigures struct {
 	ready                 time.Duration
+	readyz                time.Duration
+	cpu                   time.Duration // user+system CPU of the process at the first 200s
 	rss                   uint64
 	write                 time.Duration
 	rateAfter, rateDuring int
@@ -88,6 +92,12 @@ type startFigures struct {
 // client can before and while the first snapshot is written, until the
 // log says it was written. It stops the process with SIGTERM.
 func measureStart(t *testing.T, bin, dir string, built bigLogApp, snapshots string, waitSnapshot bool) startFigures {
+	return measureStartStop(t, bin, dir, built, snapshots, waitSnapshot, syscall.SIGTERM)
+}
+
+// measureStartStop is measureStart ending the process with stop
+// (SIGKILL for a throwaway copy of a directory: no snapshot at the stop).
+func measureStartStop(t *testing.T, bin, dir string, built bigLogApp, snapshots string, waitSnapshot bool, stop syscall.Signal) startFigures {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -121,7 +131,7 @@ func measureStart(t *testing.T, bin, dir string, built bigLogApp, snapshots stri
 		}
 	}()
 	defer func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Process.Signal(stop)
 		_ = cmd.Wait()
 	}()
 	p := &platform{t: t, srv: &httptest.Server{URL: "http://" + addr}, client: &http.Client{Timeout: 30 * time.Second}}
@@ -136,10 +146,18 @@ func measureStart(t *testing.T, bin, dir string, built bigLogApp, snapshots stri
 		return res.StatusCode
 	}
 	var f startFigures
-	for deadline := time.Now().Add(10 * time.Minute); ; {
-		if get() == http.StatusOK {
+	// Both routes are polled in turn, each timed at its first 200.
+	for deadline := time.Now().Add(10 * time.Minute); f.ready == 0 || f.readyz == 0; {
+		if f.readyz == 0 {
+			if res, err := p.client.Get(p.srv.URL + "/readyz"); err == nil {
+				res.Body.Close()
+				if res.StatusCode == http.StatusOK {
+					f.readyz = time.Since(began)
+				}
+			}
+		}
+		if f.ready == 0 && get() == http.StatusOK {
 			f.ready = time.Since(began)
-			break
 		}
 		if time.Now().After(deadline) {
 			t.Fatal("no 200 within 10 minutes")
@@ -147,6 +165,7 @@ func measureStart(t *testing.T, bin, dir string, built bigLogApp, snapshots stri
 		time.Sleep(5 * time.Millisecond)
 	}
 	f.rss = rssOf(t, cmd.Process.Pid)
+	f.cpu = cpuOf(t, cmd.Process.Pid)
 	if waitSnapshot {
 		// Reads are counted from the first 200 until the write is done, then for 3 s after.
 		from, n := time.Now(), 0
@@ -175,6 +194,21 @@ func measureStart(t *testing.T, bin, dir string, built bigLogApp, snapshots stri
 		f.rateAfter = int(float64(n) / time.Since(from).Seconds())
 	}
 	return f
+}
+
+// cpuOf reads a process's user+system CPU time from /proc (clock ticks
+// of 10 ms): on a shared machine the CPU a start needs is steadier than
+// its wall time, which depends on what else runs.
+func cpuOf(t *testing.T, pid int) time.Duration {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Fields after the command's closing parenthesis: utime and stime are the 12th and 13th.
+	fields := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+1:]))
+	utime, _ := strconv.ParseInt(fields[11], 10, 64)
+	stime, _ := strconv.ParseInt(fields[12], 10, 64)
+	return time.Duration(utime+stime) * 10 * time.Millisecond
 }
 
 // rssOf reads a process's resident set size from /proc.
@@ -222,5 +256,125 @@ func TestOpenBigLog(t *testing.T) {
 		if err := pprof.WriteHeapProfile(f); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestMeasureRestart measures starts that restore the read-model snapshot
+// of a big log (see TestBuildBigLog): PLATFORM_STARTUP_RUNS starts
+// (default 3) of PLATFORM_BIN, each timed from exec to the first 200 on
+// /readyz and on a user's snapshot, with the RSS then; with
+// PLATFORM_BIN_BASE set, the same number of starts of that binary are
+// interleaved with them, so both meet the same load on a shared machine,
+// and the medians are given as a ratio. The first start writes a snapshot
+// if the directory has none. Like TestMeasureStartup it asserts nothing
+// about durations and runs only when PLATFORM_BIGLOG_DIR and PLATFORM_BIN
+// are set.
+func TestMeasureRestart(t *testing.T) {
+	dir, bin := os.Getenv("PLATFORM_BIGLOG_DIR"), os.Getenv("PLATFORM_BIN")
+	if dir == "" || bin == "" {
+		t.Skip("PLATFORM_BIGLOG_DIR and PLATFORM_BIN are unset: nothing to measure")
+	}
+	built := buildBigLog(t, dir, 0)
+	runs := 3
+	if v := os.Getenv("PLATFORM_STARTUP_RUNS"); v != "" {
+		if _, err := fmt.Sscan(v, &runs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "readmodels.snapshot")); err != nil {
+		first := measureStart(t, bin, dir, built, "", true)
+		t.Logf("no snapshot yet: replayed and wrote one (first 200 after %s)", first.ready.Round(time.Millisecond))
+	}
+	bins := []string{bin}
+	if old := os.Getenv("PLATFORM_BIN_BASE"); old != "" {
+		bins = append(bins, old)
+	}
+	// With PLATFORM_BIGLOG_GOLDEN_<n> (n = 0 for PLATFORM_BIN, 1 for the
+	// base), each start runs on a fresh copy of that directory (a snapshot
+	// each binary wrote in its own format) and is killed after measuring,
+	// so every start meets the same log, snapshot and tail.
+	golden := map[string]string{}
+	for i, b := range bins {
+		golden[b] = os.Getenv(fmt.Sprintf("PLATFORM_BIGLOG_GOLDEN_%d", i))
+	}
+	got := map[string][]startFigures{}
+	for i := 0; i < runs; i++ {
+		for _, b := range bins {
+			runDir := dir
+			if g := golden[b]; g != "" {
+				runDir = filepath.Join(t.TempDir(), "data")
+				copyDir(t, g, runDir)
+			}
+			stop := syscall.SIGTERM
+			if runDir != dir {
+				stop = syscall.SIGKILL
+			}
+			f := measureStartStop(t, b, runDir, built, "", false, stop)
+			got[b] = append(got[b], f)
+			t.Logf("%s run %d: /readyz 200 after %s, user snapshot 200 after %s, CPU %s, RSS %d MB",
+				b, i+1, f.readyz.Round(time.Millisecond), f.ready.Round(time.Millisecond), f.cpu, f.rss>>20)
+		}
+	}
+	median := func(fs []startFigures, pick func(startFigures) float64) float64 {
+		v := make([]float64, len(fs))
+		for i, f := range fs {
+			v[i] = pick(f)
+		}
+		slices.Sort(v)
+		return v[len(v)/2]
+	}
+	for _, b := range bins {
+		fs := got[b]
+		t.Logf("%s median of %d: /readyz %.2f s, user snapshot %.2f s, CPU %.2f s, RSS %.0f MB (%.0f MB per million users; %d users, %d events)",
+			b, len(fs), median(fs, func(f startFigures) float64 { return f.readyz.Seconds() }),
+			median(fs, func(f startFigures) float64 { return f.ready.Seconds() }),
+			median(fs, func(f startFigures) float64 { return f.cpu.Seconds() }),
+			median(fs, func(f startFigures) float64 { return float64(f.rss >> 20) }),
+			median(fs, func(f startFigures) float64 { return float64(f.rss>>20) * 1e6 / float64(built.Users) }), built.Users, built.Events)
+	}
+	if len(bins) == 2 {
+		pick := func(f startFigures) float64 { return f.ready.Seconds() }
+		cpu := func(f startFigures) float64 { return f.cpu.Seconds() }
+		t.Logf("medians, new / base: first 200 on a user snapshot %.3fx, CPU to it %.3fx", ratio(median(got[bins[0]], pick), median(got[bins[1]], pick)),
+			ratio(median(got[bins[0]], cpu), median(got[bins[1]], cpu)))
+	}
+}
+
+// copyDir copies the regular files of a data directory (one level of
+// subdirectories, as keys/ is) to to.
+func copyDir(t *testing.T, from, to string) {
+	t.Helper()
+	err := filepath.WalkDir(from, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(from, path)
+		dst := filepath.Join(to, rel)
+		if d.IsDir() {
+			return os.MkdirAll(dst, 0o700)
+		}
+		in, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		defer in.Close()
+		out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+		if err != nil {
+			return err
+		}
+		if _, err := io.Copy(out, in); err != nil {
+			out.Close()
+			return err
+		}
+		// On disk before the start: otherwise the start's own fsync of the
+		// log would write the whole copy back and be timed with it.
+		if err := out.Sync(); err != nil {
+			out.Close()
+			return err
+		}
+		return out.Close()
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

@@ -127,17 +127,17 @@ func (s *Store) load() error {
 		}
 	}
 	s.size = end
+	s.index = make(map[string]*entry, bytes.Count(b[:end], []byte{'\n'}))
 	var stale [][2]int64 // key lines superseded by a later line, to blank again
-	for off := int64(0); off < end; {
-		n := int64(bytes.IndexByte(b[off:end], '\n'))
-		raw := b[off : off+n]
-		if len(bytes.Trim(raw, " \x00")) == 0 {
+	recs := parseLines(b[:end])
+	for _, r := range recs {
+		off, n := r.off, r.n
+		if r.blank {
 			s.dead += n + 1
-			off += n + 1
 			continue
 		}
-		var l line
-		if err := json.Unmarshal(raw, &l); err != nil || !keys.ValidSubject(l.Subject) {
+		l := r.l
+		if r.err != nil || !keys.ValidSubject(l.Subject) {
 			f.Close()
 			return fmt.Errorf("keys: %s is corrupt at byte %d", logName, off)
 		}
@@ -153,7 +153,6 @@ func (s *Store) load() error {
 			f.Close()
 			return fmt.Errorf("keys: %s has an unknown record %q at byte %d", logName, l.Op, off)
 		}
-		off += n + 1
 	}
 	for _, sp := range stale {
 		if err := s.blank(sp[0], sp[1]); err != nil {

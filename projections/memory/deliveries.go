@@ -423,10 +423,13 @@ func (t *tx) PutDelivery(ctx context.Context, d projections.Delivery) error {
 		return err
 	}
 	s := t.s
-	d = normDelivery(d)
+	if !t.owned {
+		d = copyDelivery(d)
+	}
+	d = normDeliveryTimes(d)
 	old, had := s.deliveries[d.DeliveryID]
 	s.setDelivery(old, had, d, true)
-	t.undo = append(t.undo, func() { s.setDelivery(d, true, old, had) })
+	t.keepUndo(func() { s.setDelivery(d, true, old, had) })
 	return nil
 }
 
@@ -504,8 +507,9 @@ func copyDelivery(d projections.Delivery) projections.Delivery {
 	return d
 }
 
-func normDelivery(d projections.Delivery) projections.Delivery {
-	d = copyDelivery(d)
+// normDeliveryTimes truncates a delivery's times in place (NextAttemptAt's
+// pointee too): the caller owns the row.
+func normDeliveryTimes(d projections.Delivery) projections.Delivery {
 	if d.NextAttemptAt != nil {
 		*d.NextAttemptAt = normTime(*d.NextAttemptAt)
 	}

@@ -333,6 +333,17 @@ func (s *Store) Close() error { return nil }
 type tx struct {
 	s    *Store
 	undo []func()
+	// owned: a restore's tx, whose rows were decoded for it alone, so its
+	// puts keep them without defensive copies and record no undo (a
+	// failed restore empties the whole family).
+	owned bool
+}
+
+// keepUndo records how to revert a write, unless the tx is a restore's.
+func (t *tx) keepUndo(fn func()) {
+	if !t.owned {
+		t.undo = append(t.undo, fn)
+	}
 }
 
 var errTxDone = errors.New("projections/memory: Tx used after its Update returned")
@@ -374,13 +385,17 @@ func (t *tx) PutUser(ctx context.Context, u projections.User) error {
 		return err
 	}
 	s := t.s
-	u = normUser(u)
+	if t.owned {
+		u.RegisteredAt, u.UpdatedAt = normTime(u.RegisteredAt), normTime(u.UpdatedAt)
+	} else {
+		u = normUser(u)
+	}
 	if holder, taken := s.byChannel[channelKey{u.AppID, u.ChannelUserID}]; taken && holder != u.OpenUserID {
 		return &ChannelConflictError{AppID: u.AppID, ChannelUserID: u.ChannelUserID, OpenUserID: holder}
 	}
 	old, had := s.users[u.OpenUserID]
 	s.setUser(old, had, u, true)
-	t.undo = append(t.undo, func() { s.setUser(u, true, old, had) })
+	t.keepUndo(func() { s.setUser(u, true, old, had) })
 	return nil
 }
 
@@ -415,7 +430,7 @@ func (t *tx) PutGroup(ctx context.Context, g projections.Group) error {
 	g = normGroup(g)
 	old, had := s.groups[g.FamilyGroupID]
 	s.setGroup(old, had, g, true)
-	t.undo = append(t.undo, func() { s.setGroup(g, true, old, had) })
+	t.keepUndo(func() { s.setGroup(g, true, old, had) })
 	return nil
 }
 
@@ -440,10 +455,13 @@ func (t *tx) PutMember(ctx context.Context, m projections.Member) error {
 		return err
 	}
 	s := t.s
-	m = normMember(m)
+	if !t.owned {
+		m = copyMember(m)
+	}
+	m = normMemberTimes(m)
 	old, had := s.members[m.MemberID]
 	s.setMember(old, had, m, true)
-	t.undo = append(t.undo, func() { s.setMember(m, true, old, had) })
+	t.keepUndo(func() { s.setMember(m, true, old, had) })
 	return nil
 }
 
@@ -598,8 +616,9 @@ func copyMember(m projections.Member) projections.Member {
 	return m
 }
 
-func normMember(m projections.Member) projections.Member {
-	m = copyMember(m)
+// normMemberTimes truncates a member's times in place (DeletedAt's
+// pointee too): the caller owns the row.
+func normMemberTimes(m projections.Member) projections.Member {
 	if m.DeletedAt != nil {
 		*m.DeletedAt = normTime(*m.DeletedAt)
 	}

@@ -13,6 +13,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/healthtech/partner-open-platform/events"
@@ -20,7 +21,15 @@ import (
 )
 
 // snapshotMagic opens every snapshot file; the digit is the format version.
-const snapshotMagic = "PLATFORM-READMODELS-SNAPSHOT-1\n"
+// Version 2 keeps each table of a family in sections of at most
+// sectionRows rows, each an independent gob stream, so a start decodes
+// them on every core and restores each family as soon as its sections are
+// decoded; version 1 (one gob stream) is still read, and replaced by a
+// version 2 file once the node has caught up.
+const snapshotMagic = "PLATFORM-READMODELS-SNAPSHOT-2\n"
+
+// snapshotMagicV1 opens a snapshot of the first format (one gob stream).
+const snapshotMagicV1 = "PLATFORM-READMODELS-SNAPSHOT-1\n"
 
 // snapshotChunk is how much plaintext one sealed chunk holds.
 const snapshotChunk = 1 << 20
@@ -44,6 +53,9 @@ type SnapshotHeader struct {
 	// operator directories, analyzer), by name in Family; Rows counts
 	// their journal's positions.
 	Directories []SnapshotFamily `json:"directories,omitempty"`
+	// Version is the file's format (from its magic, not stored here): a
+	// start that restores an older one writes a new one once caught up.
+	Version int `json:"-"`
 }
 
 // DirectoryImage is a journaled projection's place in the log and the
@@ -95,14 +107,8 @@ func WriteSnapshot(path string, h SnapshotHeader, aead cipher.AEAD, images []Fam
 		return 0, fmt.Errorf("snapshot: %w", err)
 	}
 	sw := &sealWriter{w: bw, aead: aead, head: head}
-	enc := gob.NewEncoder(sw)
-	for i := range images {
-		if err := enc.Encode(&images[i]); err != nil {
-			return 0, fmt.Errorf("snapshot %s: %w", images[i].Family, err)
-		}
-	}
-	if err := enc.Encode(dirs); err != nil {
-		return 0, fmt.Errorf("snapshot directories: %w", err)
+	if err := writeSections(sw, images, dirs); err != nil {
+		return 0, err
 	}
 	if err := sw.close(); err != nil {
 		return 0, fmt.Errorf("snapshot: %w", err)
@@ -145,82 +151,135 @@ func ReadSnapshotHeader(path string) (SnapshotHeader, error) {
 		return SnapshotHeader{}, err
 	}
 	defer f.Close()
-	h, _, err := readHeader(bufio.NewReader(f))
+	h, _, _, err := readHeader(bufio.NewReader(f))
 	return h, err
 }
 
-func readHeader(r io.Reader) (SnapshotHeader, []byte, error) {
+// readHeader reads the magic and the header; it returns the format
+// version (1 or 2) and the header's bytes, which every chunk is bound to.
+func readHeader(r io.Reader) (SnapshotHeader, []byte, int, error) {
 	pre := make([]byte, len(snapshotMagic)+4)
 	if _, err := io.ReadFull(r, pre); err != nil {
-		return SnapshotHeader{}, nil, fmt.Errorf("%w: header: %v", ErrSnapshotInvalid, err)
+		return SnapshotHeader{}, nil, 0, fmt.Errorf("%w: header: %v", ErrSnapshotInvalid, err)
 	}
-	if string(pre[:len(snapshotMagic)]) != snapshotMagic {
-		return SnapshotHeader{}, nil, fmt.Errorf("%w: not a snapshot of this format", ErrSnapshotInvalid)
+	version := 2
+	switch string(pre[:len(snapshotMagic)]) {
+	case snapshotMagic:
+	case snapshotMagicV1:
+		version = 1
+	default:
+		return SnapshotHeader{}, nil, 0, fmt.Errorf("%w: not a snapshot of this format", ErrSnapshotInvalid)
 	}
 	n := binary.BigEndian.Uint32(pre[len(snapshotMagic):])
 	if n > 1<<20 {
-		return SnapshotHeader{}, nil, fmt.Errorf("%w: header of %d bytes", ErrSnapshotInvalid, n)
+		return SnapshotHeader{}, nil, 0, fmt.Errorf("%w: header of %d bytes", ErrSnapshotInvalid, n)
 	}
 	head := make([]byte, n)
 	if _, err := io.ReadFull(r, head); err != nil {
-		return SnapshotHeader{}, nil, fmt.Errorf("%w: header: %v", ErrSnapshotInvalid, err)
+		return SnapshotHeader{}, nil, 0, fmt.Errorf("%w: header: %v", ErrSnapshotInvalid, err)
 	}
 	var h SnapshotHeader
 	if err := json.Unmarshal(head, &h); err != nil {
-		return SnapshotHeader{}, nil, fmt.Errorf("%w: header: %v", ErrSnapshotInvalid, err)
+		return SnapshotHeader{}, nil, 0, fmt.Errorf("%w: header: %v", ErrSnapshotInvalid, err)
 	}
-	return h, head, nil
+	h.Version = version
+	return h, head, version, nil
 }
 
 // ReadSnapshot opens a snapshot with aead and returns its header, the
-// family images and the directory journals it holds; any damage gives
-// ErrSnapshotInvalid.
+// family images (in the header's order) and the directory journals it
+// holds; any damage gives ErrSnapshotInvalid.
 func ReadSnapshot(path string, aead cipher.AEAD) (SnapshotHeader, []FamilyImage, []DirectoryImage, error) {
-	f, err := os.Open(path)
+	var mu sync.Mutex
+	byFamily := map[projections.Family]FamilyImage{}
+	h, dirs, err := ReadSnapshotEach(path, aead, func(im FamilyImage) error {
+		mu.Lock()
+		byFamily[im.Family] = im
+		mu.Unlock()
+		return nil
+	})
 	if err != nil {
 		return SnapshotHeader{}, nil, nil, err
+	}
+	images := make([]FamilyImage, 0, len(h.Families))
+	for _, f := range h.Families {
+		images = append(images, byFamily[f.Family])
+	}
+	return h, images, dirs, nil
+}
+
+// ReadSnapshotEach opens a snapshot with aead and hands each family image
+// to restore as soon as it is decoded, from several goroutines at once (one
+// call per family), so a start decodes and restores on every core; it
+// returns the header and the directory journals. The file's end is checked
+// last: on any error (ErrSnapshotInvalid for damage, or restore's own) the
+// caller must drop whatever restore was given.
+func ReadSnapshotEach(path string, aead cipher.AEAD, restore func(FamilyImage) error) (SnapshotHeader, []DirectoryImage, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return SnapshotHeader{}, nil, err
 	}
 	defer f.Close()
 	br := bufio.NewReaderSize(f, 1<<20)
-	h, head, err := readHeader(br)
+	h, head, version, err := readHeader(br)
 	if err != nil {
-		return SnapshotHeader{}, nil, nil, err
+		return SnapshotHeader{}, nil, err
 	}
 	or := &openReader{r: br, aead: aead, head: head}
+	var dirs []DirectoryImage
+	if version == 1 {
+		dirs, err = readV1(or, h, restore)
+	} else {
+		dirs, err = readSections(or, h, restore)
+	}
+	if err != nil {
+		return SnapshotHeader{}, nil, err
+	}
+	// The last chunk must have been read and be marked last: nothing was cut.
+	if _, err := or.Read(make([]byte, 1)); err != io.EOF || !or.final {
+		return SnapshotHeader{}, nil, fmt.Errorf("%w: body does not end where it should", ErrSnapshotInvalid)
+	}
+	if _, err := br.ReadByte(); err != io.EOF {
+		return SnapshotHeader{}, nil, fmt.Errorf("%w: body does not end where it should", ErrSnapshotInvalid)
+	}
+	return h, dirs, nil
+}
+
+// readV1 reads the body of a version 1 snapshot: one gob stream of every
+// image, then the directories.
+func readV1(or *openReader, h SnapshotHeader, restore func(FamilyImage) error) ([]DirectoryImage, error) {
 	dec := gob.NewDecoder(or)
 	images := make([]FamilyImage, 0, len(h.Families))
 	for range h.Families {
 		var im FamilyImage
 		if err := dec.Decode(&im); err != nil {
-			return SnapshotHeader{}, nil, nil, fmt.Errorf("%w: body: %v", ErrSnapshotInvalid, err)
+			return nil, fmt.Errorf("%w: body: %v", ErrSnapshotInvalid, err)
 		}
 		images = append(images, im)
 	}
 	var dirs []DirectoryImage
 	if err := dec.Decode(&dirs); err != nil {
-		return SnapshotHeader{}, nil, nil, fmt.Errorf("%w: directories: %v", ErrSnapshotInvalid, err)
-	}
-	// The last chunk must have been read and be marked last: nothing was cut.
-	if _, err := or.Read(make([]byte, 1)); err != io.EOF || !or.final {
-		return SnapshotHeader{}, nil, nil, fmt.Errorf("%w: body does not end where it should", ErrSnapshotInvalid)
-	}
-	if _, err := br.ReadByte(); err != io.EOF {
-		return SnapshotHeader{}, nil, nil, fmt.Errorf("%w: body does not end where it should", ErrSnapshotInvalid)
+		return nil, fmt.Errorf("%w: directories: %v", ErrSnapshotInvalid, err)
 	}
 	for i, im := range images {
 		if im.Family != h.Families[i].Family || im.Checkpoint != h.Families[i].Checkpoint {
-			return SnapshotHeader{}, nil, nil, fmt.Errorf("%w: family %d disagrees with the header", ErrSnapshotInvalid, i)
+			return nil, fmt.Errorf("%w: family %d disagrees with the header", ErrSnapshotInvalid, i)
 		}
 	}
 	if len(dirs) != len(h.Directories) {
-		return SnapshotHeader{}, nil, nil, fmt.Errorf("%w: directories disagree with the header", ErrSnapshotInvalid)
+		return nil, fmt.Errorf("%w: directories disagree with the header", ErrSnapshotInvalid)
 	}
 	for i, d := range dirs {
 		if d.Name != string(h.Directories[i].Family) || d.Checkpoint != h.Directories[i].Checkpoint {
-			return SnapshotHeader{}, nil, nil, fmt.Errorf("%w: directory %d disagrees with the header", ErrSnapshotInvalid, i)
+			return nil, fmt.Errorf("%w: directory %d disagrees with the header", ErrSnapshotInvalid, i)
 		}
 	}
-	return h, images, dirs, nil
+	for _, im := range images {
+		if err := restore(im); err != nil {
+			return nil, err
+		}
+	}
+	return dirs, nil
 }
 
 // chunkAAD binds a chunk to its file's header, its place and whether it is last.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/events/catalog"
 	evmemory "github.com/healthtech/partner-open-platform/events/memory"
@@ -432,4 +433,154 @@ func TestSnapshotBehindAnErasureIsConsumed(t *testing.T) {
 	if _, err := os.Stat(f.path); err != nil {
 		t.Fatalf("no new snapshot after a consumed one: %v", err)
 	}
+}
+
+// A snapshot larger than one section per table (users, groups and members
+// cut in several, decoded concurrently) with many deliveries written out of
+// feed order restores to the same rows, the same feed order and the same
+// due queue.
+func TestSnapshotManySectionsRestoreEqual(t *testing.T) {
+	f := newSnapFixture(t)
+	f.fill(t, 20000)
+	at := time.Date(2026, 1, 2, 3, 4, 5, 6000, time.UTC)
+	const deliveries = 3000
+	if err := f.store.UpdateDeliveries(f.ctx, "deliveries", f.event(t), func(tx projections.DeliveryTx) error {
+		for i := deliveries; i >= 1; i-- { // the feed is ordered by cursor: written backwards here
+			next := at.Add(time.Duration(i%97) * time.Minute)
+			if err := tx.PutDelivery(f.ctx, projections.Delivery{DeliveryID: fmt.Sprintf("m%05d", i), AppID: int64(1 + i%3), EventType: "user.registered",
+				SourceEventID: "e", SourcePosition: events.Position{Commit: uint64(100 + i), Prepare: uint64(100 + i)},
+				Cursor: events.Position{Commit: uint64(1000 + i), Prepare: uint64(1000 + i)}, Body: []byte(`{}`), Subject: fmt.Sprintf("user-%d", i),
+				Status: "pending", NextAttemptAt: &next, CreatedAt: at, UpdatedAt: at}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.snapshotter().Write(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	want := imagesOf(t, f.store)
+	wantFeed, wantDue := feedOf(t, f.store)
+	before := f.store
+
+	f.store = memory.New()
+	if ok, err := f.snapshotter().Load(f.ctx); err != nil || !ok {
+		t.Fatalf("Load = %v, %v", ok, err)
+	}
+	if got := imagesOf(t, f.store); !reflect.DeepEqual(got, want) {
+		t.Fatal("restored read models differ from the snapshotted ones")
+	}
+	gotFeed, gotDue := feedOf(t, f.store)
+	if !reflect.DeepEqual(gotFeed, wantFeed) || !reflect.DeepEqual(gotDue, wantDue) {
+		t.Fatalf("feed or due queue differ after the restore: %d/%d feed, %d/%d due", len(gotFeed), len(wantFeed), len(gotDue), len(wantDue))
+	}
+	if len(wantFeed) != deliveries+3 || before == f.store {
+		t.Fatalf("the fixture lists %d deliveries, want %d", len(wantFeed), deliveries+3)
+	}
+}
+
+// feedOf lists every delivery's id in feed order (per app and overall)
+// and the due queue's order.
+func feedOf(t *testing.T, s *memory.Store) (feed, due []string) {
+	t.Helper()
+	for _, app := range []int64{0, 1, 2, 3} {
+		after := events.Position{}
+		for {
+			page, err := s.Deliveries(context.Background(), domain.DeliveryFilter{AppID: app, After: after, Limit: 1000})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(page) == 0 {
+				break
+			}
+			for _, d := range page {
+				feed = append(feed, fmt.Sprint(app, d.DeliveryID))
+			}
+			after = page[len(page)-1].Cursor
+		}
+	}
+	ds, err := s.Due(context.Background(), time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC), 100000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range ds {
+		due = append(due, d.DeliveryID)
+	}
+	return feed[:len(feed)/2], due // app 0 lists them all; apps 1-3 the same again, split
+}
+
+// A snapshot in the first format (written by a node before format 2) is
+// still restored, and replaced by one in the current format as soon as
+// the families are ready.
+func TestSnapshotFormat1IsRestoredThenRewritten(t *testing.T) {
+	f := newSnapFixture(t)
+	f.fill(t, 50)
+	var images []memory.FamilyImage
+	h := memory.SnapshotHeader{KeySubject: "readmodels-snapshot-1", Created: time.Now().UTC()}
+	for _, im := range imagesOf(t, f.store) {
+		images = append(images, im)
+		h.Families = append(h.Families, memory.SnapshotFamily{Family: im.Family, Checkpoint: im.Checkpoint, EventID: eventAt(t, f, im.Checkpoint), Rows: im.Rows()})
+	}
+	key, err := f.keys.DataKey(f.ctx, h.KeySubject)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := memory.WriteSnapshotV1(f.path, h, key.AEAD, images, nil); err != nil {
+		t.Fatal(err)
+	}
+	want := imagesOf(t, f.store)
+
+	f.store = memory.New()
+	s := f.snapshotter()
+	if ok, err := s.Load(f.ctx); err != nil || !ok {
+		t.Fatalf("Load of a format 1 snapshot = %v, %v", ok, err)
+	}
+	if got := imagesOf(t, f.store); !reflect.DeepEqual(got, want) {
+		t.Fatal("format 1 snapshot restored different read models")
+	}
+	ctx, cancel := context.WithCancel(f.ctx)
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx, time.Hour, true, func(context.Context) error { return nil }) }()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if h, err := memory.ReadSnapshotHeader(f.path); err == nil && h.Version == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the format 1 snapshot was not replaced by a format 2 one")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.keys.Lookup(f.ctx, h.KeySubject); err == nil {
+		t.Error("the format 1 snapshot's key outlived its replacement")
+	}
+	f.store = memory.New()
+	if ok, err := f.snapshotter().Load(f.ctx); err != nil || !ok {
+		t.Fatalf("Load of the rewritten snapshot = %v, %v", ok, err)
+	}
+	if got := imagesOf(t, f.store); !reflect.DeepEqual(got, want) {
+		t.Fatal("the rewritten snapshot restored different read models")
+	}
+}
+
+// eventAt is the id of the log's event at pos.
+func eventAt(t *testing.T, f *snapFixture, pos events.Position) string {
+	t.Helper()
+	recs, err := f.log.ReadAll(f.ctx, events.Position{}, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range recs {
+		if r.Position == pos {
+			return r.ID
+		}
+	}
+	t.Fatalf("no event at %v", pos)
+	return ""
 }

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/healthtech/partner-open-platform/events"
@@ -95,6 +96,7 @@ func (s *Snapshotter) log() *slog.Logger {
 func (s *Snapshotter) Load(ctx context.Context) (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	began := time.Now()
 	h, err := ReadSnapshotHeader(s.Path)
 	if errors.Is(err, os.ErrNotExist) {
 		return false, nil
@@ -133,18 +135,19 @@ func (s *Snapshotter) Load(ctx context.Context) (bool, error) {
 	if err != nil {
 		return reject(fmt.Errorf("%w: its key %s: %v", ErrSnapshotInvalid, h.KeySubject, err))
 	}
-	_, images, dirs, err := ReadSnapshot(s.Path, key.AEAD)
+	// Families are decoded and restored concurrently, each as soon as its
+	// sections are read; a failure anywhere drops them all (reject).
+	var rows atomic.Int64
+	_, dirs, err := ReadSnapshotEach(s.Path, key.AEAD, func(im FamilyImage) error {
+		rows.Add(int64(im.Rows()))
+		return s.Store.Restore(ctx, im)
+	})
 	if err != nil {
 		return reject(err)
 	}
-	rows := 0
 	s.written = map[projections.Family]events.Position{}
-	for _, im := range images {
-		if err := s.Store.Restore(ctx, im); err != nil {
-			return reject(err)
-		}
-		rows += im.Rows()
-		s.written[im.Family] = im.Checkpoint
+	for _, f := range h.Families {
+		s.written[f.Family] = f.Checkpoint
 	}
 	for _, d := range dirs {
 		for _, j := range s.Directories {
@@ -162,7 +165,13 @@ func (s *Snapshotter) Load(ctx context.Context) (bool, error) {
 			s.written[projections.Family("directory "+d.Name)] = d.Checkpoint
 		}
 	}
-	s.log().Info("read models restored from snapshot", "path", s.Path, "rows", rows, "created", h.Created)
+	s.log().Info("read models restored from snapshot", "path", s.Path, "rows", rows.Load(), "created", h.Created,
+		"format", h.Version, "took", time.Since(began))
+	if h.Version < 2 {
+		// An older format reads slower: replace it once caught up (nothing
+		// counts as written, so the next Write does not skip it).
+		s.rewrite, s.written = true, nil
+	}
 	// The log's tail after the snapshot may hold an erasure made by another
 	// node sharing the log (this node's own erasures shred the snapshot
 	// before they happen): then the file must not outlive this restore.

@@ -1,0 +1,264 @@
+package memory
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/gob"
+	"errors"
+	"fmt"
+	"io"
+	"runtime"
+	"slices"
+	"sync"
+
+	"github.com/healthtech/partner-open-platform/projections"
+)
+
+// sectionRows bounds the rows of one section: small enough that a start
+// decodes a big table on every core and never holds one huge buffer,
+// large enough that gob's per-stream type descriptions cost nothing.
+const sectionRows = 16384
+
+// dirsOwner marks the section that holds the directory journals.
+const dirsOwner = ^uint32(0)
+
+// maxSection bounds one section's encoded size, so a damaged length (which
+// the chunk seals already exclude) could not ask for a huge allocation.
+const maxSection = 1 << 30
+
+// imageField is one table of a FamilyImage as the version 2 format writes
+// it: its rows are cut into sections, each decoded on its own.
+type imageField struct {
+	rows   func(im *FamilyImage) int
+	encode func(w io.Writer, im *FamilyImage, from, to int) error
+	decode func(body []byte) (any, error)
+	// assemble sets the table from its decoded sections, in order.
+	assemble func(im *FamilyImage, parts []any)
+}
+
+func field[T any](get func(im *FamilyImage) *[]T) imageField {
+	return imageField{
+		rows: func(im *FamilyImage) int { return len(*get(im)) },
+		encode: func(w io.Writer, im *FamilyImage, from, to int) error {
+			part := (*get(im))[from:to]
+			return gob.NewEncoder(w).Encode(&part)
+		},
+		decode: func(body []byte) (any, error) {
+			var part []T
+			err := gob.NewDecoder(bytes.NewReader(body)).Decode(&part)
+			return part, err
+		},
+		assemble: func(im *FamilyImage, parts []any) {
+			n := 0
+			for _, p := range parts {
+				n += len(p.([]T))
+			}
+			rows := make([]T, 0, n)
+			for _, p := range parts {
+				rows = append(rows, p.([]T)...)
+			}
+			*get(im) = rows
+		},
+	}
+}
+
+// imageFields are the tables of a FamilyImage, by their index in the file:
+// append only, never reorder.
+var imageFields = []imageField{
+	field(func(im *FamilyImage) *[]projections.User { return &im.Users }),
+	field(func(im *FamilyImage) *[]projections.Group { return &im.Groups }),
+	field(func(im *FamilyImage) *[]projections.Member { return &im.Members }),
+	field(func(im *FamilyImage) *[]projections.Delivery { return &im.Deliveries }),
+	field(func(im *FamilyImage) *[]projections.Attempt { return &im.Attempts }),
+	field(func(im *FamilyImage) *[]projections.Report { return &im.Reports }),
+	field(func(im *FamilyImage) *[]projections.Goods { return &im.Goods }),
+	field(func(im *FamilyImage) *[]projections.Order { return &im.Orders }),
+	field(func(im *FamilyImage) *[]projections.BenefitItem { return &im.BenefitItems }),
+	field(func(im *FamilyImage) *[]projections.ServiceProvider { return &im.Providers }),
+	field(func(im *FamilyImage) *[]projections.Card { return &im.Cards }),
+	field(func(im *FamilyImage) *[]projections.Fulfillment { return &im.Fulfillments }),
+	field(func(im *FamilyImage) *[]projections.AuditFact { return &im.AuditFacts }),
+}
+
+// writeSections writes the images and directories as version 2 sections:
+// each is its owner (image index, or dirsOwner), its table's index, its
+// length and a gob stream of its own.
+func writeSections(w io.Writer, images []FamilyImage, dirs []DirectoryImage) error {
+	var buf bytes.Buffer
+	section := func(owner uint32, fieldIndex uint16, encode func(io.Writer) error) error {
+		buf.Reset()
+		if err := encode(&buf); err != nil {
+			return err
+		}
+		var pre [14]byte
+		binary.BigEndian.PutUint32(pre[0:], owner)
+		binary.BigEndian.PutUint16(pre[4:], fieldIndex)
+		binary.BigEndian.PutUint64(pre[6:], uint64(buf.Len()))
+		if _, err := w.Write(pre[:]); err != nil {
+			return err
+		}
+		_, err := w.Write(buf.Bytes())
+		return err
+	}
+	for i := range images {
+		im := &images[i]
+		for fi, f := range imageFields {
+			n := f.rows(im)
+			for from := 0; from < n; from += sectionRows {
+				to := min(from+sectionRows, n)
+				if err := section(uint32(i), uint16(fi), func(w io.Writer) error { return f.encode(w, im, from, to) }); err != nil {
+					return fmt.Errorf("snapshot %s: %w", im.Family, err)
+				}
+			}
+		}
+	}
+	if err := section(dirsOwner, 0, func(w io.Writer) error { return gob.NewEncoder(w).Encode(dirs) }); err != nil {
+		return fmt.Errorf("snapshot directories: %w", err)
+	}
+	return nil
+}
+
+// decodedImage collects one image's sections as they are decoded.
+type decodedImage struct {
+	wg    sync.WaitGroup
+	mu    sync.Mutex
+	parts [][]any // by table: the decoded sections in file order
+	err   error
+}
+
+// readSections reads version 2 sections from r (the opened chunks) and
+// hands each family's image to restore as soon as every one of its
+// sections is decoded: sections are decoded concurrently (at most
+// GOMAXPROCS at a time, which also bounds the encoded bytes held) and
+// families are restored concurrently, each in one call. It returns the
+// directory journals once everything is decoded and restored; any error,
+// from the file or from restore, is returned after every goroutine ended.
+func readSections(r io.Reader, h SnapshotHeader, restore func(FamilyImage) error) ([]DirectoryImage, error) {
+	workers := make(chan struct{}, max(runtime.GOMAXPROCS(0), 2))
+	images := make([]*decodedImage, len(h.Families))
+	var restores sync.WaitGroup
+	var errMu sync.Mutex
+	var firstErr error
+	fail := func(err error) {
+		errMu.Lock()
+		if firstErr == nil {
+			firstErr = err
+		}
+		errMu.Unlock()
+	}
+	failed := func() bool {
+		errMu.Lock()
+		defer errMu.Unlock()
+		return firstErr != nil
+	}
+	// finish restores image i once its sections are decoded.
+	next := 0
+	finishUpTo := func(limit int) {
+		for ; next < limit && next < len(images); next++ {
+			i, d := next, images[next]
+			if d == nil {
+				d = &decodedImage{}
+				images[i] = d
+			}
+			restores.Add(1)
+			go func() {
+				defer restores.Done()
+				d.wg.Wait()
+				if d.err != nil || failed() {
+					fail(d.err)
+					return
+				}
+				im := FamilyImage{Family: h.Families[i].Family, Checkpoint: h.Families[i].Checkpoint}
+				for fi, parts := range d.parts {
+					if len(parts) > 0 {
+						imageFields[fi].assemble(&im, parts)
+					}
+				}
+				d.parts = nil
+				if err := restore(im); err != nil {
+					fail(err)
+				}
+			}()
+		}
+	}
+	var dirs []DirectoryImage
+	seenDirs := false
+	lastOwner := -1
+	readErr := func() error {
+		for !failed() {
+			var pre [14]byte
+			if _, err := io.ReadFull(r, pre[:]); err != nil {
+				if errors.Is(err, io.EOF) {
+					return nil
+				}
+				return fmt.Errorf("%w: section: %v", ErrSnapshotInvalid, err)
+			}
+			owner, fieldIndex, size := binary.BigEndian.Uint32(pre[0:]), binary.BigEndian.Uint16(pre[4:]), binary.BigEndian.Uint64(pre[6:])
+			if seenDirs || size > maxSection {
+				return fmt.Errorf("%w: section out of place", ErrSnapshotInvalid)
+			}
+			body := make([]byte, size)
+			if _, err := io.ReadFull(r, body); err != nil {
+				return fmt.Errorf("%w: section: %v", ErrSnapshotInvalid, err)
+			}
+			if owner == dirsOwner {
+				seenDirs = true
+				finishUpTo(len(images))
+				if err := gob.NewDecoder(bytes.NewReader(body)).Decode(&dirs); err != nil {
+					return fmt.Errorf("%w: directories: %v", ErrSnapshotInvalid, err)
+				}
+				continue
+			}
+			if int(owner) >= len(images) || int(owner) < lastOwner || int(fieldIndex) >= len(imageFields) {
+				return fmt.Errorf("%w: section of image %d table %d out of place", ErrSnapshotInvalid, owner, fieldIndex)
+			}
+			lastOwner = int(owner)
+			finishUpTo(int(owner))
+			d := images[owner]
+			if d == nil {
+				d = &decodedImage{parts: make([][]any, len(imageFields))}
+				images[owner] = d
+			}
+			d.mu.Lock()
+			slot := len(d.parts[fieldIndex])
+			d.parts[fieldIndex] = append(d.parts[fieldIndex], nil)
+			d.mu.Unlock()
+			d.wg.Add(1)
+			workers <- struct{}{}
+			go func() {
+				defer func() { <-workers; d.wg.Done() }()
+				part, err := imageFields[fieldIndex].decode(body)
+				d.mu.Lock()
+				defer d.mu.Unlock()
+				if err != nil {
+					if d.err == nil {
+						d.err = fmt.Errorf("%w: %s: %v", ErrSnapshotInvalid, h.Families[owner].Family, err)
+					}
+					return
+				}
+				d.parts[fieldIndex][slot] = part
+			}()
+		}
+		return nil
+	}()
+	if readErr != nil {
+		fail(readErr)
+	}
+	finishUpTo(len(images)) // images with no rows, or after a failure: wait for their decodes
+	restores.Wait()
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	if !seenDirs {
+		return nil, fmt.Errorf("%w: no directories section", ErrSnapshotInvalid)
+	}
+	if len(dirs) != len(h.Directories) {
+		return nil, fmt.Errorf("%w: directories disagree with the header", ErrSnapshotInvalid)
+	}
+	for i, d := range dirs {
+		if d.Name != string(h.Directories[i].Family) || d.Checkpoint != h.Directories[i].Checkpoint {
+			return nil, fmt.Errorf("%w: directory %d disagrees with the header", ErrSnapshotInvalid, i)
+		}
+	}
+	return slices.Clip(dirs), nil
+}
