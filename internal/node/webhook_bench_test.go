@@ -1,7 +1,6 @@
 package node_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -185,82 +184,4 @@ func BenchmarkWebhooksSlowEndpoint(b *testing.B) {
 	base.report(b, "alone-")
 	with.report(b, "beside-slow-")
 	b.ReportMetric(float64(with.p99)/float64(max(base.p99, 1)), "slow/fast-p99-ratio")
-}
-
-// BenchmarkWebhookDrain measures the sender alone: b.N (at least 4,000)
-// profile updates are written while the receiver holds its first POSTs,
-// so their deliveries queue; once all are created the receiver lets go
-// and the queue drains to one endpoint (PerEndpoint POSTs at a time).
-// drain-deliveries/s is the sender's throughput with no writes beside it;
-// writes/s is the write phase's rate, for the ratio.
-//
-//	go test -run '^$' -bench WebhookDrain -benchtime 4000x ./internal/node
-func BenchmarkWebhookDrain(b *testing.B) {
-	n := max(b.N, 4000)
-	b.StopTimer()
-	p := start(b, node.Config{DataDir: b.TempDir(), WebhookAllowLoopback: true, PartnerRateLimit: -1})
-	p.client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: 30 * time.Second}
-	a := p.createApp("drain")
-	gate := make(chan struct{})
-	var arrived atomic.Int64
-	all := make(chan struct{})
-	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-		<-gate
-		if arrived.Add(1) == int64(n) {
-			close(all)
-		}
-	}))
-	defer rcv.Close()
-	p.configureWebhook(a, rcv.URL, "user.profile.updated")
-	const clients = 16
-	users := make([]int64, clients)
-	for i := range users {
-		var reg registerData
-		p.send(a.request("POST", "/open/v1/channel/users", map[string]any{"channel_user_id": fmt.Sprint("d", i), "user": map[string]any{"name": "n"}}, time.Now())).data(b, &reg)
-		users[i] = reg.OpenUserID
-	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	begin := time.Now()
-	for w := range clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := next.Add(1); i <= int64(n); i = next.Add(1) {
-				req := a.request("PATCH", fmt.Sprintf("/open/v1/channel/users/%d", users[w]), map[string]any{"nickname": fmt.Sprint("x", i)}, time.Now())
-				if res := p.send(req); res.Status != http.StatusOK {
-					b.Errorf("patch: %d %s", res.Status, res.Raw)
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	wrote := time.Since(begin)
-	// Every delivery is created and queued before the receiver lets go.
-	for i := 0; ; i++ {
-		counts, err := p.node.ReadModel.CountByStatus(context.Background())
-		if err != nil {
-			b.Fatal(err)
-		}
-		if counts["pending"]+counts["delivered"] >= n {
-			break
-		}
-		if i == 1200 {
-			b.Fatalf("only %v of %d deliveries created after 120 s", counts, n)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	b.StartTimer()
-	open := time.Now()
-	close(gate)
-	select {
-	case <-all:
-	case <-time.After(120 * time.Second):
-		b.Fatalf("only %d of %d webhooks arrived", arrived.Load(), n)
-	}
-	drained := time.Since(open)
-	b.StopTimer()
-	b.ReportMetric(float64(n)/drained.Seconds(), "drain-deliveries/s")
-	b.ReportMetric(float64(n)/wrote.Seconds(), "writes/s")
 }
