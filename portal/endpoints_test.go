@@ -186,8 +186,7 @@ func streamLength(t *testing.T, p *portaltest.Platform, appID int64) int {
 // secret rotates without breaking its receiver; the test event and resend
 // show in the endpoint's delivery log with every attempt.
 func TestEndpointsDeliverWithTheirOwnSubscriptionsAndSecrets(t *testing.T) {
-	configs(t, func(t *testing.T, cfg node.Config) {
-		cfg.WebhookAllowLoopback = true
+	configs(t, node.Config{WebhookAllowLoopback: true}, func(t *testing.T, cfg node.Config) {
 		p := portaltest.Start(t, cfg)
 		b, devID := p.Developer(portaltest.Email(t, "hooks"), true)
 		creds := devApp(t, p, devID, "Clinic")
@@ -359,8 +358,7 @@ func TestEndpointsDeliverWithTheirOwnSubscriptionsAndSecrets(t *testing.T) {
 // on every page and form, and appends nothing; forms without or with a
 // wrong CSRF token are refused and append nothing.
 func TestEndpointsTenancyAndCSRF(t *testing.T) {
-	configs(t, func(t *testing.T, cfg node.Config) {
-		cfg.WebhookAllowLoopback = true
+	configs(t, node.Config{WebhookAllowLoopback: true}, func(t *testing.T, cfg node.Config) {
 		p := portaltest.Start(t, cfg)
 		owner, ownerID := p.Developer(portaltest.Email(t, "owner"), true)
 		other, otherID := p.Developer(portaltest.Email(t, "other"), true)

@@ -16,7 +16,7 @@ import (
 // a visitor and a signed-in developer; the signer's script is an embedded
 // asset, and the signer page holds its inputs in no form.
 func TestReferencePages(t *testing.T) {
-	configs(t, func(t *testing.T, cfg node.Config) {
+	configs(t, node.Config{}, func(t *testing.T, cfg node.Config) {
 		p := portaltest.Start(t, cfg)
 		// Visitors arriving together (the page is rendered once, on first
 		// view) all get the same complete page.

@@ -106,7 +106,7 @@ func TestConcurrentOpen(t *testing.T) {
 		stores[i].Close()
 	}
 	vs := appliedMigrations(t, url)
-	if got := strings.Join(vs, " "); got != "audit/1 benefits/1 cluster/1 cluster/2 common/1 common/2 deliveries/1 deliveries/2 deliveries/3 nonces/1 nonces/2 orders/1 ownership/1 portalapps/1 reports/1 users/1 users/2" {
+	if got := strings.Join(vs, " "); got != "audit/1 benefits/1 cluster/1 cluster/2 common/1 common/2 deliveries/1 deliveries/2 deliveries/3 endpoints/1 nonces/1 nonces/2 orders/1 ownership/1 portalapps/1 reports/1 users/1 users/2" {
 		t.Errorf("schema_versions = %s, want every part's migrations once", got)
 	}
 }
@@ -135,6 +135,8 @@ DROP TABLE cluster_settings;
 ALTER TABLE webhook_deliveries DROP COLUMN last_error_class;
 ALTER TABLE webhook_deliveries DROP COLUMN subject;
 ALTER TABLE webhook_attempts DROP COLUMN error_class;
+ALTER TABLE webhook_deliveries DROP COLUMN endpoint_id;
+ALTER TABLE webhook_attempts DROP COLUMN response_excerpt;
 DROP TABLE family_generations;
 ALTER TABLE service_providers DROP COLUMN developer_id;
 ALTER TABLE service_providers DROP COLUMN review_notes;

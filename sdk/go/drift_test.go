@@ -95,7 +95,7 @@ func TestModelFieldsMatchSchemas(t *testing.T) {
 		"PendingWebhookSecret": PendingWebhookSecret{}, "WebhookSecretActivated": WebhookSecretActivated{},
 		"DailyReport": DailyReport{}, "TokenResponse": TokenResponse{}, "MockMeasureRequest": MockMeasureRequest{}, "Measurement": Measurement{},
 		"HealthReportWebhook": HealthReportWebhook{}, "PluginReportReadyWebhook": PluginReportReadyWebhook{},
-		"OrderShippedWebhook": OrderShippedWebhook{}, "ChannelUserWebhook": ChannelUserWebhook{},
+		"OrderShippedWebhook": OrderShippedWebhook{}, "ChannelUserWebhook": ChannelUserWebhook{}, "WebhookTestEvent": WebhookTestEvent{},
 		"Card": Card{}, "FulfillmentList": FulfillmentList{}, "IssuedCards": IssuedCards{}, "BatchIssueRequest": BatchIssueRequest{},
 		"ProviderRegistration": ProviderRegistration{}, "ProviderRegistered": ProviderRegistered{}, "RatingRequest": RatingRequest{},
 		"RatingResult": RatingResult{}, "SandboxShipmentRequest": SandboxShipmentRequest{}, "ShipmentResult": ShipmentResult{},

@@ -74,6 +74,8 @@ type DeliveryDetail struct {
 	Cursor string `json:"cursor"`
 	// DeliveryID carries the schema's delivery_id property.
 	DeliveryID string `json:"delivery_id"`
+	// EndpointID is: The app's webhook endpoint the delivery goes to: 0 for the default endpoint (the app-level webhook URL, which also makes the feed), else an endpoint added in the developer portal. Each endpoint gets its own delivery (its own id) of an event it subscribes to.
+	EndpointID int64 `json:"endpoint_id,omitempty"`
 	// Event carries the schema's event property.
 	Event string `json:"event"`
 	// LastError is: As in `Delivery`; partners get the class's fixed text, operators the detail.
@@ -630,6 +632,22 @@ type WebhookSecretActivated struct {
 	AppID int64 `json:"app_id"`
 }
 
+// WebhookTestEvent is the body of `webhook.test`: a test sent to one webhook endpoint from the developer portal. `endpoint_id` is the endpoint it was sent to (0: the app's default endpoint, its app-level webhook URL).
+type WebhookTestEvent struct {
+	// AppID is: A platform-assigned id.
+	AppID int64 `json:"app_id"`
+	// Data carries the schema's data property.
+	Data WebhookTestEventData `json:"data"`
+	// DeliveryID is: Equal to `X-Webhook-Id`; stable across retries and resends.
+	DeliveryID string `json:"delivery_id"`
+	// EndpointID carries the schema's endpoint_id property.
+	EndpointID int64 `json:"endpoint_id"`
+	// Event carries the schema's event property.
+	Event string `json:"event"`
+	// OccurredAt is: When the test was requested; ISO 8601 with the platform zone's offset.
+	OccurredAt string `json:"occurred_at"`
+}
+
 // CardInput mirrors the CardInput schema of the platform's OpenAPI document.
 type CardInput struct {
 	// CardNumber is: Operators only: 15 letters or digits; omitted, null or empty lets the platform generate a 15-digit number. Partner batches must omit it (422 VALIDATION_ERROR otherwise).
@@ -686,6 +704,8 @@ type DeliveryAttempt struct {
 	LatencyMs int64 `json:"latency_ms"`
 	// Outcome is: `delivered` (2xx), `retry` (failed, another attempt scheduled), `abandoned` (failed, retries exhausted), `dead_letter` (the same for plugin events), `refused` (the target is not allowed; never retried, the delivery is abandoned).
 	Outcome string `json:"outcome"`
+	// ResponseExcerpt is: The start of the receiver's answer (at most 256 bytes of UTF-8), empty when it sent none or the delivery's user was erased. It is kept as long as the delivery, sealed with the data key of the person the delivery is about, so erasing them erases it.
+	ResponseExcerpt string `json:"response_excerpt,omitempty"`
 	// StatusCode is: The receiver's HTTP status; null when there was no response.
 	StatusCode *int64 `json:"status_code"`
 }
@@ -702,6 +722,8 @@ type Delivery struct {
 	Cursor string `json:"cursor"`
 	// DeliveryID is: The `X-Webhook-Id` of every attempt.
 	DeliveryID string `json:"delivery_id"`
+	// EndpointID is: The app's webhook endpoint the delivery goes to: 0 for the default endpoint (the app-level webhook URL, which also makes the feed), else an endpoint added in the developer portal. Each endpoint gets its own delivery (its own id) of an event it subscribes to.
+	EndpointID int64 `json:"endpoint_id,omitempty"`
 	// Event carries the schema's event property.
 	Event string `json:"event"`
 	// LastError is: Why the last attempt failed; null when it succeeded or before any attempt. Partners get the fixed text of `last_error_class`, never the transport's own words (which can carry certificate details, resolver messages or internal addresses); operators (`/admin/v1/deliveries`) get the recorded detail.
@@ -960,6 +982,12 @@ type VerifyUseResultUserInfo struct {
 	NameMasked string `json:"name_masked"`
 	// PhoneMasked is: First 3 and last 4 digits kept; empty when the card has no holder phone.
 	PhoneMasked string `json:"phone_masked"`
+}
+
+// WebhookTestEventData mirrors the WebhookTestEventData schema of the platform's OpenAPI document.
+type WebhookTestEventData struct {
+	// Message carries the schema's message property.
+	Message string `json:"message"`
 }
 
 // CardItemInput mirrors the CardItemInput schema of the platform's OpenAPI document.

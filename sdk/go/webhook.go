@@ -111,6 +111,9 @@ type Event struct {
 	PluginReportReady *PluginReportReadyWebhook
 	// OrderShipped is set for order.shipped.
 	OrderShipped *OrderShippedWebhook
+	// Test is set for webhook.test, the test a developer sends to one
+	// endpoint from the developer portal; answer 2xx and ignore it.
+	Test *WebhookTestEvent
 	// Raw is the body as received.
 	Raw json.RawMessage
 }
@@ -140,6 +143,9 @@ func ParseEvent(body []byte) (*Event, error) {
 	case "order.shipped":
 		ev.OrderShipped = new(OrderShippedWebhook)
 		err = json.Unmarshal(body, ev.OrderShipped)
+	case "webhook.test":
+		ev.Test = new(WebhookTestEvent)
+		err = json.Unmarshal(body, ev.Test)
 	case "user.profile.updated", "user.family_group.created", "user.family_group.deleted",
 		"user.family_member.created", "user.family_member.updated", "user.family_member.deleted":
 		ev.ChannelUser = new(ChannelUserWebhook)

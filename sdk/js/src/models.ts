@@ -15,6 +15,8 @@ export interface ListMyDeliveriesQuery {
   status?: DeliveryStatus;
   /** Only deliveries of this exact event name (no wildcards). */
   event?: string;
+  /** Only deliveries to this webhook endpoint of the app (0 the default endpoint). */
+  endpoint_id?: number;
   /** Only deliveries created at or after this instant. ISO 8601: with an offset (`2024-05-01T08:00:00+08:00`, `...Z`) it is absolute; without one (`2024-05-01T08:00:00`, `2024-05-01 08:00:00`, `2024-05-01`) it is read in the platform's zone. Anything else answers 422. */
   from?: string;
   /** Only deliveries created strictly before this instant; same forms as `from`. */
@@ -109,6 +111,8 @@ export interface WebhookEventMap {
   "plugin.report.ready": PluginReportReadyWebhook;
   /** Order shipped (some or all of its items) */
   "order.shipped": OrderShippedWebhook;
+  /** Test event sent from the developer portal */
+  "webhook.test": WebhookTestEvent;
 }
 
 /** The BatchIssueRequest schema. */
@@ -185,6 +189,8 @@ export interface DailyReport {
 export interface DeliveryDetail {
   delivery_id: string;
   app_id: Id;
+  /** The app's webhook endpoint the delivery goes to: 0 for the default endpoint (the app-level webhook URL, which also makes the feed), else an endpoint added in the developer portal. Each endpoint gets its own delivery (its own id) of an event it subscribes to. */
+  endpoint_id?: number;
   event: string;
   status: DeliveryStatus;
   attempts: number;
@@ -654,6 +660,20 @@ export interface WebhookSecretActivated {
   activated: true;
 }
 
+/** The body of `webhook.test`: a test sent to one webhook endpoint from the developer portal. `endpoint_id` is the endpoint it was sent to (0: the app's default endpoint, its app-level webhook URL). */
+export interface WebhookTestEvent {
+  event: "webhook.test";
+  /** Equal to `X-Webhook-Id`; stable across retries and resends. */
+  delivery_id: string;
+  app_id: Id;
+  endpoint_id: number;
+  /** When the test was requested; ISO 8601 with the platform zone's offset. */
+  occurred_at: string;
+  data: {
+    message: string;
+  };
+}
+
 /** The CardInput schema. */
 export interface CardInput {
   /** Operators only: 15 letters or digits; omitted, null or empty lets the platform generate a 15-digit number. Partner batches must omit it (422 VALIDATION_ERROR otherwise). */
@@ -687,6 +707,8 @@ export interface Delivery {
   /** The `X-Webhook-Id` of every attempt. */
   delivery_id: string;
   app_id: Id;
+  /** The app's webhook endpoint the delivery goes to: 0 for the default endpoint (the app-level webhook URL, which also makes the feed), else an endpoint added in the developer portal. Each endpoint gets its own delivery (its own id) of an event it subscribes to. */
+  endpoint_id?: number;
   event: string;
   status: DeliveryStatus;
   /** Attempts over the delivery's whole life, resends included. */
@@ -709,6 +731,8 @@ export interface Delivery {
 export interface DeliveryAttempt {
   /** 1-based over the delivery's whole life. */
   attempt: number;
+  /** The start of the receiver's answer (at most 256 bytes of UTF-8), empty when it sent none or the delivery's user was erased. It is kept as long as the delivery, sealed with the data key of the person the delivery is about, so erasing them erases it. */
+  response_excerpt?: string;
   /** When the attempt started (RFC 3339, UTC, fractional seconds). */
   at: string;
   /** The receiver's HTTP status; null when there was no response. */
@@ -1011,4 +1035,5 @@ export interface Schemas {
   VerifyUseResult: VerifyUseResult;
   WebhookPayload: WebhookPayload;
   WebhookSecretActivated: WebhookSecretActivated;
+  WebhookTestEvent: WebhookTestEvent;
 }

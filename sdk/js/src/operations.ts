@@ -127,7 +127,7 @@ export const operations = {
     auth: "M",
     idempotencyKey: false,
     pathParams: [],
-    query: ["status","event","from","to","after","limit"],
+    query: ["status","event","endpoint_id","from","to","after","limit"],
     requestContentType: null,
     request: null,
     response: "DeliveryPage",
@@ -406,7 +406,7 @@ export const operations = {
 export type OperationId = keyof typeof operations;
 
 /** Every webhook event name of the document's x-webhooks. */
-export const webhookEvents = ["user.profile.updated","user.family_group.created","user.family_group.deleted","user.family_member.created","user.family_member.updated","user.family_member.deleted","health.report.created","health.report.updated","plugin.report.ready","order.shipped"] as const;
+export const webhookEvents = ["user.profile.updated","user.family_group.created","user.family_group.deleted","user.family_member.created","user.family_member.updated","user.family_member.deleted","health.report.created","health.report.updated","plugin.report.ready","order.shipped","webhook.test"] as const;
 
 /** The fields each webhook event's body must carry. */
 export const webhookRequired: { readonly [event: string]: readonly string[] } = {
@@ -506,5 +506,13 @@ export const webhookRequired: { readonly [event: string]: readonly string[] } = 
     "shipped_at",
     "third_order_id",
     "tracking_number"
+  ],
+  "webhook.test": [
+    "app_id",
+    "data",
+    "delivery_id",
+    "endpoint_id",
+    "event",
+    "occurred_at"
   ]
 };

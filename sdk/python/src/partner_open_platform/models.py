@@ -816,6 +816,7 @@ class Delivery:
         "created_at": "created_at",
         "updated_at": "updated_at",
         "cursor": "cursor",
+        "endpoint_id": "endpoint_id",
     }
     REQUIRED: ClassVar[List[str]] = ["delivery_id", "app_id", "event", "status", "attempts", "next_attempt_at", "last_status_code", "last_error", "last_error_class", "created_at", "updated_at", "cursor"]
 
@@ -831,6 +832,7 @@ class Delivery:
     created_at: str
     updated_at: str
     cursor: str
+    endpoint_id: Optional[int] = None
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Delivery:
@@ -848,6 +850,7 @@ class Delivery:
             created_at=_v(d, "created_at"),
             updated_at=_v(d, "updated_at"),
             cursor=_v(d, "cursor"),
+            endpoint_id=_v(d, "endpoint_id"),
         )
 
     def to_dict(self) -> Dict[str, Any]:
@@ -865,6 +868,8 @@ class Delivery:
         out["created_at"] = _out(self.created_at)
         out["updated_at"] = _out(self.updated_at)
         out["cursor"] = _out(self.cursor)
+        if self.endpoint_id is not None:
+            out["endpoint_id"] = _out(self.endpoint_id)
         return out
 
 
@@ -888,6 +893,7 @@ class DeliveryDetail:
         "cursor": "cursor",
         "payload": "payload",
         "attempt_log": "attempt_log",
+        "endpoint_id": "endpoint_id",
     }
     REQUIRED: ClassVar[List[str]] = ["delivery_id", "app_id", "event", "status", "attempts", "next_attempt_at", "last_status_code", "last_error", "last_error_class", "created_at", "updated_at", "cursor", "payload", "attempt_log"]
 
@@ -905,6 +911,7 @@ class DeliveryDetail:
     cursor: str
     payload: Optional[Any]
     attempt_log: List[DeliveryAttempt]
+    endpoint_id: Optional[int] = None
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> DeliveryDetail:
@@ -924,6 +931,7 @@ class DeliveryDetail:
             cursor=_v(d, "cursor"),
             payload=_v(d, "payload"),
             attempt_log=_objs(DeliveryAttempt, d.get("attempt_log")),
+            endpoint_id=_v(d, "endpoint_id"),
         )
 
     def to_dict(self) -> Dict[str, Any]:
@@ -943,6 +951,8 @@ class DeliveryDetail:
         out["cursor"] = _out(self.cursor)
         out["payload"] = _out(self.payload)
         out["attempt_log"] = _out(self.attempt_log)
+        if self.endpoint_id is not None:
+            out["endpoint_id"] = _out(self.endpoint_id)
         return out
 
 
@@ -959,6 +969,7 @@ class DeliveryAttempt:
         "error": "error",
         "error_class": "error_class",
         "outcome": "outcome",
+        "response_excerpt": "response_excerpt",
     }
     REQUIRED: ClassVar[List[str]] = ["attempt", "at", "status_code", "latency_ms", "error", "error_class", "outcome"]
 
@@ -969,6 +980,7 @@ class DeliveryAttempt:
     error: Optional[str]
     error_class: Optional[str]
     outcome: str
+    response_excerpt: Optional[str] = None
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> DeliveryAttempt:
@@ -981,6 +993,7 @@ class DeliveryAttempt:
             error=_v(d, "error"),
             error_class=_v(d, "error_class"),
             outcome=_v(d, "outcome"),
+            response_excerpt=_v(d, "response_excerpt"),
         )
 
     def to_dict(self) -> Dict[str, Any]:
@@ -993,6 +1006,8 @@ class DeliveryAttempt:
         out["error"] = _out(self.error)
         out["error_class"] = _out(self.error_class)
         out["outcome"] = _out(self.outcome)
+        if self.response_excerpt is not None:
+            out["response_excerpt"] = _out(self.response_excerpt)
         return out
 
 
@@ -3349,6 +3364,78 @@ class OrderShippedEventItemsItem:
         return out
 
 
+@dataclass
+class WebhookTestEvent:
+    """Webhook body of the event webhook.test (OpenAPI x-webhooks/webhook.test)."""
+
+    SCHEMA: ClassVar[str] = "x-webhooks/webhook.test"
+    WIRE: ClassVar[Dict[str, str]] = {
+        "event": "event",
+        "delivery_id": "delivery_id",
+        "app_id": "app_id",
+        "endpoint_id": "endpoint_id",
+        "occurred_at": "occurred_at",
+        "data": "data",
+    }
+    REQUIRED: ClassVar[List[str]] = ["event", "delivery_id", "app_id", "endpoint_id", "occurred_at", "data"]
+
+    event: str
+    delivery_id: str
+    app_id: int
+    endpoint_id: int
+    occurred_at: str
+    data: WebhookTestEventData
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> WebhookTestEvent:
+        """Parse the JSON object; unknown keys are ignored."""
+        return cls(
+            event=_v(d, "event"),
+            delivery_id=_v(d, "delivery_id"),
+            app_id=_v(d, "app_id"),
+            endpoint_id=_v(d, "endpoint_id"),
+            occurred_at=_v(d, "occurred_at"),
+            data=_obj(WebhookTestEventData, d.get("data")),
+        )
+
+    def to_dict(self) -> Dict[str, Any]:
+        """JSON object: required fields always, optional ones when not None."""
+        out: Dict[str, Any] = {}
+        out["event"] = _out(self.event)
+        out["delivery_id"] = _out(self.delivery_id)
+        out["app_id"] = _out(self.app_id)
+        out["endpoint_id"] = _out(self.endpoint_id)
+        out["occurred_at"] = _out(self.occurred_at)
+        out["data"] = _out(self.data)
+        return out
+
+
+@dataclass
+class WebhookTestEventData:
+    """Webhook body of the event webhook.test.data (OpenAPI x-webhooks/webhook.test.data)."""
+
+    SCHEMA: ClassVar[str] = "x-webhooks/webhook.test.data"
+    WIRE: ClassVar[Dict[str, str]] = {
+        "message": "message",
+    }
+    REQUIRED: ClassVar[List[str]] = ["message"]
+
+    message: str
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> WebhookTestEventData:
+        """Parse the JSON object; unknown keys are ignored."""
+        return cls(
+            message=_v(d, "message"),
+        )
+
+    def to_dict(self) -> Dict[str, Any]:
+        """JSON object: required fields always, optional ones when not None."""
+        out: Dict[str, Any] = {}
+        out["message"] = _out(self.message)
+        return out
+
+
 EVENT_TYPES: Dict[str, Type[Any]] = {
     "user.profile.updated": UserProfileUpdatedEvent,
     "user.family_group.created": UserFamilyGroupCreatedEvent,
@@ -3360,6 +3447,7 @@ EVENT_TYPES: Dict[str, Type[Any]] = {
     "health.report.updated": HealthReportUpdatedEvent,
     "plugin.report.ready": PluginReportReadyEvent,
     "order.shipped": OrderShippedEvent,
+    "webhook.test": WebhookTestEvent,
 }
 """Webhook event type (X-Webhook-Event, body field event) to its model."""
 

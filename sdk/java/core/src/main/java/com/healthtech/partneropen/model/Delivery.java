@@ -15,13 +15,14 @@ import java.util.Set;
 /** One delivery, as the delivery log lists it. (OpenAPI: #/components/schemas/Delivery) */
 public final class Delivery implements JsonModel {
   /** JSON member names of this model in schema order; tests compare them with the OpenAPI file. */
-  public static final List<String> FIELDS = Collections.unmodifiableList(Arrays.asList("delivery_id", "app_id", "event", "status", "attempts", "next_attempt_at", "last_status_code", "last_error", "last_error_class", "created_at", "updated_at", "cursor"));
+  public static final List<String> FIELDS = Collections.unmodifiableList(Arrays.asList("delivery_id", "app_id", "endpoint_id", "event", "status", "attempts", "next_attempt_at", "last_status_code", "last_error", "last_error_class", "created_at", "updated_at", "cursor"));
 
   /** JSON member names the schema marks required. */
   public static final List<String> REQUIRED = Collections.unmodifiableList(Arrays.asList("delivery_id", "app_id", "event", "status", "attempts", "next_attempt_at", "last_status_code", "last_error", "last_error_class", "created_at", "updated_at", "cursor"));
 
   private String deliveryId;
   private Long appId;
+  private Long endpointId;
   private String event;
   private String status;
   private Long attempts;
@@ -59,6 +60,18 @@ public final class Delivery implements JsonModel {
   public Delivery setAppId(Long value) {
     this.appId = value;
     present.add("app_id");
+    return this;
+  }
+
+  /** The app's webhook endpoint the delivery goes to: 0 for the default endpoint (the app-level webhook URL, which also makes the feed), else an endpoint added in the developer portal. (JSON {@code endpoint_id}) */
+  public Long getEndpointId() {
+    return endpointId;
+  }
+
+  /** Sets {@code endpoint_id} and marks it present, so it is sent even when null (null clears a nullable member). */
+  public Delivery setEndpointId(Long value) {
+    this.endpointId = value;
+    present.add("endpoint_id");
     return this;
   }
 
@@ -206,6 +219,10 @@ public final class Delivery implements JsonModel {
       v = m.get("app_id");
       o.setAppId(JsonValues.asLong(v, "app_id"));
     }
+    if (m.containsKey("endpoint_id")) {
+      v = m.get("endpoint_id");
+      o.setEndpointId(JsonValues.asLong(v, "endpoint_id"));
+    }
     if (m.containsKey("event")) {
       v = m.get("event");
       o.setEvent(JsonValues.asString(v, "event"));
@@ -257,6 +274,9 @@ public final class Delivery implements JsonModel {
     }
     if (present.contains("app_id")) {
       m.put("app_id", appId);
+    }
+    if (present.contains("endpoint_id")) {
+      m.put("endpoint_id", endpointId);
     }
     if (present.contains("event")) {
       m.put("event", event);

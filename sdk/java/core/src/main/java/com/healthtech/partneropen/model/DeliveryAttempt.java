@@ -15,12 +15,13 @@ import java.util.Set;
 /** One POST of a delivery. (OpenAPI: #/components/schemas/DeliveryAttempt) */
 public final class DeliveryAttempt implements JsonModel {
   /** JSON member names of this model in schema order; tests compare them with the OpenAPI file. */
-  public static final List<String> FIELDS = Collections.unmodifiableList(Arrays.asList("attempt", "at", "status_code", "latency_ms", "error", "error_class", "outcome"));
+  public static final List<String> FIELDS = Collections.unmodifiableList(Arrays.asList("attempt", "response_excerpt", "at", "status_code", "latency_ms", "error", "error_class", "outcome"));
 
   /** JSON member names the schema marks required. */
   public static final List<String> REQUIRED = Collections.unmodifiableList(Arrays.asList("attempt", "at", "status_code", "latency_ms", "error", "error_class", "outcome"));
 
   private Long attempt;
+  private String responseExcerpt;
   private String at;
   private Long statusCode;
   private Long latencyMs;
@@ -42,6 +43,18 @@ public final class DeliveryAttempt implements JsonModel {
   public DeliveryAttempt setAttempt(Long value) {
     this.attempt = value;
     present.add("attempt");
+    return this;
+  }
+
+  /** The start of the receiver's answer (at most 256 bytes of UTF-8), empty when it sent none or the delivery's user was erased. (JSON {@code response_excerpt}) */
+  public String getResponseExcerpt() {
+    return responseExcerpt;
+  }
+
+  /** Sets {@code response_excerpt} and marks it present, so it is sent even when null (null clears a nullable member). */
+  public DeliveryAttempt setResponseExcerpt(String value) {
+    this.responseExcerpt = value;
+    present.add("response_excerpt");
     return this;
   }
 
@@ -137,6 +150,10 @@ public final class DeliveryAttempt implements JsonModel {
       v = m.get("attempt");
       o.setAttempt(JsonValues.asLong(v, "attempt"));
     }
+    if (m.containsKey("response_excerpt")) {
+      v = m.get("response_excerpt");
+      o.setResponseExcerpt(JsonValues.asString(v, "response_excerpt"));
+    }
     if (m.containsKey("at")) {
       v = m.get("at");
       o.setAt(JsonValues.asString(v, "at"));
@@ -169,6 +186,9 @@ public final class DeliveryAttempt implements JsonModel {
     Map<String, Object> m = new LinkedHashMap<String, Object>();
     if (present.contains("attempt")) {
       m.put("attempt", attempt);
+    }
+    if (present.contains("response_excerpt")) {
+      m.put("response_excerpt", responseExcerpt);
     }
     if (present.contains("at")) {
       m.put("at", at);

@@ -11,6 +11,7 @@ import com.healthtech.partneropen.model.FamilyMemberDeletedData;
 import com.healthtech.partneropen.model.FamilyMemberUpdatedData;
 import com.healthtech.partneropen.model.HealthReportWebhook;
 import com.healthtech.partneropen.model.OrderShippedWebhook;
+import com.healthtech.partneropen.model.WebhookTestEvent;
 import com.healthtech.partneropen.model.PluginReportReadyWebhook;
 import com.healthtech.partneropen.model.UserProfileUpdatedData;
 import java.util.Collections;
@@ -34,6 +35,8 @@ public final class WebhookEvent {
   public static final String PLUGIN_REPORT_READY = "plugin.report.ready";
   /** order.shipped: an order (or part of it) was shipped. */
   public static final String ORDER_SHIPPED = "order.shipped";
+  /** webhook.test: a test sent to one endpoint from the developer portal; answer 2xx and ignore it. */
+  public static final String WEBHOOK_TEST = "webhook.test";
   /** user.profile.updated: a PATCH changed the user's profile. */
   public static final String USER_PROFILE_UPDATED = "user.profile.updated";
   /** user.family_group.created: a family group was created or renamed. */
@@ -65,6 +68,8 @@ public final class WebhookEvent {
     bc.put(PLUGIN_REPORT_READY, PluginReportReadyWebhook.class);
     b.put(ORDER_SHIPPED, OrderShippedWebhook::fromJson);
     bc.put(ORDER_SHIPPED, OrderShippedWebhook.class);
+    b.put(WEBHOOK_TEST, WebhookTestEvent::fromJson);
+    bc.put(WEBHOOK_TEST, WebhookTestEvent.class);
     d.put(USER_PROFILE_UPDATED, UserProfileUpdatedData::fromJson);
     dc.put(USER_PROFILE_UPDATED, UserProfileUpdatedData.class);
     d.put(USER_FAMILY_GROUP_CREATED, FamilyGroupCreatedData::fromJson);
@@ -167,6 +172,11 @@ public final class WebhookEvent {
   /** The body as order.shipped; throws if the event is of another type. */
   public OrderShippedWebhook asOrderShipped() {
     return as(OrderShippedWebhook.class);
+  }
+
+  /** The body as webhook.test; throws if the event is of another type. */
+  public WebhookTestEvent asTest() {
+    return as(WebhookTestEvent.class);
   }
 
   /** The body as a user.* event (its typed data is {@link #getData()}); throws if of another type. */

@@ -55,7 +55,7 @@ class WebhookEventTest {
     WebhookEvent.bodyClasses().forEach((k, v) -> haveBody.put(k, v.getSimpleName()));
     Map<String, String> haveData = new TreeMap<>();
     WebhookEvent.dataClasses().forEach((k, v) -> haveData.put(k, v.getSimpleName()));
-    assertEquals(10, wantBody.size());
+    assertEquals(11, wantBody.size());
     assertEquals(wantBody, haveBody);
     assertEquals(wantData, haveData);
   }
