@@ -336,17 +336,26 @@ func TestEndpointsDeliverWithTheirOwnSubscriptionsAndSecrets(t *testing.T) {
 			t.Fatalf("a deleted endpoint's log: %d", f.Status)
 		}
 
-		// Every change is audited with the developer as actor.
-		facts, err := p.Node.ReadModel.AuditFacts(context.Background(), projections.AuditFilter{Actor: commands.DeveloperActor(devID), Limit: 1000})
-		if err != nil {
-			t.Fatal(err)
-		}
+		// Every change is audited with the developer as actor. The audit
+		// family is projected asynchronously: wait (bounded) for its last fact.
+		wanted := []string{"app.webhook_endpoint_added", "app.webhook_endpoint_secret_issued", "app.webhook_endpoint_secret_activated",
+			"app.webhook_test_requested", "webhook.delivery.resend_requested", "app.webhook_endpoint_disabled", "app.webhook_endpoint_removed"}
 		var actions []string
-		for _, f := range facts {
-			actions = append(actions, f.Action)
+		for range 600 {
+			facts, err := p.Node.ReadModel.AuditFacts(context.Background(), projections.AuditFilter{Actor: commands.DeveloperActor(devID), Limit: 1000})
+			if err != nil {
+				t.Fatal(err)
+			}
+			actions = actions[:0]
+			for _, f := range facts {
+				actions = append(actions, f.Action)
+			}
+			if slices.Contains(actions, wanted[len(wanted)-1]) {
+				break
+			}
+			time.Sleep(25 * time.Millisecond)
 		}
-		for _, want := range []string{"app.webhook_endpoint_added", "app.webhook_endpoint_secret_issued", "app.webhook_endpoint_secret_activated",
-			"app.webhook_test_requested", "webhook.delivery.resend_requested", "app.webhook_endpoint_disabled", "app.webhook_endpoint_removed"} {
+		for _, want := range wanted {
 			if !slices.Contains(actions, want) {
 				t.Errorf("audit of developer %d lacks %s: %v", devID, want, actions)
 			}
