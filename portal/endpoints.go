@@ -158,17 +158,6 @@ func formValues(w http.ResponseWriter, r *http.Request) (url.Values, error) {
 	return r.PostForm, nil
 }
 
-// waitDispatcherApps waits (bounded) until the app directory has applied pos, so the
-// next page shows the change and the dispatcher uses it.
-func (s *Server) waitDispatcherApps(ctx context.Context, pos events.Position) {
-	if s.Dispatcher == nil || s.Dispatcher.AppsReady == nil || pos.IsZero() {
-		return
-	}
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	_ = s.Dispatcher.AppsReady.WaitFor(ctx, pos)
-}
-
 // secretData is the page that shows a new endpoint secret, once.
 type secretData struct {
 	App      domain.App
@@ -207,7 +196,7 @@ func (s *Server) addEndpoint(w http.ResponseWriter, r *http.Request) {
 		s.Fail(w, r, err)
 		return
 	}
-	s.waitDispatcherApps(r.Context(), created.Position)
+	s.waitApps(r.Context(), created.Position)
 	s.showSecret(w, r, app, created.EndpointID, created.WebhookSecret, false)
 }
 
@@ -249,7 +238,7 @@ func (s *Server) updateEndpoint(w http.ResponseWriter, r *http.Request) {
 		s.Fail(w, r, err)
 		return
 	}
-	s.waitDispatcherApps(r.Context(), pos)
+	s.waitApps(r.Context(), pos)
 	s.Redirect(w, r, endpointsPath(app.AppID), Flash{Kind: "info", Message: "Endpoint " + strconv.FormatInt(ep.EndpointID, 10) + " saved."})
 }
 
@@ -295,7 +284,7 @@ func (s *Server) endpointAction(c endpointCommand) http.HandlerFunc {
 			s.Fail(w, r, err)
 			return
 		}
-		s.waitDispatcherApps(r.Context(), pos)
+		s.waitApps(r.Context(), pos)
 		s.Redirect(w, r, endpointsPath(app.AppID), Flash{Kind: "info", Message: "Endpoint " + strconv.FormatInt(ep.EndpointID, 10) + " " + c.done + "."})
 	}
 }
@@ -311,7 +300,7 @@ func (s *Server) rotateEndpointSecret(w http.ResponseWriter, r *http.Request) {
 		s.Fail(w, r, err)
 		return
 	}
-	s.waitDispatcherApps(r.Context(), pos)
+	s.waitApps(r.Context(), pos)
 	s.showSecret(w, r, app, ep.EndpointID, secret, true)
 }
 
