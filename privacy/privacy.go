@@ -379,24 +379,28 @@ func streamSubject(stream string) string {
 	return "stream-" + hex.EncodeToString(sum[:16])
 }
 
-// Source decrypts the events a webhooks.Source delivers: the internal Kafka
-// topic carries events as stored (encrypted), and the dispatcher renders
-// webhooks from plaintext.
+// Source decrypts the events a webhooks.BatchSource delivers: the internal
+// Kafka topic carries events as stored (encrypted), and the dispatcher
+// renders webhooks from plaintext.
 type Source struct {
 	Source interface {
-		Run(ctx context.Context, handle func(ctx context.Context, ev events.Recorded) error) error
+		RunBatches(ctx context.Context, handle func(ctx context.Context, evs []events.Recorded) error) error
 	}
 	Store *Store
 }
 
-// Run runs the inner source, decrypting each event before handle sees it.
-func (s Source) Run(ctx context.Context, handle func(ctx context.Context, ev events.Recorded) error) error {
-	return s.Source.Run(ctx, func(ctx context.Context, ev events.Recorded) error {
-		ev, err := s.Store.Open(ctx, ev)
-		if err != nil {
-			return err
+// RunBatches runs the inner source, decrypting each event of a batch before
+// handle sees it.
+func (s Source) RunBatches(ctx context.Context, handle func(ctx context.Context, evs []events.Recorded) error) error {
+	return s.Source.RunBatches(ctx, func(ctx context.Context, evs []events.Recorded) error {
+		for i := range evs {
+			ev, err := s.Store.Open(ctx, evs[i])
+			if err != nil {
+				return err
+			}
+			evs[i] = ev
 		}
-		return handle(ctx, ev)
+		return handle(ctx, evs)
 	})
 }
 

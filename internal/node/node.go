@@ -589,21 +589,11 @@ func (n *Node) startWebhooks(ctx context.Context, cfg Config, models *projection
 		// Batched like the store-fed creation: every event fetched while the
 		// previous batch was created goes into the next CreateBatch.
 		var source webhooks.BatchSource = relaykafka.NewSource(cfg.KafkaBrokers, cfg.KafkaInternalTopic, relaykafka.WebhookGroup(cfg.KafkaInternalTopic), n.log)
-		priv, _ := n.Events.(*privacy.Store)
+		if priv, ok := n.Events.(*privacy.Store); ok {
+			source = privacy.Source{Source: source, Store: priv} // the topic carries ciphertext
+		}
 		n.spawn(ctx, "webhook deliveries", func(ctx context.Context) error {
-			return source.RunBatches(ctx, func(ctx context.Context, evs []events.Recorded) error {
-				for i := range evs {
-					if priv == nil {
-						break
-					}
-					ev, err := priv.Open(ctx, evs[i]) // the topic carries ciphertext
-					if err != nil {
-						return err
-					}
-					evs[i] = ev
-				}
-				return n.Dispatcher.CreateBatch(ctx, evs)
-			})
+			return source.RunBatches(ctx, n.Dispatcher.CreateBatch)
 		})
 		if cfg.KafkaRelay == nil || *cfg.KafkaRelay {
 			key, err := feedPseudonymKey(cfg)
