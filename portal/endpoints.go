@@ -2,7 +2,6 @@ package portal
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"net/url"
@@ -41,52 +40,10 @@ func init() {
 	})
 }
 
-// ownedApp is the app named in the URL if the signed-in developer owns it.
-// Ownership is read from the app's creation on the write side: the
-// developer it records (developer_id, written by the portal's app pages)
-// or, failing that, the developer who created it (its actor).
-func (s *Server) ownedApp(r *http.Request) (domain.App, bool) {
-	dev, ok := SignedInDeveloper(r)
-	if !ok {
-		return domain.App{}, false
-	}
-	id, err := strconv.ParseInt(r.PathValue("appId"), 10, 64)
-	if err != nil || id <= 0 {
-		return domain.App{}, false
-	}
-	owner, err := s.appOwner(r.Context(), id)
-	if err != nil || owner != dev.ID {
-		return domain.App{}, false
-	}
-	app, found := s.AppDirectory.ByID(id)
-	return app, found
-}
-
-// appOwner is the developer who owns an app (0: an operator's app).
-func (s *Server) appOwner(ctx context.Context, appID int64) (int64, error) {
-	recs, err := s.Events.ReadStream(ctx, domain.AppStream(appID), 0, 1)
-	if err != nil || len(recs) == 0 {
-		return 0, err
-	}
-	var data struct {
-		DeveloperID int64 `json:"developer_id"`
-	}
-	if json.Unmarshal(recs[0].Data, &data) == nil && data.DeveloperID > 0 {
-		return data.DeveloperID, nil
-	}
-	var meta events.Metadata
-	if json.Unmarshal(recs[0].Meta, &meta) == nil {
-		if n, ok := strings.CutPrefix(meta.Actor, "developer:"); ok {
-			return strconv.ParseInt(n, 10, 64)
-		}
-	}
-	return 0, nil
-}
-
 // ownedEndpoint is the app and endpoint named in the URL, if the signed-in
 // developer owns the app and the app has the endpoint.
 func (s *Server) ownedEndpoint(r *http.Request) (domain.App, domain.Endpoint, bool) {
-	app, ok := s.ownedApp(r)
+	app, ok := s.ownApp(r)
 	if !ok {
 		return domain.App{}, domain.Endpoint{}, false
 	}
@@ -123,7 +80,7 @@ type endpointsData struct {
 }
 
 func (s *Server) endpointsPage(w http.ResponseWriter, r *http.Request) {
-	app, ok := s.ownedApp(r)
+	app, ok := s.ownApp(r)
 	if !ok {
 		s.NotFound(w, r)
 		return
@@ -176,7 +133,7 @@ func (s *Server) showSecret(w http.ResponseWriter, r *http.Request, app domain.A
 }
 
 func (s *Server) addEndpoint(w http.ResponseWriter, r *http.Request) {
-	app, ok := s.ownedApp(r)
+	app, ok := s.ownApp(r)
 	if !ok {
 		s.NotFound(w, r)
 		return

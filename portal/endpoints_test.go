@@ -97,7 +97,7 @@ var secretPattern = regexp.MustCompile(`whsec_[A-Za-z0-9_-]+`)
 // the portal's app pages do.
 func devApp(t *testing.T, p *portaltest.Platform, devID int64, name string) commands.Credentials {
 	t.Helper()
-	creds, err := p.Node.Portal.Apps.Create(context.Background(), commands.CreateApp{Name: name, Scopes: domain.DefaultScopes},
+	creds, err := p.Node.Portal.Apps.Create(context.Background(), commands.CreateApp{Name: name, Scopes: domain.DefaultScopes, DeveloperID: devID, Purpose: "endpoint tests"},
 		commands.Meta{Actor: commands.DeveloperActor(devID)})
 	if err != nil {
 		t.Fatal(err)
