@@ -114,7 +114,13 @@ func (s *Store) load() error {
 		f.Close()
 		return fmt.Errorf("keys: %w", err)
 	}
-	b, err := io.ReadAll(f)
+	// One read into a buffer of the file's size: io.ReadAll grew it step
+	// by step (tens of MB copied several times per person-heavy log).
+	var b []byte
+	if fi, err := f.Stat(); err == nil && fi.Size() > 0 {
+		b = make([]byte, 0, fi.Size()+1)
+	}
+	b, err = readAll(f, b)
 	if err != nil {
 		f.Close()
 		return fmt.Errorf("keys: read %s: %w", logName, err)
@@ -626,4 +632,21 @@ func syncDir(dir string) error {
 	}
 	defer d.Close()
 	return d.Sync()
+}
+
+// readAll reads r to its end, appending to b (with room for it all, one read).
+func readAll(r io.Reader, b []byte) ([]byte, error) {
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+	}
 }

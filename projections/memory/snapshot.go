@@ -24,9 +24,14 @@ import (
 // Version 2 keeps each table of a family in sections of at most
 // sectionRows rows, each an independent gob stream, so a start decodes
 // them on every core and restores each family as soon as its sections are
-// decoded; version 1 (one gob stream) is still read, and replaced by a
-// version 2 file once the node has caught up.
-const snapshotMagic = "PLATFORM-READMODELS-SNAPSHOT-2\n"
+// decoded. Version 3 has the same sections, each in the hand-written row
+// codec (snapshot_codec.go) instead of gob, which decodes several times
+// faster with far less garbage. Versions 1 (one gob stream) and 2 are
+// still read, and replaced by a version 3 file once the node has caught up.
+const snapshotMagic = "PLATFORM-READMODELS-SNAPSHOT-3\n"
+
+// snapshotMagicV2 opens a snapshot of the second format (gob sections).
+const snapshotMagicV2 = "PLATFORM-READMODELS-SNAPSHOT-2\n"
 
 // snapshotMagicV1 opens a snapshot of the first format (one gob stream).
 const snapshotMagicV1 = "PLATFORM-READMODELS-SNAPSHOT-1\n"
@@ -156,15 +161,17 @@ func ReadSnapshotHeader(path string) (SnapshotHeader, error) {
 }
 
 // readHeader reads the magic and the header; it returns the format
-// version (1 or 2) and the header's bytes, which every chunk is bound to.
+// version (1, 2 or 3) and the header's bytes, which every chunk is bound to.
 func readHeader(r io.Reader) (SnapshotHeader, []byte, int, error) {
 	pre := make([]byte, len(snapshotMagic)+4)
 	if _, err := io.ReadFull(r, pre); err != nil {
 		return SnapshotHeader{}, nil, 0, fmt.Errorf("%w: header: %v", ErrSnapshotInvalid, err)
 	}
-	version := 2
+	version := 3
 	switch string(pre[:len(snapshotMagic)]) {
 	case snapshotMagic:
+	case snapshotMagicV2:
+		version = 2
 	case snapshotMagicV1:
 		version = 1
 	default:
@@ -230,7 +237,7 @@ func ReadSnapshotEach(path string, aead cipher.AEAD, restore func(FamilyImage) e
 	if version == 1 {
 		dirs, err = readV1(or, h, restore)
 	} else {
-		dirs, err = readSections(or, h, restore)
+		dirs, err = readSections(or, h, version, restore)
 	}
 	if err != nil {
 		return SnapshotHeader{}, nil, err

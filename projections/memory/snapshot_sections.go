@@ -31,19 +31,23 @@ const maxSection = 1 << 30
 type imageField struct {
 	rows   func(im *FamilyImage) int
 	encode func(w io.Writer, im *FamilyImage, from, to int) error
-	decode func(body []byte) (any, error)
+	// decode reads a section of the current format (the row codec);
+	// decodeGob one of version 2 (a gob stream).
+	decode    func(body []byte) (any, error)
+	decodeGob func(body []byte) (any, error)
 	// assemble sets the table from its decoded sections, in order.
 	assemble func(im *FamilyImage, parts []any)
 }
 
-func field[T any](get func(im *FamilyImage) *[]T) imageField {
+func field[T any](codec rowCodec[T], get func(im *FamilyImage) *[]T) imageField {
 	return imageField{
 		rows: func(im *FamilyImage) int { return len(*get(im)) },
 		encode: func(w io.Writer, im *FamilyImage, from, to int) error {
-			part := (*get(im))[from:to]
-			return gob.NewEncoder(w).Encode(&part)
+			_, err := w.Write(codec.encodeRows((*get(im))[from:to]))
+			return err
 		},
-		decode: func(body []byte) (any, error) {
+		decode: func(body []byte) (any, error) { return codec.decodeRows(body) },
+		decodeGob: func(body []byte) (any, error) {
 			var part []T
 			err := gob.NewDecoder(bytes.NewReader(body)).Decode(&part)
 			return part, err
@@ -65,24 +69,24 @@ func field[T any](get func(im *FamilyImage) *[]T) imageField {
 // imageFields are the tables of a FamilyImage, by their index in the file:
 // append only, never reorder.
 var imageFields = []imageField{
-	field(func(im *FamilyImage) *[]projections.User { return &im.Users }),
-	field(func(im *FamilyImage) *[]projections.Group { return &im.Groups }),
-	field(func(im *FamilyImage) *[]projections.Member { return &im.Members }),
-	field(func(im *FamilyImage) *[]projections.Delivery { return &im.Deliveries }),
-	field(func(im *FamilyImage) *[]projections.Attempt { return &im.Attempts }),
-	field(func(im *FamilyImage) *[]projections.Report { return &im.Reports }),
-	field(func(im *FamilyImage) *[]projections.Goods { return &im.Goods }),
-	field(func(im *FamilyImage) *[]projections.Order { return &im.Orders }),
-	field(func(im *FamilyImage) *[]projections.BenefitItem { return &im.BenefitItems }),
-	field(func(im *FamilyImage) *[]projections.ServiceProvider { return &im.Providers }),
-	field(func(im *FamilyImage) *[]projections.Card { return &im.Cards }),
-	field(func(im *FamilyImage) *[]projections.Fulfillment { return &im.Fulfillments }),
-	field(func(im *FamilyImage) *[]projections.AuditFact { return &im.AuditFacts }),
+	field(userCodec, func(im *FamilyImage) *[]projections.User { return &im.Users }),
+	field(groupCodec, func(im *FamilyImage) *[]projections.Group { return &im.Groups }),
+	field(memberCodec, func(im *FamilyImage) *[]projections.Member { return &im.Members }),
+	field(deliveryCodec, func(im *FamilyImage) *[]projections.Delivery { return &im.Deliveries }),
+	field(attemptCodec, func(im *FamilyImage) *[]projections.Attempt { return &im.Attempts }),
+	field(reportCodec, func(im *FamilyImage) *[]projections.Report { return &im.Reports }),
+	field(goodsCodec, func(im *FamilyImage) *[]projections.Goods { return &im.Goods }),
+	field(orderCodec, func(im *FamilyImage) *[]projections.Order { return &im.Orders }),
+	field(benefitItemCodec, func(im *FamilyImage) *[]projections.BenefitItem { return &im.BenefitItems }),
+	field(providerCodec, func(im *FamilyImage) *[]projections.ServiceProvider { return &im.Providers }),
+	field(cardCodec, func(im *FamilyImage) *[]projections.Card { return &im.Cards }),
+	field(fulfillmentCodec, func(im *FamilyImage) *[]projections.Fulfillment { return &im.Fulfillments }),
+	field(auditFactCodec, func(im *FamilyImage) *[]projections.AuditFact { return &im.AuditFacts }),
 }
 
-// writeSections writes the images and directories as version 2 sections:
+// writeSections writes the images and directories as version 3 sections:
 // each is its owner (image index, or dirsOwner), its table's index, its
-// length and a gob stream of its own.
+// length and its rows in the row codec (the directories: a gob stream).
 func writeSections(w io.Writer, images []FamilyImage, dirs []DirectoryImage) error {
 	var buf bytes.Buffer
 	section := func(owner uint32, fieldIndex uint16, encode func(io.Writer) error) error {
@@ -126,14 +130,14 @@ type decodedImage struct {
 	err   error
 }
 
-// readSections reads version 2 sections from r (the opened chunks) and
+// readSections reads version 2 or 3 sections from r (the opened chunks) and
 // hands each family's image to restore as soon as every one of its
 // sections is decoded: sections are decoded concurrently (at most
 // GOMAXPROCS at a time, which also bounds the encoded bytes held) and
 // families are restored concurrently, each in one call. It returns the
 // directory journals once everything is decoded and restored; any error,
 // from the file or from restore, is returned after every goroutine ended.
-func readSections(r io.Reader, h SnapshotHeader, restore func(FamilyImage) error) ([]DirectoryImage, error) {
+func readSections(r io.Reader, h SnapshotHeader, version int, restore func(FamilyImage) error) ([]DirectoryImage, error) {
 	workers := make(chan struct{}, max(runtime.GOMAXPROCS(0), 2))
 	images := make([]*decodedImage, len(h.Families))
 	var restores sync.WaitGroup
@@ -227,7 +231,11 @@ func readSections(r io.Reader, h SnapshotHeader, restore func(FamilyImage) error
 			workers <- struct{}{}
 			go func() {
 				defer func() { <-workers; d.wg.Done() }()
-				part, err := imageFields[fieldIndex].decode(body)
+				decode := imageFields[fieldIndex].decode
+				if version == 2 {
+					decode = imageFields[fieldIndex].decodeGob
+				}
+				part, err := decode(body)
 				d.mu.Lock()
 				defer d.mu.Unlock()
 				if err != nil {

@@ -2,6 +2,7 @@ package memory_test
 
 import (
 	"context"
+	"crypto/cipher"
 	"errors"
 	"fmt"
 	"os"
@@ -197,7 +198,7 @@ func TestSnapshotRestoresEveryFamily(t *testing.T) {
 // refused as a whole and shredded; the store stays empty for a replay.
 func TestSnapshotDamageIsDetected(t *testing.T) {
 	f := newSnapFixture(t)
-	f.fill(t, 13000) // several sealed chunks
+	f.fill(t, 16000) // several sealed chunks
 	if err := f.snapshotter().Write(f.ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -511,10 +512,20 @@ func feedOf(t *testing.T, s *memory.Store) (feed, due []string) {
 	return feed[:len(feed)/2], due // app 0 lists them all; apps 1-3 the same again, split
 }
 
-// A snapshot in the first format (written by a node before format 2) is
-// still restored, and replaced by one in the current format as soon as
-// the families are ready.
-func TestSnapshotFormat1IsRestoredThenRewritten(t *testing.T) {
+// Snapshots in the older formats (one gob stream; gob sections) written by
+// nodes before are still restored, and replaced by one in the current
+// format as soon as the families are ready.
+func TestOlderSnapshotFormatsAreRestoredThenRewritten(t *testing.T) {
+	writers := map[int]func(string, memory.SnapshotHeader, cipher.AEAD, []memory.FamilyImage, []memory.DirectoryImage) error{
+		1: memory.WriteSnapshotV1,
+		2: memory.WriteSnapshotV2,
+	}
+	for format, write := range writers {
+		t.Run(fmt.Sprintf("format %d", format), func(t *testing.T) { testOlderFormatRewritten(t, format, write) })
+	}
+}
+
+func testOlderFormatRewritten(t *testing.T, format int, write func(string, memory.SnapshotHeader, cipher.AEAD, []memory.FamilyImage, []memory.DirectoryImage) error) {
 	f := newSnapFixture(t)
 	f.fill(t, 50)
 	var images []memory.FamilyImage
@@ -527,7 +538,7 @@ func TestSnapshotFormat1IsRestoredThenRewritten(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := memory.WriteSnapshotV1(f.path, h, key.AEAD, images, nil); err != nil {
+	if err := write(f.path, h, key.AEAD, images, nil); err != nil {
 		t.Fatal(err)
 	}
 	want := imagesOf(t, f.store)
@@ -535,21 +546,21 @@ func TestSnapshotFormat1IsRestoredThenRewritten(t *testing.T) {
 	f.store = memory.New()
 	s := f.snapshotter()
 	if ok, err := s.Load(f.ctx); err != nil || !ok {
-		t.Fatalf("Load of a format 1 snapshot = %v, %v", ok, err)
+		t.Fatalf("Load of a format %d snapshot = %v, %v", format, ok, err)
 	}
 	if got := imagesOf(t, f.store); !reflect.DeepEqual(got, want) {
-		t.Fatal("format 1 snapshot restored different read models")
+		t.Fatalf("format %d snapshot restored different read models", format)
 	}
 	ctx, cancel := context.WithCancel(f.ctx)
 	done := make(chan error, 1)
 	go func() { done <- s.Run(ctx, time.Hour, true, func(context.Context) error { return nil }) }()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		if h, err := memory.ReadSnapshotHeader(f.path); err == nil && h.Version == 2 {
+		if h, err := memory.ReadSnapshotHeader(f.path); err == nil && h.Version == 3 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("the format 1 snapshot was not replaced by a format 2 one")
+			t.Fatalf("the format %d snapshot was not replaced by a format 3 one", format)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -558,7 +569,7 @@ func TestSnapshotFormat1IsRestoredThenRewritten(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := f.keys.Lookup(f.ctx, h.KeySubject); err == nil {
-		t.Error("the format 1 snapshot's key outlived its replacement")
+		t.Errorf("the format %d snapshot's key outlived its replacement", format)
 	}
 	f.store = memory.New()
 	if ok, err := f.snapshotter().Load(f.ctx); err != nil || !ok {
