@@ -272,6 +272,7 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 
 	// The phases of a start are logged with their durations (see "node
 	// opened"): what an operator waits for after a restart.
+	defer startupGC(cfg)()
 	began := time.Now()
 	phases := []any{}
 	phase := func(name string, since time.Time) time.Time {

@@ -85,7 +85,13 @@ func (s *Store) Image(ctx context.Context, f projections.Family) (FamilyImage, e
 		// never change a pointee, and the image is only read.
 		im.Users, im.Groups, im.Members = sortedValues(s.users), sortedValues(s.groups), sortedValues(s.members)
 	case projections.FamilyDeliveries:
-		im.Deliveries = sortedValues(s.deliveries)
+		// In feed order (cursor, then id: a total order, so equal read
+		// models still give equal images), which a restore needs: each
+		// delivery then lands at the end of the feed indexes.
+		im.Deliveries = make([]projections.Delivery, 0, len(s.feed))
+		for _, k := range s.feed {
+			im.Deliveries = append(im.Deliveries, s.deliveries[k.id])
+		}
 		for _, list := range sortedValues(s.attempts) {
 			im.Attempts = append(im.Attempts, list...)
 		}
@@ -144,23 +150,28 @@ func (s *Store) Restore(ctx context.Context, im FamilyImage) (err error) {
 	}
 	// Deliveries go in feed order, so each lands at the end of the feed
 	// indexes (an append) instead of in their middle: in key order a
-	// restore of n deliveries moved O(n²) bytes.
+	// restore of n deliveries moved O(n²) bytes. Images of format 3 are
+	// written in that order already; older ones (key order) are sorted.
 	deliveries := make([]*projections.Delivery, len(im.Deliveries))
 	for i := range im.Deliveries {
 		deliveries[i] = &im.Deliveries[i]
 	}
-	slices.SortFunc(deliveries, func(a, b *projections.Delivery) int { return compareFeed(feedKeyOf(*a), feedKeyOf(*b)) })
+	byFeed := func(a, b *projections.Delivery) int { return compareFeed(feedKeyOf(*a), feedKeyOf(*b)) }
+	if !slices.IsSortedFunc(deliveries, byFeed) {
+		slices.SortFunc(deliveries, byFeed)
+	}
 	// Tables whose writes keep disjoint maps are restored concurrently:
 	// users (users, byChannel, byPhone), groups (groups, userGroups) and
-	// members (members, userMembers, liveCount); the other families'
-	// tables share indexes and go one after the other.
+	// members (members, userMembers, liveCount), attempts (attempts); the
+	// other tables share indexes and go one after the other.
 	lanes := [][]func() error{
 		{run(len(im.Users), func(t *tx, i int) error { return t.PutUser(ctx, im.Users[i]) })},
 		{run(len(im.Groups), func(t *tx, i int) error { return t.PutGroup(ctx, im.Groups[i]) })},
 		{run(len(im.Members), func(t *tx, i int) error { return t.PutMember(ctx, im.Members[i]) })},
+		// Attempts keep a map of their own (attempts by delivery).
+		{run(len(im.Attempts), func(t *tx, i int) error { return t.AddAttempt(ctx, im.Attempts[i]) })},
 		{
 			run(len(deliveries), func(t *tx, i int) error { return t.PutDelivery(ctx, *deliveries[i]) }),
-			run(len(im.Attempts), func(t *tx, i int) error { return t.AddAttempt(ctx, im.Attempts[i]) }),
 			run(len(im.Reports), func(t *tx, i int) error { return t.PutReport(ctx, im.Reports[i]) }),
 			run(len(im.Goods), func(t *tx, i int) error { return t.PutGoods(ctx, im.Goods[i]) }),
 			run(len(im.Orders), func(t *tx, i int) error { return t.PutOrder(ctx, im.Orders[i]) }),

@@ -1,6 +1,8 @@
 package memory
 
 import (
+	"bytes"
+	"encoding/gob"
 	"fmt"
 	"reflect"
 	"testing"
@@ -124,4 +126,47 @@ func FuzzRowCodec(f *testing.F) {
 			t.Fatalf("rows changed on a second round trip")
 		}
 	})
+}
+
+// BenchmarkSectionDecode decodes one full section (sectionRows rows) of
+// each big table in format 2 (gob) and format 3 (the row codec), in the
+// same run: compare ns/op and allocs/op between the two.
+func BenchmarkSectionDecode(b *testing.B) {
+	for _, fi := range []int{0, 1, 2, 3} { // users, groups, members, deliveries
+		var im FamilyImage
+		rows := reflect.ValueOf(&im).Elem().Field(2 + fi)
+		s := reflect.MakeSlice(rows.Type(), sectionRows, sectionRows)
+		for i := 0; i < sectionRows; i++ {
+			fill(s.Index(i), i+1)
+		}
+		rows.Set(s)
+		f := imageFields[fi]
+		name := rows.Type().Elem().Name()
+		gobBody := &bytes.Buffer{}
+		if err := gob.NewEncoder(gobBody).Encode(s.Interface()); err != nil {
+			b.Fatal(err)
+		}
+		codecBody := &sectionBuffer{}
+		if err := f.encode(codecBody, &im, 0, sectionRows); err != nil {
+			b.Fatal(err)
+		}
+		b.Run(name+"/gob", func(b *testing.B) {
+			b.SetBytes(int64(gobBody.Len()))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := f.decodeGob(gobBody.Bytes()); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(name+"/codec", func(b *testing.B) {
+			b.SetBytes(int64(len(codecBody.b)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := f.decode(codecBody.b); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }
