@@ -92,12 +92,13 @@ type startFigures struct {
 // client can before and while the first snapshot is written, until the
 // log says it was written. It stops the process with SIGTERM.
 func measureStart(t *testing.T, bin, dir string, built bigLogApp, snapshots string, waitSnapshot bool) startFigures {
-	return measureStartStop(t, bin, dir, built, snapshots, waitSnapshot, syscall.SIGTERM)
+	return measureStartStop(t, bin, dir, built, snapshots, waitSnapshot, syscall.SIGTERM, 0)
 }
 
 // measureStartStop is measureStart ending the process with stop
-// (SIGKILL for a throwaway copy of a directory: no snapshot at the stop).
-func measureStartStop(t *testing.T, bin, dir string, built bigLogApp, snapshots string, waitSnapshot bool, stop syscall.Signal) startFigures {
+// (SIGKILL for a throwaway copy of a directory: no snapshot at the stop),
+// after serving for linger past the measurement.
+func measureStartStop(t *testing.T, bin, dir string, built bigLogApp, snapshots string, waitSnapshot bool, stop syscall.Signal, linger time.Duration) startFigures {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -166,6 +167,7 @@ func measureStartStop(t *testing.T, bin, dir string, built bigLogApp, snapshots 
 	}
 	f.rss = rssOf(t, cmd.Process.Pid)
 	f.cpu = cpuOf(t, cmd.Process.Pid)
+	time.Sleep(linger)
 	if waitSnapshot {
 		// Reads are counted from the first 200 until the write is done, then for 3 s after.
 		from, n := time.Now(), 0
@@ -297,6 +299,18 @@ func TestMeasureRestart(t *testing.T) {
 	for i, b := range bins {
 		golden[b] = os.Getenv(fmt.Sprintf("PLATFORM_BIGLOG_GOLDEN_%d", i))
 	}
+	// With PLATFORM_STARTUP_KILL9 (a duration, goldens required), each
+	// measured start follows a crash: the binary first starts on the
+	// fresh copy, serves for that long after its first 200 (the webhook
+	// dispatcher appends meanwhile, so the log has a tail past the
+	// snapshot and no freelist), and is killed with SIGKILL.
+	var crashAfter time.Duration
+	if v := os.Getenv("PLATFORM_STARTUP_KILL9"); v != "" {
+		var err error
+		if crashAfter, err = time.ParseDuration(v); err != nil {
+			t.Fatal(err)
+		}
+	}
 	got := map[string][]startFigures{}
 	for i := 0; i < runs; i++ {
 		for _, b := range bins {
@@ -304,12 +318,15 @@ func TestMeasureRestart(t *testing.T) {
 			if g := golden[b]; g != "" {
 				runDir = filepath.Join(t.TempDir(), "data")
 				copyDir(t, g, runDir)
+				if crashAfter > 0 {
+					measureStartStop(t, b, runDir, built, "", false, syscall.SIGKILL, crashAfter)
+				}
 			}
 			stop := syscall.SIGTERM
 			if runDir != dir {
 				stop = syscall.SIGKILL
 			}
-			f := measureStartStop(t, b, runDir, built, "", false, stop)
+			f := measureStartStop(t, b, runDir, built, "", false, stop, 0)
 			got[b] = append(got[b], f)
 			t.Logf("%s run %d: /readyz 200 after %s, user snapshot 200 after %s, CPU %s, RSS %d MB",
 				b, i+1, f.readyz.Round(time.Millisecond), f.ready.Round(time.Millisecond), f.cpu, f.rss>>20)
