@@ -171,7 +171,12 @@ func (s *Store) Restore(ctx context.Context, im FamilyImage) (err error) {
 		// Attempts keep a map of their own (attempts by delivery).
 		{run(len(im.Attempts), func(t *tx, i int) error { return t.AddAttempt(ctx, im.Attempts[i]) })},
 		{
-			run(len(deliveries), func(t *tx, i int) error { return t.PutDelivery(ctx, *deliveries[i]) }),
+			func() error {
+				if err := s.restoreDeliveries(deliveries); err != nil {
+					return fmt.Errorf("restore %s: %w", im.Family, err)
+				}
+				return nil
+			},
 			run(len(im.Reports), func(t *tx, i int) error { return t.PutReport(ctx, im.Reports[i]) }),
 			run(len(im.Goods), func(t *tx, i int) error { return t.PutGoods(ctx, im.Goods[i]) }),
 			run(len(im.Orders), func(t *tx, i int) error { return t.PutOrder(ctx, im.Orders[i]) }),
@@ -243,5 +248,6 @@ func (s *Store) presize(im FamilyImage) {
 		s.attempts = make(map[string][]projections.Attempt, min(n, len(im.Attempts)))
 		s.sourceRefs = make(map[events.Position]int, n)
 		s.feed = make([]feedKey, 0, n)
+		s.subjects = make(map[string]map[string]bool, n/4)
 	}
 }
