@@ -1,0 +1,85 @@
+package memory
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/healthtech/partner-open-platform/events"
+	"github.com/healthtech/partner-open-platform/projections"
+)
+
+// A restore builds the deliveries' indexes directly (restoreDeliveries);
+// they must be what the projector's puts built in the store the image was
+// taken from: the rows, both feeds, status counts, source positions and
+// their counts, the subjects' deliveries and the due queue's contents.
+func TestRestoreDeliveriesBuildsTheSameIndexes(t *testing.T) {
+	ctx := context.Background()
+	src := New()
+	at := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	statuses := []string{"pending", "retrying", "delivered", "dead_letter"}
+	if err := src.UpdateDeliveries(ctx, "deliveries", events.Position{Commit: 1, Prepare: 1}, func(tx projections.DeliveryTx) error {
+		for i := 500; i >= 1; i-- { // not in feed order
+			next := at.Add(time.Duration(i%7) * time.Minute)
+			d := projections.Delivery{DeliveryID: fmt.Sprintf("d%04d", (i*37)%1000), AppID: int64(1 + i%4), EndpointID: int64(i % 2),
+				EventType: "user.registered", SourceEventID: fmt.Sprint("e", i/3),
+				SourcePosition: events.Position{Commit: uint64(10 + i/3), Prepare: uint64(10 + i/3)}, // three deliveries per source
+				Cursor:         events.Position{Commit: uint64(2000 + (i*53)%997), Prepare: uint64(2000 + (i*53)%997)},
+				Body:           []byte(`{}`), Status: statuses[i%4], CreatedAt: at, UpdatedAt: at}
+			if i%5 != 0 {
+				d.Subject = fmt.Sprint("user-", i%40)
+			}
+			if i%3 != 0 {
+				d.NextAttemptAt = &next
+			}
+			if err := tx.PutDelivery(ctx, d); err != nil {
+				return err
+			}
+			if i%4 == 1 {
+				if err := tx.AddAttempt(ctx, projections.Attempt{DeliveryID: d.DeliveryID, Attempt: 1, At: at, Outcome: "retry"}); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	im, err := src.Image(ctx, projections.FamilyDeliveries)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst := New()
+	if err := dst.Restore(ctx, im); err != nil {
+		t.Fatal(err)
+	}
+	a, b := src.deliveryIndexes, dst.deliveryIndexes
+	for name, pair := range map[string][2]any{
+		"rows": {a.deliveries, b.deliveries}, "attempts": {a.attempts, b.attempts}, "feed": {a.feed, b.feed},
+		"app feeds": {a.appFeed, b.appFeed}, "statuses": {a.statuses, b.statuses}, "sources": {a.sources, b.sources},
+		"source counts": {a.sourceRefs, b.sourceRefs}, "subjects": {a.subjects, b.subjects},
+	} {
+		if !reflect.DeepEqual(pair[0], pair[1]) {
+			t.Errorf("%s differ after the restore", name)
+		}
+	}
+	due := func(h dueHeap) []dueKey {
+		keys := slices.Clone(h.keys)
+		slices.SortFunc(keys, compareDue)
+		for i, k := range h.keys {
+			if h.at[k.id] != i {
+				t.Fatalf("due heap: %s is at %d, its index says %d", k.id, i, h.at[k.id])
+			}
+		}
+		return keys
+	}
+	if got, want := due(b.due), due(a.due); !reflect.DeepEqual(got, want) || len(want) == 0 {
+		t.Errorf("due queue differs after the restore: %d keys, want %d", len(got), len(want))
+	}
+	if len(a.feed) < 400 || len(a.subjects) == 0 || len(a.sources) == 0 {
+		t.Fatalf("fixture too small: %d deliveries, %d subjects, %d sources", len(a.feed), len(a.subjects), len(a.sources))
+	}
+}
