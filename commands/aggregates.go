@@ -25,9 +25,11 @@ type aggregate[S any] interface {
 }
 
 // aggregateCache keeps the loaded state of recently used streams, bounded
-// (least recently used goes first). It is only ever advanced by events read
-// back from the store, never by a decision's own payloads, so a failed or
-// conflicting append leaves it exactly as the store says; and every load
+// (least recently used goes first). It is only ever advanced by events as
+// the store holds them, never by a decision's own payloads: read back, or
+// (appendAfter) the very bytes an append just wrote right after the cached
+// version, decoded as a read would decode them; so a failed or conflicting
+// append leaves it exactly as the store says; and every load
 // reads the stream after the cached version, so another node's or an
 // earlier process's appends are always seen before a decision.
 type aggregateCache[S aggregate[S]] struct {
@@ -122,6 +124,49 @@ func (c *aggregateCache[S]) load(ctx context.Context, s streams, stream string) 
 		e.pos = r.Position
 	}
 	return e.state.clone(), e.version, e.pos, nil
+}
+
+// appendAfter appends the payloads after version (as streams.append does)
+// and, when they landed right after the cached version, advances the cached
+// state by decoding the appended events from the bytes written, so the next
+// command on the stream reads and decrypts nothing of its own writes. Only
+// for aggregates whose apply reads nothing but the payload (the events'
+// Created time is not known here).
+func (c *aggregateCache[S]) appendAfter(ctx context.Context, s streams, stream string, version uint64, meta Meta, ps ...events.Payload) (events.AppendResult, error) {
+	evs, err := s.encode(meta, ps...)
+	if err != nil {
+		return events.AppendResult{}, err
+	}
+	res, err := s.store.Append(ctx, stream, events.AfterVersion(version), evs...)
+	if err != nil || c == nil || c.max <= 0 || res.Revision != version+uint64(len(evs))-1 {
+		return res, err
+	}
+	c.mu.Lock()
+	el, ok := c.entries[stream]
+	c.mu.Unlock()
+	if !ok {
+		return res, nil
+	}
+	e := el.Value.(*cachedAggregate[S])
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.version != version {
+		return res, nil // another command's load moved it: it is as the store says
+	}
+	envs := make([]events.Envelope, len(evs))
+	for i, ev := range evs {
+		env, err := s.reg.Decode(events.Recorded{ID: ev.ID, Stream: stream, Type: ev.Type, Revision: version + uint64(i), Data: ev.Data, Meta: ev.Meta})
+		if err != nil {
+			return res, nil // the next load reads them back instead
+		}
+		envs[i] = env
+	}
+	for _, env := range envs {
+		e.state.apply(env)
+	}
+	e.version += uint64(len(evs))
+	e.pos = res.Position
+	return res, nil
 }
 
 func (c *aggregateCache[S]) freshOrZero() S {

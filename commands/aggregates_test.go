@@ -2,8 +2,10 @@ package commands
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -322,4 +324,95 @@ func TestForgetDropsOneCachedUser(t *testing.T) {
 	if n := u.loaded.len(); n != 1 {
 		t.Fatalf("%d users cached after Forget, want 1", n)
 	}
+}
+
+// readCounter counts the events ReadStream returns.
+type readCounter struct {
+	events.Store
+	mu   sync.Mutex
+	read int
+}
+
+func (r *readCounter) ReadStream(ctx context.Context, stream string, from uint64, limit int) ([]events.Recorded, error) {
+	recs, err := r.Store.ReadStream(ctx, stream, from, limit)
+	r.mu.Lock()
+	r.read += len(recs)
+	r.mu.Unlock()
+	return recs, err
+}
+
+func (r *readCounter) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.read
+}
+
+// A command's own append advances the cached user from the bytes it wrote:
+// the next command on the user reads none of them back, and the cached
+// state is exactly the fold of the stream as the store holds it.
+func TestOwnAppendsAdvanceTheCacheAsTheStoreHoldsThem(t *testing.T) {
+	eventStores(t, func(t *testing.T, inner events.Store) {
+		store := &readCounter{Store: inner}
+		reg := catalog.Registry()
+		u := NewUsers(store, reg, NewAllocator(store, reg, 5), time.Now, time.UTC)
+		id := registerOne(t, u, "own-"+time.Now().Format("150405.000000000"))
+		if _, err := u.UpdateProfile(ctx, 1, id, ProfilePatch{Nickname: domain.Val("one")}, Meta{}); err != nil {
+			t.Fatal(err) // loads the user once
+		}
+		before := store.count()
+		m, err := u.UpsertMember(ctx, 1, id, MemberInput{AppUserID: "m1", AppGroupID: 7, Name: "Han", Relationship: "FATHER"}, Meta{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := u.UpsertMember(ctx, 1, id, MemberInput{AppUserID: "m1", AppGroupID: 7, Name: "Han Mei", Relationship: "FATHER"}, Meta{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := u.UpdateProfile(ctx, 1, id, ProfilePatch{Nickname: domain.Val("two")}, Meta{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := u.DeleteMember(ctx, 1, id, m.MemberID, Meta{}); err != nil {
+			t.Fatal(err)
+		}
+		if got := store.count() - before; got != 0 {
+			t.Fatalf("%d events of the user's own appends read back, want 0", got)
+		}
+		// Setting "two" again decides nothing only if the cache has it.
+		recs, err := inner.ReadStream(ctx, domain.UserStream(id), 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pos, err := u.UpdateProfile(ctx, 1, id, ProfilePatch{Nickname: domain.Val("two")}, Meta{})
+		if err != nil || pos != recs[len(recs)-1].Position {
+			t.Fatalf("unchanged patch: %v at %v, want nothing appended (stream ends at %v)", err, pos, recs[len(recs)-1].Position)
+		}
+		cached, version, _, err := u.loaded.load(ctx, u.streams, domain.UserStream(id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		folded := newUserState()
+		n, _, err := (streams{inner, reg}).load(ctx, domain.UserStream(id), folded.apply)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if version != n || !reflect.DeepEqual(cached, folded) {
+			t.Fatalf("cached user at version %d:\n%+v\nthe stream's fold at %d:\n%+v", version, deref(cached), n, deref(folded))
+		}
+	})
+}
+
+// deref spells a user's state out, pointers followed, for a failure
+// message.
+func deref(s *userState) string {
+	members := map[int64]catalog.Member{}
+	for id, m := range s.members {
+		members[id] = *m
+	}
+	groups := map[int64]groupState{}
+	for id, g := range s.groups {
+		groups[id] = *g
+	}
+	profile, _ := json.Marshal(s.profile)
+	ms, _ := json.Marshal(members)
+	return fmt.Sprintf("registered=%v erased=%v app=%d user=%d channel=%s profile=%s groups=%+v active=%v members=%s byApp=%v",
+		s.registered, s.erased, s.appID, s.openUserID, s.channelUserID, profile, groups, s.activeGroups, ms, s.memberByApp)
 }

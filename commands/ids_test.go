@@ -2,6 +2,7 @@ package commands
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"sync"
@@ -168,5 +169,147 @@ func TestGrowingAllocatorsNeverShareAnID(t *testing.T) {
 	wg.Wait()
 	if len(seen) != 8*200 {
 		t.Fatalf("%d distinct ids, want %d", len(seen), 8*200)
+	}
+}
+
+// gateStore counts the appends to id streams and, while shut, fails them.
+type gateStore struct {
+	events.Store
+	mu      sync.Mutex
+	appends int
+	shut    bool
+}
+
+func (s *gateStore) Append(ctx context.Context, stream string, expected events.ExpectedRevision, evs ...events.Proposed) (events.AppendResult, error) {
+	s.mu.Lock()
+	shut := s.shut
+	s.appends++
+	s.mu.Unlock()
+	if shut {
+		return events.AppendResult{}, errors.New("the log is shut")
+	}
+	return s.Store.Append(ctx, stream, expected, evs...)
+}
+
+func (s *gateStore) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.appends
+}
+
+// With ReserveAhead the next block is reserved once half of the current
+// one is handed out, so the writer that uses the block up takes the next
+// one without an append; a failed reservation ahead is retried by that
+// writer, who gets its error.
+func TestReserveAheadHandsOutTheNextBlockWithoutWaiting(t *testing.T) {
+	store := &gateStore{Store: memory.New()}
+	a := NewAllocator(store, catalog.Registry(), 4).ReserveAhead()
+	for want := int64(1); want <= 3; want++ { // the second starts the reservation of 5-8
+		if id, err := a.Next(ctx, KindUser); err != nil || id != want {
+			t.Fatalf("id %d (%v), want %d", id, err, want)
+		}
+	}
+	for i := 0; store.count() < 2; i++ { // bounded: the reservation is one append
+		if i == 1000 {
+			t.Fatal("the next block was not reserved ahead")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	// Wait for the background reservation to finish before shutting the log.
+	a.mu.Lock()
+	seq := a.kinds[KindUser]
+	a.mu.Unlock()
+	seq.mu.Lock()
+	wait := seq.fetching
+	seq.mu.Unlock()
+	if wait != nil {
+		<-wait
+	}
+	store.mu.Lock()
+	store.shut = true
+	store.mu.Unlock()
+	for want := int64(4); want <= 6; want++ { // 4, then 5 and 6 from the block reserved ahead
+		if id, err := a.Next(ctx, KindUser); err != nil || id != want {
+			t.Fatalf("id %d (%v) with the log shut, want %d without an append", id, err, want)
+		}
+	}
+	// 6 started a reservation of 9-12, which failed on the shut log: the
+	// writer who uses 8 up reserves itself and gets the error.
+	for i := 0; ; i++ {
+		seq.mu.Lock()
+		done := seq.fetching == nil
+		seq.mu.Unlock()
+		if done {
+			break
+		}
+		if i == 1000 {
+			t.Fatal("the reservation ahead never ended")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	for want := int64(7); want <= 8; want++ {
+		if id, err := a.Next(ctx, KindUser); err != nil || id != want {
+			t.Fatalf("id %d (%v), want %d", id, err, want)
+		}
+	}
+	if _, err := a.Next(ctx, KindUser); err == nil || !strings.Contains(err.Error(), "shut") {
+		t.Fatalf("after the failed reservation ahead: %v, want the log's error", err)
+	}
+	store.mu.Lock()
+	store.shut = false
+	store.mu.Unlock()
+	if id, err := a.Next(ctx, KindUser); err != nil || id != 9 {
+		t.Fatalf("id %d (%v) once the log is back, want 9", id, err)
+	}
+}
+
+// Many writers on allocators that reserve ahead (two nodes sharing a log)
+// never get the same id, and every id they get lies in a reserved block.
+func TestReservingAheadNeverSharesAnID(t *testing.T) {
+	store := memory.New()
+	nodes := []*Allocator{NewAllocator(store, catalog.Registry(), 3).Grow(8).ReserveAhead(), NewAllocator(store, catalog.Registry(), 3).Grow(8).ReserveAhead()}
+	var mu sync.Mutex
+	seen := map[int64]bool{}
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 200 {
+				id, err := nodes[w%2].Next(ctx, KindMember)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				if seen[id] {
+					t.Errorf("id %d handed out twice", id)
+				}
+				seen[id] = true
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if len(seen) != 8*200 {
+		t.Fatalf("%d distinct ids, want %d", len(seen), 8*200)
+	}
+	recs, err := store.ReadStream(ctx, domain.IDStream(KindMember), 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id := range seen {
+		in := false
+		for _, r := range recs {
+			env, err := catalog.Registry().Decode(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b := env.Payload.(*catalog.IDBlockReserved)
+			in = in || (id >= b.First && id <= b.Last)
+		}
+		if !in {
+			t.Fatalf("id %d lies in no reserved block", id)
+		}
 	}
 }

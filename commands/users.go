@@ -714,7 +714,7 @@ func (u *Users) change(ctx context.Context, appID, openUserID int64, meta Meta, 
 		if len(ps) == 0 {
 			return pos, nil
 		}
-		res, err := u.append(ctx, domain.UserStream(openUserID), version, meta, ps...)
+		res, err := u.loaded.appendAfter(ctx, u.streams, domain.UserStream(openUserID), version, meta, ps...)
 		if events.IsConflict(err) {
 			continue
 		}

@@ -60,6 +60,11 @@ type Store struct {
 	// durable is the last sequence known to be on disk: ReadAll, ReadStream,
 	// Head and so subscriptions never go past it, whatever bbolt shows.
 	durable atomic.Uint64
+	// recent holds the last events committed, as written, so that the
+	// followers reading the tail of the log (every projection, the app
+	// directory, the dispatcher) copy them from memory instead of each
+	// opening a bbolt read transaction and decoding the records again.
+	recent recentRing
 	// beforePublish, when set (tests only), runs after a group's commit
 	// returned and before its events are published or acknowledged.
 	beforePublish func()
@@ -147,6 +152,7 @@ func Open(path string) (*Store, error) {
 	}
 	s := &Store{db: db, notify: feed.NewNotifier(), queue: make(chan *pending, maxGroup)}
 	s.durable.Store(last)
+	s.recent.reset(last + 1)
 	s.committer.Add(1)
 	go s.commitLoop()
 	return s, nil
@@ -250,8 +256,11 @@ func (s *Store) commit(group []*pending) {
 	now := time.Now().UTC()
 	wrote := false
 	var last uint64
+	var written []events.Recorded
 	err := s.db.Update(func(tx *bbolt.Tx) error {
+		written = written[:0]
 		b := open(tx)
+		b.written = &written
 		for _, p := range group {
 			p.res, p.err, p.wrote = make([]events.AppendResult, len(p.parts)), nil, false
 			if err := p.ctx.Err(); err != nil {
@@ -297,6 +306,7 @@ func (s *Store) commit(group []*pending) {
 	// Update returned, so bbolt's fdatasync of the meta page did too: only
 	// now may readers, the appenders and subscribers learn of the group.
 	if wrote && !failed {
+		s.recent.push(written)
 		s.durable.Store(last)
 	}
 	for _, p := range group {
@@ -355,9 +365,12 @@ func (s *Store) ReadAll(ctx context.Context, after events.Position, limit int) (
 	if after.Prepare < after.Commit {
 		start = after.Commit
 	}
+	durable := s.durable.Load()
+	if out, ok := s.recent.read(start, durable, limit); ok {
+		return out, nil
+	}
 	out := []events.Recorded{}
 	err := s.db.View(func(tx *bbolt.Tx) error {
-		durable := s.durable.Load()
 		c := tx.Bucket(bucketLog).Cursor()
 		for k, v := c.Seek(be(start)); k != nil; k, v = c.Next() {
 			if limit > 0 && len(out) == limit {
@@ -448,6 +461,7 @@ func (s *Store) wrap(op string, err error) error {
 // buckets is one transaction's view of the four buckets.
 type buckets struct {
 	log, streams, revs, ids *bbolt.Bucket
+	written                 *[]events.Recorded // the commit's records, in order
 }
 
 func open(tx *bbolt.Tx) buckets {
@@ -503,8 +517,15 @@ func (b buckets) write(stream string, count uint64, evs []events.Proposed, now t
 		rev := count + uint64(i)
 		key := be(seq)
 		rec := events.Recorded{ID: ev.ID, Stream: stream, Type: ev.Type, Revision: rev, Created: now, Data: ev.Data, Meta: ev.Meta}
-		if err := b.log.Put(key, encode(rec)); err != nil {
+		v, data, meta := encodeParts(rec)
+		if err := b.log.Put(key, v); err != nil {
 			return res, err
+		}
+		if b.written != nil {
+			// Kept as written: the bytes are the encoded value's, which
+			// nothing writes to once it is put (readers get copies).
+			rec.Data, rec.Meta, rec.Position = data, meta, events.Position{Commit: seq, Prepare: seq}
+			*b.written = append(*b.written, rec)
 		}
 		if err := b.revs.Put(revKey(prefix, rev), key); err != nil {
 			return res, err

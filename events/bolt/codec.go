@@ -17,8 +17,15 @@ const recordV1 = 1
 // (unix nanoseconds), data, meta; strings and bytes are uvarint
 // length-prefixed. The position is the record's key, so it is not stored.
 func encode(r events.Recorded) []byte {
+	b, _, _ := encodeParts(r)
+	return b
+}
+
+// encodeParts is encode, also returning the data and meta as they lie in
+// the encoded value (capacity clipped; nil when empty, as decode has them).
+func encodeParts(r events.Recorded) (b, data, meta []byte) {
 	n := 1 + 6*binary.MaxVarintLen64 + len(r.Stream) + len(r.ID) + len(r.Type) + len(r.Data) + len(r.Meta)
-	b := make([]byte, 0, n)
+	b = make([]byte, 0, n)
 	b = append(b, recordV1)
 	b = appendBytes(b, []byte(r.Stream))
 	b = binary.AppendUvarint(b, r.Revision)
@@ -26,7 +33,14 @@ func encode(r events.Recorded) []byte {
 	b = appendBytes(b, []byte(r.Type))
 	b = binary.AppendVarint(b, r.Created.UnixNano())
 	b = appendBytes(b, r.Data)
-	return appendBytes(b, r.Meta)
+	if len(r.Data) > 0 {
+		data = b[len(b)-len(r.Data) : len(b) : len(b)]
+	}
+	b = appendBytes(b, r.Meta)
+	if len(r.Meta) > 0 {
+		meta = b[len(b)-len(r.Meta) : len(b) : len(b)]
+	}
+	return b, data, meta
 }
 
 func appendBytes(b, v []byte) []byte {

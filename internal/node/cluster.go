@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -17,6 +18,7 @@ import (
 	ratelimitpg "github.com/healthtech/partner-open-platform/internal/ratelimit/postgres"
 	"github.com/healthtech/partner-open-platform/projections"
 	noncebolt "github.com/healthtech/partner-open-platform/projections/bolt"
+	noncefile "github.com/healthtech/partner-open-platform/projections/filelog"
 	"github.com/healthtech/partner-open-platform/queryapi"
 )
 
@@ -41,15 +43,20 @@ func (n *Node) follower(cfg Config, run *projections.Runner) *follower {
 }
 
 // openNonces picks the replay guard: the Postgres read-model store (shared
-// by every node) or, embedded, a file in the data directory.
+// by every node) or, embedded, an append-only file in the data directory
+// (entries of the bbolt file of earlier releases are carried over once).
 func (n *Node) openNonces(cfg Config) (projections.NonceStore, error) {
 	if cfg.PostgresURL != "" {
 		n.adapter("replay guard", "Postgres (shared by every node)")
 		return n.ReadModel, nil
 	}
-	path := filepath.Join(cfg.DataDir, "nonces.db")
-	s, err := noncebolt.Open(path)
+	path := filepath.Join(cfg.DataDir, "nonces.log")
+	s, err := noncefile.Open(path)
 	if err != nil {
+		return nil, fmt.Errorf("replay guard: %w", err)
+	}
+	if err := importBoltNonces(filepath.Join(cfg.DataDir, "nonces.db"), s); err != nil {
+		s.Close()
 		return nil, fmt.Errorf("replay guard: %w", err)
 	}
 	n.closers = append(n.closers, s.Close)
@@ -58,6 +65,28 @@ func (n *Node) openNonces(cfg Config) (projections.NonceStore, error) {
 		n.log.Warn("nonces and rate limits are kept per node: set PLATFORM_POSTGRES_URL so that every node sharing the event store shares them")
 	}
 	return s, nil
+}
+
+// importBoltNonces moves the entries of an earlier release's bbolt nonce
+// file into s, then removes that file, so an upgrade inside the timestamp
+// window refuses what the old file refused. A crash before the removal
+// imports again at the next start (Restore keeps what is held).
+func importBoltNonces(old string, s *noncefile.Nonces) error {
+	if _, err := os.Stat(old); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	b, err := noncebolt.Open(old)
+	if err != nil {
+		return fmt.Errorf("import %s: %w", old, err)
+	}
+	err = b.Each(s.Restore)
+	if err = errors.Join(err, b.Close()); err != nil {
+		return fmt.Errorf("import %s: %w", old, err)
+	}
+	if err := s.Sync(); err != nil {
+		return fmt.Errorf("import %s: %w", old, err)
+	}
+	return os.Remove(old)
 }
 
 // adapter records and logs the adapter serving a port.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/healthtech/partner-open-platform/internal/node"
 	"github.com/healthtech/partner-open-platform/internal/pgtest"
+	noncebolt "github.com/healthtech/partner-open-platform/projections/bolt"
 )
 
 // twoNodes opens two nodes on one Postgres event store and one Postgres
@@ -198,6 +199,40 @@ func TestEmbeddedReplayGuardSurvivesRestart(t *testing.T) {
 		replay.Header.Set(h, write.Header.Get(h))
 	}
 	expectCode(t, "scheme M signature replayed on another route after a restart", p.send(replay), http.StatusUnauthorized, "HTTP_401")
+}
+
+// An embedded node upgraded from a release that kept nonces in bbolt
+// (data/nonces.db) refuses the nonces that file held, and removes it once
+// they are carried over to data/nonces.log.
+func TestEmbeddedReplayGuardKeepsTheBoltFilesNonces(t *testing.T) {
+	cfg := node.Config{DataDir: t.TempDir()}
+	p := start(t, cfg)
+	a := p.createApp("partner")
+	p.stop()
+	if err := os.Remove(filepath.Join(cfg.DataDir, "nonces.log")); err != nil {
+		t.Fatal(err)
+	}
+	old, err := noncebolt.Open(filepath.Join(cfg.DataDir, "nonces.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	nonce, now := freshNonce(), time.Now()
+	if fresh, err := old.Use(t.Context(), fmt.Sprint("h:", a.ID), "n:"+nonce, now.Add(5*time.Minute)); err != nil || !fresh {
+		t.Fatalf("use in the old file: %v, %v", fresh, err)
+	}
+	if err := old.Close(); err != nil {
+		t.Fatal(err)
+	}
+	p = start(t, cfg)
+	a.p = p
+	res := p.send(a.requestH("GET", "/open/v1/health-reports/77", nil, nonce, now))
+	expectCode(t, "scheme H nonce of the old file replayed after the upgrade", res, http.StatusUnauthorized, "INVALID_SIGNATURE")
+	if res := p.send(a.requestH("GET", "/open/v1/health-reports/77", nil, freshNonce(), now)); res.Status != http.StatusNotFound {
+		t.Fatalf("a fresh nonce after the upgrade: %d %s", res.Status, res.Raw)
+	}
+	if _, err := os.Stat(filepath.Join(cfg.DataDir, "nonces.db")); !os.IsNotExist(err) {
+		t.Fatalf("the old nonce file is still there after its import: %v", err)
+	}
 }
 
 // Nodes sharing a database must share the operator token: a node that

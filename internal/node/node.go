@@ -379,7 +379,7 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		families = append(families, run)
 	}
 	deliveriesRunner := n.Families[projections.FamilyDeliveries]
-	ids := commands.NewAllocator(n.Events, n.Registry, cfg.IDBlockSize).Grow(16)
+	ids := commands.NewAllocator(n.Events, n.Registry, cfg.IDBlockSize).Grow(16).ReserveAhead()
 	pluginCmds := commands.NewPlugin(n.Events, n.Registry, ids, cfg.Now, phoneDirectory{n.ReadModel})
 	analyzerJournal := projections.NewJournal(&commands.Analyzer{Plugin: pluginCmds}, n.Events, n.Registry)
 	analyzerJournal.CheckpointOnly = true

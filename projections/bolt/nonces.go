@@ -270,3 +270,18 @@ func (n *Nonces) Len() (int, error) {
 	})
 	return count, err
 }
+
+// Each calls fn with every entry of the file (its key as
+// filelog.EntryKey makes it, its expiry and value), so that a node moving
+// to the append-only nonce file (projections/filelog) keeps refusing what
+// this file refused.
+func (n *Nonces) Each(fn func(key string, expires time.Time, value string) error) error {
+	return n.db.View(func(tx *bbolt.Tx) error {
+		return tx.Bucket(entriesBucket).ForEach(func(k, v []byte) error {
+			if len(v) < 8 {
+				return fmt.Errorf("projections/bolt: malformed entry of %d bytes", len(v))
+			}
+			return fn(string(k), time.UnixMicro(int64(binary.BigEndian.Uint64(v))), string(v[8:]))
+		})
+	})
+}

@@ -12,7 +12,7 @@ import (
 )
 
 // NonceStore is a replay guard under test on its own (an embedded node's
-// file, projections/bolt): the nonce port, Reset (which must leave
+// file, projections/filelog): the nonce port, Reset (which must leave
 // nonces) and Close.
 type NonceStore interface {
 	projections.NonceStore

@@ -1,0 +1,95 @@
+package bolt
+
+import (
+	"sync"
+
+	"github.com/healthtech/partner-open-platform/events"
+)
+
+// recentSize is how many of the last committed events the store keeps in
+// memory for ReadAll: a follower less than this far behind the head reads
+// from memory; one further behind (catching up at start) reads bbolt.
+const recentSize = 8192
+
+// recentRing holds the events of sequences [first, next), at most
+// recentSize of them, in a ring indexed by sequence. Sequences are
+// contiguous: bbolt's NextSequence rolls back with a failed commit.
+type recentRing struct {
+	mu          sync.RWMutex
+	recs        []events.Recorded
+	first, next uint64
+}
+
+// reset empties the ring; the next event committed will be seq.
+func (r *recentRing) reset(seq uint64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.recs == nil {
+		r.recs = make([]events.Recorded, recentSize)
+	}
+	clear(r.recs)
+	r.first, r.next = seq, seq
+}
+
+// push adds a commit's events, which follow the ring's last one; anything
+// else (not expected) empties the ring, so ReadAll falls back to bbolt.
+func (r *recentRing) push(recs []events.Recorded) {
+	if len(recs) == 0 {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if recs[0].Position.Commit != r.next {
+		clear(r.recs)
+		r.first, r.next = recs[len(recs)-1].Position.Commit+1, recs[len(recs)-1].Position.Commit+1
+		return
+	}
+	for _, rec := range recs {
+		r.recs[rec.Position.Commit%recentSize] = rec
+		r.next = rec.Position.Commit + 1
+	}
+	if r.next-r.first > recentSize {
+		r.first = r.next - recentSize
+	}
+}
+
+// read returns copies of the events from sequence start up to durable (at
+// most limit when positive), with ok false when the ring does not hold
+// start (evicted, or never seen since Open): bbolt has it then. The bytes
+// of a page are copied into one allocation; the strings are shared, as
+// strings are immutable.
+func (r *recentRing) read(start, durable uint64, limit int) ([]events.Recorded, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if start < r.first || start > r.next {
+		return nil, false
+	}
+	end := min(durable+1, r.next) // exclusive
+	if end <= start {
+		return []events.Recorded{}, true
+	}
+	if limit > 0 && end-start > uint64(limit) {
+		end = start + uint64(limit)
+	}
+	out := make([]events.Recorded, 0, end-start)
+	size := 0
+	for seq := start; seq < end; seq++ {
+		rec := &r.recs[seq%recentSize]
+		size += len(rec.Data) + len(rec.Meta)
+	}
+	buf := make([]byte, 0, size)
+	take := func(b []byte) []byte {
+		if len(b) == 0 {
+			return nil
+		}
+		at := len(buf)
+		buf = append(buf, b...)
+		return buf[at:len(buf):len(buf)]
+	}
+	for seq := start; seq < end; seq++ {
+		rec := r.recs[seq%recentSize]
+		rec.Data, rec.Meta = take(rec.Data), take(rec.Meta)
+		out = append(out, rec)
+	}
+	return out, true
+}
