@@ -107,6 +107,7 @@ func runWebhookLoad(b *testing.B, cfg node.Config, clients, n int, rate float64,
 	}
 	want.Store(int64(n))
 	var next atomic.Int64
+	profileMeasured(b)
 	b.StartTimer()
 	begin := time.Now()
 	var wg sync.WaitGroup
