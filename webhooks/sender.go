@@ -285,8 +285,13 @@ func (d *Dispatcher) RunSender(ctx context.Context) error {
 		if next, ok := eps.nextProbe(); ok && next.Sub(now) < wait {
 			wait = max(next.Sub(now), time.Millisecond)
 		}
+		// The spacing of projection-driven scans is real time, whatever
+		// clock schedules the retries (tests move that one by hand).
+		var soon <-chan time.Time
+		var spacing *time.Timer
 		if dirty {
-			wait = min(wait, max(scanEvery-time.Since(lastScan), time.Millisecond))
+			spacing = time.NewTimer(max(scanEvery-time.Since(lastScan), time.Millisecond))
+			soon = spacing.C
 		}
 		d.handover.mu.Lock()
 		handed := d.handover.wake
@@ -296,12 +301,17 @@ func (d *Dispatcher) RunSender(ctx context.Context) error {
 			return nil
 		case <-d.Clock.After(wait):
 			scan = true
+		case <-soon:
+			scan = true
 		case <-changed:
 			dirty = true
 		case <-appsChanged: // a resumed app's deliveries are due at once
 			scan = true
 		case <-kick:
 		case <-handed:
+		}
+		if spacing != nil {
+			spacing.Stop()
 		}
 	}
 }
@@ -333,9 +343,13 @@ func (d *Dispatcher) scanDue(ctx context.Context, eps *breakers, suspended map[i
 		return eps[0].URL, true
 	}
 	var skip []int64
+	skippedBusy := false // a busy endpoint's rows were left out: the read model may hold more
 	for _, b := range eps.blocked(now, only) {
-		if b.open || (skipBusy && q.perApp[b.app] >= eps.limit) {
+		switch {
+		case b.open:
 			skip = append(skip, b.app)
+		case skipBusy && q.perApp[b.app] >= eps.limit:
+			skip, skippedBusy = append(skip, b.app), true
 		}
 	}
 	for id := range suspended {
@@ -364,7 +378,7 @@ func (d *Dispatcher) scanDue(ctx context.Context, eps *breakers, suspended map[i
 		}
 		full := len(rows) == limit
 		if found >= want || !full || limit >= maxDueScan || len(q.items) >= maxQueued {
-			return full, len(suspended) > 0, nil
+			return full || skippedBusy, len(suspended) > 0, nil
 		}
 	}
 }
