@@ -181,30 +181,9 @@ func (b *breakers) done(key endpointKey, url string, probe, failed bool, now tim
 // may be free), and an endpoint whose URL changed is not listed either (a
 // new URL starts afresh).
 func (b *breakers) full(now time.Time, only func(key endpointKey) (url string, sole bool)) []int64 {
-	type cand struct {
-		key endpointKey
-		url string
-	}
-	var cands []cand
-	b.mu.Lock()
-	for key, ep := range b.eps {
-		blocked := ep.inFlight >= b.limit
-		switch ep.state {
-		case BreakerOpen:
-			blocked = blocked || now.Before(ep.until)
-		case BreakerHalfOpen:
-			blocked = blocked || ep.probing
-		}
-		if blocked {
-			cands = append(cands, cand{key, ep.url})
-		}
-	}
-	b.mu.Unlock()
 	var out []int64
-	for _, c := range cands {
-		if url, sole := only(c.key); sole && url == c.url { // outside the lock: the directory has its own
-			out = append(out, c.key.app)
-		}
+	for _, a := range b.blocked(now, only) {
+		out = append(out, a.app)
 	}
 	return out
 }
@@ -235,4 +214,49 @@ func (b *breakers) snapshot() []EndpointState {
 		return out[i].AppID < out[j].AppID || (out[i].AppID == out[j].AppID && out[i].EndpointID < out[j].EndpointID)
 	})
 	return out
+}
+
+// blockedApp is an app whose sole endpoint can take no POST now.
+type blockedApp struct {
+	app  int64
+	open bool // its breaker is open or its probe is out, not merely busy
+}
+
+// blocked is full with the reason: open says the endpoint's breaker holds
+// it (until the probe), not its share of POSTs in flight (a slot frees
+// within a POST).
+func (b *breakers) blocked(now time.Time, only func(key endpointKey) (url string, sole bool)) []blockedApp {
+	type cand struct {
+		key  endpointKey
+		url  string
+		open bool
+	}
+	var cands []cand
+	b.mu.Lock()
+	for key, ep := range b.eps {
+		open := (ep.state == BreakerOpen && now.Before(ep.until)) || (ep.state == BreakerHalfOpen && ep.probing)
+		if open || ep.inFlight >= b.limit {
+			cands = append(cands, cand{key, ep.url, open})
+		}
+	}
+	b.mu.Unlock()
+	var out []blockedApp
+	for _, c := range cands {
+		if url, sole := only(c.key); sole && url == c.url { // outside the lock: the directory has its own
+			out = append(out, blockedApp{c.key.app, c.open})
+		}
+	}
+	return out
+}
+
+// isOpen says whether the endpoint's breaker holds its POSTs at now (open
+// before its probe is due, or its probe out).
+func (b *breakers) isOpen(key endpointKey, url string, now time.Time) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	ep, ok := b.eps[key]
+	if !ok || ep.url != url {
+		return false
+	}
+	return (ep.state == BreakerOpen && now.Before(ep.until)) || (ep.state == BreakerHalfOpen && ep.probing)
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -79,11 +80,13 @@ func (c *claimAll) Release(_ context.Context, cs []Claim) error {
 	return nil
 }
 
-// A suspended app's backlog and a full endpoint's queue are named to Due
-// once the sender knows of them, so a pass reads only what it may send:
+// A suspended app's backlog and a busy endpoint's queue are named to Due
+// once the sender knows of them, so a scan reads only what it may send:
 // the others' deliveries behind them go out without the backlog being read
-// again on every pass; a resumed app's deliveries are scanned again.
-func TestClaimDueLeavesOutAppsItCannotSendTo(t *testing.T) {
+// again on every pass; a freed slot takes from the sender's own queue
+// without reading the read model; a resumed app's deliveries are scanned
+// again.
+func TestScanDueLeavesOutAppsItCannotSendTo(t *testing.T) {
 	apps := appDirectory{
 		1: {AppID: 1, WebhookURL: "http://one", Suspended: true},
 		2: {AppID: 2, WebhookURL: "http://two"},
@@ -102,53 +105,67 @@ func TestClaimDueLeavesOutAppsItCannotSendTo(t *testing.T) {
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	eps := d.endpoints()
 	suspended := map[int64]bool{}
+	queue := newSendQueue()
 	ctx := context.Background()
-	// As RunSender does, each claim is marked as this node's attempt.
-	ids := func(cs []claimed) (out []string) {
-		for _, c := range cs {
-			d.setAttempting(c.DeliveryID, true)
-			out = append(out, c.DeliveryID)
+	// As RunSender does: scan, then claim from the queue, each claim
+	// marked as this node's attempt.
+	pass := func(scan bool) (ids []string, held bool) {
+		t.Helper()
+		if scan {
+			_, h, err := d.scanDue(ctx, eps, suspended, queue, time.Now(), 8, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			held = h
 		}
-		return out
+		got, h, err := d.claimQueued(ctx, eps, suspended, queue, time.Now(), 8)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range got {
+			d.setAttempting(c.DeliveryID, true)
+			ids = append(ids, c.DeliveryID)
+		}
+		return ids, held || h
 	}
 
 	// First pass: it learns app 1 is suspended by reading past its backlog.
-	got, held, err := d.claimDue(ctx, eps, suspended, time.Now(), 8)
-	if err != nil || !held {
-		t.Fatalf("claimDue: held %v err %v, want app 1's deliveries held", held, err)
+	got, held := pass(true)
+	if !held {
+		t.Fatalf("first pass: want app 1's deliveries held")
 	}
-	if want := []string{"d-3-0000", "d-3-0001", "d-2-0000", "d-2-0001"}; !slices.Equal(ids(got), want) {
-		t.Fatalf("claimed %v, want %v (two per endpoint)", ids(got), want)
+	if want := []string{"d-3-0000", "d-3-0001", "d-2-0000", "d-2-0001"}; !slices.Equal(got, want) {
+		t.Fatalf("claimed %v, want %v (two per endpoint)", got, want)
 	}
 	q.scanned()
 
-	// Second pass, endpoints full: neither app 1's backlog nor app 3's nor
-	// app 2's queue is read again.
-	got, held, err = d.claimDue(ctx, eps, suspended, time.Now(), 8)
-	if err != nil || !held || len(got) != 0 {
-		t.Fatalf("second pass: claimed %v held %v err %v, want nothing claimed and app 1 still held", ids(got), held, err)
+	// Second pass, endpoints busy with their shares queued: neither app 1's
+	// backlog nor app 3's nor app 2's queue is read again.
+	got, held = pass(true)
+	if !held || len(got) != 0 {
+		t.Fatalf("second pass: claimed %v held %v, want nothing claimed and app 1 still held", got, held)
 	}
 	if rows, skip := q.scanned(); rows != 0 || !slices.Equal(skip, []int64{1, 2, 3}) {
 		t.Fatalf("second pass read %d rows skipping %v, want none skipping apps 1, 2 and 3", rows, skip)
 	}
 
 	// App 2's POSTs end (their claims still held, their rows still due
-	// until the outcome is recorded): its next deliveries go out, still
-	// without app 1's backlog.
+	// until the outcome is recorded): its next deliveries go out from the
+	// sender's queue, without reading the read model.
 	eps.done(endpointKey{app: 2}, "http://two", false, false, time.Now())
 	eps.done(endpointKey{app: 2}, "http://two", false, false, time.Now())
-	got, _, _ = d.claimDue(ctx, eps, suspended, time.Now(), 8)
-	if want := []string{"d-2-0002", "d-2-0003"}; !slices.Equal(ids(got), want) {
-		t.Fatalf("after app 2's POSTs ended claimed %v, want %v", ids(got), want)
+	got, _ = pass(false)
+	if want := []string{"d-2-0002", "d-2-0003"}; !slices.Equal(got, want) {
+		t.Fatalf("after app 2's POSTs ended claimed %v, want %v", got, want)
 	}
-	if rows, skip := q.scanned(); rows > 100 || !slices.Equal(skip, []int64{1, 3}) {
-		t.Fatalf("read %d rows skipping %v, want app 1's backlog left out (skip 1 and 3)", rows, skip)
+	if rows, _ := q.scanned(); rows != 0 {
+		t.Fatalf("read %d rows, want the queue used alone", rows)
 	}
 
 	// Resumed: app 1's deliveries are scanned and claimed again.
 	apps[1] = domain.App{AppID: 1, WebhookURL: "http://one"}
-	got, held, _ = d.claimDue(ctx, eps, suspended, time.Now(), 8)
-	if held || len(got) != 2 || got[0].ep.app != 1 {
-		t.Fatalf("after the resume claimed %v held %v, want two of app 1's and nothing held", ids(got), held)
+	got, held = pass(true)
+	if held || len(got) != 2 || !strings.HasPrefix(got[0], "d-1-") || !strings.HasPrefix(got[1], "d-1-") {
+		t.Fatalf("after the resume claimed %v held %v, want two of app 1's and nothing held", got, held)
 	}
 }

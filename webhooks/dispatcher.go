@@ -108,6 +108,9 @@ type Dispatcher struct {
 	// endpoint slot on a claim it already holds.
 	attemptingMu sync.Mutex
 	attempting   map[string]bool
+
+	// handover carries deliveries this node creates to its sender.
+	handover handover
 }
 
 // setAttempting marks id as claimed by this node's sender, or no longer.
@@ -122,6 +125,13 @@ func (d *Dispatcher) setAttempting(id string, on bool) {
 	} else {
 		delete(d.attempting, id)
 	}
+}
+
+// attemptingCount is how many deliveries this node's sender holds.
+func (d *Dispatcher) attemptingCount() int {
+	d.attemptingMu.Lock()
+	defer d.attemptingMu.Unlock()
+	return len(d.attempting)
 }
 
 // isAttempting reports whether this node's sender holds id's claim.
@@ -169,14 +179,18 @@ func (d *Dispatcher) Create(ctx context.Context, rec events.Recorded) error {
 }
 
 // CreateBatch makes the deliveries of recs, given in log order, as Create
-// does for each. Subjects (source streams) are appended concurrently, up
-// to CreateConcurrency at once, so the store's group commit writes the
-// batch in a few transactions rather than one append after another; the
-// deliveries of one subject are appended in log order, one after the
-// other, so they queue (NextAttemptAt, then position) in the order their
-// events happened. It returns once every delivery is recorded, or with
-// the first error (the caller retries the whole batch; Create is
-// idempotent).
+// does for each. Events of a type no webhook renders are passed over
+// before decoding (most of the log: registrations' bindings, keys, reads).
+// The batch's deliveries are recorded in one atomic multi-stream append, in
+// log order, so they queue (NextAttemptAt, then position) in the order
+// their events happened and the store writes one transaction; when that
+// append conflicts (a replay: some already exist) or the store has no
+// multi-stream append, subjects (source streams) are appended one delivery
+// at a time, concurrently up to CreateConcurrency, each subject's in log
+// order, an existing delivery left as it is. It returns once every
+// delivery is recorded, or with the first error (the caller retries the
+// whole batch; Create is idempotent). Deliveries to send are handed to
+// this node's sender as soon as they are recorded.
 func (d *Dispatcher) CreateBatch(ctx context.Context, recs []events.Recorded) error {
 	type rendered struct {
 		rec events.Recorded
@@ -186,7 +200,7 @@ func (d *Dispatcher) CreateBatch(ctx context.Context, recs []events.Recorded) er
 	var todo []rendered
 	var last events.Position
 	for _, rec := range recs {
-		if !d.Registry.Known(rec.Type) {
+		if !renderedTypes[rec.Type] || !d.Registry.Known(rec.Type) {
 			continue
 		}
 		env, err := d.Registry.Decode(rec)
@@ -216,14 +230,21 @@ func (d *Dispatcher) CreateBatch(ctx context.Context, recs []events.Recorded) er
 	if err := reflected.WaitFor(ctx, last); err != nil {
 		return err
 	}
+	var all []catalog.DeliveryCreated
+	for _, t := range todo {
+		all = append(all, d.plan(t.rec, t.env, t.r)...)
+	}
+	if done, err := d.createAtOnce(ctx, all); done || err != nil {
+		return err
+	}
 	// One chain per subject, in log order.
 	var order []string
-	chains := map[string][]rendered{}
-	for _, t := range todo {
-		if _, ok := chains[t.rec.Stream]; !ok {
-			order = append(order, t.rec.Stream)
+	chains := map[string][]catalog.DeliveryCreated{}
+	for _, c := range all {
+		if _, ok := chains[c.SourceStream]; !ok {
+			order = append(order, c.SourceStream)
 		}
-		chains[t.rec.Stream] = append(chains[t.rec.Stream], t)
+		chains[c.SourceStream] = append(chains[c.SourceStream], c)
 	}
 	conc := d.CreateConcurrency
 	if conc <= 0 {
@@ -236,11 +257,11 @@ func (d *Dispatcher) CreateBatch(ctx context.Context, recs []events.Recorded) er
 	for _, stream := range order {
 		sem <- struct{}{}
 		wg.Add(1)
-		go func(chain []rendered) {
+		go func(chain []catalog.DeliveryCreated) {
 			defer wg.Done()
 			defer func() { <-sem }()
-			for _, t := range chain {
-				if err := d.createAll(ctx, t.rec, t.env, t.r); err != nil {
+			for _, c := range chain {
+				if err := d.createOne(ctx, c); err != nil {
 					mu.Lock()
 					if first == nil {
 						first = err
@@ -255,56 +276,107 @@ func (d *Dispatcher) CreateBatch(ctx context.Context, recs []events.Recorded) er
 	return first
 }
 
-// createAll appends the deliveries of one source event, one per endpoint
-// of the app that takes it. The default endpoint's delivery is always
-// recorded, as before apps had several endpoints (same id, same bytes): it
-// is also the app's feed entry, skipped when the default endpoint has no
-// URL, is disabled or does not subscribe. An added endpoint gets one only
-// when it is enabled and subscribes, with its own id (EndpointDeliveryID)
-// and body (which repeats that id). A test event goes to its endpoint alone.
-func (d *Dispatcher) createAll(ctx context.Context, rec events.Recorded, env events.Envelope, r Rendered) error {
+// renderedTypes are the event types Render may turn into a webhook; the
+// creation pass decodes no other event.
+var renderedTypes = func() map[string]bool {
+	out := map[string]bool{}
+	for _, p := range []events.Payload{
+		catalog.UserProfileUpdated{}, catalog.FamilyGroupUpserted{}, catalog.FamilyGroupDissolved{},
+		catalog.FamilyMemberCreated{}, catalog.FamilyMemberUpdated{}, catalog.FamilyMemberDeleted{},
+		catalog.ReportCreated{}, catalog.ReportUpdated{}, catalog.PluginMeasurementRecorded{},
+		catalog.PluginMeasurementAnalyzed{}, catalog.OrderShipped{}, catalog.AppWebhookTestRequested{},
+	} {
+		out[p.EventType()] = true
+	}
+	return out
+}()
+
+// plan lists the deliveries of one source event, one per endpoint of the
+// app that takes it. The default endpoint's delivery is always recorded,
+// as before apps had several endpoints (same id, same bytes): it is also
+// the app's feed entry, not sent when the default endpoint has no URL, is
+// disabled or does not subscribe. An added endpoint gets one only when it
+// is enabled and subscribes, with its own id (EndpointDeliveryID) and body
+// (which repeats that id). A test event goes to its endpoint alone.
+func (d *Dispatcher) plan(rec events.Recorded, env events.Envelope, r Rendered) []catalog.DeliveryCreated {
+	created := func(r Rendered, endpointID int64, deliver bool) catalog.DeliveryCreated {
+		return catalog.DeliveryCreated{
+			DeliveryID: EndpointDeliveryID(r.AppID, endpointID, rec.ID), AppID: r.AppID, Event: r.Event,
+			SourceEventID: rec.ID, SourceStream: rec.Stream, SourcePosition: rec.Position, SourceRecordedAt: rec.Created,
+			Body: string(r.Body), EndpointID: endpointID, Deliver: deliver, DeadLetter: r.DeadLetter,
+		}
+	}
 	app, found := d.Apps.ByID(r.AppID)
 	if r.Only {
 		ep, ok := app.Endpoint(r.Endpoint)
-		return d.createOne(ctx, rec, r, r.Endpoint, found && ok && !ep.Disabled)
+		return []catalog.DeliveryCreated{created(r, r.Endpoint, found && ok && !ep.Disabled)}
 	}
 	def := app.DefaultEndpoint()
-	if err := d.createOne(ctx, rec, r, domain.DefaultEndpointID, found && def.URL != "" && !def.Disabled && Subscribed(def.Events, r.Event)); err != nil {
-		return err
-	}
+	out := []catalog.DeliveryCreated{created(r, domain.DefaultEndpointID, found && def.URL != "" && !def.Disabled && Subscribed(def.Events, r.Event))}
 	for _, ep := range app.Endpoints {
 		if ep.Disabled || !Subscribed(ep.Events, r.Event) {
 			continue
 		}
-		er, ok := RenderFor(env, d.Location, ep.EndpointID)
-		if !ok {
-			continue
-		}
-		if err := d.createOne(ctx, rec, er, ep.EndpointID, true); err != nil {
-			return err
+		if er, ok := RenderFor(env, d.Location, ep.EndpointID); ok {
+			out = append(out, created(er, ep.EndpointID, true))
 		}
 	}
-	return nil
+	return out
+}
+
+// encode makes the event that records c.
+func (d *Dispatcher) encode(c catalog.DeliveryCreated) (events.Proposed, error) {
+	return d.Registry.Encode(c, events.Metadata{AppID: c.AppID, Actor: "dispatcher", OccurredAt: d.Clock.Now()})
+}
+
+// maxCreateParts bounds the streams of one multi-stream append of deliveries.
+const maxCreateParts = 1024
+
+// createAtOnce records all in atomic multi-stream appends of at most
+// maxCreateParts deliveries each, in order, and hands those to send to the
+// sender. done is false, with nothing written by the failed append, when
+// one part conflicts (the delivery exists: a replay) or the store cannot
+// append to several streams; the caller then creates one at a time.
+func (d *Dispatcher) createAtOnce(ctx context.Context, all []catalog.DeliveryCreated) (done bool, err error) {
+	for len(all) > 0 {
+		chunk := all[:min(len(all), maxCreateParts)]
+		parts := make([]events.StreamAppend, len(chunk))
+		for i, c := range chunk {
+			ev, err := d.encode(c)
+			if err != nil {
+				return false, err
+			}
+			parts[i] = events.StreamAppend{Stream: domain.DeliveryStream(c.DeliveryID), Expected: events.NoStream(), Events: []events.Proposed{ev}}
+		}
+		_, err := events.AppendMulti(ctx, d.Store, parts...)
+		if events.IsConflict(err) || errors.Is(err, events.ErrMultiStreamUnsupported) {
+			return false, nil
+		}
+		if err != nil {
+			return false, fmt.Errorf("create %d deliveries: %w", len(chunk), err)
+		}
+		for _, c := range chunk {
+			d.handOver(c)
+		}
+		all = all[len(chunk):]
+	}
+	return true, nil
 }
 
 // createOne appends one delivery; an existing one is left as it is.
-func (d *Dispatcher) createOne(ctx context.Context, rec events.Recorded, r Rendered, endpointID int64, deliver bool) error {
-	created := catalog.DeliveryCreated{
-		DeliveryID: EndpointDeliveryID(r.AppID, endpointID, rec.ID), AppID: r.AppID, Event: r.Event,
-		SourceEventID: rec.ID, SourceStream: rec.Stream, SourcePosition: rec.Position, SourceRecordedAt: rec.Created,
-		Body: string(r.Body), EndpointID: endpointID, Deliver: deliver, DeadLetter: r.DeadLetter,
-	}
-	ev, err := d.Registry.Encode(created, events.Metadata{AppID: r.AppID, Actor: "dispatcher", OccurredAt: d.Clock.Now()})
+func (d *Dispatcher) createOne(ctx context.Context, c catalog.DeliveryCreated) error {
+	ev, err := d.encode(c)
 	if err != nil {
 		return err
 	}
-	_, err = d.Store.Append(ctx, domain.DeliveryStream(created.DeliveryID), events.NoStream(), ev)
+	_, err = d.Store.Append(ctx, domain.DeliveryStream(c.DeliveryID), events.NoStream(), ev)
 	if events.IsConflict(err) {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("create delivery %s: %w", created.DeliveryID, err)
+		return fmt.Errorf("create delivery %s: %w", c.DeliveryID, err)
 	}
+	d.handOver(c)
 	return nil
 }
 
@@ -335,211 +407,6 @@ func (d *Dispatcher) append(ctx context.Context, del *delivery, p events.Payload
 	}
 	res, err := d.Store.Append(ctx, domain.DeliveryStream(del.created.DeliveryID), events.AfterVersion(del.version), ev)
 	return res.Position, err
-}
-
-// RunSender attempts due deliveries until ctx ends, at most Workers at once
-// and at most PerEndpoint at once per app endpoint; an endpoint whose
-// breaker is open is skipped until its probe is due. Each attempt runs
-// under a claim (see Claims), so nodes sharing the deliveries take disjoint
-// shares of the due work and never overlap two attempts of one delivery.
-func (d *Dispatcher) RunSender(ctx context.Context) error {
-	if d.Claims == nil {
-		return errors.New("webhooks: the sender needs Claims")
-	}
-	// After a restart the delivery read model may catch up before the app
-	// directory; an attempt then would not find the app's URL and secret
-	// and would burn a retry. Start once the directory has caught up.
-	if err := d.AppsReady.WaitReady(ctx); err != nil {
-		return nil
-	}
-	eps := d.endpoints()
-	workers := max(d.Workers, 1)
-	suspended := map[int64]bool{} // apps found suspended: their deliveries are left out of the scans
-	sem := make(chan struct{}, workers)
-	kick := make(chan struct{}, 1)
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	for {
-		changed, appsChanged := d.Projected.Changed(), d.AppsReady.Changed()
-		now := d.Clock.Now()
-		// Only this loop fills sem, so this many slots stay free below.
-		free := workers - len(sem)
-		var claimed []claimed
-		var claimedAt time.Time
-		var held bool
-		if free > 0 {
-			var err error
-			claimedAt = time.Now()
-			claimed, held, err = d.claimDue(ctx, eps, suspended, now, free)
-			if err != nil && ctx.Err() == nil {
-				d.Log.Error("claim due deliveries", "err", err)
-			}
-		}
-		if !held {
-			appsChanged = nil // only a held delivery waits for the directory
-		}
-		wake := func() {
-			select {
-			case kick <- struct{}{}:
-			default:
-			}
-		}
-		for _, c := range claimed {
-			sem <- struct{}{}
-			wg.Add(1)
-			d.setAttempting(c.DeliveryID, true)
-			go func() {
-				defer wg.Done()
-				d.attempt(ctx, eps, c, claimedAt, wake)
-				// Released even when ctx has ended: otherwise the delivery
-				// would wait for the claim to lapse on every other node.
-				rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-				if err := d.Claims.Release(rctx, []Claim{c.Claim}); err != nil {
-					d.Log.Warn("release delivery claim; it lapses by itself", "delivery_id", c.DeliveryID, "err", err)
-				}
-				cancel()
-				d.setAttempting(c.DeliveryID, false)
-				<-sem
-				wake()
-			}()
-		}
-		if ctx.Err() != nil {
-			return nil
-		}
-		wait := time.Second
-		if next, ok, err := d.Deliveries.NextDue(ctx); err == nil && ok && next.After(now) && next.Sub(now) < wait {
-			wait = next.Sub(now)
-		}
-		if next, ok := eps.nextProbe(); ok && next.Sub(now) < wait {
-			wait = max(next.Sub(now), time.Millisecond)
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-d.Clock.After(wait):
-		case <-changed:
-		case <-appsChanged: // a resumed app's deliveries are due at once
-		case <-kick:
-		}
-	}
-}
-
-// claimed is a claim the sender holds with the endpoint slot it reserved.
-type claimed struct {
-	Claim
-	ep    endpointKey
-	url   string
-	probe bool
-}
-
-// maxDueScan bounds how many due deliveries one pass looks through to find
-// sendable ones behind those of suspended apps, of endpoints at their
-// bound or with an open breaker, and those other nodes hold.
-const maxDueScan = 4096
-
-// claimDue claims up to n due deliveries that may be attempted now: those
-// of a suspended app are held (pending or retrying, no attempt recorded, no
-// retry used) until it is resumed, and held says some were; those of an
-// endpoint with PerEndpoint POSTs in flight or an open breaker wait the
-// same way; those another node (or this one) has claimed are skipped.
-// Suspended apps (kept in suspended across passes, dropped once resumed)
-// and full endpoints are named to Due, which leaves their queues out, so
-// a backlog nobody can send now is not read again on every pass; rows
-// others hold stay first in the due order, so the scan widens past them,
-// up to maxDueScan rows. Each returned claim holds an endpoint slot.
-func (d *Dispatcher) claimDue(ctx context.Context, eps *breakers, suspended map[int64]bool, now time.Time, n int) (out []claimed, held bool, err error) {
-	for id := range suspended {
-		if !d.paused(id) {
-			delete(suspended, id)
-		}
-	}
-	defer func() { held = held || len(suspended) > 0 }()
-	url := func(key endpointKey) (string, bool) {
-		app, _ := d.Apps.ByID(key.app)
-		eps := app.WebhookEndpoints()
-		if len(eps) != 1 || eps[0].EndpointID != key.endpoint {
-			return "", false
-		}
-		return eps[0].URL, true
-	}
-	ttl := d.claimTTL()
-	tried := map[string]bool{}
-	reserved := map[string]claimed{} // endpoint slots of candidates not yet claimed
-	defer func() {
-		for _, c := range reserved {
-			eps.cancel(c.ep, c.url, c.probe)
-		}
-	}()
-	ask := n // candidates per Claim call; grows while others hold the head of the queue
-	for limit := 4 * n; ; limit *= 4 {
-		skip := eps.full(now, url)
-		for id := range suspended {
-			skip = append(skip, id)
-		}
-		rows, err := d.Deliveries.Due(ctx, now, limit, skip...)
-		if err != nil {
-			return out, held, err
-		}
-		var candidates []string
-		for _, del := range rows {
-			if tried[del.DeliveryID] || d.isAttempting(del.DeliveryID) {
-				continue
-			}
-			app, ok := d.Apps.ByID(del.AppID)
-			if ok && app.Suspended {
-				suspended[del.AppID] = true
-				held = true
-				continue
-			}
-			tried[del.DeliveryID] = true
-			if len(out)+len(reserved) >= n {
-				continue // enough candidates; the rest only marks the scan
-			}
-			key := endpointKey{app: del.AppID, endpoint: del.EndpointID}
-			url := endpointURL(app, del.EndpointID)
-			got, probe := eps.acquire(key, url, now)
-			if !got {
-				continue
-			}
-			reserved[del.DeliveryID] = claimed{Claim: Claim{DeliveryID: del.DeliveryID}, ep: key, url: url, probe: probe}
-			candidates = append(candidates, del.DeliveryID)
-		}
-		for len(candidates) > 0 && len(out) < n {
-			batch := candidates[:min(ask, len(candidates))]
-			candidates = candidates[len(batch):]
-			got, err := d.Claims.Claim(ctx, d.Node, batch, ttl)
-			if err != nil {
-				return out, held, err
-			}
-			if keep := n - len(out); len(got) > keep {
-				// Asked widely and took more than the free workers:
-				// give the rest back to the other nodes at once.
-				if err := d.Claims.Release(ctx, got[keep:]); err != nil {
-					d.Log.Warn("release surplus claims; they lapse by themselves", "err", err)
-				}
-				got = got[:keep]
-			}
-			for _, c := range got {
-				r := reserved[c.DeliveryID]
-				delete(reserved, c.DeliveryID)
-				r.Claim = c
-				out = append(out, r)
-			}
-			if 2*len(got) < len(batch) {
-				ask = min(2*ask, maxDueScan)
-			}
-			// Candidates of this batch another node holds give their slots back.
-			for _, id := range batch {
-				if r, ok := reserved[id]; ok {
-					eps.cancel(r.ep, r.url, r.probe)
-					delete(reserved, id)
-				}
-			}
-		}
-		if len(out) == n || len(rows) < limit || limit >= maxDueScan {
-			return out, held, nil
-		}
-	}
 }
 
 // endpointURL is where a delivery to the endpoint of app goes ("" when the
@@ -573,7 +440,11 @@ func (d *Dispatcher) paused(appID int64) bool {
 // and freed wakes the sender then: the endpoint may take its next delivery
 // while this one's outcome is still being recorded (one endpoint's
 // throughput is PerEndpoint POSTs at a time, not PerEndpoint attempts).
-func (d *Dispatcher) attempt(ctx context.Context, eps *breakers, c claimed, claimedAt time.Time, freed func()) {
+//
+// freeWorker is called once the outcome is appended: waiting for the
+// deliveries projection to reflect it (so a scan does not list it again;
+// the caller keeps it marked as attempting until then) holds no worker.
+func (d *Dispatcher) attempt(ctx context.Context, eps *breakers, c claimed, claimedAt time.Time, freed, freeWorker func()) {
 	slot := true
 	defer func() {
 		if slot {
@@ -629,6 +500,7 @@ func (d *Dispatcher) attempt(ctx context.Context, eps *breakers, c claimed, clai
 	if ev.Outcome != domain.OutcomeDelivered {
 		log.Warn("webhook attempt failed", "event", del.created.Event, "attempt", ev.Attempt, "outcome", ev.Outcome, "status", ev.StatusCode, "error_class", ev.ErrorClass, "error", ev.Error)
 	}
+	freeWorker()
 	if d.OnAttempt != nil {
 		var first *time.Duration
 		if ev.Attempt == 1 {

@@ -1,0 +1,456 @@
+package webhooks
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/healthtech/partner-open-platform/events/catalog"
+)
+
+// candidate is a delivery the sender may attempt and has not claimed yet:
+// found due in the read model, or handed over by this node's creation.
+type candidate struct {
+	id  string
+	key endpointKey
+}
+
+// claimed is a claim the sender holds with the endpoint slot it reserved.
+type claimed struct {
+	Claim
+	ep    endpointKey
+	url   string
+	probe bool
+}
+
+const (
+	// maxDueScan bounds how many due rows one scan of the read model reads
+	// to get past the ones the sender already holds or has queued.
+	maxDueScan = 4096
+	// maxQueued bounds the candidates the sender keeps; beyond it, due
+	// deliveries stay in the read model until the queue drains.
+	maxQueued = 8192
+	// maxHandover bounds deliveries handed over by creation and not yet
+	// taken by the sender (beyond it they are found by a scan instead).
+	maxHandover = 8192
+	// scanEvery spaces the scans prompted only by the deliveries
+	// projection moving (deliveries created by another node, resends):
+	// this node's new deliveries are handed over, and a scan per projected
+	// batch re-read the head of the queue hundreds of times a second.
+	scanEvery = 25 * time.Millisecond
+	// refillBatch is how many candidates a scan for a backlog in the read
+	// model takes at once: each scan walks the rows the sender already
+	// holds at the head of the due order, so it should serve many slots.
+	refillBatch = 512
+)
+
+// sendQueue is the sender's own queue of candidates, in the order found:
+// the read model's due order, then deliveries as this node created them.
+// Slots that free up take from it without reading the read model again.
+type sendQueue struct {
+	items  []candidate
+	has    map[string]bool
+	perApp map[int64]int
+	perKey map[endpointKey]int
+}
+
+func newSendQueue() *sendQueue {
+	return &sendQueue{has: map[string]bool{}, perApp: map[int64]int{}, perKey: map[endpointKey]int{}}
+}
+
+// add queues c unless it is queued already or the queue is full.
+func (q *sendQueue) add(c candidate) bool {
+	if q.has[c.id] || len(q.items) >= maxQueued {
+		return false
+	}
+	q.items = append(q.items, c)
+	q.has[c.id] = true
+	q.perApp[c.key.app]++
+	q.perKey[c.key]++
+	return true
+}
+
+// remove drops the candidates at the given indexes (ascending), moving
+// only what follows the first of them.
+func (q *sendQueue) remove(at []int) {
+	if len(at) == 0 {
+		return
+	}
+	w, next := at[0], 0
+	for r := at[0]; r < len(q.items); r++ {
+		c := q.items[r]
+		if next < len(at) && at[next] == r {
+			next++
+			delete(q.has, c.id)
+			if q.perApp[c.key.app]--; q.perApp[c.key.app] <= 0 {
+				delete(q.perApp, c.key.app)
+			}
+			if q.perKey[c.key]--; q.perKey[c.key] <= 0 {
+				delete(q.perKey, c.key)
+			}
+			continue
+		}
+		q.items[w] = c
+		w++
+	}
+	clear(q.items[w:])
+	q.items = q.items[:w]
+}
+
+// handover is the mailbox through which creation hands deliveries to send
+// to this node's sender.
+type handover struct {
+	mu    sync.Mutex
+	on    bool // a sender runs on this node
+	items []candidate
+	wake  chan struct{}
+}
+
+func (h *handover) init() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.wake == nil {
+		h.wake = make(chan struct{}, 1)
+	}
+}
+
+// handOver gives a just-recorded delivery to this node's sender, so its
+// first attempt does not wait for the deliveries projection and a scan.
+// A delivery not handed over (no sender here, mailbox full) is found by a
+// scan as before; claims keep it to one attempt either way.
+func (d *Dispatcher) handOver(c catalog.DeliveryCreated) {
+	if !c.Deliver {
+		return
+	}
+	h := &d.handover
+	h.mu.Lock()
+	if !h.on || len(h.items) >= maxHandover {
+		h.mu.Unlock()
+		return
+	}
+	h.items = append(h.items, candidate{id: c.DeliveryID, key: endpointKey{app: c.AppID, endpoint: c.EndpointID}})
+	wake := h.wake
+	h.mu.Unlock()
+	select {
+	case wake <- struct{}{}:
+	default:
+	}
+}
+
+// takeHandedOver empties the mailbox into q, in order.
+func (d *Dispatcher) takeHandedOver(q *sendQueue) {
+	h := &d.handover
+	h.mu.Lock()
+	items := h.items
+	h.items = nil
+	h.mu.Unlock()
+	for _, c := range items {
+		if !d.isAttempting(c.id) {
+			q.add(c)
+		}
+	}
+}
+
+// RunSender attempts due deliveries until ctx ends, at most Workers at once
+// and at most PerEndpoint at once per app endpoint; an endpoint whose
+// breaker is open is skipped until its probe is due. Each attempt runs
+// under a claim (see Claims), so nodes sharing the deliveries take disjoint
+// shares of the due work and never overlap two attempts of one delivery.
+//
+// The sender keeps a queue of candidates: deliveries this node creates are
+// handed over the moment they are recorded; the read model is scanned at
+// start, when the queue runs short while the read model had more, when
+// retries fall due, when an app is resumed or a probe is due, and at most
+// every scanEvery when the deliveries projection moved (deliveries another
+// node created, resends). A freed slot takes the next candidate of a free
+// endpoint from the queue, in order.
+func (d *Dispatcher) RunSender(ctx context.Context) error {
+	if d.Claims == nil {
+		return errors.New("webhooks: the sender needs Claims")
+	}
+	d.handover.init()
+	// After a restart the delivery read model may catch up before the app
+	// directory; an attempt then would not find the app's URL and secret
+	// and would burn a retry. Start once the directory has caught up.
+	if err := d.AppsReady.WaitReady(ctx); err != nil {
+		return nil
+	}
+	d.handover.mu.Lock()
+	d.handover.on = true
+	d.handover.mu.Unlock()
+	defer func() {
+		d.handover.mu.Lock()
+		d.handover.on, d.handover.items = false, nil
+		d.handover.mu.Unlock()
+	}()
+	eps := d.endpoints()
+	workers := max(d.Workers, 1)
+	suspended := map[int64]bool{} // apps found suspended: their deliveries are left out of the scans
+	q := newSendQueue()
+	sem := make(chan struct{}, workers)
+	kick := make(chan struct{}, 1)
+	wake := func() {
+		select {
+		case kick <- struct{}{}:
+		default:
+		}
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	// scan: the read model must be read (start, timer, resume, probe);
+	// dirty: the deliveries projection moved since the last scan; more: the
+	// last scan filled its window, so the read model holds more due rows.
+	scan, dirty, more := true, false, false
+	var lastScan time.Time
+	for {
+		changed, appsChanged := d.Projected.Changed(), d.AppsReady.Changed()
+		now := d.Clock.Now()
+		d.takeHandedOver(q)
+		// Only this loop fills sem, so this many slots stay free below.
+		free := workers - len(sem)
+		var held bool
+		if free > 0 {
+			if !scan && dirty && time.Since(lastScan) >= scanEvery {
+				scan = true
+			}
+			// Refilling the queue from a backlog in the read model reads
+			// on into busy endpoints' rows (their slots free within a
+			// POST); other scans leave out a busy endpoint with a share
+			// queued, to reach everyone else's deliveries behind it.
+			refill := !scan && more && len(q.items) < free
+			if scan || refill {
+				var err error
+				want := free
+				if refill {
+					want = max(free, refillBatch) // one walk of the head per many deliveries
+				}
+				more, held, err = d.scanDue(ctx, eps, suspended, q, now, want, !refill)
+				if err != nil && ctx.Err() == nil {
+					d.Log.Error("scan due deliveries", "err", err)
+				}
+				scan, dirty, lastScan = false, false, time.Now()
+			}
+		}
+		held = held || len(suspended) > 0
+		var batch []claimed
+		var claimedAt time.Time
+		if free > 0 && len(q.items) > 0 {
+			var err error
+			claimedAt = time.Now()
+			var h bool
+			batch, h, err = d.claimQueued(ctx, eps, suspended, q, now, free)
+			held = held || h
+			if err != nil && ctx.Err() == nil {
+				d.Log.Error("claim due deliveries", "err", err)
+			}
+		}
+		if !held {
+			appsChanged = nil // only a held delivery waits for the directory
+		}
+		for _, c := range batch {
+			sem <- struct{}{}
+			wg.Add(1)
+			d.setAttempting(c.DeliveryID, true)
+			go func() {
+				defer wg.Done()
+				worker := true
+				freeWorker := func() {
+					if worker {
+						worker = false
+						<-sem
+						wake()
+					}
+				}
+				d.attempt(ctx, eps, c, claimedAt, wake, freeWorker)
+				freeWorker()
+				// Released even when ctx has ended: otherwise the delivery
+				// would wait for the claim to lapse on every other node.
+				rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+				if err := d.Claims.Release(rctx, []Claim{c.Claim}); err != nil {
+					d.Log.Warn("release delivery claim; it lapses by itself", "delivery_id", c.DeliveryID, "err", err)
+				}
+				cancel()
+				d.setAttempting(c.DeliveryID, false)
+			}()
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		wait := time.Second
+		if next, ok, err := d.Deliveries.NextDue(ctx); err == nil && ok && next.After(now) && next.Sub(now) < wait {
+			wait = next.Sub(now)
+		}
+		if next, ok := eps.nextProbe(); ok && next.Sub(now) < wait {
+			wait = max(next.Sub(now), time.Millisecond)
+		}
+		// The spacing of projection-driven scans is real time, whatever
+		// clock schedules the retries (tests move that one by hand).
+		var soon <-chan time.Time
+		var spacing *time.Timer
+		if dirty {
+			spacing = time.NewTimer(max(scanEvery-time.Since(lastScan), time.Millisecond))
+			soon = spacing.C
+		}
+		d.handover.mu.Lock()
+		handed := d.handover.wake
+		d.handover.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-d.Clock.After(wait):
+			scan = true
+		case <-soon:
+			scan = true
+		case <-changed:
+			dirty = true
+		case <-appsChanged: // a resumed app's deliveries are due at once
+			scan = true
+		case <-kick:
+		case <-handed:
+		}
+		if spacing != nil {
+			spacing.Stop()
+		}
+	}
+}
+
+// scanDue reads due deliveries from the read model into q, at least want
+// new ones when there are that many: those of a suspended app are held
+// (pending or retrying, no attempt recorded, no retry used) until it is
+// resumed, and held says some were; those this node holds or has queued
+// are passed over. Suspended apps (kept in suspended across passes,
+// dropped once resumed), apps whose sole endpoint's breaker is open, and
+// (skipBusy) apps whose sole endpoint is busy and already has a full share
+// queued are named to Due, which leaves their queues out, so a backlog nobody can
+// send now is not read again and others' deliveries behind it are found.
+// Rows others hold stay first in the due order, so the scan widens past
+// what it already knows, up to maxDueScan rows. more says the window was
+// full: the read model may hold further due deliveries.
+func (d *Dispatcher) scanDue(ctx context.Context, eps *breakers, suspended map[int64]bool, q *sendQueue, now time.Time, want int, skipBusy bool) (more, held bool, err error) {
+	for id := range suspended {
+		if !d.paused(id) {
+			delete(suspended, id)
+		}
+	}
+	only := func(key endpointKey) (string, bool) {
+		app, _ := d.Apps.ByID(key.app)
+		eps := app.WebhookEndpoints()
+		if len(eps) != 1 || eps[0].EndpointID != key.endpoint {
+			return "", false
+		}
+		return eps[0].URL, true
+	}
+	var skip []int64
+	skippedBusy := false // a busy endpoint's rows were left out: the read model may hold more
+	for _, b := range eps.blocked(now, only) {
+		switch {
+		case b.open:
+			skip = append(skip, b.app)
+		case skipBusy && q.perApp[b.app] >= eps.limit:
+			skip, skippedBusy = append(skip, b.app), true
+		}
+	}
+	for id := range suspended {
+		skip = append(skip, id)
+	}
+	// The head of the due order is mostly what this node holds or has
+	// queued: read just past it, widening only while that is not enough.
+	found := 0
+	for limit := min(max(want+len(q.items)+d.attemptingCount(), 64), maxDueScan); ; limit = min(4*limit, maxDueScan) {
+		rows, err := d.Deliveries.Due(ctx, now, limit, skip...)
+		if err != nil {
+			return false, len(suspended) > 0, err
+		}
+		found = 0
+		for _, del := range rows {
+			if q.has[del.DeliveryID] || d.isAttempting(del.DeliveryID) {
+				continue
+			}
+			if app, ok := d.Apps.ByID(del.AppID); ok && app.Suspended {
+				suspended[del.AppID] = true
+				continue
+			}
+			if q.add(candidate{id: del.DeliveryID, key: endpointKey{app: del.AppID, endpoint: del.EndpointID}}) {
+				found++
+			}
+		}
+		full := len(rows) == limit
+		if found >= want || !full || limit >= maxDueScan || len(q.items) >= maxQueued {
+			return full || skippedBusy, len(suspended) > 0, nil
+		}
+	}
+}
+
+// claimQueued claims up to n queued candidates that may be attempted now,
+// in queue order: each reserves a slot of its endpoint (an endpoint at its
+// share keeps its candidates queued; one whose breaker is open drops them,
+// to be found by a scan once its probe is due), a suspended app's are
+// dropped (held until the resume), and those another node holds are
+// dropped. Each returned claim holds an endpoint slot.
+func (d *Dispatcher) claimQueued(ctx context.Context, eps *breakers, suspended map[int64]bool, q *sendQueue, now time.Time, n int) (out []claimed, held bool, err error) {
+	var reserved []claimed
+	var taken, drop []int          // indexes into q.items, ascending
+	busy := map[endpointKey]bool{} // endpoints found at their share in this pass
+	for i, c := range q.items {
+		if len(reserved) >= n || len(busy) == len(q.perKey) {
+			break // enough, or every queued endpoint is at its share
+		}
+		if busy[c.key] {
+			continue
+		}
+		app, ok := d.Apps.ByID(c.key.app)
+		if ok && app.Suspended {
+			suspended[c.key.app], held = true, true
+			drop = append(drop, i)
+			continue
+		}
+		url := endpointURL(app, c.key.endpoint)
+		got, probe := eps.acquire(c.key, url, now)
+		if !got {
+			if eps.isOpen(c.key, url, now) {
+				drop = append(drop, i)
+			} else {
+				busy[c.key] = true
+			}
+			continue
+		}
+		reserved = append(reserved, claimed{Claim: Claim{DeliveryID: c.id}, ep: c.key, url: url, probe: probe})
+		taken = append(taken, i)
+	}
+	if len(reserved) == 0 {
+		q.remove(drop)
+		return nil, held, nil
+	}
+	ids := make([]string, len(reserved))
+	for i, r := range reserved {
+		ids[i] = r.DeliveryID
+	}
+	got, err := d.Claims.Claim(ctx, d.Node, ids, d.claimTTL())
+	if err != nil {
+		for _, r := range reserved {
+			eps.cancel(r.ep, r.url, r.probe)
+		}
+		q.remove(drop) // the reserved stay queued for the next pass
+		return nil, held, err
+	}
+	tokens := make(map[string]Claim, len(got))
+	for _, c := range got {
+		tokens[c.DeliveryID] = c
+	}
+	for _, r := range reserved {
+		c, ok := tokens[r.DeliveryID]
+		if !ok {
+			eps.cancel(r.ep, r.url, r.probe) // another node holds it
+			continue
+		}
+		r.Claim = c
+		out = append(out, r)
+	}
+	// Claimed, or held by another node: out of the queue either way.
+	all := append(drop, taken...)
+	slices.Sort(all)
+	q.remove(all)
+	return out, held, nil
+}
