@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/internal/pgtest"
 	"github.com/healthtech/partner-open-platform/projections"
@@ -85,6 +87,22 @@ func TestSnapshotsBackfilledOnUpgrade(t *testing.T) {
 	}
 	if len(members) != 1 || groups[0].MemberCount != 1 {
 		t.Fatalf("fixture: %d live members, count %d; want 1 and 1", len(members), groups[0].MemberCount)
+	}
+
+	// Erasure leaves nothing of the person in the documents either.
+	if err := s.Update(ctx, string(projections.FamilyUsers), events.Position{Commit: 42, Prepare: 42}, func(tx projections.UserTx) error {
+		return tx.EraseUser(ctx, 10)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var left int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM user_snapshots WHERE open_user_id = 10 OR position('13800138000' in convert_from(doc, 'UTF8')) > 0`).Scan(&left); err != nil || left != 0 {
+		t.Fatalf("after erasure %d snapshot documents still hold the user (%v)", left, err)
 	}
 }
 
