@@ -87,12 +87,11 @@ func (s *Store) snapshot(ctx context.Context, q projections.SnapshotQuery, snap 
 		}
 	}
 	b := &pgx.Batch{}
-	pruned := false
 	if bind != nil {
 		now := time.Now()
 		// Expired bindings are pruned as Bind prunes them, in the same
 		// round trip, first.
-		if pruned = rand.IntN(pruneEvery) == 0; pruned {
+		if rand.IntN(pruneEvery) == 0 {
 			b.Queue(pruneBindingsQuery, now, pruneBatch)
 		}
 		sql = bindCTE + `SELECT coalesce((SELECT value FROM ins), (SELECT value FROM cur)),
@@ -123,14 +122,9 @@ LEFT JOIN user_snapshots s ON `, head, n+1)
 	b.Queue(sql, args...).QueryRow(func(row pgx.Row) error {
 		return row.Scan(&bound, &until, &commit, &prepare, &h, &openUserID, &channelUserID, &doc)
 	})
-	br := s.pool.SendBatch(ctx, b)
-	if pruned {
-		if _, err := br.Exec(); err != nil {
-			_ = br.Close()
-			return fmt.Errorf("prune expired bindings: %w", err)
-		}
-	}
-	if err := br.Close(); err != nil {
+	// Close reads every result in order (the prune's, then the row's
+	// through its callback) and returns the first error.
+	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
 		return err
 	}
 	if bind != nil {
