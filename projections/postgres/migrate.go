@@ -19,7 +19,7 @@ import (
 var migrationFiles embed.FS
 
 // migrationParts is the order in which parts are brought up to date.
-var migrationParts = []string{"common", "users", "deliveries", "reports", "nonces", "orders", "benefits", "audit", "ownership", "cluster", "portalapps", "endpoints"}
+var migrationParts = []string{"common", "users", "deliveries", "reports", "nonces", "orders", "benefits", "audit", "ownership", "cluster", "portalapps", "endpoints", "snapshots"}
 
 // legacyVersions maps the versions of the single migration sequence of
 // earlier releases (table schema_migrations) to the parts they became, so a

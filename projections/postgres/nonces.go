@@ -80,7 +80,7 @@ ON CONFLICT (scope, key) DO UPDATE SET
     value      = CASE WHEN b.expires_at <= $6 THEN EXCLUDED.value ELSE b.value END,
     claim      = CASE WHEN b.expires_at <= $6 THEN EXCLUDED.claim ELSE b.claim END,
     expires_at = CASE WHEN b.expires_at <= $6 THEN EXCLUDED.expires_at ELSE b.expires_at END
-RETURNING value, claim = $4`
+RETURNING value, claim = $4, expires_at`
 
 // pruneBindingsQuery is pruneNoncesQuery for bindings.
 const pruneBindingsQuery = `
@@ -93,8 +93,14 @@ DELETE FROM nonce_bindings WHERE (scope, key) IN (
 
 // Bind judges expiry with this process's clock, as Use does, and prunes
 // expired bindings as Use prunes nonces.
+//
+// A binding this store has already seen hold is answered from boundCache
+// (not fresh: this call wrote nothing).
 func (s *Store) Bind(ctx context.Context, scope, key, value string, expires time.Time) (string, bool, error) {
 	now := time.Now()
+	if v, ok := s.bound.get(scope, key, now); ok {
+		return v, false, nil
+	}
 	if rand.IntN(pruneEvery) == 0 {
 		if _, err := s.pool.Exec(ctx, pruneBindingsQuery, now, pruneBatch); err != nil {
 			return "", false, fmt.Errorf("projections/postgres: prune expired bindings: %w", err)
@@ -103,8 +109,10 @@ func (s *Store) Bind(ctx context.Context, scope, key, value string, expires time
 	claim := rand.Int64()
 	var existing string
 	var fresh bool
-	if err := s.pool.QueryRow(ctx, bindQuery, scope, key, value, claim, expires, now).Scan(&existing, &fresh); err != nil {
+	var until time.Time
+	if err := s.pool.QueryRow(ctx, bindQuery, scope, key, value, claim, expires, now).Scan(&existing, &fresh, &until); err != nil {
 		return "", false, fmt.Errorf("projections/postgres: bind in scope %q: %w", scope, err)
 	}
+	s.bound.put(scope, key, existing, until, now)
 	return existing, fresh, nil
 }

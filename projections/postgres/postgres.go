@@ -37,6 +37,8 @@ type Store struct {
 	watch watcher
 	// head reads the log's head inside Snapshot's round trip (SeeHead).
 	head *headQuery
+	// bound remembers the signature bindings seen to hold (Bind, Snapshot).
+	bound boundCache
 }
 
 var (
@@ -159,6 +161,7 @@ func (s *Store) update(ctx context.Context, projection string, pos events.Positi
 		if t.err != nil { // fn went on after a failed flush
 			return t.err
 		}
+		t.refreshSnapshots()
 		// Bit-preserving conversion: see the Store doc.
 		t.batch.Queue(upsertCheckpoint, projection, int64(pos.Commit), int64(pos.Prepare)).Exec(func(ct pgconn.CommandTag) error {
 			if ct.RowsAffected() == 0 {
@@ -180,7 +183,7 @@ func (s *Store) update(ctx context.Context, projection string, pos events.Positi
 // familyTables are the tables of each read-model family, truncated
 // together when the family is rebuilt.
 var familyTables = map[projections.Family]string{
-	projections.FamilyUsers:      "users, family_groups, family_members",
+	projections.FamilyUsers:      "users, family_groups, family_members, user_snapshots",
 	projections.FamilyDeliveries: "webhook_deliveries, webhook_attempts",
 	projections.FamilyReports:    "reports",
 	projections.FamilyOrders:     "goods, orders, order_items",
@@ -380,6 +383,9 @@ type tx struct {
 	db    pgx.Tx
 	batch *pgx.Batch
 	err   error // the first failed flush; the transaction is then aborted
+	// The users whose snapshot documents this transaction must refresh
+	// (refreshSnapshots): owners written, and members deleted by id.
+	touchedUsers, deletedMembers []int64
 }
 
 var errTxDone = errors.New("projections/postgres: Tx used after its Update returned")
@@ -453,6 +459,7 @@ func (t *tx) PutUser(ctx context.Context, u projections.User) error {
 	if err := t.check(ctx); err != nil {
 		return err
 	}
+	t.touchedUsers = append(t.touchedUsers, u.OpenUserID)
 	t.batch.Queue(upsertUser, u.AppID, u.OpenUserID, u.ChannelUserID, u.Name, opt(u.Nickname), u.Gender,
 		opt(u.Avatar), opt(u.Phone), opt(u.Email), opt(u.BirthDate), u.Status, u.RegisteredAt, u.UpdatedAt)
 	return nil
@@ -474,6 +481,7 @@ func (t *tx) PutGroup(ctx context.Context, g projections.Group) error {
 	if err := t.check(ctx); err != nil {
 		return err
 	}
+	t.touchedUsers = append(t.touchedUsers, g.OpenUserID)
 	t.batch.Queue(upsertGroup, g.AppID, g.OpenUserID, g.FamilyGroupID, g.AppGroupID, g.Name, g.Dissolved,
 		g.CreatedAt, g.UpdatedAt)
 	return nil
@@ -507,6 +515,7 @@ func (t *tx) PutMember(ctx context.Context, m projections.Member) error {
 	if err := t.check(ctx); err != nil {
 		return err
 	}
+	t.touchedUsers = append(t.touchedUsers, m.OpenUserID)
 	t.batch.Queue(upsertMember, m.AppID, m.OpenUserID, m.MemberID, m.AppUserID, m.AppGroupID, m.FamilyGroupID,
 		m.Name, m.Relationship, opt(m.Gender), opt(m.BirthDate), opt(m.Phone), opt(m.IDType), opt(m.IDNumber),
 		opt(m.Height), opt(m.Weight), opt(m.BloodType), m.IsDefault, m.Deleted, opt(m.DeletedAt), m.UpdatedAt)
@@ -518,6 +527,7 @@ func (t *tx) EraseUser(ctx context.Context, openUserID int64) error {
 	if err := t.check(ctx); err != nil {
 		return err
 	}
+	t.touchedUsers = append(t.touchedUsers, openUserID)
 	t.batch.Queue(`DELETE FROM family_members WHERE open_user_id = $1`, openUserID)
 	t.batch.Queue(`DELETE FROM family_groups WHERE open_user_id = $1`, openUserID)
 	t.batch.Queue(`DELETE FROM users WHERE open_user_id = $1`, openUserID)
@@ -528,6 +538,7 @@ func (t *tx) DeleteMember(ctx context.Context, memberID int64, at time.Time) err
 	if err := t.check(ctx); err != nil {
 		return err
 	}
+	t.deletedMembers = append(t.deletedMembers, memberID)
 	t.batch.Queue(`UPDATE family_members SET deleted = true, deleted_at = $2, updated_at = $2 WHERE member_id = $1`,
 		memberID, at)
 	return nil

@@ -106,7 +106,7 @@ func TestConcurrentOpen(t *testing.T) {
 		stores[i].Close()
 	}
 	vs := appliedMigrations(t, url)
-	if got := strings.Join(vs, " "); got != "audit/1 benefits/1 cluster/1 cluster/2 common/1 common/2 deliveries/1 deliveries/2 deliveries/3 endpoints/1 nonces/1 nonces/2 orders/1 ownership/1 portalapps/1 reports/1 users/1 users/2" {
+	if got := strings.Join(vs, " "); got != "audit/1 benefits/1 cluster/1 cluster/2 common/1 common/2 deliveries/1 deliveries/2 deliveries/3 endpoints/1 nonces/1 nonces/2 orders/1 ownership/1 portalapps/1 reports/1 snapshots/1 users/1 users/2" {
 		t.Errorf("schema_versions = %s, want every part's migrations once", got)
 	}
 }
@@ -129,6 +129,8 @@ func TestUpgradeFromOneSequence(t *testing.T) {
 INSERT INTO checkpoints (projection, commit_pos, prepare_pos) VALUES ('read_models', 77, 76);
 DROP TABLE schema_versions;
 DROP TABLE nonce_bindings;
+DROP TABLE user_snapshots;
+DROP VIEW user_snapshot_docs;
 DROP TABLE audit_facts;
 DROP TABLE rate_buckets;
 DROP TABLE cluster_settings;
@@ -162,8 +164,11 @@ INSERT INTO schema_migrations (version) SELECT generate_series(1, 7)`)
 	if _, err := s.User(ctx, 1, 1); err != nil {
 		t.Errorf("rows lost in the upgrade: %v", err)
 	}
-	if got := len(appliedMigrations(t, url)); got != 18 {
-		t.Errorf("%d migrations recorded after the upgrade, want 18", got)
+	if snap, err := s.Snapshot(ctx, projections.SnapshotQuery{AppID: 1, ChannelUserID: "c"}); err != nil || !snap.Found || snap.User.OpenUserID != 1 {
+		t.Errorf("the snapshot of a user written before the upgrade: %+v, %v; want user 1 (backfilled)", snap, err)
+	}
+	if got := len(appliedMigrations(t, url)); got != 19 {
+		t.Errorf("%d migrations recorded after the upgrade, want 19", got)
 	}
 }
 

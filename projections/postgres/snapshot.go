@@ -2,9 +2,11 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -31,117 +33,236 @@ func (s *Store) SeeHead(sql string, position func(int64) events.Position) {
 // SeesHead reports whether Snapshot returns the log's head (SeeHead).
 func (s *Store) SeesHead() bool { return s.head != nil }
 
-// Snapshot reads a user's snapshot in one round trip: the users family's
-// checkpoint (and the log's head under SeeHead) first, then the user, its
-// live groups and its live members, as one pipelined batch. The checkpoint
-// is read before the rows and commits with them, so the rows reflect at
-// least the checkpoint: a caller that finds the checkpoint at or past the
-// position it must see can answer with these rows at once.
+// bindCTE records a binding only when none holds yet, as one statement's
+// common table expressions: cur is the binding this statement's snapshot
+// sees unexpired, ins runs bindQuery's upsert only when cur is empty. A
+// binding never changes before it expires (bindQuery takes over expired
+// rows only, the prune deletes expired rows only), so one seen unexpired
+// in any snapshot is the value that holds; one not seen is written with
+// bindQuery's conflict lock, which sees rows committed since. The common
+// case, a read whose signature (one per app and second for bodyless reads)
+// another read already bound, thus writes nothing and commits no WAL.
+const bindCTE = `WITH cur AS (
+    SELECT value, expires_at FROM nonce_bindings WHERE scope = $1 AND key = $2 AND expires_at > $6),
+ins AS (
+    INSERT INTO nonce_bindings AS b (scope, key, value, claim, expires_at)
+    SELECT $1, $2, $3, $4, $5 WHERE NOT EXISTS (SELECT 1 FROM cur)
+    ON CONFLICT (scope, key) DO UPDATE SET
+        value      = CASE WHEN b.expires_at <= $6 THEN EXCLUDED.value ELSE b.value END,
+        claim      = CASE WHEN b.expires_at <= $6 THEN EXCLUDED.claim ELSE b.claim END,
+        expires_at = CASE WHEN b.expires_at <= $6 THEN EXCLUDED.expires_at ELSE b.expires_at END
+    RETURNING b.value, b.expires_at)
+`
+
+// Snapshot reads a user's snapshot in one statement: the users family's
+// checkpoint (and the log's head under SeeHead) and the user's document in
+// user_snapshots (see migrations/snapshots), which the family writes in
+// the transaction that moves its checkpoint, so the rows reflect exactly
+// the checkpoint read with them: a caller that finds the checkpoint at or
+// past the position it must see can answer with these rows at once.
+//
+// With q.Bind, the replay guard's binding is read or recorded by the same
+// statement (bindCTE), unless this store already knows the binding holds
+// (bindings are immutable until they expire, see boundCache); then the
+// read touches no binding at all.
 func (s *Store) Snapshot(ctx context.Context, q projections.SnapshotQuery) (projections.Snapshot, error) {
-	head := "NULL::bigint"
-	if s.head != nil {
-		head = "(" + s.head.sql + ")"
-	}
-	// The user's id, as a subquery when the partner names it by its own id,
-	// so that the groups and members need no second round trip.
-	id, args := "$2::bigint", []any{q.AppID, q.OpenUserID}
-	if q.ChannelUserID != "" {
-		id, args = "(SELECT open_user_id FROM users WHERE app_id = $1 AND channel_user_id = $2)", []any{q.AppID, q.ChannelUserID}
-	}
-	b := &pgx.Batch{}
-	pruned := false
-	if q.Bind != nil {
-		// The replay guard's write rides the same round trip, first, as
-		// Bind would make it (expiry judged by this process's clock).
-		now := time.Now()
-		if pruned = rand.IntN(pruneEvery) == 0; pruned {
-			b.Queue(pruneBindingsQuery, now, pruneBatch)
-		}
-		b.Queue(bindQuery, q.Bind.Scope, q.Bind.Key, q.Bind.Value, rand.Int64(), q.Bind.Expires, now)
-	}
-	b.Queue(`SELECT (SELECT commit_pos FROM checkpoints WHERE projection = $1),
-       (SELECT prepare_pos FROM checkpoints WHERE projection = $1), `+head, string(projections.FamilyUsers))
-	b.Queue(`SELECT `+userColumns+` FROM users WHERE open_user_id = `+id+` AND app_id = $1`, args...)
-	b.Queue(`SELECT `+groupColumns+` FROM family_groups g
-WHERE g.open_user_id = `+id+` AND g.app_id = $1 AND NOT g.dissolved
-ORDER BY g.family_group_id`, args...)
-	if q.UpdatedAfter.IsZero() {
-		b.Queue(`SELECT `+memberColumns+` FROM family_members
-WHERE open_user_id = `+id+` AND app_id = $1 AND NOT deleted
-ORDER BY member_id`, args...)
-	} else {
-		b.Queue(`SELECT `+memberColumns+` FROM family_members
-WHERE open_user_id = `+id+` AND app_id = $1 AND NOT deleted AND updated_at > $3
-ORDER BY member_id`, append(args, q.UpdatedAfter)...)
-	}
-	br := s.pool.SendBatch(ctx, b)
-	snap, err := readBound(br, pruned, q.Bind != nil)
-	if err == nil {
-		var rows projections.Snapshot
-		rows, err = readSnapshot(br, s.head)
-		rows.Bound = snap.Bound
-		snap = rows
-	}
-	if cerr := br.Close(); err == nil && cerr != nil {
-		err = cerr
-	}
-	if err != nil {
+	var snap projections.Snapshot
+	if err := s.snapshot(ctx, q, &snap); err != nil {
 		return projections.Snapshot{}, fmt.Errorf("projections/postgres: snapshot of user %d %q of app %d: %w", q.OpenUserID, q.ChannelUserID, q.AppID, err)
 	}
 	return snap, nil
 }
 
-// readBound reads the results of the binding's statements, when queued.
-func readBound(br pgx.BatchResults, pruned, bound bool) (projections.Snapshot, error) {
-	var snap projections.Snapshot
-	if pruned {
-		if _, err := br.Exec(); err != nil {
-			return snap, fmt.Errorf("prune expired bindings: %w", err)
+func (s *Store) snapshot(ctx context.Context, q projections.SnapshotQuery, snap *projections.Snapshot) error {
+	head := "NULL::bigint"
+	if s.head != nil {
+		head = "(" + s.head.sql + ")"
+	}
+	var sql string
+	var args []any
+	bind := q.Bind
+	if bind != nil {
+		if v, ok := s.bound.get(bind.Scope, bind.Key, time.Now()); ok {
+			snap.Bound, bind = v, nil
 		}
 	}
-	if bound {
-		var fresh bool
-		if err := br.QueryRow().Scan(&snap.Bound, &fresh); err != nil {
-			return snap, fmt.Errorf("bind: %w", err)
+	b := &pgx.Batch{}
+	if bind != nil {
+		now := time.Now()
+		// Expired bindings are pruned as Bind prunes them, in the same
+		// round trip, first.
+		if rand.IntN(pruneEvery) == 0 {
+			b.Queue(pruneBindingsQuery, now, pruneBatch)
 		}
+		sql = bindCTE + `SELECT coalesce((SELECT value FROM ins), (SELECT value FROM cur)),
+    coalesce((SELECT expires_at FROM ins), (SELECT expires_at FROM cur)), `
+		args = []any{bind.Scope, bind.Key, bind.Value, rand.Int64(), bind.Expires, now}
+	} else {
+		sql = `SELECT NULL::text, NULL::timestamptz, `
 	}
-	return snap, nil
-}
-
-func readSnapshot(br pgx.BatchResults, head *headQuery) (projections.Snapshot, error) {
-	var snap projections.Snapshot
+	n := len(args)
+	sql += fmt.Sprintf(`c.commit_pos, c.prepare_pos, %s, s.open_user_id, s.channel_user_id, s.doc
+FROM (SELECT 1) AS one
+LEFT JOIN checkpoints c ON c.projection = $%d
+LEFT JOIN user_snapshots s ON `, head, n+1)
+	args = append(args, string(projections.FamilyUsers), q.AppID)
+	if q.ChannelUserID != "" {
+		sql += fmt.Sprintf(`s.app_id = $%d AND s.channel_user_id = $%d`, n+2, n+3)
+		args = append(args, q.ChannelUserID)
+	} else {
+		sql += fmt.Sprintf(`s.app_id = $%d AND s.open_user_id = $%d`, n+2, n+3)
+		args = append(args, q.OpenUserID)
+	}
+	var bound *string
+	var until *time.Time
 	var commit, prepare, h *int64
-	if err := br.QueryRow().Scan(&commit, &prepare, &h); err != nil {
-		return snap, err
+	var doc []byte
+	var openUserID *int64
+	var channelUserID *string
+	b.Queue(sql, args...).QueryRow(func(row pgx.Row) error {
+		return row.Scan(&bound, &until, &commit, &prepare, &h, &openUserID, &channelUserID, &doc)
+	})
+	// Close reads every result in order (the prune's, then the row's
+	// through its callback) and returns the first error.
+	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
+		return err
+	}
+	if bind != nil {
+		if bound == nil || until == nil {
+			return errors.New("bind: no binding returned")
+		}
+		snap.Bound = *bound
+		s.bound.put(bind.Scope, bind.Key, *bound, *until, time.Now())
 	}
 	if commit != nil && prepare != nil {
 		snap.Checkpoint = events.Position{Commit: uint64(*commit), Prepare: uint64(*prepare)}
 	}
-	if head != nil && h != nil {
-		snap.Head, snap.HeadKnown = head.position(*h), true
+	if s.head != nil && h != nil {
+		snap.Head, snap.HeadKnown = s.head.position(*h), true
 	}
-	u, err := scanUser(br.QueryRow())
-	switch {
-	case err == nil:
-		snap.User, snap.Found = u, true
-	case errors.Is(err, pgx.ErrNoRows):
-	default:
-		return snap, err
+	if openUserID == nil || channelUserID == nil {
+		return nil
 	}
-	groups, err := pgx.CollectRows(must(br.Query()), func(row pgx.CollectableRow) (projections.Group, error) { return scanGroup(row) })
-	if err != nil {
-		return snap, err
-	}
-	members, err := pgx.CollectRows(must(br.Query()), func(row pgx.CollectableRow) (projections.Member, error) { return scanMember(row) })
-	if err != nil {
-		return snap, err
-	}
-	if snap.Found {
-		snap.Groups, snap.Members = groups, members
-	}
-	return snap, nil
+	return decodeSnapshot(doc, q, *openUserID, *channelUserID, snap)
 }
 
-// must drops Query's error, which pgx also reports from the rows it
-// returns (and CollectRows returns it from there).
-func must(rows pgx.Rows, _ error) pgx.Rows { return rows }
+// snapshotDoc is a user_snapshots document (user_snapshot_docs writes it):
+// short keys, times in microseconds since the epoch.
+type snapshotDoc struct {
+	User struct {
+		Name         string  `json:"n"`
+		Nickname     *string `json:"k"`
+		Gender       string  `json:"g"`
+		Avatar       *string `json:"a"`
+		Phone        *string `json:"p"`
+		Email        *string `json:"e"`
+		BirthDate    *string `json:"b"`
+		Status       string  `json:"s"`
+		RegisteredAt int64   `json:"r"`
+		UpdatedAt    int64   `json:"t"`
+	} `json:"u"`
+	Groups []struct {
+		ID          int64  `json:"id"`
+		AppGroupID  int64  `json:"ag"`
+		Name        string `json:"n"`
+		MemberCount int    `json:"c"`
+		CreatedAt   int64  `json:"cr"`
+		UpdatedAt   int64  `json:"t"`
+	} `json:"g"`
+	Members []struct {
+		ID            int64   `json:"id"`
+		AppUserID     string  `json:"au"`
+		AppGroupID    int64   `json:"ag"`
+		FamilyGroupID int64   `json:"fg"`
+		Name          string  `json:"n"`
+		Relationship  string  `json:"r"`
+		Gender        *string `json:"g"`
+		BirthDate     *string `json:"b"`
+		Phone         *string `json:"p"`
+		IDType        *string `json:"it"`
+		IDNumber      *string `json:"in"`
+		Height        *int64  `json:"h"`
+		Weight        *int64  `json:"w"`
+		BloodType     *string `json:"bt"`
+		IsDefault     bool    `json:"d"`
+		UpdatedAt     int64   `json:"t"`
+	} `json:"m"`
+}
+
+func micro(us int64) time.Time { return time.UnixMicro(us).UTC() }
+
+// decodeSnapshot fills snap from a document, keeping only the members
+// updated strictly after q.UpdatedAfter when that is set (as Members does).
+func decodeSnapshot(doc []byte, q projections.SnapshotQuery, openUserID int64, channelUserID string, snap *projections.Snapshot) error {
+	var d snapshotDoc
+	if err := json.Unmarshal(doc, &d); err != nil {
+		return fmt.Errorf("decode the snapshot document: %w", err)
+	}
+	u := d.User
+	snap.Found = true
+	snap.User = projections.User{
+		AppID: q.AppID, OpenUserID: openUserID, ChannelUserID: channelUserID, Name: u.Name, Nickname: u.Nickname, Gender: u.Gender,
+		Avatar: u.Avatar, Phone: u.Phone, Email: u.Email, BirthDate: u.BirthDate, Status: u.Status,
+		RegisteredAt: micro(u.RegisteredAt), UpdatedAt: micro(u.UpdatedAt),
+	}
+	snap.Groups = make([]projections.Group, 0, len(d.Groups))
+	for _, g := range d.Groups {
+		snap.Groups = append(snap.Groups, projections.Group{
+			AppID: q.AppID, OpenUserID: openUserID, FamilyGroupID: g.ID, AppGroupID: g.AppGroupID, Name: g.Name,
+			MemberCount: g.MemberCount, CreatedAt: micro(g.CreatedAt), UpdatedAt: micro(g.UpdatedAt),
+		})
+	}
+	snap.Members = make([]projections.Member, 0, len(d.Members))
+	for _, m := range d.Members {
+		at := micro(m.UpdatedAt)
+		if !q.UpdatedAfter.IsZero() && !at.After(q.UpdatedAfter) {
+			continue
+		}
+		snap.Members = append(snap.Members, projections.Member{
+			AppID: q.AppID, OpenUserID: openUserID, MemberID: m.ID, AppUserID: m.AppUserID, AppGroupID: m.AppGroupID, FamilyGroupID: m.FamilyGroupID,
+			Name: m.Name, Relationship: m.Relationship, Gender: m.Gender, BirthDate: m.BirthDate, Phone: m.Phone,
+			IDType: m.IDType, IDNumber: m.IDNumber, Height: m.Height, Weight: m.Weight, BloodType: m.BloodType,
+			IsDefault: m.IsDefault, UpdatedAt: at,
+		})
+	}
+	return nil
+}
+
+// deleteStaleSnapshots drops the documents of touched users that no longer
+// exist (erased), before refreshSnapshotsQuery writes the others, so that a
+// channel id freed and taken in one transaction never collides.
+const deleteStaleSnapshots = `
+DELETE FROM user_snapshots s
+WHERE s.open_user_id = ANY($1::bigint[])
+  AND NOT EXISTS (SELECT 1 FROM users u WHERE u.open_user_id = s.open_user_id)`
+
+// refreshSnapshotsQuery rewrites the documents of the touched users (and
+// of the owners of deleted members) from the rows as this transaction
+// sees them, through the one definition of a document, user_snapshot_docs.
+const refreshSnapshotsQuery = `
+INSERT INTO user_snapshots AS s (open_user_id, app_id, channel_user_id, doc)
+SELECT d.open_user_id, d.app_id, d.channel_user_id, d.doc FROM user_snapshot_docs d
+WHERE d.open_user_id IN (
+    SELECT unnest($1::bigint[])
+    UNION
+    SELECT m.open_user_id FROM family_members m WHERE m.member_id = ANY($2::bigint[]))
+ON CONFLICT (open_user_id) DO UPDATE SET
+    app_id = EXCLUDED.app_id,
+    channel_user_id = EXCLUDED.channel_user_id,
+    doc = EXCLUDED.doc`
+
+// refreshSnapshots queues the refresh of the snapshot documents of the
+// users this transaction touched, after its writes and before its
+// checkpoint, so a document is never behind the checkpoint it commits with.
+func (t *tx) refreshSnapshots() {
+	if len(t.touchedUsers) == 0 && len(t.deletedMembers) == 0 {
+		return
+	}
+	users := slices.Compact(slices.Sorted(slices.Values(t.touchedUsers)))
+	members := slices.Compact(slices.Sorted(slices.Values(t.deletedMembers)))
+	if len(users) > 0 {
+		t.batch.Queue(deleteStaleSnapshots, users)
+	}
+	t.batch.Queue(refreshSnapshotsQuery, users, members)
+	t.touchedUsers, t.deletedMembers = nil, nil
+}

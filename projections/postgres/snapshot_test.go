@@ -2,7 +2,11 @@ package postgres_test
 
 import (
 	"context"
+	"reflect"
 	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/internal/pgtest"
@@ -38,3 +42,97 @@ func TestSnapshotReadsTheHeadWhenToldHow(t *testing.T) {
 }
 
 var _ storetest.SnapshotStore = (*postgres.Store)(nil)
+
+// A database written before the snapshots part existed (main before issue
+// 11's third round) serves its users' snapshots after the upgrade, as the
+// separate reads answer them, at the checkpoint it had.
+func TestSnapshotsBackfilledOnUpgrade(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.New(t)
+	s := open(t, url)
+	pos := events.Position{Commit: 41, Prepare: 40}
+	err := s.Update(ctx, string(projections.FamilyUsers), pos, func(tx projections.UserTx) error {
+		at := time.Date(2026, 1, 2, 3, 4, 5, 123456000, time.UTC)
+		phone := "13800138000"
+		if err := tx.PutUser(ctx, projections.User{AppID: 1, OpenUserID: 10, ChannelUserID: "c-10", Name: "张三", Phone: &phone, Gender: "male", Status: "ACTIVE", RegisteredAt: at, UpdatedAt: at}); err != nil {
+			return err
+		}
+		if err := tx.PutGroup(ctx, projections.Group{AppID: 1, OpenUserID: 10, FamilyGroupID: 5, AppGroupID: 6, Name: "家", CreatedAt: at, UpdatedAt: at}); err != nil {
+			return err
+		}
+		for id := int64(1); id <= 2; id++ {
+			if err := tx.PutMember(ctx, projections.Member{AppID: 1, OpenUserID: 10, MemberID: id, AppUserID: "a", AppGroupID: 6, FamilyGroupID: 5, Name: "m", Relationship: "child", Phone: &phone, UpdatedAt: at}); err != nil {
+				return err
+			}
+		}
+		return tx.DeleteMember(ctx, 2, at)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	exec(t, url, `DROP TABLE user_snapshots; DROP VIEW user_snapshot_docs; DELETE FROM schema_versions WHERE part = 'snapshots'`)
+
+	s = open(t, url)
+	defer s.Close()
+	snap, err := s.Snapshot(ctx, projections.SnapshotQuery{AppID: 1, OpenUserID: 10})
+	if err != nil || !snap.Found || snap.Checkpoint != pos {
+		t.Fatalf("snapshot after the upgrade: %+v, %v; want user 10 at %v", snap, err, pos)
+	}
+	u, _ := s.User(ctx, 1, 10)
+	groups, _ := s.Groups(ctx, 1, 10)
+	members, _ := s.Members(ctx, 1, 10, time.Time{})
+	if !reflect.DeepEqual(snap.User, u) || !reflect.DeepEqual(snap.Groups, groups) || !reflect.DeepEqual(snap.Members, members) {
+		t.Fatalf("snapshot after the upgrade:\n%+v\n%+v\n%+v\nwant\n%+v\n%+v\n%+v", snap.User, snap.Groups, snap.Members, u, groups, members)
+	}
+	if len(members) != 1 || groups[0].MemberCount != 1 {
+		t.Fatalf("fixture: %d live members, count %d; want 1 and 1", len(members), groups[0].MemberCount)
+	}
+
+	// Erasure leaves nothing of the person in the documents either.
+	if err := s.Update(ctx, string(projections.FamilyUsers), events.Position{Commit: 42, Prepare: 42}, func(tx projections.UserTx) error {
+		return tx.EraseUser(ctx, 10)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var left int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM user_snapshots WHERE open_user_id = 10 OR position('13800138000' in convert_from(doc, 'UTF8')) > 0`).Scan(&left); err != nil || left != 0 {
+		t.Fatalf("after erasure %d snapshot documents still hold the user (%v)", left, err)
+	}
+}
+
+// Two nodes on one database: a binding one node recorded through a
+// snapshot holds on the other (its Bind and its snapshot reads), and one
+// the other recorded first holds on the first, cache or not.
+func TestBindingsHoldAcrossNodes(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.New(t)
+	a, b := open(t, url), open(t, url)
+	defer a.Close()
+	defer b.Close()
+	expires := time.Now().Add(time.Minute)
+	bind := func(key, value string) *projections.Binding {
+		return &projections.Binding{Scope: "m", Key: key, Value: value, Expires: expires}
+	}
+	for i := range 2 { // the second round answers from each node's cache
+		snap, err := a.Snapshot(ctx, projections.SnapshotQuery{AppID: 1, OpenUserID: 10, Bind: bind("k1", "GET")})
+		if err != nil || snap.Bound != "GET" {
+			t.Fatalf("round %d: node a's read bound %q, %v; want GET", i, snap.Bound, err)
+		}
+		if got, fresh, err := b.Bind(ctx, "m", "k1", "POST /x", expires); err != nil || fresh || got != "GET" {
+			t.Fatalf("round %d: node b's Bind = %q, %v, %v; want GET, not fresh", i, got, fresh, err)
+		}
+		if got, fresh, err := b.Bind(ctx, "m", "k2", "POST /y", expires); err != nil || got != "POST /y" || fresh != (i == 0) {
+			t.Fatalf("round %d: node b's own Bind = %q, %v, %v; want POST /y, fresh the first time", i, got, fresh, err)
+		}
+		snap, err = a.Snapshot(ctx, projections.SnapshotQuery{AppID: 1, OpenUserID: 10, Bind: bind("k2", "GET")})
+		if err != nil || snap.Bound != "POST /y" {
+			t.Fatalf("round %d: node a's read of b's binding = %q, %v; want POST /y", i, snap.Bound, err)
+		}
+	}
+}

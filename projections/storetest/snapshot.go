@@ -2,7 +2,9 @@ package storetest
 
 import (
 	"context"
+	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -47,31 +49,125 @@ func RunSnapshot(t *testing.T, open func(t *testing.T) SnapshotStore) {
 			{AppID: app, OpenUserID: owner, UpdatedAfter: at(30)},
 			{AppID: 2, ChannelUserID: "c-10"},
 		} {
-			snap := must(s.Snapshot(ctx, q))(t)
-			if !snap.Found || snap.Checkpoint != pos {
-				t.Fatalf("%+v: found %v at %v, want found at %v", q, snap.Found, snap.Checkpoint, pos)
-			}
-			var u projections.User
-			if q.ChannelUserID != "" {
-				u = must(s.UserByChannelID(ctx, q.AppID, q.ChannelUserID))(t)
-			} else {
-				u = must(s.User(ctx, q.AppID, q.OpenUserID))(t)
-			}
-			wantRow(t, "user", snap.User, u)
-			groups := must(s.Groups(ctx, q.AppID, u.OpenUserID))(t)
-			members := must(s.Members(ctx, q.AppID, u.OpenUserID, q.UpdatedAfter))(t)
-			if len(snap.Groups) != len(groups) || len(snap.Members) != len(members) {
-				t.Fatalf("%+v: %d groups and %d members, want %d and %d", q, len(snap.Groups), len(snap.Members), len(groups), len(members))
-			}
-			for i := range groups {
-				wantRow(t, "group", snap.Groups[i], groups[i])
-			}
-			for i := range members {
-				wantRow(t, "member", snap.Members[i], members[i])
-			}
+			wantSnapshot(t, s, q, pos)
 		}
 		if snap := must(s.Snapshot(ctx, projections.SnapshotQuery{AppID: app, OpenUserID: owner, UpdatedAfter: at(30)}))(t); !slices.Equal(ids(snap.Members), []int64{3}) {
 			t.Fatalf("members updated after: %v, want [3]", ids(snap.Members))
+		}
+	})
+	t.Run("FollowsEveryWriteAndErasure", func(t *testing.T) {
+		s := open(t)
+		ctx := context.Background()
+		const app, owner = int64(1), int64(10)
+		put(t, s, []projections.User{fullUser(app, owner, "c-10"), fullUser(app, 11, "c-11")},
+			[]projections.Group{group(app, owner, 100), group(app, owner, 200), group(app, 11, 300)},
+			[]projections.Member{member(app, owner, 100, 1), member(app, owner, 100, 2), member(app, owner, 200, 3), member(app, 11, 300, 4)})
+		byID := projections.SnapshotQuery{AppID: app, OpenUserID: owner}
+		byChannel := projections.SnapshotQuery{AppID: app, ChannelUserID: "c-10"}
+		steps := []struct {
+			what string
+			fn   func(projections.UserTx) error
+		}{
+			{"profile update", func(tx projections.UserTx) error {
+				u := fullUser(app, owner, "c-10")
+				u.Name, u.Phone, u.UpdatedAt = "李四", nil, at(50)
+				return tx.PutUser(ctx, u)
+			}},
+			{"member update", func(tx projections.UserTx) error {
+				m := member(app, owner, 100, 2)
+				m.Name, m.Height, m.UpdatedAt = "改名", nil, at(51)
+				return tx.PutMember(ctx, m)
+			}},
+			{"member delete", func(tx projections.UserTx) error { return tx.DeleteMember(ctx, 1, at(52)) }},
+			{"group dissolve", func(tx projections.UserTx) error {
+				g := group(app, owner, 200)
+				g.Dissolved, g.UpdatedAt = true, at(53)
+				if err := tx.PutGroup(ctx, g); err != nil {
+					return err
+				}
+				return tx.DeleteMember(ctx, 3, at(53))
+			}},
+		}
+		for i, step := range steps {
+			pos := events.Position{Commit: uint64(100 + i), Prepare: uint64(100 + i)}
+			writeAt(t, usersOf(s), string(projections.FamilyUsers), pos, step.fn)
+			t.Logf("after %s", step.what)
+			wantSnapshot(t, s, byID, pos)
+			wantSnapshot(t, s, byChannel, pos)
+		}
+		if snap := must(s.Snapshot(ctx, byID))(t); len(snap.Groups) != 1 || snap.Groups[0].MemberCount != 1 || !slices.Equal(ids(snap.Members), []int64{2}) {
+			t.Fatalf("after the writes: groups %+v, members %v; want group 100 with one member, member 2", snap.Groups, ids(snap.Members))
+		}
+		pos := events.Position{Commit: 200, Prepare: 200}
+		writeAt(t, usersOf(s), string(projections.FamilyUsers), pos, func(tx projections.UserTx) error { return tx.EraseUser(ctx, owner) })
+		for _, q := range []projections.SnapshotQuery{byID, byChannel} {
+			snap := must(s.Snapshot(ctx, q))(t)
+			if snap.Found || len(snap.Groups) != 0 || len(snap.Members) != 0 || snap.User.Name != "" || snap.Checkpoint != pos {
+				t.Fatalf("%+v after erasure: %+v, want nothing at %v", q, snap, pos)
+			}
+		}
+		// The neighbour is untouched, and a new user may take the erased
+		// user's channel id in one transaction with the erasure of another.
+		wantSnapshot(t, s, projections.SnapshotQuery{AppID: app, OpenUserID: 11}, pos)
+		pos = events.Position{Commit: 201, Prepare: 201}
+		writeAt(t, usersOf(s), string(projections.FamilyUsers), pos, func(tx projections.UserTx) error {
+			if err := tx.EraseUser(ctx, 11); err != nil {
+				return err
+			}
+			return tx.PutUser(ctx, fullUser(app, 12, "c-11"))
+		})
+		snap := wantSnapshot(t, s, projections.SnapshotQuery{AppID: app, ChannelUserID: "c-11"}, pos)
+		if snap.User.OpenUserID != 12 || len(snap.Groups) != 0 || len(snap.Members) != 0 {
+			t.Fatalf("channel id c-11 after erasure and registration: %+v, want user 12 alone", snap)
+		}
+	})
+	t.Run("BindsOnceUnderConcurrentReads", func(t *testing.T) {
+		s := open(t)
+		ctx := context.Background()
+		put(t, s, []projections.User{fullUser(1, 10, "c-10")}, nil, nil)
+		expires := time.Now().Add(time.Minute)
+		const readers = 16
+		bound := make([]string, readers)
+		errs := make([]error, readers)
+		var wg sync.WaitGroup
+		for i := range readers {
+			wg.Go(func() {
+				// Half bind the signature to a read, half to a write route.
+				v := "GET"
+				if i%2 == 1 {
+					v = fmt.Sprintf("POST /x/%d", i)
+				}
+				snap, err := s.Snapshot(ctx, projections.SnapshotQuery{AppID: 1, OpenUserID: 10,
+					Bind: &projections.Binding{Scope: "m", Key: "1:sig", Value: v, Expires: expires}})
+				bound[i], errs[i] = snap.Bound, err
+				if err == nil && !snap.Found {
+					errs[i] = fmt.Errorf("reader %d: user not found", i)
+				}
+			})
+		}
+		wg.Wait()
+		for i := range readers {
+			if errs[i] != nil {
+				t.Fatal(errs[i])
+			}
+			if bound[i] != bound[0] || bound[i] == "" {
+				t.Fatalf("readers saw bindings %q: want one value for all", bound)
+			}
+		}
+		// The store's own Bind sees the same binding, and so does a read
+		// repeated later; a fresh key binds its own value.
+		if got, fresh, err := s.Bind(ctx, "m", "1:sig", "DELETE /y", expires); err != nil || fresh || got != bound[0] {
+			t.Fatalf("Bind after the reads = %q, %v, %v; want %q, not fresh", got, fresh, err, bound[0])
+		}
+		snap := must(s.Snapshot(ctx, projections.SnapshotQuery{AppID: 1, OpenUserID: 10,
+			Bind: &projections.Binding{Scope: "m", Key: "1:sig", Value: "PATCH /z", Expires: expires}}))(t)
+		if snap.Bound != bound[0] {
+			t.Fatalf("a later read's binding = %q, want %q", snap.Bound, bound[0])
+		}
+		snap = must(s.Snapshot(ctx, projections.SnapshotQuery{AppID: 1, OpenUserID: 10,
+			Bind: &projections.Binding{Scope: "m", Key: "1:other", Value: "GET", Expires: expires}}))(t)
+		if snap.Bound != "GET" || !snap.Found {
+			t.Fatalf("a new key's binding = %q (found %v), want GET", snap.Bound, snap.Found)
 		}
 	})
 	t.Run("Tenancy", func(t *testing.T) {
@@ -99,4 +195,34 @@ func RunSnapshot(t *testing.T, open func(t *testing.T) SnapshotStore) {
 			t.Fatal("a snapshot on an ended context succeeded")
 		}
 	})
+}
+
+// wantSnapshot checks that a snapshot answers what the separate reads
+// answer (User or UserByChannelID, Groups, Members) at checkpoint pos.
+func wantSnapshot(t *testing.T, s SnapshotStore, q projections.SnapshotQuery, pos events.Position) projections.Snapshot {
+	t.Helper()
+	ctx := context.Background()
+	snap := must(s.Snapshot(ctx, q))(t)
+	if !snap.Found || snap.Checkpoint != pos {
+		t.Fatalf("%+v: found %v at %v, want found at %v", q, snap.Found, snap.Checkpoint, pos)
+	}
+	var u projections.User
+	if q.ChannelUserID != "" {
+		u = must(s.UserByChannelID(ctx, q.AppID, q.ChannelUserID))(t)
+	} else {
+		u = must(s.User(ctx, q.AppID, q.OpenUserID))(t)
+	}
+	wantRow(t, "user", snap.User, u)
+	groups := must(s.Groups(ctx, q.AppID, u.OpenUserID))(t)
+	members := must(s.Members(ctx, q.AppID, u.OpenUserID, q.UpdatedAfter))(t)
+	if len(snap.Groups) != len(groups) || len(snap.Members) != len(members) {
+		t.Fatalf("%+v: %d groups and %d members, want %d and %d", q, len(snap.Groups), len(snap.Members), len(groups), len(members))
+	}
+	for i := range groups {
+		wantRow(t, "group", snap.Groups[i], groups[i])
+	}
+	for i := range members {
+		wantRow(t, "member", snap.Members[i], members[i])
+	}
+	return snap
 }
