@@ -234,6 +234,7 @@ func badRoutes(fx fixture) []badRoute {
 		{method: "GET", pattern: "/admin/v1/audit", auth: authAdmin, params: none,
 			query: []qparam{{"actor", qText}, {"subject", qText}, {"from", qTime}, {"to", qTime}, {"after", qInt}, {"limit", qLimit}}, base: ok200},
 		{method: "GET", pattern: "/admin/v1/operators", auth: authAdmin, params: none, base: ok200},
+		{method: "GET", pattern: "/admin/v1/outbox", auth: authAdmin, params: none, query: []qparam{{"status", qEnum}}, base: ok200},
 		{method: "POST", pattern: "/admin/v1/operators", auth: authAdmin, params: none,
 			body: `{"name":"ops","role":"nosuch"}`, base: invalid, fields: []field{{path: "name", kind: kStr, max: 64}, {path: "role", kind: kStr}}},
 		{method: "POST", pattern: "/admin/v1/operators/:operatorId/revoke", auth: authAdmin, params: map[string]string{"operatorId": "999999"},

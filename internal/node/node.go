@@ -474,6 +474,7 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("developer portal: %w", err)
 	}
+	qAPI.Outbox = n.Developers // the portal opened after the read API
 	routes := append(cmdAPI.Routes(), qAPI.Routes()...)
 	n.Handler = n.router(append(routes, reportAPI.Routes()...))
 
