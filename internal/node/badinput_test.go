@@ -422,6 +422,7 @@ func handlerRouteKeys() []string {
 // TestBadInputTableCoversEveryRoute fails when a route is added without a
 // row in the bad-input table (or a row names a route that is gone).
 func TestBadInputTableCoversEveryRoute(t *testing.T) {
+	t.Parallel()
 	have := map[string]bool{}
 	for _, r := range badRoutes(fixture{app: &app{}}) {
 		k := r.method + " " + r.pattern
@@ -901,6 +902,7 @@ func codeOf(r badRoute, res response) string {
 // store: each answers its documented status and code, and a refused request
 // appends nothing.
 func TestBadInput(t *testing.T) {
+	t.Parallel()
 	readModels(t, func(t *testing.T, cfg node.Config) {
 		p := start(t, cfg)
 		p.client = freshAddresses(t)

@@ -30,6 +30,7 @@ type failureView struct {
 // and never the transport's raw text (certificate details, addresses);
 // operators see the class and the detail.
 func TestDeliveryLogShowsPartnersTheClassAndOperatorsTheDetail(t *testing.T) {
+	t.Parallel()
 	selfSigned := httptest.NewUnstartedServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	selfSigned.Config.ErrorLog = log.New(io.Discard, "", 0)
 	selfSigned.StartTLS()

@@ -35,6 +35,7 @@ func kafkaCluster(t testing.TB) []string {
 // it there, and a partner receives its webhooks exactly as in embedded mode;
 // the analytics topic carries the user's business events, pseudonymised.
 func TestProductionBusThroughKafka(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		real bool // the broker scripts/test.sh starts, else kfake

@@ -92,6 +92,7 @@ func (d *piiDriver) ok(what string, res response) response {
 }
 
 func TestLogsCarryNoPersonalData(t *testing.T) {
+	t.Parallel()
 	handlers := []struct {
 		name     string
 		handler  func(io.Writer) slog.Handler
@@ -440,6 +441,7 @@ func drivePersonalRoutes(d *piiDriver) *failingSink {
 // A handler that panics with a value built from the request (a formatted
 // message, an error wrapping a field) must not put that value in the log.
 func TestLogsCarryNoPersonalDataFromPanics(t *testing.T) {
+	t.Parallel()
 	for _, value := range []any{
 		"cannot store member " + piiName + " " + piiIDNumber,
 		fmt.Errorf("phone %s: %w", piiPhone, io.ErrUnexpectedEOF),

@@ -100,6 +100,7 @@ func profileUpdates(t *testing.T, p *platform, a *app, prefix string, n int) {
 // while it hangs, and its own arrive once it answers, none posted twice at
 // once and never more at once than the per-endpoint bound.
 func TestSlowEndpointDelaysNoOtherEndpoint(t *testing.T) {
+	t.Parallel()
 	readModels(t, func(t *testing.T, cfg node.Config) {
 		cfg.WebhookAllowLoopback, cfg.PartnerRateLimit = true, -1
 		cfg.WebhookWorkers, cfg.WebhookPerEndpoint = 6, 2
@@ -152,6 +153,7 @@ func TestSlowEndpointDelaysNoOtherEndpoint(t *testing.T) {
 // metrics, other endpoints are unaffected, and once the endpoint recovers
 // a single probe closes the breaker and the waiting deliveries go out.
 func TestFailingEndpointTripsItsBreakerAndRecovers(t *testing.T) {
+	t.Parallel()
 	cfg := node.Config{DataDir: t.TempDir(), WebhookAllowLoopback: true, PartnerRateLimit: -1,
 		WebhookPerEndpoint: 1, WebhookBreakerFailures: 3, WebhookBreakerCooldown: time.Second,
 		WebhookSchedule: []time.Duration{time.Millisecond, time.Millisecond, time.Millisecond, time.Millisecond, time.Millisecond}}

@@ -178,6 +178,7 @@ type userWebhook struct {
 }
 
 func TestChannelUserWebhooksAreSignedAndFiltered(t *testing.T) {
+	t.Parallel()
 	readModels(t, func(t *testing.T, cfg node.Config) {
 		cfg.WebhookAllowLoopback = true
 		p := start(t, cfg)
@@ -308,6 +309,7 @@ func (p *platform) waitDelivery(id, status string) deliveryView {
 }
 
 func TestRetryScheduleAbandonAndResend(t *testing.T) {
+	t.Parallel()
 	clock := newFakeClock()
 	p := start(t, node.Config{DataDir: t.TempDir(), WebhookAllowLoopback: true, WebhookClock: clock})
 	a := p.createApp("partner")
@@ -366,6 +368,7 @@ func TestRetryScheduleAbandonAndResend(t *testing.T) {
 }
 
 func TestRetrySurvivesRestart(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	clock := newFakeClock()
 	p := start(t, node.Config{DataDir: dir, WebhookAllowLoopback: true, WebhookClock: clock})
@@ -392,6 +395,7 @@ func TestRetrySurvivesRestart(t *testing.T) {
 }
 
 func TestInternalTargetsAreRefusedAndNotRetried(t *testing.T) {
+	t.Parallel()
 	p := start(t, node.Config{DataDir: t.TempDir()})
 	a := p.createApp("partner")
 	for _, url := range []string{"http://example.com/hook", "https://127.0.0.1/hook", "https://[::1]/hook", "https://169.254.169.254/latest", "https://10.1.2.3/x", "https://user:pw@example.com/"} {
@@ -439,6 +443,7 @@ func TestInternalTargetsAreRefusedAndNotRetried(t *testing.T) {
 }
 
 func TestDuplicateSourceEventsMakeOneDelivery(t *testing.T) {
+	t.Parallel()
 	p := start(t, node.Config{DataDir: t.TempDir()})
 	a := p.createApp("partner")
 	a.expect("POST", "/open/v1/channel/users", registerBody("u-1"), http.StatusCreated, "0")
