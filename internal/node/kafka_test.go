@@ -78,7 +78,7 @@ func productionBusThroughKafka(t *testing.T, real bool) {
 	}
 	rcv.quiet(3, 300*time.Millisecond)
 
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), waitBound)
 	defer cancel()
 	// The internal topic: every event of the user's stream, in order, as logged.
 	stream := fmt.Sprintf("user-%d", reg.OpenUserID)

@@ -4,7 +4,14 @@ import (
 	"flag"
 	"os"
 	"testing"
+	"time"
 )
+
+// waitBound bounds a test's wait for something asynchronous that must
+// happen (a delivery, a lease takeover, a message on a topic): it only ends
+// a hang and asserts no speed, so it is generous, since six tests share
+// CI's two (often loaded) cores and each runs several times slower than alone.
+const waitBound = 60 * time.Second
 
 // defaultParallel is how many of this package's tests run at once unless
 // -parallel is given. Every test starts its own nodes, data directories and

@@ -164,7 +164,7 @@ func newFailingSink(t *testing.T) *failingSink {
 // (abandoned or dead-lettered), so each failed attempt has been logged.
 func waitForFailedWebhooks(t *testing.T, p *platform, logs *syncBuffer, sink *failingSink) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(waitBound)
 	var last deliveryView
 	for time.Now().Before(deadline) {
 		var list struct {

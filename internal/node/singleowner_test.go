@@ -35,7 +35,7 @@ func leaseStore(t *testing.T, db string) *leasepg.Store {
 func holderOf(t *testing.T, s lease.Store, name string, want ...string) string {
 	t.Helper()
 	var last lease.Lease
-	for range 300 {
+	for deadline := time.Now().Add(waitBound); time.Now().Before(deadline); {
 		l, err := s.Get(context.Background(), name)
 		if err != nil {
 			t.Fatal(err)
@@ -163,7 +163,7 @@ func TestRelayRunsOnOneNodeAndMovesOnTakeover(t *testing.T) {
 	for _, r := range recs {
 		missing[r.ID] = true
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), waitBound)
 	defer cancel()
 	r := kafkago.NewReader(kafkago.ReaderConfig{Brokers: brokers, Topic: "platform.internal.events", GroupID: "relay-test", StartOffset: kafkago.FirstOffset, MaxWait: 100 * time.Millisecond})
 	defer r.Close()

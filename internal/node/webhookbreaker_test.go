@@ -108,10 +108,13 @@ func TestSlowEndpointDelaysNoOtherEndpoint(t *testing.T) {
 		cfg.WebhookSchedule = []time.Duration{100 * time.Millisecond, 100 * time.Millisecond, 100 * time.Millisecond, 100 * time.Millisecond, 100 * time.Millisecond}
 		p := start(t, cfg)
 		release := make(chan struct{})
+		// It hangs until released (the node's 10 s POST timeout cuts each
+		// attempt first), not for a fixed time that a loaded machine could
+		// outlast before the other endpoints are served.
 		slow := newEndpoint(t, func() int {
 			select {
 			case <-release:
-			case <-time.After(10 * time.Second): // the POST times out first
+			case <-time.After(waitBound):
 			}
 			return http.StatusOK
 		})
@@ -177,7 +180,7 @@ func TestFailingEndpointTripsItsBreakerAndRecovers(t *testing.T) {
 
 	profileUpdates(t, p, a, "x", 4)
 	// Wait (bounded) until the breaker opens.
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(waitBound)
 	for !breakerIs(p, a.ID, webhooks.BreakerOpen) {
 		if time.Now().After(deadline) {
 			t.Fatalf("breaker never opened: %+v", p.node.Dispatcher.Endpoints())
@@ -209,7 +212,7 @@ func TestFailingEndpointTripsItsBreakerAndRecovers(t *testing.T) {
 	var d struct {
 		Deliveries []deliveryView `json:"deliveries"`
 	}
-	for wait := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	for wait := time.Now().Add(waitBound); ; time.Sleep(20 * time.Millisecond) {
 		p.admin("GET", fmt.Sprintf("/admin/v1/deliveries?app_id=%d", a.ID), nil).data(t, &d)
 		done := 0
 		for _, del := range d.Deliveries {

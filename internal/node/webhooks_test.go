@@ -80,7 +80,7 @@ func (r *receiver) script(statuses ...int) {
 // waitFor blocks until n webhooks have arrived in total.
 func (r *receiver) waitFor(n int) []webhook {
 	r.t.Helper()
-	deadline := time.After(15 * time.Second)
+	deadline := time.After(waitBound)
 	for {
 		r.mu.Lock()
 		if len(r.got) >= n {
@@ -292,7 +292,7 @@ type deliveryView struct {
 // waitDelivery polls the delivery log until the delivery reaches status.
 func (p *platform) waitDelivery(id, status string) deliveryView {
 	p.t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(waitBound)
 	var v deliveryView
 	for time.Now().Before(deadline) {
 		res := p.admin("GET", "/admin/v1/deliveries/"+id, nil)
@@ -357,7 +357,7 @@ func TestRetryScheduleAbandonAndResend(t *testing.T) {
 	other.expect("POST", "/open/v1/webhooks/deliveries/"+first.ID+"/resend", nil, http.StatusNotFound, "DELIVERY_NOT_FOUND")
 	other.expect("GET", "/open/v1/webhooks/deliveries/"+first.ID, nil, http.StatusNotFound, "DELIVERY_NOT_FOUND")
 	var mine deliveryView
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(waitBound)
 	for time.Now().Before(deadline) && mine.Attempts != 8 {
 		a.expect("GET", "/open/v1/webhooks/deliveries/"+first.ID, nil, http.StatusOK, "0").data(t, &mine)
 		time.Sleep(20 * time.Millisecond)
@@ -426,7 +426,7 @@ func TestInternalTargetsAreRefusedAndNotRetried(t *testing.T) {
 	var list struct {
 		Deliveries []deliveryView `json:"deliveries"`
 	}
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(waitBound)
 	for time.Now().Before(deadline) && len(list.Deliveries) == 0 {
 		prod.admin("GET", fmt.Sprintf("/admin/v1/deliveries?app_id=%d&event=user.profile.updated&status=abandoned", b.ID), nil).data(t, &list)
 		time.Sleep(20 * time.Millisecond)
@@ -480,7 +480,7 @@ func TestDuplicateSourceEventsMakeOneDelivery(t *testing.T) {
 	}
 	// The register created two members: two deliveries, however often the
 	// dispatcher sees their events.
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(waitBound)
 	for time.Now().Before(deadline) && len(list.Deliveries) < 2 {
 		p.admin("GET", fmt.Sprintf("/admin/v1/deliveries?app_id=%d&event=user.family_member.created", a.ID), nil).data(t, &list)
 		time.Sleep(20 * time.Millisecond)
