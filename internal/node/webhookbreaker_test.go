@@ -27,10 +27,10 @@ type endpoint struct {
 	maxInFlight int
 	overlapped  []string
 	changed     chan struct{}
-	answer      func() int // blocks as long as the endpoint should hang
+	answer      func(*http.Request) int // blocks as long as the endpoint should hang
 }
 
-func newEndpoint(t *testing.T, answer func() int) *endpoint {
+func newEndpoint(t *testing.T, answer func(*http.Request) int) *endpoint {
 	e := &endpoint{arrived: map[string]int{}, open: map[string]bool{}, changed: make(chan struct{}, 1), answer: answer}
 	e.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
@@ -43,7 +43,7 @@ func newEndpoint(t *testing.T, answer func() int) *endpoint {
 		e.inFlight++
 		e.maxInFlight = max(e.maxInFlight, e.inFlight)
 		e.mu.Unlock()
-		status := e.answer()
+		status := e.answer(r)
 		e.mu.Lock()
 		delete(e.open, id)
 		e.inFlight--
@@ -108,18 +108,20 @@ func TestSlowEndpointDelaysNoOtherEndpoint(t *testing.T) {
 		cfg.WebhookSchedule = []time.Duration{100 * time.Millisecond, 100 * time.Millisecond, 100 * time.Millisecond, 100 * time.Millisecond, 100 * time.Millisecond}
 		p := start(t, cfg)
 		release := make(chan struct{})
-		// It hangs until released (the node's 10 s POST timeout cuts each
-		// attempt first), not for a fixed time that a loaded machine could
-		// outlast before the other endpoints are served.
-		slow := newEndpoint(t, func() int {
+		// It hangs until released, or until the node's 10 s POST timeout
+		// gives up on the attempt (then it is gone before the retry), not for
+		// a fixed time that a loaded machine could outlast before the other
+		// endpoints are served.
+		slow := newEndpoint(t, func(r *http.Request) int {
 			select {
 			case <-release:
-			case <-time.After(waitBound):
+				return http.StatusOK
+			case <-r.Context().Done():
+				return http.StatusServiceUnavailable // nobody reads it
 			}
-			return http.StatusOK
 		})
-		fast := newEndpoint(t, func() int { return http.StatusOK })
-		other := newEndpoint(t, func() int { return http.StatusNoContent })
+		fast := newEndpoint(t, func(*http.Request) int { return http.StatusOK })
+		other := newEndpoint(t, func(*http.Request) int { return http.StatusNoContent })
 		a, b, c := p.createApp("slow"), p.createApp("fast"), p.createApp("other")
 		p.configureWebhook(a, slow.srv.URL, "user.profile.updated")
 		p.configureWebhook(b, fast.srv.URL, "user.profile.updated")
@@ -164,7 +166,7 @@ func TestFailingEndpointTripsItsBreakerAndRecovers(t *testing.T) {
 	var mu sync.Mutex
 	failing := true
 	posts := 0
-	broken := newEndpoint(t, func() int {
+	broken := newEndpoint(t, func(*http.Request) int {
 		mu.Lock()
 		defer mu.Unlock()
 		posts++
@@ -173,7 +175,7 @@ func TestFailingEndpointTripsItsBreakerAndRecovers(t *testing.T) {
 		}
 		return http.StatusOK
 	})
-	fine := newEndpoint(t, func() int { return http.StatusOK })
+	fine := newEndpoint(t, func(*http.Request) int { return http.StatusOK })
 	a, b := p.createApp("broken"), p.createApp("fine")
 	p.configureWebhook(a, broken.srv.URL, "user.profile.updated")
 	p.configureWebhook(b, fine.srv.URL, "user.profile.updated")
