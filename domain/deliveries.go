@@ -60,5 +60,10 @@ type DeliveryFilter struct {
 	// deliveries (one per event) without test events.
 	Feed  bool
 	After events.Position
-	Limit int
+	// Newest lists newest first (descending cursor order), as the portal's
+	// delivery log shows it; After is then ignored and Before (zero: from
+	// the newest) continues below a cursor, so "older" pages cost their rows.
+	Newest bool
+	Before events.Position
+	Limit  int
 }

@@ -291,9 +291,10 @@ var deliveryStatuses = []string{domain.DeliveryPending, domain.DeliveryRetrying,
 	domain.DeliveryAbandoned, domain.DeliveryDeadLetter, domain.DeliverySkipped}
 
 // logFilter reads the log's filters: status, exact event type, and a time
-// range of creation in UTC (from inclusive, to exclusive), plus the page cursor.
+// range of creation in UTC (from inclusive, to exclusive), plus the page
+// cursor ("before": the log lists newest first, each page older than the last).
 func logFilter(q url.Values) (domain.DeliveryFilter, error) {
-	f := domain.DeliveryFilter{Status: q.Get("status"), EventType: strings.TrimSpace(q.Get("event")), Limit: logPageSize}
+	f := domain.DeliveryFilter{Status: q.Get("status"), EventType: strings.TrimSpace(q.Get("event")), Limit: logPageSize, Newest: true}
 	v := &domain.ValidationError{}
 	if f.Status != "" && !contains(deliveryStatuses, f.Status) {
 		v.Add("status", "must be one of "+strings.Join(deliveryStatuses, ", "))
@@ -316,12 +317,12 @@ func logFilter(q url.Values) (domain.DeliveryFilter, error) {
 		}
 		*t.to = at
 	}
-	if after := q.Get("after"); after != "" {
-		pos, ok := httpapi.ParseCursor(after)
+	if before := q.Get("before"); before != "" {
+		pos, ok := httpapi.ParseCursor(before)
 		if !ok {
-			v.Add("after", "must be a cursor of this log")
+			v.Add("before", "must be a cursor of this log")
 		}
-		f.After = pos
+		f.Before = pos
 	}
 	return f, v.Err()
 }
@@ -385,7 +386,7 @@ func (s *Server) deliveriesPage(w http.ResponseWriter, r *http.Request) {
 		for k, v := range q {
 			next[k] = v
 		}
-		next.Set("after", httpapi.FormatCursor(list[len(list)-1].Cursor))
+		next.Set("before", httpapi.FormatCursor(list[len(list)-1].Cursor))
 		data.Next = next.Encode()
 	}
 	s.Render(w, r, http.StatusOK, "endpoints_deliveries.html", data)

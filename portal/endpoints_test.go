@@ -279,6 +279,14 @@ func TestEndpointsDeliverWithTheirOwnSubscriptionsAndSecrets(t *testing.T) {
 			!strings.Contains(log.Text(), "ok from groups") || !strings.Contains(log.Text(), "200") || !strings.Contains(log.Text(), " ms") {
 			t.Fatalf("delivery log: %d %q %s", log.Status, log.H1(), log.Text())
 		}
+		// Newest first: the second test event, the first, then the group event.
+		var order []string
+		for _, m := range regexp.MustCompile(`<section class="delivery" id="delivery-([^"]+)"`).FindAllStringSubmatch(log.Body, -1) {
+			order = append(order, m[1])
+		}
+		if sent := groups.await(t, 3); !slices.Equal(order, []string{sent[2].id, sent[1].id, sent[0].id}) || strings.Contains(log.Body, `rel="next"`) {
+			t.Fatalf("delivery log order %v, want newest first of %s %s %s (and no older page)", order, sent[0].id, sent[1].id, sent[2].id)
+		}
 		if f := b.Get(logPath + "?event=webhook.test&status=delivered"); strings.Count(f.Body, `class="delivery"`) != 2 || strings.Contains(f.Text(), "user.family_group.created") {
 			t.Fatalf("filter by event and status: %s", f.Text())
 		}

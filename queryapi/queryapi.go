@@ -45,6 +45,9 @@ type API struct {
 	Operators *projections.Operators
 	Audit     projections.AuditStore
 	Auditor   Auditor
+	// Outbox is the developer portal's mail outbox (nil: no portal, the
+	// list is empty).
+	Outbox Outbox
 }
 
 // Routes lists the read endpoints.
@@ -59,6 +62,7 @@ func (q *API) Routes() []httpapi.Route {
 	}
 	routes = append(routes, q.commerceRoutes()...)
 	routes = append(routes, q.auditRoutes()...)
+	routes = append(routes, q.outboxRoutes()...)
 	return append(routes, q.deliveryRoutes()...)
 }
 
@@ -372,13 +376,22 @@ func (q *API) appView(a domain.App) map[string]any {
 	if scopes == nil {
 		scopes = []string{}
 	}
-	return map[string]any{
+	v := map[string]any{
 		"scopes": scopes, "suspended": a.Suspended, "suspension_reason": a.SuspensionReason,
 		"webhook_secret_pending": a.PendingWebhookSecret != "", "review": a.Review, "sandbox_app_id": a.SandboxAppID, "production_app_id": a.ProductionAppID,
 		"app_id": a.AppID, "name": a.Name, "app_key": a.AppKey, "environment": a.Environment,
 		"webhook_url": a.WebhookURL, "webhook_events": evs,
 		"created_at": a.CreatedAt.Format(time.RFC3339), "updated_at": a.UpdatedAt.Format(time.RFC3339),
 	}
+	// A portal developer's app says whose it is and why it exists; apps an
+	// operator created have neither, and the fields are left out.
+	if a.DeveloperID != 0 {
+		v["developer_id"] = a.DeveloperID
+	}
+	if a.Purpose != "" {
+		v["purpose"] = a.Purpose
+	}
+	return v
 }
 
 func (q *API) listApps(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {

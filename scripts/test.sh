@@ -91,6 +91,32 @@ if [ "${#patterns[@]}" -eq 0 ]; then
 	test_args+=(./...)
 fi
 
+# ---- stage timings ----
+# Each stage's wall time is printed at the end (failures too), so a slow CI
+# run says where its minutes went: "test.sh: stage times: vet 21s, ...".
+stage_names=()
+stage_secs=()
+stage_name=""
+stage_t0=$SECONDS
+# stage NAME ends the running stage and starts NAME ("" ends it only).
+stage() {
+	if [ -n "$stage_name" ]; then
+		stage_names+=("$stage_name")
+		stage_secs+=($((SECONDS - stage_t0)))
+	fi
+	stage_name=$1
+	stage_t0=$SECONDS
+}
+stage_report() {
+	stage ""
+	[ "${#stage_names[@]}" -gt 0 ] || return 0
+	local i line=""
+	for i in "${!stage_names[@]}"; do
+		line+="${stage_names[$i]} ${stage_secs[$i]}s, "
+	done
+	say "stage times: ${line%, }; total ${SECONDS}s"
+}
+
 # ---- postgres ----
 tmp=""
 pgbin=""
@@ -100,6 +126,7 @@ tmp_bin_dir=""
 cleanup() {
 	local rc=$?
 	trap - EXIT
+	stage_report
 	# The broker's data is thrown away: no need for a graceful shutdown.
 	if [ -n "$kafka_pid" ]; then
 		kill -KILL "$kafka_pid" 2>/dev/null || true
@@ -177,8 +204,10 @@ start_postgres() {
 			p=$((p + 1))
 		done
 		[ -n "$port" ] || die "no free port found on 127.0.0.1"
+		# max_connections: internal/node runs 6 tests at once, a two-node
+		# test holds about 40 connections, and other packages run beside it.
 		if as_pg "$pgbin/pg_ctl" -D "$tmp/data" -l "$tmp/postgres.log" -W start -o \
-			"-c listen_addresses=127.0.0.1 -c port=$port -c unix_socket_directories=$tmp/sock -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200" \
+			"-c listen_addresses=127.0.0.1 -c port=$port -c unix_socket_directories=$tmp/sock -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=500" \
 			>/dev/null; then
 			# Bounded wait (~30s) for the server to accept connections,
 			# giving up early if it died (e.g. the port was taken).
@@ -210,6 +239,7 @@ elif [ -n "${PLATFORM_TEST_POSTGRES_URL:-}" ]; then
 	say "using the Postgres server from PLATFORM_TEST_POSTGRES_URL"
 	export PLATFORM_REQUIRE_POSTGRES=1
 else
+	stage postgres
 	start_postgres
 	export PLATFORM_REQUIRE_POSTGRES=1
 fi
@@ -364,6 +394,7 @@ elif [ -n "${PLATFORM_TEST_KAFKA_BROKERS:-}" ]; then
 elif [ "${PLATFORM_TEST_KAFKA:-1}" = "0" ]; then
 	say "Kafka broker skipped (PLATFORM_TEST_KAFKA=0); the tests that need one skip"
 else
+	stage kafka
 	start_kafka
 	export PLATFORM_REQUIRE_KAFKA=1
 fi
@@ -372,9 +403,11 @@ fi
 go_side() {
 	# ---- checks ----
 	say "$(go version)"
+	stage vet
 	say "go vet ${patterns[*]}"
 	go vet "${patterns[@]}"
 
+	stage gofmt
 	say "gofmt check"
 	# Every .go file of the packages, test files and build-tag-excluded ones too.
 	mapfile -t gofiles < <(go list -f '{{$d := .Dir}}{{range .GoFiles}}{{$d}}/{{.}}
@@ -393,6 +426,7 @@ go_side() {
 		exit 1
 	fi
 
+	stage tidy
 	say "go mod tidy check"
 	# go.mod and go.sum must be exactly what `go mod tidy` writes: direct
 	# dependencies not marked indirect, nothing missing, nothing stale.
@@ -402,6 +436,7 @@ go_side() {
 		exit 1
 	fi
 
+	stage "go test"
 	say "go test -race -count=1 -timeout 15m ${test_args[*]}"
 	go test -race -count=1 -timeout 15m "${test_args[@]}"
 
@@ -411,6 +446,7 @@ go_side() {
 	# count such as 1000x; 0 skips the step). go test takes one -fuzz target per
 	# invocation. A failure fails the script; go writes the failing input under
 	# the package's testdata/fuzz/<target>/, where plain go test replays it.
+	stage fuzz
 	fuzztime=${PLATFORM_TEST_FUZZTIME:-5s}
 	fuzzpkgs=()
 	if [ "$fuzztime" = "0" ] || [ "$fuzztime" = "0s" ]; then
@@ -481,6 +517,7 @@ platform_bin() {
 		return 0
 	fi
 	tmp_bin_dir=$(mktemp -d "${TMPDIR:-/tmp}/platform-test-bin.XXXXXX")
+	stage "platform build"
 	say "building the platform for the SDK and browser suites into $tmp_bin_dir"
 	go build -o "$tmp_bin_dir/platform" ./cmd/platform
 	export PLATFORM_BIN="$tmp_bin_dir/platform"
@@ -494,6 +531,7 @@ if [ -n "$sdks" ]; then
 			sdk_failed+=("$s (missing)")
 			continue
 		fi
+		stage "sdk $s"
 		say "SDK $s: sdk/$s/test.sh"
 		if ! bash "sdk/$s/test.sh"; then
 			sdk_failed+=("$s")
@@ -529,11 +567,13 @@ fi
 if [ "$browser" != "0" ] && [ -f portal/e2e/test.sh ]; then
 	if chromium_ready; then
 		platform_bin
+		stage browser
 		say "browser suite: portal/e2e/test.sh"
 		bash portal/e2e/test.sh
 	fi
 fi
 if [ "$patterns_given" -eq 0 ] && [ "${PLATFORM_TEST_LINT:-1}" != "0" ] && [ -f scripts/lint-openapi.sh ]; then
+	stage "openapi lint"
 	say "OpenAPI lint: scripts/lint-openapi.sh"
 	bash scripts/lint-openapi.sh
 fi

@@ -20,6 +20,10 @@ type appView struct {
 	SecretPending bool     `json:"webhook_secret_pending"`
 	CreatedAt     string   `json:"created_at"`
 	UpdatedAt     string   `json:"updated_at"`
+	// DeveloperID and Purpose are set for apps created in the developer
+	// portal, so an operator sees whose app it is and what it is for.
+	DeveloperID int64  `json:"developer_id"`
+	Purpose     string `json:"purpose"`
 }
 
 // credentials are what app creation and secret rotation return, once.
@@ -229,6 +233,12 @@ func (c *cli) appsShow(args []string) error {
 		t.row("suspension_reason", a.Reason)
 	}
 	t.row("webhook_secret_pending", strconv.FormatBool(a.SecretPending))
+	if a.DeveloperID != 0 {
+		t.row("developer_id", strconv.FormatInt(a.DeveloperID, 10))
+	}
+	if a.Purpose != "" {
+		t.row("purpose", a.Purpose)
+	}
 	t.row("created_at", a.CreatedAt)
 	t.row("updated_at", a.UpdatedAt)
 	return t.flush()

@@ -74,6 +74,9 @@ Commands:
                             after restarting the nodes with the new key and the old one as previous)
   audit [--actor A] [--subject STREAM] [--from T] [--to T] [--after SEQ] [--limit N]
                             list audit facts: reveals of personal data and partner report pulls
+  outbox [--status queued|retrying|sent|failed]
+                            the developer portal's outgoing mail, newest first, with each body
+                            (sign-up and password-reset links: admin role only)
   projections               list projections: name, position, events applied, rate, caught up, last error
   rebuild NAME [--timeout DURATION]
                             empty a projection and replay the log into it, printing progress
@@ -152,6 +155,7 @@ var commands = map[string]func(c *cli, args []string) error{
 	"audit":       (*cli).audit,
 	"users":       (*cli).users,
 	"keys":        (*cli).keys,
+	"outbox":      (*cli).outbox,
 }
 
 func runContext(ctx context.Context, args []string, stdout, stderr io.Writer, env func(string) string) int {

@@ -3,14 +3,19 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/healthtech/partner-open-platform/internal/node"
+	"github.com/healthtech/partner-open-platform/portal/portaltest"
 )
 
 // TestAgainstARealNode drives the CLI against the real handler of an
@@ -137,5 +142,73 @@ func TestOperatorsAndAuditAgainstARealNode(t *testing.T) {
 	}
 	if _, errOut, code = ctl(tok[1], "audit"); code != 1 || !strings.Contains(errOut, "HTTP_401") {
 		t.Fatalf("revoked: %d %s", code, errOut)
+	}
+}
+
+// TestOutboxAgainstARealNode: a password reset asked for in the portal of
+// a node without SMTP waits in the outbox, and `platformctl outbox` prints
+// it with its reset link, newest first; support operators are refused.
+func TestOutboxAgainstARealNode(t *testing.T) {
+	p := portaltest.Start(t, node.Config{DataDir: t.TempDir()})
+	srv := httptest.NewServer(p.Node.Handler) // plain HTTP for the CLI; the browser uses p's TLS server
+	defer srv.Close()
+	ctl := func(token string, args ...string) (string, string, int) {
+		var out, errb bytes.Buffer
+		code := run(append([]string{"--server", srv.URL, "--token", token}, args...), &out, &errb, func(string) string { return "" })
+		return out.String(), errb.String(), code
+	}
+	if out, errOut, code := ctl(p.Node.AdminToken, "outbox"); code != 0 || !strings.Contains(out, "the outbox is empty") {
+		t.Fatalf("empty: %d %s %s", code, out, errOut)
+	}
+	email := portaltest.Email(t, "Ctl")
+	dev, devID := p.Developer(email, true)
+	// apps show: a portal developer's app says whose it is and what for.
+	dev.Get("/portal/apps/new")
+	created := dev.Post("/portal/apps", url.Values{"name": {"Clinic"}, "purpose": {"Sync reports"}, "scopes": {"orders"}})
+	appID := regexp.MustCompile(`<dd class="app-id">(\d+)</dd>`).FindStringSubmatch(created.Body)
+	if created.Status != http.StatusCreated || appID == nil {
+		t.Fatalf("portal app: %d %s", created.Status, created.Text())
+	}
+	if out, errOut, code := ctl(p.Node.AdminToken, "apps", "show", appID[1]); code != 0 ||
+		!regexp.MustCompile(fmt.Sprintf(`(?m)^developer_id +%d$`, devID)).MatchString(out) || !regexp.MustCompile(`(?m)^purpose +Sync reports$`).MatchString(out) {
+		t.Fatalf("apps show: %d %s %s", code, out, errOut)
+	}
+	b := p.Browser()
+	b.Get("/portal/password/forgot")
+	if got := b.Post("/portal/password/forgot", url.Values{"email": {email}}); got.Status != http.StatusOK {
+		t.Fatalf("forgot: %d", got.Status)
+	}
+	// The outbox is a projection: poll (bounded) until the mail is listed.
+	var out string
+	for i := 0; i < 200 && !strings.Contains(out, email); i++ {
+		if i > 0 {
+			time.Sleep(25 * time.Millisecond)
+		}
+		var errOut string
+		var code int
+		if out, errOut, code = ctl(p.Node.AdminToken, "outbox", "--status", "queued"); code != 0 {
+			t.Fatalf("outbox: %d %s %s", code, out, errOut)
+		}
+	}
+	if !strings.Contains(out, "To: "+email) || !regexp.MustCompile(`(?m)^mail \d+  queued  `).MatchString(out) ||
+		!regexp.MustCompile(`/portal/password/reset\?token=\S+`).MatchString(out) {
+		t.Fatalf("outbox output:\n%s", out)
+	}
+	if out, _, code := ctl(p.Node.AdminToken, "outbox", "--status", "sent"); code != 0 || !strings.Contains(out, "the outbox is empty") {
+		t.Fatalf("sent only: %d %s", code, out)
+	}
+	if out, _, code := ctl(p.Node.AdminToken, "--json", "outbox"); code != 0 || !strings.Contains(out, `"mails": [`) || !strings.Contains(out, email) {
+		t.Fatalf("json: %d %s", code, out)
+	}
+	if _, errOut, code := ctl(p.Node.AdminToken, "outbox", "--status", "lost"); code != 1 || !strings.Contains(errOut, "VALIDATION_ERROR") || !strings.Contains(errOut, "status:") {
+		t.Fatalf("bad status: %d %s", code, errOut)
+	}
+	out, errOut, code := ctl(p.Node.AdminToken, "operators", "create", "--name", "Sue", "--role", "support")
+	tok := regexp.MustCompile(`token: (opr_[0-9a-f]+)`).FindStringSubmatch(out)
+	if code != 0 || tok == nil {
+		t.Fatalf("create support operator: %d %s %s", code, out, errOut)
+	}
+	if out, errOut, code := ctl(tok[1], "outbox"); code != 1 || !strings.Contains(errOut, "ROLE_FORBIDDEN") || strings.Contains(out, email) {
+		t.Fatalf("support reads the outbox: %d %s %s", code, out, errOut)
 	}
 }

@@ -166,9 +166,13 @@ func (f *Failures) refill(key string, limit int, now time.Time) *failureBucket {
 		b = &failureBucket{tokens: float64(limit), limit: limit, at: now}
 		f.buckets[key] = b
 	}
-	rate := float64(limit) / f.Period.Seconds()
-	b.tokens = math.Min(float64(limit), b.tokens+now.Sub(b.at).Seconds()*rate)
-	b.at = now
+	// A clock stepped back (NTP, a test's clock) refills nothing and never
+	// drains: the bucket waits until the clock passes its last time again.
+	if now.After(b.at) {
+		rate := float64(limit) / f.Period.Seconds()
+		b.tokens = math.Min(float64(limit), b.tokens+now.Sub(b.at).Seconds()*rate)
+		b.at = now
+	}
 	return b
 }
 

@@ -72,6 +72,35 @@ func TestAddressBudgetSpansAppsAndRefills(t *testing.T) {
 	}
 }
 
+// A clock that steps back (NTP, or a node's test clock) neither refills a
+// budget nor drains it: a few failures in the future leave the address
+// its remaining budget, not blocked until the clock catches up.
+func TestClockSteppedBackKeepsTheBudget(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	clock := func() time.Time { return now }
+	s := SchemeM{Apps: dir{1: domain.App{AppID: 1, AppKey: "k1", AppSecret: "s", Scopes: domain.Scopes}}, Now: clock}
+	f := NewFailures()
+	f.Now = clock
+	now = now.Add(48 * time.Hour)
+	for i := range 3 {
+		if st, _ := verifyFrom(f, s, "198.51.100.9:1000", 1, false); st != 401 {
+			t.Fatalf("failure %d in the future: %d", i, st)
+		}
+	}
+	now = now.Add(-48 * time.Hour)
+	if st, reason := verifyFrom(f, s, "198.51.100.9:1000", 1, true); st != 200 {
+		t.Fatalf("after the clock stepped back: %d %s", st, reason)
+	}
+	for i := 3; i < f.PerAppAddress; i++ { // the rest of the budget, no more
+		if st, _ := verifyFrom(f, s, "198.51.100.9:1000", 1, false); st != 401 {
+			t.Fatalf("failure %d: %d", i, st)
+		}
+	}
+	if st, _ := verifyFrom(f, s, "198.51.100.9:1000", 1, false); st != 429 {
+		t.Fatalf("over the budget after the step back: %d", st)
+	}
+}
+
 func TestIPv6SourcesShareTheirSlash64(t *testing.T) {
 	a := httptest.NewRequest("GET", "/", nil)
 	a.RemoteAddr = "[2001:db8:1:2:aaaa::1]:443"

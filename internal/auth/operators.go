@@ -117,6 +117,7 @@ var supportWrites = []struct{ method, prefix, suffix string }{
 //	route                                     admin  support  auditor
 //	/admin/v1/operators (any method)          yes    no       no
 //	GET /admin/v1/audit                       yes    no       yes
+//	GET /admin/v1/outbox (reset links)        yes    no       no
 //	other GET (reads; personal data redacted) yes    yes      yes
 //	resends, rebuilds, order review and ship  yes    yes      no
 //	POST /admin/v1/keys/rotate                yes    no       no
@@ -132,6 +133,8 @@ func Permit(role, method, path string) error {
 	}
 	switch {
 	case path == "/admin/v1/operators" || strings.HasPrefix(path, "/admin/v1/operators/"):
+		return domain.ErrRoleForbidden
+	case path == "/admin/v1/outbox":
 		return domain.ErrRoleForbidden
 	case path == "/admin/v1/audit":
 		if role == RoleAuditor && (method == http.MethodGet || method == http.MethodHead) {

@@ -14,6 +14,7 @@ import (
 )
 
 func TestAppsAdmin(t *testing.T) {
+	t.Parallel()
 	p := start(t, node.Config{DataDir: t.TempDir()})
 
 	// Without the token: 401, nothing appended.
@@ -77,6 +78,7 @@ func TestAppsAdmin(t *testing.T) {
 }
 
 func TestHistoryShowsAStreamInOrder(t *testing.T) {
+	t.Parallel()
 	p := start(t, node.Config{DataDir: t.TempDir()})
 	a := p.createApp("partner")
 	var reg registerData
@@ -114,6 +116,7 @@ func TestHistoryShowsAStreamInOrder(t *testing.T) {
 }
 
 func TestRebuildReproducesTheReadModel(t *testing.T) {
+	t.Parallel()
 	readModels(t, func(t *testing.T, cfg node.Config) {
 		p := start(t, cfg)
 		a := p.createApp("partner")
@@ -176,6 +179,7 @@ func deref(s snapshot) string {
 }
 
 func TestOperationalEndpoints(t *testing.T) {
+	t.Parallel()
 	p := start(t, node.Config{DataDir: t.TempDir()})
 	a := p.createApp("partner")
 	a.expect("POST", "/open/v1/channel/users", registerBody("u-1"), http.StatusCreated, "0")

@@ -15,6 +15,7 @@ import (
 // audit fact naming the order (and its user) or the card, as the admin
 // event reads do. The partner's own reads are unchanged.
 func TestAdminOrderAndCardReveal(t *testing.T) {
+	t.Parallel()
 	readModels(t, func(t *testing.T, cfg node.Config) {
 		p := start(t, cfg)
 		a := p.createApp("buyer")

@@ -19,6 +19,7 @@ import (
 	"github.com/healthtech/partner-open-platform/commandapi"
 	"github.com/healthtech/partner-open-platform/internal/node"
 	"github.com/healthtech/partner-open-platform/internal/openapi/openapitest"
+	"github.com/healthtech/partner-open-platform/internal/pgtest"
 	"github.com/healthtech/partner-open-platform/queryapi"
 )
 
@@ -234,6 +235,7 @@ func badRoutes(fx fixture) []badRoute {
 		{method: "GET", pattern: "/admin/v1/audit", auth: authAdmin, params: none,
 			query: []qparam{{"actor", qText}, {"subject", qText}, {"from", qTime}, {"to", qTime}, {"after", qInt}, {"limit", qLimit}}, base: ok200},
 		{method: "GET", pattern: "/admin/v1/operators", auth: authAdmin, params: none, base: ok200},
+		{method: "GET", pattern: "/admin/v1/outbox", auth: authAdmin, params: none, query: []qparam{{"status", qEnum}}, base: ok200},
 		{method: "POST", pattern: "/admin/v1/operators", auth: authAdmin, params: none,
 			body: `{"name":"ops","role":"nosuch"}`, base: invalid, fields: []field{{path: "name", kind: kStr, max: 64}, {path: "role", kind: kStr}}},
 		{method: "POST", pattern: "/admin/v1/operators/:operatorId/revoke", auth: authAdmin, params: map[string]string{"operatorId": "999999"},
@@ -421,6 +423,7 @@ func handlerRouteKeys() []string {
 // TestBadInputTableCoversEveryRoute fails when a route is added without a
 // row in the bad-input table (or a row names a route that is gone).
 func TestBadInputTableCoversEveryRoute(t *testing.T) {
+	t.Parallel()
 	have := map[string]bool{}
 	for _, r := range badRoutes(fixture{app: &app{}}) {
 		k := r.method + " " + r.pattern
@@ -899,39 +902,71 @@ func codeOf(r badRoute, res response) string {
 // TestBadInput sends every row of the table to a node on each read-model
 // store: each answers its documented status and code, and a refused request
 // appends nothing.
+// badInputShards splits the table over this many nodes per read-model
+// store: one node's rows run one after another (each counts the events
+// around itself), and the table is the package's longest work, so shards
+// keep it from being the tail of a parallel run.
+const badInputShards = 3
+
+// TestBadInput is not parallel at the top level on purpose: it runs while
+// the other tests wait, its shards filling the parallel slots first, so the
+// package's longest work starts first instead of last.
 func TestBadInput(t *testing.T) {
 	readModels(t, func(t *testing.T, cfg node.Config) {
-		p := start(t, cfg)
-		p.client = freshAddresses(t)
-		fx := badFixture(t, p)
-		rows := 0
-		for _, r := range badRoutes(fx) {
-			t.Run(r.method+" "+r.pattern, func(t *testing.T) {
-				p.t = t
-				defer func() { p.t = nil }()
-				for _, c := range r.cases(t) {
-					before := p.eventCount()
-					res := p.sendBad(r, fx, c)
-					rows++
-					got := outcome{res.Status, codeOf(r, res)}
-					if got != c.want {
-						t.Errorf("%s: got %d %q, want %d %q; body %.300s", c.name, got.status, got.code, c.want.status, c.want.code, res.Raw)
-						continue
-					}
-					if c.errKey != "" {
-						if _, ok := res.Env.Errors[c.errKey]; !ok {
-							t.Errorf("%s: errors %v lack %q", c.name, res.Env.Errors, c.errKey)
-						}
-					}
-					if !c.appends {
-						if after := p.eventCount(); after != before {
-							t.Errorf("%s: answered %d but appended %d events", c.name, res.Status, after-before)
-						}
-					}
+		for shard := range badInputShards {
+			t.Run(fmt.Sprintf("shard-%d", shard), func(t *testing.T) {
+				t.Parallel()
+				cfg := cfg
+				cfg.DataDir = t.TempDir()
+				if cfg.PostgresURL != "" {
+					cfg.PostgresURL = pgtest.New(t) // a node of its own, not a cluster
 				}
+				badInputShard(t, cfg, shard)
 			})
 		}
-		p.t = t
-		t.Logf("%d rows over %d routes", rows, len(badRoutes(fx)))
 	})
+}
+
+// badInputShard sends every row of the shard-th of badInputShards
+// contiguous runs of the table (rows that prepare a later row, such as a
+// webhook-secret rotation before its activation, stay together) to a node
+// of its own.
+func badInputShard(t *testing.T, cfg node.Config, shard int) {
+	p := start(t, cfg)
+	p.client = freshAddresses(t)
+	fx := badFixture(t, p)
+	rows, routes := 0, 0
+	table := badRoutes(fx)
+	for i, r := range table {
+		if i*badInputShards/len(table) != shard {
+			continue
+		}
+		routes++
+		t.Run(r.method+" "+r.pattern, func(t *testing.T) {
+			p.t = t
+			defer func() { p.t = nil }()
+			for _, c := range r.cases(t) {
+				before := p.eventCount()
+				res := p.sendBad(r, fx, c)
+				rows++
+				got := outcome{res.Status, codeOf(r, res)}
+				if got != c.want {
+					t.Errorf("%s: got %d %q, want %d %q; body %.300s", c.name, got.status, got.code, c.want.status, c.want.code, res.Raw)
+					continue
+				}
+				if c.errKey != "" {
+					if _, ok := res.Env.Errors[c.errKey]; !ok {
+						t.Errorf("%s: errors %v lack %q", c.name, res.Env.Errors, c.errKey)
+					}
+				}
+				if !c.appends {
+					if after := p.eventCount(); after != before {
+						t.Errorf("%s: answered %d but appended %d events", c.name, res.Status, after-before)
+					}
+				}
+			}
+		})
+	}
+	p.t = t
+	t.Logf("%d rows over %d routes", rows, routes)
 }

@@ -24,6 +24,7 @@ type issuedCards struct {
 // partner cannot choose numbers, so issuance reveals no other issuer's card;
 // verify-use answers a card the caller may not verify exactly like a missing one.
 func TestCardBatchesAreIdempotentAndRevealNoOtherCard(t *testing.T) {
+	t.Parallel()
 	p := start(t, node.Config{DataDir: t.TempDir()})
 	station, partner, item := benefitSetup(t, p)
 	expires := time.Now().Add(48 * time.Hour).Format(time.RFC3339)
@@ -89,6 +90,7 @@ func TestCardBatchesAreIdempotentAndRevealNoOtherCard(t *testing.T) {
 // An app with several providers pages its records as one list: limit 2,
 // cursor the last id, every record once and in order.
 func TestProviderFulfillmentsPageAcrossProviders(t *testing.T) {
+	t.Parallel()
 	readModels(t, func(t *testing.T, cfg node.Config) {
 		cfg.VerifyCooldown = -1
 		p := start(t, cfg)

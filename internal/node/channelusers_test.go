@@ -78,6 +78,7 @@ func registerBody(channelUserID string) map[string]any {
 }
 
 func TestChannelUsersEndToEnd(t *testing.T) {
+	t.Parallel()
 	readModels(t, func(t *testing.T, cfg node.Config) {
 		p := start(t, cfg)
 		a := p.createApp("partner")
@@ -201,6 +202,7 @@ func TestChannelUsersEndToEnd(t *testing.T) {
 }
 
 func TestBadInputChangesNothing(t *testing.T) {
+	t.Parallel()
 	p := start(t, node.Config{DataDir: t.TempDir()})
 	a := p.createApp("partner")
 	var reg registerData
@@ -256,6 +258,7 @@ func TestBadInputChangesNothing(t *testing.T) {
 }
 
 func TestSchemeMFailuresAre401AndAppendNothing(t *testing.T) {
+	t.Parallel()
 	p := start(t, node.Config{DataDir: t.TempDir()})
 	a := p.createApp("partner")
 	b := p.createApp("other")
@@ -306,6 +309,7 @@ func TestSchemeMFailuresAre401AndAppendNothing(t *testing.T) {
 }
 
 func TestConcurrentRegistersOfOneUser(t *testing.T) {
+	t.Parallel()
 	readModels(t, func(t *testing.T, cfg node.Config) {
 		p := start(t, cfg)
 		a := p.createApp("partner")
@@ -342,6 +346,7 @@ func TestConcurrentRegistersOfOneUser(t *testing.T) {
 }
 
 func TestRestartKeepsEveryAcknowledgedWrite(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	p := start(t, node.Config{DataDir: dir})
 	a := p.createApp("partner")
@@ -371,6 +376,7 @@ func TestRestartKeepsEveryAcknowledgedWrite(t *testing.T) {
 }
 
 func TestPartnerRateLimitAnswers429(t *testing.T) {
+	t.Parallel()
 	p := start(t, node.Config{DataDir: t.TempDir(), PartnerRateLimit: 5})
 	a := p.createApp("partner")
 	b := p.createApp("other")

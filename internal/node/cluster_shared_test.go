@@ -43,6 +43,7 @@ const probe = "/open/v1/channel/users/0?channel_user_id=nobody"
 // An app created, its secret rotated, suspended and resumed through node A
 // is seen by node B on the very next request: no wait, no retry.
 func TestClusterAppChangesApplyOnEveryNodeAtOnce(t *testing.T) {
+	t.Parallel()
 	pa, pb := twoNodes(t, nil)
 	onA := pa.createApp("partner")
 	onB := onA.on(pb)
@@ -75,6 +76,7 @@ func TestClusterAppChangesApplyOnEveryNodeAtOnce(t *testing.T) {
 // refused there as soon as A has acknowledged its revocation; an uploader
 // registered through A ingests through B.
 func TestClusterTokensApplyOnEveryNodeAtOnce(t *testing.T) {
+	t.Parallel()
 	pa, pb := twoNodes(t, nil)
 	a := pa.createApp("partner")
 	status, tok := pa.oauth("/oauth/token", url.Values{"grant_type": {"client_credentials"}}, a.Key, a.Secret)
@@ -104,6 +106,7 @@ func TestClusterTokensApplyOnEveryNodeAtOnce(t *testing.T) {
 // A named operator created through node A works on node B at once, and is
 // refused there as soon as A has acknowledged its revocation.
 func TestClusterOperatorsApplyOnEveryNodeAtOnce(t *testing.T) {
+	t.Parallel()
 	pa, pb := twoNodes(t, nil)
 	id, tok := pa.operator("ops", "admin")
 	if res := pb.as(tok, "GET", "/admin/v1/apps", nil); res.Status != http.StatusOK {
@@ -120,6 +123,7 @@ func TestClusterOperatorsApplyOnEveryNodeAtOnce(t *testing.T) {
 // The report pull's limit is one budget for the cluster: pulls spread over
 // two nodes get the limit in all, not the limit per node.
 func TestClusterReportPullLimitHoldsAcrossNodes(t *testing.T) {
+	t.Parallel()
 	const limit = 4
 	pa, pb := twoNodes(t, func(c *node.Config) { c.ReportPullLimit = limit })
 	a := pa.createApp("partner")
@@ -143,6 +147,7 @@ func TestClusterReportPullLimitHoldsAcrossNodes(t *testing.T) {
 
 // The scheme M limit is one budget for the cluster as well.
 func TestClusterSchemeMLimitHoldsAcrossNodes(t *testing.T) {
+	t.Parallel()
 	const limit = 6
 	pa, pb := twoNodes(t, func(c *node.Config) { c.PartnerRateLimit = limit })
 	a := pa.createApp("partner")
@@ -161,6 +166,7 @@ func TestClusterSchemeMLimitHoldsAcrossNodes(t *testing.T) {
 // A scheme H nonce used on node A is refused on node B: the replay guard
 // is the shared database's.
 func TestClusterNonceUsedOnARefusedOnB(t *testing.T) {
+	t.Parallel()
 	pa, pb := twoNodes(t, nil)
 	a := pa.createApp("partner")
 	nonce, now := freshNonce(), time.Now()
@@ -175,6 +181,7 @@ func TestClusterNonceUsedOnARefusedOnB(t *testing.T) {
 // directory: a request replayed after a restart, inside its window, is
 // refused, and so is a scheme M signature replayed on another route.
 func TestEmbeddedReplayGuardSurvivesRestart(t *testing.T) {
+	t.Parallel()
 	cfg := node.Config{DataDir: t.TempDir()}
 	p := start(t, cfg)
 	a := p.createApp("partner")
@@ -239,6 +246,7 @@ func TestEmbeddedReplayGuardKeepsTheBoltFilesNonces(t *testing.T) {
 // would make up a token of its own refuses to start and says what to set;
 // one given the others' token starts.
 func TestClusterRefusesAMadeUpOperatorToken(t *testing.T) {
+	t.Parallel()
 	db := pgtest.New(t)
 	first := start(t, node.Config{DataDir: t.TempDir(), EventStoreURL: db, PostgresURL: db})
 	key := keyOf(t, first)
@@ -262,6 +270,7 @@ func TestClusterRefusesAMadeUpOperatorToken(t *testing.T) {
 // another key refuses to start, naming the variable, rather than failing
 // every partner whose secret it cannot open.
 func TestClusterRefusesAnotherMasterKey(t *testing.T) {
+	t.Parallel()
 	pa, _ := twoNodes(t, nil)
 	pa.createApp("partner")
 	other := make([]byte, 32)

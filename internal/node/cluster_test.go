@@ -86,6 +86,7 @@ func (a *app) on(p *platform) *app {
 // list name the same owner, and no family ever has two owners while the
 // nodes run.
 func TestClusterOneOwnerPerFamily(t *testing.T) {
+	t.Parallel()
 	db := pgtest.New(t)
 	nodes := []*platform{
 		start(t, clusterConfig(t, db, "node-a", 2*time.Second)),
@@ -138,6 +139,7 @@ func TestClusterOneOwnerPerFamily(t *testing.T) {
 // both directions, whichever node projects the family; every read sees
 // its write.
 func TestClusterReadYourWritesAcrossNodes(t *testing.T) {
+	t.Parallel()
 	db := pgtest.New(t)
 	pa := start(t, clusterConfig(t, db, "node-a", 2*time.Second))
 	pb := start(t, clusterConfig(t, db, "node-b", 2*time.Second))
@@ -234,6 +236,7 @@ func (p *cutProxy) cut() {
 // the writes made through it. A node closed cleanly hands its families
 // over at once. The measured takeover times are logged.
 func TestClusterTakeoverWithinTheTTL(t *testing.T) {
+	t.Parallel()
 	const ttl = 2 * time.Second
 	db := pgtest.New(t)
 	proxy, viaProxy := newCutProxy(t, db)
@@ -308,6 +311,7 @@ func TestClusterTakeoverWithinTheTTL(t *testing.T) {
 // project the users family to rebuild it; the owner rebuilds it once,
 // and reads through either node give the same answers as before.
 func TestClusterRebuildOnANonOwner(t *testing.T) {
+	t.Parallel()
 	db := pgtest.New(t)
 	pa := start(t, clusterConfig(t, db, "node-a", 2*time.Second))
 	waitOwned(t, time.Minute, pa)
@@ -383,6 +387,7 @@ func pgxQueryRow(t *testing.T, db, sql string, into ...any) error {
 // rating finds the fulfillment each time (its lookup waits for the log's
 // head, not for the last write of the node it arrived at).
 func TestClusterVerifyThenRateAcrossNodes(t *testing.T) {
+	t.Parallel()
 	db := pgtest.New(t)
 	cfgA := clusterConfig(t, db, "node-a", 2*time.Second)
 	cfgA.VerifyCooldown = -1

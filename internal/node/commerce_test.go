@@ -53,6 +53,7 @@ type orderDetail struct {
 }
 
 func TestOrdersEndToEnd(t *testing.T) {
+	t.Parallel()
 	readModels(t, func(t *testing.T, cfg node.Config) {
 		cfg.WebhookAllowLoopback = true
 		p := start(t, cfg)
@@ -197,6 +198,7 @@ func TestOrdersEndToEnd(t *testing.T) {
 }
 
 func TestOnboardingReviewAndScopes(t *testing.T) {
+	t.Parallel()
 	p := start(t, node.Config{DataDir: t.TempDir()})
 	a := p.createApp("partner")
 	a.expect("POST", "/open/v1/channel/users", registerBody("u-1"), 201, "0")
@@ -277,6 +279,7 @@ func (a *app) issue(item, qty int64, expires string) string {
 }
 
 func TestBenefitVerificationEndToEnd(t *testing.T) {
+	t.Parallel()
 	readModels(t, func(t *testing.T, cfg node.Config) {
 		now := time.Now()
 		var mu sync.Mutex
@@ -377,6 +380,7 @@ func TestBenefitVerificationEndToEnd(t *testing.T) {
 }
 
 func TestConcurrentVerifyUseOverHTTP(t *testing.T) {
+	t.Parallel()
 	p := start(t, node.Config{DataDir: t.TempDir(), VerifyCooldown: -1})
 	station, partner, item := benefitSetup(t, p)
 	card := partner.issue(item, 10, time.Now().Add(time.Hour).Format(time.RFC3339))

@@ -30,6 +30,7 @@ type failureView struct {
 // and never the transport's raw text (certificate details, addresses);
 // operators see the class and the detail.
 func TestDeliveryLogShowsPartnersTheClassAndOperatorsTheDetail(t *testing.T) {
+	t.Parallel()
 	selfSigned := httptest.NewUnstartedServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	selfSigned.Config.ErrorLog = log.New(io.Discard, "", 0)
 	selfSigned.StartTLS()
@@ -57,7 +58,7 @@ func TestDeliveryLogShowsPartnersTheClassAndOperatorsTheDetail(t *testing.T) {
 			a.expect("PATCH", fmt.Sprintf("/open/v1/channel/users/%d", reg.OpenUserID), map[string]any{"nickname": "n"}, http.StatusOK, "0")
 
 			var id string
-			for deadline := time.Now().Add(15 * time.Second); id == "" && time.Now().Before(deadline); {
+			for deadline := time.Now().Add(waitBound); id == "" && time.Now().Before(deadline); {
 				var page struct {
 					Deliveries []failureView `json:"deliveries"`
 				}

@@ -66,6 +66,7 @@ func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)
 // when the lookup arrived: here the directory applies it later, and the
 // lookup waits for it rather than answer from the older state.
 func TestLookupWaitsForTheHeadReadAfterItArrived(t *testing.T) {
+	t.Parallel()
 	log := newFakeLog()
 	f := &follower{store: log, runner: log, maxAge: 0, log: quiet()}
 	var state atomic.Int64 // what the directory holds: 1 once the log's event 1 is applied
@@ -89,6 +90,7 @@ func TestLookupWaitsForTheHeadReadAfterItArrived(t *testing.T) {
 
 // Hits on a node alone (maxAge < 0) never read the head; misses always do.
 func TestHitsOfALoneNodeDoNotWait(t *testing.T) {
+	t.Parallel()
 	log := newFakeLog()
 	f := &follower{store: log, runner: log, maxAge: -1, log: quiet()}
 	lookup(f, "hit", func() (int, bool) { return 1, true })
@@ -103,6 +105,7 @@ func TestHitsOfALoneNodeDoNotWait(t *testing.T) {
 
 // A positive maxAge lets lookups share a head read confirmed recently.
 func TestStalenessBoundSavesReads(t *testing.T) {
+	t.Parallel()
 	log := newFakeLog()
 	f := &follower{store: log, runner: log, maxAge: time.Hour, log: quiet()}
 	for range 10 {
@@ -116,6 +119,7 @@ func TestStalenessBoundSavesReads(t *testing.T) {
 // A head that cannot be read leaves the lookup deciding with what the
 // directory holds after the bound, instead of hanging.
 func TestLookupDecidesWhenTheHeadCannotBeReached(t *testing.T) {
+	t.Parallel()
 	log := newFakeLog()
 	log.head.Store(5) // never applied
 	f := &follower{store: log, runner: log, maxAge: 0, log: quiet()}

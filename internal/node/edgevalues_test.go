@@ -32,6 +32,7 @@ func runes(n int) string {
 // escapes inside raw_data) comes back unchanged from both read-model stores,
 // with the projection healthy afterwards.
 func TestEveryAcceptedEdgeValueIsStoredByEveryAdapter(t *testing.T) {
+	t.Parallel()
 	readModels(t, func(t *testing.T, cfg node.Config) {
 		p := start(t, cfg)
 		a := p.createApp("edges")

@@ -20,6 +20,7 @@ import (
 // pull on B show no personal data of theirs, well inside the key cache's
 // one-minute TTL.
 func TestErasureReachesEveryNode(t *testing.T) {
+	t.Parallel()
 	db := pgtest.New(t)
 	master := hex.EncodeToString([]byte("0123456789abcdef0123456789abcdef"))
 	cfg := func() node.Config {

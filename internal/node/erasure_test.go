@@ -16,6 +16,7 @@ import (
 // for the partner), the channel_user_id registers again as a new person, and
 // a full rebuild after the erasure gives the same read models.
 func TestEraseChannelUser(t *testing.T) {
+	t.Parallel()
 	readModels(t, func(t *testing.T, cfg node.Config) {
 		p := start(t, cfg)
 		a := p.createApp("partner")
@@ -104,6 +105,7 @@ func TestEraseChannelUser(t *testing.T) {
 // partner's delivery log and feed show no payload for it, and a rebuild of
 // the deliveries family gives the same answers.
 func TestErasureStopsTheUsersDeliveries(t *testing.T) {
+	t.Parallel()
 	readModels(t, func(t *testing.T, cfg node.Config) {
 		cfg.WebhookAllowLoopback = true
 		cfg.WebhookSchedule = []time.Duration{300 * time.Millisecond, 300 * time.Millisecond, 300 * time.Millisecond, 300 * time.Millisecond, 300 * time.Millisecond}
@@ -159,6 +161,7 @@ func TestErasureStopsTheUsersDeliveries(t *testing.T) {
 // nothing appended), and a resend of every matching delivery skips it and
 // does not count it, while another user's delivery is resent and sent.
 func TestResendOfAnErasedDelivery(t *testing.T) {
+	t.Parallel()
 	readModels(t, func(t *testing.T, cfg node.Config) {
 		cfg.WebhookAllowLoopback = true
 		p := start(t, cfg)
@@ -225,6 +228,7 @@ func TestResendOfAnErasedDelivery(t *testing.T) {
 // their data, and appends nothing; an answer about no user still replays
 // byte for byte, and the key stays bound to its request.
 func TestIdempotentReplayAfterErasure(t *testing.T) {
+	t.Parallel()
 	readModels(t, func(t *testing.T, cfg node.Config) {
 		p := start(t, cfg)
 		a := p.createApp("partner")
@@ -283,6 +287,7 @@ func TestIdempotentReplayAfterErasure(t *testing.T) {
 // blanks them in the order (the order itself, its items and status stay),
 // also after a rebuild; an order of no user keeps them.
 func TestErasureBlanksTheUsersOrders(t *testing.T) {
+	t.Parallel()
 	readModels(t, func(t *testing.T, cfg node.Config) {
 		p := start(t, cfg)
 		a := p.createApp("buyer")

@@ -58,7 +58,7 @@ func start(t testing.TB, cfg node.Config) *platform {
 	if cfg.Logger == nil {
 		cfg.Logger = quietLogger()
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), waitBound)
 	defer cancel()
 	n, err := node.Open(ctx, cfg)
 	if err != nil {

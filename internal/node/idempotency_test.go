@@ -36,6 +36,7 @@ func sameAnswer(t *testing.T, what string, first, retry response) {
 }
 
 func TestIdempotencyKeysReplayPartnerWrites(t *testing.T) {
+	t.Parallel()
 	readModels(t, func(t *testing.T, cfg node.Config) {
 		p := start(t, cfg)
 		a := p.createApp("partner")
@@ -141,6 +142,7 @@ func TestIdempotencyKeysReplayPartnerWrites(t *testing.T) {
 // concurrent retries with one key consume one use, and a retry after the
 // duplicate-use cooldown still replays instead of consuming again.
 func TestVerifyUseRetriedWithItsKeyConsumesOnce(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	now := time.Now()
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
@@ -206,6 +208,7 @@ func TestVerifyUseRetriedWithItsKeyConsumesOnce(t *testing.T) {
 }
 
 func TestIdempotencyKeySurvivesRestart(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	p := start(t, node.Config{DataDir: dir})
 	a := p.createApp("partner")

@@ -35,6 +35,7 @@ func kafkaCluster(t testing.TB) []string {
 // it there, and a partner receives its webhooks exactly as in embedded mode;
 // the analytics topic carries the user's business events, pseudonymised.
 func TestProductionBusThroughKafka(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		real bool // the broker scripts/test.sh starts, else kfake
@@ -77,7 +78,7 @@ func productionBusThroughKafka(t *testing.T, real bool) {
 	}
 	rcv.quiet(3, 300*time.Millisecond)
 
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), waitBound)
 	defer cancel()
 	// The internal topic: every event of the user's stream, in order, as logged.
 	stream := fmt.Sprintf("user-%d", reg.OpenUserID)

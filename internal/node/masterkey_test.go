@@ -24,6 +24,7 @@ func openNode(cfg node.Config) (*node.Node, error) {
 // sealed secrets refuses to start without the key they were sealed with,
 // instead of creating a new key the apps projection could never use.
 func TestMasterKeyIsNeverReplacedUnderSealedSecrets(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	keyPath := filepath.Join(dir, "master.key")
 	p := start(t, node.Config{DataDir: dir})

@@ -475,8 +475,9 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("developer portal: %w", err)
 	}
+	qAPI.Outbox = n.Developers // the portal opened after the read API
 	routes := append(cmdAPI.Routes(), qAPI.Routes()...)
-	n.Handler = n.router(append(routes, reportAPI.Routes()...))
+	n.Handler = n.router(append(routes, reportAPI.Routes()...), cfg.Now)
 
 	n.Metrics.WatchLag(n.Events, func() []metrics.Follower {
 		fs := make([]metrics.Follower, 0, len(n.Runners)+1)
@@ -690,7 +691,7 @@ func (n *Node) spawn(ctx context.Context, name string, run func(context.Context)
 // httpapi.MaxRequestLine are refused before routing or logging, methods
 // are bounded metric labels, and one failed-authentication limiter is
 // shared by every API of the node.
-func (n *Node) router(routes []commandapi.Route) http.Handler {
+func (n *Node) router(routes []commandapi.Route, now func() time.Time) http.Handler {
 	rt := httprouter.New()
 	rt.RedirectTrailingSlash, rt.RedirectFixedPath = false, false
 	observe := func(method, route string, status int, d time.Duration) {
@@ -721,7 +722,9 @@ func (n *Node) router(routes []commandapi.Route) http.Handler {
 	rt.NotFound = wrap("unmatched", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { httpapi.Error(w, r, httpapi.ErrNotFound) }))
 	rt.MethodNotAllowed = wrap("unmatched", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { httpapi.Error(w, r, httpapi.ErrMethod) }))
 	refuse := wrap("refused", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { httpapi.Error(w, r, httpapi.ErrURITooLong) }))
-	return httpapi.LimitRequestLine(auth.NewFailures().Install(rt), refuse)
+	failures := auth.NewFailures()
+	failures.Now = now // the node's clock, as every other budget and window uses
+	return httpapi.LimitRequestLine(failures.Install(rt), refuse)
 }
 
 // readyz answers 200 once every projection has applied the log as far as it

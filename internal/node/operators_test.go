@@ -71,6 +71,7 @@ func (p *platform) lastActor(stream string) string {
 // named as the actor of its writes, and refused (401) once revoked; bad
 // input to the operator routes gets its documented code and appends nothing.
 func TestOperatorTokenLifecycle(t *testing.T) {
+	t.Parallel()
 	p := start(t, node.Config{DataDir: t.TempDir()})
 	before := p.eventCount()
 	for _, c := range []struct {
@@ -173,6 +174,7 @@ func TestOperatorTokenLifecycle(t *testing.T) {
 // gives a reason sees them, and each reveal, like each partner report pull,
 // is an audit fact the auditor can list and filter.
 func TestAuditedReveal(t *testing.T) {
+	t.Parallel()
 	readModels(t, func(t *testing.T, cfg node.Config) {
 		p := start(t, cfg)
 		a := p.createApp("partner")

@@ -44,6 +44,7 @@ func (p *platform) readApp(a *app) appRead {
 // An app created without scopes gets the documented default set and no
 // other scope; declaring scopes replaces the grant.
 func TestDefaultScopesAreEnforced(t *testing.T) {
+	t.Parallel()
 	p := start(t, node.Config{DataDir: t.TempDir()})
 	a := p.createAppWith(map[string]any{"name": "least"})
 	if got, want := p.readApp(a).Scopes, []string{"channel_users", "health_reports", "orders", "webhooks"}; !slices.Equal(got, want) {
@@ -76,6 +77,7 @@ func TestDefaultScopesAreEnforced(t *testing.T) {
 // A suspended app is refused with 403 APP_SUSPENDED and its webhooks are
 // not attempted; resuming sends the held delivery, without a used retry.
 func TestSuspendedAppIsRefusedAndItsWebhooksWait(t *testing.T) {
+	t.Parallel()
 	readModels(t, func(t *testing.T, cfg node.Config) {
 		cfg.WebhookAllowLoopback = true
 		p := start(t, cfg)
@@ -134,6 +136,7 @@ func TestSuspendedAppIsRefusedAndItsWebhooksWait(t *testing.T) {
 // Rotating the webhook secret issues a pending secret; the old one signs
 // until the partner activates the new one, then only the new one does.
 func TestWebhookSecretRotation(t *testing.T) {
+	t.Parallel()
 	cfg := node.Config{DataDir: t.TempDir(), WebhookAllowLoopback: true}
 	p := start(t, cfg)
 	a := p.createApp("partner")

@@ -15,6 +15,7 @@ import (
 // the read models: a registration is read back as a snapshot, its webhook
 // is delivered, and a restarted node on the same database still has it.
 func TestNodeOnPostgresEventStore(t *testing.T) {
+	t.Parallel()
 	db := pgtest.New(t)
 	cfg := node.Config{DataDir: t.TempDir(), EventStoreURL: db, PostgresURL: db, WebhookAllowLoopback: true}
 	p := start(t, cfg)

@@ -92,6 +92,7 @@ func (d *piiDriver) ok(what string, res response) response {
 }
 
 func TestLogsCarryNoPersonalData(t *testing.T) {
+	t.Parallel()
 	handlers := []struct {
 		name     string
 		handler  func(io.Writer) slog.Handler
@@ -163,7 +164,7 @@ func newFailingSink(t *testing.T) *failingSink {
 // (abandoned or dead-lettered), so each failed attempt has been logged.
 func waitForFailedWebhooks(t *testing.T, p *platform, logs *syncBuffer, sink *failingSink) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(waitBound)
 	var last deliveryView
 	for time.Now().Before(deadline) {
 		var list struct {
@@ -440,6 +441,7 @@ func drivePersonalRoutes(d *piiDriver) *failingSink {
 // A handler that panics with a value built from the request (a formatted
 // message, an error wrapping a field) must not put that value in the log.
 func TestLogsCarryNoPersonalDataFromPanics(t *testing.T) {
+	t.Parallel()
 	for _, value := range []any{
 		"cannot store member " + piiName + " " + piiIDNumber,
 		fmt.Errorf("phone %s: %w", piiPhone, io.ErrUnexpectedEOF),

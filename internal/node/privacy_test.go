@@ -19,6 +19,7 @@ import (
 // store holds the number or the other personal values in clear, while the
 // partner's snapshot and report pull show them (raw_data byte for byte).
 func TestPersonalDataEncryptedAtRest(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	p := start(t, node.Config{DataDir: dir})
 	a := p.createApp("partner")

@@ -30,6 +30,7 @@ func (a *app) replay(captured *http.Request, method, path string, body []byte) r
 // its method and path for its window: elsewhere it is 401 HTTP_401 and
 // appends nothing; an identical retry still works.
 func TestSchemeMSignatureIsBoundToItsRoute(t *testing.T) {
+	t.Parallel()
 	readModels(t, func(t *testing.T, cfg node.Config) {
 		p := start(t, cfg)
 		a := p.createApp("partner")
@@ -115,6 +116,7 @@ func TestSchemeMSignatureIsBoundToItsRoute(t *testing.T) {
 // The refusal is logged with its reason for support, while the partner sees
 // only the same HTTP_401 as any other failure.
 func TestSchemeMRouteMismatchIsLoggedWithItsReason(t *testing.T) {
+	t.Parallel()
 	p, logs := startLogged(t)
 	a := p.createApp("logged")
 	get := a.request("GET", "/open/v1/webhooks/events", nil, time.Now())

@@ -116,6 +116,7 @@ func keys(raw []byte) []string {
 }
 
 func TestHealthReportsEndToEnd(t *testing.T) {
+	t.Parallel()
 	readModels(t, func(t *testing.T, cfg node.Config) {
 		cfg.WebhookAllowLoopback = true
 		p := start(t, cfg)
@@ -242,6 +243,7 @@ func TestHealthReportsEndToEnd(t *testing.T) {
 }
 
 func TestSchemeHRefusals(t *testing.T) {
+	t.Parallel()
 	p := start(t, node.Config{DataDir: t.TempDir()})
 	a := p.createApp("partner")
 	path := "/open/v1/health-reports/1?x=1"
@@ -301,6 +303,7 @@ func TestSchemeHRefusals(t *testing.T) {
 }
 
 func TestReportPullRateLimit(t *testing.T) {
+	t.Parallel()
 	p := start(t, node.Config{DataDir: t.TempDir(), ReportPullLimit: 5})
 	a := p.createApp("partner")
 	b := p.createApp("other")
@@ -332,6 +335,7 @@ func (p *platform) oauth(path string, form url.Values, user, pass string) (int, 
 }
 
 func TestDailyReport(t *testing.T) {
+	t.Parallel()
 	now := time.Now()
 	var mu sync.Mutex
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
@@ -462,6 +466,7 @@ func (p *platform) plugin(path string, body any) response {
 }
 
 func TestPluginLaunchMeasureAndWebhook(t *testing.T) {
+	t.Parallel()
 	p := start(t, node.Config{DataDir: t.TempDir(), WebhookAllowLoopback: true})
 	a := p.createApp("host")
 	rcv := newReceiver(t)
@@ -568,6 +573,7 @@ func TestPluginLaunchMeasureAndWebhook(t *testing.T) {
 }
 
 func TestSandboxMockSendsReadyWithinASecond(t *testing.T) {
+	t.Parallel()
 	p := start(t, node.Config{DataDir: t.TempDir(), WebhookAllowLoopback: true})
 	a := p.createApp("sandbox host")
 	rcv := newReceiver(t)
@@ -603,6 +609,7 @@ func TestSandboxMockSendsReadyWithinASecond(t *testing.T) {
 }
 
 func TestPluginEventsAreDeadLettered(t *testing.T) {
+	t.Parallel()
 	schedule := []time.Duration{5 * time.Millisecond, 5 * time.Millisecond, 5 * time.Millisecond, 5 * time.Millisecond, 5 * time.Millisecond}
 	// Six failures in a row would open the endpoint's breaker before the
 	// last attempt; this test is about the schedule running out.

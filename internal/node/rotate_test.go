@@ -20,6 +20,7 @@ import (
 // re-seals every data key with B; afterwards B alone opens every data key,
 // while the app secrets sealed in the (immutable) events still need A.
 func TestMasterKeyRotation(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	p := start(t, node.Config{DataDir: dir})
 	a := p.createApp("partner")

@@ -35,7 +35,7 @@ func leaseStore(t *testing.T, db string) *leasepg.Store {
 func holderOf(t *testing.T, s lease.Store, name string, want ...string) string {
 	t.Helper()
 	var last lease.Lease
-	for range 300 {
+	for deadline := time.Now().Add(waitBound); time.Now().Before(deadline); {
 		l, err := s.Get(context.Background(), name)
 		if err != nil {
 			t.Fatal(err)
@@ -52,9 +52,11 @@ func holderOf(t *testing.T, s lease.Store, name string, want ...string) string {
 	return ""
 }
 
-// startNamed starts a node whose lease holder name is id.
+// startNamed starts a node whose lease holder name is id (the config's
+// NodeID, which PLATFORM_NODE_ID sets in production: no process-wide
+// environment, so the test runs in parallel with others).
 func startNamed(t *testing.T, id string, cfg node.Config) *platform {
-	t.Setenv(lease.EnvNodeID, id)
+	cfg.NodeID = id
 	return start(t, cfg)
 }
 
@@ -64,6 +66,7 @@ func startNamed(t *testing.T, id string, cfg node.Config) *platform {
 // live; when the owner stops, another node takes over, and every event
 // still becomes exactly one delivery, delivered once.
 func TestWebhookCreationHasOneOwnerWithoutKafka(t *testing.T) {
+	t.Parallel()
 	cfgs := clusterConfigs(t, 2)
 	leases := leaseStore(t, cfgs[0].PostgresURL)
 	// A node took the lease and died: nobody creates until it lapses.
@@ -112,6 +115,7 @@ func TestWebhookCreationHasOneOwnerWithoutKafka(t *testing.T) {
 // checkpoint: every event of the log reaches the internal topic, the
 // checkpoint never goes backwards, and an opted-out node never relays.
 func TestRelayRunsOnOneNodeAndMovesOnTakeover(t *testing.T) {
+	t.Parallel()
 	brokers := kafkaCluster(t)
 	cfgs := clusterConfigs(t, 3)
 	db := cfgs[0].PostgresURL
@@ -159,7 +163,7 @@ func TestRelayRunsOnOneNodeAndMovesOnTakeover(t *testing.T) {
 	for _, r := range recs {
 		missing[r.ID] = true
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), waitBound)
 	defer cancel()
 	r := kafkago.NewReader(kafkago.ReaderConfig{Brokers: brokers, Topic: "platform.internal.events", GroupID: "relay-test", StartOffset: kafkago.FirstOffset, MaxWait: 100 * time.Millisecond})
 	defer r.Close()

@@ -161,6 +161,7 @@ func replayOf(t *testing.T, dir string) []memory.FamilyImage {
 }
 
 func TestSnapshotRestartEqualsReplay(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	p := start(t, node.Config{DataDir: dir})
 	if restoredFromSnapshot(p) {
@@ -189,6 +190,7 @@ func TestSnapshotRestartEqualsReplay(t *testing.T) {
 }
 
 func TestSnapshotTornFallsBackToReplay(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	p := start(t, node.Config{DataDir: dir})
 	a := p.createApp("snap")
@@ -230,6 +232,7 @@ func TestSnapshotTornFallsBackToReplay(t *testing.T) {
 }
 
 func TestSnapshotFromAnotherLogIsRefused(t *testing.T) {
+	t.Parallel()
 	one, two := t.TempDir(), t.TempDir()
 	p := start(t, node.Config{DataDir: one})
 	a := p.createApp("one")
@@ -260,6 +263,7 @@ func TestSnapshotFromAnotherLogIsRefused(t *testing.T) {
 }
 
 func TestRebuildShredsSnapshot(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	p := start(t, node.Config{DataDir: dir})
 	a := p.createApp("snap")
@@ -283,6 +287,7 @@ func TestRebuildShredsSnapshot(t *testing.T) {
 }
 
 func TestErasureShredsSnapshot(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	p := start(t, node.Config{DataDir: dir})
 	a := p.createApp("snap")
@@ -350,6 +355,7 @@ func TestErasureShredsSnapshot(t *testing.T) {
 }
 
 func TestSnapshotSurvivesMasterKeyRotation(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	p := start(t, node.Config{DataDir: dir})
 	a := p.createApp("snap")

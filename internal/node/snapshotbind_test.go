@@ -16,6 +16,7 @@ import (
 // answered still binds its signature, so replaying it as a delete is refused
 // and appends nothing.
 func TestSnapshotReadBindsItsSignature(t *testing.T) {
+	t.Parallel()
 	readModels(t, func(t *testing.T, cfg node.Config) {
 		p := start(t, cfg)
 		a := p.createApp("partner")

@@ -27,10 +27,10 @@ type endpoint struct {
 	maxInFlight int
 	overlapped  []string
 	changed     chan struct{}
-	answer      func() int // blocks as long as the endpoint should hang
+	answer      func(*http.Request) int // blocks as long as the endpoint should hang
 }
 
-func newEndpoint(t *testing.T, answer func() int) *endpoint {
+func newEndpoint(t *testing.T, answer func(*http.Request) int) *endpoint {
 	e := &endpoint{arrived: map[string]int{}, open: map[string]bool{}, changed: make(chan struct{}, 1), answer: answer}
 	e.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
@@ -43,7 +43,7 @@ func newEndpoint(t *testing.T, answer func() int) *endpoint {
 		e.inFlight++
 		e.maxInFlight = max(e.maxInFlight, e.inFlight)
 		e.mu.Unlock()
-		status := e.answer()
+		status := e.answer(r)
 		e.mu.Lock()
 		delete(e.open, id)
 		e.inFlight--
@@ -100,6 +100,7 @@ func profileUpdates(t *testing.T, p *platform, a *app, prefix string, n int) {
 // while it hangs, and its own arrive once it answers, none posted twice at
 // once and never more at once than the per-endpoint bound.
 func TestSlowEndpointDelaysNoOtherEndpoint(t *testing.T) {
+	t.Parallel()
 	readModels(t, func(t *testing.T, cfg node.Config) {
 		cfg.WebhookAllowLoopback, cfg.PartnerRateLimit = true, -1
 		cfg.WebhookWorkers, cfg.WebhookPerEndpoint = 6, 2
@@ -107,15 +108,20 @@ func TestSlowEndpointDelaysNoOtherEndpoint(t *testing.T) {
 		cfg.WebhookSchedule = []time.Duration{100 * time.Millisecond, 100 * time.Millisecond, 100 * time.Millisecond, 100 * time.Millisecond, 100 * time.Millisecond}
 		p := start(t, cfg)
 		release := make(chan struct{})
-		slow := newEndpoint(t, func() int {
+		// It hangs until released, or until the node's 10 s POST timeout
+		// gives up on the attempt (then it is gone before the retry), not for
+		// a fixed time that a loaded machine could outlast before the other
+		// endpoints are served.
+		slow := newEndpoint(t, func(r *http.Request) int {
 			select {
 			case <-release:
-			case <-time.After(10 * time.Second): // the POST times out first
+				return http.StatusOK
+			case <-r.Context().Done():
+				return http.StatusServiceUnavailable // nobody reads it
 			}
-			return http.StatusOK
 		})
-		fast := newEndpoint(t, func() int { return http.StatusOK })
-		other := newEndpoint(t, func() int { return http.StatusNoContent })
+		fast := newEndpoint(t, func(*http.Request) int { return http.StatusOK })
+		other := newEndpoint(t, func(*http.Request) int { return http.StatusNoContent })
 		a, b, c := p.createApp("slow"), p.createApp("fast"), p.createApp("other")
 		p.configureWebhook(a, slow.srv.URL, "user.profile.updated")
 		p.configureWebhook(b, fast.srv.URL, "user.profile.updated")
@@ -152,6 +158,7 @@ func TestSlowEndpointDelaysNoOtherEndpoint(t *testing.T) {
 // metrics, other endpoints are unaffected, and once the endpoint recovers
 // a single probe closes the breaker and the waiting deliveries go out.
 func TestFailingEndpointTripsItsBreakerAndRecovers(t *testing.T) {
+	t.Parallel()
 	cfg := node.Config{DataDir: t.TempDir(), WebhookAllowLoopback: true, PartnerRateLimit: -1,
 		WebhookPerEndpoint: 1, WebhookBreakerFailures: 3, WebhookBreakerCooldown: time.Second,
 		WebhookSchedule: []time.Duration{time.Millisecond, time.Millisecond, time.Millisecond, time.Millisecond, time.Millisecond}}
@@ -159,7 +166,7 @@ func TestFailingEndpointTripsItsBreakerAndRecovers(t *testing.T) {
 	var mu sync.Mutex
 	failing := true
 	posts := 0
-	broken := newEndpoint(t, func() int {
+	broken := newEndpoint(t, func(*http.Request) int {
 		mu.Lock()
 		defer mu.Unlock()
 		posts++
@@ -168,14 +175,14 @@ func TestFailingEndpointTripsItsBreakerAndRecovers(t *testing.T) {
 		}
 		return http.StatusOK
 	})
-	fine := newEndpoint(t, func() int { return http.StatusOK })
+	fine := newEndpoint(t, func(*http.Request) int { return http.StatusOK })
 	a, b := p.createApp("broken"), p.createApp("fine")
 	p.configureWebhook(a, broken.srv.URL, "user.profile.updated")
 	p.configureWebhook(b, fine.srv.URL, "user.profile.updated")
 
 	profileUpdates(t, p, a, "x", 4)
 	// Wait (bounded) until the breaker opens.
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(waitBound)
 	for !breakerIs(p, a.ID, webhooks.BreakerOpen) {
 		if time.Now().After(deadline) {
 			t.Fatalf("breaker never opened: %+v", p.node.Dispatcher.Endpoints())
@@ -207,7 +214,7 @@ func TestFailingEndpointTripsItsBreakerAndRecovers(t *testing.T) {
 	var d struct {
 		Deliveries []deliveryView `json:"deliveries"`
 	}
-	for wait := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	for wait := time.Now().Add(waitBound); ; time.Sleep(20 * time.Millisecond) {
 		p.admin("GET", fmt.Sprintf("/admin/v1/deliveries?app_id=%d", a.ID), nil).data(t, &d)
 		done := 0
 		for _, del := range d.Deliveries {

@@ -134,6 +134,7 @@ func clusterConfigs(t testing.TB, n int) []node.Config {
 // when a receiver answers slower than a claim lasts), and every node sends
 // a share.
 func TestWebhookSendingSpreadsOverNodesWithoutOverlap(t *testing.T) {
+	t.Parallel()
 	const nodes, registers = 3, 24
 	cfgs := clusterConfigs(t, nodes)
 	ps := make([]*platform, nodes)

@@ -80,7 +80,7 @@ func (r *receiver) script(statuses ...int) {
 // waitFor blocks until n webhooks have arrived in total.
 func (r *receiver) waitFor(n int) []webhook {
 	r.t.Helper()
-	deadline := time.After(15 * time.Second)
+	deadline := time.After(waitBound)
 	for {
 		r.mu.Lock()
 		if len(r.got) >= n {
@@ -178,6 +178,7 @@ type userWebhook struct {
 }
 
 func TestChannelUserWebhooksAreSignedAndFiltered(t *testing.T) {
+	t.Parallel()
 	readModels(t, func(t *testing.T, cfg node.Config) {
 		cfg.WebhookAllowLoopback = true
 		p := start(t, cfg)
@@ -291,7 +292,7 @@ type deliveryView struct {
 // waitDelivery polls the delivery log until the delivery reaches status.
 func (p *platform) waitDelivery(id, status string) deliveryView {
 	p.t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(waitBound)
 	var v deliveryView
 	for time.Now().Before(deadline) {
 		res := p.admin("GET", "/admin/v1/deliveries/"+id, nil)
@@ -308,6 +309,7 @@ func (p *platform) waitDelivery(id, status string) deliveryView {
 }
 
 func TestRetryScheduleAbandonAndResend(t *testing.T) {
+	t.Parallel()
 	clock := newFakeClock()
 	p := start(t, node.Config{DataDir: t.TempDir(), WebhookAllowLoopback: true, WebhookClock: clock})
 	a := p.createApp("partner")
@@ -355,7 +357,7 @@ func TestRetryScheduleAbandonAndResend(t *testing.T) {
 	other.expect("POST", "/open/v1/webhooks/deliveries/"+first.ID+"/resend", nil, http.StatusNotFound, "DELIVERY_NOT_FOUND")
 	other.expect("GET", "/open/v1/webhooks/deliveries/"+first.ID, nil, http.StatusNotFound, "DELIVERY_NOT_FOUND")
 	var mine deliveryView
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(waitBound)
 	for time.Now().Before(deadline) && mine.Attempts != 8 {
 		a.expect("GET", "/open/v1/webhooks/deliveries/"+first.ID, nil, http.StatusOK, "0").data(t, &mine)
 		time.Sleep(20 * time.Millisecond)
@@ -366,6 +368,7 @@ func TestRetryScheduleAbandonAndResend(t *testing.T) {
 }
 
 func TestRetrySurvivesRestart(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	clock := newFakeClock()
 	p := start(t, node.Config{DataDir: dir, WebhookAllowLoopback: true, WebhookClock: clock})
@@ -392,6 +395,7 @@ func TestRetrySurvivesRestart(t *testing.T) {
 }
 
 func TestInternalTargetsAreRefusedAndNotRetried(t *testing.T) {
+	t.Parallel()
 	p := start(t, node.Config{DataDir: t.TempDir()})
 	a := p.createApp("partner")
 	for _, url := range []string{"http://example.com/hook", "https://127.0.0.1/hook", "https://[::1]/hook", "https://169.254.169.254/latest", "https://10.1.2.3/x", "https://user:pw@example.com/"} {
@@ -422,7 +426,7 @@ func TestInternalTargetsAreRefusedAndNotRetried(t *testing.T) {
 	var list struct {
 		Deliveries []deliveryView `json:"deliveries"`
 	}
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(waitBound)
 	for time.Now().Before(deadline) && len(list.Deliveries) == 0 {
 		prod.admin("GET", fmt.Sprintf("/admin/v1/deliveries?app_id=%d&event=user.profile.updated&status=abandoned", b.ID), nil).data(t, &list)
 		time.Sleep(20 * time.Millisecond)
@@ -439,6 +443,7 @@ func TestInternalTargetsAreRefusedAndNotRetried(t *testing.T) {
 }
 
 func TestDuplicateSourceEventsMakeOneDelivery(t *testing.T) {
+	t.Parallel()
 	p := start(t, node.Config{DataDir: t.TempDir()})
 	a := p.createApp("partner")
 	a.expect("POST", "/open/v1/channel/users", registerBody("u-1"), http.StatusCreated, "0")
@@ -475,7 +480,7 @@ func TestDuplicateSourceEventsMakeOneDelivery(t *testing.T) {
 	}
 	// The register created two members: two deliveries, however often the
 	// dispatcher sees their events.
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(waitBound)
 	for time.Now().Before(deadline) && len(list.Deliveries) < 2 {
 		p.admin("GET", fmt.Sprintf("/admin/v1/deliveries?app_id=%d&event=user.family_member.created", a.ID), nil).data(t, &list)
 		time.Sleep(20 * time.Millisecond)

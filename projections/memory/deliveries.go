@@ -297,16 +297,27 @@ func (s *Store) Deliveries(ctx context.Context, f domain.DeliveryFilter) ([]proj
 	if f.AppID != 0 {
 		keys = s.appFeed[f.AppID]
 	}
-	i := sort.Search(len(keys), func(i int) bool { return comparePos(keys[i].cursor, f.After) > 0 })
+	g := f
+	g.From, g.To = from, to
 	var out []projections.Delivery
-	for ; i < len(keys) && len(out) < limit; i++ {
-		d := s.deliveries[keys[i].id]
-		g := f
-		g.From, g.To = from, to
-		if !d.Matches(g) {
-			continue
+	if f.Newest {
+		// Walk down from the last key below f.Before (the end when zero).
+		i := len(keys) - 1
+		if f.Before != (events.Position{}) {
+			i = sort.Search(len(keys), func(i int) bool { return comparePos(keys[i].cursor, f.Before) >= 0 }) - 1
 		}
-		out = append(out, copyDelivery(d))
+		for ; i >= 0 && len(out) < limit; i-- {
+			if d := s.deliveries[keys[i].id]; d.Matches(g) {
+				out = append(out, copyDelivery(d))
+			}
+		}
+		return out, nil
+	}
+	i := sort.Search(len(keys), func(i int) bool { return comparePos(keys[i].cursor, f.After) > 0 })
+	for ; i < len(keys) && len(out) < limit; i++ {
+		if d := s.deliveries[keys[i].id]; d.Matches(g) {
+			out = append(out, copyDelivery(d))
+		}
 	}
 	return out, nil
 }

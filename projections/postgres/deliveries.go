@@ -28,6 +28,9 @@ const queued = `status IN ('` + domain.DeliveryPending + `', '` + domain.Deliver
 // app_id-prefixed index: cursor, then id should two deliveries ever share one.
 const feedOrder = `cursor_commit, cursor_prepare, delivery_id`
 
+// feedOrderNewest is feedOrder backwards (the same index, scanned backwards).
+const feedOrderNewest = `cursor_commit DESC, cursor_prepare DESC, delivery_id DESC`
+
 const deliveryColumns = `delivery_id, app_id, event_type, source_event_id, source_commit, source_prepare,
     cursor_commit, cursor_prepare, body, status, attempts, next_attempt_at, last_status, last_error,
     created_at, updated_at, last_error_class, subject, endpoint_id`
@@ -105,8 +108,19 @@ func (s *Store) Deliveries(ctx context.Context, f domain.DeliveryFilter) ([]proj
 func deliveriesQuery(f domain.DeliveryFilter) (string, []any) {
 	var b strings.Builder
 	args := []any{f.After.Commit, f.After.Prepare}
-	b.WriteString(`SELECT ` + deliveryColumns + ` FROM webhook_deliveries
+	switch {
+	case !f.Newest:
+		b.WriteString(`SELECT ` + deliveryColumns + ` FROM webhook_deliveries
 WHERE (cursor_commit, cursor_prepare) > ($1, $2)`)
+	case f.Before == (events.Position{}):
+		args = args[:0]
+		b.WriteString(`SELECT ` + deliveryColumns + ` FROM webhook_deliveries
+WHERE TRUE`)
+	default:
+		args = []any{f.Before.Commit, f.Before.Prepare}
+		b.WriteString(`SELECT ` + deliveryColumns + ` FROM webhook_deliveries
+WHERE (cursor_commit, cursor_prepare) < ($1, $2)`)
+	}
 	and := func(cond string, v any) {
 		args = append(args, v)
 		fmt.Fprintf(&b, "\n  AND "+cond, len(args))
@@ -133,7 +147,11 @@ WHERE (cursor_commit, cursor_prepare) > ($1, $2)`)
 		and("endpoint_id = 0 AND event_type <> $%d", domain.TestEvent)
 	}
 	args = append(args, clampLimit(f.Limit))
-	fmt.Fprintf(&b, "\nORDER BY %s\nLIMIT $%d", feedOrder, len(args))
+	order := feedOrder
+	if f.Newest {
+		order = feedOrderNewest
+	}
+	fmt.Fprintf(&b, "\nORDER BY %s\nLIMIT $%d", order, len(args))
 	return b.String(), args
 }
 

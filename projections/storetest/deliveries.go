@@ -25,6 +25,7 @@ var deliveryCases = []testCase{
 	{"DeliveryTenancy", testDeliveryTenancy},
 	{"DeliveriesFilters", testDeliveriesFilters},
 	{"DeliveriesCursorPaging", testDeliveriesPaging},
+	{"DeliveriesNewestFirst", testDeliveriesNewestFirst},
 	{"DeliveriesLimits", testDeliveriesLimits},
 	{"DueOrderAndBound", testDue},
 	{"NextDue", testNextDue},
@@ -186,12 +187,20 @@ func limitOf(n, def, max int) int {
 func (m *model) list(f domain.DeliveryFilter) []projections.Delivery {
 	var out []projections.Delivery
 	for _, d := range m.deliveries {
-		if !d.Matches(f) || !f.After.Less(d.Cursor) {
+		switch {
+		case !d.Matches(f):
+			continue
+		case f.Newest && f.Before != (events.Position{}) && !d.Cursor.Less(f.Before):
+			continue
+		case !f.Newest && !f.After.Less(d.Cursor):
 			continue
 		}
 		out = append(out, d)
 	}
 	slices.SortFunc(out, feedOrder)
+	if f.Newest {
+		slices.Reverse(out)
+	}
 	return out[:min(len(out), limitOf(f.Limit, 100, 1000))]
 }
 
@@ -541,6 +550,54 @@ func testDeliveriesPaging(t *testing.T, s Store) {
 		all.Limit = 1000
 		wantPaging(t, lister(t, s.Deliveries), f, m.list(all))
 	}
+}
+
+// testDeliveriesNewestFirst: the portal's log order, newest first, with
+// every filter, paged towards older rows with Before (After is ignored).
+func testDeliveriesNewestFirst(t *testing.T, s Store) {
+	m := filterFixture(t, s)
+	for _, f := range []domain.DeliveryFilter{
+		{Newest: true},
+		{Newest: true, AppID: 1},
+		{Newest: true, Status: domain.DeliveryPending},
+		{Newest: true, AppID: 2, EventType: "user.registered"},
+		{Newest: true, From: at(55), To: at(305)},
+		{Newest: true, Feed: true, AppID: 3},
+		{Newest: true, Before: cursorAt(20)},
+		{Newest: true, Before: cursorAt(12)}, // the 2^63 boundary below
+		{Newest: true, Before: cursorAt(0)},
+		{Newest: true, After: cursorAt(30)},
+		{Newest: true, AppID: 2, Before: cursorAt(14), Limit: 2},
+	} {
+		wantRows(t, fmt.Sprintf("Deliveries(%+v)", f), must(s.Deliveries(ctx, f))(t), m.list(f))
+		if f.Before != (events.Position{}) || f.Limit != 0 {
+			continue
+		}
+		all := f
+		all.Limit = 1000
+		want := m.list(all)
+		for _, limit := range []int{1, 2, 3, 7} {
+			var got []projections.Delivery
+			page := f
+			page.Limit = limit
+			for range len(want) + 2 {
+				l := must(s.Deliveries(ctx, page))(t)
+				if len(l) == 0 {
+					break
+				}
+				for _, d := range l {
+					if page.Before != (events.Position{}) && !d.Cursor.Less(page.Before) {
+						t.Fatalf("%+v: %s at %v is not before the cursor", page, d.DeliveryID, d.Cursor)
+					}
+				}
+				got = append(got, l...)
+				page.Before = l[len(l)-1].Cursor
+			}
+			wantRows(t, fmt.Sprintf("%+v paged by %d", f, limit), got, want)
+		}
+	}
+	wantIDs(t, "newest two of app 2 below d-0014", must(s.Deliveries(ctx, domain.DeliveryFilter{Newest: true, AppID: 2, Before: cursorAt(14), Limit: 2}))(t),
+		[]string{"d-0013", "d-0010"})
 }
 
 func testDeliveriesLimits(t *testing.T, s Store) {

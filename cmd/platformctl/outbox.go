@@ -1,0 +1,73 @@
+package main
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+)
+
+// outboxMail is one message of GET /admin/v1/outbox.
+type outboxMail struct {
+	MailID      int64  `json:"mail_id"`
+	DeveloperID int64  `json:"developer_id"`
+	To          string `json:"to"`
+	Subject     string `json:"subject"`
+	Body        string `json:"body"`
+	QueuedAt    string `json:"queued_at"`
+	Status      string `json:"status"`
+	Attempts    int    `json:"attempts"`
+	LastError   string `json:"last_error"`
+}
+
+// outbox runs `outbox [--status S]`: the portal's mail, newest first, each
+// message with its headers and whole body, since an operator of a node
+// without SMTP passes the links in them on by hand.
+func (c *cli) outbox(args []string) error {
+	fs := c.flags("outbox")
+	status := fs.String("status", "", "only messages in this status: queued, retrying, sent or failed")
+	rest, err := parse(fs, args, true)
+	if err != nil {
+		return err
+	}
+	if len(rest) != 0 {
+		return usagef("outbox takes only flags")
+	}
+	path := "/admin/v1/outbox"
+	if *status != "" {
+		path += "?" + url.Values{"status": {*status}}.Encode()
+	}
+	api, err := c.api()
+	if err != nil {
+		return err
+	}
+	data, err := api.do(c.ctx, "GET", path, nil)
+	if err != nil {
+		return err
+	}
+	if c.g.json {
+		return printJSON(c.stdout, data)
+	}
+	var page struct {
+		Mails []outboxMail `json:"mails"`
+	}
+	if err := decode(data, &page); err != nil {
+		return err
+	}
+	if len(page.Mails) == 0 {
+		fmt.Fprintln(c.stdout, "the outbox is empty")
+		return nil
+	}
+	for i, m := range page.Mails {
+		if i > 0 {
+			fmt.Fprintln(c.stdout)
+		}
+		fmt.Fprintf(c.stdout, "mail %d  %s  queued %s  attempts %d\n", m.MailID, m.Status, m.QueuedAt, m.Attempts)
+		fmt.Fprintf(c.stdout, "To: %s (developer %d)\n", m.To, m.DeveloperID)
+		fmt.Fprintf(c.stdout, "Subject: %s\n", m.Subject)
+		if m.LastError != "" {
+			fmt.Fprintf(c.stdout, "Last error: %s\n", m.LastError)
+		}
+		fmt.Fprintf(c.stdout, "\n%s\n", strings.TrimRight(m.Body, "\n"))
+	}
+	return nil
+}

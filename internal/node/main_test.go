@@ -1,0 +1,34 @@
+package node_test
+
+import (
+	"flag"
+	"os"
+	"testing"
+	"time"
+)
+
+// waitBound bounds a test's wait for something asynchronous that must
+// happen (a delivery, a lease takeover, a message on a topic): it only ends
+// a hang and asserts no speed, so it is generous, since six tests share
+// CI's two (often loaded) cores and each runs several times slower than alone.
+const waitBound = 60 * time.Second
+
+// defaultParallel is how many of this package's tests run at once unless
+// -parallel is given. Every test starts its own nodes, data directories and
+// Postgres databases (pgtest), so they share nothing; most of their time is
+// spent waiting (Postgres round trips, fsyncs, lease TTLs, bounded polls),
+// not computing, so on CI's two cores go test's default (GOMAXPROCS, i.e.
+// 2) left the cores idle most of the package's minutes.
+const defaultParallel = "6"
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if !given {
+		if err := flag.Set("test.parallel", defaultParallel); err != nil {
+			panic(err)
+		}
+	}
+	os.Exit(m.Run())
+}
