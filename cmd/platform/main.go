@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -59,43 +58,26 @@ func run(log *slog.Logger, addr string, cfg node.Config) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	stopProfile := startupProfile(log)
-	// Listen before the node opens its stores (seconds on a big log): the
-	// liveness probe answers at once, and requests wait for the node.
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		stopProfile()
-		return err
-	}
-	gate := newStarting(log)
-	srv := &http.Server{
-		Handler:           gate,
-		ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: 120 * time.Second,
-		MaxHeaderBytes: 64 << 10,
-	}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	shutdown := func() error {
-		shutdownCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-		defer cancel()
-		return srv.Shutdown(shutdownCtx)
-	}
-	log.Info("platform listening; the node opens", "addr", fmt.Sprintf("http://%s", ln.Addr()), "data_dir", cfg.DataDir)
 	n, err := node.Open(ctx, cfg)
 	if err != nil {
-		gate.failed()
 		stopProfile()
-		_ = shutdown()
 		return err
 	}
 	defer n.Close()
-	gate.open(n.Handler)
-	log.Info("node open; requests served", "addr", fmt.Sprintf("http://%s", ln.Addr()))
 	go func() {
 		if err := n.WaitCaughtUp(ctx); err == nil {
 			log.Info("caught up with the log as it was at start")
 		}
 		stopProfile()
 	}()
+	srv := &http.Server{
+		Addr: addr, Handler: n.Handler,
+		ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: 120 * time.Second,
+		MaxHeaderBytes: 64 << 10,
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.ListenAndServe() }()
+	log.Info("platform listening", "addr", fmt.Sprintf("http://%s", addr), "data_dir", cfg.DataDir)
 	select {
 	case err := <-errc:
 		if !errors.Is(err, http.ErrServerClosed) {
@@ -104,7 +86,9 @@ func run(log *slog.Logger, addr string, cfg node.Config) error {
 	case <-ctx.Done():
 	}
 	log.Info("shutting down")
-	return shutdown()
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	return srv.Shutdown(shutdownCtx)
 }
 
 // startupProfile writes a CPU profile of the start, from here until the
