@@ -710,7 +710,11 @@ func (s StoreSource) RunBatches(ctx context.Context, handle func(context.Context
 	saved := make(chan events.Position, 1)
 	saverDone := make(chan struct{})
 	go s.saveCheckpoints(ctx, saved, saverDone)
-	defer func() { cancel(); <-saverDone }()
+	// The last finished position is saved once more after the saver ends:
+	// a stop that lands while the last batch is handled can end the saver
+	// before that batch's position reaches it.
+	var last events.Position
+	defer func() { cancel(); <-saverDone; s.saveFinal(ctx, last) }()
 	batch := make([]events.Recorded, 0, size)
 	for {
 		rec, ok := <-feed
@@ -742,12 +746,24 @@ func (s StoreSource) RunBatches(ctx context.Context, handle func(context.Context
 			return err
 		}
 		// Keep only the newest finished position for the saver.
+		last = batch[len(batch)-1].Position
 		select {
 		case <-saved:
 		default:
 		}
-		saved <- batch[len(batch)-1].Position
+		saved <- last
 	}
+}
+
+// saveFinal saves pos (when set) past ctx's end, so a clean stop resumes
+// exactly where it ended; saving a position twice is harmless.
+func (s StoreSource) saveFinal(ctx context.Context, pos events.Position) {
+	if s.Checkpoints == nil || pos.IsZero() {
+		return
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	_ = s.Checkpoints.Save(sctx, pos) // a failed save only means more idempotent work after a restart
 }
 
 // resume is the checkpoint when there is one, else From.
