@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -146,87 +145,7 @@ LEFT JOIN user_snapshots s ON `, head, n+1)
 	return decodeSnapshot(doc, q, *openUserID, *channelUserID, snap)
 }
 
-// snapshotDoc is a user_snapshots document (user_snapshot_docs writes it):
-// short keys, times in microseconds since the epoch.
-type snapshotDoc struct {
-	User struct {
-		Name         string  `json:"n"`
-		Nickname     *string `json:"k"`
-		Gender       string  `json:"g"`
-		Avatar       *string `json:"a"`
-		Phone        *string `json:"p"`
-		Email        *string `json:"e"`
-		BirthDate    *string `json:"b"`
-		Status       string  `json:"s"`
-		RegisteredAt int64   `json:"r"`
-		UpdatedAt    int64   `json:"t"`
-	} `json:"u"`
-	Groups []struct {
-		ID          int64  `json:"id"`
-		AppGroupID  int64  `json:"ag"`
-		Name        string `json:"n"`
-		MemberCount int    `json:"c"`
-		CreatedAt   int64  `json:"cr"`
-		UpdatedAt   int64  `json:"t"`
-	} `json:"g"`
-	Members []struct {
-		ID            int64   `json:"id"`
-		AppUserID     string  `json:"au"`
-		AppGroupID    int64   `json:"ag"`
-		FamilyGroupID int64   `json:"fg"`
-		Name          string  `json:"n"`
-		Relationship  string  `json:"r"`
-		Gender        *string `json:"g"`
-		BirthDate     *string `json:"b"`
-		Phone         *string `json:"p"`
-		IDType        *string `json:"it"`
-		IDNumber      *string `json:"in"`
-		Height        *int64  `json:"h"`
-		Weight        *int64  `json:"w"`
-		BloodType     *string `json:"bt"`
-		IsDefault     bool    `json:"d"`
-		UpdatedAt     int64   `json:"t"`
-	} `json:"m"`
-}
-
 func micro(us int64) time.Time { return time.UnixMicro(us).UTC() }
-
-// decodeSnapshot fills snap from a document, keeping only the members
-// updated strictly after q.UpdatedAfter when that is set (as Members does).
-func decodeSnapshot(doc []byte, q projections.SnapshotQuery, openUserID int64, channelUserID string, snap *projections.Snapshot) error {
-	var d snapshotDoc
-	if err := json.Unmarshal(doc, &d); err != nil {
-		return fmt.Errorf("decode the snapshot document: %w", err)
-	}
-	u := d.User
-	snap.Found = true
-	snap.User = projections.User{
-		AppID: q.AppID, OpenUserID: openUserID, ChannelUserID: channelUserID, Name: u.Name, Nickname: u.Nickname, Gender: u.Gender,
-		Avatar: u.Avatar, Phone: u.Phone, Email: u.Email, BirthDate: u.BirthDate, Status: u.Status,
-		RegisteredAt: micro(u.RegisteredAt), UpdatedAt: micro(u.UpdatedAt),
-	}
-	snap.Groups = make([]projections.Group, 0, len(d.Groups))
-	for _, g := range d.Groups {
-		snap.Groups = append(snap.Groups, projections.Group{
-			AppID: q.AppID, OpenUserID: openUserID, FamilyGroupID: g.ID, AppGroupID: g.AppGroupID, Name: g.Name,
-			MemberCount: g.MemberCount, CreatedAt: micro(g.CreatedAt), UpdatedAt: micro(g.UpdatedAt),
-		})
-	}
-	snap.Members = make([]projections.Member, 0, len(d.Members))
-	for _, m := range d.Members {
-		at := micro(m.UpdatedAt)
-		if !q.UpdatedAfter.IsZero() && !at.After(q.UpdatedAfter) {
-			continue
-		}
-		snap.Members = append(snap.Members, projections.Member{
-			AppID: q.AppID, OpenUserID: openUserID, MemberID: m.ID, AppUserID: m.AppUserID, AppGroupID: m.AppGroupID, FamilyGroupID: m.FamilyGroupID,
-			Name: m.Name, Relationship: m.Relationship, Gender: m.Gender, BirthDate: m.BirthDate, Phone: m.Phone,
-			IDType: m.IDType, IDNumber: m.IDNumber, Height: m.Height, Weight: m.Weight, BloodType: m.BloodType,
-			IsDefault: m.IsDefault, UpdatedAt: at,
-		})
-	}
-	return nil
-}
 
 // deleteStaleSnapshots drops the documents of touched users that no longer
 // exist (erased), before refreshSnapshotsQuery writes the others, so that a
