@@ -172,7 +172,6 @@ func (q *API) renderSnapshot(u projections.User, groups []projections.Group, mem
 	return out
 }
 
-
 // The snapshot answer appended by hand is, byte for byte and header for
 // header, what httpapi.OK wrote for the typed views through encoding/json:
 // every field set and every optional one absent, strings that need JSON

@@ -92,7 +92,6 @@ func reflectDecodeSnapshot(doc []byte, q projections.SnapshotQuery, openUserID i
 	return nil
 }
 
-
 // The hand-written document reader decodes what the reflection decoder it
 // replaced decoded, field for field: documents as Postgres writes them
 // (spaces around colons, arrays over lines), compact ones, keys in another
@@ -217,4 +216,3 @@ func TestDocScannerRandomDocuments(t *testing.T) {
 		}
 	}
 }
-
