@@ -72,77 +72,132 @@ func (s *Store) Snapshot(ctx context.Context, q projections.SnapshotQuery) (proj
 	return snap, nil
 }
 
-func (s *Store) snapshot(ctx context.Context, q projections.SnapshotQuery, snap *projections.Snapshot) error {
-	head := "NULL::bigint"
-	if s.head != nil {
-		head = "(" + s.head.sql + ")"
+// snapshotSQL is Snapshot's statement text in its four forms (with or
+// without the binding, by open or channel user id), built once per head
+// statement instead of formatted on every read.
+type snapshotSQL struct {
+	head *headQuery
+	// text[bind][byChannel]
+	text [2][2]string
+}
+
+func buildSnapshotSQL(head *headQuery) *snapshotSQL {
+	h := "NULL::bigint"
+	if head != nil {
+		h = "(" + head.sql + ")"
 	}
-	var sql string
-	var args []any
+	out := &snapshotSQL{head: head}
+	for bind := range 2 {
+		for byChannel := range 2 {
+			sql, n := `SELECT NULL::text, NULL::timestamptz, `, 0
+			if bind == 1 {
+				sql = bindCTE + `SELECT coalesce((SELECT value FROM ins), (SELECT value FROM cur)),
+    coalesce((SELECT expires_at FROM ins), (SELECT expires_at FROM cur)), `
+				n = 6
+			}
+			sql += fmt.Sprintf(`c.commit_pos, c.prepare_pos, %s, s.open_user_id, s.channel_user_id, s.doc
+FROM (SELECT 1) AS one
+LEFT JOIN checkpoints c ON c.projection = $%d
+LEFT JOIN user_snapshots s ON `, h, n+1)
+			if byChannel == 1 {
+				sql += fmt.Sprintf(`s.app_id = $%d AND s.channel_user_id = $%d`, n+2, n+3)
+			} else {
+				sql += fmt.Sprintf(`s.app_id = $%d AND s.open_user_id = $%d`, n+2, n+3)
+			}
+			out.text[bind][byChannel] = sql
+		}
+	}
+	return out
+}
+
+// snapshotText returns the statement for a read with or without a binding,
+// by channel or open user id, for the head statement SeeHead set.
+func (s *Store) snapshotText(bind, byChannel bool) string {
+	c := s.snapSQL.Load()
+	if c == nil || c.head != s.head {
+		c = buildSnapshotSQL(s.head)
+		s.snapSQL.Store(c)
+	}
+	b, ch := 0, 0
+	if bind {
+		b = 1
+	}
+	if byChannel {
+		ch = 1
+	}
+	return c.text[b][ch]
+}
+
+// snapshotRow is the one row Snapshot's statement returns.
+type snapshotRow struct {
+	bound              *string
+	until              *time.Time
+	commit, prepare, h *int64
+	doc                []byte
+	openUserID         *int64
+	channelUserID      *string
+}
+
+func (r *snapshotRow) scan(row pgx.Row) error {
+	return row.Scan(&r.bound, &r.until, &r.commit, &r.prepare, &r.h, &r.openUserID, &r.channelUserID, &r.doc)
+}
+
+func (s *Store) snapshot(ctx context.Context, q projections.SnapshotQuery, snap *projections.Snapshot) error {
 	bind := q.Bind
 	if bind != nil {
 		if v, ok := s.bound.get(bind.Scope, bind.Key, time.Now()); ok {
 			snap.Bound, bind = v, nil
 		}
 	}
-	b := &pgx.Batch{}
+	var args []any
+	prune := false
 	if bind != nil {
 		now := time.Now()
 		// Expired bindings are pruned as Bind prunes them, in the same
 		// round trip, first.
-		if rand.IntN(pruneEvery) == 0 {
-			b.Queue(pruneBindingsQuery, now, pruneBatch)
-		}
-		sql = bindCTE + `SELECT coalesce((SELECT value FROM ins), (SELECT value FROM cur)),
-    coalesce((SELECT expires_at FROM ins), (SELECT expires_at FROM cur)), `
-		args = []any{bind.Scope, bind.Key, bind.Value, rand.Int64(), bind.Expires, now}
+		prune = rand.IntN(pruneEvery) == 0
+		args = append(make([]any, 0, 9), bind.Scope, bind.Key, bind.Value, rand.Int64(), bind.Expires, now)
 	} else {
-		sql = `SELECT NULL::text, NULL::timestamptz, `
+		args = make([]any, 0, 3)
 	}
-	n := len(args)
-	sql += fmt.Sprintf(`c.commit_pos, c.prepare_pos, %s, s.open_user_id, s.channel_user_id, s.doc
-FROM (SELECT 1) AS one
-LEFT JOIN checkpoints c ON c.projection = $%d
-LEFT JOIN user_snapshots s ON `, head, n+1)
 	args = append(args, string(projections.FamilyUsers), q.AppID)
 	if q.ChannelUserID != "" {
-		sql += fmt.Sprintf(`s.app_id = $%d AND s.channel_user_id = $%d`, n+2, n+3)
 		args = append(args, q.ChannelUserID)
 	} else {
-		sql += fmt.Sprintf(`s.app_id = $%d AND s.open_user_id = $%d`, n+2, n+3)
 		args = append(args, q.OpenUserID)
 	}
-	var bound *string
-	var until *time.Time
-	var commit, prepare, h *int64
-	var doc []byte
-	var openUserID *int64
-	var channelUserID *string
-	b.Queue(sql, args...).QueryRow(func(row pgx.Row) error {
-		return row.Scan(&bound, &until, &commit, &prepare, &h, &openUserID, &channelUserID, &doc)
-	})
-	// Close reads every result in order (the prune's, then the row's
-	// through its callback) and returns the first error.
-	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
+	sql := s.snapshotText(bind != nil, q.ChannelUserID != "")
+	var r snapshotRow
+	if prune {
+		b := &pgx.Batch{}
+		b.Queue(pruneBindingsQuery, args[5], pruneBatch) // args[5] is now
+		b.Queue(sql, args...).QueryRow(r.scan)
+		// Close reads every result in order (the prune's, then the row's
+		// through its callback) and returns the first error.
+		if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
+			return err
+		}
+	} else if err := r.scan(s.pool.QueryRow(ctx, sql, args...)); err != nil {
+		// Without a prune, the read is one statement: no batch to build.
 		return err
 	}
 	if bind != nil {
-		if bound == nil || until == nil {
+		if r.bound == nil || r.until == nil {
 			return errors.New("bind: no binding returned")
 		}
-		snap.Bound = *bound
-		s.bound.put(bind.Scope, bind.Key, *bound, *until, time.Now())
+		snap.Bound = *r.bound
+		s.bound.put(bind.Scope, bind.Key, *r.bound, *r.until, time.Now())
 	}
-	if commit != nil && prepare != nil {
-		snap.Checkpoint = events.Position{Commit: uint64(*commit), Prepare: uint64(*prepare)}
+	if r.commit != nil && r.prepare != nil {
+		snap.Checkpoint = events.Position{Commit: uint64(*r.commit), Prepare: uint64(*r.prepare)}
 	}
-	if s.head != nil && h != nil {
-		snap.Head, snap.HeadKnown = s.head.position(*h), true
+	if s.head != nil && r.h != nil {
+		snap.Head, snap.HeadKnown = s.head.position(*r.h), true
 	}
-	if openUserID == nil || channelUserID == nil {
+	if r.openUserID == nil || r.channelUserID == nil {
 		return nil
 	}
-	return decodeSnapshot(doc, q, *openUserID, *channelUserID, snap)
+	return decodeSnapshot(r.doc, q, *r.openUserID, *r.channelUserID, snap)
 }
 
 func micro(us int64) time.Time { return time.UnixMicro(us).UTC() }
