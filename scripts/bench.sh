@@ -21,7 +21,8 @@
 # throwaway server is started like scripts/test.sh does. BENCH_ARGS adds
 # flags to every `platformbench run` (e.g. "-clients 16 -window 20s");
 # BENCH_PG_SCENARIOS picks the Postgres run's scenarios; BENCH_SKIP_PG=1
-# runs the embedded half only. BENCH_CPUPROFILE_DIR (a directory) writes
+# runs the embedded half only, BENCH_SKIP_EMBEDDED=1 the Postgres half
+# only. BENCH_CPUPROFILE_DIR (a directory) writes
 # each platform's CPU profile of its whole run there (embedded.pprof,
 # postgres.pprof; PLATFORM_CPUPROFILE), with its binary (platform).
 set -euo pipefail
@@ -127,9 +128,13 @@ run_bench() {
 }
 
 # ---- 1. embedded ----
-start_platform embedded
-run_bench -store embedded -raw-dir "$work/embedded" -out "$work/embedded.json"
-stop_platform
+files=()
+if [ "${BENCH_SKIP_EMBEDDED:-0}" != "1" ]; then
+	start_platform embedded
+	run_bench -store embedded -raw-dir "$work/embedded" -out "$work/embedded.json"
+	stop_platform
+	files+=("$work/embedded.json")
+fi
 
 # ---- 2. postgres ----
 start_postgres() {
@@ -159,7 +164,6 @@ start_postgres() {
 	die "postgres did not start: $(tail -n 5 "$pgtmp/postgres.log")"
 }
 
-files=("$work/embedded.json")
 if [ "${BENCH_SKIP_PG:-0}" != "1" ]; then
 	if [ -n "${BENCH_POSTGRES_URL:-}" ]; then
 		admin_url=$BENCH_POSTGRES_URL
