@@ -213,13 +213,17 @@ WHERE s.open_user_id = ANY($1::bigint[])
 // refreshSnapshotsQuery rewrites the documents of the touched users (and
 // of the owners of deleted members) from the rows as this transaction
 // sees them, through the one definition of a document, user_snapshot_docs.
+// The users are one = ANY over an array, so that every plan, the generic
+// one Postgres may settle on for a prepared statement included, looks them
+// up by primary key: an IN over a UNION of unnest planned generically as
+// a sequential scan of users and of family_members on every users-family
+// transaction (BENCHMARKS.md, issue 11 fourth round). It is a predicate
+// on users' rows, so a user listed twice is still written once.
 const refreshSnapshotsQuery = `
 INSERT INTO user_snapshots AS s (open_user_id, app_id, channel_user_id, doc)
 SELECT d.open_user_id, d.app_id, d.channel_user_id, d.doc FROM user_snapshot_docs d
-WHERE d.open_user_id IN (
-    SELECT unnest($1::bigint[])
-    UNION
-    SELECT m.open_user_id FROM family_members m WHERE m.member_id = ANY($2::bigint[]))
+WHERE d.open_user_id = ANY($1::bigint[] || ARRAY(
+    SELECT m.open_user_id FROM family_members m WHERE m.member_id = ANY($2::bigint[])))
 ON CONFLICT (open_user_id) DO UPDATE SET
     app_id = EXCLUDED.app_id,
     channel_user_id = EXCLUDED.channel_user_id,
