@@ -213,10 +213,10 @@ WHERE s.open_user_id = ANY($1::bigint[])
 // refreshSnapshotsQuery rewrites the documents of the touched users (and
 // of the owners of deleted members) from the rows as this transaction
 // sees them, through the one definition of a document, user_snapshot_docs.
-// The users are one = ANY over an array, so that every plan, the generic
-// one Postgres may settle on for a prepared statement included, looks them
-// up by primary key: an IN over a UNION of unnest planned generically as
-// a sequential scan of users and of family_members on every users-family
+// The users are one = ANY over an array, so that the generic plan
+// Postgres may settle on for the prepared statement looks them up by
+// primary key too: the earlier IN over a UNION of unnest planned as
+// a hash join over a sequential scan of users on every users-family
 // transaction (BENCHMARKS.md, issue 11 fourth round). It is a predicate
 // on users' rows, so a user listed twice is still written once.
 const refreshSnapshotsQuery = `
