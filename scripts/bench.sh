@@ -21,7 +21,10 @@
 # throwaway server is started like scripts/test.sh does. BENCH_ARGS adds
 # flags to every `platformbench run` (e.g. "-clients 16 -window 20s");
 # BENCH_PG_SCENARIOS picks the Postgres run's scenarios; BENCH_SKIP_PG=1
-# runs the embedded half only.
+# runs the embedded half only, BENCH_SKIP_EMBEDDED=1 the Postgres half
+# only. BENCH_CPUPROFILE_DIR (a directory) writes
+# each platform's CPU profile of its whole run there (embedded.pprof,
+# postgres.pprof; PLATFORM_CPUPROFILE), with its binary (platform).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -87,10 +90,16 @@ start_platform() {
 	shift
 	port=$(pick_port) || die "no free port"
 	mkdir -p "$work/$name"
+	local profile=()
+	if [ -n "${BENCH_CPUPROFILE_DIR:-}" ]; then
+		mkdir -p "$BENCH_CPUPROFILE_DIR"
+		cp "$work/platform" "$BENCH_CPUPROFILE_DIR/platform"
+		profile=(PLATFORM_CPUPROFILE="$BENCH_CPUPROFILE_DIR/$name.pprof")
+	fi
 	token=$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
 	env PLATFORM_ADDR="127.0.0.1:$port" PLATFORM_DATA_DIR="$work/$name/data" PLATFORM_ADMIN_TOKEN="$token" \
 		PLATFORM_RATE_LIMIT=-1 PLATFORM_REPORT_PULL_LIMIT=100000000 PLATFORM_VERIFY_COOLDOWN=0s \
-		PLATFORM_WEBHOOK_ALLOW_LOOPBACK=on PLATFORM_LOG_FORMAT=json "$@" \
+		PLATFORM_WEBHOOK_ALLOW_LOOPBACK=on PLATFORM_LOG_FORMAT=json ${profile[@]+"${profile[@]}"} "$@" \
 		"$work/platform" >"$work/$name/platform.log" 2>&1 &
 	platform_pid=$!
 	local i
@@ -119,9 +128,13 @@ run_bench() {
 }
 
 # ---- 1. embedded ----
-start_platform embedded
-run_bench -store embedded -raw-dir "$work/embedded" -out "$work/embedded.json"
-stop_platform
+files=()
+if [ "${BENCH_SKIP_EMBEDDED:-0}" != "1" ]; then
+	start_platform embedded
+	run_bench -store embedded -raw-dir "$work/embedded" -out "$work/embedded.json"
+	stop_platform
+	files+=("$work/embedded.json")
+fi
 
 # ---- 2. postgres ----
 start_postgres() {
@@ -151,7 +164,6 @@ start_postgres() {
 	die "postgres did not start: $(tail -n 5 "$pgtmp/postgres.log")"
 }
 
-files=("$work/embedded.json")
 if [ "${BENCH_SKIP_PG:-0}" != "1" ]; then
 	if [ -n "${BENCH_POSTGRES_URL:-}" ]; then
 		admin_url=$BENCH_POSTGRES_URL

@@ -57,6 +57,8 @@ func main() {
 func run(log *slog.Logger, addr string, cfg node.Config) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	stopRunProfile := runProfile(log)
+	defer stopRunProfile()
 	stopProfile := startupProfile(log)
 	n, err := node.Open(ctx, cfg)
 	if err != nil {
@@ -115,5 +117,30 @@ func startupProfile(log *slog.Logger) (stop func()) {
 			_ = f.Close()
 			log.Info("start-up CPU profile written", "path", path)
 		})
+	}
+}
+
+// runProfile writes a CPU profile of the whole run, from here until the
+// platform stops (gracefully), to the file named by PLATFORM_CPUPROFILE:
+// load benchmarks (scripts/bench.sh BENCH_CPUPROFILE_DIR) drive the
+// platform from another process, and this shows where the server's own
+// CPU goes per request. Unset: nothing.
+func runProfile(log *slog.Logger) (stop func()) {
+	path := os.Getenv("PLATFORM_CPUPROFILE")
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.Create(path)
+	if err == nil {
+		err = pprof.StartCPUProfile(f)
+	}
+	if err != nil {
+		log.Error("CPU profile not written", "path", path, "err", err)
+		return func() {}
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		_ = f.Close()
+		log.Info("CPU profile written", "path", path)
 	}
 }

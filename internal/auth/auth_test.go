@@ -1,7 +1,9 @@
 package auth
 
 import (
+	"bytes"
 	"crypto/md5"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http/httptest"
@@ -116,5 +118,17 @@ func TestAllowedRefusesSuspendedAppsAndUngrantedScopes(t *testing.T) {
 	app.Suspended = true
 	if err := Allowed(app, "orders"); !errors.Is(err, domain.ErrAppSuspended) {
 		t.Fatalf("suspended: %v", err)
+	}
+}
+
+// SignM is the hex MD5 of key, timestamp, secret and body concatenated,
+// whatever the body's size (the digest's stack buffer is 512 bytes).
+func TestSignMDigestOfTheConcatenation(t *testing.T) {
+	for _, n := range []int{0, 1, 480, 512, 513, 4096} {
+		body := bytes.Repeat([]byte{'x', 0, 0xff}, n)[:n]
+		sum := md5.Sum(append([]byte("key"+"1700000000"+"secret"), body...))
+		if got, want := SignM("key", "1700000000", "secret", body), hex.EncodeToString(sum[:]); got != want {
+			t.Errorf("body of %d bytes: %s, want %s", n, got, want)
+		}
 	}
 }

@@ -66,6 +66,15 @@ type headRead struct {
 // await returns once the directory has applied the log up to a head read
 // that started no earlier than since, or after directoryWait with the cause.
 func (f *follower) await(since time.Time) error {
+	// The common case, a head read confirmed recently enough, returns
+	// without the timer and context of a wait (every authenticated request
+	// asks, profile in BENCHMARKS.md issue 11 fourth round).
+	f.mu.Lock()
+	current := !f.confirmed.Before(since)
+	f.mu.Unlock()
+	if current {
+		return nil
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), directoryWait)
 	defer cancel()
 	for {

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -39,6 +40,8 @@ type Store struct {
 	head *headQuery
 	// bound remembers the signature bindings seen to hold (Bind, Snapshot).
 	bound boundCache
+	// snapSQL caches Snapshot's four statements for the head they read.
+	snapSQL atomic.Pointer[snapshotSQL]
 }
 
 var (

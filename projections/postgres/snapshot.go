@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -73,160 +72,135 @@ func (s *Store) Snapshot(ctx context.Context, q projections.SnapshotQuery) (proj
 	return snap, nil
 }
 
-func (s *Store) snapshot(ctx context.Context, q projections.SnapshotQuery, snap *projections.Snapshot) error {
-	head := "NULL::bigint"
-	if s.head != nil {
-		head = "(" + s.head.sql + ")"
+// snapshotSQL is Snapshot's statement text in its four forms (with or
+// without the binding, by open or channel user id), built once per head
+// statement instead of formatted on every read.
+type snapshotSQL struct {
+	head *headQuery
+	// text[bind][byChannel]
+	text [2][2]string
+}
+
+func buildSnapshotSQL(head *headQuery) *snapshotSQL {
+	h := "NULL::bigint"
+	if head != nil {
+		h = "(" + head.sql + ")"
 	}
-	var sql string
-	var args []any
+	out := &snapshotSQL{head: head}
+	for bind := range 2 {
+		for byChannel := range 2 {
+			sql, n := `SELECT NULL::text, NULL::timestamptz, `, 0
+			if bind == 1 {
+				sql = bindCTE + `SELECT coalesce((SELECT value FROM ins), (SELECT value FROM cur)),
+    coalesce((SELECT expires_at FROM ins), (SELECT expires_at FROM cur)), `
+				n = 6
+			}
+			sql += fmt.Sprintf(`c.commit_pos, c.prepare_pos, %s, s.open_user_id, s.channel_user_id, s.doc
+FROM (SELECT 1) AS one
+LEFT JOIN checkpoints c ON c.projection = $%d
+LEFT JOIN user_snapshots s ON `, h, n+1)
+			if byChannel == 1 {
+				sql += fmt.Sprintf(`s.app_id = $%d AND s.channel_user_id = $%d`, n+2, n+3)
+			} else {
+				sql += fmt.Sprintf(`s.app_id = $%d AND s.open_user_id = $%d`, n+2, n+3)
+			}
+			out.text[bind][byChannel] = sql
+		}
+	}
+	return out
+}
+
+// snapshotText returns the statement for a read with or without a binding,
+// by channel or open user id, for the head statement SeeHead set.
+func (s *Store) snapshotText(bind, byChannel bool) string {
+	c := s.snapSQL.Load()
+	if c == nil || c.head != s.head {
+		c = buildSnapshotSQL(s.head)
+		s.snapSQL.Store(c)
+	}
+	b, ch := 0, 0
+	if bind {
+		b = 1
+	}
+	if byChannel {
+		ch = 1
+	}
+	return c.text[b][ch]
+}
+
+// snapshotRow is the one row Snapshot's statement returns.
+type snapshotRow struct {
+	bound              *string
+	until              *time.Time
+	commit, prepare, h *int64
+	doc                []byte
+	openUserID         *int64
+	channelUserID      *string
+}
+
+func (r *snapshotRow) scan(row pgx.Row) error {
+	return row.Scan(&r.bound, &r.until, &r.commit, &r.prepare, &r.h, &r.openUserID, &r.channelUserID, &r.doc)
+}
+
+func (s *Store) snapshot(ctx context.Context, q projections.SnapshotQuery, snap *projections.Snapshot) error {
 	bind := q.Bind
 	if bind != nil {
 		if v, ok := s.bound.get(bind.Scope, bind.Key, time.Now()); ok {
 			snap.Bound, bind = v, nil
 		}
 	}
-	b := &pgx.Batch{}
+	var args []any
+	prune := false
 	if bind != nil {
 		now := time.Now()
 		// Expired bindings are pruned as Bind prunes them, in the same
 		// round trip, first.
-		if rand.IntN(pruneEvery) == 0 {
-			b.Queue(pruneBindingsQuery, now, pruneBatch)
-		}
-		sql = bindCTE + `SELECT coalesce((SELECT value FROM ins), (SELECT value FROM cur)),
-    coalesce((SELECT expires_at FROM ins), (SELECT expires_at FROM cur)), `
-		args = []any{bind.Scope, bind.Key, bind.Value, rand.Int64(), bind.Expires, now}
+		prune = rand.IntN(pruneEvery) == 0
+		args = append(make([]any, 0, 9), bind.Scope, bind.Key, bind.Value, rand.Int64(), bind.Expires, now)
 	} else {
-		sql = `SELECT NULL::text, NULL::timestamptz, `
+		args = make([]any, 0, 3)
 	}
-	n := len(args)
-	sql += fmt.Sprintf(`c.commit_pos, c.prepare_pos, %s, s.open_user_id, s.channel_user_id, s.doc
-FROM (SELECT 1) AS one
-LEFT JOIN checkpoints c ON c.projection = $%d
-LEFT JOIN user_snapshots s ON `, head, n+1)
 	args = append(args, string(projections.FamilyUsers), q.AppID)
 	if q.ChannelUserID != "" {
-		sql += fmt.Sprintf(`s.app_id = $%d AND s.channel_user_id = $%d`, n+2, n+3)
 		args = append(args, q.ChannelUserID)
 	} else {
-		sql += fmt.Sprintf(`s.app_id = $%d AND s.open_user_id = $%d`, n+2, n+3)
 		args = append(args, q.OpenUserID)
 	}
-	var bound *string
-	var until *time.Time
-	var commit, prepare, h *int64
-	var doc []byte
-	var openUserID *int64
-	var channelUserID *string
-	b.Queue(sql, args...).QueryRow(func(row pgx.Row) error {
-		return row.Scan(&bound, &until, &commit, &prepare, &h, &openUserID, &channelUserID, &doc)
-	})
-	// Close reads every result in order (the prune's, then the row's
-	// through its callback) and returns the first error.
-	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
+	sql := s.snapshotText(bind != nil, q.ChannelUserID != "")
+	var r snapshotRow
+	if prune {
+		b := &pgx.Batch{}
+		b.Queue(pruneBindingsQuery, args[5], pruneBatch) // args[5] is now
+		b.Queue(sql, args...).QueryRow(r.scan)
+		// Close reads every result in order (the prune's, then the row's
+		// through its callback) and returns the first error.
+		if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
+			return err
+		}
+	} else if err := r.scan(s.pool.QueryRow(ctx, sql, args...)); err != nil {
+		// Without a prune, the read is one statement: no batch to build.
 		return err
 	}
 	if bind != nil {
-		if bound == nil || until == nil {
+		if r.bound == nil || r.until == nil {
 			return errors.New("bind: no binding returned")
 		}
-		snap.Bound = *bound
-		s.bound.put(bind.Scope, bind.Key, *bound, *until, time.Now())
+		snap.Bound = *r.bound
+		s.bound.put(bind.Scope, bind.Key, *r.bound, *r.until, time.Now())
 	}
-	if commit != nil && prepare != nil {
-		snap.Checkpoint = events.Position{Commit: uint64(*commit), Prepare: uint64(*prepare)}
+	if r.commit != nil && r.prepare != nil {
+		snap.Checkpoint = events.Position{Commit: uint64(*r.commit), Prepare: uint64(*r.prepare)}
 	}
-	if s.head != nil && h != nil {
-		snap.Head, snap.HeadKnown = s.head.position(*h), true
+	if s.head != nil && r.h != nil {
+		snap.Head, snap.HeadKnown = s.head.position(*r.h), true
 	}
-	if openUserID == nil || channelUserID == nil {
+	if r.openUserID == nil || r.channelUserID == nil {
 		return nil
 	}
-	return decodeSnapshot(doc, q, *openUserID, *channelUserID, snap)
-}
-
-// snapshotDoc is a user_snapshots document (user_snapshot_docs writes it):
-// short keys, times in microseconds since the epoch.
-type snapshotDoc struct {
-	User struct {
-		Name         string  `json:"n"`
-		Nickname     *string `json:"k"`
-		Gender       string  `json:"g"`
-		Avatar       *string `json:"a"`
-		Phone        *string `json:"p"`
-		Email        *string `json:"e"`
-		BirthDate    *string `json:"b"`
-		Status       string  `json:"s"`
-		RegisteredAt int64   `json:"r"`
-		UpdatedAt    int64   `json:"t"`
-	} `json:"u"`
-	Groups []struct {
-		ID          int64  `json:"id"`
-		AppGroupID  int64  `json:"ag"`
-		Name        string `json:"n"`
-		MemberCount int    `json:"c"`
-		CreatedAt   int64  `json:"cr"`
-		UpdatedAt   int64  `json:"t"`
-	} `json:"g"`
-	Members []struct {
-		ID            int64   `json:"id"`
-		AppUserID     string  `json:"au"`
-		AppGroupID    int64   `json:"ag"`
-		FamilyGroupID int64   `json:"fg"`
-		Name          string  `json:"n"`
-		Relationship  string  `json:"r"`
-		Gender        *string `json:"g"`
-		BirthDate     *string `json:"b"`
-		Phone         *string `json:"p"`
-		IDType        *string `json:"it"`
-		IDNumber      *string `json:"in"`
-		Height        *int64  `json:"h"`
-		Weight        *int64  `json:"w"`
-		BloodType     *string `json:"bt"`
-		IsDefault     bool    `json:"d"`
-		UpdatedAt     int64   `json:"t"`
-	} `json:"m"`
+	return decodeSnapshot(r.doc, q, *r.openUserID, *r.channelUserID, snap)
 }
 
 func micro(us int64) time.Time { return time.UnixMicro(us).UTC() }
-
-// decodeSnapshot fills snap from a document, keeping only the members
-// updated strictly after q.UpdatedAfter when that is set (as Members does).
-func decodeSnapshot(doc []byte, q projections.SnapshotQuery, openUserID int64, channelUserID string, snap *projections.Snapshot) error {
-	var d snapshotDoc
-	if err := json.Unmarshal(doc, &d); err != nil {
-		return fmt.Errorf("decode the snapshot document: %w", err)
-	}
-	u := d.User
-	snap.Found = true
-	snap.User = projections.User{
-		AppID: q.AppID, OpenUserID: openUserID, ChannelUserID: channelUserID, Name: u.Name, Nickname: u.Nickname, Gender: u.Gender,
-		Avatar: u.Avatar, Phone: u.Phone, Email: u.Email, BirthDate: u.BirthDate, Status: u.Status,
-		RegisteredAt: micro(u.RegisteredAt), UpdatedAt: micro(u.UpdatedAt),
-	}
-	snap.Groups = make([]projections.Group, 0, len(d.Groups))
-	for _, g := range d.Groups {
-		snap.Groups = append(snap.Groups, projections.Group{
-			AppID: q.AppID, OpenUserID: openUserID, FamilyGroupID: g.ID, AppGroupID: g.AppGroupID, Name: g.Name,
-			MemberCount: g.MemberCount, CreatedAt: micro(g.CreatedAt), UpdatedAt: micro(g.UpdatedAt),
-		})
-	}
-	snap.Members = make([]projections.Member, 0, len(d.Members))
-	for _, m := range d.Members {
-		at := micro(m.UpdatedAt)
-		if !q.UpdatedAfter.IsZero() && !at.After(q.UpdatedAfter) {
-			continue
-		}
-		snap.Members = append(snap.Members, projections.Member{
-			AppID: q.AppID, OpenUserID: openUserID, MemberID: m.ID, AppUserID: m.AppUserID, AppGroupID: m.AppGroupID, FamilyGroupID: m.FamilyGroupID,
-			Name: m.Name, Relationship: m.Relationship, Gender: m.Gender, BirthDate: m.BirthDate, Phone: m.Phone,
-			IDType: m.IDType, IDNumber: m.IDNumber, Height: m.Height, Weight: m.Weight, BloodType: m.BloodType,
-			IsDefault: m.IsDefault, UpdatedAt: at,
-		})
-	}
-	return nil
-}
 
 // deleteStaleSnapshots drops the documents of touched users that no longer
 // exist (erased), before refreshSnapshotsQuery writes the others, so that a
@@ -239,13 +213,17 @@ WHERE s.open_user_id = ANY($1::bigint[])
 // refreshSnapshotsQuery rewrites the documents of the touched users (and
 // of the owners of deleted members) from the rows as this transaction
 // sees them, through the one definition of a document, user_snapshot_docs.
+// The users are one = ANY over an array, so that the generic plan
+// Postgres may settle on for the prepared statement looks them up by
+// primary key too: the earlier IN over a UNION of unnest planned as
+// a hash join over a sequential scan of users on every users-family
+// transaction (BENCHMARKS.md, issue 11 fourth round). It is a predicate
+// on users' rows, so a user listed twice is still written once.
 const refreshSnapshotsQuery = `
 INSERT INTO user_snapshots AS s (open_user_id, app_id, channel_user_id, doc)
 SELECT d.open_user_id, d.app_id, d.channel_user_id, d.doc FROM user_snapshot_docs d
-WHERE d.open_user_id IN (
-    SELECT unnest($1::bigint[])
-    UNION
-    SELECT m.open_user_id FROM family_members m WHERE m.member_id = ANY($2::bigint[]))
+WHERE d.open_user_id = ANY($1::bigint[] || ARRAY(
+    SELECT m.open_user_id FROM family_members m WHERE m.member_id = ANY($2::bigint[])))
 ON CONFLICT (open_user_id) DO UPDATE SET
     app_id = EXCLUDED.app_id,
     channel_user_id = EXCLUDED.channel_user_id,
