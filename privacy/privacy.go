@@ -428,3 +428,13 @@ func Blank(eventType string, data []byte) []byte {
 	out.Write(data[last:])
 	return out.Bytes()
 }
+
+// Readable reports whether the personal fields sealed for subject read back
+// as written right now: false once the subject's key is destroyed (here, or
+// on another node once this process's key cache has forgotten it) or never
+// existed, so a cache of decoded states keeps no plaintext of an erased
+// person. It asks the key cache first, the key store only on a miss.
+func (s *Store) Readable(ctx context.Context, subject string) bool {
+	_, err := s.keys.Lookup(ctx, subject)
+	return err == nil
+}
