@@ -32,9 +32,20 @@ type aggregate[S any] interface {
 // append leaves it exactly as the store says; and every load
 // reads the stream after the cached version, so another node's or an
 // earlier process's appends are always seen before a decision.
+//
+// A cache of personal states (sealedBy set: users) over a store that seals
+// personal fields per person (sealedReads: privacy.Store) keeps no plaintext
+// that a read of the log would no longer reveal: it advances from its own
+// appended bytes only if the person's key is still readable after the
+// append, and a load whose person's key is no longer readable starts the
+// entry over from revision 0, decoded as the store reads it now (erased
+// fields as null), before anything decides on it.
 type aggregateCache[S aggregate[S]] struct {
 	fresh func() S
 	max   int // 0: no cache, every load replays from revision 0
+	// sealedBy names the key subject a stream's personal fields are sealed
+	// with; nil for states that hold no personal data.
+	sealedBy func(stream string) string
 
 	mu      sync.Mutex
 	entries map[string]*list.Element
@@ -48,6 +59,28 @@ type cachedAggregate[S any] struct {
 	state   S          // always the fold of exactly version events
 	version uint64
 	pos     events.Position
+	// plain says state may hold personal fields decrypted while the
+	// subject's key was readable (sealed caches only).
+	plain bool
+}
+
+// sealedReads is what a store that seals personal fields per person
+// (privacy.Store) tells a cache of decoded states: whether the fields sealed
+// for a subject read back as written right now (false once the subject's
+// key is destroyed and this process's key cache knows it).
+type sealedReads interface {
+	Readable(ctx context.Context, subject string) bool
+}
+
+// readable reports whether the stream's personal fields read back as
+// written; true when nothing is sealed (no personal state, or a store that
+// keeps personal data in clear).
+func (c *aggregateCache[S]) readable(ctx context.Context, s streams, stream string) bool {
+	if c.sealedBy == nil {
+		return true
+	}
+	g, ok := s.store.(sealedReads)
+	return !ok || g.Readable(ctx, c.sealedBy(stream))
 }
 
 func newAggregateCache[S aggregate[S]](fresh func() S, max int) *aggregateCache[S] {
@@ -108,6 +141,10 @@ func (c *aggregateCache[S]) load(ctx context.Context, s streams, stream string) 
 	e := c.entry(stream)
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	live := c.readable(ctx, s, stream)
+	if !live && e.plain { // erased since: nothing decrypted before stays
+		e.state, e.version, e.pos, e.plain = c.fresh(), 0, events.Position{}, false
+	}
 	recs, err := s.store.ReadStream(ctx, stream, e.version, 0)
 	if err != nil {
 		var zero S
@@ -122,6 +159,7 @@ func (c *aggregateCache[S]) load(ctx context.Context, s streams, stream string) 
 		e.state.apply(env)
 		e.version++
 		e.pos = r.Position
+		e.plain = e.plain || live
 	}
 	return e.state.clone(), e.version, e.pos, nil
 }
@@ -131,7 +169,11 @@ func (c *aggregateCache[S]) load(ctx context.Context, s streams, stream string) 
 // state by decoding the appended events from the bytes written, so the next
 // command on the stream reads and decrypts nothing of its own writes. Only
 // for aggregates whose apply reads nothing but the payload (the events'
-// Created time is not known here).
+// Created time is not known here). A sealed cache advances only if the
+// subject's key is still readable once the append landed: a key destroyed
+// before the append sealed the fields as null, one destroyed after it makes
+// them read as null, and either way the next load reads them back as the
+// store shows them.
 func (c *aggregateCache[S]) appendAfter(ctx context.Context, s streams, stream string, version uint64, meta Meta, ps ...events.Payload) (events.AppendResult, error) {
 	evs, err := s.encode(meta, ps...)
 	if err != nil {
@@ -153,6 +195,9 @@ func (c *aggregateCache[S]) appendAfter(ctx context.Context, s streams, stream s
 	if e.version != version {
 		return res, nil // another command's load moved it: it is as the store says
 	}
+	if !c.readable(ctx, s, stream) {
+		return res, nil
+	}
 	envs := make([]events.Envelope, len(evs))
 	for i, ev := range evs {
 		env, err := s.reg.Decode(events.Recorded{ID: ev.ID, Stream: stream, Type: ev.Type, Revision: version + uint64(i), Data: ev.Data, Meta: ev.Meta})
@@ -166,6 +211,7 @@ func (c *aggregateCache[S]) appendAfter(ctx context.Context, s streams, stream s
 	}
 	e.version += uint64(len(evs))
 	e.pos = res.Position
+	e.plain = e.plain || c.sealedBy != nil
 	return res, nil
 }
 

@@ -447,13 +447,25 @@ func (o *Orders) CreateOrder(ctx context.Context, appID int64, in OrderInput, me
 		}
 		orderID := k.orderID
 		if claim := decideClaimOrderKey(&k, c); claim != nil {
-			if _, err := o.append(ctx, key, 0, meta, claim...); events.IsConflict(err) {
-				continue
-			} else if err != nil {
+			// The key and the new order in one append: a loser of the race
+			// for the key finds the winner's order created with its claim.
+			c.Now = o.now().UTC().Truncate(time.Second)
+			ps, err := decideCreateOrder(&orderState{}, c.OrderID, goods, c)
+			if err != nil {
 				return OrderResult{}, err
 			}
-			orderID = c.OrderID
+			res, err := o.appendAll(ctx, meta, decided{key, 0, claim}, decided{domain.OrderStream(c.OrderID), 0, ps})
+			if events.IsConflict(err) {
+				continue
+			}
+			if err != nil {
+				return OrderResult{}, err
+			}
+			ev := ps[0].(catalog.OrderCreated)
+			return OrderResult{OrderID: c.OrderID, OrderCode: ev.OrderCode, OrderTime: ev.OrderTime, Created: true, Position: res.Position}, nil
 		}
+		// Claimed with no order yet (a claim of a store without atomic
+		// multi-stream appends, cut short by a crash): complete it.
 		var st orderState
 		version, pos, err := o.load(ctx, domain.OrderStream(orderID), st.apply)
 		if err != nil {

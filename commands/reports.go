@@ -242,16 +242,14 @@ func (r *Reports) Create(ctx context.Context, in ReportInput, uploader string, m
 		if len(ps) == 0 {
 			return ReportResult{ReportID: c.ReportID, AppID: user.appID, Position: pos}, nil
 		}
+		parts := []decided{{domain.ReportStream(c.ReportID), version, ps}}
 		if key != "" {
 			if claim := decideClaimReportKey(&k, c); claim != nil {
-				if _, err := r.append(ctx, key, 0, meta, claim...); events.IsConflict(err) {
-					continue
-				} else if err != nil {
-					return ReportResult{}, err
-				}
+				// The key and the report in one append where the store can.
+				parts = []decided{{key, 0, claim}, parts[0]}
 			}
 		}
-		res, err := r.append(ctx, domain.ReportStream(c.ReportID), version, meta, ps...)
+		res, err := r.appendAll(ctx, meta, parts...)
 		if events.IsConflict(err) {
 			continue
 		}

@@ -2,6 +2,7 @@ package commands
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/healthtech/partner-open-platform/events"
@@ -67,4 +68,43 @@ func (s streams) encode(meta Meta, ps ...events.Payload) ([]events.Proposed, err
 		evs = append(evs, ev)
 	}
 	return evs, nil
+}
+
+// decided is one stream's decided payloads and the version they follow.
+type decided struct {
+	stream  string
+	version uint64
+	ps      []events.Payload
+}
+
+// appendAll appends the parts in one atomic multi-stream append (one
+// commit) where the store can, otherwise one after another in order (a crash
+// between two leaves the earlier ones, which the command's retry completes,
+// as before multi-stream appends). A conflict on any part comes back as
+// events.ErrConflict with nothing of the atomic append written. The result
+// is the last part's revision at the position after which every part is
+// visible.
+func (s streams) appendAll(ctx context.Context, meta Meta, parts ...decided) (events.AppendResult, error) {
+	appends := make([]events.StreamAppend, len(parts))
+	for i, p := range parts {
+		evs, err := s.encode(meta, p.ps...)
+		if err != nil {
+			return events.AppendResult{}, err
+		}
+		appends[i] = events.StreamAppend{Stream: p.stream, Expected: events.AfterVersion(p.version), Events: evs}
+	}
+	res, err := events.AppendMulti(ctx, s.store, appends...)
+	if err == nil {
+		return events.AppendResult{Revision: res[len(res)-1].Revision, Position: events.Last(res)}, nil
+	}
+	if !errors.Is(err, events.ErrMultiStreamUnsupported) {
+		return events.AppendResult{}, err
+	}
+	var last events.AppendResult
+	for _, a := range appends {
+		if last, err = s.store.Append(ctx, a.Stream, a.Expected, a.Events...); err != nil {
+			return events.AppendResult{}, err
+		}
+	}
+	return last, nil
 }

@@ -142,13 +142,21 @@ func (u *Users) WithKeys(k KeyDestroyer) *Users {
 // NewUsers builds the handler; loc is the platform time zone of Y-m-d dates.
 func NewUsers(store events.Store, reg *events.Registry, ids *Allocator, now func() time.Time, loc *time.Location) *Users {
 	return &Users{streams: streams{store, reg}, ids: ids, now: now, loc: loc,
-		loaded: newAggregateCache(newUserState, DefaultAggregateCache)}
+		loaded: newUserCache(DefaultAggregateCache)}
+}
+
+// newUserCache keeps users loaded; a user's personal fields are sealed with
+// the key of its own stream (ErasureSubject), so the cache checks that key.
+func newUserCache(n int) *aggregateCache[*userState] {
+	c := newAggregateCache(newUserState, n)
+	c.sealedBy = func(stream string) string { return stream }
+	return c
 }
 
 // WithAggregateCache bounds how many users stay loaded between commands
 // (0 replays every stream from revision 0, as a baseline to measure against).
 func (u *Users) WithAggregateCache(n int) *Users {
-	u.loaded = newAggregateCache(newUserState, n)
+	u.loaded = newUserCache(n)
 	return u
 }
 

@@ -18,113 +18,160 @@ type pathSpan struct {
 	path int // index into the paths searched
 }
 
-// findAll finds the values of every path in one pass over the document.
-func findAll(data []byte, paths [][]string) ([]pathSpan, error) {
-	active := make([]int, len(paths))
-	for i := range active {
-		active[i] = i
+// pathNode is a set of dotted paths compiled into a tree, so one pass over a
+// document matches each key against the names expected at its depth only.
+type pathNode struct {
+	leaf     int // index of the path that ends at this value, -1 for none
+	children []pathChild
+}
+
+// pathChild is one step below an object: the member name and, for "name[]",
+// that the step goes into every element of an array.
+type pathChild struct {
+	name string
+	each bool
+	node *pathNode
+}
+
+// compilePaths builds the tree of dot-separated paths (see
+// catalog.PersonalFields); a path's index is its position in paths.
+func compilePaths(paths []string) *pathNode {
+	root := &pathNode{leaf: -1}
+	for i, p := range paths {
+		n := root
+		for _, step := range strings.Split(p, ".") {
+			name, each := strings.CutSuffix(step, "[]")
+			var next *pathNode
+			for _, c := range n.children {
+				if c.name == name && c.each == each {
+					next = c.node
+				}
+			}
+			if next == nil {
+				next = &pathNode{leaf: -1}
+				n.children = append(n.children, pathChild{name, each, next})
+			}
+			n = next
+		}
+		n.leaf = i
+	}
+	return root
+}
+
+// findAll finds the values of every path of the tree in one pass over the
+// document, in document order.
+func findAll(data []byte, root *pathNode) ([]pathSpan, error) {
+	i := skipWS(data, 0)
+	if root.leaf < 0 && (len(root.children) == 0 || i >= len(data) || data[i] != '{') {
+		return nil, nil // no path names anything in a document that is no object
 	}
 	var out []pathSpan
-	err := walkAll(data, skipWS(data, 0), paths, active, 0, &out)
+	_, err := walk(data, i, root, &out)
 	return out, err
 }
 
-// walkAll visits the value at i, where the active paths have matched their
-// first depth steps.
-func walkAll(data []byte, i int, paths [][]string, active []int, depth int, out *[]pathSpan) error {
-	var deeper []int
-	for _, p := range active {
-		if len(paths[p]) == depth {
-			end, err := skipValue(data, i)
-			if err != nil {
-				return err
-			}
-			*out = append(*out, pathSpan{span{i, end}, p})
-		} else {
-			deeper = append(deeper, p)
-		}
+// walk visits the value at i as node and returns where it ends: an object
+// some path goes into is scanned once, its members matched as it goes.
+func walk(data []byte, i int, n *pathNode, out *[]pathSpan) (int, error) {
+	at := -1
+	if n.leaf >= 0 {
+		at = len(*out)
+		*out = append(*out, pathSpan{span{i, i}, n.leaf})
 	}
-	if len(deeper) == 0 || i >= len(data) || data[i] != '{' {
-		return nil
+	var end int
+	var err error
+	if len(n.children) == 0 || i >= len(data) || data[i] != '{' {
+		end, err = skipValue(data, i)
+	} else {
+		end, err = walkObject(data, i, n, out)
 	}
+	if err != nil {
+		return 0, err
+	}
+	if at >= 0 {
+		(*out)[at].end = end
+	}
+	return end, nil
+}
+
+// walkObject scans the object at i, visiting the members n names.
+func walkObject(data []byte, i int, n *pathNode, out *[]pathSpan) (int, error) {
 	i = skipWS(data, i+1)
 	if i < len(data) && data[i] == '}' {
-		return nil
+		return i + 1, nil
 	}
-	var match []int
 	for {
 		if i >= len(data) || data[i] != '"' {
-			return errSyntax
+			return 0, errSyntax
 		}
 		kend, err := skipString(data, i)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		key := data[i:kend]
 		i = skipWS(data, kend)
 		if i >= len(data) || data[i] != ':' {
-			return errSyntax
+			return 0, errSyntax
 		}
 		i = skipWS(data, i+1)
-		vend, err := skipValue(data, i)
-		if err != nil {
-			return err
-		}
-		match, each := match[:0], false
-		for _, p := range deeper {
-			name, arr := strings.CutSuffix(paths[p][depth], "[]")
-			if keyIs(key, name) {
-				match = append(match, p)
-				each = each || arr
+		vend := -1
+		for _, c := range n.children {
+			if !keyIs(key, c.name) {
+				continue
 			}
+			var end int
+			switch {
+			case !c.each:
+				end, err = walk(data, i, c.node, out)
+			case i < len(data) && data[i] == '[':
+				end, err = walkArray(data, i, c.node, out)
+			default:
+				end, err = skipValue(data, i)
+			}
+			if err != nil {
+				return 0, err
+			}
+			vend = end
 		}
-		if len(match) > 0 {
-			if !each {
-				if err := walkAll(data, i, paths, append([]int(nil), match...), depth+1, out); err != nil {
-					return err
-				}
-			} else if data[i] == '[' {
-				if err := walkAllArray(data, i, paths, append([]int(nil), match...), depth+1, out); err != nil {
-					return err
-				}
+		if vend < 0 {
+			if vend, err = skipValue(data, i); err != nil {
+				return 0, err
 			}
 		}
 		i = skipWS(data, vend)
 		if i >= len(data) {
-			return errSyntax
+			return 0, errSyntax
 		}
 		if data[i] == '}' {
-			return nil
+			return i + 1, nil
 		}
 		if data[i] != ',' {
-			return errSyntax
+			return 0, errSyntax
 		}
 		i = skipWS(data, i+1)
 	}
 }
 
-func walkAllArray(data []byte, i int, paths [][]string, active []int, depth int, out *[]pathSpan) error {
+// walkArray visits every element of the array at i as node n.
+func walkArray(data []byte, i int, n *pathNode, out *[]pathSpan) (int, error) {
 	i = skipWS(data, i+1)
 	if i < len(data) && data[i] == ']' {
-		return nil
+		return i + 1, nil
 	}
 	for {
-		end, err := skipValue(data, i)
+		end, err := walk(data, i, n, out)
 		if err != nil {
-			return err
-		}
-		if err := walkAll(data, i, paths, active, depth, out); err != nil {
-			return err
+			return 0, err
 		}
 		i = skipWS(data, end)
 		if i >= len(data) {
-			return errSyntax
+			return 0, errSyntax
 		}
 		if data[i] == ']' {
-			return nil
+			return i + 1, nil
 		}
 		if data[i] != ',' {
-			return errSyntax
+			return 0, errSyntax
 		}
 		i = skipWS(data, i+1)
 	}
@@ -133,8 +180,11 @@ func walkAllArray(data []byte, i int, paths [][]string, active []int, depth int,
 // keyIs compares a raw JSON key (with quotes) to a name, unescaping only
 // when the key holds an escape.
 func keyIs(raw []byte, name string) bool {
-	if !strings.ContainsRune(string(raw), '\\') {
-		return string(raw[1:len(raw)-1]) == name
+	if len(raw) == len(name)+2 && string(raw[1:len(raw)-1]) == name {
+		return true // a key equal to the name has no escape: names hold no backslash
+	}
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return false
 	}
 	var s string
 	return json.Unmarshal(raw, &s) == nil && s == name
@@ -148,16 +198,13 @@ func skipWS(data []byte, i int) int {
 }
 
 func skipString(data []byte, i int) (int, error) {
-	for j := i + 1; j < len(data); {
-		k := bytes.IndexAny(data[j:], `"\\`)
-		if k < 0 {
-			break
-		}
-		j += k
-		if data[j] == '"' {
+	for j := i + 1; j < len(data); j++ {
+		switch data[j] {
+		case '"':
 			return j + 1, nil
+		case '\\':
+			j++ // an escape: skip the escaped byte
 		}
-		j += 2 // an escape: skip the escaped byte
 	}
 	return 0, errSyntax
 }

@@ -184,11 +184,11 @@ func (s *Store) openAll(ctx context.Context, recs []events.Recorded) ([]events.R
 // Seal returns data with the value at each personal path of eventType
 // encrypted; data of a type the catalog does not list is encrypted whole.
 func (s *Store) Seal(ctx context.Context, stream, eventID, eventType string, data []byte) ([]byte, error) {
-	paths, listed := catalog.PersonalFields(eventType)
-	if listed && len(paths) == 0 || len(data) == 0 {
+	fields := personal(eventType)
+	if fields.listed && len(fields.paths) == 0 || len(data) == 0 {
 		return data, nil
 	}
-	found, err := locate(data, paths, listed)
+	found, err := locate(data, fields)
 	if err != nil {
 		return nil, fmt.Errorf("privacy: %s: %w", eventType, err)
 	}
@@ -201,25 +201,39 @@ func (s *Store) Seal(ctx context.Context, stream, eventID, eventType string, dat
 	if err != nil && !destroyed {
 		return nil, fmt.Errorf("privacy: data key: %w", err)
 	}
-	var out bytes.Buffer
-	out.Grow(len(data) + 64*len(found))
-	last := 0
+	size := len(data)
 	for _, f := range found {
+		size += len(envPrefix) + len(key.ID) + 1 + base64.StdEncoding.EncodedLen(f.end-f.start+32) + len(envSuffix)
+	}
+	out := bytes.NewBuffer(make([]byte, 0, size))
+	var nonces, sealed, ad []byte
+	if !destroyed {
+		n := key.AEAD.NonceSize()
+		nonces = make([]byte, n*len(found)) // one read for every field's nonce
+		if _, err := rand.Read(nonces); err != nil {
+			return nil, err
+		}
+	}
+	last := 0
+	for i, f := range found {
 		out.Write(data[last:f.start])
 		last = f.end
 		if destroyed {
 			out.Write(Erased)
 			continue
 		}
-		nonce := make([]byte, key.AEAD.NonceSize(), key.AEAD.NonceSize()+f.end-f.start+key.AEAD.Overhead())
-		if _, err := rand.Read(nonce); err != nil {
-			return nil, err
-		}
-		ct := key.AEAD.Seal(nonce, nonce, data[f.start:f.end], associated(eventID, f.path))
+		n := key.AEAD.NonceSize()
+		nonce := nonces[i*n : (i+1)*n]
+		ad = append(append(append(ad[:0], eventID...), 0), f.path...) // associated(eventID, f.path)
+		sealed = key.AEAD.Seal(append(sealed[:0], nonce...), nonce, data[f.start:f.end], ad)
 		out.WriteString(envPrefix)
 		out.WriteString(key.ID)
 		out.WriteByte(':')
-		out.WriteString(base64.StdEncoding.EncodeToString(ct))
+		enc := base64.StdEncoding.EncodedLen(len(sealed))
+		out.Grow(enc)
+		b64 := out.AvailableBuffer()[:enc]
+		base64.StdEncoding.Encode(b64, sealed)
+		out.Write(b64)
 		out.WriteString(envSuffix)
 	}
 	out.Write(data[last:])
@@ -237,8 +251,7 @@ func (s *Store) Open(ctx context.Context, rec events.Recorded) (events.Recorded,
 		rec.Data = data
 		return rec, nil
 	}
-	paths, listed := catalog.PersonalFields(rec.Type)
-	found, err := locate(rec.Data, paths, listed)
+	found, err := locate(rec.Data, personal(rec.Type))
 	if err != nil {
 		return rec, fmt.Errorf("privacy: %s at %s: %w", rec.Type, rec.Position, err)
 	}
@@ -295,10 +308,34 @@ type located struct {
 	path string
 }
 
-// locate finds the non-null values at paths, in document order, in one
-// pass; an unlisted type's whole document is one value (path "").
-func locate(data []byte, paths []string, listed bool) ([]located, error) {
-	if !listed {
+// personalPaths is an event type's personal paths (catalog.PersonalFields)
+// compiled for locate.
+type personalPaths struct {
+	paths  []string
+	listed bool
+	tree   *pathNode
+}
+
+// compiled caches each event type's compiled paths (the catalog's lists
+// never change while the process runs).
+var compiled sync.Map // event type -> *personalPaths
+
+// personal returns the event type's compiled personal paths.
+func personal(eventType string) *personalPaths {
+	if v, ok := compiled.Load(eventType); ok {
+		return v.(*personalPaths)
+	}
+	paths, listed := catalog.PersonalFields(eventType)
+	p := &personalPaths{paths: paths, listed: listed, tree: compilePaths(paths)}
+	compiled.Store(eventType, p)
+	return p
+}
+
+// locate finds the non-null values at the type's personal paths, in
+// document order, in one pass; an unlisted type's whole document is one
+// value (path "").
+func locate(data []byte, fields *personalPaths) ([]located, error) {
+	if !fields.listed {
 		start := skipWS(data, 0)
 		end, err := skipValue(data, start)
 		if err != nil {
@@ -306,34 +343,20 @@ func locate(data []byte, paths []string, listed bool) ([]located, error) {
 		}
 		return []located{{span{start, end}, ""}}, nil
 	}
-	spans, err := findAll(data, splitPaths(paths))
+	spans, err := findAll(data, fields.tree)
 	if err != nil {
 		return nil, err
 	}
 	found := make([]located, 0, len(spans))
 	for _, sp := range spans {
 		if string(data[sp.start:sp.end]) != "null" {
-			found = append(found, located{sp.span, paths[sp.path]})
+			found = append(found, located{sp.span, fields.paths[sp.path]})
 		}
 	}
-	sort.Slice(found, func(i, j int) bool { return found[i].start < found[j].start })
+	if !sort.SliceIsSorted(found, func(i, j int) bool { return found[i].start < found[j].start }) {
+		sort.Slice(found, func(i, j int) bool { return found[i].start < found[j].start })
+	}
 	return found, nil
-}
-
-// split caches each path list's steps (the catalog's lists never change).
-var split sync.Map // joined paths -> [][]string
-
-func splitPaths(paths []string) [][]string {
-	key := strings.Join(paths, ",")
-	if v, ok := split.Load(key); ok {
-		return v.([][]string)
-	}
-	out := make([][]string, len(paths))
-	for i, p := range paths {
-		out[i] = strings.Split(p, ".")
-	}
-	split.Store(key, out)
-	return out
 }
 
 // Subject names the person (or, for personal data of no channel user, the
@@ -411,8 +434,7 @@ func Blank(eventType string, data []byte) []byte {
 	if !bytes.Contains(data, []byte(envPrefix)) {
 		return data
 	}
-	paths, listed := catalog.PersonalFields(eventType)
-	found, err := locate(data, paths, listed)
+	found, err := locate(data, personal(eventType))
 	if err != nil {
 		return data
 	}
@@ -427,4 +449,14 @@ func Blank(eventType string, data []byte) []byte {
 	}
 	out.Write(data[last:])
 	return out.Bytes()
+}
+
+// Readable reports whether the personal fields sealed for subject read back
+// as written right now: false once the subject's key is destroyed (here, or
+// on another node once this process's key cache has forgotten it) or never
+// existed, so a cache of decoded states keeps no plaintext of an erased
+// person. It asks the key cache first, the key store only on a miss.
+func (s *Store) Readable(ctx context.Context, subject string) bool {
+	_, err := s.keys.Lookup(ctx, subject)
+	return err == nil
 }

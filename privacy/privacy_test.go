@@ -17,7 +17,7 @@ import (
 	"github.com/healthtech/partner-open-platform/keys/files"
 )
 
-func newStore(t *testing.T) (*Store, *keys.Keys) {
+func newStore(t testing.TB) (*Store, *keys.Keys) {
 	t.Helper()
 	b, err := files.Open(filepath.Join(t.TempDir(), "keys"))
 	if err != nil {
