@@ -179,19 +179,32 @@ func (d *Dispatcher) Create(ctx context.Context, rec events.Recorded) error {
 }
 
 // CreateBatch makes the deliveries of recs, given in log order, as Create
-// does for each. Events of a type no webhook renders are passed over
-// before decoding (most of the log: registrations' bindings, keys, reads).
-// The batch's deliveries are recorded in one atomic multi-stream append, in
-// log order, so they queue (NextAttemptAt, then position) in the order
-// their events happened and the store writes one transaction; when that
-// append conflicts (a replay: some already exist) or the store has no
-// multi-stream append, subjects (source streams) are appended one delivery
-// at a time, concurrently up to CreateConcurrency, each subject's in log
-// order, an existing delivery left as it is. It returns once every
+// does for each: PrepareBatch, then CommitBatches. It returns once every
 // delivery is recorded, or with the first error (the caller retries the
-// whole batch; Create is idempotent). Deliveries to send are handed to
-// this node's sender as soon as they are recorded.
+// whole batch; Create is idempotent).
 func (d *Dispatcher) CreateBatch(ctx context.Context, recs []events.Recorded) error {
+	p, err := d.PrepareBatch(ctx, recs)
+	if err != nil {
+		return err
+	}
+	return d.CommitBatches(ctx, []PreparedBatch{p})
+}
+
+// PreparedBatch is a batch of source events whose deliveries are planned
+// and encoded, ready for CommitBatches: preparing reads and waits for the
+// read models, so the next batch can prepare while the previous commits.
+type PreparedBatch struct {
+	created []catalog.DeliveryCreated
+	evs     []events.Proposed // evs[i] records created[i]
+}
+
+// PrepareBatch plans and encodes the deliveries of recs, given in log
+// order, writing nothing. Events of a type no webhook renders are passed
+// over before decoding (most of the log: registrations' bindings, keys,
+// reads). It decides with the app directory as of the events and returns
+// once this node's read models reflect them, so a partner who pulls the
+// moment the webhook arrives finds what it announces.
+func (d *Dispatcher) PrepareBatch(ctx context.Context, recs []events.Recorded) (PreparedBatch, error) {
 	type rendered struct {
 		rec events.Recorded
 		env events.Envelope
@@ -205,7 +218,7 @@ func (d *Dispatcher) CreateBatch(ctx context.Context, recs []events.Recorded) er
 		}
 		env, err := d.Registry.Decode(rec)
 		if err != nil {
-			return fmt.Errorf("decode %s: %w", rec.ID, err)
+			return PreparedBatch{}, fmt.Errorf("decode %s: %w", rec.ID, err)
 		}
 		if r, ok := Render(env, d.Location); ok {
 			todo = append(todo, rendered{rec, env, r})
@@ -213,13 +226,10 @@ func (d *Dispatcher) CreateBatch(ctx context.Context, recs []events.Recorded) er
 		}
 	}
 	if len(todo) == 0 {
-		return nil
+		return PreparedBatch{}, nil
 	}
-	// Decide with the app directory as of the events, and send only once
-	// this node's read models reflect them, so a partner who pulls the
-	// moment the webhook arrives finds what it announces.
 	if err := d.AppsReady.WaitFor(ctx, last); err != nil {
-		return err
+		return PreparedBatch{}, err
 	}
 	var reflected interface {
 		WaitFor(context.Context, events.Position) error
@@ -228,13 +238,48 @@ func (d *Dispatcher) CreateBatch(ctx context.Context, recs []events.Recorded) er
 		reflected = d.Reflected
 	}
 	if err := reflected.WaitFor(ctx, last); err != nil {
-		return err
+		return PreparedBatch{}, err
 	}
-	var all []catalog.DeliveryCreated
+	var p PreparedBatch
 	for _, t := range todo {
-		all = append(all, d.plan(t.rec, t.env, t.r)...)
+		p.created = append(p.created, d.plan(t.rec, t.env, t.r)...)
 	}
-	if done, err := d.createAtOnce(ctx, all); done || err != nil {
+	p.evs = make([]events.Proposed, len(p.created))
+	for i, c := range p.created {
+		ev, err := d.encode(c)
+		if err != nil {
+			return PreparedBatch{}, err
+		}
+		p.evs[i] = ev
+	}
+	return p, nil
+}
+
+// CommitBatches records the deliveries of prepared batches, given in log
+// order, as one: in atomic multi-stream appends of at most maxCreateParts
+// deliveries, in log order, so they queue (NextAttemptAt, then position)
+// in the order their events happened and the store writes few
+// transactions. When such an append conflicts (a replay: some already
+// exist) or the store has no multi-stream append, subjects (source
+// streams) are appended one delivery at a time, concurrently up to
+// CreateConcurrency, each subject's in log order, an existing delivery
+// left as it is. It returns once every delivery is recorded, or with the
+// first error. Deliveries to send are handed to this node's sender as soon
+// as they are recorded.
+func (d *Dispatcher) CommitBatches(ctx context.Context, batches []PreparedBatch) error {
+	var all []catalog.DeliveryCreated
+	var evs []events.Proposed
+	if len(batches) == 1 {
+		all, evs = batches[0].created, batches[0].evs
+	} else {
+		for _, b := range batches {
+			all, evs = append(all, b.created...), append(evs, b.evs...)
+		}
+	}
+	if len(all) == 0 {
+		return nil
+	}
+	if done, err := d.createAtOnce(ctx, all, evs); done || err != nil {
 		return err
 	}
 	// One chain per subject, in log order.
@@ -332,38 +377,38 @@ func (d *Dispatcher) encode(c catalog.DeliveryCreated) (events.Proposed, error) 
 // maxCreateParts bounds the streams of one multi-stream append of deliveries.
 const maxCreateParts = 1024
 
-// createAtOnce records all in atomic multi-stream appends of at most
-// maxCreateParts deliveries each, in order, and hands those to send to the
-// sender. done is false, with nothing written by the failed append, when
-// one part conflicts (the delivery exists: a replay) or the store cannot
-// append to several streams; the caller then creates one at a time.
-func (d *Dispatcher) createAtOnce(ctx context.Context, all []catalog.DeliveryCreated) (done bool, err error) {
+// createAtOnce records all (evs[i] records all[i]) in atomic multi-stream
+// appends of at most maxCreateParts deliveries each, in order, and hands
+// those to send to the sender. done is false, with nothing written by the
+// failed append, when one part conflicts (the delivery exists: a replay)
+// or the store cannot append to several streams; the caller then creates
+// one at a time.
+func (d *Dispatcher) createAtOnce(ctx context.Context, all []catalog.DeliveryCreated, evs []events.Proposed) (done bool, err error) {
 	for len(all) > 0 {
-		chunk := all[:min(len(all), maxCreateParts)]
-		parts := make([]events.StreamAppend, len(chunk))
-		for i, c := range chunk {
-			ev, err := d.encode(c)
-			if err != nil {
-				return false, err
-			}
-			parts[i] = events.StreamAppend{Stream: domain.DeliveryStream(c.DeliveryID), Expected: events.NoStream(), Events: []events.Proposed{ev}}
+		n := min(len(all), maxCreateParts)
+		parts := make([]events.StreamAppend, n)
+		for i, c := range all[:n] {
+			parts[i] = events.StreamAppend{Stream: domain.DeliveryStream(c.DeliveryID), Expected: events.NoStream(), Events: evs[i : i+1]}
 		}
 		_, err := events.AppendMulti(ctx, d.Store, parts...)
 		if events.IsConflict(err) || errors.Is(err, events.ErrMultiStreamUnsupported) {
 			return false, nil
 		}
 		if err != nil {
-			return false, fmt.Errorf("create %d deliveries: %w", len(chunk), err)
+			return false, fmt.Errorf("create %d deliveries: %w", n, err)
 		}
-		for _, c := range chunk {
+		for _, c := range all[:n] {
 			d.handOver(c)
 		}
-		all = all[len(chunk):]
+		all, evs = all[n:], evs[n:]
 	}
 	return true, nil
 }
 
-// createOne appends one delivery; an existing one is left as it is.
+// createOne appends one delivery; an existing one is left as it is. It
+// encodes a new event: one with the prepared event's id would count as a
+// replay of a delivery the failed multi-stream append's predecessor
+// recorded, and hand it to the sender again.
 func (d *Dispatcher) createOne(ctx context.Context, c catalog.DeliveryCreated) error {
 	ev, err := d.encode(c)
 	if err != nil {
@@ -688,25 +733,7 @@ func (s StoreSource) RunBatches(ctx context.Context, handle func(context.Context
 	if size <= 0 {
 		size = 512
 	}
-	feed := make(chan events.Recorded, size)
-	subErr := make(chan error, 1)
-	go func() {
-		defer close(feed)
-		for {
-			rec, err := sub.Next(ctx)
-			if err != nil {
-				if ctx.Err() == nil {
-					subErr <- err
-				}
-				return
-			}
-			select {
-			case feed <- rec:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
+	feed, subErr := follow(ctx, sub, size)
 	saved := make(chan events.Position, 1)
 	saverDone := make(chan struct{})
 	go s.saveCheckpoints(ctx, saved, saverDone)
@@ -764,6 +791,167 @@ func (s StoreSource) saveFinal(ctx context.Context, pos events.Position) {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	_ = s.Checkpoints.Save(sctx, pos) // a failed save only means more idempotent work after a restart
+}
+
+// RunPipelined creates deliveries from the events the log holds past the
+// resume point, as RunBatches does, in two stages that overlap: prepare
+// (decode, render, wait for the read models, plan, encode) runs on each
+// batch as it arrives while the previous batches' commit (their append)
+// is in the store's commit queue, and every batch prepared while a commit
+// ran is committed in the next call of commit, together, in log order.
+// An event then waits for at most one commit ahead of its own, not for
+// the previous batch's preparation and commit.
+//
+// The checkpoint advances only over committed batches, in order: a commit
+// runs only after every batch before it committed, and the position saved
+// is the last event of the last batch committed. When prepare or commit
+// fails, RunPipelined stops with that error once the commit in flight
+// ended; batches prepared after a failed commit are never committed, so a
+// restart redoes exactly the uncommitted batches (creation is idempotent).
+func RunPipelined[P any](ctx context.Context, s StoreSource, prepare func(context.Context, []events.Recorded) (P, error), commit func(context.Context, []P) error) error {
+	from, err := s.resume(ctx)
+	if err != nil {
+		return err
+	}
+	parent := ctx
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	sub, err := s.Store.SubscribeAll(ctx, from)
+	if err != nil {
+		return err
+	}
+	defer sub.Close()
+	size := s.Batch
+	if size <= 0 {
+		size = 512
+	}
+	feed, subErr := follow(ctx, sub, size)
+	saved := make(chan events.Position, 1)
+	saverDone := make(chan struct{})
+	go s.saveCheckpoints(ctx, saved, saverDone)
+	// As in RunBatches, the last committed position is saved once more
+	// after the saver ends (the committer is done by then).
+	var lastCommitted events.Position
+	defer func() { cancel(); <-saverDone; s.saveFinal(ctx, lastCommitted) }()
+
+	type stagedBatch struct {
+		p    P
+		upTo events.Position // the batch's last event, handled or passed over
+	}
+	// staged is bounded so that a slow commit holds the preparation back
+	// (and the subscription behind it) rather than memory growing.
+	staged := make(chan stagedBatch, maxStaged)
+	commitErr := make(chan error, 1)
+	committerDone := make(chan struct{})
+	go func() {
+		defer close(committerDone)
+		var ps []P
+		for first := range staged {
+			ps = append(ps[:0], first.p)
+			upTo := first.upTo
+		more:
+			for len(ps) < maxStaged {
+				select {
+				case b, ok := <-staged:
+					if !ok {
+						break more
+					}
+					ps, upTo = append(ps, b.p), b.upTo
+				default:
+					break more
+				}
+			}
+			if err := commit(ctx, ps); err != nil {
+				commitErr <- err
+				cancel() // stops the preparation; nothing after this batch commits
+				return
+			}
+			// Keep only the newest committed position for the saver.
+			lastCommitted = upTo
+			select {
+			case <-saved:
+			default:
+			}
+			saved <- upTo
+		}
+	}()
+	err = func() error {
+		defer close(staged)
+		for {
+			rec, ok := <-feed
+			if !ok {
+				select {
+				case err := <-subErr:
+					return err
+				default:
+					return nil
+				}
+			}
+			batch := make([]events.Recorded, 1, size)
+			batch[0] = rec
+		fill:
+			for len(batch) < size {
+				select {
+				case rec, ok := <-feed:
+					if !ok {
+						break fill
+					}
+					batch = append(batch, rec)
+				default:
+					break fill
+				}
+			}
+			p, err := prepare(ctx, batch)
+			if err != nil {
+				return err
+			}
+			select {
+			case staged <- stagedBatch{p, batch[len(batch)-1].Position}:
+			case <-ctx.Done():
+				return nil
+			}
+		}
+	}()
+	<-committerDone
+	if parent.Err() != nil {
+		return nil // stopping: what was not committed is redone after the restart
+	}
+	select {
+	case cerr := <-commitErr:
+		return cerr // the first failure; a prepare error after it is its echo
+	default:
+		return err
+	}
+}
+
+// maxStaged bounds the prepared batches waiting for a commit, and how many
+// one commit takes together.
+const maxStaged = 64
+
+// follow feeds the subscription's events into a channel of size until ctx
+// ends; its error, unless ctx ended, is sent on the second channel before
+// the first is closed.
+func follow(ctx context.Context, sub events.Subscription, size int) (<-chan events.Recorded, <-chan error) {
+	feed := make(chan events.Recorded, size)
+	subErr := make(chan error, 1)
+	go func() {
+		defer close(feed)
+		for {
+			rec, err := sub.Next(ctx)
+			if err != nil {
+				if ctx.Err() == nil {
+					subErr <- err
+				}
+				return
+			}
+			select {
+			case feed <- rec:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return feed, subErr
 }
 
 // resume is the checkpoint when there is one, else From.

@@ -198,12 +198,22 @@ func (d *Dispatcher) RunSender(ctx context.Context) error {
 		}
 	}
 	var wg sync.WaitGroup
-	defer wg.Wait()
+	// Claims are released by one goroutine, as many per statement as
+	// attempts ended while the previous release ran; it ends after the
+	// last attempt's release.
+	releases := make(chan Claim, workers)
+	released := make(chan struct{})
+	go d.releaseClaims(ctx, releases, released)
+	defer func() { wg.Wait(); close(releases); <-released }()
 	// scan: the read model must be read (start, timer, resume, probe);
 	// dirty: the deliveries projection moved since the last scan; more: the
 	// last scan filled its window, so the read model holds more due rows.
 	scan, dirty, more := true, false, false
 	var lastScan time.Time
+	// nextDue caches the read model's earliest due time (nextOK: there is
+	// one; nextKnown: it was read; nextStale: the projection moved since).
+	var nextDue, nextRead time.Time
+	var nextOK, nextKnown, nextStale bool
 	for {
 		changed, appsChanged := d.Projected.Changed(), d.AppsReady.Changed()
 		now := d.Clock.Now()
@@ -265,22 +275,26 @@ func (d *Dispatcher) RunSender(ctx context.Context) error {
 				}
 				d.attempt(ctx, eps, c, claimedAt, wake, freeWorker)
 				freeWorker()
-				// Released even when ctx has ended: otherwise the delivery
-				// would wait for the claim to lapse on every other node.
-				rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-				if err := d.Claims.Release(rctx, []Claim{c.Claim}); err != nil {
-					d.Log.Warn("release delivery claim; it lapses by itself", "delivery_id", c.DeliveryID, "err", err)
-				}
-				cancel()
-				d.setAttempting(c.DeliveryID, false)
+				releases <- c.Claim
 			}()
 		}
 		if ctx.Err() != nil {
 			return nil
 		}
+		// The earliest due time is read again only once the deliveries
+		// projection moved, at most every scanEvery (a move also arms the
+		// spacing timer below, so the loop comes back for it): one read per
+		// loop pass was one query per freed slot and per hand-over on
+		// Postgres. Only a time still ahead shortens the wait, and only the
+		// projection moving can bring one ahead of what was read.
+		if !nextKnown || (nextStale && time.Since(nextRead) >= scanEvery) {
+			var err error
+			nextDue, nextOK, err = d.Deliveries.NextDue(ctx)
+			nextKnown, nextStale, nextRead = err == nil, false, time.Now()
+		}
 		wait := time.Second
-		if next, ok, err := d.Deliveries.NextDue(ctx); err == nil && ok && next.After(now) && next.Sub(now) < wait {
-			wait = next.Sub(now)
+		if nextKnown && nextOK && nextDue.After(now) && nextDue.Sub(now) < wait {
+			wait = nextDue.Sub(now)
 		}
 		if next, ok := eps.nextProbe(); ok && next.Sub(now) < wait {
 			wait = max(next.Sub(now), time.Millisecond)
@@ -304,7 +318,7 @@ func (d *Dispatcher) RunSender(ctx context.Context) error {
 		case <-soon:
 			scan = true
 		case <-changed:
-			dirty = true
+			dirty, nextStale = true, true
 		case <-appsChanged: // a resumed app's deliveries are due at once
 			scan = true
 		case <-kick:
@@ -453,4 +467,41 @@ func (d *Dispatcher) claimQueued(ctx context.Context, eps *breakers, suspended m
 	slices.Sort(all)
 	q.remove(all)
 	return out, held, nil
+}
+
+// maxRelease bounds the claims one release statement gives back.
+const maxRelease = 256
+
+// releaseClaims gives back the claims of ended attempts until releases is
+// closed, each call of Claims.Release taking every claim that arrived
+// while the previous one ran, and only then unmarks them as attempting (so
+// a scan cannot queue a delivery whose claim this node still holds). Claims
+// are released even when ctx has ended: otherwise the delivery would wait
+// for the claim to lapse on every other node.
+func (d *Dispatcher) releaseClaims(ctx context.Context, releases <-chan Claim, done chan<- struct{}) {
+	defer close(done)
+	batch := make([]Claim, 0, maxRelease)
+	for first := range releases {
+		batch = append(batch[:0], first)
+	more:
+		for len(batch) < maxRelease {
+			select {
+			case c, ok := <-releases:
+				if !ok {
+					break more
+				}
+				batch = append(batch, c)
+			default:
+				break more
+			}
+		}
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		if err := d.Claims.Release(rctx, batch); err != nil {
+			d.Log.Warn("release delivery claims; they lapse by themselves", "claims", len(batch), "first_delivery_id", batch[0].DeliveryID, "err", err)
+		}
+		cancel()
+		for _, c := range batch {
+			d.setAttempting(c.DeliveryID, false)
+		}
+	}
 }

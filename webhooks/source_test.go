@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -160,5 +161,157 @@ func TestRunBatchesRedoesAFailedBatch(t *testing.T) {
 	}
 	if !found || redo[len(redo)-1] != pos[19] {
 		t.Fatalf("restart handed over %v; it must include %s and reach %s", redo, pos[10], pos[19])
+	}
+}
+
+// pipelineRun drives RunPipelined over a log of 20 events in batches of at
+// most 3; the commit of the batch holding pos[10] (the held batch) calls
+// held once every later event was prepared, and returns what held returns.
+// It reports the batches committed, in call order, and RunPipelined's error.
+func pipelineRun(t *testing.T, ctx context.Context, cancel context.CancelFunc, held func() error) (pos []events.Position, committed [][]events.Position, cps *memCheckpoints, err error) {
+	t.Helper()
+	store := memory.New()
+	t.Cleanup(func() { store.Close() })
+	pos = appendN(t, store, 20)
+	cps = &memCheckpoints{}
+	src := webhooks.StoreSource{Store: store, Checkpoints: cps, Batch: 3, From: func(context.Context) (events.Position, error) { return events.Position{}, nil }}
+	allPrepared, heldStarted := make(chan struct{}), make(chan struct{})
+	var mu sync.Mutex
+	prepare := func(ctx context.Context, recs []events.Recorded) ([]events.Position, error) {
+		if pos[10].Less(recs[0].Position) {
+			// Batches after the held one are prepared only once its commit
+			// began, so that commit cannot take them along.
+			select {
+			case <-heldStarted:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		var out []events.Position
+		for _, r := range recs {
+			out = append(out, r.Position)
+			if r.Position == pos[19] {
+				close(allPrepared)
+			}
+		}
+		return out, nil
+	}
+	commit := func(ctx context.Context, batches [][]events.Position) error {
+		all := slices.Concat(batches...)
+		mu.Lock()
+		committed = append(committed, all)
+		mu.Unlock()
+		if slices.Contains(all, pos[10]) {
+			close(heldStarted)
+			select {
+			case <-allPrepared: // the later batches were prepared while this one commits
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			if err := held(); err != nil {
+				return err
+			}
+		}
+		if slices.Contains(all, pos[19]) {
+			cancel() // everything committed: a clean stop
+		}
+		return nil
+	}
+	done := make(chan error, 1)
+	go func() { done <- webhooks.RunPipelined(ctx, src, prepare, commit) }()
+	select {
+	case err = <-done:
+	case <-time.After(30 * time.Second):
+		cancel()
+		t.Fatal("RunPipelined did not end")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	return pos, committed, cps, err
+}
+
+// commitsInOrder fails unless the committed batches hold each event at
+// most once, in log order, ending with end.
+func commitsInOrder(t *testing.T, pos []events.Position, committed [][]events.Position, end int) {
+	t.Helper()
+	got := slices.Concat(committed...)
+	if len(got) != end+1 {
+		t.Fatalf("committed %v, want pos[0..%d] once each", got, end)
+	}
+	for i := range got {
+		if got[i] != pos[i] {
+			t.Fatalf("commit %d is %s, want %s (log order)", i, got[i], pos[i])
+		}
+	}
+}
+
+// A commit that fails after later batches were prepared stops the pipeline:
+// nothing after it is committed and the checkpoint stays before it, so a
+// restart redoes it and everything after it.
+func TestRunPipelinedNeverCheckpointsPastAFailedCommit(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	boom := errors.New("store down")
+	pos, committed, cps, err := pipelineRun(t, ctx, cancel, func() error { return boom })
+	if !errors.Is(err, boom) {
+		t.Fatalf("err %v, want %v", err, boom)
+	}
+	failed := committed[len(committed)-1]
+	if !slices.Contains(failed, pos[10]) {
+		t.Fatalf("a commit ran after the failed one: %v", committed)
+	}
+	commitsInOrder(t, pos, committed, int(failed[len(failed)-1].Commit-pos[0].Commit))
+	if !cps.get().Less(failed[0]) {
+		t.Fatalf("checkpoint %s at or past the failed batch starting at %s", cps.get(), failed[0])
+	}
+	if len(committed) > 1 {
+		before := committed[len(committed)-2]
+		if cps.get() != before[len(before)-1] {
+			t.Fatalf("checkpoint %s, want the end of the last committed batch %s", cps.get(), before[len(before)-1])
+		}
+	}
+}
+
+// A node stopped while a slow commit is in flight saves no checkpoint past
+// it, though later batches were prepared meanwhile.
+func TestRunPipelinedStoppedDuringASlowCommitKeepsItUncheckpointed(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pos, committed, cps, err := pipelineRun(t, ctx, cancel, func() error {
+		cancel() // the stop arrives while the append is in the commit queue
+		return ctx.Err()
+	})
+	if err != nil {
+		t.Fatalf("a stop returned %v", err)
+	}
+	slow := committed[len(committed)-1]
+	if !slices.Contains(slow, pos[10]) {
+		t.Fatalf("a commit ran after the interrupted one: %v", committed)
+	}
+	if !cps.get().Less(slow[0]) {
+		t.Fatalf("checkpoint %s at or past the interrupted batch starting at %s", cps.get(), slow[0])
+	}
+}
+
+// A slow commit holds the ones after it: the batches prepared meanwhile
+// are committed after it, in log order, each event once, and the final
+// checkpoint is the last event.
+func TestRunPipelinedCommitsBatchesPreparedDuringASlowCommitInOrder(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pos, committed, cps, err := pipelineRun(t, ctx, cancel, func() error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	commitsInOrder(t, pos, committed, 19)
+	// The batches prepared while the slow commit ran (at least three: nine
+	// events, at most three a batch) went into merged commits: all but the
+	// last were staged before it ended, so at most two commits.
+	i := slices.IndexFunc(committed, func(b []events.Position) bool { return slices.Contains(b, pos[10]) })
+	if rest := committed[i+1:]; len(rest) > 2 {
+		t.Fatalf("commits %v: the batches prepared during the slow one were not merged behind it", committed)
+	}
+	if cps.get() != pos[19] {
+		t.Fatalf("checkpoint %s after a clean stop, want %s", cps.get(), pos[19])
 	}
 }

@@ -567,13 +567,15 @@ func (n *Node) startWebhooks(ctx context.Context, cfg Config, models *projection
 		}
 		creation = shared
 	}
+	// Pipelined: the next batch waits for the read models while the
+	// previous one's append commits; the checkpoint covers committed batches.
 	create := func(ctx context.Context) error {
-		return webhooks.StoreSource{Store: n.Events, Checkpoints: creation, From: func(ctx context.Context) (events.Position, error) {
+		return webhooks.RunPipelined(ctx, webhooks.StoreSource{Store: n.Events, Checkpoints: creation, From: func(ctx context.Context) (events.Position, error) {
 			if err := models.WaitReady(ctx); err != nil {
 				return events.Position{}, err
 			}
 			return n.ReadModel.LastSource(ctx)
-		}}.RunBatches(ctx, n.Dispatcher.CreateBatch)
+		}}, n.Dispatcher.PrepareBatch, n.Dispatcher.CommitBatches)
 	}
 	if len(cfg.KafkaBrokers) == 0 {
 		// Create is idempotent, so a paused old owner overlapping a new one
