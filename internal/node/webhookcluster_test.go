@@ -144,6 +144,11 @@ func TestWebhookSendingSpreadsOverNodesWithoutOverlap(t *testing.T) {
 		// Claims lapse after 1.5 s, so a POST is cut off after 1 s: the
 		// receiver's 5 s answers test that no claim lapses under an open POST.
 		cfg.WebhookClaimTTL = 1500 * time.Millisecond
+		// Every delivery's first attempt fails here by design, so with the
+		// default breaker the endpoint would open for 30 s (and double when
+		// a probe is a first attempt): this test is about claims, not
+		// breakers (webhookbreaker_test.go tests those).
+		cfg.WebhookBreakerFailures = 1000
 		ps[i] = start(t, cfg)
 	}
 	rcv := newSlowReceiver(t, func(id string) bool {
