@@ -737,9 +737,11 @@ func (s StoreSource) RunBatches(ctx context.Context, handle func(context.Context
 	saved := make(chan events.Position, 1)
 	saverDone := make(chan struct{})
 	go s.saveCheckpoints(ctx, saved, saverDone)
-	// Closing saved tells the saver that nothing more comes: it saves the
-	// last position it was handed, even one handed after the stop.
-	defer func() { cancel(); close(saved); <-saverDone }()
+	// The last finished position is saved once more after the saver ends:
+	// a stop that lands while the last batch is handled can end the saver
+	// before that batch's position reaches it.
+	var last events.Position
+	defer func() { cancel(); <-saverDone; s.saveFinal(ctx, last) }()
 	batch := make([]events.Recorded, 0, size)
 	for {
 		var ok bool
@@ -753,12 +755,24 @@ func (s StoreSource) RunBatches(ctx context.Context, handle func(context.Context
 			return err
 		}
 		// Keep only the newest finished position for the saver.
+		last = batch[len(batch)-1].Position
 		select {
 		case <-saved:
 		default:
 		}
-		saved <- batch[len(batch)-1].Position
+		saved <- last
 	}
+}
+
+// saveFinal saves pos (when set) past ctx's end, so a clean stop resumes
+// exactly where it ended; saving a position twice is harmless.
+func (s StoreSource) saveFinal(ctx context.Context, pos events.Position) {
+	if s.Checkpoints == nil || pos.IsZero() {
+		return
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	_ = s.Checkpoints.Save(sctx, pos) // a failed save only means more idempotent work after a restart
 }
 
 // RunPipelined creates deliveries from the events the log holds past the
@@ -797,8 +811,10 @@ func RunPipelined[P any](ctx context.Context, s StoreSource, prepare func(contex
 	saved := make(chan events.Position, 1)
 	saverDone := make(chan struct{})
 	go s.saveCheckpoints(ctx, saved, saverDone)
-	// As in RunBatches; the committer, the only sender, is done by then.
-	defer func() { cancel(); close(saved); <-saverDone }()
+	// As in RunBatches, the last committed position is saved once more
+	// after the saver ends (the committer is done by then).
+	var lastCommitted events.Position
+	defer func() { cancel(); <-saverDone; s.saveFinal(ctx, lastCommitted) }()
 
 	type stagedBatch struct {
 		p    P
@@ -833,6 +849,7 @@ func RunPipelined[P any](ctx context.Context, s StoreSource, prepare func(contex
 				return
 			}
 			// Keep only the newest committed position for the saver.
+			lastCommitted = upTo
 			select {
 			case <-saved:
 			default:
@@ -949,8 +966,7 @@ func (s StoreSource) resume(ctx context.Context) (events.Position, error) {
 const checkpointEvery = 200 * time.Millisecond
 
 // saveCheckpoints saves the newest finished position until ctx ends, then
-// the last one handed over before saved is closed, so a clean stop resumes
-// exactly where it ended. The sender closes saved once it sends no more.
+// once more, so a clean stop resumes exactly where it ended.
 func (s StoreSource) saveCheckpoints(ctx context.Context, saved <-chan events.Position, done chan<- struct{}) {
 	defer close(done)
 	if s.Checkpoints == nil {
@@ -963,10 +979,7 @@ func (s StoreSource) saveCheckpoints(ctx context.Context, saved <-chan events.Po
 	}
 	for {
 		select {
-		case pos, ok := <-saved:
-			if !ok {
-				return
-			}
+		case pos := <-saved:
 			save(pos)
 			// At most a few saves a second: each syncs a file (or a
 			// Postgres row); a crash redoes at most this much idempotent work.
@@ -975,14 +988,10 @@ func (s StoreSource) saveCheckpoints(ctx context.Context, saved <-chan events.Po
 			case <-ctx.Done():
 			}
 		case <-ctx.Done():
-			// Stopping: wait for the sender to close saved, so a position
-			// handed over after the stop is saved too.
-			var last events.Position
-			for pos := range saved {
-				last = pos
-			}
-			if !last.IsZero() {
-				save(last)
+			select {
+			case pos := <-saved:
+				save(pos)
+			default:
 			}
 			return
 		}
