@@ -744,9 +744,27 @@ func (s StoreSource) RunBatches(ctx context.Context, handle func(context.Context
 	defer func() { cancel(); <-saverDone; s.saveFinal(ctx, last) }()
 	batch := make([]events.Recorded, 0, size)
 	for {
-		var ok bool
-		if batch, ok, err = nextBatch(feed, subErr, batch[:0], size); !ok {
-			return err
+		rec, ok := <-feed
+		if !ok {
+			select {
+			case err := <-subErr:
+				return err
+			default:
+				return nil
+			}
+		}
+		batch = append(batch[:0], rec)
+	fill:
+		for len(batch) < size {
+			select {
+			case rec, ok := <-feed:
+				if !ok {
+					break fill
+				}
+				batch = append(batch, rec)
+			default:
+				break fill
+			}
 		}
 		if err := handle(ctx, batch); err != nil {
 			if ctx.Err() != nil {
@@ -860,10 +878,28 @@ func RunPipelined[P any](ctx context.Context, s StoreSource, prepare func(contex
 	err = func() error {
 		defer close(staged)
 		for {
-			// A fresh slice per batch: a staged batch outlives this pass.
-			batch, ok, err := nextBatch(feed, subErr, make([]events.Recorded, 0, size), size)
+			rec, ok := <-feed
 			if !ok {
-				return err
+				select {
+				case err := <-subErr:
+					return err
+				default:
+					return nil
+				}
+			}
+			batch := make([]events.Recorded, 1, size)
+			batch[0] = rec
+		fill:
+			for len(batch) < size {
+				select {
+				case rec, ok := <-feed:
+					if !ok {
+						break fill
+					}
+					batch = append(batch, rec)
+				default:
+					break fill
+				}
 			}
 			p, err := prepare(ctx, batch)
 			if err != nil {
@@ -886,34 +922,6 @@ func RunPipelined[P any](ctx context.Context, s StoreSource, prepare func(contex
 	default:
 		return err
 	}
-}
-
-// nextBatch appends to batch the next event of feed, waiting for it, and
-// then as many more as have already arrived, up to size. When feed is
-// closed it returns ok false with the subscription's error, if any.
-func nextBatch(feed <-chan events.Recorded, subErr <-chan error, batch []events.Recorded, size int) (_ []events.Recorded, ok bool, err error) {
-	rec, ok := <-feed
-	if !ok {
-		select {
-		case err := <-subErr:
-			return batch, false, err
-		default:
-			return batch, false, nil
-		}
-	}
-	batch = append(batch, rec)
-	for len(batch) < size {
-		select {
-		case rec, ok := <-feed:
-			if !ok {
-				return batch, true, nil
-			}
-			batch = append(batch, rec)
-		default:
-			return batch, true, nil
-		}
-	}
-	return batch, true, nil
 }
 
 // maxStaged bounds the prepared batches waiting for a commit, and how many
