@@ -199,7 +199,7 @@ type PreparedBatch struct {
 }
 
 // PrepareBatch plans and encodes the deliveries of recs, given in log
-// order, writing nothing. Events of a type no webhook renders are passed
+// order (or, from Kafka, in order per subject), writing nothing. Events of a type no webhook renders are passed
 // over before decoding (most of the log: registrations' bindings, keys,
 // reads). It decides with the app directory as of the events and returns
 // once this node's read models reflect them, so a partner who pulls the
@@ -222,7 +222,11 @@ func (d *Dispatcher) PrepareBatch(ctx context.Context, recs []events.Recorded) (
 		}
 		if r, ok := Render(env, d.Location); ok {
 			todo = append(todo, rendered{rec, env, r})
-			last = rec.Position
+			// The highest, not the last: a Kafka batch is in order per
+			// partition only, so its last event need not be its newest.
+			if last.Less(rec.Position) {
+				last = rec.Position
+			}
 		}
 	}
 	if len(todo) == 0 {
@@ -279,6 +283,7 @@ func (d *Dispatcher) CommitBatches(ctx context.Context, batches []PreparedBatch)
 	if len(all) == 0 {
 		return nil
 	}
+	all, evs = distinctDeliveries(all, evs)
 	if done, err := d.createAtOnce(ctx, all, evs); done || err != nil {
 		return err
 	}
@@ -319,6 +324,39 @@ func (d *Dispatcher) CommitBatches(ctx context.Context, batches []PreparedBatch)
 	}
 	wg.Wait()
 	return first
+}
+
+// distinctDeliveries keeps the first of deliveries sharing an id (evs[i]
+// records all[i]): a source may hand out one event twice in a batch (the
+// relay re-publishes after a crash, so the Kafka topic holds it twice), and
+// a multi-stream append refuses a stream named twice, which would fail the
+// batch again at every retry and stall its partition.
+func distinctDeliveries(all []catalog.DeliveryCreated, evs []events.Proposed) ([]catalog.DeliveryCreated, []events.Proposed) {
+	if len(all) < 2 {
+		return all, evs
+	}
+	seen := make(map[string]struct{}, len(all))
+	dup := false
+	for _, c := range all {
+		if _, ok := seen[c.DeliveryID]; ok {
+			dup = true
+			break
+		}
+		seen[c.DeliveryID] = struct{}{}
+	}
+	if !dup {
+		return all, evs
+	}
+	clear(seen)
+	outAll, outEvs := make([]catalog.DeliveryCreated, 0, len(all)), make([]events.Proposed, 0, len(evs))
+	for i, c := range all {
+		if _, ok := seen[c.DeliveryID]; ok {
+			continue
+		}
+		seen[c.DeliveryID] = struct{}{}
+		outAll, outEvs = append(outAll, c), append(outEvs, evs[i])
+	}
+	return outAll, outEvs
 }
 
 // renderedTypes are the event types Render may turn into a webhook; the

@@ -1085,8 +1085,86 @@ func (w *world) checkWebhooks() {
 			}
 		}
 	}
-	for _, m := range w.missingWebhooks() {
+	missing := w.missingWebhooks()
+	for _, m := range missing {
 		w.fail("acknowledged write's webhook never delivered", m)
+	}
+	if len(missing) > 0 {
+		w.diagnoseUncreated()
+	}
+}
+
+// diagnoseUncreated logs, for a failed run, the partner-visible member and
+// report events of the log that have no delivery record, with the relay's
+// checkpoint and when each event was appended against the kill times the
+// report prints: whether the events reached creation at all tells a relay
+// or consumer-group loss from a sender that never sent.
+func (w *world) diagnoseUncreated() {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, w.c.db)
+	if err != nil {
+		w.t.Logf("diagnosis: connect: %v", err)
+		return
+	}
+	defer conn.Close(context.Background())
+	rows, err := conn.Query(ctx, `
+SELECT e.position, e.stream, e.id, e.type, e.created
+FROM es_events e
+WHERE e.type IN ('user.family_member.created', 'user.family_member.updated', 'health.report.created')
+  AND NOT EXISTS (
+    SELECT 1 FROM es_events d
+    WHERE d.type = 'webhook.delivery.created'
+      AND convert_from(d.data, 'UTF8')::jsonb->>'source_event_id' = e.id)
+ORDER BY e.position`)
+	if err != nil {
+		w.t.Logf("diagnosis: query: %v", err)
+		return
+	}
+	var lines []string
+	for rows.Next() {
+		var pos int64
+		var stream, id, typ string
+		var created time.Time
+		if err := rows.Scan(&pos, &stream, &id, &typ, &created); err != nil {
+			w.t.Logf("diagnosis: scan: %v", err)
+			return
+		}
+		lines = append(lines, fmt.Sprintf("position %d %s %s (%s) appended %s", pos, stream, typ, id, created.Local().Format("15:04:05.000")))
+	}
+	if err := rows.Err(); err != nil {
+		w.t.Logf("diagnosis: rows: %v", err)
+	}
+	var head int64
+	_ = conn.QueryRow(ctx, `SELECT coalesce(max(position), 0) FROM es_events`).Scan(&head)
+	var cps []string
+	if cr, err := conn.Query(ctx, `SELECT name, commit_pos FROM relay_checkpoints ORDER BY name`); err == nil {
+		for cr.Next() {
+			var name string
+			var pos int64
+			if cr.Scan(&name, &pos) == nil {
+				cps = append(cps, fmt.Sprintf("%s=%d", name, pos))
+			}
+		}
+		cr.Close()
+	}
+	shown := lines
+	if len(shown) > 60 {
+		shown = shown[:60]
+	}
+	w.t.Logf("diagnosis: %d member/report events of the log have no delivery record (log head %d, relay checkpoints %s):\n  %s",
+		len(lines), head, strings.Join(cps, " "), strings.Join(shown, "\n  "))
+	for _, n := range w.c.nodes {
+		var keep []string
+		for _, l := range strings.Split(n.logTail(1<<20), "\n") {
+			if strings.Contains(l, "webhook deliveries") || strings.Contains(l, "kafka") || strings.Contains(l, "relay") {
+				keep = append(keep, l)
+			}
+		}
+		if len(keep) > 40 {
+			keep = keep[len(keep)-40:]
+		}
+		w.t.Logf("diagnosis: node %d log lines about creation, Kafka and the relay (last %d):\n%s", n.idx, len(keep), strings.Join(keep, "\n"))
 	}
 }
 

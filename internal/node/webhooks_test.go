@@ -442,6 +442,46 @@ func TestInternalTargetsAreRefusedAndNotRetried(t *testing.T) {
 	rcv.quiet(0, 200*time.Millisecond)
 }
 
+// A Kafka topic can hold an event twice (the relay re-publishes what it
+// produced before a crash), and both copies can arrive in one batch: the
+// batch still makes each delivery once, instead of failing at every retry.
+func TestOneEventTwiceInABatchMakesOneDelivery(t *testing.T) {
+	t.Parallel()
+	p := start(t, node.Config{DataDir: t.TempDir()})
+	a := p.createApp("partner")
+	a.expect("POST", "/open/v1/channel/users", registerBody("u-1"), http.StatusCreated, "0")
+	if err := p.node.WaitCaughtUp(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := p.node.Events.ReadAll(context.Background(), events.Position{}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var members []events.Recorded
+	for _, r := range recs {
+		if r.Type == "user.family_member.created" {
+			members = append(members, r)
+		}
+	}
+	if len(members) != 2 {
+		t.Fatalf("%d member events, want 2", len(members))
+	}
+	batch := []events.Recorded{members[0], members[1], members[0], members[1], members[0]}
+	if err := p.node.Dispatcher.CreateBatch(context.Background(), batch); err != nil {
+		t.Fatalf("a batch holding an event twice: %v", err)
+	}
+	if err := p.node.WaitCaughtUp(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	var list struct {
+		Deliveries []deliveryView `json:"deliveries"`
+	}
+	p.admin("GET", fmt.Sprintf("/admin/v1/deliveries?app_id=%d&event=user.family_member.created", a.ID), nil).data(t, &list)
+	if len(list.Deliveries) != 2 || list.Deliveries[0].DeliveryID == list.Deliveries[1].DeliveryID {
+		t.Fatalf("deliveries %+v", list.Deliveries)
+	}
+}
+
 func TestDuplicateSourceEventsMakeOneDelivery(t *testing.T) {
 	t.Parallel()
 	p := start(t, node.Config{DataDir: t.TempDir()})
