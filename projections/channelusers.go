@@ -9,6 +9,15 @@ import (
 	"github.com/healthtech/partner-open-platform/events/catalog"
 )
 
+// groupNamer is a UserTx that applies a group upsert without reading the
+// group first: a new group is inserted as given, an existing one takes only
+// the name and updated_at. Where each read costs a round trip inside the
+// transaction (Postgres: a register's group upsert read once per event),
+// the write is queued with the others instead.
+type groupNamer interface {
+	NameGroup(ctx context.Context, g Group) error
+}
+
 func applyChannelUser(ctx context.Context, tx UserTx, env events.Envelope) error {
 	at := env.Metadata.OccurredAt.UTC()
 	appID := env.Metadata.AppID
@@ -26,6 +35,10 @@ func applyChannelUser(ctx context.Context, tx UserTx, env events.Envelope) error
 		u.UpdatedAt = at
 		return tx.PutUser(ctx, u)
 	case *catalog.FamilyGroupUpserted:
+		if n, ok := tx.(groupNamer); ok {
+			return n.NameGroup(ctx, Group{AppID: appID, OpenUserID: p.OpenUserID, FamilyGroupID: p.FamilyGroupID,
+				AppGroupID: p.AppGroupID, Name: p.Name, CreatedAt: at, UpdatedAt: at})
+		}
 		g, err := tx.Group(ctx, p.FamilyGroupID)
 		if errors.Is(err, ErrNotFound) {
 			g = Group{AppID: appID, OpenUserID: p.OpenUserID, FamilyGroupID: p.FamilyGroupID, AppGroupID: p.AppGroupID, CreatedAt: at}

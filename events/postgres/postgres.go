@@ -82,7 +82,9 @@ type Store struct {
 	closed atomic.Bool
 
 	stopListen context.CancelFunc
-	listening  sync.WaitGroup
+	listening  sync.WaitGroup // the listener and the shared reader (reads.go)
+	reads      chan *readReq
+	readsDone  <-chan struct{}
 	closeOnce  sync.Once
 
 	// Group commit: appends queue for one committer goroutine, which writes
@@ -92,7 +94,8 @@ type Store struct {
 	committer sync.WaitGroup
 
 	// beforeCommit, when set (tests only), runs inside an append's
-	// transaction after its events are written and before COMMIT.
+	// transaction once it holds the append lock and has numbered its
+	// events, before it writes them and commits.
 	beforeCommit func(last events.Position)
 }
 
@@ -117,9 +120,11 @@ func Open(ctx context.Context, url string) (*Store, error) {
 		return nil, err
 	}
 	lctx, stop := context.WithCancel(context.Background())
-	s := &Store{pool: pool, notify: feed.NewNotifier(), stopListen: stop, queue: make(chan *pending, maxGroup)}
-	s.listening.Add(1)
+	s := &Store{pool: pool, notify: feed.NewNotifier(), stopListen: stop, queue: make(chan *pending, maxGroup),
+		reads: make(chan *readReq, maxReadGroup), readsDone: lctx.Done()}
+	s.listening.Add(2)
 	go s.listen(lctx)
+	go s.readLoop(lctx)
 	s.committer.Add(1)
 	go s.commitLoop()
 	return s, nil
@@ -235,151 +240,189 @@ func (s *Store) commitLoop() {
 // commit decides and writes a group in one transaction, in queue order: each
 // append sees the writes of those before it, exactly as if run one by one.
 // On error nothing is written and every append of the group carries it.
+//
+// The transaction costs two round trips, and the append lock is held for
+// about one of them: BEGIN, the lock and the reads go in one pipeline, the
+// INSERT, the NOTIFY and COMMIT in a second. (pgx.BeginFunc with a batch in
+// between took five: BEGIN, the reads, INSERT, NOTIFY, COMMIT.)
 func (s *Store) commit(group []*pending) (wrote bool, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
 	defer cancel()
-	var last events.Position
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		// One round trip: the lock, the head, and every stream's count and
-		// every event ID's place as the committed log has them.
-		b := &pgx.Batch{}
-		b.Queue(`SELECT pg_advisory_xact_lock($1)`, appendLock)
-		b.Queue(`SELECT coalesce(max(position), 0) FROM es_events`)
-		var partStreams []string
-		for _, p := range group {
-			for _, part := range p.parts {
-				ids := make([]string, len(part.Events))
-				for i, ev := range part.Events {
-					ids[i] = ev.ID
-				}
-				b.Queue(`SELECT coalesce(max(revision) + 1, 0) FROM es_events WHERE stream = $1`, part.Stream)
-				b.Queue(`SELECT id, stream, revision, position FROM es_events WHERE id = ANY($1)`, ids)
-				partStreams = append(partStreams, part.Stream)
-			}
-		}
-		var (
-			head   int64
-			counts = make(map[string]int64, len(partStreams)) // committed, before this group
-			found  = map[string]rules.Located{}
-		)
-		br := tx.SendBatch(ctx, b)
-		_, err := br.Exec()
-		if err == nil {
-			err = br.QueryRow().Scan(&head)
-		}
-		for i := 0; i < len(partStreams) && err == nil; i++ {
-			var count int64
-			if err = br.QueryRow().Scan(&count); err != nil {
-				break
-			}
-			counts[partStreams[i]] = count
-			var rows pgx.Rows
-			if rows, err = br.Query(); err != nil {
-				break
-			}
-			var (
-				id, st   string
-				rev, pos int64
-			)
-			_, err = pgx.ForEachRow(rows, []any{&id, &st, &rev, &pos}, func() error {
-				found[id] = rules.Located{Stream: st, Revision: uint64(rev), Position: position(pos)}
-				return nil
-			})
-		}
-		if cerr := br.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return err
-		}
-
-		// Decide in queue order on the committed state plus this group's
-		// own writes so far.
-		streamCount := map[string]uint64{}
-		lookup := func(id string) (rules.Located, bool, error) {
-			loc, ok := found[id]
-			return loc, ok, nil
-		}
-		var rows struct {
-			pos, rev        []int64
-			stream, id, typ []string
-			data, meta      [][]byte
-		}
-		next := head
-		for _, p := range group {
-			p.res, p.err = make([]events.AppendResult, len(p.parts)), nil
-			if err := p.ctx.Err(); err != nil {
-				p.err = err
-				continue
-			}
-			// Check every part before writing any: all or none.
-			partCounts := make([]uint64, len(p.parts))
-			replayed := make([]bool, len(p.parts))
-			for i, part := range p.parts {
-				count, ok := streamCount[part.Stream]
-				if !ok {
-					count = uint64(counts[part.Stream])
-				}
-				r, again, err := rules.Check(part.Stream, part.Expected, count, part.Events, lookup)
-				if err != nil {
-					p.err = err
-					break
-				}
-				p.res[i], replayed[i], partCounts[i] = r, again, count
-			}
-			if p.err != nil {
-				continue
-			}
-			for i, part := range p.parts {
-				if replayed[i] {
-					continue
-				}
-				for j, ev := range part.Events {
-					next++
-					rev := partCounts[i] + uint64(j)
-					data := ev.Data
-					if data == nil {
-						data = []byte{}
-					}
-					rows.pos, rows.rev = append(rows.pos, next), append(rows.rev, int64(rev))
-					rows.stream, rows.id, rows.typ = append(rows.stream, part.Stream), append(rows.id, ev.ID), append(rows.typ, ev.Type)
-					rows.data, rows.meta = append(rows.data, data), append(rows.meta, ev.Meta)
-					found[ev.ID] = rules.Located{Stream: part.Stream, Revision: rev, Position: position(next)}
-					p.res[i] = events.AppendResult{Revision: rev, Position: position(next)}
-				}
-				streamCount[part.Stream] = partCounts[i] + uint64(len(part.Events))
-			}
-		}
-		if len(rows.pos) == 0 {
-			return nil // only retries and conflicts: nothing to commit
-		}
-		if _, err := tx.Exec(ctx, `INSERT INTO es_events (position, stream, revision, id, type, data, meta)
-SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::bytea[], $7::bytea[])`,
-			rows.pos, rows.stream, rows.rev, rows.id, rows.typ, rows.data, rows.meta); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `SELECT pg_notify($1, '')`, channel); err != nil {
-			return err
-		}
-		wrote, last = true, position(next)
-		if s.beforeCommit != nil {
-			s.beforeCommit(last)
-		}
-		return nil
-	})
+	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
-		var pe *pgconn.PgError
-		for _, p := range group {
-			p.res, p.err = nil, err
-			if errors.As(err, &pe) && pe.Code == "23505" {
-				// A unique (stream, revision) or id violation: some writer
-				// ignored the append lock. Still a conflict, of unknown size.
-				p.err = &events.ConflictError{Stream: p.parts[0].Stream, Expected: p.parts[0].Expected, Actual: -1}
-			}
-		}
-		return false, err
+		return false, s.fail(group, err)
+	}
+	// A connection handed back inside a transaction (any failure below
+	// that did not end it) is closed by the pool, never reused.
+	defer conn.Release()
+	wrote, err = s.commitOn(ctx, conn.Conn(), group)
+	if err != nil {
+		// Ends an open or failed transaction; if even that fails the
+		// connection is not idle and the pool drops it on Release.
+		_, _ = conn.Exec(ctx, "ROLLBACK")
+		return false, s.fail(group, err)
 	}
 	return wrote, nil
+}
+
+// fail gives every append of a failed group the group's error.
+func (s *Store) fail(group []*pending, err error) error {
+	var pe *pgconn.PgError
+	for _, p := range group {
+		p.res, p.err = nil, err
+		if errors.As(err, &pe) && pe.Code == "23505" {
+			// A unique (stream, revision) or id violation: some writer
+			// ignored the append lock. Still a conflict, of unknown size.
+			p.err = &events.ConflictError{Stream: p.parts[0].Stream, Expected: p.parts[0].Expected, Actual: -1}
+		}
+	}
+	return err
+}
+
+// commitOn runs commit's transaction on conn; on error the caller rolls back.
+func (s *Store) commitOn(ctx context.Context, conn *pgx.Conn, group []*pending) (wrote bool, err error) {
+	// First round trip: open the transaction, take the lock, read the
+	// head, and every stream's count and every event ID's place as the
+	// committed log has them. Each statement after the lock reads a fresh
+	// snapshot (READ COMMITTED), so it sees the previous holder's commit.
+	b := &pgx.Batch{}
+	b.Queue(`BEGIN`)
+	b.Queue(`SELECT pg_advisory_xact_lock($1)`, appendLock)
+	b.Queue(`SELECT coalesce(max(position), 0) FROM es_events`)
+	var partStreams []string
+	for _, p := range group {
+		for _, part := range p.parts {
+			ids := make([]string, len(part.Events))
+			for i, ev := range part.Events {
+				ids[i] = ev.ID
+			}
+			b.Queue(`SELECT coalesce(max(revision) + 1, 0) FROM es_events WHERE stream = $1`, part.Stream)
+			b.Queue(`SELECT id, stream, revision, position FROM es_events WHERE id = ANY($1)`, ids)
+			partStreams = append(partStreams, part.Stream)
+		}
+	}
+	var (
+		head   int64
+		counts = make(map[string]int64, len(partStreams)) // committed, before this group
+		found  = map[string]rules.Located{}
+	)
+	br := conn.SendBatch(ctx, b)
+	_, err = br.Exec()
+	if err == nil {
+		_, err = br.Exec()
+	}
+	if err == nil {
+		err = br.QueryRow().Scan(&head)
+	}
+	for i := 0; i < len(partStreams) && err == nil; i++ {
+		var count int64
+		if err = br.QueryRow().Scan(&count); err != nil {
+			break
+		}
+		counts[partStreams[i]] = count
+		var rows pgx.Rows
+		if rows, err = br.Query(); err != nil {
+			break
+		}
+		var (
+			id, st   string
+			rev, pos int64
+		)
+		_, err = pgx.ForEachRow(rows, []any{&id, &st, &rev, &pos}, func() error {
+			found[id] = rules.Located{Stream: st, Revision: uint64(rev), Position: position(pos)}
+			return nil
+		})
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return false, err
+	}
+
+	// Decide in queue order on the committed state plus this group's
+	// own writes so far.
+	streamCount := map[string]uint64{}
+	lookup := func(id string) (rules.Located, bool, error) {
+		loc, ok := found[id]
+		return loc, ok, nil
+	}
+	var rows struct {
+		pos, rev        []int64
+		stream, id, typ []string
+		data, meta      [][]byte
+	}
+	next := head
+	for _, p := range group {
+		p.res, p.err = make([]events.AppendResult, len(p.parts)), nil
+		if err := p.ctx.Err(); err != nil {
+			p.err = err
+			continue
+		}
+		// Check every part before writing any: all or none.
+		partCounts := make([]uint64, len(p.parts))
+		replayed := make([]bool, len(p.parts))
+		for i, part := range p.parts {
+			count, ok := streamCount[part.Stream]
+			if !ok {
+				count = uint64(counts[part.Stream])
+			}
+			r, again, err := rules.Check(part.Stream, part.Expected, count, part.Events, lookup)
+			if err != nil {
+				p.err = err
+				break
+			}
+			p.res[i], replayed[i], partCounts[i] = r, again, count
+		}
+		if p.err != nil {
+			continue
+		}
+		for i, part := range p.parts {
+			if replayed[i] {
+				continue
+			}
+			for j, ev := range part.Events {
+				next++
+				rev := partCounts[i] + uint64(j)
+				data := ev.Data
+				if data == nil {
+					data = []byte{}
+				}
+				rows.pos, rows.rev = append(rows.pos, next), append(rows.rev, int64(rev))
+				rows.stream, rows.id, rows.typ = append(rows.stream, part.Stream), append(rows.id, ev.ID), append(rows.typ, ev.Type)
+				rows.data, rows.meta = append(rows.data, data), append(rows.meta, ev.Meta)
+				found[ev.ID] = rules.Located{Stream: part.Stream, Revision: rev, Position: position(next)}
+				p.res[i] = events.AppendResult{Revision: rev, Position: position(next)}
+			}
+			streamCount[part.Stream] = partCounts[i] + uint64(len(part.Events))
+		}
+	}
+	if len(rows.pos) == 0 {
+		// Only retries and conflicts: nothing to commit.
+		_, err := conn.Exec(ctx, "COMMIT")
+		return false, err
+	}
+	if s.beforeCommit != nil {
+		s.beforeCommit(position(next))
+	}
+
+	// Second round trip: write, notify, commit.
+	b = &pgx.Batch{}
+	b.Queue(`INSERT INTO es_events (position, stream, revision, id, type, data, meta)
+SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::bytea[], $7::bytea[])`,
+		rows.pos, rows.stream, rows.rev, rows.id, rows.typ, rows.data, rows.meta)
+	b.Queue(`SELECT pg_notify($1, '')`, channel)
+	b.Queue(`COMMIT`)
+	if err := conn.SendBatch(ctx, b).Close(); err != nil {
+		return false, err
+	}
+	// A COMMIT of a transaction that failed in the pipeline is not sent
+	// (the server skips to the batch's end): only an idle connection
+	// committed.
+	if st := conn.PgConn().TxStatus(); st != 'I' {
+		return false, fmt.Errorf("transaction still open after COMMIT (status %q)", st)
+	}
+	return true, nil
 }
 
 // ReadStream implements events.Store.
@@ -409,17 +452,11 @@ func (s *Store) ReadAll(ctx context.Context, after events.Position, limit int) (
 	if err := s.usable(ctx); err != nil {
 		return nil, err
 	}
-	// The first position strictly after the given one.
-	start := clamp(after.Commit) + 1
-	if after.Prepare < after.Commit {
-		start--
-	}
 	lim := int64(-1)
 	if limit > 0 {
 		lim = int64(limit)
 	}
-	rows, err := s.pool.Query(ctx, `SELECT `+columns+` FROM es_events
-WHERE position >= $1 ORDER BY position LIMIT CASE WHEN $2::bigint < 0 THEN NULL ELSE $2::bigint END`, start, lim)
+	rows, err := s.pool.Query(ctx, readAllQuery, startAfter(after), lim)
 	if err != nil {
 		return nil, s.wrap("read all", err)
 	}
@@ -444,12 +481,13 @@ func (s *Store) Head(ctx context.Context) (events.Position, error) {
 }
 
 // SubscribeAll implements events.Store: catch up in pages by position, then
-// wait for a notification (or the poll interval) and read on.
+// wait for a notification (or the poll interval) and read on. The pages are
+// read through the shared reader (reads.go).
 func (s *Store) SubscribeAll(ctx context.Context, after events.Position) (events.Subscription, error) {
 	if err := s.usable(ctx); err != nil {
 		return nil, err
 	}
-	return feed.Subscribe(ctx, after, s.ReadAll, s.notify), nil
+	return feed.Subscribe(ctx, after, s.readShared, s.notify), nil
 }
 
 // Close implements events.Store; subscriptions end with events.ErrClosed.
@@ -519,6 +557,19 @@ func (s *Store) wrap(op string, err error) error {
 }
 
 const columns = `position, stream, revision, id, type, data, meta, created`
+
+// readAllQuery reads from a position on ($1), at most $2 events (all if < 0).
+const readAllQuery = `SELECT ` + columns + ` FROM es_events
+WHERE position >= $1 ORDER BY position LIMIT CASE WHEN $2::bigint < 0 THEN NULL ELSE $2::bigint END`
+
+// startAfter is the first position strictly after after.
+func startAfter(after events.Position) int64 {
+	start := clamp(after.Commit) + 1
+	if after.Prepare < after.Commit {
+		start--
+	}
+	return start
+}
 
 func collect(rows pgx.Rows) ([]events.Recorded, error) {
 	out := []events.Recorded{}

@@ -39,7 +39,8 @@ func TestConformance(t *testing.T) {
 }
 
 // TestLateCommitIsNeverSkipped holds one node's append transaction open
-// after it wrote its event and before COMMIT, and has a second node on the
+// after it numbered its event under the append lock and before it wrote
+// and committed it, and has a second node on the
 // same database append meanwhile. With a bigserial the second would take the
 // next number, commit first, and a subscriber would move past the first for
 // good (TestNaiveSerialSkips shows exactly that on the same server). Here
@@ -75,7 +76,7 @@ func TestLateCommitIsNeverSkipped(t *testing.T) {
 		r, err := s.Append(ctx, "late", events.NoStream(), first)
 		lateDone <- result{r, err}
 	}()
-	pos := <-held // the first append wrote position 1 and has not committed
+	pos := <-held // the first append numbered position 1 and has not committed
 	go func() {
 		r, err := other.Append(ctx, "early", events.NoStream(), second)
 		earlyDone <- result{r, err}

@@ -490,6 +490,26 @@ func (t *tx) PutGroup(ctx context.Context, g projections.Group) error {
 	return nil
 }
 
+// nameGroup inserts a new group as given; an existing one keeps everything
+// but its name and updated_at (projections' FamilyGroupUpserted).
+const nameGroup = `
+INSERT INTO family_groups (app_id, open_user_id, family_group_id, app_group_id, name, dissolved, created_at, updated_at)
+VALUES ($1, $2, $3, $4, $5, false, $6, $7)
+ON CONFLICT (family_group_id) DO UPDATE SET
+    name = EXCLUDED.name,
+    updated_at = EXCLUDED.updated_at`
+
+// NameGroup queues a group upsert that needs no read of the group (see
+// projections' groupNamer), so a batch of registers is one round trip.
+func (t *tx) NameGroup(ctx context.Context, g projections.Group) error {
+	if err := t.check(ctx); err != nil {
+		return err
+	}
+	t.touchedUsers = append(t.touchedUsers, g.OpenUserID)
+	t.batch.Queue(nameGroup, g.AppID, g.OpenUserID, g.FamilyGroupID, g.AppGroupID, g.Name, g.CreatedAt, g.UpdatedAt)
+	return nil
+}
+
 const upsertMember = `
 INSERT INTO family_members (` + memberColumns + `)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)
