@@ -18,7 +18,7 @@ import (
 // transaction does not pay the view's planning (BENCHMARKS.md, issue 11
 // fifth round: what the fourth round measured as planning per transaction
 // was these first executions).
-func TestSnapshotRefreshSettlesOnAnIndexedGenericPlan(t *testing.T) {
+func TestSnapshotRefreshSettlesOnItsGenericPlan(t *testing.T) {
 	ctx := context.Background()
 	s, err := Open(ctx, pgtest.New(t))
 	if err != nil {
