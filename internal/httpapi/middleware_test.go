@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -64,4 +65,45 @@ func TestInstrumentGivesEachRequestItsOwnID(t *testing.T) {
 		}
 		ids[id] = true
 	}
+}
+
+// Goroutines of one request that log at once share the request's one
+// logger: every line carries its id (run with -race).
+func TestInstrumentLoggerIsSafeAcrossGoroutines(t *testing.T) {
+	var logs syncBuffer
+	h := Instrument(slog.New(slog.NewJSONHandler(&logs, nil)), "/r", nil, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var wg sync.WaitGroup
+		for i := range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				Logger(r.Context()).Info("worker", "i", i)
+			}()
+		}
+		wg.Wait()
+		OK(w, http.StatusOK, nil)
+	}))
+	r := httptest.NewRequest(http.MethodGet, "/r", nil)
+	r.Header.Set(RequestIDHeader, "req-9")
+	h.ServeHTTP(httptest.NewRecorder(), r)
+	if n := strings.Count(logs.String(), `"request_id":"req-9"`); n != 9 {
+		t.Fatalf("%d of 9 lines carry the request id:\n%s", n, logs.String())
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
