@@ -193,5 +193,8 @@ func Logger(ctx context.Context) *slog.Logger {
 	if l, ok := ctx.Value(loggerKey{}).(*slog.Logger); ok {
 		return l
 	}
+	if s, ok := ctx.Value(noteKey{}).(*requestScope); ok {
+		return s.logger()
+	}
 	return slog.Default()
 }

@@ -14,6 +14,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -51,10 +52,32 @@ type noteKey struct{}
 // NoteFrom returns the request's Note; outside Instrument it returns a
 // throwaway one, so callers never need to check.
 func NoteFrom(ctx context.Context) *Note {
-	if n, ok := ctx.Value(noteKey{}).(*Note); ok {
-		return n
+	switch v := ctx.Value(noteKey{}).(type) {
+	case *Note:
+		return v
+	case *requestScope:
+		return &v.note
 	}
 	return &Note{}
+}
+
+// requestScope is what Instrument puts in a request's context, under
+// noteKey, in one value: the request's Note and its logger, which carries
+// the request id and is built only when something logs besides the access
+// line (most requests log nothing else, and building it was ≈ 5 µs of a
+// snapshot read, BENCHMARKS.md issue 11 fifth round).
+type requestScope struct {
+	note Note
+	base *slog.Logger
+	id   string
+	once sync.Once
+	l    *slog.Logger
+}
+
+// logger returns the request's logger, carrying its id.
+func (s *requestScope) logger() *slog.Logger {
+	s.once.Do(func() { s.l = s.base.With("request_id", s.id) })
+	return s.l
 }
 
 // WithNote stores a Note in ctx (Instrument does; tests may).
@@ -169,8 +192,8 @@ func Instrument(log *slog.Logger, route string, observe Observer, next http.Hand
 			id = hex.EncodeToString(b[:])
 		}
 		w.Header().Set(RequestIDHeader, id)
-		l := log.With("request_id", id)
-		note := &Note{}
+		scope := &requestScope{base: log, id: id}
+		note := &scope.note
 		sw := &statusWriter{ResponseWriter: w, req: r, note: note}
 		if r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0 {
 			sw.body = &bodyTracker{ReadCloser: r.Body}
@@ -185,29 +208,32 @@ func Instrument(log *slog.Logger, route string, observe Observer, next http.Hand
 				if re, ok := p.(runtime.Error); ok {
 					attrs = append(attrs, "panic", re.Error())
 				}
-				l.Error("panic", attrs...)
+				scope.logger().Error("panic", attrs...)
 				if sw.status == 0 {
 					Fail(sw, http.StatusInternalServerError, "HTTP_500", "internal error; the request id identifies it in our logs")
 				}
 			}
 			d := time.Since(start)
-			attrs := []any{"method", method, "route", route, "status", sw.status, "duration_ms", float64(d.Microseconds()) / 1000}
+			// The same line as the request's logger's Info would write (its
+			// request_id first), from typed attributes.
+			var buf [8]slog.Attr
+			attrs := append(buf[:0], slog.String("request_id", id), slog.String("method", method), slog.String("route", route),
+				slog.Int("status", sw.status), slog.Float64("duration_ms", float64(d.Microseconds())/1000))
 			if note.AppID != 0 {
-				attrs = append(attrs, "app_id", note.AppID)
+				attrs = append(attrs, slog.Int64("app_id", note.AppID))
 			}
 			if note.Code != "" {
-				attrs = append(attrs, "code", note.Code)
+				attrs = append(attrs, slog.String("code", note.Code))
 			}
 			if note.Reason != "" {
-				attrs = append(attrs, "auth_failure", note.Reason)
+				attrs = append(attrs, slog.String("auth_failure", note.Reason))
 			}
-			l.Info("request", attrs...)
+			log.LogAttrs(context.Background(), slog.LevelInfo, "request", attrs...)
 			if observe != nil {
 				observe(method, route, sw.status, d)
 			}
 		}()
-		ctx := WithNote(WithLogger(r.Context(), l), note)
-		next.ServeHTTP(sw, r.WithContext(ctx))
+		next.ServeHTTP(sw, r.WithContext(context.WithValue(r.Context(), noteKey{}, scope)))
 	})
 }
 

@@ -47,8 +47,40 @@ func withPlaceholders(v any, token string, subs *[]splice) any {
 	return v
 }
 
-// encodeVerbatim encodes body with its Verbatim values spliced in unchanged.
+// hasVerbatim reports whether body holds a Verbatim value where
+// withPlaceholders looks for one, so that the common response, which holds
+// none, neither copies its maps nor draws a placeholder token.
+func hasVerbatim(v any) bool {
+	switch x := v.(type) {
+	case Verbatim:
+		return true
+	case map[string]any:
+		for _, val := range x {
+			if hasVerbatim(val) {
+				return true
+			}
+		}
+	case []any:
+		for _, val := range x {
+			if hasVerbatim(val) {
+				return true
+			}
+		}
+	case Envelope:
+		return hasVerbatim(x.Data)
+	}
+	return false
+}
+
+// encodeVerbatim encodes body with its Verbatim values spliced in unchanged;
+// false when body holds none (WriteJSON then encodes it directly). The
+// placeholder token is unguessable (crypto/rand), so that no string a
+// client stored can collide with it, and drawn only when a Verbatim value
+// is present.
 func encodeVerbatim(body any) ([]byte, bool) {
+	if !hasVerbatim(body) {
+		return nil, false
+	}
 	var subs []splice
 	var t [12]byte
 	_, _ = rand.Read(t[:])

@@ -42,6 +42,10 @@ type Store struct {
 	bound boundCache
 	// snapSQL caches Snapshot's four statements for the head they read.
 	snapSQL atomic.Pointer[snapshotSQL]
+	// pruneNow decides whether a Snapshot that records a binding prunes
+	// expired bindings first; nil is one in pruneEvery, at random (tests
+	// set it to exercise the prune inside the snapshot's round trip).
+	pruneNow func() bool
 }
 
 var (

@@ -155,7 +155,11 @@ func (s *Store) snapshot(ctx context.Context, q projections.SnapshotQuery, snap 
 		now := time.Now()
 		// Expired bindings are pruned as Bind prunes them, in the same
 		// round trip, first.
-		prune = rand.IntN(pruneEvery) == 0
+		if s.pruneNow != nil {
+			prune = s.pruneNow()
+		} else {
+			prune = rand.IntN(pruneEvery) == 0
+		}
 		args = append(make([]any, 0, 9), bind.Scope, bind.Key, bind.Value, rand.Int64(), bind.Expires, now)
 	} else {
 		args = make([]any, 0, 3)
