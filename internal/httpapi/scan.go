@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/healthtech/partner-open-platform/domain"
@@ -55,6 +56,25 @@ type scanner struct {
 	keys    [][]byte
 	members []member
 	values  int // top-level values seen so far
+}
+
+// scanners keeps the frame and key stacks of finished scans for the next.
+var scanners = sync.Pool{New: func() any { return new(scanner) }}
+
+// getScanner returns a scanner over data; putScanner gives it back once its
+// members were taken.
+func getScanner(data []byte) *scanner {
+	s := scanners.Get().(*scanner)
+	s.data, s.pos, s.values = data, 0, 0
+	s.members = make([]member, 0, 8)
+	return s
+}
+
+func putScanner(s *scanner) {
+	clear(s.frames[:cap(s.frames)]) // nothing of the body stays reachable
+	clear(s.keys[:cap(s.keys)])
+	s.data, s.members, s.frames, s.keys = nil, nil, s.frames[:0], s.keys[:0]
+	scanners.Put(s)
 }
 
 // scan runs the scanner over the whole body. Like the token scan it
@@ -370,7 +390,8 @@ func checkBody(body []byte) ([]member, error) {
 	if !utf8.Valid(body) {
 		return nil, invalid("body", "must be valid UTF-8")
 	}
-	s := scanner{data: body}
+	s := getScanner(body)
+	defer putScanner(s)
 	if err := s.scan(); err != nil {
 		if errors.Is(err, errSyntax) {
 			return nil, ErrMalformed
@@ -389,7 +410,8 @@ func splitValue(raw []byte, open byte) ([]member, bool) {
 	if len(raw) == 0 || raw[0] != open {
 		return nil, false
 	}
-	s := scanner{data: raw}
+	s := getScanner(raw)
+	defer putScanner(s)
 	if err := s.scan(); err != nil || s.values != 1 {
 		return nil, false
 	}
