@@ -108,7 +108,7 @@ func (r *Registry) Encode(p Payload, meta Metadata) (Proposed, error) {
 		meta.OccurredAt = time.Now()
 	}
 	meta.OccurredAt = meta.OccurredAt.UTC()
-	m, err := json.Marshal(meta)
+	m, err := encodeMetadata(meta)
 	if err != nil {
 		return Proposed{}, fmt.Errorf("events: encode metadata: %w", err)
 	}
@@ -126,7 +126,8 @@ type Envelope struct {
 func (r *Registry) Decode(rec Recorded) (Envelope, error) {
 	var meta Metadata
 	if len(rec.Meta) > 0 {
-		if err := json.Unmarshal(rec.Meta, &meta); err != nil {
+		var err error
+		if meta, err = decodeMetadata(rec.Meta); err != nil {
 			return Envelope{}, fmt.Errorf("events: metadata of %s: %w", rec.ID, err)
 		}
 	}

@@ -504,6 +504,9 @@ func (b buckets) write(stream string, count uint64, evs []events.Proposed, now t
 	// Sequences only grow: full pages instead of half-empty splits.
 	b.log.FillPercent = 1
 	prefix := streamPrefix(stream)
+	// bbolt copies keys on Put (values it keeps as given): the revision and
+	// ID keys are built in one scratch buffer.
+	scratch := make([]byte, 0, len(prefix)+8+64)
 	var res events.AppendResult
 	for i, ev := range evs {
 		seq, err := b.log.NextSequence()
@@ -523,15 +526,16 @@ func (b buckets) write(stream string, count uint64, evs []events.Proposed, now t
 			rec.Data, rec.Meta, rec.Position = data, meta, events.Position{Commit: seq, Prepare: seq}
 			*b.written = append(*b.written, rec)
 		}
-		if err := b.revs.Put(revKey(prefix, rev), key); err != nil {
+		scratch = binary.BigEndian.AppendUint64(append(scratch[:0], prefix...), rev)
+		if err := b.revs.Put(scratch, key); err != nil {
 			return res, err
 		}
-		if err := b.ids.Put([]byte(ev.ID), key); err != nil {
+		if err := b.ids.Put(append(scratch[:0], ev.ID...), key); err != nil {
 			return res, err
 		}
 		res = events.AppendResult{Revision: rev, Position: events.Position{Commit: seq, Prepare: seq}}
 	}
-	return res, b.streams.Put([]byte(stream), be(count+uint64(len(evs))))
+	return res, b.streams.Put(append(scratch[:0], stream...), be(count+uint64(len(evs))))
 }
 
 func be(n uint64) []byte { return binary.BigEndian.AppendUint64(nil, n) }

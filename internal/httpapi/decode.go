@@ -3,7 +3,6 @@ package httpapi
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -36,9 +35,12 @@ func ReadBody(r *http.Request) ([]byte, error) {
 }
 
 // Object is a decoded JSON object whose fields are read with type checks;
-// every type problem is collected under its field path.
+// every type problem is collected under its field path. Its fields are the
+// members the body scan collected: slices of the body, decoded only when a
+// handler reads them.
 type Object struct {
-	fields map[string]json.RawMessage
+	fields []member
+	index  map[string]int // for objects with many fields
 	prefix string
 	errs   *domain.ValidationError
 }
@@ -48,49 +50,97 @@ func ParseObject(body []byte) (*Object, error) {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return nil, ErrMalformed
 	}
-	if err := checkStrict(body); err != nil {
+	fields, err := checkBody(body)
+	if err != nil {
 		return nil, err
 	}
-	return parseObject(body, "", &domain.ValidationError{})
+	return newObject(fields, "", &domain.ValidationError{}), nil
 }
 
-func parseObject(raw []byte, prefix string, errs *domain.ValidationError) (*Object, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	var fields map[string]json.RawMessage
-	if err := dec.Decode(&fields); err != nil || fields == nil {
-		return nil, ErrMalformed
+func newObject(fields []member, prefix string, errs *domain.ValidationError) *Object {
+	o := &Object{fields: fields, prefix: prefix, errs: errs}
+	if len(fields) > smallObject {
+		o.index = make(map[string]int, len(fields))
+		for i, f := range fields {
+			o.index[string(f.key)] = i
+		}
 	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, ErrMalformed
-	}
-	return &Object{fields: fields, prefix: prefix, errs: errs}, nil
+	return o
 }
+
+// parseObject reads raw, a value the body scan checked, as a nested object.
+func parseObject(raw []byte, prefix string, errs *domain.ValidationError) (*Object, error) {
+	fields, ok := splitValue(raw, '{')
+	if !ok {
+		return nil, ErrMalformed
+	}
+	return newObject(fields, prefix, errs), nil
+}
+
+// field returns the raw JSON of the named field.
+func (o *Object) field(name string) ([]byte, bool) {
+	if o.index != nil {
+		i, ok := o.index[name]
+		if !ok {
+			return nil, false
+		}
+		return o.fields[i].raw, true
+	}
+	for i := range o.fields {
+		if string(o.fields[i].key) == name {
+			return o.fields[i].raw, true
+		}
+	}
+	return nil, false
+}
+
+// elements returns the elements of raw when it is an array.
+func elements(raw []byte) ([]member, bool) { return splitValue(raw, '[') }
 
 // Err returns the collected type errors, or nil.
 func (o *Object) Err() error { return o.errs.Err() }
 
 // Has reports whether the field was sent (even as null).
-func (o *Object) Has(name string) bool { _, ok := o.fields[name]; return ok }
+func (o *Object) Has(name string) bool { _, ok := o.field(name); return ok }
 
 func (o *Object) bad(name, msg string) { o.errs.Add(o.prefix+name, msg) }
 
-func isNull(raw json.RawMessage) bool { return string(bytes.TrimSpace(raw)) == "null" }
+func isNull(raw []byte) bool { return string(raw) == "null" }
+
+// decodeString reads raw as encoding/json would into a string (null is the
+// empty string); ok is false for any other type. Text without escapes is
+// the literal's bytes, which the body scan already checked.
+func decodeString(raw []byte) (s string, ok bool, msg string) {
+	if isNull(raw) {
+		return "", true, ""
+	}
+	if len(raw) < 2 || raw[0] != '"' {
+		return "", false, ""
+	}
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return string(raw[1 : len(raw)-1]), true, ""
+	}
+	if json.Unmarshal(raw, &s) != nil {
+		return "", false, ""
+	}
+	return s, true, checkText(raw, s)
+}
 
 // String reads an optional string field.
 func (o *Object) String(name string) domain.Field[string] {
-	raw, ok := o.fields[name]
+	raw, ok := o.field(name)
 	if !ok {
 		return domain.Field[string]{}
 	}
 	if isNull(raw) {
 		return domain.Field[string]{Set: true, Null: true}
 	}
-	var s string
-	if err := json.Unmarshal(raw, &s); err != nil {
+	s, ok, msg := decodeString(raw)
+	if !ok {
 		o.bad(name, "must be a string")
 		return domain.Field[string]{}
 	}
-	if msg := checkText(raw, s); msg != "" {
+	if msg != "" {
 		o.bad(name, msg)
 		return domain.Field[string]{}
 	}
@@ -99,21 +149,21 @@ func (o *Object) String(name string) domain.Field[string] {
 
 // Int reads an optional integer field; fractions and out-of-range numbers are errors.
 func (o *Object) Int(name string) domain.Field[int64] {
-	raw, ok := o.fields[name]
+	raw, ok := o.field(name)
 	if !ok {
 		return domain.Field[int64]{}
 	}
 	if isNull(raw) {
 		return domain.Field[int64]{Set: true, Null: true}
 	}
-	var n json.Number
-	if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] == '"' || json.Unmarshal(t, &n) != nil {
+	if c := raw[0]; c != '-' && (c < '0' || c > '9') {
 		o.bad(name, "must be an integer")
 		return domain.Field[int64]{}
 	}
-	i, err := strconv.ParseInt(n.String(), 10, 64)
+	n := string(raw) // a number: the body scan checked its syntax
+	i, err := strconv.ParseInt(n, 10, 64)
 	if err != nil {
-		f, ferr := strconv.ParseFloat(n.String(), 64)
+		f, ferr := strconv.ParseFloat(n, 64)
 		if ferr != nil || f != math.Trunc(f) || math.Abs(f) > MaxInt {
 			o.bad(name, "must be an integer")
 			return domain.Field[int64]{}
@@ -136,29 +186,31 @@ const intRange = "must be an integer between -9007199254740991 and 9007199254740
 
 // Bool reads an optional boolean field.
 func (o *Object) Bool(name string) domain.Field[bool] {
-	raw, ok := o.fields[name]
+	raw, ok := o.field(name)
 	if !ok {
 		return domain.Field[bool]{}
 	}
 	if isNull(raw) {
 		return domain.Field[bool]{Set: true, Null: true}
 	}
-	var b bool
-	if err := json.Unmarshal(raw, &b); err != nil {
-		o.bad(name, "must be a boolean")
-		return domain.Field[bool]{}
+	switch string(raw) {
+	case "true":
+		return domain.Val(true)
+	case "false":
+		return domain.Val(false)
 	}
-	return domain.Val(b)
+	o.bad(name, "must be a boolean")
+	return domain.Field[bool]{}
 }
 
 // Strings reads an optional array of strings.
 func (o *Object) Strings(name string) []string {
-	raw, ok := o.fields[name]
+	raw, ok := o.field(name)
 	if !ok || isNull(raw) {
 		return nil
 	}
-	var items []json.RawMessage
-	if err := json.Unmarshal(raw, &items); err != nil {
+	items, ok := elements(raw)
+	if !ok {
 		o.bad(name, "must be an array of strings")
 		return nil
 	}
@@ -167,12 +219,12 @@ func (o *Object) Strings(name string) []string {
 	}
 	ss := make([]string, 0, len(items))
 	for i, it := range items {
-		var s string
-		if err := json.Unmarshal(it, &s); err != nil {
+		s, ok, msg := decodeString(it.raw)
+		if !ok {
 			o.bad(name, "must be an array of strings")
 			return nil
 		}
-		if msg := checkText(it, s); msg != "" {
+		if msg != "" {
 			o.bad(fmt.Sprintf("%s[%d]", name, i), msg)
 			return nil
 		}
@@ -207,7 +259,7 @@ func (o *Object) RequiredInt(name string) int64 {
 
 // Object reads a nested object field; required controls the missing case.
 func (o *Object) Object(name string, required bool) *Object {
-	raw, ok := o.fields[name]
+	raw, ok := o.field(name)
 	if !ok || isNull(raw) {
 		if required {
 			o.bad(name, "is required")
@@ -234,12 +286,12 @@ func (o *Object) capped(name string, n, max int) bool {
 // Array reads an array of at most max objects (MaxArrayItems when max is
 // 0); each element is parsed with the index in its path.
 func (o *Object) Array(name string, max int) []*Object {
-	raw, ok := o.fields[name]
+	raw, ok := o.field(name)
 	if !ok || isNull(raw) {
 		return nil
 	}
-	var items []json.RawMessage
-	if err := json.Unmarshal(raw, &items); err != nil {
+	items, ok := elements(raw)
+	if !ok {
 		o.bad(name, "must be an array")
 		return nil
 	}
@@ -252,7 +304,7 @@ func (o *Object) Array(name string, max int) []*Object {
 	out := make([]*Object, 0, len(items))
 	for i, it := range items {
 		p := fmt.Sprintf("%s%s[%d]", o.prefix, name, i)
-		child, err := parseObject(it, p+".", o.errs)
+		child, err := parseObject(it.raw, p+".", o.errs)
 		if err != nil {
 			o.errs.Add(p, "must be an object")
 			continue
@@ -264,14 +316,14 @@ func (o *Object) Array(name string, max int) []*Object {
 
 // Raw reads a field's JSON exactly as sent (for raw_data); null is Null.
 func (o *Object) Raw(name string) domain.Field[json.RawMessage] {
-	raw, ok := o.fields[name]
+	raw, ok := o.field(name)
 	if !ok {
 		return domain.Field[json.RawMessage]{}
 	}
 	if isNull(raw) {
 		return domain.Field[json.RawMessage]{Set: true, Null: true}
 	}
-	return domain.Val(json.RawMessage(bytes.TrimSpace(raw)))
+	return domain.Val(json.RawMessage(bytes.Clone(raw))) // not an alias of the request's buffer
 }
 
 // Time reads an ISO 8601 date-time; without an offset it is in loc.
@@ -290,12 +342,12 @@ func (o *Object) Time(name string, loc *time.Location) domain.Field[time.Time] {
 
 // Ints reads an optional array of integers.
 func (o *Object) Ints(name string) []int64 {
-	raw, ok := o.fields[name]
+	raw, ok := o.field(name)
 	if !ok || isNull(raw) {
 		return nil
 	}
-	var items []json.RawMessage
-	if err := json.Unmarshal(raw, &items); err != nil {
+	items, ok := elements(raw)
+	if !ok {
 		o.bad(name, "must be an array of integers")
 		return nil
 	}
@@ -304,7 +356,7 @@ func (o *Object) Ints(name string) []int64 {
 	}
 	out := make([]int64, 0, len(items))
 	for i, it := range items {
-		n, err := strconv.ParseInt(string(bytes.TrimSpace(it)), 10, 64)
+		n, err := strconv.ParseInt(string(it.raw), 10, 64)
 		if err != nil || n > MaxInt || n < -MaxInt {
 			o.bad(fmt.Sprintf("%s[%d]", name, i), "must be an integer")
 			continue

@@ -1,0 +1,159 @@
+package events
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+	"time"
+)
+
+// Every event carries metadata, and every follower decodes it again, so its
+// JSON is written and read by hand in the one shape Encode produces; any
+// other shape (an older writer, another store's round trip) goes through
+// encoding/json, and both ways give the same bytes and the same values
+// (TestMetadataCodecMatchesEncodingJSON, FuzzMetadataDecode).
+
+// appendMetadata appends meta as json.Marshal would write it; ok is false
+// when a value needs what only encoding/json does (escapes, a year outside
+// 0–9999), and the caller falls back to it.
+func appendMetadata(b []byte, meta Metadata) ([]byte, bool) {
+	b = append(b, `{"schema":`...)
+	b = strconv.AppendInt(b, int64(meta.Schema), 10)
+	if meta.AppID != 0 {
+		b = append(b, `,"app_id":`...)
+		b = strconv.AppendInt(b, meta.AppID, 10)
+	}
+	if meta.Actor != "" {
+		if !plainJSON(meta.Actor) {
+			return b, false
+		}
+		b = append(b, `,"actor":"`...)
+		b = append(b, meta.Actor...)
+		b = append(b, '"')
+	}
+	if meta.RequestID != "" {
+		if !plainJSON(meta.RequestID) {
+			return b, false
+		}
+		b = append(b, `,"request_id":"`...)
+		b = append(b, meta.RequestID...)
+		b = append(b, '"')
+	}
+	if y := meta.OccurredAt.Year(); y < 0 || y > 9999 {
+		return b, false
+	}
+	b = append(b, `,"occurred_at":"`...)
+	b = meta.OccurredAt.AppendFormat(b, time.RFC3339Nano)
+	return append(b, `"}`...), true
+}
+
+// plainJSON reports whether s is written verbatim inside a JSON string by
+// encoding/json: printable ASCII other than the quote, the backslash and
+// the characters it escapes for HTML.
+func plainJSON(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return false
+		}
+	}
+	return true
+}
+
+// encodeMetadata is json.Marshal(meta), mostly without reflection.
+func encodeMetadata(meta Metadata) ([]byte, error) {
+	if b, ok := appendMetadata(make([]byte, 0, 128), meta); ok {
+		return b, nil
+	}
+	return json.Marshal(meta)
+}
+
+// decodeMetadata is json.Unmarshal(raw, &meta): the shape appendMetadata
+// writes is read directly, anything else by encoding/json.
+func decodeMetadata(raw []byte) (Metadata, error) {
+	if meta, ok := readMetadata(raw); ok {
+		return meta, nil
+	}
+	var meta Metadata
+	err := json.Unmarshal(raw, &meta)
+	return meta, err
+}
+
+// readMetadata reads exactly the bytes appendMetadata writes (every field
+// in order, optional ones omitted when zero); ok is false otherwise.
+func readMetadata(raw []byte) (meta Metadata, ok bool) {
+	r := raw
+	take := func(lit string) bool {
+		if !bytes.HasPrefix(r, []byte(lit)) {
+			return false
+		}
+		r = r[len(lit):]
+		return true
+	}
+	integer := func() (int64, bool) {
+		i := 0
+		if i < len(r) && r[i] == '-' {
+			i++
+		}
+		start := i
+		for i < len(r) && r[i] >= '0' && r[i] <= '9' {
+			i++
+		}
+		// Only canonical integers: no leading zero, nothing json.Marshal would not write.
+		if i == start || (r[start] == '0' && i-start > 1) || (r[0] == '-' && r[start] == '0') {
+			return 0, false
+		}
+		n, err := strconv.ParseInt(string(r[:i]), 10, 64)
+		if err != nil {
+			return 0, false
+		}
+		r = r[i:]
+		return n, true
+	}
+	str := func() (string, bool) {
+		end := bytes.IndexByte(r, '"')
+		if end < 0 || !plainJSON(string(r[:end])) {
+			return "", false
+		}
+		s := string(r[:end])
+		r = r[end+1:]
+		return s, true
+	}
+	if !take(`{"schema":`) {
+		return Metadata{}, false
+	}
+	n, ok := integer()
+	if !ok || int64(int(n)) != n {
+		return Metadata{}, false
+	}
+	meta.Schema = int(n)
+	if take(`,"app_id":`) {
+		if meta.AppID, ok = integer(); !ok || meta.AppID == 0 {
+			return Metadata{}, false
+		}
+	}
+	if take(`,"actor":"`) {
+		if meta.Actor, ok = str(); !ok || meta.Actor == "" {
+			return Metadata{}, false
+		}
+	}
+	if take(`,"request_id":"`) {
+		if meta.RequestID, ok = str(); !ok || meta.RequestID == "" {
+			return Metadata{}, false
+		}
+	}
+	if !take(`,"occurred_at":"`) {
+		return Metadata{}, false
+	}
+	end := bytes.IndexByte(r, '"')
+	if end < 0 || string(r[end:]) != `"}` {
+		return Metadata{}, false
+	}
+	t, err := time.Parse(time.RFC3339Nano, string(r[:end]))
+	var again [64]byte
+	if err != nil || !bytes.Equal(t.AppendFormat(again[:0], time.RFC3339Nano), r[:end]) {
+		return Metadata{}, false // not as Encode writes it: encoding/json judges
+	}
+	meta.OccurredAt = t
+	return meta, true
+}
