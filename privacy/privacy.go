@@ -402,29 +402,23 @@ func streamSubject(stream string) string {
 	return "stream-" + hex.EncodeToString(sum[:16])
 }
 
-// Source decrypts the events a webhooks.BatchSource delivers: the internal
-// Kafka topic carries events as stored (encrypted), and the dispatcher
-// renders webhooks from plaintext.
-type Source struct {
-	Source interface {
-		RunBatches(ctx context.Context, handle func(ctx context.Context, evs []events.Recorded) error) error
-	}
-	Store *Store
-}
-
-// RunBatches runs the inner source, decrypting each event of a batch before
-// handle sees it.
-func (s Source) RunBatches(ctx context.Context, handle func(ctx context.Context, evs []events.Recorded) error) error {
-	return s.Source.RunBatches(ctx, func(ctx context.Context, evs []events.Recorded) error {
+// Decrypting wraps a stage of webhook creation that takes a batch of events
+// (the dispatcher's PrepareBatch) so that it sees them decrypted: the
+// internal Kafka topic carries events as stored (encrypted), and the
+// dispatcher renders webhooks from plaintext. Decryption then runs in the
+// preparing stage of a pipelined source, beside the previous batch's commit.
+func Decrypting[P any](s *Store, stage func(context.Context, []events.Recorded) (P, error)) func(context.Context, []events.Recorded) (P, error) {
+	return func(ctx context.Context, evs []events.Recorded) (P, error) {
 		for i := range evs {
-			ev, err := s.Store.Open(ctx, evs[i])
+			ev, err := s.Open(ctx, evs[i])
 			if err != nil {
-				return err
+				var zero P
+				return zero, err
 			}
 			evs[i] = ev
 		}
-		return handle(ctx, evs)
-	})
+		return stage(ctx, evs)
+	}
 }
 
 // Blank replaces every envelope at a personal path with null, without any

@@ -535,7 +535,10 @@ func (d *Dispatcher) attempt(ctx context.Context, eps *breakers, c claimed, clai
 		}
 	}()
 	id := c.DeliveryID
-	log := d.Log.With("delivery_id", id)
+	// Built only when there is something to log: slog's With copies and
+	// formats its attributes, a cost every attempt paid (profile of
+	// BenchmarkWebhookDrain) though most log nothing.
+	log := func() *slog.Logger { return d.Log.With("delivery_id", id) }
 	if ctx.Err() != nil {
 		return // stopping: start nothing new
 	}
@@ -548,7 +551,7 @@ func (d *Dispatcher) attempt(ctx context.Context, eps *breakers, c claimed, clai
 	defer cancel()
 	del, err := d.load(actx, id)
 	if err != nil {
-		log.Error("load delivery", "err", err)
+		log().Error("load delivery", "err", err)
 		return
 	}
 	now := d.Clock.Now()
@@ -577,11 +580,11 @@ func (d *Dispatcher) attempt(ctx context.Context, eps *breakers, c claimed, clai
 		return // another node recorded an attempt first; its record stands
 	}
 	if err != nil {
-		log.Error("record attempt", "err", err)
+		log().Error("record attempt", "err", err)
 		return
 	}
 	if ev.Outcome != domain.OutcomeDelivered {
-		log.Warn("webhook attempt failed", "event", del.created.Event, "attempt", ev.Attempt, "outcome", ev.Outcome, "status", ev.StatusCode, "error_class", ev.ErrorClass, "error", ev.Error)
+		log().Warn("webhook attempt failed", "event", del.created.Event, "attempt", ev.Attempt, "outcome", ev.Outcome, "status", ev.StatusCode, "error_class", ev.ErrorClass, "error", ev.Error)
 	}
 	freeWorker()
 	if d.OnAttempt != nil {
@@ -840,18 +843,14 @@ func (s StoreSource) saveFinal(ctx context.Context, pos events.Position) {
 // An event then waits for at most one commit ahead of its own, not for
 // the previous batch's preparation and commit.
 //
-// The checkpoint advances only over committed batches, in order: a commit
-// runs only after every batch before it committed, and the position saved
-// is the last event of the last batch committed. When prepare or commit
-// fails, RunPipelined stops with that error once the commit in flight
-// ended; batches prepared after a failed commit are never committed, so a
-// restart redoes exactly the uncommitted batches (creation is idempotent).
+// The checkpoint advances only over committed batches, in order (see
+// Pipeline): the position saved is the last event of the last batch
+// committed, and a restart redoes exactly the uncommitted batches.
 func RunPipelined[P any](ctx context.Context, s StoreSource, prepare func(context.Context, []events.Recorded) (P, error), commit func(context.Context, []P) error) error {
 	from, err := s.resume(ctx)
 	if err != nil {
 		return err
 	}
-	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	sub, err := s.Store.SubscribeAll(ctx, from)
@@ -868,25 +867,89 @@ func RunPipelined[P any](ctx context.Context, s StoreSource, prepare func(contex
 	saverDone := make(chan struct{})
 	go s.saveCheckpoints(ctx, saved, saverDone)
 	// As in RunBatches, the last committed position is saved once more
-	// after the saver ends (the committer is done by then).
+	// after the saver ends (Pipeline's committer is done by then).
 	var lastCommitted events.Position
 	defer func() { cancel(); <-saverDone; s.saveFinal(ctx, lastCommitted) }()
+	next := func(ctx context.Context) ([]events.Recorded, events.Position, error) {
+		var rec events.Recorded
+		var ok bool
+		select {
+		case rec, ok = <-feed:
+		case <-ctx.Done(): // Pipeline's own: a failed commit stops the preparation
+			return nil, events.Position{}, nil
+		}
+		if !ok {
+			select {
+			case err := <-subErr:
+				return nil, events.Position{}, err
+			default:
+				return nil, events.Position{}, nil
+			}
+		}
+		batch := make([]events.Recorded, 1, size)
+		batch[0] = rec
+	fill:
+		for len(batch) < size {
+			select {
+			case rec, ok := <-feed:
+				if !ok {
+					break fill
+				}
+				batch = append(batch, rec)
+			default:
+				break fill
+			}
+		}
+		return batch, batch[len(batch)-1].Position, nil
+	}
+	return Pipeline(ctx, next, prepare, commit, func(upTo []events.Position) error {
+		// Keep only the newest committed position for the saver.
+		lastCommitted = upTo[len(upTo)-1]
+		select {
+		case <-saved:
+		default:
+		}
+		saved <- lastCommitted
+		return nil
+	})
+}
 
+// Pipeline runs batched delivery creation in two overlapping stages, for
+// any source of batches (the event store, a Kafka consumer group): prepare
+// runs on each batch next returns while earlier batches' commit is in the
+// store's commit queue, and every batch prepared while a commit ran is
+// committed in the next call of commit, together, in order.
+//
+// next blocks until a batch arrives and returns it with its mark, what
+// the source needs to count it as processed (a log position, Kafka
+// offsets); it returns no events once the source ended, or an error.
+// committed gets the marks of each successful commit's batches, in order,
+// before the next commit starts: a source advances its checkpoint or
+// offsets there, so they only ever cover committed batches. When prepare,
+// commit or committed fails, Pipeline stops with that error once the
+// commit in flight ended; batches prepared after a failed commit are never
+// committed, so a restart redoes exactly the uncommitted batches (creation
+// is idempotent). When ctx ends, Pipeline returns nil: staged batches not
+// yet committed are redone after the restart.
+func Pipeline[P, M any](ctx context.Context, next func(context.Context) ([]events.Recorded, M, error), prepare func(context.Context, []events.Recorded) (P, error), commit func(context.Context, []P) error, committed func([]M) error) error {
+	parent := ctx
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	type stagedBatch struct {
 		p    P
-		upTo events.Position // the batch's last event, handled or passed over
+		mark M
 	}
 	// staged is bounded so that a slow commit holds the preparation back
-	// (and the subscription behind it) rather than memory growing.
+	// (and the source behind it) rather than memory growing.
 	staged := make(chan stagedBatch, maxStaged)
 	commitErr := make(chan error, 1)
 	committerDone := make(chan struct{})
 	go func() {
 		defer close(committerDone)
 		var ps []P
+		var marks []M
 		for first := range staged {
-			ps = append(ps[:0], first.p)
-			upTo := first.upTo
+			ps, marks = append(ps[:0], first.p), append(marks[:0], first.mark)
 		more:
 			for len(ps) < maxStaged {
 				select {
@@ -894,57 +957,35 @@ func RunPipelined[P any](ctx context.Context, s StoreSource, prepare func(contex
 					if !ok {
 						break more
 					}
-					ps, upTo = append(ps, b.p), b.upTo
+					ps, marks = append(ps, b.p), append(marks, b.mark)
 				default:
 					break more
 				}
 			}
-			if err := commit(ctx, ps); err != nil {
+			err := commit(ctx, ps)
+			if err == nil {
+				err = committed(marks)
+			}
+			if err != nil {
 				commitErr <- err
 				cancel() // stops the preparation; nothing after this batch commits
 				return
 			}
-			// Keep only the newest committed position for the saver.
-			lastCommitted = upTo
-			select {
-			case <-saved:
-			default:
-			}
-			saved <- upTo
 		}
 	}()
-	err = func() error {
+	err := func() error {
 		defer close(staged)
 		for {
-			rec, ok := <-feed
-			if !ok {
-				select {
-				case err := <-subErr:
-					return err
-				default:
-					return nil
-				}
-			}
-			batch := make([]events.Recorded, 1, size)
-			batch[0] = rec
-		fill:
-			for len(batch) < size {
-				select {
-				case rec, ok := <-feed:
-					if !ok {
-						break fill
-					}
-					batch = append(batch, rec)
-				default:
-					break fill
-				}
+			batch, mark, err := next(ctx)
+			if err != nil || len(batch) == 0 {
+				return err
 			}
 			p, err := prepare(ctx, batch)
 			if err != nil {
 				return err
 			}
 			select {
-			case staged <- stagedBatch{p, batch[len(batch)-1].Position}:
+			case staged <- stagedBatch{p, mark}:
 			case <-ctx.Done():
 				return nil
 			}

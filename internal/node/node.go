@@ -590,14 +590,16 @@ func (n *Node) startWebhooks(ctx context.Context, cfg Config, models *projection
 				return fmt.Errorf("kafka topic %s: %w", topic, err)
 			}
 		}
-		// Batched like the store-fed creation: every event fetched while the
-		// previous batch was created goes into the next CreateBatch.
-		var source webhooks.BatchSource = relaykafka.NewSource(cfg.KafkaBrokers, cfg.KafkaInternalTopic, relaykafka.WebhookGroup(cfg.KafkaInternalTopic), n.log)
+		// Pipelined like the store-fed creation: the next batch is fetched,
+		// decrypted and prepared while the previous ones commit; offsets
+		// cover committed batches only.
+		source := relaykafka.NewSource(cfg.KafkaBrokers, cfg.KafkaInternalTopic, relaykafka.WebhookGroup(cfg.KafkaInternalTopic), n.log)
+		prepare := n.Dispatcher.PrepareBatch
 		if priv, ok := n.Events.(*privacy.Store); ok {
-			source = privacy.Source{Source: source, Store: priv} // the topic carries ciphertext
+			prepare = privacy.Decrypting(priv, prepare) // the topic carries ciphertext
 		}
 		n.spawn(ctx, "webhook deliveries", func(ctx context.Context) error {
-			return source.RunBatches(ctx, n.Dispatcher.CreateBatch)
+			return relaykafka.RunPipelined(ctx, source, prepare, n.Dispatcher.CommitBatches)
 		})
 		if cfg.KafkaRelay == nil || *cfg.KafkaRelay {
 			key, err := feedPseudonymKey(cfg)

@@ -123,6 +123,95 @@ var _ webhooks.BatchSource = (*Source)(nil)
 func (s *Source) RunBatches(ctx context.Context, handle func(ctx context.Context, evs []events.Recorded) error) error {
 	r := s.reader()
 	defer r.Close()
+	next, stop := s.batches(ctx, r)
+	defer stop()
+	for {
+		msgs, evs, err := next(ctx)
+		if err != nil || len(msgs) == 0 {
+			return err
+		}
+		if err := handle(ctx, evs); err != nil {
+			if ctx.Err() != nil {
+				return nil // shutting down; the batch stays uncommitted
+			}
+			first := msgs[0]
+			return fmt.Errorf("kafka source %s: handle %d events from %s/%d@%d: %w", s.group, len(msgs), first.Topic, first.Partition, first.Offset, err)
+		}
+		if err := commit(ctx, r, msgs...); err != nil {
+			return fmt.Errorf("kafka source %s: commit %d messages: %w", s.group, len(msgs), err)
+		}
+	}
+}
+
+// RunPipelined creates deliveries from the group's messages in the two
+// overlapping stages of webhooks.Pipeline, as the store-fed creation does:
+// prepare runs on each batch as it is fetched while the batches before it
+// commit, and the batches prepared meanwhile commit together. A message's
+// offset is committed only once the commit of its batch and of every batch
+// before it succeeded; a failed commit, or a stop, leaves its batch and
+// every later one uncommitted, so the group hands them over again (the
+// dispatcher's creation is idempotent).
+func RunPipelined[P any](ctx context.Context, s *Source, prepare func(context.Context, []events.Recorded) (P, error), commitBatches func(context.Context, []P) error) error {
+	r := s.reader()
+	defer r.Close() // flushes the offsets committed last
+	next, stop := s.batches(ctx, r)
+	defer stop()
+	err := webhooks.Pipeline(ctx, func(ctx context.Context) ([]events.Recorded, []kafka.Message, error) {
+		msgs, evs, err := next(ctx)
+		return evs, lastPerPartition(msgs), err
+	}, func(ctx context.Context, evs []events.Recorded) (P, error) {
+		p, err := prepare(ctx, evs)
+		if err != nil {
+			err = fmt.Errorf("kafka source %s: prepare %d events at %s: %w", s.group, len(evs), evs[0].ID, err)
+		}
+		return p, err
+	}, func(ctx context.Context, ps []P) error {
+		if err := commitBatches(ctx, ps); err != nil {
+			return fmt.Errorf("kafka source %s: create deliveries of %d batches: %w", s.group, len(ps), err)
+		}
+		return nil
+	}, func(marks [][]kafka.Message) error {
+		var msgs []kafka.Message
+		for _, m := range marks {
+			msgs = append(msgs, m...)
+		}
+		if err := commit(ctx, r, msgs...); err != nil {
+			return fmt.Errorf("kafka source %s: commit offsets: %w", s.group, err)
+		}
+		return nil
+	})
+	if ctx.Err() != nil {
+		return nil // stopping: the uncommitted batches are handed over again
+	}
+	return err
+}
+
+// lastPerPartition is the last of msgs (in fetch order) of each partition:
+// committing it commits every message before it in that partition.
+func lastPerPartition(msgs []kafka.Message) []kafka.Message {
+	var out []kafka.Message
+	for i := len(msgs) - 1; i >= 0; i-- {
+		seen := false
+		for _, m := range out {
+			if m.Topic == msgs[i].Topic && m.Partition == msgs[i].Partition {
+				seen = true
+				break
+			}
+		}
+		if !seen {
+			out = append(out, msgs[i])
+		}
+	}
+	return out
+}
+
+// batches fetches r's messages in the background until stop is called.
+// next blocks until a message arrives (or ctx ends), then returns it with
+// every message fetched meanwhile, at most DefaultBatch, and their events
+// decoded; it returns none once ctx ended or the fetch stopped, and an
+// error when the fetch failed or a message is not an event. Each call
+// returns fresh slices, which a pipelined caller keeps.
+func (s *Source) batches(ctx context.Context, r *kafka.Reader) (next func(context.Context) ([]kafka.Message, []events.Recorded, error), stop func()) {
 	fctx, cancel := context.WithCancel(ctx)
 	feed := make(chan kafka.Message, DefaultBatch)
 	fetchErr := make(chan error, 1)
@@ -145,26 +234,23 @@ func (s *Source) RunBatches(ctx context.Context, handle func(ctx context.Context
 			}
 		}
 	}()
-	defer func() { cancel(); <-fetched }()
-	msgs := make([]kafka.Message, 0, DefaultBatch)
-	evs := make([]events.Recorded, 0, DefaultBatch)
-	for {
+	next = func(ctx context.Context) ([]kafka.Message, []events.Recorded, error) {
 		var m kafka.Message
 		var ok bool
 		select {
 		case m, ok = <-feed:
 		case <-ctx.Done():
-			return nil
+			return nil, nil, nil
 		}
 		if !ok {
 			select {
 			case err := <-fetchErr:
-				return fmt.Errorf("kafka source %s: fetch: %w", s.group, err)
+				return nil, nil, fmt.Errorf("kafka source %s: fetch: %w", s.group, err)
 			default:
-				return nil
+				return nil, nil, nil
 			}
 		}
-		msgs = append(msgs[:0], m)
+		msgs := []kafka.Message{m}
 	fill:
 		for len(msgs) < DefaultBatch {
 			select {
@@ -178,27 +264,19 @@ func (s *Source) RunBatches(ctx context.Context, handle func(ctx context.Context
 			}
 		}
 		if ctx.Err() != nil {
-			return nil // the fetcher may still have handed out buffered messages
+			return nil, nil, nil // the fetcher may still have handed out buffered messages
 		}
-		evs = evs[:0]
+		evs := make([]events.Recorded, 0, len(msgs))
 		for _, m := range msgs {
 			ev, err := Decode(m)
 			if err != nil {
-				return fmt.Errorf("kafka source %s: %s/%d@%d: %w", s.group, m.Topic, m.Partition, m.Offset, err)
+				return nil, nil, fmt.Errorf("kafka source %s: %s/%d@%d: %w", s.group, m.Topic, m.Partition, m.Offset, err)
 			}
 			evs = append(evs, ev)
 		}
-		if err := handle(ctx, evs); err != nil {
-			if ctx.Err() != nil {
-				return nil // shutting down; the batch stays uncommitted
-			}
-			first := msgs[0]
-			return fmt.Errorf("kafka source %s: handle %d events from %s/%d@%d: %w", s.group, len(msgs), first.Topic, first.Partition, first.Offset, err)
-		}
-		if err := commit(ctx, r, msgs...); err != nil {
-			return fmt.Errorf("kafka source %s: commit %d messages: %w", s.group, len(msgs), err)
-		}
+		return msgs, evs, nil
 	}
+	return next, func() { cancel(); <-fetched }
 }
 
 // commit outlives a shutdown that began during handle, so a handled message
