@@ -2,8 +2,8 @@ package commands
 
 import (
 	"bytes"
-	"encoding/json"
 	"context"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"reflect"
@@ -217,4 +217,55 @@ func TestOtherCachedPersonalFieldsAreNotSealedWithAUsersKey(t *testing.T) {
 			t.Errorf("%s on %s is sealed with %q, not its own stream's key", c.event.EventType(), c.stream, s)
 		}
 	}
+}
+
+// A node destroyed a user's key and died before appending user.erased: no
+// follower tells this node, and no command loads the user again. The
+// periodic sweep empties the loaded user once this node's key cache has
+// expired (keys.CacheTTL on its clock), and keeps users whose key reads.
+func TestSweepEmptiesUsersWhoseKeyWasDestroyedElsewhere(t *testing.T) {
+	eventStores(t, func(t *testing.T, inner events.Store) {
+		b, err := files.Open(filepath.Join(t.TempDir(), "keys"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := secrets.New(bytes.Repeat([]byte{3}, 32))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var now atomic.Int64
+		now.Store(time.Now().UnixNano())
+		here := keys.New(b, m)
+		here.SetClock(func() time.Time { return time.Unix(0, now.Load()) })
+		ps := privacy.New(inner, here)
+		reg := catalog.Registry()
+		u := NewUsers(ps, reg, NewAllocator(ps, reg, 5), time.Now, time.UTC)
+		tag := time.Now().Format("150405.000000000")
+		erased, kept := registerOne(t, u, "swept-"+tag), registerOne(t, u, "kept-"+tag)
+		for _, id := range []int64{erased, kept} {
+			if _, err := u.UpdateProfile(ctx, 1, id, ProfilePatch{Nickname: domain.Val("secret-nickname")}, Meta{}); err != nil {
+				t.Fatal(err) // loaded and cached, in plaintext
+			}
+		}
+		if err := keys.New(b, m).Destroy(ctx, ErasureSubject(erased)); err != nil { // the node that died
+			t.Fatal(err)
+		}
+		if n := u.SweepUnreadable(ctx); n != 0 {
+			t.Fatalf("swept %d users while this node's key cache still holds the key", n)
+		}
+		now.Add(int64(keys.CacheTTL))
+		if n := u.SweepUnreadable(ctx); n != 1 {
+			t.Fatalf("swept %d users once the key cache expired, want 1", n)
+		}
+		if held, _, ok := u.loaded.peek(domain.UserStream(erased)); ok {
+			t.Fatalf("the erased user is still loaded: %s", deref(held))
+		}
+		if held, _, ok := u.loaded.peek(domain.UserStream(kept)); !ok || held.profile.Nickname == nil {
+			t.Fatal("the sweep emptied a user whose key reads")
+		}
+		// The next command on the erased user decides on the log as read now.
+		if _, err := u.UpdateProfile(ctx, 1, erased, ProfilePatch{Gender: domain.Val("male")}, Meta{}); err != nil {
+			t.Fatal(err)
+		}
+	})
 }

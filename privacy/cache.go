@@ -88,3 +88,10 @@ func (c *openedCache) reset(epoch uint64) {
 	clear(c.order)
 	c.next, c.bytes = 0, 0
 }
+
+// drop empties the cache at its current epoch.
+func (c *openedCache) drop() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.reset(c.epoch)
+}
