@@ -3,6 +3,7 @@ package commands
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"reflect"
@@ -130,4 +131,141 @@ func (c *aggregateCache[S]) peek(stream string) (S, uint64, bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.state.clone(), e.version, true
+}
+
+// An order's cached state keeps none of its receiver's personal fields, so
+// once the person's key is destroyed (on this node or another, seen here or
+// not yet) the orders' cache holds nothing the log no longer reveals; and
+// orders of the erased person still move through review and shipment.
+func TestCachedOrderHoldsNoReceiverFields(t *testing.T) {
+	eventStores(t, func(t *testing.T, inner events.Store) {
+		ps, ks := sealingStore(t, inner)
+		reg := catalog.Registry()
+		ids := NewAllocator(ps, reg, 5)
+		u := NewUsers(ps, reg, ids, time.Now, time.UTC)
+		o := NewOrders(ps, reg, ids, time.Now)
+		user := registerOne(t, u, "order-erased-"+time.Now().Format("150405.000000000"))
+		goods := fmt.Sprint("G", time.Now().UnixNano())
+		if _, _, err := o.CreateGoods(ctx, goods, "monitor", Meta{}); err != nil {
+			t.Fatal(err)
+		}
+		secrets := []string{"Receiver-Name-9f1", "13911112222", "Secret-Street-77", "Secret-Area-5"}
+		in := OrderInput{ThirdOrderID: fmt.Sprint("T", time.Now().UnixNano()), UserID: &user,
+			ContactPerson: secrets[0], ContactPhone: secrets[1], Address: secrets[2], AreaText: &secrets[3],
+			Items: []OrderItemIn{{GoodsCode: goods, Quantity: 1, UnitPrice: 100}}}
+		res, err := o.CreateOrder(ctx, 1, in, Meta{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := o.Review(ctx, res.OrderCode, true, nil, Meta{}); err != nil {
+			t.Fatal(err) // the order is cached now, read while the key was readable
+		}
+		if err := ks.Destroy(ctx, ErasureSubject(user)); err != nil {
+			t.Fatal(err)
+		}
+		held, _, ok := o.orders.peek(domain.OrderStream(res.OrderID))
+		if !ok {
+			t.Fatal("the review left no cached order: the cache was not exercised")
+		}
+		js, err := json.Marshal(held.created)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range secrets {
+			if bytes.Contains(js, []byte(s)) {
+				t.Fatalf("cached order holds the erased receiver's %q: %s", s, js)
+			}
+		}
+		// Every personal field of the type, including ones listed later.
+		var fields map[string]any
+		if err := json.Unmarshal(js, &fields); err != nil {
+			t.Fatal(err)
+		}
+		paths, _ := catalog.PersonalFields((catalog.OrderCreated{}).EventType())
+		for _, p := range paths {
+			if v := fields[p]; v != nil && v != "" {
+				t.Fatalf("cached order holds personal field %s: %v", p, v)
+			}
+		}
+		item := held.created.Items[0].ItemID
+		if _, err := o.Ship(ctx, 1, res.OrderCode, Shipment{LogisticsCompany: "SF", TrackingNumber: "SF1", Items: []ShipmentItem{{ItemID: item}}}, "API_INTERFACE", Meta{}); err != nil {
+			t.Fatalf("shipping the erased person's order: %v", err)
+		}
+	})
+}
+
+// The other command-side caches that hold decrypted personal fields (the
+// card cache's holder name and phone, the developer cache's email) are
+// sealed with their own aggregate's key, which nothing destroys: an
+// erasure destroys only a user's key (ErasureSubject). So they never hold
+// what the log no longer reveals. Should one of these events gain a user
+// id, its fields would be sealed with the user's key and this test fails:
+// that cache then needs what the orders' cache does (no personal fields).
+func TestOtherCachedPersonalFieldsAreNotSealedWithAUsersKey(t *testing.T) {
+	for _, c := range []struct {
+		stream string
+		event  events.Payload
+	}{
+		{domain.CardStream("C1"), catalog.CardIssued{CardNumber: "C1", IssuerAppID: 1, HolderName: "Li", HolderPhone: ptr("13800000000")}},
+		{domain.DeveloperStream(3), catalog.DeveloperSignedUp{DeveloperID: 3, Email: "li@example.com"}},
+	} {
+		data, err := json.Marshal(c.event)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s := privacy.Subject(c.stream, c.event.EventType(), data); s != c.stream {
+			t.Errorf("%s on %s is sealed with %q, not its own stream's key", c.event.EventType(), c.stream, s)
+		}
+	}
+}
+
+// A node destroyed a user's key and died before appending user.erased: no
+// follower tells this node, and no command loads the user again. The
+// periodic sweep empties the loaded user once this node's key cache has
+// expired (keys.CacheTTL on its clock), and keeps users whose key reads.
+func TestSweepEmptiesUsersWhoseKeyWasDestroyedElsewhere(t *testing.T) {
+	eventStores(t, func(t *testing.T, inner events.Store) {
+		b, err := files.Open(filepath.Join(t.TempDir(), "keys"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := secrets.New(bytes.Repeat([]byte{3}, 32))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var now atomic.Int64
+		now.Store(time.Now().UnixNano())
+		here := keys.New(b, m)
+		here.SetClock(func() time.Time { return time.Unix(0, now.Load()) })
+		ps := privacy.New(inner, here)
+		reg := catalog.Registry()
+		u := NewUsers(ps, reg, NewAllocator(ps, reg, 5), time.Now, time.UTC)
+		tag := time.Now().Format("150405.000000000")
+		erased, kept := registerOne(t, u, "swept-"+tag), registerOne(t, u, "kept-"+tag)
+		for _, id := range []int64{erased, kept} {
+			if _, err := u.UpdateProfile(ctx, 1, id, ProfilePatch{Nickname: domain.Val("secret-nickname")}, Meta{}); err != nil {
+				t.Fatal(err) // loaded and cached, in plaintext
+			}
+		}
+		if err := keys.New(b, m).Destroy(ctx, ErasureSubject(erased)); err != nil { // the node that died
+			t.Fatal(err)
+		}
+		if n := u.SweepUnreadable(ctx); n != 0 {
+			t.Fatalf("swept %d users while this node's key cache still holds the key", n)
+		}
+		now.Add(int64(keys.CacheTTL))
+		if n := u.SweepUnreadable(ctx); n != 1 {
+			t.Fatalf("swept %d users once the key cache expired, want 1", n)
+		}
+		if held, _, ok := u.loaded.peek(domain.UserStream(erased)); ok {
+			t.Fatalf("the erased user is still loaded: %s", deref(held))
+		}
+		if held, _, ok := u.loaded.peek(domain.UserStream(kept)); !ok || held.profile.Nickname == nil {
+			t.Fatal("the sweep emptied a user whose key reads")
+		}
+		// The next command on the erased user decides on the log as read now.
+		if _, err := u.UpdateProfile(ctx, 1, erased, ProfilePatch{Gender: domain.Val("male")}, Meta{}); err != nil {
+			t.Fatal(err)
+		}
+	})
 }

@@ -287,9 +287,13 @@ type OrderResult struct {
 	Position  events.Position
 }
 
-// orderState is an order as decisions see it.
+// orderState is an order as decisions see it. It holds none of the
+// receiver's personal fields (catalog.PersonalFields of order.created): no
+// decision reads them, so the orders' cache keeps nothing an erasure would
+// have to reach, whichever node destroys the key and whenever this node
+// learns of it.
 type orderState struct {
-	created *catalog.OrderCreated
+	created *catalog.OrderCreated // personal fields blanked
 	status  string
 	shipped map[int64]bool
 }
@@ -297,7 +301,9 @@ type orderState struct {
 func (s *orderState) apply(env events.Envelope) {
 	switch p := env.Payload.(type) {
 	case *catalog.OrderCreated:
-		s.created, s.status, s.shipped = p, OrderPendingReview, map[int64]bool{}
+		created := *p
+		created.ContactPerson, created.ContactPhone, created.Address, created.AreaText = "", "", "", nil
+		s.created, s.status, s.shipped = &created, OrderPendingReview, map[int64]bool{}
 	case *catalog.OrderReviewed:
 		s.status = OrderRejected
 		if p.Approved {

@@ -155,6 +155,11 @@ func New(backend Backend, current *secrets.Sealer, older ...*secrets.Sealer) *Ke
 	return k
 }
 
+// SetClock makes the key cache measure CacheTTL with now (the node's
+// injectable clock), so a test can let another node's destroyed key expire
+// here without waiting a minute. Call it before the first use.
+func (k *Keys) SetClock(now func() time.Time) { k.now = now }
+
 // Backend returns the storage port (tests and tools).
 func (k *Keys) Backend() Backend { return k.backend }
 

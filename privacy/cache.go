@@ -12,7 +12,9 @@ import (
 // each. It is bounded (FIFO over at most maxEntries events and maxBytes of
 // data) and emptied whenever the key store's epoch moves (keys.Keys.Epoch:
 // every Forget or Destroy, which erasures cause), so plaintext of an
-// erased person never outlives their key in this process.
+// erased person never outlives their key in this process; and by the
+// node's periodic sweep (Store.DropOpened), for a key destroyed by another
+// node that never appended user.erased.
 type openedCache struct {
 	mu    sync.Mutex
 	epoch uint64
@@ -87,4 +89,11 @@ func (c *openedCache) reset(epoch uint64) {
 	clear(c.byID)
 	clear(c.order)
 	c.next, c.bytes = 0, 0
+}
+
+// drop empties the cache at its current epoch.
+func (c *openedCache) drop() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.reset(c.epoch)
 }

@@ -445,6 +445,13 @@ func Blank(eventType string, data []byte) []byte {
 	return out.Bytes()
 }
 
+// DropOpened empties the cache of decrypted events. An erasure on this
+// node (or one this node's follower saw) empties it already; the node also
+// calls this periodically, so the data of a person whose key another node
+// destroyed without this node learning of it (that node died before
+// appending user.erased) stays at most one sweep interval.
+func (s *Store) DropOpened() { s.opened.drop() }
+
 // Readable reports whether the personal fields sealed for subject read back
 // as written right now: false once the subject's key is destroyed (here, or
 // on another node once this process's key cache has forgotten it) or never

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -184,5 +185,48 @@ func TestOpenedEventsCacheForgetsOnErasure(t *testing.T) {
 	}
 	if after := read(); strings.Contains(after, "李四") || !strings.Contains(after, `"name":null`) {
 		t.Fatalf("after the key was destroyed the cache still shows %s", after)
+	}
+}
+
+// Another node destroyed the key and died before appending user.erased, so
+// no follower tells this node: once this node's key cache expires
+// (keys.CacheTTL on its clock) and its opened-events cache is emptied (the
+// node's periodic sweep), its reads show the person's fields as erased.
+func TestDropOpenedLetsAKeyDestroyedElsewhereTakeEffect(t *testing.T) {
+	ctx := context.Background()
+	b, err := files.Open(filepath.Join(t.TempDir(), "keys"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := secrets.New(bytes.Repeat([]byte{1}, 32))
+	inner := memory.New()
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	here := keys.New(b, m)
+	here.SetClock(func() time.Time { return now })
+	s := New(inner, here)
+	if _, err := s.Append(ctx, "user-7", events.NoStream(), events.Proposed{ID: uuid.NewString(), Type: "user.family_member.created", Data: []byte(member)}); err != nil {
+		t.Fatal(err)
+	}
+	read := func() string {
+		t.Helper()
+		recs, err := s.ReadStream(ctx, "user-7", 0, 0)
+		if err != nil || len(recs) != 1 {
+			t.Fatalf("read: %v", err)
+		}
+		return string(recs[0].Data)
+	}
+	if got := read(); got != member {
+		t.Fatalf("first read %s", got)
+	}
+	if err := keys.New(b, m).Destroy(ctx, "user-7"); err != nil { // the other node
+		t.Fatal(err)
+	}
+	now = now.Add(keys.CacheTTL)
+	if s.Readable(ctx, "user-7") {
+		t.Fatal("the key still reads once this node's key cache expired")
+	}
+	s.DropOpened()
+	if after := read(); strings.Contains(after, "李四") || !strings.Contains(after, `"name":null`) {
+		t.Fatalf("after the sweep this node still shows %s", after)
 	}
 }

@@ -19,7 +19,6 @@ import (
 	"github.com/healthtech/partner-open-platform/commandapi"
 	"github.com/healthtech/partner-open-platform/internal/node"
 	"github.com/healthtech/partner-open-platform/internal/openapi/openapitest"
-	"github.com/healthtech/partner-open-platform/internal/pgtest"
 	"github.com/healthtech/partner-open-platform/queryapi"
 )
 
@@ -919,7 +918,7 @@ func TestBadInput(t *testing.T) {
 				cfg := cfg
 				cfg.DataDir = t.TempDir()
 				if cfg.PostgresURL != "" {
-					cfg.PostgresURL = pgtest.New(t) // a node of its own, not a cluster
+					cfg.PostgresURL = nodeDB(t) // a node of its own, not a cluster
 				}
 				badInputShard(t, cfg, shard)
 			})

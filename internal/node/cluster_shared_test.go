@@ -23,7 +23,7 @@ import (
 // and operator token, as a cluster runs them; tweak adjusts both configs.
 func twoNodes(t *testing.T, tweak func(*node.Config)) (a, b *platform) {
 	t.Helper()
-	db := pgtest.New(t)
+	db := nodeDB(t)
 	key := make([]byte, 32)
 	if _, err := rand.Read(key); err != nil {
 		t.Fatal(err)
@@ -247,7 +247,7 @@ func TestEmbeddedReplayGuardKeepsTheBoltFilesNonces(t *testing.T) {
 // one given the others' token starts.
 func TestClusterRefusesAMadeUpOperatorToken(t *testing.T) {
 	t.Parallel()
-	db := pgtest.New(t)
+	db := nodeDB(t)
 	first := start(t, node.Config{DataDir: t.TempDir(), EventStoreURL: db, PostgresURL: db})
 	key := keyOf(t, first)
 	cfg := node.Config{DataDir: t.TempDir(), EventStoreURL: db, PostgresURL: db, MasterKey: key, Logger: quietLogger()}

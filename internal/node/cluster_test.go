@@ -14,7 +14,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/healthtech/partner-open-platform/internal/node"
-	"github.com/healthtech/partner-open-platform/internal/pgtest"
 	"github.com/healthtech/partner-open-platform/projections"
 )
 
@@ -87,7 +86,7 @@ func (a *app) on(p *platform) *app {
 // nodes run.
 func TestClusterOneOwnerPerFamily(t *testing.T) {
 	t.Parallel()
-	db := pgtest.New(t)
+	db := nodeDB(t)
 	nodes := []*platform{
 		start(t, clusterConfig(t, db, "node-a", 2*time.Second)),
 		start(t, clusterConfig(t, db, "node-b", 2*time.Second)),
@@ -140,7 +139,7 @@ func TestClusterOneOwnerPerFamily(t *testing.T) {
 // its write.
 func TestClusterReadYourWritesAcrossNodes(t *testing.T) {
 	t.Parallel()
-	db := pgtest.New(t)
+	db := nodeDB(t)
 	pa := start(t, clusterConfig(t, db, "node-a", 2*time.Second))
 	pb := start(t, clusterConfig(t, db, "node-b", 2*time.Second))
 	waitOwned(t, time.Minute, pa, pb)
@@ -238,7 +237,7 @@ func (p *cutProxy) cut() {
 func TestClusterTakeoverWithinTheTTL(t *testing.T) {
 	t.Parallel()
 	const ttl = 2 * time.Second
-	db := pgtest.New(t)
+	db := nodeDB(t)
 	proxy, viaProxy := newCutProxy(t, db)
 	cfgA := clusterConfig(t, viaProxy, "node-a", ttl)
 	pa := start(t, cfgA)
@@ -312,7 +311,7 @@ func TestClusterTakeoverWithinTheTTL(t *testing.T) {
 // and reads through either node give the same answers as before.
 func TestClusterRebuildOnANonOwner(t *testing.T) {
 	t.Parallel()
-	db := pgtest.New(t)
+	db := nodeDB(t)
 	pa := start(t, clusterConfig(t, db, "node-a", 2*time.Second))
 	waitOwned(t, time.Minute, pa)
 	pb := start(t, clusterConfig(t, db, "node-b", 2*time.Second))
@@ -388,7 +387,7 @@ func pgxQueryRow(t *testing.T, db, sql string, into ...any) error {
 // head, not for the last write of the node it arrived at).
 func TestClusterVerifyThenRateAcrossNodes(t *testing.T) {
 	t.Parallel()
-	db := pgtest.New(t)
+	db := nodeDB(t)
 	cfgA := clusterConfig(t, db, "node-a", 2*time.Second)
 	cfgA.VerifyCooldown = -1
 	pa := start(t, cfgA)

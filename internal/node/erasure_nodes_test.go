@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/healthtech/partner-open-platform/internal/node"
-	"github.com/healthtech/partner-open-platform/internal/pgtest"
 )
 
 // TestErasureReachesEveryNode runs two nodes on one Postgres event store,
@@ -21,7 +20,7 @@ import (
 // one-minute TTL.
 func TestErasureReachesEveryNode(t *testing.T) {
 	t.Parallel()
-	db := pgtest.New(t)
+	db := nodeDB(t)
 	master := hex.EncodeToString([]byte("0123456789abcdef0123456789abcdef"))
 	cfg := func() node.Config {
 		return node.Config{DataDir: t.TempDir(), EventStoreURL: db, PostgresURL: db, MasterKey: master, AdminToken: "adm_shared_for_the_test"}

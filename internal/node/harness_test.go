@@ -20,7 +20,6 @@ import (
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/internal/node"
 	"github.com/healthtech/partner-open-platform/internal/openapi/openapitest"
-	"github.com/healthtech/partner-open-platform/internal/pgtest"
 )
 
 // platform is one node served over real HTTP, with a client whose every
@@ -41,7 +40,7 @@ func readModels(t *testing.T, test func(t *testing.T, cfg node.Config)) {
 	})
 	t.Run("postgres", func(t *testing.T) {
 		t.Parallel()
-		test(t, node.Config{DataDir: t.TempDir(), PostgresURL: pgtest.New(t)})
+		test(t, node.Config{DataDir: t.TempDir(), PostgresURL: nodeDB(t)})
 	})
 }
 

@@ -138,6 +138,11 @@ type Config struct {
 	// stop), so a start restores them and replays only the log's tail;
 	// negative: no snapshots, every start replays the whole log.
 	SnapshotInterval time.Duration
+	// CacheSweepInterval is how often the caches holding decrypted personal
+	// data are checked against the key store (default keys.CacheTTL; tests
+	// shorten it): it bounds how long a key destroyed by a node that died
+	// before appending user.erased leaves plaintext here (README, Erasure).
+	CacheSweepInterval time.Duration
 	// Portal configures the developer portal at /portal/.
 	Portal PortalConfig
 	// LeaseTTL is how long a lease outlives its holder's last renewal
@@ -307,6 +312,7 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 	n.closers = append(n.closers, keyBackend.Close)
 	mark = phase("keys", mark)
 	n.Keys = keys.New(keyBackend, sealer, sealer.Previous()...)
+	n.Keys.SetClock(cfg.Now)
 	erasures := &privacy.ErasureFollower{Store: n.StoredEvents, Keys: n.Keys, Forgot: n.forgotKey}
 	if erasures.From, err = n.StoredEvents.Head(ctx); err != nil { // before this node opens any key
 		return nil, fmt.Errorf("event store: head of the log: %w", err)
@@ -507,6 +513,7 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		}()
 	}
 	n.spawn(runCtx, "erasure follower", erasures.Run)
+	n.spawn(runCtx, "cache sweep", n.sweepCaches(users, cmp.Or(cfg.CacheSweepInterval, keys.CacheTTL)))
 	if n.mailSender != nil {
 		n.spawnOwned(runCtx, "mail sender", n.Leases, "mail", cfg.LeaseTTL, n.mailSender.Run)
 	}

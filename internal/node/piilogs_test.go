@@ -13,7 +13,6 @@ import (
 
 	"github.com/healthtech/partner-open-platform/internal/httpapi"
 	"github.com/healthtech/partner-open-platform/internal/node"
-	"github.com/healthtech/partner-open-platform/internal/pgtest"
 	"github.com/healthtech/partner-open-platform/plugin"
 )
 
@@ -115,7 +114,7 @@ func TestLogsCarryNoPersonalData(t *testing.T) {
 				// endpoint's breaker would hold the last ones for its cool-down.
 				WebhookBreakerFailures: 1000}
 			if h.postgres {
-				cfg.PostgresURL = pgtest.New(t)
+				cfg.PostgresURL = nodeDB(t)
 			}
 			p := start(t, cfg)
 			d := &piiDriver{t: t, p: p}

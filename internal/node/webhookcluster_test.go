@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/healthtech/partner-open-platform/internal/node"
-	"github.com/healthtech/partner-open-platform/internal/pgtest"
 )
 
 // slowReceiver records, per X-Webhook-Id, when each request started and
@@ -114,7 +113,7 @@ func attempts(t testing.TB, n *node.Node) int {
 // clusterConfigs returns configs of n nodes sharing one Postgres database
 // as event store and read models, one master key and one operator token.
 func clusterConfigs(t testing.TB, n int) []node.Config {
-	db := pgtest.New(t)
+	db := nodeDB(t)
 	var key [32]byte
 	_, _ = rand.Read(key[:])
 	cfgs := make([]node.Config, n)

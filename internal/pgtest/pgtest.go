@@ -1,6 +1,6 @@
-// Package pgtest gives each test its own empty PostgreSQL database on a
-// throwaway server, so Postgres-backed tests never see each other's rows and
-// can run in parallel.
+// Package pgtest gives each test its own PostgreSQL database on a throwaway
+// server (empty, or a copy of a migrated template), so Postgres-backed tests
+// never see each other's rows and can run in parallel.
 package pgtest
 
 import (
@@ -28,6 +28,13 @@ const EnvRequire = "PLATFORM_REQUIRE_POSTGRES"
 // URL; without a server it skips t, or fails it in CI.
 func New(t testing.TB) string {
 	t.Helper()
+	return create(t, server(t), "")
+}
+
+// server returns the admin URL of the test server; without one it skips t,
+// or fails it in CI.
+func server(t testing.TB) string {
+	t.Helper()
 	admin := os.Getenv(EnvURL)
 	if admin == "" {
 		if os.Getenv("CI") == "true" || os.Getenv(EnvRequire) == "1" {
@@ -39,7 +46,13 @@ func New(t testing.TB) string {
 	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
 		t.Fatalf("%s must be a postgres:// URL, got %q", EnvURL, redact(admin))
 	}
+	return admin
+}
 
+// create makes a database of a random name (CREATE DATABASE name options),
+// drops it when t ends, and returns its URL.
+func create(t testing.TB, admin, options string) string {
+	t.Helper()
 	var b [8]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		t.Fatalf("pgtest: random name: %v", err)
@@ -48,7 +61,7 @@ func New(t testing.TB) string {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if err := adminExec(ctx, admin, "CREATE DATABASE "+name); err != nil {
+	if err := adminExec(ctx, admin, "CREATE DATABASE "+name+options); err != nil {
 		t.Fatalf("pgtest: create database %s on %s: %v", name, redact(admin), err)
 	}
 	t.Cleanup(func() {
@@ -59,6 +72,7 @@ func New(t testing.TB) string {
 		}
 	})
 
+	u, _ := url.Parse(admin)
 	u.Path = "/" + name
 	u.RawPath = ""
 	return u.String()

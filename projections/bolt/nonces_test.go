@@ -22,44 +22,7 @@ func TestNoncesConformance(t *testing.T) {
 		}
 		return n
 	})
-}
-
-// A nonce used before a restart is still refused after it, until it
-// expires; so is a signature bound to one route, on another.
-func TestNoncesSurviveReopen(t *testing.T) {
-	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "nonces.db")
-	n, err := bolt.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	future := time.Now().Add(time.Hour)
-	if fresh, err := n.Use(ctx, "h:1", "n:abc", future); err != nil || !fresh {
-		t.Fatalf("first use: %v, %v", fresh, err)
-	}
-	if fresh, err := n.Use(ctx, "h:1", "n:gone", time.Now().Add(-time.Second)); err != nil || !fresh {
-		t.Fatalf("expired use: %v, %v", fresh, err)
-	}
-	if _, fresh, err := n.Bind(ctx, "m", "1:sig", "POST /a", future); err != nil || !fresh {
-		t.Fatalf("bind: %v, %v", fresh, err)
-	}
-	if err := n.Close(); err != nil {
-		t.Fatal(err)
-	}
-	n, err = bolt.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer n.Close()
-	if fresh, err := n.Use(ctx, "h:1", "n:abc", future); err != nil || fresh {
-		t.Fatalf("replay after reopening: fresh=%v, %v; want refused", fresh, err)
-	}
-	if fresh, err := n.Use(ctx, "h:1", "n:gone", future); err != nil || !fresh {
-		t.Fatalf("a use that had expired before the restart: fresh=%v, %v; want fresh", fresh, err)
-	}
-	if got, fresh, err := n.Bind(ctx, "m", "1:sig", "DELETE /b", future); err != nil || fresh || got != "POST /a" {
-		t.Fatalf("binding after reopening: %q, %v, %v; want POST /a held", got, fresh, err)
-	}
+	storetest.RunDurableNonces(t, func(path string) (storetest.NonceStore, error) { return bolt.Open(path) })
 }
 
 // Expired entries are pruned as the file grows, so it stays near the
@@ -92,23 +55,6 @@ func TestExpiredNoncesArePruned(t *testing.T) {
 	}
 	if fresh, _ := n.Use(ctx, "h:1", "live", time.Now().Add(time.Hour)); fresh {
 		t.Fatal("pruning dropped a live nonce")
-	}
-}
-
-// A second process cannot open the file while a node holds it.
-func TestOneNodePerFile(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "nonces.db")
-	n, err := bolt.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer n.Close()
-	if testing.Short() {
-		t.Skip("waits LockTimeout")
-	}
-	if other, err := bolt.Open(path); err == nil {
-		other.Close()
-		t.Fatal("a second open of a held file succeeded")
 	}
 }
 

@@ -24,6 +24,7 @@ func TestNoncesConformance(t *testing.T) {
 		}
 		return n
 	})
+	storetest.RunDurableNonces(t, func(path string) (storetest.NonceStore, error) { return filelog.Open(path) })
 }
 
 func open(t *testing.T, path string) *filelog.Nonces {
@@ -33,38 +34,6 @@ func open(t *testing.T, path string) *filelog.Nonces {
 		t.Fatal(err)
 	}
 	return n
-}
-
-// A nonce used before a restart is still refused after it, until it
-// expires; so is a signature bound to one route, on another.
-func TestNoncesSurviveReopen(t *testing.T) {
-	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "nonces.log")
-	n := open(t, path)
-	future := time.Now().Add(time.Hour)
-	if fresh, err := n.Use(ctx, "h:1", "n:abc", future); err != nil || !fresh {
-		t.Fatalf("first use: %v, %v", fresh, err)
-	}
-	if fresh, err := n.Use(ctx, "h:1", "n:gone", time.Now().Add(-time.Second)); err != nil || !fresh {
-		t.Fatalf("expired use: %v, %v", fresh, err)
-	}
-	if _, fresh, err := n.Bind(ctx, "m", "1:sig", "POST /a", future); err != nil || !fresh {
-		t.Fatalf("bind: %v, %v", fresh, err)
-	}
-	if err := n.Close(); err != nil {
-		t.Fatal(err)
-	}
-	n = open(t, path)
-	defer n.Close()
-	if fresh, err := n.Use(ctx, "h:1", "n:abc", future); err != nil || fresh {
-		t.Fatalf("replay after reopening: fresh=%v, %v; want refused", fresh, err)
-	}
-	if fresh, err := n.Use(ctx, "h:1", "n:gone", future); err != nil || !fresh {
-		t.Fatalf("a use that had expired before the restart: fresh=%v, %v; want fresh", fresh, err)
-	}
-	if got, fresh, err := n.Bind(ctx, "m", "1:sig", "DELETE /b", future); err != nil || fresh || got != "POST /a" {
-		t.Fatalf("binding after reopening: %q, %v, %v; want POST /a held", got, fresh, err)
-	}
 }
 
 // A process killed without Close (kill -9) has written every record it
@@ -195,20 +164,6 @@ func TestCompactionWhileRunningKeepsLiveEntries(t *testing.T) {
 	n = open(t, path)
 	defer n.Close()
 	check(n)
-}
-
-// A second process cannot open the file while a node holds it.
-func TestOneNodePerFile(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "nonces.log")
-	n := open(t, path)
-	defer n.Close()
-	if testing.Short() {
-		t.Skip("waits LockTimeout")
-	}
-	if other, err := filelog.Open(path); err == nil {
-		other.Close()
-		t.Fatal("a second open of a held file succeeded")
-	}
 }
 
 // Entries restored from the bbolt file of earlier releases hold as if used

@@ -9,7 +9,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/healthtech/partner-open-platform/internal/pgtest"
 	"github.com/healthtech/partner-open-platform/projections"
 )
 
@@ -75,7 +74,7 @@ func wantPlans(t *testing.T, conn *pgxpool.Conn, qs []planQuery) {
 func planConn(t *testing.T) *pgxpool.Conn {
 	t.Helper()
 	ctx := context.Background()
-	s, err := Open(ctx, pgtest.New(t))
+	s, err := Open(ctx, MigratedDB(t))
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}

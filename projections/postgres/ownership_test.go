@@ -15,7 +15,6 @@ import (
 	evmemory "github.com/healthtech/partner-open-platform/events/memory"
 	"github.com/healthtech/partner-open-platform/internal/lease"
 	leasepg "github.com/healthtech/partner-open-platform/internal/lease/postgres"
-	"github.com/healthtech/partner-open-platform/internal/pgtest"
 	"github.com/healthtech/partner-open-platform/projections"
 	"github.com/healthtech/partner-open-platform/projections/postgres"
 )
@@ -95,7 +94,7 @@ func TestLostLeaseOwnerCannotWrite(t *testing.T) {
 	for _, afterFence := range []bool{false, true} {
 		t.Run(fmt.Sprintf("paused after the fence %v", afterFence), func(t *testing.T) {
 			ctx := context.Background()
-			s := open(t, pgtest.New(t))
+			s := open(t, postgres.MigratedDB(t))
 			defer s.Close()
 			s.SetLeaseTTL(500 * time.Millisecond) // idle fenced transactions end after it
 			leases := leasepg.New(s.Pool())

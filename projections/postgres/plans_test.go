@@ -11,7 +11,6 @@ import (
 
 	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/events"
-	"github.com/healthtech/partner-open-platform/internal/pgtest"
 )
 
 // The feed, the delivery log and the dispatcher must walk an index in the
@@ -19,7 +18,7 @@ import (
 // mismatched index would pass every functional test and fail in production.
 func TestDeliveryQueriesUseTheirIndexes(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(ctx, pgtest.New(t))
+	s, err := Open(ctx, MigratedDB(t))
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}

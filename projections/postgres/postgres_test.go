@@ -25,7 +25,7 @@ func open(t testing.TB, url string) *postgres.Store {
 }
 
 func TestStore(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) storetest.Store { return open(t, pgtest.New(t)) })
+	storetest.Run(t, func(t *testing.T) storetest.Store { return open(t, postgres.MigratedDB(t)) })
 }
 
 func exec(t *testing.T, url string, sql string) {

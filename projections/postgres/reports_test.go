@@ -8,15 +8,13 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-
-	"github.com/healthtech/partner-open-platform/internal/pgtest"
 )
 
 // The daily report and the phone binding must each read one index range in
 // the order they return, never sort or scan the table.
 func TestReportQueriesUseTheirIndexes(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(ctx, pgtest.New(t))
+	s, err := Open(ctx, MigratedDB(t))
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
@@ -63,7 +61,7 @@ func TestReportQueriesUseTheirIndexes(t *testing.T) {
 // stays near the nonces still valid without one call doing unbounded work.
 func TestPruneNonces(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(ctx, pgtest.New(t))
+	s, err := Open(ctx, MigratedDB(t))
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}

@@ -16,13 +16,13 @@ import (
 )
 
 func TestSnapshot(t *testing.T) {
-	storetest.RunSnapshot(t, func(t *testing.T) storetest.SnapshotStore { return open(t, pgtest.New(t)) })
+	storetest.RunSnapshot(t, func(t *testing.T) storetest.SnapshotStore { return open(t, postgres.MigratedDB(t)) })
 }
 
 // Under SeeHead the snapshot carries the head the event store's statement
 // returns, converted by its function; without it, no head.
 func TestSnapshotReadsTheHeadWhenToldHow(t *testing.T) {
-	url := pgtest.New(t)
+	url := postgres.MigratedDB(t)
 	s := open(t, url)
 	defer s.Close()
 	ctx := context.Background()
@@ -111,7 +111,7 @@ func TestSnapshotsBackfilledOnUpgrade(t *testing.T) {
 // the other recorded first holds on the first, cache or not.
 func TestBindingsHoldAcrossNodes(t *testing.T) {
 	ctx := context.Background()
-	url := pgtest.New(t)
+	url := postgres.MigratedDB(t)
 	a, b := open(t, url), open(t, url)
 	defer a.Close()
 	defer b.Close()

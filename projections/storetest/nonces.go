@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -256,5 +257,80 @@ func testBindingRace(t *testing.T, s NonceStore) {
 	won = race("expired key", "renewed", future)
 	if won == "GET /expired" {
 		t.Errorf("expired key: the expired binding survived the race")
+	}
+}
+
+// RunDurableNonces checks a replay guard kept in a file (an embedded node's)
+// across restarts: open opens the file at path, again for each restart, and
+// the cases close what they open. Together with RunNonces it is the
+// conformance suite of every file-backed nonce store, so each adapter's own
+// tests keep only what is particular to its format.
+func RunDurableNonces(t *testing.T, open func(path string) (NonceStore, error)) {
+	t.Helper()
+	for _, c := range []struct {
+		name string
+		fn   func(t *testing.T, reopen func() (NonceStore, error))
+	}{
+		{"NoncesSurviveReopen", testNoncesSurviveReopen},
+		{"OneNodePerFile", testOneNodePerFile},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "nonces")
+			c.fn(t, func() (NonceStore, error) { return open(path) })
+		})
+	}
+}
+
+// mustOpen opens the store or fails the test.
+func mustOpen(t *testing.T, reopen func() (NonceStore, error)) NonceStore {
+	t.Helper()
+	s, err := reopen()
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	return s
+}
+
+// A nonce used before a restart is still refused after it, until it
+// expires; so is a signature bound to one route, on another.
+func testNoncesSurviveReopen(t *testing.T, reopen func() (NonceStore, error)) {
+	ctx := context.Background()
+	n := mustOpen(t, reopen)
+	future := time.Now().Add(time.Hour)
+	if fresh, err := n.Use(ctx, "h:1", "n:abc", future); err != nil || !fresh {
+		t.Fatalf("first use: %v, %v", fresh, err)
+	}
+	if fresh, err := n.Use(ctx, "h:1", "n:gone", time.Now().Add(-time.Second)); err != nil || !fresh {
+		t.Fatalf("expired use: %v, %v", fresh, err)
+	}
+	if _, fresh, err := n.Bind(ctx, "m", "1:sig", "POST /a", future); err != nil || !fresh {
+		t.Fatalf("bind: %v, %v", fresh, err)
+	}
+	if err := n.Close(); err != nil {
+		t.Fatal(err)
+	}
+	n = mustOpen(t, reopen)
+	defer n.Close()
+	if fresh, err := n.Use(ctx, "h:1", "n:abc", future); err != nil || fresh {
+		t.Fatalf("replay after reopening: fresh=%v, %v; want refused", fresh, err)
+	}
+	if fresh, err := n.Use(ctx, "h:1", "n:gone", future); err != nil || !fresh {
+		t.Fatalf("a use that had expired before the restart: fresh=%v, %v; want fresh", fresh, err)
+	}
+	if got, fresh, err := n.Bind(ctx, "m", "1:sig", "DELETE /b", future); err != nil || fresh || got != "POST /a" {
+		t.Fatalf("binding after reopening: %q, %v, %v; want POST /a held", got, fresh, err)
+	}
+}
+
+// A second process cannot open the file while a node holds it.
+func testOneNodePerFile(t *testing.T, reopen func() (NonceStore, error)) {
+	n := mustOpen(t, reopen)
+	defer n.Close()
+	if testing.Short() {
+		t.Skip("waits the file lock's timeout")
+	}
+	if other, err := reopen(); err == nil {
+		other.Close()
+		t.Fatal("a second open of a held file succeeded")
 	}
 }
