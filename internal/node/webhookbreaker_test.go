@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -14,41 +15,38 @@ import (
 	"github.com/healthtech/partner-open-platform/webhooks"
 )
 
-// endpoint is a partner endpoint that records which deliveries arrived,
-// how many POSTs it held at once and whether one delivery was ever posted
-// twice at the same time; answer decides what each POST gets.
+// endpoint is a partner endpoint that records which deliveries arrived
+// and every POST's span; answer decides what each POST gets.
 type endpoint struct {
 	srv *httptest.Server
 
-	mu          sync.Mutex
-	arrived     map[string]int // delivery id → POSTs answered
-	open        map[string]bool
-	inFlight    int
-	maxInFlight int
-	overlapped  []string
-	changed     chan struct{}
-	answer      func(*http.Request) int // blocks as long as the endpoint should hang
+	mu      sync.Mutex
+	arrived map[string]int // delivery id → POSTs answered
+	posts   []post
+	changed chan struct{}
+	answer  func(*http.Request) int // blocks as long as the endpoint should hang
+}
+
+// post is one POST as the endpoint saw it. abandoned: the sender gave up
+// on it (its timeout) before the answer; the endpoint may notice that
+// later than the sender, so its span here outlasts the attempt.
+type post struct {
+	id         string
+	start, end time.Time
+	abandoned  bool
 }
 
 func newEndpoint(t *testing.T, answer func(*http.Request) int) *endpoint {
-	e := &endpoint{arrived: map[string]int{}, open: map[string]bool{}, changed: make(chan struct{}, 1), answer: answer}
+	e := &endpoint{arrived: map[string]int{}, changed: make(chan struct{}, 1), answer: answer}
 	e.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
-		id := r.Header.Get("X-Webhook-Id")
-		e.mu.Lock()
-		if e.open[id] {
-			e.overlapped = append(e.overlapped, id)
-		}
-		e.open[id] = true
-		e.inFlight++
-		e.maxInFlight = max(e.maxInFlight, e.inFlight)
-		e.mu.Unlock()
+		p := post{id: r.Header.Get("X-Webhook-Id"), start: time.Now()}
 		status := e.answer(r)
+		p.end, p.abandoned = time.Now(), r.Context().Err() != nil
 		e.mu.Lock()
-		delete(e.open, id)
-		e.inFlight--
-		if status/100 == 2 {
-			e.arrived[id]++
+		e.posts = append(e.posts, p)
+		if status/100 == 2 && !p.abandoned {
+			e.arrived[p.id]++
 		}
 		e.mu.Unlock()
 		w.WriteHeader(status)
@@ -59,6 +57,43 @@ func newEndpoint(t *testing.T, answer func(*http.Request) int) *endpoint {
 	}))
 	t.Cleanup(e.srv.Close)
 	return e
+}
+
+// concurrency is the most POSTs the sender held open at once, and the
+// deliveries it posted twice at the same time, over the POSTs it waited
+// for (an abandoned POST ended for the sender when it gave up, which the
+// endpoint cannot see).
+func (e *endpoint) concurrency() (most int, twice []string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	type edge struct {
+		at    time.Time
+		delta int
+		id    string
+	}
+	var edges []edge
+	for _, p := range e.posts {
+		if !p.abandoned {
+			edges = append(edges, edge{p.start, 1, p.id}, edge{p.end, -1, p.id})
+		}
+	}
+	// Ends before starts at the same instant: a POST answered frees its slot.
+	slices.SortFunc(edges, func(a, b edge) int {
+		if c := a.at.Compare(b.at); c != 0 {
+			return c
+		}
+		return a.delta - b.delta
+	})
+	open, n := map[string]int{}, 0
+	for _, x := range edges {
+		n += x.delta
+		open[x.id] += x.delta
+		if x.delta > 0 && open[x.id] > 1 {
+			twice = append(twice, x.id)
+		}
+		most = max(most, n)
+	}
+	return most, twice
 }
 
 // delivered is how many distinct deliveries the endpoint answered with 2xx.
@@ -140,15 +175,14 @@ func TestSlowEndpointDelaysNoOtherEndpoint(t *testing.T) {
 		close(release)
 		slow.waitDelivered(t, 10, "slow endpoint once it answers")
 
-		for _, e := range []*endpoint{slow, fast, other} {
-			e.mu.Lock()
-			if len(e.overlapped) > 0 {
-				t.Errorf("deliveries posted twice at once: %v", e.overlapped)
+		for name, e := range map[string]*endpoint{"slow": slow, "fast": fast, "other": other} {
+			most, twice := e.concurrency()
+			if len(twice) > 0 {
+				t.Errorf("%s endpoint: deliveries posted twice at once: %v", name, twice)
 			}
-			if e.maxInFlight > 2 {
-				t.Errorf("%d POSTs at once to one endpoint, bound 2", e.maxInFlight)
+			if most > 2 {
+				t.Errorf("%s endpoint: %d POSTs at once, bound 2", name, most)
 			}
-			e.mu.Unlock()
 		}
 	})
 }
