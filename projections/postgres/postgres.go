@@ -190,7 +190,7 @@ func (s *Store) update(ctx context.Context, projection string, pos events.Positi
 // familyTables are the tables of each read-model family, truncated
 // together when the family is rebuilt.
 var familyTables = map[projections.Family]string{
-	projections.FamilyUsers:      "users, family_groups, family_members, user_snapshots, user_snapshot_members",
+	projections.FamilyUsers:      "users, family_groups, family_members, user_snapshots",
 	projections.FamilyDeliveries: "webhook_deliveries, webhook_attempts",
 	projections.FamilyReports:    "reports",
 	projections.FamilyOrders:     "goods, orders, order_items",
@@ -514,10 +514,21 @@ func (t *tx) NameGroup(ctx context.Context, g projections.Group) error {
 	return nil
 }
 
+// upsertMember writes the member's row and, with it, the member's part of
+// its owner's snapshot document (snapshot_json, migrations/snapshots 0002:
+// the same object as the function snapshot_member_json builds from a row),
+// so a refresh concatenates parts instead of building every member's JSON.
 const upsertMember = `
-WITH m AS (INSERT INTO family_members (` + memberColumns + `)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)
+INSERT INTO family_members (` + memberColumns + `, snapshot_json)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20,
+    json_build_object(
+        'id', $3::bigint, 'au', $4::text, 'ag', $5::bigint, 'fg', $6::bigint,
+        'n', $7::text, 'r', $8::text, 'g', $9::text, 'b', $10::text, 'p', $11::text,
+        'it', $12::text, 'in', $13::text, 'h', $14::bigint, 'w', $15::bigint, 'bt', $16::text,
+        'd', $17::boolean,
+        't', (extract(epoch FROM $20::timestamptz) * 1000000)::bigint)::text)
 ON CONFLICT (member_id) DO UPDATE SET
+    snapshot_json = EXCLUDED.snapshot_json,
     app_id = EXCLUDED.app_id,
     open_user_id = EXCLUDED.open_user_id,
     app_user_id = EXCLUDED.app_user_id,
@@ -536,17 +547,7 @@ ON CONFLICT (member_id) DO UPDATE SET
     is_default = EXCLUDED.is_default,
     deleted = EXCLUDED.deleted,
     deleted_at = EXCLUDED.deleted_at,
-    updated_at = EXCLUDED.updated_at
-RETURNING family_members AS whole, member_id, app_id, open_user_id, deleted),
--- The member's part of its owner's snapshot document (migrations/snapshots
--- 0002), written by the same statement so it never disagrees with the row.
-gone AS (DELETE FROM user_snapshot_members f USING m WHERE f.member_id = m.member_id AND m.deleted)
-INSERT INTO user_snapshot_members AS f (member_id, app_id, open_user_id, doc)
-SELECT m.member_id, m.app_id, m.open_user_id, snapshot_member_json(m.whole) FROM m WHERE NOT m.deleted
-ON CONFLICT (member_id) DO UPDATE SET
-    app_id = EXCLUDED.app_id,
-    open_user_id = EXCLUDED.open_user_id,
-    doc = EXCLUDED.doc`
+    updated_at = EXCLUDED.updated_at`
 
 func (t *tx) PutMember(ctx context.Context, m projections.Member) error {
 	if err := t.check(ctx); err != nil {
@@ -565,8 +566,7 @@ func (t *tx) EraseUser(ctx context.Context, openUserID int64) error {
 		return err
 	}
 	t.touchedUsers = append(t.touchedUsers, openUserID)
-	t.batch.Queue(`WITH f AS (DELETE FROM user_snapshot_members WHERE open_user_id = $1)
-DELETE FROM family_members WHERE open_user_id = $1`, openUserID)
+	t.batch.Queue(`DELETE FROM family_members WHERE open_user_id = $1`, openUserID)
 	t.batch.Queue(`DELETE FROM family_groups WHERE open_user_id = $1`, openUserID)
 	t.batch.Queue(`DELETE FROM users WHERE open_user_id = $1`, openUserID)
 	return nil
@@ -577,8 +577,7 @@ func (t *tx) DeleteMember(ctx context.Context, memberID int64, at time.Time) err
 		return err
 	}
 	t.deletedMembers = append(t.deletedMembers, memberID)
-	t.batch.Queue(`WITH f AS (DELETE FROM user_snapshot_members WHERE member_id = $1)
-UPDATE family_members SET deleted = true, deleted_at = $2, updated_at = $2 WHERE member_id = $1`,
+	t.batch.Queue(`UPDATE family_members SET deleted = true, deleted_at = $2, updated_at = $2 WHERE member_id = $1`,
 		memberID, at)
 	return nil
 }

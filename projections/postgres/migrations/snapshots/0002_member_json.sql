@@ -1,15 +1,14 @@
--- The members part of a snapshot document, kept per member (issue 11 sixth
--- round). Rebuilding a document from family_members built every live
--- member's JSON again on every users-family write (about 16 µs per member,
--- so most of a refresh for a family of 20); now each member's JSON is built
--- once, by the statement that writes the member (projections/postgres
--- upsertMember and DeleteMember write family_members and this table in one
--- statement), and a refresh only concatenates them. The document's bytes
--- are the same: json_agg separates its elements with ', ' and
+-- Each member's part of its owner's snapshot document, kept on the member's
+-- row (issue 11 sixth round). The refresh rebuilt every live member's JSON
+-- on every users-family write that touched the owner (json_build_object
+-- costs about 16 µs per member, most of a refresh for a family of 20); now
+-- the statement that writes a member (projections/postgres upsertMember)
+-- builds its JSON once, and a refresh concatenates the parts. The bytes of
+-- a document do not change: json_agg separates its elements with ', ' and
 -- json_build_object writes '{"k" : v, ...}', as the view below spells out.
 
--- snapshot_member_json is the one definition of a member's JSON in a
--- document (0001's view built the same object inline).
+-- snapshot_member_json is a member's JSON in a document, as 0001's view
+-- built it inline; upsertMember builds the same object from its parameters.
 CREATE FUNCTION snapshot_member_json(m family_members) RETURNS text LANGUAGE sql STABLE AS $$
     SELECT json_build_object(
         'id', m.member_id, 'au', m.app_user_id, 'ag', m.app_group_id, 'fg', m.family_group_id,
@@ -19,21 +18,14 @@ CREATE FUNCTION snapshot_member_json(m family_members) RETURNS text LANGUAGE sql
         't', (extract(epoch FROM m.updated_at) * 1000000)::bigint)::text
 $$;
 
--- One row per live member: its JSON, by owner in id order.
-CREATE TABLE user_snapshot_members (
-    member_id    bigint PRIMARY KEY,
-    app_id       bigint NOT NULL,
-    open_user_id bigint NOT NULL,
-    doc          text   NOT NULL
-);
-CREATE INDEX user_snapshot_members_owner_idx ON user_snapshot_members (open_user_id, member_id);
+-- NULL until a writer that knows the column writes the row.
+ALTER TABLE family_members ADD COLUMN snapshot_json text;
+UPDATE family_members m SET snapshot_json = snapshot_member_json(m) WHERE NOT m.deleted;
 
-INSERT INTO user_snapshot_members (member_id, app_id, open_user_id, doc)
-SELECT m.member_id, m.app_id, m.open_user_id, snapshot_member_json(m) FROM family_members m WHERE NOT m.deleted;
-
--- The same document as 0001's view, its members part concatenated from
--- user_snapshot_members, and the outer object concatenated rather than
--- built by json_build_object (which would parse the members' text again).
+-- The same document as 0001's view: its members part concatenated from
+-- snapshot_json (built from the row only where a row has none), the outer
+-- object concatenated rather than built by json_build_object, which would
+-- parse the members' text again.
 CREATE OR REPLACE VIEW user_snapshot_docs AS
 SELECT u.open_user_id, u.app_id, u.channel_user_id,
     convert_to('{"u" : ' || json_build_object(
@@ -49,8 +41,8 @@ SELECT u.open_user_id, u.app_id, u.channel_user_id,
                 't', (extract(epoch FROM g.updated_at) * 1000000)::bigint) ORDER BY g.family_group_id)
             FROM family_groups g
             WHERE g.open_user_id = u.open_user_id AND g.app_id = u.app_id AND NOT g.dissolved)::text, '[]')
-        || ', "m" : ' || coalesce((SELECT '[' || string_agg(f.doc, ', ' ORDER BY f.member_id) || ']'
-            FROM user_snapshot_members f
-            WHERE f.open_user_id = u.open_user_id AND f.app_id = u.app_id), '[]')
+        || ', "m" : ' || coalesce((SELECT '[' || string_agg(coalesce(m.snapshot_json, snapshot_member_json(m)), ', ' ORDER BY m.member_id) || ']'
+            FROM family_members m
+            WHERE m.open_user_id = u.open_user_id AND m.app_id = u.app_id AND NOT m.deleted), '[]')
         || '}', 'UTF8') AS doc
 FROM users u;
