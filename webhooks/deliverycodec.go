@@ -100,8 +100,8 @@ func readMetadata(raw []byte) (m events.Metadata, ok bool) {
 	if len(raw) == 0 {
 		return m, false
 	}
-	ok = readObject(raw, func(key string, r *reader) bool {
-		switch key {
+	ok = readObject(raw, func(key []byte, r *reader) bool {
+		switch string(key) {
 		case "schema":
 			n, ok := r.int64()
 			m.Schema = int(n)
@@ -122,8 +122,8 @@ func readMetadata(raw []byte) (m events.Metadata, ok bool) {
 
 func readCreated(raw []byte) (*catalog.DeliveryCreated, bool) {
 	c := &catalog.DeliveryCreated{}
-	ok := readObject(raw, func(key string, r *reader) bool {
-		switch key {
+	ok := readObject(raw, func(key []byte, r *reader) bool {
+		switch string(key) {
 		case "delivery_id":
 			return r.stringTo(&c.DeliveryID)
 		case "app_id":
@@ -135,8 +135,8 @@ func readCreated(raw []byte) (*catalog.DeliveryCreated, bool) {
 		case "source_stream":
 			return r.stringTo(&c.SourceStream)
 		case "source_position":
-			return r.object(func(key string, r *reader) bool {
-				switch key {
+			return r.object(func(key []byte, r *reader) bool {
+				switch string(key) {
 				case "commit":
 					n, ok := r.int64()
 					c.SourcePosition.Commit = uint64(n)
@@ -166,8 +166,8 @@ func readCreated(raw []byte) (*catalog.DeliveryCreated, bool) {
 
 func readAttempted(raw []byte) (*catalog.DeliveryAttempted, bool) {
 	a := &catalog.DeliveryAttempted{}
-	ok := readObject(raw, func(key string, r *reader) bool {
-		switch key {
+	ok := readObject(raw, func(key []byte, r *reader) bool {
+		switch string(key) {
 		case "delivery_id":
 			return r.stringTo(&a.DeliveryID)
 		case "attempt":
@@ -211,8 +211,8 @@ func readAttempted(raw []byte) (*catalog.DeliveryAttempted, bool) {
 
 func readResend(raw []byte) (*catalog.DeliveryResendRequested, bool) {
 	s := &catalog.DeliveryResendRequested{}
-	ok := readObject(raw, func(key string, r *reader) bool {
-		switch key {
+	ok := readObject(raw, func(key []byte, r *reader) bool {
+		switch string(key) {
 		case "delivery_id":
 			return r.stringTo(&s.DeliveryID)
 		case "requested_by":
@@ -246,7 +246,7 @@ func (r *reader) ws() {
 // readObject reads exactly one JSON object from raw (white space around it
 // allowed, nothing else), calling field for each member's value; a key seen
 // twice is refused, since encoding/json's last-wins merge is not followed here.
-func readObject(raw []byte, field func(key string, r *reader) bool) bool {
+func readObject(raw []byte, field func(key []byte, r *reader) bool) bool {
 	r := &reader{b: raw}
 	if !r.object(field) {
 		return false
@@ -256,25 +256,26 @@ func readObject(raw []byte, field func(key string, r *reader) bool) bool {
 }
 
 // object reads one object, refusing duplicate keys.
-func (r *reader) object(field func(key string, r *reader) bool) bool {
+func (r *reader) object(field func(key []byte, r *reader) bool) bool {
 	r.ws()
 	if r.i >= len(r.b) || r.b[r.i] != '{' {
 		return false
 	}
 	r.i++
-	var seen []string
+	var seenBuf [16][]byte // the delivery events' keys fit: no allocation
+	seen := seenBuf[:0]
 	r.ws()
 	if r.i < len(r.b) && r.b[r.i] == '}' {
 		r.i++
 		return true
 	}
 	for {
-		key, ok := r.str()
+		key, ok := r.key()
 		if !ok {
 			return false
 		}
 		for _, k := range seen {
-			if k == key {
+			if bytes.Equal(k, key) {
 				return false
 			}
 		}
@@ -301,6 +302,26 @@ func (r *reader) object(field func(key string, r *reader) bool) bool {
 			return false
 		}
 	}
+}
+
+// key reads an object key without escapes (encoding/json writes none in
+// the delivery events), as a slice of the input.
+func (r *reader) key() ([]byte, bool) {
+	r.ws()
+	if r.i >= len(r.b) || r.b[r.i] != '"' {
+		return nil, false
+	}
+	start := r.i + 1
+	for i := start; i < len(r.b); i++ {
+		switch c := r.b[i]; {
+		case c == '"':
+			r.i = i + 1
+			return r.b[start:i], true
+		case c == '\\' || c < 0x20 || c >= 0x80:
+			return nil, false
+		}
+	}
+	return nil, false
 }
 
 // str reads a string literal; escapes are decoded, and invalid UTF-8 or a
