@@ -367,7 +367,7 @@ func clampLimit(n int) int {
 }
 
 // Due walks the due heap best-first, so the dispatcher's frequent polls cost O(limit log limit).
-func (s *Store) Due(ctx context.Context, now time.Time, limit int, skipApps ...int64) ([]projections.Delivery, error) {
+func (s *Store) Due(ctx context.Context, now time.Time, limit int, skipApps ...int64) ([]projections.DueDelivery, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -378,7 +378,7 @@ func (s *Store) Due(ctx context.Context, now time.Time, limit int, skipApps ...i
 	s.deliveriesMu.RLock()
 	defer s.deliveriesMu.RUnlock()
 	h := &s.due
-	var out []projections.Delivery
+	var out []projections.DueDelivery
 	if h.Len() == 0 {
 		return out, nil
 	}
@@ -389,7 +389,7 @@ func (s *Store) Due(ctx context.Context, now time.Time, limit int, skipApps ...i
 			break // every key below i is later still
 		}
 		if d := s.deliveries[h.keys[i].id]; !slices.Contains(skipApps, d.AppID) {
-			out = append(out, copyDelivery(d))
+			out = append(out, projections.DueDelivery{DeliveryID: d.DeliveryID, AppID: d.AppID, EndpointID: d.EndpointID})
 		}
 		for _, c := range [2]int{2*i + 1, 2*i + 2} {
 			if c < h.Len() {
