@@ -25,14 +25,14 @@ type dueQueue struct {
 	skipped                   [][]int64
 }
 
-func (q *dueQueue) Due(_ context.Context, _ time.Time, limit int, skipApps ...int64) ([]projections.Delivery, error) {
+func (q *dueQueue) Due(_ context.Context, _ time.Time, limit int, skipApps ...int64) ([]projections.DueDelivery, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.skipped = append(q.skipped, slices.Sorted(slices.Values(skipApps)))
-	var out []projections.Delivery
+	var out []projections.DueDelivery
 	for _, d := range q.queue {
 		if len(out) < limit && !slices.Contains(skipApps, d.AppID) {
-			out = append(out, d)
+			out = append(out, projections.DueDelivery{DeliveryID: d.DeliveryID, AppID: d.AppID, EndpointID: d.EndpointID})
 		}
 	}
 	q.rows += len(out)

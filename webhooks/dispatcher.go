@@ -111,6 +111,11 @@ type Dispatcher struct {
 
 	// handover carries deliveries this node creates to its sender.
 	handover handover
+
+	// schemas are the delivery event types' current schema versions, so
+	// the stream of an attempt is decoded without the registry when no
+	// upcaster can apply.
+	schemas deliverySchemas
 }
 
 // setAttempting marks id as claimed by this node's sender, or no longer.
@@ -470,7 +475,7 @@ func (d *Dispatcher) load(ctx context.Context, id string) (*delivery, error) {
 	}
 	del := &delivery{}
 	for _, r := range recs {
-		env, err := d.Registry.Decode(r)
+		env, err := d.decodeDelivery(r)
 		if err != nil {
 			return nil, err
 		}

@@ -165,13 +165,13 @@ func clampLimit(n int) int {
 	return n
 }
 
-const dueQuery = `SELECT ` + deliveryColumns + ` FROM webhook_deliveries
+const dueQuery = `SELECT delivery_id, app_id, endpoint_id FROM webhook_deliveries
 WHERE ` + queued + ` AND next_attempt_at <= $1 AND app_id <> ALL($3::bigint[])
 ORDER BY next_attempt_at, ` + feedOrder + `
 LIMIT $2`
 
 // Due reads the head of the partial due index, which holds only the queue, for the dispatcher's frequent polls.
-func (s *Store) Due(ctx context.Context, now time.Time, limit int, skipApps ...int64) ([]projections.Delivery, error) {
+func (s *Store) Due(ctx context.Context, now time.Time, limit int, skipApps ...int64) ([]projections.DueDelivery, error) {
 	if limit <= 0 {
 		limit = defaultLimit
 	}
@@ -179,7 +179,12 @@ func (s *Store) Due(ctx context.Context, now time.Time, limit int, skipApps ...i
 		skipApps = []int64{} // <> ALL of NULL is NULL: nothing would be due
 	}
 	rows, _ := s.pool.Query(ctx, dueQuery, now, limit, skipApps)
-	ds, err := collectDeliveries(rows)
+	var ds []projections.DueDelivery
+	var d projections.DueDelivery
+	_, err := pgx.ForEachRow(rows, []any{&d.DeliveryID, &d.AppID, &d.EndpointID}, func() error {
+		ds = append(ds, d)
+		return nil
+	})
 	if err != nil {
 		return nil, fmt.Errorf("projections/postgres: due deliveries: %w", err)
 	}

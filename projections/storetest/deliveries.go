@@ -262,7 +262,7 @@ func (m *model) check(t *testing.T, s Store, what string, apps []int64, nows []t
 		wantRows(t, fmt.Sprintf("%s: Deliveries(app %d)", what, app), must(s.Deliveries(ctx, f))(t), m.list(f))
 	}
 	for _, now := range nows {
-		wantRows(t, fmt.Sprintf("%s: Due(%v)", what, now), must(s.Due(ctx, now, 1000))(t), m.due(now, 1000))
+		wantRows(t, fmt.Sprintf("%s: Due(%v)", what, now), must(s.Due(ctx, now, 1000))(t), dueOf(m.due(now, 1000)...))
 	}
 	next, ok := m.nextDue()
 	wantNextDue(t, s, next, ok)
@@ -350,7 +350,7 @@ func testDeliveryRoundTrip(t *testing.T, s Store) {
 		[]projections.Delivery{bare, zeroes, full})
 
 	wantRows(t, "Due", must(s.Due(ctx, time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC), 10))(t),
-		[]projections.Delivery{zeroes, full})
+		dueOf(zeroes, full))
 
 	// Inside a transaction too.
 	write(t, deliveriesOf(s), func(tx projections.DeliveryTx) error {
@@ -370,7 +370,6 @@ func testDeliveryRoundTrip(t *testing.T, s Store) {
 	*got.LastError, *got.NextAttemptAt, *got.LastStatus = "mutated", at(1), 1
 	for _, l := range [][]projections.Delivery{
 		must(s.Deliveries(ctx, domain.DeliveryFilter{AppID: full.AppID}))(t),
-		must(s.Due(ctx, full.NextAttemptAt.Add(time.Hour), 10))(t),
 	} {
 		for _, d := range l {
 			if len(d.Body) > 0 {
@@ -653,7 +652,7 @@ func testDue(t *testing.T, s Store) {
 	} {
 		wantIDs(t, fmt.Sprintf("Due(%v, %d)", c.now, c.limit), must(s.Due(ctx, c.now, c.limit))(t), c.want)
 	}
-	wantRows(t, "Due rows", must(s.Due(ctx, at(60), 10))(t), []projections.Delivery{b, k})
+	wantRows(t, "Due rows", must(s.Due(ctx, at(60), 10))(t), dueOf(b, k))
 	// Apps the dispatcher cannot send to now are left out, and the limit
 	// counts only what is returned.
 	wantIDs(t, "Due skipping app 1", must(s.Due(ctx, at(1000), 10, 1))(t), idsOf(k))
@@ -1222,4 +1221,13 @@ func testResponseExcerpts(t *testing.T, s Store) {
 	wantRows(t, "attempts of x after the clear", as, []projections.Attempt{a1, a2})
 	_, as = getDelivery(t, s, 1, y.DeliveryID)
 	wantRows(t, "another delivery's attempts", as, []projections.Attempt{b1})
+}
+
+// dueOf is what Due lists of the given deliveries.
+func dueOf(ds ...projections.Delivery) []projections.DueDelivery {
+	out := make([]projections.DueDelivery, len(ds))
+	for i, d := range ds {
+		out[i] = projections.DueDelivery{DeliveryID: d.DeliveryID, AppID: d.AppID, EndpointID: d.EndpointID}
+	}
+	return out
 }

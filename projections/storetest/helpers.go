@@ -165,6 +165,8 @@ func keyOf(row any) any {
 		return r.MemberID
 	case projections.Delivery:
 		return r.DeliveryID
+	case projections.DueDelivery:
+		return r.DeliveryID
 	case projections.Attempt:
 		return r.Attempt
 	case projections.Report:
