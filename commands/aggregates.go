@@ -223,23 +223,14 @@ func (c *aggregateCache[S]) freshOrZero() S {
 	return c.fresh()
 }
 
-// clone copies a user so a decision may not touch the cached one; Profile
-// and Member values are copied (their pointer fields are only ever
-// replaced, never written through).
+// clone gives a decision a user the cached one's later applies cannot
+// change: the maps are shared until either side's apply writes one (see
+// userState.writable), so a command copies only what its own events change,
+// not every group and member. The Profile and Member values are never
+// written through (their pointer fields are only ever replaced).
 func (s *userState) clone() *userState {
+	s.writable = 0
 	c := *s
-	c.groups = make(map[int64]*groupState, len(s.groups))
-	for id, g := range s.groups {
-		gc := *g
-		c.groups[id] = &gc
-	}
-	c.activeGroups = maps.Clone(s.activeGroups)
-	c.members = make(map[int64]*catalog.Member, len(s.members))
-	for id, m := range s.members {
-		mc := *m
-		c.members[id] = &mc
-	}
-	c.memberByApp = maps.Clone(s.memberByApp)
 	return &c
 }
 

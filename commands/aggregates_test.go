@@ -140,7 +140,9 @@ func TestFailedDecisionsLeaveTheCacheConsistent(t *testing.T) {
 	}
 }
 
-// A decision works on a copy: changing it never reaches the cache.
+// A decision works on a copy: changing its fields never reaches the cache.
+// (Decisions are pure: they read the state's maps and the values in them and
+// write neither; the maps are shared with the cache until it next changes.)
 func TestDecisionsWorkOnACopy(t *testing.T) {
 	store := memory.New()
 	reg := catalog.Registry()
@@ -148,10 +150,8 @@ func TestDecisionsWorkOnACopy(t *testing.T) {
 	id := registerOne(t, u, "copy")
 	_, err := u.change(ctx, 1, id, Meta{}, func(st *userState) ([]events.Payload, error) {
 		st.profile.Name = "scribbled"
-		for _, g := range st.groups {
-			g.name = "scribbled"
-		}
 		st.registered = false
+		st.groups, st.activeGroups = nil, nil
 		return nil, errors.New("refused")
 	})
 	if err == nil {
@@ -163,6 +163,86 @@ func TestDecisionsWorkOnACopy(t *testing.T) {
 	}
 	if !st.registered || st.profile.Name != "Li" || st.groups[st.activeGroups[7]].name != "Home" {
 		t.Fatalf("cached state changed by a refused decision: %+v", st)
+	}
+}
+
+// The copy a decision works on stays as loaded while other commands
+// change the cached user (members, groups, profile, erasure), also when
+// they run at the same time (under -race, a map shared with the cache and
+// written by it is a reported race).
+func TestLoadedCopyIsASnapshot(t *testing.T) {
+	store := memory.New()
+	reg := catalog.Registry()
+	u := NewUsers(store, reg, NewAllocator(store, reg, 5), time.Now, time.UTC).WithKeys(&keyDropper{})
+	id := registerOne(t, u, "snapshot")
+	if _, err := u.UpsertGroup(ctx, 1, id, GroupInput{AppGroupID: 8, Name: "Parents"}, Meta{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []string{"m1", "m2", "m3"} {
+		if _, err := u.UpsertMember(ctx, 1, id, MemberInput{AppUserID: m, AppGroupID: 8, Name: m, Relationship: "SON"}, Meta{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	snap, version, _, err := u.loaded.load(ctx, u.streams, domain.UserStream(id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := deref(snap)
+	stop := make(chan struct{})
+	read := make(chan string)
+	go func() { // a decision still reading its copy
+		last := ""
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				read <- last
+				return
+			default:
+			}
+			last = deref(snap)
+			_, _ = snap.mapping()
+		}
+	}()
+	groups, members := snap.mapping()
+	changes := []func() error{
+		func() error {
+			_, err := u.UpsertMember(ctx, 1, id, MemberInput{AppUserID: "m1", AppGroupID: 8, Name: "renamed", Relationship: "SON", IsDefault: domain.Val(true)}, Meta{})
+			return err
+		},
+		func() error {
+			_, err := u.UpsertMember(ctx, 1, id, MemberInput{AppUserID: "m4", AppGroupID: 7, Name: "new", Relationship: "SON"}, Meta{})
+			return err
+		},
+		func() error { _, err := u.DeleteMember(ctx, 1, id, members[1].MemberID, Meta{}); return err },
+		func() error {
+			_, err := u.UpsertGroup(ctx, 1, id, GroupInput{AppGroupID: 7, Name: "Renamed"}, Meta{})
+			return err
+		},
+		func() error { _, err := u.DissolveGroup(ctx, 1, id, groups[1].FamilyGroupID, Meta{}); return err },
+		func() error {
+			_, err := u.UpdateProfile(ctx, 1, id, ProfilePatch{Nickname: domain.Val("nick")}, Meta{})
+			return err
+		},
+		func() error { _, err := u.Erase(ctx, id, "test", Meta{}); return err },
+	}
+	for i, change := range changes {
+		if err := change(); err != nil {
+			t.Fatalf("change %d: %v", i, err)
+		}
+		if got := deref(snap); got != want {
+			t.Fatalf("after change %d the loaded copy is\n%s\nwas\n%s", i, got, want)
+		}
+	}
+	close(stop)
+	if got := <-read; got != want {
+		t.Fatalf("a concurrent reader saw\n%s\nwant\n%s", got, want)
+	}
+	now, nowVersion, _, err := u.loaded.load(ctx, u.streams, domain.UserStream(id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if nowVersion <= version || now.registered || len(now.members) != 0 || len(now.groups) != 0 {
+		t.Fatalf("the cache did not follow the changes: version %d (was %d): %s", nowVersion, version, deref(now))
 	}
 }
 
@@ -394,10 +474,18 @@ func TestOwnAppendsAdvanceTheCacheAsTheStoreHoldsThem(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if version != n || !reflect.DeepEqual(cached, folded) {
+		if version != n || !sameUser(cached, folded) {
 			t.Fatalf("cached user at version %d:\n%+v\nthe stream's fold at %d:\n%+v", version, deref(cached), n, deref(folded))
 		}
 	})
+}
+
+// sameUser compares two users' states, not which maps each may write
+// without copying (userState.writable differs between a clone and a fold).
+func sameUser(a, b *userState) bool {
+	x, y := *a, *b
+	x.writable, y.writable = 0, 0
+	return reflect.DeepEqual(&x, &y)
 }
 
 // deref spells a user's state out, pointers followed, for a failure

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
-	"reflect"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -110,7 +109,7 @@ func TestCachedUserHoldsNothingTheLogNoLongerReveals(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if version != n || !reflect.DeepEqual(cached, folded) {
+				if version != n || !sameUser(cached, folded) {
 					t.Fatalf("loaded user at version %d:\n%s\nthe stream as read at %d:\n%s", version, deref(cached), n, deref(folded))
 				}
 			})

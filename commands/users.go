@@ -24,7 +24,22 @@ type userState struct {
 	activeGroups  map[int64]int64           // app_group_id -> family_group_id
 	members       map[int64]*catalog.Member // live members by member_id
 	memberByApp   map[string]int64          // app_user_id -> member_id
+	// writable marks the maps this state may write (ownGroups...): clone
+	// shares them with the copy and clears the marks on both, so apply
+	// copies a map before its first write after a clone and a copy handed
+	// to a decision never changes under it. Values in the maps are never
+	// written through (apply replaces them), so a shallow copy is enough.
+	writable uint8
 }
+
+// Bits of userState.writable, one per map.
+const (
+	ownGroups uint8 = 1 << iota
+	ownActiveGroups
+	ownMembers
+	ownMemberByApp
+	ownAll = ownGroups | ownActiveGroups | ownMembers | ownMemberByApp
+)
 
 type groupState struct {
 	id, appGroupID int64
@@ -36,7 +51,36 @@ func newUserState() *userState {
 	return &userState{
 		groups: map[int64]*groupState{}, activeGroups: map[int64]int64{},
 		members: map[int64]*catalog.Member{}, memberByApp: map[string]int64{},
+		writable: ownAll,
 	}
+}
+
+// own makes the maps of bits writable by this state alone, copying those it
+// shares with a clone (only their entries: the values are never written).
+func (s *userState) own(bits uint8) {
+	shared := bits &^ s.writable
+	if shared&ownGroups != 0 {
+		s.groups = cloneMap(s.groups)
+	}
+	if shared&ownActiveGroups != 0 {
+		s.activeGroups = cloneMap(s.activeGroups)
+	}
+	if shared&ownMembers != 0 {
+		s.members = cloneMap(s.members)
+	}
+	if shared&ownMemberByApp != 0 {
+		s.memberByApp = cloneMap(s.memberByApp)
+	}
+	s.writable |= bits
+}
+
+// cloneMap is maps.Clone, except that nil becomes an empty map to write to.
+func cloneMap[K comparable, V any](m map[K]V) map[K]V {
+	c := make(map[K]V, len(m)+1)
+	for k, v := range m {
+		c[k] = v
+	}
+	return c
 }
 
 func (s *userState) apply(env events.Envelope) {
@@ -48,30 +92,39 @@ func (s *userState) apply(env events.Envelope) {
 	case *catalog.UserErased:
 		// An erased user is gone for every command: USER_NOT_FOUND; none
 		// of their personal data stays in a state (a cached one included).
+		// New maps: a clone a decision still reads keeps the ones it has.
 		s.registered, s.erased, s.profile = false, true, catalog.Profile{}
-		clear(s.groups)
-		clear(s.activeGroups)
-		clear(s.members)
-		clear(s.memberByApp)
+		s.groups, s.activeGroups = map[int64]*groupState{}, map[int64]int64{}
+		s.members, s.memberByApp = map[int64]*catalog.Member{}, map[string]int64{}
+		s.writable = ownAll
 	case *catalog.FamilyGroupUpserted:
+		s.own(ownGroups)
 		if g, ok := s.groups[p.FamilyGroupID]; ok {
-			g.name = p.Name
+			renamed := *g
+			renamed.name = p.Name
+			s.groups[p.FamilyGroupID] = &renamed
 			return
 		}
+		s.own(ownActiveGroups)
 		s.groups[p.FamilyGroupID] = &groupState{id: p.FamilyGroupID, appGroupID: p.AppGroupID, name: p.Name}
 		s.activeGroups[p.AppGroupID] = p.FamilyGroupID
 	case *catalog.FamilyGroupDissolved:
 		if g, ok := s.groups[p.FamilyGroupID]; ok {
-			g.dissolved = true
+			s.own(ownGroups | ownActiveGroups)
+			dissolved := *g
+			dissolved.dissolved = true
+			s.groups[p.FamilyGroupID] = &dissolved
 			delete(s.activeGroups, g.appGroupID)
 		}
 		for _, id := range p.DeletedMemberIDs {
 			s.removeMember(id)
 		}
 	case *catalog.FamilyMemberCreated:
+		s.own(ownMembers | ownMemberByApp)
 		m := p.Member
 		s.members[m.MemberID], s.memberByApp[m.AppUserID] = &m, m.MemberID
 	case *catalog.FamilyMemberUpdated:
+		s.own(ownMembers | ownMemberByApp)
 		m := p.Member
 		s.members[m.MemberID], s.memberByApp[m.AppUserID] = &m, m.MemberID
 	case *catalog.FamilyMemberDeleted:
@@ -81,6 +134,7 @@ func (s *userState) apply(env events.Envelope) {
 
 func (s *userState) removeMember(id int64) {
 	if m, ok := s.members[id]; ok {
+		s.own(ownMembers | ownMemberByApp)
 		delete(s.memberByApp, m.AppUserID)
 		delete(s.members, id)
 	}

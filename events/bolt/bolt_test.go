@@ -255,3 +255,94 @@ func BenchmarkRead(b *testing.B) {
 		}
 	})
 }
+
+// TestRandomAndTimeOrderedIDs reopens a log written with random (version 4)
+// event IDs, as every log was before IDs became time-ordered (version 7),
+// and appends time-ordered ones to it: the old events read back unchanged,
+// and a retry of an old or a new append is recognised by its IDs.
+func TestRandomAndTimeOrderedIDs(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	path := filepath.Join(t.TempDir(), "events.db")
+	v7 := func(typ string, i int) events.Proposed {
+		e := ev(typ, i)
+		e.ID = uuid.Must(uuid.NewV7()).String()
+		return e
+	}
+
+	s := openT(t, path)
+	var old [][]events.Proposed
+	var oldRes []events.AppendResult
+	for i := range 40 {
+		batch := []events.Proposed{ev("ids.v4", i)}
+		res, err := s.Append(ctx, fmt.Sprintf("user-%d", i%7), events.Any(), batch...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		old, oldRes = append(old, batch), append(oldRes, res)
+	}
+	before, err := s.ReadAll(ctx, events.Position{}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s = openT(t, path)
+	var fresh []events.Proposed
+	for i := range 40 {
+		e := v7("ids.v7", i)
+		stream := fmt.Sprintf("user-%d", i%7)
+		got, err := s.ReadStream(ctx, stream, 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Append(ctx, stream, events.Exact(uint64(len(got))-1), e); err != nil {
+			t.Fatalf("append a time-ordered id after %d events of %s: %v", len(got), stream, err)
+		}
+		fresh = append(fresh, e)
+	}
+	after, err := s.ReadAll(ctx, events.Position{}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(after) != len(before)+len(fresh) {
+		t.Fatalf("log holds %d events, want %d", len(after), len(before)+len(fresh))
+	}
+	for i, b := range before {
+		a := after[i]
+		if a.ID != b.ID || a.Stream != b.Stream || a.Revision != b.Revision || a.Position != b.Position ||
+			!a.Created.Equal(b.Created) || string(a.Data) != string(b.Data) || string(a.Meta) != string(b.Meta) {
+			t.Fatalf("old event %d changed:\n%+v\n%+v", i, b, a)
+		}
+	}
+	for i, e := range fresh {
+		if r := after[len(before)+i]; r.ID != e.ID || r.Type != "ids.v7" {
+			t.Fatalf("new event %d is %s %s, want %s", i, r.ID, r.Type, e.ID)
+		}
+	}
+	// Retries, each with the expectation its first attempt had.
+	for i, batch := range old {
+		again, err := s.Append(ctx, fmt.Sprintf("user-%d", i%7), events.Any(), batch...)
+		if err != nil || again != oldRes[i] {
+			t.Fatalf("retry of random-id append %d: %+v, %v; want %+v", i, again, err, oldRes[i])
+		}
+	}
+	head, err := s.Head(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if head != after[len(after)-1].Position {
+		t.Fatalf("retries moved the head to %s, want %s", head, after[len(after)-1].Position)
+	}
+	for i, e := range fresh {
+		stream := fmt.Sprintf("user-%d", i%7)
+		if _, err := s.Append(ctx, stream, events.Any(), e); err != nil {
+			t.Fatalf("retry of time-ordered append %d: %v", i, err)
+		}
+	}
+	if again, err := s.ReadAll(ctx, events.Position{}, 0); err != nil || len(again) != len(after) {
+		t.Fatalf("retries wrote events: %d events, %v; want %d", len(again), err, len(after))
+	}
+}
