@@ -516,19 +516,22 @@ func (t *tx) NameGroup(ctx context.Context, g projections.Group) error {
 
 // upsertMember writes the member's row and, with it, the member's part of
 // its owner's snapshot document (snapshot_json, migrations/snapshots 0002:
-// the same object as the function snapshot_member_json builds from a row),
-// so a refresh concatenates parts instead of building every member's JSON.
+// the same object as the function snapshot_member_json builds from a row,
+// stamped with the updated_at it was built for), so a refresh concatenates
+// parts instead of building every member's JSON.
 const upsertMember = `
-INSERT INTO family_members (` + memberColumns + `, snapshot_json)
+INSERT INTO family_members (` + memberColumns + `, snapshot_json, snapshot_json_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20,
     json_build_object(
         'id', $3::bigint, 'au', $4::text, 'ag', $5::bigint, 'fg', $6::bigint,
         'n', $7::text, 'r', $8::text, 'g', $9::text, 'b', $10::text, 'p', $11::text,
         'it', $12::text, 'in', $13::text, 'h', $14::bigint, 'w', $15::bigint, 'bt', $16::text,
         'd', $17::boolean,
-        't', (extract(epoch FROM $20::timestamptz) * 1000000)::bigint)::text)
+        't', (extract(epoch FROM $20::timestamptz) * 1000000)::bigint)::text,
+    $20)
 ON CONFLICT (member_id) DO UPDATE SET
     snapshot_json = EXCLUDED.snapshot_json,
+    snapshot_json_at = EXCLUDED.snapshot_json_at,
     app_id = EXCLUDED.app_id,
     open_user_id = EXCLUDED.open_user_id,
     app_user_id = EXCLUDED.app_user_id,

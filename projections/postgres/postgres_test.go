@@ -131,7 +131,7 @@ DROP TABLE schema_versions;
 DROP TABLE nonce_bindings;
 DROP TABLE user_snapshots;
 DROP VIEW user_snapshot_docs;
-ALTER TABLE family_members DROP COLUMN snapshot_json;
+ALTER TABLE family_members DROP COLUMN snapshot_json, DROP COLUMN snapshot_json_at;
 DROP FUNCTION snapshot_member_json(family_members);
 DROP TABLE audit_facts;
 DROP TABLE rate_buckets;

@@ -71,7 +71,7 @@ func TestSnapshotsBackfilledOnUpgrade(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Close()
-	exec(t, url, `DROP TABLE user_snapshots; DROP VIEW user_snapshot_docs; ALTER TABLE family_members DROP COLUMN snapshot_json;
+	exec(t, url, `DROP TABLE user_snapshots; DROP VIEW user_snapshot_docs; ALTER TABLE family_members DROP COLUMN snapshot_json, DROP COLUMN snapshot_json_at;
 DROP FUNCTION snapshot_member_json(family_members); DELETE FROM schema_versions WHERE part = 'snapshots'`)
 
 	s = open(t, url)

@@ -18,12 +18,16 @@ CREATE FUNCTION snapshot_member_json(m family_members) RETURNS text LANGUAGE sql
         't', (extract(epoch FROM m.updated_at) * 1000000)::bigint)::text
 $$;
 
--- NULL until a writer that knows the column writes the row.
-ALTER TABLE family_members ADD COLUMN snapshot_json text;
-UPDATE family_members m SET snapshot_json = snapshot_member_json(m) WHERE NOT m.deleted;
+-- NULL until a writer that knows the column writes the row. snapshot_json_at
+-- is the updated_at the part was built for: a writer older than the part
+-- (a node not yet upgraded, in a rolling upgrade) changes the row and its
+-- updated_at but not the part, and the view then builds it from the row.
+ALTER TABLE family_members ADD COLUMN snapshot_json text, ADD COLUMN snapshot_json_at timestamptz;
+UPDATE family_members m SET snapshot_json = snapshot_member_json(m), snapshot_json_at = m.updated_at WHERE NOT m.deleted;
 
 -- The same document as 0001's view: its members part concatenated from
--- snapshot_json (built from the row only where a row has none), the outer
+-- snapshot_json (built from the row where a row has none, or one built for
+-- another updated_at), the outer
 -- object concatenated rather than built by json_build_object, which would
 -- parse the members' text again.
 CREATE OR REPLACE VIEW user_snapshot_docs AS
@@ -41,7 +45,7 @@ SELECT u.open_user_id, u.app_id, u.channel_user_id,
                 't', (extract(epoch FROM g.updated_at) * 1000000)::bigint) ORDER BY g.family_group_id)
             FROM family_groups g
             WHERE g.open_user_id = u.open_user_id AND g.app_id = u.app_id AND NOT g.dissolved)::text, '[]')
-        || ', "m" : ' || coalesce((SELECT '[' || string_agg(coalesce(m.snapshot_json, snapshot_member_json(m)), ', ' ORDER BY m.member_id) || ']'
+        || ', "m" : ' || coalesce((SELECT '[' || string_agg(coalesce(CASE WHEN m.snapshot_json_at = m.updated_at THEN m.snapshot_json END, snapshot_member_json(m)), ', ' ORDER BY m.member_id) || ']'
             FROM family_members m
             WHERE m.open_user_id = u.open_user_id AND m.app_id = u.app_id AND NOT m.deleted), '[]')
         || '}', 'UTF8') AS doc
