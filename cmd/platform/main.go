@@ -44,7 +44,7 @@ func main() {
 		FeedPseudonymKey: cfg.FeedPseudonymKey, KafkaRelay: &cfg.KafkaRelay, WebhookAllowLoopback: cfg.WebhookAllowLoopback,
 		WebhookSchedule: cfg.WebhookRetrySchedule, WebhookWorkers: cfg.WebhookWorkers, WebhookPerEndpoint: cfg.WebhookPerEndpoint,
 		WebhookBreakerFailures: cfg.WebhookBreakerFailures, WebhookBreakerCooldown: cfg.WebhookBreakerCooldown, WebhookCreateConcurrency: cfg.WebhookCreateConcurrency, InternalToken: cfg.InternalToken, PartnerRateLimit: cfg.RateLimit,
-		NodeID: cfg.NodeID, LeaseTTL: cfg.LeaseTTL, SnapshotInterval: cfg.SnapshotInterval,
+		NodeID: cfg.NodeID, LeaseTTL: cfg.LeaseTTL, SnapshotInterval: cfg.SnapshotInterval, SnapshotEvents: cfg.SnapshotEvents,
 		DirectoryStaleness: cfg.DirectoryStaleness,
 		ReportPullLimit:    cfg.ReportPullLimit, VerifyCooldown: cfg.verifyCooldown(),
 		Portal: cfg.Portal,

@@ -138,6 +138,12 @@ type Config struct {
 	// stop), so a start restores them and replays only the log's tail;
 	// negative: no snapshots, every start replays the whole log.
 	SnapshotInterval time.Duration
+	// SnapshotEvents also snapshots embedded read models once their
+	// families have read this many events since the last snapshot
+	// (PLATFORM_SNAPSHOT_EVENTS; zero: DefaultSnapshotEvents; negative:
+	// the interval only), so the tail a start after a kill -9 replays is
+	// bounded by the log's growth, not only by time.
+	SnapshotEvents int
 	// CacheSweepInterval is how often the caches holding decrypted personal
 	// data are checked against the key store (default keys.CacheTTL; tests
 	// shorten it): it bounds how long a key destroyed by a node that died
@@ -512,12 +518,22 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 			_ = r.Run(runCtx)
 		}()
 	}
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		n.logCaughtUp(runCtx, began, families)
+	}()
 	n.spawn(runCtx, "erasure follower", erasures.Run)
 	n.spawn(runCtx, "cache sweep", n.sweepCaches(users, cmp.Or(cfg.CacheSweepInterval, keys.CacheTTL)))
 	if n.mailSender != nil {
 		n.spawnOwned(runCtx, "mail sender", n.Leases, "mail", cfg.LeaseTTL, n.mailSender.Run)
 	}
 	if n.snapshots != nil {
+		if cfg.SnapshotEvents >= 0 {
+			n.snapshots.AfterEvents = uint64(cmp.Or(cfg.SnapshotEvents, DefaultSnapshotEvents))
+			// Every family reads every event; the first one's count is the log's growth.
+			n.snapshots.Progress = func() uint64 { return families[0].Stats().Applied }
+		}
 		n.spawn(runCtx, "read-model snapshots", func(ctx context.Context) error {
 			return n.snapshots.Run(ctx, cmp.Or(cfg.SnapshotInterval, DefaultSnapshotInterval), n.restored, func(ctx context.Context) error {
 				for _, run := range families {
@@ -533,6 +549,21 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		return nil, err
 	}
 	return n, nil
+}
+
+// logCaughtUp logs, once every family has caught up with the log as it was
+// at start, how long each took from the start of Open and how many events
+// it replayed (the tail past the snapshot after a crash), so an operator
+// sees what a start after a kill -9 spent beyond the restore.
+func (n *Node) logCaughtUp(ctx context.Context, began time.Time, families []*projections.Runner) {
+	attrs := []any{}
+	for _, run := range families {
+		if err := run.WaitReady(ctx); err != nil {
+			return
+		}
+		attrs = append(attrs, run.Name(), fmt.Sprintf("%s/%d", time.Since(began).Round(time.Millisecond), run.Stats().Applied))
+	}
+	n.log.Info("read models caught up (since open / events replayed)", attrs...)
 }
 
 // webhookCreationCheckpointFile keeps, in the data directory, the log

@@ -126,6 +126,11 @@ func measureStartStop(t *testing.T, bin, dir string, built bigLogApp, snapshots 
 		sc.Buffer(make([]byte, 1<<20), 1<<20)
 		once := false
 		for sc.Scan() {
+			// The start's own account of its phases, for the reader.
+			if line := sc.Text(); strings.Contains(line, "node opened") || strings.Contains(line, "restored from snapshot") ||
+				strings.Contains(line, "caught up") {
+				t.Logf("%s: %s", filepath.Base(bin), line)
+			}
 			if !once && strings.Contains(sc.Text(), "read-model snapshot written") {
 				once = true
 				close(written)

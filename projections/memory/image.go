@@ -48,23 +48,46 @@ func (im *FamilyImage) Rows() int {
 		len(im.Goods) + len(im.Orders) + len(im.BenefitItems) + len(im.Providers) + len(im.Cards) + len(im.Fulfillments) + len(im.AuditFacts)
 }
 
-// sortedValues lists a map's values ordered by key.
-func sortedValues[K cmp.Ordered, V any](m map[K]V) []V {
-	keys := make([]K, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
+// unsorted is a map's entries copied as they are: the copy is what an
+// image makes under the family's read lock (which holds the projector);
+// the sort by key, most of an image's cost at a million rows, runs after
+// the lock is released.
+type unsorted[K cmp.Ordered, V any] struct {
+	keys []keyAt[K]
+	vals []V
+}
+
+// keyAt is a key and the index of its value, so the sort moves small
+// elements, not rows.
+type keyAt[K cmp.Ordered] struct {
+	k K
+	i int32
+}
+
+// collect copies a map's entries, unordered.
+func collect[K cmp.Ordered, V any](m map[K]V) unsorted[K, V] {
+	u := unsorted[K, V]{keys: make([]keyAt[K], 0, len(m)), vals: make([]V, 0, len(m))}
+	for k, v := range m {
+		u.keys = append(u.keys, keyAt[K]{k: k, i: int32(len(u.vals))})
+		u.vals = append(u.vals, v)
 	}
-	slices.Sort(keys)
-	out := make([]V, 0, len(m))
-	for _, k := range keys {
-		out = append(out, m[k])
+	return u
+}
+
+// sorted lists the values ordered by key.
+func (u unsorted[K, V]) sorted() []V {
+	slices.SortFunc(u.keys, func(a, b keyAt[K]) int { return cmp.Compare(a.k, b.k) })
+	out := make([]V, len(u.vals))
+	for j, ka := range u.keys {
+		out[j] = u.vals[ka.i]
 	}
 	return out
 }
 
 // Image copies one family's rows and its checkpoint under the family's read
 // lock, so the rows are exactly the effect of the log up to the checkpoint.
-// Readers go on meanwhile; the family's projector waits for the copy.
+// Readers go on meanwhile; the family's projector waits for the copy only,
+// not for the rows' sort into key order, which follows the lock.
 func (s *Store) Image(ctx context.Context, f projections.Family) (FamilyImage, error) {
 	if err := ctx.Err(); err != nil {
 		return FamilyImage{}, err
@@ -73,9 +96,9 @@ func (s *Store) Image(ctx context.Context, f projections.Family) (FamilyImage, e
 	if err != nil {
 		return FamilyImage{}, err
 	}
-	mu.RLock()
-	defer mu.RUnlock()
 	im := FamilyImage{Family: f}
+	var sort []func()
+	mu.RLock()
 	s.cpMu.Lock()
 	im.Checkpoint = s.checkpoints[string(f)]
 	s.cpMu.Unlock()
@@ -83,7 +106,8 @@ func (s *Store) Image(ctx context.Context, f projections.Family) (FamilyImage, e
 	case projections.FamilyUsers:
 		// Rows share their pointees with the store: writes replace rows and
 		// never change a pointee, and the image is only read.
-		im.Users, im.Groups, im.Members = sortedValues(s.users), sortedValues(s.groups), sortedValues(s.members)
+		users, groups, members := collect(s.users), collect(s.groups), collect(s.members)
+		sort = append(sort, func() { im.Users, im.Groups, im.Members = users.sorted(), groups.sorted(), members.sorted() })
 	case projections.FamilyDeliveries:
 		// In feed order (cursor, then id: a total order, so equal read
 		// models still give equal images), which a restore needs: each
@@ -92,18 +116,30 @@ func (s *Store) Image(ctx context.Context, f projections.Family) (FamilyImage, e
 		for _, k := range s.feed {
 			im.Deliveries = append(im.Deliveries, s.deliveries[k.id])
 		}
-		for _, list := range sortedValues(s.attempts) {
-			im.Attempts = append(im.Attempts, list...)
-		}
+		attempts := collect(s.attempts)
+		sort = append(sort, func() {
+			for _, list := range attempts.sorted() {
+				im.Attempts = append(im.Attempts, list...)
+			}
+		})
 	case projections.FamilyReports:
-		im.Reports = sortedValues(s.reports)
+		reports := collect(s.reports)
+		sort = append(sort, func() { im.Reports = reports.sorted() })
 	case projections.FamilyOrders:
-		im.Goods, im.Orders = sortedValues(s.goods), sortedValues(s.orders)
+		goods, orders := collect(s.goods), collect(s.orders)
+		sort = append(sort, func() { im.Goods, im.Orders = goods.sorted(), orders.sorted() })
 	case projections.FamilyBenefits:
-		im.BenefitItems, im.Providers = sortedValues(s.benefitItems), sortedValues(s.providers)
-		im.Cards, im.Fulfillments = sortedValues(s.cards), sortedValues(s.fulfillments)
+		items, providers, cards, fulfillments := collect(s.benefitItems), collect(s.providers), collect(s.cards), collect(s.fulfillments)
+		sort = append(sort, func() {
+			im.BenefitItems, im.Providers = items.sorted(), providers.sorted()
+			im.Cards, im.Fulfillments = cards.sorted(), fulfillments.sorted()
+		})
 	case projections.FamilyAudit:
 		im.AuditFacts = slices.Clone(s.facts)
+	}
+	mu.RUnlock()
+	for _, f := range sort {
+		f()
 	}
 	return im, nil
 }

@@ -1,6 +1,7 @@
 package memory_test
 
 import (
+	"cmp"
 	"context"
 	"crypto/cipher"
 	"errors"
@@ -8,8 +9,10 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -594,4 +597,99 @@ func eventAt(t *testing.T, f *snapFixture, pos events.Position) string {
 	}
 	t.Fatalf("no event at %v", pos)
 	return ""
+}
+
+// A snapshot follows the log's growth: with AfterEvents set, Run writes one
+// once the families have read that many events since the last, long before
+// the interval, and not before; a start then restores the rows the tail
+// added instead of replaying them.
+func TestSnapshotAfterEvents(t *testing.T) {
+	f := newSnapFixture(t)
+	f.fill(t, 3)
+	s := f.snapshotter()
+	if err := s.Write(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	var read atomic.Uint64
+	var writes atomic.Int32
+	s.AfterEvents, s.Progress = 5, read.Load
+	s.OnWrite = func(int64, time.Duration) { writes.Add(1) }
+	ctx, cancel := context.WithCancel(f.ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = s.Run(ctx, time.Hour, true, func(context.Context) error { return nil }) }()
+	defer func() { cancel(); <-done }()
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	put := func(id int64) {
+		t.Helper()
+		if err := f.store.Update(f.ctx, "users", f.event(t), func(tx projections.UserTx) error {
+			return tx.PutUser(f.ctx, projections.User{AppID: 1, OpenUserID: id, ChannelUserID: fmt.Sprintf("c%d", id), Name: "n", Status: "ACTIVE", RegisteredAt: at, UpdatedAt: at})
+		}); err != nil {
+			t.Fatal(err)
+		}
+		read.Add(1)
+	}
+	for id := int64(100); id < 104; id++ {
+		put(id)
+	}
+	time.Sleep(2*memory.ProgressCheck + 200*time.Millisecond) // two checks pass below the mark
+	if n := writes.Load(); n != 0 {
+		t.Fatalf("%d snapshots written after 4 of 5 events", n)
+	}
+	put(104)
+	for i := 0; i < 500 && writes.Load() == 0; i++ {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := writes.Load(); n != 1 {
+		t.Fatalf("%d snapshots written after 5 events, want 1", n)
+	}
+	f.store = memory.New()
+	if ok, err := f.snapshotter().Load(f.ctx); !ok || err != nil {
+		t.Fatalf("Load = %v, %v", ok, err)
+	}
+	if _, err := f.store.User(f.ctx, 1, 104); err != nil {
+		t.Fatalf("the snapshot written after 5 events lacks the fifth's row: %v", err)
+	}
+}
+
+// An image taken while the projector writes is the effect of the log up to
+// its checkpoint (each write puts a user and its group together) and in key
+// order, though the sort runs after the family's lock is released.
+func TestImageDuringWrites(t *testing.T) {
+	f := newSnapFixture(t)
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for id := int64(1); id <= 300; id++ {
+			res, err := f.log.Append(f.ctx, "s-"+uuid.NewString(), events.NoStream(), events.Proposed{ID: uuid.NewString(), Type: "t", Data: []byte(`{}`)})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			pos := res.Position
+			if err := f.store.Update(f.ctx, "users", pos, func(tx projections.UserTx) error {
+				if err := tx.PutUser(f.ctx, projections.User{AppID: 1, OpenUserID: id, ChannelUserID: fmt.Sprintf("c%d", id), Name: "n", Status: "ACTIVE", RegisteredAt: at, UpdatedAt: at}); err != nil {
+					return err
+				}
+				return tx.PutGroup(f.ctx, projections.Group{AppID: 1, OpenUserID: id, FamilyGroupID: id, AppGroupID: 1, Name: "g", CreatedAt: at, UpdatedAt: at})
+			}); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	for i := 0; i < 50; i++ {
+		im, err := f.store.Image(f.ctx, projections.FamilyUsers)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(im.Users) != len(im.Groups) {
+			t.Fatalf("image at %s has %d users and %d groups: not one write's effect", im.Checkpoint, len(im.Users), len(im.Groups))
+		}
+		if !slices.IsSortedFunc(im.Users, func(a, b projections.User) int { return cmp.Compare(a.OpenUserID, b.OpenUserID) }) {
+			t.Fatalf("image at %s is not in key order", im.Checkpoint)
+		}
+	}
+	wg.Wait()
 }
