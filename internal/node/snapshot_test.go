@@ -390,3 +390,56 @@ func TestSnapshotSurvivesMasterKeyRotation(t *testing.T) {
 	a.p = r
 	a.expect("GET", users[1], nil, http.StatusOK, "0")
 }
+
+// With a long interval, the snapshot still follows the log: once the
+// families have read SnapshotEvents events since the last snapshot, a new
+// one is written while the node runs (no stop), so a kill -9 leaves at most
+// about that many events to replay.
+func TestSnapshotFollowsTheLogsGrowth(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	path := filepath.Join(dir, node.SnapshotFile)
+	p := start(t, node.Config{DataDir: dir, SnapshotInterval: time.Hour, SnapshotEvents: 10})
+	defer p.stop()
+	usersAt := func() (memory.SnapshotHeader, events.Position, bool) {
+		h, err := memory.ReadSnapshotHeader(path)
+		if err != nil {
+			return h, events.Position{}, false
+		}
+		for _, f := range h.Families {
+			if f.Family == projections.FamilyUsers {
+				return h, f.Checkpoint, true
+			}
+		}
+		return h, events.Position{}, false
+	}
+	var first memory.SnapshotHeader
+	for i := 0; i < 200; i++ { // the snapshot written once caught up (none was found)
+		var ok bool
+		if first, _, ok = usersAt(); ok {
+			break
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	if first.KeySubject == "" {
+		t.Fatal("no snapshot once caught up")
+	}
+	a := p.createApp("snap")
+	fillModels(t, a, 0, 5)
+	// Once the writes (and the deliveries they cause) settle, the snapshot
+	// on disk is a new one, fewer than SnapshotEvents events behind the head.
+	var head, at events.Position
+	for i := 0; i < 400; i++ {
+		var err error
+		if head, err = p.node.Events.Head(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		h, cp, ok := usersAt()
+		if ok && h.KeySubject != first.KeySubject && head.Commit-cp.Commit < 10 {
+			return
+		}
+		at = cp
+		time.Sleep(25 * time.Millisecond)
+	}
+	t.Fatalf("with an hour's interval, the snapshot on disk stayed at %s, head %s", at, head)
+}

@@ -408,6 +408,13 @@ func (s *Snapshotter) Erased(ctx context.Context, subject string, pos events.Pos
 // so a snapshot follows the AfterEvents mark by at most this much.
 const ProgressCheck = time.Second
 
+// AfterEventsGap is how many times the last write's duration Run leaves
+// between a write and one the AfterEvents mark asks for: a write costs
+// seconds of a core per million rows, so a log growing fast spends at most
+// a fifth of a core on snapshots, and the tail a crash leaves is then about
+// what the log gains in that gap.
+const AfterEventsGap = 5
+
 // Run writes a snapshot once ready returns (the families caught up with
 // the log as it was at start) unless Load restored one, then every
 // interval, and whenever the families have read AfterEvents events since
@@ -424,9 +431,12 @@ func (s *Snapshotter) Run(ctx context.Context, interval time.Duration, restored 
 	// Progress counts from the start, and the snapshot on disk (if any)
 	// is from before it: the tail replayed at start counts toward the mark.
 	var mark uint64
+	var next time.Time // no write for the mark before this
 	write := func() {
 		at := progress() // the image is taken after this: it holds at least these events
+		began := time.Now()
 		err := s.Write(ctx)
+		next = time.Now().Add(AfterEventsGap * time.Since(began))
 		if !errors.Is(err, ErrSnapshotHeld) {
 			mark = at // held: look again at the next check
 		}
@@ -459,7 +469,7 @@ func (s *Snapshotter) Run(ctx context.Context, interval time.Duration, restored 
 		case <-t.C:
 			write()
 		case <-check:
-			if progress()-mark >= s.AfterEvents {
+			if progress()-mark >= s.AfterEvents && !time.Now().Before(next) {
 				write()
 			}
 		}
