@@ -100,6 +100,7 @@ func TestInvalidValuesStopStartUp(t *testing.T) {
 		"PLATFORM_NODE_ID":                    {"node 1", "a/b", strings.Repeat("n", 129)},
 		"PLATFORM_LEASE_TTL":                  {"10", "0s", "500ms", "-5s", "11m", "soon"},
 		"PLATFORM_SNAPSHOT_INTERVAL":          {"5", "1s", "-5m", "25h", "never", "OFF"},
+		"PLATFORM_SNAPSHOT_EVENTS":            {"0", "999", "-1", "100000001", "many", "off"},
 		"PLATFORM_PORTAL_INSECURE_COOKIES":    {"maybe", "2"},
 		"PLATFORM_PORTAL_SESSION_IDLE":        {"30", "10s", "25h", "soon"},
 		"PLATFORM_PORTAL_SESSION_MAX":         {"12", "1m", "721h"},
