@@ -66,8 +66,9 @@ type Snapshotter struct {
 	// interval alone, a burst of writes left a start after a crash
 	// hundreds of thousands of events to replay (about 60 µs each).
 	AfterEvents uint64
-	// Progress counts the events the families have read since start; it
-	// only grows. Run checks it every ProgressCheck.
+	// Progress counts the events the families have read since start (a
+	// count that goes back, as after a rebuild, restarts the mark). Run
+	// checks it every ProgressCheck.
 	Progress func() uint64
 
 	mu      sync.Mutex // one Write, Load or Invalidate at a time
@@ -469,7 +470,11 @@ func (s *Snapshotter) Run(ctx context.Context, interval time.Duration, restored 
 		case <-t.C:
 			write()
 		case <-check:
-			if progress()-mark >= s.AfterEvents && !time.Now().Before(next) {
+			p := progress()
+			if p < mark { // the count restarted (a rebuild resets it): count from there
+				mark = p
+			}
+			if p-mark >= s.AfterEvents && !time.Now().Before(next) {
 				write()
 			}
 		}
