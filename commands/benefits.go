@@ -53,6 +53,10 @@ type Benefits struct {
 
 	cacheMu sync.Mutex
 	cache   map[string]*cachedCard // card aggregates, read incrementally
+
+	// The providers and benefit items verify-use reads, incrementally.
+	providerCache readCache[providerState]
+	itemCache     readCache[itemState]
 }
 
 // cachedCard is a card's state as of version events; only the holder of
@@ -156,6 +160,12 @@ func (s *itemState) apply(env events.Envelope) {
 	}
 }
 
+// currentItem is the item's state as of now, for a decision that reads it
+// without appending to it (verify-use): read incrementally through the cache.
+func (b *Benefits) currentItem(ctx context.Context, id int64) (itemState, error) {
+	return b.itemCache.read(ctx, b.streams, domain.BenefitItemStream(id), (*itemState).apply)
+}
+
 func (b *Benefits) item(ctx context.Context, id int64) (itemState, uint64, events.Position, error) {
 	var s itemState
 	v, pos, err := b.load(ctx, domain.BenefitItemStream(id), s.apply)
@@ -242,6 +252,14 @@ func (s *providerState) apply(env events.Envelope) {
 	case *catalog.ProviderItemsConfigured:
 		s.allowed = p.AllowedItemIDs
 	}
+}
+
+// currentProvider is the provider's state as of now, for a decision that
+// reads it without appending to it (verify-use, channel-partner checks):
+// read incrementally through the cache. apply replaces the registration and
+// the allowed list, never writes through them, so copies stay as read.
+func (b *Benefits) currentProvider(ctx context.Context, id int64) (providerState, error) {
+	return b.providerCache.read(ctx, b.streams, domain.ProviderStream(id), (*providerState).apply)
 }
 
 func (b *Benefits) provider(ctx context.Context, id int64) (providerState, uint64, error) {
@@ -942,7 +960,7 @@ func (b *Benefits) callerProviders(ctx context.Context, appID int64, in VerifyIn
 		if in.ServiceProviderID != nil && *in.ServiceProviderID != id {
 			continue // verifyProviders would drop it
 		}
-		s, _, err := b.provider(ctx, id)
+		s, err := b.currentProvider(ctx, id)
 		if err != nil {
 			return nil, err
 		}
@@ -1054,7 +1072,7 @@ func (b *Benefits) Verify(ctx context.Context, appID int64, in VerifyInput, meta
 		if err != nil {
 			return Verified{}, err
 		}
-		item, _, _, err := b.item(ctx, line.BenefitItemID)
+		item, err := b.currentItem(ctx, line.BenefitItemID)
 		if err != nil {
 			return Verified{}, err
 		}
@@ -1079,6 +1097,12 @@ func (b *Benefits) Verify(ctx context.Context, appID int64, in VerifyInput, meta
 			return Verified{}, err
 		}
 		ev := ps[0].(catalog.BenefitFulfilled)
+		// The append wrote exactly this event after version: the cache
+		// takes it as read back, so the next use of the card decodes nothing.
+		applied := ev
+		applied.At = applied.At.Round(0) // as decoded: no monotonic reading
+		cached.state.apply(events.Envelope{Payload: &applied})
+		cached.version = version + 1
 		return Verified{RecordID: ev.RecordID, CardNumber: in.CardNumber, BenefitItemName: ev.BenefitItemName, Quantity: in.Quantity, Remaining: ev.Remaining,
 			HolderName: st.issued.HolderName, HolderPhone: st.issued.HolderPhone, At: ev.At, Position: res.Position}, nil
 	}
@@ -1172,7 +1196,7 @@ func (b *Benefits) IsChannelPartner(ctx context.Context, appID int64) (bool, err
 		return false, err
 	}
 	for _, id := range ids {
-		s, _, err := b.provider(ctx, id)
+		s, err := b.currentProvider(ctx, id)
 		if err != nil {
 			return false, err
 		}

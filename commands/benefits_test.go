@@ -182,3 +182,88 @@ func TestConcurrentOrderCreatesMakeOneOrder(t *testing.T) {
 		}
 	})
 }
+
+// TestVerifyReadsOtherNodesChanges: verify-use keeps providers, items and
+// cards incrementally, yet a change another node appends (the provider's
+// allowed items, the item's status, a use of the card) decides the next
+// verification here.
+func TestVerifyReadsOtherNodesChanges(t *testing.T) {
+	store := newScenario(t).store
+	b, card, item := benefitFixture(t, store, 5, 0)
+	other := NewBenefits(store, b.reg, NewAllocator(store, b.reg, 20), time.Now, 0, b.providers)
+	use := VerifyInput{CardNumber: card, BenefitItemID: &item, Quantity: 1}
+	if _, err := b.Verify(ctx, 2, use, Meta{}); err != nil {
+		t.Fatal(err)
+	}
+	v, err := other.Verify(ctx, 2, use, Meta{})
+	if err != nil || v.Remaining != 3 {
+		t.Fatalf("other node: remaining %d, %v", v.Remaining, err)
+	}
+	if v, err = b.Verify(ctx, 2, use, Meta{}); err != nil || v.Remaining != 2 {
+		t.Fatalf("after the other node's use: remaining %d, %v", v.Remaining, err)
+	}
+	if _, err := other.SetItemStatus(ctx, item, ItemSuspended, Meta{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Verify(ctx, 2, use, Meta{}); !errors.Is(err, domain.ErrBenefitItemInactive) {
+		t.Fatalf("item suspended by the other node: %v", err)
+	}
+	if _, err := other.SetItemStatus(ctx, item, ItemActive, Meta{}); err != nil {
+		t.Fatal(err)
+	}
+	pid := b.providers.(staticProviders)[2][0]
+	if _, err := other.ConfigureItems(ctx, pid, []int64{}, Meta{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Verify(ctx, 2, use, Meta{}); !errors.Is(err, domain.ErrProviderUnauthorized) {
+		t.Fatalf("item no longer allowed by the other node: %v", err)
+	}
+	if _, err := other.ConfigureItems(ctx, pid, []int64{item}, Meta{}); err != nil {
+		t.Fatal(err)
+	}
+	if v, err = b.Verify(ctx, 2, use, Meta{}); err != nil || v.Remaining != 1 {
+		t.Fatalf("allowed again: remaining %d, %v", v.Remaining, err)
+	}
+}
+
+// TestCachedCardMatchesReplay: the card state verify-use keeps after its
+// own appends is the state a full replay of the card's stream builds.
+func TestCachedCardMatchesReplay(t *testing.T) {
+	store := newScenario(t).store
+	b, card, item := benefitFixture(t, store, 50, 0)
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := b.Verify(ctx, 2, VerifyInput{CardNumber: card, BenefitItemID: &item, Quantity: 2}, Meta{}); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	unlock := b.cards.lock(card)
+	cached, err := b.cardAt(ctx, card)
+	unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st cardState
+	v, _, err := b.load(ctx, domain.CardStream(card), st.apply)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cached.version != v || fmt.Sprint(cached.state.remaining) != fmt.Sprint(st.remaining) || len(cached.state.lastUse) != len(st.lastUse) {
+		t.Fatalf("cached v%d %v %v, replayed v%d %v %v", cached.version, cached.state.remaining, cached.state.lastUse, v, st.remaining, st.lastUse)
+	}
+	for k, at := range st.lastUse {
+		if c := cached.state.lastUse[k]; c != at {
+			t.Fatalf("last use %s: cached %v, replayed %v", k, c, at)
+		}
+	}
+	for _, r := range st.remaining {
+		if r != 10 {
+			t.Fatalf("remaining %d, want 10", r)
+		}
+	}
+}
