@@ -242,9 +242,7 @@ func TestCachedCardMatchesReplay(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	unlock := b.cards.lock(card)
-	cached, err := b.cardAt(ctx, card)
-	unlock()
+	cached, err := b.cardAt(ctx, card) // nothing leads the card now
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,4 +264,87 @@ func TestCachedCardMatchesReplay(t *testing.T) {
 			t.Fatalf("remaining %d, want 10", r)
 		}
 	}
+}
+
+// TestConcurrentUsesOfOneCardEachGetTheirOwnAnswer: uses of one card that
+// queue behind each other (and are decided and appended together) each get
+// their own answer: distinct record ids and remaining counts, each use in
+// the log once with its own request's metadata; with a cooldown, one use
+// per provider succeeds and every other is refused as a duplicate.
+func TestConcurrentUsesOfOneCardEachGetTheirOwnAnswer(t *testing.T) {
+	eventStores(t, func(t *testing.T, store events.Store) {
+		const n = 100
+		b, card, item := benefitFixture(t, store, n, 0)
+		var mu sync.Mutex
+		records, remaining := map[int64]bool{}, map[int64]bool{}
+		byRecord := map[int64]string{}
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				req := fmt.Sprint("req-", i)
+				v, err := b.Verify(ctx, 2, VerifyInput{CardNumber: card, BenefitItemID: &item, Quantity: 1}, Meta{RequestID: req})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				records[v.RecordID], remaining[v.Remaining] = true, true
+				byRecord[v.RecordID] = req
+			}()
+		}
+		wg.Wait()
+		if len(records) != n || len(remaining) != n {
+			t.Fatalf("%d distinct record ids and %d distinct remaining counts for %d uses", len(records), len(remaining), n)
+		}
+		for r := range int64(n) {
+			if !remaining[r] {
+				t.Fatalf("no use answered remaining %d", r)
+			}
+		}
+		recs, err := store.ReadStream(ctx, domain.CardStream(card), 1, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(recs) != n {
+			t.Fatalf("%d uses in the log, want %d", len(recs), n)
+		}
+		for _, rec := range recs {
+			env, err := b.reg.Decode(rec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := env.Payload.(*catalog.BenefitFulfilled)
+			if want := byRecord[f.RecordID]; env.Metadata.RequestID != want || env.Metadata.AppID != 2 {
+				t.Fatalf("record %d logged with request %q app %d, answered to %q", f.RecordID, env.Metadata.RequestID, env.Metadata.AppID, want)
+			}
+		}
+		if _, err := b.Verify(ctx, 2, VerifyInput{CardNumber: card, BenefitItemID: &item, Quantity: 1}, Meta{}); !errors.Is(err, domain.ErrNoRemainingQuota) {
+			t.Fatalf("after the quota: %v", err)
+		}
+
+		b, card, item = benefitFixture(t, store, n, time.Minute)
+		var ok, dup atomic.Int64
+		for range 40 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, err := b.Verify(ctx, 2, VerifyInput{CardNumber: card, BenefitItemID: &item, Quantity: 1}, Meta{})
+				switch {
+				case err == nil:
+					ok.Add(1)
+				case errors.Is(err, domain.ErrDuplicateFulfillment):
+					dup.Add(1)
+				default:
+					t.Errorf("verify: %v", err)
+				}
+			}()
+		}
+		wg.Wait()
+		if ok.Load() != 1 || dup.Load() != 39 {
+			t.Fatalf("within the cooldown: %d successes, %d duplicates", ok.Load(), dup.Load())
+		}
+	})
 }
