@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/big"
 	"slices"
 	"strconv"
@@ -48,15 +49,23 @@ type Benefits struct {
 	now       func() time.Time
 	cooldown  time.Duration
 	providers ProviderDirectory
-	cards     keyedMutex
 	batches   keyedMutex // card batches being issued, by stream
+
+	// Verifications wait in their card's queue; one of them at a time
+	// decides the waiting ones and appends them together (verifyBatch).
+	queueMu sync.Mutex
+	queues  map[string]*cardQueue
 
 	cacheMu sync.Mutex
 	cache   map[string]*cachedCard // card aggregates, read incrementally
+
+	// The providers and benefit items verify-use reads, incrementally.
+	providerCache readCache[providerState]
+	itemCache     readCache[itemState]
 }
 
-// cachedCard is a card's state as of version events; only the holder of
-// the card's lock touches it.
+// cachedCard is a card's state as of version events; only the card's
+// leading verification (cardQueue) touches it.
 type cachedCard struct {
 	state   cardState
 	version uint64
@@ -66,7 +75,7 @@ type cachedCard struct {
 const maxCachedCards = 10000
 
 // cardAt returns the card's current state, reading only the events appended
-// since it was last seen (by this node or any other). Callers hold the card's lock.
+// since it was last seen (by this node or any other). Callers lead the card's queue.
 func (b *Benefits) cardAt(ctx context.Context, number string) (*cachedCard, error) {
 	b.cacheMu.Lock()
 	if b.cache == nil {
@@ -156,6 +165,12 @@ func (s *itemState) apply(env events.Envelope) {
 	}
 }
 
+// currentItem is the item's state as of now, for a decision that reads it
+// without appending to it (verify-use): read incrementally through the cache.
+func (b *Benefits) currentItem(ctx context.Context, id int64) (itemState, error) {
+	return b.itemCache.read(ctx, b.streams, domain.BenefitItemStream(id), (*itemState).apply)
+}
+
 func (b *Benefits) item(ctx context.Context, id int64) (itemState, uint64, events.Position, error) {
 	var s itemState
 	v, pos, err := b.load(ctx, domain.BenefitItemStream(id), s.apply)
@@ -242,6 +257,14 @@ func (s *providerState) apply(env events.Envelope) {
 	case *catalog.ProviderItemsConfigured:
 		s.allowed = p.AllowedItemIDs
 	}
+}
+
+// currentProvider is the provider's state as of now, for a decision that
+// reads it without appending to it (verify-use, channel-partner checks):
+// read incrementally through the cache. apply replaces the registration and
+// the allowed list, never writes through them, so copies stay as read.
+func (b *Benefits) currentProvider(ctx context.Context, id int64) (providerState, error) {
+	return b.providerCache.read(ctx, b.streams, domain.ProviderStream(id), (*providerState).apply)
 }
 
 func (b *Benefits) provider(ctx context.Context, id int64) (providerState, uint64, error) {
@@ -942,7 +965,7 @@ func (b *Benefits) callerProviders(ctx context.Context, appID int64, in VerifyIn
 		if in.ServiceProviderID != nil && *in.ServiceProviderID != id {
 			continue // verifyProviders would drop it
 		}
-		s, _, err := b.provider(ctx, id)
+		s, err := b.currentProvider(ctx, id)
 		if err != nil {
 			return nil, err
 		}
@@ -1040,49 +1063,193 @@ func (b *Benefits) Verify(ctx context.Context, appID int64, in VerifyInput, meta
 	if err != nil {
 		return Verified{}, err
 	}
-	c := verifyUse{AppID: appID, In: in, Cooldown: b.cooldown}
 	meta.AppID = appID
-	unlock := b.cards.lock(in.CardNumber)
-	defer unlock()
+	r := &verifyReq{c: verifyUse{AppID: appID, In: in, Cooldown: b.cooldown}, candidates: candidates, meta: meta, wake: make(chan struct{}, 1)}
+	if q, lead := b.enqueue(in.CardNumber, r); !lead {
+		<-r.wake
+		if !r.finished {
+			b.lead(ctx, in.CardNumber, q) // handed the lead, with r still waiting
+		}
+	} else {
+		b.lead(ctx, in.CardNumber, q)
+	}
+	return r.out, r.err
+}
+
+// maxVerifyBatch bounds the uses one append of a card carries.
+const maxVerifyBatch = 64
+
+// cardQueue holds a card's waiting verifications; while one of them leads
+// (running), the others wait to be answered or handed the lead. It stands
+// where a per-card lock stood: on a hot card each use waited for its own
+// append's commit, so uses went one commit at a time; now the uses that
+// queued during one commit go in the next one together.
+type cardQueue struct {
+	pending []*verifyReq
+	running bool
+}
+
+// verifyReq is one verify-use waiting in its card's queue, and its answer.
+type verifyReq struct {
+	c          verifyUse
+	candidates []providerState
+	meta       Meta
+	wake       chan struct{} // answered (finished) or handed the lead
+
+	finished bool // set before wake is signalled, read after
+	out      Verified
+	err      error
+	decided  *catalog.BenefitFulfilled // this attempt's accepted use, if any
+}
+
+func (r *verifyReq) finish(out Verified, err error) {
+	r.out, r.err, r.finished = out, err, true
+	r.wake <- struct{}{}
+}
+
+// enqueue adds r to its card's queue; lead reports that no verification
+// of the card is leading, so the caller leads.
+func (b *Benefits) enqueue(card string, r *verifyReq) (*cardQueue, bool) {
+	b.queueMu.Lock()
+	defer b.queueMu.Unlock()
+	if b.queues == nil {
+		b.queues = map[string]*cardQueue{}
+	}
+	q := b.queues[card]
+	if q == nil {
+		q = &cardQueue{}
+		b.queues[card] = q
+	}
+	q.pending = append(q.pending, r)
+	if q.running {
+		return q, false
+	}
+	q.running = true
+	return q, true
+}
+
+// lead decides one batch of the card's waiting verifications (the
+// leader's own among them: it is queued until taken), then hands the lead
+// to the first one still waiting, or ends the card's run when none is, so
+// no leader serves others indefinitely.
+func (b *Benefits) lead(ctx context.Context, card string, q *cardQueue) {
+	b.queueMu.Lock()
+	n := min(len(q.pending), maxVerifyBatch)
+	batch := q.pending[:n:n]
+	q.pending = q.pending[n:]
+	b.queueMu.Unlock()
+	// The batch answers other requests too: the leader's cancellation must
+	// not fail theirs.
+	b.verifyBatch(context.WithoutCancel(ctx), card, batch)
+	b.queueMu.Lock()
+	if len(q.pending) > 0 {
+		q.pending[0].wake <- struct{}{} // not finished: it leads next
+	} else {
+		q.running = false
+		delete(b.queues, card)
+	}
+	b.queueMu.Unlock()
+}
+
+// clone copies the card's maps, so a batch's tentative decisions leave the
+// cached state as it was until their append succeeds.
+func (s cardState) clone() cardState {
+	return cardState{issued: s.issued, remaining: maps.Clone(s.remaining), lastUse: maps.Clone(s.lastUse)}
+}
+
+// verifyBatch decides the batch's uses in order against the card's state,
+// each seeing the uses accepted before it (so quota and cooldown refuse as
+// they would one at a time), and appends the accepted ones in one append
+// after the card's version: each request gets its own answer, a refused
+// use its own refusal; a conflict (another node used the card) decides the
+// whole batch again.
+func (b *Benefits) verifyBatch(ctx context.Context, card string, batch []*verifyReq) {
+	stream := domain.CardStream(card)
 	for attempt := 0; attempt < 10*maxAttempts; attempt++ {
-		cached, err := b.cardAt(ctx, in.CardNumber)
+		cached, err := b.cardAt(ctx, card)
 		if err != nil {
-			return Verified{}, err
+			for _, r := range batch {
+				r.finish(Verified{}, err)
+			}
+			return
 		}
-		st, version := &cached.state, cached.version
-		line, _, err := verifyLine(st, candidates, in)
-		if err != nil {
-			return Verified{}, err
+		work := cached.state.clone()
+		var evs []events.Proposed
+		for _, r := range batch {
+			r.decided, r.err = nil, nil
+			ev, err := b.decideOne(ctx, &work, r)
+			if err != nil {
+				r.err = err
+				continue
+			}
+			p, err := b.reg.Encode(ev, r.meta.events())
+			if err != nil {
+				r.err = err
+				continue
+			}
+			applied := ev
+			applied.At = applied.At.Round(0) // as decoded: no monotonic reading
+			work.apply(events.Envelope{Payload: &applied})
+			r.decided = &ev
+			evs = append(evs, p)
 		}
-		item, _, _, err := b.item(ctx, line.BenefitItemID)
-		if err != nil {
-			return Verified{}, err
-		}
-		c.Now = b.now().UTC()
-		if _, _, err := checkVerify(st, candidates, item, c); err != nil {
-			return Verified{}, err // before an id is allocated
-		}
-		if c.RecordID == 0 { // kept across retries: a conflicted append wrote nothing
-			if c.RecordID, err = b.ids.Next(ctx, "fulfillment"); err != nil {
-				return Verified{}, err
+		var res events.AppendResult
+		if len(evs) > 0 {
+			res, err = b.store.Append(ctx, stream, events.AfterVersion(cached.version), evs...)
+			if events.IsConflict(err) {
+				continue // another node verified this card meanwhile: decide again
+			}
+			if err == nil {
+				// The append wrote exactly these events after version: the
+				// cache takes them as read back, so the next batch decodes nothing.
+				cached.state, cached.version = work, cached.version+uint64(len(evs))
 			}
 		}
-		ps, err := decideVerify(st, candidates, item, c)
-		if err != nil {
-			return Verified{}, err
+		for _, r := range batch {
+			switch {
+			case r.decided == nil:
+				r.finish(Verified{}, r.err)
+			case err != nil:
+				r.finish(Verified{}, err)
+			default:
+				ev := r.decided
+				r.finish(Verified{RecordID: ev.RecordID, CardNumber: ev.CardNumber, BenefitItemName: ev.BenefitItemName, Quantity: ev.Quantity, Remaining: ev.Remaining,
+					HolderName: work.issued.HolderName, HolderPhone: work.issued.HolderPhone, At: ev.At, Position: res.Position}, nil)
+			}
 		}
-		res, err := b.append(ctx, domain.CardStream(in.CardNumber), version, meta, ps...)
-		if events.IsConflict(err) {
-			continue // another node verified this card meanwhile: decide again
-		}
-		if err != nil {
-			return Verified{}, err
-		}
-		ev := ps[0].(catalog.BenefitFulfilled)
-		return Verified{RecordID: ev.RecordID, CardNumber: in.CardNumber, BenefitItemName: ev.BenefitItemName, Quantity: in.Quantity, Remaining: ev.Remaining,
-			HolderName: st.issued.HolderName, HolderPhone: st.issued.HolderPhone, At: ev.At, Position: res.Position}, nil
+		return
 	}
-	return Verified{}, domain.ErrContention
+	for _, r := range batch {
+		r.finish(Verified{}, domain.ErrContention)
+	}
+}
+
+// decideOne decides one use against the batch's working state: refused
+// before a record id is allocated; the id is kept across a conflict's
+// retry (a conflicted append wrote nothing).
+func (b *Benefits) decideOne(ctx context.Context, work *cardState, r *verifyReq) (catalog.BenefitFulfilled, error) {
+	line, _, err := verifyLine(work, r.candidates, r.c.In)
+	if err != nil {
+		return catalog.BenefitFulfilled{}, err
+	}
+	item, err := b.currentItem(ctx, line.BenefitItemID)
+	if err != nil {
+		return catalog.BenefitFulfilled{}, err
+	}
+	r.c.Now = b.now().UTC()
+	if _, _, err := checkVerify(work, r.candidates, item, r.c); err != nil {
+		return catalog.BenefitFulfilled{}, err
+	}
+	if r.c.RecordID == 0 {
+		if r.c.RecordID, err = b.ids.Next(ctx, "fulfillment"); err != nil {
+			return catalog.BenefitFulfilled{}, err
+		}
+	}
+	ps, err := decideVerify(work, r.candidates, item, r.c)
+	if err != nil {
+		return catalog.BenefitFulfilled{}, err
+	}
+	return ps[0].(catalog.BenefitFulfilled), nil
 }
 
 // ratingState is a fulfillment record's rating stream.
@@ -1172,7 +1339,7 @@ func (b *Benefits) IsChannelPartner(ctx context.Context, appID int64) (bool, err
 		return false, err
 	}
 	for _, id := range ids {
-		s, _, err := b.provider(ctx, id)
+		s, err := b.currentProvider(ctx, id)
 		if err != nil {
 			return false, err
 		}

@@ -182,3 +182,169 @@ func TestConcurrentOrderCreatesMakeOneOrder(t *testing.T) {
 		}
 	})
 }
+
+// TestVerifyReadsOtherNodesChanges: verify-use keeps providers, items and
+// cards incrementally, yet a change another node appends (the provider's
+// allowed items, the item's status, a use of the card) decides the next
+// verification here.
+func TestVerifyReadsOtherNodesChanges(t *testing.T) {
+	store := newScenario(t).store
+	b, card, item := benefitFixture(t, store, 5, 0)
+	other := NewBenefits(store, b.reg, NewAllocator(store, b.reg, 20), time.Now, 0, b.providers)
+	use := VerifyInput{CardNumber: card, BenefitItemID: &item, Quantity: 1}
+	if _, err := b.Verify(ctx, 2, use, Meta{}); err != nil {
+		t.Fatal(err)
+	}
+	v, err := other.Verify(ctx, 2, use, Meta{})
+	if err != nil || v.Remaining != 3 {
+		t.Fatalf("other node: remaining %d, %v", v.Remaining, err)
+	}
+	if v, err = b.Verify(ctx, 2, use, Meta{}); err != nil || v.Remaining != 2 {
+		t.Fatalf("after the other node's use: remaining %d, %v", v.Remaining, err)
+	}
+	if _, err := other.SetItemStatus(ctx, item, ItemSuspended, Meta{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Verify(ctx, 2, use, Meta{}); !errors.Is(err, domain.ErrBenefitItemInactive) {
+		t.Fatalf("item suspended by the other node: %v", err)
+	}
+	if _, err := other.SetItemStatus(ctx, item, ItemActive, Meta{}); err != nil {
+		t.Fatal(err)
+	}
+	pid := b.providers.(staticProviders)[2][0]
+	if _, err := other.ConfigureItems(ctx, pid, []int64{}, Meta{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Verify(ctx, 2, use, Meta{}); !errors.Is(err, domain.ErrProviderUnauthorized) {
+		t.Fatalf("item no longer allowed by the other node: %v", err)
+	}
+	if _, err := other.ConfigureItems(ctx, pid, []int64{item}, Meta{}); err != nil {
+		t.Fatal(err)
+	}
+	if v, err = b.Verify(ctx, 2, use, Meta{}); err != nil || v.Remaining != 1 {
+		t.Fatalf("allowed again: remaining %d, %v", v.Remaining, err)
+	}
+}
+
+// TestCachedCardMatchesReplay: the card state verify-use keeps after its
+// own appends is the state a full replay of the card's stream builds.
+func TestCachedCardMatchesReplay(t *testing.T) {
+	store := newScenario(t).store
+	b, card, item := benefitFixture(t, store, 50, 0)
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := b.Verify(ctx, 2, VerifyInput{CardNumber: card, BenefitItemID: &item, Quantity: 2}, Meta{}); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	cached, err := b.cardAt(ctx, card) // nothing leads the card now
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st cardState
+	v, _, err := b.load(ctx, domain.CardStream(card), st.apply)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cached.version != v || fmt.Sprint(cached.state.remaining) != fmt.Sprint(st.remaining) || len(cached.state.lastUse) != len(st.lastUse) {
+		t.Fatalf("cached v%d %v %v, replayed v%d %v %v", cached.version, cached.state.remaining, cached.state.lastUse, v, st.remaining, st.lastUse)
+	}
+	for k, at := range st.lastUse {
+		if c := cached.state.lastUse[k]; c != at {
+			t.Fatalf("last use %s: cached %v, replayed %v", k, c, at)
+		}
+	}
+	for _, r := range st.remaining {
+		if r != 10 {
+			t.Fatalf("remaining %d, want 10", r)
+		}
+	}
+}
+
+// TestConcurrentUsesOfOneCardEachGetTheirOwnAnswer: uses of one card that
+// queue behind each other (and are decided and appended together) each get
+// their own answer: distinct record ids and remaining counts, each use in
+// the log once with its own request's metadata; with a cooldown, one use
+// per provider succeeds and every other is refused as a duplicate.
+func TestConcurrentUsesOfOneCardEachGetTheirOwnAnswer(t *testing.T) {
+	eventStores(t, func(t *testing.T, store events.Store) {
+		const n = 100
+		b, card, item := benefitFixture(t, store, n, 0)
+		var mu sync.Mutex
+		records, remaining := map[int64]bool{}, map[int64]bool{}
+		byRecord := map[int64]string{}
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				req := fmt.Sprint("req-", i)
+				v, err := b.Verify(ctx, 2, VerifyInput{CardNumber: card, BenefitItemID: &item, Quantity: 1}, Meta{RequestID: req})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				records[v.RecordID], remaining[v.Remaining] = true, true
+				byRecord[v.RecordID] = req
+			}()
+		}
+		wg.Wait()
+		if len(records) != n || len(remaining) != n {
+			t.Fatalf("%d distinct record ids and %d distinct remaining counts for %d uses", len(records), len(remaining), n)
+		}
+		for r := range int64(n) {
+			if !remaining[r] {
+				t.Fatalf("no use answered remaining %d", r)
+			}
+		}
+		recs, err := store.ReadStream(ctx, domain.CardStream(card), 1, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(recs) != n {
+			t.Fatalf("%d uses in the log, want %d", len(recs), n)
+		}
+		for _, rec := range recs {
+			env, err := b.reg.Decode(rec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := env.Payload.(*catalog.BenefitFulfilled)
+			if want := byRecord[f.RecordID]; env.Metadata.RequestID != want || env.Metadata.AppID != 2 {
+				t.Fatalf("record %d logged with request %q app %d, answered to %q", f.RecordID, env.Metadata.RequestID, env.Metadata.AppID, want)
+			}
+		}
+		if _, err := b.Verify(ctx, 2, VerifyInput{CardNumber: card, BenefitItemID: &item, Quantity: 1}, Meta{}); !errors.Is(err, domain.ErrNoRemainingQuota) {
+			t.Fatalf("after the quota: %v", err)
+		}
+
+		b, card, item = benefitFixture(t, store, n, time.Minute)
+		var ok, dup atomic.Int64
+		for range 40 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, err := b.Verify(ctx, 2, VerifyInput{CardNumber: card, BenefitItemID: &item, Quantity: 1}, Meta{})
+				switch {
+				case err == nil:
+					ok.Add(1)
+				case errors.Is(err, domain.ErrDuplicateFulfillment):
+					dup.Add(1)
+				default:
+					t.Errorf("verify: %v", err)
+				}
+			}()
+		}
+		wg.Wait()
+		if ok.Load() != 1 || dup.Load() != 39 {
+			t.Fatalf("within the cooldown: %d successes, %d duplicates", ok.Load(), dup.Load())
+		}
+	})
+}

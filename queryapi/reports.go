@@ -70,22 +70,6 @@ func (q *ReportAPI) Routes() []httpapi.Route {
 	}
 }
 
-func rfc3339(t *time.Time, loc *time.Location) *string {
-	if t == nil {
-		return nil
-	}
-	s := t.In(loc).Format(time.RFC3339)
-	return &s
-}
-
-// jsonOrNull returns stored JSON for the response byte for byte, or null.
-func jsonOrNull(b []byte) any {
-	if b == nil {
-		return nil
-	}
-	return httpapi.Verbatim(b)
-}
-
 func (q *ReportAPI) pull(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 	if err := q.servePull(w, r, ps); err != nil {
 		httpapi.Error(w, r, err)
@@ -141,20 +125,7 @@ func (q *ReportAPI) servePull(w http.ResponseWriter, r *http.Request, ps httprou
 			return err
 		}
 	}
-	loc := q.Location
-	uploaded := rep.UploadedAt.In(loc).Format(time.RFC3339)
-	httpapi.OK(w, http.StatusOK, map[string]any{
-		"id": rep.ReportID, "app_id": rep.AppID, "open_user_id": rep.OpenUserID, "open_member_id": rep.OpenMemberID,
-		"request_report_id": rep.RequestReportID, "measurement_no": rep.MeasurementNo, "device_sn": rep.DeviceSN,
-		"report_type": rep.ReportType, "file_path": rep.FilePath, "interpretation_result": rep.InterpretationResult,
-		"interpretation_detail": jsonOrNull(rep.InterpretationDetail), "interpretation_method": rep.InterpretationMethod,
-		"is_viewed": rep.IsViewed, "uploaded_at": &uploaded, "examined_at": rfc3339(rep.ExaminedAt, loc), "interpreted_at": rfc3339(rep.InterpretedAt, loc),
-		"meta": map[string]any{
-			"points_code": rep.PointsCode, "data_source": rep.DataSource, "operator_name": rep.OperatorName,
-			"operator_platform_user_id": rep.OperatorPlatformUserID,
-		},
-		"raw_data": jsonOrNull(rep.RawData),
-	})
+	writePull(w, &rep, q.Location)
 	return nil
 }
 

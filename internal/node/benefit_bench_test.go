@@ -16,8 +16,9 @@ func verifyFixture(b *testing.B) (*platform, *app, *app, int64) {
 	return p, station, partner, item
 }
 
-// BenchmarkVerifyUseHotCard: every verification hits one card, whose uses
-// are decided one at a time (per-card lock, expected revision).
+// BenchmarkVerifyUseHotCard: every verification hits one card, whose
+// queued uses are decided together and appended in one append after the
+// card's version (commands.Benefits.verifyBatch).
 func BenchmarkVerifyUseHotCard(b *testing.B) {
 	_, station, partner, item := verifyFixture(b)
 	card := partner.issue(item, int64(b.N)+1, time.Now().Add(time.Hour).Format(time.RFC3339))
