@@ -432,22 +432,26 @@ func (s *Snapshotter) Run(ctx context.Context, interval time.Duration, restored 
 	// Progress counts from the start, and the snapshot on disk (if any)
 	// is from before it: the tail replayed at start counts toward the mark.
 	var mark uint64
-	var next time.Time // no write for the mark before this
+	var next time.Time  // no write for the mark before this
+	heldLogged := false // a hold is logged once, not at every check while it lasts
 	write := func() {
 		at := progress() // the image is taken after this: it holds at least these events
 		began := time.Now()
 		err := s.Write(ctx)
 		next = time.Now().Add(AfterEventsGap * time.Since(began))
-		if !errors.Is(err, ErrSnapshotHeld) {
+		held := errors.Is(err, ErrSnapshotHeld)
+		if !held {
 			mark = at // held: look again at the next check
 		}
-		if err != nil && ctx.Err() == nil {
-			level := slog.LevelError
-			if errors.Is(err, ErrSnapshotHeld) {
-				level = slog.LevelInfo
-			}
-			s.log().Log(ctx, level, "read-model snapshot not written", "err", err)
+		switch {
+		case err == nil || ctx.Err() != nil:
+		case held && heldLogged:
+		case held:
+			s.log().Info("read-model snapshot not written", "err", err)
+		default:
+			s.log().Error("read-model snapshot not written", "err", err)
 		}
+		heldLogged = held
 	}
 	s.mu.Lock()
 	rewrite := s.rewrite
