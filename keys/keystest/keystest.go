@@ -32,6 +32,7 @@ func Run(t *testing.T, open func(t *testing.T) keys.Backend) {
 		{"InvalidSubject", testInvalidSubject},
 		{"PrepareBatch", testPrepareBatch},
 		{"ConcurrentPrepare", testConcurrentPrepare},
+		{"PrepareRacesDestroy", testPrepareRacesDestroy},
 		{"ForgetSeesDestroyElsewhere", testForget},
 	}
 	for _, c := range cases {
@@ -358,6 +359,59 @@ func testConcurrentPrepare(t *testing.T, b keys.Backend) {
 	_ = b.List(c, func(keys.Record) error { count++; return nil })
 	if count != n {
 		t.Fatalf("%d keys stored for %d subjects", count, n)
+	}
+}
+
+// testPrepareRacesDestroy races batches made ahead of use with erasures of
+// the same subjects: an erased subject never ends with a key, whichever came
+// first, and every subject not erased ends with exactly one.
+func testPrepareRacesDestroy(t *testing.T, b keys.Backend) {
+	c, m := ctx(t), master(t)
+	const n = 40
+	subjects := make([]string, n)
+	for i := range subjects {
+		subjects[i] = fmt.Sprintf("user-%d", 2000+i)
+	}
+	erased := func(i int) bool { return i%3 == 0 }
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	errs := make(chan error, 4+n)
+	for w := range 4 {
+		wg.Go(func() {
+			<-start
+			errs <- keys.New(b, m).Prepare(c, subjects[w*3:])
+		})
+	}
+	for i, s := range subjects {
+		if erased(i) {
+			wg.Go(func() {
+				<-start
+				errs <- keys.New(b, m).Destroy(c, s)
+			})
+		}
+	}
+	close(start)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	fresh := keys.New(b, m)
+	for i, s := range subjects {
+		_, err := fresh.Lookup(c, s)
+		switch {
+		case erased(i) && !errors.Is(err, keys.ErrDestroyed):
+			t.Errorf("%s was erased while a batch prepared it, and reads %v, want ErrDestroyed", s, err)
+		case !erased(i) && err != nil:
+			t.Errorf("%s: %v", s, err)
+		}
+	}
+	count := 0
+	_ = b.List(c, func(keys.Record) error { count++; return nil })
+	if want := n - (n+2)/3; count != want {
+		t.Errorf("%d keys stored, want %d (the subjects not erased)", count, want)
 	}
 }
 

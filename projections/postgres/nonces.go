@@ -95,7 +95,8 @@ DELETE FROM nonce_bindings WHERE (scope, key) IN (
 // expired bindings as Use prunes nonces.
 //
 // A binding this store has already seen hold is answered from boundCache
-// (not fresh: this call wrote nothing).
+// (not fresh: this call wrote nothing). The others go through the store's
+// binder, which sends the binds of concurrent calls in one statement.
 func (s *Store) Bind(ctx context.Context, scope, key, value string, expires time.Time) (string, bool, error) {
 	now := time.Now()
 	if v, ok := s.bound.get(scope, key, now); ok {
@@ -106,13 +107,10 @@ func (s *Store) Bind(ctx context.Context, scope, key, value string, expires time
 			return "", false, fmt.Errorf("projections/postgres: prune expired bindings: %w", err)
 		}
 	}
-	claim := rand.Int64()
-	var existing string
-	var fresh bool
-	var until time.Time
-	if err := s.pool.QueryRow(ctx, bindQuery, scope, key, value, claim, expires, now).Scan(&existing, &fresh, &until); err != nil {
-		return "", false, fmt.Errorf("projections/postgres: bind in scope %q: %w", scope, err)
+	r := &bindReq{scope: scope, key: key, value: value, claim: rand.Int64(), expires: expires}
+	if err := s.binds.bind(ctx, s.pool, r); err != nil {
+		return "", false, err
 	}
-	s.bound.put(scope, key, existing, until, now)
-	return existing, fresh, nil
+	s.bound.put(scope, key, r.existing, r.until, time.Now())
+	return r.existing, r.fresh, nil
 }

@@ -40,6 +40,8 @@ type Store struct {
 	head *headQuery
 	// bound remembers the signature bindings seen to hold (Bind, Snapshot).
 	bound boundCache
+	// binds groups concurrent Binds into one statement per round trip.
+	binds binder
 	// snapSQL caches Snapshot's four statements for the head they read.
 	snapSQL atomic.Pointer[snapshotSQL]
 	// pruneNow decides whether a Snapshot that records a binding prunes

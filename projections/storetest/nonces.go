@@ -30,6 +30,7 @@ var nonceTests = []struct {
 	{"ConcurrentNonceUse", testNonceRace},
 	{"BindingsHoldUntilExpired", testBindings},
 	{"ConcurrentBinding", testBindingRace},
+	{"ConcurrentBindingsOfManyKeys", testBindingsOfManyKeys},
 }
 
 // nonceCases runs nonceTests inside Run, on whole read-model stores.
@@ -257,6 +258,99 @@ func testBindingRace(t *testing.T, s NonceStore) {
 	won = race("expired key", "renewed", future)
 	if won == "GET /expired" {
 		t.Errorf("expired key: the expired binding survived the race")
+	}
+}
+
+// Many callers binding many keys at once, as the signed requests of a node
+// under load do (a store may send them together): some keys new, some
+// reused by several callers, some already held, some held by an expired
+// binding, and some bound by every caller with an expiry already past.
+// Each answer is checked: per live key exactly one caller is fresh and told
+// its own value, every other caller of that key is told the same value and
+// is not fresh; a held key answers its holder to all; a key whose every
+// binding is already expired answers each caller fresh with its own value,
+// since each binding is judged against the last, which had expired.
+func testBindingsOfManyKeys(t *testing.T, s NonceStore) {
+	const (
+		keys    = 40
+		callers = 6
+	)
+	now := time.Now()
+	future, past := now.Add(time.Hour), now.Add(-time.Hour)
+	key := func(k int) string { return fmt.Sprintf("many-%d", k) }
+	held := func(k int) bool { return k%5 == 1 }
+	expiredBefore := func(k int) bool { return k%5 == 2 }
+	allPast := func(k int) bool { return k%5 == 3 }
+	for k := range keys {
+		switch {
+		case held(k):
+			wantBind(t, s, "held before the race", "m", key(k), "GET /held", future, "GET /held", true)
+		case expiredBefore(k):
+			wantBind(t, s, "expired before the race", "m", key(k), "GET /expired", past, "GET /expired", true)
+		}
+	}
+	type answer struct {
+		value, existing string
+		fresh           bool
+	}
+	var mu sync.Mutex
+	answers := map[int][]answer{}
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for c := range callers {
+		for k := range keys {
+			wg.Go(func() {
+				<-start
+				value := fmt.Sprintf("POST /open/v1/users/%d/caller/%d", k, c)
+				expires := future
+				if allPast(k) {
+					expires = past
+				}
+				existing, fresh, err := s.Bind(ctx, "m", key(k), value, expires)
+				if err != nil {
+					t.Errorf("Bind(%q) by caller %d: %v", key(k), c, err)
+					return
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				answers[k] = append(answers[k], answer{value, existing, fresh})
+			})
+		}
+	}
+	close(start)
+	wg.Wait()
+	for k := range keys {
+		as := answers[k]
+		if len(as) != callers {
+			continue // an error was reported above
+		}
+		var winners []answer
+		seen := map[string]bool{}
+		for _, a := range as {
+			seen[a.existing] = true
+			if a.fresh {
+				winners = append(winners, a)
+				if a.existing != a.value {
+					t.Errorf("key %d: a fresh caller was told %q, not its own %q", k, a.existing, a.value)
+				}
+			}
+		}
+		switch {
+		case allPast(k):
+			if len(winners) != callers {
+				t.Errorf("key %d, every binding already expired: %d of %d callers fresh, want all: %v", k, len(winners), callers, as)
+			}
+		case held(k):
+			if len(winners) != 0 || len(seen) != 1 || !seen["GET /held"] {
+				t.Errorf("key %d, held: answers %v, want every caller told GET /held, none fresh", k, as)
+			}
+		default:
+			if len(winners) != 1 || len(seen) != 1 {
+				t.Errorf("key %d: answers %v, want exactly one fresh caller and one value told to all", k, as)
+				continue
+			}
+			wantBind(t, s, "after the race", "m", key(k), "GET /late", future, winners[0].value, false)
+		}
 	}
 }
 
