@@ -442,11 +442,11 @@ func TestInternalTargetsAreRefusedAndNotRetried(t *testing.T) {
 	rcv.quiet(0, 200*time.Millisecond)
 }
 
-// A Kafka topic can hold an event twice (the relay re-publishes what it
-// produced before a crash), and both copies can arrive in one batch: the
-// batch still makes each delivery once, instead of failing at every retry.
-func TestOneEventTwiceInABatchMakesOneDelivery(t *testing.T) {
-	t.Parallel()
+// registeredMembers starts an embedded node, registers one user of a new
+// app (two members: the user and the one in registerBody) and returns the
+// log's two user.family_member.created events.
+func registeredMembers(t *testing.T) (*platform, *app, []events.Recorded) {
+	t.Helper()
 	p := start(t, node.Config{DataDir: t.TempDir()})
 	a := p.createApp("partner")
 	a.expect("POST", "/open/v1/channel/users", registerBody("u-1"), http.StatusCreated, "0")
@@ -466,6 +466,15 @@ func TestOneEventTwiceInABatchMakesOneDelivery(t *testing.T) {
 	if len(members) != 2 {
 		t.Fatalf("%d member events, want 2", len(members))
 	}
+	return p, a, members
+}
+
+// A Kafka topic can hold an event twice (the relay re-publishes what it
+// produced before a crash), and both copies can arrive in one batch: the
+// batch still makes each delivery once, instead of failing at every retry.
+func TestOneEventTwiceInABatchMakesOneDelivery(t *testing.T) {
+	t.Parallel()
+	p, a, members := registeredMembers(t)
 	batch := []events.Recorded{members[0], members[1], members[0], members[1], members[0]}
 	if err := p.node.Dispatcher.CreateBatch(context.Background(), batch); err != nil {
 		t.Fatalf("a batch holding an event twice: %v", err)
@@ -484,23 +493,8 @@ func TestOneEventTwiceInABatchMakesOneDelivery(t *testing.T) {
 
 func TestDuplicateSourceEventsMakeOneDelivery(t *testing.T) {
 	t.Parallel()
-	p := start(t, node.Config{DataDir: t.TempDir()})
-	a := p.createApp("partner")
-	a.expect("POST", "/open/v1/channel/users", registerBody("u-1"), http.StatusCreated, "0")
-	if err := p.node.WaitCaughtUp(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	recs, err := p.node.Events.ReadAll(context.Background(), events.Position{}, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var member events.Recorded
-	for _, r := range recs {
-		if r.Type == "user.family_member.created" {
-			member = r
-			break
-		}
-	}
+	p, a, members := registeredMembers(t)
+	member := members[0]
 	var wg sync.WaitGroup
 	for range 20 {
 		wg.Add(1)

@@ -15,6 +15,7 @@ import (
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/internal/pgtest"
 	"github.com/healthtech/partner-open-platform/projections"
+	"github.com/healthtech/partner-open-platform/projections/postgres"
 )
 
 // referenceDocs creates reference_docs: the snapshot document exactly as
@@ -63,6 +64,22 @@ FROM reference_docs r LEFT JOIN user_snapshots s USING (open_user_id) WHERE s.do
 	}
 }
 
+// docsStore opens a store on a fresh database and a connection to it on
+// which reference_docs exists; both close when the test ends.
+func docsStore(t *testing.T, ctx context.Context) (*postgres.Store, *pgx.Conn) {
+	t.Helper()
+	url := pgtest.New(t)
+	s := open(t, url)
+	t.Cleanup(func() { _ = s.Close() })
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	referenceDocs(t, ctx, conn)
+	return s, conn
+}
+
 // The documents the users family keeps (each member's JSON written with its
 // row, concatenated by the refresh) are byte for byte the documents
 // the first definition builds from the rows, over random histories of
@@ -70,15 +87,7 @@ FROM reference_docs r LEFT JOIN user_snapshots s USING (open_user_id) WHERE s.do
 // changing, with strings that JSON must escape.
 func TestSnapshotDocumentsMatchTheRowsForRandomHistories(t *testing.T) {
 	ctx := context.Background()
-	url := pgtest.New(t)
-	s := open(t, url)
-	defer s.Close()
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	referenceDocs(t, ctx, conn)
+	s, conn := docsStore(t, ctx)
 
 	rng := rand.New(rand.NewPCG(11, 6))
 	texts := []string{"a", "", "张三", `quote " and \ back`, "tab\tnew\nline", "<&>", "\u2028", "emoji 🙂"}
@@ -181,15 +190,7 @@ WHERE d.doc IS DISTINCT FROM r.doc`).Scan(&differ); err != nil || differ != 0 {
 // transaction's writes.
 func TestSnapshotDocumentsUnderConcurrentWriters(t *testing.T) {
 	ctx := context.Background()
-	url := pgtest.New(t)
-	s := open(t, url)
-	defer s.Close()
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	referenceDocs(t, ctx, conn)
+	s, conn := docsStore(t, ctx)
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	if err := s.Update(ctx, string(projections.FamilyUsers), events.Position{Commit: 1, Prepare: 1}, func(tx projections.UserTx) error {
 		return tx.PutUser(ctx, projections.User{AppID: 1, OpenUserID: 1, ChannelUserID: "c1", Name: "n", Gender: "male", Status: "ACTIVE", RegisteredAt: at, UpdatedAt: at})
