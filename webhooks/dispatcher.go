@@ -800,18 +800,7 @@ func (s StoreSource) RunBatches(ctx context.Context, handle func(context.Context
 			}
 		}
 		batch = append(batch[:0], rec)
-	fill:
-		for len(batch) < size {
-			select {
-			case rec, ok := <-feed:
-				if !ok {
-					break fill
-				}
-				batch = append(batch, rec)
-			default:
-				break fill
-			}
-		}
+		batch = fillBatch(batch, feed, size)
 		if err := handle(ctx, batch); err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -893,18 +882,7 @@ func RunPipelined[P any](ctx context.Context, s StoreSource, prepare func(contex
 		}
 		batch := make([]events.Recorded, 1, size)
 		batch[0] = rec
-	fill:
-		for len(batch) < size {
-			select {
-			case rec, ok := <-feed:
-				if !ok {
-					break fill
-				}
-				batch = append(batch, rec)
-			default:
-				break fill
-			}
-		}
+		batch = fillBatch(batch, feed, size)
 		return batch, batch[len(batch)-1].Position, nil
 	}
 	return Pipeline(ctx, next, prepare, commit, func(upTo []events.Position) error {
@@ -1011,6 +989,24 @@ func Pipeline[P, M any](ctx context.Context, next func(context.Context) ([]event
 // maxStaged bounds the prepared batches waiting for a commit, and how many
 // one commit takes together.
 const maxStaged = 64
+
+// fillBatch appends to batch what feed already holds, without waiting, up
+// to size events: a batch is whatever arrived while the previous one was
+// handled.
+func fillBatch(batch []events.Recorded, feed <-chan events.Recorded, size int) []events.Recorded {
+	for len(batch) < size {
+		select {
+		case rec, ok := <-feed:
+			if !ok {
+				return batch
+			}
+			batch = append(batch, rec)
+		default:
+			return batch
+		}
+	}
+	return batch
+}
 
 // follow feeds the subscription's events into a channel of size until ctx
 // ends; its error, unless ctx ended, is sent on the second channel before
