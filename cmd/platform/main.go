@@ -36,6 +36,9 @@ func main() {
 	log := slog.New(handler)
 	slog.SetDefault(log)
 	cfg.log(log)
+	if percent, applied := setDefaultGC(os.Getenv); applied {
+		log.Info("garbage collector target set (GOGC and GOMEMLIMIT unset)", "GOGC", percent)
+	}
 
 	if err := run(log, cfg.Addr, node.Config{
 		DataDir: cfg.DataDir, EventStoreURL: cfg.eventStoreURL(), PostgresURL: cfg.PostgresURL, Timezone: cfg.Timezone,
