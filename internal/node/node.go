@@ -72,8 +72,11 @@ type Config struct {
 	MasterKeyPrevious string
 	Timezone          string // IANA name of the zone of Y-m-d dates and Y-m-d H:i:s times
 	Logger            *slog.Logger
-	Now               func() time.Time
-	IDBlockSize       int64
+	// AccessLog receives the access lines (one per request) so that they
+	// may be buffered apart from the rest of the log; nil: Logger.
+	AccessLog   *slog.Logger
+	Now         func() time.Time
+	IDBlockSize int64
 
 	// KafkaBrokers switches the dispatcher's feed to Kafka and starts the relay.
 	KafkaBrokers []string
@@ -196,8 +199,10 @@ type Node struct {
 	Developers *projections.Developers
 	mailSender *mail.Sender
 
-	log  *slog.Logger
-	head *headStore
+	log *slog.Logger
+	// accessLog writes the access lines (Config.AccessLog).
+	accessLog *slog.Logger
+	head      *headStore
 	// snapshots keeps the embedded read models' snapshot (nil: Postgres
 	// read models, or snapshots off); restored says Open restored one.
 	snapshots *memory.Snapshotter
@@ -739,7 +744,9 @@ func (n *Node) router(routes []commandapi.Route, now func() time.Time) http.Hand
 	observe := func(method, route string, status int, d time.Duration) {
 		n.Metrics.HTTPDuration.WithLabelValues(method, route, httpapi.StatusLabel(status)).Observe(d.Seconds())
 	}
-	wrap := func(route string, h http.Handler) http.Handler { return httpapi.Instrument(n.log, route, observe, h) }
+	wrap := func(route string, h http.Handler) http.Handler {
+		return httpapi.InstrumentTo(n.log, n.accessLog, route, observe, h)
+	}
 	for _, r := range routes {
 		h := r.Handle
 		rt.Handler(r.Method, r.Path, wrap(r.Path, http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {

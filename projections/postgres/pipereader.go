@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"sync"
 
@@ -17,9 +18,12 @@ import (
 // flight at once before queueing further reads behind them: below it a
 // read is sent at once on its own, as it always was; at it, the reads that
 // arrive meanwhile go out together as one pipeline when one round trip
-// returns. Two cores serve both the node and Postgres here, and a few
-// pipelines in flight keep both busy (BENCHMARKS.md, issue 11 eighth round).
-const readsInFlight = 4
+// returns. A pipeline's statements run one after another on one backend,
+// so one round trip in flight per core (at least two) keeps the cores
+// busy while queued reads share round trips: on 2 cores, 2 in flight cost
+// 25 µs of pgx per read against 43 with 4 and 52 with no pipelining
+// (BENCHMARKS.md, issue 11 eighth round).
+func readsInFlight() int { return max(2, runtime.GOMAXPROCS(0)) }
 
 // readBatchMax bounds the reads one pipeline carries, so a burst is sent
 // as several pipelines of bounded size rather than one unbounded one.
@@ -37,9 +41,10 @@ const readBatchMax = 64
 // that writes (the replay guard's binding) commits on its own. No read
 // ever waits on a timer: a queued read waits only for a round trip already
 // in flight, and a queue forms only when max round trips are. The zero
-// pipeReader sends at most readsInFlight round trips at once.
+// pipeReader sends at most readsInFlight() round trips at once.
 type pipeReader struct {
-	// max overrides readsInFlight when positive (tests set 1).
+	// max is the round trips allowed in flight: readsInFlight() unless
+	// set (tests set 1).
 	max int
 
 	mu       sync.Mutex
@@ -74,11 +79,12 @@ type readBatch struct {
 	live   int
 }
 
+// limit is the round trips allowed in flight; p.mu must be held.
 func (p *pipeReader) limit() int {
-	if p.max > 0 {
-		return p.max
+	if p.max <= 0 {
+		p.max = readsInFlight()
 	}
-	return readsInFlight
+	return p.max
 }
 
 // queryRow runs sql with args, scanning its one row with dest (pgx.ErrNoRows
