@@ -72,11 +72,12 @@ type Config struct {
 	MasterKeyPrevious string
 	Timezone          string // IANA name of the zone of Y-m-d dates and Y-m-d H:i:s times
 	Logger            *slog.Logger
+	Now               func() time.Time
+	IDBlockSize       int64
+
 	// AccessLog receives the access lines (one per request) so that they
 	// may be buffered apart from the rest of the log; nil: Logger.
-	AccessLog   *slog.Logger
-	Now         func() time.Time
-	IDBlockSize int64
+	AccessLog *slog.Logger
 
 	// KafkaBrokers switches the dispatcher's feed to Kafka and starts the relay.
 	KafkaBrokers []string
@@ -199,10 +200,11 @@ type Node struct {
 	Developers *projections.Developers
 	mailSender *mail.Sender
 
-	log *slog.Logger
+	log  *slog.Logger
+	head *headStore
+
 	// accessLog writes the access lines (Config.AccessLog).
 	accessLog *slog.Logger
-	head      *headStore
 	// snapshots keeps the embedded read models' snapshot (nil: Postgres
 	// read models, or snapshots off); restored says Open restored one.
 	snapshots *memory.Snapshotter
@@ -221,6 +223,9 @@ type Node struct {
 func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.AccessLog == nil {
+		cfg.AccessLog = cfg.Logger
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -264,7 +269,7 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 	if cfg.LeaseTTL <= 0 {
 		cfg.LeaseTTL = lease.DefaultTTL
 	}
-	n = &Node{log: cfg.Logger, Registry: catalog.Registry(), Metrics: metrics.New(), Adapters: map[string]string{}, NodeID: cfg.NodeID}
+	n = &Node{log: cfg.Logger, accessLog: cfg.AccessLog, Registry: catalog.Registry(), Metrics: metrics.New(), Adapters: map[string]string{}, NodeID: cfg.NodeID}
 	built := n
 	defer func() {
 		if err != nil {
