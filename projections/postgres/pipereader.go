@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
 	"slices"
 	"sync"
 
@@ -15,15 +14,15 @@ import (
 )
 
 // readsInFlight is how many round trips of one-row reads a node keeps in
-// flight at once before queueing further reads behind them: below it a
-// read is sent at once on its own, as it always was; at it, the reads that
+// flight at once before queueing further reads behind them: the pool's
+// size. Below it a read is sent at once on its own, as it always was; at
+// it, a read would wait for a connection anyway, and the reads that
 // arrive meanwhile go out together as one pipeline when one round trip
-// returns. A pipeline's statements run one after another on one backend,
-// so one round trip in flight per core (at least two) keeps the cores
-// busy while queued reads share round trips: on 2 cores, 2 in flight cost
-// 25 µs of pgx per read against 43 with 4 and 52 with no pipelining
-// (BENCHMARKS.md, issue 11 eighth round).
-func readsInFlight() int { return max(2, runtime.GOMAXPROCS(0)) }
+// returns. A smaller bound (one per core) batched more but cut Postgres'
+// parallelism: on the shared 2-core machine the rate fell to 0.23–0.31×
+// pgbench -S against main's 0.39–0.44× (BENCHMARKS.md, issue 11 eighth
+// round).
+func readsInFlight(pool *pgxpool.Pool) int { return max(2, int(pool.Config().MaxConns)) }
 
 // readBatchMax bounds the reads one pipeline carries, so a burst is sent
 // as several pipelines of bounded size rather than one unbounded one.
@@ -41,10 +40,10 @@ const readBatchMax = 64
 // that writes (the replay guard's binding) commits on its own. No read
 // ever waits on a timer: a queued read waits only for a round trip already
 // in flight, and a queue forms only when max round trips are. The zero
-// pipeReader sends at most readsInFlight() round trips at once.
+// pipeReader sends at most readsInFlight(pool) round trips at once.
 type pipeReader struct {
-	// max is the round trips allowed in flight: readsInFlight() unless
-	// set (tests set 1).
+	// max is the round trips allowed in flight: readsInFlight(pool)
+	// unless set (tests set 1).
 	max int
 
 	mu       sync.Mutex
@@ -80,9 +79,9 @@ type readBatch struct {
 }
 
 // limit is the round trips allowed in flight; p.mu must be held.
-func (p *pipeReader) limit() int {
+func (p *pipeReader) limit(pool *pgxpool.Pool) int {
 	if p.max <= 0 {
-		p.max = readsInFlight()
+		p.max = readsInFlight(pool)
 	}
 	return p.max
 }
@@ -91,7 +90,7 @@ func (p *pipeReader) limit() int {
 // when it returns none), alone or in a pipeline with other queued reads.
 func (p *pipeReader) queryRow(ctx context.Context, pool *pgxpool.Pool, sql string, args []any, dest func(pgx.Row) error) error {
 	p.mu.Lock()
-	if p.inflight < p.limit() {
+	if p.inflight < p.limit(pool) {
 		// Below the limit the queue is empty (a round trip that returns
 		// with reads queued takes them instead of giving its slot back).
 		p.inflight++
