@@ -223,3 +223,31 @@ func TestLoneReadIsSentAtOnce(t *testing.T) {
 		t.Fatalf("%d pipelines, %d in flight; want 0 and 0", p.batches, p.inflight)
 	}
 }
+
+// A pipelined statement that returns no row answers pgx.ErrNoRows, as
+// QueryRow's Scan does, and the read behind it is answered.
+func TestPipelinedReadWithoutARow(t *testing.T) {
+	pool, p, release := heldReads(t)
+	ctx := context.Background()
+	var none, one int
+	var noneErr, oneErr error
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		noneErr = p.queryRow(ctx, pool, `SELECT 1 WHERE false`, nil, func(r pgx.Row) error { return r.Scan(&none) })
+	})
+	waitFor(t, "the first read queued", func() bool { return readsQueued(p) == 1 })
+	wg.Go(func() {
+		oneErr = p.queryRow(ctx, pool, `SELECT 1`, nil, func(r pgx.Row) error { return r.Scan(&one) })
+	})
+	waitFor(t, "the second read queued", func() bool { return readsQueued(p) == 2 })
+	release()
+	wg.Wait()
+	if !errors.Is(noneErr, pgx.ErrNoRows) || oneErr != nil || one != 1 {
+		t.Fatalf("no row: %v; the next read: %d, %v", noneErr, one, oneErr)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.batches != 1 {
+		t.Fatalf("%d pipelines, want 1", p.batches)
+	}
+}
