@@ -46,6 +46,7 @@ type config struct {
 	VerifyCooldown                                                                       time.Duration // DUPLICATE_FULFILLMENT window; 0: none
 	DirectoryStaleness                                                                   time.Duration
 	LogFormat                                                                            string
+	AccessLogFlush                                                                       time.Duration // access lines buffered up to this long; 0: each written at once
 	AdminToken                                                                           string
 	MasterKey                                                                            string
 	MasterKeyPrevious                                                                    string
@@ -404,6 +405,23 @@ func loadConfig(args []string, getenv func(string) string, usageOut io.Writer) (
 				return errors.New("unknown log format")
 			},
 			show: func() string { return c.LogFormat }},
+		{env: "PLATFORM_ACCESS_LOG_FLUSH", flag: "access-log-flush", def: "100ms",
+			usage:   "how long access lines (one per request) may wait in a buffer before they are written; a kill -9 loses at most this much of them (other log lines are written at once); 0 = each line written at once",
+			accepts: "a non-negative Go duration such as 0s, 100ms or 1s",
+			parse: func(s string) error {
+				d, err := time.ParseDuration(s)
+				if err != nil || d < 0 {
+					return errors.New("not a non-negative duration")
+				}
+				c.AccessLogFlush = d
+				return nil
+			},
+			show: func() string {
+				if c.AccessLogFlush == 0 {
+					return "0s (each access line written at once)"
+				}
+				return c.AccessLogFlush.String()
+			}},
 		{env: "PLATFORM_ADMIN_TOKEN", secret: true,
 			accepts: "any non-empty token, or unset to keep one in <data dir>/admin.token",
 			parse:   func(s string) error { c.AdminToken = s; return nil },

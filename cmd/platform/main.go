@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/healthtech/partner-open-platform/internal/httpapi"
 	"github.com/healthtech/partner-open-platform/internal/node"
 )
 
@@ -29,18 +31,21 @@ func main() {
 		os.Exit(2)
 	}
 
-	var handler slog.Handler = slog.NewTextHandler(os.Stderr, nil)
-	if cfg.LogFormat == "json" {
-		handler = slog.NewJSONHandler(os.Stderr, nil)
-	}
-	log := slog.New(handler)
+	log := newLogger(cfg.LogFormat, os.Stderr)
 	slog.SetDefault(log)
 	cfg.log(log)
 	if percent, applied := setDefaultGC(os.Getenv); applied {
 		log.Info("garbage collector target set (GOGC and GOMEMLIMIT unset)", "GOGC", percent)
 	}
+	// The access lines go through a buffer written at least every
+	// AccessLogFlush (and at exit); every other line is written at once.
+	access, lines := log, (*httpapi.LineBuffer)(nil)
+	if cfg.AccessLogFlush > 0 {
+		lines = httpapi.NewLineBuffer(os.Stderr, cfg.AccessLogFlush)
+		access = newLogger(cfg.LogFormat, lines)
+	}
 
-	if err := run(log, cfg.Addr, node.Config{
+	err = run(log, cfg.Addr, node.Config{
 		DataDir: cfg.DataDir, EventStoreURL: cfg.eventStoreURL(), PostgresURL: cfg.PostgresURL, Timezone: cfg.Timezone,
 		AdminToken: cfg.AdminToken, MasterKey: cfg.MasterKey, MasterKeyPrevious: cfg.MasterKeyPrevious, Logger: log,
 		KafkaBrokers: cfg.KafkaBrokers, KafkaTopic: cfg.KafkaTopic, KafkaInternalTopic: cfg.KafkaInternalTopic,
@@ -50,11 +55,23 @@ func main() {
 		NodeID: cfg.NodeID, LeaseTTL: cfg.LeaseTTL, SnapshotInterval: cfg.SnapshotInterval, SnapshotEvents: cfg.SnapshotEvents,
 		DirectoryStaleness: cfg.DirectoryStaleness,
 		ReportPullLimit:    cfg.ReportPullLimit, VerifyCooldown: cfg.verifyCooldown(),
-		Portal: cfg.Portal,
-	}); err != nil {
+		Portal: cfg.Portal, AccessLog: access,
+	})
+	if lines != nil {
+		_ = lines.Close()
+	}
+	if err != nil {
 		log.Error("platform stopped", "err", err)
 		os.Exit(1)
 	}
+}
+
+// newLogger is the process's logger in format (text or json) on w.
+func newLogger(format string, w io.Writer) *slog.Logger {
+	if format == "json" {
+		return slog.New(slog.NewJSONHandler(w, nil))
+	}
+	return slog.New(slog.NewTextHandler(w, nil))
 }
 
 func run(log *slog.Logger, addr string, cfg node.Config) error {

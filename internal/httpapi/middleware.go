@@ -183,6 +183,13 @@ type Observer func(method, route string, status int, d time.Duration)
 // carrying it, a Note, panic recovery, an access log line and a metrics
 // observation; it drains unread bodies before early answers.
 func Instrument(log *slog.Logger, route string, observe Observer, next http.Handler) http.Handler {
+	return InstrumentTo(log, log, route, observe, next)
+}
+
+// InstrumentTo is Instrument with the access line written to access instead
+// of log, so that an operator may buffer the access lines (LineBuffer) while
+// what handlers log, errors and panics included, is still written at once.
+func InstrumentTo(log, access *slog.Logger, route string, observe Observer, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		id := r.Header.Get(RequestIDHeader)
@@ -228,7 +235,7 @@ func Instrument(log *slog.Logger, route string, observe Observer, next http.Hand
 			if note.Reason != "" {
 				attrs = append(attrs, slog.String("auth_failure", note.Reason))
 			}
-			log.LogAttrs(context.Background(), slog.LevelInfo, "request", attrs...)
+			access.LogAttrs(context.Background(), slog.LevelInfo, "request", attrs...)
 			if observe != nil {
 				observe(method, route, sw.status, d)
 			}

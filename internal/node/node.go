@@ -75,6 +75,10 @@ type Config struct {
 	Now               func() time.Time
 	IDBlockSize       int64
 
+	// AccessLog receives the access lines (one per request) so that they
+	// may be buffered apart from the rest of the log; nil: Logger.
+	AccessLog *slog.Logger
+
 	// KafkaBrokers switches the dispatcher's feed to Kafka and starts the relay.
 	KafkaBrokers []string
 	KafkaTopic   string // published analytics feed, default platform.events
@@ -198,6 +202,9 @@ type Node struct {
 
 	log  *slog.Logger
 	head *headStore
+
+	// accessLog writes the access lines (Config.AccessLog).
+	accessLog *slog.Logger
 	// snapshots keeps the embedded read models' snapshot (nil: Postgres
 	// read models, or snapshots off); restored says Open restored one.
 	snapshots *memory.Snapshotter
@@ -216,6 +223,9 @@ type Node struct {
 func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.AccessLog == nil {
+		cfg.AccessLog = cfg.Logger
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -259,7 +269,7 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 	if cfg.LeaseTTL <= 0 {
 		cfg.LeaseTTL = lease.DefaultTTL
 	}
-	n = &Node{log: cfg.Logger, Registry: catalog.Registry(), Metrics: metrics.New(), Adapters: map[string]string{}, NodeID: cfg.NodeID}
+	n = &Node{log: cfg.Logger, accessLog: cfg.AccessLog, Registry: catalog.Registry(), Metrics: metrics.New(), Adapters: map[string]string{}, NodeID: cfg.NodeID}
 	built := n
 	defer func() {
 		if err != nil {
@@ -739,7 +749,9 @@ func (n *Node) router(routes []commandapi.Route, now func() time.Time) http.Hand
 	observe := func(method, route string, status int, d time.Duration) {
 		n.Metrics.HTTPDuration.WithLabelValues(method, route, httpapi.StatusLabel(status)).Observe(d.Seconds())
 	}
-	wrap := func(route string, h http.Handler) http.Handler { return httpapi.Instrument(n.log, route, observe, h) }
+	wrap := func(route string, h http.Handler) http.Handler {
+		return httpapi.InstrumentTo(n.log, n.accessLog, route, observe, h)
+	}
 	for _, r := range routes {
 		h := r.Handle
 		rt.Handler(r.Method, r.Path, wrap(r.Path, http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {

@@ -42,6 +42,8 @@ type Store struct {
 	bound boundCache
 	// binds groups concurrent Binds into one statement per round trip.
 	binds binder
+	// reads sends Snapshot's statements, pipelining concurrent ones.
+	reads pipeReader
 	// snapSQL caches Snapshot's four statements for the head they read.
 	snapSQL atomic.Pointer[snapshotSQL]
 	// pruneNow decides whether a Snapshot that records a binding prunes

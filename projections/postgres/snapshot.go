@@ -181,8 +181,10 @@ func (s *Store) snapshot(ctx context.Context, q projections.SnapshotQuery, snap 
 		if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
 			return err
 		}
-	} else if err := r.scan(s.pool.QueryRow(ctx, sql, args...)); err != nil {
-		// Without a prune, the read is one statement: no batch to build.
+	} else if err := s.reads.queryRow(ctx, s.pool, sql, args, r.scan); err != nil {
+		// Without a prune, the read is one statement, sent alone or, when
+		// reads queue behind the round trips in flight, pipelined with
+		// them, each its own implicit transaction (pipeReader).
 		return err
 	}
 	if bind != nil {

@@ -170,6 +170,62 @@ func RunSnapshot(t *testing.T, open func(t *testing.T) SnapshotStore) {
 			t.Fatalf("a new key's binding = %q (found %v), want GET", snap.Bound, snap.Found)
 		}
 	})
+	t.Run("ConcurrentReadsEachGetTheirOwn", func(t *testing.T) {
+		// Many reads at once (a read model may send them together): each
+		// answers its own user, by id or channel id, at the checkpoint;
+		// reads of unknown users answer not found and fail no other read.
+		s := open(t)
+		ctx := context.Background()
+		const app, users = int64(1), 24
+		var us []projections.User
+		var gs []projections.Group
+		var ms []projections.Member
+		for i := range int64(users) {
+			id := 1000 + i
+			us = append(us, fullUser(app, id, fmt.Sprintf("c-%d", id)))
+			gs = append(gs, group(app, id, 10*id))
+			for j := range i % 4 {
+				ms = append(ms, member(app, id, 10*id, 100*id+j))
+			}
+		}
+		put(t, s, us, gs, ms)
+		pos := events.Position{Commit: 90, Prepare: 90}
+		writeAt(t, usersOf(s), string(projections.FamilyUsers), pos, func(projections.UserTx) error { return nil })
+		const readers = 96
+		snaps := make([]projections.Snapshot, readers)
+		errs := make([]error, readers)
+		var wg sync.WaitGroup
+		for i := range readers {
+			wg.Go(func() {
+				snaps[i], errs[i] = s.Snapshot(ctx, readerQuery(app, i))
+			})
+		}
+		wg.Wait()
+		for i := range readers {
+			if errs[i] != nil {
+				t.Fatalf("reader %d: %v", i, errs[i])
+			}
+			snap, q := snaps[i], readerQuery(app, i)
+			if snap.Checkpoint != pos {
+				t.Fatalf("reader %d: checkpoint %v, want %v", i, snap.Checkpoint, pos)
+			}
+			if i%5 == 4 {
+				if snap.Found {
+					t.Fatalf("reader %d (%+v, unknown user): found %+v", i, q, snap.User)
+				}
+				continue
+			}
+			id := 1000 + int64(i%users)
+			if !snap.Found || snap.User.OpenUserID != id || len(snap.Groups) != 1 || snap.Groups[0].FamilyGroupID != 10*id || len(snap.Members) != int(id%4) {
+				t.Fatalf("reader %d (%+v): %+v, want user %d with its group and %d members", i, q, snap, id, id%4)
+			}
+			for _, m := range snap.Members {
+				if m.OpenUserID != id {
+					t.Fatalf("reader %d: member %+v of another user", i, m)
+				}
+			}
+		}
+	})
 	t.Run("Tenancy", func(t *testing.T) {
 		s := open(t)
 		ctx := context.Background()
@@ -225,4 +281,21 @@ func wantSnapshot(t *testing.T, s SnapshotStore, q projections.SnapshotQuery, po
 		wantRow(t, "member", snap.Members[i], members[i])
 	}
 	return snap
+}
+
+// readerQuery is the query of reader i in ConcurrentReadsEachGetTheirOwn:
+// every fifth an unknown user, the others users 1000+i%24, by open user id
+// or, every other reader, by channel user id.
+func readerQuery(app int64, i int) projections.SnapshotQuery {
+	id := 1000 + int64(i%24)
+	switch {
+	case i%5 == 4 && i%2 == 0:
+		return projections.SnapshotQuery{AppID: app, OpenUserID: 5000 + int64(i)}
+	case i%5 == 4:
+		return projections.SnapshotQuery{AppID: app, ChannelUserID: fmt.Sprintf("nobody-%d", i)}
+	case i%2 == 0:
+		return projections.SnapshotQuery{AppID: app, OpenUserID: id}
+	default:
+		return projections.SnapshotQuery{AppID: app, ChannelUserID: fmt.Sprintf("c-%d", id)}
+	}
 }
