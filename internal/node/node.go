@@ -529,8 +529,11 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		}()
 	}
 	n.wg.Add(1)
+	// A family that never catches up must not keep the start's GC target.
+	gcHold := time.AfterFunc(startupGCHold, restoreGC)
 	go func() {
 		defer n.wg.Done()
+		defer gcHold.Stop()
 		defer restoreGC()
 		n.logCaughtUp(runCtx, began, families)
 	}()
