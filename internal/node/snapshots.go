@@ -84,9 +84,8 @@ func (e erasingKeys) Destroy(ctx context.Context, subject string) error {
 // often; the peak heap rises by at most the garbage of the decode, which
 // the row codec keeps small. The setting is put back once every read-model
 // family has caught up with the log (or Open fails, or startupGCHold has
-// passed): with it put back when
-// Open returned, the heap restored at 400 was already past the goal at
-// 100, so a collection of the whole restored heap ran during the tail
+// passed): with it put back when Open returned, the heap restored at 400
+// was already past the goal at 100, so a collection of the whole restored heap ran during the tail
 // replay and its mark assists stalled the runners (GODEBUG=gctrace=1 after
 // a kill -9: a 2.4 s cycle with 1.7 s of assist CPU at the tail's start).
 const startupGCPercent = 400
