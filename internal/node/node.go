@@ -519,6 +519,7 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		phase("snapshot", mark)
 	}
 	n.log.Info("node opened; projections start", append(phases, "took", time.Since(began).Round(time.Millisecond))...)
+	capStartupHeap()
 	runCtx, cancel := context.WithCancel(context.Background())
 	n.cancel = cancel
 	for _, r := range append(n.Runners, analyzerRunner) {
