@@ -293,7 +293,15 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 
 	// The phases of a start are logged with their durations (see "node
 	// opened"): what an operator waits for after a restart.
-	defer startupGC(cfg)()
+	// The start-up GC target holds until every family has caught up (see
+	// logCaughtUp): the tail replay allocates as fast as the restore.
+	restoreGC := startupGC(cfg)
+	opened := false
+	defer func() {
+		if !opened {
+			restoreGC()
+		}
+	}()
 	began := time.Now()
 	phases := []any{}
 	phase := func(name string, since time.Time) time.Time {
@@ -401,6 +409,8 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		families = append(families, run)
 	}
 	deliveriesRunner := n.Families[projections.FamilyDeliveries]
+	// Delivery records are most of a start's tail: decode them directly.
+	deliveriesRunner.DecodeWith(webhooks.DeliveryDecoder(n.Registry))
 	ids := commands.NewAllocator(n.Events, n.Registry, cfg.IDBlockSize).Grow(16).ReserveAhead()
 	pluginCmds := commands.NewPlugin(n.Events, n.Registry, ids, cfg.Now, phoneDirectory{n.ReadModel})
 	analyzerJournal := projections.NewJournal(&commands.Analyzer{Plugin: pluginCmds}, n.Events, n.Registry)
@@ -519,6 +529,7 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		phase("snapshot", mark)
 	}
 	n.log.Info("node opened; projections start", append(phases, "took", time.Since(began).Round(time.Millisecond))...)
+	capStartupHeap()
 	runCtx, cancel := context.WithCancel(context.Background())
 	n.cancel = cancel
 	for _, r := range append(n.Runners, analyzerRunner) {
@@ -529,8 +540,12 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		}()
 	}
 	n.wg.Add(1)
+	// A family that never catches up must not keep the start's GC target.
+	gcHold := time.AfterFunc(startupGCHold, restoreGC)
 	go func() {
 		defer n.wg.Done()
+		defer gcHold.Stop()
+		defer restoreGC()
 		n.logCaughtUp(runCtx, began, families)
 	}()
 	n.spawn(runCtx, "erasure follower", erasures.Run)
@@ -558,6 +573,7 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 	if err := n.startWebhooks(runCtx, cfg, deliveriesRunner); err != nil {
 		return nil, err
 	}
+	opened = true
 	return n, nil
 }
 

@@ -3,8 +3,10 @@ package node
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"sync"
 	"time"
@@ -82,8 +84,18 @@ func (e erasingKeys) Destroy(ctx context.Context, subject string) error {
 // about once per doubling and marked the whole growing heap each time
 // (a sixth of a start's CPU at 1M events). At 400 it runs about half as
 // often; the peak heap rises by at most the garbage of the decode, which
-// the row codec keeps small. The setting is put back before Open returns.
+// the row codec keeps small. The setting is put back once every read-model
+// family has caught up with the log (or Open fails, or startupGCHold has
+// passed): with it put back when Open returned, the heap restored at 400
+// was already past the goal at 100, so a collection of the whole restored heap ran during the tail
+// replay and its mark assists stalled the runners (GODEBUG=gctrace=1 after
+// a kill -9: a 2.4 s cycle with 1.7 s of assist CPU at the tail's start).
 const startupGCPercent = 400
+
+// startupGCHold bounds how long the start-up target outlives Open when a
+// family does not catch up (a stalled projection must not leave the heap
+// at five times its live size for the life of the process).
+const startupGCHold = 2 * time.Minute
 
 // startupGCState counts the nodes opening in this process (tests open
 // several at once): the first raises the target, the last puts it back.
@@ -91,6 +103,43 @@ var startupGCState struct {
 	sync.Mutex
 	opening int
 	prev    int
+	// capped says capStartupHeap set a memory limit, to put back at the
+	// end as prevLimit.
+	capped    bool
+	prevLimit int64
+}
+
+// minStartupHeapCap keeps capStartupHeap's limit from squeezing the small
+// heaps of nodes opened in tests.
+const minStartupHeapCap = 256 << 20
+
+// capStartupHeap bounds the heap while the tail is replayed under the
+// raised target: at 400 a long tail (90k events after 30 s of webhook
+// traffic) grew the process to 4.3 GB before any collection. Called once
+// Open has restored the read models, it sets a soft memory limit of twice
+// the heap then (what the default target would allow after collecting the
+// restore), unless the operator set one (GOMEMLIMIT) or the target was not
+// raised. The collector then starts early enough below the limit to pace
+// itself instead of stalling the runners with assists; the limit goes when
+// the target is put back.
+func capStartupHeap() {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		return
+	}
+	st := &startupGCState
+	st.Lock()
+	defer st.Unlock()
+	if st.opening == 0 || st.capped {
+		return
+	}
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	limit := max(2*int64(ms.HeapAlloc), minStartupHeapCap)
+	if prev := debug.SetMemoryLimit(-1); prev != math.MaxInt64 {
+		return
+	}
+	st.prevLimit = debug.SetMemoryLimit(limit)
+	st.capped = true
 }
 
 // startupGC raises the collector's target for an embedded node's start
@@ -120,6 +169,10 @@ func startupGC(cfg Config) (restore func()) {
 			defer st.Unlock()
 			if st.opening--; st.opening == 0 {
 				debug.SetGCPercent(st.prev)
+				if st.capped {
+					debug.SetMemoryLimit(st.prevLimit)
+					st.capped = false
+				}
 			}
 		})
 	}
