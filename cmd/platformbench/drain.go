@@ -26,8 +26,8 @@ type DrainResult struct {
 // WebhookDrain measures the sender's drain capacity, writes first: an app
 // whose webhook URL is this process's receiver gets -drain-backlog profile
 // updates (each delivered as it happens), is suspended (its webhooks wait,
-// partner calls are refused), has every delivery resent in one bulk call
-// (the backlog), and is resumed; the rate is the backlog over the time
+// partner calls are refused), has every delivery resent (the backlog),
+// and is resumed; the rate is the backlog over the time
 // from the resume to its last delivery received. The resent deliveries are
 // the same deliveries again (same delivery_id, a longer stream: created,
 // delivered, resend requested), so an attempt of them costs what a first
@@ -80,14 +80,22 @@ func (b *Bench) WebhookDrain(ctx context.Context) (DrainResult, error) {
 	if err := b.P.admin(ctx, http.MethodPost, appPath+"/suspend", map[string]any{"reason": "webhook drain benchmark"}, http.StatusOK, nil); err != nil {
 		return DrainResult{}, fmt.Errorf("suspend: %w", err)
 	}
-	var queued struct {
-		Queued int `json:"queued"`
+	// One resend per delivery, concurrently: the bulk resend endpoint
+	// resends one after another, each waiting for its own commit, which
+	// takes longer than the server's write timeout for a few thousand.
+	rcv.mu.Lock()
+	ids := make([]string, 0, len(rcv.seen))
+	for id := range rcv.seen {
+		ids = append(ids, id)
 	}
+	rcv.mu.Unlock()
 	t := time.Now()
-	if err := b.P.admin(ctx, http.MethodPost, appPath+"/deliveries/resend?status=delivered", nil, http.StatusAccepted, &queued); err != nil {
-		return DrainResult{}, fmt.Errorf("bulk resend: %w", err)
+	if err := forEach(ctx, b.Opt.Clients, len(ids), func(ctx context.Context, i int) error {
+		return b.P.admin(ctx, http.MethodPost, "/admin/v1/deliveries/"+ids[i]+"/resend", nil, http.StatusAccepted, nil)
+	}); err != nil {
+		return DrainResult{}, fmt.Errorf("resend: %w", err)
 	}
-	res := DrainResult{Queued: queued.Queued, ResendFor: time.Since(t), Latency: &Latencies{}}
+	res := DrainResult{Queued: len(ids), ResendFor: time.Since(t), Latency: &Latencies{}}
 	base := rcv.total()
 	cpu0, cpuErr := b.platformCPU()
 	resumed := time.Now()
@@ -174,7 +182,7 @@ func drainRow(res DrainResult, store string, o Options, raw Measured) Row {
 	if res.CPU > 0 && res.Received > 0 {
 		cpu = fmt.Sprintf("platform CPU %.0f µs/delivery", float64(res.CPU.Microseconds())/float64(res.Received))
 	}
-	r.Note = fmt.Sprintf("backlog of %d resent deliveries (bulk resend took %s) sent after the app's resume, receiver in the load process; %s; errors = %d not received after %s + %d bad signatures",
+	r.Note = fmt.Sprintf("backlog of %d resent deliveries (resends took %s) sent after the app's resume, receiver in the load process; %s; errors = %d not received after %s + %d bad signatures",
 		res.Queued, res.ResendFor.Round(time.Millisecond), cpu, res.Queued-res.Received, o.Drain, res.Bad)
 	return r
 }
