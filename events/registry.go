@@ -107,7 +107,26 @@ func (r *Registry) Encode(p Payload, meta Metadata) (Proposed, error) {
 	if err != nil {
 		return Proposed{}, fmt.Errorf("events: encode %s: %w", p.EventType(), err)
 	}
-	meta.Schema = e.schema
+	return encoded(p, e.schema, data, meta)
+}
+
+// EncodeMarshalled is Encode for a caller that already has
+// json.Marshal(p)'s bytes, written by a direct encoder on a hot path (the
+// webhook sender's outcome events) where reflection was a measured share
+// of the CPU; data must be exactly what json.Marshal(p) returns.
+func (r *Registry) EncodeMarshalled(p Payload, data []byte, meta Metadata) (Proposed, error) {
+	r.mu.RLock()
+	e, ok := r.types[p.EventType()]
+	r.mu.RUnlock()
+	if !ok {
+		return Proposed{}, fmt.Errorf("events: type %q is not registered", p.EventType())
+	}
+	return encoded(p, e.schema, data, meta)
+}
+
+// encoded completes an encoded payload with its metadata and event id.
+func encoded(p Payload, schema int, data []byte, meta Metadata) (Proposed, error) {
+	meta.Schema = schema
 	if meta.OccurredAt.IsZero() {
 		meta.OccurredAt = time.Now()
 	}

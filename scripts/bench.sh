@@ -124,7 +124,7 @@ stop_platform() {
 }
 
 run_bench() {
-	PLATFORM_ADMIN_TOKEN="$token" "$work/platformbench" run -url "http://127.0.0.1:$port" $quick "${extra[@]}" "$@"
+	PLATFORM_ADMIN_TOKEN="$token" "$work/platformbench" run -url "http://127.0.0.1:$port" -platform-pid "$platform_pid" $quick "${extra[@]}" "$@"
 }
 
 # ---- 1. embedded ----

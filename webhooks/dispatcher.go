@@ -489,7 +489,14 @@ func (d *Dispatcher) load(ctx context.Context, id string) (*delivery, error) {
 }
 
 func (d *Dispatcher) append(ctx context.Context, del *delivery, p events.Payload, actor string) (events.Position, error) {
-	ev, err := d.Registry.Encode(p, events.Metadata{AppID: del.created.AppID, Actor: actor, OccurredAt: d.Clock.Now()})
+	meta := events.Metadata{AppID: del.created.AppID, Actor: actor, OccurredAt: d.Clock.Now()}
+	var ev events.Proposed
+	var err error
+	if a, ok := p.(catalog.DeliveryAttempted); ok {
+		ev, err = d.encodeOutcome(a, meta)
+	} else {
+		ev, err = d.Registry.Encode(p, meta)
+	}
 	if err != nil {
 		return events.Position{}, err
 	}
@@ -714,12 +721,12 @@ type StoreSource struct {
 	// the last source event that has a delivery, which is exact when
 	// deliveries were created one after another (Run, or an older node).
 	From func(ctx context.Context) (events.Position, error)
-	// Checkpoints, when set, keeps the position RunBatches has finished:
+	// Checkpoints, when set, keeps the position RunPipelined has committed:
 	// every event at or before it has its deliveries recorded. Deliveries
 	// of one batch are created concurrently, so the highest one recorded
 	// says nothing of the others; a restart resumes from the checkpoint.
 	Checkpoints Checkpoints
-	// Batch bounds how many events one call of RunBatches' handle gets (default 512).
+	// Batch bounds how many events one batch of RunPipelined holds (default 512).
 	Batch int
 }
 
@@ -756,67 +763,6 @@ func (s StoreSource) Run(ctx context.Context, handle func(context.Context, event
 	}
 }
 
-// RunBatches calls handle with the events the log holds past the resume
-// point, in order, as many at once as have arrived (at most Batch): under
-// load batches grow, so each handle call appends many deliveries together.
-// After handle returns nil for a batch its last position is saved to
-// Checkpoints in the background, at most every checkpointEvery (a slow save never holds the next batch;
-// a crash before it is saved only makes the restart redo that idempotent
-// work). An error of handle stops RunBatches, which the caller restarts.
-func (s StoreSource) RunBatches(ctx context.Context, handle func(context.Context, []events.Recorded) error) error {
-	from, err := s.resume(ctx)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	sub, err := s.Store.SubscribeAll(ctx, from)
-	if err != nil {
-		return err
-	}
-	defer sub.Close()
-	size := s.Batch
-	if size <= 0 {
-		size = 512
-	}
-	feed, subErr := follow(ctx, sub, size)
-	saved := make(chan events.Position, 1)
-	saverDone := make(chan struct{})
-	go s.saveCheckpoints(ctx, saved, saverDone)
-	// The last finished position is saved once more after the saver ends:
-	// a stop that lands while the last batch is handled can end the saver
-	// before that batch's position reaches it.
-	var last events.Position
-	defer func() { cancel(); <-saverDone; s.saveFinal(ctx, last) }()
-	batch := make([]events.Recorded, 0, size)
-	for {
-		rec, ok := <-feed
-		if !ok {
-			select {
-			case err := <-subErr:
-				return err
-			default:
-				return nil
-			}
-		}
-		batch = append(batch[:0], rec)
-		batch = fillBatch(batch, feed, size)
-		if err := handle(ctx, batch); err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return err
-		}
-		// Keep only the newest finished position for the saver.
-		last = batch[len(batch)-1].Position
-		select {
-		case <-saved:
-		default:
-		}
-		saved <- last
-	}
-}
-
 // saveFinal saves pos (when set) past ctx's end, so a clean stop resumes
 // exactly where it ended; saving a position twice is harmless.
 func (s StoreSource) saveFinal(ctx context.Context, pos events.Position) {
@@ -829,7 +775,8 @@ func (s StoreSource) saveFinal(ctx context.Context, pos events.Position) {
 }
 
 // RunPipelined creates deliveries from the events the log holds past the
-// resume point, as RunBatches does, in two stages that overlap: prepare
+// resume point, in order, as many at once as have arrived (at most Batch),
+// in two stages that overlap: prepare
 // (decode, render, wait for the read models, plan, encode) runs on each
 // batch as it arrives while the previous batches' commit (their append)
 // is in the store's commit queue, and every batch prepared while a commit
@@ -860,8 +807,9 @@ func RunPipelined[P any](ctx context.Context, s StoreSource, prepare func(contex
 	saved := make(chan events.Position, 1)
 	saverDone := make(chan struct{})
 	go s.saveCheckpoints(ctx, saved, saverDone)
-	// As in RunBatches, the last committed position is saved once more
-	// after the saver ends (Pipeline's committer is done by then).
+	// The last committed position is saved once more after the saver
+	// ends (Pipeline's committer is done by then): a stop that lands while
+	// the last batch commits can end the saver before its position reaches it.
 	var lastCommitted events.Position
 	defer func() { cancel(); <-saverDone; s.saveFinal(ctx, lastCommitted) }()
 	next := func(ctx context.Context) ([]events.Recorded, events.Position, error) {

@@ -19,15 +19,3 @@ type Source interface {
 	// its offset); an error stops Run, which the caller restarts.
 	Run(ctx context.Context, handle func(ctx context.Context, ev events.Recorded) error) error
 }
-
-// BatchSource is a Source that can hand the dispatcher many events per call,
-// as many as arrived while the previous call ran, so that CreateBatch
-// appends their deliveries together instead of one after another (the
-// store's StoreSource.RunBatches, a Kafka consumer group).
-type BatchSource interface {
-	// RunBatches calls handle with batches of events, each subject's in
-	// order, until ctx ends. A batch for which handle returned nil counts
-	// as processed; an error stops RunBatches with the whole batch
-	// unprocessed (it is handed over again), and the caller restarts it.
-	RunBatches(ctx context.Context, handle func(ctx context.Context, evs []events.Recorded) error) error
-}

@@ -57,10 +57,28 @@ func appendN(t *testing.T, s events.Store, n int) []events.Position {
 	return out
 }
 
-// RunBatches hands every event over once, in log order, in batches no
-// larger than Batch, and checkpoints what it finished; a restart resumes
+// runBatches runs RunPipelined with handle as the commit of each batch
+// (prepare only copies it), so the tests below see what the store-fed
+// creation commits, batch by batch, in order.
+func runBatches(ctx context.Context, src webhooks.StoreSource, handle func(context.Context, []events.Recorded) error) error {
+	prepare := func(_ context.Context, recs []events.Recorded) ([]events.Recorded, error) {
+		return append([]events.Recorded(nil), recs...), nil
+	}
+	commit := func(ctx context.Context, batches [][]events.Recorded) error {
+		for _, b := range batches {
+			if err := handle(ctx, b); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return webhooks.RunPipelined(ctx, src, prepare, commit)
+}
+
+// RunPipelined hands every event over once, in log order, in batches no
+// larger than Batch, and checkpoints what it committed; a restart resumes
 // from the checkpoint rather than from From.
-func TestRunBatchesDeliversInOrderAndResumesFromItsCheckpoint(t *testing.T) {
+func TestRunPipelinedDeliversInOrderAndResumesFromItsCheckpoint(t *testing.T) {
 	store := memory.New()
 	defer store.Close()
 	pos := appendN(t, store, 100)
@@ -72,7 +90,7 @@ func TestRunBatchesDeliversInOrderAndResumesFromItsCheckpoint(t *testing.T) {
 	}}
 	var got []events.Position
 	ctx, cancel := context.WithCancel(context.Background())
-	err := src.RunBatches(ctx, func(_ context.Context, recs []events.Recorded) error {
+	err := runBatches(ctx, src, func(_ context.Context, recs []events.Recorded) error {
 		if len(recs) == 0 || len(recs) > 8 {
 			t.Errorf("batch of %d", len(recs))
 		}
@@ -103,7 +121,7 @@ func TestRunBatchesDeliversInOrderAndResumesFromItsCheckpoint(t *testing.T) {
 	var again []events.Position
 	ctx, cancel = context.WithCancel(context.Background())
 	defer cancel()
-	err = src.RunBatches(ctx, func(_ context.Context, recs []events.Recorded) error {
+	err = runBatches(ctx, src, func(_ context.Context, recs []events.Recorded) error {
 		for _, r := range recs {
 			again = append(again, r.Position)
 		}
@@ -117,8 +135,8 @@ func TestRunBatchesDeliversInOrderAndResumesFromItsCheckpoint(t *testing.T) {
 	}
 }
 
-// A batch whose handling fails is never checkpointed: the restart hands it over again.
-func TestRunBatchesRedoesAFailedBatch(t *testing.T) {
+// A batch whose commit fails is never checkpointed: the restart hands it over again.
+func TestRunPipelinedRedoesAFailedBatch(t *testing.T) {
 	store := memory.New()
 	defer store.Close()
 	pos := appendN(t, store, 20)
@@ -126,7 +144,7 @@ func TestRunBatchesRedoesAFailedBatch(t *testing.T) {
 	src := webhooks.StoreSource{Store: store, Checkpoints: cps, Batch: 4, From: func(context.Context) (events.Position, error) { return events.Position{}, nil }}
 	boom := errors.New("store down")
 	seen := 0
-	err := src.RunBatches(context.Background(), func(_ context.Context, recs []events.Recorded) error {
+	err := runBatches(context.Background(), src, func(_ context.Context, recs []events.Recorded) error {
 		for _, r := range recs {
 			if r.Position == pos[10] {
 				return boom
@@ -146,7 +164,7 @@ func TestRunBatchesRedoesAFailedBatch(t *testing.T) {
 	var redo []events.Position
 	deadline := time.AfterFunc(30*time.Second, cancel)
 	defer deadline.Stop()
-	_ = src.RunBatches(ctx, func(_ context.Context, recs []events.Recorded) error {
+	_ = runBatches(ctx, src, func(_ context.Context, recs []events.Recorded) error {
 		for _, r := range recs {
 			redo = append(redo, r.Position)
 			if r.Position == pos[19] {

@@ -36,6 +36,11 @@ type Options struct {
 	// WebhookRate, when positive, paces the webhook scenario's writes to
 	// this many per second instead of a closed loop.
 	WebhookRate float64
+	// DrainBacklog is how many deliveries webhook-drain queues at once.
+	DrainBacklog int
+	// PlatformPID, when positive, is the platform's process, whose CPU
+	// webhook-drain reads from /proc to report CPU per delivery.
+	PlatformPID int
 }
 
 func main() {
@@ -62,7 +67,7 @@ func main() {
 
 // allScenarios is the order scenarios run in: webhooks first, while the
 // dispatcher has no backlog of earlier scenarios' deliveries.
-var allScenarios = []string{"webhooks", "register", "patch-fresh", "patch-long", "member-upsert", "snapshot", "report-pull", "verify-hot", "verify-many"}
+var allScenarios = []string{"webhooks", "webhook-drain", "register", "patch-fresh", "patch-long", "member-upsert", "snapshot", "report-pull", "verify-hot", "verify-many"}
 
 func runCmd(ctx context.Context, args []string, log io.Writer) error {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
@@ -86,12 +91,15 @@ func runCmd(ctx context.Context, args []string, log io.Writer) error {
 	fs.DurationVar(&o.Window, "window", 10*time.Second, "measured window of each scenario")
 	fs.DurationVar(&o.Drain, "drain", 60*time.Second, "how long webhooks wait for outstanding deliveries")
 	fs.Float64Var(&o.WebhookRate, "webhook-rate", 0, "offered PATCHes per second of the webhook scenario (0: closed loop, as fast as answered)")
+	fs.IntVar(&o.DrainBacklog, "drain-backlog", 4000, "deliveries webhook-drain queues at once (its backlog)")
+	fs.IntVar(&o.PlatformPID, "platform-pid", 0, "the platform's process id, for webhook-drain's CPU per delivery (0: not reported)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *quick {
 		o.Warmup, o.Window, o.Drain = time.Second, 3*time.Second, 20*time.Second
 		o.History, o.Users, o.Cards = 50, 200, 100
+		o.DrainBacklog = 800
 	}
 	token := os.Getenv("PLATFORM_ADMIN_TOKEN")
 	if *tokenFile != "" {
@@ -176,6 +184,13 @@ func runCmd(ctx context.Context, args []string, log io.Writer) error {
 				P50ms: ms(res.EventToRecpt.Quantile(0.5)), P99ms: ms(res.EventToRecpt.Quantile(0.99)),
 				Note: "occurred_at has whole seconds: ±1000 ms resolution"}
 			rows = append(rows, w, d, e)
+			continue
+		case "webhook-drain":
+			res, err := b.WebhookDrain(ctx)
+			if err != nil {
+				return fmt.Errorf("webhook-drain: %w", err)
+			}
+			rows = append(rows, drainRow(res, *store, o, raw[o.PatchClients]))
 			continue
 		case "register":
 			writeBase()

@@ -31,6 +31,7 @@ type Receiver struct {
 	mu     sync.Mutex
 	seen   map[string]bool
 	byUser map[int64][]receipt
+	all    []time.Time // every correctly signed delivery, repeats included, in arrival order
 	bad    atomic.Int64
 	srv    *http.Server
 	URL    string
@@ -74,6 +75,7 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 	occurred, _ := time.Parse(time.RFC3339, d.OccurredAt)
 	r.mu.Lock()
+	r.all = append(r.all, at)
 	if !r.seen[d.DeliveryID] && d.Event == "user.profile.updated" {
 		r.seen[d.DeliveryID] = true
 		r.byUser[d.OpenUserID] = append(r.byUser[d.OpenUserID], receipt{at: at, occurred: occurred})
@@ -91,6 +93,14 @@ func (r *Receiver) count() int {
 		n += len(l)
 	}
 	return n
+}
+
+// total is how many correctly signed deliveries have arrived, repeats
+// and every event type included.
+func (r *Receiver) total() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.all)
 }
 
 // Close stops the receiver.

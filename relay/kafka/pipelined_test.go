@@ -152,6 +152,9 @@ func TestSourceRunPipelinedPreparesWhileCommittingInStreamOrder(t *testing.T) {
 		if !overlapped {
 			t.Fatal("no batch was prepared while the first one committed")
 		}
+		if prepares, _ := p.counts(); prepares >= len(evs) {
+			t.Fatalf("%d events in %d batches: nothing was batched", len(evs), prepares)
+		}
 		checkPerStreamOrder(t, p.events(), evs)
 
 		fresh := makeEvents("pipfresh", 10, 3, 1000)

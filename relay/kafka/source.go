@@ -106,42 +106,8 @@ func (s *Source) Run(ctx context.Context, handle func(ctx context.Context, ev ev
 	}
 }
 
-// DefaultBatch bounds how many messages one call of RunBatches' handle gets.
+// DefaultBatch bounds how many messages one batch of RunPipelined holds.
 const DefaultBatch = 512
-
-var _ webhooks.BatchSource = (*Source)(nil)
-
-// RunBatches is Run handing handle, in one call, every message fetched
-// while the previous call ran (at most DefaultBatch), as the store-fed
-// dispatcher's batches do: under load the dispatcher creates many
-// deliveries per call, in a few appends, instead of one after another.
-// Messages arrive in partition order, so each subject's events stay in
-// order within and across batches. A batch is committed only after handle
-// succeeded for all of it; an error stops RunBatches with the batch
-// uncommitted, so all of it is re-delivered (the dispatcher's creation is
-// idempotent).
-func (s *Source) RunBatches(ctx context.Context, handle func(ctx context.Context, evs []events.Recorded) error) error {
-	r := s.reader()
-	defer r.Close()
-	next, stop := s.batches(ctx, r)
-	defer stop()
-	for {
-		msgs, evs, err := next(ctx)
-		if err != nil || len(msgs) == 0 {
-			return err
-		}
-		if err := handle(ctx, evs); err != nil {
-			if ctx.Err() != nil {
-				return nil // shutting down; the batch stays uncommitted
-			}
-			first := msgs[0]
-			return fmt.Errorf("kafka source %s: handle %d events from %s/%d@%d: %w", s.group, len(msgs), first.Topic, first.Partition, first.Offset, err)
-		}
-		if err := commit(ctx, r, msgs...); err != nil {
-			return fmt.Errorf("kafka source %s: commit %d messages: %w", s.group, len(msgs), err)
-		}
-	}
-}
 
 // RunPipelined creates deliveries from the group's messages in the two
 // overlapping stages of webhooks.Pipeline, as the store-fed creation does:

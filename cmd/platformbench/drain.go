@@ -1,0 +1,188 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// DrainResult is the webhook-drain scenario's outcome: how fast the
+// platform sends a backlog it already holds, with the receiver in this
+// process, so the receiver's CPU is not the platform's.
+type DrainResult struct {
+	Queued    int           // deliveries the bulk resend put back in the queue
+	Received  int           // of them, received before the drain deadline
+	Took      time.Duration // resume → the last of them received
+	Latency   *Latencies    // resume → each of them received
+	ResendFor time.Duration // how long the bulk resend call took (the backlog's appends)
+	CPU       time.Duration // the platform's CPU (user+system) from resume to the last receipt; 0 when unknown
+	Bad       int64         // deliveries with a bad signature
+}
+
+// WebhookDrain measures the sender's drain capacity, writes first: an app
+// whose webhook URL is this process's receiver gets -drain-backlog profile
+// updates (each delivered as it happens), is suspended (its webhooks wait,
+// partner calls are refused), has every delivery resent (the backlog),
+// and is resumed; the rate is the backlog over the time
+// from the resume to its last delivery received. The resent deliveries are
+// the same deliveries again (same delivery_id, a longer stream: created,
+// delivered, resend requested), so an attempt of them costs what a first
+// attempt costs plus the two earlier events' decode.
+func (b *Bench) WebhookDrain(ctx context.Context) (DrainResult, error) {
+	app, err := b.P.createApp(ctx, "drain-"+b.run)
+	if err != nil {
+		return DrainResult{}, err
+	}
+	rcv, err := startReceiver(app.WebhookSecret)
+	if err != nil {
+		return DrainResult{}, err
+	}
+	defer rcv.Close()
+	appPath := "/admin/v1/apps/" + strconv.FormatInt(app.ID, 10)
+	if err := b.P.admin(ctx, http.MethodPatch, appPath, map[string]any{"webhook_url": rcv.URL}, http.StatusOK, nil); err != nil {
+		return DrainResult{}, fmt.Errorf("set webhook URL (is PLATFORM_WEBHOOK_ALLOW_LOOPBACK on?): %w", err)
+	}
+	c := b.Opt.PatchClients
+	per := max(1, b.Opt.DrainBacklog/c)
+	if err := forEach(ctx, c, c, func(ctx context.Context, _ int) error {
+		user, err := b.register(ctx, app, "drain")
+		if err != nil {
+			return err
+		}
+		for range per {
+			if err := b.patch(ctx, app, user); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		return DrainResult{}, fmt.Errorf("backlog writes: %w", err)
+	}
+	// Every write delivered once, and nothing else arriving, before the
+	// backlog is made: the drain must time the backlog alone.
+	deadline := time.Now().Add(b.Opt.Drain)
+	last, still := rcv.total(), time.Now()
+	for ctx.Err() == nil && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+		if n := rcv.total(); n != last {
+			last, still = n, time.Now()
+		} else if rcv.count() >= c*per && time.Since(still) >= 500*time.Millisecond {
+			break
+		}
+	}
+	if got := rcv.count(); got < c*per {
+		return DrainResult{}, fmt.Errorf("backlog writes: %d of %d delivered after %s", got, c*per, b.Opt.Drain)
+	}
+	if err := b.P.admin(ctx, http.MethodPost, appPath+"/suspend", map[string]any{"reason": "webhook drain benchmark"}, http.StatusOK, nil); err != nil {
+		return DrainResult{}, fmt.Errorf("suspend: %w", err)
+	}
+	// One resend per delivery, concurrently: the bulk resend endpoint
+	// resends one after another, each waiting for its own commit, which
+	// takes longer than the server's write timeout for a few thousand.
+	rcv.mu.Lock()
+	ids := make([]string, 0, len(rcv.seen))
+	for id := range rcv.seen {
+		ids = append(ids, id)
+	}
+	rcv.mu.Unlock()
+	t := time.Now()
+	if err := forEach(ctx, b.Opt.Clients, len(ids), func(ctx context.Context, i int) error {
+		return b.P.admin(ctx, http.MethodPost, "/admin/v1/deliveries/"+ids[i]+"/resend", nil, http.StatusAccepted, nil)
+	}); err != nil {
+		return DrainResult{}, fmt.Errorf("resend: %w", err)
+	}
+	res := DrainResult{Queued: len(ids), ResendFor: time.Since(t), Latency: &Latencies{}}
+	base := rcv.total()
+	cpu0, cpuErr := b.platformCPU()
+	resumed := time.Now()
+	if err := b.P.admin(ctx, http.MethodPost, appPath+"/resume", nil, http.StatusOK, nil); err != nil {
+		return DrainResult{}, fmt.Errorf("resume: %w", err)
+	}
+	deadline = time.Now().Add(b.Opt.Drain)
+	for rcv.total() < base+res.Queued && time.Now().Before(deadline) && ctx.Err() == nil {
+		time.Sleep(5 * time.Millisecond)
+	}
+	cpu1, cpuErr1 := b.platformCPU()
+	if cpuErr == nil && cpuErr1 == nil {
+		res.CPU = cpu1 - cpu0
+	}
+	rcv.mu.Lock()
+	got := rcv.all[min(base, len(rcv.all)):]
+	got = got[:min(len(got), res.Queued)]
+	lat := make([]time.Duration, len(got))
+	for i, at := range got {
+		lat[i] = at.Sub(resumed)
+	}
+	rcv.mu.Unlock()
+	res.Received, res.Bad = len(got), rcv.bad.Load()
+	res.Latency.Add(lat)
+	if len(got) > 0 {
+		res.Took = got[len(got)-1].Sub(resumed)
+	}
+	return res, nil
+}
+
+// clockTick is the unit of /proc/PID/stat's CPU times (USER_HZ, 100 on Linux).
+const clockTick = 10 * time.Millisecond
+
+// platformCPU is the platform process's CPU time so far (user + system),
+// read from /proc when -platform-pid names it.
+func (b *Bench) platformCPU() (time.Duration, error) {
+	if b.Opt.PlatformPID <= 0 {
+		return 0, fmt.Errorf("no -platform-pid")
+	}
+	raw, err := os.ReadFile("/proc/" + strconv.Itoa(b.Opt.PlatformPID) + "/stat")
+	if err != nil {
+		return 0, fmt.Errorf("platform CPU: %w", err)
+	}
+	return parseStatCPU(string(raw))
+}
+
+// parseStatCPU reads utime + stime (fields 14 and 15) of a /proc/PID/stat
+// line; the command name (field 2) may hold spaces, so fields count from
+// its closing parenthesis.
+func parseStatCPU(stat string) (time.Duration, error) {
+	i := strings.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("platform CPU: no command name in %q", stat)
+	}
+	f := strings.Fields(stat[i+1:]) // f[0] is field 3 (state)
+	if len(f) < 13 {
+		return 0, fmt.Errorf("platform CPU: %d fields after the command name", len(f))
+	}
+	var ticks int64
+	for _, s := range f[11:13] {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("platform CPU: %w", err)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * clockTick, nil
+}
+
+// drainRow is webhook-drain's line: deliveries/s of the backlog, p50/p99
+// from the resume to each receipt, against the raw append of as many
+// clients as wrote the backlog.
+func drainRow(res DrainResult, store string, o Options, raw Measured) Row {
+	r := Row{Scenario: "webhook drain (backlog, resume→receipt)", Store: store, Clients: o.PatchClients,
+		P50ms: ms(res.Latency.Quantile(0.5)), P99ms: ms(res.Latency.Quantile(0.99)),
+		Errors: int64(res.Queued-res.Received) + res.Bad, Baseline: "raw append", BaseRate: raw.Rate()}
+	if res.Took > 0 {
+		r.Rate = float64(res.Received) / res.Took.Seconds()
+	}
+	if r.BaseRate > 0 {
+		r.Ratio = r.Rate / r.BaseRate
+	}
+	cpu := "platform CPU not measured (no -platform-pid)"
+	if res.CPU > 0 && res.Received > 0 {
+		cpu = fmt.Sprintf("platform CPU %.0f µs/delivery", float64(res.CPU.Microseconds())/float64(res.Received))
+	}
+	r.Note = fmt.Sprintf("backlog of %d resent deliveries (resends took %s) sent after the app's resume, receiver in the load process; %s; errors = %d not received after %s + %d bad signatures",
+		res.Queued, res.ResendFor.Round(time.Millisecond), cpu, res.Queued-res.Received, o.Drain, res.Bad)
+	return r
+}
