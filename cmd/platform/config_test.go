@@ -48,7 +48,7 @@ func TestDefaults(t *testing.T) {
 	c := mustLoad(t, map[string]string{"PLATFORM_RATE_LIMIT": ""}) // empty counts as unset
 	want := config{
 		Addr: "127.0.0.1:8080", DataDir: "./data", Timezone: "Asia/Shanghai", KafkaTopic: "platform.events",
-		KafkaInternalTopic: "platform.internal.events", KafkaRelay: true, RateLimit: 6000, LogFormat: "text",
+		KafkaInternalTopic: "platform.internal.events", KafkaRelay: true, RateLimit: 6000, LogFormat: "text", AccessLogFlush: 100 * time.Millisecond,
 		LeaseTTL: 10 * time.Second, WebhookWorkers: 64, WebhookPerEndpoint: 16, WebhookBreakerFailures: 5,
 		WebhookCreateConcurrency: 64, WebhookBreakerCooldown: 30 * time.Second, SnapshotInterval: 5 * time.Minute, SnapshotEvents: 25000,
 		ReportPullLimit: 60, VerifyCooldown: 10 * time.Second,
