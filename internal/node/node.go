@@ -529,7 +529,14 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		phase("snapshot", mark)
 	}
 	n.log.Info("node opened; projections start", append(phases, "took", time.Since(began).Round(time.Millisecond))...)
-	capStartupHeap()
+	if n.restored {
+		// Only a restored heap is large enough for the raised target to
+		// let a tail's garbage grow it far; a node without a snapshot
+		// (every node of a short log, most tests' nodes) sets no limit: a
+		// process-wide limit of twice one small node's heap would keep the
+		// collector running once other nodes in the process outgrow it.
+		capStartupHeap()
+	}
 	runCtx, cancel := context.WithCancel(context.Background())
 	n.cancel = cancel
 	for _, r := range append(n.Runners, analyzerRunner) {
