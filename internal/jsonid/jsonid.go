@@ -206,6 +206,12 @@ func scanString(data []byte, i int) (int, bool) {
 	}
 	plain := true
 	for j := i + 1; j < len(data); j++ {
+		for j < len(data) && plainByte[data[j]] {
+			j++ // the common case, without the switch below
+		}
+		if j >= len(data) {
+			break
+		}
 		switch c := data[j]; {
 		case c == '"':
 			return j + 1, plain
@@ -238,6 +244,15 @@ func scanString(data []byte, i int) (int, bool) {
 	}
 	return -1, false
 }
+
+// plainByte marks the bytes a string holds as they are: printable ASCII
+// other than the quote and the backslash.
+var plainByte = func() (t [256]bool) {
+	for c := 0x20; c < 0x80; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
 
 func isHex(c byte) bool {
 	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
@@ -421,8 +436,12 @@ func Unquote(buf, raw []byte) []byte {
 			}
 			r++
 		case c < utf8.RuneSelf:
-			buf = append(buf, c)
-			r++
+			run := r + 1
+			for run < len(s) && s[run] < utf8.RuneSelf && s[run] != '\\' {
+				run++
+			}
+			buf = append(buf, s[r:run]...)
+			r = run
 		default:
 			rr, size := utf8.DecodeRune(s[r:])
 			buf = utf8.AppendRune(buf, rr)
