@@ -48,6 +48,7 @@ import (
 
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/events/catalog"
+	"github.com/healthtech/partner-open-platform/internal/jsonid"
 	"github.com/healthtech/partner-open-platform/keys"
 )
 
@@ -361,10 +362,89 @@ func locate(data []byte, fields *personalPaths) ([]located, error) {
 
 // Subject names the person (or, for personal data of no channel user, the
 // aggregate) whose key seals an event's personal fields; see the package doc.
+// It reads the few fields it needs with jsonid's direct reader, and with
+// encoding/json (subjectJSON) whenever that reader cannot decide exactly.
 func Subject(stream, eventType string, data []byte) string {
 	if strings.HasPrefix(stream, "user-") {
 		return stream
 	}
+	if subject, ok := subjectDirect(stream, eventType, data); ok {
+		return subject
+	}
+	return subjectJSON(stream, eventType, data)
+}
+
+// subjectFields are the members Subject reads, in subjectJSON's struct
+// order.
+var subjectFields = []jsonid.Field{
+	{Name: "open_user_id", Kind: jsonid.Int64},
+	{Name: "user_id", Kind: jsonid.Int64},
+	{Name: "platform_user_id", Kind: jsonid.Int64},
+	{Name: "source_stream", Kind: jsonid.String},
+	{Name: "body", Kind: jsonid.String},
+}
+
+// bodyFields is the one member a webhook body names its user with.
+var bodyFields = []jsonid.Field{{Name: "open_user_id", Kind: jsonid.Int64}}
+
+// isDelivery reports the event types whose subject may come from a webhook
+// body or its source stream.
+func isDelivery(eventType string) bool {
+	return eventType == (catalog.DeliveryCreated{}).EventType() || eventType == (catalog.DeliveryAttempted{}).EventType()
+}
+
+// subjectDirect is subjectJSON without reflection; false when jsonid
+// declines the data or a delivery's body.
+func subjectDirect(stream, eventType string, data []byte) (string, bool) {
+	var ids [5]jsonid.Value
+	if !jsonid.Read(data, subjectFields, ids[:]) {
+		return "", false
+	}
+	for _, id := range ids[:3] {
+		if id.N > 0 {
+			return "user-" + strconv.FormatInt(id.N, 10), true
+		}
+	}
+	if !isDelivery(eventType) {
+		return streamSubject(stream), true
+	}
+	if body := ids[4].Raw(data); len(body) > 2 { // "" names nobody
+		var arr [1024]byte
+		user, ok := BodyUser(jsonid.Unquote(arr[:0], body))
+		if !ok {
+			return "", false
+		}
+		if user > 0 {
+			return "user-" + strconv.FormatInt(user, 10), true
+		}
+	}
+	if src := ids[3].Raw(data); len(src) > 2 {
+		var arr [128]byte
+		return streamSubject(string(jsonid.Unquote(arr[:0], src))), true
+	}
+	return streamSubject(stream), true
+}
+
+// BodyUser is the open_user_id a webhook body names (0 for none), as
+//
+//	json.Unmarshal(body, &struct{ OpenUserID *int64 `json:"open_user_id"` }{})
+//
+// gives it (0 too when that returns an error); false when the direct reader
+// declines the body and the caller must decode it with encoding/json.
+func BodyUser(body []byte) (int64, bool) {
+	var user [1]jsonid.Value
+	if !jsonid.Read(body, bodyFields, user[:]) {
+		return 0, false
+	}
+	if user[0].Mismatch {
+		return 0, true
+	}
+	return user[0].N, true
+}
+
+// subjectJSON is Subject decoded with encoding/json: the reference the
+// direct reader must always agree with, and its fallback.
+func subjectJSON(stream, eventType string, data []byte) string {
 	var ids struct {
 		OpenUserID     *int64 `json:"open_user_id"`
 		UserID         *int64 `json:"user_id"`
@@ -378,7 +458,7 @@ func Subject(stream, eventType string, data []byte) string {
 			return "user-" + strconv.FormatInt(*id, 10)
 		}
 	}
-	if eventType == (catalog.DeliveryCreated{}).EventType() || eventType == (catalog.DeliveryAttempted{}).EventType() {
+	if isDelivery(eventType) {
 		if ids.Body != "" {
 			var body struct {
 				OpenUserID *int64 `json:"open_user_id"`

@@ -2,6 +2,7 @@ package privacy
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 
 	"github.com/google/uuid"
@@ -27,6 +28,56 @@ func BenchmarkSeal(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := s.Seal(ctx, "user-7", id, "user.family_member.updated", []byte(memberUpserted)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// deliveryCreated is the delivery record of a member upsert's webhook, as
+// the dispatcher writes it: the body (a personal field) is the webhook's
+// JSON text, so its subject comes from the body's open_user_id.
+var deliveryCreated = func() []byte {
+	body, _ := json.Marshal(`{"event_id":"0b8e5c1e-6f0e-4c55-9d8a-0f8d2b7c1a11","event_type":"user.family_member.updated","app_id":3,` +
+		`"open_user_id":7,"occurred_at":"2026-11-24T01:02:03.456789Z","data":` + memberUpserted + `}`)
+	return []byte(`{"delivery_id":"5d3c8f0a-6a8e-4d7e-9f2b-1c1a2b3c4d5e","app_id":3,"event":"user.family_member.updated",` +
+		`"source_event_id":"0b8e5c1e-6f0e-4c55-9d8a-0f8d2b7c1a11","source_stream":"user-7","source_position":{"commit":123456,"prepare":123456},` +
+		`"source_recorded_at":"2026-11-24T01:02:03.456789Z","body":` + string(body) + `,"deliver":true,"dead_letter":false}`)
+}()
+
+// BenchmarkSubject names the key of a delivery record with the direct
+// reader and with encoding/json (main's path before the direct reader),
+// in the same run:
+//
+//	go test -run '^$' -bench Subject -benchmem ./privacy
+func BenchmarkSubject(b *testing.B) {
+	typ := "webhook.delivery.created"
+	if got, want := Subject("delivery-x", typ, deliveryCreated), subjectJSON("delivery-x", typ, deliveryCreated); got != want || got != "user-7" {
+		b.Fatalf("subject %s, encoding/json %s", got, want)
+	}
+	b.Run("direct", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			Subject("delivery-x", typ, deliveryCreated)
+		}
+	})
+	b.Run("encoding-json", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			subjectJSON("delivery-x", typ, deliveryCreated)
+		}
+	})
+}
+
+// BenchmarkSealDelivery seals a member upsert's delivery record, as the
+// dispatcher's append does for every webhook (ns and allocations per
+// record).
+func BenchmarkSealDelivery(b *testing.B) {
+	s, _ := newStore(b)
+	ctx := context.Background()
+	id := uuid.NewString()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := s.Seal(ctx, "delivery-5d3c8f0a", id, "webhook.delivery.created", deliveryCreated); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/events/catalog"
+	"github.com/healthtech/partner-open-platform/privacy"
 )
 
 func applyDelivery(ctx context.Context, tx DeliveryTx, env events.Envelope) error {
@@ -89,16 +90,24 @@ func applyDelivery(ctx context.Context, tx DeliveryTx, env events.Envelope) erro
 
 // deliverySubject names the user a delivery's body is about, as privacy
 // seals it: the body's open_user_id, else a user- source stream. A body
-// already erased (null in the log) names nobody.
+// already erased (null in the log) names nobody. The body is read with
+// privacy's direct reader (privacy.BodyUser), with encoding/json only where
+// that reader declines.
 func deliverySubject(p *catalog.DeliveryCreated) string {
 	if p.Body == "" {
 		return ""
 	}
-	var body struct {
-		OpenUserID *int64 `json:"open_user_id"`
+	user, ok := privacy.BodyUser([]byte(p.Body))
+	if !ok {
+		var body struct {
+			OpenUserID *int64 `json:"open_user_id"`
+		}
+		if json.Unmarshal([]byte(p.Body), &body) == nil && body.OpenUserID != nil {
+			user = *body.OpenUserID
+		}
 	}
-	if json.Unmarshal([]byte(p.Body), &body) == nil && body.OpenUserID != nil && *body.OpenUserID > 0 {
-		return "user-" + strconv.FormatInt(*body.OpenUserID, 10)
+	if user > 0 {
+		return "user-" + strconv.FormatInt(user, 10)
 	}
 	if strings.HasPrefix(p.SourceStream, "user-") {
 		return p.SourceStream
