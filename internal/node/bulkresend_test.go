@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/events/catalog"
 	"github.com/healthtech/partner-open-platform/internal/node"
@@ -158,62 +157,6 @@ func TestBulkResendOfABacklog(t *testing.T) {
 			}
 		})
 	}
-}
-
-// appendBacklog records n deliveries of app straight in the log (never
-// sent: the app is suspended or has no URL), the first pending of them
-// pending, the rest skipped, and returns their ids in order.
-func appendBacklog(t *testing.T, p *platform, appID int64, n, pending int) []string {
-	t.Helper()
-	ids := make([]string, n)
-	for start := 0; start < n; start += 500 {
-		var parts []events.StreamAppend
-		for i := start; i < min(n, start+500); i++ {
-			ids[i] = fmt.Sprintf("bulk-%d-%05d", appID, i)
-			ev, err := p.node.Registry.Encode(catalog.DeliveryCreated{
-				DeliveryID: ids[i], AppID: appID, Event: "user.profile.updated", SourceEventID: ids[i],
-				SourceStream: "bulk-source", SourceRecordedAt: time.Now().UTC(),
-				Body: fmt.Sprintf(`{"event":"user.profile.updated","delivery_id":%q}`, ids[i]), Deliver: i < pending,
-			}, events.Metadata{AppID: appID, Actor: "dispatcher", OccurredAt: time.Now()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			parts = append(parts, events.StreamAppend{Stream: domain.DeliveryStream(ids[i]), Expected: events.NoStream(), Events: []events.Proposed{ev}})
-		}
-		if _, err := events.AppendMulti(t.Context(), p.node.Events, parts...); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return ids
-}
-
-// resendAll calls the bulk resend of app, following next_after to the
-// end, and returns the deliveries queued and the calls it took.
-func resendAll(t *testing.T, p *platform, appID int64) (queued, calls int) {
-	t.Helper()
-	after := ""
-	for calls = 1; calls <= 100; calls++ {
-		path := fmt.Sprintf("/admin/v1/apps/%d/deliveries/resend", appID)
-		if after != "" {
-			path += "?after=" + after
-		}
-		res := p.admin("POST", path, nil)
-		if res.Status != http.StatusAccepted {
-			t.Fatalf("bulk resend: %d %s", res.Status, res.Raw)
-		}
-		var out struct {
-			Queued    int    `json:"queued"`
-			NextAfter string `json:"next_after"`
-		}
-		res.data(t, &out)
-		queued += out.Queued
-		if out.NextAfter == "" {
-			return queued, calls
-		}
-		after = out.NextAfter
-	}
-	t.Fatal("bulk resend still had more after 100 calls")
-	return 0, 0
 }
 
 // resendEvents reads the log: the actors of each delivery's resends.
