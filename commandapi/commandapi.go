@@ -44,7 +44,10 @@ type API struct {
 	// erased with its user is refused, and skipped by a resend of many.
 	Deliveries       DeliveryLister
 	DeliveryErasures DeliveryErasures
-	Location         *time.Location
+	// BulkResendCap bounds the matching deliveries one bulk resend call
+	// examines (0: DefaultBulkResendCap); the answer's next_after continues.
+	BulkResendCap int
+	Location      *time.Location
 
 	SchemeH           auth.SchemeH
 	Reports           *commands.Reports

@@ -2,8 +2,8 @@ package commandapi
 
 import (
 	"context"
-	"errors"
 	"net/http"
+	"time"
 
 	"github.com/healthtech/partner-open-platform/commands"
 	"github.com/healthtech/partner-open-platform/domain"
@@ -15,7 +15,20 @@ import (
 // Resender puts deliveries back in the queue; the webhook dispatcher implements it.
 type Resender interface {
 	Resend(ctx context.Context, appID int64, id, by string) (events.Position, error)
+	// ResendMany queues a page of deliveries in grouped appends, passing
+	// over (uncounted) erased, already pending, unknown and other apps'
+	// ones, and says how many it queued and the last position written.
+	ResendMany(ctx context.Context, appID int64, ids []string, by string) (int, events.Position, error)
 }
+
+// DefaultBulkResendCap is how many matching deliveries one bulk resend
+// call examines at most when API.BulkResendCap is 0: a few seconds of work
+// even on a loaded machine, well inside the server's 30 s write timeout.
+const DefaultBulkResendCap = 5000
+
+// bulkResendBudget stops a bulk resend after the page that passes it, so
+// a slow store cannot hold the request past the write timeout either.
+const bulkResendBudget = 10 * time.Second
 
 // DeliveryLister pages through the delivery log (the deliveries read
 // model), for the resend of every delivery a filter selects.
@@ -99,11 +112,16 @@ func (a *API) adminResendMatching(c *call) error {
 	if _, ok := a.SchemeM.Apps.ByID(f.AppID); !ok {
 		return domain.ErrAppNotFound
 	}
-	n, err := a.resendMatching(c.r.Context(), f, c.meta.Actor)
+	n, next, last, err := a.resendMatching(c.r.Context(), f, c.meta.Actor)
 	if err != nil {
 		return err
 	}
-	httpapi.OK(c.w, http.StatusAccepted, map[string]any{"queued": n})
+	c.config.Watermarks.Wrote(0, last)
+	out := map[string]any{"queued": n}
+	if next != "" {
+		out["next_after"] = next
+	}
+	httpapi.OK(c.w, http.StatusAccepted, out)
 	return nil
 }
 
@@ -116,32 +134,44 @@ func (a *API) resendOne(ctx context.Context, appID int64, id, by string) (events
 	return a.Resender.Resend(ctx, appID, id, by)
 }
 
-// resendMatching resends every delivery the filter selects and says how
-// many it queued: erased deliveries are skipped and not counted, nor are
-// those already pending.
-func (a *API) resendMatching(ctx context.Context, f domain.DeliveryFilter, by string) (int, error) {
-	n := 0
-	f.Limit = 500
+// resendMatching resends the deliveries the filter selects, a page of
+// them per grouped append, and says how many it queued: erased deliveries
+// are skipped and not counted, nor are those already pending. It examines
+// at most the cap (and stops after the page that passes bulkResendBudget):
+// next is then the cursor to continue from ("" when every match was
+// examined), and last the last position it wrote.
+func (a *API) resendMatching(ctx context.Context, f domain.DeliveryFilter, by string) (n int, next string, last events.Position, err error) {
+	limit := a.BulkResendCap
+	if limit <= 0 {
+		limit = DefaultBulkResendCap
+	}
+	deadline := time.Now().Add(bulkResendBudget)
+	examined := 0
 	for {
+		f.Limit = min(500, limit-examined)
 		page, err := a.Deliveries.Deliveries(ctx, f)
 		if err != nil {
-			return n, err
+			return n, "", last, err
 		}
-		for _, del := range page {
-			pos, err := a.resendOne(ctx, f.AppID, del.DeliveryID, by)
-			if errors.Is(err, domain.ErrDeliveryErased) {
-				continue
-			}
-			if err != nil {
-				return n, err
-			}
-			if !pos.IsZero() {
-				n++
-			}
+		ids := make([]string, len(page))
+		for i, del := range page {
+			ids[i] = del.DeliveryID
 		}
+		queued, pos, err := a.Resender.ResendMany(ctx, f.AppID, ids, by)
+		n += queued
+		if last.Less(pos) {
+			last = pos
+		}
+		if err != nil {
+			return n, "", last, err
+		}
+		examined += len(page)
 		if len(page) < f.Limit {
-			return n, nil
+			return n, "", last, nil
 		}
 		f.After = page[len(page)-1].Cursor
+		if examined >= limit || time.Now().After(deadline) {
+			return n, httpapi.FormatCursor(f.After), last, nil
+		}
 	}
 }

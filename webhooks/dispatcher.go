@@ -686,33 +686,6 @@ func (d *Dispatcher) Resend(ctx context.Context, appID int64, id, by string) (ev
 	return events.Position{}, fmt.Errorf("resend %s: too many concurrent changes", id)
 }
 
-// ResendMatching resends every delivery the filter selects and says how many it queued.
-func (d *Dispatcher) ResendMatching(ctx context.Context, f domain.DeliveryFilter, by string) (int, events.Position, error) {
-	n := 0
-	var last events.Position
-	f.Limit = 500
-	for {
-		page, err := d.Deliveries.Deliveries(ctx, f)
-		if err != nil {
-			return n, last, err
-		}
-		for _, del := range page {
-			pos, err := d.Resend(ctx, f.AppID, del.DeliveryID, by)
-			if err != nil {
-				return n, last, err
-			}
-			if !pos.IsZero() {
-				n++
-				last = pos
-			}
-		}
-		if len(page) < f.Limit {
-			return n, last, nil
-		}
-		f.After = page[len(page)-1].Cursor
-	}
-}
-
 // StoreSource feeds the dispatcher straight from the event store, resuming
 // after the last source event that already has a delivery.
 type StoreSource struct {

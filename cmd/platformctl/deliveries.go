@@ -88,21 +88,7 @@ func (c *cli) deliveriesList(args []string, resend bool) error {
 		return err
 	}
 	if resend {
-		data, err := api.do(c.ctx, "POST", fmt.Sprintf("/admin/v1/apps/%d/deliveries/resend?%s", *app, q.Encode()), nil)
-		if err != nil {
-			return err
-		}
-		if c.g.json {
-			return printJSON(c.stdout, data)
-		}
-		var out struct {
-			Queued int `json:"queued"`
-		}
-		if err := decode(data, &out); err != nil {
-			return err
-		}
-		fmt.Fprintf(c.stdout, "queued=%d\n", out.Queued)
-		return nil
+		return c.resendMatching(api, *app, q)
 	}
 	if *app > 0 {
 		q.Set("app_id", strconv.FormatInt(*app, 10))
@@ -126,6 +112,37 @@ func (c *cli) deliveriesList(args []string, resend bool) error {
 		t.row(d.DeliveryID, strconv.FormatInt(d.AppID, 10), d.Event, d.Status, strconv.Itoa(d.Attempts), orDash(d.LastStatusCode), orDash(d.NextAttemptAt), d.CreatedAt)
 	}
 	return t.flush()
+}
+
+// resendMatching resends every delivery of app the filters q select: the
+// server examines a bounded number per call and answers next_after, so it
+// calls again from there until none is left, and prints the total (with
+// --json as {"queued": n}, the shape of one call's answer).
+func (c *cli) resendMatching(api *client, app int64, q url.Values) error {
+	total := 0
+	for {
+		data, err := api.do(c.ctx, "POST", fmt.Sprintf("/admin/v1/apps/%d/deliveries/resend?%s", app, q.Encode()), nil)
+		if err != nil {
+			return err
+		}
+		var out struct {
+			Queued    int    `json:"queued"`
+			NextAfter string `json:"next_after"`
+		}
+		if err := decode(data, &out); err != nil {
+			return err
+		}
+		total += out.Queued
+		if out.NextAfter == "" {
+			break
+		}
+		q.Set("after", out.NextAfter)
+	}
+	if c.g.json {
+		return printJSON(c.stdout, json.RawMessage(fmt.Sprintf(`{"queued":%d}`, total)))
+	}
+	fmt.Fprintf(c.stdout, "queued=%d\n", total)
+	return nil
 }
 
 func (c *cli) deliveriesShow(args []string) error {

@@ -10,10 +10,14 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/healthtech/partner-open-platform/domain"
+	"github.com/healthtech/partner-open-platform/events"
+	"github.com/healthtech/partner-open-platform/events/catalog"
 	"github.com/healthtech/partner-open-platform/internal/node"
 	"github.com/healthtech/partner-open-platform/portal/portaltest"
 )
@@ -210,5 +214,57 @@ func TestOutboxAgainstARealNode(t *testing.T) {
 	}
 	if out, errOut, code := ctl(tok[1], "outbox"); code != 1 || !strings.Contains(errOut, "ROLE_FORBIDDEN") || strings.Contains(out, email) {
 		t.Fatalf("support reads the outbox: %d %s %s", code, out, errOut)
+	}
+}
+
+// TestResendMatchingPastTheServersCap: the server examines a bounded number
+// of deliveries per bulk resend call and answers next_after; resend-matching
+// follows it, so one run resends the whole backlog and prints the total.
+func TestResendMatchingPastTheServersCap(t *testing.T) {
+	n, err := node.Open(context.Background(), node.Config{DataDir: t.TempDir(), BulkResendCap: 50, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	srv := httptest.NewServer(n.Handler)
+	defer srv.Close()
+	ctl := func(args ...string) (string, string, int) {
+		var out, errb bytes.Buffer
+		code := run(append([]string{"--server", srv.URL, "--token", n.AdminToken}, args...), &out, &errb, func(string) string { return "" })
+		return out.String(), errb.String(), code
+	}
+	out, errOut, code := ctl("apps", "create", "--name", "backlog")
+	id := regexp.MustCompile(`app_id[=: ]+(\d+)`).FindStringSubmatch(out)
+	if code != 0 || id == nil {
+		t.Fatalf("create: %d %s %s", code, out, errOut)
+	}
+	appID, _ := strconv.ParseInt(id[1], 10, 64)
+	// Suspended, the app's resent deliveries stay pending.
+	if out, errOut, code = ctl("apps", "suspend", id[1], "--reason", "backlog"); code != 0 {
+		t.Fatalf("suspend: %d %s %s", code, out, errOut)
+	}
+	// 130 deliveries recorded and never sent (the app has no URL).
+	var parts []events.StreamAppend
+	for i := range 130 {
+		did := fmt.Sprintf("cli-%d-%03d", appID, i)
+		ev, err := n.Registry.Encode(catalog.DeliveryCreated{DeliveryID: did, AppID: appID, Event: "user.profile.updated",
+			SourceEventID: did, SourceStream: "cli-source", Body: `{"event":"user.profile.updated"}`},
+			events.Metadata{AppID: appID, Actor: "dispatcher", OccurredAt: time.Now()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		parts = append(parts, events.StreamAppend{Stream: domain.DeliveryStream(did), Expected: events.NoStream(), Events: []events.Proposed{ev}})
+	}
+	if _, err := events.AppendMulti(context.Background(), n.Events, parts...); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.WaitCaughtUp(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if out, errOut, code = ctl("deliveries", "resend-matching", "--app", id[1], "--status", "skipped"); code != 0 || out != "queued=130\n" {
+		t.Fatalf("resend-matching: %d %q %s", code, out, errOut)
+	}
+	if out, errOut, code = ctl("--json", "deliveries", "resend-matching", "--app", id[1]); code != 0 || !strings.Contains(out, `"queued": 0`) {
+		t.Fatalf("resend-matching again (all pending): %d %q %s", code, out, errOut)
 	}
 }

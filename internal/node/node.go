@@ -99,6 +99,9 @@ type Config struct {
 	WebhookClock webhooks.Clock
 	// WebhookWorkers bounds concurrent webhook attempts on this node (default 64).
 	WebhookWorkers int
+	// BulkResendCap bounds the deliveries one bulk resend call examines
+	// (0: commandapi.DefaultBulkResendCap), so tests can reach the cap.
+	BulkResendCap int
 	// WebhookPerEndpoint bounds concurrent POSTs to one app's endpoint
 	// (default webhooks.DefaultPerEndpoint), so a slow endpoint cannot take every worker.
 	WebhookPerEndpoint int
@@ -481,7 +484,8 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		SchemeM: schemeM, Admin: admin, Watermarks: marks, AppsReady: appsRunner,
 		Resender: n.Dispatcher, Location: n.Location, Keys: n.Keys,
 		Deliveries: n.ReadModel, DeliveryErasures: commands.NewDeliveryErasures(n.Events, n.Registry),
-		SchemeH: schemeH, Reports: reports, Plugin: pluginCmds,
+		BulkResendCap: cfg.BulkResendCap,
+		SchemeH:       schemeH, Reports: reports, Plugin: pluginCmds,
 		Credentials: commands.NewCredentialIssuer(n.Events, n.Registry, ids, cfg.Now), UploaderDirectory: directory,
 		Orders:        commands.NewOrders(n.Events, n.Registry, ids, cfg.Now),
 		Benefits:      commands.NewBenefits(n.Events, n.Registry, ids, cfg.Now, max(cfg.VerifyCooldown, 0), providerDirectory{n.ReadModel, n.Families[projections.FamilyBenefits], n.head, shared != nil}),

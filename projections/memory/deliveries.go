@@ -34,7 +34,7 @@ type deliveryIndexes struct {
 	attempts   map[string][]projections.Attempt // by DeliveryID, ordered by Attempt
 	feed       []feedKey                        // every delivery, ordered by cursor
 	appFeed    map[int64][]feedKey              // per app, ordered by cursor
-	due        dueHeap                          // pending or retrying with a NextAttemptAt
+	due        appDue                           // pending or retrying with a NextAttemptAt, per app
 	statuses   map[string]int                   // status -> deliveries
 	sources    []events.Position                // distinct SourcePositions, ascending
 	sourceRefs map[events.Position]int          // SourcePosition -> deliveries
@@ -46,7 +46,7 @@ func newDeliveryIndexes() deliveryIndexes {
 		deliveries: map[string]projections.Delivery{},
 		attempts:   map[string][]projections.Attempt{},
 		appFeed:    map[int64][]feedKey{},
-		due:        dueHeap{at: map[string]int{}},
+		due:        appDue{apps: map[int64]*dueHeap{}},
 		statuses:   map[string]int{},
 		sourceRefs: map[events.Position]int{},
 		subjects:   map[string]map[string]bool{},
@@ -137,23 +137,68 @@ func (h *dueHeap) set(id string, k dueKey, in bool) {
 	}
 }
 
-// frontier is the best-first walk over the due heap that lists its keys in
-// order without disturbing it: O(k log k) for the first k. It is a min-heap
-// of indexes into the due heap, written out rather than through
-// container/heap: the sender's scans walk past the hundreds of rows it
-// already holds at the head of the due order, and container/heap's
-// interface calls and boxed ints were most of Due's CPU (profile of
-// BenchmarkWebhookDrain).
-type frontier struct {
-	h   *dueHeap
-	idx []int
+// appDue is the due queue as one heap per app, so that Due never reads
+// the queue of an app the dispatcher cannot send to now (suspended,
+// breaker open): with one heap for all, every scan walked past each of
+// such an app's due rows, and a suspended app's backlog of thousands made
+// every pass of the sender cost thousands of heap steps (half the CPU of a
+// bulk resend of 4,000 deliveries of a suspended app, BenchmarkBulkResend).
+type appDue struct {
+	apps map[int64]*dueHeap
 }
 
-func (f *frontier) less(i, j int) bool { return compareDue(f.h.keys[f.idx[i]], f.h.keys[f.idx[j]]) < 0 }
+// set puts id, a delivery of appID, in the queue at k, or takes it out when !in.
+func (q *appDue) set(appID int64, id string, k dueKey, in bool) {
+	h := q.apps[appID]
+	if h == nil {
+		if !in {
+			return
+		}
+		h = &dueHeap{at: map[string]int{}}
+		q.apps[appID] = h
+	}
+	h.set(id, k, in)
+	if h.Len() == 0 {
+		delete(q.apps, appID)
+	}
+}
 
-// push adds the due heap's index i.
-func (f *frontier) push(i int) {
-	f.idx = append(f.idx, i)
+// first is the earliest key of any app, O(apps).
+func (q *appDue) first() (dueKey, bool) {
+	var best dueKey
+	found := false
+	for _, h := range q.apps {
+		if k := h.keys[0]; !found || compareDue(k, best) < 0 {
+			best, found = k, true
+		}
+	}
+	return best, found
+}
+
+// dueRef is one key of one app's due heap.
+type dueRef struct {
+	h *dueHeap
+	i int
+}
+
+func (r dueRef) key() *dueKey { return &r.h.keys[r.i] }
+
+// frontier is the best-first walk over the apps' due heaps that lists
+// their keys in order without disturbing them: O((apps + k) log) for the
+// first k. It is a min-heap of references into the due heaps, written out
+// rather than through container/heap: the sender's scans walk past the
+// hundreds of rows it already holds at the head of the due order, and
+// container/heap's interface calls and boxed ints were most of Due's CPU
+// (profile of BenchmarkWebhookDrain).
+type frontier struct {
+	idx []dueRef
+}
+
+func (f *frontier) less(i, j int) bool { return compareDue(*f.idx[i].key(), *f.idx[j].key()) < 0 }
+
+// push adds the key r.
+func (f *frontier) push(r dueRef) {
+	f.idx = append(f.idx, r)
 	for j := len(f.idx) - 1; j > 0; {
 		parent := (j - 1) / 2
 		if !f.less(j, parent) {
@@ -164,8 +209,8 @@ func (f *frontier) push(i int) {
 	}
 }
 
-// pop removes and returns the index of the earliest key on the frontier.
-func (f *frontier) pop() int {
+// pop removes and returns the earliest key on the frontier.
+func (f *frontier) pop() dueRef {
 	top := f.idx[0]
 	n := len(f.idx) - 1
 	f.idx[0] = f.idx[n]
@@ -267,7 +312,14 @@ func (s *Store) setDelivery(cur projections.Delivery, had bool, next projections
 		s.deliveries[id] = next
 	}
 	k, in := dueKeyOf(next)
-	s.due.set(id, k, keep && in)
+	appID := cur.AppID
+	if keep {
+		appID = next.AppID
+		if had && cur.AppID != appID { // moved to another app: out of its old queue
+			s.due.set(cur.AppID, id, dueKey{}, false)
+		}
+	}
+	s.due.set(appID, id, k, keep && in)
 }
 
 func (s *Store) countStatus(status string, d int) {
@@ -366,7 +418,9 @@ func clampLimit(n int) int {
 	return n
 }
 
-// Due walks the due heap best-first, so the dispatcher's frequent polls cost O(limit log limit).
+// Due walks the apps' due heaps best-first, leaving out the skipped apps'
+// heaps, so the dispatcher's frequent polls cost O((apps + limit) log)
+// whatever the backlog of an app it cannot send to.
 func (s *Store) Due(ctx context.Context, now time.Time, limit int, skipApps ...int64) ([]projections.DueDelivery, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -377,40 +431,39 @@ func (s *Store) Due(ctx context.Context, now time.Time, limit int, skipApps ...i
 	now = normTime(now)
 	s.deliveriesMu.RLock()
 	defer s.deliveriesMu.RUnlock()
-	h := &s.due
 	var out []projections.DueDelivery
-	if h.Len() == 0 {
-		return out, nil
+	f := &frontier{idx: make([]dueRef, 0, len(s.due.apps)+min(limit, 1024)+2)}
+	for appID, h := range s.due.apps {
+		if !slices.Contains(skipApps, appID) {
+			f.push(dueRef{h, 0})
+		}
 	}
-	f := &frontier{h: h, idx: make([]int, 1, min(limit, h.Len())+2)}
 	for len(f.idx) > 0 && len(out) < limit {
-		i := f.pop()
-		if h.keys[i].next.After(now) {
-			break // every key below i is later still
+		r := f.pop()
+		k := r.key()
+		if k.next.After(now) {
+			break // every key left is later still
 		}
-		if d := s.deliveries[h.keys[i].id]; !slices.Contains(skipApps, d.AppID) {
-			out = append(out, projections.DueDelivery{DeliveryID: d.DeliveryID, AppID: d.AppID, EndpointID: d.EndpointID})
-		}
-		for _, c := range [2]int{2*i + 1, 2*i + 2} {
-			if c < h.Len() {
-				f.push(c)
+		d := s.deliveries[k.id]
+		out = append(out, projections.DueDelivery{DeliveryID: d.DeliveryID, AppID: d.AppID, EndpointID: d.EndpointID})
+		for _, c := range [2]int{2*r.i + 1, 2*r.i + 2} {
+			if c < r.h.Len() {
+				f.push(dueRef{r.h, c})
 			}
 		}
 	}
 	return out, nil
 }
 
-// NextDue reads the heap's root, so the dispatcher can sleep exactly until the next attempt.
+// NextDue reads the apps' heap roots, so the dispatcher can sleep exactly until the next attempt.
 func (s *Store) NextDue(ctx context.Context) (time.Time, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return time.Time{}, false, err
 	}
 	s.deliveriesMu.RLock()
 	defer s.deliveriesMu.RUnlock()
-	if s.due.Len() == 0 {
-		return time.Time{}, false, nil
-	}
-	return s.due.keys[0].next, true, nil
+	k, ok := s.due.first()
+	return k.next, ok, nil
 }
 
 // CountByStatus copies counters the writes keep, so metrics never scan the deliveries.
@@ -612,7 +665,7 @@ func (s *Store) restoreDeliveries(rows []*projections.Delivery) error {
 		for _, d := range rows {
 			s.statuses[d.Status]++
 			if k, in := dueKeyOf(*d); in {
-				s.due.set(d.DeliveryID, k, true)
+				s.due.set(d.AppID, d.DeliveryID, k, true)
 			}
 		}
 	})

@@ -66,14 +66,17 @@ func TestRestoreDeliveriesBuildsTheSameIndexes(t *testing.T) {
 			t.Errorf("%s differ after the restore", name)
 		}
 	}
-	due := func(h dueHeap) []dueKey {
-		keys := slices.Clone(h.keys)
-		slices.SortFunc(keys, compareDue)
-		for i, k := range h.keys {
-			if h.at[k.id] != i {
-				t.Fatalf("due heap: %s is at %d, its index says %d", k.id, i, h.at[k.id])
+	due := func(q appDue) []dueKey {
+		var keys []dueKey
+		for _, h := range q.apps {
+			keys = append(keys, h.keys...)
+			for i, k := range h.keys {
+				if h.at[k.id] != i {
+					t.Fatalf("due heap: %s is at %d, its index says %d", k.id, i, h.at[k.id])
+				}
 			}
 		}
+		slices.SortFunc(keys, compareDue)
 		return keys
 	}
 	if got, want := due(b.due), due(a.due); !reflect.DeepEqual(got, want) || len(want) == 0 {
