@@ -38,8 +38,9 @@ func newOpenedCache() *openedCache {
 	return &openedCache{byID: map[cacheKey][]byte{}, order: make([]cacheKey, maxEntries)}
 }
 
-// get returns a copy of the event's decrypted data if cached at epoch.
-func (c *openedCache) get(rec events.Recorded, epoch uint64) ([]byte, bool) {
+// get returns the event's decrypted data if cached at epoch: a copy, or
+// when shared (a subscription's read-only delivery) the cached bytes.
+func (c *openedCache) get(rec events.Recorded, epoch uint64, shared bool) ([]byte, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.epoch != epoch {
@@ -50,12 +51,16 @@ func (c *openedCache) get(rec events.Recorded, epoch uint64) ([]byte, bool) {
 	if !ok {
 		return nil, false
 	}
+	if shared {
+		return data, true
+	}
 	return append([]byte(nil), data...), true
 }
 
 // put caches data opened at epoch, unless the epoch moved meanwhile (the
-// data may have been opened with a key destroyed since).
-func (c *openedCache) put(rec events.Recorded, epoch uint64, data []byte) {
+// data may have been opened with a key destroyed since). Shared data (a
+// subscription's, read-only from now on) is kept as is, other data copied.
+func (c *openedCache) put(rec events.Recorded, epoch uint64, data []byte, shared bool) {
 	if len(data) > maxBytes/64 {
 		return
 	}
@@ -78,7 +83,10 @@ func (c *openedCache) put(rec events.Recorded, epoch uint64, data []byte) {
 		c.order[c.next] = cacheKey{}
 		c.next = (c.next + 1) % maxEntries
 	}
-	c.byID[k] = append([]byte(nil), data...)
+	if !shared {
+		data = append([]byte(nil), data...)
+	}
+	c.byID[k] = data
 	c.bytes += len(data)
 	c.order[c.next] = k
 	c.next = (c.next + 1) % maxEntries

@@ -17,6 +17,7 @@ const recentSize = 8192
 type recentRing struct {
 	mu          sync.RWMutex
 	recs        []events.Recorded
+	sums        []uint32 // GuardShared: each slot's checksum when pushed
 	first, next uint64
 }
 
@@ -27,6 +28,7 @@ func (r *recentRing) reset(seq uint64) {
 	if r.recs == nil {
 		r.recs = make([]events.Recorded, recentSize)
 	}
+	r.checkAll()
 	clear(r.recs)
 	r.first, r.next = seq, seq
 }
@@ -40,12 +42,24 @@ func (r *recentRing) push(recs []events.Recorded) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if recs[0].Position.Commit != r.next {
+		r.checkAll()
 		clear(r.recs)
 		r.first, r.next = recs[len(recs)-1].Position.Commit+1, recs[len(recs)-1].Position.Commit+1
 		return
 	}
+	guard := guarding()
+	if guard && r.sums == nil {
+		r.sums = make([]uint32, recentSize)
+	}
 	for _, rec := range recs {
-		r.recs[rec.Position.Commit%recentSize] = rec
+		slot := rec.Position.Commit % recentSize
+		if guard {
+			if old := &r.recs[slot]; old.Position.Commit != 0 && old.Position.Commit >= r.first {
+				checkSum("recent ring", old, r.sums[slot])
+			}
+			r.sums[slot] = sumOf(&rec)
+		}
+		r.recs[slot] = rec
 		r.next = rec.Position.Commit + 1
 	}
 	if r.next-r.first > recentSize {
@@ -92,4 +106,39 @@ func (r *recentRing) read(start, durable uint64, limit int) ([]events.Recorded, 
 		out = append(out, rec)
 	}
 	return out, true
+}
+
+// readShared is read without the copies: the records' bytes are the ring's,
+// shared by every subscription (read-only), with their capacity clipped so
+// an append by a reader cannot reach the next record's.
+func (r *recentRing) readShared(start, durable uint64, limit int) ([]events.Recorded, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if start < r.first || start > r.next {
+		return nil, false
+	}
+	end := min(durable+1, r.next) // exclusive
+	if end <= start {
+		return []events.Recorded{}, true
+	}
+	if limit > 0 && end-start > uint64(limit) {
+		end = start + uint64(limit)
+	}
+	out := make([]events.Recorded, 0, end-start)
+	for seq := start; seq < end; seq++ {
+		out = append(out, r.recs[seq%recentSize])
+	}
+	return out, true
+}
+
+// checkAll verifies every record the ring holds (GuardShared); callers hold
+// the write lock or own the ring.
+func (r *recentRing) checkAll() {
+	if r.sums == nil {
+		return
+	}
+	for seq := r.first; seq < r.next; seq++ {
+		slot := seq % recentSize
+		checkSum("recent ring", &r.recs[slot], r.sums[slot])
+	}
 }
