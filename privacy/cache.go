@@ -1,9 +1,11 @@
 package privacy
 
 import (
+	"fmt"
 	"sync"
 
 	"github.com/healthtech/partner-open-platform/events"
+	"github.com/healthtech/partner-open-platform/internal/sharedguard"
 )
 
 // openedCache keeps the decrypted data of recently opened events, so that
@@ -22,6 +24,7 @@ type openedCache struct {
 	order []cacheKey // FIFO ring
 	next  int
 	bytes int
+	sums  map[cacheKey]uint32 // sharedguard: each entry's checksum when put
 }
 
 type cacheKey struct {
@@ -78,6 +81,7 @@ func (c *openedCache) put(rec events.Recorded, epoch uint64, data []byte, shared
 	}
 	for c.bytes+len(data) > maxBytes || c.byID[c.order[c.next]] != nil {
 		old := c.order[c.next]
+		c.check(old)
 		c.bytes -= len(c.byID[old])
 		delete(c.byID, old)
 		c.order[c.next] = cacheKey{}
@@ -87,12 +91,21 @@ func (c *openedCache) put(rec events.Recorded, epoch uint64, data []byte, shared
 		data = append([]byte(nil), data...)
 	}
 	c.byID[k] = data
+	if sharedguard.Enabled() {
+		if c.sums == nil {
+			c.sums = map[cacheKey]uint32{}
+		}
+		c.sums[k] = sharedguard.Sum(data)
+	}
 	c.bytes += len(data)
 	c.order[c.next] = k
 	c.next = (c.next + 1) % maxEntries
 }
 
 func (c *openedCache) reset(epoch uint64) {
+	for k := range c.byID {
+		c.check(k)
+	}
 	c.epoch = epoch
 	clear(c.byID)
 	clear(c.order)
@@ -104,4 +117,15 @@ func (c *openedCache) drop() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.reset(c.epoch)
+}
+
+// check verifies (sharedguard) that nobody wrote into an entry's plaintext,
+// which subscriptions hand out shared, and forgets its checksum.
+func (c *openedCache) check(k cacheKey) {
+	sum, ok := c.sums[k]
+	if !ok {
+		return
+	}
+	delete(c.sums, k)
+	sharedguard.Check(sum, func() string { return fmt.Sprintf("the plaintext of event %s at %s (privacy)", k.id, k.pos) }, c.byID[k])
 }

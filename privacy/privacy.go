@@ -154,8 +154,12 @@ func (s *Store) SubscribeAllFor(ctx context.Context, after events.Position, want
 	return &subscription{Subscription: sub, s: s, wants: wants}, nil
 }
 
-// Close closes the inner store.
-func (s *Store) Close() error { return s.inner.Close() }
+// Close closes the inner store (and, under internal/sharedguard, checks
+// that no subscriber wrote into the plaintext it shared).
+func (s *Store) Close() error {
+	s.opened.drop()
+	return s.inner.Close()
+}
 
 type subscription struct {
 	events.Subscription

@@ -17,7 +17,7 @@ const recentSize = 8192
 type recentRing struct {
 	mu          sync.RWMutex
 	recs        []events.Recorded
-	sums        []uint32 // GuardShared: each slot's checksum when pushed
+	sums        []uint32 // sharedguard: each slot's checksum when pushed
 	first, next uint64
 }
 
@@ -131,7 +131,7 @@ func (r *recentRing) readShared(start, durable uint64, limit int) ([]events.Reco
 	return out, true
 }
 
-// checkAll verifies every record the ring holds (GuardShared); callers hold
+// checkAll verifies every record the ring holds (sharedguard); callers hold
 // the write lock or own the ring.
 func (r *recentRing) checkAll() {
 	if r.sums == nil {
