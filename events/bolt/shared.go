@@ -18,10 +18,11 @@ import (
 // therefore read the log once per node and share what was read:
 //
 //   - the tail, from the recent ring, is handed out as the ring holds it:
-//     each reader gets its own slice of records, whose Data and Meta are the
-//     ring's bytes (capacity clipped), not copies;
+//     each read is a sub-slice of one commit's own slice of records (capacity
+//     clipped), records and bytes shared, no copies;
 //   - the catch-up, past the ring, reads bbolt in aligned blocks of
-//     blockSize sequences kept in a small FIFO cache, and concurrent readers
+//     blockSize sequences kept in a small FIFO cache, each read a sub-slice
+//     of one block (shared like the ring's), and concurrent readers
 //     of one block wait for a single read of it; a follower far behind the
 //     others (further than the cache holds) reads its blocks again itself,
 //     so a slow follower never holds the others back nor pins memory.
@@ -142,30 +143,28 @@ func (s *Store) readShared(ctx context.Context, after events.Position, limit int
 		return []events.Recorded{}, nil
 	}
 	end := min(start+uint64(limit)-1, durable) // inclusive
-	out := make([]events.Recorded, 0, end-start+1)
-	for seq := start; seq <= end; {
-		idx := (seq - 1) / blockSize
-		first, last := idx*blockSize+1, (idx+1)*blockSize
-		upto := min(last, end)
-		if last > durable {
-			// The head's block is not complete yet: read it alone, uncached.
-			recs, err := s.readRange(seq, upto)
-			if err != nil {
-				return nil, s.wrap("read all", err)
-			}
-			return append(out, recs...), nil
-		}
-		recs, err := s.blocks.get(idx, func() ([]events.Recorded, error) { return s.readRange(first, last) })
+	idx := (start - 1) / blockSize
+	first, last := idx*blockSize+1, (idx+1)*blockSize
+	upto := min(last, end)
+	if last > durable {
+		// The head's block is not complete yet: read it alone, uncached.
+		recs, err := s.readRange(start, upto)
 		if err != nil {
 			return nil, s.wrap("read all", err)
 		}
-		if uint64(len(recs)) != blockSize {
-			return nil, fmt.Errorf("events/bolt: read all: block %d holds %d events, want %d", idx, len(recs), blockSize)
-		}
-		out = append(out, recs[seq-first:upto-first+1]...)
-		seq = upto + 1
+		return recs, nil
 	}
-	return out, nil
+	recs, err := s.blocks.get(idx, func() ([]events.Recorded, error) { return s.readRange(first, last) })
+	if err != nil {
+		return nil, s.wrap("read all", err)
+	}
+	if uint64(len(recs)) != blockSize {
+		return nil, fmt.Errorf("events/bolt: read all: block %d holds %d events, want %d", idx, len(recs), blockSize)
+	}
+	// At most the rest of one block, shared as it is (the next read takes
+	// the next block): records and bytes are read-only.
+	from, to := int(start-first), int(upto-first+1)
+	return recs[from:to:to], nil
 }
 
 // readRange reads sequences [from, to] from bbolt.
