@@ -62,8 +62,9 @@ type Store struct {
 	durable atomic.Uint64
 	// recent holds the last events committed, as written, so that the
 	// followers reading the tail of the log (every projection, the app
-	// directory, the dispatcher) copy them from memory instead of each
-	// opening a bbolt read transaction and decoding the records again.
+	// directory, the dispatcher) share them from memory (ReadAll copies)
+	// instead of each opening a bbolt read transaction and decoding the
+	// records again.
 	recent recentRing
 	// blocks is the catch-up cache the subscriptions share (shared.go).
 	blocks blockCache
@@ -528,7 +529,8 @@ func (b buckets) write(stream string, count uint64, evs []events.Proposed, now t
 		}
 		if b.written != nil {
 			// Kept as written: the bytes are the encoded value's, which
-			// nothing writes to once it is put (readers get copies).
+			// nothing writes to once it is put (ReadAll's readers get
+			// copies, subscriptions share them read-only).
 			rec.Data, rec.Meta, rec.Position = data, meta, events.Position{Commit: seq, Prepare: seq}
 			*b.written = append(*b.written, rec)
 		}
