@@ -63,7 +63,11 @@ func (r *recentRing) push(recs []events.Recorded) {
 	}
 	guard := guarding()
 	if guard && r.sums == nil {
+		// The guard was turned on since this ring filled: sum what it holds.
 		r.sums = make([]uint32, recentSize)
+		for seq := r.first; seq < r.next; seq++ {
+			r.sums[seq%recentSize] = sumOf(&r.recs[seq%recentSize])
+		}
 	}
 	for i, rec := range recs {
 		slot := rec.Position.Commit % recentSize
