@@ -166,7 +166,9 @@ type Store interface {
 // Subscription is a cursor over the global log that blocks for new events.
 type Subscription interface {
 	// Next returns the next event, blocking until one exists, the context
-	// ends, or the subscription is closed (then ErrClosed).
+	// ends, or the subscription is closed (then ErrClosed). The event's Data
+	// and Meta may be shared with every other subscription of the node
+	// (events/bolt, privacy): read them, never write into them.
 	Next(ctx context.Context) (Recorded, error)
 	Close() error
 }

@@ -155,8 +155,12 @@ func (s *Store) SubscribeAllFor(ctx context.Context, after events.Position, want
 	return &subscription{Subscription: sub, s: s, wants: wants}, nil
 }
 
-// Close closes the inner store.
-func (s *Store) Close() error { return s.inner.Close() }
+// Close closes the inner store (and, under internal/sharedguard, checks
+// that no subscriber wrote into the plaintext it shared).
+func (s *Store) Close() error {
+	s.opened.drop()
+	return s.inner.Close()
+}
 
 type subscription struct {
 	events.Subscription
@@ -169,7 +173,7 @@ func (sub *subscription) Next(ctx context.Context) (events.Recorded, error) {
 	if err != nil || (sub.wants != nil && !sub.wants(rec.Type)) {
 		return rec, err
 	}
-	return sub.s.Open(ctx, rec)
+	return sub.s.open1(ctx, rec, true)
 }
 
 func (s *Store) openAll(ctx context.Context, recs []events.Recorded) ([]events.Recorded, error) {
@@ -244,11 +248,20 @@ func (s *Store) Seal(ctx context.Context, stream, eventID, eventType string, dat
 // Open returns rec with its personal fields decrypted (or erased); events
 // without envelopes come back untouched.
 func (s *Store) Open(ctx context.Context, rec events.Recorded) (events.Recorded, error) {
+	return s.open1(ctx, rec, false)
+}
+
+// open1 is Open; shared, for subscriptions (whose consumers only read the
+// bytes, see events.Subscription), hands out the cached plaintext itself
+// instead of a copy, so each event is decrypted once and copied never for
+// all the node's followers. The cache's bounds and its emptying on every
+// key erasure are unchanged: no plaintext is kept longer than before.
+func (s *Store) open1(ctx context.Context, rec events.Recorded, shared bool) (events.Recorded, error) {
 	if !bytes.Contains(rec.Data, []byte(envPrefix)) {
 		return rec, nil
 	}
 	epoch := s.keys.Epoch()
-	if data, ok := s.opened.get(rec, epoch); ok {
+	if data, ok := s.opened.get(rec, epoch, shared); ok {
 		rec.Data = data
 		return rec, nil
 	}
@@ -273,8 +286,10 @@ func (s *Store) Open(ctx context.Context, rec events.Recorded) (events.Recorded,
 		last = f.end
 	}
 	out.Write(rec.Data[last:])
-	s.opened.put(rec, epoch, out.Bytes())
-	rec.Data = out.Bytes()
+	plain := out.Bytes()
+	plain = plain[:len(plain):len(plain)]
+	s.opened.put(rec, epoch, plain, shared)
+	rec.Data = plain
 	return rec, nil
 }
 

@@ -62,9 +62,12 @@ type Store struct {
 	durable atomic.Uint64
 	// recent holds the last events committed, as written, so that the
 	// followers reading the tail of the log (every projection, the app
-	// directory, the dispatcher) copy them from memory instead of each
-	// opening a bbolt read transaction and decoding the records again.
+	// directory, the dispatcher) share them from memory (ReadAll copies)
+	// instead of each opening a bbolt read transaction and decoding the
+	// records again.
 	recent recentRing
+	// blocks is the catch-up cache the subscriptions share (shared.go).
+	blocks blockCache
 	// beforePublish, when set (tests only), runs after a group's commit
 	// returned and before its events are published or acknowledged.
 	beforePublish func()
@@ -363,11 +366,7 @@ func (s *Store) ReadAll(ctx context.Context, after events.Position, limit int) (
 	if err := s.usable(ctx); err != nil {
 		return nil, err
 	}
-	// The first sequence strictly after the position.
-	start := after.Commit + 1
-	if after.Prepare < after.Commit {
-		start = after.Commit
-	}
+	start := startAfter(after)
 	durable := s.durable.Load()
 	if out, ok := s.recent.read(start, durable, limit); ok {
 		return out, nil
@@ -408,12 +407,14 @@ func (s *Store) Head(ctx context.Context) (events.Position, error) {
 	return events.Position{Commit: seq, Prepare: seq}, nil
 }
 
-// SubscribeAll implements events.Store: catch up in pages, then wake on appends.
+// SubscribeAll implements events.Store: catch up in pages, then wake on
+// appends. The records delivered share their bytes with every other
+// subscription's (shared.go): a subscriber must not write into Data or Meta.
 func (s *Store) SubscribeAll(ctx context.Context, after events.Position) (events.Subscription, error) {
 	if err := s.usable(ctx); err != nil {
 		return nil, err
 	}
-	return feed.Subscribe(ctx, after, s.ReadAll, s.notify), nil
+	return feed.Subscribe(ctx, after, s.readShared, s.notify), nil
 }
 
 // Close implements events.Store; subscriptions end with events.ErrClosed.
@@ -425,6 +426,12 @@ func (s *Store) Close() error {
 		s.enqueue.Unlock()
 		s.committer.Wait()
 		s.notify.Close()
+		if guarding() {
+			s.recent.mu.Lock()
+			s.recent.checkAll()
+			s.recent.mu.Unlock()
+			s.blocks.checkAll()
+		}
 		// Every commit wrote the freelist (see Open): the next Open, after
 		// this close or after a crash, reads it from its page.
 		if err := s.db.Close(); err != nil {
@@ -522,7 +529,8 @@ func (b buckets) write(stream string, count uint64, evs []events.Proposed, now t
 		}
 		if b.written != nil {
 			// Kept as written: the bytes are the encoded value's, which
-			// nothing writes to once it is put (readers get copies).
+			// nothing writes to once it is put (ReadAll's readers get
+			// copies, subscriptions share them read-only).
 			rec.Data, rec.Meta, rec.Position = data, meta, events.Position{Commit: seq, Prepare: seq}
 			*b.written = append(*b.written, rec)
 		}

@@ -15,9 +15,20 @@ const recentSize = 8192
 // recentSize of them, in a ring indexed by sequence. Sequences are
 // contiguous: bbolt's NextSequence rolls back with a failed commit.
 type recentRing struct {
-	mu          sync.RWMutex
-	recs        []events.Recorded
+	mu   sync.RWMutex
+	recs []events.Recorded
+	sums []uint32 // sharedguard: each slot's checksum when pushed
+	// commits holds, per slot, the commit's own slice of records that the
+	// slot's record is in and its index there: subscriptions are handed
+	// sub-slices of these (never written once pushed) instead of copies.
+	commits     []commitRef
 	first, next uint64
+}
+
+// commitRef places a record in its commit's slice.
+type commitRef struct {
+	recs []events.Recorded
+	at   int
 }
 
 // reset empties the ring; the next event committed will be seq.
@@ -26,13 +37,17 @@ func (r *recentRing) reset(seq uint64) {
 	defer r.mu.Unlock()
 	if r.recs == nil {
 		r.recs = make([]events.Recorded, recentSize)
+		r.commits = make([]commitRef, recentSize)
 	}
+	r.checkAll()
 	clear(r.recs)
+	clear(r.commits)
 	r.first, r.next = seq, seq
 }
 
 // push adds a commit's events, which follow the ring's last one; anything
 // else (not expected) empties the ring, so ReadAll falls back to bbolt.
+// The ring keeps recs itself: nothing may write into it afterwards.
 func (r *recentRing) push(recs []events.Recorded) {
 	if len(recs) == 0 {
 		return
@@ -40,12 +55,30 @@ func (r *recentRing) push(recs []events.Recorded) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if recs[0].Position.Commit != r.next {
+		r.checkAll()
 		clear(r.recs)
+		clear(r.commits)
 		r.first, r.next = recs[len(recs)-1].Position.Commit+1, recs[len(recs)-1].Position.Commit+1
 		return
 	}
-	for _, rec := range recs {
-		r.recs[rec.Position.Commit%recentSize] = rec
+	guard := guarding()
+	if guard && r.sums == nil {
+		// The guard was turned on since this ring filled: sum what it holds.
+		r.sums = make([]uint32, recentSize)
+		for seq := r.first; seq < r.next; seq++ {
+			r.sums[seq%recentSize] = sumOf(&r.recs[seq%recentSize])
+		}
+	}
+	for i, rec := range recs {
+		slot := rec.Position.Commit % recentSize
+		r.commits[slot] = commitRef{recs, i}
+		if guard {
+			if old := &r.recs[slot]; old.Position.Commit != 0 && old.Position.Commit >= r.first {
+				checkSum("recent ring", old, r.sums[slot])
+			}
+			r.sums[slot] = sumOf(&rec)
+		}
+		r.recs[slot] = rec
 		r.next = rec.Position.Commit + 1
 	}
 	if r.next-r.first > recentSize {
@@ -92,4 +125,39 @@ func (r *recentRing) read(start, durable uint64, limit int) ([]events.Recorded, 
 		out = append(out, rec)
 	}
 	return out, true
+}
+
+// readShared is read without any copy: it returns a sub-slice of the
+// commit's own slice of records holding start (so at most the rest of that
+// commit: the next read takes the next commit), shared by every
+// subscription, records and bytes read-only; its capacity is clipped so an
+// append by a reader cannot reach what follows.
+func (r *recentRing) readShared(start, durable uint64, limit int) ([]events.Recorded, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if start < r.first || start > r.next {
+		return nil, false
+	}
+	end := min(durable+1, r.next) // exclusive
+	if end <= start {
+		return []events.Recorded{}, true
+	}
+	if limit > 0 && end-start > uint64(limit) {
+		end = start + uint64(limit)
+	}
+	ref := r.commits[start%recentSize]
+	upto := min(len(ref.recs), ref.at+int(end-start))
+	return ref.recs[ref.at:upto:upto], true
+}
+
+// checkAll verifies every record the ring holds (sharedguard); callers hold
+// the write lock or own the ring.
+func (r *recentRing) checkAll() {
+	if r.sums == nil {
+		return
+	}
+	for seq := r.first; seq < r.next; seq++ {
+		slot := seq % recentSize
+		checkSum("recent ring", &r.recs[slot], r.sums[slot])
+	}
 }

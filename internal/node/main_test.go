@@ -2,9 +2,12 @@ package node_test
 
 import (
 	"flag"
+	"fmt"
 	"os"
 	"testing"
 	"time"
+
+	"github.com/healthtech/partner-open-platform/internal/sharedguard"
 )
 
 // waitBound bounds a test's wait for something asynchronous that must
@@ -30,5 +33,16 @@ func TestMain(m *testing.M) {
 			panic(err)
 		}
 	}
-	os.Exit(m.Run())
+	// Every follower here reads shared bytes (events/bolt, privacy): the
+	// run fails if any of them wrote into what it was handed. Benchmarks
+	// run without the guard's CRCs, which would skew them.
+	if f := flag.Lookup("test.bench"); f == nil || f.Value.String() == "" {
+		sharedguard.On()
+	}
+	code := m.Run()
+	if err := sharedguard.Violations(); err != nil {
+		fmt.Fprintln(os.Stderr, "FAIL: shared bytes written by a consumer:", err)
+		code = 1
+	}
+	os.Exit(code)
 }

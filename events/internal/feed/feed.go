@@ -55,7 +55,9 @@ func (n *Notifier) Close() {
 	}
 }
 
-// ReadFunc reads up to limit events strictly after a position, like Store.ReadAll.
+// ReadFunc reads up to limit events strictly after a position, like
+// Store.ReadAll; the subscription only reads the slice returned, so it may
+// be shared with other subscriptions.
 type ReadFunc func(ctx context.Context, after events.Position, limit int) ([]events.Recorded, error)
 
 // Subscription is the events.Subscription of the embedded adapters.
@@ -84,8 +86,9 @@ func (s *Subscription) Next(ctx context.Context) (events.Recorded, error) {
 			return events.Recorded{}, err
 		}
 		if len(s.buf) > 0 {
+			// The page may be shared with other subscriptions (events/bolt):
+			// it is only read, never cleared.
 			ev := s.buf[0]
-			s.buf[0] = events.Recorded{}
 			s.buf = s.buf[1:]
 			s.after = ev.Position
 			return ev, nil
