@@ -41,6 +41,7 @@ type Registry struct {
 type entry struct {
 	typ    reflect.Type
 	schema int
+	direct DirectDecoder // nil: encoding/json only
 }
 
 // NewRegistry returns an empty registry.
@@ -71,6 +72,23 @@ func (r *Registry) MustRegister(schema int, ps ...Payload) {
 			panic(err)
 		}
 	}
+}
+
+// RegisterDecoder gives a registered type a direct decoder for its hot
+// read path; Decode still uses encoding/json for whatever d leaves undecided.
+func (r *Registry) RegisterDecoder(eventType string, d DirectDecoder) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e, ok := r.types[eventType]
+	if !ok {
+		return fmt.Errorf("events: decoder for unregistered type %q", eventType)
+	}
+	if e.direct != nil {
+		return fmt.Errorf("events: decoder for %q registered twice", eventType)
+	}
+	e.direct = d
+	r.types[eventType] = e
+	return nil
 }
 
 // RegisterUpcaster converts data of schema version from to from+1 on read.
@@ -149,7 +167,9 @@ type Envelope struct {
 	Metadata Metadata
 }
 
-// Decode turns a recorded event into its typed payload, upcasting old schemas.
+// Decode turns a recorded event into its typed payload, upcasting old
+// schemas first; the type's direct decoder, if any, reads the (upcast)
+// data, and encoding/json whatever it leaves undecided.
 func (r *Registry) Decode(rec Recorded) (Envelope, error) {
 	var meta Metadata
 	if len(rec.Meta) > 0 {
@@ -174,6 +194,11 @@ func (r *Registry) Decode(rec Recorded) (Envelope, error) {
 		var err error
 		if data, err = up(data); err != nil {
 			return Envelope{}, fmt.Errorf("events: upcast %s from schema %d: %w", rec.Type, v, err)
+		}
+	}
+	if e.direct != nil {
+		if p, ok := e.direct(data); ok {
+			return Envelope{Recorded: rec, Payload: p, Metadata: meta}, nil
 		}
 	}
 	ptr := reflect.New(e.typ)

@@ -1,0 +1,181 @@
+package catalog
+
+import "github.com/healthtech/partner-open-platform/events"
+
+// The user and family-member events are the ones every member call writes
+// and several followers decode (issue 11, round eight), so they are read
+// by direct decoders instead of encoding/json's reflection. Each reads the
+// payload's keys exactly as its json tags spell them and leaves anything
+// else (an unknown or differently cased key, a null where encoding/json
+// would keep the zero value) to encoding/json through the registry, which
+// FuzzDirectDecodeMatchesEncodingJSON checks.
+
+// directDecoders maps each hot event type to its direct decoder.
+var directDecoders = map[string]events.DirectDecoder{
+	UserRegistered{}.EventType():      decodeUserRegistered,
+	UserProfileUpdated{}.EventType():  decodeUserProfileUpdated,
+	FamilyMemberCreated{}.EventType(): decodeFamilyMemberCreated,
+	FamilyMemberUpdated{}.EventType(): decodeFamilyMemberUpdated,
+	FamilyMemberDeleted{}.EventType(): decodeFamilyMemberDeleted,
+}
+
+// registerDecoders installs the direct decoders; every type is in schemaOne.
+func registerDecoders(r *events.Registry) {
+	for name, d := range directDecoders {
+		if err := r.RegisterDecoder(name, d); err != nil {
+			panic(err)
+		}
+	}
+}
+
+func decodeUserRegistered(data []byte) (events.Payload, bool) {
+	p := &UserRegistered{}
+	ok := events.ReadJSONObject(data, func(key []byte, r *events.JSONReader) bool {
+		switch string(key) {
+		case "app_id":
+			return r.Int(&p.AppID)
+		case "open_user_id":
+			return r.Int(&p.OpenUserID)
+		case "channel_user_id":
+			return r.String(&p.ChannelUserID)
+		case "profile":
+			return readProfile(r, &p.Profile)
+		case "registered_at":
+			return r.Time(&p.RegisteredAt)
+		}
+		return false
+	})
+	return p, ok
+}
+
+func decodeUserProfileUpdated(data []byte) (events.Payload, bool) {
+	p := &UserProfileUpdated{}
+	ok := events.ReadJSONObject(data, func(key []byte, r *events.JSONReader) bool {
+		switch string(key) {
+		case "channel_user_id":
+			return r.String(&p.ChannelUserID)
+		case "open_user_id":
+			return r.Int(&p.OpenUserID)
+		case "changed":
+			return r.Strings(&p.Changed)
+		case "profile":
+			return readProfile(r, &p.Profile)
+		}
+		return false
+	})
+	return p, ok
+}
+
+func decodeFamilyMemberCreated(data []byte) (events.Payload, bool) {
+	p := &FamilyMemberCreated{}
+	ok := events.ReadJSONObject(data, func(key []byte, r *events.JSONReader) bool {
+		switch string(key) {
+		case "channel_user_id":
+			return r.String(&p.ChannelUserID)
+		case "open_user_id":
+			return r.Int(&p.OpenUserID)
+		case "member":
+			return readMember(r, &p.Member)
+		}
+		return false
+	})
+	return p, ok
+}
+
+func decodeFamilyMemberUpdated(data []byte) (events.Payload, bool) {
+	p := &FamilyMemberUpdated{}
+	ok := events.ReadJSONObject(data, func(key []byte, r *events.JSONReader) bool {
+		switch string(key) {
+		case "channel_user_id":
+			return r.String(&p.ChannelUserID)
+		case "open_user_id":
+			return r.Int(&p.OpenUserID)
+		case "changed":
+			return r.Strings(&p.Changed)
+		case "member":
+			return readMember(r, &p.Member)
+		}
+		return false
+	})
+	return p, ok
+}
+
+func decodeFamilyMemberDeleted(data []byte) (events.Payload, bool) {
+	p := &FamilyMemberDeleted{}
+	ok := events.ReadJSONObject(data, func(key []byte, r *events.JSONReader) bool {
+		switch string(key) {
+		case "channel_user_id":
+			return r.String(&p.ChannelUserID)
+		case "open_user_id":
+			return r.Int(&p.OpenUserID)
+		case "member_id":
+			return r.Int(&p.MemberID)
+		case "app_user_id":
+			return r.String(&p.AppUserID)
+		case "family_group_id":
+			return r.Int(&p.FamilyGroupID)
+		}
+		return false
+	})
+	return p, ok
+}
+
+func readProfile(r *events.JSONReader, p *Profile) bool {
+	return r.Object(func(key []byte, r *events.JSONReader) bool {
+		switch string(key) {
+		case "name":
+			return r.String(&p.Name)
+		case "nickname":
+			return r.StringPtr(&p.Nickname)
+		case "gender":
+			return r.String(&p.Gender)
+		case "avatar":
+			return r.StringPtr(&p.Avatar)
+		case "phone":
+			return r.StringPtr(&p.Phone)
+		case "email":
+			return r.StringPtr(&p.Email)
+		case "birth_date":
+			return r.StringPtr(&p.BirthDate)
+		}
+		return false
+	})
+}
+
+func readMember(r *events.JSONReader, m *Member) bool {
+	return r.Object(func(key []byte, r *events.JSONReader) bool {
+		switch string(key) {
+		case "member_id":
+			return r.Int(&m.MemberID)
+		case "app_user_id":
+			return r.String(&m.AppUserID)
+		case "app_group_id":
+			return r.Int(&m.AppGroupID)
+		case "family_group_id":
+			return r.Int(&m.FamilyGroupID)
+		case "name":
+			return r.String(&m.Name)
+		case "relationship":
+			return r.String(&m.Relationship)
+		case "gender":
+			return r.StringPtr(&m.Gender)
+		case "birth_date":
+			return r.StringPtr(&m.BirthDate)
+		case "phone":
+			return r.StringPtr(&m.Phone)
+		case "id_type":
+			return r.StringPtr(&m.IDType)
+		case "id_number":
+			return r.StringPtr(&m.IDNumber)
+		case "height":
+			return r.IntPtr(&m.Height)
+		case "weight":
+			return r.IntPtr(&m.Weight)
+		case "blood_type":
+			return r.StringPtr(&m.BloodType)
+		case "is_default":
+			return r.Bool(&m.IsDefault)
+		}
+		return false
+	})
+}
