@@ -406,3 +406,45 @@ func (r *JSONReader) Time(dst *time.Time) bool {
 	r.i += end + 2
 	return true
 }
+
+// IntTo reads an integer into an int field, refusing one int cannot hold.
+func (r *JSONReader) IntTo(dst *int) bool {
+	n, ok := r.int64()
+	*dst = int(n)
+	return ok && int64(*dst) == n
+}
+
+// Uint reads a canonical non-negative integer into a uint64 field.
+func (r *JSONReader) Uint(dst *uint64) bool {
+	r.ws()
+	i := r.i
+	for i < len(r.b) && r.b[i] >= '0' && r.b[i] <= '9' {
+		i++
+	}
+	if i == r.i || (r.b[r.i] == '0' && i-r.i > 1) {
+		return false
+	}
+	if i < len(r.b) && (r.b[i] == '.' || r.b[i] == 'e' || r.b[i] == 'E') {
+		return false
+	}
+	n, err := strconv.ParseUint(string(r.b[r.i:i]), 10, 64)
+	if err != nil {
+		return false
+	}
+	*dst, r.i = n, i
+	return true
+}
+
+// TimePtr reads a *time.Time field: null leaves it nil, a time allocates it.
+func (r *JSONReader) TimePtr(dst **time.Time) bool {
+	if r.null() {
+		*dst = nil
+		return true
+	}
+	var t time.Time
+	if !r.Time(&t) {
+		return false
+	}
+	*dst = &t
+	return true
+}

@@ -2,6 +2,7 @@ package catalog_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/events/catalog"
@@ -22,6 +23,10 @@ func BenchmarkDecode(b *testing.B) {
 		catalog.FamilyMemberCreated{ChannelUserID: "cu-1", OpenUserID: 10001, Member: member},
 		catalog.FamilyMemberUpdated{ChannelUserID: "cu-1", OpenUserID: 10001, Changed: []string{"height"}, Member: member},
 		catalog.FamilyMemberDeleted{ChannelUserID: "cu-1", OpenUserID: 10001, MemberID: 90001, AppUserID: "app-user-1", FamilyGroupID: 80001},
+		catalog.DeliveryCreated{DeliveryID: "d-7-0190f3a1", AppID: 7, Event: "user.family_member.created", SourceEventID: "0190f3a1-0000-7000-8000-000000000001",
+			SourceStream: "user-10001", SourcePosition: events.Position{Commit: 123456, Prepare: 123456}, SourceRecordedAt: time.Now(),
+			Body: `{"event":"user.family_member.created","data":{"open_user_id":10001,"member":{"member_id":90001,"name":"Ada \u00e9"}}}`, Deliver: true},
+		catalog.IdempotencyCompleted{AppID: 7, Status: 201, ContentType: "application/json", SealedBody: "dk1:42:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8gISIjJCUmJygpKissLS4vMDEyMzQ1Njc4OTo7PD0-P0BBQkNERUZHSElKS0xNTk9QUVJTVFVWV1hZWltcXV5fYGFiY2RlZmdoaWprbG1ub3BxcnN0dXZ3eHl6e3x9fn8", CompletedAt: time.Now()},
 	}
 	reg := catalog.Registry()
 	for _, p := range payloads {

@@ -3,7 +3,9 @@ package catalog
 import "github.com/healthtech/partner-open-platform/events"
 
 // The user and family-member events are the ones every member call writes
-// and several followers decode (issue 11, round eight), so they are read
+// and several followers decode (issue 11, round eight), and the delivery,
+// idempotency and binding events are most of what a start after kill -9
+// decodes again (each write and each webhook leaves some), so they are read
 // by direct decoders instead of encoding/json's reflection. Each reads the
 // payload's keys exactly as its json tags spell them and leaves anything
 // else (an unknown or differently cased key, a null where encoding/json
@@ -12,11 +14,16 @@ import "github.com/healthtech/partner-open-platform/events"
 
 // directDecoders maps each hot event type to its direct decoder.
 var directDecoders = map[string]events.DirectDecoder{
-	UserRegistered{}.EventType():      decodeUserRegistered,
-	UserProfileUpdated{}.EventType():  decodeUserProfileUpdated,
-	FamilyMemberCreated{}.EventType(): decodeFamilyMemberCreated,
-	FamilyMemberUpdated{}.EventType(): decodeFamilyMemberUpdated,
-	FamilyMemberDeleted{}.EventType(): decodeFamilyMemberDeleted,
+	UserRegistered{}.EventType():       decodeUserRegistered,
+	UserProfileUpdated{}.EventType():   decodeUserProfileUpdated,
+	FamilyMemberCreated{}.EventType():  decodeFamilyMemberCreated,
+	FamilyMemberUpdated{}.EventType():  decodeFamilyMemberUpdated,
+	FamilyMemberDeleted{}.EventType():  decodeFamilyMemberDeleted,
+	DeliveryCreated{}.EventType():      decodeDeliveryCreated,
+	DeliveryAttempted{}.EventType():    decodeDeliveryAttempted,
+	IdempotencyClaimed{}.EventType():   decodeIdempotencyClaimed,
+	IdempotencyCompleted{}.EventType(): decodeIdempotencyCompleted,
+	ChannelUserBound{}.EventType():     decodeChannelUserBound,
 }
 
 // registerDecoders installs the direct decoders; every type is in schemaOne.
@@ -178,4 +185,136 @@ func readMember(r *events.JSONReader, m *Member) bool {
 		}
 		return false
 	})
+}
+
+func decodeDeliveryCreated(data []byte) (events.Payload, bool) {
+	p := &DeliveryCreated{}
+	ok := events.ReadJSONObject(data, func(key []byte, r *events.JSONReader) bool {
+		switch string(key) {
+		case "delivery_id":
+			return r.String(&p.DeliveryID)
+		case "app_id":
+			return r.Int(&p.AppID)
+		case "event":
+			return r.String(&p.Event)
+		case "source_event_id":
+			return r.String(&p.SourceEventID)
+		case "source_stream":
+			return r.String(&p.SourceStream)
+		case "source_position":
+			return r.Object(func(key []byte, r *events.JSONReader) bool {
+				switch string(key) {
+				case "commit":
+					return r.Uint(&p.SourcePosition.Commit)
+				case "prepare":
+					return r.Uint(&p.SourcePosition.Prepare)
+				}
+				return false
+			})
+		case "source_recorded_at":
+			return r.Time(&p.SourceRecordedAt)
+		case "body":
+			return r.String(&p.Body)
+		case "endpoint_id":
+			return r.Int(&p.EndpointID)
+		case "deliver":
+			return r.Bool(&p.Deliver)
+		case "dead_letter":
+			return r.Bool(&p.DeadLetter)
+		}
+		return false
+	})
+	return p, ok
+}
+
+func decodeDeliveryAttempted(data []byte) (events.Payload, bool) {
+	p := &DeliveryAttempted{}
+	ok := events.ReadJSONObject(data, func(key []byte, r *events.JSONReader) bool {
+		switch string(key) {
+		case "delivery_id":
+			return r.String(&p.DeliveryID)
+		case "attempt":
+			return r.IntTo(&p.Attempt)
+		case "at":
+			return r.Time(&p.At)
+		case "url":
+			return r.String(&p.URL)
+		case "status_code":
+			return r.IntTo(&p.StatusCode)
+		case "latency_ms":
+			return r.Int(&p.LatencyMS)
+		case "error":
+			return r.String(&p.Error)
+		case "error_class":
+			return r.String(&p.ErrorClass)
+		case "outcome":
+			return r.String(&p.Outcome)
+		case "next_attempt_at":
+			return r.TimePtr(&p.NextAttemptAt)
+		case "response_excerpt":
+			return r.String(&p.ResponseExcerpt)
+		case "open_user_id":
+			return r.Int(&p.OpenUserID)
+		case "source_stream":
+			return r.String(&p.SourceStream)
+		}
+		return false
+	})
+	return p, ok
+}
+
+func decodeIdempotencyClaimed(data []byte) (events.Payload, bool) {
+	p := &IdempotencyClaimed{}
+	ok := events.ReadJSONObject(data, func(key []byte, r *events.JSONReader) bool {
+		switch string(key) {
+		case "app_id":
+			return r.Int(&p.AppID)
+		case "method":
+			return r.String(&p.Method)
+		case "path":
+			return r.String(&p.Path)
+		case "body_sha256":
+			return r.String(&p.BodySHA256)
+		case "claimed_at":
+			return r.Time(&p.ClaimedAt)
+		}
+		return false
+	})
+	return p, ok
+}
+
+func decodeIdempotencyCompleted(data []byte) (events.Payload, bool) {
+	p := &IdempotencyCompleted{}
+	ok := events.ReadJSONObject(data, func(key []byte, r *events.JSONReader) bool {
+		switch string(key) {
+		case "app_id":
+			return r.Int(&p.AppID)
+		case "status":
+			return r.IntTo(&p.Status)
+		case "content_type":
+			return r.String(&p.ContentType)
+		case "sealed_body":
+			return r.String(&p.SealedBody)
+		case "completed_at":
+			return r.Time(&p.CompletedAt)
+		}
+		return false
+	})
+	return p, ok
+}
+
+func decodeChannelUserBound(data []byte) (events.Payload, bool) {
+	p := &ChannelUserBound{}
+	ok := events.ReadJSONObject(data, func(key []byte, r *events.JSONReader) bool {
+		switch string(key) {
+		case "app_id":
+			return r.Int(&p.AppID)
+		case "channel_user_id":
+			return r.String(&p.ChannelUserID)
+		case "open_user_id":
+			return r.Int(&p.OpenUserID)
+		}
+		return false
+	})
+	return p, ok
 }

@@ -256,7 +256,7 @@ var mutations = []func(data []byte, k int) []byte{
 		return replaceNth(regexp.MustCompile(`:("[^"\\]*")`), d, k, func([]byte) []byte { return []byte("12") })
 	},
 	func(d []byte, k int) []byte { // integers out of range and not canonical
-		forms := []string{"9223372036854775808", "-9223372036854775809", "1e2", "1.0", "-0", "01", "1E0", "-", "0x1", "99999999999999999999"}
+		forms := []string{"9223372036854775808", "-9223372036854775809", "1e2", "1.0", "-0", "01", "1E0", "-", "0x1", "99999999999999999999", "18446744073709551616", "-1"}
 		return replaceNth(numRE, d, k, func([]byte) []byte { return []byte(forms[k%len(forms)]) })
 	},
 	func(d []byte, k int) []byte { // white space everywhere
