@@ -191,10 +191,16 @@ func TestSlowEndpointDelaysNoOtherEndpoint(t *testing.T) {
 // without burning attempts, the operator sees the breaker open in the
 // metrics, other endpoints are unaffected, and once the endpoint recovers
 // a single probe closes the breaker and the waiting deliveries go out.
+// The dispatcher's clock is the test's: the breaker stays open until the
+// test moves it past the cool-down, so what the test reads while it is
+// open (metrics, POST count) is not a race against a real-time cool-down
+// that a loaded machine outlasts.
 func TestFailingEndpointTripsItsBreakerAndRecovers(t *testing.T) {
 	t.Parallel()
-	cfg := node.Config{DataDir: t.TempDir(), WebhookAllowLoopback: true, PartnerRateLimit: -1,
-		WebhookPerEndpoint: 1, WebhookBreakerFailures: 3, WebhookBreakerCooldown: time.Second,
+	clock := newFakeClock()
+	const cooldown = time.Second
+	cfg := node.Config{DataDir: t.TempDir(), WebhookAllowLoopback: true, PartnerRateLimit: -1, WebhookClock: clock,
+		WebhookPerEndpoint: 1, WebhookBreakerFailures: 3, WebhookBreakerCooldown: cooldown,
 		WebhookSchedule: []time.Duration{time.Millisecond, time.Millisecond, time.Millisecond, time.Millisecond, time.Millisecond}}
 	p := start(t, cfg)
 	var mu sync.Mutex
@@ -236,10 +242,15 @@ func TestFailingEndpointTripsItsBreakerAndRecovers(t *testing.T) {
 	// Others are unaffected while it is open.
 	profileUpdates(t, p, b, "y", 5)
 	fine.waitDelivered(t, 5, "healthy endpoint while another's breaker is open")
-
 	mu.Lock()
+	held := posts
 	failing = false
 	mu.Unlock()
+	if held != atTrip || !breakerIs(p, a.ID, webhooks.BreakerOpen) {
+		t.Fatalf("%d POSTs to the open breaker's endpoint before its cool-down ended (%d at the trip): %+v", held, atTrip, p.node.Dispatcher.Endpoints())
+	}
+
+	clock.Advance(cooldown) // the probe is due
 	broken.waitDelivered(t, 4, "recovered endpoint after its probe")
 	if !breakerIs(p, a.ID, webhooks.BreakerClosed) {
 		t.Fatalf("breaker after recovery: %+v", p.node.Dispatcher.Endpoints())
