@@ -27,7 +27,12 @@ import (
 // Clock lets tests move time through the retry schedule.
 type Clock interface {
 	Now() time.Time
-	After(d time.Duration) <-chan time.Time
+	// Until fires once the clock reads t or later. It takes the instant, not
+	// a duration from the clock's now, so a sender that read the time, scanned
+	// and then waits for "now + wait" cannot sleep past a due time when the
+	// clock moved meanwhile (a test clock jumps: a duration counted from the
+	// jumped time waited for a retry that was already due, forever).
+	Until(t time.Time) <-chan time.Time
 }
 
 // SystemClock is the real clock.
@@ -36,8 +41,8 @@ type SystemClock struct{}
 // Now is time.Now.
 func (SystemClock) Now() time.Time { return time.Now() }
 
-// After is time.After.
-func (SystemClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
+// Until is time.After of the time left until t (at once if t has passed).
+func (SystemClock) Until(t time.Time) <-chan time.Time { return time.After(time.Until(t)) }
 
 // Sign computes X-Webhook-Signature: hex HMAC-SHA256 of timestamp "." body.
 func Sign(secret, timestamp string, body []byte) string {

@@ -313,7 +313,7 @@ func (d *Dispatcher) RunSender(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-d.Clock.After(wait):
+		case <-d.Clock.Until(now.Add(wait)):
 			scan = true
 		case <-soon:
 			scan = true

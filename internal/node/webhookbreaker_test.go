@@ -191,10 +191,16 @@ func TestSlowEndpointDelaysNoOtherEndpoint(t *testing.T) {
 // without burning attempts, the operator sees the breaker open in the
 // metrics, other endpoints are unaffected, and once the endpoint recovers
 // a single probe closes the breaker and the waiting deliveries go out.
+// The dispatcher's clock is the test's: the breaker stays open until the
+// test moves it past the cool-down, so what the test reads while it is
+// open (metrics, POST count) is not a race against a real-time cool-down
+// that a loaded machine outlasts.
 func TestFailingEndpointTripsItsBreakerAndRecovers(t *testing.T) {
 	t.Parallel()
-	cfg := node.Config{DataDir: t.TempDir(), WebhookAllowLoopback: true, PartnerRateLimit: -1,
-		WebhookPerEndpoint: 1, WebhookBreakerFailures: 3, WebhookBreakerCooldown: time.Second,
+	clock := newFakeClock()
+	const cooldown = time.Second
+	cfg := node.Config{DataDir: t.TempDir(), WebhookAllowLoopback: true, PartnerRateLimit: -1, WebhookClock: clock,
+		WebhookPerEndpoint: 1, WebhookBreakerFailures: 3, WebhookBreakerCooldown: cooldown,
 		WebhookSchedule: []time.Duration{time.Millisecond, time.Millisecond, time.Millisecond, time.Millisecond, time.Millisecond}}
 	p := start(t, cfg)
 	var mu sync.Mutex
@@ -236,11 +242,24 @@ func TestFailingEndpointTripsItsBreakerAndRecovers(t *testing.T) {
 	// Others are unaffected while it is open.
 	profileUpdates(t, p, b, "y", 5)
 	fine.waitDelivered(t, 5, "healthy endpoint while another's breaker is open")
-
 	mu.Lock()
+	held := posts
 	failing = false
 	mu.Unlock()
-	broken.waitDelivered(t, 4, "recovered endpoint after its probe")
+	if held != atTrip || !breakerIs(p, a.ID, webhooks.BreakerOpen) {
+		t.Fatalf("%d POSTs to the open breaker's endpoint before its cool-down ended (%d at the trip): %+v", held, atTrip, p.node.Dispatcher.Endpoints())
+	}
+
+	clock.Advance(cooldown) // the probe is due
+	// From here the dispatcher's clock runs as the real one would: the
+	// sender also rescans on its 1 s timer, which is on that clock (a
+	// projection change it wakes for may come before it listens again).
+	for deadline := time.Now().Add(waitBound); broken.delivered() < 4; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("recovered endpoint after its probe: %d of 4 deliveries arrived", broken.delivered())
+		}
+		clock.Advance(100 * time.Millisecond)
+	}
 	if !breakerIs(p, a.ID, webhooks.BreakerClosed) {
 		t.Fatalf("breaker after recovery: %+v", p.node.Dispatcher.Endpoints())
 	}
@@ -270,7 +289,9 @@ func TestFailingEndpointTripsItsBreakerAndRecovers(t *testing.T) {
 	for _, del := range d.Deliveries {
 		attempts += del.Attempts
 	}
-	if len(d.Deliveries) != 4 || attempts != total {
+	// One probe closed the breaker: the three failed POSTs, then each of the
+	// four deliveries once (a failed probe would have added one).
+	if len(d.Deliveries) != 4 || attempts != total || total != atTrip+4 {
 		t.Fatalf("%d deliveries, %d attempts recorded for %d POSTs", len(d.Deliveries), attempts, total)
 	}
 }

@@ -129,15 +129,15 @@ func (c *fakeClock) Now() time.Time {
 	return c.now
 }
 
-func (c *fakeClock) After(d time.Duration) <-chan time.Time {
+func (c *fakeClock) Until(t time.Time) <-chan time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	ch := make(chan time.Time, 1)
-	if d <= 0 {
+	if !t.After(c.now) {
 		ch <- c.now
 		return ch
 	}
-	c.waiters = append(c.waiters, fakeWaiter{c.now.Add(d), ch})
+	c.waiters = append(c.waiters, fakeWaiter{t, ch})
 	return ch
 }
 
@@ -292,19 +292,27 @@ type deliveryView struct {
 // waitDelivery polls the delivery log until the delivery reaches status.
 func (p *platform) waitDelivery(id, status string) deliveryView {
 	p.t.Helper()
+	return p.waitAttempts(id, status, 0)
+}
+
+// waitAttempts polls the delivery log until the delivery reaches status
+// with attempts recorded attempts (any number if 0): a status alone (say
+// retrying) may still be the previous attempt's.
+func (p *platform) waitAttempts(id, status string, attempts int) deliveryView {
+	p.t.Helper()
 	deadline := time.Now().Add(waitBound)
 	var v deliveryView
 	for time.Now().Before(deadline) {
 		res := p.admin("GET", "/admin/v1/deliveries/"+id, nil)
 		if res.Status == http.StatusOK {
 			res.data(p.t, &v)
-			if v.Status == status {
+			if v.Status == status && (attempts == 0 || v.Attempts == attempts) {
 				return v
 			}
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	p.t.Fatalf("delivery %s never reached %s: %+v", id, status, v)
+	p.t.Fatalf("delivery %s never reached %s with %d attempts: %+v", id, status, attempts, v)
 	return v
 }
 
@@ -324,7 +332,9 @@ func TestRetryScheduleAbandonAndResend(t *testing.T) {
 	first := rcv.waitFor(1)[0]
 	schedule := []time.Duration{time.Minute, 5 * time.Minute, 30 * time.Minute, 2 * time.Hour, 6 * time.Hour}
 	for i, d := range schedule {
-		p.waitDelivery(first.ID, "retrying")
+		// The attempt just posted is recorded (its retry scheduled) before
+		// the clock moves: "retrying" alone may still be the previous one.
+		p.waitAttempts(first.ID, "retrying", i+1)
 		clock.Advance(d - time.Second)
 		rcv.quiet(i+1, 100*time.Millisecond) // not before its time
 		clock.Advance(time.Second)
