@@ -371,14 +371,25 @@ func (s *Store) ReadAll(ctx context.Context, after events.Position, limit int) (
 	if out, ok := s.recent.read(start, durable, limit); ok {
 		return out, nil
 	}
-	if start > durable {
-		return []events.Recorded{}, nil
-	}
-	to := durable
-	if limit > 0 && to-start >= uint64(limit) {
-		to = start + uint64(limit) - 1
-	}
-	out, err := s.readRange(start, to)
+	out := []events.Recorded{}
+	err := s.db.View(func(tx *bbolt.Tx) error {
+		c := tx.Bucket(bucketLog).Cursor()
+		for k, v := c.Seek(be(start)); k != nil; k, v = c.Next() {
+			if limit > 0 && len(out) == limit {
+				break
+			}
+			seq := binary.BigEndian.Uint64(k)
+			if seq > durable {
+				break
+			}
+			rec, err := decode(seq, v)
+			if err != nil {
+				return err
+			}
+			out = append(out, rec)
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, s.wrap("read all", err)
 	}

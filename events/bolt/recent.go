@@ -94,9 +94,15 @@ func (r *recentRing) push(recs []events.Recorded) {
 func (r *recentRing) read(start, durable uint64, limit int) ([]events.Recorded, bool) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	end, ok := r.window(start, durable, limit)
-	if !ok || end == start {
-		return out0(ok), ok
+	if start < r.first || start > r.next {
+		return nil, false
+	}
+	end := min(durable+1, r.next) // exclusive
+	if end <= start {
+		return []events.Recorded{}, true
+	}
+	if limit > 0 && end-start > uint64(limit) {
+		end = start + uint64(limit)
 	}
 	out := make([]events.Recorded, 0, end-start)
 	size := 0
@@ -121,29 +127,6 @@ func (r *recentRing) read(start, durable uint64, limit int) ([]events.Recorded, 
 	return out, true
 }
 
-// window is the exclusive end of what a read from start up to durable (at
-// most limit when positive) takes from the ring, with ok false when the
-// ring does not hold start; r.mu must be held.
-func (r *recentRing) window(start, durable uint64, limit int) (end uint64, ok bool) {
-	if start < r.first || start > r.next {
-		return 0, false
-	}
-	end = max(start, min(durable+1, r.next))
-	if limit > 0 && end-start > uint64(limit) {
-		end = start + uint64(limit)
-	}
-	return end, true
-}
-
-// out0 is what a read that takes nothing returns: an empty page when the
-// ring holds start, nil when bbolt must be read.
-func out0(held bool) []events.Recorded {
-	if held {
-		return []events.Recorded{}
-	}
-	return nil
-}
-
 // readShared is read without any copy: it returns a sub-slice of the
 // commit's own slice of records holding start (so at most the rest of that
 // commit: the next read takes the next commit), shared by every
@@ -152,9 +135,15 @@ func out0(held bool) []events.Recorded {
 func (r *recentRing) readShared(start, durable uint64, limit int) ([]events.Recorded, bool) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	end, ok := r.window(start, durable, limit)
-	if !ok || end == start {
-		return out0(ok), ok
+	if start < r.first || start > r.next {
+		return nil, false
+	}
+	end := min(durable+1, r.next) // exclusive
+	if end <= start {
+		return []events.Recorded{}, true
+	}
+	if limit > 0 && end-start > uint64(limit) {
+		end = start + uint64(limit)
 	}
 	ref := r.commits[start%recentSize]
 	upto := min(len(ref.recs), ref.at+int(end-start))
