@@ -313,7 +313,7 @@ func loadConfig(args []string, getenv func(string) string, usageOut io.Writer) (
 				return nil
 			},
 			show: func() string { return c.LeaseTTL.String() }},
-		intSetting("PLATFORM_SNAPSHOT_EVENTS", "snapshot-events", "25000", "embedded read models are also snapshotted once this many events were read since the last snapshot, which bounds the log's tail a start after a crash replays", 1000, 100_000_000, &c.SnapshotEvents),
+		intSetting("PLATFORM_SNAPSHOT_EVENTS", "snapshot-events", "10000", "embedded read models are also snapshotted once this many events were read since the last snapshot, which bounds the log's tail a start after a crash replays", 1000, 100_000_000, &c.SnapshotEvents),
 		{env: "PLATFORM_SNAPSHOT_INTERVAL", flag: "snapshot-interval", def: "5m",
 			usage:   "how often embedded read models are snapshotted to the data directory, so a start restores them and replays only the log's tail; off = every start replays the whole log",
 			accepts: "a Go duration from 10s to 24h, such as 5m, or off",

@@ -50,7 +50,7 @@ func TestDefaults(t *testing.T) {
 		Addr: "127.0.0.1:8080", DataDir: "./data", Timezone: "Asia/Shanghai", KafkaTopic: "platform.events",
 		KafkaInternalTopic: "platform.internal.events", KafkaRelay: true, RateLimit: 6000, LogFormat: "text", AccessLogFlush: 100 * time.Millisecond,
 		LeaseTTL: 10 * time.Second, WebhookWorkers: 64, WebhookPerEndpoint: 16, WebhookBreakerFailures: 5,
-		WebhookCreateConcurrency: 64, WebhookBreakerCooldown: 30 * time.Second, SnapshotInterval: 5 * time.Minute, SnapshotEvents: 25000,
+		WebhookCreateConcurrency: 64, WebhookBreakerCooldown: 30 * time.Second, SnapshotInterval: 5 * time.Minute, SnapshotEvents: 10000,
 		ReportPullLimit: 60, VerifyCooldown: 10 * time.Second,
 		Portal: node.PortalConfig{SessionIdle: 30 * time.Minute, SessionMax: 12 * time.Hour, LockoutFailures: 5,
 			LockoutPeriod: 15 * time.Minute, AddressLimit: 20, MailFrom: "portal@localhost"},

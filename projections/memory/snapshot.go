@@ -103,22 +103,20 @@ func WriteSnapshot(path string, h SnapshotHeader, aead cipher.AEAD, images []Fam
 			os.Remove(tmp)
 		}
 	}()
-	bw := bufio.NewWriterSize(f, 1<<20)
 	var pre []byte
 	pre = append(pre, snapshotMagic...)
 	pre = binary.BigEndian.AppendUint32(pre, uint32(len(head)))
 	pre = append(pre, head...)
-	if _, err := bw.Write(pre); err != nil {
+	if _, err := f.Write(pre); err != nil {
 		return 0, fmt.Errorf("snapshot: %w", err)
 	}
-	sw := &sealWriter{w: bw, aead: aead, head: head}
+	// The sealed chunks (a megabyte each) go straight to the file: a
+	// buffer in between only copied them once more.
+	sw := &sealWriter{w: f, aead: aead, head: head}
 	if err := writeSections(sw, images, dirs); err != nil {
 		return 0, err
 	}
 	if err := sw.close(); err != nil {
-		return 0, fmt.Errorf("snapshot: %w", err)
-	}
-	if err := bw.Flush(); err != nil {
 		return 0, fmt.Errorf("snapshot: %w", err)
 	}
 	if err := f.Sync(); err != nil {
@@ -301,17 +299,22 @@ func chunkAAD(head []byte, index uint64, final bool) []byte {
 }
 
 // sealWriter seals what is written to it in chunks: each chunk is its
-// length (4 bytes), then nonce and ciphertext.
+// length (4 bytes), then nonce and ciphertext. Its plaintext and sealed
+// buffers are reused from chunk to chunk.
 type sealWriter struct {
 	w     io.Writer
 	aead  cipher.AEAD
 	head  []byte
 	buf   []byte
+	out   []byte
 	index uint64
 }
 
 func (s *sealWriter) Write(p []byte) (int, error) {
 	n := len(p)
+	if s.buf == nil {
+		s.buf = make([]byte, 0, snapshotChunk)
+	}
 	for len(p) > 0 {
 		take := min(snapshotChunk-len(s.buf), len(p))
 		s.buf = append(s.buf, p[:take]...)
@@ -326,17 +329,18 @@ func (s *sealWriter) Write(p []byte) (int, error) {
 }
 
 func (s *sealWriter) flush(final bool) error {
-	nonce := make([]byte, s.aead.NonceSize(), s.aead.NonceSize()+len(s.buf)+s.aead.Overhead())
+	ns := s.aead.NonceSize()
+	if need := 4 + ns + len(s.buf) + s.aead.Overhead(); cap(s.out) < need {
+		s.out = make([]byte, 0, max(need, 4+ns+snapshotChunk+s.aead.Overhead()))
+	}
+	out := s.out[:4+ns]
+	nonce := out[4:]
 	if _, err := rand.Read(nonce); err != nil {
 		return err
 	}
-	sealed := s.aead.Seal(nonce, nonce, s.buf, chunkAAD(s.head, s.index, final))
-	var n [4]byte
-	binary.BigEndian.PutUint32(n[:], uint32(len(sealed)))
-	if _, err := s.w.Write(n[:]); err != nil {
-		return err
-	}
-	if _, err := s.w.Write(sealed); err != nil {
+	out = s.aead.Seal(out, nonce, s.buf, chunkAAD(s.head, s.index, final))
+	binary.BigEndian.PutUint32(out[:4], uint32(len(out)-4))
+	if _, err := s.w.Write(out); err != nil {
 		return err
 	}
 	s.index++

@@ -310,7 +310,14 @@ type rowCodec[T any] struct {
 
 // encodeRows is a section: the row count, then the rows.
 func (c rowCodec[T]) encodeRows(rows []T) []byte {
-	e := &rowEncoder{buf: make([]byte, 0, 64*len(rows)+8)}
+	return c.appendRows(make([]byte, 0, 64*len(rows)+8), rows)
+}
+
+// appendRows appends a section (as encodeRows) to dst: a snapshot write
+// reuses one buffer for every section instead of growing a new one per
+// section (the growth's copies were a third of a write's CPU at 1M rows).
+func (c rowCodec[T]) appendRows(dst []byte, rows []T) []byte {
+	e := &rowEncoder{buf: dst}
 	e.uint(uint64(len(rows)))
 	for i := range rows {
 		c.put(e, &rows[i])

@@ -29,8 +29,9 @@ const maxSection = 1 << 30
 // imageField is one table of a FamilyImage as the version 2 format writes
 // it: its rows are cut into sections, each decoded on its own.
 type imageField struct {
-	rows   func(im *FamilyImage) int
-	encode func(w io.Writer, im *FamilyImage, from, to int) error
+	rows func(im *FamilyImage) int
+	// encode appends rows [from, to) of the table as a section to dst.
+	encode func(dst []byte, im *FamilyImage, from, to int) []byte
 	// decode reads a section of the current format (the row codec);
 	// decodeGob one of version 2 (a gob stream).
 	decode    func(body []byte) (any, error)
@@ -42,9 +43,8 @@ type imageField struct {
 func field[T any](codec rowCodec[T], get func(im *FamilyImage) *[]T) imageField {
 	return imageField{
 		rows: func(im *FamilyImage) int { return len(*get(im)) },
-		encode: func(w io.Writer, im *FamilyImage, from, to int) error {
-			_, err := w.Write(codec.encodeRows((*get(im))[from:to]))
-			return err
+		encode: func(dst []byte, im *FamilyImage, from, to int) []byte {
+			return codec.appendRows(dst, (*get(im))[from:to])
 		},
 		decode: func(body []byte) (any, error) { return codec.decodeRows(body) },
 		decodeGob: func(body []byte) (any, error) {
@@ -87,21 +87,17 @@ var imageFields = []imageField{
 // writeSections writes the images and directories as version 3 sections:
 // each is its owner (image index, or dirsOwner), its table's index, its
 // length and its rows in the row codec (the directories: a gob stream).
+// Every section is encoded into one buffer, reused (its 14-byte prefix
+// filled in once the length is known), and handed to w in one Write.
 func writeSections(w io.Writer, images []FamilyImage, dirs []DirectoryImage) error {
-	var buf bytes.Buffer
-	section := func(owner uint32, fieldIndex uint16, encode func(io.Writer) error) error {
-		buf.Reset()
-		if err := encode(&buf); err != nil {
-			return err
-		}
-		var pre [14]byte
-		binary.BigEndian.PutUint32(pre[0:], owner)
-		binary.BigEndian.PutUint16(pre[4:], fieldIndex)
-		binary.BigEndian.PutUint64(pre[6:], uint64(buf.Len()))
-		if _, err := w.Write(pre[:]); err != nil {
-			return err
-		}
-		_, err := w.Write(buf.Bytes())
+	const pre = 14
+	var zero [pre]byte
+	var buf []byte
+	section := func(owner uint32, fieldIndex uint16, body []byte) error {
+		binary.BigEndian.PutUint32(body[0:], owner)
+		binary.BigEndian.PutUint16(body[4:], fieldIndex)
+		binary.BigEndian.PutUint64(body[6:], uint64(len(body)-pre))
+		_, err := w.Write(body)
 		return err
 	}
 	for i := range images {
@@ -110,13 +106,19 @@ func writeSections(w io.Writer, images []FamilyImage, dirs []DirectoryImage) err
 			n := f.rows(im)
 			for from := 0; from < n; from += sectionRows {
 				to := min(from+sectionRows, n)
-				if err := section(uint32(i), uint16(fi), func(w io.Writer) error { return f.encode(w, im, from, to) }); err != nil {
+				buf = f.encode(append(buf[:0], zero[:]...), im, from, to)
+				if err := section(uint32(i), uint16(fi), buf); err != nil {
 					return fmt.Errorf("snapshot %s: %w", im.Family, err)
 				}
 			}
 		}
 	}
-	if err := section(dirsOwner, 0, func(w io.Writer) error { return gob.NewEncoder(w).Encode(dirs) }); err != nil {
+	var gb bytes.Buffer
+	gb.Write(zero[:])
+	if err := gob.NewEncoder(&gb).Encode(dirs); err != nil {
+		return fmt.Errorf("snapshot directories: %w", err)
+	}
+	if err := section(dirsOwner, 0, gb.Bytes()); err != nil {
 		return fmt.Errorf("snapshot directories: %w", err)
 	}
 	return nil

@@ -409,11 +409,13 @@ func (s *Snapshotter) Erased(ctx context.Context, subject string, pos events.Pos
 // so a snapshot follows the AfterEvents mark by at most this much.
 const ProgressCheck = time.Second
 
-// AfterEventsGap is how many times the last write's duration Run leaves
+// AfterEventsGap is how many times the last write's CPU Run leaves
 // between a write and one the AfterEvents mark asks for: a write costs
-// seconds of a core per million rows, so a log growing fast spends at most
-// a fifth of a core on snapshots, and the tail a crash leaves is then about
-// what the log gains in that gap.
+// about a second of a core per million rows, so a log growing fast spends
+// at most a fifth of a core on snapshots, and the tail a crash leaves is
+// then about what the log gains in the write and that gap. (The gap used
+// to follow the write's wall time, which on a loaded machine was several
+// times its CPU: the gap, and the tail, grew with the load.)
 const AfterEventsGap = 5
 
 // Run writes a snapshot once ready returns (the families caught up with
@@ -436,9 +438,12 @@ func (s *Snapshotter) Run(ctx context.Context, interval time.Duration, restored 
 	heldLogged := false // a hold is logged once, not at every check while it lasts
 	write := func() {
 		at := progress() // the image is taken after this: it holds at least these events
-		began := time.Now()
-		err := s.Write(ctx)
-		next = time.Now().Add(AfterEventsGap * time.Since(began))
+		var err error
+		cpu := measureCPU(func() { err = s.Write(ctx) })
+		next = time.Now().Add(AfterEventsGap * cpu)
+		if err == nil {
+			s.log().Info("read-model snapshot write cost", "cpu", cpu, "next_after", AfterEventsGap*cpu)
+		}
 		held := errors.Is(err, ErrSnapshotHeld)
 		if !held {
 			mark = at // held: look again at the next check
