@@ -442,7 +442,9 @@ func TestSnapshotBehindAnErasureIsConsumed(t *testing.T) {
 // A snapshot larger than one section per table (users, groups and members
 // cut in several, decoded concurrently) with many deliveries written out of
 // feed order restores to the same rows, the same feed order and the same
-// due queue.
+// due queue. Every fifth delivery carries a 2 KB body, so the deliveries'
+// section is bigger than a sealed chunk and the sections (encoded one
+// after another into one reused buffer) differ in size.
 func TestSnapshotManySectionsRestoreEqual(t *testing.T) {
 	f := newSnapFixture(t)
 	f.fill(t, 20000)
@@ -453,7 +455,7 @@ func TestSnapshotManySectionsRestoreEqual(t *testing.T) {
 			next := at.Add(time.Duration(i%97) * time.Minute)
 			if err := tx.PutDelivery(f.ctx, projections.Delivery{DeliveryID: fmt.Sprintf("m%05d", i), AppID: int64(1 + i%3), EventType: "user.registered",
 				SourceEventID: "e", SourcePosition: events.Position{Commit: uint64(100 + i), Prepare: uint64(100 + i)},
-				Cursor: events.Position{Commit: uint64(1000 + i), Prepare: uint64(1000 + i)}, Body: []byte(`{}`), Subject: fmt.Sprintf("user-%d", i),
+				Cursor: events.Position{Commit: uint64(1000 + i), Prepare: uint64(1000 + i)}, Body: bodyOf(i), Subject: fmt.Sprintf("user-%d", i),
 				Status: "pending", NextAttemptAt: &next, CreatedAt: at, UpdatedAt: at}); err != nil {
 				return err
 			}
@@ -483,6 +485,14 @@ func TestSnapshotManySectionsRestoreEqual(t *testing.T) {
 	if len(wantFeed) != deliveries+3 || before == f.store {
 		t.Fatalf("the fixture lists %d deliveries, want %d", len(wantFeed), deliveries+3)
 	}
+}
+
+// bodyOf is a delivery's body: 2 KB for every fifth, else two bytes.
+func bodyOf(i int) []byte {
+	if i%5 != 0 {
+		return []byte(`{}`)
+	}
+	return fmt.Appendf(nil, `{"n":%d,"pad":%q}`, i, strings.Repeat(string(rune('a'+i%26)), 2048))
 }
 
 // feedOf lists every delivery's id in feed order (per app and overall)

@@ -410,12 +410,13 @@ func (s *Snapshotter) Erased(ctx context.Context, subject string, pos events.Pos
 const ProgressCheck = time.Second
 
 // AfterEventsGap is how many times the last write's CPU Run leaves
-// between a write and one the AfterEvents mark asks for: a write costs
-// about a second of a core per million rows, so a log growing fast spends
-// at most a fifth of a core on snapshots, and the tail a crash leaves is
-// then about what the log gains in the write and that gap. (The gap used
-// to follow the write's wall time, which on a loaded machine was several
-// times its CPU: the gap, and the tail, grew with the load.)
+// between the start of a write and one the AfterEvents mark asks for: a
+// write costs about a second of a core per million rows, so a log growing
+// fast spends at most a fifth of a core on snapshots, and the tail a crash
+// leaves is then about what the log gains in two writes' time. (The gap
+// used to follow the end of the write and five times its wall time, which
+// on a loaded machine was several times its CPU: the gap, and the tail,
+// grew with the load.)
 const AfterEventsGap = 5
 
 // Run writes a snapshot once ready returns (the families caught up with
@@ -439,8 +440,13 @@ func (s *Snapshotter) Run(ctx context.Context, interval time.Duration, restored 
 	write := func() {
 		at := progress() // the image is taken after this: it holds at least these events
 		var err error
+		began := time.Now()
 		cpu := measureCPU(func() { err = s.Write(ctx) })
-		next = time.Now().Add(AfterEventsGap * cpu)
+		// Counted from the write's start: each write is then followed by
+		// at least AfterEventsGap times its CPU of wall time, the write
+		// included (a write slowed by a loaded machine is not charged
+		// twice, once in its own duration and again in the gap).
+		next = began.Add(AfterEventsGap * cpu)
 		if err == nil {
 			s.log().Info("read-model snapshot write cost", "cpu", cpu, "next_after", AfterEventsGap*cpu)
 		}
