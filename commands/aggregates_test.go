@@ -484,7 +484,7 @@ func TestOwnAppendsAdvanceTheCacheAsTheStoreHoldsThem(t *testing.T) {
 // without copying (userState.writable differs between a clone and a fold).
 func sameUser(a, b *userState) bool {
 	x, y := *a, *b
-	x.writable, y.writable = 0, 0
+	x.writable, y.writable, x.clones, y.clones = 0, 0, 0, 0
 	return reflect.DeepEqual(&x, &y)
 }
 

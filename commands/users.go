@@ -30,6 +30,9 @@ type userState struct {
 	// to a decision never changes under it. Values in the maps are never
 	// written through (apply replaces them), so a shallow copy is enough.
 	writable uint8
+	// clones counts the clones taken since every map was last this
+	// state's alone (writable == ownAll): reclaim needs it to be 1.
+	clones uint32
 }
 
 // Bits of userState.writable, one per map.
@@ -72,6 +75,9 @@ func (s *userState) own(bits uint8) {
 		s.memberByApp = cloneMap(s.memberByApp)
 	}
 	s.writable |= bits
+	if s.writable == ownAll {
+		s.clones = 0 // every clone before has the old maps
+	}
 }
 
 // cloneMap is maps.Clone, except that nil becomes an empty map to write to.
@@ -96,7 +102,7 @@ func (s *userState) apply(env events.Envelope) {
 		s.registered, s.erased, s.profile = false, true, catalog.Profile{}
 		s.groups, s.activeGroups = map[int64]*groupState{}, map[int64]int64{}
 		s.members, s.memberByApp = map[int64]*catalog.Member{}, map[string]int64{}
-		s.writable = ownAll
+		s.writable, s.clones = ownAll, 0
 	case *catalog.FamilyGroupUpserted:
 		s.own(ownGroups)
 		if g, ok := s.groups[p.FamilyGroupID]; ok {
@@ -765,7 +771,7 @@ func (s *userState) owned(appID int64) error {
 func (u *Users) change(ctx context.Context, appID, openUserID int64, meta Meta, decide func(*userState) ([]events.Payload, error)) (events.Position, error) {
 	meta.AppID = appID
 	for attempt := 0; attempt < maxAttempts; attempt++ {
-		st, version, pos, err := u.loaded.load(ctx, u.streams, domain.UserStream(openUserID))
+		st, version, pos, lent, err := u.loaded.loadLent(ctx, u.streams, domain.UserStream(openUserID))
 		if err != nil {
 			return events.Position{}, err
 		}
@@ -776,7 +782,9 @@ func (u *Users) change(ctx context.Context, appID, openUserID int64, meta Meta, 
 		if len(ps) == 0 {
 			return pos, nil
 		}
-		res, err := u.loaded.appendAfter(ctx, u.streams, domain.UserStream(openUserID), version, meta, ps...)
+		// st is not read from here on (decide keeps no reference to it):
+		// the cache may take back the maps it shared with it.
+		res, err := u.loaded.appendAfter(ctx, u.streams, domain.UserStream(openUserID), version, lent, meta, ps...)
 		if events.IsConflict(err) {
 			continue
 		}
