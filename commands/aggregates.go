@@ -181,6 +181,27 @@ func (c *aggregateCache[S]) loadLent(ctx context.Context, s streams, stream stri
 	return e.state.clone(), e.version, e.pos, e.lent, nil
 }
 
+// release tells the cache that the copy loadLent lent as number lent is
+// dropped without an append (the command decided nothing): if no later
+// copy was lent, the cached state takes back what it shared with it.
+func (c *aggregateCache[S]) release(stream string, lent uint64) {
+	if c == nil || c.max <= 0 || lent == 0 {
+		return
+	}
+	c.mu.Lock()
+	el, ok := c.entries[stream]
+	c.mu.Unlock()
+	if !ok {
+		return
+	}
+	e := el.Value.(*cachedAggregate[S])
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if r, ok := any(e.state).(reclaimer); ok && e.lent == lent {
+		r.reclaim()
+	}
+}
+
 // appendAfter appends the payloads after version (as streams.append does)
 // and, when they landed right after the cached version, advances the cached
 // state by decoding the appended events from the bytes written, so the next
@@ -254,18 +275,23 @@ func (c *aggregateCache[S]) freshOrZero() S {
 // written through (their pointer fields are only ever replaced).
 func (s *userState) clone() *userState {
 	s.writable = 0
-	s.clones++
+	for i := range s.sharers {
+		s.sharers[i]++
+	}
 	c := *s
-	c.clones = 0
+	c.sharers = [4]uint32{}
 	return &c
 }
 
-// reclaim marks every map writable again when the one clone taken since
-// they were last this state's alone is the dropped one (the caller knows
-// it is the latest clone; clones == 1 says no earlier one still shares).
+// reclaim marks writable again each map whose one clone taken since it was
+// last this state's alone is the dropped one (the caller knows the latest
+// clone is dropped; a count of 1 says no earlier one still shares it).
 func (s *userState) reclaim() {
-	if s.clones == 1 {
-		s.writable, s.clones = ownAll, 0
+	for i, n := range s.sharers {
+		if n == 1 {
+			s.writable |= 1 << i
+			s.sharers[i] = 0
+		}
 	}
 }
 
