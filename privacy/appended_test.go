@@ -151,7 +151,7 @@ func TestAppendedPlaintextUnderConcurrentAppends(t *testing.T) {
 	const writers, each = 4, 3 * maxAppended / 4
 	errs := make(chan error, writers)
 	dup := uuid.NewString()
-	for w := range writers {
+	for range writers {
 		go func() {
 			for i := range each {
 				id := uuid.NewString()
@@ -163,7 +163,6 @@ func TestAppendedPlaintextUnderConcurrentAppends(t *testing.T) {
 					errs <- err
 					return
 				}
-				_ = w
 			}
 			errs <- nil
 		}()
