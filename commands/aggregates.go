@@ -62,7 +62,16 @@ type cachedAggregate[S any] struct {
 	// plain says state may hold personal fields decrypted while the
 	// subject's key was readable (sealed caches only).
 	plain bool
+	// lent counts the copies load has handed out: appendAfter compares it
+	// with the count its caller's copy was taken at (see reclaimer).
+	lent uint64
 }
+
+// reclaimer is a state whose clone shares parts with the original until
+// either side writes (userState): reclaim, called when the latest clone is
+// known to be dropped, makes the original the only owner again if no
+// earlier clone shares them still.
+type reclaimer interface{ reclaim() }
 
 // sealedReads is what a store that seals personal fields per person
 // (privacy.Store) tells a cache of decoded states: whether the fields sealed
@@ -133,10 +142,17 @@ func (c *aggregateCache[S]) len() int {
 // position of its last event. It reads only the events after the cached
 // version; with the cache disabled it replays the stream from revision 0.
 func (c *aggregateCache[S]) load(ctx context.Context, s streams, stream string) (S, uint64, events.Position, error) {
+	st, v, pos, _, err := c.loadLent(ctx, s, stream)
+	return st, v, pos, err
+}
+
+// loadLent is load, also returning which copy of the cached state it
+// lent (for appendAfter's dropped argument).
+func (c *aggregateCache[S]) loadLent(ctx context.Context, s streams, stream string) (S, uint64, events.Position, uint64, error) {
 	if c == nil || c.max <= 0 {
 		st := c.freshOrZero()
 		v, pos, err := s.load(ctx, stream, st.apply)
-		return st, v, pos, err
+		return st, v, pos, 0, err
 	}
 	e := c.entry(stream)
 	e.mu.Lock()
@@ -148,20 +164,42 @@ func (c *aggregateCache[S]) load(ctx context.Context, s streams, stream string) 
 	recs, err := s.store.ReadStream(ctx, stream, e.version, 0)
 	if err != nil {
 		var zero S
-		return zero, 0, events.Position{}, fmt.Errorf("load %s: %w", stream, err)
+		return zero, 0, events.Position{}, 0, fmt.Errorf("load %s: %w", stream, err)
 	}
 	for _, r := range recs {
 		env, err := s.reg.Decode(r)
 		if err != nil { // the state stays the fold of the events before it
 			var zero S
-			return zero, 0, events.Position{}, fmt.Errorf("load %s: %w", stream, err)
+			return zero, 0, events.Position{}, 0, fmt.Errorf("load %s: %w", stream, err)
 		}
 		e.state.apply(env)
 		e.version++
 		e.pos = r.Position
 		e.plain = e.plain || live
 	}
-	return e.state.clone(), e.version, e.pos, nil
+	e.lent++
+	return e.state.clone(), e.version, e.pos, e.lent, nil
+}
+
+// release tells the cache that the copy loadLent lent as number lent is
+// dropped without an append (the command decided nothing): if no later
+// copy was lent, the cached state takes back what it shared with it.
+func (c *aggregateCache[S]) release(stream string, lent uint64) {
+	if c == nil || c.max <= 0 || lent == 0 {
+		return
+	}
+	c.mu.Lock()
+	el, ok := c.entries[stream]
+	c.mu.Unlock()
+	if !ok {
+		return
+	}
+	e := el.Value.(*cachedAggregate[S])
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if r, ok := any(e.state).(reclaimer); ok && e.lent == lent {
+		r.reclaim()
+	}
 }
 
 // appendAfter appends the payloads after version (as streams.append does)
@@ -174,7 +212,11 @@ func (c *aggregateCache[S]) load(ctx context.Context, s streams, stream string) 
 // before the append sealed the fields as null, one destroyed after it makes
 // them read as null, and either way the next load reads them back as the
 // store shows them.
-func (c *aggregateCache[S]) appendAfter(ctx context.Context, s streams, stream string, version uint64, meta Meta, ps ...events.Payload) (events.AppendResult, error) {
+//
+// dropped (nonzero) says the caller's copy, lent by loadLent with that
+// number, is never read again: if no later copy was lent, the cached state
+// shares its maps with nobody, and advancing it copies none of them.
+func (c *aggregateCache[S]) appendAfter(ctx context.Context, s streams, stream string, version, dropped uint64, meta Meta, ps ...events.Payload) (events.AppendResult, error) {
 	evs, err := s.encode(meta, ps...)
 	if err != nil {
 		return events.AppendResult{}, err
@@ -197,6 +239,9 @@ func (c *aggregateCache[S]) appendAfter(ctx context.Context, s streams, stream s
 	}
 	if !c.readable(ctx, s, stream) {
 		return res, nil
+	}
+	if r, ok := any(e.state).(reclaimer); ok && dropped != 0 && dropped == e.lent {
+		r.reclaim()
 	}
 	envs := make([]events.Envelope, len(evs))
 	for i, ev := range evs {
@@ -230,8 +275,24 @@ func (c *aggregateCache[S]) freshOrZero() S {
 // written through (their pointer fields are only ever replaced).
 func (s *userState) clone() *userState {
 	s.writable = 0
+	for i := range s.sharers {
+		s.sharers[i]++
+	}
 	c := *s
+	c.sharers = [4]uint32{}
 	return &c
+}
+
+// reclaim marks writable again each map whose one clone taken since it was
+// last this state's alone is the dropped one (the caller knows the latest
+// clone is dropped; a count of 1 says no earlier one still shares it).
+func (s *userState) reclaim() {
+	for i, n := range s.sharers {
+		if n == 1 {
+			s.writable |= 1 << i
+			s.sharers[i] = 0
+		}
+	}
 }
 
 func (g *goodsState) clone() *goodsState {

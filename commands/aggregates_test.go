@@ -209,6 +209,10 @@ func TestLoadedCopyIsASnapshot(t *testing.T) {
 			_, err := u.UpsertMember(ctx, 1, id, MemberInput{AppUserID: "m1", AppGroupID: 8, Name: "renamed", Relationship: "SON", IsDefault: domain.Val(true)}, Meta{})
 			return err
 		},
+		func() error { // decides nothing: the cache takes back only what no other copy shares
+			_, err := u.UpsertMember(ctx, 1, id, MemberInput{AppUserID: "m1", AppGroupID: 8, Name: "renamed", Relationship: "SON", IsDefault: domain.Val(true)}, Meta{})
+			return err
+		},
 		func() error {
 			_, err := u.UpsertMember(ctx, 1, id, MemberInput{AppUserID: "m4", AppGroupID: 7, Name: "new", Relationship: "SON"}, Meta{})
 			return err
@@ -484,7 +488,7 @@ func TestOwnAppendsAdvanceTheCacheAsTheStoreHoldsThem(t *testing.T) {
 // without copying (userState.writable differs between a clone and a fold).
 func sameUser(a, b *userState) bool {
 	x, y := *a, *b
-	x.writable, y.writable = 0, 0
+	x.writable, y.writable, x.sharers, y.sharers = 0, 0, [4]uint32{}, [4]uint32{}
 	return reflect.DeepEqual(&x, &y)
 }
 

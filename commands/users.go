@@ -30,6 +30,10 @@ type userState struct {
 	// to a decision never changes under it. Values in the maps are never
 	// written through (apply replaces them), so a shallow copy is enough.
 	writable uint8
+	// sharers counts, per map (bit i of writable), the clones taken since
+	// the map was last this state's alone: reclaim takes back a map only
+	// when that is 1, the dropped clone.
+	sharers [4]uint32
 }
 
 // Bits of userState.writable, one per map.
@@ -71,6 +75,11 @@ func (s *userState) own(bits uint8) {
 	if shared&ownMemberByApp != 0 {
 		s.memberByApp = cloneMap(s.memberByApp)
 	}
+	for i := range s.sharers {
+		if shared&(1<<i) != 0 {
+			s.sharers[i] = 0 // every clone before has the old map
+		}
+	}
 	s.writable |= bits
 }
 
@@ -96,7 +105,7 @@ func (s *userState) apply(env events.Envelope) {
 		s.registered, s.erased, s.profile = false, true, catalog.Profile{}
 		s.groups, s.activeGroups = map[int64]*groupState{}, map[int64]int64{}
 		s.members, s.memberByApp = map[int64]*catalog.Member{}, map[string]int64{}
-		s.writable = ownAll
+		s.writable, s.sharers = ownAll, [4]uint32{}
 	case *catalog.FamilyGroupUpserted:
 		s.own(ownGroups)
 		if g, ok := s.groups[p.FamilyGroupID]; ok {
@@ -765,7 +774,7 @@ func (s *userState) owned(appID int64) error {
 func (u *Users) change(ctx context.Context, appID, openUserID int64, meta Meta, decide func(*userState) ([]events.Payload, error)) (events.Position, error) {
 	meta.AppID = appID
 	for attempt := 0; attempt < maxAttempts; attempt++ {
-		st, version, pos, err := u.loaded.load(ctx, u.streams, domain.UserStream(openUserID))
+		st, version, pos, lent, err := u.loaded.loadLent(ctx, u.streams, domain.UserStream(openUserID))
 		if err != nil {
 			return events.Position{}, err
 		}
@@ -773,10 +782,13 @@ func (u *Users) change(ctx context.Context, appID, openUserID int64, meta Meta, 
 		if err != nil {
 			return events.Position{}, err
 		}
+		// st is not read from here on (decide keeps no reference to it):
+		// the cache may take back the maps it shared with it.
 		if len(ps) == 0 {
+			u.loaded.release(domain.UserStream(openUserID), lent)
 			return pos, nil
 		}
-		res, err := u.loaded.appendAfter(ctx, u.streams, domain.UserStream(openUserID), version, meta, ps...)
+		res, err := u.loaded.appendAfter(ctx, u.streams, domain.UserStream(openUserID), version, lent, meta, ps...)
 		if events.IsConflict(err) {
 			continue
 		}

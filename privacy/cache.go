@@ -1,6 +1,7 @@
 package privacy
 
 import (
+	"bytes"
 	"fmt"
 	"sync"
 
@@ -25,7 +26,22 @@ type openedCache struct {
 	next  int
 	bytes int
 	sums  map[cacheKey]uint32 // sharedguard: each entry's checksum when put
+
+	// appended holds the plaintext of events this process sealed for an
+	// append, by event id, with the sealed bytes they were stored as (see
+	// expect): the first read of such an event (a follower woken by the
+	// commit) takes the plaintext from here instead of locating and
+	// decrypting its fields again. FIFO-bounded like byID, and emptied
+	// with it on every epoch move.
+	appended      map[string]appendedEvent
+	appendedOrder []string // FIFO ring
+	appendedNext  int
+	appendedBytes int
 }
+
+// appendedEvent is an event's data as sealed for the store and as it was
+// before sealing.
+type appendedEvent struct{ sealed, plain []byte }
 
 type cacheKey struct {
 	id  string
@@ -35,10 +51,18 @@ type cacheKey struct {
 const (
 	maxEntries = 8192
 	maxBytes   = 16 << 20
+	// maxAppended and maxAppendedBytes bound the plaintext kept of this
+	// process's own appends until their first read: a few commits' worth
+	// (a follower reads an event right after its commit).
+	maxAppended      = 2048
+	maxAppendedBytes = 4 << 20
 )
 
 func newOpenedCache() *openedCache {
-	return &openedCache{byID: map[cacheKey][]byte{}, order: make([]cacheKey, maxEntries)}
+	return &openedCache{
+		byID: map[cacheKey][]byte{}, order: make([]cacheKey, maxEntries),
+		appended: map[string]appendedEvent{}, appendedOrder: make([]string, maxAppended),
+	}
 }
 
 // get returns the event's decrypted data if cached at epoch: a copy, or
@@ -52,7 +76,19 @@ func (c *openedCache) get(rec events.Recorded, epoch uint64, shared bool) ([]byt
 	}
 	data, ok := c.byID[cacheKey{rec.ID, rec.Position}]
 	if !ok {
-		return nil, false
+		// An event this process appended reads as the plaintext it sealed
+		// when the bytes read are exactly the bytes it sealed: opening
+		// them would give that plaintext back (Seal and open1 locate the
+		// same fields, and an envelope opens to the value's exact text),
+		// and no key was forgotten or destroyed here since (same epoch).
+		a, ok := c.appended[rec.ID]
+		if !ok || !bytes.Equal(a.sealed, rec.Data) {
+			return nil, false
+		}
+		data = a.plain
+		c.putLocked(rec, data)
+		c.appendedBytes -= len(a.sealed) + len(a.plain)
+		delete(c.appended, rec.ID)
 	}
 	if shared {
 		return data, true
@@ -75,10 +111,18 @@ func (c *openedCache) put(rec events.Recorded, epoch uint64, data []byte, shared
 		}
 		c.reset(epoch)
 	}
-	k := cacheKey{rec.ID, rec.Position}
-	if _, ok := c.byID[k]; ok {
+	if _, ok := c.byID[cacheKey{rec.ID, rec.Position}]; ok {
 		return
 	}
+	if !shared {
+		data = append([]byte(nil), data...)
+	}
+	c.putLocked(rec, data)
+}
+
+// putLocked caches data, which nothing writes to from now on, for rec.
+func (c *openedCache) putLocked(rec events.Recorded, data []byte) {
+	k := cacheKey{rec.ID, rec.Position}
 	for c.bytes+len(data) > maxBytes || c.byID[c.order[c.next]] != nil {
 		old := c.order[c.next]
 		c.check(old)
@@ -86,9 +130,6 @@ func (c *openedCache) put(rec events.Recorded, epoch uint64, data []byte, shared
 		delete(c.byID, old)
 		c.order[c.next] = cacheKey{}
 		c.next = (c.next + 1) % maxEntries
-	}
-	if !shared {
-		data = append([]byte(nil), data...)
 	}
 	c.byID[k] = data
 	if sharedguard.Enabled() {
@@ -110,6 +151,45 @@ func (c *openedCache) reset(epoch uint64) {
 	clear(c.byID)
 	clear(c.order)
 	c.next, c.bytes = 0, 0
+	clear(c.appended)
+	clear(c.appendedOrder)
+	c.appendedNext, c.appendedBytes = 0, 0
+}
+
+// expect keeps the plaintext of an event this process sealed at epoch (the
+// key store's epoch read before the data key was) for an append, with the
+// sealed bytes the store is given, until the event's first read. plain is
+// copied; sealed is kept as given and only ever compared. An append that
+// fails leaves its entry to the FIFO bound or the next epoch move.
+func (c *openedCache) expect(id string, epoch uint64, sealed, plain []byte) {
+	size := len(sealed) + len(plain)
+	if size > maxAppendedBytes/64 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.epoch != epoch {
+		if epoch < c.epoch {
+			return
+		}
+		c.reset(epoch)
+	}
+	for c.appendedBytes+size > maxAppendedBytes || c.appendedOrder[c.appendedNext] != "" {
+		old := c.appendedOrder[c.appendedNext]
+		if a, ok := c.appended[old]; ok {
+			c.appendedBytes -= len(a.sealed) + len(a.plain)
+			delete(c.appended, old)
+		}
+		c.appendedOrder[c.appendedNext] = ""
+		c.appendedNext = (c.appendedNext + 1) % maxAppended
+	}
+	if a, ok := c.appended[id]; ok { // the same id sealed again: the newer counts
+		c.appendedBytes -= len(a.sealed) + len(a.plain)
+	}
+	c.appended[id] = appendedEvent{sealed: sealed, plain: append([]byte(nil), plain...)}
+	c.appendedBytes += size
+	c.appendedOrder[c.appendedNext] = id
+	c.appendedNext = (c.appendedNext + 1) % maxAppended
 }
 
 // drop empties the cache at its current epoch.

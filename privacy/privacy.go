@@ -81,7 +81,7 @@ func (s *Store) Inner() events.Store { return s.inner }
 func (s *Store) Append(ctx context.Context, stream string, expected events.ExpectedRevision, evs ...events.Proposed) (events.AppendResult, error) {
 	sealed := make([]events.Proposed, len(evs))
 	for i, ev := range evs {
-		data, err := s.Seal(ctx, stream, ev.ID, ev.Type, ev.Data)
+		data, err := s.sealAppended(ctx, stream, ev)
 		if err != nil {
 			return events.AppendResult{}, err
 		}
@@ -102,7 +102,7 @@ func (s *Store) AppendMulti(ctx context.Context, parts ...events.StreamAppend) (
 		sealed[i] = part
 		sealed[i].Events = make([]events.Proposed, len(part.Events))
 		for j, ev := range part.Events {
-			data, err := s.Seal(ctx, part.Stream, ev.ID, ev.Type, ev.Data)
+			data, err := s.sealAppended(ctx, part.Stream, ev)
 			if err != nil {
 				return nil, err
 			}
@@ -189,60 +189,82 @@ func (s *Store) openAll(ctx context.Context, recs []events.Recorded) ([]events.R
 // Seal returns data with the value at each personal path of eventType
 // encrypted; data of a type the catalog does not list is encrypted whole.
 func (s *Store) Seal(ctx context.Context, stream, eventID, eventType string, data []byte) ([]byte, error) {
+	out, _, err := s.seal(ctx, stream, eventID, eventType, data)
+	return out, err
+}
+
+// sealAppended is Seal for an event about to be appended: when it sealed
+// fields with a readable key, the plaintext is kept (openedCache.expect)
+// for the first read of the stored event, so the followers the commit
+// wakes do not locate and decrypt again what this process just encrypted.
+// The epoch is read before the data key: a key forgotten or destroyed from
+// then on moves it, and the kept plaintext is never handed out.
+func (s *Store) sealAppended(ctx context.Context, stream string, ev events.Proposed) ([]byte, error) {
+	epoch := s.keys.Epoch()
+	out, live, err := s.seal(ctx, stream, ev.ID, ev.Type, ev.Data)
+	if err == nil && live {
+		s.opened.expect(ev.ID, epoch, out, ev.Data)
+	}
+	return out, err
+}
+
+// seal is Seal; live reports that personal fields were sealed with a
+// readable key (not written as null for a destroyed one).
+func (s *Store) seal(ctx context.Context, stream, eventID, eventType string, data []byte) (out []byte, live bool, err error) {
 	fields := personal(eventType)
 	if fields.listed && len(fields.paths) == 0 || len(data) == 0 {
-		return data, nil
+		return data, false, nil
 	}
 	found, err := locate(data, fields)
 	if err != nil {
-		return nil, fmt.Errorf("privacy: %s: %w", eventType, err)
+		return nil, false, fmt.Errorf("privacy: %s: %w", eventType, err)
 	}
 	if len(found) == 0 {
-		return data, nil
+		return data, false, nil
 	}
 	subject := Subject(stream, eventType, data)
 	key, err := s.keys.DataKey(ctx, subject)
 	destroyed := errors.Is(err, keys.ErrDestroyed)
 	if err != nil && !destroyed {
-		return nil, fmt.Errorf("privacy: data key: %w", err)
+		return nil, false, fmt.Errorf("privacy: data key: %w", err)
 	}
 	size := len(data)
 	for _, f := range found {
 		size += len(envPrefix) + len(key.ID) + 1 + base64.StdEncoding.EncodedLen(f.end-f.start+32) + len(envSuffix)
 	}
-	out := bytes.NewBuffer(make([]byte, 0, size))
+	buf := bytes.NewBuffer(make([]byte, 0, size))
 	var nonces, sealed, ad []byte
 	if !destroyed {
 		n := key.AEAD.NonceSize()
 		nonces = make([]byte, n*len(found)) // one read for every field's nonce
 		if _, err := rand.Read(nonces); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 	}
 	last := 0
 	for i, f := range found {
-		out.Write(data[last:f.start])
+		buf.Write(data[last:f.start])
 		last = f.end
 		if destroyed {
-			out.Write(Erased)
+			buf.Write(Erased)
 			continue
 		}
 		n := key.AEAD.NonceSize()
 		nonce := nonces[i*n : (i+1)*n]
 		ad = append(append(append(ad[:0], eventID...), 0), f.path...) // associated(eventID, f.path)
 		sealed = key.AEAD.Seal(append(sealed[:0], nonce...), nonce, data[f.start:f.end], ad)
-		out.WriteString(envPrefix)
-		out.WriteString(key.ID)
-		out.WriteByte(':')
+		buf.WriteString(envPrefix)
+		buf.WriteString(key.ID)
+		buf.WriteByte(':')
 		enc := base64.StdEncoding.EncodedLen(len(sealed))
-		out.Grow(enc)
-		b64 := out.AvailableBuffer()[:enc]
+		buf.Grow(enc)
+		b64 := buf.AvailableBuffer()[:enc]
 		base64.StdEncoding.Encode(b64, sealed)
-		out.Write(b64)
-		out.WriteString(envSuffix)
+		buf.Write(b64)
+		buf.WriteString(envSuffix)
 	}
-	out.Write(data[last:])
-	return out.Bytes(), nil
+	buf.Write(data[last:])
+	return buf.Bytes(), !destroyed, nil
 }
 
 // Open returns rec with its personal fields decrypted (or erased); events

@@ -1,11 +1,14 @@
 package privacy
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"testing"
 
 	"github.com/google/uuid"
+
+	"github.com/healthtech/partner-open-platform/events"
 )
 
 // memberUpserted is a member update as a member upsert writes it: the
@@ -79,6 +82,40 @@ func BenchmarkSealDelivery(b *testing.B) {
 	for b.Loop() {
 		if _, err := s.Seal(ctx, "delivery-5d3c8f0a", id, "webhook.delivery.created", deliveryCreated); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkAppendAndFollow appends a member upsert's two sealed events
+// (the member update, its webhook's delivery record) and reads them back
+// as the first follower the commit wakes does (a subscription's Next): the
+// write path's whole privacy cost per member upsert, minus the key fetch.
+//
+//	go test -run '^$' -bench AppendAndFollow -benchmem ./privacy
+func BenchmarkAppendAndFollow(b *testing.B) {
+	s, _ := newStore(b)
+	ctx := context.Background()
+	sub, err := s.SubscribeAll(ctx, events.Position{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer sub.Close()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := s.Append(ctx, "user-7", events.Any(), events.Proposed{ID: uuid.NewString(), Type: "user.family_member.updated", Data: []byte(memberUpserted)}); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := s.Append(ctx, "delivery-x", events.Any(), events.Proposed{ID: uuid.NewString(), Type: "webhook.delivery.created", Data: deliveryCreated}); err != nil {
+			b.Fatal(err)
+		}
+		for range 2 {
+			rec, err := sub.Next(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if bytes.Contains(rec.Data, []byte(envPrefix)) {
+				b.Fatalf("%s read sealed", rec.Type)
+			}
 		}
 	}
 }
