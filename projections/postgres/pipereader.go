@@ -2,10 +2,12 @@ package postgres
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -95,7 +97,7 @@ func (p *pipeReader) queryRow(ctx context.Context, pool *pgxpool.Pool, sql strin
 		// with reads queued takes them instead of giving its slot back).
 		p.inflight++
 		p.mu.Unlock()
-		err := dest(pool.QueryRow(ctx, sql, args...))
+		err := readAlone(ctx, pool, &rowRead{sql: sql, args: args, dest: dest})
 		p.release(pool)
 		return err
 	}
@@ -206,15 +208,16 @@ func sendPipeline(ctx context.Context, pool *pgxpool.Pool, batch []*rowRead, b *
 	tm := c.TypeMap()
 	pl := c.PgConn().StartPipeline(ctx)
 	sent := make([]bool, len(batch))
-	var eqb pgx.ExtendedQueryBuilder
+	var enc paramEncoder
 	for i, r := range batch {
-		if err := eqb.Build(tm, sds[i], r.args); err != nil {
+		values, formats, results, err := enc.encode(tm, sds[i], r.args)
+		if err != nil {
 			r.err = fmt.Errorf("projections/postgres: pipelined read: %w", err)
 			continue
 		}
-		// The pipeline keeps the result formats until the result is read;
-		// the builder reuses its slice.
-		pl.SendQueryStatement(sds[i], eqb.ParamValues, eqb.ParamFormats, slices.Clone(eqb.ResultFormats))
+		// The pipeline keeps the values and formats until the result is
+		// read; the encoder reuses its slices.
+		pl.SendQueryStatement(sds[i], slices.Clone(values), slices.Clone(formats), slices.Clone(results))
 		pl.SendPipelineSync()
 		sent[i] = true
 	}
@@ -289,4 +292,124 @@ func (r *pipeRow) Scan(dest ...any) error {
 		return pgx.ErrNoRows
 	}
 	return pgx.ScanRow(r.tm, r.rr.FieldDescriptions(), r.rr.Values(), dest...)
+}
+
+// readAlone sends one read on a connection of its own: its statement
+// prepared once per connection under its text (as sendPipeline does), its
+// arguments encoded by paramEncoder, its row handed to r.dest as a
+// pipeRow, so that a dest that knows the columns (snapshotRow) decodes the
+// raw values without pgx's per-query scan plans. It is what pool.QueryRow
+// did, minus pgx's argument reflection and scan planning, which were a
+// tenth of the node's CPU per snapshot read (BENCHMARKS.md, issue 11
+// eleventh round).
+func readAlone(ctx context.Context, pool *pgxpool.Pool, r *rowRead) error {
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	c := conn.Conn()
+	sd, err := c.Prepare(ctx, r.sql, r.sql)
+	if err != nil {
+		return err
+	}
+	var enc paramEncoder
+	values, formats, results, err := enc.encode(c.TypeMap(), sd, r.args)
+	if err != nil {
+		return err
+	}
+	rr := c.PgConn().ExecStatement(ctx, sd, values, formats, results)
+	err = r.dest(&pipeRow{rr: rr, tm: c.TypeMap()})
+	if _, cerr := rr.Close(); cerr != nil && (err == nil || errors.Is(err, pgx.ErrNoRows)) {
+		err = cerr
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "0A000" {
+		// "cached plan must not change result type": the schema changed
+		// under the prepared statement (another node migrated); prepare
+		// it afresh next time, as pgx's statement cache does.
+		_ = c.Deallocate(ctx, sd.Name)
+	}
+	return err
+}
+
+// Type OIDs paramEncoder and snapshotRow handle themselves.
+const (
+	oidBytea       = 17
+	oidInt8        = 20
+	oidText        = 25
+	oidVarchar     = 1043
+	oidTimestamptz = 1184
+)
+
+// pgEpoch is Postgres' timestamp epoch, 2000-01-01 UTC.
+var pgEpoch = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// paramEncoder encodes a read's arguments in binary for its prepared
+// statement: strings into text, int64 into bigint and time.Time into
+// timestamptz directly, anything else (or any other parameter type)
+// through pgx's ExtendedQueryBuilder. Results come back in binary for the
+// column types snapshotRow decodes, and as pgx chooses otherwise.
+type paramEncoder struct {
+	values  [][]byte
+	formats []int16
+	results []int16
+	buf     []byte
+	eqb     pgx.ExtendedQueryBuilder
+}
+
+func (e *paramEncoder) encode(tm *pgtype.Map, sd *pgconn.StatementDescription, args []any) (values [][]byte, formats, results []int16, err error) {
+	if len(args) != len(sd.ParamOIDs) {
+		return nil, nil, nil, fmt.Errorf("statement takes %d arguments, got %d", len(sd.ParamOIDs), len(args))
+	}
+	e.values, e.formats, e.buf = e.values[:0], e.formats[:0], e.buf[:0]
+	// Offsets into buf first: buf may move while it grows.
+	type span struct{ at, n int }
+	spans := make([]span, 0, len(args))
+	for i, a := range args {
+		at := len(e.buf)
+		switch v := a.(type) {
+		case string:
+			if sd.ParamOIDs[i] != oidText && sd.ParamOIDs[i] != oidVarchar {
+				return e.slow(tm, sd, args)
+			}
+			e.buf = append(e.buf, v...)
+		case int64:
+			if sd.ParamOIDs[i] != oidInt8 {
+				return e.slow(tm, sd, args)
+			}
+			e.buf = binary.BigEndian.AppendUint64(e.buf, uint64(v))
+		case time.Time:
+			if sd.ParamOIDs[i] != oidTimestamptz {
+				return e.slow(tm, sd, args)
+			}
+			e.buf = binary.BigEndian.AppendUint64(e.buf, uint64(v.Sub(pgEpoch).Microseconds()))
+		default:
+			return e.slow(tm, sd, args)
+		}
+		spans = append(spans, span{at, len(e.buf) - at})
+		e.formats = append(e.formats, pgx.BinaryFormatCode)
+	}
+	for _, sp := range spans {
+		e.values = append(e.values, e.buf[sp.at:sp.at+sp.n:sp.at+sp.n])
+	}
+	e.results = e.results[:0]
+	for _, f := range sd.Fields {
+		switch f.DataTypeOID {
+		case oidBytea, oidInt8, oidText, oidVarchar, oidTimestamptz:
+			e.results = append(e.results, pgx.BinaryFormatCode)
+		default:
+			e.results = append(e.results, tm.FormatCodeForOID(f.DataTypeOID))
+		}
+	}
+	return e.values, e.formats, e.results, nil
+}
+
+// slow encodes args through pgx, for argument or parameter types encode
+// does not handle itself.
+func (e *paramEncoder) slow(tm *pgtype.Map, sd *pgconn.StatementDescription, args []any) ([][]byte, []int16, []int16, error) {
+	if err := e.eqb.Build(tm, sd, args); err != nil {
+		return nil, nil, nil, err
+	}
+	return e.eqb.ParamValues, e.eqb.ParamFormats, e.eqb.ResultFormats, nil
 }

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/projections"
@@ -139,7 +141,76 @@ type snapshotRow struct {
 }
 
 func (r *snapshotRow) scan(row pgx.Row) error {
+	if pr, ok := row.(*pipeRow); ok {
+		if ok, err := r.raw(pr.rr); ok {
+			return err
+		}
+	}
 	return row.Scan(&r.bound, &r.until, &r.commit, &r.prepare, &r.h, &r.openUserID, &r.channelUserID, &r.doc)
+}
+
+// snapshotColumns are the types of Snapshot's columns, in order.
+var snapshotColumns = [...]uint32{oidText, oidTimestamptz, oidInt8, oidInt8, oidInt8, oidInt8, oidText, oidBytea}
+
+// raw decodes the row from its binary values without pgx's scan plans
+// (paramEncoder asks for these types in binary); ok is false, with
+// nothing read, when the columns are not what it expects, and the caller
+// scans through pgx instead.
+func (r *snapshotRow) raw(rr *pgconn.ResultReader) (ok bool, err error) {
+	fds := rr.FieldDescriptions()
+	if len(fds) != len(snapshotColumns) {
+		return false, nil
+	}
+	for i, fd := range fds {
+		if fd.DataTypeOID != snapshotColumns[i] || fd.Format != pgx.BinaryFormatCode {
+			return false, nil
+		}
+	}
+	if !rr.NextRow() {
+		if _, err := rr.Close(); err != nil {
+			return true, err
+		}
+		return true, pgx.ErrNoRows
+	}
+	v := rr.Values()
+	if len(v) != len(snapshotColumns) {
+		return true, fmt.Errorf("snapshot row: %d values, want %d", len(v), len(snapshotColumns))
+	}
+	int8At := func(i int) (*int64, error) {
+		if v[i] == nil {
+			return nil, nil
+		}
+		if len(v[i]) != 8 {
+			return nil, fmt.Errorf("snapshot row: column %d: %d bytes for a bigint", i, len(v[i]))
+		}
+		n := int64(binary.BigEndian.Uint64(v[i]))
+		return &n, nil
+	}
+	if v[0] != nil {
+		b := string(v[0])
+		r.bound = &b
+	}
+	if v[1] != nil {
+		t, err := int8At(1)
+		if err != nil {
+			return true, err
+		}
+		u := time.UnixMicro(pgEpoch.UnixMicro() + *t)
+		r.until = &u
+	}
+	for i, dst := range []**int64{&r.commit, &r.prepare, &r.h, &r.openUserID} {
+		if *dst, err = int8At(2 + i); err != nil {
+			return true, err
+		}
+	}
+	if v[6] != nil {
+		c := string(v[6])
+		r.channelUserID = &c
+	}
+	if v[7] != nil {
+		r.doc = slices.Clone(v[7])
+	}
+	return true, nil
 }
 
 func (s *Store) snapshot(ctx context.Context, q projections.SnapshotQuery, snap *projections.Snapshot) error {
