@@ -58,70 +58,62 @@ func readUserRegistered(p *UserRegistered, key []byte, r *events.JSONReader) boo
 	switch string(key) {
 	case "app_id":
 		return r.Int(&p.AppID)
-	case "open_user_id":
-		return r.Int(&p.OpenUserID)
-	case "channel_user_id":
-		return r.String(&p.ChannelUserID)
 	case "profile":
 		return readProfile(r, &p.Profile)
 	case "registered_at":
 		return r.Time(&p.RegisteredAt)
 	}
-	return false
+	return readUser(key, r, &p.ChannelUserID, &p.OpenUserID)
 }
 
 func readUserProfileUpdated(p *UserProfileUpdated, key []byte, r *events.JSONReader) bool {
 	switch string(key) {
-	case "channel_user_id":
-		return r.String(&p.ChannelUserID)
-	case "open_user_id":
-		return r.Int(&p.OpenUserID)
 	case "changed":
 		return r.Strings(&p.Changed)
 	case "profile":
 		return readProfile(r, &p.Profile)
 	}
-	return false
+	return readUser(key, r, &p.ChannelUserID, &p.OpenUserID)
 }
 
 func readFamilyMemberCreated(p *FamilyMemberCreated, key []byte, r *events.JSONReader) bool {
-	switch string(key) {
-	case "channel_user_id":
-		return r.String(&p.ChannelUserID)
-	case "open_user_id":
-		return r.Int(&p.OpenUserID)
-	case "member":
+	if string(key) == "member" {
 		return readMember(r, &p.Member)
 	}
-	return false
+	return readUser(key, r, &p.ChannelUserID, &p.OpenUserID)
 }
 
 func readFamilyMemberUpdated(p *FamilyMemberUpdated, key []byte, r *events.JSONReader) bool {
 	switch string(key) {
-	case "channel_user_id":
-		return r.String(&p.ChannelUserID)
-	case "open_user_id":
-		return r.Int(&p.OpenUserID)
 	case "changed":
 		return r.Strings(&p.Changed)
 	case "member":
 		return readMember(r, &p.Member)
 	}
-	return false
+	return readUser(key, r, &p.ChannelUserID, &p.OpenUserID)
 }
 
 func readFamilyMemberDeleted(p *FamilyMemberDeleted, key []byte, r *events.JSONReader) bool {
 	switch string(key) {
-	case "channel_user_id":
-		return r.String(&p.ChannelUserID)
-	case "open_user_id":
-		return r.Int(&p.OpenUserID)
 	case "member_id":
 		return r.Int(&p.MemberID)
 	case "app_user_id":
 		return r.String(&p.AppUserID)
 	case "family_group_id":
 		return r.Int(&p.FamilyGroupID)
+	}
+	return readUser(key, r, &p.ChannelUserID, &p.OpenUserID)
+}
+
+// readUser reads the two members most user-stream events name their user
+// with; any other key is unknown (false), so a decoder's own switch hands
+// it the keys it does not read itself.
+func readUser(key []byte, r *events.JSONReader, channelUserID *string, openUserID *int64) bool {
+	switch string(key) {
+	case "channel_user_id":
+		return r.String(channelUserID)
+	case "open_user_id":
+		return r.Int(openUserID)
 	}
 	return false
 }
@@ -290,12 +282,8 @@ func readChannelUserBound(p *ChannelUserBound, key []byte, r *events.JSONReader)
 	switch string(key) {
 	case "app_id":
 		return r.Int(&p.AppID)
-	case "channel_user_id":
-		return r.String(&p.ChannelUserID)
-	case "open_user_id":
-		return r.Int(&p.OpenUserID)
 	}
-	return false
+	return readUser(key, r, &p.ChannelUserID, &p.OpenUserID)
 }
 
 func readDeliveryResendRequested(p *DeliveryResendRequested, key []byte, r *events.JSONReader) bool {
