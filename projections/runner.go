@@ -83,9 +83,6 @@ type Runner struct {
 	onApplied  func(name string, n int, last events.Recorded)
 	onSkipped  func(name string)
 	skipPoison bool
-	// decodeFn (DecodeWith) decodes the events the projector handles in
-	// place of reg.Decode; nil: the registry.
-	decodeFn func(events.Recorded) (events.Envelope, error)
 
 	mu      sync.Mutex
 	pos     events.Position
@@ -137,15 +134,6 @@ func (r *Runner) Own(o Ownership) {
 // transaction: a side-effecting projector must keep retrying.
 func (r *Runner) SkipPoison(onSkipped func(name string)) {
 	r.skipPoison, r.onSkipped = true, onSkipped
-}
-
-// DecodeWith makes the runner decode the events its projector handles with
-// fn instead of the registry: a family whose events have a direct decoder
-// (the delivery records, most of a start's tail) replays them without
-// reflection. fn must return what the registry's Decode would. Call it
-// before Run.
-func (r *Runner) DecodeWith(fn func(events.Recorded) (events.Envelope, error)) {
-	r.decodeFn = fn
 }
 
 // Name is the projector's name.
@@ -520,13 +508,7 @@ func (r *Runner) decode(rec events.Recorded) (events.Envelope, bool, error) {
 		r.log.Warn("skipping unknown event type", "type", rec.Type, "id", rec.ID)
 		return events.Envelope{}, false, nil
 	}
-	var env events.Envelope
-	var err error
-	if r.decodeFn != nil {
-		env, err = r.decodeFn(rec)
-	} else {
-		env, err = r.reg.Decode(rec)
-	}
+	env, err := r.reg.Decode(rec)
 	if err != nil {
 		return events.Envelope{}, false, err
 	}

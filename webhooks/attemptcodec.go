@@ -3,7 +3,6 @@ package webhooks
 import (
 	"strconv"
 	"time"
-	"unicode/utf8"
 
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/events/catalog"
@@ -32,7 +31,7 @@ func (d *Dispatcher) encodeOutcome(ev catalog.DeliveryAttempted, meta events.Met
 func appendAttempted(b []byte, ev *catalog.DeliveryAttempted) ([]byte, bool) {
 	var ok bool
 	b = append(b, `{"delivery_id":`...)
-	b = appendJSONString(b, ev.DeliveryID)
+	b = events.AppendJSONString(b, ev.DeliveryID, true)
 	b = append(b, `,"attempt":`...)
 	b = strconv.AppendInt(b, int64(ev.Attempt), 10)
 	b = append(b, `,"at":`...)
@@ -40,7 +39,7 @@ func appendAttempted(b []byte, ev *catalog.DeliveryAttempted) ([]byte, bool) {
 		return b, false
 	}
 	b = append(b, `,"url":`...)
-	b = appendJSONString(b, ev.URL)
+	b = events.AppendJSONString(b, ev.URL, true)
 	if ev.StatusCode != 0 {
 		b = append(b, `,"status_code":`...)
 		b = strconv.AppendInt(b, int64(ev.StatusCode), 10)
@@ -49,14 +48,14 @@ func appendAttempted(b []byte, ev *catalog.DeliveryAttempted) ([]byte, bool) {
 	b = strconv.AppendInt(b, ev.LatencyMS, 10)
 	if ev.Error != "" {
 		b = append(b, `,"error":`...)
-		b = appendJSONString(b, ev.Error)
+		b = events.AppendJSONString(b, ev.Error, true)
 	}
 	if ev.ErrorClass != "" {
 		b = append(b, `,"error_class":`...)
-		b = appendJSONString(b, ev.ErrorClass)
+		b = events.AppendJSONString(b, ev.ErrorClass, true)
 	}
 	b = append(b, `,"outcome":`...)
-	b = appendJSONString(b, ev.Outcome)
+	b = events.AppendJSONString(b, ev.Outcome, true)
 	if ev.NextAttemptAt != nil {
 		b = append(b, `,"next_attempt_at":`...)
 		if b, ok = appendJSONTime(b, *ev.NextAttemptAt); !ok {
@@ -65,7 +64,7 @@ func appendAttempted(b []byte, ev *catalog.DeliveryAttempted) ([]byte, bool) {
 	}
 	if ev.ResponseExcerpt != "" {
 		b = append(b, `,"response_excerpt":`...)
-		b = appendJSONString(b, ev.ResponseExcerpt)
+		b = events.AppendJSONString(b, ev.ResponseExcerpt, true)
 	}
 	if ev.OpenUserID != 0 {
 		b = append(b, `,"open_user_id":`...)
@@ -73,7 +72,7 @@ func appendAttempted(b []byte, ev *catalog.DeliveryAttempted) ([]byte, bool) {
 	}
 	if ev.SourceStream != "" {
 		b = append(b, `,"source_stream":`...)
-		b = appendJSONString(b, ev.SourceStream)
+		b = events.AppendJSONString(b, ev.SourceStream, true)
 	}
 	return append(b, '}'), true
 }
@@ -91,61 +90,4 @@ func appendJSONTime(b []byte, t time.Time) ([]byte, bool) {
 	b = append(b, '"')
 	b = t.AppendFormat(b, time.RFC3339Nano)
 	return append(b, '"'), true
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendJSONString writes s quoted as encoding/json does with its default
-// HTML escaping: \" \\ \n \r \t \b \f, other control characters and < > & as
-// \u00XX, U+2028 and U+2029 escaped, invalid UTF-8 as \ufffd.
-func appendJSONString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
 }

@@ -116,11 +116,6 @@ type Dispatcher struct {
 
 	// handover carries deliveries this node creates to its sender.
 	handover handover
-
-	// schemas are the delivery event types' current schema versions, so
-	// the stream of an attempt is decoded without the registry when no
-	// upcaster can apply.
-	schemas deliverySchemas
 }
 
 // setAttempting marks id as claimed by this node's sender, or no longer.
@@ -480,7 +475,8 @@ func (d *Dispatcher) load(ctx context.Context, id string) (*delivery, error) {
 	}
 	del := &delivery{}
 	for _, r := range recs {
-		env, err := d.decodeDelivery(r)
+		// The catalog's direct decoders read the delivery events.
+		env, err := d.Registry.Decode(r)
 		if err != nil {
 			return nil, err
 		}

@@ -3,10 +3,12 @@ package catalog
 import "github.com/healthtech/partner-open-platform/events"
 
 // The user and family-member events are the ones every member call writes
-// and several followers decode (issue 11, round eight), and the delivery,
-// idempotency and binding events are most of what a start after kill -9
-// decodes again (each write and each webhook leaves some), so they are read
-// by direct decoders instead of encoding/json's reflection. Each reads the
+// and several followers decode (issue 11, round eight); the delivery events
+// are what the webhook sender reads back per attempt (a delivery's stream)
+// and, with the idempotency and binding events, most of what a start after
+// kill -9 decodes again (each write and each webhook leaves some). So they
+// are read by direct decoders instead of encoding/json's reflection, the
+// one JSON reader of the code base (events.JSONReader). Each reads the
 // payload's keys exactly as its json tags spell them and leaves anything
 // else (an unknown or differently cased key, a null where encoding/json
 // would keep the zero value) to encoding/json through the registry, which
@@ -14,16 +16,33 @@ import "github.com/healthtech/partner-open-platform/events"
 
 // directDecoders maps each hot event type to its direct decoder.
 var directDecoders = map[string]events.DirectDecoder{
-	UserRegistered{}.EventType():       decodeUserRegistered,
-	UserProfileUpdated{}.EventType():   decodeUserProfileUpdated,
-	FamilyMemberCreated{}.EventType():  decodeFamilyMemberCreated,
-	FamilyMemberUpdated{}.EventType():  decodeFamilyMemberUpdated,
-	FamilyMemberDeleted{}.EventType():  decodeFamilyMemberDeleted,
-	DeliveryCreated{}.EventType():      decodeDeliveryCreated,
-	DeliveryAttempted{}.EventType():    decodeDeliveryAttempted,
-	IdempotencyClaimed{}.EventType():   decodeIdempotencyClaimed,
-	IdempotencyCompleted{}.EventType(): decodeIdempotencyCompleted,
-	ChannelUserBound{}.EventType():     decodeChannelUserBound,
+	UserRegistered{}.EventType():          object(readUserRegistered),
+	UserProfileUpdated{}.EventType():      object(readUserProfileUpdated),
+	FamilyMemberCreated{}.EventType():     object(readFamilyMemberCreated),
+	FamilyMemberUpdated{}.EventType():     object(readFamilyMemberUpdated),
+	FamilyMemberDeleted{}.EventType():     object(readFamilyMemberDeleted),
+	DeliveryCreated{}.EventType():         object(readDeliveryCreated),
+	DeliveryAttempted{}.EventType():       object(readDeliveryAttempted),
+	IdempotencyClaimed{}.EventType():      object(readIdempotencyClaimed),
+	IdempotencyCompleted{}.EventType():    object(readIdempotencyCompleted),
+	ChannelUserBound{}.EventType():        object(readChannelUserBound),
+	DeliveryResendRequested{}.EventType(): object(readDeliveryResendRequested),
+}
+
+// object makes the direct decoder of payload type T from its member
+// reader, so each decoder is only its switch over T's json keys and the
+// allocation and whole-document check live here once.
+func object[T any, P interface {
+	*T
+	events.Payload
+}](field func(p P, key []byte, r *events.JSONReader) bool) events.DirectDecoder {
+	return func(data []byte) (events.Payload, bool) {
+		p := P(new(T))
+		ok := events.ReadJSONObject(data, func(key []byte, r *events.JSONReader) bool {
+			return field(p, key, r)
+		})
+		return p, ok
+	}
 }
 
 // registerDecoders installs the direct decoders; every type is in schemaOne.
@@ -35,96 +54,68 @@ func registerDecoders(r *events.Registry) {
 	}
 }
 
-func decodeUserRegistered(data []byte) (events.Payload, bool) {
-	p := &UserRegistered{}
-	ok := events.ReadJSONObject(data, func(key []byte, r *events.JSONReader) bool {
-		switch string(key) {
-		case "app_id":
-			return r.Int(&p.AppID)
-		case "open_user_id":
-			return r.Int(&p.OpenUserID)
-		case "channel_user_id":
-			return r.String(&p.ChannelUserID)
-		case "profile":
-			return readProfile(r, &p.Profile)
-		case "registered_at":
-			return r.Time(&p.RegisteredAt)
-		}
-		return false
-	})
-	return p, ok
+func readUserRegistered(p *UserRegistered, key []byte, r *events.JSONReader) bool {
+	switch string(key) {
+	case "app_id":
+		return r.Int(&p.AppID)
+	case "profile":
+		return readProfile(r, &p.Profile)
+	case "registered_at":
+		return r.Time(&p.RegisteredAt)
+	}
+	return readUser(key, r, &p.ChannelUserID, &p.OpenUserID)
 }
 
-func decodeUserProfileUpdated(data []byte) (events.Payload, bool) {
-	p := &UserProfileUpdated{}
-	ok := events.ReadJSONObject(data, func(key []byte, r *events.JSONReader) bool {
-		switch string(key) {
-		case "channel_user_id":
-			return r.String(&p.ChannelUserID)
-		case "open_user_id":
-			return r.Int(&p.OpenUserID)
-		case "changed":
-			return r.Strings(&p.Changed)
-		case "profile":
-			return readProfile(r, &p.Profile)
-		}
-		return false
-	})
-	return p, ok
+func readUserProfileUpdated(p *UserProfileUpdated, key []byte, r *events.JSONReader) bool {
+	switch string(key) {
+	case "changed":
+		return r.Strings(&p.Changed)
+	case "profile":
+		return readProfile(r, &p.Profile)
+	}
+	return readUser(key, r, &p.ChannelUserID, &p.OpenUserID)
 }
 
-func decodeFamilyMemberCreated(data []byte) (events.Payload, bool) {
-	p := &FamilyMemberCreated{}
-	ok := events.ReadJSONObject(data, func(key []byte, r *events.JSONReader) bool {
-		switch string(key) {
-		case "channel_user_id":
-			return r.String(&p.ChannelUserID)
-		case "open_user_id":
-			return r.Int(&p.OpenUserID)
-		case "member":
-			return readMember(r, &p.Member)
-		}
-		return false
-	})
-	return p, ok
+func readFamilyMemberCreated(p *FamilyMemberCreated, key []byte, r *events.JSONReader) bool {
+	if string(key) == "member" {
+		return readMember(r, &p.Member)
+	}
+	return readUser(key, r, &p.ChannelUserID, &p.OpenUserID)
 }
 
-func decodeFamilyMemberUpdated(data []byte) (events.Payload, bool) {
-	p := &FamilyMemberUpdated{}
-	ok := events.ReadJSONObject(data, func(key []byte, r *events.JSONReader) bool {
-		switch string(key) {
-		case "channel_user_id":
-			return r.String(&p.ChannelUserID)
-		case "open_user_id":
-			return r.Int(&p.OpenUserID)
-		case "changed":
-			return r.Strings(&p.Changed)
-		case "member":
-			return readMember(r, &p.Member)
-		}
-		return false
-	})
-	return p, ok
+func readFamilyMemberUpdated(p *FamilyMemberUpdated, key []byte, r *events.JSONReader) bool {
+	switch string(key) {
+	case "changed":
+		return r.Strings(&p.Changed)
+	case "member":
+		return readMember(r, &p.Member)
+	}
+	return readUser(key, r, &p.ChannelUserID, &p.OpenUserID)
 }
 
-func decodeFamilyMemberDeleted(data []byte) (events.Payload, bool) {
-	p := &FamilyMemberDeleted{}
-	ok := events.ReadJSONObject(data, func(key []byte, r *events.JSONReader) bool {
-		switch string(key) {
-		case "channel_user_id":
-			return r.String(&p.ChannelUserID)
-		case "open_user_id":
-			return r.Int(&p.OpenUserID)
-		case "member_id":
-			return r.Int(&p.MemberID)
-		case "app_user_id":
-			return r.String(&p.AppUserID)
-		case "family_group_id":
-			return r.Int(&p.FamilyGroupID)
-		}
-		return false
-	})
-	return p, ok
+func readFamilyMemberDeleted(p *FamilyMemberDeleted, key []byte, r *events.JSONReader) bool {
+	switch string(key) {
+	case "member_id":
+		return r.Int(&p.MemberID)
+	case "app_user_id":
+		return r.String(&p.AppUserID)
+	case "family_group_id":
+		return r.Int(&p.FamilyGroupID)
+	}
+	return readUser(key, r, &p.ChannelUserID, &p.OpenUserID)
+}
+
+// readUser reads the two members most user-stream events name their user
+// with; any other key is unknown (false), so a decoder's own switch hands
+// it the keys it does not read itself.
+func readUser(key []byte, r *events.JSONReader, channelUserID *string, openUserID *int64) bool {
+	switch string(key) {
+	case "channel_user_id":
+		return r.String(channelUserID)
+	case "open_user_id":
+		return r.Int(openUserID)
+	}
+	return false
 }
 
 func readProfile(r *events.JSONReader, p *Profile) bool {
@@ -187,134 +178,122 @@ func readMember(r *events.JSONReader, m *Member) bool {
 	})
 }
 
-func decodeDeliveryCreated(data []byte) (events.Payload, bool) {
-	p := &DeliveryCreated{}
-	ok := events.ReadJSONObject(data, func(key []byte, r *events.JSONReader) bool {
-		switch string(key) {
-		case "delivery_id":
-			return r.String(&p.DeliveryID)
-		case "app_id":
-			return r.Int(&p.AppID)
-		case "event":
-			return r.String(&p.Event)
-		case "source_event_id":
-			return r.String(&p.SourceEventID)
-		case "source_stream":
-			return r.String(&p.SourceStream)
-		case "source_position":
-			return r.Object(func(key []byte, r *events.JSONReader) bool {
-				switch string(key) {
-				case "commit":
-					return r.Uint(&p.SourcePosition.Commit)
-				case "prepare":
-					return r.Uint(&p.SourcePosition.Prepare)
-				}
-				return false
-			})
-		case "source_recorded_at":
-			return r.Time(&p.SourceRecordedAt)
-		case "body":
-			return r.String(&p.Body)
-		case "endpoint_id":
-			return r.Int(&p.EndpointID)
-		case "deliver":
-			return r.Bool(&p.Deliver)
-		case "dead_letter":
-			return r.Bool(&p.DeadLetter)
-		}
-		return false
-	})
-	return p, ok
+func readDeliveryCreated(p *DeliveryCreated, key []byte, r *events.JSONReader) bool {
+	switch string(key) {
+	case "delivery_id":
+		return r.String(&p.DeliveryID)
+	case "app_id":
+		return r.Int(&p.AppID)
+	case "event":
+		return r.String(&p.Event)
+	case "source_event_id":
+		return r.String(&p.SourceEventID)
+	case "source_stream":
+		return r.String(&p.SourceStream)
+	case "source_position":
+		return r.Object(func(key []byte, r *events.JSONReader) bool {
+			switch string(key) {
+			case "commit":
+				return r.Uint(&p.SourcePosition.Commit)
+			case "prepare":
+				return r.Uint(&p.SourcePosition.Prepare)
+			}
+			return false
+		})
+	case "source_recorded_at":
+		return r.Time(&p.SourceRecordedAt)
+	case "body":
+		return r.String(&p.Body)
+	case "endpoint_id":
+		return r.Int(&p.EndpointID)
+	case "deliver":
+		return r.Bool(&p.Deliver)
+	case "dead_letter":
+		return r.Bool(&p.DeadLetter)
+	}
+	return false
 }
 
-func decodeDeliveryAttempted(data []byte) (events.Payload, bool) {
-	p := &DeliveryAttempted{}
-	ok := events.ReadJSONObject(data, func(key []byte, r *events.JSONReader) bool {
-		switch string(key) {
-		case "delivery_id":
-			return r.String(&p.DeliveryID)
-		case "attempt":
-			return r.IntTo(&p.Attempt)
-		case "at":
-			return r.Time(&p.At)
-		case "url":
-			return r.String(&p.URL)
-		case "status_code":
-			return r.IntTo(&p.StatusCode)
-		case "latency_ms":
-			return r.Int(&p.LatencyMS)
-		case "error":
-			return r.String(&p.Error)
-		case "error_class":
-			return r.String(&p.ErrorClass)
-		case "outcome":
-			return r.String(&p.Outcome)
-		case "next_attempt_at":
-			return r.TimePtr(&p.NextAttemptAt)
-		case "response_excerpt":
-			return r.String(&p.ResponseExcerpt)
-		case "open_user_id":
-			return r.Int(&p.OpenUserID)
-		case "source_stream":
-			return r.String(&p.SourceStream)
-		}
-		return false
-	})
-	return p, ok
+func readDeliveryAttempted(p *DeliveryAttempted, key []byte, r *events.JSONReader) bool {
+	switch string(key) {
+	case "delivery_id":
+		return r.String(&p.DeliveryID)
+	case "attempt":
+		return r.IntTo(&p.Attempt)
+	case "at":
+		return r.Time(&p.At)
+	case "url":
+		return r.String(&p.URL)
+	case "status_code":
+		return r.IntTo(&p.StatusCode)
+	case "latency_ms":
+		return r.Int(&p.LatencyMS)
+	case "error":
+		return r.String(&p.Error)
+	case "error_class":
+		return r.String(&p.ErrorClass)
+	case "outcome":
+		return r.String(&p.Outcome)
+	case "next_attempt_at":
+		return r.TimePtr(&p.NextAttemptAt)
+	case "response_excerpt":
+		return r.String(&p.ResponseExcerpt)
+	case "open_user_id":
+		return r.Int(&p.OpenUserID)
+	case "source_stream":
+		return r.String(&p.SourceStream)
+	}
+	return false
 }
 
-func decodeIdempotencyClaimed(data []byte) (events.Payload, bool) {
-	p := &IdempotencyClaimed{}
-	ok := events.ReadJSONObject(data, func(key []byte, r *events.JSONReader) bool {
-		switch string(key) {
-		case "app_id":
-			return r.Int(&p.AppID)
-		case "method":
-			return r.String(&p.Method)
-		case "path":
-			return r.String(&p.Path)
-		case "body_sha256":
-			return r.String(&p.BodySHA256)
-		case "claimed_at":
-			return r.Time(&p.ClaimedAt)
-		}
-		return false
-	})
-	return p, ok
+func readIdempotencyClaimed(p *IdempotencyClaimed, key []byte, r *events.JSONReader) bool {
+	switch string(key) {
+	case "app_id":
+		return r.Int(&p.AppID)
+	case "method":
+		return r.String(&p.Method)
+	case "path":
+		return r.String(&p.Path)
+	case "body_sha256":
+		return r.String(&p.BodySHA256)
+	case "claimed_at":
+		return r.Time(&p.ClaimedAt)
+	}
+	return false
 }
 
-func decodeIdempotencyCompleted(data []byte) (events.Payload, bool) {
-	p := &IdempotencyCompleted{}
-	ok := events.ReadJSONObject(data, func(key []byte, r *events.JSONReader) bool {
-		switch string(key) {
-		case "app_id":
-			return r.Int(&p.AppID)
-		case "status":
-			return r.IntTo(&p.Status)
-		case "content_type":
-			return r.String(&p.ContentType)
-		case "sealed_body":
-			return r.String(&p.SealedBody)
-		case "completed_at":
-			return r.Time(&p.CompletedAt)
-		}
-		return false
-	})
-	return p, ok
+func readIdempotencyCompleted(p *IdempotencyCompleted, key []byte, r *events.JSONReader) bool {
+	switch string(key) {
+	case "app_id":
+		return r.Int(&p.AppID)
+	case "status":
+		return r.IntTo(&p.Status)
+	case "content_type":
+		return r.String(&p.ContentType)
+	case "sealed_body":
+		return r.String(&p.SealedBody)
+	case "completed_at":
+		return r.Time(&p.CompletedAt)
+	}
+	return false
 }
 
-func decodeChannelUserBound(data []byte) (events.Payload, bool) {
-	p := &ChannelUserBound{}
-	ok := events.ReadJSONObject(data, func(key []byte, r *events.JSONReader) bool {
-		switch string(key) {
-		case "app_id":
-			return r.Int(&p.AppID)
-		case "channel_user_id":
-			return r.String(&p.ChannelUserID)
-		case "open_user_id":
-			return r.Int(&p.OpenUserID)
-		}
-		return false
-	})
-	return p, ok
+func readChannelUserBound(p *ChannelUserBound, key []byte, r *events.JSONReader) bool {
+	switch string(key) {
+	case "app_id":
+		return r.Int(&p.AppID)
+	}
+	return readUser(key, r, &p.ChannelUserID, &p.OpenUserID)
+}
+
+func readDeliveryResendRequested(p *DeliveryResendRequested, key []byte, r *events.JSONReader) bool {
+	switch string(key) {
+	case "delivery_id":
+		return r.String(&p.DeliveryID)
+	case "requested_by":
+		return r.String(&p.RequestedBy)
+	case "at":
+		return r.Time(&p.At)
+	}
+	return false
 }

@@ -377,3 +377,39 @@ func directPayload(name string) events.Payload {
 	}
 	panic(name)
 }
+
+// TestDeliveryDecoderLeavesTheRestToEncodingJSON: delivery input outside
+// the direct reader's subset (null, duplicate or unknown keys, other cases
+// of a key, floats, invalid UTF-8, lone surrogates, trailing data) is not
+// read directly, and the registry still decodes it as encoding/json does.
+func TestDeliveryDecoderLeavesTheRestToEncodingJSON(t *testing.T) {
+	reg := Registry()
+	created := DeliveryCreated{}.EventType()
+	for _, data := range []string{
+		`{"delivery_id":null}`,
+		`{"delivery_id":"a","delivery_id":"b"}`,
+		`{"Delivery_ID":"a"}`,
+		`{"delivery_id":"a","extra":1}`,
+		`{"app_id":1.0}`,
+		`{"app_id":01}`,
+		`{"app_id":-0}`,
+		`{"app_id":1e2}`,
+		`{"app_id":9223372036854775808}`,
+		"{\"body\":\"\xff\"}",
+		`{"body":"\ud800"}`,
+		`{"body":"\ud800\u0041"}`,
+		`{"deliver":tru}`,
+		`{"source_position":{"commit":-1}}`,
+		`{"delivery_id":"a"} x`,
+		`{"delivery_id":"a"`,
+		`{"body":"a` + "\n" + `"}`,
+	} {
+		if checkSame(t, reg, created, reflect.TypeOf(DeliveryCreated{}), []byte(data)) {
+			t.Errorf("%q was read directly", data)
+		}
+	}
+	resend := DeliveryResendRequested{}.EventType()
+	if !checkSame(t, reg, resend, reflect.TypeOf(DeliveryResendRequested{}), []byte(`{"delivery_id":"d","requested_by":"op","at":"2026-01-02T03:04:05Z"}`)) {
+		t.Error("a resend request was not read directly")
+	}
+}

@@ -15,6 +15,20 @@
 // encryption key, so declining is always allowed and a wrong answer never
 // is: the fuzz tests of this package and of privacy compare it with
 // encoding/json.
+//
+// It is deliberately not built on events.JSONReader, the reader the
+// direct payload decoders share: that reader declines any document with an
+// unknown key, a differently cased key or a duplicate, and never walks a
+// value it does not decode, which is right for a decoder that knows its
+// payload's every key. Read picks a few members out of the payload of any
+// event type (privacy.Subject) and out of webhook bodies, skipping
+// members it does not know, and must still answer for them (declining
+// would send every event back to encoding/json), so it keeps what
+// JSONReader does not have: it validates the whole document including the
+// members it skips, matches keys case-insensitively with the last
+// duplicate winning as encoding/json does, and declines only on escaped or
+// non-ASCII keys. Giving JSONReader those modes would slow the payload
+// decoders for rules they never need.
 package jsonid
 
 import (

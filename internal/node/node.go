@@ -412,8 +412,6 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		families = append(families, run)
 	}
 	deliveriesRunner := n.Families[projections.FamilyDeliveries]
-	// Delivery records are most of a start's tail: decode them directly.
-	deliveriesRunner.DecodeWith(webhooks.DeliveryDecoder(n.Registry))
 	ids := commands.NewAllocator(n.Events, n.Registry, cfg.IDBlockSize).Grow(16).ReserveAhead()
 	pluginCmds := commands.NewPlugin(n.Events, n.Registry, ids, cfg.Now, phoneDirectory{n.ReadModel})
 	analyzerJournal := projections.NewJournal(&commands.Analyzer{Plugin: pluginCmds}, n.Events, n.Registry)
