@@ -42,6 +42,7 @@ type entry struct {
 	typ    reflect.Type
 	schema int
 	direct DirectDecoder // nil: encoding/json only
+	encode DirectEncoder // nil: encoding/json only
 }
 
 // NewRegistry returns an empty registry.
@@ -91,6 +92,23 @@ func (r *Registry) RegisterDecoder(eventType string, d DirectDecoder) error {
 	return nil
 }
 
+// RegisterEncoder gives a registered type a direct encoder for its hot
+// append path; Encode still uses encoding/json for whatever e declines.
+func (r *Registry) RegisterEncoder(eventType string, enc DirectEncoder) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e, ok := r.types[eventType]
+	if !ok {
+		return fmt.Errorf("events: encoder for unregistered type %q", eventType)
+	}
+	if e.encode != nil {
+		return fmt.Errorf("events: encoder for %q registered twice", eventType)
+	}
+	e.encode = enc
+	r.types[eventType] = e
+	return nil
+}
+
 // RegisterUpcaster converts data of schema version from to from+1 on read.
 func (r *Registry) RegisterUpcaster(eventType string, from int, up Upcaster) {
 	r.mu.Lock()
@@ -113,7 +131,9 @@ func (r *Registry) Known(eventType string) bool {
 // time-ordered UUID (version 7, RFC 9562): the IDs of successive appends
 // sort after each other, so an embedded log's index of IDs grows at its end
 // instead of dirtying a random page per append, and a retry still finds its
-// event by ID as with any other UUID.
+// event by ID as with any other UUID. The type's direct encoder, if any,
+// writes the data (the same bytes json.Marshal writes); encoding/json
+// whatever it declines.
 func (r *Registry) Encode(p Payload, meta Metadata) (Proposed, error) {
 	r.mu.RLock()
 	e, ok := r.types[p.EventType()]
@@ -121,23 +141,14 @@ func (r *Registry) Encode(p Payload, meta Metadata) (Proposed, error) {
 	if !ok {
 		return Proposed{}, fmt.Errorf("events: type %q is not registered", p.EventType())
 	}
+	if e.encode != nil {
+		if data, ok := e.encode(nil, p); ok {
+			return encoded(p, e.schema, data, meta)
+		}
+	}
 	data, err := json.Marshal(p)
 	if err != nil {
 		return Proposed{}, fmt.Errorf("events: encode %s: %w", p.EventType(), err)
-	}
-	return encoded(p, e.schema, data, meta)
-}
-
-// EncodeMarshalled is Encode for a caller that already has
-// json.Marshal(p)'s bytes, written by a direct encoder on a hot path (the
-// webhook sender's outcome events) where reflection was a measured share
-// of the CPU; data must be exactly what json.Marshal(p) returns.
-func (r *Registry) EncodeMarshalled(p Payload, data []byte, meta Metadata) (Proposed, error) {
-	r.mu.RLock()
-	e, ok := r.types[p.EventType()]
-	r.mu.RUnlock()
-	if !ok {
-		return Proposed{}, fmt.Errorf("events: type %q is not registered", p.EventType())
 	}
 	return encoded(p, e.schema, data, meta)
 }

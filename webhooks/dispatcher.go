@@ -491,13 +491,7 @@ func (d *Dispatcher) load(ctx context.Context, id string) (*delivery, error) {
 
 func (d *Dispatcher) append(ctx context.Context, del *delivery, p events.Payload, actor string) (events.Position, error) {
 	meta := events.Metadata{AppID: del.created.AppID, Actor: actor, OccurredAt: d.Clock.Now()}
-	var ev events.Proposed
-	var err error
-	if a, ok := p.(catalog.DeliveryAttempted); ok {
-		ev, err = d.encodeOutcome(a, meta)
-	} else {
-		ev, err = d.Registry.Encode(p, meta)
-	}
+	ev, err := d.Registry.Encode(p, meta)
 	if err != nil {
 		return events.Position{}, err
 	}

@@ -17,6 +17,7 @@ func Registry() *events.Registry {
 	r.MustRegister(1, developerEvents...)
 	registerAppScopes(r)
 	registerDecoders(r)
+	registerEncoders(r)
 	return r
 }
 
