@@ -2,11 +2,11 @@ package events
 
 import "unicode/utf8"
 
-// The hand-written encoders (the webhook sender's outcome events, the
+// The hand-written encoders (the catalog's direct event encoders, the
 // snapshot documents queryapi writes) must produce encoding/json's bytes
 // exactly, so they share this one string writer; its differential fuzz
 // tests (FuzzAppendJSONStringMatchesEncodingJSON here in both escaping
-// modes, webhooks' FuzzAttemptedEncodeMatchesEncodingJSON, queryapi's
+// modes, catalog's FuzzDirectEncodeMatchesEncodingJSON, queryapi's
 // TestSnapshotStringsAsEncodingJSON) compare it with encoding/json.
 
 // jsonPlain and jsonPlainHTML mark the ASCII bytes encoding/json copies

@@ -29,8 +29,9 @@ func BenchmarkEncode(b *testing.B) {
 		catalog.DeliveryCreated{DeliveryID: "d-7-0190f3a1", AppID: 7, Event: "user.family_member.created", SourceEventID: "0190f3a1-0000-7000-8000-000000000001",
 			SourceStream: "user-10001", SourcePosition: events.Position{Commit: 123456, Prepare: 123456}, SourceRecordedAt: now,
 			Body: `{"event":"user.family_member.created","data":{"open_user_id":10001,"member":{"member_id":90001,"name":"Ada \u00e9"}}}`, Deliver: true},
-		catalog.DeliveryAttempted{DeliveryID: "d-7-0190f3a1", Attempt: 1, At: now, URL: "http://127.0.0.1:41234/hook",
-			StatusCode: 200, LatencyMS: 1, Outcome: "delivered", ResponseExcerpt: "ok", OpenUserID: 10001, SourceStream: "user-10001"},
+		// As main's webhooks BenchmarkOutcomeEncode had it, for the comparison with its direct encoder.
+		catalog.DeliveryAttempted{DeliveryID: "0192f0c8-1b2a-7c3d-8e4f-a5b6c7d8e9f0-1", Attempt: 1, At: now.UTC(), URL: "http://127.0.0.1:41234/hook",
+			StatusCode: 200, LatencyMS: 1, Outcome: "delivered", ResponseExcerpt: "ok"},
 		catalog.IdempotencyClaimed{AppID: 7, Method: "PUT", Path: "/v1/users/cu-1/family/members", BodySHA256: "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08", ClaimedAt: now},
 		catalog.IdempotencyCompleted{AppID: 7, Status: 201, ContentType: "application/json", SealedBody: "dk1:42:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8gISIjJCUmJygpKissLS4vMDEyMzQ1Njc4OTo7PD0-P0BBQkNERUZHSElKS0xNTk9QUVJTVFVWV1hZWltcXV5fYGFiY2RlZmdoaWprbG1ub3BxcnN0dXZ3eHl6e3x9fn8", CompletedAt: now},
 	}
