@@ -198,11 +198,15 @@ func (s *Server) forgot(w http.ResponseWriter, r *http.Request) {
 		body := "Someone asked to reset the password of your developer account.\n\n" +
 			"Open this link within " + fmt.Sprint(int(commands.ResetTokenTTL.Minutes())) + " minutes to choose a new password (it works once):\n\n" +
 			link + "\n\nIf it was not you, ignore this message: your password stays as it is.\n"
-		if _, _, err := s.Mail.Queue(r.Context(), catalog.MailQueued{DeveloperID: devID, To: norm, Subject: "Reset your developer portal password", Body: body},
-			commands.Meta{Actor: "portal:password-reset", RequestID: RequestID(w, r)}); err != nil {
+		_, pos, err := s.Mail.Queue(r.Context(), catalog.MailQueued{DeveloperID: devID, To: norm, Subject: "Reset your developer portal password", Body: body},
+			commands.Meta{Actor: "portal:password-reset", RequestID: RequestID(w, r)})
+		if err != nil {
 			s.Fail(w, r, err)
 			return
 		}
+		// As after every portal write: once the page answers, the mail is
+		// in the outbox an operator (or a test) reads next.
+		s.waitDirectory(r.Context(), pos)
 	}
 	s.Render(w, r, http.StatusOK, "forgot.html", map[string]any{"Sent": true, "TTLMinutes": int(commands.ResetTokenTTL.Minutes())})
 }
