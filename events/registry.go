@@ -78,33 +78,40 @@ func (r *Registry) MustRegister(schema int, ps ...Payload) {
 // RegisterDecoder gives a registered type a direct decoder for its hot
 // read path; Decode still uses encoding/json for whatever d leaves undecided.
 func (r *Registry) RegisterDecoder(eventType string, d DirectDecoder) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	e, ok := r.types[eventType]
-	if !ok {
-		return fmt.Errorf("events: decoder for unregistered type %q", eventType)
-	}
-	if e.direct != nil {
-		return fmt.Errorf("events: decoder for %q registered twice", eventType)
-	}
-	e.direct = d
-	r.types[eventType] = e
-	return nil
+	return r.attach(eventType, "decoder", func(e *entry) bool {
+		had := e.direct != nil
+		if !had {
+			e.direct = d
+		}
+		return had
+	})
 }
 
 // RegisterEncoder gives a registered type a direct encoder for its hot
 // append path; Encode still uses encoding/json for whatever e declines.
 func (r *Registry) RegisterEncoder(eventType string, enc DirectEncoder) error {
+	return r.attach(eventType, "encoder", func(e *entry) bool {
+		had := e.encode != nil
+		if !had {
+			e.encode = enc
+		}
+		return had
+	})
+}
+
+// attach installs one direct hook (what names it in errors) on a
+// registered type with set, which reports whether the type had one
+// already: a type is never given a hook it was not registered for, nor two.
+func (r *Registry) attach(eventType, what string, set func(*entry) (had bool)) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	e, ok := r.types[eventType]
 	if !ok {
-		return fmt.Errorf("events: encoder for unregistered type %q", eventType)
+		return fmt.Errorf("events: %s for unregistered type %q", what, eventType)
 	}
-	if e.encode != nil {
-		return fmt.Errorf("events: encoder for %q registered twice", eventType)
+	if set(&e) {
+		return fmt.Errorf("events: %s for %q registered twice", what, eventType)
 	}
-	e.encode = enc
 	r.types[eventType] = e
 	return nil
 }

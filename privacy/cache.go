@@ -105,11 +105,8 @@ func (c *openedCache) put(rec events.Recorded, epoch uint64, data []byte, shared
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.epoch != epoch {
-		if epoch < c.epoch {
-			return
-		}
-		c.reset(epoch)
+	if !c.at(epoch) {
+		return
 	}
 	if _, ok := c.byID[cacheKey{rec.ID, rec.Position}]; ok {
 		return
@@ -143,6 +140,20 @@ func (c *openedCache) putLocked(rec events.Recorded, data []byte) {
 	c.next = (c.next + 1) % maxEntries
 }
 
+// at moves the cache to epoch when epoch is newer (emptying it) and says
+// whether data of epoch may be kept: not when the epoch has moved past it
+// (the data may have been opened or sealed with a key destroyed since).
+// c.mu must be held.
+func (c *openedCache) at(epoch uint64) bool {
+	if epoch < c.epoch {
+		return false
+	}
+	if epoch > c.epoch {
+		c.reset(epoch)
+	}
+	return true
+}
+
 func (c *openedCache) reset(epoch uint64) {
 	for k := range c.byID {
 		c.check(k)
@@ -168,11 +179,8 @@ func (c *openedCache) expect(id string, epoch uint64, sealed, plain []byte) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.epoch != epoch {
-		if epoch < c.epoch {
-			return
-		}
-		c.reset(epoch)
+	if !c.at(epoch) {
+		return
 	}
 	for c.appendedBytes+size > maxAppendedBytes || c.appendedOrder[c.appendedNext] != "" {
 		old := c.appendedOrder[c.appendedNext]
