@@ -14,9 +14,16 @@
 // Layout (all integers big-endian uint64 unless said otherwise):
 //
 //	log:     seq -> record              the global order; Position{seq, seq}
-//	streams: stream -> event count      O(1) expectation checks
-//	revs:    uvarint(len)+stream+rev -> seq   stream reads by revision
+//	revs:    uvarint(len)+stream+rev -> seq   stream reads by revision, and a
+//	         stream's event count (its last key's revision + 1)
 //	ids:     event id -> seq            idempotent retries
+//	meta:    "format" -> uint64         the layout's version (format.go)
+//
+// A stream's count is read from revs, not kept in a bucket of its own: an
+// append already dirties the revs page that holds the stream's last key,
+// and a second per-stream index would dirty (and rewrite, at every commit)
+// one more random page per stream written. Format 1 logs had that index, a
+// "streams" bucket; Open migrates them (format.go).
 package bolt
 
 import (
@@ -25,6 +32,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"sync"
@@ -44,10 +52,9 @@ import (
 const LockTimeout = 2 * time.Second
 
 var (
-	bucketLog     = []byte("log")
-	bucketStreams = []byte("streams")
-	bucketRevs    = []byte("revs")
-	bucketIDs     = []byte("ids")
+	bucketLog  = []byte("log")
+	bucketRevs = []byte("revs")
+	bucketIDs  = []byte("ids")
 )
 
 // Store is a single node's durable log; one process owns the file (bbolt
@@ -125,15 +132,7 @@ func Open(path string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("events/bolt: open %s: %w", path, err)
 	}
-	err = db.Update(func(tx *bbolt.Tx) error {
-		for _, name := range [][]byte{bucketLog, bucketStreams, bucketRevs, bucketIDs} {
-			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
-				return fmt.Errorf("bucket %s: %w", name, err)
-			}
-		}
-		return nil
-	})
-	if err != nil {
+	if err := db.Update(prepare); err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("events/bolt: prepare %s: %w", path, err)
 	}
@@ -461,27 +460,40 @@ func (s *Store) wrap(op string, err error) error {
 	}
 }
 
-// buckets is one transaction's view of the four buckets.
+// buckets is one transaction's view of the event buckets.
 type buckets struct {
-	log, streams, revs, ids *bbolt.Bucket
-	written                 *[]events.Recorded // the commit's records, in order
+	log, revs, ids *bbolt.Bucket
+	written        *[]events.Recorded // the commit's records, in order
 }
 
 func open(tx *bbolt.Tx) buckets {
 	return buckets{
-		log:     tx.Bucket(bucketLog),
-		streams: tx.Bucket(bucketStreams),
-		revs:    tx.Bucket(bucketRevs),
-		ids:     tx.Bucket(bucketIDs),
+		log:  tx.Bucket(bucketLog),
+		revs: tx.Bucket(bucketRevs),
+		ids:  tx.Bucket(bucketIDs),
 	}
 }
 
+// count is the number of events in stream: its last revision + 1, read from
+// the revs index (revisions are dense from 0, see write).
 func (b buckets) count(stream string) uint64 {
-	v := b.streams.Get([]byte(stream))
-	if len(v) != 8 {
+	return streamCount(b.revs.Cursor(), streamPrefix(stream))
+}
+
+// streamCount positions c after the stream's last key (no revision reaches
+// MaxUint64) and steps back. Keys of no other stream start with prefix: its
+// uvarint length makes it prefix-free.
+func streamCount(c *bbolt.Cursor, prefix []byte) uint64 {
+	k, _ := c.Seek(revKey(prefix, math.MaxUint64))
+	if k == nil {
+		k, _ = c.Last()
+	} else {
+		k, _ = c.Prev()
+	}
+	if len(k) != len(prefix)+8 || !bytes.HasPrefix(k, prefix) {
 		return 0
 	}
-	return binary.BigEndian.Uint64(v)
+	return binary.BigEndian.Uint64(k[len(prefix):]) + 1
 }
 
 func (b buckets) lookup(id string) (rules.Located, bool, error) {
@@ -543,7 +555,7 @@ func (b buckets) write(stream string, count uint64, evs []events.Proposed, now t
 		}
 		res = events.AppendResult{Revision: rev, Position: events.Position{Commit: seq, Prepare: seq}}
 	}
-	return res, b.streams.Put(append(scratch[:0], stream...), be(count+uint64(len(evs))))
+	return res, nil
 }
 
 func be(n uint64) []byte { return binary.BigEndian.AppendUint64(nil, n) }
