@@ -112,7 +112,16 @@ func (a *API) adminResendMatching(c *call) error {
 	if _, ok := a.SchemeM.Apps.ByID(f.AppID); !ok {
 		return domain.ErrAppNotFound
 	}
-	n, next, last, err := a.resendMatching(c.r.Context(), f, c.meta.Actor)
+	limit := a.BulkResendCap
+	if limit <= 0 {
+		limit = DefaultBulkResendCap
+	}
+	// An operator's limit (1 to 1,000, validated with the filters) lowers
+	// the count examined, e.g. to resend a sample before the backlog.
+	if c.r.URL.Query().Has("limit") {
+		limit = min(limit, f.Limit)
+	}
+	n, next, last, err := a.resendMatching(c.r.Context(), f, limit, c.meta.Actor)
 	if err != nil {
 		return err
 	}
@@ -137,14 +146,10 @@ func (a *API) resendOne(ctx context.Context, appID int64, id, by string) (events
 // resendMatching resends the deliveries the filter selects, a page of
 // them per grouped append, and says how many it queued: erased deliveries
 // are skipped and not counted, nor are those already pending. It examines
-// at most the cap (and stops after the page that passes bulkResendBudget):
+// at most limit (and stops after the page that passes bulkResendBudget):
 // next is then the cursor to continue from ("" when every match was
 // examined), and last the last position it wrote.
-func (a *API) resendMatching(ctx context.Context, f domain.DeliveryFilter, by string) (n int, next string, last events.Position, err error) {
-	limit := a.BulkResendCap
-	if limit <= 0 {
-		limit = DefaultBulkResendCap
-	}
+func (a *API) resendMatching(ctx context.Context, f domain.DeliveryFilter, limit int, by string) (n int, next string, last events.Position, err error) {
 	deadline := time.Now().Add(bulkResendBudget)
 	examined := 0
 	for {

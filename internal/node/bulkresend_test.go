@@ -215,3 +215,48 @@ func (p *platform) eachDeliveryEvent(f func(id string, env events.Envelope)) {
 		pos = recs[len(recs)-1].Position
 	}
 }
+
+// TestBulkResendLimit: an operator's limit lowers how many matching
+// deliveries one call examines (a sample first), and next_after continues
+// from there; without a limit the call goes on to the cap. A limit out of
+// range is refused like the delivery log's.
+func TestBulkResendLimit(t *testing.T) {
+	t.Parallel()
+	p := start(t, node.Config{DataDir: t.TempDir()})
+	a := p.createApp("limit")
+	if res := p.admin("POST", fmt.Sprintf("/admin/v1/apps/%d/suspend", a.ID), map[string]any{"reason": "sample"}); res.Status != http.StatusOK {
+		t.Fatalf("suspend: %d %s", res.Status, res.Raw)
+	}
+	ids := appendBacklog(t, p, a.ID, 25, 0)
+	if err := p.node.WaitCaughtUp(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	path := fmt.Sprintf("/admin/v1/apps/%d/deliveries/resend?status=skipped", a.ID)
+	var out struct {
+		Queued    int    `json:"queued"`
+		NextAfter string `json:"next_after"`
+	}
+	res := p.admin("POST", path+"&limit=10", nil)
+	if res.Status != http.StatusAccepted {
+		t.Fatalf("resend with limit: %d %s", res.Status, res.Raw)
+	}
+	res.data(t, &out)
+	if out.Queued != 10 || out.NextAfter == "" {
+		t.Fatalf("limit=10: %+v, want 10 queued and a next_after", out)
+	}
+	resends := resendEvents(t, p)
+	for i, id := range ids {
+		if got, want := len(resends[id]), map[bool]int{true: 1, false: 0}[i < 10]; got != want {
+			t.Fatalf("delivery %d resent %d times after the first call, want %d", i, got, want)
+		}
+	}
+	res = p.admin("POST", path+"&after="+out.NextAfter, nil)
+	out.NextAfter = ""
+	res.data(t, &out)
+	if res.Status != http.StatusAccepted || out.Queued != 15 || out.NextAfter != "" {
+		t.Fatalf("continued without limit: %d %+v, want the other 15 and no next_after", res.Status, out)
+	}
+	if res := p.admin("POST", path+"&limit=0", nil); res.Status != http.StatusUnprocessableEntity {
+		t.Fatalf("limit=0: %d %s, want 422", res.Status, res.Raw)
+	}
+}
