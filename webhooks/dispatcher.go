@@ -389,7 +389,7 @@ var renderedTypes = func() map[string]bool {
 func (d *Dispatcher) plan(rec events.Recorded, env events.Envelope, r Rendered) []catalog.DeliveryCreated {
 	created := func(r Rendered, endpointID int64, deliver bool) catalog.DeliveryCreated {
 		return catalog.DeliveryCreated{
-			DeliveryID: EndpointDeliveryID(r.AppID, endpointID, rec.ID), AppID: r.AppID, Event: r.Event,
+			DeliveryID: r.id(endpointID, rec.ID), AppID: r.AppID, Event: r.Event,
 			SourceEventID: rec.ID, SourceStream: rec.Stream, SourcePosition: rec.Position, SourceRecordedAt: rec.Created,
 			Body: string(r.Body), EndpointID: endpointID, Deliver: deliver, DeadLetter: r.DeadLetter,
 		}
@@ -780,6 +780,10 @@ func RunPipelined[P any](ctx context.Context, s StoreSource, prepare func(contex
 	// the last batch commits can end the saver before its position reaches it.
 	var lastCommitted events.Position
 	defer func() { cancel(); <-saverDone; s.saveFinal(ctx, lastCommitted) }()
+	// A batch gathers in scratch and is handed on in a slice of its own
+	// size: most batches hold a few events, and one of Batch's capacity
+	// per batch was most of the bytes the creation allocated per event.
+	scratch := make([]events.Recorded, 0, size)
 	next := func(ctx context.Context) ([]events.Recorded, events.Position, error) {
 		var rec events.Recorded
 		var ok bool
@@ -796,9 +800,10 @@ func RunPipelined[P any](ctx context.Context, s StoreSource, prepare func(contex
 				return nil, events.Position{}, nil
 			}
 		}
-		batch := make([]events.Recorded, 1, size)
-		batch[0] = rec
-		batch = fillBatch(batch, feed, size)
+		scratch = fillBatch(append(scratch[:0], rec), feed, size)
+		batch := make([]events.Recorded, len(scratch))
+		copy(batch, scratch)
+		clear(scratch) // keeps no event's bytes alive past its batch
 		return batch, batch[len(batch)-1].Position, nil
 	}
 	return Pipeline(ctx, next, prepare, commit, func(upTo []events.Position) error {
