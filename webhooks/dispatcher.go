@@ -249,9 +249,9 @@ func (d *Dispatcher) PrepareBatch(ctx context.Context, recs []events.Recorded) (
 	if err := reflected.WaitFor(ctx, last); err != nil {
 		return PreparedBatch{}, err
 	}
-	var p PreparedBatch
+	p := PreparedBatch{created: make([]catalog.DeliveryCreated, 0, len(todo))}
 	for _, t := range todo {
-		p.created = append(p.created, d.plan(t.rec, t.env, t.r)...)
+		p.created = d.plan(p.created, t.rec, t.env, t.r)
 	}
 	p.evs = make([]events.Proposed, len(p.created))
 	for i, c := range p.created {
@@ -385,8 +385,9 @@ var renderedTypes = func() map[string]bool {
 // the app's feed entry, not sent when the default endpoint has no URL, is
 // disabled or does not subscribe. An added endpoint gets one only when it
 // is enabled and subscribes, with its own id (EndpointDeliveryID) and body
-// (which repeats that id). A test event goes to its endpoint alone.
-func (d *Dispatcher) plan(rec events.Recorded, env events.Envelope, r Rendered) []catalog.DeliveryCreated {
+// (which repeats that id). A test event goes to its endpoint alone. plan
+// appends them to out and returns it.
+func (d *Dispatcher) plan(out []catalog.DeliveryCreated, rec events.Recorded, env events.Envelope, r Rendered) []catalog.DeliveryCreated {
 	created := func(r Rendered, endpointID int64, deliver bool) catalog.DeliveryCreated {
 		return catalog.DeliveryCreated{
 			DeliveryID: r.id(endpointID, rec.ID), AppID: r.AppID, Event: r.Event,
@@ -397,10 +398,10 @@ func (d *Dispatcher) plan(rec events.Recorded, env events.Envelope, r Rendered) 
 	app, found := d.Apps.ByID(r.AppID)
 	if r.Only {
 		ep, ok := app.Endpoint(r.Endpoint)
-		return []catalog.DeliveryCreated{created(r, r.Endpoint, found && ok && !ep.Disabled)}
+		return append(out, created(r, r.Endpoint, found && ok && !ep.Disabled))
 	}
 	def := app.DefaultEndpoint()
-	out := []catalog.DeliveryCreated{created(r, domain.DefaultEndpointID, found && def.URL != "" && !def.Disabled && Subscribed(def.Events, r.Event))}
+	out = append(out, created(r, domain.DefaultEndpointID, found && def.URL != "" && !def.Disabled && Subscribed(def.Events, r.Event)))
 	for _, ep := range app.Endpoints {
 		if ep.Disabled || !Subscribed(ep.Events, r.Event) {
 			continue
