@@ -249,9 +249,9 @@ func (d *Dispatcher) PrepareBatch(ctx context.Context, recs []events.Recorded) (
 	if err := reflected.WaitFor(ctx, last); err != nil {
 		return PreparedBatch{}, err
 	}
-	var p PreparedBatch
+	p := PreparedBatch{created: make([]catalog.DeliveryCreated, 0, len(todo))}
 	for _, t := range todo {
-		p.created = append(p.created, d.plan(t.rec, t.env, t.r)...)
+		p.created = d.plan(p.created, t.rec, t.env, t.r)
 	}
 	p.evs = make([]events.Proposed, len(p.created))
 	for i, c := range p.created {
@@ -385,11 +385,12 @@ var renderedTypes = func() map[string]bool {
 // the app's feed entry, not sent when the default endpoint has no URL, is
 // disabled or does not subscribe. An added endpoint gets one only when it
 // is enabled and subscribes, with its own id (EndpointDeliveryID) and body
-// (which repeats that id). A test event goes to its endpoint alone.
-func (d *Dispatcher) plan(rec events.Recorded, env events.Envelope, r Rendered) []catalog.DeliveryCreated {
+// (which repeats that id). A test event goes to its endpoint alone. plan
+// appends them to out and returns it.
+func (d *Dispatcher) plan(out []catalog.DeliveryCreated, rec events.Recorded, env events.Envelope, r Rendered) []catalog.DeliveryCreated {
 	created := func(r Rendered, endpointID int64, deliver bool) catalog.DeliveryCreated {
 		return catalog.DeliveryCreated{
-			DeliveryID: EndpointDeliveryID(r.AppID, endpointID, rec.ID), AppID: r.AppID, Event: r.Event,
+			DeliveryID: r.id(endpointID, rec.ID), AppID: r.AppID, Event: r.Event,
 			SourceEventID: rec.ID, SourceStream: rec.Stream, SourcePosition: rec.Position, SourceRecordedAt: rec.Created,
 			Body: string(r.Body), EndpointID: endpointID, Deliver: deliver, DeadLetter: r.DeadLetter,
 		}
@@ -397,10 +398,10 @@ func (d *Dispatcher) plan(rec events.Recorded, env events.Envelope, r Rendered) 
 	app, found := d.Apps.ByID(r.AppID)
 	if r.Only {
 		ep, ok := app.Endpoint(r.Endpoint)
-		return []catalog.DeliveryCreated{created(r, r.Endpoint, found && ok && !ep.Disabled)}
+		return append(out, created(r, r.Endpoint, found && ok && !ep.Disabled))
 	}
 	def := app.DefaultEndpoint()
-	out := []catalog.DeliveryCreated{created(r, domain.DefaultEndpointID, found && def.URL != "" && !def.Disabled && Subscribed(def.Events, r.Event))}
+	out = append(out, created(r, domain.DefaultEndpointID, found && def.URL != "" && !def.Disabled && Subscribed(def.Events, r.Event)))
 	for _, ep := range app.Endpoints {
 		if ep.Disabled || !Subscribed(ep.Events, r.Event) {
 			continue
@@ -780,6 +781,10 @@ func RunPipelined[P any](ctx context.Context, s StoreSource, prepare func(contex
 	// the last batch commits can end the saver before its position reaches it.
 	var lastCommitted events.Position
 	defer func() { cancel(); <-saverDone; s.saveFinal(ctx, lastCommitted) }()
+	// A batch gathers in scratch and is handed on in a slice of its own
+	// size: most batches hold a few events, and one of Batch's capacity
+	// per batch was most of the bytes the creation allocated per event.
+	scratch := make([]events.Recorded, 0, size)
 	next := func(ctx context.Context) ([]events.Recorded, events.Position, error) {
 		var rec events.Recorded
 		var ok bool
@@ -796,9 +801,10 @@ func RunPipelined[P any](ctx context.Context, s StoreSource, prepare func(contex
 				return nil, events.Position{}, nil
 			}
 		}
-		batch := make([]events.Recorded, 1, size)
-		batch[0] = rec
-		batch = fillBatch(batch, feed, size)
+		scratch = fillBatch(append(scratch[:0], rec), feed, size)
+		batch := make([]events.Recorded, len(scratch))
+		copy(batch, scratch)
+		clear(scratch) // keeps no event's bytes alive past its batch
 		return batch, batch[len(batch)-1].Position, nil
 	}
 	return Pipeline(ctx, next, prepare, commit, func(upTo []events.Position) error {

@@ -1,7 +1,8 @@
 package webhooks
 
 import (
-	"encoding/json"
+	"crypto/sha1"
+	"encoding/hex"
 	"strconv"
 	"time"
 
@@ -19,45 +20,38 @@ var deliveryNamespace = uuid.MustParse("6f1c2a52-9d7e-4c0b-8a53-3f0d8d2b7e41")
 // DeliveryID derives the stable delivery id of one source event for one
 // app's default endpoint.
 func DeliveryID(appID int64, sourceEventID string) string {
-	return uuid.NewSHA1(deliveryNamespace, []byte(strconv.FormatInt(appID, 10)+"/"+sourceEventID)).String()
+	return nameUUID(appID, domain.DefaultEndpointID, sourceEventID)
 }
 
 // EndpointDeliveryID derives the stable delivery id of one source event for
 // one endpoint of an app; the default endpoint's is DeliveryID, so the
 // deliveries made before apps had several endpoints keep their ids.
 func EndpointDeliveryID(appID, endpointID int64, sourceEventID string) string {
-	if endpointID == domain.DefaultEndpointID {
-		return DeliveryID(appID, sourceEventID)
+	return nameUUID(appID, endpointID, sourceEventID)
+}
+
+// nameUUID is uuid.NewSHA1(deliveryNamespace, name).String() of the name
+// "app/source" (default endpoint) or "app/endpoint/source", computed on the
+// stack: every delivery derives one or two, and the uuid package's hash and
+// string each allocated (TestDeliveryIDsAreUUIDv5 compares the two).
+func nameUUID(appID, endpointID int64, sourceEventID string) string {
+	var buf [128]byte
+	b := append(buf[:0], deliveryNamespace[:]...)
+	b = append(strconv.AppendInt(b, appID, 10), '/')
+	if endpointID != domain.DefaultEndpointID {
+		b = append(strconv.AppendInt(b, endpointID, 10), '/')
 	}
-	return uuid.NewSHA1(deliveryNamespace, []byte(strconv.FormatInt(appID, 10)+"/"+strconv.FormatInt(endpointID, 10)+"/"+sourceEventID)).String()
-}
-
-// userEvent is the body of every channel-user webhook. The spec does not
-// show one; this shape is documented in the README and the OpenAPI file.
-type userEvent struct {
-	Event         string `json:"event"`
-	DeliveryID    string `json:"delivery_id"`
-	AppID         int64  `json:"app_id"`
-	OpenUserID    int64  `json:"open_user_id"`
-	ChannelUserID string `json:"channel_user_id"`
-	OccurredAt    string `json:"occurred_at"`
-	Data          any    `json:"data"`
-}
-
-type groupData struct {
-	FamilyGroupID    int64   `json:"family_group_id"`
-	AppGroupID       int64   `json:"app_group_id"`
-	Name             string  `json:"name,omitempty"`
-	Created          *bool   `json:"created,omitempty"`
-	DeletedMemberIDs []int64 `json:"deleted_member_ids,omitempty"`
-}
-
-type memberData struct {
-	MemberID      int64    `json:"member_id"`
-	AppUserID     string   `json:"app_user_id"`
-	FamilyGroupID int64    `json:"family_group_id"`
-	AppGroupID    int64    `json:"app_group_id,omitempty"`
-	ChangedFields []string `json:"changed_fields,omitempty"`
+	sum := sha1.Sum(append(b, sourceEventID...))
+	sum[6] = sum[6]&0x0f | 0x50 // version 5
+	sum[8] = sum[8]&0x3f | 0x80 // RFC 4122 variant
+	var out [36]byte
+	hex.Encode(out[0:8], sum[0:4])
+	hex.Encode(out[9:13], sum[4:6])
+	hex.Encode(out[14:18], sum[6:8])
+	hex.Encode(out[19:23], sum[8:10])
+	hex.Encode(out[24:36], sum[10:16])
+	out[8], out[13], out[18], out[23] = '-', '-', '-', '-'
+	return string(out[:])
 }
 
 // Rendered is a partner-visible event ready to become a delivery.
@@ -70,6 +64,20 @@ type Rendered struct {
 	// Endpoint names it, and no other endpoint gets a delivery.
 	Only     bool
 	Endpoint int64
+	// deliveryID is the id the body repeats, when it is the delivery's
+	// (see id), so the plan does not derive it a second time.
+	deliveryID string
+}
+
+// id is the id of the delivery of r to endpointID, of source event
+// sourceID: EndpointDeliveryID of r's app. A body renders the id of the
+// event's app (its metadata); a plugin measurement naming another app
+// leaves deliveryID empty and its delivery keeps the id it always had.
+func (r Rendered) id(endpointID int64, sourceID string) string {
+	if r.deliveryID != "" {
+		return r.deliveryID
+	}
+	return EndpointDeliveryID(r.AppID, endpointID, sourceID)
 }
 
 // Render returns the webhook body of a partner-visible event for the app's
@@ -88,121 +96,72 @@ func RenderFor(env events.Envelope, loc *time.Location, endpointID int64) (Rende
 	}
 	id := EndpointDeliveryID(appID, endpointID, env.ID)
 	at := env.Metadata.OccurredAt.In(loc).Format(time.RFC3339)
-	user := func(event string, openUserID int64, channelUserID string, data any) (Rendered, bool) {
-		body, err := json.Marshal(userEvent{Event: event, DeliveryID: id, AppID: appID, OpenUserID: openUserID, ChannelUserID: channelUserID, OccurredAt: at, Data: data})
-		if err != nil {
-			return Rendered{}, false
-		}
-		return Rendered{Event: event, AppID: appID, Body: body}, true
-	}
 	switch p := env.Payload.(type) {
 	case *catalog.UserProfileUpdated:
-		return user(p.EventType(), p.OpenUserID, p.ChannelUserID, map[string]any{"changed_fields": p.Changed})
+		b := userBody(p.EventType(), id, appID, p.OpenUserID, p.ChannelUserID, at)
+		b = appendStrings(append(b, `{"changed_fields":`...), p.Changed)
+		return rendered(p.EventType(), appID, id, append(b, "}}"...)), true
 	case *catalog.FamilyGroupUpserted:
-		created := p.Created
-		return user(p.EventType(), p.OpenUserID, p.ChannelUserID, groupData{FamilyGroupID: p.FamilyGroupID, AppGroupID: p.AppGroupID, Name: p.Name, Created: &created})
-	case *catalog.FamilyGroupDissolved:
-		ids := p.DeletedMemberIDs
-		if ids == nil {
-			ids = []int64{}
+		b := userBody(p.EventType(), id, appID, p.OpenUserID, p.ChannelUserID, at)
+		b = appendInt(b, `{"family_group_id":`, p.FamilyGroupID)
+		b = appendInt(b, `,"app_group_id":`, p.AppGroupID)
+		if p.Name != "" {
+			b = appendString(b, `,"name":`, p.Name)
 		}
-		return user(p.EventType(), p.OpenUserID, p.ChannelUserID, map[string]any{"family_group_id": p.FamilyGroupID, "app_group_id": p.AppGroupID, "deleted_member_ids": ids})
+		b = strconv.AppendBool(append(b, `,"created":`...), p.Created)
+		return rendered(p.EventType(), appID, id, append(b, "}}"...)), true
+	case *catalog.FamilyGroupDissolved:
+		// The keys in encoding/json's order for the map it rendered: sorted.
+		b := userBody(p.EventType(), id, appID, p.OpenUserID, p.ChannelUserID, at)
+		b = appendInt(b, `{"app_group_id":`, p.AppGroupID)
+		b = append(b, `,"deleted_member_ids":[`...)
+		for i, m := range p.DeletedMemberIDs {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = strconv.AppendInt(b, m, 10)
+		}
+		b = appendInt(append(b, ']'), `,"family_group_id":`, p.FamilyGroupID)
+		return rendered(p.EventType(), appID, id, append(b, "}}"...)), true
 	case *catalog.FamilyMemberCreated:
-		return user(p.EventType(), p.OpenUserID, p.ChannelUserID, memberData{MemberID: p.Member.MemberID, AppUserID: p.Member.AppUserID, FamilyGroupID: p.Member.FamilyGroupID, AppGroupID: p.Member.AppGroupID})
+		b := userBody(p.EventType(), id, appID, p.OpenUserID, p.ChannelUserID, at)
+		b = appendMember(b, p.Member.MemberID, p.Member.AppUserID, p.Member.FamilyGroupID, p.Member.AppGroupID, nil)
+		return rendered(p.EventType(), appID, id, b), true
 	case *catalog.FamilyMemberUpdated:
-		return user(p.EventType(), p.OpenUserID, p.ChannelUserID, memberData{MemberID: p.Member.MemberID, AppUserID: p.Member.AppUserID, FamilyGroupID: p.Member.FamilyGroupID, AppGroupID: p.Member.AppGroupID, ChangedFields: p.Changed})
+		b := userBody(p.EventType(), id, appID, p.OpenUserID, p.ChannelUserID, at)
+		b = appendMember(b, p.Member.MemberID, p.Member.AppUserID, p.Member.FamilyGroupID, p.Member.AppGroupID, p.Changed)
+		return rendered(p.EventType(), appID, id, b), true
 	case *catalog.FamilyMemberDeleted:
-		return user(p.EventType(), p.OpenUserID, p.ChannelUserID, memberData{MemberID: p.MemberID, AppUserID: p.AppUserID, FamilyGroupID: p.FamilyGroupID})
+		b := userBody(p.EventType(), id, appID, p.OpenUserID, p.ChannelUserID, at)
+		b = appendMember(b, p.MemberID, p.AppUserID, p.FamilyGroupID, 0, nil)
+		return rendered(p.EventType(), appID, id, b), true
 	case *catalog.ReportCreated:
-		return report("health.report.created", id, appID, p.OpenUserID, p.ChannelUserID, p.ReportID, p.ReportType, at)
+		return report("health.report.created", id, appID, p.OpenUserID, p.ChannelUserID, p.ReportID, p.ReportType, at), true
 	case *catalog.ReportUpdated:
-		return report("health.report.updated", id, appID, p.OpenUserID, p.ChannelUserID, p.ReportID, p.ReportType, at)
+		return report("health.report.updated", id, appID, p.OpenUserID, p.ChannelUserID, p.ReportID, p.ReportType, at), true
 	case *catalog.PluginMeasurementRecorded:
 		if p.NeedsAnalysis {
 			return Rendered{}, false // plugin.report.ready waits for the algorithm step
 		}
-		return pluginReady(id, p.PluginMeasurement, at)
+		return pluginReady(id, appID, p.PluginMeasurement, at), true
 	case *catalog.PluginMeasurementAnalyzed:
-		return pluginReady(id, p.PluginMeasurement, at)
+		return pluginReady(id, appID, p.PluginMeasurement, at), true
 	case *catalog.OrderShipped:
-		body, err := json.Marshal(orderShipped{
-			Event: "order.shipped", DeliveryID: id, AppID: appID, OrderCode: p.OrderCode, ThirdOrderID: p.ThirdOrderID,
-			LogisticsCompany: p.LogisticsCompany, TrackingNumber: p.TrackingNumber, ShippedAt: p.ShippedAt.In(loc).Format(time.RFC3339),
-			Complete: p.Complete, Items: p.Items, OccurredAt: at,
-		})
-		if err != nil {
-			return Rendered{}, false
-		}
-		return Rendered{Event: "order.shipped", AppID: appID, Body: body}, true
+		return orderShipped(id, appID, p, p.ShippedAt.In(loc).Format(time.RFC3339), at), true
 	case *catalog.AppWebhookTestRequested:
 		// A test goes to the endpoint it names, whichever is asked for.
 		id = EndpointDeliveryID(appID, p.EndpointID, env.ID)
-		body, err := json.Marshal(testEvent{Event: domain.TestEvent, DeliveryID: id, AppID: appID, EndpointID: p.EndpointID, OccurredAt: at,
-			Data: testData{Message: "This is a test webhook: the platform can reach this endpoint and signs with its secret."}})
-		if err != nil {
-			return Rendered{}, false
-		}
-		return Rendered{Event: domain.TestEvent, AppID: appID, Body: body, Only: true, Endpoint: p.EndpointID}, true
+		b := appendString(make([]byte, 0, 256), `{"event":`, domain.TestEvent)
+		b = appendString(b, `,"delivery_id":`, id)
+		b = appendInt(b, `,"app_id":`, appID)
+		b = appendInt(b, `,"endpoint_id":`, p.EndpointID)
+		b = appendString(b, `,"occurred_at":`, at)
+		b = appendString(b, `,"data":{"message":`, "This is a test webhook: the platform can reach this endpoint and signs with its secret.")
+		r := rendered(domain.TestEvent, appID, id, append(b, "}}"...))
+		r.Only, r.Endpoint = true, p.EndpointID
+		return r, true
 	}
 	return Rendered{}, false
-}
-
-// testEvent is the body of webhook.test, documented in the OpenAPI file.
-type testEvent struct {
-	Event      string   `json:"event"`
-	DeliveryID string   `json:"delivery_id"`
-	AppID      int64    `json:"app_id"`
-	EndpointID int64    `json:"endpoint_id"`
-	OccurredAt string   `json:"occurred_at"`
-	Data       testData `json:"data"`
-}
-
-type testData struct {
-	Message string `json:"message"`
-}
-
-// reportEvent is exactly the spec's health.report.* body.
-type reportEvent struct {
-	Event         string  `json:"event"`
-	OpenUserID    int64   `json:"open_user_id"`
-	ChannelUserID string  `json:"channel_user_id"`
-	OpenReportID  int64   `json:"open_report_id"`
-	ReportType    *string `json:"report_type"`
-	OccurredAt    string  `json:"occurred_at"`
-	DeliveryID    string  `json:"delivery_id"`
-}
-
-func report(event, id string, appID, openUserID int64, channelUserID string, reportID int64, reportType *string, at string) (Rendered, bool) {
-	body, err := json.Marshal(reportEvent{Event: event, OpenUserID: openUserID, ChannelUserID: channelUserID, OpenReportID: reportID, ReportType: reportType, OccurredAt: at, DeliveryID: id})
-	if err != nil {
-		return Rendered{}, false
-	}
-	return Rendered{Event: event, AppID: appID, Body: body}, true
-}
-
-// pluginEvent is exactly the spec's plugin.report.ready body.
-type pluginEvent struct {
-	Event          string  `json:"event"`
-	DeliveryID     string  `json:"delivery_id"`
-	AppID          int64   `json:"app_id"`
-	MeasurementNo  string  `json:"measurement_no"`
-	ThirdUserID    *string `json:"third_user_id"`
-	PlatformUserID *int64  `json:"platform_user_id"`
-	ReportType     string  `json:"report_type"`
-	ReportURL      *string `json:"report_url"`
-	Metadata       *string `json:"metadata"`
-	OccurredAt     string  `json:"occurred_at"`
-}
-
-func pluginReady(id string, m catalog.PluginMeasurement, at string) (Rendered, bool) {
-	body, err := json.Marshal(pluginEvent{
-		Event: "plugin.report.ready", DeliveryID: id, AppID: m.AppID, MeasurementNo: m.MeasurementNo, ThirdUserID: m.ThirdUserID,
-		PlatformUserID: m.PlatformUserID, ReportType: m.ReportType, Metadata: m.Metadata, OccurredAt: at,
-	})
-	if err != nil {
-		return Rendered{}, false
-	}
-	return Rendered{Event: "plugin.report.ready", AppID: m.AppID, Body: body, DeadLetter: true}, true
 }
 
 // Subscribed reports whether an app's subscription takes an event: exact
@@ -228,20 +187,4 @@ func cutWildcard(s string) (string, bool) {
 		return s[:len(s)-1], true
 	}
 	return "", false
-}
-
-// orderShipped is the shipment notification; the spec does not show one,
-// this shape is documented in the README and the OpenAPI file.
-type orderShipped struct {
-	Event            string                `json:"event"`
-	DeliveryID       string                `json:"delivery_id"`
-	AppID            int64                 `json:"app_id"`
-	OrderCode        string                `json:"order_code"`
-	ThirdOrderID     string                `json:"third_order_id"`
-	LogisticsCompany string                `json:"logistics_company"`
-	TrackingNumber   string                `json:"tracking_number"`
-	ShippedAt        string                `json:"shipped_at"`
-	Complete         bool                  `json:"complete"`
-	Items            []catalog.ShippedLine `json:"items"`
-	OccurredAt       string                `json:"occurred_at"`
 }

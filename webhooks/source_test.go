@@ -333,3 +333,58 @@ func TestRunPipelinedCommitsBatchesPreparedDuringASlowCommitInOrder(t *testing.T
 		t.Fatalf("checkpoint %s after a clean stop, want %s", cps.get(), pos[19])
 	}
 }
+
+// A batch is the prepare's to keep: batches gather in one buffer, and each
+// is handed over in a slice of its own, so a prepared batch that holds its
+// events (its commit waits until every later batch was prepared) still
+// holds them, and the next batch's events do not overwrite them.
+func TestRunPipelinedBatchesOutliveTheNextOne(t *testing.T) {
+	store := memory.New()
+	t.Cleanup(func() { store.Close() })
+	pos := appendN(t, store, 20)
+	src := webhooks.StoreSource{Store: store, Batch: 3, From: func(context.Context) (events.Position, error) { return events.Position{}, nil }}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	allPrepared := make(chan struct{})
+	prepare := func(_ context.Context, recs []events.Recorded) ([]events.Recorded, error) {
+		if cap(recs) != len(recs) {
+			t.Errorf("a batch of %d events came in a slice of capacity %d", len(recs), cap(recs))
+		}
+		if recs[len(recs)-1].Position == pos[19] {
+			close(allPrepared)
+		}
+		return recs, nil // kept as they are, not copied
+	}
+	var committed []events.Recorded
+	commit := func(ctx context.Context, batches [][]events.Recorded) error {
+		select {
+		case <-allPrepared:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		committed = append(committed, slices.Concat(batches...)...)
+		if len(committed) == len(pos) {
+			cancel()
+		}
+		return nil
+	}
+	done := make(chan error, 1)
+	go func() { done <- webhooks.RunPipelined(ctx, src, prepare, commit) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		cancel()
+		t.Fatal("RunPipelined did not end")
+	}
+	if len(committed) != len(pos) {
+		t.Fatalf("committed %d events, want %d", len(committed), len(pos))
+	}
+	for i, r := range committed {
+		if r.Position != pos[i] || r.ID != fmt.Sprintf("00000000-0000-4000-8000-%012d", i) {
+			t.Fatalf("committed event %d is %s %s, want %s: a later batch overwrote it", i, r.ID, r.Position, pos[i])
+		}
+	}
+}

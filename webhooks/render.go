@@ -1,0 +1,156 @@
+package webhooks
+
+import (
+	"strconv"
+
+	"github.com/healthtech/partner-open-platform/events"
+	"github.com/healthtech/partner-open-platform/events/catalog"
+)
+
+// The webhook bodies are written field by field, in the order and with the
+// escaping json.Marshal gave them (every delivery's body is signed, so a
+// partner sees the same bytes as before): reflection over a struct and a
+// map per body was most of a delivery's rendering. render_test.go keeps the
+// structs json.Marshal rendered, documented in the README and the OpenAPI
+// file, and requires equal bytes for every type (TestRenderMatchesEncodingJSON,
+// FuzzRenderMatchesEncodingJSON).
+
+// rendered is a body of event ready to become a delivery with id.
+func rendered(event string, appID int64, id string, body []byte) Rendered {
+	return Rendered{Event: event, AppID: appID, Body: body, deliveryID: id}
+}
+
+// userBody starts the body of every channel-user webhook, up to its data
+// object: event, delivery_id, app_id, open_user_id, channel_user_id,
+// occurred_at, data.
+func userBody(event, id string, appID, openUserID int64, channelUserID, at string) []byte {
+	b := make([]byte, 0, 320+len(channelUserID))
+	b = appendString(b, `{"event":`, event)
+	b = appendString(b, `,"delivery_id":`, id)
+	b = appendInt(b, `,"app_id":`, appID)
+	b = appendInt(b, `,"open_user_id":`, openUserID)
+	b = appendString(b, `,"channel_user_id":`, channelUserID)
+	b = appendString(b, `,"occurred_at":`, at)
+	return append(b, `,"data":`...)
+}
+
+// appendMember writes a family member's data object and closes the body:
+// app_group_id is left out when 0 and changed_fields when empty.
+func appendMember(b []byte, memberID int64, appUserID string, familyGroupID, appGroupID int64, changed []string) []byte {
+	b = appendInt(b, `{"member_id":`, memberID)
+	b = appendString(b, `,"app_user_id":`, appUserID)
+	b = appendInt(b, `,"family_group_id":`, familyGroupID)
+	if appGroupID != 0 {
+		b = appendInt(b, `,"app_group_id":`, appGroupID)
+	}
+	if len(changed) > 0 {
+		b = appendStrings(append(b, `,"changed_fields":`...), changed)
+	}
+	return append(b, "}}"...)
+}
+
+// report is exactly the spec's health.report.* body.
+func report(event, id string, appID, openUserID int64, channelUserID string, reportID int64, reportType *string, at string) Rendered {
+	b := appendString(make([]byte, 0, 256+len(channelUserID)), `{"event":`, event)
+	b = appendInt(b, `,"open_user_id":`, openUserID)
+	b = appendString(b, `,"channel_user_id":`, channelUserID)
+	b = appendInt(b, `,"open_report_id":`, reportID)
+	b = appendOptString(b, `,"report_type":`, reportType)
+	b = appendString(b, `,"occurred_at":`, at)
+	b = appendString(b, `,"delivery_id":`, id)
+	return rendered(event, appID, id, append(b, '}'))
+}
+
+// pluginReady is exactly the spec's plugin.report.ready body; report_url
+// is always null. id is the delivery id of the event's app (appID), which
+// the rendered delivery goes to only when the measurement names that app.
+func pluginReady(id string, appID int64, m catalog.PluginMeasurement, at string) Rendered {
+	b := appendString(make([]byte, 0, 320), `{"event":`, "plugin.report.ready")
+	b = appendString(b, `,"delivery_id":`, id)
+	b = appendInt(b, `,"app_id":`, m.AppID)
+	b = appendString(b, `,"measurement_no":`, m.MeasurementNo)
+	b = appendOptString(b, `,"third_user_id":`, m.ThirdUserID)
+	b = append(b, `,"platform_user_id":`...)
+	if m.PlatformUserID == nil {
+		b = append(b, "null"...)
+	} else {
+		b = strconv.AppendInt(b, *m.PlatformUserID, 10)
+	}
+	b = appendString(b, `,"report_type":`, m.ReportType)
+	b = append(b, `,"report_url":null`...)
+	b = appendOptString(b, `,"metadata":`, m.Metadata)
+	b = appendString(b, `,"occurred_at":`, at)
+	r := rendered("plugin.report.ready", m.AppID, id, append(b, '}'))
+	r.DeadLetter = true
+	if m.AppID != appID {
+		r.deliveryID = ""
+	}
+	return r
+}
+
+// orderShipped is the shipment notification; the spec does not show one,
+// this shape is documented in the README and the OpenAPI file.
+func orderShipped(id string, appID int64, p *catalog.OrderShipped, shippedAt, at string) Rendered {
+	b := appendString(make([]byte, 0, 384+64*len(p.Items)), `{"event":`, "order.shipped")
+	b = appendString(b, `,"delivery_id":`, id)
+	b = appendInt(b, `,"app_id":`, appID)
+	b = appendString(b, `,"order_code":`, p.OrderCode)
+	b = appendString(b, `,"third_order_id":`, p.ThirdOrderID)
+	b = appendString(b, `,"logistics_company":`, p.LogisticsCompany)
+	b = appendString(b, `,"tracking_number":`, p.TrackingNumber)
+	b = appendString(b, `,"shipped_at":`, shippedAt)
+	b = strconv.AppendBool(append(b, `,"complete":`...), p.Complete)
+	b = append(b, `,"items":`...)
+	if p.Items == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i, it := range p.Items {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendInt(b, `{"item_id":`, it.ItemID)
+			b = appendString(b, `,"goods_code":`, it.GoodsCode)
+			b = appendInt(b, `,"quantity":`, it.Quantity)
+			b = appendStrings(append(b, `,"device_sns":`...), it.DeviceSNs)
+			b = append(b, '}')
+		}
+		b = append(b, ']')
+	}
+	b = appendString(b, `,"occurred_at":`, at)
+	return rendered("order.shipped", appID, id, append(b, '}'))
+}
+
+// appendString writes key (the JSON text before the value) and s as
+// json.Marshal does, HTML characters escaped.
+func appendString(b []byte, key, s string) []byte {
+	return events.AppendJSONString(append(b, key...), s, true)
+}
+
+// appendOptString is appendString of a nullable string.
+func appendOptString(b []byte, key string, s *string) []byte {
+	if s == nil {
+		return append(append(b, key...), "null"...)
+	}
+	return appendString(b, key, *s)
+}
+
+// appendInt writes key and n.
+func appendInt(b []byte, key string, n int64) []byte {
+	return strconv.AppendInt(append(b, key...), n, 10)
+}
+
+// appendStrings writes a string array as json.Marshal does: null when nil.
+func appendStrings(b []byte, ss []string) []byte {
+	if ss == nil {
+		return append(b, "null"...)
+	}
+	b = append(b, '[')
+	for i, s := range ss {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = events.AppendJSONString(b, s, true)
+	}
+	return append(b, ']')
+}
