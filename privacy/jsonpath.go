@@ -59,13 +59,15 @@ func compilePaths(paths []string) *pathNode {
 }
 
 // findAll finds the values of every path of the tree in one pass over the
-// document, in document order.
-func findAll(data []byte, root *pathNode) ([]pathSpan, error) {
+// document, in document order; expect is how many it makes room for at
+// first (the number of paths: one value each unless arrays or repeated
+// keys yield more).
+func findAll(data []byte, root *pathNode, expect int) ([]pathSpan, error) {
 	i := skipWS(data, 0)
 	if root.leaf < 0 && (len(root.children) == 0 || i >= len(data) || data[i] != '{') {
 		return nil, nil // no path names anything in a document that is no object
 	}
-	var out []pathSpan
+	out := make([]pathSpan, 0, expect)
 	_, err := walk(data, i, root, &out)
 	return out, err
 }

@@ -41,7 +41,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -228,43 +228,49 @@ func (s *Store) seal(ctx context.Context, stream, eventID, eventType string, dat
 	if err != nil && !destroyed {
 		return nil, false, fmt.Errorf("privacy: data key: %w", err)
 	}
-	size := len(data)
+	if destroyed {
+		out = make([]byte, 0, len(data))
+		last := 0
+		for _, f := range found {
+			out = append(append(out, data[last:f.start]...), Erased...)
+			last = f.end
+		}
+		return append(out, data[last:]...), false, nil
+	}
+	size, longest, deepest := len(data), 0, 0
 	for _, f := range found {
 		size += len(envPrefix) + len(key.ID) + 1 + base64.StdEncoding.EncodedLen(f.end-f.start+32) + len(envSuffix)
+		longest = max(longest, f.end-f.start)
+		deepest = max(deepest, len(f.path))
 	}
-	buf := bytes.NewBuffer(make([]byte, 0, size))
-	var nonces, sealed, ad []byte
-	if !destroyed {
-		n := key.AEAD.NonceSize()
-		nonces = make([]byte, n*len(found)) // one read for every field's nonce
-		if _, err := rand.Read(nonces); err != nil {
-			return nil, false, err
-		}
+	// One scratch allocation for every field: the nonces (one read for all
+	// of them), room for the longest field's nonce || ciphertext, and its
+	// associated data; each part capped so that no append runs into the next.
+	n := key.AEAD.NonceSize()
+	nonces := n * len(found)
+	room := n + longest + key.AEAD.Overhead()
+	scratch := make([]byte, nonces+room+len(eventID)+1+deepest)
+	if _, err := rand.Read(scratch[:nonces]); err != nil {
+		return nil, false, err
 	}
+	sealed := scratch[nonces : nonces : nonces+room]
+	ad := append(scratch[nonces+room:nonces+room], eventID...)
+	ad = append(ad, 0)
+	out = make([]byte, 0, size)
 	last := 0
 	for i, f := range found {
-		buf.Write(data[last:f.start])
+		out = append(out, data[last:f.start]...)
 		last = f.end
-		if destroyed {
-			buf.Write(Erased)
-			continue
-		}
-		n := key.AEAD.NonceSize()
-		nonce := nonces[i*n : (i+1)*n]
-		ad = append(append(append(ad[:0], eventID...), 0), f.path...) // associated(eventID, f.path)
+		nonce := scratch[i*n : (i+1)*n]
+		ad = append(ad[:len(eventID)+1], f.path...) // associated(eventID, f.path)
 		sealed = key.AEAD.Seal(append(sealed[:0], nonce...), nonce, data[f.start:f.end], ad)
-		buf.WriteString(envPrefix)
-		buf.WriteString(key.ID)
-		buf.WriteByte(':')
-		enc := base64.StdEncoding.EncodedLen(len(sealed))
-		buf.Grow(enc)
-		b64 := buf.AvailableBuffer()[:enc]
-		base64.StdEncoding.Encode(b64, sealed)
-		buf.Write(b64)
-		buf.WriteString(envSuffix)
+		out = append(out, envPrefix...)
+		out = append(out, key.ID...)
+		out = append(out, ':')
+		out = base64.StdEncoding.AppendEncode(out, sealed)
+		out = append(out, envSuffix...)
 	}
-	buf.Write(data[last:])
-	return buf.Bytes(), !destroyed, nil
+	return append(out, data[last:]...), true, nil
 }
 
 // Open returns rec with its personal fields decrypted (or erased); events
@@ -371,7 +377,8 @@ func personal(eventType string) *personalPaths {
 
 // locate finds the non-null values at the type's personal paths, in
 // document order, in one pass; an unlisted type's whole document is one
-// value (path "").
+// value (path ""). Every seal comes through here: it allocates the spans
+// once, sized for one value per path, and the result once.
 func locate(data []byte, fields *personalPaths) ([]located, error) {
 	if !fields.listed {
 		start := skipWS(data, 0)
@@ -381,7 +388,7 @@ func locate(data []byte, fields *personalPaths) ([]located, error) {
 		}
 		return []located{{span{start, end}, ""}}, nil
 	}
-	spans, err := findAll(data, fields.tree)
+	spans, err := findAll(data, fields.tree, len(fields.paths))
 	if err != nil {
 		return nil, err
 	}
@@ -391,8 +398,9 @@ func locate(data []byte, fields *personalPaths) ([]located, error) {
 			found = append(found, located{sp.span, fields.paths[sp.path]})
 		}
 	}
-	if !sort.SliceIsSorted(found, func(i, j int) bool { return found[i].start < found[j].start }) {
-		sort.Slice(found, func(i, j int) bool { return found[i].start < found[j].start })
+	byStart := func(a, b located) int { return a.start - b.start }
+	if !slices.IsSortedFunc(found, byStart) {
+		slices.SortFunc(found, byStart)
 	}
 	return found, nil
 }

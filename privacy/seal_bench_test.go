@@ -71,6 +71,28 @@ func BenchmarkSubject(b *testing.B) {
 	})
 }
 
+// BenchmarkLocate finds the personal values of a member upsert's two
+// sealed events, as every seal (and every read of an event this process did
+// not append) does first:
+//
+//	go test -run '^$' -bench Locate -benchmem ./privacy
+func BenchmarkLocate(b *testing.B) {
+	for _, ev := range []struct {
+		typ  string
+		data []byte
+	}{{"user.family_member.updated", []byte(memberUpserted)}, {"webhook.delivery.created", deliveryCreated}} {
+		b.Run(ev.typ, func(b *testing.B) {
+			fields := personal(ev.typ)
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := locate(ev.data, fields); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
 // BenchmarkSealDelivery seals a member upsert's delivery record, as the
 // dispatcher's append does for every webhook (ns and allocations per
 // record).
