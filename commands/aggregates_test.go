@@ -190,17 +190,16 @@ func TestLoadedCopyIsASnapshot(t *testing.T) {
 	want := deref(snap)
 	stop := make(chan struct{})
 	read := make(chan string)
-	go func() { // a decision still reading its copy
-		last := ""
-		for i := 0; ; i++ {
+	go func() { // a decision still reading its copy, at least once
+		for {
+			last := deref(snap)
+			_, _ = snap.mapping()
 			select {
 			case <-stop:
 				read <- last
 				return
 			default:
 			}
-			last = deref(snap)
-			_, _ = snap.mapping()
 		}
 	}()
 	groups, members := snap.mapping()
