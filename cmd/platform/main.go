@@ -42,7 +42,9 @@ func main() {
 	access, lines := log, (*httpapi.LineBuffer)(nil)
 	if cfg.AccessLogFlush > 0 {
 		lines = httpapi.NewLineBuffer(os.Stderr, cfg.AccessLogFlush)
-		access = newLogger(cfg.LogFormat, lines)
+		access = newAccessLogger(cfg.LogFormat, lines)
+	} else if cfg.LogFormat == "json" {
+		access = newAccessLogger(cfg.LogFormat, os.Stderr)
 	}
 
 	err = run(log, cfg.Addr, node.Config{
@@ -72,6 +74,16 @@ func newLogger(format string, w io.Writer) *slog.Logger {
 		return slog.New(slog.NewJSONHandler(w, nil))
 	}
 	return slog.New(slog.NewTextHandler(w, nil))
+}
+
+// newAccessLogger is newLogger for the access lines: in json, the same
+// bytes through httpapi's JSONLogHandler, which the access log writes
+// without slog's formatting cost.
+func newAccessLogger(format string, w io.Writer) *slog.Logger {
+	if format == "json" {
+		return slog.New(httpapi.NewJSONLogHandler(w))
+	}
+	return newLogger(format, w)
 }
 
 func run(log *slog.Logger, addr string, cfg node.Config) error {
