@@ -16,13 +16,13 @@ import (
 // (the base logger with the request id) would write, field for field and
 // in the same order, and a handler's log line carries the request id too,
 // so an operator can join a request's lines by it.
-// With a JSONLogHandler as the access logger (InstrumentTo's direct
-// write) the line is the same.
+// With a LogHandler as the access logger (InstrumentTo's direct write) the
+// line is the same.
 func TestInstrumentLogsTheRequestIDOnEveryLine(t *testing.T) {
 	t.Run("slog", func(t *testing.T) {
 		testInstrumentLogsTheRequestID(t, func(w io.Writer) slog.Handler { return slog.NewJSONHandler(w, nil) })
 	})
-	t.Run("JSONLogHandler", func(t *testing.T) {
+	t.Run("LogHandler", func(t *testing.T) {
 		testInstrumentLogsTheRequestID(t, func(w io.Writer) slog.Handler { return NewJSONLogHandler(w) })
 	})
 }

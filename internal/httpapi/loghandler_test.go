@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math"
 	"math/rand/v2"
@@ -81,22 +82,30 @@ func randomAttr(rnd *rand.Rand) slog.Attr {
 
 var zones = []*time.Location{time.UTC, time.FixedZone("", 8*3600), time.FixedZone("", -(5*3600 + 30*60)), time.FixedZone("odd", 3600+7)}
 
-// sameLine requires JSONLogHandler and slog.JSONHandler to write the same
-// bytes (and the same error) for r.
+// sameLine requires LogHandler to write the bytes (and the error) of
+// slog.JSONHandler and slog.TextHandler for r.
 func sameLine(t *testing.T, r slog.Record) {
 	t.Helper()
-	var got, want bytes.Buffer
-	gotErr := NewJSONLogHandler(&got).Handle(context.Background(), r.Clone())
-	wantErr := slog.NewJSONHandler(&want, nil).Handle(context.Background(), r.Clone())
-	if got.String() != want.String() || fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
-		t.Fatalf("JSONLogHandler wrote\n%q (%v)\nslog.JSONHandler\n%q (%v)", got.String(), gotErr, want.String(), wantErr)
+	for _, c := range []struct {
+		ours   func(io.Writer) *LogHandler
+		theirs func(io.Writer) slog.Handler
+	}{
+		{NewJSONLogHandler, func(w io.Writer) slog.Handler { return slog.NewJSONHandler(w, nil) }},
+		{NewTextLogHandler, func(w io.Writer) slog.Handler { return slog.NewTextHandler(w, nil) }},
+	} {
+		var got, want bytes.Buffer
+		gotErr := c.ours(&got).Handle(context.Background(), r.Clone())
+		wantErr := c.theirs(&want).Handle(context.Background(), r.Clone())
+		if got.String() != want.String() || fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
+			t.Fatalf("LogHandler wrote\n%q (%v)\nslog's handler\n%q (%v)", got.String(), gotErr, want.String(), wantErr)
+		}
 	}
 }
 
-// JSONLogHandler writes slog.JSONHandler's bytes for any record: the ones
-// it writes itself (odd strings, floats in both of json.Marshal's formats,
-// every integer) and the ones it hands to slog.
-func TestJSONLogHandlerMatchesSlog(t *testing.T) {
+// LogHandler writes slog.JSONHandler's and slog.TextHandler's bytes for
+// any record: the ones it writes itself (odd strings, floats in both of
+// json.Marshal's formats, every integer) and the ones it hands to slog.
+func TestLogHandlerMatchesSlog(t *testing.T) {
 	rnd := rand.New(rand.NewPCG(11, 12))
 	levels := []slog.Level{slog.LevelInfo, slog.LevelWarn, slog.LevelError, slog.LevelInfo + 2}
 	for i := range 20000 {
@@ -120,7 +129,7 @@ func TestJSONLogHandlerMatchesSlog(t *testing.T) {
 
 // The access line as InstrumentTo sends it, field by field, with odd
 // values: the direct write matches slog's for each.
-func TestJSONLogHandlerAccessLine(t *testing.T) {
+func TestLogHandlerAccessLine(t *testing.T) {
 	for _, s := range oddStrings {
 		for _, f := range oddFloats {
 			r := slog.NewRecord(time.Now(), slog.LevelInfo, "request", 0)
@@ -131,9 +140,9 @@ func TestJSONLogHandlerAccessLine(t *testing.T) {
 	}
 }
 
-// FuzzJSONLogHandlerMatchesSlog: whatever the strings, numbers and instant,
-// JSONLogHandler writes slog.JSONHandler's bytes.
-func FuzzJSONLogHandlerMatchesSlog(f *testing.F) {
+// FuzzLogHandlerMatchesSlog: whatever the strings, numbers and instant,
+// LogHandler writes slog.JSONHandler's and slog.TextHandler's bytes.
+func FuzzLogHandlerMatchesSlog(f *testing.F) {
 	for i, s := range oddStrings {
 		f.Add(s, "route", s, int64(i), float64(i)/1000, int64(1700000000)+int64(i), int32(i*3600))
 	}
