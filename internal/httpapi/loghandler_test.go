@@ -155,3 +155,33 @@ func FuzzLogHandlerMatchesSlog(f *testing.F) {
 		sameLine(t, r)
 	})
 }
+
+// BenchmarkAccessLine is one access line as Instrument writes it: through
+// slog's handlers (Logger.LogAttrs) and through LogHandler directly.
+func BenchmarkAccessLine(b *testing.B) {
+	attrs := []slog.Attr{slog.String("request_id", "3f2a9c0d5e6b7a8c9d0e1f2a"), slog.String("method", "GET"),
+		slog.String("route", "/open/v1/channel/users/:open_user_id"), slog.Int("status", 200),
+		slog.Float64("duration_ms", 1.234), slog.Int64("app_id", 100001)}
+	for _, c := range []struct {
+		name string
+		slog slog.Handler
+		ours *LogHandler
+	}{
+		{"json", slog.NewJSONHandler(io.Discard, nil), NewJSONLogHandler(io.Discard)},
+		{"text", slog.NewTextHandler(io.Discard, nil), NewTextLogHandler(io.Discard)},
+	} {
+		b.Run(c.name+"/slog", func(b *testing.B) {
+			l := slog.New(c.slog)
+			for b.Loop() {
+				l.LogAttrs(context.Background(), slog.LevelInfo, "request", attrs...)
+			}
+		})
+		b.Run(c.name+"/LogHandler", func(b *testing.B) {
+			for b.Loop() {
+				if ok, _ := c.ours.writeIf(slog.LevelInfo, "request", attrs); !ok {
+					b.Fatal("declined")
+				}
+			}
+		})
+	}
+}
