@@ -19,7 +19,7 @@ import (
 // formatting, its json.Marshal of each float and the logger's
 // runtime.Callers were ≈ 4 % of a Postgres snapshot read's CPU
 // (BENCHMARKS.md issue 11 twelfth round, part A), and Instrument writes
-// through it without building a Record.
+// through it without building a Record. Each line is one Write, as slog's.
 type LogHandler struct {
 	mu   *sync.Mutex
 	w    io.Writer
@@ -63,11 +63,11 @@ func (h *LogHandler) Handle(ctx context.Context, r slog.Record) error {
 	return h.slow.Handle(ctx, r)
 }
 
-// WithAttrs returns slog's JSONHandler with attrs (nothing on the access
+// WithAttrs returns the slog handler with attrs (nothing on the access
 // path uses it).
 func (h *LogHandler) WithAttrs(attrs []slog.Attr) slog.Handler { return h.slow.WithAttrs(attrs) }
 
-// WithGroup returns slog's JSONHandler with the group.
+// WithGroup returns the slog handler with the group.
 func (h *LogHandler) WithGroup(name string) slog.Handler {
 	if name == "" {
 		return h
