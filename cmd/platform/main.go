@@ -39,10 +39,10 @@ func main() {
 	}
 	// The access lines go through a buffer written at least every
 	// AccessLogFlush (and at exit); every other line is written at once.
-	access, lines := log, (*httpapi.LineBuffer)(nil)
+	access, lines := newAccessLogger(cfg.LogFormat, os.Stderr), (*httpapi.LineBuffer)(nil)
 	if cfg.AccessLogFlush > 0 {
 		lines = httpapi.NewLineBuffer(os.Stderr, cfg.AccessLogFlush)
-		access = newLogger(cfg.LogFormat, lines)
+		access = newAccessLogger(cfg.LogFormat, lines)
 	}
 
 	err = run(log, cfg.Addr, node.Config{
@@ -72,6 +72,16 @@ func newLogger(format string, w io.Writer) *slog.Logger {
 		return slog.New(slog.NewJSONHandler(w, nil))
 	}
 	return slog.New(slog.NewTextHandler(w, nil))
+}
+
+// newAccessLogger is newLogger for the access lines: the same bytes
+// through httpapi's LogHandler, which Instrument writes to without slog's
+// per-record cost.
+func newAccessLogger(format string, w io.Writer) *slog.Logger {
+	if format == "json" {
+		return slog.New(httpapi.NewJSONLogHandler(w))
+	}
+	return slog.New(httpapi.NewTextLogHandler(w))
 }
 
 func run(log *slog.Logger, addr string, cfg node.Config) error {

@@ -190,6 +190,7 @@ func Instrument(log *slog.Logger, route string, observe Observer, next http.Hand
 // of log, so that an operator may buffer the access lines (LineBuffer) while
 // what handlers log, errors and panics included, is still written at once.
 func InstrumentTo(log, access *slog.Logger, route string, observe Observer, next http.Handler) http.Handler {
+	fast, _ := access.Handler().(*LogHandler)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		id := r.Header.Get(RequestIDHeader)
@@ -235,7 +236,11 @@ func InstrumentTo(log, access *slog.Logger, route string, observe Observer, next
 			if note.Reason != "" {
 				attrs = append(attrs, slog.String("auth_failure", note.Reason))
 			}
-			access.LogAttrs(context.Background(), slog.LevelInfo, "request", attrs...)
+			// A LogHandler writes the line without the Record and the
+			// caller's program counter that Logger.LogAttrs builds.
+			if ok, _ := fast.writeIf(slog.LevelInfo, "request", attrs); !ok {
+				access.LogAttrs(context.Background(), slog.LevelInfo, "request", attrs...)
+			}
 			if observe != nil {
 				observe(method, route, sw.status, d)
 			}

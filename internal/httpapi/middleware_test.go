@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -15,10 +16,21 @@ import (
 // (the base logger with the request id) would write, field for field and
 // in the same order, and a handler's log line carries the request id too,
 // so an operator can join a request's lines by it.
+// With a LogHandler as the access logger (InstrumentTo's direct write) the
+// line is the same.
 func TestInstrumentLogsTheRequestIDOnEveryLine(t *testing.T) {
+	t.Run("slog", func(t *testing.T) {
+		testInstrumentLogsTheRequestID(t, func(w io.Writer) slog.Handler { return slog.NewJSONHandler(w, nil) })
+	})
+	t.Run("LogHandler", func(t *testing.T) {
+		testInstrumentLogsTheRequestID(t, func(w io.Writer) slog.Handler { return NewJSONLogHandler(w) })
+	})
+}
+
+func testInstrumentLogsTheRequestID(t *testing.T, access func(io.Writer) slog.Handler) {
 	var logs bytes.Buffer
 	log := slog.New(slog.NewJSONHandler(&logs, nil))
-	h := Instrument(log, "/r", nil, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := InstrumentTo(log, slog.New(access(&logs)), "/r", nil, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		n := NoteFrom(r.Context())
 		n.AppID, n.Reason = 7, "stale"
 		Logger(r.Context()).Warn("inside", "k", 1)
