@@ -133,3 +133,25 @@ func FuzzAnswersEncodeAsTheMapsTheyReplace(f *testing.F) {
 			commands.MemberResult{MemberID: y, AppUserID: a, Created: !created})
 	})
 }
+
+// BenchmarkRegisterAnswer writes a register's answer (one group, no
+// members) as the map it was and as the struct it is.
+func BenchmarkRegisterAnswer(b *testing.B) {
+	res := commands.RegisterResult{OpenUserID: 1234567890123, ChannelUserID: "bench-reg-123456", Created: true, Groups: []commands.GroupRef{{FamilyGroupID: 123456789, AppGroupID: 1}}}
+	for _, c := range []struct {
+		name string
+		data func() any
+	}{
+		{"map", func() any { return registerAnswerMap(res) }},
+		{"struct", func() any { return registerAnswerOf(res) }},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			w := httptest.NewRecorder()
+			for b.Loop() {
+				w.Body.Reset()
+				httpapi.OK(w, 201, c.data())
+			}
+		})
+	}
+}
