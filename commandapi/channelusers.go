@@ -56,6 +56,27 @@ func (a *API) register(c *call) error {
 	if err != nil {
 		return err
 	}
+	c.answer(res.Position, res.Created, registerAnswerOf(res))
+	return nil
+}
+
+// The answers below are structs whose fields are in the order encoding/json
+// sorts a map's keys, so they encode to the bytes the maps they replace
+// encoded to (answers_test.go holds them to that), at a third of the cost:
+// no map to build, sort and reflect over per write.
+
+// registerAnswer is a register's data.
+type registerAnswer struct {
+	ChannelUserID string      `json:"channel_user_id"`
+	Created       bool        `json:"created"`
+	FamilyGroups  []groupRef  `json:"family_groups"`
+	FamilyMembers []memberRef `json:"family_members"`
+	OpenUserID    int64       `json:"open_user_id"`
+}
+
+// registerAnswerOf is res as the register answers it; the lists are never
+// nil (they encode as [], not null).
+func registerAnswerOf(res commands.RegisterResult) registerAnswer {
 	groups := make([]groupRef, 0, len(res.Groups))
 	for _, g := range res.Groups {
 		groups = append(groups, groupRef{g.FamilyGroupID, g.AppGroupID})
@@ -64,11 +85,30 @@ func (a *API) register(c *call) error {
 	for _, m := range res.Members {
 		members = append(members, memberRef{m.MemberID, m.AppUserID})
 	}
-	c.answer(res.Position, res.Created, map[string]any{
-		"open_user_id": res.OpenUserID, "channel_user_id": res.ChannelUserID, "created": res.Created,
-		"family_groups": groups, "family_members": members,
-	})
-	return nil
+	return registerAnswer{ChannelUserID: res.ChannelUserID, Created: res.Created, FamilyGroups: groups, FamilyMembers: members, OpenUserID: res.OpenUserID}
+}
+
+// groupAnswer is a group upsert's data.
+type groupAnswer struct {
+	AppGroupID    int64  `json:"app_group_id"`
+	Created       bool   `json:"created"`
+	FamilyGroupID int64  `json:"family_group_id"`
+	Name          string `json:"name"`
+}
+
+func groupAnswerOf(res commands.GroupResult) groupAnswer {
+	return groupAnswer{AppGroupID: res.AppGroupID, Created: res.Created, FamilyGroupID: res.FamilyGroupID, Name: res.Name}
+}
+
+// memberAnswer is a member upsert's data.
+type memberAnswer struct {
+	AppUserID string `json:"app_user_id"`
+	Created   bool   `json:"created"`
+	MemberID  int64  `json:"member_id"`
+}
+
+func memberAnswerOf(res commands.MemberResult) memberAnswer {
+	return memberAnswer{AppUserID: res.AppUserID, Created: res.Created, MemberID: res.MemberID}
 }
 
 func (a *API) patchUser(c *call) error {
@@ -106,9 +146,7 @@ func (a *API) upsertGroup(c *call) error {
 	if err != nil {
 		return err
 	}
-	c.answer(res.Position, res.Created, map[string]any{
-		"family_group_id": res.FamilyGroupID, "app_group_id": res.AppGroupID, "name": res.Name, "created": res.Created,
-	})
+	c.answer(res.Position, res.Created, groupAnswerOf(res))
 	return nil
 }
 
@@ -141,7 +179,7 @@ func (a *API) upsertMember(c *call) error {
 	if err != nil {
 		return err
 	}
-	c.answer(res.Position, res.Created, map[string]any{"member_id": res.MemberID, "app_user_id": res.AppUserID, "created": res.Created})
+	c.answer(res.Position, res.Created, memberAnswerOf(res))
 	return nil
 }
 
