@@ -1184,10 +1184,11 @@ func (b *Benefits) verifyBatch(ctx context.Context, card string, batch []*verify
 			return
 		}
 		work := cached.state.clone()
+		items := map[int64]itemState{} // read once per attempt (decideOne)
 		var evs []events.Proposed
 		for _, r := range batch {
 			r.decided, r.err = nil, nil
-			ev, err := b.decideOne(ctx, &work, r)
+			ev, err := b.decideOne(ctx, &work, items, r)
 			if err != nil {
 				r.err = err
 				continue
@@ -1244,15 +1245,21 @@ func (b *Benefits) verifyBatch(ctx context.Context, card string, batch []*verify
 
 // decideOne decides one use against the batch's working state: refused
 // before a record id is allocated; the id is kept across a conflict's
-// retry (a conflicted append wrote nothing).
-func (b *Benefits) decideOne(ctx context.Context, work *cardState, r *verifyReq) (catalog.BenefitFulfilled, error) {
+// retry (a conflicted append wrote nothing). items holds the benefit items
+// this attempt has read: each is read once for the whole batch, after
+// every request in it arrived, so each still sees the item as of its call,
+// and a hot card's batch costs one item read instead of one per use.
+func (b *Benefits) decideOne(ctx context.Context, work *cardState, items map[int64]itemState, r *verifyReq) (catalog.BenefitFulfilled, error) {
 	line, _, err := verifyLine(work, r.candidates, r.c.In)
 	if err != nil {
 		return catalog.BenefitFulfilled{}, err
 	}
-	item, err := b.currentItem(ctx, line.BenefitItemID)
-	if err != nil {
-		return catalog.BenefitFulfilled{}, err
+	item, ok := items[line.BenefitItemID]
+	if !ok {
+		if item, err = b.currentItem(ctx, line.BenefitItemID); err != nil {
+			return catalog.BenefitFulfilled{}, err
+		}
+		items[line.BenefitItemID] = item
 	}
 	r.c.Now = b.now().UTC()
 	if _, _, err := checkVerify(work, r.candidates, item, r.c); err != nil {
