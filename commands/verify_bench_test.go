@@ -11,13 +11,20 @@ import (
 	"github.com/healthtech/partner-open-platform/internal/pgtest"
 )
 
-// BenchmarkVerifyManyCardsPostgres: verify-use of one unit by parallel
-// callers, each on a card of its own drawn from 256 (as platformbench's
-// many-cards scenario), on the Postgres event store: the command's cost and
-// waits without HTTP or read models. Needs PLATFORM_TEST_POSTGRES_URL.
+// BenchmarkVerifyPostgres: verify-use of one unit by parallel callers on
+// one hot card or spread over 300 (as platformbench's verify-hot and
+// verify-many scenarios), on the Postgres event store: the command's cost
+// and waits without HTTP or read models. Needs PLATFORM_TEST_POSTGRES_URL.
 //
-//	go test -run '^$' -bench VerifyManyCardsPostgres -cpu 32 ./commands/
-func BenchmarkVerifyManyCardsPostgres(b *testing.B) {
+//	go test -run '^$' -bench VerifyPostgres -cpu 32 ./commands/
+func BenchmarkVerifyPostgres(b *testing.B) {
+	b.Run("hot-card", func(b *testing.B) { benchmarkVerifyPostgres(b, 1) })
+	b.Run("300-cards", func(b *testing.B) { benchmarkVerifyPostgres(b, 3) })
+}
+
+// benchmarkVerifyPostgres issues batches of 100 cards and verifies on
+// the first card of each batch only (batches == 1: one hot card) or on all.
+func benchmarkVerifyPostgres(b *testing.B, batches int) {
 	ctx := context.Background()
 	store, err := pgevents.Open(ctx, pgtest.New(b))
 	if err != nil {
@@ -47,13 +54,16 @@ func BenchmarkVerifyManyCardsPostgres(b *testing.B) {
 		in[i] = CardInput{HolderName: "李雷", ExpiresAt: time.Now().Add(time.Hour), Items: []CardItemInput{{BenefitItemID: item, Quantity: 100000}}}
 	}
 	var cards []string
-	for range 3 {
+	for range batches {
 		issued, err := h.IssueCards(ctx, 1, in, Meta{})
 		if err != nil {
 			b.Fatal(err)
 		}
 		for _, c := range issued {
 			cards = append(cards, c.CardNumber)
+		}
+		if batches == 1 {
+			cards = cards[:1]
 		}
 	}
 	var next atomic.Int64
