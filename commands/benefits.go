@@ -76,12 +76,18 @@ const maxCachedCards = 10000
 
 // cardAt returns the card's current state, reading only the events appended
 // since it was last seen (by this node or any other). Callers lead the card's queue.
-func (b *Benefits) cardAt(ctx context.Context, number string) (*cachedCard, error) {
+//
+// With trustCached, a card already cached is returned without reading its
+// stream (read is false): a use decided on it is appended after the cached
+// version, so an event another node appended meanwhile fails the append as
+// a conflict, and the uses are decided again on what cardAt then reads. On
+// Postgres this saves a round trip per use of a card this node holds.
+func (b *Benefits) cardAt(ctx context.Context, number string, trustCached bool) (c *cachedCard, read bool, err error) {
 	b.cacheMu.Lock()
 	if b.cache == nil {
 		b.cache = map[string]*cachedCard{}
 	}
-	c := b.cache[number]
+	c = b.cache[number]
 	if c == nil {
 		if len(b.cache) >= maxCachedCards {
 			for k := range b.cache { // drop an arbitrary entry
@@ -93,19 +99,22 @@ func (b *Benefits) cardAt(ctx context.Context, number string) (*cachedCard, erro
 		b.cache[number] = c
 	}
 	b.cacheMu.Unlock()
+	if trustCached && c.version > 0 {
+		return c, false, nil
+	}
 	recs, err := b.store.ReadStream(ctx, domain.CardStream(number), c.version, 0)
 	if err != nil {
-		return nil, err
+		return nil, true, err
 	}
 	for _, r := range recs {
 		env, err := b.reg.Decode(r)
 		if err != nil {
-			return nil, err
+			return nil, true, err
 		}
 		c.state.apply(env)
 	}
 	c.version += uint64(len(recs))
-	return c, nil
+	return c, true, nil
 }
 
 // NewBenefits builds the handler; cooldown is the DUPLICATE_FULFILLMENT window.
@@ -1162,11 +1171,12 @@ func (s cardState) clone() cardState {
 // they would one at a time), and appends the accepted ones in one append
 // after the card's version: each request gets its own answer, a refused
 // use its own refusal; a conflict (another node used the card) decides the
-// whole batch again.
+// whole batch again. The first attempt decides on the cached card without
+// reading it (cardAt), which the append's expected version checks.
 func (b *Benefits) verifyBatch(ctx context.Context, card string, batch []*verifyReq) {
 	stream := domain.CardStream(card)
 	for attempt := 0; attempt < 10*maxAttempts; attempt++ {
-		cached, err := b.cardAt(ctx, card)
+		cached, read, err := b.cardAt(ctx, card, attempt == 0)
 		if err != nil {
 			for _, r := range batch {
 				r.finish(Verified{}, err)
@@ -1174,10 +1184,11 @@ func (b *Benefits) verifyBatch(ctx context.Context, card string, batch []*verify
 			return
 		}
 		work := cached.state.clone()
+		items := map[int64]itemState{} // read once per attempt (decideOne)
 		var evs []events.Proposed
 		for _, r := range batch {
 			r.decided, r.err = nil, nil
-			ev, err := b.decideOne(ctx, &work, r)
+			ev, err := b.decideOne(ctx, &work, items, r)
 			if err != nil {
 				r.err = err
 				continue
@@ -1192,6 +1203,14 @@ func (b *Benefits) verifyBatch(ctx context.Context, card string, batch []*verify
 			work.apply(events.Envelope{Payload: &applied})
 			r.decided = &ev
 			evs = append(evs, p)
+		}
+		if len(evs) == 0 && !read {
+			// Every use refused on the cached card, with no append to
+			// tell whether another node used the card meanwhile: decide
+			// again on its stream as read now, so each refusal is the one
+			// the card's current state gives (a use elsewhere within the
+			// cooldown is DUPLICATE_FULFILLMENT, not NO_REMAINING_QUOTA).
+			continue
 		}
 		var res events.AppendResult
 		if len(evs) > 0 {
@@ -1226,15 +1245,21 @@ func (b *Benefits) verifyBatch(ctx context.Context, card string, batch []*verify
 
 // decideOne decides one use against the batch's working state: refused
 // before a record id is allocated; the id is kept across a conflict's
-// retry (a conflicted append wrote nothing).
-func (b *Benefits) decideOne(ctx context.Context, work *cardState, r *verifyReq) (catalog.BenefitFulfilled, error) {
+// retry (a conflicted append wrote nothing). items holds the benefit items
+// this attempt has read: each is read once for the whole batch, after
+// every request in it arrived, so each still sees the item as of its call,
+// and a hot card's batch costs one item read instead of one per use.
+func (b *Benefits) decideOne(ctx context.Context, work *cardState, items map[int64]itemState, r *verifyReq) (catalog.BenefitFulfilled, error) {
 	line, _, err := verifyLine(work, r.candidates, r.c.In)
 	if err != nil {
 		return catalog.BenefitFulfilled{}, err
 	}
-	item, err := b.currentItem(ctx, line.BenefitItemID)
-	if err != nil {
-		return catalog.BenefitFulfilled{}, err
+	item, ok := items[line.BenefitItemID]
+	if !ok {
+		if item, err = b.currentItem(ctx, line.BenefitItemID); err != nil {
+			return catalog.BenefitFulfilled{}, err
+		}
+		items[line.BenefitItemID] = item
 	}
 	r.c.Now = b.now().UTC()
 	if _, _, err := checkVerify(work, r.candidates, item, r.c); err != nil {

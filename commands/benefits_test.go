@@ -242,7 +242,7 @@ func TestCachedCardMatchesReplay(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	cached, err := b.cardAt(ctx, card) // nothing leads the card now
+	cached, _, err := b.cardAt(ctx, card, false) // nothing leads the card now
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -345,6 +345,44 @@ func TestConcurrentUsesOfOneCardEachGetTheirOwnAnswer(t *testing.T) {
 		wg.Wait()
 		if ok.Load() != 1 || dup.Load() != 39 {
 			t.Fatalf("within the cooldown: %d successes, %d duplicates", ok.Load(), dup.Load())
+		}
+	})
+}
+
+// TestVerifyRefusalOnACachedCardIsTheCurrentOne: a node decides a use on
+// the card it holds without reading the card's stream, and the append's
+// expected version catches a use by another node; a refusal appends
+// nothing, so it must still be the one the card's current state gives.
+// Here this node holds remaining 1 with no use by the clinic; the other
+// node's use through the clinic (within the cooldown) leaves 0: a use of 2
+// through the clinic is DUPLICATE_FULFILLMENT (the cached card would say
+// NO_REMAINING_QUOTA).
+func TestVerifyRefusalOnACachedCardIsTheCurrentOne(t *testing.T) {
+	eventStores(t, func(t *testing.T, store events.Store) {
+		b, card, item := benefitFixture(t, store, 2, time.Minute)
+		other := NewBenefits(store, b.reg, NewAllocator(store, b.reg, 20), time.Now, time.Minute, b.providers)
+		station, _, err := b.RegisterProvider(ctx, ProviderInput{AppID: 3, Name: "second clinic", Type: ProviderService, Contact: "y"}, Meta{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.providers.(staticProviders)[3] = []int64{station}
+		if _, err := b.ReviewProvider(ctx, station, true, "", Meta{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.ConfigureItems(ctx, station, []int64{item}, Meta{}); err != nil {
+			t.Fatal(err)
+		}
+		use := func(h *Benefits, app, quantity int64) (Verified, error) {
+			return h.Verify(ctx, app, VerifyInput{CardNumber: card, BenefitItemID: &item, Quantity: quantity}, Meta{})
+		}
+		if v, err := use(b, 3, 1); err != nil || v.Remaining != 1 {
+			t.Fatalf("use through the second clinic: remaining %d, %v", v.Remaining, err)
+		}
+		if v, err := use(other, 2, 1); err != nil || v.Remaining != 0 {
+			t.Fatalf("use through the clinic on the other node: remaining %d, %v", v.Remaining, err)
+		}
+		if _, err := use(b, 2, 2); !errors.Is(err, domain.ErrDuplicateFulfillment) {
+			t.Fatalf("use of 2 through the clinic after the other node's: %v, want %v", err, domain.ErrDuplicateFulfillment)
 		}
 	})
 }
