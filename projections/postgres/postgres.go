@@ -576,6 +576,13 @@ func (t *tx) EraseUser(ctx context.Context, openUserID int64) error {
 	t.batch.Queue(`DELETE FROM family_members WHERE open_user_id = $1`, openUserID)
 	t.batch.Queue(`DELETE FROM family_groups WHERE open_user_id = $1`, openUserID)
 	t.batch.Queue(`DELETE FROM users WHERE open_user_id = $1`, openUserID)
+	// The document goes with the rows, before the refresh at the end of
+	// the transaction writes the others, so that a channel id freed and
+	// taken in one transaction never collides. Only an erasure removes a
+	// user, so no other transaction pays for a stale-document check (a
+	// DELETE over every touched user took 4 ms per member-upsert batch
+	// under load, BENCHMARKS.md twelfth round, part G).
+	t.batch.Queue(`DELETE FROM user_snapshots WHERE open_user_id = $1`, openUserID)
 	return nil
 }
 

@@ -230,3 +230,55 @@ func TestSnapshotDocumentsUnderConcurrentWriters(t *testing.T) {
 	}
 	compareDocs(t, ctx, conn, "after two concurrent writers")
 }
+
+// An erasure removes the user's document in its own transaction, and only
+// there (the refresh no longer checks every touched user for a document
+// left behind): a channel id erased and registered again by a new user in
+// one transaction gets the new user's document, none is left for the
+// erased user, and a later transaction that only writes the new user's
+// members leaves the documents equal to the rows.
+func TestSnapshotChannelFreedAndTakenInOneUpdate(t *testing.T) {
+	ctx := context.Background()
+	s, conn := docsStore(t, ctx)
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	user := func(id int64) projections.User {
+		return projections.User{AppID: 1, OpenUserID: id, ChannelUserID: "same-channel", Name: fmt.Sprint("n", id), Gender: "male", Status: "ACTIVE", RegisteredAt: at, UpdatedAt: at}
+	}
+	member := func(owner, id int64) projections.Member {
+		return projections.Member{AppID: 1, OpenUserID: owner, MemberID: id, AppUserID: "a", AppGroupID: 1, FamilyGroupID: owner * 10, Name: "m", Relationship: "child", UpdatedAt: at}
+	}
+	steps := []func(tx projections.UserTx) error{
+		func(tx projections.UserTx) error {
+			if err := tx.PutUser(ctx, user(1)); err != nil {
+				return err
+			}
+			return tx.PutMember(ctx, member(1, 100))
+		},
+		func(tx projections.UserTx) error {
+			if err := tx.EraseUser(ctx, 1); err != nil {
+				return err
+			}
+			if err := tx.PutUser(ctx, user(2)); err != nil {
+				return err
+			}
+			return tx.PutMember(ctx, member(2, 200))
+		},
+		func(tx projections.UserTx) error { return tx.PutMember(ctx, member(2, 201)) },
+		func(tx projections.UserTx) error { return tx.EraseUser(ctx, 2) },
+	}
+	for i, step := range steps {
+		pos := uint64(i + 1)
+		if err := s.Update(ctx, string(projections.FamilyUsers), events.Position{Commit: pos, Prepare: pos}, step); err != nil {
+			t.Fatalf("step %d: %v", i, err)
+		}
+		compareDocs(t, ctx, conn, fmt.Sprint("after step ", i))
+		snap, err := s.Snapshot(ctx, projections.SnapshotQuery{AppID: 1, ChannelUserID: "same-channel"})
+		if err != nil {
+			t.Fatalf("step %d: snapshot: %v", i, err)
+		}
+		want := map[int]int64{0: 1, 1: 2, 2: 2, 3: 0}[i]
+		if got := map[bool]int64{true: snap.User.OpenUserID}[snap.Found]; got != want {
+			t.Fatalf("step %d: the channel's snapshot is user %d (found %v), want %d", i, got, snap.Found, want)
+		}
+	}
+}

@@ -279,14 +279,6 @@ func (s *Store) snapshot(ctx context.Context, q projections.SnapshotQuery, snap 
 
 func micro(us int64) time.Time { return time.UnixMicro(us).UTC() }
 
-// deleteStaleSnapshots drops the documents of touched users that no longer
-// exist (erased), before refreshSnapshotsQuery writes the others, so that a
-// channel id freed and taken in one transaction never collides.
-const deleteStaleSnapshots = `
-DELETE FROM user_snapshots s
-WHERE s.open_user_id = ANY($1::bigint[])
-  AND NOT EXISTS (SELECT 1 FROM users u WHERE u.open_user_id = s.open_user_id)`
-
 // refreshSnapshotsQuery rewrites the documents of the touched users (and
 // of the owners of deleted members) from the rows as this transaction
 // sees them, through the one definition of a document, user_snapshot_docs.
@@ -315,9 +307,6 @@ func (t *tx) refreshSnapshots() {
 	}
 	users := slices.Compact(slices.Sorted(slices.Values(t.touchedUsers)))
 	members := slices.Compact(slices.Sorted(slices.Values(t.deletedMembers)))
-	if len(users) > 0 {
-		t.batch.Queue(deleteStaleSnapshots, users)
-	}
 	t.batch.Queue(refreshSnapshotsQuery, users, members)
 	t.touchedUsers, t.deletedMembers = nil, nil
 }
