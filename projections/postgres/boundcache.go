@@ -5,10 +5,17 @@ import (
 	"time"
 )
 
-// boundCacheMax bounds the bindings a store remembers; past it, new ones
-// are not remembered until expired ones are swept (a miss only costs the
-// binding's statement, never correctness).
-const boundCacheMax = 1 << 16
+// boundCacheMax bounds the bindings a store remembers. A put that finds
+// the cache full sweeps it once: expired bindings go, and if that frees too
+// little, arbitrary ones too, down to boundCacheKeep, so the next sweep is
+// boundCacheMax-boundCacheKeep puts away (a forgotten binding only costs
+// its statement, never correctness). Sweeping at every put of a full cache
+// instead scanned 65,536 entries under the write lock per signed request:
+// every request of every app then queued on it (≈ 50 ms each under load).
+const (
+	boundCacheMax  = 1 << 16
+	boundCacheKeep = boundCacheMax - boundCacheMax/8
+)
 
 // boundCache remembers bindings this store has seen hold in nonce_bindings,
 // until they expire, so that the reads sharing a signature (every bodyless
@@ -20,8 +27,9 @@ const boundCacheMax = 1 << 16
 // statements; a binding this node has not seen yet is always asked of the
 // shared table.
 type boundCache struct {
-	mu sync.RWMutex
-	m  map[boundKey]boundEntry
+	mu     sync.RWMutex
+	m      map[boundKey]boundEntry
+	sweeps int // full-cache sweeps so far (tests)
 }
 
 type boundKey struct{ scope, key string }
@@ -53,13 +61,17 @@ func (c *boundCache) put(scope, key, value string, expires, now time.Time) {
 		c.m = map[boundKey]boundEntry{}
 	}
 	if len(c.m) >= boundCacheMax {
+		c.sweeps++
 		for k, e := range c.m {
 			if !now.Before(e.expires) {
 				delete(c.m, k)
 			}
 		}
-		if len(c.m) >= boundCacheMax {
-			return
+		for k := range c.m { // map order: arbitrary ones
+			if len(c.m) <= boundCacheKeep {
+				break
+			}
+			delete(c.m, k)
 		}
 	}
 	c.m[boundKey{scope, key}] = boundEntry{value: value, expires: expires}
