@@ -85,3 +85,20 @@ func AppendJSONString(b []byte, s string, escapeHTML bool) []byte {
 	b = append(b, s[start:]...)
 	return append(b, '"')
 }
+
+// AppendJSONStrings appends ss as encoding/json writes a []string (null
+// when nil, [] when empty), each element as AppendJSONString writes it, so
+// the hand-written encoders share one list writer as they share the string.
+func AppendJSONStrings(b []byte, ss []string, escapeHTML bool) []byte {
+	if ss == nil {
+		return append(b, "null"...)
+	}
+	b = append(b, '[')
+	for i, s := range ss {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = AppendJSONString(b, s, escapeHTML)
+	}
+	return append(b, ']')
+}

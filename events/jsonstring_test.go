@@ -76,3 +76,22 @@ func BenchmarkAppendJSONString(b *testing.B) {
 		}
 	}
 }
+
+// TestAppendJSONStringsAsEncodingJSON: nil, empty and escaped lists are
+// written as encoding/json writes a []string, in both modes.
+func TestAppendJSONStringsAsEncodingJSON(t *testing.T) {
+	for _, ss := range [][]string{nil, {}, {""}, {"a"}, {"a\"<b>", "\u2028\xff", "张&"}} {
+		for _, html := range []bool{true, false} {
+			var buf bytes.Buffer
+			enc := json.NewEncoder(&buf)
+			enc.SetEscapeHTML(html)
+			if err := enc.Encode(ss); err != nil {
+				t.Fatal(err)
+			}
+			want := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+			if got := events.AppendJSONStrings(nil, ss, html); !bytes.Equal(got, want) {
+				t.Errorf("%q html=%v: got %s, encoding/json %s", ss, html, got, want)
+			}
+		}
+	}
+}

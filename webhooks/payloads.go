@@ -99,7 +99,7 @@ func RenderFor(env events.Envelope, loc *time.Location, endpointID int64) (Rende
 	switch p := env.Payload.(type) {
 	case *catalog.UserProfileUpdated:
 		b := userBody(p.EventType(), id, appID, p.OpenUserID, p.ChannelUserID, at)
-		b = appendStrings(append(b, `{"changed_fields":`...), p.Changed)
+		b = events.AppendJSONStrings(append(b, `{"changed_fields":`...), p.Changed, true)
 		return rendered(p.EventType(), appID, id, append(b, "}}"...)), true
 	case *catalog.FamilyGroupUpserted:
 		b := userBody(p.EventType(), id, appID, p.OpenUserID, p.ChannelUserID, at)

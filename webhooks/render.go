@@ -44,7 +44,7 @@ func appendMember(b []byte, memberID int64, appUserID string, familyGroupID, app
 		b = appendInt(b, `,"app_group_id":`, appGroupID)
 	}
 	if len(changed) > 0 {
-		b = appendStrings(append(b, `,"changed_fields":`...), changed)
+		b = events.AppendJSONStrings(append(b, `,"changed_fields":`...), changed, true)
 	}
 	return append(b, "}}"...)
 }
@@ -112,7 +112,7 @@ func orderShipped(id string, appID int64, p *catalog.OrderShipped, shippedAt, at
 			b = appendInt(b, `{"item_id":`, it.ItemID)
 			b = appendString(b, `,"goods_code":`, it.GoodsCode)
 			b = appendInt(b, `,"quantity":`, it.Quantity)
-			b = appendStrings(append(b, `,"device_sns":`...), it.DeviceSNs)
+			b = events.AppendJSONStrings(append(b, `,"device_sns":`...), it.DeviceSNs, true)
 			b = append(b, '}')
 		}
 		b = append(b, ']')
@@ -138,19 +138,4 @@ func appendOptString(b []byte, key string, s *string) []byte {
 // appendInt writes key and n.
 func appendInt(b []byte, key string, n int64) []byte {
 	return strconv.AppendInt(append(b, key...), n, 10)
-}
-
-// appendStrings writes a string array as json.Marshal does: null when nil.
-func appendStrings(b []byte, ss []string) []byte {
-	if ss == nil {
-		return append(b, "null"...)
-	}
-	b = append(b, '[')
-	for i, s := range ss {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = events.AppendJSONString(b, s, true)
-	}
-	return append(b, ']')
 }

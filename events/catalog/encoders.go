@@ -94,21 +94,6 @@ func numPtr(b []byte, n *int64) []byte {
 	return num(b, *n)
 }
 
-// strs appends a []string: null when nil, [] when empty.
-func strs(b []byte, ss []string) []byte {
-	if ss == nil {
-		return append(b, "null"...)
-	}
-	b = append(b, '[')
-	for i, s := range ss {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = str(b, s)
-	}
-	return append(b, ']')
-}
-
 // size estimates an encoded payload's length from its variable-length
 // strings, so the buffer is allocated once.
 func size(fixed int, ss ...string) int {
@@ -196,7 +181,7 @@ func writeUserProfileUpdated(b []byte, p *UserProfileUpdated) ([]byte, bool) {
 	b = slices.Grow(b, size(384, p.ChannelUserID, p.Profile.Name))
 	b = writeUser(b, p.ChannelUserID, p.OpenUserID)
 	b = append(b, `,"changed":`...)
-	b = strs(b, p.Changed)
+	b = events.AppendJSONStrings(b, p.Changed, true)
 	b = append(b, `,"profile":`...)
 	b = writeProfile(b, &p.Profile)
 	return append(b, '}'), true
@@ -228,7 +213,7 @@ func writeFamilyMemberUpdated(b []byte, p *FamilyMemberUpdated) ([]byte, bool) {
 	b = slices.Grow(b, size(512, p.ChannelUserID, p.Member.AppUserID, p.Member.Name))
 	b = writeUser(b, p.ChannelUserID, p.OpenUserID)
 	b = append(b, `,"changed":`...)
-	b = strs(b, p.Changed)
+	b = events.AppendJSONStrings(b, p.Changed, true)
 	b = append(b, `,"member":`...)
 	b = writeMember(b, &p.Member)
 	return append(b, '}'), true
