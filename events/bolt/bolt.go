@@ -274,9 +274,11 @@ func (s *Store) commit(group []*pending) {
 			}
 			// Check every part before writing any: all or none.
 			counts := make([]uint64, len(p.parts))
+			prefixes := make([][]byte, len(p.parts))
 			replayed := make([]bool, len(p.parts))
 			for i, part := range p.parts {
-				counts[i] = b.count(part.Stream)
+				prefixes[i] = streamPrefix(part.Stream)
+				counts[i] = streamCount(b.revs.Cursor(), prefixes[i])
 				r, again, err := rules.Check(part.Stream, part.Expected, counts[i], part.Events, b.lookup)
 				if err != nil {
 					p.err = err
@@ -292,7 +294,7 @@ func (s *Store) commit(group []*pending) {
 					continue
 				}
 				var err error
-				if p.res[i], err = b.write(part.Stream, counts[i], part.Events, now); err != nil {
+				if p.res[i], err = b.write(part.Stream, prefixes[i], counts[i], part.Events, now); err != nil {
 					return err
 				}
 				p.wrote, wrote = true, true
@@ -474,15 +476,11 @@ func open(tx *bbolt.Tx) buckets {
 	}
 }
 
-// count is the number of events in stream: its last revision + 1, read from
-// the revs index (revisions are dense from 0, see write).
-func (b buckets) count(stream string) uint64 {
-	return streamCount(b.revs.Cursor(), streamPrefix(stream))
-}
-
-// streamCount positions c after the stream's last key (no revision reaches
-// MaxUint64) and steps back. Keys of no other stream start with prefix: its
-// uvarint length makes it prefix-free.
+// streamCount is the number of events in the stream whose key prefix is
+// prefix: its last revision + 1, read from the revs index (revisions are
+// dense from 0, see write). It positions c after the stream's last key (no
+// revision reaches MaxUint64) and steps back. Keys of no other stream start
+// with prefix: its uvarint length makes it prefix-free.
 func streamCount(c *bbolt.Cursor, prefix []byte) uint64 {
 	k, _ := c.Seek(revKey(prefix, math.MaxUint64))
 	if k == nil {
@@ -519,10 +517,9 @@ func (b buckets) record(seq []byte) (events.Recorded, error) {
 	return decode(binary.BigEndian.Uint64(seq), v)
 }
 
-func (b buckets) write(stream string, count uint64, evs []events.Proposed, now time.Time) (events.AppendResult, error) {
+func (b buckets) write(stream string, prefix []byte, count uint64, evs []events.Proposed, now time.Time) (events.AppendResult, error) {
 	// Sequences only grow: full pages instead of half-empty splits.
 	b.log.FillPercent = 1
-	prefix := streamPrefix(stream)
 	// bbolt copies keys on Put (values it keeps as given): the revision and
 	// ID keys are built in one scratch buffer.
 	scratch := make([]byte, 0, len(prefix)+8+64)
