@@ -91,7 +91,15 @@ func PgbenchS(ctx context.Context, pgbench, url string, p Phase) (Measured, erro
 	cmd := exec.CommandContext(ctx, pgbench, "-S", "-n", "-c", strconv.Itoa(p.Clients), "-j", "2",
 		"-T", strconv.Itoa(secs), "-l", "--log-prefix", filepath.Join(dir, "tx"), url)
 	cmd.Dir = dir
+	var from cpuSample
+	if p.CPU != nil {
+		from = p.CPU()
+	}
 	out, err := cmd.CombinedOutput()
+	var cpu CPUUse
+	if p.CPU != nil {
+		cpu = p.CPU().since(from) // pgbench and Postgres: the machine's busy time
+	}
 	if err != nil {
 		return Measured{}, fmt.Errorf("pgbench -S: %w: %s", err, out)
 	}
@@ -106,7 +114,7 @@ func PgbenchS(ctx context.Context, pgbench, url string, p Phase) (Measured, erro
 	}
 	// Rate comes from pgbench's own tps; OK is scaled so Rate() agrees.
 	_ = n
-	return Measured{OK: int64(tps * float64(secs)), Elapsed: time.Duration(secs) * time.Second, Lat: lat}, nil
+	return Measured{OK: int64(tps * float64(secs)), Elapsed: time.Duration(secs) * time.Second, Lat: lat, CPU: cpu}, nil
 }
 
 // readPgbenchLogs reads pgbench's per-transaction logs ("client_id

@@ -23,6 +23,9 @@ type Phase struct {
 	// call (a webhook's delivery) is measured at a known load rather than
 	// at saturation; a client that falls behind its schedule calls at once.
 	Rate float64
+	// CPU, when set, samples the CPU counters at the window's start and
+	// end, so the measurement carries what the window cost (Measured.CPU).
+	CPU func() cpuSample
 }
 
 // Measured is the outcome of a closed-loop run: operations completed in the
@@ -34,6 +37,8 @@ type Measured struct {
 	Elapsed  time.Duration
 	Lat      *Latencies
 	FirstErr error
+	// CPU is what the measured window cost (zero when not sampled).
+	CPU CPUUse
 }
 
 // Rate is successful operations per second of the measured window.
@@ -61,6 +66,22 @@ func closedLoop(ctx context.Context, p Phase, op Op) Measured {
 	runCtx, cancel := context.WithDeadline(ctx, end.Add(30*time.Second))
 	defer cancel()
 	var wg sync.WaitGroup
+	var cpu CPUUse
+	sampled := make(chan struct{})
+	if p.CPU == nil {
+		close(sampled)
+	} else {
+		go func() {
+			defer close(sampled)
+			if !sleepUntil(runCtx, measureFrom) {
+				return
+			}
+			from := p.CPU()
+			if sleepUntil(runCtx, end) {
+				cpu = p.CPU().since(from)
+			}
+		}()
+	}
 	// With a rate, worker w's i-th call is due at start + (i*Clients+w)/Rate.
 	var every time.Duration
 	if p.Rate > 0 {
@@ -104,11 +125,24 @@ func closedLoop(ctx context.Context, p Phase, op Op) Measured {
 		}(w)
 	}
 	wg.Wait()
-	m := Measured{OK: ok.Load(), Errors: bad.Load(), Elapsed: p.Window, Lat: lat}
+	<-sampled
+	m := Measured{OK: ok.Load(), Errors: bad.Load(), Elapsed: p.Window, Lat: lat, CPU: cpu}
 	if e := firstErr.Load(); e != nil {
 		m.FirstErr = *e
 	}
 	return m
+}
+
+// sleepUntil waits until t; false if ctx ended first.
+func sleepUntil(ctx context.Context, t time.Time) bool {
+	timer := time.NewTimer(time.Until(t))
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // forEach runs f for i in [0, n) on c workers and returns the first error:

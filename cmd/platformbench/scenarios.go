@@ -270,5 +270,5 @@ func (b *Bench) Verify(ctx context.Context, cards int) (Measured, error) {
 }
 
 func (b *Bench) phase(clients int) Phase {
-	return Phase{Clients: clients, Warmup: b.Opt.Warmup, Window: b.Opt.Window}
+	return Phase{Clients: clients, Warmup: b.Opt.Warmup, Window: b.Opt.Window, CPU: b.cpuProbe()}
 }

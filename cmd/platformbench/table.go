@@ -22,6 +22,45 @@ type Row struct {
 	BaseRate float64 `json:"baseline_rate_per_s,omitempty"`
 	Ratio    float64 `json:"ratio,omitempty"`
 	Note     string  `json:"note,omitempty"`
+	// The window's CPU (absent where /proc does not tell): the share of
+	// all cores busy, and CPU per operation of the whole machine (every
+	// process and the kernel), of the platform and of the load process.
+	// BaseCPUus is the baseline's machine CPU per operation.
+	Busy          float64 `json:"machine_busy,omitempty"`
+	Cores         int     `json:"cores,omitempty"`
+	CPUus         float64 `json:"machine_cpu_us_per_op,omitempty"`
+	PlatformCPUus float64 `json:"platform_cpu_us_per_op,omitempty"`
+	LoadCPUus     float64 `json:"load_cpu_us_per_op,omitempty"`
+	BaseCPUus     float64 `json:"baseline_machine_cpu_us_per_op,omitempty"`
+}
+
+// Ceiling is the rate the machine's cores would give at this CPU per
+// operation if they did nothing else (0: not measured): the most a
+// CPU-bound scenario can reach on this machine without costing less.
+func (r Row) Ceiling() float64 {
+	if r.CPUus <= 0 || r.Cores <= 0 {
+		return 0
+	}
+	return float64(r.Cores) * 1e6 / r.CPUus
+}
+
+// CPURatio is the row's machine CPU per operation over its baseline's (0:
+// not measured). Where both saturate the cores, 1/CPURatio is the most
+// the rate ratio can be: a row at 4× its baseline's CPU per operation
+// cannot reach 0.25× of its rate by any change that keeps that cost.
+func (r Row) CPURatio() float64 {
+	if r.CPUus <= 0 || r.BaseCPUus <= 0 {
+		return 0
+	}
+	return r.CPUus / r.BaseCPUus
+}
+
+// perOp is d per operation in microseconds (0 when there were none).
+func perOp(d time.Duration, ops int64) float64 {
+	if ops <= 0 || d <= 0 {
+		return 0
+	}
+	return float64(d.Microseconds()) / float64(ops)
 }
 
 // rowOf turns a measurement into a row against a baseline (base may be
@@ -31,10 +70,17 @@ func rowOf(scenario, store string, clients int, m Measured, baseName string, bas
 	if m.Lat != nil {
 		r.P50ms, r.P99ms = ms(m.Lat.Quantile(0.5)), ms(m.Lat.Quantile(0.99))
 	}
+	if ops := m.OK + m.Errors; m.CPU.Cores > 0 && ops > 0 {
+		r.Busy, r.Cores = m.CPU.Busy(), m.CPU.Cores
+		r.CPUus, r.PlatformCPUus, r.LoadCPUus = perOp(m.CPU.Machine, ops), perOp(m.CPU.Platform, ops), perOp(m.CPU.Load, ops)
+	}
 	if base != nil {
 		r.Baseline, r.BaseRate = baseName, base.Rate()
 		if r.BaseRate > 0 {
 			r.Ratio = r.Rate / r.BaseRate
+		}
+		if ops := base.OK + base.Errors; base.CPU.Cores > 0 && ops > 0 {
+			r.BaseCPUus = perOp(base.CPU.Machine, ops)
 		}
 	}
 	if m.FirstErr != nil {
@@ -57,14 +103,24 @@ func truncate(s string, n int) string {
 // baseline named and its rate, the ratio, errors; notes follow the table.
 func writeTable(w io.Writer, rows []Row) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "scenario\tstore\tclients\trate/s\tp50 ms\tp99 ms\terrors\tbaseline\tbaseline/s\tratio\t")
+	fmt.Fprintln(tw, "scenario\tstore\tclients\trate/s\tp50 ms\tp99 ms\terrors\tbaseline\tbaseline/s\tratio\tbusy\tcpu µs/op\tplatform µs/op\tceiling/s\tcpu ÷ base\t")
 	for _, r := range rows {
 		ratio, baseRate, base := "-", "-", "-"
 		if r.Baseline != "" {
 			base, baseRate, ratio = r.Baseline, fmt.Sprintf("%.0f", r.BaseRate), fmt.Sprintf("%.2f×", r.Ratio)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%.0f\t%.2f\t%.2f\t%d\t%s\t%s\t%s\t\n",
-			r.Scenario, r.Store, r.Clients, r.Rate, r.P50ms, r.P99ms, r.Errors, base, baseRate, ratio)
+		busy, cpu, platform, ceiling, cpuRatio := "-", "-", "-", "-", "-"
+		if r.CPUus > 0 {
+			busy, cpu, ceiling = fmt.Sprintf("%.0f%%", 100*r.Busy), fmt.Sprintf("%.0f", r.CPUus), fmt.Sprintf("%.0f", r.Ceiling())
+		}
+		if r.PlatformCPUus > 0 {
+			platform = fmt.Sprintf("%.0f", r.PlatformCPUus)
+		}
+		if c := r.CPURatio(); c > 0 {
+			cpuRatio = fmt.Sprintf("%.2f×", c)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%.0f\t%.2f\t%.2f\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n",
+			r.Scenario, r.Store, r.Clients, r.Rate, r.P50ms, r.P99ms, r.Errors, base, baseRate, ratio, busy, cpu, platform, ceiling, cpuRatio)
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("write table: %w", err)
