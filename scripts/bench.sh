@@ -188,5 +188,11 @@ if [ "${BENCH_SKIP_PG:-0}" != "1" ]; then
 	files+=("$work/postgres.json")
 fi
 
-echo "# scripts/bench.sh $* — $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores"
+# The run's line heads the table; with --json it goes to stderr, so stdout
+# stays one JSON document.
+if [ -n "$json" ]; then
+	echo "# scripts/bench.sh $* — $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores" >&2
+else
+	echo "# scripts/bench.sh $* — $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores"
+fi
 "$work/platformbench" table $json "${files[@]}"
