@@ -55,8 +55,10 @@ func (r Row) CPURatio() float64 {
 	return r.CPUus / r.BaseCPUus
 }
 
-// perOp is d per operation in microseconds (0 when there were none).
-func perOp(d time.Duration, ops int64) float64 {
+// perOp is d per operation of the window in microseconds, failed ones
+// included (they cost CPU too); 0 when there were none.
+func (m Measured) perOp(d time.Duration) float64 {
+	ops := m.OK + m.Errors
 	if ops <= 0 || d <= 0 {
 		return 0
 	}
@@ -70,18 +72,16 @@ func rowOf(scenario, store string, clients int, m Measured, baseName string, bas
 	if m.Lat != nil {
 		r.P50ms, r.P99ms = ms(m.Lat.Quantile(0.5)), ms(m.Lat.Quantile(0.99))
 	}
-	if ops := m.OK + m.Errors; m.CPU.Cores > 0 && ops > 0 {
+	if m.CPU.Cores > 0 {
 		r.Busy, r.Cores = m.CPU.Busy(), m.CPU.Cores
-		r.CPUus, r.PlatformCPUus, r.LoadCPUus = perOp(m.CPU.Machine, ops), perOp(m.CPU.Platform, ops), perOp(m.CPU.Load, ops)
+		r.CPUus, r.PlatformCPUus, r.LoadCPUus = m.perOp(m.CPU.Machine), m.perOp(m.CPU.Platform), m.perOp(m.CPU.Load)
 	}
 	if base != nil {
 		r.Baseline, r.BaseRate = baseName, base.Rate()
 		if r.BaseRate > 0 {
 			r.Ratio = r.Rate / r.BaseRate
 		}
-		if ops := base.OK + base.Errors; base.CPU.Cores > 0 && ops > 0 {
-			r.BaseCPUus = perOp(base.CPU.Machine, ops)
-		}
+		r.BaseCPUus = base.perOp(base.CPU.Machine)
 	}
 	if m.FirstErr != nil {
 		r.Note = "first error: " + truncate(m.FirstErr.Error(), 160)
@@ -100,7 +100,8 @@ func truncate(s string, n int) string {
 }
 
 // writeTable prints the rows as one aligned table: rate, p50, p99, the
-// baseline named and its rate, the ratio, errors; notes follow the table.
+// baseline named and its rate, the ratio, errors, then the window's CPU
+// (see Row); notes follow the table.
 func writeTable(w io.Writer, rows []Row) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "scenario\tstore\tclients\trate/s\tp50 ms\tp99 ms\terrors\tbaseline\tbaseline/s\tratio\tbusy\tcpu µs/op\tplatform µs/op\tceiling/s\tcpu ÷ base\t")
