@@ -22,11 +22,12 @@ type Row struct {
 	BaseRate float64 `json:"baseline_rate_per_s,omitempty"`
 	Ratio    float64 `json:"ratio,omitempty"`
 	Note     string  `json:"note,omitempty"`
-	// The window's CPU (absent where /proc does not tell): the share of
-	// all cores busy, and CPU per operation of the whole machine (every
+	// The window's CPU (absent where /proc does not tell): the shares of
+	// all cores' time busy and stolen by the hypervisor, and CPU per operation of the whole machine (every
 	// process and the kernel), of the platform and of the load process.
 	// BaseCPUus is the baseline's machine CPU per operation.
 	Busy          float64 `json:"machine_busy,omitempty"`
+	Steal         float64 `json:"machine_steal,omitempty"`
 	Cores         int     `json:"cores,omitempty"`
 	CPUus         float64 `json:"machine_cpu_us_per_op,omitempty"`
 	PlatformCPUus float64 `json:"platform_cpu_us_per_op,omitempty"`
@@ -73,7 +74,7 @@ func rowOf(scenario, store string, clients int, m Measured, baseName string, bas
 		r.P50ms, r.P99ms = ms(m.Lat.Quantile(0.5)), ms(m.Lat.Quantile(0.99))
 	}
 	if m.CPU.Cores > 0 {
-		r.Busy, r.Cores = m.CPU.Busy(), m.CPU.Cores
+		r.Busy, r.Steal, r.Cores = m.CPU.Busy(), m.CPU.StealShare(), m.CPU.Cores
 		r.CPUus, r.PlatformCPUus, r.LoadCPUus = m.perOp(m.CPU.Machine), m.perOp(m.CPU.Platform), m.perOp(m.CPU.Load)
 	}
 	if base != nil {
@@ -98,6 +99,10 @@ func truncate(s string, n int) string {
 	}
 	return s
 }
+
+// stealWorthNoting is the share of stolen time above which a row says so:
+// the machine then had fewer cores than the ceiling assumes.
+const stealWorthNoting = 0.02
 
 // writeTable prints the rows as one aligned table: rate, p50, p99, the
 // baseline named and its rate, the ratio, errors, then the window's CPU
@@ -129,6 +134,10 @@ func writeTable(w io.Writer, rows []Row) error {
 	for _, r := range rows {
 		if r.Note != "" {
 			fmt.Fprintf(w, "note: %s (%s): %s\n", r.Scenario, r.Store, r.Note)
+		}
+		if r.Steal >= stealWorthNoting {
+			fmt.Fprintf(w, "note: %s (%s): the hypervisor took %.0f%% of the cores' time in the window (not in busy or cpu µs/op)\n",
+				r.Scenario, r.Store, 100*r.Steal)
 		}
 	}
 	return nil
