@@ -190,9 +190,7 @@ fi
 
 # The run's line heads the table; with --json it goes to stderr, so stdout
 # stays one JSON document.
-if [ -n "$json" ]; then
-	echo "# scripts/bench.sh $* — $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores" >&2
-else
-	echo "# scripts/bench.sh $* — $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores"
-fi
+head_fd=1
+[ -z "$json" ] || head_fd=2
+echo "# scripts/bench.sh $* — $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores" >&"$head_fd"
 "$work/platformbench" table $json "${files[@]}"

@@ -23,9 +23,10 @@ type Row struct {
 	Ratio    float64 `json:"ratio,omitempty"`
 	Note     string  `json:"note,omitempty"`
 	// The window's CPU (absent where /proc does not tell): the shares of
-	// all cores' time busy and stolen by the hypervisor, and CPU per operation of the whole machine (every
-	// process and the kernel), of the platform and of the load process.
-	// BaseCPUus is the baseline's machine CPU per operation.
+	// all cores' time busy and stolen by the hypervisor, and CPU per
+	// operation of the whole machine (every process and the kernel), of
+	// the platform and of the load process. BaseCPUus is the baseline's
+	// machine CPU per operation.
 	Busy          float64 `json:"machine_busy,omitempty"`
 	Steal         float64 `json:"machine_steal,omitempty"`
 	Cores         int     `json:"cores,omitempty"`
