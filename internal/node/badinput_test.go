@@ -101,6 +101,8 @@ const (
 	qText                // free text: invalid UTF-8 and U+0000 are refused
 	qID                  // positive integer
 	qDate                // Y-m-d
+	qPage                // 0..max, where 0 (like absent) means the default page
+	qReason              // an audit reason: at most 500 characters
 )
 
 type qparam struct {
@@ -227,12 +229,12 @@ func badRoutes(fx fixture) []badRoute {
 
 		// ---- operator views and log ----
 		{method: "GET", pattern: "/admin/v1/history", auth: authAdmin, params: none, baseQuery: "stream=app-" + appID,
-			query: []qparam{{"stream", qText}, {"from", qInt}, {"limit", qInt}}, base: ok200},
+			query: []qparam{{"stream", qText}, {"from", qInt}, {"limit", qInt}, {"reason", qReason}}, base: ok200},
 		{method: "GET", pattern: "/admin/v1/events", auth: authAdmin, params: none,
-			query: []qparam{{"after_commit", qInt}, {"after_prepare", qInt}, {"limit", qInt}}, base: ok200},
+			query: []qparam{{"after_commit", qInt}, {"after_prepare", qInt}, {"limit", qInt}, {"reason", qReason}}, base: ok200},
 		{method: "GET", pattern: "/admin/v1/projections", auth: authAdmin, params: none, base: ok200},
 		{method: "GET", pattern: "/admin/v1/audit", auth: authAdmin, params: none,
-			query: []qparam{{"actor", qText}, {"subject", qText}, {"from", qTime}, {"to", qTime}, {"after", qInt}, {"limit", qLimit}}, base: ok200},
+			query: []qparam{{"actor", qText}, {"subject", qText}, {"from", qTime}, {"to", qTime}, {"after", qInt}, {"limit", qPage}}, base: ok200},
 		{method: "GET", pattern: "/admin/v1/operators", auth: authAdmin, params: none, base: ok200},
 		{method: "GET", pattern: "/admin/v1/outbox", auth: authAdmin, params: none, query: []qparam{{"status", qEnum}}, base: ok200},
 		{method: "POST", pattern: "/admin/v1/operators", auth: authAdmin, params: none,
@@ -648,6 +650,21 @@ func (r badRoute) cases(t *testing.T) []badCase {
 			bad = []string{"2026-02-30", "20260101", "%00"}
 		case qText:
 			bad = []string{"%FF", "%00", "a%00b", "%ED%A0%80", "%C0%AF"}
+		case qPage:
+			bad = []string{"abc", "-1", "1.5", "100000"}
+			add(badCase{name: "query " + q.name + "=0 is the default page", path: withQuery(path, strings.TrimPrefix(r.baseQuery+"&"+q.name+"=0", "&")),
+				body: []byte(r.body), want: r.base, appends: r.appends})
+		case qReason:
+			// Bounded whether or not it goes with a reveal.
+			bad = []string{strings.Repeat("a", 501), strings.Repeat("%E7%90%86", 501)}
+			add(badCase{name: "query " + q.name + " of 500 characters", path: withQuery(path, strings.TrimPrefix(r.baseQuery+"&"+q.name+"="+strings.Repeat("%E7%90%86", 500), "&")),
+				body: []byte(r.body), want: r.base, appends: r.appends})
+		}
+		// One rule for every query parameter: an empty value is the
+		// parameter omitted (stated in the document's description).
+		if !strings.Contains("&"+r.baseQuery, "&"+q.name+"=") {
+			add(badCase{name: "query " + q.name + "= is absent", path: withQuery(path, strings.TrimPrefix(r.baseQuery+"&"+q.name+"=", "&")),
+				body: []byte(r.body), want: r.base, appends: r.appends})
 		}
 		for _, v := range bad {
 			query := r.baseQuery
