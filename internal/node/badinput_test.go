@@ -326,7 +326,7 @@ func badRoutes(fx fixture) []badRoute {
 		{method: "GET", pattern: "/open/v1/order/detail", auth: authM, params: none, baseQuery: "order_code=NOPE",
 			query: []qparam{{"order_code", qText}}, base: outcome{404, "ORDER_NOT_FOUND"}},
 		{method: "GET", pattern: "/admin/v1/orders", auth: authAdmin, params: none,
-			query: []qparam{{"app_id", qInt}, {"after", qInt}, {"limit", qLimit}}, base: ok200},
+			query: []qparam{{"app_id", qInt}, {"status", qEnum}, {"after", qInt}, {"limit", qLimit}}, base: ok200},
 		{method: "GET", pattern: "/admin/v1/orders/:orderCode", auth: authAdmin, params: map[string]string{"orderCode": "NOPE"},
 			base: outcome{404, "ORDER_NOT_FOUND"}, notFound: outcome{404, "ORDER_NOT_FOUND"}},
 		{method: "POST", pattern: "/admin/v1/orders/:orderCode/approve", auth: authAdmin, params: map[string]string{"orderCode": "NOPE"},

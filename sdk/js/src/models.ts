@@ -6,7 +6,7 @@ export interface GetChannelUserSnapshotQuery {
   /** The partner's user id, for a lookup when open_user_id is not stored. */
   channel_user_id?: string;
   /** ISO 8601 date-time. With an offset (`2024-05-01T08:00:00+08:00`, `...Z`) it is absolute; without one (`2024-05-01T08:00:00`, `2024-05-01 08:00:00`, `2024-05-01`) it is read in the platform's zone. Anything else answers 422 VALIDATION_ERROR. */
-  updated_after?: string;
+  updated_after?: TimeInput;
 }
 
 /** Query parameters of listMyDeliveries (GET /open/v1/webhooks/deliveries). */
@@ -18,9 +18,9 @@ export interface ListMyDeliveriesQuery {
   /** Only deliveries to this webhook endpoint of the app (0 the default endpoint). */
   endpoint_id?: number;
   /** Only deliveries created at or after this instant. ISO 8601: with an offset (`2024-05-01T08:00:00+08:00`, `...Z`) it is absolute; without one (`2024-05-01T08:00:00`, `2024-05-01 08:00:00`, `2024-05-01`) it is read in the platform's zone. Anything else answers 422. */
-  from?: string;
+  from?: TimeInput;
   /** Only deliveries created strictly before this instant; same forms as `from`. */
-  to?: string;
+  to?: TimeInput;
   /** Return entries strictly after this cursor: a `cursor` or `next_cursor` returned by this API. Empty or omitted means from the start. Anything else answers 422. */
   after?: string;
   /** Page size, 1 to 1000; a negative, non-integer or larger value answers 422. */
@@ -588,6 +588,9 @@ export interface Snapshot {
   family_members: FamilyMember[];
 }
 
+/** A time the platform reads: RFC 3339 with an offset (`2024-05-01T08:00:00+08:00`, `2024-05-01T00:00:00Z`, fractions allowed) is absolute; without one (`2024-05-01T08:00:00`, `2024-05-01 08:00:00` as the spec writes times, or the date `2024-05-01`, its midnight) it is read in the platform's zone. Not every form is RFC 3339, so the document states them with a pattern rather than `format: date-time`; a string of that shape that is not a real time (month 13) also answers 422 VALIDATION_ERROR. */
+export type TimeInput = string;
+
 /** The TokenRequest schema. */
 export interface TokenRequest {
   grant_type: "client_credentials";
@@ -612,6 +615,7 @@ export interface UserPatch {
   name?: string;
   nickname?: string | null;
   gender?: Gender;
+  /** http or https URL with a host, ASCII only (percent-encode other characters), at most 500 characters. */
   avatar?: string | null;
   phone?: string | null;
   email?: string | null;
@@ -685,7 +689,7 @@ export interface CardInput {
   holder_name: string;
   /** Mainland 11-digit mobile number. */
   holder_phone?: string | null;
-  /** ISO 8601 date-time (without an offset, in the platform's zone), in the future. */
+  /** When the card expires, in the future: a `TimeInput` (with an offset it is absolute; `2099-12-31 23:59:59` and other forms without one are read in the platform's zone). */
   expires_at: string;
   items: CardItemInput[];
 }
@@ -925,7 +929,7 @@ export interface UserProfile {
   name: string;
   nickname?: string | null;
   gender?: Gender;
-  /** http or https URL with a host, at most 500 bytes. */
+  /** http or https URL with a host, at most 500 characters. A URI, so ASCII only: percent-encode other characters (an IRI such as `https://example.com/头像.png` answers 422 VALIDATION_ERROR). */
   avatar?: string | null;
   /** Mainland 11-digit mobile number. */
   phone?: string | null;
@@ -1025,6 +1029,7 @@ export interface Schemas {
   ShipmentResult: ShipmentResult;
   ShippingStatus: ShippingStatus;
   Snapshot: Snapshot;
+  TimeInput: TimeInput;
   TokenRequest: TokenRequest;
   TokenResponse: TokenResponse;
   User: User;
