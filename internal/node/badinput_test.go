@@ -126,6 +126,9 @@ type badRoute struct {
 	base     outcome
 	appends  bool
 	notFound outcome // what a string path parameter that names nothing answers
+	// extra are rows of this route alone (bodies and outcomes that the
+	// generic classes do not cover); a row without a path uses the route's.
+	extra []badCase
 }
 
 func ptr(o outcome) *outcome { return &o }
@@ -179,12 +182,20 @@ func badRoutes(fx fixture) []badRoute {
 				{path: "family_members.0.app_group_id", kind: kInt}, {path: "family_members.0.name", kind: kStr, max: 32},
 				{path: "family_members.0.height", kind: kInt}, {path: "family_members.0.weight", kind: kInt},
 				{path: "family_members.0.is_default", kind: kBool},
+			},
+			extra: []badCase{
+				{name: "user.avatar not ASCII", body: []byte(strings.Replace(registerBadBody, `"user":{`, `"user":{"avatar":"https://example.com/头像.png",`, 1)),
+					want: invalid, errKey: "user.avatar"},
+				{name: "user.avatar percent-encoded", body: []byte(strings.Replace(registerBadBody, `"user":{`, `"user":{"avatar":"https://example.com/%E5%A4%B4%E5%83%8F.png",`, 1)),
+					want: ok200},
 			}},
 		{method: "PATCH", pattern: "/open/v1/channel/users/:openUserId", auth: authM, params: userParams,
 			body: `{"name":"Li Lei"}`, base: ok200, fields: []field{
 				{path: "name", kind: kStr, max: 32}, {path: "nickname", kind: kStr, max: 32}, {path: "gender", kind: kStr},
 				{path: "phone", kind: kStr}, {path: "email", kind: kStr}, {path: "birth_date", kind: kStr},
-			}},
+			},
+			// avatar is a URI (format: uri): ASCII, other characters percent-encoded.
+			extra: []badCase{{name: "avatar not ASCII", body: []byte(`{"avatar":"https://example.com/头像.png"}`), want: invalid, errKey: "avatar"}}},
 		{method: "POST", pattern: "/open/v1/channel/users/:openUserId/family-groups", auth: authM, params: userParams,
 			body: `{"app_group_id":1,"name":"Home"}`, base: ok200, fields: []field{
 				{path: "app_group_id", kind: kInt}, {path: "name", kind: kStr, max: 64},
@@ -288,7 +299,12 @@ func badRoutes(fx fixture) []badRoute {
 			}},
 		{method: "POST", pattern: "/plugin/v1/sessions/:sessionId/measurements", auth: authNone, params: map[string]string{"sessionId": "nosuch"},
 			body: `{"data":{"sys":120}}`, base: outcome{404, "SESSION_NOT_FOUND"}, notFound: outcome{404, "SESSION_NOT_FOUND"},
-			fields: []field{{path: "device_sn", kind: kStr}}},
+			fields: []field{{path: "device_sn", kind: kStr}},
+			// device_sn is bounded in characters, not bytes.
+			extra: []badCase{
+				{name: "device_sn of 100 CJK characters", body: []byte(`{"device_sn":"` + strings.Repeat("设", 100) + `","data":{"sys":120}}`), want: outcome{404, "SESSION_NOT_FOUND"}},
+				{name: "device_sn of 101 CJK characters", body: []byte(`{"device_sn":"` + strings.Repeat("设", 101) + `","data":{"sys":120}}`), want: invalid, errKey: "device_sn"},
+			}},
 		{method: "POST", pattern: "/sandbox/mock/measure", auth: authH, params: none,
 			body: `{"appKey":"` + fx.app.Key + `","thirdUserId":"t-1","deviceKey":"HOME_MULTI_BIO_MONITOR","measureMode":"BP"}`,
 			base: ok200, appends: true, fields: []field{
@@ -677,6 +693,10 @@ func (r badRoute) cases(t *testing.T) []badCase {
 			}
 			add(badCase{name: "query " + q.name + "=" + v, path: withQuery(path, query), body: []byte(r.body), want: invalid, errKey: q.name})
 		}
+	}
+
+	for _, c := range r.extra {
+		add(c)
 	}
 
 	// The base request with unknown fields or parameters: ignored, so it
