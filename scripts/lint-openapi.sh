@@ -77,7 +77,8 @@ if [ "${PLATFORM_TEST_OPENAPI_PY:-1}" != "0" ]; then
 	fi
 	# The traffic test drives every operation through its outcomes; its
 	# responses join whatever the Go side logged.
-	if ! PLATFORM_OPENAPI_TRAFFIC="$traffic" go test -count=1 -run '^TestHandlersAnswerAsDocumented$' ./internal/openapi >/dev/null; then
+	if ! out=$(PLATFORM_OPENAPI_TRAFFIC="$traffic" go test -count=1 -run '^TestHandlersAnswerAsDocumented$' ./internal/openapi 2>&1); then
+		printf '%s\n' "$out" >&2
 		say "the traffic test failed: go test -run TestHandlersAnswerAsDocumented ./internal/openapi" >&2
 		status=1
 	fi
