@@ -197,13 +197,17 @@ func (b *Browser) Cookie(name string) *http.Cookie {
 }
 
 // SignUp creates a developer account through the sign-up page (which
-// signs the browser in) and returns its id.
+// answers "check your mail" and signs nobody in), signs the browser in
+// with it and returns its id.
 func (b *Browser) SignUp(email, password string) int64 {
 	b.T.Helper()
 	b.Get("/portal/signup")
 	p := b.Post("/portal/signup", url.Values{"email": {email}, "password": {password}})
-	if p.Status != http.StatusSeeOther {
+	if p.Status != http.StatusOK || p.H1() != "Check your mail" {
 		b.T.Fatalf("sign up %s: status %d: %s", email, p.Status, p.Text())
+	}
+	if in := b.SignIn(email, password); in.Status != http.StatusSeeOther {
+		b.T.Fatalf("sign in after sign-up %s: status %d: %s", email, in.Status, in.Text())
 	}
 	dash := b.Get("/portal/")
 	m := regexp.MustCompile(`<dt>Developer id</dt><dd>(\d+)</dd>`).FindStringSubmatch(dash.Body)
