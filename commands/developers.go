@@ -204,17 +204,15 @@ func (d *Developers) loadClaim(ctx context.Context, email string) (claim, uint64
 	return c, v, err
 }
 
-// SignUp opens a pending account for email with password and returns its
-// id. The address is claimed first (no-stream on its claim stream), so two
-// concurrent sign-ups of one address on any nodes yield one account and
-// domain.ErrEmailTaken. Bad input appends nothing.
-func (d *Developers) SignUp(ctx context.Context, email, password, requestID string) (int64, events.Position, error) {
+// CheckSignUp validates a sign-up's email and password as SignUp does,
+// without looking anything up, and returns the normalised address.
+func CheckSignUp(email, password string) (string, error) {
 	email, err := NormaliseEmail(email)
 	v := &domain.ValidationError{}
 	if ve, ok := err.(*domain.ValidationError); ok {
 		v = ve
 	} else if err != nil {
-		return 0, events.Position{}, err
+		return "", err
 	}
 	if err := checkPassword(password); err != nil {
 		for f, msgs := range err.(*domain.ValidationError).Fields {
@@ -223,7 +221,16 @@ func (d *Developers) SignUp(ctx context.Context, email, password, requestID stri
 			}
 		}
 	}
-	if err := v.Err(); err != nil {
+	return email, v.Err()
+}
+
+// SignUp opens a pending account for email with password and returns its
+// id. The address is claimed first (no-stream on its claim stream), so two
+// concurrent sign-ups of one address on any nodes yield one account and
+// domain.ErrEmailTaken. Bad input appends nothing.
+func (d *Developers) SignUp(ctx context.Context, email, password, requestID string) (int64, events.Position, error) {
+	email, err := CheckSignUp(email, password)
+	if err != nil {
 		return 0, events.Position{}, err
 	}
 	c, version, err := d.loadClaim(ctx, email)

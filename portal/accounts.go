@@ -58,11 +58,12 @@ func (s *Server) signUpPage(w http.ResponseWriter, r *http.Request) {
 	s.Render(w, r, http.StatusOK, "signup.html", s.form(r))
 }
 
-// signUp answers the same page, after the same work, whether or not the
-// address already has an account, so the page says nothing about who has
-// one: a new account is mailed a welcome, the owner of a taken address a
-// notice that someone tried (with a reset link). Nobody is signed in here;
-// the new developer signs in next.
+// signUp answers the same page, at once, whether or not the address
+// already has an account, so neither the page nor its timing says who has
+// one: after the form's own checks, the sign-up is background work
+// (RunMailWork) that mails a new account a welcome and the owner of a
+// taken address a notice that someone tried (with a reset link). Nobody is
+// signed in here; the new developer signs in next.
 func (s *Server) signUp(w http.ResponseWriter, r *http.Request) {
 	f := s.form(r)
 	f.Email = r.PostFormValue("email")
@@ -70,24 +71,34 @@ func (s *Server) signUp(w http.ResponseWriter, r *http.Request) {
 		s.ErrorPage(w, r, http.StatusTooManyRequests, "Too many attempts from your address. Wait a minute and try again.")
 		return
 	}
-	rid := RequestID(w, r)
-	id, _, err := s.Developers.SignUp(r.Context(), f.Email, r.PostFormValue("password"), rid)
+	password := r.PostFormValue("password")
+	norm, err := commands.CheckSignUp(f.Email, password)
 	if f.Errors = FieldErrors(err); f.Errors != nil {
 		s.Render(w, r, http.StatusBadRequest, "signup.html", f)
 		return
-	}
-	norm, _ := commands.NormaliseEmail(f.Email)
-	switch {
-	case errors.Is(err, domain.ErrEmailTaken):
-		err = s.sendSignUpAttempt(r.Context(), norm, rid)
-	case err == nil:
-		err = s.sendWelcome(r.Context(), id, norm, rid)
 	}
 	if err != nil {
 		s.Fail(w, r, err)
 		return
 	}
+	rid := RequestID(w, r)
+	if err := s.later("sign-up", func(ctx context.Context) error { return s.completeSignUp(ctx, norm, password, rid) }); err != nil {
+		s.ErrorPage(w, r, http.StatusTooManyRequests, "Too many requests right now. Wait a minute and try again.")
+		return
+	}
 	s.Render(w, r, http.StatusOK, "signup_sent.html", nil)
+}
+
+// completeSignUp opens the account, or tells the owner of a taken address.
+func (s *Server) completeSignUp(ctx context.Context, email, password, requestID string) error {
+	id, _, err := s.Developers.SignUp(ctx, email, password, requestID)
+	switch {
+	case errors.Is(err, domain.ErrEmailTaken):
+		return s.sendSignUpAttempt(ctx, email, requestID)
+	case err != nil:
+		return err
+	}
+	return s.sendWelcome(ctx, id, email, requestID)
 }
 
 func (s *Server) startDeveloperSession(w http.ResponseWriter, r *http.Request, id int64) error {

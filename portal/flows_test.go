@@ -87,7 +87,8 @@ func resetTokens(t *testing.T, op *portaltest.Browser, email string, n int) []st
 	t.Helper()
 	var toks []string
 	var box portaltest.Page
-	for range 300 {
+	for range 750 { // up to 15 s: the work runs after the page answered
+
 		box = op.Get("/portal/ops/outbox")
 		if box.Status != http.StatusOK || box.H1() != "Outbox" {
 			t.Fatalf("outbox: %d %q", box.Status, box.H1())
@@ -123,8 +124,10 @@ func TestPasswordResetThroughOutbox(t *testing.T) {
 		email := portaltest.Email(t, "Max")
 		other, _ := p.Developer(email, false) // a session that the reset must end
 		op := p.Operator()
-		if got := op.Get("/portal/ops/outbox"); !strings.Contains(got.Text(), "No SMTP server is configured") || strings.Count(got.Body, "<tr id=\"mail-") != 1 ||
-			!strings.Contains(got.Text(), "Your developer portal account") {
+		waitFor(t, "the welcome mail", func() bool {
+			return strings.Contains(op.Get("/portal/ops/outbox").Text(), "Your developer portal account")
+		})
+		if got := op.Get("/portal/ops/outbox"); !strings.Contains(got.Text(), "No SMTP server is configured") || strings.Count(got.Body, "<tr id=\"mail-") != 1 {
 			t.Fatalf("outbox with the welcome mail only: %s", got.Text())
 		}
 
@@ -286,10 +289,10 @@ func (s *smtpServer) serve(c net.Conn) {
 	}
 }
 
-// waitFor polls cond a bounded number of times.
+// waitFor polls cond a bounded number of times (up to 15 s).
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for range 300 {
+	for range 750 {
 		if cond() {
 			return
 		}

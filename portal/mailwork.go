@@ -48,6 +48,11 @@ const mailQueueSize = 256
 // mailJobTimeout bounds one piece of background mail work.
 const mailJobTimeout = 30 * time.Second
 
+// mailJobDelay is how long a job waits after its page handed it over, so
+// the page's answer is written before the work (which differs between a
+// known and an unknown address) competes with it for the CPU.
+const mailJobDelay = 25 * time.Millisecond
+
 // errMailBusy: the background mail work is full; the page asks the visitor to retry.
 var errMailBusy = errors.New("portal: mail work queue is full")
 
@@ -56,7 +61,7 @@ var errMailBusy = errors.New("portal: mail work queue is full")
 // account: a known and an unknown address take the same time to answer.
 func (s *Server) later(what string, job func(ctx context.Context) error) error {
 	select {
-	case s.mailJobs <- mailJob{what: what, run: job}:
+	case s.mailJobs <- mailJob{what: what, run: job, at: time.Now()}:
 		return nil
 	default:
 		return errMailBusy
@@ -66,6 +71,7 @@ func (s *Server) later(what string, job func(ctx context.Context) error) error {
 type mailJob struct {
 	what string
 	run  func(ctx context.Context) error
+	at   time.Time // handed over
 }
 
 // RunMailWork runs the mail work pages handed over (password reset
@@ -78,6 +84,14 @@ func (s *Server) RunMailWork(ctx context.Context) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		case job := <-s.mailJobs:
+			if wait := mailJobDelay - time.Since(job.at); wait > 0 {
+				t := time.NewTimer(wait)
+				select {
+				case <-t.C:
+				case <-ctx.Done():
+					t.Stop()
+				}
+			}
 			jctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), mailJobTimeout)
 			if err := job.run(jctx); err != nil {
 				s.Log.Error("portal: mail work failed", "work", job.what, "err", err)
@@ -90,14 +104,10 @@ func (s *Server) RunMailWork(ctx context.Context) error {
 // queueMail records a message in the outbox (the SMTP sender, when
 // configured, sends it from there).
 func (s *Server) queueMail(ctx context.Context, devID int64, to, subject, body, actor, requestID string) error {
-	_, pos, err := s.Mail.Queue(ctx, catalog.MailQueued{DeveloperID: devID, To: to, Subject: subject, Body: body},
+	// Background work: nobody waits for the outbox to show it.
+	_, _, err := s.Mail.Queue(ctx, catalog.MailQueued{DeveloperID: devID, To: to, Subject: subject, Body: body},
 		commands.Meta{Actor: actor, RequestID: requestID})
-	if err != nil {
-		return err
-	}
-	// Once the work is done, the mail is in the outbox an operator reads.
-	s.waitDirectory(ctx, pos)
-	return nil
+	return err
 }
 
 func resetTTLMinutes() int { return int(commands.ResetTokenTTL.Minutes()) }

@@ -70,7 +70,8 @@ func TestDefaults(t *testing.T) {
 		WebhookCreateConcurrency: 64, WebhookBreakerCooldown: 30 * time.Second, SnapshotInterval: 5 * time.Minute, SnapshotEvents: 10000,
 		ReportPullLimit: 60, VerifyCooldown: 10 * time.Second,
 		Portal: node.PortalConfig{SessionIdle: 30 * time.Minute, SessionMax: 12 * time.Hour, LockoutFailures: 5,
-			LockoutPeriod: 15 * time.Minute, AddressLimit: 20, MailFrom: "portal@localhost"},
+			LockoutPeriod: 15 * time.Minute, AddressLimit: 20, MailFrom: "portal@localhost", BaseURL: "http://127.0.0.1:8080"},
+		portalBaseURLDefault: true,
 	}
 	c.settings = nil
 	if !reflect.DeepEqual(*c, want) {

@@ -153,6 +153,12 @@ test("issue 14 flow: sign-up to production, with the refusals", async (t) => {
     await submit(dev, "Sign up", { status: 200, shot: "signup-check-mail" });
     await dev.page.getByRole("heading", { level: 1, name: "Check your mail" }).waitFor();
     state.signUpText = await text(dev);
+    // The account is opened in the background after the page answered:
+    // its welcome mail in the outbox says it exists.
+    await waitFor("the welcome mail", async () => {
+      const res = await platform.admin("GET", "/admin/v1/outbox");
+      return res.status === 200 && JSON.stringify(res.body).includes(email);
+    });
     await visit(dev, "/portal/signin", "signin-after-signup");
     await field(dev, "Email").fill(email);
     await field(dev, "Password").fill(password);
@@ -249,6 +255,10 @@ test("issue 14 flow: sign-up to production, with the refusals", async (t) => {
     await field(other, "Email").fill(otherEmail);
     await field(other, "Password").fill("another long password 14");
     await submit(other, "Sign up", { status: 200 });
+    await waitFor("the other developer's welcome mail", async () => {
+      const res = await platform.admin("GET", "/admin/v1/outbox");
+      return res.status === 200 && JSON.stringify(res.body).includes(otherEmail);
+    });
     await visit(other, "/portal/signin", "other-signin");
     await field(other, "Email").fill(otherEmail);
     await field(other, "Password").fill("another long password 14");
