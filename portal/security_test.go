@@ -1,12 +1,16 @@
 package portal_test
 
 import (
+	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 
+	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/internal/node"
 	"github.com/healthtech/partner-open-platform/internal/pgtest"
 	"github.com/healthtech/partner-open-platform/portal"
@@ -250,4 +254,56 @@ func TestSignOutAndResetHoldAcrossNodes(t *testing.T) {
 	if got := onBDev.Post("/portal/password/reset", url.Values{"token": {toks[1]}, "password": {"an attacker's passphrase"}}); got.Status != http.StatusBadRequest {
 		t.Fatalf("the older token on B after a reset on A: %d", got.Status)
 	}
+}
+
+// TestConcurrentResetsWithTwoTokens: two outstanding tokens used at once,
+// many times over: exactly one reset wins, every other use is refused.
+func TestConcurrentResetsWithTwoTokens(t *testing.T) {
+	configs(t, node.Config{}, func(t *testing.T, cfg node.Config) {
+		p := portaltest.Start(t, cfg)
+		email := portaltest.Email(t, "Wes")
+		p.Developer(email, false)
+		devs := p.Node.Portal.Developers
+		ctx := context.Background()
+		t1, _, err := devs.RequestReset(ctx, email, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t2, _, err := devs.RequestReset(ctx, email, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		const n = 8
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				tok := t1
+				if i%2 == 1 {
+					tok = t2
+				}
+				_, errs[i] = devs.ResetPassword(ctx, tok, "passphrase number "+itoa(int64(i)), "")
+			}()
+		}
+		wg.Wait()
+		won := -1
+		for i, err := range errs {
+			switch {
+			case err == nil && won < 0:
+				won = i
+			case err == nil:
+				t.Fatalf("two resets won: %d and %d", won, i)
+			case !errors.Is(err, domain.ErrResetTokenInvalid):
+				t.Fatalf("reset %d: %v", i, err)
+			}
+		}
+		if won < 0 {
+			t.Fatal("no reset won")
+		}
+		if _, err := devs.Authenticate(ctx, email, "passphrase number "+itoa(int64(won))); err != nil {
+			t.Fatalf("the winner's password: %v", err)
+		}
+	})
 }
