@@ -88,6 +88,8 @@ var personalFields = map[string][]string{
 	"idempotency.released":          nil,
 	"operator.created":              nil, // staff accounts, not data subjects
 	"operator.revoked":              nil,
+	"operator.portal_signed_in":     nil,
+	"operator.portal_signed_out":    nil,
 	"audit.access_recorded":         nil,
 	// Who erased whom, when and why; the reason is operator text that must
 	// not quote personal data (README, "Erasure").
