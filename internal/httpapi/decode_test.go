@@ -193,3 +193,53 @@ func TestArraysAreCapped(t *testing.T) {
 		t.Fatalf("err = %v", o.Err())
 	}
 }
+
+// Arrays under fields the route does not read are capped like the ones it
+// reads: at MaxArrayItems elements, at any depth, named by their path; a
+// read field (raw data) and arrays within the cap are not refused.
+func TestArraysUnderUnknownFieldsAreCapped(t *testing.T) {
+	list := func(n int, item string) string {
+		return "[" + strings.TrimSuffix(strings.Repeat(item+",", n), ",") + "]"
+	}
+	over, atCap := list(MaxArrayItems+1, "1"), list(MaxArrayItems, "1")
+	body := `{"name":"x","extra":` + over + `,"nested":{"deep":[{"more":` + over + `}]},"fine":` + atCap +
+		`,"raw_data":` + over + `,"members":[{"name":"m","junk":` + over + `}]}`
+	o, err := ParseObject([]byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.String("name")
+	o.Raw("raw_data")
+	for _, m := range o.Array("members", 10) {
+		m.String("name")
+	}
+	o.CheckUnknown()
+	var v *domain.ValidationError
+	if !errors.As(o.Err(), &v) {
+		t.Fatalf("err = %v", o.Err())
+	}
+	want := []string{"extra", "nested.deep[0].more", "members[0].junk"}
+	for _, f := range want {
+		if !v.Has(f) {
+			t.Errorf("no error on %s: %v", f, v.Fields)
+		}
+	}
+	for _, f := range []string{"fine", "raw_data", "name", "members"} {
+		if v.Has(f) {
+			t.Errorf("%s refused: %v", f, v.Fields)
+		}
+	}
+	if len(v.Fields) != len(want) {
+		t.Errorf("errors %v, want exactly %v", v.Fields, want)
+	}
+
+	ok, err := ParseObject([]byte(`{"name":"x","extra":` + atCap + `}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok.String("name")
+	ok.CheckUnknown()
+	if err := ok.Err(); err != nil {
+		t.Fatalf("an unknown array at the cap refused: %v", err)
+	}
+}

@@ -699,6 +699,10 @@ func (r badRoute) cases(t *testing.T) []badCase {
 	first := firstKey(t, r.body)
 	add(badCase{name: "duplicate key " + first, body: []byte(`{"` + first + `":` + valueAt(t, r.body, first) + `,` + r.body[1:]), want: invalid, errKey: first})
 	add(badCase{name: "duplicate key in an unknown field", body: setPath(t, r.body, "zz", `{"a":1,"a":2}`), want: invalid, errKey: "zz.a"})
+	// An unknown field is ignored, but its arrays are capped like known ones.
+	long := "[" + strings.TrimSuffix(strings.Repeat(`1,`, 1001), ",") + "]"
+	add(badCase{name: "unknown field with more than 1000 elements", body: setPath(t, r.body, "zz", long), want: invalid, errKey: "zz"})
+	add(badCase{name: "array of more than 1000 elements in an unknown field", body: setPath(t, r.body, "zz", `{"a":[`+long+`]}`), want: invalid, errKey: "zz.a[0]"})
 	deep := strings.Repeat("[", 64) + strings.Repeat("]", 64)
 	add(badCase{name: "nesting beyond 64 levels", body: setPath(t, r.body, "zz", deep), want: invalid})
 	add(badCase{name: "body beyond 1 MiB", body: setPath(t, r.body, "zz", strconv.Quote(strings.Repeat("a", 1<<20))), want: outcome{413, "PAYLOAD_TOO_LARGE"}})
