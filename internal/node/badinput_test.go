@@ -232,7 +232,7 @@ func badRoutes(fx fixture) []badRoute {
 			query: []qparam{{"after_commit", qInt}, {"after_prepare", qInt}, {"limit", qInt}}, base: ok200},
 		{method: "GET", pattern: "/admin/v1/projections", auth: authAdmin, params: none, base: ok200},
 		{method: "GET", pattern: "/admin/v1/audit", auth: authAdmin, params: none,
-			query: []qparam{{"actor", qText}, {"subject", qText}, {"from", qTime}, {"to", qTime}, {"after", qInt}, {"limit", qLimit}}, base: ok200},
+			query: []qparam{{"actor", qText}, {"action", qText}, {"subject", qText}, {"from", qTime}, {"to", qTime}, {"after", qInt}, {"limit", qLimit}}, base: ok200},
 		{method: "GET", pattern: "/admin/v1/operators", auth: authAdmin, params: none, base: ok200},
 		{method: "GET", pattern: "/admin/v1/outbox", auth: authAdmin, params: none, query: []qparam{{"status", qEnum}}, base: ok200},
 		{method: "POST", pattern: "/admin/v1/operators", auth: authAdmin, params: none,
