@@ -248,7 +248,7 @@ func badRoutes(fx fixture) []badRoute {
 		// ---- webhooks ----
 		{method: "GET", pattern: "/admin/v1/deliveries", auth: authAdmin, params: none, query: deliveryQuery, base: ok200},
 		{method: "GET", pattern: "/admin/v1/deliveries/:deliveryId", auth: authAdmin, params: map[string]string{"deliveryId": "nosuch"},
-			base: outcome{404, "DELIVERY_NOT_FOUND"}, notFound: outcome{404, "DELIVERY_NOT_FOUND"}},
+			query: []qparam{{"reveal", qEnum}, {"reason", qText}}, base: outcome{404, "DELIVERY_NOT_FOUND"}, notFound: outcome{404, "DELIVERY_NOT_FOUND"}},
 		{method: "POST", pattern: "/admin/v1/deliveries/:deliveryId/resend", auth: authAdmin, params: map[string]string{"deliveryId": "nosuch"},
 			base: outcome{404, "DELIVERY_NOT_FOUND"}, notFound: outcome{404, "DELIVERY_NOT_FOUND"}},
 		{method: "POST", pattern: "/admin/v1/apps/:appId/deliveries/resend", auth: authAdmin, params: missingApp,
@@ -348,7 +348,7 @@ func badRoutes(fx fixture) []badRoute {
 				{path: "app_id", kind: kInt, zero: ptr(noApp), neg: ptr(noApp)}, {path: "name", kind: kStr},
 				{path: "type", kind: kStr}, {path: "contact", kind: kStr}, {path: "points_code", kind: kStr},
 			}},
-		{method: "GET", pattern: "/admin/v1/service-providers", auth: authAdmin, params: none, query: []qparam{{"app_id", qInt}}, base: ok200},
+		{method: "GET", pattern: "/admin/v1/service-providers", auth: authAdmin, params: none, query: []qparam{{"app_id", qInt}, {"reveal", qEnum}, {"reason", qText}}, base: ok200},
 		{method: "POST", pattern: "/open/v1/service-providers", auth: authM, params: none,
 			body: `{"name":"Own station","type":"HEALTH_STATION","contact":"010-2","points_code":"P-9"}`, base: ok201, appends: true,
 			fields: []field{
