@@ -159,7 +159,7 @@ func (s *Store) Update(ctx context.Context, projection string, pos events.Positi
 func (s *Store) update(ctx context.Context, projection string, pos events.Position, fn func(*tx) error) error {
 	var fnErr error
 	err := pgx.BeginFunc(ctx, s.pool, func(db pgx.Tx) error {
-		t := &tx{db: db, batch: &pgx.Batch{}}
+		t := &tx{db: db, batch: &pgx.Batch{}, pos: pos}
 		defer func() { t.db = nil }() // a Tx kept past its Update must not write
 		// Under a lease, the fence goes first in the first round trip: the
 		// transaction commits only while the lease is this writer's.
@@ -393,7 +393,8 @@ func opt[T any](p *T) any {
 type tx struct {
 	db    pgx.Tx
 	batch *pgx.Batch
-	err   error // the first failed flush; the transaction is then aborted
+	pos   events.Position // the checkpoint this transaction moves to
+	err   error           // the first failed flush; the transaction is then aborted
 	// The users whose snapshot documents this transaction must refresh
 	// (refreshSnapshots): owners written, and members deleted by id.
 	touchedUsers, deletedMembers []int64
@@ -583,6 +584,8 @@ func (t *tx) EraseUser(ctx context.Context, openUserID int64) error {
 	// DELETE over every touched user took 4 ms per member-upsert batch
 	// under load, BENCHMARKS.md twelfth round, part G).
 	t.batch.Queue(`DELETE FROM user_snapshots WHERE open_user_id = $1`, openUserID)
+	// The deleted rows stay in the files until the erasure purge rewrites them.
+	t.batch.Queue(markErased, int64(t.pos.Commit), int64(t.pos.Prepare))
 	return nil
 }
 
