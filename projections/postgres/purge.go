@@ -31,6 +31,12 @@ var PurgedTables = []string{
 	"reports", "webhook_deliveries", "webhook_attempts", "orders",
 }
 
+// purgedIfPresent are tables of other stores that share the read models'
+// database in a deployment (PLATFORM_POSTGRES_URL): the key store's table,
+// whose deleted row is the erased person's sealed data key, readable with
+// the master key for as long as its bytes stay in the file.
+var purgedIfPresent = []string{"platform_data_keys"}
+
 // erasingFamilies are the checkpoints of the families that apply
 // user.erased: the purge waits until each has passed the erasure, so the
 // rows it deleted or blanked are dead before the rewrite.
@@ -132,8 +138,18 @@ func (s *Store) PurgeErased(ctx context.Context) (PurgeResult, error) {
 	if erasedAt != nil {
 		res.ErasedAt = erasedAt.UTC()
 	}
-	res.Tables = make(map[string]time.Duration, len(PurgedTables))
-	for _, table := range PurgedTables {
+	tables := append([]string(nil), PurgedTables...)
+	for _, table := range purgedIfPresent {
+		var present bool
+		if err := conn.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, table).Scan(&present); err != nil {
+			return res, fmt.Errorf("projections/postgres: purge: %w", err)
+		}
+		if present {
+			tables = append(tables, table)
+		}
+	}
+	res.Tables = make(map[string]time.Duration, len(tables))
+	for _, table := range tables {
 		t0 := time.Now()
 		// VACUUM runs outside a transaction; the names are constants.
 		if _, err := conn.Exec(ctx, "VACUUM (FULL) "+pgx.Identifier{table}.Sanitize()); err != nil {
