@@ -164,6 +164,14 @@ var webhookPersonalFields = map[string][]string{
 	"webhook.test":               nil,
 }
 
+// WebhookPersonalFields returns the JSON paths of a webhook body's personal
+// fields for the named event; listed is false for an event the list does
+// not know, whose body RedactWebhook replaces whole.
+func WebhookPersonalFields(event string) (paths []string, listed bool) {
+	paths, listed = webhookPersonalFields[event]
+	return append([]string(nil), paths...), listed
+}
+
 // RedactWebhook is Redact for a webhook body of the named event: its
 // personal fields (webhookPersonalFields) read as Redacted, the rest of the
 // body unchanged; the body of an unlisted event is replaced whole.
