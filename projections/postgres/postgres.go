@@ -159,7 +159,7 @@ func (s *Store) Update(ctx context.Context, projection string, pos events.Positi
 func (s *Store) update(ctx context.Context, projection string, pos events.Position, fn func(*tx) error) error {
 	var fnErr error
 	err := pgx.BeginFunc(ctx, s.pool, func(db pgx.Tx) error {
-		t := &tx{db: db, batch: &pgx.Batch{}, pos: pos}
+		t := &tx{db: db, batch: &pgx.Batch{}}
 		defer func() { t.db = nil }() // a Tx kept past its Update must not write
 		// Under a lease, the fence goes first in the first round trip: the
 		// transaction commits only while the lease is this writer's.
@@ -393,8 +393,7 @@ func opt[T any](p *T) any {
 type tx struct {
 	db    pgx.Tx
 	batch *pgx.Batch
-	pos   events.Position // the checkpoint this transaction moves to
-	err   error           // the first failed flush; the transaction is then aborted
+	err   error // the first failed flush; the transaction is then aborted
 	// The users whose snapshot documents this transaction must refresh
 	// (refreshSnapshots): owners written, and members deleted by id.
 	touchedUsers, deletedMembers []int64
@@ -584,8 +583,17 @@ func (t *tx) EraseUser(ctx context.Context, openUserID int64) error {
 	// DELETE over every touched user took 4 ms per member-upsert batch
 	// under load, BENCHMARKS.md twelfth round, part G).
 	t.batch.Queue(`DELETE FROM user_snapshots WHERE open_user_id = $1`, openUserID)
-	// The deleted rows stay in the files until the erasure purge rewrites them.
-	t.batch.Queue(markErased, int64(t.pos.Commit), int64(t.pos.Prepare))
+	return nil
+}
+
+// MarkErased records the position of an erasure the users family applied:
+// the deleted rows stay in the files until the erasure purge, which waits
+// for every family to pass this position, rewrites them.
+func (t *tx) MarkErased(ctx context.Context, pos events.Position) error {
+	if err := t.check(ctx); err != nil {
+		return err
+	}
+	t.batch.Queue(markErased, int64(pos.Commit), int64(pos.Prepare))
 	return nil
 }
 

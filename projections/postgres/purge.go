@@ -179,14 +179,16 @@ WHERE id = 1 AND (purged_commit, purged_prepare) < ($1, $2)`, erasedC, erasedP);
 var horizonWait = 30 * time.Second
 
 // olderThan counts what still holds back the removal of rows deleted by
-// transactions before xid $1 (the next xid when the purge began, as xid):
-// sessions whose snapshot or transaction is older (of any database, as
-// the rows' deleters are unknown here; reading other roles' sessions needs
-// pg_read_all_stats), prepared transactions and replication slots.
+// transactions before xid $1 (the next xid when the purge began, as xid),
+// as Postgres computes it for a table: sessions of this database (or not
+// yet in one) whose snapshot is older; transactions of any database older
+// (the rewrite's own snapshot waits for them); prepared transactions and
+// replication slots. Reading other roles' sessions needs pg_read_all_stats.
 const olderThan = `
 SELECT (SELECT count(*) FROM pg_stat_activity
         WHERE pid <> pg_backend_pid()
-          AND ((backend_xmin IS NOT NULL AND age(backend_xmin) > age($1::xid))
+          AND ((backend_xmin IS NOT NULL AND age(backend_xmin) > age($1::xid)
+                AND (datname = current_database() OR datid IS NULL))
             OR (backend_xid IS NOT NULL AND age(backend_xid) > age($1::xid))))
      + (SELECT count(*) FROM pg_prepared_xacts WHERE age(transaction) > age($1::xid))
      + (SELECT count(*) FROM pg_replication_slots

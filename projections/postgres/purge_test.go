@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/healthtech/partner-open-platform/events"
+	"github.com/healthtech/partner-open-platform/events/catalog"
 	"github.com/healthtech/partner-open-platform/projections"
 	"github.com/healthtech/partner-open-platform/projections/postgres"
 )
@@ -117,7 +118,13 @@ func TestPurgeErasedLeavesNoPlaintextInTheFiles(t *testing.T) {
 		}
 		return nil
 	})
-	write(pos(20), func(tx projections.UserTx) error { return tx.EraseUser(ctx, 1001) })
+	// The erasure at 20, in a batch that ends at 21 with an event only the
+	// users family reads: the others stop at 20.
+	erased := events.Envelope{Recorded: events.Recorded{ID: "ev-erased", Type: "user.erased", Stream: "user-1001", Position: pos(20)},
+		Payload: &catalog.UserErased{AppID: 1, OpenUserID: 1001, Reason: "r", ErasedBy: "operator:1", ErasedAt: at}}
+	if err := projections.UsersProjector(s).Apply(ctx, []events.Envelope{erased}, pos(21)); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := pool.Exec(ctx, `VACUUM users, family_groups, family_members, user_snapshots`); err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +223,12 @@ func TestPurgeErasedCost(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := events.Position{Commit: 100, Prepare: 100}
-	if err := s.Update(ctx, "users", p, func(tx projections.UserTx) error { return tx.EraseUser(ctx, 1) }); err != nil {
+	if err := s.Update(ctx, "users", p, func(tx projections.UserTx) error {
+		if err := tx.EraseUser(ctx, 1); err != nil {
+			return err
+		}
+		return tx.(projections.ErasureMarker).MarkErased(ctx, p)
+	}); err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range []string{"deliveries", "reports", "orders"} {
