@@ -43,7 +43,8 @@ type Object struct {
 	index  map[string]int // for objects with many fields
 	prefix string
 	errs   *domain.ValidationError
-	read   []bool     // read[i]: the handler asked for fields[i]
+	read   uint64     // bit i: the handler asked for fields[i] (i < 64)
+	more   []bool     // the same for fields[64:], rare
 	tree   *[]*Object // the body's object and every nested one parsed from it
 }
 
@@ -100,11 +101,22 @@ func (o *Object) field(name string) ([]byte, bool) {
 }
 
 func (o *Object) markRead(i int) []byte {
-	if o.read == nil {
-		o.read = make([]bool, len(o.fields))
+	if i < 64 {
+		o.read |= 1 << i
+	} else {
+		if o.more == nil {
+			o.more = make([]bool, len(o.fields)-64)
+		}
+		o.more[i-64] = true
 	}
-	o.read[i] = true
 	return o.fields[i].raw
+}
+
+func (o *Object) wasRead(i int) bool {
+	if i < 64 {
+		return o.read&(1<<i) != 0
+	}
+	return o.more != nil && o.more[i-64]
 }
 
 // CheckUnknown caps the arrays of the fields no route read, as the read
@@ -115,7 +127,7 @@ func (o *Object) markRead(i int) []byte {
 func (o *Object) CheckUnknown() {
 	for _, obj := range *o.tree {
 		for i, f := range obj.fields {
-			if (obj.read != nil && obj.read[i]) || len(f.raw) == 0 || (f.raw[0] != '[' && f.raw[0] != '{') {
+			if obj.wasRead(i) || len(f.raw) == 0 || (f.raw[0] != '[' && f.raw[0] != '{') {
 				continue
 			}
 			if path, over := longArray(f.raw, MaxArrayItems); over {

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -241,5 +242,33 @@ func TestArraysUnderUnknownFieldsAreCapped(t *testing.T) {
 	ok.CheckUnknown()
 	if err := ok.Err(); err != nil {
 		t.Fatalf("an unknown array at the cap refused: %v", err)
+	}
+}
+
+// An object of more than 64 fields tracks the read ones past the 64th too.
+func TestCheckUnknownPastSixtyFourFields(t *testing.T) {
+	over := "[" + strings.TrimSuffix(strings.Repeat("1,", MaxArrayItems+1), ",") + "]"
+	var b strings.Builder
+	b.WriteString("{")
+	for i := 0; i < 70; i++ {
+		fmt.Fprintf(&b, `"f%d":%s,`, i, over)
+	}
+	b.WriteString(`"last":1}`)
+	o, err := ParseObject([]byte(b.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 70; i += 2 { // the even ones are known (raw data)
+		o.Raw(fmt.Sprintf("f%d", i))
+	}
+	o.CheckUnknown()
+	var v *domain.ValidationError
+	if !errors.As(o.Err(), &v) {
+		t.Fatalf("err = %v", o.Err())
+	}
+	for i := 0; i < 70; i++ {
+		if got, want := v.Has(fmt.Sprintf("f%d", i)), i%2 == 1; got != want {
+			t.Errorf("f%d refused = %v, want %v", i, got, want)
+		}
 	}
 }
