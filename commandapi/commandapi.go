@@ -150,6 +150,7 @@ func (c *call) decode(read func(*httpapi.Object)) error {
 		return err
 	}
 	read(o)
+	o.CheckUnknown()
 	if err := o.Err(); err != nil {
 		return err
 	}

@@ -117,6 +117,16 @@ func (a *Apps) Apply(_ context.Context, batch []events.Envelope, pos events.Posi
 			next := *app
 			next.AppSecret, next.UpdatedAt = secret, at
 			a.byID[p.AppID] = &next
+			// A token was granted against the old secret: a rotation
+			// (often because the secret leaked) ends every token of the
+			// app issued before it, on every node as each applies the
+			// rotation, rather than leaving them live until they expire.
+			for h, t := range a.tokens {
+				if t.appID == p.AppID && !t.revoked {
+					t.revoked = true
+					a.tokens[h] = t
+				}
+			}
 		case *catalog.AppScopesDeclared:
 			if app, ok := a.byID[p.AppID]; ok {
 				next := *app

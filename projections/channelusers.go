@@ -68,9 +68,21 @@ func applyChannelUser(ctx context.Context, tx UserTx, env events.Envelope) error
 	case *catalog.FamilyMemberDeleted:
 		return tx.DeleteMember(ctx, p.MemberID, at)
 	case *catalog.UserErased:
-		return tx.EraseUser(ctx, p.OpenUserID)
+		if err := tx.EraseUser(ctx, p.OpenUserID); err != nil {
+			return err
+		}
+		if m, ok := tx.(ErasureMarker); ok {
+			return m.MarkErased(ctx, env.Position)
+		}
 	}
 	return nil
+}
+
+// ErasureMarker is a users-family transaction that keeps the log position
+// of each erasure it applies, for a store that must act once every family
+// has applied it (the Postgres store's purge of erased rows from its files).
+type ErasureMarker interface {
+	MarkErased(ctx context.Context, pos events.Position) error
 }
 
 func setProfile(u *User, p catalog.Profile) {

@@ -72,8 +72,9 @@ Commands:
                             them from the read models, frees their channel_user_id
   keys rotate               re-seal every personal-data key with the current master key (admin;
                             after restarting the nodes with the new key and the old one as previous)
-  audit [--actor A] [--subject STREAM] [--from T] [--to T] [--after SEQ] [--limit N]
-                            list audit facts: reveals of personal data and partner report pulls
+  audit [--actor A] [--action A] [--subject STREAM] [--from T] [--to T] [--after SEQ] [--limit N]
+                            list audit facts: reveals of personal data, partner report pulls
+                            and erasures (--action user.erased)
   outbox [--status queued|retrying|sent|failed]
                             the developer portal's outgoing mail, newest first, with each body
                             (sign-up and password-reset links: admin role only)

@@ -144,6 +144,50 @@ func Redact(eventType string, data []byte) ([]byte, bool, error) {
 		out, err := json.Marshal(Redacted)
 		return out, true, err
 	}
+	return redactPaths(eventType, data, paths)
+}
+
+// webhookPersonalFields lists, per webhook event (the body's "event"),
+// the JSON paths of a webhook body that hold personal data, as
+// personalFields does for the log: a family group's name, a plugin
+// measurement's metadata (the host's free text about the person). The ids a
+// body carries (open_user_id, the partner's own ids) are not listed.
+var webhookPersonalFields = map[string][]string{
+	"user.profile.updated":       nil, // changed_fields names fields, not values
+	"user.family_group.created":  {"data.name"},
+	"user.family_group.deleted":  nil,
+	"user.family_member.created": nil,
+	"user.family_member.updated": nil,
+	"user.family_member.deleted": nil,
+	"health.report.created":      nil,
+	"health.report.updated":      nil,
+	"plugin.report.ready":        {"metadata"},
+	"order.shipped":              nil,
+	"webhook.test":               nil,
+}
+
+// WebhookPersonalFields returns the JSON paths of a webhook body's personal
+// fields for the named event; listed is false for an event the list does
+// not know, whose body RedactWebhook replaces whole.
+func WebhookPersonalFields(event string) (paths []string, listed bool) {
+	paths, listed = webhookPersonalFields[event]
+	return append([]string(nil), paths...), listed
+}
+
+// RedactWebhook is Redact for a webhook body of the named event: its
+// personal fields (webhookPersonalFields) read as Redacted, the rest of the
+// body unchanged; the body of an unlisted event is replaced whole.
+func RedactWebhook(event string, body []byte) ([]byte, bool, error) {
+	paths, listed := webhookPersonalFields[event]
+	if !listed {
+		out, err := json.Marshal(Redacted)
+		return out, true, err
+	}
+	return redactPaths(event, body, paths)
+}
+
+// redactPaths replaces the values at paths inside data (see Redact).
+func redactPaths(eventType string, data []byte, paths []string) ([]byte, bool, error) {
 	if len(paths) == 0 || len(data) == 0 {
 		return data, false, nil
 	}

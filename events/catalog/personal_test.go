@@ -103,3 +103,31 @@ func TestRedactKeepsShapeAndOtherFields(t *testing.T) {
 		t.Errorf("unknown type redacted = %s", out)
 	}
 }
+
+// A webhook body's personal fields read as Redacted, the rest of the body
+// as it was; an event not listed is redacted whole; a body without
+// personal fields comes back byte for byte.
+func TestRedactWebhook(t *testing.T) {
+	body := []byte(`{"event":"user.family_group.created","delivery_id":"d-1","app_id":1,"open_user_id":7,"data":{"family_group_id":3,"app_group_id":10,"name":"欧阳家","created":true}}`)
+	got, changed, err := catalog.RedactWebhook("user.family_group.created", body)
+	if err != nil || !changed {
+		t.Fatalf("redact: %v %v", changed, err)
+	}
+	var doc struct {
+		Event string `json:"event"`
+		Data  struct {
+			Name          string `json:"name"`
+			FamilyGroupID int64  `json:"family_group_id"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(got, &doc); err != nil || doc.Event != "user.family_group.created" || doc.Data.Name != catalog.Redacted || doc.Data.FamilyGroupID != 3 {
+		t.Fatalf("redacted body %s (%v)", got, err)
+	}
+	plain := []byte(`{"event":"health.report.created","open_user_id":7,"open_report_id":9}`)
+	if got, changed, err := catalog.RedactWebhook("health.report.created", plain); err != nil || changed || string(got) != string(plain) {
+		t.Fatalf("body without personal fields: %s %v %v", got, changed, err)
+	}
+	if got, changed, err := catalog.RedactWebhook("some.new.event", plain); err != nil || !changed || string(got) != `"[redacted]"` {
+		t.Fatalf("unlisted event: %s %v %v", got, changed, err)
+	}
+}
