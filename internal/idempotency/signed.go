@@ -95,7 +95,7 @@ func (k *Keeper) ServeSigned(w http.ResponseWriter, r *http.Request, appID int64
 		}
 		return
 	}
-	rw := newRecorder()
+	rw := recorderFor(w)
 	k.Serve(rw, r, appID, body, h)
 	if rw.status == 0 {
 		rw.status = http.StatusOK
