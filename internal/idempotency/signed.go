@@ -196,6 +196,9 @@ func (k *Keeper) writeSigned(w http.ResponseWriter, r *http.Request, name, recor
 		w.Header().Set("Content-Type", contentType)
 	}
 	w.Header().Set(ReplayedHeader, "true")
+	// Some answers carry a secret (a webhook secret rotation): a replay
+	// is never stored by intermediaries either.
+	w.Header().Set("Cache-Control", "no-store")
 	noteCode(r, []byte(plain))
 	w.WriteHeader(status)
 	_, _ = w.Write([]byte(plain))
