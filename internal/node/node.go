@@ -499,11 +499,12 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		Idempotency: &idempotency.Keeper{
 			Store: n.Events, Registry: n.Registry, Sealer: sealer, Keys: n.Keys, Now: cfg.Now, Replayed: marks.Wrote,
 		},
-		Operators: operators, OperatorsReady: operatorsRunner,
+		SignedWrites: nonces,
+		Operators:    operators, OperatorsReady: operatorsRunner,
 	}
 	qAPI := &queryapi.API{
 		Store: n.ReadModel, Apps: n.Apps, Events: n.Events, Runners: n.Runners, Families: n.Families,
-		SchemeM: schemeM, Admin: admin, Watermarks: marks, Location: n.Location, Deliveries: n.ReadModel,
+		SchemeM: schemeM, SchemeH: schemeH, Admin: admin, Watermarks: marks, Location: n.Location, Deliveries: n.ReadModel,
 		Orders: n.ReadModel, Benefits: n.ReadModel,
 		Operators: n.Operators, Audit: n.ReadModel, Auditor: operators,
 	}
