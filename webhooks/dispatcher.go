@@ -20,6 +20,7 @@ import (
 	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/events/catalog"
+	"github.com/healthtech/partner-open-platform/events/subscribe"
 	"github.com/healthtech/partner-open-platform/projections"
 	"github.com/healthtech/partner-open-platform/webhooks/targets"
 )
@@ -63,9 +64,9 @@ type Dispatcher struct {
 	Store      events.Store
 	Registry   *events.Registry
 	Apps       Apps
-	AppsReady  *projections.Runner // the directory must have seen an event's position before it decides
+	AppsReady  *subscribe.Runner // the directory must have seen an event's position before it decides
 	Deliveries projections.DeliveryStore
-	Projected  *projections.Runner // the deliveries projection
+	Projected  *subscribe.Runner // the deliveries projection
 	// Reflected waits until every read model a partner may read after a
 	// webhook reflects the event (nil: only the deliveries projection).
 	Reflected interface {

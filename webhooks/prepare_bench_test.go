@@ -12,6 +12,7 @@ import (
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/events/catalog"
 	evmemory "github.com/healthtech/partner-open-platform/events/memory"
+	"github.com/healthtech/partner-open-platform/events/subscribe"
 	"github.com/healthtech/partner-open-platform/projections"
 	"github.com/healthtech/partner-open-platform/projections/memory"
 )
@@ -49,7 +50,7 @@ func BenchmarkPrepareBatch(b *testing.B) {
 	}
 	recs = all
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	run := projections.NewRunner(log, reg, projections.DeliveriesProjector(memory.New()), quiet, nil)
+	run := subscribe.NewRunner(log, reg, projections.DeliveriesProjector(memory.New()), quiet, nil)
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() { _ = run.Run(runCtx) }()

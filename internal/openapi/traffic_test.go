@@ -24,6 +24,7 @@ import (
 	"github.com/healthtech/partner-open-platform/commands"
 	"github.com/healthtech/partner-open-platform/events/catalog"
 	"github.com/healthtech/partner-open-platform/events/memory"
+	"github.com/healthtech/partner-open-platform/events/subscribe"
 	"github.com/healthtech/partner-open-platform/internal/auth"
 	"github.com/healthtech/partner-open-platform/internal/httpapi"
 	"github.com/healthtech/partner-open-platform/internal/openapi"
@@ -104,13 +105,13 @@ func server(t *testing.T, clock *offsetClock) *httptest.Server {
 	}
 	store, reg, readModel := memory.New(), catalog.Registry(), projmemory.New()
 	apps := projections.NewApps(sealer)
-	appsRunner := projections.NewRunner(store, reg, apps, log, nil)
-	runners := []*projections.Runner{appsRunner}
-	families := map[projections.Family]*projections.Runner{}
-	var reflected projections.RunnerSet
-	for _, p := range []projections.Projector{projections.UsersProjector(readModel), projections.DeliveriesProjector(readModel),
+	appsRunner := subscribe.NewRunner(store, reg, apps, log, nil)
+	runners := []*subscribe.Runner{appsRunner}
+	families := map[projections.Family]*subscribe.Runner{}
+	var reflected subscribe.RunnerSet
+	for _, p := range []subscribe.Projector{projections.UsersProjector(readModel), projections.DeliveriesProjector(readModel),
 		projections.ReportsProjector(readModel, loc), projections.OrdersProjector(readModel), projections.BenefitsProjector(readModel)} {
-		run := projections.NewRunner(store, reg, p, log, nil)
+		run := subscribe.NewRunner(store, reg, p, log, nil)
 		families[projections.Family(p.Name())] = run
 		runners = append(runners, run)
 		reflected = append(reflected, run)
@@ -136,7 +137,7 @@ func server(t *testing.T, clock *offsetClock) *httptest.Server {
 		Credentials: commands.NewCredentialIssuer(store, reg, ids, time.Now), UploaderDirectory: apps,
 		Orders:        commands.NewOrders(store, reg, ids, time.Now),
 		Benefits:      commands.NewBenefits(store, reg, ids, clock.now, 10*time.Second, providers{readModel}),
-		InternalToken: internalToken, Projections: projections.RunnerSet(runners),
+		InternalToken: internalToken, Projections: subscribe.RunnerSet(runners),
 	}
 	qry := &queryapi.API{
 		Store: readModel, Apps: apps, Events: store, Runners: runners, Families: families,

@@ -1,4 +1,4 @@
-package projections_test
+package subscribe_test
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/events/catalog"
 	"github.com/healthtech/partner-open-platform/events/memory"
-	"github.com/healthtech/partner-open-platform/projections"
+	"github.com/healthtech/partner-open-platform/events/subscribe"
 )
 
 // flaky is a transactional projector: a batch is applied whole or not at
@@ -69,7 +69,7 @@ func appendApp(t *testing.T, store events.Store, reg *events.Registry, stream st
 	return res.Position
 }
 
-func run(t *testing.T, r *projections.Runner) {
+func run(t *testing.T, r *subscribe.Runner) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = r.Run(ctx) }()
@@ -84,7 +84,7 @@ func TestPoisonEventIsSkippedAndReported(t *testing.T) {
 	p := &flaky{poison: "bad"}
 	var skipped []string
 	var mu sync.Mutex
-	r := projections.NewRunner(store, reg, p, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+	r := subscribe.NewRunner(store, reg, p, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
 	r.SkipPoison(func(name string) { mu.Lock(); skipped = append(skipped, name); mu.Unlock() })
 
 	appendApp(t, store, reg, "a")
@@ -117,7 +117,7 @@ func TestPoisonEventIsSkippedAndReported(t *testing.T) {
 func TestStoreOutageIsNotPoison(t *testing.T) {
 	store, reg := memory.New(), catalog.Registry()
 	p := &flaky{down: true}
-	r := projections.NewRunner(store, reg, p, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+	r := subscribe.NewRunner(store, reg, p, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
 	r.SkipPoison(nil)
 	appendApp(t, store, reg, "a")
 	last := appendApp(t, store, reg, "b")
@@ -155,7 +155,7 @@ func TestReadyOnlyAtTheHeadFoundAtStart(t *testing.T) {
 		last = appendApp(t, store, reg, "s")
 	}
 	p := &flaky{}
-	r := projections.NewRunner(store, reg, p, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+	r := subscribe.NewRunner(store, reg, p, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	run(t, r)

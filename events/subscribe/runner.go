@@ -1,4 +1,11 @@
-package projections
+// Package subscribe is the one runtime that follows the event log: a Runner
+// reads a source from a checkpoint, batches what is already available, hands
+// each batch to its Projector (which commits the checkpoint with the effect),
+// owns a lease when several nodes share the work, lets readers wait for a
+// position, and reports progress and lag. Read models and the other log
+// followers are its clients; it knows neither the write side nor the read
+// models.
+package subscribe
 
 import (
 	"context"
