@@ -56,7 +56,7 @@ var layerRules = []struct {
 	{
 		why:    "the write side decides without reading the asynchronous read models",
 		pkgs:   []string{"commands/..."},
-		forbid: join(readModels, []string{"queryapi", "commandapi", "webhooks", "events/subscribe"}),
+		forbid: join(readModels, []string{"queryapi", "commandapi", "webhooks"}),
 	},
 	{
 		why:  "the shared edge (HTTP plumbing, auth schemes) takes its words from below both sides",

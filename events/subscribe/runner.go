@@ -109,7 +109,10 @@ type Runner struct {
 	announceKick  chan struct{}
 }
 
-// NewRunner builds a runner; onApplied (optional) feeds metrics.
+// NewRunner builds a runner; onApplied (optional) feeds metrics. With a
+// nil reg the projector gets the events as stored, undecoded (Envelope's
+// Payload and Metadata empty) and of every type, known or not: for
+// followers of the bytes themselves, such as the erasure follower.
 func NewRunner(store events.Store, reg *events.Registry, p Projector, log *slog.Logger, onApplied func(string, int, events.Recorded)) *Runner {
 	return &Runner{
 		store: store, reg: reg, proj: p, log: log.With("projection", p.Name()), batchSize: 512,
@@ -510,6 +513,9 @@ func (r *Runner) subscribe(ctx context.Context, cp events.Position) (events.Subs
 func (r *Runner) decode(rec events.Recorded) (events.Envelope, bool, error) {
 	if f, ok := r.proj.(interface{ Handles(string) bool }); ok && !f.Handles(rec.Type) {
 		return events.Envelope{}, false, nil // not this family's: its position still counts
+	}
+	if r.reg == nil {
+		return events.Envelope{Recorded: rec}, true, nil
 	}
 	if !r.reg.Known(rec.Type) {
 		r.log.Warn("skipping unknown event type", "type", rec.Type, "id", rec.ID)

@@ -348,7 +348,7 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 	mark = phase("keys", mark)
 	n.Keys = keys.New(keyBackend, sealer, sealer.Previous()...)
 	n.Keys.SetClock(cfg.Now)
-	erasures := &privacy.ErasureFollower{Store: n.StoredEvents, Keys: n.Keys, Forgot: n.forgotKey}
+	erasures := &privacy.ErasureFollower{Store: n.StoredEvents, Keys: n.Keys, Forgot: n.forgotKey, Log: n.log}
 	if erasures.From, err = n.StoredEvents.Head(ctx); err != nil { // before this node opens any key
 		return nil, fmt.Errorf("event store: head of the log: %w", err)
 	}
