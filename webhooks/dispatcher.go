@@ -729,31 +729,6 @@ type Checkpoints interface {
 	Save(ctx context.Context, pos events.Position) error
 }
 
-// Run implements Source.
-func (s StoreSource) Run(ctx context.Context, handle func(context.Context, events.Recorded) error) error {
-	from, err := s.From(ctx)
-	if err != nil {
-		return err
-	}
-	sub, err := s.Store.SubscribeAll(ctx, from)
-	if err != nil {
-		return err
-	}
-	defer sub.Close()
-	for {
-		rec, err := sub.Next(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return err
-		}
-		if err := handle(ctx, rec); err != nil {
-			return err
-		}
-	}
-}
-
 // saveFinal saves pos (when set) past ctx's end, so a clean stop resumes
 // exactly where it ended; saving a position twice is harmless.
 func (s StoreSource) saveFinal(ctx context.Context, pos events.Position) {

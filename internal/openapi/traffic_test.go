@@ -177,7 +177,7 @@ func server(t *testing.T, clock *offsetClock) *httptest.Server {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		_ = webhooks.StoreSource{Store: store, From: readModel.LastSource}.Run(ctx, dispatcher.Create)
+		_ = webhooks.RunPipelined(ctx, webhooks.StoreSource{Store: store, From: readModel.LastSource}, dispatcher.PrepareBatch, dispatcher.CommitBatches)
 	}()
 	srv := httptest.NewServer(rt)
 	t.Cleanup(func() { srv.Close(); cancel(); wg.Wait(); _ = readModel.Close(); _ = store.Close() })
