@@ -90,6 +90,8 @@ type Runner struct {
 	onApplied  func(name string, n int, last events.Recorded)
 	onSkipped  func(name string)
 	skipPoison bool
+	// stopOnError: Run returns a failure instead of restarting.
+	stopOnError bool
 
 	mu      sync.Mutex
 	pos     events.Position
@@ -145,6 +147,20 @@ func (r *Runner) Own(o Ownership) {
 func (r *Runner) SkipPoison(onSkipped func(name string)) {
 	r.skipPoison, r.onSkipped = true, onSkipped
 }
+
+// BatchSize caps the events handed to one Apply (default 512); call it
+// before Run.
+func (r *Runner) BatchSize(n int) {
+	if n > 0 {
+		r.batchSize = n
+	}
+}
+
+// StopOnError makes Run return the first failure (wrapping its cause)
+// instead of restarting after a backoff, for a caller that restarts it
+// itself: one that runs it under a lease releases the lease first, so a
+// healthy node can take over. Call it before Run.
+func (r *Runner) StopOnError() { r.stopOnError = true }
 
 // Name is the projector's name.
 func (r *Runner) Name() string { return r.proj.Name() }
@@ -274,6 +290,9 @@ func (r *Runner) project(ctx context.Context) error {
 		r.mu.Lock()
 		r.stats.LastError = err.Error()
 		r.mu.Unlock()
+		if r.stopOnError {
+			return err
+		}
 		r.log.Error("projection stopped; restarting", "err", err, "backoff", backoff)
 		select {
 		case <-time.After(backoff):
