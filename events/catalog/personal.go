@@ -35,25 +35,26 @@ var personalFields = map[string][]string{
 	"app.review_requested":         nil,
 	// Secrets are sealed with the master key, not per person.
 	"app.production_credentials_revealed": nil,
-	// The partner's channel_user_id is its pseudonym of the person, and
-	// names a stream, which cannot be encrypted: it stays in clear.
-	"channel_user.bound":   nil,
-	"user.registered":      profilePaths,
-	"user.profile.updated": profilePaths,
+	// The partner's channel_user_id is often an e-mail address or a phone
+	// number: personal wherever an event carries it. Its binding stream is
+	// named after a keyed hash of it (domain.Pseudonyms), never after it.
+	"channel_user.bound":   {"channel_user_id"},
+	"user.registered":      append([]string{"channel_user_id"}, profilePaths...),
+	"user.profile.updated": append([]string{"channel_user_id"}, profilePaths...),
 	// A group's name is the partner's free text ("Li family"), often a surname.
-	"user.family_group.created":  {"name"},
-	"user.family_group.deleted":  nil,
-	"user.family_member.created": memberPaths,
-	"user.family_member.updated": memberPaths,
-	"user.family_member.deleted": nil,
+	"user.family_group.created":  {"channel_user_id", "name"},
+	"user.family_group.deleted":  {"channel_user_id"},
+	"user.family_member.created": append([]string{"channel_user_id"}, memberPaths...),
+	"user.family_member.updated": append([]string{"channel_user_id"}, memberPaths...),
+	"user.family_member.deleted": {"channel_user_id"},
 	// The body is the webhook as sent: it copies the person's fields.
 	"webhook.delivery.created": {"body"},
 	// A receiver's answer may echo what it was sent.
 	"webhook.delivery.attempted":        {"response_excerpt"},
 	"webhook.delivery.resend_requested": nil,
-	"report.created": {"file_path", "interpretation_result", "interpretation_detail",
+	"report.created": {"channel_user_id", "file_path", "interpretation_result", "interpretation_detail",
 		"meta.operator_name", "raw_data"},
-	"report.updated":       {"file_path", "interpretation_result", "interpretation_detail"},
+	"report.updated":       {"channel_user_id", "file_path", "interpretation_result", "interpretation_detail"},
 	"report.viewed":        nil,
 	"report.key_claimed":   nil,
 	"uploader.registered":  nil,
@@ -90,9 +91,11 @@ var personalFields = map[string][]string{
 	"operator.revoked":              nil,
 	"audit.access_recorded":         nil,
 	// Who erased whom, when and why; the reason is operator text that must
-	// not quote personal data (README, "Erasure").
-	"user.erased":          nil,
-	"channel_user.unbound": nil,
+	// not quote personal data (README, "Erasure"). Neither carries the
+	// channel_user_id any more; events written before do, in clear, and
+	// admin reads redact it.
+	"user.erased":          {"channel_user_id"},
+	"channel_user.unbound": {"channel_user_id"},
 	// Endpoint settings are the partner's configuration, secrets sealed.
 	"app.webhook_endpoint_added":            nil,
 	"app.webhook_endpoint_updated":          nil,

@@ -72,7 +72,7 @@ func TestRedactKeepsShapeAndOtherFields(t *testing.T) {
 	if err != nil || !changed {
 		t.Fatalf("Redact: %v changed=%v", err, changed)
 	}
-	for _, secret := range []string{"Li Lei", "13812345678", "li@example.com", "1990-01-02", "male"} {
+	for _, secret := range []string{"Li Lei", "13812345678", "li@example.com", "1990-01-02", "male", "u-1"} {
 		if strings.Contains(string(out), secret) {
 			t.Errorf("redacted data still holds %q: %s", secret, out)
 		}
@@ -82,7 +82,7 @@ func TestRedactKeepsShapeAndOtherFields(t *testing.T) {
 		t.Fatal(err)
 	}
 	profile := got["profile"].(map[string]any)
-	if profile["name"] != catalog.Redacted || profile["nickname"] != nil || got["channel_user_id"] != "u-1" {
+	if profile["name"] != catalog.Redacted || profile["nickname"] != nil || got["channel_user_id"] != catalog.Redacted || got["app_id"] != 7.0 {
 		t.Errorf("redacted = %s", out)
 	}
 	if !strings.Contains(string(out), "12345678901234567890") {
@@ -93,6 +93,15 @@ func TestRedactKeepsShapeAndOtherFields(t *testing.T) {
 	out, _, _ = catalog.Redact("user.family_member.created", []byte(member))
 	if strings.Contains(string(out), "11010519491231002X") || strings.Contains(string(out), "170") || !strings.Contains(string(out), `"member_id":3`) {
 		t.Errorf("member redacted = %s", out)
+	}
+
+	// Erasure records written before hashed binding names carry the
+	// channel_user_id in clear: admin reads redact it.
+	for _, typ := range []string{"user.erased", "channel_user.unbound", "channel_user.bound", "user.family_member.deleted", "report.created"} {
+		old := `{"app_id":1,"open_user_id":2,"channel_user_id":"li@example.com"}`
+		if out, changed, _ := catalog.Redact(typ, []byte(old)); !changed || strings.Contains(string(out), "li@example.com") {
+			t.Errorf("%s redacted = %s", typ, out)
+		}
 	}
 
 	plain := `{"app_id":1,  "reason":"x"}`

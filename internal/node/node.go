@@ -6,6 +6,8 @@ package node
 import (
 	"cmp"
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -24,6 +26,7 @@ import (
 
 	"github.com/healthtech/partner-open-platform/commandapi"
 	"github.com/healthtech/partner-open-platform/commands"
+	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/events/catalog"
 	pgevents "github.com/healthtech/partner-open-platform/events/postgres"
@@ -170,6 +173,8 @@ type Node struct {
 	// Events is the store commands, projections and the dispatcher use:
 	// personal fields decrypted.
 	Events events.Store
+	// Pseudonyms names channel users' binding streams by a keyed hash.
+	Pseudonyms *domain.Pseudonyms
 	// StoredEvents is the store as written (personal fields encrypted): the
 	// relay reads it, so the Kafka topics carry ciphertext.
 	StoredEvents events.Store
@@ -340,6 +345,9 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 	mark = phase("keys", mark)
 	n.Keys = keys.New(keyBackend, sealer, sealer.Previous()...)
 	n.Keys.SetClock(cfg.Now)
+	if n.Pseudonyms, err = OpenPseudonyms(ctx, n.Keys); err != nil {
+		return nil, err
+	}
 	erasures := &privacy.ErasureFollower{Store: n.StoredEvents, Keys: n.Keys, Forgot: n.forgotKey}
 	if erasures.From, err = n.StoredEvents.Head(ctx); err != nil { // before this node opens any key
 		return nil, fmt.Errorf("event store: head of the log: %w", err)
@@ -461,7 +469,7 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 	if n.snapshots != nil {
 		destroyer = erasingKeys{n.Keys, n.snapshots}
 	}
-	users := commands.NewUsers(n.Events, n.Registry, ids, cfg.Now, n.Location).WithKeys(destroyer)
+	users := commands.NewUsers(n.Events, n.Registry, ids, n.Pseudonyms, cfg.Now, n.Location).WithKeys(destroyer)
 	if !cfg.PlaintextPersonalData {
 		users.WithKeyWarmer(n.Keys)
 		ids.OnReserve(commands.KindUser, n.prepareUserKeys)
@@ -716,6 +724,29 @@ func (n *Node) startWebhooks(ctx context.Context, cfg Config, models *projection
 		}
 	})
 	return nil
+}
+
+// PseudonymSecret is the key-store subject of the platform secret that
+// binding stream names (and the Kafka keys made from them) are hashed
+// under: not a person, never destroyed by an erasure.
+const PseudonymSecret = "platform.pseudonyms"
+
+// OpenPseudonyms builds the hasher of channel user ids. Its key lives in the
+// key store rather than being derived from the master key: the key store is
+// what every node shares (Postgres) or the data directory keeps (files), it
+// survives restarts, and a master-key rotation re-seals the secret without
+// changing it, whereas a key derived from the master key would rename every
+// binding stream at rotation and so break register's uniqueness. The key
+// is derived from the secret with a fixed label, so the secret serves no
+// other purpose directly.
+func OpenPseudonyms(ctx context.Context, ks *keys.Keys) (*domain.Pseudonyms, error) {
+	secret, err := ks.PlatformSecret(ctx, PseudonymSecret)
+	if err != nil {
+		return nil, fmt.Errorf("channel user pseudonym key: %w", err)
+	}
+	m := hmac.New(sha256.New, secret)
+	m.Write([]byte("partner-open-platform channel_user_id binding stream v1"))
+	return domain.NewPseudonyms(m.Sum(nil))
 }
 
 // feedPseudonymKey is the configured feed key, or one derived from the
