@@ -22,12 +22,12 @@ type userState struct {
 	// binding is the stream that binds (appID, channelUserID) to this
 	// user: named by user.registered, or, for users registered before
 	// hashed names, the legacy name derived from the (clear) id.
-	binding string
-	profile catalog.Profile
-	groups        map[int64]*groupState     // by family_group_id, dissolved included
-	activeGroups  map[int64]int64           // app_group_id -> family_group_id
-	members       map[int64]*catalog.Member // live members by member_id
-	memberByApp   map[string]int64          // app_user_id -> member_id
+	binding      string
+	profile      catalog.Profile
+	groups       map[int64]*groupState     // by family_group_id, dissolved included
+	activeGroups map[int64]int64           // app_group_id -> family_group_id
+	members      map[int64]*catalog.Member // live members by member_id
+	memberByApp  map[string]int64          // app_user_id -> member_id
 	// writable marks the maps this state may write (ownGroups...): clone
 	// shares them with the copy and clears the marks on both, so apply
 	// copies a map before its first write after a clone and a copy handed
@@ -180,10 +180,10 @@ type Users struct {
 	ids *Allocator
 	// names hashes channel user ids into binding stream names.
 	names *domain.Pseudonyms
-	now  func() time.Time
-	loc  *time.Location
-	keys KeyDestroyer
-	warm KeyWarmer
+	now   func() time.Time
+	loc   *time.Location
+	keys  KeyDestroyer
+	warm  KeyWarmer
 	// loaded keeps recently used users, read incrementally (aggregates.go).
 	loaded *aggregateCache[*userState]
 }
