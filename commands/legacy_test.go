@@ -35,9 +35,9 @@ type legacyFixture struct {
 	MasterKey string        `json:"master_key"`
 	Keys      []keys.Record `json:"keys"`
 	Events    []struct {
-		Stream string          `json:"stream"`
-		ID     string          `json:"id"`
-		Type   string          `json:"type"`
+		Stream string `json:"stream"`
+		ID     string `json:"id"`
+		Type   string `json:"type"`
 		Data   string `json:"data"` // the stored bytes as JSON text
 		Meta   string `json:"meta"`
 	} `json:"events"`
