@@ -503,7 +503,7 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		Operators: operators, OperatorsReady: operatorsRunner,
 	}
 	qAPI := &queryapi.API{
-		Store: n.ReadModel, Apps: n.Apps, Events: n.Events, Runners: n.Runners, Families: n.Families,
+		Store: n.ReadModel, Apps: n.Apps, Events: n.Events, Runners: n.Runners, Families: n.Families, Pseudonyms: n.Pseudonyms,
 		SchemeM: schemeM, Admin: admin, Watermarks: marks, Location: n.Location, Deliveries: n.ReadModel,
 		Orders: n.ReadModel, Benefits: n.ReadModel,
 		Operators: n.Operators, Audit: n.ReadModel, Auditor: operators,
@@ -691,7 +691,8 @@ func (n *Node) startWebhooks(ctx context.Context, cfg Config, models *projection
 			if err != nil {
 				return err
 			}
-			producer := relaykafka.NewFeedProducer(cfg.KafkaBrokers, cfg.KafkaInternalTopic, cfg.KafkaTopic, transformer, n.log.With("component", "relay"))
+			producer := relaykafka.NewFeedProducer(cfg.KafkaBrokers, cfg.KafkaInternalTopic, cfg.KafkaTopic, transformer, n.log.With("component", "relay")).
+				WithStreamNames(n.Pseudonyms.Stream)
 			n.closers = append(n.closers, producer.Close)
 			var checkpoints relay.Checkpoints = relay.NewFileCheckpointsNamed(cfg.DataDir, relay.FeedCheckpointFile)
 			if cfg.PostgresURL != "" {
