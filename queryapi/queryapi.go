@@ -414,7 +414,11 @@ func (q *API) history(w http.ResponseWriter, r *http.Request, _ httprouter.Param
 		httpapi.Error(w, r, err)
 		return
 	}
-	httpapi.OK(w, http.StatusOK, map[string]any{"stream": stream, "events": out, "revealed": reveal})
+	shown := stream
+	if !reveal {
+		shown = q.streamName(stream)
+	}
+	httpapi.OK(w, http.StatusOK, map[string]any{"stream": shown, "events": out, "revealed": reveal})
 }
 
 // allEvents pages through the global log, for auditors and replays,

@@ -1,0 +1,67 @@
+package node_test
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/healthtech/partner-open-platform/domain"
+	"github.com/healthtech/partner-open-platform/events"
+	"github.com/healthtech/partner-open-platform/events/catalog"
+	"github.com/healthtech/partner-open-platform/internal/node"
+)
+
+// A binding written by the release before hashed names sits on a stream
+// named after the channel_user_id, its event holding the id in clear.
+// Registering that id again finds the bound user and writes no second
+// binding; admin event pages show the stream by its hashed name and the id
+// redacted; an auditor's reveal shows them, and its audit fact names the
+// hashed stream only.
+func TestLegacyBindingInAdminReads(t *testing.T) {
+	t.Parallel()
+	readModels(t, func(t *testing.T, cfg node.Config) {
+		p := start(t, cfg)
+		a := p.createApp("partner")
+		const id = "legacy.person@example.com"
+		legacy := domain.LegacyBindingStream(a.ID, id)
+		hashed := p.node.Pseudonyms.BindingStream(a.ID, id)
+		ev, err := p.node.Registry.Encode(catalog.ChannelUserBound{AppID: a.ID, ChannelUserID: id, OpenUserID: 999999}, events.Metadata{AppID: a.ID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.node.StoredEvents.Append(t.Context(), legacy, events.NoStream(), ev); err != nil {
+			t.Fatal(err)
+		}
+
+		var reg registerData
+		a.expect("POST", "/open/v1/channel/users", registerBody(id), http.StatusCreated, "0").data(t, &reg)
+		if reg.OpenUserID != 999999 {
+			t.Fatalf("register of a legacy-bound id: %+v, want its open_user_id 999999", reg)
+		}
+		if recs, _ := p.node.StoredEvents.ReadStream(t.Context(), hashed, 0, 0); len(recs) != 0 {
+			t.Fatalf("a second binding was written: %d events", len(recs))
+		}
+		a.expect("POST", "/open/v1/channel/users", registerBody(id), http.StatusOK, "0")
+
+		for _, path := range []string{"/admin/v1/events?limit=10000", "/admin/v1/history?stream=" + url.QueryEscape(legacy)} {
+			res := p.admin("GET", path, nil)
+			expectCode(t, path, res, 200, "0")
+			body := string(res.Raw)
+			if strings.Contains(strings.ReplaceAll(body, url.QueryEscape(legacy), ""), "legacy.person") || !strings.Contains(body, hashed) {
+				t.Fatalf("%s shows the channel_user_id or not the hashed name: %s", path, res.Raw)
+			}
+		}
+		_, auditorTok := p.operator("Aud", "auditor")
+		res := p.as(auditorTok, "GET", "/admin/v1/history?reveal=true&reason=DPO+check&stream="+url.QueryEscape(legacy), nil)
+		expectCode(t, "reveal", res, 200, "0")
+		if !strings.Contains(string(res.Raw), `"stream":"`+legacy+`"`) {
+			t.Fatalf("a reveal shows the stored name: %s", res.Raw)
+		}
+		audit := p.as(auditorTok, "GET", "/admin/v1/audit", nil)
+		expectCode(t, "audit", audit, 200, "0")
+		if strings.Contains(string(audit.Raw), "legacy.person") || !strings.Contains(string(audit.Raw), hashed) {
+			t.Fatalf("the reveal's audit fact: %s", audit.Raw)
+		}
+	})
+}
