@@ -110,7 +110,7 @@ func (s *userState) apply(env events.Envelope) {
 		// An erased user is gone for every command: USER_NOT_FOUND; none
 		// of their personal data stays in a state (a cached one included).
 		// New maps: a clone a decision still reads keeps the ones it has.
-		s.registered, s.erased, s.profile = false, true, catalog.Profile{}
+		s.registered, s.erased, s.profile, s.channelUserID = false, true, catalog.Profile{}, ""
 		s.groups, s.activeGroups = map[int64]*groupState{}, map[int64]int64{}
 		s.members, s.memberByApp = map[int64]*catalog.Member{}, map[string]int64{}
 		s.writable, s.sharers = ownAll, [4]uint32{}

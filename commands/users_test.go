@@ -51,6 +51,12 @@ func TestEraseDecision(t *testing.T) {
 	if st.binding != testNames.BindingStream(1, "li@example.com") {
 		t.Fatalf("binding %q", st.binding)
 	}
+	// Once erased, a state keeps the binding's (hashed) name, not the id.
+	erased := given(t, newUserState(), catalog.UserRegistered{AppID: 1, OpenUserID: 5, ChannelUserID: "li@example.com",
+		Binding: testNames.BindingStream(1, "li@example.com")}, want)
+	if erased.channelUserID != "" || erased.binding != testNames.BindingStream(1, "li@example.com") {
+		t.Fatalf("erased state keeps %q, binding %q", erased.channelUserID, erased.binding)
+	}
 	// A user registered before hashed names binds under the legacy name,
 	// derived from the id its (clear) user.registered holds.
 	old := given(t, newUserState(), catalog.UserRegistered{AppID: 1, OpenUserID: 6, ChannelUserID: "li@example.com"})
