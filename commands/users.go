@@ -557,6 +557,13 @@ func (u *Users) Register(ctx context.Context, c Register, meta Meta) (RegisterRe
 			return RegisterResult{}, err
 		}
 		openUserID, bound := b.bound(), false
+		if b.hashed.openUserID == 0 && b.legacy.openUserID != 0 {
+			// Bound under the legacy name (its user stream may still be to
+			// create, after a crash between two appends): user.registered
+			// names no hashed binding, so the user's binding is derived
+			// from the id, as for every user of that release.
+			cmd.Binding = ""
+		}
 		if openUserID == 0 {
 			id, err := u.ids.Next(ctx, KindUser)
 			if err != nil {

@@ -63,5 +63,22 @@ func TestLegacyBindingInAdminReads(t *testing.T) {
 		if strings.Contains(string(audit.Raw), "legacy.person") || !strings.Contains(string(audit.Raw), hashed) {
 			t.Fatalf("the reveal's audit fact: %s", audit.Raw)
 		}
+		// Erasing that user frees the legacy binding: the id registers
+		// again as a new person, bound under its hashed name.
+		if res := p.admin("POST", "/admin/v1/channel-users/999999/erase", map[string]any{"reason": "ticket 5"}); res.Status != http.StatusOK {
+			t.Fatalf("erase: %d %s", res.Status, res.Raw)
+		}
+		recs, err := p.node.StoredEvents.ReadStream(t.Context(), legacy, 0, 0)
+		if err != nil || len(recs) != 2 || recs[1].Type != "channel_user.unbound" || strings.Contains(string(recs[1].Data), "legacy.person") {
+			t.Fatalf("legacy binding after the erasure: %+v %v", recs, err)
+		}
+		var again registerData
+		a.expect("POST", "/open/v1/channel/users", registerBody(id), http.StatusCreated, "0").data(t, &again)
+		if again.OpenUserID == 999999 {
+			t.Fatalf("re-register after erasure: %+v", again)
+		}
+		if recs, _ := p.node.StoredEvents.ReadStream(t.Context(), hashed, 0, 0); len(recs) != 1 {
+			t.Fatalf("hashed binding after the re-register: %d events", len(recs))
+		}
 	})
 }
