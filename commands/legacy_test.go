@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -93,6 +94,13 @@ func TestLegacyBindingsKeepWorking(t *testing.T) {
 		store, ks := loadLegacy(t, inner)
 		reg := catalog.Registry()
 		u := NewUsers(store, reg, NewAllocator(store, reg, 5), testNames, time.Now, time.UTC).WithKeys(ks)
+		// The first start of the new release over this log: it had users.
+		if err := u.DetectLegacyBindings(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if recs, _ := inner.ReadStream(ctx, domain.BindingFormatStream, 0, 0); len(recs) != 1 || !strings.Contains(string(recs[0].Data), `"legacy_bindings":true`) {
+			t.Fatalf("binding format of a log with users: %+v", recs)
+		}
 		register := func(app int64, channel string) RegisterResult {
 			t.Helper()
 			res, err := u.Register(ctx, Register{AppID: app, ChannelUserID: channel, User: UserInput{Name: "again"}}, Meta{AppID: app})
@@ -257,4 +265,69 @@ func project(t *testing.T, store events.Store, rm projections.UserStore) {
 	if err := p.Apply(ctx, batch, recs[len(recs)-1].Position); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// legacyReads counts the reads of legacy binding streams.
+type legacyReads struct {
+	events.Store
+	n atomic.Int64
+}
+
+func (s *legacyReads) ReadStream(ctx context.Context, stream string, from uint64, limit int) ([]events.Recorded, error) {
+	if _, _, ok := domain.ParseLegacyBindingStream(stream); ok {
+		s.n.Add(1)
+	}
+	return s.Store.ReadStream(ctx, stream, from, limit)
+}
+
+// The binding format is decided once per log, by the first node, whatever
+// the concurrency: a log begun with hashed names never reads a legacy
+// binding stream on a register; a log that had users keeps reading them;
+// a handler that never asked reads them (the safe default).
+func TestBindingFormatDetection(t *testing.T) {
+	eventStores(t, func(t *testing.T, inner events.Store) {
+		store := &legacyReads{Store: inner}
+		reg := catalog.Registry()
+		handlers := make([]*Users, 6)
+		for i := range handlers {
+			handlers[i] = NewUsers(store, reg, NewAllocator(store, reg, 5), testNames, time.Now, time.UTC)
+		}
+		var wg sync.WaitGroup
+		errs := make([]error, len(handlers))
+		for i, h := range handlers {
+			wg.Add(1)
+			go func() { defer wg.Done(); errs[i] = h.DetectLegacyBindings(ctx) }()
+		}
+		wg.Wait()
+		for i, err := range errs {
+			if err != nil {
+				t.Fatalf("handler %d: %v", i, err)
+			}
+		}
+		recs, err := inner.ReadStream(ctx, domain.BindingFormatStream, 0, 0)
+		if err != nil || len(recs) != 1 || !strings.Contains(string(recs[0].Data), `"legacy_bindings":false`) {
+			t.Fatalf("binding format: %+v %v", recs, err)
+		}
+		channel := "format-" + time.Now().Format("150405.000000000")
+		if _, err := handlers[0].Register(ctx, Register{AppID: 1, ChannelUserID: channel, User: UserInput{Name: "n"}}, Meta{AppID: 1}); err != nil {
+			t.Fatal(err)
+		}
+		if n := store.n.Load(); n != 0 {
+			t.Fatalf("a register on a log begun with hashed names read %d legacy streams", n)
+		}
+		undecided := NewUsers(store, reg, NewAllocator(store, reg, 5), testNames, time.Now, time.UTC)
+		if _, err := undecided.Register(ctx, Register{AppID: 1, ChannelUserID: channel + "-2", User: UserInput{Name: "n"}}, Meta{AppID: 1}); err != nil {
+			t.Fatal(err)
+		}
+		if n := store.n.Load(); n != 1 {
+			t.Fatalf("an undecided handler read %d legacy streams, want 1", n)
+		}
+		// A restart reads the format; nothing is appended again.
+		if err := undecided.DetectLegacyBindings(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if recs, _ := inner.ReadStream(ctx, domain.BindingFormatStream, 0, 0); len(recs) != 1 {
+			t.Fatalf("binding format appended again: %d events", len(recs))
+		}
+	})
 }

@@ -9,8 +9,11 @@ import (
 	"time"
 
 	"github.com/healthtech/partner-open-platform/domain"
+	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/events/catalog"
 	"github.com/healthtech/partner-open-platform/events/memory"
+	pgevents "github.com/healthtech/partner-open-platform/events/postgres"
+	"github.com/healthtech/partner-open-platform/internal/pgtest"
 	"github.com/healthtech/partner-open-platform/internal/secrets"
 	"github.com/healthtech/partner-open-platform/keys"
 	keyfiles "github.com/healthtech/partner-open-platform/keys/files"
@@ -19,7 +22,10 @@ import (
 
 // benchUsers is the register path as the node runs it, in memory: personal
 // fields sealed per person (key files on disk), keys made ahead.
-func benchUsers(b *testing.B) *Users {
+func benchUsers(b *testing.B) *Users { return benchUsersOn(b, memory.New()) }
+
+// benchUsersOn is benchUsers over the given event store.
+func benchUsersOn(b *testing.B, inner events.Store) *Users {
 	sealer, err := secrets.New(bytes.Repeat([]byte{5}, 32))
 	if err != nil {
 		b.Fatal(err)
@@ -30,7 +36,7 @@ func benchUsers(b *testing.B) *Users {
 	}
 	b.Cleanup(func() { backend.Close() })
 	ks := keys.New(backend, sealer)
-	store := privacy.New(memory.New(), ks)
+	store := privacy.New(inner, ks)
 	reg := catalog.Registry()
 	ids := NewAllocator(store, reg, 1000)
 	ids.OnReserve(KindUser, func(ctx2 context.Context, first, last int64) {
@@ -40,7 +46,11 @@ func benchUsers(b *testing.B) *Users {
 		}
 		_ = ks.Prepare(ctx2, subjects)
 	})
-	return NewUsers(store, reg, ids, testNames, time.Now, time.UTC).WithKeys(ks).WithKeyWarmer(ks)
+	u := NewUsers(store, reg, ids, testNames, time.Now, time.UTC).WithKeys(ks).WithKeyWarmer(ks)
+	if err := u.DetectLegacyBindings(ctx); err != nil { // as a node does at start
+		b.Fatal(err)
+	}
+	return u
 }
 
 func benchRegister(i int) Register {
@@ -72,6 +82,25 @@ func BenchmarkRegisterExisting(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		if res, err := u.Register(ctx, benchRegister(0), Meta{AppID: 1}); err != nil || res.Created {
+			b.Fatal(res, err)
+		}
+	}
+}
+
+// BenchmarkRegisterNewPostgres is BenchmarkRegisterNew on the Postgres
+// event store (PLATFORM_TEST_POSTGRES_URL), where each stream read is a
+// round trip.
+func BenchmarkRegisterNewPostgres(b *testing.B) {
+	s, err := pgevents.Open(context.Background(), pgtest.New(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	u := benchUsersOn(b, s)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if res, err := u.Register(ctx, benchRegister(i), Meta{AppID: 1}); err != nil || !res.Created {
 			b.Fatal(res, err)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/healthtech/partner-open-platform/domain"
@@ -180,10 +181,13 @@ type Users struct {
 	ids *Allocator
 	// names hashes channel user ids into binding stream names.
 	names *domain.Pseudonyms
-	now   func() time.Time
-	loc   *time.Location
-	keys  KeyDestroyer
-	warm  KeyWarmer
+	// noLegacy says the log holds no binding under a legacy name
+	// (DetectLegacyBindings), so a register reads the hashed stream only.
+	noLegacy atomic.Bool
+	now      func() time.Time
+	loc      *time.Location
+	keys     KeyDestroyer
+	warm     KeyWarmer
 	// loaded keeps recently used users, read incrementally (aggregates.go).
 	loaded *aggregateCache[*userState]
 }
@@ -618,11 +622,60 @@ func (u *Users) Register(ctx context.Context, c Register, meta Meta) (RegisterRe
 func (u *Users) loadBindings(ctx context.Context, hashed string, appID int64, channelUserID string) (*bindings, uint64, error) {
 	b := &bindings{}
 	version, _, err := u.load(ctx, hashed, b.hashed.apply)
-	if err != nil || version > 0 {
+	if err != nil || version > 0 || u.noLegacy.Load() {
 		return b, version, err
 	}
 	_, _, err = u.load(ctx, domain.LegacyBindingStream(appID, channelUserID), b.legacy.apply)
 	return b, version, err
+}
+
+// decideBindingFormat records the binding names of a log that has no
+// format yet: legacy bindings may exist if it already allocated user ids
+// (every binding names one); a log begun with hashed names has none.
+func decideBindingFormat(userIDsAllocated bool) []events.Payload {
+	return []events.Payload{catalog.ChannelUserBindingFormat{LegacyBindings: userIDsAllocated}}
+}
+
+// DetectLegacyBindings reads the log's binding format, recording it first
+// if no node has (one NoStream claim: concurrent nodes agree on the first),
+// and lets registers skip the legacy read on a log that cannot have legacy
+// bindings. Until it is called, registers read both names. Every node
+// calls it before serving; a node of the release before hashed names
+// running beside it is not supported (docs/privacy.md).
+func (u *Users) DetectLegacyBindings(ctx context.Context) error {
+	for attempt := 0; attempt < maxAttempts; attempt++ {
+		var format *catalog.ChannelUserBindingFormat
+		version, _, err := u.load(ctx, domain.BindingFormatStream, func(env events.Envelope) {
+			if p, ok := env.Payload.(*catalog.ChannelUserBindingFormat); ok {
+				format = p
+			}
+		})
+		if err != nil {
+			return err
+		}
+		if format != nil {
+			u.noLegacy.Store(!format.LegacyBindings)
+			return nil
+		}
+		if version > 0 {
+			return fmt.Errorf("%s holds no binding format", domain.BindingFormatStream)
+		}
+		ids, err := u.store.ReadStream(ctx, domain.IDStream(KindUser), 0, 1)
+		if err != nil {
+			return fmt.Errorf("load %s: %w", domain.IDStream(KindUser), err)
+		}
+		ps := decideBindingFormat(len(ids) > 0)
+		_, err = u.append(ctx, domain.BindingFormatStream, 0, Meta{Actor: "platform"}, ps...)
+		if events.IsConflict(err) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("record the binding format: %w", err)
+		}
+		u.noLegacy.Store(len(ids) == 0)
+		return nil
+	}
+	return domain.ErrContention
 }
 
 // registerOutcome is what bindAndCreate leaves its caller to do.

@@ -39,7 +39,7 @@ var schemaOne = []events.Payload{
 	AppSuspended{}, AppResumed{}, AppWebhookSecretIssued{}, AppWebhookSecretActivated{},
 	IdempotencyClaimed{}, IdempotencyCompleted{}, IdempotencyReleased{},
 	OperatorCreated{}, OperatorRevoked{}, AccessAudited{},
-	UserErased{}, ChannelUserUnbound{},
+	UserErased{}, ChannelUserUnbound{}, ChannelUserBindingFormat{},
 	AppReviewRequested{}, AppProductionRevealed{},
 	AppWebhookEndpointAdded{}, AppWebhookEndpointUpdated{}, AppWebhookEndpointDisabled{}, AppWebhookEndpointEnabled{},
 	AppWebhookEndpointRemoved{}, AppWebhookEndpointSecretIssued{}, AppWebhookEndpointSecretActivated{}, AppWebhookTestRequested{},

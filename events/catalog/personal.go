@@ -96,6 +96,7 @@ var personalFields = map[string][]string{
 	// admin reads redact it.
 	"user.erased":          {"channel_user_id"},
 	"channel_user.unbound": {"channel_user_id"},
+	"channel_user.binding_format": nil,
 	// Endpoint settings are the partner's configuration, secrets sealed.
 	"app.webhook_endpoint_added":            nil,
 	"app.webhook_endpoint_updated":          nil,

@@ -3,13 +3,16 @@ package node_test
 import (
 	"net/http"
 	"net/url"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/events"
+	"github.com/healthtech/partner-open-platform/events/bolt"
 	"github.com/healthtech/partner-open-platform/events/catalog"
 	"github.com/healthtech/partner-open-platform/internal/node"
+	"github.com/healthtech/partner-open-platform/internal/secrets"
 )
 
 // A binding written by the release before hashed names sits on a stream
@@ -21,18 +24,43 @@ import (
 func TestLegacyBindingInAdminReads(t *testing.T) {
 	t.Parallel()
 	readModels(t, func(t *testing.T, cfg node.Config) {
-		p := start(t, cfg)
-		a := p.createApp("partner")
+		// The log as the old release left it: a block of user ids
+		// reserved and the binding of app 1's user 999999, the id in clear
+		// in the stream's name and its event (written before the first
+		// start of this release, which so records that legacy bindings
+		// may exist).
 		const id = "legacy.person@example.com"
-		legacy := domain.LegacyBindingStream(a.ID, id)
-		hashed := p.node.Pseudonyms.BindingStream(a.ID, id)
-		ev, err := p.node.Registry.Encode(catalog.ChannelUserBound{AppID: a.ID, ChannelUserID: id, OpenUserID: 999999}, events.Metadata{AppID: a.ID})
+		legacy := domain.LegacyBindingStream(1, id)
+		old, err := bolt.Open(filepath.Join(cfg.DataDir, "events.db"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := p.node.StoredEvents.Append(t.Context(), legacy, events.NoStream(), ev); err != nil {
+		registry := catalog.Registry()
+		for _, w := range []struct {
+			stream string
+			p      events.Payload
+		}{
+			{domain.IDStream("user"), catalog.IDBlockReserved{Kind: "user", First: 1, Last: 50}},
+			{legacy, catalog.ChannelUserBound{AppID: 1, ChannelUserID: id, OpenUserID: 999999}},
+		} {
+			ev, err := registry.Encode(w.p, events.Metadata{AppID: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := old.Append(t.Context(), w.stream, events.NoStream(), ev); err != nil {
+				t.Fatal(err)
+			}
+		}
+		old.Close()
+		if _, _, err := secrets.LoadOrCreateKeyFile(filepath.Join(cfg.DataDir, "master.key")); err != nil {
 			t.Fatal(err)
 		}
+		p := start(t, cfg)
+		a := p.createApp("partner")
+		if a.ID != 1 {
+			t.Fatalf("app id %d, want 1", a.ID)
+		}
+		hashed := p.node.Pseudonyms.BindingStream(a.ID, id)
 
 		var reg registerData
 		a.expect("POST", "/open/v1/channel/users", registerBody(id), http.StatusCreated, "0").data(t, &reg)

@@ -470,6 +470,9 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		destroyer = erasingKeys{n.Keys, n.snapshots}
 	}
 	users := commands.NewUsers(n.Events, n.Registry, ids, n.Pseudonyms, cfg.Now, n.Location).WithKeys(destroyer)
+	if err := users.DetectLegacyBindings(ctx); err != nil {
+		return nil, fmt.Errorf("channel user bindings: %w", err)
+	}
 	if !cfg.PlaintextPersonalData {
 		users.WithKeyWarmer(n.Keys)
 		ids.OnReserve(commands.KindUser, n.prepareUserKeys)
