@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"net/mail"
 	"strconv"
 	"strings"
@@ -99,29 +100,25 @@ type Developer struct {
 	// sealedHash is the sealed password hash.
 	sealedHash string
 	// sessions are the open sessions by the SHA-256 of their id, with their start.
-	sessions map[string]time.Time
-	// resets are the reset requests by token hash.
+	sessions sessionSet
+	// resets are the reset requests since the last password change, by token hash.
 	resets map[string]resetRequest
 }
 
 type resetRequest struct {
 	expires time.Time
-	used    bool
 }
 
 // Approved says the developer passed qualification review (and may create apps).
 func (d Developer) Approved() bool { return d.Status == catalog.DeveloperApproved }
 
 // SessionOpen says the session whose id hashes to hash was started and not ended.
-func (d Developer) SessionOpen(hash string) bool { _, ok := d.sessions[hash]; return ok }
+func (d Developer) SessionOpen(hash string) bool { return d.sessions.open(hash) }
 
 // clone copies an account so a decision never touches the cached one.
 func (d *Developer) clone() *Developer {
 	c := *d
-	c.sessions = make(map[string]time.Time, len(d.sessions))
-	for k, v := range d.sessions {
-		c.sessions[k] = v
-	}
+	c.sessions = maps.Clone(d.sessions)
 	c.resets = make(map[string]resetRequest, len(d.resets))
 	for k, v := range d.resets {
 		c.resets[k] = v
@@ -134,24 +131,20 @@ func (d *Developer) apply(env events.Envelope) {
 	case *catalog.DeveloperSignedUp:
 		d.ID, d.Email, d.Status, d.sealedHash = p.DeveloperID, p.Email, catalog.DeveloperPending, p.SealedPasswordHash
 		d.CreatedAt = env.Metadata.OccurredAt
-		d.sessions, d.resets = map[string]time.Time{}, map[string]resetRequest{}
+		d.sessions, d.resets = sessionSet{}, map[string]resetRequest{}
 	case *catalog.DeveloperSignedIn:
-		d.sessions[p.SessionHash] = env.Metadata.OccurredAt
+		d.sessions.start(p.SessionHash, env.Metadata.OccurredAt)
 	case *catalog.DeveloperSignedOut:
-		if p.All {
-			d.sessions = map[string]time.Time{}
-		} else {
-			delete(d.sessions, p.SessionHash)
-		}
+		d.sessions.end(p.SessionHash, p.All)
 	case *catalog.DeveloperPasswordResetRequested:
 		d.resets[p.TokenHash] = resetRequest{expires: p.ExpiresAt}
 	case *catalog.DeveloperPasswordChanged:
+		// A new password ends every session and every reset link asked
+		// for before it, not only the one it used: an older link sitting
+		// in a mailbox must not undo the change.
 		d.sealedHash = p.SealedPasswordHash
-		d.sessions = map[string]time.Time{}
-		if r, ok := d.resets[p.ResetTokenHash]; ok {
-			r.used = true
-			d.resets[p.ResetTokenHash] = r
-		}
+		d.sessions = sessionSet{}
+		d.resets = map[string]resetRequest{}
 	case *catalog.DeveloperReviewed:
 		d.Status, d.Reason = p.Status, p.Reason
 	}
@@ -211,17 +204,15 @@ func (d *Developers) loadClaim(ctx context.Context, email string) (claim, uint64
 	return c, v, err
 }
 
-// SignUp opens a pending account for email with password and returns its
-// id. The address is claimed first (no-stream on its claim stream), so two
-// concurrent sign-ups of one address on any nodes yield one account and
-// domain.ErrEmailTaken. Bad input appends nothing.
-func (d *Developers) SignUp(ctx context.Context, email, password, requestID string) (int64, events.Position, error) {
+// CheckSignUp validates a sign-up's email and password as SignUp does,
+// without looking anything up, and returns the normalised address.
+func CheckSignUp(email, password string) (string, error) {
 	email, err := NormaliseEmail(email)
 	v := &domain.ValidationError{}
 	if ve, ok := err.(*domain.ValidationError); ok {
 		v = ve
 	} else if err != nil {
-		return 0, events.Position{}, err
+		return "", err
 	}
 	if err := checkPassword(password); err != nil {
 		for f, msgs := range err.(*domain.ValidationError).Fields {
@@ -230,7 +221,16 @@ func (d *Developers) SignUp(ctx context.Context, email, password, requestID stri
 			}
 		}
 	}
-	if err := v.Err(); err != nil {
+	return email, v.Err()
+}
+
+// SignUp opens a pending account for email with password and returns its
+// id. The address is claimed first (no-stream on its claim stream), so two
+// concurrent sign-ups of one address on any nodes yield one account and
+// domain.ErrEmailTaken. Bad input appends nothing.
+func (d *Developers) SignUp(ctx context.Context, email, password, requestID string) (int64, events.Position, error) {
+	email, err := CheckSignUp(email, password)
+	if err != nil {
 		return 0, events.Position{}, err
 	}
 	c, version, err := d.loadClaim(ctx, email)
@@ -241,6 +241,13 @@ func (d *Developers) SignUp(ctx context.Context, email, password, requestID stri
 		// The address is taken unless its account was never written (a
 		// crash between the claim and the account) and the claim is old.
 		if taken, err := d.claimLive(ctx, c); err != nil || taken {
+			if err == nil {
+				// The same hashing work as a new account's, so how long a
+				// sign-up takes does not tell whether the address has one.
+				if _, err := d.hash.hash(ctx, password); err != nil {
+					return 0, events.Position{}, err
+				}
+			}
 			return 0, events.Position{}, cmpErr(err, domain.ErrEmailTaken)
 		}
 	}
@@ -443,8 +450,8 @@ func (d *Developers) resetOnce(ctx context.Context, token, password, requestID s
 	if err != nil {
 		return 0, err
 	}
-	if r, ok := dev.resets[th]; !ok || r.used || !d.now().Before(r.expires) {
-		return 0, domain.ErrResetTokenInvalid
+	if err := resetUsable(&dev, th, d.now()); err != nil {
+		return 0, err
 	}
 	phc, err := d.hash.hash(ctx, password)
 	if err != nil {
@@ -454,10 +461,36 @@ func (d *Developers) resetOnce(ctx context.Context, token, password, requestID s
 	if err != nil {
 		return 0, err
 	}
+	ps, err := decideResetPassword(&dev, th, sealed, d.now())
+	if err != nil {
+		return 0, err
+	}
 	meta := Meta{Actor: DeveloperActor(id), RequestID: requestID}
-	_, err = d.append(ctx, domain.DeveloperStream(id), version, meta,
-		catalog.DeveloperPasswordChanged{DeveloperID: id, SealedPasswordHash: sealed, ResetTokenHash: th})
+	_, err = d.append(ctx, domain.DeveloperStream(id), version, meta, ps...)
 	return id, err
+}
+
+// resetUsable says whether a reset token (by its hash) may still set a
+// password: asked for since the last password change, unused, unexpired.
+// It is checked before the costly hashing, and again by the decision.
+func resetUsable(dev *Developer, tokenHash string, now time.Time) error {
+	if r, ok := dev.resets[tokenHash]; !ok || !now.Before(r.expires) {
+		return domain.ErrResetTokenInvalid
+	}
+	return nil
+}
+
+// decideResetPassword sets the sealed new password with a reset token. The
+// change it decides ends every session and every outstanding reset token
+// of the account (apply), so one use of any link retires all of them.
+func decideResetPassword(dev *Developer, tokenHash, sealedHash string, now time.Time) ([]events.Payload, error) {
+	if dev.ID == 0 {
+		return nil, domain.ErrResetTokenInvalid
+	}
+	if err := resetUsable(dev, tokenHash, now); err != nil {
+		return nil, err
+	}
+	return []events.Payload{catalog.DeveloperPasswordChanged{DeveloperID: dev.ID, SealedPasswordHash: sealedHash, ResetTokenHash: tokenHash}}, nil
 }
 
 // Review records an operator's qualification decision (approved or

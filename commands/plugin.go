@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -243,7 +244,7 @@ func validateSubmit(deviceSN *string, data json.RawMessage) error {
 	v := &domain.ValidationError{}
 	if !isObject(data) {
 		v.Add("data", "is required and must be a JSON object with the device's output")
-	} else if deviceSN != nil && len(*deviceSN) > 100 {
+	} else if deviceSN != nil && utf8.RuneCountInString(*deviceSN) > 100 {
 		v.Add("device_sn", "must be at most 100 characters")
 	}
 	return v.Err()

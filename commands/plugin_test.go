@@ -307,3 +307,12 @@ func TestAnalyzeDecision(t *testing.T) {
 		}
 	})
 }
+
+// device_sn is bounded in characters, as the document and the message say:
+// 100 CJK characters (300 bytes) pass, 101 do not.
+func TestSubmitCountsDeviceSNInCharacters(t *testing.T) {
+	if err := validateSubmit(ptr(strings.Repeat("设", 100)), json.RawMessage(`{}`)); err != nil {
+		t.Fatalf("100 CJK characters refused: %v", err)
+	}
+	thenInvalid(t, validateSubmit(ptr(strings.Repeat("设", 101)), json.RawMessage(`{}`)), "device_sn")
+}

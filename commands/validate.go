@@ -89,6 +89,15 @@ func (r rules) url(field, s string, max int) {
 		r.v.Add(field, "must be at most "+itoa(max)+" characters")
 		return
 	}
+	// A URI (the document's format: uri) is ASCII without spaces or
+	// controls: other characters must be percent-encoded, so a client that
+	// checks the format accepts every URL the platform stores.
+	for i := 0; i < len(s); i++ {
+		if s[i] <= ' ' || s[i] >= 0x7f {
+			r.v.Add(field, "must be an http or https URL of ASCII characters (percent-encode others)")
+			return
+		}
+	}
 	u, err := url.Parse(s)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		r.v.Add(field, "must be an http or https URL")

@@ -78,6 +78,12 @@ func IdempotencyStream(appID int64, keyHash string) string {
 // OperatorStream names the stream of one named operator: creation and revocation.
 func OperatorStream(id int64) string { return "operator-" + strconv.FormatInt(id, 10) }
 
+// OperatorSessionsStream names the stream of one operator's portal sessions
+// (id 0: the bootstrap token's), so a sign-out ends a session on every node.
+func OperatorSessionsStream(id int64) string {
+	return "operatorsessions-" + strconv.FormatInt(id, 10)
+}
+
 // AuditStream names the stream of the audit facts of one actor (an operator's
 // reveals, an app's report pulls), so each actor's access history is one stream.
 func AuditStream(actor string) string { return "audit-" + url.PathEscape(actor) }

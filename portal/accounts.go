@@ -9,7 +9,6 @@ import (
 
 	"github.com/healthtech/partner-open-platform/commands"
 	"github.com/healthtech/partner-open-platform/domain"
-	"github.com/healthtech/partner-open-platform/events/catalog"
 )
 
 func init() {
@@ -59,6 +58,12 @@ func (s *Server) signUpPage(w http.ResponseWriter, r *http.Request) {
 	s.Render(w, r, http.StatusOK, "signup.html", s.form(r))
 }
 
+// signUp answers the same page, at once, whether or not the address
+// already has an account, so neither the page nor its timing says who has
+// one: after the form's own checks, the sign-up is background work
+// (RunMailWork) that mails a new account a welcome and the owner of a
+// taken address a notice that someone tried (with a reset link). Nobody is
+// signed in here; the new developer signs in next.
 func (s *Server) signUp(w http.ResponseWriter, r *http.Request) {
 	f := s.form(r)
 	f.Email = r.PostFormValue("email")
@@ -66,25 +71,34 @@ func (s *Server) signUp(w http.ResponseWriter, r *http.Request) {
 		s.ErrorPage(w, r, http.StatusTooManyRequests, "Too many attempts from your address. Wait a minute and try again.")
 		return
 	}
-	id, _, err := s.Developers.SignUp(r.Context(), f.Email, r.PostFormValue("password"), RequestID(w, r))
+	password := r.PostFormValue("password")
+	norm, err := commands.CheckSignUp(f.Email, password)
+	if f.Errors = FieldErrors(err); f.Errors != nil {
+		s.Render(w, r, http.StatusBadRequest, "signup.html", f)
+		return
+	}
 	if err != nil {
-		if f.Errors = FieldErrors(err); f.Errors != nil {
-			s.Render(w, r, http.StatusBadRequest, "signup.html", f)
-			return
-		}
-		if errors.Is(err, domain.ErrEmailTaken) {
-			f.Errors = map[string][]string{"email": {"An account with this email already exists. Sign in, or reset your password."}}
-			s.Render(w, r, http.StatusConflict, "signup.html", f)
-			return
-		}
 		s.Fail(w, r, err)
 		return
 	}
-	if err := s.startDeveloperSession(w, r, id); err != nil {
-		s.Fail(w, r, err)
+	rid := RequestID(w, r)
+	if err := s.later("sign-up", func(ctx context.Context) error { return s.completeSignUp(ctx, norm, password, rid) }); err != nil {
+		s.ErrorPage(w, r, http.StatusTooManyRequests, "Too many requests right now. Wait a minute and try again.")
 		return
 	}
-	s.Redirect(w, r, "/portal/", Flash{Kind: "info", Message: "Welcome! Your account is pending qualification review."})
+	s.Render(w, r, http.StatusOK, "signup_sent.html", nil)
+}
+
+// completeSignUp opens the account, or tells the owner of a taken address.
+func (s *Server) completeSignUp(ctx context.Context, email, password, requestID string) error {
+	id, _, err := s.Developers.SignUp(ctx, email, password, requestID)
+	switch {
+	case errors.Is(err, domain.ErrEmailTaken):
+		return s.sendSignUpAttempt(ctx, email, requestID)
+	case err != nil:
+		return err
+	}
+	return s.sendWelcome(ctx, id, email, requestID)
 }
 
 func (s *Server) startDeveloperSession(w http.ResponseWriter, r *http.Request, id int64) error {
@@ -179,47 +193,26 @@ func (s *Server) forgotPage(w http.ResponseWriter, r *http.Request) {
 	s.Render(w, r, http.StatusOK, "forgot.html", map[string]any{"Sent": false})
 }
 
-// forgot answers the same page whether or not the address has an account;
-// the mail (when it has) goes through the outbox/SMTP sender.
+// forgot answers the same page, at once, whether or not the address has an
+// account: the lookup, the reset token and the mail are background work
+// (RunMailWork), so neither the answer nor its timing depends on the address.
 func (s *Server) forgot(w http.ResponseWriter, r *http.Request) {
 	if ok, _ := s.allowAddress(r); !ok {
 		s.ErrorPage(w, r, http.StatusTooManyRequests, "Too many requests from your address. Wait a minute and try again.")
 		return
 	}
 	email := r.PostFormValue("email")
-	token, devID, err := s.Developers.RequestReset(r.Context(), email, RequestID(w, r))
-	if err != nil && FieldErrors(err) == nil {
-		s.Fail(w, r, err)
+	if _, err := commands.NormaliseEmail(email); err != nil {
+		// The form's own check, whatever the address: says nothing about accounts.
+		s.Render(w, r, http.StatusOK, "forgot.html", map[string]any{"Sent": true, "TTLMinutes": resetTTLMinutes()})
 		return
 	}
-	if token != "" {
-		norm, _ := commands.NormaliseEmail(email)
-		link := s.baseURL(r) + "/portal/password/reset?token=" + urlQueryEscape(token)
-		body := "Someone asked to reset the password of your developer account.\n\n" +
-			"Open this link within " + fmt.Sprint(int(commands.ResetTokenTTL.Minutes())) + " minutes to choose a new password (it works once):\n\n" +
-			link + "\n\nIf it was not you, ignore this message: your password stays as it is.\n"
-		_, pos, err := s.Mail.Queue(r.Context(), catalog.MailQueued{DeveloperID: devID, To: norm, Subject: "Reset your developer portal password", Body: body},
-			commands.Meta{Actor: "portal:password-reset", RequestID: RequestID(w, r)})
-		if err != nil {
-			s.Fail(w, r, err)
-			return
-		}
-		// As after every portal write: once the page answers, the mail is
-		// in the outbox an operator (or a test) reads next.
-		s.waitDirectory(r.Context(), pos)
+	rid := RequestID(w, r)
+	if err := s.later("password reset", func(ctx context.Context) error { return s.sendReset(ctx, email, rid) }); err != nil {
+		s.ErrorPage(w, r, http.StatusTooManyRequests, "Too many requests right now. Wait a minute and try again.")
+		return
 	}
-	s.Render(w, r, http.StatusOK, "forgot.html", map[string]any{"Sent": true, "TTLMinutes": int(commands.ResetTokenTTL.Minutes())})
-}
-
-func (s *Server) baseURL(r *http.Request) string {
-	if s.cfg.BaseURL != "" {
-		return s.cfg.BaseURL
-	}
-	scheme := "https"
-	if r.TLS == nil && s.cfg.InsecureCookies {
-		scheme = "http"
-	}
-	return scheme + "://" + r.Host
+	s.Render(w, r, http.StatusOK, "forgot.html", map[string]any{"Sent": true, "TTLMinutes": resetTTLMinutes()})
 }
 
 func (s *Server) resetPage(w http.ResponseWriter, r *http.Request) {

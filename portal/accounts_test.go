@@ -190,20 +190,50 @@ func TestDuplicateEmail(t *testing.T) {
 	configs(t, node.Config{}, func(t *testing.T, cfg node.Config) {
 		p := portaltest.Start(t, cfg)
 		email := portaltest.Email(t, "Eve")
-		p.Developer(email, false)
+		_, id := p.Developer(email, false)
+		op := p.Operator()
+
+		// A taken address and a new one answer alike, and nobody is signed
+		// in by either; the taken one's owner is told by mail instead.
 		b := p.Browser()
 		b.Get("/portal/signup")
-		before := head(t, p)
-		got := b.Post("/portal/signup", url.Values{"email": {"  " + strings.ToUpper(email) + " "}, "password": {password}})
-		if got.Status != http.StatusConflict || !strings.Contains(got.Text(), "An account with this email already exists") {
-			t.Fatalf("second sign-up: %d %s", got.Status, got.Text())
+		taken := b.Post("/portal/signup", url.Values{"email": {"  " + strings.ToUpper(email) + " "}, "password": {"someone else's password"}})
+		fresh := portaltest.Email(t, "Eli")
+		created := b.Post("/portal/signup", url.Values{"email": {fresh}, "password": {password}})
+		if taken.Status != http.StatusOK || created.Status != taken.Status || taken.Text() != created.Text() ||
+			!strings.Contains(taken.Text(), "Check your mail") || strings.Contains(taken.Text(), "already") {
+			t.Fatalf("sign-up answers differ or are wrong:\n%d %s\n%d %s", taken.Status, taken.Text(), created.Status, created.Text())
 		}
-		if after := head(t, p); after != before {
-			t.Fatalf("a refused sign-up appended: head %v -> %v", before, after)
+		if got := b.Get("/portal/"); got.H1() != "Developer portal" {
+			t.Fatalf("a sign-up signed the browser in: %q", got.H1())
+		}
+		// The owner's mail: someone tried, with a reset link that works
+		// (and the intruder's password does not).
+		tok := resetToken(t, op, email)
+		portaltest.WaitAccount(t, p.Node, fresh, password)
+		waitFor(t, "the new account in the directory", func() bool { return len(p.Node.Developers.List("")) >= 2 })
+		if got := p.Node.Developers.List(""); len(got) != 2 {
+			t.Fatalf("developers after a sign-up with a taken address: %+v", got)
+		}
+		box := op.Get("/portal/ops/outbox").Text()
+		if !strings.Contains(box, "Someone tried to sign up with your address") || !strings.Contains(box, "Your developer portal account") {
+			t.Fatalf("outbox after the sign-ups: %s", box)
+		}
+		if got := b.SignIn(email, "someone else's password"); got.Status != http.StatusUnauthorized {
+			t.Fatalf("the intruder's password signs in: %d", got.Status)
+		}
+		if got := b.Post("/portal/password/reset", url.Values{"token": {tok}, "password": {"the owner's new one"}}); got.Status != http.StatusSeeOther {
+			t.Fatalf("reset with the sign-up notice's link: %d %s", got.Status, got.Text())
+		}
+		if got := b.SignIn(email, "the owner's new one"); got.Status != http.StatusSeeOther {
+			t.Fatalf("sign-in after reset: %d", got.Status)
+		}
+		if dev, err := p.Node.Portal.Developers.Load(context.Background(), id); err != nil || dev.Email != email {
+			t.Fatalf("owner account: %+v %v", dev, err)
 		}
 
 		// Concurrent sign-ups of one new address: exactly one account.
-		fresh := portaltest.Email(t, "Fay")
+		fresh = portaltest.Email(t, "Fay")
 		const n = 8
 		var wg sync.WaitGroup
 		errs := make([]error, n)
@@ -274,9 +304,11 @@ func TestCookieFlagsAndSecurityHeaders(t *testing.T) {
 	if got := b.Get("/portal/no-such-page"); got.Status != http.StatusNotFound || got.H1() != "Not Found" {
 		t.Errorf("missing page: %d %q", got.Status, got.H1())
 	}
-	// The cookie as the server set it at sign-up.
-	b.Get("/portal/signup")
-	res := b.Post("/portal/signup", url.Values{"email": {portaltest.Email(t, "Gus")}, "password": {password}})
+	// The cookie as the server set it at sign-in.
+	gus := portaltest.Email(t, "Gus")
+	b.SignUp(gus, password)
+	b.Post("/portal/signout", nil)
+	res := b.SignIn(gus, password)
 	var set string
 	for _, c := range res.Header.Values("Set-Cookie") {
 		if strings.HasPrefix(c, portal.CookieName+"=") {

@@ -91,8 +91,9 @@
 //
 // portal/portaltest starts a real node over TLS (portaltest.Start) and
 // drives it like a browser: p.Developer(email, approved) signs a developer
-// up through the sign-up page (and approves it through the review
-// command), p.Operator() signs the bootstrap operator in through the
+// up through the sign-up page, waits for the account (sign-up and reset
+// mail are background work after the page answered: RunMailWork) and
+// signs it in (and approves it through the review command), p.Operator() signs the bootstrap operator in through the
 // operator sign-in page; Browser.Get / Post (CSRF token added from the
 // last page) / PostRaw (no token) return the status, headers and body.
 package portal

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/healthtech/partner-open-platform/commands"
 	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/events/catalog"
 	"github.com/healthtech/partner-open-platform/internal/auth"
@@ -64,11 +65,24 @@ func (s *Server) opsSignIn(w http.ResponseWriter, r *http.Request) {
 		s.Render(w, r, http.StatusUnauthorized, "ops_signin.html", map[string]any{"Next": next})
 		return
 	}
-	s.replaceSession(w, r, kindOperator, op.ID, s.operatorFingerprint(token))
+	sess := s.replaceSession(w, r, kindOperator, op.ID, s.operatorFingerprint(token))
+	if _, err := s.OperatorSessions.Start(r.Context(), op.ID, commands.HashSession(sess.SID),
+		commands.Meta{Actor: op.Actor(), RequestID: RequestID(w, r)}); err != nil {
+		s.Fail(w, r, err)
+		return
+	}
 	s.Redirect(w, r, next)
 }
 
+// opsSignOut ends the session on the server (every node), not only in
+// this browser: a copy of the cookie is worth nothing afterwards.
 func (s *Server) opsSignOut(w http.ResponseWriter, r *http.Request) {
+	op, _ := SignedInOperator(r)
+	sess := sessionFrom(r.Context())
+	if _, err := s.OperatorSessions.End(r.Context(), op.ID, commands.HashSession(sess.SID), false, Meta(w, r)); err != nil {
+		s.Fail(w, r, err)
+		return
+	}
 	s.replaceSession(w, r, "", 0, "")
 	s.Redirect(w, r, "/portal/ops/signin", Flash{Kind: "info", Message: "You are signed out."})
 }

@@ -64,7 +64,8 @@ type Config struct {
 	// false: messages wait in the outbox for an operator.
 	SMTP bool
 	// BaseURL is the portal's public origin for links in mail (e.g.
-	// https://open.example.com); unset: the request's own host.
+	// https://open.example.com); required. Links never come from a
+	// request's Host header.
 	BaseURL string
 }
 
@@ -95,14 +96,17 @@ type Deps struct {
 	// a write before reading it back (read your writes).
 	DirectoryReady Waiter
 	Operators      OperatorDirectory
-	Admin          auth.Admin
-	ReadModel      ReadModel
-	Events         events.Store
-	Watermarks     *projections.Watermarks
-	Dispatcher     *webhooks.Dispatcher
-	Limits         Limits
-	Now            func() time.Time
-	Log            *slog.Logger
+	// OperatorSessions records operator portal sessions, so a sign-out
+	// ends a session on every node (required).
+	OperatorSessions *commands.OperatorSessions
+	Admin            auth.Admin
+	ReadModel        ReadModel
+	Events           events.Store
+	Watermarks       *projections.Watermarks
+	Dispatcher       *webhooks.Dispatcher
+	Limits           Limits
+	Now              func() time.Time
+	Log              *slog.Logger
 
 	// AppsReady and BenefitsReady are the runners of AppDirectory and of the
 	// benefits family (providers): app and provider pages wait for them.
@@ -134,6 +138,8 @@ type Server struct {
 	cfg   Config
 	mux   *http.ServeMux
 	pages map[string]*template.Template
+	// mailJobs is the work pages hand to RunMailWork.
+	mailJobs chan mailJob
 	// registered routes, for tests and the bad-input table.
 	mu     sync.Mutex
 	routes []Route
@@ -167,6 +173,14 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	if len(cfg.SessionKey) < 32 {
 		return nil, errors.New("portal: a 32-byte session key is required")
 	}
+	if deps.OperatorSessions == nil {
+		return nil, errors.New("portal: operator sessions are required")
+	}
+	base, err := checkBaseURL(cfg.BaseURL)
+	if err != nil {
+		return nil, err
+	}
+	cfg.BaseURL = base
 	if cfg.SessionIdle <= 0 {
 		cfg.SessionIdle = 30 * time.Minute
 	}
@@ -188,7 +202,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	if deps.Log == nil {
 		deps.Log = slog.Default()
 	}
-	s := &Server{Deps: deps, cfg: cfg, mux: http.NewServeMux()}
+	s := &Server{Deps: deps, cfg: cfg, mux: http.NewServeMux(), mailJobs: make(chan mailJob, mailQueueSize)}
 	if err := s.parseTemplates(); err != nil {
 		return nil, err
 	}
@@ -221,7 +235,7 @@ func (s *Server) handle(pattern string, access Access, h http.HandlerFunc) {
 				if access == OperatorOnly {
 					to = "/portal/ops/signin"
 				}
-				http.Redirect(w, r, to+"?next="+urlQueryEscape(r.URL.Path), http.StatusSeeOther)
+				http.Redirect(w, r, to+"?next="+urlQueryEscape(r.URL.EscapedPath()), http.StatusSeeOther)
 				return
 			}
 			s.ErrorPage(w, r, http.StatusForbidden, "Sign in first.")

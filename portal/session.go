@@ -24,8 +24,10 @@ import (
 // cookie, plus a server-side check on the write side: a developer session
 // is valid only while its developer stream records it started and not
 // ended (sign-out, sign-out everywhere and password changes end sessions
-// on every node at once); an operator session only while the operator is
-// not revoked (and, for the bootstrap token, while the token is the same).
+// on every node at once); an operator session likewise only while its
+// operator's session stream (commands.OperatorSessions) records it open,
+// and while the operator is not revoked (and, for the bootstrap token,
+// while the token is the same).
 // Every visitor has a session (anonymous until sign-in), which carries the
 // CSRF secret and flash notices; sign-in replaces it with a fresh one.
 
@@ -204,6 +206,13 @@ func (s *Server) resolve(ctx context.Context, sess *session) (Identity, bool) {
 		if !ok {
 			return Identity{}, false
 		}
+		open, err := s.OperatorSessions.Open(ctx, sess.ID, commands.HashSession(sess.SID))
+		if err != nil {
+			s.Log.Error("portal: load operator session", "operator_id", sess.ID, "err", err)
+		}
+		if !open {
+			return Identity{}, false
+		}
 		return Identity{Operator: &op}, true
 	}
 	return Identity{}, true
@@ -281,12 +290,3 @@ func (s *Server) operatorByFingerprint(id int64, fp string) (auth.Operator, bool
 }
 
 func urlQueryEscape(s string) string { return url.QueryEscape(s) }
-
-// safeNext keeps a post-sign-in redirect inside the portal.
-func safeNext(next, fallback string) string {
-	u, err := url.Parse(next)
-	if next == "" || err != nil || u.IsAbs() || u.Host != "" || len(next) < len(Prefix) || next[:len(Prefix)] != Prefix || next[1] == '/' || next[1] == '\\' {
-		return fallback
-	}
-	return u.Path
-}

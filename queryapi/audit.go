@@ -65,10 +65,17 @@ func (q *API) listOperators(w http.ResponseWriter, r *http.Request, _ httprouter
 // revealRequest reads ?reveal= and the reason (?reason= or X-Audit-Reason).
 // A reveal needs the auditor role (403 ROLE_FORBIDDEN otherwise, whatever
 // else is wrong) and a reason of 1 to 500 characters without control
-// characters (422 VALIDATION_ERROR on reason).
+// characters (422 VALIDATION_ERROR on reason). A reason sent without a
+// reveal is held to the same bounds, so the document's limits are the
+// server's whichever way the request is made.
 func revealRequest(r *http.Request) (reveal bool, reason string, err error) {
 	switch r.URL.Query().Get("reveal") {
 	case "", "false", "0":
+		if reason := requestReason(r); reason != "" {
+			if v := checkReason(reason); v != nil {
+				return false, "", v
+			}
+		}
 		return false, "", nil
 	case "true", "1":
 	default:
@@ -79,20 +86,35 @@ func revealRequest(r *http.Request) (reveal bool, reason string, err error) {
 	if operatorOf(r.Context()).Role != auth.RoleAuditor {
 		return false, "", domain.ErrRoleForbidden
 	}
-	reason = strings.TrimSpace(r.URL.Query().Get("reason"))
+	reason = requestReason(r)
+	if reason == "" {
+		v := &domain.ValidationError{}
+		v.Add("reason", "is required to reveal personal data (query parameter reason or header "+AuditReasonHeader+")")
+		return true, "", v
+	}
+	return true, reason, checkReason(reason)
+}
+
+// requestReason is the reason of a request: ?reason=, else X-Audit-Reason.
+func requestReason(r *http.Request) string {
+	reason := strings.TrimSpace(r.URL.Query().Get("reason"))
 	if reason == "" {
 		reason = strings.TrimSpace(r.Header.Get(AuditReasonHeader))
 	}
+	return reason
+}
+
+// checkReason bounds a non-empty reason: at most 500 characters, text
+// without control characters.
+func checkReason(reason string) error {
 	v := &domain.ValidationError{}
 	switch {
-	case reason == "":
-		v.Add("reason", "is required to reveal personal data (query parameter reason or header "+AuditReasonHeader+")")
 	case utf8.RuneCountInString(reason) > maxReason:
 		v.Add("reason", "must be at most 500 characters")
 	case !utf8.ValidString(reason) || strings.IndexFunc(reason, unicode.IsControl) >= 0:
 		v.Add("reason", "must be text without control characters")
 	}
-	return true, reason, v.Err()
+	return v.Err()
 }
 
 // renderEvents shows recorded events, their personal fields redacted unless
@@ -171,7 +193,8 @@ func (q *API) listAudit(w http.ResponseWriter, r *http.Request, _ httprouter.Par
 		httpapi.Error(w, r, err)
 		return
 	}
-	limit, err := httpapi.Limit(r, 100, 1000)
+	// As documented, 0 (like an absent limit) means the default page.
+	limit, err := httpapi.IntParam(r, "limit", 100, 1000)
 	if err != nil {
 		httpapi.Error(w, r, err)
 		return

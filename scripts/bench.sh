@@ -181,7 +181,8 @@ if [ "${BENCH_SKIP_PG:-0}" != "1" ]; then
 		dbs+=("$db")
 	done
 	"$pgbench" -q -i -s 10 "$(db_url bench_pgbench_$$)" >/dev/null 2>&1 || die "pgbench -i failed"
-	start_platform postgres PLATFORM_EVENTSTORE_URL="$(db_url bench_platform_$$)" PLATFORM_POSTGRES_URL="$(db_url bench_platform_$$)"
+	start_platform postgres PLATFORM_EVENTSTORE_URL="$(db_url bench_platform_$$)" PLATFORM_POSTGRES_URL="$(db_url bench_platform_$$)" \
+		PLATFORM_PORTAL_BASE_URL="http://127.0.0.1"
 	run_bench -store postgres -raw-store-url "$(db_url bench_raw_$$)" -pgbench "$pgbench" -pgbench-url "$(db_url bench_pgbench_$$)" \
 		-scenarios "$pg_scenarios" -out "$work/postgres.json"
 	stop_platform

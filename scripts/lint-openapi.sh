@@ -5,6 +5,17 @@
 # with `npm ci` into a cache folder keyed by that lock file (first run only),
 # and their configuration, with each exemption and its reason, is in
 # scripts/openapi-lint/ (redocly.yaml, .redocly.lint-ignore.yaml, .spectral.yaml).
+#
+# Then, as independent tools read the document (scripts/openapi-py/, Python
+# packages pinned in its requirements.txt, installed once into a venv under
+# ~/.cache/partner-open-platform/ keyed by that file):
+# - conformance.py validates every recorded real response strictly with
+#   openapi-schema-validator (OAS 3.0): the responses the Go tests logged
+#   into $PLATFORM_OPENAPI_TRAFFIC (scripts/test.sh sets it for its Go
+#   side), plus those of internal/openapi's traffic test, run here;
+# - client_check.py generates a client with openapi-python-client and makes
+#   signed calls with it against a real embedded platform ($PLATFORM_BIN).
+# PLATFORM_TEST_OPENAPI_PY=0 skips both (the linters still run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 say() { printf 'lint-openapi: %s\n' "$*"; }
@@ -45,5 +56,40 @@ if (cd "$conf" && "$tools/node_modules/.bin/spectral" lint --quiet --fail-severi
 else
 	say "Spectral found problems (above)" >&2
 	status=1
+fi
+
+if [ "${PLATFORM_TEST_OPENAPI_PY:-1}" != "0" ]; then
+	py_conf=scripts/openapi-py
+	req_hash=$(sha256sum "$py_conf/requirements.txt" | cut -c1-16)
+	venv="${XDG_CACHE_HOME:-$HOME/.cache}/partner-open-platform/openapi-py-$req_hash"
+	if [ ! -f "$venv/.installed" ]; then
+		say "installing the pinned Python validator and client generator into $venv (first run only)"
+		rm -rf "$venv"
+		python3 -m venv "$venv"
+		PIP_DISABLE_PIP_VERSION_CHECK=1 "$venv/bin/pip" install -q -r "$py_conf/requirements.txt"
+		touch "$venv/.installed"
+	fi
+	traffic_own=""
+	traffic="${PLATFORM_OPENAPI_TRAFFIC:-}"
+	if [ -z "$traffic" ]; then
+		traffic=$(mktemp -d "${TMPDIR:-/tmp}/openapi-traffic.XXXXXX")
+		traffic_own=$traffic
+	fi
+	# The traffic test drives every operation through its outcomes; its
+	# responses join whatever the Go side logged.
+	if ! out=$(PLATFORM_OPENAPI_TRAFFIC="$traffic" go test -count=1 -run '^TestHandlersAnswerAsDocumented$' ./internal/openapi 2>&1); then
+		printf '%s\n' "$out" >&2
+		say "the traffic test failed: go test -run TestHandlersAnswerAsDocumented ./internal/openapi" >&2
+		status=1
+	fi
+	if ! "$venv/bin/python" "$py_conf/conformance.py" "$doc" "$traffic"; then
+		status=1
+	fi
+	if [ -n "$traffic_own" ]; then rm -rf "$traffic_own"; fi
+	if ! "$venv/bin/python" "$py_conf/client_check.py" .; then
+		status=1
+	fi
+else
+	say "independent validator and client generator skipped (PLATFORM_TEST_OPENAPI_PY=0)"
 fi
 exit "$status"

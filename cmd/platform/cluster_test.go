@@ -211,6 +211,7 @@ func startCluster(t *testing.T, opt clusterOptions) *cluster {
 	env := []string{
 		"PLATFORM_EVENTSTORE_URL=" + db,
 		"PLATFORM_POSTGRES_URL=" + db,
+		"PLATFORM_PORTAL_BASE_URL=https://open.example.com",
 		"PLATFORM_MASTER_KEY=" + randomHex(t, 32),
 		"PLATFORM_ADMIN_TOKEN=" + c.adminToken,
 		"PLATFORM_INTERNAL_TOKEN=int_chaos_" + randomHex(t, 12),

@@ -58,6 +58,9 @@ type config struct {
 	SnapshotEvents                                                                       int           // embedded read models: a snapshot also after this many events
 	// Portal is the developer portal's configuration (PLATFORM_PORTAL_*, PLATFORM_SMTP_URL, PLATFORM_MAIL_FROM).
 	Portal node.PortalConfig
+	// portalBaseURLDefault: Portal.BaseURL was not set and is the embedded
+	// development default (the listen address).
+	portalBaseURLDefault bool
 
 	settings []*setting
 }
@@ -345,7 +348,7 @@ func loadConfig(args []string, getenv func(string) string, usageOut io.Writer) (
 		intSetting("PLATFORM_PORTAL_LOCKOUT_FAILURES", "portal-lockout-failures", "5", "failed portal sign-ins of one account that lock it", 1, 100, &c.Portal.LockoutFailures),
 		durationSetting("PLATFORM_PORTAL_LOCKOUT_PERIOD", "portal-lockout-period", "15m", "how long a locked portal account stays locked (and the window its failures are counted in)", time.Minute, 24*time.Hour, &c.Portal.LockoutPeriod),
 		intSetting("PLATFORM_PORTAL_ADDRESS_LIMIT", "portal-address-limit", "20", "portal sign-in, sign-up and reset attempts per minute from one client address", 1, 10000, &c.Portal.AddressLimit),
-		{env: "PLATFORM_PORTAL_BASE_URL", flag: "portal-base-url", usage: "public origin of the platform for links in the portal's mail, e.g. https://open.example.com (unset: the request's host)",
+		{env: "PLATFORM_PORTAL_BASE_URL", flag: "portal-base-url", usage: "public origin of the platform for links in the portal's mail, e.g. https://open.example.com; required with PLATFORM_POSTGRES_URL or a shared event store (unset in embedded development: http:// and the listen address)",
 			accepts: "an http or https URL without path, query or fragment",
 			parse: func(s string) error {
 				u, err := url.Parse(s)
@@ -355,7 +358,12 @@ func loadConfig(args []string, getenv func(string) string, usageOut io.Writer) (
 				c.Portal.BaseURL = strings.TrimSuffix(s, "/")
 				return nil
 			},
-			show: func() string { return orText(c.Portal.BaseURL, "unset: the request's host") }},
+			show: func() string {
+				if c.portalBaseURLDefault {
+					return c.Portal.BaseURL + " (unset: embedded development default, the listen address; never a request's Host)"
+				}
+				return c.Portal.BaseURL
+			}},
 		{env: "PLATFORM_SMTP_URL", secret: true, usage: "SMTP server for the portal's mail (STARTTLS when offered); unset: mail waits in the operator outbox",
 			accepts: "smtp://[user:password@]host[:port], optionally ?tls=required",
 			parse: func(s string) error {
@@ -522,7 +530,32 @@ func loadConfig(args []string, getenv func(string) string, usageOut io.Writer) (
 		return nil, errors.New("PLATFORM_EVENTSTORE_URL (-eventstore-url) and PLATFORM_ESDB_URL (-esdb-url) are both set: " +
 			"set only PLATFORM_EVENTSTORE_URL (PLATFORM_ESDB_URL is its older, EventStoreDB-only name)")
 	}
+	if c.Portal.BaseURL == "" {
+		// Mail links (password reset, sign-up) are built from this origin
+		// only, never from a request's Host header. Nodes sharing stores
+		// serve the public: they must say where they are; embedded
+		// development links to the address it listens on.
+		if c.PostgresURL != "" || c.eventStoreURL() != "" {
+			return nil, errors.New("PLATFORM_PORTAL_BASE_URL (-portal-base-url) is required when PLATFORM_POSTGRES_URL or a shared event store is set: " +
+				"it is the public origin of links in the developer portal's mail, e.g. https://open.example.com")
+		}
+		c.Portal.BaseURL, c.portalBaseURLDefault = devBaseURL(c.Addr), true
+	}
 	return c, nil
+}
+
+// devBaseURL is the origin of mail links of an embedded development
+// platform listening on addr: http://127.0.0.1:port when it listens on a
+// loopback or every address, else http://host:port.
+func devBaseURL(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "http://127.0.0.1:8080"
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && (ip.IsUnspecified() || ip.IsLoopback())) {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, port)
 }
 
 // eventStoreURL is the shared event store the node opens: the URL of

@@ -23,11 +23,28 @@ func envOf(m map[string]string) func(string) string {
 
 func mustLoad(t *testing.T, env map[string]string, args ...string) *config {
 	t.Helper()
-	c, err := loadConfig(args, envOf(env), io.Discard)
+	c, err := loadConfig(args, withBaseURL(env, args), io.Discard)
 	if err != nil {
 		t.Fatalf("env %v args %v: %v", env, args, err)
 	}
 	return c
+}
+
+// withBaseURL is envOf(env), with the portal base URL a shared store
+// requires when env or args name a store and no base URL.
+func withBaseURL(env map[string]string, args []string) func(string) string {
+	shared := strings.Contains(strings.Join(args, " "), "-url=")
+	for _, k := range []string{"PLATFORM_POSTGRES_URL", "PLATFORM_EVENTSTORE_URL", "PLATFORM_ESDB_URL"} {
+		shared = shared || env[k] != ""
+	}
+	if _, set := env["PLATFORM_PORTAL_BASE_URL"]; !shared || set {
+		return envOf(env)
+	}
+	e := map[string]string{"PLATFORM_PORTAL_BASE_URL": "https://open.example.com"}
+	for k, v := range env {
+		e[k] = v
+	}
+	return envOf(e)
 }
 
 // acceptsOf returns the accepted-values text of a variable's setting.
@@ -53,7 +70,8 @@ func TestDefaults(t *testing.T) {
 		WebhookCreateConcurrency: 64, WebhookBreakerCooldown: 30 * time.Second, SnapshotInterval: 5 * time.Minute, SnapshotEvents: 10000,
 		ReportPullLimit: 60, VerifyCooldown: 10 * time.Second,
 		Portal: node.PortalConfig{SessionIdle: 30 * time.Minute, SessionMax: 12 * time.Hour, LockoutFailures: 5,
-			LockoutPeriod: 15 * time.Minute, AddressLimit: 20, MailFrom: "portal@localhost"},
+			LockoutPeriod: 15 * time.Minute, AddressLimit: 20, MailFrom: "portal@localhost", BaseURL: "http://127.0.0.1:8080"},
+		portalBaseURLDefault: true,
 	}
 	c.settings = nil
 	if !reflect.DeepEqual(*c, want) {
@@ -244,6 +262,7 @@ func TestEventStoreURL(t *testing.T) {
 	}{
 		{map[string]string{"PLATFORM_EVENTSTORE_URL": pg, "PLATFORM_ESDB_URL": es}, nil},
 		{map[string]string{"PLATFORM_ESDB_URL": es}, []string{"-eventstore-url=" + pg}},
+		{map[string]string{"PLATFORM_ESDB_URL": es, "PLATFORM_EVENTSTORE_URL": pg, "PLATFORM_PORTAL_BASE_URL": "https://open.example.com"}, nil},
 	} {
 		_, err := loadConfig(tc.args, envOf(tc.env), io.Discard)
 		if err == nil || !strings.Contains(err.Error(), "PLATFORM_EVENTSTORE_URL") || !strings.Contains(err.Error(), "PLATFORM_ESDB_URL") ||
@@ -268,6 +287,7 @@ func TestEffectiveConfigLogHidesSecrets(t *testing.T) {
 			"PLATFORM_ADMIN_TOKEN": "adm_Sup3rSecret", "PLATFORM_MASTER_KEY": goodKey, "PLATFORM_INTERNAL_TOKEN": "int_0therSecret",
 			"PLATFORM_MASTER_KEY_PREVIOUS": oldKey + "," + goodKey,
 			"PLATFORM_POSTGRES_URL":        pg, "PLATFORM_ESDB_URL": "esdb://admin:esdbPa55@eventstore:2113?tls=false",
+			"PLATFORM_PORTAL_BASE_URL": "https://open.example.com",
 		}
 		c := mustLoad(t, env)
 		for _, format := range []string{"text", "json"} {
@@ -377,5 +397,48 @@ func TestLoadTestKnobs(t *testing.T) {
 	c = mustLoad(t, map[string]string{"PLATFORM_VERIFY_COOLDOWN": "3s"})
 	if c.verifyCooldown() != 3*time.Second {
 		t.Fatalf("node cooldown %s, want 3s", c.verifyCooldown())
+	}
+}
+
+// TestPortalBaseURL: mail links never come from a request's Host, so the
+// origin is configuration: required with a shared store, the listen
+// address in embedded development, and said in the start-up line.
+func TestPortalBaseURL(t *testing.T) {
+	for _, tc := range []struct {
+		env  map[string]string
+		want string
+	}{
+		{nil, "http://127.0.0.1:8080"},
+		{map[string]string{"PLATFORM_ADDR": "0.0.0.0:9000"}, "http://127.0.0.1:9000"},
+		{map[string]string{"PLATFORM_ADDR": ":9001"}, "http://127.0.0.1:9001"},
+		{map[string]string{"PLATFORM_ADDR": "[::1]:9002"}, "http://127.0.0.1:9002"},
+		{map[string]string{"PLATFORM_ADDR": "10.1.2.3:9003"}, "http://10.1.2.3:9003"},
+		{map[string]string{"PLATFORM_PORTAL_BASE_URL": "https://open.example.com/"}, "https://open.example.com"},
+		{map[string]string{"PLATFORM_POSTGRES_URL": "postgres://db/x", "PLATFORM_PORTAL_BASE_URL": "https://open.example.com"}, "https://open.example.com"},
+	} {
+		c, err := loadConfig(nil, envOf(tc.env), io.Discard)
+		if err != nil {
+			t.Fatalf("env %v: %v", tc.env, err)
+		}
+		if c.Portal.BaseURL != tc.want {
+			t.Errorf("env %v: base URL %q, want %q", tc.env, c.Portal.BaseURL, tc.want)
+		}
+		var buf bytes.Buffer
+		c.log(slog.New(slog.NewTextHandler(&buf, nil)))
+		if !strings.Contains(buf.String(), tc.want) {
+			t.Errorf("env %v: the start-up line does not say %s:\n%s", tc.env, tc.want, buf.String())
+		}
+		if def := tc.env["PLATFORM_PORTAL_BASE_URL"] == ""; def != strings.Contains(buf.String(), "embedded development default") {
+			t.Errorf("env %v: start-up line on the default: %s", tc.env, buf.String())
+		}
+	}
+	for _, env := range []map[string]string{
+		{"PLATFORM_POSTGRES_URL": "postgres://db/x"},
+		{"PLATFORM_EVENTSTORE_URL": "postgres://db/x"},
+		{"PLATFORM_ESDB_URL": "esdb://h:2113?tls=false"},
+	} {
+		if _, err := loadConfig(nil, envOf(env), io.Discard); err == nil || !strings.Contains(err.Error(), "PLATFORM_PORTAL_BASE_URL") {
+			t.Errorf("env %v without a base URL: %v, want a refusal naming PLATFORM_PORTAL_BASE_URL", env, err)
+		}
 	}
 }

@@ -25,6 +25,7 @@ var developerEvents = []events.Payload{
 	DeveloperEmailClaimed{}, DeveloperSignedUp{}, DeveloperSignedIn{}, DeveloperSignedOut{},
 	DeveloperPasswordResetRequested{}, DeveloperPasswordChanged{}, DeveloperReviewed{},
 	MailQueued{}, MailSent{}, MailFailed{},
+	OperatorPortalSignedIn{}, OperatorPortalSignedOut{},
 }
 
 // DeveloperEmailClaimed makes a normalised email address belong to one

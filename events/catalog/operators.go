@@ -22,6 +22,28 @@ type OperatorRevoked struct {
 // EventType names the event in the log.
 func (OperatorRevoked) EventType() string { return "operator.revoked" }
 
+// OperatorPortalSignedIn starts one operator portal session (in
+// domain.OperatorSessionsStream; OperatorID 0 is the bootstrap token);
+// only the SHA-256 of the session id enters the log.
+type OperatorPortalSignedIn struct {
+	OperatorID  int64  `json:"operator_id"`
+	SessionHash string `json:"session_hash"`
+}
+
+// EventType names the event in the log.
+func (OperatorPortalSignedIn) EventType() string { return "operator.portal_signed_in" }
+
+// OperatorPortalSignedOut ends one operator portal session, or all of the
+// operator's sessions when All is set.
+type OperatorPortalSignedOut struct {
+	OperatorID  int64  `json:"operator_id"`
+	SessionHash string `json:"session_hash,omitempty"`
+	All         bool   `json:"all,omitempty"`
+}
+
+// EventType names the event in the log.
+func (OperatorPortalSignedOut) EventType() string { return "operator.portal_signed_out" }
+
 // Audited actions: what an audit fact records.
 const (
 	AuditRevealHistory = "reveal.history" // an auditor read a stream's history with personal fields in clear

@@ -89,13 +89,15 @@ var personalFields = map[string][]string{
 	"idempotency.released":          nil,
 	"operator.created":              nil, // staff accounts, not data subjects
 	"operator.revoked":              nil,
+	"operator.portal_signed_in":     nil,
+	"operator.portal_signed_out":    nil,
 	"audit.access_recorded":         nil,
 	// Who erased whom, when and why; the reason is operator text that must
 	// not quote personal data (README, "Erasure"). Neither carries the
 	// channel_user_id any more; events written before do, in clear, and
 	// admin reads redact it.
-	"user.erased":          {"channel_user_id"},
-	"channel_user.unbound": {"channel_user_id"},
+	"user.erased":                 {"channel_user_id"},
+	"channel_user.unbound":        {"channel_user_id"},
 	"channel_user.binding_format": nil,
 	// Endpoint settings are the partner's configuration, secrets sealed.
 	"app.webhook_endpoint_added":            nil,

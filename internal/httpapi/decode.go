@@ -164,7 +164,11 @@ func (o *Object) Int(name string) domain.Field[int64] {
 	i, err := strconv.ParseInt(n, 10, 64)
 	if err != nil {
 		f, ferr := strconv.ParseFloat(n, 64)
-		if ferr != nil || f != math.Trunc(f) || math.Abs(f) > MaxInt {
+		if ferr == nil && f == math.Trunc(f) && math.Abs(f) > MaxInt {
+			o.bad(name, intRange)
+			return domain.Field[int64]{}
+		}
+		if ferr != nil || f != math.Trunc(f) {
 			o.bad(name, "must be an integer")
 			return domain.Field[int64]{}
 		}
@@ -357,8 +361,17 @@ func (o *Object) Ints(name string) []int64 {
 	out := make([]int64, 0, len(items))
 	for i, it := range items {
 		n, err := strconv.ParseInt(string(it.raw), 10, 64)
-		if err != nil || n > MaxInt || n < -MaxInt {
+		if err != nil {
+			// An integer too long for int64 is out of range, not a non-integer.
+			if f, ferr := strconv.ParseFloat(string(it.raw), 64); ferr == nil && f == math.Trunc(f) && math.Abs(f) > MaxInt {
+				o.bad(fmt.Sprintf("%s[%d]", name, i), intRange)
+				continue
+			}
 			o.bad(fmt.Sprintf("%s[%d]", name, i), "must be an integer")
+			continue
+		}
+		if n > MaxInt || n < -MaxInt {
+			o.bad(fmt.Sprintf("%s[%d]", name, i), intRange)
 			continue
 		}
 		out = append(out, n)

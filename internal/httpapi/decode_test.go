@@ -68,6 +68,14 @@ func TestIntRefusesNumbersBeyond2To53(t *testing.T) {
 		var v *domain.ValidationError
 		if !errors.As(o.Err(), &v) || !v.Has("n") || !v.Has("list[0]") {
 			t.Errorf("%s: err %v", n, o.Err())
+			continue
+		}
+		// They are integers: the message names the range, not the type.
+		if got := v.Fields["n"]; len(got) != 1 || got[0] != intRange {
+			t.Errorf("%s: n %v, want %q", n, got, intRange)
+		}
+		if got := v.Fields["list[0]"]; len(got) != 1 || got[0] != intRange {
+			t.Errorf("%s: list[0] %v, want %q", n, got, intRange)
 		}
 	}
 }

@@ -98,7 +98,11 @@ func (o *oldObject) Int(name string) domain.Field[int64] {
 	i, err := strconv.ParseInt(n.String(), 10, 64)
 	if err != nil {
 		f, ferr := strconv.ParseFloat(n.String(), 64)
-		if ferr != nil || f != math.Trunc(f) || math.Abs(f) > MaxInt {
+		if ferr == nil && f == math.Trunc(f) && math.Abs(f) > MaxInt {
+			o.bad(name, intRange)
+			return domain.Field[int64]{}
+		}
+		if ferr != nil || f != math.Trunc(f) {
 			o.bad(name, "must be an integer")
 			return domain.Field[int64]{}
 		}
@@ -282,8 +286,16 @@ func (o *oldObject) Ints(name string) []int64 {
 	out := make([]int64, 0, len(items))
 	for i, it := range items {
 		n, err := strconv.ParseInt(string(bytes.TrimSpace(it)), 10, 64)
-		if err != nil || n > MaxInt || n < -MaxInt {
+		if err != nil {
+			if f, ferr := strconv.ParseFloat(string(bytes.TrimSpace(it)), 64); ferr == nil && f == math.Trunc(f) && math.Abs(f) > MaxInt {
+				o.bad(fmt.Sprintf("%s[%d]", name, i), intRange)
+				continue
+			}
 			o.bad(fmt.Sprintf("%s[%d]", name, i), "must be an integer")
+			continue
+		}
+		if n > MaxInt || n < -MaxInt {
+			o.bad(fmt.Sprintf("%s[%d]", name, i), intRange)
 			continue
 		}
 		out = append(out, n)

@@ -101,6 +101,8 @@ const (
 	qText                // free text: invalid UTF-8 and U+0000 are refused
 	qID                  // positive integer
 	qDate                // Y-m-d
+	qPage                // 0..max, where 0 (like absent) means the default page
+	qReason              // an audit reason: at most 500 characters
 )
 
 type qparam struct {
@@ -124,6 +126,9 @@ type badRoute struct {
 	base     outcome
 	appends  bool
 	notFound outcome // what a string path parameter that names nothing answers
+	// extra are rows of this route alone (bodies and outcomes that the
+	// generic classes do not cover); a row without a path uses the route's.
+	extra []badCase
 }
 
 func ptr(o outcome) *outcome { return &o }
@@ -177,12 +182,20 @@ func badRoutes(fx fixture) []badRoute {
 				{path: "family_members.0.app_group_id", kind: kInt}, {path: "family_members.0.name", kind: kStr, max: 32},
 				{path: "family_members.0.height", kind: kInt}, {path: "family_members.0.weight", kind: kInt},
 				{path: "family_members.0.is_default", kind: kBool},
+			},
+			extra: []badCase{
+				{name: "user.avatar not ASCII", body: []byte(strings.Replace(registerBadBody, `"user":{`, `"user":{"avatar":"https://example.com/头像.png",`, 1)),
+					want: invalid, errKey: "user.avatar"},
+				{name: "user.avatar percent-encoded", body: []byte(strings.Replace(registerBadBody, `"user":{`, `"user":{"avatar":"https://example.com/%E5%A4%B4%E5%83%8F.png",`, 1)),
+					want: ok200},
 			}},
 		{method: "PATCH", pattern: "/open/v1/channel/users/:openUserId", auth: authM, params: userParams,
 			body: `{"name":"Li Lei"}`, base: ok200, fields: []field{
 				{path: "name", kind: kStr, max: 32}, {path: "nickname", kind: kStr, max: 32}, {path: "gender", kind: kStr},
 				{path: "phone", kind: kStr}, {path: "email", kind: kStr}, {path: "birth_date", kind: kStr},
-			}},
+			},
+			// avatar is a URI (format: uri): ASCII, other characters percent-encoded.
+			extra: []badCase{{name: "avatar not ASCII", body: []byte(`{"avatar":"https://example.com/头像.png"}`), want: invalid, errKey: "avatar"}}},
 		{method: "POST", pattern: "/open/v1/channel/users/:openUserId/family-groups", auth: authM, params: userParams,
 			body: `{"app_group_id":1,"name":"Home"}`, base: ok200, fields: []field{
 				{path: "app_group_id", kind: kInt}, {path: "name", kind: kStr, max: 64},
@@ -227,12 +240,12 @@ func badRoutes(fx fixture) []badRoute {
 
 		// ---- operator views and log ----
 		{method: "GET", pattern: "/admin/v1/history", auth: authAdmin, params: none, baseQuery: "stream=app-" + appID,
-			query: []qparam{{"stream", qText}, {"from", qInt}, {"limit", qInt}}, base: ok200},
+			query: []qparam{{"stream", qText}, {"from", qInt}, {"limit", qInt}, {"reason", qReason}}, base: ok200},
 		{method: "GET", pattern: "/admin/v1/events", auth: authAdmin, params: none,
-			query: []qparam{{"after_commit", qInt}, {"after_prepare", qInt}, {"limit", qInt}}, base: ok200},
+			query: []qparam{{"after_commit", qInt}, {"after_prepare", qInt}, {"limit", qInt}, {"reason", qReason}}, base: ok200},
 		{method: "GET", pattern: "/admin/v1/projections", auth: authAdmin, params: none, base: ok200},
 		{method: "GET", pattern: "/admin/v1/audit", auth: authAdmin, params: none,
-			query: []qparam{{"actor", qText}, {"subject", qText}, {"from", qTime}, {"to", qTime}, {"after", qInt}, {"limit", qLimit}}, base: ok200},
+			query: []qparam{{"actor", qText}, {"subject", qText}, {"from", qTime}, {"to", qTime}, {"after", qInt}, {"limit", qPage}}, base: ok200},
 		{method: "GET", pattern: "/admin/v1/operators", auth: authAdmin, params: none, base: ok200},
 		{method: "GET", pattern: "/admin/v1/outbox", auth: authAdmin, params: none, query: []qparam{{"status", qEnum}}, base: ok200},
 		{method: "POST", pattern: "/admin/v1/operators", auth: authAdmin, params: none,
@@ -286,7 +299,12 @@ func badRoutes(fx fixture) []badRoute {
 			}},
 		{method: "POST", pattern: "/plugin/v1/sessions/:sessionId/measurements", auth: authNone, params: map[string]string{"sessionId": "nosuch"},
 			body: `{"data":{"sys":120}}`, base: outcome{404, "SESSION_NOT_FOUND"}, notFound: outcome{404, "SESSION_NOT_FOUND"},
-			fields: []field{{path: "device_sn", kind: kStr}}},
+			fields: []field{{path: "device_sn", kind: kStr}},
+			// device_sn is bounded in characters, not bytes.
+			extra: []badCase{
+				{name: "device_sn of 100 CJK characters", body: []byte(`{"device_sn":"` + strings.Repeat("设", 100) + `","data":{"sys":120}}`), want: outcome{404, "SESSION_NOT_FOUND"}},
+				{name: "device_sn of 101 CJK characters", body: []byte(`{"device_sn":"` + strings.Repeat("设", 101) + `","data":{"sys":120}}`), want: invalid, errKey: "device_sn"},
+			}},
 		{method: "POST", pattern: "/sandbox/mock/measure", auth: authH, params: none,
 			body: `{"appKey":"` + fx.app.Key + `","thirdUserId":"t-1","deviceKey":"HOME_MULTI_BIO_MONITOR","measureMode":"BP"}`,
 			base: ok200, appends: true, fields: []field{
@@ -324,7 +342,7 @@ func badRoutes(fx fixture) []badRoute {
 		{method: "GET", pattern: "/open/v1/order/detail", auth: authM, params: none, baseQuery: "order_code=NOPE",
 			query: []qparam{{"order_code", qText}}, base: outcome{404, "ORDER_NOT_FOUND"}},
 		{method: "GET", pattern: "/admin/v1/orders", auth: authAdmin, params: none,
-			query: []qparam{{"app_id", qInt}, {"after", qInt}, {"limit", qLimit}}, base: ok200},
+			query: []qparam{{"app_id", qInt}, {"status", qEnum}, {"after", qInt}, {"limit", qLimit}}, base: ok200},
 		{method: "GET", pattern: "/admin/v1/orders/:orderCode", auth: authAdmin, params: map[string]string{"orderCode": "NOPE"},
 			base: outcome{404, "ORDER_NOT_FOUND"}, notFound: outcome{404, "ORDER_NOT_FOUND"}},
 		{method: "POST", pattern: "/admin/v1/orders/:orderCode/approve", auth: authAdmin, params: map[string]string{"orderCode": "NOPE"},
@@ -648,6 +666,21 @@ func (r badRoute) cases(t *testing.T) []badCase {
 			bad = []string{"2026-02-30", "20260101", "%00"}
 		case qText:
 			bad = []string{"%FF", "%00", "a%00b", "%ED%A0%80", "%C0%AF"}
+		case qPage:
+			bad = []string{"abc", "-1", "1.5", "100000"}
+			add(badCase{name: "query " + q.name + "=0 is the default page", path: withQuery(path, strings.TrimPrefix(r.baseQuery+"&"+q.name+"=0", "&")),
+				body: []byte(r.body), want: r.base, appends: r.appends})
+		case qReason:
+			// Bounded whether or not it goes with a reveal.
+			bad = []string{strings.Repeat("a", 501), strings.Repeat("%E7%90%86", 501)}
+			add(badCase{name: "query " + q.name + " of 500 characters", path: withQuery(path, strings.TrimPrefix(r.baseQuery+"&"+q.name+"="+strings.Repeat("%E7%90%86", 500), "&")),
+				body: []byte(r.body), want: r.base, appends: r.appends})
+		}
+		// One rule for every query parameter: an empty value is the
+		// parameter omitted (stated in the document's description).
+		if !strings.Contains("&"+r.baseQuery, "&"+q.name+"=") {
+			add(badCase{name: "query " + q.name + "= is absent", path: withQuery(path, strings.TrimPrefix(r.baseQuery+"&"+q.name+"=", "&")),
+				body: []byte(r.body), want: r.base, appends: r.appends})
 		}
 		for _, v := range bad {
 			query := r.baseQuery
@@ -660,6 +693,10 @@ func (r badRoute) cases(t *testing.T) []badCase {
 			}
 			add(badCase{name: "query " + q.name + "=" + v, path: withQuery(path, query), body: []byte(r.body), want: invalid, errKey: q.name})
 		}
+	}
+
+	for _, c := range r.extra {
+		add(c)
 	}
 
 	// The base request with unknown fields or parameters: ignored, so it

@@ -126,7 +126,7 @@ func TestBulkResendOfABacklog(t *testing.T) {
 			var erased, users int
 			for _, d := range p.appDeliveries(a.ID) {
 				switch {
-				case strings.HasPrefix(d.id, "bulk-"):
+				case strings.HasPrefix(d.id, backlogPrefix):
 				case d.erased:
 					erased++
 					if len(resends[d.id]) != 0 {

@@ -570,6 +570,9 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 	}()
 	n.spawn(runCtx, "erasure follower", erasures.Run)
 	n.spawn(runCtx, "cache sweep", n.sweepCaches(users, cmp.Or(cfg.CacheSweepInterval, keys.CacheTTL)))
+	if n.Portal != nil {
+		n.spawn(runCtx, "portal mail work", n.Portal.RunMailWork)
+	}
 	if n.mailSender != nil {
 		n.spawnOwned(runCtx, "mail sender", n.Leases, "mail", cfg.LeaseTTL, n.mailSender.Run)
 	}

@@ -34,7 +34,9 @@ type PortalConfig struct {
 	LockoutFailures int
 	LockoutPeriod   time.Duration
 	AddressLimit    int
-	// BaseURL is the public origin for links in mail (unset: the request's host).
+	// BaseURL is the public origin for links in mail
+	// (PLATFORM_PORTAL_BASE_URL); unset: DefaultPortalBaseURL. Links are
+	// never built from a request's Host header.
 	BaseURL string
 	// SMTPURL is smtp://user:pass@host:port (PLATFORM_SMTP_URL); unset: mail
 	// waits in the operator's outbox.
@@ -49,6 +51,11 @@ type PortalConfig struct {
 	// tests lower them).
 	Passwords commands.PasswordParams
 }
+
+// DefaultPortalBaseURL is the origin of mail links of a node given none:
+// the platform's default listen address (cmd/platform passes the origin
+// of the address it listens on, or requires PLATFORM_PORTAL_BASE_URL).
+const DefaultPortalBaseURL = "http://127.0.0.1:8080"
 
 // masterDerived derives a purpose-bound key from the master key, which
 // every node sharing the stores has, so they all derive the same key.
@@ -115,13 +122,18 @@ func (n *Node) openPortal(ctx context.Context, cfg Config, ids *commands.Allocat
 	if from == "" {
 		from = "portal@localhost"
 	}
+	base := pc.BaseURL
+	if base == "" {
+		base = DefaultPortalBaseURL
+	}
 	srv, err := portal.New(portal.Config{
 		SessionKey: sessionKey, InsecureCookies: pc.InsecureCookies, SessionIdle: pc.SessionIdle, SessionMax: pc.SessionMax,
-		LockoutFailures: failures, LockoutPeriod: lockout, AddressLimit: perAddress, BaseURL: pc.BaseURL, SMTP: pc.SMTPURL != "",
+		LockoutFailures: failures, LockoutPeriod: lockout, AddressLimit: perAddress, BaseURL: base, SMTP: pc.SMTPURL != "",
 	}, portal.Deps{
 		Developers: developers, Mail: mailCmds, Apps: apps, Benefits: benefits, AppDirectory: n.Apps,
 		Directory: n.Developers, DirectoryReady: runner, Operators: n.Operators, Admin: admin,
-		ReadModel: n.ReadModel, Events: n.Events, Watermarks: marks, Dispatcher: n.Dispatcher,
+		OperatorSessions: commands.NewOperatorSessions(n.Events, n.Registry),
+		ReadModel:        n.ReadModel, Events: n.Events, Watermarks: marks, Dispatcher: n.Dispatcher,
 		Limits: limits, Now: cfg.Now, Log: n.log.With("component", "portal"),
 	})
 	if err != nil {
@@ -134,6 +146,7 @@ func (n *Node) openPortal(ctx context.Context, cfg Config, ids *commands.Allocat
 	if r := n.Families[projections.FamilyBenefits]; r != nil {
 		srv.BenefitsReady = r
 	}
+	n.log.Info("portal mail links (password reset, sign-up) point at the configured origin, never at a request's Host", "base_url", base)
 	if pc.InsecureCookies {
 		n.log.Warn("PLATFORM_PORTAL_INSECURE_COOKIES is on: portal session cookies are sent over plain http; development only")
 	}

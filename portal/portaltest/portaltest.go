@@ -76,13 +76,20 @@ type Browser struct {
 	Client *http.Client
 	// CSRF is the token of the last page that carried one.
 	CSRF string
+	// node, when set, is the platform's node: SignUp waits on it for the
+	// account (sign-up is background work after the page answered).
+	node *node.Node
 	// stale: a POST redirected (sign-in, sign-out may have replaced the
 	// session), so the next Post loads a page for a fresh token first.
 	stale bool
 }
 
 // Browser makes a new visitor of p.
-func (p *Platform) Browser() *Browser { return NewBrowser(p.T, p.Srv.URL, p.Srv.Client().Transport) }
+func (p *Platform) Browser() *Browser {
+	b := NewBrowser(p.T, p.Srv.URL, p.Srv.Client().Transport)
+	b.node = p.Node
+	return b
+}
 
 // NewBrowser makes a visitor of the portal at base over transport.
 func NewBrowser(t testing.TB, base string, transport http.RoundTripper) *Browser {
@@ -197,13 +204,20 @@ func (b *Browser) Cookie(name string) *http.Cookie {
 }
 
 // SignUp creates a developer account through the sign-up page (which
-// signs the browser in) and returns its id.
+// answers "check your mail" and signs nobody in), signs the browser in
+// with it and returns its id.
 func (b *Browser) SignUp(email, password string) int64 {
 	b.T.Helper()
 	b.Get("/portal/signup")
 	p := b.Post("/portal/signup", url.Values{"email": {email}, "password": {password}})
-	if p.Status != http.StatusSeeOther {
+	if p.Status != http.StatusOK || p.H1() != "Check your mail" {
 		b.T.Fatalf("sign up %s: status %d: %s", email, p.Status, p.Text())
+	}
+	if b.node != nil {
+		WaitAccount(b.T, b.node, email, password)
+	}
+	if in := b.SignIn(email, password); in.Status != http.StatusSeeOther {
+		b.T.Fatalf("sign in after sign-up %s: status %d: %s", email, in.Status, in.Text())
 	}
 	dash := b.Get("/portal/")
 	m := regexp.MustCompile(`<dt>Developer id</dt><dd>(\d+)</dd>`).FindStringSubmatch(dash.Body)
@@ -212,6 +226,19 @@ func (b *Browser) SignUp(email, password string) int64 {
 	}
 	id, _ := strconv.ParseInt(m[1], 10, 64)
 	return id
+}
+
+// WaitAccount waits (bounded) until a signed-up account exists and takes
+// its password: sign-up completes in the background after its page.
+func WaitAccount(t testing.TB, n *node.Node, email, password string) {
+	t.Helper()
+	for range 1500 { // up to 15 s
+		if _, err := n.Portal.Developers.Authenticate(context.Background(), email, password); err == nil {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("the account of %s was not created", email)
 }
 
 // SignIn signs the browser in as a developer through the sign-in page.

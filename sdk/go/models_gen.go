@@ -566,7 +566,7 @@ type TokenResponse struct {
 
 // UserPatch is described by the platform as: PATCH body; every field optional and only sent fields change. Null clears nickname, avatar, phone, email and birth_date; name and gender cannot be null.
 type UserPatch struct {
-	// Avatar carries the schema's avatar property.
+	// Avatar is: http or https URL with a host, ASCII only (percent-encode other characters), at most 500 characters.
 	Avatar *string `json:"avatar,omitempty"`
 	// BirthDate is: Y-m-d, earlier than today in the platform's zone.
 	BirthDate *string `json:"birth_date,omitempty"`
@@ -652,7 +652,7 @@ type WebhookTestEvent struct {
 type CardInput struct {
 	// CardNumber is: Operators only: 15 letters or digits; omitted, null or empty lets the platform generate a 15-digit number. Partner batches must omit it (422 VALIDATION_ERROR otherwise).
 	CardNumber *string `json:"card_number,omitempty"`
-	// ExpiresAt is: ISO 8601 date-time (without an offset, in the platform's zone), in the future.
+	// ExpiresAt is: When the card expires, in the future: a `TimeInput` (with an offset it is absolute; `2099-12-31 23:59:59` and other forms without one are read in the platform's zone).
 	ExpiresAt string `json:"expires_at"`
 	// HolderName carries the schema's holder_name property.
 	HolderName string `json:"holder_name"`
@@ -872,7 +872,7 @@ type FamilyMemberRegisterInput struct {
 
 // UserProfile is the user object of register. Optional fields may be omitted or sent as null (meaning not given); `gender` defaults to `unknown`.
 type UserProfile struct {
-	// Avatar is: http or https URL with a host, at most 500 bytes.
+	// Avatar is: http or https URL with a host, at most 500 characters. A URI, so ASCII only: percent-encode other characters (an IRI such as `https://example.com/头像.png` answers 422 VALIDATION_ERROR).
 	Avatar *string `json:"avatar,omitempty"`
 	// BirthDate is: Y-m-d, earlier than today in the platform's zone.
 	BirthDate *string `json:"birth_date,omitempty"`

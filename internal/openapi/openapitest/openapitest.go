@@ -13,6 +13,11 @@
 // the document is also written there (the first of each operation and
 // status), so `go run ./internal/openapi/examplegen` can give the document
 // examples taken from real traffic rather than typed by hand.
+//
+// With PLATFORM_OPENAPI_TRAFFIC set to a folder, every response is also
+// appended there (one JSON line per exchange, one file per process), so a
+// validator independent of this package's kin-openapi can check each one
+// against the document (scripts/openapi-conformance.py does, strictly).
 package openapitest
 
 import (
@@ -26,6 +31,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -71,7 +78,57 @@ func NewTransport(t testing.TB, base http.RoundTripper) http.RoundTripper {
 	if err != nil {
 		t.Fatalf("openapi: build router: %v", err)
 	}
-	return &transport{t: t, base: base, doc: doc, router: router, record: os.Getenv(RecordEnv)}
+	return &transport{t: t, base: base, doc: doc, router: router, record: os.Getenv(RecordEnv), traffic: os.Getenv(TrafficEnv)}
+}
+
+// TrafficEnv names the folder every response is logged into (see the
+// package comment).
+const TrafficEnv = "PLATFORM_OPENAPI_TRAFFIC"
+
+// Exchange is one line of the traffic log: the documented operation the
+// request matched (Path is the document's path template; empty with
+// CatchAll set when the node answered an undocumented path or method with
+// that components.responses entry) and the response as received.
+type Exchange struct {
+	Method      string          `json:"method"`
+	Path        string          `json:"path,omitempty"`
+	CatchAll    string          `json:"catch_all,omitempty"`
+	URI         string          `json:"uri"`
+	Status      int             `json:"status"`
+	ContentType string          `json:"content_type,omitempty"`
+	Body        json.RawMessage `json:"body,omitempty"`
+	// Text is a body that is not JSON (a YAML document, a CSV export).
+	Text string `json:"text,omitempty"`
+}
+
+// trafficLog is this process's traffic file, opened on first use; test
+// processes run in parallel, so each writes its own.
+var trafficLog struct {
+	sync.Mutex
+	dir string
+	f   *os.File
+}
+
+// logExchange appends ex to the process's traffic file in dir.
+func logExchange(dir string, ex Exchange) error {
+	line, err := json.Marshal(ex)
+	if err != nil {
+		return err
+	}
+	trafficLog.Lock()
+	defer trafficLog.Unlock()
+	if trafficLog.f == nil || trafficLog.dir != dir {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+		f, err := os.CreateTemp(dir, "traffic-"+strconv.Itoa(os.Getpid())+"-*.jsonl")
+		if err != nil {
+			return err
+		}
+		trafficLog.f, trafficLog.dir = f, dir
+	}
+	_, err = trafficLog.f.Write(append(line, '\n'))
+	return err
 }
 
 // RecordEnv names the folder exchanges are recorded into (see the package comment).
@@ -88,11 +145,12 @@ type Recording struct {
 }
 
 type transport struct {
-	t      testing.TB
-	base   http.RoundTripper
-	doc    *openapi3.T
-	router routers.Router
-	record string
+	t       testing.TB
+	base    http.RoundTripper
+	doc     *openapi3.T
+	router  routers.Router
+	record  string
+	traffic string
 }
 
 func (tr *transport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -121,7 +179,37 @@ func (tr *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	} else if tr.record != "" {
 		tr.save(req, res.StatusCode, reqBody, body)
 	}
+	if tr.traffic != "" {
+		tr.log(req, res, body)
+	}
 	return res, nil
+}
+
+// log appends the exchange to the traffic log when the document routes it
+// (or the node answered it with a catch-all); /metrics is not ours.
+func (tr *transport) log(req *http.Request, res *http.Response, body []byte) {
+	ex := Exchange{Method: req.Method, URI: req.URL.RequestURI(), Status: res.StatusCode, ContentType: res.Header.Get("Content-Type")}
+	route, _, err := tr.router.FindRoute(req)
+	switch {
+	case err == nil:
+		ex.Path = route.Path
+	case errors.Is(err, routers.ErrPathNotFound) && !unrouted[req.URL.Path]:
+		ex.CatchAll = "RouteNotFound"
+	case errors.Is(err, routers.ErrMethodNotAllowed):
+		ex.CatchAll = "MethodNotAllowed"
+	default:
+		return
+	}
+	switch {
+	case len(body) == 0:
+	case strings.Contains(ex.ContentType, "json") && json.Valid(body):
+		ex.Body = body
+	default:
+		ex.Text = string(body)
+	}
+	if err := logExchange(tr.traffic, ex); err != nil {
+		tr.t.Errorf("openapitest: traffic log: %v", err)
+	}
 }
 
 // save writes the exchange unless one of its operation and status is

@@ -148,7 +148,21 @@ test("issue 14 flow: sign-up to production, with the refusals", async (t) => {
     await dev.page.getByRole("heading", { level: 1, name: "Create a developer account" }).waitFor();
     await field(dev, "Email").fill(email);
     await field(dev, "Password").fill(password);
-    await submit(dev, "Sign up", { status: 200, shot: "dashboard-pending" });
+    // Sign-up signs nobody in: it answers "check your mail" (the same page
+    // for an address that already has an account), then the developer signs in.
+    await submit(dev, "Sign up", { status: 200, shot: "signup-check-mail" });
+    await dev.page.getByRole("heading", { level: 1, name: "Check your mail" }).waitFor();
+    state.signUpText = await text(dev);
+    // The account is opened in the background after the page answered:
+    // its welcome mail in the outbox says it exists.
+    await waitFor("the welcome mail", async () => {
+      const res = await platform.admin("GET", "/admin/v1/outbox");
+      return res.status === 200 && JSON.stringify(res.body).includes(email);
+    });
+    await visit(dev, "/portal/signin", "signin-after-signup");
+    await field(dev, "Email").fill(email);
+    await field(dev, "Password").fill(password);
+    await submit(dev, "Sign in", { status: 200, shot: "dashboard-pending" });
     assert.match(await text(dev), /pending/i);
     await assertSessionCookie(dev);
   });
@@ -178,6 +192,22 @@ test("issue 14 flow: sign-up to production, with the refusals", async (t) => {
     await submit(ops, `Approve developer ${id}`, { status: 200, shot: "ops-developer-approved" });
     await visit(dev, "/portal/", "dashboard-approved");
     assert.match(await text(dev), /Status: approved/);
+  });
+
+  await step("a sign-up with a taken address answers alike and mails the owner", async () => {
+    const intruder = await session("intruder");
+    await visit(intruder, "/portal/signup", "intruder-signup");
+    await field(intruder, "Email").fill(email);
+    await field(intruder, "Password").fill("an intruder's password");
+    await submit(intruder, "Sign up", { status: 200, shot: "signup-taken-check-mail" });
+    assert.equal(await text(intruder), state.signUpText, "a taken address answers unlike a new one");
+    await visit(intruder, "/portal/", "intruder-not-signed-in");
+    await intruder.page.getByRole("heading", { level: 1, name: "Developer portal" }).waitFor();
+    await waitFor("the sign-up notice in the outbox", async () => {
+      await visit(ops, "/portal/ops/outbox", "ops-outbox-signup-notice");
+      return /Someone tried to sign up with your address/.test(await text(ops));
+    });
+    assert.match(await text(ops), /\/portal\/password\/reset\?token=/);
   });
 
   await step("the developer creates an app and sees its credentials once", async () => {
@@ -221,9 +251,18 @@ test("issue 14 flow: sign-up to production, with the refusals", async (t) => {
   await step("another developer's app by URL is the same 404 as a missing one", async () => {
     const other = await session("other-developer");
     await visit(other, "/portal/signup", "other-signup");
-    await field(other, "Email").fill(`other-${Date.now()}@example.com`);
+    const otherEmail = `other-${Date.now()}@example.com`;
+    await field(other, "Email").fill(otherEmail);
     await field(other, "Password").fill("another long password 14");
     await submit(other, "Sign up", { status: 200 });
+    await waitFor("the other developer's welcome mail", async () => {
+      const res = await platform.admin("GET", "/admin/v1/outbox");
+      return res.status === 200 && JSON.stringify(res.body).includes(otherEmail);
+    });
+    await visit(other, "/portal/signin", "other-signin");
+    await field(other, "Email").fill(otherEmail);
+    await field(other, "Password").fill("another long password 14");
+    await submit(other, "Sign in", { status: 200 });
     const theirs = await visit(other, `/portal/apps/${state.app.appId}`, "other-app-by-url", 404);
     const theirsText = await text(other);
     const missing = await visit(other, "/portal/apps/987654321", "missing-app", 404);

@@ -67,7 +67,7 @@ public final class CardInput implements JsonModel {
     return this;
   }
 
-  /** ISO 8601 date-time (without an offset, in the platform's zone), in the future. (JSON {@code expires_at}) */
+  /** When the card expires, in the future: a TimeInput (with an offset it is absolute; 2099-12-31 23:59:59 and other forms without one are read in the platform's zone). (JSON {@code expires_at}) */
   public String getExpiresAt() {
     return expiresAt;
   }

@@ -21,8 +21,8 @@ public final class DailyReport implements JsonModel {
   public static final List<String> REQUIRED = Collections.unmodifiableList(Arrays.asList("date", "heartRate", "spo2", "aiInsight"));
 
   private String date;
-  private DailyAverage heartRate;
-  private DailyAverage spo2;
+  private DailyReportHeartRate heartRate;
+  private DailyReportSpo2 spo2;
   private String aiInsight;
   private final Set<String> present = new LinkedHashSet<String>();
   private Map<String, Object> raw;
@@ -43,24 +43,24 @@ public final class DailyReport implements JsonModel {
   }
 
   /** Average heart rate in bpm; null when the day has no heart-rate reading. (JSON {@code heartRate}) */
-  public DailyAverage getHeartRate() {
+  public DailyReportHeartRate getHeartRate() {
     return heartRate;
   }
 
   /** Sets {@code heartRate} and marks it present, so it is sent even when null (null clears a nullable member). */
-  public DailyReport setHeartRate(DailyAverage value) {
+  public DailyReport setHeartRate(DailyReportHeartRate value) {
     this.heartRate = value;
     present.add("heartRate");
     return this;
   }
 
   /** Average blood oxygen in percent; null when the day has no SpO2 reading. (JSON {@code spo2}) */
-  public DailyAverage getSpo2() {
+  public DailyReportSpo2 getSpo2() {
     return spo2;
   }
 
   /** Sets {@code spo2} and marks it present, so it is sent even when null (null clears a nullable member). */
-  public DailyReport setSpo2(DailyAverage value) {
+  public DailyReport setSpo2(DailyReportSpo2 value) {
     this.spo2 = value;
     present.add("spo2");
     return this;
@@ -100,11 +100,11 @@ public final class DailyReport implements JsonModel {
     }
     if (m.containsKey("heartRate")) {
       v = m.get("heartRate");
-      o.setHeartRate(JsonValues.as(v, "heartRate", DailyAverage::fromJson));
+      o.setHeartRate(JsonValues.as(v, "heartRate", DailyReportHeartRate::fromJson));
     }
     if (m.containsKey("spo2")) {
       v = m.get("spo2");
-      o.setSpo2(JsonValues.as(v, "spo2", DailyAverage::fromJson));
+      o.setSpo2(JsonValues.as(v, "spo2", DailyReportSpo2::fromJson));
     }
     if (m.containsKey("aiInsight")) {
       v = m.get("aiInsight");

@@ -69,7 +69,7 @@ public final class UserPatch implements JsonModel {
     return this;
   }
 
-  /** The avatar member. (JSON {@code avatar}) */
+  /** http or https URL with a host, ASCII only (percent-encode other characters), at most 500 characters. (JSON {@code avatar}) */
   public String getAvatar() {
     return avatar;
   }

@@ -69,7 +69,7 @@ public final class UserProfile implements JsonModel {
     return this;
   }
 
-  /** http or https URL with a host, at most 500 bytes. (JSON {@code avatar}) */
+  /** http or https URL with a host, at most 500 characters. (JSON {@code avatar}) */
   public String getAvatar() {
     return avatar;
   }

@@ -220,6 +220,29 @@ public final class ModelGenerator {
     return false;
   }
 
+  /**
+   * The X of {@code anyOf: [X, NullValue]}, the document's way to make a referenced schema nullable
+   * (Java references are nullable anyway), or null when s is not of that form.
+   */
+  @SuppressWarnings("unchecked")
+  private static Map<String, Object> orNull(Map<String, Object> s) {
+    Object alts = s.get("anyOf") != null ? s.get("anyOf") : s.get("oneOf");
+    if (!(alts instanceof List) || ((List<Object>) alts).size() != 2) {
+      return null;
+    }
+    Map<String, Object> other = null;
+    boolean hasNull = false;
+    for (Object a : (List<Object>) alts) {
+      Map<String, Object> m = (Map<String, Object>) a;
+      if ("#/components/schemas/NullValue".equals(m.get("$ref"))) {
+        hasNull = true;
+      } else {
+        other = m;
+      }
+    }
+    return hasNull ? other : null;
+  }
+
   /** A Java type for one property, and how to convert a parsed JSON value {@code v} to it. */
   private static final class JType {
     final String java;
@@ -267,6 +290,10 @@ public final class ModelGenerator {
       String cls = owner + pascal(prop);
       emitClass(cls, s, "inline " + owner + "." + prop);
       return new JType(cls, "JsonValues.as(v, \"" + field + "\", " + cls + "::fromJson)");
+    }
+    Map<String, Object> orNull = orNull(s);
+    if (orNull != null) {
+      return typeOf(orNull, owner, prop, field);
     }
     if (s.get("oneOf") != null || s.get("anyOf") != null) {
       return new JType("Object", "v");

@@ -12,8 +12,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 
-/** The DailyAverage object of the platform's API. (OpenAPI: #/components/schemas/DailyAverage) */
-public final class DailyAverage implements JsonModel {
+/** Average heart rate in bpm; null when the day has no heart-rate reading. (OpenAPI: inline DailyReport.heartRate) */
+public final class DailyReportHeartRate implements JsonModel {
   /** JSON member names of this model in schema order; tests compare them with the OpenAPI file. */
   public static final List<String> FIELDS = Collections.unmodifiableList(Arrays.asList("avg", "unit"));
 
@@ -26,7 +26,7 @@ public final class DailyAverage implements JsonModel {
   private Map<String, Object> raw;
 
   /** Creates an empty model; set the members to send with the fluent setters. */
-  public DailyAverage() {}
+  public DailyReportHeartRate() {}
 
   /** The day's average, rounded to one decimal. (JSON {@code avg}) */
   public Double getAvg() {
@@ -34,7 +34,7 @@ public final class DailyAverage implements JsonModel {
   }
 
   /** Sets {@code avg} and marks it present, so it is sent even when null (null clears a nullable member). */
-  public DailyAverage setAvg(Double value) {
+  public DailyReportHeartRate setAvg(Double value) {
     this.avg = value;
     present.add("avg");
     return this;
@@ -46,7 +46,7 @@ public final class DailyAverage implements JsonModel {
   }
 
   /** Sets {@code unit} and marks it present, so it is sent even when null (null clears a nullable member). */
-  public DailyAverage setUnit(String value) {
+  public DailyReportHeartRate setUnit(String value) {
     this.unit = value;
     present.add("unit");
     return this;
@@ -63,9 +63,9 @@ public final class DailyAverage implements JsonModel {
   }
 
   /** Parses a JSON object into this model; unknown members are kept in raw() and ignored. */
-  public static DailyAverage fromJson(Object json) {
-    Map<String, Object> m = JsonValues.asObject(json, "DailyAverage");
-    DailyAverage o = new DailyAverage();
+  public static DailyReportHeartRate fromJson(Object json) {
+    Map<String, Object> m = JsonValues.asObject(json, "DailyReportHeartRate");
+    DailyReportHeartRate o = new DailyReportHeartRate();
     o.raw = m;
     Object v;
     if (m.containsKey("avg")) {
@@ -93,6 +93,6 @@ public final class DailyAverage implements JsonModel {
 
   @Override
   public String toString() {
-    return "DailyAverage" + com.healthtech.partneropen.json.Json.write(toJson());
+    return "DailyReportHeartRate" + com.healthtech.partneropen.json.Json.write(toJson());
   }
 }
