@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -300,6 +301,13 @@ func (a *API) token(w http.ResponseWriter, r *http.Request, _ httprouter.Params)
 	}
 	if scope != "daily_report" {
 		oauthError(w, http.StatusBadRequest, "invalid_scope", "the only scope is daily_report")
+		return
+	}
+	// A token the daily report would refuse (403 SCOPE_NOT_GRANTED) is not
+	// issued: RFC 6749 §5.2 names a scope beyond the client's grant
+	// invalid_scope.
+	if !slices.Contains(app.Scopes, scope) {
+		oauthError(w, http.StatusBadRequest, "invalid_scope", "the app was not granted the daily_report scope")
 		return
 	}
 	t, err := a.Credentials.IssueToken(r.Context(), app.AppID, scope, commands.Meta{Actor: "app:" + strconv.FormatInt(app.AppID, 10)})

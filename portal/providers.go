@@ -11,6 +11,7 @@ import (
 	"github.com/healthtech/partner-open-platform/commands"
 	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/events"
+	"github.com/healthtech/partner-open-platform/events/catalog"
 	"github.com/healthtech/partner-open-platform/projections"
 )
 
@@ -196,6 +197,12 @@ func (s *Server) opsProviders(w http.ResponseWriter, r *http.Request) {
 	})
 	out := make([]opsProvider, len(ps))
 	for i, p := range ps {
+		// The contact is a person's name or phone: operators see it
+		// redacted here; an auditor reveals it with a reason through
+		// GET /admin/v1/service-providers?reveal=true (an audit fact).
+		if p.Contact != "" {
+			p.Contact = catalog.Redacted
+		}
 		out[i].ServiceProvider = p
 		for _, it := range items {
 			out[i].Items = append(out[i].Items, itemChoice{BenefitItem: it, Selected: slices.Contains(p.AllowedItemIDs, it.BenefitItemID)})

@@ -122,6 +122,10 @@ func TestServiceProvidersInThePortal(t *testing.T) {
 		if queue.Status != http.StatusOK || queue.H1() != "Service provider review" || !strings.Contains(queue.Body, fmt.Sprintf(`id="provider-%d"`, id)) {
 			t.Fatalf("operator providers: %d %s", queue.Status, queue.Text())
 		}
+		// The contact is a person's name and phone: redacted for operators.
+		if strings.Contains(queue.Body, "13900139000") || strings.Contains(queue.Body, "night@example.com") || !strings.Contains(queue.Body, "[redacted]") {
+			t.Fatalf("operator providers page shows a contact in clear: %s", queue.Text())
+		}
 		if got := ops.Post(fmt.Sprintf("/portal/ops/providers/%d/review", id), url.Values{"decision": {"approve"}, "reason": {"licence checked"}}); got.Status != http.StatusSeeOther {
 			t.Fatalf("approve: %d %s", got.Status, got.Text())
 		}

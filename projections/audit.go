@@ -5,12 +5,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/events/catalog"
 )
 
 // AuditFact is the read model of one audit fact: who read which personal or
-// health data, when and why; its lists are empty, never nil, when read. Seq numbers the facts in log order (1, 2, 3...),
+// health data, or erased whom, when and why; its lists are empty, never nil, when read. Seq numbers the facts in log order (1, 2, 3...),
 // the cursor of the audit listing; a rebuild numbers them the same.
 type AuditFact struct {
 	Seq      int64
@@ -25,11 +26,13 @@ type AuditFact struct {
 	At       time.Time
 }
 
-// AuditFilter selects audit facts: by actor, by subject (a stream the fact
-// names), by time (From inclusive, To exclusive; zero means open), after a
-// cursor (Seq), at most Limit (default 100, at most 1000).
+// AuditFilter selects audit facts: by actor, by action (e.g. user.erased),
+// by subject (a stream the fact names), by time (From inclusive, To
+// exclusive; zero means open), after a cursor (Seq), at most Limit
+// (default 100, at most 1000).
 type AuditFilter struct {
 	Actor   string
+	Action  string
 	Subject string
 	From    time.Time
 	To      time.Time
@@ -56,7 +59,7 @@ type AuditStore interface {
 
 // AuditProjector projects audit facts.
 func AuditProjector(s AuditStore) Projector {
-	types := append([]events.Payload{&catalog.AccessAudited{}}, DeveloperAuditedTypes...)
+	types := append([]events.Payload{&catalog.AccessAudited{}, &catalog.UserErased{}}, DeveloperAuditedTypes...)
 	return projector(FamilyAudit, s, s.UpdateAudit, applyAudit, types...)
 }
 
@@ -91,7 +94,32 @@ func developerFact(env events.Envelope) (AuditFact, bool) {
 	}, true
 }
 
+// ErasureAction is the action of an erasure's audit fact: the event type.
+var ErasureAction = (catalog.UserErased{}).EventType()
+
+// erasureFact is the audit fact of an erasure: who erased whom (the user's
+// stream, the subject an auditor filters by), when and why. The erased
+// person's channel_user_id is not copied: it is the partner's identifier of
+// that person.
+func erasureFact(env events.Envelope, p *catalog.UserErased) AuditFact {
+	actor := p.ErasedBy
+	if actor == "" {
+		actor = env.Metadata.Actor
+	}
+	at := p.ErasedAt
+	if at.IsZero() {
+		at = env.Metadata.OccurredAt
+	}
+	return AuditFact{
+		EventID: env.ID, Actor: actor, Action: ErasureAction, Subjects: []string{domain.UserStream(p.OpenUserID)},
+		EventIDs: []string{env.ID}, AppID: p.AppID, Reason: p.Reason, At: at.UTC().Truncate(time.Microsecond),
+	}
+}
+
 func applyAudit(ctx context.Context, tx AuditTx, env events.Envelope) error {
+	if e, ok := env.Payload.(*catalog.UserErased); ok {
+		return tx.AddAuditFact(ctx, erasureFact(env, e))
+	}
 	p, ok := env.Payload.(*catalog.AccessAudited)
 	if !ok {
 		if f, ok := developerFact(env); ok {

@@ -74,7 +74,12 @@ func applyChannelUser(ctx context.Context, tx UserTx, env events.Envelope) error
 	case *catalog.FamilyMemberDeleted:
 		return tx.DeleteMember(ctx, p.MemberID, at)
 	case *catalog.UserErased:
-		return tx.EraseUser(ctx, p.OpenUserID)
+		if err := tx.EraseUser(ctx, p.OpenUserID); err != nil {
+			return err
+		}
+		if m, ok := tx.(ErasureMarker); ok {
+			return m.MarkErased(ctx, env.Position)
+		}
 	}
 	return nil
 }
@@ -88,6 +93,13 @@ func applyChannelUser(ctx context.Context, tx UserTx, env events.Envelope) error
 // matches one, and it is gone once the erasure is projected.
 func ErasedChannelUserID(openUserID int64) string {
 	return strings.Repeat("~", 101) + "erased-" + strconv.FormatInt(openUserID, 10)
+}
+
+// ErasureMarker is a users-family transaction that keeps the log position
+// of each erasure it applies, for a store that must act once every family
+// has applied it (the Postgres store's purge of erased rows from its files).
+type ErasureMarker interface {
+	MarkErased(ctx context.Context, pos events.Position) error
 }
 
 func setProfile(u *User, p catalog.Profile) {

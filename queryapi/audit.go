@@ -170,12 +170,13 @@ func (q *API) renderEvents(w http.ResponseWriter, r *http.Request, recs []events
 	return out, nil
 }
 
-// listAudit lists audit facts, for auditors: filtered by actor, subject
-// (a stream, e.g. user-1001 or report-7) and time, paged by seq.
+// listAudit lists audit facts, for auditors: filtered by actor, action
+// (e.g. user.erased for erasures, reveal.history), subject (a stream, e.g.
+// user-1001 or report-7) and time, paged by seq.
 func (q *API) listAudit(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	query := r.URL.Query()
 	v := &domain.ValidationError{}
-	f := projections.AuditFilter{Actor: query.Get("actor"), Subject: query.Get("subject")}
+	f := projections.AuditFilter{Actor: query.Get("actor"), Action: query.Get("action"), Subject: query.Get("subject")}
 	for _, p := range []struct {
 		name string
 		into *time.Time

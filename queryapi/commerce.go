@@ -119,8 +119,9 @@ func (q *API) adminOrder(w http.ResponseWriter, r *http.Request, ps httprouter.P
 // The events whose personal paths name the personal fields of the admin
 // order and card views (the view's keys are the events' field names).
 const (
-	orderCreated = "order.created"
-	cardIssued   = "benefit_card.issued"
+	orderCreated       = "order.created"
+	cardIssued         = "benefit_card.issued"
+	providerRegistered = "provider.registered"
 )
 
 // orderSubjects names whose data an order's receiver fields are: the order
@@ -243,11 +244,16 @@ func (q *API) providers(w http.ResponseWriter, r *http.Request, ps httprouter.Pa
 		if err != nil {
 			return err
 		}
+		reveal, reason, err := revealRequest(r)
+		if err != nil {
+			return err
+		}
 		list, err := q.Benefits.Providers(r.Context(), appID)
 		if err != nil {
 			return err
 		}
 		out := make([]map[string]any, 0, len(list))
+		subjects := []string{}
 		for _, p := range list {
 			items := p.AllowedItemIDs
 			if items == nil {
@@ -255,6 +261,12 @@ func (q *API) providers(w http.ResponseWriter, r *http.Request, ps httprouter.Pa
 			}
 			out = append(out, map[string]any{"provider_id": p.ProviderID, "app_id": p.AppID, "name": p.Name, "type": p.Type, "contact": p.Contact,
 				"points_code": p.PointsCode, "status": p.Status, "allowed_benefit_item_ids": items})
+			subjects = append(subjects, domain.ProviderStream(p.ProviderID))
+		}
+		// The contact is a person's name or phone: redacted unless an
+		// auditor reveals it with a reason (an audit fact).
+		if err := q.revealOrRedact(w, r, reveal, reason, catalog.AuditRevealProviders, subjects, providerRegistered, out...); err != nil {
+			return err
 		}
 		httpapi.OK(w, http.StatusOK, map[string]any{"service_providers": out})
 		return nil

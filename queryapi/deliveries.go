@@ -9,6 +9,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/healthtech/partner-open-platform/domain"
+	"github.com/healthtech/partner-open-platform/events/catalog"
 	"github.com/healthtech/partner-open-platform/internal/httpapi"
 	"github.com/healthtech/partner-open-platform/projections"
 )
@@ -32,7 +33,7 @@ func (q *API) partner(f projections.Family, h func(w http.ResponseWriter, r *htt
 			if err != nil {
 				return err
 			}
-			app, err := q.SchemeM.Verify(r, body)
+			app, err := q.partnerAuth().Verify(r, body)
 			if err != nil {
 				return err
 			}
@@ -136,8 +137,19 @@ func (q *API) listDeliveries(w http.ResponseWriter, r *http.Request, f domain.De
 }
 
 // showDelivery shows one delivery; appID 0 is an operator, who may see any
-// app's delivery and the raw error detail.
+// app's delivery and the raw error detail, and sees the body's personal
+// fields and the receiver's answers redacted unless an auditor reveals
+// them with a reason (an audit fact, recorded before they are shown).
 func (q *API) showDelivery(w http.ResponseWriter, r *http.Request, appID int64, id string) error {
+	operator := appID == 0
+	var reveal bool
+	var reason string
+	if operator {
+		var err error
+		if reveal, reason, err = revealRequest(r); err != nil {
+			return err
+		}
+	}
 	d, attempts, err := q.Deliveries.Delivery(r.Context(), appID, id)
 	if errors.Is(err, projections.ErrNotFound) {
 		return domain.ErrDeliveryNotFound
@@ -145,7 +157,6 @@ func (q *API) showDelivery(w http.ResponseWriter, r *http.Request, appID int64, 
 	if err != nil {
 		return err
 	}
-	operator := appID == 0
 	out := deliveryView(d, true, operator)
 	views := make([]attemptView, 0, len(attempts))
 	for _, a := range attempts {
@@ -154,6 +165,11 @@ func (q *API) showDelivery(w http.ResponseWriter, r *http.Request, appID int64, 
 			LatencyMS: a.LatencyMS, Error: msg, ErrorClass: class, Outcome: a.Outcome})
 	}
 	out["attempt_log"] = views
+	if operator {
+		if err := q.revealOrRedactDelivery(w, r, reveal, reason, d, out, views); err != nil {
+			return err
+		}
+	}
 	httpapi.OK(w, http.StatusOK, out)
 	return nil
 }
@@ -220,4 +236,40 @@ func payloadOf(body []byte) json.RawMessage {
 		return json.RawMessage("null")
 	}
 	return json.RawMessage(body)
+}
+
+// revealOrRedactDelivery applies an operator's reveal to a delivery's view:
+// without it the body's personal fields (catalog.RedactWebhook) and every
+// non-empty receiver answer (which may echo the body) read as
+// catalog.Redacted, as the delivery's events do in the admin history; with
+// it the reveal is first recorded as an audit fact naming the delivery's
+// stream and the person the body is about.
+func (q *API) revealOrRedactDelivery(w http.ResponseWriter, r *http.Request, reveal bool, reason string, d projections.Delivery, out map[string]any, views []attemptView) error {
+	if reveal {
+		subjects := []string{domain.DeliveryStream(d.DeliveryID)}
+		if d.Subject != "" {
+			subjects = append(subjects, d.Subject)
+		}
+		pos, err := q.Auditor.RecordAccess(r.Context(), catalog.AccessAudited{
+			Actor: operatorOf(r.Context()).Actor(), Action: catalog.AuditRevealDelivery, Subjects: subjects, Reason: reason,
+		}, w.Header().Get(httpapi.RequestIDHeader))
+		if err != nil {
+			return err
+		}
+		q.Watermarks.Wrote(0, pos)
+		return nil
+	}
+	if len(d.Body) > 0 {
+		redacted, _, err := catalog.RedactWebhook(d.EventType, d.Body)
+		if err != nil {
+			return err
+		}
+		out["payload"] = json.RawMessage(redacted)
+	}
+	for i := range views {
+		if views[i].ResponseExcerpt != "" {
+			views[i].ResponseExcerpt = catalog.Redacted
+		}
+	}
+	return nil
 }

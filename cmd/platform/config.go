@@ -55,6 +55,7 @@ type config struct {
 	NodeID                                                                               string        // "": the node makes one up (hostname-pid-random)
 	LeaseTTL                                                                             time.Duration // how long a dead node keeps its families
 	SnapshotInterval                                                                     time.Duration // embedded read models' snapshot period; negative: off
+	ErasurePurgeInterval                                                                 time.Duration // Postgres read models' erasure purge period; negative: off
 	SnapshotEvents                                                                       int           // embedded read models: a snapshot also after this many events
 	// Portal is the developer portal's configuration (PLATFORM_PORTAL_*, PLATFORM_SMTP_URL, PLATFORM_MAIL_FROM).
 	Portal node.PortalConfig
@@ -317,6 +318,27 @@ func loadConfig(args []string, getenv func(string) string, usageOut io.Writer) (
 			},
 			show: func() string { return c.LeaseTTL.String() }},
 		intSetting("PLATFORM_SNAPSHOT_EVENTS", "snapshot-events", "10000", "embedded read models are also snapshotted once this many events were read since the last snapshot, which bounds the log's tail a start after a crash replays", 1000, 100_000_000, &c.SnapshotEvents),
+		{env: "PLATFORM_ERASURE_PURGE_INTERVAL", flag: "erasure-purge-interval", def: "1h",
+			usage:   "with Postgres read models, how often the tables holding personal fields are rewritten (VACUUM FULL) after an erasure, so its plaintext leaves their files; it bounds how long erased plaintext stays on disk there; off = never (docs/privacy.md)",
+			accepts: "a Go duration from 1m to 24h, such as 1h, or off",
+			parse: func(s string) error {
+				if s == "off" {
+					c.ErasurePurgeInterval = -1
+					return nil
+				}
+				d, err := time.ParseDuration(s)
+				if err != nil || d < time.Minute || d > 24*time.Hour {
+					return errors.New("not a duration from 1m to 24h, nor off")
+				}
+				c.ErasurePurgeInterval = d
+				return nil
+			},
+			show: func() string {
+				if c.ErasurePurgeInterval < 0 {
+					return "off"
+				}
+				return c.ErasurePurgeInterval.String()
+			}},
 		{env: "PLATFORM_SNAPSHOT_INTERVAL", flag: "snapshot-interval", def: "5m",
 			usage:   "how often embedded read models are snapshotted to the data directory, so a start restores them and replays only the log's tail; off = every start replays the whole log",
 			accepts: "a Go duration from 10s to 24h, such as 5m, or off",

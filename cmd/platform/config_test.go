@@ -68,7 +68,8 @@ func TestDefaults(t *testing.T) {
 		KafkaInternalTopic: "platform.internal.events", KafkaRelay: true, RateLimit: 6000, LogFormat: "text", AccessLogFlush: 100 * time.Millisecond,
 		LeaseTTL: 10 * time.Second, WebhookWorkers: 64, WebhookPerEndpoint: 16, WebhookBreakerFailures: 5,
 		WebhookCreateConcurrency: 64, WebhookBreakerCooldown: 30 * time.Second, SnapshotInterval: 5 * time.Minute, SnapshotEvents: 10000,
-		ReportPullLimit: 60, VerifyCooldown: 10 * time.Second,
+		ErasurePurgeInterval: time.Hour,
+		ReportPullLimit:      60, VerifyCooldown: 10 * time.Second,
 		Portal: node.PortalConfig{SessionIdle: 30 * time.Minute, SessionMax: 12 * time.Hour, LockoutFailures: 5,
 			LockoutPeriod: 15 * time.Minute, AddressLimit: 20, MailFrom: "portal@localhost", BaseURL: "http://127.0.0.1:8080"},
 		portalBaseURLDefault: true,
@@ -81,6 +82,22 @@ func TestDefaults(t *testing.T) {
 
 // TestInvalidValuesStopStartUp: every variable that can be wrong is refused
 // with a message naming it and its accepted values, by variable and by flag.
+// TestErasurePurgeInterval: a duration sets the period, off turns the purge
+// off, and a period outside 1m..24h is refused.
+func TestErasurePurgeInterval(t *testing.T) {
+	if c := mustLoad(t, map[string]string{"PLATFORM_ERASURE_PURGE_INTERVAL": "15m"}); c.ErasurePurgeInterval != 15*time.Minute {
+		t.Errorf("15m gave %v", c.ErasurePurgeInterval)
+	}
+	if c := mustLoad(t, map[string]string{"PLATFORM_ERASURE_PURGE_INTERVAL": "off"}); c.ErasurePurgeInterval >= 0 {
+		t.Errorf("off gave %v", c.ErasurePurgeInterval)
+	}
+	for _, bad := range []string{"10s", "48h", "soon"} {
+		if _, err := loadConfig(nil, envOf(map[string]string{"PLATFORM_ERASURE_PURGE_INTERVAL": bad}), io.Discard); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
 // TestSnapshotInterval: a duration sets the period, off turns snapshots off.
 func TestSnapshotInterval(t *testing.T) {
 	if c := mustLoad(t, map[string]string{"PLATFORM_SNAPSHOT_INTERVAL": "90s"}); c.SnapshotInterval != 90*time.Second {
@@ -119,6 +136,7 @@ func TestInvalidValuesStopStartUp(t *testing.T) {
 		"PLATFORM_NODE_ID":                    {"node 1", "a/b", strings.Repeat("n", 129)},
 		"PLATFORM_LEASE_TTL":                  {"10", "0s", "500ms", "-5s", "11m", "soon"},
 		"PLATFORM_SNAPSHOT_INTERVAL":          {"5", "1s", "-5m", "25h", "never", "OFF"},
+		"PLATFORM_ERASURE_PURGE_INTERVAL":     {"5", "10s", "-5m", "25h", "never", "OFF"},
 		"PLATFORM_SNAPSHOT_EVENTS":            {"0", "999", "-1", "100000001", "many", "off"},
 		"PLATFORM_PORTAL_INSECURE_COOKIES":    {"maybe", "2"},
 		"PLATFORM_PORTAL_SESSION_IDLE":        {"30", "10s", "25h", "soon"},

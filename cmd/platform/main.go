@@ -53,8 +53,9 @@ func main() {
 		WebhookSchedule: cfg.WebhookRetrySchedule, WebhookWorkers: cfg.WebhookWorkers, WebhookPerEndpoint: cfg.WebhookPerEndpoint,
 		WebhookBreakerFailures: cfg.WebhookBreakerFailures, WebhookBreakerCooldown: cfg.WebhookBreakerCooldown, WebhookCreateConcurrency: cfg.WebhookCreateConcurrency, InternalToken: cfg.InternalToken, PartnerRateLimit: cfg.RateLimit,
 		NodeID: cfg.NodeID, LeaseTTL: cfg.LeaseTTL, SnapshotInterval: cfg.SnapshotInterval, SnapshotEvents: cfg.SnapshotEvents,
-		DirectoryStaleness: cfg.DirectoryStaleness,
-		ReportPullLimit:    cfg.ReportPullLimit, VerifyCooldown: cfg.verifyCooldown(),
+		ErasurePurgeInterval: cfg.ErasurePurgeInterval,
+		DirectoryStaleness:   cfg.DirectoryStaleness,
+		ReportPullLimit:      cfg.ReportPullLimit, VerifyCooldown: cfg.verifyCooldown(),
 		Portal: cfg.Portal, AccessLog: access,
 	})
 	if lines != nil {

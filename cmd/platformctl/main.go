@@ -35,6 +35,9 @@ Commands:
   apps scopes APP_ID SCOPE,SCOPE...|default
                             replace the app's API scopes (channel_users, orders, health_reports,
                             daily_report, webhooks, benefits, plugin)
+  apps auth APP_ID scheme-h|default
+                            require scheme H on every partner route (scheme M refused, 401), or accept
+                            scheme M (the spec's default) and scheme H
   apps suspend APP_ID [--reason TEXT] | apps resume APP_ID
                             refuse the app's calls (403 APP_SUSPENDED) and hold its webhooks; resume
   apps webhook-secret APP_ID rotate|activate
@@ -72,8 +75,9 @@ Commands:
                             them from the read models, frees their channel_user_id
   keys rotate               re-seal every personal-data key with the current master key (admin;
                             after restarting the nodes with the new key and the old one as previous)
-  audit [--actor A] [--subject STREAM] [--from T] [--to T] [--after SEQ] [--limit N]
-                            list audit facts: reveals of personal data and partner report pulls
+  audit [--actor A] [--action A] [--subject STREAM] [--from T] [--to T] [--after SEQ] [--limit N]
+                            list audit facts: reveals of personal data, partner report pulls
+                            and erasures (--action user.erased)
   outbox [--status queued|retrying|sent|failed]
                             the developer portal's outgoing mail, newest first, with each body
                             (sign-up and password-reset links: admin role only)

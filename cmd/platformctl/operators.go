@@ -62,6 +62,7 @@ func (c *cli) operators(args []string) error {
 func (c *cli) audit(args []string) error {
 	fs := c.flags("audit")
 	actor := fs.String("actor", "", "only facts of this actor (operator:ID, app:ID)")
+	action := fs.String("action", "", "only facts of this action (user.erased, reveal.history, report.pull, ...)")
 	subject := fs.String("subject", "", "only facts about this stream (user-ID, report-ID)")
 	from := fs.String("from", "", "facts at or after this ISO 8601 time")
 	to := fs.String("to", "", "facts before this ISO 8601 time")
@@ -75,7 +76,7 @@ func (c *cli) audit(args []string) error {
 		return usagef("audit takes only flags")
 	}
 	q := url.Values{"after": {strconv.FormatInt(*after, 10)}, "limit": {strconv.Itoa(*limit)}}
-	for k, v := range map[string]string{"actor": *actor, "subject": *subject, "from": *from, "to": *to} {
+	for k, v := range map[string]string{"actor": *actor, "action": *action, "subject": *subject, "from": *from, "to": *to} {
 		if v != "" {
 			q.Set(k, v)
 		}

@@ -28,3 +28,19 @@ func TestUsersErase(t *testing.T) {
 	r = runCLI(cliEnv(srv), "users", "erase", "7")
 	wantCode(t, r, 2)
 }
+
+// TestAuditByAction: `audit --action user.erased` asks for the erasure
+// facts only and prints them.
+func TestAuditByAction(t *testing.T) {
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+		ok(w, 200, map[string]any{"facts": []any{map[string]any{"seq": 3, "at": "2026-01-02T03:04:05Z", "actor": "operator:2",
+			"action": "user.erased", "subjects": []any{"user-7"}, "reason": "ticket 42"}}, "next_after": nil})
+	})
+	r := runCLI(cliEnv(srv), "audit", "--action", "user.erased")
+	wantCode(t, r, 0)
+	wantContains(t, "stdout", r.stdout, "user.erased")
+	wantContains(t, "stdout", r.stdout, "ticket 42")
+	if got := srv.requests()[0]; got.Path != "/admin/v1/audit" || !reflect.DeepEqual(got.Query["action"], []string{"user.erased"}) {
+		t.Errorf("request %+v", got)
+	}
+}

@@ -51,6 +51,10 @@ const (
 	AuditReportPull    = "report.pull"    // a partner pulled a health report through its own API
 	AuditRevealOrders  = "reveal.orders"  // an auditor read orders (detail or list) with receiver fields in clear
 	AuditRevealCard    = "reveal.card"    // an auditor read a benefit card with holder fields in clear
+	// an auditor read a webhook delivery with its body's personal fields and the receiver's answers in clear
+	AuditRevealDelivery = "reveal.delivery"
+	// an auditor read service providers with their contacts in clear
+	AuditRevealProviders = "reveal.providers"
 )
 
 // AccessAudited is an audit fact: who (Actor, an operator or an app) read

@@ -30,6 +30,7 @@ var personalFields = map[string][]string{
 	"app.reviewed":                 nil,
 	"app.suspended":                nil,
 	"app.resumed":                  nil,
+	"app.authentication_set":       nil,
 	"app.webhook_secret_issued":    nil,
 	"app.webhook_secret_activated": nil,
 	"app.review_requested":         nil,
@@ -148,6 +149,52 @@ func Redact(eventType string, data []byte) ([]byte, bool, error) {
 		out, err := json.Marshal(Redacted)
 		return out, true, err
 	}
+	return redactPaths(eventType, data, paths)
+}
+
+// webhookPersonalFields lists, per webhook event (the body's "event"),
+// the JSON paths of a webhook body that hold personal data, as
+// personalFields does for the log: a family group's name, a plugin
+// measurement's metadata (the host's free text about the person). The ids a
+// body carries (open_user_id, the partner's own ids) are not listed.
+var webhookPersonalFields = map[string][]string{
+	// User and report bodies name the person by the partner's
+	// channel_user_id (often an e-mail or a phone) beside open_user_id.
+	"user.profile.updated":       {"channel_user_id"}, // changed_fields names fields, not values
+	"user.family_group.created":  {"channel_user_id", "data.name"},
+	"user.family_group.deleted":  {"channel_user_id"},
+	"user.family_member.created": {"channel_user_id"},
+	"user.family_member.updated": {"channel_user_id"},
+	"user.family_member.deleted": {"channel_user_id"},
+	"health.report.created":      {"channel_user_id"},
+	"health.report.updated":      {"channel_user_id"},
+	"plugin.report.ready":        {"metadata"},
+	"order.shipped":              nil,
+	"webhook.test":               nil,
+}
+
+// WebhookPersonalFields returns the JSON paths of a webhook body's personal
+// fields for the named event; listed is false for an event the list does
+// not know, whose body RedactWebhook replaces whole.
+func WebhookPersonalFields(event string) (paths []string, listed bool) {
+	paths, listed = webhookPersonalFields[event]
+	return append([]string(nil), paths...), listed
+}
+
+// RedactWebhook is Redact for a webhook body of the named event: its
+// personal fields (webhookPersonalFields) read as Redacted, the rest of the
+// body unchanged; the body of an unlisted event is replaced whole.
+func RedactWebhook(event string, body []byte) ([]byte, bool, error) {
+	paths, listed := webhookPersonalFields[event]
+	if !listed {
+		out, err := json.Marshal(Redacted)
+		return out, true, err
+	}
+	return redactPaths(event, body, paths)
+}
+
+// redactPaths replaces the values at paths inside data (see Redact).
+func redactPaths(eventType string, data []byte, paths []string) ([]byte, bool, error) {
 	if len(paths) == 0 || len(data) == 0 {
 		return data, false, nil
 	}

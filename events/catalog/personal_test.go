@@ -112,3 +112,40 @@ func TestRedactKeepsShapeAndOtherFields(t *testing.T) {
 		t.Errorf("unknown type redacted = %s", out)
 	}
 }
+
+// A webhook body's personal fields read as Redacted, the rest of the body
+// as it was; an event not listed is redacted whole; a body without
+// personal fields comes back byte for byte.
+func TestRedactWebhook(t *testing.T) {
+	body := []byte(`{"event":"user.family_group.created","delivery_id":"d-1","app_id":1,"open_user_id":7,"channel_user_id":"ouyang@example.com","data":{"family_group_id":3,"app_group_id":10,"name":"欧阳家","created":true}}`)
+	got, changed, err := catalog.RedactWebhook("user.family_group.created", body)
+	if err != nil || !changed {
+		t.Fatalf("redact: %v %v", changed, err)
+	}
+	var doc struct {
+		Event string `json:"event"`
+		Data  struct {
+			Name          string `json:"name"`
+			FamilyGroupID int64  `json:"family_group_id"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(got, &doc); err != nil || doc.Event != "user.family_group.created" || doc.Data.Name != catalog.Redacted || doc.Data.FamilyGroupID != 3 ||
+		strings.Contains(string(got), "ouyang@") || !strings.Contains(string(got), `"channel_user_id":"[redacted]"`) {
+		t.Fatalf("redacted body %s (%v)", got, err)
+	}
+	// Every user and report body names the partner's channel_user_id: redacted.
+	for _, event := range []string{"user.profile.updated", "user.family_group.deleted", "user.family_member.created",
+		"user.family_member.updated", "user.family_member.deleted", "health.report.created", "health.report.updated"} {
+		b := []byte(`{"event":"` + event + `","open_user_id":7,"channel_user_id":"+86 138 0013 8000","data":{}}`)
+		if got, changed, err := catalog.RedactWebhook(event, b); err != nil || !changed || strings.Contains(string(got), "0013") {
+			t.Errorf("%s body redacted as %s (%v %v)", event, got, changed, err)
+		}
+	}
+	plain := []byte(`{"event":"health.report.created","open_user_id":7,"open_report_id":9}`)
+	if got, changed, err := catalog.RedactWebhook("health.report.created", plain); err != nil || changed || string(got) != string(plain) {
+		t.Fatalf("body without personal fields: %s %v %v", got, changed, err)
+	}
+	if got, changed, err := catalog.RedactWebhook("some.new.event", plain); err != nil || !changed || string(got) != `"[redacted]"` {
+		t.Fatalf("unlisted event: %s %v %v", got, changed, err)
+	}
+}

@@ -43,6 +43,9 @@ type Object struct {
 	index  map[string]int // for objects with many fields
 	prefix string
 	errs   *domain.ValidationError
+	read   uint64     // bit i: the handler asked for fields[i] (i < 64)
+	more   []bool     // the same for fields[64:], rare
+	tree   *[]*Object // the body's object and every nested one parsed from it
 }
 
 // ParseObject decodes body as one JSON object; anything else is ErrMalformed.
@@ -54,11 +57,12 @@ func ParseObject(body []byte) (*Object, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newObject(fields, "", &domain.ValidationError{}), nil
+	return newObject(fields, "", &domain.ValidationError{}, new([]*Object)), nil
 }
 
-func newObject(fields []member, prefix string, errs *domain.ValidationError) *Object {
-	o := &Object{fields: fields, prefix: prefix, errs: errs}
+func newObject(fields []member, prefix string, errs *domain.ValidationError, tree *[]*Object) *Object {
+	o := &Object{fields: fields, prefix: prefix, errs: errs, tree: tree}
+	*tree = append(*tree, o)
 	if len(fields) > smallObject {
 		o.index = make(map[string]int, len(fields))
 		for i, f := range fields {
@@ -69,29 +73,68 @@ func newObject(fields []member, prefix string, errs *domain.ValidationError) *Ob
 }
 
 // parseObject reads raw, a value the body scan checked, as a nested object.
-func parseObject(raw []byte, prefix string, errs *domain.ValidationError) (*Object, error) {
+func parseObject(raw []byte, prefix string, errs *domain.ValidationError, tree *[]*Object) (*Object, error) {
 	fields, ok := splitValue(raw, '{')
 	if !ok {
 		return nil, ErrMalformed
 	}
-	return newObject(fields, prefix, errs), nil
+	return newObject(fields, prefix, errs, tree), nil
 }
 
 // field returns the raw JSON of the named field.
+// field returns the raw JSON of the named field, which counts as read
+// (known to the route) from then on.
 func (o *Object) field(name string) ([]byte, bool) {
 	if o.index != nil {
 		i, ok := o.index[name]
 		if !ok {
 			return nil, false
 		}
-		return o.fields[i].raw, true
+		return o.markRead(i), true
 	}
 	for i := range o.fields {
 		if string(o.fields[i].key) == name {
-			return o.fields[i].raw, true
+			return o.markRead(i), true
 		}
 	}
 	return nil, false
+}
+
+func (o *Object) markRead(i int) []byte {
+	if i < 64 {
+		o.read |= 1 << i
+	} else {
+		if o.more == nil {
+			o.more = make([]bool, len(o.fields)-64)
+		}
+		o.more[i-64] = true
+	}
+	return o.fields[i].raw
+}
+
+func (o *Object) wasRead(i int) bool {
+	if i < 64 {
+		return o.read&(1<<i) != 0
+	}
+	return o.more != nil && o.more[i-64]
+}
+
+// CheckUnknown caps the arrays of the fields no route read, as the read
+// ones are capped: an unknown field is ignored, but an array in it (at any
+// depth) of more than MaxArrayItems elements is refused under its path
+// (422 VALIDATION_ERROR), so an ignored field cannot carry what a known one
+// may not. Call it once the route has read every field it knows.
+func (o *Object) CheckUnknown() {
+	for _, obj := range *o.tree {
+		for i, f := range obj.fields {
+			if obj.wasRead(i) || len(f.raw) == 0 || (f.raw[0] != '[' && f.raw[0] != '{') {
+				continue
+			}
+			if path, over := longArray(f.raw, MaxArrayItems); over {
+				obj.errs.Add(obj.prefix+string(f.key)+path, fmt.Sprintf("must have at most %d items", MaxArrayItems))
+			}
+		}
+	}
 }
 
 // elements returns the elements of raw when it is an array.
@@ -270,7 +313,7 @@ func (o *Object) Object(name string, required bool) *Object {
 		}
 		return nil
 	}
-	child, err := parseObject(raw, o.prefix+name+".", o.errs)
+	child, err := parseObject(raw, o.prefix+name+".", o.errs, o.tree)
 	if err != nil {
 		o.bad(name, "must be an object")
 		return nil
@@ -308,7 +351,7 @@ func (o *Object) Array(name string, max int) []*Object {
 	out := make([]*Object, 0, len(items))
 	for i, it := range items {
 		p := fmt.Sprintf("%s%s[%d]", o.prefix, name, i)
-		child, err := parseObject(it.raw, p+".", o.errs)
+		child, err := parseObject(it.raw, p+".", o.errs, o.tree)
 		if err != nil {
 			o.errs.Add(p, "must be an object")
 			continue

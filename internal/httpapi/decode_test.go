@@ -3,6 +3,7 @@ package httpapi
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -199,5 +200,83 @@ func TestArraysAreCapped(t *testing.T) {
 	var v *domain.ValidationError
 	if !errors.As(o.Err(), &v) || !v.Has("groups") {
 		t.Fatalf("err = %v", o.Err())
+	}
+}
+
+// Arrays under fields the route does not read are capped like the ones it
+// reads: at MaxArrayItems elements, at any depth, named by their path; a
+// read field (raw data) and arrays within the cap are not refused.
+func TestArraysUnderUnknownFieldsAreCapped(t *testing.T) {
+	list := func(n int, item string) string {
+		return "[" + strings.TrimSuffix(strings.Repeat(item+",", n), ",") + "]"
+	}
+	over, atCap := list(MaxArrayItems+1, "1"), list(MaxArrayItems, "1")
+	body := `{"name":"x","extra":` + over + `,"nested":{"deep":[{"more":` + over + `}]},"fine":` + atCap +
+		`,"raw_data":` + over + `,"members":[{"name":"m","junk":` + over + `}]}`
+	o, err := ParseObject([]byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.String("name")
+	o.Raw("raw_data")
+	for _, m := range o.Array("members", 10) {
+		m.String("name")
+	}
+	o.CheckUnknown()
+	var v *domain.ValidationError
+	if !errors.As(o.Err(), &v) {
+		t.Fatalf("err = %v", o.Err())
+	}
+	want := []string{"extra", "nested.deep[0].more", "members[0].junk"}
+	for _, f := range want {
+		if !v.Has(f) {
+			t.Errorf("no error on %s: %v", f, v.Fields)
+		}
+	}
+	for _, f := range []string{"fine", "raw_data", "name", "members"} {
+		if v.Has(f) {
+			t.Errorf("%s refused: %v", f, v.Fields)
+		}
+	}
+	if len(v.Fields) != len(want) {
+		t.Errorf("errors %v, want exactly %v", v.Fields, want)
+	}
+
+	ok, err := ParseObject([]byte(`{"name":"x","extra":` + atCap + `}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok.String("name")
+	ok.CheckUnknown()
+	if err := ok.Err(); err != nil {
+		t.Fatalf("an unknown array at the cap refused: %v", err)
+	}
+}
+
+// An object of more than 64 fields tracks the read ones past the 64th too.
+func TestCheckUnknownPastSixtyFourFields(t *testing.T) {
+	over := "[" + strings.TrimSuffix(strings.Repeat("1,", MaxArrayItems+1), ",") + "]"
+	var b strings.Builder
+	b.WriteString("{")
+	for i := 0; i < 70; i++ {
+		fmt.Fprintf(&b, `"f%d":%s,`, i, over)
+	}
+	b.WriteString(`"last":1}`)
+	o, err := ParseObject([]byte(b.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 70; i += 2 { // the even ones are known (raw data)
+		o.Raw(fmt.Sprintf("f%d", i))
+	}
+	o.CheckUnknown()
+	var v *domain.ValidationError
+	if !errors.As(o.Err(), &v) {
+		t.Fatalf("err = %v", o.Err())
+	}
+	for i := 0; i < 70; i++ {
+		if got, want := v.Has(fmt.Sprintf("f%d", i)), i%2 == 1; got != want {
+			t.Errorf("f%d refused = %v, want %v", i, got, want)
+		}
 	}
 }

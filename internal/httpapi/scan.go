@@ -56,6 +56,11 @@ type scanner struct {
 	keys    [][]byte
 	members []member
 	values  int // top-level values seen so far
+	// maxItems, when positive, ends the scan at the first array with more
+	// elements (longArray), recording that array's path in overPath.
+	maxItems int
+	overPath string
+	over     bool
 }
 
 // scanners keeps the frame and key stacks of finished scans for the next.
@@ -66,6 +71,7 @@ var scanners = sync.Pool{New: func() any { return new(scanner) }}
 func getScanner(data []byte) *scanner {
 	s := scanners.Get().(*scanner)
 	s.data, s.pos, s.values = data, 0, 0
+	s.maxItems, s.overPath, s.over = 0, "", false
 	s.members = make([]member, 0, 8)
 	return s
 }
@@ -104,9 +110,12 @@ func (s *scanner) skipSpace() {
 
 // path names the value the innermost open container reads now, as the
 // validation error's field ("" at the top level).
-func (s *scanner) path() string {
+func (s *scanner) path() string { return s.pathOf(len(s.frames)) }
+
+// pathOf names the value the n-th open container reads now (n = 0: "").
+func (s *scanner) pathOf(n int) string {
 	var b []byte
-	for i := range s.frames {
+	for i := range s.frames[:n] {
 		f := &s.frames[i]
 		if f.object {
 			if len(b) > 0 {
@@ -373,6 +382,10 @@ func (s *scanner) array(collect bool) error {
 			s.pos++
 			s.skipSpace()
 			s.frames[fi].index++
+			if s.maxItems > 0 && s.frames[fi].index >= s.maxItems {
+				s.over, s.overPath = true, s.pathOf(fi)
+				return errOver
+			}
 		case ']':
 			s.pos++
 			return nil
@@ -402,6 +415,28 @@ func checkBody(body []byte) ([]member, error) {
 		return nil, ErrMalformed
 	}
 	return s.members, nil
+}
+
+// errOver ends a longArray scan at the first array over its cap.
+var errOver = errors.New("httpapi: array over its cap")
+
+// longArray reports whether raw, a JSON value the body scan already
+// checked, holds an array (itself or at any depth) of more than max
+// elements, and that array's path relative to raw ("" for raw itself,
+// else ".name" or "[i]" steps).
+func longArray(raw []byte, max int) (string, bool) {
+	s := getScanner(raw)
+	defer putScanner(s)
+	s.maxItems = max
+	_ = s.scan()
+	if !s.over {
+		return "", false
+	}
+	p := s.overPath
+	if p != "" && p[0] != '[' {
+		p = "." + p
+	}
+	return p, true
 }
 
 // splitValue returns the members of raw, a JSON value the body scan already

@@ -235,6 +235,8 @@ func badRoutes(fx fixture) []badRoute {
 			body: `{"decision":"maybe"}`, base: invalid, fields: []field{{path: "decision", kind: kStr}, {path: "notes", kind: kStr}}},
 		{method: "PUT", pattern: "/admin/v1/apps/:appId/scopes", auth: authAdmin, params: missingApp,
 			body: `{"scopes":["orders"]}`, base: outcome{404, "APP_NOT_FOUND"}, fields: []field{{path: "scopes", kind: kStrs}}},
+		{method: "PUT", pattern: "/admin/v1/apps/:appId/authentication", auth: authAdmin, params: missingApp,
+			body: `{"require_scheme_h":true}`, base: noApp, fields: []field{{path: "require_scheme_h", kind: kBool}}},
 		{method: "POST", pattern: "/open/v1/webhooks/secret/rotate", auth: authM, params: none, base: ok200, appends: true},
 		{method: "POST", pattern: "/open/v1/webhooks/secret/activate", auth: authM, params: none, base: ok200, appends: true},
 
@@ -245,7 +247,7 @@ func badRoutes(fx fixture) []badRoute {
 			query: []qparam{{"after_commit", qInt}, {"after_prepare", qInt}, {"limit", qInt}, {"reason", qReason}}, base: ok200},
 		{method: "GET", pattern: "/admin/v1/projections", auth: authAdmin, params: none, base: ok200},
 		{method: "GET", pattern: "/admin/v1/audit", auth: authAdmin, params: none,
-			query: []qparam{{"actor", qText}, {"subject", qText}, {"from", qTime}, {"to", qTime}, {"after", qInt}, {"limit", qPage}}, base: ok200},
+			query: []qparam{{"actor", qText}, {"action", qText}, {"subject", qText}, {"from", qTime}, {"to", qTime}, {"after", qInt}, {"limit", qPage}}, base: ok200},
 		{method: "GET", pattern: "/admin/v1/operators", auth: authAdmin, params: none, base: ok200},
 		{method: "GET", pattern: "/admin/v1/outbox", auth: authAdmin, params: none, query: []qparam{{"status", qEnum}}, base: ok200},
 		{method: "POST", pattern: "/admin/v1/operators", auth: authAdmin, params: none,
@@ -261,7 +263,7 @@ func badRoutes(fx fixture) []badRoute {
 		// ---- webhooks ----
 		{method: "GET", pattern: "/admin/v1/deliveries", auth: authAdmin, params: none, query: deliveryQuery, base: ok200},
 		{method: "GET", pattern: "/admin/v1/deliveries/:deliveryId", auth: authAdmin, params: map[string]string{"deliveryId": "nosuch"},
-			base: outcome{404, "DELIVERY_NOT_FOUND"}, notFound: outcome{404, "DELIVERY_NOT_FOUND"}},
+			query: []qparam{{"reveal", qEnum}, {"reason", qText}}, base: outcome{404, "DELIVERY_NOT_FOUND"}, notFound: outcome{404, "DELIVERY_NOT_FOUND"}},
 		{method: "POST", pattern: "/admin/v1/deliveries/:deliveryId/resend", auth: authAdmin, params: map[string]string{"deliveryId": "nosuch"},
 			base: outcome{404, "DELIVERY_NOT_FOUND"}, notFound: outcome{404, "DELIVERY_NOT_FOUND"}},
 		{method: "POST", pattern: "/admin/v1/apps/:appId/deliveries/resend", auth: authAdmin, params: missingApp,
@@ -366,7 +368,7 @@ func badRoutes(fx fixture) []badRoute {
 				{path: "app_id", kind: kInt, zero: ptr(noApp), neg: ptr(noApp)}, {path: "name", kind: kStr},
 				{path: "type", kind: kStr}, {path: "contact", kind: kStr}, {path: "points_code", kind: kStr},
 			}},
-		{method: "GET", pattern: "/admin/v1/service-providers", auth: authAdmin, params: none, query: []qparam{{"app_id", qInt}}, base: ok200},
+		{method: "GET", pattern: "/admin/v1/service-providers", auth: authAdmin, params: none, query: []qparam{{"app_id", qInt}, {"reveal", qEnum}, {"reason", qText}}, base: ok200},
 		{method: "POST", pattern: "/open/v1/service-providers", auth: authM, params: none,
 			body: `{"name":"Own station","type":"HEALTH_STATION","contact":"010-2","points_code":"P-9"}`, base: ok201, appends: true,
 			fields: []field{
@@ -736,6 +738,10 @@ func (r badRoute) cases(t *testing.T) []badCase {
 	first := firstKey(t, r.body)
 	add(badCase{name: "duplicate key " + first, body: []byte(`{"` + first + `":` + valueAt(t, r.body, first) + `,` + r.body[1:]), want: invalid, errKey: first})
 	add(badCase{name: "duplicate key in an unknown field", body: setPath(t, r.body, "zz", `{"a":1,"a":2}`), want: invalid, errKey: "zz.a"})
+	// An unknown field is ignored, but its arrays are capped like known ones.
+	long := "[" + strings.TrimSuffix(strings.Repeat(`1,`, 1001), ",") + "]"
+	add(badCase{name: "unknown field with more than 1000 elements", body: setPath(t, r.body, "zz", long), want: invalid, errKey: "zz"})
+	add(badCase{name: "array of more than 1000 elements in an unknown field", body: setPath(t, r.body, "zz", `{"a":[`+long+`]}`), want: invalid, errKey: "zz.a[0]"})
 	deep := strings.Repeat("[", 64) + strings.Repeat("]", 64)
 	add(badCase{name: "nesting beyond 64 levels", body: setPath(t, r.body, "zz", deep), want: invalid})
 	add(badCase{name: "body beyond 1 MiB", body: setPath(t, r.body, "zz", strconv.Quote(strings.Repeat("a", 1<<20))), want: outcome{413, "PAYLOAD_TOO_LARGE"}})

@@ -159,6 +159,13 @@ type Config struct {
 	// shorten it): it bounds how long a key destroyed by a node that died
 	// before appending user.erased leaves plaintext here (README, Erasure).
 	CacheSweepInterval time.Duration
+	// ErasurePurgeInterval is how often, with Postgres read models, the
+	// tables holding personal fields are rewritten after an erasure
+	// (postgres.Store.PurgeErased), so the erased rows' plaintext leaves
+	// their files (PLATFORM_ERASURE_PURGE_INTERVAL, default
+	// DefaultErasurePurgeInterval; negative: never). One node purges at a
+	// time (lease "erasure-purge").
+	ErasurePurgeInterval time.Duration
 	// Portal configures the developer portal at /portal/.
 	Portal PortalConfig
 	// LeaseTTL is how long a lease outlives its holder's last renewal
@@ -503,11 +510,12 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		Idempotency: &idempotency.Keeper{
 			Store: n.Events, Registry: n.Registry, Sealer: sealer, Keys: n.Keys, Now: cfg.Now, Replayed: marks.Wrote,
 		},
-		Operators: operators, OperatorsReady: operatorsRunner,
+		SignedWrites: nonces,
+		Operators:    operators, OperatorsReady: operatorsRunner,
 	}
 	qAPI := &queryapi.API{
 		Store: n.ReadModel, Apps: n.Apps, Events: n.Events, Runners: n.Runners, Families: n.Families, Pseudonyms: n.Pseudonyms,
-		SchemeM: schemeM, Admin: admin, Watermarks: marks, Location: n.Location, Deliveries: n.ReadModel,
+		SchemeM: schemeM, SchemeH: schemeH, Admin: admin, Watermarks: marks, Location: n.Location, Deliveries: n.ReadModel,
 		Orders: n.ReadModel, Benefits: n.ReadModel,
 		Operators: n.Operators, Audit: n.ReadModel, Auditor: operators,
 	}
@@ -569,6 +577,10 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		n.logCaughtUp(runCtx, began, families)
 	}()
 	n.spawn(runCtx, "erasure follower", erasures.Run)
+	if pg, ok := n.ReadModel.(*postgres.Store); ok && cfg.ErasurePurgeInterval >= 0 {
+		n.spawnOwned(runCtx, "erasure purge", n.Leases, "erasure-purge", cfg.LeaseTTL,
+			n.purgeErased(pg, cmp.Or(cfg.ErasurePurgeInterval, DefaultErasurePurgeInterval)))
+	}
 	n.spawn(runCtx, "cache sweep", n.sweepCaches(users, cmp.Or(cfg.CacheSweepInterval, keys.CacheTTL)))
 	if n.Portal != nil {
 		n.spawn(runCtx, "portal mail work", n.Portal.RunMailWork)

@@ -293,6 +293,9 @@ func onboardingTraffic(t *testing.T, c *client) {
 	c.expect(c.admin("PUT", scopes, tooLarge()), 413, "PAYLOAD_TOO_LARGE")
 	c.expect(c.admin("PUT", scopes, map[string]any{"scopes": []string{"orders", "everything"}}), 422, "VALIDATION_ERROR")
 	c.expect(c.admin("PUT", "/admin/v1/apps/999999/scopes", map[string]any{"scopes": []string{"orders"}}), 404, "APP_NOT_FOUND")
+	// A token issued while the app had daily_report outlives the grant, and
+	// is refused by the daily report once the scope is gone.
+	tok := c.expectOAuth("/oauth/token", "grant_type=client_credentials", sandbox.appKey, sandbox.secret, 200, "")
 	c.expect(c.admin("PUT", scopes, map[string]any{"scopes": []string{"orders", "orders"}}), 200, 0)
 	sandbox.expect(sandbox.partner("GET", "/open/v1/order/detail?order_code=PO2024010199", nil), 404, "ORDER_NOT_FOUND")
 	sandbox.expect(sandbox.partner("GET", "/open/v1/channel/users/0?channel_user_id=u-1", nil), 403, "SCOPE_NOT_GRANTED")
@@ -301,7 +304,7 @@ func onboardingTraffic(t *testing.T, c *client) {
 	sandbox.expect(sandbox.partner("POST", "/open/v1/service-providers", map[string]any{}), 403, "SCOPE_NOT_GRANTED")
 	sandbox.expect(sandbox.signedH("GET", "/open/v1/health-reports/1", nil, freshNonce()), 403, "SCOPE_NOT_GRANTED")
 	sandbox.expect(sandbox.signedH("POST", "/sandbox/mock/measure", map[string]any{"appKey": sandbox.appKey}, freshNonce()), 403, "SCOPE_NOT_GRANTED")
-	tok := c.expectOAuth("/oauth/token", "grant_type=client_credentials", sandbox.appKey, sandbox.secret, 200, "")
+	c.expectOAuth("/oauth/token", "grant_type=client_credentials", sandbox.appKey, sandbox.secret, 400, "invalid_scope")
 	sandbox.expect(sandbox.send("GET", "/v1/health/daily-report?open_user_id=1", nil, func(h http.Header, _ []byte) {
 		h.Set("Authorization", "Bearer "+tok["access_token"].(string))
 		h.Set("X-App-Key", sandbox.appKey)

@@ -5,8 +5,11 @@
 // dead tuple until VACUUM (autovacuum, or an explicit VACUUM of
 // platform_data_keys) reclaims the page, and in WAL segments and base
 // backups until they age out; the key was sealed by the master key, so those
-// copies are unreadable without it, and an operator who must prove erasure
-// runs VACUUM on the table after an erasure and rotates the master key.
+// copies are unreadable without it. A plain VACUUM marks the space free
+// without overwriting it: the read models' erasure purge
+// (projections/postgres.Store.PurgeErased) rewrites this table too when it
+// shares their database, and an operator who must prove erasure beyond that
+// rotates the master key (docs/privacy.md).
 package postgres
 
 import (

@@ -586,6 +586,17 @@ func (t *tx) EraseUser(ctx context.Context, openUserID int64) error {
 	return nil
 }
 
+// MarkErased records the position of an erasure the users family applied:
+// the deleted rows stay in the files until the erasure purge, which waits
+// for every family to pass this position, rewrites them.
+func (t *tx) MarkErased(ctx context.Context, pos events.Position) error {
+	if err := t.check(ctx); err != nil {
+		return err
+	}
+	t.batch.Queue(markErased, int64(pos.Commit), int64(pos.Prepare))
+	return nil
+}
+
 func (t *tx) DeleteMember(ctx context.Context, memberID int64, at time.Time) error {
 	if err := t.check(ctx); err != nil {
 		return err

@@ -3,7 +3,10 @@ package storetest
 import (
 	"fmt"
 	"testing"
+	"time"
 
+	"github.com/healthtech/partner-open-platform/events"
+	"github.com/healthtech/partner-open-platform/events/catalog"
 	"github.com/healthtech/partner-open-platform/projections"
 )
 
@@ -13,6 +16,7 @@ var auditCases = []testCase{
 	{"FailedUpdateAddsNoAuditFact", testFailedUpdateAudit},
 	{"AuditFactsFilterAndPage", testAuditFilters},
 	{"AuditLimits", testAuditLimits},
+	{"ErasureIsAnAuditFact", testErasureAuditFact},
 }
 
 func auditOf(s Store) family[projections.AuditTx] {
@@ -79,6 +83,9 @@ func testAuditFilters(t *testing.T, s Store) {
 	for i := 1; i <= 12; i++ {
 		actor := fmt.Sprintf("operator:%d", i%3)
 		f := fact(i, actor, fmt.Sprintf("user-%d", i%4), "report-1")
+		if i%5 == 0 {
+			f.Action = projections.ErasureAction
+		}
 		addFacts(t, s, f)
 		f.Seq = int64(i)
 		all = append(all, f)
@@ -103,6 +110,9 @@ func testAuditFilters(t *testing.T, s Store) {
 		{projections.AuditFilter{Subject: "report-1", Actor: "operator:0"}, func(f projections.AuditFact) bool { return f.Actor == "operator:0" }},
 		{projections.AuditFilter{From: at(4), To: at(9)}, func(f projections.AuditFact) bool { return f.Seq >= 4 && f.Seq < 9 }},
 		{projections.AuditFilter{Subject: "user-9"}, func(projections.AuditFact) bool { return false }},
+		{projections.AuditFilter{Action: projections.ErasureAction}, func(f projections.AuditFact) bool { return f.Seq%5 == 0 }},
+		{projections.AuditFilter{Action: "reveal.history", Actor: "operator:1"}, func(f projections.AuditFact) bool { return f.Seq%5 != 0 && f.Actor == "operator:1" }},
+		{projections.AuditFilter{Action: "nosuch"}, func(projections.AuditFact) bool { return false }},
 	} {
 		want := sel(c.keep)
 		if got := allFacts(t, s, c.f); !sameKeys(got, want) {
@@ -133,4 +143,40 @@ func testAuditLimits(t *testing.T, s Store) {
 		return nil
 	})
 	wantLimits(t, lister(t, s.AuditFacts), []projections.AuditFilter{{}, {Actor: "operator:1"}}, all)
+}
+
+// testErasureAuditFact: the audit projector makes an erasure (user.erased)
+// an audit fact (who, whom, when, why), listed in log order among the
+// others and found by action, subject and actor; a replay adds nothing.
+func testErasureAuditFact(t *testing.T, s Store) {
+	p := projections.AuditProjector(s)
+	if h, ok := p.(interface{ Handles(string) bool }); !ok || !h.Handles(projections.ErasureAction) {
+		t.Fatalf("the audit projector does not handle %s", projections.ErasureAction)
+	}
+	erasedAt := at(7)
+	envs := []events.Envelope{
+		{Recorded: events.Recorded{ID: "ev-reveal", Type: "audit.access_recorded", Stream: "audit"},
+			Payload:  &catalog.AccessAudited{Actor: "operator:3", Action: "reveal.history", Subjects: []string{"user-1001"}, Reason: "ticket 1", At: at(1)},
+			Metadata: events.Metadata{OccurredAt: at(1)}},
+		{Recorded: events.Recorded{ID: "ev-erased", Type: projections.ErasureAction, Stream: "user-1001"},
+			Payload: &catalog.UserErased{AppID: 7, OpenUserID: 1001, ChannelUserID: "partner-id-of-the-person", Reason: "PIPL request 42",
+				ErasedBy: "operator:2", ErasedAt: erasedAt},
+			Metadata: events.Metadata{AppID: 7, Actor: "operator:2", OccurredAt: erasedAt.Add(time.Millisecond)}},
+	}
+	for i := 0; i < 2; i++ { // the second pass is a replay
+		if err := p.Apply(ctx, envs, nextPos()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := projections.AuditFact{Seq: 2, EventID: "ev-erased", Actor: "operator:2", Action: projections.ErasureAction,
+		Subjects: []string{"user-1001"}, EventIDs: []string{"ev-erased"}, AppID: 7, Reason: "PIPL request 42", At: erasedAt}
+	for _, f := range []projections.AuditFilter{{Action: projections.ErasureAction}, {Actor: "operator:2"}, {Subject: "user-1001", After: 1}} {
+		wantRows(t, fmt.Sprintf("facts %+v", f), allFacts(t, s, f), []projections.AuditFact{want})
+	}
+	if got := allFacts(t, s, projections.AuditFilter{}); len(got) != 2 {
+		t.Fatalf("facts %v, want the reveal and the erasure once each", keys(got))
+	}
+	if got := allFacts(t, s, projections.AuditFilter{Subject: "user-1001"}); len(got) != 2 {
+		t.Fatalf("facts about user-1001 %v, want the reveal and the erasure", keys(got))
+	}
 }
