@@ -93,14 +93,8 @@ func TestLegacyBindingsKeepWorking(t *testing.T) {
 	eventStores(t, func(t *testing.T, inner events.Store) {
 		store, ks := loadLegacy(t, inner)
 		reg := catalog.Registry()
-		u := NewUsers(store, reg, NewAllocator(store, reg, 5), testNames, time.Now, time.UTC).WithKeys(ks)
-		// The first start of the new release over this log: it had users.
-		if err := u.DetectLegacyBindings(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if recs, _ := inner.ReadStream(ctx, domain.BindingFormatStream, 0, 0); len(recs) != 1 || !strings.Contains(string(recs[0].Data), `"legacy_bindings":true`) {
-			t.Fatalf("binding format of a log with users: %+v", recs)
-		}
+		// A log that had users: legacy bindings possible, as the node decides.
+		u := NewUsers(store, reg, NewAllocator(store, reg, 5), testNames, time.Now, time.UTC).WithKeys(ks).WithLegacyBindings(true)
 		register := func(app int64, channel string) RegisterResult {
 			t.Helper()
 			res, err := u.Register(ctx, Register{AppID: app, ChannelUserID: channel, User: UserInput{Name: "again"}}, Meta{AppID: app})
@@ -280,54 +274,36 @@ func (s *legacyReads) ReadStream(ctx context.Context, stream string, from uint64
 	return s.Store.ReadStream(ctx, stream, from, limit)
 }
 
-// The binding format is decided once per log, by the first node, whatever
-// the concurrency: a log begun with hashed names never reads a legacy
-// binding stream on a register; a log that had users keeps reading them;
-// a handler that never asked reads them (the safe default).
-func TestBindingFormatDetection(t *testing.T) {
+// A handler told that the log holds no legacy bindings (a log begun with
+// hashed names) reads no legacy binding stream on a register; one told
+// nothing reads it whenever the hashed stream was never written (always
+// right, one read more), and so finds a legacy binding.
+func TestLegacyReadsOnlyWhenPossible(t *testing.T) {
 	eventStores(t, func(t *testing.T, inner events.Store) {
 		store := &legacyReads{Store: inner}
 		reg := catalog.Registry()
-		handlers := make([]*Users, 6)
-		for i := range handlers {
-			handlers[i] = NewUsers(store, reg, NewAllocator(store, reg, 5), testNames, time.Now, time.UTC)
-		}
-		var wg sync.WaitGroup
-		errs := make([]error, len(handlers))
-		for i, h := range handlers {
-			wg.Add(1)
-			go func() { defer wg.Done(); errs[i] = h.DetectLegacyBindings(ctx) }()
-		}
-		wg.Wait()
-		for i, err := range errs {
-			if err != nil {
-				t.Fatalf("handler %d: %v", i, err)
-			}
-		}
-		recs, err := inner.ReadStream(ctx, domain.BindingFormatStream, 0, 0)
-		if err != nil || len(recs) != 1 || !strings.Contains(string(recs[0].Data), `"legacy_bindings":false`) {
-			t.Fatalf("binding format: %+v %v", recs, err)
-		}
-		channel := "format-" + time.Now().Format("150405.000000000")
-		if _, err := handlers[0].Register(ctx, Register{AppID: 1, ChannelUserID: channel, User: UserInput{Name: "n"}}, Meta{AppID: 1}); err != nil {
+		channel := "reads-" + time.Now().Format("150405.000000000")
+		fresh := NewUsers(store, reg, NewAllocator(store, reg, 5), testNames, time.Now, time.UTC).WithLegacyBindings(false)
+		if _, err := fresh.Register(ctx, Register{AppID: 1, ChannelUserID: channel, User: UserInput{Name: "n"}}, Meta{AppID: 1}); err != nil {
 			t.Fatal(err)
 		}
 		if n := store.n.Load(); n != 0 {
 			t.Fatalf("a register on a log begun with hashed names read %d legacy streams", n)
 		}
-		undecided := NewUsers(store, reg, NewAllocator(store, reg, 5), testNames, time.Now, time.UTC)
-		if _, err := undecided.Register(ctx, Register{AppID: 1, ChannelUserID: channel + "-2", User: UserInput{Name: "n"}}, Meta{AppID: 1}); err != nil {
+		ev, err := reg.Encode(catalog.ChannelUserBound{AppID: 1, ChannelUserID: channel + "-old", OpenUserID: 77}, events.Metadata{AppID: 1})
+		if err != nil {
 			t.Fatal(err)
+		}
+		if _, err := inner.Append(ctx, domain.LegacyBindingStream(1, channel+"-old"), events.NoStream(), ev); err != nil {
+			t.Fatal(err)
+		}
+		undecided := NewUsers(store, reg, NewAllocator(store, reg, 5), testNames, time.Now, time.UTC)
+		res, err := undecided.Register(ctx, Register{AppID: 1, ChannelUserID: channel + "-old", User: UserInput{Name: "n"}}, Meta{AppID: 1})
+		if err != nil || res.OpenUserID != 77 {
+			t.Fatalf("register of a legacy-bound id: %+v %v", res, err)
 		}
 		if n := store.n.Load(); n != 1 {
 			t.Fatalf("an undecided handler read %d legacy streams, want 1", n)
-		}
-		// A restart reads the format; nothing is appended again.
-		if err := undecided.DetectLegacyBindings(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if recs, _ := inner.ReadStream(ctx, domain.BindingFormatStream, 0, 0); len(recs) != 1 {
-			t.Fatalf("binding format appended again: %d events", len(recs))
 		}
 	})
 }

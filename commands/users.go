@@ -182,7 +182,7 @@ type Users struct {
 	// names hashes channel user ids into binding stream names.
 	names *domain.Pseudonyms
 	// noLegacy says the log holds no binding under a legacy name
-	// (DetectLegacyBindings), so a register reads the hashed stream only.
+	// (WithLegacyBindings), so a register reads the hashed stream only.
 	noLegacy atomic.Bool
 	now      func() time.Time
 	loc      *time.Location
@@ -629,53 +629,14 @@ func (u *Users) loadBindings(ctx context.Context, hashed string, appID int64, ch
 	return b, version, err
 }
 
-// decideBindingFormat records the binding names of a log that has no
-// format yet: legacy bindings may exist if it already allocated user ids
-// (every binding names one); a log begun with hashed names has none.
-func decideBindingFormat(userIDsAllocated bool) []events.Payload {
-	return []events.Payload{catalog.ChannelUserBindingFormat{LegacyBindings: userIDsAllocated}}
-}
-
-// DetectLegacyBindings reads the log's binding format, recording it first
-// if no node has (one NoStream claim: concurrent nodes agree on the first),
-// and lets registers skip the legacy read on a log that cannot have legacy
-// bindings. Until it is called, registers read both names. Every node
-// calls it before serving; a node of the release before hashed names
-// running beside it is not supported (docs/privacy.md).
-func (u *Users) DetectLegacyBindings(ctx context.Context) error {
-	for attempt := 0; attempt < maxAttempts; attempt++ {
-		var format *catalog.ChannelUserBindingFormat
-		version, _, err := u.load(ctx, domain.BindingFormatStream, func(env events.Envelope) {
-			if p, ok := env.Payload.(*catalog.ChannelUserBindingFormat); ok {
-				format = p
-			}
-		})
-		if err != nil {
-			return err
-		}
-		if format != nil {
-			u.noLegacy.Store(!format.LegacyBindings)
-			return nil
-		}
-		if version > 0 {
-			return fmt.Errorf("%s holds no binding format", domain.BindingFormatStream)
-		}
-		ids, err := u.store.ReadStream(ctx, domain.IDStream(KindUser), 0, 1)
-		if err != nil {
-			return fmt.Errorf("load %s: %w", domain.IDStream(KindUser), err)
-		}
-		ps := decideBindingFormat(len(ids) > 0)
-		_, err = u.append(ctx, domain.BindingFormatStream, 0, Meta{Actor: "platform"}, ps...)
-		if events.IsConflict(err) {
-			continue
-		}
-		if err != nil {
-			return fmt.Errorf("record the binding format: %w", err)
-		}
-		u.noLegacy.Store(len(ids) == 0)
-		return nil
-	}
-	return domain.ErrContention
+// WithLegacyBindings says whether the log may hold bindings under legacy
+// names (the node decides it once per log: a log that had users before
+// hashed names may, one begun with them cannot). Without it a register
+// reads the legacy name whenever the hashed one was never written, which
+// is always right and costs one stream read per new channel user.
+func (u *Users) WithLegacyBindings(possible bool) *Users {
+	u.noLegacy.Store(!possible)
+	return u
 }
 
 // registerOutcome is what bindAndCreate leaves its caller to do.

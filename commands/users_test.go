@@ -32,13 +32,6 @@ func TestBindDecision(t *testing.T) {
 	then(t, decideBind(freed, 1, "c1", 42), nil, catalog.ChannelUserBound{AppID: 1, ChannelUserID: "c1", OpenUserID: 42})
 }
 
-func TestBindingFormatDecision(t *testing.T) {
-	// A log that allocated user ids before hashed names may hold legacy bindings.
-	then(t, decideBindingFormat(true), nil, catalog.ChannelUserBindingFormat{LegacyBindings: true})
-	// A log begun with hashed names never has any.
-	then(t, decideBindingFormat(false), nil, catalog.ChannelUserBindingFormat{LegacyBindings: false})
-}
-
 func TestUnbindDecision(t *testing.T) {
 	bound := given(t, &bindingState{}, catalog.ChannelUserBound{AppID: 1, ChannelUserID: "c1", OpenUserID: 7})
 	// The unbinding names the app and the user, not the channel_user_id.

@@ -77,10 +77,6 @@ func (p *Pseudonyms) Stream(stream string) string {
 	return p.BindingStream(appID, id)
 }
 
-// BindingFormatStream holds the log's one channel_user.binding_format
-// event: whether bindings under legacy names may exist in it.
-const BindingFormatStream = "bindingformat-channeluser"
-
 // IsBindingStream reports whether stream is a binding stream, hashed or legacy.
 func IsBindingStream(stream string) bool {
 	if strings.HasPrefix(stream, bindingPrefix) {

@@ -39,7 +39,7 @@ var schemaOne = []events.Payload{
 	AppSuspended{}, AppResumed{}, AppAuthenticationSet{}, AppWebhookSecretIssued{}, AppWebhookSecretActivated{},
 	IdempotencyClaimed{}, IdempotencyCompleted{}, IdempotencyReleased{},
 	OperatorCreated{}, OperatorRevoked{}, AccessAudited{},
-	UserErased{}, ChannelUserUnbound{}, ChannelUserBindingFormat{},
+	UserErased{}, ChannelUserUnbound{},
 	AppReviewRequested{}, AppProductionRevealed{},
 	AppWebhookEndpointAdded{}, AppWebhookEndpointUpdated{}, AppWebhookEndpointDisabled{}, AppWebhookEndpointEnabled{},
 	AppWebhookEndpointRemoved{}, AppWebhookEndpointSecretIssued{}, AppWebhookEndpointSecretActivated{}, AppWebhookTestRequested{},

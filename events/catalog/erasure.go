@@ -35,16 +35,3 @@ type ChannelUserUnbound struct {
 
 // EventType names the event in the log.
 func (ChannelUserUnbound) EventType() string { return "channel_user.unbound" }
-
-// ChannelUserBindingFormat is the one event of domain.BindingFormatStream,
-// appended by the first node of a release with hashed binding names that
-// opens the log. LegacyBindings says whether the log may hold bindings
-// named after the channel_user_id itself (it had users then), which
-// registers must then keep reading; a log begun with hashed names never
-// has any, and its registers skip that read.
-type ChannelUserBindingFormat struct {
-	LegacyBindings bool `json:"legacy_bindings"`
-}
-
-// EventType names the event in the log.
-func (ChannelUserBindingFormat) EventType() string { return "channel_user.binding_format" }

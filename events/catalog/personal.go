@@ -97,9 +97,8 @@ var personalFields = map[string][]string{
 	// not quote personal data (README, "Erasure"). Neither carries the
 	// channel_user_id any more; events written before do, in clear, and
 	// admin reads redact it.
-	"user.erased":                 {"channel_user_id"},
-	"channel_user.unbound":        {"channel_user_id"},
-	"channel_user.binding_format": nil,
+	"user.erased":          {"channel_user_id"},
+	"channel_user.unbound": {"channel_user_id"},
 	// Endpoint settings are the partner's configuration, secrets sealed.
 	"app.webhook_endpoint_added":            nil,
 	"app.webhook_endpoint_updated":          nil,

@@ -1,6 +1,7 @@
 package node_test
 
 import (
+	"errors"
 	"net/http"
 	"net/url"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"github.com/healthtech/partner-open-platform/events/catalog"
 	"github.com/healthtech/partner-open-platform/internal/node"
 	"github.com/healthtech/partner-open-platform/internal/secrets"
+	keystore "github.com/healthtech/partner-open-platform/keys"
 )
 
 // A binding written by the release before hashed names sits on a stream
@@ -61,6 +63,9 @@ func TestLegacyBindingInAdminReads(t *testing.T) {
 			t.Fatalf("app id %d, want 1", a.ID)
 		}
 		hashed := p.node.Pseudonyms.BindingStream(a.ID, id)
+		if _, err := p.node.Keys.Backend().Get(t.Context(), node.LegacyBindingsFlag); err != nil {
+			t.Fatalf("a log with users must be flagged as possibly holding legacy bindings: %v", err)
+		}
 
 		var reg registerData
 		a.expect("POST", "/open/v1/channel/users", registerBody(id), http.StatusCreated, "0").data(t, &reg)
@@ -109,4 +114,25 @@ func TestLegacyBindingInAdminReads(t *testing.T) {
 			t.Fatalf("hashed binding after the re-register: %d events", len(recs))
 		}
 	})
+}
+
+// A log begun with this release is decided, once, to hold no legacy
+// bindings (registers then skip that read), and deciding appends nothing
+// to the log; a restart keeps the decision.
+func TestFreshLogHasNoLegacyBindings(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for range 2 {
+		p := start(t, node.Config{DataDir: dir})
+		if _, err := p.node.Keys.Backend().Get(t.Context(), node.LegacyBindingsFlag); !errors.Is(err, keystore.ErrNotFound) {
+			t.Fatalf("legacy bindings flag on a fresh log: %v", err)
+		}
+		if _, err := p.node.Keys.Backend().Get(t.Context(), node.PseudonymSecret); err != nil {
+			t.Fatalf("pseudonym secret: %v", err)
+		}
+		if n := p.eventCount(); n != 0 {
+			t.Fatalf("a start appended %d events", n)
+		}
+		p.stop()
+	}
 }

@@ -182,6 +182,8 @@ type Node struct {
 	Events events.Store
 	// Pseudonyms names channel users' binding streams by a keyed hash.
 	Pseudonyms *domain.Pseudonyms
+	// legacyBindings: the log may hold bindings under legacy names.
+	legacyBindings bool
 	// StoredEvents is the store as written (personal fields encrypted): the
 	// relay reads it, so the Kafka topics carry ciphertext.
 	StoredEvents events.Store
@@ -352,6 +354,9 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 	mark = phase("keys", mark)
 	n.Keys = keys.New(keyBackend, sealer, sealer.Previous()...)
 	n.Keys.SetClock(cfg.Now)
+	if n.legacyBindings, err = legacyBindings(ctx, n.Keys, n.StoredEvents); err != nil {
+		return nil, err
+	}
 	if n.Pseudonyms, err = OpenPseudonyms(ctx, n.Keys); err != nil {
 		return nil, err
 	}
@@ -476,10 +481,8 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 	if n.snapshots != nil {
 		destroyer = erasingKeys{n.Keys, n.snapshots}
 	}
-	users := commands.NewUsers(n.Events, n.Registry, ids, n.Pseudonyms, cfg.Now, n.Location).WithKeys(destroyer)
-	if err := users.DetectLegacyBindings(ctx); err != nil {
-		return nil, fmt.Errorf("channel user bindings: %w", err)
-	}
+	users := commands.NewUsers(n.Events, n.Registry, ids, n.Pseudonyms, cfg.Now, n.Location).WithKeys(destroyer).
+		WithLegacyBindings(n.legacyBindings)
 	if !cfg.PlaintextPersonalData {
 		users.WithKeyWarmer(n.Keys)
 		ids.OnReserve(commands.KindUser, n.prepareUserKeys)
@@ -749,6 +752,50 @@ func (n *Node) startWebhooks(ctx context.Context, cfg Config, models *projection
 // binding stream names (and the Kafka keys made from them) are hashed
 // under: not a person, never destroyed by an erasure.
 const PseudonymSecret = "platform.pseudonyms"
+
+// LegacyBindingsFlag is the key-store subject whose presence says that the
+// log may hold channel-user bindings named after the channel_user_id (it
+// had users when the first node of a release with hashed names opened it),
+// which registers must then keep reading. It is a record like any other
+// (its random bytes unused) so that it lives where the pseudonym secret
+// does and the event log is left as it is.
+const LegacyBindingsFlag = "platform.legacy-bindings"
+
+// legacyBindings decides, once per log, whether registers must read the
+// legacy binding names: on the first start of this release (no pseudonym
+// secret yet, created right after), legacy bindings may exist if the log
+// had allocated user ids (every binding names one), and the flag is
+// recorded before the secret; later starts read the flag. Two first starts
+// at once agree (both read the same log: nothing registers before a node
+// has created the secret); a log begun with hashed names never reads a
+// legacy name.
+func legacyBindings(ctx context.Context, ks *keys.Keys, store events.Store) (bool, error) {
+	_, err := ks.Backend().Get(ctx, PseudonymSecret)
+	if err == nil {
+		_, err := ks.Backend().Get(ctx, LegacyBindingsFlag)
+		if errors.Is(err, keys.ErrNotFound) {
+			return false, nil
+		}
+		if err != nil {
+			return false, fmt.Errorf("legacy bindings flag: %w", err)
+		}
+		return true, nil
+	}
+	if !errors.Is(err, keys.ErrNotFound) {
+		return false, fmt.Errorf("channel user pseudonym key: %w", err)
+	}
+	recs, err := store.ReadStream(ctx, domain.IDStream(commands.KindUser), 0, 1)
+	if err != nil {
+		return false, fmt.Errorf("legacy bindings: %w", err)
+	}
+	if len(recs) == 0 {
+		return false, nil
+	}
+	if _, err := ks.PlatformSecret(ctx, LegacyBindingsFlag); err != nil {
+		return false, fmt.Errorf("legacy bindings flag: %w", err)
+	}
+	return true, nil
+}
 
 // OpenPseudonyms builds the hasher of channel user ids. Its key lives in the
 // key store rather than being derived from the master key: the key store is

@@ -24,7 +24,7 @@ package feed
 // Never published (internal plumbing): ids.block_reserved, app.secret_rotated,
 // app.webhook_configured, app.webhook_secret_issued, app.webhook_secret_activated,
 // app.webhook_endpoint_*, app.webhook_test_requested,
-// channel_user.bound, channel_user.binding_format, report.key_claimed, order.key_claimed, uploader.registered,
+// channel_user.bound, report.key_claimed, order.key_claimed, uploader.registered,
 // oauth.token.*, plugin.nonce.claimed, webhook.delivery.*, idempotency.*,
 // benefit_card.batch_*; and every type added later until it gets an entry.
 
