@@ -6,6 +6,7 @@ package queryapi
 import (
 	"context"
 	"errors"
+	"github.com/healthtech/partner-open-platform/internal/nonces"
 	"net/http"
 	"time"
 
@@ -238,7 +239,7 @@ func (q *API) serveSnapshot(w http.ResponseWriter, r *http.Request, ps httproute
 	ctx := r.Context()
 	if oneTrip {
 		if pending != nil {
-			sq.Bind = &projections.Binding{Scope: pending.Scope, Key: pending.Key, Value: pending.Value, Expires: pending.Expires}
+			sq.Bind = &nonces.Binding{Scope: pending.Scope, Key: pending.Key, Value: pending.Value, Expires: pending.Expires}
 		}
 		snap, recorded, err := q.readSnapshot(ctx, sr, sq)
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/healthtech/partner-open-platform/internal/nonces"
 	"log/slog"
 	"net/http"
 	"os"
@@ -1144,7 +1145,7 @@ type ReadModels interface {
 	projections.OrderStore
 	projections.BenefitStore
 	projections.AuditStore
-	projections.NonceStore
+	nonces.Store
 	Close() error
 }
 

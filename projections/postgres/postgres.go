@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/healthtech/partner-open-platform/internal/nonces"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -59,7 +60,7 @@ var (
 	_ projections.DeliveryTx    = (*tx)(nil)
 	_ projections.ReportStore   = (*Store)(nil)
 	_ projections.ReportTx      = (*tx)(nil)
-	_ projections.NonceStore    = (*Store)(nil)
+	_ nonces.Store              = (*Store)(nil)
 	_ projections.OrderStore    = (*Store)(nil)
 	_ projections.OrderTx       = (*tx)(nil)
 	_ projections.BenefitStore  = (*Store)(nil)

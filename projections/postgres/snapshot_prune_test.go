@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"github.com/healthtech/partner-open-platform/internal/nonces"
 	"testing"
 	"time"
 
@@ -48,7 +49,7 @@ SELECT 'm', 'new-' || i, 'GET', i, $1::timestamptz + interval '1 hour' FROM gene
 		return n
 	}
 	q := func(key string) projections.SnapshotQuery {
-		return projections.SnapshotQuery{AppID: 1, OpenUserID: 10, Bind: &projections.Binding{Scope: "m", Key: key, Value: "GET", Expires: now.Add(time.Minute)}}
+		return projections.SnapshotQuery{AppID: 1, OpenUserID: 10, Bind: &nonces.Binding{Scope: "m", Key: key, Value: "GET", Expires: now.Add(time.Minute)}}
 	}
 
 	// Without the roll: nothing pruned; this read is the reference answer.

@@ -10,21 +10,21 @@ import (
 	"testing"
 	"time"
 
-	"github.com/healthtech/partner-open-platform/projections/bolt"
-	"github.com/healthtech/partner-open-platform/projections/filelog"
+	"github.com/healthtech/partner-open-platform/internal/nonces/bolt"
+	"github.com/healthtech/partner-open-platform/internal/nonces/filelog"
+	"github.com/healthtech/partner-open-platform/internal/nonces/noncetest"
 	"github.com/healthtech/partner-open-platform/projections/memory"
-	"github.com/healthtech/partner-open-platform/projections/storetest"
 )
 
 func TestNoncesConformance(t *testing.T) {
-	storetest.RunNonces(t, func(t *testing.T) storetest.NonceStore {
+	noncetest.Run(t, func(t *testing.T) noncetest.Store {
 		n, err := filelog.Open(filepath.Join(t.TempDir(), "nonces.log"))
 		if err != nil {
 			t.Fatal(err)
 		}
 		return n
 	})
-	storetest.RunDurableNonces(t, func(path string) (storetest.NonceStore, error) { return filelog.Open(path) })
+	noncetest.RunDurable(t, func(path string) (noncetest.Store, error) { return filelog.Open(path) })
 }
 
 func open(t *testing.T, path string) *filelog.Nonces {

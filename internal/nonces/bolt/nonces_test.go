@@ -9,20 +9,20 @@ import (
 	"testing"
 	"time"
 
-	"github.com/healthtech/partner-open-platform/projections/bolt"
+	"github.com/healthtech/partner-open-platform/internal/nonces/bolt"
+	"github.com/healthtech/partner-open-platform/internal/nonces/noncetest"
 	"github.com/healthtech/partner-open-platform/projections/memory"
-	"github.com/healthtech/partner-open-platform/projections/storetest"
 )
 
 func TestNoncesConformance(t *testing.T) {
-	storetest.RunNonces(t, func(t *testing.T) storetest.NonceStore {
+	noncetest.Run(t, func(t *testing.T) noncetest.Store {
 		n, err := bolt.Open(filepath.Join(t.TempDir(), "nonces.db"))
 		if err != nil {
 			t.Fatal(err)
 		}
 		return n
 	})
-	storetest.RunDurableNonces(t, func(path string) (storetest.NonceStore, error) { return bolt.Open(path) })
+	noncetest.RunDurable(t, func(path string) (noncetest.Store, error) { return bolt.Open(path) })
 }
 
 // Expired entries are pruned as the file grows, so it stays near the

@@ -1,5 +1,5 @@
 // Package bolt keeps an embedded node's replay guard (scheme H nonces and
-// scheme M signature bindings, projections.NonceStore) in a bbolt file in
+// scheme M signature bindings, nonces.Store) in a bbolt file in
 // the data directory, so that a restart inside the timestamp window does
 // not forget them and let a captured request be replayed. A cluster keeps
 // them in Postgres instead (projections/postgres), shared by every node.
@@ -50,7 +50,7 @@ type Nonces struct {
 func Open(path string) (*Nonces, error) {
 	db, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: LockTimeout})
 	if err != nil {
-		return nil, fmt.Errorf("projections/bolt: open %s: %w", path, err)
+		return nil, fmt.Errorf("internal/nonces/bolt: open %s: %w", path, err)
 	}
 	// Commits are written to the file but not fsynced one by one (an fsync
 	// costs about 10 ms here, on every signed request); sync flushes them
@@ -68,7 +68,7 @@ func Open(path string) (*Nonces, error) {
 	})
 	if err != nil {
 		db.Close()
-		return nil, fmt.Errorf("projections/bolt: prepare %s: %w", path, err)
+		return nil, fmt.Errorf("internal/nonces/bolt: prepare %s: %w", path, err)
 	}
 	n := &Nonces{db: db, now: time.Now, stop: make(chan struct{}), stopped: make(chan struct{})}
 	go n.sync()
@@ -206,7 +206,7 @@ func (n *Nonces) lead(ctx context.Context) {
 		return nil
 	})
 	if err != nil {
-		err = fmt.Errorf("projections/bolt: record a group of %d nonces and bindings: %w", len(group), err)
+		err = fmt.Errorf("internal/nonces/bolt: record a group of %d nonces and bindings: %w", len(group), err)
 	} else if prune {
 		if _, perr := n.Prune(context.WithoutCancel(ctx)); perr != nil {
 			err = perr
@@ -256,7 +256,7 @@ func (n *Nonces) Prune(ctx context.Context) (int, error) {
 		return nil
 	})
 	if err != nil {
-		return 0, fmt.Errorf("projections/bolt: prune expired nonces: %w", err)
+		return 0, fmt.Errorf("internal/nonces/bolt: prune expired nonces: %w", err)
 	}
 	return deleted, nil
 }
@@ -273,13 +273,13 @@ func (n *Nonces) Len() (int, error) {
 
 // Each calls fn with every entry of the file (its key as
 // filelog.EntryKey makes it, its expiry and value), so that a node moving
-// to the append-only nonce file (projections/filelog) keeps refusing what
+// to the append-only nonce file (internal/nonces/filelog) keeps refusing what
 // this file refused.
 func (n *Nonces) Each(fn func(key string, expires time.Time, value string) error) error {
 	return n.db.View(func(tx *bbolt.Tx) error {
 		return tx.Bucket(entriesBucket).ForEach(func(k, v []byte) error {
 			if len(v) < 8 {
-				return fmt.Errorf("projections/bolt: malformed entry of %d bytes", len(v))
+				return fmt.Errorf("internal/nonces/bolt: malformed entry of %d bytes", len(v))
 			}
 			return fn(string(k), time.UnixMicro(int64(binary.BigEndian.Uint64(v))), string(v[8:]))
 		})

@@ -1,11 +1,11 @@
 // Package filelog keeps an embedded node's replay guard (scheme H nonces
-// and scheme M signature bindings, projections.NonceStore) in an
+// and scheme M signature bindings, nonces.Store) in an
 // append-only file in the data directory, with the entries still valid in
 // memory: a use or binding is decided in memory and answered once its
 // record is written to the file (one write for every record queued
 // meanwhile), so a restart or a kill -9 inside the timestamp window does
 // not forget it. Open reads the file back, keeping what has not expired.
-// It replaces the bbolt file (projections/bolt), whose B-tree commit per
+// It replaces the bbolt file (internal/nonces/bolt), whose B-tree commit per
 // group of signed requests cost more than the rest of the check.
 package filelog
 
@@ -39,7 +39,7 @@ const SyncEvery = time.Second
 const compactMin = 1 << 16
 
 // ErrClosed is returned by every call after Close.
-var ErrClosed = errors.New("projections/filelog: nonce file closed")
+var ErrClosed = errors.New("internal/nonces/filelog: nonce file closed")
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
@@ -86,11 +86,11 @@ type Nonces struct {
 func Open(path string) (*Nonces, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
-		return nil, fmt.Errorf("projections/filelog: open %s: %w", path, err)
+		return nil, fmt.Errorf("internal/nonces/filelog: open %s: %w", path, err)
 	}
 	if err := lock(f); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("projections/filelog: %s is in use by another process (no lock within %s): %w", path, LockTimeout, err)
+		return nil, fmt.Errorf("internal/nonces/filelog: %s is in use by another process (no lock within %s): %w", path, LockTimeout, err)
 	}
 	n := &Nonces{path: path, now: time.Now, entries: map[string]entry{}, file: f, stop: make(chan struct{}), stopped: make(chan struct{})}
 	good, err := n.load(f)
@@ -100,11 +100,11 @@ func Open(path string) (*Nonces, error) {
 	}
 	if err := f.Truncate(good); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("projections/filelog: drop the torn end of %s: %w", path, err)
+		return nil, fmt.Errorf("internal/nonces/filelog: drop the torn end of %s: %w", path, err)
 	}
 	if _, err := f.Seek(good, io.SeekStart); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("projections/filelog: seek %s: %w", path, err)
+		return nil, fmt.Errorf("internal/nonces/filelog: seek %s: %w", path, err)
 	}
 	n.prune(micros(n.now()))
 	if n.records > 2*len(n.entries)+compactMin/4 {
@@ -160,7 +160,7 @@ func (n *Nonces) load(f *os.File) (int64, error) {
 			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 				return good, nil
 			}
-			return 0, fmt.Errorf("projections/filelog: read %s: %w", n.path, err)
+			return 0, fmt.Errorf("internal/nonces/filelog: read %s: %w", n.path, err)
 		}
 		size := binary.BigEndian.Uint32(head[:4])
 		if size < 9 || size > 1<<20 {
@@ -174,7 +174,7 @@ func (n *Nonces) load(f *os.File) (int64, error) {
 			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 				return good, nil
 			}
-			return 0, fmt.Errorf("projections/filelog: read %s: %w", n.path, err)
+			return 0, fmt.Errorf("internal/nonces/filelog: read %s: %w", n.path, err)
 		}
 		if crc32.Checksum(payload, crcTable) != binary.BigEndian.Uint32(head[4:]) {
 			return good, nil
@@ -240,7 +240,7 @@ func (n *Nonces) Sync() error {
 	n.wmu.Lock()
 	defer n.wmu.Unlock()
 	if err := n.file.Sync(); err != nil {
-		return fmt.Errorf("projections/filelog: sync %s: %w", n.path, err)
+		return fmt.Errorf("internal/nonces/filelog: sync %s: %w", n.path, err)
 	}
 	return nil
 }
@@ -375,7 +375,7 @@ func (n *Nonces) flush(seq uint64) error {
 	_, err = n.file.Write(buf)
 	n.mu.Lock()
 	if err != nil {
-		n.werr = fmt.Errorf("projections/filelog: write %s: %w", n.path, err)
+		n.werr = fmt.Errorf("internal/nonces/filelog: write %s: %w", n.path, err)
 		err = n.werr
 	} else {
 		n.written = last
@@ -423,7 +423,7 @@ func (n *Nonces) compactLocked() error {
 	tmp := n.path + ".compact"
 	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
-		return fmt.Errorf("projections/filelog: compact %s: %w", n.path, err)
+		return fmt.Errorf("internal/nonces/filelog: compact %s: %w", n.path, err)
 	}
 	w := bufio.NewWriterSize(f, 1<<16)
 	var rec []byte
@@ -448,7 +448,7 @@ func (n *Nonces) compactLocked() error {
 	if err != nil {
 		f.Close()
 		os.Remove(tmp)
-		return fmt.Errorf("projections/filelog: compact %s: %w", n.path, err)
+		return fmt.Errorf("internal/nonces/filelog: compact %s: %w", n.path, err)
 	}
 	n.file.Close()
 	n.file = f

@@ -1,4 +1,7 @@
-package storetest
+// Package noncetest is the conformance suite of the replay guard's port
+// (nonces.Store): every adapter, the embedded files (bolt, filelog) and the
+// read-model stores that implement it (memory, postgres), runs it.
+package noncetest
 
 import (
 	"context"
@@ -9,14 +12,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/healthtech/partner-open-platform/projections"
+	"github.com/healthtech/partner-open-platform/internal/nonces"
 )
 
-// NonceStore is a replay guard under test on its own (an embedded node's
-// file, projections/filelog): the nonce port, Reset (which must leave
+// Store is a replay guard under test on its own (an embedded node's
+// file, internal/nonces/filelog): the nonce port, Reset (which must leave
 // nonces) and Close.
-type NonceStore interface {
-	projections.NonceStore
+type Store interface {
+	nonces.Store
 	Reset(ctx context.Context) error
 	Close() error
 }
@@ -24,7 +27,7 @@ type NonceStore interface {
 // nonceTests are the cases of the nonces sub-suite.
 var nonceTests = []struct {
 	name string
-	fn   func(t *testing.T, s NonceStore)
+	fn   func(t *testing.T, s Store)
 }{
 	{"NoncesFreshOnceUntilExpired", testNonces},
 	{"ConcurrentNonceUse", testNonceRace},
@@ -33,19 +36,26 @@ var nonceTests = []struct {
 	{"ConcurrentBindingsOfManyKeys", testBindingsOfManyKeys},
 }
 
-// nonceCases runs nonceTests inside Run, on whole read-model stores.
-var nonceCases = func() []testCase {
-	var cs []testCase
-	for _, c := range nonceTests {
-		cs = append(cs, testCase{c.name, func(t *testing.T, s Store) { c.fn(t, s) }})
+// Case is one case of the suite, for a suite of a wider store (a
+// read-model store that also implements the port) to run on its own stores.
+type Case struct {
+	Name string
+	Fn   func(t *testing.T, s Store)
+}
+
+// Cases returns the cases Run runs.
+func Cases() []Case {
+	cs := make([]Case, len(nonceTests))
+	for i, c := range nonceTests {
+		cs[i] = Case{c.name, c.fn}
 	}
 	return cs
-}()
+}
 
-// RunNonces checks a replay guard that is not a whole read-model store
+// Run checks a replay guard that is not a whole read-model store
 // against the same cases as Run's nonces sub-suite; open is called once per
-// case and must return an empty store, which RunNonces closes.
-func RunNonces(t *testing.T, open func(t *testing.T) NonceStore) {
+// case and must return an empty store, which Run closes.
+func Run(t *testing.T, open func(t *testing.T) Store) {
 	t.Helper()
 	for _, c := range nonceTests {
 		t.Run(c.name, func(t *testing.T) {
@@ -62,7 +72,9 @@ func RunNonces(t *testing.T, open func(t *testing.T) NonceStore) {
 
 // The cases of the nonce store: replay nonces (Use) and scheme M bindings (Bind), which are not read models and survive every reset.
 
-func useNonce(t *testing.T, s projections.NonceStore, scope, nonce string, expires time.Time) bool {
+var ctx = context.Background()
+
+func useNonce(t *testing.T, s nonces.Store, scope, nonce string, expires time.Time) bool {
 	t.Helper()
 	fresh, err := s.Use(context.Background(), scope, nonce, expires)
 	if err != nil {
@@ -71,45 +83,46 @@ func useNonce(t *testing.T, s projections.NonceStore, scope, nonce string, expir
 	return fresh
 }
 
-func wantUse(t *testing.T, s projections.NonceStore, what, scope, nonce string, expires time.Time, want bool) {
+// WantUse fails the test unless Use reports want.
+func WantUse(t *testing.T, s nonces.Store, what, scope, nonce string, expires time.Time, want bool) {
 	t.Helper()
 	if got := useNonce(t, s, scope, nonce, expires); got != want {
 		t.Errorf("%s: Use(%q, %q) = %v, want %v", what, scope, nonce, got, want)
 	}
 }
 
-func testNonces(t *testing.T, s NonceStore) {
+func testNonces(t *testing.T, s Store) {
 	now := time.Now()
 	future, past := now.Add(time.Hour), now.Add(-time.Hour)
 
-	wantUse(t, s, "fresh", "sig", "abc", future, true)
-	wantUse(t, s, "replay", "sig", "abc", future, false)
-	wantUse(t, s, "replay with a later expiry", "sig", "abc", future.Add(time.Hour), false)
-	wantUse(t, s, "replay with an earlier expiry", "sig", "abc", past, false)
+	WantUse(t, s, "fresh", "sig", "abc", future, true)
+	WantUse(t, s, "replay", "sig", "abc", future, false)
+	WantUse(t, s, "replay with a later expiry", "sig", "abc", future.Add(time.Hour), false)
+	WantUse(t, s, "replay with an earlier expiry", "sig", "abc", past, false)
 	// A refused use leaves the first use's expiry: still refused.
-	wantUse(t, s, "replay after a refused use", "sig", "abc", future, false)
+	WantUse(t, s, "replay after a refused use", "sig", "abc", future, false)
 
-	wantUse(t, s, "same nonce, other scope", "webhook", "abc", future, true)
-	wantUse(t, s, "replay in the other scope", "webhook", "abc", future, false)
-	wantUse(t, s, "other nonce", "sig", "abd", future, true)
-	wantUse(t, s, "nonces are case-sensitive", "sig", "ABC", future, true)
-	wantUse(t, s, "empty nonce", "sig", "", future, true)
-	wantUse(t, s, "empty scope", "", "abc", future, true)
-	wantUse(t, s, "empty nonce replayed", "sig", "", future, false)
+	WantUse(t, s, "same nonce, other scope", "webhook", "abc", future, true)
+	WantUse(t, s, "replay in the other scope", "webhook", "abc", future, false)
+	WantUse(t, s, "other nonce", "sig", "abd", future, true)
+	WantUse(t, s, "nonces are case-sensitive", "sig", "ABC", future, true)
+	WantUse(t, s, "empty nonce", "sig", "", future, true)
+	WantUse(t, s, "empty scope", "", "abc", future, true)
+	WantUse(t, s, "empty nonce replayed", "sig", "", future, false)
 	// Scope and nonce are a pair, not a concatenation.
-	wantUse(t, s, "split elsewhere", "si", "gabc", future, true)
+	WantUse(t, s, "split elsewhere", "si", "gabc", future, true)
 	long := strings.Repeat("n-🙂-", 100)
-	wantUse(t, s, "long unicode nonce", "sig", long, future, true)
-	wantUse(t, s, "long unicode nonce replayed", "sig", long, future, false)
+	WantUse(t, s, "long unicode nonce", "sig", long, future, true)
+	WantUse(t, s, "long unicode nonce replayed", "sig", long, future, false)
 
 	// A use that has expired no longer counts.
-	wantUse(t, s, "fresh, already expired", "sig", "old", past, true)
-	wantUse(t, s, "after the first use expired", "sig", "old", past, true)
-	wantUse(t, s, "after the expired use, valid again", "sig", "old", future, true)
-	wantUse(t, s, "replay of the renewed use", "sig", "old", future, false)
+	WantUse(t, s, "fresh, already expired", "sig", "old", past, true)
+	WantUse(t, s, "after the first use expired", "sig", "old", past, true)
+	WantUse(t, s, "after the expired use, valid again", "sig", "old", future, true)
+	WantUse(t, s, "replay of the renewed use", "sig", "old", future, false)
 }
 
-func testNonceRace(t *testing.T, s NonceStore) {
+func testNonceRace(t *testing.T, s Store) {
 	const goroutines = 20
 	race := func(what, nonce string, expires time.Time) {
 		t.Helper()
@@ -144,12 +157,12 @@ func testNonceRace(t *testing.T, s NonceStore) {
 	future := time.Now().Add(time.Hour)
 	race("new nonce", "raced", future)
 	// Taking over an expired use races the same way.
-	wantUse(t, s, "expired use", "sig", "renewed", time.Now().Add(-time.Hour), true)
+	WantUse(t, s, "expired use", "sig", "renewed", time.Now().Add(-time.Hour), true)
 	race("expired nonce", "renewed", future)
-	wantUse(t, s, "after the races", "sig", "raced", future, false)
+	WantUse(t, s, "after the races", "sig", "raced", future, false)
 }
 
-func bind(t *testing.T, s projections.NonceStore, scope, key, value string, expires time.Time) (string, bool) {
+func bind(t *testing.T, s nonces.Store, scope, key, value string, expires time.Time) (string, bool) {
 	t.Helper()
 	existing, fresh, err := s.Bind(context.Background(), scope, key, value, expires)
 	if err != nil {
@@ -158,7 +171,7 @@ func bind(t *testing.T, s projections.NonceStore, scope, key, value string, expi
 	return existing, fresh
 }
 
-func wantBind(t *testing.T, s projections.NonceStore, what, scope, key, value string, expires time.Time, wantExisting string, wantFresh bool) {
+func wantBind(t *testing.T, s nonces.Store, what, scope, key, value string, expires time.Time, wantExisting string, wantFresh bool) {
 	t.Helper()
 	existing, fresh := bind(t, s, scope, key, value, expires)
 	if existing != wantExisting || fresh != wantFresh {
@@ -166,7 +179,7 @@ func wantBind(t *testing.T, s projections.NonceStore, what, scope, key, value st
 	}
 }
 
-func testBindings(t *testing.T, s NonceStore) {
+func testBindings(t *testing.T, s Store) {
 	now := time.Now()
 	future, past := now.Add(time.Hour), now.Add(-time.Hour)
 
@@ -189,9 +202,9 @@ func testBindings(t *testing.T, s NonceStore) {
 	wantBind(t, s, "long unicode value read back", "m", "sig-long", "GET /", future, long, false)
 
 	// Bindings and nonces never collide, in either order.
-	wantUse(t, s, "nonce named like a binding", "m", "sig-1", future, true)
+	WantUse(t, s, "nonce named like a binding", "m", "sig-1", future, true)
 	wantBind(t, s, "binding named like a used nonce", "sig", "n-used", "GET /a", future, "GET /a", true)
-	wantUse(t, s, "nonce after a binding of its name", "sig", "n-used", future, true)
+	WantUse(t, s, "nonce after a binding of its name", "sig", "n-used", future, true)
 
 	// An expired binding no longer holds: the next caller's value replaces it.
 	wantBind(t, s, "binding already expired", "m", "sig-old", "GET /old", past, "GET /old", true)
@@ -207,7 +220,7 @@ func testBindings(t *testing.T, s NonceStore) {
 
 // Fifty callers binding one key to fifty values at once: exactly one value
 // wins, and every caller is told that value.
-func testBindingRace(t *testing.T, s NonceStore) {
+func testBindingRace(t *testing.T, s Store) {
 	const goroutines = 50
 	race := func(what, key string, expires time.Time) string {
 		t.Helper()
@@ -270,7 +283,7 @@ func testBindingRace(t *testing.T, s NonceStore) {
 // is not fresh; a held key answers its holder to all; a key whose every
 // binding is already expired answers each caller fresh with its own value,
 // since each binding is judged against the last, which had expired.
-func testBindingsOfManyKeys(t *testing.T, s NonceStore) {
+func testBindingsOfManyKeys(t *testing.T, s Store) {
 	const (
 		keys    = 40
 		callers = 6
@@ -354,29 +367,29 @@ func testBindingsOfManyKeys(t *testing.T, s NonceStore) {
 	}
 }
 
-// RunDurableNonces checks a replay guard kept in a file (an embedded node's)
+// RunDurable checks a replay guard kept in a file (an embedded node's)
 // across restarts: open opens the file at path, again for each restart, and
-// the cases close what they open. Together with RunNonces it is the
+// the cases close what they open. Together with Run it is the
 // conformance suite of every file-backed nonce store, so each adapter's own
 // tests keep only what is particular to its format.
-func RunDurableNonces(t *testing.T, open func(path string) (NonceStore, error)) {
+func RunDurable(t *testing.T, open func(path string) (Store, error)) {
 	t.Helper()
 	for _, c := range []struct {
 		name string
-		fn   func(t *testing.T, reopen func() (NonceStore, error))
+		fn   func(t *testing.T, reopen func() (Store, error))
 	}{
 		{"NoncesSurviveReopen", testNoncesSurviveReopen},
 		{"OneNodePerFile", testOneNodePerFile},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "nonces")
-			c.fn(t, func() (NonceStore, error) { return open(path) })
+			c.fn(t, func() (Store, error) { return open(path) })
 		})
 	}
 }
 
 // mustOpen opens the store or fails the test.
-func mustOpen(t *testing.T, reopen func() (NonceStore, error)) NonceStore {
+func mustOpen(t *testing.T, reopen func() (Store, error)) Store {
 	t.Helper()
 	s, err := reopen()
 	if err != nil {
@@ -387,7 +400,7 @@ func mustOpen(t *testing.T, reopen func() (NonceStore, error)) NonceStore {
 
 // A nonce used before a restart is still refused after it, until it
 // expires; so is a signature bound to one route, on another.
-func testNoncesSurviveReopen(t *testing.T, reopen func() (NonceStore, error)) {
+func testNoncesSurviveReopen(t *testing.T, reopen func() (Store, error)) {
 	ctx := context.Background()
 	n := mustOpen(t, reopen)
 	future := time.Now().Add(time.Hour)
@@ -417,7 +430,7 @@ func testNoncesSurviveReopen(t *testing.T, reopen func() (NonceStore, error)) {
 }
 
 // A second process cannot open the file while a node holds it.
-func testOneNodePerFile(t *testing.T, reopen func() (NonceStore, error)) {
+func testOneNodePerFile(t *testing.T, reopen func() (Store, error)) {
 	n := mustOpen(t, reopen)
 	defer n.Close()
 	if testing.Short() {
