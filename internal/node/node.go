@@ -29,6 +29,9 @@ import (
 	"github.com/healthtech/partner-open-platform/events/catalog"
 	pgevents "github.com/healthtech/partner-open-platform/events/postgres"
 	"github.com/healthtech/partner-open-platform/internal/auth"
+	"github.com/healthtech/partner-open-platform/internal/datakeys"
+	keyfiles "github.com/healthtech/partner-open-platform/internal/datakeys/files"
+	keyspg "github.com/healthtech/partner-open-platform/internal/datakeys/postgres"
 	"github.com/healthtech/partner-open-platform/internal/httpapi"
 	"github.com/healthtech/partner-open-platform/internal/idempotency"
 	"github.com/healthtech/partner-open-platform/internal/lease"
@@ -37,9 +40,6 @@ import (
 	"github.com/healthtech/partner-open-platform/internal/metrics"
 	"github.com/healthtech/partner-open-platform/internal/openapi"
 	"github.com/healthtech/partner-open-platform/internal/secrets"
-	"github.com/healthtech/partner-open-platform/keys"
-	keyfiles "github.com/healthtech/partner-open-platform/keys/files"
-	keyspg "github.com/healthtech/partner-open-platform/keys/postgres"
 	"github.com/healthtech/partner-open-platform/portal"
 	"github.com/healthtech/partner-open-platform/portal/mail"
 	"github.com/healthtech/partner-open-platform/privacy"
@@ -153,7 +153,7 @@ type Config struct {
 	// bounded by the log's growth, not only by time.
 	SnapshotEvents int
 	// CacheSweepInterval is how often the caches holding decrypted personal
-	// data are checked against the key store (default keys.CacheTTL; tests
+	// data are checked against the key store (default datakeys.CacheTTL; tests
 	// shorten it): it bounds how long a key destroyed by a node that died
 	// before appending user.erased leaves plaintext here (README, Erasure).
 	CacheSweepInterval time.Duration
@@ -182,7 +182,7 @@ type Node struct {
 	// relay reads it, so the Kafka topics carry ciphertext.
 	StoredEvents events.Store
 	// Keys is the per-person data key store.
-	Keys        *keys.Keys
+	Keys        *datakeys.Keys
 	erasureMu   sync.Mutex
 	erasureSeen events.Position // see ErasureSeen
 	ReadModel   ReadModels
@@ -332,7 +332,7 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 	if err != nil {
 		return nil, err
 	}
-	var keyBackend keys.Backend
+	var keyBackend datakeys.Backend
 	if cfg.PostgresURL != "" {
 		keyBackend, err = keyspg.Open(ctx, cfg.PostgresURL)
 		n.Adapters["personal-data keys"] = "Postgres"
@@ -346,7 +346,7 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 	}
 	n.closers = append(n.closers, keyBackend.Close)
 	mark = phase("keys", mark)
-	n.Keys = keys.New(keyBackend, sealer, sealer.Previous()...)
+	n.Keys = datakeys.New(keyBackend, sealer, sealer.Previous()...)
 	n.Keys.SetClock(cfg.Now)
 	erasures := &privacy.ErasureFollower{Store: n.StoredEvents, Keys: n.Keys, Forgot: n.forgotKey}
 	if erasures.From, err = n.StoredEvents.Head(ctx); err != nil { // before this node opens any key
@@ -571,7 +571,7 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		n.spawnOwned(runCtx, "erasure purge", n.Leases, "erasure-purge", cfg.LeaseTTL,
 			n.purgeErased(pg, cmp.Or(cfg.ErasurePurgeInterval, DefaultErasurePurgeInterval)))
 	}
-	n.spawn(runCtx, "cache sweep", n.sweepCaches(users, cmp.Or(cfg.CacheSweepInterval, keys.CacheTTL)))
+	n.spawn(runCtx, "cache sweep", n.sweepCaches(users, cmp.Or(cfg.CacheSweepInterval, datakeys.CacheTTL)))
 	if n.Portal != nil {
 		n.spawn(runCtx, "portal mail work", n.Portal.RunMailWork)
 	}

@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/healthtech/partner-open-platform/events/catalog"
-	"github.com/healthtech/partner-open-platform/keys"
-	keyfiles "github.com/healthtech/partner-open-platform/keys/files"
+	"github.com/healthtech/partner-open-platform/internal/datakeys"
+	keyfiles "github.com/healthtech/partner-open-platform/internal/datakeys/files"
 	"github.com/healthtech/partner-open-platform/projections/memory"
 )
 
@@ -46,7 +46,7 @@ func TestConvertSnapshot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	key, err := keys.New(backend, sealer, sealer.Previous()...).Lookup(ctx, h.KeySubject)
+	key, err := datakeys.New(backend, sealer, sealer.Previous()...).Lookup(ctx, h.KeySubject)
 	if err != nil {
 		t.Fatal(err)
 	}

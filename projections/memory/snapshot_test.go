@@ -22,9 +22,9 @@ import (
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/events/catalog"
 	evmemory "github.com/healthtech/partner-open-platform/events/memory"
+	"github.com/healthtech/partner-open-platform/internal/datakeys"
+	keyfiles "github.com/healthtech/partner-open-platform/internal/datakeys/files"
 	"github.com/healthtech/partner-open-platform/internal/secrets"
-	"github.com/healthtech/partner-open-platform/keys"
-	keyfiles "github.com/healthtech/partner-open-platform/keys/files"
 	"github.com/healthtech/partner-open-platform/projections"
 	"github.com/healthtech/partner-open-platform/projections/memory"
 )
@@ -34,7 +34,7 @@ import (
 type snapFixture struct {
 	ctx   context.Context
 	log   *evmemory.Store
-	keys  *keys.Keys
+	keys  *datakeys.Keys
 	store *memory.Store
 	path  string
 }
@@ -51,7 +51,7 @@ func newSnapFixture(t *testing.T) *snapFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &snapFixture{ctx: context.Background(), log: evmemory.New(), keys: keys.New(backend, sealer), store: memory.New(),
+	return &snapFixture{ctx: context.Background(), log: evmemory.New(), keys: datakeys.New(backend, sealer), store: memory.New(),
 		path: filepath.Join(dir, "readmodels.snapshot")}
 }
 

@@ -14,18 +14,18 @@ import (
 
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/events/catalog"
-	"github.com/healthtech/partner-open-platform/keys"
+	"github.com/healthtech/partner-open-platform/internal/datakeys"
 	"github.com/healthtech/partner-open-platform/projections"
 )
 
-// SnapshotKeys is the part of the personal-data key store (keys.Keys) a
+// SnapshotKeys is the part of the personal-data key store (datakeys.Keys) a
 // snapshotter uses: each snapshot is sealed with a data key of its own, so
 // destroying that key (erasure, rebuild) shreds the snapshot even where
 // the file system keeps freed blocks, and a master-key rotation re-seals it
 // like any other data key.
 type SnapshotKeys interface {
-	DataKey(ctx context.Context, subject string) (keys.Key, error)
-	Lookup(ctx context.Context, subject string) (keys.Key, error)
+	DataKey(ctx context.Context, subject string) (datakeys.Key, error)
+	Lookup(ctx context.Context, subject string) (datakeys.Key, error)
 	Destroy(ctx context.Context, subject string) error
 }
 
@@ -369,7 +369,7 @@ func (s *Snapshotter) shred(ctx context.Context, subject string) {
 }
 
 func (s *Snapshotter) shredKey(ctx context.Context, subject string) {
-	if !keys.ValidSubject(subject) {
+	if !datakeys.ValidSubject(subject) {
 		return
 	}
 	if err := s.Keys.Destroy(ctx, subject); err != nil {

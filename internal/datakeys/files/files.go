@@ -39,7 +39,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/healthtech/partner-open-platform/keys"
+	"github.com/healthtech/partner-open-platform/internal/datakeys"
 )
 
 const logName = "keys.log"
@@ -67,7 +67,7 @@ type Store struct {
 }
 
 type entry struct {
-	rec       keys.Record
+	rec       datakeys.Record
 	off, n    int64 // the live key line (without its newline); n == 0 once destroyed
 	destroyed bool
 	ticket    uint64 // the write that made this entry; durable once synced >= ticket
@@ -143,7 +143,7 @@ func (s *Store) load() error {
 			continue
 		}
 		l := r.l
-		if r.err != nil || !keys.ValidSubject(l.Subject) {
+		if r.err != nil || !datakeys.ValidSubject(l.Subject) {
 			f.Close()
 			return fmt.Errorf("keys: %s is corrupt at byte %d", logName, off)
 		}
@@ -152,9 +152,9 @@ func (s *Store) load() error {
 		}
 		switch l.Op {
 		case "key":
-			s.index[l.Subject] = &entry{rec: keys.Record{Subject: l.Subject, KeyID: l.KeyID, MasterKeyID: l.MasterKeyID, Sealed: l.Sealed, Created: l.Created}, off: off, n: n}
+			s.index[l.Subject] = &entry{rec: datakeys.Record{Subject: l.Subject, KeyID: l.KeyID, MasterKeyID: l.MasterKeyID, Sealed: l.Sealed, Created: l.Created}, off: off, n: n}
 		case "destroyed":
-			s.index[l.Subject] = &entry{rec: keys.Record{Subject: l.Subject}, destroyed: true}
+			s.index[l.Subject] = &entry{rec: datakeys.Record{Subject: l.Subject}, destroyed: true}
 		default:
 			f.Close()
 			return fmt.Errorf("keys: %s has an unknown record %q at byte %d", logName, l.Op, off)
@@ -242,7 +242,7 @@ func (s *Store) migrate() error {
 	var subjects []string
 	for _, e := range entries {
 		name := e.Name()
-		if strings.HasSuffix(name, ".tmp") || !keys.ValidSubject(name) {
+		if strings.HasSuffix(name, ".tmp") || !datakeys.ValidSubject(name) {
 			continue
 		}
 		if _, ok := s.index[name]; ok {
@@ -256,7 +256,7 @@ func (s *Store) migrate() error {
 		if err := json.Unmarshal(b, &lf); err != nil {
 			return fmt.Errorf("keys: subject file %s: %w", name, err)
 		}
-		e := entry{rec: keys.Record{Subject: name, KeyID: lf.KeyID, MasterKeyID: lf.MasterKeyID, Sealed: lf.Sealed, Created: lf.Created}, destroyed: lf.DestroyedAt != nil}
+		e := entry{rec: datakeys.Record{Subject: name, KeyID: lf.KeyID, MasterKeyID: lf.MasterKeyID, Sealed: lf.Sealed, Created: lf.Created}, destroyed: lf.DestroyedAt != nil}
 		lines = append(lines, encodeLine(e))
 		subjects = append(subjects, name)
 	}
@@ -319,7 +319,7 @@ func (s *Store) appendLines(subjects []string, lines [][]byte, entries []*entry)
 		} else {
 			var l line
 			_ = json.Unmarshal(lines[i], &l)
-			e = &entry{rec: keys.Record{Subject: subj, KeyID: l.KeyID, MasterKeyID: l.MasterKeyID, Sealed: l.Sealed, Created: l.Created}, destroyed: l.Op == "destroyed"}
+			e = &entry{rec: datakeys.Record{Subject: subj, KeyID: l.KeyID, MasterKeyID: l.MasterKeyID, Sealed: l.Sealed, Created: l.Created}, destroyed: l.Op == "destroyed"}
 		}
 		if !e.destroyed {
 			e.off, e.n = offs[i], int64(len(lines[i]))
@@ -396,37 +396,37 @@ func (s *Store) lookup(subject string) (*entry, error) {
 	return &c, nil
 }
 
-func result(e *entry) (keys.Record, error) {
+func result(e *entry) (datakeys.Record, error) {
 	if e == nil {
-		return keys.Record{}, keys.ErrNotFound
+		return datakeys.Record{}, datakeys.ErrNotFound
 	}
 	if e.destroyed {
-		return keys.Record{}, keys.ErrDestroyed
+		return datakeys.Record{}, datakeys.ErrDestroyed
 	}
 	return e.rec, nil
 }
 
-// Insert implements keys.Backend.
-func (s *Store) Insert(ctx context.Context, rec keys.Record) (keys.Record, error) {
-	out, err := s.InsertBatch(ctx, []keys.Record{rec})
+// Insert implements datakeys.Backend.
+func (s *Store) Insert(ctx context.Context, rec datakeys.Record) (datakeys.Record, error) {
+	out, err := s.InsertBatch(ctx, []datakeys.Record{rec})
 	if err != nil {
-		return keys.Record{}, err
+		return datakeys.Record{}, err
 	}
 	if out[0].KeyID == "" {
-		return keys.Record{}, keys.ErrDestroyed
+		return datakeys.Record{}, datakeys.ErrDestroyed
 	}
 	return out[0], nil
 }
 
-// InsertBatch implements keys.Backend: every new record is appended in one
+// InsertBatch implements datakeys.Backend: every new record is appended in one
 // write and made durable by one fsync.
-func (s *Store) InsertBatch(ctx context.Context, recs []keys.Record) ([]keys.Record, error) {
+func (s *Store) InsertBatch(ctx context.Context, recs []datakeys.Record) ([]datakeys.Record, error) {
 	for _, r := range recs {
-		if !keys.ValidSubject(r.Subject) {
-			return nil, fmt.Errorf("%w: %q", keys.ErrInvalidSubject, r.Subject)
+		if !datakeys.ValidSubject(r.Subject) {
+			return nil, fmt.Errorf("%w: %q", datakeys.ErrInvalidSubject, r.Subject)
 		}
 	}
-	out := make([]keys.Record, len(recs))
+	out := make([]datakeys.Record, len(recs))
 	var subjects []string
 	var lines [][]byte
 	var entries []*entry
@@ -459,36 +459,36 @@ func (s *Store) InsertBatch(ctx context.Context, recs []keys.Record) ([]keys.Rec
 	return out, nil
 }
 
-// Get implements keys.Backend.
-func (s *Store) Get(ctx context.Context, subject string) (keys.Record, error) {
-	if !keys.ValidSubject(subject) {
-		return keys.Record{}, keys.ErrInvalidSubject
+// Get implements datakeys.Backend.
+func (s *Store) Get(ctx context.Context, subject string) (datakeys.Record, error) {
+	if !datakeys.ValidSubject(subject) {
+		return datakeys.Record{}, datakeys.ErrInvalidSubject
 	}
 	e, err := s.lookup(subject)
 	if err != nil {
-		return keys.Record{}, err
+		return datakeys.Record{}, err
 	}
 	return result(e)
 }
 
-// GetByKeyID implements keys.Backend.
-func (s *Store) GetByKeyID(ctx context.Context, keyID string) (keys.Record, error) {
-	subject, ok := keys.SubjectOf(keyID)
-	if !ok || !keys.ValidSubject(subject) {
-		return keys.Record{}, keys.ErrNotFound
+// GetByKeyID implements datakeys.Backend.
+func (s *Store) GetByKeyID(ctx context.Context, keyID string) (datakeys.Record, error) {
+	subject, ok := datakeys.SubjectOf(keyID)
+	if !ok || !datakeys.ValidSubject(subject) {
+		return datakeys.Record{}, datakeys.ErrNotFound
 	}
 	rec, err := s.Get(ctx, subject)
-	if errors.Is(err, keys.ErrDestroyed) || err == nil && rec.KeyID != keyID {
-		return keys.Record{}, keys.ErrNotFound
+	if errors.Is(err, datakeys.ErrDestroyed) || err == nil && rec.KeyID != keyID {
+		return datakeys.Record{}, datakeys.ErrNotFound
 	}
 	return rec, err
 }
 
-// Destroy implements keys.Backend: a tombstone is appended, the key's line
+// Destroy implements datakeys.Backend: a tombstone is appended, the key's line
 // is overwritten in place with spaces, and one fsync makes both durable.
 func (s *Store) Destroy(ctx context.Context, subject string) error {
-	if !keys.ValidSubject(subject) {
-		return keys.ErrInvalidSubject
+	if !datakeys.ValidSubject(subject) {
+		return datakeys.ErrInvalidSubject
 	}
 	s.mu.Lock()
 	cur := s.index[subject]
@@ -497,7 +497,7 @@ func (s *Store) Destroy(ctx context.Context, subject string) error {
 		s.mu.Unlock()
 		return s.durable(t)
 	}
-	t, err := s.appendLines([]string{subject}, [][]byte{encodeLine(entry{rec: keys.Record{Subject: subject}, destroyed: true})}, []*entry{{rec: keys.Record{Subject: subject}, destroyed: true}})
+	t, err := s.appendLines([]string{subject}, [][]byte{encodeLine(entry{rec: datakeys.Record{Subject: subject}, destroyed: true})}, []*entry{{rec: datakeys.Record{Subject: subject}, destroyed: true}})
 	if err == nil && cur != nil {
 		err = s.blank(cur.off, cur.n)
 	}
@@ -508,9 +508,9 @@ func (s *Store) Destroy(ctx context.Context, subject string) error {
 	return s.durable(t)
 }
 
-// Update implements keys.Backend: the new line is made durable before the
+// Update implements datakeys.Backend: the new line is made durable before the
 // old one is blanked, so a crash never loses the key.
-func (s *Store) Update(ctx context.Context, fromMaster string, rec keys.Record) error {
+func (s *Store) Update(ctx context.Context, fromMaster string, rec datakeys.Record) error {
 	s.mu.Lock()
 	cur := s.index[rec.Subject]
 	if cur == nil || cur.destroyed || cur.rec.KeyID != rec.KeyID || cur.rec.MasterKeyID != fromMaster {
@@ -538,10 +538,10 @@ func (s *Store) Update(ctx context.Context, fromMaster string, rec keys.Record) 
 	return s.durable(t)
 }
 
-// List implements keys.Backend.
-func (s *Store) List(ctx context.Context, fn func(keys.Record) error) error {
+// List implements datakeys.Backend.
+func (s *Store) List(ctx context.Context, fn func(datakeys.Record) error) error {
 	s.mu.Lock()
-	var recs []keys.Record
+	var recs []datakeys.Record
 	var wait uint64
 	for _, e := range s.index {
 		if !e.destroyed {
@@ -562,7 +562,7 @@ func (s *Store) List(ctx context.Context, fn func(keys.Record) error) error {
 	return nil
 }
 
-// Close implements keys.Backend.
+// Close implements datakeys.Backend.
 func (s *Store) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()

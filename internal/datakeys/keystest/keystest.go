@@ -1,5 +1,5 @@
-// Package keystest is the conformance suite every keys.Backend adapter
-// passes, run through keys.Keys as the platform uses it.
+// Package keystest is the conformance suite every datakeys.Backend adapter
+// passes, run through datakeys.Keys as the platform uses it.
 package keystest
 
 import (
@@ -12,16 +12,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/healthtech/partner-open-platform/internal/datakeys"
 	"github.com/healthtech/partner-open-platform/internal/secrets"
-	"github.com/healthtech/partner-open-platform/keys"
 )
 
 // Run holds an adapter to the key store's contract. open returns a fresh,
 // empty backend and registers its own cleanup.
-func Run(t *testing.T, open func(t *testing.T) keys.Backend) {
+func Run(t *testing.T, open func(t *testing.T) datakeys.Backend) {
 	cases := []struct {
 		name string
-		run  func(t *testing.T, b keys.Backend)
+		run  func(t *testing.T, b datakeys.Backend)
 	}{
 		{"CreatedOnFirstUse", testCreatedOnFirstUse},
 		{"SealedNotClear", testSealedNotClear},
@@ -60,7 +60,7 @@ func ctx(t *testing.T) context.Context {
 }
 
 // roundTrip encrypts with one key and decrypts with the other.
-func roundTrip(t *testing.T, enc, dec keys.Key) {
+func roundTrip(t *testing.T, enc, dec datakeys.Key) {
 	t.Helper()
 	nonce := make([]byte, enc.AEAD.NonceSize())
 	ct := enc.AEAD.Seal(nil, nonce, []byte("11010519491231002X"), []byte("ad"))
@@ -70,10 +70,10 @@ func roundTrip(t *testing.T, enc, dec keys.Key) {
 	}
 }
 
-func testCreatedOnFirstUse(t *testing.T, b keys.Backend) {
+func testCreatedOnFirstUse(t *testing.T, b datakeys.Backend) {
 	c, m := ctx(t), master(t)
-	ks := keys.New(b, m)
-	if _, err := ks.Lookup(c, "user-1"); !errors.Is(err, keys.ErrNotFound) {
+	ks := datakeys.New(b, m)
+	if _, err := ks.Lookup(c, "user-1"); !errors.Is(err, datakeys.ErrNotFound) {
 		t.Fatalf("lookup before first use: %v", err)
 	}
 	k1, err := ks.DataKey(c, "user-1")
@@ -89,7 +89,7 @@ func testCreatedOnFirstUse(t *testing.T, b keys.Backend) {
 		t.Fatalf("two subjects share key %s (%v)", other.ID, err)
 	}
 	// A fresh store over the same backend (no cache) opens the same key.
-	fresh := keys.New(b, m)
+	fresh := datakeys.New(b, m)
 	byID, err := fresh.ByID(c, k1.ID)
 	if err != nil || byID.Subject != "user-1" {
 		t.Fatalf("by id: %+v %v", byID, err)
@@ -99,20 +99,20 @@ func testCreatedOnFirstUse(t *testing.T, b keys.Backend) {
 	if err != nil || looked.ID != k1.ID {
 		t.Fatalf("lookup: %v", err)
 	}
-	if _, err := fresh.ByID(c, "user-1~0000000000000000"); !errors.Is(err, keys.ErrNotFound) {
+	if _, err := fresh.ByID(c, "user-1~0000000000000000"); !errors.Is(err, datakeys.ErrNotFound) {
 		t.Fatalf("unknown key id: %v", err)
 	}
 }
 
-func testSealedNotClear(t *testing.T, b keys.Backend) {
+func testSealedNotClear(t *testing.T, b datakeys.Backend) {
 	c, m := ctx(t), master(t)
-	ks := keys.New(b, m)
+	ks := datakeys.New(b, m)
 	k, err := ks.DataKey(c, "order-7")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var seen int
-	err = b.List(c, func(r keys.Record) error {
+	err = b.List(c, func(r datakeys.Record) error {
 		seen++
 		if r.KeyID != k.ID || r.Subject != "order-7" || r.MasterKeyID != m.KeyID() || !strings.HasPrefix(r.Sealed, "v1:") {
 			return fmt.Errorf("record %+v", r)
@@ -127,9 +127,9 @@ func testSealedNotClear(t *testing.T, b keys.Backend) {
 	}
 }
 
-func testDestroy(t *testing.T, b keys.Backend) {
+func testDestroy(t *testing.T, b datakeys.Backend) {
 	c, m := ctx(t), master(t)
-	ks := keys.New(b, m)
+	ks := datakeys.New(b, m)
 	k, err := ks.DataKey(c, "user-9")
 	if err != nil {
 		t.Fatal(err)
@@ -141,14 +141,14 @@ func testDestroy(t *testing.T, b keys.Backend) {
 	if err := ks.Destroy(c, "user-9"); err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []*keys.Keys{ks, keys.New(b, m)} {
-		if _, err := s.ByID(c, k.ID); !errors.Is(err, keys.ErrNotFound) {
+	for _, s := range []*datakeys.Keys{ks, datakeys.New(b, m)} {
+		if _, err := s.ByID(c, k.ID); !errors.Is(err, datakeys.ErrNotFound) {
 			t.Fatalf("destroyed key still opens: %v", err)
 		}
-		if _, err := s.DataKey(c, "user-9"); !errors.Is(err, keys.ErrDestroyed) {
+		if _, err := s.DataKey(c, "user-9"); !errors.Is(err, datakeys.ErrDestroyed) {
 			t.Fatalf("destroyed subject got a key again: %v", err)
 		}
-		if _, err := s.Lookup(c, "user-9"); !errors.Is(err, keys.ErrDestroyed) {
+		if _, err := s.Lookup(c, "user-9"); !errors.Is(err, datakeys.ErrDestroyed) {
 			t.Fatalf("lookup of a destroyed subject: %v", err)
 		}
 		if got, err := s.ByID(c, keep.ID); err != nil || got.ID != keep.ID {
@@ -161,10 +161,10 @@ func testDestroy(t *testing.T, b keys.Backend) {
 	if err := ks.Destroy(c, "user-never"); err != nil {
 		t.Fatalf("destroying a subject without a key: %v", err)
 	}
-	if _, err := ks.DataKey(c, "user-never"); !errors.Is(err, keys.ErrDestroyed) {
+	if _, err := ks.DataKey(c, "user-never"); !errors.Is(err, datakeys.ErrDestroyed) {
 		t.Fatalf("a destroyed subject without a key got one: %v", err)
 	}
-	err = b.List(c, func(r keys.Record) error {
+	err = b.List(c, func(r datakeys.Record) error {
 		if r.Subject == "user-9" || r.KeyID == k.ID {
 			return fmt.Errorf("destroyed key listed: %s", r.KeyID)
 		}
@@ -175,7 +175,7 @@ func testDestroy(t *testing.T, b keys.Backend) {
 	}
 }
 
-func testConcurrentFirstUse(t *testing.T, b keys.Backend) {
+func testConcurrentFirstUse(t *testing.T, b datakeys.Backend) {
 	c, m := ctx(t), master(t)
 	const n = 20
 	ids := make([]string, n)
@@ -187,7 +187,7 @@ func testConcurrentFirstUse(t *testing.T, b keys.Backend) {
 		go func() {
 			defer wg.Done()
 			<-start
-			k, err := keys.New(b, m).DataKey(c, "user-concurrent") // no shared cache
+			k, err := datakeys.New(b, m).DataKey(c, "user-concurrent") // no shared cache
 			ids[i], errs[i] = k.ID, err
 		}()
 	}
@@ -199,16 +199,16 @@ func testConcurrentFirstUse(t *testing.T, b keys.Backend) {
 		}
 	}
 	count := 0
-	_ = b.List(c, func(keys.Record) error { count++; return nil })
+	_ = b.List(c, func(datakeys.Record) error { count++; return nil })
 	if count != 1 {
 		t.Fatalf("%d keys stored for one subject", count)
 	}
 }
 
-func testReseal(t *testing.T, b keys.Backend) {
+func testReseal(t *testing.T, b datakeys.Backend) {
 	c, oldM, newM := ctx(t), master(t), master(t)
-	old := keys.New(b, oldM)
-	var made []keys.Key
+	old := datakeys.New(b, oldM)
+	var made []datakeys.Key
 	for i := range 3 {
 		k, err := old.DataKey(c, fmt.Sprintf("user-%d", 100+i))
 		if err != nil {
@@ -216,7 +216,7 @@ func testReseal(t *testing.T, b keys.Backend) {
 		}
 		made = append(made, k)
 	}
-	rotating := keys.New(b, newM, oldM)
+	rotating := datakeys.New(b, newM, oldM)
 	n, err := rotating.Reseal(c)
 	if err != nil || n != 3 {
 		t.Fatalf("resealed %d: %v", n, err)
@@ -224,7 +224,7 @@ func testReseal(t *testing.T, b keys.Backend) {
 	if n, err := rotating.Reseal(c); err != nil || n != 0 {
 		t.Fatalf("second reseal %d: %v", n, err)
 	}
-	onlyNew := keys.New(b, newM)
+	onlyNew := datakeys.New(b, newM)
 	for _, k := range made {
 		got, err := onlyNew.ByID(c, k.ID)
 		if err != nil {
@@ -232,27 +232,27 @@ func testReseal(t *testing.T, b keys.Backend) {
 		}
 		roundTrip(t, k, got) // the data key itself did not change
 	}
-	if _, err := keys.New(b, oldM).ByID(c, made[0].ID); err == nil {
+	if _, err := datakeys.New(b, oldM).ByID(c, made[0].ID); err == nil {
 		t.Fatal("the retired master key still opens a re-sealed key")
 	}
 }
 
-func testWrongMasterKey(t *testing.T, b keys.Backend) {
+func testWrongMasterKey(t *testing.T, b datakeys.Backend) {
 	c := ctx(t)
-	k, err := keys.New(b, master(t)).DataKey(c, "user-5")
+	k, err := datakeys.New(b, master(t)).DataKey(c, "user-5")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := keys.New(b, master(t)).ByID(c, k.ID); err == nil || errors.Is(err, keys.ErrNotFound) {
+	if _, err := datakeys.New(b, master(t)).ByID(c, k.ID); err == nil || errors.Is(err, datakeys.ErrNotFound) {
 		t.Fatalf("wrong master key: %v", err)
 	}
 }
 
-func testInvalidSubject(t *testing.T, b keys.Backend) {
+func testInvalidSubject(t *testing.T, b datakeys.Backend) {
 	c := ctx(t)
-	ks := keys.New(b, master(t))
+	ks := datakeys.New(b, master(t))
 	for _, s := range []string{"", "../etc/passwd", ".hidden", "a/b", strings.Repeat("x", 129), "名前"} {
-		if _, err := ks.DataKey(c, s); !errors.Is(err, keys.ErrInvalidSubject) {
+		if _, err := ks.DataKey(c, s); !errors.Is(err, datakeys.ErrInvalidSubject) {
 			t.Fatalf("subject %q: %v", s, err)
 		}
 	}
@@ -261,9 +261,9 @@ func testInvalidSubject(t *testing.T, b keys.Backend) {
 // testPrepareBatch makes keys ahead of use: each prepared subject's first
 // use, through a store without a cache, finds the prepared key; a subject
 // that had a key keeps it and a destroyed one gets none.
-func testPrepareBatch(t *testing.T, b keys.Backend) {
+func testPrepareBatch(t *testing.T, b datakeys.Backend) {
 	c, m := ctx(t), master(t)
-	ks := keys.New(b, m)
+	ks := datakeys.New(b, m)
 	had, err := ks.DataKey(c, "user-1")
 	if err != nil {
 		t.Fatal(err)
@@ -281,7 +281,7 @@ func testPrepareBatch(t *testing.T, b keys.Backend) {
 	if err := ks.Prepare(c, subjects); err != nil {
 		t.Fatalf("preparing twice: %v", err)
 	}
-	fresh := keys.New(b, m)
+	fresh := datakeys.New(b, m)
 	for _, s := range subjects[2:] {
 		cachedKey, err := ks.DataKey(c, s)
 		if err != nil {
@@ -296,22 +296,22 @@ func testPrepareBatch(t *testing.T, b keys.Backend) {
 	if k, err := fresh.DataKey(c, "user-1"); err != nil || k.ID != had.ID {
 		t.Fatalf("a subject's existing key was replaced: %s %v", k.ID, err)
 	}
-	if _, err := fresh.DataKey(c, "user-2"); !errors.Is(err, keys.ErrDestroyed) {
+	if _, err := fresh.DataKey(c, "user-2"); !errors.Is(err, datakeys.ErrDestroyed) {
 		t.Fatalf("a destroyed subject was prepared: %v", err)
 	}
 	count := 0
-	_ = b.List(c, func(keys.Record) error { count++; return nil })
+	_ = b.List(c, func(datakeys.Record) error { count++; return nil })
 	if count != 49 {
 		t.Fatalf("%d keys stored, want 49", count)
 	}
-	if err := ks.Prepare(c, []string{"user-51", "../x"}); !errors.Is(err, keys.ErrInvalidSubject) {
+	if err := ks.Prepare(c, []string{"user-51", "../x"}); !errors.Is(err, datakeys.ErrInvalidSubject) {
 		t.Fatalf("invalid subject in a batch: %v", err)
 	}
 }
 
 // testConcurrentPrepare races overlapping batches with single first uses:
 // every subject ends with exactly one key that everyone agrees on.
-func testConcurrentPrepare(t *testing.T, b keys.Backend) {
+func testConcurrentPrepare(t *testing.T, b datakeys.Backend) {
 	c, m := ctx(t), master(t)
 	const n = 30
 	subjects := make([]string, n)
@@ -326,7 +326,7 @@ func testConcurrentPrepare(t *testing.T, b keys.Backend) {
 		go func() {
 			defer wg.Done()
 			<-start
-			errs <- keys.New(b, m).Prepare(c, subjects[w*5:])
+			errs <- datakeys.New(b, m).Prepare(c, subjects[w*5:])
 		}()
 	}
 	got := make([]string, n)
@@ -335,7 +335,7 @@ func testConcurrentPrepare(t *testing.T, b keys.Backend) {
 		go func() {
 			defer wg.Done()
 			<-start
-			k, err := keys.New(b, m).DataKey(c, subjects[i])
+			k, err := datakeys.New(b, m).DataKey(c, subjects[i])
 			got[i] = k.ID
 			errs <- err
 		}()
@@ -348,7 +348,7 @@ func testConcurrentPrepare(t *testing.T, b keys.Backend) {
 			t.Fatal(err)
 		}
 	}
-	fresh := keys.New(b, m)
+	fresh := datakeys.New(b, m)
 	for i, s := range subjects {
 		k, err := fresh.Lookup(c, s)
 		if err != nil || k.ID != got[i] {
@@ -356,7 +356,7 @@ func testConcurrentPrepare(t *testing.T, b keys.Backend) {
 		}
 	}
 	count := 0
-	_ = b.List(c, func(keys.Record) error { count++; return nil })
+	_ = b.List(c, func(datakeys.Record) error { count++; return nil })
 	if count != n {
 		t.Fatalf("%d keys stored for %d subjects", count, n)
 	}
@@ -365,7 +365,7 @@ func testConcurrentPrepare(t *testing.T, b keys.Backend) {
 // testPrepareRacesDestroy races batches made ahead of use with erasures of
 // the same subjects: an erased subject never ends with a key, whichever came
 // first, and every subject not erased ends with exactly one.
-func testPrepareRacesDestroy(t *testing.T, b keys.Backend) {
+func testPrepareRacesDestroy(t *testing.T, b datakeys.Backend) {
 	c, m := ctx(t), master(t)
 	const n = 40
 	subjects := make([]string, n)
@@ -379,14 +379,14 @@ func testPrepareRacesDestroy(t *testing.T, b keys.Backend) {
 	for w := range 4 {
 		wg.Go(func() {
 			<-start
-			errs <- keys.New(b, m).Prepare(c, subjects[w*3:])
+			errs <- datakeys.New(b, m).Prepare(c, subjects[w*3:])
 		})
 	}
 	for i, s := range subjects {
 		if erased(i) {
 			wg.Go(func() {
 				<-start
-				errs <- keys.New(b, m).Destroy(c, s)
+				errs <- datakeys.New(b, m).Destroy(c, s)
 			})
 		}
 	}
@@ -398,18 +398,18 @@ func testPrepareRacesDestroy(t *testing.T, b keys.Backend) {
 			t.Fatal(err)
 		}
 	}
-	fresh := keys.New(b, m)
+	fresh := datakeys.New(b, m)
 	for i, s := range subjects {
 		_, err := fresh.Lookup(c, s)
 		switch {
-		case erased(i) && !errors.Is(err, keys.ErrDestroyed):
+		case erased(i) && !errors.Is(err, datakeys.ErrDestroyed):
 			t.Errorf("%s was erased while a batch prepared it, and reads %v, want ErrDestroyed", s, err)
 		case !erased(i) && err != nil:
 			t.Errorf("%s: %v", s, err)
 		}
 	}
 	count := 0
-	_ = b.List(c, func(keys.Record) error { count++; return nil })
+	_ = b.List(c, func(datakeys.Record) error { count++; return nil })
 	if want := n - (n+2)/3; count != want {
 		t.Errorf("%d keys stored, want %d (the subjects not erased)", count, want)
 	}
@@ -417,9 +417,9 @@ func testPrepareRacesDestroy(t *testing.T, b keys.Backend) {
 
 // testForget is two nodes on one backend: a key destroyed through one stays
 // cached on the other until that one forgets it, and then reads as gone.
-func testForget(t *testing.T, b keys.Backend) {
+func testForget(t *testing.T, b datakeys.Backend) {
 	c, m := ctx(t), master(t)
-	a, other := keys.New(b, m), keys.New(b, m)
+	a, other := datakeys.New(b, m), datakeys.New(b, m)
 	k, err := a.DataKey(c, "user-77")
 	if err != nil {
 		t.Fatal(err)
@@ -431,10 +431,10 @@ func testForget(t *testing.T, b keys.Backend) {
 		t.Fatal(err)
 	}
 	other.Forget("user-77")
-	if _, err := other.ByID(c, k.ID); !errors.Is(err, keys.ErrNotFound) {
+	if _, err := other.ByID(c, k.ID); !errors.Is(err, datakeys.ErrNotFound) {
 		t.Fatalf("a forgotten, destroyed key still opens: %v", err)
 	}
-	if _, err := other.DataKey(c, "user-77"); !errors.Is(err, keys.ErrDestroyed) {
+	if _, err := other.DataKey(c, "user-77"); !errors.Is(err, datakeys.ErrDestroyed) {
 		t.Fatalf("after forgetting: %v", err)
 	}
 }

@@ -1,11 +1,11 @@
-package keys_test
+package datakeys_test
 
 import (
 	"regexp"
 	"strings"
 	"testing"
 
-	"github.com/healthtech/partner-open-platform/keys"
+	"github.com/healthtech/partner-open-platform/internal/datakeys"
 )
 
 // subjectPattern is the rule ErrInvalidSubject states, as the regexp
@@ -19,7 +19,7 @@ func FuzzValidSubject(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		if got, want := keys.ValidSubject(s), subjectPattern.MatchString(s); got != want {
+		if got, want := datakeys.ValidSubject(s), subjectPattern.MatchString(s); got != want {
 			t.Fatalf("ValidSubject(%q) = %v, the pattern says %v", s, got, want)
 		}
 	})

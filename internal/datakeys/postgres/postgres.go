@@ -21,7 +21,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/healthtech/partner-open-platform/keys"
+	"github.com/healthtech/partner-open-platform/internal/datakeys"
 )
 
 const schema = `
@@ -67,21 +67,21 @@ func Open(ctx context.Context, url string) (*Store, error) {
 
 const columns = "subject, key_id, master_key_id, sealed, created_at"
 
-func scan(row pgx.Row) (keys.Record, error) {
-	var r keys.Record
+func scan(row pgx.Row) (datakeys.Record, error) {
+	var r datakeys.Record
 	err := row.Scan(&r.Subject, &r.KeyID, &r.MasterKeyID, &r.Sealed, &r.Created)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return r, keys.ErrNotFound
+		return r, datakeys.ErrNotFound
 	}
 	return r, err
 }
 
-// Insert implements keys.Backend.
-func (s *Store) Insert(ctx context.Context, rec keys.Record) (keys.Record, error) {
-	if !keys.ValidSubject(rec.Subject) {
-		return keys.Record{}, keys.ErrInvalidSubject
+// Insert implements datakeys.Backend.
+func (s *Store) Insert(ctx context.Context, rec datakeys.Record) (datakeys.Record, error) {
+	if !datakeys.ValidSubject(rec.Subject) {
+		return datakeys.Record{}, datakeys.ErrInvalidSubject
 	}
-	var out keys.Record
+	var out datakeys.Record
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		// Insert and Destroy of one subject take the same advisory lock, so
 		// a key is never created after (or during) its subject's erasure.
@@ -93,7 +93,7 @@ func (s *Store) Insert(ctx context.Context, rec keys.Record) (keys.Record, error
 			return err
 		}
 		if destroyed {
-			return keys.ErrDestroyed
+			return datakeys.ErrDestroyed
 		}
 		if _, err := tx.Exec(ctx, `INSERT INTO platform_data_keys (`+columns+`) VALUES ($1, $2, $3, $4, $5)
 			ON CONFLICT (subject) DO NOTHING`, rec.Subject, rec.KeyID, rec.MasterKeyID, rec.Sealed, rec.Created); err != nil {
@@ -137,19 +137,19 @@ UNION ALL
 SELECT k.subject, k.key_id, k.master_key_id, k.sealed, k.created_at, false
 FROM r JOIN platform_data_keys k ON k.subject = r.subject`
 
-// InsertBatch implements keys.Backend: one transaction takes the subjects'
+// InsertBatch implements datakeys.Backend: one transaction takes the subjects'
 // advisory locks (in hash order, so two batches never deadlock), then
 // inserts every record whose subject is neither keyed nor destroyed and
 // reads back what is stored, in one statement. BEGIN, the locks, that
 // statement and COMMIT go in one pipeline: one round trip per batch (it
 // was five: BEGIN, the locks, INSERT, SELECT, COMMIT).
-func (s *Store) InsertBatch(ctx context.Context, recs []keys.Record) ([]keys.Record, error) {
+func (s *Store) InsertBatch(ctx context.Context, recs []datakeys.Record) ([]datakeys.Record, error) {
 	subjects := make([]string, len(recs))
 	ids, masters, sealed := make([]string, len(recs)), make([]string, len(recs)), make([]string, len(recs))
 	created := make([]time.Time, len(recs))
 	for i, r := range recs {
-		if !keys.ValidSubject(r.Subject) {
-			return nil, fmt.Errorf("%w: %q", keys.ErrInvalidSubject, r.Subject)
+		if !datakeys.ValidSubject(r.Subject) {
+			return nil, fmt.Errorf("%w: %q", datakeys.ErrInvalidSubject, r.Subject)
 		}
 		subjects[i], ids[i], masters[i], sealed[i], created[i] = r.Subject, r.KeyID, r.MasterKeyID, r.Sealed, r.Created
 	}
@@ -167,7 +167,7 @@ func (s *Store) InsertBatch(ctx context.Context, recs []keys.Record) ([]keys.Rec
 		_, _ = conn.Exec(ctx, "ROLLBACK")
 		return nil, fmt.Errorf("keys: insert %d keys: %w", len(recs), err)
 	}
-	out := make([]keys.Record, len(recs))
+	out := make([]datakeys.Record, len(recs))
 	for i, r := range recs {
 		out[i] = stored[r.Subject]
 	}
@@ -176,7 +176,7 @@ func (s *Store) InsertBatch(ctx context.Context, recs []keys.Record) ([]keys.Rec
 
 // insertBatch runs InsertBatch's pipeline on conn and returns the stored
 // records by subject; on error the caller rolls back.
-func insertBatch(ctx context.Context, conn *pgx.Conn, recs []keys.Record, subjects, ids, masters, sealed []string, created []time.Time) (map[string]keys.Record, error) {
+func insertBatch(ctx context.Context, conn *pgx.Conn, recs []datakeys.Record, subjects, ids, masters, sealed []string, created []time.Time) (map[string]datakeys.Record, error) {
 	b := &pgx.Batch{}
 	b.Queue(`BEGIN`)
 	b.Queue(`SELECT pg_advisory_xact_lock(h) FROM
@@ -184,7 +184,7 @@ func insertBatch(ctx context.Context, conn *pgx.Conn, recs []keys.Record, subjec
 	b.Queue(insertBatchQuery, subjects, ids, masters, sealed, created)
 	b.Queue(`COMMIT`)
 	br := conn.SendBatch(ctx, b)
-	stored := make(map[string]keys.Record, len(subjects))
+	stored := make(map[string]datakeys.Record, len(subjects))
 	_, err := br.Exec()
 	if err == nil {
 		_, err = br.Exec()
@@ -216,20 +216,20 @@ func insertBatch(ctx context.Context, conn *pgx.Conn, recs []keys.Record, subjec
 // collectStored reads insertBatchQuery's rows into stored: an inserted
 // row is the record sent with its key id, with the creation time as
 // stored; a row already there is read whole.
-func collectStored(rows pgx.Rows, recs []keys.Record, stored map[string]keys.Record) error {
-	sent := make(map[string]keys.Record, len(recs))
+func collectStored(rows pgx.Rows, recs []datakeys.Record, stored map[string]datakeys.Record) error {
+	sent := make(map[string]datakeys.Record, len(recs))
 	for _, r := range recs {
 		sent[r.KeyID] = r
 	}
 	var (
-		r        keys.Record
+		r        datakeys.Record
 		master   *string
 		sealed   *string
 		inserted bool
 	)
 	_, err := pgx.ForEachRow(rows, []any{&r.Subject, &r.KeyID, &master, &sealed, &r.Created, &inserted}, func() error {
 		if !inserted {
-			stored[r.Subject] = keys.Record{Subject: r.Subject, KeyID: r.KeyID, MasterKeyID: *master, Sealed: *sealed, Created: r.Created}
+			stored[r.Subject] = datakeys.Record{Subject: r.Subject, KeyID: r.KeyID, MasterKeyID: *master, Sealed: *sealed, Created: r.Created}
 			return nil
 		}
 		rec, ok := sent[r.KeyID]
@@ -243,31 +243,31 @@ func collectStored(rows pgx.Rows, recs []keys.Record, stored map[string]keys.Rec
 	return err
 }
 
-// Get implements keys.Backend.
-func (s *Store) Get(ctx context.Context, subject string) (keys.Record, error) {
+// Get implements datakeys.Backend.
+func (s *Store) Get(ctx context.Context, subject string) (datakeys.Record, error) {
 	r, err := scan(s.pool.QueryRow(ctx, "SELECT "+columns+" FROM platform_data_keys WHERE subject = $1", subject))
-	if !errors.Is(err, keys.ErrNotFound) {
+	if !errors.Is(err, datakeys.ErrNotFound) {
 		return r, err
 	}
 	var destroyed bool
 	if err := s.pool.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM platform_destroyed_subjects WHERE subject = $1)", subject).Scan(&destroyed); err != nil {
-		return keys.Record{}, err
+		return datakeys.Record{}, err
 	}
 	if destroyed {
-		return keys.Record{}, keys.ErrDestroyed
+		return datakeys.Record{}, datakeys.ErrDestroyed
 	}
-	return keys.Record{}, keys.ErrNotFound
+	return datakeys.Record{}, datakeys.ErrNotFound
 }
 
-// GetByKeyID implements keys.Backend.
-func (s *Store) GetByKeyID(ctx context.Context, keyID string) (keys.Record, error) {
+// GetByKeyID implements datakeys.Backend.
+func (s *Store) GetByKeyID(ctx context.Context, keyID string) (datakeys.Record, error) {
 	return scan(s.pool.QueryRow(ctx, "SELECT "+columns+" FROM platform_data_keys WHERE key_id = $1", keyID))
 }
 
-// Destroy implements keys.Backend: DELETE, then the subject is remembered.
+// Destroy implements datakeys.Backend: DELETE, then the subject is remembered.
 func (s *Store) Destroy(ctx context.Context, subject string) error {
-	if !keys.ValidSubject(subject) {
-		return keys.ErrInvalidSubject
+	if !datakeys.ValidSubject(subject) {
+		return datakeys.ErrInvalidSubject
 	}
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", subject); err != nil {
@@ -281,20 +281,20 @@ func (s *Store) Destroy(ctx context.Context, subject string) error {
 	})
 }
 
-// Update implements keys.Backend.
-func (s *Store) Update(ctx context.Context, fromMaster string, rec keys.Record) error {
+// Update implements datakeys.Backend.
+func (s *Store) Update(ctx context.Context, fromMaster string, rec datakeys.Record) error {
 	_, err := s.pool.Exec(ctx, "UPDATE platform_data_keys SET master_key_id = $1, sealed = $2 WHERE key_id = $3 AND master_key_id = $4",
 		rec.MasterKeyID, rec.Sealed, rec.KeyID, fromMaster)
 	return err
 }
 
-// List implements keys.Backend.
-func (s *Store) List(ctx context.Context, fn func(keys.Record) error) error {
+// List implements datakeys.Backend.
+func (s *Store) List(ctx context.Context, fn func(datakeys.Record) error) error {
 	rows, err := s.pool.Query(ctx, "SELECT "+columns+" FROM platform_data_keys ORDER BY key_id")
 	if err != nil {
 		return err
 	}
-	recs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (keys.Record, error) { return scan(row) })
+	recs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (datakeys.Record, error) { return scan(row) })
 	if err != nil {
 		return err
 	}
@@ -306,7 +306,7 @@ func (s *Store) List(ctx context.Context, fn func(keys.Record) error) error {
 	return nil
 }
 
-// Close implements keys.Backend.
+// Close implements datakeys.Backend.
 func (s *Store) Close() error {
 	s.pool.Close()
 	return nil

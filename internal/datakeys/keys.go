@@ -1,4 +1,4 @@
-// Package keys keeps one data key per person (a "subject"), sealed by the
+// Package datakeys keeps one data key per person (a "subject"), sealed by the
 // master key, outside the event log, so that destroying a subject's key makes
 // every personal field encrypted with it unreadable forever (crypto-shredding,
 // ARCHITECTURE.md invariant 10) while the log itself stays append-only.
@@ -12,7 +12,7 @@
 //
 // Adapters of the Backend port: keys/files (an append-only key log in the
 // data directory) and keys/postgres (a table); both pass keys/keystest.
-package keys
+package datakeys
 
 import (
 	"context"

@@ -9,13 +9,13 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/healthtech/partner-open-platform/internal/datakeys"
+	"github.com/healthtech/partner-open-platform/internal/datakeys/keystest"
 	"github.com/healthtech/partner-open-platform/internal/secrets"
-	"github.com/healthtech/partner-open-platform/keys"
-	"github.com/healthtech/partner-open-platform/keys/keystest"
 )
 
 func TestConformance(t *testing.T) {
-	keystest.Run(t, func(t *testing.T) keys.Backend {
+	keystest.Run(t, func(t *testing.T) datakeys.Backend {
 		s, err := Open(filepath.Join(t.TempDir(), "keys"))
 		if err != nil {
 			t.Fatal(err)
@@ -34,7 +34,7 @@ func TestDestroyRemovesTheBytes(t *testing.T) {
 		t.Fatal(err)
 	}
 	m, _ := secrets.New(bytes.Repeat([]byte{7}, 32))
-	ks := keys.New(s, m)
+	ks := datakeys.New(s, m)
 	ctx := context.Background()
 	gone, _ := ks.DataKey(ctx, "user-1")
 	kept, _ := ks.DataKey(ctx, "user-2")
@@ -59,7 +59,7 @@ func TestDestroyRemovesTheBytes(t *testing.T) {
 		t.Fatal(err)
 	}
 	again, _ := Open(dir)
-	if k, err := keys.New(again, m).ByID(ctx, kept.ID); err != nil || k.Subject != "user-2" {
+	if k, err := datakeys.New(again, m).ByID(ctx, kept.ID); err != nil || k.Subject != "user-2" {
 		t.Fatalf("after reopen: %v", err)
 	}
 }
@@ -82,7 +82,7 @@ func TestReopenCompactsAndForgetsDestroyed(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx, m := context.Background(), master7(t)
-	ks := keys.New(s, m)
+	ks := datakeys.New(s, m)
 	var subjects []string
 	for i := range 600 {
 		subjects = append(subjects, fmt.Sprintf("user-%d", i))
@@ -107,11 +107,11 @@ func TestReopenCompactsAndForgetsDestroyed(t *testing.T) {
 	if after.Size()*2 >= before.Size() {
 		t.Fatalf("log not compacted: %d bytes before, %d after", before.Size(), after.Size())
 	}
-	k2 := keys.New(again, m)
+	k2 := datakeys.New(again, m)
 	if k, err := k2.ByID(ctx, kept.ID); err != nil || k.Subject != "user-599" {
 		t.Fatalf("survivor after compaction: %v", err)
 	}
-	if _, err := k2.DataKey(ctx, "user-3"); !errors.Is(err, keys.ErrDestroyed) {
+	if _, err := k2.DataKey(ctx, "user-3"); !errors.Is(err, datakeys.ErrDestroyed) {
 		t.Fatalf("destroyed subject after compaction: %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, logName+".tmp")); !errors.Is(err, os.ErrNotExist) {
@@ -125,7 +125,7 @@ func TestTornLastLine(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "keys")
 	s, _ := Open(dir)
 	ctx, m := context.Background(), master7(t)
-	k, _ := keys.New(s, m).DataKey(ctx, "user-1")
+	k, _ := datakeys.New(s, m).DataKey(ctx, "user-1")
 	s.Close()
 	f, _ := os.OpenFile(filepath.Join(dir, logName), os.O_WRONLY|os.O_APPEND, 0)
 	f.WriteString(`{"op":"key","subject":"user-2","key_id":"us`)
@@ -135,7 +135,7 @@ func TestTornLastLine(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer again.Close()
-	ks := keys.New(again, m)
+	ks := datakeys.New(again, m)
 	if got, err := ks.ByID(ctx, k.ID); err != nil || got.ID != k.ID {
 		t.Fatalf("after a torn line: %v", err)
 	}
@@ -144,7 +144,7 @@ func TestTornLastLine(t *testing.T) {
 	}
 	s3, _ := Open(dir) // the new line is whole
 	defer s3.Close()
-	if _, err := keys.New(s3, m).Lookup(ctx, "user-2"); err != nil {
+	if _, err := datakeys.New(s3, m).Lookup(ctx, "user-2"); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -155,7 +155,7 @@ func TestCrashBetweenTombstoneAndBlank(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "keys")
 	s, _ := Open(dir)
 	ctx, m := context.Background(), master7(t)
-	k, _ := keys.New(s, m).DataKey(ctx, "user-1")
+	k, _ := datakeys.New(s, m).DataKey(ctx, "user-1")
 	rec, _ := s.Get(ctx, "user-1")
 	s.Close()
 	f, _ := os.OpenFile(filepath.Join(dir, logName), os.O_WRONLY|os.O_APPEND, 0)
@@ -170,7 +170,7 @@ func TestCrashBetweenTombstoneAndBlank(t *testing.T) {
 	if bytes.Contains(b, []byte(rec.Sealed)) || bytes.Contains(b, []byte(k.ID)) {
 		t.Fatal("the destroyed key's line survived the reopen")
 	}
-	if _, err := keys.New(again, m).DataKey(ctx, "user-1"); !errors.Is(err, keys.ErrDestroyed) {
+	if _, err := datakeys.New(again, m).DataKey(ctx, "user-1"); !errors.Is(err, datakeys.ErrDestroyed) {
 		t.Fatalf("%v", err)
 	}
 }
@@ -183,7 +183,7 @@ func TestMigratesSubjectFiles(t *testing.T) {
 	ctx, m := context.Background(), master7(t)
 	// Make a record with the current code, then write it in the old format.
 	tmp, _ := Open(filepath.Join(t.TempDir(), "k"))
-	k, _ := keys.New(tmp, m).DataKey(ctx, "user-1")
+	k, _ := datakeys.New(tmp, m).DataKey(ctx, "user-1")
 	rec, _ := tmp.Get(ctx, "user-1")
 	tmp.Close()
 	os.MkdirAll(filepath.Join(dir, "subjects"), 0o700)
@@ -195,11 +195,11 @@ func TestMigratesSubjectFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	ks := keys.New(s, m)
+	ks := datakeys.New(s, m)
 	if got, err := ks.ByID(ctx, k.ID); err != nil || got.Subject != "user-1" {
 		t.Fatalf("migrated key: %v", err)
 	}
-	if _, err := ks.DataKey(ctx, "user-2"); !errors.Is(err, keys.ErrDestroyed) {
+	if _, err := ks.DataKey(ctx, "user-2"); !errors.Is(err, datakeys.ErrDestroyed) {
 		t.Fatalf("migrated tombstone: %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "subjects")); !errors.Is(err, os.ErrNotExist) {
@@ -214,9 +214,9 @@ func TestResealBlanksTheOldSealing(t *testing.T) {
 	s, _ := Open(dir)
 	ctx, oldM := context.Background(), master7(t)
 	newM, _ := secrets.New(bytes.Repeat([]byte{9}, 32))
-	k, _ := keys.New(s, oldM).DataKey(ctx, "user-1")
+	k, _ := datakeys.New(s, oldM).DataKey(ctx, "user-1")
 	before, _ := s.Get(ctx, "user-1")
-	if n, err := keys.New(s, newM, oldM).Reseal(ctx); err != nil || n != 1 {
+	if n, err := datakeys.New(s, newM, oldM).Reseal(ctx); err != nil || n != 1 {
 		t.Fatalf("reseal %d %v", n, err)
 	}
 	s.Close()
@@ -226,7 +226,7 @@ func TestResealBlanksTheOldSealing(t *testing.T) {
 	}
 	again, _ := Open(dir)
 	defer again.Close()
-	if _, err := keys.New(again, newM).ByID(ctx, k.ID); err != nil {
+	if _, err := datakeys.New(again, newM).ByID(ctx, k.ID); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/healthtech/partner-open-platform/keys"
+	"github.com/healthtech/partner-open-platform/internal/datakeys"
 )
 
 // The hand decoder of the log's lines accepts exactly what encoding/json
@@ -42,6 +42,6 @@ func FuzzParseLine(f *testing.F) {
 	})
 }
 
-func recordFor(subject string, created time.Time) keys.Record {
-	return keys.Record{Subject: subject, KeyID: subject + "~4e4e7e109a0a344a", MasterKeyID: "mk-8153ac4953452bd6", Sealed: "v1:vmX9yZ8/9393K587w71bld+HkA==", Created: created}
+func recordFor(subject string, created time.Time) datakeys.Record {
+	return datakeys.Record{Subject: subject, KeyID: subject + "~4e4e7e109a0a344a", MasterKeyID: "mk-8153ac4953452bd6", Sealed: "v1:vmX9yZ8/9393K587w71bld+HkA==", Created: created}
 }
