@@ -15,7 +15,7 @@ import (
 	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/internal/auth"
 	"github.com/healthtech/partner-open-platform/internal/httpapi"
-	"github.com/healthtech/partner-open-platform/plugin"
+	"github.com/healthtech/partner-open-platform/internal/measureplugin"
 	"github.com/healthtech/partner-open-platform/projections"
 )
 
@@ -177,9 +177,9 @@ func pluginApp(app domain.App) commands.PluginApp {
 }
 
 func (a *API) openSession(c *call) error {
-	var l plugin.Launch
+	var l measureplugin.Launch
 	if err := c.decode(func(o *httpapi.Object) {
-		l = plugin.Launch{
+		l = measureplugin.Launch{
 			AppKey: o.RequiredString("appKey"), ThirdUserID: o.RequiredString("thirdUserId"), UserProfile: o.RequiredString("userProfile"),
 			Timestamp: o.RequiredString("timestamp"), Nonce: o.RequiredString("nonce"), Sign: o.RequiredString("sign"),
 			DeviceKey: o.RequiredString("deviceKey"), MeasureMode: o.RequiredString("measureMode"),

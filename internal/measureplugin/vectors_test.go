@@ -1,4 +1,4 @@
-package plugin
+package measureplugin
 
 import (
 	"bytes"
@@ -152,9 +152,9 @@ func buildVectors(t *testing.T) vectorFile {
 		{ak2, sk2, "u@example.com", "1800000000", "c0ffee00c0ffee00c0ffee00c0ffee00"},
 	}
 	var vf vectorFile
-	vf.Comment = "Published vectors for package plugin (launch sign, userProfile v1, launch URL). " +
+	vf.Comment = "Published vectors for package measureplugin (launch sign, userProfile v1, launch URL). " +
 		"sign = hex(HMAC-SHA256(appSecret, signedText)); key = HKDF-SHA256(appSecret, salt \"partner-open-platform/plugin\", info \"userProfile v1\", 32); " +
-		"userProfile = base64std(iv || AES-256-GCM(key, iv, plaintext, aad)). Regenerate only with go test ./plugin -run TestVectors -update."
+		"userProfile = base64std(iv || AES-256-GCM(key, iv, plaintext, aad)). Regenerate only with go test ./internal/measureplugin -run TestVectors -update."
 	for _, u := range users {
 		vf.Sign = append(vf.Sign, signVector{
 			AppKey: u.appKey, AppSecret: u.secret, ThirdUserID: u.user, Timestamp: u.ts, Nonce: u.nonce,

@@ -1,4 +1,4 @@
-// Package plugin builds and checks the launch parameters of the device-measurement
+// Package measureplugin builds and checks the launch parameters of the device-measurement
 // plugin. Host servers use it to produce what their mini-program front end needs;
 // the platform uses the same code to verify and decrypt it. This comment is the
 // integration guide for hosts, including hosts that re-implement it in another
@@ -95,4 +95,4 @@
 // value percent-encoded like url.QueryEscape but with a space as %20, so that both
 // JavaScript's decodeURIComponent and form decoding return the original value.
 // userProfile must be encoded too: its base64 '+', '/' and '=' are significant.
-package plugin
+package measureplugin
