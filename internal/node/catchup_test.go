@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"fmt"
+	"github.com/healthtech/partner-open-platform/projections/memory/snapfile"
 	"io"
 	"log/slog"
 	"math/rand/v2"
@@ -35,7 +36,7 @@ func TestDeliveriesReplayDirectDecodeEqualsRegistry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	replay := func(direct bool) memory.FamilyImage {
+	replay := func(direct bool) snapfile.Image {
 		t.Helper()
 		store := memory.New()
 		decoder := reflective

@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"github.com/healthtech/partner-open-platform/projections/memory/snapfile"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -42,7 +43,7 @@ func TestConvertSnapshot(t *testing.T) {
 	}
 	defer backend.Close()
 	path := filepath.Join(dir, SnapshotFile)
-	h, err := memory.ReadSnapshotHeader(path)
+	h, err := snapfile.ReadHeader(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +51,7 @@ func TestConvertSnapshot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, images, dirs, err := memory.ReadSnapshot(path, key.AEAD)
+	h, images, dirs, err := snapfile.Read(path, key.AEAD)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,11 +67,11 @@ func TestConvertSnapshot(t *testing.T) {
 		}
 	}
 	from := h.Version
-	size, err := memory.WriteSnapshot(path, h, key.AEAD, images, dirs)
+	size, err := snapfile.Write(path, h, key.AEAD, images, dirs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h, err = memory.ReadSnapshotHeader(path); err != nil {
+	if h, err = snapfile.ReadHeader(path); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("%s: format %d rewritten as format %d, %d bytes", path, from, h.Version, size)

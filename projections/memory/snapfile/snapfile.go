@@ -1,4 +1,10 @@
-package memory
+// Package snapfile is the embedded read models' snapshot file: a clear JSON
+// header naming each family's place in the log, then the families' rows
+// (Image) in sections of a hand-written row codec, sealed in chunks with a
+// data key so that destroying the key shreds the file. It reads the two
+// older formats too. The in-memory store (projections/memory) makes and
+// restores the images; this package only writes and reads files.
+package snapfile
 
 import (
 	"bufio"
@@ -25,7 +31,7 @@ import (
 // sectionRows rows, each an independent gob stream, so a start decodes
 // them on every core and restores each family as soon as its sections are
 // decoded. Version 3 has the same sections, each in the hand-written row
-// codec (snapshot_codec.go) instead of gob, which decodes several times
+// codec (codec.go) instead of gob, which decodes several times
 // faster with far less garbage. Versions 1 (one gob stream) and 2 are
 // still read, and replaced by a version 3 file once the node has caught up.
 const snapshotMagic = "PLATFORM-READMODELS-SNAPSHOT-3\n"
@@ -39,40 +45,40 @@ const snapshotMagicV1 = "PLATFORM-READMODELS-SNAPSHOT-1\n"
 // snapshotChunk is how much plaintext one sealed chunk holds.
 const snapshotChunk = 1 << 20
 
-// ErrSnapshotInvalid is returned for a snapshot that must not be used: torn,
+// ErrInvalid is returned for a snapshot that must not be used: torn,
 // altered, of another format, or sealed with a key that no longer exists.
 // The caller falls back to replaying the log.
-var ErrSnapshotInvalid = errors.New("projections/memory: snapshot invalid")
+var ErrInvalid = errors.New("projections/memory/snapfile: snapshot invalid")
 
-// SnapshotHeader describes a snapshot file in clear (it holds no personal
+// Header describes a snapshot file in clear (it holds no personal
 // data): which key seals it and which log position each family reflects,
 // with the id of the event at that position, so a start can check that the
 // log still holds exactly that event before it trusts the family.
-type SnapshotHeader struct {
+type Header struct {
 	// KeySubject names the data key (in the personal-data key store) that
 	// seals the body; destroying it makes the body unreadable for good.
-	KeySubject string           `json:"key_subject"`
-	Created    time.Time        `json:"created"`
-	Families   []SnapshotFamily `json:"families"`
+	KeySubject string    `json:"key_subject"`
+	Created    time.Time `json:"created"`
+	Families   []Family  `json:"families"`
 	// Directories are the journaled in-memory projections (app and
 	// operator directories, analyzer), by name in Family; Rows counts
 	// their journal's positions.
-	Directories []SnapshotFamily `json:"directories,omitempty"`
+	Directories []Family `json:"directories,omitempty"`
 	// Version is the file's format (from its magic, not stored here): a
 	// start that restores an older one writes a new one once caught up.
 	Version int `json:"-"`
 }
 
-// DirectoryImage is a journaled projection's place in the log and the
+// Directory is a journaled projection's place in the log and the
 // positions of the events it applied up to there (see projections.Journal).
-type DirectoryImage struct {
+type Directory struct {
 	Name       string
 	Checkpoint events.Position
 	Positions  []events.Position
 }
 
-// SnapshotFamily is one family's place in the log as a snapshot holds it.
-type SnapshotFamily struct {
+// Family is one family's place in the log as a snapshot holds it.
+type Family struct {
 	Family     projections.Family `json:"family"`
 	Checkpoint events.Position    `json:"checkpoint"`
 	// EventID is the id of the event at Checkpoint ("" at the log's start).
@@ -80,13 +86,13 @@ type SnapshotFamily struct {
 	Rows    int    `json:"rows"`
 }
 
-// WriteSnapshot writes images to path atomically: a temporary file beside
+// Write writes images to path atomically: a temporary file beside
 // it, sealed in chunks with aead (each chunk bound to the header, its index
 // and whether it is the last, so a torn, truncated, reordered or altered
 // file fails to open), fsynced, renamed over path, and the directory
 // fsynced. A crash leaves either the old file or the new one, never a mix.
 // It returns the file's size.
-func WriteSnapshot(path string, h SnapshotHeader, aead cipher.AEAD, images []FamilyImage, dirs []DirectoryImage) (int64, error) {
+func Write(path string, h Header, aead cipher.AEAD, images []Image, dirs []Directory) (int64, error) {
 	head, err := json.Marshal(h)
 	if err != nil {
 		return 0, fmt.Errorf("snapshot header: %w", err)
@@ -146,12 +152,12 @@ func WriteSnapshot(path string, h SnapshotHeader, aead cipher.AEAD, images []Fam
 	return size, nil
 }
 
-// ReadSnapshotHeader reads a snapshot's header alone (the caller then
-// fetches its key and calls ReadSnapshot). A missing file is os.ErrNotExist.
-func ReadSnapshotHeader(path string) (SnapshotHeader, error) {
+// ReadHeader reads a snapshot's header alone (the caller then
+// fetches its key and calls Read). A missing file is os.ErrNotExist.
+func ReadHeader(path string) (Header, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return SnapshotHeader{}, err
+		return Header{}, err
 	}
 	defer f.Close()
 	h, _, _, err := readHeader(bufio.NewReader(f))
@@ -160,10 +166,10 @@ func ReadSnapshotHeader(path string) (SnapshotHeader, error) {
 
 // readHeader reads the magic and the header; it returns the format
 // version (1, 2 or 3) and the header's bytes, which every chunk is bound to.
-func readHeader(r io.Reader) (SnapshotHeader, []byte, int, error) {
+func readHeader(r io.Reader) (Header, []byte, int, error) {
 	pre := make([]byte, len(snapshotMagic)+4)
 	if _, err := io.ReadFull(r, pre); err != nil {
-		return SnapshotHeader{}, nil, 0, fmt.Errorf("%w: header: %v", ErrSnapshotInvalid, err)
+		return Header{}, nil, 0, fmt.Errorf("%w: header: %v", ErrInvalid, err)
 	}
 	version := 3
 	switch string(pre[:len(snapshotMagic)]) {
@@ -173,110 +179,110 @@ func readHeader(r io.Reader) (SnapshotHeader, []byte, int, error) {
 	case snapshotMagicV1:
 		version = 1
 	default:
-		return SnapshotHeader{}, nil, 0, fmt.Errorf("%w: not a snapshot of this format", ErrSnapshotInvalid)
+		return Header{}, nil, 0, fmt.Errorf("%w: not a snapshot of this format", ErrInvalid)
 	}
 	n := binary.BigEndian.Uint32(pre[len(snapshotMagic):])
 	if n > 1<<20 {
-		return SnapshotHeader{}, nil, 0, fmt.Errorf("%w: header of %d bytes", ErrSnapshotInvalid, n)
+		return Header{}, nil, 0, fmt.Errorf("%w: header of %d bytes", ErrInvalid, n)
 	}
 	head := make([]byte, n)
 	if _, err := io.ReadFull(r, head); err != nil {
-		return SnapshotHeader{}, nil, 0, fmt.Errorf("%w: header: %v", ErrSnapshotInvalid, err)
+		return Header{}, nil, 0, fmt.Errorf("%w: header: %v", ErrInvalid, err)
 	}
-	var h SnapshotHeader
+	var h Header
 	if err := json.Unmarshal(head, &h); err != nil {
-		return SnapshotHeader{}, nil, 0, fmt.Errorf("%w: header: %v", ErrSnapshotInvalid, err)
+		return Header{}, nil, 0, fmt.Errorf("%w: header: %v", ErrInvalid, err)
 	}
 	h.Version = version
 	return h, head, version, nil
 }
 
-// ReadSnapshot opens a snapshot with aead and returns its header, the
+// Read opens a snapshot with aead and returns its header, the
 // family images (in the header's order) and the directory journals it
-// holds; any damage gives ErrSnapshotInvalid.
-func ReadSnapshot(path string, aead cipher.AEAD) (SnapshotHeader, []FamilyImage, []DirectoryImage, error) {
+// holds; any damage gives ErrInvalid.
+func Read(path string, aead cipher.AEAD) (Header, []Image, []Directory, error) {
 	var mu sync.Mutex
-	byFamily := map[projections.Family]FamilyImage{}
-	h, dirs, err := ReadSnapshotEach(path, aead, func(im FamilyImage) error {
+	byFamily := map[projections.Family]Image{}
+	h, dirs, err := ReadEach(path, aead, func(im Image) error {
 		mu.Lock()
 		byFamily[im.Family] = im
 		mu.Unlock()
 		return nil
 	})
 	if err != nil {
-		return SnapshotHeader{}, nil, nil, err
+		return Header{}, nil, nil, err
 	}
-	images := make([]FamilyImage, 0, len(h.Families))
+	images := make([]Image, 0, len(h.Families))
 	for _, f := range h.Families {
 		images = append(images, byFamily[f.Family])
 	}
 	return h, images, dirs, nil
 }
 
-// ReadSnapshotEach opens a snapshot with aead and hands each family image
+// ReadEach opens a snapshot with aead and hands each family image
 // to restore as soon as it is decoded, from several goroutines at once (one
 // call per family), so a start decodes and restores on every core; it
 // returns the header and the directory journals. The file's end is checked
-// last: on any error (ErrSnapshotInvalid for damage, or restore's own) the
+// last: on any error (ErrInvalid for damage, or restore's own) the
 // caller must drop whatever restore was given.
-func ReadSnapshotEach(path string, aead cipher.AEAD, restore func(FamilyImage) error) (SnapshotHeader, []DirectoryImage, error) {
+func ReadEach(path string, aead cipher.AEAD, restore func(Image) error) (Header, []Directory, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return SnapshotHeader{}, nil, err
+		return Header{}, nil, err
 	}
 	defer f.Close()
 	br := bufio.NewReaderSize(f, 1<<20)
 	h, head, version, err := readHeader(br)
 	if err != nil {
-		return SnapshotHeader{}, nil, err
+		return Header{}, nil, err
 	}
 	or := &openReader{r: br, aead: aead, head: head}
-	var dirs []DirectoryImage
+	var dirs []Directory
 	if version == 1 {
 		dirs, err = readV1(or, h, restore)
 	} else {
 		dirs, err = readSections(or, h, version, restore)
 	}
 	if err != nil {
-		return SnapshotHeader{}, nil, err
+		return Header{}, nil, err
 	}
 	// The last chunk must have been read and be marked last: nothing was cut.
 	if _, err := or.Read(make([]byte, 1)); err != io.EOF || !or.final {
-		return SnapshotHeader{}, nil, fmt.Errorf("%w: body does not end where it should", ErrSnapshotInvalid)
+		return Header{}, nil, fmt.Errorf("%w: body does not end where it should", ErrInvalid)
 	}
 	if _, err := br.ReadByte(); err != io.EOF {
-		return SnapshotHeader{}, nil, fmt.Errorf("%w: body does not end where it should", ErrSnapshotInvalid)
+		return Header{}, nil, fmt.Errorf("%w: body does not end where it should", ErrInvalid)
 	}
 	return h, dirs, nil
 }
 
 // readV1 reads the body of a version 1 snapshot: one gob stream of every
 // image, then the directories.
-func readV1(or *openReader, h SnapshotHeader, restore func(FamilyImage) error) ([]DirectoryImage, error) {
+func readV1(or *openReader, h Header, restore func(Image) error) ([]Directory, error) {
 	dec := gob.NewDecoder(or)
-	images := make([]FamilyImage, 0, len(h.Families))
+	images := make([]Image, 0, len(h.Families))
 	for range h.Families {
-		var im FamilyImage
+		var im Image
 		if err := dec.Decode(&im); err != nil {
-			return nil, fmt.Errorf("%w: body: %v", ErrSnapshotInvalid, err)
+			return nil, fmt.Errorf("%w: body: %v", ErrInvalid, err)
 		}
 		images = append(images, im)
 	}
-	var dirs []DirectoryImage
+	var dirs []Directory
 	if err := dec.Decode(&dirs); err != nil {
-		return nil, fmt.Errorf("%w: directories: %v", ErrSnapshotInvalid, err)
+		return nil, fmt.Errorf("%w: directories: %v", ErrInvalid, err)
 	}
 	for i, im := range images {
 		if im.Family != h.Families[i].Family || im.Checkpoint != h.Families[i].Checkpoint {
-			return nil, fmt.Errorf("%w: family %d disagrees with the header", ErrSnapshotInvalid, i)
+			return nil, fmt.Errorf("%w: family %d disagrees with the header", ErrInvalid, i)
 		}
 	}
 	if len(dirs) != len(h.Directories) {
-		return nil, fmt.Errorf("%w: directories disagree with the header", ErrSnapshotInvalid)
+		return nil, fmt.Errorf("%w: directories disagree with the header", ErrInvalid)
 	}
 	for i, d := range dirs {
 		if d.Name != string(h.Directories[i].Family) || d.Checkpoint != h.Directories[i].Checkpoint {
-			return nil, fmt.Errorf("%w: directory %d disagrees with the header", ErrSnapshotInvalid, i)
+			return nil, fmt.Errorf("%w: directory %d disagrees with the header", ErrInvalid, i)
 		}
 	}
 	for _, im := range images {

@@ -1,4 +1,4 @@
-package memory
+package snapfile
 
 import (
 	"bytes"
@@ -26,24 +26,24 @@ const dirsOwner = ^uint32(0)
 // the chunk seals already exclude) could not ask for a huge allocation.
 const maxSection = 1 << 30
 
-// imageField is one table of a FamilyImage as the version 2 format writes
+// imageField is one table of a Image as the version 2 format writes
 // it: its rows are cut into sections, each decoded on its own.
 type imageField struct {
-	rows func(im *FamilyImage) int
+	rows func(im *Image) int
 	// encode appends rows [from, to) of the table as a section to dst.
-	encode func(dst []byte, im *FamilyImage, from, to int) []byte
+	encode func(dst []byte, im *Image, from, to int) []byte
 	// decode reads a section of the current format (the row codec);
 	// decodeGob one of version 2 (a gob stream).
 	decode    func(body []byte) (any, error)
 	decodeGob func(body []byte) (any, error)
 	// assemble sets the table from its decoded sections, in order.
-	assemble func(im *FamilyImage, parts []any)
+	assemble func(im *Image, parts []any)
 }
 
-func field[T any](codec rowCodec[T], get func(im *FamilyImage) *[]T) imageField {
+func field[T any](codec rowCodec[T], get func(im *Image) *[]T) imageField {
 	return imageField{
-		rows: func(im *FamilyImage) int { return len(*get(im)) },
-		encode: func(dst []byte, im *FamilyImage, from, to int) []byte {
+		rows: func(im *Image) int { return len(*get(im)) },
+		encode: func(dst []byte, im *Image, from, to int) []byte {
 			return codec.appendRows(dst, (*get(im))[from:to])
 		},
 		decode: func(body []byte) (any, error) { return codec.decodeRows(body) },
@@ -52,7 +52,7 @@ func field[T any](codec rowCodec[T], get func(im *FamilyImage) *[]T) imageField 
 			err := gob.NewDecoder(bytes.NewReader(body)).Decode(&part)
 			return part, err
 		},
-		assemble: func(im *FamilyImage, parts []any) {
+		assemble: func(im *Image, parts []any) {
 			n := 0
 			for _, p := range parts {
 				n += len(p.([]T))
@@ -66,22 +66,22 @@ func field[T any](codec rowCodec[T], get func(im *FamilyImage) *[]T) imageField 
 	}
 }
 
-// imageFields are the tables of a FamilyImage, by their index in the file:
+// imageFields are the tables of a Image, by their index in the file:
 // append only, never reorder.
 var imageFields = []imageField{
-	field(userCodec, func(im *FamilyImage) *[]projections.User { return &im.Users }),
-	field(groupCodec, func(im *FamilyImage) *[]projections.Group { return &im.Groups }),
-	field(memberCodec, func(im *FamilyImage) *[]projections.Member { return &im.Members }),
-	field(deliveryCodec, func(im *FamilyImage) *[]projections.Delivery { return &im.Deliveries }),
-	field(attemptCodec, func(im *FamilyImage) *[]projections.Attempt { return &im.Attempts }),
-	field(reportCodec, func(im *FamilyImage) *[]projections.Report { return &im.Reports }),
-	field(goodsCodec, func(im *FamilyImage) *[]projections.Goods { return &im.Goods }),
-	field(orderCodec, func(im *FamilyImage) *[]projections.Order { return &im.Orders }),
-	field(benefitItemCodec, func(im *FamilyImage) *[]projections.BenefitItem { return &im.BenefitItems }),
-	field(providerCodec, func(im *FamilyImage) *[]projections.ServiceProvider { return &im.Providers }),
-	field(cardCodec, func(im *FamilyImage) *[]projections.Card { return &im.Cards }),
-	field(fulfillmentCodec, func(im *FamilyImage) *[]projections.Fulfillment { return &im.Fulfillments }),
-	field(auditFactCodec, func(im *FamilyImage) *[]projections.AuditFact { return &im.AuditFacts }),
+	field(userCodec, func(im *Image) *[]projections.User { return &im.Users }),
+	field(groupCodec, func(im *Image) *[]projections.Group { return &im.Groups }),
+	field(memberCodec, func(im *Image) *[]projections.Member { return &im.Members }),
+	field(deliveryCodec, func(im *Image) *[]projections.Delivery { return &im.Deliveries }),
+	field(attemptCodec, func(im *Image) *[]projections.Attempt { return &im.Attempts }),
+	field(reportCodec, func(im *Image) *[]projections.Report { return &im.Reports }),
+	field(goodsCodec, func(im *Image) *[]projections.Goods { return &im.Goods }),
+	field(orderCodec, func(im *Image) *[]projections.Order { return &im.Orders }),
+	field(benefitItemCodec, func(im *Image) *[]projections.BenefitItem { return &im.BenefitItems }),
+	field(providerCodec, func(im *Image) *[]projections.ServiceProvider { return &im.Providers }),
+	field(cardCodec, func(im *Image) *[]projections.Card { return &im.Cards }),
+	field(fulfillmentCodec, func(im *Image) *[]projections.Fulfillment { return &im.Fulfillments }),
+	field(auditFactCodec, func(im *Image) *[]projections.AuditFact { return &im.AuditFacts }),
 }
 
 // writeSections writes the images and directories as version 3 sections:
@@ -89,7 +89,7 @@ var imageFields = []imageField{
 // length and its rows in the row codec (the directories: a gob stream).
 // Every section is encoded into one buffer, reused (its 14-byte prefix
 // filled in once the length is known), and handed to w in one Write.
-func writeSections(w io.Writer, images []FamilyImage, dirs []DirectoryImage) error {
+func writeSections(w io.Writer, images []Image, dirs []Directory) error {
 	const pre = 14
 	var zero [pre]byte
 	var buf []byte
@@ -139,7 +139,7 @@ type decodedImage struct {
 // families are restored concurrently, each in one call. It returns the
 // directory journals once everything is decoded and restored; any error,
 // from the file or from restore, is returned after every goroutine ended.
-func readSections(r io.Reader, h SnapshotHeader, version int, restore func(FamilyImage) error) ([]DirectoryImage, error) {
+func readSections(r io.Reader, h Header, version int, restore func(Image) error) ([]Directory, error) {
 	workers := make(chan struct{}, max(runtime.GOMAXPROCS(0), 2))
 	images := make([]*decodedImage, len(h.Families))
 	var restores sync.WaitGroup
@@ -174,7 +174,7 @@ func readSections(r io.Reader, h SnapshotHeader, version int, restore func(Famil
 					fail(d.err)
 					return
 				}
-				im := FamilyImage{Family: h.Families[i].Family, Checkpoint: h.Families[i].Checkpoint}
+				im := Image{Family: h.Families[i].Family, Checkpoint: h.Families[i].Checkpoint}
 				for fi, parts := range d.parts {
 					if len(parts) > 0 {
 						imageFields[fi].assemble(&im, parts)
@@ -187,7 +187,7 @@ func readSections(r io.Reader, h SnapshotHeader, version int, restore func(Famil
 			}()
 		}
 	}
-	var dirs []DirectoryImage
+	var dirs []Directory
 	seenDirs := false
 	lastOwner := -1
 	readErr := func() error {
@@ -197,26 +197,26 @@ func readSections(r io.Reader, h SnapshotHeader, version int, restore func(Famil
 				if errors.Is(err, io.EOF) {
 					return nil
 				}
-				return fmt.Errorf("%w: section: %v", ErrSnapshotInvalid, err)
+				return fmt.Errorf("%w: section: %v", ErrInvalid, err)
 			}
 			owner, fieldIndex, size := binary.BigEndian.Uint32(pre[0:]), binary.BigEndian.Uint16(pre[4:]), binary.BigEndian.Uint64(pre[6:])
 			if seenDirs || size > maxSection {
-				return fmt.Errorf("%w: section out of place", ErrSnapshotInvalid)
+				return fmt.Errorf("%w: section out of place", ErrInvalid)
 			}
 			body := make([]byte, size)
 			if _, err := io.ReadFull(r, body); err != nil {
-				return fmt.Errorf("%w: section: %v", ErrSnapshotInvalid, err)
+				return fmt.Errorf("%w: section: %v", ErrInvalid, err)
 			}
 			if owner == dirsOwner {
 				seenDirs = true
 				finishUpTo(len(images))
 				if err := gob.NewDecoder(bytes.NewReader(body)).Decode(&dirs); err != nil {
-					return fmt.Errorf("%w: directories: %v", ErrSnapshotInvalid, err)
+					return fmt.Errorf("%w: directories: %v", ErrInvalid, err)
 				}
 				continue
 			}
 			if int(owner) >= len(images) || int(owner) < lastOwner || int(fieldIndex) >= len(imageFields) {
-				return fmt.Errorf("%w: section of image %d table %d out of place", ErrSnapshotInvalid, owner, fieldIndex)
+				return fmt.Errorf("%w: section of image %d table %d out of place", ErrInvalid, owner, fieldIndex)
 			}
 			lastOwner = int(owner)
 			finishUpTo(int(owner))
@@ -242,7 +242,7 @@ func readSections(r io.Reader, h SnapshotHeader, version int, restore func(Famil
 				defer d.mu.Unlock()
 				if err != nil {
 					if d.err == nil {
-						d.err = fmt.Errorf("%w: %s: %v", ErrSnapshotInvalid, h.Families[owner].Family, err)
+						d.err = fmt.Errorf("%w: %s: %v", ErrInvalid, h.Families[owner].Family, err)
 					}
 					return
 				}
@@ -260,14 +260,14 @@ func readSections(r io.Reader, h SnapshotHeader, version int, restore func(Famil
 		return nil, firstErr
 	}
 	if !seenDirs {
-		return nil, fmt.Errorf("%w: no directories section", ErrSnapshotInvalid)
+		return nil, fmt.Errorf("%w: no directories section", ErrInvalid)
 	}
 	if len(dirs) != len(h.Directories) {
-		return nil, fmt.Errorf("%w: directories disagree with the header", ErrSnapshotInvalid)
+		return nil, fmt.Errorf("%w: directories disagree with the header", ErrInvalid)
 	}
 	for i, d := range dirs {
 		if d.Name != string(h.Directories[i].Family) || d.Checkpoint != h.Directories[i].Checkpoint {
-			return nil, fmt.Errorf("%w: directory %d disagrees with the header", ErrSnapshotInvalid, i)
+			return nil, fmt.Errorf("%w: directory %d disagrees with the header", ErrInvalid, i)
 		}
 	}
 	return slices.Clip(dirs), nil

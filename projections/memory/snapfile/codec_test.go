@@ -1,4 +1,4 @@
-package memory
+package snapfile
 
 import (
 	"bytes"
@@ -61,7 +61,7 @@ func fill(v reflect.Value, seed int) {
 // come back equal from the row codec.
 func TestRowCodecRoundTripsEveryField(t *testing.T) {
 	for fi, f := range imageFields {
-		var im FamilyImage
+		var im Image
 		rows := reflect.ValueOf(&im).Elem().Field(2 + fi)
 		s := reflect.MakeSlice(rows.Type(), 3, 3)
 		fill(s.Index(0), fi+7)
@@ -89,7 +89,7 @@ func TestRowCodecRoundTripsEveryField(t *testing.T) {
 // size (a length is checked against what remains before it is used).
 func FuzzRowCodec(f *testing.F) {
 	for fi, field := range imageFields {
-		var im FamilyImage
+		var im Image
 		rows := reflect.ValueOf(&im).Elem().Field(2 + fi)
 		s := reflect.MakeSlice(rows.Type(), 2, 2)
 		fill(s.Index(1), fi+3)
@@ -103,7 +103,7 @@ func FuzzRowCodec(f *testing.F) {
 		if err != nil {
 			return
 		}
-		var im FamilyImage
+		var im Image
 		rows := reflect.ValueOf(&im).Elem().Field(2 + int(table)%len(imageFields))
 		rows.Set(reflect.ValueOf(got))
 		body := field.encode(nil, &im, 0, rows.Len())
@@ -122,7 +122,7 @@ func FuzzRowCodec(f *testing.F) {
 // same run: compare ns/op and allocs/op between the two.
 func BenchmarkSectionDecode(b *testing.B) {
 	for _, fi := range []int{0, 1, 2, 3} { // users, groups, members, deliveries
-		var im FamilyImage
+		var im Image
 		rows := reflect.ValueOf(&im).Elem().Field(2 + fi)
 		s := reflect.MakeSlice(rows.Type(), sectionRows, sectionRows)
 		for i := 0; i < sectionRows; i++ {
@@ -162,7 +162,7 @@ func BenchmarkSectionDecode(b *testing.B) {
 // buffer per section, grown as it fills: "fresh") and does now (one buffer
 // reused for every section: "reused"); compare the two in one run.
 func BenchmarkSectionEncode(b *testing.B) {
-	im := FamilyImage{Deliveries: make([]projections.Delivery, sectionRows)}
+	im := Image{Deliveries: make([]projections.Delivery, sectionRows)}
 	body := bytes.Repeat([]byte("x"), 1024)
 	for i := range im.Deliveries {
 		im.Deliveries[i] = projections.Delivery{DeliveryID: fmt.Sprintf("d%06d", i), AppID: 1, EventType: "user.registered",

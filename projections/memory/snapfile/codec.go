@@ -1,4 +1,4 @@
-package memory
+package snapfile
 
 import (
 	"encoding/binary"
@@ -20,7 +20,7 @@ import (
 // version (and reading the old one), as with the field list.
 
 // errCodec is what a malformed section decodes to (wrapped in
-// ErrSnapshotInvalid by the caller).
+// ErrInvalid by the caller).
 var errCodec = errors.New("malformed row")
 
 // rowEncoder appends rows to buf.

@@ -1,4 +1,8 @@
-package memory
+package snapfile
+
+// The writers of the two older formats, which nodes before version 3
+// wrote: the readers of those formats are tested against them, and the
+// in-memory store's snapshotter tests that it rewrites such a file.
 
 import (
 	"bytes"
@@ -10,10 +14,10 @@ import (
 	"reflect"
 )
 
-// WriteSnapshotV1 writes a snapshot in the first format (one gob stream
+// WriteV1 writes a snapshot in the first format (one gob stream
 // of every image, then the directories), as nodes before format 2 did, so
 // a test can check that such a file is still restored.
-func WriteSnapshotV1(path string, h SnapshotHeader, aead cipher.AEAD, images []FamilyImage, dirs []DirectoryImage) error {
+func WriteV1(path string, h Header, aead cipher.AEAD, images []Image, dirs []Directory) error {
 	head, err := json.Marshal(h)
 	if err != nil {
 		return err
@@ -40,9 +44,9 @@ func WriteSnapshotV1(path string, h SnapshotHeader, aead cipher.AEAD, images []F
 	return sw.close()
 }
 
-// WriteSnapshotV2 writes a snapshot in the second format (each table in
+// WriteV2 writes a snapshot in the second format (each table in
 // gob sections of sectionRows rows), as nodes before format 3 did.
-func WriteSnapshotV2(path string, h SnapshotHeader, aead cipher.AEAD, images []FamilyImage, dirs []DirectoryImage) error {
+func WriteV2(path string, h Header, aead cipher.AEAD, images []Image, dirs []Directory) error {
 	head, err := json.Marshal(h)
 	if err != nil {
 		return err
@@ -70,7 +74,7 @@ func WriteSnapshotV2(path string, h SnapshotHeader, aead cipher.AEAD, images []F
 		return err
 	}
 	for i := range images {
-		// The tables follow Family and Checkpoint in FamilyImage, in the
+		// The tables follow Family and Checkpoint in Image, in the
 		// order of imageFields.
 		v := reflect.ValueOf(images[i])
 		for fi := range imageFields {
