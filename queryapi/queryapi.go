@@ -6,7 +6,6 @@ package queryapi
 import (
 	"context"
 	"errors"
-	"github.com/healthtech/partner-open-platform/internal/nonces"
 	"net/http"
 	"time"
 
@@ -17,6 +16,7 @@ import (
 	"github.com/healthtech/partner-open-platform/events/catalog"
 	"github.com/healthtech/partner-open-platform/internal/auth"
 	"github.com/healthtech/partner-open-platform/internal/httpapi"
+	"github.com/healthtech/partner-open-platform/internal/nonces"
 	"github.com/healthtech/partner-open-platform/projections"
 )
 

@@ -3,7 +3,6 @@ package node
 import (
 	"context"
 	"fmt"
-	"github.com/healthtech/partner-open-platform/projections/memory/snapfile"
 	"io"
 	"log/slog"
 	"math/rand/v2"
@@ -17,6 +16,7 @@ import (
 	evmemory "github.com/healthtech/partner-open-platform/events/memory"
 	"github.com/healthtech/partner-open-platform/projections"
 	"github.com/healthtech/partner-open-platform/projections/memory"
+	"github.com/healthtech/partner-open-platform/projections/memory/snapfile"
 )
 
 // TestDeliveriesReplayDirectDecodeEqualsRegistry: the deliveries family

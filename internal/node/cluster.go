@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/healthtech/partner-open-platform/internal/nonces"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/internal/auth"
+	"github.com/healthtech/partner-open-platform/internal/nonces"
 	noncebolt "github.com/healthtech/partner-open-platform/internal/nonces/bolt"
 	noncefile "github.com/healthtech/partner-open-platform/internal/nonces/filelog"
 	"github.com/healthtech/partner-open-platform/internal/ratelimit"

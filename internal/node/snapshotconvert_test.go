@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"github.com/healthtech/partner-open-platform/projections/memory/snapfile"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -12,6 +11,7 @@ import (
 	"github.com/healthtech/partner-open-platform/internal/datakeys"
 	keyfiles "github.com/healthtech/partner-open-platform/internal/datakeys/files"
 	"github.com/healthtech/partner-open-platform/projections/memory"
+	"github.com/healthtech/partner-open-platform/projections/memory/snapfile"
 )
 
 // TestConvertSnapshot rewrites the read-model snapshot of the data

@@ -5,12 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/healthtech/partner-open-platform/projections/memory/snapfile"
 	"slices"
 	"sync"
 
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/projections"
+	"github.com/healthtech/partner-open-platform/projections/memory/snapfile"
 )
 
 // unsorted is a map's entries copied as they are: the copy is what an

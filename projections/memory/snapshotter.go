@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/healthtech/partner-open-platform/projections/memory/snapfile"
 	"log/slog"
 	"os"
 	"slices"
@@ -17,6 +16,7 @@ import (
 	"github.com/healthtech/partner-open-platform/events/catalog"
 	"github.com/healthtech/partner-open-platform/internal/datakeys"
 	"github.com/healthtech/partner-open-platform/projections"
+	"github.com/healthtech/partner-open-platform/projections/memory/snapfile"
 )
 
 // SnapshotKeys is the part of the personal-data key store (datakeys.Keys) a

@@ -2,11 +2,11 @@ package postgres
 
 import (
 	"context"
-	"github.com/healthtech/partner-open-platform/internal/nonces"
 	"testing"
 	"time"
 
 	"github.com/healthtech/partner-open-platform/events"
+	"github.com/healthtech/partner-open-platform/internal/nonces"
 	"github.com/healthtech/partner-open-platform/internal/pgtest"
 	"github.com/healthtech/partner-open-platform/projections"
 )

@@ -2,7 +2,6 @@ package postgres_test
 
 import (
 	"context"
-	"github.com/healthtech/partner-open-platform/internal/nonces"
 	"reflect"
 	"testing"
 	"time"
@@ -10,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/healthtech/partner-open-platform/events"
+	"github.com/healthtech/partner-open-platform/internal/nonces"
 	"github.com/healthtech/partner-open-platform/internal/pgtest"
 	"github.com/healthtech/partner-open-platform/projections"
 	"github.com/healthtech/partner-open-platform/projections/postgres"

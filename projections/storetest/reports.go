@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/healthtech/partner-open-platform/internal/nonces/noncetest"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/healthtech/partner-open-platform/events"
+	"github.com/healthtech/partner-open-platform/internal/nonces/noncetest"
 	"github.com/healthtech/partner-open-platform/projections"
 )
 

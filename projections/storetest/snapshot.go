@@ -3,13 +3,13 @@ package storetest
 import (
 	"context"
 	"fmt"
-	"github.com/healthtech/partner-open-platform/internal/nonces"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/healthtech/partner-open-platform/events"
+	"github.com/healthtech/partner-open-platform/internal/nonces"
 	"github.com/healthtech/partner-open-platform/projections"
 )
 

@@ -6,12 +6,12 @@ package storetest
 import (
 	"context"
 	"fmt"
-	"github.com/healthtech/partner-open-platform/internal/nonces"
-	"github.com/healthtech/partner-open-platform/internal/nonces/noncetest"
 	"testing"
 	"time"
 
 	"github.com/healthtech/partner-open-platform/events"
+	"github.com/healthtech/partner-open-platform/internal/nonces"
+	"github.com/healthtech/partner-open-platform/internal/nonces/noncetest"
 	"github.com/healthtech/partner-open-platform/projections"
 )
 
