@@ -16,12 +16,12 @@ import (
 	"github.com/healthtech/partner-open-platform/internal/auth"
 	"github.com/healthtech/partner-open-platform/internal/httpapi"
 	"github.com/healthtech/partner-open-platform/internal/measureplugin"
-	"github.com/healthtech/partner-open-platform/projections"
+	"github.com/healthtech/partner-open-platform/projections/directory"
 )
 
 // Uploaders finds reporting sides by the hash of their token.
 type Uploaders interface {
-	Uploader(hash string) (projections.Uploader, bool)
+	Uploader(hash string) (directory.Uploader, bool)
 }
 
 func (a *API) reportRoutes() []Route {

@@ -44,6 +44,7 @@ import (
 	"github.com/healthtech/partner-open-platform/portal/mail"
 	"github.com/healthtech/partner-open-platform/privacy"
 	"github.com/healthtech/partner-open-platform/projections"
+	"github.com/healthtech/partner-open-platform/projections/directory"
 	"github.com/healthtech/partner-open-platform/projections/memory"
 	"github.com/healthtech/partner-open-platform/projections/postgres"
 	"github.com/healthtech/partner-open-platform/queryapi"
@@ -189,8 +190,8 @@ type Node struct {
 	// Families are the read-model projections by family.
 	Families      map[projections.Family]*projections.Runner
 	Dispatcher    *webhooks.Dispatcher
-	Apps          *projections.Apps
-	Operators     *projections.Operators
+	Apps          *directory.Apps
+	Operators     *directory.Operators
 	Runners       []*projections.Runner
 	Registry      *events.Registry
 	Metrics       *metrics.Metrics
@@ -208,7 +209,7 @@ type Node struct {
 	// Portal is the developer portal served at /portal/; Developers is its
 	// directory of developer accounts and the mail outbox.
 	Portal     *portal.Server
-	Developers *projections.Developers
+	Developers *directory.Developers
 	mailSender *mail.Sender
 
 	log  *slog.Logger
@@ -399,12 +400,12 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		n.log.Info("adapter", "port", port, "adapter", n.Adapters[port])
 	}
 
-	n.Apps = projections.NewApps(sealer)
+	n.Apps = directory.NewApps(sealer)
 	// The directories journal the positions of their events, so a
 	// snapshot restores them by reading those back, not the whole log.
 	appsJournal := projections.NewJournal(n.Apps, n.Events, n.Registry)
 	appsRunner := projections.NewRunner(n.Events, n.Registry, appsJournal, n.log, n.Metrics.Projected)
-	n.Operators = projections.NewOperators()
+	n.Operators = directory.NewOperators()
 	operatorsJournal := projections.NewJournal(n.Operators, n.Events, n.Registry)
 	operatorsRunner := projections.NewRunner(n.Events, n.Registry, operatorsJournal, n.log, n.Metrics.Projected)
 	n.Runners = []*projections.Runner{appsRunner, operatorsRunner}

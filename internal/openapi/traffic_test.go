@@ -32,6 +32,7 @@ import (
 	"github.com/healthtech/partner-open-platform/internal/ratelimit"
 	"github.com/healthtech/partner-open-platform/internal/secrets"
 	"github.com/healthtech/partner-open-platform/projections"
+	"github.com/healthtech/partner-open-platform/projections/directory"
 	projmemory "github.com/healthtech/partner-open-platform/projections/memory"
 	"github.com/healthtech/partner-open-platform/queryapi"
 	"github.com/healthtech/partner-open-platform/webhooks"
@@ -103,7 +104,7 @@ func server(t *testing.T, clock *offsetClock) *httptest.Server {
 		t.Fatal(err)
 	}
 	store, reg, readModel := memory.New(), catalog.Registry(), projmemory.New()
-	apps := projections.NewApps(sealer)
+	apps := directory.NewApps(sealer)
 	appsRunner := projections.NewRunner(store, reg, apps, log, nil)
 	runners := []*projections.Runner{appsRunner}
 	families := map[projections.Family]*projections.Runner{}

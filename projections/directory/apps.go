@@ -1,4 +1,11 @@
-package projections
+// Package directory holds the in-memory directories the edges authenticate
+// and authorise against: apps (with their keys, tokens, uploaders and
+// webhook endpoints), operators and developer accounts (with the portal's
+// mail outbox). Every node keeps them in memory, in every mode: they are
+// few, read on every request, and hold secrets that belong in memory rather
+// than in a read-model database. Each is a projector of the log, journaled
+// (projections.Journal) so a start reads back only its events.
+package directory
 
 import (
 	"cmp"
@@ -341,4 +348,12 @@ func (a *Apps) Uploader(hash string) (Uploader, bool) {
 	defer a.mu.RUnlock()
 	u, ok := a.uploaders[hash]
 	return u, ok
+}
+
+func typeSet(ps ...events.Payload) map[string]bool {
+	m := make(map[string]bool, len(ps))
+	for _, p := range ps {
+		m[p.EventType()] = true
+	}
+	return m
 }
