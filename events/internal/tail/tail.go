@@ -1,7 +1,7 @@
-// Package feed gives the embedded adapters one subscription implementation:
+// Package tail gives the embedded adapters one subscription implementation:
 // a cursor that catches up through ReadAll in pages and then sleeps on an
 // in-process broadcast until the next append, so no adapter polls.
-package feed
+package tail
 
 import (
 	"context"
