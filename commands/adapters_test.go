@@ -74,8 +74,8 @@ func TestConcurrentRegistersOnEveryAdapter(t *testing.T) {
 		// Separate allocators model separate processes sharing one store.
 		loc := time.UTC
 		handlers := []*Users{
-			NewUsers(store, reg, NewAllocator(store, reg, 5), time.Now, loc),
-			NewUsers(store, reg, NewAllocator(store, reg, 5), time.Now, loc),
+			NewUsers(store, reg, NewAllocator(store, reg, 5), testNames, time.Now, loc),
+			NewUsers(store, reg, NewAllocator(store, reg, 5), testNames, time.Now, loc),
 		}
 		channelID := "concurrent-" + time.Now().Format("150405.000000000")
 		const n = 50
@@ -113,7 +113,7 @@ func TestConcurrentRegistersOnEveryAdapter(t *testing.T) {
 func TestConcurrentMemberUpsertsCreateOneMember(t *testing.T) {
 	eventStores(t, func(t *testing.T, store events.Store) {
 		reg := catalog.Registry()
-		users := NewUsers(store, reg, NewAllocator(store, reg, 5), time.Now, time.UTC)
+		users := NewUsers(store, reg, NewAllocator(store, reg, 5), testNames, time.Now, time.UTC)
 		res, err := users.Register(ctx, Register{AppID: 1, ChannelUserID: "m-" + time.Now().Format("150405.000000000"), User: UserInput{Name: "n"},
 			Groups: []GroupInput{{AppGroupID: 1, Name: "g"}}}, Meta{})
 		if err != nil {
@@ -166,12 +166,12 @@ func (s refusingUserStreams) AppendMulti(ctx context.Context, parts ...events.St
 func TestRegisterBindsAndCreatesInOneAppend(t *testing.T) {
 	store := memory.New()
 	reg := catalog.Registry()
-	users := NewUsers(store, reg, NewAllocator(store, reg, 5), time.Now, time.UTC)
+	users := NewUsers(store, reg, NewAllocator(store, reg, 5), testNames, time.Now, time.UTC)
 	res, err := users.Register(ctx, Register{AppID: 1, ChannelUserID: "one", User: UserInput{Name: "n"}}, Meta{})
 	if err != nil || !res.Created {
 		t.Fatalf("register: %+v %v", res, err)
 	}
-	bound, err := store.ReadStream(ctx, domain.BindingStream(1, "one"), 0, 0)
+	bound, err := store.ReadStream(ctx, testNames.BindingStream(1, "one"), 0, 0)
 	if err != nil || len(bound) != 1 {
 		t.Fatalf("binding stream: %d events, %v", len(bound), err)
 	}
@@ -186,14 +186,14 @@ func TestRegisterBindsAndCreatesInOneAppend(t *testing.T) {
 	// A store failing the user's creation records no binding either, and
 	// the next register (the store healthy again) creates the user.
 	failing := refusingUserStreams{memory.New()}
-	users = NewUsers(failing, reg, NewAllocator(failing, reg, 5), time.Now, time.UTC)
+	users = NewUsers(failing, reg, NewAllocator(failing, reg, 5), testNames, time.Now, time.UTC)
 	if _, err := users.Register(ctx, Register{AppID: 1, ChannelUserID: "two", User: UserInput{Name: "n"}}, Meta{}); !errors.Is(err, errRefused) {
 		t.Fatalf("register on a failing store: %v, want the store's error", err)
 	}
-	if got, err := failing.ReadStream(ctx, domain.BindingStream(1, "two"), 0, 0); err != nil || len(got) != 0 {
+	if got, err := failing.ReadStream(ctx, testNames.BindingStream(1, "two"), 0, 0); err != nil || len(got) != 0 {
 		t.Fatalf("a failed register left %d binding events (%v)", len(got), err)
 	}
-	users = NewUsers(failing.Store, reg, NewAllocator(failing.Store, reg, 5), time.Now, time.UTC)
+	users = NewUsers(failing.Store, reg, NewAllocator(failing.Store, reg, 5), testNames, time.Now, time.UTC)
 	if res, err := users.Register(ctx, Register{AppID: 1, ChannelUserID: "two", User: UserInput{Name: "n"}}, Meta{}); err != nil || !res.Created {
 		t.Fatalf("register after the failure: %+v %v", res, err)
 	}

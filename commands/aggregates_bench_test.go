@@ -29,7 +29,7 @@ func BenchmarkPatchLongHistory(b *testing.B) {
 			}
 			defer store.Close()
 			reg := catalog.Registry()
-			u := NewUsers(store, reg, NewAllocator(store, reg, 100), time.Now, time.UTC).WithAggregateCache(cache)
+			u := NewUsers(store, reg, NewAllocator(store, reg, 100), testNames, time.Now, time.UTC).WithAggregateCache(cache)
 			long := registerOne(b, u, "long")
 			fresh := registerOne(b, u, "fresh")
 			grow(b, store, reg, long, 10000)

@@ -43,8 +43,8 @@ func profileOf(t *testing.T, store events.Store, id int64) catalog.Profile {
 func TestCachedUserSeesAnotherNodesAppends(t *testing.T) {
 	eventStores(t, func(t *testing.T, store events.Store) {
 		reg := catalog.Registry()
-		a := NewUsers(store, reg, NewAllocator(store, reg, 5), time.Now, time.UTC)
-		b := NewUsers(store, reg, NewAllocator(store, reg, 5), time.Now, time.UTC)
+		a := NewUsers(store, reg, NewAllocator(store, reg, 5), testNames, time.Now, time.UTC)
+		b := NewUsers(store, reg, NewAllocator(store, reg, 5), testNames, time.Now, time.UTC)
 		id := registerOne(t, a, "stale-"+time.Now().Format("150405.000000000"))
 		if _, err := a.UpdateProfile(ctx, 1, id, ProfilePatch{Nickname: domain.Val("one")}, Meta{}); err != nil {
 			t.Fatal(err) // a has the user cached now
@@ -102,7 +102,7 @@ func (c *conflictOnce) Append(ctx context.Context, stream string, exp events.Exp
 func TestFailedDecisionsLeaveTheCacheConsistent(t *testing.T) {
 	store := memory.New()
 	reg := catalog.Registry()
-	u := NewUsers(store, reg, NewAllocator(store, reg, 5), time.Now, time.UTC)
+	u := NewUsers(store, reg, NewAllocator(store, reg, 5), testNames, time.Now, time.UTC)
 	id := registerOne(t, u, "fail")
 	// Validation error: nothing decided, nothing cached changes.
 	if _, err := u.UpsertMember(ctx, 1, id, MemberInput{AppUserID: "m1", AppGroupID: 99, Name: "Han", Relationship: "FATHER"}, Meta{}); !errors.Is(err, domain.ErrFamilyGroupNotFound) {
@@ -119,7 +119,7 @@ func TestFailedDecisionsLeaveTheCacheConsistent(t *testing.T) {
 
 	// Conflict: another node renames first; this node's decision loses
 	// the race, is decided again on the new state, and wins.
-	other := NewUsers(store, reg, NewAllocator(store, reg, 5), time.Now, time.UTC)
+	other := NewUsers(store, reg, NewAllocator(store, reg, 5), testNames, time.Now, time.UTC)
 	racy := &conflictOnce{Store: store, stream: domain.UserStream(id), before: func() {
 		if _, err := other.UpdateProfile(ctx, 1, id, ProfilePatch{Name: domain.Val("Other")}, Meta{}); err != nil {
 			t.Error(err)
@@ -146,7 +146,7 @@ func TestFailedDecisionsLeaveTheCacheConsistent(t *testing.T) {
 func TestDecisionsWorkOnACopy(t *testing.T) {
 	store := memory.New()
 	reg := catalog.Registry()
-	u := NewUsers(store, reg, NewAllocator(store, reg, 5), time.Now, time.UTC)
+	u := NewUsers(store, reg, NewAllocator(store, reg, 5), testNames, time.Now, time.UTC)
 	id := registerOne(t, u, "copy")
 	_, err := u.change(ctx, 1, id, Meta{}, func(st *userState) ([]events.Payload, error) {
 		st.profile.Name = "scribbled"
@@ -173,7 +173,7 @@ func TestDecisionsWorkOnACopy(t *testing.T) {
 func TestLoadedCopyIsASnapshot(t *testing.T) {
 	store := memory.New()
 	reg := catalog.Registry()
-	u := NewUsers(store, reg, NewAllocator(store, reg, 5), time.Now, time.UTC).WithKeys(&keyDropper{})
+	u := NewUsers(store, reg, NewAllocator(store, reg, 5), testNames, time.Now, time.UTC).WithKeys(&keyDropper{})
 	id := registerOne(t, u, "snapshot")
 	if _, err := u.UpsertGroup(ctx, 1, id, GroupInput{AppGroupID: 8, Name: "Parents"}, Meta{}); err != nil {
 		t.Fatal(err)
@@ -254,8 +254,8 @@ func TestLoadedCopyIsASnapshot(t *testing.T) {
 func TestConcurrentCommandsOnOneCachedUser(t *testing.T) {
 	eventStores(t, func(t *testing.T, store events.Store) {
 		reg := catalog.Registry()
-		a := NewUsers(store, reg, NewAllocator(store, reg, 5), time.Now, time.UTC)
-		b := NewUsers(store, reg, NewAllocator(store, reg, 5), time.Now, time.UTC)
+		a := NewUsers(store, reg, NewAllocator(store, reg, 5), testNames, time.Now, time.UTC)
+		b := NewUsers(store, reg, NewAllocator(store, reg, 5), testNames, time.Now, time.UTC)
 		id := registerOne(t, a, "conc-"+time.Now().Format("150405.000000000"))
 		const n = 16
 		var wg sync.WaitGroup
@@ -300,8 +300,8 @@ func TestErasureLeavesNoPersonalDataCached(t *testing.T) {
 	store := memory.New()
 	reg := catalog.Registry()
 	keys := &keyDropper{}
-	a := NewUsers(store, reg, NewAllocator(store, reg, 5), time.Now, time.UTC).WithKeys(keys)
-	b := NewUsers(store, reg, NewAllocator(store, reg, 5), time.Now, time.UTC)
+	a := NewUsers(store, reg, NewAllocator(store, reg, 5), testNames, time.Now, time.UTC).WithKeys(keys)
+	b := NewUsers(store, reg, NewAllocator(store, reg, 5), testNames, time.Now, time.UTC)
 	id := registerOne(t, a, "erase")
 	if _, err := b.UpsertMember(ctx, 1, id, MemberInput{AppUserID: "m1", AppGroupID: 7, Name: "Han", Relationship: "FATHER", Phone: domain.Val("13800138000")}, Meta{}); err != nil {
 		t.Fatal(err)
@@ -332,7 +332,7 @@ func TestErasureLeavesNoPersonalDataCached(t *testing.T) {
 func TestAggregateCacheIsBounded(t *testing.T) {
 	store := memory.New()
 	reg := catalog.Registry()
-	u := NewUsers(store, reg, NewAllocator(store, reg, 5), time.Now, time.UTC).WithAggregateCache(2)
+	u := NewUsers(store, reg, NewAllocator(store, reg, 5), testNames, time.Now, time.UTC).WithAggregateCache(2)
 	var ids []int64
 	for i := range 3 {
 		id := registerOne(t, u, fmt.Sprintf("lru-%d", i))
@@ -393,7 +393,7 @@ func TestCachedOrdersSeeAnotherNodesAppends(t *testing.T) {
 func TestForgetDropsOneCachedUser(t *testing.T) {
 	store := memory.New()
 	reg := catalog.Registry()
-	u := NewUsers(store, reg, NewAllocator(store, reg, 5), time.Now, time.UTC)
+	u := NewUsers(store, reg, NewAllocator(store, reg, 5), testNames, time.Now, time.UTC)
 	a, b := registerOne(t, u, "forget-a"), registerOne(t, u, "forget-b")
 	for _, id := range []int64{a, b} {
 		if _, err := u.UpdateProfile(ctx, 1, id, ProfilePatch{Nickname: domain.Val("n")}, Meta{}); err != nil {
@@ -437,7 +437,7 @@ func TestOwnAppendsAdvanceTheCacheAsTheStoreHoldsThem(t *testing.T) {
 	eventStores(t, func(t *testing.T, inner events.Store) {
 		store := &readCounter{Store: inner}
 		reg := catalog.Registry()
-		u := NewUsers(store, reg, NewAllocator(store, reg, 5), time.Now, time.UTC)
+		u := NewUsers(store, reg, NewAllocator(store, reg, 5), testNames, time.Now, time.UTC)
 		id := registerOne(t, u, "own-"+time.Now().Format("150405.000000000"))
 		if _, err := u.UpdateProfile(ctx, 1, id, ProfilePatch{Nickname: domain.Val("one")}, Meta{}); err != nil {
 			t.Fatal(err) // loads the user once

@@ -76,7 +76,7 @@ func TestCachedUserHoldsNothingTheLogNoLongerReveals(t *testing.T) {
 				ps, ks := sealingStore(t, inner)
 				reg := catalog.Registry()
 				race := &eraseAround{Store: ps, keys: ks, after: after}
-				u := NewUsers(race, reg, NewAllocator(race, reg, 5), time.Now, time.UTC)
+				u := NewUsers(race, reg, NewAllocator(race, reg, 5), testNames, time.Now, time.UTC)
 				id := registerOne(t, u, fmt.Sprintf("erased-race-%v-%s", after, time.Now().Format("150405.000000000")))
 				race.stream = domain.UserStream(id)
 				if _, err := u.UpdateProfile(ctx, 1, id, ProfilePatch{Nickname: domain.Val("before")}, Meta{}); err != nil {
@@ -141,7 +141,7 @@ func TestCachedOrderHoldsNoReceiverFields(t *testing.T) {
 		ps, ks := sealingStore(t, inner)
 		reg := catalog.Registry()
 		ids := NewAllocator(ps, reg, 5)
-		u := NewUsers(ps, reg, ids, time.Now, time.UTC)
+		u := NewUsers(ps, reg, ids, testNames, time.Now, time.UTC)
 		o := NewOrders(ps, reg, ids, time.Now)
 		user := registerOne(t, u, "order-erased-"+time.Now().Format("150405.000000000"))
 		goods := fmt.Sprint("G", time.Now().UnixNano())
@@ -238,7 +238,7 @@ func TestSweepEmptiesUsersWhoseKeyWasDestroyedElsewhere(t *testing.T) {
 		here.SetClock(func() time.Time { return time.Unix(0, now.Load()) })
 		ps := privacy.New(inner, here)
 		reg := catalog.Registry()
-		u := NewUsers(ps, reg, NewAllocator(ps, reg, 5), time.Now, time.UTC)
+		u := NewUsers(ps, reg, NewAllocator(ps, reg, 5), testNames, time.Now, time.UTC)
 		tag := time.Now().Format("150405.000000000")
 		erased, kept := registerOne(t, u, "swept-"+tag), registerOne(t, u, "kept-"+tag)
 		for _, id := range []int64{erased, kept} {

@@ -22,7 +22,7 @@ func TestConcurrentReportCreatesMakeOneReport(t *testing.T) {
 	eventStores(t, func(t *testing.T, store events.Store) {
 		reg := catalog.Registry()
 		ids := NewAllocator(store, reg, 20)
-		u := NewUsers(store, reg, ids, time.Now, time.UTC)
+		u := NewUsers(store, reg, ids, testNames, time.Now, time.UTC)
 		r := NewReports(store, reg, ids, time.Now)
 		stamp := time.Now().Format("150405.000000000")
 		one := registerOne(t, u, "rep-a-"+stamp)
@@ -110,7 +110,7 @@ func TestClaimsLandWithWhatTheyName(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	u := NewUsers(inner, reg, ids, time.Now, time.UTC)
+	u := NewUsers(inner, reg, ids, testNames, time.Now, time.UTC)
 	r := NewReports(store, reg, ids, time.Now)
 	report, err := r.Create(ctx, ReportInput{OpenUserID: registerOne(t, u, "claims"), RequestReportID: domain.Val("R1"), ReportType: domain.Val("ECG"),
 		RawData: json.RawMessage(`{"hr":72}`)}, "uploader:1", Meta{})

@@ -69,3 +69,12 @@ func thenInvalid(t *testing.T, err error, field string) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// testNames names binding streams in tests as the node does, with a fixed key.
+var testNames = func() *domain.Pseudonyms {
+	p, err := domain.NewPseudonyms([]byte("0123456789abcdef0123456789abcdef"))
+	if err != nil {
+		panic(err)
+	}
+	return p
+}()

@@ -20,7 +20,7 @@ func BenchmarkUpsertMemberCached(b *testing.B) {
 	ctx := context.Background()
 	store := memory.New()
 	reg := catalog.Registry()
-	u := NewUsers(store, reg, NewAllocator(store, reg, 100), time.Now, time.UTC)
+	u := NewUsers(store, reg, NewAllocator(store, reg, 100), testNames, time.Now, time.UTC)
 	id := registerOne(b, u, "bench")
 	in := func(i int) MemberInput {
 		return MemberInput{AppUserID: fmt.Sprintf("m-%d", i%20), AppGroupID: 7, Name: fmt.Sprintf("n-%d", i), Relationship: "SON"}

@@ -35,7 +35,7 @@ func newScenario(t *testing.T) *scenario {
 		t.Fatal(err)
 	}
 	ids := NewAllocator(store, reg, 10)
-	return &scenario{t: t, store: store, reg: reg, users: NewUsers(store, reg, ids, func() time.Time { return fixedNow }, loc)}
+	return &scenario{t: t, store: store, reg: reg, users: NewUsers(store, reg, ids, testNames, func() time.Time { return fixedNow }, loc)}
 }
 
 func (s *scenario) given(stream string, ps ...events.Payload) *scenario {
@@ -159,7 +159,7 @@ func TestRegisterRepeatIsAReplay(t *testing.T) {
 }
 
 func TestRegisterCompletesAfterCrashBetweenBindingAndUser(t *testing.T) {
-	s := newScenario(t).given(domain.BindingStream(1, "c1"), catalog.ChannelUserBound{AppID: 1, ChannelUserID: "c1", OpenUserID: 42})
+	s := newScenario(t).given(testNames.BindingStream(1, "c1"), catalog.ChannelUserBound{AppID: 1, ChannelUserID: "c1", OpenUserID: 42})
 	res, err := s.users.Register(ctx, Register{AppID: 1, ChannelUserID: "c1", User: UserInput{Name: "Li"}}, Meta{})
 	if err != nil {
 		t.Fatal(err)

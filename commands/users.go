@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/healthtech/partner-open-platform/domain"
@@ -19,11 +20,15 @@ type userState struct {
 	appID         int64
 	openUserID    int64
 	channelUserID string
-	profile       catalog.Profile
-	groups        map[int64]*groupState     // by family_group_id, dissolved included
-	activeGroups  map[int64]int64           // app_group_id -> family_group_id
-	members       map[int64]*catalog.Member // live members by member_id
-	memberByApp   map[string]int64          // app_user_id -> member_id
+	// binding is the stream that binds (appID, channelUserID) to this
+	// user: named by user.registered, or, for users registered before
+	// hashed names, the legacy name derived from the (clear) id.
+	binding      string
+	profile      catalog.Profile
+	groups       map[int64]*groupState     // by family_group_id, dissolved included
+	activeGroups map[int64]int64           // app_group_id -> family_group_id
+	members      map[int64]*catalog.Member // live members by member_id
+	memberByApp  map[string]int64          // app_user_id -> member_id
 	// writable marks the maps this state may write (ownGroups...): clone
 	// shares them with the copy and clears the marks on both, so apply
 	// copies a map before its first write after a clone and a copy handed
@@ -96,13 +101,17 @@ func (s *userState) apply(env events.Envelope) {
 	switch p := env.Payload.(type) {
 	case *catalog.UserRegistered:
 		s.registered, s.appID, s.openUserID, s.channelUserID, s.profile = true, p.AppID, p.OpenUserID, p.ChannelUserID, p.Profile
+		s.binding = p.Binding
+		if s.binding == "" && p.ChannelUserID != "" {
+			s.binding = domain.LegacyBindingStream(p.AppID, p.ChannelUserID)
+		}
 	case *catalog.UserProfileUpdated:
 		s.profile = p.Profile
 	case *catalog.UserErased:
 		// An erased user is gone for every command: USER_NOT_FOUND; none
 		// of their personal data stays in a state (a cached one included).
 		// New maps: a clone a decision still reads keeps the ones it has.
-		s.registered, s.erased, s.profile = false, true, catalog.Profile{}
+		s.registered, s.erased, s.profile, s.channelUserID = false, true, catalog.Profile{}, ""
 		s.groups, s.activeGroups = map[int64]*groupState{}, map[int64]int64{}
 		s.members, s.memberByApp = map[int64]*catalog.Member{}, map[string]int64{}
 		s.writable, s.sharers = ownAll, [4]uint32{}
@@ -169,11 +178,16 @@ func (s *userState) mapping() ([]GroupRef, []MemberRef) {
 // Users handles the channel-user commands of the spec.
 type Users struct {
 	streams
-	ids  *Allocator
-	now  func() time.Time
-	loc  *time.Location
-	keys KeyDestroyer
-	warm KeyWarmer
+	ids *Allocator
+	// names hashes channel user ids into binding stream names.
+	names *domain.Pseudonyms
+	// noLegacy says the log holds no binding under a legacy name
+	// (WithLegacyBindings), so a register reads the hashed stream only.
+	noLegacy atomic.Bool
+	now      func() time.Time
+	loc      *time.Location
+	keys     KeyDestroyer
+	warm     KeyWarmer
 	// loaded keeps recently used users, read incrementally (aggregates.go).
 	loaded *aggregateCache[*userState]
 }
@@ -202,9 +216,11 @@ func (u *Users) WithKeys(k KeyDestroyer) *Users {
 	return u
 }
 
-// NewUsers builds the handler; loc is the platform time zone of Y-m-d dates.
-func NewUsers(store events.Store, reg *events.Registry, ids *Allocator, now func() time.Time, loc *time.Location) *Users {
-	return &Users{streams: streams{store, reg}, ids: ids, now: now, loc: loc,
+// NewUsers builds the handler; names makes the binding streams' names (the
+// platform's pseudonym key: every node must use the same), loc is the
+// platform time zone of Y-m-d dates.
+func NewUsers(store events.Store, reg *events.Registry, ids *Allocator, names *domain.Pseudonyms, now func() time.Time, loc *time.Location) *Users {
+	return &Users{streams: streams{store, reg}, ids: ids, names: names, now: now, loc: loc,
 		loaded: newUserCache(DefaultAggregateCache)}
 }
 
@@ -467,7 +483,7 @@ func equalPtr[T comparable](a, b *T) bool {
 	return *a == *b
 }
 
-// bindingState is one (app_id, channel_user_id) binding.
+// bindingState is one (app_id, channel_user_id) binding stream.
 type bindingState struct{ openUserID int64 }
 
 func (s *bindingState) apply(env events.Envelope) {
@@ -479,10 +495,29 @@ func (s *bindingState) apply(env events.Envelope) {
 	}
 }
 
-// decideBind binds the channel user to the open_user_id allocated for it;
-// a bound channel user keeps its binding (nothing decided).
-func decideBind(b *bindingState, appID int64, channelUserID string, openUserID int64) []events.Payload {
-	if b.openUserID != 0 {
+// bindings is what a register knows of a channel user's binding: its
+// stream (named by a keyed hash of the id) and the stream a log written
+// before hashed names bound it on (domain.LegacyBindingStream), which
+// nothing binds any more. legacy is read only while hashed was never
+// written: a hashed binding is claimed only after the legacy one was found
+// free, and a free legacy binding stays free, so the two never both bind.
+type bindings struct {
+	hashed, legacy bindingState
+}
+
+// bound is the open_user_id the channel user is bound to, 0 for none.
+func (b *bindings) bound() int64 {
+	if b.hashed.openUserID != 0 {
+		return b.hashed.openUserID
+	}
+	return b.legacy.openUserID
+}
+
+// decideBind binds the channel user to the open_user_id allocated for it,
+// on the hashed binding stream; a channel user bound on either stream
+// keeps its binding (nothing decided).
+func decideBind(b *bindings, appID int64, channelUserID string, openUserID int64) []events.Payload {
+	if b.bound() != 0 {
 		return nil
 	}
 	return []events.Payload{catalog.ChannelUserBound{AppID: appID, ChannelUserID: channelUserID, OpenUserID: openUserID}}
@@ -493,6 +528,8 @@ func decideBind(b *bindingState, appID int64, channelUserID string, openUserID i
 // up front), and the time.
 type registerUser struct {
 	Register
+	// Binding is the (hashed) binding stream's name, kept in user.registered.
+	Binding    string
 	OpenUserID int64
 	GroupIDs   []int64
 	MemberIDs  []int64
@@ -516,21 +553,27 @@ func (u *Users) Register(ctx context.Context, c Register, meta Meta) (RegisterRe
 		return RegisterResult{}, err
 	}
 	meta.AppID = c.AppID
-	binding := domain.BindingStream(c.AppID, c.ChannelUserID)
-	cmd := registerUser{Register: c}
+	binding := u.names.BindingStream(c.AppID, c.ChannelUserID)
+	cmd := registerUser{Register: c, Binding: binding}
 	for attempt := 0; attempt < maxAttempts; attempt++ {
-		var b bindingState
-		bindingVersion, _, err := u.load(ctx, binding, b.apply)
+		b, bindingVersion, err := u.loadBindings(ctx, binding, c.AppID, c.ChannelUserID)
 		if err != nil {
 			return RegisterResult{}, err
 		}
-		openUserID, bound := b.openUserID, false
+		openUserID, bound := b.bound(), false
+		if b.hashed.openUserID == 0 && b.legacy.openUserID != 0 {
+			// Bound under the legacy name (its user stream may still be to
+			// create, after a crash between two appends): user.registered
+			// names no hashed binding, so the user's binding is derived
+			// from the id, as for every user of that release.
+			cmd.Binding = ""
+		}
 		if openUserID == 0 {
 			id, err := u.ids.Next(ctx, KindUser)
 			if err != nil {
 				return RegisterResult{}, err
 			}
-			res, outcome, err := u.bindAndCreate(ctx, &cmd, &b, binding, bindingVersion, id, meta)
+			res, outcome, err := u.bindAndCreate(ctx, &cmd, b, binding, bindingVersion, id, meta)
 			switch {
 			case err != nil:
 				return RegisterResult{}, err
@@ -573,6 +616,29 @@ func (u *Users) Register(ctx context.Context, c Register, meta Meta) (RegisterRe
 	return RegisterResult{}, domain.ErrContention
 }
 
+// loadBindings reads the channel user's hashed binding stream and, while
+// that was never written, its legacy one; the version is the hashed
+// stream's, the one a new binding is claimed on.
+func (u *Users) loadBindings(ctx context.Context, hashed string, appID int64, channelUserID string) (*bindings, uint64, error) {
+	b := &bindings{}
+	version, _, err := u.load(ctx, hashed, b.hashed.apply)
+	if err != nil || version > 0 || u.noLegacy.Load() {
+		return b, version, err
+	}
+	_, _, err = u.load(ctx, domain.LegacyBindingStream(appID, channelUserID), b.legacy.apply)
+	return b, version, err
+}
+
+// WithLegacyBindings says whether the log may hold bindings under legacy
+// names (the node decides it once per log: a log that had users before
+// hashed names may, one begun with them cannot). Without it a register
+// reads the legacy name whenever the hashed one was never written, which
+// is always right and costs one stream read per new channel user.
+func (u *Users) WithLegacyBindings(possible bool) *Users {
+	u.noLegacy.Store(!possible)
+	return u
+}
+
 // registerOutcome is what bindAndCreate leaves its caller to do.
 type registerOutcome int
 
@@ -585,7 +651,7 @@ const (
 // bindAndCreate binds the channel user to the fresh id and creates the user
 // in one atomic append of both streams. On a store without one it appends
 // the binding alone and says so (registerBoundOnly).
-func (u *Users) bindAndCreate(ctx context.Context, cmd *registerUser, b *bindingState, binding string, bindingVersion uint64, id int64, meta Meta) (RegisterResult, registerOutcome, error) {
+func (u *Users) bindAndCreate(ctx context.Context, cmd *registerUser, b *bindings, binding string, bindingVersion uint64, id int64, meta Meta) (RegisterResult, registerOutcome, error) {
 	warmed := u.warmKey(ctx, id)
 	defer func() { <-warmed }()
 	bind, err := u.encode(meta, decideBind(b, cmd.AppID, cmd.ChannelUserID, id)...)
@@ -685,7 +751,7 @@ func decideRegister(st *userState, c registerUser) []events.Payload {
 	})
 	ps := []events.Payload{catalog.UserRegistered{
 		AppID: c.AppID, OpenUserID: c.OpenUserID, ChannelUserID: c.ChannelUserID, Profile: profile,
-		RegisteredAt: c.Now.UTC().Truncate(time.Second),
+		RegisteredAt: c.Now.UTC().Truncate(time.Second), Binding: c.Binding,
 	}}
 	groupIDs := map[int64]int64{}
 	for i, g := range c.Groups {
@@ -1061,8 +1127,7 @@ func (u *Users) Erase(ctx context.Context, openUserID int64, reason string, meta
 		}
 		m := meta
 		m.AppID = st.appID
-		erased := catalog.UserErased{AppID: st.appID, OpenUserID: openUserID, ChannelUserID: st.channelUserID,
-			Reason: reason, ErasedBy: meta.Actor, ErasedAt: u.now().UTC()}
+		erased := decideErase(st, reason, meta.Actor, u.now())
 		res, err := u.append(ctx, domain.UserStream(openUserID), version, m, erased)
 		if events.IsConflict(err) {
 			continue
@@ -1070,7 +1135,7 @@ func (u *Users) Erase(ctx context.Context, openUserID int64, reason string, meta
 		if err != nil {
 			return events.Position{}, fmt.Errorf("erase user: %w", err)
 		}
-		pos, err := u.unbind(ctx, st.appID, st.channelUserID, openUserID, m)
+		pos, err := u.unbind(ctx, st.binding, openUserID, m)
 		if err != nil {
 			return events.Position{}, err
 		}
@@ -1082,19 +1147,38 @@ func (u *Users) Erase(ctx context.Context, openUserID int64, reason string, meta
 	return events.Position{}, domain.ErrContention
 }
 
+// decideErase records the erasure of a registered user: who, when and why,
+// and no personal data (not the channel_user_id either).
+func decideErase(st *userState, reason, actor string, now time.Time) catalog.UserErased {
+	return catalog.UserErased{AppID: st.appID, OpenUserID: st.openUserID, Reason: reason, ErasedBy: actor, ErasedAt: now.UTC()}
+}
+
+// decideUnbind frees a binding that still binds the erased user; the event
+// names the app and the user, not the channel_user_id (the stream's name
+// is a keyed hash of it).
+func decideUnbind(b *bindingState, appID, openUserID int64) []events.Payload {
+	if b.openUserID == 0 || b.openUserID != openUserID {
+		return nil
+	}
+	return []events.Payload{catalog.ChannelUserUnbound{AppID: appID, OpenUserID: openUserID}}
+}
+
 // unbind frees the binding stream if it still binds the erased user.
-func (u *Users) unbind(ctx context.Context, appID int64, channelUserID string, openUserID int64, meta Meta) (events.Position, error) {
-	binding := domain.BindingStream(appID, channelUserID)
+func (u *Users) unbind(ctx context.Context, binding string, openUserID int64, meta Meta) (events.Position, error) {
+	if binding == "" {
+		return events.Position{}, nil // a user without a readable binding name: nothing to free
+	}
 	for attempt := 0; attempt < maxAttempts; attempt++ {
 		var b bindingState
 		version, pos, err := u.load(ctx, binding, b.apply)
 		if err != nil {
 			return events.Position{}, err
 		}
-		if b.openUserID != openUserID {
+		ps := decideUnbind(&b, meta.AppID, openUserID)
+		if len(ps) == 0 {
 			return pos, nil
 		}
-		res, err := u.append(ctx, binding, version, meta, catalog.ChannelUserUnbound{AppID: appID, ChannelUserID: channelUserID, OpenUserID: openUserID})
+		res, err := u.append(ctx, binding, version, meta, ps...)
 		if events.IsConflict(err) {
 			continue
 		}

@@ -13,9 +13,56 @@ import (
 // Given/When/Then of the channel-binding and user decisions (pure: no store).
 
 func TestBindDecision(t *testing.T) {
-	then(t, decideBind(given(t, &bindingState{}), 1, "c1", 42), nil, catalog.ChannelUserBound{AppID: 1, ChannelUserID: "c1", OpenUserID: 42})
-	bound := given(t, &bindingState{}, catalog.ChannelUserBound{AppID: 1, ChannelUserID: "c1", OpenUserID: 7})
+	free := &bindings{hashed: *given(t, &bindingState{})}
+	then(t, decideBind(free, 1, "c1", 42), nil, catalog.ChannelUserBound{AppID: 1, ChannelUserID: "c1", OpenUserID: 42})
+	bound := &bindings{hashed: *given(t, &bindingState{}, catalog.ChannelUserBound{AppID: 1, ChannelUserID: "c1", OpenUserID: 7})}
 	then(t, decideBind(bound, 1, "c1", 42), nil) // bound once, for good
+
+	// Bound on the legacy stream of a log written before hashed names: the
+	// user keeps that binding and no second one is claimed.
+	legacy := &bindings{legacy: *given(t, &bindingState{}, catalog.ChannelUserBound{AppID: 1, ChannelUserID: "c1", OpenUserID: 7})}
+	then(t, decideBind(legacy, 1, "c1", 42), nil)
+	if legacy.bound() != 7 {
+		t.Fatalf("legacy binding reads as user %d, want 7", legacy.bound())
+	}
+	// A legacy binding freed by an erasure: the next register binds anew, hashed.
+	freed := &bindings{legacy: *given(t, &bindingState{},
+		catalog.ChannelUserBound{AppID: 1, ChannelUserID: "c1", OpenUserID: 7},
+		catalog.ChannelUserUnbound{AppID: 1, ChannelUserID: "c1", OpenUserID: 7})}
+	then(t, decideBind(freed, 1, "c1", 42), nil, catalog.ChannelUserBound{AppID: 1, ChannelUserID: "c1", OpenUserID: 42})
+}
+
+func TestUnbindDecision(t *testing.T) {
+	bound := given(t, &bindingState{}, catalog.ChannelUserBound{AppID: 1, ChannelUserID: "c1", OpenUserID: 7})
+	// The unbinding names the app and the user, not the channel_user_id.
+	then(t, decideUnbind(bound, 1, 7), nil, catalog.ChannelUserUnbound{AppID: 1, OpenUserID: 7})
+	then(t, decideUnbind(bound, 1, 8), nil) // bound to someone else: not ours to free
+	freed := given(t, &bindingState{}, catalog.ChannelUserBound{AppID: 1, ChannelUserID: "c1", OpenUserID: 7},
+		catalog.ChannelUserUnbound{AppID: 1, OpenUserID: 7})
+	then(t, decideUnbind(freed, 1, 7), nil) // freed already
+}
+
+func TestEraseDecision(t *testing.T) {
+	st := given(t, newUserState(), catalog.UserRegistered{AppID: 1, OpenUserID: 5, ChannelUserID: "li@example.com",
+		Profile: catalog.Profile{Name: "Li"}, Binding: testNames.BindingStream(1, "li@example.com")})
+	got := decideErase(st, "ticket 7", "operator-1", fixedNow.Add(time.Nanosecond))
+	want := catalog.UserErased{AppID: 1, OpenUserID: 5, Reason: "ticket 7", ErasedBy: "operator-1", ErasedAt: fixedNow.Add(time.Nanosecond)}
+	then(t, []events.Payload{got}, nil, want) // no channel_user_id
+	if st.binding != testNames.BindingStream(1, "li@example.com") {
+		t.Fatalf("binding %q", st.binding)
+	}
+	// Once erased, a state keeps the binding's (hashed) name, not the id.
+	erased := given(t, newUserState(), catalog.UserRegistered{AppID: 1, OpenUserID: 5, ChannelUserID: "li@example.com",
+		Binding: testNames.BindingStream(1, "li@example.com")}, want)
+	if erased.channelUserID != "" || erased.binding != testNames.BindingStream(1, "li@example.com") {
+		t.Fatalf("erased state keeps %q, binding %q", erased.channelUserID, erased.binding)
+	}
+	// A user registered before hashed names binds under the legacy name,
+	// derived from the id its (clear) user.registered holds.
+	old := given(t, newUserState(), catalog.UserRegistered{AppID: 1, OpenUserID: 6, ChannelUserID: "li@example.com"})
+	if old.binding != domain.LegacyBindingStream(1, "li@example.com") {
+		t.Fatalf("legacy binding %q", old.binding)
+	}
 }
 
 func TestRegisterDecision(t *testing.T) {
@@ -23,11 +70,11 @@ func TestRegisterDecision(t *testing.T) {
 		Register: Register{AppID: 1, ChannelUserID: "c1", User: UserInput{Name: "Li", Phone: domain.Val("13800138000")},
 			Groups:  []GroupInput{{AppGroupID: 7, Name: "Home"}, {AppGroupID: 8, Name: "Parents"}},
 			Members: []MemberInput{{AppUserID: "m1", AppGroupID: 8, Name: "Han", Relationship: "FATHER", Height: domain.Val[int64](170), IsDefault: domain.Val(true)}}},
-		OpenUserID: 5, GroupIDs: []int64{50, 51}, MemberIDs: []int64{60},
+		Binding: "channeluserhmac-1-ab", OpenUserID: 5, GroupIDs: []int64{50, 51}, MemberIDs: []int64{60},
 		Now: time.Date(2026, 11, 21, 10, 0, 0, 900, time.UTC),
 	}
 	then(t, decideRegister(given(t, newUserState()), c), nil,
-		catalog.UserRegistered{AppID: 1, OpenUserID: 5, ChannelUserID: "c1", Profile: catalog.Profile{Name: "Li", Gender: "unknown", Phone: ptr("13800138000")}, RegisteredAt: fixedNow},
+		catalog.UserRegistered{AppID: 1, OpenUserID: 5, ChannelUserID: "c1", Profile: catalog.Profile{Name: "Li", Gender: "unknown", Phone: ptr("13800138000")}, RegisteredAt: fixedNow, Binding: "channeluserhmac-1-ab"},
 		catalog.FamilyGroupUpserted{ChannelUserID: "c1", OpenUserID: 5, FamilyGroupID: 50, AppGroupID: 7, Name: "Home", Created: true},
 		catalog.FamilyGroupUpserted{ChannelUserID: "c1", OpenUserID: 5, FamilyGroupID: 51, AppGroupID: 8, Name: "Parents", Created: true},
 		catalog.FamilyMemberCreated{ChannelUserID: "c1", OpenUserID: 5, Member: catalog.Member{MemberID: 60, AppUserID: "m1", AppGroupID: 8, FamilyGroupID: 51, Name: "Han", Relationship: "FATHER", Height: ptr[int64](170), IsDefault: true}},
@@ -169,7 +216,7 @@ func TestDeleteMemberDecision(t *testing.T) {
 // member and group created get the ids right after the previous ones.
 func TestUpdatesTakeNoID(t *testing.T) {
 	store := memory.New()
-	u := NewUsers(store, catalog.Registry(), NewAllocator(store, catalog.Registry(), 1), time.Now, time.UTC)
+	u := NewUsers(store, catalog.Registry(), NewAllocator(store, catalog.Registry(), 1), testNames, time.Now, time.UTC)
 	reg, err := u.Register(ctx, Register{AppID: 1, ChannelUserID: "c1", User: UserInput{Name: "Li"},
 		Groups: []GroupInput{{AppGroupID: 7, Name: "Home"}}}, Meta{})
 	if err != nil {

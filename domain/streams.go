@@ -11,10 +11,8 @@ import (
 // UserStream names the stream of one channel user and everything they own.
 func UserStream(openUserID int64) string { return "user-" + strconv.FormatInt(openUserID, 10) }
 
-// BindingStream names the uniqueness claim of (app_id, channel_user_id).
-func BindingStream(appID int64, channelUserID string) string {
-	return "channeluser-" + strconv.FormatInt(appID, 10) + "-" + url.PathEscape(channelUserID)
-}
+// The uniqueness claim of (app_id, channel_user_id) is named by
+// Pseudonyms.BindingStream (pseudonyms.go): never after the id itself.
 
 // AppStream names the stream of one partner application.
 func AppStream(appID int64) string { return "app-" + strconv.FormatInt(appID, 10) }

@@ -3,6 +3,8 @@ package projections
 import (
 	"context"
 	"errors"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/healthtech/partner-open-platform/events"
@@ -23,7 +25,11 @@ func applyChannelUser(ctx context.Context, tx UserTx, env events.Envelope) error
 	appID := env.Metadata.AppID
 	switch p := env.Payload.(type) {
 	case *catalog.UserRegistered:
-		u := User{AppID: p.AppID, OpenUserID: p.OpenUserID, ChannelUserID: p.ChannelUserID, Status: "ACTIVE", RegisteredAt: p.RegisteredAt.UTC(), UpdatedAt: at}
+		channelUserID := p.ChannelUserID
+		if channelUserID == "" {
+			channelUserID = ErasedChannelUserID(p.OpenUserID)
+		}
+		u := User{AppID: p.AppID, OpenUserID: p.OpenUserID, ChannelUserID: channelUserID, Status: "ACTIVE", RegisteredAt: p.RegisteredAt.UTC(), UpdatedAt: at}
 		setProfile(&u, p.Profile)
 		return tx.PutUser(ctx, u)
 	case *catalog.UserProfileUpdated:
@@ -76,6 +82,17 @@ func applyChannelUser(ctx context.Context, tx UserTx, env events.Envelope) error
 		}
 	}
 	return nil
+}
+
+// ErasedChannelUserID stands in for the channel_user_id of an erased user
+// while a projection replays their registration: the id is sealed with the
+// user's destroyed key and reads as "", and the read models keep
+// (app_id, channel_user_id) unique, so two erased users of one app would
+// collide until their user.erased events drop them. It is longer than any
+// channel_user_id a partner may register (100 characters), so it never
+// matches one, and it is gone once the erasure is projected.
+func ErasedChannelUserID(openUserID int64) string {
+	return strings.Repeat("~", 101) + "erased-" + strconv.FormatInt(openUserID, 10)
 }
 
 // ErasureMarker is a users-family transaction that keeps the log position

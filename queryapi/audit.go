@@ -130,6 +130,13 @@ func (q *API) renderEvents(w http.ResponseWriter, r *http.Request, recs []events
 	}
 	for _, rec := range recs {
 		v := view(rec)
+		// A legacy binding stream's name holds a channel_user_id: shown
+		// (and recorded in the audit fact) by its hashed name unless
+		// revealed.
+		name := q.streamName(rec.Stream)
+		if !reveal {
+			v.Stream = name
+		}
 		redacted, changed, err := catalog.Redact(rec.Type, rec.Data)
 		if err != nil {
 			return nil, err
@@ -137,9 +144,9 @@ func (q *API) renderEvents(w http.ResponseWriter, r *http.Request, recs []events
 		if changed {
 			if reveal {
 				shown = append(shown, rec.ID)
-				if !seen[rec.Stream] {
-					seen[rec.Stream] = true
-					subjects = append(subjects, rec.Stream)
+				if !seen[name] {
+					seen[name] = true
+					subjects = append(subjects, name)
 				}
 			} else {
 				v.Data = rawOrNull(redacted)

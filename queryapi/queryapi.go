@@ -52,6 +52,19 @@ type API struct {
 	// Outbox is the developer portal's mail outbox (nil: no portal, the
 	// list is empty).
 	Outbox Outbox
+	// Pseudonyms renames the binding streams of a log written before
+	// hashed names (their names hold the channel_user_id in clear) in
+	// event pages and audit facts; nil shows every name as stored.
+	Pseudonyms *domain.Pseudonyms
+}
+
+// streamName is the name event pages show and audit facts record for a
+// stream: a legacy binding stream's hashed equivalent, any other as it is.
+func (q *API) streamName(stream string) string {
+	if q.Pseudonyms == nil {
+		return stream
+	}
+	return q.Pseudonyms.Stream(stream)
 }
 
 // Routes lists the read endpoints.
@@ -403,12 +416,16 @@ func (q *API) history(w http.ResponseWriter, r *http.Request, _ httprouter.Param
 		httpapi.Error(w, r, err)
 		return
 	}
-	out, err := q.renderEvents(w, r, recs, reveal, catalog.AuditRevealHistory, reason, []string{stream})
+	out, err := q.renderEvents(w, r, recs, reveal, catalog.AuditRevealHistory, reason, []string{q.streamName(stream)})
 	if err != nil {
 		httpapi.Error(w, r, err)
 		return
 	}
-	httpapi.OK(w, http.StatusOK, map[string]any{"stream": stream, "events": out, "revealed": reveal})
+	shown := stream
+	if !reveal {
+		shown = q.streamName(stream)
+	}
+	httpapi.OK(w, http.StatusOK, map[string]any{"stream": shown, "events": out, "revealed": reveal})
 }
 
 // allEvents pages through the global log, for auditors and replays,

@@ -50,7 +50,8 @@ func TestKeysRotateAgainstARealNode(t *testing.T) {
 		code := run(append([]string{"--server", srv.URL, "--token", n.AdminToken}, args...), &out, &errb, func(string) string { return "" })
 		return out.String(), errb.String(), code
 	}
-	if out, errOut, code := ctl("keys", "rotate"); code != 0 || !strings.Contains(out, "re-sealed 2 personal-data key(s)") {
+	// Two users' keys and the platform's pseudonym secret (node.PseudonymSecret).
+	if out, errOut, code := ctl("keys", "rotate"); code != 0 || !strings.Contains(out, "re-sealed 3 personal-data key(s)") {
 		t.Fatalf("rotate: %d\n%s\n%s", code, out, errOut)
 	}
 	if out, _, code := ctl("keys", "rotate"); code != 0 || !strings.Contains(out, "re-sealed 0 ") {

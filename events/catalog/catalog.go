@@ -108,7 +108,9 @@ type AppWebhookConfigured struct {
 func (AppWebhookConfigured) EventType() string { return "app.webhook_configured" }
 
 // ChannelUserBound claims (app_id, channel_user_id) for one open_user_id; it
-// is the first and only event of its binding stream, which makes the pair unique.
+// is the first event of its binding stream (named after a keyed hash of the
+// pair, domain.Pseudonyms), which makes the pair unique. The id itself is a
+// personal field, sealed with the user's data key.
 type ChannelUserBound struct {
 	AppID         int64  `json:"app_id"`
 	ChannelUserID string `json:"channel_user_id"`
@@ -130,12 +132,17 @@ type Profile struct {
 }
 
 // UserRegistered opens a user's stream with the profile given at registration.
+// Binding names the user's binding stream (a keyed hash, not the id), so an
+// erasure finds it after the user's channel_user_id reads as null; events
+// written before hashed names have none and bind under
+// domain.LegacyBindingStream.
 type UserRegistered struct {
 	AppID         int64     `json:"app_id"`
 	OpenUserID    int64     `json:"open_user_id"`
 	ChannelUserID string    `json:"channel_user_id"`
 	Profile       Profile   `json:"profile"`
 	RegisteredAt  time.Time `json:"registered_at"`
+	Binding       string    `json:"binding,omitempty"`
 }
 
 // EventType names the event in the log.

@@ -62,6 +62,8 @@ func readUserRegistered(p *UserRegistered, key []byte, r *events.JSONReader) boo
 		return readProfile(r, &p.Profile)
 	case "registered_at":
 		return r.Time(&p.RegisteredAt)
+	case "binding":
+		return r.String(&p.Binding)
 	}
 	return readUser(key, r, &p.ChannelUserID, &p.OpenUserID)
 }

@@ -163,7 +163,7 @@ func writeMember(b []byte, m *Member) []byte {
 }
 
 func writeUserRegistered(b []byte, p *UserRegistered) ([]byte, bool) {
-	b = slices.Grow(b, size(384, p.ChannelUserID, p.Profile.Name))
+	b = slices.Grow(b, size(384, p.ChannelUserID, p.Profile.Name, p.Binding))
 	b = append(b, `{"app_id":`...)
 	b = num(b, p.AppID)
 	b = append(b, `,"open_user_id":`...)
@@ -174,6 +174,10 @@ func writeUserRegistered(b []byte, p *UserRegistered) ([]byte, bool) {
 	b = writeProfile(b, &p.Profile)
 	b = append(b, `,"registered_at":`...)
 	b, ok := events.AppendJSONTime(b, p.RegisteredAt)
+	if p.Binding != "" {
+		b = append(b, `,"binding":`...)
+		b = str(b, p.Binding)
+	}
 	return append(b, '}'), ok
 }
 

@@ -7,11 +7,13 @@ import "time"
 // every personal field of theirs in the log now reads as null, and the read
 // models drop the user. It holds who, when and why, and no personal data:
 // Reason is the operator's note (a ticket number, "PIPL request"), which the
-// admin API documents must not quote personal data.
+// admin API documents must not quote personal data. ChannelUserID is
+// never written (the partner's id of the person must not outlive them);
+// events written before keep it, and admin reads redact it.
 type UserErased struct {
 	AppID         int64     `json:"app_id"`
 	OpenUserID    int64     `json:"open_user_id"`
-	ChannelUserID string    `json:"channel_user_id"`
+	ChannelUserID string    `json:"channel_user_id,omitempty"`
 	Reason        string    `json:"reason"`
 	ErasedBy      string    `json:"erased_by"`
 	ErasedAt      time.Time `json:"erased_at"`
@@ -22,10 +24,12 @@ func (UserErased) EventType() string { return "user.erased" }
 
 // ChannelUserUnbound frees a binding stream after its user was erased, so
 // the partner's channel_user_id can be registered again, as a new person
-// with a new open_user_id.
+// with a new open_user_id. ChannelUserID is never written (the stream's
+// name is a keyed hash of it); events written before keep it, and admin
+// reads redact it.
 type ChannelUserUnbound struct {
 	AppID         int64  `json:"app_id"`
-	ChannelUserID string `json:"channel_user_id"`
+	ChannelUserID string `json:"channel_user_id,omitempty"`
 	OpenUserID    int64  `json:"open_user_id"`
 }
 

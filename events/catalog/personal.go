@@ -36,25 +36,26 @@ var personalFields = map[string][]string{
 	"app.review_requested":         nil,
 	// Secrets are sealed with the master key, not per person.
 	"app.production_credentials_revealed": nil,
-	// The partner's channel_user_id is its pseudonym of the person, and
-	// names a stream, which cannot be encrypted: it stays in clear.
-	"channel_user.bound":   nil,
-	"user.registered":      profilePaths,
-	"user.profile.updated": profilePaths,
+	// The partner's channel_user_id is often an e-mail address or a phone
+	// number: personal wherever an event carries it. Its binding stream is
+	// named after a keyed hash of it (domain.Pseudonyms), never after it.
+	"channel_user.bound":   {"channel_user_id"},
+	"user.registered":      append([]string{"channel_user_id"}, profilePaths...),
+	"user.profile.updated": append([]string{"channel_user_id"}, profilePaths...),
 	// A group's name is the partner's free text ("Li family"), often a surname.
-	"user.family_group.created":  {"name"},
-	"user.family_group.deleted":  nil,
-	"user.family_member.created": memberPaths,
-	"user.family_member.updated": memberPaths,
-	"user.family_member.deleted": nil,
+	"user.family_group.created":  {"channel_user_id", "name"},
+	"user.family_group.deleted":  {"channel_user_id"},
+	"user.family_member.created": append([]string{"channel_user_id"}, memberPaths...),
+	"user.family_member.updated": append([]string{"channel_user_id"}, memberPaths...),
+	"user.family_member.deleted": {"channel_user_id"},
 	// The body is the webhook as sent: it copies the person's fields.
 	"webhook.delivery.created": {"body"},
 	// A receiver's answer may echo what it was sent.
 	"webhook.delivery.attempted":        {"response_excerpt"},
 	"webhook.delivery.resend_requested": nil,
-	"report.created": {"file_path", "interpretation_result", "interpretation_detail",
+	"report.created": {"channel_user_id", "file_path", "interpretation_result", "interpretation_detail",
 		"meta.operator_name", "raw_data"},
-	"report.updated":       {"file_path", "interpretation_result", "interpretation_detail"},
+	"report.updated":       {"channel_user_id", "file_path", "interpretation_result", "interpretation_detail"},
 	"report.viewed":        nil,
 	"report.key_claimed":   nil,
 	"uploader.registered":  nil,
@@ -93,9 +94,11 @@ var personalFields = map[string][]string{
 	"operator.portal_signed_out":    nil,
 	"audit.access_recorded":         nil,
 	// Who erased whom, when and why; the reason is operator text that must
-	// not quote personal data (README, "Erasure").
-	"user.erased":          nil,
-	"channel_user.unbound": nil,
+	// not quote personal data (README, "Erasure"). Neither carries the
+	// channel_user_id any more; events written before do, in clear, and
+	// admin reads redact it.
+	"user.erased":          {"channel_user_id"},
+	"channel_user.unbound": {"channel_user_id"},
 	// Endpoint settings are the partner's configuration, secrets sealed.
 	"app.webhook_endpoint_added":            nil,
 	"app.webhook_endpoint_updated":          nil,
@@ -154,14 +157,16 @@ func Redact(eventType string, data []byte) ([]byte, bool, error) {
 // measurement's metadata (the host's free text about the person). The ids a
 // body carries (open_user_id, the partner's own ids) are not listed.
 var webhookPersonalFields = map[string][]string{
-	"user.profile.updated":       nil, // changed_fields names fields, not values
-	"user.family_group.created":  {"data.name"},
-	"user.family_group.deleted":  nil,
-	"user.family_member.created": nil,
-	"user.family_member.updated": nil,
-	"user.family_member.deleted": nil,
-	"health.report.created":      nil,
-	"health.report.updated":      nil,
+	// User and report bodies name the person by the partner's
+	// channel_user_id (often an e-mail or a phone) beside open_user_id.
+	"user.profile.updated":       {"channel_user_id"}, // changed_fields names fields, not values
+	"user.family_group.created":  {"channel_user_id", "data.name"},
+	"user.family_group.deleted":  {"channel_user_id"},
+	"user.family_member.created": {"channel_user_id"},
+	"user.family_member.updated": {"channel_user_id"},
+	"user.family_member.deleted": {"channel_user_id"},
+	"health.report.created":      {"channel_user_id"},
+	"health.report.updated":      {"channel_user_id"},
 	"plugin.report.ready":        {"metadata"},
 	"order.shipped":              nil,
 	"webhook.test":               nil,

@@ -72,7 +72,7 @@ func TestRedactKeepsShapeAndOtherFields(t *testing.T) {
 	if err != nil || !changed {
 		t.Fatalf("Redact: %v changed=%v", err, changed)
 	}
-	for _, secret := range []string{"Li Lei", "13812345678", "li@example.com", "1990-01-02", "male"} {
+	for _, secret := range []string{"Li Lei", "13812345678", "li@example.com", "1990-01-02", "male", "u-1"} {
 		if strings.Contains(string(out), secret) {
 			t.Errorf("redacted data still holds %q: %s", secret, out)
 		}
@@ -82,7 +82,7 @@ func TestRedactKeepsShapeAndOtherFields(t *testing.T) {
 		t.Fatal(err)
 	}
 	profile := got["profile"].(map[string]any)
-	if profile["name"] != catalog.Redacted || profile["nickname"] != nil || got["channel_user_id"] != "u-1" {
+	if profile["name"] != catalog.Redacted || profile["nickname"] != nil || got["channel_user_id"] != catalog.Redacted || got["app_id"] != 7.0 {
 		t.Errorf("redacted = %s", out)
 	}
 	if !strings.Contains(string(out), "12345678901234567890") {
@@ -93,6 +93,15 @@ func TestRedactKeepsShapeAndOtherFields(t *testing.T) {
 	out, _, _ = catalog.Redact("user.family_member.created", []byte(member))
 	if strings.Contains(string(out), "11010519491231002X") || strings.Contains(string(out), "170") || !strings.Contains(string(out), `"member_id":3`) {
 		t.Errorf("member redacted = %s", out)
+	}
+
+	// Erasure records written before hashed binding names carry the
+	// channel_user_id in clear: admin reads redact it.
+	for _, typ := range []string{"user.erased", "channel_user.unbound", "channel_user.bound", "user.family_member.deleted", "report.created"} {
+		old := `{"app_id":1,"open_user_id":2,"channel_user_id":"li@example.com"}`
+		if out, changed, _ := catalog.Redact(typ, []byte(old)); !changed || strings.Contains(string(out), "li@example.com") {
+			t.Errorf("%s redacted = %s", typ, out)
+		}
 	}
 
 	plain := `{"app_id":1,  "reason":"x"}`
@@ -108,7 +117,7 @@ func TestRedactKeepsShapeAndOtherFields(t *testing.T) {
 // as it was; an event not listed is redacted whole; a body without
 // personal fields comes back byte for byte.
 func TestRedactWebhook(t *testing.T) {
-	body := []byte(`{"event":"user.family_group.created","delivery_id":"d-1","app_id":1,"open_user_id":7,"data":{"family_group_id":3,"app_group_id":10,"name":"欧阳家","created":true}}`)
+	body := []byte(`{"event":"user.family_group.created","delivery_id":"d-1","app_id":1,"open_user_id":7,"channel_user_id":"ouyang@example.com","data":{"family_group_id":3,"app_group_id":10,"name":"欧阳家","created":true}}`)
 	got, changed, err := catalog.RedactWebhook("user.family_group.created", body)
 	if err != nil || !changed {
 		t.Fatalf("redact: %v %v", changed, err)
@@ -120,8 +129,17 @@ func TestRedactWebhook(t *testing.T) {
 			FamilyGroupID int64  `json:"family_group_id"`
 		} `json:"data"`
 	}
-	if err := json.Unmarshal(got, &doc); err != nil || doc.Event != "user.family_group.created" || doc.Data.Name != catalog.Redacted || doc.Data.FamilyGroupID != 3 {
+	if err := json.Unmarshal(got, &doc); err != nil || doc.Event != "user.family_group.created" || doc.Data.Name != catalog.Redacted || doc.Data.FamilyGroupID != 3 ||
+		strings.Contains(string(got), "ouyang@") || !strings.Contains(string(got), `"channel_user_id":"[redacted]"`) {
 		t.Fatalf("redacted body %s (%v)", got, err)
+	}
+	// Every user and report body names the partner's channel_user_id: redacted.
+	for _, event := range []string{"user.profile.updated", "user.family_group.deleted", "user.family_member.created",
+		"user.family_member.updated", "user.family_member.deleted", "health.report.created", "health.report.updated"} {
+		b := []byte(`{"event":"` + event + `","open_user_id":7,"channel_user_id":"+86 138 0013 8000","data":{}}`)
+		if got, changed, err := catalog.RedactWebhook(event, b); err != nil || !changed || strings.Contains(string(got), "0013") {
+			t.Errorf("%s body redacted as %s (%v %v)", event, got, changed, err)
+		}
 	}
 	plain := []byte(`{"event":"health.report.created","open_user_id":7,"open_report_id":9}`)
 	if got, changed, err := catalog.RedactWebhook("health.report.created", plain); err != nil || changed || string(got) != string(plain) {

@@ -371,6 +371,29 @@ func (k *Keys) unseal(rec Record) ([]byte, error) {
 	return raw, nil
 }
 
+// PlatformSecret returns the 32 random bytes of a platform secret kept in
+// the key store under subject (a name outside the person and aggregate
+// subjects, e.g. "platform.pseudonyms"), creating them on first use. The
+// key store is what every node shares and keeps across restarts; the
+// secret is sealed by the master key like every data key, and a master-key
+// rotation (Reseal) re-seals it without changing it, so whatever is derived
+// from it (stream names) stays stable. Concurrent first uses on any nodes
+// agree on one secret (Backend.Insert keeps the first record). The caller
+// derives its keys from the secret rather than using it directly.
+func (k *Keys) PlatformSecret(ctx context.Context, subject string) ([]byte, error) {
+	if !ValidSubject(subject) {
+		return nil, fmt.Errorf("%w: %q", ErrInvalidSubject, subject)
+	}
+	rec, err := k.backend.Get(ctx, subject)
+	if errors.Is(err, ErrNotFound) {
+		rec, err = k.create(ctx, subject)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("keys: platform secret %s: %w", subject, err)
+	}
+	return k.unseal(rec)
+}
+
 // Epoch counts the Forgets (and so the Destroys) this process has seen:
 // whoever keeps data decrypted with these keys (package privacy's cache of
 // opened events) drops it when the epoch moves, so an erasure reaches it

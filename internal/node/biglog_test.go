@@ -87,7 +87,11 @@ func buildBigLog(tb testing.TB, dir string, users int) bigLogApp {
 		}
 		_ = ks.Prepare(ctx, subjects)
 	})
-	cmds := commands.NewUsers(priv, reg, ids, time.Now, loc).WithKeys(ks).WithKeyWarmer(ks)
+	names, err := node.OpenPseudonyms(context.Background(), ks)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cmds := commands.NewUsers(priv, reg, ids, names, time.Now, loc).WithKeys(ks).WithKeyWarmer(ks)
 	meta := commands.Meta{AppID: a.ID, Actor: "app", RequestID: "biglog"}
 
 	var next atomic.Int64

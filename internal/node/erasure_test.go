@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/internal/node"
 )
 
@@ -74,6 +75,24 @@ func TestEraseChannelUser(t *testing.T) {
 		}
 		if !strings.Contains(shown, `"reason":"PIPL request ticket 42"`) {
 			t.Fatal("no user.erased event with the reason")
+		}
+		// Nor the partner's id of them: not in a field (user.erased and
+		// channel_user.unbound included), not in a stream name.
+		if strings.Contains(shown, "u-erase") {
+			t.Error("after erasure the log still shows the channel_user_id")
+		}
+		stored, err := p.node.StoredEvents.ReadAll(t.Context(), events.Position{}, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, rec := range stored {
+			if strings.Contains(rec.Stream, "u-erase") || strings.Contains(rec.Stream, "u-keep") {
+				t.Errorf("stream %s is named after a channel_user_id", rec.Stream)
+			}
+		}
+		// Admin pages show a live user's channel_user_id neither.
+		if res := p.admin("GET", "/admin/v1/events?limit=10000", nil); res.Status != http.StatusOK || strings.Contains(string(res.Raw), "u-keep") {
+			t.Errorf("admin events page: %d, shows the channel_user_id: %v", res.Status, strings.Contains(string(res.Raw), "u-keep"))
 		}
 
 		// The partner's channel_user_id is free: a new person, a new id.

@@ -6,6 +6,8 @@ package node
 import (
 	"cmp"
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -24,6 +26,7 @@ import (
 
 	"github.com/healthtech/partner-open-platform/commandapi"
 	"github.com/healthtech/partner-open-platform/commands"
+	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/events/catalog"
 	pgevents "github.com/healthtech/partner-open-platform/events/postgres"
@@ -179,6 +182,10 @@ type Node struct {
 	// Events is the store commands, projections and the dispatcher use:
 	// personal fields decrypted.
 	Events events.Store
+	// Pseudonyms names channel users' binding streams by a keyed hash.
+	Pseudonyms *domain.Pseudonyms
+	// legacyBindings: the log may hold bindings under legacy names.
+	legacyBindings bool
 	// StoredEvents is the store as written (personal fields encrypted): the
 	// relay reads it, so the Kafka topics carry ciphertext.
 	StoredEvents events.Store
@@ -349,6 +356,12 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 	mark = phase("keys", mark)
 	n.Keys = datakeys.New(keyBackend, sealer, sealer.Previous()...)
 	n.Keys.SetClock(cfg.Now)
+	if n.legacyBindings, err = legacyBindings(ctx, n.Keys, n.StoredEvents); err != nil {
+		return nil, err
+	}
+	if n.Pseudonyms, err = OpenPseudonyms(ctx, n.Keys); err != nil {
+		return nil, err
+	}
 	erasures := &privacy.ErasureFollower{Store: n.StoredEvents, Keys: n.Keys, Forgot: n.forgotKey}
 	if erasures.From, err = n.StoredEvents.Head(ctx); err != nil { // before this node opens any key
 		return nil, fmt.Errorf("event store: head of the log: %w", err)
@@ -470,7 +483,8 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 	if n.snapshots != nil {
 		destroyer = erasingKeys{n.Keys, n.snapshots}
 	}
-	users := commands.NewUsers(n.Events, n.Registry, ids, cfg.Now, n.Location).WithKeys(destroyer)
+	users := commands.NewUsers(n.Events, n.Registry, ids, n.Pseudonyms, cfg.Now, n.Location).WithKeys(destroyer).
+		WithLegacyBindings(n.legacyBindings)
 	if !cfg.PlaintextPersonalData {
 		users.WithKeyWarmer(n.Keys)
 		ids.OnReserve(commands.KindUser, n.prepareUserKeys)
@@ -505,7 +519,7 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		Operators:    operators, OperatorsReady: operatorsRunner,
 	}
 	qAPI := &queryapi.API{
-		Store: n.ReadModel, Apps: n.Apps, Events: n.Events, Runners: n.Runners, Families: n.Families,
+		Store: n.ReadModel, Apps: n.Apps, Events: n.Events, Runners: n.Runners, Families: n.Families, Pseudonyms: n.Pseudonyms,
 		SchemeM: schemeM, SchemeH: schemeH, Admin: admin, Watermarks: marks, Location: n.Location, Deliveries: n.ReadModel,
 		Orders: n.ReadModel, Benefits: n.ReadModel,
 		Operators: n.Operators, Audit: n.ReadModel, Auditor: operators,
@@ -700,7 +714,8 @@ func (n *Node) startWebhooks(ctx context.Context, cfg Config, models *projection
 			if err != nil {
 				return err
 			}
-			producer := relaykafka.NewFeedProducer(cfg.KafkaBrokers, cfg.KafkaInternalTopic, cfg.KafkaTopic, transformer, n.log.With("component", "relay"))
+			producer := relaykafka.NewFeedProducer(cfg.KafkaBrokers, cfg.KafkaInternalTopic, cfg.KafkaTopic, transformer, n.log.With("component", "relay")).
+				WithStreamNames(n.Pseudonyms.Stream)
 			n.closers = append(n.closers, producer.Close)
 			var checkpoints relay.Checkpoints = relay.NewFileCheckpointsNamed(cfg.DataDir, relay.FeedCheckpointFile)
 			if cfg.PostgresURL != "" {
@@ -733,6 +748,73 @@ func (n *Node) startWebhooks(ctx context.Context, cfg Config, models *projection
 		}
 	})
 	return nil
+}
+
+// PseudonymSecret is the key-store subject of the platform secret that
+// binding stream names (and the Kafka keys made from them) are hashed
+// under: not a person, never destroyed by an erasure.
+const PseudonymSecret = "platform.pseudonyms"
+
+// LegacyBindingsFlag is the key-store subject whose presence says that the
+// log may hold channel-user bindings named after the channel_user_id (it
+// had users when the first node of a release with hashed names opened it),
+// which registers must then keep reading. It is a record like any other
+// (its random bytes unused) so that it lives where the pseudonym secret
+// does and the event log is left as it is.
+const LegacyBindingsFlag = "platform.legacy-bindings"
+
+// legacyBindings decides, once per log, whether registers must read the
+// legacy binding names: on the first start of this release (no pseudonym
+// secret yet, created right after), legacy bindings may exist if the log
+// had allocated user ids (every binding names one), and the flag is
+// recorded before the secret; later starts read the flag. Two first starts
+// at once agree (both read the same log: nothing registers before a node
+// has created the secret); a log begun with hashed names never reads a
+// legacy name.
+func legacyBindings(ctx context.Context, ks *datakeys.Keys, store events.Store) (bool, error) {
+	_, err := ks.Backend().Get(ctx, PseudonymSecret)
+	if err == nil {
+		_, err := ks.Backend().Get(ctx, LegacyBindingsFlag)
+		if errors.Is(err, datakeys.ErrNotFound) {
+			return false, nil
+		}
+		if err != nil {
+			return false, fmt.Errorf("legacy bindings flag: %w", err)
+		}
+		return true, nil
+	}
+	if !errors.Is(err, datakeys.ErrNotFound) {
+		return false, fmt.Errorf("channel user pseudonym key: %w", err)
+	}
+	recs, err := store.ReadStream(ctx, domain.IDStream(commands.KindUser), 0, 1)
+	if err != nil {
+		return false, fmt.Errorf("legacy bindings: %w", err)
+	}
+	if len(recs) == 0 {
+		return false, nil
+	}
+	if _, err := ks.PlatformSecret(ctx, LegacyBindingsFlag); err != nil {
+		return false, fmt.Errorf("legacy bindings flag: %w", err)
+	}
+	return true, nil
+}
+
+// OpenPseudonyms builds the hasher of channel user ids. Its key lives in the
+// key store rather than being derived from the master key: the key store is
+// what every node shares (Postgres) or the data directory keeps (files), it
+// survives restarts, and a master-key rotation re-seals the secret without
+// changing it, whereas a key derived from the master key would rename every
+// binding stream at rotation and so break register's uniqueness. The key
+// is derived from the secret with a fixed label, so the secret serves no
+// other purpose directly.
+func OpenPseudonyms(ctx context.Context, ks *datakeys.Keys) (*domain.Pseudonyms, error) {
+	secret, err := ks.PlatformSecret(ctx, PseudonymSecret)
+	if err != nil {
+		return nil, fmt.Errorf("channel user pseudonym key: %w", err)
+	}
+	m := hmac.New(sha256.New, secret)
+	m.Write([]byte("partner-open-platform channel_user_id binding stream v1"))
+	return domain.NewPseudonyms(m.Sum(nil))
 }
 
 // feedPseudonymKey is the configured feed key, or one derived from the

@@ -68,6 +68,13 @@ func TestMasterKeyRotation(t *testing.T) {
 	if rot.Resealed != 0 {
 		t.Fatalf("a second rotation re-sealed %d keys", rot.Resealed)
 	}
+	// The binding streams' names did not change with the master key: the
+	// user registered under A is found again, not registered twice.
+	var again registerData
+	a.expect("POST", "/open/v1/channel/users", registerBody("u-1"), http.StatusOK, "0").data(t, &again)
+	if again.OpenUserID != reg.OpenUserID || again.Created {
+		t.Fatalf("re-register after the rotation: %+v, want open_user_id %d", again, reg.OpenUserID)
+	}
 	// New personal data is sealed under B too.
 	a.expect("POST", "/open/v1/channel/users", registerBody("u-2"), http.StatusCreated, "0")
 	q.stop()

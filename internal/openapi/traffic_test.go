@@ -22,6 +22,7 @@ import (
 
 	"github.com/healthtech/partner-open-platform/commandapi"
 	"github.com/healthtech/partner-open-platform/commands"
+	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/events/catalog"
 	"github.com/healthtech/partner-open-platform/events/memory"
 	"github.com/healthtech/partner-open-platform/internal/auth"
@@ -126,11 +127,15 @@ func server(t *testing.T, clock *offsetClock) *httptest.Server {
 		Location: loc, Log: log,
 	}
 	ids := commands.NewAllocator(store, reg, 10)
+	names, err := domain.NewPseudonyms(make([]byte, domain.PseudonymKeySize))
+	if err != nil {
+		t.Fatal(err)
+	}
 	schemeM, admin, marks := auth.SchemeM{Apps: apps, Now: time.Now}, auth.Admin{Token: adminToken}, projections.NewWatermarks()
 	schemeH := auth.SchemeH{Apps: apps, Nonces: readModel, Now: time.Now}
 	reports := commands.NewReports(store, reg, ids, time.Now)
 	cmd := &commandapi.API{
-		Users: commands.NewUsers(store, reg, ids, time.Now, loc), Apps: commands.NewApps(store, reg, ids, sealer, nil),
+		Users: commands.NewUsers(store, reg, ids, names, time.Now, loc), Apps: commands.NewApps(store, reg, ids, sealer, nil),
 		SchemeM: schemeM, Admin: admin, Watermarks: marks, AppsReady: appsRunner, Resender: dispatcher, Location: loc,
 		Deliveries: readModel, DeliveryErasures: commands.NewDeliveryErasures(store, reg),
 		SchemeH: schemeH, Reports: reports, Plugin: commands.NewPlugin(store, reg, ids, clock.now, phones{readModel}),

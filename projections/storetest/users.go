@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/healthtech/partner-open-platform/events"
+	"github.com/healthtech/partner-open-platform/events/catalog"
 	"github.com/healthtech/partner-open-platform/projections"
 )
 
@@ -37,6 +38,7 @@ var userCases = []testCase{
 	{"TxReadsAfterFailedUpdate", testTxReadsAfterFailure},
 	{"ChannelIDConflictFailsUpdate", testChannelConflict},
 	{"UserByPhone", testUserByPhone},
+	{"ErasedUsersReplay", testErasedUsersReplay},
 }
 
 // The cases of the users family: users, their family groups and members, and the checkpoints every family shares.
@@ -1054,4 +1056,45 @@ func testEraseUser(t *testing.T, s Store) {
 	}
 	// The channel id is free for a new person.
 	put(t, s, []projections.User{fullUser(app, 12, "c-gone")}, nil, nil)
+}
+
+// testErasedUsersReplay: a channel_user_id is sealed with its user's data
+// key, so replaying the registrations of users erased since reads it as "".
+// Two such users of one app, projected before their erasures, must not
+// collide on (app_id, channel_user_id); the live user beside them is found
+// by its id, and the erased ones are gone once their erasures are projected.
+func testErasedUsersReplay(t *testing.T, s Store) {
+	ctx := context.Background()
+	p := projections.UsersProjector(s)
+	n := uint64(0)
+	apply := func(ps ...events.Payload) {
+		t.Helper()
+		batch := make([]events.Envelope, 0, len(ps))
+		for _, pl := range ps {
+			n++
+			batch = append(batch, events.Envelope{Recorded: events.Recorded{ID: fmt.Sprintf("e%d", n), Position: events.Position{Commit: n, Prepare: n}},
+				Payload: pl, Metadata: events.Metadata{AppID: 1, OccurredAt: at(int(n))}})
+		}
+		if err := p.Apply(ctx, batch, batch[len(batch)-1].Position); err != nil {
+			t.Fatal(err)
+		}
+	}
+	apply(
+		&catalog.UserRegistered{AppID: 1, OpenUserID: 1, ChannelUserID: "", RegisteredAt: at(1)},
+		&catalog.FamilyGroupUpserted{OpenUserID: 1, FamilyGroupID: 10, AppGroupID: 1, Created: true},
+		&catalog.UserRegistered{AppID: 1, OpenUserID: 2, ChannelUserID: "", RegisteredAt: at(1)},
+		&catalog.UserRegistered{AppID: 1, OpenUserID: 3, ChannelUserID: "li@example.com", RegisteredAt: at(1)},
+	)
+	apply(&catalog.UserErased{AppID: 1, OpenUserID: 1}, &catalog.UserErased{AppID: 1, OpenUserID: 2})
+	if u, err := s.UserByChannelID(ctx, 1, "li@example.com"); err != nil || u.OpenUserID != 3 {
+		t.Fatalf("live user by channel id: %+v %v", u, err)
+	}
+	for _, id := range []int64{1, 2} {
+		if _, err := s.User(ctx, 1, id); !errors.Is(err, projections.ErrNotFound) {
+			t.Fatalf("erased user %d: %v", id, err)
+		}
+	}
+	if _, err := s.UserByChannelID(ctx, 1, ""); !errors.Is(err, projections.ErrNotFound) {
+		t.Fatalf("an empty channel id finds: %v", err)
+	}
 }

@@ -25,6 +25,27 @@ type Producer struct {
 	feed      *feed.Transformer
 	log       *slog.Logger
 	w         *kafka.Writer
+	// rename, when set, is the stream name messages carry (key, header and
+	// value) instead of the stored one.
+	rename func(string) string
+}
+
+// WithStreamNames makes every message carry rename(stream) as its stream
+// name, in its key, header and value: the node passes
+// domain.Pseudonyms.Stream, so the binding streams of a log written before
+// hashed names, whose stored names hold a channel_user_id in clear, reach
+// Kafka under their hashed names when the relay sends them (again).
+func (p *Producer) WithStreamNames(rename func(string) string) *Producer {
+	p.rename = rename
+	return p
+}
+
+// encode is Encode with the producer's stream names.
+func (p *Producer) encode(ev events.Recorded) kafka.Message {
+	if p.rename != nil {
+		ev.Stream = p.rename(ev.Stream)
+	}
+	return Encode(p.topic, ev)
 }
 
 var _ relay.Producer = (*Producer)(nil)
@@ -69,7 +90,7 @@ func NewFeedProducer(brokers []string, internalTopic, analyticsTopic string, t *
 func (p *Producer) Produce(ctx context.Context, evs []events.Recorded) error {
 	msgs := make([]kafka.Message, 0, 2*len(evs))
 	for _, ev := range evs {
-		msgs = append(msgs, Encode(p.topic, ev))
+		msgs = append(msgs, p.encode(ev))
 		if p.feed == nil {
 			continue
 		}

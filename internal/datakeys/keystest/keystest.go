@@ -34,6 +34,7 @@ func Run(t *testing.T, open func(t *testing.T) datakeys.Backend) {
 		{"ConcurrentPrepare", testConcurrentPrepare},
 		{"PrepareRacesDestroy", testPrepareRacesDestroy},
 		{"ForgetSeesDestroyElsewhere", testForget},
+		{"PlatformSecretSurvivesRotation", testPlatformSecret},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { c.run(t, open(t)) })
@@ -436,5 +437,55 @@ func testForget(t *testing.T, b datakeys.Backend) {
 	}
 	if _, err := other.DataKey(c, "user-77"); !errors.Is(err, datakeys.ErrDestroyed) {
 		t.Fatalf("after forgetting: %v", err)
+	}
+}
+
+// testPlatformSecret: a platform secret (the pseudonym key of stream names)
+// is one value for every process that shares the backend, created once by
+// concurrent first uses, the same after a restart (a new Keys) and after a
+// master-key rotation, and never written in clear.
+func testPlatformSecret(t *testing.T, b datakeys.Backend) {
+	c, oldM, newM := ctx(t), master(t), master(t)
+	const subject = "platform.test-secret"
+	const n = 8
+	got := make([][]byte, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			got[i], errs[i] = datakeys.New(b, oldM).PlatformSecret(c, subject) // one process each
+		}()
+	}
+	close(start)
+	wg.Wait()
+	for i := range n {
+		if errs[i] != nil || len(got[i]) != 32 || string(got[i]) != string(got[0]) {
+			t.Fatalf("process %d got %x (%v), process 0 %x", i, got[i], errs[i], got[0])
+		}
+	}
+	var stored []datakeys.Record
+	_ = b.List(c, func(r datakeys.Record) error { stored = append(stored, r); return nil })
+	if len(stored) != 1 || stored[0].Subject != subject {
+		t.Fatalf("stored %+v, want one record of %s", stored, subject)
+	}
+	if strings.Contains(stored[0].Sealed, fmt.Sprintf("%x", got[0])) {
+		t.Fatal("the secret is stored in clear")
+	}
+	if _, err := datakeys.New(b, newM, oldM).Reseal(c); err != nil {
+		t.Fatal(err)
+	}
+	after, err := datakeys.New(b, newM).PlatformSecret(c, subject)
+	if err != nil || string(after) != string(got[0]) {
+		t.Fatalf("after the master key rotated: %x (%v), want %x", after, err, got[0])
+	}
+	if _, err := datakeys.New(b, oldM).PlatformSecret(c, subject); err == nil {
+		t.Fatal("the retired master key still opens the re-sealed secret")
+	}
+	if _, err := datakeys.New(b, newM).PlatformSecret(c, "~bad"); !errors.Is(err, datakeys.ErrInvalidSubject) {
+		t.Fatalf("invalid subject: %v", err)
 	}
 }

@@ -71,7 +71,7 @@ func Payloads() []struct {
 		{domain.AppStream(AppID), catalog.AppWebhookEndpointSecretActivated{AppID: AppID, EndpointID: 3}},
 		{domain.AppStream(AppID), catalog.AppWebhookTestRequested{AppID: AppID, EndpointID: 3}},
 		{domain.AppStream(AppID), catalog.AppWebhookEndpointRemoved{AppID: AppID, EndpointID: 3}},
-		{domain.BindingStream(AppID, "PII-channel-user"), catalog.ChannelUserBound{AppID: AppID, ChannelUserID: "PII-channel-user", OpenUserID: OpenUserID}},
+		{domain.LegacyBindingStream(AppID, "PII-channel-user"), catalog.ChannelUserBound{AppID: AppID, ChannelUserID: "PII-channel-user", OpenUserID: OpenUserID}},
 		{user, catalog.UserRegistered{AppID: AppID, OpenUserID: OpenUserID, ChannelUserID: "PII-channel-user", Profile: profile, RegisteredAt: t0}},
 		{user, catalog.UserProfileUpdated{ChannelUserID: "PII-channel-user", OpenUserID: OpenUserID, Changed: []string{"phone"}, Profile: profile}},
 		{user, catalog.FamilyGroupUpserted{ChannelUserID: "PII-channel-user", OpenUserID: OpenUserID, FamilyGroupID: FamilyGroupID, AppGroupID: 20, Name: "PII family", Created: true}},

@@ -1,0 +1,116 @@
+package domain
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+)
+
+// A partner's channel_user_id is often an e-mail address or a phone number,
+// so it must not name a stream: stream names are never encrypted and outlive
+// an erasure. The binding stream of (app_id, channel_user_id) is named after
+// a keyed hash of the pair instead (Pseudonyms), and the clear value lives
+// only in sealed event fields.
+
+// Binding stream name prefixes: the hashed names written now, and the clear
+// names a log written before keeps (read, never written).
+const (
+	bindingPrefix       = "channeluserhmac-"
+	legacyBindingPrefix = "channeluser-"
+)
+
+// PseudonymKeySize is the length of a Pseudonyms key.
+const PseudonymKeySize = 32
+
+// Pseudonyms makes the keyed hashes that name channel users in stream names
+// (and in keys derived from them): HMAC-SHA-256 under a platform key that
+// every node shares and that no restart or master-key rotation changes (the
+// node keeps it in the key store, see datakeys.Keys.PlatformSecret). The hash is
+// deterministic, so one (app_id, channel_user_id) always names one stream,
+// which is what makes the binding a uniqueness lock; without the key it
+// cannot be recomputed from a guessed address.
+type Pseudonyms struct{ key []byte }
+
+// NewPseudonyms builds the hasher over a PseudonymKeySize-byte key.
+func NewPseudonyms(key []byte) (*Pseudonyms, error) {
+	if len(key) != PseudonymKeySize {
+		return nil, fmt.Errorf("domain: pseudonym key must be %d bytes, got %d", PseudonymKeySize, len(key))
+	}
+	return &Pseudonyms{key: append([]byte(nil), key...)}, nil
+}
+
+// ChannelUser is the pseudonym of (appID, channelUserID): the lower-case hex
+// HMAC-SHA-256 of "channel_user", the app id and the id, NUL-separated (the
+// app id is inside the MAC, so one address has unrelated pseudonyms in two
+// apps).
+func (p *Pseudonyms) ChannelUser(appID int64, channelUserID string) string {
+	m := hmac.New(sha256.New, p.key)
+	var b [64]byte
+	in := append(b[:0], "channel_user\x00"...)
+	in = strconv.AppendInt(in, appID, 10)
+	m.Write(append(in, 0))
+	m.Write([]byte(channelUserID))
+	var sum [sha256.Size]byte
+	return hex.EncodeToString(m.Sum(sum[:0]))
+}
+
+// BindingStream names the uniqueness claim of (appID, channelUserID): the
+// app id in clear (operators page by app) and the pseudonym.
+func (p *Pseudonyms) BindingStream(appID int64, channelUserID string) string {
+	return bindingPrefix + strconv.FormatInt(appID, 10) + "-" + p.ChannelUser(appID, channelUserID)
+}
+
+// Stream is the name a reader may show for stream: a binding stream of a
+// log written before hashed names (LegacyBindingStream) becomes the name
+// the same channel user's binding has now; every other name is returned as
+// it is. Admin reads and the internal Kafka keys use it, so no clear
+// channel_user_id leaves the store through a stream name.
+func (p *Pseudonyms) Stream(stream string) string {
+	appID, id, ok := ParseLegacyBindingStream(stream)
+	if !ok {
+		return stream
+	}
+	return p.BindingStream(appID, id)
+}
+
+// IsBindingStream reports whether stream is a binding stream, hashed or legacy.
+func IsBindingStream(stream string) bool {
+	if strings.HasPrefix(stream, bindingPrefix) {
+		return true
+	}
+	_, _, ok := ParseLegacyBindingStream(stream)
+	return ok
+}
+
+// LegacyBindingStream is the binding stream name that releases before
+// hashed names wrote ("channeluser-<app_id>-<path-escaped channel_user_id>").
+// Register still reads it, so a user bound there keeps their open_user_id;
+// nothing writes it except the unbinding of such a user at erasure.
+func LegacyBindingStream(appID int64, channelUserID string) string {
+	return legacyBindingPrefix + strconv.FormatInt(appID, 10) + "-" + url.PathEscape(channelUserID)
+}
+
+// ParseLegacyBindingStream splits a LegacyBindingStream name.
+func ParseLegacyBindingStream(stream string) (appID int64, channelUserID string, ok bool) {
+	rest, found := strings.CutPrefix(stream, legacyBindingPrefix)
+	if !found {
+		return 0, "", false
+	}
+	app, escaped, found := strings.Cut(rest, "-")
+	if !found || app == "" {
+		return 0, "", false
+	}
+	appID, err := strconv.ParseInt(app, 10, 64)
+	if err != nil || strconv.FormatInt(appID, 10) != app {
+		return 0, "", false
+	}
+	id, err := url.PathUnescape(escaped)
+	if err != nil || id == "" {
+		return 0, "", false
+	}
+	return appID, id, true
+}
