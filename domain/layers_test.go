@@ -64,8 +64,8 @@ var layerRules = []struct {
 	{
 		why:  "the shared edge (HTTP plumbing, auth schemes) takes its words from below both sides",
 		pkgs: []string{"internal/httpapi", "internal/auth"},
-		// The auth tests run the schemes against the nonce stores, which
-		// live beside the read models.
+		// The auth tests run the schemes against the binding stores, which
+		// live in the read-model stores.
 		fixtures: true,
 		forbid:   join(readModels, writeSide, edges, []string{"events/subscribe", "relay", "privacy"}),
 	},

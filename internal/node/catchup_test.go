@@ -17,6 +17,7 @@ import (
 	"github.com/healthtech/partner-open-platform/events/subscribe"
 	"github.com/healthtech/partner-open-platform/projections"
 	"github.com/healthtech/partner-open-platform/projections/memory"
+	"github.com/healthtech/partner-open-platform/projections/memory/snapfile"
 )
 
 // TestDeliveriesReplayDirectDecodeEqualsRegistry: the deliveries family
@@ -36,7 +37,7 @@ func TestDeliveriesReplayDirectDecodeEqualsRegistry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	replay := func(direct bool) memory.FamilyImage {
+	replay := func(direct bool) snapfile.Image {
 		t.Helper()
 		store := memory.New()
 		decoder := reflective

@@ -18,6 +18,7 @@ import (
 	"github.com/healthtech/partner-open-platform/portal/mail"
 	"github.com/healthtech/partner-open-platform/portal/mail/smtp"
 	"github.com/healthtech/partner-open-platform/projections"
+	"github.com/healthtech/partner-open-platform/projections/directory"
 )
 
 // PortalConfig is the developer portal's part of the configuration
@@ -89,7 +90,7 @@ func (n *Node) openPortal(ctx context.Context, cfg Config, ids *commands.Allocat
 	if err != nil {
 		return nil, err
 	}
-	n.Developers = projections.NewDevelopers()
+	n.Developers = directory.NewDevelopers()
 	journal := projections.NewJournal(n.Developers, n.Events, n.Registry)
 	runner := subscribe.NewRunner(n.Events, n.Registry, journal, n.log, n.Metrics.Projected)
 	n.Runners = append(n.Runners, runner)
