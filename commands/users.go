@@ -193,7 +193,7 @@ type Users struct {
 }
 
 // KeyWarmer creates a subject's data key ahead of the append that needs it
-// (keys.Keys.Warm), so a register overlaps the key's fsyncs with the binding's.
+// (datakeys.Keys.Warm), so a register overlaps the key's fsyncs with the binding's.
 type KeyWarmer interface {
 	Warm(ctx context.Context, subject string) error
 }
@@ -205,7 +205,7 @@ func (u *Users) WithKeyWarmer(w KeyWarmer) *Users {
 	return u
 }
 
-// KeyDestroyer destroys a subject's data key (keys.Keys): erasure needs it.
+// KeyDestroyer destroys a subject's data key (datakeys.Keys): erasure needs it.
 type KeyDestroyer interface {
 	Destroy(ctx context.Context, subject string) error
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/internal/lease"
 	leasepg "github.com/healthtech/partner-open-platform/internal/lease/postgres"
+	"github.com/healthtech/partner-open-platform/internal/nonces"
 	"github.com/healthtech/partner-open-platform/projections"
 )
 
@@ -59,7 +60,7 @@ var (
 	_ projections.DeliveryTx    = (*tx)(nil)
 	_ projections.ReportStore   = (*Store)(nil)
 	_ projections.ReportTx      = (*tx)(nil)
-	_ projections.NonceStore    = (*Store)(nil)
+	_ nonces.Store              = (*Store)(nil)
 	_ projections.OrderStore    = (*Store)(nil)
 	_ projections.OrderTx       = (*tx)(nil)
 	_ projections.BenefitStore  = (*Store)(nil)

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/healthtech/partner-open-platform/events"
+	"github.com/healthtech/partner-open-platform/internal/nonces"
 	"github.com/healthtech/partner-open-platform/internal/pgtest"
 	"github.com/healthtech/partner-open-platform/projections"
 	"github.com/healthtech/partner-open-platform/projections/postgres"
@@ -117,8 +118,8 @@ func TestBindingsHoldAcrossNodes(t *testing.T) {
 	defer a.Close()
 	defer b.Close()
 	expires := time.Now().Add(time.Minute)
-	bind := func(key, value string) *projections.Binding {
-		return &projections.Binding{Scope: "m", Key: key, Value: value, Expires: expires}
+	bind := func(key, value string) *nonces.Binding {
+		return &nonces.Binding{Scope: "m", Key: key, Value: value, Expires: expires}
 	}
 	for i := range 2 { // the second pass answers from each node's cache
 		snap, err := a.Snapshot(ctx, projections.SnapshotQuery{AppID: 1, OpenUserID: 10, Bind: bind("k1", "GET")})
