@@ -163,7 +163,7 @@ func (a *API) partner(h func(*call) error) httprouter.Handle {
 			httpapi.Error(w, r, err)
 			return
 		}
-		app, err := a.SchemeM.Verify(r, body)
+		app, err := a.partnerAuth().Verify(r, body)
 		if err != nil {
 			httpapi.Error(w, r, err)
 			return
@@ -171,6 +171,9 @@ func (a *API) partner(h func(*call) error) httprouter.Handle {
 		a.keyed(w, r, ps, app, body, h)
 	}
 }
+
+// partnerAuth verifies a partner route's request by scheme M or scheme H.
+func (a *API) partnerAuth() auth.Partner { return auth.Partner{M: a.SchemeM, H: a.SchemeH} }
 
 // keyed runs an authenticated app's write under its Idempotency-Key, if it sent one.
 func (a *API) keyed(w http.ResponseWriter, r *http.Request, ps httprouter.Params, app domain.App, body []byte, h func(*call) error) {

@@ -32,7 +32,7 @@ func (q *API) partner(f projections.Family, h func(w http.ResponseWriter, r *htt
 			if err != nil {
 				return err
 			}
-			app, err := q.SchemeM.Verify(r, body)
+			app, err := q.partnerAuth().Verify(r, body)
 			if err != nil {
 				return err
 			}

@@ -32,8 +32,10 @@ type API struct {
 	Events  events.Store
 	Runners []*projections.Runner // every projection, for the progress route
 	// Families follow the read models: a read waits only for the family it reads.
-	Families   map[projections.Family]*projections.Runner
-	SchemeM    auth.SchemeM
+	Families map[projections.Family]*projections.Runner
+	SchemeM  auth.SchemeM
+	// SchemeH is accepted beside scheme M on every partner read (see auth.Partner).
+	SchemeH    auth.SchemeH
 	Admin      auth.Admin
 	Watermarks *projections.Watermarks
 	Location   *time.Location
@@ -195,6 +197,9 @@ func (q *API) behind(ctx context.Context) error {
 		Headers: map[string]string{"Retry-After": "1"}}
 }
 
+// partnerAuth verifies a partner read by scheme M or scheme H.
+func (q *API) partnerAuth() auth.Partner { return auth.Partner{M: q.SchemeM, H: q.SchemeH} }
+
 func (q *API) snapshot(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 	if err := q.serveSnapshot(w, r, ps); err != nil {
 		httpapi.Error(w, r, err)
@@ -212,9 +217,9 @@ func (q *API) serveSnapshot(w http.ResponseWriter, r *http.Request, ps httproute
 	var app domain.App
 	var pending *auth.PendingBinding
 	if oneTrip && q.SchemeM.Bindings != nil && any(q.SchemeM.Bindings) == any(q.Store) {
-		app, pending, err = q.SchemeM.VerifyLater(r, body)
+		app, pending, err = q.partnerAuth().VerifyLater(r, body)
 	} else {
-		app, err = q.SchemeM.Verify(r, body)
+		app, err = q.partnerAuth().Verify(r, body)
 	}
 	if err != nil {
 		return err

@@ -231,23 +231,32 @@ func (s SchemeM) check(r *http.Request, body []byte, later bool) (domain.App, *P
 	if err := Allowed(app, ScopeOf(r.URL.Path)); err != nil {
 		return domain.App{}, pending, err
 	}
-	if s.Limiter != nil {
-		d, err := s.Limiter.Allow(r.Context(), strconv.FormatInt(app.AppID, 10))
-		if err != nil {
-			return domain.App{}, pending, fmt.Errorf("scheme M rate limit of app %d: %w", app.AppID, err)
-		}
-		if !d.Allowed {
-			return domain.App{}, pending, &httpapi.Problem{Status: http.StatusTooManyRequests, Code: "HTTP_429",
-				Message: "request rate exceeded; slow down with exponential backoff",
-				Headers: map[string]string{
-					"Retry-After":           strconv.Itoa(int(math.Ceil(d.RetryAfter.Seconds()))),
-					"X-RateLimit-Limit":     strconv.Itoa(d.Limit),
-					"X-RateLimit-Remaining": "0",
-					"X-RateLimit-Reset":     strconv.Itoa(int(math.Ceil(d.Reset.Seconds()))),
-				}}
-		}
+	if err := s.limit(r, app); err != nil {
+		return domain.App{}, pending, err
 	}
 	return app, pending, nil
+}
+
+// limit applies the app's request rate (HTTP_429 past it).
+func (s SchemeM) limit(r *http.Request, app domain.App) error {
+	if s.Limiter == nil {
+		return nil
+	}
+	d, err := s.Limiter.Allow(r.Context(), strconv.FormatInt(app.AppID, 10))
+	if err != nil {
+		return fmt.Errorf("partner rate limit of app %d: %w", app.AppID, err)
+	}
+	if !d.Allowed {
+		return &httpapi.Problem{Status: http.StatusTooManyRequests, Code: "HTTP_429",
+			Message: "request rate exceeded; slow down with exponential backoff",
+			Headers: map[string]string{
+				"Retry-After":           strconv.Itoa(int(math.Ceil(d.RetryAfter.Seconds()))),
+				"X-RateLimit-Limit":     strconv.Itoa(d.Limit),
+				"X-RateLimit-Remaining": "0",
+				"X-RateLimit-Reset":     strconv.Itoa(int(math.Ceil(d.Reset.Seconds()))),
+			}}
+	}
+	return nil
 }
 
 // missingOr names a header failure: missing when the header is blank.

@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"html/template"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -28,7 +29,7 @@ type Reference struct {
 	Security    []SecurityScheme
 	Schemas     []Schema
 	// SchemeHPaths are the path templates whose operations are signed with
-	// scheme H, so the in-browser signer can choose the scheme by path.
+	// scheme H only (not those that merely accept it), so the in-browser signer can choose the scheme by path.
 	SchemeHPaths []string
 }
 
@@ -188,12 +189,10 @@ func Build(spec []byte) (*Reference, error) {
 		for _, m := range methods(item) {
 			op := item.GetOperation(m)
 			o := operation(doc, m, p, item, op)
-			for _, s := range o.Security {
-				for _, n := range s.Schemes {
-					if n == "schemeH" {
-						hPaths[p] = true
-					}
-				}
+			// Only paths scheme H alone signs: the signer signs scheme M
+			// where scheme H is merely accepted in its place.
+			if len(o.Security) == 1 && slices.Contains(o.Security[0].Schemes, "schemeH") {
+				hPaths[p] = true
 			}
 			tag := "other"
 			if len(op.Tags) > 0 {
