@@ -233,6 +233,7 @@ test("a partner's day through the SDK", async (t) => {
     const bad = new PartnerClient({ baseUrl: platform.baseUrl, appId: creds.app_id, appKey: creds.app_key, appSecret: "wrong", retry: { maxRetries: 0 } });
     const u = await bad.getChannelUserSnapshot(openUserId).catch((e) => e);
     assert.equal(u.status, 401);
+    assert.equal(u.code, "HTTP_401"); // scheme H refused: the route's own 401
     const badM = new PartnerClient({ baseUrl: platform.baseUrl, appId: creds.app_id, appKey: creds.app_key, appSecret: "wrong", scheme: "M", retry: { maxRetries: 0 } });
     const um = await badM.getChannelUserSnapshot(openUserId).catch((e) => e);
     assert.equal(um.status, 401);

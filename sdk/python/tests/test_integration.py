@@ -339,7 +339,7 @@ def test_partners_day(platform: Platform, receiver: Receiver) -> None:
     bad = pop.PartnerClient(platform.url, app["app_id"], app["app_key"], "wrong-secret")
     with pytest.raises(pop.PartnerApiError) as e:
         bad.get_snapshot(uid)
-    assert e.value.status == 401 and e.value.request_id
+    assert e.value.status == 401 and e.value.code == "HTTP_401" and e.value.request_id  # scheme H, the route's 401
     bad_m = pop.PartnerClient(platform.url, app["app_id"], app["app_key"], "wrong-secret", scheme="M")
     with pytest.raises(pop.PartnerApiError) as e:
         bad_m.get_snapshot(uid)

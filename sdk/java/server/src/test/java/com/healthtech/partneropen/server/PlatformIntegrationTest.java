@@ -378,6 +378,7 @@ class PlatformIntegrationTest {
         .appKey((String) app.get("app_key")).appSecret("wrong").retryPolicy(RetryPolicy.none()).build();
     PartnerApiException unauth = assertThrows(PartnerApiException.class, () -> wrongSecret.getChannelUserSnapshot(uid));
     assertEquals(401, unauth.getStatus());
+    assertEquals("HTTP_401", unauth.getCode()); // scheme H refused: the route's own 401
     PartnerClient wrongSecretM = PartnerClient.builder(base).appId(String.valueOf(appId))
         .appKey((String) app.get("app_key")).appSecret("wrong").scheme(PartnerClient.Scheme.M)
         .retryPolicy(RetryPolicy.none()).build();
