@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/healthtech/partner-open-platform/commands"
+	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/internal/httpapi"
 )
 
@@ -53,6 +54,7 @@ func (a *API) appRoutes() []Route {
 	return []Route{
 		{Method: "POST", Path: "/admin/v1/apps/:appId/suspend", Handle: a.admin(a.suspendApp)},
 		{Method: "POST", Path: "/admin/v1/apps/:appId/resume", Handle: a.admin(a.resumeApp)},
+		{Method: "PUT", Path: "/admin/v1/apps/:appId/authentication", Handle: a.admin(a.setAuthentication)},
 		{Method: "POST", Path: "/admin/v1/apps/:appId/webhook-secret/rotate", Handle: a.admin(a.rotateWebhookSecret(adminApp))},
 		{Method: "POST", Path: "/admin/v1/apps/:appId/webhook-secret/activate", Handle: a.admin(a.activateWebhookSecret(adminApp))},
 		{Method: "POST", Path: "/open/v1/webhooks/secret/rotate", Handle: a.partner(a.rotateWebhookSecret(callingApp))},
@@ -91,6 +93,33 @@ func (a *API) suspendApp(c *call) error {
 		return err
 	}
 	httpapi.OK(c.w, http.StatusOK, map[string]any{"app_id": id, "suspended": true})
+	return nil
+}
+
+// setAuthentication sets whether the app must sign every partner route
+// with scheme H (require_scheme_h, a required boolean).
+func (a *API) setAuthentication(c *call) error {
+	id, err := adminApp(c)
+	if err != nil {
+		return err
+	}
+	var require domain.Field[bool]
+	if err := c.decode(func(o *httpapi.Object) { require = o.Bool("require_scheme_h") }); err != nil {
+		return err
+	}
+	if !require.Set || require.Null {
+		v := &domain.ValidationError{}
+		v.Add("require_scheme_h", "is required (true or false)")
+		return v
+	}
+	pos, err := a.Apps.SetAuthentication(c.r.Context(), id, require.Value, c.meta)
+	if err != nil {
+		return err
+	}
+	if err := a.waitApps(c.r.Context(), pos); err != nil {
+		return err
+	}
+	httpapi.OK(c.w, http.StatusOK, map[string]any{"app_id": id, "require_scheme_h": require.Value})
 	return nil
 }
 

@@ -61,6 +61,10 @@ type API struct {
 
 	// Idempotency serves the Idempotency-Key of partner writes; nil turns keys off.
 	Idempotency *idempotency.Keeper
+	// SignedWrites keeps the records of scheme M writes, whose signature is
+	// an implicit idempotency key (the store the nodes share); nil turns
+	// that off.
+	SignedWrites idempotency.SignedStore
 
 	// Operators creates and revokes named operators; OperatorsReady is the
 	// operator directory, which a creation or revocation waits for so the
@@ -175,7 +179,8 @@ func (a *API) partner(h func(*call) error) httprouter.Handle {
 // partnerAuth verifies a partner route's request by scheme M or scheme H.
 func (a *API) partnerAuth() auth.Partner { return auth.Partner{M: a.SchemeM, H: a.SchemeH} }
 
-// keyed runs an authenticated app's write under its Idempotency-Key, if it sent one.
+// keyed runs an authenticated app's write under its Idempotency-Key, if it
+// sent one, and a scheme M write also under its signature.
 func (a *API) keyed(w http.ResponseWriter, r *http.Request, ps httprouter.Params, app domain.App, body []byte, h func(*call) error) {
 	run := func(w http.ResponseWriter, r *http.Request, begin func() error) {
 		c := &call{w: w, r: r, ps: ps, app: app, body: body, config: a, begin: begin, meta: commands.Meta{
@@ -191,6 +196,13 @@ func (a *API) keyed(w http.ResponseWriter, r *http.Request, ps httprouter.Params
 	}
 	if a.Idempotency == nil || r.Method == http.MethodGet {
 		run(w, r, nil)
+		return
+	}
+	if a.SignedWrites != nil && !auth.IsSchemeH(r) {
+		// Scheme M signs no nonce: a captured write could run again for as
+		// long as its timestamp is fresh, so its signature is an implicit
+		// idempotency key (scheme H nonces already refuse replays).
+		a.Idempotency.ServeSigned(w, r, app.AppID, body, a.SignedWrites, idempotency.SignedKey(auth.SignatureM(r), r, body), run)
 		return
 	}
 	a.Idempotency.Serve(w, r, app.AppID, body, run)

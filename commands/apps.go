@@ -38,6 +38,7 @@ type appState struct {
 	purpose       string
 	requested     bool   // a review request awaits a decision
 	hostAppID     string // the host mini-program's app id of the last request
+	requireH      bool   // partner routes accept scheme H only
 	approved      bool
 	production    int64 // the production app an approval created
 	revealed      bool  // the developer took the production credentials
@@ -66,6 +67,8 @@ func (s *appState) apply(env events.Envelope) {
 		s.suspended = true
 	case *catalog.AppResumed:
 		s.suspended = false
+	case *catalog.AppAuthenticationSet:
+		s.requireH = p.RequireSchemeH
 	case *catalog.AppWebhookSecretIssued:
 		s.pendingHook = true
 	case *catalog.AppWebhookSecretActivated:
@@ -416,6 +419,21 @@ func decideResume(st *appState) (events.Payload, error) {
 		return nil, err
 	}
 	return catalog.AppResumed{AppID: st.appID}, nil
+}
+
+// SetAuthentication sets whether the app's partner routes accept scheme H
+// only (require) or scheme M and scheme H (the spec's default). Setting
+// what holds already changes nothing.
+func (a *Apps) SetAuthentication(ctx context.Context, appID int64, require bool, meta Meta) (events.Position, error) {
+	return a.decide(ctx, appID, meta, func(st *appState) (events.Payload, error) { return decideAuthentication(st, require) })
+}
+
+// decideAuthentication records a change of the app's accepted schemes.
+func decideAuthentication(st *appState, require bool) (events.Payload, error) {
+	if err := st.found(); err != nil || st.requireH == require {
+		return nil, err
+	}
+	return catalog.AppAuthenticationSet{AppID: st.appID, RequireSchemeH: require}, nil
 }
 
 // RotateWebhookSecret issues a new pending webhook secret, returned once.

@@ -29,6 +29,9 @@ type App struct {
 	// and their webhooks wait until the app is resumed.
 	Suspended        bool
 	SuspensionReason string
+	// RequireSchemeH refuses scheme M on every partner route: the app
+	// signs with scheme H only (the default, false, accepts both).
+	RequireSchemeH bool
 	// SandboxAppID and ProductionAppID link the two apps of one partner after review.
 	SandboxAppID    int64
 	ProductionAppID int64

@@ -32,6 +32,7 @@ func registerApps(s *Server) {
 	s.Developer("POST /portal/apps", s.appCreate)
 	s.Developer("GET /portal/apps/{appId}", s.appPage)
 	s.Developer("POST /portal/apps/{appId}/secret", s.appRotateSecret)
+	s.Developer("POST /portal/apps/{appId}/authentication", s.appAuthentication)
 	s.Developer("POST /portal/apps/{appId}/review", s.appRequestReview)
 	s.Developer("POST /portal/apps/{appId}/production", s.appRevealProduction)
 	s.Operator("GET /portal/ops/apps", s.opsApps)
@@ -220,6 +221,41 @@ func (s *Server) appRotateSecret(w http.ResponseWriter, r *http.Request) {
 	s.Render(w, r, http.StatusOK, "apps_credentials.html", map[string]any{
 		"Heading": "New app secret", "Credentials": creds, "Secrets": secretsOf(creds), "Rotated": true,
 	})
+}
+
+// appAuthentication sets which signatures the app's partner routes accept:
+// "scheme-h" requires scheme H on every route, "default" accepts scheme M
+// (the spec's default) or scheme H.
+func (s *Server) appAuthentication(w http.ResponseWriter, r *http.Request) {
+	app, ok := s.ownApp(r)
+	if !ok || app.Retired {
+		s.NotFound(w, r)
+		return
+	}
+	if err := r.ParseForm(); err != nil {
+		s.ErrorPage(w, r, http.StatusBadRequest, "The form could not be read.")
+		return
+	}
+	var require bool
+	switch r.PostForm.Get("signing") {
+	case "scheme-h":
+		require = true
+	case "default":
+	default:
+		s.ErrorPage(w, r, http.StatusUnprocessableEntity, "Choose scheme H only or scheme M or H.")
+		return
+	}
+	pos, err := s.Apps.SetAuthentication(r.Context(), app.AppID, require, Meta(w, r))
+	if err != nil {
+		s.Fail(w, r, err)
+		return
+	}
+	s.waitApps(r.Context(), pos)
+	msg := "Requests may be signed with scheme M or scheme H."
+	if require {
+		msg = "Every request must now be signed with scheme H; scheme M is refused (401)."
+	}
+	s.Redirect(w, r, appPath(app.AppID), Flash{Kind: "info", Message: msg})
 }
 
 func (s *Server) appRequestReview(w http.ResponseWriter, r *http.Request) {

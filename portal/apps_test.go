@@ -2,7 +2,10 @@ package portal_test
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/md5"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -386,6 +389,7 @@ func TestAppFormsRefuseWithoutCSRF(t *testing.T) {
 	}{
 		{b, "/portal/apps", url.Values{"name": {"x"}, "purpose": {"y"}, "scopes": {"orders"}}},
 		{b, fmt.Sprintf("/portal/apps/%d/secret", app.AppID), nil},
+		{b, fmt.Sprintf("/portal/apps/%d/authentication", app.AppID), url.Values{"signing": {"scheme-h"}}},
 		{b, fmt.Sprintf("/portal/apps/%d/review", app.AppID), nil},
 		{b, fmt.Sprintf("/portal/apps/%d/production", app.AppID), nil},
 		{ops, fmt.Sprintf("/portal/ops/apps/%d/review", app.AppID), url.Values{"decision": {"approve"}}},
@@ -454,4 +458,74 @@ func TestProductionRevealedOnceAcrossBrowsers(t *testing.T) {
 	if ok != 1 || refused != 1 {
 		t.Fatalf("two reveals: %d and %d", pages[0].Status, pages[1].Status)
 	}
+}
+
+// callH makes a scheme H call (the test's own HMAC-SHA-256 signature) and
+// returns the status.
+func callH(t *testing.T, p *portaltest.Platform, c credentials, path string) int {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, p.Srv.URL+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts, nonce := strconv.FormatInt(time.Now().Unix(), 10), strconv.FormatInt(time.Now().UnixNano(), 36)
+	empty := sha256.Sum256(nil)
+	m := hmac.New(sha256.New, []byte(c.AppSecret))
+	m.Write([]byte("GET\n" + path + "\n" + ts + "\n" + nonce + "\n" + hex.EncodeToString(empty[:])))
+	req.Header.Set("X-App-Key", c.AppKey)
+	req.Header.Set("X-Timestamp", ts)
+	req.Header.Set("X-Nonce", nonce)
+	req.Header.Set("X-Signature", hex.EncodeToString(m.Sum(nil)))
+	res, err := p.Srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	return res.StatusCode
+}
+
+// A developer sets the app to require scheme H on its settings page:
+// scheme M calls are then refused (401), scheme H ones pass, the change is
+// an event by the developer, and a bad choice changes nothing.
+func TestAppRequiresSchemeHFromThePortal(t *testing.T) {
+	configs(t, node.Config{}, func(t *testing.T, cfg node.Config) {
+		p := portaltest.Start(t, cfg)
+		b, dev := p.Developer(portaltest.Email(t, "signing"), true)
+		app := createApp(t, b, "Signer", "orders")
+		page := fmt.Sprintf("/portal/apps/%d", app.AppID)
+		detail := "/open/v1/order/detail?order_code=PO1"
+		if got := call(t, p, app, detail); got != http.StatusNotFound {
+			t.Fatalf("scheme M by default: %d", got)
+		}
+		if got := b.Get(page); !strings.Contains(got.Text(), "Scheme M (the spec's default) or scheme H.") {
+			t.Fatalf("the settings page does not show the default: %s", got.Text())
+		}
+		before := eventCount(t, p)
+		if got := b.Post(page+"/authentication", url.Values{"signing": {"scheme-m-only"}}); got.Status != http.StatusUnprocessableEntity {
+			t.Fatalf("unknown choice: %d", got.Status)
+		}
+		if n := eventCount(t, p); n != before {
+			t.Fatalf("a refused choice appended %d events", n-before)
+		}
+		if got := b.Post(page+"/authentication", url.Values{"signing": {"scheme-h"}}); got.Status != http.StatusSeeOther {
+			t.Fatalf("require scheme H: %d %s", got.Status, got.Text())
+		}
+		if got := b.Get(page); !strings.Contains(got.Text(), "Scheme H only: scheme M requests are refused (401).") {
+			t.Fatalf("the settings page does not show scheme H only: %s", got.Text())
+		}
+		if got := call(t, p, app, detail); got != http.StatusUnauthorized {
+			t.Errorf("scheme M once scheme H is required: %d, want 401", got)
+		}
+		if got := callH(t, p, app, detail); got != http.StatusNotFound {
+			t.Errorf("scheme H once required: %d, want 404 (past authentication)", got)
+		}
+		want := "app.authentication_set by developer:" + strconv.FormatInt(dev, 10)
+		if got := actorsOf(t, p, domain.AppStream(app.AppID)); got[len(got)-1] != want {
+			t.Errorf("app history ends with %v, want %s", got, want)
+		}
+		b.Post(page+"/authentication", url.Values{"signing": {"default"}})
+		if got := call(t, p, app, detail); got != http.StatusNotFound {
+			t.Errorf("scheme M after the default is restored: %d", got)
+		}
+	})
 }

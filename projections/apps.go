@@ -58,7 +58,7 @@ func (*Apps) Name() string { return "apps" }
 // neither decrypts nor decodes) the rest of the log, which is most of it.
 var appTypes = typeSet(&catalog.AppCreated{}, &catalog.AppSecretRotated{}, &catalog.AppScopesDeclared{}, &catalog.AppReviewed{},
 	&catalog.TokenIssued{}, &catalog.TokenRevoked{}, &catalog.UploaderRegistered{}, &catalog.AppWebhookConfigured{},
-	&catalog.AppSuspended{}, &catalog.AppResumed{}, &catalog.AppWebhookSecretIssued{}, &catalog.AppWebhookSecretActivated{},
+	&catalog.AppSuspended{}, &catalog.AppResumed{}, &catalog.AppAuthenticationSet{}, &catalog.AppWebhookSecretIssued{}, &catalog.AppWebhookSecretActivated{},
 	&catalog.AppReviewRequested{}, &catalog.AppProductionRevealed{},
 	&catalog.AppWebhookEndpointAdded{}, &catalog.AppWebhookEndpointUpdated{}, &catalog.AppWebhookEndpointDisabled{},
 	&catalog.AppWebhookEndpointEnabled{}, &catalog.AppWebhookEndpointRemoved{}, &catalog.AppWebhookEndpointSecretIssued{},
@@ -171,6 +171,12 @@ func (a *Apps) Apply(_ context.Context, batch []events.Envelope, pos events.Posi
 			if app, ok := a.byID[p.AppID]; ok {
 				next := *app
 				next.Suspended, next.SuspensionReason, next.UpdatedAt = false, "", at
+				a.byID[p.AppID] = &next
+			}
+		case *catalog.AppAuthenticationSet:
+			if app, ok := a.byID[p.AppID]; ok {
+				next := *app
+				next.RequireSchemeH, next.UpdatedAt = p.RequireSchemeH, at
 				a.byID[p.AppID] = &next
 			}
 		case *catalog.AppWebhookSecretIssued:

@@ -301,7 +301,7 @@ func (q *API) appView(a domain.App) map[string]any {
 		scopes = []string{}
 	}
 	v := map[string]any{
-		"scopes": scopes, "suspended": a.Suspended, "suspension_reason": a.SuspensionReason,
+		"scopes": scopes, "suspended": a.Suspended, "suspension_reason": a.SuspensionReason, "require_scheme_h": a.RequireSchemeH,
 		"webhook_secret_pending": a.PendingWebhookSecret != "", "review": a.Review, "sandbox_app_id": a.SandboxAppID, "production_app_id": a.ProductionAppID,
 		"app_id": a.AppID, "name": a.Name, "app_key": a.AppKey, "environment": a.Environment,
 		"webhook_url": a.WebhookURL, "webhook_events": evs,

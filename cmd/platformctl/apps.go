@@ -17,6 +17,7 @@ type appView struct {
 	Scopes        []string `json:"scopes"`
 	Suspended     bool     `json:"suspended"`
 	Reason        string   `json:"suspension_reason"`
+	RequireH      bool     `json:"require_scheme_h"`
 	SecretPending bool     `json:"webhook_secret_pending"`
 	CreatedAt     string   `json:"created_at"`
 	UpdatedAt     string   `json:"updated_at"`
@@ -49,7 +50,7 @@ func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 
 func (c *cli) apps(args []string) error {
 	if len(args) == 0 {
-		return usagef("apps needs a subcommand: create, list, show, rotate-secret, webhook, review, scopes, suspend, resume, webhook-secret")
+		return usagef("apps needs a subcommand: create, list, show, rotate-secret, webhook, review, scopes, auth, suspend, resume, webhook-secret")
 	}
 	switch args[0] {
 	case "create":
@@ -66,6 +67,8 @@ func (c *cli) apps(args []string) error {
 		return c.appsReview(args[1:])
 	case "scopes":
 		return c.appsScopes(args[1:])
+	case "auth":
+		return c.appsAuth(args[1:])
 	case "suspend":
 		return c.appsSuspend(args[1:])
 	case "resume":
@@ -232,6 +235,7 @@ func (c *cli) appsShow(args []string) error {
 	if a.Suspended {
 		t.row("suspension_reason", a.Reason)
 	}
+	t.row("require_scheme_h", strconv.FormatBool(a.RequireH))
 	t.row("webhook_secret_pending", strconv.FormatBool(a.SecretPending))
 	if a.DeveloperID != 0 {
 		t.row("developer_id", strconv.FormatInt(a.DeveloperID, 10))
@@ -298,6 +302,25 @@ func (c *cli) appsScopes(args []string) error {
 		scopes = []string{}
 	}
 	return c.print("PUT", "/admin/v1/apps/"+strconv.FormatInt(id, 10)+"/scopes", map[string]any{"scopes": scopes})
+}
+
+// appsAuth sets which signatures the app's partner routes accept:
+// "scheme-h" requires scheme H on every route, "default" accepts scheme M
+// (the spec's) or scheme H.
+func (c *cli) appsAuth(args []string) error {
+	fs := c.flags("apps auth")
+	rest, err := parse(fs, args, true)
+	if err != nil {
+		return err
+	}
+	if len(rest) != 2 || (rest[1] != "scheme-h" && rest[1] != "default") {
+		return usagef("apps auth needs APP_ID and scheme-h (require scheme H on every route) or default (scheme M or H)")
+	}
+	id, err := appID("apps auth", rest[:1])
+	if err != nil {
+		return err
+	}
+	return c.print("PUT", "/admin/v1/apps/"+strconv.FormatInt(id, 10)+"/authentication", map[string]any{"require_scheme_h": rest[1] == "scheme-h"})
 }
 
 func (c *cli) appsSuspend(args []string) error {

@@ -31,6 +31,8 @@ func appsServer(t *testing.T) *fakeServer {
 			ok(w, 200, map[string]any{"app_id": 12, "app_secret": "as_rotated"})
 		case "PUT /admin/v1/apps/12/scopes":
 			ok(w, 200, map[string]any{"app_id": 12, "scopes": []string{"benefits", "orders"}})
+		case "PUT /admin/v1/apps/12/authentication":
+			ok(w, 200, map[string]any{"app_id": 12, "require_scheme_h": true})
 		case "POST /admin/v1/apps/12/suspend", "POST /admin/v1/apps/12/resume":
 			ok(w, 200, map[string]any{"app_id": 12, "suspended": strings.HasSuffix(r.URL.Path, "suspend")})
 		case "POST /admin/v1/apps/12/webhook-secret/rotate":
@@ -153,6 +155,7 @@ func TestAppsShow(t *testing.T) {
 		"scopes                  orders,webhooks\n" +
 		"suspended               true\n" +
 		"suspension_reason       unpaid\n" +
+		"require_scheme_h        false\n" +
 		"webhook_secret_pending  true\n" +
 		"created_at              2025-01-02T03:04:05Z\n" +
 		"updated_at              2025-01-03T03:04:05Z\n"
@@ -195,6 +198,10 @@ func TestAppsPermissions(t *testing.T) {
 	wantCode(t, runCLI(cliEnv(srv), "apps", "create", "--name", "Least", "--scopes", "orders, benefits"), 0)
 	wantCode(t, runCLI(cliEnv(srv), "apps", "scopes", "12", "orders,benefits"), 0)
 	wantCode(t, runCLI(cliEnv(srv), "apps", "scopes", "12", "default"), 0)
+	wantCode(t, runCLI(cliEnv(srv), "apps", "auth", "12", "scheme-h"), 0)
+	wantCode(t, runCLI(cliEnv(srv), "apps", "auth", "12", "default"), 0)
+	wantCode(t, runCLI(cliEnv(srv), "apps", "auth", "12", "scheme-m"), 2)
+	wantCode(t, runCLI(cliEnv(srv), "apps", "auth", "12"), 2)
 	wantCode(t, runCLI(cliEnv(srv), "apps", "suspend", "12", "--reason", "unpaid"), 0)
 	wantCode(t, runCLI(cliEnv(srv), "apps", "resume", "12"), 0)
 	r := runCLI(cliEnv(srv), "apps", "webhook-secret", "12", "rotate")
@@ -212,6 +219,8 @@ func TestAppsPermissions(t *testing.T) {
 		{"POST", "/admin/v1/apps", map[string]any{"name": "Least", "scopes": []any{"orders", "benefits"}}},
 		{"PUT", "/admin/v1/apps/12/scopes", map[string]any{"scopes": []any{"orders", "benefits"}}},
 		{"PUT", "/admin/v1/apps/12/scopes", map[string]any{"scopes": []any{}}},
+		{"PUT", "/admin/v1/apps/12/authentication", map[string]any{"require_scheme_h": true}},
+		{"PUT", "/admin/v1/apps/12/authentication", map[string]any{"require_scheme_h": false}},
 		{"POST", "/admin/v1/apps/12/suspend", map[string]any{"reason": "unpaid"}},
 		{"POST", "/admin/v1/apps/12/resume", map[string]any{}},
 		{"POST", "/admin/v1/apps/12/webhook-secret/rotate", map[string]any{}},

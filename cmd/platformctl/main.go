@@ -35,6 +35,9 @@ Commands:
   apps scopes APP_ID SCOPE,SCOPE...|default
                             replace the app's API scopes (channel_users, orders, health_reports,
                             daily_report, webhooks, benefits, plugin)
+  apps auth APP_ID scheme-h|default
+                            require scheme H on every partner route (scheme M refused, 401), or accept
+                            scheme M (the spec's default) and scheme H
   apps suspend APP_ID [--reason TEXT] | apps resume APP_ID
                             refuse the app's calls (403 APP_SUSPENDED) and hold its webhooks; resume
   apps webhook-secret APP_ID rotate|activate

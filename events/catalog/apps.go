@@ -61,6 +61,17 @@ type AppResumed struct {
 // EventType names the event in the log.
 func (AppResumed) EventType() string { return "app.resumed" }
 
+// AppAuthenticationSet records which signatures an app's partner routes
+// accept: with RequireSchemeH, scheme H only; without, scheme M (the
+// spec's default) or scheme H.
+type AppAuthenticationSet struct {
+	AppID          int64 `json:"app_id"`
+	RequireSchemeH bool  `json:"require_scheme_h"`
+}
+
+// EventType names the event in the log.
+func (AppAuthenticationSet) EventType() string { return "app.authentication_set" }
+
 // AppWebhookSecretIssued issues a pending webhook secret, sealed with the
 // master key; the active secret keeps signing until activation.
 type AppWebhookSecretIssued struct {

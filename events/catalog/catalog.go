@@ -36,7 +36,7 @@ var schemaOne = []events.Payload{
 	AppReviewed{}, ProviderRegistered{}, ProviderReviewed{}, ProviderItemsConfigured{},
 	BenefitItemCreated{}, BenefitItemStatusChanged{}, CardIssued{}, BenefitFulfilled{}, FulfillmentRated{},
 	CardBatchPlanned{}, CardBatchRenumbered{}, CardBatchCompleted{},
-	AppSuspended{}, AppResumed{}, AppWebhookSecretIssued{}, AppWebhookSecretActivated{},
+	AppSuspended{}, AppResumed{}, AppAuthenticationSet{}, AppWebhookSecretIssued{}, AppWebhookSecretActivated{},
 	IdempotencyClaimed{}, IdempotencyCompleted{}, IdempotencyReleased{},
 	OperatorCreated{}, OperatorRevoked{}, AccessAudited{},
 	UserErased{}, ChannelUserUnbound{},

@@ -30,6 +30,7 @@ var personalFields = map[string][]string{
 	"app.reviewed":                 nil,
 	"app.suspended":                nil,
 	"app.resumed":                  nil,
+	"app.authentication_set":       nil,
 	"app.webhook_secret_issued":    nil,
 	"app.webhook_secret_activated": nil,
 	"app.review_requested":         nil,

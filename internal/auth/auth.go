@@ -23,6 +23,15 @@ import (
 // Window is how far a request's timestamp may be from the server's clock.
 const Window = 300 * time.Second
 
+// BindingGrace is how long after a scheme M signature's first use at the
+// server the same signature is accepted on another route. The legitimate
+// case is a partner's requests signed in one whole second (all bodyless
+// ones share a signature): they reach the server within that second plus
+// network and scheduling jitter, and 2 s covers both; an attacker who
+// captured the headers gets no longer than that to move them to another
+// route (see docs/authentication.md).
+const BindingGrace = 2 * time.Second
+
 // Directory finds apps; the in-memory app projection implements it.
 type Directory interface {
 	ByID(id int64) (domain.App, bool)
@@ -35,13 +44,17 @@ type Directory interface {
 //
 // Route binding: the formula signs neither method nor path, so each
 // accepted signature is bound, for its window, to the route it was first
-// accepted on: a write (POST, PATCH, DELETE) to its method and path with
-// query, a read to "GET" alone. The same signature on another write route,
-// or a read's signature on any write, is refused; an identical retry is not.
-// Reads may share a signature across paths because every bodyless request
-// of one second has the same signature: binding reads to their path would
-// refuse a partner's second read of a second. Bindings live in a store the
-// nodes share, so the rule holds cluster-wide.
+// accepted on (method, path and query as sent; HEAD counts as GET) and to
+// the server time of that first use. The same signature on another route
+// is accepted only within BindingGrace of the first use, and refused after:
+// every bodyless request of one app in one second carries the same
+// signature, so a spec-faithful partner's read and delete of one second
+// must both pass, while headers captured from one request and replayed
+// later on another route must not. A route accepted within the grace stays
+// accepted for the signature's window (an identical retry of it passes;
+// the write edge then answers it from its implicit idempotency record). An
+// identical retry on the first route always passes. Bindings live in a
+// store the nodes share, so the rule holds cluster-wide.
 type SchemeM struct {
 	Apps Directory
 	Now  func() time.Time
@@ -65,6 +78,11 @@ type Limiter interface {
 type Bindings interface {
 	Bind(ctx context.Context, scope, key, value string, expires time.Time) (existing string, fresh bool, err error)
 }
+
+// ErrSchemeHRequired refuses a correct scheme M request of an app set to
+// require scheme H on every route.
+var ErrSchemeHRequired = &httpapi.Problem{Status: http.StatusUnauthorized, Code: "HTTP_401",
+	Message: "this app requires scheme H (X-App-Key, X-Timestamp, X-Nonce, X-Signature) on every route; scheme M is refused"}
 
 // SignM computes a scheme M signature; partners' SDKs and tests use it.
 func SignM(appKey, timestamp, appSecret string, body []byte) string {
@@ -108,16 +126,68 @@ type PendingBinding struct {
 	Scope, Key, Value string
 	Expires           time.Time
 	g                 guard
+	// route is the request's route, now the server time it was verified:
+	// Check judges the recorded binding with them.
+	route string
+	now   time.Time
+	s     SchemeM
+	ctx   context.Context
 }
 
-// Check judges the value the binding's key holds once recorded: another
-// route's value is a signature replayed here, refused as Verify refuses it.
+// Check judges the value the binding's key holds once recorded: the same
+// route passes; another route passes within BindingGrace of the
+// signature's first use (or when accepted within it before), and is
+// refused after, as Verify refuses it.
 func (p *PendingBinding) Check(bound string) error {
-	if bound != p.Value {
+	if bound == p.Value {
+		return nil
+	}
+	firstUse, route, timed := parseBound(bound)
+	if route == p.route {
+		return nil
+	}
+	// Another route: a marker per (signature, route) remembers the routes
+	// the grace let in, so that their identical retries pass too; after
+	// the grace, the marker's first value is a refusal.
+	mark := boundRefused
+	if timed && !p.now.After(firstUse.Add(BindingGrace)) {
+		mark = boundAccepted
+	}
+	got, _, err := p.s.Bindings.Bind(p.ctx, p.Scope, p.Key+" "+p.route, mark, p.Expires)
+	if err != nil {
+		return err
+	}
+	if got != boundAccepted {
 		p.g.fail("signature_route_mismatch", true)
 		return httpapi.ErrUnauthorized
 	}
 	return nil
+}
+
+// Values of a grace marker (see PendingBinding.Check).
+const (
+	boundAccepted = "accepted"
+	boundRefused  = "refused"
+)
+
+// boundValue is what a signature's binding records: the server time of
+// its first use and its route.
+func boundValue(now time.Time, route string) string {
+	return strconv.FormatInt(now.UnixNano(), 10) + " " + route
+}
+
+// parseBound reads a binding's value; one recorded without a time (by an
+// earlier release) has no grace.
+func parseBound(v string) (firstUse time.Time, route string, timed bool) {
+	ns, rest, ok := strings.Cut(v, " ")
+	if !ok {
+		return time.Time{}, v, false
+	}
+	n, err := strconv.ParseInt(ns, 10, 64)
+	if err != nil {
+		return time.Time{}, v, false
+	}
+	return time.Unix(0, n), rest, true
 }
 
 // VerifyLater is Verify without the binding's write when the request
@@ -214,13 +284,21 @@ func (s SchemeM) check(r *http.Request, body []byte, later bool) (domain.App, *P
 		g.fail("bad_signature", true)
 		return domain.App{}, nil, httpapi.ErrUnauthorized
 	}
+	if app.RequireSchemeH {
+		// Said only to a caller that proved it holds the secret; not a
+		// failed attempt, so it spends no failure budget.
+		g.fail("scheme_h_required", false)
+		return domain.App{}, nil, ErrSchemeHRequired
+	}
 	var pending *PendingBinding
 	if s.Bindings != nil {
 		// A signature captured on one route, replayed on another, is
 		// refused: the first route that presents it binds it.
 		sec, _ := strconv.ParseInt(ts, 10, 64)
+		now, route := s.Now(), bindingRoute(r)
 		pending = &PendingBinding{Scope: "m", Key: bindingKey(app.AppID, &got),
-			Value: bindingRoute(r), Expires: time.Unix(sec, 0).Add(Window), g: g}
+			Value: boundValue(now, route), Expires: time.Unix(sec, 0).Add(Window), g: g,
+			route: route, now: now, s: s, ctx: r.Context()}
 		if !later {
 			if err := s.bindNow(r, pending); err != nil {
 				return domain.App{}, nil, err
@@ -335,11 +413,12 @@ func ScopeOf(path string) string {
 	return ""
 }
 
-// bindingRoute is what a scheme M signature is bound to: a write's method
-// and path with query, or "GET" for any read (see SchemeM).
+// bindingRoute is what a scheme M signature is bound to: the method and
+// the path with query as sent (HEAD as GET, its body-less twin).
 func bindingRoute(r *http.Request) string {
-	if r.Method == http.MethodGet || r.Method == http.MethodHead {
-		return http.MethodGet
+	m := r.Method
+	if m == http.MethodHead {
+		m = http.MethodGet
 	}
-	return r.Method + " " + requestURI(r)
+	return m + " " + requestURI(r)
 }

@@ -35,8 +35,10 @@ func verify(t *testing.T, s auth.SchemeM, method, target, body string, ts int64)
 }
 
 // Two nodes sharing one store: a signature accepted on one node for one
-// route is refused on the other for any other route, and accepted there
-// for the same route.
+// route is accepted on the other for another route only within
+// BindingGrace of its first use (a partner's read and delete of one
+// second), refused there after it, and always accepted for the same route
+// or a route the grace let in.
 func TestSignatureBindingHoldsAcrossNodes(t *testing.T) {
 	stores := map[string]func(t *testing.T) (auth.Bindings, auth.Bindings){
 		"memory": func(t *testing.T) (auth.Bindings, auth.Bindings) { s := memory.New(); return s, s },
@@ -56,43 +58,64 @@ func TestSignatureBindingHoldsAcrossNodes(t *testing.T) {
 	for name, open := range stores {
 		t.Run(name, func(t *testing.T) {
 			one, two := open(t)
-			now := time.Now()
+			start := time.Unix(time.Now().Unix(), 0)
+			now := start
 			clock := func() time.Time { return now }
 			nodeA := auth.SchemeM{Apps: apps{9: bound}, Now: clock, Bindings: one}
 			nodeB := auth.SchemeM{Apps: apps{9: bound}, Now: clock, Bindings: two}
-			ts := now.Unix()
+			ts := start.Unix()
+			read, del := "/open/v1/channel/users/1", "/open/v1/channel/users/1/family-members/1"
 
-			if err := verify(t, nodeA, "GET", "/open/v1/channel/users/1", "", ts); err != nil {
+			if err := verify(t, nodeA, "GET", read, "", ts); err != nil {
 				t.Fatalf("first use on node A: %v", err)
 			}
+			// The same second's delete and another read, on node B, within the grace.
+			now = start.Add(auth.BindingGrace)
+			if err := verify(t, nodeB, "DELETE", del, "", ts); err != nil {
+				t.Errorf("delete of the read's second on node B within the grace: %v", err)
+			}
+			if err := verify(t, nodeB, "GET", "/open/v1/channel/users/2?channel_user_id=x", "", ts); err != nil {
+				t.Errorf("another read of the same second within the grace: %v", err)
+			}
+			// Past the grace: every other route is refused on both nodes.
+			now = start.Add(auth.BindingGrace + time.Millisecond)
 			for _, c := range []struct{ method, target string }{
-				{"DELETE", "/open/v1/channel/users/1/family-members/1"},
+				{"DELETE", "/open/v1/channel/users/1/family-groups/1"},
 				{"PATCH", "/open/v1/channel/users/1"},
-				{"get", "/open/v1/channel/users/1"},
+				{"GET", "/open/v1/channel/users/3"},
+				{"DELETE", del + "?x=1"},
 			} {
-				if err := verify(t, nodeB, c.method, c.target, "", ts); !errors.Is(err, httpapi.ErrUnauthorized) {
-					t.Errorf("%s %s on node B: %v, want ErrUnauthorized", c.method, c.target, err)
+				for _, n := range []auth.SchemeM{nodeA, nodeB} {
+					if err := verify(t, n, c.method, c.target, "", ts); !errors.Is(err, httpapi.ErrUnauthorized) {
+						t.Errorf("%s %s past the grace: %v, want ErrUnauthorized", c.method, c.target, err)
+					}
 				}
 			}
+			// The routes accepted so far keep passing identical retries, on both nodes.
+			now = start.Add(auth.Window - 10*time.Second)
 			for _, n := range []auth.SchemeM{nodeA, nodeB} {
-				if err := verify(t, n, "GET", "/open/v1/channel/users/1", "", ts); err != nil {
-					t.Errorf("identical retry: %v", err)
+				for _, c := range []struct{ method, target string }{{"GET", read}, {"DELETE", del}, {"GET", "/open/v1/channel/users/2?channel_user_id=x"}} {
+					if err := verify(t, n, c.method, c.target, "", ts); err != nil {
+						t.Errorf("identical retry of %s %s: %v", c.method, c.target, err)
+					}
 				}
-				// Reads are bound by method alone: the same second's other reads pass.
-				if err := verify(t, n, "GET", "/open/v1/channel/users/2?channel_user_id=x", "", ts); err != nil {
-					t.Errorf("another read of the same second: %v", err)
-				}
+			}
+			// A route refused once stays refused.
+			if err := verify(t, nodeA, "PATCH", "/open/v1/channel/users/1", "", ts); !errors.Is(err, httpapi.ErrUnauthorized) {
+				t.Errorf("a refused route again: %v", err)
 			}
 			// Another timestamp is another signature, free for another route.
-			if err := verify(t, nodeB, "DELETE", "/open/v1/channel/users/1/family-members/1", "", ts-1); err != nil {
+			if err := verify(t, nodeB, "DELETE", "/open/v1/channel/users/1/family-groups/1", "", ts-1); err != nil {
 				t.Errorf("another signature: %v", err)
 			}
 			// A body makes another signature too, bound to its own route.
-			if err := verify(t, nodeB, "POST", "/open/v1/channel/users/1/family-groups", `{"app_group_id":1,"name":"a"}`, ts); err != nil {
+			body := `{"app_group_id":1,"name":"a"}`
+			if err := verify(t, nodeB, "POST", "/open/v1/channel/users/1/family-groups", body, ts); err != nil {
 				t.Errorf("POST with a body: %v", err)
 			}
-			if err := verify(t, nodeA, "POST", "/open/v1/channel/users/2/family-groups", `{"app_group_id":1,"name":"a"}`, ts); !errors.Is(err, httpapi.ErrUnauthorized) {
-				t.Errorf("the body on another user: %v, want ErrUnauthorized", err)
+			now = now.Add(auth.BindingGrace + time.Millisecond)
+			if err := verify(t, nodeA, "POST", "/open/v1/channel/users/2/family-groups", body, ts); !errors.Is(err, httpapi.ErrUnauthorized) {
+				t.Errorf("the body on another user past the grace: %v, want ErrUnauthorized", err)
 			}
 		})
 	}

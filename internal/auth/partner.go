@@ -40,6 +40,12 @@ func IsSchemeH(r *http.Request) bool {
 	return strings.TrimSpace(r.Header.Get("X-App-Key")) != ""
 }
 
+// SignatureM is a scheme M request's signature as lower-case hex (the
+// scheme accepts either case, so the case must not name another request).
+func SignatureM(r *http.Request) string {
+	return strings.ToLower(strings.TrimSpace(r.Header.Get("X-Signature")))
+}
+
 // Verify returns the calling app, or the route's refusal.
 func (p Partner) Verify(r *http.Request, body []byte) (domain.App, error) {
 	if IsSchemeH(r) {

@@ -222,6 +222,8 @@ func badRoutes(fx fixture) []badRoute {
 			body: `{"decision":"maybe"}`, base: invalid, fields: []field{{path: "decision", kind: kStr}, {path: "notes", kind: kStr}}},
 		{method: "PUT", pattern: "/admin/v1/apps/:appId/scopes", auth: authAdmin, params: missingApp,
 			body: `{"scopes":["orders"]}`, base: outcome{404, "APP_NOT_FOUND"}, fields: []field{{path: "scopes", kind: kStrs}}},
+		{method: "PUT", pattern: "/admin/v1/apps/:appId/authentication", auth: authAdmin, params: missingApp,
+			body: `{"require_scheme_h":true}`, base: noApp, fields: []field{{path: "require_scheme_h", kind: kBool}}},
 		{method: "POST", pattern: "/open/v1/webhooks/secret/rotate", auth: authM, params: none, base: ok200, appends: true},
 		{method: "POST", pattern: "/open/v1/webhooks/secret/activate", auth: authM, params: none, base: ok200, appends: true},
 

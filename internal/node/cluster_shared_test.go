@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/healthtech/partner-open-platform/internal/auth"
 	"github.com/healthtech/partner-open-platform/internal/node"
 	"github.com/healthtech/partner-open-platform/internal/pgtest"
 	noncebolt "github.com/healthtech/partner-open-platform/projections/bolt"
@@ -182,7 +183,8 @@ func TestClusterNonceUsedOnARefusedOnB(t *testing.T) {
 // refused, and so is a scheme M signature replayed on another route.
 func TestEmbeddedReplayGuardSurvivesRestart(t *testing.T) {
 	t.Parallel()
-	cfg := node.Config{DataDir: t.TempDir()}
+	clock := &shiftClock{}
+	cfg := node.Config{DataDir: t.TempDir(), Now: clock.Now}
 	p := start(t, cfg)
 	a := p.createApp("partner")
 	nonce, now := freshNonce(), time.Now()
@@ -195,6 +197,7 @@ func TestEmbeddedReplayGuardSurvivesRestart(t *testing.T) {
 		t.Fatalf("register: %d %s", res.Status, res.Raw)
 	}
 	p.stop()
+	clock.Advance(auth.BindingGrace + 100*time.Millisecond) // past the cross-route grace
 
 	p = start(t, cfg)
 	a.p = p

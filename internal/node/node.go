@@ -492,7 +492,8 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		Idempotency: &idempotency.Keeper{
 			Store: n.Events, Registry: n.Registry, Sealer: sealer, Keys: n.Keys, Now: cfg.Now, Replayed: marks.Wrote,
 		},
-		Operators: operators, OperatorsReady: operatorsRunner,
+		SignedWrites: nonces,
+		Operators:    operators, OperatorsReady: operatorsRunner,
 	}
 	qAPI := &queryapi.API{
 		Store: n.ReadModel, Apps: n.Apps, Events: n.Events, Runners: n.Runners, Families: n.Families,

@@ -3,10 +3,12 @@ package node_test
 import (
 	"bytes"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"testing"
 	"time"
 
+	"github.com/healthtech/partner-open-platform/internal/auth"
 	"github.com/healthtech/partner-open-platform/internal/node"
 )
 
@@ -24,14 +26,16 @@ func (a *app) replay(captured *http.Request, method, path string, body []byte) r
 	return a.p.send(req)
 }
 
-// Issue 12, defect 8: scheme M signs neither method nor path, so the headers
-// of a captured GET deleted a family member and a signed family-group body
-// created a group on another user. Each accepted signature is now bound to
-// its method and path for its window: elsewhere it is 401 HTTP_401 and
-// appends nothing; an identical retry still works.
+// Scheme M signs neither method nor path, so the headers of a captured GET
+// deleted a family member and a signed family-group body created a group
+// on another user. Each accepted signature is bound to its method and path
+// for its window: elsewhere, past auth.BindingGrace after its first use, it
+// is 401 HTTP_401 and appends nothing; an identical retry still works.
 func TestSchemeMSignatureIsBoundToItsRoute(t *testing.T) {
 	t.Parallel()
 	readModels(t, func(t *testing.T, cfg node.Config) {
+		clock := &shiftClock{}
+		cfg.Now = clock.Now
 		p := start(t, cfg)
 		a := p.createApp("partner")
 		var reg registerData
@@ -48,6 +52,7 @@ func TestSchemeMSignatureIsBoundToItsRoute(t *testing.T) {
 		if res := p.send(get); res.Status != http.StatusOK {
 			t.Fatalf("GET snapshot: %d %s", res.Status, res.Raw)
 		}
+		clock.Advance(auth.BindingGrace + 100*time.Millisecond)
 		before := p.eventCount()
 		for _, target := range []struct{ method, path string }{
 			{"DELETE", fmt.Sprintf("%s/family-members/%d", user, member)},
@@ -64,12 +69,14 @@ func TestSchemeMSignatureIsBoundToItsRoute(t *testing.T) {
 		if s := a.snapshot(user); len(s.FamilyMembers) != 2 || len(s.FamilyGroups) != 1 {
 			t.Errorf("after the replays the user has %d groups and %d members, want 1 and 2", len(s.FamilyGroups), len(s.FamilyMembers))
 		}
-		// The partner's own identical retry of the read still works, and so
-		// do its other reads in the same second: every bodyless request of
-		// one second has one signature, so reads are bound by method alone.
-		for _, path := range []string{user, otherUser, user + "?channel_user_id=victim"} {
-			if res := a.replay(get, "GET", path, nil); res.Status != http.StatusOK {
-				t.Errorf("read %s with the same signature: %d %s", path, res.Status, res.Raw)
+		// The partner's own identical retry of the read still works; its
+		// headers on another read, past the grace, do not.
+		if res := a.replay(get, "GET", user, nil); res.Status != http.StatusOK {
+			t.Errorf("identical retry of the read: %d %s", res.Status, res.Raw)
+		}
+		for _, path := range []string{otherUser, user + "?channel_user_id=victim"} {
+			if res := a.replay(get, "GET", path, nil); res.Status != http.StatusUnauthorized || res.code() != "HTTP_401" {
+				t.Errorf("read headers on %s past the grace: %d %s, want 401 HTTP_401", path, res.Status, res.Raw)
 			}
 		}
 
@@ -80,6 +87,7 @@ func TestSchemeMSignatureIsBoundToItsRoute(t *testing.T) {
 		if first.Status != http.StatusCreated {
 			t.Fatalf("POST family group: %d %s", first.Status, first.Raw)
 		}
+		clock.Advance(auth.BindingGrace + 100*time.Millisecond)
 		before = p.eventCount()
 		if res := a.replay(post, "POST", otherUser+"/family-groups", body); res.Status != http.StatusUnauthorized || res.code() != "HTTP_401" {
 			t.Errorf("family-group body replayed on another user: %d %s, want 401 HTTP_401", res.Status, res.Raw)
@@ -94,18 +102,10 @@ func TestSchemeMSignatureIsBoundToItsRoute(t *testing.T) {
 			t.Errorf("the other user has groups %+v, want none", s.FamilyGroups)
 		}
 
-		// An identical retry of the write gets the same group and changes nothing.
+		// An identical retry of the write is answered its first answer and changes nothing.
 		retry := a.replay(post, "POST", user+"/family-groups", body)
-		var got, want struct {
-			FamilyGroupID int64 `json:"family_group_id"`
-		}
-		first.data(t, &want)
-		if retry.Status != http.StatusOK || retry.code() != "0" {
-			t.Fatalf("identical retry of the POST: %d %s", retry.Status, retry.Raw)
-		}
-		retry.data(t, &got)
-		if got.FamilyGroupID != want.FamilyGroupID {
-			t.Errorf("retry answered group %d, first %d", got.FamilyGroupID, want.FamilyGroupID)
+		if retry.Status != first.Status || !bytes.Equal(retry.Raw, first.Raw) || retry.Header.Get("Idempotent-Replayed") != "true" {
+			t.Fatalf("identical retry of the POST: %d %s, want the first answer replayed", retry.Status, retry.Raw)
 		}
 		if n := p.eventCount(); n != before {
 			t.Errorf("the identical retry appended %d events", n-before)
@@ -117,12 +117,15 @@ func TestSchemeMSignatureIsBoundToItsRoute(t *testing.T) {
 // only the same HTTP_401 as any other failure.
 func TestSchemeMRouteMismatchIsLoggedWithItsReason(t *testing.T) {
 	t.Parallel()
-	p, logs := startLogged(t)
+	logs := &syncBuffer{}
+	clock := &shiftClock{}
+	p := start(t, node.Config{DataDir: t.TempDir(), Logger: slog.New(slog.NewJSONHandler(logs, nil)), Now: clock.Now})
 	a := p.createApp("logged")
 	get := a.request("GET", "/open/v1/webhooks/events", nil, time.Now())
 	if res := p.send(get); res.Status != http.StatusOK {
 		t.Fatalf("GET: %d %s", res.Status, res.Raw)
 	}
+	clock.Advance(auth.BindingGrace + 100*time.Millisecond)
 	if res := a.replay(get, "DELETE", "/open/v1/channel/users/1/family-members/1", nil); res.Status != http.StatusUnauthorized || res.code() != "HTTP_401" {
 		t.Fatalf("replay: %d %s", res.Status, res.Raw)
 	}

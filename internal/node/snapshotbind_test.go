@@ -6,11 +6,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/healthtech/partner-open-platform/internal/auth"
 	"github.com/healthtech/partner-open-platform/internal/node"
 )
 
 // On Postgres read models a snapshot read records its signature's route
-// binding in the round trip of its own query (issue 11): the binding must
+// binding in the round trip of its own query: the binding must
 // hold exactly as before. A write's signature replayed as a snapshot read is
 // refused; a snapshot read that is refused (unknown user, bad parameter) or
 // answered still binds its signature, so replaying it as a delete is refused
@@ -18,6 +19,8 @@ import (
 func TestSnapshotReadBindsItsSignature(t *testing.T) {
 	t.Parallel()
 	readModels(t, func(t *testing.T, cfg node.Config) {
+		clock := &shiftClock{}
+		cfg.Now = clock.Now
 		p := start(t, cfg)
 		a := p.createApp("partner")
 		var reg registerData
@@ -33,6 +36,7 @@ func TestSnapshotReadBindsItsSignature(t *testing.T) {
 		if res := p.send(del); res.Status != http.StatusOK {
 			t.Fatalf("DELETE member: %d %s", res.Status, res.Raw)
 		}
+		clock.Advance(auth.BindingGrace + 100*time.Millisecond)
 		if res := a.replay(del, "GET", user, nil); res.Status != http.StatusUnauthorized || res.code() != "HTTP_401" {
 			t.Errorf("DELETE headers replayed as a snapshot read: %d %s, want 401 HTTP_401", res.Status, res.Raw)
 		}
@@ -50,6 +54,7 @@ func TestSnapshotReadBindsItsSignature(t *testing.T) {
 			if res := p.send(get); res.Status != read.status {
 				t.Fatalf("GET %s: %d %s, want %d", read.path, res.Status, res.Raw, read.status)
 			}
+			clock.Advance(auth.BindingGrace + 100*time.Millisecond)
 			if res := a.replay(get, "DELETE", fmt.Sprintf("%s/family-groups/%d", user, reg.FamilyGroups[0].FamilyGroupID), nil); res.Status != http.StatusUnauthorized || res.code() != "HTTP_401" {
 				t.Errorf("headers of GET %s (%d) replayed as a delete: %d %s, want 401 HTTP_401", read.path, read.status, res.Status, res.Raw)
 			}

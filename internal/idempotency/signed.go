@@ -1,0 +1,207 @@
+package idempotency
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/healthtech/partner-open-platform/domain"
+	"github.com/healthtech/partner-open-platform/internal/httpapi"
+)
+
+// SignedStore keeps the records of signed writes: the nonce and binding
+// store the nodes share (projections.NonceStore), whose entries expire on
+// their own. Bind's first value holds; Use is a test-and-set.
+type SignedStore interface {
+	Use(ctx context.Context, scope, nonce string, expires time.Time) (bool, error)
+	Bind(ctx context.Context, scope, key, value string, expires time.Time) (existing string, fresh bool, err error)
+}
+
+// SignatureTTL is how long a signed write's record answers its replays. A
+// scheme M timestamp is accepted within ±300 s of the server clock, so a
+// signature first used at its timestamp − 300 s can be presented until its
+// timestamp + 300 s; one more minute covers the nodes' clock differences.
+const SignatureTTL = 2*300*time.Second + time.Minute
+
+// signedScope is the store scope of signed-write records.
+const signedScope = "signed-write"
+
+// pendingAnswer is what a replay would leave under an answer key it found
+// empty; it never does (it reads a level's answer only once the level is
+// done, after the original bound its answer there).
+const pendingAnswer = "pending"
+
+// errSignedInProgress answers a replay while the original still runs.
+var errSignedInProgress = &httpapi.Problem{Status: http.StatusConflict, Code: "IDEMPOTENCY_KEY_IN_PROGRESS",
+	Message: "an identical signed request is still being processed; retry after Retry-After seconds",
+	Headers: map[string]string{"Retry-After": "1"}}
+
+// SignedKey names a signed write: its signature (lower-case hex) with the
+// method, the path without its query (no partner write takes one, so a
+// query added to a captured request names the same write) and the body's
+// hash.
+func SignedKey(signature string, r *http.Request, body []byte) string {
+	sum := sha256.Sum256(body)
+	return signature + "\n" + r.Method + " " + r.URL.Path + "\n" + hex.EncodeToString(sum[:])
+}
+
+// ServeSigned runs a write whose signature alone identifies it (scheme M
+// signs neither a nonce nor the route): the signed key (see SignedKey) is
+// an implicit idempotency key kept for SignatureTTL. The first request with
+// it runs (under its Idempotency-Key, if any, as Serve does) and its answer
+// is recorded; an identical replay answers that answer, marked
+// Idempotent-Replayed, and runs nothing, whatever Idempotency-Key it
+// carries (the signature does not cover that header, so an attacker may
+// add or change it). A replay that arrives while the original still runs
+// answers 409 IDEMPOTENCY_KEY_IN_PROGRESS.
+//
+// The records live in store, not in the event log: the write's own events
+// are its only trace there, so a refused or unchanged write still appends
+// nothing. Answers about a channel user are sealed with the user's data
+// key, as Serve's are, so an erasure shreds them.
+func (k *Keeper) ServeSigned(w http.ResponseWriter, r *http.Request, appID int64, body []byte, store SignedStore, signed string, h Handler) {
+	if _, _, err := checkKey(r); err != nil {
+		httpapi.Error(w, r, err)
+		return
+	}
+	name := strconv.FormatInt(appID, 10) + ":" + KeyHash(signed)
+	// The store judges expiry by the wall clock, not the keeper's.
+	expires := time.Now().Add(SignatureTTL)
+	// Once it may run, the request finishes and records its answer even if
+	// the client hangs up: a replay then finds it.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), or(k.Budget, DefaultBudget))
+	defer cancel()
+	r = r.WithContext(ctx)
+	var run [16]byte
+	if _, err := rand.Read(run[:]); err != nil {
+		httpapi.Error(w, r, err)
+		return
+	}
+	_, first, err := store.Bind(ctx, signedScope, name+":run", hex.EncodeToString(run[:]), expires)
+	if err != nil {
+		httpapi.Error(w, r, fmt.Errorf("idempotency: claim a signed write: %w", err))
+		return
+	}
+	if !first {
+		if err := k.replaySigned(w, r, store, name, expires); err != nil {
+			httpapi.Error(w, r, err)
+		}
+		return
+	}
+	rw := newRecorder()
+	k.Serve(rw, r, appID, body, h)
+	if rw.status == 0 {
+		rw.status = http.StatusOK
+	}
+	if err := k.recordSigned(ctx, store, name, expires, r, body, rw); err != nil {
+		// The request's effect happened: answer it anyway. Its replays
+		// answer 409 until the record expires; none runs it again.
+		httpapi.Logger(ctx).Error("idempotency: recording a signed write's answer failed", "err", err)
+	}
+	rw.flush(w, r)
+}
+
+// maxLevels bounds the levels of the record protocol (see recordSigned):
+// each replay that races the original pushes its record one level on.
+const maxLevels = 32
+
+// Values of a level's done key.
+const (
+	levelDone  = "done"  // the original recorded its answer at this level
+	levelProbe = "probe" // a replay looked before the original was done
+)
+
+// recordSigned records the original's answer. The store has no plain read:
+// every look is a first-wins Bind, so a replay that looks for the answer
+// before it exists would hold the key. Hence levels: the original binds
+// its answer at level 0, then marks the level done; a replay first binds
+// the level's done key to "probe" and reads the answer only when it finds
+// "done". A replay that looked first (its probe holds) answers 409, and
+// the original, finding the probe, records at the next level; later
+// replays walk the levels to the done one.
+func (k *Keeper) recordSigned(ctx context.Context, store SignedStore, name string, expires time.Time, r *http.Request, body []byte, rw *recorder) error {
+	sealed, err := k.sealAnswer(ctx, signedStream(name), answerSubject(r, body, rw.body.Bytes()), rw.body.String())
+	if err != nil {
+		return err
+	}
+	record := strconv.Itoa(rw.status) + "\n" + rw.header.Get("Content-Type") + "\n" + sealed
+	for level := range maxLevels {
+		if _, _, err := store.Bind(ctx, signedScope, levelKey(name, "answer", level), record, expires); err != nil {
+			return err
+		}
+		_, done, err := store.Bind(ctx, signedScope, levelKey(name, "done", level), levelDone, expires)
+		if err != nil || done {
+			return err
+		}
+	}
+	return errors.New("idempotency: too many replays raced a signed write; its answer is not recorded")
+}
+
+func levelKey(name, what string, level int) string {
+	return name + ":" + what + ":" + strconv.Itoa(level)
+}
+
+// replaySigned answers a replay from the original's record, or 409 while
+// the original runs (see recordSigned).
+func (k *Keeper) replaySigned(w http.ResponseWriter, r *http.Request, store SignedStore, name string, expires time.Time) error {
+	ctx := r.Context()
+	for level := range maxLevels {
+		state, first, err := store.Bind(ctx, signedScope, levelKey(name, "done", level), levelProbe, expires)
+		if err != nil {
+			return err
+		}
+		if first {
+			return errSignedInProgress // the original will record at a later level
+		}
+		if state != levelDone {
+			continue // another replay looked first; the original went on
+		}
+		record, _, err := store.Bind(ctx, signedScope, levelKey(name, "answer", level), pendingAnswer, expires)
+		if err != nil {
+			return err
+		}
+		return k.writeSigned(w, r, name, record)
+	}
+	return errSignedInProgress
+}
+
+// writeSigned writes a recorded answer, marked replayed.
+func (k *Keeper) writeSigned(w http.ResponseWriter, r *http.Request, name, record string) error {
+	if record == pendingAnswer {
+		return errors.New("idempotency: a signed write's level is done without its answer")
+	}
+	statusText, rest, ok1 := strings.Cut(record, "\n")
+	contentType, sealed, ok2 := strings.Cut(rest, "\n")
+	status, err := strconv.Atoi(statusText)
+	if !ok1 || !ok2 || err != nil {
+		return errors.New("idempotency: malformed signed-write record")
+	}
+	plain, err := k.openAnswer(r.Context(), signedStream(name), sealed)
+	if errors.Is(err, errErased) {
+		w.Header().Set(ReplayedHeader, "true")
+		httpapi.Error(w, r, domain.ErrUserNotFound)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("idempotency: open a signed write's answer: %w", err)
+	}
+	if contentType != "" {
+		w.Header().Set("Content-Type", contentType)
+	}
+	w.Header().Set(ReplayedHeader, "true")
+	noteCode(r, []byte(plain))
+	w.WriteHeader(status)
+	_, _ = w.Write([]byte(plain))
+	return nil
+}
+
+// signedStream is what a signed write's sealed answer is bound to (the
+// AEAD's additional data), as a key's stream name is for Serve's answers.
+func signedStream(name string) string { return "signed-write-" + name }

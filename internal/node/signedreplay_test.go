@@ -1,0 +1,262 @@
+package node_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/healthtech/partner-open-platform/events"
+	"github.com/healthtech/partner-open-platform/internal/auth"
+	"github.com/healthtech/partner-open-platform/internal/node"
+)
+
+// shiftClock is the node's clock: real time moved by an offset the test
+// advances, so requests signed with the real time stay fresh.
+type shiftClock struct {
+	mu  sync.Mutex
+	off time.Duration
+}
+
+func (c *shiftClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.Now().Add(c.off)
+}
+
+func (c *shiftClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.off += d
+}
+
+// signedAt is a scheme M request signed exactly as the spec says, at the
+// given second, with no care for other requests of that second: what a
+// partner's own HTTP code sends.
+func (a *app) signedAt(method, path string, body []byte, sec int64) *http.Request {
+	a.p.t.Helper()
+	req, err := http.NewRequest(method, a.p.srv.URL+path, bytes.NewReader(body))
+	if err != nil {
+		a.p.t.Fatal(err)
+	}
+	ts := strconv.FormatInt(sec, 10)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-App-Id", strconv.FormatInt(a.ID, 10))
+	req.Header.Set("X-Timestamp", ts)
+	req.Header.Set("X-Signature", signM(a.Key, ts, a.Secret, body))
+	return req
+}
+
+// allEvents counts every event in the log but deliveries, idempotency
+// records included: a replay must append nothing at all.
+func (p *platform) allEvents() int {
+	p.t.Helper()
+	n := 0
+	var pos events.Position
+	for {
+		recs, err := p.node.Events.ReadAll(context.Background(), pos, 1000)
+		if err != nil {
+			p.t.Fatal(err)
+		}
+		if len(recs) == 0 {
+			return n
+		}
+		for _, r := range recs {
+			if !strings.HasPrefix(r.Stream, "delivery-") {
+				n++
+			}
+		}
+		pos = recs[len(recs)-1].Position
+	}
+}
+
+// A client that signs scheme M exactly as the spec says reads a snapshot
+// and, in the same second, deletes a family member and dissolves a group:
+// all three bodyless requests carry one signature, and all succeed, on one
+// node (both read-model stores) and across two nodes sharing Postgres.
+func TestSpecFaithfulSchemeMReadAndDeletesInOneSecond(t *testing.T) {
+	t.Parallel()
+	run := func(t *testing.T, one, two *platform) {
+		a := one.createApp("partner")
+		var reg registerData
+		a.expect("POST", "/open/v1/channel/users", registerBody("same-second"), http.StatusCreated, "0").data(t, &reg)
+		user := fmt.Sprintf("/open/v1/channel/users/%d", reg.OpenUserID)
+		b := a.on(two)
+		sec := time.Now().Unix()
+		steps := []struct {
+			a            *app
+			method, path string
+		}{
+			{a, "GET", user},
+			{b, "DELETE", fmt.Sprintf("%s/family-members/%d", user, reg.FamilyMembers[1].MemberID)},
+			{a, "GET", user + "?channel_user_id=same-second"},
+			{b, "DELETE", fmt.Sprintf("%s/family-groups/%d", user, reg.FamilyGroups[0].FamilyGroupID)},
+		}
+		for _, s := range steps {
+			if res := s.a.p.send(s.a.signedAt(s.method, s.path, nil, sec)); res.Status != http.StatusOK {
+				t.Fatalf("%s %s signed at the same second: %d %s", s.method, s.path, res.Status, res.Raw)
+			}
+		}
+		if s := a.snapshot(user); len(s.FamilyGroups) != 0 || len(s.FamilyMembers) != 0 {
+			t.Errorf("after the deletes: %d groups, %d members; want none", len(s.FamilyGroups), len(s.FamilyMembers))
+		}
+	}
+	readModels(t, func(t *testing.T, cfg node.Config) {
+		p := start(t, cfg)
+		run(t, p, p)
+	})
+	t.Run("two nodes", func(t *testing.T) {
+		t.Parallel()
+		pa, pb := twoNodes(t, nil)
+		run(t, pa, pb)
+	})
+}
+
+// Headers captured from a read and replayed later as a write on another
+// route are refused (401 HTTP_401, nothing appended); inside the grace the
+// same move succeeds (what an attacker can still do), and that write,
+// replayed later on its own route, answers its first answer and appends
+// nothing.
+func TestCapturedSchemeMHeadersRefusedOnOtherRoutesAfterTheGrace(t *testing.T) {
+	t.Parallel()
+	readModels(t, func(t *testing.T, cfg node.Config) {
+		clock := &shiftClock{}
+		cfg.Now = clock.Now
+		p := start(t, cfg)
+		a := p.createApp("partner")
+		var reg registerData
+		a.expect("POST", "/open/v1/channel/users", registerBody("victim"), http.StatusCreated, "0").data(t, &reg)
+		user := fmt.Sprintf("/open/v1/channel/users/%d", reg.OpenUserID)
+		member := fmt.Sprintf("%s/family-members/%d", user, reg.FamilyMembers[1].MemberID)
+		group := fmt.Sprintf("%s/family-groups/%d", user, reg.FamilyGroups[0].FamilyGroupID)
+
+		// A partner's read, captured; replayed past the grace.
+		get := a.request("GET", user, nil, time.Now())
+		if res := p.send(get); res.Status != http.StatusOK {
+			t.Fatalf("GET snapshot: %d %s", res.Status, res.Raw)
+		}
+		clock.Advance(auth.BindingGrace + 100*time.Millisecond)
+		before := p.allEvents()
+		for _, target := range []struct{ method, path string }{{"DELETE", member}, {"DELETE", group}, {"GET", "/open/v1/channel/users/0?channel_user_id=victim"}} {
+			if res := a.replay(get, target.method, target.path, nil); res.Status != http.StatusUnauthorized || res.code() != "HTTP_401" {
+				t.Errorf("read headers replayed as %s %s past the grace: %d %s, want 401 HTTP_401", target.method, target.path, res.Status, res.Raw)
+			}
+		}
+		if n := p.allEvents(); n != before {
+			t.Errorf("the refused replays appended %d events", n-before)
+		}
+		if s := a.snapshot(user); len(s.FamilyMembers) != 2 || len(s.FamilyGroups) != 1 {
+			t.Fatalf("after the refused replays: %d groups, %d members; want 1 and 2", len(s.FamilyGroups), len(s.FamilyMembers))
+		}
+		// The partner's identical retry of its read still works.
+		if res := a.replay(get, "GET", user, nil); res.Status != http.StatusOK {
+			t.Errorf("identical retry of the read: %d %s", res.Status, res.Raw)
+		}
+
+		// Inside the grace the move succeeds: the residual risk, bounded by it.
+		// (A second of its own: the first read's signature is past its grace.)
+		get = a.signedAt("GET", user, nil, time.Now().Unix()-7)
+		if res := p.send(get); res.Status != http.StatusOK {
+			t.Fatalf("GET snapshot: %d %s", res.Status, res.Raw)
+		}
+		clock.Advance(auth.BindingGrace / 2) // the rest of the grace is the test's margin
+		first := a.replay(get, "DELETE", member, nil)
+		if first.Status != http.StatusOK {
+			t.Fatalf("read headers as a delete inside the grace: %d %s", first.Status, first.Raw)
+		}
+		// That delete's headers, replayed on its own route long after:
+		// the first answer, marked replayed, nothing appended.
+		clock.Advance(time.Minute)
+		before = p.allEvents()
+		again := a.replay(get, "DELETE", member, nil)
+		if again.Status != first.Status || !bytes.Equal(again.Raw, first.Raw) || again.Header.Get("Idempotent-Replayed") != "true" {
+			t.Errorf("the delete replayed on its route: %d %s (replayed %q), want the first answer %d %s replayed",
+				again.Status, again.Raw, again.Header.Get("Idempotent-Replayed"), first.Status, first.Raw)
+		}
+		if n := p.allEvents(); n != before {
+			t.Errorf("the replay appended %d events", n-before)
+		}
+	})
+}
+
+type cardItems struct {
+	Items []struct {
+		Remaining int64 `json:"remaining_quantity"`
+	} `json:"items"`
+}
+
+// A captured verify-use replayed after its cooldown consumed the card
+// again, each time. Its signature is now an implicit idempotency key: the
+// replay answers the first answer (status and body), marked replayed, and
+// appends nothing, whatever Idempotency-Key an attacker adds and however
+// the signature's hex is cased; on one node and across nodes.
+func TestSignedWriteReplayHasNoSecondEffect(t *testing.T) {
+	t.Parallel()
+	run := func(t *testing.T, clock *shiftClock, one, two *platform) {
+		station, partner, item := benefitSetup(t, one)
+		card := partner.issue(item, 4, time.Now().Add(48*time.Hour).Format(time.RFC3339))
+		remaining := func() int64 {
+			var cd cardItems
+			partner.expect("GET", "/open/v1/benefit-cards/detail?card_number="+card, nil, 200, "0").data(t, &cd)
+			return cd.Items[0].Remaining
+		}
+		body := encode(t, map[string]any{"card_number": card, "benefit_item_id": item, "points_code": "P-1"})
+		captured := station.request("POST", "/open/v1/benefit-cards/verify-use", body, time.Now())
+		first := one.send(captured)
+		if first.Status != http.StatusOK || remaining() != 3 {
+			t.Fatalf("verify-use: %d %s, remaining %d", first.Status, first.Raw, remaining())
+		}
+		clock.Advance(11 * time.Second) // past the 10 s cooldown
+		before := one.allEvents()
+		replay := func(edit func(*http.Request)) response {
+			req, err := http.NewRequest("POST", two.srv.URL+"/open/v1/benefit-cards/verify-use", bytes.NewReader(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header = captured.Header.Clone()
+			if edit != nil {
+				edit(req)
+			}
+			return two.send(req)
+		}
+		for name, edit := range map[string]func(*http.Request){
+			"as captured":                    nil,
+			"with an Idempotency-Key added":  func(r *http.Request) { r.Header.Set("Idempotency-Key", "attacker-1") },
+			"with another Idempotency-Key":   func(r *http.Request) { r.Header.Set("Idempotency-Key", "attacker-2") },
+			"with the signature's hex upper": func(r *http.Request) { r.Header.Set("X-Signature", strings.ToUpper(r.Header.Get("X-Signature"))) },
+		} {
+			res := replay(edit)
+			if res.Status != first.Status || !bytes.Equal(res.Raw, first.Raw) || res.Header.Get("Idempotent-Replayed") != "true" {
+				t.Errorf("replay %s: %d %s (replayed %q), want the first answer %d %s replayed", name, res.Status, res.Raw, res.Header.Get("Idempotent-Replayed"), first.Status, first.Raw)
+			}
+		}
+		if n := one.allEvents(); n != before {
+			t.Errorf("the replays appended %d events", n-before)
+		}
+		if r := remaining(); r != 3 {
+			t.Errorf("after the replays %d remain, want 3", r)
+		}
+		// The partner's own next verify-use, signed anew, consumes.
+		station.expect("POST", "/open/v1/benefit-cards/verify-use", body, 200, "0")
+		if r := remaining(); r != 2 {
+			t.Errorf("after a second verify-use %d remain, want 2", r)
+		}
+	}
+	readModels(t, func(t *testing.T, cfg node.Config) {
+		clock := &shiftClock{}
+		cfg.Now = clock.Now
+		p := start(t, cfg)
+		run(t, clock, p, p)
+	})
+	t.Run("two nodes", func(t *testing.T) {
+		t.Parallel()
+		clock := &shiftClock{}
+		pa, pb := twoNodes(t, func(c *node.Config) { c.Now = clock.Now })
+		run(t, clock, pa, pb)
+	})
+}
