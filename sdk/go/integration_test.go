@@ -521,13 +521,15 @@ func sameSecondUnderSchemeH(t *testing.T, p *platform, app appCreds) {
 }
 
 // schemeMByOption: WithScheme(SchemeM) still signs the spec's scheme M,
-// which the platform accepts.
+// which the platform accepts, also for a read and a bodyless DELETE in one
+// second (they share a signature; the client no longer moves either).
 func schemeMByOption(t *testing.T, p *platform, app appCreds) {
 	t.Helper()
 	ctx := context.Background()
 	rt := &recordingTransport{}
+	pinned := time.Now()
 	c, err := NewClient(WithBaseURL(p.base), WithCredentials(fmt.Sprint(app.AppID), app.AppKey, app.AppSecret),
-		WithHTTPClient(&http.Client{Transport: rt}), WithScheme(SchemeM))
+		WithHTTPClient(&http.Client{Transport: rt}), WithScheme(SchemeM), WithClock(func() time.Time { return pinned }))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -544,10 +546,20 @@ func schemeMByOption(t *testing.T, p *platform, app appCreds) {
 	if err != nil || !m.Created {
 		t.Fatalf("scheme M member: %+v %v", m, err)
 	}
+	if _, err := c.GetSnapshot(ctx, reg.OpenUserID, SnapshotQuery{}); err != nil {
+		t.Fatalf("scheme M snapshot: %v", err)
+	}
+	if err := c.DeleteFamilyMember(ctx, reg.OpenUserID, m.MemberID); err != nil {
+		t.Fatalf("scheme M bodyless DELETE in the snapshot's second: %v", err)
+	}
+	ts := strconv.FormatInt(pinned.Unix(), 10)
 	for i, r := range rt.reqs {
-		if h := r.Header; h.Get("X-App-Id") != fmt.Sprint(app.AppID) || h.Get("X-Nonce") != "" || len(h.Get("X-Signature")) != 32 {
-			t.Fatalf("request %d (%s %s) not scheme M: %v", i, r.Method, r.URL.Path, h)
+		if h := r.Header; h.Get("X-App-Id") != fmt.Sprint(app.AppID) || h.Get("X-Nonce") != "" || len(h.Get("X-Signature")) != 32 || h.Get("X-Timestamp") != ts {
+			t.Fatalf("request %d (%s %s) not scheme M of one second: %v", i, r.Method, r.URL.Path, h)
 		}
+	}
+	if n := len(rt.reqs); n != 5 || rt.reqs[3].Header.Get("X-Signature") != rt.reqs[4].Header.Get("X-Signature") {
+		t.Fatalf("%d requests; the read and the DELETE should share their scheme M signature", n)
 	}
 }
 

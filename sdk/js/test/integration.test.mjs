@@ -328,17 +328,22 @@ test("scheme H by default: a register, a snapshot read and a bodyless DELETE in 
   assert.equal(rec.sent[2].method, "DELETE");
   assert.ok(rec.sent[2].headers["Idempotency-Key"]);
 
+  // Scheme M in one second: the read and the bodyless DELETE share a signature, and both succeed.
   const recM = recordingFetch();
-  const cm = new PartnerClient({ baseUrl: platform.baseUrl, appId: creds.app_id, appKey: creds.app_key, appSecret: creds.app_secret, fetch: recM.fetch, scheme: "M" });
+  const pinnedM = Math.floor(Date.now() / 1000) * 1000;
+  const cm = new PartnerClient({ baseUrl: platform.baseUrl, appId: creds.app_id, appKey: creds.app_key, appSecret: creds.app_secret, fetch: recM.fetch, scheme: "M", now: () => pinnedM });
   const reg2 = await cm.registerChannelUser({ channel_user_id: "m-1", user: { name: "Wang" }, family_groups: [{ app_group_id: 2, name: "G" }] });
   assert.equal(reg2.created, true);
-  assert.equal((await cm.getChannelUserSnapshot(reg2.open_user_id)).user.open_user_id, reg2.open_user_id);
   const up = await cm.upsertFamilyMember(reg2.open_user_id, { app_user_id: "k", app_group_id: 2, name: "Kid", relationship: "SON" });
   assert.equal(up.created, true);
-  assert.equal(recM.sent.length, 3);
+  assert.equal((await cm.getChannelUserSnapshot(reg2.open_user_id)).user.open_user_id, reg2.open_user_id);
+  await cm.deleteFamilyMember(reg2.open_user_id, up.member_id);
+  assert.equal(recM.sent.length, 4);
   for (const r of recM.sent) {
     assert.equal(r.headers["X-App-Id"], String(creds.app_id), `${r.method} ${r.url}`);
     assert.equal(r.headers["X-Nonce"], undefined);
+    assert.equal(r.headers["X-Timestamp"], String(pinnedM / 1000));
     assert.match(r.headers["X-Signature"], /^[0-9a-f]{32}$/);
   }
+  assert.equal(recM.sent[2].headers["X-Signature"], recM.sent[3].headers["X-Signature"]);
 });

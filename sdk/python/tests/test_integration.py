@@ -432,12 +432,17 @@ def test_default_scheme_h_same_second_and_scheme_m_by_option(platform: Platform)
     assert len({h["X-Nonce"] for _, _, h in c.sent}) == 4
     assert c.sent[2][0] == "DELETE" and c.sent[2][2]["Idempotency-Key"]
 
-    cm = _recording(platform, app, scheme="M")
+    # scheme M, one second: the read and the bodyless DELETE share a signature, and both succeed
+    pinned_m = float(int(time.time()))
+    cm = _recording(platform, app, scheme="M", clock=lambda: pinned_m)
     reg2 = cm.register_user({"channel_user_id": "m-1", "user": {"name": "Wang"}, "family_groups": [{"app_group_id": 2, "name": "G"}]})
     assert reg2.created is True
-    assert cm.get_snapshot(reg2.open_user_id).user.open_user_id == reg2.open_user_id
     up = cm.upsert_family_member(reg2.open_user_id, {"app_user_id": "k", "app_group_id": 2, "name": "Kid", "relationship": "SON"})
     assert up.created is True
-    assert len(cm.sent) == 3
+    assert cm.get_snapshot(reg2.open_user_id).user.open_user_id == reg2.open_user_id
+    cm.delete_family_member(reg2.open_user_id, up.member_id)
+    assert len(cm.sent) == 4
     for method, uri, h in cm.sent:
         assert h["X-App-Id"] == str(app["app_id"]) and "X-Nonce" not in h and len(h["X-Signature"]) == 32, (method, uri)
+        assert h["X-Timestamp"] == str(int(pinned_m)), (method, uri)
+    assert cm.sent[2][2]["X-Signature"] == cm.sent[3][2]["X-Signature"]

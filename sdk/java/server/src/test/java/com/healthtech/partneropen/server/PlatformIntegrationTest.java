@@ -416,16 +416,21 @@ class PlatformIntegrationTest {
     h.deleteFamilyMember(r.getOpenUserId(), r.getFamilyMembers().get(0).getMemberId());
     assertEquals(0, h.getChannelUserSnapshot(r.getOpenUserId()).getFamilyMembers().size());
 
+    // Scheme M in one second: the read and the bodyless DELETE share a signature, and both succeed.
+    long pinnedM = System.currentTimeMillis();
     PartnerClient m = PartnerClient.builder(base).appId(String.valueOf(app.get("app_id")))
         .appKey((String) app.get("app_key")).appSecret((String) app.get("app_secret"))
-        .scheme(PartnerClient.Scheme.M).build();
+        .scheme(PartnerClient.Scheme.M).clock(() -> pinnedM).build();
     RegisterResult r2 = m.registerChannelUser(new RegisterRequest().setChannelUserId("cu-m-1")
         .setUser(new UserProfile().setName("Wang"))
         .setFamilyGroups(List.of(new FamilyGroupInput().setAppGroupId(2L).setName("G"))));
     assertTrue(r2.getCreated());
-    assertEquals(r2.getOpenUserId(), m.getChannelUserSnapshot(r2.getOpenUserId()).getUser().getOpenUserId());
-    assertTrue(m.upsertFamilyMember(r2.getOpenUserId(), new FamilyMemberUpsertInput().setAppUserId("k")
-        .setAppGroupId(2L).setName("Kid").setRelationship(Relationship.SON)).getCreated());
+    FamilyMemberUpsertResult kid = m.upsertFamilyMember(r2.getOpenUserId(), new FamilyMemberUpsertInput()
+        .setAppUserId("k").setAppGroupId(2L).setName("Kid").setRelationship(Relationship.SON));
+    assertTrue(kid.getCreated());
+    assertEquals(1, m.getChannelUserSnapshot(r2.getOpenUserId()).getFamilyMembers().size());
+    m.deleteFamilyMember(r2.getOpenUserId(), kid.getMemberId());
+    assertEquals(0, m.getChannelUserSnapshot(r2.getOpenUserId()).getFamilyMembers().size());
   }
 
   /** The sandbox plugin mock, the daily report through OAuth, the feed, resend, and webhook secret rotation. */
