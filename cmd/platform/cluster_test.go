@@ -385,11 +385,7 @@ type partner struct {
 // signedM builds a scheme M request (see stamp for the timestamp rule).
 func signedM(c creds, method, path string, body []byte) func(base string) (*http.Request, error) {
 	return func(base string) (*http.Request, error) {
-		route := "GET" // reads are bound by method alone
-		if method != "GET" {
-			route = method + " " + path
-		}
-		ts, sig := stamp(c, route, string(body))
+		ts, sig := stamp(c, method+" "+path, string(body))
 		req, err := http.NewRequest(method, base+path, bytes.NewReader(body))
 		if err != nil {
 			return nil, err

@@ -116,17 +116,21 @@ func (s *server) createApp() creds {
 	return env.Data
 }
 
-// signedRoutes remembers the route of each scheme M signature made here:
-// the platform binds an accepted write's signature to its method and path
-// (a read's to GET alone) for its window, and every bodyless request of one
-// second has one signature.
+// signedRoutes remembers the routes of each scheme M signature made here:
+// the platform binds an accepted signature to its method, path and query
+// for its window (another route only within 2 s of its first use), and
+// every bodyless request of one second has one signature.
 var signedRoutes = struct {
 	sync.Mutex
-	m map[string]string
-}{m: map[string]string{}}
+	m map[string]map[string]bool
+}{m: map[string]map[string]bool{}}
 
-// stamp signs at the current second unless that signature was already used
-// for another route; then it takes the nearest free earlier second.
+// stamp signs at the current second as a spec-faithful client does: a
+// signature of the current second serves other routes too (its first use
+// was within the second, inside the platform's 2 s grace), and a read may
+// repeat its own. A write never repeats one (the platform answers an
+// identical write from its record, as a replay) and an earlier second's
+// signature is not reused; then it takes the nearest free earlier second.
 func stamp(c creds, route, body string) (ts, sig string) {
 	signedRoutes.Lock()
 	defer signedRoutes.Unlock()
@@ -134,8 +138,20 @@ func stamp(c creds, route, body string) (ts, sig string) {
 	for back := int64(0); back < 250; back++ {
 		ts = strconv.FormatInt(now-back, 10)
 		sig = fmt.Sprintf("%x", md5.Sum([]byte(c.Key+ts+c.Secret+body)))
-		if r, used := signedRoutes.m[sig]; !used || r == route {
-			signedRoutes.m[sig] = route
+		routes := signedRoutes.m[sig]
+		ok := routes == nil
+		switch {
+		case routes[route]:
+			ok = strings.HasPrefix(route, "GET ")
+		case routes != nil:
+			ok = back == 0
+		}
+		if ok {
+			if routes == nil {
+				routes = map[string]bool{}
+				signedRoutes.m[sig] = routes
+			}
+			routes[route] = true
 			return ts, sig
 		}
 	}
@@ -143,11 +159,7 @@ func stamp(c creds, route, body string) (ts, sig string) {
 }
 
 func (s *server) signed(c creds, method, path, body string) (int, map[string]any, error) {
-	route := "GET" // reads are bound by method alone
-	if method != "GET" {
-		route = method + " " + path
-	}
-	ts, sig := stamp(c, route, body)
+	ts, sig := stamp(c, method+" "+path, body)
 	req, _ := http.NewRequest(method, s.base+path, strings.NewReader(body))
 	req.Header.Set("X-App-Id", strconv.FormatInt(c.AppID, 10))
 	req.Header.Set("X-Timestamp", ts)

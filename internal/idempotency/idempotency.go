@@ -325,7 +325,7 @@ func (k *Keeper) Serve(w http.ResponseWriter, r *http.Request, appID int64, body
 		q.answer(w, r, s, err)
 		return
 	}
-	rw := newRecorder()
+	rw := recorderFor(w)
 	h(rw, r, func() error {
 		if q.claimed || q.outcome != nil {
 			return q.outcome

@@ -3,6 +3,8 @@ package idempotency
 import (
 	"bytes"
 	"net/http"
+
+	"github.com/healthtech/partner-open-platform/internal/httpapi"
 )
 
 // recorder holds a keyed request's answer until it is recorded, so that a
@@ -14,6 +16,16 @@ type recorder struct {
 }
 
 func newRecorder() *recorder { return &recorder{header: http.Header{}} }
+
+// recorderFor is a recorder that carries w's request id, so that the
+// handler behind it records the request's id with its events.
+func recorderFor(w http.ResponseWriter) *recorder {
+	rw := newRecorder()
+	if id := w.Header().Get(httpapi.RequestIDHeader); id != "" {
+		rw.header.Set(httpapi.RequestIDHeader, id)
+	}
+	return rw
+}
 
 func (rw *recorder) Header() http.Header { return rw.header }
 

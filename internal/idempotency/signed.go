@@ -95,7 +95,7 @@ func (k *Keeper) ServeSigned(w http.ResponseWriter, r *http.Request, appID int64
 		}
 		return
 	}
-	rw := newRecorder()
+	rw := recorderFor(w)
 	k.Serve(rw, r, appID, body, h)
 	if rw.status == 0 {
 		rw.status = http.StatusOK
@@ -196,6 +196,9 @@ func (k *Keeper) writeSigned(w http.ResponseWriter, r *http.Request, name, recor
 		w.Header().Set("Content-Type", contentType)
 	}
 	w.Header().Set(ReplayedHeader, "true")
+	// Some answers carry a secret (a webhook secret rotation): a replay
+	// is never stored by intermediaries either.
+	w.Header().Set("Cache-Control", "no-store")
 	noteCode(r, []byte(plain))
 	w.WriteHeader(status)
 	_, _ = w.Write([]byte(plain))

@@ -38,7 +38,7 @@ func TestSignedWriteRunsOnce(t *testing.T) {
 	f.clock.add(5 * time.Minute)
 	for _, key := range []string{"", "k-1", "k-2"} {
 		got := sendSigned(two, store, "aa", "/w?x=1", key, `{"name":"a"}`, e.handler)
-		if got.status != first.status || got.body != first.body || got.header.Get(idempotency.ReplayedHeader) != "true" {
+		if got.status != first.status || got.body != first.body || got.header.Get(idempotency.ReplayedHeader) != "true" || got.header.Get("Cache-Control") != "no-store" {
 			t.Errorf("replay with key %q: %d %s, want the first answer replayed", key, got.status, got.body)
 		}
 	}

@@ -92,13 +92,15 @@ func TestSchemeHOnPartnerRoutes(t *testing.T) {
 				t.Errorf("%s: %d %s, want 401 HTTP_401", c.name, res.Status, res.Raw)
 			}
 		}
+		if n := p.eventCount(); n != before {
+			t.Errorf("refused scheme H requests appended %d events", n-before)
+		}
 		// A replayed scheme H write (same nonce) is refused and has no effect.
 		nonce := freshNonce()
 		first := a.requestH("POST", user+"/family-groups", encode(t, map[string]any{"app_group_id": 9, "name": "Again"}), nonce, time.Now())
 		if res := p.send(first); res.Status != http.StatusCreated {
 			t.Fatalf("group by scheme H: %d %s", res.Status, res.Raw)
 		}
-		before++ // the group's creation
 		mid := p.eventCount()
 		again := a.requestH("POST", user+"/family-groups", encode(t, map[string]any{"app_group_id": 9, "name": "Again"}), nonce, time.Now())
 		again.Header = first.Header.Clone()
@@ -106,7 +108,7 @@ func TestSchemeHOnPartnerRoutes(t *testing.T) {
 			t.Errorf("replayed scheme H write: %d %s, want 401 HTTP_401", res.Status, res.Raw)
 		}
 		if n := p.eventCount(); n != mid {
-			t.Errorf("refused scheme H requests appended %d events", n-mid)
+			t.Errorf("the replayed scheme H write appended %d events", n-mid)
 		}
 	})
 }
@@ -147,4 +149,64 @@ func TestSchemeHAcceptedOnEveryPartnerRoute(t *testing.T) {
 	if n < 15 {
 		t.Fatalf("only %d partner routes found", n)
 	}
+}
+
+// An operator sets an app to require scheme H: its scheme M requests are
+// then refused 401 HTTP_401 with a message saying so, scheme H passes, the
+// app read shows the setting, and setting it back restores scheme M. The
+// default is scheme M, as the spec says.
+func TestAppRequiresSchemeH(t *testing.T) {
+	t.Parallel()
+	p := start(t, node.Config{DataDir: t.TempDir()})
+	a := p.createApp("strict")
+	path := fmt.Sprintf("/admin/v1/apps/%d/authentication", a.ID)
+	var view struct {
+		RequireSchemeH *bool `json:"require_scheme_h"`
+	}
+	p.adminOK("GET", fmt.Sprintf("/admin/v1/apps/%d", a.ID), nil, 200).data(t, &view)
+	if view.RequireSchemeH == nil || *view.RequireSchemeH {
+		t.Fatalf("default require_scheme_h %v, want false", view.RequireSchemeH)
+	}
+	a.expect("GET", probe, nil, http.StatusNotFound, "USER_NOT_FOUND")
+
+	before := p.eventCount()
+	for _, bad := range []string{`{}`, `{"require_scheme_h":null}`, `{"require_scheme_h":"yes"}`} {
+		if res := p.admin("PUT", path, bad); res.Status != 422 || res.code() != "VALIDATION_ERROR" || res.Env.Errors["require_scheme_h"] == nil {
+			t.Errorf("body %s: %d %s, want 422 on require_scheme_h", bad, res.Status, res.Raw)
+		}
+	}
+	if res := p.admin("PUT", "/admin/v1/apps/999999/authentication", map[string]any{"require_scheme_h": true}); res.Status != 404 || res.code() != "APP_NOT_FOUND" {
+		t.Errorf("unknown app: %d %s", res.Status, res.Raw)
+	}
+	if res := p.admin("PUT", path, map[string]any{"require_scheme_h": false}); res.Status != 200 {
+		t.Errorf("setting the default again: %d %s", res.Status, res.Raw)
+	}
+	if n := p.eventCount(); n != before {
+		t.Fatalf("refused or unchanged settings appended %d events", n-before)
+	}
+
+	res := p.adminOK("PUT", path, map[string]any{"require_scheme_h": true}, 200)
+	if !strings.Contains(string(res.Raw), `"require_scheme_h":true`) {
+		t.Errorf("answer %s", res.Raw)
+	}
+	if n := p.eventCount(); n != before+1 {
+		t.Errorf("requiring scheme H appended %d events, want 1", n-before)
+	}
+	p.adminOK("GET", fmt.Sprintf("/admin/v1/apps/%d", a.ID), nil, 200).data(t, &view)
+	if view.RequireSchemeH == nil || !*view.RequireSchemeH {
+		t.Errorf("require_scheme_h %v, want true", view.RequireSchemeH)
+	}
+	before = p.eventCount()
+	m := a.do("POST", "/open/v1/channel/users", registerBody("strict-1"))
+	if m.Status != http.StatusUnauthorized || m.code() != "HTTP_401" || !strings.Contains(m.Env.Message, "requires scheme H") {
+		t.Errorf("scheme M of an app requiring scheme H: %d %s", m.Status, m.Raw)
+	}
+	if n := p.eventCount(); n != before {
+		t.Errorf("the refused scheme M write appended %d events", n-before)
+	}
+	if res := a.doH("POST", "/open/v1/channel/users", registerBody("strict-1")); res.Status != http.StatusCreated {
+		t.Errorf("scheme H of an app requiring it: %d %s", res.Status, res.Raw)
+	}
+	p.adminOK("PUT", path, map[string]any{"require_scheme_h": false}, 200)
+	a.expect("GET", probe, nil, http.StatusNotFound, "USER_NOT_FOUND")
 }

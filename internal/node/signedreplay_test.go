@@ -200,16 +200,26 @@ func TestSignedWriteReplayHasNoSecondEffect(t *testing.T) {
 	run := func(t *testing.T, clock *shiftClock, one, two *platform) {
 		station, partner, item := benefitSetup(t, one)
 		card := partner.issue(item, 4, time.Now().Add(48*time.Hour).Format(time.RFC3339))
-		remaining := func() int64 {
-			var cd cardItems
-			partner.expect("GET", "/open/v1/benefit-cards/detail?card_number="+card, nil, 200, "0").data(t, &cd)
-			return cd.Items[0].Remaining
+		// remaining reads the card as its issuer sees it, waiting (bounded)
+		// for want: the station's writes are not the issuer's, so the
+		// issuer's read does not wait for them. The event counts below
+		// tell whether a replay consumed.
+		remaining := func(want int64) int64 {
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				var cd cardItems
+				partner.expect("GET", "/open/v1/benefit-cards/detail?card_number="+card, nil, 200, "0").data(t, &cd)
+				if got := cd.Items[0].Remaining; got == want || time.Now().After(deadline) {
+					return got
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
 		}
 		body := encode(t, map[string]any{"card_number": card, "benefit_item_id": item, "points_code": "P-1"})
 		captured := station.request("POST", "/open/v1/benefit-cards/verify-use", body, time.Now())
 		first := one.send(captured)
-		if first.Status != http.StatusOK || remaining() != 3 {
-			t.Fatalf("verify-use: %d %s, remaining %d", first.Status, first.Raw, remaining())
+		if r := remaining(3); first.Status != http.StatusOK || r != 3 {
+			t.Fatalf("verify-use: %d %s, remaining %d", first.Status, first.Raw, r)
 		}
 		clock.Advance(11 * time.Second) // past the 10 s cooldown
 		before := one.allEvents()
@@ -238,12 +248,12 @@ func TestSignedWriteReplayHasNoSecondEffect(t *testing.T) {
 		if n := one.allEvents(); n != before {
 			t.Errorf("the replays appended %d events", n-before)
 		}
-		if r := remaining(); r != 3 {
+		if r := remaining(3); r != 3 {
 			t.Errorf("after the replays %d remain, want 3", r)
 		}
 		// The partner's own next verify-use, signed anew, consumes.
 		station.expect("POST", "/open/v1/benefit-cards/verify-use", body, 200, "0")
-		if r := remaining(); r != 2 {
+		if r := remaining(2); r != 2 {
 			t.Errorf("after a second verify-use %d remain, want 2", r)
 		}
 	}
