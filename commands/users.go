@@ -1101,7 +1101,7 @@ func ErasureSubject(openUserID int64) string { return domain.UserStream(openUser
 // decrypted data in memory (the next command reloads it, erased).
 func (u *Users) Forget(openUserID int64) { u.loaded.drop(domain.UserStream(openUserID)) }
 
-// Erase erases a channel user (issue 9, item 2): it destroys the user's data
+// Erase erases a channel user (the right to erasure): it destroys the user's data
 // key, so every personal field of theirs in the log reads as null from now
 // on, appends user.erased (who, when, why) to the user's stream, and frees
 // the partner's channel_user_id with channel_user.unbound on the binding

@@ -121,8 +121,8 @@ func Open(path string) (*Store, error) {
 		// Every commit writes the freelist (one more page in the same
 		// fdatasync), so an open after a crash reads it from its page
 		// instead of walking and reading every page of the file: seconds
-		// for a 1.5 GB log, for 3-7 % of a raw append's CPU on that log (see
-		// BENCHMARKS.md, "Embedded start-up, fourth round").
+		// for a 1.5 GB log, for 3-7 % of a raw append's CPU on that log (measured
+		// with TestMeasureRestart and scripts/bench.sh).
 		NoFreelistSync: false,
 		FreelistType:   bbolt.FreelistMapType,
 	})

@@ -68,7 +68,7 @@ type headRead struct {
 func (f *follower) await(since time.Time) error {
 	// The common case, a head read confirmed recently enough, returns
 	// without the timer and context of a wait (every authenticated request
-	// asks, profile in BENCHMARKS.md issue 11 fourth round).
+	// asks, so its cost shows in a CPU profile).
 	f.mu.Lock()
 	current := !f.confirmed.Before(since)
 	f.mu.Unlock()

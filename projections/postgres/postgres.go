@@ -163,7 +163,7 @@ func (s *Store) update(ctx context.Context, projection string, pos events.Positi
 	err := pgx.BeginFunc(ctx, s.pool, func(db pgx.Tx) error {
 		t := &tx{db: db, batch: &pgx.Batch{}}
 		defer func() { t.db = nil }() // a Tx kept past its Update must not write
-		// Under a lease, the fence goes first in the first round trip: the
+		// Under a lease, the fence goes first, in the opening round trip: the
 		// transaction commits only while the lease is this writer's.
 		if l, ok := lease.FenceFrom(ctx); ok {
 			leasepg.QueueFence(t.batch, l, s.fenceIdle)
@@ -583,7 +583,7 @@ func (t *tx) EraseUser(ctx context.Context, openUserID int64) error {
 	// taken in one transaction never collides. Only an erasure removes a
 	// user, so no other transaction pays for a stale-document check (a
 	// DELETE over every touched user took 4 ms per member-upsert batch
-	// under load, BENCHMARKS.md twelfth round, part G).
+	// under load).
 	t.batch.Queue(`DELETE FROM user_snapshots WHERE open_user_id = $1`, openUserID)
 	return nil
 }

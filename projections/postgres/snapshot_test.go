@@ -44,8 +44,8 @@ func TestSnapshotReadsTheHeadWhenToldHow(t *testing.T) {
 
 var _ storetest.SnapshotStore = (*postgres.Store)(nil)
 
-// A database written before the snapshots part existed (main before issue
-// 11's third round) serves its users' snapshots after the upgrade, as the
+// A database written before the snapshots part existed (no user_snapshots
+// table) serves its users' snapshots after the upgrade, as the
 // separate reads answer them, at the checkpoint it had.
 func TestSnapshotsBackfilledOnUpgrade(t *testing.T) {
 	ctx := context.Background()
@@ -121,7 +121,7 @@ func TestBindingsHoldAcrossNodes(t *testing.T) {
 	bind := func(key, value string) *nonces.Binding {
 		return &nonces.Binding{Scope: "m", Key: key, Value: value, Expires: expires}
 	}
-	for i := range 2 { // the second round answers from each node's cache
+	for i := range 2 { // the second pass answers from each node's cache
 		snap, err := a.Snapshot(ctx, projections.SnapshotQuery{AppID: 1, OpenUserID: 10, Bind: bind("k1", "GET")})
 		if err != nil || snap.Bound != "GET" {
 			t.Fatalf("round %d: node a's read bound %q, %v; want GET", i, snap.Bound, err)
