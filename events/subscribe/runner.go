@@ -376,7 +376,18 @@ func (r *Runner) follow(ctx context.Context) error {
 
 	batch := make([]events.Envelope, 0, r.batchSize)
 	saved := time.Now()
+	// atEnd is whether the last batch could have been the log's end. A full
+	// batch cannot say; when nothing more is buffered, the log's head does,
+	// so a replay whose last batch happens to be full still reports caught
+	// up instead of waiting for an event that may never come.
+	atEnd, last := true, cp
 	for {
+		if !atEnd && len(feed) == 0 {
+			if head, err := r.store.Head(ctx); err == nil && !last.Less(head) {
+				r.advance(last, 0, true)
+				atEnd = true
+			}
+		}
 		var first item
 		select {
 		case first = <-feed:
@@ -399,7 +410,7 @@ func (r *Runner) follow(ctx context.Context) error {
 			return fmt.Errorf("subscription: %w", first.err)
 		}
 		batch = batch[:0]
-		last := first.rec
+		lastRec := first.rec
 		n := 1
 		if env, ok, err := r.decode(first.rec); err != nil {
 			return err
@@ -416,7 +427,7 @@ func (r *Runner) follow(ctx context.Context) error {
 					pending = it.err
 					break drain
 				}
-				last = it.rec
+				lastRec = it.rec
 				n++
 				env, ok, err := r.decode(it.rec)
 				if err != nil {
@@ -432,15 +443,16 @@ func (r *Runner) follow(ctx context.Context) error {
 		if n == r.batchSize {
 			caughtUp = false
 		}
+		atEnd, last = caughtUp, lastRec.Position
 		// A batch with nothing for this projector moves its position in
 		// memory only; the checkpoint follows with the next batch that has
 		// work, or after checkpointIdle. A restart then re-reads a few events
 		// the projector ignores anyway, instead of every family committing a
 		// transaction for every batch of the others' events.
 		if len(batch) == 0 && time.Since(saved) < checkpointIdle {
-			r.advance(last.Position, n, caughtUp)
+			r.advance(lastRec.Position, n, caughtUp)
 			if r.onApplied != nil {
-				r.onApplied(r.Name(), n, last)
+				r.onApplied(r.Name(), n, lastRec)
 			}
 			if pending != nil {
 				return fmt.Errorf("subscription: %w", pending)
@@ -448,17 +460,17 @@ func (r *Runner) follow(ctx context.Context) error {
 			continue
 		}
 		saved = time.Now()
-		if err := r.proj.Apply(ctx, batch, last.Position); err != nil {
+		if err := r.proj.Apply(ctx, batch, lastRec.Position); err != nil {
 			if !r.skipPoison || ctx.Err() != nil || errors.Is(err, lease.ErrLost) || errors.Is(err, ErrCheckpointBackwards) {
-				return fmt.Errorf("apply up to %s: %w", last.Position, err)
+				return fmt.Errorf("apply up to %s: %w", lastRec.Position, err)
 			}
-			if err := r.applyEach(ctx, batch, last.Position); err != nil {
-				return fmt.Errorf("apply up to %s: %w", last.Position, err)
+			if err := r.applyEach(ctx, batch, lastRec.Position); err != nil {
+				return fmt.Errorf("apply up to %s: %w", lastRec.Position, err)
 			}
 		}
-		r.advance(last.Position, n, caughtUp)
+		r.advance(lastRec.Position, n, caughtUp)
 		if r.onApplied != nil {
-			r.onApplied(r.Name(), n, last)
+			r.onApplied(r.Name(), n, lastRec)
 		}
 		if pending != nil {
 			return fmt.Errorf("subscription: %w", pending)

@@ -277,3 +277,34 @@ func TestStopOnErrorReturnsTheLogsFailure(t *testing.T) {
 		t.Fatal("Run kept retrying after the log failed")
 	}
 }
+
+// A replay whose last batch is full cannot tell from the batch that it
+// reached the log's end; the runner asks the log's head, so it reports
+// caught up without waiting for another event (with batches of one, every
+// batch is full).
+func TestFullLastBatchStillCatchesUp(t *testing.T) {
+	store := memory.New()
+	defer store.Close()
+	reg := catalog.Registry()
+	for i := range 3 {
+		appendApp(t, store, reg, fmt.Sprint("app-", i))
+	}
+	r := subscribe.NewRunner(store, nil, &recorder{}, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+	r.BatchSize(1)
+	run(t, r)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := r.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for !r.Stats().CaughtUp {
+		select {
+		case <-r.Changed():
+		case <-ctx.Done():
+			t.Fatalf("not caught up at the log's end: %+v", r.Stats())
+		}
+	}
+	if got := r.Stats().Applied; got != 3 {
+		t.Fatalf("applied %d events, want 3", got)
+	}
+}
