@@ -48,6 +48,10 @@ const DefaultClaimTTL = 30 * time.Second
 
 // attemptBudget is how long after claiming a POST may still be running: the
 // rest of the claim's lifetime is left for recording the outcome.
-func attemptBudget(ttl time.Duration) time.Duration {
+func attemptBudget(ttl time.Duration) time.Duration { return AttemptBudget(ttl) }
+
+// AttemptBudget is how long one POST may last under a claim of ttl: it ends
+// before the claim lapses, so no other node starts the delivery while it is open.
+func AttemptBudget(ttl time.Duration) time.Duration {
 	return ttl - min(10*time.Second, ttl/3)
 }
