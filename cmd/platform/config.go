@@ -53,7 +53,7 @@ type config struct {
 	FeedPseudonymKey                                                                     string
 	InternalToken                                                                        string
 	NodeID                                                                               string        // "": the node makes one up (hostname-pid-random)
-	LeaseTTL                                                                             time.Duration // how long a dead node keeps its families
+	LeaseTTL                                                                             time.Duration // how long a dead node keeps its read models
 	SnapshotInterval                                                                     time.Duration // embedded read models' snapshot period; negative: off
 	ErasurePurgeInterval                                                                 time.Duration // Postgres read models' erasure purge period; negative: off
 	SnapshotEvents                                                                       int           // embedded read models: a snapshot also after this many events
