@@ -29,6 +29,7 @@ import (
 	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/events/catalog"
+	eventskafka "github.com/healthtech/partner-open-platform/events/kafka"
 	pgevents "github.com/healthtech/partner-open-platform/events/postgres"
 	"github.com/healthtech/partner-open-platform/events/subscribe"
 	"github.com/healthtech/partner-open-platform/internal/auth"
@@ -57,6 +58,7 @@ import (
 	relaykafka "github.com/healthtech/partner-open-platform/relay/kafka"
 	relaypg "github.com/healthtech/partner-open-platform/relay/postgres"
 	"github.com/healthtech/partner-open-platform/webhooks"
+	webhookkafka "github.com/healthtech/partner-open-platform/webhooks/kafka"
 	webhooksmem "github.com/healthtech/partner-open-platform/webhooks/memory"
 	webhookspg "github.com/healthtech/partner-open-platform/webhooks/postgres"
 	"github.com/healthtech/partner-open-platform/webhooks/targets"
@@ -263,7 +265,7 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		cfg.KafkaTopic = relaykafka.DefaultTopic
 	}
 	if cfg.KafkaInternalTopic == "" {
-		cfg.KafkaInternalTopic = relaykafka.DefaultInternalTopic
+		cfg.KafkaInternalTopic = eventskafka.DefaultInternalTopic
 	}
 	if cfg.WebhookSchedule == nil {
 		cfg.WebhookSchedule = webhooks.DefaultSchedule
@@ -698,13 +700,13 @@ func (n *Node) startWebhooks(ctx context.Context, cfg Config, models *subscribe.
 		// Pipelined like the store-fed creation: the next batch is fetched,
 		// decrypted and prepared while the previous ones commit; offsets
 		// cover committed batches only.
-		source := relaykafka.NewSource(cfg.KafkaBrokers, cfg.KafkaInternalTopic, relaykafka.WebhookGroup(cfg.KafkaInternalTopic), n.log)
+		source := webhookkafka.NewSource(cfg.KafkaBrokers, cfg.KafkaInternalTopic, webhookkafka.WebhookGroup(cfg.KafkaInternalTopic), n.log)
 		prepare := n.Dispatcher.PrepareBatch
 		if priv, ok := n.Events.(*privacy.Store); ok {
 			prepare = privacy.Decrypting(priv, prepare) // the topic carries ciphertext
 		}
 		n.spawn(ctx, "webhook deliveries", func(ctx context.Context) error {
-			return relaykafka.RunPipelined(ctx, source, prepare, n.Dispatcher.CommitBatches)
+			return webhookkafka.RunPipelined(ctx, source, prepare, n.Dispatcher.CommitBatches)
 		})
 		if cfg.KafkaRelay == nil || *cfg.KafkaRelay {
 			key, err := feedPseudonymKey(cfg)
