@@ -55,8 +55,8 @@ func TestRegisterAnswersAndReplaysIdempotently(t *testing.T) {
 	// The key with another body is refused and appends nothing.
 	h.refuses(t, []refusal{{
 		name: "key reused", method: "POST", path: "/open/v1/channel/users",
-		body: map[string]any{"channel_user_id": "cu-3", "user": map[string]any{"name": "Di"}},
-		sign: func(r *http.Request, b []byte) { r.Header.Set("Idempotency-Key", "k-1"); as(h.appA)(r, b) },
+		body:   map[string]any{"channel_user_id": "cu-3", "user": map[string]any{"name": "Di"}},
+		sign:   func(r *http.Request, b []byte) { r.Header.Set("Idempotency-Key", "k-1"); as(h.appA)(r, b) },
 		status: http.StatusUnprocessableEntity, code: "IDEMPOTENCY_KEY_REUSED",
 	}})
 }

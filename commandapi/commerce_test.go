@@ -144,5 +144,3 @@ func TestBenefitsVerifyUse(t *testing.T) {
 		{"suspended item", "POST", "/open/v1/benefit-cards/verify-use", verify, as(h.appA), http.StatusUnprocessableEntity, "BENEFIT_ITEM_INACTIVE"},
 	})
 }
-
-

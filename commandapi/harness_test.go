@@ -262,7 +262,7 @@ func newHarness(t *testing.T) *harness {
 		Benefits:    commands.NewBenefits(store, reg, ids, fixedNow, 0, h.providers),
 		Reports:     commands.NewReports(store, reg, ids, fixedNow),
 		Credentials: commands.NewCredentialIssuer(store, reg, ids, fixedNow), UploaderDirectory: h.uploaders,
-		Idempotency: &idempotency.Keeper{Store: store, Registry: reg, Sealer: sealer, Now: fixedNow, Replayed: marks.Wrote},
+		Idempotency:   &idempotency.Keeper{Store: store, Registry: reg, Sealer: sealer, Now: fixedNow, Replayed: marks.Wrote},
 		InternalToken: "internal-token",
 	}
 	h.handler = router(h.api.Routes())
