@@ -136,6 +136,31 @@ func (f *fakeOrders) OrderByCode(_ context.Context, appID int64, code string) (p
 	return projections.Order{}, projections.ErrNotFound
 }
 
+// fakeDeliveries is the deliveries read model: the delivery log and feed.
+type fakeDeliveries struct {
+	projections.DeliveryStore
+	list []projections.Delivery
+}
+
+func (f *fakeDeliveries) Delivery(_ context.Context, appID int64, id string) (projections.Delivery, []projections.Attempt, error) {
+	for _, d := range f.list {
+		if d.DeliveryID == id && (appID == 0 || d.AppID == appID) {
+			return d, nil, nil
+		}
+	}
+	return projections.Delivery{}, nil, projections.ErrNotFound
+}
+
+func (f *fakeDeliveries) Deliveries(_ context.Context, flt domain.DeliveryFilter) ([]projections.Delivery, error) {
+	var out []projections.Delivery
+	for _, d := range f.list {
+		if (flt.AppID == 0 || d.AppID == flt.AppID) && flt.After.Less(d.Cursor) && len(out) < flt.Limit {
+			out = append(out, d)
+		}
+	}
+	return out, nil
+}
+
 // fakeReports is the reports read model.
 type fakeReports struct {
 	projections.ReportStore
@@ -226,6 +251,7 @@ type harness struct {
 	reports  *ReportAPI
 	users    *fakeUsers
 	orders   *fakeOrders
+	dels     *fakeDeliveries
 	rep      *fakeReports
 	views    *fakeViews
 	limiter  *fakeLimiter
@@ -252,6 +278,7 @@ func newHarness(t *testing.T) *harness {
 		appB:    domain.App{AppID: 9002, Name: "b", AppKey: "key-b", AppSecret: "secret-b", Scopes: domain.Scopes, Environment: "production"},
 		users:   &fakeUsers{groups: map[int64][]projections.Group{}, members: map[int64][]projections.Member{}},
 		orders:  &fakeOrders{},
+		dels:    &fakeDeliveries{},
 		rep:     &fakeReports{},
 		views:   &fakeViews{},
 		limiter: &fakeLimiter{allowed: 100},
@@ -271,7 +298,7 @@ func newHarness(t *testing.T) *harness {
 	h.api = &API{
 		Store: h.users, Apps: directory.NewApps(sealer), Events: store, Runners: runners, Families: h.families,
 		SchemeM: schemeM, SchemeH: schemeH, Admin: auth.Admin{Token: adminToken}, Watermarks: h.marks, Location: time.UTC,
-		Orders: h.orders, Auditor: h.auditor,
+		Orders: h.orders, Deliveries: h.dels, Auditor: h.auditor,
 	}
 	h.reports = &ReportAPI{
 		Reports: h.rep, Events: store, Runner: h.families[projections.FamilyReports], SchemeH: schemeH, Limiter: h.limiter,
