@@ -9,7 +9,7 @@ import (
 )
 
 // KeyResealer re-seals the personal-data keys with the current master key
-// (keys.Keys implements it).
+// (datakeys.Keys implements it).
 type KeyResealer interface {
 	Reseal(ctx context.Context) (int, error)
 	MasterKeyID() string

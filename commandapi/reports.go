@@ -15,13 +15,13 @@ import (
 	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/internal/auth"
 	"github.com/healthtech/partner-open-platform/internal/httpapi"
-	"github.com/healthtech/partner-open-platform/plugin"
-	"github.com/healthtech/partner-open-platform/projections"
+	"github.com/healthtech/partner-open-platform/internal/measureplugin"
+	"github.com/healthtech/partner-open-platform/projections/directory"
 )
 
 // Uploaders finds reporting sides by the hash of their token.
 type Uploaders interface {
-	Uploader(hash string) (projections.Uploader, bool)
+	Uploader(hash string) (directory.Uploader, bool)
 }
 
 func (a *API) reportRoutes() []Route {
@@ -177,9 +177,9 @@ func pluginApp(app domain.App) commands.PluginApp {
 }
 
 func (a *API) openSession(c *call) error {
-	var l plugin.Launch
+	var l measureplugin.Launch
 	if err := c.decode(func(o *httpapi.Object) {
-		l = plugin.Launch{
+		l = measureplugin.Launch{
 			AppKey: o.RequiredString("appKey"), ThirdUserID: o.RequiredString("thirdUserId"), UserProfile: o.RequiredString("userProfile"),
 			Timestamp: o.RequiredString("timestamp"), Nonce: o.RequiredString("nonce"), Sign: o.RequiredString("sign"),
 			DeviceKey: o.RequiredString("deviceKey"), MeasureMode: o.RequiredString("measureMode"),

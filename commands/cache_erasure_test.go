@@ -13,14 +13,14 @@ import (
 	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/events/catalog"
+	"github.com/healthtech/partner-open-platform/internal/datakeys"
+	"github.com/healthtech/partner-open-platform/internal/datakeys/files"
 	"github.com/healthtech/partner-open-platform/internal/secrets"
-	"github.com/healthtech/partner-open-platform/keys"
-	"github.com/healthtech/partner-open-platform/keys/files"
 	"github.com/healthtech/partner-open-platform/privacy"
 )
 
 // sealingStore is the privacy store over inner with a fresh key store.
-func sealingStore(t *testing.T, inner events.Store) (*privacy.Store, *keys.Keys) {
+func sealingStore(t *testing.T, inner events.Store) (*privacy.Store, *datakeys.Keys) {
 	t.Helper()
 	b, err := files.Open(filepath.Join(t.TempDir(), "keys"))
 	if err != nil {
@@ -30,7 +30,7 @@ func sealingStore(t *testing.T, inner events.Store) (*privacy.Store, *keys.Keys)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ks := keys.New(b, m)
+	ks := datakeys.New(b, m)
 	return privacy.New(inner, ks), ks
 }
 
@@ -40,7 +40,7 @@ func sealingStore(t *testing.T, inner events.Store) (*privacy.Store, *keys.Keys)
 // the cache's update.
 type eraseAround struct {
 	*privacy.Store
-	keys   *keys.Keys
+	keys   *datakeys.Keys
 	stream string
 	after  bool // destroy once the append returned, not before it
 	armed  atomic.Bool
@@ -221,7 +221,7 @@ func TestOtherCachedPersonalFieldsAreNotSealedWithAUsersKey(t *testing.T) {
 // A node destroyed a user's key and died before appending user.erased: no
 // follower tells this node, and no command loads the user again. The
 // periodic sweep empties the loaded user once this node's key cache has
-// expired (keys.CacheTTL on its clock), and keeps users whose key reads.
+// expired (datakeys.CacheTTL on its clock), and keeps users whose key reads.
 func TestSweepEmptiesUsersWhoseKeyWasDestroyedElsewhere(t *testing.T) {
 	eventStores(t, func(t *testing.T, inner events.Store) {
 		b, err := files.Open(filepath.Join(t.TempDir(), "keys"))
@@ -234,7 +234,7 @@ func TestSweepEmptiesUsersWhoseKeyWasDestroyedElsewhere(t *testing.T) {
 		}
 		var now atomic.Int64
 		now.Store(time.Now().UnixNano())
-		here := keys.New(b, m)
+		here := datakeys.New(b, m)
 		here.SetClock(func() time.Time { return time.Unix(0, now.Load()) })
 		ps := privacy.New(inner, here)
 		reg := catalog.Registry()
@@ -246,13 +246,13 @@ func TestSweepEmptiesUsersWhoseKeyWasDestroyedElsewhere(t *testing.T) {
 				t.Fatal(err) // loaded and cached, in plaintext
 			}
 		}
-		if err := keys.New(b, m).Destroy(ctx, ErasureSubject(erased)); err != nil { // the node that died
+		if err := datakeys.New(b, m).Destroy(ctx, ErasureSubject(erased)); err != nil { // the node that died
 			t.Fatal(err)
 		}
 		if n := u.SweepUnreadable(ctx); n != 0 {
 			t.Fatalf("swept %d users while this node's key cache still holds the key", n)
 		}
-		now.Add(int64(keys.CacheTTL))
+		now.Add(int64(datakeys.CacheTTL))
 		if n := u.SweepUnreadable(ctx); n != 1 {
 			t.Fatalf("swept %d users once the key cache expired, want 1", n)
 		}

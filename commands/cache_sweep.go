@@ -12,7 +12,7 @@ import (
 // an entry no command loads again would keep what it decrypted for as long
 // as the process runs; when the node that destroyed the key died before
 // appending user.erased, no erasure follower tells this node either. Run
-// periodically (the node does, every keys.CacheTTL), it bounds how long
+// periodically (the node does, every datakeys.CacheTTL), it bounds how long
 // plaintext of an erased person stays in this cache: the key cache's TTL
 // (until this node's key cache asks the key store again) plus the sweep's
 // interval.

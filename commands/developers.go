@@ -48,7 +48,7 @@ const abandonedClaim = time.Minute
 // metadata and the audit trail.
 func DeveloperActor(id int64) string { return "developer:" + strconv.FormatInt(id, 10) }
 
-// Developers is the developer-account aggregate (issue 14): sign-up with a
+// Developers is the developer-account aggregate of the developer portal: sign-up with a
 // unique email (an email-keyed claim stream decides uniqueness on the write
 // side), password verification, portal sessions, password reset and the
 // qualification review.

@@ -11,7 +11,8 @@ import (
 	"github.com/healthtech/partner-open-platform/events/catalog"
 )
 
-// Given/When/Then of the webhook endpoint decisions (issue 14, item 4).
+// Given/When/Then of the webhook endpoint decisions: the extra endpoints an app
+// may have beside its default one.
 
 var added = catalog.AppWebhookEndpointAdded{AppID: 9, EndpointID: 21, URL: "https://b.example/hook", Events: []string{"health.report.*"}, SealedWebhookSecret: "e1"}
 

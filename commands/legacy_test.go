@@ -16,10 +16,10 @@ import (
 	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/events/catalog"
+	"github.com/healthtech/partner-open-platform/internal/datakeys"
+	keyfiles "github.com/healthtech/partner-open-platform/internal/datakeys/files"
 	"github.com/healthtech/partner-open-platform/internal/pgtest"
 	"github.com/healthtech/partner-open-platform/internal/secrets"
-	"github.com/healthtech/partner-open-platform/keys"
-	keyfiles "github.com/healthtech/partner-open-platform/keys/files"
 	"github.com/healthtech/partner-open-platform/privacy"
 	"github.com/healthtech/partner-open-platform/projections"
 	projmemory "github.com/healthtech/partner-open-platform/projections/memory"
@@ -33,8 +33,8 @@ import (
 // (a group, two members, a profile update), user 2 "+86 138-0013 8000",
 // user 4 erased@example.com erased; app 2: user 3 li.lei@example.com.
 type legacyFixture struct {
-	MasterKey string        `json:"master_key"`
-	Keys      []keys.Record `json:"keys"`
+	MasterKey string            `json:"master_key"`
+	Keys      []datakeys.Record `json:"keys"`
 	Events    []struct {
 		Stream string `json:"stream"`
 		ID     string `json:"id"`
@@ -47,7 +47,7 @@ type legacyFixture struct {
 // loadLegacy writes the fixture's events into inner exactly as stored, and
 // its data keys into a key store; it returns the decrypting store over
 // inner and the key store.
-func loadLegacy(t *testing.T, inner events.Store) (*privacy.Store, *keys.Keys) {
+func loadLegacy(t *testing.T, inner events.Store) (*privacy.Store, *datakeys.Keys) {
 	t.Helper()
 	raw, err := os.ReadFile("testdata/legacy-channel-users.json")
 	if err != nil {
@@ -80,7 +80,7 @@ func loadLegacy(t *testing.T, inner events.Store) (*privacy.Store, *keys.Keys) {
 			t.Fatal(err)
 		}
 	}
-	ks := keys.New(backend, sealer)
+	ks := datakeys.New(backend, sealer)
 	return privacy.New(inner, ks), ks
 }
 

@@ -15,7 +15,7 @@ import (
 	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/events/catalog"
-	"github.com/healthtech/partner-open-platform/plugin"
+	"github.com/healthtech/partner-open-platform/internal/measureplugin"
 )
 
 // SessionLifetime bounds how long a launched plugin may take to submit.
@@ -60,7 +60,7 @@ type Session struct {
 // calling app, the launch, the time and the new session's id.
 type openSession struct {
 	App       PluginApp
-	Launch    plugin.Launch
+	Launch    measureplugin.Launch
 	Now       time.Time
 	SessionID string
 }
@@ -77,22 +77,22 @@ func (s *nonceState) apply(env events.Envelope) {
 // verifyLaunch checks a launch as of now: the app's key, the timestamp
 // window, the nonce's form and the signature (PLUGIN_AUTH), then the device
 // and the decrypted profile with its device rules (VALIDATION_ERROR).
-func verifyLaunch(c openSession) (plugin.Profile, string, error) {
+func verifyLaunch(c openSession) (measureplugin.Profile, string, error) {
 	l := c.Launch
 	if l.AppKey != c.App.AppKey {
-		return plugin.Profile{}, "", domain.ErrPluginAuth
+		return measureplugin.Profile{}, "", domain.ErrPluginAuth
 	}
 	profile, err := l.Verify(c.App.AppSecret, c.Now)
-	var fe plugin.FieldError
+	var fe measureplugin.FieldError
 	switch {
 	case errors.As(err, &fe) && fe.Field != "sign" && fe.Field != "nonce" && fe.Field != "timestamp":
 		v := &domain.ValidationError{}
 		v.Add(fieldName(fe.Field), fe.Reason)
-		return plugin.Profile{}, "", v
+		return measureplugin.Profile{}, "", v
 	case err != nil:
-		return plugin.Profile{}, "", fmt.Errorf("%w: %w", domain.ErrPluginAuth, err)
+		return measureplugin.Profile{}, "", fmt.Errorf("%w: %w", domain.ErrPluginAuth, err)
 	}
-	reportType, _ := plugin.ReportType(l.DeviceKey, l.MeasureMode)
+	reportType, _ := measureplugin.ReportType(l.DeviceKey, l.MeasureMode)
 	return profile, reportType, nil
 }
 
@@ -116,7 +116,7 @@ func decideOpenSession(nonce *nonceState, c openSession) ([]events.Payload, erro
 
 // OpenSession verifies a launch (timestamp window, signature, single-use
 // nonce, encrypted profile and its device rules) and opens a session.
-func (p *Plugin) OpenSession(ctx context.Context, app PluginApp, l plugin.Launch, meta Meta) (Session, error) {
+func (p *Plugin) OpenSession(ctx context.Context, app PluginApp, l measureplugin.Launch, meta Meta) (Session, error) {
 	c := openSession{App: app, Launch: l, Now: p.now(), SessionID: uuid.NewString()}
 	if _, _, err := verifyLaunch(c); err != nil {
 		return Session{}, err // before the nonce's stream is read
@@ -154,7 +154,7 @@ func fieldName(f string) string {
 	return "userProfile." + f
 }
 
-func sessionOpened(id string, app PluginApp, thirdUserID, deviceKey, mode, reportType string, pr plugin.Profile, now time.Time) catalog.PluginSessionOpened {
+func sessionOpened(id string, app PluginApp, thirdUserID, deviceKey, mode, reportType string, pr measureplugin.Profile, now time.Time) catalog.PluginSessionOpened {
 	var md *string
 	if pr.Metadata != "" {
 		m := pr.Metadata
@@ -348,8 +348,8 @@ func checkMock(c mockMeasure) (string, error) {
 	if c.ThirdUserID == "" {
 		v.Add("thirdUserId", "is required")
 	}
-	reportType, err := plugin.ReportType(c.DeviceKey, c.Mode)
-	var fe plugin.FieldError
+	reportType, err := measureplugin.ReportType(c.DeviceKey, c.Mode)
+	var fe measureplugin.FieldError
 	if errors.As(err, &fe) {
 		v.Add(fe.Field, fe.Reason)
 	} else if err != nil {
@@ -359,7 +359,7 @@ func checkMock(c mockMeasure) (string, error) {
 }
 
 // mockProfile is the sandbox user every mock measures.
-var mockProfile = plugin.Profile{Gender: "female", BirthDate: "1990-06-15", Height: 165, Weight: 5800}
+var mockProfile = measureplugin.Profile{Gender: "female", BirthDate: "1990-06-15", Height: 165, Weight: 5800}
 
 // decideMockMeasure opens a session and records a plausible measurement in
 // it at once, marked as a mock.

@@ -10,7 +10,7 @@ import (
 	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/events/catalog"
-	"github.com/healthtech/partner-open-platform/plugin"
+	"github.com/healthtech/partner-open-platform/internal/measureplugin"
 )
 
 // Given/When/Then of the plugin decisions: opening a session, submitting
@@ -19,26 +19,26 @@ import (
 var pluginApp9 = PluginApp{AppID: 9, AppKey: "ak_9", AppSecret: "as_9", Sandbox: true}
 
 // bcaProfile is what body composition needs, and a phone.
-var bcaProfile = plugin.Profile{Phone: "13800138000", Gender: "female", BirthDate: "1990-06-15", Height: 165, Weight: 6000, Metadata: "visit 3"}
+var bcaProfile = measureplugin.Profile{Phone: "13800138000", Gender: "female", BirthDate: "1990-06-15", Height: 165, Weight: 6000, Metadata: "visit 3"}
 
 // launchAt builds a launch signed with app 9's secret at ts, as a host would,
 // without the host-side checks (so a profile the platform refuses can be sent).
-func launchAt(t *testing.T, ts time.Time, pr plugin.Profile, device, mode string) plugin.Launch {
+func launchAt(t *testing.T, ts time.Time, pr measureplugin.Profile, device, mode string) measureplugin.Launch {
 	t.Helper()
-	up, err := plugin.EncryptProfile(pluginApp9.AppSecret, pluginApp9.AppKey, "u1", pr)
+	up, err := measureplugin.EncryptProfile(pluginApp9.AppSecret, pluginApp9.AppKey, "u1", pr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	sec := strconv.FormatInt(ts.Unix(), 10)
-	return plugin.Launch{AppKey: pluginApp9.AppKey, ThirdUserID: "u1", UserProfile: up, Timestamp: sec, Nonce: "n1",
-		Sign: plugin.Sign(pluginApp9.AppSecret, pluginApp9.AppKey, "u1", sec, "n1"), DeviceKey: device, MeasureMode: mode}
+	return measureplugin.Launch{AppKey: pluginApp9.AppKey, ThirdUserID: "u1", UserProfile: up, Timestamp: sec, Nonce: "n1",
+		Sign: measureplugin.Sign(pluginApp9.AppSecret, pluginApp9.AppKey, "u1", sec, "n1"), DeviceKey: device, MeasureMode: mode}
 }
 
 func openCmd(t *testing.T) openSession {
-	return openSession{App: pluginApp9, Launch: launchAt(t, fixedNow, bcaProfile, plugin.DeviceBodyComposition, plugin.ModeBodyComposition), Now: fixedNow, SessionID: "s1"}
+	return openSession{App: pluginApp9, Launch: launchAt(t, fixedNow, bcaProfile, measureplugin.DeviceBodyComposition, measureplugin.ModeBodyComposition), Now: fixedNow, SessionID: "s1"}
 }
 
-var bcaOpened = catalog.PluginSessionOpened{SessionID: "s1", AppID: 9, ThirdUserID: "u1", DeviceKey: plugin.DeviceBodyComposition, MeasureMode: plugin.ModeBodyComposition,
+var bcaOpened = catalog.PluginSessionOpened{SessionID: "s1", AppID: 9, ThirdUserID: "u1", DeviceKey: measureplugin.DeviceBodyComposition, MeasureMode: measureplugin.ModeBodyComposition,
 	ReportType: "bca", Phone: "13800138000", Gender: "female", BirthDate: "1990-06-15", Height: 165, Weight: 6000, Metadata: ptr("visit 3"),
 	Sandbox: true, ExpiresAt: fixedNow.Add(SessionLifetime)}
 
@@ -63,7 +63,7 @@ func TestOpenSessionDecision(t *testing.T) {
 			"301 s early":                func(c *openSession) { c.Now = fixedNow.Add(-301 * time.Second) },
 			"profile of another user": func(c *openSession) {
 				c.Launch.ThirdUserID = "u2" // the profile stays sealed to u1
-				c.Launch.Sign = plugin.Sign(pluginApp9.AppSecret, pluginApp9.AppKey, "u2", c.Launch.Timestamp, c.Launch.Nonce)
+				c.Launch.Sign = measureplugin.Sign(pluginApp9.AppSecret, pluginApp9.AppKey, "u2", c.Launch.Timestamp, c.Launch.Nonce)
 			},
 		}
 		for name, edit := range cases {
@@ -83,19 +83,19 @@ func TestOpenSessionDecision(t *testing.T) {
 	t.Run("device rules", func(t *testing.T) {
 		cases := map[string]struct {
 			field string
-			edit  func(*plugin.Profile, *string, *string)
+			edit  func(*measureplugin.Profile, *string, *string)
 		}{
-			"body composition needs height":     {"userProfile.height", func(p *plugin.Profile, _, _ *string) { p.Height = 0 }},
-			"body composition needs gender":     {"userProfile.gender", func(p *plugin.Profile, _, _ *string) { p.Gender = "" }},
-			"body composition needs birth_date": {"userProfile.birth_date", func(p *plugin.Profile, _, _ *string) { p.BirthDate = "" }},
-			"birth_date in the future":          {"userProfile.birth_date", func(p *plugin.Profile, _, _ *string) { p.BirthDate = "2026-11-22" }},
-			"bad phone":                         {"userProfile.phone", func(p *plugin.Profile, _, _ *string) { p.Phone = "12345" }},
-			"unknown device":                    {"deviceKey", func(_ *plugin.Profile, d, _ *string) { *d = "TOASTER" }},
-			"mode of another device":            {"measureMode", func(_ *plugin.Profile, _, m *string) { *m = plugin.ModeECG }},
+			"body composition needs height":     {"userProfile.height", func(p *measureplugin.Profile, _, _ *string) { p.Height = 0 }},
+			"body composition needs gender":     {"userProfile.gender", func(p *measureplugin.Profile, _, _ *string) { p.Gender = "" }},
+			"body composition needs birth_date": {"userProfile.birth_date", func(p *measureplugin.Profile, _, _ *string) { p.BirthDate = "" }},
+			"birth_date in the future":          {"userProfile.birth_date", func(p *measureplugin.Profile, _, _ *string) { p.BirthDate = "2026-11-22" }},
+			"bad phone":                         {"userProfile.phone", func(p *measureplugin.Profile, _, _ *string) { p.Phone = "12345" }},
+			"unknown device":                    {"deviceKey", func(_ *measureplugin.Profile, d, _ *string) { *d = "TOASTER" }},
+			"mode of another device":            {"measureMode", func(_ *measureplugin.Profile, _, m *string) { *m = measureplugin.ModeECG }},
 		}
 		for name, c := range cases {
 			t.Run(name, func(t *testing.T) {
-				pr, device, mode := bcaProfile, plugin.DeviceBodyComposition, plugin.ModeBodyComposition
+				pr, device, mode := bcaProfile, measureplugin.DeviceBodyComposition, measureplugin.ModeBodyComposition
 				c.edit(&pr, &device, &mode)
 				cmd := openCmd(t)
 				cmd.Launch = launchAt(t, fixedNow, pr, device, mode)
@@ -108,10 +108,10 @@ func TestOpenSessionDecision(t *testing.T) {
 		}
 		// Other devices do without height, gender and birth date.
 		cmd := openCmd(t)
-		cmd.Launch = launchAt(t, fixedNow, plugin.Profile{}, plugin.DeviceSpO2Ring, plugin.ModeSpO2)
+		cmd.Launch = launchAt(t, fixedNow, measureplugin.Profile{}, measureplugin.DeviceSpO2Ring, measureplugin.ModeSpO2)
 		got, err := decideOpenSession(given(t, &nonceState{}), cmd)
 		then(t, got, err, catalog.PluginNonceClaimed{AppID: 9, Nonce: "n1", SessionID: "s1"},
-			catalog.PluginSessionOpened{SessionID: "s1", AppID: 9, ThirdUserID: "u1", DeviceKey: plugin.DeviceSpO2Ring, MeasureMode: plugin.ModeSpO2,
+			catalog.PluginSessionOpened{SessionID: "s1", AppID: 9, ThirdUserID: "u1", DeviceKey: measureplugin.DeviceSpO2Ring, MeasureMode: measureplugin.ModeSpO2,
 				ReportType: "spo2", Sandbox: true, ExpiresAt: fixedNow.Add(SessionLifetime)})
 	})
 }
@@ -136,7 +136,7 @@ func TestSubmitChecks(t *testing.T) {
 // bcaRecorded is measurement 42 of session s1, bound to user 5 by the phone.
 func bcaRecorded(data string) catalog.PluginMeasurementRecorded {
 	return catalog.PluginMeasurementRecorded{PluginMeasurement: catalog.PluginMeasurement{MeasurementNo: "PM2026112100000042", SessionID: "s1", AppID: 9,
-		ThirdUserID: ptr("u1"), PlatformUserID: ptr[int64](5), ReportType: "bca", DeviceKey: plugin.DeviceBodyComposition, MeasureMode: plugin.ModeBodyComposition,
+		ThirdUserID: ptr("u1"), PlatformUserID: ptr[int64](5), ReportType: "bca", DeviceKey: measureplugin.DeviceBodyComposition, MeasureMode: measureplugin.ModeBodyComposition,
 		Metadata: ptr("visit 3")}, DeviceSN: ptr("SN1"), Data: data, NeedsAnalysis: true}
 }
 
@@ -170,7 +170,7 @@ func TestSubmitRejectsBadInput(t *testing.T) {
 }
 
 func mockCmd() mockMeasure {
-	return mockMeasure{App: pluginApp9, ThirdUserID: "u1", DeviceKey: plugin.DeviceMultiBioMonitor, Mode: plugin.ModeBloodPressure,
+	return mockMeasure{App: pluginApp9, ThirdUserID: "u1", DeviceKey: measureplugin.DeviceMultiBioMonitor, Mode: measureplugin.ModeBloodPressure,
 		SessionID: "s3", MeasurementID: 43, Now: fixedNow, Seed: 11}
 }
 
@@ -181,10 +181,10 @@ func TestMockMeasureDecision(t *testing.T) {
 	}
 	rec := got[1].(catalog.PluginMeasurementRecorded)
 	then(t, got, err,
-		catalog.PluginSessionOpened{SessionID: "s3", AppID: 9, ThirdUserID: "u1", DeviceKey: plugin.DeviceMultiBioMonitor, MeasureMode: plugin.ModeBloodPressure,
+		catalog.PluginSessionOpened{SessionID: "s3", AppID: 9, ThirdUserID: "u1", DeviceKey: measureplugin.DeviceMultiBioMonitor, MeasureMode: measureplugin.ModeBloodPressure,
 			ReportType: "blood_pressure", Gender: "female", BirthDate: "1990-06-15", Height: 165, Weight: 5800, Sandbox: true, ExpiresAt: fixedNow.Add(SessionLifetime)},
 		catalog.PluginMeasurementRecorded{PluginMeasurement: catalog.PluginMeasurement{MeasurementNo: "PM2026112100000043", SessionID: "s3", AppID: 9,
-			ThirdUserID: ptr("u1"), ReportType: "blood_pressure", DeviceKey: plugin.DeviceMultiBioMonitor, MeasureMode: plugin.ModeBloodPressure},
+			ThirdUserID: ptr("u1"), ReportType: "blood_pressure", DeviceKey: measureplugin.DeviceMultiBioMonitor, MeasureMode: measureplugin.ModeBloodPressure},
 			Data: rec.Data, Mock: true})
 	var bp struct{ Systolic, Diastolic, Pulse int }
 	if err := json.Unmarshal([]byte(rec.Data), &bp); err != nil || bp.Systolic < 105 || bp.Systolic > 130 || bp.Diastolic < 65 || bp.Diastolic > 85 {
@@ -210,7 +210,7 @@ func TestMockMeasureDecision(t *testing.T) {
 		for field, edit := range map[string]func(*mockMeasure){
 			"thirdUserId": func(c *mockMeasure) { c.ThirdUserID = "" },
 			"deviceKey":   func(c *mockMeasure) { c.DeviceKey = "TOASTER" },
-			"measureMode": func(c *mockMeasure) { c.Mode = plugin.ModeECG },
+			"measureMode": func(c *mockMeasure) { c.Mode = measureplugin.ModeECG },
 		} {
 			c := mockCmd()
 			edit(&c)
@@ -222,8 +222,8 @@ func TestMockMeasureDecision(t *testing.T) {
 		}
 	})
 	t.Run("every report type", func(t *testing.T) {
-		for _, dm := range [][2]string{{plugin.DeviceMultiBioMonitor, plugin.ModeBloodGlucose}, {plugin.DeviceSpO2Ring, plugin.ModeSpO2},
-			{plugin.DeviceECGRecorder, plugin.ModeECG}, {plugin.DeviceBodyComposition, plugin.ModeBodyComposition}} {
+		for _, dm := range [][2]string{{measureplugin.DeviceMultiBioMonitor, measureplugin.ModeBloodGlucose}, {measureplugin.DeviceSpO2Ring, measureplugin.ModeSpO2},
+			{measureplugin.DeviceECGRecorder, measureplugin.ModeECG}, {measureplugin.DeviceBodyComposition, measureplugin.ModeBodyComposition}} {
 			c := mockCmd()
 			c.DeviceKey, c.Mode = dm[0], dm[1]
 			got, err := decideMockMeasure(c)

@@ -13,10 +13,10 @@ import (
 	"github.com/healthtech/partner-open-platform/events/catalog"
 	"github.com/healthtech/partner-open-platform/events/memory"
 	pgevents "github.com/healthtech/partner-open-platform/events/postgres"
+	"github.com/healthtech/partner-open-platform/internal/datakeys"
+	keyfiles "github.com/healthtech/partner-open-platform/internal/datakeys/files"
 	"github.com/healthtech/partner-open-platform/internal/pgtest"
 	"github.com/healthtech/partner-open-platform/internal/secrets"
-	"github.com/healthtech/partner-open-platform/keys"
-	keyfiles "github.com/healthtech/partner-open-platform/keys/files"
 	"github.com/healthtech/partner-open-platform/privacy"
 )
 
@@ -35,7 +35,7 @@ func benchUsersOn(b *testing.B, inner events.Store) *Users {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { backend.Close() })
-	ks := keys.New(backend, sealer)
+	ks := datakeys.New(backend, sealer)
 	store := privacy.New(inner, ks)
 	reg := catalog.Registry()
 	ids := NewAllocator(store, reg, 1000)

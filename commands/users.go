@@ -193,7 +193,7 @@ type Users struct {
 }
 
 // KeyWarmer creates a subject's data key ahead of the append that needs it
-// (keys.Keys.Warm), so a register overlaps the key's fsyncs with the binding's.
+// (datakeys.Keys.Warm), so a register overlaps the key's fsyncs with the binding's.
 type KeyWarmer interface {
 	Warm(ctx context.Context, subject string) error
 }
@@ -205,7 +205,7 @@ func (u *Users) WithKeyWarmer(w KeyWarmer) *Users {
 	return u
 }
 
-// KeyDestroyer destroys a subject's data key (keys.Keys): erasure needs it.
+// KeyDestroyer destroys a subject's data key (datakeys.Keys): erasure needs it.
 type KeyDestroyer interface {
 	Destroy(ctx context.Context, subject string) error
 }
@@ -1094,7 +1094,7 @@ func ErasureSubject(openUserID int64) string { return domain.UserStream(openUser
 // decrypted data in memory (the next command reloads it, erased).
 func (u *Users) Forget(openUserID int64) { u.loaded.drop(domain.UserStream(openUserID)) }
 
-// Erase erases a channel user (issue 9, item 2): it destroys the user's data
+// Erase erases a channel user (the right to erasure): it destroys the user's data
 // key, so every personal field of theirs in the log reads as null from now
 // on, appends user.erased (who, when, why) to the user's stream, and frees
 // the partner's channel_user_id with channel_user.unbound on the binding

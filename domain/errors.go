@@ -148,7 +148,7 @@ func (v *ValidationError) Has(field string) bool {
 	return ok
 }
 
-// Developer account errors (issue 14, the developer portal).
+// Developer account errors of the developer portal.
 var (
 	// ErrEmailTaken refuses a sign-up with an address another account has.
 	ErrEmailTaken = errors.New("an account with this email already exists")

@@ -29,7 +29,7 @@ const PseudonymKeySize = 32
 // Pseudonyms makes the keyed hashes that name channel users in stream names
 // (and in keys derived from them): HMAC-SHA-256 under a platform key that
 // every node shares and that no restart or master-key rotation changes (the
-// node keeps it in the key store, see keys.Keys.PlatformSecret). The hash is
+// node keeps it in the key store, see datakeys.Keys.PlatformSecret). The hash is
 // deterministic, so one (app_id, channel_user_id) always names one stream,
 // which is what makes the binding a uniqueness lock; without the key it
 // cannot be recomputed from a guessed address.

@@ -88,7 +88,7 @@ func OperatorSessionsStream(id int64) string {
 // reveals, an app's report pulls), so each actor's access history is one stream.
 func AuditStream(actor string) string { return "audit-" + url.PathEscape(actor) }
 
-// DeveloperStream names the stream of one developer account (issue 14).
+// DeveloperStream names the stream of one developer account of the portal.
 func DeveloperStream(id int64) string { return "developer-" + strconv.FormatInt(id, 10) }
 
 // DeveloperEmailStream names the claim of one normalised email address;

@@ -10,7 +10,7 @@ import (
 
 // Every follower decodes every event of its family again, and decoding with
 // encoding/json through reflection was the largest share of a member
-// upsert's CPU across followers (issue 11, round eight: ≈ 66 µs per upsert).
+// upsert's CPU across followers (≈ 66 µs per upsert).
 // A payload type may therefore register a DirectDecoder, built on
 // JSONReader, which reads the shape encoding/json writes. The reader takes
 // a strict subset of JSON (known keys spelled exactly, each once, nulls

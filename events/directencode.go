@@ -4,7 +4,7 @@ import "time"
 
 // Every command encodes the events it appends, and encoding them with
 // encoding/json through reflection was the largest share of a member
-// upsert's encode CPU (issue 11, eleventh round: ≈ 17.5 µs per upsert in
+// upsert's encode CPU (≈ 17.5 µs per upsert in
 // appendAfter, and the same per delivery in the webhook dispatcher). A
 // payload type may therefore register a DirectEncoder, built on
 // AppendJSONString and AppendJSONTime, that writes exactly the bytes

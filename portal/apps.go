@@ -14,7 +14,7 @@ import (
 	"github.com/healthtech/partner-open-platform/internal/auth"
 )
 
-// Application pages (issue 14, item 3): a developer's apps, created in the
+// Application pages: a developer's apps, created in the
 // sandbox with declared scopes and purpose; credentials shown once; the
 // app secret rotated; the production review requested (with the host
 // mini-program's app id for a host-plugin integration); and, once an

@@ -1,4 +1,4 @@
-// Package portal is the developer portal (issue 14): server-rendered pages
+// Package portal is the developer portal: server-rendered pages
 // under /portal/ on the platform's own server, one more edge over the same
 // commands and read models as the API. Every state change is a command
 // that appends events with the signed-in actor ("developer:<id>", or the

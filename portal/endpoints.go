@@ -16,7 +16,7 @@ import (
 	"github.com/healthtech/partner-open-platform/projections"
 )
 
-// Webhook endpoints and their delivery log (issue 14, item 4): a developer
+// Webhook endpoints and their delivery log: a developer
 // manages the endpoints of their own apps. Every change is a command of
 // commands.Apps with the developer as actor; the pages read the app
 // directory (endpoints, as the dispatcher uses them) and the deliveries

@@ -21,6 +21,7 @@ import (
 	"github.com/healthtech/partner-open-platform/internal/httpapi"
 	"github.com/healthtech/partner-open-platform/internal/ratelimit"
 	"github.com/healthtech/partner-open-platform/projections"
+	"github.com/healthtech/partner-open-platform/projections/directory"
 	"github.com/healthtech/partner-open-platform/webhooks"
 )
 
@@ -90,8 +91,8 @@ type Deps struct {
 	Mail         *commands.Mail
 	Apps         *commands.Apps
 	Benefits     *commands.Benefits
-	AppDirectory *projections.Apps
-	Directory    *projections.Developers
+	AppDirectory *directory.Apps
+	Directory    *directory.Developers
 	// DirectoryReady is the runner of Directory: pages wait for it to reach
 	// a write before reading it back (read your writes).
 	DirectoryReady Waiter
@@ -122,7 +123,7 @@ type Waiter interface {
 // OperatorDirectory finds a named operator by id, so an operator session
 // ends when the operator is revoked.
 type OperatorDirectory interface {
-	ByID(id int64) (projections.Operator, bool)
+	ByID(id int64) (directory.Operator, bool)
 }
 
 // ReadModel is what the portal's pages read of the read models.

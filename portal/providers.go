@@ -15,7 +15,7 @@ import (
 	"github.com/healthtech/partner-open-platform/projections"
 )
 
-// Service-provider pages (issue 14, item 5): a developer registers an
+// Service-provider pages: a developer registers an
 // organisation (name, type, contact) for one of their applications, whose
 // credentials it will verify benefit uses with, and follows its review;
 // operators approve or reject it with a reason and set its allowed benefit

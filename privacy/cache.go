@@ -13,7 +13,7 @@ import (
 // the dozen projection runners that each read every event (and a rebuild,
 // where they all read the whole log together) decrypt it once, not once
 // each. It is bounded (FIFO over at most maxEntries events and maxBytes of
-// data) and emptied whenever the key store's epoch moves (keys.Keys.Epoch:
+// data) and emptied whenever the key store's epoch moves (datakeys.Keys.Epoch:
 // every Forget or Destroy, which erasures cause), so plaintext of an
 // erased person never outlives their key in this process; and by the
 // node's periodic sweep (Store.DropOpened), for a key destroyed by another

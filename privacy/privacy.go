@@ -21,7 +21,7 @@
 // work and yield the erased state. A personal value appended for a subject
 // whose key is already destroyed is written as null.
 //
-// Subjects (keys.Keys names them): "user-<open_user_id>" for every event on a
+// Subjects (datakeys.Keys names them): "user-<open_user_id>" for every event on a
 // user's stream, for reports (open_user_id), plugin measurements bound to a
 // platform user, orders with a user_id, and webhook bodies about a user.
 // Personal data that belongs to no channel user takes its aggregate as
@@ -48,8 +48,8 @@ import (
 
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/events/catalog"
+	"github.com/healthtech/partner-open-platform/internal/datakeys"
 	"github.com/healthtech/partner-open-platform/internal/jsonid"
-	"github.com/healthtech/partner-open-platform/keys"
 )
 
 const (
@@ -64,12 +64,12 @@ var Erased = []byte("null")
 // beneath it and shows them decrypted to its callers.
 type Store struct {
 	inner  events.Store
-	keys   *keys.Keys
+	keys   *datakeys.Keys
 	opened *openedCache
 }
 
 // New decorates inner; keys holds the data keys.
-func New(inner events.Store, ks *keys.Keys) *Store {
+func New(inner events.Store, ks *datakeys.Keys) *Store {
 	return &Store{inner: inner, keys: ks, opened: newOpenedCache()}
 }
 
@@ -224,7 +224,7 @@ func (s *Store) seal(ctx context.Context, stream, eventID, eventType string, dat
 	}
 	subject := Subject(stream, eventType, data)
 	key, err := s.keys.DataKey(ctx, subject)
-	destroyed := errors.Is(err, keys.ErrDestroyed)
+	destroyed := errors.Is(err, datakeys.ErrDestroyed)
 	if err != nil && !destroyed {
 		return nil, false, fmt.Errorf("privacy: data key: %w", err)
 	}
@@ -327,7 +327,7 @@ func (s *Store) open(ctx context.Context, env, eventID, path string) ([]byte, er
 		return nil, errors.New("malformed envelope")
 	}
 	key, err := s.keys.ByID(ctx, keyID)
-	if errors.Is(err, keys.ErrNotFound) {
+	if errors.Is(err, datakeys.ErrNotFound) {
 		return Erased, nil
 	}
 	if err != nil {
@@ -520,7 +520,7 @@ func subjectJSON(stream, eventType string, data []byte) string {
 }
 
 func streamSubject(stream string) string {
-	if strings.HasPrefix(stream, "user-") || keys.ValidSubject(stream) {
+	if strings.HasPrefix(stream, "user-") || datakeys.ValidSubject(stream) {
 		return stream
 	}
 	sum := sha256.Sum256([]byte(stream))

@@ -13,19 +13,19 @@ import (
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/events/memory"
 	"github.com/healthtech/partner-open-platform/events/storetest"
+	"github.com/healthtech/partner-open-platform/internal/datakeys"
+	"github.com/healthtech/partner-open-platform/internal/datakeys/files"
 	"github.com/healthtech/partner-open-platform/internal/secrets"
-	"github.com/healthtech/partner-open-platform/keys"
-	"github.com/healthtech/partner-open-platform/keys/files"
 )
 
-func newStore(t testing.TB) (*Store, *keys.Keys) {
+func newStore(t testing.TB) (*Store, *datakeys.Keys) {
 	t.Helper()
 	b, err := files.Open(filepath.Join(t.TempDir(), "keys"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	m, _ := secrets.New(bytes.Repeat([]byte{1}, 32))
-	ks := keys.New(b, m)
+	ks := datakeys.New(b, m)
 	return New(memory.New(), ks), ks
 }
 
@@ -141,7 +141,7 @@ func TestSubjects(t *testing.T) {
 	} {
 		got := Subject(c.stream, c.typ, []byte(c.data))
 		if c.want == "" {
-			if !strings.HasPrefix(got, "stream-") || !keys.ValidSubject(got) {
+			if !strings.HasPrefix(got, "stream-") || !datakeys.ValidSubject(got) {
 				t.Errorf("%s: %s", c.stream, got)
 			}
 			continue
@@ -190,7 +190,7 @@ func TestOpenedEventsCacheForgetsOnErasure(t *testing.T) {
 
 // Another node destroyed the key and died before appending user.erased, so
 // no follower tells this node: once this node's key cache expires
-// (keys.CacheTTL on its clock) and its opened-events cache is emptied (the
+// (datakeys.CacheTTL on its clock) and its opened-events cache is emptied (the
 // node's periodic sweep), its reads show the person's fields as erased.
 func TestDropOpenedLetsAKeyDestroyedElsewhereTakeEffect(t *testing.T) {
 	ctx := context.Background()
@@ -201,7 +201,7 @@ func TestDropOpenedLetsAKeyDestroyedElsewhereTakeEffect(t *testing.T) {
 	m, _ := secrets.New(bytes.Repeat([]byte{1}, 32))
 	inner := memory.New()
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	here := keys.New(b, m)
+	here := datakeys.New(b, m)
 	here.SetClock(func() time.Time { return now })
 	s := New(inner, here)
 	if _, err := s.Append(ctx, "user-7", events.NoStream(), events.Proposed{ID: uuid.NewString(), Type: "user.family_member.created", Data: []byte(member)}); err != nil {
@@ -218,10 +218,10 @@ func TestDropOpenedLetsAKeyDestroyedElsewhereTakeEffect(t *testing.T) {
 	if got := read(); got != member {
 		t.Fatalf("first read %s", got)
 	}
-	if err := keys.New(b, m).Destroy(ctx, "user-7"); err != nil { // the other node
+	if err := datakeys.New(b, m).Destroy(ctx, "user-7"); err != nil { // the other node
 		t.Fatal(err)
 	}
-	now = now.Add(keys.CacheTTL)
+	now = now.Add(datakeys.CacheTTL)
 	if s.Readable(ctx, "user-7") {
 		t.Fatal("the key still reads once this node's key cache expired")
 	}

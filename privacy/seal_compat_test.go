@@ -15,7 +15,7 @@ import (
 
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/events/catalog"
-	"github.com/healthtech/partner-open-platform/keys"
+	"github.com/healthtech/partner-open-platform/internal/datakeys"
 )
 
 // The reference: how personal fields were found and sealed before the
@@ -172,7 +172,7 @@ func refLocate(data []byte, paths []string, listed bool) ([]located, error) {
 }
 
 // refSeal is Seal as it was, with the nonces given (a live key only).
-func refSeal(key keys.Key, eventID string, data []byte, found []located, nonces [][]byte) []byte {
+func refSeal(key datakeys.Key, eventID string, data []byte, found []located, nonces [][]byte) []byte {
 	var out bytes.Buffer
 	last := 0
 	for i, f := range found {

@@ -14,6 +14,7 @@ import (
 	"github.com/healthtech/partner-open-platform/events/catalog"
 	"github.com/healthtech/partner-open-platform/events/memory"
 	"github.com/healthtech/partner-open-platform/projections"
+	"github.com/healthtech/partner-open-platform/projections/directory"
 )
 
 // A journaled directory restored from its positions alone answers as the
@@ -41,7 +42,7 @@ func TestJournalRestoresFromPositions(t *testing.T) {
 	appendOp(1)
 	appendOp(2)
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	followed := projections.NewJournal(projections.NewOperators(), log, reg)
+	followed := projections.NewJournal(directory.NewOperators(), log, reg)
 	run := projections.NewRunner(log, reg, followed, quiet, nil)
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})
@@ -60,7 +61,7 @@ func TestJournalRestoresFromPositions(t *testing.T) {
 		t.Fatalf("journal state = %v %v, want 2 positions up to %v", cp, positions, head)
 	}
 
-	ops := projections.NewOperators()
+	ops := directory.NewOperators()
 	restored := projections.NewJournal(ops, log, reg)
 	if err := restored.Restore(ctx, cp, positions); err != nil {
 		t.Fatal(err)
@@ -92,7 +93,7 @@ func TestJournalRestoresFromPositions(t *testing.T) {
 
 	// Positions of another log's events (here: the noise) are refused.
 	noise := events.Position{Commit: positions[0].Commit + 1, Prepare: positions[0].Prepare + 1}
-	if err := projections.NewJournal(projections.NewOperators(), log, reg).Restore(ctx, cp, []events.Position{noise}); err == nil {
+	if err := projections.NewJournal(directory.NewOperators(), log, reg).Restore(ctx, cp, []events.Position{noise}); err == nil {
 		t.Fatal("restored from a position holding another kind of event")
 	}
 }

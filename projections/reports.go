@@ -61,18 +61,3 @@ type ReportStore interface {
 	// ReportsOfDay lists a user's reports of one Day, ordered by ReportID.
 	ReportsOfDay(ctx context.Context, appID, openUserID int64, day string) ([]Report, error)
 }
-
-// NonceStore remembers nonces for their validity window so that a signed
-// request cannot be replayed.
-type NonceStore interface {
-	// Use records nonce in scope until expires and reports whether it was
-	// fresh: false means it was already used and has not expired.
-	Use(ctx context.Context, scope, nonce string, expires time.Time) (bool, error)
-	// Bind ties key in scope to value until expires: the first caller stores
-	// value and gets fresh=true; later callers get the stored value (fresh
-	// false) to compare with theirs, until it expires and the next caller's
-	// value replaces it. Concurrent callers see one value. Bindings live
-	// apart from nonces (a key never collides with a nonce) and, like
-	// them, survive Reset.
-	Bind(ctx context.Context, scope, key, value string, expires time.Time) (existing string, fresh bool, err error)
-}

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/healthtech/partner-open-platform/events"
+	"github.com/healthtech/partner-open-platform/internal/nonces"
 )
 
 // SnapshotQuery names one user's snapshot: by OpenUserID, or by the
@@ -14,15 +15,9 @@ type SnapshotQuery struct {
 	OpenUserID    int64
 	ChannelUserID string
 	UpdatedAfter  time.Time
-	// Bind, when set, is recorded as NonceStore.Bind records it, in the
+	// Bind, when set, is recorded as nonces.Store.Bind records it, in the
 	// same round trip, first; Snapshot.Bound is then the value that holds.
-	Bind *Binding
-}
-
-// Binding is a NonceStore.Bind call: value tied to key in scope until Expires.
-type Binding struct {
-	Scope, Key, Value string
-	Expires           time.Time
+	Bind *nonces.Binding
 }
 
 // Snapshot is a user's rows read together with the position the users

@@ -10,7 +10,7 @@ import (
 
 	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/internal/httpapi"
-	"github.com/healthtech/partner-open-platform/projections"
+	"github.com/healthtech/partner-open-platform/projections/directory"
 )
 
 // Outbox is the developer portal's mail outbox as the admin API reads it,
@@ -19,11 +19,11 @@ import (
 type Outbox interface {
 	// Outbox returns the messages newest first (pending: only those still
 	// to be sent).
-	Outbox(pending bool) []projections.OutboxMail
+	Outbox(pending bool) []directory.OutboxMail
 }
 
 // outboxStatuses are the statuses the status filter accepts.
-var outboxStatuses = []string{projections.MailQueued, projections.MailRetrying, projections.MailSent, projections.MailFailed}
+var outboxStatuses = []string{directory.MailQueued, directory.MailRetrying, directory.MailSent, directory.MailFailed}
 
 func (q *API) outboxRoutes() []httpapi.Route {
 	return []httpapi.Route{
@@ -42,7 +42,7 @@ func (q *API) listOutbox(w http.ResponseWriter, r *http.Request, _ httprouter.Pa
 		httpapi.Error(w, r, v)
 		return
 	}
-	var mails []projections.OutboxMail
+	var mails []directory.OutboxMail
 	if q.Outbox != nil {
 		mails = q.Outbox.Outbox(false)
 	}

@@ -16,7 +16,9 @@ import (
 	"github.com/healthtech/partner-open-platform/events/catalog"
 	"github.com/healthtech/partner-open-platform/internal/auth"
 	"github.com/healthtech/partner-open-platform/internal/httpapi"
+	"github.com/healthtech/partner-open-platform/internal/nonces"
 	"github.com/healthtech/partner-open-platform/projections"
+	"github.com/healthtech/partner-open-platform/projections/directory"
 )
 
 // DateTime is the spec's Y-m-d H:i:s layout of channel-user and order times.
@@ -28,7 +30,7 @@ const ReadTimeout = 5 * time.Second
 // API holds what the read handlers need.
 type API struct {
 	Store   projections.UserStore
-	Apps    *projections.Apps
+	Apps    *directory.Apps
 	Events  events.Store
 	Runners []*projections.Runner // every projection, for the progress route
 	// Families follow the read models: a read waits only for the family it reads.
@@ -44,7 +46,7 @@ type API struct {
 	Benefits   projections.BenefitStore
 	// Operators is the operator directory; Audit the audit family; Auditor
 	// records the audit fact of each reveal.
-	Operators *projections.Operators
+	Operators *directory.Operators
 	Audit     projections.AuditStore
 	Auditor   Auditor
 	// Outbox is the developer portal's mail outbox (nil: no portal, the
@@ -251,7 +253,7 @@ func (q *API) serveSnapshot(w http.ResponseWriter, r *http.Request, ps httproute
 	ctx := r.Context()
 	if oneTrip {
 		if pending != nil {
-			sq.Bind = &projections.Binding{Scope: pending.Scope, Key: pending.Key, Value: pending.Value, Expires: pending.Expires}
+			sq.Bind = &nonces.Binding{Scope: pending.Scope, Key: pending.Key, Value: pending.Value, Expires: pending.Expires}
 		}
 		snap, recorded, err := q.readSnapshot(ctx, sr, sq)
 		if err != nil {

@@ -21,7 +21,7 @@ var snapshotBufs = sync.Pool{New: func() any { b := make([]byte, 0, 2048); retur
 // escaped, a trailing newline), appended by hand: encoding/json's
 // reflection, its encode state and httpapi's verbatim pass (a random token
 // per response) took 15 of the read handler's 138 µs, this takes 10 with
-// the write (BENCHMARKS.md, issue 11 fourth round).
+// the write.
 // TestSnapshotBytesAsEncodingJSON holds the bytes equal.
 func (q *API) writeSnapshot(w http.ResponseWriter, u projections.User, groups []projections.Group, members []projections.Member) {
 	bp := snapshotBufs.Get().(*[]byte)

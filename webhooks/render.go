@@ -2,10 +2,122 @@ package webhooks
 
 import (
 	"strconv"
+	"time"
 
+	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/events/catalog"
 )
+
+// Rendered is a partner-visible event ready to become a delivery.
+type Rendered struct {
+	Event      string
+	AppID      int64
+	Body       []byte
+	DeadLetter bool
+	// Only is set for an event meant for one endpoint (a test event):
+	// Endpoint names it, and no other endpoint gets a delivery.
+	Only     bool
+	Endpoint int64
+	// deliveryID is the id the body repeats, when it is the delivery's
+	// (see id), so the plan does not derive it a second time.
+	deliveryID string
+}
+
+// id is the id of the delivery of r to endpointID, of source event
+// sourceID: EndpointDeliveryID of r's app. A body renders the id of the
+// event's app (its metadata); a plugin measurement naming another app
+// leaves deliveryID empty and its delivery keeps the id it always had.
+func (r Rendered) id(endpointID int64, sourceID string) string {
+	if r.deliveryID != "" {
+		return r.deliveryID
+	}
+	return EndpointDeliveryID(r.AppID, endpointID, sourceID)
+}
+
+// Render returns the webhook body of a partner-visible event for the app's
+// default endpoint, or ok=false for events partners do not receive
+// (internal bookkeeping, registrations).
+func Render(env events.Envelope, loc *time.Location) (Rendered, bool) {
+	return RenderFor(env, loc, domain.DefaultEndpointID)
+}
+
+// RenderFor is Render for one endpoint of the app: the same body but for
+// the delivery id (EndpointDeliveryID), which the body repeats.
+func RenderFor(env events.Envelope, loc *time.Location, endpointID int64) (Rendered, bool) {
+	appID := env.Metadata.AppID
+	if appID <= 0 {
+		return Rendered{}, false
+	}
+	id := EndpointDeliveryID(appID, endpointID, env.ID)
+	at := env.Metadata.OccurredAt.In(loc).Format(time.RFC3339)
+	switch p := env.Payload.(type) {
+	case *catalog.UserProfileUpdated:
+		b := userBody(p.EventType(), id, appID, p.OpenUserID, p.ChannelUserID, at)
+		b = events.AppendJSONStrings(append(b, `{"changed_fields":`...), p.Changed, true)
+		return rendered(p.EventType(), appID, id, append(b, "}}"...)), true
+	case *catalog.FamilyGroupUpserted:
+		b := userBody(p.EventType(), id, appID, p.OpenUserID, p.ChannelUserID, at)
+		b = appendInt(b, `{"family_group_id":`, p.FamilyGroupID)
+		b = appendInt(b, `,"app_group_id":`, p.AppGroupID)
+		if p.Name != "" {
+			b = appendString(b, `,"name":`, p.Name)
+		}
+		b = strconv.AppendBool(append(b, `,"created":`...), p.Created)
+		return rendered(p.EventType(), appID, id, append(b, "}}"...)), true
+	case *catalog.FamilyGroupDissolved:
+		// The keys in encoding/json's order for the map it rendered: sorted.
+		b := userBody(p.EventType(), id, appID, p.OpenUserID, p.ChannelUserID, at)
+		b = appendInt(b, `{"app_group_id":`, p.AppGroupID)
+		b = append(b, `,"deleted_member_ids":[`...)
+		for i, m := range p.DeletedMemberIDs {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = strconv.AppendInt(b, m, 10)
+		}
+		b = appendInt(append(b, ']'), `,"family_group_id":`, p.FamilyGroupID)
+		return rendered(p.EventType(), appID, id, append(b, "}}"...)), true
+	case *catalog.FamilyMemberCreated:
+		b := userBody(p.EventType(), id, appID, p.OpenUserID, p.ChannelUserID, at)
+		b = appendMember(b, p.Member.MemberID, p.Member.AppUserID, p.Member.FamilyGroupID, p.Member.AppGroupID, nil)
+		return rendered(p.EventType(), appID, id, b), true
+	case *catalog.FamilyMemberUpdated:
+		b := userBody(p.EventType(), id, appID, p.OpenUserID, p.ChannelUserID, at)
+		b = appendMember(b, p.Member.MemberID, p.Member.AppUserID, p.Member.FamilyGroupID, p.Member.AppGroupID, p.Changed)
+		return rendered(p.EventType(), appID, id, b), true
+	case *catalog.FamilyMemberDeleted:
+		b := userBody(p.EventType(), id, appID, p.OpenUserID, p.ChannelUserID, at)
+		b = appendMember(b, p.MemberID, p.AppUserID, p.FamilyGroupID, 0, nil)
+		return rendered(p.EventType(), appID, id, b), true
+	case *catalog.ReportCreated:
+		return report("health.report.created", id, appID, p.OpenUserID, p.ChannelUserID, p.ReportID, p.ReportType, at), true
+	case *catalog.ReportUpdated:
+		return report("health.report.updated", id, appID, p.OpenUserID, p.ChannelUserID, p.ReportID, p.ReportType, at), true
+	case *catalog.PluginMeasurementRecorded:
+		if p.NeedsAnalysis {
+			return Rendered{}, false // plugin.report.ready waits for the algorithm step
+		}
+		return pluginReady(id, appID, p.PluginMeasurement, at), true
+	case *catalog.PluginMeasurementAnalyzed:
+		return pluginReady(id, appID, p.PluginMeasurement, at), true
+	case *catalog.OrderShipped:
+		return orderShipped(id, appID, p, p.ShippedAt.In(loc).Format(time.RFC3339), at), true
+	case *catalog.AppWebhookTestRequested:
+		// A test goes to the endpoint it names, whichever is asked for.
+		id = EndpointDeliveryID(appID, p.EndpointID, env.ID)
+		b := appendString(make([]byte, 0, 256), `{"event":`, domain.TestEvent)
+		b = appendString(b, `,"delivery_id":`, id)
+		b = appendInt(b, `,"app_id":`, appID)
+		b = appendInt(b, `,"endpoint_id":`, p.EndpointID)
+		b = appendString(b, `,"occurred_at":`, at)
+		b = appendString(b, `,"data":{"message":`, "This is a test webhook: the platform can reach this endpoint and signs with its secret.")
+		r := rendered(domain.TestEvent, appID, id, append(b, "}}"...))
+		r.Only, r.Endpoint = true, p.EndpointID
+		return r, true
+	}
+	return Rendered{}, false
+}
 
 // The webhook bodies are written field by field, in the order and with the
 // escaping json.Marshal gave them (every delivery's body is signed, so a

@@ -50,7 +50,7 @@ func envInt(t *testing.T, name string, def int) int {
 	return n
 }
 
-// TestChaosThreeNodes is issue 10's chaos test: three platform processes on
+// TestChaosThreeNodes is the cluster's chaos test: three platform processes on
 // one Postgres event store, Postgres read models and the real Kafka broker
 // take a steady stream of signed partner requests, spread round-robin, while
 // one node at a time is SIGKILLed and restarted. Afterwards, with all three

@@ -7,8 +7,8 @@ import "runtime/debug"
 // (request, decode, seal, append, every follower's decode), so at Go's
 // default of 100 the collector's mark work is a large share of a write's
 // CPU; 200 halves how often it runs at the price of a peak heap of up to
-// three times the live heap instead of two (BENCHMARKS.md, "eighth round:
-// embedded register and member upsert (J3)").
+// three times the live heap instead of two (measured with scripts/bench.sh on the
+// embedded register and member upsert rows).
 const defaultGCPercent = 200
 
 // setDefaultGC applies defaultGCPercent unless the operator chose the

@@ -29,7 +29,7 @@ const (
 	envMeasureSeconds = "PLATFORM_TEST_MEASURE_SECONDS"
 )
 
-// TestMeasureClusterThroughput is issue 10's measurement, opt-in and never
+// TestMeasureClusterThroughput measures how writes scale with nodes, opt-in and never
 // asserted (numbers go to the log): registers/s and webhook deliveries/s
 // with 1, 2 and 3 nodes on the Postgres event store (and the real broker
 // when one is configured), then the Postgres event store's appends/s beside

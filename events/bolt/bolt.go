@@ -43,8 +43,8 @@ import (
 	berrors "go.etcd.io/bbolt/errors"
 
 	"github.com/healthtech/partner-open-platform/events"
-	"github.com/healthtech/partner-open-platform/events/internal/feed"
 	"github.com/healthtech/partner-open-platform/events/internal/rules"
+	"github.com/healthtech/partner-open-platform/events/internal/tail"
 )
 
 // LockTimeout is how long Open waits for another process to release the
@@ -61,7 +61,7 @@ var (
 // locks it) and may use the Store from any number of goroutines.
 type Store struct {
 	db     *bbolt.DB
-	notify *feed.Notifier
+	notify *tail.Notifier
 	closed atomic.Bool
 
 	// durable is the last sequence known to be on disk: ReadAll, ReadStream,
@@ -121,8 +121,8 @@ func Open(path string) (*Store, error) {
 		// Every commit writes the freelist (one more page in the same
 		// fdatasync), so an open after a crash reads it from its page
 		// instead of walking and reading every page of the file: seconds
-		// for a 1.5 GB log, for 3-7 % of a raw append's CPU on that log (see
-		// BENCHMARKS.md, "Embedded start-up, fourth round").
+		// for a 1.5 GB log, for 3-7 % of a raw append's CPU on that log (measured
+		// with TestMeasureRestart and scripts/bench.sh).
 		NoFreelistSync: false,
 		FreelistType:   bbolt.FreelistMapType,
 	})
@@ -155,7 +155,7 @@ func Open(path string) (*Store, error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("events/bolt: read head of %s: %w", path, err)
 	}
-	s := &Store{db: db, notify: feed.NewNotifier(), queue: make(chan *pending, maxGroup)}
+	s := &Store{db: db, notify: tail.NewNotifier(), queue: make(chan *pending, maxGroup)}
 	s.durable.Store(last)
 	s.recent.reset(last + 1)
 	s.committer.Add(1)
@@ -415,7 +415,7 @@ func (s *Store) SubscribeAll(ctx context.Context, after events.Position) (events
 	if err := s.usable(ctx); err != nil {
 		return nil, err
 	}
-	return feed.Subscribe(ctx, after, s.readShared, s.notify), nil
+	return tail.Subscribe(ctx, after, s.readShared, s.notify), nil
 }
 
 // Close implements events.Store; subscriptions end with events.ErrClosed.

@@ -9,7 +9,7 @@ import (
 	bbolt "go.etcd.io/bbolt"
 
 	"github.com/healthtech/partner-open-platform/events"
-	"github.com/healthtech/partner-open-platform/events/internal/feed"
+	"github.com/healthtech/partner-open-platform/events/internal/tail"
 )
 
 // Shared subscription reads. A node runs about ten followers (every
@@ -33,7 +33,7 @@ import (
 
 // blockSize is how many sequences one catch-up block holds: a page of a
 // subscription, so aligned readers take one block per page.
-const blockSize = feed.PageSize
+const blockSize = tail.PageSize
 
 // maxBlocks bounds the catch-up cache (8,192 events, like the ring).
 const maxBlocks = 32

@@ -6,7 +6,7 @@ import (
 	"github.com/healthtech/partner-open-platform/events"
 )
 
-// Developer account events (issue 14): a developer's stream
+// Developer account events of the developer portal: a developer's stream
 // (domain.DeveloperStream) holds sign-up, sessions, password changes and the
 // qualification review; an email-keyed stream (domain.DeveloperEmailStream)
 // holds the one claim that makes an address belong to one account. The

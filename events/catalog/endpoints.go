@@ -1,6 +1,6 @@
 package catalog
 
-// Webhook endpoints beside an app's default one (issue 14, item 4). They
+// Webhook endpoints beside an app's default one. They
 // live in the app's stream, so the app aggregate decides them alone (the
 // endpoint count, ids unique per app) and the app directory that signs and
 // routes webhooks learns them from the same events. The default endpoint

@@ -2,8 +2,8 @@ package catalog
 
 import "time"
 
-// UserErased records that an operator erased a channel user (issue 9,
-// item 2): the user's data key was destroyed before it was appended, so
+// UserErased records that an operator erased a channel user (the right
+// to erasure): the user's data key was destroyed before it was appended, so
 // every personal field of theirs in the log now reads as null, and the read
 // models drop the user. It holds who, when and why, and no personal data:
 // Reason is the operator's note (a ticket number, "PIPL request"), which the

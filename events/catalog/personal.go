@@ -19,7 +19,7 @@ const Redacted = "[redacted]"
 // A path is dot-separated JSON names; "name[]" steps into every element of
 // an array. Every event type has an entry, an empty one when it holds none
 // (TestEveryEventTypeListsItsPersonalFields keeps it complete), so a new
-// event type cannot be forgotten. Per-person encryption (issue 9, item 1)
+// event type cannot be forgotten. Per-person encryption (package privacy)
 // seals exactly these fields; admin reads redact them.
 var personalFields = map[string][]string{
 	"ids.block_reserved":           nil,
@@ -108,7 +108,7 @@ var personalFields = map[string][]string{
 	"app.webhook_endpoint_secret_issued":    nil,
 	"app.webhook_endpoint_secret_activated": nil,
 	"app.webhook_test_requested":            nil,
-	// Developer accounts (issue 14): the email is personal; the password
+	// Developer accounts (the portal): the email is personal; the password
 	// hash is sealed with the master key; a mail's recipient and body are
 	// personal (a body may hold a reset token).
 	"developer.email_claimed":            nil,

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/healthtech/partner-open-platform/events"
-	"github.com/healthtech/partner-open-platform/events/internal/feed"
 	"github.com/healthtech/partner-open-platform/events/internal/rules"
+	"github.com/healthtech/partner-open-platform/events/internal/tail"
 )
 
 // Store holds a whole log in process memory so unit tests need neither disk
@@ -22,7 +22,7 @@ type Store struct {
 	streams map[string][]int // stream -> indexes into log, in revision order
 	ids     map[string]int   // event id -> index into log
 	closed  bool
-	notify  *feed.Notifier
+	notify  *tail.Notifier
 }
 
 var (
@@ -32,7 +32,7 @@ var (
 
 // New returns an empty store, so each test starts from a clean log.
 func New() *Store {
-	return &Store{streams: map[string][]int{}, ids: map[string]int{}, notify: feed.NewNotifier()}
+	return &Store{streams: map[string][]int{}, ids: map[string]int{}, notify: tail.NewNotifier()}
 }
 
 // Append implements events.Store.
@@ -200,7 +200,7 @@ func (s *Store) SubscribeAll(ctx context.Context, after events.Position) (events
 	if s.closed {
 		return nil, events.ErrClosed
 	}
-	return feed.Subscribe(ctx, after, s.ReadAll, s.notify), nil
+	return tail.Subscribe(ctx, after, s.ReadAll, s.notify), nil
 }
 
 // Close implements events.Store; subscriptions end with events.ErrClosed.

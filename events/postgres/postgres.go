@@ -58,8 +58,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/healthtech/partner-open-platform/events"
-	"github.com/healthtech/partner-open-platform/events/internal/feed"
 	"github.com/healthtech/partner-open-platform/events/internal/rules"
+	"github.com/healthtech/partner-open-platform/events/internal/tail"
 )
 
 // appendLock is the pg_advisory_xact_lock key every append holds until it
@@ -78,7 +78,7 @@ const pollEvery = 2 * time.Second
 // database, and a Store may be used from any number of goroutines.
 type Store struct {
 	pool   *pgxpool.Pool
-	notify *feed.Notifier
+	notify *tail.Notifier
 	closed atomic.Bool
 
 	stopListen context.CancelFunc
@@ -120,7 +120,7 @@ func Open(ctx context.Context, url string) (*Store, error) {
 		return nil, err
 	}
 	lctx, stop := context.WithCancel(context.Background())
-	s := &Store{pool: pool, notify: feed.NewNotifier(), stopListen: stop, queue: make(chan *pending, maxGroup),
+	s := &Store{pool: pool, notify: tail.NewNotifier(), stopListen: stop, queue: make(chan *pending, maxGroup),
 		reads: make(chan *readReq, maxReadGroup), readsDone: lctx.Done()}
 	s.listening.Add(2)
 	go s.listen(lctx)
@@ -487,7 +487,7 @@ func (s *Store) SubscribeAll(ctx context.Context, after events.Position) (events
 	if err := s.usable(ctx); err != nil {
 		return nil, err
 	}
-	return feed.Subscribe(ctx, after, s.readShared, s.notify), nil
+	return tail.Subscribe(ctx, after, s.readShared, s.notify), nil
 }
 
 // Close implements events.Store; subscriptions end with events.ErrClosed.

@@ -74,7 +74,7 @@ type Limiter interface {
 }
 
 // Bindings ties a value to a key until it expires; the first value bound
-// holds (projections.NonceStore.Bind implements it on the shared store).
+// holds (nonces.Store.Bind implements it on the shared store).
 type Bindings interface {
 	Bind(ctx context.Context, scope, key, value string, expires time.Time) (existing string, fresh bool, err error)
 }

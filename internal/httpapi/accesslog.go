@@ -15,7 +15,7 @@ const accessLogBuffer = 32 << 10
 // the underlying writer in one write when its buffer fills, at the latest
 // every interval, and at Close, so that a busy node spends one system call
 // on many access lines instead of one per request (≈ 10 µs of a Postgres
-// snapshot read's ≈ 150, BENCHMARKS.md issue 11 eighth round). A kill -9
+// snapshot read's ≈ 150, measured with scripts/bench.sh). A kill -9
 // loses at most the lines of the last interval; audit records never pass
 // through it (they are events). Each Write is kept whole.
 type LineBuffer struct {

@@ -18,7 +18,7 @@ import (
 // slog handler on the same writer. The access log uses it: slog's
 // formatting, its json.Marshal of each float and the logger's
 // runtime.Callers were ≈ 4 % of a Postgres snapshot read's CPU
-// (BENCHMARKS.md issue 11 twelfth round, part A), and Instrument writes
+// (measured with scripts/bench.sh), and Instrument writes
 // through it without building a Record. Each line is one Write, as slog's.
 type LogHandler struct {
 	mu   *sync.Mutex

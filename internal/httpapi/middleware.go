@@ -65,7 +65,7 @@ func NoteFrom(ctx context.Context) *Note {
 // noteKey, in one value: the request's Note and its logger, which carries
 // the request id and is built only when something logs besides the access
 // line (most requests log nothing else, and building it was ≈ 5 µs of a
-// snapshot read, BENCHMARKS.md issue 11 fifth round).
+// snapshot read).
 type requestScope struct {
 	note Note
 	base *slog.Logger

@@ -17,7 +17,7 @@ import (
 )
 
 // SignedStore keeps the records of signed writes: the nonce and binding
-// store the nodes share (projections.NonceStore), whose entries expire on
+// store the nodes share (nonces.Store), whose entries expire on
 // their own. Bind's first value holds; Use is a test-and-set.
 type SignedStore interface {
 	Use(ctx context.Context, scope, nonce string, expires time.Time) (bool, error)

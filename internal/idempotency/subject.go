@@ -13,15 +13,15 @@ import (
 	"strings"
 
 	"github.com/healthtech/partner-open-platform/domain"
-	"github.com/healthtech/partner-open-platform/keys"
+	"github.com/healthtech/partner-open-platform/internal/datakeys"
 )
 
-// SubjectKeys holds the data keys of channel users (keys.Keys implements
+// SubjectKeys holds the data keys of channel users (datakeys.Keys implements
 // it). An answer about a user is sealed with the user's data key, so that
 // erasing the user (which destroys the key) shreds the stored answer too.
 type SubjectKeys interface {
-	DataKey(ctx context.Context, subject string) (keys.Key, error)
-	ByID(ctx context.Context, keyID string) (keys.Key, error)
+	DataKey(ctx context.Context, subject string) (datakeys.Key, error)
+	ByID(ctx context.Context, keyID string) (datakeys.Key, error)
 }
 
 // dataKeyPrefix marks a body sealed with a subject's data key; a body
@@ -81,7 +81,7 @@ func (k *Keeper) sealAnswer(ctx context.Context, stream, subject, plain string) 
 			}
 			ct := key.AEAD.Seal(nonce, nonce, []byte(plain), []byte(stream))
 			return dataKeyPrefix + key.ID + ":" + base64.StdEncoding.EncodeToString(ct), nil
-		case !errors.Is(err, keys.ErrDestroyed):
+		case !errors.Is(err, datakeys.ErrDestroyed):
 			return "", fmt.Errorf("idempotency: data key of the answer: %w", err)
 		}
 	}
@@ -99,7 +99,7 @@ func (k *Keeper) openAnswer(ctx context.Context, stream, sealed string) (string,
 		return "", errors.New("idempotency: malformed stored answer")
 	}
 	key, err := k.Keys.ByID(ctx, keyID)
-	if errors.Is(err, keys.ErrNotFound) {
+	if errors.Is(err, datakeys.ErrNotFound) {
 		return "", errErased
 	}
 	if err != nil {

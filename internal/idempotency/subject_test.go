@@ -7,9 +7,9 @@ import (
 	"testing"
 
 	"github.com/healthtech/partner-open-platform/events"
+	"github.com/healthtech/partner-open-platform/internal/datakeys"
+	keyfiles "github.com/healthtech/partner-open-platform/internal/datakeys/files"
 	"github.com/healthtech/partner-open-platform/internal/idempotency"
-	"github.com/healthtech/partner-open-platform/keys"
-	keyfiles "github.com/healthtech/partner-open-platform/keys/files"
 )
 
 // TestAnswerAboutAUserIsShreddedWithTheirKey: answers about a channel user
@@ -23,7 +23,7 @@ func TestAnswerAboutAUserIsShreddedWithTheirKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ks := keys.New(backend, f.sealer)
+	ks := datakeys.New(backend, f.sealer)
 	k := f.node()
 	k.Keys = ks
 	e := &effect{}

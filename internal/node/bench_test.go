@@ -26,7 +26,7 @@ import (
 //	go test -run '^$' -bench . -benchtime 3s ./internal/node
 
 // benchClients is how many concurrent clients the write and read benchmarks
-// run, as issue 11 measures them.
+// run, as scripts/bench.sh runs them.
 const benchClients = 32
 
 // cpuTime is the process's user+system CPU time so far.
@@ -285,7 +285,7 @@ func BenchmarkEncryption(b *testing.B) {
 }
 
 // BenchmarkMemberUpsertHTTP upserts family members from 32 parallel clients,
-// each on its own user (as issue 11 measures it): signature check, the
+// each on its own user (as scripts/bench.sh does): signature check, the
 // user's cached aggregate, an id allocation and one append per request.
 // Each client cycles over 20 members with a changing name, so every request
 // appends (the first 20 create, the rest update).

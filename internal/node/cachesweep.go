@@ -16,7 +16,7 @@ import (
 // so no erasure follower forgets the key here): every interval it empties
 // the loaded users whose key no longer reads and the cache of decrypted
 // events. With the key cache's own TTL, plaintext of such a person lives
-// here at most keys.CacheTTL plus interval (README, Erasure).
+// here at most datakeys.CacheTTL plus interval (README, Erasure).
 func (n *Node) sweepCaches(users *commands.Users, interval time.Duration) func(context.Context) error {
 	swept := prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "platform_erased_cache_entries_swept_total",

@@ -8,13 +8,13 @@ import (
 	"testing"
 	"time"
 
+	keystore "github.com/healthtech/partner-open-platform/internal/datakeys"
 	"github.com/healthtech/partner-open-platform/internal/node"
-	keystore "github.com/healthtech/partner-open-platform/keys"
 )
 
 // Node A destroys a user's key and dies before appending user.erased, so
 // node B's erasure follower never forgets the key. Once B's key cache has
-// expired (keys.CacheTTL on B's clock), B's periodic cache sweep empties the
+// expired (datakeys.CacheTTL on B's clock), B's periodic cache sweep empties the
 // user B had loaded, although no command loads it again; an operator sees
 // it in /metrics.
 func TestCacheSweepEmptiesAUserWhoseKeyADeadNodeDestroyed(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 	evmemory "github.com/healthtech/partner-open-platform/events/memory"
 	"github.com/healthtech/partner-open-platform/projections"
 	"github.com/healthtech/partner-open-platform/projections/memory"
+	"github.com/healthtech/partner-open-platform/projections/memory/snapfile"
 )
 
 // TestDeliveriesReplayDirectDecodeEqualsRegistry: the deliveries family
@@ -35,7 +36,7 @@ func TestDeliveriesReplayDirectDecodeEqualsRegistry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	replay := func(direct bool) memory.FamilyImage {
+	replay := func(direct bool) snapfile.Image {
 		t.Helper()
 		store := memory.New()
 		decoder := reflective

@@ -14,11 +14,12 @@ import (
 
 	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/internal/auth"
+	"github.com/healthtech/partner-open-platform/internal/nonces"
+	noncebolt "github.com/healthtech/partner-open-platform/internal/nonces/bolt"
+	noncefile "github.com/healthtech/partner-open-platform/internal/nonces/filelog"
 	"github.com/healthtech/partner-open-platform/internal/ratelimit"
 	ratelimitpg "github.com/healthtech/partner-open-platform/internal/ratelimit/postgres"
 	"github.com/healthtech/partner-open-platform/projections"
-	noncebolt "github.com/healthtech/partner-open-platform/projections/bolt"
-	noncefile "github.com/healthtech/partner-open-platform/projections/filelog"
 	"github.com/healthtech/partner-open-platform/queryapi"
 )
 
@@ -45,7 +46,7 @@ func (n *Node) follower(cfg Config, run *projections.Runner) *follower {
 // openNonces picks the replay guard: the Postgres read-model store (shared
 // by every node) or, embedded, an append-only file in the data directory
 // (entries of the bbolt file of earlier releases are carried over once).
-func (n *Node) openNonces(cfg Config) (projections.NonceStore, error) {
+func (n *Node) openNonces(cfg Config) (nonces.Store, error) {
 	if cfg.PostgresURL != "" {
 		n.adapter("replay guard", "Postgres (shared by every node)")
 		return n.ReadModel, nil

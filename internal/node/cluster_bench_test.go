@@ -52,7 +52,7 @@ func BenchmarkSnapshotReadFloor(b *testing.B) {
 	}
 }
 
-// BenchmarkSnapshotPostgres is issue 11's snapshot read on the Postgres
+// BenchmarkSnapshotPostgres is the signed snapshot read on the Postgres
 // event store and read models (one database), 32 clients, against a
 // pgbench -S-like baseline in the same run: 32 clients reading one row by
 // primary key from a 100,000-row table through a pgx pool of 32

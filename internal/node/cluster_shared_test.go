@@ -15,8 +15,8 @@ import (
 
 	"github.com/healthtech/partner-open-platform/internal/auth"
 	"github.com/healthtech/partner-open-platform/internal/node"
+	noncebolt "github.com/healthtech/partner-open-platform/internal/nonces/bolt"
 	"github.com/healthtech/partner-open-platform/internal/pgtest"
-	noncebolt "github.com/healthtech/partner-open-platform/projections/bolt"
 )
 
 // twoNodes opens two nodes on one Postgres event store and one Postgres

@@ -9,7 +9,7 @@ import (
 	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/internal/auth"
-	"github.com/healthtech/partner-open-platform/projections"
+	"github.com/healthtech/partner-open-platform/projections/directory"
 )
 
 // directoryWait bounds how long a lookup waits for a directory to reach
@@ -68,7 +68,7 @@ type headRead struct {
 func (f *follower) await(since time.Time) error {
 	// The common case, a head read confirmed recently enough, returns
 	// without the timer and context of a wait (every authenticated request
-	// asks, profile in BENCHMARKS.md issue 11 fourth round).
+	// asks, so its cost shows in a CPU profile).
 	f.mu.Lock()
 	current := !f.confirmed.Before(since)
 	f.mu.Unlock()
@@ -158,7 +158,7 @@ func lookup[T any](f *follower, what string, find func() (T, bool)) (T, bool) {
 // took the production credentials that replace it) is unknown here, so its
 // credentials are refused like an unknown app's: 401 on every scheme.
 type appDirectory struct {
-	apps *projections.Apps
+	apps *directory.Apps
 	f    *follower
 }
 
@@ -195,20 +195,20 @@ func (d appDirectory) Token(hash string, now time.Time) (int64, string, bool) {
 }
 
 // Uploader finds a reporting side registered through any node.
-func (d appDirectory) Uploader(hash string) (projections.Uploader, bool) {
-	return lookup(d.f, "uploader token", func() (projections.Uploader, bool) { return d.apps.Uploader(hash) })
+func (d appDirectory) Uploader(hash string) (directory.Uploader, bool) {
+	return lookup(d.f, "uploader token", func() (directory.Uploader, bool) { return d.apps.Uploader(hash) })
 }
 
 // operatorDirectory finds named operators for authentication (see
 // follower): one named through another node works here at once, one
 // revoked there is refused here.
 type operatorDirectory struct {
-	ops *projections.Operators
+	ops *directory.Operators
 	f   *follower
 }
 
 // OperatorByTokenHash finds a live named operator as of the log's head.
 func (d operatorDirectory) OperatorByTokenHash(hash string) (auth.Operator, bool) {
-	op, ok := lookup(d.f, "operator token", func() (projections.Operator, bool) { return d.ops.ByTokenHash(hash) })
+	op, ok := lookup(d.f, "operator token", func() (directory.Operator, bool) { return d.ops.ByTokenHash(hash) })
 	return auth.Operator{ID: op.OperatorID, Name: op.Name, Role: op.Role}, ok
 }

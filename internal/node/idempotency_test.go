@@ -141,7 +141,8 @@ func TestIdempotencyKeysReplayPartnerWrites(t *testing.T) {
 	})
 }
 
-// TestVerifyUseRetriedWithItsKeyConsumesOnce: the case. Twenty
+// TestVerifyUseRetriedWithItsKeyConsumesOnce: a timed-out verify-use retried
+// with its Idempotency-Key must not consume twice. Twenty
 // concurrent retries with one key consume one use, and a retry after the
 // duplicate-use cooldown still replays instead of consuming again.
 func TestVerifyUseRetriedWithItsKeyConsumesOnce(t *testing.T) {

@@ -12,9 +12,9 @@ import (
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/events/bolt"
 	"github.com/healthtech/partner-open-platform/events/catalog"
+	keystore "github.com/healthtech/partner-open-platform/internal/datakeys"
 	"github.com/healthtech/partner-open-platform/internal/node"
 	"github.com/healthtech/partner-open-platform/internal/secrets"
-	keystore "github.com/healthtech/partner-open-platform/keys"
 )
 
 // A binding written by the release before hashed names sits on a stream

@@ -31,21 +31,23 @@ import (
 	"github.com/healthtech/partner-open-platform/events/catalog"
 	pgevents "github.com/healthtech/partner-open-platform/events/postgres"
 	"github.com/healthtech/partner-open-platform/internal/auth"
+	"github.com/healthtech/partner-open-platform/internal/datakeys"
+	keyfiles "github.com/healthtech/partner-open-platform/internal/datakeys/files"
+	keyspg "github.com/healthtech/partner-open-platform/internal/datakeys/postgres"
 	"github.com/healthtech/partner-open-platform/internal/httpapi"
 	"github.com/healthtech/partner-open-platform/internal/idempotency"
 	"github.com/healthtech/partner-open-platform/internal/lease"
 	leasemem "github.com/healthtech/partner-open-platform/internal/lease/memory"
 	leasepg "github.com/healthtech/partner-open-platform/internal/lease/postgres"
 	"github.com/healthtech/partner-open-platform/internal/metrics"
+	"github.com/healthtech/partner-open-platform/internal/nonces"
 	"github.com/healthtech/partner-open-platform/internal/openapi"
 	"github.com/healthtech/partner-open-platform/internal/secrets"
-	"github.com/healthtech/partner-open-platform/keys"
-	keyfiles "github.com/healthtech/partner-open-platform/keys/files"
-	keyspg "github.com/healthtech/partner-open-platform/keys/postgres"
 	"github.com/healthtech/partner-open-platform/portal"
 	"github.com/healthtech/partner-open-platform/portal/mail"
 	"github.com/healthtech/partner-open-platform/privacy"
 	"github.com/healthtech/partner-open-platform/projections"
+	"github.com/healthtech/partner-open-platform/projections/directory"
 	"github.com/healthtech/partner-open-platform/projections/memory"
 	"github.com/healthtech/partner-open-platform/projections/postgres"
 	"github.com/healthtech/partner-open-platform/queryapi"
@@ -155,7 +157,7 @@ type Config struct {
 	// bounded by the log's growth, not only by time.
 	SnapshotEvents int
 	// CacheSweepInterval is how often the caches holding decrypted personal
-	// data are checked against the key store (default keys.CacheTTL; tests
+	// data are checked against the key store (default datakeys.CacheTTL; tests
 	// shorten it): it bounds how long a key destroyed by a node that died
 	// before appending user.erased leaves plaintext here (README, Erasure).
 	CacheSweepInterval time.Duration
@@ -188,15 +190,15 @@ type Node struct {
 	// relay reads it, so the Kafka topics carry ciphertext.
 	StoredEvents events.Store
 	// Keys is the per-person data key store.
-	Keys        *keys.Keys
+	Keys        *datakeys.Keys
 	erasureMu   sync.Mutex
 	erasureSeen events.Position // see ErasureSeen
 	ReadModel   ReadModels
 	// Families are the read-model projections by family.
 	Families      map[projections.Family]*projections.Runner
 	Dispatcher    *webhooks.Dispatcher
-	Apps          *projections.Apps
-	Operators     *projections.Operators
+	Apps          *directory.Apps
+	Operators     *directory.Operators
 	Runners       []*projections.Runner
 	Registry      *events.Registry
 	Metrics       *metrics.Metrics
@@ -214,7 +216,7 @@ type Node struct {
 	// Portal is the developer portal served at /portal/; Developers is its
 	// directory of developer accounts and the mail outbox.
 	Portal     *portal.Server
-	Developers *projections.Developers
+	Developers *directory.Developers
 	mailSender *mail.Sender
 
 	log  *slog.Logger
@@ -338,7 +340,7 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 	if err != nil {
 		return nil, err
 	}
-	var keyBackend keys.Backend
+	var keyBackend datakeys.Backend
 	if cfg.PostgresURL != "" {
 		keyBackend, err = keyspg.Open(ctx, cfg.PostgresURL)
 		n.Adapters["personal-data keys"] = "Postgres"
@@ -352,7 +354,7 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 	}
 	n.closers = append(n.closers, keyBackend.Close)
 	mark = phase("keys", mark)
-	n.Keys = keys.New(keyBackend, sealer, sealer.Previous()...)
+	n.Keys = datakeys.New(keyBackend, sealer, sealer.Previous()...)
 	n.Keys.SetClock(cfg.Now)
 	if n.legacyBindings, err = legacyBindings(ctx, n.Keys, n.StoredEvents); err != nil {
 		return nil, err
@@ -411,12 +413,12 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		n.log.Info("adapter", "port", port, "adapter", n.Adapters[port])
 	}
 
-	n.Apps = projections.NewApps(sealer)
+	n.Apps = directory.NewApps(sealer)
 	// The directories journal the positions of their events, so a
 	// snapshot restores them by reading those back, not the whole log.
 	appsJournal := projections.NewJournal(n.Apps, n.Events, n.Registry)
 	appsRunner := projections.NewRunner(n.Events, n.Registry, appsJournal, n.log, n.Metrics.Projected)
-	n.Operators = projections.NewOperators()
+	n.Operators = directory.NewOperators()
 	operatorsJournal := projections.NewJournal(n.Operators, n.Events, n.Registry)
 	operatorsRunner := projections.NewRunner(n.Events, n.Registry, operatorsJournal, n.log, n.Metrics.Projected)
 	n.Runners = []*projections.Runner{appsRunner, operatorsRunner}
@@ -584,7 +586,7 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		n.spawnOwned(runCtx, "erasure purge", n.Leases, "erasure-purge", cfg.LeaseTTL,
 			n.purgeErased(pg, cmp.Or(cfg.ErasurePurgeInterval, DefaultErasurePurgeInterval)))
 	}
-	n.spawn(runCtx, "cache sweep", n.sweepCaches(users, cmp.Or(cfg.CacheSweepInterval, keys.CacheTTL)))
+	n.spawn(runCtx, "cache sweep", n.sweepCaches(users, cmp.Or(cfg.CacheSweepInterval, datakeys.CacheTTL)))
 	if n.Portal != nil {
 		n.spawn(runCtx, "portal mail work", n.Portal.RunMailWork)
 	}
@@ -769,11 +771,11 @@ const LegacyBindingsFlag = "platform.legacy-bindings"
 // at once agree (both read the same log: nothing registers before a node
 // has created the secret); a log begun with hashed names never reads a
 // legacy name.
-func legacyBindings(ctx context.Context, ks *keys.Keys, store events.Store) (bool, error) {
+func legacyBindings(ctx context.Context, ks *datakeys.Keys, store events.Store) (bool, error) {
 	_, err := ks.Backend().Get(ctx, PseudonymSecret)
 	if err == nil {
 		_, err := ks.Backend().Get(ctx, LegacyBindingsFlag)
-		if errors.Is(err, keys.ErrNotFound) {
+		if errors.Is(err, datakeys.ErrNotFound) {
 			return false, nil
 		}
 		if err != nil {
@@ -781,7 +783,7 @@ func legacyBindings(ctx context.Context, ks *keys.Keys, store events.Store) (boo
 		}
 		return true, nil
 	}
-	if !errors.Is(err, keys.ErrNotFound) {
+	if !errors.Is(err, datakeys.ErrNotFound) {
 		return false, fmt.Errorf("channel user pseudonym key: %w", err)
 	}
 	recs, err := store.ReadStream(ctx, domain.IDStream(commands.KindUser), 0, 1)
@@ -805,7 +807,7 @@ func legacyBindings(ctx context.Context, ks *keys.Keys, store events.Store) (boo
 // binding stream at rotation and so break register's uniqueness. The key
 // is derived from the secret with a fixed label, so the secret serves no
 // other purpose directly.
-func OpenPseudonyms(ctx context.Context, ks *keys.Keys) (*domain.Pseudonyms, error) {
+func OpenPseudonyms(ctx context.Context, ks *datakeys.Keys) (*domain.Pseudonyms, error) {
 	secret, err := ks.PlatformSecret(ctx, PseudonymSecret)
 	if err != nil {
 		return nil, fmt.Errorf("channel user pseudonym key: %w", err)
@@ -1226,7 +1228,7 @@ type ReadModels interface {
 	projections.OrderStore
 	projections.BenefitStore
 	projections.AuditStore
-	projections.NonceStore
+	nonces.Store
 	Close() error
 }
 

@@ -17,7 +17,7 @@ import (
 )
 
 // patchClients is how many clients PATCH at once, each its own user, as
-// issue 11 and scripts/bench.sh measure it.
+// scripts/bench.sh measures it.
 const patchClients = 8
 
 // BenchmarkPatchHTTP measures PATCH of a user's profile from 8 clients

@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	pgevents "github.com/healthtech/partner-open-platform/events/postgres"
+	keyspg "github.com/healthtech/partner-open-platform/internal/datakeys/postgres"
 	"github.com/healthtech/partner-open-platform/internal/pgtest"
-	keyspg "github.com/healthtech/partner-open-platform/keys/postgres"
 	pgreadmodels "github.com/healthtech/partner-open-platform/projections/postgres"
 	relaypg "github.com/healthtech/partner-open-platform/relay/postgres"
 	webhookspg "github.com/healthtech/partner-open-platform/webhooks/postgres"

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/healthtech/partner-open-platform/internal/httpapi"
+	"github.com/healthtech/partner-open-platform/internal/measureplugin"
 	"github.com/healthtech/partner-open-platform/internal/node"
-	"github.com/healthtech/partner-open-platform/plugin"
 )
 
 // Recognisable personal values: none may appear in a log line, nor in an
@@ -390,8 +390,8 @@ func drivePersonalRoutes(d *piiDriver) *failingSink {
 	d.refused("daily report: phone as user", daily("channel_user_id="+piiPhone))
 
 	// Plugin sessions with an encrypted profile, and measurements.
-	profile := plugin.Profile{Phone: piiPhone, Gender: "male", BirthDate: piiBirth, Height: 175, Weight: 7000, Name: piiName, Metadata: piiRaw}
-	l, err := plugin.NewLaunch(a.Key, a.Secret, "pii-third", profile, "HOME_MULTI_BIO_MONITOR", "BP", true, time.Now())
+	profile := measureplugin.Profile{Phone: piiPhone, Gender: "male", BirthDate: piiBirth, Height: 175, Weight: 7000, Name: piiName, Metadata: piiRaw}
+	l, err := measureplugin.NewLaunch(a.Key, a.Secret, "pii-third", profile, "HOME_MULTI_BIO_MONITOR", "BP", true, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -400,10 +400,10 @@ func drivePersonalRoutes(d *piiDriver) *failingSink {
 	}
 	d.ok("session", p.plugin("/plugin/v1/sessions", l)).data(t, &s)
 	d.refused("session: replay", p.plugin("/plugin/v1/sessions", l))
-	relaunch := func(pr plugin.Profile, device, mode string) plugin.Launch {
+	relaunch := func(pr measureplugin.Profile, device, mode string) measureplugin.Launch {
 		l := l
 		l.Nonce, l.DeviceKey, l.MeasureMode = freshNonce(), device, mode
-		l.UserProfile, _ = plugin.EncryptProfile(a.Secret, a.Key, l.ThirdUserID, pr)
+		l.UserProfile, _ = measureplugin.EncryptProfile(a.Secret, a.Key, l.ThirdUserID, pr)
 		l.Sign = launchSign(a.Secret, a.Key, l.ThirdUserID, l.Timestamp, l.Nonce)
 		return l
 	}

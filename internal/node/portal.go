@@ -17,6 +17,7 @@ import (
 	"github.com/healthtech/partner-open-platform/portal/mail"
 	"github.com/healthtech/partner-open-platform/portal/mail/smtp"
 	"github.com/healthtech/partner-open-platform/projections"
+	"github.com/healthtech/partner-open-platform/projections/directory"
 )
 
 // PortalConfig is the developer portal's part of the configuration
@@ -88,7 +89,7 @@ func (n *Node) openPortal(ctx context.Context, cfg Config, ids *commands.Allocat
 	if err != nil {
 		return nil, err
 	}
-	n.Developers = projections.NewDevelopers()
+	n.Developers = directory.NewDevelopers()
 	journal := projections.NewJournal(n.Developers, n.Events, n.Registry)
 	runner := projections.NewRunner(n.Events, n.Registry, journal, n.log, n.Metrics.Projected)
 	n.Runners = append(n.Runners, runner)

@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/healthtech/partner-open-platform/internal/measureplugin"
 	"github.com/healthtech/partner-open-platform/internal/node"
-	"github.com/healthtech/partner-open-platform/plugin"
 )
 
 // signH is the test's own scheme H implementation, written from the spec.
@@ -479,7 +479,7 @@ func TestPluginLaunchMeasureAndWebhook(t *testing.T) {
 	a.expect("POST", "/open/v1/channel/users", registerBody("u-1"), http.StatusCreated, "0").data(t, &reg) // phone 13812345678
 
 	// The host server builds launch parameters with the published package.
-	l, err := plugin.NewLaunch(a.Key, a.Secret, "host user 1", plugin.Profile{Phone: "13812345678", Metadata: "order-9"}, "HOME_MULTI_BIO_MONITOR", "BP", true, time.Now())
+	l, err := measureplugin.NewLaunch(a.Key, a.Secret, "host user 1", measureplugin.Profile{Phone: "13812345678", Metadata: "order-9"}, "HOME_MULTI_BIO_MONITOR", "BP", true, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -509,10 +509,10 @@ func TestPluginLaunchMeasureAndWebhook(t *testing.T) {
 	if res := p.plugin("/plugin/v1/sessions", tampered); res.Status != 401 || res.code() != "INVALID_SIGNATURE" {
 		t.Fatalf("bad sign: %d %s", res.Status, res.Raw)
 	}
-	bca, _ := plugin.NewLaunch(a.Key, a.Secret, "u2", plugin.Profile{Gender: "male", BirthDate: "1980-01-01", Height: 180}, "BODY_COMPOSITION_ANALYSIS", "BCA", false, time.Now())
+	bca, _ := measureplugin.NewLaunch(a.Key, a.Secret, "u2", measureplugin.Profile{Gender: "male", BirthDate: "1980-01-01", Height: 180}, "BODY_COMPOSITION_ANALYSIS", "BCA", false, time.Now())
 	noHeight := bca
 	noHeight.Nonce = freshNonce()
-	noHeight.UserProfile, _ = plugin.EncryptProfile(a.Secret, a.Key, "u2", plugin.Profile{Gender: "male", BirthDate: "1980-01-01"})
+	noHeight.UserProfile, _ = measureplugin.EncryptProfile(a.Secret, a.Key, "u2", measureplugin.Profile{Gender: "male", BirthDate: "1980-01-01"})
 	noHeight.Sign = launchSign(a.Secret, a.Key, "u2", noHeight.Timestamp, noHeight.Nonce)
 	if res := p.plugin("/plugin/v1/sessions", noHeight); res.Status != 422 || res.code() != "VALIDATION_ERROR" {
 		t.Fatalf("bca without height: %d %s", res.Status, res.Raw)

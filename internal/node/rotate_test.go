@@ -9,10 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	keystore "github.com/healthtech/partner-open-platform/internal/datakeys"
+	keyfiles "github.com/healthtech/partner-open-platform/internal/datakeys/files"
 	"github.com/healthtech/partner-open-platform/internal/node"
 	"github.com/healthtech/partner-open-platform/internal/secrets"
-	keystore "github.com/healthtech/partner-open-platform/keys"
-	keyfiles "github.com/healthtech/partner-open-platform/keys/files"
 )
 
 // TestMasterKeyRotation: data written under key A stays readable on a node

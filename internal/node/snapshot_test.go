@@ -17,6 +17,7 @@ import (
 	"github.com/healthtech/partner-open-platform/internal/node"
 	"github.com/healthtech/partner-open-platform/projections"
 	"github.com/healthtech/partner-open-platform/projections/memory"
+	"github.com/healthtech/partner-open-platform/projections/memory/snapfile"
 )
 
 // restoredFromSnapshot reports whether a node restored its read models
@@ -29,7 +30,7 @@ func restoredFromSnapshot(p *platform) bool {
 // node is quiet: the webhook dispatcher appends deliveries after the events
 // they come from, so the log is left to settle (its head unchanged for a
 // while, bounded) and the projections to reach it.
-func images(t *testing.T, p *platform) []memory.FamilyImage {
+func images(t *testing.T, p *platform) []snapfile.Image {
 	t.Helper()
 	ctx := context.Background()
 	var last events.Position
@@ -48,7 +49,7 @@ func images(t *testing.T, p *platform) []memory.FamilyImage {
 		time.Sleep(200 * time.Millisecond)
 	}
 	mem := p.node.ReadModel.(*memory.Store)
-	var out []memory.FamilyImage
+	var out []snapfile.Image
 	for _, f := range projections.Families {
 		im, err := mem.Image(context.Background(), f)
 		if err != nil {
@@ -63,7 +64,7 @@ func images(t *testing.T, p *platform) []memory.FamilyImage {
 // family by family, checked from each side. Checkpoints are left out: a
 // family that had nothing to apply saves its checkpoint lazily, so equal
 // rows may sit at different checkpoints.
-func sameModels(t *testing.T, what string, a, b []memory.FamilyImage) {
+func sameModels(t *testing.T, what string, a, b []snapfile.Image) {
 	t.Helper()
 	if len(a) != len(b) {
 		t.Fatalf("%s: %d families vs %d", what, len(a), len(b))
@@ -82,7 +83,7 @@ func sameModels(t *testing.T, what string, a, b []memory.FamilyImage) {
 }
 
 // firstDifference names the first row kind whose rows differ.
-func firstDifference(x, y memory.FamilyImage) string {
+func firstDifference(x, y snapfile.Image) string {
 	vx, vy := reflect.ValueOf(x), reflect.ValueOf(y)
 	for i := 0; i < vx.NumField(); i++ {
 		if vx.Field(i).Kind() != reflect.Slice {
@@ -147,7 +148,7 @@ func fillModels(t *testing.T, a *app, from, n int) []string {
 
 // replayOf starts a node on a copy of dir with snapshots off, so it
 // replays the whole log, and returns its read models.
-func replayOf(t *testing.T, dir string) []memory.FamilyImage {
+func replayOf(t *testing.T, dir string) []snapfile.Image {
 	t.Helper()
 	twin := t.TempDir()
 	copyTree(t, dir, twin)
@@ -407,8 +408,8 @@ func TestSnapshotFollowsTheLogsGrowth(t *testing.T) {
 	path := filepath.Join(dir, node.SnapshotFile)
 	p := start(t, node.Config{DataDir: dir, SnapshotInterval: time.Hour, SnapshotEvents: 10})
 	defer p.stop()
-	usersAt := func() (memory.SnapshotHeader, events.Position, bool) {
-		h, err := memory.ReadSnapshotHeader(path)
+	usersAt := func() (snapfile.Header, events.Position, bool) {
+		h, err := snapfile.ReadHeader(path)
 		if err != nil {
 			return h, events.Position{}, false
 		}
@@ -419,7 +420,7 @@ func TestSnapshotFollowsTheLogsGrowth(t *testing.T) {
 		}
 		return h, events.Position{}, false
 	}
-	var first memory.SnapshotHeader
+	var first snapfile.Header
 	for i := 0; i < 200; i++ { // the snapshot written once caught up (none was found)
 		var ok bool
 		if first, _, ok = usersAt(); ok {

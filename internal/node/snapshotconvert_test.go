@@ -8,9 +8,10 @@ import (
 	"testing"
 
 	"github.com/healthtech/partner-open-platform/events/catalog"
-	"github.com/healthtech/partner-open-platform/keys"
-	keyfiles "github.com/healthtech/partner-open-platform/keys/files"
+	"github.com/healthtech/partner-open-platform/internal/datakeys"
+	keyfiles "github.com/healthtech/partner-open-platform/internal/datakeys/files"
 	"github.com/healthtech/partner-open-platform/projections/memory"
+	"github.com/healthtech/partner-open-platform/projections/memory/snapfile"
 )
 
 // TestConvertSnapshot rewrites the read-model snapshot of the data
@@ -42,15 +43,15 @@ func TestConvertSnapshot(t *testing.T) {
 	}
 	defer backend.Close()
 	path := filepath.Join(dir, SnapshotFile)
-	h, err := memory.ReadSnapshotHeader(path)
+	h, err := snapfile.ReadHeader(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	key, err := keys.New(backend, sealer, sealer.Previous()...).Lookup(ctx, h.KeySubject)
+	key, err := datakeys.New(backend, sealer, sealer.Previous()...).Lookup(ctx, h.KeySubject)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, images, dirs, err := memory.ReadSnapshot(path, key.AEAD)
+	h, images, dirs, err := snapfile.Read(path, key.AEAD)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,11 +67,11 @@ func TestConvertSnapshot(t *testing.T) {
 		}
 	}
 	from := h.Version
-	size, err := memory.WriteSnapshot(path, h, key.AEAD, images, dirs)
+	size, err := snapfile.Write(path, h, key.AEAD, images, dirs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h, err = memory.ReadSnapshotHeader(path); err != nil {
+	if h, err = snapfile.ReadHeader(path); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("%s: format %d rewritten as format %d, %d bytes", path, from, h.Version, size)

@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/healthtech/partner-open-platform/keys"
+	"github.com/healthtech/partner-open-platform/internal/datakeys"
 	"github.com/healthtech/partner-open-platform/projections"
 	"github.com/healthtech/partner-open-platform/projections/memory"
 )
@@ -70,7 +70,7 @@ func (n *Node) loadSnapshot(ctx context.Context, dirs ...*projections.Journal) e
 // person's key is destroyed, the read-model snapshot (which holds their
 // fields in clear) is shredded and held back until the erasure is applied.
 type erasingKeys struct {
-	keys      *keys.Keys
+	keys      *datakeys.Keys
 	snapshots *memory.Snapshotter
 }
 

@@ -168,8 +168,8 @@ func BenchmarkWebhooksEmbedded(b *testing.B) {
 	b.Run("clients=1", func(b *testing.B) { benchWebhooks(b, node.Config{DataDir: b.TempDir()}, 1) })
 }
 
-// BenchmarkWebhooksPaced offers 1,000 updates per second (the issue's
-// latency goal: append→attempt p99 under 100 ms at that rate).
+// BenchmarkWebhooksPaced offers 1,000 updates per second (the latency
+// goal: append→attempt p99 under 100 ms at that rate).
 func BenchmarkWebhooksPaced(b *testing.B) {
 	b.Run("rate=1000", func(b *testing.B) {
 		runWebhookLoad(b, node.Config{DataDir: b.TempDir()}, 32, max(b.N, 2000), 1000, false).report(b, "")

@@ -27,12 +27,13 @@ import (
 	"github.com/healthtech/partner-open-platform/events/memory"
 	"github.com/healthtech/partner-open-platform/internal/auth"
 	"github.com/healthtech/partner-open-platform/internal/httpapi"
+	"github.com/healthtech/partner-open-platform/internal/measureplugin"
 	"github.com/healthtech/partner-open-platform/internal/openapi"
 	"github.com/healthtech/partner-open-platform/internal/openapi/openapitest"
 	"github.com/healthtech/partner-open-platform/internal/ratelimit"
 	"github.com/healthtech/partner-open-platform/internal/secrets"
-	"github.com/healthtech/partner-open-platform/plugin"
 	"github.com/healthtech/partner-open-platform/projections"
+	"github.com/healthtech/partner-open-platform/projections/directory"
 	projmemory "github.com/healthtech/partner-open-platform/projections/memory"
 	"github.com/healthtech/partner-open-platform/queryapi"
 	"github.com/healthtech/partner-open-platform/webhooks"
@@ -104,7 +105,7 @@ func server(t *testing.T, clock *offsetClock) *httptest.Server {
 		t.Fatal(err)
 	}
 	store, reg, readModel := memory.New(), catalog.Registry(), projmemory.New()
-	apps := projections.NewApps(sealer)
+	apps := directory.NewApps(sealer)
 	appsRunner := projections.NewRunner(store, reg, apps, log, nil)
 	runners := []*projections.Runner{appsRunner}
 	families := map[projections.Family]*projections.Runner{}
@@ -800,7 +801,7 @@ func reportTraffic(t *testing.T, c, other *client, openUserID int64, clock *offs
 	c.expect(dailyReport("channel_user_id=u-1", viaForm, c.appKey), 401, "INVALID_TOKEN")
 
 	// Plugin sessions and measurements.
-	launch, err := plugin.NewLaunch(c.appKey, c.secret, "host user 1", plugin.Profile{Phone: "13812345678", Metadata: "order-9"}, "HOME_MULTI_BIO_MONITOR", "BP", true, time.Now())
+	launch, err := measureplugin.NewLaunch(c.appKey, c.secret, "host user 1", measureplugin.Profile{Phone: "13812345678", Metadata: "order-9"}, "HOME_MULTI_BIO_MONITOR", "BP", true, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -818,7 +819,7 @@ func reportTraffic(t *testing.T, c, other *client, openUserID int64, clock *offs
 	c.expect(c.send("POST", "/plugin/v1/sessions", unknownKey, nil), 401, "INVALID_SIGNATURE")
 	badMode := launch
 	badMode.Nonce, badMode.MeasureMode = freshNonce(), "ECG"
-	badMode.Sign = plugin.Sign(c.secret, c.appKey, badMode.ThirdUserID, badMode.Timestamp, badMode.Nonce)
+	badMode.Sign = measureplugin.Sign(c.secret, c.appKey, badMode.ThirdUserID, badMode.Timestamp, badMode.Nonce)
 	c.expect(c.send("POST", "/plugin/v1/sessions", badMode, nil), 422, "VALIDATION_ERROR")
 	c.expect(c.send("POST", "/plugin/v1/sessions", map[string]any{"appKey": c.appKey}, nil), 422, "VALIDATION_ERROR")
 	c.expect(c.send("POST", "/plugin/v1/sessions", `"launch"`, nil), 400, "HTTP_400")
@@ -838,7 +839,7 @@ func reportTraffic(t *testing.T, c, other *client, openUserID int64, clock *offs
 	}
 	c.expect(c.send("POST", "/plugin/v1/sessions/nope/measurements", map[string]any{"data": map[string]any{}}, nil), 404, "SESSION_NOT_FOUND")
 	c.expect(c.send("POST", measure, ``, nil), 400, "HTTP_400")
-	late, err := plugin.NewLaunch(c.appKey, c.secret, "host user 2", plugin.Profile{}, "HOME_SPO2_RING", "SPO2", true, time.Now())
+	late, err := measureplugin.NewLaunch(c.appKey, c.secret, "host user 2", measureplugin.Profile{}, "HOME_SPO2_RING", "SPO2", true, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/healthtech/partner-open-platform/projections"
+	"github.com/healthtech/partner-open-platform/projections/directory"
 )
 
 // Message is one mail as a Mailer sends it.
@@ -30,9 +30,9 @@ type Mailer interface {
 	Send(ctx context.Context, m Message) error
 }
 
-// Outbox lists the messages still to send (projections.Developers).
+// Outbox lists the messages still to send (directory.Developers).
 type Outbox interface {
-	Outbox(pending bool) []projections.OutboxMail
+	Outbox(pending bool) []directory.OutboxMail
 }
 
 // Recorder records an attempt's outcome (commands.Mail.Outcome).

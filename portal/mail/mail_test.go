@@ -7,20 +7,20 @@ import (
 	"testing"
 	"time"
 
-	"github.com/healthtech/partner-open-platform/projections"
+	"github.com/healthtech/partner-open-platform/projections/directory"
 )
 
 type fakeOutbox struct {
 	mu   sync.Mutex
-	mail map[int64]*projections.OutboxMail
+	mail map[int64]*directory.OutboxMail
 }
 
-func (f *fakeOutbox) Outbox(pending bool) []projections.OutboxMail {
+func (f *fakeOutbox) Outbox(pending bool) []directory.OutboxMail {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var out []projections.OutboxMail
+	var out []directory.OutboxMail
 	for _, m := range f.mail {
-		if !pending || m.Status == projections.MailQueued || m.Status == projections.MailRetrying {
+		if !pending || m.Status == directory.MailQueued || m.Status == directory.MailRetrying {
 			out = append(out, *m)
 		}
 	}
@@ -35,11 +35,11 @@ func (f *fakeOutbox) Outcome(_ context.Context, id int64, attempt int, failure s
 	m.Attempts = attempt
 	switch {
 	case failure == "":
-		m.Status = projections.MailSent
+		m.Status = directory.MailSent
 	case final:
-		m.Status, m.LastError = projections.MailFailed, failure
+		m.Status, m.LastError = directory.MailFailed, failure
 	default:
-		m.Status, m.LastError = projections.MailRetrying, failure
+		m.Status, m.LastError = directory.MailRetrying, failure
 	}
 	return nil
 }
@@ -65,9 +65,9 @@ func (m *flakyMailer) Send(_ context.Context, msg Message) error {
 
 func TestSenderRetriesOnScheduleThenGivesUp(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	box := &fakeOutbox{mail: map[int64]*projections.OutboxMail{
-		1: {MailID: 1, To: "a@example.com", Status: projections.MailQueued},
-		2: {MailID: 2, To: "b@example.com", Status: projections.MailQueued},
+	box := &fakeOutbox{mail: map[int64]*directory.OutboxMail{
+		1: {MailID: 1, To: "a@example.com", Status: directory.MailQueued},
+		2: {MailID: 2, To: "b@example.com", Status: directory.MailQueued},
 	}}
 	mailer := &flakyMailer{fails: 100}
 	s := &Sender{Mailer: mailer, From: "p@example.com", Outbox: box, Recorder: box, Retries: []time.Duration{time.Minute, time.Hour},
@@ -92,7 +92,7 @@ func TestSenderRetriesOnScheduleThenGivesUp(t *testing.T) {
 		t.Fatalf("tries after giving up: %d", mailer.tries)
 	}
 	for _, m := range box.Outbox(false) {
-		if m.Status != projections.MailFailed || m.Attempts != 3 || m.LastError != "421 busy" {
+		if m.Status != directory.MailFailed || m.Attempts != 3 || m.LastError != "421 busy" {
 			t.Fatalf("mail %d: %+v", m.MailID, m)
 		}
 	}
@@ -100,7 +100,7 @@ func TestSenderRetriesOnScheduleThenGivesUp(t *testing.T) {
 
 func TestSenderSendsOnceAfterARecoveredFailure(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	box := &fakeOutbox{mail: map[int64]*projections.OutboxMail{7: {MailID: 7, To: "a@example.com", Subject: "s", Body: "b", Status: projections.MailQueued}}}
+	box := &fakeOutbox{mail: map[int64]*directory.OutboxMail{7: {MailID: 7, To: "a@example.com", Subject: "s", Body: "b", Status: directory.MailQueued}}}
 	mailer := &flakyMailer{fails: 1}
 	s := &Sender{Mailer: mailer, From: "p@example.com", Outbox: box, Recorder: box, Retries: []time.Duration{time.Second}, Now: func() time.Time { return now }}
 	s.SendPending(context.Background())
@@ -110,7 +110,7 @@ func TestSenderSendsOnceAfterARecoveredFailure(t *testing.T) {
 	if len(mailer.sent) != 1 || mailer.sent[0].From != "p@example.com" || mailer.sent[0].To != "a@example.com" {
 		t.Fatalf("sent %+v", mailer.sent)
 	}
-	if m := box.Outbox(false)[0]; m.Status != projections.MailSent || m.Attempts != 2 {
+	if m := box.Outbox(false)[0]; m.Status != directory.MailSent || m.Attempts != 2 {
 		t.Fatalf("mail %+v", m)
 	}
 }
@@ -121,7 +121,7 @@ type laggingOutbox struct{ fakeOutbox }
 func (l *laggingOutbox) Outcome(context.Context, int64, int, string, bool) error { return nil }
 
 func TestSenderDoesNotResendWhileTheOutboxLags(t *testing.T) {
-	box := &laggingOutbox{fakeOutbox{mail: map[int64]*projections.OutboxMail{3: {MailID: 3, To: "a@example.com", Status: projections.MailQueued}}}}
+	box := &laggingOutbox{fakeOutbox{mail: map[int64]*directory.OutboxMail{3: {MailID: 3, To: "a@example.com", Status: directory.MailQueued}}}}
 	mailer := &flakyMailer{}
 	s := &Sender{Mailer: mailer, Outbox: box, Recorder: box}
 	for range 3 {

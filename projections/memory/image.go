@@ -10,43 +10,8 @@ import (
 
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/projections"
+	"github.com/healthtech/partner-open-platform/projections/memory/snapfile"
 )
-
-// FamilyImage is one read-model family's rows at its checkpoint: what a
-// snapshot keeps so that a start can restore the family and follow the log
-// from Checkpoint instead of replaying it all. Only rows are kept; the
-// indexes are rebuilt by the same writes the projector makes, so a restored
-// family answers exactly as the replayed one did. Rows are ordered by their
-// key, so two images of equal read models are equal.
-type FamilyImage struct {
-	Family     projections.Family
-	Checkpoint events.Position
-
-	Users   []projections.User
-	Groups  []projections.Group
-	Members []projections.Member
-
-	Deliveries []projections.Delivery
-	Attempts   []projections.Attempt
-
-	Reports []projections.Report
-
-	Goods  []projections.Goods
-	Orders []projections.Order
-
-	BenefitItems []projections.BenefitItem
-	Providers    []projections.ServiceProvider
-	Cards        []projections.Card
-	Fulfillments []projections.Fulfillment
-
-	AuditFacts []projections.AuditFact
-}
-
-// Rows counts the image's rows, for logs and metrics.
-func (im *FamilyImage) Rows() int {
-	return len(im.Users) + len(im.Groups) + len(im.Members) + len(im.Deliveries) + len(im.Attempts) + len(im.Reports) +
-		len(im.Goods) + len(im.Orders) + len(im.BenefitItems) + len(im.Providers) + len(im.Cards) + len(im.Fulfillments) + len(im.AuditFacts)
-}
 
 // unsorted is a map's entries copied as they are: the copy is what an
 // image makes under the family's read lock (which holds the projector);
@@ -88,15 +53,15 @@ func (u unsorted[K, V]) sorted() []V {
 // lock, so the rows are exactly the effect of the log up to the checkpoint.
 // Readers go on meanwhile; the family's projector waits for the copy only,
 // not for the rows' sort into key order, which follows the lock.
-func (s *Store) Image(ctx context.Context, f projections.Family) (FamilyImage, error) {
+func (s *Store) Image(ctx context.Context, f projections.Family) (snapfile.Image, error) {
 	if err := ctx.Err(); err != nil {
-		return FamilyImage{}, err
+		return snapfile.Image{}, err
 	}
 	mu, _, err := s.family(f)
 	if err != nil {
-		return FamilyImage{}, err
+		return snapfile.Image{}, err
 	}
-	im := FamilyImage{Family: f}
+	im := snapfile.Image{Family: f}
 	var sort []func()
 	mu.RLock()
 	s.cpMu.Lock()
@@ -149,7 +114,7 @@ func (s *Store) Image(ctx context.Context, f projections.Family) (FamilyImage, e
 // zero), so the runner replays it from the start of the log. The store
 // takes the image's rows as they are (no copies: a restore's image is
 // decoded for it alone), so the caller must not use the image afterwards.
-func (s *Store) Restore(ctx context.Context, im FamilyImage) (err error) {
+func (s *Store) Restore(ctx context.Context, im snapfile.Image) (err error) {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -266,7 +231,7 @@ func (s *Store) clear(f projections.Family) error {
 // rows, so a restore does not grow them step by step (rehashing every row
 // several times was a tenth of a start's CPU); the caller holds the
 // family's write lock.
-func (s *Store) presize(im FamilyImage) {
+func (s *Store) presize(im snapfile.Image) {
 	switch im.Family {
 	case projections.FamilyUsers:
 		users, groups, members := len(im.Users), len(im.Groups), len(im.Members)

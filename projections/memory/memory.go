@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/healthtech/partner-open-platform/events"
+	"github.com/healthtech/partner-open-platform/internal/nonces"
 	"github.com/healthtech/partner-open-platform/projections"
 )
 
@@ -75,7 +76,7 @@ var (
 	_ projections.DeliveryTx    = (*tx)(nil)
 	_ projections.ReportStore   = (*Store)(nil)
 	_ projections.ReportTx      = (*tx)(nil)
-	_ projections.NonceStore    = (*Store)(nil)
+	_ nonces.Store              = (*Store)(nil)
 	_ projections.OrderStore    = (*Store)(nil)
 	_ projections.OrderTx       = (*tx)(nil)
 	_ projections.BenefitStore  = (*Store)(nil)

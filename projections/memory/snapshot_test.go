@@ -22,11 +22,12 @@ import (
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/events/catalog"
 	evmemory "github.com/healthtech/partner-open-platform/events/memory"
+	"github.com/healthtech/partner-open-platform/internal/datakeys"
+	keyfiles "github.com/healthtech/partner-open-platform/internal/datakeys/files"
 	"github.com/healthtech/partner-open-platform/internal/secrets"
-	"github.com/healthtech/partner-open-platform/keys"
-	keyfiles "github.com/healthtech/partner-open-platform/keys/files"
 	"github.com/healthtech/partner-open-platform/projections"
 	"github.com/healthtech/partner-open-platform/projections/memory"
+	"github.com/healthtech/partner-open-platform/projections/memory/snapfile"
 )
 
 // snapFixture is a store whose families were filled while a log grew, so
@@ -34,7 +35,7 @@ import (
 type snapFixture struct {
 	ctx   context.Context
 	log   *evmemory.Store
-	keys  *keys.Keys
+	keys  *datakeys.Keys
 	store *memory.Store
 	path  string
 }
@@ -51,7 +52,7 @@ func newSnapFixture(t *testing.T) *snapFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &snapFixture{ctx: context.Background(), log: evmemory.New(), keys: keys.New(backend, sealer), store: memory.New(),
+	return &snapFixture{ctx: context.Background(), log: evmemory.New(), keys: datakeys.New(backend, sealer), store: memory.New(),
 		path: filepath.Join(dir, "readmodels.snapshot")}
 }
 
@@ -135,9 +136,9 @@ func (f *snapFixture) fill(t *testing.T, users int) {
 	}))
 }
 
-func imagesOf(t *testing.T, s *memory.Store) []memory.FamilyImage {
+func imagesOf(t *testing.T, s *memory.Store) []snapfile.Image {
 	t.Helper()
-	var out []memory.FamilyImage
+	var out []snapfile.Image
 	for _, f := range projections.Families {
 		im, err := s.Image(context.Background(), f)
 		if err != nil {
@@ -212,7 +213,7 @@ func TestSnapshotDamageIsDetected(t *testing.T) {
 	if len(good) < 2<<20 {
 		t.Fatalf("the fixture makes a %d-byte snapshot: too small to span chunks", len(good))
 	}
-	h, err := memory.ReadSnapshotHeader(f.path)
+	h, err := snapfile.ReadHeader(f.path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,8 +226,8 @@ func TestSnapshotDamageIsDetected(t *testing.T) {
 		if err := os.WriteFile(f.path, good[:n], 0o600); err != nil {
 			t.Fatal(err)
 		}
-		if _, _, _, err := memory.ReadSnapshot(f.path, key.AEAD); !errors.Is(err, memory.ErrSnapshotInvalid) {
-			t.Errorf("cut at %d of %d: %v, want ErrSnapshotInvalid", n, len(good), err)
+		if _, _, _, err := snapfile.Read(f.path, key.AEAD); !errors.Is(err, snapfile.ErrInvalid) {
+			t.Errorf("cut at %d of %d: %v, want snapfile.ErrInvalid", n, len(good), err)
 		}
 	}
 	for _, at := range []int{100, len(good) / 3, len(good) - 5} {
@@ -235,15 +236,15 @@ func TestSnapshotDamageIsDetected(t *testing.T) {
 		if err := os.WriteFile(f.path, bad, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		if _, _, _, err := memory.ReadSnapshot(f.path, key.AEAD); !errors.Is(err, memory.ErrSnapshotInvalid) {
-			t.Errorf("byte %d changed: %v, want ErrSnapshotInvalid", at, err)
+		if _, _, _, err := snapfile.Read(f.path, key.AEAD); !errors.Is(err, snapfile.ErrInvalid) {
+			t.Errorf("byte %d changed: %v, want snapfile.ErrInvalid", at, err)
 		}
 	}
 	if err := os.WriteFile(f.path, append(append([]byte(nil), good...), 0), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, _, err := memory.ReadSnapshot(f.path, key.AEAD); !errors.Is(err, memory.ErrSnapshotInvalid) {
-		t.Errorf("a byte appended: %v, want ErrSnapshotInvalid", err)
+	if _, _, _, err := snapfile.Read(f.path, key.AEAD); !errors.Is(err, snapfile.ErrInvalid) {
+		t.Errorf("a byte appended: %v, want snapfile.ErrInvalid", err)
 	}
 
 	// Load refuses the damaged file, shreds it and leaves the store empty.
@@ -529,23 +530,23 @@ func feedOf(t *testing.T, s *memory.Store) (feed, due []string) {
 // nodes before are still restored, and replaced by one in the current
 // format as soon as the families are ready.
 func TestOlderSnapshotFormatsAreRestoredThenRewritten(t *testing.T) {
-	writers := map[int]func(string, memory.SnapshotHeader, cipher.AEAD, []memory.FamilyImage, []memory.DirectoryImage) error{
-		1: memory.WriteSnapshotV1,
-		2: memory.WriteSnapshotV2,
+	writers := map[int]func(string, snapfile.Header, cipher.AEAD, []snapfile.Image, []snapfile.Directory) error{
+		1: snapfile.WriteV1,
+		2: snapfile.WriteV2,
 	}
 	for format, write := range writers {
 		t.Run(fmt.Sprintf("format %d", format), func(t *testing.T) { testOlderFormatRewritten(t, format, write) })
 	}
 }
 
-func testOlderFormatRewritten(t *testing.T, format int, write func(string, memory.SnapshotHeader, cipher.AEAD, []memory.FamilyImage, []memory.DirectoryImage) error) {
+func testOlderFormatRewritten(t *testing.T, format int, write func(string, snapfile.Header, cipher.AEAD, []snapfile.Image, []snapfile.Directory) error) {
 	f := newSnapFixture(t)
 	f.fill(t, 50)
-	var images []memory.FamilyImage
-	h := memory.SnapshotHeader{KeySubject: "readmodels-snapshot-1", Created: time.Now().UTC()}
+	var images []snapfile.Image
+	h := snapfile.Header{KeySubject: "readmodels-snapshot-1", Created: time.Now().UTC()}
 	for _, im := range imagesOf(t, f.store) {
 		images = append(images, im)
-		h.Families = append(h.Families, memory.SnapshotFamily{Family: im.Family, Checkpoint: im.Checkpoint, EventID: eventAt(t, f, im.Checkpoint), Rows: im.Rows()})
+		h.Families = append(h.Families, snapfile.Family{Family: im.Family, Checkpoint: im.Checkpoint, EventID: eventAt(t, f, im.Checkpoint), Rows: im.Rows()})
 	}
 	key, err := f.keys.DataKey(f.ctx, h.KeySubject)
 	if err != nil {
@@ -569,7 +570,7 @@ func testOlderFormatRewritten(t *testing.T, format int, write func(string, memor
 	go func() { done <- s.Run(ctx, time.Hour, true, func(context.Context) error { return nil }) }()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		if h, err := memory.ReadSnapshotHeader(f.path); err == nil && h.Version == 3 {
+		if h, err := snapfile.ReadHeader(f.path); err == nil && h.Version == 3 {
 			break
 		}
 		if time.Now().After(deadline) {

@@ -14,18 +14,19 @@ import (
 
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/events/catalog"
-	"github.com/healthtech/partner-open-platform/keys"
+	"github.com/healthtech/partner-open-platform/internal/datakeys"
 	"github.com/healthtech/partner-open-platform/projections"
+	"github.com/healthtech/partner-open-platform/projections/memory/snapfile"
 )
 
-// SnapshotKeys is the part of the personal-data key store (keys.Keys) a
+// SnapshotKeys is the part of the personal-data key store (datakeys.Keys) a
 // snapshotter uses: each snapshot is sealed with a data key of its own, so
 // destroying that key (erasure, rebuild) shreds the snapshot even where
 // the file system keeps freed blocks, and a master-key rotation re-seals it
 // like any other data key.
 type SnapshotKeys interface {
-	DataKey(ctx context.Context, subject string) (keys.Key, error)
-	Lookup(ctx context.Context, subject string) (keys.Key, error)
+	DataKey(ctx context.Context, subject string) (datakeys.Key, error)
+	Lookup(ctx context.Context, subject string) (datakeys.Key, error)
 	Destroy(ctx context.Context, subject string) error
 }
 
@@ -106,7 +107,7 @@ func (s *Snapshotter) Load(ctx context.Context) (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	began := time.Now()
-	h, err := ReadSnapshotHeader(s.Path)
+	h, err := snapfile.ReadHeader(s.Path)
 	if errors.Is(err, os.ErrNotExist) {
 		return false, nil
 	}
@@ -129,7 +130,7 @@ func (s *Snapshotter) Load(ctx context.Context) (bool, error) {
 	}
 	for _, f := range append(slices.Clone(h.Families), h.Directories...) {
 		if head.Less(f.Checkpoint) {
-			return reject(fmt.Errorf("%w: family %s is at %s, ahead of the log's head %s", ErrSnapshotInvalid, f.Family, f.Checkpoint, head))
+			return reject(fmt.Errorf("%w: family %s is at %s, ahead of the log's head %s", snapfile.ErrInvalid, f.Family, f.Checkpoint, head))
 		}
 		id, err := eventIDAt(ctx, s.Log, f.Checkpoint)
 		if err != nil {
@@ -137,17 +138,17 @@ func (s *Snapshotter) Load(ctx context.Context) (bool, error) {
 		}
 		if id != f.EventID {
 			return reject(fmt.Errorf("%w: family %s: the log holds event %q at %s, the snapshot was taken after %q",
-				ErrSnapshotInvalid, f.Family, id, f.Checkpoint, f.EventID))
+				snapfile.ErrInvalid, f.Family, id, f.Checkpoint, f.EventID))
 		}
 	}
 	key, err := s.Keys.Lookup(ctx, h.KeySubject)
 	if err != nil {
-		return reject(fmt.Errorf("%w: its key %s: %v", ErrSnapshotInvalid, h.KeySubject, err))
+		return reject(fmt.Errorf("%w: its key %s: %v", snapfile.ErrInvalid, h.KeySubject, err))
 	}
 	// Families are decoded and restored concurrently, each as soon as its
 	// sections are read; a failure anywhere drops them all (reject).
 	var rows atomic.Int64
-	_, dirs, err := ReadSnapshotEach(s.Path, key.AEAD, func(im FamilyImage) error {
+	_, dirs, err := snapfile.ReadEach(s.Path, key.AEAD, func(im snapfile.Image) error {
 		rows.Add(int64(im.Rows()))
 		return s.Store.Restore(ctx, im)
 	})
@@ -205,7 +206,7 @@ var erasedType = (catalog.UserErased{}).EventType()
 // checkpoint of the snapshot's erasing families, up to head. It reads the
 // tail as stored (types only), which a restart after a graceful stop has
 // none of.
-func (s *Snapshotter) erasureAfter(ctx context.Context, h SnapshotHeader, head events.Position) (bool, error) {
+func (s *Snapshotter) erasureAfter(ctx context.Context, h snapfile.Header, head events.Position) (bool, error) {
 	from, found := head, false
 	for _, f := range h.Families {
 		if slices.Contains(s.ErasedBy, f.Family) && f.Checkpoint.Less(from) {
@@ -267,7 +268,7 @@ func (s *Snapshotter) Write(ctx context.Context) error {
 		return ErrSnapshotHeld
 	}
 	began := time.Now()
-	images := make([]FamilyImage, 0, len(s.Families))
+	images := make([]snapfile.Image, 0, len(s.Families))
 	moved := false
 	for _, f := range s.Families {
 		im, err := s.Store.Image(ctx, f)
@@ -279,13 +280,13 @@ func (s *Snapshotter) Write(ctx context.Context) error {
 			moved = true
 		}
 	}
-	dirs := make([]DirectoryImage, 0, len(s.Directories))
+	dirs := make([]snapfile.Directory, 0, len(s.Directories))
 	for _, j := range s.Directories {
 		cp, positions, err := j.State(ctx)
 		if err != nil {
 			return fmt.Errorf("snapshot %s: %w", j.Name(), err)
 		}
-		dirs = append(dirs, DirectoryImage{Name: j.Name(), Checkpoint: cp, Positions: positions})
+		dirs = append(dirs, snapfile.Directory{Name: j.Name(), Checkpoint: cp, Positions: positions})
 		if prev, ok := s.written[projections.Family("directory "+j.Name())]; !ok || prev != cp {
 			moved = true
 		}
@@ -300,27 +301,27 @@ func (s *Snapshotter) Write(ctx context.Context) error {
 			}
 		}
 	}
-	h := SnapshotHeader{KeySubject: "readmodels-snapshot-" + strconv.FormatInt(time.Now().UnixNano(), 10), Created: time.Now().UTC()}
+	h := snapfile.Header{KeySubject: "readmodels-snapshot-" + strconv.FormatInt(time.Now().UnixNano(), 10), Created: time.Now().UTC()}
 	for _, im := range images {
 		id, err := eventIDAt(ctx, s.Log, im.Checkpoint)
 		if err != nil {
 			return fmt.Errorf("snapshot: read the log at %s: %w", im.Checkpoint, err)
 		}
-		h.Families = append(h.Families, SnapshotFamily{Family: im.Family, Checkpoint: im.Checkpoint, EventID: id, Rows: im.Rows()})
+		h.Families = append(h.Families, snapfile.Family{Family: im.Family, Checkpoint: im.Checkpoint, EventID: id, Rows: im.Rows()})
 	}
 	for _, d := range dirs {
 		id, err := eventIDAt(ctx, s.Log, d.Checkpoint)
 		if err != nil {
 			return fmt.Errorf("snapshot: read the log at %s: %w", d.Checkpoint, err)
 		}
-		h.Directories = append(h.Directories, SnapshotFamily{Family: projections.Family(d.Name), Checkpoint: d.Checkpoint, EventID: id, Rows: len(d.Positions)})
+		h.Directories = append(h.Directories, snapfile.Family{Family: projections.Family(d.Name), Checkpoint: d.Checkpoint, EventID: id, Rows: len(d.Positions)})
 	}
 	key, err := s.Keys.DataKey(ctx, h.KeySubject)
 	if err != nil {
 		return fmt.Errorf("snapshot key: %w", err)
 	}
-	old, _ := ReadSnapshotHeader(s.Path)
-	size, err := WriteSnapshot(s.Path, h, key.AEAD, images, dirs)
+	old, _ := snapfile.ReadHeader(s.Path)
+	size, err := snapfile.Write(s.Path, h, key.AEAD, images, dirs)
 	if err != nil {
 		_ = s.Keys.Destroy(ctx, h.KeySubject)
 		return err
@@ -349,7 +350,7 @@ func (s *Snapshotter) Write(ctx context.Context) error {
 func (s *Snapshotter) Invalidate(ctx context.Context, reason string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	h, err := ReadSnapshotHeader(s.Path)
+	h, err := snapfile.ReadHeader(s.Path)
 	if errors.Is(err, os.ErrNotExist) {
 		return
 	}
@@ -369,7 +370,7 @@ func (s *Snapshotter) shred(ctx context.Context, subject string) {
 }
 
 func (s *Snapshotter) shredKey(ctx context.Context, subject string) {
-	if !keys.ValidSubject(subject) {
+	if !datakeys.ValidSubject(subject) {
 		return
 	}
 	if err := s.Keys.Destroy(ctx, subject); err != nil {

@@ -25,7 +25,7 @@ type gated struct {
 	*postgres.Store
 	mu      sync.Mutex
 	armed   bool
-	fenced  bool // pause after the first round trip (fence taken), not before
+	fenced  bool // pause once the fence is taken (after the opening round trip), not before
 	entered chan struct{}
 	release chan struct{}
 }

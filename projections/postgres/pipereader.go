@@ -17,13 +17,12 @@ import (
 
 // readsInFlight is how many round trips of one-row reads a node keeps in
 // flight at once before queueing further reads behind them: the pool's
-// size. Below it a read is sent at once on its own, as it always was; at
+// size. Below it a read is sent at once on its own, as when nothing waits; at
 // it, a read would wait for a connection anyway, and the reads that
 // arrive meanwhile go out together as one pipeline when one round trip
 // returns. A smaller bound (one per core) batched more but cut Postgres'
 // parallelism: on the shared 2-core machine the rate fell to 0.23–0.31×
-// pgbench -S against main's 0.39–0.44× (BENCHMARKS.md, issue 11 eighth
-// round).
+// pgbench -S against 0.39–0.44× at the pool's size (scripts/bench.sh).
 func readsInFlight(pool *pgxpool.Pool) int { return max(2, int(pool.Config().MaxConns)) }
 
 // readBatchMax bounds the reads one pipeline carries, so a burst is sent
@@ -300,8 +299,7 @@ func (r *pipeRow) Scan(dest ...any) error {
 // pipeRow, so that a dest that knows the columns (snapshotRow) decodes the
 // raw values without pgx's per-query scan plans. It is what pool.QueryRow
 // did, minus pgx's argument reflection and scan planning, which were a
-// tenth of the node's CPU per snapshot read (BENCHMARKS.md, issue 11
-// eleventh round).
+// tenth of the node's CPU per snapshot read.
 func readAlone(ctx context.Context, pool *pgxpool.Pool, r *rowRead) error {
 	conn, err := pool.Acquire(ctx)
 	if err != nil {

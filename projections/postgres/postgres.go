@@ -18,6 +18,7 @@ import (
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/internal/lease"
 	leasepg "github.com/healthtech/partner-open-platform/internal/lease/postgres"
+	"github.com/healthtech/partner-open-platform/internal/nonces"
 	"github.com/healthtech/partner-open-platform/projections"
 )
 
@@ -59,7 +60,7 @@ var (
 	_ projections.DeliveryTx    = (*tx)(nil)
 	_ projections.ReportStore   = (*Store)(nil)
 	_ projections.ReportTx      = (*tx)(nil)
-	_ projections.NonceStore    = (*Store)(nil)
+	_ nonces.Store              = (*Store)(nil)
 	_ projections.OrderStore    = (*Store)(nil)
 	_ projections.OrderTx       = (*tx)(nil)
 	_ projections.BenefitStore  = (*Store)(nil)
@@ -161,7 +162,7 @@ func (s *Store) update(ctx context.Context, projection string, pos events.Positi
 	err := pgx.BeginFunc(ctx, s.pool, func(db pgx.Tx) error {
 		t := &tx{db: db, batch: &pgx.Batch{}}
 		defer func() { t.db = nil }() // a Tx kept past its Update must not write
-		// Under a lease, the fence goes first in the first round trip: the
+		// Under a lease, the fence goes first, in the opening round trip: the
 		// transaction commits only while the lease is this writer's.
 		if l, ok := lease.FenceFrom(ctx); ok {
 			leasepg.QueueFence(t.batch, l, s.fenceIdle)
@@ -581,7 +582,7 @@ func (t *tx) EraseUser(ctx context.Context, openUserID int64) error {
 	// taken in one transaction never collides. Only an erasure removes a
 	// user, so no other transaction pays for a stale-document check (a
 	// DELETE over every touched user took 4 ms per member-upsert batch
-	// under load, BENCHMARKS.md twelfth round, part G).
+	// under load).
 	t.batch.Queue(`DELETE FROM user_snapshots WHERE open_user_id = $1`, openUserID)
 	return nil
 }

@@ -11,8 +11,7 @@ import (
 
 // docScanner reads a user_snapshots document (user_snapshot_docs writes
 // it) without reflection: the read's JSON decoding was a fifth of the
-// snapshot handler's CPU with encoding/json (BENCHMARKS.md, issue 11 third
-// round). It scans one string holding the whole document, so the
+// snapshot handler's CPU with encoding/json. It scans one string holding the whole document, so the
 // document's strings are substrings of that one allocation. It accepts any
 // JSON (keys in any order, whitespace, unknown keys skipped) and decodes
 // values as encoding/json decoded them into snapshotDoc: null into a

@@ -286,7 +286,7 @@ func micro(us int64) time.Time { return time.UnixMicro(us).UTC() }
 // Postgres may settle on for the prepared statement looks them up by
 // primary key too: the earlier IN over a UNION of unnest planned as
 // a hash join over a sequential scan of users on every users-family
-// transaction (BENCHMARKS.md, issue 11 fourth round). It is a predicate
+// transaction. It is a predicate
 // on users' rows, so a user listed twice is still written once.
 const refreshSnapshotsQuery = `
 INSERT INTO user_snapshots AS s (open_user_id, app_id, channel_user_id, doc)

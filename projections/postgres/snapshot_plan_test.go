@@ -15,9 +15,8 @@ import (
 // user_snapshot_docs only on a connection's first few executions: Postgres
 // then settles on the prepared statement's generic plan (the pool's
 // statement cache prepares it once per connection), so a users-family
-// transaction does not pay the view's planning (BENCHMARKS.md, issue 11
-// fifth round: what the fourth round measured as planning per transaction
-// was these first executions).
+// transaction does not pay the view's planning (what a profile showed as
+// planning per transaction was these first executions).
 func TestSnapshotRefreshSettlesOnItsGenericPlan(t *testing.T) {
 	ctx := context.Background()
 	s, err := Open(ctx, pgtest.New(t))

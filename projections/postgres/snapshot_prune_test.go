@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/healthtech/partner-open-platform/events"
+	"github.com/healthtech/partner-open-platform/internal/nonces"
 	"github.com/healthtech/partner-open-platform/internal/pgtest"
 	"github.com/healthtech/partner-open-platform/projections"
 )
@@ -48,7 +49,7 @@ SELECT 'm', 'new-' || i, 'GET', i, $1::timestamptz + interval '1 hour' FROM gene
 		return n
 	}
 	q := func(key string) projections.SnapshotQuery {
-		return projections.SnapshotQuery{AppID: 1, OpenUserID: 10, Bind: &projections.Binding{Scope: "m", Key: key, Value: "GET", Expires: now.Add(time.Minute)}}
+		return projections.SnapshotQuery{AppID: 1, OpenUserID: 10, Bind: &nonces.Binding{Scope: "m", Key: key, Value: "GET", Expires: now.Add(time.Minute)}}
 	}
 
 	// Without the roll: nothing pruned; this read is the reference answer.

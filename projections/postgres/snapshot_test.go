@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/healthtech/partner-open-platform/events"
+	"github.com/healthtech/partner-open-platform/internal/nonces"
 	"github.com/healthtech/partner-open-platform/internal/pgtest"
 	"github.com/healthtech/partner-open-platform/projections"
 	"github.com/healthtech/partner-open-platform/projections/postgres"
@@ -43,8 +44,8 @@ func TestSnapshotReadsTheHeadWhenToldHow(t *testing.T) {
 
 var _ storetest.SnapshotStore = (*postgres.Store)(nil)
 
-// A database written before the snapshots part existed (main before issue
-// 11's third round) serves its users' snapshots after the upgrade, as the
+// A database written before the snapshots part existed (no user_snapshots
+// table) serves its users' snapshots after the upgrade, as the
 // separate reads answer them, at the checkpoint it had.
 func TestSnapshotsBackfilledOnUpgrade(t *testing.T) {
 	ctx := context.Background()
@@ -117,10 +118,10 @@ func TestBindingsHoldAcrossNodes(t *testing.T) {
 	defer a.Close()
 	defer b.Close()
 	expires := time.Now().Add(time.Minute)
-	bind := func(key, value string) *projections.Binding {
-		return &projections.Binding{Scope: "m", Key: key, Value: value, Expires: expires}
+	bind := func(key, value string) *nonces.Binding {
+		return &nonces.Binding{Scope: "m", Key: key, Value: value, Expires: expires}
 	}
-	for i := range 2 { // the second round answers from each node's cache
+	for i := range 2 { // the second pass answers from each node's cache
 		snap, err := a.Snapshot(ctx, projections.SnapshotQuery{AppID: 1, OpenUserID: 10, Bind: bind("k1", "GET")})
 		if err != nil || snap.Bound != "GET" {
 			t.Fatalf("round %d: node a's read bound %q, %v; want GET", i, snap.Bound, err)

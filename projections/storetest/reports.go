@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/healthtech/partner-open-platform/events"
+	"github.com/healthtech/partner-open-platform/internal/nonces/noncetest"
 	"github.com/healthtech/partner-open-platform/projections"
 )
 
@@ -415,7 +416,7 @@ func testResetReports(t *testing.T, s Store) {
 	put(t, s, []projections.User{u}, nil, nil)
 	putReports(t, s, r)
 	future := time.Now().Add(time.Hour)
-	wantUse(t, s, "before Reset", "sig", "n-1", future, true)
+	noncetest.WantUse(t, s, "before Reset", "sig", "n-1", future, true)
 
 	if err := s.Reset(ctx); err != nil {
 		t.Fatalf("Reset: %v", err)
@@ -427,8 +428,8 @@ func testResetReports(t *testing.T, s Store) {
 	wantNotFound(t, "UserByPhone after Reset", err)
 	wantCheckpoint(t, s, "reports", events.Position{})
 	// Nonces are not read models: a rebuild must not reopen a replay window.
-	wantUse(t, s, "after Reset", "sig", "n-1", future, false)
-	wantUse(t, s, "new nonce after Reset", "sig", "n-2", future, true)
+	noncetest.WantUse(t, s, "after Reset", "sig", "n-1", future, false)
+	noncetest.WantUse(t, s, "new nonce after Reset", "sig", "n-2", future, true)
 
 	// Usable after Reset, and the old rows do not come back.
 	putReports(t, s, report(1, 10, 2, r.Day))

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/healthtech/partner-open-platform/events"
+	"github.com/healthtech/partner-open-platform/internal/nonces"
 	"github.com/healthtech/partner-open-platform/projections"
 )
 
@@ -138,7 +139,7 @@ func RunSnapshot(t *testing.T, open func(t *testing.T) SnapshotStore) {
 					v = fmt.Sprintf("POST /x/%d", i)
 				}
 				snap, err := s.Snapshot(ctx, projections.SnapshotQuery{AppID: 1, OpenUserID: 10,
-					Bind: &projections.Binding{Scope: "m", Key: "1:sig", Value: v, Expires: expires}})
+					Bind: &nonces.Binding{Scope: "m", Key: "1:sig", Value: v, Expires: expires}})
 				bound[i], errs[i] = snap.Bound, err
 				if err == nil && !snap.Found {
 					errs[i] = fmt.Errorf("reader %d: user not found", i)
@@ -160,12 +161,12 @@ func RunSnapshot(t *testing.T, open func(t *testing.T) SnapshotStore) {
 			t.Fatalf("Bind after the reads = %q, %v, %v; want %q, not fresh", got, fresh, err, bound[0])
 		}
 		snap := must(s.Snapshot(ctx, projections.SnapshotQuery{AppID: 1, OpenUserID: 10,
-			Bind: &projections.Binding{Scope: "m", Key: "1:sig", Value: "PATCH /z", Expires: expires}}))(t)
+			Bind: &nonces.Binding{Scope: "m", Key: "1:sig", Value: "PATCH /z", Expires: expires}}))(t)
 		if snap.Bound != bound[0] {
 			t.Fatalf("a later read's binding = %q, want %q", snap.Bound, bound[0])
 		}
 		snap = must(s.Snapshot(ctx, projections.SnapshotQuery{AppID: 1, OpenUserID: 10,
-			Bind: &projections.Binding{Scope: "m", Key: "1:other", Value: "GET", Expires: expires}}))(t)
+			Bind: &nonces.Binding{Scope: "m", Key: "1:other", Value: "GET", Expires: expires}}))(t)
 		if snap.Bound != "GET" || !snap.Found {
 			t.Fatalf("a new key's binding = %q (found %v), want GET", snap.Bound, snap.Found)
 		}

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/healthtech/partner-open-platform/events"
+	"github.com/healthtech/partner-open-platform/internal/nonces"
+	"github.com/healthtech/partner-open-platform/internal/nonces/noncetest"
 	"github.com/healthtech/partner-open-platform/projections"
 )
 
@@ -22,7 +24,7 @@ type Store interface {
 	projections.OrderStore
 	projections.BenefitStore
 	projections.AuditStore
-	projections.NonceStore
+	nonces.Store
 	Reset(ctx context.Context) error
 	Close() error
 }
@@ -52,7 +54,7 @@ func Run(t *testing.T, open func(t *testing.T) Store) {
 		{"orders", orderCases},
 		{"benefits", benefitCases},
 		{"audit", auditCases},
-		{"nonces", nonceCases},
+		{"nonces", nonceCases()},
 		{"families", familyCases},
 	} {
 		t.Run(suite.name, func(t *testing.T) {
@@ -127,4 +129,14 @@ func BenchmarkUserSnapshotRead(b *testing.B, s Store) {
 type MemberReader interface {
 	// Member returns the member row, deleted or not, if it belongs to appID.
 	Member(ctx context.Context, appID, memberID int64) (projections.Member, error)
+}
+
+// nonceCases runs the replay guard's conformance cases (noncetest) on whole
+// read-model stores, which implement the port too.
+func nonceCases() []testCase {
+	var cs []testCase
+	for _, c := range noncetest.Cases() {
+		cs = append(cs, testCase{c.Name, func(t *testing.T, s Store) { c.Fn(t, s) }})
+	}
+	return cs
 }

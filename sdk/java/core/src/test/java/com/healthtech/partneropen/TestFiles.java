@@ -29,7 +29,7 @@ public final class TestFiles {
 
   /** The platform's own plugin vectors (launch URL, profile encryption). */
   public static Path pluginVectors() {
-    return repoRoot().resolve("plugin/testdata/vectors.json");
+    return repoRoot().resolve("internal/measureplugin/testdata/vectors.json");
   }
 
   /** The OpenAPI document. */

@@ -148,7 +148,7 @@ class VectorsTest {
   @SuppressWarnings("unchecked")
   void pluginProfileMatchesThePlatform() throws Exception {
     Map<String, Object> v = (Map<String, Object>) Json.parse(
-        Files.readAllBytes(repoRoot().resolve("plugin/testdata/vectors.json")));
+        Files.readAllBytes(repoRoot().resolve("internal/measureplugin/testdata/vectors.json")));
     for (Object o : (List<Object>) v.get("profile")) {
       Map<String, Object> c = (Map<String, Object>) o;
       String secret = (String) c.get("appSecret");

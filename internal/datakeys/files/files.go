@@ -1,0 +1,652 @@
+// Package files is the embedded key store backend: an append-only key log
+// (keys.log, one JSON line per record) in a directory of the data directory,
+// with an index of it in memory.
+//
+// Durability: a writer appends its lines and then waits for an fsync of the
+// log that started after its write (group commit: concurrent first uses, and
+// a batch of keys made ahead of use with InsertBatch, share one fsync). A
+// record is handed to anyone, including a concurrent Get, only once it is
+// durable, so a key is on disk before any event sealed with it is appended.
+//
+// Deletion stays real although the log is append-only: Destroy appends a
+// tombstone (the subject and a time, no key material), overwrites the key's
+// line in place with spaces and fsyncs the log, so the sealed key's bytes
+// are gone from the file, not only unreferenced. A re-seal (master-key
+// rotation) appends the new line, makes it durable, then blanks the old one
+// the same way. Open repairs a crash between the two writes (a key line
+// followed by its tombstone or a newer line is blanked again), drops a torn
+// last line, and compacts the log (rewrite of the live lines to a new file,
+// fsync, rename, fsync of the directory) when blanked lines are most of it;
+// the old file's blocks then hold only blanks and live keys, never a
+// destroyed one. A directory of the previous format (one file per subject
+// under subjects/) is moved into the log at Open, and its files are zeroed
+// and removed. One process owns the data directory (the event log's lock
+// says so).
+package files
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/healthtech/partner-open-platform/internal/datakeys"
+)
+
+const logName = "keys.log"
+
+// compactAfter is the size of blanked lines above which Open compacts a log
+// that is mostly blanks.
+const compactAfter = 64 << 10
+
+// Store keeps data keys in one append-only log file.
+type Store struct {
+	dir string
+
+	mu     sync.Mutex // guards everything below but the sync state
+	f      *os.File
+	size   int64
+	index  map[string]*entry
+	dead   int64  // bytes of blanked lines
+	seq    uint64 // writes handed out; a write's ticket is seq after it
+	broken error  // a failed fsync: the file's state is unknown, refuse further use
+
+	smu     sync.Mutex
+	cond    *sync.Cond
+	synced  uint64 // every ticket up to this is durable
+	syncing bool
+}
+
+type entry struct {
+	rec       datakeys.Record
+	off, n    int64 // the live key line (without its newline); n == 0 once destroyed
+	destroyed bool
+	ticket    uint64 // the write that made this entry; durable once synced >= ticket
+}
+
+// line is one record of the log.
+type line struct {
+	Op          string    `json:"op"` // "key" or "destroyed"
+	Subject     string    `json:"subject"`
+	KeyID       string    `json:"key_id,omitempty"`
+	MasterKeyID string    `json:"master_key_id,omitempty"`
+	Sealed      string    `json:"sealed,omitempty"`
+	Created     time.Time `json:"created,omitzero"`
+	At          time.Time `json:"at,omitzero"`
+}
+
+// Open uses (and creates, mode 0700) dir as the key store.
+func Open(dir string) (*Store, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("keys: %w", err)
+	}
+	s := &Store{dir: dir, index: map[string]*entry{}}
+	s.cond = sync.NewCond(&s.smu)
+	if err := s.load(); err != nil {
+		return nil, err
+	}
+	if err := s.migrate(); err != nil {
+		s.f.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Store) path() string { return filepath.Join(s.dir, logName) }
+
+// load reads the log into the index, repairs it and compacts it if needed.
+func (s *Store) load() error {
+	f, err := os.OpenFile(s.path(), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("keys: %w", err)
+	}
+	s.f = f
+	if err := syncDir(s.dir); err != nil { // the log's own directory entry
+		f.Close()
+		return fmt.Errorf("keys: %w", err)
+	}
+	// One read into a buffer of the file's size: io.ReadAll grew it step
+	// by step (tens of MB copied several times per person-heavy log).
+	var b []byte
+	if fi, err := f.Stat(); err == nil && fi.Size() > 0 {
+		b = make([]byte, 0, fi.Size()+1)
+	}
+	b, err = readAll(f, b)
+	if err != nil {
+		f.Close()
+		return fmt.Errorf("keys: read %s: %w", logName, err)
+	}
+	end := int64(bytes.LastIndexByte(b, '\n') + 1)
+	if end < int64(len(b)) { // a torn last line was never acknowledged
+		if err := f.Truncate(end); err != nil {
+			f.Close()
+			return fmt.Errorf("keys: truncate torn line: %w", err)
+		}
+	}
+	s.size = end
+	s.index = make(map[string]*entry, bytes.Count(b[:end], []byte{'\n'}))
+	var stale [][2]int64 // key lines superseded by a later line, to blank again
+	recs := parseLines(b[:end])
+	for _, r := range recs {
+		off, n := r.off, r.n
+		if r.blank {
+			s.dead += n + 1
+			continue
+		}
+		l := r.l
+		if r.err != nil || !datakeys.ValidSubject(l.Subject) {
+			f.Close()
+			return fmt.Errorf("keys: %s is corrupt at byte %d", logName, off)
+		}
+		if old := s.index[l.Subject]; old != nil && old.n > 0 {
+			stale = append(stale, [2]int64{old.off, old.n})
+		}
+		switch l.Op {
+		case "key":
+			s.index[l.Subject] = &entry{rec: datakeys.Record{Subject: l.Subject, KeyID: l.KeyID, MasterKeyID: l.MasterKeyID, Sealed: l.Sealed, Created: l.Created}, off: off, n: n}
+		case "destroyed":
+			s.index[l.Subject] = &entry{rec: datakeys.Record{Subject: l.Subject}, destroyed: true}
+		default:
+			f.Close()
+			return fmt.Errorf("keys: %s has an unknown record %q at byte %d", logName, l.Op, off)
+		}
+	}
+	for _, sp := range stale {
+		if err := s.blank(sp[0], sp[1]); err != nil {
+			f.Close()
+			return err
+		}
+	}
+	if len(stale) > 0 {
+		if err := f.Sync(); err != nil {
+			f.Close()
+			return fmt.Errorf("keys: %w", err)
+		}
+	}
+	if s.dead > compactAfter && s.dead*2 > s.size {
+		return s.compact()
+	}
+	return nil
+}
+
+// compact rewrites the live lines to a new log and renames it into place.
+func (s *Store) compact() error {
+	subjects := make([]string, 0, len(s.index))
+	for subj := range s.index {
+		subjects = append(subjects, subj)
+	}
+	sort.Strings(subjects)
+	var buf bytes.Buffer
+	index := make(map[string]*entry, len(s.index))
+	for _, subj := range subjects {
+		e := *s.index[subj]
+		off := int64(buf.Len())
+		b := encodeLine(e)
+		buf.Write(b)
+		buf.WriteByte('\n')
+		if !e.destroyed {
+			e.off, e.n = off, int64(len(b))
+		}
+		e.ticket = 0
+		index[subj] = &e
+	}
+	tmp := s.path() + ".tmp"
+	if err := writeDurably(tmp, buf.Bytes()); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, s.path()); err != nil {
+		return fmt.Errorf("keys: compact: %w", err)
+	}
+	if err := syncDir(s.dir); err != nil {
+		return fmt.Errorf("keys: compact: %w", err)
+	}
+	f, err := os.OpenFile(s.path(), os.O_RDWR, 0o600)
+	if err != nil {
+		return fmt.Errorf("keys: %w", err)
+	}
+	s.f.Close()
+	s.f, s.index, s.size, s.dead = f, index, int64(buf.Len()), 0
+	return nil
+}
+
+// legacyFile is a subject file of the previous format.
+type legacyFile struct {
+	KeyID       string     `json:"key_id,omitempty"`
+	MasterKeyID string     `json:"master_key_id,omitempty"`
+	Sealed      string     `json:"sealed,omitempty"`
+	Created     time.Time  `json:"created,omitzero"`
+	DestroyedAt *time.Time `json:"destroyed_at,omitempty"`
+}
+
+// migrate moves a subjects/ directory of the previous format into the log,
+// then zeroes and removes its files.
+func (s *Store) migrate() error {
+	legacy := filepath.Join(s.dir, "subjects")
+	entries, err := os.ReadDir(legacy)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("keys: %w", err)
+	}
+	var lines [][]byte
+	var subjects []string
+	for _, e := range entries {
+		name := e.Name()
+		if strings.HasSuffix(name, ".tmp") || !datakeys.ValidSubject(name) {
+			continue
+		}
+		if _, ok := s.index[name]; ok {
+			continue // moved by an earlier, interrupted migration
+		}
+		b, err := os.ReadFile(filepath.Join(legacy, name))
+		if err != nil {
+			return fmt.Errorf("keys: %w", err)
+		}
+		var lf legacyFile
+		if err := json.Unmarshal(b, &lf); err != nil {
+			return fmt.Errorf("keys: subject file %s: %w", name, err)
+		}
+		e := entry{rec: datakeys.Record{Subject: name, KeyID: lf.KeyID, MasterKeyID: lf.MasterKeyID, Sealed: lf.Sealed, Created: lf.Created}, destroyed: lf.DestroyedAt != nil}
+		lines = append(lines, encodeLine(e))
+		subjects = append(subjects, name)
+	}
+	if len(lines) > 0 {
+		if _, err := s.appendLines(subjects, lines, nil); err != nil {
+			return err
+		}
+		if err := s.f.Sync(); err != nil {
+			return fmt.Errorf("keys: %w", err)
+		}
+	}
+	for _, e := range entries {
+		p := filepath.Join(legacy, e.Name())
+		if err := overwrite(p); err != nil {
+			return err
+		}
+		if err := os.Remove(p); err != nil {
+			return fmt.Errorf("keys: %w", err)
+		}
+	}
+	if err := os.Remove(legacy); err != nil {
+		return fmt.Errorf("keys: %w", err)
+	}
+	return syncDir(s.dir)
+}
+
+func encodeLine(e entry) []byte {
+	l := line{Op: "key", Subject: e.rec.Subject, KeyID: e.rec.KeyID, MasterKeyID: e.rec.MasterKeyID, Sealed: e.rec.Sealed, Created: e.rec.Created}
+	if e.destroyed {
+		l = line{Op: "destroyed", Subject: e.rec.Subject, At: time.Now().UTC()}
+	}
+	b, _ := json.Marshal(l) // strings and times only: cannot fail
+	return b
+}
+
+// appendLines writes lines at the end of the log (s.mu held) and indexes
+// them under subjects; it returns the write's ticket. destroyed marks which
+// lines are tombstones (nil: none).
+func (s *Store) appendLines(subjects []string, lines [][]byte, entries []*entry) (uint64, error) {
+	if s.broken != nil {
+		return 0, s.broken
+	}
+	var buf bytes.Buffer
+	offs := make([]int64, len(lines))
+	for i, l := range lines {
+		offs[i] = s.size + int64(buf.Len())
+		buf.Write(l)
+		buf.WriteByte('\n')
+	}
+	if _, err := s.f.WriteAt(buf.Bytes(), s.size); err != nil {
+		s.broken = fmt.Errorf("keys: write %s: %w", logName, err)
+		return 0, s.broken
+	}
+	s.size += int64(buf.Len())
+	s.seq++
+	for i, subj := range subjects {
+		var e *entry
+		if entries != nil {
+			e = entries[i]
+		} else {
+			var l line
+			_ = json.Unmarshal(lines[i], &l)
+			e = &entry{rec: datakeys.Record{Subject: subj, KeyID: l.KeyID, MasterKeyID: l.MasterKeyID, Sealed: l.Sealed, Created: l.Created}, destroyed: l.Op == "destroyed"}
+		}
+		if !e.destroyed {
+			e.off, e.n = offs[i], int64(len(lines[i]))
+		}
+		e.ticket = s.seq
+		s.index[subj] = e
+	}
+	return s.seq, nil
+}
+
+// blank overwrites a line in place with spaces (s.mu held, or at load).
+func (s *Store) blank(off, n int64) error {
+	if _, err := s.f.WriteAt(bytes.Repeat([]byte{' '}, int(n)), off); err != nil {
+		s.broken = fmt.Errorf("keys: blank a line of %s: %w", logName, err)
+		return s.broken
+	}
+	s.dead += n + 1
+	return nil
+}
+
+// durable waits until the write with ticket t is on disk, starting an fsync
+// if none that covers it is running (group commit).
+func (s *Store) durable(t uint64) error {
+	s.smu.Lock()
+	defer s.smu.Unlock()
+	for s.synced < t {
+		if s.syncing {
+			s.cond.Wait()
+			continue
+		}
+		s.syncing = true
+		s.mu.Lock()
+		target, broken, f := s.seq, s.broken, s.f
+		s.mu.Unlock()
+		if broken != nil {
+			s.syncing = false
+			s.cond.Broadcast()
+			return broken
+		}
+		s.smu.Unlock()
+		err := f.Sync()
+		s.smu.Lock()
+		s.syncing = false
+		s.cond.Broadcast()
+		if err != nil {
+			s.mu.Lock()
+			s.broken = fmt.Errorf("keys: fsync %s: %w", logName, err)
+			err = s.broken
+			s.mu.Unlock()
+			return err
+		}
+		if target > s.synced {
+			s.synced = target
+		}
+	}
+	return nil
+}
+
+// lookup returns a durable copy of the subject's entry, or nil.
+func (s *Store) lookup(subject string) (*entry, error) {
+	s.mu.Lock()
+	e := s.index[subject]
+	var c entry
+	if e != nil {
+		c = *e
+	}
+	s.mu.Unlock()
+	if e == nil {
+		return nil, nil
+	}
+	if err := s.durable(c.ticket); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+func result(e *entry) (datakeys.Record, error) {
+	if e == nil {
+		return datakeys.Record{}, datakeys.ErrNotFound
+	}
+	if e.destroyed {
+		return datakeys.Record{}, datakeys.ErrDestroyed
+	}
+	return e.rec, nil
+}
+
+// Insert implements datakeys.Backend.
+func (s *Store) Insert(ctx context.Context, rec datakeys.Record) (datakeys.Record, error) {
+	out, err := s.InsertBatch(ctx, []datakeys.Record{rec})
+	if err != nil {
+		return datakeys.Record{}, err
+	}
+	if out[0].KeyID == "" {
+		return datakeys.Record{}, datakeys.ErrDestroyed
+	}
+	return out[0], nil
+}
+
+// InsertBatch implements datakeys.Backend: every new record is appended in one
+// write and made durable by one fsync.
+func (s *Store) InsertBatch(ctx context.Context, recs []datakeys.Record) ([]datakeys.Record, error) {
+	for _, r := range recs {
+		if !datakeys.ValidSubject(r.Subject) {
+			return nil, fmt.Errorf("%w: %q", datakeys.ErrInvalidSubject, r.Subject)
+		}
+	}
+	out := make([]datakeys.Record, len(recs))
+	var subjects []string
+	var lines [][]byte
+	var entries []*entry
+	s.mu.Lock()
+	var wait uint64
+	for i, r := range recs {
+		if e := s.index[r.Subject]; e != nil {
+			if !e.destroyed {
+				out[i] = e.rec
+			}
+			wait = max(wait, e.ticket)
+			continue
+		}
+		e := &entry{rec: r}
+		subjects, lines, entries = append(subjects, r.Subject), append(lines, encodeLine(*e)), append(entries, e)
+		out[i] = r
+	}
+	if len(lines) > 0 {
+		t, err := s.appendLines(subjects, lines, entries)
+		if err != nil {
+			s.mu.Unlock()
+			return nil, err
+		}
+		wait = t
+	}
+	s.mu.Unlock()
+	if err := s.durable(wait); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Get implements datakeys.Backend.
+func (s *Store) Get(ctx context.Context, subject string) (datakeys.Record, error) {
+	if !datakeys.ValidSubject(subject) {
+		return datakeys.Record{}, datakeys.ErrInvalidSubject
+	}
+	e, err := s.lookup(subject)
+	if err != nil {
+		return datakeys.Record{}, err
+	}
+	return result(e)
+}
+
+// GetByKeyID implements datakeys.Backend.
+func (s *Store) GetByKeyID(ctx context.Context, keyID string) (datakeys.Record, error) {
+	subject, ok := datakeys.SubjectOf(keyID)
+	if !ok || !datakeys.ValidSubject(subject) {
+		return datakeys.Record{}, datakeys.ErrNotFound
+	}
+	rec, err := s.Get(ctx, subject)
+	if errors.Is(err, datakeys.ErrDestroyed) || err == nil && rec.KeyID != keyID {
+		return datakeys.Record{}, datakeys.ErrNotFound
+	}
+	return rec, err
+}
+
+// Destroy implements datakeys.Backend: a tombstone is appended, the key's line
+// is overwritten in place with spaces, and one fsync makes both durable.
+func (s *Store) Destroy(ctx context.Context, subject string) error {
+	if !datakeys.ValidSubject(subject) {
+		return datakeys.ErrInvalidSubject
+	}
+	s.mu.Lock()
+	cur := s.index[subject]
+	if cur != nil && cur.destroyed {
+		t := cur.ticket
+		s.mu.Unlock()
+		return s.durable(t)
+	}
+	t, err := s.appendLines([]string{subject}, [][]byte{encodeLine(entry{rec: datakeys.Record{Subject: subject}, destroyed: true})}, []*entry{{rec: datakeys.Record{Subject: subject}, destroyed: true}})
+	if err == nil && cur != nil {
+		err = s.blank(cur.off, cur.n)
+	}
+	s.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return s.durable(t)
+}
+
+// Update implements datakeys.Backend: the new line is made durable before the
+// old one is blanked, so a crash never loses the key.
+func (s *Store) Update(ctx context.Context, fromMaster string, rec datakeys.Record) error {
+	s.mu.Lock()
+	cur := s.index[rec.Subject]
+	if cur == nil || cur.destroyed || cur.rec.KeyID != rec.KeyID || cur.rec.MasterKeyID != fromMaster {
+		s.mu.Unlock()
+		return nil
+	}
+	old := *cur
+	e := &entry{rec: rec}
+	t, err := s.appendLines([]string{rec.Subject}, [][]byte{encodeLine(*e)}, []*entry{e})
+	s.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if err := s.durable(t); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.seq++
+	t = s.seq
+	err = s.blank(old.off, old.n)
+	s.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return s.durable(t)
+}
+
+// List implements datakeys.Backend.
+func (s *Store) List(ctx context.Context, fn func(datakeys.Record) error) error {
+	s.mu.Lock()
+	var recs []datakeys.Record
+	var wait uint64
+	for _, e := range s.index {
+		if !e.destroyed {
+			recs = append(recs, e.rec)
+			wait = max(wait, e.ticket)
+		}
+	}
+	s.mu.Unlock()
+	if err := s.durable(wait); err != nil {
+		return err
+	}
+	sort.Slice(recs, func(i, j int) bool { return recs[i].KeyID < recs[j].KeyID })
+	for _, r := range recs {
+		if err := fn(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Close implements datakeys.Backend.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.f == nil {
+		return nil
+	}
+	err := s.f.Close()
+	s.f = nil
+	if s.broken == nil {
+		s.broken = errors.New("keys: the key store is closed")
+	}
+	return err
+}
+
+// writeDurably writes b to a new file at path (mode 0600) and fsyncs it.
+func writeDurably(path string, b []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return fmt.Errorf("keys: %w", err)
+	}
+	w := bufio.NewWriter(f)
+	_, err = w.Write(b)
+	if err == nil {
+		err = w.Flush()
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("keys: %w", err)
+	}
+	return nil
+}
+
+// overwrite fills a file with zeros in place and syncs it.
+func overwrite(path string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("keys: %w", err)
+	}
+	info, err := f.Stat()
+	if err == nil {
+		_, err = f.WriteAt(make([]byte, info.Size()), 0)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("keys: overwrite %s: %w", filepath.Base(path), err)
+	}
+	return nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// readAll reads r to its end, appending to b (with room for it all, one read).
+func readAll(r io.Reader, b []byte) ([]byte, error) {
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+	}
+}

@@ -1,0 +1,47 @@
+package files
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/healthtech/partner-open-platform/internal/datakeys"
+)
+
+// The hand decoder of the log's lines accepts exactly what encoding/json
+// accepts and gives the same record, for the lines encodeLine writes and
+// for anything else a damaged or hand-edited log may hold.
+func FuzzParseLine(f *testing.F) {
+	created := time.Date(2026, 11, 23, 12, 37, 54, 914356377, time.UTC)
+	for _, e := range []entry{
+		{rec: recordFor("user-1", created)},
+		{rec: recordFor("readmodels-snapshot-17", time.Time{})},
+		{rec: recordFor("user-2", created), destroyed: true},
+	} {
+		f.Add(encodeLine(e))
+	}
+	for _, s := range []string{
+		`{}`, `{"op":"key"}`, `{"op":"key",}`, `{"op" :"key"}`, `{"op":"k\"ey"}`, `{"op":"k\u0065y","subject":"user-1"}`,
+		`{"OP":"key","Subject":"user-1"}`, `{"op":"key","subject":"user-1","extra":"x"}`, `{"op":"key","subject":null}`,
+		`{"op":"key","created":"2026-11-23T12:37:54Z"}`, `{"op":"key","created":"2026-11-23T1:37:54Z"}`, `{"op":"key","created":"yesterday"}`,
+		`{"op":"key","op":"destroyed"}`, `{"op":"ké"}`, `{"op":"key"}x`, ` {"op":"key"}`, `{"op":"key","subject":1}`, `[]`, ``, `{`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		var want line
+		wantErr := json.Unmarshal(raw, &want)
+		got, err := parseLine(raw)
+		if (err != nil) != (wantErr != nil) {
+			t.Fatalf("%q: parseLine error %v, encoding/json error %v", raw, err, wantErr)
+		}
+		if err == nil && !reflect.DeepEqual(got, want) {
+			t.Fatalf("%q: parseLine %+v, encoding/json %+v", raw, got, want)
+		}
+	})
+}
+
+func recordFor(subject string, created time.Time) datakeys.Record {
+	return datakeys.Record{Subject: subject, KeyID: subject + "~4e4e7e109a0a344a", MasterKeyID: "mk-8153ac4953452bd6", Sealed: "v1:vmX9yZ8/9393K587w71bld+HkA==", Created: created}
+}

@@ -1,0 +1,39 @@
+// Package nonces is the replay guard's port: a store that remembers the
+// nonces of signed requests (scheme H) and the bindings of signatures to
+// routes (scheme M) for their validity window, so that a captured request
+// cannot be replayed. Nonces are not read models: no rebuild of the log may
+// reopen them.
+//
+// The adapters: bolt and filelog keep an embedded node's guard in a file of
+// its data directory; a cluster keeps it in the Postgres read-model store
+// (projections/postgres), shared by every node, and the in-memory read-model
+// store (projections/memory) keeps it for tests and single runs. Both read
+// models implement it because a snapshot read may record a Binding in the
+// same round trip. Every adapter passes the conformance suite noncetest.
+package nonces
+
+import (
+	"context"
+	"time"
+)
+
+// Store remembers nonces for their validity window so that a signed
+// request cannot be replayed.
+type Store interface {
+	// Use records nonce in scope until expires and reports whether it was
+	// fresh: false means it was already used and has not expired.
+	Use(ctx context.Context, scope, nonce string, expires time.Time) (bool, error)
+	// Bind ties key in scope to value until expires: the first caller stores
+	// value and gets fresh=true; later callers get the stored value (fresh
+	// false) to compare with theirs, until it expires and the next caller's
+	// value replaces it. Concurrent callers see one value. Bindings live
+	// apart from nonces (a key never collides with a nonce) and, like
+	// them, survive Reset.
+	Bind(ctx context.Context, scope, key, value string, expires time.Time) (existing string, fresh bool, err error)
+}
+
+// Binding is a Store.Bind call: value tied to key in scope until Expires.
+type Binding struct {
+	Scope, Key, Value string
+	Expires           time.Time
+}

@@ -1,0 +1,359 @@
+// Package directory holds the in-memory directories the edges authenticate
+// and authorise against: apps (with their keys, tokens, uploaders and
+// webhook endpoints), operators and developer accounts (with the portal's
+// mail outbox). Every node keeps them in memory, in every mode: they are
+// few, read on every request, and hold secrets that belong in memory rather
+// than in a read-model database. Each is a projector of the log, journaled
+// (projections.Journal) so a start reads back only its events.
+package directory
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/healthtech/partner-open-platform/domain"
+	"github.com/healthtech/partner-open-platform/events"
+	"github.com/healthtech/partner-open-platform/events/catalog"
+)
+
+// Opener decrypts sealed secrets; the master-key sealer implements it.
+type Opener interface {
+	Open(sealed string) (string, error)
+}
+
+// Apps is the in-memory app directory every node keeps, in every mode:
+// apps are few, read on every request, and hold secrets that belong in
+// memory rather than in a read-model database.
+type Apps struct {
+	opener Opener
+
+	mu        sync.RWMutex
+	pos       events.Position
+	byID      map[int64]*domain.App
+	byKey     map[string]int64
+	tokens    map[string]token // by SHA-256 of the access token
+	issued    int              // tokens issued since the last prune
+	uploaders map[string]Uploader
+}
+
+type token struct {
+	appID   int64
+	scope   string
+	expires time.Time
+	revoked bool
+}
+
+// Uploader is a reporting side with its own ingestion credential.
+type Uploader struct {
+	UploaderID int64
+	Name       string
+}
+
+// NewApps builds an empty directory that opens secrets with opener.
+func NewApps(opener Opener) *Apps {
+	return &Apps{opener: opener, byID: map[int64]*domain.App{}, byKey: map[string]int64{}, tokens: map[string]token{}, uploaders: map[string]Uploader{}}
+}
+
+// Name is the checkpoint name of the projection.
+func (*Apps) Name() string { return "apps" }
+
+// appTypes are the events the directory applies; the runner skips (and
+// neither decrypts nor decodes) the rest of the log, which is most of it.
+var appTypes = typeSet(&catalog.AppCreated{}, &catalog.AppSecretRotated{}, &catalog.AppScopesDeclared{}, &catalog.AppReviewed{},
+	&catalog.TokenIssued{}, &catalog.TokenRevoked{}, &catalog.UploaderRegistered{}, &catalog.AppWebhookConfigured{},
+	&catalog.AppSuspended{}, &catalog.AppResumed{}, &catalog.AppAuthenticationSet{}, &catalog.AppWebhookSecretIssued{}, &catalog.AppWebhookSecretActivated{},
+	&catalog.AppReviewRequested{}, &catalog.AppProductionRevealed{},
+	&catalog.AppWebhookEndpointAdded{}, &catalog.AppWebhookEndpointUpdated{}, &catalog.AppWebhookEndpointDisabled{},
+	&catalog.AppWebhookEndpointEnabled{}, &catalog.AppWebhookEndpointRemoved{}, &catalog.AppWebhookEndpointSecretIssued{},
+	&catalog.AppWebhookEndpointSecretActivated{})
+
+// Handles reports whether the directory applies events of this type.
+func (*Apps) Handles(eventType string) bool { return appTypes[eventType] }
+
+// Checkpoint is held in memory: the directory is rebuilt at every start.
+func (a *Apps) Checkpoint(context.Context) (events.Position, error) {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	return a.pos, nil
+}
+
+// Reset forgets every app.
+func (a *Apps) Reset(context.Context) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.pos, a.byID, a.byKey, a.tokens, a.uploaders = events.Position{}, map[int64]*domain.App{}, map[string]int64{}, map[string]token{}, map[string]Uploader{}
+	return nil
+}
+
+// Apply updates the directory from app events.
+func (a *Apps) Apply(_ context.Context, batch []events.Envelope, pos events.Position) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, env := range batch {
+		at := env.Metadata.OccurredAt.UTC()
+		switch p := env.Payload.(type) {
+		case *catalog.AppCreated:
+			secret, err := a.opener.Open(p.SealedAppSecret)
+			if err != nil {
+				return fmt.Errorf("app %d: %w", p.AppID, err)
+			}
+			hook, err := a.opener.Open(p.SealedWebhookSecret)
+			if err != nil {
+				return fmt.Errorf("app %d: %w", p.AppID, err)
+			}
+			a.byID[p.AppID] = &domain.App{
+				AppID: p.AppID, Name: p.Name, AppKey: p.AppKey, AppSecret: secret, WebhookSecret: hook,
+				WebhookURL: p.WebhookURL, WebhookEvents: p.WebhookEvents, Environment: p.Environment,
+				Scopes: p.Scopes, SandboxAppID: p.SandboxAppID, DeveloperID: p.DeveloperID, Purpose: p.Purpose,
+				CreatedAt: at, UpdatedAt: at,
+			}
+			a.byKey[p.AppKey] = p.AppID
+		case *catalog.AppSecretRotated:
+			app, ok := a.byID[p.AppID]
+			if !ok {
+				continue
+			}
+			secret, err := a.opener.Open(p.SealedAppSecret)
+			if err != nil {
+				return fmt.Errorf("app %d: %w", p.AppID, err)
+			}
+			next := *app
+			next.AppSecret, next.UpdatedAt = secret, at
+			a.byID[p.AppID] = &next
+			// A token was granted against the old secret: a rotation
+			// (often because the secret leaked) ends every token of the
+			// app issued before it, on every node as each applies the
+			// rotation, rather than leaving them live until they expire.
+			for h, t := range a.tokens {
+				if t.appID == p.AppID && !t.revoked {
+					t.revoked = true
+					a.tokens[h] = t
+				}
+			}
+		case *catalog.AppScopesDeclared:
+			if app, ok := a.byID[p.AppID]; ok {
+				next := *app
+				next.Scopes, next.UpdatedAt = p.Scopes, at
+				a.byID[p.AppID] = &next
+			}
+		case *catalog.AppReviewed:
+			if app, ok := a.byID[p.AppID]; ok {
+				next := *app
+				next.Review, next.ProductionAppID, next.UpdatedAt = "rejected", p.ProductionAppID, at
+				next.ReviewNotes, next.PluginAppID, next.ReviewRequested = p.Notes, p.PluginAppID, false
+				if p.Approved {
+					next.Review = "approved"
+				}
+				a.byID[p.AppID] = &next
+			}
+		case *catalog.AppReviewRequested:
+			if app, ok := a.byID[p.AppID]; ok {
+				next := *app
+				next.ReviewRequested, next.HostAppID, next.Review, next.ReviewNotes, next.UpdatedAt = true, p.HostAppID, "", "", at
+				a.byID[p.AppID] = &next
+			}
+		case *catalog.AppProductionRevealed:
+			if err := a.reveal(p, at); err != nil {
+				return err
+			}
+		case *catalog.TokenIssued:
+			a.tokens[p.TokenHash] = token{appID: p.AppID, scope: p.Scope, expires: p.ExpiresAt}
+			a.pruneTokens(at)
+		case *catalog.TokenRevoked:
+			if t, ok := a.tokens[p.TokenHash]; ok {
+				t.revoked = true
+				a.tokens[p.TokenHash] = t
+			}
+		case *catalog.UploaderRegistered:
+			a.uploaders[p.TokenHash] = Uploader{UploaderID: p.UploaderID, Name: p.Name}
+		case *catalog.AppWebhookConfigured:
+			app, ok := a.byID[p.AppID]
+			if !ok {
+				continue
+			}
+			next := *app
+			next.WebhookURL, next.WebhookEvents, next.UpdatedAt = p.WebhookURL, p.WebhookEvents, at
+			a.byID[p.AppID] = &next
+		case *catalog.AppSuspended:
+			if app, ok := a.byID[p.AppID]; ok {
+				next := *app
+				next.Suspended, next.SuspensionReason, next.UpdatedAt = true, p.Reason, at
+				a.byID[p.AppID] = &next
+			}
+		case *catalog.AppResumed:
+			if app, ok := a.byID[p.AppID]; ok {
+				next := *app
+				next.Suspended, next.SuspensionReason, next.UpdatedAt = false, "", at
+				a.byID[p.AppID] = &next
+			}
+		case *catalog.AppAuthenticationSet:
+			if app, ok := a.byID[p.AppID]; ok {
+				next := *app
+				next.RequireSchemeH, next.UpdatedAt = p.RequireSchemeH, at
+				a.byID[p.AppID] = &next
+			}
+		case *catalog.AppWebhookSecretIssued:
+			app, ok := a.byID[p.AppID]
+			if !ok {
+				continue
+			}
+			pending, err := a.opener.Open(p.SealedPendingWebhookSecret)
+			if err != nil {
+				return fmt.Errorf("app %d: %w", p.AppID, err)
+			}
+			next := *app
+			next.PendingWebhookSecret, next.UpdatedAt = pending, at
+			a.byID[p.AppID] = &next
+		case *catalog.AppWebhookSecretActivated:
+			if app, ok := a.byID[p.AppID]; ok && app.PendingWebhookSecret != "" {
+				next := *app
+				next.WebhookSecret, next.PendingWebhookSecret, next.UpdatedAt = app.PendingWebhookSecret, "", at
+				a.byID[p.AppID] = &next
+			}
+		default:
+			if err := a.applyEndpoint(env.Payload, at); err != nil {
+				return err
+			}
+		}
+	}
+	a.pos = pos
+	return nil
+}
+
+// reveal retires the sandbox app and gives its production app the
+// re-issued secrets.
+func (a *Apps) reveal(p *catalog.AppProductionRevealed, at time.Time) error {
+	if app, ok := a.byID[p.AppID]; ok {
+		next := *app
+		next.ProductionRevealed, next.Retired, next.UpdatedAt = true, true, at
+		a.byID[p.AppID] = &next
+	}
+	prod, ok := a.byID[p.ProductionAppID]
+	if !ok {
+		return nil
+	}
+	secret, err := a.opener.Open(p.SealedAppSecret)
+	if err != nil {
+		return fmt.Errorf("app %d: %w", p.ProductionAppID, err)
+	}
+	hook, err := a.opener.Open(p.SealedWebhookSecret)
+	if err != nil {
+		return fmt.Errorf("app %d: %w", p.ProductionAppID, err)
+	}
+	next := *prod
+	next.AppSecret, next.WebhookSecret, next.UpdatedAt = secret, hook, at
+	a.byID[p.ProductionAppID] = &next
+	return nil
+}
+
+// ByDeveloper lists a portal developer's apps ordered by id (none for 0:
+// operators' apps belong to no developer).
+func (a *Apps) ByDeveloper(developerID int64) []domain.App {
+	if developerID == 0 {
+		return nil
+	}
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	var out []domain.App
+	for _, app := range a.byID {
+		if app.DeveloperID == developerID {
+			out = append(out, *app)
+		}
+	}
+	slices.SortFunc(out, func(x, y domain.App) int { return cmp.Compare(x.AppID, y.AppID) })
+	return out
+}
+
+// ReviewRequests lists the sandbox apps whose review request awaits an
+// operator's decision, oldest request first by app id.
+func (a *Apps) ReviewRequests() []domain.App {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	var out []domain.App
+	for _, app := range a.byID {
+		if app.ReviewRequested {
+			out = append(out, *app)
+		}
+	}
+	slices.SortFunc(out, func(x, y domain.App) int { return cmp.Compare(x.AppID, y.AppID) })
+	return out
+}
+
+// ByID finds an app by its numeric id.
+func (a *Apps) ByID(id int64) (domain.App, bool) {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	app, ok := a.byID[id]
+	if !ok {
+		return domain.App{}, false
+	}
+	return *app, true
+}
+
+// ByKey finds an app by its app key.
+func (a *Apps) ByKey(key string) (domain.App, bool) {
+	a.mu.RLock()
+	id, ok := a.byKey[key]
+	a.mu.RUnlock()
+	if !ok {
+		return domain.App{}, false
+	}
+	return a.ByID(id)
+}
+
+// List returns every app ordered by id.
+func (a *Apps) List() []domain.App {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	out := make([]domain.App, 0, len(a.byID))
+	for _, app := range a.byID {
+		out = append(out, *app)
+	}
+	slices.SortFunc(out, func(x, y domain.App) int { return int(x.AppID - y.AppID) })
+	return out
+}
+
+// pruneTokens drops tokens that expired an hour before now, every 1024
+// issues, keeping the directory about as small as the set of live tokens.
+func (a *Apps) pruneTokens(now time.Time) {
+	if a.issued++; a.issued < 1024 {
+		return
+	}
+	a.issued = 0
+	for h, t := range a.tokens {
+		if t.expires.Before(now.Add(-time.Hour)) {
+			delete(a.tokens, h)
+		}
+	}
+}
+
+// Token finds the app of a live access token by its SHA-256.
+func (a *Apps) Token(hash string, now time.Time) (appID int64, scope string, ok bool) {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	t, found := a.tokens[hash]
+	if !found || t.revoked || !now.Before(t.expires) {
+		return 0, "", false
+	}
+	return t.appID, t.scope, true
+}
+
+// Uploader finds a reporting side by the SHA-256 of its token.
+func (a *Apps) Uploader(hash string) (Uploader, bool) {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	u, ok := a.uploaders[hash]
+	return u, ok
+}
+
+func typeSet(ps ...events.Payload) map[string]bool {
+	m := make(map[string]bool, len(ps))
+	for _, p := range ps {
+		m[p.EventType()] = true
+	}
+	return m
+}

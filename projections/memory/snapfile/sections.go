@@ -1,0 +1,274 @@
+package snapfile
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/gob"
+	"errors"
+	"fmt"
+	"io"
+	"runtime"
+	"slices"
+	"sync"
+
+	"github.com/healthtech/partner-open-platform/projections"
+)
+
+// sectionRows bounds the rows of one section: small enough that a start
+// decodes a big table on every core and never holds one huge buffer,
+// large enough that gob's per-stream type descriptions cost nothing.
+const sectionRows = 16384
+
+// dirsOwner marks the section that holds the directory journals.
+const dirsOwner = ^uint32(0)
+
+// maxSection bounds one section's encoded size, so a damaged length (which
+// the chunk seals already exclude) could not ask for a huge allocation.
+const maxSection = 1 << 30
+
+// imageField is one table of a Image as the version 2 format writes
+// it: its rows are cut into sections, each decoded on its own.
+type imageField struct {
+	rows func(im *Image) int
+	// encode appends rows [from, to) of the table as a section to dst.
+	encode func(dst []byte, im *Image, from, to int) []byte
+	// decode reads a section of the current format (the row codec);
+	// decodeGob one of version 2 (a gob stream).
+	decode    func(body []byte) (any, error)
+	decodeGob func(body []byte) (any, error)
+	// assemble sets the table from its decoded sections, in order.
+	assemble func(im *Image, parts []any)
+}
+
+func field[T any](codec rowCodec[T], get func(im *Image) *[]T) imageField {
+	return imageField{
+		rows: func(im *Image) int { return len(*get(im)) },
+		encode: func(dst []byte, im *Image, from, to int) []byte {
+			return codec.appendRows(dst, (*get(im))[from:to])
+		},
+		decode: func(body []byte) (any, error) { return codec.decodeRows(body) },
+		decodeGob: func(body []byte) (any, error) {
+			var part []T
+			err := gob.NewDecoder(bytes.NewReader(body)).Decode(&part)
+			return part, err
+		},
+		assemble: func(im *Image, parts []any) {
+			n := 0
+			for _, p := range parts {
+				n += len(p.([]T))
+			}
+			rows := make([]T, 0, n)
+			for _, p := range parts {
+				rows = append(rows, p.([]T)...)
+			}
+			*get(im) = rows
+		},
+	}
+}
+
+// imageFields are the tables of a Image, by their index in the file:
+// append only, never reorder.
+var imageFields = []imageField{
+	field(userCodec, func(im *Image) *[]projections.User { return &im.Users }),
+	field(groupCodec, func(im *Image) *[]projections.Group { return &im.Groups }),
+	field(memberCodec, func(im *Image) *[]projections.Member { return &im.Members }),
+	field(deliveryCodec, func(im *Image) *[]projections.Delivery { return &im.Deliveries }),
+	field(attemptCodec, func(im *Image) *[]projections.Attempt { return &im.Attempts }),
+	field(reportCodec, func(im *Image) *[]projections.Report { return &im.Reports }),
+	field(goodsCodec, func(im *Image) *[]projections.Goods { return &im.Goods }),
+	field(orderCodec, func(im *Image) *[]projections.Order { return &im.Orders }),
+	field(benefitItemCodec, func(im *Image) *[]projections.BenefitItem { return &im.BenefitItems }),
+	field(providerCodec, func(im *Image) *[]projections.ServiceProvider { return &im.Providers }),
+	field(cardCodec, func(im *Image) *[]projections.Card { return &im.Cards }),
+	field(fulfillmentCodec, func(im *Image) *[]projections.Fulfillment { return &im.Fulfillments }),
+	field(auditFactCodec, func(im *Image) *[]projections.AuditFact { return &im.AuditFacts }),
+}
+
+// writeSections writes the images and directories as version 3 sections:
+// each is its owner (image index, or dirsOwner), its table's index, its
+// length and its rows in the row codec (the directories: a gob stream).
+// Every section is encoded into one buffer, reused (its 14-byte prefix
+// filled in once the length is known), and handed to w in one Write.
+func writeSections(w io.Writer, images []Image, dirs []Directory) error {
+	const pre = 14
+	var zero [pre]byte
+	var buf []byte
+	section := func(owner uint32, fieldIndex uint16, body []byte) error {
+		binary.BigEndian.PutUint32(body[0:], owner)
+		binary.BigEndian.PutUint16(body[4:], fieldIndex)
+		binary.BigEndian.PutUint64(body[6:], uint64(len(body)-pre))
+		_, err := w.Write(body)
+		return err
+	}
+	for i := range images {
+		im := &images[i]
+		for fi, f := range imageFields {
+			n := f.rows(im)
+			for from := 0; from < n; from += sectionRows {
+				to := min(from+sectionRows, n)
+				buf = f.encode(append(buf[:0], zero[:]...), im, from, to)
+				if err := section(uint32(i), uint16(fi), buf); err != nil {
+					return fmt.Errorf("snapshot %s: %w", im.Family, err)
+				}
+			}
+		}
+	}
+	var gb bytes.Buffer
+	gb.Write(zero[:])
+	if err := gob.NewEncoder(&gb).Encode(dirs); err != nil {
+		return fmt.Errorf("snapshot directories: %w", err)
+	}
+	if err := section(dirsOwner, 0, gb.Bytes()); err != nil {
+		return fmt.Errorf("snapshot directories: %w", err)
+	}
+	return nil
+}
+
+// decodedImage collects one image's sections as they are decoded.
+type decodedImage struct {
+	wg    sync.WaitGroup
+	mu    sync.Mutex
+	parts [][]any // by table: the decoded sections in file order
+	err   error
+}
+
+// readSections reads version 2 or 3 sections from r (the opened chunks) and
+// hands each family's image to restore as soon as every one of its
+// sections is decoded: sections are decoded concurrently (at most
+// GOMAXPROCS at a time, which also bounds the encoded bytes held) and
+// families are restored concurrently, each in one call. It returns the
+// directory journals once everything is decoded and restored; any error,
+// from the file or from restore, is returned after every goroutine ended.
+func readSections(r io.Reader, h Header, version int, restore func(Image) error) ([]Directory, error) {
+	workers := make(chan struct{}, max(runtime.GOMAXPROCS(0), 2))
+	images := make([]*decodedImage, len(h.Families))
+	var restores sync.WaitGroup
+	var errMu sync.Mutex
+	var firstErr error
+	fail := func(err error) {
+		errMu.Lock()
+		if firstErr == nil {
+			firstErr = err
+		}
+		errMu.Unlock()
+	}
+	failed := func() bool {
+		errMu.Lock()
+		defer errMu.Unlock()
+		return firstErr != nil
+	}
+	// finish restores image i once its sections are decoded.
+	next := 0
+	finishUpTo := func(limit int) {
+		for ; next < limit && next < len(images); next++ {
+			i, d := next, images[next]
+			if d == nil {
+				d = &decodedImage{}
+				images[i] = d
+			}
+			restores.Add(1)
+			go func() {
+				defer restores.Done()
+				d.wg.Wait()
+				if d.err != nil || failed() {
+					fail(d.err)
+					return
+				}
+				im := Image{Family: h.Families[i].Family, Checkpoint: h.Families[i].Checkpoint}
+				for fi, parts := range d.parts {
+					if len(parts) > 0 {
+						imageFields[fi].assemble(&im, parts)
+					}
+				}
+				d.parts = nil
+				if err := restore(im); err != nil {
+					fail(err)
+				}
+			}()
+		}
+	}
+	var dirs []Directory
+	seenDirs := false
+	lastOwner := -1
+	readErr := func() error {
+		for !failed() {
+			var pre [14]byte
+			if _, err := io.ReadFull(r, pre[:]); err != nil {
+				if errors.Is(err, io.EOF) {
+					return nil
+				}
+				return fmt.Errorf("%w: section: %v", ErrInvalid, err)
+			}
+			owner, fieldIndex, size := binary.BigEndian.Uint32(pre[0:]), binary.BigEndian.Uint16(pre[4:]), binary.BigEndian.Uint64(pre[6:])
+			if seenDirs || size > maxSection {
+				return fmt.Errorf("%w: section out of place", ErrInvalid)
+			}
+			body := make([]byte, size)
+			if _, err := io.ReadFull(r, body); err != nil {
+				return fmt.Errorf("%w: section: %v", ErrInvalid, err)
+			}
+			if owner == dirsOwner {
+				seenDirs = true
+				finishUpTo(len(images))
+				if err := gob.NewDecoder(bytes.NewReader(body)).Decode(&dirs); err != nil {
+					return fmt.Errorf("%w: directories: %v", ErrInvalid, err)
+				}
+				continue
+			}
+			if int(owner) >= len(images) || int(owner) < lastOwner || int(fieldIndex) >= len(imageFields) {
+				return fmt.Errorf("%w: section of image %d table %d out of place", ErrInvalid, owner, fieldIndex)
+			}
+			lastOwner = int(owner)
+			finishUpTo(int(owner))
+			d := images[owner]
+			if d == nil {
+				d = &decodedImage{parts: make([][]any, len(imageFields))}
+				images[owner] = d
+			}
+			d.mu.Lock()
+			slot := len(d.parts[fieldIndex])
+			d.parts[fieldIndex] = append(d.parts[fieldIndex], nil)
+			d.mu.Unlock()
+			d.wg.Add(1)
+			workers <- struct{}{}
+			go func() {
+				defer func() { <-workers; d.wg.Done() }()
+				decode := imageFields[fieldIndex].decode
+				if version == 2 {
+					decode = imageFields[fieldIndex].decodeGob
+				}
+				part, err := decode(body)
+				d.mu.Lock()
+				defer d.mu.Unlock()
+				if err != nil {
+					if d.err == nil {
+						d.err = fmt.Errorf("%w: %s: %v", ErrInvalid, h.Families[owner].Family, err)
+					}
+					return
+				}
+				d.parts[fieldIndex][slot] = part
+			}()
+		}
+		return nil
+	}()
+	if readErr != nil {
+		fail(readErr)
+	}
+	finishUpTo(len(images)) // images with no rows, or after a failure: wait for their decodes
+	restores.Wait()
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	if !seenDirs {
+		return nil, fmt.Errorf("%w: no directories section", ErrInvalid)
+	}
+	if len(dirs) != len(h.Directories) {
+		return nil, fmt.Errorf("%w: directories disagree with the header", ErrInvalid)
+	}
+	for i, d := range dirs {
+		if d.Name != string(h.Directories[i].Family) || d.Checkpoint != h.Directories[i].Checkpoint {
+			return nil, fmt.Errorf("%w: directory %d disagrees with the header", ErrInvalid, i)
+		}
+	}
+	return slices.Clip(dirs), nil
+}
