@@ -15,6 +15,7 @@ import (
 	"github.com/healthtech/partner-open-platform/commands"
 	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/events"
+	"github.com/healthtech/partner-open-platform/events/subscribe"
 	"github.com/healthtech/partner-open-platform/internal/auth"
 	"github.com/healthtech/partner-open-platform/internal/httpapi"
 	"github.com/healthtech/partner-open-platform/internal/idempotency"
@@ -251,7 +252,7 @@ type Rebuilder interface {
 func (a *API) rebuild(c *call) error {
 	name := c.ps.ByName("name")
 	progress, found, err := a.Projections.Rebuild(c.r.Context(), name)
-	if errors.Is(err, projections.ErrRebuildPending) {
+	if errors.Is(err, subscribe.ErrRebuildPending) {
 		return &httpapi.Problem{Status: http.StatusServiceUnavailable, Code: "HTTP_503",
 			Message: "the rebuild is recorded but the family's owner has not started it yet; it will, watch GET /admin/v1/projections",
 			Headers: map[string]string{"Retry-After": "5"}}

@@ -67,3 +67,14 @@ type DeliveryFilter struct {
 	Before events.Position
 	Limit  int
 }
+
+// DueDelivery is a due delivery as the sender queues it: which one, and
+// the app endpoint whose slots and breaker it waits on. The sender reloads
+// a delivery's stream before each attempt, so Due hands over no more: its
+// scans walk past the hundreds of rows the sender already holds, and
+// copying each row's body was most of what a read-model row costs.
+type DueDelivery struct {
+	DeliveryID string
+	AppID      int64
+	EndpointID int64
+}

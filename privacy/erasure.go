@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"strconv"
 
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/events/catalog"
+	"github.com/healthtech/partner-open-platform/events/subscribe"
 )
 
 // Forgetter drops a subject's data key from one process's cache
@@ -33,39 +35,55 @@ type ErasureFollower struct {
 	From events.Position
 	// Forgot, if set, is called after each subject is forgotten (metrics, tests).
 	Forgot func(subject string, at events.Position)
+	// Log reports the follower's restarts (nil: discarded).
+	Log *slog.Logger
 }
 
 var erasedType = (catalog.UserErased{}).EventType()
 
-// Run follows the log until ctx ends or the subscription fails. Only one
-// Run may run at a time.
+// Run follows the log with the subscription runtime until ctx ends,
+// restarting after failures with backoff. Only one Run may run at a time.
 func (f *ErasureFollower) Run(ctx context.Context) error {
-	sub, err := f.Store.SubscribeAll(ctx, f.From)
-	if err != nil {
-		return fmt.Errorf("erasure follower: %w", err)
+	log := f.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
 	}
-	defer sub.Close()
-	for {
-		rec, err := sub.Next(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return fmt.Errorf("erasure follower: %w", err)
+	// The stored bytes are all it reads (nil registry): one field of one
+	// event type, no decrypting, no decoding of the rest.
+	return subscribe.NewRunner(f.Store, nil, erasureProjector{f}, log, nil).Run(ctx)
+}
+
+// erasureProjector is the follower as the runtime's projector: its
+// checkpoint is From, in memory (a restarted node starts at the head).
+type erasureProjector struct{ f *ErasureFollower }
+
+func (erasureProjector) Name() string { return "erasure-follower" }
+
+func (p erasureProjector) Checkpoint(context.Context) (events.Position, error) { return p.f.From, nil }
+
+func (p erasureProjector) Reset(context.Context) error {
+	p.f.From = events.Position{}
+	return nil
+}
+
+func (p erasureProjector) Apply(_ context.Context, batch []events.Envelope, pos events.Position) error {
+	for _, rec := range batch {
+		if rec.Type != erasedType {
+			continue
 		}
-		if rec.Type == erasedType {
-			var ev struct {
-				OpenUserID int64 `json:"open_user_id"`
-			}
-			if err := json.Unmarshal(rec.Data, &ev); err != nil {
-				return fmt.Errorf("erasure follower: %s at %s: %w", rec.Type, rec.Position, err)
-			}
-			subject := "user-" + strconv.FormatInt(ev.OpenUserID, 10)
-			f.Keys.Forget(subject)
-			if f.Forgot != nil {
-				f.Forgot(subject, rec.Position)
-			}
+		var ev struct {
+			OpenUserID int64 `json:"open_user_id"`
 		}
-		f.From = rec.Position
+		if err := json.Unmarshal(rec.Data, &ev); err != nil {
+			return fmt.Errorf("erasure follower: %s at %s: %w", rec.Type, rec.Position, err)
+		}
+		subject := "user-" + strconv.FormatInt(ev.OpenUserID, 10)
+		p.f.Keys.Forget(subject)
+		if p.f.Forgot != nil {
+			p.f.Forgot(subject, rec.Position)
+		}
+		p.f.From = rec.Position
 	}
+	p.f.From = pos
+	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/events/catalog"
+	"github.com/healthtech/partner-open-platform/events/subscribe"
 )
 
 // AuditFact is the read model of one audit fact: who read which personal or
@@ -58,7 +59,7 @@ type AuditStore interface {
 }
 
 // AuditProjector projects audit facts.
-func AuditProjector(s AuditStore) Projector {
+func AuditProjector(s AuditStore) subscribe.Projector {
 	types := append([]events.Payload{&catalog.AccessAudited{}, &catalog.UserErased{}}, DeveloperAuditedTypes...)
 	return projector(FamilyAudit, s, s.UpdateAudit, applyAudit, types...)
 }

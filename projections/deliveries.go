@@ -88,17 +88,6 @@ type DeliveryTx interface {
 	ClearExcerpts(ctx context.Context, deliveryID string) error
 }
 
-// DueDelivery is a due delivery as the sender queues it: which one, and
-// the app endpoint whose slots and breaker it waits on. The sender reloads
-// a delivery's stream before each attempt, so Due hands over no more: its
-// scans walk past the hundreds of rows the sender already holds, and
-// copying each row's body was most of what a read-model row costs.
-type DueDelivery struct {
-	DeliveryID string
-	AppID      int64
-	EndpointID int64
-}
-
 // DeliveryStore is what the dispatcher, the delivery log and the feed read.
 type DeliveryStore interface {
 	Checkpoints
@@ -112,7 +101,7 @@ type DeliveryStore interface {
 	// earliest first, leaving out those of skipApps: the dispatcher names
 	// the apps it cannot send to now (suspended, breaker open), so their
 	// queue is not read and walked past again on every pass.
-	Due(ctx context.Context, now time.Time, limit int, skipApps ...int64) ([]DueDelivery, error)
+	Due(ctx context.Context, now time.Time, limit int, skipApps ...int64) ([]domain.DueDelivery, error)
 	// NextDue is the earliest NextAttemptAt of a pending or retrying delivery.
 	NextDue(ctx context.Context) (time.Time, bool, error)
 	// CountByStatus counts deliveries per status, for metrics.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/events/catalog"
+	"github.com/healthtech/partner-open-platform/events/subscribe"
 )
 
 // Family names a read-model family: the rows one projector owns, under one
@@ -61,7 +62,7 @@ func applyAll[T any](ctx context.Context, tx T, batch []events.Envelope, apply f
 // projector builds a family's projector from its update method and its
 // per-event apply function.
 func projector[T any](f Family, store Checkpoints, update func(context.Context, string, events.Position, func(T) error) error,
-	apply func(context.Context, T, events.Envelope) error, types ...events.Payload) Projector {
+	apply func(context.Context, T, events.Envelope) error, types ...events.Payload) subscribe.Projector {
 	return &typedProjector[T]{family: f, store: store, update: update, apply: apply, types: typeSet(types...)}
 }
 
@@ -86,20 +87,20 @@ func (p *typedProjector[T]) Apply(ctx context.Context, batch []events.Envelope, 
 }
 
 // UsersProjector projects channel users, their groups and members.
-func UsersProjector(s UserStore) Projector {
+func UsersProjector(s UserStore) subscribe.Projector {
 	return projector(FamilyUsers, s, s.Update, applyChannelUser,
 		&catalog.UserRegistered{}, &catalog.UserProfileUpdated{}, &catalog.FamilyGroupUpserted{}, &catalog.FamilyGroupDissolved{},
 		&catalog.FamilyMemberCreated{}, &catalog.FamilyMemberUpdated{}, &catalog.FamilyMemberDeleted{}, &catalog.UserErased{})
 }
 
 // DeliveriesProjector projects the webhook delivery log and the partners' feed.
-func DeliveriesProjector(s DeliveryStore) Projector {
+func DeliveriesProjector(s DeliveryStore) subscribe.Projector {
 	return projector(FamilyDeliveries, s, s.UpdateDeliveries, applyDelivery,
 		&catalog.DeliveryCreated{}, &catalog.DeliveryAttempted{}, &catalog.DeliveryResendRequested{}, &catalog.UserErased{})
 }
 
 // ReportsProjector projects health reports; loc is the platform zone of report days.
-func ReportsProjector(s ReportStore, loc *time.Location) Projector {
+func ReportsProjector(s ReportStore, loc *time.Location) subscribe.Projector {
 	apply := func(ctx context.Context, tx ReportTx, env events.Envelope) error {
 		return applyReport(ctx, tx, env, loc)
 	}
@@ -108,14 +109,14 @@ func ReportsProjector(s ReportStore, loc *time.Location) Projector {
 }
 
 // OrdersProjector projects the goods catalog and purchase orders.
-func OrdersProjector(s OrderStore) Projector {
+func OrdersProjector(s OrderStore) subscribe.Projector {
 	return projector(FamilyOrders, s, s.UpdateOrders, applyOrder,
 		&catalog.GoodsCreated{}, &catalog.GoodsUpdated{}, &catalog.GoodsActivation{},
 		&catalog.OrderCreated{}, &catalog.OrderReviewed{}, &catalog.OrderShipped{}, &catalog.UserErased{})
 }
 
 // BenefitsProjector projects benefit items, providers, cards and fulfillments.
-func BenefitsProjector(s BenefitStore) Projector {
+func BenefitsProjector(s BenefitStore) subscribe.Projector {
 	return projector(FamilyBenefits, s, s.UpdateBenefits, applyBenefit,
 		&catalog.BenefitItemCreated{}, &catalog.BenefitItemStatusChanged{}, &catalog.ProviderRegistered{},
 		&catalog.ProviderReviewed{}, &catalog.ProviderItemsConfigured{}, &catalog.CardIssued{},

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/healthtech/partner-open-platform/events"
+	"github.com/healthtech/partner-open-platform/events/subscribe"
 )
 
 // Journal wraps a projector whose state lives only in memory and whose
@@ -17,7 +18,7 @@ import (
 // for them. The log stays the only source: the journal holds positions,
 // never the events' content.
 type Journal struct {
-	Projector
+	subscribe.Projector
 	// Log reads the events back (as the runner sees them: opened).
 	Log events.Store
 	// Registry decodes them.
@@ -32,7 +33,7 @@ type Journal struct {
 }
 
 // NewJournal wraps p, reading its events back from log.
-func NewJournal(p Projector, log events.Store, reg *events.Registry) *Journal {
+func NewJournal(p subscribe.Projector, log events.Store, reg *events.Registry) *Journal {
 	return &Journal{Projector: p, Log: log, Registry: reg}
 }
 

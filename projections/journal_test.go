@@ -13,6 +13,7 @@ import (
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/events/catalog"
 	"github.com/healthtech/partner-open-platform/events/memory"
+	"github.com/healthtech/partner-open-platform/events/subscribe"
 	"github.com/healthtech/partner-open-platform/projections"
 	"github.com/healthtech/partner-open-platform/projections/directory"
 )
@@ -43,7 +44,7 @@ func TestJournalRestoresFromPositions(t *testing.T) {
 	appendOp(2)
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	followed := projections.NewJournal(directory.NewOperators(), log, reg)
-	run := projections.NewRunner(log, reg, followed, quiet, nil)
+	run := subscribe.NewRunner(log, reg, followed, quiet, nil)
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() { defer close(done); _ = run.Run(runCtx) }()
@@ -74,7 +75,7 @@ func TestJournalRestoresFromPositions(t *testing.T) {
 	}
 	// It follows on from there.
 	appendOp(3)
-	run = projections.NewRunner(log, reg, restored, quiet, nil)
+	run = subscribe.NewRunner(log, reg, restored, quiet, nil)
 	runCtx, stop = context.WithCancel(ctx)
 	done = make(chan struct{})
 	go func() { defer close(done); _ = run.Run(runCtx) }()

@@ -1,6 +1,6 @@
-// Package projections turns the event log into read models: a runtime that
-// follows the store from a checkpoint and a set of projectors that translate
-// events into rows. Stores live in subpackages (projections/memory,
+// Package projections turns the event log into read models: projectors that
+// translate events into rows, run by the subscription runtime in
+// events/subscribe. Stores live in subpackages (projections/memory,
 // projections/postgres); both pass the suite in projections/storetest.
 package projections
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/healthtech/partner-open-platform/events"
+	"github.com/healthtech/partner-open-platform/events/subscribe"
 )
 
 // Watermarks remembers, per app, the position of the last write this node
@@ -57,7 +58,7 @@ func (w *Watermarks) Wrote(appID int64, pos events.Position) {
 // last write and the last operator or internal write (recorded as app 0)
 // on this node, so a partner sees, say, the shipment an operator just
 // confirmed; under FollowHead, until they have applied the log's head.
-func (w *Watermarks) Await(ctx context.Context, appID int64, timeout time.Duration, runners ...*Runner) error {
+func (w *Watermarks) Await(ctx context.Context, appID int64, timeout time.Duration, runners ...*subscribe.Runner) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	pos, err := w.Target(ctx, appID, true)

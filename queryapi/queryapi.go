@@ -14,6 +14,7 @@ import (
 	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/events/catalog"
+	"github.com/healthtech/partner-open-platform/events/subscribe"
 	"github.com/healthtech/partner-open-platform/internal/auth"
 	"github.com/healthtech/partner-open-platform/internal/httpapi"
 	"github.com/healthtech/partner-open-platform/internal/nonces"
@@ -32,9 +33,9 @@ type API struct {
 	Store   projections.UserStore
 	Apps    *directory.Apps
 	Events  events.Store
-	Runners []*projections.Runner // every projection, for the progress route
+	Runners []*subscribe.Runner // every projection, for the progress route
 	// Families follow the read models: a read waits only for the family it reads.
-	Families map[projections.Family]*projections.Runner
+	Families map[projections.Family]*subscribe.Runner
 	SchemeM  auth.SchemeM
 	// SchemeH is accepted beside scheme M on every partner read (see auth.Partner).
 	SchemeH    auth.SchemeH
@@ -465,7 +466,7 @@ func (q *API) allEvents(w http.ResponseWriter, r *http.Request, _ httprouter.Par
 }
 
 func (q *API) projections(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
-	out := make([]projections.Stats, 0, len(q.Runners))
+	out := make([]subscribe.Stats, 0, len(q.Runners))
 	for _, run := range q.Runners {
 		out = append(out, run.Stats())
 	}

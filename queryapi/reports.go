@@ -15,6 +15,7 @@ import (
 	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/events/catalog"
+	"github.com/healthtech/partner-open-platform/events/subscribe"
 	"github.com/healthtech/partner-open-platform/healthdata"
 	"github.com/healthtech/partner-open-platform/internal/auth"
 	"github.com/healthtech/partner-open-platform/internal/httpapi"
@@ -46,7 +47,7 @@ type ReportAPI struct {
 	Reports    projections.ReportStore
 	Users      projections.UserStore
 	Events     events.Store
-	Runner     *projections.Runner // the read-model projection
+	Runner     *subscribe.Runner // the read-model projection
 	SchemeH    auth.SchemeH
 	Limiter    RateLimiter
 	Views      ReportViews

@@ -2,11 +2,13 @@ package relay
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/healthtech/partner-open-platform/events"
+	"github.com/healthtech/partner-open-platform/events/subscribe"
 )
 
 // Options tunes Run; the zero value is a sensible production setting.
@@ -35,99 +37,65 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// Run retries each batch until p acknowledges it and only then checkpoints, so no event is skipped; it returns nil when ctx ends.
+// Run follows the log with the subscription runtime from cp's position,
+// hands what has already arrived (at most BatchSize events, as stored) to
+// p, retries each batch until p acknowledges it and only then checkpoints,
+// so no event is skipped. It returns nil when ctx ends, and the log's
+// failure otherwise (the caller restarts it, releasing the relay's lease).
 func Run(ctx context.Context, store events.Store, p Producer, cp Checkpoints, log *slog.Logger, opts Options) error {
 	opts = opts.withDefaults()
-	from, err := cp.Load(ctx)
-	if err != nil {
-		return done(ctx, fmt.Errorf("relay: load checkpoint: %w", err))
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	sub, err := store.SubscribeAll(ctx, from)
-	if err != nil {
-		return done(ctx, fmt.Errorf("relay: subscribe after %s: %w", from, err))
-	}
-	defer sub.Close()
-	log.Info("relay started", "after", from.String())
-
-	// The pump reads ahead into a buffer so that a batch is simply whatever
-	// has already arrived: the relay never waits to fill one.
-	ch := make(chan next, opts.BatchSize)
-	pumped := make(chan struct{})
-	go pump(ctx, sub, ch, pumped)
-	defer func() { cancel(); <-pumped }()
-
-	for {
-		var batch []events.Recorded // fresh each time: a Producer may keep it
-		var readErr error
-		select {
-		case n := <-ch:
-			batch, readErr = appendNext(batch, n)
-		case <-ctx.Done():
-			return nil
-		}
-	fill:
-		for readErr == nil && len(batch) < opts.BatchSize {
-			select {
-			case n := <-ch:
-				batch, readErr = appendNext(batch, n)
-			default:
-				break fill
-			}
-		}
-		if len(batch) > 0 {
-			if err := relayBatch(ctx, batch, p, cp, log, opts); err != nil {
-				return done(ctx, err)
-			}
-		}
-		if readErr != nil {
-			return done(ctx, fmt.Errorf("relay: read log: %w", readErr))
-		}
-	}
-}
-
-// next is one result of Subscription.Next.
-type next struct {
-	ev  events.Recorded
-	err error
-}
-
-func appendNext(batch []events.Recorded, n next) ([]events.Recorded, error) {
-	if n.err != nil {
-		return batch, n.err
-	}
-	return append(batch, n.ev), nil
-}
-
-func pump(ctx context.Context, sub events.Subscription, ch chan<- next, pumped chan<- struct{}) {
-	defer close(pumped)
-	for {
-		ev, err := sub.Next(ctx)
-		select {
-		case ch <- next{ev, err}:
-		case <-ctx.Done():
-			return
-		}
-		if err != nil {
-			return
-		}
-	}
-}
-
-// relayBatch produces batch until acknowledged, then saves its last position.
-func relayBatch(ctx context.Context, batch []events.Recorded, p Producer, cp Checkpoints, log *slog.Logger, opts Options) error {
-	last := batch[len(batch)-1]
-	if err := retry(ctx, log, opts, "produce", func() error { return p.Produce(ctx, batch) }); err != nil {
-		return err
-	}
-	if err := retry(ctx, log, opts, "save checkpoint", func() error { return cp.Save(ctx, last.Position) }); err != nil {
-		return err
-	}
+	var onApplied func(string, int, events.Recorded)
 	if opts.OnRelayed != nil {
-		opts.OnRelayed(len(batch), last)
+		onApplied = func(_ string, n int, last events.Recorded) { opts.OnRelayed(n, last) }
+	}
+	// A nil registry: the bus gets the stored bytes of every event, known
+	// to this build or not.
+	r := subscribe.NewRunner(store, nil, relayer{p: p, cp: cp, log: log, opts: opts}, log, onApplied)
+	r.BatchSize(opts.BatchSize)
+	r.StopOnError()
+	if err := r.Run(ctx); err != nil && ctx.Err() == nil {
+		return fmt.Errorf("relay: %w", err)
 	}
 	return nil
+}
+
+// relayer is the relay as the runtime's projector: its effect is the
+// bus's acknowledgement, and its checkpoint is saved after it.
+type relayer struct {
+	p    Producer
+	cp   Checkpoints
+	log  *slog.Logger
+	opts Options
+}
+
+func (relayer) Name() string { return "relay" }
+
+func (r relayer) Checkpoint(ctx context.Context) (events.Position, error) {
+	from, err := r.cp.Load(ctx)
+	if err != nil {
+		return events.Position{}, fmt.Errorf("load checkpoint: %w", err)
+	}
+	r.log.Info("relay started", "after", from.String())
+	return from, nil
+}
+
+// Reset is refused: the bus cannot take back what it acknowledged.
+func (relayer) Reset(context.Context) error {
+	return errors.New("relay: the bus cannot be rebuilt; replay a topic from its retention instead")
+}
+
+// Apply produces batch until acknowledged, then saves pos.
+func (r relayer) Apply(ctx context.Context, batch []events.Envelope, pos events.Position) error {
+	recs := make([]events.Recorded, len(batch)) // fresh each time: a Producer may keep it
+	for i, env := range batch {
+		recs[i] = env.Recorded
+	}
+	if len(recs) > 0 {
+		if err := retry(ctx, r.log, r.opts, "produce", func() error { return r.p.Produce(ctx, recs) }); err != nil {
+			return err
+		}
+	}
+	return retry(ctx, r.log, r.opts, "save checkpoint", func() error { return r.cp.Save(ctx, pos) })
 }
 
 // retry calls fn until it succeeds or ctx ends, doubling the wait up to MaxBackoff.
@@ -151,12 +119,4 @@ func retry(ctx context.Context, log *slog.Logger, opts Options, what string, fn 
 		}
 		wait = min(wait*2, opts.MaxBackoff)
 	}
-}
-
-// done turns an error caused by the end of ctx into the clean nil return.
-func done(ctx context.Context, err error) error {
-	if ctx.Err() != nil {
-		return nil
-	}
-	return err
 }

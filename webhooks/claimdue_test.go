@@ -12,32 +12,33 @@ import (
 	"time"
 
 	"github.com/healthtech/partner-open-platform/domain"
-	"github.com/healthtech/partner-open-platform/projections"
 )
 
 // dueQueue is a delivery store that answers Due from a fixed queue, leaving
 // out skipApps as the adapters do, and counts the rows it hands out.
 type dueQueue struct {
-	projections.DeliveryStore // only Due is used
-	queue                     []projections.Delivery
-	mu                        sync.Mutex
-	rows                      int
-	skipped                   [][]int64
+	queue   []domain.DueDelivery
+	mu      sync.Mutex
+	rows    int
+	skipped [][]int64
 }
 
-func (q *dueQueue) Due(_ context.Context, _ time.Time, limit int, skipApps ...int64) ([]projections.DueDelivery, error) {
+func (q *dueQueue) Due(_ context.Context, _ time.Time, limit int, skipApps ...int64) ([]domain.DueDelivery, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.skipped = append(q.skipped, slices.Sorted(slices.Values(skipApps)))
-	var out []projections.DueDelivery
+	var out []domain.DueDelivery
 	for _, d := range q.queue {
 		if len(out) < limit && !slices.Contains(skipApps, d.AppID) {
-			out = append(out, projections.DueDelivery{DeliveryID: d.DeliveryID, AppID: d.AppID, EndpointID: d.EndpointID})
+			out = append(out, d)
 		}
 	}
 	q.rows += len(out)
 	return out, nil
 }
+
+// NextDue is unused by claimDue: the queue has no schedule.
+func (q *dueQueue) NextDue(context.Context) (time.Time, bool, error) { return time.Time{}, false, nil }
 
 // scanned returns the rows handed out since the last call and the skip list of the last Due.
 func (q *dueQueue) scanned() (int, []int64) {
@@ -95,7 +96,7 @@ func TestScanDueLeavesOutAppsItCannotSendTo(t *testing.T) {
 	q := &dueQueue{}
 	add := func(app int64, n int) {
 		for i := range n {
-			q.queue = append(q.queue, projections.Delivery{DeliveryID: fmt.Sprintf("d-%d-%04d", app, i), AppID: app})
+			q.queue = append(q.queue, domain.DueDelivery{DeliveryID: fmt.Sprintf("d-%d-%04d", app, i), AppID: app})
 		}
 	}
 	add(1, 3000) // the suspended app's backlog comes first

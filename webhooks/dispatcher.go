@@ -20,7 +20,6 @@ import (
 	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/events/catalog"
-	"github.com/healthtech/partner-open-platform/projections"
 	"github.com/healthtech/partner-open-platform/webhooks/targets"
 )
 
@@ -58,14 +57,37 @@ type Apps interface {
 	ByID(id int64) (domain.App, bool)
 }
 
+// DueQueue is the deliveries read model as the sender reads it: which
+// deliveries are due, and when the next one will be.
+type DueQueue interface {
+	// Due lists pending or retrying deliveries with NextAttemptAt <= now,
+	// earliest first, at most limit, leaving out the apps of skipApps (the
+	// sender cannot send to them now: suspended, breaker open).
+	Due(ctx context.Context, now time.Time, limit int, skipApps ...int64) ([]domain.DueDelivery, error)
+	// NextDue is the earliest NextAttemptAt of a pending or retrying delivery.
+	NextDue(ctx context.Context) (time.Time, bool, error)
+}
+
+// Progress is how far a read model the dispatcher depends on has got: it
+// decides only on what the app directory has seen, and reads the due queue
+// only once its own outcomes are projected.
+type Progress interface {
+	// WaitFor blocks until the read model has applied pos, or ctx ends.
+	WaitFor(ctx context.Context, pos events.Position) error
+	// WaitReady blocks until the read model has caught up with the log once.
+	WaitReady(ctx context.Context) error
+	// Changed is closed the next time the read model advances.
+	Changed() <-chan struct{}
+}
+
 // Dispatcher creates deliveries from the log and sends them.
 type Dispatcher struct {
 	Store      events.Store
 	Registry   *events.Registry
 	Apps       Apps
-	AppsReady  *projections.Runner // the directory must have seen an event's position before it decides
-	Deliveries projections.DeliveryStore
-	Projected  *projections.Runner // the deliveries projection
+	AppsReady  Progress // the directory must have seen an event's position before it decides
+	Deliveries DueQueue
+	Projected  Progress // the deliveries projection
 	// Reflected waits until every read model a partner may read after a
 	// webhook reflects the event (nil: only the deliveries projection).
 	Reflected interface {
@@ -705,31 +727,6 @@ type Checkpoints interface {
 	Load(ctx context.Context) (events.Position, error)
 	// Save must never move the checkpoint backwards.
 	Save(ctx context.Context, pos events.Position) error
-}
-
-// Run implements Source.
-func (s StoreSource) Run(ctx context.Context, handle func(context.Context, events.Recorded) error) error {
-	from, err := s.From(ctx)
-	if err != nil {
-		return err
-	}
-	sub, err := s.Store.SubscribeAll(ctx, from)
-	if err != nil {
-		return err
-	}
-	defer sub.Close()
-	for {
-		rec, err := sub.Next(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return err
-		}
-		if err := handle(ctx, rec); err != nil {
-			return err
-		}
-	}
 }
 
 // saveFinal saves pos (when set) past ctx's end, so a clean stop resumes

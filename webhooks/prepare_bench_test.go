@@ -3,8 +3,6 @@ package webhooks
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"testing"
 	"time"
 
@@ -12,8 +10,6 @@ import (
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/events/catalog"
 	evmemory "github.com/healthtech/partner-open-platform/events/memory"
-	"github.com/healthtech/partner-open-platform/projections"
-	"github.com/healthtech/partner-open-platform/projections/memory"
 )
 
 // benchApps is an app directory of one app whose default endpoint takes
@@ -21,6 +17,13 @@ import (
 type benchApps struct{ app domain.App }
 
 func (a benchApps) ByID(id int64) (domain.App, bool) { return a.app, id == a.app.AppID }
+
+// caughtUp is a read model that has applied the whole log already.
+type caughtUp struct{}
+
+func (caughtUp) WaitFor(context.Context, events.Position) error { return nil }
+func (caughtUp) WaitReady(context.Context) error                { return nil }
+func (caughtUp) Changed() <-chan struct{}                       { return nil }
 
 // BenchmarkPrepareBatch is the creation's per-event CPU for member
 // upserts: decode, render, plan and encode the delivery of each event of a
@@ -48,12 +51,7 @@ func BenchmarkPrepareBatch(b *testing.B) {
 		b.Fatal(err)
 	}
 	recs = all
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	run := projections.NewRunner(log, reg, projections.DeliveriesProjector(memory.New()), quiet, nil)
-	runCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go func() { _ = run.Run(runCtx) }()
-	d := &Dispatcher{Store: log, Registry: reg, AppsReady: run, Projected: run, Clock: SystemClock{}, Location: time.UTC,
+	d := &Dispatcher{Store: log, Registry: reg, AppsReady: caughtUp{}, Projected: caughtUp{}, Clock: SystemClock{}, Location: time.UTC,
 		Apps: benchApps{domain.App{AppID: 17, WebhookURL: "http://127.0.0.1:9/hook"}}}
 	const batch = 4
 	b.ReportAllocs()

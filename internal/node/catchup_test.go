@@ -14,6 +14,7 @@ import (
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/events/catalog"
 	evmemory "github.com/healthtech/partner-open-platform/events/memory"
+	"github.com/healthtech/partner-open-platform/events/subscribe"
 	"github.com/healthtech/partner-open-platform/projections"
 	"github.com/healthtech/partner-open-platform/projections/memory"
 	"github.com/healthtech/partner-open-platform/projections/memory/snapfile"
@@ -43,7 +44,7 @@ func TestDeliveriesReplayDirectDecodeEqualsRegistry(t *testing.T) {
 		if direct {
 			decoder = reg
 		}
-		run := projections.NewRunner(log, decoder, projections.DeliveriesProjector(store), slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+		run := subscribe.NewRunner(log, decoder, projections.DeliveriesProjector(store), slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
 		runCtx, cancel := context.WithCancel(ctx)
 		done := make(chan struct{})
 		go func() { defer close(done); _ = run.Run(runCtx) }()
@@ -143,7 +144,7 @@ func BenchmarkCatchUpDeliveries(b *testing.B) {
 	b.Run("registry", func(b *testing.B) {
 		for b.Loop() {
 			store := memory.New()
-			run := projections.NewRunner(log, reg, projections.DeliveriesProjector(store), quiet, nil)
+			run := subscribe.NewRunner(log, reg, projections.DeliveriesProjector(store), quiet, nil)
 			runCtx, cancel := context.WithCancel(ctx)
 			done := make(chan struct{})
 			go func() { defer close(done); _ = run.Run(runCtx) }()

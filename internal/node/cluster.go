@@ -13,13 +13,13 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/healthtech/partner-open-platform/domain"
+	"github.com/healthtech/partner-open-platform/events/subscribe"
 	"github.com/healthtech/partner-open-platform/internal/auth"
 	"github.com/healthtech/partner-open-platform/internal/nonces"
 	noncebolt "github.com/healthtech/partner-open-platform/internal/nonces/bolt"
 	noncefile "github.com/healthtech/partner-open-platform/internal/nonces/filelog"
 	"github.com/healthtech/partner-open-platform/internal/ratelimit"
 	ratelimitpg "github.com/healthtech/partner-open-platform/internal/ratelimit/postgres"
-	"github.com/healthtech/partner-open-platform/projections"
 	"github.com/healthtech/partner-open-platform/queryapi"
 )
 
@@ -35,7 +35,7 @@ func sharedEventStore(cfg Config) bool { return cfg.EventStoreURL != "" }
 // follower builds the freshness rule of one directory (see follower): on a
 // shared event store every lookup decides on a state no older than
 // cfg.DirectoryStaleness; on the embedded log only misses wait.
-func (n *Node) follower(cfg Config, run *projections.Runner) *follower {
+func (n *Node) follower(cfg Config, run *subscribe.Runner) *follower {
 	maxAge := time.Duration(-1)
 	if sharedEventStore(cfg) {
 		maxAge = max(cfg.DirectoryStaleness, 0)

@@ -50,7 +50,7 @@ type headReader interface {
 }
 
 // directoryRunner is the projection that fills a directory
-// (projections.Runner).
+// (subscribe.Runner).
 type directoryRunner interface {
 	Name() string
 	WaitFor(ctx context.Context, pos events.Position) error

@@ -30,6 +30,7 @@ import (
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/events/catalog"
 	pgevents "github.com/healthtech/partner-open-platform/events/postgres"
+	"github.com/healthtech/partner-open-platform/events/subscribe"
 	"github.com/healthtech/partner-open-platform/internal/auth"
 	"github.com/healthtech/partner-open-platform/internal/datakeys"
 	keyfiles "github.com/healthtech/partner-open-platform/internal/datakeys/files"
@@ -195,11 +196,11 @@ type Node struct {
 	erasureSeen events.Position // see ErasureSeen
 	ReadModel   ReadModels
 	// Families are the read-model projections by family.
-	Families      map[projections.Family]*projections.Runner
+	Families      map[projections.Family]*subscribe.Runner
 	Dispatcher    *webhooks.Dispatcher
 	Apps          *directory.Apps
 	Operators     *directory.Operators
-	Runners       []*projections.Runner
+	Runners       []*subscribe.Runner
 	Registry      *events.Registry
 	Metrics       *metrics.Metrics
 	AdminToken    string
@@ -362,7 +363,7 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 	if n.Pseudonyms, err = OpenPseudonyms(ctx, n.Keys); err != nil {
 		return nil, err
 	}
-	erasures := &privacy.ErasureFollower{Store: n.StoredEvents, Keys: n.Keys, Forgot: n.forgotKey}
+	erasures := &privacy.ErasureFollower{Store: n.StoredEvents, Keys: n.Keys, Forgot: n.forgotKey, Log: n.log}
 	if erasures.From, err = n.StoredEvents.Head(ctx); err != nil { // before this node opens any key
 		return nil, fmt.Errorf("event store: head of the log: %w", err)
 	}
@@ -373,7 +374,7 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 	}
 
 	// shared is nil in embedded mode: one process per data directory.
-	var shared projections.Shared
+	var shared subscribe.Shared
 	if cfg.PostgresURL != "" {
 		pg, err := postgres.Open(ctx, cfg.PostgresURL)
 		if err != nil {
@@ -417,18 +418,18 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 	// The directories journal the positions of their events, so a
 	// snapshot restores them by reading those back, not the whole log.
 	appsJournal := projections.NewJournal(n.Apps, n.Events, n.Registry)
-	appsRunner := projections.NewRunner(n.Events, n.Registry, appsJournal, n.log, n.Metrics.Projected)
+	appsRunner := subscribe.NewRunner(n.Events, n.Registry, appsJournal, n.log, n.Metrics.Projected)
 	n.Operators = directory.NewOperators()
 	operatorsJournal := projections.NewJournal(n.Operators, n.Events, n.Registry)
-	operatorsRunner := projections.NewRunner(n.Events, n.Registry, operatorsJournal, n.log, n.Metrics.Projected)
-	n.Runners = []*projections.Runner{appsRunner, operatorsRunner}
-	n.Families = map[projections.Family]*projections.Runner{}
-	var families projections.RunnerSet
+	operatorsRunner := subscribe.NewRunner(n.Events, n.Registry, operatorsJournal, n.log, n.Metrics.Projected)
+	n.Runners = []*subscribe.Runner{appsRunner, operatorsRunner}
+	n.Families = map[projections.Family]*subscribe.Runner{}
+	var families subscribe.RunnerSet
 	for _, f := range projections.Families {
-		run := projections.NewRunner(n.Events, n.Registry, familyProjector(f, n.ReadModel, n.Location), n.log, n.Metrics.Projected)
+		run := subscribe.NewRunner(n.Events, n.Registry, familyProjector(f, n.ReadModel, n.Location), n.log, n.Metrics.Projected)
 		run.SkipPoison(n.Metrics.Skipped)
 		// One writer per family across the nodes sharing the read models.
-		run.Own(projections.Ownership{Leases: n.Leases, Holder: cfg.NodeID, TTL: cfg.LeaseTTL, Shared: shared})
+		run.Own(subscribe.Ownership{Leases: n.Leases, Holder: cfg.NodeID, TTL: cfg.LeaseTTL, Shared: shared})
 		n.Families[f] = run
 		n.Runners = append(n.Runners, run)
 		families = append(families, run)
@@ -438,7 +439,7 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 	pluginCmds := commands.NewPlugin(n.Events, n.Registry, ids, cfg.Now, phoneDirectory{n.ReadModel})
 	analyzerJournal := projections.NewJournal(&commands.Analyzer{Plugin: pluginCmds}, n.Events, n.Registry)
 	analyzerJournal.CheckpointOnly = true
-	analyzerRunner := projections.NewRunner(n.Events, n.Registry, analyzerJournal, n.log, n.Metrics.Projected)
+	analyzerRunner := subscribe.NewRunner(n.Events, n.Registry, analyzerJournal, n.log, n.Metrics.Projected)
 
 	guard := targets.Guard{AllowLoopback: cfg.WebhookAllowLoopback}
 	if cfg.WebhookAllowLoopback {
@@ -511,7 +512,7 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		Orders:        commands.NewOrders(n.Events, n.Registry, ids, cfg.Now),
 		Benefits:      commands.NewBenefits(n.Events, n.Registry, ids, cfg.Now, max(cfg.VerifyCooldown, 0), providerDirectory{n.ReadModel, n.Families[projections.FamilyBenefits], n.head, shared != nil}),
 		InternalToken: n.InternalToken,
-		Projections:   projections.RunnerSet(n.Runners),
+		Projections:   subscribe.RunnerSet(n.Runners),
 		Idempotency: &idempotency.Keeper{
 			Store: n.Events, Registry: n.Registry, Sealer: sealer, Keys: n.Keys, Now: cfg.Now, Replayed: marks.Wrote,
 		},
@@ -621,7 +622,7 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 // at start, how long each took from the start of Open and how many events
 // it replayed (the tail past the snapshot after a crash), so an operator
 // sees what a start after a kill -9 spent beyond the restore.
-func (n *Node) logCaughtUp(ctx context.Context, began time.Time, families []*projections.Runner) {
+func (n *Node) logCaughtUp(ctx context.Context, began time.Time, families []*subscribe.Runner) {
 	attrs := []any{}
 	for _, run := range families {
 		if err := run.WaitReady(ctx); err != nil {
@@ -643,7 +644,7 @@ const webhookCreationCheckpointFile = "webhook-creation-checkpoint.json"
 // lease), and without Kafka one node at a time creates deliveries from the
 // store (the webhook-creation lease); with Kafka the consumer group spreads
 // creation over the nodes.
-func (n *Node) startWebhooks(ctx context.Context, cfg Config, models *projections.Runner) error {
+func (n *Node) startWebhooks(ctx context.Context, cfg Config, models *subscribe.Runner) error {
 	leases, ttl := n.Leases, cfg.LeaseTTL
 	// Claims spread sending over the nodes sharing the deliveries, one
 	// attempt of a delivery in flight at a time.
@@ -1166,7 +1167,7 @@ func (h *headStore) Last() events.Position {
 // verification, finds its facts whichever node took them.
 type providerDirectory struct {
 	store  projections.BenefitStore
-	runner *projections.Runner
+	runner *subscribe.Runner
 	head   *headStore
 	// cluster: other nodes may have written the facts, so wait for the
 	// log's head rather than this node's last append.
@@ -1233,7 +1234,7 @@ type ReadModels interface {
 }
 
 // familyProjector is the projector of one read-model family over the adapter.
-func familyProjector(f projections.Family, rm ReadModels, loc *time.Location) projections.Projector {
+func familyProjector(f projections.Family, rm ReadModels, loc *time.Location) subscribe.Projector {
 	switch f {
 	case projections.FamilyUsers:
 		return projections.UsersProjector(rm)

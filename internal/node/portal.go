@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/healthtech/partner-open-platform/commands"
+	"github.com/healthtech/partner-open-platform/events/subscribe"
 	"github.com/healthtech/partner-open-platform/internal/auth"
 	"github.com/healthtech/partner-open-platform/internal/ratelimit"
 	ratelimitpg "github.com/healthtech/partner-open-platform/internal/ratelimit/postgres"
@@ -91,7 +92,7 @@ func (n *Node) openPortal(ctx context.Context, cfg Config, ids *commands.Allocat
 	}
 	n.Developers = directory.NewDevelopers()
 	journal := projections.NewJournal(n.Developers, n.Events, n.Registry)
-	runner := projections.NewRunner(n.Events, n.Registry, journal, n.log, n.Metrics.Projected)
+	runner := subscribe.NewRunner(n.Events, n.Registry, journal, n.log, n.Metrics.Projected)
 	n.Runners = append(n.Runners, runner)
 
 	lockout := max(pc.LockoutPeriod, 0)
@@ -166,7 +167,7 @@ func (n *Node) openPortal(ctx context.Context, cfg Config, ids *commands.Allocat
 }
 
 // runner is the node's runner of the named projection (nil if none).
-func (n *Node) runner(name string) *projections.Runner {
+func (n *Node) runner(name string) *subscribe.Runner {
 	for _, r := range n.Runners {
 		if r.Name() == name {
 			return r

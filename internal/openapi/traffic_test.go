@@ -25,6 +25,7 @@ import (
 	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/events/catalog"
 	"github.com/healthtech/partner-open-platform/events/memory"
+	"github.com/healthtech/partner-open-platform/events/subscribe"
 	"github.com/healthtech/partner-open-platform/internal/auth"
 	"github.com/healthtech/partner-open-platform/internal/httpapi"
 	"github.com/healthtech/partner-open-platform/internal/measureplugin"
@@ -106,13 +107,13 @@ func server(t *testing.T, clock *offsetClock) *httptest.Server {
 	}
 	store, reg, readModel := memory.New(), catalog.Registry(), projmemory.New()
 	apps := directory.NewApps(sealer)
-	appsRunner := projections.NewRunner(store, reg, apps, log, nil)
-	runners := []*projections.Runner{appsRunner}
-	families := map[projections.Family]*projections.Runner{}
-	var reflected projections.RunnerSet
-	for _, p := range []projections.Projector{projections.UsersProjector(readModel), projections.DeliveriesProjector(readModel),
+	appsRunner := subscribe.NewRunner(store, reg, apps, log, nil)
+	runners := []*subscribe.Runner{appsRunner}
+	families := map[projections.Family]*subscribe.Runner{}
+	var reflected subscribe.RunnerSet
+	for _, p := range []subscribe.Projector{projections.UsersProjector(readModel), projections.DeliveriesProjector(readModel),
 		projections.ReportsProjector(readModel, loc), projections.OrdersProjector(readModel), projections.BenefitsProjector(readModel)} {
-		run := projections.NewRunner(store, reg, p, log, nil)
+		run := subscribe.NewRunner(store, reg, p, log, nil)
 		families[projections.Family(p.Name())] = run
 		runners = append(runners, run)
 		reflected = append(reflected, run)
@@ -142,7 +143,7 @@ func server(t *testing.T, clock *offsetClock) *httptest.Server {
 		Credentials: commands.NewCredentialIssuer(store, reg, ids, time.Now), UploaderDirectory: apps,
 		Orders:        commands.NewOrders(store, reg, ids, time.Now),
 		Benefits:      commands.NewBenefits(store, reg, ids, clock.now, 10*time.Second, providers{readModel}),
-		InternalToken: internalToken, Projections: projections.RunnerSet(runners),
+		InternalToken: internalToken, Projections: subscribe.RunnerSet(runners),
 	}
 	qry := &queryapi.API{
 		Store: readModel, Apps: apps, Events: store, Runners: runners, Families: families,
@@ -182,7 +183,7 @@ func server(t *testing.T, clock *offsetClock) *httptest.Server {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		_ = webhooks.StoreSource{Store: store, From: readModel.LastSource}.Run(ctx, dispatcher.Create)
+		_ = webhooks.RunPipelined(ctx, webhooks.StoreSource{Store: store, From: readModel.LastSource}, dispatcher.PrepareBatch, dispatcher.CommitBatches)
 	}()
 	srv := httptest.NewServer(rt)
 	t.Cleanup(func() { srv.Close(); cancel(); wg.Wait(); _ = readModel.Close(); _ = store.Close() })

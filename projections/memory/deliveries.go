@@ -421,7 +421,7 @@ func clampLimit(n int) int {
 // Due walks the apps' due heaps best-first, leaving out the skipped apps'
 // heaps, so the dispatcher's frequent polls cost O((apps + limit) log)
 // whatever the backlog of an app it cannot send to.
-func (s *Store) Due(ctx context.Context, now time.Time, limit int, skipApps ...int64) ([]projections.DueDelivery, error) {
+func (s *Store) Due(ctx context.Context, now time.Time, limit int, skipApps ...int64) ([]domain.DueDelivery, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -431,7 +431,7 @@ func (s *Store) Due(ctx context.Context, now time.Time, limit int, skipApps ...i
 	now = normTime(now)
 	s.deliveriesMu.RLock()
 	defer s.deliveriesMu.RUnlock()
-	var out []projections.DueDelivery
+	var out []domain.DueDelivery
 	f := &frontier{idx: make([]dueRef, 0, len(s.due.apps)+min(limit, 1024)+2)}
 	for appID, h := range s.due.apps {
 		if !slices.Contains(skipApps, appID) {
@@ -445,7 +445,7 @@ func (s *Store) Due(ctx context.Context, now time.Time, limit int, skipApps ...i
 			break // every key left is later still
 		}
 		d := s.deliveries[k.id]
-		out = append(out, projections.DueDelivery{DeliveryID: d.DeliveryID, AppID: d.AppID, EndpointID: d.EndpointID})
+		out = append(out, domain.DueDelivery{DeliveryID: d.DeliveryID, AppID: d.AppID, EndpointID: d.EndpointID})
 		for _, c := range [2]int{2*r.i + 1, 2*r.i + 2} {
 			if c < r.h.Len() {
 				f.push(dueRef{r.h, c})

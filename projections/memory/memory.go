@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/healthtech/partner-open-platform/events"
+	"github.com/healthtech/partner-open-platform/events/subscribe"
 	"github.com/healthtech/partner-open-platform/internal/nonces"
 	"github.com/healthtech/partner-open-platform/projections"
 )
@@ -177,7 +178,7 @@ func (s *Store) update(ctx context.Context, mu *sync.RWMutex, projection string,
 	s.cpMu.Lock()
 	defer s.cpMu.Unlock()
 	if pos.Less(s.checkpoints[projection]) {
-		return fmt.Errorf("%w: %s to %v", projections.ErrCheckpointBackwards, projection, pos)
+		return fmt.Errorf("%w: %s to %v", subscribe.ErrCheckpointBackwards, projection, pos)
 	}
 	s.checkpoints[projection] = pos
 	committed = true

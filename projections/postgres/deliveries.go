@@ -171,7 +171,7 @@ ORDER BY next_attempt_at, ` + feedOrder + `
 LIMIT $2`
 
 // Due reads the head of the partial due index, which holds only the queue, for the dispatcher's frequent polls.
-func (s *Store) Due(ctx context.Context, now time.Time, limit int, skipApps ...int64) ([]projections.DueDelivery, error) {
+func (s *Store) Due(ctx context.Context, now time.Time, limit int, skipApps ...int64) ([]domain.DueDelivery, error) {
 	if limit <= 0 {
 		limit = defaultLimit
 	}
@@ -179,8 +179,8 @@ func (s *Store) Due(ctx context.Context, now time.Time, limit int, skipApps ...i
 		skipApps = []int64{} // <> ALL of NULL is NULL: nothing would be due
 	}
 	rows, _ := s.pool.Query(ctx, dueQuery, now, limit, skipApps)
-	var ds []projections.DueDelivery
-	var d projections.DueDelivery
+	var ds []domain.DueDelivery
+	var d domain.DueDelivery
 	_, err := pgx.ForEachRow(rows, []any{&d.DeliveryID, &d.AppID, &d.EndpointID}, func() error {
 		ds = append(ds, d)
 		return nil

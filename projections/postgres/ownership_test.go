@@ -13,6 +13,7 @@ import (
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/events/catalog"
 	evmemory "github.com/healthtech/partner-open-platform/events/memory"
+	"github.com/healthtech/partner-open-platform/events/subscribe"
 	"github.com/healthtech/partner-open-platform/internal/lease"
 	leasepg "github.com/healthtech/partner-open-platform/internal/lease/postgres"
 	"github.com/healthtech/partner-open-platform/projections"
@@ -100,10 +101,10 @@ func TestLostLeaseOwnerCannotWrite(t *testing.T) {
 			leases := leasepg.New(s.Pool())
 			store, reg := evmemory.New(), catalog.Registry()
 			g := &gated{Store: s}
-			a := projections.NewRunner(store, reg, projections.UsersProjector(g), slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+			a := subscribe.NewRunner(store, reg, projections.UsersProjector(g), slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
 			// A long TTL: node a renews rarely, so it does not notice the
 			// loss before it resumes; only the fence stops it.
-			a.Own(projections.Ownership{Leases: leases, Holder: "a", TTL: time.Minute, Shared: s, Poll: 50 * time.Millisecond})
+			a.Own(subscribe.Ownership{Leases: leases, Holder: "a", TTL: time.Minute, Shared: s, Poll: 50 * time.Millisecond})
 			rctx, cancel := context.WithCancel(ctx)
 			done := make(chan struct{})
 			go func() { defer close(done); _ = a.Run(rctx) }()
@@ -123,12 +124,12 @@ func TestLostLeaseOwnerCannotWrite(t *testing.T) {
 			appendUser(t, store, reg, 2)
 			<-g.entered
 			// The lease lapses (as if a's renewals had stopped) and b takes it.
-			if _, err := s.Pool().Exec(ctx, `UPDATE leases SET expires_at = now() - interval '1 second' WHERE name = $1`, projections.LeaseName("users")); err != nil {
+			if _, err := s.Pool().Exec(ctx, `UPDATE leases SET expires_at = now() - interval '1 second' WHERE name = $1`, subscribe.LeaseName("users")); err != nil {
 				t.Fatal(err)
 			}
 			took := make(chan lease.Lease, 1)
 			go func() {
-				l, err := leases.Acquire(ctx, projections.LeaseName("users"), "b", time.Minute)
+				l, err := leases.Acquire(ctx, subscribe.LeaseName("users"), "b", time.Minute)
 				if err != nil {
 					t.Errorf("b's takeover: %v", err)
 				}

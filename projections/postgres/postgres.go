@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/healthtech/partner-open-platform/events"
+	"github.com/healthtech/partner-open-platform/events/subscribe"
 	"github.com/healthtech/partner-open-platform/internal/lease"
 	leasepg "github.com/healthtech/partner-open-platform/internal/lease/postgres"
 	"github.com/healthtech/partner-open-platform/internal/nonces"
@@ -177,7 +178,7 @@ func (s *Store) update(ctx context.Context, projection string, pos events.Positi
 		// Bit-preserving conversion: see the Store doc.
 		t.batch.Queue(upsertCheckpoint, projection, int64(pos.Commit), int64(pos.Prepare)).Exec(func(ct pgconn.CommandTag) error {
 			if ct.RowsAffected() == 0 {
-				return fmt.Errorf("%w: %s to %v", projections.ErrCheckpointBackwards, projection, pos)
+				return fmt.Errorf("%w: %s to %v", subscribe.ErrCheckpointBackwards, projection, pos)
 			}
 			return nil
 		})

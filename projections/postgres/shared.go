@@ -11,19 +11,19 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/healthtech/partner-open-platform/events"
-	"github.com/healthtech/partner-open-platform/projections"
+	"github.com/healthtech/partner-open-platform/events/subscribe"
 )
 
-var _ projections.Shared = (*Store)(nil)
+var _ subscribe.Shared = (*Store)(nil)
 
 // progressChannel is the LISTEN/NOTIFY channel on which families' owners
 // announce their progress and operators' rebuild requests are broadcast.
 const progressChannel = "platform_projection_progress"
 
-// Progress implements projections.Shared: the family's generation, the
+// Progress implements subscribe.Shared: the family's generation, the
 // generation a pending rebuild asked for, and its checkpoint.
-func (s *Store) Progress(ctx context.Context, projection string) (projections.Progress, error) {
-	var p projections.Progress
+func (s *Store) Progress(ctx context.Context, projection string) (subscribe.Progress, error) {
+	var p subscribe.Progress
 	var commit, prepare int64
 	err := s.pool.QueryRow(ctx, `
 SELECT coalesce(g.generation, 0), coalesce(g.requested, 0), coalesce(c.commit_pos, 0), coalesce(c.prepare_pos, 0)
@@ -51,8 +51,8 @@ type notice struct {
 	Owner      string `json:"o,omitempty"`
 }
 
-func (n notice) progress() projections.Progress {
-	return projections.Progress{
+func (n notice) progress() subscribe.Progress {
+	return subscribe.Progress{
 		Generation: n.Generation, Requested: n.Requested,
 		Position: events.Position{Commit: n.Commit, Prepare: n.Prepare},
 		Target:   events.Position{Commit: n.TCommit, Prepare: n.TPrepare},
@@ -75,8 +75,8 @@ type queryer interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 }
 
-// Announce implements projections.Shared.
-func (s *Store) Announce(ctx context.Context, projection string, p projections.Progress) error {
+// Announce implements subscribe.Shared.
+func (s *Store) Announce(ctx context.Context, projection string, p subscribe.Progress) error {
 	err := s.notify(ctx, s.pool, notice{
 		Projection: projection, Generation: p.Generation, Requested: p.Requested,
 		Commit: p.Position.Commit, Prepare: p.Position.Prepare, TCommit: p.Target.Commit, TPrepare: p.Target.Prepare,
@@ -88,7 +88,7 @@ func (s *Store) Announce(ctx context.Context, projection string, p projections.P
 	return nil
 }
 
-// RequestRebuild implements projections.Shared: one statement asks for the
+// RequestRebuild implements subscribe.Shared: one statement asks for the
 // generation after the current one (requests made before the owner starts
 // share it), and the notification goes out with its commit.
 func (s *Store) RequestRebuild(ctx context.Context, projection string) (int64, error) {
@@ -128,10 +128,10 @@ RETURNING generation`, projection).Scan(&gen)
 	return s.notify(ctx, tx, notice{Projection: projection, Generation: gen})
 }
 
-// Watch implements projections.Shared. The node's one LISTEN connection
+// Watch implements subscribe.Shared. The node's one LISTEN connection
 // starts with the first watcher and reconnects after failures (announcements
 // sent meanwhile are lost: the runners' polls cover them).
-func (s *Store) Watch(projection string) (<-chan projections.Progress, func()) {
+func (s *Store) Watch(projection string) (<-chan subscribe.Progress, func()) {
 	return s.watch.add(s, projection)
 }
 
@@ -146,13 +146,13 @@ type watcher struct {
 
 type subscriber struct {
 	projection string
-	ch         chan projections.Progress
+	ch         chan subscribe.Progress
 }
 
-func (w *watcher) add(s *Store, projection string) (<-chan projections.Progress, func()) {
+func (w *watcher) add(s *Store, projection string) (<-chan subscribe.Progress, func()) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	sub := &subscriber{projection: projection, ch: make(chan projections.Progress, 16)}
+	sub := &subscriber{projection: projection, ch: make(chan subscribe.Progress, 16)}
 	if w.closed {
 		return sub.ch, func() {}
 	}

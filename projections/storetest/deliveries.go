@@ -1224,10 +1224,10 @@ func testResponseExcerpts(t *testing.T, s Store) {
 }
 
 // dueOf is what Due lists of the given deliveries.
-func dueOf(ds ...projections.Delivery) []projections.DueDelivery {
-	out := make([]projections.DueDelivery, len(ds))
+func dueOf(ds ...projections.Delivery) []domain.DueDelivery {
+	out := make([]domain.DueDelivery, len(ds))
 	for i, d := range ds {
-		out[i] = projections.DueDelivery{DeliveryID: d.DeliveryID, AppID: d.AppID, EndpointID: d.EndpointID}
+		out[i] = domain.DueDelivery{DeliveryID: d.DeliveryID, AppID: d.AppID, EndpointID: d.EndpointID}
 	}
 	return out
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/projections"
 )
@@ -165,7 +166,7 @@ func keyOf(row any) any {
 		return r.MemberID
 	case projections.Delivery:
 		return r.DeliveryID
-	case projections.DueDelivery:
+	case domain.DueDelivery:
 		return r.DeliveryID
 	case projections.Attempt:
 		return r.Attempt

@@ -12,6 +12,7 @@ import (
 
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/events/catalog"
+	"github.com/healthtech/partner-open-platform/events/subscribe"
 	"github.com/healthtech/partner-open-platform/projections"
 )
 
@@ -201,7 +202,7 @@ func testCheckpointsPerProjection(t *testing.T, s Store) {
 	err := s.Update(context.Background(), "a", a, func(tx projections.UserTx) error {
 		return tx.PutUser(ctx, fullUser(1, 7001, "behind"))
 	})
-	if !errors.Is(err, projections.ErrCheckpointBackwards) {
+	if !errors.Is(err, subscribe.ErrCheckpointBackwards) {
 		t.Fatalf("Update moving the checkpoint back: %v, want ErrCheckpointBackwards", err)
 	}
 	wantCheckpoint(t, s, "a", a2)
@@ -243,7 +244,7 @@ func testCheckpointRange(t *testing.T, s Store) {
 	}
 	last := ps[len(ps)-1]
 	for _, p := range ps[:len(ps)-1] {
-		if err := s.Update(ctx, "range", p, noop); !errors.Is(err, projections.ErrCheckpointBackwards) {
+		if err := s.Update(ctx, "range", p, noop); !errors.Is(err, subscribe.ErrCheckpointBackwards) {
 			t.Errorf("Update back to %v after %v: %v, want ErrCheckpointBackwards", p, last, err)
 		}
 	}

@@ -20,8 +20,6 @@ type Source struct {
 	log     *slog.Logger
 }
 
-var _ webhooks.Source = (*Source)(nil)
-
 // WebhookGroup is the dispatchers' consumer group for an internal topic:
 // "platform-webhooks" for the default topic (the group deployments already
 // have offsets in), "platform-webhooks.<topic>" for any other, so that

@@ -1,5 +1,5 @@
 // Package partneropen is the Go SDK of the partner open platform: signed
-// calls (scheme M and scheme H) to every partner route with typed models
+// calls (scheme H by default, scheme M by option) to every partner route with typed models
 // generated from the platform's OpenAPI document, one typed error, safe
 // retries, pagination, webhook verification and typed events, and the
 // plugin host helper. It depends on the standard library only.
@@ -18,7 +18,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -32,16 +31,36 @@ type Client struct {
 	retry     RetryPolicy
 	now       func() time.Time
 	sleep     func(ctx context.Context, d time.Duration) error
-
-	mu    sync.Mutex
-	bound map[string]mBinding // scheme M write signature -> route it was sent on
+	scheme    Scheme
+	autoKeys  bool
 }
 
-// mBinding is the route a scheme M write signature was first sent on, and
-// when the platform forgets it.
-type mBinding struct {
-	route   string
-	expires time.Time
+// Scheme is how the client signs the routes that accept either signature
+// scheme (every partner route but the report pull and the sandbox mock,
+// which take scheme H only).
+type Scheme int
+
+const (
+	// SchemeH (the default) signs method, path with query, timestamp, a
+	// fresh single-use nonce and the body's SHA-256 under HMAC-SHA-256, so
+	// no two requests share a signature and none can be replayed on
+	// another route.
+	SchemeH Scheme = iota
+	// SchemeM is the spec's MD5 signature over app key, timestamp, app
+	// secret and body, for platforms that do not accept scheme H on every
+	// route. It covers neither method nor path nor a nonce.
+	SchemeM
+)
+
+// String names the scheme as the spec does.
+func (s Scheme) String() string {
+	switch s {
+	case SchemeH:
+		return "H"
+	case SchemeM:
+		return "M"
+	}
+	return "Scheme(" + strconv.Itoa(int(s)) + ")"
 }
 
 // Option configures a Client, so new settings never break NewClient's signature.
@@ -64,6 +83,16 @@ func WithRetryPolicy(p RetryPolicy) Option { return func(c *Client) { c.retry = 
 // WithClock replaces time.Now for signing, so tests can pin timestamps.
 func WithClock(now func() time.Time) Option { return func(c *Client) { c.now = now } }
 
+// WithScheme chooses the signature of the routes that accept either scheme;
+// SchemeH is the default. The report pull and the sandbox mock always use
+// scheme H.
+func WithScheme(s Scheme) Option { return func(c *Client) { c.scheme = s } }
+
+// WithAutoIdempotencyKeys turns the per-call generated Idempotency-Key of
+// the writes that take one on (the default) or off. Off, only writes given
+// WithIdempotencyKey carry a key, and only those are retried.
+func WithAutoIdempotencyKeys(on bool) Option { return func(c *Client) { c.autoKeys = on } }
+
 // RetryPolicy says how often and how long to back off on 429 and 503; only
 // safe requests (reads, or writes carrying an idempotency key) are retried.
 type RetryPolicy struct {
@@ -80,7 +109,7 @@ var DefaultRetryPolicy = RetryPolicy{MaxRetries: 3, BaseDelay: 500 * time.Millis
 
 // NewClient builds a client; WithBaseURL and WithCredentials are required.
 func NewClient(opts ...Option) (*Client, error) {
-	c := &Client{http: http.DefaultClient, retry: DefaultRetryPolicy, now: time.Now, sleep: sleepCtx}
+	c := &Client{http: http.DefaultClient, retry: DefaultRetryPolicy, now: time.Now, sleep: sleepCtx, autoKeys: true}
 	for _, o := range opts {
 		o(c)
 	}
@@ -92,6 +121,9 @@ func NewClient(opts ...Option) (*Client, error) {
 	}
 	if c.appID == "" || c.appKey == "" || c.appSecret == "" {
 		return nil, errors.New("partneropen: WithCredentials is required")
+	}
+	if c.scheme != SchemeH && c.scheme != SchemeM {
+		return nil, fmt.Errorf("partneropen: unknown signature scheme %v", c.scheme)
 	}
 	return c, nil
 }
@@ -112,8 +144,8 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 type auth int
 
 const (
-	authM auth = iota
-	authH
+	authApp auth = iota // the client's Scheme
+	authH               // scheme H whatever the client's Scheme
 	authBearer
 	authNone
 )
@@ -124,6 +156,7 @@ type call struct {
 	query        url.Values
 	body         any
 	auth         auth
+	takesKey     bool // the route accepts an Idempotency-Key
 	idemKey      string
 	bearer       string
 	headers      map[string]string
@@ -149,6 +182,11 @@ func (cl *Client) do(ctx context.Context, c call, out any) error {
 				return fmt.Errorf("partneropen: encode %s %s: %w", c.method, c.path, err)
 			}
 		}
+	}
+	// One key per logical call, re-sent unchanged by every retry, so the
+	// platform runs the write once however many attempts reach it.
+	if c.takesKey && c.idemKey == "" && cl.autoKeys {
+		c.idemKey = Idempotent()
 	}
 	safe := c.method == http.MethodGet || c.idemKey != ""
 	for attempt := 0; ; attempt++ {
@@ -201,18 +239,14 @@ func (cl *Client) send(ctx context.Context, c call, body []byte) (*http.Response
 		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Header.Set("Accept", "application/json")
+	// Signed per attempt: a retry gets a fresh timestamp and nonce.
 	ts := strconv.FormatInt(cl.now().Unix(), 10)
-	if c.auth == authM {
-		route := http.MethodGet // reads are bound by method alone, as the platform does
-		if c.method != http.MethodGet && c.method != http.MethodHead {
-			route = c.method + " " + uri
-		}
-		if ts, err = cl.signatureTimestamp(ctx, route, body); err != nil {
-			return nil, nil, err
-		}
+	a := c.auth
+	if a == authApp && cl.scheme == SchemeH {
+		a = authH
 	}
-	switch c.auth {
-	case authM:
+	switch a {
+	case authApp:
 		req.Header.Set("X-App-Id", cl.appID)
 		req.Header.Set("X-Timestamp", ts)
 		req.Header.Set("X-Signature", SignM(cl.appKey, ts, cl.appSecret, body))
@@ -269,9 +303,17 @@ func decodeData(resp *http.Response, raw []byte, out any) error {
 	return nil
 }
 
-// Idempotent returns a fresh idempotency key, for writes a caller wants
-// retried safely on 429 and 503.
-func Idempotent() string { return "sdk-" + newNonce() }
+// Idempotent returns a fresh idempotency key (a random UUID), for a caller
+// that keeps the key of a write to repeat it later (after a crash, say);
+// the client generates one per call by itself otherwise.
+func Idempotent() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40 // version 4
+	b[8] = b[8]&0x3f | 0x80 // RFC 4122 variant
+	h := hex.EncodeToString(b[:])
+	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}
 
 // sendForm performs one form POST with HTTP Basic app credentials.
 func (cl *Client) sendForm(ctx context.Context, c call, body []byte) (*http.Response, []byte, error) {
@@ -292,45 +334,6 @@ func (cl *Client) sendForm(ctx context.Context, c call, body []byte) (*http.Resp
 		return nil, nil, fmt.Errorf("partneropen: read %s: %w", c.path, err)
 	}
 	return resp, raw, nil
-}
-
-// signatureTimestamp picks the timestamp of a scheme M call. The scheme M
-// signature covers neither method nor path, and the platform binds each
-// signature to the first route it saw it on (every read to "GET"), so two
-// calls with the same body in the same second on different routes (a read
-// then an empty-body write, rotate then activate, two DELETEs) would be
-// refused as a replay: the second waits for the next second. Reads share
-// one binding, and a retry of the same route keeps its signature.
-func (cl *Client) signatureTimestamp(ctx context.Context, route string, body []byte) (string, error) {
-	for {
-		now := cl.now()
-		ts := strconv.FormatInt(now.Unix(), 10)
-		sig := SignM(cl.appKey, ts, cl.appSecret, body)
-		cl.mu.Lock()
-		if cl.bound == nil {
-			cl.bound = map[string]mBinding{}
-		}
-		for k, b := range cl.bound {
-			if now.After(b.expires) {
-				delete(cl.bound, k)
-			}
-		}
-		b, seen := cl.bound[sig]
-		if !seen || b.route == route {
-			cl.bound[sig] = mBinding{route: route, expires: time.Unix(now.Unix(), 0).Add(301 * time.Second)}
-			cl.mu.Unlock()
-			return ts, nil
-		}
-		cl.mu.Unlock()
-		wait := time.Unix(now.Unix()+1, 0).Sub(now)
-		if err := cl.sleep(ctx, wait); err != nil {
-			return "", fmt.Errorf("partneropen: waiting for a fresh signature second: %w", err)
-		}
-		// A frozen test clock would loop forever; the real clock moves on.
-		if !cl.now().After(now) {
-			return "", errors.New("partneropen: clock did not advance while waiting for a fresh signature second")
-		}
-	}
 }
 
 // Ptr returns a pointer to v, for the optional fields of request models.

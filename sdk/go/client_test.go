@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"sync"
 	"testing"
@@ -164,14 +165,234 @@ func TestWriteWithoutIdempotencyKeyIsNotRetried(t *testing.T) {
 		w.Header().Set("Retry-After", "1")
 		writeJSON(w, 429, map[string]any{"success": false, "code": "HTTP_429", "message": "slow down", "timestamp": "x"})
 	})
-	c, slept := testClient(t, f.srv.URL)
+	// Automatic keys off: a write without a key cannot be repeated safely.
+	c, slept := testClient(t, f.srv.URL, WithAutoIdempotencyKeys(false))
 	_, err := c.CreateOrder(context.Background(), OrderCreateRequest{ThirdOrderID: "T1"})
 	var apiErr *APIError
 	if !errors.As(err, &apiErr) || apiErr.Status != 429 || apiErr.RetryAfter != time.Second {
 		t.Fatalf("err = %v", err)
 	}
-	if f.count() != 1 || len(*slept) != 0 {
-		t.Fatalf("unsafe write sent %d times", f.count())
+	if f.count() != 1 || len(*slept) != 0 || f.reqs[0].Header.Get("Idempotency-Key") != "" {
+		t.Fatalf("unsafe write sent %d times (key %q)", f.count(), f.reqs[0].Header.Get("Idempotency-Key"))
+	}
+	// A write whose route takes no key is never retried, keys on or off.
+	c, slept = testClient(t, f.srv.URL)
+	if _, err := c.RotateWebhookSecret(context.Background()); !errors.As(err, &apiErr) || apiErr.Status != 429 {
+		t.Fatalf("rotate: %v", err)
+	}
+	if f.count() != 2 || len(*slept) != 0 || f.reqs[1].Header.Get("Idempotency-Key") != "" {
+		t.Fatalf("rotate sent %d times in all (key %q)", f.count()-1, f.reqs[1].Header.Get("Idempotency-Key"))
+	}
+}
+
+// TestGeneratedKeyIsReusedAcrossRetriesWithFreshSignatures: a write without
+// an explicit key gets a UUID, the same on every retry of that call and a
+// new one for the next call; each attempt is signed anew (new nonce), as
+// the platform refuses a reused nonce.
+func TestGeneratedKeyIsReusedAcrossRetriesWithFreshSignatures(t *testing.T) {
+	f := newFake(t, func(n int, _ *http.Request, _ []byte, w http.ResponseWriter) {
+		if n <= 2 {
+			writeJSON(w, 503, map[string]any{"success": false, "code": "SERVICE_UNAVAILABLE", "message": "busy", "timestamp": "x"})
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
+	c, slept := testClient(t, f.srv.URL)
+	ctx := context.Background()
+	if err := c.DeleteFamilyMember(ctx, 7, 8); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.DeleteFamilyMember(ctx, 7, 9); err != nil {
+		t.Fatal(err)
+	}
+	if f.count() != 4 || len(*slept) != 2 {
+		t.Fatalf("%d requests, %d waits; want 3 attempts of the first call and 1 of the second", f.count(), len(*slept))
+	}
+	key := f.reqs[0].Header.Get("Idempotency-Key")
+	if !uuidRE.MatchString(key) {
+		t.Fatalf("generated key %q is not a UUID", key)
+	}
+	nonces := map[string]bool{}
+	for i, r := range f.reqs {
+		nonces[r.Header.Get("X-Nonce")] = true
+		if k := r.Header.Get("Idempotency-Key"); (i < 3) != (k == key) {
+			t.Errorf("request %d key %q (first call's key %q)", i, k, key)
+		}
+	}
+	if len(nonces) != 4 || nonces[""] {
+		t.Fatalf("attempts shared a nonce: %v", nonces)
+	}
+	// The caller's own key replaces the generated one.
+	if err := c.DissolveFamilyGroup(ctx, 7, 3, WithIdempotencyKey("caller-key-1")); err != nil {
+		t.Fatal(err)
+	}
+	if k := f.reqs[4].Header.Get("Idempotency-Key"); k != "caller-key-1" {
+		t.Fatalf("caller's key replaced by %q", k)
+	}
+}
+
+var uuidRE = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
+
+// TestEveryWriteThatTakesAKeySendsOne calls every signed operation and
+// checks that exactly the routes taking an Idempotency-Key (the route
+// table, which the drift test holds to the document) carry one.
+func TestEveryWriteThatTakesAKeySendsOne(t *testing.T) {
+	f := newFake(t, func(_ int, _ *http.Request, _ []byte, w http.ResponseWriter) { ok(w, 200, map[string]any{}) })
+	c, _ := testClient(t, f.srv.URL)
+	ctx := context.Background()
+	calls := map[string]func() error{
+		"registerChannelUser":    func() error { _, err := c.RegisterUser(ctx, RegisterRequest{ChannelUserID: "u"}); return err },
+		"getChannelUserSnapshot": func() error { _, err := c.GetSnapshot(ctx, 1, SnapshotQuery{}); return err },
+		"updateChannelUser":      func() error { return c.UpdateUser(ctx, 1, UserPatch{}) },
+		"upsertFamilyGroup":      func() error { _, err := c.UpsertFamilyGroup(ctx, 1, FamilyGroupInput{}); return err },
+		"dissolveFamilyGroup":    func() error { return c.DissolveFamilyGroup(ctx, 1, 2) },
+		"upsertFamilyMember": func() error {
+			_, err := c.UpsertFamilyMember(ctx, 1, FamilyMemberUpsertInput{})
+			return err
+		},
+		"deleteFamilyMember":      func() error { return c.DeleteFamilyMember(ctx, 1, 2) },
+		"listMyDeliveries":        func() error { _, err := c.ListDeliveries(ctx, DeliveryFilter{}); return err },
+		"getMyDelivery":           func() error { _, err := c.GetDelivery(ctx, "d"); return err },
+		"resendMyDelivery":        func() error { _, err := c.ResendDelivery(ctx, "d"); return err },
+		"rotateMyWebhookSecret":   func() error { _, err := c.RotateWebhookSecret(ctx); return err },
+		"activateMyWebhookSecret": func() error { _, err := c.ActivateWebhookSecret(ctx); return err },
+		"webhookEventFeed":        func() error { _, err := c.ListEvents(ctx, "", 0); return err },
+		"pullHealthReport":        func() error { _, err := c.PullHealthReport(ctx, 1); return err },
+		"sandboxMockMeasure":      func() error { _, err := c.SandboxMockMeasure(ctx, MockMeasureRequest{}); return err },
+		"createOrder":             func() error { _, err := c.CreateOrder(ctx, OrderCreateRequest{}); return err },
+		"getOrderDetail":          func() error { _, err := c.GetOrder(ctx, "PO1"); return err },
+		"sandboxShippedCallbackTest": func() error {
+			_, err := c.SandboxShipOrder(ctx, SandboxShipmentRequest{})
+			return err
+		},
+		"registerOwnServiceProvider": func() error {
+			_, err := c.RegisterServiceProvider(ctx, ProviderRegistration{})
+			return err
+		},
+		"batchIssueBenefitCards": func() error { _, err := c.BatchIssueCards(ctx, BatchIssueRequest{}); return err },
+		"verifyBenefitUse":       func() error { _, err := c.VerifyUse(ctx, VerifyUseRequest{}); return err },
+		"getBenefitCard":         func() error { _, err := c.GetBenefitCard(ctx, "C1"); return err },
+		"listFulfillments":       func() error { _, err := c.ListFulfillments(ctx, "", 0, 0); return err },
+		"rateFulfillment":        func() error { _, err := c.RateFulfillment(ctx, 1, RatingRequest{}); return err },
+	}
+	keys := map[string]bool{}
+	for id, r := range routes {
+		if id == "oauthToken" || id == "oauthRevoke" || id == "getDailyReport" {
+			continue // OAuth: no app signature, no key
+		}
+		call, ok := calls[id]
+		if !ok {
+			t.Errorf("%s not exercised", id)
+			continue
+		}
+		before := f.count()
+		if err := call(); err != nil {
+			t.Errorf("%s: %v", id, err)
+			continue
+		}
+		if f.count() != before+1 {
+			t.Fatalf("%s sent %d requests", id, f.count()-before)
+		}
+		req := f.reqs[before]
+		if req.Method != r.method {
+			t.Errorf("%s sent %s", id, req.Method)
+		}
+		k := req.Header.Get("Idempotency-Key")
+		if r.idem != (k != "") {
+			t.Errorf("%s (%s %s): Idempotency-Key %q, route takes one: %v", id, r.method, r.path, k, r.idem)
+		}
+		if k != "" && (keys[k] || !uuidRE.MatchString(k)) {
+			t.Errorf("%s: key %q repeated or not a UUID", id, k)
+		}
+		keys[k] = true
+		// The default scheme is H on every route.
+		if req.Header.Get("X-Nonce") == "" || req.Header.Get("X-App-Id") != "" {
+			t.Errorf("%s was not signed with scheme H: %v", id, req.Header)
+		}
+	}
+}
+
+// TestDefaultSignsSchemeH: with no option every signed call carries
+// X-App-Key, X-Timestamp, a fresh X-Nonce and the HMAC over method, URI
+// with query, timestamp, nonce and body hash, and calls of one second that
+// would have clashed under scheme M (a read, a bodyless DELETE, a register)
+// go out in that same second without waiting.
+func TestDefaultSignsSchemeH(t *testing.T) {
+	f := newFake(t, func(_ int, _ *http.Request, _ []byte, w http.ResponseWriter) { ok(w, 200, map[string]any{}) })
+	pinned := time.Unix(1763870400, 0).Add(900 * time.Millisecond)
+	c, slept := testClient(t, f.srv.URL, WithClock(func() time.Time { return pinned }))
+	ctx := context.Background()
+	if _, err := c.RegisterUser(ctx, RegisterRequest{ChannelUserID: "u-1", User: UserProfile{Name: "张三"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.GetSnapshot(ctx, 5, SnapshotQuery{ChannelUserID: "u-1"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.DeleteFamilyMember(ctx, 5, 6); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.DeleteFamilyMember(ctx, 5, 7); err != nil {
+		t.Fatal(err)
+	}
+	if len(*slept) != 0 || f.count() != 4 {
+		t.Fatalf("%d requests, waits %v", f.count(), *slept)
+	}
+	wantURI := []string{"/open/v1/channel/users", "/open/v1/channel/users/5?channel_user_id=u-1",
+		"/open/v1/channel/users/5/family-members/6", "/open/v1/channel/users/5/family-members/7"}
+	nonces, sigs := map[string]bool{}, map[string]bool{}
+	for i, r := range f.reqs {
+		h := r.Header
+		if h.Get("X-App-Key") != tAppKey || h.Get("X-Timestamp") != "1763870400" || h.Get("X-App-Id") != "" {
+			t.Errorf("request %d headers %v", i, h)
+		}
+		if r.URL.RequestURI() != wantURI[i] {
+			t.Errorf("request %d URI %q, want %q", i, r.URL.RequestURI(), wantURI[i])
+		}
+		want := SignH(tAppSecret, r.Method, wantURI[i], "1763870400", h.Get("X-Nonce"), f.body[i])
+		if h.Get("X-Signature") != want || len(want) != 64 {
+			t.Errorf("request %d signature %q, want %q", i, h.Get("X-Signature"), want)
+		}
+		nonces[h.Get("X-Nonce")], sigs[h.Get("X-Signature")] = true, true
+	}
+	if len(nonces) != 4 || len(sigs) != 4 {
+		t.Fatalf("nonces %v signatures %v not all distinct", nonces, sigs)
+	}
+}
+
+// TestSchemeMByOption: WithScheme(SchemeM) signs the spec's MD5 scheme on
+// the routes that accept it (no nonce), still scheme H on the report pull,
+// and sends calls of one second in that second: the client keeps no
+// per-second bookkeeping, the platform accepts them.
+func TestSchemeMByOption(t *testing.T) {
+	f := newFake(t, func(_ int, _ *http.Request, _ []byte, w http.ResponseWriter) { ok(w, 200, map[string]any{"id": 1}) })
+	pinned := time.Unix(1763870403, 0)
+	c, slept := testClient(t, f.srv.URL, WithScheme(SchemeM), WithClock(func() time.Time { return pinned }))
+	ctx := context.Background()
+	if _, err := c.GetSnapshot(ctx, 5, SnapshotQuery{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.DeleteFamilyMember(ctx, 5, 6); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.PullHealthReport(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	if len(*slept) != 0 || f.count() != 3 {
+		t.Fatalf("%d requests, waits %v", f.count(), *slept)
+	}
+	for i, r := range f.reqs[:2] {
+		h := r.Header
+		// The shared vector "DELETE member, empty body" at this timestamp, with the test's credentials.
+		if h.Get("X-App-Id") != tAppID || h.Get("X-Timestamp") != "1763870403" || h.Get("X-Nonce") != "" || h.Get("X-App-Key") != "" ||
+			h.Get("X-Signature") != SignM(tAppKey, "1763870403", tAppSecret, nil) {
+			t.Errorf("request %d headers %v", i, h)
+		}
+	}
+	if h := f.reqs[2].Header; h.Get("X-Nonce") == "" || h.Get("X-App-Key") != tAppKey || h.Get("X-App-Id") != "" {
+		t.Errorf("report pull under SchemeM not scheme H: %v", h)
+	}
+	if _, err := NewClient(WithBaseURL(f.srv.URL), WithCredentials(tAppID, tAppKey, tAppSecret), WithScheme(Scheme(7))); err == nil {
+		t.Error("an unknown scheme was accepted")
 	}
 }
 
@@ -248,49 +469,6 @@ func TestSchemeHSignsPathWithQueryAndFreshNonces(t *testing.T) {
 	}
 	if f.reqs[0].Header.Get("X-Nonce") == f.reqs[1].Header.Get("X-Nonce") || f.reqs[0].Header.Get("X-App-Key") != tAppKey {
 		t.Fatal("scheme H nonce reused or app key missing")
-	}
-}
-
-func TestSameBodyWritesToTwoRoutesGetDistinctSignatures(t *testing.T) {
-	f := newFake(t, func(_ int, r *http.Request, _ []byte, w http.ResponseWriter) {
-		ok(w, 200, map[string]any{})
-	})
-	base := time.Unix(1763870400, 0).Add(300 * time.Millisecond)
-	var mu sync.Mutex
-	now := base
-	c, _ := testClient(t, f.srv.URL, WithClock(func() time.Time { mu.Lock(); defer mu.Unlock(); return now }))
-	c.sleep = func(_ context.Context, d time.Duration) error { mu.Lock(); now = now.Add(d); mu.Unlock(); return nil }
-	ctx := context.Background()
-	if _, err := c.RotateWebhookSecret(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.ActivateWebhookSecret(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.DeleteFamilyMember(ctx, 1, 2); err != nil {
-		t.Fatal(err)
-	}
-	// A read after an empty-body write: same body, so it must move on too;
-	// a second read in that second may share the first read's signature.
-	if _, err := c.GetDelivery(ctx, "d1"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.GetDelivery(ctx, "d2"); err != nil {
-		t.Fatal(err)
-	}
-	if f.reqs[4].Header.Get("X-Signature") != f.reqs[3].Header.Get("X-Signature") {
-		t.Fatal("two reads of one second were needlessly separated")
-	}
-	f.reqs = f.reqs[:4]
-	sigs := map[string]bool{}
-	for _, r := range f.reqs {
-		sigs[r.Header.Get("X-Signature")] = true
-	}
-	if len(sigs) != 4 {
-		t.Fatalf("empty-body calls to different routes shared a signature: %v", sigs)
-	}
-	if f.reqs[1].Header.Get("X-Timestamp") != "1763870401" {
-		t.Fatalf("second write at %s, want the next second", f.reqs[1].Header.Get("X-Timestamp"))
 	}
 }
 

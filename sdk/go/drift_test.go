@@ -48,7 +48,8 @@ func TestModelsMatchOpenAPI(t *testing.T) {
 }
 
 // TestEveryPartnerOperationCovered checks the client's route table against
-// the document's partner operations, both ways, by operationId, method and path.
+// the document's partner operations, both ways, by operationId, method and
+// path, and whether the operation takes an Idempotency-Key.
 func TestEveryPartnerOperationCovered(t *testing.T) {
 	ops, err := loadDoc(t).PartnerOperations()
 	if err != nil {
@@ -67,6 +68,9 @@ func TestEveryPartnerOperationCovered(t *testing.T) {
 		}
 		if r.method != o.Method || r.path != o.Path {
 			t.Errorf("%s: SDK calls %s %s, document says %s %s", o.ID, r.method, r.path, o.Method, o.Path)
+		}
+		if r.idem != o.TakesIdempotencyKey() {
+			t.Errorf("%s: SDK sends an Idempotency-Key: %v, document declares one: %v", o.ID, r.idem, o.TakesIdempotencyKey())
 		}
 	}
 	for id := range routes {

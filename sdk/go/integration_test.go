@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -425,7 +426,7 @@ func TestPartnerDayAgainstThePlatform(t *testing.T) {
 	if !errors.As(err, &apiErr) || apiErr.Status != 422 || apiErr.Code != "VALIDATION_ERROR" || len(apiErr.FieldErrors["user.phone"]) == 0 {
 		t.Fatalf("validation: %v", err)
 	}
-	// Webhook secret rotation back to back (same empty body, two routes in one second).
+	// Webhook secret rotation back to back (two bodyless writes, usually in one second).
 	pend, err := c.RotateWebhookSecret(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -436,6 +437,8 @@ func TestPartnerDayAgainstThePlatform(t *testing.T) {
 	if _, err := c.ActivateWebhookSecret(ctx); err != nil {
 		t.Fatalf("activate right after rotate: %v", err)
 	}
+	sameSecondUnderSchemeH(t, p, app)
+	schemeMByOption(t, p, app)
 	// Daily report through the OAuth token flow.
 	tok, err := c.Token(ctx)
 	if err != nil || tok.AccessToken == "" {
@@ -455,6 +458,108 @@ func TestPartnerDayAgainstThePlatform(t *testing.T) {
 	})
 	if ready.PluginReportReady.ThirdUserID == nil || *ready.PluginReportReady.ThirdUserID != "third-1" {
 		t.Fatalf("plugin event %+v", ready.PluginReportReady)
+	}
+}
+
+// recordingTransport keeps the headers of every request it sends.
+type recordingTransport struct {
+	mu   sync.Mutex
+	reqs []*http.Request
+}
+
+func (rt *recordingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	rt.mu.Lock()
+	rt.reqs = append(rt.reqs, r)
+	rt.mu.Unlock()
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// sameSecondUnderSchemeH: with the default scheme, a register, a snapshot
+// read and a bodyless DELETE signed in one second (the clock is pinned, so
+// all three carry one X-Timestamp) all succeed, each with its own nonce.
+func sameSecondUnderSchemeH(t *testing.T, p *platform, app appCreds) {
+	t.Helper()
+	ctx := context.Background()
+	rt := &recordingTransport{}
+	pinned := time.Now()
+	c, err := NewClient(WithBaseURL(p.base), WithCredentials(fmt.Sprint(app.AppID), app.AppKey, app.AppSecret),
+		WithHTTPClient(&http.Client{Transport: rt}), WithClock(func() time.Time { return pinned }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := c.RegisterUser(ctx, RegisterRequest{ChannelUserID: "sdk-h-1", User: UserProfile{Name: "Han Meimei"},
+		FamilyGroups:  []FamilyGroupInput{{AppGroupID: 1, Name: "Home"}},
+		FamilyMembers: []FamilyMemberRegisterInput{{AppUserID: "m-1", AppGroupID: 1, Name: "Han Meimei", Relationship: "SELF"}}})
+	if err != nil || len(reg.FamilyMembers) != 1 {
+		t.Fatalf("scheme H register: %+v %v", reg, err)
+	}
+	if _, err := c.GetSnapshot(ctx, reg.OpenUserID, SnapshotQuery{}); err != nil {
+		t.Fatalf("scheme H snapshot in the register's second: %v", err)
+	}
+	if err := c.DeleteFamilyMember(ctx, reg.OpenUserID, reg.FamilyMembers[0].MemberID); err != nil {
+		t.Fatalf("scheme H bodyless DELETE in the snapshot's second: %v", err)
+	}
+	snap, err := c.GetSnapshot(ctx, reg.OpenUserID, SnapshotQuery{})
+	if err != nil || len(snap.FamilyMembers) != 0 {
+		t.Fatalf("member not deleted: %+v %v", snap, err)
+	}
+	ts := strconv.FormatInt(pinned.Unix(), 10)
+	nonces := map[string]bool{}
+	for i, r := range rt.reqs {
+		h := r.Header
+		if h.Get("X-App-Key") != app.AppKey || h.Get("X-Timestamp") != ts || h.Get("X-Nonce") == "" || h.Get("X-App-Id") != "" || len(h.Get("X-Signature")) != 64 {
+			t.Fatalf("request %d (%s %s) not scheme H: %v", i, r.Method, r.URL.Path, h)
+		}
+		nonces[h.Get("X-Nonce")] = true
+	}
+	if len(rt.reqs) != 4 || len(nonces) != 4 {
+		t.Fatalf("%d requests, %d nonces", len(rt.reqs), len(nonces))
+	}
+	if k := rt.reqs[2].Header.Get("Idempotency-Key"); k == "" {
+		t.Fatal("the DELETE carried no Idempotency-Key")
+	}
+}
+
+// schemeMByOption: WithScheme(SchemeM) still signs the spec's scheme M,
+// which the platform accepts, also for a read and a bodyless DELETE in one
+// second (they share a signature; the client no longer moves either).
+func schemeMByOption(t *testing.T, p *platform, app appCreds) {
+	t.Helper()
+	ctx := context.Background()
+	rt := &recordingTransport{}
+	pinned := time.Now()
+	c, err := NewClient(WithBaseURL(p.base), WithCredentials(fmt.Sprint(app.AppID), app.AppKey, app.AppSecret),
+		WithHTTPClient(&http.Client{Transport: rt}), WithScheme(SchemeM), WithClock(func() time.Time { return pinned }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := c.RegisterUser(ctx, RegisterRequest{ChannelUserID: "sdk-m-1", User: UserProfile{Name: "Wang Wu"},
+		FamilyGroups: []FamilyGroupInput{{AppGroupID: 9, Name: "Home"}}})
+	if err != nil || !reg.Created {
+		t.Fatalf("scheme M register: %+v %v", reg, err)
+	}
+	snap, err := c.GetSnapshot(ctx, reg.OpenUserID, SnapshotQuery{})
+	if err != nil || snap.User.OpenUserID != reg.OpenUserID {
+		t.Fatalf("scheme M snapshot: %+v %v", snap, err)
+	}
+	m, err := c.UpsertFamilyMember(ctx, reg.OpenUserID, FamilyMemberUpsertInput{AppUserID: "m-m", AppGroupID: 9, Name: "Wang Xiao", Relationship: "SON"})
+	if err != nil || !m.Created {
+		t.Fatalf("scheme M member: %+v %v", m, err)
+	}
+	if _, err := c.GetSnapshot(ctx, reg.OpenUserID, SnapshotQuery{}); err != nil {
+		t.Fatalf("scheme M snapshot: %v", err)
+	}
+	if err := c.DeleteFamilyMember(ctx, reg.OpenUserID, m.MemberID); err != nil {
+		t.Fatalf("scheme M bodyless DELETE in the snapshot's second: %v", err)
+	}
+	ts := strconv.FormatInt(pinned.Unix(), 10)
+	for i, r := range rt.reqs {
+		if h := r.Header; h.Get("X-App-Id") != fmt.Sprint(app.AppID) || h.Get("X-Nonce") != "" || len(h.Get("X-Signature")) != 32 || h.Get("X-Timestamp") != ts {
+			t.Fatalf("request %d (%s %s) not scheme M of one second: %v", i, r.Method, r.URL.Path, h)
+		}
+	}
+	if n := len(rt.reqs); n != 5 || rt.reqs[3].Header.Get("X-Signature") != rt.reqs[4].Header.Get("X-Signature") {
+		t.Fatalf("%d requests; the read and the DELETE should share their scheme M signature", n)
 	}
 }
 
@@ -482,7 +587,7 @@ func (c *countingTransport) snapshot() (map[string]int, map[string]int) {
 	return maps.Clone(c.requests), maps.Clone(c.limited)
 }
 
-// TestRateLimitRetriesAgainstThePlatform drains an app's scheme M bucket
+// TestRateLimitRetriesAgainstThePlatform drains an app's bucket
 // (60 per minute, so Retry-After is about a second): reads get 429 and are
 // retried to success after Retry-After; a write without an idempotency key
 // is sent once and surfaces HTTP_429 with Retry-After.
@@ -494,7 +599,7 @@ func TestRateLimitRetriesAgainstThePlatform(t *testing.T) {
 	_, base := p.newApp("sdk limited", "")
 	ct := &countingTransport{requests: map[string]int{}, limited: map[string]int{}}
 	c, err := NewClient(WithBaseURL(p.base), WithCredentials(base.appID, base.appKey, base.appSecret),
-		WithHTTPClient(&http.Client{Transport: ct}), WithRetryPolicy(RetryPolicy{MaxRetries: 5, BaseDelay: 200 * time.Millisecond, MaxDelay: 5 * time.Second}))
+		WithHTTPClient(&http.Client{Transport: ct}), WithAutoIdempotencyKeys(false), WithRetryPolicy(RetryPolicy{MaxRetries: 5, BaseDelay: 200 * time.Millisecond, MaxDelay: 5 * time.Second}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,38 +13,41 @@ import (
 
 // route is one partner operation of the OpenAPI document; every client
 // method goes through this table, which the drift test compares with the
-// document.
-type route struct{ method, path string }
+// document. idem marks the writes that accept an Idempotency-Key.
+type route struct {
+	method, path string
+	idem         bool
+}
 
 // routes maps operationId to method and path template.
 var routes = map[string]route{
-	"registerChannelUser":        {http.MethodPost, "/open/v1/channel/users"},
-	"getChannelUserSnapshot":     {http.MethodGet, "/open/v1/channel/users/{openUserId}"},
-	"updateChannelUser":          {http.MethodPatch, "/open/v1/channel/users/{openUserId}"},
-	"upsertFamilyGroup":          {http.MethodPost, "/open/v1/channel/users/{openUserId}/family-groups"},
-	"dissolveFamilyGroup":        {http.MethodDelete, "/open/v1/channel/users/{openUserId}/family-groups/{groupId}"},
-	"upsertFamilyMember":         {http.MethodPost, "/open/v1/channel/users/{openUserId}/family-members"},
-	"deleteFamilyMember":         {http.MethodDelete, "/open/v1/channel/users/{openUserId}/family-members/{memberId}"},
-	"listMyDeliveries":           {http.MethodGet, "/open/v1/webhooks/deliveries"},
-	"getMyDelivery":              {http.MethodGet, "/open/v1/webhooks/deliveries/{deliveryId}"},
-	"resendMyDelivery":           {http.MethodPost, "/open/v1/webhooks/deliveries/{deliveryId}/resend"},
-	"rotateMyWebhookSecret":      {http.MethodPost, "/open/v1/webhooks/secret/rotate"},
-	"activateMyWebhookSecret":    {http.MethodPost, "/open/v1/webhooks/secret/activate"},
-	"webhookEventFeed":           {http.MethodGet, "/open/v1/webhooks/events"},
-	"pullHealthReport":           {http.MethodGet, "/open/v1/health-reports/{openReportId}"},
-	"getDailyReport":             {http.MethodGet, "/v1/health/daily-report"},
-	"sandboxMockMeasure":         {http.MethodPost, "/sandbox/mock/measure"},
-	"oauthToken":                 {http.MethodPost, "/oauth/token"},
-	"oauthRevoke":                {http.MethodPost, "/oauth/revoke"},
-	"createOrder":                {http.MethodPost, "/open/v1/order/create"},
-	"getOrderDetail":             {http.MethodGet, "/open/v1/order/detail"},
-	"sandboxShippedCallbackTest": {http.MethodPost, "/open/v1/order/shipped-callback-test"},
-	"registerOwnServiceProvider": {http.MethodPost, "/open/v1/service-providers"},
-	"batchIssueBenefitCards":     {http.MethodPost, "/open/v1/benefit-cards/batch-issue"},
-	"verifyBenefitUse":           {http.MethodPost, "/open/v1/benefit-cards/verify-use"},
-	"getBenefitCard":             {http.MethodGet, "/open/v1/benefit-cards/detail"},
-	"listFulfillments":           {http.MethodGet, "/open/v1/benefit-cards/fulfillments"},
-	"rateFulfillment":            {http.MethodPost, "/open/v1/benefit-cards/fulfillments/{recordId}/rating"},
+	"registerChannelUser":        {http.MethodPost, "/open/v1/channel/users", true},
+	"getChannelUserSnapshot":     {http.MethodGet, "/open/v1/channel/users/{openUserId}", false},
+	"updateChannelUser":          {http.MethodPatch, "/open/v1/channel/users/{openUserId}", true},
+	"upsertFamilyGroup":          {http.MethodPost, "/open/v1/channel/users/{openUserId}/family-groups", true},
+	"dissolveFamilyGroup":        {http.MethodDelete, "/open/v1/channel/users/{openUserId}/family-groups/{groupId}", true},
+	"upsertFamilyMember":         {http.MethodPost, "/open/v1/channel/users/{openUserId}/family-members", true},
+	"deleteFamilyMember":         {http.MethodDelete, "/open/v1/channel/users/{openUserId}/family-members/{memberId}", true},
+	"listMyDeliveries":           {http.MethodGet, "/open/v1/webhooks/deliveries", false},
+	"getMyDelivery":              {http.MethodGet, "/open/v1/webhooks/deliveries/{deliveryId}", false},
+	"resendMyDelivery":           {http.MethodPost, "/open/v1/webhooks/deliveries/{deliveryId}/resend", true},
+	"rotateMyWebhookSecret":      {http.MethodPost, "/open/v1/webhooks/secret/rotate", false},
+	"activateMyWebhookSecret":    {http.MethodPost, "/open/v1/webhooks/secret/activate", false},
+	"webhookEventFeed":           {http.MethodGet, "/open/v1/webhooks/events", false},
+	"pullHealthReport":           {http.MethodGet, "/open/v1/health-reports/{openReportId}", false},
+	"getDailyReport":             {http.MethodGet, "/v1/health/daily-report", false},
+	"sandboxMockMeasure":         {http.MethodPost, "/sandbox/mock/measure", true},
+	"oauthToken":                 {http.MethodPost, "/oauth/token", false},
+	"oauthRevoke":                {http.MethodPost, "/oauth/revoke", false},
+	"createOrder":                {http.MethodPost, "/open/v1/order/create", true},
+	"getOrderDetail":             {http.MethodGet, "/open/v1/order/detail", false},
+	"sandboxShippedCallbackTest": {http.MethodPost, "/open/v1/order/shipped-callback-test", true},
+	"registerOwnServiceProvider": {http.MethodPost, "/open/v1/service-providers", true},
+	"batchIssueBenefitCards":     {http.MethodPost, "/open/v1/benefit-cards/batch-issue", true},
+	"verifyBenefitUse":           {http.MethodPost, "/open/v1/benefit-cards/verify-use", true},
+	"getBenefitCard":             {http.MethodGet, "/open/v1/benefit-cards/detail", false},
+	"listFulfillments":           {http.MethodGet, "/open/v1/benefit-cards/fulfillments", false},
+	"rateFulfillment":            {http.MethodPost, "/open/v1/benefit-cards/fulfillments/{recordId}/rating", true},
 }
 
 // op builds a call for an operation, filling path parameters in order.
@@ -58,7 +61,7 @@ func op(id string, a auth, params ...string) call {
 		i, j := strings.IndexByte(p, '{'), strings.IndexByte(p, '}')
 		p = p[:i] + url.PathEscape(v) + p[j+1:]
 	}
-	return call{method: r.method, path: p, auth: a}
+	return call{method: r.method, path: p, auth: a, takesKey: r.idem}
 }
 
 // id formats an integer path parameter.
@@ -67,8 +70,9 @@ func id(n int64) string { return strconv.FormatInt(n, 10) }
 // WriteOption adjusts one write call.
 type WriteOption func(*call)
 
-// WithIdempotencyKey sends Idempotency-Key, which makes the write safe to
-// repeat: the client then retries it on 429 and 503 too.
+// WithIdempotencyKey sends key as the call's Idempotency-Key instead of the
+// one the client generates, for a caller that stores it to repeat the same
+// write later; the client re-sends it on each retry of the call.
 func WithIdempotencyKey(key string) WriteOption { return func(c *call) { c.idemKey = key } }
 
 // ClearFields sends the named fields as JSON null, which the PATCH of a
@@ -89,7 +93,7 @@ func apply(c call, opts []WriteOption) call {
 // RegisterUser registers a channel user with optional groups and members
 // (POST /open/v1/channel/users); a repeat returns the existing mapping.
 func (cl *Client) RegisterUser(ctx context.Context, req RegisterRequest, opts ...WriteOption) (*RegisterResult, error) {
-	c := apply(op("registerChannelUser", authM), opts)
+	c := apply(op("registerChannelUser", authApp), opts)
 	c.body = req
 	var out RegisterResult
 	return &out, cl.do(ctx, c, &out)
@@ -105,7 +109,7 @@ type SnapshotQuery struct {
 
 // GetSnapshot reads a user's full snapshot (GET /open/v1/channel/users/{openUserId}).
 func (cl *Client) GetSnapshot(ctx context.Context, openUserID int64, q SnapshotQuery) (*Snapshot, error) {
-	c := op("getChannelUserSnapshot", authM, id(openUserID))
+	c := op("getChannelUserSnapshot", authApp, id(openUserID))
 	c.query = url.Values{}
 	if q.UpdatedAfter != "" {
 		c.query.Set("updated_after", q.UpdatedAfter)
@@ -119,14 +123,14 @@ func (cl *Client) GetSnapshot(ctx context.Context, openUserID int64, q SnapshotQ
 
 // UpdateUser changes only the fields set in patch (PATCH /open/v1/channel/users/{openUserId}).
 func (cl *Client) UpdateUser(ctx context.Context, openUserID int64, patch UserPatch, opts ...WriteOption) error {
-	c := apply(op("updateChannelUser", authM, id(openUserID)), opts)
+	c := apply(op("updateChannelUser", authApp, id(openUserID)), opts)
 	c.body = patch
 	return cl.do(ctx, c, nil)
 }
 
 // UpsertFamilyGroup creates or renames a family group keyed by app_group_id.
 func (cl *Client) UpsertFamilyGroup(ctx context.Context, openUserID int64, g FamilyGroupInput, opts ...WriteOption) (*FamilyGroupUpsertResult, error) {
-	c := apply(op("upsertFamilyGroup", authM, id(openUserID)), opts)
+	c := apply(op("upsertFamilyGroup", authApp, id(openUserID)), opts)
 	c.body = g
 	var out FamilyGroupUpsertResult
 	return &out, cl.do(ctx, c, &out)
@@ -134,12 +138,12 @@ func (cl *Client) UpsertFamilyGroup(ctx context.Context, openUserID int64, g Fam
 
 // DissolveFamilyGroup dissolves a group and soft-deletes its members; irreversible.
 func (cl *Client) DissolveFamilyGroup(ctx context.Context, openUserID, familyGroupID int64, opts ...WriteOption) error {
-	return cl.do(ctx, apply(op("dissolveFamilyGroup", authM, id(openUserID), id(familyGroupID)), opts), nil)
+	return cl.do(ctx, apply(op("dissolveFamilyGroup", authApp, id(openUserID), id(familyGroupID)), opts), nil)
 }
 
 // UpsertFamilyMember creates or updates a member keyed by app_user_id.
 func (cl *Client) UpsertFamilyMember(ctx context.Context, openUserID int64, m FamilyMemberUpsertInput, opts ...WriteOption) (*FamilyMemberUpsertResult, error) {
-	c := apply(op("upsertFamilyMember", authM, id(openUserID)), opts)
+	c := apply(op("upsertFamilyMember", authApp, id(openUserID)), opts)
 	c.body = m
 	var out FamilyMemberUpsertResult
 	return &out, cl.do(ctx, c, &out)
@@ -147,12 +151,12 @@ func (cl *Client) UpsertFamilyMember(ctx context.Context, openUserID int64, m Fa
 
 // DeleteFamilyMember soft-deletes a member.
 func (cl *Client) DeleteFamilyMember(ctx context.Context, openUserID, memberID int64, opts ...WriteOption) error {
-	return cl.do(ctx, apply(op("deleteFamilyMember", authM, id(openUserID), id(memberID)), opts), nil)
+	return cl.do(ctx, apply(op("deleteFamilyMember", authApp, id(openUserID), id(memberID)), opts), nil)
 }
 
 // CreateOrder submits a purchase order; it starts in PENDING_REVIEW.
 func (cl *Client) CreateOrder(ctx context.Context, req OrderCreateRequest, opts ...WriteOption) (*OrderCreateResult, error) {
-	c := apply(op("createOrder", authM), opts)
+	c := apply(op("createOrder", authApp), opts)
 	c.body = req
 	var out OrderCreateResult
 	return &out, cl.do(ctx, c, &out)
@@ -160,7 +164,7 @@ func (cl *Client) CreateOrder(ctx context.Context, req OrderCreateRequest, opts 
 
 // GetOrder reads an order of this app by its order code.
 func (cl *Client) GetOrder(ctx context.Context, orderCode string) (*Order, error) {
-	c := op("getOrderDetail", authM)
+	c := op("getOrderDetail", authApp)
 	c.query = url.Values{"order_code": {orderCode}}
 	var out Order
 	return &out, cl.do(ctx, c, &out)
@@ -168,7 +172,7 @@ func (cl *Client) GetOrder(ctx context.Context, orderCode string) (*Order, error
 
 // SandboxShipOrder triggers a demonstration shipment of an order (sandbox only; not to be relied on).
 func (cl *Client) SandboxShipOrder(ctx context.Context, req SandboxShipmentRequest, opts ...WriteOption) (*ShipmentResult, error) {
-	c := apply(op("sandboxShippedCallbackTest", authM), opts)
+	c := apply(op("sandboxShippedCallbackTest", authApp), opts)
 	c.body = req
 	var out ShipmentResult
 	return &out, cl.do(ctx, c, &out)
@@ -190,7 +194,7 @@ func (cl *Client) SandboxMockMeasure(ctx context.Context, req MockMeasureRequest
 
 // RegisterServiceProvider registers this app as a benefit service provider.
 func (cl *Client) RegisterServiceProvider(ctx context.Context, req ProviderRegistration, opts ...WriteOption) (*ProviderRegistered, error) {
-	c := apply(op("registerOwnServiceProvider", authM), opts)
+	c := apply(op("registerOwnServiceProvider", authApp), opts)
 	c.body = req
 	var out ProviderRegistered
 	return &out, cl.do(ctx, c, &out)
@@ -198,7 +202,7 @@ func (cl *Client) RegisterServiceProvider(ctx context.Context, req ProviderRegis
 
 // BatchIssueCards issues benefit cards (channel partners).
 func (cl *Client) BatchIssueCards(ctx context.Context, req BatchIssueRequest, opts ...WriteOption) (*IssuedCards, error) {
-	c := apply(op("batchIssueBenefitCards", authM), opts)
+	c := apply(op("batchIssueBenefitCards", authApp), opts)
 	c.body = req
 	var out IssuedCards
 	return &out, cl.do(ctx, c, &out)
@@ -206,7 +210,7 @@ func (cl *Client) BatchIssueCards(ctx context.Context, req BatchIssueRequest, op
 
 // VerifyUse consumes uses of a benefit item on a card; irreversible.
 func (cl *Client) VerifyUse(ctx context.Context, req VerifyUseRequest, opts ...WriteOption) (*VerifyUseResult, error) {
-	c := apply(op("verifyBenefitUse", authM), opts)
+	c := apply(op("verifyBenefitUse", authApp), opts)
 	c.body = req
 	var out VerifyUseResult
 	return &out, cl.do(ctx, c, &out)
@@ -214,7 +218,7 @@ func (cl *Client) VerifyUse(ctx context.Context, req VerifyUseRequest, opts ...W
 
 // GetBenefitCard reads a card by number.
 func (cl *Client) GetBenefitCard(ctx context.Context, cardNumber string) (*Card, error) {
-	c := op("getBenefitCard", authM)
+	c := op("getBenefitCard", authApp)
 	c.query = url.Values{"card_number": {cardNumber}}
 	var out Card
 	return &out, cl.do(ctx, c, &out)
@@ -224,7 +228,7 @@ func (cl *Client) GetBenefitCard(ctx context.Context, cardNumber string) (*Card,
 // provider that verified them (role "provider", the default when empty) or
 // the issuer of the cards ("issuer"); limit 0 means the server's default.
 func (cl *Client) ListFulfillments(ctx context.Context, role string, after int64, limit int) (*FulfillmentList, error) {
-	c := op("listFulfillments", authM)
+	c := op("listFulfillments", authApp)
 	c.query = url.Values{}
 	setIf(c.query, "role", role)
 	if after > 0 {
@@ -268,7 +272,7 @@ func (cl *Client) AllFulfillments(ctx context.Context, role string, limit int) i
 
 // RateFulfillment records the user's rating of a fulfillment.
 func (cl *Client) RateFulfillment(ctx context.Context, recordID int64, req RatingRequest, opts ...WriteOption) (*RatingResult, error) {
-	c := apply(op("rateFulfillment", authM, id(recordID)), opts)
+	c := apply(op("rateFulfillment", authApp, id(recordID)), opts)
 	c.body = req
 	var out RatingResult
 	return &out, cl.do(ctx, c, &out)
@@ -297,7 +301,7 @@ type DeliveryFilter struct {
 
 // ListDeliveries reads one page of this app's webhook delivery log.
 func (cl *Client) ListDeliveries(ctx context.Context, f DeliveryFilter) (*DeliveryPage, error) {
-	c := op("listMyDeliveries", authM)
+	c := op("listMyDeliveries", authApp)
 	c.query = url.Values{}
 	setIf(c.query, "status", f.Status)
 	setIf(c.query, "event", f.Event)
@@ -337,31 +341,31 @@ func (cl *Client) AllDeliveries(ctx context.Context, f DeliveryFilter) iter.Seq2
 // GetDelivery reads one delivery with its body and attempt log.
 func (cl *Client) GetDelivery(ctx context.Context, deliveryID string) (*DeliveryDetail, error) {
 	var out DeliveryDetail
-	return &out, cl.do(ctx, op("getMyDelivery", authM, deliveryID), &out)
+	return &out, cl.do(ctx, op("getMyDelivery", authApp, deliveryID), &out)
 }
 
 // ResendDelivery asks the platform to deliver a webhook again.
 func (cl *Client) ResendDelivery(ctx context.Context, deliveryID string, opts ...WriteOption) (*ResendResult, error) {
 	var out ResendResult
-	return &out, cl.do(ctx, apply(op("resendMyDelivery", authM, deliveryID), opts), &out)
+	return &out, cl.do(ctx, apply(op("resendMyDelivery", authApp, deliveryID), opts), &out)
 }
 
 // RotateWebhookSecret creates a pending webhook secret; deliveries are
 // signed with both until ActivateWebhookSecret.
 func (cl *Client) RotateWebhookSecret(ctx context.Context) (*PendingWebhookSecret, error) {
 	var out PendingWebhookSecret
-	return &out, cl.do(ctx, op("rotateMyWebhookSecret", authM), &out)
+	return &out, cl.do(ctx, op("rotateMyWebhookSecret", authApp), &out)
 }
 
 // ActivateWebhookSecret makes the pending webhook secret the only one.
 func (cl *Client) ActivateWebhookSecret(ctx context.Context) (*WebhookSecretActivated, error) {
 	var out WebhookSecretActivated
-	return &out, cl.do(ctx, op("activateMyWebhookSecret", authM), &out)
+	return &out, cl.do(ctx, op("activateMyWebhookSecret", authApp), &out)
 }
 
 // ListEvents reads one page of this app's event feed after a cursor.
 func (cl *Client) ListEvents(ctx context.Context, after string, limit int) (*FeedPage, error) {
-	c := op("webhookEventFeed", authM)
+	c := op("webhookEventFeed", authApp)
 	c.query = url.Values{}
 	setIf(c.query, "after", after)
 	if limit > 0 {

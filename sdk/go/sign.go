@@ -8,8 +8,9 @@ import (
 	"strings"
 )
 
-// SignM is the scheme M X-Signature (channel users, orders, benefit cards,
-// webhooks admin): hex MD5 of app key, timestamp, app secret and body.
+// SignM is the scheme M X-Signature (the spec's scheme for channel users,
+// orders, benefit cards and the webhook routes; the client signs it under
+// WithScheme(SchemeM)): hex MD5 of app key, timestamp, app secret and body.
 func SignM(appKey, timestamp, appSecret string, body []byte) string {
 	h := md5.New()
 	h.Write([]byte(appKey))
@@ -26,7 +27,7 @@ func StringToSignH(method, uri, timestamp, nonce string, body []byte) string {
 	return strings.ToUpper(method) + "\n" + uri + "\n" + timestamp + "\n" + nonce + "\n" + hex.EncodeToString(sum[:])
 }
 
-// SignH is the scheme H X-Signature (report pull, sandbox mock): hex
+// SignH is the scheme H X-Signature (every partner route; the client's default): hex
 // HMAC-SHA-256 of StringToSignH keyed with the app secret; uri is the path
 // with its query exactly as requested.
 func SignH(appSecret, method, uri, timestamp, nonce string, body []byte) string {

@@ -35,7 +35,8 @@ if [ "$node_major" -lt 20 ]; then
 fi
 
 say "npm ci"
-npm ci --no-audit --no-fund --loglevel=error
+# --ignore-scripts: the prepare script would build here; the build step below does.
+npm ci --no-audit --no-fund --loglevel=error --ignore-scripts
 
 say "generated code is up to date with internal/openapi/openapi.yaml"
 node scripts/generate.mjs --check

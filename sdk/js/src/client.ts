@@ -1,4 +1,4 @@
-import { createHash, randomBytes, randomUUID } from "node:crypto";
+import { randomBytes, randomUUID } from "node:crypto";
 import { PartnerApiError, type FieldErrors } from "./errors.js";
 import type * as M from "./models.js";
 import { operations, type OperationId, type OperationSpec } from "./operations.js";
@@ -34,6 +34,14 @@ export interface PartnerClientOptions {
   appId: number | string;
   appKey: string;
   appSecret: string;
+  /**
+   * How the routes that accept either scheme are signed: "H" (the default)
+   * signs method, path with query, timestamp, a fresh single-use nonce and the
+   * body's SHA-256 with HMAC-SHA-256, so no two requests share a signature;
+   * "M" signs the spec's MD5 scheme M. The report pull and the sandbox mock
+   * always use scheme H.
+   */
+  scheme?: "H" | "M";
   retry?: RetryOptions;
   /** Per-attempt timeout in ms; 30000 by default. */
   timeoutMs?: number;
@@ -92,8 +100,6 @@ export interface CallArgs {
 }
 
 const defaultUserAgent = "partner-open-platform-js/0.1.0";
-const windowSeconds = 300;
-const emptyHash = createHash("sha256").update("").digest("hex");
 
 function defaultSleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
@@ -109,7 +115,7 @@ function parseRetryAfter(v: string | null, nowMs: number): number | null {
 /**
  * A partner's client of the platform: every partner operation of the OpenAPI
  * document as a typed method named after its operationId, signed with scheme
- * M, scheme H or the OAuth token as the operation requires, with retries on
+ * H (scheme M by option) or the OAuth token as the operation requires, with retries on
  * 429/503 where repeating is safe, and PartnerApiError on every refusal.
  */
 export class PartnerClient {
@@ -124,8 +130,8 @@ export class PartnerClient {
   readonly #now: () => number;
   readonly #sleep: (ms: number) => Promise<void>;
   readonly #userAgent: string;
-  /** Scheme M signatures this client has used, "ts:bodyhash" -> route and expiry, to keep one signature per route. */
-  readonly #usedSignatures = new Map<string, { route: string; expires: number }>();
+  /** The signature scheme of the routes that accept either: "H" or "M". */
+  readonly scheme: "H" | "M";
   #token: { value: string; expiresAtMs: number } | null = null;
   #tokenInFlight: Promise<string> | null = null;
 
@@ -145,6 +151,9 @@ export class PartnerClient {
     };
     this.#timeoutMs = opts.timeoutMs ?? 30000;
     this.#autoKeys = opts.autoIdempotencyKeys ?? true;
+    const scheme = opts.scheme ?? "H";
+    if (scheme !== "H" && scheme !== "M") throw new TypeError(`PartnerClient: scheme must be "H" or "M", not ${JSON.stringify(opts.scheme)}`);
+    this.scheme = scheme;
     this.#fetch = opts.fetch ?? globalThis.fetch;
     this.#now = opts.now ?? Date.now;
     this.#sleep = opts.sleep ?? defaultSleep;
@@ -404,13 +413,12 @@ export class PartnerClient {
     const idempotencyKey = spec.idempotencyKey ? (args.idempotencyKey ?? (this.#autoKeys ? randomUUID() : undefined)) : undefined;
     const safe = spec.method === "GET" || idempotencyKey !== undefined;
 
-    let resigned = false;
     for (let attempt = 0; ; attempt++) {
       const headers: Record<string, string> = { Accept: "application/json", "User-Agent": this.#userAgent, ...(args.headers ?? {}) };
       if (contentType) headers["Content-Type"] = contentType;
       if (idempotencyKey !== undefined) headers["Idempotency-Key"] = idempotencyKey;
       if (args.requestId) headers["X-Request-Id"] = args.requestId;
-      this.#authenticate(spec, uri, body, headers);
+      this.#authenticate(spec, uri, body, headers); // per attempt: a retry gets a fresh timestamp and nonce
 
       let res: Response;
       try {
@@ -445,15 +453,6 @@ export class PartnerClient {
         };
       }
       const err = this.#error(op, res, parsed, text, requestId);
-      if (res.status === 401 && spec.auth === "M" && body.length === 0 && !resigned) {
-        // Another process of the app may have bound this second's empty-body
-        // signature to another route. A 401 ran nothing, so re-signing once
-        // with another second is safe even for a write without a key.
-        resigned = true;
-        this.#usedSignatures.set(`${headers["X-Timestamp"]}:${emptyHash}`, { route: "(refused)", expires: Number(headers["X-Timestamp"]) + windowSeconds });
-        attempt--;
-        continue;
-      }
       const again =
         res.status === 429 || res.status === 503 || (res.status === 409 && err.code === "IDEMPOTENCY_KEY_IN_PROGRESS" && idempotencyKey !== undefined);
       if (again && safe && attempt < this.#retry.maxRetries) {
@@ -497,12 +496,14 @@ export class PartnerClient {
 
   #authenticate(spec: OperationSpec, uri: string, body: Buffer, headers: Record<string, string>): void {
     const nowSec = Math.floor(this.#now() / 1000);
-    switch (spec.auth) {
+    // The document declares scheme M on the app-signed routes; the platform
+    // takes scheme H there too, which the client signs unless told otherwise.
+    const auth = spec.auth === "M" ? this.scheme : spec.auth;
+    switch (auth) {
       case "M": {
-        const ts = this.#schemeMTimestamp(spec, uri, body, nowSec);
         headers["X-App-Id"] = this.appId;
-        headers["X-Timestamp"] = String(ts);
-        headers["X-Signature"] = signM(this.appKey, ts, this.#appSecret, body);
+        headers["X-Timestamp"] = String(nowSec);
+        headers["X-Signature"] = signM(this.appKey, nowSec, this.#appSecret, body);
         return;
       }
       case "H": {
@@ -519,30 +520,5 @@ export class PartnerClient {
       case "bearer":
         return; // getDailyReport sets Authorization and X-App-Key.
     }
-  }
-
-  /**
-   * The platform binds a scheme M signature to the route of its first use
-   * (a write to its method and path, a read to GET) for 300 s, and the
-   * signature depends only on timestamp and body. So two writes with the same
-   * body (bodyless DELETEs and POSTs above all) to different routes, or a read
-   * and a bodyless write, must not share a second: pick the nearest second
-   * this client has not used for another route.
-   */
-  #schemeMTimestamp(spec: OperationSpec, uri: string, body: Buffer, nowSec: number): number {
-    for (const [k, v] of this.#usedSignatures) if (v.expires < nowSec) this.#usedSignatures.delete(k);
-    const route = spec.method === "GET" ? "GET" : `${spec.method} ${uri}`;
-    const bodyHash = createHash("sha256").update(body).digest("hex");
-    for (let d = 0; d < windowSeconds - 30; d++) {
-      for (const ts of d === 0 ? [nowSec] : [nowSec + d, nowSec - d]) {
-        const key = `${ts}:${bodyHash}`;
-        const prev = this.#usedSignatures.get(key);
-        if (!prev || prev.route === route) {
-          this.#usedSignatures.set(key, { route, expires: ts + windowSeconds });
-          return ts;
-        }
-      }
-    }
-    throw new Error("PartnerClient: no unused scheme M timestamp left in the window; too many distinct bodyless writes per second");
   }
 }

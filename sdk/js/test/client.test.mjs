@@ -42,9 +42,43 @@ function reset(h) {
   handler = h;
 }
 
-test("scheme M headers verify as the platform checks them: MD5(app_key + X-Timestamp + app_secret + raw body)", async () => {
+const signHOf = (r) =>
+  createHmac("sha256", appSecret)
+    .update([r.method, r.url, r.headers["x-timestamp"], r.headers["x-nonce"], createHash("sha256").update(r.body).digest("hex")].join("\n"))
+    .digest("hex");
+
+test("the default signs scheme H on every route: a register, a read and bodyless DELETEs of one second all go out in it", async () => {
+  reset(() => ok({ open_user_id: 7, channel_user_id: "u-1", created: true, family_groups: [], family_members: [] }));
+  const fixed = 1_763_870_400_900;
+  const { c, sleeps } = client({ now: () => fixed });
+  assert.equal(c.scheme, "H");
+  await c.registerChannelUser({ channel_user_id: "u-1", user: { name: "张三" } });
+  await c.getChannelUserSnapshot(7, { channel_user_id: "u-1" });
+  await c.deleteFamilyMember(7, 70);
+  await c.deleteFamilyMember(7, 71);
+  assert.deepEqual(sleeps, []);
+  assert.deepEqual(
+    requests.map((r) => r.url),
+    ["/open/v1/channel/users", "/open/v1/channel/users/7?channel_user_id=u-1", "/open/v1/channel/users/7/family-members/70", "/open/v1/channel/users/7/family-members/71"],
+  );
+  for (const r of requests) {
+    assert.equal(r.headers["x-app-id"], undefined);
+    assert.equal(r.headers["x-app-key"], appKey);
+    assert.equal(r.headers["x-timestamp"], "1763870400");
+    assert.match(r.headers["x-signature"], /^[0-9a-f]{64}$/);
+    assert.equal(r.headers["x-signature"], signHOf(r));
+  }
+  assert.equal(new Set(requests.map((r) => r.headers["x-nonce"])).size, 4, "a fresh nonce per request");
+  assert.equal(new Set(requests.map((r) => r.headers["x-signature"])).size, 4);
+});
+
+test("an unknown scheme is refused", () => {
+  assert.throws(() => new PartnerClient({ baseUrl, appId: 42, appKey, appSecret, scheme: "md5" }), TypeError);
+});
+
+test("scheme M by option: MD5(app_key + X-Timestamp + app_secret + raw body), as the platform checks it", async () => {
   reset(() => ok({ open_user_id: 1, channel_user_id: "u-1", created: true, family_groups: [], family_members: [] }));
-  const { c } = client();
+  const { c } = client({ scheme: "M" });
   const out = await c.registerChannelUser({ channel_user_id: "u-1", user: { name: "张三" } });
   assert.equal(out.open_user_id, 1);
   const r = requests[0];
@@ -54,6 +88,28 @@ test("scheme M headers verify as the platform checks them: MD5(app_key + X-Times
   assert.equal(r.headers["x-signature"], want);
   assert.deepEqual(JSON.parse(r.body), { channel_user_id: "u-1", user: { name: "张三" } });
   assert.ok(Math.abs(Number(r.headers["x-timestamp"]) - Date.now() / 1000) < 300);
+  assert.equal(r.headers["x-nonce"], undefined);
+  assert.equal(r.headers["x-app-key"], undefined);
+});
+
+test("scheme M by option keeps no per-second bookkeeping: a read and bodyless writes of one second are signed in it; the report pull stays scheme H", async () => {
+  reset(() => ok({ id: 9 }));
+  const fixed = 1_763_870_403_000;
+  const { c, sleeps } = client({ now: () => fixed, scheme: "M" });
+  await c.getChannelUserSnapshot(1);
+  await c.dissolveFamilyGroup(1, 2);
+  await c.deleteFamilyMember(1, 3);
+  await c.pullHealthReport(9);
+  assert.deepEqual(sleeps, []);
+  const empty = createHash("md5").update(appKey + "1763870403" + appSecret).digest("hex");
+  for (const r of requests.slice(0, 3)) {
+    assert.equal(r.headers["x-timestamp"], "1763870403");
+    assert.equal(r.headers["x-signature"], empty);
+    assert.equal(r.headers["x-app-id"], "42");
+  }
+  const pull = requests[3];
+  assert.equal(pull.headers["x-app-id"], undefined);
+  assert.equal(pull.headers["x-signature"], signHOf(pull));
 });
 
 test("scheme H: HMAC over METHOD, URI, timestamp, nonce, body hash; a fresh nonce on every attempt", async () => {
@@ -107,8 +163,11 @@ test("a write with an Idempotency-Key is retried on 503 and 409 IDEMPOTENCY_KEY_
   assert.equal(keys.length, 3);
   assert.ok(keys[0] && keys.every((k) => k === keys[0]), "one key for every attempt of one write");
   assert.equal(out.idempotencyKey, keys[0]);
+  assert.match(keys[0], /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
   const bodies = new Set(requests.map((r) => r.body.toString()));
   assert.equal(bodies.size, 1, "same body bytes on every attempt");
+  assert.equal(new Set(requests.map((r) => r.headers["x-nonce"])).size, 3, "every attempt signed anew with its own nonce");
+  for (const r of requests) assert.equal(r.headers["x-signature"], signHOf(r));
 });
 
 test("a caller's own Idempotency-Key is sent; Idempotent-Replayed is reported", async () => {
@@ -163,27 +222,6 @@ test("network errors are retried for reads only", async () => {
   const { c: c2 } = client({ fetch, autoIdempotencyKeys: false });
   await assert.rejects(c2.rotateMyWebhookSecret(), TypeError);
   assert.equal(calls, 1);
-});
-
-test("scheme M: a GET and bodyless writes to different routes in one second never share a signature", async () => {
-  reset(() => ok(undefined));
-  const fixed = 1_900_000_000_000;
-  const { c } = client({ now: () => fixed });
-  await c.getChannelUserSnapshot(1);
-  await c.dissolveFamilyGroup(1, 2);
-  await c.deleteFamilyMember(1, 3);
-  await c.deleteFamilyMember(1, 4);
-  await c.getOrderDetail("PO1");
-  const sigs = requests.map((r) => `${r.method} ${r.url.split("?")[0]} ${r.headers["x-signature"]}`);
-  const bySig = new Map();
-  for (const r of requests) {
-    const route = r.method === "GET" ? "GET" : `${r.method} ${r.url}`;
-    const prev = bySig.get(r.headers["x-signature"]);
-    assert.ok(prev === undefined || prev === route, `signature reused across routes: ${sigs.join(" | ")}`);
-    bySig.set(r.headers["x-signature"], route);
-    assert.ok(Math.abs(Number(r.headers["x-timestamp"]) - fixed / 1000) < 300, "within the window");
-  }
-  assert.equal(bySig.size, 4, "the two GETs share one signature; the three deletes have their own");
 });
 
 test("concurrent calls: each resolves with its own answer and duplicate writes get distinct keys", async () => {
@@ -257,17 +295,13 @@ test("OAuth errors map to PartnerApiError with the RFC 6749 error as code", asyn
   await assert.rejects(c.oauthToken(), (e) => e instanceof PartnerApiError && e.status === 401 && e.code === "invalid_client" && e.apiMessage === "bad client");
 });
 
-test("a bodyless scheme M request refused with 401 is re-signed once with another second; a bodied one is not", async () => {
-  reset((_, n) => (n === 1 ? fail(401, "HTTP_401") : ok(undefined)));
-  const { c, sleeps } = client({ autoIdempotencyKeys: false });
-  await c.deleteFamilyMember(1, 2);
-  assert.equal(requests.length, 2);
-  assert.notEqual(requests[0].headers["x-timestamp"], requests[1].headers["x-timestamp"]);
-  assert.deepEqual(sleeps, []);
-  reset(() => fail(401, "HTTP_401"));
-  await assert.rejects(c.rotateMyWebhookSecret(), (e) => e.status === 401);
-  assert.equal(requests.length, 2, "a wrong secret costs one extra attempt, not more");
-  reset(() => fail(401, "HTTP_401"));
-  await assert.rejects(c.createOrder({ third_order_id: "t" }), (e) => e.code === "HTTP_401");
-  assert.equal(requests.length, 1);
+test("a 401 is not signed again, under either scheme: it surfaces at once", async () => {
+  for (const scheme of ["H", "M"]) {
+    reset(() => fail(401, "HTTP_401"));
+    const { c, sleeps } = client({ scheme });
+    await assert.rejects(c.deleteFamilyMember(1, 2), (e) => e.status === 401 && e.code === "HTTP_401");
+    await assert.rejects(c.getOrderDetail("PO1"), (e) => e.status === 401);
+    assert.equal(requests.length, 2, `${scheme}: one request per call`);
+    assert.deepEqual(sleeps, []);
+  }
 });

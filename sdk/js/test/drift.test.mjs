@@ -41,7 +41,8 @@ test("every partner operation of the document (scheme M, scheme H, OAuth) is a P
 });
 
 // Calls every method against a recording fetch and checks the request line and auth headers.
-test("each method sends its operation's method, path and authentication", async () => {
+// The document declares scheme M on the app-signed routes; the client signs them with its scheme (H by default).
+for (const scheme of ["H", "M"]) test(`each method sends its operation's method, path and authentication (scheme ${scheme})`, async () => {
   const seen = [];
   const fetch = async (url, init) => {
     seen.push({ url: new URL(url), init });
@@ -50,7 +51,7 @@ test("each method sends its operation's method, path and authentication", async 
     const body = u.pathname.startsWith("/oauth/") ? (data ?? {}) : { success: true, code: 0, message: "ok", data: { deliveries: [], events: [], fulfillments: [], next_cursor: null, has_more: false }, timestamp: "2026-01-01T00:00:00+08:00" };
     return new Response(JSON.stringify(body), { status: 200, headers: { "Content-Type": "application/json" } });
   };
-  const c = new PartnerClient({ baseUrl: "http://127.0.0.1:1", appId: 7, appKey: "ak", appSecret: "as", fetch });
+  const c = new PartnerClient({ baseUrl: "http://127.0.0.1:1", appId: 7, appKey: "ak", appSecret: "as", fetch, scheme });
   const calls = {
     registerChannelUser: () => c.registerChannelUser({ channel_user_id: "u", user: { name: "n" } }),
     getChannelUserSnapshot: () => c.getChannelUserSnapshot(1, { channel_user_id: "u" }),
@@ -88,8 +89,11 @@ test("each method sends its operation's method, path and authentication", async 
     const req = seen.find((s) => s.init.method === op.method && new RegExp("^" + op.path.replace(/\{[^}]+\}/g, "[^/]+") + "$").test(s.url.pathname));
     assert.ok(req, `${id}: no ${op.method} ${op.path} sent (saw ${seen.map((s) => s.init.method + " " + s.url.pathname).join(", ")})`);
     const h = req.init.headers;
-    const want = { M: ["X-App-Id", "X-Timestamp", "X-Signature"], H: ["X-App-Key", "X-Timestamp", "X-Nonce", "X-Signature"], basic: ["Authorization"], bearer: ["Authorization", "X-App-Key"] }[op.auth];
+    const auth = op.auth === "M" ? scheme : op.auth;
+    const want = { M: ["X-App-Id", "X-Timestamp", "X-Signature"], H: ["X-App-Key", "X-Timestamp", "X-Nonce", "X-Signature"], basic: ["Authorization"], bearer: ["Authorization", "X-App-Key"] }[auth];
     for (const name of want) assert.ok(h[name], `${id}: ${name} missing`);
+    if (auth === "H") assert.equal(h["X-App-Id"], undefined, `${id}: scheme H sends no X-App-Id`);
+    if (auth === "M") assert.equal(h["X-Nonce"], undefined, `${id}: scheme M sends no nonce`);
     for (const q of new URL(req.url).searchParams.keys()) assert.ok(op.query.includes(q), `${id}: query ${q} not in the document`);
     assert.equal(Boolean(h["Idempotency-Key"]), op.idempotencyKey, `${id}: Idempotency-Key sent iff the operation takes one`);
     if (op.requestContentType) assert.equal(h["Content-Type"], op.requestContentType);

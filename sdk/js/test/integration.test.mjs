@@ -233,7 +233,11 @@ test("a partner's day through the SDK", async (t) => {
     const bad = new PartnerClient({ baseUrl: platform.baseUrl, appId: creds.app_id, appKey: creds.app_key, appSecret: "wrong", retry: { maxRetries: 0 } });
     const u = await bad.getChannelUserSnapshot(openUserId).catch((e) => e);
     assert.equal(u.status, 401);
-    assert.equal(u.code, "HTTP_401");
+    assert.equal(u.code, "HTTP_401"); // scheme H refused: the route's own 401
+    const badM = new PartnerClient({ baseUrl: platform.baseUrl, appId: creds.app_id, appKey: creds.app_key, appSecret: "wrong", scheme: "M", retry: { maxRetries: 0 } });
+    const um = await badM.getChannelUserSnapshot(openUserId).catch((e) => e);
+    assert.equal(um.status, 401);
+    assert.equal(um.code, "HTTP_401");
     const h = await bad.pullHealthReport(1).catch((e) => e);
     assert.equal(h.status, 401);
     assert.equal(h.code, "INVALID_SIGNATURE");
@@ -285,4 +289,61 @@ test("a partner's day through the SDK", async (t) => {
     assert.throws(() => constructWebhookEvent({ secret, headers: old.headers, body: old.body }), /does not match/);
     secret = newSecret;
   });
+});
+
+/** A fetch that keeps the method, URL and headers of every request the SDK sends. */
+function recordingFetch() {
+  const sent = [];
+  const f = async (url, init) => {
+    sent.push({ method: init.method, url: new URL(url).pathname, headers: { ...init.headers } });
+    return globalThis.fetch(url, init);
+  };
+  return { sent, fetch: f };
+}
+
+test("scheme H by default: a register, a snapshot read and a bodyless DELETE in one second all succeed; scheme M by option still works", async () => {
+  const creds = await adminOK("POST", "/admin/v1/apps", { name: "sdk-js schemes", scopes: ["channel_users"] }, 201);
+  const rec = recordingFetch();
+  const pinned = Math.floor(Date.now() / 1000) * 1000; // one X-Timestamp for every request
+  const c = new PartnerClient({ baseUrl: platform.baseUrl, appId: creds.app_id, appKey: creds.app_key, appSecret: creds.app_secret, fetch: rec.fetch, now: () => pinned });
+  const reg = await c.registerChannelUser({
+    channel_user_id: "h-1",
+    user: { name: "Han" },
+    family_groups: [{ app_group_id: 1, name: "Home" }],
+    family_members: [{ app_user_id: "m1", app_group_id: 1, name: "Han", relationship: "SELF" }],
+  });
+  assert.equal(reg.created, true);
+  const snap = await c.getChannelUserSnapshot(reg.open_user_id);
+  assert.equal(snap.family_members.length, 1);
+  await c.deleteFamilyMember(reg.open_user_id, reg.family_members[0].member_id);
+  assert.deepEqual((await c.getChannelUserSnapshot(reg.open_user_id)).family_members, []);
+  assert.equal(rec.sent.length, 4);
+  for (const r of rec.sent) {
+    assert.equal(r.headers["X-App-Id"], undefined, `${r.method} ${r.url}`);
+    assert.equal(r.headers["X-App-Key"], creds.app_key);
+    assert.equal(r.headers["X-Timestamp"], String(pinned / 1000));
+    assert.match(r.headers["X-Signature"], /^[0-9a-f]{64}$/);
+  }
+  assert.equal(new Set(rec.sent.map((r) => r.headers["X-Nonce"])).size, 4);
+  assert.equal(rec.sent[2].method, "DELETE");
+  assert.ok(rec.sent[2].headers["Idempotency-Key"]);
+
+  // Scheme M in one second: the read and the bodyless DELETE share a signature, and both succeed.
+  const recM = recordingFetch();
+  const pinnedM = Math.floor(Date.now() / 1000) * 1000;
+  const cm = new PartnerClient({ baseUrl: platform.baseUrl, appId: creds.app_id, appKey: creds.app_key, appSecret: creds.app_secret, fetch: recM.fetch, scheme: "M", now: () => pinnedM });
+  const reg2 = await cm.registerChannelUser({ channel_user_id: "m-1", user: { name: "Wang" }, family_groups: [{ app_group_id: 2, name: "G" }] });
+  assert.equal(reg2.created, true);
+  const up = await cm.upsertFamilyMember(reg2.open_user_id, { app_user_id: "k", app_group_id: 2, name: "Kid", relationship: "SON" });
+  assert.equal(up.created, true);
+  assert.equal((await cm.getChannelUserSnapshot(reg2.open_user_id)).user.open_user_id, reg2.open_user_id);
+  await cm.deleteFamilyMember(reg2.open_user_id, up.member_id);
+  assert.equal(recM.sent.length, 4);
+  for (const r of recM.sent) {
+    assert.equal(r.headers["X-App-Id"], String(creds.app_id), `${r.method} ${r.url}`);
+    assert.equal(r.headers["X-Nonce"], undefined);
+    assert.equal(r.headers["X-Timestamp"], String(pinnedM / 1000));
+    assert.match(r.headers["X-Signature"], /^[0-9a-f]{32}$/);
+  }
+  assert.equal(recM.sent[2].headers["X-Signature"], recM.sent[3].headers["X-Signature"]);
 });

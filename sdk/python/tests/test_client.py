@@ -5,7 +5,9 @@ and concurrent use. Runs against a loopback fake; sleeps are recorded, never tim
 from __future__ import annotations
 
 import json
+import re
 import threading
+import uuid
 from typing import Any, Dict, Iterator, List, Tuple
 
 import pytest
@@ -47,10 +49,43 @@ def client(fake: FakePlatform, clock: Clock, **kw: Any) -> pop.PartnerClient:
     return pop.PartnerClient(fake.url, APP, KEY, SECRET, clock=clock.now, sleep=clock.sleep, **kw)
 
 
-def test_scheme_m_headers_sign_the_exact_body(fake: FakePlatform) -> None:
+def test_default_is_scheme_h_on_every_route(fake: FakePlatform) -> None:
+    """With no option every request is signed with scheme H; a register, a read and two
+    bodyless DELETEs of one second go out in that second (no waiting, no clash)."""
+    clock = Clock(NOW + 0.9)
+    fake.handler = lambda r: ok({"open_user_id": 7, "channel_user_id": "u-1", "created": True, "family_groups": [], "family_members": []})
+    c = client(fake, clock)
+    assert c.scheme == "H"
+    c.register_user(m.RegisterRequest(channel_user_id="u-1", user=m.UserProfile(name="张三")))
+    c.get_snapshot(7, channel_user_id="u-1")
+    c.delete_family_member(7, 70)
+    c.delete_family_member(7, 71)
+    assert clock.sleeps == []
+    paths = [r.path for r in fake.requests]
+    assert paths == [
+        "/open/v1/channel/users",
+        "/open/v1/channel/users/7?channel_user_id=u-1",
+        "/open/v1/channel/users/7/family-members/70",
+        "/open/v1/channel/users/7/family-members/71",
+    ]
+    for r in fake.requests:
+        h = r.headers
+        assert "X-App-Id" not in h and h["X-App-Key"] == KEY and h["X-Timestamp"] == str(NOW)
+        assert h["X-Signature"] == pop.sign_h(SECRET, r.method, r.path, NOW, h["X-Nonce"], r.body)
+        assert re.fullmatch(r"[0-9a-f]{64}", h["X-Signature"])
+    assert len({r.headers["X-Nonce"] for r in fake.requests}) == 4
+    assert len({r.headers["X-Signature"] for r in fake.requests}) == 4
+
+
+def test_unknown_scheme_is_refused() -> None:
+    with pytest.raises(ValueError):
+        pop.PartnerClient("http://127.0.0.1:9", APP, KEY, SECRET, scheme="md5")
+
+
+def test_scheme_m_by_option_signs_the_exact_body(fake: FakePlatform) -> None:
     clock = Clock()
     fake.script = [ok({"open_user_id": 7, "channel_user_id": "u-1", "created": True, "family_groups": [], "family_members": []}, 201)]
-    res = client(fake, clock).register_user(
+    res = client(fake, clock, scheme="M").register_user(
         m.RegisterRequest(channel_user_id="u-1", user=m.UserProfile(name="张三", phone="13812345678"))
     )
     assert res.open_user_id == 7 and res.created is True
@@ -62,6 +97,22 @@ def test_scheme_m_headers_sign_the_exact_body(fake: FakePlatform) -> None:
     assert json.loads(rec.body) == {"channel_user_id": "u-1", "user": {"name": "张三", "phone": "13812345678"}}
     assert "张三".encode("utf-8") in rec.body  # sent as UTF-8, not \\u escapes
     assert rec.headers.get("Idempotency-Key")  # writes get a key by default
+    assert "X-Nonce" not in rec.headers and "X-App-Key" not in rec.headers
+
+
+def test_scheme_m_bodyless_calls_of_one_second_are_not_moved(fake: FakePlatform) -> None:
+    """Scheme M by option keeps no per-second bookkeeping: a read and bodyless writes of
+    one second are all signed in that second (the platform accepts them)."""
+    clock = Clock()
+    fake.handler = lambda r: ok({})
+    c = client(fake, clock, scheme="M")
+    c.get_order("PO1")
+    c.delete_family_member(7, 70)
+    c.dissolve_family_group(7, 9)
+    assert clock.sleeps == []
+    for r in fake.requests:
+        assert r.headers["X-Timestamp"] == str(NOW)
+        assert r.headers["X-Signature"] == pop.sign_m(KEY, NOW, SECRET, b"")
 
 
 def test_scheme_h_headers(fake: FakePlatform) -> None:
@@ -159,6 +210,35 @@ def test_write_with_idempotency_key_retries_with_the_same_key_and_body(fake: Fak
     assert len(fake.requests) == 3
     assert {r.headers["Idempotency-Key"] for r in fake.requests} == {"key-1"}
     assert len({r.body for r in fake.requests}) == 1
+    # every attempt is signed anew: nonces are single-use on the platform
+    assert len({r.headers["X-Nonce"] for r in fake.requests}) == 3
+
+
+def test_generated_key_is_kept_across_the_retries_of_one_call(fake: FakePlatform) -> None:
+    clock = Clock()
+    fake.script = [fail(503, "HTTP_503"), fail(429, "HTTP_429", headers={"Retry-After": "2"}), ok(None), ok(None)]
+    c = client(fake, clock)
+    c.delete_family_member(7, 70)
+    c.delete_family_member(7, 71)
+    keys = [r.headers["Idempotency-Key"] for r in fake.requests]
+    assert len(keys) == 4 and keys[0] == keys[1] == keys[2] != keys[3]
+    assert str(uuid.UUID(keys[0])) == keys[0]
+    assert len({r.headers["X-Nonce"] for r in fake.requests}) == 4
+    assert clock.sleeps[1] == 2.0
+
+
+def test_a_401_is_not_signed_again(fake: FakePlatform) -> None:
+    """No re-sign-on-401: a refused signature surfaces at once as the typed error."""
+    clock = Clock()
+    fake.handler = lambda r: fail(401, "HTTP_401")
+    for scheme in ("H", "M"):
+        c = client(fake, clock, scheme=scheme)
+        with pytest.raises(pop.PartnerApiError) as e:
+            c.delete_family_member(7, 70)
+        assert e.value.status == 401 and e.value.code == "HTTP_401"
+        with pytest.raises(pop.PartnerApiError):
+            c.get_order("PO1")
+    assert len(fake.requests) == 4 and clock.sleeps == []
 
 
 def test_connection_refused_is_a_transport_error(fake: FakePlatform) -> None:
@@ -169,27 +249,7 @@ def test_connection_refused_is_a_transport_error(fake: FakePlatform) -> None:
     assert len(clock.sleeps) == 3  # a read is retried, then gives up
 
 
-def test_bodyless_writes_never_reuse_a_read_signature(fake: FakePlatform) -> None:
-    """Scheme M binds a signature to its route: a GET and a DELETE in the same second
-    sign the same bytes, so the client moves the DELETE to a free second."""
-    clock = Clock()
-    fake.handler = lambda r: ok({})
-    c = client(fake, clock)
-    c.get_order("PO1")
-    c.delete_family_member(7, 70)
-    c.dissolve_family_group(7, 9)
-    c.get_snapshot(7)  # reads may share
-    c.delete_family_member(7, 70, idempotency_key="k")  # identical write retry may share its own
-    ts = [int(r.headers["X-Timestamp"]) for r in fake.requests]
-    sigs = [r.headers["X-Signature"] for r in fake.requests]
-    assert ts[0] == NOW and ts[3] == NOW
-    assert len({sigs[0], sigs[1], sigs[2]}) == 3
-    assert ts[4] == ts[1]
-    for r in fake.requests:
-        assert r.headers["X-Signature"] == pop.sign_m(KEY, r.headers["X-Timestamp"], SECRET, r.body)
-
-
-def test_concurrent_bodyless_writes_get_distinct_signatures(fake: FakePlatform) -> None:
+def test_concurrent_bodyless_writes_get_distinct_nonces(fake: FakePlatform) -> None:
     clock = Clock()
     fake.handler = lambda r: ok({})
     c = client(fake, clock)
@@ -209,6 +269,8 @@ def test_concurrent_bodyless_writes_get_distinct_signatures(fake: FakePlatform) 
     assert not errors
     sigs = [r.headers["X-Signature"] for r in fake.requests]
     assert len(sigs) == 12 and len(set(sigs)) == 12
+    assert len({r.headers["X-Nonce"] for r in fake.requests}) == 12
+    assert len({r.headers["Idempotency-Key"] for r in fake.requests}) == 12
 
 
 def _delivery(i: int) -> Any:
@@ -300,32 +362,6 @@ def test_patch_can_clear_with_a_dict(fake: FakePlatform) -> None:
     c.update_user(7, {"nickname": None})
     assert json.loads(fake.requests[0].body) == {"nickname": "n"}
     assert json.loads(fake.requests[1].body) == {"nickname": None}
-
-
-def test_bodyless_request_refused_by_a_foreign_binding_is_signed_once_more(fake: FakePlatform) -> None:
-    """Another process of the app may have bound this second's empty-body signature to
-    its own route; a safe bodyless request then moves to an unused second, once."""
-    clock = Clock()
-    fake.script = [fail(401, "HTTP_401"), ok(None)]
-    c = client(fake, clock)
-    c.delete_family_member(7, 70)
-    a, b = fake.requests
-    assert a.headers["Idempotency-Key"] == b.headers["Idempotency-Key"]
-    assert int(b.headers["X-Timestamp"]) == int(a.headers["X-Timestamp"]) + 1
-    assert b.headers["X-Signature"] == pop.sign_m(KEY, b.headers["X-Timestamp"], SECRET, b"")
-    # a wrong secret fails both times and surfaces as the typed error
-    fake.requests.clear()
-    fake.handler = lambda r: fail(401, "HTTP_401")
-    with pytest.raises(pop.PartnerApiError) as e:
-        c.get_order("PO1")
-    assert e.value.code == "HTTP_401" and len(fake.requests) == 2
-    # writes with a body, or without a key, are not repeated
-    fake.requests.clear()
-    with pytest.raises(pop.PartnerApiError):
-        c.update_user(7, {"name": "n"})
-    with pytest.raises(pop.PartnerApiError):
-        c.rotate_webhook_secret()
-    assert len(fake.requests) == 2
 
 
 def test_retry_after_as_an_http_date(fake: FakePlatform) -> None:

@@ -21,7 +21,7 @@ import time
 import urllib.error
 import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
 
 import pytest
 
@@ -339,6 +339,10 @@ def test_partners_day(platform: Platform, receiver: Receiver) -> None:
     bad = pop.PartnerClient(platform.url, app["app_id"], app["app_key"], "wrong-secret")
     with pytest.raises(pop.PartnerApiError) as e:
         bad.get_snapshot(uid)
+    assert e.value.status == 401 and e.value.code == "HTTP_401" and e.value.request_id  # scheme H, the route's 401
+    bad_m = pop.PartnerClient(platform.url, app["app_id"], app["app_key"], "wrong-secret", scheme="M")
+    with pytest.raises(pop.PartnerApiError) as e:
+        bad_m.get_snapshot(uid)
     assert e.value.status == 401 and e.value.code == "HTTP_401" and e.value.request_id
     with pytest.raises(pop.PartnerApiError) as e:
         bad.pull_health_report(ingested["id"])
@@ -347,7 +351,7 @@ def test_partners_day(platform: Platform, receiver: Receiver) -> None:
 
 def test_concurrent_and_duplicate_writes(platform: Platform) -> None:
     """Several threads of one client: duplicate registrations give one user, parallel
-    bodyless deletes each get their own signature and all succeed."""
+    bodyless deletes (each with its own nonce) all succeed."""
     app = platform.admin("POST", "/admin/v1/apps", {"name": "sdk-python-conc"})
     client = pop.PartnerClient(platform.url, app["app_id"], app["app_key"], app["app_secret"])
     req = {
@@ -385,3 +389,60 @@ def test_concurrent_and_duplicate_writes(platform: Platform) -> None:
         t.join(60)
     assert not errors, errors
     assert client.get_snapshot(uid).family_members == []
+
+
+class RecordingClient(pop.PartnerClient):
+    """The SDK's client, keeping the headers of every request it sends."""
+
+    sent: List[Tuple[str, str, Dict[str, str]]]
+
+    def _send(self, method: str, uri: str, raw: bytes, headers: Mapping[str, str]) -> pop.Response:
+        self.sent.append((method, uri, dict(headers)))
+        return super()._send(method, uri, raw, headers)
+
+
+def _recording(platform: Platform, app: Dict[str, Any], **kw: Any) -> RecordingClient:
+    c = RecordingClient(platform.url, app["app_id"], app["app_key"], app["app_secret"], **kw)
+    c.sent = []
+    return c
+
+
+def test_default_scheme_h_same_second_and_scheme_m_by_option(platform: Platform) -> None:
+    """The default client signs scheme H: a register, a snapshot read and a bodyless
+    DELETE signed in one second (pinned clock, one X-Timestamp) all succeed, each with
+    its own nonce. scheme="M" still signs scheme M, which the platform accepts."""
+    app = platform.admin("POST", "/admin/v1/apps", {"name": "sdk-python-schemes"})
+    pinned = float(int(time.time()))
+    c = _recording(platform, app, clock=lambda: pinned)
+    reg = c.register_user(
+        {
+            "channel_user_id": "h-1", "user": {"name": "Han"},
+            "family_groups": [{"app_group_id": 1, "name": "Home"}],
+            "family_members": [{"app_user_id": "m1", "app_group_id": 1, "name": "Han", "relationship": "SELF"}],
+        }
+    )
+    assert reg.created is True
+    assert c.get_snapshot(reg.open_user_id).family_members[0].app_user_id == "m1"
+    c.delete_family_member(reg.open_user_id, reg.family_members[0].member_id)
+    assert c.get_snapshot(reg.open_user_id).family_members == []
+    assert len(c.sent) == 4
+    for method, uri, h in c.sent:
+        assert "X-App-Id" not in h and h["X-App-Key"] == app["app_key"], (method, uri)
+        assert h["X-Timestamp"] == str(int(pinned)) and len(h["X-Signature"]) == 64
+    assert len({h["X-Nonce"] for _, _, h in c.sent}) == 4
+    assert c.sent[2][0] == "DELETE" and c.sent[2][2]["Idempotency-Key"]
+
+    # scheme M, one second: the read and the bodyless DELETE share a signature, and both succeed
+    pinned_m = float(int(time.time()))
+    cm = _recording(platform, app, scheme="M", clock=lambda: pinned_m)
+    reg2 = cm.register_user({"channel_user_id": "m-1", "user": {"name": "Wang"}, "family_groups": [{"app_group_id": 2, "name": "G"}]})
+    assert reg2.created is True
+    up = cm.upsert_family_member(reg2.open_user_id, {"app_user_id": "k", "app_group_id": 2, "name": "Kid", "relationship": "SON"})
+    assert up.created is True
+    assert cm.get_snapshot(reg2.open_user_id).user.open_user_id == reg2.open_user_id
+    cm.delete_family_member(reg2.open_user_id, up.member_id)
+    assert len(cm.sent) == 4
+    for method, uri, h in cm.sent:
+        assert h["X-App-Id"] == str(app["app_id"]) and "X-Nonce" not in h and len(h["X-Signature"]) == 32, (method, uri)
+        assert h["X-Timestamp"] == str(int(pinned_m)), (method, uri)
+    assert cm.sent[2][2]["X-Signature"] == cm.sent[3][2]["X-Signature"]

@@ -4,6 +4,7 @@ in the OpenAPI document (checked on the wire, against a loopback recorder)."""
 from __future__ import annotations
 
 import re
+import uuid
 from typing import Any, Callable, Dict, Iterator
 from urllib.parse import urlsplit
 
@@ -14,6 +15,7 @@ from partner_open_platform import models as m
 from partner_open_platform.client import OPERATION_METHODS
 
 from .fakeserver import FakePlatform, Recorded, ok, start
+from .test_openapi_drift import _doc
 
 CALLS: Dict[str, Callable[[pop.PartnerClient], Any]] = {
     "register_user": lambda c: c.register_user({"channel_user_id": "u", "user": {"name": "n"}}),
@@ -65,7 +67,20 @@ def _template_re(path: str) -> "re.Pattern[str]":
     return re.compile("^" + re.sub(r"\\\{[^}]+\\\}", "[^/]+", re.escape(path)) + "$")
 
 
-def test_every_method_hits_its_operation(fake: FakePlatform) -> None:
+def _takes_key(op_id: str) -> bool:
+    """Whether the document declares an Idempotency-Key on the operation."""
+    for item in _doc()["paths"].values():
+        for op in item.values():
+            if isinstance(op, dict) and op.get("operationId") == op_id:
+                return any(
+                    p.get("$ref", "").endswith("/IdempotencyKey") or (p.get("in") == "header" and p.get("name") == "Idempotency-Key")
+                    for p in op.get("parameters", [])
+                )
+    raise AssertionError("no operation " + op_id)
+
+
+@pytest.mark.parametrize("scheme", ["H", "M"])
+def test_every_method_hits_its_operation(fake: FakePlatform, scheme: str) -> None:
     token = {"access_token": "at_" + "0" * 48, "token_type": "Bearer", "expires_in": 7200, "scope": "daily_report"}
 
     def handler(r: Recorded) -> Any:
@@ -75,7 +90,8 @@ def test_every_method_hits_its_operation(fake: FakePlatform) -> None:
 
     fake.handler = handler
     assert set(CALLS) == set(OPERATION_METHODS.values())
-    c = pop.PartnerClient(fake.url, 1, "ak", "sk")
+    c = pop.PartnerClient(fake.url, 1, "ak", "sk") if scheme == "H" else pop.PartnerClient(fake.url, 1, "ak", "sk", scheme="M")
+    keys = set()
     for op_id, name in sorted(OPERATION_METHODS.items()):
         before = len(fake.requests)
         CALLS[name](c)
@@ -84,8 +100,14 @@ def test_every_method_hits_its_operation(fake: FakePlatform) -> None:
         method, path = m.PARTNER_OPERATIONS[op_id]
         assert sent[0].method == method, name
         assert _template_re(path).match(urlsplit(sent[0].path).path), (name, sent[0].path, path)
-        scheme = {"pull_health_report": "X-App-Key", "sandbox_mock_measure": "X-App-Key"}.get(name)
-        if scheme:
-            assert sent[0].headers.get("X-Nonce") and "X-App-Id" not in sent[0].headers
+        h_only = name in ("pull_health_report", "sandbox_mock_measure")
+        if h_only or (scheme == "H" and path.startswith("/open/")):
+            assert sent[0].headers.get("X-Nonce") and sent[0].headers["X-App-Key"] == "ak" and "X-App-Id" not in sent[0].headers, name
         elif path.startswith("/open/"):
-            assert sent[0].headers["X-App-Id"] == "1"
+            assert sent[0].headers["X-App-Id"] == "1" and "X-Nonce" not in sent[0].headers, name
+        # exactly the writes whose operation takes an Idempotency-Key send one: a fresh UUID per call
+        key = sent[0].headers.get("Idempotency-Key")
+        assert (key is not None) == _takes_key(op_id), (name, key)
+        if key is not None:
+            assert str(uuid.UUID(key)) == key and key not in keys, name
+            keys.add(key)

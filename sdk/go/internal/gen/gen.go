@@ -34,8 +34,13 @@ type Schema struct {
 // Operation is one method+path of the document with what decides whether
 // it belongs to the partner SDK.
 type Operation struct {
-	ID          string                `yaml:"operationId"`
-	Security    []map[string][]string `yaml:"security"`
+	ID         string                `yaml:"operationId"`
+	Security   []map[string][]string `yaml:"security"`
+	Parameters []struct {
+		Ref  string `yaml:"$ref"`
+		Name string `yaml:"name"`
+		In   string `yaml:"in"`
+	} `yaml:"parameters"`
 	RequestBody *struct {
 		Content map[string]struct {
 			Schema *Schema `yaml:"schema"`
@@ -48,6 +53,17 @@ type Operation struct {
 	} `yaml:"responses"`
 	Method string `yaml:"-"`
 	Path   string `yaml:"-"`
+}
+
+// TakesIdempotencyKey says whether the operation declares the
+// Idempotency-Key header, by the shared parameter or inline.
+func (o Operation) TakesIdempotencyKey() bool {
+	for _, p := range o.Parameters {
+		if refName(p.Ref) == "IdempotencyKey" || (p.In == "header" && strings.EqualFold(p.Name, "Idempotency-Key")) {
+			return true
+		}
+	}
+	return false
 }
 
 // Doc is the parsed OpenAPI document.

@@ -94,46 +94,19 @@ class RetryPolicy:
     max_retry_after: float = 60.0
 
 
-class _SignatureLedger:
-    """Scheme M route binding: the platform binds the first use of a signature
-    to a write's method and path (or to GET for reads) for 300 s. Bodyless
-    writes (DELETE, resend, secret rotate) sign the same bytes as every GET in
-    that second, so each one takes a timestamp whose signature no other route
-    of this client used; identical retries reuse freely."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._used: Dict[str, Tuple[str, float]] = {}
-
-    def pick(self, now: int, binding: str, sign: Callable[[int], str]) -> Tuple[int, str]:
-        with self._lock:
-            cutoff = now - 301
-            if len(self._used) > 4096:
-                self._used = {k: v for k, v in self._used.items() if v[1] >= cutoff}
-            ts = now
-            while True:
-                sig = sign(ts)
-                prev = self._used.get(sig)
-                if prev is None or prev[1] < cutoff or prev[0] == binding:
-                    self._used[sig] = (binding, float(ts))
-                    return ts, sig
-                ts += 1
-                if ts - now > 240:
-                    raise RuntimeError("no free scheme M timestamp within 240 s for " + binding)
-
-    def taken(self, sig: str, ts: int) -> None:
-        """Mark a signature as bound elsewhere (another process of the app used it first)."""
-        with self._lock:
-            self._used[sig] = ("elsewhere", float(ts))
-
-
 class PartnerClient:
     """A partner application's server-side client.
 
     base_url is the platform's address ({base_url} of the spec). app_id,
     app_key and app_secret are the application's credentials; the secret
-    signs requests and never leaves the server. Writes that accept an
-    Idempotency-Key get a fresh UUID one per call unless you pass your own
+    signs requests and never leaves the server.
+
+    Requests are signed with scheme H (HMAC-SHA-256 over method, path with
+    query, timestamp, a fresh single-use nonce and the body's SHA-256) on
+    every route by default; scheme="M" signs the spec's MD5 scheme M on the
+    routes that take it instead (the report pull and the sandbox mock always
+    use scheme H). Writes that accept an Idempotency-Key get a fresh UUID
+    one per call, re-sent on that call's retries, unless you pass your own
     (auto_idempotency=False turns that off), which is what makes them safe
     to retry on 429/503. Thread-safe."""
 
@@ -147,6 +120,7 @@ class PartnerClient:
         timeout: float = 15.0,
         retry: Optional[RetryPolicy] = None,
         auto_idempotency: bool = True,
+        scheme: str = "H",
         clock: Callable[[], float] = time.time,
         sleep: Callable[[float], None] = time.sleep,
         user_agent: str = "partner-open-platform-python/0.1",
@@ -158,10 +132,12 @@ class PartnerClient:
         self.timeout = timeout
         self.retry = retry or RetryPolicy()
         self.auto_idempotency = auto_idempotency
+        if scheme not in ("H", "M"):
+            raise ValueError("scheme must be \"H\" or \"M\", not %r" % (scheme,))
+        self.scheme = scheme
         self._clock = clock
         self._sleep = sleep
         self._user_agent = user_agent
-        self._ledger = _SignatureLedger()
         self._token_lock = threading.Lock()
         self._token: Optional[Tuple[str, float]] = None
 
@@ -174,15 +150,18 @@ class PartnerClient:
         *,
         query: Optional[Mapping[str, Any]] = None,
         body: Body = None,
-        auth: str = "M",
+        auth: Optional[str] = None,
         idempotency_key: Optional[str] = None,
         headers: Optional[Mapping[str, str]] = None,
         form: Optional[Mapping[str, str]] = None,
     ) -> Response:
-        """Send one signed request (auth "M", "H", "bearer:<token>", "basic" or "none"); raise PartnerApiError on non-2xx.
+        """Send one signed request (auth "M", "H", "bearer:<token>", "basic" or "none"; None is the client's scheme); raise PartnerApiError on non-2xx.
 
         The request is retried on 429/503 and lost connections only when it is
-        safe to repeat: a GET, or a write with an Idempotency-Key."""
+        safe to repeat: a GET, or a write with an Idempotency-Key. Every attempt
+        is signed anew (a fresh timestamp and nonce)."""
+        if auth is None:
+            auth = self.scheme
         method = method.upper()
         uri = path
         if query:
@@ -200,7 +179,6 @@ class PartnerClient:
             ctype = "application/json"
         safe = method == "GET" or idempotency_key is not None
         attempt = 0
-        rebound = False
         while True:
             hdrs = {"Accept": "application/json", "User-Agent": self._user_agent}
             if ctype:
@@ -221,15 +199,6 @@ class PartnerClient:
             if 200 <= resp.status < 300:
                 return resp
             err = _error(resp)
-            if resp.status == 401 and auth == "M" and not raw and safe and not rebound:
-                # A bodyless request signs the same bytes as every other bodyless
-                # request of the app in that second; another process may have bound
-                # this signature to its own route first. Sign once more in a second
-                # this client has not used (a wrong secret fails again and raises).
-                rebound = True
-                self._ledger.taken(hdrs["X-Signature"], int(hdrs["X-Timestamp"]))
-                continue
-
             retryable = resp.status in (429, 503) or (
                 resp.status == 409 and err.code == "IDEMPOTENCY_KEY_IN_PROGRESS"
             )
@@ -251,9 +220,7 @@ class PartnerClient:
     def _auth_headers(self, auth: str, method: str, uri: str, raw: bytes) -> Dict[str, str]:
         now = int(self._clock())
         if auth == "M":
-            binding = "GET" if method == "GET" else method + " " + uri
-            ts, sig = self._ledger.pick(now, binding, lambda t: sign_m(self.app_key, t, self.app_secret, raw))
-            return {"X-App-Id": self.app_id, "X-Timestamp": str(ts), "X-Signature": sig}
+            return {"X-App-Id": self.app_id, "X-Timestamp": str(now), "X-Signature": sign_m(self.app_key, now, self.app_secret, raw)}
         if auth == "H":
             nonce = secrets.token_hex(16)
             return {

@@ -49,16 +49,17 @@ import java.net.URLEncoder;
 import java.nio.charset.StandardCharsets;
 import java.security.SecureRandom;
 import java.util.Base64;
-import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.function.LongSupplier;
 import java.util.UUID;
 
 /**
  * The partner's server-side client for every partner route of the platform. Method names are the OpenAPI
- * operationIds (a test holds them to internal/openapi/openapi.yaml). It signs with scheme M (channel users,
- * orders, benefit cards, delivery log and feed), scheme H (report pull, sandbox mock) or the OAuth bearer token
+ * operationIds (a test holds them to internal/openapi/openapi.yaml). It signs with scheme H by default (every
+ * partner route; {@link Builder#scheme} chooses scheme M for the routes that take it: channel users, orders,
+ * benefit cards, delivery log and feed), scheme H always on the report pull and sandbox mock, or the OAuth bearer token
  * (daily report, fetched and cached here), turns every non-2xx into a {@link PartnerApiException}, and retries 429
  * and 503 only when safe: reads always, writes because it sends an Idempotency-Key with each (generated per call
  * unless given in {@link RequestOptions}). Thread-safe; share one instance. Never ship it in an app: it holds the
@@ -76,10 +77,8 @@ public final class PartnerClient {
   private final String userAgent;
   private final SecureRandom random = new SecureRandom();
   private final Object tokenLock = new Object();
-  /** Scheme M signatures issued in the last 300 s: signature to {route, expiry second}; see schemeMTimestamp. */
-  private final LinkedHashMap<String, Object[]> issued = new LinkedHashMap<String, Object[]>();
-  private static final long BINDING_SECONDS = 300;
-  private static final long MAX_TIMESTAMP_SHIFT = 120;
+  private final Scheme scheme;
+  private final LongSupplier clockMillis;
   private String accessToken;
   private long accessTokenExpiresAtMillis;
 
@@ -93,6 +92,24 @@ public final class PartnerClient {
     this.readTimeoutMillis = b.readTimeoutMillis;
     this.autoIdempotencyKeys = b.autoIdempotencyKeys;
     this.userAgent = b.userAgent;
+    this.scheme = b.scheme;
+    this.clockMillis = b.clockMillis;
+  }
+
+  /** How the routes that accept either signature scheme are signed. */
+  public enum Scheme {
+    /**
+     * HMAC-SHA-256 over method, path with query, timestamp, a fresh single-use nonce and the body's SHA-256
+     * (X-App-Key, X-Timestamp, X-Nonce, X-Signature): no two requests share a signature. The default.
+     */
+    H,
+    /** The spec's MD5 of app key, timestamp, app secret and body (X-App-Id, X-Timestamp, X-Signature). */
+    M
+  }
+
+  /** The scheme this client signs the routes that accept either with. */
+  public Scheme getScheme() {
+    return scheme;
   }
 
   /** Starts configuring a client for the platform at {@code baseUrl} (the sandbox or production base address). */
@@ -111,6 +128,8 @@ public final class PartnerClient {
     private int readTimeoutMillis = 30_000;
     private boolean autoIdempotencyKeys = true;
     private String userAgent = "partner-open-platform-java/0.1";
+    private Scheme scheme = Scheme.H;
+    private LongSupplier clockMillis = System::currentTimeMillis;
 
     private Builder(String baseUrl) {
       if (baseUrl == null || !(baseUrl.startsWith("http://") || baseUrl.startsWith("https://"))) {
@@ -153,6 +172,24 @@ public final class PartnerClient {
     /** Whether writes without an explicit key get a random Idempotency-Key (default true), making them retryable. */
     public Builder autoIdempotencyKeys(boolean on) {
       this.autoIdempotencyKeys = on;
+      return this;
+    }
+
+    /**
+     * The signature scheme of the routes that accept either (default {@link Scheme#H}); the report pull and the
+     * sandbox mock always use scheme H.
+     */
+    public Builder scheme(Scheme scheme) {
+      if (scheme == null) {
+        throw new IllegalArgumentException("scheme must not be null");
+      }
+      this.scheme = scheme;
+      return this;
+    }
+
+    /** The clock requests are signed with (tests pin it to sign several requests in one second). */
+    Builder clock(LongSupplier millis) {
+      this.clockMillis = millis;
       return this;
     }
 
@@ -497,7 +534,9 @@ public final class PartnerClient {
   // ---- transport ----
 
   private enum Auth {
+    /** The routes the document signs with scheme M: signed with the client's {@link Scheme}. */
     M,
+    /** The routes that take scheme H only. */
     H,
     BEARER,
     BASIC
@@ -598,14 +637,17 @@ public final class PartnerClient {
     if (key != null) {
       h.put("Idempotency-Key", key);
     }
-    long ts = System.currentTimeMillis() / 1000L;
+    // Signed per attempt: a retry gets a fresh timestamp and nonce (the platform refuses a reused nonce).
+    long ts = clockMillis.getAsLong() / 1000L;
     byte[] signed = body == null ? new byte[0] : body;
+    if (auth == Auth.M && scheme == Scheme.H) {
+      auth = Auth.H; // the platform takes scheme H on every partner route
+    }
     switch (auth) {
       case M: {
-        long t = schemeMTimestamp(method, url, ts, signed);
         h.put("X-App-Id", appId);
-        h.put("X-Timestamp", Long.toString(t));
-        h.put("X-Signature", Signatures.signM(appKey, t, appSecret, signed));
+        h.put("X-Timestamp", Long.toString(ts));
+        h.put("X-Signature", Signatures.signM(appKey, ts, appSecret, signed));
         break;
       }
       case H: {
@@ -634,38 +676,6 @@ public final class PartnerClient {
     }
     Http.Result r = Http.exchange(method, url, h, body, connectTimeoutMillis, readTimeoutMillis);
     return new Response(r.status, r.body, r.requestId, retryAfter(r.retryAfter));
-  }
-
-  /**
-   * Scheme M signs neither method nor path, so two requests with the same body in the same second (every bodyless
-   * GET, DELETE or POST) carry the same signature, and the platform binds an accepted signature to its first route
-   * for 300 s (a read to "GET", a write to method and path): the same signature on another write is refused with
-   * 401. The client therefore remembers the signatures it issued and, when one is already bound to another route,
-   * signs with an earlier second instead (still well inside the platform's 300 s window).
-   */
-  private long schemeMTimestamp(String method, URL url, long now, byte[] body) {
-    String route = method.equals("GET") || method.equals("HEAD") ? "GET" : method + " " + url.getFile();
-    synchronized (issued) {
-      Iterator<Map.Entry<String, Object[]>> it = issued.entrySet().iterator();
-      while (it.hasNext()) {
-        if ((Long) it.next().getValue()[1] < now) {
-          it.remove();
-        } else {
-          break; // entries are in issue order, and so nearly in expiry order
-        }
-      }
-      for (long t = now; t > now - MAX_TIMESTAMP_SHIFT; t--) {
-        String sig = Signatures.signM(appKey, t, appSecret, body);
-        Object[] bound = issued.get(sig);
-        if (bound == null || bound[0].equals(route)) {
-          if (bound == null) {
-            issued.put(sig, new Object[] {route, t + BINDING_SECONDS});
-          }
-          return t;
-        }
-      }
-    }
-    return now; // more distinct routes in a minute than shifts allowed: let the platform decide
   }
 
   private String token() {

@@ -109,9 +109,79 @@ class PartnerClientTest {
   static final String REGISTERED = "{\"open_user_id\":7,\"channel_user_id\":\"u\",\"created\":true,"
       + "\"family_groups\":[],\"family_members\":[]}";
 
+  PartnerClient.Builder builder() {
+    return PartnerClient.builder("http://127.0.0.1:" + server.getAddress().getPort())
+        .appId(APP_ID).appKey(KEY).appSecret(SECRET)
+        .retryPolicy(new RetryPolicy(3, 100, 5_000, sleeps::add));
+  }
+
+  static String signH(Seen s) {
+    return Signatures.signH(s.method(), s.uri(), Long.parseLong(s.header("X-Timestamp")), s.header("X-Nonce"),
+        s.body(), SECRET);
+  }
+
+  @Test
+  void signsSchemeHByDefaultOnEveryRouteAndSendsCallsOfOneSecondInIt() {
+    fallback = ok(REGISTERED);
+    long pinned = 1_763_870_400_900L;
+    PartnerClient c = builder().clock(() -> pinned).build();
+    assertEquals(PartnerClient.Scheme.H, c.getScheme());
+    c.registerChannelUser(new RegisterRequest().setChannelUserId("u").setUser(new UserProfile().setName("张三")));
+    c.getChannelUserSnapshot(7);
+    c.deleteFamilyMember(7, 70);
+    c.deleteFamilyMember(7, 71);
+    assertEquals(List.of(), sleeps);
+    assertEquals(List.of("/open/v1/channel/users", "/open/v1/channel/users/7",
+        "/open/v1/channel/users/7/family-members/70", "/open/v1/channel/users/7/family-members/71"),
+        seen.stream().map(Seen::uri).toList());
+    for (Seen s : seen) {
+      assertEquals(null, s.header("X-App-Id"));
+      assertEquals(KEY, s.header("X-App-Key"));
+      assertEquals("1763870400", s.header("X-Timestamp"));
+      assertTrue(s.header("X-Signature").matches("[0-9a-f]{64}"));
+      assertEquals(signH(s), s.header("X-Signature"));
+    }
+    assertEquals(4, seen.stream().map(s -> s.header("X-Nonce")).distinct().count(), "a fresh nonce per request");
+    assertEquals(4, seen.stream().map(s -> s.header("X-Signature")).distinct().count());
+  }
+
+  @Test
+  void schemeMByOptionSignsCallsOfOneSecondInThatSecondAndKeepsSchemeHOnTheReportPull() {
+    fallback = ok("{\"id\":5,\"user\":{\"open_user_id\":7},\"family_groups\":[],\"family_members\":[]}");
+    PartnerClient c = builder().scheme(PartnerClient.Scheme.M).clock(() -> 1_763_870_403_000L).build();
+    c.getChannelUserSnapshot(7);
+    c.deleteFamilyMember(7, 70);
+    c.dissolveFamilyGroup(7, 9);
+    c.pullHealthReport(5);
+    assertEquals(List.of(), sleeps);
+    for (Seen s : seen.subList(0, 3)) {
+      assertEquals(APP_ID, s.header("X-App-Id"));
+      assertEquals(null, s.header("X-Nonce"));
+      assertEquals("1763870403", s.header("X-Timestamp"));
+      assertEquals(Signatures.signM(KEY, 1763870403L, SECRET, new byte[0]), s.header("X-Signature"));
+    }
+    Seen pull = seen.get(3);
+    assertEquals(null, pull.header("X-App-Id"));
+    assertEquals(signH(pull), pull.header("X-Signature"));
+    assertThrows(IllegalArgumentException.class, () -> builder().scheme(null));
+  }
+
+  @Test
+  void aRefused401IsNotSignedAgain() {
+    fallback = err(401, "HTTP_401", Map.of());
+    for (PartnerClient.Scheme sc : PartnerClient.Scheme.values()) {
+      PartnerClient c = builder().scheme(sc).build();
+      assertEquals(401, assertThrows(PartnerApiException.class, () -> c.deleteFamilyMember(7, 70)).getStatus());
+      assertEquals(401, assertThrows(PartnerApiException.class, () -> c.getOrderDetail("x")).getStatus());
+    }
+    assertEquals(4, seen.size());
+    assertEquals(List.of(), sleeps);
+  }
+
   @Test
   void signsSchemeMOverTheExactBodyBytes() {
     script.add(ok(REGISTERED));
+    PartnerClient client = builder().scheme(PartnerClient.Scheme.M).build();
     client.registerChannelUser(new RegisterRequest().setChannelUserId("u").setUser(new UserProfile().setName("张三")));
     Seen s = seen.get(0);
     assertEquals("POST", s.method());
@@ -184,6 +254,25 @@ class PartnerClientTest {
     assertEquals("key-1", seen.get(0).header("Idempotency-Key"));
     assertEquals("key-1", seen.get(1).header("Idempotency-Key"));
     assertEquals(List.of(1000L), sleeps);
+    assertTrue(!seen.get(0).header("X-Nonce").equals(seen.get(1).header("X-Nonce")), "each attempt signed anew");
+    assertEquals(signH(seen.get(1)), seen.get(1).header("X-Signature"));
+  }
+
+  @Test
+  void aGeneratedKeyIsKeptAcrossTheRetriesOfOneCall() {
+    script.add(err(503, "HTTP_503", Map.of()));
+    script.add(err(429, "HTTP_429", Map.of("Retry-After", "1")));
+    script.add(ok(null));
+    script.add(ok(null));
+    client.deleteFamilyMember(7, 70);
+    client.deleteFamilyMember(7, 71);
+    assertEquals(4, seen.size());
+    String k = seen.get(0).header("Idempotency-Key");
+    assertEquals(k, java.util.UUID.fromString(k).toString());
+    assertEquals(k, seen.get(1).header("Idempotency-Key"));
+    assertEquals(k, seen.get(2).header("Idempotency-Key"));
+    assertTrue(!k.equals(seen.get(3).header("Idempotency-Key")));
+    assertEquals(4, seen.stream().map(s -> s.header("X-Nonce")).distinct().count());
   }
 
   @Test
@@ -245,9 +334,9 @@ class PartnerClientTest {
     pool.shutdown();
     assertEquals(40, done.get());
     assertEquals(40, seen.stream().map(s -> s.header("Idempotency-Key")).distinct().count());
+    assertEquals(40, seen.stream().map(s -> s.header("X-Nonce")).distinct().count());
     for (Seen s : seen) {
-      assertEquals(Signatures.signM(KEY, Long.parseLong(s.header("X-Timestamp")), SECRET, s.body()),
-          s.header("X-Signature"));
+      assertEquals(signH(s), s.header("X-Signature"));
     }
   }
 
@@ -275,30 +364,6 @@ class PartnerClientTest {
    * Bodyless requests share a scheme M signature within a second, and the platform binds a signature to its first
    * write route: the client must never present one signature on two different write routes, or a read's on a write.
    */
-  @Test
-  void neverReusesASchemeMSignatureAcrossRoutes() {
-    fallback = ok("{\"app_id\":1,\"pending_webhook_secret\":\"s\",\"activated\":true,\"delivery_id\":\"d\","
-        + "\"queued\":true}");
-    for (int i = 0; i < 3; i++) {
-      client.rotateMyWebhookSecret();
-      client.activateMyWebhookSecret();
-      client.resendMyDelivery("d");
-      client.deleteFamilyMember(7, 8);
-      client.getOrderDetail("x");
-      client.listFulfillments(null, null, null);
-    }
-    Map<String, String> routeOf = new java.util.HashMap<>();
-    for (Seen s : seen) {
-      String route = s.method().equals("GET") ? "GET" : s.method() + " " + s.uri();
-      String prev = routeOf.putIfAbsent(s.header("X-Signature"), route);
-      assertTrue(prev == null || prev.equals(route), "signature reused on " + prev + " and " + route);
-      assertEquals(Signatures.signM(KEY, Long.parseLong(s.header("X-Timestamp")), SECRET, s.body()),
-          s.header("X-Signature"));
-      long skew = System.currentTimeMillis() / 1000 - Long.parseLong(s.header("X-Timestamp"));
-      assertTrue(skew >= 0 && skew < 200, "timestamp stays well inside the 300 s window: " + skew);
-    }
-  }
-
   @Test
   void keepsTheErrorBodyOfA401ToAWrite() {
     script.add(new Answer(401, "{\"success\":false,\"code\":\"HTTP_401\",\"message\":\"unauthorized\","

@@ -378,7 +378,14 @@ class PlatformIntegrationTest {
         .appKey((String) app.get("app_key")).appSecret("wrong").retryPolicy(RetryPolicy.none()).build();
     PartnerApiException unauth = assertThrows(PartnerApiException.class, () -> wrongSecret.getChannelUserSnapshot(uid));
     assertEquals(401, unauth.getStatus());
-    assertEquals("HTTP_401", unauth.getCode());
+    assertEquals("HTTP_401", unauth.getCode()); // scheme H refused: the route's own 401
+    PartnerClient wrongSecretM = PartnerClient.builder(base).appId(String.valueOf(appId))
+        .appKey((String) app.get("app_key")).appSecret("wrong").scheme(PartnerClient.Scheme.M)
+        .retryPolicy(RetryPolicy.none()).build();
+    PartnerApiException unauthM = assertThrows(PartnerApiException.class,
+        () -> wrongSecretM.getChannelUserSnapshot(uid));
+    assertEquals(401, unauthM.getStatus());
+    assertEquals("HTTP_401", unauthM.getCode());
     PartnerApiException unauthH = assertThrows(PartnerApiException.class, () -> wrongSecret.pullHealthReport(reportId));
     assertEquals(401, unauthH.getStatus());
   }
@@ -386,6 +393,44 @@ class PlatformIntegrationTest {
   static PartnerClient clientFor(Map<String, Object> app) {
     return PartnerClient.builder(base).appId(String.valueOf(app.get("app_id"))).appKey((String) app.get("app_key"))
         .appSecret((String) app.get("app_secret")).build();
+  }
+
+  /**
+   * The default client signs scheme H: a register, a snapshot read and a bodyless DELETE signed in one second (the
+   * clock is pinned, so all carry one X-Timestamp) all succeed. Scheme M by option still works.
+   */
+  @Test
+  void schemeHByDefaultInOneSecondAndSchemeMByOption() throws Exception {
+    Map<String, Object> app = admin("POST", "/admin/v1/apps", adminToken, Map.of("name", "sdk-java-schemes"));
+    long pinned = System.currentTimeMillis();
+    PartnerClient h = PartnerClient.builder(base).appId(String.valueOf(app.get("app_id")))
+        .appKey((String) app.get("app_key")).appSecret((String) app.get("app_secret")).clock(() -> pinned).build();
+    assertEquals(PartnerClient.Scheme.H, h.getScheme());
+    RegisterResult r = h.registerChannelUser(new RegisterRequest().setChannelUserId("cu-h-1")
+        .setUser(new UserProfile().setName("Han"))
+        .setFamilyGroups(List.of(new FamilyGroupInput().setAppGroupId(1L).setName("Home")))
+        .setFamilyMembers(List.of(new FamilyMemberRegisterInput().setAppUserId("m1").setAppGroupId(1L)
+            .setName("Han").setRelationship(Relationship.SELF))));
+    assertTrue(r.getCreated());
+    assertEquals(1, h.getChannelUserSnapshot(r.getOpenUserId()).getFamilyMembers().size());
+    h.deleteFamilyMember(r.getOpenUserId(), r.getFamilyMembers().get(0).getMemberId());
+    assertEquals(0, h.getChannelUserSnapshot(r.getOpenUserId()).getFamilyMembers().size());
+
+    // Scheme M in one second: the read and the bodyless DELETE share a signature, and both succeed.
+    long pinnedM = System.currentTimeMillis();
+    PartnerClient m = PartnerClient.builder(base).appId(String.valueOf(app.get("app_id")))
+        .appKey((String) app.get("app_key")).appSecret((String) app.get("app_secret"))
+        .scheme(PartnerClient.Scheme.M).clock(() -> pinnedM).build();
+    RegisterResult r2 = m.registerChannelUser(new RegisterRequest().setChannelUserId("cu-m-1")
+        .setUser(new UserProfile().setName("Wang"))
+        .setFamilyGroups(List.of(new FamilyGroupInput().setAppGroupId(2L).setName("G"))));
+    assertTrue(r2.getCreated());
+    FamilyMemberUpsertResult kid = m.upsertFamilyMember(r2.getOpenUserId(), new FamilyMemberUpsertInput()
+        .setAppUserId("k").setAppGroupId(2L).setName("Kid").setRelationship(Relationship.SON));
+    assertTrue(kid.getCreated());
+    assertEquals(1, m.getChannelUserSnapshot(r2.getOpenUserId()).getFamilyMembers().size());
+    m.deleteFamilyMember(r2.getOpenUserId(), kid.getMemberId());
+    assertEquals(0, m.getChannelUserSnapshot(r2.getOpenUserId()).getFamilyMembers().size());
   }
 
   /** The sandbox plugin mock, the daily report through OAuth, the feed, resend, and webhook secret rotation. */

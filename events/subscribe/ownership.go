@@ -1,4 +1,4 @@
-package projections
+package subscribe
 
 import (
 	"context"

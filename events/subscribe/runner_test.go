@@ -1,8 +1,9 @@
-package projections_test
+package subscribe_test
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"sync"
@@ -12,7 +13,7 @@ import (
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/events/catalog"
 	"github.com/healthtech/partner-open-platform/events/memory"
-	"github.com/healthtech/partner-open-platform/projections"
+	"github.com/healthtech/partner-open-platform/events/subscribe"
 )
 
 // flaky is a transactional projector: a batch is applied whole or not at
@@ -69,7 +70,7 @@ func appendApp(t *testing.T, store events.Store, reg *events.Registry, stream st
 	return res.Position
 }
 
-func run(t *testing.T, r *projections.Runner) {
+func run(t *testing.T, r *subscribe.Runner) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = r.Run(ctx) }()
@@ -84,7 +85,7 @@ func TestPoisonEventIsSkippedAndReported(t *testing.T) {
 	p := &flaky{poison: "bad"}
 	var skipped []string
 	var mu sync.Mutex
-	r := projections.NewRunner(store, reg, p, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+	r := subscribe.NewRunner(store, reg, p, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
 	r.SkipPoison(func(name string) { mu.Lock(); skipped = append(skipped, name); mu.Unlock() })
 
 	appendApp(t, store, reg, "a")
@@ -117,7 +118,7 @@ func TestPoisonEventIsSkippedAndReported(t *testing.T) {
 func TestStoreOutageIsNotPoison(t *testing.T) {
 	store, reg := memory.New(), catalog.Registry()
 	p := &flaky{down: true}
-	r := projections.NewRunner(store, reg, p, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+	r := subscribe.NewRunner(store, reg, p, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
 	r.SkipPoison(nil)
 	appendApp(t, store, reg, "a")
 	last := appendApp(t, store, reg, "b")
@@ -155,7 +156,7 @@ func TestReadyOnlyAtTheHeadFoundAtStart(t *testing.T) {
 		last = appendApp(t, store, reg, "s")
 	}
 	p := &flaky{}
-	r := projections.NewRunner(store, reg, p, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+	r := subscribe.NewRunner(store, reg, p, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	run(t, r)
@@ -175,5 +176,104 @@ func TestReadyOnlyAtTheHeadFoundAtStart(t *testing.T) {
 	}
 	if s := r.Stats(); !s.Ready || s.Target != last {
 		t.Fatalf("stats %+v, want ready with target %s", s, last)
+	}
+}
+
+// recorder keeps the batches it is handed, as they came.
+type recorder struct {
+	mu      sync.Mutex
+	pos     events.Position
+	batches [][]events.Envelope
+}
+
+func (r *recorder) Name() string { return "recorder" }
+func (r *recorder) Checkpoint(context.Context) (events.Position, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.pos, nil
+}
+func (r *recorder) Reset(context.Context) error { return nil }
+func (r *recorder) Apply(_ context.Context, batch []events.Envelope, pos events.Position) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.batches = append(r.batches, append([]events.Envelope(nil), batch...))
+	r.pos = pos
+	return nil
+}
+func (r *recorder) seen() (n int, batches [][]events.Envelope) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, b := range r.batches {
+		n += len(b)
+	}
+	return n, append([][]events.Envelope(nil), r.batches...)
+}
+
+// A runner without a registry hands over the events as stored: of every
+// type (one this build never registered too), undecoded, in order, in
+// batches no larger than BatchSize.
+func TestRunnerWithoutRegistryHandsOverStoredEvents(t *testing.T) {
+	store := memory.New()
+	defer store.Close()
+	reg := catalog.Registry()
+	for i := range 7 {
+		appendApp(t, store, reg, fmt.Sprint("app-", i))
+	}
+	unknown := events.Proposed{ID: "future-1", Type: "future.thing", Data: []byte(`{"x":1}`)}
+	if _, err := store.Append(context.Background(), "future", events.Any(), unknown); err != nil {
+		t.Fatal(err)
+	}
+	rec := &recorder{}
+	r := subscribe.NewRunner(store, nil, rec, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+	r.BatchSize(3)
+	run(t, r)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := r.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	n, batches := rec.seen()
+	if n != 8 {
+		t.Fatalf("handed %d events, want 8", n)
+	}
+	last := batches[len(batches)-1]
+	if got := last[len(last)-1]; got.Type != "future.thing" || string(got.Data) != `{"x":1}` || got.Payload != nil {
+		t.Fatalf("last event handed over as %+v, want the stored future.thing undecoded", got)
+	}
+	for _, b := range batches {
+		if len(b) > 3 {
+			t.Fatalf("a batch of %d events, want at most 3", len(b))
+		}
+		for _, env := range b {
+			if env.Payload != nil {
+				t.Fatalf("event %s was decoded", env.ID)
+			}
+		}
+	}
+}
+
+// StopOnError: when the log fails, Run returns the failure (the caller
+// restarts it) instead of retrying on its own.
+func TestStopOnErrorReturnsTheLogsFailure(t *testing.T) {
+	store := memory.New()
+	reg := catalog.Registry()
+	appendApp(t, store, reg, "app-1")
+	r := subscribe.NewRunner(store, reg, &recorder{}, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+	r.StopOnError()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	if err := r.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	store.Close()
+	select {
+	case err := <-done:
+		if !errors.Is(err, events.ErrClosed) {
+			t.Fatalf("Run returned %v, want events.ErrClosed", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("Run kept retrying after the log failed")
 	}
 }

@@ -1,4 +1,11 @@
-package projections
+// Package subscribe is the one runtime that follows the event log: a Runner
+// reads a source from a checkpoint, batches what is already available, hands
+// each batch to its Projector (which commits the checkpoint with the effect),
+// owns a lease when several nodes share the work, lets readers wait for a
+// position, and reports progress and lag. Read models and the other log
+// followers are its clients; it knows neither the write side nor the read
+// models.
+package subscribe
 
 import (
 	"context"
@@ -83,6 +90,8 @@ type Runner struct {
 	onApplied  func(name string, n int, last events.Recorded)
 	onSkipped  func(name string)
 	skipPoison bool
+	// stopOnError: Run returns a failure instead of restarting.
+	stopOnError bool
 
 	mu      sync.Mutex
 	pos     events.Position
@@ -102,7 +111,10 @@ type Runner struct {
 	announceKick  chan struct{}
 }
 
-// NewRunner builds a runner; onApplied (optional) feeds metrics.
+// NewRunner builds a runner; onApplied (optional) feeds metrics. With a
+// nil reg the projector gets the events as stored, undecoded (Envelope's
+// Payload and Metadata empty) and of every type, known or not: for
+// followers of the bytes themselves, such as the erasure follower.
 func NewRunner(store events.Store, reg *events.Registry, p Projector, log *slog.Logger, onApplied func(string, int, events.Recorded)) *Runner {
 	return &Runner{
 		store: store, reg: reg, proj: p, log: log.With("projection", p.Name()), batchSize: 512,
@@ -135,6 +147,20 @@ func (r *Runner) Own(o Ownership) {
 func (r *Runner) SkipPoison(onSkipped func(name string)) {
 	r.skipPoison, r.onSkipped = true, onSkipped
 }
+
+// BatchSize caps the events handed to one Apply (default 512); call it
+// before Run.
+func (r *Runner) BatchSize(n int) {
+	if n > 0 {
+		r.batchSize = n
+	}
+}
+
+// StopOnError makes Run return the first failure (wrapping its cause)
+// instead of restarting after a backoff, for a caller that restarts it
+// itself: one that runs it under a lease releases the lease first, so a
+// healthy node can take over. Call it before Run.
+func (r *Runner) StopOnError() { r.stopOnError = true }
 
 // Name is the projector's name.
 func (r *Runner) Name() string { return r.proj.Name() }
@@ -264,6 +290,9 @@ func (r *Runner) project(ctx context.Context) error {
 		r.mu.Lock()
 		r.stats.LastError = err.Error()
 		r.mu.Unlock()
+		if r.stopOnError {
+			return err
+		}
 		r.log.Error("projection stopped; restarting", "err", err, "backoff", backoff)
 		select {
 		case <-time.After(backoff):
@@ -503,6 +532,9 @@ func (r *Runner) subscribe(ctx context.Context, cp events.Position) (events.Subs
 func (r *Runner) decode(rec events.Recorded) (events.Envelope, bool, error) {
 	if f, ok := r.proj.(interface{ Handles(string) bool }); ok && !f.Handles(rec.Type) {
 		return events.Envelope{}, false, nil // not this family's: its position still counts
+	}
+	if r.reg == nil {
+		return events.Envelope{Recorded: rec}, true, nil
 	}
 	if !r.reg.Known(rec.Type) {
 		r.log.Warn("skipping unknown event type", "type", rec.Type, "id", rec.ID)
