@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -448,7 +447,5 @@ func (h *harness) register(app domain.App, channelUserID string) int64 {
 	expect(h.t, "register", r, http.StatusCreated, "0")
 	return r.num(h.t, "open_user_id")
 }
-
-var errBehind = errors.New("directory behind")
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
