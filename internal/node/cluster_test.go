@@ -245,9 +245,9 @@ func TestClusterTakeoverWithinTheTTL(t *testing.T) {
 	a := pa.createApp("partner")
 	pb := start(t, clusterConfig(t, db, "node-b", ttl))
 	waitOwned(t, time.Minute, pa, pb)
-	// node-a started first, so it owns the families, unless a renewal of
+	// node-a started first, so it owns the read models, unless a renewal of
 	// its came later than the TTL on a loaded machine and node-b took that
-	// family over already: the takeover measured below is of the families
+	// read model over already: the takeover measured below is of the read models
 	// node-a still owns, so at least one must be.
 	ofA := 0
 	for f, ids := range owners(pa, pb) {
