@@ -6,6 +6,7 @@ import (
 	"flag"
 	"os"
 	"testing"
+	"time"
 )
 
 // updateHelp rewrites testdata/help.golden from -help instead of comparing.
@@ -34,5 +35,22 @@ func TestHelpTextIsGolden(t *testing.T) {
 	}
 	if got := usage.String(); got != string(want) {
 		t.Errorf("-help text differs from %s (rerun with -update-help if the change is meant):\ngot:\n%s", helpGolden, got)
+	}
+}
+
+// TestShortDuration: the defaults shown in -help and the docs read as an
+// operator writes them, and each parses back to the same duration.
+func TestShortDuration(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		5 * time.Minute: "5m", time.Hour: "1h", 12 * time.Hour: "12h", 90 * time.Minute: "1h30m",
+		10 * time.Second: "10s", 100 * time.Millisecond: "100ms", 0: "0s", 61 * time.Second: "1m1s",
+	} {
+		got := shortDuration(d)
+		if got != want {
+			t.Errorf("shortDuration(%v) = %q, want %q", d, got, want)
+		}
+		if back, err := time.ParseDuration(got); err != nil || back != d {
+			t.Errorf("%q parses to %v, %v; want %v", got, back, err, d)
+		}
 	}
 }
