@@ -635,7 +635,7 @@ func TestPluginLaunchRoundTripAndPlatformVectors(t *testing.T) {
 		t.Fatal("thirdUserId with | accepted")
 	}
 	// The platform's own published plugin vectors (read-only).
-	b, err := os.ReadFile(filepath.Join("..", "..", "plugin", "testdata", "vectors.json"))
+	b, err := os.ReadFile(filepath.Join("..", "..", "internal", "measureplugin", "testdata", "vectors.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

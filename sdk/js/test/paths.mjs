@@ -7,4 +7,4 @@ export const repoRoot = resolve(sdkRoot, "..", "..");
 /** ../shared/vectors/signatures.json beside the repo, or PLATFORM_VECTORS. */
 export const vectorsPath = process.env.PLATFORM_VECTORS || join(repoRoot, "..", "shared", "vectors", "signatures.json");
 export const openapiPath = process.env.PLATFORM_OPENAPI || join(repoRoot, "internal", "openapi", "openapi.yaml");
-export const pluginVectorsPath = join(repoRoot, "plugin", "testdata", "vectors.json");
+export const pluginVectorsPath = join(repoRoot, "internal", "measureplugin", "testdata", "vectors.json");

@@ -11,7 +11,7 @@ import pytest
 SDK_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 REPO_ROOT = os.path.dirname(os.path.dirname(SDK_DIR))
 OPENAPI = os.path.join(REPO_ROOT, "internal", "openapi", "openapi.yaml")
-PLUGIN_VECTORS = os.path.join(REPO_ROOT, "plugin", "testdata", "vectors.json")
+PLUGIN_VECTORS = os.path.join(REPO_ROOT, "internal", "measureplugin", "testdata", "vectors.json")
 
 
 def vectors_path() -> str:
