@@ -834,36 +834,11 @@ func (s *userState) owned(appID int64) error {
 	return nil
 }
 
-// change runs load → decide → append on one user's stream, retrying on
-// conflict. decide returns no payloads when nothing changes; then nothing is
-// appended and the position of the stream's last event is returned.
+// change runs decide on one user's stream through the command shell (the
+// user cache); no payloads appends nothing and answers the stream's position.
 func (u *Users) change(ctx context.Context, appID, openUserID int64, meta Meta, decide func(*userState) ([]events.Payload, error)) (events.Position, error) {
 	meta.AppID = appID
-	for attempt := 0; attempt < maxAttempts; attempt++ {
-		st, version, pos, lent, err := u.loaded.loadLent(ctx, u.streams, domain.UserStream(openUserID))
-		if err != nil {
-			return events.Position{}, err
-		}
-		ps, err := decide(st)
-		if err != nil {
-			return events.Position{}, err
-		}
-		// st is not read from here on (decide keeps no reference to it):
-		// the cache may take back the maps it shared with it.
-		if len(ps) == 0 {
-			u.loaded.release(domain.UserStream(openUserID), lent)
-			return pos, nil
-		}
-		res, err := u.loaded.appendAfter(ctx, u.streams, domain.UserStream(openUserID), version, lent, meta, ps...)
-		if events.IsConflict(err) {
-			continue
-		}
-		if err != nil {
-			return events.Position{}, err
-		}
-		return res.Position, nil
-	}
-	return events.Position{}, domain.ErrContention
+	return execute(ctx, u.streams, u.loaded, domain.UserStream(openUserID), &meta, decide)
 }
 
 // decideUpdateProfile applies a validated PATCH; only sent fields that

@@ -1,0 +1,80 @@
+package commands
+
+import (
+	"context"
+
+	"github.com/healthtech/partner-open-platform/domain"
+	"github.com/healthtech/partner-open-platform/events"
+)
+
+// The command shell: every command on one stream is a decision over the
+// stream's state plus one call to execute, which owns what a hand-written
+// loop would repeat (after the aggregate repository of
+// get-eventually/go-eventually): loading the state (through the aggregate
+// cache where the kind has one), the expected revision of the append,
+// retrying a conflict on the new state a bounded number of times, and
+// answering the stream's position when the decision changes nothing.
+
+// source is where execute loads a stream's state and appends its decided
+// payloads: an aggregateCache, or replay for kinds without one.
+type source[S any] interface {
+	// loadLent returns a private copy of the state, the version it was
+	// read at, the position of its last event and which copy was lent.
+	loadLent(ctx context.Context, s streams, stream string) (S, uint64, events.Position, uint64, error)
+	// release says the lent copy is dropped without an append.
+	release(stream string, lent uint64)
+	// appendAfter appends at the loaded version (events.ErrConflict when
+	// the stream moved) and says the lent copy is dropped.
+	appendAfter(ctx context.Context, s streams, stream string, version, lent uint64, meta Meta, ps ...events.Payload) (events.AppendResult, error)
+}
+
+// replay is a source that folds the whole stream for every load (kinds
+// whose streams stay short, or that keep no state worth caching).
+type replay[S interface{ apply(events.Envelope) }] struct{ fresh func() S }
+
+func (r replay[S]) loadLent(ctx context.Context, s streams, stream string) (S, uint64, events.Position, uint64, error) {
+	st := r.fresh()
+	v, pos, err := s.load(ctx, stream, st.apply)
+	return st, v, pos, 0, err
+}
+
+func (replay[S]) release(string, uint64) {}
+
+func (replay[S]) appendAfter(ctx context.Context, s streams, stream string, version, _ uint64, meta Meta, ps ...events.Payload) (events.AppendResult, error) {
+	return s.append(ctx, stream, version, meta, ps...)
+}
+
+// execute runs load → decide → append on one stream with the loaded
+// version as the expected revision, and decides again on the new state
+// when another writer got there first, at most maxAttempts times
+// (domain.ErrContention after that). A decision that returns no payloads
+// appends nothing and answers the position of the stream's last event; an
+// error from it is the command's answer and appends nothing. decide keeps
+// no reference to its state (the cache may take back what it shares with
+// it). meta is read after decide, so a decision may fill in what only the
+// state knows (the app an order belongs to).
+func execute[S any](ctx context.Context, s streams, src source[S], stream string, meta *Meta, decide func(S) ([]events.Payload, error)) (events.Position, error) {
+	for range maxAttempts {
+		st, version, pos, lent, err := src.loadLent(ctx, s, stream)
+		if err != nil {
+			return events.Position{}, err
+		}
+		ps, err := decide(st)
+		if err != nil {
+			return events.Position{}, err
+		}
+		if len(ps) == 0 {
+			src.release(stream, lent)
+			return pos, nil
+		}
+		res, err := src.appendAfter(ctx, s, stream, version, lent, *meta, ps...)
+		if events.IsConflict(err) {
+			continue
+		}
+		if err != nil {
+			return events.Position{}, err
+		}
+		return res.Position, nil
+	}
+	return events.Position{}, domain.ErrContention
+}
