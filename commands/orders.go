@@ -149,28 +149,10 @@ func (o *Orders) CreateGoods(ctx context.Context, code, name string, meta Meta) 
 	return id, pos, nil
 }
 
-// goodsCommand runs load → decide → append on one goods code's stream,
-// retrying on conflict; deciding nothing answers the stream's position.
+// goodsCommand runs decide on one goods code's stream through the command
+// shell; deciding nothing answers the stream's position.
 func (o *Orders) goodsCommand(ctx context.Context, code string, meta Meta, decide func(*goodsState) ([]events.Payload, error)) (events.Position, error) {
-	for attempt := 0; attempt < maxAttempts; attempt++ {
-		g, version, pos, err := o.goods.load(ctx, o.streams, domain.GoodsStream(code))
-		if err != nil {
-			return events.Position{}, err
-		}
-		ps, err := decide(g)
-		if err != nil {
-			return events.Position{}, err
-		}
-		if len(ps) == 0 {
-			return pos, nil
-		}
-		res, err := o.append(ctx, domain.GoodsStream(code), version, meta, ps...)
-		if events.IsConflict(err) {
-			continue
-		}
-		return res.Position, err
-	}
-	return events.Position{}, domain.ErrContention
+	return execute(ctx, o.streams, readBack[*goodsState]{o.goods}, domain.GoodsStream(code), &meta, decide)
 }
 
 // ChangeGoods renames goods (name non-nil) and/or changes whether they can be ordered.
@@ -538,26 +520,13 @@ func (o *Orders) transition(ctx context.Context, code string, meta Meta, decide 
 	if !ok {
 		return events.Position{}, domain.ErrOrderNotFound
 	}
-	for attempt := 0; attempt < maxAttempts; attempt++ {
-		st, version, pos, err := o.orders.load(ctx, o.streams, domain.OrderStream(id))
-		if err != nil {
-			return events.Position{}, err
-		}
+	return execute(ctx, o.streams, readBack[*orderState]{o.orders}, domain.OrderStream(id), &meta, func(st *orderState) ([]events.Payload, error) {
 		ps, err := decide(st)
-		if err != nil {
-			return events.Position{}, err
+		if len(ps) > 0 {
+			meta.AppID = st.created.AppID
 		}
-		if len(ps) == 0 {
-			return pos, nil
-		}
-		meta.AppID = st.created.AppID
-		res, err := o.append(ctx, domain.OrderStream(id), version, meta, ps...)
-		if events.IsConflict(err) {
-			continue
-		}
-		return res.Position, err
-	}
-	return events.Position{}, domain.ErrContention
+		return ps, err
+	})
 }
 
 // reviewOrder is the operator's review of an order.

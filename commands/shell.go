@@ -78,3 +78,12 @@ func execute[S any](ctx context.Context, s streams, src source[S], stream string
 	}
 	return events.Position{}, domain.ErrContention
 }
+
+// readBack is a cached kind whose own appends the next load reads back from
+// the store instead of advancing the cache from the bytes written (kinds
+// whose states were never advanced that way keep exactly their semantics).
+type readBack[S aggregate[S]] struct{ *aggregateCache[S] }
+
+func (readBack[S]) appendAfter(ctx context.Context, s streams, stream string, version, _ uint64, meta Meta, ps ...events.Payload) (events.AppendResult, error) {
+	return s.append(ctx, stream, version, meta, ps...)
+}
