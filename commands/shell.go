@@ -2,6 +2,8 @@ package commands
 
 import (
 	"context"
+	"errors"
+	"fmt"
 
 	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/events"
@@ -72,7 +74,7 @@ func execute[S any](ctx context.Context, s streams, src source[S], stream string
 			continue
 		}
 		if err != nil {
-			return events.Position{}, err
+			return events.Position{}, &appendError{err}
 		}
 		return res.Position, nil
 	}
@@ -86,4 +88,48 @@ type readBack[S aggregate[S]] struct{ *aggregateCache[S] }
 
 func (readBack[S]) appendAfter(ctx context.Context, s streams, stream string, version, _ uint64, meta Meta, ps ...events.Payload) (events.AppendResult, error) {
 	return s.append(ctx, stream, version, meta, ps...)
+}
+
+// executeParts is execute for a decision that spans several streams (an
+// idempotency key and the stream it names): try loads what it needs and
+// returns the parts to append, each after the version it loaded (none:
+// nothing changes, and try keeps its answer). The shell appends them in one
+// atomic multi-stream append where the store can, one after another in
+// order elsewhere (EventStoreDB; appendAll), and runs try again on a
+// conflict on any part, at most maxAttempts times. appended says whether
+// the parts were written; failed reports whether an error came from try
+// (the decision's answer) rather than from the append.
+func executeParts(ctx context.Context, s streams, meta *Meta, try func() ([]decided, error)) (res events.AppendResult, appended bool, err error) {
+	for range maxAttempts {
+		parts, err := try()
+		if err != nil || len(parts) == 0 {
+			return events.AppendResult{}, false, err
+		}
+		res, err := s.appendAll(ctx, *meta, parts...)
+		if events.IsConflict(err) {
+			continue
+		}
+		if err != nil {
+			return events.AppendResult{}, false, &appendError{err}
+		}
+		return res, true, nil
+	}
+	return events.AppendResult{}, false, domain.ErrContention
+}
+
+// appendError is a store failure of the shell's append, so a command can
+// name what it was writing without wrapping its decision's own answers.
+type appendError struct{ err error }
+
+func (e *appendError) Error() string { return e.err.Error() }
+func (e *appendError) Unwrap() error { return e.err }
+
+// wrapAppend names what a command was writing when the store failed its
+// append; a decision's answer (and domain.ErrContention) passes unchanged.
+func wrapAppend(err error, what string) error {
+	var a *appendError
+	if errors.As(err, &a) {
+		return fmt.Errorf("%s: %w", what, a.err)
+	}
+	return err
 }
