@@ -229,22 +229,9 @@ func decideSetItemStatus(st *itemState, status string) ([]events.Payload, error)
 
 // SetItemStatus suspends or reactivates a benefit item.
 func (b *Benefits) SetItemStatus(ctx context.Context, id int64, status string, meta Meta) (events.Position, error) {
-	for attempt := 0; attempt < maxAttempts; attempt++ {
-		s, version, pos, err := b.item(ctx, id)
-		if err != nil {
-			return events.Position{}, err
-		}
-		ps, err := decideSetItemStatus(&s, status)
-		if err != nil || len(ps) == 0 {
-			return pos, err
-		}
-		res, err := b.append(ctx, domain.BenefitItemStream(id), version, meta, ps...)
-		if events.IsConflict(err) {
-			continue
-		}
-		return res.Position, err
-	}
-	return events.Position{}, domain.ErrContention
+	return execute(ctx, b.streams, replay[*itemState]{func() *itemState { return &itemState{} }}, domain.BenefitItemStream(id), &meta, func(s *itemState) ([]events.Payload, error) {
+		return decideSetItemStatus(s, status)
+	})
 }
 
 // providerState is a service provider's aggregate.
@@ -425,23 +412,13 @@ func (b *Benefits) ConfigureItems(ctx context.Context, id int64, items []int64, 
 			break // refused by the decision; the rest need not be read
 		}
 	}
-	for attempt := 0; attempt < maxAttempts; attempt++ {
-		s, version, err := b.provider(ctx, id)
-		if err != nil {
-			return events.Position{}, err
+	return execute(ctx, b.streams, replay[*providerState]{func() *providerState { return &providerState{} }}, domain.ProviderStream(id), &meta, func(s *providerState) ([]events.Payload, error) {
+		ps, err := decideConfigureItems(s, items, states)
+		if err == nil {
+			meta.AppID = s.reg.AppID
 		}
-		ps, err := decideConfigureItems(&s, items, states)
-		if err != nil {
-			return events.Position{}, err
-		}
-		meta.AppID = s.reg.AppID
-		res, err := b.append(ctx, domain.ProviderStream(id), version, meta, ps...)
-		if events.IsConflict(err) {
-			continue
-		}
-		return res.Position, err
-	}
-	return events.Position{}, domain.ErrContention
+		return ps, err
+	})
 }
 
 // CardInput is a card to issue.
