@@ -428,10 +428,11 @@ func (o *Orders) CreateOrder(ctx context.Context, appID int64, in OrderInput, me
 		}
 	}
 	meta.AppID = appID
-	for attempt := 0; attempt < maxAttempts; attempt++ {
+	var out OrderResult
+	res, appended, err := executeParts(ctx, o.streams, &meta, func() ([]decided, error) {
 		var k orderKeyState
 		if _, _, err := o.load(ctx, key, k.apply); err != nil {
-			return OrderResult{}, err
+			return nil, err
 		}
 		orderID := k.orderID
 		if claim := decideClaimOrderKey(&k, c); claim != nil {
@@ -440,46 +441,41 @@ func (o *Orders) CreateOrder(ctx context.Context, appID int64, in OrderInput, me
 			c.Now = o.now().UTC().Truncate(time.Second)
 			ps, err := decideCreateOrder(&orderState{}, c.OrderID, goods, c)
 			if err != nil {
-				return OrderResult{}, err
-			}
-			res, err := o.appendAll(ctx, meta, decided{key, 0, claim}, decided{domain.OrderStream(c.OrderID), 0, ps})
-			if events.IsConflict(err) {
-				continue
-			}
-			if err != nil {
-				return OrderResult{}, err
+				return nil, err
 			}
 			ev := ps[0].(catalog.OrderCreated)
-			return OrderResult{OrderID: c.OrderID, OrderCode: ev.OrderCode, OrderTime: ev.OrderTime, Created: true, Position: res.Position}, nil
+			out = OrderResult{OrderID: c.OrderID, OrderCode: ev.OrderCode, OrderTime: ev.OrderTime}
+			return []decided{{key, 0, claim}, {domain.OrderStream(c.OrderID), 0, ps}}, nil
 		}
 		// Claimed with no order yet (a claim of a store without atomic
 		// multi-stream appends, cut short by a crash): complete it.
 		var st orderState
 		version, pos, err := o.load(ctx, domain.OrderStream(orderID), st.apply)
 		if err != nil {
-			return OrderResult{}, err
+			return nil, err
 		}
 		if created, err := replayOrder(&st, c.Hash); err != nil {
-			return OrderResult{}, err
+			return nil, err
 		} else if created != nil {
-			return OrderResult{OrderID: orderID, OrderCode: created.OrderCode, OrderTime: created.OrderTime, Position: pos}, nil
+			out = OrderResult{OrderID: orderID, OrderCode: created.OrderCode, OrderTime: created.OrderTime, Position: pos}
+			return nil, nil
 		}
 		c.Now = o.now().UTC().Truncate(time.Second)
 		ps, err := decideCreateOrder(&st, orderID, goods, c)
 		if err != nil {
-			return OrderResult{}, err
-		}
-		res, err := o.append(ctx, domain.OrderStream(orderID), version, meta, ps...)
-		if events.IsConflict(err) {
-			continue
-		}
-		if err != nil {
-			return OrderResult{}, err
+			return nil, err
 		}
 		ev := ps[0].(catalog.OrderCreated)
-		return OrderResult{OrderID: orderID, OrderCode: ev.OrderCode, OrderTime: ev.OrderTime, Created: true, Position: res.Position}, nil
+		out = OrderResult{OrderID: orderID, OrderCode: ev.OrderCode, OrderTime: ev.OrderTime}
+		return []decided{{domain.OrderStream(orderID), version, ps}}, nil
+	})
+	if err != nil {
+		return OrderResult{}, err
 	}
-	return OrderResult{}, domain.ErrContention
+	if appended {
+		out.Created, out.Position = true, res.Position
+	}
+	return out, nil
 }
 
 // existingOrder answers a repeated third_order_id: the same request gets
