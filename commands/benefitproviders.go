@@ -130,20 +130,13 @@ func (b *Benefits) ReviewProvider(ctx context.Context, id int64, approve bool, n
 	if err := validateReviewNotes(notes); err != nil {
 		return events.Position{}, err
 	}
-	s, version, err := b.provider(ctx, id)
-	if err != nil {
-		return events.Position{}, err
-	}
-	ps, err := decideReviewProvider(&s, approve, notes)
-	if err != nil {
-		return events.Position{}, err
-	}
-	meta.AppID = s.reg.AppID
-	res, err := b.append(ctx, domain.ProviderStream(id), version, meta, ps...)
-	if events.IsConflict(err) {
-		return events.Position{}, domain.ErrProviderAlreadyReview
-	}
-	return res.Position, err
+	return executeOnce(ctx, b.streams, replay[*providerState]{func() *providerState { return &providerState{} }}, domain.ProviderStream(id), &meta, domain.ErrProviderAlreadyReview, func(s *providerState) ([]events.Payload, error) {
+		ps, err := decideReviewProvider(s, approve, notes)
+		if err == nil {
+			meta.AppID = s.reg.AppID
+		}
+		return ps, err
+	})
 }
 
 // normalizeIDs sorts ids and drops repeats.

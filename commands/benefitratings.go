@@ -64,21 +64,10 @@ func (b *Benefits) Rate(ctx context.Context, issuerAppID, recordID int64, rating
 		return events.Position{}, err
 	}
 	stream := "fulfillment-" + strconv.FormatInt(recordID, 10)
-	var st ratingState
-	version, _, err := b.load(ctx, stream, st.apply)
-	if err != nil {
-		return events.Position{}, err
-	}
-	ps, err := decideRate(&st, c)
-	if err != nil {
-		return events.Position{}, err
-	}
 	meta.AppID = issuerAppID
-	res, err := b.append(ctx, stream, version, meta, ps...)
-	if events.IsConflict(err) {
-		return events.Position{}, domain.ErrAlreadyRated
-	}
-	return res.Position, err
+	return executeOnce(ctx, b.streams, replay[*ratingState]{func() *ratingState { return &ratingState{} }}, stream, &meta, domain.ErrAlreadyRated, func(st *ratingState) ([]events.Payload, error) {
+		return decideRate(st, c)
+	})
 }
 
 // isChannelPartner reports whether one of the app's providers (as loaded

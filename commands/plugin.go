@@ -439,19 +439,12 @@ func decideAnalyze(st *sessionState, now time.Time) ([]events.Payload, error) {
 // and records its result; it is idempotent (the append expects the
 // session's revision, so a replay or a second node finds it done).
 func (p *Plugin) Analyze(ctx context.Context, sessionID string) (events.Position, error) {
-	var st sessionState
-	version, pos, err := p.load(ctx, domain.PluginSessionStream(sessionID), st.apply)
-	if err != nil {
-		return pos, err
-	}
-	ps, err := decideAnalyze(&st, p.now())
-	if err != nil || len(ps) == 0 {
-		return pos, err
-	}
-	meta := Meta{AppID: st.opened.AppID, Actor: "analyzer"}
-	res, err := p.append(ctx, domain.PluginSessionStream(sessionID), version, meta, ps...)
-	if events.IsConflict(err) {
-		return pos, nil
-	}
-	return res.Position, err
+	var meta Meta
+	return executeOnce(ctx, p.streams, replay[*sessionState]{func() *sessionState { return &sessionState{} }}, domain.PluginSessionStream(sessionID), &meta, nil, func(st *sessionState) ([]events.Payload, error) {
+		ps, err := decideAnalyze(st, p.now())
+		if err == nil && len(ps) > 0 {
+			meta = Meta{AppID: st.opened.AppID, Actor: "analyzer"}
+		}
+		return ps, err
+	})
 }

@@ -399,22 +399,9 @@ func decideMarkViewed(st *reportState, appID int64) ([]events.Payload, error) {
 // The app itself is the actor: the query side calls this through its own port.
 func (r *Reports) MarkViewed(ctx context.Context, appID, id int64, requestID string) (events.Position, error) {
 	meta := Meta{Actor: "app:" + strconv.FormatInt(appID, 10), RequestID: requestID}
-	var st reportState
-	version, pos, err := r.load(ctx, domain.ReportStream(id), st.apply)
-	if err != nil {
-		return events.Position{}, err
-	}
-	ps, err := decideMarkViewed(&st, appID)
-	if err != nil {
-		return events.Position{}, err
-	}
-	if len(ps) == 0 {
-		return pos, nil
-	}
 	meta.AppID = appID
-	res, err := r.append(ctx, domain.ReportStream(id), version, meta, ps...)
-	if events.IsConflict(err) {
-		return pos, nil // a concurrent pull marked it first
-	}
-	return res.Position, err
+	// A concurrent pull that marked it first answers (onConflict nil).
+	return executeOnce(ctx, r.streams, replay[*reportState]{func() *reportState { return &reportState{} }}, domain.ReportStream(id), &meta, nil, func(st *reportState) ([]events.Payload, error) {
+		return decideMarkViewed(st, appID)
+	})
 }

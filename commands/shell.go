@@ -56,7 +56,20 @@ func (replay[S]) appendAfter(ctx context.Context, s streams, stream string, vers
 // it). meta is read after decide, so a decision may fill in what only the
 // state knows (the app an order belongs to).
 func execute[S any](ctx context.Context, s streams, src source[S], stream string, meta *Meta, decide func(S) ([]events.Payload, error)) (events.Position, error) {
-	for range maxAttempts {
+	return run(ctx, s, src, stream, meta, maxAttempts, domain.ErrContention, decide)
+}
+
+// executeOnce is execute for a decision a lost race answers without
+// deciding again: onConflict is the spec's code for it (a second review of
+// a provider), or nil when the winner did what this command would have (a
+// first view marked by a concurrent pull): then the loaded position
+// answers, with no error.
+func executeOnce[S any](ctx context.Context, s streams, src source[S], stream string, meta *Meta, onConflict error, decide func(S) ([]events.Payload, error)) (events.Position, error) {
+	return run(ctx, s, src, stream, meta, 1, onConflict, decide)
+}
+
+func run[S any](ctx context.Context, s streams, src source[S], stream string, meta *Meta, attempts int, onConflict error, decide func(S) ([]events.Payload, error)) (events.Position, error) {
+	for attempt := 1; ; attempt++ {
 		st, version, pos, lent, err := src.loadLent(ctx, s, stream)
 		if err != nil {
 			return events.Position{}, err
@@ -70,15 +83,18 @@ func execute[S any](ctx context.Context, s streams, src source[S], stream string
 			return pos, nil
 		}
 		res, err := src.appendAfter(ctx, s, stream, version, lent, *meta, ps...)
-		if events.IsConflict(err) {
+		switch {
+		case events.IsConflict(err) && attempt < attempts:
 			continue
-		}
-		if err != nil {
+		case events.IsConflict(err) && onConflict == nil:
+			return pos, nil
+		case events.IsConflict(err):
+			return events.Position{}, onConflict
+		case err != nil:
 			return events.Position{}, &appendError{err}
 		}
 		return res.Position, nil
 	}
-	return events.Position{}, domain.ErrContention
 }
 
 // readBack is a cached kind whose own appends the next load reads back from
