@@ -40,12 +40,6 @@ func (b *Benefits) currentProvider(ctx context.Context, id int64) (providerState
 	return b.providerCache.read(ctx, b.streams, domain.ProviderStream(id), (*providerState).apply)
 }
 
-func (b *Benefits) provider(ctx context.Context, id int64) (providerState, uint64, error) {
-	var s providerState
-	v, _, err := b.load(ctx, domain.ProviderStream(id), s.apply)
-	return s, v, err
-}
-
 // ProviderInput is a service provider's registration.
 type ProviderInput struct {
 	AppID      int64
