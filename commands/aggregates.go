@@ -130,13 +130,6 @@ func (c *aggregateCache[S]) drop(stream string) {
 	}
 }
 
-// len is the number of cached streams (tests check the bound).
-func (c *aggregateCache[S]) len() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.lru.Len()
-}
-
 // load returns a private copy of the stream's current state, the version
 // it was read at (the expected revision for the next append) and the
 // position of its last event. It reads only the events after the cached

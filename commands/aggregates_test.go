@@ -507,3 +507,17 @@ func deref(s *userState) string {
 	return fmt.Sprintf("registered=%v erased=%v app=%d user=%d channel=%s profile=%s groups=%+v active=%v members=%s byApp=%v",
 		s.registered, s.erased, s.appID, s.openUserID, s.channelUserID, profile, groups, s.activeGroups, ms, s.memberByApp)
 }
+
+// len is the number of cached streams (tests check the bound).
+func (c *aggregateCache[S]) len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lru.Len()
+}
+
+// WithAggregateCache bounds how many users stay loaded between commands
+// (0 replays every stream from revision 0, as a baseline to measure against).
+func (u *Users) WithAggregateCache(n int) *Users {
+	u.loaded = newUserCache(n)
+	return u
+}

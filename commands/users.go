@@ -232,13 +232,6 @@ func newUserCache(n int) *aggregateCache[*userState] {
 	return c
 }
 
-// WithAggregateCache bounds how many users stay loaded between commands
-// (0 replays every stream from revision 0, as a baseline to measure against).
-func (u *Users) WithAggregateCache(n int) *Users {
-	u.loaded = newUserCache(n)
-	return u
-}
-
 // UserInput is the user object of a register call.
 type UserInput struct {
 	Name      string

@@ -77,15 +77,6 @@ func (p *Pseudonyms) Stream(stream string) string {
 	return p.BindingStream(appID, id)
 }
 
-// IsBindingStream reports whether stream is a binding stream, hashed or legacy.
-func IsBindingStream(stream string) bool {
-	if strings.HasPrefix(stream, bindingPrefix) {
-		return true
-	}
-	_, _, ok := ParseLegacyBindingStream(stream)
-	return ok
-}
-
 // LegacyBindingStream is the binding stream name that releases before
 // hashed names wrote ("channeluser-<app_id>-<path-escaped channel_user_id>").
 // Register still reads it, so a user bound there keeps their open_user_id;

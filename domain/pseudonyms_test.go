@@ -42,7 +42,7 @@ func TestLegacyBindingStreamNames(t *testing.T) {
 		if !ok || app != 42 || got != id {
 			t.Fatalf("parse %q: %d %q %v", legacy, app, got, ok)
 		}
-		if p.Stream(legacy) != p.BindingStream(42, id) || !domain.IsBindingStream(legacy) {
+		if p.Stream(legacy) != p.BindingStream(42, id) {
 			t.Fatalf("legacy %q shown as %q", legacy, p.Stream(legacy))
 		}
 	}
@@ -50,8 +50,5 @@ func TestLegacyBindingStreamNames(t *testing.T) {
 		if p.Stream(other) != other {
 			t.Fatalf("%q renamed to %q", other, p.Stream(other))
 		}
-	}
-	if !domain.IsBindingStream(p.BindingStream(1, "a")) || domain.IsBindingStream("user-1") {
-		t.Fatal("IsBindingStream")
 	}
 }

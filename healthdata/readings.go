@@ -15,12 +15,6 @@ type Reading struct {
 	Unit  string
 }
 
-// Readings flattens raw_data.indicators[] and the vendor report's indicators (rule 5) so callers need not branch per device, skipping malformed items rather than failing.
-func Readings(raw []byte) []Reading {
-	sibling, vendor := readingsBySource(raw)
-	return append(sibling, vendor...)
-}
-
 // readingsBySource returns the readings of raw_data.indicators[] and of
 // raw_data.report.raw_data.indicators[] separately, so the daily summary can
 // prefer the vendor report without counting one measurement twice.

@@ -152,3 +152,9 @@ func FuzzReadings(f *testing.F) {
 		}
 	})
 }
+
+// Readings flattens raw_data.indicators[] and the vendor report's indicators (rule 5) so callers need not branch per device, skipping malformed items rather than failing.
+func Readings(raw []byte) []Reading {
+	sibling, vendor := readingsBySource(raw)
+	return append(sibling, vendor...)
+}

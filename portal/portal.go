@@ -43,6 +43,16 @@ const ContentSecurityPolicy = "default-src 'self'; script-src 'self'; style-src 
 // maxForm bounds a form body.
 const maxForm = 64 << 10
 
+// The defaults of Config's session and sign-in bounds, used when a field is
+// zero; the platform's settings table shows these same values.
+const (
+	DefaultSessionIdle     = 30 * time.Minute // a session unused this long ends
+	DefaultSessionMax      = 12 * time.Hour   // a session ends this long after sign-in
+	DefaultLockoutFailures = 5                // failed sign-ins of one account that lock it
+	DefaultLockoutPeriod   = 15 * time.Minute // how long a locked account stays locked
+	DefaultAddressLimit    = 20               // sign-in, sign-up and reset attempts per minute per address
+)
+
 // Config is the portal's settings (cmd/platform: PLATFORM_PORTAL_*).
 type Config struct {
 	// SessionKey seals session cookies (32 bytes, derived from the master
@@ -183,19 +193,19 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	}
 	cfg.BaseURL = base
 	if cfg.SessionIdle <= 0 {
-		cfg.SessionIdle = 30 * time.Minute
+		cfg.SessionIdle = DefaultSessionIdle
 	}
 	if cfg.SessionMax <= 0 {
-		cfg.SessionMax = 12 * time.Hour
+		cfg.SessionMax = DefaultSessionMax
 	}
 	if cfg.LockoutFailures <= 0 {
-		cfg.LockoutFailures = 5
+		cfg.LockoutFailures = DefaultLockoutFailures
 	}
 	if cfg.LockoutPeriod <= 0 {
-		cfg.LockoutPeriod = 15 * time.Minute
+		cfg.LockoutPeriod = DefaultLockoutPeriod
 	}
 	if cfg.AddressLimit <= 0 {
-		cfg.AddressLimit = 20
+		cfg.AddressLimit = DefaultAddressLimit
 	}
 	if deps.Now == nil {
 		deps.Now = time.Now

@@ -172,22 +172,6 @@ func (b *breakers) done(key endpointKey, url string, probe, failed bool, now tim
 	b.set(key, ep, BreakerOpen)
 }
 
-// full lists the apps whose only endpoint can take no POST at now: its
-// share is in flight, its breaker is open, or its probe is out. The sender
-// leaves their deliveries out of its due scans until a slot frees (which
-// wakes it) or the probe is due. only(key) answers the endpoint's current
-// URL and whether it is its app's only endpoint: an app with several
-// endpoints is never listed (Due skips whole apps, and its other endpoints
-// may be free), and an endpoint whose URL changed is not listed either (a
-// new URL starts afresh).
-func (b *breakers) full(now time.Time, only func(key endpointKey) (url string, sole bool)) []int64 {
-	var out []int64
-	for _, a := range b.blocked(now, only) {
-		out = append(out, a.app)
-	}
-	return out
-}
-
 // nextProbe is the earliest time an open breaker lets a probe through, so
 // the sender wakes for it.
 func (b *breakers) nextProbe() (time.Time, bool) {

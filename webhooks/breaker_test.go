@@ -174,6 +174,9 @@ func TestBreakerFullListsEndpointsThatCannotPost(t *testing.T) {
 	}
 	b.acquire(endpointKey{app: 1}, "busy", now) // its one slot in flight
 	ok, probe := b.acquire(endpointKey{app: 2}, "failing", now)
+	if !ok {
+		t.Fatal("a fresh endpoint refused its first POST")
+	}
 	b.done(endpointKey{app: 2}, "failing", probe, true, now) // opens at the first failure
 	b.acquire(endpointKey{app: 3}, "idle", now)
 	b.done(endpointKey{app: 3}, "idle", false, false, now)
@@ -217,4 +220,20 @@ func sameIDs(got []int64, want ...int64) bool {
 		}
 	}
 	return true
+}
+
+// full lists the apps whose only endpoint can take no POST at now: its
+// share is in flight, its breaker is open, or its probe is out. The sender
+// leaves their deliveries out of its due scans until a slot frees (which
+// wakes it) or the probe is due. only(key) answers the endpoint's current
+// URL and whether it is its app's only endpoint: an app with several
+// endpoints is never listed (Due skips whole apps, and its other endpoints
+// may be free), and an endpoint whose URL changed is not listed either (a
+// new URL starts afresh).
+func (b *breakers) full(now time.Time, only func(key endpointKey) (url string, sole bool)) []int64 {
+	var out []int64
+	for _, a := range b.blocked(now, only) {
+		out = append(out, a.app)
+	}
+	return out
 }

@@ -122,8 +122,8 @@ type Dispatcher struct {
 	// OnBreaker observes an endpoint's breaker changing state (metrics).
 	OnBreaker func(appID int64, state string)
 	// CreateConcurrency bounds how many subjects' deliveries one batch of
-	// CreateBatch appends at once (default 64); the store's group commit
-	// writes them in few transactions.
+	// CreateBatch appends at once (default DefaultCreateConcurrency); the
+	// store's group commit writes them in few transactions.
 	CreateConcurrency int
 
 	breakersOnce sync.Once
@@ -325,7 +325,7 @@ func (d *Dispatcher) CommitBatches(ctx context.Context, batches []PreparedBatch)
 	}
 	conc := d.CreateConcurrency
 	if conc <= 0 {
-		conc = 64
+		conc = DefaultCreateConcurrency
 	}
 	sem := make(chan struct{}, conc)
 	var wg sync.WaitGroup
@@ -1028,3 +1028,6 @@ func excerpt(b []byte) string {
 	}
 	return s[:cut]
 }
+
+// DefaultCreateConcurrency is CreateConcurrency when it is zero.
+const DefaultCreateConcurrency = 64

@@ -24,7 +24,6 @@ type renderInput struct {
 	n     [4]int64
 	flags uint16
 	at    time.Time
-	loc   *time.Location
 }
 
 // envelopes builds one envelope of every type Render takes (and of the

@@ -201,10 +201,9 @@ type cardState struct {
 	number string
 	quota  int64
 
-	mu        sync.Mutex
-	acked     map[int64]int64 // fulfillment record id → remaining it reported
-	maybe     int
-	exhausted bool
+	mu    sync.Mutex
+	acked map[int64]int64 // fulfillment record id → remaining it reported
+	maybe int
 }
 
 func setupWorld(t *testing.T, c *cluster, rcv *hookReceiver) *world {

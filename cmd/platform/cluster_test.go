@@ -287,8 +287,6 @@ func (r *reply) code() string { return fmt.Sprint(r.env.Code) }
 // 5xx (which never promises that nothing was written).
 func (r *reply) unknown() bool { return r.err != nil || r.status >= 500 }
 
-func (r *reply) ok() bool { return r.err == nil && !r.down && r.status >= 200 && r.status < 300 }
-
 func (r *reply) data(into any) error {
 	if err := json.Unmarshal(r.env.Data, into); err != nil {
 		return fmt.Errorf("%s: decode data %s: %w", r.kind, r.env.Data, err)

@@ -17,9 +17,12 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/healthtech/partner-open-platform/events/esdb"
+	"github.com/healthtech/partner-open-platform/internal/lease"
 	"github.com/healthtech/partner-open-platform/internal/node"
 	"github.com/healthtech/partner-open-platform/internal/secrets"
+	"github.com/healthtech/partner-open-platform/portal"
 	"github.com/healthtech/partner-open-platform/portal/mail/smtp"
+	relaykafka "github.com/healthtech/partner-open-platform/relay/kafka"
 	"github.com/healthtech/partner-open-platform/webhooks"
 )
 
@@ -92,7 +95,38 @@ var errHelp = flag.ErrHelp
 // variable or flag and the accepted values; a secret's value is never echoed.
 func loadConfig(args []string, getenv func(string) string, usageOut io.Writer) (*config, error) {
 	c := &config{}
-	c.settings = []*setting{
+	c.settings = c.table()
+	c.applyDefaults()
+	if err := c.readEnv(getenv); err != nil {
+		return nil, err
+	}
+	if err := c.readFlags(args, usageOut); err != nil {
+		return nil, err
+	}
+	for _, check := range []func() error{c.checkEventStore, c.checkPortalBaseURL} {
+		if err := check(); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// table is every setting, one group after the other; the order is that of
+// the start-up log line and of docs/configuration.md.
+func (c *config) table() []*setting {
+	var all []*setting
+	for _, group := range []func() []*setting{
+		c.listenSettings, c.storeSettings, c.kafkaSettings, c.webhookSettings, c.limitSettings,
+		c.clusterSettings, c.snapshotSettings, c.portalSettings, c.operationSettings, c.secretSettings,
+	} {
+		all = append(all, group()...)
+	}
+	return all
+}
+
+// listenSettings are the listen address and the data directory.
+func (c *config) listenSettings() []*setting {
+	return []*setting{
 		{env: "PLATFORM_ADDR", flag: "addr", def: "127.0.0.1:8080", usage: "listen address",
 			accepts: "host:port, such as 127.0.0.1:8080, 0.0.0.0:8080 or :8080",
 			parse: func(s string) error {
@@ -107,6 +141,12 @@ func loadConfig(args []string, getenv func(string) string, usageOut io.Writer) (
 			accepts: "a directory path",
 			parse:   func(s string) error { c.DataDir = s; return nil },
 			show:    func() string { return c.DataDir }},
+	}
+}
+
+// storeSettings are the event store, the read models' store and the zone of times.
+func (c *config) storeSettings() []*setting {
+	return []*setting{
 		{env: "PLATFORM_ESDB_URL", flag: "esdb-url", usage: "deprecated name of -eventstore-url, EventStoreDB only; empty = embedded log",
 			accepts: "an EventStoreDB connection string such as esdb://127.0.0.1:2113?tls=false (or esdb+discover://...), or empty for the embedded log",
 			parse: func(s string) error {
@@ -114,8 +154,8 @@ func loadConfig(args []string, getenv func(string) string, usageOut io.Writer) (
 					c.ESDBURL = ""
 					return nil
 				}
-				if _, err := esdb.ParseConnectionString(s); err != nil {
-					return errors.New(scrubURL(err.Error(), s))
+				if err := checkESDBURL(s); err != nil {
+					return err
 				}
 				c.ESDBURL = s
 				return nil
@@ -136,18 +176,8 @@ func loadConfig(args []string, getenv func(string) string, usageOut io.Writer) (
 				if s == "" {
 					return nil
 				}
-				scheme, _, _ := strings.Cut(s, "://")
-				switch strings.ToLower(scheme) {
-				case "esdb", "esdb+discover":
-					if _, err := esdb.ParseConnectionString(s); err != nil {
-						return errors.New(scrubURL(err.Error(), s))
-					}
-				case "postgres", "postgresql":
-					if _, err := pgxpool.ParseConfig(s); err != nil {
-						return errors.New(scrubURL(err.Error(), s))
-					}
-				default:
-					return errors.New("neither an esdb:// nor a postgres:// URL")
+				if err := checkEventStoreURL(s); err != nil {
+					return err
 				}
 				c.EventStoreURL = s
 				return nil
@@ -165,14 +195,14 @@ func loadConfig(args []string, getenv func(string) string, usageOut io.Writer) (
 					c.PostgresURL = ""
 					return nil
 				}
-				if _, err := pgxpool.ParseConfig(s); err != nil {
-					return errors.New(scrubURL(err.Error(), s))
+				if err := checkPostgresURL(s); err != nil {
+					return err
 				}
 				c.PostgresURL = s
 				return nil
 			},
 			show: func() string { return orText(redactURL(c.PostgresURL), "in memory") }},
-		{env: "PLATFORM_TIMEZONE", flag: "timezone", def: "Asia/Shanghai", usage: "zone of Y-m-d H:i:s times",
+		{env: "PLATFORM_TIMEZONE", flag: "timezone", def: node.DefaultTimezone, usage: "zone of Y-m-d H:i:s times",
 			accepts: "an IANA time zone name such as Asia/Shanghai or UTC",
 			parse: func(s string) error {
 				if _, err := time.LoadLocation(s); err != nil {
@@ -182,6 +212,12 @@ func loadConfig(args []string, getenv func(string) string, usageOut io.Writer) (
 				return nil
 			},
 			show: func() string { return c.Timezone }},
+	}
+}
+
+// kafkaSettings are the Kafka relay: brokers, topics and the relay lease.
+func (c *config) kafkaSettings() []*setting {
+	return []*setting{
 		{env: "PLATFORM_KAFKA_BROKERS", flag: "kafka-brokers", usage: "comma-separated Kafka brokers; empty = the dispatcher reads the event store",
 			accepts: "a comma-separated list of host:port brokers such as kafka-1:9092,kafka-2:9092, or empty",
 			parse: func(s string) error {
@@ -200,22 +236,22 @@ func loadConfig(args []string, getenv func(string) string, usageOut io.Writer) (
 			show: func() string {
 				return orText(strings.Join(c.KafkaBrokers, ","), "none (the dispatcher follows the event store)")
 			}},
-		{env: "PLATFORM_KAFKA_TOPIC", flag: "kafka-topic", def: "platform.events", usage: "Kafka topic of the published analytics feed",
+		{env: "PLATFORM_KAFKA_TOPIC", flag: "kafka-topic", def: relaykafka.DefaultTopic, usage: "Kafka topic of the published analytics feed",
 			accepts: "a Kafka topic name: 1 to 249 of a-z A-Z 0-9 . _ -",
 			parse: func(s string) error {
-				if !kafkaTopic.MatchString(s) || s == "." || s == ".." {
-					return errors.New("not a Kafka topic name")
+				if err := checkKafkaTopic(s); err != nil {
+					return err
 				}
 				c.KafkaTopic = s
 				return nil
 			},
 			show: func() string { return c.KafkaTopic }},
-		{env: "PLATFORM_KAFKA_INTERNAL_TOPIC", flag: "kafka-internal-topic", def: "platform.internal.events",
+		{env: "PLATFORM_KAFKA_INTERNAL_TOPIC", flag: "kafka-internal-topic", def: relaykafka.DefaultInternalTopic,
 			usage:   "internal Kafka topic carrying every event to the webhook dispatchers (not for analytics)",
 			accepts: "a Kafka topic name: 1 to 249 of a-z A-Z 0-9 . _ -",
 			parse: func(s string) error {
-				if !kafkaTopic.MatchString(s) || s == "." || s == ".." {
-					return errors.New("not a Kafka topic name")
+				if err := checkKafkaTopic(s); err != nil {
+					return err
 				}
 				c.KafkaInternalTopic = s
 				return nil
@@ -225,6 +261,12 @@ func loadConfig(args []string, getenv func(string) string, usageOut io.Writer) (
 			accepts: boolAccepts, isBool: true,
 			parse: func(s string) (err error) { c.KafkaRelay, err = parseBool(s); return err },
 			show:  func() string { return onOff(c.KafkaRelay) }},
+	}
+}
+
+// webhookSettings are the webhook sender: targets, retries, concurrency and breakers.
+func (c *config) webhookSettings() []*setting {
+	return []*setting{
 		{env: "PLATFORM_WEBHOOK_ALLOW_LOOPBACK", flag: "webhook-allow-loopback", def: "off", usage: "allow http and loopback webhook targets, for local development",
 			accepts: boolAccepts, isBool: true,
 			parse: func(s string) (err error) { c.WebhookAllowLoopback, err = parseBool(s); return err },
@@ -238,10 +280,10 @@ func loadConfig(args []string, getenv func(string) string, usageOut io.Writer) (
 				}
 				return joinDurations(c.WebhookRetrySchedule)
 			}},
-		intSetting("PLATFORM_WEBHOOK_WORKERS", "webhook-workers", "64", "webhook attempts in flight at once on this node", 1, 4096, &c.WebhookWorkers),
+		intSetting("PLATFORM_WEBHOOK_WORKERS", "webhook-workers", strconv.Itoa(node.DefaultWebhookWorkers), "webhook attempts in flight at once on this node", 1, 4096, &c.WebhookWorkers),
 		intSetting("PLATFORM_WEBHOOK_PER_ENDPOINT", "webhook-per-endpoint", strconv.Itoa(webhooks.DefaultPerEndpoint), "webhook POSTs in flight at once to one app's endpoint", 1, 1024, &c.WebhookPerEndpoint),
 		intSetting("PLATFORM_WEBHOOK_BREAKER_FAILURES", "webhook-breaker-failures", strconv.Itoa(webhooks.DefaultBreakerFailures), "failed or timed-out POSTs in a row that open an endpoint's breaker", 1, 1000, &c.WebhookBreakerFailures),
-		intSetting("PLATFORM_WEBHOOK_CREATE_CONCURRENCY", "webhook-create-concurrency", "64", "subjects whose deliveries are appended at once while creating deliveries", 1, 4096, &c.WebhookCreateConcurrency),
+		intSetting("PLATFORM_WEBHOOK_CREATE_CONCURRENCY", "webhook-create-concurrency", strconv.Itoa(webhooks.DefaultCreateConcurrency), "subjects whose deliveries are appended at once while creating deliveries", 1, 4096, &c.WebhookCreateConcurrency),
 		{env: "PLATFORM_WEBHOOK_BREAKER_COOLDOWN", flag: "webhook-breaker-cooldown", def: webhooks.DefaultBreakerCooldown.String(), usage: "how long an open endpoint breaker waits before one probe (doubles per failed probe, up to 10x)",
 			accepts: "a Go duration from 1s to 1h, such as 30s or 2m",
 			parse: func(s string) error {
@@ -253,7 +295,13 @@ func loadConfig(args []string, getenv func(string) string, usageOut io.Writer) (
 				return nil
 			},
 			show: func() string { return c.WebhookBreakerCooldown.String() }},
-		{env: "PLATFORM_RATE_LIMIT", flag: "rate-limit", def: "6000", usage: "requests per minute per app on scheme M routes; negative = none",
+	}
+}
+
+// limitSettings are the partner-facing rate limits and the verify-use window.
+func (c *config) limitSettings() []*setting {
+	return []*setting{
+		{env: "PLATFORM_RATE_LIMIT", flag: "rate-limit", def: strconv.Itoa(node.DefaultPartnerRateLimit), usage: "requests per minute per app on scheme M routes; negative = none",
 			accepts: "a positive whole number of requests per minute per app, or a negative one to turn the limit off",
 			parse: func(s string) error {
 				n, err := strconv.Atoi(s)
@@ -269,7 +317,7 @@ func loadConfig(args []string, getenv func(string) string, usageOut io.Writer) (
 				}
 				return strconv.Itoa(c.RateLimit) + "/min per app"
 			}},
-		{env: "PLATFORM_REPORT_PULL_LIMIT", flag: "report-pull-limit", def: "60", usage: "report pulls per minute per app (the spec's 60); raised for load tests",
+		{env: "PLATFORM_REPORT_PULL_LIMIT", flag: "report-pull-limit", def: strconv.Itoa(node.DefaultReportPullLimit), usage: "report pulls per minute per app (the spec's 60); raised for load tests",
 			accepts: "a positive whole number of requests per minute per app",
 			parse: func(s string) error {
 				n, err := strconv.Atoi(s)
@@ -280,7 +328,7 @@ func loadConfig(args []string, getenv func(string) string, usageOut io.Writer) (
 				return nil
 			},
 			show: func() string { return strconv.Itoa(c.ReportPullLimit) + "/min per app" }},
-		{env: "PLATFORM_VERIFY_COOLDOWN", flag: "verify-cooldown", def: "10s", usage: "DUPLICATE_FULFILLMENT window of verify-use; 0 = none (load tests)",
+		{env: "PLATFORM_VERIFY_COOLDOWN", flag: "verify-cooldown", def: node.DefaultVerifyCooldown.String(), usage: "DUPLICATE_FULFILLMENT window of verify-use; 0 = none (load tests)",
 			accepts: "a Go duration of 0 or more, such as 10s or 0s",
 			parse: func(s string) error {
 				d, err := time.ParseDuration(s)
@@ -296,6 +344,12 @@ func loadConfig(args []string, getenv func(string) string, usageOut io.Writer) (
 				}
 				return c.VerifyCooldown.String()
 			}},
+	}
+}
+
+// clusterSettings are this node's name and lease among the nodes sharing a store.
+func (c *config) clusterSettings() []*setting {
+	return []*setting{
 		{env: "PLATFORM_NODE_ID", flag: "node-id", usage: "this node's name among the nodes sharing a store; empty = hostname-pid-random",
 			accepts: "1 to 128 letters, digits, dots, dashes, underscores or colons, unique per running node, or empty for hostname-pid-random",
 			parse: func(s string) error {
@@ -306,7 +360,7 @@ func loadConfig(args []string, getenv func(string) string, usageOut io.Writer) (
 				return nil
 			},
 			show: func() string { return orText(c.NodeID, "hostname-pid-random") }},
-		{env: "PLATFORM_LEASE_TTL", flag: "lease-ttl", def: "10s", usage: "how long a family's owner may go silent before another node takes its work over",
+		{env: "PLATFORM_LEASE_TTL", flag: "lease-ttl", def: lease.DefaultTTL.String(), usage: "how long a family's owner may go silent before another node takes its work over",
 			accepts: "a Go duration from 1s to 10m, such as 10s or 30s",
 			parse: func(s string) error {
 				d, err := time.ParseDuration(s)
@@ -317,8 +371,14 @@ func loadConfig(args []string, getenv func(string) string, usageOut io.Writer) (
 				return nil
 			},
 			show: func() string { return c.LeaseTTL.String() }},
-		intSetting("PLATFORM_SNAPSHOT_EVENTS", "snapshot-events", "10000", "embedded read models are also snapshotted once this many events were read since the last snapshot, which bounds the log's tail a start after a crash replays", 1000, 100_000_000, &c.SnapshotEvents),
-		{env: "PLATFORM_ERASURE_PURGE_INTERVAL", flag: "erasure-purge-interval", def: "1h",
+	}
+}
+
+// snapshotSettings are the read models' snapshots and the erasure purge.
+func (c *config) snapshotSettings() []*setting {
+	return []*setting{
+		intSetting("PLATFORM_SNAPSHOT_EVENTS", "snapshot-events", strconv.Itoa(node.DefaultSnapshotEvents), "embedded read models are also snapshotted once this many events were read since the last snapshot, which bounds the log's tail a start after a crash replays", 1000, 100_000_000, &c.SnapshotEvents),
+		{env: "PLATFORM_ERASURE_PURGE_INTERVAL", flag: "erasure-purge-interval", def: shortDuration(node.DefaultErasurePurgeInterval),
 			usage:   "with Postgres read models, how often the tables holding personal fields are rewritten (VACUUM FULL) after an erasure, so its plaintext leaves their files; it bounds how long erased plaintext stays on disk there; off = never (docs/privacy.md)",
 			accepts: "a Go duration from 1m to 24h, such as 1h, or off",
 			parse: func(s string) error {
@@ -339,7 +399,7 @@ func loadConfig(args []string, getenv func(string) string, usageOut io.Writer) (
 				}
 				return c.ErasurePurgeInterval.String()
 			}},
-		{env: "PLATFORM_SNAPSHOT_INTERVAL", flag: "snapshot-interval", def: "5m",
+		{env: "PLATFORM_SNAPSHOT_INTERVAL", flag: "snapshot-interval", def: shortDuration(node.DefaultSnapshotInterval),
 			usage:   "how often embedded read models are snapshotted to the data directory, so a start restores them and replays only the log's tail; off = every start replays the whole log",
 			accepts: "a Go duration from 10s to 24h, such as 5m, or off",
 			parse: func(s string) error {
@@ -360,16 +420,22 @@ func loadConfig(args []string, getenv func(string) string, usageOut io.Writer) (
 				}
 				return c.SnapshotInterval.String()
 			}},
+	}
+}
+
+// portalSettings are the developer portal: cookies, sessions, sign-in limits and mail.
+func (c *config) portalSettings() []*setting {
+	return []*setting{
 		{env: "PLATFORM_PORTAL_INSECURE_COOKIES", flag: "portal-insecure-cookies", def: "off",
 			usage:   "send the developer portal's session cookie without the Secure flag, for plain-http development on localhost only",
 			accepts: boolAccepts, isBool: true,
 			parse: func(s string) (err error) { c.Portal.InsecureCookies, err = parseBool(s); return err },
 			show:  func() string { return onOff(c.Portal.InsecureCookies) }},
-		durationSetting("PLATFORM_PORTAL_SESSION_IDLE", "portal-session-idle", "30m", "a developer portal session unused this long ends", time.Minute, 24*time.Hour, &c.Portal.SessionIdle),
-		durationSetting("PLATFORM_PORTAL_SESSION_MAX", "portal-session-max", "12h", "a developer portal session ends this long after sign-in", 10*time.Minute, 720*time.Hour, &c.Portal.SessionMax),
-		intSetting("PLATFORM_PORTAL_LOCKOUT_FAILURES", "portal-lockout-failures", "5", "failed portal sign-ins of one account that lock it", 1, 100, &c.Portal.LockoutFailures),
-		durationSetting("PLATFORM_PORTAL_LOCKOUT_PERIOD", "portal-lockout-period", "15m", "how long a locked portal account stays locked (and the window its failures are counted in)", time.Minute, 24*time.Hour, &c.Portal.LockoutPeriod),
-		intSetting("PLATFORM_PORTAL_ADDRESS_LIMIT", "portal-address-limit", "20", "portal sign-in, sign-up and reset attempts per minute from one client address", 1, 10000, &c.Portal.AddressLimit),
+		durationSetting("PLATFORM_PORTAL_SESSION_IDLE", "portal-session-idle", shortDuration(portal.DefaultSessionIdle), "a developer portal session unused this long ends", time.Minute, 24*time.Hour, &c.Portal.SessionIdle),
+		durationSetting("PLATFORM_PORTAL_SESSION_MAX", "portal-session-max", shortDuration(portal.DefaultSessionMax), "a developer portal session ends this long after sign-in", 10*time.Minute, 720*time.Hour, &c.Portal.SessionMax),
+		intSetting("PLATFORM_PORTAL_LOCKOUT_FAILURES", "portal-lockout-failures", strconv.Itoa(portal.DefaultLockoutFailures), "failed portal sign-ins of one account that lock it", 1, 100, &c.Portal.LockoutFailures),
+		durationSetting("PLATFORM_PORTAL_LOCKOUT_PERIOD", "portal-lockout-period", shortDuration(portal.DefaultLockoutPeriod), "how long a locked portal account stays locked (and the window its failures are counted in)", time.Minute, 24*time.Hour, &c.Portal.LockoutPeriod),
+		intSetting("PLATFORM_PORTAL_ADDRESS_LIMIT", "portal-address-limit", strconv.Itoa(portal.DefaultAddressLimit), "portal sign-in, sign-up and reset attempts per minute from one client address", 1, 10000, &c.Portal.AddressLimit),
 		{env: "PLATFORM_PORTAL_BASE_URL", flag: "portal-base-url", usage: "public origin of the platform for links in the portal's mail, e.g. https://open.example.com; required with PLATFORM_POSTGRES_URL or a shared event store (unset in embedded development: http:// and the listen address)",
 			accepts: "an http or https URL without path, query or fragment",
 			parse: func(s string) error {
@@ -396,7 +462,7 @@ func loadConfig(args []string, getenv func(string) string, usageOut io.Writer) (
 				return nil
 			},
 			show: func() string { return orText(redactURL(c.Portal.SMTPURL), "unset: outbox only (/portal/ops/outbox)") }},
-		{env: "PLATFORM_MAIL_FROM", flag: "mail-from", def: "portal@localhost", usage: "sender address of the portal's mail",
+		{env: "PLATFORM_MAIL_FROM", flag: "mail-from", def: node.DefaultMailFrom, usage: "sender address of the portal's mail",
 			accepts: "an email address",
 			parse: func(s string) error {
 				a, err := mail.ParseAddress(s)
@@ -407,6 +473,12 @@ func loadConfig(args []string, getenv func(string) string, usageOut io.Writer) (
 				return nil
 			},
 			show: func() string { return c.Portal.MailFrom }},
+	}
+}
+
+// operationSettings are the directory's staleness and the logs.
+func (c *config) operationSettings() []*setting {
+	return []*setting{
 		{env: "PLATFORM_DIRECTORY_STALENESS", flag: "directory-staleness", def: "0s",
 			usage:   "on a shared event store, how old the state may be on which an app, token or operator found in this node's directory is accepted; 0 = changes made on any node apply at once",
 			accepts: "a non-negative Go duration such as 0s, 250ms or 1s",
@@ -452,6 +524,12 @@ func loadConfig(args []string, getenv func(string) string, usageOut io.Writer) (
 				}
 				return c.AccessLogFlush.String()
 			}},
+	}
+}
+
+// secretSettings are the tokens and keys, set by the environment only and never shown.
+func (c *config) secretSettings() []*setting {
+	return []*setting{
 		{env: "PLATFORM_ADMIN_TOKEN", secret: true,
 			accepts: "any non-empty token, or unset to keep one in <data dir>/admin.token",
 			parse:   func(s string) error { c.AdminToken = s; return nil },
@@ -505,7 +583,11 @@ func loadConfig(args []string, getenv func(string) string, usageOut io.Writer) (
 			parse:   func(s string) error { c.InternalToken = s; return nil },
 			show:    func() string { return secretShown(c.InternalToken, c.DataDir, "internal.token") }},
 	}
+}
 
+// applyDefaults parses every default like a value, so a default that its
+// own setting refuses is a programming error found at start-up.
+func (c *config) applyDefaults() {
 	for _, s := range c.settings {
 		if s.def != "" {
 			if err := s.parse(s.def); err != nil {
@@ -513,17 +595,26 @@ func loadConfig(args []string, getenv func(string) string, usageOut io.Writer) (
 			}
 		}
 	}
-	// An empty variable counts as unset, as it always has.
+}
+
+// readEnv parses the variables that are set; an empty variable counts as
+// unset, as it always has.
+func (c *config) readEnv(getenv func(string) string) error {
 	for _, s := range c.settings {
 		v := getenv(s.env)
 		if v == "" {
 			continue
 		}
 		if err := s.parse(v); err != nil {
-			return nil, fmt.Errorf("%s=%s is invalid (%v); accepted: %s", s.env, s.quoted(v), err, s.accepts)
+			return fmt.Errorf("%s=%s is invalid (%v); accepted: %s", s.env, s.quoted(v), err, s.accepts)
 		}
 	}
+	return nil
+}
 
+// readFlags parses args, each flag through its setting's parser; -help
+// prints the usage text to usageOut and returns errHelp.
+func (c *config) readFlags(args []string, usageOut io.Writer) error {
 	fs := flag.NewFlagSet("platform", flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // errors are returned, not printed with the usage
 	var flagErr error
@@ -538,32 +629,74 @@ func loadConfig(args []string, getenv func(string) string, usageOut io.Writer) (
 			fs.SetOutput(usageOut)
 			fmt.Fprintln(usageOut, "Usage of platform (each flag overrides its PLATFORM_* variable):")
 			fs.PrintDefaults()
-			return nil, errHelp
+			return errHelp
 		}
 		if flagErr != nil {
-			return nil, flagErr
+			return flagErr
 		}
-		return nil, fmt.Errorf("%v (see -help)", err)
+		return fmt.Errorf("%v (see -help)", err)
 	}
 	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected argument %q: the platform takes only flags (see -help)", fs.Arg(0))
+		return fmt.Errorf("unexpected argument %q: the platform takes only flags (see -help)", fs.Arg(0))
 	}
+	return nil
+}
+
+// checkEventStore refuses both names of the shared event store at once.
+func (c *config) checkEventStore() error {
 	if c.EventStoreURL != "" && c.ESDBURL != "" {
-		return nil, errors.New("PLATFORM_EVENTSTORE_URL (-eventstore-url) and PLATFORM_ESDB_URL (-esdb-url) are both set: " +
+		return errors.New("PLATFORM_EVENTSTORE_URL (-eventstore-url) and PLATFORM_ESDB_URL (-esdb-url) are both set: " +
 			"set only PLATFORM_EVENTSTORE_URL (PLATFORM_ESDB_URL is its older, EventStoreDB-only name)")
 	}
-	if c.Portal.BaseURL == "" {
-		// Mail links (password reset, sign-up) are built from this origin
-		// only, never from a request's Host header. Nodes sharing stores
-		// serve the public: they must say where they are; embedded
-		// development links to the address it listens on.
-		if c.PostgresURL != "" || c.eventStoreURL() != "" {
-			return nil, errors.New("PLATFORM_PORTAL_BASE_URL (-portal-base-url) is required when PLATFORM_POSTGRES_URL or a shared event store is set: " +
-				"it is the public origin of links in the developer portal's mail, e.g. https://open.example.com")
-		}
-		c.Portal.BaseURL, c.portalBaseURLDefault = devBaseURL(c.Addr), true
+	return nil
+}
+
+// checkPortalBaseURL requires the portal's public origin of nodes sharing
+// stores and gives embedded development the listen address.
+func (c *config) checkPortalBaseURL() error {
+	if c.Portal.BaseURL != "" {
+		return nil
 	}
-	return c, nil
+	// Mail links (password reset, sign-up) are built from this origin
+	// only, never from a request's Host header. Nodes sharing stores
+	// serve the public: they must say where they are; embedded
+	// development links to the address it listens on.
+	if c.PostgresURL != "" || c.eventStoreURL() != "" {
+		return errors.New("PLATFORM_PORTAL_BASE_URL (-portal-base-url) is required when PLATFORM_POSTGRES_URL or a shared event store is set: " +
+			"it is the public origin of links in the developer portal's mail, e.g. https://open.example.com")
+	}
+	c.Portal.BaseURL, c.portalBaseURLDefault = devBaseURL(c.Addr), true
+	return nil
+}
+
+// checkEventStoreURL accepts an EventStoreDB or a Postgres URL.
+func checkEventStoreURL(s string) error {
+	scheme, _, _ := strings.Cut(s, "://")
+	switch strings.ToLower(scheme) {
+	case "esdb", "esdb+discover":
+		return checkESDBURL(s)
+	case "postgres", "postgresql":
+		return checkPostgresURL(s)
+	}
+	return errors.New("neither an esdb:// nor a postgres:// URL")
+}
+
+// checkESDBURL accepts an EventStoreDB connection string; its parser's
+// error is returned without the string's password.
+func checkESDBURL(s string) error {
+	if _, err := esdb.ParseConnectionString(s); err != nil {
+		return errors.New(scrubURL(err.Error(), s))
+	}
+	return nil
+}
+
+// checkPostgresURL accepts a PostgreSQL URL or key=value string; its
+// parser's error is returned without the string's password.
+func checkPostgresURL(s string) error {
+	if _, err := pgxpool.ParseConfig(s); err != nil {
+		return errors.New(scrubURL(err.Error(), s))
+	}
+	return nil
 }
 
 // devBaseURL is the origin of mail links of an embedded development
@@ -572,7 +705,7 @@ func loadConfig(args []string, getenv func(string) string, usageOut io.Writer) (
 func devBaseURL(addr string) string {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		return "http://127.0.0.1:8080"
+		return node.DefaultPortalBaseURL
 	}
 	if ip := net.ParseIP(host); host == "" || (ip != nil && (ip.IsUnspecified() || ip.IsLoopback())) {
 		host = "127.0.0.1"
@@ -710,6 +843,14 @@ func joinDurations(ds []time.Duration) string {
 
 var kafkaTopic = regexp.MustCompile(`^[a-zA-Z0-9._-]{1,249}$`)
 
+// checkKafkaTopic accepts a name Kafka accepts for a topic.
+func checkKafkaTopic(s string) error {
+	if !kafkaTopic.MatchString(s) || s == "." || s == ".." {
+		return errors.New("not a Kafka topic name")
+	}
+	return nil
+}
+
 // checkHostPort accepts host:port; the host may be empty only for a listen
 // address (":8080" listens on every interface).
 func checkHostPort(s string, allowEmptyHost bool) error {
@@ -827,6 +968,19 @@ func passwords(raw string) []string {
 		add(strings.Trim(m[2], "'"))
 	}
 	return out
+}
+
+// shortDuration writes d as an operator would: 5m, 1h, 12h rather than
+// time.Duration's 5m0s, 1h0m0s, 12h0m0s.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = s[:len(s)-2]
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = s[:len(s)-2]
+	}
+	return s
 }
 
 // durationSetting is a Go duration setting from lo to hi into dst.

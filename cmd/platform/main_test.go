@@ -385,11 +385,11 @@ func TestRestartReadsAcknowledgedWritesAtOnce(t *testing.T) {
 		}
 
 		s = launch(t, dir, "/healthz")
-		status, data, err := s.signed(app, "GET", "/open/v1/channel/users/0?channel_user_id="+lastUser, "")
+		status, _, err := s.signed(app, "GET", "/open/v1/channel/users/0?channel_user_id="+lastUser, "")
 		if err != nil || status != http.StatusOK {
 			t.Fatalf("round %d: the last acknowledged register %s read as %d %v right after the restart", round, lastUser, status, err)
 		}
-		status, data, err = s.signed(app, "GET", nickPath, "")
+		status, data, err := s.signed(app, "GET", nickPath, "")
 		if err != nil || status != http.StatusOK {
 			t.Fatalf("round %d: snapshot %d %v", round, status, err)
 		}

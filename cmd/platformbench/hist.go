@@ -25,13 +25,6 @@ func (l *Latencies) Add(ds []time.Duration) {
 	l.mu.Unlock()
 }
 
-// Count is how many samples were recorded.
-func (l *Latencies) Count() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return len(l.samples)
-}
-
 // Quantile returns the nearest-rank q-quantile (0 < q <= 1) of the samples,
 // or 0 when there are none: the smallest sample with at least q of all
 // samples at or below it, so p99 of 100 samples is the 99th smallest.

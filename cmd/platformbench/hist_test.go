@@ -62,3 +62,10 @@ func TestLatenciesConcurrentAdd(t *testing.T) {
 		t.Fatalf("count %d, want 800", l.Count())
 	}
 }
+
+// Count is how many samples were recorded.
+func (l *Latencies) Count() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.samples)
+}

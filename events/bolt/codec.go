@@ -13,16 +13,11 @@ import (
 // recordV1 tags the record encoding so a later layout can coexist with it.
 const recordV1 = 1
 
-// encode lays a record out as: version, stream, revision, id, type, created
-// (unix nanoseconds), data, meta; strings and bytes are uvarint
+// encodeParts lays a record out as: version, stream, revision, id, type,
+// created (unix nanoseconds), data, meta; strings and bytes are uvarint
 // length-prefixed. The position is the record's key, so it is not stored.
-func encode(r events.Recorded) []byte {
-	b, _, _ := encodeParts(r)
-	return b
-}
-
-// encodeParts is encode, also returning the data and meta as they lie in
-// the encoded value (capacity clipped; nil when empty, as decode has them).
+// It also returns the data and meta as they lie in the encoded value
+// (capacity clipped; nil when empty, as decode has them).
 func encodeParts(r events.Recorded) (b, data, meta []byte) {
 	n := 1 + 6*binary.MaxVarintLen64 + len(r.Stream) + len(r.ID) + len(r.Type) + len(r.Data) + len(r.Meta)
 	b = make([]byte, 0, n)

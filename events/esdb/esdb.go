@@ -71,16 +71,6 @@ func WithLogger(l *slog.Logger) Option {
 	}
 }
 
-// WithProbeTimeout bounds how long Open waits for the server's first answer
-// (default 10 s), so a misconfigured node fails at start with the cause.
-func WithProbeTimeout(d time.Duration) Option {
-	return func(o *options) {
-		if d > 0 {
-			o.probeTimeout = d
-		}
-	}
-}
-
 // Store lets several nodes share one log on EventStoreDB; safe for
 // concurrent use.
 type Store struct {

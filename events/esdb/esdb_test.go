@@ -677,3 +677,13 @@ func TestHasCodeUnwraps(t *testing.T) {
 		t.Fatal("hasCode(nil) is true")
 	}
 }
+
+// WithProbeTimeout bounds how long Open waits for the server's first answer
+// (default 10 s), so a misconfigured node fails at start with the cause.
+func WithProbeTimeout(d time.Duration) Option {
+	return func(o *options) {
+		if d > 0 {
+			o.probeTimeout = d
+		}
+	}
+}

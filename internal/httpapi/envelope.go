@@ -181,18 +181,8 @@ func Error(w http.ResponseWriter, r *http.Request, err error) {
 	Fail(w, http.StatusInternalServerError, "HTTP_500", "internal error; the request id identifies it in our logs")
 }
 
-type loggerKey struct{}
-
-// WithLogger stores a request-scoped logger carrying the request id.
-func WithLogger(ctx context.Context, l *slog.Logger) context.Context {
-	return context.WithValue(ctx, loggerKey{}, l)
-}
-
 // Logger returns the request-scoped logger, or the default one.
 func Logger(ctx context.Context) *slog.Logger {
-	if l, ok := ctx.Value(loggerKey{}).(*slog.Logger); ok {
-		return l
-	}
 	if s, ok := ctx.Value(noteKey{}).(*requestScope); ok {
 		return s.logger()
 	}

@@ -471,7 +471,6 @@ type badCase struct {
 	want    outcome
 	errKey  string // VALIDATION_ERROR: this key must be among errors
 	appends bool
-	rawBody bool // body sent even for routes that take none
 }
 
 // errPath turns a dotted field path into the errors key ("items.0.q" → "items[0].q").

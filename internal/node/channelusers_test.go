@@ -80,6 +80,8 @@ func registerBody(channelUserID string) map[string]any {
 func TestChannelUsersEndToEnd(t *testing.T) {
 	t.Parallel()
 	readModels(t, func(t *testing.T, cfg node.Config) {
+		clock := &shiftClock{}
+		cfg.Now = clock.Now
 		p := start(t, cfg)
 		a := p.createApp("partner")
 
@@ -145,8 +147,11 @@ func TestChannelUsersEndToEnd(t *testing.T) {
 		}
 
 		// Member upsert: 201 then 200; updated_after filters members only.
-		mark := time.Now()
-		time.Sleep(1100 * time.Millisecond) // updated_at has second precision on the wire
+		// updated_at has second precision on the wire: the node's clock
+		// moves on two seconds, so the member's is after mark whatever the
+		// sub-second part of either.
+		mark := clock.Now()
+		clock.Advance(2 * time.Second)
 		var m struct {
 			MemberID int64 `json:"member_id"`
 			Created  bool  `json:"created"`

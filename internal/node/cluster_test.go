@@ -245,10 +245,21 @@ func TestClusterTakeoverWithinTheTTL(t *testing.T) {
 	a := pa.createApp("partner")
 	pb := start(t, clusterConfig(t, db, "node-b", ttl))
 	waitOwned(t, time.Minute, pa, pb)
+	// node-a started first, so it owns the families, unless a renewal of
+	// its came later than the TTL on a loaded machine and node-b took that
+	// family over already: the takeover measured below is of the families
+	// node-a still owns, so at least one must be.
+	ofA := 0
 	for f, ids := range owners(pa, pb) {
-		if len(ids) != 1 || ids[0] != "node-a" {
-			t.Fatalf("family %s owned by %v before the cut, want node-a (it started first)", f, ids)
+		if len(ids) != 1 {
+			t.Fatalf("family %s owned by %v before the cut, want one owner", f, ids)
 		}
+		if ids[0] == "node-a" {
+			ofA++
+		}
+	}
+	if ofA == 0 {
+		t.Fatal("node-b owns every family before the cut, want node-a (it started first) to own some")
 	}
 	if err := pb.node.WaitCaughtUp(t.Context()); err != nil {
 		t.Fatal(err)

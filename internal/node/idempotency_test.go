@@ -83,6 +83,9 @@ func TestIdempotencyKeysReplayPartnerWrites(t *testing.T) {
 		n = p.eventCount()
 		sameAnswer(t, "delete", del, a.keyed("DELETE", fmt.Sprintf("%s/family-members/%d", user, m.MemberID), nil, "del-son", now))
 		a.expect("DELETE", fmt.Sprintf("%s/family-members/%d", user, m.MemberID), nil, 404, "FAMILY_MEMBER_NOT_FOUND")
+		if got := p.eventCount(); got != n {
+			t.Fatalf("the delete's replay and the unkeyed retry appended %d events", got-n)
+		}
 		// A key is the app's own: another app's identical key is another request.
 		b := p.createApp("other")
 		b.expect("GET", user, nil, 404, "USER_NOT_FOUND")

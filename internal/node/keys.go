@@ -23,19 +23,11 @@ func (n *Node) prepareUserKeys(ctx context.Context, first, last int64) {
 }
 
 // forgotKey is called by the erasure follower each time this node drops an
-// erased person's key from its cache; ErasureSeen waits on it.
+// erased person's key from its cache, so a test can wait for it.
 func (n *Node) forgotKey(subject string, at events.Position) {
 	n.erasureMu.Lock()
 	if n.erasureSeen.Less(at) {
 		n.erasureSeen = at
 	}
 	n.erasureMu.Unlock()
-}
-
-// ErasureSeen is the position of the last erasure this node's follower has
-// acted on: from then on no decrypt on this node uses that person's key.
-func (n *Node) ErasureSeen() events.Position {
-	n.erasureMu.Lock()
-	defer n.erasureMu.Unlock()
-	return n.erasureSeen
 }

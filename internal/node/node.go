@@ -103,7 +103,7 @@ type Config struct {
 	WebhookSchedule []time.Duration
 	// WebhookClock replaces the dispatcher's clock (tests).
 	WebhookClock webhooks.Clock
-	// WebhookWorkers bounds concurrent webhook attempts on this node (default 64).
+	// WebhookWorkers bounds concurrent webhook attempts on this node (default DefaultWebhookWorkers).
 	WebhookWorkers int
 	// BulkResendCap bounds the deliveries one bulk resend call examines
 	// (0: commandapi.DefaultBulkResendCap), so tests can reach the cap.
@@ -117,20 +117,20 @@ type Config struct {
 	WebhookBreakerFailures int
 	WebhookBreakerCooldown time.Duration
 	// WebhookCreateConcurrency bounds how many subjects' deliveries are
-	// appended at once while creating deliveries (default 64).
+	// appended at once while creating deliveries (default webhooks.DefaultCreateConcurrency).
 	WebhookCreateConcurrency int
 	// WebhookClaimTTL is how long a node's claim on a delivery lasts if it
 	// never releases it (default webhooks.DefaultClaimTTL; tests shorten it).
 	WebhookClaimTTL time.Duration
-	// ReportPullLimit is the report pull's requests per minute per app (default 60).
+	// ReportPullLimit is the report pull's requests per minute per app (default DefaultReportPullLimit).
 	ReportPullLimit int
 	// InternalToken authenticates the internal shipped callback; unset: a
 	// token file in the data directory.
 	InternalToken string
-	// VerifyCooldown is the DUPLICATE_FULFILLMENT window (default 10 s; negative: none).
+	// VerifyCooldown is the DUPLICATE_FULFILLMENT window (default DefaultVerifyCooldown; negative: none).
 	VerifyCooldown time.Duration
 	// PartnerRateLimit is each app's requests per minute on scheme M routes
-	// (default 6000, a burst of as many; negative: no limit).
+	// (default DefaultPartnerRateLimit, a burst of as many; negative: no limit).
 	PartnerRateLimit int
 	// DirectoryStaleness bounds, on a shared event store, how old the state
 	// may be on which a found app, token or operator is accepted: 0 (the
@@ -254,7 +254,7 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		cfg.DataDir = "data"
 	}
 	if cfg.Timezone == "" {
-		cfg.Timezone = "Asia/Shanghai"
+		cfg.Timezone = DefaultTimezone
 	}
 	if cfg.IDBlockSize == 0 {
 		cfg.IDBlockSize = 50
@@ -272,16 +272,16 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		cfg.WebhookClock = webhooks.SystemClock{}
 	}
 	if cfg.WebhookWorkers == 0 {
-		cfg.WebhookWorkers = 64
+		cfg.WebhookWorkers = DefaultWebhookWorkers
 	}
 	if cfg.ReportPullLimit == 0 {
-		cfg.ReportPullLimit = 60
+		cfg.ReportPullLimit = DefaultReportPullLimit
 	}
 	if cfg.PartnerRateLimit == 0 {
-		cfg.PartnerRateLimit = 6000
+		cfg.PartnerRateLimit = DefaultPartnerRateLimit
 	}
 	if cfg.VerifyCooldown == 0 {
-		cfg.VerifyCooldown = 10 * time.Second
+		cfg.VerifyCooldown = DefaultVerifyCooldown
 	}
 	if cfg.NodeID == "" {
 		cfg.NodeID = lease.NodeID()

@@ -27,12 +27,14 @@ type PortalConfig struct {
 	// InsecureCookies drops the session cookie's Secure flag, for plain
 	// http on localhost (PLATFORM_PORTAL_INSECURE_COOKIES; off by default).
 	InsecureCookies bool
-	// SessionIdle and SessionMax end sessions (defaults 30 min, 12 h).
+	// SessionIdle and SessionMax end sessions (zero: portal's
+	// DefaultSessionIdle, DefaultSessionMax).
 	SessionIdle time.Duration
 	SessionMax  time.Duration
-	// LockoutFailures failed sign-ins lock an account for LockoutPeriod
-	// (defaults 5, 15 min); AddressLimit is sign-in, sign-up and reset
-	// attempts per minute per client address (default 20).
+	// LockoutFailures failed sign-ins lock an account for LockoutPeriod;
+	// AddressLimit is sign-in, sign-up and reset attempts per minute per
+	// client address (zero: portal's DefaultLockoutFailures,
+	// DefaultLockoutPeriod, DefaultAddressLimit).
 	LockoutFailures int
 	LockoutPeriod   time.Duration
 	AddressLimit    int
@@ -43,7 +45,7 @@ type PortalConfig struct {
 	// SMTPURL is smtp://user:pass@host:port (PLATFORM_SMTP_URL); unset: mail
 	// waits in the operator's outbox.
 	SMTPURL string
-	// MailFrom is the sender address (default portal@localhost).
+	// MailFrom is the sender address (default DefaultMailFrom).
 	MailFrom string
 	// MailRetries replaces the waits between attempts of a failed mail (tests).
 	MailRetries []time.Duration
@@ -58,6 +60,9 @@ type PortalConfig struct {
 // the platform's default listen address (cmd/platform passes the origin
 // of the address it listens on, or requires PLATFORM_PORTAL_BASE_URL).
 const DefaultPortalBaseURL = "http://127.0.0.1:8080"
+
+// DefaultMailFrom is the sender of the portal's mail given no MailFrom.
+const DefaultMailFrom = "portal@localhost"
 
 // masterDerived derives a purpose-bound key from the master key, which
 // every node sharing the stores has, so they all derive the same key.
@@ -97,15 +102,15 @@ func (n *Node) openPortal(ctx context.Context, cfg Config, ids *commands.Allocat
 
 	lockout := max(pc.LockoutPeriod, 0)
 	if lockout == 0 {
-		lockout = 15 * time.Minute
+		lockout = portal.DefaultLockoutPeriod
 	}
 	failures := pc.LockoutFailures
 	if failures <= 0 {
-		failures = 5
+		failures = portal.DefaultLockoutFailures
 	}
 	perAddress := pc.AddressLimit
 	if perAddress <= 0 {
-		perAddress = 20
+		perAddress = portal.DefaultAddressLimit
 	}
 	var limits portal.Limits
 	if n.pool != nil {
@@ -122,7 +127,7 @@ func (n *Node) openPortal(ctx context.Context, cfg Config, ids *commands.Allocat
 	mailCmds := commands.NewMail(n.Events, n.Registry, ids)
 	from := pc.MailFrom
 	if from == "" {
-		from = "portal@localhost"
+		from = DefaultMailFrom
 	}
 	base := pc.BaseURL
 	if base == "" {

@@ -192,13 +192,12 @@ func TestSnapshotRestartEqualsReplay(t *testing.T) {
 
 func TestSnapshotTornFallsBackToReplay(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	p := start(t, node.Config{DataDir: dir})
+	base := t.TempDir()
+	p := start(t, node.Config{DataDir: base})
 	a := p.createApp("snap")
 	users := fillModels(t, a, 0, 4)
 	p.stop()
-	path := filepath.Join(dir, node.SnapshotFile)
-	raw, err := os.ReadFile(path)
+	raw, err := os.ReadFile(filepath.Join(base, node.SnapshotFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,6 +211,12 @@ func TestSnapshotTornFallsBackToReplay(t *testing.T) {
 		{"empty", nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			// Each damage on its own copy of the directory, so the cases
+			// (a node start and a full replay each) run side by side.
+			t.Parallel()
+			dir := filepath.Join(t.TempDir(), "node")
+			copyTree(t, base, dir)
+			path := filepath.Join(dir, node.SnapshotFile)
 			if err := os.WriteFile(path, c.data, 0o600); err != nil {
 				t.Fatal(err)
 			}
@@ -223,8 +228,9 @@ func TestSnapshotTornFallsBackToReplay(t *testing.T) {
 			if restoredFromSnapshot(q) {
 				t.Fatal("a damaged snapshot was restored")
 			}
-			a.p = q
-			a.expect("GET", users[3], nil, http.StatusOK, "0")
+			b := *a
+			b.p = q
+			b.expect("GET", users[3], nil, http.StatusOK, "0")
 			got := images(t, q)
 			q.stop()
 			sameModels(t, "replayed after a damaged snapshot vs full replay", got, replayOf(t, dir))

@@ -995,11 +995,11 @@ func testConcurrentDeliveries(t *testing.T, s Store) {
 		wg.Go(func() {
 			for range rounds {
 				if _, err := s.Due(ctx, at(1_000_000), 10); err != nil {
-					errs <- fmt.Errorf("Due: %w", err)
+					errs <- fmt.Errorf("due: %w", err)
 					return
 				}
 				if _, err := s.Deliveries(ctx, domain.DeliveryFilter{AppID: app}); err != nil {
-					errs <- fmt.Errorf("Deliveries: %w", err)
+					errs <- fmt.Errorf("deliveries: %w", err)
 					return
 				}
 				if _, _, err := s.NextDue(ctx); err != nil {

@@ -28,16 +28,6 @@ type Store struct {
 	owned bool // Close closes pool (Open made it)
 }
 
-// Open connects to the database whose read-model migrations created
-// rate_buckets (projections/postgres.Open applies them).
-func Open(ctx context.Context, url string) (*Store, error) {
-	pool, err := pgxpool.New(ctx, url)
-	if err != nil {
-		return nil, fmt.Errorf("ratelimit/postgres: %w", err)
-	}
-	return &Store{pool: pool, owned: true}, nil
-}
-
 // New uses a pool the caller already has (a node's read-model pool), so a
 // node keeps one pool per database.
 func New(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
