@@ -80,6 +80,11 @@ var layerRules = []struct {
 		only: []string{"events", "events/catalog", "domain"},
 	},
 	{
+		why:  "the log's wire format on Kafka is part of the event schema's layer: it knows the log, nothing above it",
+		pkgs: []string{"events/kafka"},
+		only: []string{"events/kafka", "events", "domain"},
+	},
+	{
 		why:    "the subscription runtime belongs to neither side: it follows the log for both",
 		pkgs:   []string{"events/subscribe"},
 		forbid: join(readModels, writeSide, edges, []string{"internal/httpapi", "internal/auth", "relay", "privacy"}),

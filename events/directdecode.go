@@ -8,7 +8,7 @@ import (
 	"unicode/utf8"
 )
 
-// Every follower decodes every event of its family again, and decoding with
+// Every follower decodes every event of its read model again, and decoding with
 // encoding/json through reflection was the largest share of a member
 // upsert's CPU across followers (≈ 66 µs per upsert).
 // A payload type may therefore register a DirectDecoder, built on

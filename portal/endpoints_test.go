@@ -345,7 +345,7 @@ func TestEndpointsDeliverWithTheirOwnSubscriptionsAndSecrets(t *testing.T) {
 		}
 
 		// Every change is audited with the developer as actor. The audit
-		// family is projected asynchronously: wait (bounded) for its last fact.
+		// read model is projected asynchronously: wait (bounded) for its last fact.
 		wanted := []string{"app.webhook_endpoint_added", "app.webhook_endpoint_secret_issued", "app.webhook_endpoint_secret_activated",
 			"app.webhook_test_requested", "webhook.delivery.resend_requested", "app.webhook_endpoint_disabled", "app.webhook_endpoint_removed"}
 		var actions []string

@@ -120,7 +120,7 @@ type Deps struct {
 	Log              *slog.Logger
 
 	// AppsReady and BenefitsReady are the runners of AppDirectory and of the
-	// benefits family (providers): app and provider pages wait for them.
+	// benefits read model (providers): app and provider pages wait for them.
 	AppsReady     Waiter
 	BenefitsReady Waiter
 }

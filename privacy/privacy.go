@@ -145,7 +145,7 @@ func (s *Store) SubscribeAll(ctx context.Context, after events.Position) (events
 
 // SubscribeAllFor is SubscribeAll that decrypts only the events whose type
 // wants accepts and delivers the others as stored: a follower that skips
-// most of the log (a projection of one family, the app directory) then pays
+// most of the log (a projection of one read model, the app directory) then pays
 // no decryption for what it skips, which is most of a start's replay.
 func (s *Store) SubscribeAllFor(ctx context.Context, after events.Position, wants func(eventType string) bool) (events.Subscription, error) {
 	sub, err := s.inner.SubscribeAll(ctx, after)

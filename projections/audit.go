@@ -48,7 +48,7 @@ type AuditTx interface {
 	AddAuditFact(ctx context.Context, f AuditFact) error
 }
 
-// AuditStore is the audit family's port: the audit projector writes through
+// AuditStore is the audit read model's port: the audit projector writes through
 // UpdateAudit, the audit listing reads through AuditFacts.
 type AuditStore interface {
 	Checkpoints
@@ -61,7 +61,7 @@ type AuditStore interface {
 // AuditProjector projects audit facts.
 func AuditProjector(s AuditStore) subscribe.Projector {
 	types := append([]events.Payload{&catalog.AccessAudited{}, &catalog.UserErased{}}, DeveloperAuditedTypes...)
-	return projector(FamilyAudit, s, s.UpdateAudit, applyAudit, types...)
+	return projector(ReadModelAudit, s, s.UpdateAudit, applyAudit, types...)
 }
 
 // DeveloperAuditedTypes are the event types a developer's portal action

@@ -95,8 +95,8 @@ func ErasedChannelUserID(openUserID int64) string {
 	return strings.Repeat("~", 101) + "erased-" + strconv.FormatInt(openUserID, 10)
 }
 
-// ErasureMarker is a users-family transaction that keeps the log position
-// of each erasure it applies, for a store that must act once every family
+// ErasureMarker is a users read model transaction that keeps the log position
+// of each erasure it applies, for a store that must act once every read model
 // has applied it (the Postgres store's purge of erased rows from its files).
 type ErasureMarker interface {
 	MarkErased(ctx context.Context, pos events.Position) error

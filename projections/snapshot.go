@@ -21,7 +21,7 @@ type SnapshotQuery struct {
 }
 
 // Snapshot is a user's rows read together with the position the users
-// family had applied before they were read (Checkpoint), and the log's head
+// read model had applied before they were read (Checkpoint), and the log's head
 // when the read model can see the log (HeadKnown), so that one round trip
 // both proves read-your-writes and answers. Found is false when no user
 // matched; Groups and Members are then empty.

@@ -93,7 +93,7 @@ type UserTx interface {
 	EraseUser(ctx context.Context, openUserID int64) error
 }
 
-// UserStore is the users family's port: the users projector writes
+// UserStore is the users read model's port: the users projector writes
 // through Update, the query API and the plugin's phone binding read through
 // the lookups.
 type UserStore interface {

@@ -209,7 +209,7 @@ func (q *API) listAudit(w http.ResponseWriter, r *http.Request, _ httprouter.Par
 		f.Limit = 100
 	}
 	// The operator's own reveals are written on this node: wait for them.
-	if err := q.await(r.Context(), 0, projections.FamilyAudit); err != nil {
+	if err := q.await(r.Context(), 0, projections.ReadModelAudit); err != nil {
 		httpapi.Error(w, r, err)
 		return
 	}

@@ -16,15 +16,15 @@ import (
 // commerceRoutes are the order, goods and benefit reads.
 func (q *API) commerceRoutes() []httpapi.Route {
 	return []httpapi.Route{
-		{Method: "GET", Path: "/open/v1/order/detail", Handle: q.partner(projections.FamilyOrders, q.orderDetail)},
+		{Method: "GET", Path: "/open/v1/order/detail", Handle: q.partner(projections.ReadModelOrders, q.orderDetail)},
 		{Method: "GET", Path: "/admin/v1/goods", Handle: q.admin(q.goodsList)},
 		{Method: "GET", Path: "/admin/v1/orders", Handle: q.admin(q.orders)},
 		{Method: "GET", Path: "/admin/v1/orders/:orderCode", Handle: q.admin(q.adminOrder)},
 		{Method: "GET", Path: "/admin/v1/service-providers", Handle: q.admin(q.providers)},
 		{Method: "GET", Path: "/admin/v1/benefit-items", Handle: q.admin(q.benefitItems)},
 		{Method: "GET", Path: "/admin/v1/benefit-cards/:cardNumber", Handle: q.admin(q.adminCard)},
-		{Method: "GET", Path: "/open/v1/benefit-cards/detail", Handle: q.partner(projections.FamilyBenefits, q.cardDetail)},
-		{Method: "GET", Path: "/open/v1/benefit-cards/fulfillments", Handle: q.partner(projections.FamilyBenefits, q.fulfillments)},
+		{Method: "GET", Path: "/open/v1/benefit-cards/detail", Handle: q.partner(projections.ReadModelBenefits, q.cardDetail)},
+		{Method: "GET", Path: "/open/v1/benefit-cards/fulfillments", Handle: q.partner(projections.ReadModelBenefits, q.fulfillments)},
 	}
 }
 
@@ -80,7 +80,7 @@ func (q *API) orderDetail(w http.ResponseWriter, r *http.Request, _ httprouter.P
 }
 
 // adminRead waits for the operator's own last writes, then serves.
-func (q *API) adminRead(f projections.Family, h func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error) httprouter.Handle {
+func (q *API) adminRead(f projections.ReadModel, h func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error) httprouter.Handle {
 	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 		err := q.await(r.Context(), 0, f)
 		if err == nil {
@@ -95,7 +95,7 @@ func (q *API) adminRead(f projections.Family, h func(w http.ResponseWriter, r *h
 // adminOrder shows any app's order to an operator, its receiver fields
 // redacted unless an auditor reveals them with a reason (an audit fact).
 func (q *API) adminOrder(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-	q.adminRead(projections.FamilyOrders, func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
+	q.adminRead(projections.ReadModelOrders, func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
 		reveal, reason, err := revealRequest(r)
 		if err != nil {
 			return err
@@ -180,7 +180,7 @@ func isEmpty(v any) bool {
 var orderStates = map[string]bool{"PENDING_REVIEW": true, "APPROVED": true, "REJECTED": true, "PARTIALLY_SHIPPED": true, "SHIPPED": true}
 
 func (q *API) orders(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-	q.adminRead(projections.FamilyOrders, func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	q.adminRead(projections.ReadModelOrders, func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 		f := projections.OrderFilter{Status: r.URL.Query().Get("status")}
 		if f.Status != "" && !orderStates[f.Status] {
 			v := &domain.ValidationError{}
@@ -224,7 +224,7 @@ func (q *API) orders(w http.ResponseWriter, r *http.Request, ps httprouter.Param
 }
 
 func (q *API) goodsList(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-	q.adminRead(projections.FamilyOrders, func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	q.adminRead(projections.ReadModelOrders, func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 		list, err := q.Orders.GoodsList(r.Context())
 		if err != nil {
 			return err
@@ -239,7 +239,7 @@ func (q *API) goodsList(w http.ResponseWriter, r *http.Request, ps httprouter.Pa
 }
 
 func (q *API) providers(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-	q.adminRead(projections.FamilyBenefits, func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	q.adminRead(projections.ReadModelBenefits, func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 		appID, err := httpapi.IntParam(r, "app_id", 0, 0)
 		if err != nil {
 			return err
@@ -274,7 +274,7 @@ func (q *API) providers(w http.ResponseWriter, r *http.Request, ps httprouter.Pa
 }
 
 func (q *API) benefitItems(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-	q.adminRead(projections.FamilyBenefits, func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
+	q.adminRead(projections.ReadModelBenefits, func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
 		list, err := q.Benefits.BenefitItems(r.Context())
 		if err != nil {
 			return err
@@ -312,7 +312,7 @@ func (q *API) card(w http.ResponseWriter, r *http.Request, issuer int64, number 
 // adminCard shows any card to an operator, its holder fields redacted
 // unless an auditor reveals them with a reason (an audit fact).
 func (q *API) adminCard(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-	q.adminRead(projections.FamilyBenefits, func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
+	q.adminRead(projections.ReadModelBenefits, func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) error {
 		reveal, reason, err := revealRequest(r)
 		if err != nil {
 			return err

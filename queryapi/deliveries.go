@@ -19,14 +19,14 @@ func (q *API) deliveryRoutes() []httpapi.Route {
 	return []httpapi.Route{
 		{Method: "GET", Path: "/admin/v1/deliveries", Handle: q.admin(q.adminDeliveries)},
 		{Method: "GET", Path: "/admin/v1/deliveries/:deliveryId", Handle: q.admin(q.adminDelivery)},
-		{Method: "GET", Path: "/open/v1/webhooks/deliveries", Handle: q.partner(projections.FamilyDeliveries, q.partnerDeliveries)},
-		{Method: "GET", Path: "/open/v1/webhooks/deliveries/:deliveryId", Handle: q.partner(projections.FamilyDeliveries, q.partnerDelivery)},
-		{Method: "GET", Path: "/open/v1/webhooks/events", Handle: q.partner(projections.FamilyDeliveries, q.feed)},
+		{Method: "GET", Path: "/open/v1/webhooks/deliveries", Handle: q.partner(projections.ReadModelDeliveries, q.partnerDeliveries)},
+		{Method: "GET", Path: "/open/v1/webhooks/deliveries/:deliveryId", Handle: q.partner(projections.ReadModelDeliveries, q.partnerDelivery)},
+		{Method: "GET", Path: "/open/v1/webhooks/events", Handle: q.partner(projections.ReadModelDeliveries, q.feed)},
 	}
 }
 
 // partner authenticates a signed read and waits for the app's last write.
-func (q *API) partner(f projections.Family, h func(w http.ResponseWriter, r *http.Request, ps httprouter.Params, appID int64) error) httprouter.Handle {
+func (q *API) partner(f projections.ReadModel, h func(w http.ResponseWriter, r *http.Request, ps httprouter.Params, appID int64) error) httprouter.Handle {
 	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 		err := func() error {
 			body, err := httpapi.ReadBody(r)

@@ -57,9 +57,9 @@ func TestSnapshotRead(t *testing.T) {
 	})
 }
 
-// A read after the app's own write waits for the family to apply it: while
-// the family is behind, the read answers 503 with Retry-After once the
-// bounded wait is over; once the family catches up, the read answers.
+// A read after the app's own write waits for the read model to apply it: while
+// the read model is behind, the read answers 503 with Retry-After once the
+// bounded wait is over; once the read model catches up, the read answers.
 func TestReadYourWritesWaitsForTheFamily(t *testing.T) {
 	h := newHarness(t)
 	h.seedUser()
@@ -67,7 +67,7 @@ func TestReadYourWritesWaitsForTheFamily(t *testing.T) {
 	pos := h.appendEvent("goods-1", catalog.GoodsCreated{GoodsID: 1, GoodsCode: "G-1", GoodsName: "Scale"})
 	h.marks.Wrote(h.appA.AppID, pos)
 
-	// The runners are not started: every family is behind the write.
+	// The runners are not started: every read model is behind the write.
 	// The two reads wait out ReadTimeout side by side.
 	t.Run("behind", func(t *testing.T) {
 		for _, c := range []struct{ name, path string }{
@@ -90,7 +90,7 @@ func TestReadYourWritesWaitsForTheFamily(t *testing.T) {
 	h.start()
 	expect(t, "snapshot caught up", h.get("/open/v1/channel/users/11", as(h.appA)), http.StatusOK, "0")
 	expect(t, "order caught up", h.get("/open/v1/order/detail?order_code=O-1", as(h.appA)), http.StatusOK, "0")
-	if got := h.families[projections.FamilyUsers].Position(); got.Less(pos) {
+	if got := h.readModels[projections.ReadModelUsers].Position(); got.Less(pos) {
 		t.Fatalf("users family at %v, before the write at %v", got, pos)
 	}
 }
@@ -149,7 +149,7 @@ func TestAdminReads(t *testing.T) {
 	}
 	pr := h.get("/admin/v1/projections", asAdmin)
 	expect(t, "projections", pr, http.StatusOK, "0")
-	if list := pr.data(t)["projections"].([]any); len(list) != len(h.families) {
+	if list := pr.data(t)["projections"].([]any); len(list) != len(h.readModels) {
 		t.Fatalf("projections: %s", pr.raw)
 	}
 	h.reads(t, []readCase{

@@ -33,7 +33,7 @@ import (
 // and implements only the reads the edge makes: a call to anything else
 // panics, which a test would show. The read models are keyed by app as
 // the real ones are, so a read for another app's resource is not found.
-// The families' runners are real runners over the in-memory event store,
+// The read models' runners are real runners over the in-memory event store,
 // following a projector that only records how far it got: one left
 // unstarted is a read model that is behind.
 
@@ -219,7 +219,7 @@ func (f *fakeAuditor) RecordAccess(_ context.Context, fact catalog.AccessAudited
 }
 
 // follower is a projector that applies nothing and records its position:
-// it stands for a read-model family whose progress the edge waits for.
+// it stands for a read model whose progress the edge waits for.
 type follower struct {
 	name string
 	mu   sync.Mutex
@@ -244,23 +244,23 @@ func (f *follower) Apply(_ context.Context, _ []events.Envelope, pos events.Posi
 func (f *follower) Reset(context.Context) error { return nil }
 
 type harness struct {
-	t        *testing.T
-	store    *memory.Store
-	reg      *events.Registry
-	api      *API
-	reports  *ReportAPI
-	users    *fakeUsers
-	orders   *fakeOrders
-	dels     *fakeDeliveries
-	rep      *fakeReports
-	views    *fakeViews
-	limiter  *fakeLimiter
-	auditor  *fakeAuditor
-	marks    *projections.Watermarks
-	families map[projections.Family]*subscribe.Runner
-	handler  http.Handler
-	appA     domain.App
-	appB     domain.App
+	t          *testing.T
+	store      *memory.Store
+	reg        *events.Registry
+	api        *API
+	reports    *ReportAPI
+	users      *fakeUsers
+	orders     *fakeOrders
+	dels       *fakeDeliveries
+	rep        *fakeReports
+	views      *fakeViews
+	limiter    *fakeLimiter
+	auditor    *fakeAuditor
+	marks      *projections.Watermarks
+	readModels map[projections.ReadModel]*subscribe.Runner
+	handler    http.Handler
+	appA       domain.App
+	appB       domain.App
 }
 
 func newHarness(t *testing.T) *harness {
@@ -286,33 +286,33 @@ func newHarness(t *testing.T) *harness {
 		marks:   projections.NewWatermarks(),
 	}
 	dir := &fakeDirectory{apps: map[int64]domain.App{h.appA.AppID: h.appA, h.appB.AppID: h.appB}}
-	h.families = map[projections.Family]*subscribe.Runner{}
+	h.readModels = map[projections.ReadModel]*subscribe.Runner{}
 	var runners []*subscribe.Runner
-	for _, f := range []projections.Family{projections.FamilyUsers, projections.FamilyOrders, projections.FamilyDeliveries, projections.FamilyBenefits, projections.FamilyReports} {
+	for _, f := range []projections.ReadModel{projections.ReadModelUsers, projections.ReadModelOrders, projections.ReadModelDeliveries, projections.ReadModelBenefits, projections.ReadModelReports} {
 		run := subscribe.NewRunner(store, reg, &follower{name: string(f)}, log, nil)
-		h.families[f] = run
+		h.readModels[f] = run
 		runners = append(runners, run)
 	}
 	schemeM := auth.SchemeM{Apps: dir, Now: fixedNow}
 	schemeH := auth.SchemeH{Apps: dir, Nonces: &fakeNonces{seen: map[string]bool{}}, Now: fixedNow}
 	h.api = &API{
-		Store: h.users, Apps: directory.NewApps(sealer), Events: store, Runners: runners, Families: h.families,
+		Store: h.users, Apps: directory.NewApps(sealer), Events: store, Runners: runners, ReadModelRunners: h.readModels,
 		SchemeM: schemeM, SchemeH: schemeH, Admin: auth.Admin{Token: adminToken}, Watermarks: h.marks, Location: time.UTC,
 		Orders: h.orders, Deliveries: h.dels, Auditor: h.auditor,
 	}
 	h.reports = &ReportAPI{
-		Reports: h.rep, Events: store, Runner: h.families[projections.FamilyReports], SchemeH: schemeH, Limiter: h.limiter,
+		Reports: h.rep, Events: store, Runner: h.readModels[projections.ReadModelReports], SchemeH: schemeH, Limiter: h.limiter,
 		Views: h.views, Apps: dir, Location: time.UTC, Now: fixedNow, Watermarks: h.marks, Auditor: h.auditor,
 	}
 	h.handler = router(append(h.api.Routes(), h.reports.Routes()...))
 	return h
 }
 
-// start runs the families' runners until the test ends.
+// start runs the read models' runners until the test ends.
 func (h *harness) start() {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	for _, run := range h.families {
+	for _, run := range h.readModels {
 		wg.Add(1)
 		go func() { defer wg.Done(); _ = run.Run(ctx) }()
 	}

@@ -34,9 +34,9 @@ type API struct {
 	Apps    *directory.Apps
 	Events  events.Store
 	Runners []*subscribe.Runner // every projection, for the progress route
-	// Families follow the read models: a read waits only for the family it reads.
-	Families map[projections.Family]*subscribe.Runner
-	SchemeM  auth.SchemeM
+	// ReadModelRunners follow the read models: a read waits only for the one it reads.
+	ReadModelRunners map[projections.ReadModel]*subscribe.Runner
+	SchemeM          auth.SchemeM
 	// SchemeH is accepted beside scheme M on every partner read (see auth.Partner).
 	SchemeH    auth.SchemeH
 	Admin      auth.Admin
@@ -45,7 +45,7 @@ type API struct {
 	Deliveries projections.DeliveryStore
 	Orders     projections.OrderStore
 	Benefits   projections.BenefitStore
-	// Operators is the operator directory; Audit the audit family; Auditor
+	// Operators is the operator directory; Audit the audit read model; Auditor
 	// records the audit fact of each reveal.
 	Operators *directory.Operators
 	Audit     projections.AuditStore
@@ -100,9 +100,9 @@ func (q *API) admin(h httprouter.Handle) httprouter.Handle {
 }
 
 // await makes the app's last acknowledged write on this node visible in the
-// family the read is about; the other families may still be behind.
-func (q *API) await(ctx context.Context, appID int64, f projections.Family) error {
-	if err := q.Watermarks.Await(ctx, appID, ReadTimeout, q.Families[f]); err != nil {
+// read model the read is about; the other read models may still be behind.
+func (q *API) await(ctx context.Context, appID int64, f projections.ReadModel) error {
+	if err := q.Watermarks.Await(ctx, appID, ReadTimeout, q.ReadModelRunners[f]); err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -137,7 +137,7 @@ func (q *API) snapshotQuery(r *http.Request, ps httprouter.Params, appID int64) 
 }
 
 // SnapshotReader is a users read model that reads a user's snapshot with
-// the users family's checkpoint, and the log's head when it sees the log
+// the users read model's checkpoint, and the log's head when it sees the log
 // (SeesHead), in one round trip (projections/postgres), so a snapshot read
 // costs one round trip instead of a head read plus three queries.
 type SnapshotReader interface {
@@ -148,9 +148,9 @@ type SnapshotReader interface {
 // readSnapshot reads a snapshot that reflects what read-your-writes asks
 // for (the app's writes on this node, the floor, and under FollowHead the
 // log's head as of the read). One round trip answers when either the
-// family's checkpoint read with the rows, or this node's runner position
+// read model's checkpoint read with the rows, or this node's runner position
 // taken before the rows were read, is at that target (the checkpoint lags
-// the runner over events the family skips, which it writes only now and
+// the runner over events the read model skips, which it writes only now and
 // then; the runner moves only after the rows it applied are committed).
 // Otherwise it waits, bounded, for the runner to get there and reads once
 // more, as the other read models' reads do. recorded says whether the
@@ -163,7 +163,7 @@ func (q *API) readSnapshot(ctx context.Context, sr SnapshotReader, sq projection
 	if err != nil {
 		return projections.Snapshot{}, false, q.behind(ctx)
 	}
-	runner := q.Families[projections.FamilyUsers]
+	runner := q.ReadModelRunners[projections.ReadModelUsers]
 	before := runner.Position()
 	snap, err = sr.Snapshot(wait, sq)
 	if err != nil {
@@ -277,7 +277,7 @@ func (q *API) serveSnapshot(w http.ResponseWriter, r *http.Request, ps httproute
 		return nil
 	}
 	after := sq.UpdatedAfter
-	if err := q.await(ctx, app.AppID, projections.FamilyUsers); err != nil {
+	if err := q.await(ctx, app.AppID, projections.ReadModelUsers); err != nil {
 		return err
 	}
 	var u projections.User

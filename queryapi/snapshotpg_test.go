@@ -31,7 +31,7 @@ func TestSnapshotOnPostgresBytesAsSeparateReads(t *testing.T) {
 	str := func(v string) *string { return &v }
 	num := func(v int64) *int64 { return &v }
 	odd := "引号\"反斜杠\\ <b>&</b>\ttab\u2028 🙂"
-	err = s.Update(ctx, string(projections.FamilyUsers), events.Position{Commit: 5, Prepare: 5}, func(tx projections.UserTx) error {
+	err = s.Update(ctx, string(projections.ReadModelUsers), events.Position{Commit: 5, Prepare: 5}, func(tx projections.UserTx) error {
 		users := []projections.User{
 			{AppID: app, OpenUserID: 10, ChannelUserID: "c/10&<x>", Name: odd, Nickname: str(odd), Gender: "female", Avatar: str("https://x/a.png?a=1&b=2"),
 				Phone: str("13812345678"), Email: str("a@x"), BirthDate: str("1990-01-02"), Status: "ACTIVE", RegisteredAt: at(1), UpdatedAt: at(2)},

@@ -1256,7 +1256,7 @@ func (w *world) readModelSnapshot(node int) (map[string]string, error) {
 }
 
 // checkRebuild snapshots the read models, has one node rebuild every
-// family, waits until it is caught up, and compares.
+// read model, waits until it is caught up, and compares.
 func (w *world) checkRebuild() {
 	before, err := w.readModelSnapshot(0)
 	if err != nil {

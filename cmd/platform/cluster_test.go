@@ -666,16 +666,16 @@ func (c *cluster) projectionStats(node int) ([]map[string]any, error) {
 	return out.Projections, nil
 }
 
-// waitProjections waits until every projection (every read-model family
-// when familiesOnly) is ready, caught up and not rebuilding on at least one
+// waitProjections waits until every projection (every read model
+// when readModelsOnly) is ready, caught up and not rebuilding on at least one
 // node, with its progress counted from since or later (zero: any time). One
 // node is enough: with single-owner projections only the owner may be
-// following a family, and the shared read models are what every node serves.
-func (c *cluster) waitProjections(since time.Time, familiesOnly bool, timeout time.Duration) error {
+// following a read model, and the shared read models are what every node serves.
+func (c *cluster) waitProjections(since time.Time, readModelsOnly bool, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
-	families := map[string]bool{}
-	for _, f := range projections.Families {
-		families[string(f)] = true
+	readModels := map[string]bool{}
+	for _, f := range projections.ReadModels {
+		readModels[string(f)] = true
 	}
 	for {
 		done := map[string]bool{}
@@ -688,7 +688,7 @@ func (c *cluster) waitProjections(since time.Time, familiesOnly bool, timeout ti
 			}
 			for _, s := range stats {
 				name, _ := s["name"].(string)
-				if familiesOnly && !families[name] {
+				if readModelsOnly && !readModels[name] {
 					continue
 				}
 				started, _ := time.Parse(time.RFC3339Nano, fmt.Sprint(s["since"]))
@@ -707,8 +707,8 @@ func (c *cluster) waitProjections(since time.Time, familiesOnly bool, timeout ti
 				waiting = append(waiting, name)
 			}
 		}
-		if familiesOnly {
-			for name := range families {
+		if readModelsOnly {
+			for name := range readModels {
 				if _, seen := done[name]; !seen {
 					waiting = append(waiting, name+" (listed by no node)")
 				}

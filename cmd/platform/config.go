@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/healthtech/partner-open-platform/events/esdb"
+	eventskafka "github.com/healthtech/partner-open-platform/events/kafka"
 	"github.com/healthtech/partner-open-platform/internal/lease"
 	"github.com/healthtech/partner-open-platform/internal/node"
 	"github.com/healthtech/partner-open-platform/internal/secrets"
@@ -56,7 +57,7 @@ type config struct {
 	FeedPseudonymKey                                                                     string
 	InternalToken                                                                        string
 	NodeID                                                                               string        // "": the node makes one up (hostname-pid-random)
-	LeaseTTL                                                                             time.Duration // how long a dead node keeps its families
+	LeaseTTL                                                                             time.Duration // how long a dead node keeps its read models
 	SnapshotInterval                                                                     time.Duration // embedded read models' snapshot period; negative: off
 	ErasurePurgeInterval                                                                 time.Duration // Postgres read models' erasure purge period; negative: off
 	SnapshotEvents                                                                       int           // embedded read models: a snapshot also after this many events
@@ -246,7 +247,7 @@ func (c *config) kafkaSettings() []*setting {
 				return nil
 			},
 			show: func() string { return c.KafkaTopic }},
-		{env: "PLATFORM_KAFKA_INTERNAL_TOPIC", flag: "kafka-internal-topic", def: relaykafka.DefaultInternalTopic,
+		{env: "PLATFORM_KAFKA_INTERNAL_TOPIC", flag: "kafka-internal-topic", def: eventskafka.DefaultInternalTopic,
 			usage:   "internal Kafka topic carrying every event to the webhook dispatchers (not for analytics)",
 			accepts: "a Kafka topic name: 1 to 249 of a-z A-Z 0-9 . _ -",
 			parse: func(s string) error {

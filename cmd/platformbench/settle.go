@@ -12,7 +12,7 @@ import (
 )
 
 // eventsBehind sums platform_follower_events_behind over every follower
-// (read-model families, the app directory, the relay) in a /metrics text.
+// (read models, the app directory, the relay) in a /metrics text.
 func eventsBehind(metrics io.Reader) (float64, bool) {
 	sum, found := 0.0, false
 	sc := bufio.NewScanner(metrics)

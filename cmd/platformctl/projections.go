@@ -26,7 +26,7 @@ type projectionStats struct {
 	ETASeconds float64  `json:"eta_seconds"`
 	LastError  string   `json:"last_error"`
 	Since      string   `json:"since"`
-	Owner      string   `json:"owner"` // the node projecting a read-model family
+	Owner      string   `json:"owner"` // the node projecting a read model
 }
 
 // listProjections returns the projections, raw and decoded.
@@ -107,7 +107,7 @@ func (c *cli) rebuild(args []string) error {
 	return err
 }
 
-// watchRebuild starts the rebuild (NAME, or every read-model family for
+// watchRebuild starts the rebuild (NAME, or every read model for
 // read_models) and prints progress until each rebuilt projection is ready:
 // it has replayed the log as far as it reached when the rebuild began.
 func (c *cli) watchRebuild(ctx context.Context, api *client, name string, start time.Time) error {

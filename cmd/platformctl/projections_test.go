@@ -19,7 +19,7 @@ func stats(name string, applied uint64, rate float64, caughtUp bool, lastError s
 	return s
 }
 
-// withOwner names the node projecting a family, as a cluster's nodes show it.
+// withOwner names the node projecting a read model, as a cluster's nodes show it.
 func withOwner(s map[string]any, node string) map[string]any {
 	s["owner"] = node
 	return s
@@ -83,7 +83,7 @@ func rebuildServer(t *testing.T, caughtUpAt int64, logEvents int) (*fakeServer, 
 				lastError = "subscription: timeout"
 			}
 			users := stats("channel_users", applied, float64(n)*1000, done, lastError)
-			if n == 2 { // in a cluster, the node projecting the family is named
+			if n == 2 { // in a cluster, the node projecting the read model is named
 				users = withOwner(users, "node-b")
 			}
 			ok(w, 200, map[string]any{"projections": []any{stats("apps", 7, 1, true, ""), users}})

@@ -16,7 +16,7 @@ import (
 )
 
 // followers is how many subscriptions an embedded node runs (the read-model
-// families, the app directory, the dispatcher, the relay, the erasure
+// read models, the app directory, the dispatcher, the relay, the erasure
 // follower).
 const followers = 10
 

@@ -13,7 +13,7 @@ import (
 )
 
 // Shared subscription reads. A node runs about ten followers (every
-// read-model family, the app directory, the dispatcher, the relay, the
+// read model, the app directory, the dispatcher, the relay, the
 // erasure follower), and every one reads every event. Subscriptions
 // therefore read the log once per node and share what was read:
 //

@@ -61,7 +61,7 @@ const (
 // which personal or health data (Subjects: streams; EventIDs: the events
 // whose personal fields were shown; ReportID for a report pull), when (At)
 // and why (Reason, required for reveals). It lives in the actor's audit
-// stream (domain.AuditStream) and feeds the audit read-model family.
+// stream (domain.AuditStream) and feeds the audit read model.
 type AccessAudited struct {
 	Actor    string    `json:"actor"`
 	Action   string    `json:"action"`

@@ -11,7 +11,7 @@ import (
 )
 
 // Shared subscription reads. A node runs a score of followers (every
-// read-model family, the directories, the dispatcher, the relay), and each
+// read model, the directories, the dispatcher, the relay), and each
 // commit wakes all of them at once: read alone, each would send its own
 // "position >= p" query for the same few rows, about twenty per commit.
 // Instead their reads queue for one reader goroutine that sends everything

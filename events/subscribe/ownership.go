@@ -17,8 +17,8 @@ import (
 var ErrCheckpointBackwards = errors.New("projections: the checkpoint would move backwards")
 
 // ErrRebuildPending says a rebuild was recorded but no node has started it
-// within the wait: the family's owner will when it can (it is busy, or the
-// family has no owner until its lease is taken over).
+// within the wait: the read model's owner will when it can (it is busy, or the
+// read model has no owner until its lease is taken over).
 var ErrRebuildPending = errors.New("projections: rebuild recorded but not started yet")
 
 // Ownership makes a runner one of several nodes' runners of the same
@@ -288,7 +288,7 @@ func (r *Runner) observe(ctx context.Context, p Progress, announced bool) {
 	}
 	if p.Requested > r.gen && p.Requested > r.awaitGen {
 		// A rebuild is on its way: stop claiming the old rows are current,
-		// so reads here wait for the rebuilt family instead.
+		// so reads here wait for the rebuilt read model instead.
 		r.awaitGen = p.Requested
 		r.pos = events.Position{}
 		r.stats = Stats{Name: r.Name(), Since: time.Now(), Rebuilding: true, Target: head, Owner: r.stats.Owner}
@@ -353,11 +353,11 @@ func (r *Runner) rebuildPending(ctx context.Context) (bool, error) {
 }
 
 // rebuildWait bounds how long a rebuild request waits for the owner to
-// reset the family.
+// reset the read model.
 func (r *Runner) rebuildWait() time.Duration { return max(30*time.Second, 3*r.own.TTL) }
 
 // rebuildShared records the request where every node sees it and waits
-// until the family's owner, on whichever node, has reset it.
+// until the read model's owner, on whichever node, has reset it.
 func (r *Runner) rebuildShared(ctx context.Context) error {
 	want, err := r.own.Shared.RequestRebuild(ctx, r.Name())
 	if err != nil {

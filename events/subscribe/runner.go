@@ -57,7 +57,7 @@ type Stats struct {
 	// Skipped lists events that failed on their own while the store worked:
 	// the projection moved past them so that other tenants are not stalled.
 	Skipped []SkippedEvent `json:"skipped_events,omitempty"`
-	// Owner is the node projecting this family (its PLATFORM_NODE_ID), as
+	// Owner is the node projecting this read model (its PLATFORM_NODE_ID), as
 	// this node last heard; absent for projections every node runs itself.
 	Owner string `json:"owner,omitempty"`
 }
@@ -447,7 +447,7 @@ func (r *Runner) follow(ctx context.Context) error {
 		// A batch with nothing for this projector moves its position in
 		// memory only; the checkpoint follows with the next batch that has
 		// work, or after checkpointIdle. A restart then re-reads a few events
-		// the projector ignores anyway, instead of every family committing a
+		// the projector ignores anyway, instead of every read model committing a
 		// transaction for every batch of the others' events.
 		if len(batch) == 0 && time.Since(saved) < checkpointIdle {
 			r.advance(lastRec.Position, n, caughtUp)
@@ -538,12 +538,12 @@ func (r *Runner) subscribe(ctx context.Context, cp events.Position) (events.Subs
 	return r.store.SubscribeAll(ctx, cp)
 }
 
-// decode skips events the projector does not handle (a family projector
+// decode skips events the projector does not handle (a read model projector
 // names its types, so it decodes only its own), and event types this build does not know (written by a newer
 // version during a rolling deploy) rather than stopping the projection.
 func (r *Runner) decode(rec events.Recorded) (events.Envelope, bool, error) {
 	if f, ok := r.proj.(interface{ Handles(string) bool }); ok && !f.Handles(rec.Type) {
-		return events.Envelope{}, false, nil // not this family's: its position still counts
+		return events.Envelope{}, false, nil // not this read model's: its position still counts
 	}
 	if r.reg == nil {
 		return events.Envelope{Recorded: rec}, true, nil
@@ -585,17 +585,17 @@ func (r *Runner) WaitReady(ctx context.Context) error {
 // RunnerSet is a node's projections by name, for the admin rebuild route.
 type RunnerSet []*Runner
 
-// AllReadModels names every read-model family at once in a rebuild.
+// AllReadModels names every read model at once in a rebuild.
 const AllReadModels = "read_models"
 
-// Rebuild resets the named projection, or every read-model family for
+// Rebuild resets the named projection, or every read model for
 // AllReadModels, and starts the replay; found is false for an unknown name.
 // progress lists the rebuilt projections' Stats.
 func (s RunnerSet) Rebuild(ctx context.Context, name string) (progress any, found bool, err error) {
 	var chosen []*Runner
 	for _, run := range s {
-		_, family := run.proj.(interface{ Handles(string) bool })
-		if run.Name() == name || (name == AllReadModels && family) {
+		_, readModel := run.proj.(interface{ Handles(string) bool })
+		if run.Name() == name || (name == AllReadModels && readModel) {
 			chosen = append(chosen, run)
 		}
 	}

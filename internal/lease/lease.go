@@ -1,5 +1,5 @@
 // Package lease is the port through which nodes sharing one store agree on
-// a single writer for a named job (a read-model family, the relay, the
+// a single writer for a named job (a read model, the relay, the
 // webhook dispatcher): a holder acquires a lease for a time to live, renews
 // it while it works, and gets a fencing token that grows with every new
 // acquisition, so a write made under a lease that was lost in the meantime

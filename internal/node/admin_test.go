@@ -129,7 +129,7 @@ func TestRebuildReproducesTheReadModel(t *testing.T) {
 		if res := p.admin("POST", "/admin/v1/projections/read_models/rebuild", nil); res.Status != http.StatusAccepted {
 			t.Fatalf("rebuild: %d %s", res.Status, res.Raw)
 		}
-		// The node stays ready while its families are rebuilt.
+		// The node stays ready while its read models are rebuilt.
 		if res := p.admin("GET", "/readyz", nil); res.Status != http.StatusOK {
 			t.Fatalf("readyz during a rebuild: %d %s", res.Status, res.Raw)
 		}
@@ -154,13 +154,13 @@ func TestRebuildReproducesTheReadModel(t *testing.T) {
 			}
 		}
 
-		// One family alone: the users family is rebuilt, the delivery log
+		// One read model alone: the users read model is rebuilt, the delivery log
 		// keeps its rows and its checkpoint.
-		before := p.node.Families[projections.FamilyDeliveries].Position()
+		before := p.node.ReadModelRunners[projections.ReadModelDeliveries].Position()
 		if res := p.admin("POST", "/admin/v1/projections/users/rebuild", nil); res.Status != http.StatusAccepted {
 			t.Fatalf("rebuild users: %d %s", res.Status, res.Raw)
 		}
-		if got := p.node.Families[projections.FamilyDeliveries].Position(); got.Less(before) {
+		if got := p.node.ReadModelRunners[projections.ReadModelDeliveries].Position(); got.Less(before) {
 			t.Fatalf("rebuilding users moved the deliveries family back from %s to %s", before, got)
 		}
 		if got := a.snapshot(user); fmt.Sprintf("%+v", deref(got)) != fmt.Sprintf("%+v", deref(want)) {

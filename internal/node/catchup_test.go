@@ -20,13 +20,13 @@ import (
 	"github.com/healthtech/partner-open-platform/projections/memory/snapfile"
 )
 
-// TestDeliveriesReplayDirectDecodeEqualsRegistry: the deliveries family
+// TestDeliveriesReplayDirectDecodeEqualsRegistry: the deliveries read model
 // replayed through the catalog's registry (whose direct decoders read the
 // delivery records, as a node's start replays its tail) holds exactly the
 // rows it holds when replayed through a registry of the same types that
 // decodes with encoding/json only, over a recorded random history of
 // delivery records (bodies and excerpts with escapes, NULs and non-ASCII,
-// retries, resends, erasures) and events of other families in between.
+// retries, resends, erasures) and events of other read models in between.
 func TestDeliveriesReplayDirectDecodeEqualsRegistry(t *testing.T) {
 	ctx := context.Background()
 	reg := catalog.Registry()
@@ -54,7 +54,7 @@ func TestDeliveriesReplayDirectDecodeEqualsRegistry(t *testing.T) {
 		if err := run.WaitFor(waitCtx, head); err != nil {
 			t.Fatal(err)
 		}
-		im, err := store.Image(ctx, projections.FamilyDeliveries)
+		im, err := store.Image(ctx, projections.ReadModelDeliveries)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -127,7 +127,7 @@ func deliveryHistory(t testing.TB, reg *events.Registry, n int) *evmemory.Store 
 }
 
 // BenchmarkCatchUpDeliveries replays a recorded tail of delivery records
-// into a fresh deliveries family through its runner and the catalog's
+// into a fresh deliveries read model through its runner and the catalog's
 // registry, as a start does; compare µs/event with main's run of the same
 // benchmark (its "direct" sub-benchmark was the webhooks package's own
 // reader, which this one replaced).

@@ -17,7 +17,7 @@ import (
 // BenchmarkSnapshotReadFloor measures what cross-node read-your-writes
 // costs a snapshot read on the Postgres event store and read models: with
 // the head floor (each read reads the log's head and waits for the users
-// family to reach it) against per-node watermarks only, on the same node in
+// read model to reach it) against per-node watermarks only, on the same node in
 // the same run. Report the ratio of the two reads/s.
 //
 //	PLATFORM_TEST_POSTGRES_URL=... go test -run '^$' -bench SnapshotReadFloor -benchtime 3s ./internal/node

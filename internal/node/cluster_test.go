@@ -30,12 +30,12 @@ func clusterConfig(t testing.TB, db, id string, ttl time.Duration) node.Config {
 	}
 }
 
-// owners returns, per family, the nodes that project it now.
-func owners(nodes ...*platform) map[projections.Family][]string {
-	out := map[projections.Family][]string{}
+// owners returns, per read model, the nodes that project it now.
+func owners(nodes ...*platform) map[projections.ReadModel][]string {
+	out := map[projections.ReadModel][]string{}
 	for _, p := range nodes {
-		for _, f := range projections.Families {
-			if p.node.Families[f].Owning() {
+		for _, f := range projections.ReadModels {
+			if p.node.ReadModelRunners[f].Owning() {
 				out[f] = append(out[f], p.node.NodeID)
 			}
 		}
@@ -43,13 +43,13 @@ func owners(nodes ...*platform) map[projections.Family][]string {
 	return out
 }
 
-// waitOwned waits (bounded) until every family is projected by one of nodes
+// waitOwned waits (bounded) until every read model is projected by one of nodes
 // and every node names that owner, and returns the owners.
-func waitOwned(t *testing.T, limit time.Duration, nodes ...*platform) map[projections.Family]string {
+func waitOwned(t *testing.T, limit time.Duration, nodes ...*platform) map[projections.ReadModel]string {
 	t.Helper()
 	deadline := time.Now().Add(limit)
 	for {
-		got := map[projections.Family]string{}
+		got := map[projections.ReadModel]string{}
 		agreed := true
 		for f, ids := range owners(nodes...) {
 			if len(ids) > 1 {
@@ -58,13 +58,13 @@ func waitOwned(t *testing.T, limit time.Duration, nodes ...*platform) map[projec
 			got[f] = ids[0]
 		}
 		for _, p := range nodes {
-			for _, f := range projections.Families {
-				if s := p.node.Families[f].Stats(); got[f] == "" || s.Owner != got[f] || !s.Ready {
+			for _, f := range projections.ReadModels {
+				if s := p.node.ReadModelRunners[f].Stats(); got[f] == "" || s.Owner != got[f] || !s.Ready {
 					agreed = false
 				}
 			}
 		}
-		if agreed && len(got) == len(projections.Families) {
+		if agreed && len(got) == len(projections.ReadModels) {
 			return got
 		}
 		if time.Now().After(deadline) {
@@ -80,11 +80,11 @@ func (a *app) on(p *platform) *app {
 	return &b
 }
 
-// TestClusterOneOwnerPerFamily: three nodes share one Postgres; each family
+// TestClusterOneOwnerPerReadModel: three nodes share one Postgres; each read model
 // is projected by exactly one of them, every node's /readyz and projection
-// list name the same owner, and no family ever has two owners while the
+// list name the same owner, and no read model ever has two owners while the
 // nodes run.
-func TestClusterOneOwnerPerFamily(t *testing.T) {
+func TestClusterOneOwnerPerReadModel(t *testing.T) {
 	t.Parallel()
 	db := nodeDB(t)
 	nodes := []*platform{
@@ -122,7 +122,7 @@ func TestClusterOneOwnerPerFamily(t *testing.T) {
 		for _, s := range list.Projections {
 			listed[s.Name] = s.Owner
 		}
-		for _, f := range projections.Families {
+		for _, f := range projections.ReadModels {
 			if ready[string(f)].Owner != own[f] || listed[string(f)] != own[f] {
 				t.Errorf("%s shows %s owned by %q (/readyz) and %q (list), want %q", p.node.NodeID, f, ready[string(f)].Owner, listed[string(f)], own[f])
 			}
@@ -135,7 +135,7 @@ func TestClusterOneOwnerPerFamily(t *testing.T) {
 
 // TestClusterReadYourWritesAcrossNodes: a partner writes through one node
 // and reads through another at once, with no extra header, many times in
-// both directions, whichever node projects the family; every read sees
+// both directions, whichever node projects the read model; every read sees
 // its write.
 func TestClusterReadYourWritesAcrossNodes(t *testing.T) {
 	t.Parallel()
@@ -229,10 +229,10 @@ func (p *cutProxy) cut() {
 	}
 }
 
-// TestClusterTakeoverWithinTheTTL: the node that projects every family is
+// TestClusterTakeoverWithinTheTTL: the node that projects every read model is
 // cut off from the database (as if killed: it releases nothing); the
-// other node takes every family over once the leases lapse, and serves
-// the writes made through it. A node closed cleanly hands its families
+// other node takes every read model over once the leases lapse, and serves
+// the writes made through it. A node closed cleanly hands its read models
 // over at once. The measured takeover times are logged.
 func TestClusterTakeoverWithinTheTTL(t *testing.T) {
 	t.Parallel()
@@ -245,9 +245,9 @@ func TestClusterTakeoverWithinTheTTL(t *testing.T) {
 	a := pa.createApp("partner")
 	pb := start(t, clusterConfig(t, db, "node-b", ttl))
 	waitOwned(t, time.Minute, pa, pb)
-	// node-a started first, so it owns the families, unless a renewal of
+	// node-a started first, so it owns the read models, unless a renewal of
 	// its came later than the TTL on a loaded machine and node-b took that
-	// family over already: the takeover measured below is of the families
+	// read model over already: the takeover measured below is of the read models
 	// node-a still owns, so at least one must be.
 	ofA := 0
 	for f, ids := range owners(pa, pb) {
@@ -267,13 +267,13 @@ func TestClusterTakeoverWithinTheTTL(t *testing.T) {
 
 	cut := time.Now()
 	proxy.cut()
-	taken := map[projections.Family]time.Duration{}
-	for len(taken) < len(projections.Families) {
+	taken := map[projections.ReadModel]time.Duration{}
+	for len(taken) < len(projections.ReadModels) {
 		if time.Since(cut) > 10*ttl {
 			t.Fatalf("after %s only %v were taken over (TTL %s)", time.Since(cut), taken, ttl)
 		}
-		for _, f := range projections.Families {
-			if _, ok := taken[f]; !ok && pb.node.Families[f].Owning() {
+		for _, f := range projections.ReadModels {
+			if _, ok := taken[f]; !ok && pb.node.ReadModelRunners[f].Owning() {
 				taken[f] = time.Since(cut)
 			}
 		}
@@ -292,7 +292,7 @@ func TestClusterTakeoverWithinTheTTL(t *testing.T) {
 	if got := b.snapshot(fmt.Sprintf("/open/v1/channel/users/%d", reg.OpenUserID)); got.User.OpenUserID != reg.OpenUserID {
 		t.Fatalf("read after the takeover: %+v", deref(got))
 	}
-	// The cut-off node found out it lost its families.
+	// The cut-off node found out it lost its read models.
 	deadline := time.Now().Add(10 * ttl)
 	for len(owners(pa)) > 0 {
 		if time.Now().After(deadline) {
@@ -318,7 +318,7 @@ func TestClusterTakeoverWithinTheTTL(t *testing.T) {
 }
 
 // TestClusterRebuildOnANonOwner: an operator asks a node that does not
-// project the users family to rebuild it; the owner rebuilds it once,
+// project the users read model to rebuild it; the owner rebuilds it once,
 // and reads through either node give the same answers as before.
 func TestClusterRebuildOnANonOwner(t *testing.T) {
 	t.Parallel()
@@ -327,8 +327,8 @@ func TestClusterRebuildOnANonOwner(t *testing.T) {
 	waitOwned(t, time.Minute, pa)
 	pb := start(t, clusterConfig(t, db, "node-b", 2*time.Second))
 	own := waitOwned(t, time.Minute, pa, pb)
-	if own[projections.FamilyUsers] != "node-a" {
-		t.Fatalf("users owned by %s, want node-a (it started first)", own[projections.FamilyUsers])
+	if own[projections.ReadModelUsers] != "node-a" {
+		t.Fatalf("users owned by %s, want node-a (it started first)", own[projections.ReadModelUsers])
 	}
 	a := pa.createApp("partner")
 	if err := pb.node.WaitCaughtUp(t.Context()); err != nil {
@@ -370,11 +370,11 @@ func TestClusterRebuildOnANonOwner(t *testing.T) {
 		t.Fatalf("users generation %d, requested %d: want one rebuild (two if the second request came after the first began), none pending", gen, requested)
 	}
 	for _, p := range []*platform{pa, pb} {
-		if s := p.node.Families[projections.FamilyUsers].Stats(); !s.Ready || s.Owner != "node-a" || s.Rebuilding {
+		if s := p.node.ReadModelRunners[projections.ReadModelUsers].Stats(); !s.Ready || s.Owner != "node-a" || s.Rebuilding {
 			t.Fatalf("%s's users stats after the rebuild: %+v", p.node.NodeID, s)
 		}
 	}
-	if own := owners(pa, pb)[projections.FamilyUsers]; len(own) != 1 || own[0] != "node-a" {
+	if own := owners(pa, pb)[projections.ReadModelUsers]; len(own) != 1 || own[0] != "node-a" {
 		t.Fatalf("users owned by %v after the rebuild", own)
 	}
 }
@@ -392,7 +392,7 @@ func pgxQueryRow(t *testing.T, db, sql string, into ...any) error {
 }
 
 // TestClusterVerifyThenRateAcrossNodes: a provider verifies a card through
-// the node that projects every family and the card's issuer rates the
+// the node that projects every read model and the card's issuer rates the
 // fulfillment at once through the other node, which only follows: the
 // rating finds the fulfillment each time (its lookup waits for the log's
 // head, not for the last write of the node it arrived at).

@@ -122,7 +122,7 @@ func TestEraseChannelUser(t *testing.T) {
 // TestErasureStopsTheUsersDeliveries: a webhook about a user is failing and
 // due again; after the user's erasure no further attempt is made, the
 // partner's delivery log and feed show no payload for it, and a rebuild of
-// the deliveries family gives the same answers.
+// the deliveries read model gives the same answers.
 func TestErasureStopsTheUsersDeliveries(t *testing.T) {
 	t.Parallel()
 	readModels(t, func(t *testing.T, cfg node.Config) {

@@ -26,7 +26,7 @@ type auditFactView struct {
 // An erasure is an audit fact: GET /admin/v1/audit lists who erased whom,
 // when and why (action user.erased), found by action, subject and actor
 // like the reveals; the erased person's channel_user_id is not in it; a
-// refused erasure adds no fact; a rebuild of the audit family lists it the
+// refused erasure adds no fact; a rebuild of the audit read model lists it the
 // same.
 func TestErasureIsAnAuditFact(t *testing.T) {
 	t.Parallel()

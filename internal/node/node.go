@@ -29,6 +29,7 @@ import (
 	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/events/catalog"
+	eventskafka "github.com/healthtech/partner-open-platform/events/kafka"
 	pgevents "github.com/healthtech/partner-open-platform/events/postgres"
 	"github.com/healthtech/partner-open-platform/events/subscribe"
 	"github.com/healthtech/partner-open-platform/internal/auth"
@@ -57,6 +58,7 @@ import (
 	relaykafka "github.com/healthtech/partner-open-platform/relay/kafka"
 	relaypg "github.com/healthtech/partner-open-platform/relay/postgres"
 	"github.com/healthtech/partner-open-platform/webhooks"
+	webhookkafka "github.com/healthtech/partner-open-platform/webhooks/kafka"
 	webhooksmem "github.com/healthtech/partner-open-platform/webhooks/memory"
 	webhookspg "github.com/healthtech/partner-open-platform/webhooks/postgres"
 	"github.com/healthtech/partner-open-platform/webhooks/targets"
@@ -152,7 +154,7 @@ type Config struct {
 	// negative: no snapshots, every start replays the whole log.
 	SnapshotInterval time.Duration
 	// SnapshotEvents also snapshots embedded read models once their
-	// families have read this many events since the last snapshot
+	// read models have read this many events since the last snapshot
 	// (PLATFORM_SNAPSHOT_EVENTS; zero: DefaultSnapshotEvents; negative:
 	// the interval only), so the tail a start after a kill -9 replays is
 	// bounded by the log's growth, not only by time.
@@ -172,7 +174,7 @@ type Config struct {
 	// Portal configures the developer portal at /portal/.
 	Portal PortalConfig
 	// LeaseTTL is how long a lease outlives its holder's last renewal
-	// (PLATFORM_LEASE_TTL, default 10 s): a dead owner's families, relay
+	// (PLATFORM_LEASE_TTL, default 10 s): a dead owner's read models, relay
 	// and webhook creation are taken over within it.
 	LeaseTTL time.Duration
 }
@@ -195,21 +197,21 @@ type Node struct {
 	erasureMu   sync.Mutex
 	erasureSeen events.Position // see ErasureSeen
 	ReadModel   ReadModels
-	// Families are the read-model projections by family.
-	Families      map[projections.Family]*subscribe.Runner
-	Dispatcher    *webhooks.Dispatcher
-	Apps          *directory.Apps
-	Operators     *directory.Operators
-	Runners       []*subscribe.Runner
-	Registry      *events.Registry
-	Metrics       *metrics.Metrics
-	AdminToken    string
-	InternalToken string
-	Location      *time.Location
-	Adapters      map[string]string
+	// ReadModelRunners are the runners projecting each read model.
+	ReadModelRunners map[projections.ReadModel]*subscribe.Runner
+	Dispatcher       *webhooks.Dispatcher
+	Apps             *directory.Apps
+	Operators        *directory.Operators
+	Runners          []*subscribe.Runner
+	Registry         *events.Registry
+	Metrics          *metrics.Metrics
+	AdminToken       string
+	InternalToken    string
+	Location         *time.Location
+	Adapters         map[string]string
 	// NodeID is this node's identity as a lease holder.
 	NodeID string
-	// Leases keeps the families' leases (and any other single-owner job's):
+	// Leases keeps the read models' leases (and any other single-owner job's):
 	// Postgres beside Postgres read models, in memory otherwise.
 	Leases lease.Store
 	// Watermarks are the floors this node's reads wait for.
@@ -263,7 +265,7 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		cfg.KafkaTopic = relaykafka.DefaultTopic
 	}
 	if cfg.KafkaInternalTopic == "" {
-		cfg.KafkaInternalTopic = relaykafka.DefaultInternalTopic
+		cfg.KafkaInternalTopic = eventskafka.DefaultInternalTopic
 	}
 	if cfg.WebhookSchedule == nil {
 		cfg.WebhookSchedule = webhooks.DefaultSchedule
@@ -313,7 +315,7 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 
 	// The phases of a start are logged with their durations (see "node
 	// opened"): what an operator waits for after a restart.
-	// The start-up GC target holds until every family has caught up (see
+	// The start-up GC target holds until every read model has caught up (see
 	// logCaughtUp): the tail replay allocates as fast as the restore.
 	restoreGC := startupGC(cfg)
 	opened := false
@@ -423,18 +425,18 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 	operatorsJournal := projections.NewJournal(n.Operators, n.Events, n.Registry)
 	operatorsRunner := subscribe.NewRunner(n.Events, n.Registry, operatorsJournal, n.log, n.Metrics.Projected)
 	n.Runners = []*subscribe.Runner{appsRunner, operatorsRunner}
-	n.Families = map[projections.Family]*subscribe.Runner{}
-	var families subscribe.RunnerSet
-	for _, f := range projections.Families {
-		run := subscribe.NewRunner(n.Events, n.Registry, familyProjector(f, n.ReadModel, n.Location), n.log, n.Metrics.Projected)
+	n.ReadModelRunners = map[projections.ReadModel]*subscribe.Runner{}
+	var readModels subscribe.RunnerSet
+	for _, f := range projections.ReadModels {
+		run := subscribe.NewRunner(n.Events, n.Registry, readModelProjector(f, n.ReadModel, n.Location), n.log, n.Metrics.Projected)
 		run.SkipPoison(n.Metrics.Skipped)
-		// One writer per family across the nodes sharing the read models.
+		// One writer per read model across the nodes sharing the read models.
 		run.Own(subscribe.Ownership{Leases: n.Leases, Holder: cfg.NodeID, TTL: cfg.LeaseTTL, Shared: shared})
-		n.Families[f] = run
+		n.ReadModelRunners[f] = run
 		n.Runners = append(n.Runners, run)
-		families = append(families, run)
+		readModels = append(readModels, run)
 	}
-	deliveriesRunner := n.Families[projections.FamilyDeliveries]
+	deliveriesRunner := n.ReadModelRunners[projections.ReadModelDeliveries]
 	ids := commands.NewAllocator(n.Events, n.Registry, cfg.IDBlockSize).Grow(16).ReserveAhead()
 	pluginCmds := commands.NewPlugin(n.Events, n.Registry, ids, cfg.Now, phoneDirectory{n.ReadModel})
 	analyzerJournal := projections.NewJournal(&commands.Analyzer{Plugin: pluginCmds}, n.Events, n.Registry)
@@ -447,7 +449,7 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 	}
 	n.Dispatcher = &webhooks.Dispatcher{
 		Store: n.Events, Registry: n.Registry, Apps: n.Apps, AppsReady: appsRunner,
-		Deliveries: n.ReadModel, Projected: deliveriesRunner, Reflected: families, Client: guard.Client(10 * time.Second),
+		Deliveries: n.ReadModel, Projected: deliveriesRunner, Reflected: readModels, Client: guard.Client(10 * time.Second),
 		Clock: cfg.WebhookClock, Schedule: cfg.WebhookSchedule, Location: n.Location, Log: n.log.With("component", "webhooks"),
 		Workers: cfg.WebhookWorkers, OnAttempt: n.Metrics.Attempted,
 		PerEndpoint: cfg.WebhookPerEndpoint, BreakerFailures: cfg.WebhookBreakerFailures, BreakerCooldown: cfg.WebhookBreakerCooldown,
@@ -510,7 +512,7 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		SchemeH:       schemeH, Reports: reports, Plugin: pluginCmds,
 		Credentials: commands.NewCredentialIssuer(n.Events, n.Registry, ids, cfg.Now), UploaderDirectory: directory,
 		Orders:        commands.NewOrders(n.Events, n.Registry, ids, cfg.Now),
-		Benefits:      commands.NewBenefits(n.Events, n.Registry, ids, cfg.Now, max(cfg.VerifyCooldown, 0), providerDirectory{n.ReadModel, n.Families[projections.FamilyBenefits], n.head, shared != nil}),
+		Benefits:      commands.NewBenefits(n.Events, n.Registry, ids, cfg.Now, max(cfg.VerifyCooldown, 0), providerDirectory{n.ReadModel, n.ReadModelRunners[projections.ReadModelBenefits], n.head, shared != nil}),
 		InternalToken: n.InternalToken,
 		Projections:   subscribe.RunnerSet(n.Runners),
 		Idempotency: &idempotency.Keeper{
@@ -520,13 +522,13 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		Operators:    operators, OperatorsReady: operatorsRunner,
 	}
 	qAPI := &queryapi.API{
-		Store: n.ReadModel, Apps: n.Apps, Events: n.Events, Runners: n.Runners, Families: n.Families, Pseudonyms: n.Pseudonyms,
+		Store: n.ReadModel, Apps: n.Apps, Events: n.Events, Runners: n.Runners, ReadModelRunners: n.ReadModelRunners, Pseudonyms: n.Pseudonyms,
 		SchemeM: schemeM, SchemeH: schemeH, Admin: admin, Watermarks: marks, Location: n.Location, Deliveries: n.ReadModel,
 		Orders: n.ReadModel, Benefits: n.ReadModel,
 		Operators: n.Operators, Audit: n.ReadModel, Auditor: operators,
 	}
 	reportAPI := &queryapi.ReportAPI{
-		Reports: n.ReadModel, Users: n.ReadModel, Events: n.Events, Runner: n.Families[projections.FamilyReports], SchemeH: schemeH,
+		Reports: n.ReadModel, Users: n.ReadModel, Events: n.Events, Runner: n.ReadModelRunners[projections.ReadModelReports], SchemeH: schemeH,
 		Limiter: pullLimit, Tokens: directory, Apps: directory,
 		Location: n.Location, Now: cfg.Now, Watermarks: marks, Views: reports, Auditor: operators,
 	}
@@ -574,13 +576,13 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		}()
 	}
 	n.wg.Add(1)
-	// A family that never catches up must not keep the start's GC target.
+	// A read model that never catches up must not keep the start's GC target.
 	gcHold := time.AfterFunc(startupGCHold, restoreGC)
 	go func() {
 		defer n.wg.Done()
 		defer gcHold.Stop()
 		defer restoreGC()
-		n.logCaughtUp(runCtx, began, families)
+		n.logCaughtUp(runCtx, began, readModels)
 	}()
 	n.spawn(runCtx, "erasure follower", erasures.Run)
 	if pg, ok := n.ReadModel.(*postgres.Store); ok && cfg.ErasurePurgeInterval >= 0 {
@@ -597,12 +599,12 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 	if n.snapshots != nil {
 		if cfg.SnapshotEvents >= 0 {
 			n.snapshots.AfterEvents = uint64(cmp.Or(cfg.SnapshotEvents, DefaultSnapshotEvents))
-			// Every family reads every event; the first one's count is the log's growth.
-			n.snapshots.Progress = func() uint64 { return families[0].Stats().Applied }
+			// Every read model reads every event; the first one's count is the log's growth.
+			n.snapshots.Progress = func() uint64 { return readModels[0].Stats().Applied }
 		}
 		n.spawn(runCtx, "read-model snapshots", func(ctx context.Context) error {
 			return n.snapshots.Run(ctx, cmp.Or(cfg.SnapshotInterval, DefaultSnapshotInterval), n.restored, func(ctx context.Context) error {
-				for _, run := range families {
+				for _, run := range readModels {
 					if err := run.WaitReady(ctx); err != nil {
 						return err
 					}
@@ -618,13 +620,13 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 	return n, nil
 }
 
-// logCaughtUp logs, once every family has caught up with the log as it was
+// logCaughtUp logs, once every read model has caught up with the log as it was
 // at start, how long each took from the start of Open and how many events
 // it replayed (the tail past the snapshot after a crash), so an operator
 // sees what a start after a kill -9 spent beyond the restore.
-func (n *Node) logCaughtUp(ctx context.Context, began time.Time, families []*subscribe.Runner) {
+func (n *Node) logCaughtUp(ctx context.Context, began time.Time, readModels []*subscribe.Runner) {
 	attrs := []any{}
-	for _, run := range families {
+	for _, run := range readModels {
 		if err := run.WaitReady(ctx); err != nil {
 			return
 		}
@@ -698,13 +700,13 @@ func (n *Node) startWebhooks(ctx context.Context, cfg Config, models *subscribe.
 		// Pipelined like the store-fed creation: the next batch is fetched,
 		// decrypted and prepared while the previous ones commit; offsets
 		// cover committed batches only.
-		source := relaykafka.NewSource(cfg.KafkaBrokers, cfg.KafkaInternalTopic, relaykafka.WebhookGroup(cfg.KafkaInternalTopic), n.log)
+		source := webhookkafka.NewSource(cfg.KafkaBrokers, cfg.KafkaInternalTopic, webhookkafka.WebhookGroup(cfg.KafkaInternalTopic), n.log)
 		prepare := n.Dispatcher.PrepareBatch
 		if priv, ok := n.Events.(*privacy.Store); ok {
 			prepare = privacy.Decrypting(priv, prepare) // the topic carries ciphertext
 		}
 		n.spawn(ctx, "webhook deliveries", func(ctx context.Context) error {
-			return relaykafka.RunPipelined(ctx, source, prepare, n.Dispatcher.CommitBatches)
+			return webhookkafka.RunPipelined(ctx, source, prepare, n.Dispatcher.CommitBatches)
 		})
 		if cfg.KafkaRelay == nil || *cfg.KafkaRelay {
 			key, err := feedPseudonymKey(cfg)
@@ -908,15 +910,15 @@ func (n *Node) router(routes []commandapi.Route, now func() time.Time) http.Hand
 
 // readyz answers 200 once every projection has applied the log as far as it
 // reached when the node started, and stays 200 while an operator rebuilds a
-// family; its body lists each projection's progress and any event it had to
+// read model; its body lists each projection's progress and any event it had to
 // skip.
 func (n *Node) readyz(w http.ResponseWriter, r *http.Request) {
 	status := map[string]any{}
 	ready := true
 	for _, run := range n.Runners {
 		s := run.Stats()
-		// A family being rebuilt on an operator's request does not make the
-		// node unready: every other family still serves, and reads of the
+		// A read model being rebuilt on an operator's request does not make the
+		// node unready: every other read model still serves, and reads of the
 		// rebuilt one wait for it (bounded) rather than answer without it.
 		if s.LastError != "" || (!s.Ready && !s.Rebuilding) {
 			ready = false
@@ -1220,7 +1222,7 @@ func (d providerDirectory) FulfillmentIssuer(ctx context.Context, recordID int64
 	return issuer, ok, err
 }
 
-// ReadModels is a read-model adapter: every family's port, the nonce store,
+// ReadModels is a read-model adapter: every read model's port, the nonce store,
 // and Close. Both projections/memory and projections/postgres are one.
 type ReadModels interface {
 	projections.UserStore
@@ -1233,20 +1235,20 @@ type ReadModels interface {
 	Close() error
 }
 
-// familyProjector is the projector of one read-model family over the adapter.
-func familyProjector(f projections.Family, rm ReadModels, loc *time.Location) subscribe.Projector {
+// readModelProjector is the projector of one read model over the adapter.
+func readModelProjector(f projections.ReadModel, rm ReadModels, loc *time.Location) subscribe.Projector {
 	switch f {
-	case projections.FamilyUsers:
+	case projections.ReadModelUsers:
 		return projections.UsersProjector(rm)
-	case projections.FamilyDeliveries:
+	case projections.ReadModelDeliveries:
 		return projections.DeliveriesProjector(rm)
-	case projections.FamilyReports:
+	case projections.ReadModelReports:
 		return projections.ReportsProjector(rm, loc)
-	case projections.FamilyOrders:
+	case projections.ReadModelOrders:
 		return projections.OrdersProjector(rm)
-	case projections.FamilyBenefits:
+	case projections.ReadModelBenefits:
 		return projections.BenefitsProjector(rm)
-	case projections.FamilyAudit:
+	case projections.ReadModelAudit:
 		return projections.AuditProjector(rm)
 	}
 	panic("node: no projector for read-model family " + string(f))

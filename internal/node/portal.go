@@ -150,7 +150,7 @@ func (n *Node) openPortal(ctx context.Context, cfg Config, ids *commands.Allocat
 	if r := n.runner("apps"); r != nil {
 		srv.AppsReady = r
 	}
-	if r := n.Families[projections.FamilyBenefits]; r != nil {
+	if r := n.ReadModelRunners[projections.ReadModelBenefits]; r != nil {
 		srv.BenefitsReady = r
 	}
 	n.log.Info("portal mail links (password reset, sign-up) point at the configured origin, never at a request's Host", "base_url", base)

@@ -118,12 +118,12 @@ func alternate(b *testing.B, on, off [2]any, op func(*platform, *app) error, uni
 	b.ReportMetric(0, "ns/op")
 }
 
-// BenchmarkRebuildDecrypt rebuilds every read-model family from the log
+// BenchmarkRebuildDecrypt rebuilds every read model from the log
 // (POST /admin/v1/projections/read_models/rebuild, then waiting until the
 // runners caught up) on a node with per-person encryption on, where every
 // personal field is decrypted on the way, and on one with it off, seeded
 // alike with 150 full registers and a profile change each, alternating
-// the two. It reports the log's events per second each way (each family
+// the two. It reports the log's events per second each way (each read model
 // reads the whole log) and on/off. The node's key cache is warm, as on a
 // running node; after a restart each person's first event costs one key
 // read (an in-memory index for the key log, one query for Postgres).

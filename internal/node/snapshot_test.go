@@ -26,7 +26,7 @@ func restoredFromSnapshot(p *platform) bool {
 	return strings.Contains(p.node.Adapters["read models"], "restored from")
 }
 
-// images copies every family of a node's embedded read models once the
+// images copies every read model of a node's embedded read models once the
 // node is quiet: the webhook dispatcher appends deliveries after the events
 // they come from, so the log is left to settle (its head unchanged for a
 // while, bounded) and the projections to reach it.
@@ -50,7 +50,7 @@ func images(t *testing.T, p *platform) []snapfile.Image {
 	}
 	mem := p.node.ReadModel.(*memory.Store)
 	var out []snapfile.Image
-	for _, f := range projections.Families {
+	for _, f := range projections.ReadModels {
 		im, err := mem.Image(context.Background(), f)
 		if err != nil {
 			t.Fatal(err)
@@ -61,8 +61,8 @@ func images(t *testing.T, p *platform) []snapfile.Image {
 }
 
 // sameModels fails unless two nodes' read models hold the same rows,
-// family by family, checked from each side. Checkpoints are left out: a
-// family that had nothing to apply saves its checkpoint lazily, so equal
+// read model by read model, checked from each side. Checkpoints are left out: a
+// read model that had nothing to apply saves its checkpoint lazily, so equal
 // rows may sit at different checkpoints.
 func sameModels(t *testing.T, what string, a, b []snapfile.Image) {
 	t.Helper()
@@ -73,11 +73,11 @@ func sameModels(t *testing.T, what string, a, b []snapfile.Image) {
 		x, y := a[i], b[i]
 		x.Checkpoint, y.Checkpoint = events.Position{}, events.Position{}
 		if x.Rows() != y.Rows() {
-			t.Errorf("%s: family %s has %d rows vs %d", what, x.Family, x.Rows(), y.Rows())
+			t.Errorf("%s: family %s has %d rows vs %d", what, x.ReadModel, x.Rows(), y.Rows())
 			continue
 		}
 		if !reflect.DeepEqual(x, y) || !reflect.DeepEqual(y, x) {
-			t.Errorf("%s: family %s differs (%s)", what, x.Family, firstDifference(x, y))
+			t.Errorf("%s: family %s differs (%s)", what, x.ReadModel, firstDifference(x, y))
 		}
 	}
 }
@@ -131,7 +131,7 @@ func copyTree(t *testing.T, from, to string) {
 	}
 }
 
-// fillModels writes to every family a partner can reach: users with groups
+// fillModels writes to every read model a partner can reach: users with groups
 // and members, a profile update, a member deletion, a webhook delivery.
 func fillModels(t *testing.T, a *app, from, n int) []string {
 	t.Helper()
@@ -399,7 +399,7 @@ func TestSnapshotSurvivesMasterKeyRotation(t *testing.T) {
 }
 
 // With a long interval, the snapshot still follows the log: once the
-// families have read SnapshotEvents events since the last snapshot, a new
+// read models have read SnapshotEvents events since the last snapshot, a new
 // one is written while the node runs (no stop), so a kill -9 leaves at most
 // about that many events to replay.
 func TestSnapshotFollowsTheLogsGrowth(t *testing.T) {
@@ -413,8 +413,8 @@ func TestSnapshotFollowsTheLogsGrowth(t *testing.T) {
 		if err != nil {
 			return h, events.Position{}, false
 		}
-		for _, f := range h.Families {
-			if f.Family == projections.FamilyUsers {
+		for _, f := range h.ReadModels {
+			if f.ReadModel == projections.ReadModelUsers {
 				return h, f.Checkpoint, true
 			}
 		}

@@ -62,7 +62,7 @@ func TestConvertSnapshot(t *testing.T) {
 		if err := mem.Restore(ctx, im); err != nil {
 			t.Fatal(err)
 		}
-		if images[i], err = mem.Image(ctx, im.Family); err != nil {
+		if images[i], err = mem.Image(ctx, im.ReadModel); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -22,7 +22,7 @@ import (
 // users, well under 1% of the machine at this pace.
 const DefaultSnapshotInterval = 5 * time.Minute
 
-// DefaultSnapshotEvents is how many events the families read before a
+// DefaultSnapshotEvents is how many events the read models read before a
 // snapshot is written even though the interval has not passed: a start
 // after a kill -9 replays the tail since the last snapshot (about 37 µs an
 // event at 1M events), so at 10,000 the tail adds well under a second to
@@ -36,21 +36,21 @@ const DefaultSnapshotEvents = 10_000
 const SnapshotFile = "readmodels.snapshot"
 
 // openSnapshots sets up the embedded read models' snapshot (loadSnapshot
-// restores it once the directories exist); a rebuild of any family shreds it.
+// restores it once the directories exist); a rebuild of any read model shreds it.
 func (n *Node) openSnapshots(cfg Config, mem *memory.Store) {
 	n.snapshots = &memory.Snapshotter{
 		Store: mem, Keys: n.Keys, Log: n.StoredEvents, Path: filepath.Join(cfg.DataDir, SnapshotFile),
-		Families: projections.Families,
-		ErasedBy: []projections.Family{projections.FamilyUsers, projections.FamilyDeliveries, projections.FamilyReports, projections.FamilyOrders},
-		Logger:   n.log.With("component", "snapshots"),
+		ReadModels: projections.ReadModels,
+		ErasedBy:   []projections.ReadModel{projections.ReadModelUsers, projections.ReadModelDeliveries, projections.ReadModelReports, projections.ReadModelOrders},
+		Logger:     n.log.With("component", "snapshots"),
 	}
-	mem.OnReset(func(f projections.Family) {
+	mem.OnReset(func(f projections.ReadModel) {
 		n.snapshots.Invalidate(context.Background(), "rebuild of the "+string(f)+" read models")
 	})
 }
 
 // loadSnapshot restores the snapshot, after its checks against the log,
-// into the families and the journaled directories; call it before any
+// into the read models and the journaled directories; call it before any
 // runner starts.
 func (n *Node) loadSnapshot(ctx context.Context, dirs ...*projections.Journal) error {
 	n.snapshots.Directories = dirs
@@ -86,7 +86,7 @@ func (e erasingKeys) Destroy(ctx context.Context, subject string) error {
 // (a sixth of a start's CPU at 1M events). At 400 it runs about half as
 // often; the peak heap rises by at most the garbage of the decode, which
 // the row codec keeps small. The setting is put back once every read-model
-// family has caught up with the log (or Open fails, or startupGCHold has
+// read model has caught up with the log (or Open fails, or startupGCHold has
 // passed): with it put back when Open returned, the heap restored at 400
 // was already past the goal at 100, so a collection of the whole restored heap ran during the tail
 // replay and its mark assists stalled the runners (GODEBUG=gctrace=1 after
@@ -94,7 +94,7 @@ func (e erasingKeys) Destroy(ctx context.Context, subject string) error {
 const startupGCPercent = 400
 
 // startupGCHold bounds how long the start-up target outlives Open when a
-// family does not catch up (a stalled projection must not leave the heap
+// read model does not catch up (a stalled projection must not leave the heap
 // at five times its live size for the life of the process).
 const startupGCHold = 2 * time.Minute
 

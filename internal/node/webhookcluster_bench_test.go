@@ -54,7 +54,7 @@ func benchSendingNodes(b *testing.B, nodes int) {
 	}
 	// Every node's read model shows the retries before the clock moves.
 	for _, p := range ps {
-		if err := p.node.Families["deliveries"].WaitFor(b.Context(), head(b, p)); err != nil {
+		if err := p.node.ReadModelRunners["deliveries"].WaitFor(b.Context(), head(b, p)); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -109,16 +109,16 @@ func server(t *testing.T, clock *offsetClock) *httptest.Server {
 	apps := directory.NewApps(sealer)
 	appsRunner := subscribe.NewRunner(store, reg, apps, log, nil)
 	runners := []*subscribe.Runner{appsRunner}
-	families := map[projections.Family]*subscribe.Runner{}
+	readModels := map[projections.ReadModel]*subscribe.Runner{}
 	var reflected subscribe.RunnerSet
 	for _, p := range []subscribe.Projector{projections.UsersProjector(readModel), projections.DeliveriesProjector(readModel),
 		projections.ReportsProjector(readModel, loc), projections.OrdersProjector(readModel), projections.BenefitsProjector(readModel)} {
 		run := subscribe.NewRunner(store, reg, p, log, nil)
-		families[projections.Family(p.Name())] = run
+		readModels[projections.ReadModel(p.Name())] = run
 		runners = append(runners, run)
 		reflected = append(reflected, run)
 	}
-	modelsRunner := families[projections.FamilyDeliveries]
+	modelsRunner := readModels[projections.ReadModelDeliveries]
 	// The dispatcher creates deliveries (so the delivery log, the feed and
 	// resends have something to show) but its sender is not started: no
 	// webhook leaves the test.
@@ -146,12 +146,12 @@ func server(t *testing.T, clock *offsetClock) *httptest.Server {
 		InternalToken: internalToken, Projections: subscribe.RunnerSet(runners),
 	}
 	qry := &queryapi.API{
-		Store: readModel, Apps: apps, Events: store, Runners: runners, Families: families,
+		Store: readModel, Apps: apps, Events: store, Runners: runners, ReadModelRunners: readModels,
 		SchemeM: schemeM, Admin: admin, Watermarks: marks, Location: loc, Deliveries: readModel,
 		Orders: readModel, Benefits: readModel,
 	}
 	reportAPI := &queryapi.ReportAPI{
-		Reports: readModel, Users: readModel, Events: store, Runner: families[projections.FamilyReports], SchemeH: schemeH,
+		Reports: readModel, Users: readModel, Events: store, Runner: readModels[projections.ReadModelReports], SchemeH: schemeH,
 		Limiter: ratelimit.New(60, time.Minute), Views: reports, Tokens: apps, Apps: apps, Location: loc, Now: time.Now, Watermarks: marks,
 	}
 	rt := httprouter.New()

@@ -17,7 +17,7 @@ type auditIndexes struct {
 
 func newAuditIndexes() auditIndexes { return auditIndexes{byEvent: map[string]bool{}} }
 
-// UpdateAudit is the audit family's Update.
+// UpdateAudit is the audit read model's Update.
 func (s *Store) UpdateAudit(ctx context.Context, projection string, pos events.Position, fn func(projections.AuditTx) error) error {
 	return s.update(ctx, &s.auditMu, projection, pos, func(t *tx) error { return fn(t) })
 }

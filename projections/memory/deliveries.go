@@ -628,14 +628,14 @@ func normAttempt(a projections.Attempt) projections.Attempt {
 	return a
 }
 
-// restoreDeliveries fills the emptied deliveries family's indexes from
+// restoreDeliveries fills the emptied deliveries read model's indexes from
 // rows in feed order (a snapshot's, unique ids), each index built by a
 // goroutine of its own: the same state PutDelivery row by row gives (the
 // due heap gets its keys in the same order), but on every core, where the
 // one lane of puts was the longest part of a restore. The caller holds
-// the family's write lock.
+// the read model's write lock.
 func (s *Store) restoreDeliveries(rows []*projections.Delivery) error {
-	if len(rows) == 0 { // another family's image: not ours to touch
+	if len(rows) == 0 { // another read model's image: not ours to touch
 		return nil
 	}
 	for _, d := range rows {

@@ -14,7 +14,7 @@ import (
 )
 
 // unsorted is a map's entries copied as they are: the copy is what an
-// image makes under the family's read lock (which holds the projector);
+// image makes under the read model's read lock (which holds the projector);
 // the sort by key, most of an image's cost at a million rows, runs after
 // the lock is released.
 type unsorted[K cmp.Ordered, V any] struct {
@@ -49,31 +49,31 @@ func (u unsorted[K, V]) sorted() []V {
 	return out
 }
 
-// Image copies one family's rows and its checkpoint under the family's read
+// Image copies one read model's rows and its checkpoint under the read model's read
 // lock, so the rows are exactly the effect of the log up to the checkpoint.
-// Readers go on meanwhile; the family's projector waits for the copy only,
+// Readers go on meanwhile; the read model's projector waits for the copy only,
 // not for the rows' sort into key order, which follows the lock.
-func (s *Store) Image(ctx context.Context, f projections.Family) (snapfile.Image, error) {
+func (s *Store) Image(ctx context.Context, f projections.ReadModel) (snapfile.Image, error) {
 	if err := ctx.Err(); err != nil {
 		return snapfile.Image{}, err
 	}
-	mu, _, err := s.family(f)
+	mu, _, err := s.readModel(f)
 	if err != nil {
 		return snapfile.Image{}, err
 	}
-	im := snapfile.Image{Family: f}
+	im := snapfile.Image{ReadModel: f}
 	var sort []func()
 	mu.RLock()
 	s.cpMu.Lock()
 	im.Checkpoint = s.checkpoints[string(f)]
 	s.cpMu.Unlock()
 	switch f {
-	case projections.FamilyUsers:
+	case projections.ReadModelUsers:
 		// Rows share their pointees with the store: writes replace rows and
 		// never change a pointee, and the image is only read.
 		users, groups, members := collect(s.users), collect(s.groups), collect(s.members)
 		sort = append(sort, func() { im.Users, im.Groups, im.Members = users.sorted(), groups.sorted(), members.sorted() })
-	case projections.FamilyDeliveries:
+	case projections.ReadModelDeliveries:
 		// In feed order (cursor, then id: a total order, so equal read
 		// models still give equal images), which a restore needs: each
 		// delivery then lands at the end of the feed indexes.
@@ -87,19 +87,19 @@ func (s *Store) Image(ctx context.Context, f projections.Family) (snapfile.Image
 				im.Attempts = append(im.Attempts, list...)
 			}
 		})
-	case projections.FamilyReports:
+	case projections.ReadModelReports:
 		reports := collect(s.reports)
 		sort = append(sort, func() { im.Reports = reports.sorted() })
-	case projections.FamilyOrders:
+	case projections.ReadModelOrders:
 		goods, orders := collect(s.goods), collect(s.orders)
 		sort = append(sort, func() { im.Goods, im.Orders = goods.sorted(), orders.sorted() })
-	case projections.FamilyBenefits:
+	case projections.ReadModelBenefits:
 		items, providers, cards, fulfillments := collect(s.benefitItems), collect(s.providers), collect(s.cards), collect(s.fulfillments)
 		sort = append(sort, func() {
 			im.BenefitItems, im.Providers = items.sorted(), providers.sorted()
 			im.Cards, im.Fulfillments = cards.sorted(), fulfillments.sorted()
 		})
-	case projections.FamilyAudit:
+	case projections.ReadModelAudit:
 		im.AuditFacts = slices.Clone(s.facts)
 	}
 	mu.RUnlock()
@@ -109,8 +109,8 @@ func (s *Store) Image(ctx context.Context, f projections.Family) (snapfile.Image
 	return im, nil
 }
 
-// Restore replaces one family's rows and checkpoint with the image's, under
-// the family's write lock; on failure the family is left empty (checkpoint
+// Restore replaces one read model's rows and checkpoint with the image's, under
+// the read model's write lock; on failure the read model is left empty (checkpoint
 // zero), so the runner replays it from the start of the log. The store
 // takes the image's rows as they are (no copies: a restore's image is
 // decoded for it alone), so the caller must not use the image afterwards.
@@ -118,7 +118,7 @@ func (s *Store) Restore(ctx context.Context, im snapfile.Image) (err error) {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	mu, empty, err := s.family(im.Family)
+	mu, empty, err := s.readModel(im.ReadModel)
 	if err != nil {
 		return err
 	}
@@ -126,7 +126,7 @@ func (s *Store) Restore(ctx context.Context, im snapfile.Image) (err error) {
 	defer mu.Unlock()
 	empty()
 	s.cpMu.Lock()
-	delete(s.checkpoints, string(im.Family))
+	delete(s.checkpoints, string(im.ReadModel))
 	s.cpMu.Unlock()
 	defer func() {
 		if err != nil {
@@ -135,7 +135,7 @@ func (s *Store) Restore(ctx context.Context, im snapfile.Image) (err error) {
 	}()
 	s.presize(im)
 	// Every put goes through the projector's own write, which keeps the
-	// indexes (a failure empties the whole family: no undo is kept). Each
+	// indexes (a failure empties the whole read model: no undo is kept). Each
 	// run has a tx of its own.
 	run := func(n int, put func(t *tx, i int) error) func() error {
 		return func() error {
@@ -143,7 +143,7 @@ func (s *Store) Restore(ctx context.Context, im snapfile.Image) (err error) {
 			defer func() { t.s = nil }()
 			for i := 0; i < n; i++ {
 				if err := put(t, i); err != nil {
-					return fmt.Errorf("restore %s: %w", im.Family, err)
+					return fmt.Errorf("restore %s: %w", im.ReadModel, err)
 				}
 			}
 			return nil
@@ -174,7 +174,7 @@ func (s *Store) Restore(ctx context.Context, im snapfile.Image) (err error) {
 		{
 			func() error {
 				if err := s.restoreDeliveries(deliveries); err != nil {
-					return fmt.Errorf("restore %s: %w", im.Family, err)
+					return fmt.Errorf("restore %s: %w", im.ReadModel, err)
 				}
 				return nil
 			},
@@ -206,15 +206,15 @@ func (s *Store) Restore(ctx context.Context, im snapfile.Image) (err error) {
 		return err
 	}
 	s.cpMu.Lock()
-	s.checkpoints[string(im.Family)] = im.Checkpoint
+	s.checkpoints[string(im.ReadModel)] = im.Checkpoint
 	s.cpMu.Unlock()
 	return nil
 }
 
-// clear empties a family and its checkpoint without telling OnReset (a
+// clear empties a read model and its checkpoint without telling OnReset (a
 // snapshot that failed its checks is being dropped already).
-func (s *Store) clear(f projections.Family) error {
-	mu, empty, err := s.family(f)
+func (s *Store) clear(f projections.ReadModel) error {
+	mu, empty, err := s.readModel(f)
 	if err != nil {
 		return err
 	}
@@ -227,13 +227,13 @@ func (s *Store) clear(f projections.Family) error {
 	return nil
 }
 
-// presize makes an emptied family's big maps with room for the image's
+// presize makes an emptied read model's big maps with room for the image's
 // rows, so a restore does not grow them step by step (rehashing every row
 // several times was a tenth of a start's CPU); the caller holds the
-// family's write lock.
+// read model's write lock.
 func (s *Store) presize(im snapfile.Image) {
-	switch im.Family {
-	case projections.FamilyUsers:
+	switch im.ReadModel {
+	case projections.ReadModelUsers:
 		users, groups, members := len(im.Users), len(im.Groups), len(im.Members)
 		s.users = make(map[int64]projections.User, users)
 		s.byChannel = make(map[channelKey]int64, users)
@@ -243,7 +243,7 @@ func (s *Store) presize(im snapfile.Image) {
 		s.members = make(map[int64]projections.Member, members)
 		s.userMembers = make(map[int64][]int64, min(users, members))
 		s.liveCount = make(map[int64]int, groups)
-	case projections.FamilyDeliveries:
+	case projections.ReadModelDeliveries:
 		n := len(im.Deliveries)
 		s.deliveries = make(map[string]projections.Delivery, n)
 		s.attempts = make(map[string][]projections.Attempt, min(n, len(im.Attempts)))

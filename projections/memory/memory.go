@@ -17,8 +17,8 @@ import (
 	"github.com/healthtech/partner-open-platform/projections"
 )
 
-// Store keeps every read model in memory, each family behind its own
-// RWMutex: many readers, one Update at a time per family, and families
+// Store keeps every read model in memory, each read model behind its own
+// RWMutex: many readers, one Update at a time per read model, and read models
 // project concurrently.
 //
 // Update applies writes in place under the write lock with an undo log, so
@@ -50,15 +50,15 @@ type Store struct {
 	nonces   nonceSet
 	bindings nonceSet
 
-	// onReset (see OnReset) hears of every reset, after the family is empty.
-	onReset func(projections.Family)
+	// onReset (see OnReset) hears of every reset, after the read model is empty.
+	onReset func(projections.ReadModel)
 }
 
-// OnReset registers fn to be called after a family is emptied for a
-// rebuild (outside the family's lock): a snapshot of the family taken
+// OnReset registers fn to be called after a read model is emptied for a
+// rebuild (outside the read model's lock): a snapshot of the read model taken
 // before must then be dropped, or a restart would bring the old rows back.
 // Call it before the store is used.
-func (s *Store) OnReset(fn func(projections.Family)) { s.onReset = fn }
+func (s *Store) OnReset(fn func(projections.ReadModel)) { s.onReset = fn }
 
 type channelKey struct {
 	app     int64
@@ -114,20 +114,20 @@ func (s *Store) initUsers() {
 	s.liveCount = map[int64]int{}
 }
 
-// family returns the lock of a family and how to empty it.
-func (s *Store) family(f projections.Family) (*sync.RWMutex, func(), error) {
+// readModel returns the lock of a read model and how to empty it.
+func (s *Store) readModel(f projections.ReadModel) (*sync.RWMutex, func(), error) {
 	switch f {
-	case projections.FamilyUsers:
+	case projections.ReadModelUsers:
 		return &s.usersMu, s.initUsers, nil
-	case projections.FamilyDeliveries:
+	case projections.ReadModelDeliveries:
 		return &s.deliveriesMu, func() { s.deliveryIndexes = newDeliveryIndexes() }, nil
-	case projections.FamilyReports:
+	case projections.ReadModelReports:
 		return &s.reportsMu, func() { s.reportIndexes = newReportIndexes() }, nil
-	case projections.FamilyOrders:
+	case projections.ReadModelOrders:
 		return &s.ordersMu, func() { s.orderIndexes = newOrderIndexes() }, nil
-	case projections.FamilyBenefits:
+	case projections.ReadModelBenefits:
 		return &s.benefitsMu, func() { s.benefitIndexes = newBenefitIndexes() }, nil
-	case projections.FamilyAudit:
+	case projections.ReadModelAudit:
 		return &s.auditMu, func() { s.auditIndexes = newAuditIndexes() }, nil
 	}
 	return nil, nil, fmt.Errorf("projections/memory: no read-model family %q", f)
@@ -151,7 +151,7 @@ func (s *Store) Update(ctx context.Context, projection string, pos events.Positi
 	return s.update(ctx, &s.usersMu, projection, pos, func(t *tx) error { return fn(t) })
 }
 
-// update is every family's Update: the family's write lock, one undo log,
+// update is every read model's Update: the read model's write lock, one undo log,
 // one checkpoint.
 func (s *Store) update(ctx context.Context, mu *sync.RWMutex, projection string, pos events.Position, fn func(*tx) error) error {
 	if err := ctx.Err(); err != nil {
@@ -185,27 +185,27 @@ func (s *Store) update(ctx context.Context, mu *sync.RWMutex, projection string,
 	return nil
 }
 
-// UpdateReports is the reports family's Update.
+// UpdateReports is the reports read model's Update.
 func (s *Store) UpdateReports(ctx context.Context, projection string, pos events.Position, fn func(projections.ReportTx) error) error {
 	return s.update(ctx, &s.reportsMu, projection, pos, func(t *tx) error { return fn(t) })
 }
 
-// UpdateOrders is the orders family's Update.
+// UpdateOrders is the orders read model's Update.
 func (s *Store) UpdateOrders(ctx context.Context, projection string, pos events.Position, fn func(projections.OrderTx) error) error {
 	return s.update(ctx, &s.ordersMu, projection, pos, func(t *tx) error { return fn(t) })
 }
 
-// UpdateBenefits is the benefits family's Update.
+// UpdateBenefits is the benefits read model's Update.
 func (s *Store) UpdateBenefits(ctx context.Context, projection string, pos events.Position, fn func(projections.BenefitTx) error) error {
 	return s.update(ctx, &s.benefitsMu, projection, pos, func(t *tx) error { return fn(t) })
 }
 
-// ResetFamily empties one family and its checkpoint; the others keep serving.
-func (s *Store) ResetFamily(ctx context.Context, f projections.Family) error {
+// ResetReadModel empties one read model and its checkpoint; the others keep serving.
+func (s *Store) ResetReadModel(ctx context.Context, f projections.ReadModel) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	mu, empty, err := s.family(f)
+	mu, empty, err := s.readModel(f)
 	if err != nil {
 		return err
 	}
@@ -237,7 +237,7 @@ func (s *Store) Reset(ctx context.Context) error {
 		s.init()
 	}()
 	if s.onReset != nil {
-		for _, f := range projections.Families {
+		for _, f := range projections.ReadModels {
 			s.onReset(f)
 		}
 	}
@@ -337,7 +337,7 @@ type tx struct {
 	undo []func()
 	// owned: a restore's tx, whose rows were decoded for it alone, so its
 	// puts keep them without defensive copies and record no undo (a
-	// failed restore empties the whole family).
+	// failed restore empties the whole read model).
 	owned bool
 }
 

@@ -48,7 +48,7 @@ func TestRestoreDeliveriesBuildsTheSameIndexes(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	im, err := src.Image(ctx, projections.FamilyDeliveries)
+	im, err := src.Image(ctx, projections.ReadModelDeliveries)
 	if err != nil {
 		t.Fatal(err)
 	}

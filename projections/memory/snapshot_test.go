@@ -30,7 +30,7 @@ import (
 	"github.com/healthtech/partner-open-platform/projections/memory/snapfile"
 )
 
-// snapFixture is a store whose families were filled while a log grew, so
+// snapFixture is a store whose read models were filled while a log grew, so
 // every checkpoint is the position of a real event.
 type snapFixture struct {
 	ctx   context.Context
@@ -57,8 +57,8 @@ func newSnapFixture(t *testing.T) *snapFixture {
 }
 
 func (f *snapFixture) snapshotter() *memory.Snapshotter {
-	return &memory.Snapshotter{Store: f.store, Keys: f.keys, Log: f.log, Path: f.path, Families: projections.Families,
-		ErasedBy: []projections.Family{projections.FamilyUsers}}
+	return &memory.Snapshotter{Store: f.store, Keys: f.keys, Log: f.log, Path: f.path, ReadModels: projections.ReadModels,
+		ErasedBy: []projections.ReadModel{projections.ReadModelUsers}}
 }
 
 // event appends one event and returns its position.
@@ -71,7 +71,7 @@ func (f *snapFixture) event(t *testing.T) events.Position {
 	return res.Position
 }
 
-// fill writes rows to every family, each write at a new event's position.
+// fill writes rows to every read model, each write at a new event's position.
 func (f *snapFixture) fill(t *testing.T, users int) {
 	t.Helper()
 	ctx := f.ctx
@@ -139,7 +139,7 @@ func (f *snapFixture) fill(t *testing.T, users int) {
 func imagesOf(t *testing.T, s *memory.Store) []snapfile.Image {
 	t.Helper()
 	var out []snapfile.Image
-	for _, f := range projections.Families {
+	for _, f := range projections.ReadModels {
 		im, err := s.Image(context.Background(), f)
 		if err != nil {
 			t.Fatal(err)
@@ -149,7 +149,7 @@ func imagesOf(t *testing.T, s *memory.Store) []snapfile.Image {
 	return out
 }
 
-func TestSnapshotRestoresEveryFamily(t *testing.T) {
+func TestSnapshotRestoresEveryReadModel(t *testing.T) {
 	f := newSnapFixture(t)
 	f.fill(t, 20)
 	if err := f.snapshotter().Write(f.ctx); err != nil {
@@ -189,7 +189,7 @@ func TestSnapshotRestoresEveryFamily(t *testing.T) {
 	if c, err := f.store.CardByNumber(ctx, 1, "C1"); err != nil || len(c.Items) != 1 {
 		t.Errorf("CardByNumber = %+v, %v", c, err)
 	}
-	for _, fam := range projections.Families {
+	for _, fam := range projections.ReadModels {
 		cp, _ := f.store.Checkpoint(ctx, string(fam))
 		if cp.IsZero() {
 			t.Errorf("family %s restored without its checkpoint", fam)
@@ -308,7 +308,7 @@ func TestSnapshotMustMatchTheLog(t *testing.T) {
 }
 
 // Erasing shreds the snapshot at once and holds every new one back until
-// the erasure's event is applied by the families that erase.
+// the erasure's event is applied by the read models that erase.
 func TestSnapshotHeldThroughErasure(t *testing.T) {
 	f := newSnapFixture(t)
 	f.fill(t, 3)
@@ -380,11 +380,11 @@ func TestSnapshotShreddedByReset(t *testing.T) {
 	f := newSnapFixture(t)
 	f.fill(t, 3)
 	s := f.snapshotter()
-	f.store.OnReset(func(fam projections.Family) { s.Invalidate(f.ctx, "reset of "+string(fam)) })
+	f.store.OnReset(func(fam projections.ReadModel) { s.Invalidate(f.ctx, "reset of "+string(fam)) })
 	if err := s.Write(f.ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.store.ResetFamily(f.ctx, projections.FamilyReports); err != nil {
+	if err := f.store.ResetReadModel(f.ctx, projections.ReadModelReports); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(f.path); !os.IsNotExist(err) {
@@ -528,7 +528,7 @@ func feedOf(t *testing.T, s *memory.Store) (feed, due []string) {
 
 // Snapshots in the older formats (one gob stream; gob sections) written by
 // nodes before are still restored, and replaced by one in the current
-// format as soon as the families are ready.
+// format as soon as the read models are ready.
 func TestOlderSnapshotFormatsAreRestoredThenRewritten(t *testing.T) {
 	writers := map[int]func(string, snapfile.Header, cipher.AEAD, []snapfile.Image, []snapfile.Directory) error{
 		1: snapfile.WriteV1,
@@ -546,7 +546,7 @@ func testOlderFormatRewritten(t *testing.T, format int, write func(string, snapf
 	h := snapfile.Header{KeySubject: "readmodels-snapshot-1", Created: time.Now().UTC()}
 	for _, im := range imagesOf(t, f.store) {
 		images = append(images, im)
-		h.Families = append(h.Families, snapfile.Family{Family: im.Family, Checkpoint: im.Checkpoint, EventID: eventAt(t, f, im.Checkpoint), Rows: im.Rows()})
+		h.ReadModels = append(h.ReadModels, snapfile.ReadModel{ReadModel: im.ReadModel, Checkpoint: im.Checkpoint, EventID: eventAt(t, f, im.Checkpoint), Rows: im.Rows()})
 	}
 	key, err := f.keys.DataKey(f.ctx, h.KeySubject)
 	if err != nil {
@@ -611,7 +611,7 @@ func eventAt(t *testing.T, f *snapFixture, pos events.Position) string {
 }
 
 // A snapshot follows the log's growth: with AfterEvents set, Run writes one
-// once the families have read that many events since the last, long before
+// once the read models have read that many events since the last, long before
 // the interval, and not before; a start then restores the rows the tail
 // added instead of replaying them.
 func TestSnapshotAfterEvents(t *testing.T) {
@@ -664,7 +664,7 @@ func TestSnapshotAfterEvents(t *testing.T) {
 
 // An image taken while the projector writes is the effect of the log up to
 // its checkpoint (each write puts a user and its group together) and in key
-// order, though the sort runs after the family's lock is released.
+// order, though the sort runs after the read model's lock is released.
 func TestImageDuringWrites(t *testing.T) {
 	f := newSnapFixture(t)
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -691,7 +691,7 @@ func TestImageDuringWrites(t *testing.T) {
 		}
 	}()
 	for i := 0; i < 50; i++ {
-		im, err := f.store.Image(f.ctx, projections.FamilyUsers)
+		im, err := f.store.Image(f.ctx, projections.ReadModelUsers)
 		if err != nil {
 			t.Fatal(err)
 		}

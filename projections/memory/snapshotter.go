@@ -50,33 +50,33 @@ type Snapshotter struct {
 	Log   SnapshotLog
 	// Path is the snapshot file.
 	Path string
-	// Families are the families snapshotted, in order.
-	Families []projections.Family
-	// ErasedBy are the families that apply user.erased: after an erasure
+	// ReadModels are the read models snapshotted, in order.
+	ReadModels []projections.ReadModel
+	// ErasedBy are the read models that apply user.erased: after an erasure
 	// at position P, a snapshot is written only once each of them has
 	// applied P, so it cannot hold the person's fields.
-	ErasedBy []projections.Family
+	ErasedBy []projections.ReadModel
 	// Directories are the journaled in-memory projections kept beside the
-	// families (by name); Load restores them by reading their events back.
+	// read models (by name); Load restores them by reading their events back.
 	Directories []*projections.Journal
 	Logger      *slog.Logger
 	// OnWrite (optional) reports each snapshot written (metrics, tests).
 	OnWrite func(size int64, took time.Duration)
 	// AfterEvents, with Progress, makes Run also write a snapshot once the
-	// families have read that many events since the last one: with the
+	// read models have read that many events since the last one: with the
 	// interval alone, a burst of writes left a start after a crash
 	// hundreds of thousands of events to replay (about 60 µs each).
 	AfterEvents uint64
-	// Progress counts the events the families have read since start (a
+	// Progress counts the events the read models have read since start (a
 	// count that goes back, as after a rebuild, restarts the mark). Run
 	// checks it every ProgressCheck.
 	Progress func() uint64
 
 	mu      sync.Mutex // one Write, Load or Invalidate at a time
-	written map[projections.Family]events.Position
+	written map[projections.ReadModel]events.Position
 	// rewrite: Load restored a snapshot behind the log's head and shredded
 	// it (the tail may erase someone it holds); Run writes a new one as
-	// soon as the families have caught up.
+	// soon as the read models have caught up.
 	rewrite bool
 
 	pendMu  sync.Mutex
@@ -85,7 +85,7 @@ type Snapshotter struct {
 }
 
 // ErrSnapshotHeld is returned by Write while an erasure keeps snapshots
-// from being written (its event not yet applied by every family that
+// from being written (its event not yet applied by every read model that
 // erases).
 var ErrSnapshotHeld = errors.New("projections/memory: snapshot held back by an erasure in progress")
 
@@ -96,13 +96,13 @@ func (s *Snapshotter) log() *slog.Logger {
 	return s.Logger
 }
 
-// Load restores every family from the snapshot, if there is one and it
+// Load restores every read model from the snapshot, if there is one and it
 // passes every check: its key exists, its body opens (not torn or
-// altered), and for each family the log's head is at or after the
+// altered), and for each read model the log's head is at or after the
 // checkpoint and the event at the checkpoint has the recorded id (the log
 // was not replaced by another or cut back). Otherwise the snapshot is
 // shredded and the store stays empty, so the runners replay the log. It
-// returns whether the families were restored. Call it before the runners start.
+// returns whether the read models were restored. Call it before the runners start.
 func (s *Snapshotter) Load(ctx context.Context) (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -114,7 +114,7 @@ func (s *Snapshotter) Load(ctx context.Context) (bool, error) {
 	reject := func(why error) (bool, error) {
 		s.log().Warn("read-model snapshot not used; replaying the log", "path", s.Path, "reason", why)
 		s.shred(ctx, h.KeySubject)
-		for _, f := range s.Families {
+		for _, f := range s.ReadModels {
 			if err := s.Store.clear(f); err != nil {
 				return false, err
 			}
@@ -128,9 +128,9 @@ func (s *Snapshotter) Load(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("snapshot: head of the log: %w", err)
 	}
-	for _, f := range append(slices.Clone(h.Families), h.Directories...) {
+	for _, f := range append(slices.Clone(h.ReadModels), h.Directories...) {
 		if head.Less(f.Checkpoint) {
-			return reject(fmt.Errorf("%w: family %s is at %s, ahead of the log's head %s", snapfile.ErrInvalid, f.Family, f.Checkpoint, head))
+			return reject(fmt.Errorf("%w: family %s is at %s, ahead of the log's head %s", snapfile.ErrInvalid, f.ReadModel, f.Checkpoint, head))
 		}
 		id, err := eventIDAt(ctx, s.Log, f.Checkpoint)
 		if err != nil {
@@ -138,14 +138,14 @@ func (s *Snapshotter) Load(ctx context.Context) (bool, error) {
 		}
 		if id != f.EventID {
 			return reject(fmt.Errorf("%w: family %s: the log holds event %q at %s, the snapshot was taken after %q",
-				snapfile.ErrInvalid, f.Family, id, f.Checkpoint, f.EventID))
+				snapfile.ErrInvalid, f.ReadModel, id, f.Checkpoint, f.EventID))
 		}
 	}
 	key, err := s.Keys.Lookup(ctx, h.KeySubject)
 	if err != nil {
 		return reject(fmt.Errorf("%w: its key %s: %v", snapfile.ErrInvalid, h.KeySubject, err))
 	}
-	// Families are decoded and restored concurrently, each as soon as its
+	// Read models are decoded and restored concurrently, each as soon as its
 	// sections are read; a failure anywhere drops them all (reject).
 	var rows atomic.Int64
 	_, dirs, err := snapfile.ReadEach(s.Path, key.AEAD, func(im snapfile.Image) error {
@@ -155,9 +155,9 @@ func (s *Snapshotter) Load(ctx context.Context) (bool, error) {
 	if err != nil {
 		return reject(err)
 	}
-	s.written = map[projections.Family]events.Position{}
-	for _, f := range h.Families {
-		s.written[f.Family] = f.Checkpoint
+	s.written = map[projections.ReadModel]events.Position{}
+	for _, f := range h.ReadModels {
+		s.written[f.ReadModel] = f.Checkpoint
 	}
 	for _, d := range dirs {
 		for _, j := range s.Directories {
@@ -172,7 +172,7 @@ func (s *Snapshotter) Load(ctx context.Context) (bool, error) {
 				}
 				continue
 			}
-			s.written[projections.Family("directory "+d.Name)] = d.Checkpoint
+			s.written[projections.ReadModel("directory "+d.Name)] = d.Checkpoint
 		}
 	}
 	s.log().Info("read models restored from snapshot", "path", s.Path, "rows", rows.Load(), "created", h.Created,
@@ -203,13 +203,13 @@ func (s *Snapshotter) Load(ctx context.Context) (bool, error) {
 var erasedType = (catalog.UserErased{}).EventType()
 
 // erasureAfter reports whether the log holds an erasure after the oldest
-// checkpoint of the snapshot's erasing families, up to head. It reads the
+// checkpoint of the snapshot's erasing read models, up to head. It reads the
 // tail as stored (types only), which a restart after a graceful stop has
 // none of.
 func (s *Snapshotter) erasureAfter(ctx context.Context, h snapfile.Header, head events.Position) (bool, error) {
 	from, found := head, false
-	for _, f := range h.Families {
-		if slices.Contains(s.ErasedBy, f.Family) && f.Checkpoint.Less(from) {
+	for _, f := range h.ReadModels {
+		if slices.Contains(s.ErasedBy, f.ReadModel) && f.Checkpoint.Less(from) {
 			from, found = f.Checkpoint, true
 		}
 	}
@@ -254,7 +254,7 @@ func eventIDAt(ctx context.Context, log SnapshotLog, pos events.Position) (strin
 	return recs[0].ID, nil
 }
 
-// Write snapshots every family, each at its own checkpoint, unless nothing
+// Write snapshots every read model, each at its own checkpoint, unless nothing
 // moved since the last snapshot; it returns ErrSnapshotHeld while an
 // erasure is in progress. The file is replaced atomically, then the
 // previous snapshot's key is destroyed.
@@ -268,9 +268,9 @@ func (s *Snapshotter) Write(ctx context.Context) error {
 		return ErrSnapshotHeld
 	}
 	began := time.Now()
-	images := make([]snapfile.Image, 0, len(s.Families))
+	images := make([]snapfile.Image, 0, len(s.ReadModels))
 	moved := false
-	for _, f := range s.Families {
+	for _, f := range s.ReadModels {
 		im, err := s.Store.Image(ctx, f)
 		if err != nil {
 			return fmt.Errorf("snapshot %s: %w", f, err)
@@ -287,7 +287,7 @@ func (s *Snapshotter) Write(ctx context.Context) error {
 			return fmt.Errorf("snapshot %s: %w", j.Name(), err)
 		}
 		dirs = append(dirs, snapfile.Directory{Name: j.Name(), Checkpoint: cp, Positions: positions})
-		if prev, ok := s.written[projections.Family("directory "+j.Name())]; !ok || prev != cp {
+		if prev, ok := s.written[projections.ReadModel("directory "+j.Name())]; !ok || prev != cp {
 			moved = true
 		}
 	}
@@ -296,7 +296,7 @@ func (s *Snapshotter) Write(ctx context.Context) error {
 	}
 	for _, im := range images {
 		for _, f := range s.ErasedBy {
-			if im.Family == f && im.Checkpoint.Less(barrier) {
+			if im.ReadModel == f && im.Checkpoint.Less(barrier) {
 				return ErrSnapshotHeld
 			}
 		}
@@ -307,14 +307,14 @@ func (s *Snapshotter) Write(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("snapshot: read the log at %s: %w", im.Checkpoint, err)
 		}
-		h.Families = append(h.Families, snapfile.Family{Family: im.Family, Checkpoint: im.Checkpoint, EventID: id, Rows: im.Rows()})
+		h.ReadModels = append(h.ReadModels, snapfile.ReadModel{ReadModel: im.ReadModel, Checkpoint: im.Checkpoint, EventID: id, Rows: im.Rows()})
 	}
 	for _, d := range dirs {
 		id, err := eventIDAt(ctx, s.Log, d.Checkpoint)
 		if err != nil {
 			return fmt.Errorf("snapshot: read the log at %s: %w", d.Checkpoint, err)
 		}
-		h.Directories = append(h.Directories, snapfile.Family{Family: projections.Family(d.Name), Checkpoint: d.Checkpoint, EventID: id, Rows: len(d.Positions)})
+		h.Directories = append(h.Directories, snapfile.ReadModel{ReadModel: projections.ReadModel(d.Name), Checkpoint: d.Checkpoint, EventID: id, Rows: len(d.Positions)})
 	}
 	key, err := s.Keys.DataKey(ctx, h.KeySubject)
 	if err != nil {
@@ -329,12 +329,12 @@ func (s *Snapshotter) Write(ctx context.Context) error {
 	if old.KeySubject != "" {
 		s.shredKey(ctx, old.KeySubject)
 	}
-	s.written = map[projections.Family]events.Position{}
+	s.written = map[projections.ReadModel]events.Position{}
 	for _, im := range images {
-		s.written[im.Family] = im.Checkpoint
+		s.written[im.ReadModel] = im.Checkpoint
 	}
 	for _, d := range dirs {
-		s.written[projections.Family("directory "+d.Name)] = d.Checkpoint
+		s.written[projections.ReadModel("directory "+d.Name)] = d.Checkpoint
 	}
 	took := time.Since(began)
 	s.log().Info("read-model snapshot written", "path", s.Path, "bytes", size, "took", took)
@@ -345,7 +345,7 @@ func (s *Snapshotter) Write(ctx context.Context) error {
 }
 
 // Invalidate shreds the snapshot (its key destroyed, its file removed), so
-// no start restores it: a rebuild's reset calls it, as the rebuilt family
+// no start restores it: a rebuild's reset calls it, as the rebuilt read model
 // must not come back from before the rebuild.
 func (s *Snapshotter) Invalidate(ctx context.Context, reason string) {
 	s.mu.Lock()
@@ -393,7 +393,7 @@ func (s *Snapshotter) Erasing(ctx context.Context, subject string) {
 
 // Erased is called when the log shows a person's erasure at pos (on any
 // node): the snapshot is shredded, and the next one waits until every
-// family in ErasedBy has applied pos.
+// read model in ErasedBy has applied pos.
 func (s *Snapshotter) Erased(ctx context.Context, subject string, pos events.Position) {
 	s.pendMu.Lock()
 	if s.pending[subject] > 0 {
@@ -420,11 +420,11 @@ const ProgressCheck = time.Second
 // grew with the load.)
 const AfterEventsGap = 5
 
-// Run writes a snapshot once ready returns (the families caught up with
+// Run writes a snapshot once ready returns (the read models caught up with
 // the log as it was at start) unless Load restored one, then every
-// interval, and whenever the families have read AfterEvents events since
+// interval, and whenever the read models have read AfterEvents events since
 // the last write, until ctx ends. Writes run on Run's goroutine: appends
-// never wait for them, and a family's projector only for its rows' copy.
+// never wait for them, and a read model's projector only for its rows' copy.
 func (s *Snapshotter) Run(ctx context.Context, interval time.Duration, restored bool, ready func(context.Context) error) error {
 	if err := ready(ctx); err != nil {
 		return nil

@@ -11,7 +11,7 @@ import (
 	"github.com/healthtech/partner-open-platform/projections"
 )
 
-// UpdateAudit is the audit family's Update.
+// UpdateAudit is the audit read model's Update.
 func (s *Store) UpdateAudit(ctx context.Context, projection string, pos events.Position, fn func(projections.AuditTx) error) error {
 	return s.update(ctx, projection, pos, func(t *tx) error { return fn(t) })
 }

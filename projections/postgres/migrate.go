@@ -12,8 +12,8 @@ import (
 )
 
 // Each schema part has its own folder of migrations, versioned on its own:
-// common (the checkpoints), one folder per read-model family, nonces, and
-// ownership (the families' generations, for rebuilds in a cluster).
+// common (the checkpoints), one folder per read model, nonces, and
+// ownership (the read models' generations, for rebuilds in a cluster).
 //
 //go:embed migrations/*/*.sql
 var migrationFiles embed.FS

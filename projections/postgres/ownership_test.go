@@ -20,7 +20,7 @@ import (
 	"github.com/healthtech/partner-open-platform/projections/postgres"
 )
 
-// gated holds the users family's next Update inside its transaction until
+// gated holds the users read model's next Update inside its transaction until
 // the test lets it go: a node paused mid-batch (a GC pause, a stopped VM).
 type gated struct {
 	*postgres.Store
@@ -84,7 +84,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	t.Fatalf("timed out waiting until %s", what)
 }
 
-// TestLostLeaseOwnerCannotWrite: the users family's owner is paused in the
+// TestLostLeaseOwnerCannotWrite: the users read model's owner is paused in the
 // middle of a batch while another node takes its lease (after it expired);
 // when it resumes, its transaction fails, neither its rows nor its
 // checkpoint are written, and it stops projecting and follows the new owner.

@@ -78,7 +78,7 @@ func Open(ctx context.Context, url string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("projections/postgres: connect: %w", err)
 	}
-	// A node's one pool for this database: the families, the reads, the
+	// A node's one pool for this database: the read models, the reads, the
 	// leases, delivery claims, rate limits and the relay checkpoint share
 	// it. pgx's default (max(4, CPUs)) suits one of them, not all; a
 	// pool_max_conns in the URL still decides.
@@ -193,36 +193,36 @@ func (s *Store) update(ctx context.Context, projection string, pos events.Positi
 	return nil
 }
 
-// familyTables are the tables of each read-model family, truncated
-// together when the family is rebuilt.
-var familyTables = map[projections.Family]string{
-	projections.FamilyUsers:      "users, family_groups, family_members, user_snapshots",
-	projections.FamilyDeliveries: "webhook_deliveries, webhook_attempts",
-	projections.FamilyReports:    "reports",
-	projections.FamilyOrders:     "goods, orders, order_items",
-	projections.FamilyBenefits:   "benefit_items, service_providers, cards, card_items, fulfillments",
-	projections.FamilyAudit:      "audit_facts",
+// readModelTables are the tables of each read model, truncated
+// together when the read model is rebuilt.
+var readModelTables = map[projections.ReadModel]string{
+	projections.ReadModelUsers:      "users, family_groups, family_members, user_snapshots",
+	projections.ReadModelDeliveries: "webhook_deliveries, webhook_attempts",
+	projections.ReadModelReports:    "reports",
+	projections.ReadModelOrders:     "goods, orders, order_items",
+	projections.ReadModelBenefits:   "benefit_items, service_providers, cards, card_items, fulfillments",
+	projections.ReadModelAudit:      "audit_facts",
 }
 
-// UpdateReports is the reports family's Update.
+// UpdateReports is the reports read model's Update.
 func (s *Store) UpdateReports(ctx context.Context, projection string, pos events.Position, fn func(projections.ReportTx) error) error {
 	return s.update(ctx, projection, pos, func(t *tx) error { return fn(t) })
 }
 
-// UpdateOrders is the orders family's Update.
+// UpdateOrders is the orders read model's Update.
 func (s *Store) UpdateOrders(ctx context.Context, projection string, pos events.Position, fn func(projections.OrderTx) error) error {
 	return s.update(ctx, projection, pos, func(t *tx) error { return fn(t) })
 }
 
-// UpdateBenefits is the benefits family's Update.
+// UpdateBenefits is the benefits read model's Update.
 func (s *Store) UpdateBenefits(ctx context.Context, projection string, pos events.Position, fn func(projections.BenefitTx) error) error {
 	return s.update(ctx, projection, pos, func(t *tx) error { return fn(t) })
 }
 
-// ResetFamily empties one family's tables and its checkpoint in one
-// transaction, for its rebuild; the other families keep serving.
-func (s *Store) ResetFamily(ctx context.Context, f projections.Family) error {
-	tables, ok := familyTables[f]
+// ResetReadModel empties one read model's tables and its checkpoint in one
+// transaction, for its rebuild; the other read models keep serving.
+func (s *Store) ResetReadModel(ctx context.Context, f projections.ReadModel) error {
+	tables, ok := readModelTables[f]
 	if !ok {
 		return fmt.Errorf("projections/postgres: no read-model family %q", f)
 	}
@@ -250,8 +250,8 @@ func (s *Store) ResetFamily(ctx context.Context, f projections.Family) error {
 // transaction). The nonces stay: the log cannot rebuild them.
 func (s *Store) Reset(ctx context.Context) error {
 	all := "checkpoints"
-	for _, f := range projections.Families {
-		all += ", " + familyTables[f]
+	for _, f := range projections.ReadModels {
+		all += ", " + readModelTables[f]
 	}
 	if _, err := s.pool.Exec(ctx, `TRUNCATE `+all); err != nil {
 		return fmt.Errorf("projections/postgres: reset: %w", err)
@@ -588,9 +588,9 @@ func (t *tx) EraseUser(ctx context.Context, openUserID int64) error {
 	return nil
 }
 
-// MarkErased records the position of an erasure the users family applied:
+// MarkErased records the position of an erasure the users read model applied:
 // the deleted rows stay in the files until the erasure purge, which waits
-// for every family to pass this position, rewrites them.
+// for every read model to pass this position, rewrites them.
 func (t *tx) MarkErased(ctx context.Context, pos events.Position) error {
 	if err := t.check(ctx); err != nil {
 		return err

@@ -113,7 +113,7 @@ func TestConcurrentOpen(t *testing.T) {
 
 // TestUpgradeFromOneSequence: a database migrated by the release with one
 // migration sequence and one read_models checkpoint opens without migrating
-// its tables again, and every family starts at the old checkpoint (no replay).
+// its tables again, and every read model starts at the old checkpoint (no replay).
 func TestUpgradeFromOneSequence(t *testing.T) {
 	ctx := context.Background()
 	url := pgtest.New(t)
@@ -150,15 +150,15 @@ INSERT INTO schema_migrations (version) SELECT generate_series(1, 7)`)
 
 	s = open(t, url)
 	defer s.Close()
-	for _, f := range projections.Families {
-		if f == projections.FamilyAudit {
+	for _, f := range projections.ReadModels {
+		if f == projections.ReadModelAudit {
 			continue // newer than that release: it starts from the log's beginning (below)
 		}
 		if got, err := s.Checkpoint(ctx, string(f)); err != nil || got != (events.Position{Commit: 77, Prepare: 76}) {
 			t.Errorf("%s checkpoint after the upgrade = %v, %v; want 77/76", f, got, err)
 		}
 	}
-	if got, _ := s.Checkpoint(ctx, string(projections.FamilyAudit)); !got.IsZero() {
+	if got, _ := s.Checkpoint(ctx, string(projections.ReadModelAudit)); !got.IsZero() {
 		t.Errorf("the audit family, new since, starts at %v, want the log's beginning", got)
 	}
 	if got, _ := s.Checkpoint(ctx, "read_models"); !got.IsZero() {

@@ -37,18 +37,18 @@ var PurgedTables = []string{
 // the master key for as long as its bytes stay in the file.
 var purgedIfPresent = []string{"platform_data_keys"}
 
-// erasingFamilies are the checkpoints of the families that apply
+// erasingReadModels are the checkpoints of the read models that apply
 // user.erased: the purge waits until each has passed the erasure, so the
 // rows it deleted or blanked are dead before the rewrite.
-var erasingFamilies = []string{"users", "deliveries", "reports", "orders"}
+var erasingReadModels = []string{"users", "deliveries", "reports", "orders"}
 
-// markErased records the position of an erasure the users family applied.
+// markErased records the position of an erasure the users read model applied.
 const markErased = `
 UPDATE erasure_purge SET erased_commit = $1, erased_prepare = $2, erased_at = now()
 WHERE id = 1 AND (erased_commit, erased_prepare) < ($1, $2)`
 
 // purgeDue reads the last erasure and the last purge, and whether every
-// erasing family has passed the erasure.
+// erasing read model has passed the erasure.
 const purgeDue = `
 SELECT p.erased_commit, p.erased_prepare, p.erased_at, p.purged_commit, p.purged_prepare,
     (SELECT count(*) FROM checkpoints c
@@ -74,13 +74,13 @@ type PurgeResult struct {
 	Tables map[string]time.Duration
 	// Took is the whole purge.
 	Took time.Duration
-	// Waiting is true when an erasure is recorded but a family has not
+	// Waiting is true when an erasure is recorded but a read model has not
 	// applied it yet: the next call purges.
 	Waiting bool
 }
 
 // PurgeErased rewrites the tables holding personal fields when an erasure
-// was applied since the last purge and every family that applies erasures
+// was applied since the last purge and every read model that applies erasures
 // has passed it; otherwise it does nothing. Each rewrite holds an ACCESS
 // EXCLUSIVE lock on its table (reads of that table wait) for as long as it
 // copies the table's live rows. Safe to call from several nodes: one runs,
@@ -112,7 +112,7 @@ func (s *Store) PurgeErased(ctx context.Context) (PurgeResult, error) {
 	var erasedC, erasedP, purgedC, purgedP int64
 	var erasedAt *time.Time
 	var caughtUp bool
-	if err := conn.QueryRow(ctx, purgeDue, erasingFamilies).Scan(&erasedC, &erasedP, &erasedAt, &purgedC, &purgedP, &caughtUp); err != nil {
+	if err := conn.QueryRow(ctx, purgeDue, erasingReadModels).Scan(&erasedC, &erasedP, &erasedAt, &purgedC, &purgedP, &caughtUp); err != nil {
 		return res, fmt.Errorf("projections/postgres: purge: %w", err)
 	}
 	if erasedC < purgedC || (erasedC == purgedC && erasedP <= purgedP) {

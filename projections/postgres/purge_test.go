@@ -71,7 +71,7 @@ WHERE c.oid IN (SELECT oid FROM t)
 
 // An erased person's plaintext leaves the read model's files: after the
 // erasure and a plain VACUUM the deleted rows' bytes (a name, a phone, an id
-// number) are still in the relation files; once every family that applies
+// number) are still in the relation files; once every read model that applies
 // erasures has passed the erasure, PurgeErased rewrites the tables and
 // they are gone, while the person kept is still there. A second call with
 // no new erasure does nothing.
@@ -119,7 +119,7 @@ func TestPurgeErasedLeavesNoPlaintextInTheFiles(t *testing.T) {
 		return nil
 	})
 	// The erasure at 20, in a batch that ends at 21 with an event only the
-	// users family reads: the others stop at 20.
+	// users read model reads: the others stop at 20.
 	erased := events.Envelope{Recorded: events.Recorded{ID: "ev-erased", Type: "user.erased", Stream: "user-1001", Position: pos(20)},
 		Payload: &catalog.UserErased{AppID: 1, OpenUserID: 1001, Reason: "r", ErasedBy: "operator:1", ErasedAt: at}}
 	if err := projections.UsersProjector(s).Apply(ctx, []events.Envelope{erased}, pos(21)); err != nil {
@@ -134,7 +134,7 @@ func TestPurgeErasedLeavesNoPlaintextInTheFiles(t *testing.T) {
 		t.Logf("after erasure and plain VACUUM, %q is still in %v", gone, held)
 	}
 
-	// The other erasing families have not passed the erasure: the purge waits.
+	// The other erasing read models have not passed the erasure: the purge waits.
 	res, err := s.PurgeErased(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -46,7 +46,7 @@ func BenchmarkMemberUpsertRefresh(b *testing.B) {
 		return 3
 	}
 	pos := int64(1)
-	err = s.Update(ctx, string(projections.FamilyUsers), events.Position{Commit: 1, Prepare: 1}, func(tx projections.UserTx) error {
+	err = s.Update(ctx, string(projections.ReadModelUsers), events.Position{Commit: 1, Prepare: 1}, func(tx projections.UserTx) error {
 		for u := int64(1); u <= 2*users; u++ {
 			if err := tx.PutUser(ctx, projections.User{AppID: app, OpenUserID: u, ChannelUserID: fmt.Sprint("c", u), Name: "n", Gender: "male", Status: "ACTIVE", RegisteredAt: at, UpdatedAt: at}); err != nil {
 				return err
@@ -83,7 +83,7 @@ func BenchmarkMemberUpsertRefresh(b *testing.B) {
 							if refresh {
 								t.refreshSnapshots()
 							}
-							t.batch.Queue(upsertCheckpoint, string(projections.FamilyUsers), pos, pos)
+							t.batch.Queue(upsertCheckpoint, string(projections.ReadModelUsers), pos, pos)
 							return t.flush(ctx)
 						})
 						if err != nil {

@@ -16,11 +16,11 @@ import (
 
 var _ subscribe.Shared = (*Store)(nil)
 
-// progressChannel is the LISTEN/NOTIFY channel on which families' owners
+// progressChannel is the LISTEN/NOTIFY channel on which read models' owners
 // announce their progress and operators' rebuild requests are broadcast.
 const progressChannel = "platform_projection_progress"
 
-// Progress implements subscribe.Shared: the family's generation, the
+// Progress implements subscribe.Shared: the read model's generation, the
 // generation a pending rebuild asked for, and its checkpoint.
 func (s *Store) Progress(ctx context.Context, projection string) (subscribe.Progress, error) {
 	var p subscribe.Progress
@@ -111,7 +111,7 @@ RETURNING generation, requested`, projection).Scan(&gen, &want)
 	return want, nil
 }
 
-// nextGeneration, inside a family's reset, moves its generation past every
+// nextGeneration, inside a read model's reset, moves its generation past every
 // request so far; the announcement of the new generation goes out with
 // the commit, together with the truncation.
 func (s *Store) nextGeneration(ctx context.Context, tx pgx.Tx, projection string) error {

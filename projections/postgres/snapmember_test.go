@@ -80,7 +80,7 @@ func docsStore(t *testing.T, ctx context.Context) (*postgres.Store, *pgx.Conn) {
 	return s, conn
 }
 
-// The documents the users family keeps (each member's JSON written with its
+// The documents the users read model keeps (each member's JSON written with its
 // row, concatenated by the refresh) are byte for byte the documents
 // the first definition builds from the rows, over random histories of
 // puts, soft and hard deletes, dissolved groups, erasures and owners
@@ -116,7 +116,7 @@ func TestSnapshotDocumentsMatchTheRowsForRandomHistories(t *testing.T) {
 	pos := uint64(0)
 	for round := 0; round < 60; round++ {
 		pos++
-		err := s.Update(ctx, string(projections.FamilyUsers), events.Position{Commit: pos, Prepare: pos}, func(tx projections.UserTx) error {
+		err := s.Update(ctx, string(projections.ReadModelUsers), events.Position{Commit: pos, Prepare: pos}, func(tx projections.UserTx) error {
 			for range 1 + rng.IntN(6) {
 				u := 1 + rng.Int64N(nUsers)
 				var err error
@@ -183,7 +183,7 @@ WHERE d.doc IS DISTINCT FROM r.doc`).Scan(&differ); err != nil || differ != 0 {
 	}
 }
 
-// Concurrent users-family transactions writing the same user's members
+// Concurrent users read model transactions writing the same user's members
 // (two writers, as two nodes in a lease hand-over would) leave documents
 // equal to the rows': a member's part is written by the statement that
 // writes its row, under that row's lock, and each refresh runs after its
@@ -192,7 +192,7 @@ func TestSnapshotDocumentsUnderConcurrentWriters(t *testing.T) {
 	ctx := context.Background()
 	s, conn := docsStore(t, ctx)
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	if err := s.Update(ctx, string(projections.FamilyUsers), events.Position{Commit: 1, Prepare: 1}, func(tx projections.UserTx) error {
+	if err := s.Update(ctx, string(projections.ReadModelUsers), events.Position{Commit: 1, Prepare: 1}, func(tx projections.UserTx) error {
 		return tx.PutUser(ctx, projections.User{AppID: 1, OpenUserID: 1, ChannelUserID: "c1", Name: "n", Gender: "male", Status: "ACTIVE", RegisteredAt: at, UpdatedAt: at})
 	}); err != nil {
 		t.Fatal(err)
@@ -268,7 +268,7 @@ func TestSnapshotChannelFreedAndTakenInOneUpdate(t *testing.T) {
 	}
 	for i, step := range steps {
 		pos := uint64(i + 1)
-		if err := s.Update(ctx, string(projections.FamilyUsers), events.Position{Commit: pos, Prepare: pos}, step); err != nil {
+		if err := s.Update(ctx, string(projections.ReadModelUsers), events.Position{Commit: pos, Prepare: pos}, step); err != nil {
 			t.Fatalf("step %d: %v", i, err)
 		}
 		compareDocs(t, ctx, conn, fmt.Sprint("after step ", i))

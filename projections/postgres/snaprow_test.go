@@ -53,11 +53,11 @@ func TestSnapshotRowRawEqualsPgxScan(t *testing.T) {
 					key := "k-" + time.Now().Format(time.RFC3339Nano)
 					args = append(args, "m", key, "GET", int64(42), expires, now)
 				}
-				family := "users"
+				readModel := "users"
 				if len(forms)%2 == 1 {
-					family = "no such family" // no checkpoint: NULLs
+					readModel = "no such family" // no checkpoint: NULLs
 				}
-				args = append(args, family, int64(1), user)
+				args = append(args, readModel, int64(1), user)
 				forms = append(forms, form{head: h, bind: bind, args: args})
 			}
 		}

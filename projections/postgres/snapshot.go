@@ -55,9 +55,9 @@ ins AS (
     RETURNING b.value, b.expires_at)
 `
 
-// Snapshot reads a user's snapshot in one statement: the users family's
+// Snapshot reads a user's snapshot in one statement: the users read model's
 // checkpoint (and the log's head under SeeHead) and the user's document in
-// user_snapshots (see migrations/snapshots), which the family writes in
+// user_snapshots (see migrations/snapshots), which the read model writes in
 // the transaction that moves its checkpoint, so the rows reflect exactly
 // the checkpoint read with them: a caller that finds the checkpoint at or
 // past the position it must see can answer with these rows at once.
@@ -235,7 +235,7 @@ func (s *Store) snapshot(ctx context.Context, q projections.SnapshotQuery, snap 
 	} else {
 		args = make([]any, 0, 3)
 	}
-	args = append(args, string(projections.FamilyUsers), q.AppID)
+	args = append(args, string(projections.ReadModelUsers), q.AppID)
 	if q.ChannelUserID != "" {
 		args = append(args, q.ChannelUserID)
 	} else {
@@ -285,7 +285,7 @@ func micro(us int64) time.Time { return time.UnixMicro(us).UTC() }
 // The users are one = ANY over an array, so that the generic plan
 // Postgres may settle on for the prepared statement looks them up by
 // primary key too: the earlier IN over a UNION of unnest planned as
-// a hash join over a sequential scan of users on every users-family
+// a hash join over a sequential scan of users on every users read model
 // transaction. It is a predicate
 // on users' rows, so a user listed twice is still written once.
 const refreshSnapshotsQuery = `

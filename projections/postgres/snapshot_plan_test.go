@@ -11,10 +11,10 @@ import (
 	"github.com/healthtech/partner-open-platform/projections"
 )
 
-// The users family's refresh of the snapshot documents plans the view
+// The users read model's refresh of the snapshot documents plans the view
 // user_snapshot_docs only on a connection's first few executions: Postgres
 // then settles on the prepared statement's generic plan (the pool's
-// statement cache prepares it once per connection), so a users-family
+// statement cache prepares it once per connection), so a users read model
 // transaction does not pay the view's planning (what a profile showed as
 // planning per transaction was these first executions).
 func TestSnapshotRefreshSettlesOnItsGenericPlan(t *testing.T) {
@@ -26,7 +26,7 @@ func TestSnapshotRefreshSettlesOnItsGenericPlan(t *testing.T) {
 	defer s.Close()
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	const users = 300
-	err = s.Update(ctx, string(projections.FamilyUsers), events.Position{Commit: 1, Prepare: 1}, func(tx projections.UserTx) error {
+	err = s.Update(ctx, string(projections.ReadModelUsers), events.Position{Commit: 1, Prepare: 1}, func(tx projections.UserTx) error {
 		for u := int64(1); u <= users; u++ {
 			if err := tx.PutUser(ctx, projections.User{AppID: 1, OpenUserID: u, ChannelUserID: fmt.Sprint("c", u), Name: "n", Gender: "male", Status: "ACTIVE", RegisteredAt: at, UpdatedAt: at}); err != nil {
 				return err

@@ -26,7 +26,7 @@ func TestSnapshotPrunesExpiredBindingsInItsRoundTrip(t *testing.T) {
 	defer s.Close()
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	pos := events.Position{Commit: 7, Prepare: 7}
-	if err := s.Update(ctx, string(projections.FamilyUsers), pos, func(tx projections.UserTx) error {
+	if err := s.Update(ctx, string(projections.ReadModelUsers), pos, func(tx projections.UserTx) error {
 		return tx.PutUser(ctx, projections.User{AppID: 1, OpenUserID: 10, ChannelUserID: "c-10", Name: "n", Gender: "male", Status: "ACTIVE", RegisteredAt: at, UpdatedAt: at})
 	}); err != nil {
 		t.Fatal(err)

@@ -52,7 +52,7 @@ func TestSnapshotsBackfilledOnUpgrade(t *testing.T) {
 	url := pgtest.New(t)
 	s := open(t, url)
 	pos := events.Position{Commit: 41, Prepare: 40}
-	err := s.Update(ctx, string(projections.FamilyUsers), pos, func(tx projections.UserTx) error {
+	err := s.Update(ctx, string(projections.ReadModelUsers), pos, func(tx projections.UserTx) error {
 		at := time.Date(2026, 1, 2, 3, 4, 5, 123456000, time.UTC)
 		phone := "13800138000"
 		if err := tx.PutUser(ctx, projections.User{AppID: 1, OpenUserID: 10, ChannelUserID: "c-10", Name: "张三", Phone: &phone, Gender: "male", Status: "ACTIVE", RegisteredAt: at, UpdatedAt: at}); err != nil {
@@ -92,7 +92,7 @@ DROP FUNCTION snapshot_member_json(family_members); DELETE FROM schema_versions 
 	}
 
 	// Erasure leaves nothing of the person in the documents either.
-	if err := s.Update(ctx, string(projections.FamilyUsers), events.Position{Commit: 42, Prepare: 42}, func(tx projections.UserTx) error {
+	if err := s.Update(ctx, string(projections.ReadModelUsers), events.Position{Commit: 42, Prepare: 42}, func(tx projections.UserTx) error {
 		return tx.EraseUser(ctx, 10)
 	}); err != nil {
 		t.Fatal(err)

@@ -19,8 +19,8 @@ var auditCases = []testCase{
 	{"ErasureIsAnAuditFact", testErasureAuditFact},
 }
 
-func auditOf(s Store) family[projections.AuditTx] {
-	return family[projections.AuditTx]{"audit", s.UpdateAudit}
+func auditOf(s Store) readModel[projections.AuditTx] {
+	return readModel[projections.AuditTx]{"audit", s.UpdateAudit}
 }
 
 // fact is audit fact i by actor about the subjects, i microseconds after base.
@@ -53,11 +53,11 @@ func testAuditNumbering(t *testing.T, s Store) {
 	addFacts(t, s, a) // replayed
 	a.Seq, b.Seq, b.EventIDs = 1, 2, []string{}
 	wantRows(t, "facts", allFacts(t, s, projections.AuditFilter{}), []projections.AuditFact{a, b})
-	if err := s.ResetFamily(ctx, projections.FamilyAudit); err != nil {
+	if err := s.ResetReadModel(ctx, projections.ReadModelAudit); err != nil {
 		t.Fatal(err)
 	}
 	if got := allFacts(t, s, projections.AuditFilter{}); len(got) != 0 {
-		t.Fatalf("after ResetFamily: %d facts", len(got))
+		t.Fatalf("after ResetReadModel: %d facts", len(got))
 	}
 	addFacts(t, s, fact(1, "operator:1", "user-1"))
 	if got := allFacts(t, s, projections.AuditFilter{}); len(got) != 1 || got[0].Seq != 1 {

@@ -621,8 +621,8 @@ func testBenefitTxReads(t *testing.T, s Store) {
 	wantRow(t, "card after commit", must(s.CardByNumber(ctx, 1, c.CardNumber))(t), c)
 	wantRows(t, "Fulfillments after commit", must(s.Fulfillments(ctx, projections.FulfillmentFilter{}))(t), []projections.Fulfillment{r})
 
-	// Families are separate transactions (each its own Update and
-	// checkpoint): no case writes two families at once.
+	// Read models are separate transactions (each its own Update and
+	// checkpoint): no case writes two read models at once.
 	write(t, benefitsOf(s), func(tx projections.BenefitTx) error { return tx.PutCard(ctx, cardOf(2, 2, 21)) })
 
 	// A later transaction reads committed rows of any app; a not-found read

@@ -16,7 +16,7 @@ import (
 	"github.com/healthtech/partner-open-platform/projections"
 )
 
-// The helpers every family's cases share: one way to write a family, to
+// The helpers every read model's cases share: one way to write a read model, to
 // read expecting success, to compare rows and lists of rows, to check a
 // failed Update, paging and limits.
 
@@ -37,33 +37,33 @@ func nextPos() events.Position {
 	return events.Position{Commit: n, Prepare: n}
 }
 
-// ---- writing a family ----
+// ---- writing a read model ----
 
-// family is one family's Update method and checkpoint name, so that one
-// set of helpers writes every family.
-type family[T any] struct {
+// readModel is one read model's Update method and checkpoint name, so that one
+// set of helpers writes every read model.
+type readModel[T any] struct {
 	name   string
 	update func(context.Context, string, events.Position, func(T) error) error
 }
 
-func usersOf(s Store) family[projections.UserTx] {
-	return family[projections.UserTx]{"users", s.Update}
+func usersOf(s Store) readModel[projections.UserTx] {
+	return readModel[projections.UserTx]{"users", s.Update}
 }
-func deliveriesOf(s Store) family[projections.DeliveryTx] {
-	return family[projections.DeliveryTx]{"deliveries", s.UpdateDeliveries}
+func deliveriesOf(s Store) readModel[projections.DeliveryTx] {
+	return readModel[projections.DeliveryTx]{"deliveries", s.UpdateDeliveries}
 }
-func reportsOf(s Store) family[projections.ReportTx] {
-	return family[projections.ReportTx]{"reports", s.UpdateReports}
+func reportsOf(s Store) readModel[projections.ReportTx] {
+	return readModel[projections.ReportTx]{"reports", s.UpdateReports}
 }
-func ordersOf(s Store) family[projections.OrderTx] {
-	return family[projections.OrderTx]{"orders", s.UpdateOrders}
+func ordersOf(s Store) readModel[projections.OrderTx] {
+	return readModel[projections.OrderTx]{"orders", s.UpdateOrders}
 }
-func benefitsOf(s Store) family[projections.BenefitTx] {
-	return family[projections.BenefitTx]{"benefits", s.UpdateBenefits}
+func benefitsOf(s Store) readModel[projections.BenefitTx] {
+	return readModel[projections.BenefitTx]{"benefits", s.UpdateBenefits}
 }
 
 // writeAt runs fn in one Update of f under projection at pos, which must succeed.
-func writeAt[T any](t *testing.T, f family[T], projection string, pos events.Position, fn func(T) error) {
+func writeAt[T any](t *testing.T, f readModel[T], projection string, pos events.Position, fn func(T) error) {
 	t.Helper()
 	if err := f.update(ctx, projection, pos, fn); err != nil {
 		t.Fatalf("Update(%q, %v): %v", projection, pos, err)
@@ -71,16 +71,16 @@ func writeAt[T any](t *testing.T, f family[T], projection string, pos events.Pos
 }
 
 // write runs fn in one Update of f at the next fixture position, which must succeed.
-func write[T any](t *testing.T, f family[T], fn func(T) error) {
+func write[T any](t *testing.T, f readModel[T], fn func(T) error) {
 	t.Helper()
 	writeAt(t, f, f.name, nextPos(), fn)
 }
 
 // try is write for an Update expected to fail.
-func try[T any](f family[T], fn func(T) error) error { return f.update(ctx, f.name, nextPos(), fn) }
+func try[T any](f readModel[T], fn func(T) error) error { return f.update(ctx, f.name, nextPos(), fn) }
 
 // putRows writes rows through put (a Tx method expression) in one Update of f.
-func putRows[T, R any](t *testing.T, f family[T], put func(T, context.Context, R) error, rows ...R) {
+func putRows[T, R any](t *testing.T, f readModel[T], put func(T, context.Context, R) error, rows ...R) {
 	t.Helper()
 	write(t, f, func(tx T) error {
 		for _, r := range rows {
@@ -103,11 +103,11 @@ func firstErr(errs ...error) error {
 	return nil
 }
 
-// failedUpdate is the scenario every family passes: seed is written at one
+// failedUpdate is the scenario every read model passes: seed is written at one
 // position, then an Update whose fn writes through spoil and fails; the
 // error must wrap fn's, the checkpoint stay at seed's, and check (run
 // before and after) find what seed wrote and nothing of spoil's.
-func failedUpdate[T any](t *testing.T, s Store, f family[T], seed, spoil func(T) error, check func(when string)) {
+func failedUpdate[T any](t *testing.T, s Store, f readModel[T], seed, spoil func(T) error, check func(when string)) {
 	t.Helper()
 	pos := nextPos()
 	writeAt(t, f, f.name, pos, seed)

@@ -502,8 +502,8 @@ func testOrderTxReads(t *testing.T, s Store) {
 	wantRow(t, "order after commit", must(s.OrderByCode(ctx, 1, o.OrderCode))(t), o)
 	wantRows(t, "goods after commit", must(s.GoodsList(ctx))(t), []projections.Goods{g})
 
-	// Families are separate transactions (each its own Update and
-	// checkpoint): no case writes two families at once.
+	// Read models are separate transactions (each its own Update and
+	// checkpoint): no case writes two read models at once.
 
 	// A later transaction reads committed rows of any app; a not-found read
 	// handled by fn does not spoil it.

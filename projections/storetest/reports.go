@@ -282,8 +282,8 @@ func testReportTxReads(t *testing.T, s Store) {
 
 	wantRow(t, "Report after commit", must(s.Report(ctx, 1, r.ReportID))(t), r)
 
-	// Families are separate transactions (each its own Update and
-	// checkpoint): no case writes two families at once.
+	// Read models are separate transactions (each its own Update and
+	// checkpoint): no case writes two read models at once.
 
 	// A later transaction reads committed rows of any app; a not-found read
 	// handled by fn does not spoil it.

@@ -23,7 +23,7 @@ type SnapshotStore interface {
 
 // RunSnapshot is the conformance suite of the snapshot read: it answers
 // exactly what User (or UserByChannelID), Groups and Members answer, with
-// the users family's checkpoint, and keeps tenancy.
+// the users read model's checkpoint, and keeps tenancy.
 func RunSnapshot(t *testing.T, open func(t *testing.T) SnapshotStore) {
 	t.Run("MatchesSeparateReadsWithCheckpoint", func(t *testing.T) {
 		s := open(t)
@@ -42,7 +42,7 @@ func RunSnapshot(t *testing.T, open func(t *testing.T) SnapshotStore) {
 			[]projections.Group{group(app, owner, 100), group(app, owner, 200), dissolved, group(2, 11, 400)},
 			[]projections.Member{member(app, owner, 100, 5), gone, member(app, owner, 100, 1), late, member(2, 11, 400, 7)})
 		pos := events.Position{Commit: 77, Prepare: 76}
-		writeAt(t, usersOf(s), string(projections.FamilyUsers), pos, func(projections.UserTx) error { return nil })
+		writeAt(t, usersOf(s), string(projections.ReadModelUsers), pos, func(projections.UserTx) error { return nil })
 
 		for _, q := range []projections.SnapshotQuery{
 			{AppID: app, OpenUserID: owner},
@@ -91,7 +91,7 @@ func RunSnapshot(t *testing.T, open func(t *testing.T) SnapshotStore) {
 		}
 		for i, step := range steps {
 			pos := events.Position{Commit: uint64(100 + i), Prepare: uint64(100 + i)}
-			writeAt(t, usersOf(s), string(projections.FamilyUsers), pos, step.fn)
+			writeAt(t, usersOf(s), string(projections.ReadModelUsers), pos, step.fn)
 			t.Logf("after %s", step.what)
 			wantSnapshot(t, s, byID, pos)
 			wantSnapshot(t, s, byChannel, pos)
@@ -100,7 +100,7 @@ func RunSnapshot(t *testing.T, open func(t *testing.T) SnapshotStore) {
 			t.Fatalf("after the writes: groups %+v, members %v; want group 100 with one member, member 2", snap.Groups, ids(snap.Members))
 		}
 		pos := events.Position{Commit: 200, Prepare: 200}
-		writeAt(t, usersOf(s), string(projections.FamilyUsers), pos, func(tx projections.UserTx) error { return tx.EraseUser(ctx, owner) })
+		writeAt(t, usersOf(s), string(projections.ReadModelUsers), pos, func(tx projections.UserTx) error { return tx.EraseUser(ctx, owner) })
 		for _, q := range []projections.SnapshotQuery{byID, byChannel} {
 			snap := must(s.Snapshot(ctx, q))(t)
 			if snap.Found || len(snap.Groups) != 0 || len(snap.Members) != 0 || snap.User.Name != "" || snap.Checkpoint != pos {
@@ -111,7 +111,7 @@ func RunSnapshot(t *testing.T, open func(t *testing.T) SnapshotStore) {
 		// user's channel id in one transaction with the erasure of another.
 		wantSnapshot(t, s, projections.SnapshotQuery{AppID: app, OpenUserID: 11}, pos)
 		pos = events.Position{Commit: 201, Prepare: 201}
-		writeAt(t, usersOf(s), string(projections.FamilyUsers), pos, func(tx projections.UserTx) error {
+		writeAt(t, usersOf(s), string(projections.ReadModelUsers), pos, func(tx projections.UserTx) error {
 			if err := tx.EraseUser(ctx, 11); err != nil {
 				return err
 			}
@@ -191,7 +191,7 @@ func RunSnapshot(t *testing.T, open func(t *testing.T) SnapshotStore) {
 		}
 		put(t, s, us, gs, ms)
 		pos := events.Position{Commit: 90, Prepare: 90}
-		writeAt(t, usersOf(s), string(projections.FamilyUsers), pos, func(projections.UserTx) error { return nil })
+		writeAt(t, usersOf(s), string(projections.ReadModelUsers), pos, func(projections.UserTx) error { return nil })
 		const readers = 96
 		snaps := make([]projections.Snapshot, readers)
 		errs := make([]error, readers)

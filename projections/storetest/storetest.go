@@ -1,6 +1,6 @@
 // Package storetest is the conformance suite of the read-model port: the
 // embedded and the Postgres stores must answer the query API identically, so
-// both run exactly these cases, family by family.
+// both run exactly these cases, read model by read model.
 package storetest
 
 import (
@@ -15,8 +15,8 @@ import (
 	"github.com/healthtech/partner-open-platform/projections"
 )
 
-// Store is an adapter under test: every family's port, the nonce store,
-// and the adapter's own Reset (every family) and Close.
+// Store is an adapter under test: every read model's port, the nonce store,
+// and the adapter's own Reset (every read model) and Close.
 type Store interface {
 	projections.UserStore
 	projections.DeliveryStore
@@ -29,18 +29,18 @@ type Store interface {
 	Close() error
 }
 
-// testCase is one case of a family's sub-suite, run on a fresh store.
+// testCase is one case of a read model's sub-suite, run on a fresh store.
 type testCase struct {
 	name string
 	fn   func(t *testing.T, s Store)
 }
 
 // Run checks that the stores made by open honour every promise of each
-// family's port (users, deliveries, reports, orders, benefits, audit), of the
-// nonce store and of the families side by side, so that the query API, the
+// read model's port (users, deliveries, reports, orders, benefits, audit), of the
+// nonce store and of the read models side by side, so that the query API, the
 // delivery log, the dispatcher, the report pull, the replay guard and the
 // order and benefit reads behave the same whichever store the deployment
-// uses. Each family is a sub-suite; open is called once per case and must
+// uses. Each read model is a sub-suite; open is called once per case and must
 // return an empty store, which Run closes when the case ends.
 func Run(t *testing.T, open func(t *testing.T) Store) {
 	t.Helper()
@@ -55,7 +55,7 @@ func Run(t *testing.T, open func(t *testing.T) Store) {
 		{"benefits", benefitCases},
 		{"audit", auditCases},
 		{"nonces", nonceCases()},
-		{"families", familyCases},
+		{"readmodels", readModelCases},
 	} {
 		t.Run(suite.name, func(t *testing.T) {
 			for _, c := range suite.cases {

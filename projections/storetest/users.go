@@ -42,7 +42,7 @@ var userCases = []testCase{
 	{"ErasedUsersReplay", testErasedUsersReplay},
 }
 
-// The cases of the users family: users, their family groups and members, and the checkpoints every family shares.
+// The cases of the users read model: users, their family groups and members, and the checkpoints every read model shares.
 
 func fullUser(app, open int64, channel string) projections.User {
 	return projections.User{

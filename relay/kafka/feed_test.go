@@ -12,6 +12,7 @@ import (
 
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/events/catalog"
+	eventskafka "github.com/healthtech/partner-open-platform/events/kafka"
 	"github.com/healthtech/partner-open-platform/events/memory"
 	"github.com/healthtech/partner-open-platform/relay"
 	"github.com/healthtech/partner-open-platform/relay/feed"
@@ -26,7 +27,7 @@ import (
 func TestRelaySplitsInternalAndAnalyticsTopics(t *testing.T) {
 	onEachCluster(t, func(t *testing.T, k *cluster) {
 		addrs := k.addrs
-		internal, analytics := k.topic(relaykafka.DefaultInternalTopic, 3), k.topic(relaykafka.DefaultTopic, 3)
+		internal, analytics := k.topic(eventskafka.DefaultInternalTopic, 3), k.topic(relaykafka.DefaultTopic, 3)
 
 		store := memory.New()
 		defer store.Close()
@@ -95,14 +96,14 @@ func TestRelaySplitsInternalAndAnalyticsTopics(t *testing.T) {
 			for _, h := range r.Headers {
 				headers[h.Key] = string(h.Value)
 			}
-			id := headers[relaykafka.HeaderEventID]
+			id := headers[eventskafka.HeaderEventID]
 			want, ok := wantMsgs[id]
 			if !ok || seen[id] {
 				t.Fatalf("unexpected or repeated analytics record %s %s", id, r.Value)
 			}
 			seen[id] = true
-			if !bytes.Equal(r.Value, want.Value) || !bytes.Equal(r.Key, want.Key) || headers[relaykafka.HeaderSchema] != want.Schema ||
-				headers[relaykafka.HeaderEventType] != want.Type || len(headers) != 3 {
+			if !bytes.Equal(r.Value, want.Value) || !bytes.Equal(r.Key, want.Key) || headers[eventskafka.HeaderSchema] != want.Schema ||
+				headers[eventskafka.HeaderEventType] != want.Type || len(headers) != 3 {
 				t.Fatalf("record key %q headers %v value %s, want key %q value %s", r.Key, headers, r.Value, want.Key, want.Value)
 			}
 			for _, pii := range append([]string{feedtest.CardNumber, "user-4242"}, feedtest.Personal...) {

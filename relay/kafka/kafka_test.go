@@ -2,7 +2,6 @@ package kafka_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -16,6 +15,7 @@ import (
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/internal/kafkatest"
 	relaykafka "github.com/healthtech/partner-open-platform/relay/kafka"
+	webhookkafka "github.com/healthtech/partner-open-platform/webhooks/kafka"
 )
 
 // newCluster starts an in-process Kafka broker on loopback holding topic
@@ -135,7 +135,7 @@ func consume(t *testing.T, addrs []string, topic, group string, c *collector) {
 	ctx, cancel := context.WithCancel(testContext(t))
 	defer cancel()
 	done := make(chan error, 1)
-	go func() { done <- relaykafka.NewSource(addrs, topic, group, quietLog()).Run(ctx, c.handle) }()
+	go func() { done <- webhookkafka.NewSource(addrs, topic, group, quietLog()).Run(ctx, c.handle) }()
 	select {
 	case <-c.full:
 	case err := <-done:
@@ -184,110 +184,6 @@ func produce(t *testing.T, p *relaykafka.Producer, evs []events.Recorded, batch 
 		}
 		evs = evs[n:]
 	}
-}
-
-func TestProducerAndSourceKeepPerStreamOrder(t *testing.T) {
-	onEachCluster(t, func(t *testing.T, k *cluster) {
-		addrs := k.addrs
-		// The fake proves the default topic; the shared broker needs its own.
-		topic := k.topic(relaykafka.DefaultInternalTopic, 3)
-		if topic == relaykafka.DefaultInternalTopic {
-			topic = ""
-		}
-		p := relaykafka.NewProducer(addrs, topic)
-		defer p.Close()
-		evs := makeEvents("e2e", 300, 20, 1)
-		produce(t, p, evs, 64)
-
-		c := newCollector(len(evs))
-		consume(t, addrs, topic, k.group("dispatcher"), c)
-		checkPerStreamOrder(t, c.events(), evs)
-	})
-}
-
-func TestSourceResumesAtFirstUncommittedMessage(t *testing.T) {
-	onEachCluster(t, func(t *testing.T, k *cluster) {
-		addrs, topic, group := k.addrs, k.topic("resume", 3), k.group("G")
-		p := relaykafka.NewProducer(addrs, topic)
-		defer p.Close()
-		evs := makeEvents("res", 120, 9, 1)
-		produce(t, p, evs, 40)
-
-		// First run: the 61st event fails, which must stop Run uncommitted.
-		const n = 60
-		errBoom := errors.New("downstream unavailable")
-		var failed events.Recorded
-		first := newCollector(-1)
-		first.fail = func(handled int, ev events.Recorded) error {
-			if handled == n {
-				failed = ev
-				return errBoom
-			}
-			return nil
-		}
-		err := relaykafka.NewSource(addrs, topic, group, quietLog()).Run(testContext(t), first.handle)
-		if !errors.Is(err, errBoom) {
-			t.Fatalf("Run returned %v, want the handler's error", err)
-		}
-		handled := first.events()
-		if len(handled) != n {
-			t.Fatalf("handled %d events before the failure, want %d", len(handled), n)
-		}
-
-		// Second run, same group: exactly the rest, starting in each stream
-		// right after the last committed revision, the failed event included.
-		second := newCollector(len(evs) - n)
-		consume(t, addrs, topic, group, second)
-		resumed := second.events()
-		checkPerStreamOrder(t, append(handled, resumed...), evs)
-		next := map[string]uint64{}
-		for _, ev := range handled {
-			next[ev.Stream] = ev.Revision + 1
-		}
-		for _, ev := range resumed {
-			if want, ok := next[ev.Stream]; ok && ev.Revision != want {
-				t.Fatalf("stream %s resumed at revision %d, want %d", ev.Stream, ev.Revision, want)
-			}
-			next[ev.Stream] = ev.Revision + 1
-		}
-		for _, ev := range resumed {
-			if ev.Stream == failed.Stream {
-				if ev.ID != failed.ID {
-					t.Fatalf("stream %s resumed with %s, want the failed %s", ev.Stream, ev.ID, failed.ID)
-				}
-				break
-			}
-		}
-	})
-}
-
-func TestSourceCommitsAHandledMessageDuringShutdown(t *testing.T) {
-	onEachCluster(t, func(t *testing.T, k *cluster) {
-		addrs, topic, group := k.addrs, k.topic("shutdown", 3), k.group("G")
-		p := relaykafka.NewProducer(addrs, topic)
-		defer p.Close()
-		evs := makeEvents("stop", 30, 5, 1)
-		produce(t, p, evs, 30)
-
-		// The first event is handled successfully while shutdown begins.
-		ctx, cancel := context.WithCancel(testContext(t))
-		var first events.Recorded
-		err := relaykafka.NewSource(addrs, topic, group, quietLog()).Run(ctx, func(_ context.Context, ev events.Recorded) error {
-			first = ev
-			cancel()
-			return nil
-		})
-		if err != nil {
-			t.Fatalf("Run after cancel: %v", err)
-		}
-		rest := newCollector(len(evs) - 1)
-		consume(t, addrs, topic, group, rest)
-		for _, ev := range rest.events() {
-			if ev.ID == first.ID {
-				t.Fatalf("%s was handled and yet delivered again", ev.ID)
-			}
-		}
-	})
 }
 
 func TestEnsureTopicCreatesOnceAndIsIdempotent(t *testing.T) {

@@ -1,3 +1,13 @@
+// Package kafka is the relay's Kafka producer: it writes every event of the
+// log to the internal topic in the log's wire format (package events/kafka),
+// which the webhook dispatcher consumes (package webhooks/kafka), and, with a
+// feed, the published events to the analytics topic.
+//
+// The analytics topic (default "platform.events") is the published feed:
+// business events only, transformed by package relay/feed (versioned
+// envelope, allow-listed fields, keyed pseudonyms), one JSON Schema per type
+// in relay/feed/schemas. Its headers are event-id, event-type and schema
+// ("<type>/v<n>"); its key is the envelope's stream.
 package kafka
 
 import (
@@ -12,14 +22,18 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/healthtech/partner-open-platform/events"
+	eventskafka "github.com/healthtech/partner-open-platform/events/kafka"
 	"github.com/healthtech/partner-open-platform/relay"
 	"github.com/healthtech/partner-open-platform/relay/feed"
 )
 
+// DefaultTopic is the published analytics topic unless configured otherwise.
+const DefaultTopic = "platform.events"
+
 // Producer returns only once every in-sync replica acknowledged the whole
 // batch, on every topic it writes to.
 type Producer struct {
-	topic string // internal topic: every event, byte-exact (Encode)
+	topic string // internal topic: every event, byte-exact (eventskafka.Encode)
 	// analytics, when feed is set, receives the published events transformed.
 	analytics string
 	feed      *feed.Transformer
@@ -40,27 +54,27 @@ func (p *Producer) WithStreamNames(rename func(string) string) *Producer {
 	return p
 }
 
-// encode is Encode with the producer's stream names.
+// encode is eventskafka.Encode with the producer's stream names.
 func (p *Producer) encode(ev events.Recorded) kafka.Message {
 	if p.rename != nil {
 		ev.Stream = p.rename(ev.Stream)
 	}
-	return Encode(p.topic, ev)
+	return eventskafka.Encode(p.topic, ev)
 }
 
 var _ relay.Producer = (*Producer)(nil)
 
-// NewProducer writes every event in the internal format (Encode) to topic
-// (DefaultInternalTopic if empty) and nothing else.
+// NewProducer writes every event in the internal format (eventskafka.Encode) to topic
+// (eventskafka.DefaultInternalTopic if empty) and nothing else.
 func NewProducer(brokers []string, topic string) *Producer {
 	if topic == "" {
-		topic = DefaultInternalTopic
+		topic = eventskafka.DefaultInternalTopic
 	}
 	return &Producer{
 		topic: topic,
 		w: &kafka.Writer{
 			// Topic stays empty: kafka-go refuses a topic on both the
-			// Writer and the Message, and Encode sets it on the Message.
+			// Writer and the Message, and eventskafka.Encode sets it on the Message.
 			Addr:         kafka.TCP(brokers...),
 			Balancer:     &kafka.Hash{},
 			RequiredAcks: kafka.RequireAll,
@@ -104,9 +118,9 @@ func (p *Producer) Produce(ctx context.Context, evs []events.Recorded) error {
 		}
 		if ok {
 			msgs = append(msgs, kafka.Message{Topic: p.analytics, Key: m.Key, Value: m.Value, Headers: []kafka.Header{
-				{Key: HeaderEventID, Value: []byte(ev.ID)},
-				{Key: HeaderEventType, Value: []byte(ev.Type)},
-				{Key: HeaderSchema, Value: []byte(m.Schema)},
+				{Key: eventskafka.HeaderEventID, Value: []byte(ev.ID)},
+				{Key: eventskafka.HeaderEventType, Value: []byte(ev.Type)},
+				{Key: eventskafka.HeaderSchema, Value: []byte(m.Schema)},
 			}})
 		}
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/events"
+	eventskafka "github.com/healthtech/partner-open-platform/events/kafka"
 )
 
 // A binding stream of a log written before hashed names is named after the
@@ -25,11 +26,11 @@ func TestLegacyBindingStreamsLeaveHashed(t *testing.T) {
 		t.Fatalf("key %s value %s, want stream %s", m.Key, m.Value, want)
 	}
 	for _, h := range m.Headers {
-		if h.Key == HeaderStream && string(h.Value) != want {
+		if h.Key == eventskafka.HeaderStream && string(h.Value) != want {
 			t.Fatalf("stream header %s", h.Value)
 		}
 	}
-	if got, err := Decode(m); err != nil || got.Stream != want {
+	if got, err := eventskafka.Decode(m); err != nil || got.Stream != want {
 		t.Fatalf("decoded %+v %v", got, err)
 	}
 	if strings.Contains(string(m.Key)+string(m.Value), "li.lei") {

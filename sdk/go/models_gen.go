@@ -704,7 +704,7 @@ type DeliveryAttempt struct {
 	LatencyMs int64 `json:"latency_ms"`
 	// Outcome is: `delivered` (2xx), `retry` (failed, another attempt scheduled), `abandoned` (failed, retries exhausted), `dead_letter` (the same for plugin events), `refused` (the target is not allowed; never retried, the delivery is abandoned).
 	Outcome string `json:"outcome"`
-	// ResponseExcerpt is: The start of the receiver's answer (at most 256 bytes of UTF-8), empty when it sent none or the delivery's user was erased. It is kept as long as the delivery, sealed with the data key of the person the delivery is about, so erasing them erases it.
+	// ResponseExcerpt is: The start of the receiver's answer (at most 256 bytes of UTF-8), empty when it sent none or the delivery's user was erased. It is kept as long as the delivery, sealed with the data key of the person the delivery is about, so erasing them erases it. The admin read shows `[redacted]` unless an auditor reveals it.
 	ResponseExcerpt string `json:"response_excerpt,omitempty"`
 	// StatusCode is: The receiver's HTTP status; null when there was no response.
 	StatusCode *int64 `json:"status_code"`

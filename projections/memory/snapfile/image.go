@@ -5,14 +5,14 @@ import (
 	"github.com/healthtech/partner-open-platform/projections"
 )
 
-// Image is one read-model family's rows at its checkpoint: what a
-// snapshot keeps so that a start can restore the family and follow the log
+// Image is one read model's rows at its checkpoint: what a
+// snapshot keeps so that a start can restore the read model and follow the log
 // from Checkpoint instead of replaying it all. Only rows are kept; the
 // indexes are rebuilt by the same writes the projector makes, so a restored
-// family answers exactly as the replayed one did. Rows are ordered by their
+// read model answers exactly as the replayed one did. Rows are ordered by their
 // key, so two images of equal read models are equal.
 type Image struct {
-	Family     projections.Family
+	ReadModel  projections.ReadModel
 	Checkpoint events.Position
 
 	Users   []projections.User

@@ -74,7 +74,7 @@ func WriteV2(path string, h Header, aead cipher.AEAD, images []Image, dirs []Dir
 		return err
 	}
 	for i := range images {
-		// The tables follow Family and Checkpoint in Image, in the
+		// The tables follow ReadModel and Checkpoint in Image, in the
 		// order of imageFields.
 		v := reflect.ValueOf(images[i])
 		for fi := range imageFields {

@@ -108,7 +108,7 @@ func writeSections(w io.Writer, images []Image, dirs []Directory) error {
 				to := min(from+sectionRows, n)
 				buf = f.encode(append(buf[:0], zero[:]...), im, from, to)
 				if err := section(uint32(i), uint16(fi), buf); err != nil {
-					return fmt.Errorf("snapshot %s: %w", im.Family, err)
+					return fmt.Errorf("snapshot %s: %w", im.ReadModel, err)
 				}
 			}
 		}
@@ -133,15 +133,15 @@ type decodedImage struct {
 }
 
 // readSections reads version 2 or 3 sections from r (the opened chunks) and
-// hands each family's image to restore as soon as every one of its
+// hands each read model's image to restore as soon as every one of its
 // sections is decoded: sections are decoded concurrently (at most
 // GOMAXPROCS at a time, which also bounds the encoded bytes held) and
-// families are restored concurrently, each in one call. It returns the
+// read models are restored concurrently, each in one call. It returns the
 // directory journals once everything is decoded and restored; any error,
 // from the file or from restore, is returned after every goroutine ended.
 func readSections(r io.Reader, h Header, version int, restore func(Image) error) ([]Directory, error) {
 	workers := make(chan struct{}, max(runtime.GOMAXPROCS(0), 2))
-	images := make([]*decodedImage, len(h.Families))
+	images := make([]*decodedImage, len(h.ReadModels))
 	var restores sync.WaitGroup
 	var errMu sync.Mutex
 	var firstErr error
@@ -174,7 +174,7 @@ func readSections(r io.Reader, h Header, version int, restore func(Image) error)
 					fail(d.err)
 					return
 				}
-				im := Image{Family: h.Families[i].Family, Checkpoint: h.Families[i].Checkpoint}
+				im := Image{ReadModel: h.ReadModels[i].ReadModel, Checkpoint: h.ReadModels[i].Checkpoint}
 				for fi, parts := range d.parts {
 					if len(parts) > 0 {
 						imageFields[fi].assemble(&im, parts)
@@ -242,7 +242,7 @@ func readSections(r io.Reader, h Header, version int, restore func(Image) error)
 				defer d.mu.Unlock()
 				if err != nil {
 					if d.err == nil {
-						d.err = fmt.Errorf("%w: %s: %v", ErrInvalid, h.Families[owner].Family, err)
+						d.err = fmt.Errorf("%w: %s: %v", ErrInvalid, h.ReadModels[owner].ReadModel, err)
 					}
 					return
 				}
@@ -266,7 +266,7 @@ func readSections(r io.Reader, h Header, version int, restore func(Image) error)
 		return nil, fmt.Errorf("%w: directories disagree with the header", ErrInvalid)
 	}
 	for i, d := range dirs {
-		if d.Name != string(h.Directories[i].Family) || d.Checkpoint != h.Directories[i].Checkpoint {
+		if d.Name != string(h.Directories[i].ReadModel) || d.Checkpoint != h.Directories[i].Checkpoint {
 			return nil, fmt.Errorf("%w: directory %d disagrees with the header", ErrInvalid, i)
 		}
 	}

@@ -1,5 +1,5 @@
 // Package snapfile is the embedded read models' snapshot file: a clear JSON
-// header naming each family's place in the log, then the families' rows
+// header naming each read model's place in the log, then the read models' rows
 // (Image) in sections of a hand-written row codec, sealed in chunks with a
 // data key so that destroying the key shreds the file. It reads the two
 // older formats too. The in-memory store (projections/memory) makes and
@@ -27,9 +27,9 @@ import (
 )
 
 // snapshotMagic opens every snapshot file; the digit is the format version.
-// Version 2 keeps each table of a family in sections of at most
+// Version 2 keeps each table of a read model in sections of at most
 // sectionRows rows, each an independent gob stream, so a start decodes
-// them on every core and restores each family as soon as its sections are
+// them on every core and restores each read model as soon as its sections are
 // decoded. Version 3 has the same sections, each in the hand-written row
 // codec (codec.go) instead of gob, which decodes several times
 // faster with far less garbage. Versions 1 (one gob stream) and 2 are
@@ -51,19 +51,19 @@ const snapshotChunk = 1 << 20
 var ErrInvalid = errors.New("projections/memory/snapfile: snapshot invalid")
 
 // Header describes a snapshot file in clear (it holds no personal
-// data): which key seals it and which log position each family reflects,
+// data): which key seals it and which log position each read model reflects,
 // with the id of the event at that position, so a start can check that the
-// log still holds exactly that event before it trusts the family.
+// log still holds exactly that event before it trusts the read model.
 type Header struct {
 	// KeySubject names the data key (in the personal-data key store) that
 	// seals the body; destroying it makes the body unreadable for good.
-	KeySubject string    `json:"key_subject"`
-	Created    time.Time `json:"created"`
-	Families   []Family  `json:"families"`
+	KeySubject string      `json:"key_subject"`
+	Created    time.Time   `json:"created"`
+	ReadModels []ReadModel `json:"families"`
 	// Directories are the journaled in-memory projections (app and
-	// operator directories, analyzer), by name in Family; Rows counts
+	// operator directories, analyzer), by name in ReadModel; Rows counts
 	// their journal's positions.
-	Directories []Family `json:"directories,omitempty"`
+	Directories []ReadModel `json:"directories,omitempty"`
 	// Version is the file's format (from its magic, not stored here): a
 	// start that restores an older one writes a new one once caught up.
 	Version int `json:"-"`
@@ -77,10 +77,10 @@ type Directory struct {
 	Positions  []events.Position
 }
 
-// Family is one family's place in the log as a snapshot holds it.
-type Family struct {
-	Family     projections.Family `json:"family"`
-	Checkpoint events.Position    `json:"checkpoint"`
+// ReadModel is one read model's place in the log as a snapshot holds it.
+type ReadModel struct {
+	ReadModel  projections.ReadModel `json:"family"`
+	Checkpoint events.Position       `json:"checkpoint"`
 	// EventID is the id of the event at Checkpoint ("" at the log's start).
 	EventID string `json:"event_id"`
 	Rows    int    `json:"rows"`
@@ -198,30 +198,30 @@ func readHeader(r io.Reader) (Header, []byte, int, error) {
 }
 
 // Read opens a snapshot with aead and returns its header, the
-// family images (in the header's order) and the directory journals it
+// read model images (in the header's order) and the directory journals it
 // holds; any damage gives ErrInvalid.
 func Read(path string, aead cipher.AEAD) (Header, []Image, []Directory, error) {
 	var mu sync.Mutex
-	byFamily := map[projections.Family]Image{}
+	byReadModel := map[projections.ReadModel]Image{}
 	h, dirs, err := ReadEach(path, aead, func(im Image) error {
 		mu.Lock()
-		byFamily[im.Family] = im
+		byReadModel[im.ReadModel] = im
 		mu.Unlock()
 		return nil
 	})
 	if err != nil {
 		return Header{}, nil, nil, err
 	}
-	images := make([]Image, 0, len(h.Families))
-	for _, f := range h.Families {
-		images = append(images, byFamily[f.Family])
+	images := make([]Image, 0, len(h.ReadModels))
+	for _, f := range h.ReadModels {
+		images = append(images, byReadModel[f.ReadModel])
 	}
 	return h, images, dirs, nil
 }
 
-// ReadEach opens a snapshot with aead and hands each family image
+// ReadEach opens a snapshot with aead and hands each read model image
 // to restore as soon as it is decoded, from several goroutines at once (one
-// call per family), so a start decodes and restores on every core; it
+// call per read model), so a start decodes and restores on every core; it
 // returns the header and the directory journals. The file's end is checked
 // last: on any error (ErrInvalid for damage, or restore's own) the
 // caller must drop whatever restore was given.
@@ -260,8 +260,8 @@ func ReadEach(path string, aead cipher.AEAD, restore func(Image) error) (Header,
 // image, then the directories.
 func readV1(or *openReader, h Header, restore func(Image) error) ([]Directory, error) {
 	dec := gob.NewDecoder(or)
-	images := make([]Image, 0, len(h.Families))
-	for range h.Families {
+	images := make([]Image, 0, len(h.ReadModels))
+	for range h.ReadModels {
 		var im Image
 		if err := dec.Decode(&im); err != nil {
 			return nil, fmt.Errorf("%w: body: %v", ErrInvalid, err)
@@ -273,7 +273,7 @@ func readV1(or *openReader, h Header, restore func(Image) error) ([]Directory, e
 		return nil, fmt.Errorf("%w: directories: %v", ErrInvalid, err)
 	}
 	for i, im := range images {
-		if im.Family != h.Families[i].Family || im.Checkpoint != h.Families[i].Checkpoint {
+		if im.ReadModel != h.ReadModels[i].ReadModel || im.Checkpoint != h.ReadModels[i].Checkpoint {
 			return nil, fmt.Errorf("%w: family %d disagrees with the header", ErrInvalid, i)
 		}
 	}
@@ -281,7 +281,7 @@ func readV1(or *openReader, h Header, restore func(Image) error) ([]Directory, e
 		return nil, fmt.Errorf("%w: directories disagree with the header", ErrInvalid)
 	}
 	for i, d := range dirs {
-		if d.Name != string(h.Directories[i].Family) || d.Checkpoint != h.Directories[i].Checkpoint {
+		if d.Name != string(h.Directories[i].ReadModel) || d.Checkpoint != h.Directories[i].Checkpoint {
 			return nil, fmt.Errorf("%w: directory %d disagrees with the header", ErrInvalid, i)
 		}
 	}

@@ -732,7 +732,7 @@ export interface Delivery {
 export interface DeliveryAttempt {
   /** 1-based over the delivery's whole life. */
   attempt: number;
-  /** The start of the receiver's answer (at most 256 bytes of UTF-8), empty when it sent none or the delivery's user was erased. It is kept as long as the delivery, sealed with the data key of the person the delivery is about, so erasing them erases it. */
+  /** The start of the receiver's answer (at most 256 bytes of UTF-8), empty when it sent none or the delivery's user was erased. It is kept as long as the delivery, sealed with the data key of the person the delivery is about, so erasing them erases it. The admin read shows `[redacted]` unless an auditor reveals it. */
   response_excerpt?: string;
   /** When the attempt started (RFC 3339, UTC, fractional seconds). */
   at: string;

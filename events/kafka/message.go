@@ -1,17 +1,15 @@
-// Package kafka carries the event log over Kafka on two topics: a Producer
-// for the relay and a consumer-group Source for the webhook dispatcher.
+// Package kafka is the event log's wire format on Kafka: how one event of
+// the log becomes one message (Encode) and back (Decode). The relay's
+// producer (relay/kafka) writes it and the webhook dispatcher's consumer
+// (webhooks/kafka) reads it.
 //
 // The internal topic (default "platform.internal.events") is plumbing
 // between nodes, not a published interface: every event of the log, personal
 // data and webhook bookkeeping included, byte for byte, for the dispatcher
-// (group "platform-webhooks", see WebhookGroup). Restrict it with ACLs to the platform's own
-// principals. This comment is its message format.
-//
-// The analytics topic (default "platform.events") is the published feed:
-// business events only, transformed by package relay/feed (versioned
-// envelope, allow-listed fields, keyed pseudonyms), one JSON Schema per type
-// in relay/feed/schemas. Its headers are event-id, event-type and schema
-// ("<type>/v<n>"); its key is the envelope's stream.
+// (group "platform-webhooks", see webhooks/kafka.WebhookGroup). Restrict it
+// with ACLs to the platform's own principals. This comment is its message
+// format. The published analytics topic is another format, package
+// relay/feed's (see relay/kafka).
 //
 // # Topic and key (internal topic)
 //
@@ -73,9 +71,6 @@ import (
 
 	"github.com/healthtech/partner-open-platform/events"
 )
-
-// DefaultTopic is the published analytics topic unless configured otherwise.
-const DefaultTopic = "platform.events"
 
 // DefaultInternalTopic carries every event byte-exact to the dispatcher; it is not a published interface.
 const DefaultInternalTopic = "platform.internal.events"

@@ -9,6 +9,7 @@ import (
 
 	"github.com/healthtech/partner-open-platform/events"
 	relaykafka "github.com/healthtech/partner-open-platform/relay/kafka"
+	webhookkafka "github.com/healthtech/partner-open-platform/webhooks/kafka"
 )
 
 // pipeline records what a pipelined run of the source prepared and
@@ -63,7 +64,7 @@ func runPipelined(t *testing.T, addrs []string, topic, group string, p *pipeline
 	ctx, cancel := context.WithCancel(testContext(t))
 	ch := make(chan error, 1)
 	go func() {
-		ch <- relaykafka.RunPipelined(ctx, relaykafka.NewSource(addrs, topic, group, quietLog()), p.prepare, p.commit)
+		ch <- webhookkafka.RunPipelined(ctx, webhookkafka.NewSource(addrs, topic, group, quietLog()), p.prepare, p.commit)
 	}()
 	return ch, func() error { cancel(); return <-ch }
 }

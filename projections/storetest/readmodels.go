@@ -10,17 +10,17 @@ import (
 	"github.com/healthtech/partner-open-platform/projections"
 )
 
-// familyCases are the cases of the families sub-suite.
-var familyCases = []testCase{
-	{"ResetFamilyLeavesTheOthers", testResetFamily},
-	{"FamiliesUpdateConcurrently", testFamiliesConcurrently},
+// readModelCases are the cases of the read models sub-suite.
+var readModelCases = []testCase{
+	{"ResetReadModelLeavesTheOthers", testResetReadModel},
+	{"ReadModelsUpdateConcurrently", testReadModelsConcurrently},
 	{"ResetEmptiesOrdersAndBenefits", testResetCommerce},
 }
 
-// The cross-family cases: what one family does to the others.
+// The cross-read-model cases: what one read model does to the others.
 
-// fillFamilies writes one row into every family, each through its own Update.
-func fillFamilies(t *testing.T, s Store) {
+// fillReadModels writes one row into every read model, each through its own Update.
+func fillReadModels(t *testing.T, s Store) {
 	t.Helper()
 	put(t, s, []projections.User{fullUser(1, 10, "c")}, nil, nil)
 	putDeliveries(t, s, dlv(1, 1))
@@ -30,8 +30,8 @@ func fillFamilies(t *testing.T, s Store) {
 	addFacts(t, s, fact(1, "operator:1", "user-10"))
 }
 
-// familyRows reports which families still hold their fixture row.
-func familyRows(t *testing.T, s Store) map[projections.Family]bool {
+// readModelRows reports which read models still hold their fixture row.
+func readModelRows(t *testing.T, s Store) map[projections.ReadModel]bool {
 	t.Helper()
 	_, uerr := s.User(ctx, 1, 10)
 	_, _, derr := s.Delivery(ctx, 1, dlv(1, 1).DeliveryID)
@@ -42,32 +42,32 @@ func familyRows(t *testing.T, s Store) map[projections.Family]bool {
 		t.Fatal(gerr)
 	}
 	facts := must(s.AuditFacts(ctx, projections.AuditFilter{}))(t)
-	return map[projections.Family]bool{
-		projections.FamilyUsers: uerr == nil, projections.FamilyDeliveries: derr == nil, projections.FamilyReports: rerr == nil,
-		projections.FamilyOrders: len(gs) == 1, projections.FamilyBenefits: cerr == nil,
-		projections.FamilyAudit: len(facts) == 1,
+	return map[projections.ReadModel]bool{
+		projections.ReadModelUsers: uerr == nil, projections.ReadModelDeliveries: derr == nil, projections.ReadModelReports: rerr == nil,
+		projections.ReadModelOrders: len(gs) == 1, projections.ReadModelBenefits: cerr == nil,
+		projections.ReadModelAudit: len(facts) == 1,
 	}
 }
 
-// testResetFamily: a family's reset empties its rows and its checkpoint and
-// nothing of any other family, so one family can be rebuilt while the others
+// testResetReadModel: a read model's reset empties its rows and its checkpoint and
+// nothing of any other read model, so one read model can be rebuilt while the others
 // keep serving.
-func testResetFamily(t *testing.T, s Store) {
-	for _, reset := range projections.Families {
+func testResetReadModel(t *testing.T, s Store) {
+	for _, reset := range projections.ReadModels {
 		if err := s.Reset(ctx); err != nil {
 			t.Fatal(err)
 		}
-		fillFamilies(t, s)
+		fillReadModels(t, s)
 		pos := nextPos()
-		for _, f := range projections.Families {
+		for _, f := range projections.ReadModels {
 			writeAt(t, usersOf(s), string(f), pos, func(projections.UserTx) error { return nil })
 		}
-		if err := s.ResetFamily(ctx, reset); err != nil {
-			t.Fatalf("ResetFamily(%s): %v", reset, err)
+		if err := s.ResetReadModel(ctx, reset); err != nil {
+			t.Fatalf("ResetReadModel(%s): %v", reset, err)
 		}
-		for f, present := range familyRows(t, s) {
+		for f, present := range readModelRows(t, s) {
 			if present == (f == reset) {
-				t.Errorf("after ResetFamily(%s): %s rows present = %v", reset, f, present)
+				t.Errorf("after ResetReadModel(%s): %s rows present = %v", reset, f, present)
 			}
 			want := pos
 			if f == reset {
@@ -76,15 +76,15 @@ func testResetFamily(t *testing.T, s Store) {
 			wantCheckpoint(t, s, string(f), want)
 		}
 	}
-	if err := s.ResetFamily(ctx, "no-such-family"); err == nil {
-		t.Error("ResetFamily of an unknown family succeeded")
+	if err := s.ResetReadModel(ctx, "no-such-family"); err == nil {
+		t.Error("ResetReadModel of an unknown family succeeded")
 	}
 }
 
-// testFamiliesConcurrently: every family's Update runs at once with the
+// testReadModelsConcurrently: every read model's Update runs at once with the
 // others (the race detector watches the stores' locks), and each ends at its
 // own checkpoint.
-func testFamiliesConcurrently(t *testing.T, s Store) {
+func testReadModelsConcurrently(t *testing.T, s Store) {
 	const rounds = 20
 	var wg sync.WaitGroup
 	errs := make(chan error, 6*rounds)
@@ -130,7 +130,7 @@ func testFamiliesConcurrently(t *testing.T, s Store) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	for _, f := range projections.Families {
+	for _, f := range projections.ReadModels {
 		wantCheckpoint(t, s, string(f), at(rounds))
 	}
 	if ms := must(s.ReportsOfDay(ctx, 1, 10, "2024-03-05"))(t); len(ms) != rounds {

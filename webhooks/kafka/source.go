@@ -1,3 +1,7 @@
+// Package kafka is the webhook dispatcher's Kafka consumer: a consumer-group
+// Source over the internal topic the relay writes (the log's wire format,
+// package events/kafka), which the dispatcher's Kafka-fed pipeline reads
+// instead of following the event store.
 package kafka
 
 import (
@@ -9,6 +13,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/healthtech/partner-open-platform/events"
+	eventskafka "github.com/healthtech/partner-open-platform/events/kafka"
 	"github.com/healthtech/partner-open-platform/webhooks"
 )
 
@@ -25,7 +30,7 @@ type Source struct {
 // have offsets in), "platform-webhooks.<topic>" for any other, so that
 // clusters sharing a broker on separate topics never rebalance each other.
 func WebhookGroup(internalTopic string) string {
-	if internalTopic == "" || internalTopic == DefaultInternalTopic {
+	if internalTopic == "" || internalTopic == eventskafka.DefaultInternalTopic {
 		return "platform-webhooks"
 	}
 	return "platform-webhooks." + internalTopic
@@ -39,11 +44,11 @@ const (
 	groupHeartbeat = time.Second
 )
 
-// NewSource consumes the internal topic (DefaultInternalTopic if empty) in
+// NewSource consumes the internal topic (eventskafka.DefaultInternalTopic if empty) in
 // groupID; a new group starts at the oldest retained message.
 func NewSource(brokers []string, topic, groupID string, log *slog.Logger) *Source {
 	if topic == "" {
-		topic = DefaultInternalTopic
+		topic = eventskafka.DefaultInternalTopic
 	}
 	return &Source{brokers: brokers, topic: topic, group: groupID, log: log}
 }
@@ -88,7 +93,7 @@ func (s *Source) Run(ctx context.Context, handle func(ctx context.Context, ev ev
 		if ctx.Err() != nil {
 			return nil // FetchMessage may still hand out a buffered message
 		}
-		ev, err := Decode(m)
+		ev, err := eventskafka.Decode(m)
 		if err != nil {
 			return fmt.Errorf("kafka source %s: %w", s.group, err)
 		}
@@ -232,7 +237,7 @@ func (s *Source) batches(ctx context.Context, r *kafka.Reader) (next func(contex
 		}
 		evs := make([]events.Recorded, 0, len(msgs))
 		for _, m := range msgs {
-			ev, err := Decode(m)
+			ev, err := eventskafka.Decode(m)
 			if err != nil {
 				return nil, nil, fmt.Errorf("kafka source %s: %s/%d@%d: %w", s.group, m.Topic, m.Partition, m.Offset, err)
 			}

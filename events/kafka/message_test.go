@@ -11,7 +11,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/healthtech/partner-open-platform/events"
-	relaykafka "github.com/healthtech/partner-open-platform/relay/kafka"
+	eventskafka "github.com/healthtech/partner-open-platform/events/kafka"
 )
 
 func sampleEvent() events.Recorded {
@@ -43,7 +43,7 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 	}
 	for name, ev := range cases {
 		t.Run(name, func(t *testing.T) {
-			m := relaykafka.Encode("events", ev)
+			m := eventskafka.Encode("events", ev)
 			if m.Topic != "events" || string(m.Key) != ev.Stream {
 				t.Fatalf("topic %q key %q", m.Topic, m.Key)
 			}
@@ -53,7 +53,7 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 			if !bytes.Contains(m.Value, ev.Data) || (ev.Meta != nil && !bytes.Contains(m.Value, ev.Meta)) {
 				t.Fatalf("data or metadata not embedded byte for byte: %s", m.Value)
 			}
-			got, err := relaykafka.Decode(m)
+			got, err := eventskafka.Decode(m)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -79,7 +79,7 @@ func assertSameEvent(t *testing.T, got, want events.Recorded) {
 
 func TestEncodeHeadersAndValueLayout(t *testing.T) {
 	ev := sampleEvent()
-	m := relaykafka.Encode(relaykafka.DefaultTopic, ev)
+	m := eventskafka.Encode(eventskafka.DefaultInternalTopic, ev)
 	want := [][2]string{
 		{"event-id", ev.ID},
 		{"event-type", "users.registered"},
@@ -104,7 +104,7 @@ func TestEncodeHeadersAndValueLayout(t *testing.T) {
 		t.Fatalf("value\n%s\nwant\n%s", m.Value, wantValue)
 	}
 
-	bare := relaykafka.Encode("t", events.Recorded{ID: "x", Stream: "s"})
+	bare := eventskafka.Encode("t", events.Recorded{ID: "x", Stream: "s"})
 	if !strings.Contains(string(bare.Value), `"metadata":null,"data":null`) {
 		t.Fatalf("missing payloads not null: %s", bare.Value)
 	}
@@ -116,18 +116,18 @@ func TestEncodeHeadersAndValueLayout(t *testing.T) {
 }
 
 func TestEncodeKeepsInvalidJSONParseable(t *testing.T) {
-	m := relaykafka.Encode("t", events.Recorded{ID: "x", Stream: "s", Data: []byte("not json {"), Meta: []byte{0xff}})
+	m := eventskafka.Encode("t", events.Recorded{ID: "x", Stream: "s", Data: []byte("not json {"), Meta: []byte{0xff}})
 	if !json.Valid(m.Value) {
 		t.Fatalf("value is not JSON: %s", m.Value)
 	}
-	if _, err := relaykafka.Decode(m); err != nil {
+	if _, err := eventskafka.Decode(m); err != nil {
 		t.Fatal(err)
 	}
 }
 
 func TestDecodeRejectsNonEvents(t *testing.T) {
 	for _, v := range []string{``, `null`, `{}`, `[]`, `{"id":"x"}`, `{"id":"x","stream":"s","revision":-1}`, `{"id":"x","stream":"s","recorded_at":"yesterday"}`} {
-		if _, err := relaykafka.Decode(kafka.Message{Value: []byte(v)}); err == nil {
+		if _, err := eventskafka.Decode(kafka.Message{Value: []byte(v)}); err == nil {
 			t.Errorf("Decode(%q) succeeded", v)
 		}
 	}
@@ -136,23 +136,23 @@ func TestDecodeRejectsNonEvents(t *testing.T) {
 // FuzzDecode: Decode never panics, and whatever it accepts survives a
 // further Encode/Decode unchanged.
 func FuzzDecode(f *testing.F) {
-	f.Add(relaykafka.Encode("t", sampleEvent()).Value)
+	f.Add(eventskafka.Encode("t", sampleEvent()).Value)
 	f.Add([]byte(`{"id":"a","stream":"b","recorded_at":"2020-01-01T00:00:00+01:00","data":null}`))
 	f.Add([]byte(`{"id":"a","stream":"b","position":{"commit":1e3},"data":{"x":[1,{"y":"\ud800"}]}}`))
 	f.Add([]byte(`{"id":1}`))
 	f.Fuzz(func(t *testing.T, value []byte) {
-		ev, err := relaykafka.Decode(kafka.Message{Value: value})
+		ev, err := eventskafka.Decode(kafka.Message{Value: value})
 		if err != nil {
 			return
 		}
-		m := relaykafka.Encode("t", ev)
+		m := eventskafka.Encode("t", ev)
 		if !json.Valid(m.Value) {
 			t.Fatalf("re-encoded value is not JSON: %s", m.Value)
 		}
 		if y := ev.Created.Year(); y < 1 || y > 9999 {
 			return // RFC 3339 cannot write it back
 		}
-		again, err := relaykafka.Decode(m)
+		again, err := eventskafka.Decode(m)
 		if err != nil {
 			t.Fatalf("re-decode %s: %v", m.Value, err)
 		}
@@ -178,7 +178,7 @@ func FuzzRoundTrip(f *testing.F) {
 		if !utf8.ValidString(stream) {
 			return // invalid UTF-8 in a name cannot survive JSON
 		}
-		got, err := relaykafka.Decode(relaykafka.Encode("t", ev))
+		got, err := eventskafka.Decode(eventskafka.Encode("t", ev))
 		if err != nil {
 			t.Fatal(err)
 		}
