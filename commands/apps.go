@@ -359,31 +359,18 @@ func decideDeclareScopes(st *appState, scopes []string) (events.Payload, error) 
 	return catalog.AppScopesDeclared{AppID: st.appID, Scopes: scopes}, nil
 }
 
-// decide loads an app, asks decision for the event to append (nil: nothing
-// changes; the decision refuses a missing app) and appends it, retrying on a concurrent write. The position is
-// the append's, or the stream's when nothing changed.
+// decide runs decision on an app's stream through the command shell:
+// decision gives the event to append (nil: nothing changes, answering the
+// stream's position; the decision refuses a missing app).
 func (a *Apps) decide(ctx context.Context, appID int64, meta Meta, decision func(*appState) (events.Payload, error)) (events.Position, error) {
-	for attempt := 0; attempt < maxAttempts; attempt++ {
-		var st appState
-		version, pos, err := a.load(ctx, domain.AppStream(appID), st.apply)
-		if err != nil {
-			return events.Position{}, err
+	meta.AppID = appID
+	return execute(ctx, a.streams, replay[*appState]{func() *appState { return &appState{} }}, domain.AppStream(appID), &meta, func(st *appState) ([]events.Payload, error) {
+		ev, err := decision(st)
+		if ev == nil || err != nil {
+			return nil, err
 		}
-		ev, err := decision(&st)
-		if err != nil {
-			return events.Position{}, err
-		}
-		if ev == nil {
-			return pos, nil
-		}
-		meta.AppID = appID
-		res, err := a.append(ctx, domain.AppStream(appID), version, meta, ev)
-		if events.IsConflict(err) {
-			continue
-		}
-		return res.Position, err
-	}
-	return events.Position{}, domain.ErrContention
+		return []events.Payload{ev}, nil
+	})
 }
 
 // Suspend refuses the app's partner calls and holds its webhooks until it

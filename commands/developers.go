@@ -425,49 +425,36 @@ func (d *Developers) ResetPassword(ctx context.Context, token, password, request
 	if err := checkPassword(password); err != nil {
 		return 0, err
 	}
-	for range maxAttempts {
-		id, err := d.resetOnce(ctx, token, password, requestID)
-		if !events.IsConflict(err) {
-			return id, err
-		}
-		// Something happened meanwhile: decide again on the new state (a
-		// second use of the token is refused there).
-	}
-	return 0, domain.ErrContention
-}
-
-func (d *Developers) resetOnce(ctx context.Context, token, password, requestID string) (int64, error) {
 	idText, _, ok := strings.Cut(token, ".")
 	id, err := strconv.ParseInt(idText, 10, 64)
 	if !ok || err != nil || id <= 0 {
 		return 0, domain.ErrResetTokenInvalid
 	}
 	th := domain.HashToken(token)
-	dev, version, err := d.loadDev(ctx, id)
-	if err == domain.ErrDeveloperNotFound {
-		return 0, domain.ErrResetTokenInvalid
-	}
-	if err != nil {
-		return 0, err
-	}
-	if err := resetUsable(&dev, th, d.now()); err != nil {
-		return 0, err
-	}
-	phc, err := d.hash.hash(ctx, password)
-	if err != nil {
-		return 0, err
-	}
-	sealed, err := d.sealer.Seal(phc)
-	if err != nil {
-		return 0, err
-	}
-	ps, err := decideResetPassword(&dev, th, sealed, d.now())
-	if err != nil {
-		return 0, err
-	}
 	meta := Meta{Actor: DeveloperActor(id), RequestID: requestID}
-	_, err = d.append(ctx, domain.DeveloperStream(id), version, meta, ps...)
-	return id, err
+	// A conflict means something happened meanwhile: the shell decides
+	// again on the new state (a second use of the token is refused there).
+	if _, err := execute(ctx, d.streams, readBack[*Developer]{d.cache}, domain.DeveloperStream(id), &meta, func(dev *Developer) ([]events.Payload, error) {
+		if dev.ID == 0 {
+			return nil, domain.ErrResetTokenInvalid
+		}
+		// Checked before the costly hashing, and again by the decision.
+		if err := resetUsable(dev, th, d.now()); err != nil {
+			return nil, err
+		}
+		phc, err := d.hash.hash(ctx, password)
+		if err != nil {
+			return nil, err
+		}
+		sealed, err := d.sealer.Seal(phc)
+		if err != nil {
+			return nil, err
+		}
+		return decideResetPassword(dev, th, sealed, d.now())
+	}); err != nil {
+		return 0, err
+	}
+	return id, nil
 }
 
 // resetUsable says whether a reset token (by its hash) may still set a
@@ -511,19 +498,19 @@ func (d *Developers) Review(ctx context.Context, id int64, status, reason string
 	if err := v.Err(); err != nil {
 		return events.Position{}, err
 	}
-	for range maxAttempts {
-		dev, version, err := d.loadDev(ctx, id)
-		if err != nil {
-			return events.Position{}, err
-		}
-		if dev.Status == status && dev.Reason == reason {
-			return events.Position{}, domain.ErrDeveloperReviewed
-		}
-		res, err := d.append(ctx, domain.DeveloperStream(id), version, meta, catalog.DeveloperReviewed{DeveloperID: id, Status: status, Reason: reason})
-		if events.IsConflict(err) {
-			continue
-		}
-		return res.Position, err
+	return execute(ctx, d.streams, readBack[*Developer]{d.cache}, domain.DeveloperStream(id), &meta, func(dev *Developer) ([]events.Payload, error) {
+		return decideReview(dev, status, reason)
+	})
+}
+
+// decideReview records a qualification decision that differs from the
+// current one.
+func decideReview(dev *Developer, status, reason string) ([]events.Payload, error) {
+	if dev.ID == 0 {
+		return nil, domain.ErrDeveloperNotFound
 	}
-	return events.Position{}, domain.ErrContention
+	if dev.Status == status && dev.Reason == reason {
+		return nil, domain.ErrDeveloperReviewed
+	}
+	return []events.Payload{catalog.DeveloperReviewed{DeveloperID: dev.ID, Status: status, Reason: reason}}, nil
 }

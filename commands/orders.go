@@ -149,28 +149,10 @@ func (o *Orders) CreateGoods(ctx context.Context, code, name string, meta Meta) 
 	return id, pos, nil
 }
 
-// goodsCommand runs load → decide → append on one goods code's stream,
-// retrying on conflict; deciding nothing answers the stream's position.
+// goodsCommand runs decide on one goods code's stream through the command
+// shell; deciding nothing answers the stream's position.
 func (o *Orders) goodsCommand(ctx context.Context, code string, meta Meta, decide func(*goodsState) ([]events.Payload, error)) (events.Position, error) {
-	for attempt := 0; attempt < maxAttempts; attempt++ {
-		g, version, pos, err := o.goods.load(ctx, o.streams, domain.GoodsStream(code))
-		if err != nil {
-			return events.Position{}, err
-		}
-		ps, err := decide(g)
-		if err != nil {
-			return events.Position{}, err
-		}
-		if len(ps) == 0 {
-			return pos, nil
-		}
-		res, err := o.append(ctx, domain.GoodsStream(code), version, meta, ps...)
-		if events.IsConflict(err) {
-			continue
-		}
-		return res.Position, err
-	}
-	return events.Position{}, domain.ErrContention
+	return execute(ctx, o.streams, readBack[*goodsState]{o.goods}, domain.GoodsStream(code), &meta, decide)
 }
 
 // ChangeGoods renames goods (name non-nil) and/or changes whether they can be ordered.
@@ -446,10 +428,11 @@ func (o *Orders) CreateOrder(ctx context.Context, appID int64, in OrderInput, me
 		}
 	}
 	meta.AppID = appID
-	for attempt := 0; attempt < maxAttempts; attempt++ {
+	var out OrderResult
+	res, appended, err := executeParts(ctx, o.streams, &meta, func() ([]decided, error) {
 		var k orderKeyState
 		if _, _, err := o.load(ctx, key, k.apply); err != nil {
-			return OrderResult{}, err
+			return nil, err
 		}
 		orderID := k.orderID
 		if claim := decideClaimOrderKey(&k, c); claim != nil {
@@ -458,46 +441,41 @@ func (o *Orders) CreateOrder(ctx context.Context, appID int64, in OrderInput, me
 			c.Now = o.now().UTC().Truncate(time.Second)
 			ps, err := decideCreateOrder(&orderState{}, c.OrderID, goods, c)
 			if err != nil {
-				return OrderResult{}, err
-			}
-			res, err := o.appendAll(ctx, meta, decided{key, 0, claim}, decided{domain.OrderStream(c.OrderID), 0, ps})
-			if events.IsConflict(err) {
-				continue
-			}
-			if err != nil {
-				return OrderResult{}, err
+				return nil, err
 			}
 			ev := ps[0].(catalog.OrderCreated)
-			return OrderResult{OrderID: c.OrderID, OrderCode: ev.OrderCode, OrderTime: ev.OrderTime, Created: true, Position: res.Position}, nil
+			out = OrderResult{OrderID: c.OrderID, OrderCode: ev.OrderCode, OrderTime: ev.OrderTime}
+			return []decided{{key, 0, claim}, {domain.OrderStream(c.OrderID), 0, ps}}, nil
 		}
 		// Claimed with no order yet (a claim of a store without atomic
 		// multi-stream appends, cut short by a crash): complete it.
 		var st orderState
 		version, pos, err := o.load(ctx, domain.OrderStream(orderID), st.apply)
 		if err != nil {
-			return OrderResult{}, err
+			return nil, err
 		}
 		if created, err := replayOrder(&st, c.Hash); err != nil {
-			return OrderResult{}, err
+			return nil, err
 		} else if created != nil {
-			return OrderResult{OrderID: orderID, OrderCode: created.OrderCode, OrderTime: created.OrderTime, Position: pos}, nil
+			out = OrderResult{OrderID: orderID, OrderCode: created.OrderCode, OrderTime: created.OrderTime, Position: pos}
+			return nil, nil
 		}
 		c.Now = o.now().UTC().Truncate(time.Second)
 		ps, err := decideCreateOrder(&st, orderID, goods, c)
 		if err != nil {
-			return OrderResult{}, err
-		}
-		res, err := o.append(ctx, domain.OrderStream(orderID), version, meta, ps...)
-		if events.IsConflict(err) {
-			continue
-		}
-		if err != nil {
-			return OrderResult{}, err
+			return nil, err
 		}
 		ev := ps[0].(catalog.OrderCreated)
-		return OrderResult{OrderID: orderID, OrderCode: ev.OrderCode, OrderTime: ev.OrderTime, Created: true, Position: res.Position}, nil
+		out = OrderResult{OrderID: orderID, OrderCode: ev.OrderCode, OrderTime: ev.OrderTime}
+		return []decided{{domain.OrderStream(orderID), version, ps}}, nil
+	})
+	if err != nil {
+		return OrderResult{}, err
 	}
-	return OrderResult{}, domain.ErrContention
+	if appended {
+		out.Created, out.Position = true, res.Position
+	}
+	return out, nil
 }
 
 // existingOrder answers a repeated third_order_id: the same request gets
@@ -538,26 +516,13 @@ func (o *Orders) transition(ctx context.Context, code string, meta Meta, decide 
 	if !ok {
 		return events.Position{}, domain.ErrOrderNotFound
 	}
-	for attempt := 0; attempt < maxAttempts; attempt++ {
-		st, version, pos, err := o.orders.load(ctx, o.streams, domain.OrderStream(id))
-		if err != nil {
-			return events.Position{}, err
-		}
+	return execute(ctx, o.streams, readBack[*orderState]{o.orders}, domain.OrderStream(id), &meta, func(st *orderState) ([]events.Payload, error) {
 		ps, err := decide(st)
-		if err != nil {
-			return events.Position{}, err
+		if len(ps) > 0 {
+			meta.AppID = st.created.AppID
 		}
-		if len(ps) == 0 {
-			return pos, nil
-		}
-		meta.AppID = st.created.AppID
-		res, err := o.append(ctx, domain.OrderStream(id), version, meta, ps...)
-		if events.IsConflict(err) {
-			continue
-		}
-		return res.Position, err
-	}
-	return events.Position{}, domain.ErrContention
+		return ps, err
+	})
 }
 
 // reviewOrder is the operator's review of an order.

@@ -280,47 +280,43 @@ func (p *Plugin) Submit(ctx context.Context, sessionID string, deviceSN *string,
 	}
 	c := submitMeasurement{DeviceSN: deviceSN, Data: data}
 	looked := false
-	for attempt := 0; attempt < maxAttempts; attempt++ {
-		var st sessionState
-		version, pos, err := p.load(ctx, domain.PluginSessionStream(sessionID), st.apply)
-		if err != nil {
-			return Measurement{}, err
-		}
+	var out Measurement
+	pos, err := execute(ctx, p.streams, replay[*sessionState]{func() *sessionState { return &sessionState{} }}, domain.PluginSessionStream(sessionID), &meta, func(st *sessionState) ([]events.Payload, error) {
 		c.Now = p.now()
-		if err := checkSubmit(&st, c.Now); err != nil {
-			return Measurement{}, err
+		if err := checkSubmit(st, c.Now); err != nil {
+			return nil, err
 		}
-		if st.recorded != nil {
-			return Measurement{MeasurementNo: st.recorded.MeasurementNo, ReportType: st.opened.ReportType, Position: pos}, nil
+		if st.recorded != nil { // a repeat: the recorded measurement
+			out = Measurement{MeasurementNo: st.recorded.MeasurementNo, ReportType: st.opened.ReportType}
+			return nil, nil
 		}
 		// Gathered once the checks pass, and kept across retries.
+		var err error
 		if c.MeasurementID == 0 {
 			if c.MeasurementID, err = p.ids.Next(ctx, "measurement"); err != nil {
-				return Measurement{}, err
+				return nil, err
 			}
 		}
 		if !looked {
 			if c.PlatformUserID, err = p.phoneUser(ctx, st.opened); err != nil {
-				return Measurement{}, err
+				return nil, err
 			}
 			looked = true
 		}
-		ps, err := decideSubmit(&st, c)
+		ps, err := decideSubmit(st, c)
 		if err != nil {
-			return Measurement{}, err
+			return nil, err
 		}
 		meta.AppID = st.opened.AppID
-		res, err := p.append(ctx, domain.PluginSessionStream(sessionID), version, meta, ps...)
-		if events.IsConflict(err) {
-			continue
-		}
-		if err != nil {
-			return Measurement{}, err
-		}
 		ev := ps[0].(catalog.PluginMeasurementRecorded)
-		return Measurement{MeasurementNo: ev.MeasurementNo, ReportType: ev.ReportType, Position: res.Position}, nil
+		out = Measurement{MeasurementNo: ev.MeasurementNo, ReportType: ev.ReportType}
+		return ps, nil
+	})
+	if err != nil {
+		return Measurement{}, err
 	}
-	return Measurement{}, domain.ErrContention
+	out.Position = pos
+	return out, nil
 }
 
 // mockMeasure is MockMeasure with what its decision needs gathered: the
@@ -443,19 +439,12 @@ func decideAnalyze(st *sessionState, now time.Time) ([]events.Payload, error) {
 // and records its result; it is idempotent (the append expects the
 // session's revision, so a replay or a second node finds it done).
 func (p *Plugin) Analyze(ctx context.Context, sessionID string) (events.Position, error) {
-	var st sessionState
-	version, pos, err := p.load(ctx, domain.PluginSessionStream(sessionID), st.apply)
-	if err != nil {
-		return pos, err
-	}
-	ps, err := decideAnalyze(&st, p.now())
-	if err != nil || len(ps) == 0 {
-		return pos, err
-	}
-	meta := Meta{AppID: st.opened.AppID, Actor: "analyzer"}
-	res, err := p.append(ctx, domain.PluginSessionStream(sessionID), version, meta, ps...)
-	if events.IsConflict(err) {
-		return pos, nil
-	}
-	return res.Position, err
+	var meta Meta
+	return executeOnce(ctx, p.streams, replay[*sessionState]{func() *sessionState { return &sessionState{} }}, domain.PluginSessionStream(sessionID), &meta, nil, func(st *sessionState) ([]events.Payload, error) {
+		ps, err := decideAnalyze(st, p.now())
+		if err == nil && len(ps) > 0 {
+			meta = Meta{AppID: st.opened.AppID, Actor: "analyzer"}
+		}
+		return ps, err
+	})
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -209,14 +208,15 @@ func (r *Reports) Create(ctx context.Context, in ReportInput, uploader string, m
 	}
 	meta.AppID = user.appID
 	var newID int64 // allocated once, when no key names a report
-	for attempt := 0; attempt < maxAttempts; attempt++ {
+	var out ReportResult
+	res, appended, err := executeParts(ctx, r.streams, &meta, func() ([]decided, error) {
 		c := createReport{In: in, Uploader: uploader}
 		var k reportKeyState
 		key := ""
 		if p := in.RequestReportID.Ptr(); p != nil && *p != "" {
 			key = domain.ReportKeyStream(uploader, *p)
 			if _, _, err := r.load(ctx, key, k.apply); err != nil {
-				return ReportResult{}, err
+				return nil, err
 			}
 		}
 		c.ReportID = k.reportID
@@ -224,7 +224,7 @@ func (r *Reports) Create(ctx context.Context, in ReportInput, uploader string, m
 			if newID == 0 {
 				var err error
 				if newID, err = r.ids.Next(ctx, "report"); err != nil {
-					return ReportResult{}, err
+					return nil, err
 				}
 			}
 			c.ReportID = newID
@@ -232,15 +232,16 @@ func (r *Reports) Create(ctx context.Context, in ReportInput, uploader string, m
 		var st reportState
 		version, pos, err := r.load(ctx, domain.ReportStream(c.ReportID), st.apply)
 		if err != nil {
-			return ReportResult{}, err
+			return nil, err
 		}
 		c.Now = r.now()
 		ps, err := decideCreateReport(user, &st, c)
 		if err != nil {
-			return ReportResult{}, err
+			return nil, err
 		}
+		out = ReportResult{ReportID: c.ReportID, AppID: user.appID, Position: pos}
 		if len(ps) == 0 {
-			return ReportResult{ReportID: c.ReportID, AppID: user.appID, Position: pos}, nil
+			return nil, nil
 		}
 		parts := []decided{{domain.ReportStream(c.ReportID), version, ps}}
 		if key != "" {
@@ -249,16 +250,15 @@ func (r *Reports) Create(ctx context.Context, in ReportInput, uploader string, m
 				parts = []decided{{key, 0, claim}, parts[0]}
 			}
 		}
-		res, err := r.appendAll(ctx, meta, parts...)
-		if events.IsConflict(err) {
-			continue
-		}
-		if err != nil {
-			return ReportResult{}, fmt.Errorf("create report: %w", err)
-		}
-		return ReportResult{ReportID: c.ReportID, AppID: user.appID, Created: true, Position: res.Position}, nil
+		return parts, nil
+	})
+	if err != nil {
+		return ReportResult{}, wrapAppend(err, "create report")
 	}
-	return ReportResult{}, domain.ErrContention
+	if appended {
+		out.Created, out.Position = true, res.Position
+	}
+	return out, nil
 }
 
 // reportState is a report as decisions see it.
@@ -314,27 +314,13 @@ func (r *Reports) Update(ctx context.Context, id int64, p ReportPatch, by string
 	if err := v.Err(); err != nil {
 		return events.Position{}, err
 	}
-	for attempt := 0; attempt < maxAttempts; attempt++ {
-		var st reportState
-		version, pos, err := r.load(ctx, domain.ReportStream(id), st.apply)
-		if err != nil {
-			return events.Position{}, err
+	return execute(ctx, r.streams, replay[*reportState]{func() *reportState { return &reportState{} }}, domain.ReportStream(id), &meta, func(st *reportState) ([]events.Payload, error) {
+		ps, err := decideUpdateReport(st, updateReport{Patch: p, By: by, Now: r.now()})
+		if len(ps) > 0 && err == nil {
+			meta.AppID = st.created.AppID
 		}
-		ps, err := decideUpdateReport(&st, updateReport{Patch: p, By: by, Now: r.now()})
-		if err != nil {
-			return events.Position{}, err
-		}
-		if len(ps) == 0 {
-			return pos, nil
-		}
-		meta.AppID = st.created.AppID
-		res, err := r.append(ctx, domain.ReportStream(id), version, meta, ps...)
-		if events.IsConflict(err) {
-			continue
-		}
-		return res.Position, err
-	}
-	return events.Position{}, domain.ErrContention
+		return ps, err
+	})
 }
 
 // updateReport is a validated patch, who sends it, and the time that
@@ -413,22 +399,9 @@ func decideMarkViewed(st *reportState, appID int64) ([]events.Payload, error) {
 // The app itself is the actor: the query side calls this through its own port.
 func (r *Reports) MarkViewed(ctx context.Context, appID, id int64, requestID string) (events.Position, error) {
 	meta := Meta{Actor: "app:" + strconv.FormatInt(appID, 10), RequestID: requestID}
-	var st reportState
-	version, pos, err := r.load(ctx, domain.ReportStream(id), st.apply)
-	if err != nil {
-		return events.Position{}, err
-	}
-	ps, err := decideMarkViewed(&st, appID)
-	if err != nil {
-		return events.Position{}, err
-	}
-	if len(ps) == 0 {
-		return pos, nil
-	}
 	meta.AppID = appID
-	res, err := r.append(ctx, domain.ReportStream(id), version, meta, ps...)
-	if events.IsConflict(err) {
-		return pos, nil // a concurrent pull marked it first
-	}
-	return res.Position, err
+	// A concurrent pull that marked it first answers (onConflict nil).
+	return executeOnce(ctx, r.streams, replay[*reportState]{func() *reportState { return &reportState{} }}, domain.ReportStream(id), &meta, nil, func(st *reportState) ([]events.Payload, error) {
+		return decideMarkViewed(st, appID)
+	})
 }

@@ -827,36 +827,11 @@ func (s *userState) owned(appID int64) error {
 	return nil
 }
 
-// change runs load → decide → append on one user's stream, retrying on
-// conflict. decide returns no payloads when nothing changes; then nothing is
-// appended and the position of the stream's last event is returned.
+// change runs decide on one user's stream through the command shell (the
+// user cache); no payloads appends nothing and answers the stream's position.
 func (u *Users) change(ctx context.Context, appID, openUserID int64, meta Meta, decide func(*userState) ([]events.Payload, error)) (events.Position, error) {
 	meta.AppID = appID
-	for attempt := 0; attempt < maxAttempts; attempt++ {
-		st, version, pos, lent, err := u.loaded.loadLent(ctx, u.streams, domain.UserStream(openUserID))
-		if err != nil {
-			return events.Position{}, err
-		}
-		ps, err := decide(st)
-		if err != nil {
-			return events.Position{}, err
-		}
-		// st is not read from here on (decide keeps no reference to it):
-		// the cache may take back the maps it shared with it.
-		if len(ps) == 0 {
-			u.loaded.release(domain.UserStream(openUserID), lent)
-			return pos, nil
-		}
-		res, err := u.loaded.appendAfter(ctx, u.streams, domain.UserStream(openUserID), version, lent, meta, ps...)
-		if events.IsConflict(err) {
-			continue
-		}
-		if err != nil {
-			return events.Position{}, err
-		}
-		return res.Position, nil
-	}
-	return events.Position{}, domain.ErrContention
+	return execute(ctx, u.streams, u.loaded, domain.UserStream(openUserID), &meta, decide)
 }
 
 // decideUpdateProfile applies a validated PATCH; only sent fields that
@@ -1107,37 +1082,32 @@ func (u *Users) Erase(ctx context.Context, openUserID int64, reason string, meta
 	}
 	// Whatever happens, this node keeps none of the user's data loaded.
 	defer u.loaded.drop(domain.UserStream(openUserID))
-	for attempt := 0; attempt < maxAttempts; attempt++ {
-		st, version, _, err := u.loaded.load(ctx, u.streams, domain.UserStream(openUserID))
-		if err != nil {
-			return events.Position{}, err
-		}
+	var binding string
+	m := meta
+	// The user's own appends are read back by the next load (readBack):
+	// nothing of an erased user is advanced from decrypted bytes.
+	res, err := execute(ctx, u.streams, readBack[*userState]{u.loaded}, domain.UserStream(openUserID), &m, func(st *userState) ([]events.Payload, error) {
 		if !st.registered {
-			return events.Position{}, domain.ErrUserNotFound
+			return nil, domain.ErrUserNotFound
 		}
 		if err := u.keys.Destroy(ctx, ErasureSubject(openUserID)); err != nil {
-			return events.Position{}, fmt.Errorf("erase user: destroy key: %w", err)
+			return nil, fmt.Errorf("erase user: destroy key: %w", err)
 		}
-		m := meta
 		m.AppID = st.appID
-		erased := decideErase(st, reason, meta.Actor, u.now())
-		res, err := u.append(ctx, domain.UserStream(openUserID), version, m, erased)
-		if events.IsConflict(err) {
-			continue
-		}
-		if err != nil {
-			return events.Position{}, fmt.Errorf("erase user: %w", err)
-		}
-		pos, err := u.unbind(ctx, st.binding, openUserID, m)
-		if err != nil {
-			return events.Position{}, err
-		}
-		if res.Position.Less(pos) {
-			return pos, nil
-		}
-		return res.Position, nil
+		binding = st.binding
+		return []events.Payload{decideErase(st, reason, meta.Actor, u.now())}, nil
+	})
+	if err != nil {
+		return events.Position{}, wrapAppend(err, "erase user")
 	}
-	return events.Position{}, domain.ErrContention
+	pos, err := u.unbind(ctx, binding, openUserID, m)
+	if err != nil {
+		return events.Position{}, err
+	}
+	if res.Less(pos) {
+		return pos, nil
+	}
+	return res, nil
 }
 
 // decideErase records the erasure of a registered user: who, when and why,
@@ -1161,24 +1131,8 @@ func (u *Users) unbind(ctx context.Context, binding string, openUserID int64, me
 	if binding == "" {
 		return events.Position{}, nil // a user without a readable binding name: nothing to free
 	}
-	for attempt := 0; attempt < maxAttempts; attempt++ {
-		var b bindingState
-		version, pos, err := u.load(ctx, binding, b.apply)
-		if err != nil {
-			return events.Position{}, err
-		}
-		ps := decideUnbind(&b, meta.AppID, openUserID)
-		if len(ps) == 0 {
-			return pos, nil
-		}
-		res, err := u.append(ctx, binding, version, meta, ps...)
-		if events.IsConflict(err) {
-			continue
-		}
-		if err != nil {
-			return events.Position{}, fmt.Errorf("erase user: free the binding: %w", err)
-		}
-		return res.Position, nil
-	}
-	return events.Position{}, domain.ErrContention
+	pos, err := execute(ctx, u.streams, replay[*bindingState]{func() *bindingState { return &bindingState{} }}, binding, &meta, func(b *bindingState) ([]events.Payload, error) {
+		return decideUnbind(b, meta.AppID, openUserID), nil
+	})
+	return pos, wrapAppend(err, "erase user: free the binding")
 }
