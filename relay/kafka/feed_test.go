@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/healthtech/partner-open-platform/webhooks/kafka/sourcetest"
+
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/healthtech/partner-open-platform/events"
@@ -25,14 +27,14 @@ import (
 // from the internal topic; an analytics consumer reads only the published
 // types, transformed, keyed by their (pseudonymised) stream, nothing personal.
 func TestRelaySplitsInternalAndAnalyticsTopics(t *testing.T) {
-	onEachCluster(t, func(t *testing.T, k *cluster) {
-		addrs := k.addrs
-		internal, analytics := k.topic(eventskafka.DefaultInternalTopic, 3), k.topic(relaykafka.DefaultTopic, 3)
+	sourcetest.OnEachCluster(t, func(t *testing.T, k *sourcetest.Cluster) {
+		addrs := k.Addrs
+		internal, analytics := k.Topic(eventskafka.DefaultInternalTopic, 3), k.Topic(relaykafka.DefaultTopic, 3)
 
 		store := memory.New()
 		defer store.Close()
 		appendToStore(t, store, feedtest.Events(1))
-		logged, err := store.ReadAll(testContext(t), events.Position{}, 1000)
+		logged, err := store.ReadAll(sourcetest.Context(t), events.Position{}, 1000)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -40,7 +42,7 @@ func TestRelaySplitsInternalAndAnalyticsTopics(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p := relaykafka.NewFeedProducer(addrs, internal, analytics, tr, quietLog())
+		p := relaykafka.NewFeedProducer(addrs, internal, analytics, tr, sourcetest.QuietLog())
 		defer p.Close()
 		cp := relay.NewFileCheckpoints(t.TempDir())
 		stop := runRelay(t, store, p, cp, relay.Options{BatchSize: 7, MinBackoff: time.Millisecond})
@@ -48,14 +50,14 @@ func TestRelaySplitsInternalAndAnalyticsTopics(t *testing.T) {
 		stop()
 
 		// The dispatcher: every event, metadata and data byte for byte.
-		col := newCollector(len(logged))
-		consume(t, addrs, internal, k.group("platform-webhooks"), col)
-		checkPerStreamOrder(t, col.events(), logged)
+		col := sourcetest.NewCollector(len(logged))
+		sourcetest.Consume(t, addrs, internal, k.Group("platform-webhooks"), col)
+		sourcetest.CheckPerStreamOrder(t, col.Events(), logged)
 		byID := map[string]events.Recorded{}
 		for _, ev := range logged {
 			byID[ev.ID] = ev
 		}
-		for _, ev := range col.events() {
+		for _, ev := range col.Events() {
 			want := byID[ev.ID]
 			if ev.Type != want.Type || ev.Stream != want.Stream || !bytes.Equal(ev.Data, want.Data) || !bytes.Equal(ev.Meta, want.Meta) {
 				t.Fatalf("internal topic changed %s:\n got %+v\nwant %+v", ev.ID, ev, want)
@@ -80,7 +82,7 @@ func TestRelaySplitsInternalAndAnalyticsTopics(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer cl.Close()
-		ctx := testContext(t)
+		ctx := sourcetest.Context(t)
 		var records []*kgo.Record
 		for len(records) < len(wantMsgs) {
 			fetches := cl.PollFetches(ctx)

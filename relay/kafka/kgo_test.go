@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/healthtech/partner-open-platform/webhooks/kafka/sourcetest"
+
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	relaykafka "github.com/healthtech/partner-open-platform/relay/kafka"
@@ -14,11 +16,11 @@ import (
 // TestAnotherClientReadsTheDocumentedFormat consumes with franz-go, not
 // kafka-go, to prove the wire format does not depend on the library.
 func TestAnotherClientReadsTheDocumentedFormat(t *testing.T) {
-	onEachCluster(t, func(t *testing.T, k *cluster) {
-		addrs, topic := k.addrs, k.topic("platform.events", 3)
+	sourcetest.OnEachCluster(t, func(t *testing.T, k *sourcetest.Cluster) {
+		addrs, topic := k.Addrs, k.Topic("platform.events", 3)
 		p := relaykafka.NewProducer(addrs, topic)
 		defer p.Close()
-		evs := makeEvents("kgo", 60, 12, 1)
+		evs := sourcetest.MakeEvents("kgo", 60, 12, 1)
 		produce(t, p, evs, 60)
 
 		cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.ConsumeTopics(topic),
@@ -27,7 +29,7 @@ func TestAnotherClientReadsTheDocumentedFormat(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer cl.Close()
-		ctx := testContext(t)
+		ctx := sourcetest.Context(t)
 		var records []*kgo.Record
 		for len(records) < len(evs) {
 			fetches := cl.PollFetches(ctx)

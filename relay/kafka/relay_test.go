@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/healthtech/partner-open-platform/webhooks/kafka/sourcetest"
+
 	"github.com/segmentio/kafka-go"
 
 	"github.com/healthtech/partner-open-platform/events"
@@ -55,9 +57,9 @@ func appendToStore(t testing.TB, s events.Store, evs []events.Recorded) {
 // runRelay starts relay.Run and returns a function that stops it.
 func runRelay(t *testing.T, s events.Store, p relay.Producer, cp relay.Checkpoints, opts relay.Options) func() {
 	t.Helper()
-	ctx, cancel := context.WithCancel(testContext(t))
+	ctx, cancel := context.WithCancel(sourcetest.Context(t))
 	done := make(chan error, 1)
-	go func() { done <- relay.Run(ctx, s, p, cp, quietLog(), opts) }()
+	go func() { done <- relay.Run(ctx, s, p, cp, sourcetest.QuietLog(), opts) }()
 	return func() {
 		cancel()
 		if err := <-done; err != nil {
@@ -71,7 +73,7 @@ func topicSize(t *testing.T, addr, topic string, partitions int) int64 {
 	t.Helper()
 	var total int64
 	for p := range partitions {
-		conn, err := kafka.DialLeader(testContext(t), "tcp", addr, topic, p)
+		conn, err := kafka.DialLeader(sourcetest.Context(t), "tcp", addr, topic, p)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -86,15 +88,15 @@ func topicSize(t *testing.T, addr, topic string, partitions int) int64 {
 }
 
 func TestRelayRunToKafkaAtLeastOnceAndResumes(t *testing.T) {
-	onEachCluster(t, func(t *testing.T, k *cluster) {
+	sourcetest.OnEachCluster(t, func(t *testing.T, k *sourcetest.Cluster) {
 		const batch = 50
-		addrs, topic, group := k.addrs, k.topic("platform.events", 3), k.group("analytics")
+		addrs, topic, group := k.Addrs, k.Topic("platform.events", 3), k.Group("analytics")
 		store := memory.New()
 		defer store.Close()
 		cp := relay.NewFileCheckpoints(t.TempDir())
 		opts := relay.Options{BatchSize: batch, MinBackoff: time.Millisecond, MaxBackoff: 10 * time.Millisecond}
 
-		before := makeEvents("before", 200, 10, 1)
+		before := sourcetest.MakeEvents("before", 200, 10, 1)
 		appendToStore(t, store, before)
 		kp := relaykafka.NewProducer(addrs, topic)
 		defer kp.Close()
@@ -103,9 +105,9 @@ func TestRelayRunToKafkaAtLeastOnceAndResumes(t *testing.T) {
 		opts.OnRelayed = func(n int, last events.Recorded) { relayed.Store(last.Position, n) }
 		stop := runRelay(t, store, flaky, cp, opts)
 
-		c := newCollector(len(before))
-		consume(t, addrs, topic, group, c)
-		checkPerStreamOrder(t, c.events(), before)
+		c := sourcetest.NewCollector(len(before))
+		sourcetest.Consume(t, addrs, topic, group, c)
+		sourcetest.CheckPerStreamOrder(t, c.Events(), before)
 		waitForCheckpoint(t, cp, events.Position{Commit: 200, Prepare: 200})
 		stop()
 		for _, pos := range flaky.atFail {
@@ -121,14 +123,14 @@ func TestRelayRunToKafkaAtLeastOnceAndResumes(t *testing.T) {
 		}
 
 		// Restart from the file checkpoint: only the new events are sent.
-		after := makeEvents("after", 40, 5, 201)
+		after := sourcetest.MakeEvents("after", 40, 5, 201)
 		appendToStore(t, store, after)
 		stop = runRelay(t, store, relaykafka.NewProducer(addrs, topic), cp, relay.Options{BatchSize: batch})
-		c = newCollector(len(after))
-		consume(t, addrs, topic, group, c)
+		c = sourcetest.NewCollector(len(after))
+		sourcetest.Consume(t, addrs, topic, group, c)
 		waitForCheckpoint(t, cp, events.Position{Commit: 240, Prepare: 240})
 		stop()
-		checkPerStreamOrder(t, c.events(), after)
+		sourcetest.CheckPerStreamOrder(t, c.Events(), after)
 		if size := topicSize(t, addrs[0], topic, 3); size < 240 || size > 240+batch {
 			t.Fatalf("topic holds %d messages, want 240 plus at most one re-sent batch", size)
 		}
@@ -137,7 +139,7 @@ func TestRelayRunToKafkaAtLeastOnceAndResumes(t *testing.T) {
 
 func waitForCheckpoint(t *testing.T, cp relay.Checkpoints, want events.Position) {
 	t.Helper()
-	ctx := testContext(t)
+	ctx := sourcetest.Context(t)
 	for {
 		got, err := cp.Load(ctx)
 		if err == nil && got == want {
@@ -155,10 +157,10 @@ func waitForCheckpoint(t *testing.T, cp relay.Checkpoints, want events.Position)
 // relay.Run into an in-process broker.
 func BenchmarkRelayThroughput(b *testing.B) {
 	const topic, perRun = "bench", 20000
-	addrs := newCluster(b, topic, 3)
+	addrs := sourcetest.NewFake(b, topic, 3)
 	p := relaykafka.NewProducer(addrs, topic)
 	defer p.Close()
-	evs := makeEvents("bench", perRun, 200, 1)
+	evs := sourcetest.MakeEvents("bench", perRun, 200, 1)
 	var elapsed time.Duration
 	for i := range b.N {
 		b.StopTimer()
@@ -180,7 +182,7 @@ func BenchmarkRelayThroughput(b *testing.B) {
 		errc := make(chan error, 1)
 		b.StartTimer()
 		start := time.Now()
-		go func() { errc <- relay.Run(ctx, store, p, noCheckpoints{}, quietLog(), opts) }()
+		go func() { errc <- relay.Run(ctx, store, p, noCheckpoints{}, sourcetest.QuietLog(), opts) }()
 		<-done
 		elapsed += time.Since(start)
 		b.StopTimer()
@@ -197,10 +199,10 @@ func BenchmarkRelayThroughput(b *testing.B) {
 // BenchmarkSingleWrite measures one synchronous one-event Produce: the
 // latency a lone event sees (BatchTimeout 5 ms plus the round trip).
 func BenchmarkSingleWrite(b *testing.B) {
-	addrs := newCluster(b, "single", 3)
+	addrs := sourcetest.NewFake(b, "single", 3)
 	p := relaykafka.NewProducer(addrs, "single")
 	defer p.Close()
-	ev := makeEvents("one", 1, 1, 1)
+	ev := sourcetest.MakeEvents("one", 1, 1, 1)
 	ctx := context.Background()
 	for b.Loop() {
 		if err := p.Produce(ctx, ev); err != nil {

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/healthtech/partner-open-platform/webhooks/kafka/sourcetest"
+
 	"github.com/healthtech/partner-open-platform/events"
 	relaykafka "github.com/healthtech/partner-open-platform/relay/kafka"
 	webhookkafka "github.com/healthtech/partner-open-platform/webhooks/kafka"
@@ -61,10 +63,10 @@ func (p *pipeline) events() []events.Recorded {
 // returns its result.
 func runPipelined(t *testing.T, addrs []string, topic, group string, p *pipeline) (done <-chan error, stop func() error) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(testContext(t))
+	ctx, cancel := context.WithCancel(sourcetest.Context(t))
 	ch := make(chan error, 1)
 	go func() {
-		ch <- webhookkafka.RunPipelined(ctx, webhookkafka.NewSource(addrs, topic, group, quietLog()), p.prepare, p.commit)
+		ch <- webhookkafka.RunPipelined(ctx, webhookkafka.NewSource(addrs, topic, group, sourcetest.QuietLog()), p.prepare, p.commit)
 	}()
 	return ch, func() error { cancel(); return <-ch }
 }
@@ -87,7 +89,7 @@ func resumeAll(t *testing.T, addrs []string, topic, group string, want int) []ev
 	case <-full:
 	case err := <-done:
 		t.Fatalf("resumed source stopped early: %v", err)
-	case <-testContext(t).Done():
+	case <-sourcetest.Context(t).Done():
 		t.Fatalf("resumed source committed %d of %d events in time", len(p.events()), want)
 	}
 	if err := stop(); err != nil {
@@ -100,11 +102,11 @@ func resumeAll(t *testing.T, addrs []string, topic, group string, want int) []ev
 // fetched meanwhile are prepared; commits keep each stream in order, and a
 // clean stop leaves the group's offsets past every committed batch.
 func TestSourceRunPipelinedPreparesWhileCommittingInStreamOrder(t *testing.T) {
-	onEachCluster(t, func(t *testing.T, k *cluster) {
-		addrs, topic, group := k.addrs, k.topic("pipelined", 3), k.group("G")
+	sourcetest.OnEachCluster(t, func(t *testing.T, k *sourcetest.Cluster) {
+		addrs, topic, group := k.Addrs, k.Topic("pipelined", 3), k.Group("G")
 		prod := relaykafka.NewProducer(addrs, topic)
 		defer prod.Close()
-		evs := makeEvents("pip", 300, 20, 1)
+		evs := sourcetest.MakeEvents("pip", 300, 20, 1)
 		produce(t, prod, evs[:100], 50)
 
 		p := &pipeline{}
@@ -127,7 +129,7 @@ func TestSourceRunPipelinedPreparesWhileCommittingInStreamOrder(t *testing.T) {
 					select {
 					case <-ctx.Done():
 						return
-					case <-testContext(t).Done():
+					case <-sourcetest.Context(t).Done():
 						return
 					default:
 					}
@@ -144,7 +146,7 @@ func TestSourceRunPipelinedPreparesWhileCommittingInStreamOrder(t *testing.T) {
 		case <-all:
 		case err := <-done:
 			t.Fatalf("source stopped early: %v", err)
-		case <-testContext(t).Done():
+		case <-sourcetest.Context(t).Done():
 			t.Fatalf("source committed %d of %d events in time", len(p.events()), len(evs))
 		}
 		if err := stop(); err != nil {
@@ -156,11 +158,11 @@ func TestSourceRunPipelinedPreparesWhileCommittingInStreamOrder(t *testing.T) {
 		if prepares, _ := p.counts(); prepares >= len(evs) {
 			t.Fatalf("%d events in %d batches: nothing was batched", len(evs), prepares)
 		}
-		checkPerStreamOrder(t, p.events(), evs)
+		sourcetest.CheckPerStreamOrder(t, p.events(), evs)
 
-		fresh := makeEvents("pipfresh", 10, 3, 1000)
+		fresh := sourcetest.MakeEvents("pipfresh", 10, 3, 1000)
 		produce(t, prod, fresh, 10)
-		checkPerStreamOrder(t, resumeAll(t, addrs, topic, group, len(fresh)), fresh)
+		sourcetest.CheckPerStreamOrder(t, resumeAll(t, addrs, topic, group, len(fresh)), fresh)
 	})
 }
 
@@ -168,11 +170,11 @@ func TestSourceRunPipelinedPreparesWhileCommittingInStreamOrder(t *testing.T) {
 // over again exactly what was not committed: the failed batches and those
 // prepared behind them, never a batch committed before.
 func TestSourceRunPipelinedRedeliversWhatDidNotCommit(t *testing.T) {
-	onEachCluster(t, func(t *testing.T, k *cluster) {
-		addrs, topic, group := k.addrs, k.topic("pipefail", 3), k.group("G")
+	sourcetest.OnEachCluster(t, func(t *testing.T, k *sourcetest.Cluster) {
+		addrs, topic, group := k.Addrs, k.Topic("pipefail", 3), k.Group("G")
 		prod := relaykafka.NewProducer(addrs, topic)
 		defer prod.Close()
-		evs := makeEvents("pf", 200, 9, 1)
+		evs := sourcetest.MakeEvents("pf", 200, 9, 1)
 		produce(t, prod, evs[:100], 50)
 		firstHalf := map[string]bool{}
 		for _, ev := range evs[:100] {
@@ -199,7 +201,7 @@ func TestSourceRunPipelinedRedeliversWhatDidNotCommit(t *testing.T) {
 		var err error
 		select {
 		case err = <-done:
-		case <-testContext(t).Done():
+		case <-sourcetest.Context(t).Done():
 			t.Fatal("source did not stop on the failed commit")
 		}
 		if !errors.Is(err, errBoom) {
@@ -211,7 +213,7 @@ func TestSourceRunPipelinedRedeliversWhatDidNotCommit(t *testing.T) {
 		}
 
 		resumed := resumeAll(t, addrs, topic, group, len(evs)-len(committed))
-		checkPerStreamOrder(t, append(committed, resumed...), evs)
+		sourcetest.CheckPerStreamOrder(t, append(committed, resumed...), evs)
 	})
 }
 
@@ -219,11 +221,11 @@ func TestSourceRunPipelinedRedeliversWhatDidNotCommit(t *testing.T) {
 // batch uncommitted in Kafka: the next run gets it again, and only what was
 // not committed before the stop.
 func TestSourceRunPipelinedRedeliversACommitCutByAStop(t *testing.T) {
-	onEachCluster(t, func(t *testing.T, k *cluster) {
-		addrs, topic, group := k.addrs, k.topic("pipestop", 3), k.group("G")
+	sourcetest.OnEachCluster(t, func(t *testing.T, k *sourcetest.Cluster) {
+		addrs, topic, group := k.Addrs, k.Topic("pipestop", 3), k.Group("G")
 		prod := relaykafka.NewProducer(addrs, topic)
 		defer prod.Close()
-		evs := makeEvents("ps", 120, 7, 1)
+		evs := sourcetest.MakeEvents("ps", 120, 7, 1)
 		produce(t, prod, evs[:60], 30)
 		firstHalf := map[string]bool{}
 		for _, ev := range evs[:60] {
@@ -252,7 +254,7 @@ func TestSourceRunPipelinedRedeliversACommitCutByAStop(t *testing.T) {
 		case <-blocked:
 		case err := <-done:
 			t.Fatalf("source stopped early: %v", err)
-		case <-testContext(t).Done():
+		case <-sourcetest.Context(t).Done():
 			t.Fatal("no commit of the second half began in time")
 		}
 		if err := stop(); err != nil {
@@ -263,14 +265,14 @@ func TestSourceRunPipelinedRedeliversACommitCutByAStop(t *testing.T) {
 			t.Fatalf("%d committed before the stop, want 60", len(committed))
 		}
 		resumed := resumeAll(t, addrs, topic, group, len(evs)-len(committed))
-		checkPerStreamOrder(t, append(committed, resumed...), evs)
+		sourcetest.CheckPerStreamOrder(t, append(committed, resumed...), evs)
 	})
 }
 
 // produceFromHook produces evs from a source's goroutine, where a test may
 // report an error but not stop.
 func produceFromHook(t *testing.T, p *relaykafka.Producer, evs []events.Recorded) {
-	if err := p.Produce(testContext(t), evs); err != nil {
+	if err := p.Produce(sourcetest.Context(t), evs); err != nil {
 		t.Errorf("produce: %v", err)
 	}
 }
