@@ -41,17 +41,15 @@ func NewClaimToken() string {
 // DefaultClaimTTL is how long a delivery stays claimed when its node never
 // releases it. It exceeds the HTTP timeout (10 s) plus loading and
 // recording; the sender also cuts each POST off before its claim can lapse
-// (see attemptBudget), so even a slow receiver never sees two attempts of
+// (see AttemptBudget), so even a slow receiver never sees two attempts of
 // one delivery overlap. A node that dies mid-attempt delays that delivery
 // by at most this long.
 const DefaultClaimTTL = 30 * time.Second
 
-// attemptBudget is how long after claiming a POST may still be running: the
-// rest of the claim's lifetime is left for recording the outcome.
-func attemptBudget(ttl time.Duration) time.Duration { return AttemptBudget(ttl) }
-
-// AttemptBudget is how long one POST may last under a claim of ttl: it ends
-// before the claim lapses, so no other node starts the delivery while it is open.
+// AttemptBudget is how long after claiming a POST may still be running: it
+// ends before the claim lapses, so no other node starts the delivery while
+// it is open, and the rest of the claim's lifetime is left for recording the
+// outcome.
 func AttemptBudget(ttl time.Duration) time.Duration {
 	return ttl - min(10*time.Second, ttl/3)
 }

@@ -577,7 +577,7 @@ func (d *Dispatcher) attempt(ctx context.Context, eps *breakers, c claimed, clai
 	// A stopping node lets an attempt it started finish within the budget
 	// and records it, rather than cut a POST the receiver may already have
 	// taken, which the next node would then send again.
-	actx, cancel := context.WithDeadline(context.WithoutCancel(ctx), claimedAt.Add(attemptBudget(d.claimTTL())))
+	actx, cancel := context.WithDeadline(context.WithoutCancel(ctx), claimedAt.Add(AttemptBudget(d.claimTTL())))
 	defer cancel()
 	del, err := d.load(actx, id)
 	if err != nil {
