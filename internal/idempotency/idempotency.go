@@ -379,27 +379,40 @@ func (q *keyed) answer(w http.ResponseWriter, r *http.Request, s state, err erro
 // read on this node wait for the original write.
 func (q *keyed) replay(w http.ResponseWriter, r *http.Request) error {
 	c := q.rec.completed
-	body, err := q.k.openAnswer(r.Context(), q.stream, c.SealedBody)
+	return q.k.writeReplay(w, r, q.stream, c.SealedBody, c.Status, c.ContentType, func() {
+		if q.k.Replayed != nil {
+			q.k.Replayed(q.appID, q.rec.at)
+		}
+	})
+}
+
+// writeReplay writes a recorded answer, marked replayed: the sealed body
+// opened with the key of the person it is about, its status and content
+// type. An answer about a user erased since is shredded with their key, and
+// the request's resource is gone, as it now is for every other request:
+// 404. opened (optional) runs once the answer is known to be written.
+func (k *Keeper) writeReplay(w http.ResponseWriter, r *http.Request, stream, sealed string, status int, contentType string, opened func()) error {
+	body, err := k.openAnswer(r.Context(), stream, sealed)
 	if errors.Is(err, errErased) {
-		// The answer was about a user erased since: it is shredded with
-		// their key, and the request's resource is gone, as it now is for
-		// every other request.
 		w.Header().Set(ReplayedHeader, "true")
 		httpapi.Error(w, r, domain.ErrUserNotFound)
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("idempotency: open the stored answer of %s: %w", q.stream, err)
+		return fmt.Errorf("idempotency: open the stored answer of %s: %w", stream, err)
 	}
-	if q.k.Replayed != nil {
-		q.k.Replayed(q.appID, q.rec.at)
+	if opened != nil {
+		opened()
 	}
-	if c.ContentType != "" {
-		w.Header().Set("Content-Type", c.ContentType)
+	if contentType != "" {
+		w.Header().Set("Content-Type", contentType)
 	}
 	w.Header().Set(ReplayedHeader, "true")
+	// Some answers carry a secret (a secret rotation): a replay is never
+	// stored by intermediaries either.
+	w.Header().Set("Cache-Control", "no-store")
 	noteCode(r, []byte(body))
-	w.WriteHeader(c.Status)
+	w.WriteHeader(status)
 	_, _ = w.Write([]byte(body))
 	return nil
 }

@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/internal/httpapi"
 )
 
@@ -183,26 +182,7 @@ func (k *Keeper) writeSigned(w http.ResponseWriter, r *http.Request, name, recor
 	if !ok1 || !ok2 || err != nil {
 		return errors.New("idempotency: malformed signed-write record")
 	}
-	plain, err := k.openAnswer(r.Context(), signedStream(name), sealed)
-	if errors.Is(err, errErased) {
-		w.Header().Set(ReplayedHeader, "true")
-		httpapi.Error(w, r, domain.ErrUserNotFound)
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("idempotency: open a signed write's answer: %w", err)
-	}
-	if contentType != "" {
-		w.Header().Set("Content-Type", contentType)
-	}
-	w.Header().Set(ReplayedHeader, "true")
-	// Some answers carry a secret (a webhook secret rotation): a replay
-	// is never stored by intermediaries either.
-	w.Header().Set("Cache-Control", "no-store")
-	noteCode(r, []byte(plain))
-	w.WriteHeader(status)
-	_, _ = w.Write([]byte(plain))
-	return nil
+	return k.writeReplay(w, r, signedStream(name), sealed, status, contentType, nil)
 }
 
 // signedStream is what a signed write's sealed answer is bound to (the
