@@ -23,7 +23,7 @@ import (
 // The benchmarks measure embedded mode over real HTTP. Compare them with the
 // baselines of the same run, not across runs: these machines are shared.
 //
-//	go test -run '^$' -bench . -benchtime 3s ./internal/node
+//	go test -run '^$' -bench . -benchtime 3s ./e2e/bench
 
 // benchClients is how many concurrent clients the write and read benchmarks
 // run, as scripts/bench.sh runs them.
@@ -246,7 +246,7 @@ func BenchmarkBaselineReportStore(b *testing.B) {
 // an id number: eleven personal fields sealed per register) and reads their
 // snapshots with per-person encryption on and off, in the same run:
 //
-//	go test -run '^$' -bench Encryption -benchtime 3s ./internal/node
+//	go test -run '^$' -bench Encryption -benchtime 3s ./e2e/bench
 func BenchmarkEncryption(b *testing.B) {
 	for _, mode := range []struct {
 		name      string

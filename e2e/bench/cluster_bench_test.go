@@ -20,7 +20,7 @@ import (
 // read model to reach it) against per-node watermarks only, on the same node in
 // the same run. Report the ratio of the two reads/s.
 //
-//	PLATFORM_TEST_POSTGRES_URL=... go test -run '^$' -bench SnapshotReadFloor -benchtime 3s ./internal/node
+//	PLATFORM_TEST_POSTGRES_URL=... go test -run '^$' -bench SnapshotReadFloor -benchtime 3s ./e2e/bench
 func BenchmarkSnapshotReadFloor(b *testing.B) {
 	db := pgtest.New(b)
 	p := harness.Start(b, harness.ClusterConfig(b, db, "bench", 10*time.Second))
@@ -59,7 +59,7 @@ func BenchmarkSnapshotReadFloor(b *testing.B) {
 // connections. Rounds alternate (the machine is shared); report the ratio
 // of neighbours' reads/s.
 //
-//	PLATFORM_TEST_POSTGRES_URL=... go test -run '^$' -bench SnapshotPostgres -benchtime 3s ./internal/node
+//	PLATFORM_TEST_POSTGRES_URL=... go test -run '^$' -bench SnapshotPostgres -benchtime 3s ./e2e/bench
 func BenchmarkSnapshotPostgres(b *testing.B) {
 	db := pgtest.New(b)
 	ctx := context.Background()

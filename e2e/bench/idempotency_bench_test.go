@@ -10,7 +10,7 @@ import (
 
 // Compare with BenchmarkRegisterHTTP of the same run:
 //
-//	go test -run '^$' -bench 'Register(HTTP|KeyedHTTP|ReplayHTTP)' -benchtime 3s -count 3 ./internal/node
+//	go test -run '^$' -bench 'Register(HTTP|KeyedHTTP|ReplayHTTP)' -benchtime 3s -count 3 ./e2e/bench
 
 // BenchmarkRegisterKeyedHTTP is BenchmarkRegisterHTTP with a fresh
 // Idempotency-Key on each register: one stream read and two more appends

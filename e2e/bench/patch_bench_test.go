@@ -31,7 +31,7 @@ const patchClients = 8
 // dispatcher, the projections and GC), which a shared machine changes less
 // than the rate:
 //
-//	go test -run '^$' -bench PatchHTTP -benchtime 3s ./internal/node
+//	go test -run '^$' -bench PatchHTTP -benchtime 3s ./e2e/bench
 func BenchmarkPatchHTTP(b *testing.B) {
 	b.Run("quiet", func(b *testing.B) { benchPatch(b, 0, false) })
 	b.Run("after-deliveries", func(b *testing.B) { benchPatch(b, 2000, false) })

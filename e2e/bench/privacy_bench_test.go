@@ -24,7 +24,7 @@ import (
 // Postgres event store, key table and read models (skipped without
 // PLATFORM_TEST_POSTGRES_URL).
 //
-//	go test -run '^$' -bench EncryptionRatio -benchtime 400x ./internal/node
+//	go test -run '^$' -bench EncryptionRatio -benchtime 400x ./e2e/bench
 func BenchmarkEncryptionRatio(b *testing.B) {
 	for _, store := range []string{"embedded", "postgres"} {
 		b.Run("register/"+store, func(b *testing.B) {
@@ -129,7 +129,7 @@ func alternate(b *testing.B, on, off [2]any, op func(*harness.Platform, *harness
 // running node; after a restart each person's first event costs one key
 // read (an in-memory index for the key log, one query for Postgres).
 //
-//	go test -run '^$' -bench RebuildDecrypt -benchtime 4x ./internal/node
+//	go test -run '^$' -bench RebuildDecrypt -benchtime 4x ./e2e/bench
 func BenchmarkRebuildDecrypt(b *testing.B) {
 	for _, store := range []string{"embedded", "postgres"} {
 		b.Run(store, func(b *testing.B) {
