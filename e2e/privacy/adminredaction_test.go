@@ -175,12 +175,12 @@ func TestAdminProvidersRedactedUnlessRevealed(t *testing.T) {
 }
 
 // auditFacts lists the audit facts the query selects, as the auditor tok.
-func auditFacts(t *testing.T, p *harness.Platform, tok, query string) []auditFactView {
+func auditFacts(t *testing.T, p *harness.Platform, tok, query string) []harness.AuditFact {
 	t.Helper()
 	res := p.As(tok, "GET", "/admin/v1/audit?"+query, nil)
 	harness.ExpectCode(t, "audit "+query, res, 200, "0")
 	var page struct {
-		Facts []auditFactView `json:"facts"`
+		Facts []harness.AuditFact `json:"facts"`
 	}
 	if err := json.Unmarshal(res.Env.Data, &page); err != nil {
 		t.Fatal(err)

@@ -1,7 +1,6 @@
 package privacy_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -11,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/healthtech/partner-open-platform/e2e/harness"
-	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/internal/node"
 )
 
@@ -51,7 +49,7 @@ func TestPersonalDataEncryptedAtRest(t *testing.T) {
 	personal := []string{"11010519491231002X", "李雷", "韩梅梅", "13812345678", "li@example.cn", "1990-05-01",
 		"Nurse Wu", "123456789012345678901234567890", "risk_level"}
 	// The decorated store shows the number; the stored form does not.
-	shown, stored := dump(t, p.Node.Events), dump(t, p.Node.StoredEvents)
+	shown, stored := harness.Dump(t, p.Node.Events), harness.Dump(t, p.Node.StoredEvents)
 	if !strings.Contains(shown, "11010519491231002X") {
 		t.Fatal("the decorated store does not show the id number")
 	}
@@ -73,19 +71,4 @@ func TestPersonalDataEncryptedAtRest(t *testing.T) {
 			t.Errorf("events.db holds %q in clear", v)
 		}
 	}
-}
-
-// dump is every event's data in the store, one per line.
-func dump(t *testing.T, s events.Store) string {
-	t.Helper()
-	recs, err := s.ReadAll(context.Background(), events.Position{}, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b strings.Builder
-	for _, r := range recs {
-		b.Write(r.Data)
-		b.WriteByte('\n')
-	}
-	return b.String()
 }

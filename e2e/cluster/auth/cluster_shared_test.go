@@ -1,4 +1,4 @@
-package cluster_test
+package auth_test
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package edge_test
+package badinput_test
 
 import (
 	"fmt"

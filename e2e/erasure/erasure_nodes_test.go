@@ -1,4 +1,4 @@
-package privacy_test
+package erasure_test
 
 import (
 	"encoding/hex"
@@ -79,7 +79,7 @@ func TestErasureReachesEveryNode(t *testing.T) {
 		return string(rep["raw_data"]) == "null" && string(rep["interpretation_result"]) == "null"
 	})
 	// Decrypting the log on B (not only its read models) yields nothing of theirs.
-	if shown := dump(t, nodeB.Node.Events); strings.Contains(shown, "赵六") {
+	if shown := harness.Dump(t, nodeB.Node.Events); strings.Contains(shown, "赵六") {
 		t.Fatal("node B's decrypting store still shows the erased name")
 	}
 }

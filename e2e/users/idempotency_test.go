@@ -1,4 +1,4 @@
-package partner_test
+package users_test
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package privacy_test
+package erasure_test
 
 import (
 	"encoding/json"
@@ -11,18 +11,6 @@ import (
 	"github.com/healthtech/partner-open-platform/e2e/harness"
 	"github.com/healthtech/partner-open-platform/internal/node"
 )
-
-type auditFactView struct {
-	Seq      int64    `json:"seq"`
-	EventID  string   `json:"event_id"`
-	Actor    string   `json:"actor"`
-	Action   string   `json:"action"`
-	Subjects []string `json:"subjects"`
-	EventIDs []string `json:"event_ids"`
-	AppID    int64    `json:"app_id"`
-	Reason   string   `json:"reason"`
-	At       string   `json:"at"`
-}
 
 // An erasure is an audit fact: GET /admin/v1/audit lists who erased whom,
 // when and why (action user.erased), found by action, subject and actor
@@ -47,12 +35,12 @@ func TestErasureIsAnAuditFact(t *testing.T) {
 		if res := p.As(eraser, "POST", erase, map[string]any{"reason": "PIPL request ticket 42"}); res.Status != http.StatusOK {
 			t.Fatalf("erase: %d %s", res.Status, res.Raw)
 		}
-		list := func(query string) ([]auditFactView, string) {
+		list := func(query string) ([]harness.AuditFact, string) {
 			t.Helper()
 			res := p.As(auditor, "GET", "/admin/v1/audit?"+query, nil)
 			harness.ExpectCode(t, "audit "+query, res, http.StatusOK, "0")
 			var page struct {
-				Facts []auditFactView `json:"facts"`
+				Facts []harness.AuditFact `json:"facts"`
 			}
 			res.Data(t, &page)
 			return page.Facts, string(res.Raw)

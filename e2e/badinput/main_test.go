@@ -1,4 +1,4 @@
-package partner_test
+package badinput_test
 
 import (
 	"os"

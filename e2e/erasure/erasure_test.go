@@ -1,4 +1,4 @@
-package privacy_test
+package erasure_test
 
 import (
 	"encoding/json"
@@ -68,7 +68,7 @@ func TestEraseChannelUser(t *testing.T) {
 			t.Fatalf("a refused erase appended %d events", n-before)
 		}
 		// Even the decrypting store has nothing of theirs any more.
-		shown := dump(t, p.Node.Events)
+		shown := harness.Dump(t, p.Node.Events)
 		for _, v := range []string{"11010519491231002X", "赵六"} {
 			if strings.Contains(shown, v) {
 				t.Errorf("after erasure the log still shows %q", v)
@@ -266,7 +266,7 @@ func TestIdempotentReplayAfterErasure(t *testing.T) {
 		harness.ExpectCode(t, "order", order, http.StatusCreated, "0")
 		harness.SameAnswer(t, "register before erasure", reg, a.Keyed("POST", "/open/v1/channel/users", body, "k-register", now))
 
-		stored := dump(t, p.Node.StoredEvents)
+		stored := harness.Dump(t, p.Node.StoredEvents)
 		if !strings.Contains(stored, fmt.Sprintf(`"sealed_body":"dk1:user-%d~`, created.OpenUserID)) {
 			t.Fatal("the register's answer is not sealed with the user's data key")
 		}

@@ -1,4 +1,4 @@
-package partner_test
+package commerce_test
 
 import (
 	"fmt"

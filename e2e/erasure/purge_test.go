@@ -1,4 +1,4 @@
-package privacy_test
+package erasure_test
 
 import (
 	"context"
