@@ -389,13 +389,13 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		}
 		n.ReadModel, shared = pg, pg
 		n.pool = pg.Pool()
-		n.Leases = leasepg.New(n.pool)
+		n.Leases = n.Metrics.Leases(leasepg.New(n.pool))
 		n.Adapters["read models"] = "Postgres"
 		n.Adapters["leases"] = fmt.Sprintf("Postgres, node %s, TTL %s", cfg.NodeID, cfg.LeaseTTL)
 	} else {
 		mem := memory.New()
 		n.ReadModel = mem
-		n.Leases = leasemem.New()
+		n.Leases = n.Metrics.Leases(leasemem.New())
 		n.Adapters["read models"] = "in memory, rebuilt from the log at start"
 		if cfg.SnapshotInterval >= 0 {
 			n.openSnapshots(cfg, mem)
