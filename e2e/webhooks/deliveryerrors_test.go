@@ -27,7 +27,7 @@ type failureView struct {
 	} `json:"attempt_log"`
 }
 
-// Issue 12, defect 11: a partner's delivery log shows a stable error class
+// A partner's delivery log shows a stable error class
 // and never the transport's raw text (certificate details, addresses);
 // operators see the class and the detail.
 func TestDeliveryLogShowsPartnersTheClassAndOperatorsTheDetail(t *testing.T) {
