@@ -179,59 +179,17 @@ func feedPseudonymKey(cfg Config) ([]byte, error) {
 // one could never open it, so a missing key is refused; so is a key that
 // cannot open the first sealed secret in the log.
 func openSealer(ctx context.Context, cfg Config, store events.Store, reg *events.Registry, log *slog.Logger) (*secrets.Sealer, error) {
-	var key []byte
-	path := filepath.Join(cfg.DataDir, "master.key")
-	source := "PLATFORM_MASTER_KEY"
-	if cfg.MasterKey != "" {
-		var err error
-		if key, err = secrets.ParseKey(cfg.MasterKey); err != nil {
-			return nil, fmt.Errorf("PLATFORM_MASTER_KEY: %w", err)
-		}
-	} else {
-		source = path
-		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
-			recs, err := store.ReadAll(ctx, events.Position{}, 1)
-			if err != nil {
-				return nil, fmt.Errorf("master key: read the event log: %w", err)
-			}
-			if len(recs) > 0 {
-				return nil, fmt.Errorf("master key: PLATFORM_MASTER_KEY is unset and %s does not exist, but the event log already holds events, "+
-					"and the secrets in them were sealed with a master key; set PLATFORM_MASTER_KEY (or restore %s) to the key this log was written with. "+
-					"Refusing to create a new key, which could not open them", path, path)
-			}
-		}
-		k, created, err := secrets.LoadOrCreateKeyFile(path)
-		if err != nil {
-			return nil, err
-		}
-		key = k
-		if created {
-			log.Info("created master key for sealing secrets", "path", path)
-		}
-		if cfg.EventStoreURL != "" {
-			log.Warn("PLATFORM_MASTER_KEY is unset: secrets are sealed with a key kept in the data directory; every node sharing the event store needs the same key", "path", path)
-		}
+	key, source, err := masterKey(ctx, cfg, store, log)
+	if err != nil {
+		return nil, err
 	}
 	sealer, err := secrets.New(key)
 	if err != nil {
 		return nil, err
 	}
-	var previous [][]byte
-	prevPath := filepath.Join(cfg.DataDir, "master.key.previous")
-	if cfg.MasterKeyPrevious != "" {
-		if previous, err = secrets.ParseKeyList(cfg.MasterKeyPrevious); err != nil {
-			return nil, fmt.Errorf("PLATFORM_MASTER_KEY_PREVIOUS: %w", err)
-		}
-	} else if previous, err = secrets.LoadKeyListFile(prevPath); err != nil {
+	older, err := previousSealers(cfg)
+	if err != nil {
 		return nil, err
-	}
-	var older []*secrets.Sealer
-	for _, k := range previous {
-		s, err := secrets.New(k)
-		if err != nil {
-			return nil, err
-		}
-		older = append(older, s)
 	}
 	sealer = secrets.WithPrevious(sealer, older...)
 	if len(older) > 0 {
@@ -241,11 +199,69 @@ func openSealer(ctx context.Context, cfg Config, store events.Store, reg *events
 	if err := checkSealer(ctx, sealer, store, reg); err != nil {
 		fix := "set PLATFORM_MASTER_KEY to the key this log was written with (after a rotation, keep the old key in PLATFORM_MASTER_KEY_PREVIOUS)"
 		if cfg.MasterKey == "" {
-			fix = "set PLATFORM_MASTER_KEY, or put in " + path + ", the key this log was written with (after a rotation, keep the old key in PLATFORM_MASTER_KEY_PREVIOUS or " + prevPath + ")"
+			fix = "set PLATFORM_MASTER_KEY, or put in " + source + ", the key this log was written with (after a rotation, keep the old key in PLATFORM_MASTER_KEY_PREVIOUS or " + filepath.Join(cfg.DataDir, "master.key.previous") + ")"
 		}
 		return nil, fmt.Errorf("master key from %s: %w; %s", source, err, fix)
 	}
 	return sealer, nil
+}
+
+// masterKey reads the master key and says where from: PLATFORM_MASTER_KEY,
+// else the data directory's key file, made only for an empty log.
+func masterKey(ctx context.Context, cfg Config, store events.Store, log *slog.Logger) (key []byte, source string, err error) {
+	if cfg.MasterKey != "" {
+		if key, err = secrets.ParseKey(cfg.MasterKey); err != nil {
+			return nil, "", fmt.Errorf("PLATFORM_MASTER_KEY: %w", err)
+		}
+		return key, "PLATFORM_MASTER_KEY", nil
+	}
+	path := filepath.Join(cfg.DataDir, "master.key")
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		recs, err := store.ReadAll(ctx, events.Position{}, 1)
+		if err != nil {
+			return nil, "", fmt.Errorf("master key: read the event log: %w", err)
+		}
+		if len(recs) > 0 {
+			return nil, "", fmt.Errorf("master key: PLATFORM_MASTER_KEY is unset and %s does not exist, but the event log already holds events, "+
+				"and the secrets in them were sealed with a master key; set PLATFORM_MASTER_KEY (or restore %s) to the key this log was written with. "+
+				"Refusing to create a new key, which could not open them", path, path)
+		}
+	}
+	key, created, err := secrets.LoadOrCreateKeyFile(path)
+	if err != nil {
+		return nil, "", err
+	}
+	if created {
+		log.Info("created master key for sealing secrets", "path", path)
+	}
+	if cfg.EventStoreURL != "" {
+		log.Warn("PLATFORM_MASTER_KEY is unset: secrets are sealed with a key kept in the data directory; every node sharing the event store needs the same key", "path", path)
+	}
+	return key, path, nil
+}
+
+// previousSealers open with the master keys of before a rotation:
+// PLATFORM_MASTER_KEY_PREVIOUS, else the data directory's
+// master.key.previous (one key a line) if it exists.
+func previousSealers(cfg Config) ([]*secrets.Sealer, error) {
+	var previous [][]byte
+	var err error
+	if cfg.MasterKeyPrevious != "" {
+		if previous, err = secrets.ParseKeyList(cfg.MasterKeyPrevious); err != nil {
+			return nil, fmt.Errorf("PLATFORM_MASTER_KEY_PREVIOUS: %w", err)
+		}
+	} else if previous, err = secrets.LoadKeyListFile(filepath.Join(cfg.DataDir, "master.key.previous")); err != nil {
+		return nil, err
+	}
+	older := make([]*secrets.Sealer, 0, len(previous))
+	for _, k := range previous {
+		s, err := secrets.New(k)
+		if err != nil {
+			return nil, err
+		}
+		older = append(older, s)
+	}
+	return older, nil
 }
 
 // checkSealer opens the first sealed secret in the log, looking no further

@@ -75,13 +75,25 @@ type projectionSet struct {
 	byReadModel      map[projections.ReadModel]*subscribe.Runner
 	readModels       subscribe.RunnerSet
 	all              []*subscribe.Runner
+	// marks are the floors reads wait for: the log's head at start, and
+	// with shared read models the head at each read (a partner's write
+	// may have gone through another node).
+	marks *projections.Watermarks
 }
 
-// buildProjections makes the runners over the node's log and read models;
-// nothing runs until Open starts them.
-func (n *Node) buildProjections(cfg Config, sealer *secrets.Sealer) projectionSet {
+// buildProjections makes the runners over the node's log and read models
+// (nothing runs until Open starts them) and the floors reads wait for.
+func (n *Node) buildProjections(ctx context.Context, cfg Config, sealer *secrets.Sealer) (projectionSet, error) {
 	p := projectionSet{apps: directory.NewApps(sealer), operators: directory.NewOperators(),
-		byReadModel: map[projections.ReadModel]*subscribe.Runner{}}
+		byReadModel: map[projections.ReadModel]*subscribe.Runner{}, marks: projections.NewWatermarks()}
+	head, err := n.Events.Head(ctx)
+	if err != nil {
+		return p, fmt.Errorf("event store: head of the log: %w", err)
+	}
+	p.marks.Floor(head)
+	if n.shared != nil {
+		p.marks.FollowHead(n.Events.Head)
+	}
 	// The directories journal the positions of their events, so a
 	// snapshot restores them by reading those back, not the whole log.
 	p.appsJournal = projections.NewJournal(p.apps, n.Events, n.Registry)
@@ -98,7 +110,7 @@ func (n *Node) buildProjections(cfg Config, sealer *secrets.Sealer) projectionSe
 		p.all = append(p.all, run)
 		p.readModels = append(p.readModels, run)
 	}
-	return p
+	return p, nil
 }
 
 // ReadModels is a read-model adapter: every read model's port, the nonce store,

@@ -118,22 +118,19 @@ func Open(ctx context.Context, cfg Config) (_ *Node, err error) {
 		return nil, err
 	}
 	store, err := buildEventStore(ctx, cfg, n.Metrics)
-	n.own(store.closers, "event store", store.adapter)
-	st.phase("event_store")
-	if err != nil {
+	if n.own(store.closers, "event store", store.adapter); err != nil {
 		return nil, err
 	}
+	st.phase("event_store")
 	n.head, n.Events, n.StoredEvents = store.head, store.head, store.head
 	keys, err := buildDataKeys(ctx, cfg, n.head, n.Registry, n.log)
-	n.own(keys.closers, "personal-data keys", keys.adapter)
-	st.phase("keys")
-	if err != nil {
+	if n.own(keys.closers, "personal-data keys", keys.adapter); err != nil {
 		return nil, err
 	}
+	st.phase("keys")
 	n.Keys, n.Pseudonyms, n.legacyBindings, n.Events = keys.keys, keys.pseudonyms, keys.legacyBindings, keys.events
 	rm, err := buildReadModels(ctx, cfg, n.Keys, n.StoredEvents, n.log)
-	n.own(rm.closers, "read models", rm.adapter)
-	if err != nil {
+	if n.own(rm.closers, "read models", rm.adapter); err != nil {
 		return nil, err
 	}
 	n.ReadModel, n.shared, n.pool, n.Leases, n.snapshots, n.Adapters["leases"] = rm.store, rm.shared, rm.pool, rm.leases, rm.snapshots, rm.leasing
@@ -141,15 +138,14 @@ func Open(ctx context.Context, cfg Config) (_ *Node, err error) {
 		return nil, err
 	}
 	n.logAdapters(cfg)
-	proj := n.buildProjections(cfg, keys.sealer)
-	n.Apps, n.Operators, n.ReadModelRunners, n.Runners = proj.apps, proj.operators, proj.byReadModel, proj.all
-	n.Dispatcher = n.buildDispatcher(cfg, proj)
-	au, err := n.buildAuth(ctx, cfg, proj)
-	n.own(au.closers, "", "")
+	proj, err := n.buildProjections(ctx, cfg, keys.sealer)
 	if err != nil {
 		return nil, err
 	}
-	if n.Watermarks, err = n.buildWatermarks(ctx); err != nil {
+	n.Apps, n.Operators, n.ReadModelRunners, n.Runners, n.Watermarks = proj.apps, proj.operators, proj.byReadModel, proj.all, proj.marks
+	n.Dispatcher = n.buildDispatcher(cfg, proj)
+	au, err := n.buildAuth(ctx, cfg, proj)
+	if n.own(au.closers, "", ""); err != nil {
 		return nil, err
 	}
 	cmds := n.buildCommands(cfg, keys.sealer, proj)
@@ -157,9 +153,8 @@ func Open(ctx context.Context, cfg Config) (_ *Node, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("developer portal: %w", err)
 	}
-	n.Portal, n.Developers, n.mailSender = port.server, port.developers, port.mailSender
+	n.Portal, n.Developers, n.mailSender, n.Runners = port.server, port.developers, port.mailSender, append(n.Runners, port.runner)
 	n.Handler = n.router(n.buildRoutes(cfg, cmds, au, proj), cfg.Now)
-	n.Runners = append(n.Runners, port.runner) // after the routes: the APIs list the read side's projections
 	n.watchLag()
 	st.phase("assemble")
 	if err := n.loadSnapshot(ctx, st, proj.appsJournal, proj.operatorsJournal, cmds.analyzerJournal, port.journal); err != nil {
@@ -212,22 +207,6 @@ func (n *Node) logAdapters(cfg Config) {
 	for _, port := range []string{"event store", "personal-data keys", "read models", "leases", "bus"} {
 		n.log.Info("adapter", "port", port, "adapter", n.Adapters[port])
 	}
-}
-
-// buildWatermarks sets the floors reads wait for: the log's head at start,
-// and with shared read models the head at each read (a partner's write may
-// have gone through another node).
-func (n *Node) buildWatermarks(ctx context.Context) (*projections.Watermarks, error) {
-	marks := projections.NewWatermarks()
-	head, err := n.Events.Head(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("event store: head of the log: %w", err)
-	}
-	marks.Floor(head)
-	if n.shared != nil {
-		marks.FollowHead(n.Events.Head)
-	}
-	return marks, nil
 }
 
 // logCaughtUp logs, once every read model has caught up with the log as it was
