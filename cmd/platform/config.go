@@ -239,7 +239,9 @@ func (c *config) kafkaSettings() []*setting {
 			accepts: boolAccepts, isBool: true,
 			parse: func(s string) error {
 				on, err := parseBool(s)
-				c.KafkaRelay = &on
+				if err == nil {
+					c.KafkaRelay = &on
+				}
 				return err
 			},
 			show: func() string { return onOff(c.KafkaRelay == nil || *c.KafkaRelay) }},
