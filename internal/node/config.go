@@ -9,7 +9,7 @@ import (
 )
 
 // Config selects adapters and secrets; empty store URLs mean embedded
-// adapters. A zero field takes its default (withDefaults, defaults.go):
+// adapters. A zero field takes its default (WithDefaults, defaults.go):
 // cmd/platform fills this type straight from its settings table, and the
 // end-to-end tests set only what they exercise.
 type Config struct {

@@ -12,7 +12,7 @@ import (
 	"github.com/healthtech/partner-open-platform/webhooks"
 )
 
-// The defaults a zero Config field takes (withDefaults). cmd/platform's
+// The defaults a zero Config field takes (WithDefaults). cmd/platform's
 // settings table shows these same values (the -help text and
 // docs/configuration.md are generated from it), so each is written here
 // only. Defaults owned by a port live beside it (lease.DefaultTTL,
@@ -58,9 +58,10 @@ const DefaultSnapshotEvents = 10_000
 // the read-model tables' files (docs/privacy.md).
 const DefaultErasurePurgeInterval = time.Hour
 
-// withDefaults gives every zero field its default; a negative interval or
-// limit keeps its meaning ("off", "none") for the builder that reads it.
-func (c Config) withDefaults() Config {
+// WithDefaults gives every zero field its default, as Open does; a negative
+// interval or limit keeps its meaning ("off", "none") for the builder that
+// reads it.
+func (c Config) WithDefaults() Config {
 	setZero(&c.DataDir, DefaultDataDir)
 	setZero(&c.Timezone, DefaultTimezone)
 	setZero(&c.IDBlockSize, DefaultIDBlockSize)

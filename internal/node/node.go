@@ -104,7 +104,7 @@ type Node struct {
 // Open builds a node and starts its projections; Close stops it. A start
 // that fails midway closes what it had opened, last opened first.
 func Open(ctx context.Context, cfg Config) (_ *Node, err error) {
-	cfg = cfg.withDefaults()
+	cfg = cfg.WithDefaults()
 	n := &Node{log: cfg.Logger, accessLog: cfg.AccessLog, Registry: catalog.Registry(), Metrics: metrics.New(), Adapters: map[string]string{}, NodeID: cfg.NodeID}
 	st := beginStartup(cfg)
 	defer func() {
