@@ -13,7 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/healthtech/partner-open-platform/internal/node"
+	"github.com/healthtech/partner-open-platform/internal/pgtest"
 )
 
 // TestStartupThatFailsMidwayReleasesWhatItOpened: a start refused after
@@ -90,5 +93,60 @@ func TestStartupThatFailsMidwayReleasesWhatItOpened(t *testing.T) {
 	}
 	if got := len(n.Apps.List()); got != 1 {
 		t.Errorf("%d apps after the corrected start, want 1", got)
+	}
+}
+
+// TestStartupThatFailsMidwayOnPostgresLeavesNoConnection: a start refused
+// after the Postgres event store, key store, read models and replay guard
+// were opened (an SMTP URL the mail sender refuses) leaves no connection to
+// the database behind, and neither does a good start once closed.
+func TestStartupThatFailsMidwayOnPostgresLeavesNoConnection(t *testing.T) {
+	db := pgtest.New(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	// others waits (bounded) for the database to hold no connection but
+	// this test's own: a closed pool's backends leave a moment after.
+	others := func() int {
+		var n int
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`).Scan(&n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n == 0 || time.Now().After(deadline) {
+				return n
+			}
+		}
+	}
+	cfg := node.Config{DataDir: t.TempDir(), EventStoreURL: db, PostgresURL: db, AdminToken: "adm_openfail",
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	bad := cfg
+	bad.Portal.SMTPURL = "ftp://mail.example.com"
+	if n, err := node.Open(ctx, bad); err == nil {
+		n.Close()
+		t.Fatal("the node opened with an SMTP URL the mail sender refuses")
+	} else if !strings.Contains(err.Error(), "PLATFORM_SMTP_URL") {
+		t.Fatalf("refusal %v, want one naming PLATFORM_SMTP_URL", err)
+	}
+	if n := others(); n != 0 {
+		t.Fatalf("%d connections to the database after the refused start, want 0", n)
+	}
+	n, err := node.Open(ctx, cfg)
+	if err != nil {
+		t.Fatalf("the corrected start: %v", err)
+	}
+	if err := n.WaitCaughtUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := others(); n != 0 {
+		t.Fatalf("%d connections to the database after Close, want 0", n)
 	}
 }
