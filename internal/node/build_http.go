@@ -5,6 +5,9 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/julienschmidt/httprouter"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
 	"github.com/healthtech/partner-open-platform/commandapi"
 	"github.com/healthtech/partner-open-platform/commands"
 	"github.com/healthtech/partner-open-platform/events"
@@ -16,8 +19,6 @@ import (
 	"github.com/healthtech/partner-open-platform/internal/openapi"
 	"github.com/healthtech/partner-open-platform/projections"
 	"github.com/healthtech/partner-open-platform/queryapi"
-	"github.com/julienschmidt/httprouter"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // buildRoutes makes the HTTP edges over the commands, the read models and
@@ -96,6 +97,7 @@ func (n *Node) router(routes []commandapi.Route, now func() time.Time) http.Hand
 	})))
 	rt.Handler("GET", "/readyz", wrap("/readyz", http.HandlerFunc(n.readyz)))
 	rt.Handler("GET", "/metrics", promhttp.HandlerFor(n.Metrics.Registry, promhttp.HandlerOpts{}))
+	rt.Handler("POST", "/admin/v1/backup", wrap("/admin/v1/backup", http.HandlerFunc(n.serveBackup)))
 	rt.Handler("GET", "/openapi.yaml", wrap("/openapi.yaml", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/yaml")
 		_, _ = w.Write(openapi.Spec)

@@ -37,7 +37,9 @@ type dataKeys struct {
 	erasedFrom events.Position
 	events     events.Store
 	adapter    string
-	closers    []func() error
+	// files is the key store in the data directory (nil: Postgres).
+	files   *keyfiles.Store
+	closers []func() error
 }
 
 // buildDataKeys opens the master key (checked against the log) and the key
@@ -62,6 +64,7 @@ func buildDataKeys(ctx context.Context, cfg Config, stored *headStore, reg *even
 		return dk, fmt.Errorf("personal-data keys: %w", err)
 	}
 	dk.closers = append(dk.closers, backend.Close)
+	dk.files, _ = backend.(*keyfiles.Store)
 	dk.keys = datakeys.New(backend, dk.sealer, dk.sealer.Previous()...)
 	dk.keys.SetClock(cfg.Now)
 	if dk.legacyBindings, err = legacyBindings(ctx, dk.keys, stored); err != nil {

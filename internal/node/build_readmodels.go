@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/healthtech/partner-open-platform/events"
 	pgevents "github.com/healthtech/partner-open-platform/events/postgres"
 	"github.com/healthtech/partner-open-platform/events/subscribe"
@@ -19,7 +21,6 @@ import (
 	"github.com/healthtech/partner-open-platform/projections/directory"
 	"github.com/healthtech/partner-open-platform/projections/memory"
 	"github.com/healthtech/partner-open-platform/projections/postgres"
-	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // readModels is the read side's store and what shares it: the leases that

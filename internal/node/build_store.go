@@ -20,7 +20,9 @@ import (
 type eventStore struct {
 	head    *headStore
 	adapter string
-	closers []func() error
+	// embedded is the log in the data directory (nil: a shared store).
+	embedded *bolt.Store
+	closers  []func() error
 }
 
 // buildEventStore opens the log chosen by the configuration (openEventStore).
@@ -29,7 +31,8 @@ func buildEventStore(ctx context.Context, cfg Config, m *metrics.Metrics) (event
 	if err != nil {
 		return eventStore{adapter: name}, fmt.Errorf("event store: %w", err)
 	}
-	return eventStore{head: &headStore{Store: m.Store(store)}, adapter: name, closers: []func() error{store.Close}}, nil
+	embedded, _ := store.(*bolt.Store)
+	return eventStore{head: &headStore{Store: m.Store(store)}, adapter: name, embedded: embedded, closers: []func() error{store.Close}}, nil
 }
 
 // openEventStore opens the write side's log chosen by cfg.EventStoreURL, which

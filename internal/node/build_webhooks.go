@@ -5,19 +5,18 @@ import (
 	"fmt"
 	"time"
 
-	relaykafka "github.com/healthtech/partner-open-platform/relay/kafka"
-	relaypg "github.com/healthtech/partner-open-platform/relay/postgres"
-	webhookkafka "github.com/healthtech/partner-open-platform/webhooks/kafka"
-	webhooksmem "github.com/healthtech/partner-open-platform/webhooks/memory"
-	webhookspg "github.com/healthtech/partner-open-platform/webhooks/postgres"
-
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/events/subscribe"
 	"github.com/healthtech/partner-open-platform/privacy"
 	"github.com/healthtech/partner-open-platform/projections"
 	"github.com/healthtech/partner-open-platform/relay"
 	"github.com/healthtech/partner-open-platform/relay/feed"
+	relaykafka "github.com/healthtech/partner-open-platform/relay/kafka"
+	relaypg "github.com/healthtech/partner-open-platform/relay/postgres"
 	"github.com/healthtech/partner-open-platform/webhooks"
+	webhookkafka "github.com/healthtech/partner-open-platform/webhooks/kafka"
+	webhooksmem "github.com/healthtech/partner-open-platform/webhooks/memory"
+	webhookspg "github.com/healthtech/partner-open-platform/webhooks/postgres"
 	"github.com/healthtech/partner-open-platform/webhooks/targets"
 )
 

@@ -19,10 +19,13 @@ import (
 	"time"
 	_ "time/tzdata" // the platform zone must load on machines without tzdata
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/events/catalog"
 	"github.com/healthtech/partner-open-platform/events/subscribe"
+	"github.com/healthtech/partner-open-platform/internal/auth"
 	"github.com/healthtech/partner-open-platform/internal/datakeys"
 	"github.com/healthtech/partner-open-platform/internal/lease"
 	"github.com/healthtech/partner-open-platform/internal/metrics"
@@ -33,7 +36,6 @@ import (
 	"github.com/healthtech/partner-open-platform/projections/memory"
 	"github.com/healthtech/partner-open-platform/relay"
 	"github.com/healthtech/partner-open-platform/webhooks"
-	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // Node is one running platform process.
@@ -96,9 +98,12 @@ type Node struct {
 	shared subscribe.Shared
 	// relayCheckpoints is where this node's relay keeps its position (nil: no relay here).
 	relayCheckpoints relay.Checkpoints
-	cancel           context.CancelFunc
-	wg               sync.WaitGroup
-	closers          []func() error
+	// backup copies an embedded node's data directory (nil on shared stores).
+	backup  *dataBackup
+	admin   auth.Admin
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	closers []func() error
 }
 
 // Open builds a node and starts its projections; Close stops it. A start
@@ -129,11 +134,12 @@ func Open(ctx context.Context, cfg Config) (_ *Node, err error) {
 	}
 	st.phase("keys")
 	n.Keys, n.Pseudonyms, n.legacyBindings, n.Events = keys.keys, keys.pseudonyms, keys.legacyBindings, keys.events
+	n.backup = newDataBackup(cfg.DataDir, store.embedded, keys.files)
 	rm, err := buildReadModels(ctx, cfg, n.Keys, n.StoredEvents, n.log)
 	if n.own(rm.closers, "read models", rm.adapter); err != nil {
 		return nil, err
 	}
-	n.ReadModel, n.shared, n.pool, n.Leases, n.snapshots, n.Adapters["leases"] = rm.store, rm.shared, rm.pool, rm.leases, rm.snapshots, rm.leasing
+	n.ReadModel, n.shared, n.pool, n.Leases, n.snapshots, n.Adapters["leases"] = rm.store, rm.shared, rm.pool, n.Metrics.Leases(rm.leases), rm.snapshots, rm.leasing
 	if err := n.checkOperatorToken(ctx, cfg, madeUp); err != nil {
 		return nil, err
 	}
@@ -143,11 +149,11 @@ func Open(ctx context.Context, cfg Config) (_ *Node, err error) {
 		return nil, err
 	}
 	n.Apps, n.Operators, n.ReadModelRunners, n.Runners, n.Watermarks = proj.apps, proj.operators, proj.byReadModel, proj.all, proj.marks
-	n.Dispatcher = n.buildDispatcher(cfg, proj)
 	au, err := n.buildAuth(ctx, cfg, proj)
 	if n.own(au.closers, "", ""); err != nil {
 		return nil, err
 	}
+	n.admin, n.Dispatcher = au.admin, n.buildDispatcher(cfg, proj)
 	cmds := n.buildCommands(cfg, keys.sealer, proj)
 	port, err := n.buildPortal(cfg, cmds, au.admin, proj)
 	if err != nil {
