@@ -114,6 +114,11 @@ func (h *headStore) AppendMulti(ctx context.Context, parts ...events.StreamAppen
 	return res, err
 }
 
+// SubscribeAllFor keeps the wrapped store's filtered subscription.
+func (h *headStore) SubscribeAllFor(ctx context.Context, after events.Position, wants func(string) bool) (events.Subscription, error) {
+	return events.SubscribeAllFor(ctx, h.Store, after, wants)
+}
+
 // Last is the position of this node's latest append.
 func (h *headStore) Last() events.Position {
 	h.mu.Lock()
