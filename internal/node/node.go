@@ -666,7 +666,7 @@ func (n *Node) startWebhooks(ctx context.Context, cfg Config, models *subscribe.
 
 	// Deliveries are created in concurrent batches, so the highest one
 	// recorded does not say all before it are: a checkpoint does.
-	var creation webhooks.Checkpoints = relay.NewFileCheckpointsNamed(cfg.DataDir, webhookCreationCheckpointFile)
+	var creation subscribe.Checkpoints = relay.NewFileCheckpointsNamed(cfg.DataDir, webhookCreationCheckpointFile)
 	if cfg.PostgresURL != "" {
 		shared, err := relaypg.New(ctx, n.pool, "webhook-creation")
 		if err != nil {
@@ -675,19 +675,21 @@ func (n *Node) startWebhooks(ctx context.Context, cfg Config, models *subscribe.
 		creation = shared
 	}
 	// Pipelined: the next batch waits for the read models while the
-	// previous one's append commits; the checkpoint covers committed batches.
-	create := func(ctx context.Context) error {
-		return webhooks.RunPipelined(ctx, webhooks.StoreSource{Store: n.Events, Checkpoints: creation, From: func(ctx context.Context) (events.Position, error) {
+	// previous one's append commits; the checkpoint (or the group's
+	// offsets) covers committed batches only.
+	create := subscribe.Pipeline[webhooks.PreparedBatch]{Name: "webhook deliveries", Log: n.log,
+		Prepare: n.Dispatcher.PrepareBatch, Commit: n.Dispatcher.CommitBatches}
+	if len(cfg.KafkaBrokers) == 0 {
+		create.Source = subscribe.StoreSource{Store: n.Events, Checkpoints: creation, From: func(ctx context.Context) (events.Position, error) {
 			if err := models.WaitReady(ctx); err != nil {
 				return events.Position{}, err
 			}
 			return n.ReadModel.LastSource(ctx)
-		}}, n.Dispatcher.PrepareBatch, n.Dispatcher.CommitBatches)
-	}
-	if len(cfg.KafkaBrokers) == 0 {
+		}}
 		// Create is idempotent, so a paused old owner overlapping a new one
 		// writes nothing twice; the lease only saves the others the work.
-		n.spawnOwned(ctx, "webhook deliveries", leases, "webhook-creation", ttl, create)
+		create.Leases, create.Lease, create.Holder, create.TTL = leases, "webhook-creation", n.NodeID, ttl
+		n.spawn(ctx, "webhook deliveries", create.Run)
 	} else {
 		for _, topic := range []string{cfg.KafkaInternalTopic, cfg.KafkaTopic} {
 			ectx, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -697,17 +699,12 @@ func (n *Node) startWebhooks(ctx context.Context, cfg Config, models *subscribe.
 				return fmt.Errorf("kafka topic %s: %w", topic, err)
 			}
 		}
-		// Pipelined like the store-fed creation: the next batch is fetched,
-		// decrypted and prepared while the previous ones commit; offsets
-		// cover committed batches only.
-		source := webhookkafka.NewSource(cfg.KafkaBrokers, cfg.KafkaInternalTopic, webhookkafka.WebhookGroup(cfg.KafkaInternalTopic), n.log)
-		prepare := n.Dispatcher.PrepareBatch
+		// The consumer group spreads creation over the nodes: no lease.
+		create.Source = webhookkafka.NewSource(cfg.KafkaBrokers, cfg.KafkaInternalTopic, webhookkafka.WebhookGroup(cfg.KafkaInternalTopic), n.log)
 		if priv, ok := n.Events.(*privacy.Store); ok {
-			prepare = privacy.Decrypting(priv, prepare) // the topic carries ciphertext
+			create.Prepare = privacy.Decrypting(priv, create.Prepare) // the topic carries ciphertext
 		}
-		n.spawn(ctx, "webhook deliveries", func(ctx context.Context) error {
-			return webhookkafka.RunPipelined(ctx, source, prepare, n.Dispatcher.CommitBatches)
-		})
+		n.spawn(ctx, "webhook deliveries", create.Run)
 		if cfg.KafkaRelay == nil || *cfg.KafkaRelay {
 			key, err := feedPseudonymKey(cfg)
 			if err != nil {
