@@ -1,6 +1,9 @@
 package catalog
 
-import "github.com/healthtech/partner-open-platform/events"
+import (
+	"github.com/healthtech/partner-open-platform/events"
+	jc "github.com/healthtech/partner-open-platform/events/jsoncodec"
+)
 
 // The user and family-member events are the ones every member call writes
 // and several followers decode (their reflection decode was the largest
@@ -8,8 +11,8 @@ import "github.com/healthtech/partner-open-platform/events"
 // are what the webhook sender reads back per attempt (a delivery's stream)
 // and, with the idempotency and binding events, most of what a start after
 // kill -9 decodes again (each write and each webhook leaves some). So they
-// are read by direct decoders instead of encoding/json's reflection, the
-// one JSON reader of the code base (events.JSONReader). Each reads the
+// are read by direct decoders instead of encoding/json's reflection, on
+// the one JSON reader of the code base (jsoncodec.Reader). Each reads the
 // payload's keys exactly as its json tags spell them and leaves anything
 // else (an unknown or differently cased key, a null where encoding/json
 // would keep the zero value) to encoding/json through the registry, which
@@ -36,10 +39,10 @@ var directDecoders = map[string]events.DirectDecoder{
 func object[T any, P interface {
 	*T
 	events.Payload
-}](field func(p P, key []byte, r *events.JSONReader) bool) events.DirectDecoder {
+}](field func(p P, key string, r *jc.Reader) bool) events.DirectDecoder {
 	return func(data []byte) (events.Payload, bool) {
 		p := P(new(T))
-		ok := events.ReadJSONObject(data, func(key []byte, r *events.JSONReader) bool {
+		ok := jc.ReadObject(data, func(key string, r *jc.Reader) bool {
 			return field(p, key, r)
 		})
 		return p, ok
@@ -55,8 +58,8 @@ func registerDecoders(r *events.Registry) {
 	}
 }
 
-func readUserRegistered(p *UserRegistered, key []byte, r *events.JSONReader) bool {
-	switch string(key) {
+func readUserRegistered(p *UserRegistered, key string, r *jc.Reader) bool {
+	switch key {
 	case "app_id":
 		return r.Int(&p.AppID)
 	case "profile":
@@ -69,8 +72,8 @@ func readUserRegistered(p *UserRegistered, key []byte, r *events.JSONReader) boo
 	return readUser(key, r, &p.ChannelUserID, &p.OpenUserID)
 }
 
-func readUserProfileUpdated(p *UserProfileUpdated, key []byte, r *events.JSONReader) bool {
-	switch string(key) {
+func readUserProfileUpdated(p *UserProfileUpdated, key string, r *jc.Reader) bool {
+	switch key {
 	case "changed":
 		return r.Strings(&p.Changed)
 	case "profile":
@@ -79,15 +82,15 @@ func readUserProfileUpdated(p *UserProfileUpdated, key []byte, r *events.JSONRea
 	return readUser(key, r, &p.ChannelUserID, &p.OpenUserID)
 }
 
-func readFamilyMemberCreated(p *FamilyMemberCreated, key []byte, r *events.JSONReader) bool {
-	if string(key) == "member" {
+func readFamilyMemberCreated(p *FamilyMemberCreated, key string, r *jc.Reader) bool {
+	if key == "member" {
 		return readMember(r, &p.Member)
 	}
 	return readUser(key, r, &p.ChannelUserID, &p.OpenUserID)
 }
 
-func readFamilyMemberUpdated(p *FamilyMemberUpdated, key []byte, r *events.JSONReader) bool {
-	switch string(key) {
+func readFamilyMemberUpdated(p *FamilyMemberUpdated, key string, r *jc.Reader) bool {
+	switch key {
 	case "changed":
 		return r.Strings(&p.Changed)
 	case "member":
@@ -96,8 +99,8 @@ func readFamilyMemberUpdated(p *FamilyMemberUpdated, key []byte, r *events.JSONR
 	return readUser(key, r, &p.ChannelUserID, &p.OpenUserID)
 }
 
-func readFamilyMemberDeleted(p *FamilyMemberDeleted, key []byte, r *events.JSONReader) bool {
-	switch string(key) {
+func readFamilyMemberDeleted(p *FamilyMemberDeleted, key string, r *jc.Reader) bool {
+	switch key {
 	case "member_id":
 		return r.Int(&p.MemberID)
 	case "app_user_id":
@@ -111,8 +114,8 @@ func readFamilyMemberDeleted(p *FamilyMemberDeleted, key []byte, r *events.JSONR
 // readUser reads the two members most user-stream events name their user
 // with; any other key is unknown (false), so a decoder's own switch hands
 // it the keys it does not read itself.
-func readUser(key []byte, r *events.JSONReader, channelUserID *string, openUserID *int64) bool {
-	switch string(key) {
+func readUser(key string, r *jc.Reader, channelUserID *string, openUserID *int64) bool {
+	switch key {
 	case "channel_user_id":
 		return r.String(channelUserID)
 	case "open_user_id":
@@ -121,9 +124,9 @@ func readUser(key []byte, r *events.JSONReader, channelUserID *string, openUserI
 	return false
 }
 
-func readProfile(r *events.JSONReader, p *Profile) bool {
-	return r.Object(func(key []byte, r *events.JSONReader) bool {
-		switch string(key) {
+func readProfile(r *jc.Reader, p *Profile) bool {
+	return r.Object(func(key string, r *jc.Reader) bool {
+		switch key {
 		case "name":
 			return r.String(&p.Name)
 		case "nickname":
@@ -143,9 +146,9 @@ func readProfile(r *events.JSONReader, p *Profile) bool {
 	})
 }
 
-func readMember(r *events.JSONReader, m *Member) bool {
-	return r.Object(func(key []byte, r *events.JSONReader) bool {
-		switch string(key) {
+func readMember(r *jc.Reader, m *Member) bool {
+	return r.Object(func(key string, r *jc.Reader) bool {
+		switch key {
 		case "member_id":
 			return r.Int(&m.MemberID)
 		case "app_user_id":
@@ -181,8 +184,8 @@ func readMember(r *events.JSONReader, m *Member) bool {
 	})
 }
 
-func readDeliveryCreated(p *DeliveryCreated, key []byte, r *events.JSONReader) bool {
-	switch string(key) {
+func readDeliveryCreated(p *DeliveryCreated, key string, r *jc.Reader) bool {
+	switch key {
 	case "delivery_id":
 		return r.String(&p.DeliveryID)
 	case "app_id":
@@ -194,8 +197,8 @@ func readDeliveryCreated(p *DeliveryCreated, key []byte, r *events.JSONReader) b
 	case "source_stream":
 		return r.String(&p.SourceStream)
 	case "source_position":
-		return r.Object(func(key []byte, r *events.JSONReader) bool {
-			switch string(key) {
+		return r.Object(func(key string, r *jc.Reader) bool {
+			switch key {
 			case "commit":
 				return r.Uint(&p.SourcePosition.Commit)
 			case "prepare":
@@ -217,8 +220,8 @@ func readDeliveryCreated(p *DeliveryCreated, key []byte, r *events.JSONReader) b
 	return false
 }
 
-func readDeliveryAttempted(p *DeliveryAttempted, key []byte, r *events.JSONReader) bool {
-	switch string(key) {
+func readDeliveryAttempted(p *DeliveryAttempted, key string, r *jc.Reader) bool {
+	switch key {
 	case "delivery_id":
 		return r.String(&p.DeliveryID)
 	case "attempt":
@@ -249,8 +252,8 @@ func readDeliveryAttempted(p *DeliveryAttempted, key []byte, r *events.JSONReade
 	return false
 }
 
-func readIdempotencyClaimed(p *IdempotencyClaimed, key []byte, r *events.JSONReader) bool {
-	switch string(key) {
+func readIdempotencyClaimed(p *IdempotencyClaimed, key string, r *jc.Reader) bool {
+	switch key {
 	case "app_id":
 		return r.Int(&p.AppID)
 	case "method":
@@ -265,8 +268,8 @@ func readIdempotencyClaimed(p *IdempotencyClaimed, key []byte, r *events.JSONRea
 	return false
 }
 
-func readIdempotencyCompleted(p *IdempotencyCompleted, key []byte, r *events.JSONReader) bool {
-	switch string(key) {
+func readIdempotencyCompleted(p *IdempotencyCompleted, key string, r *jc.Reader) bool {
+	switch key {
 	case "app_id":
 		return r.Int(&p.AppID)
 	case "status":
@@ -281,16 +284,16 @@ func readIdempotencyCompleted(p *IdempotencyCompleted, key []byte, r *events.JSO
 	return false
 }
 
-func readChannelUserBound(p *ChannelUserBound, key []byte, r *events.JSONReader) bool {
-	switch string(key) {
+func readChannelUserBound(p *ChannelUserBound, key string, r *jc.Reader) bool {
+	switch key {
 	case "app_id":
 		return r.Int(&p.AppID)
 	}
 	return readUser(key, r, &p.ChannelUserID, &p.OpenUserID)
 }
 
-func readDeliveryResendRequested(p *DeliveryResendRequested, key []byte, r *events.JSONReader) bool {
-	switch string(key) {
+func readDeliveryResendRequested(p *DeliveryResendRequested, key string, r *jc.Reader) bool {
+	switch key {
 	case "delivery_id":
 		return r.String(&p.DeliveryID)
 	case "requested_by":

@@ -2,9 +2,9 @@ package catalog
 
 import (
 	"slices"
-	"strconv"
 
 	"github.com/healthtech/partner-open-platform/events"
+	jc "github.com/healthtech/partner-open-platform/events/jsoncodec"
 )
 
 // The events a register, a member upsert, a profile patch and a webhook's
@@ -14,9 +14,8 @@ import (
 // encodes every new delivery the same way). Each writes its payload's
 // fields in declaration order with the json tags' names, leaving out an
 // omitempty field when zero, strings with encoding/json's HTML escaping
-// (events.AppendJSONString), times as time.Time.MarshalJSON
-// (events.AppendJSONTime), nil slices and pointers as null. A payload it
-// cannot write exactly (a time MarshalJSON refuses) is declined and
+// and times as time.Time.MarshalJSON (events/jsoncodec), nil slices and
+// pointers as null. A payload it cannot write exactly (a time MarshalJSON refuses) is declined and
 // encoded by encoding/json through the registry;
 // FuzzDirectEncodeMatchesEncodingJSON checks every type here byte for byte.
 
@@ -64,35 +63,8 @@ func registerEncoders(r *events.Registry) {
 	}
 }
 
-// str appends a JSON string as encoding/json writes it (HTML escaped).
-func str(b []byte, s string) []byte { return events.AppendJSONString(b, s, true) }
-
-// num appends an integer.
-func num(b []byte, n int64) []byte { return strconv.AppendInt(b, n, 10) }
-
-// boolean appends true or false.
-func boolean(b []byte, v bool) []byte {
-	if v {
-		return append(b, "true"...)
-	}
-	return append(b, "false"...)
-}
-
-// strPtr appends a *string: null when nil.
-func strPtr(b []byte, s *string) []byte {
-	if s == nil {
-		return append(b, "null"...)
-	}
-	return str(b, *s)
-}
-
-// numPtr appends a *int64: null when nil.
-func numPtr(b []byte, n *int64) []byte {
-	if n == nil {
-		return append(b, "null"...)
-	}
-	return num(b, *n)
-}
+// html writes strings as json.Marshal does (HTML escaped).
+var html = jc.HTML
 
 // size estimates an encoded payload's length from its variable-length
 // strings, so the buffer is allocated once.
@@ -104,79 +76,50 @@ func size(fixed int, ss ...string) int {
 }
 
 func writeUser(b []byte, channelUserID string, openUserID int64) []byte {
-	b = append(b, `{"channel_user_id":`...)
-	b = str(b, channelUserID)
-	b = append(b, `,"open_user_id":`...)
-	return num(b, openUserID)
+	b = html.String(b, `{"channel_user_id":`, channelUserID)
+	return jc.Int(b, `,"open_user_id":`, openUserID)
 }
 
 func writeProfile(b []byte, p *Profile) []byte {
-	b = append(b, `{"name":`...)
-	b = str(b, p.Name)
-	b = append(b, `,"nickname":`...)
-	b = strPtr(b, p.Nickname)
-	b = append(b, `,"gender":`...)
-	b = str(b, p.Gender)
-	b = append(b, `,"avatar":`...)
-	b = strPtr(b, p.Avatar)
-	b = append(b, `,"phone":`...)
-	b = strPtr(b, p.Phone)
-	b = append(b, `,"email":`...)
-	b = strPtr(b, p.Email)
-	b = append(b, `,"birth_date":`...)
-	b = strPtr(b, p.BirthDate)
+	b = html.String(b, `{"name":`, p.Name)
+	b = html.OptString(b, `,"nickname":`, p.Nickname)
+	b = html.String(b, `,"gender":`, p.Gender)
+	b = html.OptString(b, `,"avatar":`, p.Avatar)
+	b = html.OptString(b, `,"phone":`, p.Phone)
+	b = html.OptString(b, `,"email":`, p.Email)
+	b = html.OptString(b, `,"birth_date":`, p.BirthDate)
 	return append(b, '}')
 }
 
 func writeMember(b []byte, m *Member) []byte {
-	b = append(b, `{"member_id":`...)
-	b = num(b, m.MemberID)
-	b = append(b, `,"app_user_id":`...)
-	b = str(b, m.AppUserID)
-	b = append(b, `,"app_group_id":`...)
-	b = num(b, m.AppGroupID)
-	b = append(b, `,"family_group_id":`...)
-	b = num(b, m.FamilyGroupID)
-	b = append(b, `,"name":`...)
-	b = str(b, m.Name)
-	b = append(b, `,"relationship":`...)
-	b = str(b, m.Relationship)
-	b = append(b, `,"gender":`...)
-	b = strPtr(b, m.Gender)
-	b = append(b, `,"birth_date":`...)
-	b = strPtr(b, m.BirthDate)
-	b = append(b, `,"phone":`...)
-	b = strPtr(b, m.Phone)
-	b = append(b, `,"id_type":`...)
-	b = strPtr(b, m.IDType)
-	b = append(b, `,"id_number":`...)
-	b = strPtr(b, m.IDNumber)
-	b = append(b, `,"height":`...)
-	b = numPtr(b, m.Height)
-	b = append(b, `,"weight":`...)
-	b = numPtr(b, m.Weight)
-	b = append(b, `,"blood_type":`...)
-	b = strPtr(b, m.BloodType)
-	b = append(b, `,"is_default":`...)
-	b = boolean(b, m.IsDefault)
+	b = jc.Int(b, `{"member_id":`, m.MemberID)
+	b = html.String(b, `,"app_user_id":`, m.AppUserID)
+	b = jc.Int(b, `,"app_group_id":`, m.AppGroupID)
+	b = jc.Int(b, `,"family_group_id":`, m.FamilyGroupID)
+	b = html.String(b, `,"name":`, m.Name)
+	b = html.String(b, `,"relationship":`, m.Relationship)
+	b = html.OptString(b, `,"gender":`, m.Gender)
+	b = html.OptString(b, `,"birth_date":`, m.BirthDate)
+	b = html.OptString(b, `,"phone":`, m.Phone)
+	b = html.OptString(b, `,"id_type":`, m.IDType)
+	b = html.OptString(b, `,"id_number":`, m.IDNumber)
+	b = jc.OptInt(b, `,"height":`, m.Height)
+	b = jc.OptInt(b, `,"weight":`, m.Weight)
+	b = html.OptString(b, `,"blood_type":`, m.BloodType)
+	b = jc.Bool(b, `,"is_default":`, m.IsDefault)
 	return append(b, '}')
 }
 
 func writeUserRegistered(b []byte, p *UserRegistered) ([]byte, bool) {
 	b = slices.Grow(b, size(384, p.ChannelUserID, p.Profile.Name, p.Binding))
-	b = append(b, `{"app_id":`...)
-	b = num(b, p.AppID)
-	b = append(b, `,"open_user_id":`...)
-	b = num(b, p.OpenUserID)
-	b = append(b, `,"channel_user_id":`...)
-	b = str(b, p.ChannelUserID)
+	b = jc.Int(b, `{"app_id":`, p.AppID)
+	b = jc.Int(b, `,"open_user_id":`, p.OpenUserID)
+	b = html.String(b, `,"channel_user_id":`, p.ChannelUserID)
 	b = append(b, `,"profile":`...)
 	b = writeProfile(b, &p.Profile)
-	b = append(b, `,"registered_at":`...)
-	b, ok := events.AppendJSONTime(b, p.RegisteredAt)
+	b, ok := jc.Time(b, `,"registered_at":`, p.RegisteredAt)
 	if p.Binding != "" {
-		b = append(b, `,"binding":`...)
-		b = str(b, p.Binding)
+		b = html.String(b, `,"binding":`, p.Binding)
 	}
 	return append(b, '}'), ok
 }
@@ -184,8 +127,7 @@ func writeUserRegistered(b []byte, p *UserRegistered) ([]byte, bool) {
 func writeUserProfileUpdated(b []byte, p *UserProfileUpdated) ([]byte, bool) {
 	b = slices.Grow(b, size(384, p.ChannelUserID, p.Profile.Name))
 	b = writeUser(b, p.ChannelUserID, p.OpenUserID)
-	b = append(b, `,"changed":`...)
-	b = events.AppendJSONStrings(b, p.Changed, true)
+	b = html.Strings(b, `,"changed":`, p.Changed)
 	b = append(b, `,"profile":`...)
 	b = writeProfile(b, &p.Profile)
 	return append(b, '}'), true
@@ -194,14 +136,10 @@ func writeUserProfileUpdated(b []byte, p *UserProfileUpdated) ([]byte, bool) {
 func writeFamilyGroupUpserted(b []byte, p *FamilyGroupUpserted) ([]byte, bool) {
 	b = slices.Grow(b, size(160, p.ChannelUserID, p.Name))
 	b = writeUser(b, p.ChannelUserID, p.OpenUserID)
-	b = append(b, `,"family_group_id":`...)
-	b = num(b, p.FamilyGroupID)
-	b = append(b, `,"app_group_id":`...)
-	b = num(b, p.AppGroupID)
-	b = append(b, `,"name":`...)
-	b = str(b, p.Name)
-	b = append(b, `,"created":`...)
-	b = boolean(b, p.Created)
+	b = jc.Int(b, `,"family_group_id":`, p.FamilyGroupID)
+	b = jc.Int(b, `,"app_group_id":`, p.AppGroupID)
+	b = html.String(b, `,"name":`, p.Name)
+	b = jc.Bool(b, `,"created":`, p.Created)
 	return append(b, '}'), true
 }
 
@@ -216,8 +154,7 @@ func writeFamilyMemberCreated(b []byte, p *FamilyMemberCreated) ([]byte, bool) {
 func writeFamilyMemberUpdated(b []byte, p *FamilyMemberUpdated) ([]byte, bool) {
 	b = slices.Grow(b, size(512, p.ChannelUserID, p.Member.AppUserID, p.Member.Name))
 	b = writeUser(b, p.ChannelUserID, p.OpenUserID)
-	b = append(b, `,"changed":`...)
-	b = events.AppendJSONStrings(b, p.Changed, true)
+	b = html.Strings(b, `,"changed":`, p.Changed)
 	b = append(b, `,"member":`...)
 	b = writeMember(b, &p.Member)
 	return append(b, '}'), true
@@ -226,57 +163,39 @@ func writeFamilyMemberUpdated(b []byte, p *FamilyMemberUpdated) ([]byte, bool) {
 func writeFamilyMemberDeleted(b []byte, p *FamilyMemberDeleted) ([]byte, bool) {
 	b = slices.Grow(b, size(160, p.ChannelUserID, p.AppUserID))
 	b = writeUser(b, p.ChannelUserID, p.OpenUserID)
-	b = append(b, `,"member_id":`...)
-	b = num(b, p.MemberID)
-	b = append(b, `,"app_user_id":`...)
-	b = str(b, p.AppUserID)
-	b = append(b, `,"family_group_id":`...)
-	b = num(b, p.FamilyGroupID)
+	b = jc.Int(b, `,"member_id":`, p.MemberID)
+	b = html.String(b, `,"app_user_id":`, p.AppUserID)
+	b = jc.Int(b, `,"family_group_id":`, p.FamilyGroupID)
 	return append(b, '}'), true
 }
 
 func writeChannelUserBound(b []byte, p *ChannelUserBound) ([]byte, bool) {
 	b = slices.Grow(b, size(96, p.ChannelUserID))
-	b = append(b, `{"app_id":`...)
-	b = num(b, p.AppID)
-	b = append(b, `,"channel_user_id":`...)
-	b = str(b, p.ChannelUserID)
-	b = append(b, `,"open_user_id":`...)
-	b = num(b, p.OpenUserID)
+	b = jc.Int(b, `{"app_id":`, p.AppID)
+	b = html.String(b, `,"channel_user_id":`, p.ChannelUserID)
+	b = jc.Int(b, `,"open_user_id":`, p.OpenUserID)
 	return append(b, '}'), true
 }
 
 func writeDeliveryCreated(b []byte, p *DeliveryCreated) ([]byte, bool) {
 	b = slices.Grow(b, size(320, p.DeliveryID, p.Event, p.SourceEventID, p.SourceStream, p.Body))
-	b = append(b, `{"delivery_id":`...)
-	b = str(b, p.DeliveryID)
-	b = append(b, `,"app_id":`...)
-	b = num(b, p.AppID)
-	b = append(b, `,"event":`...)
-	b = str(b, p.Event)
-	b = append(b, `,"source_event_id":`...)
-	b = str(b, p.SourceEventID)
-	b = append(b, `,"source_stream":`...)
-	b = str(b, p.SourceStream)
-	b = append(b, `,"source_position":{"commit":`...)
-	b = strconv.AppendUint(b, p.SourcePosition.Commit, 10)
-	b = append(b, `,"prepare":`...)
-	b = strconv.AppendUint(b, p.SourcePosition.Prepare, 10)
-	b = append(b, `},"source_recorded_at":`...)
-	b, ok := events.AppendJSONTime(b, p.SourceRecordedAt)
+	b = html.String(b, `{"delivery_id":`, p.DeliveryID)
+	b = jc.Int(b, `,"app_id":`, p.AppID)
+	b = html.String(b, `,"event":`, p.Event)
+	b = html.String(b, `,"source_event_id":`, p.SourceEventID)
+	b = html.String(b, `,"source_stream":`, p.SourceStream)
+	b = jc.Uint(b, `,"source_position":{"commit":`, p.SourcePosition.Commit)
+	b = jc.Uint(b, `,"prepare":`, p.SourcePosition.Prepare)
+	b, ok := jc.Time(b, `},"source_recorded_at":`, p.SourceRecordedAt)
 	if !ok {
 		return b, false
 	}
-	b = append(b, `,"body":`...)
-	b = str(b, p.Body)
+	b = html.String(b, `,"body":`, p.Body)
 	if p.EndpointID != 0 {
-		b = append(b, `,"endpoint_id":`...)
-		b = num(b, p.EndpointID)
+		b = jc.Int(b, `,"endpoint_id":`, p.EndpointID)
 	}
-	b = append(b, `,"deliver":`...)
-	b = boolean(b, p.Deliver)
-	b = append(b, `,"dead_letter":`...)
-	b = boolean(b, p.DeadLetter)
+	b = jc.Bool(b, `,"deliver":`, p.Deliver)
+	b = jc.Bool(b, `,"dead_letter":`, p.DeadLetter)
 	return append(b, '}'), true
 }
 
@@ -286,81 +205,58 @@ func writeDeliveryCreated(b []byte, p *DeliveryCreated) ([]byte, bool) {
 func writeDeliveryAttempted(b []byte, p *DeliveryAttempted) ([]byte, bool) {
 	var ok bool
 	b = slices.Grow(b, size(256, p.DeliveryID, p.URL, p.Error, p.ResponseExcerpt, p.SourceStream))
-	b = append(b, `{"delivery_id":`...)
-	b = str(b, p.DeliveryID)
-	b = append(b, `,"attempt":`...)
-	b = num(b, int64(p.Attempt))
-	b = append(b, `,"at":`...)
-	if b, ok = events.AppendJSONTime(b, p.At); !ok {
+	b = html.String(b, `{"delivery_id":`, p.DeliveryID)
+	b = jc.Int(b, `,"attempt":`, int64(p.Attempt))
+	if b, ok = jc.Time(b, `,"at":`, p.At); !ok {
 		return b, false
 	}
-	b = append(b, `,"url":`...)
-	b = str(b, p.URL)
+	b = html.String(b, `,"url":`, p.URL)
 	if p.StatusCode != 0 {
-		b = append(b, `,"status_code":`...)
-		b = num(b, int64(p.StatusCode))
+		b = jc.Int(b, `,"status_code":`, int64(p.StatusCode))
 	}
-	b = append(b, `,"latency_ms":`...)
-	b = num(b, p.LatencyMS)
+	b = jc.Int(b, `,"latency_ms":`, p.LatencyMS)
 	if p.Error != "" {
-		b = append(b, `,"error":`...)
-		b = str(b, p.Error)
+		b = html.String(b, `,"error":`, p.Error)
 	}
 	if p.ErrorClass != "" {
-		b = append(b, `,"error_class":`...)
-		b = str(b, p.ErrorClass)
+		b = html.String(b, `,"error_class":`, p.ErrorClass)
 	}
-	b = append(b, `,"outcome":`...)
-	b = str(b, p.Outcome)
+	b = html.String(b, `,"outcome":`, p.Outcome)
 	if p.NextAttemptAt != nil {
-		b = append(b, `,"next_attempt_at":`...)
-		if b, ok = events.AppendJSONTime(b, *p.NextAttemptAt); !ok {
+		if b, ok = jc.Time(b, `,"next_attempt_at":`, *p.NextAttemptAt); !ok {
 			return b, false
 		}
 	}
 	if p.ResponseExcerpt != "" {
-		b = append(b, `,"response_excerpt":`...)
-		b = str(b, p.ResponseExcerpt)
+		b = html.String(b, `,"response_excerpt":`, p.ResponseExcerpt)
 	}
 	if p.OpenUserID != 0 {
-		b = append(b, `,"open_user_id":`...)
-		b = num(b, p.OpenUserID)
+		b = jc.Int(b, `,"open_user_id":`, p.OpenUserID)
 	}
 	if p.SourceStream != "" {
-		b = append(b, `,"source_stream":`...)
-		b = str(b, p.SourceStream)
+		b = html.String(b, `,"source_stream":`, p.SourceStream)
 	}
 	return append(b, '}'), true
 }
 
 func writeIdempotencyClaimed(b []byte, p *IdempotencyClaimed) ([]byte, bool) {
 	b = slices.Grow(b, size(160, p.Method, p.Path, p.BodySHA256))
-	b = append(b, `{"app_id":`...)
-	b = num(b, p.AppID)
-	b = append(b, `,"method":`...)
-	b = str(b, p.Method)
-	b = append(b, `,"path":`...)
-	b = str(b, p.Path)
-	b = append(b, `,"body_sha256":`...)
-	b = str(b, p.BodySHA256)
-	b = append(b, `,"claimed_at":`...)
-	b, ok := events.AppendJSONTime(b, p.ClaimedAt)
+	b = jc.Int(b, `{"app_id":`, p.AppID)
+	b = html.String(b, `,"method":`, p.Method)
+	b = html.String(b, `,"path":`, p.Path)
+	b = html.String(b, `,"body_sha256":`, p.BodySHA256)
+	b, ok := jc.Time(b, `,"claimed_at":`, p.ClaimedAt)
 	return append(b, '}'), ok
 }
 
 func writeIdempotencyCompleted(b []byte, p *IdempotencyCompleted) ([]byte, bool) {
 	b = slices.Grow(b, size(160, p.ContentType, p.SealedBody))
-	b = append(b, `{"app_id":`...)
-	b = num(b, p.AppID)
-	b = append(b, `,"status":`...)
-	b = num(b, int64(p.Status))
+	b = jc.Int(b, `{"app_id":`, p.AppID)
+	b = jc.Int(b, `,"status":`, int64(p.Status))
 	if p.ContentType != "" {
-		b = append(b, `,"content_type":`...)
-		b = str(b, p.ContentType)
+		b = html.String(b, `,"content_type":`, p.ContentType)
 	}
-	b = append(b, `,"sealed_body":`...)
-	b = str(b, p.SealedBody)
-	b = append(b, `,"completed_at":`...)
-	b, ok := events.AppendJSONTime(b, p.CompletedAt)
+	b = html.String(b, `,"sealed_body":`, p.SealedBody)
+	b, ok := jc.Time(b, `,"completed_at":`, p.CompletedAt)
 	return append(b, '}'), ok
 }
