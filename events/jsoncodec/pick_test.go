@@ -114,23 +114,3 @@ func FuzzPick(f *testing.F) {
 		agree(t, data)
 	})
 }
-
-// Unquote gives every valid JSON string as encoding/json decodes it.
-func FuzzUnquote(f *testing.F) {
-	for _, s := range []string{`"a"`, `"\ud83d\ude00"`, `"\ud800\u0041"`, "\"\xff\"", `"\\\"\/"`, `"\udc00\ud800"`} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		end, _, _ := scanString(string(data), 0)
-		if end != len(data) {
-			return
-		}
-		var want string
-		if err := json.Unmarshal(data, &want); err != nil {
-			t.Fatalf("%q: validated, but encoding/json: %v", data, err)
-		}
-		if got := Unquote(nil, data); string(got) != want {
-			t.Fatalf("%q: %q, encoding/json %q", data, got, want)
-		}
-	})
-}
