@@ -168,7 +168,8 @@ func (r *Reader) str() (string, bool) {
 		}
 		return s, true
 	}
-	return string(unquote(make([]byte, 0, len(raw)), raw)), true
+	var buf [64]byte // most escaped strings fit: one allocation, the string's
+	return string(unquote(buf[:0], raw)), true
 }
 
 // int64 reads a canonical integer (no leading zeros, no minus zero, no
