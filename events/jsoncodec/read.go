@@ -268,20 +268,40 @@ func (r *Reader) StringPtr(dst **string) bool {
 }
 
 // Strings reads a []string field: null gives nil and [] an empty, non-nil
-// slice, as encoding/json does.
+// slice, as encoding/json does. (A loop, not Array: a func value would
+// move the Reader to the heap.)
 func (r *Reader) Strings(dst *[]string) bool {
 	if r.Null() {
 		*dst = nil
 		return true
 	}
+	if !r.ws() || r.s[r.i] != '[' {
+		return false
+	}
+	r.i++
 	out := []string{}
-	ok := r.Array(func(r *Reader) bool {
+	if r.ws() && r.s[r.i] == ']' {
+		r.i++
+		*dst = out
+		return true
+	}
+	for {
 		s, ok := r.str()
+		if !ok || !r.ws() {
+			return false
+		}
 		out = append(out, s)
-		return ok
-	})
-	*dst = out
-	return ok
+		switch r.s[r.i] {
+		case ',':
+			r.i++
+		case ']':
+			r.i++
+			*dst = out
+			return true
+		default:
+			return false
+		}
+	}
 }
 
 // Bool reads a bool field.
