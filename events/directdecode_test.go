@@ -22,7 +22,7 @@ func (d *directPinged) decode(data []byte) (events.Payload, bool) {
 	defer d.mu.Unlock()
 	d.seen = append(d.seen, string(data))
 	p := &pinged{}
-	ok := jsoncodec.ReadObject(data, func(key string, r *jsoncodec.Reader) bool {
+	ok := jsoncodec.ReadObjectString(string(data), func(key string, r *jsoncodec.Reader) bool {
 		if key != "n" {
 			return false
 		}

@@ -24,17 +24,11 @@ type Reader struct {
 	b []byte
 }
 
-// ReadObject reads exactly one JSON object from data (white space around
-// it allowed, nothing else), calling field with each member's key and the
-// Reader at its value; field returns false for an unknown key. The strings
-// read are copies: nothing keeps data.
-func ReadObject(data []byte, field func(key string, r *Reader) bool) bool {
-	r := &Reader{s: view(data), b: data}
-	return r.Object(field) && skipSpace(r.s, r.i) == len(r.s)
-}
-
-// ReadObjectString is ReadObject of a document held in a string; the
-// strings read are substrings of doc, so a document costs one allocation.
+// ReadObjectString reads exactly one JSON object from doc (white space
+// around it allowed, nothing else), calling field with each member's key
+// and the Reader at its value; field returns false for a key it does not
+// take. The strings read are substrings of doc, so a document costs one
+// allocation.
 func ReadObjectString(doc string, field func(key string, r *Reader) bool) bool {
 	r := &Reader{s: doc}
 	return r.Object(field) && skipSpace(r.s, r.i) == len(r.s)

@@ -29,7 +29,7 @@ type every struct {
 
 func readEvery(data []byte) (*every, bool) {
 	v := &every{}
-	ok := jsoncodec.ReadObject(data, func(key string, r *jsoncodec.Reader) bool {
+	ok := jsoncodec.ReadObjectString(string(data), func(key string, r *jsoncodec.Reader) bool {
 		switch key {
 		case "s":
 			return r.String(&v.S)
