@@ -389,7 +389,10 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		}
 		n.ReadModel, shared = pg, pg
 		n.pool = pg.Pool()
-		n.Leases = leasepg.New(n.pool)
+		leases := leasepg.New(n.pool)
+		// Closing ends the lease session, which frees this node's leases.
+		n.closers = append(n.closers, leases.Close)
+		n.Leases = leases
 		n.Adapters["read models"] = "Postgres"
 		n.Adapters["leases"] = fmt.Sprintf("Postgres, node %s, TTL %s", cfg.NodeID, cfg.LeaseTTL)
 	} else {
