@@ -221,3 +221,42 @@ func testConcurrent(t *testing.T, a, b webhooks.Claims) {
 		}
 	}
 }
+
+// RunNodeBound checks an adapter whose claims end with the claiming node's
+// process (its connection): open returns two nodes' handles on one fresh
+// table and kill, which ends a handle as its process's death would.
+func RunNodeBound(t *testing.T, open func(t *testing.T) (first, second webhooks.Claims, kill func(webhooks.Claims))) {
+	ctx := context.Background()
+	// long is a claim no test waits out: a delivery claimed again within
+	// bound was freed by its node's death. bound is generous, never
+	// asserted closer.
+	const long = 10 * time.Minute
+	const bound = 5 * time.Second
+	t.Run("DeadNodesClaimsFreeAtOnce", func(t *testing.T) {
+		a, b, kill := open(t)
+		if got := claim(t, a, "node-a", long, "d1", "d2"); len(got) != 2 {
+			t.Fatalf("first claim took %v", ids(got))
+		}
+		if got := claim(t, b, "node-b", long, "d1", "d2", "d3"); !slices.Equal(ids(got), []string{"d3"}) {
+			t.Fatalf("a live node's claims were taken: %v", ids(got))
+		}
+		killed := time.Now()
+		kill(a)
+		deadline := killed.Add(bound)
+		var got []webhooks.Claim
+		for {
+			got = append(got, claim(t, b, "node-b", long, "d1", "d2")...)
+			if len(got) == 2 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("a dead node's claims still held %v after its death (claimed %v)", bound, ids(got))
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		t.Logf("claimed again %v after the claiming node's death", time.Since(killed).Round(time.Millisecond))
+		if err := b.Release(ctx, got); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

@@ -23,4 +23,16 @@ func TestConformance(t *testing.T) {
 		}
 		return open(), open()
 	})
+	claimstest.RunNodeBound(t, func(t *testing.T) (webhooks.Claims, webhooks.Claims, func(webhooks.Claims)) {
+		db := pgtest.New(t)
+		open := func() webhooks.Claims {
+			c, err := postgres.Open(context.Background(), db)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { c.Close() })
+			return c
+		}
+		return open(), open(), func(c webhooks.Claims) { c.(*postgres.Claims).Close() }
+	})
 }
