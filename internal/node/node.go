@@ -659,6 +659,7 @@ func (n *Node) startWebhooks(ctx context.Context, cfg Config, models *subscribe.
 			return fmt.Errorf("webhook claims: %w", err)
 		}
 		n.Dispatcher.Claims = claims
+		n.closers = append(n.closers, claims.Close)
 		n.Adapters["webhook claims"] = "Postgres"
 	} else {
 		n.Dispatcher.Claims = webhooksmem.NewClaims()
