@@ -64,7 +64,10 @@ type Store struct {
 	locks map[string]lease.Lease
 	// members are the holders whose membership lock the session holds.
 	members map[string]bool
-	closed  bool
+	// gen counts the sessions connected, so that a lock taken on one is
+	// not recorded as held after it broke.
+	gen    uint64
+	closed bool
 }
 
 // New uses pool (already migrated with Migrate); Close leaves pool open
@@ -158,6 +161,7 @@ func (s *Store) withSession(ctx context.Context, f func(c *pgx.Conn) error) erro
 			return fmt.Errorf("lease/postgres: connect the lease session: %w", err)
 		}
 		s.session = c
+		s.gen++
 	}
 	err := f(s.session)
 	if err != nil && (s.session.IsClosed() || isConnErr(err)) {
@@ -191,39 +195,55 @@ func (s *Store) dropSessionLocked() {
 // its holder let it expire or is name's own holder (a restarted node takes
 // its lease back at once), or its holder held it with a session lock that
 // this session could take: the holder's session ended. Standing by costs
-// one statement that takes no row lock; only a free lease is written. The
-// write waits for transactions fenced on the old token (they hold the row
-// FOR SHARE), so a write under the old token commits before the new
-// holder starts, or not at all.
+// one statement on the session that takes no row lock; only a free lease
+// is written, on the pool. The write waits for transactions fenced on the
+// old token (they hold the row FOR SHARE), so a write under the old token
+// commits before the new holder starts, or not at all; the session stays
+// free for the node's other leases meanwhile.
 func (s *Store) Acquire(ctx context.Context, name, holder string, ttl time.Duration) (lease.Lease, error) {
 	l := lease.Lease{Name: name, Holder: holder}
 	var cur lease.Lease
-	var taken, locked bool
+	var got, mine, free bool
+	var gen uint64
 	err := s.withSession(ctx, func(c *pgx.Conn) error {
-		mine, ok := s.locks[name]
+		held, busy := s.locks[name]
 		// The session's lock serves one holder: another holder on the same
 		// session must not read it as the first holder's death.
-		if ok && mine.Holder != holder {
-			ok = false
-		}
-		_, busy := s.locks[name]
-		try := !ok && !busy
-		var got, expired, wasLocked, exists bool
+		mine = busy && held.Holder == holder
+		var expired, wasLocked, exists bool
 		err := c.QueryRow(ctx, `
 SELECT CASE WHEN $3 THEN true WHEN $4 THEN pg_try_advisory_lock($5, hashtext($1)) ELSE false END,
        l.name IS NOT NULL, coalesce(l.holder, ''), coalesce(l.expires_at, clock_timestamp()),
        coalesce(l.expires_at <= clock_timestamp(), true), coalesce(l.locked, false),
        CASE WHEN $6 THEN false ELSE pg_try_advisory_lock($7, hashtext($2)) END
 FROM (SELECT 1) one LEFT JOIN leases l ON l.name = $1`,
-			name, holder, ok, try, lockNamespace, s.members[holder], memberNamespace).Scan(
+			name, holder, mine, !busy, lockNamespace, s.members[holder], memberNamespace).Scan(
 			&got, &exists, &cur.Holder, &cur.Expires, &expired, &wasLocked, new(bool))
 		if err != nil {
 			return err
 		}
 		s.members[holder] = true
-		free := !exists || cur.Holder == "" || cur.Holder == holder || expired || (got && wasLocked)
-		if free {
-			err = c.QueryRow(ctx, `
+		free = !exists || cur.Holder == "" || cur.Holder == holder || expired || (got && wasLocked)
+		if got && !mine {
+			if !free {
+				// The lock was free but the lease is not: its holder is alive
+				// without the lock (it took the lease by expiry from a
+				// silent holder). Leave the lock for that holder to take.
+				_, err := c.Exec(ctx, `SELECT pg_advisory_unlock($1, hashtext($2))`, lockNamespace, name)
+				got = false
+				return err
+			}
+			s.locks[name] = lease.Lease{Name: name, Holder: holder} // taken; the token follows
+		}
+		gen = s.gen
+		return nil
+	})
+	if err != nil {
+		return lease.Lease{}, fmt.Errorf("lease/postgres: acquire %s: %w", name, err)
+	}
+	taken := false
+	if free {
+		err = s.pool.QueryRow(ctx, `
 INSERT INTO leases AS l (name, holder, token, expires_at, acquired_at, locked)
 VALUES ($1, $2, 1, clock_timestamp() + $3::interval, clock_timestamp(), $4)
 ON CONFLICT (name) DO UPDATE
@@ -231,27 +251,29 @@ ON CONFLICT (name) DO UPDATE
         expires_at = clock_timestamp() + $3::interval, acquired_at = clock_timestamp(), locked = EXCLUDED.locked
     WHERE l.holder = '' OR l.holder = EXCLUDED.holder OR l.expires_at <= clock_timestamp() OR (EXCLUDED.locked AND l.locked)
 RETURNING token, expires_at`, name, holder, interval(ttl), got).Scan(&l.Token, &l.Expires)
-			switch {
-			case err == nil:
-				taken, locked = true, got
-			case errors.Is(err, pgx.ErrNoRows):
-			default:
-				return err
-			}
-		}
 		switch {
-		case taken && locked:
+		case err == nil:
+			taken = true
+		case errors.Is(err, pgx.ErrNoRows):
+			err = nil
+		}
+	}
+	if got {
+		s.mu.Lock()
+		switch {
+		case s.gen != gen:
+			// The session broke meanwhile, and the lock went with it.
+		case taken:
 			s.locks[name] = l
-		case got && !ok:
-			// The lock was free but the lease is not: its holder is alive
-			// without the lock (it took the lease by expiry from a
-			// silent holder). Leave the lock for that holder to take.
-			if _, err := c.Exec(ctx, `SELECT pg_advisory_unlock($1, hashtext($2))`, lockNamespace, name); err != nil {
-				return err
+		case !mine && s.session != nil:
+			delete(s.locks, name)
+			_, uerr := s.session.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1, hashtext($2))`, lockNamespace, name)
+			if uerr != nil {
+				s.dropSessionLocked()
 			}
 		}
-		return nil
-	})
+		s.mu.Unlock()
+	}
 	if err != nil {
 		return lease.Lease{}, fmt.Errorf("lease/postgres: acquire %s: %w", name, err)
 	}
@@ -261,32 +283,48 @@ RETURNING token, expires_at`, name, holder, interval(ttl), got).Scan(&l.Token, &
 	return l, nil
 }
 
-// Renew implements lease.Store. A holder without the session lock (it
-// took the lease by expiry while a silent holder's session kept the lock,
-// or its own session broke) takes the lock as soon as it is free again.
+// holds says whether the session holds l's lock.
+func (s *Store) holds(l lease.Lease) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur, ok := s.locks[l.Name]
+	return ok && cur.Token == l.Token && cur.Holder == l.Holder && s.session != nil
+}
+
+// Renew implements lease.Store. A holder with the session lock renews on
+// the pool; one without it (it took the lease by expiry while a silent
+// holder's session kept the lock, or its own session broke) renews on the
+// session and takes the lock as soon as it is free again.
 func (s *Store) Renew(ctx context.Context, l lease.Lease, ttl time.Duration) (lease.Lease, error) {
-	var lost bool
-	err := s.withSession(ctx, func(c *pgx.Conn) error {
-		held := s.locks[l.Name].Token == l.Token && s.locks[l.Name].Holder == l.Holder
-		try := !held && s.locks[l.Name].Holder == ""
-		var locked bool
-		err := c.QueryRow(ctx, `
-UPDATE leases SET expires_at = clock_timestamp() + $4::interval,
-    locked = CASE WHEN $5 THEN true WHEN $6 THEN pg_try_advisory_lock($7, hashtext($1)) ELSE false END
+	var err error
+	lost := false
+	if s.holds(l) {
+		err = s.pool.QueryRow(ctx, `
+UPDATE leases SET expires_at = clock_timestamp() + $4::interval
 WHERE name = $1 AND token = $2 AND holder = $3 AND holder <> ''
-RETURNING expires_at, locked`, l.Name, l.Token, l.Holder, interval(ttl), held, try, lockNamespace).Scan(&l.Expires, &locked)
+RETURNING expires_at`, l.Name, l.Token, l.Holder, interval(ttl)).Scan(&l.Expires)
 		if errors.Is(err, pgx.ErrNoRows) {
-			lost = true
-			return s.unlockLocked(ctx, c, l)
+			lost, err = true, s.withSession(ctx, func(c *pgx.Conn) error { return s.unlockLocked(ctx, c, l) })
 		}
-		if err != nil {
+	} else {
+		err = s.withSession(ctx, func(c *pgx.Conn) error {
+			_, busy := s.locks[l.Name]
+			var locked bool
+			err := c.QueryRow(ctx, `
+UPDATE leases SET expires_at = clock_timestamp() + $4::interval,
+    locked = CASE WHEN $5 THEN pg_try_advisory_lock($6, hashtext($1)) ELSE false END
+WHERE name = $1 AND token = $2 AND holder = $3 AND holder <> ''
+RETURNING expires_at, locked`, l.Name, l.Token, l.Holder, interval(ttl), !busy, lockNamespace).Scan(&l.Expires, &locked)
+			if errors.Is(err, pgx.ErrNoRows) {
+				lost = true
+				return nil
+			}
+			if err == nil && locked {
+				s.locks[l.Name] = l
+			}
 			return err
-		}
-		if locked {
-			s.locks[l.Name] = l
-		}
-		return nil
-	})
+		})
+	}
 	if lost && err == nil {
 		return lease.Lease{}, fmt.Errorf("%w: %s token %d is no longer current", lease.ErrLost, l.Name, l.Token)
 	}
@@ -301,21 +339,17 @@ func (s *Store) unlockLocked(ctx context.Context, c *pgx.Conn, l lease.Lease) er
 	if cur, ok := s.locks[l.Name]; !ok || cur.Token != l.Token || cur.Holder != l.Holder {
 		return nil
 	}
-	if _, err := c.Exec(ctx, `SELECT pg_advisory_unlock($1, hashtext($2))`, lockNamespace, l.Name); err != nil {
-		return err
-	}
 	delete(s.locks, l.Name)
-	return nil
+	_, err := c.Exec(ctx, `SELECT pg_advisory_unlock($1, hashtext($2))`, lockNamespace, l.Name)
+	return err
 }
 
 // Release implements lease.Store.
 func (s *Store) Release(ctx context.Context, l lease.Lease) error {
-	err := s.withSession(ctx, func(c *pgx.Conn) error {
-		if _, err := c.Exec(ctx, `UPDATE leases SET holder = '', expires_at = clock_timestamp(), locked = false WHERE name = $1 AND token = $2`, l.Name, l.Token); err != nil {
-			return err
-		}
-		return s.unlockLocked(ctx, c, l)
-	})
+	_, err := s.pool.Exec(ctx, `UPDATE leases SET holder = '', expires_at = clock_timestamp(), locked = false WHERE name = $1 AND token = $2`, l.Name, l.Token)
+	if err == nil && s.holds(l) {
+		err = s.withSession(ctx, func(c *pgx.Conn) error { return s.unlockLocked(ctx, c, l) })
+	}
 	if err != nil {
 		return fmt.Errorf("lease/postgres: release %s: %w", l.Name, err)
 	}
