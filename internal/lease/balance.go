@@ -108,9 +108,10 @@ func deferral(ctx context.Context, s Store, holder string) int {
 
 // shouldHandOver says whether holder, holding a lease since since, should
 // give it up for a less loaded node: it holds two or more above the least
-// loaded, has held this lease a full ttl, and handed none over within ttl.
-// It records the hand-over when it says yes.
+// loaded, has held this lease half a ttl, and handed none over within half
+// a ttl. It records the hand-over when it says yes.
 func shouldHandOver(ctx context.Context, s Store, holder string, since time.Time, ttl time.Duration) bool {
+	ttl /= 2
 	if time.Since(since) < ttl {
 		return false
 	}

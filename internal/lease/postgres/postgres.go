@@ -68,6 +68,82 @@ type Store struct {
 	// not recorded as held after it broke.
 	gen    uint64
 	closed bool
+
+	// seen is every lease as one statement read them at seenAt (Holder ""
+	// when not live), shared by the node's campaigns and Gets (see look);
+	// seenMu serializes the reads.
+	seenMu sync.Mutex
+	seen   map[string]lease.Lease
+	seenAt time.Time
+}
+
+// seenFresh is how long one read of every lease answers the node's
+// campaigns and Gets: well under lease.Poll, so a freed lease is tried at
+// the next poll.
+const seenFresh = lease.Poll * 4 / 5
+
+// look returns name as one read of every lease, shared by all of this
+// store's campaigns and Gets, saw it at most seenFresh ago: a node standing
+// by for many leases costs one statement a poll, not one per lease. A lease
+// held with a session lock is live while that lock is held: the read tries
+// each such lock on this store's session (cheap, unlike reading pg_locks)
+// and gives back at once the ones it got, whose holders' sessions ended.
+func (s *Store) look(ctx context.Context, name string) (lease.Lease, error) {
+	s.seenMu.Lock()
+	defer s.seenMu.Unlock()
+	if time.Since(s.seenAt) >= seenFresh {
+		seen := map[string]lease.Lease{}
+		err := s.withSession(ctx, func(c *pgx.Conn) error {
+			mine := make([]string, 0, len(s.locks))
+			for n := range s.locks {
+				mine = append(mine, n)
+			}
+			rows, err := c.Query(ctx, `
+SELECT l.name, l.holder, l.token, l.expires_at, l.holder <> '' AND l.expires_at > clock_timestamp(),
+       CASE WHEN l.locked AND l.holder <> '' AND l.expires_at > clock_timestamp() AND NOT (l.name = ANY($1))
+            THEN pg_try_advisory_lock($2, hashtext(l.name)) ELSE false END
+FROM leases l`, mine, lockNamespace)
+			if err != nil {
+				return err
+			}
+			var l lease.Lease
+			var live, dead bool
+			var got []string
+			if _, err := pgx.ForEachRow(rows, []any{&l.Name, &l.Holder, &l.Token, &l.Expires, &live, &dead}, func() error {
+				if !live || dead {
+					l.Holder = ""
+				}
+				if dead {
+					got = append(got, l.Name)
+				}
+				seen[l.Name] = l
+				return nil
+			}); err != nil {
+				return err
+			}
+			if len(got) > 0 {
+				_, err = c.Exec(ctx, `SELECT pg_advisory_unlock($1, hashtext(n)) FROM unnest($2::text[]) n`, lockNamespace, got)
+			}
+			return err
+		})
+		if err != nil {
+			return lease.Lease{}, err
+		}
+		s.seen, s.seenAt = seen, time.Now()
+	}
+	l, ok := s.seen[name]
+	if !ok {
+		return lease.Lease{Name: name}, nil
+	}
+	return l, nil
+}
+
+// forgetSeen makes the next standBy read again, after this store changed
+// a lease itself.
+func (s *Store) forgetSeen() {
+	s.seenMu.Lock()
+	s.seenAt = time.Time{}
+	s.seenMu.Unlock()
 }
 
 // New uses pool (already migrated with Migrate); Close leaves pool open
@@ -127,15 +203,6 @@ var sessionParams = map[string]string{
 	"application_name":        "platform lease session",
 }
 
-// liveSQL is true for a row of leases (alias l) whose holder still has
-// it: taken, not expired, and, when taken with the session lock, that lock
-// still held by some session.
-const liveSQL = `(l.holder <> '' AND l.expires_at > clock_timestamp() AND (NOT l.locked OR EXISTS (
-    SELECT 1 FROM pg_locks k
-    WHERE k.locktype = 'advisory' AND k.granted AND k.objsubid = 2
-      AND k.database = (SELECT oid FROM pg_database WHERE datname = current_database())
-      AND k.classid = 1818583411::oid AND k.objid = hashtext(l.name)::oid)))`
-
 func interval(ttl time.Duration) string { return fmt.Sprintf("%d microseconds", ttl.Microseconds()) }
 
 // withSession runs f on the session, connecting first when there is none
@@ -191,7 +258,9 @@ func (s *Store) dropSessionLocked() {
 	clear(s.members)
 }
 
-// Acquire implements lease.Store. A lease is free when nobody holds it,
+// Acquire implements lease.Store. A lease another live holder had at the
+// node's last look (at most seenFresh ago) is refused without a statement of
+// its own. A lease is free when nobody holds it,
 // its holder let it expire or is name's own holder (a restarted node takes
 // its lease back at once), or its holder held it with a session lock that
 // this session could take: the holder's session ended. Standing by costs
@@ -202,6 +271,15 @@ func (s *Store) dropSessionLocked() {
 // free for the node's other leases meanwhile.
 func (s *Store) Acquire(ctx context.Context, name, holder string, ttl time.Duration) (lease.Lease, error) {
 	l := lease.Lease{Name: name, Holder: holder}
+	s.mu.Lock()
+	member := s.members[holder]
+	s.mu.Unlock()
+	// A holder's first acquisition takes its membership lock (see Load).
+	if member {
+		if seen, err := s.look(ctx, name); err == nil && seen.Holder != "" && seen.Holder != holder {
+			return lease.Lease{}, fmt.Errorf("%w: %s holds %s until %s", lease.ErrHeld, seen.Holder, name, seen.Expires.Format(time.RFC3339Nano))
+		}
+	}
 	var cur lease.Lease
 	var got, mine, free bool
 	var gen uint64
@@ -280,6 +358,7 @@ RETURNING token, expires_at`, name, holder, interval(ttl), got).Scan(&l.Token, &
 	if !taken {
 		return lease.Lease{}, fmt.Errorf("%w: %s holds %s until %s", lease.ErrHeld, cur.Holder, name, cur.Expires.Format(time.RFC3339Nano))
 	}
+	s.forgetSeen()
 	return l, nil
 }
 
@@ -346,6 +425,7 @@ func (s *Store) unlockLocked(ctx context.Context, c *pgx.Conn, l lease.Lease) er
 
 // Release implements lease.Store.
 func (s *Store) Release(ctx context.Context, l lease.Lease) error {
+	defer s.forgetSeen()
 	_, err := s.pool.Exec(ctx, `UPDATE leases SET holder = '', expires_at = clock_timestamp(), locked = false WHERE name = $1 AND token = $2`, l.Name, l.Token)
 	if err == nil && s.holds(l) {
 		err = s.withSession(ctx, func(c *pgx.Conn) error { return s.unlockLocked(ctx, c, l) })
@@ -370,15 +450,11 @@ func (s *Store) Check(ctx context.Context, l lease.Lease) error {
 }
 
 // Get implements lease.Store: a lease whose holder's session ended reads
-// as free, as one that expired does.
+// as free, as one that expired does. It answers from the node's last look
+// at every lease (at most seenFresh old; this store's own acquisitions and
+// releases are seen at once).
 func (s *Store) Get(ctx context.Context, name string) (lease.Lease, error) {
-	l := lease.Lease{Name: name}
-	err := s.pool.QueryRow(ctx, `
-SELECT CASE WHEN `+liveSQL+` THEN l.holder ELSE '' END, l.token, l.expires_at
-FROM leases l WHERE l.name = $1`, name).Scan(&l.Holder, &l.Token, &l.Expires)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return l, nil
-	}
+	l, err := s.look(ctx, name)
 	if err != nil {
 		return lease.Lease{}, fmt.Errorf("lease/postgres: get %s: %w", name, err)
 	}
@@ -436,13 +512,17 @@ func fenceResult(l lease.Lease, err error) error {
 func (s *Store) Load(ctx context.Context, holder string) (lease.Load, error) {
 	var l lease.Load
 	err := s.pool.QueryRow(ctx, `
-WITH m AS (
-    SELECT DISTINCT k.objid FROM pg_locks k
-    WHERE k.locktype = 'advisory' AND k.granted AND k.objsubid = 2 AND k.classid = 1835363682::oid
+WITH k AS (
+    SELECT k.classid, k.objid FROM pg_locks k
+    WHERE k.locktype = 'advisory' AND k.granted AND k.objsubid = 2 AND k.classid IN (1818583411::oid, 1835363682::oid)
       AND k.database = (SELECT oid FROM pg_database WHERE datname = current_database())),
+m AS (SELECT DISTINCT objid FROM k WHERE classid = 1835363682::oid),
 h AS (
     SELECT hashtext(l.holder)::oid AS objid, count(*)::int AS n, bool_or(l.holder = $1) AS me
-    FROM leases l WHERE `+liveSQL+` GROUP BY l.holder)
+    FROM leases l
+    WHERE l.holder <> '' AND l.expires_at > clock_timestamp()
+      AND (NOT l.locked OR hashtext(l.name)::oid IN (SELECT objid FROM k WHERE classid = 1818583411::oid))
+    GROUP BY l.holder)
 SELECT (SELECT count(*)::int FROM m),
        coalesce((SELECT n FROM h WHERE me), 0),
        CASE WHEN EXISTS (SELECT 1 FROM m WHERE m.objid NOT IN (SELECT objid FROM h)) THEN 0
