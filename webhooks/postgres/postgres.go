@@ -6,7 +6,8 @@
 // session-level advisory lock on a connection of its own while it lives, and
 // its claims name that lock, so when the process dies (its connection
 // closes, or TCP keepalives end it when its machine vanished) another node
-// may take its deliveries at once rather than after the claim's TTL.
+// may take its deliveries once they are webhooks.DeadClaimGrace old rather
+// than after the claim's TTL.
 package postgres
 
 import (
@@ -42,6 +43,10 @@ type Claims struct {
 
 	// mu guards the session: the connection holding the advisory lock
 	// (sessionNamespace, key) that this node's claims name.
+	// DeadGrace is how old a dead node's claim must be before another
+	// node takes it (webhooks.DeadClaimGrace when zero); set before use.
+	DeadGrace time.Duration
+
 	mu      sync.Mutex
 	session *pgx.Conn
 	key     int32
@@ -112,6 +117,13 @@ func (c *Claims) Close() error {
 	return nil
 }
 
+func (c *Claims) deadGrace() time.Duration {
+	if c.DeadGrace > 0 {
+		return c.DeadGrace
+	}
+	return webhooks.DeadClaimGrace
+}
+
 func (c *Claims) dropSession() {
 	if c.session != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -172,18 +184,19 @@ func (c *Claims) sessionKey(ctx context.Context) (int32, error) {
 }
 
 // claimSQL inserts a row per free id and takes over rows whose claim
-// lapsed or whose node's session ended; a row another claim holds is left
+// lapsed, or whose node's session ended and that are DeadGrace old; a row another claim holds is left
 // alone and not returned. Ids are de-duplicated (one statement may not
 // touch a row twice) and sorted, so concurrent claimers lock rows in one
 // order and cannot deadlock.
 const claimSQL = `
-INSERT INTO webhook_delivery_claims AS c (delivery_id, owner, token, until, session)
-SELECT id, $2, $3, now() + $4 * interval '1 microsecond', $5
+INSERT INTO webhook_delivery_claims AS c (delivery_id, owner, token, until, session, claimed_at)
+SELECT id, $2, $3, now() + $4 * interval '1 microsecond', $5, now()
 FROM (SELECT DISTINCT unnest($1::text[]) AS id) ids
 ORDER BY id
 ON CONFLICT (delivery_id) DO UPDATE
-SET owner = excluded.owner, token = excluded.token, until = excluded.until, session = excluded.session
-WHERE c.until <= now() OR (c.session IS NOT NULL AND NOT EXISTS (
+SET owner = excluded.owner, token = excluded.token, until = excluded.until, session = excluded.session,
+    claimed_at = excluded.claimed_at
+WHERE c.until <= now() OR (c.session IS NOT NULL AND c.claimed_at <= now() - $6 * interval '1 microsecond' AND NOT EXISTS (
     SELECT 1 FROM pg_locks k
     WHERE k.locktype = 'advisory' AND k.granted AND k.objsubid = 2
       AND k.classid = 1668047213::oid AND k.objid = c.session::oid
@@ -200,7 +213,7 @@ func (c *Claims) Claim(ctx context.Context, owner string, ids []string, ttl time
 		return nil, err
 	}
 	token := webhooks.NewClaimToken()
-	rows, err := c.pool.Query(ctx, claimSQL, ids, owner, token, ttl.Microseconds(), key)
+	rows, err := c.pool.Query(ctx, claimSQL, ids, owner, token, ttl.Microseconds(), key, c.deadGrace().Microseconds())
 	if err != nil {
 		return nil, fmt.Errorf("webhook claims: claim: %w", err)
 	}

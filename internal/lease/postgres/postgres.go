@@ -138,7 +138,7 @@ FROM leases l`, mine, lockNamespace)
 	return l, nil
 }
 
-// forgetSeen makes the next standBy read again, after this store changed
+// forgetSeen makes the next look read again, after this store changed
 // a lease itself.
 func (s *Store) forgetSeen() {
 	s.seenMu.Lock()
@@ -184,8 +184,9 @@ func (s *Store) Close() error {
 // second being hashtext of its name; memberNamespace ("memb") keys the lock
 // a session holds for each holder it serves, so nodes can count each other.
 // Two-key advisory locks never collide with the single-key ones the
-// migrations take. Two names with the same hash share a lock: their
-// takeover then waits for the TTL, never less safe.
+// migrations take. Two names with the same hash share a lock, so one's
+// holder may be taken for alive or dead by the other's: the fencing tokens
+// keep that safe, at the cost of a needless takeover or a wait for the TTL.
 const (
 	lockNamespace   int32 = 0x6c656173
 	memberNamespace int32 = 0x6d656d62
