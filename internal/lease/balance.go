@@ -19,7 +19,7 @@ type Load struct {
 
 // Balancer is a Store that knows its Load, so that Campaign spreads leases
 // over the nodes instead of letting the first node up keep them all: a node
-// holding more than another defers taking a free lease for a moment
+// holding more than another defers taking a free lease for two polls
 // (the other takes it), and a node holding two or more above the least
 // loaded hands one lease over now and then. Both adapters implement it.
 type Balancer interface {
@@ -95,15 +95,16 @@ func forgetLoad(s Store, holder string) {
 }
 
 // deferral is how many polls holder lets pass before taking a free lease:
-// none while no other node holds fewer leases, else one second per lease
-// it holds above the least loaded (capped), time for that node to take it.
-// A lease nobody else wants is still taken, only later.
+// none while no other node holds fewer leases, else two, time for that
+// node (polling as often) to take it. A lease nobody else wants is still
+// taken, only half a second later: a dead node's leases move within a
+// second either way.
 func deferral(ctx context.Context, s Store, holder string) int {
 	l, ok := loadOf(ctx, s, holder)
 	if !ok || l.Nodes < 2 || l.Held <= l.Least {
 		return 0
 	}
-	return min(l.Held-l.Least, 4) * int(time.Second/Poll)
+	return 2
 }
 
 // shouldHandOver says whether holder, holding a lease since since, should
