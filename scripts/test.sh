@@ -8,7 +8,7 @@
 #   ./scripts/test.sh -run TestStore ./projections/postgres
 #
 # After the tests, every fuzz target of the tested packages runs for
-# PLATFORM_TEST_FUZZTIME (default 5s each; 0 skips fuzzing).
+# PLATFORM_TEST_FUZZTIME (default 3s each; 0 skips fuzzing).
 #
 # Arguments go to `go test` as given. Arguments that look like package
 # patterns (./x, ../x, all, std, github.com/...) also restrict go vet and the
@@ -38,6 +38,13 @@
 # listed, with its reason, in scripts/deadcode-allow.txt.
 # PLATFORM_TEST_STATIC=0 skips both; PLATFORM_TEST_STATIC=1 runs deadcode
 # for a package pattern too.
+# Last, the operator's kit (scripts/lint-deploy.sh: promtool on the alerting
+# rules, helm lint/template of the chart decoded into the Kubernetes types)
+# runs with the lints; PLATFORM_TEST_DEPLOY=1 runs it whatever else is
+# asked, PLATFORM_TEST_DEPLOY=0 skips it. Alone:
+#
+#   PLATFORM_TEST_GO=0 PLATFORM_TEST_SDKS=none PLATFORM_TEST_BROWSER=0 PLATFORM_TEST_LINT=0 PLATFORM_TEST_DEPLOY=1 ./scripts/test.sh
+#
 # PLATFORM_TEST_GO=0 skips the Go side (and its Postgres and Kafka), for a
 # fast inner loop on one SDK:
 #
@@ -530,12 +537,12 @@ go_side() {
 	# invocation. A failure fails the script; go writes the failing input under
 	# the package's testdata/fuzz/<target>/, where plain go test replays it.
 	stage fuzz
-	fuzztime=${PLATFORM_TEST_FUZZTIME:-5s}
+	fuzztime=${PLATFORM_TEST_FUZZTIME:-3s}
 	# go's default spends up to 60 s minimizing each new interesting input,
-	# so a 5 s run mostly minimized (84k executions in 60 s against 1.15M
-	# with 1s, issue 11 round eleven) and its stalled workers were what the
-	# retry below kept catching; a failing input is still written, only less
-	# small. PLATFORM_TEST_FUZZMINIMIZE overrides it.
+	# so a short run mostly minimized (84k executions in 60 s against 1.15M
+	# with 1s) and its stalled workers were what the retry below kept
+	# catching; a failing input is still written, only less small.
+	# PLATFORM_TEST_FUZZMINIMIZE overrides it.
 	fuzzminimize=${PLATFORM_TEST_FUZZMINIMIZE:-1s}
 	fuzzpkgs=()
 	if [ "$fuzztime" = "0" ] || [ "$fuzztime" = "0s" ]; then
@@ -665,5 +672,20 @@ if [ "$patterns_given" -eq 0 ] && [ "${PLATFORM_TEST_LINT:-1}" != "0" ] && [ -f 
 	stage "openapi lint"
 	say "OpenAPI lint: scripts/lint-openapi.sh"
 	PLATFORM_OPENAPI_TRAFFIC="$traffic_dir" bash scripts/lint-openapi.sh
+fi
+# ---- the operator's kit ----
+# promtool on the alerting rules and their unit tests, helm lint and helm
+# template of the chart with every rendered object decoded strictly into
+# the Kubernetes API types (scripts/lint-deploy.sh). It runs with the other
+# lints on a full run; PLATFORM_TEST_DEPLOY=1 runs it with a package pattern
+# too, PLATFORM_TEST_DEPLOY=0 skips it.
+deploy_lint=${PLATFORM_TEST_DEPLOY:-}
+if [ -z "$deploy_lint" ]; then
+	if [ "$patterns_given" -eq 0 ] && [ "${PLATFORM_TEST_LINT:-1}" != "0" ]; then deploy_lint=1; else deploy_lint=0; fi
+fi
+if [ "$deploy_lint" != "0" ]; then
+	stage "deploy lint"
+	say "operator's kit: scripts/lint-deploy.sh"
+	bash scripts/lint-deploy.sh
 fi
 say "all passed"
