@@ -30,9 +30,10 @@ const (
 // counts as disturbed by a kill, as a refusal does: the failover goal.
 const slowRequest = time.Second
 
-// failoverLimit bounds the median failover window of a run (see
-// failoverWindows): half the default lease TTL.
-const failoverLimit = 5 * time.Second
+// failoverLimit bounds every failover window of a run (see
+// failoverWindows): only the kill of a lease's holder makes one, so the
+// longest is the one to bound; three quarters of the default lease TTL.
+const failoverLimit = 7500 * time.Millisecond
 
 func envDuration(t *testing.T, name string, def time.Duration) time.Duration {
 	t.Helper()
@@ -153,10 +154,10 @@ func TestChaosThreeNodes(t *testing.T) {
 
 	w.summary(loadTook, loadEnd, killer, sampler)
 	w.webhookTiming()
-	if median := w.failoverWindows(killer); median > failoverLimit {
+	if longest := w.failoverWindows(killer); longest > failoverLimit {
 		// The goal is a second; the limit leaves room for a loaded machine
 		// and still fails a takeover that waits for the lease's TTL.
-		t.Errorf("median failover window %v over the kills, want at most %v", median, failoverLimit)
+		t.Errorf("longest failover window %v over the kills, want at most %v", longest, failoverLimit)
 	}
 	// The run must have exercised what it checks.
 	if len(killer.kills) == 0 {
@@ -1426,7 +1427,7 @@ func (w *world) summary(took time.Duration, loadEnd time.Time, k *killer, s *che
 // Reported as median and maximum over the kills, with the count of such
 // requests before the first kill as the baseline the machine gives without
 // one.
-func (w *world) failoverWindows(k *killer) (median time.Duration) {
+func (w *world) failoverWindows(k *killer) (longest time.Duration) {
 	w.mu.Lock()
 	reqs := append([]answered(nil), w.answered...)
 	w.mu.Unlock()
@@ -1463,13 +1464,13 @@ func (w *world) failoverWindows(k *killer) (median time.Duration) {
 	}
 	sorted := append([]time.Duration(nil), windows...)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i] < sorted[j] })
-	median = sorted[len(sorted)/2]
+	median := sorted[len(sorted)/2]
 	if len(sorted)%2 == 0 {
 		median = (sorted[len(sorted)/2-1] + sorted[len(sorted)/2]) / 2
 	}
 	w.t.Logf("failover window on the surviving nodes (refused or slower than %v) per kill: median %v, max %v over %d kills\n%s",
 		slowRequest, median.Round(time.Millisecond), sorted[len(sorted)-1].Round(time.Millisecond), len(kills), strings.Join(lines, "\n"))
-	return median
+	return sorted[len(sorted)-1]
 }
 
 // webhookTiming reports how long deliveries took to reach the receiver
