@@ -1,0 +1,194 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/healthtech/partner-open-platform/events"
+	"github.com/healthtech/partner-open-platform/events/subscribe"
+	"github.com/healthtech/partner-open-platform/privacy"
+	"github.com/healthtech/partner-open-platform/projections"
+	"github.com/healthtech/partner-open-platform/relay"
+	"github.com/healthtech/partner-open-platform/relay/feed"
+	relaykafka "github.com/healthtech/partner-open-platform/relay/kafka"
+	relaypg "github.com/healthtech/partner-open-platform/relay/postgres"
+	"github.com/healthtech/partner-open-platform/webhooks"
+	webhookkafka "github.com/healthtech/partner-open-platform/webhooks/kafka"
+	webhooksmem "github.com/healthtech/partner-open-platform/webhooks/memory"
+	webhookspg "github.com/healthtech/partner-open-platform/webhooks/postgres"
+	"github.com/healthtech/partner-open-platform/webhooks/targets"
+)
+
+// buildDispatcher makes the webhook dispatcher over the deliveries read
+// model; startWebhooks gives it its claims and feeds it.
+func (n *Node) buildDispatcher(cfg Config, p projectionSet) *webhooks.Dispatcher {
+	guard := targets.Guard{AllowLoopback: cfg.WebhookAllowLoopback}
+	if cfg.WebhookAllowLoopback {
+		n.log.Warn("PLATFORM_WEBHOOK_ALLOW_LOOPBACK is on: webhooks may target http and loopback addresses; never use this in production")
+	}
+	return &webhooks.Dispatcher{
+		Store: n.Events, Registry: n.Registry, Apps: p.apps, AppsReady: p.appsRunner,
+		Deliveries: n.ReadModel, Projected: p.byReadModel[projections.ReadModelDeliveries], Reflected: p.readModels, Client: guard.Client(10 * time.Second),
+		Clock: cfg.WebhookClock, Schedule: cfg.WebhookSchedule, Location: n.Location, Log: n.log.With("component", "webhooks"),
+		Workers: cfg.WebhookWorkers, OnAttempt: n.Metrics.Attempted,
+		PerEndpoint: cfg.WebhookPerEndpoint, BreakerFailures: cfg.WebhookBreakerFailures, BreakerCooldown: cfg.WebhookBreakerCooldown,
+		OnBreaker: n.Metrics.Breaker, CreateConcurrency: cfg.WebhookCreateConcurrency,
+	}
+}
+
+// webhookCreationCheckpointFile keeps, in the data directory, the log
+// position up to which an embedded node has created every delivery.
+const webhookCreationCheckpointFile = "webhook-creation-checkpoint.json"
+
+// startWebhooks starts the dispatcher (fed by Kafka or by the store), its
+// sender, the relay when Kafka is configured, and the delivery gauges.
+// Nodes sharing Postgres share the work: every node sends (claims keep one
+// attempt of a delivery in flight), one node at a time relays (the relay
+// lease), and without Kafka one node at a time creates deliveries from the
+// store (the webhook-creation lease); with Kafka the consumer group spreads
+// creation over the nodes.
+func (n *Node) startWebhooks(ctx context.Context, cfg Config, models *subscribe.Runner) error {
+	if err := n.openClaims(ctx, cfg); err != nil {
+		return err
+	}
+	creation, err := n.creationCheckpoints(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	if len(cfg.KafkaBrokers) == 0 {
+		// Create is idempotent, so a paused old owner overlapping a new one
+		// writes nothing twice; the lease only saves the others the work.
+		n.spawnOwned(ctx, "webhook deliveries", n.Leases, "webhook-creation", cfg.LeaseTTL, n.createFromStore(creation, models))
+	} else if err := n.startKafka(ctx, cfg); err != nil {
+		return err
+	}
+	n.spawn(ctx, "webhook sender", n.Dispatcher.RunSender)
+	n.spawn(ctx, "delivery gauges", n.deliveryGauges)
+	return nil
+}
+
+// openClaims gives the dispatcher its claims, which spread sending over the
+// nodes sharing the deliveries, one attempt of a delivery in flight at a time.
+func (n *Node) openClaims(ctx context.Context, cfg Config) error {
+	if cfg.PostgresURL != "" {
+		claims, err := webhookspg.New(ctx, n.pool)
+		if err != nil {
+			return fmt.Errorf("webhook claims: %w", err)
+		}
+		n.Dispatcher.Claims = claims
+		// Closing ends the claims session: this node's claims free at once.
+		n.closers = append(n.closers, claims.Close)
+		n.Adapters["webhook claims"] = "Postgres"
+	} else {
+		n.Dispatcher.Claims = webhooksmem.NewClaims()
+		n.Adapters["webhook claims"] = "in memory (one node)"
+	}
+	n.Dispatcher.ClaimTTL, n.Dispatcher.Node = cfg.WebhookClaimTTL, n.NodeID
+	n.log.Info("adapter", "port", "webhook claims", "adapter", n.Adapters["webhook claims"])
+	return nil
+}
+
+// creationCheckpoints keeps how far deliveries were created: deliveries are
+// created in concurrent batches, so the highest one recorded does not say
+// all before it are; a checkpoint does.
+func (n *Node) creationCheckpoints(ctx context.Context, cfg Config) (webhooks.Checkpoints, error) {
+	if cfg.PostgresURL == "" {
+		return relay.NewFileCheckpointsNamed(cfg.DataDir, webhookCreationCheckpointFile), nil
+	}
+	shared, err := relaypg.New(ctx, n.pool, "webhook-creation")
+	if err != nil {
+		return nil, fmt.Errorf("webhook creation checkpoint: %w", err)
+	}
+	return shared, nil
+}
+
+// createFromStore is the loop creating deliveries from the event store,
+// pipelined: the next batch waits for the read models while the previous
+// one's append commits; the checkpoint covers committed batches.
+func (n *Node) createFromStore(creation webhooks.Checkpoints, models *subscribe.Runner) func(context.Context) error {
+	from := func(ctx context.Context) (events.Position, error) {
+		if err := models.WaitReady(ctx); err != nil {
+			return events.Position{}, err
+		}
+		return n.ReadModel.LastSource(ctx)
+	}
+	return func(ctx context.Context) error {
+		return webhooks.RunPipelined(ctx, webhooks.StoreSource{Store: n.Events, Checkpoints: creation, From: from},
+			n.Dispatcher.PrepareBatch, n.Dispatcher.CommitBatches)
+	}
+}
+
+// startKafka makes sure of the topics, creates deliveries from the internal
+// topic (the consumer group spreads it over the nodes) and, unless this
+// node opted out, competes for the relay that fills the topics.
+func (n *Node) startKafka(ctx context.Context, cfg Config) error {
+	for _, topic := range []string{cfg.KafkaInternalTopic, cfg.KafkaTopic} {
+		ectx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		err := relaykafka.EnsureTopic(ectx, cfg.KafkaBrokers, topic, 6)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("kafka topic %s: %w", topic, err)
+		}
+	}
+	// Pipelined like the store-fed creation: the next batch is fetched,
+	// decrypted and prepared while the previous ones commit; offsets
+	// cover committed batches only.
+	source := webhookkafka.NewSource(cfg.KafkaBrokers, cfg.KafkaInternalTopic, webhookkafka.WebhookGroup(cfg.KafkaInternalTopic), n.log)
+	prepare := n.Dispatcher.PrepareBatch
+	if priv, ok := n.Events.(*privacy.Store); ok {
+		prepare = privacy.Decrypting(priv, prepare) // the topic carries ciphertext
+	}
+	n.spawn(ctx, "webhook deliveries", func(ctx context.Context) error {
+		return webhookkafka.RunPipelined(ctx, source, prepare, n.Dispatcher.CommitBatches)
+	})
+	if cfg.KafkaRelay != nil && !*cfg.KafkaRelay {
+		n.log.Info("relay opted out on this node (PLATFORM_KAFKA_RELAY=off): other nodes relay")
+		return nil
+	}
+	return n.startRelay(ctx, cfg)
+}
+
+// startRelay competes for the relay lease; its holder copies the stored
+// log (ciphertext) to the internal topic and the analytics feed.
+func (n *Node) startRelay(ctx context.Context, cfg Config) error {
+	key, err := feedPseudonymKey(cfg)
+	if err != nil {
+		return err
+	}
+	transformer, err := feed.New(key, n.Registry)
+	if err != nil {
+		return err
+	}
+	producer := relaykafka.NewFeedProducer(cfg.KafkaBrokers, cfg.KafkaInternalTopic, cfg.KafkaTopic, transformer, n.log.With("component", "relay")).
+		WithStreamNames(n.Pseudonyms.Stream)
+	n.closers = append(n.closers, producer.Close)
+	var checkpoints relay.Checkpoints = relay.NewFileCheckpointsNamed(cfg.DataDir, relay.FeedCheckpointFile)
+	if cfg.PostgresURL != "" {
+		shared, err := relaypg.New(ctx, n.pool, "feed")
+		if err != nil {
+			return err
+		}
+		checkpoints = relay.Upgraded{Primary: shared, Legacy: checkpoints}
+	}
+	n.relayCheckpoints = checkpoints
+	n.log.Info("analytics feed", "topic", cfg.KafkaTopic, "pseudonym_key_id", transformer.KeyID())
+	n.spawnOwned(ctx, "relay", n.Leases, "relay", cfg.LeaseTTL, func(ctx context.Context) error {
+		return relay.Run(ctx, n.StoredEvents, producer, checkpoints, n.log.With("component", "relay"), relay.Options{OnRelayed: n.Metrics.Relayed})
+	})
+	return nil
+}
+
+// deliveryGauges refreshes the deliveries-by-status gauges every 5 s.
+func (n *Node) deliveryGauges(ctx context.Context) error {
+	for {
+		if counts, err := n.ReadModel.CountByStatus(ctx); err == nil {
+			n.Metrics.DeliveryCounts(counts)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(5 * time.Second):
+		}
+	}
+}
