@@ -57,9 +57,7 @@ func (n *Node) startWebhooks(ctx context.Context, cfg Config, models *subscribe.
 		return err
 	}
 	if len(cfg.KafkaBrokers) == 0 {
-		// Create is idempotent, so a paused old owner overlapping a new one
-		// writes nothing twice; the lease only saves the others the work.
-		n.spawnOwned(ctx, "webhook deliveries", n.Leases, "webhook-creation", cfg.LeaseTTL, n.createFromStore(creation, models))
+		n.spawn(ctx, "webhook deliveries", n.createFromStore(cfg, creation, models).Run)
 	} else if err := n.startKafka(ctx, cfg); err != nil {
 		return err
 	}
@@ -92,7 +90,7 @@ func (n *Node) openClaims(ctx context.Context, cfg Config) error {
 // creationCheckpoints keeps how far deliveries were created: deliveries are
 // created in concurrent batches, so the highest one recorded does not say
 // all before it are; a checkpoint does.
-func (n *Node) creationCheckpoints(ctx context.Context, cfg Config) (webhooks.Checkpoints, error) {
+func (n *Node) creationCheckpoints(ctx context.Context, cfg Config) (subscribe.Checkpoints, error) {
 	if cfg.PostgresURL == "" {
 		return relay.NewFileCheckpointsNamed(cfg.DataDir, webhookCreationCheckpointFile), nil
 	}
@@ -103,20 +101,29 @@ func (n *Node) creationCheckpoints(ctx context.Context, cfg Config) (webhooks.Ch
 	return shared, nil
 }
 
-// createFromStore is the loop creating deliveries from the event store,
-// pipelined: the next batch waits for the read models while the previous
-// one's append commits; the checkpoint covers committed batches.
-func (n *Node) createFromStore(creation webhooks.Checkpoints, models *subscribe.Runner) func(context.Context) error {
+// creation is the dispatcher's delivery creation as a pipelined client of
+// the subscription runtime: the next batch waits for the read models (and,
+// from Kafka, is fetched and decrypted) while the previous one's append
+// commits; the checkpoint or the group's offsets cover committed batches.
+func (n *Node) creation(source subscribe.Source) subscribe.Pipeline[webhooks.PreparedBatch] {
+	return subscribe.Pipeline[webhooks.PreparedBatch]{Name: "webhook deliveries", Source: source, Log: n.log,
+		Prepare: n.Dispatcher.PrepareBatch, Commit: n.Dispatcher.CommitBatches}
+}
+
+// createFromStore creates deliveries from the event store, on one node at
+// a time (the webhook-creation lease). Creation is idempotent, so a paused
+// old owner overlapping a new one writes nothing twice; the lease only
+// saves the others the work.
+func (n *Node) createFromStore(cfg Config, creation subscribe.Checkpoints, models *subscribe.Runner) subscribe.Pipeline[webhooks.PreparedBatch] {
 	from := func(ctx context.Context) (events.Position, error) {
 		if err := models.WaitReady(ctx); err != nil {
 			return events.Position{}, err
 		}
 		return n.ReadModel.LastSource(ctx)
 	}
-	return func(ctx context.Context) error {
-		return webhooks.RunPipelined(ctx, webhooks.StoreSource{Store: n.Events, Checkpoints: creation, From: from},
-			n.Dispatcher.PrepareBatch, n.Dispatcher.CommitBatches)
-	}
+	p := n.creation(subscribe.StoreSource{Store: n.Events, Checkpoints: creation, From: from})
+	p.Leases, p.Lease, p.Holder, p.TTL = n.Leases, "webhook-creation", n.NodeID, cfg.LeaseTTL
+	return p
 }
 
 // startKafka makes sure of the topics, creates deliveries from the internal
@@ -131,17 +138,12 @@ func (n *Node) startKafka(ctx context.Context, cfg Config) error {
 			return fmt.Errorf("kafka topic %s: %w", topic, err)
 		}
 	}
-	// Pipelined like the store-fed creation: the next batch is fetched,
-	// decrypted and prepared while the previous ones commit; offsets
-	// cover committed batches only.
-	source := webhookkafka.NewSource(cfg.KafkaBrokers, cfg.KafkaInternalTopic, webhookkafka.WebhookGroup(cfg.KafkaInternalTopic), n.log)
-	prepare := n.Dispatcher.PrepareBatch
+	// The consumer group spreads creation over the nodes: no lease.
+	create := n.creation(webhookkafka.NewSource(cfg.KafkaBrokers, cfg.KafkaInternalTopic, webhookkafka.WebhookGroup(cfg.KafkaInternalTopic), n.log))
 	if priv, ok := n.Events.(*privacy.Store); ok {
-		prepare = privacy.Decrypting(priv, prepare) // the topic carries ciphertext
+		create.Prepare = privacy.Decrypting(priv, create.Prepare) // the topic carries ciphertext
 	}
-	n.spawn(ctx, "webhook deliveries", func(ctx context.Context) error {
-		return webhookkafka.RunPipelined(ctx, source, prepare, n.Dispatcher.CommitBatches)
-	})
+	n.spawn(ctx, "webhook deliveries", create.Run)
 	if cfg.KafkaRelay != nil && !*cfg.KafkaRelay {
 		n.log.Info("relay opted out on this node (PLATFORM_KAFKA_RELAY=off): other nodes relay")
 		return nil

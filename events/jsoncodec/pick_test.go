@@ -1,4 +1,4 @@
-package jsonid
+package jsoncodec
 
 import (
 	"bytes"
@@ -14,12 +14,12 @@ type reference struct {
 	Name string `json:"name"`
 }
 
-// agree checks Read against json.Unmarshal for one document: when Read
+// agree checks Pick against json.Unmarshal for one document: when Pick
 // decides, it gives the fields and the error json.Unmarshal gives.
 func agree(t *testing.T, data []byte) bool {
 	t.Helper()
-	var out [2]Value
-	ok := Read(data, testFields, out[:])
+	var out [2]Picked
+	ok := Pick(data, testFields, out[:])
 	if !ok {
 		return false
 	}
@@ -51,7 +51,7 @@ func agree(t *testing.T, data []byte) bool {
 // The cases encoding/json decides in ways a naive reader would not: case-
 // insensitive keys, the last duplicate winning, null resetting a pointer
 // but not a string, values of the wrong type leaving the field as it was.
-func TestReadDecidesAsEncodingJSON(t *testing.T) {
+func TestPickDecidesAsEncodingJSON(t *testing.T) {
 	for _, c := range []struct {
 		doc     string
 		decided bool
@@ -90,7 +90,7 @@ func TestReadDecidesAsEncodingJSON(t *testing.T) {
 }
 
 // Deeper than maxDepth the reader declines; at maxDepth it decides.
-func TestReadDepth(t *testing.T) {
+func TestPickDepth(t *testing.T) {
 	doc := func(depth int) []byte {
 		return []byte(`{"x":` + string(bytes.Repeat([]byte("["), depth)) + "1" + string(bytes.Repeat([]byte("]"), depth)) + `,"id":3}`)
 	}
@@ -102,35 +102,15 @@ func TestReadDepth(t *testing.T) {
 	}
 }
 
-func FuzzRead(f *testing.F) {
+func FuzzPick(f *testing.F) {
 	for _, s := range []string{`{"id":7,"name":"a"}`, `{"ID":7,"id":null}`, `{"id":1.5,"name":"\u00e9"}`, `{"x":[{"id":1}],"id":-3}`, `{"name":"a","name":null}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		var out [2]Value
-		if !Read(data, testFields, out[:]) {
+		var out [2]Picked
+		if !Pick(data, testFields, out[:]) {
 			return
 		}
 		agree(t, data)
-	})
-}
-
-// Unquote gives every valid JSON string as encoding/json decodes it.
-func FuzzUnquote(f *testing.F) {
-	for _, s := range []string{`"a"`, `"\ud83d\ude00"`, `"\ud800\u0041"`, "\"\xff\"", `"\\\"\/"`, `"\udc00\ud800"`} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		end, _ := scanString(data, 0)
-		if end != len(data) {
-			return
-		}
-		var want string
-		if err := json.Unmarshal(data, &want); err != nil {
-			t.Fatalf("%q: validated, but encoding/json: %v", data, err)
-		}
-		if got := Unquote(nil, data); string(got) != want {
-			t.Fatalf("%q: %q, encoding/json %q", data, got, want)
-		}
 	})
 }
