@@ -10,8 +10,12 @@ import (
 // Claims keeps at most one attempt of a delivery in flight across every node
 // that sends from the same deliveries: a node claims a delivery before it
 // posts it and releases the claim once the outcome is recorded; a claim that
-// is never released (its node died) lapses after its time to live, and then
-// another node may take the delivery.
+// is never released lapses after its time to live, and then another node may
+// take the delivery. An adapter shared by several processes (Postgres) also
+// ends a claim with the process that took it, once the claim is
+// DeadClaimGrace old: a dead node's deliveries are taken again within
+// seconds, and the time to live bounds only a node that is alive but silent
+// (paused, or cut off).
 type Claims interface {
 	// Claim takes, for ttl, each delivery of ids that nobody holds or whose
 	// claim has lapsed, and returns the claims it took (ids held by another
@@ -42,9 +46,17 @@ func NewClaimToken() string {
 // releases it. It exceeds the HTTP timeout (10 s) plus loading and
 // recording; the sender also cuts each POST off before its claim can lapse
 // (see AttemptBudget), so even a slow receiver never sees two attempts of
-// one delivery overlap. A node that dies mid-attempt delays that delivery
-// by at most this long.
+// one delivery overlap. A node that stops mid-attempt without its process
+// ending delays that delivery by at most this long; one whose process dies
+// delays it by at most DeadClaimGrace.
 const DefaultClaimTTL = 30 * time.Second
+
+// DeadClaimGrace is how old a claim of a dead node must be before another
+// node may take it: the receiver may still be answering the dead node's
+// POST (its connection is closed, but a receiver may not notice), so a
+// receiver that answers within this never sees two attempts of one
+// delivery overlap, even when their sender dies mid-attempt.
+const DeadClaimGrace = 5 * time.Second
 
 // AttemptBudget is how long after claiming a POST may still be running: it
 // ends before the claim lapses, so no other node starts the delivery while

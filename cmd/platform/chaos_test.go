@@ -22,7 +22,18 @@ const (
 	envChaosDuration  = "PLATFORM_TEST_CHAOS_DURATION"   // Go duration of the load, default 60s
 	envChaosRate      = "PLATFORM_TEST_CHAOS_RATE"       // operations per second, default 30 (each is 1-2 writes and a read)
 	envChaosKillEvery = "PLATFORM_TEST_CHAOS_KILL_EVERY" // Go duration between SIGKILLs, default 10s
+	envChaosDown      = "PLATFORM_TEST_CHAOS_DOWN"       // Go duration a killed node stays down, default 3s
+	envChaosKafka     = "PLATFORM_TEST_CHAOS_KAFKA"      // 0: no broker, deliveries are created under the webhook-creation lease
 )
+
+// slowRequest is the latency above which a request on a surviving node
+// counts as disturbed by a kill, as a refusal does: the failover goal.
+const slowRequest = time.Second
+
+// failoverLimit bounds every failover window of a run (see
+// failoverWindows): only the kill of a lease's holder makes one, so the
+// longest is the one to bound; three quarters of the default lease TTL.
+const failoverLimit = 7500 * time.Millisecond
 
 func envDuration(t *testing.T, name string, def time.Duration) time.Duration {
 	t.Helper()
@@ -67,8 +78,14 @@ func TestChaosThreeNodes(t *testing.T) {
 	duration := envDuration(t, envChaosDuration, 60*time.Second)
 	rate := envInt(t, envChaosRate, 30)
 	killEvery := envDuration(t, envChaosKillEvery, 10*time.Second)
+	// A killed node stays down a while, so the survivors must take its
+	// leases over rather than wait for it to come back.
+	down := time.Duration(0)
+	if v := os.Getenv(envChaosDown); v != "0" {
+		down = envDuration(t, envChaosDown, 3*time.Second)
+	}
 
-	c := startCluster(t, clusterOptions{nodes: 3, retrySchedule: "1s,1s,2s,3s,5s", kafka: true})
+	c := startCluster(t, clusterOptions{nodes: 3, retrySchedule: "1s,1s,2s,3s,5s", kafka: os.Getenv(envChaosKafka) != "0"})
 	// 1 in 5 deliveries fail their first attempt; 1 in 4 answers take 300 ms.
 	rcv := newHookReceiver(t, 5, 4, 300*time.Millisecond)
 	w := setupWorld(t, c, rcv)
@@ -81,7 +98,7 @@ func TestChaosThreeNodes(t *testing.T) {
 
 	loadCtx, stopLoad := context.WithTimeout(context.Background(), duration)
 	defer stopLoad()
-	killer := &killer{c: c, every: killEvery}
+	killer := &killer{c: c, every: killEvery, down: down}
 	killerDone := make(chan struct{})
 	go func() { defer close(killerDone); killer.run(loadCtx) }()
 
@@ -136,6 +153,12 @@ func TestChaosThreeNodes(t *testing.T) {
 	}
 
 	w.summary(loadTook, loadEnd, killer, sampler)
+	w.webhookTiming()
+	if longest := w.failoverWindows(killer); longest > failoverLimit {
+		// The goal is a second; the limit leaves room for a loaded machine
+		// and still fails a takeover that waits for the lease's TTL.
+		t.Errorf("longest failover window %v over the kills, want at most %v", longest, failoverLimit)
+	}
 	// The run must have exercised what it checks.
 	if len(killer.kills) == 0 {
 		t.Errorf("no node was killed during the %v load (kill every %v)", duration, killEvery)
@@ -180,6 +203,15 @@ type world struct {
 	gapEnd   time.Time
 	maxLat   time.Duration
 	maxLatOf string
+	answered []answered // every request some node answered, for the failover windows
+}
+
+// answered is when a request ran, which node answered it, and whether it
+// was refused (5xx, broken connection) or slow.
+type answered struct {
+	start, end time.Time
+	node       int
+	bad        bool
 }
 
 type ackUser struct {
@@ -317,6 +349,11 @@ func (w *world) record(r *reply) string {
 		w.counts[r.kind] = map[string]int{}
 	}
 	w.counts[r.kind][out]++
+	if !r.down {
+		end := time.Now()
+		bad := r.err != nil || r.status >= 500 || r.latency > slowRequest
+		w.answered = append(w.answered, answered{start: end.Add(-r.latency), end: end, node: r.node, bad: bad})
+	}
 	if r.latency > w.maxLat {
 		w.maxLat, w.maxLatOf = r.latency, fmt.Sprintf("%s via node %d (%s)", r.kind, r.node, out)
 	}
@@ -715,13 +752,21 @@ func (w *world) healthReport(n int) {
 	}
 }
 
-// killer SIGKILLs one node at a time, cycling, and restarts it at once.
+// killer SIGKILLs one node at a time, cycling, and restarts it after down.
 type killer struct {
 	c     *cluster
 	every time.Duration
+	down  time.Duration
 	mu    sync.Mutex
 	kills []string
+	at    []kill
 	slow  time.Duration // longest restart until ready
+}
+
+// kill is one SIGKILL: which node, when.
+type kill struct {
+	node int
+	at   time.Time
 }
 
 func (k *killer) run(ctx context.Context) {
@@ -736,13 +781,20 @@ func (k *killer) run(ctx context.Context) {
 		n := k.c.nodes[i%len(k.c.nodes)]
 		at := time.Now()
 		n.kill()
+		k.mu.Lock()
+		k.at = append(k.at, kill{node: n.idx, at: at})
+		k.mu.Unlock()
+		select {
+		case <-ctx.Done():
+		case <-time.After(k.down):
+		}
 		err := n.start()
 		if err == nil {
 			err = n.waitReady(60 * time.Second)
 		}
 		took := time.Since(at)
 		k.mu.Lock()
-		line := fmt.Sprintf("node %d killed at %s, ready again after %v", n.idx, at.Format("15:04:05.000"), took.Round(time.Millisecond))
+		line := fmt.Sprintf("node %d killed at %s, down %v, ready again after %v", n.idx, at.Format("15:04:05.000"), k.down, took.Round(time.Millisecond))
 		if err != nil {
 			line = fmt.Sprintf("node %d killed at %s, restart failed: %v", n.idx, at.Format("15:04:05.000"), err)
 		}
@@ -1365,4 +1417,93 @@ func (w *world) summary(took time.Duration, loadEnd time.Time, k *killer, s *che
 	fmt.Fprintf(&b, "slowest request: %v, %s\n", w.maxLat.Round(time.Millisecond), w.maxLatOf)
 	fmt.Fprintf(&b, "checkpoints: %d samples, %d regressions\n", s.samples, len(s.regressions))
 	w.t.Log(b.String())
+}
+
+// failoverWindows reports, per kill, how long requests answered by the
+// surviving nodes were refused (5xx, broken connection) or slow (over
+// slowRequest): from the kill to the end of the last such request. A request
+// belongs to the last kill before it ended, so one cut off by the next kill
+// is that kill's (and not a survivor's when the next kill took its node).
+// Reported as median and maximum over the kills, with the count of such
+// requests before the first kill as the baseline the machine gives without
+// one.
+func (w *world) failoverWindows(k *killer) (longest time.Duration) {
+	w.mu.Lock()
+	reqs := append([]answered(nil), w.answered...)
+	w.mu.Unlock()
+	k.mu.Lock()
+	kills := append([]kill(nil), k.at...)
+	k.mu.Unlock()
+	if len(kills) == 0 {
+		return 0
+	}
+	windows := make([]time.Duration, len(kills))
+	bad, total := make([]int, len(kills)), make([]int, len(kills))
+	var before, beforeBad int
+	for _, r := range reqs {
+		j := sort.Search(len(kills), func(i int) bool { return kills[i].at.After(r.end) }) - 1
+		switch {
+		case j < 0:
+			before++
+			if r.bad {
+				beforeBad++
+			}
+		case r.node == kills[j].node:
+		default:
+			total[j]++
+			if r.bad {
+				bad[j]++
+				windows[j] = max(windows[j], r.end.Sub(kills[j].at))
+			}
+		}
+	}
+	lines := []string{fmt.Sprintf("  before the first kill: %d of %d requests refused or slower than %v", beforeBad, before, slowRequest)}
+	for j, kl := range kills {
+		lines = append(lines, fmt.Sprintf("  kill of node %d at %s: %d of %d requests on the survivors refused or slower than %v, window %v",
+			kl.node, kl.at.Format("15:04:05.000"), bad[j], total[j], slowRequest, windows[j].Round(time.Millisecond)))
+	}
+	sorted := append([]time.Duration(nil), windows...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i] < sorted[j] })
+	median := sorted[len(sorted)/2]
+	if len(sorted)%2 == 0 {
+		median = (sorted[len(sorted)/2-1] + sorted[len(sorted)/2]) / 2
+	}
+	w.t.Logf("failover window on the surviving nodes (refused or slower than %v) per kill: median %v, max %v over %d kills\n%s",
+		slowRequest, median.Round(time.Millisecond), sorted[len(sorted)-1].Round(time.Millisecond), len(kills), strings.Join(lines, "\n"))
+	return sorted[len(sorted)-1]
+}
+
+// webhookTiming reports how long deliveries took to reach the receiver
+// (first attempt's start after the event's occurred_at, which has whole
+// seconds: up to a second too long) and the longest wait before a delivery
+// whose attempt the receiver had answered 2xx was sent again (its sender
+// died before recording the outcome: the claim had to end first).
+func (w *world) webhookTiming() {
+	attempts, _, _, _ := w.rcv.snapshot()
+	var lags []time.Duration
+	var resend time.Duration
+	var resent int
+	for _, as := range attempts {
+		var b struct {
+			OccurredAt time.Time `json:"occurred_at"`
+		}
+		if len(as) == 0 || json.Unmarshal(as[0].Body, &b) != nil || b.OccurredAt.IsZero() {
+			continue
+		}
+		lags = append(lags, as[0].Start.Sub(b.OccurredAt))
+		for i := 1; i < len(as); i++ {
+			if as[i-1].Status/100 == 2 {
+				resent++
+				resend = max(resend, as[i].Start.Sub(as[i-1].End))
+			}
+		}
+	}
+	if len(lags) == 0 {
+		return
+	}
+	sort.Slice(lags, func(i, j int) bool { return lags[i] < lags[j] })
+	w.t.Logf("webhooks: first attempt after the event (occurred_at in whole seconds) median %v, p99 %v, max %v over %d deliveries; "+
+		"%d sent again after a 2xx answer (sender died before recording it), longest wait %v",
+		lags[len(lags)/2].Round(time.Millisecond), lags[len(lags)*99/100].Round(time.Millisecond), lags[len(lags)-1].Round(time.Millisecond),
+		len(lags), resent, resend.Round(time.Millisecond))
 }

@@ -75,7 +75,9 @@ func (h *Held) Release(ctx context.Context) error {
 
 func (h *Held) renew() {
 	defer close(h.done)
+	defer forgetLoad(h.store, h.Lease().Holder)
 	every := max(h.ttl/3, time.Millisecond)
+	since := time.Now()
 	// deadline is when the lease lapses if no renewal succeeds: counted
 	// from before each renewal was sent, so it is never later than the
 	// store's own expiry.
@@ -98,6 +100,17 @@ func (h *Held) renew() {
 			h.lease = l
 			h.mu.Unlock()
 			deadline = sent.Add(h.ttl)
+			if shouldHandOver(h.ctx, h.store, l.Holder, since, h.ttl) {
+				// Released by whoever waits on Lost (Release is idempotent).
+				h.log.Info("handing the lease over to a less loaded node")
+				h.cancel(fmt.Errorf("%w: handed over to a less loaded node", ErrLost))
+				rctx, cancel := context.WithTimeout(context.WithoutCancel(h.ctx), h.ttl)
+				if err := h.store.Release(rctx, l); err != nil {
+					h.log.Warn("releasing the handed-over lease failed; it lapses by itself", "err", err)
+				}
+				cancel()
+				return
+			}
 			t.Reset(every)
 		case errors.Is(err, ErrLost):
 			h.log.Warn("lease lost", "err", err)
@@ -116,24 +129,39 @@ func (h *Held) renew() {
 	}
 }
 
-// Campaign acquires name for holder, trying again every TTL/3 while another
-// holder has it, and returns it held in the background; it fails only when
-// ctx ends. Stores that fail (not ErrHeld) are retried too, and logged.
+// Campaign acquires name for holder, trying again every Poll (or TTL/3 if
+// shorter) while another holder has it, and returns it held in the
+// background; it fails only when ctx ends. Stores that fail (not ErrHeld)
+// are retried too, and logged. On a Balancer, a holder that holds more
+// leases than another node lets a few polls pass first (see deferral).
 func Campaign(ctx context.Context, s Store, name, holder string, ttl time.Duration, log *slog.Logger) (*Held, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	every := max(ttl/3, time.Millisecond)
+	every := max(min(ttl/3, Poll), time.Millisecond)
+	free := 0 // polls the lease has been seen free while deferring
 	for {
-		l, err := s.Acquire(ctx, name, holder, ttl)
-		if err == nil {
-			return Hold(ctx, s, l, ttl, log), nil
+		take := true
+		if wait := deferral(ctx, s, holder); wait > 0 {
+			if cur, err := s.Get(ctx, name); err == nil && cur.Holder == "" {
+				free++
+			} else {
+				free = 0
+			}
+			take = free > wait
 		}
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		if !errors.Is(err, ErrHeld) {
-			log.Warn("lease acquisition failed; retrying", "lease", name, "err", err)
+		if take {
+			l, err := s.Acquire(ctx, name, holder, ttl)
+			if err == nil {
+				forgetLoad(s, holder)
+				return Hold(ctx, s, l, ttl, log), nil
+			}
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			if !errors.Is(err, ErrHeld) {
+				log.Warn("lease acquisition failed; retrying", "lease", name, "err", err)
+			}
 		}
 		select {
 		case <-ctx.Done():

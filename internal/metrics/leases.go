@@ -44,3 +44,12 @@ func (s *leaseStore) Release(ctx context.Context, l lease.Lease) error {
 	s.m.LeaseHeld.WithLabelValues(l.Name).Set(0)
 	return err
 }
+
+// Load passes lease.Balancer through, so that campaigns through the
+// decorator still spread leases over the nodes.
+func (s *leaseStore) Load(ctx context.Context, holder string) (lease.Load, error) {
+	if b, ok := s.Store.(lease.Balancer); ok {
+		return b.Load(ctx, holder)
+	}
+	return lease.Load{}, errors.New("metrics: the decorated lease store does not balance")
+}

@@ -17,7 +17,32 @@ import (
 // The decorated store is still a lease store: it passes the port's suite.
 func TestLeasesDecoratorConforms(t *testing.T) {
 	leasetest.Run(t, func(t *testing.T) lease.Store { return metrics.New().Leases(leasemem.New()) })
+	// Through the decorator, leases still end with their node and spread.
+	leasetest.RunCluster(t, func(*testing.T) leasetest.Cluster { return &decorated{first: leasemem.New()} })
 }
+
+// decorated is a cluster of decorated handles on one in-memory store.
+type decorated struct {
+	first *leasemem.Store
+	used  bool
+	inner map[lease.Store]*leasemem.Store
+}
+
+func (c *decorated) Node(*testing.T) lease.Store {
+	s := c.first
+	if c.used {
+		s = c.first.Session()
+	}
+	c.used = true
+	d := metrics.New().Leases(s)
+	if c.inner == nil {
+		c.inner = map[lease.Store]*leasemem.Store{}
+	}
+	c.inner[d] = s
+	return d
+}
+
+func (c *decorated) Kill(_ *testing.T, s lease.Store) { _ = c.inner[s].Close() }
 
 // An operator reads which leases a node holds and how often it took them.
 func TestLeasesReportHeldAndAcquisitions(t *testing.T) {

@@ -60,7 +60,9 @@ func buildReadModels(ctx context.Context, cfg Config, keys *datakeys.Keys, store
 		// A snapshot read learns the head in its own round trip.
 		pg.SeeHead(pgevents.HeadQuery, pgevents.PositionAt)
 	}
-	return readModels{store: pg, shared: pg, pool: pg.Pool(), leases: leasepg.New(pg.Pool()), closers: []func() error{pg.Close},
+	// Closing the lease store ends its session, which frees this node's leases.
+	leases := leasepg.New(pg.Pool())
+	return readModels{store: pg, shared: pg, pool: pg.Pool(), leases: leases, closers: []func() error{pg.Close, leases.Close},
 		adapter: "Postgres", leasing: fmt.Sprintf("Postgres, node %s, TTL %s", cfg.NodeID, cfg.LeaseTTL)}, nil
 }
 

@@ -75,6 +75,8 @@ func (n *Node) openClaims(ctx context.Context, cfg Config) error {
 			return fmt.Errorf("webhook claims: %w", err)
 		}
 		n.Dispatcher.Claims = claims
+		// Closing ends the claims session: this node's claims free at once.
+		n.closers = append(n.closers, claims.Close)
 		n.Adapters["webhook claims"] = "Postgres"
 	} else {
 		n.Dispatcher.Claims = webhooksmem.NewClaims()

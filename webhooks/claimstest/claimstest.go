@@ -221,3 +221,54 @@ func testConcurrent(t *testing.T, a, b webhooks.Claims) {
 		}
 	}
 }
+
+// RunNodeBound checks an adapter whose claims end with the claiming node's
+// process (its connection) once they are deadGrace old: open returns two
+// nodes' handles on one fresh table, with that grace, and kill, which ends
+// a handle as its process's death would.
+func RunNodeBound(t *testing.T, open func(t *testing.T, deadGrace time.Duration) (first, second webhooks.Claims, kill func(webhooks.Claims))) {
+	ctx := context.Background()
+	// long is a claim no test waits out: a delivery claimed again within
+	// bound was freed by its node's death. bound is generous, never
+	// asserted closer.
+	const long = 10 * time.Minute
+	const bound = 5 * time.Second
+	t.Run("DeadNodesClaimsFreeAfterTheGrace", func(t *testing.T) {
+		const grace = 300 * time.Millisecond
+		a, b, kill := open(t, grace)
+		if got := claim(t, a, "node-a", long, "d1", "d2"); len(got) != 2 {
+			t.Fatalf("first claim took %v", ids(got))
+		}
+		if got := claim(t, b, "node-b", long, "d1", "d2", "d3"); !slices.Equal(ids(got), []string{"d3"}) {
+			t.Fatalf("a live node's claims were taken: %v", ids(got))
+		}
+		killed := time.Now()
+		kill(a)
+		deadline := killed.Add(bound)
+		var got []webhooks.Claim
+		for {
+			got = append(got, claim(t, b, "node-b", long, "d1", "d2")...)
+			if len(got) == 2 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("a dead node's claims still held %v after its death (claimed %v)", bound, ids(got))
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		t.Logf("claimed again %v after the claiming node's death (grace %v)", time.Since(killed).Round(time.Millisecond), grace)
+		if err := b.Release(ctx, got); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("DeadNodesClaimsKeptWithinTheGrace", func(t *testing.T) {
+		// The receiver may still be answering the dead node's attempt.
+		a, b, kill := open(t, long)
+		claim(t, a, "node-a", long, "d1")
+		kill(a)
+		time.Sleep(bound / 5)
+		if got := claim(t, b, "node-b", long, "d1"); len(got) != 0 {
+			t.Fatalf("a dead node's claim was taken within the grace: %v", ids(got))
+		}
+	})
+}

@@ -1,19 +1,30 @@
 // Package postgres keeps webhook delivery claims in Postgres, so that the
 // nodes sharing one database send each delivery from one node at a time.
 // Lapsing uses the database's clock alone, so the nodes' clocks may differ.
+//
+// A claim also ends with the claiming node's process: each Claims holds a
+// session-level advisory lock on a connection of its own while it lives, and
+// its claims name that lock, so when the process dies (its connection
+// closes, or TCP keepalives end it when its machine vanished) another node
+// may take its deliveries once they are webhooks.DeadClaimGrace old rather
+// than after the claim's TTL.
 package postgres
 
 import (
 	"context"
 	"embed"
+	"errors"
 	"fmt"
 	"io/fs"
+	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/healthtech/partner-open-platform/internal/pgmigrate"
 	"github.com/healthtech/partner-open-platform/webhooks"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -29,6 +40,37 @@ const migrationLock int64 = 0x726561646d6f646c
 type Claims struct {
 	pool  *pgxpool.Pool
 	owned bool // Close closes pool (Open made it)
+
+	// mu guards the session: the connection holding the advisory lock
+	// (sessionNamespace, key) that this node's claims name.
+	// DeadGrace is how old a dead node's claim must be before another
+	// node takes it (webhooks.DeadClaimGrace when zero); set before use.
+	DeadGrace time.Duration
+
+	mu      sync.Mutex
+	session *pgx.Conn
+	key     int32
+	checked time.Time
+	closed  bool
+}
+
+// sessionNamespace is the first key of a claims session's advisory lock
+// ("clam"); the second is the random key its claims record.
+const sessionNamespace int32 = 0x636c616d
+
+// sessionCheck is how often the session is pinged before a claim, so
+// that a broken one is replaced (and its lock taken again) before claims
+// name it.
+const sessionCheck = time.Second
+
+// sessionParams end the session of a node whose machine vanished without
+// closing its connection within about 5 s (keepalives, unacknowledged data).
+var sessionParams = map[string]string{
+	"tcp_keepalives_idle":     "2",
+	"tcp_keepalives_interval": "1",
+	"tcp_keepalives_count":    "3",
+	"tcp_user_timeout":        "5000",
+	"application_name":        "platform webhook claims session",
 }
 
 var _ webhooks.Claims = (*Claims)(nil)
@@ -62,26 +104,103 @@ func New(ctx context.Context, pool *pgxpool.Pool) (*Claims, error) {
 	return &Claims{pool: pool}, nil
 }
 
-// Close releases the connections of a pool Open made.
+// Close ends the session, so this node's claims are free at once, and
+// releases the connections of a pool Open made.
 func (c *Claims) Close() error {
+	c.mu.Lock()
+	c.closed = true
+	c.dropSession()
+	c.mu.Unlock()
 	if c.owned {
 		c.pool.Close()
 	}
 	return nil
 }
 
+func (c *Claims) deadGrace() time.Duration {
+	if c.DeadGrace > 0 {
+		return c.DeadGrace
+	}
+	return webhooks.DeadClaimGrace
+}
+
+func (c *Claims) dropSession() {
+	if c.session != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_ = c.session.Close(ctx)
+		cancel()
+		c.session = nil
+	}
+}
+
+// sessionKey returns the key of the session's lock, (re)connecting when
+// the session is missing or broken: the same key when it is still free (the
+// node's earlier claims live on), else a new one.
+func (c *Claims) sessionKey(ctx context.Context) (int32, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return 0, errors.New("webhook claims: closed")
+	}
+	if c.session != nil && !c.session.IsClosed() {
+		if time.Since(c.checked) < sessionCheck {
+			return c.key, nil
+		}
+		if err := c.session.Ping(ctx); err == nil {
+			c.checked = time.Now()
+			return c.key, nil
+		}
+		if ctx.Err() != nil {
+			return 0, ctx.Err()
+		}
+	}
+	c.dropSession()
+	cfg := c.pool.Config().ConnConfig.Copy()
+	for k, v := range sessionParams {
+		cfg.RuntimeParams[k] = v
+	}
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return 0, fmt.Errorf("webhook claims: connect the claims session: %w", err)
+	}
+	key := c.key
+	for range 16 {
+		if key == 0 {
+			key = rand.Int32() | 1
+		}
+		var got bool
+		if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1, $2)`, sessionNamespace, key).Scan(&got); err != nil {
+			_ = conn.Close(ctx)
+			return 0, fmt.Errorf("webhook claims: lock the claims session: %w", err)
+		}
+		if got {
+			c.session, c.key, c.checked = conn, key, time.Now()
+			return key, nil
+		}
+		key = 0 // another live session has it: draw another
+	}
+	_ = conn.Close(ctx)
+	return 0, errors.New("webhook claims: no free session key")
+}
+
 // claimSQL inserts a row per free id and takes over rows whose claim
-// lapsed; a row another claim holds is left alone and not returned. Ids are
-// de-duplicated (one statement may not touch a row twice) and sorted, so
-// concurrent claimers lock rows in one order and cannot deadlock.
+// lapsed, or whose node's session ended and that are DeadGrace old; a row another claim holds is left
+// alone and not returned. Ids are de-duplicated (one statement may not
+// touch a row twice) and sorted, so concurrent claimers lock rows in one
+// order and cannot deadlock.
 const claimSQL = `
-INSERT INTO webhook_delivery_claims AS c (delivery_id, owner, token, until)
-SELECT id, $2, $3, now() + $4 * interval '1 microsecond'
+INSERT INTO webhook_delivery_claims AS c (delivery_id, owner, token, until, session, claimed_at)
+SELECT id, $2, $3, now() + $4 * interval '1 microsecond', $5, now()
 FROM (SELECT DISTINCT unnest($1::text[]) AS id) ids
 ORDER BY id
 ON CONFLICT (delivery_id) DO UPDATE
-SET owner = excluded.owner, token = excluded.token, until = excluded.until
-WHERE c.until <= now()
+SET owner = excluded.owner, token = excluded.token, until = excluded.until, session = excluded.session,
+    claimed_at = excluded.claimed_at
+WHERE c.until <= now() OR (c.session IS NOT NULL AND c.claimed_at <= now() - $6 * interval '1 microsecond' AND NOT EXISTS (
+    SELECT 1 FROM pg_locks k
+    WHERE k.locktype = 'advisory' AND k.granted AND k.objsubid = 2
+      AND k.classid = 1668047213::oid AND k.objid = c.session::oid
+      AND k.database = (SELECT oid FROM pg_database WHERE datname = current_database())))
 RETURNING delivery_id`
 
 // Claim implements webhooks.Claims.
@@ -89,8 +208,12 @@ func (c *Claims) Claim(ctx context.Context, owner string, ids []string, ttl time
 	if len(ids) == 0 {
 		return nil, nil
 	}
+	key, err := c.sessionKey(ctx)
+	if err != nil {
+		return nil, err
+	}
 	token := webhooks.NewClaimToken()
-	rows, err := c.pool.Query(ctx, claimSQL, ids, owner, token, ttl.Microseconds())
+	rows, err := c.pool.Query(ctx, claimSQL, ids, owner, token, ttl.Microseconds(), key, c.deadGrace().Microseconds())
 	if err != nil {
 		return nil, fmt.Errorf("webhook claims: claim: %w", err)
 	}

@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/healthtech/partner-open-platform/internal/pgtest"
 	"github.com/healthtech/partner-open-platform/webhooks"
@@ -22,5 +23,18 @@ func TestConformance(t *testing.T) {
 			return c
 		}
 		return open(), open()
+	})
+	claimstest.RunNodeBound(t, func(t *testing.T, grace time.Duration) (webhooks.Claims, webhooks.Claims, func(webhooks.Claims)) {
+		db := pgtest.New(t)
+		open := func() webhooks.Claims {
+			c, err := postgres.Open(context.Background(), db)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.DeadGrace = grace
+			t.Cleanup(func() { c.Close() })
+			return c
+		}
+		return open(), open(), func(c webhooks.Claims) { c.(*postgres.Claims).Close() }
 	})
 }

@@ -277,3 +277,197 @@ func acquireWithin(t *testing.T, s lease.Store, name, holder string, ttl, limit 
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// Cluster is one store shared by several nodes, each with its own handle
+// (its own connection on Postgres), for the behaviours that depend on a
+// node's process: its death frees its leases at once.
+type Cluster interface {
+	// Node returns a new node's handle on the shared store.
+	Node(t *testing.T) lease.Store
+	// Kill ends a node's handle as the death of its process would (its
+	// connection closes); it does not release the node's leases itself.
+	Kill(t *testing.T, s lease.Store)
+}
+
+// RunCluster checks what several nodes on one store observe; open returns a
+// fresh, empty store for each subtest.
+func RunCluster(t *testing.T, open func(t *testing.T) Cluster) {
+	ctx := context.Background()
+	// long is a time to live no subtest waits out: a lease that changes
+	// hands within it did so because its holder died, not because it
+	// expired. bound is the generous limit on such a takeover (the goal is
+	// lease.Poll), never asserted closer.
+	const long = 10 * time.Minute
+	const bound = 5 * time.Second
+	const short = 300 * time.Millisecond
+
+	t.Run("a dead holder's lease is taken at once, with a larger token", func(t *testing.T) {
+		c := open(t)
+		a, b := c.Node(t), c.Node(t)
+		la := mustAcquire(t, a, "job", "a", long)
+		if _, err := b.Acquire(ctx, "job", "b", long); !errors.Is(err, lease.ErrHeld) {
+			t.Fatalf("a live holder's lease was taken: %v", err)
+		}
+		cctx, cancel := context.WithTimeout(ctx, bound)
+		defer cancel()
+		won := make(chan *lease.Held, 1)
+		go func() {
+			h, err := lease.Campaign(cctx, b, "job", "b", long, nil)
+			if err != nil {
+				t.Errorf("campaign: %v", err)
+			}
+			won <- h
+		}()
+		time.Sleep(2 * lease.Poll)
+		killed := time.Now()
+		c.Kill(t, a)
+		h := <-won
+		if h == nil {
+			t.Fatalf("no takeover within %v of the holder's death (ttl %v)", bound, long)
+		}
+		defer h.Release(ctx)
+		t.Logf("takeover %v after the holder's death", time.Since(killed).Round(time.Millisecond))
+		if l := h.Lease(); l.Token <= la.Token || l.Holder != "b" {
+			t.Fatalf("takeover %+v after %+v", l, la)
+		}
+		if err := b.Check(ctx, la); !errors.Is(err, lease.ErrLost) {
+			t.Fatalf("Check of the dead holder's lease: %v, want ErrLost", err)
+		}
+		if got, _ := b.Get(ctx, "job"); got.Holder != "b" {
+			t.Fatalf("Get after takeover = %+v", got)
+		}
+		// The dead node's identity coming back on a new process takes
+		// nothing from the live holder.
+		back := c.Node(t)
+		if _, err := back.Acquire(ctx, "job", "a", long); !errors.Is(err, lease.ErrHeld) {
+			t.Fatalf("the returning node took the live holder's lease: %v", err)
+		}
+	})
+
+	t.Run("a dead holder reads as free", func(t *testing.T) {
+		c := open(t)
+		a, b := c.Node(t), c.Node(t)
+		mustAcquire(t, a, "job", "a", long)
+		c.Kill(t, a)
+		// The database notices a closed connection a moment later.
+		deadline := time.Now().Add(bound)
+		for {
+			got, err := b.Get(ctx, "job")
+			if err == nil && got.Holder == "" {
+				break
+			}
+			if err != nil || time.Now().After(deadline) {
+				t.Fatalf("Get of a dead holder's lease = %+v, %v; want free", got, err)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	})
+
+	t.Run("a silent holder's lease lapses by its ttl, and its death then takes nothing from the new holder", func(t *testing.T) {
+		c := open(t)
+		a, b, x := c.Node(t), c.Node(t), c.Node(t)
+		mustAcquire(t, a, "job", "a", short) // a stays alive and never renews
+		lb := acquireWithin(t, b, "job", "b", long, 50*short)
+		if _, err := x.Acquire(ctx, "job", "x", long); !errors.Is(err, lease.ErrHeld) {
+			t.Fatalf("a third node took the new holder's lease: %v", err)
+		}
+		c.Kill(t, a)
+		if _, err := x.Acquire(ctx, "job", "x", long); !errors.Is(err, lease.ErrHeld) {
+			t.Fatalf("the silent holder's death handed the new holder's lease over: %v", err)
+		}
+		// b renews as a holder does (the database frees the dead
+		// holder's session a moment after its death).
+		for range 20 {
+			var err error
+			if lb, err = b.Renew(ctx, lb, long); err != nil {
+				t.Fatalf("renew: %v", err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		if _, err := x.Acquire(ctx, "job", "x", long); !errors.Is(err, lease.ErrHeld) {
+			t.Fatalf("the renewed lease was taken: %v", err)
+		}
+		// Renewed after the silent holder died, b's lease now ends with b.
+		c.Kill(t, b)
+		lx := acquireWithin(t, x, "job", "x", long, bound)
+		if lx.Token <= lb.Token {
+			t.Fatalf("token %d after %d", lx.Token, lb.Token)
+		}
+	})
+
+	t.Run("leases spread over the nodes", func(t *testing.T) {
+		c := open(t)
+		names := []string{"j0", "j1", "j2", "j3", "j4", "j5"}
+		cctx, cancel := context.WithCancel(ctx)
+		var wg sync.WaitGroup
+		defer func() { cancel(); wg.Wait() }()
+		// The first node is up alone and takes every lease.
+		nodes := []lease.Store{c.Node(t)}
+		campaignAll(cctx, &wg, nodes[0], "n0", names, short)
+		waitSpread(t, nodes[0], names, func(by map[string]int) bool { return by["n0"] == len(names) }, 50*short)
+		// Two more join: the leases spread until no node holds two more
+		// than another, and none is left free.
+		for i := 1; i < 3; i++ {
+			nodes = append(nodes, c.Node(t))
+			campaignAll(cctx, &wg, nodes[i], fmt.Sprintf("n%d", i), names, short)
+		}
+		waitSpread(t, nodes[0], names, func(by map[string]int) bool {
+			return by[""] == 0 && by["n0"] > 0 && by["n1"] > 0 && by["n2"] > 0 &&
+				max(by["n0"], by["n1"], by["n2"])-min(by["n0"], by["n1"], by["n2"]) <= 1
+		}, 200*short)
+		// One dies: its leases go to the two others at once.
+		c.Kill(t, nodes[2])
+		waitSpread(t, nodes[0], names, func(by map[string]int) bool {
+			return by[""] == 0 && by["n2"] == 0 && by["n0"] > 0 && by["n1"] > 0
+		}, bound)
+	})
+}
+
+// campaignAll runs, for each name, the loop a node runs for its work:
+// campaign, hold until lost, release, campaign again.
+func campaignAll(ctx context.Context, wg *sync.WaitGroup, s lease.Store, holder string, names []string, ttl time.Duration) {
+	for _, name := range names {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				h, err := lease.Campaign(ctx, s, name, holder, ttl, nil)
+				if err != nil {
+					return
+				}
+				select {
+				case <-h.Lost():
+				case <-ctx.Done():
+				}
+				_ = h.Release(context.Background())
+				if ctx.Err() != nil {
+					return
+				}
+			}
+		}()
+	}
+}
+
+// waitSpread waits until ok holds for the count of leases per holder ("" for
+// free ones), failing with the last counts after limit.
+func waitSpread(t *testing.T, s lease.Store, names []string, ok func(map[string]int) bool, limit time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for {
+		by := map[string]int{}
+		for _, name := range names {
+			l, err := s.Get(context.Background(), name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			by[l.Holder]++
+		}
+		if ok(by) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("leases per holder after %v: %v", limit, by)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

@@ -24,7 +24,31 @@ func TestConformance(t *testing.T) {
 		t.Cleanup(func() { s.Close() })
 		return s
 	})
+	leasetest.RunCluster(t, func(t *testing.T) leasetest.Cluster {
+		ctx := context.Background()
+		pool, err := pgxpool.New(ctx, pgtest.New(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(pool.Close)
+		if err := leasepg.Migrate(ctx, pool); err != nil {
+			t.Fatal(err)
+		}
+		return cluster{pool}
+	})
 }
+
+// cluster gives each node a store of its own on one database: its own
+// session, which Kill closes as a dead process's connection closes.
+type cluster struct{ pool *pgxpool.Pool }
+
+func (c cluster) Node(t *testing.T) lease.Store {
+	s := leasepg.New(c.pool)
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func (c cluster) Kill(_ *testing.T, s lease.Store) { _ = s.(*leasepg.Store).Close() }
 
 // open returns a migrated store and a pool on the same database with a
 // table the tests write to under a fence.
