@@ -733,6 +733,8 @@ func asDecoded(p events.Payload) events.Payload {
 		return &v
 	case catalog.CardBatchRenumbered:
 		return &v
+	case catalog.IdempotencyClaimed:
+		return &v
 	}
 	return p
 }
