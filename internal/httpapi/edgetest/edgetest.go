@@ -38,11 +38,12 @@ type Reply struct {
 	Header http.Header
 	Raw    []byte
 	Env    struct {
-		Success bool                `json:"success"`
-		Code    any                 `json:"code"`
-		Message string              `json:"message"`
-		Data    json.RawMessage     `json:"data"`
-		Errors  map[string][]string `json:"errors"`
+		Success   bool                `json:"success"`
+		Code      any                 `json:"code"`
+		Message   string              `json:"message"`
+		Data      json.RawMessage     `json:"data"`
+		Errors    map[string][]string `json:"errors"`
+		Timestamp string              `json:"timestamp"`
 	}
 }
 
