@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The benchmark command (issue 11): builds the platform and the load tool
+# The benchmark command: builds the platform and the load tool
 # (cmd/platformbench), starts the platform fresh and drives it from that
 # separate process with correctly signed requests, twice:
 #

@@ -8,7 +8,7 @@
 #   ./scripts/test.sh -run TestStore ./projections/postgres
 #
 # After the tests, every fuzz target of the tested packages runs for
-# PLATFORM_TEST_FUZZTIME (default 5s each; 0 skips fuzzing).
+# PLATFORM_TEST_FUZZTIME (default 3s each; 0 skips fuzzing).
 #
 # Arguments go to `go test` as given. Arguments that look like package
 # patterns (./x, ../x, all, std, github.com/...) also restrict go vet and the
@@ -530,12 +530,12 @@ go_side() {
 	# invocation. A failure fails the script; go writes the failing input under
 	# the package's testdata/fuzz/<target>/, where plain go test replays it.
 	stage fuzz
-	fuzztime=${PLATFORM_TEST_FUZZTIME:-5s}
+	fuzztime=${PLATFORM_TEST_FUZZTIME:-3s}
 	# go's default spends up to 60 s minimizing each new interesting input,
-	# so a 5 s run mostly minimized (84k executions in 60 s against 1.15M
-	# with 1s, issue 11 round eleven) and its stalled workers were what the
-	# retry below kept catching; a failing input is still written, only less
-	# small. PLATFORM_TEST_FUZZMINIMIZE overrides it.
+	# so a short run mostly minimized (84k executions in 60 s against 1.15M
+	# with 1s) and its stalled workers were what the retry below kept
+	# catching; a failing input is still written, only less small.
+	# PLATFORM_TEST_FUZZMINIMIZE overrides it.
 	fuzzminimize=${PLATFORM_TEST_FUZZMINIMIZE:-1s}
 	fuzzpkgs=()
 	if [ "$fuzztime" = "0" ] || [ "$fuzztime" = "0s" ]; then
