@@ -90,7 +90,9 @@ type trusting[S any] interface {
 }
 
 func run[S any](ctx context.Context, s streams, src source[S], stream string, meta *Meta, attempts int, onConflict error, decide func(S) ([]events.Payload, error)) (events.Position, error) {
-	for attempt := 1; ; attempt++ {
+	// attempts bounds the conflicts; deciding again after a decision on
+	// an unread state (trusting) is not one.
+	for try, conflicts := 0, 0; ; try++ {
 		var (
 			st            S
 			version, lent uint64
@@ -98,7 +100,7 @@ func run[S any](ctx context.Context, s streams, src source[S], stream string, me
 			unread        bool
 			err           error
 		)
-		if t, ok := src.(trusting[S]); ok && attempt == 1 {
+		if t, ok := src.(trusting[S]); ok && try == 0 {
 			st, version, pos, unread = t.loadCached(stream)
 		}
 		if !unread {
@@ -120,8 +122,11 @@ func run[S any](ctx context.Context, s streams, src source[S], stream string, me
 			return pos, nil
 		}
 		res, err := src.appendAfter(ctx, s, stream, version, lent, *meta, ps...)
+		if events.IsConflict(err) {
+			conflicts++
+		}
 		switch {
-		case events.IsConflict(err) && attempt < attempts:
+		case events.IsConflict(err) && conflicts < attempts:
 			continue
 		case events.IsConflict(err) && onConflict == nil:
 			return pos, nil
