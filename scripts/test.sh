@@ -38,6 +38,13 @@
 # listed, with its reason, in scripts/deadcode-allow.txt.
 # PLATFORM_TEST_STATIC=0 skips both; PLATFORM_TEST_STATIC=1 runs deadcode
 # for a package pattern too.
+# Last, the operator's kit (scripts/lint-deploy.sh: promtool on the alerting
+# rules, helm lint/template of the chart decoded into the Kubernetes types)
+# runs with the lints; PLATFORM_TEST_DEPLOY=1 runs it whatever else is
+# asked, PLATFORM_TEST_DEPLOY=0 skips it. Alone:
+#
+#   PLATFORM_TEST_GO=0 PLATFORM_TEST_SDKS=none PLATFORM_TEST_BROWSER=0 PLATFORM_TEST_LINT=0 PLATFORM_TEST_DEPLOY=1 ./scripts/test.sh
+#
 # PLATFORM_TEST_GO=0 skips the Go side (and its Postgres and Kafka), for a
 # fast inner loop on one SDK:
 #
@@ -665,5 +672,20 @@ if [ "$patterns_given" -eq 0 ] && [ "${PLATFORM_TEST_LINT:-1}" != "0" ] && [ -f 
 	stage "openapi lint"
 	say "OpenAPI lint: scripts/lint-openapi.sh"
 	PLATFORM_OPENAPI_TRAFFIC="$traffic_dir" bash scripts/lint-openapi.sh
+fi
+# ---- the operator's kit ----
+# promtool on the alerting rules and their unit tests, helm lint and helm
+# template of the chart with every rendered object decoded strictly into
+# the Kubernetes API types (scripts/lint-deploy.sh). It runs with the other
+# lints on a full run; PLATFORM_TEST_DEPLOY=1 runs it with a package pattern
+# too, PLATFORM_TEST_DEPLOY=0 skips it.
+deploy_lint=${PLATFORM_TEST_DEPLOY:-}
+if [ -z "$deploy_lint" ]; then
+	if [ "$patterns_given" -eq 0 ] && [ "${PLATFORM_TEST_LINT:-1}" != "0" ]; then deploy_lint=1; else deploy_lint=0; fi
+fi
+if [ "$deploy_lint" != "0" ]; then
+	stage "deploy lint"
+	say "operator's kit: scripts/lint-deploy.sh"
+	bash scripts/lint-deploy.sh
 fi
 say "all passed"

@@ -81,6 +81,9 @@ Commands:
   outbox [--status queued|retrying|sent|failed]
                             the developer portal's outgoing mail, newest first, with each body
                             (sign-up and password-reset links: admin role only)
+  backup -o FILE            save a running embedded node's data directory (log, personal-data keys,
+                            replay guard, checkpoints) as a consistent tar file, checked against its
+                            manifest (admin; not the master key: keep it apart)
   projections               list projections: name, position, events applied, rate, caught up, last error
   rebuild NAME [--timeout DURATION]
                             empty a projection and replay the log into it, printing progress
@@ -160,6 +163,7 @@ var commands = map[string]func(c *cli, args []string) error{
 	"users":       (*cli).users,
 	"keys":        (*cli).keys,
 	"outbox":      (*cli).outbox,
+	"backup":      (*cli).backup,
 }
 
 func runContext(ctx context.Context, args []string, stdout, stderr io.Writer, env func(string) string) int {

@@ -35,6 +35,10 @@ type Metrics struct {
 	WebhookBreaker *prometheus.GaugeVec
 	// WebhookBreakerTrips counts how often each endpoint's breaker opened.
 	WebhookBreakerTrips *prometheus.CounterVec
+	// LeaseHeld is 1 for each lease this node holds, 0 once it gave it up
+	// or lost it; LeaseAcquisitions counts this node's acquisitions.
+	LeaseHeld         *prometheus.GaugeVec
+	LeaseAcquisitions *prometheus.CounterVec
 }
 
 // New registers the collectors in a fresh registry (one per node, so tests
@@ -82,7 +86,13 @@ func New() *Metrics {
 	m.WebhookBreakerTrips = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "platform_webhook_endpoint_breaker_trips_total", Help: "Times each app's webhook endpoint breaker opened after failures or timeouts in a row.",
 	}, []string{"app_id"})
-	m.Registry.MustRegister(m.WebhookBreaker, m.WebhookBreakerTrips, m.ProjectionSkipped, m.HTTPDuration, m.AppendDuration, m.ProjectionEvents, m.ProjectionLag,
+	m.LeaseHeld = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "platform_lease_held", Help: "1 for each single-owner job's lease (projection families, webhook-creation, relay, mail, erasure-purge) this node holds.",
+	}, []string{"lease"})
+	m.LeaseAcquisitions = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "platform_lease_acquisitions_total", Help: "Leases this node acquired, by lease: a fast-growing sum over nodes is lease churn.",
+	}, []string{"lease"})
+	m.Registry.MustRegister(m.LeaseHeld, m.LeaseAcquisitions, m.WebhookBreaker, m.WebhookBreakerTrips, m.ProjectionSkipped, m.HTTPDuration, m.AppendDuration, m.ProjectionEvents, m.ProjectionLag,
 		m.WebhookAttempts, m.WebhookFirst, m.Deliveries, m.RelayEvents, m.RelayLag,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m

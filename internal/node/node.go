@@ -28,6 +28,7 @@ import (
 	"github.com/healthtech/partner-open-platform/commands"
 	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/events"
+	"github.com/healthtech/partner-open-platform/events/bolt"
 	"github.com/healthtech/partner-open-platform/events/catalog"
 	eventskafka "github.com/healthtech/partner-open-platform/events/kafka"
 	pgevents "github.com/healthtech/partner-open-platform/events/postgres"
@@ -236,9 +237,12 @@ type Node struct {
 	pool *pgxpool.Pool
 	// relayCheckpoints is where this node's relay keeps its position (nil: no relay here).
 	relayCheckpoints relay.Checkpoints
-	cancel           context.CancelFunc
-	wg               sync.WaitGroup
-	closers          []func() error
+	// backup copies an embedded node's data directory (nil on shared stores).
+	backup  *dataBackup
+	admin   auth.Admin
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	closers []func() error
 }
 
 // Open builds a node and starts its projections; Close stops it.
@@ -356,6 +360,10 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		return nil, fmt.Errorf("personal-data keys: %w", err)
 	}
 	n.closers = append(n.closers, keyBackend.Close)
+	if log, ok := store.(*bolt.Store); ok {
+		files, _ := keyBackend.(*keyfiles.Store)
+		n.backup = &dataBackup{dir: cfg.DataDir, log: log, keys: files}
+	}
 	mark = phase("keys", mark)
 	n.Keys = datakeys.New(keyBackend, sealer, sealer.Previous()...)
 	n.Keys.SetClock(cfg.Now)
@@ -389,13 +397,13 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 		}
 		n.ReadModel, shared = pg, pg
 		n.pool = pg.Pool()
-		n.Leases = leasepg.New(n.pool)
+		n.Leases = n.Metrics.Leases(leasepg.New(n.pool))
 		n.Adapters["read models"] = "Postgres"
 		n.Adapters["leases"] = fmt.Sprintf("Postgres, node %s, TTL %s", cfg.NodeID, cfg.LeaseTTL)
 	} else {
 		mem := memory.New()
 		n.ReadModel = mem
-		n.Leases = leasemem.New()
+		n.Leases = n.Metrics.Leases(leasemem.New())
 		n.Adapters["read models"] = "in memory, rebuilt from the log at start"
 		if cfg.SnapshotInterval >= 0 {
 			n.openSnapshots(cfg, mem)
@@ -467,6 +475,7 @@ func Open(ctx context.Context, cfg Config) (n *Node, err error) {
 	}
 	schemeM := auth.SchemeM{Apps: directory, Now: cfg.Now, Bindings: nonces, Limiter: partnerLimit}
 	admin := auth.Admin{Token: n.AdminToken, Operators: operatorDirectory{n.Operators, n.follower(cfg, operatorsRunner)}}
+	n.admin = admin
 	operators := commands.NewOperators(n.Events, n.Registry, ids, cfg.Now)
 	schemeH := auth.SchemeH{Apps: directory, Nonces: nonces, Now: cfg.Now}
 	reports := commands.NewReports(n.Events, n.Registry, ids, cfg.Now)
@@ -890,6 +899,7 @@ func (n *Node) router(routes []commandapi.Route, now func() time.Time) http.Hand
 	})))
 	rt.Handler("GET", "/readyz", wrap("/readyz", http.HandlerFunc(n.readyz)))
 	rt.Handler("GET", "/metrics", promhttp.HandlerFor(n.Metrics.Registry, promhttp.HandlerOpts{}))
+	rt.Handler("POST", "/admin/v1/backup", wrap("/admin/v1/backup", http.HandlerFunc(n.serveBackup)))
 	rt.Handler("GET", "/openapi.yaml", wrap("/openapi.yaml", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/yaml")
 		_, _ = w.Write(openapi.Spec)

@@ -41,7 +41,7 @@ func TestDocumentIsValidOpenAPI303(t *testing.T) {
 
 // nodeRoutes are the routes internal/node registers itself (node.router);
 // internal/node imports this package, so they are listed by hand here.
-var nodeRoutes = []string{"GET /healthz", "GET /readyz", "GET /metrics", "GET /openapi.yaml"}
+var nodeRoutes = []string{"GET /healthz", "GET /readyz", "GET /metrics", "GET /openapi.yaml", "POST /admin/v1/backup"}
 
 var httprouterParam = regexp.MustCompile(`:([A-Za-z0-9_]+)`)
 
