@@ -163,6 +163,26 @@ type Store interface {
 	Close() error
 }
 
+// FilteredSubscriber is a store that can follow the log for a follower
+// that handles only the event types wants accepts: every event wants
+// accepts is delivered, in order; of a stretch of others it may deliver
+// only the last (which still moves the follower's position), so a
+// follower of a few types need not read the whole log to find them.
+type FilteredSubscriber interface {
+	SubscribeAllFor(ctx context.Context, after Position, wants func(eventType string) bool) (Subscription, error)
+}
+
+// SubscribeAllFor follows s for a follower of the types wants accepts:
+// through s's SubscribeAllFor when it has one, else SubscribeAll. A
+// decorator calls it on the store it wraps, so the capability reaches
+// the adapter.
+func SubscribeAllFor(ctx context.Context, s Store, after Position, wants func(eventType string) bool) (Subscription, error) {
+	if f, ok := s.(FilteredSubscriber); ok {
+		return f.SubscribeAllFor(ctx, after, wants)
+	}
+	return s.SubscribeAll(ctx, after)
+}
+
 // Subscription is a cursor over the global log that blocks for new events.
 type Subscription interface {
 	// Next returns the next event, blocking until one exists, the context

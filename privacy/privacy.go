@@ -146,9 +146,11 @@ func (s *Store) SubscribeAll(ctx context.Context, after events.Position) (events
 // SubscribeAllFor is SubscribeAll that decrypts only the events whose type
 // wants accepts and delivers the others as stored: a follower that skips
 // most of the log (a projection of one read model, the app directory) then pays
-// no decryption for what it skips, which is most of a start's replay.
+// no decryption for what it skips, which is most of a start's replay; an
+// inner store that can skip such stretches unread (events.FilteredSubscriber)
+// is asked to.
 func (s *Store) SubscribeAllFor(ctx context.Context, after events.Position, wants func(eventType string) bool) (events.Subscription, error) {
-	sub, err := s.inner.SubscribeAll(ctx, after)
+	sub, err := events.SubscribeAllFor(ctx, s.inner, after, wants)
 	if err != nil {
 		return nil, err
 	}

@@ -116,6 +116,24 @@ func (h *handover) init() {
 	}
 }
 
+// setOn opens the mailbox to creation while a sender runs, and empties it
+// when the sender stops.
+func (h *handover) setOn(on bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.on = on
+	if !on {
+		h.items = nil
+	}
+}
+
+// wakeup is signalled when a delivery is handed over.
+func (h *handover) wakeup() <-chan struct{} {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.wake
+}
+
 // handOver gives a just-recorded delivery to this node's sender, so its
 // first attempt does not wait for the deliveries projection and a scan.
 // A delivery not handed over (no sender here, mailbox full) is found by a
@@ -177,157 +195,194 @@ func (d *Dispatcher) RunSender(ctx context.Context) error {
 	if err := d.AppsReady.WaitReady(ctx); err != nil {
 		return nil
 	}
-	d.handover.mu.Lock()
-	d.handover.on = true
-	d.handover.mu.Unlock()
-	defer func() {
-		d.handover.mu.Lock()
-		d.handover.on, d.handover.items = false, nil
-		d.handover.mu.Unlock()
-	}()
-	eps := d.endpoints()
-	workers := max(d.Workers, 1)
-	suspended := map[int64]bool{} // apps found suspended: their deliveries are left out of the scans
-	q := newSendQueue()
-	sem := make(chan struct{}, workers)
-	kick := make(chan struct{}, 1)
-	wake := func() {
-		select {
-		case kick <- struct{}{}:
-		default:
-		}
-	}
-	var wg sync.WaitGroup
+	d.handover.setOn(true)
+	defer d.handover.setOn(false)
+	s := d.newSendLoop(ctx)
 	// Claims are released by one goroutine, as many per statement as
 	// attempts ended while the previous release ran; it ends after the
 	// last attempt's release.
-	releases := make(chan Claim, workers)
 	released := make(chan struct{})
-	go d.releaseClaims(ctx, releases, released)
-	defer func() { wg.Wait(); close(releases); <-released }()
-	// scan: the read model must be read (start, timer, resume, probe);
-	// dirty: the deliveries projection moved since the last scan; more: the
-	// last scan filled its window, so the read model holds more due rows.
-	scan, dirty, more := true, false, false
-	var lastScan time.Time
-	// nextDue caches the read model's earliest due time (nextOK: there is
-	// one; nextKnown: it was read; nextStale: the projection moved since).
-	var nextDue, nextRead time.Time
-	var nextOK, nextKnown, nextStale bool
+	go d.releaseClaims(ctx, s.releases, released)
+	defer func() { s.wg.Wait(); close(s.releases); <-released }()
 	for {
 		changed, appsChanged := d.Projected.Changed(), d.AppsReady.Changed()
 		now := d.Clock.Now()
-		d.takeHandedOver(q)
+		d.takeHandedOver(s.q)
 		// Only this loop fills sem, so this many slots stay free below.
-		free := workers - len(sem)
-		var held bool
-		if free > 0 {
-			if !scan && dirty && time.Since(lastScan) >= scanEvery {
-				scan = true
-			}
-			// Refilling the queue from a backlog in the read model reads
-			// on into busy endpoints' rows (their slots free within a
-			// POST); other scans leave out a busy endpoint with a share
-			// queued, to reach everyone else's deliveries behind it.
-			refill := !scan && more && len(q.items) < free
-			if scan || refill {
-				var err error
-				want := free
-				if refill {
-					want = max(free, refillBatch) // one walk of the head per many deliveries
-				}
-				more, held, err = d.scanDue(ctx, eps, suspended, q, now, want, !refill)
-				if err != nil && ctx.Err() == nil {
-					d.Log.Error("scan due deliveries", "err", err)
-				}
-				scan, dirty, lastScan = false, false, time.Now()
-			}
-		}
-		held = held || len(suspended) > 0
-		var batch []claimed
-		var claimedAt time.Time
-		if free > 0 && len(q.items) > 0 {
-			var err error
-			claimedAt = time.Now()
-			var h bool
-			batch, h, err = d.claimQueued(ctx, eps, suspended, q, now, free)
-			held = held || h
-			if err != nil && ctx.Err() == nil {
-				d.Log.Error("claim due deliveries", "err", err)
-			}
-		}
-		if !held {
+		free := s.workers - len(s.sem)
+		held := s.refill(now, free) || len(s.suspended) > 0
+		batch, claimedAt, h := s.claim(now, free)
+		if !held && !h {
 			appsChanged = nil // only a held delivery waits for the directory
 		}
-		for _, c := range batch {
-			sem <- struct{}{}
-			wg.Add(1)
-			d.setAttempting(c.DeliveryID, true)
-			go func() {
-				defer wg.Done()
-				worker := true
-				freeWorker := func() {
-					if worker {
-						worker = false
-						<-sem
-						wake()
-					}
-				}
-				d.attempt(ctx, eps, c, claimedAt, wake, freeWorker)
-				freeWorker()
-				releases <- c.Claim
-			}()
-		}
-		if ctx.Err() != nil {
+		s.launch(batch, claimedAt)
+		if ctx.Err() != nil || !s.wait(now, changed, appsChanged) {
 			return nil
-		}
-		// The earliest due time is read again only once the deliveries
-		// projection moved, at most every scanEvery (a move also arms the
-		// spacing timer below, so the loop comes back for it): one read per
-		// loop pass was one query per freed slot and per hand-over on
-		// Postgres. Only a time still ahead shortens the wait, and only the
-		// projection moving can bring one ahead of what was read.
-		if !nextKnown || (nextStale && time.Since(nextRead) >= scanEvery) {
-			var err error
-			nextDue, nextOK, err = d.Deliveries.NextDue(ctx)
-			nextKnown, nextStale, nextRead = err == nil, false, time.Now()
-		}
-		wait := time.Second
-		if nextKnown && nextOK && nextDue.After(now) && nextDue.Sub(now) < wait {
-			wait = nextDue.Sub(now)
-		}
-		if next, ok := eps.nextProbe(); ok && next.Sub(now) < wait {
-			wait = max(next.Sub(now), time.Millisecond)
-		}
-		// The spacing of projection-driven scans is real time, whatever
-		// clock schedules the retries (tests move that one by hand).
-		var soon <-chan time.Time
-		var spacing *time.Timer
-		if dirty {
-			spacing = time.NewTimer(max(scanEvery-time.Since(lastScan), time.Millisecond))
-			soon = spacing.C
-		}
-		d.handover.mu.Lock()
-		handed := d.handover.wake
-		d.handover.mu.Unlock()
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-d.Clock.Until(now.Add(wait)):
-			scan = true
-		case <-soon:
-			scan = true
-		case <-changed:
-			dirty, nextStale = true, true
-		case <-appsChanged: // a resumed app's deliveries are due at once
-			scan = true
-		case <-kick:
-		case <-handed:
-		}
-		if spacing != nil {
-			spacing.Stop()
 		}
 	}
+}
+
+// sendLoop is RunSender's state between its passes.
+type sendLoop struct {
+	d         *Dispatcher
+	ctx       context.Context
+	eps       *breakers
+	workers   int
+	suspended map[int64]bool // apps found suspended: their deliveries are left out of the scans
+	q         *sendQueue
+	sem       chan struct{} // one per attempt holding a worker
+	kick      chan struct{} // a worker freed up
+	wg        sync.WaitGroup
+	releases  chan Claim
+
+	// scan: the read model must be read (start, timer, resume, probe);
+	// dirty: the deliveries projection moved since the last scan; more: the
+	// last scan filled its window, so the read model holds more due rows.
+	scan, dirty, more bool
+	lastScan          time.Time
+	// nextDue caches the read model's earliest due time (nextOK: there is
+	// one; nextKnown: it was read; nextStale: the projection moved since).
+	nextDue, nextRead            time.Time
+	nextOK, nextKnown, nextStale bool
+}
+
+func (d *Dispatcher) newSendLoop(ctx context.Context) *sendLoop {
+	workers := max(d.Workers, 1)
+	return &sendLoop{d: d, ctx: ctx, eps: d.endpoints(), workers: workers, suspended: map[int64]bool{}, q: newSendQueue(),
+		sem: make(chan struct{}, workers), kick: make(chan struct{}, 1), releases: make(chan Claim, workers), scan: true}
+}
+
+// wake tells the loop a worker or an endpoint slot freed up.
+func (s *sendLoop) wake() {
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+// refill scans the read model into the queue when a scan is due, or when
+// the queue runs short of the free slots while the read model had more;
+// held says some deliveries were held back (a suspended app's).
+func (s *sendLoop) refill(now time.Time, free int) (held bool) {
+	if free <= 0 {
+		return false
+	}
+	if !s.scan && s.dirty && time.Since(s.lastScan) >= scanEvery {
+		s.scan = true
+	}
+	// Refilling the queue from a backlog in the read model reads on into
+	// busy endpoints' rows (their slots free within a POST); other scans
+	// leave out a busy endpoint with a share queued, to reach everyone
+	// else's deliveries behind it.
+	refill := !s.scan && s.more && len(s.q.items) < free
+	if !s.scan && !refill {
+		return false
+	}
+	want := free
+	if refill {
+		want = max(free, refillBatch) // one walk of the head per many deliveries
+	}
+	var err error
+	s.more, held, err = s.d.scanDue(s.ctx, s.eps, s.suspended, s.q, now, want, !refill)
+	if err != nil && s.ctx.Err() == nil {
+		s.d.Log.Error("scan due deliveries", "err", err)
+	}
+	s.scan, s.dirty, s.lastScan = false, false, time.Now()
+	return held
+}
+
+// claim claims up to free queued candidates; held says some were held
+// back (a suspended app's).
+func (s *sendLoop) claim(now time.Time, free int) (batch []claimed, claimedAt time.Time, held bool) {
+	if free <= 0 || len(s.q.items) == 0 {
+		return nil, time.Time{}, false
+	}
+	claimedAt = time.Now()
+	batch, held, err := s.d.claimQueued(s.ctx, s.eps, s.suspended, s.q, now, free)
+	if err != nil && s.ctx.Err() == nil {
+		s.d.Log.Error("claim due deliveries", "err", err)
+	}
+	return batch, claimedAt, held
+}
+
+// launch starts one attempt per claim, each holding a worker until its
+// outcome is appended and its claim until it is projected.
+func (s *sendLoop) launch(batch []claimed, claimedAt time.Time) {
+	for _, c := range batch {
+		s.sem <- struct{}{}
+		s.wg.Add(1)
+		s.d.setAttempting(c.DeliveryID, true)
+		go func() {
+			defer s.wg.Done()
+			worker := true
+			freeWorker := func() {
+				if worker {
+					worker = false
+					<-s.sem
+					s.wake()
+				}
+			}
+			s.d.attempt(s.ctx, s.eps, c, claimedAt, s.wake, freeWorker)
+			freeWorker()
+			s.releases <- c.Claim
+		}()
+	}
+}
+
+// waitFor is how long the loop may sleep from now: until the earliest
+// retry or breaker probe falls due, at most a second.
+func (s *sendLoop) waitFor(now time.Time) time.Duration {
+	// The earliest due time is read again only once the deliveries
+	// projection moved, at most every scanEvery (a move also arms the
+	// spacing timer in wait, so the loop comes back for it): one read per
+	// loop pass was one query per freed slot and per hand-over on
+	// Postgres. Only a time still ahead shortens the wait, and only the
+	// projection moving can bring one ahead of what was read.
+	if !s.nextKnown || (s.nextStale && time.Since(s.nextRead) >= scanEvery) {
+		var err error
+		s.nextDue, s.nextOK, err = s.d.Deliveries.NextDue(s.ctx)
+		s.nextKnown, s.nextStale, s.nextRead = err == nil, false, time.Now()
+	}
+	wait := time.Second
+	if s.nextKnown && s.nextOK && s.nextDue.After(now) && s.nextDue.Sub(now) < wait {
+		wait = s.nextDue.Sub(now)
+	}
+	if next, ok := s.eps.nextProbe(); ok && next.Sub(now) < wait {
+		wait = max(next.Sub(now), time.Millisecond)
+	}
+	return wait
+}
+
+// wait sleeps until there is work: a retry or probe falls due, the
+// deliveries projection moved (a scan follows after scanEvery), an app
+// with held deliveries changed (appsChanged, nil when none is held), a
+// worker freed up or a delivery was handed over. It returns false once
+// ctx ended.
+func (s *sendLoop) wait(now time.Time, changed, appsChanged <-chan struct{}) bool {
+	wait := s.waitFor(now)
+	// The spacing of projection-driven scans is real time, whatever
+	// clock schedules the retries (tests move that one by hand).
+	var soon <-chan time.Time
+	if s.dirty {
+		spacing := time.NewTimer(max(scanEvery-time.Since(s.lastScan), time.Millisecond))
+		defer spacing.Stop()
+		soon = spacing.C
+	}
+	select {
+	case <-s.ctx.Done():
+		return false
+	case <-s.d.Clock.Until(now.Add(wait)):
+		s.scan = true
+	case <-soon:
+		s.scan = true
+	case <-changed:
+		s.dirty, s.nextStale = true, true
+	case <-appsChanged: // a resumed app's deliveries are due at once
+		s.scan = true
+	case <-s.kick:
+	case <-s.d.handover.wakeup():
+	}
+	return true
 }
 
 // scanDue reads due deliveries from the read model into q, at least want

@@ -55,6 +55,9 @@ type clusterNode struct {
 	starts  int
 	// died lists exits the harness did not cause (crashes), with their time.
 	died []string
+	// drained takes the node out of the client's rotation, as a load
+	// balancer does with a terminating instance.
+	drained atomic.Bool
 }
 
 // start launches the process; it does not wait for readiness.
@@ -340,7 +343,7 @@ func (c *clusterClient) send(kind string, first, avoid int, build func(base stri
 	r := &reply{kind: kind, node: first}
 	for i := range len(c.nodes) {
 		n := (first + i) % len(c.nodes)
-		if n == avoid {
+		if n == avoid || c.nodes[n].drained.Load() {
 			continue
 		}
 		req, err := build(c.nodes[n].base)

@@ -129,7 +129,7 @@ func checkCompose(t *testing.T, name string) (composeFile, map[string]*config) {
 			t.Errorf("%s: %s: the platform refuses this environment: %v", name, svc, err)
 			continue
 		}
-		if c.ESDBURL != "" {
+		if c.esdbURL != "" {
 			t.Errorf("%s: %s uses the deprecated PLATFORM_ESDB_URL", name, svc)
 		}
 		for _, u := range []string{c.EventStoreURL, c.PostgresURL} {
@@ -211,7 +211,7 @@ func TestComposePostgres(t *testing.T) {
 		if len(f.Services[svc].Ports) != 1 || !strings.HasSuffix(f.Services[svc].Ports[0], ":8080") || c.Addr != "0.0.0.0:8080" {
 			t.Errorf("%s: ports %v, addr %s: want one host port to the node's 8080", svc, f.Services[svc].Ports, c.Addr)
 		}
-		if c.KafkaRelay {
+		if *c.KafkaRelay {
 			relays++
 		}
 		keys[c.MasterKey+"|"+c.AdminToken+"|"+c.InternalToken] = true

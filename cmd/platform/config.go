@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"flag"
 	"fmt"
@@ -28,41 +29,17 @@ import (
 )
 
 // config is the platform's start-up configuration after every variable and
-// flag has been checked; loadConfig builds it or says what is wrong.
+// flag has been checked; loadConfig builds it or says what is wrong. The
+// settings fill the node's Config directly (main hands it to node.Open);
+// the other fields are the process's own.
 type config struct {
-	Addr                 string
-	DataDir              string
-	ESDBURL              string
-	EventStoreURL        string
-	PostgresURL          string
-	Timezone             string
-	KafkaBrokers         []string
-	KafkaTopic           string
-	KafkaInternalTopic   string
-	KafkaRelay           bool
-	WebhookAllowLoopback bool
-	WebhookRetrySchedule []time.Duration // nil: the spec's schedule
-	// Webhook sender and creation bounds and the per-endpoint breaker (see README).
-	WebhookWorkers, WebhookPerEndpoint, WebhookBreakerFailures, WebhookCreateConcurrency int
-	WebhookBreakerCooldown                                                               time.Duration
-	RateLimit                                                                            int
-	ReportPullLimit                                                                      int           // report pulls per minute per app (scheme H)
-	VerifyCooldown                                                                       time.Duration // DUPLICATE_FULFILLMENT window; 0: none
-	DirectoryStaleness                                                                   time.Duration
-	LogFormat                                                                            string
-	AccessLogFlush                                                                       time.Duration // access lines buffered up to this long; 0: each written at once
-	AdminToken                                                                           string
-	MasterKey                                                                            string
-	MasterKeyPrevious                                                                    string
-	FeedPseudonymKey                                                                     string
-	InternalToken                                                                        string
-	NodeID                                                                               string        // "": the node makes one up (hostname-pid-random)
-	LeaseTTL                                                                             time.Duration // how long a dead node keeps its read models
-	SnapshotInterval                                                                     time.Duration // embedded read models' snapshot period; negative: off
-	ErasurePurgeInterval                                                                 time.Duration // Postgres read models' erasure purge period; negative: off
-	SnapshotEvents                                                                       int           // embedded read models: a snapshot also after this many events
-	// Portal is the developer portal's configuration (PLATFORM_PORTAL_*, PLATFORM_SMTP_URL, PLATFORM_MAIL_FROM).
-	Portal node.PortalConfig
+	node.Config
+	Addr           string
+	LogFormat      string
+	AccessLogFlush time.Duration // access lines buffered up to this long; 0: each written at once
+	// esdbURL is PLATFORM_ESDB_URL, the older name of the event store's
+	// URL; once both names are read it becomes Config.EventStoreURL.
+	esdbURL string
 	// portalBaseURLDefault: Portal.BaseURL was not set and is the embedded
 	// development default (the listen address).
 	portalBaseURLDefault bool
@@ -128,7 +105,7 @@ func (c *config) table() []*setting {
 // listenSettings are the listen address and the data directory.
 func (c *config) listenSettings() []*setting {
 	return []*setting{
-		{env: "PLATFORM_ADDR", flag: "addr", def: "127.0.0.1:8080", usage: "listen address",
+		{env: "PLATFORM_ADDR", flag: "addr", def: node.DefaultListenAddr, usage: "listen address",
 			accepts: "host:port, such as 127.0.0.1:8080, 0.0.0.0:8080 or :8080",
 			parse: func(s string) error {
 				if err := checkHostPort(s, true); err != nil {
@@ -138,7 +115,7 @@ func (c *config) listenSettings() []*setting {
 				return nil
 			},
 			show: func() string { return c.Addr }},
-		{env: "PLATFORM_DATA_DIR", flag: "data-dir", def: "./data", usage: "data directory",
+		{env: "PLATFORM_DATA_DIR", flag: "data-dir", def: node.DefaultDataDir, usage: "data directory",
 			accepts: "a directory path",
 			parse:   func(s string) error { c.DataDir = s; return nil },
 			show:    func() string { return c.DataDir }},
@@ -152,18 +129,18 @@ func (c *config) storeSettings() []*setting {
 			accepts: "an EventStoreDB connection string such as esdb://127.0.0.1:2113?tls=false (or esdb+discover://...), or empty for the embedded log",
 			parse: func(s string) error {
 				if s == "" {
-					c.ESDBURL = ""
+					c.esdbURL = ""
 					return nil
 				}
 				if err := checkESDBURL(s); err != nil {
 					return err
 				}
-				c.ESDBURL = s
+				c.esdbURL = s
 				return nil
 			},
 			show: func() string {
-				if c.ESDBURL != "" {
-					return redactURL(c.ESDBURL) + " (deprecated: set PLATFORM_EVENTSTORE_URL instead)"
+				if c.esdbURL != "" {
+					return redactURL(c.esdbURL) + " (deprecated: set PLATFORM_EVENTSTORE_URL instead)"
 				}
 				if c.EventStoreURL != "" {
 					return "unset"
@@ -184,8 +161,8 @@ func (c *config) storeSettings() []*setting {
 				return nil
 			},
 			show: func() string {
-				if c.ESDBURL != "" {
-					return orText(redactURL(c.EventStoreURL), "unset: PLATFORM_ESDB_URL")
+				if c.esdbURL != "" {
+					return "unset: PLATFORM_ESDB_URL" // both set is refused
 				}
 				return orText(redactURL(c.EventStoreURL), "embedded log")
 			}},
@@ -260,8 +237,14 @@ func (c *config) kafkaSettings() []*setting {
 			show: func() string { return c.KafkaInternalTopic }},
 		{env: "PLATFORM_KAFKA_RELAY", flag: "kafka-relay", def: "on", usage: "let this node compete for the relay lease (one node relays at a time); off opts it out",
 			accepts: boolAccepts, isBool: true,
-			parse: func(s string) (err error) { c.KafkaRelay, err = parseBool(s); return err },
-			show:  func() string { return onOff(c.KafkaRelay) }},
+			parse: func(s string) error {
+				on, err := parseBool(s)
+				if err == nil {
+					c.KafkaRelay = &on
+				}
+				return err
+			},
+			show: func() string { return onOff(c.KafkaRelay == nil || *c.KafkaRelay) }},
 	}
 }
 
@@ -274,12 +257,12 @@ func (c *config) webhookSettings() []*setting {
 			show:  func() string { return onOff(c.WebhookAllowLoopback) }},
 		{env: "PLATFORM_WEBHOOK_RETRY_SCHEDULE", flag: "webhook-retry-schedule", usage: "comma-separated retry delays; empty = the spec's 1m,5m,30m,2h,6h",
 			accepts: "a comma-separated list of positive Go durations such as 1m,5m,30m,2h,6h, or empty for the spec's schedule",
-			parse:   func(s string) (err error) { c.WebhookRetrySchedule, err = parseSchedule(s); return err },
+			parse:   func(s string) (err error) { c.WebhookSchedule, err = parseSchedule(s); return err },
 			show: func() string {
-				if c.WebhookRetrySchedule == nil {
+				if c.WebhookSchedule == nil {
 					return joinDurations(webhooks.DefaultSchedule) + " (the spec's)"
 				}
-				return joinDurations(c.WebhookRetrySchedule)
+				return joinDurations(c.WebhookSchedule)
 			}},
 		intSetting("PLATFORM_WEBHOOK_WORKERS", "webhook-workers", strconv.Itoa(node.DefaultWebhookWorkers), "webhook attempts in flight at once on this node", 1, 4096, &c.WebhookWorkers),
 		intSetting("PLATFORM_WEBHOOK_PER_ENDPOINT", "webhook-per-endpoint", strconv.Itoa(webhooks.DefaultPerEndpoint), "webhook POSTs in flight at once to one app's endpoint", 1, 1024, &c.WebhookPerEndpoint),
@@ -309,14 +292,14 @@ func (c *config) limitSettings() []*setting {
 				if err != nil || n == 0 {
 					return errors.New("not a non-zero whole number")
 				}
-				c.RateLimit = n
+				c.PartnerRateLimit = n
 				return nil
 			},
 			show: func() string {
-				if c.RateLimit < 0 {
+				if c.PartnerRateLimit < 0 {
 					return "off"
 				}
-				return strconv.Itoa(c.RateLimit) + "/min per app"
+				return strconv.Itoa(c.PartnerRateLimit) + "/min per app"
 			}},
 		{env: "PLATFORM_REPORT_PULL_LIMIT", flag: "report-pull-limit", def: strconv.Itoa(node.DefaultReportPullLimit), usage: "report pulls per minute per app (the spec's 60); raised for load tests",
 			accepts: "a positive whole number of requests per minute per app",
@@ -336,11 +319,12 @@ func (c *config) limitSettings() []*setting {
 				if err != nil || d < 0 {
 					return errors.New("not a duration of 0 or more")
 				}
-				c.VerifyCooldown = d
+				// The node reads 0 as its default: "none" is its negative.
+				c.VerifyCooldown = cmp.Or(d, -1)
 				return nil
 			},
 			show: func() string {
-				if c.VerifyCooldown == 0 {
+				if c.VerifyCooldown < 0 {
 					return "off"
 				}
 				return c.VerifyCooldown.String()
@@ -643,12 +627,14 @@ func (c *config) readFlags(args []string, usageOut io.Writer) error {
 	return nil
 }
 
-// checkEventStore refuses both names of the shared event store at once.
+// checkEventStore refuses both names of the shared event store at once,
+// and gives the node the one that is set.
 func (c *config) checkEventStore() error {
-	if c.EventStoreURL != "" && c.ESDBURL != "" {
+	if c.EventStoreURL != "" && c.esdbURL != "" {
 		return errors.New("PLATFORM_EVENTSTORE_URL (-eventstore-url) and PLATFORM_ESDB_URL (-esdb-url) are both set: " +
 			"set only PLATFORM_EVENTSTORE_URL (PLATFORM_ESDB_URL is its older, EventStoreDB-only name)")
 	}
+	c.EventStoreURL = cmp.Or(c.EventStoreURL, c.esdbURL)
 	return nil
 }
 
@@ -662,7 +648,7 @@ func (c *config) checkPortalBaseURL() error {
 	// only, never from a request's Host header. Nodes sharing stores
 	// serve the public: they must say where they are; embedded
 	// development links to the address it listens on.
-	if c.PostgresURL != "" || c.eventStoreURL() != "" {
+	if c.PostgresURL != "" || c.EventStoreURL != "" {
 		return errors.New("PLATFORM_PORTAL_BASE_URL (-portal-base-url) is required when PLATFORM_POSTGRES_URL or a shared event store is set: " +
 			"it is the public origin of links in the developer portal's mail, e.g. https://open.example.com")
 	}
@@ -712,25 +698,6 @@ func devBaseURL(addr string) string {
 		host = "127.0.0.1"
 	}
 	return "http://" + net.JoinHostPort(host, port)
-}
-
-// eventStoreURL is the shared event store the node opens: the URL of
-// PLATFORM_EVENTSTORE_URL, else of PLATFORM_ESDB_URL (both set is refused
-// by loadConfig), else empty for the embedded log.
-func (c *config) eventStoreURL() string {
-	if c.EventStoreURL != "" {
-		return c.EventStoreURL
-	}
-	return c.ESDBURL
-}
-
-// verifyCooldown is the node's VerifyCooldown: the node reads 0 as its
-// default, so a configured 0 ("none") becomes its negative "none".
-func (c *config) verifyCooldown() time.Duration {
-	if c.VerifyCooldown == 0 {
-		return -1
-	}
-	return c.VerifyCooldown
 }
 
 // flagValue feeds a flag through its setting's parser, so that a flag is

@@ -63,15 +63,19 @@ const goodKey = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcde
 
 func TestDefaults(t *testing.T) {
 	c := mustLoad(t, map[string]string{"PLATFORM_RATE_LIMIT": ""}) // empty counts as unset
+	relay := true
 	want := config{
-		Addr: "127.0.0.1:8080", DataDir: "./data", Timezone: "Asia/Shanghai", KafkaTopic: "platform.events",
-		KafkaInternalTopic: "platform.internal.events", KafkaRelay: true, RateLimit: 6000, LogFormat: "text", AccessLogFlush: 100 * time.Millisecond,
-		LeaseTTL: 10 * time.Second, WebhookWorkers: 64, WebhookPerEndpoint: 16, WebhookBreakerFailures: 5,
-		WebhookCreateConcurrency: 64, WebhookBreakerCooldown: 30 * time.Second, SnapshotInterval: 5 * time.Minute, SnapshotEvents: 10000,
-		ErasurePurgeInterval: time.Hour,
-		ReportPullLimit:      60, VerifyCooldown: 10 * time.Second,
-		Portal: node.PortalConfig{SessionIdle: 30 * time.Minute, SessionMax: 12 * time.Hour, LockoutFailures: 5,
-			LockoutPeriod: 15 * time.Minute, AddressLimit: 20, MailFrom: "portal@localhost", BaseURL: "http://127.0.0.1:8080"},
+		Addr: "127.0.0.1:8080", LogFormat: "text", AccessLogFlush: 100 * time.Millisecond,
+		Config: node.Config{
+			DataDir: "./data", Timezone: "Asia/Shanghai", KafkaTopic: "platform.events",
+			KafkaInternalTopic: "platform.internal.events", KafkaRelay: &relay, PartnerRateLimit: 6000,
+			LeaseTTL: 10 * time.Second, WebhookWorkers: 64, WebhookPerEndpoint: 16, WebhookBreakerFailures: 5,
+			WebhookCreateConcurrency: 64, WebhookBreakerCooldown: 30 * time.Second, SnapshotInterval: 5 * time.Minute, SnapshotEvents: 10000,
+			ErasurePurgeInterval: time.Hour,
+			ReportPullLimit:      60, VerifyCooldown: 10 * time.Second,
+			Portal: node.PortalConfig{SessionIdle: 30 * time.Minute, SessionMax: 12 * time.Hour, LockoutFailures: 5,
+				LockoutPeriod: 15 * time.Minute, AddressLimit: 20, MailFrom: "portal@localhost", BaseURL: "http://127.0.0.1:8080"},
+		},
 		portalBaseURLDefault: true,
 	}
 	c.settings = nil
@@ -192,12 +196,12 @@ func TestBooleanSpellings(t *testing.T) {
 	}
 	for v, want := range spellings {
 		c := mustLoad(t, map[string]string{"PLATFORM_KAFKA_RELAY": v, "PLATFORM_WEBHOOK_ALLOW_LOOPBACK": v})
-		if c.KafkaRelay != want || c.WebhookAllowLoopback != want {
-			t.Errorf("%q: relay %v, loopback %v; want %v", v, c.KafkaRelay, c.WebhookAllowLoopback, want)
+		if *c.KafkaRelay != want || c.WebhookAllowLoopback != want {
+			t.Errorf("%q: relay %v, loopback %v; want %v", v, *c.KafkaRelay, c.WebhookAllowLoopback, want)
 		}
 		c = mustLoad(t, nil, "-kafka-relay="+v, "-webhook-allow-loopback="+v)
-		if c.KafkaRelay != want || c.WebhookAllowLoopback != want {
-			t.Errorf("flags =%q: relay %v, loopback %v; want %v", v, c.KafkaRelay, c.WebhookAllowLoopback, want)
+		if *c.KafkaRelay != want || c.WebhookAllowLoopback != want {
+			t.Errorf("flags =%q: relay %v, loopback %v; want %v", v, *c.KafkaRelay, c.WebhookAllowLoopback, want)
 		}
 	}
 	// A bare boolean flag means on, and beats the variable.
@@ -205,8 +209,8 @@ func TestBooleanSpellings(t *testing.T) {
 	if !c.WebhookAllowLoopback {
 		t.Error("bare -webhook-allow-loopback did not turn it on")
 	}
-	if c := mustLoad(t, nil); c.WebhookAllowLoopback || !c.KafkaRelay {
-		t.Errorf("defaults: loopback %v relay %v", c.WebhookAllowLoopback, c.KafkaRelay)
+	if c := mustLoad(t, nil); c.WebhookAllowLoopback || !*c.KafkaRelay {
+		t.Errorf("defaults: loopback %v relay %v", c.WebhookAllowLoopback, *c.KafkaRelay)
 	}
 }
 
@@ -215,23 +219,23 @@ func TestDurationsAndLists(t *testing.T) {
 		"PLATFORM_WEBHOOK_RETRY_SCHEDULE": " 90s, 2h ,1m30s",
 		"PLATFORM_KAFKA_BROKERS":          "kafka-1:9092, 10.0.0.2:9093,[::1]:9094",
 	})
-	if want := []time.Duration{90 * time.Second, 2 * time.Hour, 90 * time.Second}; !reflect.DeepEqual(c.WebhookRetrySchedule, want) {
-		t.Errorf("schedule %v, want %v", c.WebhookRetrySchedule, want)
+	if want := []time.Duration{90 * time.Second, 2 * time.Hour, 90 * time.Second}; !reflect.DeepEqual(c.WebhookSchedule, want) {
+		t.Errorf("schedule %v, want %v", c.WebhookSchedule, want)
 	}
 	if want := []string{"kafka-1:9092", "10.0.0.2:9093", "[::1]:9094"}; !reflect.DeepEqual(c.KafkaBrokers, want) {
 		t.Errorf("brokers %q, want %q", c.KafkaBrokers, want)
 	}
 	// Unset: the spec's schedule (nil) and no brokers.
-	if c := mustLoad(t, nil); c.WebhookRetrySchedule != nil || c.KafkaBrokers != nil {
-		t.Errorf("unset: schedule %v brokers %v", c.WebhookRetrySchedule, c.KafkaBrokers)
+	if c := mustLoad(t, nil); c.WebhookSchedule != nil || c.KafkaBrokers != nil {
+		t.Errorf("unset: schedule %v brokers %v", c.WebhookSchedule, c.KafkaBrokers)
 	}
 }
 
 func TestFlagsBeatVariablesAndEmptyFlagMeansDefault(t *testing.T) {
 	env := map[string]string{"PLATFORM_RATE_LIMIT": "10", "PLATFORM_ADDR": "0.0.0.0:9000", "PLATFORM_ESDB_URL": "esdb://h:2113?tls=false", "PLATFORM_LOG_FORMAT": "JSON"}
 	c := mustLoad(t, env, "-rate-limit", "-1", "-addr=", "-esdb-url=")
-	if c.RateLimit != -1 || c.Addr != "127.0.0.1:8080" || c.ESDBURL != "" || c.LogFormat != "json" {
-		t.Errorf("got rate %d addr %q esdb %q format %q", c.RateLimit, c.Addr, c.ESDBURL, c.LogFormat)
+	if c.PartnerRateLimit != -1 || c.Addr != "127.0.0.1:8080" || c.EventStoreURL != "" || c.LogFormat != "json" {
+		t.Errorf("got rate %d addr %q event store %q format %q", c.PartnerRateLimit, c.Addr, c.EventStoreURL, c.LogFormat)
 	}
 	if _, err := loadConfig([]string{"-no-such-flag"}, envOf(nil), io.Discard); err == nil || !strings.Contains(err.Error(), "-no-such-flag") {
 		t.Errorf("unknown flag: %v", err)
@@ -263,7 +267,7 @@ func TestEventStoreURL(t *testing.T) {
 		{map[string]string{"PLATFORM_EVENTSTORE_URL": pg, "PLATFORM_ESDB_URL": es}, []string{"-esdb-url="}, pg},
 	} {
 		c := mustLoad(t, tc.env, tc.args...)
-		if got := c.eventStoreURL(); got != tc.want {
+		if got := c.EventStoreURL; got != tc.want {
 			t.Errorf("env %v args %v: event store %q, want %q", tc.env, tc.args, got, tc.want)
 		}
 		// The start-up line names the store the node opens, password redacted.
@@ -384,8 +388,8 @@ func TestBadVariableStopsTheBinary(t *testing.T) {
 // the leader's view; see events/esdb.ParseConnectionString).
 func TestEventStoreDBConfig(t *testing.T) {
 	c := mustLoad(t, map[string]string{"PLATFORM_ESDB_URL": "esdb://h:2113?tls=false"})
-	if c.eventStoreURL() != "esdb://h:2113?tls=false" {
-		t.Fatalf("alias selects %q", c.eventStoreURL())
+	if c.EventStoreURL != "esdb://h:2113?tls=false" {
+		t.Fatalf("alias selects %q", c.EventStoreURL)
 	}
 	var buf bytes.Buffer
 	c.log(slog.New(slog.NewTextHandler(&buf, nil)))
@@ -409,12 +413,12 @@ func TestEventStoreDBConfig(t *testing.T) {
 // off; the node must get "none" (negative), not its 10 s default for 0.
 func TestLoadTestKnobs(t *testing.T) {
 	c := mustLoad(t, map[string]string{"PLATFORM_REPORT_PULL_LIMIT": "1000000", "PLATFORM_VERIFY_COOLDOWN": "0s"})
-	if c.ReportPullLimit != 1000000 || c.verifyCooldown() >= 0 {
-		t.Fatalf("report limit %d, node cooldown %s", c.ReportPullLimit, c.verifyCooldown())
+	if c.ReportPullLimit != 1000000 || c.VerifyCooldown >= 0 {
+		t.Fatalf("report limit %d, node cooldown %s", c.ReportPullLimit, c.VerifyCooldown)
 	}
 	c = mustLoad(t, map[string]string{"PLATFORM_VERIFY_COOLDOWN": "3s"})
-	if c.verifyCooldown() != 3*time.Second {
-		t.Fatalf("node cooldown %s, want 3s", c.verifyCooldown())
+	if c.VerifyCooldown != 3*time.Second {
+		t.Fatalf("node cooldown %s, want 3s", c.VerifyCooldown)
 	}
 }
 

@@ -45,19 +45,8 @@ func main() {
 		access = newAccessLogger(cfg.LogFormat, lines)
 	}
 
-	err = run(log, cfg.Addr, node.Config{
-		DataDir: cfg.DataDir, EventStoreURL: cfg.eventStoreURL(), PostgresURL: cfg.PostgresURL, Timezone: cfg.Timezone,
-		AdminToken: cfg.AdminToken, MasterKey: cfg.MasterKey, MasterKeyPrevious: cfg.MasterKeyPrevious, Logger: log,
-		KafkaBrokers: cfg.KafkaBrokers, KafkaTopic: cfg.KafkaTopic, KafkaInternalTopic: cfg.KafkaInternalTopic,
-		FeedPseudonymKey: cfg.FeedPseudonymKey, KafkaRelay: &cfg.KafkaRelay, WebhookAllowLoopback: cfg.WebhookAllowLoopback,
-		WebhookSchedule: cfg.WebhookRetrySchedule, WebhookWorkers: cfg.WebhookWorkers, WebhookPerEndpoint: cfg.WebhookPerEndpoint,
-		WebhookBreakerFailures: cfg.WebhookBreakerFailures, WebhookBreakerCooldown: cfg.WebhookBreakerCooldown, WebhookCreateConcurrency: cfg.WebhookCreateConcurrency, InternalToken: cfg.InternalToken, PartnerRateLimit: cfg.RateLimit,
-		NodeID: cfg.NodeID, LeaseTTL: cfg.LeaseTTL, SnapshotInterval: cfg.SnapshotInterval, SnapshotEvents: cfg.SnapshotEvents,
-		ErasurePurgeInterval: cfg.ErasurePurgeInterval,
-		DirectoryStaleness:   cfg.DirectoryStaleness,
-		ReportPullLimit:      cfg.ReportPullLimit, VerifyCooldown: cfg.verifyCooldown(),
-		Portal: cfg.Portal, AccessLog: access,
-	})
+	cfg.Logger, cfg.AccessLog = log, access
+	err = run(log, cfg.Addr, cfg.Config)
 	if lines != nil {
 		_ = lines.Close()
 	}

@@ -2,9 +2,12 @@
 // reads a source from a checkpoint, batches what is already available, hands
 // each batch to its Projector (which commits the checkpoint with the effect),
 // owns a lease when several nodes share the work, lets readers wait for a
-// position, and reports progress and lag. Read models and the other log
-// followers are its clients; it knows neither the write side nor the read
-// models.
+// position, and reports progress and lag. A Pipeline is its pipelined
+// mode, for a client whose effect is written apart from its preparation
+// (the webhook creation): it follows a Source (the event store or Kafka)
+// and prepares the next batch while the previous one commits. Read models
+// and the other log followers are its clients; it knows neither the write
+// side nor the read models.
 package subscribe
 
 import (

@@ -129,6 +129,11 @@ func (s *instrumented) Append(ctx context.Context, stream string, expected event
 	return res, err
 }
 
+// SubscribeAllFor keeps the wrapped store's filtered subscription.
+func (s *instrumented) SubscribeAllFor(ctx context.Context, after events.Position, wants func(string) bool) (events.Subscription, error) {
+	return events.SubscribeAllFor(ctx, s.Store, after, wants)
+}
+
 // AppendMulti times an atomic multi-stream append like Append.
 func (s *instrumented) AppendMulti(ctx context.Context, parts ...events.StreamAppend) ([]events.AppendResult, error) {
 	start := time.Now()

@@ -30,6 +30,16 @@ type dataBackup struct {
 	keys *keyfiles.Store // nil when the keys are elsewhere
 }
 
+// newDataBackup is the backup of an embedded node's data directory: its
+// log and, when they are files there, its personal-data keys (nil when the
+// log is a shared store).
+func newDataBackup(dir string, log *bolt.Store, keys *keyfiles.Store) *dataBackup {
+	if log == nil {
+		return nil
+	}
+	return &dataBackup{dir: dir, log: log, keys: keys}
+}
+
 // errBackupShared answers a backup request on a node whose log is a
 // shared store: that store is backed up with its own tools.
 var errBackupShared = &httpapi.Problem{Status: http.StatusNotFound, Code: "NOT_FOUND",
@@ -79,25 +89,33 @@ func (n *Node) serveBackup(w http.ResponseWriter, r *http.Request) {
 // environment or are made anew, and the read models are rebuilt from the
 // log at start.
 func (b *dataBackup) write(ctx context.Context, w io.Writer) error {
-	tw := tar.NewWriter(w)
-	now := time.Now()
-	m := backupManifest{Created: now.UTC()}
-	// out writes the current part to the tar and its digest.
-	var out io.Writer = tw
-	header := func(name string, size int64) error {
-		m.close()
-		m.Parts = append(m.Parts, backupPart{Name: name, Size: size})
-		m.hash = sha256.New()
-		out = io.MultiWriter(tw, m.hash)
-		return tw.WriteHeader(&tar.Header{Name: name, Mode: 0o600, Size: size, ModTime: now, Typeflag: tar.TypeReg, Format: tar.FormatPAX})
-	}
-	put := func(name string, body []byte) error {
-		if err := header(name, int64(len(body))); err != nil {
-			return err
-		}
-		_, err := out.Write(body)
+	tw := newTarParts(w)
+	if err := b.writeCheckpoints(tw); err != nil {
 		return err
 	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	err := b.log.Snapshot(func(size int64, write func(io.Writer) error) error {
+		if err := tw.header("events.db", size); err != nil {
+			return err
+		}
+		return write(tw.out)
+	})
+	if err != nil {
+		return fmt.Errorf("backup: event log: %w", err)
+	}
+	if err := b.writeKeys(tw); err != nil {
+		return err
+	}
+	if err := b.writeNonces(tw); err != nil {
+		return err
+	}
+	return tw.finish()
+}
+
+// writeCheckpoints adds the followers' checkpoint files that exist.
+func (b *dataBackup) writeCheckpoints(tw *tarParts) error {
 	for _, name := range []string{webhookCreationCheckpointFile, relay.FeedCheckpointFile, relay.CheckpointFile} {
 		body, err := os.ReadFile(filepath.Join(b.dir, name))
 		if errors.Is(err, fs.ErrNotExist) {
@@ -106,65 +124,111 @@ func (b *dataBackup) write(ctx context.Context, w io.Writer) error {
 		if err != nil {
 			return fmt.Errorf("backup: %w", err)
 		}
-		if err := put(name, body); err != nil {
+		if err := tw.put(name, body); err != nil {
 			return fmt.Errorf("backup: %w", err)
 		}
 	}
-	if err := ctx.Err(); err != nil {
-		return err
+	return nil
+}
+
+// writeKeys adds the personal-data key log when the keys are files here.
+func (b *dataBackup) writeKeys(tw *tarParts) error {
+	if b.keys == nil {
+		return nil
 	}
-	err := b.log.Snapshot(func(size int64, write func(io.Writer) error) error {
-		if err := header("events.db", size); err != nil {
-			return err
-		}
-		return write(out)
-	})
+	// Copied to a local file first: the key store's writers wait while
+	// it is read, so not while a remote client reads the stream.
+	tmp, err := os.CreateTemp(b.dir, ".backup-keys-*")
 	if err != nil {
-		return fmt.Errorf("backup: event log: %w", err)
-	}
-	if b.keys != nil {
-		// Copied to a local file first: the key store's writers wait while
-		// it is read, so not while a remote client reads the stream.
-		tmp, err := os.CreateTemp(b.dir, ".backup-keys-*")
-		if err != nil {
-			return fmt.Errorf("backup: %w", err)
-		}
-		defer os.Remove(tmp.Name())
-		defer tmp.Close()
-		size, err := b.keys.Backup(tmp)
-		if err != nil {
-			return fmt.Errorf("backup: personal-data keys: %w", err)
-		}
-		if err := copyPart(header, func() io.Writer { return out }, path.Join("keys", keyfiles.LogName), tmp, size); err != nil {
-			return err
-		}
-	}
-	if f, err := os.Open(filepath.Join(b.dir, "nonces.log")); err == nil {
-		defer f.Close()
-		st, err := f.Stat()
-		if err != nil {
-			return fmt.Errorf("backup: %w", err)
-		}
-		if err := copyPart(header, func() io.Writer { return out }, "nonces.log", f, st.Size()); err != nil {
-			return err
-		}
-	} else if !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("backup: %w", err)
 	}
-	// The manifest comes last: a copy cut short has none, so a reader can
-	// tell a whole backup from a truncated one.
-	m.close()
-	body, err := json.MarshalIndent(m, "", "  ")
+	defer os.Remove(tmp.Name())
+	defer tmp.Close()
+	size, err := b.keys.Backup(tmp)
+	if err != nil {
+		return fmt.Errorf("backup: personal-data keys: %w", err)
+	}
+	return tw.copyPart(path.Join("keys", keyfiles.LogName), tmp, size)
+}
+
+// writeNonces adds the replay guard's log, if there is one.
+func (b *dataBackup) writeNonces(tw *tarParts) error {
+	f, err := os.Open(filepath.Join(b.dir, "nonces.log"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("backup: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("backup: %w", err)
+	}
+	return tw.copyPart("nonces.log", f, st.Size())
+}
+
+// tarParts writes a backup's parts to a tar stream, each with its digest
+// in the manifest that finish writes last.
+type tarParts struct {
+	tw  *tar.Writer
+	now time.Time
+	m   backupManifest
+	// out writes the current part to the tar and its digest.
+	out io.Writer
+}
+
+func newTarParts(w io.Writer) *tarParts {
+	tw := tar.NewWriter(w)
+	now := time.Now()
+	return &tarParts{tw: tw, now: now, m: backupManifest{Created: now.UTC()}, out: tw}
+}
+
+// header starts the part name of size bytes.
+func (p *tarParts) header(name string, size int64) error {
+	p.m.close()
+	p.m.Parts = append(p.m.Parts, backupPart{Name: name, Size: size})
+	p.m.hash = sha256.New()
+	p.out = io.MultiWriter(p.tw, p.m.hash)
+	return p.tw.WriteHeader(&tar.Header{Name: name, Mode: 0o600, Size: size, ModTime: p.now, Typeflag: tar.TypeReg, Format: tar.FormatPAX})
+}
+
+// put adds body as the part name.
+func (p *tarParts) put(name string, body []byte) error {
+	if err := p.header(name, int64(len(body))); err != nil {
+		return err
+	}
+	_, err := p.out.Write(body)
+	return err
+}
+
+// copyPart adds the first size bytes of f as name.
+func (p *tarParts) copyPart(name string, f *os.File, size int64) error {
+	if err := p.header(name, size); err != nil {
+		return fmt.Errorf("backup: %w", err)
+	}
+	if _, err := io.Copy(p.out, io.NewSectionReader(f, 0, size)); err != nil {
+		return fmt.Errorf("backup: %s: %w", name, err)
+	}
+	return nil
+}
+
+// finish writes the manifest and ends the tar. The manifest comes last: a
+// copy cut short has none, so a reader can tell a whole backup from a
+// truncated one.
+func (p *tarParts) finish() error {
+	p.m.close()
+	body, err := json.MarshalIndent(p.m, "", "  ")
 	if err != nil {
 		return err
 	}
-	if err := tw.WriteHeader(&tar.Header{Name: backupManifestName, Mode: 0o600, Size: int64(len(body)), ModTime: now, Typeflag: tar.TypeReg, Format: tar.FormatPAX}); err != nil {
+	if err := p.tw.WriteHeader(&tar.Header{Name: backupManifestName, Mode: 0o600, Size: int64(len(body)), ModTime: p.now, Typeflag: tar.TypeReg, Format: tar.FormatPAX}); err != nil {
 		return err
 	}
-	if _, err := tw.Write(body); err != nil {
+	if _, err := p.tw.Write(body); err != nil {
 		return err
 	}
-	return tw.Close()
+	return p.tw.Close()
 }
 
 // backupManifestName is the last entry of a backup: what it holds, with each
@@ -190,15 +254,4 @@ func (m *backupManifest) close() {
 		m.Parts[len(m.Parts)-1].SHA256 = hex.EncodeToString(m.hash.Sum(nil))
 		m.hash = nil
 	}
-}
-
-// copyPart adds the first size bytes of f as name.
-func copyPart(header func(string, int64) error, out func() io.Writer, name string, f *os.File, size int64) error {
-	if err := header(name, size); err != nil {
-		return fmt.Errorf("backup: %w", err)
-	}
-	if _, err := io.Copy(out(), io.NewSectionReader(f, 0, size)); err != nil {
-		return fmt.Errorf("backup: %s: %w", name, err)
-	}
-	return nil
 }

@@ -43,29 +43,59 @@ func (n *Node) follower(cfg Config, run *subscribe.Runner) *follower {
 	return &follower{store: n.head, runner: run, maxAge: maxAge, log: n.log}
 }
 
+// authSet is how requests are authenticated: the app directory as of the
+// log's head, the replay guard, the rate limits and the three schemes.
+type authSet struct {
+	apps      appDirectory
+	nonces    nonces.Store
+	pullLimit queryapi.RateLimiter
+	schemeM   auth.SchemeM
+	schemeH   auth.SchemeH
+	admin     auth.Admin
+	closers   []func() error
+}
+
+// buildAuth opens the replay guard and the rate limits (shared through
+// Postgres when configured) and makes the authentication schemes.
+func (n *Node) buildAuth(ctx context.Context, cfg Config, p projectionSet) (authSet, error) {
+	a := authSet{apps: appDirectory{p.apps, n.follower(cfg, p.appsRunner)}}
+	var err error
+	if a.nonces, a.closers, err = n.openNonces(cfg); err != nil {
+		return a, err
+	}
+	partnerLimit, pullLimit, err := n.openRateLimits(ctx, cfg)
+	if err != nil {
+		return a, err
+	}
+	a.pullLimit = pullLimit
+	a.schemeM = auth.SchemeM{Apps: a.apps, Now: cfg.Now, Bindings: a.nonces, Limiter: partnerLimit}
+	a.schemeH = auth.SchemeH{Apps: a.apps, Nonces: a.nonces, Now: cfg.Now}
+	a.admin = auth.Admin{Token: n.AdminToken, Operators: operatorDirectory{p.operators, n.follower(cfg, p.operatorsRunner)}}
+	return a, nil
+}
+
 // openNonces picks the replay guard: the Postgres read-model store (shared
 // by every node) or, embedded, an append-only file in the data directory
 // (entries of the bbolt file of earlier releases are carried over once).
-func (n *Node) openNonces(cfg Config) (nonces.Store, error) {
+func (n *Node) openNonces(cfg Config) (nonces.Store, []func() error, error) {
 	if cfg.PostgresURL != "" {
 		n.adapter("replay guard", "Postgres (shared by every node)")
-		return n.ReadModel, nil
+		return n.ReadModel, nil, nil
 	}
 	path := filepath.Join(cfg.DataDir, "nonces.log")
 	s, err := noncefile.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("replay guard: %w", err)
+		return nil, nil, fmt.Errorf("replay guard: %w", err)
 	}
 	if err := importBoltNonces(filepath.Join(cfg.DataDir, "nonces.db"), s); err != nil {
 		s.Close()
-		return nil, fmt.Errorf("replay guard: %w", err)
+		return nil, nil, fmt.Errorf("replay guard: %w", err)
 	}
-	n.closers = append(n.closers, s.Close)
 	n.adapter("replay guard", "file "+path)
 	if sharedEventStore(cfg) {
 		n.log.Warn("nonces and rate limits are kept per node: set PLATFORM_POSTGRES_URL so that every node sharing the event store shares them")
 	}
-	return s, nil
+	return s, []func() error{s.Close}, nil
 }
 
 // importBoltNonces moves the entries of an earlier release's bbolt nonce

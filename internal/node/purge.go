@@ -9,12 +9,6 @@ import (
 	"github.com/healthtech/partner-open-platform/projections/postgres"
 )
 
-// DefaultErasurePurgeInterval is how often, by default, the Postgres read
-// models are purged of erased rows (Config.ErasurePurgeInterval): with the
-// time the purge takes, the longest an erased person's plaintext stays in
-// the read-model tables' files (docs/privacy.md).
-const DefaultErasurePurgeInterval = time.Hour
-
 // purgeErased returns the loop that purges the Postgres read models every
 // interval when an erasure happened since the last purge: each table
 // holding personal fields is rewritten, so the erased rows' bytes leave

@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"math"
 	"os"
 	"path/filepath"
@@ -11,48 +12,38 @@ import (
 	"sync"
 	"time"
 
+	"github.com/healthtech/partner-open-platform/events"
+	"github.com/healthtech/partner-open-platform/events/subscribe"
 	"github.com/healthtech/partner-open-platform/internal/datakeys"
 	"github.com/healthtech/partner-open-platform/projections"
 	"github.com/healthtech/partner-open-platform/projections/memory"
 )
-
-// DefaultSnapshotInterval is how often embedded read models are snapshotted
-// when Config.SnapshotInterval is zero: a crash then replays at most this
-// much of the log, and a write costs a few seconds of one core per million
-// users, well under 1% of the machine at this pace.
-const DefaultSnapshotInterval = 5 * time.Minute
-
-// DefaultSnapshotEvents is how many events the read models read before a
-// snapshot is written even though the interval has not passed: a start
-// after a kill -9 replays the tail since the last snapshot (about 37 µs an
-// event at 1M events), so at 10,000 the tail adds well under a second to
-// the restore's 2.5 s. Writes for this mark are spaced by
-// memory.AfterEventsGap times the last write's CPU, which caps their CPU
-// at a fifth of a core when the log grows fast (the tail is then what the
-// log gains in one write and its gap).
-const DefaultSnapshotEvents = 10_000
 
 // SnapshotFile is the embedded read models' snapshot in the data directory.
 const SnapshotFile = "readmodels.snapshot"
 
 // openSnapshots sets up the embedded read models' snapshot (loadSnapshot
 // restores it once the directories exist); a rebuild of any read model shreds it.
-func (n *Node) openSnapshots(cfg Config, mem *memory.Store) {
-	n.snapshots = &memory.Snapshotter{
-		Store: mem, Keys: n.Keys, Log: n.StoredEvents, Path: filepath.Join(cfg.DataDir, SnapshotFile),
+func openSnapshots(cfg Config, mem *memory.Store, keys *datakeys.Keys, stored events.Store, log *slog.Logger) *memory.Snapshotter {
+	snap := &memory.Snapshotter{
+		Store: mem, Keys: keys, Log: stored, Path: filepath.Join(cfg.DataDir, SnapshotFile),
 		ReadModels: projections.ReadModels,
 		ErasedBy:   []projections.ReadModel{projections.ReadModelUsers, projections.ReadModelDeliveries, projections.ReadModelReports, projections.ReadModelOrders},
-		Logger:     n.log.With("component", "snapshots"),
+		Logger:     log.With("component", "snapshots"),
 	}
 	mem.OnReset(func(f projections.ReadModel) {
-		n.snapshots.Invalidate(context.Background(), "rebuild of the "+string(f)+" read models")
+		snap.Invalidate(context.Background(), "rebuild of the "+string(f)+" read models")
 	})
+	return snap
 }
 
 // loadSnapshot restores the snapshot, after its checks against the log,
 // into the read models and the journaled directories; call it before any
-// runner starts.
-func (n *Node) loadSnapshot(ctx context.Context, dirs ...*projections.Journal) error {
+// runner starts. Without snapshots it does nothing.
+func (n *Node) loadSnapshot(ctx context.Context, st *startup, dirs ...*projections.Journal) error {
+	if n.snapshots == nil {
+		return nil
+	}
 	n.snapshots.Directories = dirs
 	restored, err := n.snapshots.Load(ctx)
 	if err != nil {
@@ -63,7 +54,29 @@ func (n *Node) loadSnapshot(ctx context.Context, dirs ...*projections.Journal) e
 	if !restored {
 		n.Adapters["read models"] = "in memory, replayed from the log (snapshots in " + n.snapshots.Path + ")"
 	}
+	st.phase("snapshot")
 	return nil
+}
+
+// runSnapshots writes the embedded read models' snapshot every interval,
+// and after every cfg.SnapshotEvents events read (negative: the interval
+// only), once every read model is ready.
+func (n *Node) runSnapshots(ctx context.Context, cfg Config, readModels subscribe.RunnerSet) {
+	if cfg.SnapshotEvents >= 0 {
+		n.snapshots.AfterEvents = uint64(cfg.SnapshotEvents)
+		// Every read model reads every event; the first one's count is the log's growth.
+		n.snapshots.Progress = func() uint64 { return readModels[0].Stats().Applied }
+	}
+	n.spawn(ctx, "read-model snapshots", func(ctx context.Context) error {
+		return n.snapshots.Run(ctx, cfg.SnapshotInterval, n.restored, func(ctx context.Context) error {
+			for _, run := range readModels {
+				if err := run.WaitReady(ctx); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	})
 }
 
 // erasingKeys is the key store as the erasure command sees it: before a

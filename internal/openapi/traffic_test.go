@@ -183,7 +183,8 @@ func server(t *testing.T, clock *offsetClock) *httptest.Server {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		_ = webhooks.RunPipelined(ctx, webhooks.StoreSource{Store: store, From: readModel.LastSource}, dispatcher.PrepareBatch, dispatcher.CommitBatches)
+		_ = subscribe.Pipeline[webhooks.PreparedBatch]{Name: "webhook deliveries", Source: subscribe.StoreSource{Store: store, From: readModel.LastSource},
+			Prepare: dispatcher.PrepareBatch, Commit: dispatcher.CommitBatches}.Run(ctx)
 	}()
 	srv := httptest.NewServer(rt)
 	t.Cleanup(func() { srv.Close(); cancel(); wg.Wait(); _ = readModel.Close(); _ = store.Close() })

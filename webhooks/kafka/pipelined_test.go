@@ -10,6 +10,7 @@ import (
 	"github.com/healthtech/partner-open-platform/webhooks/kafka/sourcetest"
 
 	"github.com/healthtech/partner-open-platform/events"
+	"github.com/healthtech/partner-open-platform/events/subscribe"
 	relaykafka "github.com/healthtech/partner-open-platform/relay/kafka"
 	webhookkafka "github.com/healthtech/partner-open-platform/webhooks/kafka"
 )
@@ -59,14 +60,15 @@ func (p *pipeline) events() []events.Recorded {
 	return append([]events.Recorded(nil), p.committed...)
 }
 
-// runPipelined runs RunPipelined in the background; stop cancels it and
+// runPipelined runs the group's pipeline in the background; stop cancels it and
 // returns its result.
 func runPipelined(t *testing.T, addrs []string, topic, group string, p *pipeline) (done <-chan error, stop func() error) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(sourcetest.Context(t))
 	ch := make(chan error, 1)
 	go func() {
-		ch <- webhookkafka.RunPipelined(ctx, webhookkafka.NewSource(addrs, topic, group, sourcetest.QuietLog()), p.prepare, p.commit)
+		ch <- subscribe.Pipeline[[]events.Recorded]{Name: "webhook deliveries", Source: webhookkafka.NewSource(addrs, topic, group, sourcetest.QuietLog()),
+			Prepare: p.prepare, Commit: p.commit}.Run(ctx)
 	}()
 	return ch, func() error { cancel(); return <-ch }
 }
@@ -101,7 +103,7 @@ func resumeAll(t *testing.T, addrs []string, topic, group string, want int) []ev
 // Kafka-fed creation is pipelined: while a batch commits, the batches
 // fetched meanwhile are prepared; commits keep each stream in order, and a
 // clean stop leaves the group's offsets past every committed batch.
-func TestSourceRunPipelinedPreparesWhileCommittingInStreamOrder(t *testing.T) {
+func TestSourcePipelinePreparesWhileCommittingInStreamOrder(t *testing.T) {
 	sourcetest.OnEachCluster(t, func(t *testing.T, k *sourcetest.Cluster) {
 		addrs, topic, group := k.Addrs, k.Topic("pipelined", 3), k.Group("G")
 		prod := relaykafka.NewProducer(addrs, topic)
@@ -169,7 +171,7 @@ func TestSourceRunPipelinedPreparesWhileCommittingInStreamOrder(t *testing.T) {
 // A failed commit stops the source with its error, and the group hands
 // over again exactly what was not committed: the failed batches and those
 // prepared behind them, never a batch committed before.
-func TestSourceRunPipelinedRedeliversWhatDidNotCommit(t *testing.T) {
+func TestSourcePipelineRedeliversWhatDidNotCommit(t *testing.T) {
 	sourcetest.OnEachCluster(t, func(t *testing.T, k *sourcetest.Cluster) {
 		addrs, topic, group := k.Addrs, k.Topic("pipefail", 3), k.Group("G")
 		prod := relaykafka.NewProducer(addrs, topic)
@@ -205,7 +207,7 @@ func TestSourceRunPipelinedRedeliversWhatDidNotCommit(t *testing.T) {
 			t.Fatal("source did not stop on the failed commit")
 		}
 		if !errors.Is(err, errBoom) {
-			t.Fatalf("RunPipelined returned %v, want the commit's error", err)
+			t.Fatalf("the pipeline returned %v, want the commit's error", err)
 		}
 		committed := p.events()
 		if len(committed) != 100 || len(failed) == 0 {
@@ -220,7 +222,7 @@ func TestSourceRunPipelinedRedeliversWhatDidNotCommit(t *testing.T) {
 // A stop that lands while a commit is in the store's queue leaves that
 // batch uncommitted in Kafka: the next run gets it again, and only what was
 // not committed before the stop.
-func TestSourceRunPipelinedRedeliversACommitCutByAStop(t *testing.T) {
+func TestSourcePipelineRedeliversACommitCutByAStop(t *testing.T) {
 	sourcetest.OnEachCluster(t, func(t *testing.T, k *sourcetest.Cluster) {
 		addrs, topic, group := k.Addrs, k.Topic("pipestop", 3), k.Group("G")
 		prod := relaykafka.NewProducer(addrs, topic)

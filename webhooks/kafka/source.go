@@ -1,7 +1,7 @@
 // Package kafka is the webhook dispatcher's Kafka consumer: a consumer-group
-// Source over the internal topic the relay writes (the log's wire format,
-// package events/kafka), which the dispatcher's Kafka-fed pipeline reads
-// instead of following the event store.
+// subscribe.Source over the internal topic the relay writes (the log's wire
+// format, package events/kafka), which the dispatcher's creation pipeline
+// reads instead of following the event store.
 package kafka
 
 import (
@@ -14,7 +14,7 @@ import (
 
 	"github.com/healthtech/partner-open-platform/events"
 	eventskafka "github.com/healthtech/partner-open-platform/events/kafka"
-	"github.com/healthtech/partner-open-platform/webhooks"
+	"github.com/healthtech/partner-open-platform/events/subscribe"
 )
 
 // Source is a consumer group, so dispatchers share partitions and resume where the group left off.
@@ -24,6 +24,8 @@ type Source struct {
 	group   string
 	log     *slog.Logger
 }
+
+var _ subscribe.Source = (*Source)(nil)
 
 // WebhookGroup is the dispatchers' consumer group for an internal topic:
 // "platform-webhooks" for the default topic (the group deployments already
@@ -77,82 +79,55 @@ func (s *Source) reader() *kafka.Reader {
 	})
 }
 
-// Run commits a message only after handle succeeded (periodically, see
-// CommitInterval); an error stops Run uncommitted so the message is re-delivered.
-func (s *Source) Run(ctx context.Context, handle func(ctx context.Context, ev events.Recorded) error) error {
-	r := s.reader()
-	defer r.Close()
-	for {
-		m, err := r.FetchMessage(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return fmt.Errorf("kafka source %s: fetch: %w", s.group, err)
-		}
-		if ctx.Err() != nil {
-			return nil // FetchMessage may still hand out a buffered message
-		}
-		ev, err := eventskafka.Decode(m)
-		if err != nil {
-			return fmt.Errorf("kafka source %s: %w", s.group, err)
-		}
-		if err := handle(ctx, ev); err != nil {
-			if ctx.Err() != nil {
-				return nil // shutting down; the message stays uncommitted
-			}
-			return fmt.Errorf("kafka source %s: handle event %s at %s/%d@%d: %w", s.group, ev.ID, m.Topic, m.Partition, m.Offset, err)
-		}
-		if err := commit(ctx, r, m); err != nil {
-			return fmt.Errorf("kafka source %s: commit %s/%d@%d: %w", s.group, m.Topic, m.Partition, m.Offset, err)
-		}
-	}
-}
-
-// DefaultBatch bounds how many messages one batch of RunPipelined holds.
+// DefaultBatch bounds how many messages one batch holds.
 const DefaultBatch = 512
 
-// RunPipelined creates deliveries from the group's messages in the two
-// overlapping stages of webhooks.Pipeline, as the store-fed creation does:
-// prepare runs on each batch as it is fetched while the batches before it
-// commit, and the batches prepared meanwhile commit together. A message's
-// offset is committed only once the commit of its batch and of every batch
-// before it succeeded; a failed commit, or a stop, leaves its batch and
-// every later one uncommitted, so the group hands them over again (the
-// dispatcher's creation is idempotent).
-func RunPipelined[P any](ctx context.Context, s *Source, prepare func(context.Context, []events.Recorded) (P, error), commitBatches func(context.Context, []P) error) error {
+// Open joins the group: batches are fetched from where the group's
+// committed offsets left off. A message's offset is committed only once
+// the pipeline committed its batch and every batch before it; a failed
+// commit, or a stop, leaves its batch and every later one uncommitted, so
+// the group hands them over again (the dispatcher's creation is
+// idempotent).
+func (s *Source) Open(ctx context.Context) (subscribe.Feed, error) {
 	r := s.reader()
-	defer r.Close() // flushes the offsets committed last
 	next, stop := s.batches(ctx, r)
-	defer stop()
-	err := webhooks.Pipeline(ctx, func(ctx context.Context) ([]events.Recorded, []kafka.Message, error) {
-		msgs, evs, err := next(ctx)
-		return evs, lastPerPartition(msgs), err
-	}, func(ctx context.Context, evs []events.Recorded) (P, error) {
-		p, err := prepare(ctx, evs)
-		if err != nil {
-			err = fmt.Errorf("kafka source %s: prepare %d events at %s: %w", s.group, len(evs), evs[0].ID, err)
+	return &feed{s: s, r: r, next: next, stop: stop}, nil
+}
+
+// feed is an open Source; its marks are the last message of each
+// partition in a batch.
+type feed struct {
+	s    *Source
+	r    *kafka.Reader
+	next func(context.Context) ([]kafka.Message, []events.Recorded, error)
+	stop func()
+}
+
+func (f *feed) Next(ctx context.Context) ([]events.Recorded, subscribe.Mark, error) {
+	msgs, evs, err := f.next(ctx)
+	return evs, lastPerPartition(msgs), err
+}
+
+func (f *feed) Commit(ctx context.Context, marks []subscribe.Mark) error {
+	var msgs []kafka.Message
+	for _, m := range marks {
+		last, ok := m.([]kafka.Message)
+		if !ok {
+			return fmt.Errorf("kafka source %s: a mark is a batch's messages, not %T", f.s.group, m)
 		}
-		return p, err
-	}, func(ctx context.Context, ps []P) error {
-		if err := commitBatches(ctx, ps); err != nil {
-			return fmt.Errorf("kafka source %s: create deliveries of %d batches: %w", s.group, len(ps), err)
-		}
-		return nil
-	}, func(marks [][]kafka.Message) error {
-		var msgs []kafka.Message
-		for _, m := range marks {
-			msgs = append(msgs, m...)
-		}
-		if err := commit(ctx, r, msgs...); err != nil {
-			return fmt.Errorf("kafka source %s: commit offsets: %w", s.group, err)
-		}
-		return nil
-	})
-	if ctx.Err() != nil {
-		return nil // stopping: the uncommitted batches are handed over again
+		msgs = append(msgs, last...)
 	}
-	return err
+	if err := commit(ctx, f.r, msgs...); err != nil {
+		return fmt.Errorf("kafka source %s: commit offsets: %w", f.s.group, err)
+	}
+	return nil
+}
+
+// Close stops fetching and leaves the group, flushing the offsets
+// committed last.
+func (f *feed) Close() error {
+	f.stop()
+	return f.r.Close()
 }
 
 // lastPerPartition is the last of msgs (in fetch order) of each partition:
@@ -248,8 +223,8 @@ func (s *Source) batches(ctx context.Context, r *kafka.Reader) (next func(contex
 	return next, func() { cancel(); <-fetched }
 }
 
-// commit outlives a shutdown that began during handle, so a handled message
-// is not delivered again after a clean stop.
+// commit outlives a shutdown that began during a batch's commit, so a
+// committed batch is not delivered again after a clean stop.
 func commit(ctx context.Context, r *kafka.Reader, ms ...kafka.Message) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()

@@ -2,7 +2,7 @@
 // Kafka (the relay's producer and the webhook dispatcher's Source): a Kafka
 // to talk to (the in-process fake, or the real broker scripts/test.sh
 // starts), events shaped as the log gives them, and a Source run that
-// collects what it handles and checks each stream's order.
+// collects what it commits and checks each stream's order.
 package sourcetest
 
 import (
@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/healthtech/partner-open-platform/events"
+	"github.com/healthtech/partner-open-platform/events/subscribe"
 	"github.com/healthtech/partner-open-platform/internal/kafkatest"
 	relaykafka "github.com/healthtech/partner-open-platform/relay/kafka"
 	webhookkafka "github.com/healthtech/partner-open-platform/webhooks/kafka"
@@ -102,50 +103,70 @@ func MakeEvents(prefix string, n, streams int, firstPos uint64) []events.Recorde
 	return out
 }
 
-// Collector is a Source handler that keeps what it handled.
+// Collector is a pipeline's commit that keeps what it committed.
 type Collector struct {
 	mu   sync.Mutex
 	got  []events.Recorded
 	want int
 	// Full is closed once the collector holds the events it wants.
 	Full chan struct{}
-	// Fail, when set, may refuse an event; n is the number handled so far.
+	// Fail, when set, may refuse an event, and with it the whole commit
+	// it is in (none of its events is kept); n is the number kept so far
+	// plus the event's index in the commit.
 	Fail func(n int, ev events.Recorded) error
 }
 
 // NewCollector wants want events.
 func NewCollector(want int) *Collector { return &Collector{want: want, Full: make(chan struct{})} }
 
-// Handle is the Source handler.
-func (c *Collector) Handle(_ context.Context, ev events.Recorded) error {
+// Prepare copies a batch.
+func (c *Collector) Prepare(_ context.Context, evs []events.Recorded) ([]events.Recorded, error) {
+	return append([]events.Recorded(nil), evs...), nil
+}
+
+// Commit keeps the batches' events, all or none.
+func (c *Collector) Commit(_ context.Context, batches [][]events.Recorded) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	var evs []events.Recorded
+	for _, b := range batches {
+		evs = append(evs, b...)
+	}
 	if c.Fail != nil {
-		if err := c.Fail(len(c.got), ev); err != nil {
-			return err
+		for i, ev := range evs {
+			if err := c.Fail(len(c.got)+i, ev); err != nil {
+				return err
+			}
 		}
 	}
-	c.got = append(c.got, ev)
-	if len(c.got) == c.want {
+	before := len(c.got)
+	c.got = append(c.got, evs...)
+	if before < c.want && len(c.got) >= c.want {
 		close(c.Full)
 	}
 	return nil
 }
 
-// Events is what the collector handled so far.
+// Events is what the collector committed so far.
 func (c *Collector) Events() []events.Recorded {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return append([]events.Recorded(nil), c.got...)
 }
 
-// Consume runs a Source until c has its events, then stops it.
+// Pipeline is the pipeline of a Source in group that commits into c.
+func Pipeline(addrs []string, topic, group string, c *Collector) subscribe.Pipeline[[]events.Recorded] {
+	return subscribe.Pipeline[[]events.Recorded]{Name: "collect " + group, Source: webhookkafka.NewSource(addrs, topic, group, QuietLog()),
+		Prepare: c.Prepare, Commit: c.Commit}
+}
+
+// Consume runs a Source's pipeline until c has its events, then stops it.
 func Consume(t *testing.T, addrs []string, topic, group string, c *Collector) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(Context(t))
 	defer cancel()
 	done := make(chan error, 1)
-	go func() { done <- webhookkafka.NewSource(addrs, topic, group, QuietLog()).Run(ctx, c.Handle) }()
+	go func() { done <- Pipeline(addrs, topic, group, c).Run(ctx) }()
 	select {
 	case <-c.Full:
 	case err := <-done:

@@ -1,4 +1,4 @@
-package webhooks_test
+package subscribe_test
 
 import (
 	"context"
@@ -6,12 +6,15 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/events/memory"
-	"github.com/healthtech/partner-open-platform/webhooks"
+	"github.com/healthtech/partner-open-platform/events/subscribe"
+	"github.com/healthtech/partner-open-platform/internal/lease"
+	leasemem "github.com/healthtech/partner-open-platform/internal/lease/memory"
 )
 
 // memCheckpoints is a forward-only checkpoint like relay's.
@@ -57,10 +60,10 @@ func appendN(t *testing.T, s events.Store, n int) []events.Position {
 	return out
 }
 
-// runBatches runs RunPipelined with handle as the commit of each batch
-// (prepare only copies it), so the tests below see what the store-fed
-// creation commits, batch by batch, in order.
-func runBatches(ctx context.Context, src webhooks.StoreSource, handle func(context.Context, []events.Recorded) error) error {
+// runBatches runs a pipeline with handle as the commit of each batch
+// (prepare only copies it), so the tests below see what a store-fed
+// pipeline commits, batch by batch, in order.
+func runBatches(ctx context.Context, src subscribe.StoreSource, handle func(context.Context, []events.Recorded) error) error {
 	prepare := func(_ context.Context, recs []events.Recorded) ([]events.Recorded, error) {
 		return append([]events.Recorded(nil), recs...), nil
 	}
@@ -72,19 +75,24 @@ func runBatches(ctx context.Context, src webhooks.StoreSource, handle func(conte
 		}
 		return nil
 	}
-	return webhooks.RunPipelined(ctx, src, prepare, commit)
+	return pipeline(src, prepare, commit).Run(ctx)
 }
 
-// RunPipelined hands every event over once, in log order, in batches no
+// pipeline is a pipeline named "test" over src.
+func pipeline[P any](src subscribe.Source, prepare func(context.Context, []events.Recorded) (P, error), commit func(context.Context, []P) error) subscribe.Pipeline[P] {
+	return subscribe.Pipeline[P]{Name: "test", Source: src, Prepare: prepare, Commit: commit}
+}
+
+// A pipeline hands every event over once, in log order, in batches no
 // larger than Batch, and checkpoints what it committed; a restart resumes
 // from the checkpoint rather than from From.
-func TestRunPipelinedDeliversInOrderAndResumesFromItsCheckpoint(t *testing.T) {
+func TestPipelineDeliversInOrderAndResumesFromItsCheckpoint(t *testing.T) {
 	store := memory.New()
 	defer store.Close()
 	pos := appendN(t, store, 100)
 	cps := &memCheckpoints{}
 	fromCalls := 0
-	src := webhooks.StoreSource{Store: store, Checkpoints: cps, Batch: 8, From: func(context.Context) (events.Position, error) {
+	src := subscribe.StoreSource{Store: store, Checkpoints: cps, Batch: 8, From: func(context.Context) (events.Position, error) {
 		fromCalls++
 		return events.Position{}, nil
 	}}
@@ -136,12 +144,12 @@ func TestRunPipelinedDeliversInOrderAndResumesFromItsCheckpoint(t *testing.T) {
 }
 
 // A batch whose commit fails is never checkpointed: the restart hands it over again.
-func TestRunPipelinedRedoesAFailedBatch(t *testing.T) {
+func TestPipelineRedoesAFailedBatch(t *testing.T) {
 	store := memory.New()
 	defer store.Close()
 	pos := appendN(t, store, 20)
 	cps := &memCheckpoints{}
-	src := webhooks.StoreSource{Store: store, Checkpoints: cps, Batch: 4, From: func(context.Context) (events.Position, error) { return events.Position{}, nil }}
+	src := subscribe.StoreSource{Store: store, Checkpoints: cps, Batch: 4, From: func(context.Context) (events.Position, error) { return events.Position{}, nil }}
 	boom := errors.New("store down")
 	seen := 0
 	err := runBatches(context.Background(), src, func(_ context.Context, recs []events.Recorded) error {
@@ -182,17 +190,17 @@ func TestRunPipelinedRedoesAFailedBatch(t *testing.T) {
 	}
 }
 
-// pipelineRun drives RunPipelined over a log of 20 events in batches of at
+// pipelineRun drives the pipeline over a log of 20 events in batches of at
 // most 3; the commit of the batch holding pos[10] (the held batch) calls
 // held once every later event was prepared, and returns what held returns.
-// It reports the batches committed, in call order, and RunPipelined's error.
+// It reports the batches committed, in call order, and the pipeline's error.
 func pipelineRun(t *testing.T, ctx context.Context, cancel context.CancelFunc, held func() error) (pos []events.Position, committed [][]events.Position, cps *memCheckpoints, err error) {
 	t.Helper()
 	store := memory.New()
 	t.Cleanup(func() { store.Close() })
 	pos = appendN(t, store, 20)
 	cps = &memCheckpoints{}
-	src := webhooks.StoreSource{Store: store, Checkpoints: cps, Batch: 3, From: func(context.Context) (events.Position, error) { return events.Position{}, nil }}
+	src := subscribe.StoreSource{Store: store, Checkpoints: cps, Batch: 3, From: func(context.Context) (events.Position, error) { return events.Position{}, nil }}
 	allPrepared, heldStarted := make(chan struct{}), make(chan struct{})
 	var mu sync.Mutex
 	prepare := func(ctx context.Context, recs []events.Recorded) ([]events.Position, error) {
@@ -236,12 +244,12 @@ func pipelineRun(t *testing.T, ctx context.Context, cancel context.CancelFunc, h
 		return nil
 	}
 	done := make(chan error, 1)
-	go func() { done <- webhooks.RunPipelined(ctx, src, prepare, commit) }()
+	go func() { done <- pipeline(src, prepare, commit).Run(ctx) }()
 	select {
 	case err = <-done:
 	case <-time.After(30 * time.Second):
 		cancel()
-		t.Fatal("RunPipelined did not end")
+		t.Fatal("the pipeline did not end")
 	}
 	mu.Lock()
 	defer mu.Unlock()
@@ -266,7 +274,7 @@ func commitsInOrder(t *testing.T, pos []events.Position, committed [][]events.Po
 // A commit that fails after later batches were prepared stops the pipeline:
 // nothing after it is committed and the checkpoint stays before it, so a
 // restart redoes it and everything after it.
-func TestRunPipelinedNeverCheckpointsPastAFailedCommit(t *testing.T) {
+func TestPipelineNeverCheckpointsPastAFailedCommit(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	boom := errors.New("store down")
@@ -292,7 +300,7 @@ func TestRunPipelinedNeverCheckpointsPastAFailedCommit(t *testing.T) {
 
 // A node stopped while a slow commit is in flight saves no checkpoint past
 // it, though later batches were prepared meanwhile.
-func TestRunPipelinedStoppedDuringASlowCommitKeepsItUncheckpointed(t *testing.T) {
+func TestPipelineStoppedDuringASlowCommitKeepsItUncheckpointed(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	pos, committed, cps, err := pipelineRun(t, ctx, cancel, func() error {
@@ -314,7 +322,7 @@ func TestRunPipelinedStoppedDuringASlowCommitKeepsItUncheckpointed(t *testing.T)
 // A slow commit holds the ones after it: the batches prepared meanwhile
 // are committed after it, in log order, each event once, and the final
 // checkpoint is the last event.
-func TestRunPipelinedCommitsBatchesPreparedDuringASlowCommitInOrder(t *testing.T) {
+func TestPipelineCommitsBatchesPreparedDuringASlowCommitInOrder(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	pos, committed, cps, err := pipelineRun(t, ctx, cancel, func() error { return nil })
@@ -338,11 +346,11 @@ func TestRunPipelinedCommitsBatchesPreparedDuringASlowCommitInOrder(t *testing.T
 // is handed over in a slice of its own, so a prepared batch that holds its
 // events (its commit waits until every later batch was prepared) still
 // holds them, and the next batch's events do not overwrite them.
-func TestRunPipelinedBatchesOutliveTheNextOne(t *testing.T) {
+func TestPipelineBatchesOutliveTheNextOne(t *testing.T) {
 	store := memory.New()
 	t.Cleanup(func() { store.Close() })
 	pos := appendN(t, store, 20)
-	src := webhooks.StoreSource{Store: store, Batch: 3, From: func(context.Context) (events.Position, error) { return events.Position{}, nil }}
+	src := subscribe.StoreSource{Store: store, Batch: 3, From: func(context.Context) (events.Position, error) { return events.Position{}, nil }}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	allPrepared := make(chan struct{})
@@ -369,7 +377,7 @@ func TestRunPipelinedBatchesOutliveTheNextOne(t *testing.T) {
 		return nil
 	}
 	done := make(chan error, 1)
-	go func() { done <- webhooks.RunPipelined(ctx, src, prepare, commit) }()
+	go func() { done <- pipeline(src, prepare, commit).Run(ctx) }()
 	select {
 	case err := <-done:
 		if err != nil {
@@ -377,7 +385,7 @@ func TestRunPipelinedBatchesOutliveTheNextOne(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		cancel()
-		t.Fatal("RunPipelined did not end")
+		t.Fatal("the pipeline did not end")
 	}
 	if len(committed) != len(pos) {
 		t.Fatalf("committed %d events, want %d", len(committed), len(pos))
@@ -386,5 +394,185 @@ func TestRunPipelinedBatchesOutliveTheNextOne(t *testing.T) {
 		if r.Position != pos[i] || r.ID != fmt.Sprintf("00000000-0000-4000-8000-%012d", i) {
 			t.Fatalf("committed event %d is %s %s, want %s: a later batch overwrote it", i, r.ID, r.Position, pos[i])
 		}
+	}
+}
+
+// The checkpoint follows the effect: when a commit starts, the checkpoint
+// is before its first event (it never counts an effect not yet written),
+// and once every commit returned, a clean stop leaves it at the last event.
+func TestPipelineCheckpointsOnlyCommittedBatches(t *testing.T) {
+	store := memory.New()
+	t.Cleanup(func() { store.Close() })
+	pos := appendN(t, store, 50)
+	cps := &memCheckpoints{}
+	src := subscribe.StoreSource{Store: store, Checkpoints: cps, Batch: 4}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var done int
+	err := pipeline(src, func(_ context.Context, recs []events.Recorded) ([]events.Recorded, error) {
+		return recs, nil
+	}, func(_ context.Context, batches [][]events.Recorded) error {
+		if cp := cps.get(); !cp.Less(batches[0][0].Position) {
+			t.Errorf("checkpoint %s when the commit of %s began", cp, batches[0][0].Position)
+		}
+		for _, b := range batches {
+			done += len(b)
+		}
+		if done == len(pos) {
+			cancel()
+		}
+		return nil
+	}).Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cps.get() != pos[len(pos)-1] {
+		t.Fatalf("checkpoint %s after a clean stop, want %s", cps.get(), pos[len(pos)-1])
+	}
+}
+
+// A failed preparation stops the pipeline with its error: the batches
+// before it commit, it and what follows do not, nor are they checkpointed.
+func TestPipelineStopsAtAFailedPreparation(t *testing.T) {
+	store := memory.New()
+	t.Cleanup(func() { store.Close() })
+	pos := appendN(t, store, 20)
+	cps := &memCheckpoints{}
+	src := subscribe.StoreSource{Store: store, Checkpoints: cps, Batch: 1}
+	boom := errors.New("read model unavailable")
+	var mu sync.Mutex
+	var committed []events.Position
+	err := pipeline(src, func(_ context.Context, recs []events.Recorded) ([]events.Recorded, error) {
+		if recs[0].Position == pos[7] {
+			return nil, boom
+		}
+		return recs, nil
+	}, func(_ context.Context, batches [][]events.Recorded) error {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, b := range batches {
+			for _, r := range b {
+				committed = append(committed, r.Position)
+			}
+		}
+		return nil
+	}).Run(context.Background())
+	if !errors.Is(err, boom) {
+		t.Fatalf("err %v, want %v", err, boom)
+	}
+	if !slices.Equal(committed, pos[:len(committed)]) || len(committed) > 7 {
+		t.Fatalf("committed %v, want a prefix of the log before %s", committed, pos[7])
+	}
+	if !cps.get().Less(pos[7]) {
+		t.Fatalf("checkpoint %s at or past the failed preparation at %s", cps.get(), pos[7])
+	}
+}
+
+// Under a lease, the pipeline commits only while this node holds it. Lost
+// while a commit is in flight, the batch is not checkpointed and nothing
+// after it commits while the other node holds the lease; once the lease is
+// free again the pipeline takes it back and resumes from its checkpoint,
+// so every event is committed, in log order, from the lost batch on.
+func TestPipelineUnderALeaseStopsWhenItIsLostAndResumes(t *testing.T) {
+	store := memory.New()
+	t.Cleanup(func() { store.Close() })
+	pos := appendN(t, store, 20)
+	cps := &memCheckpoints{}
+	var skew atomic.Int64
+	leases := leasemem.NewWithClock(func() time.Time { return time.Now().Add(time.Duration(skew.Load())) })
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	var mu sync.Mutex
+	var runs [][]events.Position // what each holding committed, in order
+	var other lease.Lease
+	lostOnce := false
+	p := subscribe.Pipeline[[]events.Recorded]{
+		Name: "test", Source: subscribe.StoreSource{Store: store, Checkpoints: cps, Batch: 3},
+		Leases: leases, Lease: "test-pipeline", Holder: "a", TTL: 150 * time.Millisecond,
+		Prepare: func(_ context.Context, recs []events.Recorded) ([]events.Recorded, error) { return recs, nil },
+		Commit: func(ctx context.Context, batches [][]events.Recorded) error {
+			if l, err := leases.Get(ctx, "test-pipeline"); err != nil || l.Holder != "a" {
+				t.Errorf("a commit ran while %q held the lease (err %v)", l.Holder, err)
+			}
+			all := slices.Concat(batches...)
+			mu.Lock()
+			if len(runs) == 0 {
+				runs = append(runs, nil)
+			}
+			if !lostOnce && slices.ContainsFunc(all, func(r events.Recorded) bool { return r.Position == pos[10] }) {
+				lostOnce = true
+				mu.Unlock()
+				// The lease lapses and another node takes it.
+				skew.Store(int64(time.Hour))
+				var err error
+				if other, err = leases.Acquire(context.Background(), "test-pipeline", "b", time.Hour); err != nil {
+					t.Error(err)
+				}
+				<-ctx.Done() // the renewal finds the lease lost
+				mu.Lock()
+				runs = append(runs, nil) // the next holding starts here
+				mu.Unlock()
+				return ctx.Err()
+			}
+			for _, r := range all {
+				runs[len(runs)-1] = append(runs[len(runs)-1], r.Position)
+			}
+			finished := runs[len(runs)-1][len(runs[len(runs)-1])-1] == pos[19]
+			mu.Unlock()
+			if finished {
+				cancel()
+			}
+			return nil
+		},
+	}
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+
+	// Wait until the lease was lost, then for the standing-by pipeline's
+	// checkpoint to settle, and give the lease back.
+	deadline := time.After(30 * time.Second)
+	for {
+		mu.Lock()
+		lost := len(runs) == 2
+		mu.Unlock()
+		if lost {
+			break
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("the pipeline ended (%v) before the lease was lost", err)
+		case <-deadline:
+			t.Fatal("the lease was never lost")
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	checkpointAtLoss := cps.get()
+	if !checkpointAtLoss.Less(pos[10]) {
+		t.Fatalf("checkpoint %s covers the batch whose commit the lost lease cut (holding %s)", checkpointAtLoss, pos[10])
+	}
+	if err := leases.Release(context.Background(), other); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-deadline:
+		cancel()
+		t.Fatal("the pipeline did not resume after the lease came back")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	first, second := runs[0], runs[1]
+	if !slices.Equal(first, pos[:len(first)]) {
+		t.Fatalf("first holding committed %v, want a prefix of the log", first)
+	}
+	// The second holding starts right after the checkpoint it found and
+	// commits the rest in order.
+	start := slices.Index(pos, second[0])
+	if start < 0 || (start > 0 && pos[start-1] != checkpointAtLoss) || !slices.Equal(second, pos[start:]) {
+		t.Fatalf("after the lease came back it committed %v; want the log after the checkpoint %s", second, checkpointAtLoss)
 	}
 }

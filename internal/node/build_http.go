@@ -1,0 +1,141 @@
+package node
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/julienschmidt/httprouter"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/healthtech/partner-open-platform/commandapi"
+	"github.com/healthtech/partner-open-platform/commands"
+	"github.com/healthtech/partner-open-platform/events"
+	"github.com/healthtech/partner-open-platform/events/subscribe"
+	"github.com/healthtech/partner-open-platform/internal/auth"
+	"github.com/healthtech/partner-open-platform/internal/httpapi"
+	"github.com/healthtech/partner-open-platform/internal/idempotency"
+	"github.com/healthtech/partner-open-platform/internal/metrics"
+	"github.com/healthtech/partner-open-platform/internal/openapi"
+	"github.com/healthtech/partner-open-platform/projections"
+	"github.com/healthtech/partner-open-platform/queryapi"
+)
+
+// buildRoutes makes the HTTP edges over the commands, the read models and
+// the authentication schemes: the command API, the query API and the
+// report pull. The projections they list are the read side's (p.all).
+func (n *Node) buildRoutes(cfg Config, c commandSet, a authSet, p projectionSet) []commandapi.Route {
+	cmdAPI := &commandapi.API{
+		Users: c.users, Apps: c.apps,
+		SchemeM: a.schemeM, Admin: a.admin, Watermarks: n.Watermarks, AppsReady: p.appsRunner,
+		Resender: n.Dispatcher, Location: n.Location, Keys: n.Keys,
+		Deliveries: n.ReadModel, DeliveryErasures: commands.NewDeliveryErasures(n.Events, n.Registry),
+		BulkResendCap: cfg.BulkResendCap,
+		SchemeH:       a.schemeH, Reports: c.reports, Plugin: c.plugin,
+		Credentials: commands.NewCredentialIssuer(n.Events, n.Registry, c.ids, cfg.Now), UploaderDirectory: a.apps,
+		Orders:        commands.NewOrders(n.Events, n.Registry, c.ids, cfg.Now),
+		Benefits:      c.benefits,
+		InternalToken: n.InternalToken,
+		Projections:   subscribe.RunnerSet(p.all),
+		Idempotency: &idempotency.Keeper{
+			Store: n.Events, Registry: n.Registry, Sealer: c.sealer, Keys: n.Keys, Now: cfg.Now, Replayed: n.Watermarks.Wrote,
+		},
+		SignedWrites: a.nonces,
+		Operators:    c.operators, OperatorsReady: p.operatorsRunner,
+	}
+	qAPI := &queryapi.API{
+		Store: n.ReadModel, Apps: p.apps, Events: n.Events, Runners: p.all, ReadModelRunners: p.byReadModel, Pseudonyms: n.Pseudonyms,
+		SchemeM: a.schemeM, SchemeH: a.schemeH, Admin: a.admin, Watermarks: n.Watermarks, Location: n.Location, Deliveries: n.ReadModel,
+		Orders: n.ReadModel, Benefits: n.ReadModel, Outbox: n.Developers,
+		Operators: p.operators, Audit: n.ReadModel, Auditor: c.operators,
+	}
+	reportAPI := &queryapi.ReportAPI{
+		Reports: n.ReadModel, Users: n.ReadModel, Events: n.Events, Runner: p.byReadModel[projections.ReadModelReports], SchemeH: a.schemeH,
+		Limiter: a.pullLimit, Tokens: a.apps, Apps: a.apps,
+		Location: n.Location, Now: cfg.Now, Watermarks: n.Watermarks, Views: c.reports, Auditor: c.operators,
+	}
+	routes := append(cmdAPI.Routes(), qAPI.Routes()...)
+	return append(routes, reportAPI.Routes()...)
+}
+
+// watchLag reports, as metrics, how far each projection and the relay are
+// behind the log's head.
+func (n *Node) watchLag() {
+	n.Metrics.WatchLag(n.Events, func() []metrics.Follower {
+		fs := make([]metrics.Follower, 0, len(n.Runners)+1)
+		for _, run := range n.Runners {
+			fs = append(fs, metrics.Follower{Kind: "projection", Name: run.Name(), Position: func(context.Context) (events.Position, error) { return run.Position(), nil }})
+		}
+		if n.relayCheckpoints != nil {
+			fs = append(fs, metrics.Follower{Kind: "relay", Name: "kafka", Position: n.relayCheckpoints.Load})
+		}
+		return fs
+	})
+}
+
+// router serves every route behind the edge: request lines beyond
+// httpapi.MaxRequestLine are refused before routing or logging, methods
+// are bounded metric labels, and one failed-authentication limiter is
+// shared by every API of the node.
+func (n *Node) router(routes []commandapi.Route, now func() time.Time) http.Handler {
+	rt := httprouter.New()
+	rt.RedirectTrailingSlash, rt.RedirectFixedPath = false, false
+	observe := func(method, route string, status int, d time.Duration) {
+		n.Metrics.HTTPDuration.WithLabelValues(method, route, httpapi.StatusLabel(status)).Observe(d.Seconds())
+	}
+	wrap := func(route string, h http.Handler) http.Handler {
+		return httpapi.InstrumentTo(n.log, n.accessLog, route, observe, h)
+	}
+	for _, r := range routes {
+		h := r.Handle
+		rt.Handler(r.Method, r.Path, wrap(r.Path, http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			h(w, req, httprouter.ParamsFromContext(req.Context()))
+		})))
+	}
+	rt.Handler("GET", "/healthz", wrap("/healthz", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		httpapi.OK(w, http.StatusOK, map[string]any{"status": "ok"})
+	})))
+	rt.Handler("GET", "/readyz", wrap("/readyz", http.HandlerFunc(n.readyz)))
+	rt.Handler("GET", "/metrics", promhttp.HandlerFor(n.Metrics.Registry, promhttp.HandlerOpts{}))
+	rt.Handler("POST", "/admin/v1/backup", wrap("/admin/v1/backup", http.HandlerFunc(n.serveBackup)))
+	rt.Handler("GET", "/openapi.yaml", wrap("/openapi.yaml", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/yaml")
+		_, _ = w.Write(openapi.Spec)
+	})))
+	if n.Portal != nil {
+		for _, m := range []string{"GET", "HEAD", "POST"} {
+			rt.Handler(m, "/portal", wrap("/portal/", n.Portal))
+			rt.Handler(m, "/portal/*path", wrap("/portal/", n.Portal))
+		}
+	}
+	rt.NotFound = wrap("unmatched", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { httpapi.Error(w, r, httpapi.ErrNotFound) }))
+	rt.MethodNotAllowed = wrap("unmatched", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { httpapi.Error(w, r, httpapi.ErrMethod) }))
+	refuse := wrap("refused", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { httpapi.Error(w, r, httpapi.ErrURITooLong) }))
+	failures := auth.NewFailures()
+	failures.Now = now // the node's clock, as every other budget and window uses
+	return httpapi.LimitRequestLine(failures.Install(rt), refuse)
+}
+
+// readyz answers 200 once every projection has applied the log as far as it
+// reached when the node started, and stays 200 while an operator rebuilds a
+// read model; its body lists each projection's progress and any event it had to
+// skip.
+func (n *Node) readyz(w http.ResponseWriter, r *http.Request) {
+	status := map[string]any{}
+	ready := true
+	for _, run := range n.Runners {
+		s := run.Stats()
+		// A read model being rebuilt on an operator's request does not make the
+		// node unready: every other read model still serves, and reads of the
+		// rebuilt one wait for it (bounded) rather than answer without it.
+		if s.LastError != "" || (!s.Ready && !s.Rebuilding) {
+			ready = false
+		}
+		status[s.Name] = s
+	}
+	if !ready {
+		httpapi.WriteJSON(w, http.StatusServiceUnavailable, httpapi.Envelope{Code: "HTTP_503", Message: "projections are catching up", Data: status, Timestamp: time.Now().Format(time.RFC3339)})
+		return
+	}
+	httpapi.OK(w, http.StatusOK, status)
+}

@@ -1,0 +1,194 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/healthtech/partner-open-platform/events"
+	"github.com/healthtech/partner-open-platform/events/subscribe"
+	"github.com/healthtech/partner-open-platform/privacy"
+	"github.com/healthtech/partner-open-platform/projections"
+	"github.com/healthtech/partner-open-platform/relay"
+	"github.com/healthtech/partner-open-platform/relay/feed"
+	relaykafka "github.com/healthtech/partner-open-platform/relay/kafka"
+	relaypg "github.com/healthtech/partner-open-platform/relay/postgres"
+	"github.com/healthtech/partner-open-platform/webhooks"
+	webhookkafka "github.com/healthtech/partner-open-platform/webhooks/kafka"
+	webhooksmem "github.com/healthtech/partner-open-platform/webhooks/memory"
+	webhookspg "github.com/healthtech/partner-open-platform/webhooks/postgres"
+	"github.com/healthtech/partner-open-platform/webhooks/targets"
+)
+
+// buildDispatcher makes the webhook dispatcher over the deliveries read
+// model; startWebhooks gives it its claims and feeds it.
+func (n *Node) buildDispatcher(cfg Config, p projectionSet) *webhooks.Dispatcher {
+	guard := targets.Guard{AllowLoopback: cfg.WebhookAllowLoopback}
+	if cfg.WebhookAllowLoopback {
+		n.log.Warn("PLATFORM_WEBHOOK_ALLOW_LOOPBACK is on: webhooks may target http and loopback addresses; never use this in production")
+	}
+	return &webhooks.Dispatcher{
+		Store: n.Events, Registry: n.Registry, Apps: p.apps, AppsReady: p.appsRunner,
+		Deliveries: n.ReadModel, Projected: p.byReadModel[projections.ReadModelDeliveries], Reflected: p.readModels, Client: guard.Client(10 * time.Second),
+		Clock: cfg.WebhookClock, Schedule: cfg.WebhookSchedule, Location: n.Location, Log: n.log.With("component", "webhooks"),
+		Workers: cfg.WebhookWorkers, OnAttempt: n.Metrics.Attempted,
+		PerEndpoint: cfg.WebhookPerEndpoint, BreakerFailures: cfg.WebhookBreakerFailures, BreakerCooldown: cfg.WebhookBreakerCooldown,
+		OnBreaker: n.Metrics.Breaker, CreateConcurrency: cfg.WebhookCreateConcurrency,
+	}
+}
+
+// webhookCreationCheckpointFile keeps, in the data directory, the log
+// position up to which an embedded node has created every delivery.
+const webhookCreationCheckpointFile = "webhook-creation-checkpoint.json"
+
+// startWebhooks starts the dispatcher (fed by Kafka or by the store), its
+// sender, the relay when Kafka is configured, and the delivery gauges.
+// Nodes sharing Postgres share the work: every node sends (claims keep one
+// attempt of a delivery in flight), one node at a time relays (the relay
+// lease), and without Kafka one node at a time creates deliveries from the
+// store (the webhook-creation lease); with Kafka the consumer group spreads
+// creation over the nodes.
+func (n *Node) startWebhooks(ctx context.Context, cfg Config, models *subscribe.Runner) error {
+	if err := n.openClaims(ctx, cfg); err != nil {
+		return err
+	}
+	creation, err := n.creationCheckpoints(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	if len(cfg.KafkaBrokers) == 0 {
+		n.spawn(ctx, "webhook deliveries", n.createFromStore(cfg, creation, models).Run)
+	} else if err := n.startKafka(ctx, cfg); err != nil {
+		return err
+	}
+	n.spawn(ctx, "webhook sender", n.Dispatcher.RunSender)
+	n.spawn(ctx, "delivery gauges", n.deliveryGauges)
+	return nil
+}
+
+// openClaims gives the dispatcher its claims, which spread sending over the
+// nodes sharing the deliveries, one attempt of a delivery in flight at a time.
+func (n *Node) openClaims(ctx context.Context, cfg Config) error {
+	if cfg.PostgresURL != "" {
+		claims, err := webhookspg.New(ctx, n.pool)
+		if err != nil {
+			return fmt.Errorf("webhook claims: %w", err)
+		}
+		n.Dispatcher.Claims = claims
+		n.Adapters["webhook claims"] = "Postgres"
+	} else {
+		n.Dispatcher.Claims = webhooksmem.NewClaims()
+		n.Adapters["webhook claims"] = "in memory (one node)"
+	}
+	n.Dispatcher.ClaimTTL, n.Dispatcher.Node = cfg.WebhookClaimTTL, n.NodeID
+	n.log.Info("adapter", "port", "webhook claims", "adapter", n.Adapters["webhook claims"])
+	return nil
+}
+
+// creationCheckpoints keeps how far deliveries were created: deliveries are
+// created in concurrent batches, so the highest one recorded does not say
+// all before it are; a checkpoint does.
+func (n *Node) creationCheckpoints(ctx context.Context, cfg Config) (subscribe.Checkpoints, error) {
+	if cfg.PostgresURL == "" {
+		return relay.NewFileCheckpointsNamed(cfg.DataDir, webhookCreationCheckpointFile), nil
+	}
+	shared, err := relaypg.New(ctx, n.pool, "webhook-creation")
+	if err != nil {
+		return nil, fmt.Errorf("webhook creation checkpoint: %w", err)
+	}
+	return shared, nil
+}
+
+// creation is the dispatcher's delivery creation as a pipelined client of
+// the subscription runtime: the next batch waits for the read models (and,
+// from Kafka, is fetched and decrypted) while the previous one's append
+// commits; the checkpoint or the group's offsets cover committed batches.
+func (n *Node) creation(source subscribe.Source) subscribe.Pipeline[webhooks.PreparedBatch] {
+	return subscribe.Pipeline[webhooks.PreparedBatch]{Name: "webhook deliveries", Source: source, Log: n.log,
+		Prepare: n.Dispatcher.PrepareBatch, Commit: n.Dispatcher.CommitBatches}
+}
+
+// createFromStore creates deliveries from the event store, on one node at
+// a time (the webhook-creation lease). Creation is idempotent, so a paused
+// old owner overlapping a new one writes nothing twice; the lease only
+// saves the others the work.
+func (n *Node) createFromStore(cfg Config, creation subscribe.Checkpoints, models *subscribe.Runner) subscribe.Pipeline[webhooks.PreparedBatch] {
+	from := func(ctx context.Context) (events.Position, error) {
+		if err := models.WaitReady(ctx); err != nil {
+			return events.Position{}, err
+		}
+		return n.ReadModel.LastSource(ctx)
+	}
+	p := n.creation(subscribe.StoreSource{Store: n.Events, Checkpoints: creation, From: from})
+	p.Leases, p.Lease, p.Holder, p.TTL = n.Leases, "webhook-creation", n.NodeID, cfg.LeaseTTL
+	return p
+}
+
+// startKafka makes sure of the topics, creates deliveries from the internal
+// topic (the consumer group spreads it over the nodes) and, unless this
+// node opted out, competes for the relay that fills the topics.
+func (n *Node) startKafka(ctx context.Context, cfg Config) error {
+	for _, topic := range []string{cfg.KafkaInternalTopic, cfg.KafkaTopic} {
+		ectx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		err := relaykafka.EnsureTopic(ectx, cfg.KafkaBrokers, topic, 6)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("kafka topic %s: %w", topic, err)
+		}
+	}
+	// The consumer group spreads creation over the nodes: no lease.
+	create := n.creation(webhookkafka.NewSource(cfg.KafkaBrokers, cfg.KafkaInternalTopic, webhookkafka.WebhookGroup(cfg.KafkaInternalTopic), n.log))
+	if priv, ok := n.Events.(*privacy.Store); ok {
+		create.Prepare = privacy.Decrypting(priv, create.Prepare) // the topic carries ciphertext
+	}
+	n.spawn(ctx, "webhook deliveries", create.Run)
+	if cfg.KafkaRelay != nil && !*cfg.KafkaRelay {
+		n.log.Info("relay opted out on this node (PLATFORM_KAFKA_RELAY=off): other nodes relay")
+		return nil
+	}
+	return n.startRelay(ctx, cfg)
+}
+
+// startRelay competes for the relay lease; its holder copies the stored
+// log (ciphertext) to the internal topic and the analytics feed.
+func (n *Node) startRelay(ctx context.Context, cfg Config) error {
+	key, err := feedPseudonymKey(cfg)
+	if err != nil {
+		return err
+	}
+	transformer, err := feed.New(key, n.Registry)
+	if err != nil {
+		return err
+	}
+	producer := relaykafka.NewFeedProducer(cfg.KafkaBrokers, cfg.KafkaInternalTopic, cfg.KafkaTopic, transformer, n.log.With("component", "relay")).
+		WithStreamNames(n.Pseudonyms.Stream)
+	n.closers = append(n.closers, producer.Close)
+	var checkpoints relay.Checkpoints = relay.NewFileCheckpointsNamed(cfg.DataDir, relay.FeedCheckpointFile)
+	if cfg.PostgresURL != "" {
+		shared, err := relaypg.New(ctx, n.pool, "feed")
+		if err != nil {
+			return err
+		}
+		checkpoints = relay.Upgraded{Primary: shared, Legacy: checkpoints}
+	}
+	n.relayCheckpoints = checkpoints
+	n.log.Info("analytics feed", "topic", cfg.KafkaTopic, "pseudonym_key_id", transformer.KeyID())
+	n.spawnOwned(ctx, "relay", n.Leases, "relay", cfg.LeaseTTL, func(ctx context.Context) error {
+		return relay.Run(ctx, n.StoredEvents, producer, checkpoints, n.log.With("component", "relay"), relay.Options{OnRelayed: n.Metrics.Relayed})
+	})
+	return nil
+}
+
+// deliveryGauges refreshes the deliveries-by-status gauges every 5 s.
+func (n *Node) deliveryGauges(ctx context.Context) error {
+	for {
+		if counts, err := n.ReadModel.CountByStatus(ctx); err == nil {
+			n.Metrics.DeliveryCounts(counts)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(5 * time.Second):
+		}
+	}
+}
