@@ -67,8 +67,14 @@ const maxCachedCards = 10000
 // another node appended meanwhile fails the append as a conflict, and the
 // uses are decided again on what a read then gives. On Postgres this saves
 // a round trip per use of a card this node holds. Callers lead the card's
-// queue, so no two of them touch one entry at once.
-type cards struct{ b *Benefits }
+// queue, so no two of them touch one entry at once. decided, when set, is
+// where the decision leaves the state it built by applying its own uses
+// (verifyBatch): the cache adopts it after the append instead of folding
+// the same uses again.
+type cards struct {
+	b       *Benefits
+	decided **cardState
+}
 
 // entry returns the card's cache entry, creating it when missing.
 func (c cards) entry(stream string) *cachedCard {
@@ -133,8 +139,12 @@ func (c cards) appendAfter(ctx context.Context, s streams, stream string, versio
 		return res, err
 	}
 	if e := c.entry(stream); e.version == version {
-		for _, p := range ps {
-			e.state.apply(events.Envelope{Payload: asDecoded(p)})
+		if c.decided != nil && *c.decided != nil {
+			e.state = **c.decided
+		} else {
+			for _, p := range ps {
+				e.state.apply(events.Envelope{Payload: asDecoded(p)})
+			}
 		}
 		e.version, e.pos = version+uint64(len(ps)), res.Position
 	}

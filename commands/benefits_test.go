@@ -242,7 +242,7 @@ func TestCachedCardMatchesReplay(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	cached, version, _, _, err := cards{b}.loadLent(ctx, b.streams, domain.CardStream(card)) // nothing leads the card now
+	cached, version, _, _, err := cards{b: b}.loadLent(ctx, b.streams, domain.CardStream(card)) // nothing leads the card now
 	if err != nil {
 		t.Fatal(err)
 	}

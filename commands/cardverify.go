@@ -332,7 +332,7 @@ func (s cardState) clone() cardState {
 // DUPLICATE_FULFILLMENT, not NO_REMAINING_QUOTA).
 func (b *Benefits) verifyBatch(ctx context.Context, card string, batch []*verifyReq) {
 	var work *cardState
-	pos, err := executeBatch(ctx, b.streams, cards{b}, domain.CardStream(card), func(st *cardState) ([]events.Payload, error) {
+	pos, err := executeBatch(ctx, b.streams, cards{b, &work}, domain.CardStream(card), func(st *cardState) ([]events.Payload, error) {
 		work = st
 		items := map[int64]itemState{} // read once per decision (decideOne)
 		var ps []events.Payload
