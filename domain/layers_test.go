@@ -77,7 +77,12 @@ var layerRules = []struct {
 	{
 		why:  "the event schema depends on nothing above it",
 		pkgs: []string{"events", "events/catalog"},
-		only: []string{"events", "events/catalog", "domain"},
+		only: []string{"events", "events/catalog", "events/jsoncodec", "domain"},
+	},
+	{
+		why:  "the JSON codec is a leaf every layer may use: it knows JSON, nothing of the platform",
+		pkgs: []string{"events/jsoncodec"},
+		only: []string{"events/jsoncodec"},
 	},
 	{
 		why:  "the log's wire format on Kafka is part of the event schema's layer: it knows the log, nothing above it",

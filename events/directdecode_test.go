@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/healthtech/partner-open-platform/events"
+	"github.com/healthtech/partner-open-platform/events/jsoncodec"
 )
 
 // directPinged decodes pinged's one shape and counts what it decided.
@@ -21,8 +22,8 @@ func (d *directPinged) decode(data []byte) (events.Payload, bool) {
 	defer d.mu.Unlock()
 	d.seen = append(d.seen, string(data))
 	p := &pinged{}
-	ok := events.ReadJSONObject(data, func(key []byte, r *events.JSONReader) bool {
-		if string(key) != "n" {
+	ok := jsoncodec.ReadObjectString(string(data), func(key string, r *jsoncodec.Reader) bool {
+		if key != "n" {
 			return false
 		}
 		var n int64

@@ -1,10 +1,8 @@
 package events_test
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/healthtech/partner-open-platform/events"
 )
@@ -52,32 +50,5 @@ func TestEncodeUsesTheDirectEncoderAndFallsBackWhenItDeclines(t *testing.T) {
 	ev, err = reg.Encode(encoded{N: -3}, events.Metadata{})
 	if err != nil || string(ev.Data) != `{"n":-3}` {
 		t.Fatalf("declined: %s %v", ev.Data, err)
-	}
-}
-
-// AppendJSONTime writes what time.Time.MarshalJSON writes, and declines
-// exactly the times it refuses.
-func TestAppendJSONTimeMatchesMarshalJSON(t *testing.T) {
-	base := time.Date(2026, 11, 24, 5, 0, 1, 123456789, time.UTC)
-	times := []time.Time{{}, base, base.Truncate(time.Second), base.Local(),
-		time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC), time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC),
-		time.Date(-1, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC)}
-	for _, off := range []int{8 * 3600, -5*3600 - 1800, 8*3600 + 43, 23*3600 + 59*60, 24 * 3600, -24 * 3600, 30 * 3600, -1} {
-		times = append(times, base.In(time.FixedZone("z", off)))
-	}
-	for _, tm := range times {
-		want, werr := tm.MarshalJSON()
-		got, ok := events.AppendJSONTime([]byte("x"), tm)
-		if ok != (werr == nil) {
-			t.Fatalf("%v: direct ok=%v, MarshalJSON %v", tm, ok, werr)
-		}
-		if ok && string(got) != "x"+string(want) {
-			t.Fatalf("%v: direct %s, MarshalJSON %s", tm, got, want)
-		}
-		if ok {
-			if j, _ := json.Marshal(tm); string(j) != string(want) {
-				t.Fatalf("json.Marshal %s", j)
-			}
-		}
 	}
 }

@@ -48,8 +48,8 @@ import (
 
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/events/catalog"
+	"github.com/healthtech/partner-open-platform/events/jsoncodec"
 	"github.com/healthtech/partner-open-platform/internal/datakeys"
-	"github.com/healthtech/partner-open-platform/internal/jsonid"
 )
 
 const (
@@ -409,7 +409,7 @@ func locate(data []byte, fields *personalPaths) ([]located, error) {
 
 // Subject names the person (or, for personal data of no channel user, the
 // aggregate) whose key seals an event's personal fields; see the package doc.
-// It reads the few fields it needs with jsonid's direct reader, and with
+// It reads the few fields it needs with jsoncodec.Pick, and with
 // encoding/json (subjectJSON) whenever that reader cannot decide exactly.
 func Subject(stream, eventType string, data []byte) string {
 	if strings.HasPrefix(stream, "user-") {
@@ -423,16 +423,16 @@ func Subject(stream, eventType string, data []byte) string {
 
 // subjectFields are the members Subject reads, in subjectJSON's struct
 // order.
-var subjectFields = []jsonid.Field{
-	{Name: "open_user_id", Kind: jsonid.Int64},
-	{Name: "user_id", Kind: jsonid.Int64},
-	{Name: "platform_user_id", Kind: jsonid.Int64},
-	{Name: "source_stream", Kind: jsonid.String},
-	{Name: "body", Kind: jsonid.String},
+var subjectFields = []jsoncodec.Field{
+	{Name: "open_user_id", Kind: jsoncodec.Int64},
+	{Name: "user_id", Kind: jsoncodec.Int64},
+	{Name: "platform_user_id", Kind: jsoncodec.Int64},
+	{Name: "source_stream", Kind: jsoncodec.String},
+	{Name: "body", Kind: jsoncodec.String},
 }
 
 // bodyFields is the one member a webhook body names its user with.
-var bodyFields = []jsonid.Field{{Name: "open_user_id", Kind: jsonid.Int64}}
+var bodyFields = []jsoncodec.Field{{Name: "open_user_id", Kind: jsoncodec.Int64}}
 
 // isDelivery reports the event types whose subject may come from a webhook
 // body or its source stream.
@@ -440,11 +440,11 @@ func isDelivery(eventType string) bool {
 	return eventType == (catalog.DeliveryCreated{}).EventType() || eventType == (catalog.DeliveryAttempted{}).EventType()
 }
 
-// subjectDirect is subjectJSON without reflection; false when jsonid
+// subjectDirect is subjectJSON without reflection; false when jsoncodec.Pick
 // declines the data or a delivery's body.
 func subjectDirect(stream, eventType string, data []byte) (string, bool) {
-	var ids [5]jsonid.Value
-	if !jsonid.Read(data, subjectFields, ids[:]) {
+	var ids [5]jsoncodec.Picked
+	if !jsoncodec.Pick(data, subjectFields, ids[:]) {
 		return "", false
 	}
 	for _, id := range ids[:3] {
@@ -457,7 +457,7 @@ func subjectDirect(stream, eventType string, data []byte) (string, bool) {
 	}
 	if body := ids[4].Raw(data); len(body) > 2 { // "" names nobody
 		var arr [1024]byte
-		user, ok := BodyUser(jsonid.Unquote(arr[:0], body))
+		user, ok := BodyUser(jsoncodec.Unquote(arr[:0], body))
 		if !ok {
 			return "", false
 		}
@@ -467,7 +467,7 @@ func subjectDirect(stream, eventType string, data []byte) (string, bool) {
 	}
 	if src := ids[3].Raw(data); len(src) > 2 {
 		var arr [128]byte
-		return streamSubject(string(jsonid.Unquote(arr[:0], src))), true
+		return streamSubject(string(jsoncodec.Unquote(arr[:0], src))), true
 	}
 	return streamSubject(stream), true
 }
@@ -479,8 +479,8 @@ func subjectDirect(stream, eventType string, data []byte) (string, bool) {
 // gives it (0 too when that returns an error); false when the direct reader
 // declines the body and the caller must decode it with encoding/json.
 func BodyUser(body []byte) (int64, bool) {
-	var user [1]jsonid.Value
-	if !jsonid.Read(body, bodyFields, user[:]) {
+	var user [1]jsoncodec.Picked
+	if !jsoncodec.Pick(body, bodyFields, user[:]) {
 		return 0, false
 	}
 	if user[0].Mismatch {

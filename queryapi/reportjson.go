@@ -3,9 +3,9 @@ package queryapi
 import (
 	"encoding/json"
 	"net/http"
-	"strconv"
 	"time"
 
+	jc "github.com/healthtech/partner-open-platform/events/jsoncodec"
 	"github.com/healthtech/partner-open-platform/internal/httpapi"
 	"github.com/healthtech/partner-open-platform/projections"
 )
@@ -34,69 +34,36 @@ func writePull(w http.ResponseWriter, rep *projections.Report, loc *time.Locatio
 // them and a splice pass per pull; reportjson_test.go holds it to the
 // encoder's bytes.
 func appendPullEnvelope(b []byte, rep *projections.Report, loc *time.Location, timestamp string) []byte {
-	b = append(b, `{"success":true,"code":0,"message":"ok","data":{"app_id":`...)
-	b = strconv.AppendInt(b, rep.AppID, 10)
-	b = append(b, `,"device_sn":`...)
-	b = appendOptString(b, rep.DeviceSN)
-	b = append(b, `,"examined_at":`...)
-	b = appendTimePtr(b, rep.ExaminedAt, loc)
-	b = append(b, `,"file_path":`...)
-	b = appendOptString(b, rep.FilePath)
-	b = append(b, `,"id":`...)
-	b = strconv.AppendInt(b, rep.ReportID, 10)
-	b = append(b, `,"interpretation_detail":`...)
-	b = appendRaw(b, rep.InterpretationDetail)
-	b = append(b, `,"interpretation_method":`...)
-	b = appendOptString(b, rep.InterpretationMethod)
-	b = append(b, `,"interpretation_result":`...)
-	b = appendOptString(b, rep.InterpretationResult)
-	b = append(b, `,"interpreted_at":`...)
-	b = appendTimePtr(b, rep.InterpretedAt, loc)
-	b = append(b, `,"is_viewed":`...)
-	b = strconv.AppendBool(b, rep.IsViewed)
-	b = append(b, `,"measurement_no":`...)
-	b = appendOptString(b, rep.MeasurementNo)
-	b = append(b, `,"meta":{"data_source":`...)
-	b = appendOptString(b, rep.DataSource)
-	b = append(b, `,"operator_name":`...)
-	b = appendOptString(b, rep.OperatorName)
-	b = append(b, `,"operator_platform_user_id":`...)
-	b = appendOptInt(b, rep.OperatorPlatformUserID)
-	b = append(b, `,"points_code":`...)
-	b = appendOptString(b, rep.PointsCode)
-	b = append(b, `},"open_member_id":`...)
-	b = appendOptInt(b, rep.OpenMemberID)
-	b = append(b, `,"open_user_id":`...)
-	b = strconv.AppendInt(b, rep.OpenUserID, 10)
-	b = append(b, `,"raw_data":`...)
-	b = appendRaw(b, rep.RawData)
-	b = append(b, `,"report_type":`...)
-	b = appendOptString(b, rep.ReportType)
-	b = append(b, `,"request_report_id":`...)
-	b = appendOptString(b, rep.RequestReportID)
-	b = append(b, `,"uploaded_at":`...)
-	b = append(b, '"')
-	b = rep.UploadedAt.In(loc).AppendFormat(b, time.RFC3339)
-	b = append(b, '"')
-	b = append(b, `},"timestamp":`...)
-	b = appendString(b, timestamp)
+	b = jc.Int(b, `{"success":true,"code":0,"message":"ok","data":{"app_id":`, rep.AppID)
+	b = text.OptString(b, `,"device_sn":`, rep.DeviceSN)
+	b = jc.OptTimeIn(b, `,"examined_at":`, rep.ExaminedAt, loc, time.RFC3339)
+	b = text.OptString(b, `,"file_path":`, rep.FilePath)
+	b = jc.Int(b, `,"id":`, rep.ReportID)
+	b = appendRaw(b, `,"interpretation_detail":`, rep.InterpretationDetail)
+	b = text.OptString(b, `,"interpretation_method":`, rep.InterpretationMethod)
+	b = text.OptString(b, `,"interpretation_result":`, rep.InterpretationResult)
+	b = jc.OptTimeIn(b, `,"interpreted_at":`, rep.InterpretedAt, loc, time.RFC3339)
+	b = jc.Bool(b, `,"is_viewed":`, rep.IsViewed)
+	b = text.OptString(b, `,"measurement_no":`, rep.MeasurementNo)
+	b = text.OptString(b, `,"meta":{"data_source":`, rep.DataSource)
+	b = text.OptString(b, `,"operator_name":`, rep.OperatorName)
+	b = jc.OptInt(b, `,"operator_platform_user_id":`, rep.OperatorPlatformUserID)
+	b = text.OptString(b, `,"points_code":`, rep.PointsCode)
+	b = jc.OptInt(b, `},"open_member_id":`, rep.OpenMemberID)
+	b = jc.Int(b, `,"open_user_id":`, rep.OpenUserID)
+	b = appendRaw(b, `,"raw_data":`, rep.RawData)
+	b = text.OptString(b, `,"report_type":`, rep.ReportType)
+	b = text.OptString(b, `,"request_report_id":`, rep.RequestReportID)
+	b = jc.TimeIn(b, `,"uploaded_at":`, rep.UploadedAt, loc, time.RFC3339)
+	b = text.String(b, `},"timestamp":`, timestamp)
 	return append(b, "}\n"...)
 }
 
-// appendRaw splices stored JSON as httpapi.Verbatim does: unchanged, or
-// null when absent or not valid JSON.
-func appendRaw(b, raw []byte) []byte {
+// appendRaw appends key and stored JSON as httpapi.Verbatim splices it:
+// unchanged, or null when absent or not valid JSON.
+func appendRaw(b []byte, key string, raw []byte) []byte {
 	if raw == nil || !json.Valid(raw) {
-		return append(b, "null"...)
+		return append(append(b, key...), "null"...)
 	}
-	return append(b, raw...)
-}
-
-func appendTimePtr(b []byte, t *time.Time, loc *time.Location) []byte {
-	if t == nil {
-		return append(b, "null"...)
-	}
-	b = append(b, '"')
-	b = t.In(loc).AppendFormat(b, time.RFC3339)
-	return append(b, '"')
+	return append(append(b, key...), raw...)
 }

@@ -2,11 +2,10 @@ package queryapi
 
 import (
 	"net/http"
-	"strconv"
 	"sync"
 	"time"
 
-	"github.com/healthtech/partner-open-platform/events"
+	jc "github.com/healthtech/partner-open-platform/events/jsoncodec"
 	"github.com/healthtech/partner-open-platform/internal/httpapi"
 	"github.com/healthtech/partner-open-platform/projections"
 )
@@ -40,9 +39,8 @@ func (q *API) writeSnapshot(w http.ResponseWriter, u projections.User, groups []
 func (q *API) appendSnapshotEnvelope(b []byte, u projections.User, groups []projections.Group, members []projections.Member, now time.Time) []byte {
 	b = append(b, `{"success":true,"code":0,"message":"ok","data":`...)
 	b = q.appendSnapshot(b, u, groups, members)
-	b = append(b, `,"timestamp":"`...)
-	b = now.AppendFormat(b, time.RFC3339)
-	return append(b, "\"}\n"...)
+	b = jc.TimeIn(b, `,"timestamp":`, now, now.Location(), time.RFC3339)
+	return append(b, "}\n"...)
 }
 
 // appendSnapshot appends the spec's snapshot object: family_groups,
@@ -53,14 +51,10 @@ func (q *API) appendSnapshot(b []byte, u projections.User, groups []projections.
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = append(b, `{"app_group_id":`...)
-		b = strconv.AppendInt(b, g.AppGroupID, 10)
-		b = append(b, `,"family_group_id":`...)
-		b = strconv.AppendInt(b, g.FamilyGroupID, 10)
-		b = append(b, `,"member_count":`...)
-		b = strconv.AppendInt(b, int64(g.MemberCount), 10)
-		b = append(b, `,"name":`...)
-		b = appendString(b, g.Name)
+		b = jc.Int(b, `{"app_group_id":`, g.AppGroupID)
+		b = jc.Int(b, `,"family_group_id":`, g.FamilyGroupID)
+		b = jc.Int(b, `,"member_count":`, int64(g.MemberCount))
+		b = text.String(b, `,"name":`, g.Name)
 		b = append(b, '}')
 	}
 	b = append(b, `],"family_members":[`...)
@@ -69,84 +63,41 @@ func (q *API) appendSnapshot(b []byte, u projections.User, groups []projections.
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = append(b, `{"app_group_id":`...)
-		b = strconv.AppendInt(b, m.AppGroupID, 10)
-		b = append(b, `,"app_user_id":`...)
-		b = appendString(b, m.AppUserID)
-		b = append(b, `,"birth_date":`...)
-		b = appendOptString(b, m.BirthDate)
-		b = append(b, `,"blood_type":`...)
-		b = appendOptString(b, m.BloodType)
-		b = append(b, `,"family_group_id":`...)
-		b = strconv.AppendInt(b, m.FamilyGroupID, 10)
-		b = append(b, `,"gender":`...)
-		b = appendOptString(b, m.Gender)
-		b = append(b, `,"height":`...)
-		b = appendOptInt(b, m.Height)
-		b = append(b, `,"id_type":`...)
-		b = appendOptString(b, m.IDType)
-		b = append(b, `,"is_default":`...)
-		b = strconv.AppendBool(b, m.IsDefault)
-		b = append(b, `,"member_id":`...)
-		b = strconv.AppendInt(b, m.MemberID, 10)
-		b = append(b, `,"name":`...)
-		b = appendString(b, m.Name)
-		b = append(b, `,"phone":`...)
-		b = appendOptString(b, m.Phone)
-		b = append(b, `,"relationship":`...)
-		b = appendString(b, m.Relationship)
-		b = append(b, `,"updated_at":"`...)
-		b = m.UpdatedAt.In(q.Location).AppendFormat(b, DateTime)
-		b = append(b, `","weight":`...)
-		b = appendOptInt(b, m.Weight)
+		b = jc.Int(b, `{"app_group_id":`, m.AppGroupID)
+		b = text.String(b, `,"app_user_id":`, m.AppUserID)
+		b = text.OptString(b, `,"birth_date":`, m.BirthDate)
+		b = text.OptString(b, `,"blood_type":`, m.BloodType)
+		b = jc.Int(b, `,"family_group_id":`, m.FamilyGroupID)
+		b = text.OptString(b, `,"gender":`, m.Gender)
+		b = jc.OptInt(b, `,"height":`, m.Height)
+		b = text.OptString(b, `,"id_type":`, m.IDType)
+		b = jc.Bool(b, `,"is_default":`, m.IsDefault)
+		b = jc.Int(b, `,"member_id":`, m.MemberID)
+		b = text.String(b, `,"name":`, m.Name)
+		b = text.OptString(b, `,"phone":`, m.Phone)
+		b = text.String(b, `,"relationship":`, m.Relationship)
+		b = jc.TimeIn(b, `,"updated_at":`, m.UpdatedAt, q.Location, DateTime)
+		b = jc.OptInt(b, `,"weight":`, m.Weight)
 		b = append(b, '}')
 	}
-	b = append(b, `],"user":{"avatar":`...)
-	b = appendOptString(b, u.Avatar)
-	b = append(b, `,"birth_date":`...)
-	b = appendOptString(b, u.BirthDate)
-	b = append(b, `,"channel_user_id":`...)
-	b = appendString(b, u.ChannelUserID)
-	b = append(b, `,"email":`...)
-	b = appendOptString(b, u.Email)
-	b = append(b, `,"gender":`...)
-	b = appendString(b, u.Gender)
-	b = append(b, `,"name":`...)
-	b = appendString(b, u.Name)
-	b = append(b, `,"nickname":`...)
-	b = appendOptString(b, u.Nickname)
-	b = append(b, `,"open_user_id":`...)
-	b = strconv.AppendInt(b, u.OpenUserID, 10)
-	b = append(b, `,"phone":`...)
+	b = text.OptString(b, `],"user":{"avatar":`, u.Avatar)
+	b = text.OptString(b, `,"birth_date":`, u.BirthDate)
+	b = text.String(b, `,"channel_user_id":`, u.ChannelUserID)
+	b = text.OptString(b, `,"email":`, u.Email)
+	b = text.String(b, `,"gender":`, u.Gender)
+	b = text.String(b, `,"name":`, u.Name)
+	b = text.OptString(b, `,"nickname":`, u.Nickname)
+	b = jc.Int(b, `,"open_user_id":`, u.OpenUserID)
 	if u.Phone != nil {
-		b = appendString(b, httpapi.MaskPhone(*u.Phone))
+		b = text.String(b, `,"phone":`, httpapi.MaskPhone(*u.Phone))
 	} else {
-		b = append(b, "null"...)
+		b = append(b, `,"phone":null`...)
 	}
-	b = append(b, `,"registered_at":"`...)
-	b = u.RegisteredAt.In(q.Location).AppendFormat(b, DateTime)
-	b = append(b, `","status":`...)
-	b = appendString(b, u.Status)
+	b = jc.TimeIn(b, `,"registered_at":`, u.RegisteredAt, q.Location, DateTime)
+	b = text.String(b, `,"status":`, u.Status)
 	return append(b, "}}"...)
 }
 
-func appendOptString(b []byte, s *string) []byte {
-	if s == nil {
-		return append(b, "null"...)
-	}
-	return appendString(b, *s)
-}
-
-func appendOptInt(b []byte, v *int64) []byte {
-	if v == nil {
-		return append(b, "null"...)
-	}
-	return strconv.AppendInt(b, *v, 10)
-}
-
-// appendString appends s as a JSON string exactly as encoding/json does
-// with HTML escaping off (httpapi.WriteJSON), through the one writer the
-// hand-written encoders share.
-func appendString(b []byte, s string) []byte {
-	return events.AppendJSONString(b, s, false)
-}
+// text writes strings as encoding/json does with HTML escaping off
+// (httpapi.WriteJSON).
+var text = jc.NoHTML

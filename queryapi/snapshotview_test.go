@@ -231,7 +231,7 @@ func TestSnapshotStringsAsEncodingJSON(t *testing.T) {
 		in := sb.String()
 		want := encode(t, in)
 		want = want[:len(want)-1] // the Encoder's newline
-		if got := appendString(nil, in); !bytes.Equal(got, want) {
+		if got := text.AppendString(nil, in); !bytes.Equal(got, want) {
 			t.Fatalf("%q: got %s want %s", in, got, want)
 		}
 	}

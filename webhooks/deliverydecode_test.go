@@ -12,8 +12,10 @@ import (
 
 // The dispatcher reads a delivery's stream back on every attempt through
 // the registry, whose catalog direct decoders read the delivery events and
-// their metadata (events.JSONReader, the one JSON reader); these tests pin
-// that what the sender sees is what encoding/json decodes.
+// their metadata (events/jsoncodec, the one JSON reader); these tests pin
+// that what the sender sees is what encoding/json decodes (on arbitrary
+// bytes: catalog's FuzzDirectDecodeMatchesEncodingJSON and events'
+// FuzzMetadataDecode).
 
 // sameAsEncodingJSON checks that the dispatcher's decode of rec (the
 // registry's) fails exactly when encoding/json fails on its payload or
@@ -79,33 +81,6 @@ func TestDeliveryEventsReadAsEncodingJSONReadsThem(t *testing.T) {
 			sameAsEncodingJSON(t, reg, events.Recorded{ID: ev.ID, Type: ev.Type, Data: ev.Data, Meta: ev.Meta}, zeroDelivery(ev.Type))
 		}
 	}
-}
-
-// FuzzDeliveryDecodeMatchesEncodingJSON: for any bytes of a delivery event
-// and its metadata, the dispatcher's decode fails exactly when
-// encoding/json does and otherwise gives the same values.
-func FuzzDeliveryDecodeMatchesEncodingJSON(f *testing.F) {
-	reg := catalog.Registry()
-	for _, p := range deliveryVectors() {
-		ev, err := reg.Encode(p, events.Metadata{Actor: "dispatcher", OccurredAt: time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)})
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(ev.Type, []byte(ev.Data), []byte(ev.Meta))
-	}
-	f.Add("webhook.delivery.created", []byte(` { "source_position" : { "commit" : 1 , "prepare" : 2 } , "body" : "\"\\\/\b\f\n\r\t\u00e9\ud83d\ude00" } `), []byte(` {"schema":1, "app_id":-5,"occurred_at":"2026-01-02T03:04:05+01:00"} `))
-	f.Fuzz(func(t *testing.T, typ string, data, meta []byte) {
-		switch typ {
-		case "webhook.delivery.created", "webhook.delivery.attempted", "webhook.delivery.resend_requested":
-		default:
-			typ = "webhook.delivery.created"
-		}
-		var m events.Metadata
-		if json.Unmarshal(meta, &m) == nil && m.Schema != 1 {
-			return // another schema: the registry looks for an upcaster, encoding/json does not
-		}
-		sameAsEncodingJSON(t, reg, events.Recorded{Type: typ, Data: data, Meta: meta}, zeroDelivery(typ))
-	})
 }
 
 // BenchmarkDeliveryDecode measures the dispatcher's decode of a delivery's

@@ -1,12 +1,12 @@
 package webhooks
 
 import (
-	"strconv"
 	"time"
 
 	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/events/catalog"
+	jc "github.com/healthtech/partner-open-platform/events/jsoncodec"
 )
 
 // Rendered is a partner-visible event ready to become a delivery.
@@ -54,29 +54,23 @@ func RenderFor(env events.Envelope, loc *time.Location, endpointID int64) (Rende
 	switch p := env.Payload.(type) {
 	case *catalog.UserProfileUpdated:
 		b := userBody(p.EventType(), id, appID, p.OpenUserID, p.ChannelUserID, at)
-		b = events.AppendJSONStrings(append(b, `{"changed_fields":`...), p.Changed, true)
+		b = html.Strings(b, `{"changed_fields":`, p.Changed)
 		return rendered(p.EventType(), appID, id, append(b, "}}"...)), true
 	case *catalog.FamilyGroupUpserted:
 		b := userBody(p.EventType(), id, appID, p.OpenUserID, p.ChannelUserID, at)
-		b = appendInt(b, `{"family_group_id":`, p.FamilyGroupID)
-		b = appendInt(b, `,"app_group_id":`, p.AppGroupID)
+		b = jc.Int(b, `{"family_group_id":`, p.FamilyGroupID)
+		b = jc.Int(b, `,"app_group_id":`, p.AppGroupID)
 		if p.Name != "" {
-			b = appendString(b, `,"name":`, p.Name)
+			b = html.String(b, `,"name":`, p.Name)
 		}
-		b = strconv.AppendBool(append(b, `,"created":`...), p.Created)
+		b = jc.Bool(b, `,"created":`, p.Created)
 		return rendered(p.EventType(), appID, id, append(b, "}}"...)), true
 	case *catalog.FamilyGroupDissolved:
 		// The keys in encoding/json's order for the map it rendered: sorted.
 		b := userBody(p.EventType(), id, appID, p.OpenUserID, p.ChannelUserID, at)
-		b = appendInt(b, `{"app_group_id":`, p.AppGroupID)
-		b = append(b, `,"deleted_member_ids":[`...)
-		for i, m := range p.DeletedMemberIDs {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = strconv.AppendInt(b, m, 10)
-		}
-		b = appendInt(append(b, ']'), `,"family_group_id":`, p.FamilyGroupID)
+		b = jc.Int(b, `{"app_group_id":`, p.AppGroupID)
+		b = jc.Ints(b, `,"deleted_member_ids":`, p.DeletedMemberIDs)
+		b = jc.Int(b, `,"family_group_id":`, p.FamilyGroupID)
 		return rendered(p.EventType(), appID, id, append(b, "}}"...)), true
 	case *catalog.FamilyMemberCreated:
 		b := userBody(p.EventType(), id, appID, p.OpenUserID, p.ChannelUserID, at)
@@ -106,12 +100,12 @@ func RenderFor(env events.Envelope, loc *time.Location, endpointID int64) (Rende
 	case *catalog.AppWebhookTestRequested:
 		// A test goes to the endpoint it names, whichever is asked for.
 		id = EndpointDeliveryID(appID, p.EndpointID, env.ID)
-		b := appendString(make([]byte, 0, 256), `{"event":`, domain.TestEvent)
-		b = appendString(b, `,"delivery_id":`, id)
-		b = appendInt(b, `,"app_id":`, appID)
-		b = appendInt(b, `,"endpoint_id":`, p.EndpointID)
-		b = appendString(b, `,"occurred_at":`, at)
-		b = appendString(b, `,"data":{"message":`, "This is a test webhook: the platform can reach this endpoint and signs with its secret.")
+		b := html.String(make([]byte, 0, 256), `{"event":`, domain.TestEvent)
+		b = html.String(b, `,"delivery_id":`, id)
+		b = jc.Int(b, `,"app_id":`, appID)
+		b = jc.Int(b, `,"endpoint_id":`, p.EndpointID)
+		b = html.String(b, `,"occurred_at":`, at)
+		b = html.String(b, `,"data":{"message":`, "This is a test webhook: the platform can reach this endpoint and signs with its secret.")
 		r := rendered(domain.TestEvent, appID, id, append(b, "}}"...))
 		r.Only, r.Endpoint = true, p.EndpointID
 		return r, true
@@ -137,39 +131,39 @@ func rendered(event string, appID int64, id string, body []byte) Rendered {
 // occurred_at, data.
 func userBody(event, id string, appID, openUserID int64, channelUserID, at string) []byte {
 	b := make([]byte, 0, 320+len(channelUserID))
-	b = appendString(b, `{"event":`, event)
-	b = appendString(b, `,"delivery_id":`, id)
-	b = appendInt(b, `,"app_id":`, appID)
-	b = appendInt(b, `,"open_user_id":`, openUserID)
-	b = appendString(b, `,"channel_user_id":`, channelUserID)
-	b = appendString(b, `,"occurred_at":`, at)
+	b = html.String(b, `{"event":`, event)
+	b = html.String(b, `,"delivery_id":`, id)
+	b = jc.Int(b, `,"app_id":`, appID)
+	b = jc.Int(b, `,"open_user_id":`, openUserID)
+	b = html.String(b, `,"channel_user_id":`, channelUserID)
+	b = html.String(b, `,"occurred_at":`, at)
 	return append(b, `,"data":`...)
 }
 
 // appendMember writes a family member's data object and closes the body:
 // app_group_id is left out when 0 and changed_fields when empty.
 func appendMember(b []byte, memberID int64, appUserID string, familyGroupID, appGroupID int64, changed []string) []byte {
-	b = appendInt(b, `{"member_id":`, memberID)
-	b = appendString(b, `,"app_user_id":`, appUserID)
-	b = appendInt(b, `,"family_group_id":`, familyGroupID)
+	b = jc.Int(b, `{"member_id":`, memberID)
+	b = html.String(b, `,"app_user_id":`, appUserID)
+	b = jc.Int(b, `,"family_group_id":`, familyGroupID)
 	if appGroupID != 0 {
-		b = appendInt(b, `,"app_group_id":`, appGroupID)
+		b = jc.Int(b, `,"app_group_id":`, appGroupID)
 	}
 	if len(changed) > 0 {
-		b = events.AppendJSONStrings(append(b, `,"changed_fields":`...), changed, true)
+		b = html.Strings(b, `,"changed_fields":`, changed)
 	}
 	return append(b, "}}"...)
 }
 
 // report is exactly the spec's health.report.* body.
 func report(event, id string, appID, openUserID int64, channelUserID string, reportID int64, reportType *string, at string) Rendered {
-	b := appendString(make([]byte, 0, 256+len(channelUserID)), `{"event":`, event)
-	b = appendInt(b, `,"open_user_id":`, openUserID)
-	b = appendString(b, `,"channel_user_id":`, channelUserID)
-	b = appendInt(b, `,"open_report_id":`, reportID)
-	b = appendOptString(b, `,"report_type":`, reportType)
-	b = appendString(b, `,"occurred_at":`, at)
-	b = appendString(b, `,"delivery_id":`, id)
+	b := html.String(make([]byte, 0, 256+len(channelUserID)), `{"event":`, event)
+	b = jc.Int(b, `,"open_user_id":`, openUserID)
+	b = html.String(b, `,"channel_user_id":`, channelUserID)
+	b = jc.Int(b, `,"open_report_id":`, reportID)
+	b = html.OptString(b, `,"report_type":`, reportType)
+	b = html.String(b, `,"occurred_at":`, at)
+	b = html.String(b, `,"delivery_id":`, id)
 	return rendered(event, appID, id, append(b, '}'))
 }
 
@@ -177,21 +171,16 @@ func report(event, id string, appID, openUserID int64, channelUserID string, rep
 // is always null. id is the delivery id of the event's app (appID), which
 // the rendered delivery goes to only when the measurement names that app.
 func pluginReady(id string, appID int64, m catalog.PluginMeasurement, at string) Rendered {
-	b := appendString(make([]byte, 0, 320), `{"event":`, "plugin.report.ready")
-	b = appendString(b, `,"delivery_id":`, id)
-	b = appendInt(b, `,"app_id":`, m.AppID)
-	b = appendString(b, `,"measurement_no":`, m.MeasurementNo)
-	b = appendOptString(b, `,"third_user_id":`, m.ThirdUserID)
-	b = append(b, `,"platform_user_id":`...)
-	if m.PlatformUserID == nil {
-		b = append(b, "null"...)
-	} else {
-		b = strconv.AppendInt(b, *m.PlatformUserID, 10)
-	}
-	b = appendString(b, `,"report_type":`, m.ReportType)
+	b := html.String(make([]byte, 0, 320), `{"event":`, "plugin.report.ready")
+	b = html.String(b, `,"delivery_id":`, id)
+	b = jc.Int(b, `,"app_id":`, m.AppID)
+	b = html.String(b, `,"measurement_no":`, m.MeasurementNo)
+	b = html.OptString(b, `,"third_user_id":`, m.ThirdUserID)
+	b = jc.OptInt(b, `,"platform_user_id":`, m.PlatformUserID)
+	b = html.String(b, `,"report_type":`, m.ReportType)
 	b = append(b, `,"report_url":null`...)
-	b = appendOptString(b, `,"metadata":`, m.Metadata)
-	b = appendString(b, `,"occurred_at":`, at)
+	b = html.OptString(b, `,"metadata":`, m.Metadata)
+	b = html.String(b, `,"occurred_at":`, at)
 	r := rendered("plugin.report.ready", m.AppID, id, append(b, '}'))
 	r.DeadLetter = true
 	if m.AppID != appID {
@@ -203,15 +192,15 @@ func pluginReady(id string, appID int64, m catalog.PluginMeasurement, at string)
 // orderShipped is the shipment notification; the spec does not show one,
 // this shape is documented in the README and the OpenAPI file.
 func orderShipped(id string, appID int64, p *catalog.OrderShipped, shippedAt, at string) Rendered {
-	b := appendString(make([]byte, 0, 384+64*len(p.Items)), `{"event":`, "order.shipped")
-	b = appendString(b, `,"delivery_id":`, id)
-	b = appendInt(b, `,"app_id":`, appID)
-	b = appendString(b, `,"order_code":`, p.OrderCode)
-	b = appendString(b, `,"third_order_id":`, p.ThirdOrderID)
-	b = appendString(b, `,"logistics_company":`, p.LogisticsCompany)
-	b = appendString(b, `,"tracking_number":`, p.TrackingNumber)
-	b = appendString(b, `,"shipped_at":`, shippedAt)
-	b = strconv.AppendBool(append(b, `,"complete":`...), p.Complete)
+	b := html.String(make([]byte, 0, 384+64*len(p.Items)), `{"event":`, "order.shipped")
+	b = html.String(b, `,"delivery_id":`, id)
+	b = jc.Int(b, `,"app_id":`, appID)
+	b = html.String(b, `,"order_code":`, p.OrderCode)
+	b = html.String(b, `,"third_order_id":`, p.ThirdOrderID)
+	b = html.String(b, `,"logistics_company":`, p.LogisticsCompany)
+	b = html.String(b, `,"tracking_number":`, p.TrackingNumber)
+	b = html.String(b, `,"shipped_at":`, shippedAt)
+	b = jc.Bool(b, `,"complete":`, p.Complete)
 	b = append(b, `,"items":`...)
 	if p.Items == nil {
 		b = append(b, "null"...)
@@ -221,33 +210,17 @@ func orderShipped(id string, appID int64, p *catalog.OrderShipped, shippedAt, at
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendInt(b, `{"item_id":`, it.ItemID)
-			b = appendString(b, `,"goods_code":`, it.GoodsCode)
-			b = appendInt(b, `,"quantity":`, it.Quantity)
-			b = events.AppendJSONStrings(append(b, `,"device_sns":`...), it.DeviceSNs, true)
+			b = jc.Int(b, `{"item_id":`, it.ItemID)
+			b = html.String(b, `,"goods_code":`, it.GoodsCode)
+			b = jc.Int(b, `,"quantity":`, it.Quantity)
+			b = html.Strings(b, `,"device_sns":`, it.DeviceSNs)
 			b = append(b, '}')
 		}
 		b = append(b, ']')
 	}
-	b = appendString(b, `,"occurred_at":`, at)
+	b = html.String(b, `,"occurred_at":`, at)
 	return rendered("order.shipped", appID, id, append(b, '}'))
 }
 
-// appendString writes key (the JSON text before the value) and s as
-// json.Marshal does, HTML characters escaped.
-func appendString(b []byte, key, s string) []byte {
-	return events.AppendJSONString(append(b, key...), s, true)
-}
-
-// appendOptString is appendString of a nullable string.
-func appendOptString(b []byte, key string, s *string) []byte {
-	if s == nil {
-		return append(append(b, key...), "null"...)
-	}
-	return appendString(b, key, *s)
-}
-
-// appendInt writes key and n.
-func appendInt(b []byte, key string, n int64) []byte {
-	return strconv.AppendInt(append(b, key...), n, 10)
-}
+// html writes strings as json.Marshal does, HTML characters escaped.
+var html = jc.HTML

@@ -16,8 +16,7 @@ func Registry() *events.Registry {
 	r.MustRegister(1, schemaOne...)
 	r.MustRegister(1, developerEvents...)
 	registerAppScopes(r)
-	registerDecoders(r)
-	registerEncoders(r)
+	registerCodecs(r)
 	return r
 }
 

@@ -1,245 +1,29 @@
 package postgres
 
 import (
-	"encoding/json"
+	"errors"
 	"fmt"
-	"strconv"
-	"strings"
+	"time"
 
+	jc "github.com/healthtech/partner-open-platform/events/jsoncodec"
 	"github.com/healthtech/partner-open-platform/projections"
 )
 
-// docScanner reads a user_snapshots document (user_snapshot_docs writes
-// it) without reflection: the read's JSON decoding was a fifth of the
-// snapshot handler's CPU with encoding/json. It scans one string holding the whole document, so the
-// document's strings are substrings of that one allocation. It accepts any
-// JSON (keys in any order, whitespace, unknown keys skipped) and decodes
-// values as encoding/json decoded them into snapshotDoc: null into a
-// string or a number is its zero value, into a pointer nil.
-type docScanner struct {
-	s   string
-	i   int
-	err error
-}
+// errSnapshotDoc is a user_snapshots document the reader cannot decode.
+var errSnapshotDoc = errors.New("not a snapshot document")
 
-func (d *docScanner) fail(what string) {
-	if d.err == nil {
-		d.err = fmt.Errorf("at offset %d: %s", d.i, what)
-	}
-}
-
-func (d *docScanner) ws() {
-	for d.i < len(d.s) {
-		switch d.s[d.i] {
-		case ' ', '\t', '\n', '\r':
-			d.i++
-		default:
-			return
-		}
-	}
-}
-
-// peek returns the next non-space byte (0 at the end or after an error).
-func (d *docScanner) peek() byte {
-	d.ws()
-	if d.err != nil || d.i >= len(d.s) {
-		return 0
-	}
-	return d.s[d.i]
-}
-
-func (d *docScanner) literal(word string) {
-	if strings.HasPrefix(d.s[d.i:], word) {
-		d.i += len(word)
-		return
-	}
-	d.fail("expected " + word)
-}
-
-// null consumes a null if one comes next.
-func (d *docScanner) null() bool {
-	if d.peek() == 'n' {
-		d.literal("null")
-		return true
-	}
-	return false
-}
-
-// str reads a string; one with escapes is decoded by encoding/json.
-func (d *docScanner) str() string {
-	if d.null() {
-		return ""
-	}
-	if d.peek() != '"' {
-		d.fail("expected a string")
-		return ""
-	}
-	start := d.i
-	escaped := false
-	for j := start + 1; j < len(d.s); j++ {
-		switch d.s[j] {
-		case '\\':
-			escaped = true
-			j++
-		case '"':
-			d.i = j + 1
-			if !escaped {
-				return d.s[start+1 : j]
-			}
-			var v string
-			if err := json.Unmarshal([]byte(d.s[start:d.i]), &v); err != nil {
-				d.fail(err.Error())
-			}
-			return v
-		}
-	}
-	d.fail("unterminated string")
-	return ""
-}
-
-func (d *docScanner) optStr() *string {
-	if d.null() {
-		return nil
-	}
-	v := d.str()
-	return &v
-}
-
-func (d *docScanner) int() int64 {
-	if d.null() {
-		return 0
-	}
-	d.ws()
-	start := d.i
-	for d.i < len(d.s) && (d.s[d.i] == '-' || d.s[d.i] == '+' || d.s[d.i] == '.' || d.s[d.i] == 'e' || d.s[d.i] == 'E' || d.s[d.i] >= '0' && d.s[d.i] <= '9') {
-		d.i++
-	}
-	v, err := strconv.ParseInt(d.s[start:d.i], 10, 64)
-	if err != nil {
-		d.i = start
-		d.fail("expected an integer")
-	}
-	return v
-}
-
-func (d *docScanner) optInt() *int64 {
-	if d.null() {
-		return nil
-	}
-	v := d.int()
-	return &v
-}
-
-func (d *docScanner) boolean() bool {
-	switch d.peek() {
-	case 't':
-		d.literal("true")
-		return true
-	case 'f':
-		d.literal("false")
-	case 'n':
-		d.literal("null")
-	default:
-		d.fail("expected a boolean")
-	}
-	return false
-}
-
-// object calls field for each key; field must consume the key's value.
-// A null object has no keys.
-func (d *docScanner) object(field func(key string)) {
-	if d.null() {
-		return
-	}
-	if d.peek() != '{' {
-		d.fail("expected an object")
-		return
-	}
-	d.i++
-	if d.peek() == '}' {
-		d.i++
-		return
-	}
-	for d.err == nil {
-		key := d.str()
-		if d.peek() != ':' {
-			d.fail("expected a colon")
-			return
-		}
-		d.i++
-		field(key)
-		switch d.peek() {
-		case ',':
-			d.i++
-		case '}':
-			d.i++
-			return
-		default:
-			d.fail("expected , or }")
-		}
-	}
-}
-
-// array calls elem for each element; elem must consume it. A null array
-// has no elements.
-func (d *docScanner) array(elem func()) {
-	if d.null() {
-		return
-	}
-	if d.peek() != '[' {
-		d.fail("expected an array")
-		return
-	}
-	d.i++
-	if d.peek() == ']' {
-		d.i++
-		return
-	}
-	for d.err == nil {
-		elem()
-		switch d.peek() {
-		case ',':
-			d.i++
-		case ']':
-			d.i++
-			return
-		default:
-			d.fail("expected , or ]")
-		}
-	}
-}
-
-// skip consumes any one value (a key this reader does not know).
-func (d *docScanner) skip() {
-	switch d.peek() {
-	case '{':
-		d.object(func(string) { d.skip() })
-	case '[':
-		d.array(d.skip)
-	case '"':
-		d.str()
-	case 't', 'f':
-		d.boolean()
-	case 'n':
-		d.literal("null")
-	default:
-		start := d.i
-		for d.i < len(d.s) && strings.IndexByte("+-.eE0123456789", d.s[d.i]) >= 0 {
-			d.i++
-		}
-		if d.i == start {
-			d.fail("expected a value")
-		}
-	}
-}
-
-// decodeSnapshot fills snap from a document, keeping only the members
-// updated strictly after q.UpdatedAfter when that is set (as Members does).
+// decodeSnapshot fills snap from a user_snapshots document
+// (user_snapshot_docs writes it: short keys, times in microseconds since
+// the epoch), keeping only the members updated strictly after
+// q.UpdatedAfter when that is set (as Members does). The document is read
+// without reflection (encoding/json's decoding was a fifth of the snapshot
+// handler's CPU) as one string, so its strings are substrings of that one
+// allocation. Keys come in any order and unknown ones are skipped; a null
+// leaves a value as encoding/json left it in the struct it decoded before
+// (zero, nil, or the epoch for a time).
 func decodeSnapshot(doc []byte, q projections.SnapshotQuery, openUserID int64, channelUserID string, snap *projections.Snapshot) error {
-	d := &docScanner{s: string(doc)}
 	snap.Found = true
 	u := &snap.User
-	// A time a document leaves out is the epoch, as decoding 0 made it.
 	epoch := micro(0)
 	*u = projections.User{AppID: q.AppID, OpenUserID: openUserID, ChannelUserID: channelUserID, RegisteredAt: epoch, UpdatedAt: epoch}
 	snap.Groups = snap.Groups[:0]
@@ -250,118 +34,137 @@ func decodeSnapshot(doc []byte, q projections.SnapshotQuery, openUserID int64, c
 	if snap.Members == nil {
 		snap.Members = []projections.Member{}
 	}
-	d.object(func(key string) {
+	ok := jc.ReadObjectString(string(doc), func(key string, r *jc.Reader) bool {
+		if r.Null() {
+			return true
+		}
 		switch key {
 		case "u":
-			d.object(func(key string) { userField(d, key, u) })
+			return r.Object(func(key string, r *jc.Reader) bool { return userField(r, key, u) })
 		case "g":
-			d.array(func() {
+			return r.Array(func(r *jc.Reader) bool {
 				g := projections.Group{AppID: q.AppID, OpenUserID: openUserID, CreatedAt: epoch, UpdatedAt: epoch}
-				d.object(func(key string) { groupField(d, key, &g) })
+				if !r.Null() && !r.Object(func(key string, r *jc.Reader) bool { return groupField(r, key, &g) }) {
+					return false
+				}
 				snap.Groups = append(snap.Groups, g)
+				return true
 			})
 		case "m":
-			d.array(func() {
+			return r.Array(func(r *jc.Reader) bool {
 				m := projections.Member{AppID: q.AppID, OpenUserID: openUserID, UpdatedAt: epoch}
-				d.object(func(key string) { memberField(d, key, &m) })
+				if !r.Null() && !r.Object(func(key string, r *jc.Reader) bool { return memberField(r, key, &m) }) {
+					return false
+				}
 				if q.UpdatedAfter.IsZero() || m.UpdatedAt.After(q.UpdatedAfter) {
 					snap.Members = append(snap.Members, m)
 				}
+				return true
 			})
-		default:
-			d.skip()
 		}
+		return r.Skip()
 	})
-	if d.err == nil && d.peek() != 0 {
-		d.fail("data after the document")
-	}
-	if d.err != nil {
-		return fmt.Errorf("decode the snapshot document: %w", d.err)
+	if !ok {
+		return fmt.Errorf("decode the snapshot document: %w", errSnapshotDoc)
 	}
 	return nil
 }
 
-func userField(d *docScanner, key string, u *projections.User) {
+// microTime reads a time written as microseconds since the epoch.
+func microTime(r *jc.Reader, t *time.Time) bool {
+	var n int64
+	ok := r.Int(&n)
+	*t = micro(n)
+	return ok
+}
+
+func userField(r *jc.Reader, key string, u *projections.User) bool {
+	if r.Null() {
+		return true
+	}
 	switch key {
 	case "n":
-		u.Name = d.str()
+		return r.String(&u.Name)
 	case "k":
-		u.Nickname = d.optStr()
+		return r.StringPtr(&u.Nickname)
 	case "g":
-		u.Gender = d.str()
+		return r.String(&u.Gender)
 	case "a":
-		u.Avatar = d.optStr()
+		return r.StringPtr(&u.Avatar)
 	case "p":
-		u.Phone = d.optStr()
+		return r.StringPtr(&u.Phone)
 	case "e":
-		u.Email = d.optStr()
+		return r.StringPtr(&u.Email)
 	case "b":
-		u.BirthDate = d.optStr()
+		return r.StringPtr(&u.BirthDate)
 	case "s":
-		u.Status = d.str()
+		return r.String(&u.Status)
 	case "r":
-		u.RegisteredAt = micro(d.int())
+		return microTime(r, &u.RegisteredAt)
 	case "t":
-		u.UpdatedAt = micro(d.int())
-	default:
-		d.skip()
+		return microTime(r, &u.UpdatedAt)
 	}
+	return r.Skip()
 }
 
-func groupField(d *docScanner, key string, g *projections.Group) {
+func groupField(r *jc.Reader, key string, g *projections.Group) bool {
+	if r.Null() {
+		return true
+	}
 	switch key {
 	case "id":
-		g.FamilyGroupID = d.int()
+		return r.Int(&g.FamilyGroupID)
 	case "ag":
-		g.AppGroupID = d.int()
+		return r.Int(&g.AppGroupID)
 	case "n":
-		g.Name = d.str()
+		return r.String(&g.Name)
 	case "c":
-		g.MemberCount = int(d.int())
+		return r.IntTo(&g.MemberCount)
 	case "cr":
-		g.CreatedAt = micro(d.int())
+		return microTime(r, &g.CreatedAt)
 	case "t":
-		g.UpdatedAt = micro(d.int())
-	default:
-		d.skip()
+		return microTime(r, &g.UpdatedAt)
 	}
+	return r.Skip()
 }
 
-func memberField(d *docScanner, key string, m *projections.Member) {
+func memberField(r *jc.Reader, key string, m *projections.Member) bool {
+	if r.Null() {
+		return true
+	}
 	switch key {
 	case "id":
-		m.MemberID = d.int()
+		return r.Int(&m.MemberID)
 	case "au":
-		m.AppUserID = d.str()
+		return r.String(&m.AppUserID)
 	case "ag":
-		m.AppGroupID = d.int()
+		return r.Int(&m.AppGroupID)
 	case "fg":
-		m.FamilyGroupID = d.int()
+		return r.Int(&m.FamilyGroupID)
 	case "n":
-		m.Name = d.str()
+		return r.String(&m.Name)
 	case "r":
-		m.Relationship = d.str()
+		return r.String(&m.Relationship)
 	case "g":
-		m.Gender = d.optStr()
+		return r.StringPtr(&m.Gender)
 	case "b":
-		m.BirthDate = d.optStr()
+		return r.StringPtr(&m.BirthDate)
 	case "p":
-		m.Phone = d.optStr()
+		return r.StringPtr(&m.Phone)
 	case "it":
-		m.IDType = d.optStr()
+		return r.StringPtr(&m.IDType)
 	case "in":
-		m.IDNumber = d.optStr()
+		return r.StringPtr(&m.IDNumber)
 	case "h":
-		m.Height = d.optInt()
+		return r.IntPtr(&m.Height)
 	case "w":
-		m.Weight = d.optInt()
+		return r.IntPtr(&m.Weight)
 	case "bt":
-		m.BloodType = d.optStr()
+		return r.StringPtr(&m.BloodType)
 	case "d":
-		m.IsDefault = d.boolean()
+		return r.Bool(&m.IsDefault)
 	case "t":
-		m.UpdatedAt = micro(d.int())
-	default:
-		d.skip()
+		return microTime(r, &m.UpdatedAt)
 	}
+	return r.Skip()
 }

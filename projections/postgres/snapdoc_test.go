@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -55,7 +56,7 @@ type snapshotDoc struct {
 	} `json:"m"`
 }
 
-// reflectDecodeSnapshot is the reflection decoder docScanner replaced; it fills snap from a document, keeping only the members
+// reflectDecodeSnapshot is the reflection decoder decodeSnapshot replaced; it fills snap from a document, keeping only the members
 // updated strictly after q.UpdatedAfter when that is set (as Members does).
 func reflectDecodeSnapshot(doc []byte, q projections.SnapshotQuery, openUserID int64, channelUserID string, snap *projections.Snapshot) error {
 	var d snapshotDoc
@@ -213,6 +214,40 @@ func TestDocScannerRandomDocuments(t *testing.T) {
 			if !reflect.DeepEqual(got, want) {
 				t.Fatalf("%s:\n got %+v\nwant %+v", doc, got, want)
 			}
+		}
+	}
+}
+
+// testdata/snapshot_docs_golden.jsonl holds user_snapshots documents as
+// Postgres wrote them (random histories with strings JSON must escape),
+// each with the snapshot the reader decoded from it before it moved onto
+// events/jsoncodec, with and without an updated_after filter. Documents
+// already stored keep decoding to the same snapshot.
+func TestStoredSnapshotDocumentsDecodeAsBefore(t *testing.T) {
+	data, err := os.ReadFile("testdata/snapshot_docs_golden.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	if len(lines) < 10 {
+		t.Fatalf("%d golden documents", len(lines))
+	}
+	for i, line := range lines {
+		var g struct {
+			Doc          string    `json:"doc"`
+			UpdatedAfter time.Time `json:"updated_after"`
+			Snapshot     string    `json:"snapshot"`
+		}
+		if err := json.Unmarshal([]byte(line), &g); err != nil {
+			t.Fatal(err)
+		}
+		var snap projections.Snapshot
+		q := projections.SnapshotQuery{AppID: 1, OpenUserID: 4, UpdatedAfter: g.UpdatedAfter}
+		if err := decodeSnapshot([]byte(g.Doc), q, 4, "c4", &snap); err != nil {
+			t.Fatalf("document %d: %v", i, err)
+		}
+		if got, _ := json.Marshal(snap); string(got) != g.Snapshot {
+			t.Errorf("document %d:\n got %s\nwant %s", i, got, g.Snapshot)
 		}
 	}
 }
