@@ -17,11 +17,11 @@ func (h *harness) createApp(name string) domain.App {
 	h.t.Helper()
 	r := h.do("POST", "/admin/v1/apps", map[string]any{"name": name, "webhook_url": "https://example.com/hook"}, asAdmin)
 	expect(h.t, "create app", r, http.StatusCreated, "0")
-	d := r.data(h.t)
-	app := domain.App{AppID: r.num(h.t, "app_id"), Name: name, AppKey: d["app_key"].(string), AppSecret: d["app_secret"].(string),
+	d := r.Data(h.t)
+	app := domain.App{AppID: r.Num(h.t, "app_id"), Name: name, AppKey: d["app_key"].(string), AppSecret: d["app_secret"].(string),
 		Environment: d["environment"].(string), Scopes: domain.Scopes}
 	if app.AppKey == "" || app.AppSecret == "" || d["webhook_secret"] == "" {
-		h.t.Fatalf("create app answered no credentials: %s", r.raw)
+		h.t.Fatalf("create app answered no credentials: %s", r.Raw)
 	}
 	h.dir.put(app)
 	return app
@@ -40,19 +40,19 @@ func TestAdminAppRoutes(t *testing.T) {
 
 	rot := h.do("POST", path+"/rotate-secret", nil, asAdmin)
 	expect(t, "rotate secret", rot, http.StatusOK, "0")
-	if s, _ := rot.data(t)["app_secret"].(string); s == "" || s == app.AppSecret {
-		t.Fatalf("rotated secret: %s", rot.raw)
+	if s, _ := rot.Data(t)["app_secret"].(string); s == "" || s == app.AppSecret {
+		t.Fatalf("rotated secret: %s", rot.Raw)
 	}
 	sus := h.do("POST", path+"/suspend", map[string]any{"reason": "abuse"}, asAdmin)
 	expect(t, "suspend", sus, http.StatusOK, "0")
-	if sus.data(t)["suspended"] != true {
-		t.Fatalf("suspend data: %s", sus.raw)
+	if sus.Data(t)["suspended"] != true {
+		t.Fatalf("suspend data: %s", sus.Raw)
 	}
 	expect(t, "resume", h.do("POST", path+"/resume", nil, asAdmin), http.StatusOK, "0")
 	auth := h.do("PUT", path+"/authentication", map[string]any{"require_scheme_h": true}, asAdmin)
 	expect(t, "authentication", auth, http.StatusOK, "0")
-	if auth.data(t)["require_scheme_h"] != true {
-		t.Fatalf("authentication data: %s", auth.raw)
+	if auth.Data(t)["require_scheme_h"] != true {
+		t.Fatalf("authentication data: %s", auth.Raw)
 	}
 	expect(t, "configure webhook", h.do("PATCH", path, map[string]any{"webhook_url": "https://example.com/other", "webhook_events": []string{"user.registered"}}, asAdmin), http.StatusOK, "0")
 	sc := h.do("PUT", path+"/scopes", map[string]any{"scopes": []string{"channel_users", "orders"}}, asAdmin)
@@ -73,8 +73,8 @@ func TestAdminAppRoutes(t *testing.T) {
 	// The partner rotates and activates its own webhook secret.
 	r := h.do("POST", "/open/v1/webhooks/secret/rotate", nil, as(app))
 	expect(t, "partner rotate webhook secret", r, http.StatusOK, "0")
-	if r.header.Get("Cache-Control") != "no-store" || r.data(t)["pending_webhook_secret"] == "" || r.num(t, "app_id") != app.AppID {
-		t.Fatalf("rotate: Cache-Control %q, %s", r.header.Get("Cache-Control"), r.raw)
+	if r.Header.Get("Cache-Control") != "no-store" || r.Data(t)["pending_webhook_secret"] == "" || r.Num(t, "app_id") != app.AppID {
+		t.Fatalf("rotate: Cache-Control %q, %s", r.Header.Get("Cache-Control"), r.Raw)
 	}
 	expect(t, "partner activate webhook secret", h.do("POST", "/open/v1/webhooks/secret/activate", nil, as(app)), http.StatusOK, "0")
 	h.refuses(t, []refusal{
@@ -96,15 +96,15 @@ func TestRebuild(t *testing.T) {
 	h := newHarness(t)
 	r := h.do("POST", "/admin/v1/projections/users/rebuild", nil, asAdmin)
 	expect(t, "rebuild", r, http.StatusAccepted, "0")
-	if r.data(t)["name"] != "users" {
-		t.Fatalf("rebuild data: %s", r.raw)
+	if r.Data(t)["name"] != "users" {
+		t.Fatalf("rebuild data: %s", r.Raw)
 	}
 	expect(t, "unknown projection", h.do("POST", "/admin/v1/projections/nope/rebuild", nil, asAdmin), http.StatusNotFound, "PROJECTION_NOT_FOUND")
 	h.api.Projections = fakeRebuilder{err: subscribe.ErrRebuildPending}
 	p := h.do("POST", "/admin/v1/projections/users/rebuild", nil, asAdmin)
 	expect(t, "rebuild pending", p, http.StatusServiceUnavailable, "HTTP_503")
-	if p.header.Get("Retry-After") != "5" {
-		t.Fatalf("Retry-After %q, want 5", p.header.Get("Retry-After"))
+	if p.Header.Get("Retry-After") != "5" {
+		t.Fatalf("Retry-After %q, want 5", p.Header.Get("Retry-After"))
 	}
 }
 
@@ -114,13 +114,13 @@ func TestResend(t *testing.T) {
 	h.resender.written = events.Position{Commit: 42, Prepare: 42}
 	r := h.do("POST", "/open/v1/webhooks/deliveries/d-a/resend", nil, as(h.appA))
 	expect(t, "partner resend", r, http.StatusAccepted, "0")
-	if r.data(t)["delivery_id"] != "d-a" || r.data(t)["queued"] != true {
-		t.Fatalf("resend data: %s", r.raw)
+	if r.Data(t)["delivery_id"] != "d-a" || r.Data(t)["queued"] != true {
+		t.Fatalf("resend data: %s", r.Raw)
 	}
 	for _, c := range []struct {
 		name, path string
 		s          sign
-		status     int
+		Status     int
 		code       string
 	}{
 		{"another app's delivery", "/open/v1/webhooks/deliveries/d-b/resend", as(h.appA), http.StatusNotFound, "DELIVERY_NOT_FOUND"},
@@ -129,7 +129,7 @@ func TestResend(t *testing.T) {
 		{"operator, erased", "/admin/v1/deliveries/erased-1/resend", asAdmin, http.StatusGone, "DELIVERY_ERASED"},
 		{"unsigned", "/open/v1/webhooks/deliveries/d-a/resend", nil, http.StatusUnauthorized, "HTTP_401"},
 	} {
-		expect(t, c.name, h.do("POST", c.path, nil, c.s), c.status, c.code)
+		expect(t, c.name, h.do("POST", c.path, nil, c.s), c.Status, c.code)
 	}
 	if len(h.resender.resent) != 1 {
 		t.Fatalf("resent %v, want only d-a", h.resender.resent)
@@ -139,8 +139,8 @@ func TestResend(t *testing.T) {
 	h.api.Deliveries = fakeDeliveries{list: []projections.Delivery{{DeliveryID: "d-a", AppID: h.appA.AppID}, {DeliveryID: "d-b", AppID: h.appB.AppID}}}
 	bulk := h.do("POST", "/admin/v1/apps/"+itoa(h.appA.AppID)+"/deliveries/resend", nil, asAdmin)
 	expect(t, "bulk resend", bulk, http.StatusAccepted, "0")
-	if bulk.num(t, "queued") != 1 {
-		t.Fatalf("bulk data: %s", bulk.raw)
+	if bulk.Num(t, "queued") != 1 {
+		t.Fatalf("bulk data: %s", bulk.Raw)
 	}
 	expect(t, "bulk resend of an unknown app", h.do("POST", "/admin/v1/apps/777777/deliveries/resend", nil, asAdmin), http.StatusNotFound, "APP_NOT_FOUND")
 }

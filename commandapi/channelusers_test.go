@@ -15,25 +15,25 @@ func TestRegisterAnswersAndReplaysIdempotently(t *testing.T) {
 	}
 	first := h.do("POST", "/open/v1/channel/users", body, as(h.appA), "X-Request-Id", "req-register-1")
 	expect(t, "register", first, http.StatusCreated, "0")
-	if got := first.header.Get("X-Request-Id"); got != "req-register-1" {
+	if got := first.Header.Get("X-Request-Id"); got != "req-register-1" {
 		t.Fatalf("request id echoed as %q", got)
 	}
-	d := first.data(t)
-	if d["channel_user_id"] != "cu-1" || d["created"] != true || first.num(t, "open_user_id") <= 0 {
-		t.Fatalf("register data: %s", first.raw)
+	d := first.Data(t)
+	if d["channel_user_id"] != "cu-1" || d["created"] != true || first.Num(t, "open_user_id") <= 0 {
+		t.Fatalf("register data: %s", first.Raw)
 	}
 	if g := d["family_groups"].([]any); len(g) != 1 || g[0].(map[string]any)["app_group_id"] != float64(7) {
-		t.Fatalf("family_groups: %s", first.raw)
+		t.Fatalf("family_groups: %s", first.Raw)
 	}
 	if m := d["family_members"].([]any); len(m) != 1 || m[0].(map[string]any)["app_user_id"] != "m-1" {
-		t.Fatalf("family_members: %s", first.raw)
+		t.Fatalf("family_members: %s", first.Raw)
 	}
 
 	// The same channel user again is the same user, not created, and appends nothing.
 	before := h.head()
 	again := h.do("POST", "/open/v1/channel/users", map[string]any{"channel_user_id": "cu-1", "user": map[string]any{"name": "Ann"}}, as(h.appA))
-	if again.status != http.StatusOK || again.num(t, "open_user_id") != first.num(t, "open_user_id") || again.data(t)["created"] != false {
-		t.Fatalf("second register: %d %s", again.status, again.raw)
+	if again.Status != http.StatusOK || again.Num(t, "open_user_id") != first.Num(t, "open_user_id") || again.Data(t)["created"] != false {
+		t.Fatalf("second register: %d %s", again.Status, again.Raw)
 	}
 
 	// An Idempotency-Key replays the first answer, marked, without appending again.
@@ -46,8 +46,8 @@ func TestRegisterAnswersAndReplaysIdempotently(t *testing.T) {
 	}
 	k2 := h.do("POST", "/open/v1/channel/users", keyed, as(h.appA), "Idempotency-Key", "k-1")
 	expect(t, "replayed register", k2, http.StatusCreated, "0")
-	if k2.header.Get("Idempotent-Replayed") != "true" || string(k2.env.Data) != string(k1.env.Data) {
-		t.Fatalf("replay: header %q data %s, want true and %s", k2.header.Get("Idempotent-Replayed"), k2.env.Data, k1.env.Data)
+	if k2.Header.Get("Idempotent-Replayed") != "true" || string(k2.Env.Data) != string(k1.Env.Data) {
+		t.Fatalf("replay: header %q data %s, want true and %s", k2.Header.Get("Idempotent-Replayed"), k2.Env.Data, k1.Env.Data)
 	}
 	if h.head() != mid {
 		t.Fatal("a replay appended")
@@ -57,7 +57,7 @@ func TestRegisterAnswersAndReplaysIdempotently(t *testing.T) {
 		name: "key reused", method: "POST", path: "/open/v1/channel/users",
 		body:   map[string]any{"channel_user_id": "cu-3", "user": map[string]any{"name": "Di"}},
 		sign:   func(r *http.Request, b []byte) { r.Header.Set("Idempotency-Key", "k-1"); as(h.appA)(r, b) },
-		status: http.StatusUnprocessableEntity, code: "IDEMPOTENCY_KEY_REUSED",
+		Status: http.StatusUnprocessableEntity, code: "IDEMPOTENCY_KEY_REUSED",
 	}})
 }
 
@@ -103,20 +103,20 @@ func TestFamilyGroupsAndMembers(t *testing.T) {
 
 	g := h.do("POST", user+"/family-groups", map[string]any{"app_group_id": 3, "name": "home"}, as(h.appA))
 	expect(t, "group", g, http.StatusCreated, "0")
-	groupID := g.num(t, "family_group_id")
-	if g.num(t, "app_group_id") != 3 || g.data(t)["name"] != "home" || g.data(t)["created"] != true {
-		t.Fatalf("group data: %s", g.raw)
+	groupID := g.Num(t, "family_group_id")
+	if g.Num(t, "app_group_id") != 3 || g.Data(t)["name"] != "home" || g.Data(t)["created"] != true {
+		t.Fatalf("group data: %s", g.Raw)
 	}
 	renamed := h.do("POST", user+"/family-groups", map[string]any{"app_group_id": 3, "name": "house"}, as(h.appA))
-	if renamed.status != http.StatusOK || renamed.num(t, "family_group_id") != groupID || renamed.data(t)["created"] != false {
-		t.Fatalf("group upsert: %d %s", renamed.status, renamed.raw)
+	if renamed.Status != http.StatusOK || renamed.Num(t, "family_group_id") != groupID || renamed.Data(t)["created"] != false {
+		t.Fatalf("group upsert: %d %s", renamed.Status, renamed.Raw)
 	}
 
 	m := h.do("POST", user+"/family-members", map[string]any{"app_user_id": "m-1", "app_group_id": 3, "name": "Bo", "relationship": "SON", "height": 120}, as(h.appA))
 	expect(t, "member", m, http.StatusCreated, "0")
-	memberID := m.num(t, "member_id")
-	if m.data(t)["app_user_id"] != "m-1" {
-		t.Fatalf("member data: %s", m.raw)
+	memberID := m.Num(t, "member_id")
+	if m.Data(t)["app_user_id"] != "m-1" {
+		t.Fatalf("member data: %s", m.Raw)
 	}
 
 	p := h.do("PATCH", user, map[string]any{"nickname": "annie"}, schemeH(h.appA, "nonce-patch"))

@@ -19,21 +19,21 @@ func TestOrders(t *testing.T) {
 	h := newHarness(t)
 	g := h.do("POST", "/admin/v1/goods", map[string]any{"goods_code": "G-1", "goods_name": "Scale"}, asAdmin)
 	expect(t, "create goods", g, http.StatusCreated, "0")
-	if g.data(t)["goods_code"] != "G-1" || g.num(t, "goods_id") <= 0 {
-		t.Fatalf("goods data: %s", g.raw)
+	if g.Data(t)["goods_code"] != "G-1" || g.Num(t, "goods_id") <= 0 {
+		t.Fatalf("goods data: %s", g.Raw)
 	}
 
 	o := h.do("POST", "/open/v1/order/create", order("T-1", "G-1"), as(h.appA))
 	expect(t, "create order", o, http.StatusCreated, "0")
-	code, _ := o.data(t)["order_code"].(string)
-	if code == "" || o.data(t)["created"] != true || o.data(t)["order_time"] != testNow.Format(DateTime) {
-		t.Fatalf("order data: %s", o.raw)
+	code, _ := o.Data(t)["order_code"].(string)
+	if code == "" || o.Data(t)["created"] != true || o.Data(t)["order_time"] != testNow.Format(DateTime) {
+		t.Fatalf("order data: %s", o.Raw)
 	}
 	// The same third_order_id and content is the same order.
 	before := h.head()
 	again := h.do("POST", "/open/v1/order/create", order("T-1", "G-1"), as(h.appA))
-	if again.status != http.StatusOK || again.data(t)["order_code"] != code || again.data(t)["created"] != false || h.head() != before {
-		t.Fatalf("repeated order: %d %s", again.status, again.raw)
+	if again.Status != http.StatusOK || again.Data(t)["order_code"] != code || again.Data(t)["created"] != false || h.head() != before {
+		t.Fatalf("repeated order: %d %s", again.Status, again.Raw)
 	}
 
 	noOrders := h.appB
@@ -68,7 +68,7 @@ func TestOrders(t *testing.T) {
 	h.dir.put(sandbox)
 	so := h.do("POST", "/open/v1/order/create", order("S-1", "G-1"), as(sandbox))
 	expect(t, "sandbox order", so, http.StatusCreated, "0")
-	sandboxCode := so.data(t)["order_code"].(string)
+	sandboxCode := so.Data(t)["order_code"].(string)
 	other := sandbox
 	other.AppID, other.AppKey = 9006, "key-sandbox-2"
 	h.dir.put(other)
@@ -77,8 +77,8 @@ func TestOrders(t *testing.T) {
 	})
 	sh := h.do("POST", "/open/v1/order/shipped-callback-test", map[string]any{"order_code": sandboxCode}, as(sandbox))
 	expect(t, "sandbox shipment", sh, http.StatusOK, "0")
-	if sh.data(t)["shipped"] != true || sh.data(t)["order_code"] != sandboxCode {
-		t.Fatalf("shipment data: %s", sh.raw)
+	if sh.Data(t)["shipped"] != true || sh.Data(t)["order_code"] != sandboxCode {
+		t.Fatalf("shipment data: %s", sh.Raw)
 	}
 }
 
@@ -86,13 +86,13 @@ func TestBenefitsVerifyUse(t *testing.T) {
 	h := newHarness(t)
 	item := h.do("POST", "/admin/v1/benefit-items", map[string]any{"name": "Checkup"}, asAdmin)
 	expect(t, "benefit item", item, http.StatusCreated, "0")
-	itemID := item.num(t, "benefit_item_id")
+	itemID := item.Num(t, "benefit_item_id")
 
 	p := h.do("POST", "/open/v1/service-providers", map[string]any{"name": "Clinic", "type": "SERVICE_PROVIDER", "contact": "c@x"}, as(h.appA))
 	expect(t, "register provider", p, http.StatusCreated, "0")
-	providerID := p.num(t, "provider_id")
-	if p.data(t)["status"] != commands.ProviderPending {
-		t.Fatalf("provider data: %s", p.raw)
+	providerID := p.Num(t, "provider_id")
+	if p.Data(t)["status"] != commands.ProviderPending {
+		t.Fatalf("provider data: %s", p.Raw)
 	}
 	h.refuses(t, []refusal{
 		{"review decision unknown", "POST", "/admin/v1/service-providers/" + itoa(providerID) + "/review", map[string]any{"decision": "maybe"}, asAdmin, http.StatusUnprocessableEntity, "VALIDATION_ERROR"},
@@ -115,14 +115,14 @@ func TestBenefitsVerifyUse(t *testing.T) {
 	verify := map[string]any{"card_number": "C00000000000001", "benefit_item_id": itemID}
 	v := h.do("POST", "/open/v1/benefit-cards/verify-use", verify, as(h.appA))
 	expect(t, "verify-use", v, http.StatusOK, "0")
-	d := v.data(t)
-	if v.num(t, "remaining_quantity") != 1 || v.num(t, "quantity_used") != 1 || d["card_number_masked"] == "C00000000000001" || d["card_number_masked"] == "" {
-		t.Fatalf("verify data: %s", v.raw)
+	d := v.Data(t)
+	if v.Num(t, "remaining_quantity") != 1 || v.Num(t, "quantity_used") != 1 || d["card_number_masked"] == "C00000000000001" || d["card_number_masked"] == "" {
+		t.Fatalf("verify data: %s", v.Raw)
 	}
 	if u := d["user_info"].(map[string]any); u["phone_masked"] == "13800138000" || u["name_masked"] == "Ann Lee" {
-		t.Fatalf("user_info not masked: %s", v.raw)
+		t.Fatalf("user_info not masked: %s", v.Raw)
 	}
-	record := v.num(t, "fulfillment_record_id")
+	record := v.Num(t, "fulfillment_record_id")
 	h.providers.mu.Lock()
 	h.providers.issuers[record] = h.appA.AppID
 	h.providers.mu.Unlock()

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -13,15 +11,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/julienschmidt/httprouter"
-
 	"github.com/healthtech/partner-open-platform/commands"
 	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/events/catalog"
 	"github.com/healthtech/partner-open-platform/events/memory"
 	"github.com/healthtech/partner-open-platform/internal/auth"
-	"github.com/healthtech/partner-open-platform/internal/httpapi"
+	"github.com/healthtech/partner-open-platform/internal/httpapi/edgetest"
 	"github.com/healthtech/partner-open-platform/internal/idempotency"
 	"github.com/healthtech/partner-open-platform/internal/secrets"
 	"github.com/healthtech/partner-open-platform/projections"
@@ -268,65 +264,11 @@ func newHarness(t *testing.T) *harness {
 	return h
 }
 
-// router serves routes as the node does: instrumented (request id) and
-// with httprouter's parameters.
-func router(routes []Route) http.Handler {
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	rt := httprouter.New()
-	rt.RedirectTrailingSlash, rt.RedirectFixedPath = false, false
-	for _, r := range routes {
-		h := r.Handle
-		rt.Handler(r.Method, r.Path, httpapi.Instrument(log, r.Path, nil, http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-			h(w, req, httprouter.ParamsFromContext(req.Context()))
-		})))
-	}
-	return rt
-}
+// reply is what a partner observes of one answer (edgetest.Reply).
+type reply = edgetest.Reply
 
-// reply is what a partner observes of one answer.
-type reply struct {
-	status int
-	header http.Header
-	raw    []byte
-	env    struct {
-		Success bool                `json:"success"`
-		Code    any                 `json:"code"`
-		Message string              `json:"message"`
-		Data    json.RawMessage     `json:"data"`
-		Errors  map[string][]string `json:"errors"`
-	}
-}
-
-// code is the envelope's code as text ("0" for success's numeric 0).
-func (r reply) code() string {
-	switch c := r.env.Code.(type) {
-	case string:
-		return c
-	case float64:
-		return strconv.FormatFloat(c, 'f', -1, 64)
-	}
-	return ""
-}
-
-// data decodes the envelope's data into a map.
-func (r reply) data(t *testing.T) map[string]any {
-	t.Helper()
-	var m map[string]any
-	if err := json.Unmarshal(r.env.Data, &m); err != nil {
-		t.Fatalf("data of %s: %v", r.raw, err)
-	}
-	return m
-}
-
-// num reads a numeric field of the data.
-func (r reply) num(t *testing.T, field string) int64 {
-	t.Helper()
-	v, ok := r.data(t)[field].(float64)
-	if !ok {
-		t.Fatalf("data.%s missing or not a number in %s", field, r.raw)
-	}
-	return int64(v)
-}
+// router serves routes as the node does (edgetest.Router).
+var router = edgetest.Router
 
 type sign func(req *http.Request, body []byte)
 
@@ -378,18 +320,7 @@ func (h *harness) do(method, path string, body any, s sign, extra ...string) rep
 	if s != nil {
 		s(req, raw)
 	}
-	w := httptest.NewRecorder()
-	h.handler.ServeHTTP(w, req)
-	r := reply{status: w.Code, header: w.Header(), raw: w.Body.Bytes()}
-	if len(r.raw) > 0 {
-		if err := json.Unmarshal(r.raw, &r.env); err != nil {
-			h.t.Fatalf("%s %s: not an envelope: %v: %s", method, path, err, r.raw)
-		}
-	}
-	if r.header.Get(httpapi.RequestIDHeader) == "" {
-		h.t.Fatalf("%s %s: no %s header", method, path, httpapi.RequestIDHeader)
-	}
-	return r
+	return edgetest.Serve(h.t, h.handler, req)
 }
 
 // head is the event store's head: a refused request leaves it unchanged.
@@ -405,11 +336,11 @@ func (h *harness) head() events.Position {
 // expect fails unless r has status and code.
 func expect(t *testing.T, what string, r reply, status int, code string) {
 	t.Helper()
-	if r.status != status || r.code() != code {
-		t.Fatalf("%s: got %d %q, want %d %q: %s", what, r.status, r.code(), status, code, r.raw)
+	if r.Status != status || r.Code() != code {
+		t.Fatalf("%s: got %d %q, want %d %q: %s", what, r.Status, r.Code(), status, code, r.Raw)
 	}
-	if (status < 300) != r.env.Success {
-		t.Fatalf("%s: success=%v with status %d: %s", what, r.env.Success, status, r.raw)
+	if (status < 300) != r.Env.Success {
+		t.Fatalf("%s: success=%v with status %d: %s", what, r.Env.Success, status, r.Raw)
 	}
 }
 
@@ -419,7 +350,7 @@ type refusal struct {
 	method, path string
 	body         any
 	sign         sign
-	status       int
+	Status       int
 	code         string
 }
 
@@ -430,7 +361,7 @@ func (h *harness) refuses(t *testing.T, cases []refusal) {
 		t.Run(c.name, func(t *testing.T) {
 			before := h.head()
 			r := h.do(c.method, c.path, c.body, c.sign)
-			expect(t, c.name, r, c.status, c.code)
+			expect(t, c.name, r, c.Status, c.code)
 			if after := h.head(); after != before {
 				t.Fatalf("%s appended: head %v -> %v", c.name, before, after)
 			}
@@ -445,7 +376,7 @@ func (h *harness) register(app domain.App, channelUserID string) int64 {
 		"channel_user_id": channelUserID, "user": map[string]any{"name": "Ann", "phone": "13800138000"},
 	}, as(app))
 	expect(h.t, "register", r, http.StatusCreated, "0")
-	return r.num(h.t, "open_user_id")
+	return r.Num(h.t, "open_user_id")
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }

@@ -14,29 +14,29 @@ func TestHealthReports(t *testing.T) {
 
 	up := h.do("POST", "/admin/v1/uploaders", map[string]any{"name": "lab"}, asAdmin)
 	expect(t, "register uploader", up, http.StatusCreated, "0")
-	token, _ := up.data(t)["token"].(string)
-	if token == "" || up.data(t)["name"] != "lab" {
-		t.Fatalf("uploader data: %s", up.raw)
+	token, _ := up.Data(t)["token"].(string)
+	if token == "" || up.Data(t)["name"] != "lab" {
+		t.Fatalf("uploader data: %s", up.Raw)
 	}
 	// The uploader directory learns the uploader as it would from the event.
 	h.uploaders.mu.Lock()
-	h.uploaders.byHash[domain.HashToken(token)] = directory.Uploader{UploaderID: up.num(t, "uploader_id"), Name: "lab"}
+	h.uploaders.byHash[domain.HashToken(token)] = directory.Uploader{UploaderID: up.Num(t, "uploader_id"), Name: "lab"}
 	h.uploaders.mu.Unlock()
 	asUploader := func(r *http.Request, _ []byte) { r.Header.Set("Authorization", "Bearer "+token) }
 
 	report := map[string]any{"open_user_id": user, "request_report_id": "rr-1", "report_type": "ecg", "interpretation_result": "normal", "raw_data": map[string]any{"hr": 70}}
 	r := h.do("POST", "/admin/v1/health-reports", report, asUploader)
 	expect(t, "create report", r, http.StatusCreated, "0")
-	id := r.num(t, "id")
-	if r.data(t)["created"] != true {
-		t.Fatalf("report data: %s", r.raw)
+	id := r.Num(t, "id")
+	if r.Data(t)["created"] != true {
+		t.Fatalf("report data: %s", r.Raw)
 	}
 	before := h.head()
 	// request_report_id is idempotent per uploader: the retry is the same
 	// report and appends nothing.
 	again := h.do("POST", "/admin/v1/health-reports", report, asUploader)
-	if again.status != http.StatusOK || again.num(t, "id") != id || again.data(t)["created"] != false || h.head() != before {
-		t.Fatalf("same request_report_id again: %d %s", again.status, again.raw)
+	if again.Status != http.StatusOK || again.Num(t, "id") != id || again.Data(t)["created"] != false || h.head() != before {
+		t.Fatalf("same request_report_id again: %d %s", again.Status, again.Raw)
 	}
 	expect(t, "update report", h.do("PATCH", "/admin/v1/health-reports/"+itoa(id), map[string]any{"interpretation_result": "see a doctor"}, asUploader), http.StatusOK, "0")
 

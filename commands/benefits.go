@@ -5,7 +5,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/events"
 )
 
@@ -55,52 +54,101 @@ type Benefits struct {
 type cachedCard struct {
 	state   cardState
 	version uint64
+	pos     events.Position
 }
 
 // maxCachedCards bounds the card cache; an evicted card is replayed once.
 const maxCachedCards = 10000
 
-// cardAt returns the card's current state, reading only the events appended
-// since it was last seen (by this node or any other). Callers lead the card's queue.
-//
-// With trustCached, a card already cached is returned without reading its
-// stream (read is false): a use decided on it is appended after the cached
-// version, so an event another node appended meanwhile fails the append as
-// a conflict, and the uses are decided again on what cardAt then reads. On
-// Postgres this saves a round trip per use of a card this node holds.
-func (b *Benefits) cardAt(ctx context.Context, number string, trustCached bool) (c *cachedCard, read bool, err error) {
+// cards is the source verify-use decides on (executeBatch): the card
+// states this node keeps by stream, read incrementally, and, for the first
+// decision of a batch, lent without reading the stream at all (trusting):
+// a use decided on it is appended after the cached version, so an event
+// another node appended meanwhile fails the append as a conflict, and the
+// uses are decided again on what a read then gives. On Postgres this saves
+// a round trip per use of a card this node holds. Callers lead the card's
+// queue, so no two of them touch one entry at once. decided, when set, is
+// where the decision leaves the state it built by applying its own uses
+// (verifyBatch): the cache adopts it after the append instead of folding
+// the same uses again.
+type cards struct {
+	b       *Benefits
+	decided **cardState
+}
+
+// entry returns the card's cache entry, creating it when missing.
+func (c cards) entry(stream string) *cachedCard {
+	b := c.b
 	b.cacheMu.Lock()
+	defer b.cacheMu.Unlock()
 	if b.cache == nil {
 		b.cache = map[string]*cachedCard{}
 	}
-	c = b.cache[number]
-	if c == nil {
+	e := b.cache[stream]
+	if e == nil {
 		if len(b.cache) >= maxCachedCards {
 			for k := range b.cache { // drop an arbitrary entry
 				delete(b.cache, k)
 				break
 			}
 		}
-		c = &cachedCard{}
-		b.cache[number] = c
+		e = &cachedCard{}
+		b.cache[stream] = e
 	}
-	b.cacheMu.Unlock()
-	if trustCached && c.version > 0 {
-		return c, false, nil
+	return e
+}
+
+func (c cards) loadCached(stream string) (*cardState, uint64, events.Position, bool) {
+	e := c.entry(stream)
+	if e.version == 0 {
+		return nil, 0, events.Position{}, false
 	}
-	recs, err := b.store.ReadStream(ctx, domain.CardStream(number), c.version, 0)
+	st := e.state.clone()
+	return &st, e.version, e.pos, true
+}
+
+// loadLent reads the events appended since the card was last seen (by this
+// node or any other) and lends a copy of its state.
+func (c cards) loadLent(ctx context.Context, s streams, stream string) (*cardState, uint64, events.Position, uint64, error) {
+	e := c.entry(stream)
+	recs, err := s.store.ReadStream(ctx, stream, e.version, 0)
 	if err != nil {
-		return nil, true, err
+		return nil, 0, events.Position{}, 0, err
 	}
 	for _, r := range recs {
-		env, err := b.reg.Decode(r)
+		env, err := s.reg.Decode(r)
 		if err != nil {
-			return nil, true, err
+			return nil, 0, events.Position{}, 0, err
 		}
-		c.state.apply(env)
+		e.state.apply(env)
+		e.version++
+		e.pos = r.Position
 	}
-	c.version += uint64(len(recs))
-	return c, true, nil
+	st := e.state.clone()
+	return &st, e.version, e.pos, 0, nil
+}
+
+func (cards) release(string, uint64) {}
+
+// appendAfter appends the uses and, when they landed right after the cached
+// version, applies them to the cached card as a read would decode them, so
+// the next batch reads and decodes nothing of its own writes.
+func (c cards) appendAfter(ctx context.Context, s streams, stream string, version, _ uint64, meta Meta, ps ...events.Payload) (events.AppendResult, error) {
+	res, err := s.append(ctx, stream, version, meta, ps...)
+	if err != nil {
+		return res, err
+	}
+	if e := c.entry(stream); e.version == version {
+		if c.decided != nil && *c.decided != nil {
+			e.state = **c.decided
+		} else {
+			for _, p := range ps {
+				e.state.apply(events.Envelope{Payload: asDecoded(p)})
+			}
+		}
+		e.version, e.pos = version+uint64(len(ps)), res.Position
+	}
+	return res, nil
 }
 
 // NewBenefits builds the handler; cooldown is the DUPLICATE_FULFILLMENT window.

@@ -242,7 +242,7 @@ func TestCachedCardMatchesReplay(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	cached, _, err := b.cardAt(ctx, card, false) // nothing leads the card now
+	cached, version, _, _, err := cards{b: b}.loadLent(ctx, b.streams, domain.CardStream(card)) // nothing leads the card now
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,11 +251,11 @@ func TestCachedCardMatchesReplay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cached.version != v || fmt.Sprint(cached.state.remaining) != fmt.Sprint(st.remaining) || len(cached.state.lastUse) != len(st.lastUse) {
-		t.Fatalf("cached v%d %v %v, replayed v%d %v %v", cached.version, cached.state.remaining, cached.state.lastUse, v, st.remaining, st.lastUse)
+	if version != v || fmt.Sprint(cached.remaining) != fmt.Sprint(st.remaining) || len(cached.lastUse) != len(st.lastUse) {
+		t.Fatalf("cached v%d %v %v, replayed v%d %v %v", version, cached.remaining, cached.lastUse, v, st.remaining, st.lastUse)
 	}
 	for k, at := range st.lastUse {
-		if c := cached.state.lastUse[k]; c != at {
+		if c := cached.lastUse[k]; c != at {
 			t.Fatalf("last use %s: cached %v, replayed %v", k, c, at)
 		}
 	}

@@ -343,10 +343,20 @@ func decideCompleteBatch(st *batchState, issuerAppID int64) []events.Payload {
 }
 
 // finishBatch creates the planned cards that do not exist yet and marks the
-// batch complete, answering every card of the batch.
+// batch complete, answering every card of the batch: the cards and the
+// completion are one multi-stream append (executeParts), each event under
+// an id derived from the batch, so a retry or a concurrent copy appends
+// what is missing and finds the rest already written. A conflict means a
+// planned number is held by another card (or a copy completed the batch
+// first): the cards are read, and a generated number another card holds is
+// replaced in the plan (decideTakenNumber) before the cards are decided
+// again.
 func (b *Benefits) finishBatch(ctx context.Context, stream string, batch CardBatch, meta Meta) ([]IssuedCard, error) {
-	for attempt := 0; attempt < maxAttempts; attempt++ {
-		var st batchState
+	var st batchState
+	var answer []IssuedCard
+	conflicted := false
+	res, appended, err := executeParts(ctx, b.streams, &meta, func() ([]decided, error) {
+		st = batchState{}
 		version, pos, err := b.load(ctx, stream, st.apply)
 		if err != nil {
 			return nil, err
@@ -354,60 +364,71 @@ func (b *Benefits) finishBatch(ctx context.Context, stream string, batch CardBat
 		if len(st.cards) != len(batch.Cards) {
 			return nil, fmt.Errorf("card batch %s: plan holds %d cards, request %d", stream, len(st.cards), len(batch.Cards))
 		}
-		complete := decideCompleteBatch(&st, batch.IssuerAppID)
-		if complete == nil {
-			return issuedCards(batch, st, pos), nil
+		if st.completed {
+			answer = issuedCards(batch, st, pos)
+			return nil, nil
 		}
-		retry := false
-		for i, pc := range st.cards {
-			issued, err := b.reg.Encode(cardIssued(batch, i, pc, meta.Actor), meta.events())
-			if err != nil {
-				return nil, err
-			}
-			issued.ID = batchEventID(stream, "card", i, pc.CardNumber)
-			_, err = b.store.Append(ctx, domain.CardStream(pc.CardNumber), events.NoStream(), issued)
-			if events.IsConflict(err) {
-				var recs []events.Recorded
-				if recs, err = b.store.ReadStream(ctx, domain.CardStream(pc.CardNumber), 0, 1); err != nil {
-					return nil, err
-				}
-				if len(recs) > 0 && recs[0].ID == issued.ID {
-					continue // this batch's card, written before
-				}
-				// Another card holds the number.
-				renumber, err := decideTakenNumber(&st, batch.IssuerAppID, i, randomCardNumber())
-				if err != nil {
-					return nil, err
-				}
-				_, err = b.append(ctx, stream, version, meta, renumber...)
-				if err != nil && !events.IsConflict(err) {
-					return nil, err
-				}
-				retry = true
-				break
-			}
-			if err != nil {
+		if conflicted {
+			if version, err = b.renumberTaken(ctx, stream, &st, version, batch, meta); err != nil {
 				return nil, err
 			}
 		}
-		if retry {
-			continue
-		}
-		done, err := b.reg.Encode(complete[0], meta.events())
-		if err != nil {
-			return nil, err
-		}
-		done.ID = batchEventID(stream, "completed", version)
-		res, err := b.store.Append(ctx, stream, events.AfterVersion(version), done)
-		if events.IsConflict(err) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		return issuedCards(batch, st, res.Position), nil
+		conflicted = true // the next try follows a conflict
+		return decideFinishBatch(&st, stream, version, batch, meta.Actor), nil
+	})
+	switch {
+	case err != nil:
+		return nil, err
+	case !appended:
+		return answer, nil
 	}
-	return nil, domain.ErrContention
+	return issuedCards(batch, st, res.Position), nil
+}
+
+// decideFinishBatch creates every planned card on its own stream (the
+// store's no-stream append decides that the number is free) and completes
+// the batch, after version, each event under an id derived from the
+// batch.
+func decideFinishBatch(st *batchState, stream string, version uint64, batch CardBatch, actor string) []decided {
+	parts := make([]decided, 0, len(st.cards)+1)
+	for i, pc := range st.cards {
+		issued := withID{cardIssued(batch, i, pc, actor), batchEventID(stream, "card", i, pc.CardNumber)}
+		parts = append(parts, decided{stream: domain.CardStream(pc.CardNumber), ps: []events.Payload{issued}})
+	}
+	done := withID{decideCompleteBatch(st, batch.IssuerAppID)[0], batchEventID(stream, "completed", version)}
+	return append(parts, decided{stream: stream, version: version, ps: []events.Payload{done}})
+}
+
+// renumberTaken reads the planned cards' streams and replaces, in the plan,
+// each generated number another card holds (a chosen one refuses the
+// batch), appended after version before any card uses the new number; st
+// and the returned version then include the renumbering.
+func (b *Benefits) renumberTaken(ctx context.Context, stream string, st *batchState, version uint64, batch CardBatch, meta Meta) (uint64, error) {
+	var ps []events.Payload
+	for i, pc := range st.cards {
+		recs, err := b.store.ReadStream(ctx, domain.CardStream(pc.CardNumber), 0, 1)
+		if err != nil {
+			return 0, err
+		}
+		if len(recs) == 0 || recs[0].ID == batchEventID(stream, "card", i, pc.CardNumber) {
+			continue // free, or this batch's card, written before
+		}
+		renumber, err := decideTakenNumber(st, batch.IssuerAppID, i, randomCardNumber())
+		if err != nil {
+			return 0, err
+		}
+		ps = append(ps, renumber...)
+	}
+	if len(ps) == 0 {
+		return version, nil
+	}
+	if _, err := b.append(ctx, stream, version, meta, ps...); err != nil {
+		return 0, err // a conflict: decided again
+	}
+	for _, p := range ps {
+		st.apply(events.Envelope{Payload: asDecoded(p)})
+	}
+	return version + uint64(len(ps)), nil
 }
 
 func cardLines(in CardInput, pc catalog.PlannedCard) []catalog.CardLine {

@@ -236,3 +236,70 @@ func TestCardBatchWithATakenNumberIssuesNothing(t *testing.T) {
 		t.Fatalf("partner-chosen number: %v, want a validation error", err)
 	}
 }
+
+// Given a planned batch whose generated number another card took before the
+// batch's cards were written, when the batch is finished, then that card is
+// issued under a new number recorded in the plan (the other card stays as
+// it was) and the answer names exactly the batch's cards in the log; a
+// retry answers the same cards. A chosen number taken meanwhile refuses the
+// batch instead, and its completion is never appended.
+func TestCardBatchRenumbersAGeneratedNumberTakenAfterItsPlan(t *testing.T) {
+	eventStores(t, func(t *testing.T, store events.Store) {
+		b, item := batchFixture(t, store)
+		for _, chosen := range []bool{false, true} {
+			batch := CardBatch{IssuerAppID: 1, BatchID: fmt.Sprint("renumber-", chosen), Cards: threeCards(item, false)}
+			if chosen {
+				batch.Cards[1].CardNumber = fmt.Sprintf("TAKEN%010d", 1)
+			}
+			stream := domain.CardBatchStream(1, batchKey(batch))
+			if err := b.planBatch(ctx, stream, batch, Meta{}); err != nil {
+				t.Fatal(err)
+			}
+			var plan batchState
+			if _, _, err := b.load(ctx, stream, plan.apply); err != nil {
+				t.Fatal(err)
+			}
+			taken := plan.cards[1].CardNumber
+			other := catalog.CardIssued{CardNumber: taken, IssuerAppID: 9, HolderName: "someone else", ExpiresAt: time.Now().Add(time.Hour).UTC()}
+			if _, err := b.append(ctx, domain.CardStream(taken), 0, Meta{}, other); err != nil {
+				t.Fatal(err)
+			}
+			got, err := b.IssueBatch(ctx, batch, Meta{})
+			if chosen {
+				if !errors.Is(err, domain.ErrCardNumberTaken) {
+					t.Fatalf("chosen number taken: %v, want ErrCardNumberTaken", err)
+				}
+				var st batchState
+				if _, _, err := b.load(ctx, stream, st.apply); err != nil || st.completed {
+					t.Fatalf("refused batch completed: %v", err)
+				}
+				continue
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got[1].CardNumber == taken {
+				t.Fatalf("card 1 answered the taken number %s", taken)
+			}
+			var after batchState
+			if _, _, err := b.load(ctx, stream, after.apply); err != nil || !after.completed || after.cards[1].CardNumber != got[1].CardNumber {
+				t.Fatalf("plan after finishing: %+v, %v; want completed with card 1 as %s", after, err, got[1].CardNumber)
+			}
+			var ours []catalog.CardIssued
+			for _, c := range issuedInLog(t, store) {
+				if c.CardNumber == taken {
+					if c.IssuerAppID != 9 || c.HolderName != "someone else" {
+						t.Fatalf("the other card changed: %+v", c)
+					}
+					continue
+				}
+				ours = append(ours, c)
+			}
+			sameCards(t, "renumbered batch", got, ours)
+			again, err := b.IssueBatch(ctx, batch, Meta{})
+			if err != nil || again[1].CardNumber != got[1].CardNumber {
+				t.Fatalf("retry answered %+v, %v; want card 1 as %s", again, err, got[1].CardNumber)
+			}
+		}
+	})
+}

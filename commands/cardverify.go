@@ -2,6 +2,7 @@ package commands
 
 import (
 	"context"
+	"errors"
 	"maps"
 	"slices"
 	"strconv"
@@ -322,77 +323,47 @@ func (s cardState) clone() cardState {
 // verifyBatch decides the batch's uses in order against the card's state,
 // each seeing the uses accepted before it (so quota and cooldown refuse as
 // they would one at a time), and appends the accepted ones in one append
-// after the card's version: each request gets its own answer, a refused
-// use its own refusal; a conflict (another node used the card) decides the
-// whole batch again. The first attempt decides on the cached card without
-// reading it (cardAt), which the append's expected version checks.
+// after the card's version (executeBatch): each request gets its own
+// answer, a refused use its own refusal; a conflict (another node used the
+// card) decides the whole batch again. The first decision is made on the
+// cached card without reading it (cards); if it accepts nothing, the batch
+// is decided again on the card as read, so each refusal is the one the
+// card's current state gives (a use elsewhere within the cooldown is
+// DUPLICATE_FULFILLMENT, not NO_REMAINING_QUOTA).
 func (b *Benefits) verifyBatch(ctx context.Context, card string, batch []*verifyReq) {
-	stream := domain.CardStream(card)
-	for attempt := 0; attempt < 10*maxAttempts; attempt++ {
-		cached, read, err := b.cardAt(ctx, card, attempt == 0)
-		if err != nil {
-			for _, r := range batch {
-				r.finish(Verified{}, err)
-			}
-			return
-		}
-		work := cached.state.clone()
-		items := map[int64]itemState{} // read once per attempt (decideOne)
-		var evs []events.Proposed
+	var work *cardState
+	pos, err := executeBatch(ctx, b.streams, cards{b, &work}, domain.CardStream(card), func(st *cardState) ([]events.Payload, error) {
+		work = st
+		items := map[int64]itemState{} // read once per decision (decideOne)
+		var ps []events.Payload
 		for _, r := range batch {
 			r.decided, r.err = nil, nil
-			ev, err := b.decideOne(ctx, &work, items, r)
+			ev, err := b.decideOne(ctx, st, items, r)
 			if err != nil {
 				r.err = err
 				continue
 			}
-			p, err := b.reg.Encode(ev, r.meta.events())
-			if err != nil {
-				r.err = err
-				continue
-			}
-			applied := ev
-			applied.At = applied.At.Round(0) // as decoded: no monotonic reading
-			work.apply(events.Envelope{Payload: &applied})
+			st.apply(events.Envelope{Payload: asDecoded(ev)})
 			r.decided = &ev
-			evs = append(evs, p)
+			ps = append(ps, forRequest{ev, r.meta})
 		}
-		if len(evs) == 0 && !read {
-			// Every use refused on the cached card, with no append to
-			// tell whether another node used the card meanwhile: decide
-			// again on its stream as read now, so each refusal is the one
-			// the card's current state gives (a use elsewhere within the
-			// cooldown is DUPLICATE_FULFILLMENT, not NO_REMAINING_QUOTA).
-			continue
-		}
-		var res events.AppendResult
-		if len(evs) > 0 {
-			res, err = b.store.Append(ctx, stream, events.AfterVersion(cached.version), evs...)
-			if events.IsConflict(err) {
-				continue // another node verified this card meanwhile: decide again
-			}
-			if err == nil {
-				// The append wrote exactly these events after version: the
-				// cache takes them as read back, so the next batch decodes nothing.
-				cached.state, cached.version = work, cached.version+uint64(len(evs))
-			}
-		}
-		for _, r := range batch {
-			switch {
-			case r.decided == nil:
-				r.finish(Verified{}, r.err)
-			case err != nil:
-				r.finish(Verified{}, err)
-			default:
-				ev := r.decided
-				r.finish(Verified{RecordID: ev.RecordID, CardNumber: ev.CardNumber, BenefitItemName: ev.BenefitItemName, Quantity: ev.Quantity, Remaining: ev.Remaining,
-					HolderName: work.issued.HolderName, HolderPhone: work.issued.HolderPhone, At: ev.At, Position: res.Position}, nil)
-			}
-		}
-		return
-	}
+		return ps, nil
+	})
+	var failed *appendError // the store failed the append of the accepted uses
+	appendFailed := errors.As(err, &failed)
 	for _, r := range batch {
-		r.finish(Verified{}, domain.ErrContention)
+		switch {
+		case err != nil && !appendFailed:
+			r.finish(Verified{}, err)
+		case r.decided == nil:
+			r.finish(Verified{}, r.err)
+		case appendFailed:
+			r.finish(Verified{}, failed.err)
+		default:
+			ev := r.decided
+			r.finish(Verified{RecordID: ev.RecordID, CardNumber: ev.CardNumber, BenefitItemName: ev.BenefitItemName, Quantity: ev.Quantity, Remaining: ev.Remaining,
+				HolderName: work.issued.HolderName, HolderPhone: work.issued.HolderPhone, At: ev.At, Position: pos}, nil)
+		}
 	}
 }
 

@@ -68,13 +68,52 @@ func executeOnce[S any](ctx context.Context, s streams, src source[S], stream st
 	return run(ctx, s, src, stream, meta, 1, onConflict, decide)
 }
 
+// batchAttempts bounds executeBatch: a hot stream's batch meets every other
+// node's batches, and each of them decides many requests at once.
+const batchAttempts = 10 * maxAttempts
+
+// executeBatch is execute for a decision over a batch of requests queued on
+// one stream (verify-use: one leader per card decides the uses that queued
+// while the previous append committed). Each payload carries its own
+// request's metadata (forRequest); a conflict decides the whole batch
+// again, at most batchAttempts times.
+func executeBatch[S any](ctx context.Context, s streams, src source[S], stream string, decide func(S) ([]events.Payload, error)) (events.Position, error) {
+	return run(ctx, s, src, stream, &Meta{}, batchAttempts, domain.ErrContention, decide)
+}
+
+// trusting is a source that can lend its cached state without reading the
+// stream first (cards, which one leader per card on this node writes): the
+// append's expected revision still catches another node's write, as a
+// conflict. ok is false when nothing is cached.
+type trusting[S any] interface {
+	loadCached(stream string) (st S, version uint64, pos events.Position, ok bool)
+}
+
 func run[S any](ctx context.Context, s streams, src source[S], stream string, meta *Meta, attempts int, onConflict error, decide func(S) ([]events.Payload, error)) (events.Position, error) {
-	for attempt := 1; ; attempt++ {
-		st, version, pos, lent, err := src.loadLent(ctx, s, stream)
-		if err != nil {
-			return events.Position{}, err
+	// attempts bounds the conflicts; deciding again after a decision on
+	// an unread state (trusting) is not one.
+	for try, conflicts := 0, 0; ; try++ {
+		var (
+			st            S
+			version, lent uint64
+			pos           events.Position
+			unread        bool
+			err           error
+		)
+		if t, ok := src.(trusting[S]); ok && try == 0 {
+			st, version, pos, unread = t.loadCached(stream)
+		}
+		if !unread {
+			if st, version, pos, lent, err = src.loadLent(ctx, s, stream); err != nil {
+				return events.Position{}, err
+			}
 		}
 		ps, err := decide(st)
+		if unread && (err != nil || len(ps) == 0) {
+			// A refusal or a no-op answers the stream as the store holds
+			// it, not as this node last saw it: decide again on a read.
+			continue
+		}
 		if err != nil {
 			return events.Position{}, err
 		}
@@ -83,8 +122,11 @@ func run[S any](ctx context.Context, s streams, src source[S], stream string, me
 			return pos, nil
 		}
 		res, err := src.appendAfter(ctx, s, stream, version, lent, *meta, ps...)
+		if events.IsConflict(err) {
+			conflicts++
+		}
 		switch {
-		case events.IsConflict(err) && attempt < attempts:
+		case events.IsConflict(err) && conflicts < attempts:
 			continue
 		case events.IsConflict(err) && onConflict == nil:
 			return pos, nil
@@ -107,17 +149,22 @@ func (readBack[S]) appendAfter(ctx context.Context, s streams, stream string, ve
 }
 
 // executeParts is execute for a decision that spans several streams (an
-// idempotency key and the stream it names): try loads what it needs and
-// returns the parts to append, each after the version it loaded (none:
-// nothing changes, and try keeps its answer). The shell appends them in one
-// atomic multi-stream append where the store can, one after another in
-// order elsewhere (EventStoreDB; appendAll), and runs try again on a
-// conflict on any part, at most maxAttempts times. appended says whether
-// the parts were written; failed reports whether an error came from try
-// (the decision's answer) rather than from the append.
+// idempotency key and the stream it names, a binding and the user it
+// binds, a card batch and its cards): try loads what it needs and returns
+// the parts to append, each after the version it loaded (none: nothing
+// changes, and try keeps its answer). The shell appends them in one atomic
+// multi-stream append where the store can, one after another in order
+// elsewhere (EventStoreDB; appendAll), and runs try again on a conflict on
+// any part, at most maxAttempts times. try may append a step of its own
+// before it decides its parts (a card batch's renumbering): a conflict of
+// that step is decided again as a part's would be. appended says whether
+// the parts were written.
 func executeParts(ctx context.Context, s streams, meta *Meta, try func() ([]decided, error)) (res events.AppendResult, appended bool, err error) {
 	for range maxAttempts {
 		parts, err := try()
+		if events.IsConflict(err) {
+			continue
+		}
 		if err != nil || len(parts) == 0 {
 			return events.AppendResult{}, false, err
 		}
@@ -131,6 +178,32 @@ func executeParts(ctx context.Context, s streams, meta *Meta, try func() ([]deci
 		return res, true, nil
 	}
 	return events.AppendResult{}, false, domain.ErrContention
+}
+
+// withID is a decided payload whose event id the decision chose (derived
+// from what it records), so that the same step decided again by any node
+// appends the same event and the store recognises it as already written.
+type withID struct {
+	events.Payload
+	id string
+}
+
+// forRequest is a decided payload that answers another request than the
+// command's own (executeBatch): its event carries that request's metadata.
+type forRequest struct {
+	events.Payload
+	meta Meta
+}
+
+// unwrap is the payload itself, without what the shell reads around it.
+func unwrap(p events.Payload) events.Payload {
+	if w, ok := p.(withID); ok {
+		p = w.Payload
+	}
+	if w, ok := p.(forRequest); ok {
+		p = w.Payload
+	}
+	return p
 }
 
 // appendError is a store failure of the shell's append, so a command can

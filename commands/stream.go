@@ -57,17 +57,35 @@ func (s streams) append(ctx context.Context, stream string, version uint64, meta
 	return s.store.Append(ctx, stream, events.AfterVersion(version), evs...)
 }
 
-// encode turns decided payloads into events to append, each with a fresh ID.
+// encode turns decided payloads into events to append, each with a fresh
+// ID unless the decision chose one (withID).
 func (s streams) encode(meta Meta, ps ...events.Payload) ([]events.Proposed, error) {
 	evs := make([]events.Proposed, 0, len(ps))
 	for _, p := range ps {
-		ev, err := s.reg.Encode(p, meta.events())
+		ev, err := s.encodeOne(meta, p)
 		if err != nil {
 			return nil, err
 		}
 		evs = append(evs, ev)
 	}
 	return evs, nil
+}
+
+// encodeOne encodes a payload with the command's metadata, or with what the
+// decision wrapped it in (withID, forRequest).
+func (s streams) encodeOne(meta Meta, p events.Payload) (events.Proposed, error) {
+	id := ""
+	if w, ok := p.(withID); ok {
+		id, p = w.id, w.Payload
+	}
+	if w, ok := p.(forRequest); ok {
+		meta, p = w.meta, w.Payload
+	}
+	ev, err := s.reg.Encode(p, meta.events())
+	if id != "" {
+		ev.ID = id
+	}
+	return ev, err
 }
 
 // decided is one stream's decided payloads and the version they follow.

@@ -532,15 +532,15 @@ type registerUser struct {
 // Register binds (app_id, channel_user_id) to a new open_user_id and creates
 // the user with its groups and members, or returns the existing mapping.
 //
-// On a store with an atomic multi-stream append (bbolt, Postgres, memory)
-// the binding stream is claimed (NoStream) and the user stream created
-// (NoStream) in one append: one durable write, and never a binding without
-// its user. Whoever wins the binding answers 201; a concurrent register of
-// the same channel user conflicts on the binding, reads it and answers 200
-// with the same ids. Elsewhere (EventStoreDB) the binding is appended first,
-// then the user stream; whoever creates the user stream answers 201 and
-// everyone else, including a retry after a crash between the two appends,
-// finds the user and answers 200 with the same ids.
+// The binding stream is claimed (NoStream) and the user stream created
+// (NoStream) through the shell's multi-stream append: on a store with an
+// atomic one (bbolt, Postgres, memory) one durable write, and never a
+// binding without its user. Whoever wins the binding answers 201; a
+// concurrent register of the same channel user conflicts on the binding,
+// reads it and answers 200 with the same ids. Elsewhere (EventStoreDB) the
+// binding is appended first, then the user stream; whoever creates the user
+// stream answers 201 and everyone else, including a retry after a crash
+// between the two appends, finds the user and answers 200 with the same ids.
 func (u *Users) Register(ctx context.Context, c Register, meta Meta) (RegisterResult, error) {
 	if err := validateRegister(c, u.rules()); err != nil {
 		return RegisterResult{}, err
@@ -548,12 +548,13 @@ func (u *Users) Register(ctx context.Context, c Register, meta Meta) (RegisterRe
 	meta.AppID = c.AppID
 	binding := u.names.BindingStream(c.AppID, c.ChannelUserID)
 	cmd := registerUser{Register: c, Binding: binding}
-	for attempt := 0; attempt < maxAttempts; attempt++ {
+	var existing RegisterResult
+	var created []events.Payload
+	res, appended, err := executeParts(ctx, u.streams, &meta, func() ([]decided, error) {
 		b, bindingVersion, err := u.loadBindings(ctx, binding, c.AppID, c.ChannelUserID)
 		if err != nil {
-			return RegisterResult{}, err
+			return nil, err
 		}
-		openUserID, bound := b.bound(), false
 		if b.hashed.openUserID == 0 && b.legacy.openUserID != 0 {
 			// Bound under the legacy name (its user stream may still be to
 			// create, after a crash between two appends): user.registered
@@ -561,52 +562,36 @@ func (u *Users) Register(ctx context.Context, c Register, meta Meta) (RegisterRe
 			// from the id, as for every user of that release.
 			cmd.Binding = ""
 		}
+		openUserID := b.bound()
 		if openUserID == 0 {
-			id, err := u.ids.Next(ctx, KindUser)
-			if err != nil {
-				return RegisterResult{}, err
-			}
-			res, outcome, err := u.bindAndCreate(ctx, &cmd, b, binding, bindingVersion, id, meta)
-			switch {
-			case err != nil:
-				return RegisterResult{}, err
-			case outcome == registerDone:
-				return res, nil
-			case outcome == registerRetry:
-				continue
-			}
-			openUserID, bound = id, true // bound only: create the user below
+			var parts []decided
+			parts, created, err = u.bindAndCreate(ctx, &cmd, b, binding, bindingVersion)
+			return parts, err
 		}
 		st := newUserState()
-		// A user id this call just allocated and bound has no stream yet
-		// (ids are never reused): skip reading it. Anyone racing on it
-		// found the binding first and appends with the same NoStream.
-		version, pos := uint64(0), events.Position{}
-		if !bound {
-			version, pos, err = u.load(ctx, domain.UserStream(openUserID), st.apply)
-			if err != nil {
-				return RegisterResult{}, err
-			}
+		version, pos, err := u.load(ctx, domain.UserStream(openUserID), st.apply)
+		if err != nil {
+			return nil, err
 		}
 		if st.registered {
 			groups, members := st.mapping()
-			return RegisterResult{OpenUserID: openUserID, ChannelUserID: st.channelUserID, Groups: groups, Members: members, Position: pos}, nil
+			existing = RegisterResult{OpenUserID: openUserID, ChannelUserID: st.channelUserID, Groups: groups, Members: members, Position: pos}
+			return nil, nil
 		}
 		if err := u.allocateRegisterIDs(ctx, &cmd); err != nil {
-			return RegisterResult{}, err
+			return nil, err
 		}
 		cmd.OpenUserID, cmd.Now = openUserID, u.now()
-		ps := decideRegister(st, cmd)
-		res, err := u.append(ctx, domain.UserStream(openUserID), version, meta, ps...)
-		if events.IsConflict(err) {
-			continue
-		}
-		if err != nil {
-			return RegisterResult{}, fmt.Errorf("register user: %w", err)
-		}
-		return createdResult(openUserID, c.ChannelUserID, ps, res.Position), nil
+		created = decideRegister(st, cmd)
+		return []decided{{stream: domain.UserStream(openUserID), version: version, ps: created}}, nil
+	})
+	switch {
+	case err != nil:
+		return RegisterResult{}, wrapAppend(err, "register user")
+	case !appended:
+		return existing, nil
 	}
-	return RegisterResult{}, domain.ErrContention
+	return createdResult(cmd.OpenUserID, c.ChannelUserID, created, res.Position), nil
 }
 
 // loadBindings reads the channel user's hashed binding stream and, while
@@ -632,61 +617,33 @@ func (u *Users) WithLegacyBindings(possible bool) *Users {
 	return u
 }
 
-// registerOutcome is what bindAndCreate leaves its caller to do.
-type registerOutcome int
-
-const (
-	registerDone      registerOutcome = iota // the user is bound and created
-	registerRetry                            // the binding moved: load it again
-	registerBoundOnly                        // bound; the user stream is still to create
-)
-
-// bindAndCreate binds the channel user to the fresh id and creates the user
-// in one atomic append of both streams. On a store without one it appends
-// the binding alone and says so (registerBoundOnly).
-func (u *Users) bindAndCreate(ctx context.Context, cmd *registerUser, b *bindings, binding string, bindingVersion uint64, id int64, meta Meta) (RegisterResult, registerOutcome, error) {
+// bindAndCreate decides, for a channel user bound to nobody, its binding to
+// a fresh open_user_id and the new user's stream, created together. The
+// user's data key is made while the ids are allocated, and exists before
+// the append seals the user's fields.
+func (u *Users) bindAndCreate(ctx context.Context, cmd *registerUser, b *bindings, binding string, bindingVersion uint64) ([]decided, []events.Payload, error) {
+	id, err := u.ids.Next(ctx, KindUser)
+	if err != nil {
+		return nil, nil, err
+	}
 	warmed := u.warmKey(ctx, id)
 	defer func() { <-warmed }()
-	bind, err := u.encode(meta, decideBind(b, cmd.AppID, cmd.ChannelUserID, id)...)
-	if err != nil {
-		return RegisterResult{}, 0, err
-	}
 	if err := u.allocateRegisterIDs(ctx, cmd); err != nil {
-		return RegisterResult{}, 0, err
+		return nil, nil, err
 	}
 	cmd.OpenUserID, cmd.Now = id, u.now()
-	ps := decideRegister(newUserState(), *cmd)
-	create, err := u.encode(meta, ps...)
-	if err != nil {
-		return RegisterResult{}, 0, err
-	}
-	<-warmed // the data key exists before the user's fields are sealed
-	res, err := events.AppendMulti(ctx, u.store,
-		events.StreamAppend{Stream: binding, Expected: events.AfterVersion(bindingVersion), Events: bind},
-		events.StreamAppend{Stream: domain.UserStream(id), Expected: events.NoStream(), Events: create})
-	switch {
-	case err == nil:
-		return createdResult(id, cmd.ChannelUserID, ps, events.Last(res)), registerDone, nil
-	case events.IsConflict(err):
-		return RegisterResult{}, registerRetry, nil
-	case !errors.Is(err, events.ErrMultiStreamUnsupported):
-		return RegisterResult{}, 0, fmt.Errorf("register user: %w", err)
-	}
-	_, err = u.store.Append(ctx, binding, events.AfterVersion(bindingVersion), bind...)
-	switch {
-	case events.IsConflict(err):
-		return RegisterResult{}, registerRetry, nil
-	case err != nil:
-		return RegisterResult{}, 0, fmt.Errorf("bind channel user: %w", err)
-	}
-	return RegisterResult{}, registerBoundOnly, nil
+	create := decideRegister(newUserState(), *cmd)
+	return []decided{
+		{stream: binding, version: bindingVersion, ps: decideBind(b, cmd.AppID, cmd.ChannelUserID, id)},
+		{stream: domain.UserStream(id), version: 0, ps: create},
+	}, create, nil
 }
 
 // createdResult answers the register that created the user with payloads ps.
 func createdResult(openUserID int64, channelUserID string, ps []events.Payload, pos events.Position) RegisterResult {
 	created := newUserState()
 	for _, p := range ps {
-		created.apply(events.Envelope{Payload: asPointer(p)})
+		created.apply(events.Envelope{Payload: asDecoded(p)})
 	}
 	groups, members := created.mapping()
 	return RegisterResult{OpenUserID: openUserID, ChannelUserID: channelUserID, Created: true, Groups: groups, Members: members, Position: pos}
@@ -759,9 +716,13 @@ func decideRegister(st *userState, c registerUser) []events.Payload {
 	return ps
 }
 
-// asPointer lets a freshly decided payload be applied like a decoded one.
-func asPointer(p events.Payload) events.Payload {
-	switch v := p.(type) {
+// asDecoded lets a freshly decided payload be applied like a decoded one:
+// a pointer, its times without a monotonic reading.
+func asDecoded(p events.Payload) events.Payload {
+	switch v := unwrap(p).(type) {
+	case catalog.BenefitFulfilled:
+		v.At = v.At.Round(0)
+		return &v
 	case catalog.UserRegistered:
 		return &v
 	case catalog.FamilyGroupUpserted:
@@ -769,6 +730,10 @@ func asPointer(p events.Payload) events.Payload {
 	case catalog.FamilyMemberCreated:
 		return &v
 	case catalog.FamilyMemberUpdated:
+		return &v
+	case catalog.CardBatchRenumbered:
+		return &v
+	case catalog.IdempotencyClaimed:
 		return &v
 	}
 	return p

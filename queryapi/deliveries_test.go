@@ -21,31 +21,31 @@ func TestDeliveryReads(t *testing.T) {
 	}
 	list := h.get("/open/v1/webhooks/deliveries", as(h.appA))
 	expect(t, "partner deliveries", list, http.StatusOK, "0")
-	ds := list.data(t)["deliveries"].([]any)
+	ds := list.Data(t)["deliveries"].([]any)
 	if len(ds) != 2 || ds[0].(map[string]any)["delivery_id"] != "d-a1" || ds[1].(map[string]any)["delivery_id"] != "d-a2" {
-		t.Fatalf("an app's delivery log holds only its deliveries: %s", list.raw)
+		t.Fatalf("an app's delivery log holds only its deliveries: %s", list.Raw)
 	}
 	one := h.get("/open/v1/webhooks/deliveries/d-a1", as(h.appA))
 	expect(t, "partner delivery", one, http.StatusOK, "0")
-	if p, _ := json.Marshal(one.data(t)["payload"]); string(p) != `{"data":{"name":"Ann"},"event":"test.event"}` {
-		t.Fatalf("the partner sees its own body: %s", one.raw)
+	if p, _ := json.Marshal(one.Data(t)["payload"]); string(p) != `{"data":{"name":"Ann"},"event":"test.event"}` {
+		t.Fatalf("the partner sees its own body: %s", one.Raw)
 	}
 
 	feed := h.get("/open/v1/webhooks/events?after="+httpapi.FormatCursor(events.Position{Commit: 1, Prepare: 1})+"&limit=1", as(h.appA))
 	expect(t, "feed", feed, http.StatusOK, "0")
-	fd := feed.data(t)
+	fd := feed.Data(t)
 	if evs := fd["events"].([]any); len(evs) != 1 || evs[0].(map[string]any)["delivery_id"] != "d-a2" || evs[0].(map[string]any)["payload"] != nil {
-		t.Fatalf("feed after the first entry (an erased body reads null): %s", feed.raw)
+		t.Fatalf("feed after the first entry (an erased body reads null): %s", feed.Raw)
 	}
 	if fd["has_more"] != true || fd["next_cursor"] != "3-3" {
-		t.Fatalf("feed paging: %s", feed.raw)
+		t.Fatalf("feed paging: %s", feed.Raw)
 	}
 
 	// An operator sees any app's delivery, its body redacted unless revealed.
 	adm := h.get("/admin/v1/deliveries/d-b1", asAdmin)
 	expect(t, "operator delivery", adm, http.StatusOK, "0")
-	if adm.data(t)["payload"] != catalog.Redacted {
-		t.Fatalf("operator saw the body unrevealed: %s", adm.raw)
+	if adm.Data(t)["payload"] != catalog.Redacted {
+		t.Fatalf("operator saw the body unrevealed: %s", adm.Raw)
 	}
 
 	h.reads(t, []readCase{

@@ -21,23 +21,23 @@ func TestSnapshotRead(t *testing.T) {
 	h.seedUser()
 	r := h.get("/open/v1/channel/users/11", as(h.appA))
 	expect(t, "snapshot", r, http.StatusOK, "0")
-	d := r.data(t)
+	d := r.Data(t)
 	u := d["user"].(map[string]any)
 	if u["open_user_id"] != float64(11) || u["channel_user_id"] != "cu-1" || u["nickname"] != "annie" {
-		t.Fatalf("snapshot user: %s", r.raw)
+		t.Fatalf("snapshot user: %s", r.Raw)
 	}
 	if g := d["family_groups"].([]any); len(g) != 1 {
-		t.Fatalf("family_groups: %s", r.raw)
+		t.Fatalf("family_groups: %s", r.Raw)
 	}
 	if m := d["family_members"].([]any); len(m) != 1 || m[0].(map[string]any)["app_user_id"] != "m-1" {
-		t.Fatalf("family_members: %s", r.raw)
+		t.Fatalf("family_members: %s", r.Raw)
 	}
 	byChannel := h.get("/open/v1/channel/users/0?channel_user_id=cu-1", schemeH(h.appA, "n-1"))
 	expect(t, "snapshot by channel_user_id, scheme H", byChannel, http.StatusOK, "0")
 	later := h.get("/open/v1/channel/users/11?updated_after="+testNow.Add(time.Hour).Format(time.RFC3339), as(h.appA))
 	expect(t, "snapshot updated_after", later, http.StatusOK, "0")
-	if m := later.data(t)["family_members"].([]any); len(m) != 0 {
-		t.Fatalf("updated_after kept older members: %s", later.raw)
+	if m := later.Data(t)["family_members"].([]any); len(m) != 0 {
+		t.Fatalf("updated_after kept older members: %s", later.Raw)
 	}
 	h.reads(t, []readCase{
 		// Another app's user is not found, exactly as a missing id.
@@ -78,8 +78,8 @@ func TestReadYourWritesWaitsForTheFamily(t *testing.T) {
 				t.Parallel()
 				r := h.get(c.path, as(h.appA))
 				expect(t, c.name+" behind", r, http.StatusServiceUnavailable, "HTTP_503")
-				if r.header.Get("Retry-After") != "1" {
-					t.Fatalf("Retry-After %q, want 1", r.header.Get("Retry-After"))
+				if r.Header.Get("Retry-After") != "1" {
+					t.Fatalf("Retry-After %q, want 1", r.Header.Get("Retry-After"))
 				}
 			})
 		}
@@ -102,12 +102,12 @@ func TestOrderDetail(t *testing.T) {
 		Items: []projections.OrderItem{{ItemID: 4, GoodsCode: "G-1", Quantity: 2, UnitPrice: 500, TotalPrice: 1000}}}}
 	r := h.get("/open/v1/order/detail?order_code=O-1", as(h.appA))
 	expect(t, "order detail", r, http.StatusOK, "0")
-	d := r.data(t)
+	d := r.Data(t)
 	if d["order_code"] != "O-1" || d["third_order_id"] != "T-1" || d["order_time"] != testNow.Format(DateTime) || d["shipped_at"] != nil {
-		t.Fatalf("order data: %s", r.raw)
+		t.Fatalf("order data: %s", r.Raw)
 	}
 	if it := d["items"].([]any); len(it) != 1 || it[0].(map[string]any)["device_sns"] == nil {
-		t.Fatalf("items (device_sns must be [] not null): %s", r.raw)
+		t.Fatalf("items (device_sns must be [] not null): %s", r.Raw)
 	}
 	h.reads(t, []readCase{
 		{"another app's order", "/open/v1/order/detail?order_code=O-1", as(h.appB), http.StatusNotFound, "ORDER_NOT_FOUND"},
@@ -121,8 +121,8 @@ func TestOrderDetail(t *testing.T) {
 	// unless revealed with a reason, which is an audit fact.
 	adm := h.get("/admin/v1/orders/O-1", asAdmin)
 	expect(t, "admin order", adm, http.StatusOK, "0")
-	if adm.data(t)["contact_phone"] == "13800138000" {
-		t.Fatalf("operator saw the phone unrevealed: %s", adm.raw)
+	if adm.Data(t)["contact_phone"] == "13800138000" {
+		t.Fatalf("operator saw the phone unrevealed: %s", adm.Raw)
 	}
 	if len(h.auditor.facts) != 0 {
 		t.Fatalf("an unrevealed read was audited: %v", h.auditor.facts)
@@ -134,23 +134,23 @@ func TestAdminReads(t *testing.T) {
 	h.appendEvent("goods-1", catalog.GoodsCreated{GoodsID: 1, GoodsCode: "G-1", GoodsName: "Scale"})
 	apps := h.get("/admin/v1/apps", asAdmin)
 	expect(t, "list apps", apps, http.StatusOK, "0")
-	if list, ok := apps.data(t)["apps"].([]any); !ok || len(list) != 0 {
-		t.Fatalf("apps of an empty directory: %s", apps.raw)
+	if list, ok := apps.Data(t)["apps"].([]any); !ok || len(list) != 0 {
+		t.Fatalf("apps of an empty directory: %s", apps.Raw)
 	}
 	ev := h.get("/admin/v1/events?limit=10", asAdmin)
 	expect(t, "events", ev, http.StatusOK, "0")
-	if list := ev.data(t)["events"].([]any); len(list) != 1 || list[0].(map[string]any)["type"] == "" {
-		t.Fatalf("events page: %s", ev.raw)
+	if list := ev.Data(t)["events"].([]any); len(list) != 1 || list[0].(map[string]any)["type"] == "" {
+		t.Fatalf("events page: %s", ev.Raw)
 	}
 	hist := h.get("/admin/v1/history?stream=goods-1", asAdmin)
 	expect(t, "history", hist, http.StatusOK, "0")
-	if hist.data(t)["stream"] != "goods-1" || hist.data(t)["revealed"] != false {
-		t.Fatalf("history: %s", hist.raw)
+	if hist.Data(t)["stream"] != "goods-1" || hist.Data(t)["revealed"] != false {
+		t.Fatalf("history: %s", hist.Raw)
 	}
 	pr := h.get("/admin/v1/projections", asAdmin)
 	expect(t, "projections", pr, http.StatusOK, "0")
-	if list := pr.data(t)["projections"].([]any); len(list) != len(h.readModels) {
-		t.Fatalf("projections: %s", pr.raw)
+	if list := pr.Data(t)["projections"].([]any); len(list) != len(h.readModels) {
+		t.Fatalf("projections: %s", pr.Raw)
 	}
 	h.reads(t, []readCase{
 		{"unknown app", "/admin/v1/apps/777", asAdmin, http.StatusNotFound, "APP_NOT_FOUND"},
@@ -168,11 +168,11 @@ func TestReportPull(t *testing.T) {
 	h := newHarness(t)
 	h.rep.reports = []projections.Report{{ReportID: 21, AppID: h.appA.AppID, OpenUserID: 11}}
 	r := h.get("/open/v1/health-reports/21", schemeH(h.appA, "p-1"))
-	if r.status != http.StatusOK {
-		t.Fatalf("pull: %d %s", r.status, r.raw)
+	if r.Status != http.StatusOK {
+		t.Fatalf("pull: %d %s", r.Status, r.Raw)
 	}
-	if r.header.Get("X-RateLimit-Limit") != "60" || r.header.Get("X-RateLimit-Remaining") == "" {
-		t.Fatalf("rate-limit headers: %v", r.header)
+	if r.Header.Get("X-RateLimit-Limit") != "60" || r.Header.Get("X-RateLimit-Remaining") == "" {
+		t.Fatalf("rate-limit headers: %v", r.Header)
 	}
 	if len(h.views.viewed) != 1 || h.views.viewed[0] != 21 {
 		t.Fatalf("first pull marked viewed %v, want [21]", h.views.viewed)
@@ -190,8 +190,8 @@ func TestReportPull(t *testing.T) {
 	})
 	h.limiter.allowed = 0
 	lim := h.get("/open/v1/health-reports/21", schemeH(h.appA, "p-9"))
-	if lim.status != http.StatusTooManyRequests || lim.header.Get("Retry-After") != "2" || lim.header.Get("X-RateLimit-Remaining") != "0" {
-		t.Fatalf("over the limit: %d Retry-After %q %s", lim.status, lim.header.Get("Retry-After"), lim.raw)
+	if lim.Status != http.StatusTooManyRequests || lim.Header.Get("Retry-After") != "2" || lim.Header.Get("X-RateLimit-Remaining") != "0" {
+		t.Fatalf("over the limit: %d Retry-After %q %s", lim.Status, lim.Header.Get("Retry-After"), lim.Raw)
 	}
 	if n := len(h.auditor.facts); n != 1 {
 		t.Fatalf("refused pulls were audited: %d facts", n)

@@ -3,7 +3,6 @@ package queryapi
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
@@ -13,15 +12,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/julienschmidt/httprouter"
-
 	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/events/catalog"
 	"github.com/healthtech/partner-open-platform/events/memory"
 	"github.com/healthtech/partner-open-platform/events/subscribe"
 	"github.com/healthtech/partner-open-platform/internal/auth"
-	"github.com/healthtech/partner-open-platform/internal/httpapi"
+	"github.com/healthtech/partner-open-platform/internal/httpapi/edgetest"
 	"github.com/healthtech/partner-open-platform/internal/ratelimit"
 	"github.com/healthtech/partner-open-platform/internal/secrets"
 	"github.com/healthtech/partner-open-platform/projections"
@@ -333,50 +330,11 @@ func (h *harness) appendEvent(stream string, p events.Payload) events.Position {
 	return res.Position
 }
 
-func router(routes []httpapi.Route) http.Handler {
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	rt := httprouter.New()
-	rt.RedirectTrailingSlash, rt.RedirectFixedPath = false, false
-	for _, r := range routes {
-		h := r.Handle
-		rt.Handler(r.Method, r.Path, httpapi.Instrument(log, r.Path, nil, http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-			h(w, req, httprouter.ParamsFromContext(req.Context()))
-		})))
-	}
-	return rt
-}
+// reply is what a partner observes of one answer (edgetest.Reply).
+type reply = edgetest.Reply
 
-type reply struct {
-	status int
-	header http.Header
-	raw    []byte
-	env    struct {
-		Success bool                `json:"success"`
-		Code    any                 `json:"code"`
-		Message string              `json:"message"`
-		Data    json.RawMessage     `json:"data"`
-		Errors  map[string][]string `json:"errors"`
-	}
-}
-
-func (r reply) code() string {
-	switch c := r.env.Code.(type) {
-	case string:
-		return c
-	case float64:
-		return strconv.FormatFloat(c, 'f', -1, 64)
-	}
-	return ""
-}
-
-func (r reply) data(t *testing.T) map[string]any {
-	t.Helper()
-	var m map[string]any
-	if err := json.Unmarshal(r.env.Data, &m); err != nil {
-		t.Fatalf("data of %s: %v", r.raw, err)
-	}
-	return m
-}
+// router serves routes as the node does (edgetest.Router).
+var router = edgetest.Router
 
 type sign func(req *http.Request, body []byte)
 
@@ -407,27 +365,16 @@ func (h *harness) get(path string, s sign) reply {
 	if s != nil {
 		s(req, nil)
 	}
-	w := httptest.NewRecorder()
-	h.handler.ServeHTTP(w, req)
-	r := reply{status: w.Code, header: w.Header(), raw: w.Body.Bytes()}
-	if len(r.raw) > 0 {
-		if err := json.Unmarshal(r.raw, &r.env); err != nil {
-			h.t.Fatalf("GET %s: not an envelope: %v: %s", path, err, r.raw)
-		}
-	}
-	if r.header.Get(httpapi.RequestIDHeader) == "" {
-		h.t.Fatalf("GET %s: no %s header", path, httpapi.RequestIDHeader)
-	}
-	return r
+	return edgetest.Serve(h.t, h.handler, req)
 }
 
 func expect(t *testing.T, what string, r reply, status int, code string) {
 	t.Helper()
-	if r.status != status || r.code() != code {
-		t.Fatalf("%s: got %d %q, want %d %q: %s", what, r.status, r.code(), status, code, r.raw)
+	if r.Status != status || r.Code() != code {
+		t.Fatalf("%s: got %d %q, want %d %q: %s", what, r.Status, r.Code(), status, code, r.Raw)
 	}
-	if (status < 300) != r.env.Success {
-		t.Fatalf("%s: success=%v with status %d: %s", what, r.env.Success, status, r.raw)
+	if (status < 300) != r.Env.Success {
+		t.Fatalf("%s: success=%v with status %d: %s", what, r.Env.Success, status, r.Raw)
 	}
 }
 
@@ -436,13 +383,13 @@ type readCase struct {
 	name   string
 	path   string
 	sign   sign
-	status int
+	Status int
 	code   string
 }
 
 func (h *harness) reads(t *testing.T, cases []readCase) {
 	t.Helper()
 	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) { expect(t, c.name, h.get(c.path, c.sign), c.status, c.code) })
+		t.Run(c.name, func(t *testing.T) { expect(t, c.name, h.get(c.path, c.sign), c.Status, c.code) })
 	}
 }

@@ -2,6 +2,7 @@ package webhooks
 
 import (
 	"encoding/json"
+	"errors"
 	"strconv"
 	"strings"
 	"time"
@@ -46,9 +47,36 @@ func (d *delivery) apply(env events.Envelope) {
 	}
 }
 
-// due reports whether the delivery should be attempted at now.
-func (d *delivery) due(now time.Time) bool {
-	return d.created != nil && (d.status == domain.DeliveryPending || d.status == domain.DeliveryRetrying) && !d.nextAt.After(now)
+// The delivery decisions are pure: a delivery's state (folded from its
+// stream) and a command in, the event to append or an error out. Loading
+// the stream, the POST and the append are the dispatcher's.
+
+// Why a delivery is not POSTed now (decideSend). None is a failure: the
+// delivery stays as its stream says, and whatever changes that lists it again.
+var (
+	// errNotDue: not pending or retrying, or its next attempt is later (the
+	// read model that listed it was behind the stream).
+	errNotDue = errors.New("webhooks: the delivery is not due")
+	// errAppSuspended: its app was suspended since it was listed; it waits for the resume.
+	errAppSuspended = errors.New("webhooks: the delivery's app is suspended")
+	// errBodyErased: its user was erased since it was listed: the body reads
+	// as null and the read model has abandoned it; it is never sent.
+	errBodyErased = errors.New("webhooks: the delivery's body was erased with its user")
+)
+
+// decideSend says whether the delivery is POSTed at now (nil) or why not.
+func decideSend(d *delivery, now time.Time, appSuspended bool) error {
+	switch {
+	case d.created == nil:
+		return domain.ErrDeliveryNotFound
+	case d.status != domain.DeliveryPending && d.status != domain.DeliveryRetrying, d.nextAt.After(now):
+		return errNotDue
+	case appSuspended:
+		return errAppSuspended
+	case d.created.Body == "":
+		return errBodyErased
+	}
+	return nil
 }
 
 // result is what one POST observed.
@@ -67,7 +95,10 @@ type result struct {
 // success on any 2xx; a refused target is never retried; otherwise the
 // round's k-th failure retries after schedule[k-1], and when the schedule
 // is spent the delivery is abandoned (plugin events: dead-lettered).
-func decideAttempt(d *delivery, r result, schedule []time.Duration) catalog.DeliveryAttempted {
+func decideAttempt(d *delivery, r result, schedule []time.Duration) (catalog.DeliveryAttempted, error) {
+	if d.created == nil {
+		return catalog.DeliveryAttempted{}, domain.ErrDeliveryNotFound
+	}
 	ev := catalog.DeliveryAttempted{
 		DeliveryID: d.created.DeliveryID, Attempt: d.attempts + 1, At: r.at.UTC(), URL: r.url,
 		StatusCode: r.statusCode, LatencyMS: r.latency.Milliseconds(), Error: r.err,
@@ -93,12 +124,15 @@ func decideAttempt(d *delivery, r result, schedule []time.Duration) catalog.Deli
 	default:
 		ev.Outcome = domain.OutcomeAbandoned
 	}
-	return ev
+	return ev, nil
 }
 
-// decideResend puts a delivery back in the queue unless it is already waiting for its first attempt.
-func decideResend(d *delivery, by string, now time.Time) (*catalog.DeliveryResendRequested, error) {
-	if d.created == nil {
+// decideResend puts a delivery back in the queue unless it is already
+// waiting for its first attempt (nil: nothing to append). appID 0 is an
+// operator, who may resend any app's; an app's resend of another app's
+// delivery finds none.
+func decideResend(d *delivery, appID int64, by string, now time.Time) (*catalog.DeliveryResendRequested, error) {
+	if d.created == nil || (appID != 0 && d.created.AppID != appID) {
 		return nil, domain.ErrDeliveryNotFound
 	}
 	if d.status == domain.DeliveryPending {

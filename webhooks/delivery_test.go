@@ -3,6 +3,7 @@ package webhooks
 import (
 	"crypto/hmac"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -61,21 +62,21 @@ func TestDecideAttemptFollowsTheSchedule(t *testing.T) {
 	fail := result{at: at, statusCode: 500}
 	d := created(false)
 	for i, wait := range DefaultSchedule {
-		ev := decideAttempt(d, fail, DefaultSchedule)
+		ev := attempted(t, d, fail)
 		if ev.Outcome != domain.OutcomeRetry || ev.Attempt != i+1 || !ev.NextAttemptAt.Equal(at.Add(wait)) {
 			t.Fatalf("failure %d: %+v", i+1, ev)
 		}
 		d.apply(events.Envelope{Payload: &ev})
 	}
-	if ev := decideAttempt(d, fail, DefaultSchedule); ev.Outcome != domain.OutcomeAbandoned || ev.NextAttemptAt != nil || ev.Attempt != 6 {
+	if ev := attempted(t, d, fail); ev.Outcome != domain.OutcomeAbandoned || ev.NextAttemptAt != nil || ev.Attempt != 6 {
 		t.Fatalf("sixth failure: %+v", ev)
 	}
 	dl := created(true)
 	for range DefaultSchedule {
-		ev := decideAttempt(dl, fail, DefaultSchedule)
+		ev := attempted(t, dl, fail)
 		dl.apply(events.Envelope{Payload: &ev})
 	}
-	if ev := decideAttempt(dl, fail, DefaultSchedule); ev.Outcome != domain.OutcomeDeadLetter {
+	if ev := attempted(t, dl, fail); ev.Outcome != domain.OutcomeDeadLetter {
 		t.Fatalf("plugin event after retries: %+v", ev)
 	}
 	for _, c := range []struct {
@@ -88,18 +89,97 @@ func TestDecideAttemptFollowsTheSchedule(t *testing.T) {
 		{result{at: at, err: "timeout"}, domain.OutcomeRetry},
 		{result{at: at, err: "refused", refused: true}, domain.OutcomeRefused},
 	} {
-		if ev := decideAttempt(created(false), c.r, DefaultSchedule); ev.Outcome != c.want {
+		if ev := attempted(t, created(false), c.r); ev.Outcome != c.want {
 			t.Errorf("%+v: %s, want %s", c.r, ev.Outcome, c.want)
 		}
 	}
 	// A resend restarts the schedule.
 	d.apply(events.Envelope{Payload: &catalog.DeliveryAttempted{Attempt: 6, Outcome: domain.OutcomeAbandoned}})
-	if ev, err := decideResend(d, "operator", at); err != nil || ev == nil {
+	if ev, err := decideResend(d, 0, "operator", at); err != nil || ev == nil {
 		t.Fatalf("resend: %v %v", ev, err)
 	} else {
 		d.apply(events.Envelope{Payload: ev})
 	}
-	if ev := decideAttempt(d, fail, DefaultSchedule); ev.Outcome != domain.OutcomeRetry || ev.Attempt != 7 || !ev.NextAttemptAt.Equal(at.Add(time.Minute)) {
+	if ev := attempted(t, d, fail); ev.Outcome != domain.OutcomeRetry || ev.Attempt != 7 || !ev.NextAttemptAt.Equal(at.Add(time.Minute)) {
 		t.Fatalf("after resend: %+v", ev)
+	}
+}
+
+// attempted is decideAttempt's event for a delivery that exists.
+func attempted(t *testing.T, d *delivery, r result) catalog.DeliveryAttempted {
+	t.Helper()
+	ev, err := decideAttempt(d, r, DefaultSchedule)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ev
+}
+
+// Given a delivery's stream and the app's state, when the dispatcher has
+// listed it, then it is POSTed only if it is still due, its app is not
+// suspended and its body was not erased; nothing is decided otherwise.
+func TestDecideSend(t *testing.T) {
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	given := func(ps ...events.Payload) *delivery {
+		d := &delivery{}
+		for _, p := range ps {
+			d.apply(events.Envelope{Payload: p, Metadata: events.Metadata{OccurredAt: at}})
+		}
+		return d
+	}
+	created := &catalog.DeliveryCreated{DeliveryID: "d", AppID: 1, Deliver: true, Body: `{"a":1}`}
+	retryAt := at.Add(time.Minute)
+	retry := &catalog.DeliveryAttempted{Attempt: 1, Outcome: domain.OutcomeRetry, NextAttemptAt: &retryAt}
+	delivered := &catalog.DeliveryAttempted{Attempt: 1, Outcome: domain.OutcomeDelivered}
+	for _, c := range []struct {
+		name      string
+		d         *delivery
+		now       time.Time
+		suspended bool
+		want      error
+	}{
+		{"never created", given(), at, false, domain.ErrDeliveryNotFound},
+		{"pending", given(created), at, false, nil},
+		{"skipped at creation", given(&catalog.DeliveryCreated{DeliveryID: "d", Body: "{}"}), at, false, errNotDue},
+		{"retrying, before its next attempt", given(created, retry), retryAt.Add(-time.Second), false, errNotDue},
+		{"retrying, at its next attempt", given(created, retry), retryAt, false, nil},
+		{"delivered", given(created, delivered), at.Add(time.Hour), false, errNotDue},
+		{"its app suspended", given(created), at, true, errAppSuspended},
+		{"its body erased", given(&catalog.DeliveryCreated{DeliveryID: "d", AppID: 1, Deliver: true}), at, false, errBodyErased},
+	} {
+		if err := decideSend(c.d, c.now, c.suspended); !errors.Is(err, c.want) || (c.want == nil) != (err == nil) {
+			t.Errorf("%s: %v, want %v", c.name, err, c.want)
+		}
+	}
+	if _, err := decideAttempt(given(), result{at: at, statusCode: 200}, DefaultSchedule); !errors.Is(err, domain.ErrDeliveryNotFound) {
+		t.Errorf("attempt of a delivery never created: %v", err)
+	}
+}
+
+// Given a delivery, when an app or an operator resends it, then another
+// app's delivery is not found (an app never learns it exists), a pending one
+// decides nothing, and any other is queued again by whoever asked.
+func TestDecideResend(t *testing.T) {
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	d := &delivery{}
+	d.apply(events.Envelope{Payload: &catalog.DeliveryCreated{DeliveryID: "d", AppID: 1, Deliver: true, Body: "{}"}})
+	if ev, err := decideResend(d, 1, "app:1", at); err != nil || ev != nil {
+		t.Fatalf("pending: %v %v, want nothing decided", ev, err)
+	}
+	d.apply(events.Envelope{Payload: &catalog.DeliveryAttempted{Attempt: 1, Outcome: domain.OutcomeRefused}})
+	if ev, err := decideResend(d, 2, "app:2", at); !errors.Is(err, domain.ErrDeliveryNotFound) || ev != nil {
+		t.Fatalf("another app's: %v %v, want DELIVERY_NOT_FOUND", ev, err)
+	}
+	for _, by := range []struct {
+		app   int64
+		actor string
+	}{{1, "app:1"}, {0, "operator:7"}} {
+		ev, err := decideResend(d, by.app, by.actor, at)
+		if err != nil || ev == nil || ev.DeliveryID != "d" || ev.RequestedBy != by.actor || !ev.At.Equal(at) {
+			t.Fatalf("resend by %s: %+v %v", by.actor, ev, err)
+		}
+	}
+	if _, err := decideResend(&delivery{}, 0, "operator:7", at); !errors.Is(err, domain.ErrDeliveryNotFound) {
+		t.Fatalf("never created: %v", err)
 	}
 }

@@ -585,16 +585,8 @@ func (d *Dispatcher) attempt(ctx context.Context, eps *breakers, c claimed, clai
 		return
 	}
 	now := d.Clock.Now()
-	if !del.due(now) {
-		return // the read model was behind the stream
-	}
-	if d.paused(del.created.AppID) {
-		return // suspended since it was listed; it waits for the resume
-	}
-	if del.created.Body == "" {
-		// Its user was erased since it was listed: the body reads as null and
-		// the read model has abandoned it (projections.stopErased); never send.
-		return
+	if decideSend(del, now, d.paused(del.created.AppID)) != nil {
+		return // not due after all, its app suspended or its body erased since it was listed
 	}
 	r := d.post(actx, del)
 	cancel()
@@ -602,7 +594,11 @@ func (d *Dispatcher) attempt(ctx context.Context, eps *breakers, c claimed, clai
 	eps.done(c.ep, c.url, c.probe, endpointFailed(r), d.Clock.Now())
 	freed()
 	r.at = now
-	ev := decideAttempt(del, r, d.Schedule)
+	ev, err := decideAttempt(del, r, d.Schedule)
+	if err != nil {
+		log().Error("decide attempt", "err", err)
+		return
+	}
 	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer rcancel()
 	pos, err := d.append(rctx, del, ev, "dispatcher")
@@ -688,10 +684,7 @@ func (d *Dispatcher) Resend(ctx context.Context, appID int64, id, by string) (ev
 		if err != nil {
 			return events.Position{}, err
 		}
-		if appID != 0 && del.created.AppID != appID {
-			return events.Position{}, domain.ErrDeliveryNotFound
-		}
-		ev, err := decideResend(del, by, d.Clock.Now())
+		ev, err := decideResend(del, appID, by, d.Clock.Now())
 		if err != nil || ev == nil {
 			return events.Position{}, err
 		}

@@ -77,7 +77,7 @@ func TestDecideAttemptRecordsTheClass(t *testing.T) {
 	} {
 		d := &delivery{}
 		d.apply(events.Envelope{Payload: &catalog.DeliveryCreated{DeliveryID: "d", Deliver: true}})
-		if ev := decideAttempt(d, c.r, DefaultSchedule); ev.ErrorClass != c.want {
+		if ev := attempted(t, d, c.r); ev.ErrorClass != c.want {
 			t.Errorf("%+v: class %q, want %q", c.r, ev.ErrorClass, c.want)
 		}
 	}

@@ -75,10 +75,13 @@ func (d *Dispatcher) decideResends(ctx context.Context, appID int64, ids []strin
 
 // resendPart is the append that queues del again, if it is to be resent.
 func (d *Dispatcher) resendPart(del *delivery, appID int64, by string, now time.Time) (events.StreamAppend, bool, error) {
-	if (appID != 0 && del.created.AppID != appID) || del.created.Body == "" {
-		return events.StreamAppend{}, false, nil
+	if del.created.Body == "" {
+		return events.StreamAppend{}, false, nil // erased with its user: it can never be sent
 	}
-	ev, err := decideResend(del, by, now)
+	ev, err := decideResend(del, appID, by, now)
+	if errors.Is(err, domain.ErrDeliveryNotFound) {
+		return events.StreamAppend{}, false, nil // another app's
+	}
 	if err != nil || ev == nil {
 		return events.StreamAppend{}, false, err
 	}

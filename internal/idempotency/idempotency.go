@@ -1,20 +1,11 @@
-// Package idempotency makes partner writes safe to retry: a request that
-// carries an Idempotency-Key runs at most once per (app, key), and every
-// retry with the same key and the same request gets the first answer again,
-// byte for byte.
-//
-// The records live in the event store itself, one stream per (app, key)
-// (domain.IdempotencyStream), because it is the one durable store that every
-// deployment has and that every node shares: a claim appended with an
-// expected revision is unique cluster-wide on every adapter, survives
-// restarts, and an auditor can read it like any other history.
-//
-// A stream holds generations, each opened by idempotency.claimed and closed by
-// idempotency.completed (the stored answer) or idempotency.released (the
-// request ended with a 5xx or a concurrency conflict, so a retry may run it
-// again). A generation is current for TTL after its claim; later, the key may
-// be used anew. A claim that neither completed nor released within Lease (its
-// node died mid-request) may be taken over.
+// Package idempotency is the HTTP adapter of idempotency keys: a request
+// that carries an Idempotency-Key runs at most once per (app, key), and
+// every retry with the same key and the same request gets the first answer
+// again, byte for byte. What a key's record means and what it records are
+// decided on the write side (commands.IdempotencyKeys, one stream per
+// (app, key)); this package reads the header, waits while another request
+// holds the key, records the answer (sealed) and replays it. Signed writes
+// keep their records in the nonce store instead (signed.go).
 package idempotency
 
 import (
@@ -26,11 +17,12 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
+	"github.com/healthtech/partner-open-platform/commands"
 	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/events"
-	"github.com/healthtech/partner-open-platform/events/catalog"
 	"github.com/healthtech/partner-open-platform/internal/httpapi"
 )
 
@@ -47,11 +39,11 @@ const (
 // Defaults of a Keeper's durations, documented in the OpenAPI file.
 const (
 	// DefaultTTL is how long a key's answer is replayed (and its body kept to itself).
-	DefaultTTL = 24 * time.Hour
+	DefaultTTL = commands.DefaultKeyTTL
 	// DefaultLease is how long an unfinished claim blocks the key; past it the
 	// claim's node is presumed dead and a retry runs the request again. It
 	// must exceed Budget plus the time to record the answer.
-	DefaultLease = 2 * time.Minute
+	DefaultLease = commands.DefaultKeyLease
 	// DefaultWait bounds how long a retry waits for a concurrent request with its key before 409.
 	DefaultWait = 5 * time.Second
 	// DefaultBudget bounds a keyed request's own work once it has claimed the key.
@@ -81,6 +73,15 @@ type Keeper struct {
 	// lies after the original write, so that the app's next read on this node
 	// waits for it (read your writes holds for replays on any node).
 	Replayed func(appID int64, pos events.Position)
+
+	once sync.Once
+	keys *commands.IdempotencyKeys
+}
+
+// records is the write side of the keys, over the Keeper's store.
+func (k *Keeper) records() *commands.IdempotencyKeys {
+	k.once.Do(func() { k.keys = commands.NewIdempotencyKeys(k.Store, k.Registry, k.TTL, k.Lease) })
+	return k.keys
 }
 
 // Handler is the request's own work. It writes its answer to w, and calls
@@ -139,158 +140,77 @@ func checkKey(r *http.Request) (string, bool, error) {
 	return key, true, nil
 }
 
-// fingerprint is what a key is bound to: the same key with another
+// fingerprintOf is what a key is bound to: the same key with another
 // fingerprint is IDEMPOTENCY_KEY_REUSED.
-type fingerprint struct{ method, path, body string }
-
-func fingerprintOf(r *http.Request, body []byte) fingerprint {
+func fingerprintOf(r *http.Request, body []byte) commands.KeyRequest {
 	sum := sha256.Sum256(body)
 	path := r.URL.Path
 	if r.URL.RawQuery != "" {
 		path += "?" + r.URL.RawQuery
 	}
-	return fingerprint{method: r.Method, path: path, body: hex.EncodeToString(sum[:])}
-}
-
-// record is the current generation of a key's stream.
-type record struct {
-	count     uint64 // events in the stream: the next append expects Exact(count-1)
-	claim     *catalog.IdempotencyClaimed
-	completed *catalog.IdempotencyCompleted
-	at        events.Position // position of the completion, for read your writes
-	released  bool
-}
-
-func (k *Keeper) load(ctx context.Context, stream string) (record, error) {
-	recs, err := k.Store.ReadStream(ctx, stream, 0, 0)
-	if err != nil {
-		return record{}, err
-	}
-	var rec record
-	rec.count = uint64(len(recs))
-	for _, r := range recs {
-		env, err := k.Registry.Decode(r)
-		if err != nil {
-			return record{}, fmt.Errorf("idempotency record %s: %w", stream, err)
-		}
-		switch p := env.Payload.(type) {
-		case *catalog.IdempotencyClaimed:
-			rec.claim, rec.completed, rec.released = p, nil, false
-		case *catalog.IdempotencyCompleted:
-			rec.completed, rec.at = p, r.Position
-		case *catalog.IdempotencyReleased:
-			rec.released = true
-		}
-	}
-	return rec, nil
-}
-
-// state is what a record means for a request arriving now.
-type state int
-
-const (
-	free       state = iota // no live generation: claim it
-	replay                  // answered for this request: replay it
-	reused                  // held or answered for another request
-	inProgress              // held by a live request with this fingerprint
-)
-
-func (k *Keeper) decide(rec record, fp fingerprint, now time.Time) state {
-	c := rec.claim
-	if c == nil || rec.released || !now.Before(c.ClaimedAt.Add(or(k.TTL, DefaultTTL))) {
-		return free
-	}
-	if rec.completed == nil && !now.Before(c.ClaimedAt.Add(or(k.Lease, DefaultLease))) {
-		return free // the claiming node died before it answered
-	}
-	if c.Method != fp.method || c.Path != fp.path || c.BodySHA256 != fp.body {
-		return reused
-	}
-	if rec.completed == nil {
-		return inProgress
-	}
-	return replay
-}
-
-// expect is the expected revision of the next append to a stream holding count events.
-func expect(count uint64) events.ExpectedRevision {
-	if count == 0 {
-		return events.NoStream()
-	}
-	return events.Exact(count - 1)
+	return commands.KeyRequest{Method: r.Method, Path: path, BodySHA256: hex.EncodeToString(sum[:])}
 }
 
 // keyed is one request under a key.
 type keyed struct {
 	k      *Keeper
 	appID  int64
+	hash   string // the key's hash
 	stream string
-	fp     fingerprint
-	meta   events.Metadata
+	fp     commands.KeyRequest
+	meta   commands.Meta
 	// subject is the channel user the answer is about ("" for none), known
 	// once the request ran.
 	subject string
 
-	rec     record // last loaded record
-	claimed bool   // this request holds the key at revision claimRev
-	claimAt uint64
-	outcome error // set when the answer comes from the record (replay or refusal)
+	rec     commands.KeyRecord // last decided record
+	claimed bool               // this request holds the key (rec is its claim's)
+	outcome error              // set when the answer comes from the record (replay or refusal)
 }
 
 // settle waits while another request with the key is in progress, and
 // returns the state the request ends up in (free, replay or reused), or
 // ErrIdempotencyKeyInProgress after Wait.
-func (q *keyed) settle(ctx context.Context) (state, error) {
+func (q *keyed) settle(ctx context.Context, s commands.KeyStatus) (commands.KeyStatus, error) {
 	deadline := time.Now().Add(or(q.k.Wait, DefaultWait))
 	pause := 10 * time.Millisecond
-	for {
-		s := q.k.decide(q.rec, q.fp, q.k.now())
-		if s != inProgress {
-			return s, nil
-		}
+	for s == commands.KeyInProgress {
 		if time.Now().Add(pause).After(deadline) {
-			return inProgress, domain.ErrIdempotencyKeyInProgress
+			return s, domain.ErrIdempotencyKeyInProgress
 		}
 		select {
 		case <-ctx.Done():
-			return inProgress, ctx.Err()
+			return s, ctx.Err()
 		case <-time.After(pause):
 		}
 		pause = min(pause*2, 200*time.Millisecond)
-		rec, err := q.k.load(ctx, q.stream)
-		if err != nil {
-			return inProgress, err
-		}
-		q.rec = rec
-	}
-}
-
-// claim appends the claim; on a conflict it reloads and settles again.
-func (q *keyed) claim(ctx context.Context) (state, error) {
-	for range 10 {
-		ev, err := q.k.Registry.Encode(catalog.IdempotencyClaimed{
-			AppID: q.appID, Method: q.fp.method, Path: q.fp.path, BodySHA256: q.fp.body, ClaimedAt: q.k.now().UTC(),
-		}, q.meta)
-		if err != nil {
-			return free, err
-		}
-		res, err := q.k.Store.Append(ctx, q.stream, expect(q.rec.count), ev)
-		if err == nil {
-			q.claimed, q.claimAt = true, res.Revision
-			return free, nil
-		}
-		if !events.IsConflict(err) {
-			return free, err
-		}
-		if q.rec, err = q.k.load(ctx, q.stream); err != nil {
-			return free, err
-		}
-		s, err := q.settle(ctx)
-		if err != nil || s != free {
+		var err error
+		if q.rec, s, err = q.k.records().Look(ctx, q.appID, q.hash, q.fp, q.k.now()); err != nil {
 			return s, err
 		}
 	}
-	return free, domain.ErrContention
+	return s, nil
+}
+
+// claim claims the key (decided on the record settle left, and again on
+// the stream when another request wrote it first); a key it finds held
+// settles again.
+func (q *keyed) claim(ctx context.Context) (commands.KeyStatus, error) {
+	for range 10 {
+		rec, s, err := q.k.records().Claim(ctx, q.rec, q.appID, q.hash, q.fp, q.k.now(), q.meta)
+		if err != nil {
+			return s, err
+		}
+		q.rec = rec
+		if s == commands.KeyFree {
+			q.claimed = true
+			return s, nil
+		}
+		if s, err = q.settle(ctx, s); err != nil || s != commands.KeyFree {
+			return s, err
+		}
+	}
+	return commands.KeyFree, domain.ErrContention
 }
 
 // Serve runs h for an authenticated request of app appID whose body was
@@ -308,20 +228,23 @@ func (k *Keeper) Serve(w http.ResponseWriter, r *http.Request, appID int64, body
 		h(w, r, func() error { return nil })
 		return
 	}
+	hash := KeyHash(key)
 	q := &keyed{
-		k: k, appID: appID, stream: domain.IdempotencyStream(appID, KeyHash(key)), fp: fingerprintOf(r, body),
-		meta: events.Metadata{AppID: appID, Actor: "app:" + strconv.FormatInt(appID, 10), RequestID: w.Header().Get(httpapi.RequestIDHeader)},
+		k: k, appID: appID, hash: hash, stream: domain.IdempotencyStream(appID, hash), fp: fingerprintOf(r, body),
+		meta: commands.Meta{AppID: appID, Actor: "app:" + strconv.FormatInt(appID, 10), RequestID: w.Header().Get(httpapi.RequestIDHeader)},
 	}
 	// Once it may have claimed the key, the request finishes and records its
 	// answer even if the client hangs up: the client's retry then finds it.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), or(k.Budget, DefaultBudget))
 	defer cancel()
 	r = r.WithContext(ctx)
-	if q.rec, err = k.load(ctx, q.stream); err != nil {
+	rec, s, err := k.records().Look(ctx, appID, hash, q.fp, k.now())
+	if err != nil {
 		httpapi.Error(w, r, err)
 		return
 	}
-	if s, err := q.settle(ctx); err != nil || s != free {
+	q.rec = rec
+	if s, err := q.settle(ctx, s); err != nil || s != commands.KeyFree {
 		q.answer(w, r, s, err)
 		return
 	}
@@ -331,7 +254,7 @@ func (k *Keeper) Serve(w http.ResponseWriter, r *http.Request, appID int64, body
 			return q.outcome
 		}
 		s, err := q.claim(ctx)
-		if err != nil || s != free {
+		if err != nil || s != commands.KeyFree {
 			q.outcome = ErrAnswered
 			q.answer(w, r, s, err)
 			return ErrAnswered
@@ -359,16 +282,16 @@ func (k *Keeper) Serve(w http.ResponseWriter, r *http.Request, appID int64, body
 }
 
 // answer writes the outcome of a key that was not this request's to run.
-func (q *keyed) answer(w http.ResponseWriter, r *http.Request, s state, err error) {
+func (q *keyed) answer(w http.ResponseWriter, r *http.Request, s commands.KeyStatus, err error) {
 	switch {
 	case errors.Is(err, domain.ErrIdempotencyKeyInProgress):
 		w.Header().Set("Retry-After", "1")
 		httpapi.Error(w, r, err)
 	case err != nil:
 		httpapi.Error(w, r, err)
-	case s == reused:
+	case s == commands.KeyReused:
 		httpapi.Error(w, r, domain.ErrIdempotencyKeyReused)
-	case s == replay:
+	case s == commands.KeyReplay:
 		if err := q.replay(w, r); err != nil {
 			httpapi.Error(w, r, err)
 		}
@@ -378,10 +301,10 @@ func (q *keyed) answer(w http.ResponseWriter, r *http.Request, s state, err erro
 // replay writes the stored answer byte for byte and makes the app's next
 // read on this node wait for the original write.
 func (q *keyed) replay(w http.ResponseWriter, r *http.Request) error {
-	c := q.rec.completed
+	c, at := q.rec.Answer()
 	return q.k.writeReplay(w, r, q.stream, c.SealedBody, c.Status, c.ContentType, func() {
 		if q.k.Replayed != nil {
-			q.k.Replayed(q.appID, q.rec.at)
+			q.k.Replayed(q.appID, at)
 		}
 	})
 }
@@ -417,32 +340,17 @@ func (k *Keeper) writeReplay(w http.ResponseWriter, r *http.Request, stream, sea
 	return nil
 }
 
-// stored reports whether an answer is kept for replay: everything but 5xx
-// and concurrency conflicts, whose retry may well succeed.
-func stored(status int, code string) bool {
-	return status < 500 && code != "CONCURRENT_MODIFICATION" && code != "IDEMPOTENCY_KEY_IN_PROGRESS"
-}
-
-// finish appends the answer (or the release) right after the claim.
+// finish records the answer (or the release) right after the claim.
 func (q *keyed) finish(ctx context.Context, rw *recorder) error {
-	code := envelopeCode(rw.body.Bytes())
-	now := q.k.now().UTC()
-	var p events.Payload
-	if stored(rw.status, code) {
+	a := commands.KeyAnswer{Status: rw.status, Code: envelopeCode(rw.body.Bytes()), ContentType: rw.header.Get("Content-Type")}
+	if commands.KeptForReplay(a.Status, a.Code) {
 		sealed, err := q.k.sealAnswer(ctx, q.stream, q.subject, rw.body.String())
 		if err != nil {
 			return err
 		}
-		p = catalog.IdempotencyCompleted{AppID: q.appID, Status: rw.status, ContentType: rw.header.Get("Content-Type"), SealedBody: sealed, CompletedAt: now}
-	} else {
-		p = catalog.IdempotencyReleased{AppID: q.appID, Status: rw.status, Code: code, ReleasedAt: now}
+		a.SealedBody = sealed
 	}
-	ev, err := q.k.Registry.Encode(p, q.meta)
-	if err != nil {
-		return err
-	}
-	_, err = q.k.Store.Append(ctx, q.stream, events.Exact(q.claimAt), ev)
-	return err
+	return q.k.records().Finish(ctx, q.rec, q.appID, q.hash, a, q.k.now(), q.meta)
 }
 
 // envelopeCode is the string code of an error envelope ("" on success).

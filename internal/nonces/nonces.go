@@ -14,8 +14,13 @@ package nonces
 
 import (
 	"context"
+	"errors"
 	"time"
 )
+
+// ErrClosed is what an adapter without an error of its own answers to a
+// use after Close.
+var ErrClosed = errors.New("nonces: the store is closed")
 
 // Store remembers nonces for their validity window so that a signed
 // request cannot be replayed.

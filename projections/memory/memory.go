@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/healthtech/partner-open-platform/events"
@@ -28,6 +29,8 @@ import (
 // the same answers.
 type Store struct {
 	usersMu, deliveriesMu, reportsMu, ordersMu, benefitsMu, auditMu sync.RWMutex
+
+	closed atomic.Bool // the nonce and binding uses refuse after Close
 
 	cpMu        sync.Mutex
 	checkpoints map[string]events.Position
@@ -327,7 +330,12 @@ func (s *Store) Member(ctx context.Context, appID, memberID int64) (projections.
 }
 
 // Close is a no-op: the store holds no resources beyond memory.
-func (s *Store) Close() error { return nil }
+// Close ends the replay guard's uses (they fail, as on every adapter); the
+// read models stay readable, as they hold nothing to release.
+func (s *Store) Close() error {
+	s.closed.Store(true)
+	return nil
+}
 
 // ---- writes ----
 

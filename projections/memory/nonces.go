@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/healthtech/partner-open-platform/internal/nonces"
 )
 
 // minPrune is how many new nonces a set takes before its first prune, so a
@@ -79,6 +81,9 @@ func (s *Store) Use(ctx context.Context, scope, nonce string, expires time.Time)
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
+	if s.closed.Load() {
+		return false, nonces.ErrClosed
+	}
 	return s.nonces.use(nonceKey{scope, nonce}, normTime(expires), normTime(time.Now())), nil
 }
 
@@ -88,6 +93,9 @@ func (s *Store) Use(ctx context.Context, scope, nonce string, expires time.Time)
 func (s *Store) Bind(ctx context.Context, scope, key, value string, expires time.Time) (string, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return "", false, err
+	}
+	if s.closed.Load() {
+		return "", false, nonces.ErrClosed
 	}
 	existing, fresh := s.bindings.bind(nonceKey{scope, key}, value, normTime(expires), normTime(time.Now()))
 	return existing, fresh, nil

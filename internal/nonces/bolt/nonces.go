@@ -44,6 +44,9 @@ type Nonces struct {
 	now     func() time.Time
 	stop    chan struct{}
 	stopped chan struct{}
+
+	closeOnce sync.Once
+	closeErr  error
 }
 
 // Open opens (creating) the file at path.
@@ -92,11 +95,15 @@ func (n *Nonces) sync() {
 	}
 }
 
-// Close flushes and releases the file.
+// Close flushes and releases the file; later calls return the first's
+// answer, and every use after it fails.
 func (n *Nonces) Close() error {
-	close(n.stop)
-	<-n.stopped
-	return errors.Join(n.db.Sync(), n.db.Close())
+	n.closeOnce.Do(func() {
+		close(n.stop)
+		<-n.stopped
+		n.closeErr = errors.Join(n.db.Sync(), n.db.Close())
+	})
+	return n.closeErr
 }
 
 // Reset leaves everything: nonces are not read models, and no rebuild of

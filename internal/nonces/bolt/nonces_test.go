@@ -2,10 +2,7 @@ package bolt_test
 
 import (
 	"context"
-	"fmt"
 	"path/filepath"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -97,54 +94,5 @@ func BenchmarkUse(b *testing.B) {
 				}
 			})
 		})
-	}
-}
-
-// Concurrent uses are recorded in shared transactions: over many callers
-// and repeated nonces, each nonce is fresh exactly once, whichever group
-// its uses fall in; after Close every caller gets an error, none hangs.
-func TestNonceGroupsDecideAsOneAfterTheOther(t *testing.T) {
-	n, err := bolt.Open(filepath.Join(t.TempDir(), "nonces.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	exp := time.Now().Add(time.Hour)
-	var fresh atomic.Int64
-	var wg sync.WaitGroup
-	for w := range 50 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range 20 {
-				ok, err := n.Use(ctx, "h", fmt.Sprintf("n-%d", (w*20+i)%100), exp)
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				if ok {
-					fresh.Add(1)
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	if got := fresh.Load(); got != 100 {
-		t.Fatalf("%d fresh uses of 100 nonces used 10 times each, want 100", got)
-	}
-	if err := n.Close(); err != nil {
-		t.Fatal(err)
-	}
-	errs := make(chan error, 8)
-	for range 8 {
-		go func() {
-			_, err := n.Use(ctx, "h", "after-close", exp)
-			errs <- err
-		}()
-	}
-	for range 8 {
-		if err := <-errs; err == nil {
-			t.Fatal("a use after Close succeeded")
-		}
 	}
 }

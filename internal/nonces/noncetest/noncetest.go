@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,7 +18,8 @@ import (
 
 // Store is a replay guard under test on its own (an embedded node's
 // file, internal/nonces/filelog): the nonce port, Reset (which must leave
-// nonces) and Close.
+// nonces) and Close (which a case may call before the suite does: a second
+// Close must be harmless).
 type Store interface {
 	nonces.Store
 	Reset(ctx context.Context) error
@@ -34,6 +36,7 @@ var nonceTests = []struct {
 	{"BindingsHoldUntilExpired", testBindings},
 	{"ConcurrentBinding", testBindingRace},
 	{"ConcurrentBindingsOfManyKeys", testBindingsOfManyKeys},
+	{"ConcurrentUsesThenClose", testUsesThenClose},
 }
 
 // Case is one case of the suite, for a suite of a wider store (a
@@ -439,5 +442,48 @@ func testOneNodePerFile(t *testing.T, reopen func() (Store, error)) {
 	if other, err := reopen(); err == nil {
 		other.Close()
 		t.Fatal("a second open of a held file succeeded")
+	}
+}
+
+// testUsesThenClose: concurrent uses are decided as one after the other
+// however the adapter groups them (shared transactions, shared writes):
+// over many callers and repeated nonces, each nonce is fresh exactly once.
+// After Close every caller gets an error, and none hangs.
+func testUsesThenClose(t *testing.T, s Store) {
+	exp := time.Now().Add(time.Hour)
+	var fresh atomic.Int64
+	var wg sync.WaitGroup
+	for w := range 50 {
+		wg.Go(func() {
+			for i := range 20 {
+				ok, err := s.Use(ctx, "h", fmt.Sprintf("n-%d", (w*20+i)%100), exp)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if ok {
+					fresh.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if got := fresh.Load(); got != 100 {
+		t.Fatalf("%d fresh uses of 100 nonces used 10 times each, want 100", got)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 8)
+	for range 8 {
+		go func() {
+			_, err := s.Use(ctx, "h", "after-close", exp)
+			errs <- err
+		}()
+	}
+	for range 8 {
+		if err := <-errs; err == nil {
+			t.Fatal("a use after Close succeeded")
+		}
 	}
 }
