@@ -11,7 +11,7 @@ import (
 )
 
 // BenchmarkUpsertMemberCached renames members of a user who has 20 (as
-// internal/node's BenchmarkMemberUpsertHTTP does), with the user cached:
+// e2e/bench's BenchmarkMemberUpsertHTTP does), with the user cached:
 // the command's own CPU (load, decide, encode, append to an in-memory log,
 // advance the cache), without HTTP, sealing or the bolt commit.
 //

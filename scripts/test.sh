@@ -224,10 +224,11 @@ start_postgres() {
 			p=$((p + 1))
 		done
 		[ -n "$port" ] || die "no free port found on 127.0.0.1"
-		# max_connections: internal/node runs 6 tests at once, a two-node
-		# test holds about 40 connections, and other packages run beside it.
+		# max_connections: each e2e package runs 6 tests at once, a two-node
+		# test holds about 40 connections, and go test runs two packages
+		# (two e2e packages, or one beside the others) at a time.
 		if as_pg "$pgbin/pg_ctl" -D "$tmp/data" -l "$tmp/postgres.log" -W start -o \
-			"-c listen_addresses=127.0.0.1 -c port=$port -c unix_socket_directories=$tmp/sock -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=500" \
+			"-c listen_addresses=127.0.0.1 -c port=$port -c unix_socket_directories=$tmp/sock -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=1000" \
 			>/dev/null; then
 			# Bounded wait (~30s) for the server to accept connections,
 			# giving up early if it died (e.g. the port was taken).

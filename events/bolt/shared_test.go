@@ -122,7 +122,7 @@ func TestTwentySubscribersShareReadsWithConcurrentWriters(t *testing.T) {
 // The contract of shared bytes is checked: a subscriber that writes into
 // the bytes it was delivered (tail from the ring, or catch-up from the
 // block cache) is reported by sharedguard.Violations once the store closes, so
-// the suites that run every follower under the guard (internal/node)
+// the suites that run every follower under the guard (the e2e packages)
 // fail if any consumer does.
 func TestSharedViolationsCatchAScribbler(t *testing.T) {
 	sharedguard.On()

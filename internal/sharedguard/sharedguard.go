@@ -4,8 +4,8 @@
 // consumers may only read. With the guard on, the sharers keep a checksum
 // of each shared value and check it when they let go of it (eviction, close);
 // a value found changed is a violation. It costs a CRC per shared value, so
-// only tests turn it on (internal/node's TestMain, for its whole run, which
-// drives every follower over the embedded log).
+// only tests turn it on (the e2e packages' TestMain, e2e/harness.Main, for
+// its whole run, which drives every follower over the embedded log).
 package sharedguard
 
 import (

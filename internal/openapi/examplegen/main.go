@@ -4,7 +4,7 @@
 // and 2xx response that has none, leaving the rest of the file as it is.
 //
 //	rm -rf /tmp/rec
-//	PLATFORM_OPENAPI_RECORD=/tmp/rec go test ./internal/openapi/ ./internal/node/
+//	PLATFORM_OPENAPI_RECORD=/tmp/rec go test ./internal/openapi/ ./e2e/...
 //	go run ./internal/openapi/examplegen -record /tmp/rec -file internal/openapi/openapi.yaml
 //
 // Examples are then checked like the rest of the document: every one is
