@@ -79,81 +79,92 @@ func decodeMetadata(raw []byte) (Metadata, error) {
 	return meta, err
 }
 
+// metaReader reads readMetadata's shape from r, consuming what it reads.
+type metaReader struct{ r []byte }
+
+// take consumes lit if r starts with it.
+func (m *metaReader) take(lit string) bool {
+	if !bytes.HasPrefix(m.r, []byte(lit)) {
+		return false
+	}
+	m.r = m.r[len(lit):]
+	return true
+}
+
+// integer consumes an integer as json.Marshal writes it.
+func (m *metaReader) integer() (int64, bool) {
+	r := m.r
+	i := 0
+	if i < len(r) && r[i] == '-' {
+		i++
+	}
+	start := i
+	for i < len(r) && r[i] >= '0' && r[i] <= '9' {
+		i++
+	}
+	// Only canonical integers: no leading zero, nothing json.Marshal would not write.
+	if i == start || (r[start] == '0' && i-start > 1) || (r[0] == '-' && r[start] == '0') {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(string(r[:i]), 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	m.r = r[i:]
+	return n, true
+}
+
+// str consumes the rest of a string whose opening quote is taken, and
+// its closing quote; only strings without escapes are read.
+func (m *metaReader) str() (string, bool) {
+	end := bytes.IndexByte(m.r, '"')
+	if end < 0 || !plainJSON(string(m.r[:end])) {
+		return "", false
+	}
+	s := string(m.r[:end])
+	m.r = m.r[end+1:]
+	return s, true
+}
+
 // readMetadata reads the shape appendMetadata writes (every field in order,
 // optional ones omitted when zero, the time as any literal time.Time's
 // UnmarshalJSON takes); ok is false otherwise.
 func readMetadata(raw []byte) (meta Metadata, ok bool) {
-	r := raw
-	take := func(lit string) bool {
-		if !bytes.HasPrefix(r, []byte(lit)) {
-			return false
-		}
-		r = r[len(lit):]
-		return true
-	}
-	integer := func() (int64, bool) {
-		i := 0
-		if i < len(r) && r[i] == '-' {
-			i++
-		}
-		start := i
-		for i < len(r) && r[i] >= '0' && r[i] <= '9' {
-			i++
-		}
-		// Only canonical integers: no leading zero, nothing json.Marshal would not write.
-		if i == start || (r[start] == '0' && i-start > 1) || (r[0] == '-' && r[start] == '0') {
-			return 0, false
-		}
-		n, err := strconv.ParseInt(string(r[:i]), 10, 64)
-		if err != nil {
-			return 0, false
-		}
-		r = r[i:]
-		return n, true
-	}
-	str := func() (string, bool) {
-		end := bytes.IndexByte(r, '"')
-		if end < 0 || !plainJSON(string(r[:end])) {
-			return "", false
-		}
-		s := string(r[:end])
-		r = r[end+1:]
-		return s, true
-	}
-	if !take(`{"schema":`) {
+	m := metaReader{r: raw}
+	if !m.take(`{"schema":`) {
 		return Metadata{}, false
 	}
-	n, ok := integer()
+	n, ok := m.integer()
 	if !ok || int64(int(n)) != n {
 		return Metadata{}, false
 	}
 	meta.Schema = int(n)
-	if take(`,"app_id":`) {
-		if meta.AppID, ok = integer(); !ok || meta.AppID == 0 {
+	if m.take(`,"app_id":`) {
+		if meta.AppID, ok = m.integer(); !ok || meta.AppID == 0 {
 			return Metadata{}, false
 		}
 	}
-	if take(`,"actor":"`) {
-		if meta.Actor, ok = str(); !ok || meta.Actor == "" {
+	if m.take(`,"actor":"`) {
+		if meta.Actor, ok = m.str(); !ok || meta.Actor == "" {
 			return Metadata{}, false
 		}
 	}
-	if take(`,"request_id":"`) {
-		if meta.RequestID, ok = str(); !ok || meta.RequestID == "" {
+	if m.take(`,"request_id":"`) {
+		if meta.RequestID, ok = m.str(); !ok || meta.RequestID == "" {
 			return Metadata{}, false
 		}
 	}
-	if !take(`,"occurred_at":"`) {
+	if !m.take(`,"occurred_at":"`) {
 		return Metadata{}, false
 	}
-	end := bytes.IndexByte(r, '"')
-	if end < 0 || string(r[end:]) != `"}` {
+	end := bytes.IndexByte(m.r, '"')
+	if end < 0 || string(m.r[end:]) != `"}` {
 		return Metadata{}, false
 	}
 	// encoding/json hands the quoted literal to time.Time's UnmarshalJSON,
 	// so reading it the same way gives its value (and no second formatting
 	// to compare, which was a fifth of a delivery event's decode).
-	if err := meta.OccurredAt.UnmarshalJSON(raw[len(raw)-len(r)-1 : len(raw)-1]); err != nil {
+	if err := meta.OccurredAt.UnmarshalJSON(raw[len(raw)-len(m.r)-1 : len(raw)-1]); err != nil {
 		return Metadata{}, false // encoding/json judges
 	}
 	return meta, true

@@ -69,19 +69,66 @@ func main() {
 // dispatcher has no backlog of earlier scenarios' deliveries.
 var allScenarios = []string{"webhooks", "webhook-drain", "register", "patch-fresh", "patch-long", "member-upsert", "snapshot", "report-pull", "verify-hot", "verify-many"}
 
+// runFlags are run's settings besides the scenario Options.
+type runFlags struct {
+	url, tokenFile, store, rawURL, rawDir, pgbench, pgbenchURL, scenarios, out string
+}
+
 func runCmd(ctx context.Context, args []string, log io.Writer) error {
+	f, o, err := parseRunFlags(args)
+	if err != nil {
+		return err
+	}
+	token, err := adminToken(f.tokenFile)
+	if err != nil {
+		return err
+	}
+	b := &Bench{P: newPlatform(f.url, token, max(o.Clients, o.PatchClients)), Opt: o, run: strconv.FormatInt(time.Now().UnixNano(), 36)}
+	say := func(format string, a ...any) {
+		fmt.Fprintf(log, "platformbench [%s] "+format+"\n", append([]any{f.store}, a...)...)
+	}
+	say("set-up: app and %d users", o.Users)
+	if err := b.setup(ctx); err != nil {
+		return fmt.Errorf("set-up: %w", err)
+	}
+	// Baselines first, so every row below can refer to them.
+	bl, rows, err := b.baselines(ctx, f, say)
+	if err != nil {
+		return err
+	}
+	for _, s := range strings.Split(f.scenarios, ",") {
+		s = strings.TrimSpace(s)
+		if s == "" {
+			continue
+		}
+		say("scenario %s (%s)", s, b.settle(ctx, o.Drain))
+		got, err := b.scenario(ctx, s, f.store, bl)
+		if err != nil {
+			return err
+		}
+		rows = append(rows, got...)
+	}
+	if err := writeTable(log, rows); err != nil {
+		return err
+	}
+	return writeRowsJSON(f.out, rows)
+}
+
+// parseRunFlags reads run's command line; -quick shortens every phase.
+func parseRunFlags(args []string) (runFlags, Options, error) {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	url := fs.String("url", "http://127.0.0.1:8080", "platform base URL")
-	tokenFile := fs.String("admin-token-file", "", "file holding the operator token (else PLATFORM_ADMIN_TOKEN)")
-	store := fs.String("store", "embedded", "label of the platform's stores: embedded or postgres")
-	rawURL := fs.String("raw-store-url", "", "Postgres event store URL for the raw-append baseline (empty: a bbolt log in -raw-dir)")
-	rawDir := fs.String("raw-dir", os.TempDir(), "directory of the raw-append baseline's bbolt log (same disk as the platform's)")
-	pgbench := fs.String("pgbench", "", "pgbench binary for the read baseline (empty: /healthz is the read baseline)")
-	pgbenchURL := fs.String("pgbench-url", "", "database initialised with pgbench -i")
-	scen := fs.String("scenarios", strings.Join(allScenarios, ","), "comma-separated scenarios")
-	out := fs.String("out", "", "write the rows as JSON to this file")
-	quick := fs.Bool("quick", false, "a smoke run: 1s warm-up, 3s window, short histories, few users and cards")
+	var f runFlags
 	var o Options
+	fs.StringVar(&f.url, "url", "http://127.0.0.1:8080", "platform base URL")
+	fs.StringVar(&f.tokenFile, "admin-token-file", "", "file holding the operator token (else PLATFORM_ADMIN_TOKEN)")
+	fs.StringVar(&f.store, "store", "embedded", "label of the platform's stores: embedded or postgres")
+	fs.StringVar(&f.rawURL, "raw-store-url", "", "Postgres event store URL for the raw-append baseline (empty: a bbolt log in -raw-dir)")
+	fs.StringVar(&f.rawDir, "raw-dir", os.TempDir(), "directory of the raw-append baseline's bbolt log (same disk as the platform's)")
+	fs.StringVar(&f.pgbench, "pgbench", "", "pgbench binary for the read baseline (empty: /healthz is the read baseline)")
+	fs.StringVar(&f.pgbenchURL, "pgbench-url", "", "database initialised with pgbench -i")
+	fs.StringVar(&f.scenarios, "scenarios", strings.Join(allScenarios, ","), "comma-separated scenarios")
+	fs.StringVar(&f.out, "out", "", "write the rows as JSON to this file")
+	quick := fs.Bool("quick", false, "a smoke run: 1s warm-up, 3s window, short histories, few users and cards")
 	fs.IntVar(&o.Clients, "clients", 32, "closed-loop clients per scenario")
 	fs.IntVar(&o.PatchClients, "patch-clients", 8, "clients (each on its own user) of PATCH and webhooks")
 	fs.IntVar(&o.History, "history", 1000, "prior events of each user in patch-long")
@@ -94,148 +141,165 @@ func runCmd(ctx context.Context, args []string, log io.Writer) error {
 	fs.IntVar(&o.DrainBacklog, "drain-backlog", 4000, "deliveries webhook-drain queues at once (its backlog)")
 	fs.IntVar(&o.PlatformPID, "platform-pid", 0, "the platform's process id, for webhook-drain's CPU per delivery (0: not reported)")
 	if err := fs.Parse(args); err != nil {
-		return err
+		return f, o, err
 	}
 	if *quick {
 		o.Warmup, o.Window, o.Drain = time.Second, 3*time.Second, 20*time.Second
 		o.History, o.Users, o.Cards = 50, 200, 100
 		o.DrainBacklog = 800
 	}
+	return f, o, nil
+}
+
+// adminToken reads the operator token from file, else from
+// PLATFORM_ADMIN_TOKEN; having none is an error.
+func adminToken(file string) (string, error) {
 	token := os.Getenv("PLATFORM_ADMIN_TOKEN")
-	if *tokenFile != "" {
-		b, err := os.ReadFile(*tokenFile)
+	if file != "" {
+		b, err := os.ReadFile(file)
 		if err != nil {
-			return fmt.Errorf("admin token: %w", err)
+			return "", fmt.Errorf("admin token: %w", err)
 		}
 		token = strings.TrimSpace(string(b))
 	}
 	if token == "" {
-		return errors.New("no operator token: -admin-token-file or PLATFORM_ADMIN_TOKEN")
+		return "", errors.New("no operator token: -admin-token-file or PLATFORM_ADMIN_TOKEN")
 	}
-	b := &Bench{P: newPlatform(*url, token, max(o.Clients, o.PatchClients)), Opt: o, run: strconv.FormatInt(time.Now().UnixNano(), 36)}
-	say := func(f string, a ...any) {
-		fmt.Fprintf(log, "platformbench [%s] "+f+"\n", append([]any{*store}, a...)...)
-	}
-	say("set-up: app and %d users", o.Users)
-	if err := b.setup(ctx); err != nil {
-		return fmt.Errorf("set-up: %w", err)
-	}
+	return token, nil
+}
 
-	// Baselines first, so every row below can refer to them.
-	raw := map[int]Measured{}
+// measuredBaselines are what scenario rows are compared with: a raw
+// append per client count for writes, and one read baseline.
+type measuredBaselines struct {
+	raw      map[int]Measured
+	read     Measured
+	readName string
+}
+
+// baselines measures the raw append (at every client count a scenario
+// uses) and the read baseline (pgbench -S, else GET /healthz), and
+// returns them with their rows.
+func (b *Bench) baselines(ctx context.Context, f runFlags, say func(string, ...any)) (measuredBaselines, []Row, error) {
+	o := b.Opt
+	bl := measuredBaselines{raw: map[int]Measured{}, readName: "/healthz"}
 	var rows []Row
 	for _, c := range uniqInts(o.Clients, o.PatchClients) {
 		say("baseline: raw append, %d clients", c)
-		m, err := RawAppend(ctx, *rawURL, *rawDir, b.phase(c))
+		m, err := RawAppend(ctx, f.rawURL, f.rawDir, b.phase(c))
 		if err != nil {
-			return err
+			return bl, nil, err
 		}
-		raw[c] = m
-		rows = append(rows, rowOf("baseline: raw append", *store, c, m, "", nil))
+		bl.raw[c] = m
+		rows = append(rows, rowOf("baseline: raw append", f.store, c, m, "", nil))
 	}
-	var read Measured
-	readName := "/healthz"
-	if *pgbench != "" {
-		readName = "pgbench -S"
+	if f.pgbench != "" {
+		bl.readName = "pgbench -S"
 		say("baseline: pgbench -S, %d clients", o.Clients)
-		m, err := PgbenchS(ctx, *pgbench, *pgbenchURL, b.phase(o.Clients))
+		m, err := PgbenchS(ctx, f.pgbench, f.pgbenchURL, b.phase(o.Clients))
 		if err != nil {
-			return err
+			return bl, nil, err
 		}
-		read = m
+		bl.read = m
 	} else {
 		say("baseline: GET /healthz, %d clients", o.Clients)
-		read, _ = b.Healthz(ctx)
+		bl.read, _ = b.Healthz(ctx)
 	}
-	rows = append(rows, rowOf("baseline: "+readName, *store, o.Clients, read, "", nil))
+	rows = append(rows, rowOf("baseline: "+bl.readName, f.store, o.Clients, bl.read, "", nil))
+	return bl, rows, nil
+}
 
-	for _, s := range strings.Split(*scen, ",") {
-		s = strings.TrimSpace(s)
-		if s == "" {
-			continue
-		}
-		say("scenario %s (%s)", s, b.settle(ctx, o.Drain))
-		var m Measured
-		var err error
-		clients := o.Clients
-		base, baseName := read, readName
-		writeBase := func() { base, baseName = raw[clients], "raw append" }
-		switch s {
-		case "webhooks":
-			res, err := b.Webhooks(ctx)
-			if err != nil {
-				return fmt.Errorf("webhooks: %w", err)
-			}
-			c := o.PatchClients
-			name := "webhook writes (PATCH)"
-			if o.WebhookRate > 0 {
-				name = fmt.Sprintf("webhook writes (PATCH, %g/s offered)", o.WebhookRate)
-			}
-			w := rowOf(name, *store, c, res.Writes, "raw append", ptr(raw[c]))
-			d := Row{Scenario: "webhook deliveries (ack→receipt)", Store: *store, Clients: c,
-				Rate: float64(res.Delivered) / o.Window.Seconds(), P50ms: ms(res.AckToReceipt.Quantile(0.5)), P99ms: ms(res.AckToReceipt.Quantile(0.99)),
-				Errors: int64(res.Missing) + res.BadSignature, Baseline: "webhook writes", BaseRate: w.Rate}
-			if w.Rate > 0 {
-				d.Ratio = d.Rate / w.Rate
-			}
-			d.Note = fmt.Sprintf("rate = deliveries received in the window; errors = %d window writes undelivered after %s drain + %d bad signatures",
-				res.Missing, o.Drain, res.BadSignature)
-			e := Row{Scenario: "webhook event time→receipt", Store: *store, Clients: c, Rate: d.Rate,
-				P50ms: ms(res.EventToRecpt.Quantile(0.5)), P99ms: ms(res.EventToRecpt.Quantile(0.99)),
-				Note: "occurred_at has whole seconds: ±1000 ms resolution"}
-			rows = append(rows, w, d, e)
-			continue
-		case "webhook-drain":
-			res, err := b.WebhookDrain(ctx)
-			if err != nil {
-				return fmt.Errorf("webhook-drain: %w", err)
-			}
-			rows = append(rows, drainRow(res, *store, o, raw[o.PatchClients]))
-			continue
-		case "register":
-			writeBase()
-			m, err = b.Register(ctx)
-		case "patch-fresh":
-			clients = o.PatchClients
-			writeBase()
-			m, err = b.Patch(ctx, 0)
-		case "patch-long":
-			clients = o.PatchClients
-			writeBase()
-			s = fmt.Sprintf("patch-long (%d prior events)", o.History)
-			m, err = b.Patch(ctx, o.History)
-		case "member-upsert":
-			writeBase()
-			m, err = b.MemberUpsert(ctx)
-		case "snapshot":
-			m, err = b.Snapshot(ctx)
-		case "report-pull":
-			m, err = b.ReportPull(ctx)
-		case "verify-hot":
-			s = "verify-use hot card"
-			m, err = b.Verify(ctx, 1)
-		case "verify-many":
-			s = fmt.Sprintf("verify-use %d cards", o.Cards)
-			m, err = b.Verify(ctx, o.Cards)
-		default:
-			return fmt.Errorf("unknown scenario %q (known: %s)", s, strings.Join(allScenarios, ","))
-		}
+// scenario runs one named scenario and returns its rows: writes are
+// compared with the raw append, reads with the read baseline.
+func (b *Bench) scenario(ctx context.Context, s, store string, bl measuredBaselines) ([]Row, error) {
+	o := b.Opt
+	var m Measured
+	var err error
+	clients := o.Clients
+	base, baseName := bl.read, bl.readName
+	writeBase := func() { base, baseName = bl.raw[clients], "raw append" }
+	switch s {
+	case "webhooks":
+		res, err := b.Webhooks(ctx)
 		if err != nil {
-			return fmt.Errorf("%s: %w", s, err)
+			return nil, fmt.Errorf("webhooks: %w", err)
 		}
-		rows = append(rows, rowOf(s, *store, clients, m, baseName, &base))
-	}
-	if err := writeTable(log, rows); err != nil {
-		return err
-	}
-	if *out != "" {
-		b, err := json.MarshalIndent(rows, "", "  ")
+		return webhookRows(res, store, o, bl.raw[o.PatchClients]), nil
+	case "webhook-drain":
+		res, err := b.WebhookDrain(ctx)
 		if err != nil {
-			return fmt.Errorf("encode rows: %w", err)
+			return nil, fmt.Errorf("webhook-drain: %w", err)
 		}
-		if err := os.WriteFile(*out, append(b, '\n'), 0o644); err != nil {
-			return fmt.Errorf("write %s: %w", *out, err)
-		}
+		return []Row{drainRow(res, store, o, bl.raw[o.PatchClients])}, nil
+	case "register":
+		writeBase()
+		m, err = b.Register(ctx)
+	case "patch-fresh":
+		clients = o.PatchClients
+		writeBase()
+		m, err = b.Patch(ctx, 0)
+	case "patch-long":
+		clients = o.PatchClients
+		writeBase()
+		s = fmt.Sprintf("patch-long (%d prior events)", o.History)
+		m, err = b.Patch(ctx, o.History)
+	case "member-upsert":
+		writeBase()
+		m, err = b.MemberUpsert(ctx)
+	case "snapshot":
+		m, err = b.Snapshot(ctx)
+	case "report-pull":
+		m, err = b.ReportPull(ctx)
+	case "verify-hot":
+		s = "verify-use hot card"
+		m, err = b.Verify(ctx, 1)
+	case "verify-many":
+		s = fmt.Sprintf("verify-use %d cards", o.Cards)
+		m, err = b.Verify(ctx, o.Cards)
+	default:
+		return nil, fmt.Errorf("unknown scenario %q (known: %s)", s, strings.Join(allScenarios, ","))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", s, err)
+	}
+	return []Row{rowOf(s, store, clients, m, baseName, &base)}, nil
+}
+
+// webhookRows are the webhook scenario's three rows: the PATCH writes
+// against the raw append, the deliveries against those writes, and the
+// event-time-to-receipt latency.
+func webhookRows(res WebhookResult, store string, o Options, raw Measured) []Row {
+	c := o.PatchClients
+	name := "webhook writes (PATCH)"
+	if o.WebhookRate > 0 {
+		name = fmt.Sprintf("webhook writes (PATCH, %g/s offered)", o.WebhookRate)
+	}
+	w := rowOf(name, store, c, res.Writes, "raw append", ptr(raw))
+	d := Row{Scenario: "webhook deliveries (ack→receipt)", Store: store, Clients: c,
+		Rate: float64(res.Delivered) / o.Window.Seconds(), P50ms: ms(res.AckToReceipt.Quantile(0.5)), P99ms: ms(res.AckToReceipt.Quantile(0.99)),
+		Errors: int64(res.Missing) + res.BadSignature, Baseline: "webhook writes", BaseRate: w.Rate}
+	if w.Rate > 0 {
+		d.Ratio = d.Rate / w.Rate
+	}
+	d.Note = fmt.Sprintf("rate = deliveries received in the window; errors = %d window writes undelivered after %s drain + %d bad signatures",
+		res.Missing, o.Drain, res.BadSignature)
+	e := Row{Scenario: "webhook event time→receipt", Store: store, Clients: c, Rate: d.Rate,
+		P50ms: ms(res.EventToRecpt.Quantile(0.5)), P99ms: ms(res.EventToRecpt.Quantile(0.99)),
+		Note: "occurred_at has whole seconds: ±1000 ms resolution"}
+	return []Row{w, d, e}
+}
+
+// writeRowsJSON writes rows as indented JSON to path; an empty path
+// writes nothing.
+func writeRowsJSON(path string, rows []Row) error {
+	if path == "" {
+		return nil
+	}
+	b, err := json.MarshalIndent(rows, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode rows: %w", err)
+	}
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
 }

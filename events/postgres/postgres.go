@@ -281,10 +281,48 @@ func (s *Store) fail(group []*pending, err error) error {
 
 // commitOn runs commit's transaction on conn; on error the caller rolls back.
 func (s *Store) commitOn(ctx context.Context, conn *pgx.Conn, group []*pending) (wrote bool, err error) {
-	// First round trip: open the transaction, take the lock, read the
-	// head, and every stream's count and every event ID's place as the
-	// committed log has them. Each statement after the lock reads a fresh
-	// snapshot (READ COMMITTED), so it sees the previous holder's commit.
+	seen, err := readCommitted(ctx, conn, group)
+	if err != nil {
+		return false, err
+	}
+	rows, next := decideGroup(group, seen)
+	if len(rows.pos) == 0 {
+		// Only retries and conflicts: nothing to commit.
+		_, err := conn.Exec(ctx, "COMMIT")
+		return false, err
+	}
+	if s.beforeCommit != nil {
+		s.beforeCommit(position(next))
+	}
+	if err := writeAndCommit(ctx, conn, rows); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// committed is what the first round trip read under the append lock:
+// the log's head, each touched stream's event count, and where each
+// event ID of the group already sits.
+type committed struct {
+	head   int64
+	counts map[string]int64 // committed, before this group
+	found  map[string]rules.Located
+}
+
+// newRows are the events a group writes, column by column, as the
+// INSERT ... SELECT unnest(...) statement takes them.
+type newRows struct {
+	pos, rev        []int64
+	stream, id, typ []string
+	data, meta      [][]byte
+}
+
+// readCommitted is the first round trip: open the transaction, take the
+// lock, read the head, and every stream's count and every event ID's
+// place as the committed log has them. Each statement after the lock
+// reads a fresh snapshot (READ COMMITTED), so it sees the previous
+// holder's commit.
+func readCommitted(ctx context.Context, conn *pgx.Conn, group []*pending) (committed, error) {
 	b := &pgx.Batch{}
 	b.Queue(`BEGIN`)
 	b.Queue(`SELECT pg_advisory_xact_lock($1)`, appendLock)
@@ -301,79 +339,68 @@ func (s *Store) commitOn(ctx context.Context, conn *pgx.Conn, group []*pending) 
 			partStreams = append(partStreams, part.Stream)
 		}
 	}
-	var (
-		head   int64
-		counts = make(map[string]int64, len(partStreams)) // committed, before this group
-		found  = map[string]rules.Located{}
-	)
+	seen := committed{
+		counts: make(map[string]int64, len(partStreams)),
+		found:  map[string]rules.Located{},
+	}
 	br := conn.SendBatch(ctx, b)
-	_, err = br.Exec()
+	_, err := br.Exec()
 	if err == nil {
 		_, err = br.Exec()
 	}
 	if err == nil {
-		err = br.QueryRow().Scan(&head)
+		err = br.QueryRow().Scan(&seen.head)
 	}
 	for i := 0; i < len(partStreams) && err == nil; i++ {
-		var count int64
-		if err = br.QueryRow().Scan(&count); err != nil {
-			break
-		}
-		counts[partStreams[i]] = count
-		var rows pgx.Rows
-		if rows, err = br.Query(); err != nil {
-			break
-		}
-		var (
-			id, st   string
-			rev, pos int64
-		)
-		_, err = pgx.ForEachRow(rows, []any{&id, &st, &rev, &pos}, func() error {
-			found[id] = rules.Located{Stream: st, Revision: uint64(rev), Position: position(pos)}
-			return nil
-		})
+		err = readStreamPlaces(br, partStreams[i], seen)
 	}
 	if cerr := br.Close(); err == nil {
 		err = cerr
 	}
-	if err != nil {
-		return false, err
-	}
+	return seen, err
+}
 
-	// Decide in queue order on the committed state plus this group's
-	// own writes so far.
+// readStreamPlaces reads one part's two results of the first round
+// trip: the stream's committed count and the places of its event IDs.
+func readStreamPlaces(br pgx.BatchResults, stream string, seen committed) error {
+	var count int64
+	if err := br.QueryRow().Scan(&count); err != nil {
+		return err
+	}
+	seen.counts[stream] = count
+	rows, err := br.Query()
+	if err != nil {
+		return err
+	}
+	var (
+		id, st   string
+		rev, pos int64
+	)
+	_, err = pgx.ForEachRow(rows, []any{&id, &st, &rev, &pos}, func() error {
+		seen.found[id] = rules.Located{Stream: st, Revision: uint64(rev), Position: position(pos)}
+		return nil
+	})
+	return err
+}
+
+// decideGroup decides every pending append in queue order on the
+// committed state plus this group's own writes so far, setting each
+// one's results or error, and returns the rows to write and the last
+// position they take.
+func decideGroup(group []*pending, seen committed) (rows newRows, next int64) {
 	streamCount := map[string]uint64{}
 	lookup := func(id string) (rules.Located, bool, error) {
-		loc, ok := found[id]
+		loc, ok := seen.found[id]
 		return loc, ok, nil
 	}
-	var rows struct {
-		pos, rev        []int64
-		stream, id, typ []string
-		data, meta      [][]byte
-	}
-	next := head
+	next = seen.head
 	for _, p := range group {
 		p.res, p.err = make([]events.AppendResult, len(p.parts)), nil
 		if err := p.ctx.Err(); err != nil {
 			p.err = err
 			continue
 		}
-		// Check every part before writing any: all or none.
-		partCounts := make([]uint64, len(p.parts))
-		replayed := make([]bool, len(p.parts))
-		for i, part := range p.parts {
-			count, ok := streamCount[part.Stream]
-			if !ok {
-				count = uint64(counts[part.Stream])
-			}
-			r, again, err := rules.Check(part.Stream, part.Expected, count, part.Events, lookup)
-			if err != nil {
-				p.err = err
-				break
-			}
-			p.res[i], replayed[i], partCounts[i] = r, again, count
-		}
+		partCounts, replayed := checkParts(p, streamCount, seen.counts, lookup)
 		if p.err != nil {
 			continue
 		}
@@ -384,45 +411,67 @@ func (s *Store) commitOn(ctx context.Context, conn *pgx.Conn, group []*pending) 
 			for j, ev := range part.Events {
 				next++
 				rev := partCounts[i] + uint64(j)
-				data := ev.Data
-				if data == nil {
-					data = []byte{}
-				}
-				rows.pos, rows.rev = append(rows.pos, next), append(rows.rev, int64(rev))
-				rows.stream, rows.id, rows.typ = append(rows.stream, part.Stream), append(rows.id, ev.ID), append(rows.typ, ev.Type)
-				rows.data, rows.meta = append(rows.data, data), append(rows.meta, ev.Meta)
-				found[ev.ID] = rules.Located{Stream: part.Stream, Revision: rev, Position: position(next)}
+				rows.add(next, part.Stream, rev, ev)
+				seen.found[ev.ID] = rules.Located{Stream: part.Stream, Revision: rev, Position: position(next)}
 				p.res[i] = events.AppendResult{Revision: rev, Position: position(next)}
 			}
 			streamCount[part.Stream] = partCounts[i] + uint64(len(part.Events))
 		}
 	}
-	if len(rows.pos) == 0 {
-		// Only retries and conflicts: nothing to commit.
-		_, err := conn.Exec(ctx, "COMMIT")
-		return false, err
-	}
-	if s.beforeCommit != nil {
-		s.beforeCommit(position(next))
-	}
+	return rows, next
+}
 
-	// Second round trip: write, notify, commit.
-	b = &pgx.Batch{}
+// checkParts checks every part of p before any is written (all or
+// none): on a refusal it sets p.err; otherwise it records each part's
+// result for a replay and returns each part's stream count and whether
+// the part is a replay of events already written.
+func checkParts(p *pending, streamCount map[string]uint64, counts map[string]int64, lookup func(string) (rules.Located, bool, error)) (partCounts []uint64, replayed []bool) {
+	partCounts = make([]uint64, len(p.parts))
+	replayed = make([]bool, len(p.parts))
+	for i, part := range p.parts {
+		count, ok := streamCount[part.Stream]
+		if !ok {
+			count = uint64(counts[part.Stream])
+		}
+		r, again, err := rules.Check(part.Stream, part.Expected, count, part.Events, lookup)
+		if err != nil {
+			p.err = err
+			break
+		}
+		p.res[i], replayed[i], partCounts[i] = r, again, count
+	}
+	return partCounts, replayed
+}
+
+// add appends one event as a row at position pos and revision rev.
+func (r *newRows) add(pos int64, stream string, rev uint64, ev events.Proposed) {
+	data := ev.Data
+	if data == nil {
+		data = []byte{}
+	}
+	r.pos, r.rev = append(r.pos, pos), append(r.rev, int64(rev))
+	r.stream, r.id, r.typ = append(r.stream, stream), append(r.id, ev.ID), append(r.typ, ev.Type)
+	r.data, r.meta = append(r.data, data), append(r.meta, ev.Meta)
+}
+
+// writeAndCommit is the second round trip: write, notify, commit.
+func writeAndCommit(ctx context.Context, conn *pgx.Conn, rows newRows) error {
+	b := &pgx.Batch{}
 	b.Queue(`INSERT INTO es_events (position, stream, revision, id, type, data, meta)
 SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::bytea[], $7::bytea[])`,
 		rows.pos, rows.stream, rows.rev, rows.id, rows.typ, rows.data, rows.meta)
 	b.Queue(`SELECT pg_notify($1, '')`, channel)
 	b.Queue(`COMMIT`)
 	if err := conn.SendBatch(ctx, b).Close(); err != nil {
-		return false, err
+		return err
 	}
 	// A COMMIT of a transaction that failed in the pipeline is not sent
 	// (the server skips to the batch's end): only an idle connection
 	// committed.
 	if st := conn.PgConn().TxStatus(); st != 'I' {
-		return false, fmt.Errorf("transaction still open after COMMIT (status %q)", st)
+		return fmt.Errorf("transaction still open after COMMIT (status %q)", st)
 	}
-	return true, nil
+	return nil
 }
 
 // ReadStream implements events.Store.

@@ -137,10 +137,30 @@ const maxDepth = 6
 
 // Build reads an OpenAPI 3.0 document (YAML or JSON) into a Reference.
 func Build(spec []byte) (*Reference, error) {
+	doc, webhookNames, err := load(spec)
+	if err != nil {
+		return nil, err
+	}
+	ref := &Reference{}
+	if doc.Info != nil {
+		ref.Title, ref.Version, ref.Description = doc.Info.Title, doc.Info.Version, Markdown(doc.Info.Description)
+	}
+	ref.addOperations(doc)
+	ref.addWebhooks(doc, webhookNames)
+	if doc.Components != nil {
+		ref.Security = securitySchemes(doc.Components)
+		ref.Schemas = schemas(doc.Components)
+	}
+	return ref, nil
+}
+
+// load parses spec and resolves its references, the x-webhooks
+// included, and returns the webhooks' names sorted.
+func load(spec []byte) (*openapi3.T, []string, error) {
 	loader := openapi3.NewLoader()
 	doc, err := loader.LoadFromData(spec)
 	if err != nil {
-		return nil, fmt.Errorf("apiref: load: %w", err)
+		return nil, nil, fmt.Errorf("apiref: load: %w", err)
 	}
 	// x-webhooks entries are shaped like path items but the loader leaves
 	// extensions alone: decode them as path items under a private prefix
@@ -149,27 +169,29 @@ func Build(spec []byte) (*Reference, error) {
 	if raw, ok := doc.Extensions["x-webhooks"]; ok {
 		b, err := json.Marshal(raw)
 		if err != nil {
-			return nil, fmt.Errorf("apiref: x-webhooks: %w", err)
+			return nil, nil, fmt.Errorf("apiref: x-webhooks: %w", err)
 		}
 		var items map[string]*openapi3.PathItem
 		if err := json.Unmarshal(b, &items); err != nil {
-			return nil, fmt.Errorf("apiref: x-webhooks: %w", err)
+			return nil, nil, fmt.Errorf("apiref: x-webhooks: %w", err)
 		}
 		for name, item := range items {
 			doc.Paths.Set(webhookPrefix+name, item)
 			webhookNames = append(webhookNames, name)
 		}
 		if err := loader.ResolveRefsIn(doc, nil); err != nil {
-			return nil, fmt.Errorf("apiref: resolve x-webhooks: %w", err)
+			return nil, nil, fmt.Errorf("apiref: resolve x-webhooks: %w", err)
 		}
 	}
 	sort.Strings(webhookNames)
+	return doc, webhookNames, nil
+}
 
-	ref := &Reference{}
-	if doc.Info != nil {
-		ref.Title, ref.Version, ref.Description = doc.Info.Title, doc.Info.Version, Markdown(doc.Info.Description)
-	}
-
+// addOperations lists every real path's operations under their first
+// tag (declared tags first, in the document's order; "other" for an
+// untagged one), drops tags without operations, and collects the paths
+// scheme H alone signs.
+func (ref *Reference) addOperations(doc *openapi3.T) {
 	tagIndex := map[string]int{}
 	for _, t := range doc.Tags {
 		tagIndex[t.Name] = len(ref.Tags)
@@ -219,8 +241,12 @@ func Build(spec []byte) (*Reference, error) {
 		ref.SchemeHPaths = append(ref.SchemeHPaths, p)
 	}
 	sort.Strings(ref.SchemeHPaths)
+}
 
-	for _, name := range webhookNames {
+// addWebhooks lists the webhooks' operations in name order.
+func (ref *Reference) addWebhooks(doc *openapi3.T, names []string) {
+	paths := doc.Paths.Map()
+	for _, name := range names {
 		item := paths[webhookPrefix+name]
 		for _, m := range methods(item) {
 			o := operation(doc, m, name, item, item.GetOperation(m))
@@ -228,46 +254,55 @@ func Build(spec []byte) (*Reference, error) {
 			ref.Webhooks = append(ref.Webhooks, o)
 		}
 	}
+}
 
-	if doc.Components != nil {
-		names := make([]string, 0, len(doc.Components.SecuritySchemes))
-		for n := range doc.Components.SecuritySchemes {
-			names = append(names, n)
+// securitySchemes lists the security schemes in name order.
+func securitySchemes(c *openapi3.Components) []SecurityScheme {
+	var out []SecurityScheme
+	for _, n := range sortedKeys(c.SecuritySchemes) {
+		s := c.SecuritySchemes[n].Value
+		if s == nil {
+			continue
 		}
-		sort.Strings(names)
-		for _, n := range names {
-			s := doc.Components.SecuritySchemes[n].Value
-			if s == nil {
-				continue
-			}
-			kind := s.Type
-			if s.Type == "apiKey" {
-				kind = "API key in " + s.In + " " + s.Name
-			} else if s.Scheme != "" {
-				kind = s.Type + " " + s.Scheme
-			}
-			ref.Security = append(ref.Security, SecurityScheme{Name: n, Anchor: "security-" + slug(n), Kind: kind, Description: Markdown(s.Description)})
+		kind := s.Type
+		if s.Type == "apiKey" {
+			kind = "API key in " + s.In + " " + s.Name
+		} else if s.Scheme != "" {
+			kind = s.Type + " " + s.Scheme
 		}
-		names = names[:0]
-		for n := range doc.Components.Schemas {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		for _, n := range names {
-			sr := doc.Components.Schemas[n]
-			if sr == nil || sr.Value == nil {
-				continue
-			}
-			s := sr.Value
-			sc := Schema{Name: n, Anchor: schemaAnchor(n), Type: typeName(s), Description: Markdown(s.Description)}
-			sc.Extends, sc.Fields = fields(&openapi3.SchemaRef{Value: s}, 0)
-			if s.Example != nil {
-				sc.Example = pretty(s.Example)
-			}
-			ref.Schemas = append(ref.Schemas, sc)
-		}
+		out = append(out, SecurityScheme{Name: n, Anchor: "security-" + slug(n), Kind: kind, Description: Markdown(s.Description)})
 	}
-	return ref, nil
+	return out
+}
+
+// schemas lists the named schemas in name order, each with its fields
+// expanded.
+func schemas(c *openapi3.Components) []Schema {
+	var out []Schema
+	for _, n := range sortedKeys(c.Schemas) {
+		sr := c.Schemas[n]
+		if sr == nil || sr.Value == nil {
+			continue
+		}
+		s := sr.Value
+		sc := Schema{Name: n, Anchor: schemaAnchor(n), Type: typeName(s), Description: Markdown(s.Description)}
+		sc.Extends, sc.Fields = fields(&openapi3.SchemaRef{Value: s}, 0)
+		if s.Example != nil {
+			sc.Example = pretty(s.Example)
+		}
+		out = append(out, sc)
+	}
+	return out
+}
+
+// sortedKeys returns m's keys in order.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 // methodOrder is the order operations of one path are listed in.

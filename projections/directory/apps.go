@@ -94,134 +94,167 @@ func (a *Apps) Apply(_ context.Context, batch []events.Envelope, pos events.Posi
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for _, env := range batch {
-		at := env.Metadata.OccurredAt.UTC()
-		switch p := env.Payload.(type) {
-		case *catalog.AppCreated:
-			secret, err := a.opener.Open(p.SealedAppSecret)
-			if err != nil {
-				return fmt.Errorf("app %d: %w", p.AppID, err)
-			}
-			hook, err := a.opener.Open(p.SealedWebhookSecret)
-			if err != nil {
-				return fmt.Errorf("app %d: %w", p.AppID, err)
-			}
-			a.byID[p.AppID] = &domain.App{
-				AppID: p.AppID, Name: p.Name, AppKey: p.AppKey, AppSecret: secret, WebhookSecret: hook,
-				WebhookURL: p.WebhookURL, WebhookEvents: p.WebhookEvents, Environment: p.Environment,
-				Scopes: p.Scopes, SandboxAppID: p.SandboxAppID, DeveloperID: p.DeveloperID, Purpose: p.Purpose,
-				CreatedAt: at, UpdatedAt: at,
-			}
-			a.byKey[p.AppKey] = p.AppID
-		case *catalog.AppSecretRotated:
-			app, ok := a.byID[p.AppID]
-			if !ok {
-				continue
-			}
-			secret, err := a.opener.Open(p.SealedAppSecret)
-			if err != nil {
-				return fmt.Errorf("app %d: %w", p.AppID, err)
-			}
-			next := *app
-			next.AppSecret, next.UpdatedAt = secret, at
-			a.byID[p.AppID] = &next
-			// A token was granted against the old secret: a rotation
-			// (often because the secret leaked) ends every token of the
-			// app issued before it, on every node as each applies the
-			// rotation, rather than leaving them live until they expire.
-			for h, t := range a.tokens {
-				if t.appID == p.AppID && !t.revoked {
-					t.revoked = true
-					a.tokens[h] = t
-				}
-			}
-		case *catalog.AppScopesDeclared:
-			if app, ok := a.byID[p.AppID]; ok {
-				next := *app
-				next.Scopes, next.UpdatedAt = p.Scopes, at
-				a.byID[p.AppID] = &next
-			}
-		case *catalog.AppReviewed:
-			if app, ok := a.byID[p.AppID]; ok {
-				next := *app
-				next.Review, next.ProductionAppID, next.UpdatedAt = "rejected", p.ProductionAppID, at
-				next.ReviewNotes, next.PluginAppID, next.ReviewRequested = p.Notes, p.PluginAppID, false
-				if p.Approved {
-					next.Review = "approved"
-				}
-				a.byID[p.AppID] = &next
-			}
-		case *catalog.AppReviewRequested:
-			if app, ok := a.byID[p.AppID]; ok {
-				next := *app
-				next.ReviewRequested, next.HostAppID, next.Review, next.ReviewNotes, next.UpdatedAt = true, p.HostAppID, "", "", at
-				a.byID[p.AppID] = &next
-			}
-		case *catalog.AppProductionRevealed:
-			if err := a.reveal(p, at); err != nil {
-				return err
-			}
-		case *catalog.TokenIssued:
-			a.tokens[p.TokenHash] = token{appID: p.AppID, scope: p.Scope, expires: p.ExpiresAt}
-			a.pruneTokens(at)
-		case *catalog.TokenRevoked:
-			if t, ok := a.tokens[p.TokenHash]; ok {
-				t.revoked = true
-				a.tokens[p.TokenHash] = t
-			}
-		case *catalog.UploaderRegistered:
-			a.uploaders[p.TokenHash] = Uploader{UploaderID: p.UploaderID, Name: p.Name}
-		case *catalog.AppWebhookConfigured:
-			app, ok := a.byID[p.AppID]
-			if !ok {
-				continue
-			}
-			next := *app
-			next.WebhookURL, next.WebhookEvents, next.UpdatedAt = p.WebhookURL, p.WebhookEvents, at
-			a.byID[p.AppID] = &next
-		case *catalog.AppSuspended:
-			if app, ok := a.byID[p.AppID]; ok {
-				next := *app
-				next.Suspended, next.SuspensionReason, next.UpdatedAt = true, p.Reason, at
-				a.byID[p.AppID] = &next
-			}
-		case *catalog.AppResumed:
-			if app, ok := a.byID[p.AppID]; ok {
-				next := *app
-				next.Suspended, next.SuspensionReason, next.UpdatedAt = false, "", at
-				a.byID[p.AppID] = &next
-			}
-		case *catalog.AppAuthenticationSet:
-			if app, ok := a.byID[p.AppID]; ok {
-				next := *app
-				next.RequireSchemeH, next.UpdatedAt = p.RequireSchemeH, at
-				a.byID[p.AppID] = &next
-			}
-		case *catalog.AppWebhookSecretIssued:
-			app, ok := a.byID[p.AppID]
-			if !ok {
-				continue
-			}
-			pending, err := a.opener.Open(p.SealedPendingWebhookSecret)
-			if err != nil {
-				return fmt.Errorf("app %d: %w", p.AppID, err)
-			}
-			next := *app
-			next.PendingWebhookSecret, next.UpdatedAt = pending, at
-			a.byID[p.AppID] = &next
-		case *catalog.AppWebhookSecretActivated:
-			if app, ok := a.byID[p.AppID]; ok && app.PendingWebhookSecret != "" {
-				next := *app
-				next.WebhookSecret, next.PendingWebhookSecret, next.UpdatedAt = app.PendingWebhookSecret, "", at
-				a.byID[p.AppID] = &next
-			}
-		default:
-			if err := a.applyEndpoint(env.Payload, at); err != nil {
-				return err
-			}
+		if err := a.applyOne(env.Payload, env.Metadata.OccurredAt.UTC()); err != nil {
+			return err
 		}
 	}
 	a.pos = pos
 	return nil
+}
+
+// applyOne applies one event that occurred at at: the events carrying
+// sealed secrets, then tokens and uploaders, then the plain changes of
+// an app, then endpoints.
+func (a *Apps) applyOne(payload events.Payload, at time.Time) error {
+	switch p := payload.(type) {
+	case *catalog.AppCreated:
+		return a.create(p, at)
+	case *catalog.AppSecretRotated:
+		return a.rotateSecret(p, at)
+	case *catalog.AppWebhookSecretIssued:
+		return a.issueWebhookSecret(p, at)
+	case *catalog.AppProductionRevealed:
+		return a.reveal(p, at)
+	}
+	if a.applyCredential(payload, at) || a.applyAppChange(payload, at) {
+		return nil
+	}
+	return a.applyEndpoint(payload, at)
+}
+
+// create adds an app with its opened secrets.
+func (a *Apps) create(p *catalog.AppCreated, at time.Time) error {
+	secret, err := a.opener.Open(p.SealedAppSecret)
+	if err != nil {
+		return fmt.Errorf("app %d: %w", p.AppID, err)
+	}
+	hook, err := a.opener.Open(p.SealedWebhookSecret)
+	if err != nil {
+		return fmt.Errorf("app %d: %w", p.AppID, err)
+	}
+	a.byID[p.AppID] = &domain.App{
+		AppID: p.AppID, Name: p.Name, AppKey: p.AppKey, AppSecret: secret, WebhookSecret: hook,
+		WebhookURL: p.WebhookURL, WebhookEvents: p.WebhookEvents, Environment: p.Environment,
+		Scopes: p.Scopes, SandboxAppID: p.SandboxAppID, DeveloperID: p.DeveloperID, Purpose: p.Purpose,
+		CreatedAt: at, UpdatedAt: at,
+	}
+	a.byKey[p.AppKey] = p.AppID
+	return nil
+}
+
+// rotateSecret gives a known app its new secret and revokes the app's
+// tokens.
+func (a *Apps) rotateSecret(p *catalog.AppSecretRotated, at time.Time) error {
+	app, ok := a.byID[p.AppID]
+	if !ok {
+		return nil
+	}
+	secret, err := a.opener.Open(p.SealedAppSecret)
+	if err != nil {
+		return fmt.Errorf("app %d: %w", p.AppID, err)
+	}
+	next := *app
+	next.AppSecret, next.UpdatedAt = secret, at
+	a.byID[p.AppID] = &next
+	// A token was granted against the old secret: a rotation
+	// (often because the secret leaked) ends every token of the
+	// app issued before it, on every node as each applies the
+	// rotation, rather than leaving them live until they expire.
+	for h, t := range a.tokens {
+		if t.appID == p.AppID && !t.revoked {
+			t.revoked = true
+			a.tokens[h] = t
+		}
+	}
+	return nil
+}
+
+// issueWebhookSecret gives a known app its pending webhook secret.
+func (a *Apps) issueWebhookSecret(p *catalog.AppWebhookSecretIssued, at time.Time) error {
+	app, ok := a.byID[p.AppID]
+	if !ok {
+		return nil
+	}
+	pending, err := a.opener.Open(p.SealedPendingWebhookSecret)
+	if err != nil {
+		return fmt.Errorf("app %d: %w", p.AppID, err)
+	}
+	next := *app
+	next.PendingWebhookSecret, next.UpdatedAt = pending, at
+	a.byID[p.AppID] = &next
+	return nil
+}
+
+// applyCredential applies token and uploader events; it reports whether
+// payload was one.
+func (a *Apps) applyCredential(payload events.Payload, at time.Time) bool {
+	switch p := payload.(type) {
+	case *catalog.TokenIssued:
+		a.tokens[p.TokenHash] = token{appID: p.AppID, scope: p.Scope, expires: p.ExpiresAt}
+		a.pruneTokens(at)
+	case *catalog.TokenRevoked:
+		if t, ok := a.tokens[p.TokenHash]; ok {
+			t.revoked = true
+			a.tokens[p.TokenHash] = t
+		}
+	case *catalog.UploaderRegistered:
+		a.uploaders[p.TokenHash] = Uploader{UploaderID: p.UploaderID, Name: p.Name}
+	default:
+		return false
+	}
+	return true
+}
+
+// applyAppChange applies the events that change fields of a known app
+// (an unknown app is ignored); it reports whether payload was one.
+func (a *Apps) applyAppChange(payload events.Payload, at time.Time) bool {
+	switch p := payload.(type) {
+	case *catalog.AppScopesDeclared:
+		a.change(p.AppID, at, func(next *domain.App) { next.Scopes = p.Scopes })
+	case *catalog.AppReviewed:
+		a.change(p.AppID, at, func(next *domain.App) {
+			next.Review, next.ProductionAppID = "rejected", p.ProductionAppID
+			next.ReviewNotes, next.PluginAppID, next.ReviewRequested = p.Notes, p.PluginAppID, false
+			if p.Approved {
+				next.Review = "approved"
+			}
+		})
+	case *catalog.AppReviewRequested:
+		a.change(p.AppID, at, func(next *domain.App) {
+			next.ReviewRequested, next.HostAppID, next.Review, next.ReviewNotes = true, p.HostAppID, "", ""
+		})
+	case *catalog.AppWebhookConfigured:
+		a.change(p.AppID, at, func(next *domain.App) { next.WebhookURL, next.WebhookEvents = p.WebhookURL, p.WebhookEvents })
+	case *catalog.AppSuspended:
+		a.change(p.AppID, at, func(next *domain.App) { next.Suspended, next.SuspensionReason = true, p.Reason })
+	case *catalog.AppResumed:
+		a.change(p.AppID, at, func(next *domain.App) { next.Suspended, next.SuspensionReason = false, "" })
+	case *catalog.AppAuthenticationSet:
+		a.change(p.AppID, at, func(next *domain.App) { next.RequireSchemeH = p.RequireSchemeH })
+	case *catalog.AppWebhookSecretActivated:
+		// Activation without a pending secret changes nothing.
+		if app, ok := a.byID[p.AppID]; ok && app.PendingWebhookSecret != "" {
+			a.change(p.AppID, at, func(next *domain.App) {
+				next.WebhookSecret, next.PendingWebhookSecret = app.PendingWebhookSecret, ""
+			})
+		}
+	default:
+		return false
+	}
+	return true
+}
+
+// change replaces a known app by an edited copy updated at at (readers
+// may hold the old one); an unknown app is left alone.
+func (a *Apps) change(id int64, at time.Time, edit func(next *domain.App)) {
+	app, ok := a.byID[id]
+	if !ok {
+		return
+	}
+	next := *app
+	edit(&next)
+	next.UpdatedAt = at
+	a.byID[id] = &next
 }
 
 // reveal retires the sandbox app and gives its production app the

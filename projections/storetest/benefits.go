@@ -536,21 +536,18 @@ func testFulfillmentRoundTrip(t *testing.T, s Store) {
 		must(s.Fulfillments(ctx, projections.FulfillmentFilter{ProviderID: 3}))(t), []projections.Fulfillment{repl})
 }
 
+// testBenefitTxReads: within one transaction, reads find nothing before
+// the puts and then each put, and the projectors' read-change-write of a
+// provider and of a card reads back what was written; after the commit the
+// store's reads answer the transaction's rows, and a later transaction
+// reads committed rows of any app and survives a not-found read.
 func testBenefitTxReads(t *testing.T, s Store) {
 	item := benefitItemOf(1)
 	p := providerOf(1, 7)
 	c := cardOf(1, 1, 11, 12)
 	r := fulfillmentOf(100, p.ProviderID, c.IssuerAppID, c.CardNumber)
 	write(t, benefitsOf(s), func(tx projections.BenefitTx) error {
-		_, err := tx.BenefitItem(ctx, item.BenefitItemID)
-		wantNotFound(t, "Tx.BenefitItem before PutBenefitItem", err)
-		_, err = tx.Provider(ctx, p.ProviderID)
-		wantNotFound(t, "Tx.Provider before PutProvider", err)
-		_, err = tx.Card(ctx, c.CardNumber)
-		wantNotFound(t, "Tx.Card before PutCard", err)
-		_, err = tx.Fulfillment(ctx, r.RecordID)
-		wantNotFound(t, "Tx.Fulfillment before PutFulfillment", err)
-
+		wantBenefitRowsAbsent(t, tx, item, p, c, r)
 		if err := tx.PutBenefitItem(ctx, item); err != nil {
 			return err
 		}
@@ -565,49 +562,12 @@ func testBenefitTxReads(t *testing.T, s Store) {
 			return fmt.Errorf("Tx.BenefitItem after PutBenefitItem: %w", err)
 		}
 		wantRow(t, "Tx.BenefitItem after PutBenefitItem", gotItem, item)
-
-		// The projector's item configuration: read, change, write, read again.
-		gotP, err := tx.Provider(ctx, p.ProviderID)
-		if err != nil {
-			return fmt.Errorf("Tx.Provider after PutProvider: %w", err)
-		}
-		wantRow(t, "Tx.Provider after PutProvider", gotP, p)
-		gotP.AllowedItemIDs = []int64{9, 3}
-		if err := tx.PutProvider(ctx, gotP); err != nil {
+		if p, err = txConfigureProvider(t, tx, p); err != nil {
 			return err
 		}
-		againP, err := tx.Provider(ctx, p.ProviderID)
-		if err != nil {
+		if c, err = txSpendCard(t, tx, c, r); err != nil {
 			return err
 		}
-		p = ascendingSet(gotP)
-		wantRow(t, "Tx.Provider after second PutProvider", againP, p)
-
-		// The projector's fulfillment: read the card, spend, write both.
-		gotC, err := tx.Card(ctx, c.CardNumber)
-		if err != nil {
-			return fmt.Errorf("Tx.Card after PutCard: %w", err)
-		}
-		wantRow(t, "Tx.Card after PutCard", gotC, c)
-		gotC.Items[1].Remaining, gotC.UpdatedAt = 4, at(50)
-		if err := tx.PutCard(ctx, gotC); err != nil {
-			return err
-		}
-		if err := tx.PutFulfillment(ctx, r); err != nil {
-			return err
-		}
-		// A read changed without a PutCard changes nothing.
-		unsaved, err := tx.Card(ctx, c.CardNumber)
-		if err != nil {
-			return err
-		}
-		unsaved.Items[0].Remaining = 0
-		againC, err := tx.Card(ctx, c.CardNumber)
-		if err != nil {
-			return err
-		}
-		wantRow(t, "Tx.Card after second PutCard", againC, gotC)
-		c = gotC
 		gotR, err := tx.Fulfillment(ctx, r.RecordID)
 		if err != nil {
 			return fmt.Errorf("Tx.Fulfillment after PutFulfillment: %w", err)
@@ -616,34 +576,104 @@ func testBenefitTxReads(t *testing.T, s Store) {
 		return nil
 	})
 
-	wantRows(t, "BenefitItems after commit", must(s.BenefitItems(ctx))(t), []projections.BenefitItem{item})
-	wantRows(t, "Providers after commit", must(s.Providers(ctx, 1))(t), []projections.ServiceProvider{p})
-	wantRow(t, "card after commit", must(s.CardByNumber(ctx, 1, c.CardNumber))(t), c)
-	wantRows(t, "Fulfillments after commit", must(s.Fulfillments(ctx, projections.FulfillmentFilter{}))(t), []projections.Fulfillment{r})
-
-	// Read models are separate transactions (each its own Update and
-	// checkpoint): no case writes two read models at once.
-	write(t, benefitsOf(s), func(tx projections.BenefitTx) error { return tx.PutCard(ctx, cardOf(2, 2, 21)) })
-
-	// A later transaction reads committed rows of any app; a not-found read
-	// handled by fn does not spoil it.
-	third := cardOf(3, 3, 31)
-	write(t, benefitsOf(s), func(tx projections.BenefitTx) error {
-		got, err := tx.Card(ctx, cardNumber(2))
-		if err != nil {
-			return err
-		}
-		wantRow(t, "Tx.Card of another issuer", got, cardOf(2, 2, 21))
-		if _, err := tx.Card(ctx, cardNumber(9)); !errors.Is(err, projections.ErrNotFound) {
-			return fmt.Errorf("Tx.Card(unknown) = %v, want ErrNotFound", err)
-		}
-		if _, err := tx.Provider(ctx, 424242); !errors.Is(err, projections.ErrNotFound) {
-			return fmt.Errorf("Tx.Provider(424242) = %v, want ErrNotFound", err)
-		}
-		return tx.PutCard(ctx, third)
+	t.Run("ReadsAfterCommitAnswerTheTransaction", func(t *testing.T) {
+		wantRows(t, "BenefitItems after commit", must(s.BenefitItems(ctx))(t), []projections.BenefitItem{item})
+		wantRows(t, "Providers after commit", must(s.Providers(ctx, 1))(t), []projections.ServiceProvider{p})
+		wantRow(t, "card after commit", must(s.CardByNumber(ctx, 1, c.CardNumber))(t), c)
+		wantRows(t, "Fulfillments after commit", must(s.Fulfillments(ctx, projections.FulfillmentFilter{}))(t), []projections.Fulfillment{r})
 	})
+	t.Run("LaterTxReadsCommittedRowsOfAnyApp", func(t *testing.T) {
+		// Read models are separate transactions (each its own Update and
+		// checkpoint): no case writes two read models at once.
+		write(t, benefitsOf(s), func(tx projections.BenefitTx) error { return tx.PutCard(ctx, cardOf(2, 2, 21)) })
 
-	wantRow(t, "card put after a not-found read", must(s.CardByNumber(ctx, 3, third.CardNumber))(t), third)
+		// A later transaction reads committed rows of any app; a not-found read
+		// handled by fn does not spoil it.
+		third := cardOf(3, 3, 31)
+		write(t, benefitsOf(s), func(tx projections.BenefitTx) error {
+			got, err := tx.Card(ctx, cardNumber(2))
+			if err != nil {
+				return err
+			}
+			wantRow(t, "Tx.Card of another issuer", got, cardOf(2, 2, 21))
+			if _, err := tx.Card(ctx, cardNumber(9)); !errors.Is(err, projections.ErrNotFound) {
+				return fmt.Errorf("Tx.Card(unknown) = %v, want ErrNotFound", err)
+			}
+			if _, err := tx.Provider(ctx, 424242); !errors.Is(err, projections.ErrNotFound) {
+				return fmt.Errorf("Tx.Provider(424242) = %v, want ErrNotFound", err)
+			}
+			return tx.PutCard(ctx, third)
+		})
+
+		wantRow(t, "card put after a not-found read", must(s.CardByNumber(ctx, 3, third.CardNumber))(t), third)
+	})
+}
+
+// wantBenefitRowsAbsent checks that tx finds none of the rows before they
+// are put.
+func wantBenefitRowsAbsent(t *testing.T, tx projections.BenefitTx, item projections.BenefitItem, p projections.ServiceProvider, c projections.Card, r projections.Fulfillment) {
+	t.Helper()
+	_, err := tx.BenefitItem(ctx, item.BenefitItemID)
+	wantNotFound(t, "Tx.BenefitItem before PutBenefitItem", err)
+	_, err = tx.Provider(ctx, p.ProviderID)
+	wantNotFound(t, "Tx.Provider before PutProvider", err)
+	_, err = tx.Card(ctx, c.CardNumber)
+	wantNotFound(t, "Tx.Card before PutCard", err)
+	_, err = tx.Fulfillment(ctx, r.RecordID)
+	wantNotFound(t, "Tx.Fulfillment before PutFulfillment", err)
+}
+
+// txConfigureProvider is the projector's item configuration: read the
+// put provider, change its items, write, read again. It returns the
+// provider as written.
+func txConfigureProvider(t *testing.T, tx projections.BenefitTx, p projections.ServiceProvider) (projections.ServiceProvider, error) {
+	t.Helper()
+	gotP, err := tx.Provider(ctx, p.ProviderID)
+	if err != nil {
+		return p, fmt.Errorf("Tx.Provider after PutProvider: %w", err)
+	}
+	wantRow(t, "Tx.Provider after PutProvider", gotP, p)
+	gotP.AllowedItemIDs = []int64{9, 3}
+	if err := tx.PutProvider(ctx, gotP); err != nil {
+		return p, err
+	}
+	againP, err := tx.Provider(ctx, p.ProviderID)
+	if err != nil {
+		return p, err
+	}
+	p = ascendingSet(gotP)
+	wantRow(t, "Tx.Provider after second PutProvider", againP, p)
+	return p, nil
+}
+
+// txSpendCard is the projector's fulfillment: read the put card, spend,
+// write the card and the fulfillment r. A read changed without a PutCard
+// changes nothing. It returns the card as written.
+func txSpendCard(t *testing.T, tx projections.BenefitTx, c projections.Card, r projections.Fulfillment) (projections.Card, error) {
+	t.Helper()
+	gotC, err := tx.Card(ctx, c.CardNumber)
+	if err != nil {
+		return c, fmt.Errorf("Tx.Card after PutCard: %w", err)
+	}
+	wantRow(t, "Tx.Card after PutCard", gotC, c)
+	gotC.Items[1].Remaining, gotC.UpdatedAt = 4, at(50)
+	if err := tx.PutCard(ctx, gotC); err != nil {
+		return c, err
+	}
+	if err := tx.PutFulfillment(ctx, r); err != nil {
+		return c, err
+	}
+	unsaved, err := tx.Card(ctx, c.CardNumber)
+	if err != nil {
+		return c, err
+	}
+	unsaved.Items[0].Remaining = 0
+	againC, err := tx.Card(ctx, c.CardNumber)
+	if err != nil {
+		return c, err
+	}
+	wantRow(t, "Tx.Card after second PutCard", againC, gotC)
+	return gotC, nil
 }
 
 func testFailedUpdateBenefits(t *testing.T, s Store) {

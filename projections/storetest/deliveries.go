@@ -277,12 +277,16 @@ func (m *model) check(t *testing.T, s Store, what string, apps []int64, nows []t
 
 // ---- cases ----
 
-func testDeliveryRoundTrip(t *testing.T, s Store) {
+// roundTripDeliveries are the round trip's deliveries: full sets every
+// field to awkward values (a 64 KiB body of every byte value, extreme
+// positions, non-ASCII text), bare leaves every pointer nil and has no
+// body, zeroes sets zero values (not nil).
+func roundTripDeliveries() (full, bare, zeroes projections.Delivery) {
 	body := make([]byte, 64<<10) // every byte value, NULs and invalid UTF-8 included
 	for i := range body {
 		body[i] = byte(i*7 + i/256)
 	}
-	full := projections.Delivery{
+	full = projections.Delivery{
 		DeliveryID:     "dlv-渠道-🙂-" + strings.Repeat("x", 64),
 		AppID:          1 << 40,
 		EventType:      "user.family_member.deleted",
@@ -298,7 +302,7 @@ func testDeliveryRoundTrip(t *testing.T, s Store) {
 		CreatedAt:      time.Date(1999, 12, 31, 23, 59, 59, 999999000, time.UTC),
 		UpdatedAt:      time.Date(2038, 1, 19, 3, 14, 8, 1000, time.FixedZone("X", -7*3600)),
 	}
-	bare := projections.Delivery{
+	bare = projections.Delivery{
 		DeliveryID: "b",
 		AppID:      -3,
 		Cursor:     events.Position{Prepare: 1},
@@ -307,7 +311,7 @@ func testDeliveryRoundTrip(t *testing.T, s Store) {
 		CreatedAt:  at(0),
 		UpdatedAt:  at(0),
 	}
-	zeroes := projections.Delivery{
+	zeroes = projections.Delivery{
 		DeliveryID:    "z",
 		AppID:         -3,
 		Cursor:        events.Position{Commit: 1},
@@ -319,6 +323,17 @@ func testDeliveryRoundTrip(t *testing.T, s Store) {
 		CreatedAt:     at(0),
 		UpdatedAt:     at(0),
 	}
+	return full, bare, zeroes
+}
+
+// testDeliveryRoundTrip: given the round trip's deliveries written in one
+// transaction by a caller that reuses its buffers once PutDelivery
+// returns, every read (by id, by app, due) answers them field for field
+// with no attempts, and the store keeps its own copies of what it read
+// and wrote.
+func testDeliveryRoundTrip(t *testing.T, s Store) {
+	full, bare, zeroes := roundTripDeliveries()
+
 	write(t, deliveriesOf(s), func(tx projections.DeliveryTx) error {
 		// The caller may reuse its buffers once PutDelivery returns.
 		d := full
@@ -334,54 +349,58 @@ func testDeliveryRoundTrip(t *testing.T, s Store) {
 		return tx.PutDelivery(ctx, zeroes)
 	})
 
-	for _, want := range []projections.Delivery{full, bare, zeroes} {
-		got, as := getDelivery(t, s, want.AppID, want.DeliveryID)
-		wantRow(t, fmt.Sprintf("Delivery(%q)", want.DeliveryID), got, want)
-		if len(as) != 0 {
-			t.Errorf("attempts of %q = %+v, want none", want.DeliveryID, as)
+	t.Run("ReadsAnswerEveryField", func(t *testing.T) {
+		for _, want := range []projections.Delivery{full, bare, zeroes} {
+			got, as := getDelivery(t, s, want.AppID, want.DeliveryID)
+			wantRow(t, fmt.Sprintf("Delivery(%q)", want.DeliveryID), got, want)
+			if len(as) != 0 {
+				t.Errorf("attempts of %q = %+v, want none", want.DeliveryID, as)
+			}
+			got, _ = getDelivery(t, s, 0, want.DeliveryID)
+			wantRow(t, fmt.Sprintf("Delivery(0, %q)", want.DeliveryID), got, want)
 		}
-		got, _ = getDelivery(t, s, 0, want.DeliveryID)
-		wantRow(t, fmt.Sprintf("Delivery(0, %q)", want.DeliveryID), got, want)
-	}
-	wantRows(t, "Deliveries(app -3)", must(s.Deliveries(ctx, domain.DeliveryFilter{AppID: -3}))(t),
-		[]projections.Delivery{bare, zeroes})
+		wantRows(t, "Deliveries(app -3)", must(s.Deliveries(ctx, domain.DeliveryFilter{AppID: -3}))(t),
+			[]projections.Delivery{bare, zeroes})
 
-	wantRows(t, "Deliveries(every app)", must(s.Deliveries(ctx, domain.DeliveryFilter{}))(t),
-		[]projections.Delivery{bare, zeroes, full})
+		wantRows(t, "Deliveries(every app)", must(s.Deliveries(ctx, domain.DeliveryFilter{}))(t),
+			[]projections.Delivery{bare, zeroes, full})
 
-	wantRows(t, "Due", must(s.Due(ctx, time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC), 10))(t),
-		dueOf(zeroes, full))
-
-	// Inside a transaction too.
-	write(t, deliveriesOf(s), func(tx projections.DeliveryTx) error {
-		got, err := tx.Delivery(ctx, full.DeliveryID)
-		if err != nil {
-			return err
-		}
-		wantRow(t, "Tx.Delivery", got, full)
-		got.Body[1] ^= 0xff
-		*got.LastStatus = 200
-		return nil
+		wantRows(t, "Due", must(s.Due(ctx, time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC), 10))(t),
+			dueOf(zeroes, full))
 	})
-
-	// The store owns its copies: changing what was read changes nothing.
-	got, _ := getDelivery(t, s, full.AppID, full.DeliveryID)
-	got.Body[2] ^= 0xff
-	*got.LastError, *got.NextAttemptAt, *got.LastStatus = "mutated", at(1), 1
-	for _, l := range [][]projections.Delivery{
-		must(s.Deliveries(ctx, domain.DeliveryFilter{AppID: full.AppID}))(t),
-	} {
-		for _, d := range l {
-			if len(d.Body) > 0 {
-				d.Body[0] ^= 0xff
+	t.Run("TxReadIsACopy", func(t *testing.T) {
+		// Inside a transaction too.
+		write(t, deliveriesOf(s), func(tx projections.DeliveryTx) error {
+			got, err := tx.Delivery(ctx, full.DeliveryID)
+			if err != nil {
+				return err
 			}
-			if d.LastError != nil {
-				*d.LastError = "mutated"
+			wantRow(t, "Tx.Delivery", got, full)
+			got.Body[1] ^= 0xff
+			*got.LastStatus = 200
+			return nil
+		})
+	})
+	t.Run("ReadResultsAreCopies", func(t *testing.T) {
+		// The store owns its copies: changing what was read changes nothing.
+		got, _ := getDelivery(t, s, full.AppID, full.DeliveryID)
+		got.Body[2] ^= 0xff
+		*got.LastError, *got.NextAttemptAt, *got.LastStatus = "mutated", at(1), 1
+		for _, l := range [][]projections.Delivery{
+			must(s.Deliveries(ctx, domain.DeliveryFilter{AppID: full.AppID}))(t),
+		} {
+			for _, d := range l {
+				if len(d.Body) > 0 {
+					d.Body[0] ^= 0xff
+				}
+				if d.LastError != nil {
+					*d.LastError = "mutated"
+				}
 			}
 		}
-	}
-	got, _ = getDelivery(t, s, full.AppID, full.DeliveryID)
-	wantRow(t, "Delivery after callers mutated results", got, full)
+		got, _ = getDelivery(t, s, full.AppID, full.DeliveryID)
+		wantRow(t, "Delivery after callers mutated results", got, full)
+	})
 }
 
 func testPutDeliveryReplaces(t *testing.T, s Store) {

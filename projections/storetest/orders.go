@@ -234,9 +234,13 @@ func testGoodsCodeUnique(t *testing.T, s Store) {
 	wantRows(t, "GoodsList after a code changed hands", must(s.GoodsList(ctx))(t), []projections.Goods{renamed, other, taker})
 }
 
-func testOrderRoundTrip(t *testing.T, s Store) {
+// roundTripOrders are the round trip's orders: full sets every field to
+// awkward values (extreme numbers, non-ASCII text, items out of ItemID
+// order), bare leaves every pointer nil and has no items, zeroes sets
+// zero values (not nil).
+func roundTripOrders() (full, bare, zeroes projections.Order) {
 	cst := time.FixedZone("CST", 8*3600)
-	full := projections.Order{
+	full = projections.Order{
 		OrderID:          1<<63 - 1,
 		OrderCode:        "ORD-渠道-🙂-0001",
 		AppID:            1 << 40,
@@ -269,7 +273,7 @@ func testOrderRoundTrip(t *testing.T, s Store) {
 			{ItemID: 1<<63 - 1, Quantity: 0, DeviceSNs: []string{}},
 		},
 	}
-	bare := projections.Order{ // every pointer nil, no items
+	bare = projections.Order{ // every pointer nil, no items
 		OrderID:   5,
 		OrderCode: "b",
 		AppID:     1 << 40,
@@ -277,7 +281,7 @@ func testOrderRoundTrip(t *testing.T, s Store) {
 		CreatedAt: at(0),
 		UpdatedAt: at(0),
 	}
-	zeroes := projections.Order{ // zero values are set, not nil
+	zeroes = projections.Order{ // zero values are set, not nil
 		OrderID:          6,
 		OrderCode:        "z",
 		AppID:            1 << 40,
@@ -293,6 +297,15 @@ func testOrderRoundTrip(t *testing.T, s Store) {
 		UpdatedAt:        at(0),
 		Items:            []projections.OrderItem{},
 	}
+	return full, bare, zeroes
+}
+
+// testOrderRoundTrip: given the round trip's orders written in one
+// transaction by a caller that reuses its buffers once PutOrder returns,
+// every read answers them field for field, and the store keeps its own
+// copies of what it read and wrote.
+func testOrderRoundTrip(t *testing.T, s Store) {
+	full, bare, zeroes := roundTripOrders()
 
 	write(t, ordersOf(s), func(tx projections.OrderTx) error {
 		// The caller may reuse its buffers once PutOrder returns.
@@ -313,49 +326,53 @@ func testOrderRoundTrip(t *testing.T, s Store) {
 		return nil
 	})
 
-	for _, want := range []projections.Order{full, bare, zeroes} {
-		want = sortedItems(want)
-		what := fmt.Sprintf("order %d", want.OrderID)
-		wantRow(t, what+" by code", must(s.OrderByCode(ctx, want.AppID, want.OrderCode))(t), want)
-		wantRow(t, what+" by code, any app", must(s.OrderByCode(ctx, 0, want.OrderCode))(t), want)
-	}
-	wantRows(t, "Orders(app)", must(s.Orders(ctx, projections.OrderFilter{AppID: 1 << 40}))(t),
-		[]projections.Order{bare, zeroes, sortedItems(full)})
-
-	wantRows(t, "Orders(status)", must(s.Orders(ctx, projections.OrderFilter{Status: full.Status}))(t),
-		[]projections.Order{sortedItems(full)})
-
-	// Inside a transaction too; what it reads is a copy.
-	write(t, ordersOf(s), func(tx projections.OrderTx) error {
-		got, err := tx.Order(ctx, full.OrderID)
-		if err != nil {
-			return err
+	t.Run("ReadsAnswerEveryField", func(t *testing.T) {
+		for _, want := range []projections.Order{full, bare, zeroes} {
+			want = sortedItems(want)
+			what := fmt.Sprintf("order %d", want.OrderID)
+			wantRow(t, what+" by code", must(s.OrderByCode(ctx, want.AppID, want.OrderCode))(t), want)
+			wantRow(t, what+" by code, any app", must(s.OrderByCode(ctx, 0, want.OrderCode))(t), want)
 		}
-		wantRow(t, "Tx.Order", got, sortedItems(full))
-		got.Items[1].DeviceSNs[0], got.Items[0].Quantity = "mutated", 42
-		*got.UserID, *got.ShippedAt = 1, at(9)
-		got.Items = append(got.Items, projections.OrderItem{ItemID: 77})
-		return nil
-	})
+		wantRows(t, "Orders(app)", must(s.Orders(ctx, projections.OrderFilter{AppID: 1 << 40}))(t),
+			[]projections.Order{bare, zeroes, sortedItems(full)})
 
-	// The store owns its copies: changing what was read changes nothing.
-	got := must(s.OrderByCode(ctx, 0, full.OrderCode))(t)
-	got.Items[1].DeviceSNs[1] = "mutated"
-	got.Items[2].ShippingStatus = "mutated"
-	*got.AreaCode, *got.TrackingNumber = "mutated", "mutated"
-	for _, o := range must(s.Orders(ctx, projections.OrderFilter{AppID: 1 << 40}))(t) {
-		for i := range o.Items {
-			o.Items[i].GoodsCode = "mutated"
-			if len(o.Items[i].DeviceSNs) > 0 {
-				o.Items[i].DeviceSNs[0] = "mutated"
+		wantRows(t, "Orders(status)", must(s.Orders(ctx, projections.OrderFilter{Status: full.Status}))(t),
+			[]projections.Order{sortedItems(full)})
+	})
+	t.Run("TxReadIsACopy", func(t *testing.T) {
+		// Inside a transaction too; what it reads is a copy.
+		write(t, ordersOf(s), func(tx projections.OrderTx) error {
+			got, err := tx.Order(ctx, full.OrderID)
+			if err != nil {
+				return err
+			}
+			wantRow(t, "Tx.Order", got, sortedItems(full))
+			got.Items[1].DeviceSNs[0], got.Items[0].Quantity = "mutated", 42
+			*got.UserID, *got.ShippedAt = 1, at(9)
+			got.Items = append(got.Items, projections.OrderItem{ItemID: 77})
+			return nil
+		})
+	})
+	t.Run("ReadResultsAreCopies", func(t *testing.T) {
+		// The store owns its copies: changing what was read changes nothing.
+		got := must(s.OrderByCode(ctx, 0, full.OrderCode))(t)
+		got.Items[1].DeviceSNs[1] = "mutated"
+		got.Items[2].ShippingStatus = "mutated"
+		*got.AreaCode, *got.TrackingNumber = "mutated", "mutated"
+		for _, o := range must(s.Orders(ctx, projections.OrderFilter{AppID: 1 << 40}))(t) {
+			for i := range o.Items {
+				o.Items[i].GoodsCode = "mutated"
+				if len(o.Items[i].DeviceSNs) > 0 {
+					o.Items[i].DeviceSNs[0] = "mutated"
+				}
+			}
+			if o.UserID != nil {
+				*o.UserID = 12345
 			}
 		}
-		if o.UserID != nil {
-			*o.UserID = 12345
-		}
-	}
-	wantRow(t, "order after callers mutated results", must(s.OrderByCode(ctx, 0, full.OrderCode))(t), sortedItems(full))
-	wantRow(t, "zeroes after callers mutated results", must(s.OrderByCode(ctx, 0, zeroes.OrderCode))(t), zeroes)
+		wantRow(t, "order after callers mutated results", must(s.OrderByCode(ctx, 0, full.OrderCode))(t), sortedItems(full))
+		wantRow(t, "zeroes after callers mutated results", must(s.OrderByCode(ctx, 0, zeroes.OrderCode))(t), zeroes)
+	})
 }
 
 func testPutOrderReplaces(t *testing.T, s Store) {

@@ -80,9 +80,13 @@ func putReports(t *testing.T, s Store, rows ...projections.Report) {
 
 // ---- report cases ----
 
-func testReportRoundTrip(t *testing.T, s Store) {
+// roundTripReports are the round trip's reports: full sets every field
+// to awkward values (extreme numbers, non-ASCII text, awkward JSON), bare
+// leaves every pointer nil, zeroes sets zero values (not nil), and big
+// carries large JSON documents.
+func roundTripReports() (full, bare, zeroes, big projections.Report) {
 	cst := time.FixedZone("CST", 8*3600)
-	full := projections.Report{
+	full = projections.Report{
 		ReportID:               1<<63 - 1,
 		AppID:                  1 << 40,
 		OpenUserID:             -7,
@@ -107,7 +111,7 @@ func testReportRoundTrip(t *testing.T, s Store) {
 		Day:                    "2024-03-05",
 		UpdatedAt:              at(3),
 	}
-	bare := projections.Report{
+	bare = projections.Report{
 		ReportID:   -5,
 		AppID:      1 << 40,
 		OpenUserID: -7,
@@ -115,7 +119,7 @@ func testReportRoundTrip(t *testing.T, s Store) {
 		Day:        "2024-03-05",
 		UpdatedAt:  at(0),
 	}
-	zeroes := projections.Report{ // zero values are set, not nil
+	zeroes = projections.Report{ // zero values are set, not nil
 		ReportID:               0,
 		AppID:                  1 << 40,
 		OpenUserID:             -7,
@@ -138,8 +142,17 @@ func testReportRoundTrip(t *testing.T, s Store) {
 		Day:                    "2024-03-05",
 		UpdatedAt:              at(0),
 	}
-	big := report(1<<40, -7, 7, "2024-03-06")
+	big = report(1<<40, -7, 7, "2024-03-06")
 	big.RawData, big.InterpretationDetail = bigJSON(), bigJSON()
+	return full, bare, zeroes, big
+}
+
+// testReportRoundTrip: given the round trip's reports written in one
+// transaction by a caller that reuses its buffers once PutReport returns,
+// every read answers them field for field, and the store keeps its own
+// copies of what it read and wrote.
+func testReportRoundTrip(t *testing.T, s Store) {
+	full, bare, zeroes, big := roundTripReports()
 
 	write(t, reportsOf(s), func(tx projections.ReportTx) error {
 		// The caller may reuse its buffers once PutReport returns.
@@ -159,49 +172,53 @@ func testReportRoundTrip(t *testing.T, s Store) {
 		return nil
 	})
 
-	for _, want := range []projections.Report{full, bare, zeroes, big} {
-		wantRow(t, fmt.Sprintf("Report(%d)", want.ReportID), must(s.Report(ctx, want.AppID, want.ReportID))(t), want)
-	}
-	day := must(s.ReportsOfDay(ctx, 1<<40, -7, "2024-03-05"))(t)
-	wantIDs(t, "ReportsOfDay", day, []int64{-5, 0, 1<<63 - 1})
-	if len(day) == 3 {
-		wantRow(t, "ReportsOfDay[bare]", day[0], bare)
-		wantRow(t, "ReportsOfDay[zeroes]", day[1], zeroes)
-		wantRow(t, "ReportsOfDay[full]", day[2], full)
-	}
-	if l := must(s.ReportsOfDay(ctx, 1<<40, -7, "2024-03-06"))(t); len(l) != 1 {
-		t.Errorf("ReportsOfDay(big's day) = %v, want [7]", ids(l))
-	} else {
-		wantRow(t, "ReportsOfDay[big]", l[0], big)
-	}
-
-	// Inside a transaction too; what it reads is a copy.
-	write(t, reportsOf(s), func(tx projections.ReportTx) error {
-		got, err := tx.Report(ctx, full.ReportID)
-		if err != nil {
-			return err
+	t.Run("ReadsAnswerEveryField", func(t *testing.T) {
+		for _, want := range []projections.Report{full, bare, zeroes, big} {
+			wantRow(t, fmt.Sprintf("Report(%d)", want.ReportID), must(s.Report(ctx, want.AppID, want.ReportID))(t), want)
 		}
-		wantRow(t, "Tx.Report", got, full)
-		got.RawData[1] ^= 0xff
-		*got.OpenMemberID, *got.ExaminedAt = 1, at(9)
-		return nil
+		day := must(s.ReportsOfDay(ctx, 1<<40, -7, "2024-03-05"))(t)
+		wantIDs(t, "ReportsOfDay", day, []int64{-5, 0, 1<<63 - 1})
+		if len(day) == 3 {
+			wantRow(t, "ReportsOfDay[bare]", day[0], bare)
+			wantRow(t, "ReportsOfDay[zeroes]", day[1], zeroes)
+			wantRow(t, "ReportsOfDay[full]", day[2], full)
+		}
+		if l := must(s.ReportsOfDay(ctx, 1<<40, -7, "2024-03-06"))(t); len(l) != 1 {
+			t.Errorf("ReportsOfDay(big's day) = %v, want [7]", ids(l))
+		} else {
+			wantRow(t, "ReportsOfDay[big]", l[0], big)
+		}
 	})
-
-	// The store owns its copies: changing what was read changes nothing.
-	got := must(s.Report(ctx, full.AppID, full.ReportID))(t)
-	got.RawData[2] ^= 0xff
-	got.InterpretationDetail[2] ^= 0xff
-	*got.RequestReportID, *got.InterpretedAt, *got.OperatorPlatformUserID = "mutated", at(1), 5
-	for _, r := range must(s.ReportsOfDay(ctx, 1<<40, -7, "2024-03-05"))(t) {
-		if len(r.RawData) > 0 {
-			r.RawData[0] ^= 0xff
+	t.Run("TxReadIsACopy", func(t *testing.T) {
+		// Inside a transaction too; what it reads is a copy.
+		write(t, reportsOf(s), func(tx projections.ReportTx) error {
+			got, err := tx.Report(ctx, full.ReportID)
+			if err != nil {
+				return err
+			}
+			wantRow(t, "Tx.Report", got, full)
+			got.RawData[1] ^= 0xff
+			*got.OpenMemberID, *got.ExaminedAt = 1, at(9)
+			return nil
+		})
+	})
+	t.Run("ReadResultsAreCopies", func(t *testing.T) {
+		// The store owns its copies: changing what was read changes nothing.
+		got := must(s.Report(ctx, full.AppID, full.ReportID))(t)
+		got.RawData[2] ^= 0xff
+		got.InterpretationDetail[2] ^= 0xff
+		*got.RequestReportID, *got.InterpretedAt, *got.OperatorPlatformUserID = "mutated", at(1), 5
+		for _, r := range must(s.ReportsOfDay(ctx, 1<<40, -7, "2024-03-05"))(t) {
+			if len(r.RawData) > 0 {
+				r.RawData[0] ^= 0xff
+			}
+			if r.DeviceSN != nil {
+				*r.DeviceSN = "mutated"
+			}
 		}
-		if r.DeviceSN != nil {
-			*r.DeviceSN = "mutated"
-		}
-	}
-	wantRow(t, "Report after callers mutated results", must(s.Report(ctx, full.AppID, full.ReportID))(t), full)
-	wantRow(t, "Report(zeroes) after callers mutated results", must(s.Report(ctx, zeroes.AppID, zeroes.ReportID))(t), zeroes)
+		wantRow(t, "Report after callers mutated results", must(s.Report(ctx, full.AppID, full.ReportID))(t), full)
+		wantRow(t, "Report(zeroes) after callers mutated results", must(s.Report(ctx, zeroes.AppID, zeroes.ReportID))(t), zeroes)
+	})
 }
 
 func testPutReportReplaces(t *testing.T, s Store) {

@@ -158,8 +158,7 @@ func stripComments(doc string) string {
 
 // check holds what the platform needs of the objects.
 func check(objs []object, known map[string]bool) []string {
-	var p []string
-	add := func(f string, a ...any) { p = append(p, fmt.Sprintf(f, a...)) }
+	var p problems
 	configMaps := map[string]*corev1.ConfigMap{}
 	var deps []*appsv1.Deployment
 	for _, o := range objs {
@@ -171,121 +170,158 @@ func check(objs []object, known map[string]bool) []string {
 		}
 	}
 	if len(deps) == 0 {
-		add("no Deployment")
+		p.add("no Deployment")
 	}
 	for _, d := range deps {
-		pod := d.Spec.Template
-		sel := labels.SelectorFromSet(d.Spec.Selector.MatchLabels)
-		if !sel.Matches(labels.Set(pod.Labels)) {
-			add("Deployment %s: its selector does not match its pods' labels", d.Name)
-		}
-		if d.Spec.Replicas != nil && *d.Spec.Replicas < 2 {
-			add("Deployment %s: %d replica(s); the shared-store topology runs at least 2", d.Name, *d.Spec.Replicas)
-		}
-		ps := pod.Spec.SecurityContext
-		if ps == nil || ps.RunAsNonRoot == nil || !*ps.RunAsNonRoot {
-			add("Deployment %s: the pod does not require a non-root user", d.Name)
-		}
-		for _, c := range pod.Spec.Containers {
-			where := "Deployment " + d.Name + " container " + c.Name
-			probe := func(what string, pr *corev1.Probe, path string) {
-				if pr == nil || pr.HTTPGet == nil {
-					add("%s: no HTTP %s probe", where, what)
-					return
-				}
-				if pr.HTTPGet.Path != path {
-					add("%s: %s probe on %s, the platform serves it on %s", where, what, pr.HTTPGet.Path, path)
-				}
-				if pr.HTTPGet.Port.String() != "http" && pr.HTTPGet.Port.IntValue() != 8080 {
-					add("%s: %s probe on port %s, not the platform's", where, what, pr.HTTPGet.Port.String())
-				}
-			}
-			probe("readiness", c.ReadinessProbe, "/readyz")
-			probe("liveness", c.LivenessProbe, "/healthz")
-			sc := c.SecurityContext
-			if sc == nil || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem {
-				add("%s: root filesystem is writable", where)
-			}
-			if sc == nil || sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation {
-				add("%s: privilege escalation allowed", where)
-			}
-			if c.Resources.Requests.Cpu().IsZero() || c.Resources.Requests.Memory().IsZero() {
-				add("%s: no CPU or memory request", where)
-			}
-			mounted := false
-			for _, m := range c.VolumeMounts {
-				mounted = mounted || m.MountPath == "/data"
-			}
-			if !mounted {
-				add("%s: /data (PLATFORM_DATA_DIR) is not a writable volume", where)
-			}
-			vars := map[string]bool{}
-			for _, e := range c.Env {
-				vars[e.Name] = true
-				if e.Value != "" && isSecret(e.Name) {
-					add("%s: %s given as a plain value, not from a Secret", where, e.Name)
-				}
-			}
-			for _, ef := range c.EnvFrom {
-				if ef.ConfigMapRef == nil {
-					continue
-				}
-				cm, ok := configMaps[ef.ConfigMapRef.Name]
-				if !ok {
-					add("%s: envFrom ConfigMap %s is not rendered", where, ef.ConfigMapRef.Name)
-					continue
-				}
-				for k := range cm.Data {
-					vars[k] = true
-					if isSecret(k) {
-						add("ConfigMap %s holds %s, which belongs in a Secret", cm.Name, k)
-					}
-				}
-			}
-			for _, need := range []string{"PLATFORM_EVENTSTORE_URL", "PLATFORM_POSTGRES_URL", "PLATFORM_MASTER_KEY", "PLATFORM_ADMIN_TOKEN", "PLATFORM_INTERNAL_TOKEN", "PLATFORM_NODE_ID", "PLATFORM_ADDR", "PLATFORM_DATA_DIR"} {
-				if !vars[need] {
-					add("%s: %s is not set", where, need)
-				}
-			}
-			if len(known) > 0 {
-				for v := range vars {
-					if !known[v] {
-						add("%s: %s is not a setting the platform reads (docs/configuration.md)", where, v)
-					}
-				}
-			}
-		}
+		p.checkDeployment(d, configMaps, known)
 	}
 	for _, o := range objs {
-		switch v := o.value.(type) {
-		case *corev1.Service:
-			if !selectsPods(v.Spec.Selector, deps) {
-				add("Service %s selects no Deployment's pods", v.Name)
+		p.checkCompanion(o.value, deps)
+	}
+	return p
+}
+
+// problems are what check found, in the order found.
+type problems []string
+
+func (p *problems) add(f string, a ...any) { *p = append(*p, fmt.Sprintf(f, a...)) }
+
+// requiredSettings are the settings every platform container is given.
+var requiredSettings = []string{"PLATFORM_EVENTSTORE_URL", "PLATFORM_POSTGRES_URL", "PLATFORM_MASTER_KEY", "PLATFORM_ADMIN_TOKEN", "PLATFORM_INTERNAL_TOKEN", "PLATFORM_NODE_ID", "PLATFORM_ADDR", "PLATFORM_DATA_DIR"}
+
+// checkDeployment checks a Deployment's selector, replicas and pod
+// security, then each of its containers.
+func (p *problems) checkDeployment(d *appsv1.Deployment, configMaps map[string]*corev1.ConfigMap, known map[string]bool) {
+	pod := d.Spec.Template
+	sel := labels.SelectorFromSet(d.Spec.Selector.MatchLabels)
+	if !sel.Matches(labels.Set(pod.Labels)) {
+		p.add("Deployment %s: its selector does not match its pods' labels", d.Name)
+	}
+	if d.Spec.Replicas != nil && *d.Spec.Replicas < 2 {
+		p.add("Deployment %s: %d replica(s); the shared-store topology runs at least 2", d.Name, *d.Spec.Replicas)
+	}
+	ps := pod.Spec.SecurityContext
+	if ps == nil || ps.RunAsNonRoot == nil || !*ps.RunAsNonRoot {
+		p.add("Deployment %s: the pod does not require a non-root user", d.Name)
+	}
+	for _, c := range pod.Spec.Containers {
+		where := "Deployment " + d.Name + " container " + c.Name
+		p.checkContainer(where, c)
+		vars := p.containerSettings(where, c, configMaps)
+		for _, need := range requiredSettings {
+			if !vars[need] {
+				p.add("%s: %s is not set", where, need)
 			}
-		case *policyv1.PodDisruptionBudget:
-			if v.Spec.Selector == nil || !selectsPods(v.Spec.Selector.MatchLabels, deps) {
-				add("PodDisruptionBudget %s selects no Deployment's pods", v.Name)
-			}
-		case *autoscalingv2.HorizontalPodAutoscaler:
-			found := false
-			for _, d := range deps {
-				found = found || (v.Spec.ScaleTargetRef.Kind == "Deployment" && v.Spec.ScaleTargetRef.Name == d.Name)
-			}
-			if !found {
-				add("HorizontalPodAutoscaler %s scales no rendered Deployment", v.Name)
-			}
-			if v.Spec.MinReplicas == nil || *v.Spec.MinReplicas < 2 {
-				add("HorizontalPodAutoscaler %s may scale below 2 nodes", v.Name)
-			}
-		case *monitoringv1.ServiceMonitor:
-			for _, ep := range v.Spec.Endpoints {
-				if ep.Path != "/metrics" {
-					add("ServiceMonitor %s scrapes %s, the platform serves /metrics", v.Name, ep.Path)
+		}
+		if len(known) > 0 {
+			for v := range vars {
+				if !known[v] {
+					p.add("%s: %s is not a setting the platform reads (docs/configuration.md)", where, v)
 				}
 			}
 		}
 	}
-	return p
+}
+
+// checkContainer checks a container's probes, security context,
+// resource requests and data volume.
+func (p *problems) checkContainer(where string, c corev1.Container) {
+	p.checkProbe(where, "readiness", c.ReadinessProbe, "/readyz")
+	p.checkProbe(where, "liveness", c.LivenessProbe, "/healthz")
+	sc := c.SecurityContext
+	if sc == nil || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem {
+		p.add("%s: root filesystem is writable", where)
+	}
+	if sc == nil || sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation {
+		p.add("%s: privilege escalation allowed", where)
+	}
+	if c.Resources.Requests.Cpu().IsZero() || c.Resources.Requests.Memory().IsZero() {
+		p.add("%s: no CPU or memory request", where)
+	}
+	mounted := false
+	for _, m := range c.VolumeMounts {
+		mounted = mounted || m.MountPath == "/data"
+	}
+	if !mounted {
+		p.add("%s: /data (PLATFORM_DATA_DIR) is not a writable volume", where)
+	}
+}
+
+// checkProbe checks that a probe is an HTTP GET of path on the
+// platform's port.
+func (p *problems) checkProbe(where, what string, pr *corev1.Probe, path string) {
+	if pr == nil || pr.HTTPGet == nil {
+		p.add("%s: no HTTP %s probe", where, what)
+		return
+	}
+	if pr.HTTPGet.Path != path {
+		p.add("%s: %s probe on %s, the platform serves it on %s", where, what, pr.HTTPGet.Path, path)
+	}
+	if pr.HTTPGet.Port.String() != "http" && pr.HTTPGet.Port.IntValue() != 8080 {
+		p.add("%s: %s probe on port %s, not the platform's", where, what, pr.HTTPGet.Port.String())
+	}
+}
+
+// containerSettings returns the settings a container is given, by env
+// or from its ConfigMaps, flagging secrets given in the clear and
+// ConfigMaps that are not rendered.
+func (p *problems) containerSettings(where string, c corev1.Container, configMaps map[string]*corev1.ConfigMap) map[string]bool {
+	vars := map[string]bool{}
+	for _, e := range c.Env {
+		vars[e.Name] = true
+		if e.Value != "" && isSecret(e.Name) {
+			p.add("%s: %s given as a plain value, not from a Secret", where, e.Name)
+		}
+	}
+	for _, ef := range c.EnvFrom {
+		if ef.ConfigMapRef == nil {
+			continue
+		}
+		cm, ok := configMaps[ef.ConfigMapRef.Name]
+		if !ok {
+			p.add("%s: envFrom ConfigMap %s is not rendered", where, ef.ConfigMapRef.Name)
+			continue
+		}
+		for k := range cm.Data {
+			vars[k] = true
+			if isSecret(k) {
+				p.add("ConfigMap %s holds %s, which belongs in a Secret", cm.Name, k)
+			}
+		}
+	}
+	return vars
+}
+
+// checkCompanion checks that the Service, PodDisruptionBudget,
+// autoscaler and ServiceMonitor fit the Deployments.
+func (p *problems) checkCompanion(value any, deps []*appsv1.Deployment) {
+	switch v := value.(type) {
+	case *corev1.Service:
+		if !selectsPods(v.Spec.Selector, deps) {
+			p.add("Service %s selects no Deployment's pods", v.Name)
+		}
+	case *policyv1.PodDisruptionBudget:
+		if v.Spec.Selector == nil || !selectsPods(v.Spec.Selector.MatchLabels, deps) {
+			p.add("PodDisruptionBudget %s selects no Deployment's pods", v.Name)
+		}
+	case *autoscalingv2.HorizontalPodAutoscaler:
+		found := false
+		for _, d := range deps {
+			found = found || (v.Spec.ScaleTargetRef.Kind == "Deployment" && v.Spec.ScaleTargetRef.Name == d.Name)
+		}
+		if !found {
+			p.add("HorizontalPodAutoscaler %s scales no rendered Deployment", v.Name)
+		}
+		if v.Spec.MinReplicas == nil || *v.Spec.MinReplicas < 2 {
+			p.add("HorizontalPodAutoscaler %s may scale below 2 nodes", v.Name)
+		}
+	case *monitoringv1.ServiceMonitor:
+		for _, ep := range v.Spec.Endpoints {
+			if ep.Path != "/metrics" {
+				p.add("ServiceMonitor %s scrapes %s, the platform serves /metrics", v.Name, ep.Path)
+			}
+		}
+	}
 }
 
 func isSecret(name string) bool {

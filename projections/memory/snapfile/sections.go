@@ -140,135 +140,177 @@ type decodedImage struct {
 // directory journals once everything is decoded and restored; any error,
 // from the file or from restore, is returned after every goroutine ended.
 func readSections(r io.Reader, h Header, version int, restore func(Image) error) ([]Directory, error) {
-	workers := make(chan struct{}, max(runtime.GOMAXPROCS(0), 2))
-	images := make([]*decodedImage, len(h.ReadModels))
-	var restores sync.WaitGroup
-	var errMu sync.Mutex
-	var firstErr error
-	fail := func(err error) {
-		errMu.Lock()
-		if firstErr == nil {
-			firstErr = err
-		}
-		errMu.Unlock()
+	sr := &sectionReader{
+		r: r, h: h, version: version, restore: restore,
+		workers:   make(chan struct{}, max(runtime.GOMAXPROCS(0), 2)),
+		images:    make([]*decodedImage, len(h.ReadModels)),
+		lastOwner: -1,
 	}
-	failed := func() bool {
-		errMu.Lock()
-		defer errMu.Unlock()
-		return firstErr != nil
+	if err := sr.readAll(); err != nil {
+		sr.fail(err)
 	}
-	// finish restores image i once its sections are decoded.
-	next := 0
-	finishUpTo := func(limit int) {
-		for ; next < limit && next < len(images); next++ {
-			i, d := next, images[next]
-			if d == nil {
-				d = &decodedImage{}
-				images[i] = d
-			}
-			restores.Add(1)
-			go func() {
-				defer restores.Done()
-				d.wg.Wait()
-				if d.err != nil || failed() {
-					fail(d.err)
-					return
-				}
-				im := Image{ReadModel: h.ReadModels[i].ReadModel, Checkpoint: h.ReadModels[i].Checkpoint}
-				for fi, parts := range d.parts {
-					if len(parts) > 0 {
-						imageFields[fi].assemble(&im, parts)
-					}
-				}
-				d.parts = nil
-				if err := restore(im); err != nil {
-					fail(err)
-				}
-			}()
+	sr.finishUpTo(len(sr.images)) // images with no rows, or after a failure: wait for their decodes
+	sr.restores.Wait()
+	if sr.firstErr != nil {
+		return nil, sr.firstErr
+	}
+	return sr.directories()
+}
+
+// sectionReader is one readSections call's state.
+type sectionReader struct {
+	r       io.Reader
+	h       Header
+	version int
+	restore func(Image) error
+
+	workers  chan struct{} // bounds concurrent decodes
+	images   []*decodedImage
+	restores sync.WaitGroup
+
+	errMu    sync.Mutex
+	firstErr error
+
+	next      int // images below next have their restore started
+	dirs      []Directory
+	seenDirs  bool
+	lastOwner int
+}
+
+// fail records err if it is the first error.
+func (sr *sectionReader) fail(err error) {
+	sr.errMu.Lock()
+	if sr.firstErr == nil {
+		sr.firstErr = err
+	}
+	sr.errMu.Unlock()
+}
+
+func (sr *sectionReader) failed() bool {
+	sr.errMu.Lock()
+	defer sr.errMu.Unlock()
+	return sr.firstErr != nil
+}
+
+// finishUpTo starts the restore of every image below limit not yet
+// started: each waits for its sections to be decoded.
+func (sr *sectionReader) finishUpTo(limit int) {
+	for ; sr.next < limit && sr.next < len(sr.images); sr.next++ {
+		i, d := sr.next, sr.images[sr.next]
+		if d == nil {
+			d = &decodedImage{}
+			sr.images[i] = d
+		}
+		sr.restores.Add(1)
+		go sr.restoreWhenDecoded(i, d)
+	}
+}
+
+// restoreWhenDecoded assembles image i from its decoded sections and
+// restores it, unless its decoding or anything else failed.
+func (sr *sectionReader) restoreWhenDecoded(i int, d *decodedImage) {
+	defer sr.restores.Done()
+	d.wg.Wait()
+	if d.err != nil || sr.failed() {
+		sr.fail(d.err)
+		return
+	}
+	im := Image{ReadModel: sr.h.ReadModels[i].ReadModel, Checkpoint: sr.h.ReadModels[i].Checkpoint}
+	for fi, parts := range d.parts {
+		if len(parts) > 0 {
+			imageFields[fi].assemble(&im, parts)
 		}
 	}
-	var dirs []Directory
-	seenDirs := false
-	lastOwner := -1
-	readErr := func() error {
-		for !failed() {
-			var pre [14]byte
-			if _, err := io.ReadFull(r, pre[:]); err != nil {
-				if errors.Is(err, io.EOF) {
-					return nil
-				}
-				return fmt.Errorf("%w: section: %v", ErrInvalid, err)
+	d.parts = nil
+	if err := sr.restore(im); err != nil {
+		sr.fail(err)
+	}
+}
+
+// readAll reads sections until the end of r or a failure.
+func (sr *sectionReader) readAll() error {
+	for !sr.failed() {
+		var pre [14]byte
+		if _, err := io.ReadFull(sr.r, pre[:]); err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
 			}
-			owner, fieldIndex, size := binary.BigEndian.Uint32(pre[0:]), binary.BigEndian.Uint16(pre[4:]), binary.BigEndian.Uint64(pre[6:])
-			if seenDirs || size > maxSection {
-				return fmt.Errorf("%w: section out of place", ErrInvalid)
-			}
-			body := make([]byte, size)
-			if _, err := io.ReadFull(r, body); err != nil {
-				return fmt.Errorf("%w: section: %v", ErrInvalid, err)
-			}
-			if owner == dirsOwner {
-				seenDirs = true
-				finishUpTo(len(images))
-				if err := gob.NewDecoder(bytes.NewReader(body)).Decode(&dirs); err != nil {
-					return fmt.Errorf("%w: directories: %v", ErrInvalid, err)
-				}
-				continue
-			}
-			if int(owner) >= len(images) || int(owner) < lastOwner || int(fieldIndex) >= len(imageFields) {
-				return fmt.Errorf("%w: section of image %d table %d out of place", ErrInvalid, owner, fieldIndex)
-			}
-			lastOwner = int(owner)
-			finishUpTo(int(owner))
-			d := images[owner]
-			if d == nil {
-				d = &decodedImage{parts: make([][]any, len(imageFields))}
-				images[owner] = d
-			}
-			d.mu.Lock()
-			slot := len(d.parts[fieldIndex])
-			d.parts[fieldIndex] = append(d.parts[fieldIndex], nil)
-			d.mu.Unlock()
-			d.wg.Add(1)
-			workers <- struct{}{}
-			go func() {
-				defer func() { <-workers; d.wg.Done() }()
-				decode := imageFields[fieldIndex].decode
-				if version == 2 {
-					decode = imageFields[fieldIndex].decodeGob
-				}
-				part, err := decode(body)
-				d.mu.Lock()
-				defer d.mu.Unlock()
-				if err != nil {
-					if d.err == nil {
-						d.err = fmt.Errorf("%w: %s: %v", ErrInvalid, h.ReadModels[owner].ReadModel, err)
-					}
-					return
-				}
-				d.parts[fieldIndex][slot] = part
-			}()
+			return fmt.Errorf("%w: section: %v", ErrInvalid, err)
 		}
-		return nil
+		owner, fieldIndex, size := binary.BigEndian.Uint32(pre[0:]), binary.BigEndian.Uint16(pre[4:]), binary.BigEndian.Uint64(pre[6:])
+		if sr.seenDirs || size > maxSection {
+			return fmt.Errorf("%w: section out of place", ErrInvalid)
+		}
+		body := make([]byte, size)
+		if _, err := io.ReadFull(sr.r, body); err != nil {
+			return fmt.Errorf("%w: section: %v", ErrInvalid, err)
+		}
+		if owner == dirsOwner {
+			// The directories come last: every image is complete.
+			sr.seenDirs = true
+			sr.finishUpTo(len(sr.images))
+			if err := gob.NewDecoder(bytes.NewReader(body)).Decode(&sr.dirs); err != nil {
+				return fmt.Errorf("%w: directories: %v", ErrInvalid, err)
+			}
+			continue
+		}
+		if int(owner) >= len(sr.images) || int(owner) < sr.lastOwner || int(fieldIndex) >= len(imageFields) {
+			return fmt.Errorf("%w: section of image %d table %d out of place", ErrInvalid, owner, fieldIndex)
+		}
+		// Sections come in image order: the images before owner are complete.
+		sr.lastOwner = int(owner)
+		sr.finishUpTo(int(owner))
+		sr.decodeSection(owner, fieldIndex, body)
+	}
+	return nil
+}
+
+// decodeSection decodes one section of image owner in the background
+// (waiting for a worker), keeping its place among the table's sections.
+func (sr *sectionReader) decodeSection(owner uint32, fieldIndex uint16, body []byte) {
+	d := sr.images[owner]
+	if d == nil {
+		d = &decodedImage{parts: make([][]any, len(imageFields))}
+		sr.images[owner] = d
+	}
+	d.mu.Lock()
+	slot := len(d.parts[fieldIndex])
+	d.parts[fieldIndex] = append(d.parts[fieldIndex], nil)
+	d.mu.Unlock()
+	d.wg.Add(1)
+	sr.workers <- struct{}{}
+	go func() {
+		defer func() { <-sr.workers; d.wg.Done() }()
+		decode := imageFields[fieldIndex].decode
+		if sr.version == 2 {
+			decode = imageFields[fieldIndex].decodeGob
+		}
+		part, err := decode(body)
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		if err != nil {
+			if d.err == nil {
+				d.err = fmt.Errorf("%w: %s: %v", ErrInvalid, sr.h.ReadModels[owner].ReadModel, err)
+			}
+			return
+		}
+		d.parts[fieldIndex][slot] = part
 	}()
-	if readErr != nil {
-		fail(readErr)
-	}
-	finishUpTo(len(images)) // images with no rows, or after a failure: wait for their decodes
-	restores.Wait()
-	if firstErr != nil {
-		return nil, firstErr
-	}
-	if !seenDirs {
+}
+
+// directories returns the directory journals read, once they agree with
+// the header.
+func (sr *sectionReader) directories() ([]Directory, error) {
+	if !sr.seenDirs {
 		return nil, fmt.Errorf("%w: no directories section", ErrInvalid)
 	}
-	if len(dirs) != len(h.Directories) {
+	if len(sr.dirs) != len(sr.h.Directories) {
 		return nil, fmt.Errorf("%w: directories disagree with the header", ErrInvalid)
 	}
-	for i, d := range dirs {
-		if d.Name != string(h.Directories[i].ReadModel) || d.Checkpoint != h.Directories[i].Checkpoint {
+	for i, d := range sr.dirs {
+		if d.Name != string(sr.h.Directories[i].ReadModel) || d.Checkpoint != sr.h.Directories[i].Checkpoint {
 			return nil, fmt.Errorf("%w: directory %d disagrees with the header", ErrInvalid, i)
 		}
 	}
-	return slices.Clip(dirs), nil
+	return slices.Clip(sr.dirs), nil
 }
