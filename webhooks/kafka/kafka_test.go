@@ -124,7 +124,12 @@ func TestSourceCommitsACommittedBatchDuringShutdown(t *testing.T) {
 		if len(committed) == 0 {
 			t.Fatal("nothing was committed before the stop")
 		}
-		rest := sourcetest.NewCollector(len(evs) - len(committed))
+		// Events produced after the stop give the next consumer something to
+		// wait for even when the first batch held the whole topic: it sees
+		// exactly the uncommitted ones and these.
+		after := sourcetest.MakeEvents("after", 5, 1, uint64(len(evs))+1)
+		produce(t, p, after, len(after))
+		rest := sourcetest.NewCollector(len(evs) - len(committed) + len(after))
 		sourcetest.Consume(t, addrs, topic, group, rest)
 		for _, ev := range rest.Events() {
 			if committed[ev.ID] {
