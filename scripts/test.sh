@@ -9,6 +9,7 @@
 #
 # After the tests, every fuzz target of the tested packages runs for
 # PLATFORM_TEST_FUZZTIME (default 3s each; 0 skips fuzzing).
+# PLATFORM_TEST_PACKAGES sets how many test binaries run at once (default 3).
 #
 # Arguments go to `go test` as given. Arguments that look like package
 # patterns (./x, ../x, all, std, github.com/...) also restrict go vet and the
@@ -225,10 +226,10 @@ start_postgres() {
 		done
 		[ -n "$port" ] || die "no free port found on 127.0.0.1"
 		# max_connections: each e2e package runs 6 tests at once, a two-node
-		# test holds about 40 connections, and go test runs two packages
-		# (two e2e packages, or one beside the others) at a time.
+		# test holds about 40 connections, and go test runs
+		# PLATFORM_TEST_PACKAGES packages (e2e ones among them) at a time.
 		if as_pg "$pgbin/pg_ctl" -D "$tmp/data" -l "$tmp/postgres.log" -W start -o \
-			"-c listen_addresses=127.0.0.1 -c port=$port -c unix_socket_directories=$tmp/sock -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=1000" \
+			"-c listen_addresses=127.0.0.1 -c port=$port -c unix_socket_directories=$tmp/sock -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=1500" \
 			>/dev/null; then
 			# Bounded wait (~30s) for the server to accept connections,
 			# giving up early if it died (e.g. the port was taken).
@@ -521,6 +522,10 @@ go_side() {
 	fi
 
 	stage "go test"
+	# The end-to-end packages spend much of their time waiting on sockets,
+	# timers and Postgres, so running three test binaries at once keeps two
+	# cores busier than go's default of one per core.
+	test_args=(-p "${PLATFORM_TEST_PACKAGES:-3}" "${test_args[@]}")
 	say "go test -race -count=1 -timeout 15m ${test_args[*]}"
 	# Every response the tests' validating transport sees is logged for the
 	# OpenAPI lint's independent validator (scripts/lint-openapi.sh).
