@@ -45,8 +45,9 @@ def generate(repo, work):
     config = os.path.join(work, "config.yaml")
     with open(config, "w") as f:
         # No post hooks (ruff is not a dependency); the document's YAML
-        # response is plain text to a client.
-        f.write("post_hooks: []\ncontent_type_overrides:\n  application/yaml: text/plain\n")
+        # response is plain text to a client, the backup's tar is bytes.
+        f.write("post_hooks: []\ncontent_type_overrides:\n  application/yaml: text/plain\n"
+                "  application/x-tar: application/octet-stream\n")
     out = os.path.join(work, "client")
     gen = os.path.join(os.path.dirname(sys.executable), "openapi-python-client")
     r = subprocess.run(
