@@ -300,7 +300,7 @@ func (s *Store) commitOn(ctx context.Context, conn *pgx.Conn, group []*pending) 
 	return true, nil
 }
 
-// committed is what the first round trip read under the append lock:
+// committed is what the first exchange with the server read under the append lock:
 // the log's head, each touched stream's event count, and where each
 // event ID of the group already sits.
 type committed struct {
@@ -317,7 +317,7 @@ type newRows struct {
 	data, meta      [][]byte
 }
 
-// readCommitted is the first round trip: open the transaction, take the
+// readCommitted is the first exchange with the server: open the transaction, take the
 // lock, read the head, and every stream's count and every event ID's
 // place as the committed log has them. Each statement after the lock
 // reads a fresh snapshot (READ COMMITTED), so it sees the previous
@@ -360,8 +360,8 @@ func readCommitted(ctx context.Context, conn *pgx.Conn, group []*pending) (commi
 	return seen, err
 }
 
-// readStreamPlaces reads one part's two results of the first round
-// trip: the stream's committed count and the places of its event IDs.
+// readStreamPlaces reads one part's two results of the first exchange
+// with the server: the stream's committed count and the places of its event IDs.
 func readStreamPlaces(br pgx.BatchResults, stream string, seen committed) error {
 	var count int64
 	if err := br.QueryRow().Scan(&count); err != nil {
@@ -454,7 +454,7 @@ func (r *newRows) add(pos int64, stream string, rev uint64, ev events.Proposed) 
 	r.data, r.meta = append(r.data, data), append(r.meta, ev.Meta)
 }
 
-// writeAndCommit is the second round trip: write, notify, commit.
+// writeAndCommit is the second exchange with the server: write, notify, commit.
 func writeAndCommit(ctx context.Context, conn *pgx.Conn, rows newRows) error {
 	b := &pgx.Batch{}
 	b.Queue(`INSERT INTO es_events (position, stream, revision, id, type, data, meta)
