@@ -23,7 +23,7 @@ func (h *harness) createApp(name string) domain.App {
 	if app.AppKey == "" || app.AppSecret == "" || d["webhook_secret"] == "" {
 		h.t.Fatalf("create app answered no credentials: %s", r.Raw)
 	}
-	h.dir.put(app)
+	h.dir.Put(app)
 	return app
 }
 

@@ -67,7 +67,7 @@ func TestChannelUserRefusalsAppendNothing(t *testing.T) {
 	user := fmt.Sprintf("/open/v1/channel/users/%d", id)
 	suspended := h.appB
 	suspended.AppID, suspended.AppKey, suspended.Suspended = 9003, "key-s", true
-	h.dir.put(suspended)
+	h.dir.Put(suspended)
 	h.refuses(t, []refusal{
 		{"unsigned", "POST", "/open/v1/channel/users", map[string]any{"channel_user_id": "x", "user": map[string]any{"name": "A"}}, nil, http.StatusUnauthorized, "HTTP_401"},
 		{"wrong secret", "POST", "/open/v1/channel/users", map[string]any{"channel_user_id": "x", "user": map[string]any{"name": "A"}},
@@ -142,7 +142,7 @@ func TestSchemeHAtTheWriteEdge(t *testing.T) {
 
 	requireH := h.appB
 	requireH.RequireSchemeH = true
-	h.dir.put(requireH)
+	h.dir.Put(requireH)
 	h.refuses(t, []refusal{
 		{"nonce replayed", "POST", "/open/v1/channel/users", map[string]any{"channel_user_id": "cu-h2", "user": map[string]any{"name": "H"}}, schemeH(h.appA, "n-1"), http.StatusUnauthorized, "HTTP_401"},
 		{"bad scheme H signature", "POST", "/open/v1/channel/users", map[string]any{"channel_user_id": "cu-h3", "user": map[string]any{"name": "H"}},

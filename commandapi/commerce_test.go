@@ -38,7 +38,7 @@ func TestOrders(t *testing.T) {
 
 	noOrders := h.appB
 	noOrders.AppID, noOrders.AppKey, noOrders.Scopes = 9004, "key-no-orders", []string{"channel_users"}
-	h.dir.put(noOrders)
+	h.dir.Put(noOrders)
 	h.refuses(t, []refusal{
 		{"same third_order_id, other content", "POST", "/open/v1/order/create", func() map[string]any {
 			b := order("T-1", "G-1")
@@ -65,13 +65,13 @@ func TestOrders(t *testing.T) {
 	// order is not found.
 	sandbox := h.appB
 	sandbox.AppID, sandbox.AppKey, sandbox.Environment = 9005, "key-sandbox", commands.EnvSandbox
-	h.dir.put(sandbox)
+	h.dir.Put(sandbox)
 	so := h.do("POST", "/open/v1/order/create", order("S-1", "G-1"), as(sandbox))
 	expect(t, "sandbox order", so, http.StatusCreated, "0")
 	sandboxCode := so.Data(t)["order_code"].(string)
 	other := sandbox
 	other.AppID, other.AppKey = 9006, "key-sandbox-2"
-	h.dir.put(other)
+	h.dir.Put(other)
 	h.refuses(t, []refusal{
 		{"another sandbox app's order", "POST", "/open/v1/order/shipped-callback-test", map[string]any{"order_code": sandboxCode}, as(other), http.StatusNotFound, "ORDER_NOT_FOUND"},
 	})

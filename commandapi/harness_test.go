@@ -37,52 +37,6 @@ var testNow = time.Date(2026, 11, 24, 7, 0, 0, 0, time.UTC)
 
 func fixedNow() time.Time { return testNow }
 
-// fakeDirectory is the app directory both signature schemes read.
-type fakeDirectory struct {
-	mu   sync.Mutex
-	apps map[int64]domain.App
-}
-
-func (d *fakeDirectory) put(a domain.App) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.apps[a.AppID] = a
-}
-
-func (d *fakeDirectory) ByID(id int64) (domain.App, bool) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	a, ok := d.apps[id]
-	return a, ok
-}
-
-func (d *fakeDirectory) ByKey(key string) (domain.App, bool) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	for _, a := range d.apps {
-		if a.AppKey == key {
-			return a, true
-		}
-	}
-	return domain.App{}, false
-}
-
-// fakeNonces accepts each scheme H nonce once.
-type fakeNonces struct {
-	mu   sync.Mutex
-	seen map[string]bool
-}
-
-func (n *fakeNonces) Use(_ context.Context, scope, nonce string, _ time.Time) (bool, error) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.seen[scope+"\x00"+nonce] {
-		return false, nil
-	}
-	n.seen[scope+"\x00"+nonce] = true
-	return true, nil
-}
-
 // fakeWaiter is the app (or operator) directory's readiness; err makes it
 // never catch up.
 type fakeWaiter struct {
@@ -207,7 +161,7 @@ type harness struct {
 	t         *testing.T
 	api       *API
 	store     *memory.Store
-	dir       *fakeDirectory
+	dir       *edgetest.Directory
 	apps      *fakeWaiter
 	resender  *fakeResender
 	providers *fakeProviders
@@ -232,7 +186,7 @@ func newHarness(t *testing.T) *harness {
 	ids := commands.NewAllocator(store, reg, 10)
 	h := &harness{
 		t: t, store: store,
-		dir:       &fakeDirectory{apps: map[int64]domain.App{}},
+		dir:       edgetest.NewDirectory(),
 		apps:      &fakeWaiter{},
 		resender:  &fakeResender{owners: map[string]int64{}},
 		uploaders: &fakeUploaders{byHash: map[string]directory.Uploader{}},
@@ -240,14 +194,14 @@ func newHarness(t *testing.T) *harness {
 		appA:      domain.App{AppID: 9001, Name: "a", AppKey: "key-a", AppSecret: "secret-a", Scopes: domain.Scopes, Environment: "production"},
 		appB:      domain.App{AppID: 9002, Name: "b", AppKey: "key-b", AppSecret: "secret-b", Scopes: domain.Scopes, Environment: "production"},
 	}
-	h.dir.put(h.appA)
-	h.dir.put(h.appB)
+	h.dir.Put(h.appA)
+	h.dir.Put(h.appB)
 	marks := projections.NewWatermarks()
 	h.api = &API{
 		Users:      commands.NewUsers(store, reg, ids, names, fixedNow, time.UTC),
 		Apps:       commands.NewApps(store, reg, ids, sealer, nil),
 		SchemeM:    auth.SchemeM{Apps: h.dir, Now: fixedNow},
-		SchemeH:    auth.SchemeH{Apps: h.dir, Nonces: &fakeNonces{seen: map[string]bool{}}, Now: fixedNow},
+		SchemeH:    auth.SchemeH{Apps: h.dir, Nonces: &edgetest.Nonces{}, Now: fixedNow},
 		Admin:      auth.Admin{Token: adminToken},
 		Watermarks: marks, AppsReady: h.apps,
 		Projections: fakeRebuilder{names: map[string]bool{"users": true}},

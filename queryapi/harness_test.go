@@ -40,44 +40,6 @@ var testNow = time.Date(2026, 11, 24, 7, 0, 0, 0, time.UTC)
 
 func fixedNow() time.Time { return testNow }
 
-type fakeDirectory struct {
-	mu   sync.Mutex
-	apps map[int64]domain.App
-}
-
-func (d *fakeDirectory) ByID(id int64) (domain.App, bool) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	a, ok := d.apps[id]
-	return a, ok
-}
-
-func (d *fakeDirectory) ByKey(key string) (domain.App, bool) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	for _, a := range d.apps {
-		if a.AppKey == key {
-			return a, true
-		}
-	}
-	return domain.App{}, false
-}
-
-type fakeNonces struct {
-	mu   sync.Mutex
-	seen map[string]bool
-}
-
-func (n *fakeNonces) Use(_ context.Context, scope, nonce string, _ time.Time) (bool, error) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.seen[scope+"\x00"+nonce] {
-		return false, nil
-	}
-	n.seen[scope+"\x00"+nonce] = true
-	return true, nil
-}
-
 // fakeUsers is the users read model.
 type fakeUsers struct {
 	projections.UserStore
@@ -282,7 +244,7 @@ func newHarness(t *testing.T) *harness {
 		auditor: &fakeAuditor{},
 		marks:   projections.NewWatermarks(),
 	}
-	dir := &fakeDirectory{apps: map[int64]domain.App{h.appA.AppID: h.appA, h.appB.AppID: h.appB}}
+	dir := edgetest.NewDirectory(h.appA, h.appB)
 	h.readModels = map[projections.ReadModel]*subscribe.Runner{}
 	var runners []*subscribe.Runner
 	for _, f := range []projections.ReadModel{projections.ReadModelUsers, projections.ReadModelOrders, projections.ReadModelDeliveries, projections.ReadModelBenefits, projections.ReadModelReports} {
@@ -291,7 +253,7 @@ func newHarness(t *testing.T) *harness {
 		runners = append(runners, run)
 	}
 	schemeM := auth.SchemeM{Apps: dir, Now: fixedNow}
-	schemeH := auth.SchemeH{Apps: dir, Nonces: &fakeNonces{seen: map[string]bool{}}, Now: fixedNow}
+	schemeH := auth.SchemeH{Apps: dir, Nonces: &edgetest.Nonces{}, Now: fixedNow}
 	h.api = &API{
 		Store: h.users, Apps: directory.NewApps(sealer), Events: store, Runners: runners, ReadModelRunners: h.readModels,
 		SchemeM: schemeM, SchemeH: schemeH, Admin: auth.Admin{Token: adminToken}, Watermarks: h.marks, Location: time.UTC,
