@@ -79,13 +79,13 @@ func TestCapturedSchemeMHeadersRefusedOnOtherRoutesAfterTheGrace(t *testing.T) {
 			t.Fatalf("GET snapshot: %d %s", res.Status, res.Raw)
 		}
 		clock.Advance(auth.BindingGrace + 100*time.Millisecond)
-		before := p.AllEvents()
+		before := p.EventCount()
 		for _, target := range []struct{ method, path string }{{"DELETE", member}, {"DELETE", group}, {"GET", "/open/v1/channel/users/0?channel_user_id=victim"}} {
 			if res := a.Replay(get, target.method, target.path, nil); res.Status != http.StatusUnauthorized || res.Code() != "HTTP_401" {
 				t.Errorf("read headers replayed as %s %s past the grace: %d %s, want 401 HTTP_401", target.method, target.path, res.Status, res.Raw)
 			}
 		}
-		if n := p.AllEvents(); n != before {
+		if n := p.EventCount(); n != before {
 			t.Errorf("the refused replays appended %d events", n-before)
 		}
 		if s := a.Snapshot(user); len(s.FamilyMembers) != 2 || len(s.FamilyGroups) != 1 {
@@ -110,13 +110,13 @@ func TestCapturedSchemeMHeadersRefusedOnOtherRoutesAfterTheGrace(t *testing.T) {
 		// That delete's headers, replayed on its own route long after:
 		// the first answer, marked replayed, nothing appended.
 		clock.Advance(time.Minute)
-		before = p.AllEvents()
+		before = p.EventCount()
 		again := a.Replay(get, "DELETE", member, nil)
 		if again.Status != first.Status || !bytes.Equal(again.Raw, first.Raw) || again.Header.Get("Idempotent-Replayed") != "true" {
 			t.Errorf("the delete replayed on its route: %d %s (replayed %q), want the first answer %d %s replayed",
 				again.Status, again.Raw, again.Header.Get("Idempotent-Replayed"), first.Status, first.Raw)
 		}
-		if n := p.AllEvents(); n != before {
+		if n := p.EventCount(); n != before {
 			t.Errorf("the replay appended %d events", n-before)
 		}
 	})
@@ -160,7 +160,7 @@ func TestSignedWriteReplayHasNoSecondEffect(t *testing.T) {
 			t.Fatalf("verify-use: %d %s, remaining %d", first.Status, first.Raw, r)
 		}
 		clock.Advance(11 * time.Second) // past the 10 s cooldown
-		before := one.AllEvents()
+		before := one.EventCount()
 		replay := func(edit func(*http.Request)) harness.Response {
 			req, err := http.NewRequest("POST", two.Srv.URL+"/open/v1/benefit-cards/verify-use", bytes.NewReader(body))
 			if err != nil {
@@ -183,7 +183,7 @@ func TestSignedWriteReplayHasNoSecondEffect(t *testing.T) {
 				t.Errorf("replay %s: %d %s (replayed %q), want the first answer %d %s replayed", name, res.Status, res.Raw, res.Header.Get("Idempotent-Replayed"), first.Status, first.Raw)
 			}
 		}
-		if n := one.AllEvents(); n != before {
+		if n := one.EventCount(); n != before {
 			t.Errorf("the replays appended %d events", n-before)
 		}
 		if r := remaining(3); r != 3 {

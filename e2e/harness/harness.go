@@ -263,9 +263,10 @@ func (a *App) Expect(method, path string, body any, status int, code string) Res
 	return res
 }
 
-// EventCount counts the events in the log that requests caused, to prove
-// failures append nothing; deliveries, which the dispatcher derives
-// asynchronously from earlier events, are left out.
+// EventCount counts the events in the log that requests caused,
+// idempotency records included, to prove failures and replays append
+// nothing; deliveries, which the dispatcher derives asynchronously from
+// earlier events, are left out.
 func (p *Platform) EventCount() int {
 	p.T.Helper()
 	n := 0

@@ -2,14 +2,10 @@ package harness
 
 import (
 	"bytes"
-	"context"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
-
-	"github.com/healthtech/partner-open-platform/events"
 )
 
 // ShiftClock is the node's clock: real time moved by an offset the test
@@ -46,27 +42,4 @@ func (a *App) SignedAt(method, path string, body []byte, sec int64) *http.Reques
 	req.Header.Set("X-Timestamp", ts)
 	req.Header.Set("X-Signature", SignM(a.Key, ts, a.Secret, body))
 	return req
-}
-
-// AllEvents counts every event in the log but deliveries, idempotency
-// records included: a replay must append nothing at all.
-func (p *Platform) AllEvents() int {
-	p.T.Helper()
-	n := 0
-	var pos events.Position
-	for {
-		recs, err := p.Node.Events.ReadAll(context.Background(), pos, 1000)
-		if err != nil {
-			p.T.Fatal(err)
-		}
-		if len(recs) == 0 {
-			return n
-		}
-		for _, r := range recs {
-			if !strings.HasPrefix(r.Stream, "delivery-") {
-				n++
-			}
-		}
-		pos = recs[len(recs)-1].Position
-	}
 }
