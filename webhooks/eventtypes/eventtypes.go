@@ -1,0 +1,164 @@
+// Package eventtypes is the catalog of webhook event types: each type's
+// name, versions, description, JSON Schema (draft 2020-12, as the Kafka
+// feed's schemas) and example, the one list the API
+// (GET /open/v1/event-types), the developer portal, the OpenAPI
+// document's x-webhooks and the SDKs' parsers are checked against.
+//
+// The schemas and examples are checked-in files generated from the table
+// (table.go): each schema from the entry's fields, each example by
+// rendering the entry's sample event through webhooks.Render, the
+// renderer the dispatcher uses. Their tests fail when a file is stale.
+package eventtypes
+
+import (
+	"bytes"
+	"embed"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/healthtech/partner-open-platform/events"
+)
+
+//go:embed schemas examples
+var files embed.FS
+
+// SchemaID is the $id prefix of the schema files.
+const SchemaID = "https://schemas.partner-open-platform.invalid/webhooks/"
+
+// Type is one webhook event type as the catalog lists it.
+type Type struct {
+	Name        string    `json:"name"`
+	Title       string    `json:"title"`
+	Description string    `json:"description"`
+	Current     int       `json:"current_version"`
+	Versions    []Version `json:"versions"`
+}
+
+// Version is one version of a type's body: its JSON Schema and an example
+// the dispatcher's renderer produced.
+type Version struct {
+	Version int             `json:"version"`
+	Schema  json.RawMessage `json:"schema"`
+	Example json.RawMessage `json:"example"`
+}
+
+// entry is a table row; versions are in ascending order, the last is the
+// one the dispatcher sends.
+type entry struct {
+	name, title, description string
+	versions                 []version
+}
+
+type version struct {
+	body schema
+	// sample is the event whose rendering is the example.
+	sample events.Payload
+}
+
+// SchemaFile and ExampleFile name a version's files.
+func SchemaFile(name string, v int) string  { return fmt.Sprintf("%s.v%d.json", name, v) }
+func ExampleFile(name string, v int) string { return fmt.Sprintf("%s.v%d.json", name, v) }
+
+var all = load()
+
+// load reads the checked-in files of every table entry; a missing file is
+// left empty, which the package's tests report (run them with -update).
+func load() []Type {
+	out := make([]Type, 0, len(table))
+	for _, e := range table {
+		t := Type{Name: e.name, Title: e.title, Description: e.description, Current: len(e.versions)}
+		for i := range e.versions {
+			n := i + 1
+			s, _ := files.ReadFile("schemas/" + SchemaFile(e.name, n))
+			x, _ := files.ReadFile("examples/" + ExampleFile(e.name, n))
+			t.Versions = append(t.Versions, Version{Version: n, Schema: compact(s), Example: compact(x)})
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+func compact(b []byte) json.RawMessage {
+	if len(b) == 0 {
+		return nil
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, b); err != nil {
+		return nil
+	}
+	return buf.Bytes()
+}
+
+// All returns every catalogued type, in the catalog's order.
+func All() []Type { return slices.Clone(all) }
+
+// Names returns the names of every catalogued type, in the catalog's order.
+func Names() []string {
+	out := make([]string, len(all))
+	for i, t := range all {
+		out[i] = t.Name
+	}
+	return out
+}
+
+// Lookup returns the type named name.
+func Lookup(name string) (Type, bool) {
+	for _, t := range all {
+		if t.Name == name {
+			return t, true
+		}
+	}
+	return Type{}, false
+}
+
+// Samples returns each type's sample event of its current version, which
+// tests render to check the renderer against the catalog.
+func Samples() map[string]events.Payload {
+	out := make(map[string]events.Payload, len(table))
+	for _, e := range table {
+		out[e.name] = e.versions[len(e.versions)-1].sample
+	}
+	return out
+}
+
+// SampleTime is when every sample event happened.
+func SampleTime() time.Time { return sampleAt }
+
+// GenerateSchema renders version v of the named type as JSON Schema draft
+// 2020-12, the content of its checked-in file.
+func GenerateSchema(name string, v int) ([]byte, error) {
+	for _, e := range table {
+		if e.name != name {
+			continue
+		}
+		if v < 1 || v > len(e.versions) {
+			return nil, fmt.Errorf("eventtypes: %s has no version %d", name, v)
+		}
+		body := e.versions[v-1].body(name)
+		s := node{
+			{name: "$schema", value: "https://json-schema.org/draft/2020-12/schema"},
+			{name: "$id", value: SchemaID + SchemaFile(name, v)},
+			{name: "title", value: fmt.Sprintf("%s/v%d", name, v)},
+			{name: "description", value: e.title + ". " + e.description},
+		}
+		s = append(s, body...)
+		b, err := json.MarshalIndent(s, "", "  ")
+		if err != nil {
+			return nil, err
+		}
+		return append(b, '\n'), nil
+	}
+	return nil, fmt.Errorf("eventtypes: %s is not catalogued", name)
+}
+
+// Sample returns version v's sample event of the named type.
+func Sample(name string, v int) (events.Payload, bool) {
+	for _, e := range table {
+		if e.name == name && v >= 1 && v <= len(e.versions) {
+			return e.versions[v-1].sample, true
+		}
+	}
+	return nil, false
+}
