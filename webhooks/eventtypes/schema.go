@@ -77,7 +77,9 @@ func dateTime() node {
 func enum(vs ...string) node {
 	return node{{name: "type", value: "string"}, {name: "enum", value: vs}}
 }
-func arrayOf(items node) node { return node{{name: "type", value: "array"}, {name: "items", value: items}} }
+func arrayOf(items node) node {
+	return node{{name: "type", value: "array"}, {name: "items", value: items}}
+}
 
 // nullable lets s be null too.
 func nullable(s node) node {
