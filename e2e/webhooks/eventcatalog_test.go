@@ -61,8 +61,8 @@ func catalogSchemas(t *testing.T, p *harness.Platform) map[string]*jsonschema.Sc
 			t.Fatalf("%s: %v", e.Name, err)
 		}
 	}
-	if len(out) != len(eventtypes.Names()) {
-		t.Fatalf("the node serves %d types, the catalog has %d", len(out), len(eventtypes.Names()))
+	if len(out) != len(eventtypes.All()) {
+		t.Fatalf("the node serves %d types, the catalog has %d", len(out), len(eventtypes.All()))
 	}
 	return out
 }
@@ -128,7 +128,10 @@ func TestEveryCataloguedEventAsTheDispatcherSendsIt(t *testing.T) {
 		}
 
 		// Wait (bounded) until every catalogued type has arrived.
-		want := eventtypes.Names()
+		var want []string
+		for _, typ := range eventtypes.All() {
+			want = append(want, typ.Name)
+		}
 		seen := map[string]int{}
 		var got []harness.Webhook
 		for n := 1; ; n++ {

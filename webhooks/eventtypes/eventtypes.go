@@ -16,7 +16,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/healthtech/partner-open-platform/events"
 )
@@ -94,15 +93,6 @@ func compact(b []byte) json.RawMessage {
 // All returns every catalogued type, in the catalog's order.
 func All() []Type { return slices.Clone(all) }
 
-// Names returns the names of every catalogued type, in the catalog's order.
-func Names() []string {
-	out := make([]string, len(all))
-	for i, t := range all {
-		out[i] = t.Name
-	}
-	return out
-}
-
 // Lookup returns the type named name.
 func Lookup(name string) (Type, bool) {
 	for _, t := range all {
@@ -113,9 +103,9 @@ func Lookup(name string) (Type, bool) {
 	return Type{}, false
 }
 
-// Samples returns each type's sample event of its current version, which
+// samples returns each type's sample event of its current version, which
 // tests render to check the renderer against the catalog.
-func Samples() map[string]events.Payload {
+func samples() map[string]events.Payload {
 	out := make(map[string]events.Payload, len(table))
 	for _, e := range table {
 		out[e.name] = e.versions[len(e.versions)-1].sample
@@ -123,12 +113,9 @@ func Samples() map[string]events.Payload {
 	return out
 }
 
-// SampleTime is when every sample event happened.
-func SampleTime() time.Time { return sampleAt }
-
-// GenerateSchema renders version v of the named type as JSON Schema draft
+// generateSchema renders version v of the named type as JSON Schema draft
 // 2020-12, the content of its checked-in file.
-func GenerateSchema(name string, v int) ([]byte, error) {
+func generateSchema(name string, v int) ([]byte, error) {
 	for _, e := range table {
 		if e.name != name {
 			continue
@@ -153,8 +140,8 @@ func GenerateSchema(name string, v int) ([]byte, error) {
 	return nil, fmt.Errorf("eventtypes: %s is not catalogued", name)
 }
 
-// Sample returns version v's sample event of the named type.
-func Sample(name string, v int) (events.Payload, bool) {
+// sample returns version v's sample event of the named type.
+func sample(name string, v int) (events.Payload, bool) {
 	for _, e := range table {
 		if e.name == name && v >= 1 && v <= len(e.versions) {
 			return e.versions[v-1].sample, true
