@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"regexp"
 
-	"github.com/healthtech/partner-open-platform/webhooks/eventtypes"
+	"github.com/healthtech/partner-open-platform/internal/eventtypes"
 )
 
 // The event catalog is a public page, like the API reference: it shows

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/healthtech/partner-open-platform/internal/eventtypes"
 	"github.com/healthtech/partner-open-platform/internal/node"
 	"github.com/healthtech/partner-open-platform/portal/portaltest"
-	"github.com/healthtech/partner-open-platform/webhooks/eventtypes"
 )
 
 // The event catalog page is public and shows every catalogued type with

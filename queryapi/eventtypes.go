@@ -6,8 +6,8 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/healthtech/partner-open-platform/domain"
+	"github.com/healthtech/partner-open-platform/internal/eventtypes"
 	"github.com/healthtech/partner-open-platform/internal/httpapi"
-	"github.com/healthtech/partner-open-platform/webhooks/eventtypes"
 )
 
 // eventTypeRoutes serve the webhook event catalog. They are public, like

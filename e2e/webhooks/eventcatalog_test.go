@@ -16,8 +16,8 @@ import (
 	"github.com/healthtech/partner-open-platform/commands"
 	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/e2e/harness"
+	"github.com/healthtech/partner-open-platform/internal/eventtypes"
 	"github.com/healthtech/partner-open-platform/internal/node"
-	"github.com/healthtech/partner-open-platform/webhooks/eventtypes"
 )
 
 // catalogSchemas compiles the schema of every catalogued type's current

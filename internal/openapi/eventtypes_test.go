@@ -10,12 +10,12 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/healthtech/partner-open-platform/internal/eventtypes"
 	"github.com/healthtech/partner-open-platform/internal/openapi/openapitest"
-	"github.com/healthtech/partner-open-platform/webhooks/eventtypes"
 )
 
 // TestXWebhooksMatchTheEventCatalog keeps the document's x-webhooks and the
-// event catalog (webhooks/eventtypes) one contract: the same event types,
+// event catalog (internal/eventtypes) one contract: the same event types,
 // each entry's summary the catalog's title and its description opening
 // with the catalog's, the catalog's examples valid against the document's
 // schemas and the document's examples valid against the catalog's.

@@ -11,7 +11,7 @@ import (
 // examplePath is a catalogued type's example body: rendered by the
 // platform's dispatcher renderer and checked in beside the catalog.
 func examplePath(t EventType) string {
-	return filepath.Join("..", "..", "webhooks", "eventtypes", "examples", fmt.Sprintf("%s.v%d.json", t.Name, t.Version))
+	return filepath.Join("..", "..", "internal", "eventtypes", "examples", fmt.Sprintf("%s.v%d.json", t.Name, t.Version))
 }
 
 // TestParseEventTypesEveryCataloguedEvent parses the platform's own example

@@ -10,7 +10,7 @@ import { repoRoot } from "./paths.mjs";
 test("eventTypes: every catalogued type's example parses, and the catalog is the typed events", () => {
   assert.ok(eventTypes.length >= 11);
   for (const t of eventTypes) {
-    const body = readFileSync(join(repoRoot, "webhooks", "eventtypes", "examples", `${t.name}.v${t.version}.json`));
+    const body = readFileSync(join(repoRoot, "internal", "eventtypes", "examples", `${t.name}.v${t.version}.json`));
     const ev = parseWebhookEvent(body);
     assert.equal(ev.event, t.name);
     assert.ok(ev.delivery_id.length > 0);

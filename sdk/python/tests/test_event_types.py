@@ -14,7 +14,7 @@ from .conftest import REPO_ROOT
 def test_every_catalogued_event_parses_typed() -> None:
     assert len(pop.EVENT_CATALOG) >= 11
     for t in pop.EVENT_CATALOG:
-        path = os.path.join(REPO_ROOT, "webhooks", "eventtypes", "examples", f"{t.name}.v{t.version}.json")
+        path = os.path.join(REPO_ROOT, "internal", "eventtypes", "examples", f"{t.name}.v{t.version}.json")
         with open(path, "rb") as f:
             ev = pop.parse_event(f.read())
         assert not isinstance(ev, pop.UnknownEvent), t.name

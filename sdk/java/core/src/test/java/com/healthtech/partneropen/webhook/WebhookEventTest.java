@@ -26,7 +26,7 @@ class WebhookEventTest {
     assertTrue(EventTypes.ALL.size() >= 11);
     for (EventTypes.EventType t : EventTypes.ALL) {
       byte[] body = java.nio.file.Files.readAllBytes(TestFiles.repoRoot()
-          .resolve("webhooks/eventtypes/examples/" + t.getName() + ".v" + t.getVersion() + ".json"));
+          .resolve("internal/eventtypes/examples/" + t.getName() + ".v" + t.getVersion() + ".json"));
       WebhookEvent ev = WebhookEvent.parse(body);
       assertEquals(t.getName(), ev.getType());
       assertTrue(ev.isKnown(), t.getName());

@@ -10,7 +10,7 @@ import (
 // table is the catalog: one entry per webhook event type, in the order
 // the list shows them. Adding a type is one entry here (its body's fields
 // and a sample event the renderer turns into the example), then
-// `go test ./webhooks/eventtypes -update` writes its schema and example
+// `go test ./internal/eventtypes -update` writes its schema and example
 // files and the SDKs' type lists; see docs/event-catalog.md.
 var table = []entry{
 	{

@@ -16,8 +16,8 @@ import (
 	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/events/catalog"
+	"github.com/healthtech/partner-open-platform/internal/eventtypes"
 	"github.com/healthtech/partner-open-platform/webhooks"
-	"github.com/healthtech/partner-open-platform/webhooks/eventtypes"
 )
 
 var update = flag.Bool("update", false, "rewrite the schema, example and SDK files from the table")
@@ -52,11 +52,11 @@ func writeOrCompare(t *testing.T, path string, want []byte) {
 	}
 	got, err := os.ReadFile(path)
 	if err != nil {
-		t.Errorf("%s: %v (run go test ./webhooks/eventtypes -update)", path, err)
+		t.Errorf("%s: %v (run go test ./internal/eventtypes -update)", path, err)
 		return
 	}
 	if !bytes.Equal(got, want) {
-		t.Errorf("%s is stale: run go test ./webhooks/eventtypes -update (a published version's schema never changes: add a version)", path)
+		t.Errorf("%s is stale: run go test ./internal/eventtypes -update (a published version's schema never changes: add a version)", path)
 	}
 }
 
