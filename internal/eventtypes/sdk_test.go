@@ -58,7 +58,7 @@ func pyTypes(all []eventtypes.Type) string {
 	var b strings.Builder
 	b.WriteString("# " + generated + "\n")
 	b.WriteString(`"""Every webhook event type of the platform's event catalog (GET /open/v1/event-types)."""` + "\n\n")
-	b.WriteString("from typing import NamedTuple, Tuple\n\n\n")
+	b.WriteString("from __future__ import annotations\n\nfrom typing import NamedTuple, Tuple\n\n\n")
 	b.WriteString("class EventType(NamedTuple):\n    \"\"\"A catalogued webhook event type and the version the platform sends.\"\"\"\n\n    name: str\n    version: int\n    title: str\n\n\n")
 	b.WriteString("EVENT_CATALOG: Tuple[EventType, ...] = (\n")
 	for _, t := range all {
