@@ -74,3 +74,30 @@ func TestXWebhooksMatchTheEventCatalog(t *testing.T) {
 		}
 	}
 }
+
+// TestEventTypeExampleIsTheCatalogs: the document's example of
+// GET /open/v1/event-types/{type} is the catalog's webhook.test entry as
+// served (less the schema's $schema keyword, which the document's
+// linters would take for a schema of their own).
+func TestEventTypeExampleIsTheCatalogs(t *testing.T) {
+	doc := openapitest.Doc(t)
+	op := doc.Paths.Value("/open/v1/event-types/{type}").Get
+	example := op.Responses.Status(200).Value.Content.Get("application/json").Example
+	raw, _ := json.Marshal(example.(map[string]any)["data"])
+	var got map[string]any
+	if err := json.Unmarshal(raw, &got); err != nil {
+		t.Fatal(err)
+	}
+	typ, _ := eventtypes.Lookup("webhook.test")
+	raw, _ = json.Marshal(typ)
+	var want map[string]any
+	if err := json.Unmarshal(raw, &want); err != nil {
+		t.Fatal(err)
+	}
+	delete(want["versions"].([]any)[0].(map[string]any)["schema"].(map[string]any), "$schema")
+	g, _ := json.Marshal(got)
+	w, _ := json.Marshal(want)
+	if string(g) != string(w) {
+		t.Errorf("the document's example\n%s\nis not the catalog's\n%s", g, w)
+	}
+}
