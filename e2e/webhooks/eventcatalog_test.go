@@ -176,3 +176,62 @@ func TestEveryCataloguedEventAsTheDispatcherSendsIt(t *testing.T) {
 		t.Logf("validated %d webhooks of %d types: %s", len(got), len(seen), strings.Join(want, ", "))
 	})
 }
+
+// TestEventCatalogRoutes: the catalog is public (credentials, even wrong
+// ones, are ignored), cacheable, lists every type in the catalog's order,
+// returns one with its schemas and examples, answers an unknown name 404
+// EVENT_TYPE_NOT_FOUND, and appends nothing.
+func TestEventCatalogRoutes(t *testing.T) {
+	t.Parallel()
+	p := harness.Start(t, node.Config{DataDir: t.TempDir()})
+	before := p.EventCount()
+	get := func(path string, headers map[string]string) harness.Response {
+		req, _ := http.NewRequest("GET", p.Srv.URL+path, nil)
+		for k, v := range headers {
+			req.Header.Set(k, v)
+		}
+		return p.Send(req)
+	}
+	wrong := map[string]string{"X-App-Id": "1", "X-Timestamp": "1", "X-Signature": "00", "X-App-Key": "nope"}
+	for _, h := range []map[string]string{nil, wrong} {
+		res := get("/open/v1/event-types", h)
+		if res.Status != http.StatusOK || res.Header.Get("Cache-Control") != "public, max-age=300" {
+			t.Fatalf("list: %d %q %s", res.Status, res.Header.Get("Cache-Control"), res.Raw)
+		}
+		var list struct {
+			EventTypes []struct {
+				Name     string `json:"name"`
+				Versions []int  `json:"versions"`
+			} `json:"event_types"`
+		}
+		res.Data(t, &list)
+		all := eventtypes.All()
+		if len(list.EventTypes) != len(all) {
+			t.Fatalf("list has %d types, the catalog %d", len(list.EventTypes), len(all))
+		}
+		for i, e := range list.EventTypes {
+			if e.Name != all[i].Name || len(e.Versions) != len(all[i].Versions) {
+				t.Errorf("list[%d] = %+v, catalog %s", i, e, all[i].Name)
+			}
+		}
+	}
+	res := get("/open/v1/event-types/order.shipped", wrong)
+	var typ eventtypes.Type
+	if res.Status != http.StatusOK {
+		t.Fatalf("one type: %d %s", res.Status, res.Raw)
+	}
+	res.Data(t, &typ)
+	want, _ := eventtypes.Lookup("order.shipped")
+	if typ.Name != want.Name || len(typ.Versions) != 1 || string(typ.Versions[0].Example) != string(want.Versions[0].Example) ||
+		string(typ.Versions[0].Schema) != string(want.Versions[0].Schema) {
+		t.Fatalf("order.shipped served as %s", res.Raw)
+	}
+	for _, name := range []string{"order.created", "ORDER.SHIPPED", "order.*"} {
+		if res := get("/open/v1/event-types/"+name, nil); res.Status != http.StatusNotFound || res.Code() != "EVENT_TYPE_NOT_FOUND" {
+			t.Errorf("%s: %d %s", name, res.Status, res.Raw)
+		}
+	}
+	if after := p.EventCount(); after != before {
+		t.Fatalf("catalog reads appended %d events", after-before)
+	}
+}
