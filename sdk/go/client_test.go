@@ -261,6 +261,7 @@ func TestEveryWriteThatTakesAKeySendsOne(t *testing.T) {
 		"sandboxMockMeasure":      func() error { _, err := c.SandboxMockMeasure(ctx, MockMeasureRequest{}); return err },
 		"createOrder":             func() error { _, err := c.CreateOrder(ctx, OrderCreateRequest{}); return err },
 		"getOrderDetail":          func() error { _, err := c.GetOrder(ctx, "PO1"); return err },
+		"triggerSandboxEvent":     func() error { _, err := c.TriggerSandboxEvent(ctx, "order.shipped"); return err },
 		"sandboxShippedCallbackTest": func() error {
 			_, err := c.SandboxShipOrder(ctx, SandboxShipmentRequest{})
 			return err

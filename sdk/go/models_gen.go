@@ -528,6 +528,20 @@ type ResendResult struct {
 	Queued bool `json:"queued"`
 }
 
+// SandboxEventRequest mirrors the SandboxEventRequest schema of the platform's OpenAPI document.
+type SandboxEventRequest struct {
+	// Event is: The webhook event type to cause a sample of.
+	Event string `json:"event"`
+}
+
+// SandboxEventTriggered mirrors the SandboxEventTriggered schema of the platform's OpenAPI document.
+type SandboxEventTriggered struct {
+	// Event is: The webhook event type asked for.
+	Event string `json:"event"`
+	// Queued is: Always true; the deliveries follow asynchronously.
+	Queued bool `json:"queued"`
+}
+
 // SandboxShipmentRequest mirrors the SandboxShipmentRequest schema of the platform's OpenAPI document.
 type SandboxShipmentRequest struct {
 	// OrderCode is: One of the calling app's orders.

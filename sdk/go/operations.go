@@ -48,6 +48,7 @@ var routes = map[string]route{
 	"getBenefitCard":             {http.MethodGet, "/open/v1/benefit-cards/detail", false},
 	"listFulfillments":           {http.MethodGet, "/open/v1/benefit-cards/fulfillments", false},
 	"rateFulfillment":            {http.MethodPost, "/open/v1/benefit-cards/fulfillments/{recordId}/rating", true},
+	"triggerSandboxEvent":        {http.MethodPost, "/open/v1/webhooks/sandbox-events", true},
 }
 
 // op builds a call for an operation, filling path parameters in order.
@@ -175,6 +176,15 @@ func (cl *Client) SandboxShipOrder(ctx context.Context, req SandboxShipmentReque
 	c := apply(op("sandboxShippedCallbackTest", authApp), opts)
 	c.body = req
 	var out ShipmentResult
+	return &out, cl.do(ctx, c, &out)
+}
+
+// TriggerSandboxEvent causes a sample webhook event of type event (sandbox
+// apps only): it is delivered and enters the feed like the real event.
+func (cl *Client) TriggerSandboxEvent(ctx context.Context, event string, opts ...WriteOption) (*SandboxEventTriggered, error) {
+	c := apply(op("triggerSandboxEvent", authApp), opts)
+	c.body = SandboxEventRequest{Event: event}
+	var out SandboxEventTriggered
 	return &out, cl.do(ctx, c, &out)
 }
 
