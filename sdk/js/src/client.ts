@@ -319,6 +319,11 @@ export class PartnerClient {
     return this.#data("getOrderDetail", { query: { order_code: orderCode }, ...opts });
   }
 
+  /** Causes a sample webhook event of a given type (sandbox apps only); it is delivered and enters the feed like the real event. */
+  triggerSandboxEvent(body: RequestOf<"triggerSandboxEvent">, opts: WriteOptions = {}): Promise<ResponseOf<"triggerSandboxEvent">> {
+    return this.#data("triggerSandboxEvent", { body, ...opts });
+  }
+
   /** Sandbox only: marks an order shipped so the order.shipped webhook can be tried. */
   sandboxShippedCallbackTest(body: RequestOf<"sandboxShippedCallbackTest">, opts: WriteOptions = {}): Promise<ResponseOf<"sandboxShippedCallbackTest">> {
     return this.#data("sandboxShippedCallbackTest", { body, ...opts });

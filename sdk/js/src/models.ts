@@ -567,6 +567,20 @@ export interface RevokeRequest {
   client_secret?: string;
 }
 
+/** The SandboxEventRequest schema. */
+export interface SandboxEventRequest {
+  /** The webhook event type to cause a sample of. */
+  event: "user.profile.updated" | "user.family_group.created" | "user.family_group.deleted" | "user.family_member.created" | "user.family_member.updated" | "user.family_member.deleted" | "health.report.created" | "health.report.updated" | "plugin.report.ready" | "order.shipped";
+}
+
+/** The SandboxEventTriggered schema. */
+export interface SandboxEventTriggered {
+  /** The webhook event type asked for. */
+  event: string;
+  /** Always true; the deliveries follow asynchronously. */
+  queued: boolean;
+}
+
 /** The SandboxShipmentRequest schema. */
 export interface SandboxShipmentRequest {
   /** One of the calling app's orders. */
@@ -1025,6 +1039,8 @@ export interface Schemas {
   ReportTime: ReportTime;
   ResendResult: ResendResult;
   RevokeRequest: RevokeRequest;
+  SandboxEventRequest: SandboxEventRequest;
+  SandboxEventTriggered: SandboxEventTriggered;
   SandboxShipmentRequest: SandboxShipmentRequest;
   ShipmentResult: ShipmentResult;
   ShippingStatus: ShippingStatus;

@@ -43,6 +43,7 @@ CALLS: Dict[str, Callable[[pop.PartnerClient], Any]] = {
     "create_order": lambda c: c.create_order({"third_order_id": "t"}),
     "get_order": lambda c: c.get_order("PO1"),
     "sandbox_ship_order": lambda c: c.sandbox_ship_order({"order_code": "PO1"}),
+    "trigger_sandbox_event": lambda c: c.trigger_sandbox_event("order.shipped"),
     "register_service_provider": lambda c: c.register_service_provider(
         m.ProviderRegistration(name="n", type="SERVICE_PROVIDER", contact="c")
     ),

@@ -50,6 +50,7 @@ OPERATION_METHODS: Dict[str, str] = {
     "createOrder": "create_order",
     "getOrderDetail": "get_order",
     "sandboxShippedCallbackTest": "sandbox_ship_order",
+    "triggerSandboxEvent": "trigger_sandbox_event",
     "registerOwnServiceProvider": "register_service_provider",
     "batchIssueBenefitCards": "batch_issue_benefit_cards",
     "verifyBenefitUse": "verify_benefit_use",
@@ -340,6 +341,11 @@ class PartnerClient:
         """POST /open/v1/order/shipped-callback-test: sandbox apps only, ship an approved order to test order.shipped."""
         r = self.request("POST", "/open/v1/order/shipped-callback-test", body=req, idempotency_key=self._key(idempotency_key))
         return m.ShipmentResult.from_dict(_need(r))
+
+    def trigger_sandbox_event(self, event: str, *, idempotency_key: Optional[str] = None) -> m.SandboxEventTriggered:
+        """POST /open/v1/webhooks/sandbox-events: sandbox apps only, cause a sample webhook event of type ``event``."""
+        r = self.request("POST", "/open/v1/webhooks/sandbox-events", body={"event": event}, idempotency_key=self._key(idempotency_key))
+        return m.SandboxEventTriggered.from_dict(_need(r))
 
     # --------------------------------------------------------- health reports
 

@@ -1959,6 +1959,62 @@ class ShipmentResult:
 
 
 @dataclass
+class SandboxEventRequest:
+    """The OpenAPI schema SandboxEventRequest."""
+
+    SCHEMA: ClassVar[str] = "SandboxEventRequest"
+    WIRE: ClassVar[Dict[str, str]] = {
+        "event": "event",
+    }
+    REQUIRED: ClassVar[List[str]] = ["event"]
+
+    event: str
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> SandboxEventRequest:
+        """Parse the JSON object; unknown keys are ignored."""
+        return cls(
+            event=_v(d, "event"),
+        )
+
+    def to_dict(self) -> Dict[str, Any]:
+        """JSON object: required fields always, optional ones when not None."""
+        out: Dict[str, Any] = {}
+        out["event"] = _out(self.event)
+        return out
+
+
+@dataclass
+class SandboxEventTriggered:
+    """The OpenAPI schema SandboxEventTriggered."""
+
+    SCHEMA: ClassVar[str] = "SandboxEventTriggered"
+    WIRE: ClassVar[Dict[str, str]] = {
+        "event": "event",
+        "queued": "queued",
+    }
+    REQUIRED: ClassVar[List[str]] = ["event", "queued"]
+
+    event: str
+    queued: bool
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> SandboxEventTriggered:
+        """Parse the JSON object; unknown keys are ignored."""
+        return cls(
+            event=_v(d, "event"),
+            queued=_v(d, "queued"),
+        )
+
+    def to_dict(self) -> Dict[str, Any]:
+        """JSON object: required fields always, optional ones when not None."""
+        out: Dict[str, Any] = {}
+        out["event"] = _out(self.event)
+        out["queued"] = _out(self.queued)
+        return out
+
+
+@dataclass
 class ProviderRegistration:
     """The OpenAPI schema ProviderRegistration."""
 
@@ -3473,6 +3529,7 @@ PARTNER_OPERATIONS: Dict[str, List[str]] = {
     "createOrder": ["POST", "/open/v1/order/create"],
     "getOrderDetail": ["GET", "/open/v1/order/detail"],
     "sandboxShippedCallbackTest": ["POST", "/open/v1/order/shipped-callback-test"],
+    "triggerSandboxEvent": ["POST", "/open/v1/webhooks/sandbox-events"],
     "registerOwnServiceProvider": ["POST", "/open/v1/service-providers"],
     "batchIssueBenefitCards": ["POST", "/open/v1/benefit-cards/batch-issue"],
     "verifyBenefitUse": ["POST", "/open/v1/benefit-cards/verify-use"],

@@ -33,6 +33,8 @@ import com.healthtech.partneropen.model.RatingResult;
 import com.healthtech.partneropen.model.RegisterRequest;
 import com.healthtech.partneropen.model.RegisterResult;
 import com.healthtech.partneropen.model.ResendResult;
+import com.healthtech.partneropen.model.SandboxEventRequest;
+import com.healthtech.partneropen.model.SandboxEventTriggered;
 import com.healthtech.partneropen.model.SandboxShipmentRequest;
 import com.healthtech.partneropen.model.ShipmentResult;
 import com.healthtech.partneropen.model.Snapshot;
@@ -314,6 +316,14 @@ public final class PartnerClient {
   public ShipmentResult sandboxShippedCallbackTest(SandboxShipmentRequest request) {
     return ShipmentResult.fromJson(
         call("POST", "/open/v1/order/shipped-callback-test", request, Auth.M, null));
+  }
+
+  /**
+   * Sandbox only: causes a sample webhook event of {@code request.getEvent()}'s type; it is delivered and enters the
+   * event feed like the real event.
+   */
+  public SandboxEventTriggered triggerSandboxEvent(SandboxEventRequest request) {
+    return SandboxEventTriggered.fromJson(call("POST", "/open/v1/webhooks/sandbox-events", request, Auth.M, null));
   }
 
   // ---- health reports ----
