@@ -361,6 +361,8 @@ func badRoutes(fx fixture) []badRoute {
 			fields: append([]field{{path: "order_code", kind: kStr}}, shipFields...)},
 		{method: "POST", pattern: "/open/v1/order/shipped-callback-test", auth: authM, params: none,
 			body: `{"order_code":"NOPE"}`, base: outcome{404, "ORDER_NOT_FOUND"}, fields: []field{{path: "order_code", kind: kStr}}},
+		{method: "POST", pattern: "/open/v1/webhooks/sandbox-events", auth: authM, params: none,
+			body: `{"event":"no.such.event"}`, base: invalid, fields: []field{{path: "event", kind: kStr}}},
 
 		// ---- benefits ----
 		{method: "POST", pattern: "/admin/v1/service-providers", auth: authAdmin, params: none,
