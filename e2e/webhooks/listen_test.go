@@ -260,8 +260,8 @@ func TestListenForwardsTriggeredAndRealEventsSigned(t *testing.T) {
 
 		last := l.interrupt()
 		saved, err := os.ReadFile(cursorFile)
-		if last != want[3].Cursor || strings.TrimSpace(string(saved)) != last {
-			t.Fatalf("stopped after %s, saved %q, want %s", last, saved, want[3].Cursor)
+		if err != nil || last != want[3].Cursor || strings.TrimSpace(string(saved)) != last {
+			t.Fatalf("stopped after %s, saved %q (%v), want %s", last, saved, err, want[3].Cursor)
 		}
 
 		// While nobody listens an order ships (a sample); the next listen
