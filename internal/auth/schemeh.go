@@ -66,9 +66,9 @@ func requestURI(r *http.Request) string {
 func (s SchemeH) Verify(r *http.Request, body []byte) (domain.App, error) {
 	g := newGuard(r)
 	key := strings.TrimSpace(r.Header.Get("X-App-Key"))
-	app, known := domain.App{}, false
+	app, known, unconfirmed := domain.App{}, false, error(nil)
 	if key != "" {
-		app, known = s.Apps.ByKey(key)
+		app, known, unconfirmed = AppByKey(s.Apps, key)
 	}
 	if known {
 		g.app, g.note.AppID = app.AppID, app.AppID
@@ -82,6 +82,11 @@ func (s SchemeH) Verify(r *http.Request, body []byte) (domain.App, error) {
 	if key == "" {
 		g.fail("missing_app_key", attempt)
 		return domain.App{}, ErrMissingAppKey
+	}
+	if unconfirmed != nil {
+		// Not the partner's failure: its app may exist, this node lags.
+		g.note.Reason = "directory_unconfirmed"
+		return domain.App{}, unconfirmed
 	}
 	if !known {
 		// The unknown key is not logged: it may be a secret sent by mistake.
