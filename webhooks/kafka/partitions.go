@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net"
 	"sort"
 	"time"
 
@@ -149,11 +148,7 @@ func (s *PartitionSource) starts(ctx context.Context, parts []int) (map[int]int6
 	if len(missing) == 0 || s.group == "" {
 		return out, nil
 	}
-	addrs := make([]net.Addr, 0, len(s.brokers))
-	for _, b := range s.brokers {
-		addrs = append(addrs, kafka.TCP(b))
-	}
-	client := &kafka.Client{Addr: addrs[0], Timeout: 10 * time.Second}
+	client := &kafka.Client{Addr: kafka.TCP(s.brokers...), Timeout: 10 * time.Second}
 	resp, err := client.OffsetFetch(ctx, &kafka.OffsetFetchRequest{GroupID: s.group, Topics: map[string][]int{s.topic: missing}})
 	if err != nil {
 		return nil, fmt.Errorf("kafka source %s: the offsets of group %s: %w", s.topic, s.group, err)
