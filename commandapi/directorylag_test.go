@@ -89,6 +89,13 @@ func TestUnconfirmedMissIsRetryableNotUnauthorized(t *testing.T) {
 			func(req *http.Request, b []byte) { as(fresh)(req, b); req.Header.Del("X-Timestamp") }, http.StatusUnauthorized, "HTTP_401"},
 		{"scheme M without X-App-Id", "POST", "/open/v1/channel/users", register(4),
 			func(req *http.Request, b []byte) { as(fresh)(req, b); req.Header.Del("X-App-Id") }, http.StatusUnauthorized, "HTTP_401"},
+		{"scheme H without X-Timestamp", "POST", "/open/v1/channel/users", register(5),
+			func(req *http.Request, b []byte) { schemeH(fresh, "lag-4")(req, b); req.Header.Del("X-Timestamp") }, http.StatusUnauthorized, "HTTP_401"},
+		{"scheme H with a malformed signature", "POST", "/open/v1/channel/users", register(5),
+			func(req *http.Request, b []byte) {
+				schemeH(fresh, "lag-5")(req, b)
+				req.Header.Set("X-Signature", "zz")
+			}, http.StatusUnauthorized, "HTTP_401"},
 		{"scheme H without X-App-Key", "POST", "/open/v1/channel/users", register(5),
 			func(req *http.Request, b []byte) { schemeH(fresh, "lag-2")(req, b); req.Header.Del("X-App-Key") }, http.StatusUnauthorized, "HTTP_401"},
 		{"a known app's bad signature", "POST", "/open/v1/channel/users", register(6),
