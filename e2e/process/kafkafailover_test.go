@@ -26,6 +26,11 @@ import (
 //	PLATFORM_TEST_POSTGRES_URL=... PLATFORM_TEST_KAFKA_BROKERS=... PLATFORM_TEST_KAFKA_FAILOVER_KILLS=5 \
 //	  go test -count=1 -run 'TestKafkaWebhookCreationFailover$' -v ./e2e/process
 func TestKafkaWebhookCreationFailover(t *testing.T) {
+	if testing.Short() {
+		t.Skip("Kafka failover: starts three platform processes for half a minute")
+	}
+	// Mostly waiting on restarts: it runs beside the other long process tests.
+	t.Parallel()
 	kills := envInt(t, "PLATFORM_TEST_KAFKA_FAILOVER_KILLS", 3)
 	c := startCluster(t, clusterOptions{nodes: 3, kafka: true})
 	rcv := newHookReceiver(t, 0, 0, 0)
