@@ -10,7 +10,7 @@ import (
 )
 
 // EndpointChange is a partner's change of one endpoint: any of its URL,
-// subscription and state; fields not sent keep their value.
+// subscription and state; fields not sent (and a null state) keep their value.
 type EndpointChange struct {
 	Settings WebhookSettings
 	Enabled  domain.Field[bool]
@@ -25,9 +25,6 @@ func (a *Apps) validateEndpointChange(ctx context.Context, ch EndpointChange) er
 		} else if err := validateWebhookURL(ctx, *u, a.checkURL); err != nil {
 			v.Add("url", err.Error())
 		}
-	}
-	if ch.Enabled.Null {
-		v.Add("enabled", "must be a boolean")
 	}
 	validateEvents("events", ch.Settings.Events.Value, v)
 	return v.Err()
