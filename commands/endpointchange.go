@@ -82,6 +82,9 @@ func (a *Apps) ChangeEndpoint(ctx context.Context, appID, endpointID int64, ch E
 }
 
 func decideChangeEndpoint(st *appState, id int64, ch EndpointChange) ([]events.Payload, error) {
+	if id == domain.DefaultEndpointID && st.webhookURL == "" && ch.Settings.URL.Ptr() != nil {
+		return decideDefaultEndpointURL(st, ch)
+	}
 	var out []events.Payload
 	settings, err := decideUpdateEndpoint(st, id, ch.Settings)
 	if err != nil {
@@ -97,6 +100,25 @@ func decideChangeEndpoint(st *appState, id int64, ch EndpointChange) ([]events.P
 		}
 		if state != nil {
 			out = append(out, state)
+		}
+	}
+	return out, nil
+}
+
+// decideDefaultEndpointURL gives the default endpoint a URL while it has
+// none (an app created without webhook_url): it is the app's webhook, so
+// it exists before it has a URL, signed with the app's webhook secret.
+func decideDefaultEndpointURL(st *appState, ch EndpointChange) ([]events.Payload, error) {
+	configured, err := decideConfigureWebhook(st, ch.Settings)
+	if err != nil {
+		return nil, err
+	}
+	out := []events.Payload{configured}
+	if ch.Enabled.Set && !ch.Enabled.Null && st.hookDisabled == ch.Enabled.Value {
+		if ch.Enabled.Value {
+			out = append(out, catalog.AppWebhookEndpointEnabled{AppID: st.appID, EndpointID: domain.DefaultEndpointID})
+		} else {
+			out = append(out, catalog.AppWebhookEndpointDisabled{AppID: st.appID, EndpointID: domain.DefaultEndpointID})
 		}
 	}
 	return out, nil

@@ -277,3 +277,40 @@ func TestEndpointCreationIdempotent(t *testing.T) {
 		}
 	})
 }
+
+// An app created without a webhook URL has a default endpoint without
+// one: it is not listed (nothing is delivered to it) and reads as a
+// missing endpoint, but PATCH of endpoint 0 with a url gives it one, after
+// which it is listed and its deliveries verify with the app's webhook
+// secret.
+func TestDefaultEndpointGetsAURLByAPI(t *testing.T) {
+	t.Parallel()
+	p := harness.Start(t, node.Config{DataDir: t.TempDir(), WebhookAllowLoopback: true})
+	a := p.CreateApp("no url")
+	if l := listEndpoints(t, a); len(l.Endpoints) != 0 {
+		t.Fatalf("endpoints of an app without a webhook URL: %+v", l)
+	}
+	before := p.EventCount()
+	a.Expect("GET", "/open/v1/webhooks/endpoints/0", nil, http.StatusNotFound, "WEBHOOK_ENDPOINT_NOT_FOUND")
+	a.Expect("PATCH", "/open/v1/webhooks/endpoints/0", map[string]any{"enabled": false}, http.StatusNotFound, "WEBHOOK_ENDPOINT_NOT_FOUND")
+	a.Expect("POST", "/open/v1/webhooks/endpoints/0/secret/rotate", nil, http.StatusNotFound, "WEBHOOK_ENDPOINT_NOT_FOUND")
+	if after := p.EventCount(); after != before {
+		t.Fatalf("refused requests appended %d events", after-before)
+	}
+	rcv := harness.NewReceiver(t)
+	rcv.Secret = a.WebhookSecret
+	var got endpointView
+	a.Expect("PATCH", "/open/v1/webhooks/endpoints/0", map[string]any{"url": rcv.Srv.URL + "/hooks", "events": []string{"user.profile.updated"}}, http.StatusOK, "0").Data(t, &got)
+	if !got.Default || got.URL != rcv.Srv.URL+"/hooks" || got.SigningSecret != "app_webhook_secret" || !got.Enabled {
+		t.Fatalf("default endpoint after PATCH %+v", got)
+	}
+	if l := listEndpoints(t, a); len(l.Endpoints) != 1 || l.Endpoints[0].EndpointID != 0 {
+		t.Fatalf("list %+v", l)
+	}
+	var reg harness.RegisterData
+	a.Expect("POST", "/open/v1/channel/users", harness.RegisterBody("u-1"), http.StatusCreated, "0").Data(t, &reg)
+	a.Expect("PATCH", fmt.Sprintf("/open/v1/channel/users/%d", reg.OpenUserID), map[string]any{"nickname": "n"}, http.StatusOK, "0")
+	if w := rcv.WaitFor(1)[0]; !w.Verified || w.Event != "user.profile.updated" {
+		t.Fatalf("delivery to the default endpoint %+v", w)
+	}
+}
