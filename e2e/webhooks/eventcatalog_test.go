@@ -2,7 +2,6 @@ package webhooks_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
-	"github.com/healthtech/partner-open-platform/commands"
 	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/e2e/harness"
 	"github.com/healthtech/partner-open-platform/internal/eventtypes"
@@ -121,11 +119,8 @@ func TestEveryCataloguedEventAsTheDispatcherSendsIt(t *testing.T) {
 		a.Expect("POST", "/open/v1/order/create", harness.OrderBody("T-cat", "BP-100"), 201, "0").Data(t, &order)
 		a.Expect("POST", "/open/v1/order/shipped-callback-test", map[string]any{"order_code": order.OrderCode}, 200, "0")
 
-		// The test event, as the portal's "Send test event" asks for it.
-		if _, err := p.Node.Portal.Apps.SendTestEvent(context.Background(), a.ID, domain.DefaultEndpointID,
-			commands.Meta{AppID: a.ID, Actor: "developer:catalog"}); err != nil {
-			t.Fatal(err)
-		}
+		// The test event, sent to the default endpoint by API.
+		a.Expect("POST", fmt.Sprintf("/open/v1/webhooks/endpoints/%d/test", domain.DefaultEndpointID), nil, http.StatusAccepted, "0")
 
 		// Wait (bounded) until every catalogued type has arrived.
 		var want []string
