@@ -8,7 +8,9 @@
 #   ./scripts/test.sh -run TestStore ./projections/postgres
 #
 # After the tests, every fuzz target of the tested packages runs for
-# PLATFORM_TEST_FUZZTIME (default 3s each; 0 skips fuzzing).
+# PLATFORM_TEST_FUZZTIME (default 3s each; 0 skips fuzzing) with
+# scripts/fuzz.sh, in the background beside the SDK, browser and lint
+# stages (PLATFORM_TEST_FUZZ_BESIDE=0 runs it alone, right after go test).
 # PLATFORM_TEST_PACKAGES sets how many test binaries run at once (default 3).
 #
 # Arguments go to `go test` as given. Arguments that look like package
@@ -141,9 +143,21 @@ kafka_dir=""
 kafka_pid=""
 tmp_bin_dir=""
 traffic_dir=""
+fuzz_pid=""
+fuzz_log=""
+fuzz_t0=0
 cleanup() {
 	local rc=$?
 	trap - EXIT
+	if [ -n "$fuzz_pid" ]; then
+		kill -TERM -- "-$fuzz_pid" 2>/dev/null || kill -TERM "$fuzz_pid" 2>/dev/null || true
+		wait "$fuzz_pid" 2>/dev/null || true
+		say "fuzzing stopped unfinished; its output so far:"
+		cat "$fuzz_log" 2>/dev/null || true
+	fi
+	if [ -n "$fuzz_log" ]; then
+		rm -f "$fuzz_log"
+	fi
 	stage_report
 	# The broker's data is thrown away: no need for a graceful shutdown.
 	if [ -n "$kafka_pid" ]; then
@@ -535,70 +549,55 @@ go_side() {
 	else
 		go test -race -count=1 -timeout 15m "${test_args[@]}"
 	fi
+}
 
-	# ---- fuzzing ----
-	# Every fuzz target of the tested packages runs for a short, bounded time
-	# (PLATFORM_TEST_FUZZTIME per target, a Go duration such as 5s or 1m, or a
-	# count such as 1000x; 0 skips the step). go test takes one -fuzz target per
-	# invocation. A failure fails the script; go writes the failing input under
-	# the package's testdata/fuzz/<target>/, where plain go test replays it.
-	stage fuzz
-	fuzztime=${PLATFORM_TEST_FUZZTIME:-3s}
-	# go's default spends up to 60 s minimizing each new interesting input,
-	# so a short run mostly minimized (84k executions in 60 s against 1.15M
-	# with 1s) and its stalled workers were what the retry below kept
-	# catching; a failing input is still written, only less small.
-	# PLATFORM_TEST_FUZZMINIMIZE overrides it.
-	fuzzminimize=${PLATFORM_TEST_FUZZMINIMIZE:-1s}
-	fuzzpkgs=()
+# ---- fuzzing ----
+# Every fuzz target of the tested packages runs for a short, bounded time
+# (scripts/fuzz.sh: PLATFORM_TEST_FUZZTIME per target, default 3s, 0 skips
+# the step). It runs in the background beside the stages after go test
+# (the SDKs, the browser, the lints), which mostly wait on other
+# toolchains, processes and the disk: a fixed time per target costs the
+# run no wall time of its own then. PLATFORM_TEST_FUZZ_BESIDE=0 runs it in
+# the foreground instead, right after go test. Its output is printed when
+# it is waited for, at the end; a failure fails the script there.
+fuzz_start() {
+	local fuzztime=${PLATFORM_TEST_FUZZTIME:-3s}
 	if [ "$fuzztime" = "0" ] || [ "$fuzztime" = "0s" ]; then
 		say "fuzzing skipped (PLATFORM_TEST_FUZZTIME=$fuzztime)"
-	else
-		mapfile -t fuzzpkgs < <(go list -f '{{.ImportPath}} {{.Dir}}{{range .TestGoFiles}} {{.}}{{end}}{{range .XTestGoFiles}} {{.}}{{end}}' "${patterns[@]}")
+		return 0
 	fi
-	fuzz_failed=()
-	fuzz_count=0
-	for line in "${fuzzpkgs[@]}"; do
-		read -r pkg dir files <<<"$line"
-		[ -n "${files:-}" ] || continue
-		mapfile -t targets < <(cd "$dir" && sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' $files | sort -u)
-		for target in "${targets[@]}"; do
-			[ -n "$target" ] || continue
-			fuzz_count=$((fuzz_count + 1))
-			say "fuzz $pkg $target for $fuzztime"
-			# On a loaded machine the fuzzing engine sometimes gives up on a
-			# stalled worker at the deadline ("context deadline exceeded")
-			# without having found or written any failing input: that is the
-			# toolchain timing out, not a finding, so it is run again (twice
-			# at most). A real finding writes testdata/fuzz/<target>/ and fails.
-			attempt=1
-			while :; do
-				before=$(ls "$dir/testdata/fuzz/$target" 2>/dev/null | wc -l || true)
-				out=$(go test -run '^$' -fuzz "^${target}\$" -fuzztime "$fuzztime" -fuzzminimizetime "$fuzzminimize" "$pkg" 2>&1) && { printf '%s\n' "$out"; break; }
-				printf '%s\n' "$out"
-				after=$(ls "$dir/testdata/fuzz/$target" 2>/dev/null | wc -l || true)
-				if [ "$attempt" -lt 3 ] && [ "$before" = "$after" ] && grep -q 'context deadline exceeded' <<<"$out" && ! grep -q 'Failing input written' <<<"$out"; then
-					say "fuzz $pkg $target: the engine timed out a stalled worker with no failing input; running it again"
-					attempt=$((attempt + 1))
-					continue
-				fi
-				fuzz_failed+=("$pkg $target")
-				break
-			done
-		done
-	done
-	if [ "${#fuzz_failed[@]}" -gt 0 ]; then
-		say "fuzzing failed (the failing input is under the package's testdata/fuzz/):" >&2
-		printf '  %s\n' "${fuzz_failed[@]}" >&2
-		exit 1
+	if [ "${PLATFORM_TEST_FUZZ_BESIDE:-1}" = "0" ]; then
+		stage fuzz
+		say "fuzz ${patterns[*]}: scripts/fuzz.sh"
+		bash scripts/fuzz.sh "${patterns[@]}"
+		return 0
 	fi
-	if [ "$fuzz_count" -gt 0 ]; then
-		say "fuzzing: $fuzz_count targets passed ($fuzztime each)"
+	fuzz_log=$(mktemp "${TMPDIR:-/tmp}/platform-fuzz-log.XXXXXX")
+	say "fuzz ${patterns[*]}: scripts/fuzz.sh in the background, beside the stages below (output at the end)"
+	# Its own session, so the cleanup can stop it and the fuzzing workers.
+	setsid -w bash scripts/fuzz.sh "${patterns[@]}" >"$fuzz_log" 2>&1 &
+	fuzz_pid=$!
+	fuzz_t0=$SECONDS
+}
+fuzz_wait() {
+	[ -n "$fuzz_pid" ] || return 0
+	stage "fuzz wait"
+	local rc=0
+	wait "$fuzz_pid" || rc=$?
+	fuzz_pid=""
+	cat "$fuzz_log"
+	# Its own time, beside the stages since go test (not part of the sum).
+	stage_names+=("fuzz beside")
+	stage_secs+=($((SECONDS - fuzz_t0)))
+	say "fuzzing took $((SECONDS - fuzz_t0))s, beside the stages after go test"
+	if [ "$rc" -ne 0 ]; then
+		die "fuzzing failed (see above)"
 	fi
 }
 
 if [ "$run_go" != "0" ]; then
 	go_side
+	fuzz_start
 fi
 
 # ---- SDKs and the OpenAPI lint ----
@@ -694,4 +693,5 @@ if [ "$deploy_lint" != "0" ]; then
 	say "operator's kit: scripts/lint-deploy.sh"
 	bash scripts/lint-deploy.sh
 fi
+fuzz_wait
 say "all passed"
