@@ -154,9 +154,19 @@ traffic_dir=""
 fuzz_pid=""
 fuzz_log=""
 fuzz_t0=0
+checks_dir=""
+vet_pid=""
+static_pid=""
 cleanup() {
 	local rc=$?
 	trap - EXIT
+	local p
+	for p in $vet_pid $static_pid; do
+		kill -TERM "$p" 2>/dev/null || true
+	done
+	if [ -n "$checks_dir" ]; then
+		rm -rf "$checks_dir"
+	fi
 	if [ -n "$fuzz_pid" ]; then
 		kill -TERM -- "-$fuzz_pid" 2>/dev/null || kill -TERM "$fuzz_pid" 2>/dev/null || true
 		wait "$fuzz_pid" 2>/dev/null || true
@@ -468,7 +478,6 @@ go_tool() {
 # with its reason in scripts/deadcode-allow.txt, and every listed one must
 # still be unreachable, so the list only shrinks by deleting code.
 static_checks() {
-	stage staticcheck
 	local sc dc
 	sc=$(go_tool staticcheck honnef.co/go/tools/cmd/staticcheck "$staticcheck_version")
 	say "staticcheck ${patterns[*]}"
@@ -479,7 +488,6 @@ static_checks() {
 	if [ "$patterns_given" -gt 0 ] && [ "${PLATFORM_TEST_STATIC:-}" != "1" ]; then
 		return 0
 	fi
-	stage deadcode
 	dc=$(go_tool deadcode golang.org/x/tools/cmd/deadcode "$deadcode_version")
 	say "deadcode ${deadcode_roots[*]}"
 	local found allowed extra stale
@@ -504,11 +512,24 @@ static_checks() {
 go_side() {
 	# ---- checks ----
 	say "$(go version)"
-	stage vet
-	say "go vet ${patterns[*]}"
-	go vet "${patterns[@]}"
+	# go vet, staticcheck and deadcode spend much of their time loading and
+	# type-checking packages, one process or package at a time, more than
+	# computing: they run at once, beside the gofmt and go mod tidy checks,
+	# each into its own log, printed when it has ended; any failure fails
+	# the script once all have ended.
+	stage checks
+	checks_dir=$(mktemp -d "${TMPDIR:-/tmp}/platform-checks.XXXXXX")
+	say "go vet ${patterns[*]}, staticcheck and deadcode at once (their output follows the gofmt and tidy checks)"
+	go vet "${patterns[@]}" >"$checks_dir/vet" 2>&1 &
+	vet_pid=$!
+	if [ "${PLATFORM_TEST_STATIC:-1}" != "0" ]; then
+		(static_checks) >"$checks_dir/static" 2>&1 &
+		static_pid=$!
+	else
+		say "staticcheck and the dead-code check skipped (PLATFORM_TEST_STATIC=0)"
+	fi
+	local checks_failed=()
 
-	stage gofmt
 	say "gofmt check"
 	# Every .go file of the packages, test files and build-tag-excluded ones too.
 	mapfile -t gofiles < <(go list -f '{{$d := .Dir}}{{range .GoFiles}}{{$d}}/{{.}}
@@ -524,23 +545,32 @@ go_side() {
 	if [ -n "$unformatted" ]; then
 		say "these files need gofmt -w:" >&2
 		printf '  %s\n' $unformatted >&2
-		exit 1
+		checks_failed+=(gofmt)
 	fi
 
-	if [ "${PLATFORM_TEST_STATIC:-1}" != "0" ]; then
-		static_checks
-	else
-		say "staticcheck and the dead-code check skipped (PLATFORM_TEST_STATIC=0)"
-	fi
-
-	stage tidy
 	say "go mod tidy check"
 	# go.mod and go.sum must be exactly what `go mod tidy` writes: direct
 	# dependencies not marked indirect, nothing missing, nothing stale.
 	if ! tidy_diff=$(go mod tidy -diff 2>&1); then
 		say "go.mod/go.sum are not tidy; run go mod tidy:" >&2
 		printf '%s\n' "$tidy_diff" >&2
-		exit 1
+		checks_failed+=(tidy)
+	fi
+
+	if ! wait "$vet_pid"; then
+		checks_failed+=("go vet")
+	fi
+	vet_pid=""
+	cat "$checks_dir/vet"
+	if [ -n "$static_pid" ]; then
+		if ! wait "$static_pid"; then
+			checks_failed+=("staticcheck/deadcode")
+		fi
+		static_pid=""
+		cat "$checks_dir/static"
+	fi
+	if [ "${#checks_failed[@]}" -gt 0 ]; then
+		die "checks failed: ${checks_failed[*]} (see above)"
 	fi
 
 	stage "go test"
