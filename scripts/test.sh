@@ -614,8 +614,10 @@ fuzz_start() {
 	fi
 	fuzz_log=$(mktemp "${TMPDIR:-/tmp}/platform-fuzz-log.XXXXXX")
 	say "fuzz ${patterns[*]}: scripts/fuzz.sh in the background, beside the stages below (output at the end)"
-	# Its own session, so the cleanup can stop it and the fuzzing workers.
-	setsid -w bash scripts/fuzz.sh "${patterns[@]}" >"$fuzz_log" 2>&1 &
+	# Its own session, so the cleanup can stop it and the fuzzing workers;
+	# niced, so the stages beside it keep their pace and it takes the
+	# CPU they leave (its time per target is fixed either way).
+	setsid -w nice -n 10 bash scripts/fuzz.sh "${patterns[@]}" >"$fuzz_log" 2>&1 &
 	fuzz_pid=$!
 	fuzz_t0=$SECONDS
 }
