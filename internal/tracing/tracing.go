@@ -137,16 +137,6 @@ func unhex(s string, dst []byte) bool {
 	return true
 }
 
-// LinkTo is the span-start option linking a new span to the span a
-// traceparent names (none when it names nothing valid).
-func LinkTo(traceparent string) []trace.SpanStartOption {
-	sc, ok := ParseTraceparent(traceparent)
-	if !ok {
-		return nil
-	}
-	return []trace.SpanStartOption{trace.WithLinks(trace.Link{SpanContext: sc})}
-}
-
 // incoming reads a caller's W3C trace context from request headers.
 var incoming = propagation.TraceContext{}
 
