@@ -8,15 +8,16 @@ import (
 	"strings"
 	"sync"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/events/bolt"
 	"github.com/healthtech/partner-open-platform/events/esdb"
 	pgevents "github.com/healthtech/partner-open-platform/events/postgres"
 	"github.com/healthtech/partner-open-platform/internal/metrics"
 	"github.com/healthtech/partner-open-platform/internal/tracing"
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/trace"
 )
 
 // eventStore is the write side's log as the node uses it: the opened
