@@ -65,7 +65,7 @@ func TestDefaults(t *testing.T) {
 	c := mustLoad(t, map[string]string{"PLATFORM_RATE_LIMIT": ""}) // empty counts as unset
 	relay := true
 	want := config{
-		Addr: "127.0.0.1:8080", LogFormat: "text", AccessLogFlush: 100 * time.Millisecond,
+		Addr: "127.0.0.1:8080", LogFormat: "text", AccessLogFlush: 100 * time.Millisecond, Tracing: map[string]string{},
 		Config: node.Config{
 			DataDir: "./data", Timezone: "Asia/Shanghai", KafkaTopic: "platform.events",
 			KafkaInternalTopic: "platform.internal.events", KafkaRelay: &relay, PartnerRateLimit: 6000,
