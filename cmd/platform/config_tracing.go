@@ -59,7 +59,7 @@ func (c *config) tracingSettings() []*setting {
 	}
 	return []*setting{
 		{env: "OTEL_TRACES_EXPORTER",
-			usage: "where spans go: otlp (an OpenTelemetry collector, Jaeger, Tempo), console (stdout) or none; unset: otlp when an OTLP endpoint is set, none (tracing off) otherwise",
+			usage:   "where spans go: otlp (an OpenTelemetry collector, Jaeger, Tempo), console (stdout) or none; unset: otlp when an OTLP endpoint is set, none (tracing off) otherwise",
 			accepts: "otlp, console or none",
 			parse: keep("OTEL_TRACES_EXPORTER", func(s string) error {
 				_, err := tracing.ExporterFrom(func(k string) string {
