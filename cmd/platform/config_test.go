@@ -153,6 +153,7 @@ func TestInvalidValuesStopStartUp(t *testing.T) {
 		"PLATFORM_MAIL_FROM":                  {"portal", "Portal <p@example.com>", "a@b@c"},
 		"PLATFORM_MASTER_KEY":                 {"hunter2", goodKey[:62], goodKey + "00"},
 		"PLATFORM_MASTER_KEY_PREVIOUS":        {"hunter2", goodKey + ",", goodKey + ",," + goodKey, goodKey + "," + goodKey[:62]},
+		"OTEL_SDK_DISABLED":                   {"yes", "1", "maybe"},
 		"OTEL_TRACES_EXPORTER":                {"zipkin", "jaeger", "otlp,console", "on"},
 		"OTEL_EXPORTER_OTLP_ENDPOINT":         {"collector:4318", "grpc://collector:4317", "http://"},
 		"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT":  {"collector:4318/v1/traces", "ftp://collector/v1/traces"},
@@ -221,6 +222,9 @@ func TestTracingSettings(t *testing.T) {
 	}
 	if got := show(mustLoad(t, map[string]string{"OTEL_TRACES_EXPORTER": "none", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318"}), "OTEL_TRACES_EXPORTER"); got != "none (tracing off)" {
 		t.Errorf("exporter none with an endpoint: %q", got)
+	}
+	if got := show(mustLoad(t, map[string]string{"OTEL_SDK_DISABLED": "TRUE", "OTEL_TRACES_EXPORTER": "otlp"}), "OTEL_TRACES_EXPORTER"); got != "none (tracing off)" {
+		t.Errorf("OTEL_SDK_DISABLED=TRUE with otlp: %q", got)
 	}
 }
 

@@ -58,6 +58,16 @@ func (c *config) tracingSettings() []*setting {
 		}
 	}
 	return []*setting{
+		{env: "OTEL_SDK_DISABLED",
+			usage:   "true turns tracing off whatever the other OTEL_* variables say",
+			accepts: "true or false",
+			parse: keep("OTEL_SDK_DISABLED", func(s string) error {
+				if !strings.EqualFold(s, "true") && !strings.EqualFold(s, "false") {
+					return errors.New("not true or false")
+				}
+				return nil
+			}),
+			show: shown("OTEL_SDK_DISABLED", "false")},
 		{env: "OTEL_TRACES_EXPORTER",
 			usage:   "where spans go: otlp (an OpenTelemetry collector, Jaeger, Tempo), console (stdout) or none; unset: otlp when an OTLP endpoint is set, none (tracing off) otherwise",
 			accepts: "otlp, console or none",
