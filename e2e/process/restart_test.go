@@ -366,6 +366,17 @@ func TestRestartReadsAcknowledgedWritesAtOnce(t *testing.T) {
 				}
 			}
 		}()
+		// The kill lands once both writers have had a write acknowledged
+		// (a loaded machine may take longer than the load window to
+		// answer the first), then after some more load.
+		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			mu.Lock()
+			acked := lastUser != "" && lastNick != 0
+			mu.Unlock()
+			if acked {
+				break
+			}
+		}
 		time.Sleep(800 * time.Millisecond)
 		s.kill()
 		close(stop)
