@@ -49,6 +49,15 @@ var routes = map[string]route{
 	"listFulfillments":           {http.MethodGet, "/open/v1/benefit-cards/fulfillments", false},
 	"rateFulfillment":            {http.MethodPost, "/open/v1/benefit-cards/fulfillments/{recordId}/rating", true},
 	"triggerSandboxEvent":        {http.MethodPost, "/open/v1/webhooks/sandbox-events", true},
+
+	"listMyWebhookEndpoints":          {http.MethodGet, "/open/v1/webhooks/endpoints", false},
+	"createMyWebhookEndpoint":         {http.MethodPost, "/open/v1/webhooks/endpoints", true},
+	"getMyWebhookEndpoint":            {http.MethodGet, "/open/v1/webhooks/endpoints/{endpointId}", false},
+	"updateMyWebhookEndpoint":         {http.MethodPatch, "/open/v1/webhooks/endpoints/{endpointId}", true},
+	"deleteMyWebhookEndpoint":         {http.MethodDelete, "/open/v1/webhooks/endpoints/{endpointId}", true},
+	"rotateMyWebhookEndpointSecret":   {http.MethodPost, "/open/v1/webhooks/endpoints/{endpointId}/secret/rotate", true},
+	"activateMyWebhookEndpointSecret": {http.MethodPost, "/open/v1/webhooks/endpoints/{endpointId}/secret/activate", true},
+	"sendMyWebhookEndpointTest":       {http.MethodPost, "/open/v1/webhooks/endpoints/{endpointId}/test", true},
 }
 
 // op builds a call for an operation, filling path parameters in order.
@@ -360,8 +369,9 @@ func (cl *Client) ResendDelivery(ctx context.Context, deliveryID string, opts ..
 	return &out, cl.do(ctx, apply(op("resendMyDelivery", authApp, deliveryID), opts), &out)
 }
 
-// RotateWebhookSecret creates a pending webhook secret; deliveries are
-// signed with both until ActivateWebhookSecret.
+// RotateWebhookSecret creates a pending webhook secret for the default
+// endpoint; deliveries stay signed with the current secret until
+// ActivateWebhookSecret.
 func (cl *Client) RotateWebhookSecret(ctx context.Context) (*PendingWebhookSecret, error) {
 	var out PendingWebhookSecret
 	return &out, cl.do(ctx, op("rotateMyWebhookSecret", authApp), &out)

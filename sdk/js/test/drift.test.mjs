@@ -81,6 +81,14 @@ for (const scheme of ["H", "M"]) test(`each method sends its operation's method,
     getBenefitCard: () => c.getBenefitCard("123456789012345"),
     listFulfillments: () => c.listFulfillments({ role: "issuer" }),
     rateFulfillment: () => c.rateFulfillment(4, { rating: 5 }),
+    listMyWebhookEndpoints: () => c.listMyWebhookEndpoints(),
+    createMyWebhookEndpoint: () => c.createMyWebhookEndpoint({ url: "https://example.com/h", events: ["user.*"] }),
+    getMyWebhookEndpoint: () => c.getMyWebhookEndpoint(0),
+    updateMyWebhookEndpoint: () => c.updateMyWebhookEndpoint(3, { enabled: false, events: null }),
+    deleteMyWebhookEndpoint: () => c.deleteMyWebhookEndpoint(3),
+    rotateMyWebhookEndpointSecret: () => c.rotateMyWebhookEndpointSecret(3),
+    activateMyWebhookEndpointSecret: () => c.activateMyWebhookEndpointSecret(3),
+    sendMyWebhookEndpointTest: () => c.sendMyWebhookEndpointTest(3),
   };
   assert.deepEqual(Object.keys(calls).sort(), Object.keys(operations).sort());
   for (const [id, call] of Object.entries(calls)) {
