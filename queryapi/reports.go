@@ -58,6 +58,24 @@ type ReportAPI struct {
 	Watermarks *projections.Watermarks
 	// Auditor records every pull as an audit fact (nil: none recorded).
 	Auditor Auditor
+	// OneTrip, when set, reads a pull in one round trip: the replay guard's
+	// nonce, the rate-limit decision, the read model's checkpoint and the
+	// log's head, and the report. Set it only when it keeps SchemeH's
+	// nonces and Limiter's bucket (which must then tell its Spec) in the
+	// database it reads reports from.
+	OneTrip ReportPuller
+}
+
+// ReportPuller answers a report pull's whole read in one round trip
+// (projections/postgres), the way SnapshotReader answers a snapshot's.
+type ReportPuller interface {
+	PullReport(ctx context.Context, q projections.ReportPullQuery) (projections.ReportPull, error)
+	SeesHead() bool
+}
+
+// sharedBucket is a Limiter whose bucket ReportPuller can take from.
+type sharedBucket interface {
+	Spec() ratelimit.BucketSpec
 }
 
 // errNoReport is the spec's 404 "without a code": do not retry.
@@ -82,6 +100,9 @@ func (q *ReportAPI) servePull(w http.ResponseWriter, r *http.Request, ps httprou
 	if err != nil {
 		return err
 	}
+	if b, ok := q.Limiter.(sharedBucket); ok && q.OneTrip != nil {
+		return q.servePullOneTrip(w, r, ps, body, b.Spec())
+	}
 	app, err := q.SchemeH.Verify(r, body)
 	if err != nil {
 		return err
@@ -90,12 +111,8 @@ func (q *ReportAPI) servePull(w http.ResponseWriter, r *http.Request, ps httprou
 	if err != nil {
 		return fmt.Errorf("report pull rate limit of app %d: %w", app.AppID, err)
 	}
-	w.Header().Set("X-RateLimit-Limit", strconv.Itoa(d.Limit))
-	w.Header().Set("X-RateLimit-Remaining", strconv.Itoa(d.Remaining))
-	w.Header().Set("X-RateLimit-Reset", strconv.Itoa(int(math.Ceil(d.Reset.Seconds()))))
-	if !d.Allowed {
-		return &httpapi.Problem{Status: http.StatusTooManyRequests, Message: "rate limit of " + strconv.Itoa(d.Limit) + " requests per minute exceeded; back off and retry",
-			Headers: map[string]string{"Retry-After": strconv.Itoa(int(math.Ceil(d.RetryAfter.Seconds())))}}
+	if err := limited(w, d); err != nil {
+		return err
 	}
 	id, err := strconv.ParseInt(ps.ByName("openReportId"), 10, 64)
 	if err != nil || id <= 0 {
@@ -108,6 +125,116 @@ func (q *ReportAPI) servePull(w http.ResponseWriter, r *http.Request, ps httprou
 	if err != nil {
 		return err
 	}
+	return q.answer(w, r, app, &rep)
+}
+
+// limited sets the rate-limit headers of a decision and refuses a pull
+// over the limit.
+func limited(w http.ResponseWriter, d ratelimit.Decision) error {
+	w.Header().Set("X-RateLimit-Limit", strconv.Itoa(d.Limit))
+	w.Header().Set("X-RateLimit-Remaining", strconv.Itoa(d.Remaining))
+	w.Header().Set("X-RateLimit-Reset", strconv.Itoa(int(math.Ceil(d.Reset.Seconds()))))
+	if !d.Allowed {
+		return &httpapi.Problem{Status: http.StatusTooManyRequests, Message: "rate limit of " + strconv.Itoa(d.Limit) + " requests per minute exceeded; back off and retry",
+			Headers: map[string]string{"Retry-After": strconv.Itoa(int(math.Ceil(d.RetryAfter.Seconds())))}}
+	}
+	return nil
+}
+
+// servePullOneTrip is servePull with the nonce's use, the rate-limit
+// decision, the head and the report read in one round trip, in the order
+// servePull takes them: a replay spends no token, a refused pull reads no
+// report. Read-your-writes is judged as readSnapshot judges it: the rows
+// answer when the reports read model's checkpoint read with them, or this
+// node's runner position taken before, is at the target (the app's writes
+// on this node, the floor, and the log's head read in the same statement);
+// otherwise the pull waits, bounded, for the runner and reads the report
+// once more.
+func (q *ReportAPI) servePullOneTrip(w http.ResponseWriter, r *http.Request, ps httprouter.Params, body []byte, bucket ratelimit.BucketSpec) error {
+	app, pn, err := q.SchemeH.VerifyLater(r, body)
+	if err != nil {
+		return err
+	}
+	id, err := strconv.ParseInt(ps.ByName("openReportId"), 10, 64)
+	if err != nil || id <= 0 {
+		id = 0 // no report has it: the statement still uses the nonce and takes the token
+	}
+	ctx := r.Context()
+	wait, cancel := context.WithTimeout(ctx, ReadTimeout)
+	defer cancel()
+	inline := q.OneTrip.SeesHead() && q.Watermarks.FollowsHead()
+	need, err := q.Watermarks.Target(wait, app.AppID, !inline)
+	if err != nil {
+		if uerr := q.SchemeH.UseNow(r, pn); uerr != nil {
+			return uerr
+		}
+		return behind(ctx)
+	}
+	before := q.Runner.Position()
+	res, err := q.OneTrip.PullReport(wait, projections.ReportPullQuery{
+		AppID: app.AppID, ReportID: id, NonceScope: pn.Scope, Nonce: pn.Nonce, NonceExpires: pn.Expires,
+		Bucket: bucket, BucketKey: strconv.FormatInt(app.AppID, 10),
+	})
+	if err != nil {
+		if ctx.Err() == nil && wait.Err() != nil {
+			return behind(ctx)
+		}
+		return err
+	}
+	if err := pn.Used(res.Fresh); err != nil {
+		return err
+	}
+	if err := limited(w, ratelimit.Decide(res.Grant, 1, bucket.Limit, bucket.Period)); err != nil {
+		return err
+	}
+	if id == 0 {
+		return errNoReport
+	}
+	if inline {
+		if !res.HeadKnown {
+			return errors.New("queryapi: the read model promised the log's head and did not return it")
+		}
+		if need.Less(res.Head) {
+			need = res.Head
+		}
+	}
+	rep := res.Report
+	switch {
+	case res.Checkpoint.Less(need) && before.Less(need):
+		if err := q.Runner.WaitFor(wait, need); err != nil {
+			return behind(ctx)
+		}
+		if rep, err = q.report(ctx, app.AppID, id); err != nil {
+			return err
+		}
+	case !res.Found && inline:
+		// The read model had applied the log's head: no such report.
+		return errNoReport
+	case !res.Found:
+		// Another node may have taken the upload after this node's writes.
+		if rep, err = q.report(ctx, app.AppID, id); err != nil {
+			return err
+		}
+	}
+	return q.answer(w, r, app, &rep)
+}
+
+// behind maps a failure to catch up: the client's own cancellation as is,
+// anything else 503 with Retry-After, as Watermarks.Await's callers answer.
+func behind(ctx context.Context) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return &httpapi.Problem{Status: http.StatusServiceUnavailable, Code: "HTTP_503", Message: "read models are catching up; retry shortly",
+		Headers: map[string]string{"Retry-After": "1"}}
+}
+
+// answer records the pull's facts (the first pull's is_viewed mark, and
+// every pull's audit fact) and writes the report. Both facts are durable
+// before the partner sees the data: an auditor must find every pull that
+// was answered.
+func (q *ReportAPI) answer(w http.ResponseWriter, r *http.Request, app domain.App, rep *projections.Report) error {
+	id := rep.ReportID
 	if !rep.IsViewed {
 		pos, err := q.Views.MarkViewed(r.Context(), app.AppID, id, w.Header().Get(httpapi.RequestIDHeader))
 		if err != nil {
@@ -126,7 +253,7 @@ func (q *ReportAPI) servePull(w http.ResponseWriter, r *http.Request, ps httprou
 			return err
 		}
 	}
-	writePull(w, &rep, q.Location)
+	writePull(w, rep, q.Location)
 	return nil
 }
 

@@ -64,6 +64,69 @@ func requestURI(r *http.Request) string {
 // nonce. Why it refused goes to the access log only; a source out of
 // failure budget (see Failures) gets a codeless 429, like the pull's own.
 func (s SchemeH) Verify(r *http.Request, body []byte) (domain.App, error) {
+	app, p, err := s.check(r, body)
+	if err != nil {
+		return domain.App{}, err
+	}
+	if err := s.UseNow(r, p); err != nil {
+		return domain.App{}, err
+	}
+	return app, Allowed(app, ScopeOf(r.URL.Path))
+}
+
+// PendingNonce is a scheme H request's replay key that VerifyLater left
+// for its caller to use in the round trip of the caller's own query (the
+// report pull does, on the Postgres store that also keeps nonces).
+type PendingNonce struct {
+	Scope, Nonce string
+	Expires      time.Time
+	g            guard
+}
+
+// errReplayed is Verify's answer to a nonce already used.
+var errReplayed = &httpapi.Problem{Status: http.StatusUnauthorized, Code: "INVALID_SIGNATURE", Message: "nonce already used (replayed request)"}
+
+// Used judges the outcome of the caller's use of the nonce: nil when it
+// was fresh, Verify's refusal of a replay (counted against the source's
+// failure budget, as Verify counts it) otherwise.
+func (p *PendingNonce) Used(fresh bool) error {
+	if fresh {
+		return nil
+	}
+	p.g.fail("replayed_nonce", true)
+	return errReplayed
+}
+
+// UseNow uses a pending nonce through Nonces, for a caller of VerifyLater
+// that answers without its own query (a refusal, a failure).
+func (s SchemeH) UseNow(r *http.Request, p *PendingNonce) error {
+	fresh, err := s.Nonces.Use(r.Context(), p.Scope, p.Nonce, p.Expires)
+	if err != nil {
+		return err
+	}
+	return p.Used(fresh)
+}
+
+// VerifyLater is Verify without the use of the nonce when the request
+// passes every other check: it returns the nonce for the caller to use and
+// judge (PendingNonce.Used). A refusal after the signature passed uses the
+// nonce first, as Verify does, so every answer is Verify's.
+func (s SchemeH) VerifyLater(r *http.Request, body []byte) (domain.App, *PendingNonce, error) {
+	app, p, err := s.check(r, body)
+	if err != nil {
+		return domain.App{}, nil, err
+	}
+	if err := Allowed(app, ScopeOf(r.URL.Path)); err != nil {
+		if uerr := s.UseNow(r, p); uerr != nil {
+			return domain.App{}, nil, uerr
+		}
+		return domain.App{}, nil, err
+	}
+	return app, p, nil
+}
+
+// check is Verify up to the use of the nonce, which it returns.
+func (s SchemeH) check(r *http.Request, body []byte) (domain.App, *PendingNonce, error) {
 	g := newGuard(r)
 	key := strings.TrimSpace(r.Header.Get("X-App-Key"))
 	app, known, unconfirmed := domain.App{}, false, error(nil)
@@ -75,67 +138,59 @@ func (s SchemeH) Verify(r *http.Request, body []byte) (domain.App, error) {
 	}
 	if wait, blocked := g.blocked(); blocked {
 		g.note.Reason = "too_many_failures"
-		return domain.App{}, throttled(wait, "")
+		return domain.App{}, nil, throttled(wait, "")
 	}
 	sigHeader := strings.TrimSpace(r.Header.Get("X-Signature"))
 	attempt := sigHeader != ""
 	if key == "" {
 		g.fail("missing_app_key", attempt)
-		return domain.App{}, ErrMissingAppKey
+		return domain.App{}, nil, ErrMissingAppKey
 	}
 	if !known && unconfirmed == nil {
 		// The unknown key is not logged: it may be a secret sent by mistake.
 		g.fail("unknown_app_key", attempt)
-		return domain.App{}, ErrMissingAppKey
+		return domain.App{}, nil, ErrMissingAppKey
 	}
 	ts := strings.TrimSpace(r.Header.Get("X-Timestamp"))
 	now := s.Now()
 	if ts == "" {
 		g.fail("missing_timestamp", attempt)
-		return domain.App{}, ErrInvalidSignature
+		return domain.App{}, nil, ErrInvalidSignature
 	}
 	if !FreshTimestamp(ts, now) {
 		g.fail(timestampReason(ts), attempt)
-		return domain.App{}, ErrInvalidSignature
+		return domain.App{}, nil, ErrInvalidSignature
 	}
 	if sigHeader == "" {
 		g.fail("missing_signature", false)
-		return domain.App{}, ErrInvalidSignature
+		return domain.App{}, nil, ErrInvalidSignature
 	}
 	got, err := hex.DecodeString(sigHeader)
 	if err != nil || len(got) != sha256.Size {
 		g.fail("malformed_signature", true)
-		return domain.App{}, ErrInvalidSignature
+		return domain.App{}, nil, ErrInvalidSignature
 	}
 	nonce := r.Header.Get("X-Nonce")
 	if len(nonce) > 128 {
 		g.fail("nonce_too_long", true)
-		return domain.App{}, ErrInvalidSignature
+		return domain.App{}, nil, ErrInvalidSignature
 	}
 	if unconfirmed != nil {
 		// A well-formed request of an app this node could not confirm
 		// unknown: not the partner's failure, its app may exist and this
 		// node lags.
 		g.note.Reason = "directory_unconfirmed"
-		return domain.App{}, unconfirmed
+		return domain.App{}, nil, unconfirmed
 	}
 	want, _ := hex.DecodeString(SignH(app.AppSecret, r.Method, requestURI(r), ts, nonce, body))
 	if !hmac.Equal(got, want) {
 		g.fail("bad_signature", true)
-		return domain.App{}, ErrInvalidSignature
+		return domain.App{}, nil, ErrInvalidSignature
 	}
 	replayKey := "n:" + nonce
 	if nonce == "" {
 		replayKey = "s:" + hex.EncodeToString(got)
 	}
 	sec, _ := strconv.ParseInt(ts, 10, 64)
-	fresh, err := s.Nonces.Use(r.Context(), "h:"+strconv.FormatInt(app.AppID, 10), replayKey, time.Unix(sec, 0).Add(Window))
-	if err != nil {
-		return domain.App{}, err
-	}
-	if !fresh {
-		g.fail("replayed_nonce", true)
-		return domain.App{}, &httpapi.Problem{Status: http.StatusUnauthorized, Code: "INVALID_SIGNATURE", Message: "nonce already used (replayed request)"}
-	}
-	return app, Allowed(app, ScopeOf(r.URL.Path))
+	return app, &PendingNonce{Scope: "h:" + strconv.FormatInt(app.AppID, 10), Nonce: replayKey, Expires: time.Unix(sec, 0).Add(Window), g: g}, nil
 }

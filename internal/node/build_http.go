@@ -17,6 +17,7 @@ import (
 	"github.com/healthtech/partner-open-platform/internal/idempotency"
 	"github.com/healthtech/partner-open-platform/internal/metrics"
 	"github.com/healthtech/partner-open-platform/internal/openapi"
+	"github.com/healthtech/partner-open-platform/internal/ratelimit"
 	"github.com/healthtech/partner-open-platform/projections"
 	"github.com/healthtech/partner-open-platform/queryapi"
 )
@@ -53,6 +54,14 @@ func (n *Node) buildRoutes(cfg Config, c commandSet, a authSet, p projectionSet)
 		Reports: n.ReadModel, Users: n.ReadModel, Events: n.Events, Runner: p.byReadModel[projections.ReadModelReports], SchemeH: a.schemeH,
 		Limiter: a.pullLimit, Tokens: a.apps, Apps: a.apps,
 		Location: n.Location, Now: cfg.Now, Watermarks: n.Watermarks, Views: c.reports, Auditor: c.operators,
+	}
+	// On Postgres the nonces, the pull's rate-limit bucket (on this
+	// store's pool) and the reports share one database: a pull is one
+	// round trip.
+	if puller, ok := n.ReadModel.(queryapi.ReportPuller); ok && any(a.nonces) == any(n.ReadModel) {
+		if _, shared := a.pullLimit.(interface{ Spec() ratelimit.BucketSpec }); shared {
+			reportAPI.OneTrip = puller
+		}
 	}
 	routes := append(cmdAPI.Routes(), qAPI.Routes()...)
 	return append(routes, reportAPI.Routes()...)

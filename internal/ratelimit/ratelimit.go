@@ -41,6 +41,16 @@ type Decision struct {
 	Reset      time.Duration // until the bucket is full again
 }
 
+// BucketSpec describes a shared bucket (ratelimit/postgres) to a caller
+// that takes from it within a statement of its own: its name, its limit per
+// period, and its clock (nil: the database's).
+type BucketSpec struct {
+	Name   string
+	Limit  int
+	Period time.Duration
+	Now    func() time.Time
+}
+
 // Grant is the outcome of taking up to n tokens at once from a bucket: how
 // many were granted and the bucket's level afterwards, from which a Decision's
 // numbers follow. Leased takes its leases as Grants.

@@ -48,6 +48,8 @@ type Store struct {
 	reads pipeReader
 	// snapSQL caches Snapshot's four statements for the head they read.
 	snapSQL atomic.Pointer[snapshotSQL]
+	// pullSQL caches PullReport's statement for the head it reads.
+	pullSQL atomic.Pointer[pullSQL]
 	// pruneNow decides whether a Snapshot that records a binding prunes
 	// expired bindings first; nil is one in pruneEvery, at random (tests
 	// set it to exercise the prune inside the snapshot's round trip).

@@ -16,10 +16,22 @@ const reportColumns = `report_id, app_id, open_user_id, open_member_id, request_
 
 func scanReport(row pgx.Row) (projections.Report, error) {
 	var r projections.Report
-	err := row.Scan(&r.ReportID, &r.AppID, &r.OpenUserID, &r.OpenMemberID, &r.RequestReportID, &r.MeasurementNo,
+	err := row.Scan(reportDests(&r)...)
+	fixReport(&r)
+	return r, err
+}
+
+// reportDests are the scan destinations of reportColumns, in order.
+func reportDests(r *projections.Report) []any {
+	return []any{&r.ReportID, &r.AppID, &r.OpenUserID, &r.OpenMemberID, &r.RequestReportID, &r.MeasurementNo,
 		&r.DeviceSN, &r.ReportType, &r.FilePath, &r.InterpretationResult, &r.InterpretationDetail, &r.InterpretationMethod,
 		&r.IsViewed, &r.UploadedAt, &r.ExaminedAt, &r.InterpretedAt, &r.PointsCode, &r.DataSource, &r.OperatorName,
-		&r.OperatorPlatformUserID, &r.RawData, &r.Day, &r.UpdatedAt)
+		&r.OperatorPlatformUserID, &r.RawData, &r.Day, &r.UpdatedAt}
+}
+
+// fixReport brings a scanned report to what the port promises: times in
+// UTC, JSON null as nil.
+func fixReport(r *projections.Report) {
 	r.UploadedAt, r.UpdatedAt = r.UploadedAt.UTC(), r.UpdatedAt.UTC()
 	if r.ExaminedAt != nil {
 		*r.ExaminedAt = r.ExaminedAt.UTC()
@@ -28,7 +40,6 @@ func scanReport(row pgx.Row) (projections.Report, error) {
 		*r.InterpretedAt = r.InterpretedAt.UTC()
 	}
 	r.InterpretationDetail, r.RawData = jsonOrNil(r.InterpretationDetail), jsonOrNil(r.RawData)
-	return r, err
 }
 
 // jsonOrNil maps no bytes to nil, the JSON null the port promises; PutReport

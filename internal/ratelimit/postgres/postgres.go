@@ -66,17 +66,36 @@ func (s *Store) Bucket(name string, limit int, period time.Duration) *Bucket {
 //
 // $1 name, $2 key, $3 capacity, $4 tokens per second, $5 want, $6 back,
 // $7 now (NULL: the database's clock).
-var takeQuery = strings.NewReplacer(
-	"REFILL", `least($3::float8, b.tokens + $6::float8 + greatest(0, extract(epoch FROM EXCLUDED.at - b.at))::float8 * $4::float8)`,
-).Replace(`
+var takeQuery = TakeWhen("true")
+
+// TakeWhen is takeQuery's statement taking only when gate (an SQL
+// condition, e.g. on an earlier common table expression of the same
+// statement) holds; with the same parameters $1 to $7, it returns
+// (tokens, granted), or no row when gate is false. A caller that combines
+// the decision with other work of its request in one statement
+// (projections/postgres, the report pull) uses it so that the bucket's
+// arithmetic stays here.
+func TakeWhen(gate string) string {
+	return strings.NewReplacer(
+		"REFILL", `least($3::float8, b.tokens + $6::float8 + greatest(0, extract(epoch FROM EXCLUDED.at - b.at))::float8 * $4::float8)`,
+		"GATE", gate,
+	).Replace(`
 INSERT INTO rate_buckets AS b (name, key, tokens, granted, at)
-VALUES ($1, $2, $3::float8 - least($5::float8, floor($3::float8)), least($5::float8, floor($3::float8))::int,
-        coalesce($7::timestamptz, clock_timestamp()))
+SELECT $1::text, $2::text, $3::float8 - least($5::float8, floor($3::float8)), least($5::float8, floor($3::float8))::int,
+       coalesce($7::timestamptz, clock_timestamp())
+WHERE GATE
 ON CONFLICT (name, key) DO UPDATE SET
     tokens  = REFILL - least($5::float8, floor(REFILL)),
     granted = least($5::float8, floor(REFILL))::int,
     at      = greatest(b.at, EXCLUDED.at)
 RETURNING tokens, granted`)
+}
+
+// Spec returns the bucket's name, limit, period and clock (nil: the
+// database's), for a caller that takes from it with TakeWhen.
+func (b *Bucket) Spec() ratelimit.BucketSpec {
+	return ratelimit.BucketSpec{Name: b.name, Limit: b.limit, Period: b.period, Now: b.Now}
+}
 
 // Take implements ratelimit.Taker on the shared row of (name, key).
 func (b *Bucket) Take(ctx context.Context, key string, want, back int) (ratelimit.Grant, error) {

@@ -1,0 +1,90 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/healthtech/partner-open-platform/events"
+	"github.com/healthtech/partner-open-platform/internal/ratelimit"
+	"github.com/healthtech/partner-open-platform/projections"
+)
+
+// Concurrent pulls with one nonce, from two pools (two nodes): exactly one
+// finds it fresh, takes a token and reads the report; the others spend
+// nothing and read nothing. Fresh nonces then take the bucket's tokens one
+// each, and once it is empty get no grant and no report; another app's
+// report is never read; a report id no app has is not found.
+func TestPullReportUsesTheNonceOnceAndTakesOneToken(t *testing.T) {
+	ctx := context.Background()
+	url := MigratedDB(t)
+	var stores [2]*Store
+	for i := range stores {
+		s, err := Open(ctx, url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		stores[i] = s
+	}
+	at := time.Date(2026, 11, 1, 8, 0, 0, 0, time.UTC)
+	err := stores[0].UpdateReports(ctx, string(projections.ReadModelReports), events.Position{Commit: 9, Prepare: 9}, func(tx projections.ReportTx) error {
+		return tx.PutReport(ctx, projections.Report{ReportID: 5, AppID: 1, OpenUserID: 7, UploadedAt: at, UpdatedAt: at, Day: "2026-11-01", RawData: []byte(`{"x":1}`)})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bucket := ratelimit.BucketSpec{Name: "report_pull", Limit: 3, Period: time.Hour}
+	query := func(app, id int64, nonce string) projections.ReportPullQuery {
+		return projections.ReportPullQuery{AppID: app, ReportID: id, NonceScope: fmt.Sprintf("h:%d", app), Nonce: nonce,
+			NonceExpires: time.Now().Add(time.Minute), Bucket: bucket, BucketKey: fmt.Sprint(app)}
+	}
+	const n = 8
+	var wg sync.WaitGroup
+	results := make([]projections.ReportPull, n)
+	errs := make([]error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i], errs[i] = stores[i%2].PullReport(ctx, query(1, 5, "dup"))
+		}()
+	}
+	wg.Wait()
+	fresh := 0
+	for i, r := range results {
+		if errs[i] != nil {
+			t.Fatal(errs[i])
+		}
+		if r.Fresh {
+			fresh++
+			if r.Grant.Granted != 1 || !r.Found || r.Report.OpenUserID != 7 || string(r.Report.RawData) != `{"x":1}` || r.Checkpoint != (events.Position{Commit: 9, Prepare: 9}) {
+				t.Errorf("the fresh pull: %+v", r)
+			}
+		} else if r.Grant.Granted != 0 || r.Found {
+			t.Errorf("a replay took a token or read the report: %+v", r)
+		}
+	}
+	if fresh != 1 {
+		t.Fatalf("%d pulls found the nonce fresh, want 1", fresh)
+	}
+	for i, c := range []struct {
+		app, id        int64
+		granted, found bool
+	}{
+		{2, 5, true, false}, // another app's bucket, not its report
+		{1, 6, true, false}, // no such report
+		{1, 5, true, true},  // the bucket's last token
+		{1, 5, false, false},
+	} {
+		r, err := stores[0].PullReport(ctx, query(c.app, c.id, fmt.Sprintf("n-%d", i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !r.Fresh || (r.Grant.Granted == 1) != c.granted || r.Found != c.found || (!c.found && r.Report.ReportID != 0) {
+			t.Errorf("case %d: %+v", i, r)
+		}
+	}
+}

@@ -1,0 +1,213 @@
+package queryapi
+
+import (
+	"context"
+	"encoding/binary"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/healthtech/partner-open-platform/domain"
+	"github.com/healthtech/partner-open-platform/events"
+	"github.com/healthtech/partner-open-platform/events/catalog"
+	pgevents "github.com/healthtech/partner-open-platform/events/postgres"
+	"github.com/healthtech/partner-open-platform/events/subscribe"
+	"github.com/healthtech/partner-open-platform/internal/auth"
+	"github.com/healthtech/partner-open-platform/internal/httpapi/edgetest"
+	"github.com/healthtech/partner-open-platform/internal/pgtest"
+	ratelimitpg "github.com/healthtech/partner-open-platform/internal/ratelimit/postgres"
+	"github.com/healthtech/partner-open-platform/projections"
+	"github.com/healthtech/partner-open-platform/projections/postgres"
+)
+
+// roundTrips is a TCP proxy in front of Postgres that counts the round
+// trips its clients make: each Sync of the extended protocol, and each
+// simple Query, that ends a group of messages in which a statement was
+// executed. A group that only prepares statements (pgx's first use of a
+// statement on a connection) is not counted: the pool pays it once per
+// connection, not per request.
+type roundTrips struct {
+	ln    net.Listener
+	count atomic.Int64
+	wg    sync.WaitGroup
+}
+
+func newRoundTrips(t *testing.T, dbURL string) (*roundTrips, string) {
+	t.Helper()
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := &roundTrips{ln: ln}
+	target := u.Host
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			s, err := net.Dial("tcp", target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			rt.wg.Add(2)
+			go func() { defer rt.wg.Done(); _, _ = io.Copy(c, s); c.Close() }()
+			go func() { defer rt.wg.Done(); rt.frontend(c, s); s.Close() }()
+		}
+	}()
+	t.Cleanup(func() { ln.Close() })
+	u.Host = ln.Addr().String()
+	return rt, u.String()
+}
+
+// frontend forwards the client's messages, counting executed groups.
+func (rt *roundTrips) frontend(c, s net.Conn) {
+	var head [5]byte
+	// The startup message has no type byte.
+	if _, err := io.ReadFull(c, head[:4]); err != nil {
+		return
+	}
+	n := int(binary.BigEndian.Uint32(head[:4]))
+	rest := make([]byte, n-4)
+	if _, err := io.ReadFull(c, rest); err != nil {
+		return
+	}
+	if _, err := s.Write(append(head[:4:4], rest...)); err != nil {
+		return
+	}
+	executed := false
+	for {
+		if _, err := io.ReadFull(c, head[:]); err != nil {
+			return
+		}
+		n := int(binary.BigEndian.Uint32(head[1:]))
+		body := make([]byte, n-4)
+		if _, err := io.ReadFull(c, body); err != nil {
+			return
+		}
+		switch head[0] {
+		case 'E':
+			executed = true
+		case 'Q':
+			rt.count.Add(1)
+		case 'S':
+			if executed {
+				rt.count.Add(1)
+			}
+			executed = false
+		}
+		if _, err := s.Write(append(head[:], body...)); err != nil {
+			return
+		}
+	}
+}
+
+// A report pull on Postgres costs one round trip, whatever its outcome:
+// the nonce's use, the rate-limit decision, the reports read model's
+// checkpoint and the log's head, and the report, in one statement; a
+// replay spends no token and a refused pull reads no report. The pull's
+// audit fact (and the first pull's is_viewed mark) are the write side's
+// appends, through their own ports.
+func TestReportPullCostsOneRoundTripOnPostgres(t *testing.T) {
+	ctx := context.Background()
+	rt, proxied := newRoundTrips(t, pgtest.New(t))
+	es, err := pgevents.Open(ctx, proxied)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer es.Close()
+	// One connection for the read models: the warm-up prepares its statements.
+	rm, err := postgres.Open(ctx, proxied+"&pool_max_conns=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rm.Close()
+	rm.SeeHead(pgevents.HeadQuery, pgevents.PositionAt)
+
+	reg := catalog.Registry()
+	prop, err := reg.Encode(catalog.AccessAudited{Actor: "op:1", Action: catalog.AuditReportPull, AppID: 9001, ReportID: 21, At: testNow}, events.Metadata{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := es.Append(ctx, "audit-op:1", events.Any(), prop)
+	if err != nil {
+		t.Fatal(err)
+	}
+	appA := domain.App{AppID: 9001, Name: "a", AppKey: "key-a", AppSecret: "secret-a", Scopes: domain.Scopes, Environment: "production"}
+	err = rm.UpdateReports(ctx, string(projections.ReadModelReports), res.Position, func(tx projections.ReportTx) error {
+		return tx.PutReport(ctx, projections.Report{ReportID: 21, AppID: appA.AppID, OpenUserID: 11, IsViewed: true,
+			UploadedAt: testNow, UpdatedAt: testNow, Day: "2026-01-01", RawData: []byte(`{"a":1}`)})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	marks := projections.NewWatermarks()
+	marks.FollowHead(es.Head)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	// The runner is never started: only the checkpoint read with the
+	// report can show that the read model has applied the head.
+	runner := subscribe.NewRunner(es, reg, &follower{name: string(projections.ReadModelReports)}, log, nil)
+	dir := edgetest.NewDirectory(appA)
+	auditor, views := &fakeAuditor{}, &fakeViews{}
+	api := &ReportAPI{
+		Reports: rm, Events: es, Runner: runner, SchemeH: auth.SchemeH{Apps: dir, Nonces: rm, Now: time.Now},
+		Limiter: ratelimitpg.New(rm.Pool()).Bucket("report_pull", 3, time.Minute), Views: views, Apps: dir,
+		Location: time.UTC, Now: fixedNow, Watermarks: marks, Auditor: auditor, OneTrip: rm,
+	}
+	handler := router(api.Routes())
+	pull := func(path, nonce string) (reply, int64) {
+		t.Helper()
+		// The store judges a nonce's expiry with the real clock.
+		req := httptest.NewRequest("GET", path, nil)
+		ts := strconv.FormatInt(time.Now().Unix(), 10)
+		req.Header.Set("X-App-Key", appA.AppKey)
+		req.Header.Set("X-Timestamp", ts)
+		req.Header.Set("X-Nonce", nonce)
+		req.Header.Set("X-Signature", auth.SignH(appA.AppSecret, "GET", path, ts, nonce, nil))
+		before := rt.count.Load()
+		r := edgetest.Serve(t, handler, req)
+		return r, rt.count.Load() - before
+	}
+	// The first pull prepares the statements on the pool's connection.
+	if r, _ := pull("/open/v1/health-reports/22", "warm-up"); r.Status != http.StatusNotFound {
+		t.Fatalf("warm-up: %d %s", r.Status, r.Raw)
+	}
+	for _, c := range []struct {
+		what, path, nonce string
+		status            int
+		remaining         string
+	}{
+		{"pull", "/open/v1/health-reports/21", "n-1", http.StatusOK, "1"},
+		{"replayed nonce", "/open/v1/health-reports/21", "n-1", http.StatusUnauthorized, ""},
+		{"missing report", "/open/v1/health-reports/23", "n-2", http.StatusNotFound, "0"},
+		{"over the limit", "/open/v1/health-reports/21", "n-3", http.StatusTooManyRequests, "0"},
+	} {
+		r, trips := pull(c.path, c.nonce)
+		if r.Status != c.status || r.Header.Get("X-RateLimit-Remaining") != c.remaining {
+			t.Fatalf("%s: %d remaining %q %s", c.what, r.Status, r.Header.Get("X-RateLimit-Remaining"), r.Raw)
+		}
+		if trips != 1 {
+			t.Errorf("%s: %d round trips to Postgres, want 1", c.what, trips)
+		}
+		if c.status == http.StatusOK && !strings.Contains(string(r.Raw), `"raw_data":{"a":1}`) {
+			t.Errorf("%s: %s", c.what, r.Raw)
+		}
+	}
+	if len(auditor.facts) != 1 || auditor.facts[0].ReportID != 21 || len(views.viewed) != 0 {
+		t.Fatalf("audit facts %+v, viewed %v: want one fact of report 21, no new mark", auditor.facts, views.viewed)
+	}
+}
