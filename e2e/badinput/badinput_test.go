@@ -277,6 +277,12 @@ func badRoutes(fx fixture) []badRoute {
 		{method: "GET", pattern: "/open/v1/webhooks/events", auth: authM, params: none,
 			query: []qparam{{"after", qCursor}, {"limit", qLimit}}, base: ok200},
 
+		// ---- erasures reaching partners ----
+		{method: "POST", pattern: "/open/v1/erasures/:openUserId/acknowledge", auth: authM, params: map[string]string{"openUserId": "999999"},
+			base: outcome{404, "ERASURE_NOT_FOUND"}},
+		{method: "GET", pattern: "/admin/v1/erasures", auth: authAdmin, params: none,
+			query: []qparam{{"app_id", qInt}, {"after", qInt}, {"limit", qPage}}, base: ok200},
+
 		// ---- health reports, plugin, OAuth ----
 		{method: "POST", pattern: "/admin/v1/uploaders", auth: authAdmin, params: none,
 			body: `{"name":"station"}`, base: ok201, appends: true, fields: []field{{path: "name", kind: kStr, max: 64}}},
