@@ -17,10 +17,6 @@ import (
 type userState struct {
 	registered    bool
 	erased        bool
-	// erasedAt and erasureAck are the erasure and the owning app's
-	// acknowledgement of it (zero until acknowledged).
-	erasedAt   time.Time
-	erasureAck catalog.ErasureAcknowledged
 	appID         int64
 	openUserID    int64
 	channelUserID string
@@ -43,6 +39,10 @@ type userState struct {
 	// the map was last this state's alone: reclaim takes back a map only
 	// when that is 1, the dropped clone.
 	sharers [4]uint32
+	// erasedAt and erasureAck are the erasure and the owning app's
+	// acknowledgement of it (zero until acknowledged).
+	erasedAt   time.Time
+	erasureAck catalog.ErasureAcknowledged
 }
 
 // Bits of userState.writable, one per map.
