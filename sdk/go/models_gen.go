@@ -102,6 +102,16 @@ type DeliveryPage struct {
 	NextCursor *string `json:"next_cursor"`
 }
 
+// ErasureAcknowledgement is an app's acknowledgement of the erasure of one of its users; the same answer for every acknowledge.
+type ErasureAcknowledgement struct {
+	// AcknowledgedAt carries the schema's acknowledged_at property.
+	AcknowledgedAt string `json:"acknowledged_at"`
+	// ErasedAt carries the schema's erased_at property.
+	ErasedAt string `json:"erased_at"`
+	// OpenUserID is: A platform-assigned id.
+	OpenUserID int64 `json:"open_user_id"`
+}
+
 // FamilyGroupCreatedData is described by the platform as: `data` of user.family_group.created, sent when a group is created (`created=true`) and also when an existing group is renamed through the upsert (`created=false`).
 type FamilyGroupCreatedData struct {
 	// AppGroupID carries the schema's app_group_id property.
@@ -564,6 +574,22 @@ type TokenResponse struct {
 	TokenType string `json:"token_type"`
 }
 
+// UserErasedWebhook is the body of `user.erased`, and the `payload` of its delivery-log and feed entries: one of the app's users was erased. Ids and times only.
+type UserErasedWebhook struct {
+	// AppID is: A platform-assigned id.
+	AppID int64 `json:"app_id"`
+	// Data carries the schema's data property.
+	Data UserErasedWebhookData `json:"data"`
+	// DeliveryID is: Equal to `X-Webhook-Id`; stable across retries and resends.
+	DeliveryID string `json:"delivery_id"`
+	// Event carries the schema's event property.
+	Event string `json:"event"`
+	// OccurredAt is: When the erasure was recorded; ISO 8601 with the platform zone's offset.
+	OccurredAt string `json:"occurred_at"`
+	// OpenUserID is: A platform-assigned id.
+	OpenUserID int64 `json:"open_user_id"`
+}
+
 // UserPatch is described by the platform as: PATCH body; every field optional and only sent fields change. Null clears nickname, avatar, phone, email and birth_date; name and gender cannot be null.
 type UserPatch struct {
 	// Avatar is: http or https URL with a host, ASCII only (percent-encode other characters), at most 500 characters.
@@ -974,6 +1000,14 @@ type User struct {
 	RegisteredAt string `json:"registered_at"`
 	// Status carries the schema's status property.
 	Status string `json:"status"`
+}
+
+// UserErasedWebhookData mirrors the UserErasedWebhookData schema of the platform's OpenAPI document.
+type UserErasedWebhookData struct {
+	// AcknowledgePath is: The route that acknowledges this erasure (POST, signed like every partner write).
+	AcknowledgePath string `json:"acknowledge_path"`
+	// ErasedAt carries the schema's erased_at property.
+	ErasedAt string `json:"erased_at"`
 }
 
 // VerifyUseResultUserInfo mirrors the VerifyUseResultUserInfo schema of the platform's OpenAPI document.

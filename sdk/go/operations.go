@@ -31,6 +31,7 @@ var routes = map[string]route{
 	"listMyDeliveries":           {http.MethodGet, "/open/v1/webhooks/deliveries", false},
 	"getMyDelivery":              {http.MethodGet, "/open/v1/webhooks/deliveries/{deliveryId}", false},
 	"resendMyDelivery":           {http.MethodPost, "/open/v1/webhooks/deliveries/{deliveryId}/resend", true},
+	"acknowledgeErasure":         {http.MethodPost, "/open/v1/erasures/{openUserId}/acknowledge", true},
 	"rotateMyWebhookSecret":      {http.MethodPost, "/open/v1/webhooks/secret/rotate", false},
 	"activateMyWebhookSecret":    {http.MethodPost, "/open/v1/webhooks/secret/activate", false},
 	"webhookEventFeed":           {http.MethodGet, "/open/v1/webhooks/events", false},
@@ -348,6 +349,16 @@ func (cl *Client) GetDelivery(ctx context.Context, deliveryID string) (*Delivery
 func (cl *Client) ResendDelivery(ctx context.Context, deliveryID string, opts ...WriteOption) (*ResendResult, error) {
 	var out ResendResult
 	return &out, cl.do(ctx, apply(op("resendMyDelivery", authApp, deliveryID), opts), &out)
+}
+
+// AcknowledgeErasure tells the platform that the app erased its copies of
+// a person the platform erased (the user.erased webhook names them by
+// openUserID). Idempotent: a repeat answers the first acknowledgement.
+// Another app's erasure or an unknown id is an *APIError with code
+// ERASURE_NOT_FOUND.
+func (cl *Client) AcknowledgeErasure(ctx context.Context, openUserID int64, opts ...WriteOption) (*ErasureAcknowledgement, error) {
+	var out ErasureAcknowledgement
+	return &out, cl.do(ctx, apply(op("acknowledgeErasure", authApp, id(openUserID)), opts), &out)
 }
 
 // RotateWebhookSecret creates a pending webhook secret; deliveries are
