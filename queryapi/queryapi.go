@@ -81,6 +81,7 @@ func (q *API) Routes() []httpapi.Route {
 	routes = append(routes, q.commerceRoutes()...)
 	routes = append(routes, q.auditRoutes()...)
 	routes = append(routes, q.erasureRoutes()...)
+	routes = append(routes, q.accessLogRoutes()...)
 	routes = append(routes, q.outboxRoutes()...)
 	return append(routes, q.deliveryRoutes()...)
 }
