@@ -282,6 +282,8 @@ func badRoutes(fx fixture) []badRoute {
 			base: outcome{404, "ERASURE_NOT_FOUND"}},
 		{method: "GET", pattern: "/admin/v1/erasures", auth: authAdmin, params: none,
 			query: []qparam{{"app_id", qInt}, {"after", qInt}, {"limit", qPage}}, base: ok200},
+		{method: "GET", pattern: "/open/v1/access-log", auth: authM, params: none,
+			query: []qparam{{"from", qTime}, {"to", qTime}, {"after", qInt}, {"limit", qPage}}, base: ok200},
 
 		// ---- health reports, plugin, OAuth ----
 		{method: "POST", pattern: "/admin/v1/uploaders", auth: authAdmin, params: none,

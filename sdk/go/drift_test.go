@@ -101,6 +101,7 @@ func TestModelFieldsMatchSchemas(t *testing.T) {
 		"HealthReportWebhook": HealthReportWebhook{}, "PluginReportReadyWebhook": PluginReportReadyWebhook{},
 		"OrderShippedWebhook": OrderShippedWebhook{}, "ChannelUserWebhook": ChannelUserWebhook{}, "WebhookTestEvent": WebhookTestEvent{},
 		"UserErasedWebhook": UserErasedWebhook{}, "ErasureAcknowledgement": ErasureAcknowledgement{},
+		"AccessLogPage": AccessLogPage{}, "AccessLogEntry": AccessLogEntry{},
 		"Card": Card{}, "FulfillmentList": FulfillmentList{}, "IssuedCards": IssuedCards{}, "BatchIssueRequest": BatchIssueRequest{},
 		"ProviderRegistration": ProviderRegistration{}, "ProviderRegistered": ProviderRegistered{}, "RatingRequest": RatingRequest{},
 		"RatingResult": RatingResult{}, "SandboxShipmentRequest": SandboxShipmentRequest{}, "ShipmentResult": ShipmentResult{},

@@ -6,6 +6,14 @@ import "encoding/json"
 
 var _ json.RawMessage
 
+// AccessLogPage is a page of the app's access log (`GET /open/v1/access-log`).
+type AccessLogPage struct {
+	// Accesses carries the schema's accesses property.
+	Accesses []AccessLogEntry `json:"accesses"`
+	// NextAfter carries the schema's next_after property.
+	NextAfter *int64 `json:"next_after"`
+}
+
 // BatchIssueRequest mirrors the BatchIssueRequest schema of the platform's OpenAPI document.
 type BatchIssueRequest struct {
 	// BatchID is: Optional. Part of the batch's identity: the same content with the same (or no) batch_id is the same batch; send a new one to issue identical content again.
@@ -672,6 +680,26 @@ type WebhookTestEvent struct {
 	Event string `json:"event"`
 	// OccurredAt is: When the test was requested; ISO 8601 with the platform zone's offset.
 	OccurredAt string `json:"occurred_at"`
+}
+
+// AccessLogEntry is described by the platform as: One recorded access to the data of some of the app's users.
+type AccessLogEntry struct {
+	// Accessor is: A pseudonymous id of the reader (`app:<id>`, `operator:<id>`); never a name.
+	Accessor string `json:"accessor"`
+	// AccessorRole is: `app`, or the operator's role: `auditor`, `admin`, `support` (`operator` for an operator no longer known).
+	AccessorRole string `json:"accessor_role"`
+	// Action is: `report.pull` or a `reveal.*` action.
+	Action string `json:"action"`
+	// At carries the schema's at property.
+	At string `json:"at"`
+	// OpenUserIds carries the schema's open_user_ids property.
+	OpenUserIds []int64 `json:"open_user_ids"`
+	// Reason is: Why, as the operator gave it; empty for the app's own pulls.
+	Reason string `json:"reason"`
+	// ReportID is: The report the app pulled (report.pull only).
+	ReportID *int64 `json:"report_id"`
+	// Seq is: The audit fact's number; the listing's cursor.
+	Seq int64 `json:"seq"`
 }
 
 // CardInput mirrors the CardInput schema of the platform's OpenAPI document.
