@@ -80,6 +80,8 @@ for (const scheme of ["H", "M"]) test(`each method sends its operation's method,
     getBenefitCard: () => c.getBenefitCard("123456789012345"),
     listFulfillments: () => c.listFulfillments({ role: "issuer" }),
     rateFulfillment: () => c.rateFulfillment(4, { rating: 5 }),
+    acknowledgeErasure: () => c.acknowledgeErasure(1001),
+    listMyAccessLog: () => c.listMyAccessLog({ open_user_id: 1001, limit: 10 }),
   };
   assert.deepEqual(Object.keys(calls).sort(), Object.keys(operations).sort());
   for (const [id, call] of Object.entries(calls)) {
