@@ -51,6 +51,8 @@ CALLS: Dict[str, Callable[[pop.PartnerClient], Any]] = {
     "get_benefit_card": lambda c: c.get_benefit_card("1" * 15),
     "list_fulfillments": lambda c: c.list_fulfillments(role="issuer"),
     "rate_fulfillment": lambda c: c.rate_fulfillment(5, m.RatingRequest(rating=4)),
+    "acknowledge_erasure": lambda c: c.acknowledge_erasure(1001),
+    "list_access_log": lambda c: c.list_access_log(open_user_id=1001, limit=10),
 }
 
 
