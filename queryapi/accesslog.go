@@ -6,13 +6,11 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/healthtech/partner-open-platform/domain"
-	"github.com/healthtech/partner-open-platform/events/catalog"
 	"github.com/healthtech/partner-open-platform/internal/auth"
 	"github.com/healthtech/partner-open-platform/internal/httpapi"
 	"github.com/healthtech/partner-open-platform/projections"
@@ -24,28 +22,14 @@ func (q *API) accessLogRoutes() []httpapi.Route {
 	}
 }
 
-// isAccess reports the audit actions that read a person's data: the app's
-// own report pulls and the operators' reveals (not erasures, their
-// acknowledgements or portal actions).
-func isAccess(action string) bool {
-	return action == catalog.AuditReportPull || strings.HasPrefix(action, "reveal.")
-}
-
-// accessor is who read, as an app is shown it: the app itself, or an
-// operator by its role and pseudonymous id (operator:<id>), never its name.
-func (q *API) accessor(actor string, roles map[string]string) (role, id string) {
-	switch {
-	case strings.HasPrefix(actor, "app:"):
-		return "app", actor
-	case actor == auth.BootstrapActor:
-		return auth.RoleAdmin, actor
-	case strings.HasPrefix(actor, "operator:"):
-		if r, ok := roles[actor]; ok {
-			return r, actor
-		}
-		return "operator", actor
+// accessLookups are the access log's lookups on this node: a user's app
+// from its stream's first event, an operator's role from the directory.
+func (q *API) accessLookups() projections.AccessLookups {
+	roles := map[string]string{auth.BootstrapActor: auth.RoleAdmin}
+	for _, op := range q.Operators.List() {
+		roles["operator:"+strconv.FormatInt(op.OperatorID, 10)] = op.Role
 	}
-	return "platform", "platform"
+	return projections.AccessLookups{UserApp: q.userApp, Role: func(actor string) string { return roles[actor] }}
 }
 
 // userApp is the app a user stream belongs to (its first event; an erased
@@ -71,7 +55,7 @@ func (q *API) userApp(ctx context.Context, openUserID int64) (int64, error) {
 func (q *API) accessLog(w http.ResponseWriter, r *http.Request, _ httprouter.Params, appID int64) error {
 	query := r.URL.Query()
 	v := &domain.ValidationError{}
-	f := projections.AuditFilter{Subject: domain.AppStream(appID)}
+	var f projections.AuditFilter
 	for _, p := range []struct {
 		name string
 		into *time.Time
@@ -102,78 +86,26 @@ func (q *API) accessLog(w http.ResponseWriter, r *http.Request, _ httprouter.Par
 	if limit == 0 {
 		limit = 100
 	}
-	owned := map[int64]bool{}
-	owns := func(id int64) (bool, error) {
-		if o, ok := owned[id]; ok {
-			return o, nil
-		}
-		app, err := q.userApp(r.Context(), id)
-		if err != nil {
-			return false, err
-		}
-		owned[id] = app == appID
-		return owned[id], nil
+	entries, next, err := projections.AccessLog(r.Context(), q.Audit, q.accessLookups(), projections.AccessFilter{
+		App: appID, User: user, From: f.From, To: f.To, After: after, Limit: int(limit)})
+	if err != nil {
+		return err
 	}
-	if user > 0 {
-		// Another app's user is a 404 like a missing one.
-		if ok, err := owns(user); err != nil {
-			return err
-		} else if !ok {
-			return domain.ErrUserNotFound
+	out := make([]map[string]any, 0, len(entries))
+	for _, e := range entries {
+		var report any
+		if e.ReportID > 0 {
+			report = e.ReportID
 		}
-		f.Subject = domain.UserStream(user)
+		out = append(out, map[string]any{
+			"seq": e.Seq, "at": e.At.In(q.Location).Format(time.RFC3339), "action": e.Action, "accessor_role": e.AccessorRole,
+			"accessor": e.Accessor, "reason": e.Reason, "open_user_ids": e.OpenUserIDs, "report_id": report,
+		})
 	}
-	roles := map[string]string{}
-	for _, op := range q.Operators.List() {
-		roles["operator:"+strconv.FormatInt(op.OperatorID, 10)] = op.Role
+	var nextAfter any
+	if next > 0 {
+		nextAfter = next
 	}
-	out := make([]map[string]any, 0, limit)
-	var next any
-	f.After = after
-	for len(out) < int(limit) {
-		f.Limit = auditPage
-		facts, err := q.Audit.AuditFacts(r.Context(), f)
-		if err != nil {
-			return err
-		}
-		for _, a := range facts {
-			f.After = a.Seq
-			if !isAccess(a.Action) {
-				continue
-			}
-			var users []int64
-			for _, s := range a.Subjects {
-				id, ok := domain.UserStreamID(s)
-				if !ok {
-					continue
-				}
-				if mine, err := owns(id); err != nil {
-					return err
-				} else if mine {
-					users = append(users, id)
-				}
-			}
-			if len(users) == 0 {
-				continue
-			}
-			role, id := q.accessor(a.Actor, roles)
-			entry := map[string]any{
-				"seq": a.Seq, "at": a.At.In(q.Location).Format(time.RFC3339), "action": a.Action, "accessor_role": role,
-				"accessor": id, "reason": a.Reason, "open_user_ids": users, "report_id": nil,
-			}
-			if a.ReportID > 0 && a.AppID == appID {
-				entry["report_id"] = a.ReportID
-			}
-			out = append(out, entry)
-			if len(out) == int(limit) {
-				next = a.Seq
-				break
-			}
-		}
-		if next != nil || len(facts) < auditPage {
-			break
-		}
-	}
-	httpapi.OK(w, http.StatusOK, map[string]any{"accesses": out, "next_after": next})
+	httpapi.OK(w, http.StatusOK, map[string]any{"accesses": out, "next_after": nextAfter})
 	return nil
 }
