@@ -85,6 +85,7 @@ func (in renderInput) envelopes() []events.Envelope {
 			Items: items, ShippedAt: in.at.Add(time.Duration(n[3]) * time.Second), Complete: bit(11), Source: s[1]},
 		&catalog.AppWebhookTestRequested{AppID: n[0], EndpointID: n[2]},
 		&catalog.UserErased{AppID: n[0], OpenUserID: n[1], ChannelUserID: s[0], Reason: s[1], ErasedBy: s[2], ErasedAt: in.at.Add(time.Duration(n[2]) * time.Millisecond)},
+		&catalog.AppSandboxEventTriggered{AppID: n[0], Event: sandboxTypes[int(uint(f)%uint(len(sandboxTypes)))]},
 	}
 	out := make([]events.Envelope, len(payloads))
 	for i, p := range payloads {
