@@ -90,6 +90,7 @@ func (a *API) Routes() []Route {
 		{Method: "POST", Path: "/admin/v1/apps/:appId/rotate-secret", Handle: a.admin(a.rotateSecret)},
 		{Method: "POST", Path: "/admin/v1/projections/:name/rebuild", Handle: a.admin(a.rebuild)},
 		{Method: "POST", Path: "/admin/v1/channel-users/:openUserId/erase", Handle: a.admin(a.eraseUser)},
+		{Method: "POST", Path: "/open/v1/erasures/:openUserId/acknowledge", Handle: a.partner(a.acknowledgeErasure)},
 	}
 	routes = append(routes, a.reportRoutes()...)
 	routes = append(routes, a.keyRoutes()...)

@@ -1,6 +1,7 @@
 package commandapi
 
 import (
+	"bytes"
 	"context"
 	"net/http"
 	"strings"
@@ -48,5 +49,35 @@ func (a *API) eraseUser(c *call) error {
 		_ = w.WaitFor(ctx, pos)
 	}
 	httpapi.OK(c.w, http.StatusOK, map[string]any{"open_user_id": ids[0], "erased": true})
+	return nil
+}
+
+// acknowledgeErasure records that the partner received the user.erased
+// webhook of one of its users and erased its own copies. The body is
+// empty or an empty object. A repeat answers the first acknowledgement
+// and appends nothing; another app's erasure, a person who is not erased,
+// and an unknown id are all ERASURE_NOT_FOUND.
+func (a *API) acknowledgeErasure(c *call) error {
+	ids, err := c.ids("openUserId")
+	if err != nil {
+		return err
+	}
+	if len(bytes.TrimSpace(c.body)) > 0 {
+		err = c.decode(func(*httpapi.Object) {})
+	} else {
+		err = c.claim()
+	}
+	if err != nil {
+		return err
+	}
+	ack, err := a.Users.AcknowledgeErasure(c.r.Context(), c.app.AppID, ids[0], c.meta)
+	if err != nil {
+		return err
+	}
+	c.answer(ack.Position, false, map[string]any{
+		"open_user_id":    ack.OpenUserID,
+		"erased_at":       ack.ErasedAt.In(a.Location).Format(time.RFC3339),
+		"acknowledged_at": ack.AcknowledgedAt.In(a.Location).Format(time.RFC3339),
+	})
 	return nil
 }

@@ -2,6 +2,7 @@ package commands
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -110,6 +111,42 @@ func (o *Operators) RevokeOperator(ctx context.Context, id int64, meta Meta) (ev
 	return events.Position{}, domain.ErrContention
 }
 
+// withApps adds to an audit fact's subjects the stream of each app whose
+// users it names (app-<id> after the user-<id> streams), so an app can be
+// shown the accesses to its users' data (access transparency) by one
+// subject filter. A user's app is in its stream's first event, which
+// erasure leaves readable; an unknown user adds nothing.
+func (o *Operators) withApps(ctx context.Context, subjects []string) ([]string, error) {
+	var apps []string
+	for _, s := range subjects {
+		if _, ok := domain.UserStreamID(s); !ok {
+			continue
+		}
+		recs, err := o.store.ReadStream(ctx, s, 0, 1)
+		if err != nil {
+			return nil, fmt.Errorf("record access: the app of %s: %w", s, err)
+		}
+		if len(recs) == 0 {
+			continue
+		}
+		env, err := o.reg.Decode(recs[0])
+		if err != nil {
+			return nil, fmt.Errorf("record access: the app of %s: %w", s, err)
+		}
+		appID := env.Metadata.AppID
+		if r, ok := env.Payload.(*catalog.UserRegistered); ok && r.AppID > 0 {
+			appID = r.AppID
+		}
+		if app := domain.AppStream(appID); appID > 0 && !slices.Contains(subjects, app) && !slices.Contains(apps, app) {
+			apps = append(apps, app)
+		}
+	}
+	if len(apps) == 0 {
+		return subjects, nil
+	}
+	return append(slices.Clip(subjects), apps...), nil
+}
+
 // RecordAccess appends an audit fact to its actor's audit stream. Facts
 // never conflict (any revision): each is a fact of its own.
 func (o *Operators) RecordAccess(ctx context.Context, fact catalog.AccessAudited, requestID string) (events.Position, error) {
@@ -119,6 +156,11 @@ func (o *Operators) RecordAccess(ctx context.Context, fact catalog.AccessAudited
 	if fact.Subjects == nil {
 		fact.Subjects = []string{}
 	}
+	subjects, err := o.withApps(ctx, fact.Subjects)
+	if err != nil {
+		return events.Position{}, err
+	}
+	fact.Subjects = subjects
 	meta := Meta{AppID: fact.AppID, Actor: fact.Actor, RequestID: requestID}
 	ev, err := o.reg.Encode(fact, meta.events())
 	if err != nil {

@@ -39,6 +39,10 @@ type userState struct {
 	// the map was last this state's alone: reclaim takes back a map only
 	// when that is 1, the dropped clone.
 	sharers [4]uint32
+	// erasedAt and erasureAck are the erasure and the owning app's
+	// acknowledgement of it (zero until acknowledged).
+	erasedAt   time.Time
+	erasureAck catalog.ErasureAcknowledged
 }
 
 // Bits of userState.writable, one per map.
@@ -112,9 +116,17 @@ func (s *userState) apply(env events.Envelope) {
 		// of their personal data stays in a state (a cached one included).
 		// New maps: a clone a decision still reads keeps the ones it has.
 		s.registered, s.erased, s.profile, s.channelUserID = false, true, catalog.Profile{}, ""
+		s.erasedAt = p.ErasedAt
+		if s.erasedAt.IsZero() {
+			s.erasedAt = env.Metadata.OccurredAt
+		}
 		s.groups, s.activeGroups = map[int64]*groupState{}, map[int64]int64{}
 		s.members, s.memberByApp = map[int64]*catalog.Member{}, map[string]int64{}
 		s.writable, s.sharers = ownAll, [4]uint32{}
+	case *catalog.ErasureAcknowledged:
+		if s.erasureAck.AcknowledgedAt.IsZero() {
+			s.erasureAck = *p
+		}
 	case *catalog.FamilyGroupUpserted:
 		s.own(ownGroups)
 		if g, ok := s.groups[p.FamilyGroupID]; ok {
@@ -1100,4 +1112,49 @@ func (u *Users) unbind(ctx context.Context, binding string, openUserID int64, me
 		return decideUnbind(b, meta.AppID, openUserID), nil
 	})
 	return pos, wrapAppend(err, "erase user: free the binding")
+}
+
+// ErasureAck is an app's acknowledgement of an erasure, as the partner
+// sees it: the same for every acknowledge of the same erasure.
+type ErasureAck struct {
+	OpenUserID     int64
+	ErasedAt       time.Time
+	AcknowledgedAt time.Time
+	// Position is where the acknowledgement is in the log (the first
+	// acknowledge's append, or the stream's last event for a repeat).
+	Position events.Position
+}
+
+// decideAcknowledgeErasure records the owning app's acknowledgement of an
+// erasure once: a repeat decides nothing and answers the first one; a
+// person who is not erased, or another app's, is ErrErasureNotFound (the
+// same answer as an unknown id, so an app learns nothing of other apps).
+func decideAcknowledgeErasure(st *userState, appID int64, actor string, now time.Time) ([]events.Payload, catalog.ErasureAcknowledged, error) {
+	if !st.erased || st.appID != appID {
+		return nil, catalog.ErasureAcknowledged{}, domain.ErrErasureNotFound
+	}
+	if !st.erasureAck.AcknowledgedAt.IsZero() {
+		return nil, st.erasureAck, nil
+	}
+	ack := catalog.ErasureAcknowledged{AppID: appID, OpenUserID: st.openUserID, AcknowledgedBy: actor, AcknowledgedAt: now.UTC()}
+	return []events.Payload{ack}, ack, nil
+}
+
+// AcknowledgeErasure records that app appID, which held the erased person
+// openUserID, received the user.erased webhook and erased its copies. It is
+// idempotent: concurrent or repeated acknowledges append one event and all
+// answer the same acknowledgement.
+func (u *Users) AcknowledgeErasure(ctx context.Context, appID, openUserID int64, meta Meta) (ErasureAck, error) {
+	var out ErasureAck
+	meta.AppID = appID
+	pos, err := execute(ctx, u.streams, u.loaded, domain.UserStream(openUserID), &meta, func(st *userState) ([]events.Payload, error) {
+		ps, ack, err := decideAcknowledgeErasure(st, appID, meta.Actor, u.now())
+		out = ErasureAck{OpenUserID: openUserID, ErasedAt: st.erasedAt.UTC(), AcknowledgedAt: ack.AcknowledgedAt}
+		return ps, err
+	})
+	if err != nil {
+		return ErasureAck{}, wrapAppend(err, "acknowledge erasure")
+	}
+	out.Position = pos
+	return out, nil
 }

@@ -104,6 +104,10 @@ var ErrDeliveryNotFound = errors.New("delivery not found")
 // resend would promise a delivery that cannot happen.
 var ErrDeliveryErased = errors.New("delivery erased")
 
+// ErrErasureNotFound is an erasure the app cannot acknowledge: the person
+// was not erased, is unknown, or was another app's (a 404 like a missing one).
+var ErrErasureNotFound = errors.New("erasure not found")
+
 // ValidationError lists every bad field of a request, keyed by field path
 // (user.phone, family_members[0].height), so a partner fixes them in one go.
 type ValidationError struct {

@@ -429,7 +429,14 @@ var subjectFields = []jsoncodec.Field{
 	{Name: "platform_user_id", Kind: jsoncodec.Int64},
 	{Name: "source_stream", Kind: jsoncodec.String},
 	{Name: "body", Kind: jsoncodec.String},
+	{Name: "event", Kind: jsoncodec.String},
 }
+
+// erasedEvent is the webhook that tells an app a person was erased: its
+// delivery is created after the person's key is destroyed and carries no
+// personal data, so it is sealed under the delivery's own stream (sealed
+// under the person's key it would be written as null and never be sent).
+var erasedEvent = (catalog.UserErased{}).EventType()
 
 // bodyFields is the one member a webhook body names its user with.
 var bodyFields = []jsoncodec.Field{{Name: "open_user_id", Kind: jsoncodec.Int64}}
@@ -443,7 +450,7 @@ func isDelivery(eventType string) bool {
 // subjectDirect is subjectJSON without reflection; false when jsoncodec.Pick
 // declines the data or a delivery's body.
 func subjectDirect(stream, eventType string, data []byte) (string, bool) {
-	var ids [5]jsoncodec.Picked
+	var ids [6]jsoncodec.Picked
 	if !jsoncodec.Pick(data, subjectFields, ids[:]) {
 		return "", false
 	}
@@ -454,6 +461,12 @@ func subjectDirect(stream, eventType string, data []byte) (string, bool) {
 	}
 	if !isDelivery(eventType) {
 		return streamSubject(stream), true
+	}
+	if ev := ids[5].Raw(data); len(ev) > 2 {
+		var arr [64]byte
+		if string(jsoncodec.Unquote(arr[:0], ev)) == erasedEvent {
+			return streamSubject(stream), true
+		}
 	}
 	if body := ids[4].Raw(data); len(body) > 2 { // "" names nobody
 		var arr [1024]byte
@@ -498,12 +511,16 @@ func subjectJSON(stream, eventType string, data []byte) string {
 		PlatformUserID *int64 `json:"platform_user_id"`
 		SourceStream   string `json:"source_stream"`
 		Body           string `json:"body"`
+		Event          string `json:"event"`
 	}
 	_ = json.Unmarshal(data, &ids)
 	for _, id := range []*int64{ids.OpenUserID, ids.UserID, ids.PlatformUserID} {
 		if id != nil && *id > 0 {
 			return "user-" + strconv.FormatInt(*id, 10)
 		}
+	}
+	if isDelivery(eventType) && ids.Event == erasedEvent {
+		return streamSubject(stream)
 	}
 	if isDelivery(eventType) {
 		if ids.Body != "" {

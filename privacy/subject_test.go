@@ -63,6 +63,10 @@ func TestSubjectOfRecordedDeliveriesIsDirect(t *testing.T) {
 		{`{"SOURCE_STREAM":"order-9","Body":"{\"Open_User_Id\":8}"}`, "user-8"},
 		{`{"open_user_id":5,"open_user_id":null,"source_stream":"order-9"}`, "order-9"},
 		{`{"open_user_id":5,"open_user_id":1.5,"source_stream":"order-9"}`, "user-5"},
+		// The erasure notice is sealed under its delivery, not the erased person.
+		{`{"event":"user.erased","source_stream":"user-7","body":"{\"open_user_id\":7}"}`, "delivery-x"},
+		{`{"EVENT":"user\u002eerased","source_stream":"user-7","body":"{\"open_user_id\":7}"}`, "delivery-x"},
+		{`{"event":"user.erasedx","source_stream":"user-7","body":"{\"open_user_id\":7}"}`, "user-7"},
 	} {
 		got, ok := subjectDirect("delivery-x", (catalog.DeliveryCreated{}).EventType(), []byte(c.data))
 		if !ok || got != c.want {
@@ -98,9 +102,9 @@ func TestSubjectAgreesWithEncodingJSONOnGeneratedDocuments(t *testing.T) {
 
 var (
 	genKeys = []string{"open_user_id", "OPEN_USER_ID", "Open_User_Id", "user_id", "User_ID", "platform_user_id",
-		"source_stream", "Source_Stream", "body", "BODY", "other", "open_user_\u0131d", `open\u005fuser_id`, "\u017fource_stream", "bod\u212a"}
+		"source_stream", "Source_Stream", "body", "BODY", "other", "event", "EVENT", "open_user_\u0131d", `open\u005fuser_id`, "\u017fource_stream", "bod\u212a"}
 	genNumbers = []string{"7", "42", "-3", "0", "-0", "1.5", "1e2", "9223372036854775807", "9223372036854775808", "-9223372036854775808", "12345678901234567890"}
-	genStreams = []string{`"report-5"`, `"user-9"`, `"order-1"`, `""`, `"a\u00e9"`, "\"\xff-x\"", `"user-\u0031"`, `"card-a/b"`}
+	genStreams = []string{`"report-5"`, `"user-9"`, `"order-1"`, `""`, `"a\u00e9"`, "\"\xff-x\"", `"user-\u0031"`, `"card-a/b"`, `"user.erased"`, `"user\u002eerased"`}
 )
 
 // genValue is one JSON value; depth bounds the nesting.

@@ -28,13 +28,14 @@ type AuditFact struct {
 }
 
 // AuditFilter selects audit facts: by actor, by action (e.g. user.erased),
-// by subject (a stream the fact names), by time (From inclusive, To
+// by subject (a stream the fact names), by app (the fact's AppID), by time (From inclusive, To
 // exclusive; zero means open), after a cursor (Seq), at most Limit
 // (default 100, at most 1000).
 type AuditFilter struct {
 	Actor   string
 	Action  string
 	Subject string
+	App     int64
 	From    time.Time
 	To      time.Time
 	After   int64
@@ -60,7 +61,7 @@ type AuditStore interface {
 
 // AuditProjector projects audit facts.
 func AuditProjector(s AuditStore) subscribe.Projector {
-	types := append([]events.Payload{&catalog.AccessAudited{}, &catalog.UserErased{}}, DeveloperAuditedTypes...)
+	types := append([]events.Payload{&catalog.AccessAudited{}, &catalog.UserErased{}, &catalog.ErasureAcknowledged{}}, DeveloperAuditedTypes...)
 	return projector(ReadModelAudit, s, s.UpdateAudit, applyAudit, types...)
 }
 
@@ -117,9 +118,33 @@ func erasureFact(env events.Envelope, p *catalog.UserErased) AuditFact {
 	}
 }
 
+// ErasureAcknowledgedAction is the action of the fact that the app holding
+// an erased person acknowledged the erasure: the event type.
+var ErasureAcknowledgedAction = (catalog.ErasureAcknowledged{}).EventType()
+
+// erasureAckFact is the audit fact of an app's acknowledgement of an
+// erasure: the app (its actor), the person's stream, when.
+func erasureAckFact(env events.Envelope, p *catalog.ErasureAcknowledged) AuditFact {
+	actor := p.AcknowledgedBy
+	if actor == "" {
+		actor = env.Metadata.Actor
+	}
+	at := p.AcknowledgedAt
+	if at.IsZero() {
+		at = env.Metadata.OccurredAt
+	}
+	return AuditFact{
+		EventID: env.ID, Actor: actor, Action: ErasureAcknowledgedAction, Subjects: []string{domain.UserStream(p.OpenUserID)},
+		EventIDs: []string{env.ID}, AppID: p.AppID, At: at.UTC().Truncate(time.Microsecond),
+	}
+}
+
 func applyAudit(ctx context.Context, tx AuditTx, env events.Envelope) error {
-	if e, ok := env.Payload.(*catalog.UserErased); ok {
+	switch e := env.Payload.(type) {
+	case *catalog.UserErased:
 		return tx.AddAuditFact(ctx, erasureFact(env, e))
+	case *catalog.ErasureAcknowledged:
+		return tx.AddAuditFact(ctx, erasureAckFact(env, e))
 	}
 	p, ok := env.Payload.(*catalog.AccessAudited)
 	if !ok {

@@ -80,6 +80,8 @@ func (q *API) Routes() []httpapi.Route {
 	}
 	routes = append(routes, q.commerceRoutes()...)
 	routes = append(routes, q.auditRoutes()...)
+	routes = append(routes, q.erasureRoutes()...)
+	routes = append(routes, q.accessLogRoutes()...)
 	routes = append(routes, q.outboxRoutes()...)
 	routes = append(routes, eventTypeRoutes()...)
 	return append(routes, q.deliveryRoutes()...)

@@ -97,6 +97,8 @@ func RenderFor(env events.Envelope, loc *time.Location, endpointID int64) (Rende
 		return pluginReady(id, appID, p.PluginMeasurement, at), true
 	case *catalog.OrderShipped:
 		return orderShipped(id, appID, p, p.ShippedAt.In(loc).Format(time.RFC3339), at), true
+	case *catalog.UserErased:
+		return userErased(id, appID, p, loc, at), true
 	case *catalog.AppWebhookTestRequested:
 		// A test goes to the endpoint it names, whichever is asked for.
 		id = EndpointDeliveryID(appID, p.EndpointID, env.ID)
@@ -229,6 +231,27 @@ func orderShipped(id string, appID int64, p *catalog.OrderShipped, shippedAt, at
 	}
 	b = html.String(b, `,"occurred_at":`, at)
 	return rendered("order.shipped", appID, id, append(b, '}'))
+}
+
+// userErased tells the app that held a person that the platform erased
+// them (GDPR Art. 19). It names the person by the open_user_id the app
+// already has and reads no personal field of the event: the person's key
+// is destroyed, so whatever such a field held is gone (an old event's
+// channel_user_id included), and the body, sealed under the delivery's
+// own key (privacy.Subject), stays readable for retries and resends.
+func userErased(id string, appID int64, p *catalog.UserErased, loc *time.Location, at string) Rendered {
+	erasedAt := at
+	if !p.ErasedAt.IsZero() {
+		erasedAt = p.ErasedAt.In(loc).Format(time.RFC3339)
+	}
+	b := html.String(make([]byte, 0, 320), `{"event":`, p.EventType())
+	b = html.String(b, `,"delivery_id":`, id)
+	b = jc.Int(b, `,"app_id":`, appID)
+	b = jc.Int(b, `,"open_user_id":`, p.OpenUserID)
+	b = html.String(b, `,"occurred_at":`, at)
+	b = html.String(b, `,"data":{"erased_at":`, erasedAt)
+	b = html.String(b, `,"acknowledge_path":`, domain.ErasureAcknowledgePath(p.OpenUserID))
+	return rendered(p.EventType(), appID, id, append(b, "}}"...))
 }
 
 // html writes strings as json.Marshal does, HTML characters escaped.

@@ -84,6 +84,7 @@ func (in renderInput) envelopes() []events.Envelope {
 		&catalog.OrderShipped{OrderID: n[3], OrderCode: s[0], AppID: n[0], ThirdOrderID: s[1], LogisticsCompany: s[2], TrackingNumber: s[3],
 			Items: items, ShippedAt: in.at.Add(time.Duration(n[3]) * time.Second), Complete: bit(11), Source: s[1]},
 		&catalog.AppWebhookTestRequested{AppID: n[0], EndpointID: n[2]},
+		&catalog.UserErased{AppID: n[0], OpenUserID: n[1], ChannelUserID: s[0], Reason: s[1], ErasedBy: s[2], ErasedAt: in.at.Add(time.Duration(n[2]) * time.Millisecond)},
 		&catalog.AppSandboxEventTriggered{AppID: n[0], Event: sandboxTypes[int(uint(f)%uint(len(sandboxTypes)))]},
 	}
 	out := make([]events.Envelope, len(payloads))
@@ -153,7 +154,7 @@ func TestRenderMatchesEncodingJSON(t *testing.T) {
 	}
 	for _, event := range []string{"user.profile.updated", "user.family_group.created", "user.family_group.deleted", "user.family_member.created",
 		"user.family_member.updated", "user.family_member.deleted", "health.report.created", "health.report.updated",
-		"plugin.report.ready", "order.shipped", "webhook.test"} {
+		"plugin.report.ready", "order.shipped", "webhook.test", "user.erased"} {
 		if !rendered[event] {
 			t.Errorf("no %s was rendered: the generator misses a type", event)
 		}

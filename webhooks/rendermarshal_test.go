@@ -6,6 +6,7 @@ package webhooks
 
 import (
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/healthtech/partner-open-platform/domain"
@@ -95,6 +96,17 @@ func renderForMarshal(env events.Envelope, loc *time.Location, endpointID int64)
 			return Rendered{}, false
 		}
 		return Rendered{Event: "order.shipped", AppID: appID, Body: body}, true
+	case *catalog.UserErased:
+		erasedAt := at
+		if !p.ErasedAt.IsZero() {
+			erasedAt = p.ErasedAt.In(loc).Format(time.RFC3339)
+		}
+		body, err := json.Marshal(userErasedEvent{Event: "user.erased", DeliveryID: id, AppID: appID, OpenUserID: p.OpenUserID, OccurredAt: at,
+			Data: userErasedData{ErasedAt: erasedAt, AcknowledgePath: fmt.Sprintf("/open/v1/erasures/%d/acknowledge", p.OpenUserID)}})
+		if err != nil {
+			return Rendered{}, false
+		}
+		return Rendered{Event: "user.erased", AppID: appID, Body: body}, true
 	case *catalog.AppSandboxEventTriggered:
 		sample, ok := SandboxSample(p.Event, appID, env.Metadata.OccurredAt)
 		if !ok {
@@ -113,6 +125,22 @@ func renderForMarshal(env events.Envelope, loc *time.Location, endpointID int64)
 		return Rendered{Event: domain.TestEvent, AppID: appID, Body: body, Only: true, Endpoint: p.EndpointID}, true
 	}
 	return Rendered{}, false
+}
+
+// userErasedEvent is the body of user.erased, documented in the OpenAPI
+// file: ids the app already has, no personal field.
+type userErasedEvent struct {
+	Event      string         `json:"event"`
+	DeliveryID string         `json:"delivery_id"`
+	AppID      int64          `json:"app_id"`
+	OpenUserID int64          `json:"open_user_id"`
+	OccurredAt string         `json:"occurred_at"`
+	Data       userErasedData `json:"data"`
+}
+
+type userErasedData struct {
+	ErasedAt        string `json:"erased_at"`
+	AcknowledgePath string `json:"acknowledge_path"`
 }
 
 // testEvent is the body of webhook.test, documented in the OpenAPI file.

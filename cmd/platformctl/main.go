@@ -78,6 +78,9 @@ Commands:
   audit [--actor A] [--action A] [--subject STREAM] [--from T] [--to T] [--after SEQ] [--limit N]
                             list audit facts: reveals of personal data, partner report pulls
                             and erasures (--action user.erased)
+  erasures [--app ID] [--after SEQ] [--limit N]
+                            erasures the app that held the person has not acknowledged yet
+                            (the partner acknowledges the user.erased webhook)
   outbox [--status queued|retrying|sent|failed]
                             the developer portal's outgoing mail, newest first, with each body
                             (sign-up and password-reset links: admin role only)
@@ -176,6 +179,7 @@ var commands = map[string]func(c *cli, args []string) error{
 	"orders":      (*cli).orders,
 	"operators":   (*cli).operators,
 	"audit":       (*cli).audit,
+	"erasures":    (*cli).erasures,
 	"users":       (*cli).users,
 	"keys":        (*cli).keys,
 	"outbox":      (*cli).outbox,

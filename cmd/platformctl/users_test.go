@@ -44,3 +44,27 @@ func TestAuditByAction(t *testing.T) {
 		t.Errorf("request %+v", got)
 	}
 }
+
+// TestErasuresList: `erasures --app 7` asks for that app's unacknowledged
+// erasures and prints one per line; a refused request exits 1.
+func TestErasuresList(t *testing.T) {
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("app_id") == "9" {
+			fail(w, 404, "APP_NOT_FOUND", "app not found", nil)
+			return
+		}
+		ok(w, 200, map[string]any{"erasures": []any{map[string]any{"seq": 4, "app_id": 7, "open_user_id": 1001, "erased_by": "operator:2",
+			"reason": "ticket 42", "erased_at": "2026-11-29T10:20:00Z", "acknowledged": false}}, "next_after": nil})
+	})
+	r := runCLI(cliEnv(srv), "erasures", "--app", "7")
+	wantCode(t, r, 0)
+	wantContains(t, "stdout", r.stdout, "1001")
+	wantContains(t, "stdout", r.stdout, "ticket 42")
+	if got := srv.requests()[0]; got.Path != "/admin/v1/erasures" || !reflect.DeepEqual(got.Query["app_id"], []string{"7"}) {
+		t.Errorf("request %+v", got)
+	}
+	r = runCLI(cliEnv(srv), "erasures", "--app", "9")
+	wantCode(t, r, 1)
+	wantContains(t, "stderr", r.stderr, "APP_NOT_FOUND")
+	wantCode(t, runCLI(cliEnv(srv), "erasures", "extra"), 2)
+}

@@ -289,6 +289,13 @@ func badRoutes(fx fixture) []badRoute {
 				{name: "a wildcard is not a type", path: "/open/v1/event-types/health.report.*", want: outcome{404, "EVENT_TYPE_NOT_FOUND"}},
 			}},
 
+		// ---- erasures reaching partners ----
+		{method: "POST", pattern: "/open/v1/erasures/:openUserId/acknowledge", auth: authM, params: map[string]string{"openUserId": "999999"},
+			base: outcome{404, "ERASURE_NOT_FOUND"}},
+		{method: "GET", pattern: "/admin/v1/erasures", auth: authAdmin, params: none,
+			query: []qparam{{"app_id", qInt}, {"after", qInt}, {"limit", qPage}}, base: ok200},
+		{method: "GET", pattern: "/open/v1/access-log", auth: authM, params: none,
+			query: []qparam{{"from", qTime}, {"to", qTime}, {"after", qInt}, {"limit", qPage}}, base: ok200},
 		// ---- webhook endpoints (scheme M) ----
 		{method: "GET", pattern: "/open/v1/webhooks/endpoints", auth: authM, params: none, base: ok200},
 		{method: "POST", pattern: "/open/v1/webhooks/endpoints", auth: authM, params: none,

@@ -112,7 +112,8 @@ func TestAdminDeliveryRedactedUnlessRevealed(t *testing.T) {
 			t.Fatalf("revealed delivery: %s", res.Raw)
 		}
 		facts := auditFacts(t, p, auditor, "action=reveal.delivery")
-		want := []string{"delivery-" + id, fmt.Sprintf("user-%d", reg.OpenUserID)}
+		// The person's app is named too, for its access log.
+		want := []string{"delivery-" + id, fmt.Sprintf("user-%d", reg.OpenUserID), fmt.Sprintf("app-%d", a.ID)}
 		if len(facts) != 1 || facts[0].Actor != fmt.Sprintf("operator:%d", auditorID) || facts[0].Reason != "ticket 5" ||
 			strings.Join(facts[0].Subjects, ",") != strings.Join(want, ",") {
 			t.Fatalf("reveal facts %+v, want one by operator:%d about %v", facts, auditorID, want)

@@ -119,6 +119,13 @@ func TestEveryCataloguedEventAsTheDispatcherSendsIt(t *testing.T) {
 		a.Expect("POST", "/open/v1/order/create", harness.OrderBody("T-cat", "BP-100"), 201, "0").Data(t, &order)
 		a.Expect("POST", "/open/v1/order/shipped-callback-test", map[string]any{"order_code": order.OrderCode}, 200, "0")
 
+		// Erasure: another person, erased by an operator (user.erased).
+		var gone harness.RegisterData
+		a.Expect("POST", "/open/v1/channel/users", harness.RegisterBody("u-cat-gone"), http.StatusCreated, "0").Data(t, &gone)
+		if res := p.Admin("POST", fmt.Sprintf("/admin/v1/channel-users/%d/erase", gone.OpenUserID), map[string]any{"reason": "ticket 1"}); res.Status != http.StatusOK {
+			t.Fatalf("erase: %d %s", res.Status, res.Raw)
+		}
+
 		// The test event, sent to the default endpoint by API.
 		a.Expect("POST", fmt.Sprintf("/open/v1/webhooks/endpoints/%d/test", domain.DefaultEndpointID), nil, http.StatusAccepted, "0")
 

@@ -38,7 +38,7 @@ var schemaOne = []events.Payload{
 	AppSuspended{}, AppResumed{}, AppAuthenticationSet{}, AppWebhookSecretIssued{}, AppWebhookSecretActivated{},
 	IdempotencyClaimed{}, IdempotencyCompleted{}, IdempotencyReleased{},
 	OperatorCreated{}, OperatorRevoked{}, AccessAudited{},
-	UserErased{}, ChannelUserUnbound{},
+	UserErased{}, ChannelUserUnbound{}, ErasureAcknowledged{},
 	AppReviewRequested{}, AppProductionRevealed{},
 	AppWebhookEndpointAdded{}, AppWebhookEndpointUpdated{}, AppWebhookEndpointDisabled{}, AppWebhookEndpointEnabled{},
 	AppWebhookEndpointRemoved{}, AppWebhookEndpointSecretIssued{}, AppWebhookEndpointSecretActivated{}, AppWebhookTestRequested{},

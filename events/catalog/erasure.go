@@ -35,3 +35,17 @@ type ChannelUserUnbound struct {
 
 // EventType names the event in the log.
 func (ChannelUserUnbound) EventType() string { return "channel_user.unbound" }
+
+// ErasureAcknowledged records that the app holding an erased person
+// confirmed it received the user.erased webhook and erased its own copies
+// (GDPR Art. 19): an audit fact on the person's stream. It names the app
+// and the person by their platform ids only.
+type ErasureAcknowledged struct {
+	AppID          int64     `json:"app_id"`
+	OpenUserID     int64     `json:"open_user_id"`
+	AcknowledgedBy string    `json:"acknowledged_by"`
+	AcknowledgedAt time.Time `json:"acknowledged_at"`
+}
+
+// EventType names the event in the log.
+func (ErasureAcknowledged) EventType() string { return "user.erasure_acknowledged" }

@@ -99,6 +99,8 @@ var personalFields = map[string][]string{
 	// admin reads redact it.
 	"user.erased":          {"channel_user_id"},
 	"channel_user.unbound": {"channel_user_id"},
+	// Ids and times only: an erased person's acknowledgement names no personal data.
+	"user.erasure_acknowledged": nil,
 	// Endpoint settings are the partner's configuration, secrets sealed.
 	"app.webhook_endpoint_added":            nil,
 	"app.webhook_endpoint_updated":          nil,
@@ -171,6 +173,8 @@ var webhookPersonalFields = map[string][]string{
 	"plugin.report.ready":        {"metadata"},
 	"order.shipped":              nil,
 	"webhook.test":               nil,
+	// Ids the app already has and times: the person is erased.
+	"user.erased": nil,
 }
 
 // WebhookPersonalFields returns the JSON paths of a webhook body's personal

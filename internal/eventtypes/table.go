@@ -77,6 +77,24 @@ var table = []entry{
 		}},
 	},
 	{
+		name: "user.erased", title: "A person the app held was erased",
+		description: "An operator erased one of the app's users (the right to erasure): the person's data key is destroyed, so the platform no longer holds any of their personal data and the app's channel-user routes answer 404 USER_NOT_FOUND for them.",
+		versions: []version{{
+			body: fixed(object(
+				prop("event", constant("user.erased")),
+				prop("delivery_id", deliveryID()),
+				prop("app_id", integer("the app that held the person")),
+				prop("open_user_id", integer("the platform's id of the erased user, the only id the body carries")),
+				prop("occurred_at", dateTime()),
+				prop("data", object(
+					prop("erased_at", dateTime()),
+					prop("acknowledge_path", str("the route that acknowledges this erasure (POST, signed like every partner write)")),
+				)),
+			)),
+			sample: &catalog.UserErased{AppID: 7, OpenUserID: 1001, Reason: "PIPL request", ErasedBy: "operator:3", ErasedAt: sampleAt},
+		}},
+	},
+	{
 		name: "health.report.created", title: "Health report created",
 		description: "A report was uploaded for a user bound to the app (an idempotent repeat of an upload sends nothing). Pull the report with `GET /open/v1/health-reports/{openReportId}`.",
 		versions: []version{{

@@ -121,6 +121,7 @@ var codes = []struct {
 	{domain.ErrTooManyEndpoints, http.StatusConflict, "TOO_MANY_WEBHOOK_ENDPOINTS", "the app already has the maximum number of webhook endpoints (10)"},
 	{domain.ErrEndpointDisabled, http.StatusConflict, "WEBHOOK_ENDPOINT_DISABLED", "the webhook endpoint is disabled; enable it first"},
 	{domain.ErrDeliveryErased, http.StatusGone, "DELIVERY_ERASED", "the delivery's user was erased: its payload is gone and it is never sent again"},
+	{domain.ErrErasureNotFound, http.StatusNotFound, "ERASURE_NOT_FOUND", "erasure not found: no erased person of this app has this open_user_id"},
 	{domain.ErrUserNotBound, http.StatusUnprocessableEntity, "USER_NOT_BOUND", "the user is not bound to an app; register the user through the channel-user API first"},
 	{domain.ErrReportNotFound, http.StatusNotFound, "REPORT_NOT_FOUND", "report not found"},
 	{domain.ErrDuplicateReportKey, http.StatusConflict, "DUPLICATE_REQUEST_REPORT_ID", "request_report_id was already used for a different user's report"},

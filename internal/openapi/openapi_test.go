@@ -285,6 +285,8 @@ func partnerVisible() []events.Payload {
 		&catalog.FamilyMemberUpdated{ChannelUserID: "u-1", OpenUserID: 1001, Member: member, Changed: []string{
 			"app_group_id", "name", "relationship", "gender", "birth_date", "phone", "height", "weight", "blood_type", "is_default"}},
 		&catalog.FamilyMemberDeleted{ChannelUserID: "u-1", OpenUserID: 1001, MemberID: 3001, AppUserID: "kid", FamilyGroupID: 2001},
+		&catalog.UserErased{AppID: 7, OpenUserID: 1001, Reason: "ticket 7", ErasedBy: "operator:1", ErasedAt: time.Date(2024, 5, 1, 0, 30, 0, 0, time.UTC)},
+		&catalog.ErasureAcknowledged{AppID: 7, OpenUserID: 1001, AcknowledgedBy: "app:7"},
 		&catalog.DeliveryCreated{DeliveryID: "d", AppID: 7},
 		&catalog.DeliveryAttempted{DeliveryID: "d", Attempt: 1},
 		&catalog.DeliveryResendRequested{DeliveryID: "d"},
@@ -452,6 +454,7 @@ func TestWebhookBodiesMatchTheDocument(t *testing.T) {
 		doc.Components.Schemas["PluginReportReadyWebhook"].Value.Properties["event"].Value,
 		doc.Components.Schemas["OrderShippedWebhook"].Value.Properties["event"].Value,
 		doc.Components.Schemas["WebhookTestEvent"].Value.Properties["event"].Value,
+		doc.Components.Schemas["UserErasedWebhook"].Value.Properties["event"].Value,
 	} {
 		for _, v := range s.Enum {
 			enum = append(enum, fmt.Sprint(v))

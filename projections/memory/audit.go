@@ -56,7 +56,7 @@ func (s *Store) AuditFacts(ctx context.Context, f projections.AuditFilter) ([]pr
 	var out []projections.AuditFact
 	for i := start; i < int64(len(s.auditIndexes.facts)) && len(out) < limit; i++ {
 		a := s.auditIndexes.facts[i]
-		if (f.Actor != "" && a.Actor != f.Actor) || (f.Action != "" && a.Action != f.Action) || (f.Subject != "" && !slices.Contains(a.Subjects, f.Subject)) ||
+		if (f.Actor != "" && a.Actor != f.Actor) || (f.Action != "" && a.Action != f.Action) || (f.Subject != "" && !slices.Contains(a.Subjects, f.Subject)) || (f.App != 0 && a.AppID != f.App) ||
 			(!f.From.IsZero() && a.At.Before(f.From)) || (!f.To.IsZero() && !a.At.Before(f.To)) {
 			continue
 		}

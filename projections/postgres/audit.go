@@ -42,13 +42,14 @@ WHERE seq > $1
   AND ($4::timestamptz IS NULL OR at >= $4)
   AND ($5::timestamptz IS NULL OR at < $5)
   AND ($7 = '' OR action = $7)
+  AND ($8::bigint = 0 OR app_id = $8)
 ORDER BY seq
 LIMIT $6`
 
 // AuditFacts lists facts in seq order from the cursor on.
 func (s *Store) AuditFacts(ctx context.Context, f projections.AuditFilter) ([]projections.AuditFact, error) {
 	rows, _ := s.pool.Query(ctx, auditFactsQuery, max(f.After, 0), f.Actor, f.Subject,
-		timeOrNil(f.From), timeOrNil(f.To), projections.AuditLimit(f.Limit), f.Action)
+		timeOrNil(f.From), timeOrNil(f.To), projections.AuditLimit(f.Limit), f.Action, f.App)
 	facts, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (projections.AuditFact, error) {
 		var a projections.AuditFact
 		err := row.Scan(&a.Seq, &a.EventID, &a.Actor, &a.Action, &a.Subjects, &a.EventIDs, &a.ReportID, &a.AppID, &a.Reason, &a.At)

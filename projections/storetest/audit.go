@@ -179,4 +179,21 @@ func testErasureAuditFact(t *testing.T, s Store) {
 	if got := allFacts(t, s, projections.AuditFilter{Subject: "user-1001"}); len(got) != 2 {
 		t.Fatalf("facts about user-1001 %v, want the reveal and the erasure", keys(got))
 	}
+	// The app's acknowledgement is a fact of its own, found by app and action.
+	ackAt := at(9)
+	ack := []events.Envelope{{Recorded: events.Recorded{ID: "ev-ack", Type: projections.ErasureAcknowledgedAction, Stream: "user-1001"},
+		Payload:  &catalog.ErasureAcknowledged{AppID: 7, OpenUserID: 1001, AcknowledgedBy: "app:7", AcknowledgedAt: ackAt},
+		Metadata: events.Metadata{AppID: 7, Actor: "app:7", OccurredAt: ackAt}}}
+	for i := 0; i < 2; i++ {
+		if err := p.Apply(ctx, ack, nextPos()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantAck := projections.AuditFact{Seq: 3, EventID: "ev-ack", Actor: "app:7", Action: projections.ErasureAcknowledgedAction,
+		Subjects: []string{"user-1001"}, EventIDs: []string{"ev-ack"}, AppID: 7, Reason: "", At: ackAt}
+	wantRows(t, "acknowledgements of app 7", allFacts(t, s, projections.AuditFilter{App: 7, Action: projections.ErasureAcknowledgedAction}), []projections.AuditFact{wantAck})
+	wantRows(t, "facts of app 7", allFacts(t, s, projections.AuditFilter{App: 7}), []projections.AuditFact{want, wantAck})
+	if got := allFacts(t, s, projections.AuditFilter{App: 8}); len(got) != 0 {
+		t.Fatalf("facts of app 8 %v, want none", keys(got))
+	}
 }

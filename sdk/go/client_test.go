@@ -254,6 +254,8 @@ func TestEveryWriteThatTakesAKeySendsOne(t *testing.T) {
 		"listMyDeliveries":        func() error { _, err := c.ListDeliveries(ctx, DeliveryFilter{}); return err },
 		"getMyDelivery":           func() error { _, err := c.GetDelivery(ctx, "d"); return err },
 		"resendMyDelivery":        func() error { _, err := c.ResendDelivery(ctx, "d"); return err },
+		"acknowledgeErasure":      func() error { _, err := c.AcknowledgeErasure(ctx, 7); return err },
+		"listMyAccessLog":         func() error { _, err := c.ListAccessLog(ctx, AccessLogFilter{OpenUserID: 7, Limit: 10}); return err },
 		"rotateMyWebhookSecret":   func() error { _, err := c.RotateWebhookSecret(ctx); return err },
 		"activateMyWebhookSecret": func() error { _, err := c.ActivateWebhookSecret(ctx); return err },
 		"webhookEventFeed":        func() error { _, err := c.ListEvents(ctx, "", 0); return err },

@@ -100,6 +100,8 @@ func TestModelFieldsMatchSchemas(t *testing.T) {
 		"DailyReport": DailyReport{}, "TokenResponse": TokenResponse{}, "MockMeasureRequest": MockMeasureRequest{}, "Measurement": Measurement{},
 		"HealthReportWebhook": HealthReportWebhook{}, "PluginReportReadyWebhook": PluginReportReadyWebhook{},
 		"OrderShippedWebhook": OrderShippedWebhook{}, "ChannelUserWebhook": ChannelUserWebhook{}, "WebhookTestEvent": WebhookTestEvent{},
+		"UserErasedWebhook": UserErasedWebhook{}, "ErasureAcknowledgement": ErasureAcknowledgement{},
+		"AccessLogPage": AccessLogPage{}, "AccessLogEntry": AccessLogEntry{},
 		"Card": Card{}, "FulfillmentList": FulfillmentList{}, "IssuedCards": IssuedCards{}, "BatchIssueRequest": BatchIssueRequest{},
 		"ProviderRegistration": ProviderRegistration{}, "ProviderRegistered": ProviderRegistered{}, "RatingRequest": RatingRequest{},
 		"RatingResult": RatingResult{}, "SandboxShipmentRequest": SandboxShipmentRequest{}, "ShipmentResult": ShipmentResult{},

@@ -12,6 +12,7 @@ var EventTypes = []EventType{
 	{Name: "user.family_member.created", Version: 1, Title: "Family member created"},
 	{Name: "user.family_member.updated", Version: 1, Title: "Family member updated"},
 	{Name: "user.family_member.deleted", Version: 1, Title: "Family member deleted"},
+	{Name: "user.erased", Version: 1, Title: "A person the app held was erased"},
 	{Name: "health.report.created", Version: 1, Title: "Health report created"},
 	{Name: "health.report.updated", Version: 1, Title: "Health report updated"},
 	{Name: "plugin.report.ready", Version: 1, Title: "Plugin measurement ready"},

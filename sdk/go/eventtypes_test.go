@@ -33,7 +33,8 @@ func TestParseEventTypesEveryCataloguedEvent(t *testing.T) {
 		set := 0
 		for _, p := range []bool{ev.HealthReport != nil, ev.PluginReportReady != nil, ev.OrderShipped != nil,
 			ev.ProfileUpdated != nil, ev.FamilyGroupCreated != nil, ev.FamilyGroupDeleted != nil,
-			ev.FamilyMemberCreated != nil, ev.FamilyMemberUpdated != nil, ev.FamilyMemberDeleted != nil, ev.Test != nil} {
+			ev.FamilyMemberCreated != nil, ev.FamilyMemberUpdated != nil, ev.FamilyMemberDeleted != nil, ev.Test != nil,
+			ev.UserErased != nil} {
 			if p {
 				set++
 			}

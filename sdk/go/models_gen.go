@@ -6,6 +6,14 @@ import "encoding/json"
 
 var _ json.RawMessage
 
+// AccessLogPage is a page of the app's access log (`GET /open/v1/access-log`).
+type AccessLogPage struct {
+	// Accesses carries the schema's accesses property.
+	Accesses []AccessLogEntry `json:"accesses"`
+	// NextAfter carries the schema's next_after property.
+	NextAfter *int64 `json:"next_after"`
+}
+
 // BatchIssueRequest mirrors the BatchIssueRequest schema of the platform's OpenAPI document.
 type BatchIssueRequest struct {
 	// BatchID is: Optional. Part of the batch's identity: the same content with the same (or no) batch_id is the same batch; send a new one to issue identical content again.
@@ -100,6 +108,16 @@ type DeliveryPage struct {
 	Deliveries []Delivery `json:"deliveries"`
 	// NextCursor is: The last entry's cursor when the page is full (`limit` entries), to pass as `after` for the next page (which may be empty); null when this is the last page.
 	NextCursor *string `json:"next_cursor"`
+}
+
+// ErasureAcknowledgement is an app's acknowledgement of the erasure of one of its users; the same answer for every acknowledge.
+type ErasureAcknowledgement struct {
+	// AcknowledgedAt carries the schema's acknowledged_at property.
+	AcknowledgedAt string `json:"acknowledged_at"`
+	// ErasedAt carries the schema's erased_at property.
+	ErasedAt string `json:"erased_at"`
+	// OpenUserID is: A platform-assigned id.
+	OpenUserID int64 `json:"open_user_id"`
 }
 
 // FamilyGroupCreatedData is described by the platform as: `data` of user.family_group.created, sent when a group is created (`created=true`) and also when an existing group is renamed through the upsert (`created=false`).
@@ -626,6 +644,22 @@ type TokenResponse struct {
 	TokenType string `json:"token_type"`
 }
 
+// UserErasedWebhook is the body of `user.erased`, and the `payload` of its delivery-log and feed entries: one of the app's users was erased. Ids and times only.
+type UserErasedWebhook struct {
+	// AppID is: A platform-assigned id.
+	AppID int64 `json:"app_id"`
+	// Data carries the schema's data property.
+	Data UserErasedWebhookData `json:"data"`
+	// DeliveryID is: Equal to `X-Webhook-Id`; stable across retries and resends.
+	DeliveryID string `json:"delivery_id"`
+	// Event carries the schema's event property.
+	Event string `json:"event"`
+	// OccurredAt is: When the erasure was recorded; ISO 8601 with the platform zone's offset.
+	OccurredAt string `json:"occurred_at"`
+	// OpenUserID is: A platform-assigned id.
+	OpenUserID int64 `json:"open_user_id"`
+}
+
 // UserPatch is described by the platform as: PATCH body; every field optional and only sent fields change. Null clears nickname, avatar, phone, email and birth_date; name and gender cannot be null.
 type UserPatch struct {
 	// Avatar is: http or https URL with a host, ASCII only (percent-encode other characters), at most 500 characters.
@@ -768,6 +802,26 @@ type WebhookTestQueued struct {
 	Event string `json:"event"`
 	// Queued carries the schema's queued property.
 	Queued bool `json:"queued"`
+}
+
+// AccessLogEntry is described by the platform as: One recorded access to the data of some of the app's users.
+type AccessLogEntry struct {
+	// Accessor is: A pseudonymous id of the reader (`app:<id>`, `operator:<id>`); never a name.
+	Accessor string `json:"accessor"`
+	// AccessorRole is: `app`, or the operator's role: `auditor`, `admin`, `support` (`operator` for an operator no longer known).
+	AccessorRole string `json:"accessor_role"`
+	// Action is: `report.pull` or a `reveal.*` action.
+	Action string `json:"action"`
+	// At carries the schema's at property.
+	At string `json:"at"`
+	// OpenUserIds carries the schema's open_user_ids property.
+	OpenUserIds []int64 `json:"open_user_ids"`
+	// Reason is: Why, as the operator gave it; empty for the app's own pulls.
+	Reason string `json:"reason"`
+	// ReportID is: The report the app pulled (report.pull only).
+	ReportID *int64 `json:"report_id"`
+	// Seq is: The audit fact's number; the listing's cursor.
+	Seq int64 `json:"seq"`
 }
 
 // CardInput mirrors the CardInput schema of the platform's OpenAPI document.
@@ -1096,6 +1150,14 @@ type User struct {
 	RegisteredAt string `json:"registered_at"`
 	// Status carries the schema's status property.
 	Status string `json:"status"`
+}
+
+// UserErasedWebhookData mirrors the UserErasedWebhookData schema of the platform's OpenAPI document.
+type UserErasedWebhookData struct {
+	// AcknowledgePath is: The route that acknowledges this erasure (POST, signed like every partner write).
+	AcknowledgePath string `json:"acknowledge_path"`
+	// ErasedAt carries the schema's erased_at property.
+	ErasedAt string `json:"erased_at"`
 }
 
 // VerifyUseResultUserInfo mirrors the VerifyUseResultUserInfo schema of the platform's OpenAPI document.

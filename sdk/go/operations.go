@@ -31,6 +31,8 @@ var routes = map[string]route{
 	"listMyDeliveries":           {http.MethodGet, "/open/v1/webhooks/deliveries", false},
 	"getMyDelivery":              {http.MethodGet, "/open/v1/webhooks/deliveries/{deliveryId}", false},
 	"resendMyDelivery":           {http.MethodPost, "/open/v1/webhooks/deliveries/{deliveryId}/resend", true},
+	"acknowledgeErasure":         {http.MethodPost, "/open/v1/erasures/{openUserId}/acknowledge", true},
+	"listMyAccessLog":            {http.MethodGet, "/open/v1/access-log", false},
 	"rotateMyWebhookSecret":      {http.MethodPost, "/open/v1/webhooks/secret/rotate", false},
 	"activateMyWebhookSecret":    {http.MethodPost, "/open/v1/webhooks/secret/activate", false},
 	"webhookEventFeed":           {http.MethodGet, "/open/v1/webhooks/events", false},
@@ -369,6 +371,47 @@ func (cl *Client) ResendDelivery(ctx context.Context, deliveryID string, opts ..
 	return &out, cl.do(ctx, apply(op("resendMyDelivery", authApp, deliveryID), opts), &out)
 }
 
+// AcknowledgeErasure tells the platform that the app erased its copies of
+// a person the platform erased (the user.erased webhook names them by
+// openUserID). Idempotent: a repeat answers the first acknowledgement.
+// Another app's erasure or an unknown id is an *APIError with code
+// ERASURE_NOT_FOUND.
+func (cl *Client) AcknowledgeErasure(ctx context.Context, openUserID int64, opts ...WriteOption) (*ErasureAcknowledgement, error) {
+	var out ErasureAcknowledgement
+	return &out, cl.do(ctx, apply(op("acknowledgeErasure", authApp, id(openUserID)), opts), &out)
+}
+
+// AccessLogFilter narrows ListAccessLog; every field is optional. From and
+// To are ISO 8601 times, After the last seq seen (AccessLogPage.NextAfter).
+type AccessLogFilter struct {
+	OpenUserID int64
+	From, To   string
+	After      int64
+	Limit      int
+}
+
+// ListAccessLog reads one page of who accessed this app's users' data and
+// why: the app's own report pulls and the platform operators' reveals.
+func (cl *Client) ListAccessLog(ctx context.Context, f AccessLogFilter) (*AccessLogPage, error) {
+	c := op("listMyAccessLog", authApp)
+	c.query = url.Values{}
+	if f.OpenUserID > 0 {
+		c.query.Set("open_user_id", id(f.OpenUserID))
+	}
+	setIf(c.query, "from", f.From)
+	setIf(c.query, "to", f.To)
+	if f.After > 0 {
+		c.query.Set("after", id(f.After))
+	}
+	if f.Limit > 0 {
+		c.query.Set("limit", strconv.Itoa(f.Limit))
+	}
+	var out AccessLogPage
+	return &out, cl.do(ctx, c, &out)
+}
+
+// RotateWebhookSecret creates a pending webhook secret; deliveries are
+// signed with both until ActivateWebhookSecret.
 // RotateWebhookSecret creates a pending webhook secret for the default
 // endpoint; deliveries stay signed with the current secret until
 // ActivateWebhookSecret.

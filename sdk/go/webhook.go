@@ -114,6 +114,9 @@ type Event struct {
 	// Test is set for webhook.test, the test a developer sends to one
 	// endpoint from the developer portal; answer 2xx and ignore it.
 	Test *WebhookTestEvent
+	// UserErased is set for user.erased: the platform erased one of the
+	// app's users; erase your copies, then call Client.AcknowledgeErasure.
+	UserErased *UserErasedWebhook
 	// Raw is the body as received.
 	Raw json.RawMessage
 }
@@ -171,6 +174,9 @@ func ParseEvent(body []byte) (*Event, error) {
 	case "webhook.test":
 		ev.Test = new(WebhookTestEvent)
 		err = json.Unmarshal(body, ev.Test)
+	case "user.erased":
+		ev.UserErased = new(UserErasedWebhook)
+		err = json.Unmarshal(body, ev.UserErased)
 	case "user.profile.updated", "user.family_group.created", "user.family_group.deleted",
 		"user.family_member.created", "user.family_member.updated", "user.family_member.deleted":
 		ev.ChannelUser = new(ChannelUserWebhook)

@@ -23,6 +23,7 @@ var eventBodies = map[string]string{
 	"user.family_member.updated": `{"event":"user.family_member.updated","delivery_id":"d-9","app_id":1,"open_user_id":7,"channel_user_id":"u-7","occurred_at":"x","data":{"member_id":4,"app_user_id":"m1"}}`,
 	"user.family_member.deleted": `{"event":"user.family_member.deleted","delivery_id":"d-10","app_id":1,"open_user_id":7,"channel_user_id":"u-7","occurred_at":"x","data":{"member_id":4,"app_user_id":"m1"}}`,
 	"webhook.test":               `{"event":"webhook.test","delivery_id":"d-11","app_id":1,"endpoint_id":12,"occurred_at":"2026-11-23T10:00:00+08:00","data":{"message":"test"}}`,
+	"user.erased":                `{"event":"user.erased","delivery_id":"d-12","app_id":1,"open_user_id":7,"occurred_at":"2026-11-23T10:00:00+08:00","data":{"erased_at":"2026-11-23T10:00:00+08:00","acknowledge_path":"/open/v1/erasures/7/acknowledge"}}`,
 }
 
 func TestParseEventCoversEveryDocumentedEventType(t *testing.T) {
@@ -41,7 +42,8 @@ func TestParseEventCoversEveryDocumentedEventType(t *testing.T) {
 		set := 0
 		for _, p := range []bool{ev.HealthReport != nil, ev.PluginReportReady != nil, ev.OrderShipped != nil,
 			ev.ProfileUpdated != nil, ev.FamilyGroupCreated != nil, ev.FamilyGroupDeleted != nil,
-			ev.FamilyMemberCreated != nil, ev.FamilyMemberUpdated != nil, ev.FamilyMemberDeleted != nil, ev.Test != nil} {
+			ev.FamilyMemberCreated != nil, ev.FamilyMemberUpdated != nil, ev.FamilyMemberDeleted != nil, ev.Test != nil,
+			ev.UserErased != nil} {
 			if p {
 				set++
 			}

@@ -226,6 +226,16 @@ export class PartnerClient {
     return this.#data("resendMyDelivery", { pathParams: { deliveryId }, ...opts });
   }
 
+  /** Acknowledges the erasure of one of the app's users (the `user.erased` webhook names them): the app erased its copies. Idempotent. */
+  acknowledgeErasure(openUserId: number, opts: WriteOptions = {}): Promise<ResponseOf<"acknowledgeErasure">> {
+    return this.#data("acknowledgeErasure", { pathParams: { openUserId }, ...opts });
+  }
+
+  /** One page of who accessed this app's users' data and why (its own report pulls, operators' reveals). */
+  listMyAccessLog(query: M.ListMyAccessLogQuery = {}, opts: ReadOptions = {}): Promise<ResponseOf<"listMyAccessLog">> {
+    return this.#data("listMyAccessLog", { query, ...opts });
+  }
+
   /** Creates a pending webhook secret (shown once; signs nothing until activated). Not retried: it has no idempotency key. */
   rotateMyWebhookSecret(opts: ReadOptions = {}): Promise<ResponseOf<"rotateMyWebhookSecret">> {
     return this.#data("rotateMyWebhookSecret", { ...opts });

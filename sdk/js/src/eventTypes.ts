@@ -8,6 +8,7 @@ export const eventTypes = [
   { name: "user.family_member.created", version: 1, title: "Family member created" },
   { name: "user.family_member.updated", version: 1, title: "Family member updated" },
   { name: "user.family_member.deleted", version: 1, title: "Family member deleted" },
+  { name: "user.erased", version: 1, title: "A person the app held was erased" },
   { name: "health.report.created", version: 1, title: "Health report created" },
   { name: "health.report.updated", version: 1, title: "Health report updated" },
   { name: "plugin.report.ready", version: 1, title: "Plugin measurement ready" },

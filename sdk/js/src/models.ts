@@ -35,6 +35,19 @@ export interface WebhookEventFeedQuery {
   limit?: number;
 }
 
+/** Query parameters of listMyAccessLog (GET /open/v1/access-log). */
+export interface ListMyAccessLogQuery {
+  /** Only accesses to this user's data. */
+  open_user_id?: number;
+  /** Accesses at or after this time (see `TimeInput`). */
+  from?: TimeInput;
+  /** Accesses before this time (see `TimeInput`). */
+  to?: TimeInput;
+  after?: number;
+  /** Page size; 0 or absent means 100. */
+  limit?: number;
+}
+
 /** Query parameters of getDailyReport (GET /v1/health/daily-report). */
 export interface GetDailyReportQuery {
   /** The user's open_user_id (positive integer). */
@@ -113,6 +126,14 @@ export interface WebhookEventMap {
   "order.shipped": OrderShippedWebhook;
   /** Test event sent from the developer portal */
   "webhook.test": WebhookTestEvent;
+  /** A person the app held was erased */
+  "user.erased": UserErasedWebhook;
+}
+
+/** A page of the app's access log (`GET /open/v1/access-log`). */
+export interface AccessLogPage {
+  accesses: AccessLogEntry[];
+  next_after: number | null;
 }
 
 /** The BatchIssueRequest schema. */
@@ -221,6 +242,13 @@ export interface DeliveryPage {
 
 /** - `pending`: waiting for its first attempt (new, or just resent). - `retrying`: an attempt failed and another is scheduled (`next_attempt_at`). - `delivered`: the receiver answered 2xx within 10 s. - `abandoned`: every retry failed, or the target was refused (not a public https address); nothing more happens unless it is resent. - `dead_letter`: a plugin event whose retries are exhausted; as abandoned, resend to try again. - `skipped`: the app had no webhook URL or did not subscribe to the event when it happened; nothing was sent, but the event is in the feed and can be resent. */
 export type DeliveryStatus = "pending" | "retrying" | "delivered" | "abandoned" | "dead_letter" | "skipped";
+
+/** An app's acknowledgement of the erasure of one of its users; the same answer for every acknowledge. */
+export interface ErasureAcknowledgement {
+  open_user_id: Id;
+  erased_at: string;
+  acknowledged_at: string;
+}
 
 /** `data` of user.family_group.created, sent when a group is created (`created=true`) and also when an existing group is renamed through the upsert (`created=false`). */
 export interface FamilyGroupCreatedData {
@@ -666,6 +694,22 @@ export interface TokenResponse {
   scope: "daily_report";
 }
 
+/** The body of `user.erased`, and the `payload` of its delivery-log and feed entries: one of the app's users was erased. Ids and times only. */
+export interface UserErasedWebhook {
+  event: "user.erased";
+  /** Equal to `X-Webhook-Id`; stable across retries and resends. */
+  delivery_id: string;
+  app_id: Id;
+  open_user_id: Id;
+  /** When the erasure was recorded; ISO 8601 with the platform zone's offset. */
+  occurred_at: string;
+  data: {
+    erased_at: string;
+    /** The route that acknowledges this erasure (POST, signed like every partner write). */
+    acknowledge_path: string;
+  };
+}
+
 /** PATCH body; every field optional and only sent fields change. Null clears nickname, avatar, phone, email and birth_date; name and gender cannot be null. */
 export interface UserPatch {
   name?: string;
@@ -789,6 +833,24 @@ export interface WebhookTestQueued {
   endpoint_id: number;
   event: "webhook.test";
   queued: boolean;
+}
+
+/** One recorded access to the data of some of the app's users. */
+export interface AccessLogEntry {
+  /** The audit fact's number; the listing's cursor. */
+  seq: number;
+  at: string;
+  /** `report.pull` or a `reveal.*` action. */
+  action: string;
+  /** `app`, or the operator's role: `auditor`, `admin`, `support` (`operator` for an operator no longer known). */
+  accessor_role: string;
+  /** A pseudonymous id of the reader (`app:<id>`, `operator:<id>`); never a name. */
+  accessor: string;
+  /** Why, as the operator gave it; empty for the app's own pulls. */
+  reason: string;
+  open_user_ids: Id[];
+  /** The report the app pulled (report.pull only). */
+  report_id: number | null;
 }
 
 /** The CardInput schema. */
@@ -1048,8 +1110,8 @@ export interface UserProfile {
   birth_date?: string | null;
 }
 
-/** The exact JSON body of a webhook, byte for byte what every attempt sends: a channel-user event (`ChannelUserWebhook`), a health report event (`HealthReportWebhook`), `plugin.report.ready` (`PluginReportReadyWebhook`) or `order.shipped` (`OrderShippedWebhook`); `event` tells them apart. */
-export type WebhookPayload = ChannelUserWebhook | HealthReportWebhook | PluginReportReadyWebhook | OrderShippedWebhook;
+/** The exact JSON body of a webhook, byte for byte what every attempt sends: a channel-user event (`ChannelUserWebhook`), a health report event (`HealthReportWebhook`), `plugin.report.ready` (`PluginReportReadyWebhook`), `order.shipped` (`OrderShippedWebhook`) or `user.erased` (`UserErasedWebhook`); `event` tells them apart. */
+export type WebhookPayload = ChannelUserWebhook | HealthReportWebhook | PluginReportReadyWebhook | OrderShippedWebhook | UserErasedWebhook;
 
 /** The CardItemInput schema. */
 export interface CardItemInput {
@@ -1066,6 +1128,8 @@ export type ShippingStatus = "PENDING_SHIPMENT" | "SHIPPED";
 
 /** Every generated schema by its OpenAPI name, so operation types can be looked up from the operations table. */
 export interface Schemas {
+  AccessLogEntry: AccessLogEntry;
+  AccessLogPage: AccessLogPage;
   BatchIssueRequest: BatchIssueRequest;
   Card: Card;
   CardInput: CardInput;
@@ -1082,6 +1146,7 @@ export interface Schemas {
   DeliveryPage: DeliveryPage;
   DeliveryStatus: DeliveryStatus;
   DeviceKey: DeviceKey;
+  ErasureAcknowledgement: ErasureAcknowledgement;
   FamilyGroup: FamilyGroup;
   FamilyGroupCreatedData: FamilyGroupCreatedData;
   FamilyGroupDeletedData: FamilyGroupDeletedData;
@@ -1146,6 +1211,7 @@ export interface Schemas {
   TokenRequest: TokenRequest;
   TokenResponse: TokenResponse;
   User: User;
+  UserErasedWebhook: UserErasedWebhook;
   UserPatch: UserPatch;
   UserProfile: UserProfile;
   UserProfileUpdatedData: UserProfileUpdatedData;

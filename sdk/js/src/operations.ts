@@ -316,6 +316,34 @@ export const operations = {
     envelope: true,
     statuses: [200],
   },
+  acknowledgeErasure: {
+    operationId: "acknowledgeErasure",
+    method: "POST",
+    path: "/open/v1/erasures/{openUserId}/acknowledge",
+    auth: "M",
+    idempotencyKey: true,
+    pathParams: ["openUserId"],
+    query: [],
+    requestContentType: null,
+    request: null,
+    response: "ErasureAcknowledgement",
+    envelope: true,
+    statuses: [200],
+  },
+  listMyAccessLog: {
+    operationId: "listMyAccessLog",
+    method: "GET",
+    path: "/open/v1/access-log",
+    auth: "M",
+    idempotencyKey: false,
+    pathParams: [],
+    query: ["open_user_id","from","to","after","limit"],
+    requestContentType: null,
+    request: null,
+    response: "AccessLogPage",
+    envelope: true,
+    statuses: [200],
+  },
   pullHealthReport: {
     operationId: "pullHealthReport",
     method: "GET",
@@ -532,7 +560,7 @@ export const operations = {
 export type OperationId = keyof typeof operations;
 
 /** Every webhook event name of the document's x-webhooks. */
-export const webhookEvents = ["user.profile.updated","user.family_group.created","user.family_group.deleted","user.family_member.created","user.family_member.updated","user.family_member.deleted","health.report.created","health.report.updated","plugin.report.ready","order.shipped","webhook.test"] as const;
+export const webhookEvents = ["user.profile.updated","user.family_group.created","user.family_group.deleted","user.family_member.created","user.family_member.updated","user.family_member.deleted","health.report.created","health.report.updated","plugin.report.ready","order.shipped","webhook.test","user.erased"] as const;
 
 /** The fields each webhook event's body must carry. */
 export const webhookRequired: { readonly [event: string]: readonly string[] } = {
@@ -640,5 +668,13 @@ export const webhookRequired: { readonly [event: string]: readonly string[] } = 
     "endpoint_id",
     "event",
     "occurred_at"
+  ],
+  "user.erased": [
+    "app_id",
+    "data",
+    "delivery_id",
+    "event",
+    "occurred_at",
+    "open_user_id"
   ]
 };

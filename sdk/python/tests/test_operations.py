@@ -52,6 +52,8 @@ CALLS: Dict[str, Callable[[pop.PartnerClient], Any]] = {
     "get_benefit_card": lambda c: c.get_benefit_card("1" * 15),
     "list_fulfillments": lambda c: c.list_fulfillments(role="issuer"),
     "rate_fulfillment": lambda c: c.rate_fulfillment(5, m.RatingRequest(rating=4)),
+    "acknowledge_erasure": lambda c: c.acknowledge_erasure(1001),
+    "list_access_log": lambda c: c.list_access_log(open_user_id=1001, limit=10),
     "list_webhook_endpoints": lambda c: c.list_webhook_endpoints(),
     "create_webhook_endpoint": lambda c: c.create_webhook_endpoint(m.WebhookEndpointCreate(url="https://example.com/h")),
     "get_webhook_endpoint": lambda c: c.get_webhook_endpoint(0),

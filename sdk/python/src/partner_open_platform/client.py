@@ -39,6 +39,8 @@ OPERATION_METHODS: Dict[str, str] = {
     "listMyDeliveries": "list_deliveries",
     "getMyDelivery": "get_delivery",
     "resendMyDelivery": "resend_delivery",
+    "acknowledgeErasure": "acknowledge_erasure",
+    "listMyAccessLog": "list_access_log",
     "rotateMyWebhookSecret": "rotate_webhook_secret",
     "activateMyWebhookSecret": "activate_webhook_secret",
     "webhookEventFeed": "list_events",
@@ -466,6 +468,34 @@ class PartnerClient:
             idempotency_key=self._key(idempotency_key),
         )
         return m.ResendResult.from_dict(_need(r))
+
+    def acknowledge_erasure(self, open_user_id: int, *, idempotency_key: Optional[str] = None) -> m.ErasureAcknowledgement:
+        """POST /open/v1/erasures/{openUserId}/acknowledge: the app erased its copies of a person the
+        platform erased (the user.erased webhook names them). Idempotent."""
+        r = self.request(
+            "POST",
+            "/open/v1/erasures/%d/acknowledge" % int(open_user_id),
+            idempotency_key=self._key(idempotency_key),
+        )
+        return m.ErasureAcknowledgement.from_dict(_need(r))
+
+    def list_access_log(
+        self,
+        *,
+        open_user_id: Optional[int] = None,
+        from_: Optional[str] = None,
+        to: Optional[str] = None,
+        after: Optional[int] = None,
+        limit: Optional[int] = None,
+    ) -> m.AccessLogPage:
+        """GET /open/v1/access-log: who accessed this app's users' data and why (its own report
+        pulls, operators' reveals), one page."""
+        r = self.request(
+            "GET",
+            "/open/v1/access-log",
+            query={"open_user_id": open_user_id, "from": from_, "to": to, "after": after, "limit": limit},
+        )
+        return m.AccessLogPage.from_dict(_need(r))
 
     def rotate_webhook_secret(self) -> m.PendingWebhookSecret:
         """POST /open/v1/webhooks/secret/rotate: a pending secret to verify with beside the current one. Not retried."""

@@ -21,6 +21,7 @@ EVENT_CATALOG: Tuple[EventType, ...] = (
     EventType("user.family_member.created", 1, "Family member created"),
     EventType("user.family_member.updated", 1, "Family member updated"),
     EventType("user.family_member.deleted", 1, "Family member deleted"),
+    EventType("user.erased", 1, "A person the app held was erased"),
     EventType("health.report.created", 1, "Health report created"),
     EventType("health.report.updated", 1, "Health report updated"),
     EventType("plugin.report.ready", 1, "Plugin measurement ready"),

@@ -1493,6 +1493,124 @@ class FeedEvent:
 
 
 @dataclass
+class ErasureAcknowledgement:
+    """An app's acknowledgement of the erasure of one of its users; the same answer for every acknowledge (OpenAPI ErasureAcknowledgement)."""
+
+    SCHEMA: ClassVar[str] = "ErasureAcknowledgement"
+    WIRE: ClassVar[Dict[str, str]] = {
+        "open_user_id": "open_user_id",
+        "erased_at": "erased_at",
+        "acknowledged_at": "acknowledged_at",
+    }
+    REQUIRED: ClassVar[List[str]] = ["open_user_id", "erased_at", "acknowledged_at"]
+
+    open_user_id: int
+    erased_at: str
+    acknowledged_at: str
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> ErasureAcknowledgement:
+        """Parse the JSON object; unknown keys are ignored."""
+        return cls(
+            open_user_id=_v(d, "open_user_id"),
+            erased_at=_v(d, "erased_at"),
+            acknowledged_at=_v(d, "acknowledged_at"),
+        )
+
+    def to_dict(self) -> Dict[str, Any]:
+        """JSON object: required fields always, optional ones when not None."""
+        out: Dict[str, Any] = {}
+        out["open_user_id"] = _out(self.open_user_id)
+        out["erased_at"] = _out(self.erased_at)
+        out["acknowledged_at"] = _out(self.acknowledged_at)
+        return out
+
+
+@dataclass
+class AccessLogPage:
+    """A page of the app's access log (`GET /open/v1/access-log`) (OpenAPI AccessLogPage)."""
+
+    SCHEMA: ClassVar[str] = "AccessLogPage"
+    WIRE: ClassVar[Dict[str, str]] = {
+        "accesses": "accesses",
+        "next_after": "next_after",
+    }
+    REQUIRED: ClassVar[List[str]] = ["accesses", "next_after"]
+
+    accesses: List[AccessLogEntry]
+    next_after: Optional[int]
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> AccessLogPage:
+        """Parse the JSON object; unknown keys are ignored."""
+        return cls(
+            accesses=_objs(AccessLogEntry, d.get("accesses")),
+            next_after=_v(d, "next_after"),
+        )
+
+    def to_dict(self) -> Dict[str, Any]:
+        """JSON object: required fields always, optional ones when not None."""
+        out: Dict[str, Any] = {}
+        out["accesses"] = _out(self.accesses)
+        out["next_after"] = _out(self.next_after)
+        return out
+
+
+@dataclass
+class AccessLogEntry:
+    """One recorded access to the data of some of the app's users (OpenAPI AccessLogEntry)."""
+
+    SCHEMA: ClassVar[str] = "AccessLogEntry"
+    WIRE: ClassVar[Dict[str, str]] = {
+        "seq": "seq",
+        "at": "at",
+        "action": "action",
+        "accessor_role": "accessor_role",
+        "accessor": "accessor",
+        "reason": "reason",
+        "open_user_ids": "open_user_ids",
+        "report_id": "report_id",
+    }
+    REQUIRED: ClassVar[List[str]] = ["seq", "at", "action", "accessor_role", "accessor", "reason", "open_user_ids", "report_id"]
+
+    seq: int
+    at: str
+    action: str
+    accessor_role: str
+    accessor: str
+    reason: str
+    open_user_ids: List[int]
+    report_id: Optional[int]
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> AccessLogEntry:
+        """Parse the JSON object; unknown keys are ignored."""
+        return cls(
+            seq=_v(d, "seq"),
+            at=_v(d, "at"),
+            action=_v(d, "action"),
+            accessor_role=_v(d, "accessor_role"),
+            accessor=_v(d, "accessor"),
+            reason=_v(d, "reason"),
+            open_user_ids=_v(d, "open_user_ids"),
+            report_id=_v(d, "report_id"),
+        )
+
+    def to_dict(self) -> Dict[str, Any]:
+        """JSON object: required fields always, optional ones when not None."""
+        out: Dict[str, Any] = {}
+        out["seq"] = _out(self.seq)
+        out["at"] = _out(self.at)
+        out["action"] = _out(self.action)
+        out["accessor_role"] = _out(self.accessor_role)
+        out["accessor"] = _out(self.accessor)
+        out["reason"] = _out(self.reason)
+        out["open_user_ids"] = _out(self.open_user_ids)
+        out["report_id"] = _out(self.report_id)
+        return out
+
+
+@dataclass
 class HealthReport:
     """The full snapshot of a report, every field always present (null when not given) (OpenAPI HealthReport)."""
 
@@ -3811,6 +3929,82 @@ class WebhookTestEventData:
         return out
 
 
+@dataclass
+class UserErasedEvent:
+    """Webhook body of the event user.erased (OpenAPI x-webhooks/user.erased)."""
+
+    SCHEMA: ClassVar[str] = "x-webhooks/user.erased"
+    WIRE: ClassVar[Dict[str, str]] = {
+        "event": "event",
+        "delivery_id": "delivery_id",
+        "app_id": "app_id",
+        "open_user_id": "open_user_id",
+        "occurred_at": "occurred_at",
+        "data": "data",
+    }
+    REQUIRED: ClassVar[List[str]] = ["event", "delivery_id", "app_id", "open_user_id", "occurred_at", "data"]
+
+    event: str
+    delivery_id: str
+    app_id: int
+    open_user_id: int
+    occurred_at: str
+    data: UserErasedEventData
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> UserErasedEvent:
+        """Parse the JSON object; unknown keys are ignored."""
+        return cls(
+            event=_v(d, "event"),
+            delivery_id=_v(d, "delivery_id"),
+            app_id=_v(d, "app_id"),
+            open_user_id=_v(d, "open_user_id"),
+            occurred_at=_v(d, "occurred_at"),
+            data=_obj(UserErasedEventData, d.get("data")),
+        )
+
+    def to_dict(self) -> Dict[str, Any]:
+        """JSON object: required fields always, optional ones when not None."""
+        out: Dict[str, Any] = {}
+        out["event"] = _out(self.event)
+        out["delivery_id"] = _out(self.delivery_id)
+        out["app_id"] = _out(self.app_id)
+        out["open_user_id"] = _out(self.open_user_id)
+        out["occurred_at"] = _out(self.occurred_at)
+        out["data"] = _out(self.data)
+        return out
+
+
+@dataclass
+class UserErasedEventData:
+    """Webhook body of the event user.erased.data (OpenAPI x-webhooks/user.erased.data)."""
+
+    SCHEMA: ClassVar[str] = "x-webhooks/user.erased.data"
+    WIRE: ClassVar[Dict[str, str]] = {
+        "erased_at": "erased_at",
+        "acknowledge_path": "acknowledge_path",
+    }
+    REQUIRED: ClassVar[List[str]] = ["erased_at", "acknowledge_path"]
+
+    erased_at: str
+    acknowledge_path: str
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> UserErasedEventData:
+        """Parse the JSON object; unknown keys are ignored."""
+        return cls(
+            erased_at=_v(d, "erased_at"),
+            acknowledge_path=_v(d, "acknowledge_path"),
+        )
+
+    def to_dict(self) -> Dict[str, Any]:
+        """JSON object: required fields always, optional ones when not None."""
+        out: Dict[str, Any] = {}
+        out["erased_at"] = _out(self.erased_at)
+        out["acknowledge_path"] = _out(self.acknowledge_path)
+        return out
+
+
 EVENT_TYPES: Dict[str, Type[Any]] = {
     "user.profile.updated": UserProfileUpdatedEvent,
     "user.family_group.created": UserFamilyGroupCreatedEvent,
@@ -3823,6 +4017,7 @@ EVENT_TYPES: Dict[str, Type[Any]] = {
     "plugin.report.ready": PluginReportReadyEvent,
     "order.shipped": OrderShippedEvent,
     "webhook.test": WebhookTestEvent,
+    "user.erased": UserErasedEvent,
 }
 """Webhook event type (X-Webhook-Event, body field event) to its model."""
 
@@ -3848,6 +4043,8 @@ PARTNER_OPERATIONS: Dict[str, List[str]] = {
     "rotateMyWebhookSecret": ["POST", "/open/v1/webhooks/secret/rotate"],
     "activateMyWebhookSecret": ["POST", "/open/v1/webhooks/secret/activate"],
     "webhookEventFeed": ["GET", "/open/v1/webhooks/events"],
+    "acknowledgeErasure": ["POST", "/open/v1/erasures/{openUserId}/acknowledge"],
+    "listMyAccessLog": ["GET", "/open/v1/access-log"],
     "pullHealthReport": ["GET", "/open/v1/health-reports/{openReportId}"],
     "getDailyReport": ["GET", "/v1/health/daily-report"],
     "sandboxMockMeasure": ["POST", "/sandbox/mock/measure"],

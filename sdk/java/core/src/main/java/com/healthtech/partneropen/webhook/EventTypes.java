@@ -45,6 +45,7 @@ public final class EventTypes {
       new EventType("user.family_member.created", 1, "Family member created"),
       new EventType("user.family_member.updated", 1, "Family member updated"),
       new EventType("user.family_member.deleted", 1, "Family member deleted"),
+      new EventType("user.erased", 1, "A person the app held was erased"),
       new EventType("health.report.created", 1, "Health report created"),
       new EventType("health.report.updated", 1, "Health report updated"),
       new EventType("plugin.report.ready", 1, "Plugin measurement ready"),

@@ -11,6 +11,7 @@ import com.healthtech.partneropen.model.FamilyMemberDeletedData;
 import com.healthtech.partneropen.model.FamilyMemberUpdatedData;
 import com.healthtech.partneropen.model.HealthReportWebhook;
 import com.healthtech.partneropen.model.OrderShippedWebhook;
+import com.healthtech.partneropen.model.UserErasedWebhook;
 import com.healthtech.partneropen.model.WebhookTestEvent;
 import com.healthtech.partneropen.model.PluginReportReadyWebhook;
 import com.healthtech.partneropen.model.UserProfileUpdatedData;
@@ -37,6 +38,8 @@ public final class WebhookEvent {
   public static final String ORDER_SHIPPED = "order.shipped";
   /** webhook.test: a test sent to one endpoint from the developer portal; answer 2xx and ignore it. */
   public static final String WEBHOOK_TEST = "webhook.test";
+  /** user.erased: the platform erased one of the app's users; erase your copies, then acknowledge. */
+  public static final String USER_ERASED = "user.erased";
   /** user.profile.updated: a PATCH changed the user's profile. */
   public static final String USER_PROFILE_UPDATED = "user.profile.updated";
   /** user.family_group.created: a family group was created or renamed. */
@@ -70,6 +73,8 @@ public final class WebhookEvent {
     bc.put(ORDER_SHIPPED, OrderShippedWebhook.class);
     b.put(WEBHOOK_TEST, WebhookTestEvent::fromJson);
     bc.put(WEBHOOK_TEST, WebhookTestEvent.class);
+    b.put(USER_ERASED, UserErasedWebhook::fromJson);
+    bc.put(USER_ERASED, UserErasedWebhook.class);
     d.put(USER_PROFILE_UPDATED, UserProfileUpdatedData::fromJson);
     dc.put(USER_PROFILE_UPDATED, UserProfileUpdatedData.class);
     d.put(USER_FAMILY_GROUP_CREATED, FamilyGroupCreatedData::fromJson);
@@ -178,6 +183,11 @@ public final class WebhookEvent {
   /** The body as webhook.test; throws if the event is of another type. */
   public WebhookTestEvent asTest() {
     return as(WebhookTestEvent.class);
+  }
+
+  /** The body as user.erased; throws if the event is of another type. */
+  public UserErasedWebhook asUserErased() {
+    return as(UserErasedWebhook.class);
   }
 
   /** The body as a user.* event (its typed data is {@link #getData()}); throws if of another type. */

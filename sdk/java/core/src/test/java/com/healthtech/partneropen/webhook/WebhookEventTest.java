@@ -73,7 +73,7 @@ class WebhookEventTest {
     WebhookEvent.bodyClasses().forEach((k, v) -> haveBody.put(k, v.getSimpleName()));
     Map<String, String> haveData = new TreeMap<>();
     WebhookEvent.dataClasses().forEach((k, v) -> haveData.put(k, v.getSimpleName()));
-    assertEquals(11, wantBody.size());
+    assertEquals(12, wantBody.size());
     assertEquals(wantBody, haveBody);
     assertEquals(wantData, haveData);
   }
@@ -95,6 +95,18 @@ class WebhookEventTest {
     assertEquals(90017L, h.getOpenReportId());
     assertEquals("u-1", h.getChannelUserId());
     assertThrows(IllegalStateException.class, e::asOrderShipped);
+  }
+
+  @Test
+  void parsesAUserErasedEvent() {
+    WebhookEvent e = WebhookEvent.fromJson(Json.parse("{\"event\":\"user.erased\",\"delivery_id\":\"d-9\","
+        + "\"app_id\":1,\"open_user_id\":1001,\"occurred_at\":\"2026-11-29T18:20:00+08:00\","
+        + "\"data\":{\"erased_at\":\"2026-11-29T18:20:00+08:00\","
+        + "\"acknowledge_path\":\"/open/v1/erasures/1001/acknowledge\"}}"));
+    assertEquals(WebhookEvent.USER_ERASED, e.getType());
+    assertEquals(1001L, e.asUserErased().getOpenUserId());
+    assertEquals("/open/v1/erasures/1001/acknowledge", e.asUserErased().getData().getAcknowledgePath());
+    assertThrows(IllegalStateException.class, e::asChannelUser);
   }
 
   @Test

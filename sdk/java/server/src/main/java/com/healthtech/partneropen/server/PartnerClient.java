@@ -4,12 +4,14 @@ import com.healthtech.partneropen.PartnerApiException;
 import com.healthtech.partneropen.json.Json;
 import com.healthtech.partneropen.json.JsonException;
 import com.healthtech.partneropen.json.JsonValues;
+import com.healthtech.partneropen.model.AccessLogPage;
 import com.healthtech.partneropen.model.BatchIssueRequest;
 import com.healthtech.partneropen.model.Card;
 import com.healthtech.partneropen.model.DailyReport;
 import com.healthtech.partneropen.model.Delivery;
 import com.healthtech.partneropen.model.DeliveryDetail;
 import com.healthtech.partneropen.model.DeliveryPage;
+import com.healthtech.partneropen.model.ErasureAcknowledgement;
 import com.healthtech.partneropen.model.FamilyGroupInput;
 import com.healthtech.partneropen.model.FamilyGroupUpsertResult;
 import com.healthtech.partneropen.model.FamilyMemberUpsertInput;
@@ -450,6 +452,23 @@ public final class PartnerClient {
   public ResendResult resendMyDelivery(String deliveryId) {
     return ResendResult.fromJson(
         call("POST", "/open/v1/webhooks/deliveries/" + pathSegment(deliveryId) + "/resend", null, Auth.M, null));
+  }
+
+  /** Acknowledges the erasure of one of the app's users (named by the user.erased webhook): the app erased its copies. Idempotent. */
+  public ErasureAcknowledgement acknowledgeErasure(long openUserId) {
+    return ErasureAcknowledgement.fromJson(
+        call("POST", "/open/v1/erasures/" + openUserId + "/acknowledge", null, Auth.M, null));
+  }
+
+  /** One page of who accessed this app's users' data and why; every argument may be null. */
+  public AccessLogPage listMyAccessLog(Long openUserId, String from, String to, Long after, Integer limit) {
+    Map<String, Object> q = new LinkedHashMap<String, Object>();
+    q.put("open_user_id", openUserId);
+    q.put("from", from);
+    q.put("to", to);
+    q.put("after", after);
+    q.put("limit", limit);
+    return AccessLogPage.fromJson(call("GET", "/open/v1/access-log" + query(q), null, Auth.M, null));
   }
 
   /** Issues a pending webhook secret (it signs nothing until activated); deploy it to receivers first. */
