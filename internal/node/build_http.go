@@ -42,6 +42,7 @@ func (n *Node) buildRoutes(cfg Config, c commandSet, a authSet, p projectionSet)
 		},
 		SignedWrites: a.nonces,
 		Operators:    c.operators, OperatorsReady: p.operatorsRunner,
+		Replays:      c.replays,
 	}
 	qAPI := &queryapi.API{
 		Store: n.ReadModel, Apps: p.apps, Events: n.Events, Runners: p.all, ReadModelRunners: p.byReadModel, Pseudonyms: n.Pseudonyms,
