@@ -103,6 +103,7 @@ func TestModelFieldsMatchSchemas(t *testing.T) {
 		"Card": Card{}, "FulfillmentList": FulfillmentList{}, "IssuedCards": IssuedCards{}, "BatchIssueRequest": BatchIssueRequest{},
 		"ProviderRegistration": ProviderRegistration{}, "ProviderRegistered": ProviderRegistered{}, "RatingRequest": RatingRequest{},
 		"RatingResult": RatingResult{}, "SandboxShipmentRequest": SandboxShipmentRequest{}, "ShipmentResult": ShipmentResult{},
+		"WebhookReplayRequest": WebhookReplayRequest{}, "WebhookReplay": WebhookReplay{},
 	}
 	for _, r := range roots {
 		if strings.HasSuffix(r, "Data") {

@@ -48,6 +48,9 @@ var routes = map[string]route{
 	"getBenefitCard":             {http.MethodGet, "/open/v1/benefit-cards/detail", false},
 	"listFulfillments":           {http.MethodGet, "/open/v1/benefit-cards/fulfillments", false},
 	"rateFulfillment":            {http.MethodPost, "/open/v1/benefit-cards/fulfillments/{recordId}/rating", true},
+	"requestWebhookReplay":       {http.MethodPost, "/open/v1/webhooks/replays", true},
+	"getWebhookReplay":           {http.MethodGet, "/open/v1/webhooks/replays/{replayId}", false},
+	"cancelWebhookReplay":        {http.MethodPost, "/open/v1/webhooks/replays/{replayId}/cancel", true},
 }
 
 // op builds a call for an operation, filling path parameters in order.
@@ -348,6 +351,29 @@ func (cl *Client) GetDelivery(ctx context.Context, deliveryID string) (*Delivery
 func (cl *Client) ResendDelivery(ctx context.Context, deliveryID string, opts ...WriteOption) (*ResendResult, error) {
 	var out ResendResult
 	return &out, cl.do(ctx, apply(op("resendMyDelivery", authApp, deliveryID), opts), &out)
+}
+
+// ReplayWebhooks asks for the app's past webhook events of req.Events,
+// since req.Since or after the feed cursor req.Cursor (exactly one), to be
+// delivered again to one endpoint under their original delivery ids; the
+// replay runs in the background (poll GetWebhookReplay).
+func (cl *Client) ReplayWebhooks(ctx context.Context, req WebhookReplayRequest, opts ...WriteOption) (*WebhookReplay, error) {
+	c := apply(op("requestWebhookReplay", authApp), opts)
+	c.body = req
+	var out WebhookReplay
+	return &out, cl.do(ctx, c, &out)
+}
+
+// GetWebhookReplay reads a replay's status and counts.
+func (cl *Client) GetWebhookReplay(ctx context.Context, replayID int64) (*WebhookReplay, error) {
+	var out WebhookReplay
+	return &out, cl.do(ctx, op("getWebhookReplay", authApp, id(replayID)), &out)
+}
+
+// CancelWebhookReplay stops a running replay; what it queued is still sent.
+func (cl *Client) CancelWebhookReplay(ctx context.Context, replayID int64, opts ...WriteOption) (*WebhookReplay, error) {
+	var out WebhookReplay
+	return &out, cl.do(ctx, apply(op("cancelWebhookReplay", authApp, id(replayID)), opts), &out)
 }
 
 // RotateWebhookSecret creates a pending webhook secret; deliveries are
