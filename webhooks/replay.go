@@ -302,6 +302,13 @@ func (r *Replayer) deliverBatch(ctx context.Context, req catalog.WebhookReplayRe
 	by := "replay:" + strconv.FormatInt(req.ReplayID, 10)
 	for start := 0; start < len(b.items); start += w {
 		win := b.items[start:min(start+w, len(b.items))]
+		// A cancel lands between windows: nothing more is queued after it
+		// is seen (the window being queued when it lands still goes).
+		if run, err := r.Book.Replay(ctx, req.ReplayID); err != nil {
+			return err
+		} else if !run.Running {
+			return domain.ErrReplayStopped
+		}
 		var waiting []string
 		for _, it := range win {
 			if err := r.pace(ctx); err != nil {

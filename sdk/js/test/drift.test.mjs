@@ -80,6 +80,9 @@ for (const scheme of ["H", "M"]) test(`each method sends its operation's method,
     getBenefitCard: () => c.getBenefitCard("123456789012345"),
     listFulfillments: () => c.listFulfillments({ role: "issuer" }),
     rateFulfillment: () => c.rateFulfillment(4, { rating: 5 }),
+    requestWebhookReplay: () => c.requestWebhookReplay({ events: ["user.profile.updated"], since: "2026-01-01T00:00:00Z" }),
+    getWebhookReplay: () => c.getWebhookReplay(3),
+    cancelWebhookReplay: () => c.cancelWebhookReplay(3),
   };
   assert.deepEqual(Object.keys(calls).sort(), Object.keys(operations).sort());
   for (const [id, call] of Object.entries(calls)) {

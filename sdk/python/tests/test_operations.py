@@ -51,6 +51,11 @@ CALLS: Dict[str, Callable[[pop.PartnerClient], Any]] = {
     "get_benefit_card": lambda c: c.get_benefit_card("1" * 15),
     "list_fulfillments": lambda c: c.list_fulfillments(role="issuer"),
     "rate_fulfillment": lambda c: c.rate_fulfillment(5, m.RatingRequest(rating=4)),
+    "replay_webhooks": lambda c: c.replay_webhooks(
+        m.WebhookReplayRequest(events=["user.profile.updated"], since="2026-01-01T00:00:00Z")
+    ),
+    "get_webhook_replay": lambda c: c.get_webhook_replay(3),
+    "cancel_webhook_replay": lambda c: c.cancel_webhook_replay(3),
 }
 
 
