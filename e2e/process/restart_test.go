@@ -1,4 +1,4 @@
-package main
+package process
 
 import (
 	"bytes"
@@ -18,17 +18,6 @@ import (
 	"testing"
 	"time"
 )
-
-// TestMain lets the test binary act as the platform binary, so the crash
-// test runs the real main() in a child process it can SIGKILL.
-func TestMain(m *testing.M) {
-	if os.Getenv("PLATFORM_TEST_RUN_MAIN") == "1" {
-		os.Args = os.Args[:1] // the -test.* flags are not the platform's
-		main()
-		os.Exit(0)
-	}
-	os.Exit(m.Run())
-}
 
 type server struct {
 	t    *testing.T
@@ -57,8 +46,9 @@ func launch(t *testing.T, dir, probe string, env ...string) *server {
 	t.Helper()
 	addr := freeAddr(t)
 	s := &server{t: t, base: "http://" + addr, dir: dir}
-	s.cmd = exec.Command(os.Args[0], "-test.run=^$")
-	s.cmd.Env = append(os.Environ(), "PLATFORM_TEST_RUN_MAIN=1", "PLATFORM_ADDR="+addr, "PLATFORM_DATA_DIR="+dir,
+	// Built as this test binary is: under -race the detector watches the node too.
+	s.cmd = exec.Command(platformBinary(t, raceEnabled))
+	s.cmd.Env = append(os.Environ(), "PLATFORM_ADDR="+addr, "PLATFORM_DATA_DIR="+dir,
 		"PLATFORM_ESDB_URL=", "PLATFORM_EVENTSTORE_URL=", "PLATFORM_POSTGRES_URL=", "PLATFORM_ADMIN_TOKEN=")
 	s.cmd.Env = append(s.cmd.Env, env...)
 	s.cmd.Stdout, s.cmd.Stderr = &s.log, &s.log

@@ -1,4 +1,4 @@
-package main
+package process
 
 import (
 	"context"
@@ -177,11 +177,7 @@ func millionLoad(t *testing.T, db string) *millionBuild {
 }
 
 func millionEnv(db string, b *millionBuild) []string {
-	return []string{
-		"PLATFORM_EVENTSTORE_URL=" + db, "PLATFORM_POSTGRES_URL=" + db, "PLATFORM_ESDB_URL=", "PLATFORM_KAFKA_BROKERS=",
-		"PLATFORM_MASTER_KEY=" + b.MasterKey, "PLATFORM_ADMIN_TOKEN=" + b.AdminToken, "PLATFORM_INTERNAL_TOKEN=" + b.Internal,
-		"PLATFORM_PORTAL_BASE_URL=https://open.example.com", "PLATFORM_LOG_FORMAT=text", "PLATFORM_RATE_LIMIT=-1",
-	}
+	return nodeEnv(db, b.MasterKey, b.AdminToken, b.Internal, "PLATFORM_RATE_LIMIT=-1")
 }
 
 // timedNode is one platform process started by startTimed.

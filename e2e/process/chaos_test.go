@@ -1,4 +1,4 @@
-package main
+package process
 
 import (
 	"context"
@@ -75,6 +75,9 @@ func TestChaosThreeNodes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("chaos test: starts three platform processes for a minute or more")
 	}
+	// Mostly waiting on a steady load and timers: it runs beside the other
+	// long process test, which keeps the package well under two minutes.
+	t.Parallel()
 	duration := envDuration(t, envChaosDuration, 60*time.Second)
 	rate := envInt(t, envChaosRate, 30)
 	killEvery := envDuration(t, envChaosKillEvery, 10*time.Second)
@@ -137,7 +140,7 @@ func TestChaosThreeNodes(t *testing.T) {
 		for _, d := range died {
 			w.fail("node exited without being killed", fmt.Sprintf("node %d at %s; log:\n%s", n.idx, d, n.logTail(4000)))
 		}
-		// Nodes run as the race-enabled test binary (envRaceNodes) report
+		// Nodes run as the race-enabled build (envRaceNodes) report
 		// races in their log; a SIGKILL stops them before any exit code could.
 		if log, err := os.ReadFile(n.logPath); err == nil {
 			if i := strings.Index(string(log), "WARNING: DATA RACE"); i >= 0 {

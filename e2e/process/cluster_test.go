@@ -1,4 +1,4 @@
-package main
+package process
 
 import (
 	"bytes"
@@ -74,7 +74,7 @@ func (n *clusterNode) start() error {
 	n.starts++
 	fmt.Fprintf(f, "\n==== harness: start #%d of node %d at %s ====\n", n.starts, n.idx, time.Now().Format(time.RFC3339Nano))
 	cmd := exec.Command(n.bin[0], n.bin[1:]...)
-	cmd.Env = append(os.Environ(), "PLATFORM_TEST_RUN_MAIN=1", "PLATFORM_ADDR="+n.addr, "PLATFORM_DATA_DIR="+n.dir, "PLATFORM_ESDB_URL=")
+	cmd.Env = append(os.Environ(), "PLATFORM_ADDR="+n.addr, "PLATFORM_DATA_DIR="+n.dir, "PLATFORM_ESDB_URL=")
 	cmd.Env = append(cmd.Env, n.env...)
 	cmd.Stdout, cmd.Stderr = f, f
 	if err := cmd.Start(); err != nil {
@@ -173,27 +173,17 @@ type clusterOptions struct {
 	kafka         bool   // use the real broker (else the dispatcher follows the store)
 }
 
-// envRaceNodes, set to 1, runs the nodes as this race-enabled test binary
-// (TestMain runs main()), so the race detector watches them too; they are
-// then several times slower.
+// envRaceNodes, set to 1, runs the nodes as a race-enabled build, so the
+// race detector watches them too; they are then several times slower.
 const envRaceNodes = "PLATFORM_TEST_CLUSTER_RACE"
 
-// platformProgram builds cmd/platform without the race detector into a
-// temporary directory (go's build cache makes it quick after the first
-// time): the cluster tests load the nodes, and a race-enabled node is
-// several times slower on these 2-core machines. envRaceNodes opts into the
-// test binary instead.
+// platformProgram is the program the cluster's nodes run: the plain build
+// of cmd/platform (the cluster tests load the nodes, and a race-enabled
+// node is several times slower on these 2-core machines), or the
+// race-enabled one with envRaceNodes.
 func platformProgram(t *testing.T) []string {
 	t.Helper()
-	if os.Getenv(envRaceNodes) == "1" {
-		return []string{os.Args[0], "-test.run=^$"}
-	}
-	bin := filepath.Join(t.TempDir(), "platform")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build cmd/platform: %v\n%s", err, out)
-	}
-	return []string{bin}
+	return []string{platformBinary(t, os.Getenv(envRaceNodes) == "1")}
 }
 
 func randomHex(t testing.TB, n int) string {
@@ -211,17 +201,8 @@ func startCluster(t *testing.T, opt clusterOptions) *cluster {
 	t.Helper()
 	db := pgtest.New(t)
 	c := &cluster{t: t, db: db, adminToken: "adm_chaos_" + randomHex(t, 12)}
-	env := []string{
-		"PLATFORM_EVENTSTORE_URL=" + db,
-		"PLATFORM_POSTGRES_URL=" + db,
-		"PLATFORM_PORTAL_BASE_URL=https://open.example.com",
-		"PLATFORM_MASTER_KEY=" + randomHex(t, 32),
-		"PLATFORM_ADMIN_TOKEN=" + c.adminToken,
-		"PLATFORM_INTERNAL_TOKEN=int_chaos_" + randomHex(t, 12),
-		"PLATFORM_WEBHOOK_ALLOW_LOOPBACK=1",
-		"PLATFORM_WEBHOOK_RETRY_SCHEDULE=" + opt.retrySchedule,
-		"PLATFORM_LOG_FORMAT=text",
-	}
+	env := nodeEnv(db, randomHex(t, 32), c.adminToken, "int_chaos_"+randomHex(t, 12),
+		"PLATFORM_WEBHOOK_ALLOW_LOOPBACK=1", "PLATFORM_WEBHOOK_RETRY_SCHEDULE="+opt.retrySchedule)
 	if opt.kafka {
 		brokers := kafkatest.Brokers(t)
 		// Fresh topics of this run, deleted at the end; the nodes find them
@@ -230,8 +211,6 @@ func startCluster(t *testing.T, opt clusterOptions) *cluster {
 			"PLATFORM_KAFKA_BROKERS="+strings.Join(brokers, ","),
 			"PLATFORM_KAFKA_INTERNAL_TOPIC="+kafkatest.Topic(t, brokers, "chaos.internal", 6),
 			"PLATFORM_KAFKA_TOPIC="+kafkatest.Topic(t, brokers, "chaos.analytics", 6))
-	} else {
-		env = append(env, "PLATFORM_KAFKA_BROKERS=")
 	}
 	logs := t.TempDir()
 	bin := platformProgram(t)

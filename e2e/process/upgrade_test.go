@@ -1,4 +1,4 @@
-package main
+package process
 
 import (
 	"bufio"
@@ -39,6 +39,9 @@ func TestRollingUpgrade(t *testing.T) {
 	if testing.Short() {
 		t.Skip("rolling upgrade: builds the previous release and runs two platform processes for about 45 s")
 	}
+	// Mostly waiting on a steady load and timers: it runs beside the other
+	// long process test, which keeps the package well under two minutes.
+	t.Parallel()
 	began := time.Now()
 	db := pgtest.New(t)
 	prev, commit := previousReleaseBinary(t)
@@ -46,18 +49,8 @@ func TestRollingUpgrade(t *testing.T) {
 	built := time.Since(began)
 
 	c := &cluster{t: t, db: db, adminToken: "adm_upgrade_" + randomHex(t, 12)}
-	env := []string{
-		"PLATFORM_EVENTSTORE_URL=" + db,
-		"PLATFORM_POSTGRES_URL=" + db,
-		"PLATFORM_PORTAL_BASE_URL=https://open.example.com",
-		"PLATFORM_MASTER_KEY=" + randomHex(t, 32),
-		"PLATFORM_ADMIN_TOKEN=" + c.adminToken,
-		"PLATFORM_INTERNAL_TOKEN=int_upgrade_" + randomHex(t, 12),
-		"PLATFORM_WEBHOOK_ALLOW_LOOPBACK=1",
-		"PLATFORM_WEBHOOK_RETRY_SCHEDULE=1s,1s,2s,3s,5s",
-		"PLATFORM_LOG_FORMAT=text",
-		"PLATFORM_KAFKA_BROKERS=",
-	}
+	env := nodeEnv(db, randomHex(t, 32), c.adminToken, "int_upgrade_"+randomHex(t, 12),
+		"PLATFORM_WEBHOOK_ALLOW_LOOPBACK=1", "PLATFORM_WEBHOOK_RETRY_SCHEDULE=1s,1s,2s,3s,5s")
 	logs := t.TempDir()
 	node := func(i int, bin []string) *clusterNode {
 		addr := freeAddr(t)

@@ -1,0 +1,7 @@
+//go:build race
+
+package process
+
+// raceEnabled: this test binary runs under the race detector, and so does
+// the node the kill -9 tests start (platformBinary).
+const raceEnabled = true
