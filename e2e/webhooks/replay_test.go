@@ -92,7 +92,7 @@ func TestReplaySinceTimeDeliversOriginalIDs(t *testing.T) {
 		var early harness.RegisterData
 		a.Expect("POST", "/open/v1/channel/users", harness.RegisterBody("early"), http.StatusCreated, "0").Data(t, &early)
 		patchProfiles(t, a, early.OpenUserID, 1)
-		live := rcv.WaitFor(3) // two members created, one profile update
+		rcv.WaitFor(3) // two members created, one profile update
 		since := time.Now()
 		time.Sleep(5 * time.Millisecond) // the next events occur strictly after since
 		var late harness.RegisterData
@@ -100,7 +100,7 @@ func TestReplaySinceTimeDeliversOriginalIDs(t *testing.T) {
 		patchProfiles(t, a, late.OpenUserID, 2)
 		patchProfiles(t, a, early.OpenUserID, 1)
 		other.Expect("POST", "/open/v1/channel/users", harness.RegisterBody("theirs"), http.StatusCreated, "0")
-		live = rcv.WaitFor(3 + 5)
+		live := rcv.WaitFor(3 + 5)
 		var wantIDs []string
 		for _, w := range live[3:] {
 			if w.Event == "user.profile.updated" {
