@@ -57,6 +57,40 @@ func TestReplayFromTheDeliveryLog(t *testing.T) {
 		if fmt.Sprint(ids) != fmt.Sprint(want) {
 			t.Fatalf("replayed %v, want the original ids %v", ids, want)
 		}
+		// An endpoint added after the events had no delivery of them: the
+		// replay creates them under new ids, derived from the endpoint and
+		// the event, signed with its own secret; replayed again, the same ids.
+		late := newReceiver(t, "late")
+		lateID, lateSecret := addEndpoint(t, b, creds.AppID, late.srv.URL+"/hook", "")
+		lateReplays := fmt.Sprintf("/portal/apps/%d/endpoints/%d/replays", creds.AppID, lateID)
+		for round := 1; round <= 2; round++ {
+			res := b.Post(lateReplays, url.Values{"events": {"user.family_member.created"}, "since": {"2020-01-01T00:00"}})
+			if res.Status != http.StatusSeeOther {
+				t.Fatalf("replay to the late endpoint: %d %s", res.Status, res.Text())
+			}
+			for page, deadline := b.Get(res.Location()), time.Now().Add(20*time.Second); !strings.Contains(page.Text(), "COMPLETED"); page = b.Get(res.Location()) {
+				if time.Now().After(deadline) {
+					t.Fatalf("replay %d to the late endpoint never completed: %s", round, page.Text())
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		}
+		got := late.await(t, 4)
+		var first, second []string
+		for i, w := range got {
+			verify(t, w, lateSecret)
+			if i < 2 {
+				first = append(first, w.id)
+			} else {
+				second = append(second, w.id)
+			}
+		}
+		slices.Sort(first)
+		slices.Sort(second)
+		if fmt.Sprint(first) != fmt.Sprint(second) || slices.Contains(want, first[0]) || slices.Contains(want, first[1]) || first[0] == first[1] {
+			t.Fatalf("late endpoint got %v then %v (the first endpoint's %v): want two new ids, the same both times", first, second, want)
+		}
+
 		if got := other.Get(res.Location()); got.Status != http.StatusNotFound {
 			t.Fatalf("another developer's view of the replay: %d", got.Status)
 		}
