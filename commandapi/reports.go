@@ -187,7 +187,10 @@ func (a *API) openSession(c *call) error {
 	}); err != nil {
 		return err
 	}
-	app, ok := a.SchemeM.Apps.ByKey(l.AppKey)
+	app, ok, err := auth.AppByKey(a.SchemeM.Apps, l.AppKey)
+	if err != nil {
+		return err // the app may exist: this node could not confirm it does not
+	}
 	if !ok {
 		return domain.ErrPluginAuth
 	}

@@ -43,6 +43,7 @@ var schemaOne = []events.Payload{
 	AppWebhookEndpointAdded{}, AppWebhookEndpointUpdated{}, AppWebhookEndpointDisabled{}, AppWebhookEndpointEnabled{},
 	AppWebhookEndpointRemoved{}, AppWebhookEndpointSecretIssued{}, AppWebhookEndpointSecretActivated{}, AppWebhookTestRequested{},
 	WebhookReplayRequested{}, WebhookReplayProgressed{}, WebhookReplayCompleted{}, WebhookReplayCanceled{},
+	AppSandboxEventTriggered{},
 }
 
 // Payloads lists one value of every payload type the registry holds, so

@@ -113,6 +113,7 @@ var personalFields = map[string][]string{
 	"webhook.replay_progressed":             nil,
 	"webhook.replay_completed":              nil,
 	"webhook.replay_canceled":               nil,
+	"app.sandbox_event_triggered":           nil,
 	// Developer accounts (the portal): the email is personal; the password
 	// hash is sealed with the master key; a mail's recipient and body are
 	// personal (a body may hold a reset token).

@@ -6,7 +6,7 @@
 // The internal topic (default "platform.internal.events") is plumbing
 // between nodes, not a published interface: every event of the log, personal
 // data and webhook bookkeeping included, byte for byte, for the dispatcher
-// (group "platform-webhooks", see webhooks/kafka.WebhookGroup). Restrict it
+// (webhooks/kafka.PartitionSource, one reader at a time). Restrict it
 // with ACLs to the platform's own principals. This comment is its message
 // format. The published analytics topic is another format, package
 // relay/feed's (see relay/kafka).

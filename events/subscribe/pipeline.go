@@ -11,7 +11,7 @@ import (
 )
 
 // Source is what a Pipeline follows: the event store from a checkpoint
-// (StoreSource) or a Kafka consumer group (webhooks/kafka). Opening it
+// (StoreSource) or the partitions of a Kafka topic (webhooks/kafka). Opening it
 // resumes after what was last committed through it.
 type Source interface {
 	Open(ctx context.Context) (Feed, error)

@@ -7,6 +7,7 @@ import (
 	"crypto/md5"
 	"crypto/subtle"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -36,6 +37,53 @@ const BindingGrace = 2 * time.Second
 type Directory interface {
 	ByID(id int64) (domain.App, bool)
 	ByKey(key string) (domain.App, bool)
+}
+
+// CheckedDirectory is a Directory that follows the log and may lag it
+// (another node may have created the app a moment ago): a miss it could not
+// confirm at the log's head comes back as not found with an error wrapping
+// ErrDirectoryUnconfirmed, so the caller answers "retry" (ErrDirectoryBehind)
+// rather than "unknown app".
+type CheckedDirectory interface {
+	ByIDChecked(id int64) (domain.App, bool, error)
+	ByKeyChecked(key string) (domain.App, bool, error)
+}
+
+// ErrDirectoryUnconfirmed is the cause a CheckedDirectory gives for a miss
+// it could not confirm.
+var ErrDirectoryUnconfirmed = errors.New("app directory: could not confirm it is at the log's head")
+
+// ErrDirectoryBehind answers a request whose app this node did not find
+// while it could not confirm its directory holds everything acknowledged:
+// the app may exist (created through another node a moment ago), so the
+// partner is told to retry, never that its key is unknown.
+var ErrDirectoryBehind = &httpapi.Problem{Status: http.StatusServiceUnavailable, Code: "HTTP_503",
+	Message: "the platform could not confirm the app's credentials just now; retry shortly",
+	Headers: map[string]string{"Retry-After": "1"}}
+
+// AppByID finds an app by id; a miss d could not confirm is ErrDirectoryBehind.
+func AppByID(d Directory, id int64) (domain.App, bool, error) {
+	if c, ok := d.(CheckedDirectory); ok {
+		return behind(c.ByIDChecked(id))
+	}
+	app, ok := d.ByID(id)
+	return app, ok, nil
+}
+
+// AppByKey finds an app by key; a miss d could not confirm is ErrDirectoryBehind.
+func AppByKey(d Directory, key string) (domain.App, bool, error) {
+	if c, ok := d.(CheckedDirectory); ok {
+		return behind(c.ByKeyChecked(key))
+	}
+	app, ok := d.ByKey(key)
+	return app, ok, nil
+}
+
+func behind(app domain.App, ok bool, err error) (domain.App, bool, error) {
+	if err != nil && !ok {
+		return domain.App{}, false, ErrDirectoryBehind
+	}
+	return app, ok, nil
 }
 
 // SchemeM verifies channel, order and verify-use calls: X-App-Id,
@@ -236,9 +284,9 @@ func (s SchemeM) check(r *http.Request, body []byte, later bool) (domain.App, *P
 		appID = 0
 	}
 	g.note.AppID = appID
-	app, known := domain.App{}, false
+	app, known, unconfirmed := domain.App{}, false, error(nil)
 	if appID != 0 {
-		app, known = s.Apps.ByID(appID)
+		app, known, unconfirmed = AppByID(s.Apps, appID)
 	}
 	if known {
 		g.app = app.AppID
@@ -274,6 +322,11 @@ func (s SchemeM) check(r *http.Request, body []byte, later bool) (domain.App, *P
 	if _, err := hex.Decode(got[:], []byte(sigHeader)); err != nil {
 		g.fail("malformed_signature", true)
 		return domain.App{}, nil, httpapi.ErrUnauthorized
+	}
+	if unconfirmed != nil {
+		// Not the partner's failure: its app may exist, this node lags.
+		g.note.Reason = "directory_unconfirmed"
+		return domain.App{}, nil, unconfirmed
 	}
 	if !known {
 		g.fail("unknown_app", true)

@@ -66,9 +66,9 @@ func requestURI(r *http.Request) string {
 func (s SchemeH) Verify(r *http.Request, body []byte) (domain.App, error) {
 	g := newGuard(r)
 	key := strings.TrimSpace(r.Header.Get("X-App-Key"))
-	app, known := domain.App{}, false
+	app, known, unconfirmed := domain.App{}, false, error(nil)
 	if key != "" {
-		app, known = s.Apps.ByKey(key)
+		app, known, unconfirmed = AppByKey(s.Apps, key)
 	}
 	if known {
 		g.app, g.note.AppID = app.AppID, app.AppID
@@ -83,7 +83,7 @@ func (s SchemeH) Verify(r *http.Request, body []byte) (domain.App, error) {
 		g.fail("missing_app_key", attempt)
 		return domain.App{}, ErrMissingAppKey
 	}
-	if !known {
+	if !known && unconfirmed == nil {
 		// The unknown key is not logged: it may be a secret sent by mistake.
 		g.fail("unknown_app_key", attempt)
 		return domain.App{}, ErrMissingAppKey
@@ -111,6 +111,13 @@ func (s SchemeH) Verify(r *http.Request, body []byte) (domain.App, error) {
 	if len(nonce) > 128 {
 		g.fail("nonce_too_long", true)
 		return domain.App{}, ErrInvalidSignature
+	}
+	if unconfirmed != nil {
+		// A well-formed request of an app this node could not confirm
+		// unknown: not the partner's failure, its app may exist and this
+		// node lags.
+		g.note.Reason = "directory_unconfirmed"
+		return domain.App{}, unconfirmed
 	}
 	want, _ := hex.DecodeString(SignH(app.AppSecret, r.Method, requestURI(r), ts, nonce, body))
 	if !hmac.Equal(got, want) {

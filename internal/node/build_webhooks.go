@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/healthtech/partner-open-platform/events"
@@ -45,9 +46,8 @@ const webhookCreationCheckpointFile = "webhook-creation-checkpoint.json"
 // sender, the relay when Kafka is configured, and the delivery gauges.
 // Nodes sharing Postgres share the work: every node sends (claims keep one
 // attempt of a delivery in flight), one node at a time relays (the relay
-// lease), and without Kafka one node at a time creates deliveries from the
-// store (the webhook-creation lease); with Kafka the consumer group spreads
-// creation over the nodes.
+// lease), and one node at a time creates deliveries (the webhook-creation
+// lease), from the store or from Kafka.
 func (n *Node) startWebhooks(ctx context.Context, cfg Config, models *subscribe.Runner) error {
 	if err := n.openClaims(ctx, cfg); err != nil {
 		return err
@@ -130,7 +130,7 @@ func (n *Node) createFromStore(cfg Config, creation subscribe.Checkpoints, model
 }
 
 // startKafka makes sure of the topics, creates deliveries from the internal
-// topic (the consumer group spreads it over the nodes) and, unless this
+// topic (under the webhook-creation lease) and, unless this
 // node opted out, competes for the relay that fills the topics.
 func (n *Node) startKafka(ctx context.Context, cfg Config) error {
 	for _, topic := range []string{cfg.KafkaInternalTopic, cfg.KafkaTopic} {
@@ -141,8 +141,13 @@ func (n *Node) startKafka(ctx context.Context, cfg Config) error {
 			return fmt.Errorf("kafka topic %s: %w", topic, err)
 		}
 	}
-	// The consumer group spreads creation over the nodes: no lease.
-	create := n.creation(webhookkafka.NewSource(cfg.KafkaBrokers, cfg.KafkaInternalTopic, webhookkafka.WebhookGroup(cfg.KafkaInternalTopic), n.log))
+	// One node at a time reads every partition, under the webhook-creation
+	// lease as without Kafka: a dead reader's successor starts within a
+	// lease poll from the offsets kept beside the lease, where a consumer
+	// group would wait out its session timeout and a rebalance.
+	create := n.creation(webhookkafka.NewPartitionSource(cfg.KafkaBrokers, cfg.KafkaInternalTopic,
+		webhookkafka.WebhookGroup(cfg.KafkaInternalTopic), n.partitionOffsets(cfg), n.log))
+	create.Leases, create.Lease, create.Holder, create.TTL = n.Leases, "webhook-creation", n.NodeID, cfg.LeaseTTL
 	if priv, ok := n.Events.(*privacy.Store); ok {
 		create.Prepare = privacy.Decrypting(priv, create.Prepare) // the topic carries ciphertext
 	}
@@ -152,6 +157,33 @@ func (n *Node) startKafka(ctx context.Context, cfg Config) error {
 		return nil
 	}
 	return n.startRelay(ctx, cfg)
+}
+
+// partitionOffsets keeps, per partition of the internal topic, the next
+// offset to create deliveries from: in Postgres (fenced by the
+// webhook-creation lease) when the nodes share it, else in the data
+// directory.
+func (n *Node) partitionOffsets(cfg Config) func(context.Context, int) (subscribe.Checkpoints, error) {
+	var mu sync.Mutex
+	made := map[int]subscribe.Checkpoints{}
+	return func(ctx context.Context, partition int) (subscribe.Checkpoints, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if cp, ok := made[partition]; ok {
+			return cp, nil
+		}
+		name := webhookkafka.OffsetCheckpoint(cfg.KafkaInternalTopic, partition)
+		var cp subscribe.Checkpoints = relay.NewFileCheckpointsNamed(cfg.DataDir, name+".json")
+		if cfg.PostgresURL != "" {
+			shared, err := relaypg.New(ctx, n.pool, name)
+			if err != nil {
+				return nil, fmt.Errorf("webhook creation offsets: %w", err)
+			}
+			cp = shared
+		}
+		made[partition] = cp
+		return cp, nil
+	}
 }
 
 // startRelay competes for the relay lease; its holder copies the stored

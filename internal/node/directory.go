@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -119,12 +120,16 @@ func (f *follower) read(fl *headRead) {
 
 // miss waits until the directory has seen everything acknowledged before
 // now: a lookup that found nothing may be about something another node
-// (or this one, a moment ago) just wrote.
-func (f *follower) miss(what string) {
+// (or this one, a moment ago) just wrote. It returns why it could not
+// confirm that (the head unreadable, the directory not there within
+// directoryWait): the miss is then this node's lag, not an answer.
+func (f *follower) miss(what string) error {
 	if err := f.await(time.Now()); err != nil {
-		f.log.Warn("directory lookup: could not reach the event store's head; deciding with what the directory holds",
+		f.log.Warn("directory lookup: could not reach the event store's head; a miss is not confirmed",
 			"directory", f.runner.Name(), "lookup", what, "err", err)
+		return fmt.Errorf("%w: %w", auth.ErrDirectoryUnconfirmed, err)
 	}
+	return nil
 }
 
 // hit waits, per maxAge, until a found entry is known to be current; it
@@ -140,17 +145,28 @@ func (f *follower) hit(what string) bool {
 	return true
 }
 
-// lookup finds with find, waiting for the directory as the follower says.
+// lookup finds with find, waiting for the directory as the follower says;
+// a miss it could not confirm at the log's head counts as not found.
 func lookup[T any](f *follower, what string, find func() (T, bool)) (T, bool) {
+	v, ok, _ := lookupChecked(f, what, find)
+	return v, ok
+}
+
+// lookupChecked is lookup that tells an unconfirmed miss apart: not found
+// with an error wrapping auth.ErrDirectoryUnconfirmed.
+func lookupChecked[T any](f *follower, what string, find func() (T, bool)) (T, bool, error) {
 	v, ok := find()
 	if !ok {
-		f.miss(what)
-		return find()
+		err := f.miss(what)
+		if v, ok = find(); !ok && err != nil {
+			return v, false, err
+		}
+		return v, ok, nil
 	}
 	if f.hit(what) {
-		return find()
+		v, ok = find()
 	}
-	return v, ok
+	return v, ok, nil
 }
 
 // appDirectory is the app directory that authentication and the OAuth
@@ -164,7 +180,14 @@ type appDirectory struct {
 
 // ByID finds an app by id as of the log's head (see follower).
 func (d appDirectory) ByID(id int64) (domain.App, bool) {
-	return lookup(d.f, "app by id", func() (domain.App, bool) { return unlessRetired(d.apps.ByID(id)) })
+	app, ok, _ := d.ByIDChecked(id)
+	return app, ok
+}
+
+// ByIDChecked is ByID telling a miss it could not confirm at the log's
+// head apart (auth.CheckedDirectory).
+func (d appDirectory) ByIDChecked(id int64) (domain.App, bool, error) {
+	return lookupChecked(d.f, "app by id", func() (domain.App, bool) { return unlessRetired(d.apps.ByID(id)) })
 }
 
 // unlessRetired hides a retired app from authentication.
@@ -177,7 +200,14 @@ func unlessRetired(app domain.App, ok bool) (domain.App, bool) {
 
 // ByKey finds an app by key as of the log's head (see follower).
 func (d appDirectory) ByKey(key string) (domain.App, bool) {
-	return lookup(d.f, "app by key", func() (domain.App, bool) { return unlessRetired(d.apps.ByKey(key)) })
+	app, ok, _ := d.ByKeyChecked(key)
+	return app, ok
+}
+
+// ByKeyChecked is ByKey telling a miss it could not confirm at the log's
+// head apart (auth.CheckedDirectory).
+func (d appDirectory) ByKeyChecked(key string) (domain.App, bool, error) {
+	return lookupChecked(d.f, "app by key", func() (domain.App, bool) { return unlessRetired(d.apps.ByKey(key)) })
 }
 
 // Token finds a live OAuth access token: one issued through another node

@@ -104,6 +104,10 @@ func TestModelFieldsMatchSchemas(t *testing.T) {
 		"ProviderRegistration": ProviderRegistration{}, "ProviderRegistered": ProviderRegistered{}, "RatingRequest": RatingRequest{},
 		"RatingResult": RatingResult{}, "SandboxShipmentRequest": SandboxShipmentRequest{}, "ShipmentResult": ShipmentResult{},
 		"WebhookReplayRequest": WebhookReplayRequest{}, "WebhookReplay": WebhookReplay{},
+		"SandboxEventRequest": SandboxEventRequest{}, "SandboxEventTriggered": SandboxEventTriggered{},
+		"WebhookEndpoint": WebhookEndpoint{}, "WebhookEndpointList": WebhookEndpointList{}, "NewWebhookEndpoint": NewWebhookEndpoint{},
+		"RotatedWebhookEndpoint": RotatedWebhookEndpoint{}, "WebhookEndpointCreate": WebhookEndpointCreate{},
+		"WebhookEndpointUpdate": WebhookEndpointUpdate{}, "WebhookTestQueued": WebhookTestQueued{},
 	}
 	for _, r := range roots {
 		if strings.HasSuffix(r, "Data") {

@@ -12,7 +12,6 @@ import (
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/events/subscribe"
 	relaykafka "github.com/healthtech/partner-open-platform/relay/kafka"
-	webhookkafka "github.com/healthtech/partner-open-platform/webhooks/kafka"
 )
 
 // pipeline records what a pipelined run of the source prepared and
@@ -67,7 +66,7 @@ func runPipelined(t *testing.T, addrs []string, topic, group string, p *pipeline
 	ctx, cancel := context.WithCancel(sourcetest.Context(t))
 	ch := make(chan error, 1)
 	go func() {
-		ch <- subscribe.Pipeline[[]events.Recorded]{Name: "webhook deliveries", Source: webhookkafka.NewSource(addrs, topic, group, sourcetest.QuietLog()),
+		ch <- subscribe.Pipeline[[]events.Recorded]{Name: "webhook deliveries", Source: sourcetest.Source(addrs, topic, group),
 			Prepare: p.prepare, Commit: p.commit}.Run(ctx)
 	}()
 	return ch, func() error { cancel(); return <-ch }

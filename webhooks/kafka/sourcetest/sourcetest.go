@@ -67,7 +67,8 @@ func (k *Cluster) Topic(base string, partitions int) string {
 	return base
 }
 
-// Group names a consumer group: base on the fake, unique on the broker.
+// Group names a reader's offsets (or a consumer group): base on the fake,
+// unique on the broker.
 func (k *Cluster) Group(base string) string {
 	if k.Real {
 		return kafkatest.Name(k.T, base)
@@ -154,13 +155,87 @@ func (c *Collector) Events() []events.Recorded {
 	return append([]events.Recorded(nil), c.got...)
 }
 
-// Pipeline is the pipeline of a Source in group that commits into c.
-func Pipeline(addrs []string, topic, group string, c *Collector) subscribe.Pipeline[[]events.Recorded] {
-	return subscribe.Pipeline[[]events.Recorded]{Name: "collect " + group, Source: webhookkafka.NewSource(addrs, topic, group, QuietLog()),
+// Offsets keeps each partition's next offset in memory, forward only, as
+// the node keeps them in Postgres or in its data directory.
+type Offsets struct {
+	mu sync.Mutex
+	at map[int]events.Position
+}
+
+type offset struct {
+	o *Offsets
+	p int
+}
+
+func (o offset) Load(context.Context) (events.Position, error) {
+	o.o.mu.Lock()
+	defer o.o.mu.Unlock()
+	return o.o.at[o.p], nil
+}
+
+func (o offset) Save(_ context.Context, pos events.Position) error {
+	o.o.mu.Lock()
+	defer o.o.mu.Unlock()
+	if o.o.at[o.p].Less(pos) {
+		o.o.at[o.p] = pos
+	}
+	return nil
+}
+
+// Of is the store of partition p's offset (PartitionSource's offsets).
+func (o *Offsets) Of(_ context.Context, p int) (subscribe.Checkpoints, error) {
+	return offset{o, p}, nil
+}
+
+// Saved is the sum of the saved next offsets: how many messages they count
+// as handled.
+func (o *Offsets) Saved() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	n := 0
+	for _, pos := range o.at {
+		n += int(pos.Commit)
+	}
+	return n
+}
+
+// readers keeps the offsets of each reader name a test uses, so that a
+// second run under the same name resumes where the first stopped, as the
+// next holder of the webhook-creation lease does.
+var readers = struct {
+	sync.Mutex
+	m map[string]*Offsets
+}{m: map[string]*Offsets{}}
+
+// ReaderOffsets is the offsets kept under name (with the topic and the
+// brokers, which tell apart the fakes of tests that reuse names).
+func ReaderOffsets(name string) *Offsets {
+	readers.Lock()
+	defer readers.Unlock()
+	o, ok := readers.m[name]
+	if !ok {
+		o = &Offsets{at: map[int]events.Position{}}
+		readers.m[name] = o
+	}
+	return o
+}
+
+// Source is the partition source of topic with the offsets kept under
+// reader (a name unique to the test, see Cluster.Group).
+func Source(addrs []string, topic, reader string) *webhookkafka.PartitionSource {
+	key := fmt.Sprintf("%s\x00%s\x00%v", reader, topic, addrs)
+	return webhookkafka.NewPartitionSource(addrs, topic, "", ReaderOffsets(key).Of, QuietLog())
+}
+
+// Pipeline is the pipeline of the partition source with reader's offsets
+// that commits into c.
+func Pipeline(addrs []string, topic, reader string, c *Collector) subscribe.Pipeline[[]events.Recorded] {
+	return subscribe.Pipeline[[]events.Recorded]{Name: "collect " + reader, Source: Source(addrs, topic, reader),
 		Prepare: c.Prepare, Commit: c.Commit}
 }
 
-// Consume runs a Source's pipeline until c has its events, then stops it.
+// Consume runs the partition source's pipeline with reader's offsets until
+// c has its events, then stops it.
 func Consume(t *testing.T, addrs []string, topic, group string, c *Collector) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(Context(t))
