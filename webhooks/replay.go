@@ -229,8 +229,10 @@ func (r *Replayer) runOne(ctx context.Context, id int64) error {
 		Name: "webhook replay " + strconv.FormatInt(id, 10),
 		Source: subscribe.RangeSource{Store: r.D.Store, Until: req.Until,
 			From: func(context.Context) (events.Position, error) { return counts.Position, nil }},
-		Log:     r.Log,
-		Prepare: func(ctx context.Context, recs []events.Recorded) (replayBatch, error) { return r.D.selectReplay(req, recs) },
+		Log: r.Log,
+		Prepare: func(ctx context.Context, recs []events.Recorded) (replayBatch, error) {
+			return r.D.selectReplay(req, recs)
+		},
 		Commit: func(ctx context.Context, bs []replayBatch) error {
 			for _, b := range bs {
 				if err := r.deliverBatch(ctx, req, &counts, b); err != nil {
