@@ -60,7 +60,7 @@ type Node struct {
 	ReadModelRunners map[projections.ReadModel]*subscribe.Runner
 	Dispatcher       *webhooks.Dispatcher
 	// Replayer runs the webhook replays partners ask for.
-	Replayer *webhooks.Replayer
+	Replayer         *webhooks.Replayer
 	Apps             *directory.Apps
 	Operators        *directory.Operators
 	Runners          []*subscribe.Runner
