@@ -59,8 +59,7 @@ type Node struct {
 	// ReadModelRunners are the runners projecting each read model.
 	ReadModelRunners map[projections.ReadModel]*subscribe.Runner
 	Dispatcher       *webhooks.Dispatcher
-	// Replayer runs the webhook replays partners ask for.
-	Replayer         *webhooks.Replayer
+	Replayer         *webhooks.Replayer // runs the webhook replays partners ask for
 	Apps             *directory.Apps
 	Operators        *directory.Operators
 	Runners          []*subscribe.Runner
