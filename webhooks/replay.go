@@ -369,7 +369,7 @@ func (d *Dispatcher) replayOne(ctx context.Context, c catalog.DeliveryCreated, b
 	for attempt := 0; attempt < 10; attempt++ {
 		del, err := d.load(ctx, c.DeliveryID)
 		if errors.Is(err, domain.ErrDeliveryNotFound) {
-			ev, err := d.encode(c)
+			ev, err := d.encode(c, "")
 			if err != nil {
 				return false, err
 			}
