@@ -76,7 +76,6 @@ var (
 	noEndpoint   = outcome{404, "WEBHOOK_ENDPOINT_NOT_FOUND"}
 	unauthorized = outcome{403, "SERVICE_PROVIDER_UNAUTHORIZED"}
 	notBound     = outcome{422, "USER_NOT_BOUND"}
-	noEndpoint   = outcome{404, "WEBHOOK_ENDPOINT_NOT_FOUND"}
 	ok200        = outcome{200, "0"}
 	ok201        = outcome{201, "0"}
 )
