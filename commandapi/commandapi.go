@@ -75,6 +75,9 @@ type API struct {
 
 	// Keys re-seals the personal-data keys after a master-key rotation.
 	Keys KeyResealer
+
+	// Replays serves the webhook replay routes (nil: none).
+	Replays *commands.Replays
 }
 
 // Routes lists the write endpoints.
@@ -97,6 +100,7 @@ func (a *API) Routes() []Route {
 	routes = append(routes, a.commerceRoutes()...)
 	routes = append(routes, a.appRoutes()...)
 	routes = append(routes, a.operatorRoutes()...)
+	routes = append(routes, a.replayRoutes()...)
 	routes = append(routes, a.sandboxEventRoutes()...)
 	routes = append(routes, a.endpointRoutes()...)
 	return append(routes, a.webhookRoutes()...)

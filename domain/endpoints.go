@@ -3,6 +3,8 @@ package domain
 import (
 	"errors"
 	"time"
+
+	"github.com/healthtech/partner-open-platform/events"
 )
 
 // DefaultEndpointID names an app's default webhook endpoint: the app-level
@@ -82,3 +84,25 @@ var (
 	// ErrEndpointDisabled refuses a test event to a disabled endpoint.
 	ErrEndpointDisabled = errors.New("the webhook endpoint is disabled")
 )
+
+// Replay errors.
+var (
+	// ErrReplayNotFound answers a replay id the app does not have (another
+	// app's replay looks exactly the same).
+	ErrReplayNotFound = errors.New("webhook replay not found")
+	// ErrReplayFinished refuses to cancel a replay that already completed.
+	ErrReplayFinished = errors.New("the webhook replay already completed")
+)
+
+// ErrReplayStopped tells a replay's runner that the replay no longer runs
+// (canceled or completed meanwhile): it stops without recording more.
+var ErrReplayStopped = errors.New("the webhook replay no longer runs")
+
+// ReplayCounts are a replay's running counts at a checkpoint: every event
+// of the log up to Position is handled; Matched events were selected,
+// Queued of them put in the endpoint's queue, Delivered of those answered
+// 2xx, and Erased passed over because their person was erased.
+type ReplayCounts struct {
+	Position                           events.Position
+	Matched, Queued, Delivered, Erased int64
+}

@@ -97,3 +97,7 @@ func DeveloperEmailStream(keyedHash string) string { return "developeremail-" + 
 
 // MailStream names the stream of one outgoing mail: queued, then sent or failed.
 func MailStream(id int64) string { return "mail-" + strconv.FormatInt(id, 10) }
+
+// ReplayStream names the stream of one webhook replay: its request, its
+// checkpoints and its end.
+func ReplayStream(id int64) string { return "webhookreplay-" + strconv.FormatInt(id, 10) }

@@ -119,6 +119,9 @@ type Deps struct {
 	Now              func() time.Time
 	Log              *slog.Logger
 
+	// Replays serves the webhook replay form and page (nil: none).
+	Replays *commands.Replays
+
 	// AppsReady and BenefitsReady are the runners of AppDirectory and of the
 	// benefits read model (providers): app and provider pages wait for them.
 	AppsReady     Waiter
@@ -429,7 +432,7 @@ func errorStatus(err error) (int, string) {
 		return http.StatusConflict, "This service provider was already reviewed."
 	case errors.Is(err, domain.ErrBenefitItemNotFound):
 		return http.StatusBadRequest, "A chosen benefit item does not exist."
-	case errors.Is(err, domain.ErrEndpointNotFound), errors.Is(err, domain.ErrDeliveryNotFound):
+	case errors.Is(err, domain.ErrEndpointNotFound), errors.Is(err, domain.ErrDeliveryNotFound), errors.Is(err, domain.ErrReplayNotFound):
 		return http.StatusNotFound, ""
 	case errors.Is(err, domain.ErrTooManyEndpoints):
 		return http.StatusConflict, "This app already has the maximum number of webhook endpoints. Delete one first."
@@ -437,6 +440,8 @@ func errorStatus(err error) (int, string) {
 		return http.StatusConflict, "The endpoint is disabled. Enable it first."
 	case errors.Is(err, domain.ErrNoPendingWebhookSecret):
 		return http.StatusConflict, "There is no new secret to activate. Rotate the secret first."
+	case errors.Is(err, domain.ErrReplayFinished):
+		return http.StatusConflict, "This replay already completed; there is nothing to cancel."
 	case errors.Is(err, domain.ErrContention):
 		return http.StatusConflict, "Someone else changed this at the same moment. Try again."
 	case errors.Is(err, domain.ErrRoleForbidden):

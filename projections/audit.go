@@ -62,6 +62,7 @@ type AuditStore interface {
 // AuditProjector projects audit facts.
 func AuditProjector(s AuditStore) subscribe.Projector {
 	types := append([]events.Payload{&catalog.AccessAudited{}, &catalog.UserErased{}, &catalog.ErasureAcknowledged{}}, DeveloperAuditedTypes...)
+	types = append(types, ReplayAuditedTypes...)
 	return projector(ReadModelAudit, s, s.UpdateAudit, applyAudit, types...)
 }
 
@@ -139,7 +140,38 @@ func erasureAckFact(env events.Envelope, p *catalog.ErasureAcknowledged) AuditFa
 	}
 }
 
+// ReplayAuditedTypes are a webhook replay's request and end: each is an
+// audit fact whoever the actor (the partner's API call, its portal action,
+// the runner's completion), so an auditor sees what was sent again, when
+// and at whose request.
+var ReplayAuditedTypes = []events.Payload{
+	&catalog.WebhookReplayRequested{}, &catalog.WebhookReplayCompleted{}, &catalog.WebhookReplayCanceled{},
+}
+
+// replayFact is the audit fact of a replay's request, completion or cancel
+// (ok false: the event is none of them).
+func replayFact(env events.Envelope) (AuditFact, bool) {
+	var appID int64
+	switch p := env.Payload.(type) {
+	case *catalog.WebhookReplayRequested:
+		appID = p.AppID
+	case *catalog.WebhookReplayCompleted:
+		appID = p.AppID
+	case *catalog.WebhookReplayCanceled:
+		appID = p.AppID
+	default:
+		return AuditFact{}, false
+	}
+	return AuditFact{
+		EventID: env.ID, Actor: env.Metadata.Actor, Action: env.Type, Subjects: []string{env.Stream}, EventIDs: []string{env.ID},
+		AppID: appID, At: env.Metadata.OccurredAt.UTC().Truncate(time.Microsecond),
+	}, true
+}
+
 func applyAudit(ctx context.Context, tx AuditTx, env events.Envelope) error {
+	if f, ok := replayFact(env); ok {
+		return tx.AddAuditFact(ctx, f)
+	}
 	switch e := env.Payload.(type) {
 	case *catalog.UserErased:
 		return tx.AddAuditFact(ctx, erasureFact(env, e))

@@ -141,6 +141,7 @@ func ptr(o outcome) *outcome { return &o }
 var intParams = map[string]bool{
 	"openUserId": true, "groupId": true, "memberId": true, "appId": true, "reportId": true,
 	"providerId": true, "itemId": true, "recordId": true, "operatorId": true,
+	"replayId": true,
 }
 
 // fixture holds the ids the table's bodies and paths refer to.
@@ -278,6 +279,27 @@ func badRoutes(fx fixture) []badRoute {
 			base: outcome{404, "DELIVERY_NOT_FOUND"}, notFound: outcome{404, "DELIVERY_NOT_FOUND"}},
 		{method: "GET", pattern: "/open/v1/webhooks/events", auth: authM, params: none,
 			query: []qparam{{"after", qCursor}, {"limit", qLimit}}, base: ok200},
+		// Webhook replays: the fixture app has no default endpoint URL, so a
+		// valid request is refused for its endpoint and appends nothing.
+		{method: "POST", pattern: "/open/v1/webhooks/replays", auth: authM, params: none,
+			body: replayBadBody, base: noEndpoint, fields: []field{
+				{path: "endpoint_id", kind: kInt, zero: ptr(noEndpoint)}, {path: "events", kind: kStrs},
+				{path: "since", kind: kStr}, {path: "cursor", kind: kStr}, {path: "until", kind: kStr},
+			},
+			extra: []badCase{
+				{name: "unknown event type", body: []byte(`{"events":["user.nope"],"since":"2020-01-01T00:00:00Z"}`), want: invalid, errKey: "events[0]"},
+				{name: "no event types", body: []byte(`{"events":[],"since":"2020-01-01T00:00:00Z"}`), want: invalid, errKey: "events"},
+				{name: "since in the future", body: []byte(`{"events":["*"],"since":"2999-01-01T00:00:00Z"}`), want: invalid, errKey: "since"},
+				{name: "until in the future", body: []byte(`{"events":["*"],"since":"2020-01-01T00:00:00Z","until":"2999-01-01T00:00:00Z"}`), want: invalid, errKey: "until"},
+				{name: "since and cursor", body: []byte(`{"events":["*"],"since":"2020-01-01T00:00:00Z","cursor":"1-1"}`), want: invalid, errKey: "since"},
+				{name: "neither since nor cursor", body: []byte(`{"events":["*"]}`), want: invalid, errKey: "since"},
+				{name: "cursor not of the feed", body: []byte(`{"events":["*"],"cursor":"yesterday"}`), want: invalid, errKey: "cursor"},
+				{name: "since not a time", body: []byte(`{"events":["*"],"since":"last week"}`), want: invalid, errKey: "since"},
+			}},
+		{method: "GET", pattern: "/open/v1/webhooks/replays/:replayId", auth: authM, params: map[string]string{"replayId": "999999"},
+			base: outcome{404, "REPLAY_NOT_FOUND"}},
+		{method: "POST", pattern: "/open/v1/webhooks/replays/:replayId/cancel", auth: authM, params: map[string]string{"replayId": "999999"},
+			base: outcome{404, "REPLAY_NOT_FOUND"}},
 
 		// ---- the webhook event catalog (public) ----
 		{method: "GET", pattern: "/open/v1/event-types", auth: authPublic, params: none, base: ok200},
@@ -468,6 +490,9 @@ func badRoutes(fx fixture) []badRoute {
 }
 
 // registerBadBody is the fixture's register, sent again: a pure replay.
+// replayBadBody is a replay request that passes validation.
+const replayBadBody = `{"events":["user.profile.updated"],"since":"2020-01-01T00:00:00Z"}`
+
 const registerBadBody = `{"channel_user_id":"bad-1","user":{"name":"Li Lei","phone":"13812345678"},` +
 	`"family_groups":[{"app_group_id":1,"name":"Home"}],` +
 	`"family_members":[{"app_user_id":"m1","app_group_id":1,"name":"Dad","relationship":"FATHER","height":175}]}`

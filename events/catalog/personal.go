@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -110,6 +111,10 @@ var personalFields = map[string][]string{
 	"app.webhook_endpoint_secret_issued":    nil,
 	"app.webhook_endpoint_secret_activated": nil,
 	"app.webhook_test_requested":            nil,
+	"webhook.replay_requested":              nil,
+	"webhook.replay_progressed":             nil,
+	"webhook.replay_completed":              nil,
+	"webhook.replay_canceled":               nil,
 	"app.sandbox_event_triggered":           nil,
 	// Developer accounts (the portal): the email is personal; the password
 	// hash is sealed with the master key; a mail's recipient and body are
@@ -252,4 +257,14 @@ func redactPath(v any, path []string, changed *bool) any {
 		}
 	}
 	return obj
+}
+
+// WebhookEventNames lists the webhook event names partners receive, sorted.
+func WebhookEventNames() []string {
+	out := make([]string, 0, len(webhookPersonalFields))
+	for name := range webhookPersonalFields {
+		out = append(out, name)
+	}
+	slices.Sort(out)
+	return out
 }

@@ -249,6 +249,9 @@ type StoreSource struct {
 	Checkpoints Checkpoints
 	// Batch bounds how many events one batch holds (default 512).
 	Batch int
+	// Wants, when set, selects the event types to follow: a store that
+	// filters by type reads past the others without handing them over.
+	Wants func(eventType string) bool
 }
 
 // checkpointEvery spaces a StoreSource's checkpoint saves: one file sync
@@ -264,7 +267,12 @@ func (s StoreSource) Open(ctx context.Context) (Feed, error) {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	sub, err := s.Store.SubscribeAll(ctx, from)
+	var sub events.Subscription
+	if s.Wants != nil {
+		sub, err = events.SubscribeAllFor(ctx, s.Store, from, s.Wants)
+	} else {
+		sub, err = s.Store.SubscribeAll(ctx, from)
+	}
 	if err != nil {
 		cancel()
 		return nil, err

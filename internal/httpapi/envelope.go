@@ -120,6 +120,8 @@ var codes = []struct {
 	{domain.ErrEndpointNotFound, http.StatusNotFound, "WEBHOOK_ENDPOINT_NOT_FOUND", "webhook endpoint not found"},
 	{domain.ErrTooManyEndpoints, http.StatusConflict, "TOO_MANY_WEBHOOK_ENDPOINTS", "the app already has the maximum number of webhook endpoints (10)"},
 	{domain.ErrEndpointDisabled, http.StatusConflict, "WEBHOOK_ENDPOINT_DISABLED", "the webhook endpoint is disabled; enable it first"},
+	{domain.ErrReplayNotFound, http.StatusNotFound, "REPLAY_NOT_FOUND", "webhook replay not found"},
+	{domain.ErrReplayFinished, http.StatusConflict, "REPLAY_FINISHED", "the webhook replay already completed; nothing to cancel"},
 	{domain.ErrDeliveryErased, http.StatusGone, "DELIVERY_ERASED", "the delivery's user was erased: its payload is gone and it is never sent again"},
 	{domain.ErrErasureNotFound, http.StatusNotFound, "ERASURE_NOT_FOUND", "erasure not found: no erased person of this app has this open_user_id"},
 	{domain.ErrUserNotBound, http.StatusUnprocessableEntity, "USER_NOT_BOUND", "the user is not bound to an app; register the user through the channel-user API first"},

@@ -23,6 +23,7 @@ type commandSet struct {
 	operators       *commands.Operators
 	reports         *commands.Reports
 	benefits        *commands.Benefits
+	replays         *commands.Replays
 	analyzerJournal *projections.Journal
 	analyzer        *subscribe.Runner
 }
@@ -48,6 +49,8 @@ func (n *Node) buildCommands(cfg Config, sealer *secrets.Sealer, p projectionSet
 	}
 	c.apps = commands.NewApps(n.Events, n.Registry, c.ids, c.sealer, targets.Guard{AllowLoopback: cfg.WebhookAllowLoopback}.CheckURL)
 	providers := providerDirectory{n.ReadModel, p.byReadModel[projections.ReadModelBenefits], n.head, n.shared != nil}
+	c.replays = commands.NewReplays(n.Events, n.Registry, c.ids)
+	c.replays.Now = cfg.Now
 	c.benefits = commands.NewBenefits(n.Events, n.Registry, c.ids, cfg.Now, max(cfg.VerifyCooldown, 0), providers)
 	return c
 }

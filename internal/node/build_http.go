@@ -42,7 +42,7 @@ func (n *Node) buildRoutes(cfg Config, c commandSet, a authSet, p projectionSet)
 			Store: n.Events, Registry: n.Registry, Sealer: c.sealer, Keys: n.Keys, Now: cfg.Now, Replayed: n.Watermarks.Wrote,
 		},
 		SignedWrites: a.nonces,
-		Operators:    c.operators, OperatorsReady: p.operatorsRunner,
+		Operators:    c.operators, OperatorsReady: p.operatorsRunner, Replays: c.replays,
 	}
 	qAPI := &queryapi.API{
 		Store: n.ReadModel, Apps: p.apps, Events: n.Events, Runners: p.all, ReadModelRunners: p.byReadModel, Pseudonyms: n.Pseudonyms,

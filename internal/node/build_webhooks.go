@@ -62,6 +62,9 @@ func (n *Node) startWebhooks(ctx context.Context, cfg Config, models *subscribe.
 		return err
 	}
 	n.spawn(ctx, "webhook sender", n.Dispatcher.RunSender)
+	// One node at a time runs the replays; the lease moving resumes each
+	// from its checkpoint on the next holder.
+	n.spawnOwned(ctx, "webhook replays", n.Leases, "webhook-replays", cfg.LeaseTTL, n.Replayer.Run)
 	n.spawn(ctx, "delivery gauges", n.deliveryGauges)
 	return nil
 }

@@ -52,6 +52,11 @@ type Config struct {
 	WebhookSchedule []time.Duration
 	// WebhookClock replaces the dispatcher's clock (tests).
 	WebhookClock webhooks.Clock
+	// WebhookReplayWindow and WebhookReplayRate bound a webhook replay's
+	// deliveries waiting at once and queued per second (0: the defaults,
+	// webhooks.DefaultReplayWindow and DefaultReplayRate).
+	WebhookReplayWindow int
+	WebhookReplayRate   float64
 	// WebhookWorkers bounds concurrent webhook attempts on this node (default DefaultWebhookWorkers).
 	WebhookWorkers int
 	// BulkResendCap bounds the deliveries one bulk resend call examines

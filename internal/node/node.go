@@ -59,6 +59,7 @@ type Node struct {
 	// ReadModelRunners are the runners projecting each read model.
 	ReadModelRunners map[projections.ReadModel]*subscribe.Runner
 	Dispatcher       *webhooks.Dispatcher
+	Replayer         *webhooks.Replayer // runs the webhook replays partners ask for
 	Apps             *directory.Apps
 	Operators        *directory.Operators
 	Runners          []*subscribe.Runner
@@ -155,6 +156,7 @@ func Open(ctx context.Context, cfg Config) (_ *Node, err error) {
 	}
 	n.admin, n.Dispatcher = au.admin, n.buildDispatcher(cfg, proj)
 	cmds := n.buildCommands(cfg, keys.sealer, proj)
+	n.Replayer = n.buildReplayer(cfg, cmds.replays)
 	port, err := n.buildPortal(cfg, cmds, au.admin, proj)
 	if err != nil {
 		return nil, fmt.Errorf("developer portal: %w", err)

@@ -51,7 +51,7 @@ func (n *Node) buildPortal(cfg Config, c commandSet, admin auth.Admin, p project
 		Mail:       mailCmds, Apps: c.apps, Benefits: c.benefits, AppDirectory: p.apps,
 		Directory: ps.developers, DirectoryReady: ps.runner, Operators: p.operators, Admin: admin,
 		OperatorSessions: commands.NewOperatorSessions(n.Events, n.Registry),
-		ReadModel:        n.ReadModel, Events: n.Events, Watermarks: n.Watermarks, Dispatcher: n.Dispatcher,
+		ReadModel:        n.ReadModel, Events: n.Events, Watermarks: n.Watermarks, Dispatcher: n.Dispatcher, Replays: c.replays,
 		Limits: n.portalLimits(pc), Now: cfg.Now, Log: n.log.With("component", "portal"),
 	})
 	if err != nil {

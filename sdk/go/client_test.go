@@ -277,6 +277,12 @@ func TestEveryWriteThatTakesAKeySendsOne(t *testing.T) {
 		"getBenefitCard":         func() error { _, err := c.GetBenefitCard(ctx, "C1"); return err },
 		"listFulfillments":       func() error { _, err := c.ListFulfillments(ctx, "", 0, 0); return err },
 		"rateFulfillment":        func() error { _, err := c.RateFulfillment(ctx, 1, RatingRequest{}); return err },
+		"requestWebhookReplay": func() error {
+			_, err := c.ReplayWebhooks(ctx, WebhookReplayRequest{Events: []string{"*"}, Since: "2026-01-01T00:00:00Z"})
+			return err
+		},
+		"getWebhookReplay":    func() error { _, err := c.GetWebhookReplay(ctx, 1); return err },
+		"cancelWebhookReplay": func() error { _, err := c.CancelWebhookReplay(ctx, 1); return err },
 
 		"listMyWebhookEndpoints": func() error { _, err := c.ListWebhookEndpoints(ctx); return err },
 		"getMyWebhookEndpoint":   func() error { _, err := c.GetWebhookEndpoint(ctx, 1); return err },

@@ -770,6 +770,54 @@ type WebhookEndpointUpdate struct {
 	URL string `json:"url,omitempty"`
 }
 
+// WebhookReplay mirrors the WebhookReplay schema of the platform's OpenAPI document.
+type WebhookReplay struct {
+	// Cursor is: The feed cursor the replay started after, when it was given one.
+	Cursor *string `json:"cursor"`
+	// CursorReached is: The log position every event up to which is handled.
+	CursorReached string `json:"cursor_reached"`
+	// Delivered is: Queued deliveries whose first attempt since the replay answered 2xx.
+	Delivered int64 `json:"delivered"`
+	// EndCursor is: The log position the replay ends at (the head when it was asked).
+	EndCursor string `json:"end_cursor"`
+	// EndedAt carries the schema's ended_at property.
+	EndedAt *string `json:"ended_at"`
+	// EndpointID carries the schema's endpoint_id property.
+	EndpointID int64 `json:"endpoint_id"`
+	// Erased is: Events passed over because their person was erased.
+	Erased int64 `json:"erased"`
+	// Events carries the schema's events property.
+	Events []string `json:"events"`
+	// Matched is: Events selected so far (final once completed).
+	Matched int64 `json:"matched"`
+	// Queued is: Deliveries put in the endpoint's queue.
+	Queued int64 `json:"queued"`
+	// ReplayID carries the schema's replay_id property.
+	ReplayID int64 `json:"replay_id"`
+	// RequestedAt carries the schema's requested_at property.
+	RequestedAt string `json:"requested_at"`
+	// Since carries the schema's since property.
+	Since *string `json:"since"`
+	// Status carries the schema's status property.
+	Status string `json:"status"`
+	// Until carries the schema's until property.
+	Until *string `json:"until"`
+}
+
+// WebhookReplayRequest is described by the platform as: Give exactly one of `since` and `cursor`.
+type WebhookReplayRequest struct {
+	// Cursor is: Replay events whose feed entry comes after this cursor of `GET /open/v1/webhooks/events`.
+	Cursor string `json:"cursor,omitempty"`
+	// EndpointID is: The endpoint to deliver to; 0 (or absent) is the app's default endpoint.
+	EndpointID int64 `json:"endpoint_id,omitempty"`
+	// Events is: Webhook event types (as in `X-Webhook-Event`), prefix wildcards such as `health.report.*`, or `*` for every type.
+	Events []string `json:"events"`
+	// Since is: Replay events that occurred at or after this time (not in the future).
+	Since string `json:"since,omitempty"`
+	// Until is: Replay only events that occurred at or before this time (default now; not in the future).
+	Until string `json:"until,omitempty"`
+}
+
 // WebhookSecretActivated mirrors the WebhookSecretActivated schema of the platform's OpenAPI document.
 type WebhookSecretActivated struct {
 	// Activated carries the schema's activated property.

@@ -50,6 +50,9 @@ var routes = map[string]route{
 	"getBenefitCard":             {http.MethodGet, "/open/v1/benefit-cards/detail", false},
 	"listFulfillments":           {http.MethodGet, "/open/v1/benefit-cards/fulfillments", false},
 	"rateFulfillment":            {http.MethodPost, "/open/v1/benefit-cards/fulfillments/{recordId}/rating", true},
+	"requestWebhookReplay":       {http.MethodPost, "/open/v1/webhooks/replays", true},
+	"getWebhookReplay":           {http.MethodGet, "/open/v1/webhooks/replays/{replayId}", false},
+	"cancelWebhookReplay":        {http.MethodPost, "/open/v1/webhooks/replays/{replayId}/cancel", true},
 	"triggerSandboxEvent":        {http.MethodPost, "/open/v1/webhooks/sandbox-events", true},
 
 	"listMyWebhookEndpoints":          {http.MethodGet, "/open/v1/webhooks/endpoints", false},
@@ -410,8 +413,29 @@ func (cl *Client) ListAccessLog(ctx context.Context, f AccessLogFilter) (*Access
 	return &out, cl.do(ctx, c, &out)
 }
 
-// RotateWebhookSecret creates a pending webhook secret; deliveries are
-// signed with both until ActivateWebhookSecret.
+// ReplayWebhooks asks for the app's past webhook events of req.Events,
+// since req.Since or after the feed cursor req.Cursor (exactly one), to be
+// delivered again to one endpoint under their original delivery ids; the
+// replay runs in the background (poll GetWebhookReplay).
+func (cl *Client) ReplayWebhooks(ctx context.Context, req WebhookReplayRequest, opts ...WriteOption) (*WebhookReplay, error) {
+	c := apply(op("requestWebhookReplay", authApp), opts)
+	c.body = req
+	var out WebhookReplay
+	return &out, cl.do(ctx, c, &out)
+}
+
+// GetWebhookReplay reads a replay's status and counts.
+func (cl *Client) GetWebhookReplay(ctx context.Context, replayID int64) (*WebhookReplay, error) {
+	var out WebhookReplay
+	return &out, cl.do(ctx, op("getWebhookReplay", authApp, id(replayID)), &out)
+}
+
+// CancelWebhookReplay stops a running replay; what it queued is still sent.
+func (cl *Client) CancelWebhookReplay(ctx context.Context, replayID int64, opts ...WriteOption) (*WebhookReplay, error) {
+	var out WebhookReplay
+	return &out, cl.do(ctx, apply(op("cancelWebhookReplay", authApp, id(replayID)), opts), &out)
+}
+
 // RotateWebhookSecret creates a pending webhook secret for the default
 // endpoint; deliveries stay signed with the current secret until
 // ActivateWebhookSecret.

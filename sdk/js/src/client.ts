@@ -236,6 +236,21 @@ export class PartnerClient {
     return this.#data("listMyAccessLog", { query, ...opts });
   }
 
+  /** Asks for the app's past webhook events of the chosen types (since a time or after a feed cursor) to be delivered again to one endpoint, under their original delivery ids; poll getWebhookReplay. */
+  requestWebhookReplay(body: RequestOf<"requestWebhookReplay">, opts: WriteOptions = {}): Promise<ResponseOf<"requestWebhookReplay">> {
+    return this.#data("requestWebhookReplay", { body, ...opts });
+  }
+
+  /** A replay's status and counts. */
+  getWebhookReplay(replayId: number, opts: ReadOptions = {}): Promise<ResponseOf<"getWebhookReplay">> {
+    return this.#data("getWebhookReplay", { pathParams: { replayId }, ...opts });
+  }
+
+  /** Stops a running replay; what it already queued is still sent. */
+  cancelWebhookReplay(replayId: number, opts: WriteOptions = {}): Promise<ResponseOf<"cancelWebhookReplay">> {
+    return this.#data("cancelWebhookReplay", { pathParams: { replayId }, ...opts });
+  }
+
   /** Creates a pending webhook secret (shown once; signs nothing until activated). Not retried: it has no idempotency key. */
   rotateMyWebhookSecret(opts: ReadOptions = {}): Promise<ResponseOf<"rotateMyWebhookSecret">> {
     return this.#data("rotateMyWebhookSecret", { ...opts });

@@ -808,6 +808,46 @@ export interface WebhookEndpointUpdate {
   enabled?: boolean | null;
 }
 
+/** The WebhookReplay schema. */
+export interface WebhookReplay {
+  replay_id: number;
+  endpoint_id: number;
+  events: string[];
+  status: "RUNNING" | "COMPLETED" | "CANCELED";
+  since: string | null;
+  until: string | null;
+  /** The feed cursor the replay started after, when it was given one. */
+  cursor: string | null;
+  /** Events selected so far (final once completed). */
+  matched: number;
+  /** Deliveries put in the endpoint's queue. */
+  queued: number;
+  /** Queued deliveries whose first attempt since the replay answered 2xx. */
+  delivered: number;
+  /** Events passed over because their person was erased. */
+  erased: number;
+  /** The log position every event up to which is handled. */
+  cursor_reached: string;
+  /** The log position the replay ends at (the head when it was asked). */
+  end_cursor: string;
+  requested_at: string;
+  ended_at: string | null;
+}
+
+/** Give exactly one of `since` and `cursor`. */
+export interface WebhookReplayRequest {
+  /** The endpoint to deliver to; 0 (or absent) is the app's default endpoint. */
+  endpoint_id?: number;
+  /** Webhook event types (as in `X-Webhook-Event`), prefix wildcards such as `health.report.*`, or `*` for every type. */
+  events: string[];
+  /** Replay events that occurred at or after this time (not in the future). */
+  since?: string;
+  /** Replay events whose feed entry comes after this cursor of `GET /open/v1/webhooks/events`. */
+  cursor?: string;
+  /** Replay only events that occurred at or before this time (default now; not in the future). */
+  until?: string;
+}
+
 /** The WebhookSecretActivated schema. */
 export interface WebhookSecretActivated {
   app_id: Id;
@@ -1222,6 +1262,8 @@ export interface Schemas {
   WebhookEndpointList: WebhookEndpointList;
   WebhookEndpointUpdate: WebhookEndpointUpdate;
   WebhookPayload: WebhookPayload;
+  WebhookReplay: WebhookReplay;
+  WebhookReplayRequest: WebhookReplayRequest;
   WebhookSecretActivated: WebhookSecretActivated;
   WebhookTestEvent: WebhookTestEvent;
   WebhookTestQueued: WebhookTestQueued;

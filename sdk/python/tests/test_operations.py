@@ -54,6 +54,11 @@ CALLS: Dict[str, Callable[[pop.PartnerClient], Any]] = {
     "rate_fulfillment": lambda c: c.rate_fulfillment(5, m.RatingRequest(rating=4)),
     "acknowledge_erasure": lambda c: c.acknowledge_erasure(1001),
     "list_access_log": lambda c: c.list_access_log(open_user_id=1001, limit=10),
+    "replay_webhooks": lambda c: c.replay_webhooks(
+        m.WebhookReplayRequest(events=["user.profile.updated"], since="2026-01-01T00:00:00Z")
+    ),
+    "get_webhook_replay": lambda c: c.get_webhook_replay(3),
+    "cancel_webhook_replay": lambda c: c.cancel_webhook_replay(3),
     "list_webhook_endpoints": lambda c: c.list_webhook_endpoints(),
     "create_webhook_endpoint": lambda c: c.create_webhook_endpoint(m.WebhookEndpointCreate(url="https://example.com/h")),
     "get_webhook_endpoint": lambda c: c.get_webhook_endpoint(0),

@@ -59,6 +59,9 @@ OPERATION_METHODS: Dict[str, str] = {
     "getBenefitCard": "get_benefit_card",
     "listFulfillments": "list_fulfillments",
     "rateFulfillment": "rate_fulfillment",
+    "requestWebhookReplay": "replay_webhooks",
+    "getWebhookReplay": "get_webhook_replay",
+    "cancelWebhookReplay": "cancel_webhook_replay",
     "listMyWebhookEndpoints": "list_webhook_endpoints",
     "createMyWebhookEndpoint": "create_webhook_endpoint",
     "getMyWebhookEndpoint": "get_webhook_endpoint",
@@ -496,6 +499,23 @@ class PartnerClient:
             query={"open_user_id": open_user_id, "from": from_, "to": to, "after": after, "limit": limit},
         )
         return m.AccessLogPage.from_dict(_need(r))
+
+    def replay_webhooks(
+        self, req: Union[m.WebhookReplayRequest, Mapping[str, Any]], *, idempotency_key: Optional[str] = None
+    ) -> m.WebhookReplay:
+        """POST /open/v1/webhooks/replays: deliver past events of the chosen types again to one endpoint."""
+        r = self.request("POST", "/open/v1/webhooks/replays", body=req, idempotency_key=self._key(idempotency_key))
+        return m.WebhookReplay.from_dict(_need(r))
+
+    def get_webhook_replay(self, replay_id: int) -> m.WebhookReplay:
+        """GET /open/v1/webhooks/replays/{replayId}: the replay's status and counts."""
+        r = self.request("GET", "/open/v1/webhooks/replays/%d" % replay_id)
+        return m.WebhookReplay.from_dict(_need(r))
+
+    def cancel_webhook_replay(self, replay_id: int, *, idempotency_key: Optional[str] = None) -> m.WebhookReplay:
+        """POST /open/v1/webhooks/replays/{replayId}/cancel: stop it; what it queued is still sent."""
+        r = self.request("POST", "/open/v1/webhooks/replays/%d/cancel" % replay_id, idempotency_key=self._key(idempotency_key))
+        return m.WebhookReplay.from_dict(_need(r))
 
     def rotate_webhook_secret(self) -> m.PendingWebhookSecret:
         """POST /open/v1/webhooks/secret/rotate: a pending secret to verify with beside the current one. Not retried."""

@@ -1361,6 +1361,134 @@ class WebhookTestQueued:
 
 
 @dataclass
+class WebhookReplayRequest:
+    """Give exactly one of `since` and `cursor` (OpenAPI WebhookReplayRequest)."""
+
+    SCHEMA: ClassVar[str] = "WebhookReplayRequest"
+    WIRE: ClassVar[Dict[str, str]] = {
+        "events": "events",
+        "endpoint_id": "endpoint_id",
+        "since": "since",
+        "cursor": "cursor",
+        "until": "until",
+    }
+    REQUIRED: ClassVar[List[str]] = ["events"]
+
+    events: List[str]
+    endpoint_id: Optional[int] = None
+    since: Optional[str] = None
+    cursor: Optional[str] = None
+    until: Optional[str] = None
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> WebhookReplayRequest:
+        """Parse the JSON object; unknown keys are ignored."""
+        return cls(
+            events=_v(d, "events"),
+            endpoint_id=_v(d, "endpoint_id"),
+            since=_v(d, "since"),
+            cursor=_v(d, "cursor"),
+            until=_v(d, "until"),
+        )
+
+    def to_dict(self) -> Dict[str, Any]:
+        """JSON object: required fields always, optional ones when not None."""
+        out: Dict[str, Any] = {}
+        out["events"] = _out(self.events)
+        if self.endpoint_id is not None:
+            out["endpoint_id"] = _out(self.endpoint_id)
+        if self.since is not None:
+            out["since"] = _out(self.since)
+        if self.cursor is not None:
+            out["cursor"] = _out(self.cursor)
+        if self.until is not None:
+            out["until"] = _out(self.until)
+        return out
+
+
+@dataclass
+class WebhookReplay:
+    """The OpenAPI schema WebhookReplay."""
+
+    SCHEMA: ClassVar[str] = "WebhookReplay"
+    WIRE: ClassVar[Dict[str, str]] = {
+        "replay_id": "replay_id",
+        "endpoint_id": "endpoint_id",
+        "events": "events",
+        "status": "status",
+        "since": "since",
+        "until": "until",
+        "cursor": "cursor",
+        "matched": "matched",
+        "queued": "queued",
+        "delivered": "delivered",
+        "erased": "erased",
+        "cursor_reached": "cursor_reached",
+        "end_cursor": "end_cursor",
+        "requested_at": "requested_at",
+        "ended_at": "ended_at",
+    }
+    REQUIRED: ClassVar[List[str]] = ["replay_id", "endpoint_id", "events", "status", "since", "until", "cursor", "matched", "queued", "delivered", "erased", "cursor_reached", "end_cursor", "requested_at", "ended_at"]
+
+    replay_id: int
+    endpoint_id: int
+    events: List[str]
+    status: str
+    since: Optional[str]
+    until: Optional[str]
+    cursor: Optional[str]
+    matched: int
+    queued: int
+    delivered: int
+    erased: int
+    cursor_reached: str
+    end_cursor: str
+    requested_at: str
+    ended_at: Optional[str]
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> WebhookReplay:
+        """Parse the JSON object; unknown keys are ignored."""
+        return cls(
+            replay_id=_v(d, "replay_id"),
+            endpoint_id=_v(d, "endpoint_id"),
+            events=_v(d, "events"),
+            status=_v(d, "status"),
+            since=_v(d, "since"),
+            until=_v(d, "until"),
+            cursor=_v(d, "cursor"),
+            matched=_v(d, "matched"),
+            queued=_v(d, "queued"),
+            delivered=_v(d, "delivered"),
+            erased=_v(d, "erased"),
+            cursor_reached=_v(d, "cursor_reached"),
+            end_cursor=_v(d, "end_cursor"),
+            requested_at=_v(d, "requested_at"),
+            ended_at=_v(d, "ended_at"),
+        )
+
+    def to_dict(self) -> Dict[str, Any]:
+        """JSON object: required fields always, optional ones when not None."""
+        out: Dict[str, Any] = {}
+        out["replay_id"] = _out(self.replay_id)
+        out["endpoint_id"] = _out(self.endpoint_id)
+        out["events"] = _out(self.events)
+        out["status"] = _out(self.status)
+        out["since"] = _out(self.since)
+        out["until"] = _out(self.until)
+        out["cursor"] = _out(self.cursor)
+        out["matched"] = _out(self.matched)
+        out["queued"] = _out(self.queued)
+        out["delivered"] = _out(self.delivered)
+        out["erased"] = _out(self.erased)
+        out["cursor_reached"] = _out(self.cursor_reached)
+        out["end_cursor"] = _out(self.end_cursor)
+        out["requested_at"] = _out(self.requested_at)
+        out["ended_at"] = _out(self.ended_at)
+        return out
+
+
+@dataclass
 class PendingWebhookSecret:
     """The OpenAPI schema PendingWebhookSecret."""
 
@@ -4040,6 +4168,9 @@ PARTNER_OPERATIONS: Dict[str, List[str]] = {
     "rotateMyWebhookEndpointSecret": ["POST", "/open/v1/webhooks/endpoints/{endpointId}/secret/rotate"],
     "activateMyWebhookEndpointSecret": ["POST", "/open/v1/webhooks/endpoints/{endpointId}/secret/activate"],
     "sendMyWebhookEndpointTest": ["POST", "/open/v1/webhooks/endpoints/{endpointId}/test"],
+    "requestWebhookReplay": ["POST", "/open/v1/webhooks/replays"],
+    "getWebhookReplay": ["GET", "/open/v1/webhooks/replays/{replayId}"],
+    "cancelWebhookReplay": ["POST", "/open/v1/webhooks/replays/{replayId}/cancel"],
     "rotateMyWebhookSecret": ["POST", "/open/v1/webhooks/secret/rotate"],
     "activateMyWebhookSecret": ["POST", "/open/v1/webhooks/secret/activate"],
     "webhookEventFeed": ["GET", "/open/v1/webhooks/events"],

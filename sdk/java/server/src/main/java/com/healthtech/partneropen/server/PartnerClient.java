@@ -51,6 +51,8 @@ import com.healthtech.partneropen.model.WebhookEndpointUpdate;
 import com.healthtech.partneropen.model.WebhookTestQueued;
 import com.healthtech.partneropen.model.VerifyUseRequest;
 import com.healthtech.partneropen.model.VerifyUseResult;
+import com.healthtech.partneropen.model.WebhookReplay;
+import com.healthtech.partneropen.model.WebhookReplayRequest;
 import com.healthtech.partneropen.model.WebhookSecretActivated;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -469,6 +471,29 @@ public final class PartnerClient {
     q.put("after", after);
     q.put("limit", limit);
     return AccessLogPage.fromJson(call("GET", "/open/v1/access-log" + query(q), null, Auth.M, null));
+  }
+
+  /**
+   * Asks for the app's past webhook events of the chosen types (since a time or after a feed cursor) to be delivered
+   * again to one endpoint, under their original delivery ids; it runs in the background (poll getWebhookReplay).
+   */
+  public WebhookReplay requestWebhookReplay(WebhookReplayRequest request) {
+    return requestWebhookReplay(request, null);
+  }
+
+  /** {@link #requestWebhookReplay(WebhookReplayRequest)} with per-call options. */
+  public WebhookReplay requestWebhookReplay(WebhookReplayRequest request, RequestOptions options) {
+    return WebhookReplay.fromJson(call("POST", "/open/v1/webhooks/replays", request, Auth.M, options));
+  }
+
+  /** A replay's status and counts. */
+  public WebhookReplay getWebhookReplay(long replayId) {
+    return WebhookReplay.fromJson(call("GET", "/open/v1/webhooks/replays/" + replayId, null, Auth.M, null));
+  }
+
+  /** Stops a running replay; what it already queued is still sent. */
+  public WebhookReplay cancelWebhookReplay(long replayId) {
+    return WebhookReplay.fromJson(call("POST", "/open/v1/webhooks/replays/" + replayId + "/cancel", null, Auth.M, null));
   }
 
   /** Issues a pending webhook secret (it signs nothing until activated); deploy it to receivers first. */
