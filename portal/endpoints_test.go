@@ -242,7 +242,7 @@ func TestEndpointsDeliverWithTheirOwnSubscriptionsAndSecrets(t *testing.T) {
 		}
 
 		// Rotation overlap: the pending secret signs nothing until activated.
-		rot := b.Post(fmt.Sprintf("%s/%d/rotate", list, gID), nil)
+		rot := b.Post(fmt.Sprintf("%s/%d/rotate", list, gID), confirmed)
 		newSecret := secretPattern.FindString(rot.Body)
 		if rot.Status != http.StatusOK || newSecret == "" || newSecret == gSecret || !strings.Contains(rot.Text(), "pending") {
 			t.Fatalf("rotate: %d %s", rot.Status, rot.Text())
@@ -334,7 +334,7 @@ func TestEndpointsDeliverWithTheirOwnSubscriptionsAndSecrets(t *testing.T) {
 		if res := b.Post(fmt.Sprintf("%s/%d/test", list, mID), nil); res.Status != http.StatusConflict {
 			t.Fatalf("test event to a disabled endpoint: %d", res.Status)
 		}
-		if res := b.Post(fmt.Sprintf("%s/%d/delete", list, mID), nil); res.Status != http.StatusSeeOther {
+		if res := b.Post(fmt.Sprintf("%s/%d/delete", list, mID), confirmed); res.Status != http.StatusSeeOther {
 			t.Fatalf("delete: %d %s", res.Status, res.Text())
 		}
 		if page = b.Get(list); strings.Contains(page.Text(), members.srv.URL) {
