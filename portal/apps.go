@@ -354,12 +354,22 @@ func (s *Server) opsReviewApp(w http.ResponseWriter, r *http.Request) {
 		s.Fail(w, r, err)
 		return
 	}
-	creds, err := s.Apps.Review(r.Context(), id, approve, strings.TrimSpace(r.PostForm.Get("reason")), Meta(w, r))
+	notes := strings.TrimSpace(r.PostForm.Get("reason"))
+	meta := Meta(w, r)
+	creds, err := s.Apps.Review(r.Context(), id, approve, notes, meta)
 	if err != nil {
 		s.Fail(w, r, err)
 		return
 	}
 	s.waitApps(r.Context(), creds.Position)
+	if app, ok := s.AppDirectory.ByID(id); ok && app.DeveloperID != 0 {
+		next := "Request the review again from the application's page once the reason is addressed."
+		if approve {
+			next = "Reveal the production credentials on the sandbox application's page (they are shown once)."
+		}
+		subject, body := decisionMail("application "+strconv.FormatInt(id, 10)+" ("+app.Name+")", approve, notes, next)
+		s.mailDecision(r.Context(), app.DeveloperID, subject, body, meta.RequestID)
+	}
 	msg := "Application " + strconv.FormatInt(id, 10) + " rejected; the developer sees the reason."
 	if approve {
 		// The operator never sees the production secrets here: the

@@ -1,6 +1,7 @@
 package portal
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"slices"
@@ -161,4 +162,35 @@ func Favicon() http.Handler {
 		w.Header().Set("Cache-Control", "public, max-age=86400")
 		_, _ = w.Write(b)
 	})
+}
+
+// mailDecision tells a developer of an operator's review decision through
+// the outbox (the SMTP sender, when configured, sends it from there). The
+// decision stands whatever becomes of the mail: a failure to queue it is
+// logged, and the operator sees the outbox.
+func (s *Server) mailDecision(ctx context.Context, devID int64, subject, body, requestID string) {
+	dev, ok := s.Directory.Developer(devID)
+	if !ok || dev.Email == "" {
+		return
+	}
+	body += "\nSee it in the developer portal:\n\n" + s.link("/portal/", nil) + "\n"
+	if err := s.queueMail(ctx, devID, dev.Email, subject, body, "portal:review-decision", requestID); err != nil {
+		s.Log.Error("portal: review decision mail not queued", "developer", devID, "err", err)
+	}
+}
+
+// decisionMail is the subject and body of a review decision's mail.
+func decisionMail(what string, approve bool, notes, next string) (string, string) {
+	verb := "rejected"
+	if approve {
+		verb = "approved"
+	}
+	body := "Your " + what + " was " + verb + " by the platform's review."
+	if notes != "" {
+		body += "\n\nThe reviewer's note: " + notes
+	}
+	if next != "" {
+		body += "\n\n" + next
+	}
+	return "Review of your " + what + ": " + verb, body + "\n"
 }

@@ -152,7 +152,8 @@ func TestDestructiveActionsConfirmFirst(t *testing.T) {
 func TestReviewDecisionsAreDistinctAndFinal(t *testing.T) {
 	configs(t, node.Config{}, func(t *testing.T, cfg node.Config) {
 		p := portaltest.Start(t, cfg)
-		b, devID := p.Developer(portaltest.Email(t, "review"), true)
+		email := portaltest.Email(t, "review")
+		b, devID := p.Developer(email, true)
 		creds := devApp(t, p, devID, "Reviewed")
 		b.Get(fmt.Sprintf("/portal/apps/%d", creds.AppID))
 		if got := b.Post(fmt.Sprintf("/portal/apps/%d/review", creds.AppID), nil); got.Status != http.StatusSeeOther {
@@ -177,6 +178,11 @@ func TestReviewDecisionsAreDistinctAndFinal(t *testing.T) {
 			if !strings.Contains(row, want) {
 				t.Errorf("decided row lacks %q: %q", want, row)
 			}
+		}
+		// The developer is told through the outbox, with the reviewer's note.
+		mail := outboxRow(t, ops, fmt.Sprintf("Review of your application %d (Reviewed): rejected", creds.AppID))
+		if !strings.Contains(mail, email) || !strings.Contains(mail, "The reviewer&#39;s note: no privacy policy") {
+			t.Fatalf("decision mail: %s", mail)
 		}
 		n := streamLength(t, p, creds.AppID)
 		again := ops.Post(review, url.Values{"decision": {"approve"}})
@@ -205,7 +211,8 @@ func TestReviewDecisionsAreDistinctAndFinal(t *testing.T) {
 // different and the one repeating the decision is gone.
 func TestDeveloperDecisionShownWithWhoAndWhen(t *testing.T) {
 	p := portaltest.Start(t, node.Config{DataDir: t.TempDir()})
-	_, id := p.Developer(portaltest.Email(t, "dev"), false)
+	email := portaltest.Email(t, "dev")
+	_, id := p.Developer(email, false)
 	ops := p.Operator()
 	list := ops.Get("/portal/ops/developers")
 	if !strings.Contains(list.Body, fmt.Sprintf(`class="primary">Approve developer %d<`, id)) || !strings.Contains(list.Body, fmt.Sprintf(`class="danger">Reject developer %d<`, id)) {
@@ -219,6 +226,26 @@ func TestDeveloperDecisionShownWithWhoAndWhen(t *testing.T) {
 		!strings.Contains(row, "Reject developer") {
 		t.Fatalf("decided developer row: %s", row)
 	}
+	if mail := outboxRow(t, ops, "Review of your developer account: approved"); !strings.Contains(mail, email) {
+		t.Fatalf("decision mail: %s", mail)
+	}
+}
+
+// outboxRow is the operators' outbox row of the mail with subject (bounded wait).
+func outboxRow(t *testing.T, ops *portaltest.Browser, subject string) string {
+	t.Helper()
+	var box string
+	for range 250 {
+		box = ops.Get("/portal/ops/outbox").Body
+		for _, row := range regexp.MustCompile(`(?s)<tr id="mail-.*?</tr>`).FindAllString(box, -1) {
+			if strings.Contains(row, subject) {
+				return row
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("no mail %q in the outbox: %s", subject, box)
+	return ""
 }
 
 // The site's icon is served where browsers ask for it, and the landing
