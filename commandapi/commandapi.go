@@ -96,6 +96,8 @@ func (a *API) Routes() []Route {
 	routes = append(routes, a.commerceRoutes()...)
 	routes = append(routes, a.appRoutes()...)
 	routes = append(routes, a.operatorRoutes()...)
+	routes = append(routes, a.sandboxEventRoutes()...)
+	routes = append(routes, a.endpointRoutes()...)
 	return append(routes, a.webhookRoutes()...)
 }
 

@@ -166,28 +166,10 @@ func decideAddEndpoint(st *appState, id int64, in EndpointInput, sealed string) 
 	return catalog.AppWebhookEndpointAdded{AppID: st.appID, EndpointID: id, URL: in.URL, Events: in.Events, SealedWebhookSecret: sealed}, nil
 }
 
-// UpdateEndpoint changes an endpoint's URL and subscription; fields not
-// sent keep their value. The default endpoint is changed as PATCH
-// /admin/v1/apps/:appId changes it (app.webhook_configured), except that
-// its URL cannot be emptied here (RemoveEndpoint does that).
-func (a *Apps) UpdateEndpoint(ctx context.Context, appID, endpointID int64, s WebhookSettings, meta Meta) (events.Position, error) {
-	v := &domain.ValidationError{}
-	if u := s.URL.Ptr(); u != nil {
-		if *u == "" {
-			v.Add("url", "is required")
-		} else if err := validateWebhookURL(ctx, *u, a.checkURL); err != nil {
-			v.Add("url", err.Error())
-		}
-	}
-	validateEvents("events", s.Events.Value, v)
-	if err := v.Err(); err != nil {
-		return events.Position{}, err
-	}
-	return a.decide(ctx, appID, meta, func(st *appState) (events.Payload, error) { return decideUpdateEndpoint(st, endpointID, s) })
-}
-
-// decideUpdateEndpoint records the endpoint's settings after the change;
-// no difference decides nothing.
+// decideUpdateEndpoint records the endpoint's settings after the change
+// (ChangeEndpoint); no difference decides nothing. The default endpoint is
+// changed as PATCH /admin/v1/apps/:appId changes it (app.webhook_configured),
+// except that its URL cannot be emptied here (RemoveEndpoint does that).
 func decideUpdateEndpoint(st *appState, id int64, s WebhookSettings) (events.Payload, error) {
 	e, err := st.endpoint(id)
 	if err != nil {

@@ -57,6 +57,18 @@ func (s *Server) ownedEndpoint(r *http.Request) (domain.App, domain.Endpoint, bo
 	return app, ep, found
 }
 
+// editableEndpoint is ownedEndpoint, except that the default endpoint is
+// found without a URL too: it is the app's webhook, which a developer may
+// give a URL on its edit page.
+func (s *Server) editableEndpoint(r *http.Request) (domain.App, domain.Endpoint, bool) {
+	app, ep, ok := s.ownedEndpoint(r)
+	if ok || r.PathValue("endpointId") != "0" {
+		return app, ep, ok
+	}
+	app, ok = s.ownApp(r)
+	return app, app.DefaultEndpoint(), ok
+}
+
 // endpointView is an endpoint as its page shows it (never its secrets).
 type endpointView struct {
 	ID       int64
@@ -76,9 +88,13 @@ func viewEndpoint(e domain.Endpoint) endpointView {
 type endpointsData struct {
 	App       domain.App
 	Endpoints []endpointView
-	Max       int
-	Form      url.Values
-	Errors    map[string][]string
+	// Default is the default endpoint, shown apart while it has no URL
+	// (NoDefaultURL), so that its secret and how to use it are visible.
+	Default      endpointView
+	NoDefaultURL bool
+	Max          int
+	Form         url.Values
+	Errors       map[string][]string
 }
 
 func (s *Server) endpointsPage(w http.ResponseWriter, r *http.Request) {
@@ -95,7 +111,9 @@ func (s *Server) renderEndpoints(w http.ResponseWriter, r *http.Request, status 
 	for _, e := range app.WebhookEndpoints() {
 		views = append(views, viewEndpoint(e))
 	}
-	s.Render(w, r, status, "endpoints_list.html", endpointsData{App: app, Endpoints: views, Max: domain.MaxEndpoints, Form: form, Errors: errs})
+	def := app.DefaultEndpoint()
+	s.Render(w, r, status, "endpoints_list.html", endpointsData{App: app, Endpoints: views, Default: viewEndpoint(def), NoDefaultURL: def.URL == "",
+		Max: domain.MaxEndpoints, Form: form, Errors: errs})
 }
 
 // subscriptions reads the "events" field: names separated by commas,
@@ -167,7 +185,7 @@ type editData struct {
 }
 
 func (s *Server) editEndpointPage(w http.ResponseWriter, r *http.Request) {
-	app, ep, ok := s.ownedEndpoint(r)
+	app, ep, ok := s.editableEndpoint(r)
 	if !ok {
 		s.NotFound(w, r)
 		return
@@ -177,7 +195,7 @@ func (s *Server) editEndpointPage(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) updateEndpoint(w http.ResponseWriter, r *http.Request) {
-	app, ep, ok := s.ownedEndpoint(r)
+	app, ep, ok := s.editableEndpoint(r)
 	if !ok {
 		s.NotFound(w, r)
 		return
@@ -188,7 +206,7 @@ func (s *Server) updateEndpoint(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	set := commands.WebhookSettings{URL: domain.Val(strings.TrimSpace(form.Get("url"))), Events: domain.Val(subscriptions(form.Get("events")))}
-	pos, err := s.Apps.UpdateEndpoint(r.Context(), app.AppID, ep.EndpointID, set, Meta(w, r))
+	pos, err := s.Apps.ChangeEndpoint(r.Context(), app.AppID, ep.EndpointID, commands.EndpointChange{Settings: set}, Meta(w, r))
 	if errs := FieldErrors(err); errs != nil {
 		s.Render(w, r, http.StatusBadRequest, "endpoints_edit.html", editData{App: app, Endpoint: viewEndpoint(ep), Form: form, Errors: errs})
 		return

@@ -51,6 +51,11 @@
 #
 #   PLATFORM_TEST_GO=0 PLATFORM_TEST_SDKS=python ./scripts/test.sh
 #
+# After the SDK suites, scripts/sdk-install-check.sh installs each of those
+# SDKs exactly as its README says into an empty project and runs the
+# README's quick start against the platform (PLATFORM_TEST_SDK_INSTALL=0
+# skips it).
+#
 # After the SDKs, the developer portal's browser suite (portal/e2e/test.sh:
 # headless Debian Chromium driven by playwright-core against the same
 # platform binary) runs when no package pattern is given, or whenever
@@ -639,6 +644,16 @@ if [ -n "$sdks" ]; then
 			sdk_failed+=("$s")
 		fi
 	done
+	# Each SDK installed exactly as its README says into an empty project,
+	# and the README's quick start run against the platform
+	# (scripts/sdk-install-check.sh); PLATFORM_TEST_SDK_INSTALL=0 skips it.
+	if [ "${PLATFORM_TEST_SDK_INSTALL:-1}" != "0" ]; then
+		stage "sdk install paths"
+		say "SDK install paths: scripts/sdk-install-check.sh ($sdks)"
+		if ! PLATFORM_TEST_INSTALL_SDKS="$sdks" bash scripts/sdk-install-check.sh; then
+			sdk_failed+=("install paths")
+		fi
+	fi
 	if [ "${#sdk_failed[@]}" -gt 0 ]; then
 		say "SDK suites failed: ${sdk_failed[*]}" >&2
 		exit 1

@@ -395,6 +395,7 @@ var renderedTypes = func() map[string]bool {
 		catalog.FamilyMemberCreated{}, catalog.FamilyMemberUpdated{}, catalog.FamilyMemberDeleted{},
 		catalog.ReportCreated{}, catalog.ReportUpdated{}, catalog.PluginMeasurementRecorded{},
 		catalog.PluginMeasurementAnalyzed{}, catalog.OrderShipped{}, catalog.AppWebhookTestRequested{},
+		catalog.AppSandboxEventTriggered{},
 	} {
 		out[p.EventType()] = true
 	}

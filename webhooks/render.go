@@ -109,6 +109,15 @@ func RenderFor(env events.Envelope, loc *time.Location, endpointID int64) (Rende
 		r := rendered(domain.TestEvent, appID, id, append(b, "}}"...))
 		r.Only, r.Endpoint = true, p.EndpointID
 		return r, true
+	case *catalog.AppSandboxEventTriggered:
+		// The sample renders through the real event's case: same shape,
+		// same delivery id derivation, same fan-out to endpoints.
+		sample, ok := SandboxSample(p.Event, appID, env.Metadata.OccurredAt)
+		if !ok {
+			return Rendered{}, false
+		}
+		env.Payload = sample
+		return RenderFor(env, loc, endpointID)
 	}
 	return Rendered{}, false
 }

@@ -84,6 +84,7 @@ func (in renderInput) envelopes() []events.Envelope {
 		&catalog.OrderShipped{OrderID: n[3], OrderCode: s[0], AppID: n[0], ThirdOrderID: s[1], LogisticsCompany: s[2], TrackingNumber: s[3],
 			Items: items, ShippedAt: in.at.Add(time.Duration(n[3]) * time.Second), Complete: bit(11), Source: s[1]},
 		&catalog.AppWebhookTestRequested{AppID: n[0], EndpointID: n[2]},
+		&catalog.AppSandboxEventTriggered{AppID: n[0], Event: sandboxTypes[int(uint(f)%uint(len(sandboxTypes)))]},
 	}
 	out := make([]events.Envelope, len(payloads))
 	for i, p := range payloads {

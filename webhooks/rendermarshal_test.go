@@ -95,6 +95,13 @@ func renderForMarshal(env events.Envelope, loc *time.Location, endpointID int64)
 			return Rendered{}, false
 		}
 		return Rendered{Event: "order.shipped", AppID: appID, Body: body}, true
+	case *catalog.AppSandboxEventTriggered:
+		sample, ok := SandboxSample(p.Event, appID, env.Metadata.OccurredAt)
+		if !ok {
+			return Rendered{}, false
+		}
+		env.Payload = sample
+		return renderForMarshal(env, loc, endpointID)
 	case *catalog.AppWebhookTestRequested:
 		// A test goes to the endpoint it names, whichever is asked for.
 		id = EndpointDeliveryID(appID, p.EndpointID, env.ID)

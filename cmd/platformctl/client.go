@@ -38,11 +38,13 @@ type envelope struct {
 	Timestamp string              `json:"timestamp"`
 }
 
-// client calls the admin API with the bearer token.
+// client calls the admin API with the bearer token, or the partner API
+// when sign is set (it then signs each request instead).
 type client struct {
 	base  string
 	token string
 	http  *http.Client
+	sign  func(req *http.Request, body []byte)
 }
 
 func newClient(server, token string) (*client, error) {
@@ -58,18 +60,23 @@ func newClient(server, token string) (*client, error) {
 // response that is not an envelope.
 func (c *client) do(ctx context.Context, method, path string, body any) (json.RawMessage, error) {
 	var rd io.Reader
+	var sent []byte
 	if body != nil {
 		b, err := json.Marshal(body)
 		if err != nil {
 			return nil, err
 		}
-		rd = bytes.NewReader(b)
+		sent, rd = b, bytes.NewReader(b)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set("Authorization", "Bearer "+c.token)
+	if c.sign != nil {
+		c.sign(req, sent)
+	} else {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("User-Agent", "platformctl")
 	if body != nil {

@@ -171,13 +171,5 @@ func (c *cli) print(method, path string, body any) error {
 	if err != nil {
 		return err
 	}
-	data, err := api.do(c.ctx, method, path, body)
-	if err != nil {
-		return err
-	}
-	if len(data) == 0 || string(data) == "null" {
-		fmt.Fprintln(c.stdout, "ok")
-		return nil
-	}
-	return printJSON(c.stdout, data)
+	return c.printWith(api, method, path, body)
 }

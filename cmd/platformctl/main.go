@@ -88,6 +88,13 @@ Commands:
   rebuild NAME [--timeout DURATION]
                             empty a projection and replay the log into it, printing progress
                             every 500ms until it has caught up (default timeout 30m)
+  endpoints list | endpoints show|delete|rotate-secret|activate-secret|test ENDPOINT_ID
+  endpoints create --url URL [--event EVENT]... [--disabled]
+  endpoints update ENDPOINT_ID [--url URL] [--event EVENT]... [--all-events] [--enable|--disable]
+                            an app's webhook endpoints, as the partner (scheme H with --app-key and
+                            --app-secret, env PLATFORM_APP_KEY and PLATFORM_APP_SECRET); endpoint 0 is
+                            the default one (webhook_url, signed with the app's webhook secret), the
+                            others sign with their own secret, printed once by create and rotate-secret
   help                      show this text
 
 --limit is the most events to print (default 0: all of them).
@@ -138,6 +145,15 @@ type cli struct {
 	stderr io.Writer
 	g      globals
 	client *client
+	getenv func(string) string
+}
+
+// env reads an environment variable, trimmed.
+func (c *cli) env(name string) string {
+	if c.getenv == nil {
+		return ""
+	}
+	return strings.TrimSpace(c.getenv(name))
 }
 
 // usageError is a command line the CLI cannot run; it exits 2 with the usage text.
@@ -164,10 +180,11 @@ var commands = map[string]func(c *cli, args []string) error{
 	"keys":        (*cli).keys,
 	"outbox":      (*cli).outbox,
 	"backup":      (*cli).backup,
+	"endpoints":   (*cli).endpoints,
 }
 
 func runContext(ctx context.Context, args []string, stdout, stderr io.Writer, env func(string) string) int {
-	c := &cli{ctx: ctx, stdout: stdout, stderr: stderr, g: globals{
+	c := &cli{ctx: ctx, stdout: stdout, stderr: stderr, getenv: env, g: globals{
 		server:  envOr(env, "PLATFORM_URL", "http://127.0.0.1:8080"),
 		token:   strings.TrimSpace(env("PLATFORM_ADMIN_TOKEN")),
 		dataDir: envOr(env, "PLATFORM_DATA_DIR", "./data"),

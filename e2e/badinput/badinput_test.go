@@ -73,6 +73,7 @@ var (
 	noApp        = outcome{404, "APP_NOT_FOUND"}
 	noItem       = outcome{404, "BENEFIT_ITEM_NOT_FOUND"}
 	noOrder      = outcome{404, "ORDER_NOT_FOUND"}
+	noEndpoint   = outcome{404, "WEBHOOK_ENDPOINT_NOT_FOUND"}
 	unauthorized = outcome{403, "SERVICE_PROVIDER_UNAUTHORIZED"}
 	notBound     = outcome{422, "USER_NOT_BOUND"}
 	ok200        = outcome{200, "0"}
@@ -277,6 +278,36 @@ func badRoutes(fx fixture) []badRoute {
 		{method: "GET", pattern: "/open/v1/webhooks/events", auth: authM, params: none,
 			query: []qparam{{"after", qCursor}, {"limit", qLimit}}, base: ok200},
 
+		// ---- webhook endpoints (scheme M) ----
+		{method: "GET", pattern: "/open/v1/webhooks/endpoints", auth: authM, params: none, base: ok200},
+		{method: "POST", pattern: "/open/v1/webhooks/endpoints", auth: authM, params: none,
+			body: `{"url":"https://10.0.0.1/hook","events":["user.*"],"enabled":true}`, base: invalid, fields: []field{
+				{path: "url", kind: kStr}, {path: "events", kind: kStrs}, {path: "enabled", kind: kBool},
+			},
+			extra: []badCase{
+				{name: "url missing", body: []byte(`{"events":["user.*"]}`), want: invalid, errKey: "url"},
+				{name: "url of 501 characters", body: []byte(`{"url":"https://example.com/` + strings.Repeat("a", 481) + `"}`), want: invalid, errKey: "url"},
+				{name: "url not https", body: []byte(`{"url":"ftp://example.com/hook"}`), want: invalid, errKey: "url"},
+				{name: "url to a metadata service", body: []byte(`{"url":"https://169.254.169.254/latest"}`), want: invalid, errKey: "url"},
+				{name: "events not event names", body: []byte(`{"url":"https://10.0.0.1/hook","events":["User Updated"]}`), want: invalid, errKey: "events[0]"},
+				{name: "51 events", body: []byte(`{"url":"https://10.0.0.1/hook","events":[` + strings.TrimSuffix(strings.Repeat(`"user.*",`, 51), ",") + `]}`), want: invalid, errKey: "events"},
+			}},
+		{method: "GET", pattern: "/open/v1/webhooks/endpoints/:endpointId", auth: authM, params: map[string]string{"endpointId": "999999"},
+			base: noEndpoint},
+		{method: "PATCH", pattern: "/open/v1/webhooks/endpoints/:endpointId", auth: authM, params: map[string]string{"endpointId": "999999"},
+			body: `{"enabled":true}`, base: noEndpoint, fields: []field{
+				{path: "url", kind: kStr}, {path: "events", kind: kStrs}, {path: "enabled", kind: kBool},
+			},
+			extra: []badCase{
+				{name: "url emptied", body: []byte(`{"url":""}`), want: invalid, errKey: "url"},
+				{name: "url null", body: []byte(`{"url":null}`), want: invalid, errKey: "url"},
+				{name: "url private", body: []byte(`{"url":"https://192.168.1.1/x"}`), want: invalid, errKey: "url"},
+			}},
+		{method: "DELETE", pattern: "/open/v1/webhooks/endpoints/:endpointId", auth: authM, params: map[string]string{"endpointId": "999999"}, base: noEndpoint},
+		{method: "POST", pattern: "/open/v1/webhooks/endpoints/:endpointId/secret/rotate", auth: authM, params: map[string]string{"endpointId": "999999"}, base: noEndpoint},
+		{method: "POST", pattern: "/open/v1/webhooks/endpoints/:endpointId/secret/activate", auth: authM, params: map[string]string{"endpointId": "999999"}, base: noEndpoint},
+		{method: "POST", pattern: "/open/v1/webhooks/endpoints/:endpointId/test", auth: authM, params: map[string]string{"endpointId": "999999"}, base: noEndpoint},
+
 		// ---- health reports, plugin, OAuth ----
 		{method: "POST", pattern: "/admin/v1/uploaders", auth: authAdmin, params: none,
 			body: `{"name":"station"}`, base: ok201, appends: true, fields: []field{{path: "name", kind: kStr, max: 64}}},
@@ -361,6 +392,8 @@ func badRoutes(fx fixture) []badRoute {
 			fields: append([]field{{path: "order_code", kind: kStr}}, shipFields...)},
 		{method: "POST", pattern: "/open/v1/order/shipped-callback-test", auth: authM, params: none,
 			body: `{"order_code":"NOPE"}`, base: outcome{404, "ORDER_NOT_FOUND"}, fields: []field{{path: "order_code", kind: kStr}}},
+		{method: "POST", pattern: "/open/v1/webhooks/sandbox-events", auth: authM, params: none,
+			body: `{"event":"no.such.event"}`, base: invalid, fields: []field{{path: "event", kind: kStr}}},
 
 		// ---- benefits ----
 		{method: "POST", pattern: "/admin/v1/service-providers", auth: authAdmin, params: none,
@@ -627,6 +660,12 @@ func (r badRoute) cases(t *testing.T) []badCase {
 		switch {
 		case intParams[name]:
 			for _, v := range []string{"abc", "0", "-1", "1.5", "1e3", "9007199254740992", "99999999999999999999", "%20"} {
+				add(badCase{name: name + "=" + v, path: withQuery(fill(r, map[string]string{name: v}), r.baseQuery), body: []byte(r.body),
+					want: invalid, errKey: name})
+			}
+		case name == "endpointId":
+			// 0 is the default endpoint: a non-negative integer below 2^53.
+			for _, v := range []string{"abc", "-1", "1.5", "1e3", "9007199254740992", "99999999999999999999", "%20"} {
 				add(badCase{name: name + "=" + v, path: withQuery(fill(r, map[string]string{name: v}), r.baseQuery), body: []byte(r.body),
 					want: invalid, errKey: name})
 			}

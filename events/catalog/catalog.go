@@ -42,6 +42,7 @@ var schemaOne = []events.Payload{
 	AppReviewRequested{}, AppProductionRevealed{},
 	AppWebhookEndpointAdded{}, AppWebhookEndpointUpdated{}, AppWebhookEndpointDisabled{}, AppWebhookEndpointEnabled{},
 	AppWebhookEndpointRemoved{}, AppWebhookEndpointSecretIssued{}, AppWebhookEndpointSecretActivated{}, AppWebhookTestRequested{},
+	AppSandboxEventTriggered{},
 }
 
 // Payloads lists one value of every payload type the registry holds, so

@@ -98,3 +98,26 @@ type AppWebhookTestRequested struct {
 
 // EventType names the event in the log.
 func (AppWebhookTestRequested) EventType() string { return "app.webhook_test_requested" }
+
+// AppSandboxEventTriggered asks for one sample webhook event of a given
+// type for a sandbox app, so a partner can exercise its receiver before
+// real traffic (the local development loop's trigger). The dispatcher
+// renders it exactly as the real event of that type, with sample data,
+// for every endpoint that takes that type, and it enters the app's feed.
+type AppSandboxEventTriggered struct {
+	AppID int64  `json:"app_id"`
+	Event string `json:"event"`
+}
+
+// EventType names the event in the log.
+func (AppSandboxEventTriggered) EventType() string { return "app.sandbox_event_triggered" }
+
+// TriggerableWebhookEvents are the webhook event types a sandbox app can
+// trigger: every partner-visible type but the per-endpoint webhook.test.
+func TriggerableWebhookEvents() []string {
+	return []string{
+		"user.profile.updated", "user.family_group.created", "user.family_group.deleted",
+		"user.family_member.created", "user.family_member.updated", "user.family_member.deleted",
+		"health.report.created", "health.report.updated", "plugin.report.ready", "order.shipped",
+	}
+}

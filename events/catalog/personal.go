@@ -108,6 +108,7 @@ var personalFields = map[string][]string{
 	"app.webhook_endpoint_secret_issued":    nil,
 	"app.webhook_endpoint_secret_activated": nil,
 	"app.webhook_test_requested":            nil,
+	"app.sandbox_event_triggered":           nil,
 	// Developer accounts (the portal): the email is personal; the password
 	// hash is sealed with the master key; a mail's recipient and body are
 	// personal (a body may hold a reset token).

@@ -325,6 +325,16 @@ func partnerVisible() []events.Payload {
 		&catalog.CardBatchRenumbered{IssuerAppID: 7, Index: 0, CardNumber: "100000000000043"},
 		&catalog.CardBatchCompleted{IssuerAppID: 7, Cards: 1},
 		&catalog.AppWebhookTestRequested{AppID: 7, EndpointID: 12},
+		&catalog.AppSandboxEventTriggered{AppID: 7, Event: "user.profile.updated"},
+		&catalog.AppSandboxEventTriggered{AppID: 7, Event: "user.family_group.created"},
+		&catalog.AppSandboxEventTriggered{AppID: 7, Event: "user.family_group.deleted"},
+		&catalog.AppSandboxEventTriggered{AppID: 7, Event: "user.family_member.created"},
+		&catalog.AppSandboxEventTriggered{AppID: 7, Event: "user.family_member.updated"},
+		&catalog.AppSandboxEventTriggered{AppID: 7, Event: "user.family_member.deleted"},
+		&catalog.AppSandboxEventTriggered{AppID: 7, Event: "health.report.created"},
+		&catalog.AppSandboxEventTriggered{AppID: 7, Event: "health.report.updated"},
+		&catalog.AppSandboxEventTriggered{AppID: 7, Event: "plugin.report.ready"},
+		&catalog.AppSandboxEventTriggered{AppID: 7, Event: "order.shipped"},
 	}
 }
 

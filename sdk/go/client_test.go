@@ -261,6 +261,7 @@ func TestEveryWriteThatTakesAKeySendsOne(t *testing.T) {
 		"sandboxMockMeasure":      func() error { _, err := c.SandboxMockMeasure(ctx, MockMeasureRequest{}); return err },
 		"createOrder":             func() error { _, err := c.CreateOrder(ctx, OrderCreateRequest{}); return err },
 		"getOrderDetail":          func() error { _, err := c.GetOrder(ctx, "PO1"); return err },
+		"triggerSandboxEvent":     func() error { _, err := c.TriggerSandboxEvent(ctx, "order.shipped"); return err },
 		"sandboxShippedCallbackTest": func() error {
 			_, err := c.SandboxShipOrder(ctx, SandboxShipmentRequest{})
 			return err
@@ -274,6 +275,27 @@ func TestEveryWriteThatTakesAKeySendsOne(t *testing.T) {
 		"getBenefitCard":         func() error { _, err := c.GetBenefitCard(ctx, "C1"); return err },
 		"listFulfillments":       func() error { _, err := c.ListFulfillments(ctx, "", 0, 0); return err },
 		"rateFulfillment":        func() error { _, err := c.RateFulfillment(ctx, 1, RatingRequest{}); return err },
+
+		"listMyWebhookEndpoints": func() error { _, err := c.ListWebhookEndpoints(ctx); return err },
+		"getMyWebhookEndpoint":   func() error { _, err := c.GetWebhookEndpoint(ctx, 1); return err },
+		"createMyWebhookEndpoint": func() error {
+			_, err := c.CreateWebhookEndpoint(ctx, WebhookEndpointCreate{URL: "https://example.com/h"})
+			return err
+		},
+		"updateMyWebhookEndpoint": func() error {
+			_, err := c.UpdateWebhookEndpoint(ctx, 1, WebhookEndpointUpdate{})
+			return err
+		},
+		"deleteMyWebhookEndpoint": func() error { return c.DeleteWebhookEndpoint(ctx, 1) },
+		"rotateMyWebhookEndpointSecret": func() error {
+			_, err := c.RotateWebhookEndpointSecret(ctx, 1)
+			return err
+		},
+		"activateMyWebhookEndpointSecret": func() error {
+			_, err := c.ActivateWebhookEndpointSecret(ctx, 1)
+			return err
+		},
+		"sendMyWebhookEndpointTest": func() error { _, err := c.SendWebhookEndpointTest(ctx, 1); return err },
 	}
 	keys := map[string]bool{}
 	for id, r := range routes {

@@ -318,6 +318,30 @@ type MockMeasureRequest struct {
 	ThirdUserID string `json:"thirdUserId"`
 }
 
+// NewWebhookEndpoint is an added endpoint with its secret, shown this once.
+type NewWebhookEndpoint struct {
+	// CreatedAt carries the schema's created_at property.
+	CreatedAt string `json:"created_at"`
+	// Default is: Whether this is the app's default endpoint (id 0).
+	Default bool `json:"default"`
+	// Enabled is: A disabled endpoint gets no new deliveries.
+	Enabled bool `json:"enabled"`
+	// EndpointID is: 0 for the default endpoint (the app's webhook_url).
+	EndpointID int64 `json:"endpoint_id"`
+	// Events is: Subscribed events (names or prefix wildcards); empty means every event.
+	Events []string `json:"events"`
+	// PendingSecret is: A rotated secret awaits activation; until then the current one signs.
+	PendingSecret bool `json:"pending_secret"`
+	// SigningSecret is: Which secret signs this endpoint's deliveries: the app's webhook secret (`webhook_secret` at app creation, rotated with `POST /open/v1/webhooks/secret/rotate` or this endpoint's rotate route) for the default endpoint, the endpoint's own secret (shown when it was added or rotated) for every other one.
+	SigningSecret string `json:"signing_secret"`
+	// UpdatedAt carries the schema's updated_at property.
+	UpdatedAt string `json:"updated_at"`
+	// URL carries the schema's url property.
+	URL string `json:"url"`
+	// WebhookSecret is: The endpoint's own secret; shown once, store it.
+	WebhookSecret string `json:"webhook_secret"`
+}
+
 // Order is a purchase order: the spec's detail fields plus the shipment (`logistics_company`, `tracking_number`, `shipped_at`), `reject_reason` and each item's `device_sns`. Times are `Y-m-d H:i:s` in the platform's zone.
 type Order struct {
 	// Address carries the schema's address property.
@@ -528,6 +552,44 @@ type ResendResult struct {
 	Queued bool `json:"queued"`
 }
 
+// RotatedWebhookEndpoint is an endpoint with its new pending secret, shown this once.
+type RotatedWebhookEndpoint struct {
+	// CreatedAt carries the schema's created_at property.
+	CreatedAt string `json:"created_at"`
+	// Default is: Whether this is the app's default endpoint (id 0).
+	Default bool `json:"default"`
+	// Enabled is: A disabled endpoint gets no new deliveries.
+	Enabled bool `json:"enabled"`
+	// EndpointID is: 0 for the default endpoint (the app's webhook_url).
+	EndpointID int64 `json:"endpoint_id"`
+	// Events is: Subscribed events (names or prefix wildcards); empty means every event.
+	Events []string `json:"events"`
+	// PendingSecret is: A rotated secret awaits activation; until then the current one signs.
+	PendingSecret bool `json:"pending_secret"`
+	// PendingWebhookSecret is: Shown once; signs nothing until activated.
+	PendingWebhookSecret string `json:"pending_webhook_secret"`
+	// SigningSecret is: Which secret signs this endpoint's deliveries: the app's webhook secret (`webhook_secret` at app creation, rotated with `POST /open/v1/webhooks/secret/rotate` or this endpoint's rotate route) for the default endpoint, the endpoint's own secret (shown when it was added or rotated) for every other one.
+	SigningSecret string `json:"signing_secret"`
+	// UpdatedAt carries the schema's updated_at property.
+	UpdatedAt string `json:"updated_at"`
+	// URL carries the schema's url property.
+	URL string `json:"url"`
+}
+
+// SandboxEventRequest mirrors the SandboxEventRequest schema of the platform's OpenAPI document.
+type SandboxEventRequest struct {
+	// Event is: The webhook event type to cause a sample of.
+	Event string `json:"event"`
+}
+
+// SandboxEventTriggered mirrors the SandboxEventTriggered schema of the platform's OpenAPI document.
+type SandboxEventTriggered struct {
+	// Event is: The webhook event type asked for.
+	Event string `json:"event"`
+	// Queued is: Always true; the deliveries follow asynchronously.
+	Queued bool `json:"queued"`
+}
+
 // SandboxShipmentRequest mirrors the SandboxShipmentRequest schema of the platform's OpenAPI document.
 type SandboxShipmentRequest struct {
 	// OrderCode is: One of the calling app's orders.
@@ -624,6 +686,56 @@ type VerifyUseResult struct {
 	VerifiedAt string `json:"verified_at"`
 }
 
+// WebhookEndpoint is a webhook endpoint of the calling app; never a secret.
+type WebhookEndpoint struct {
+	// CreatedAt carries the schema's created_at property.
+	CreatedAt string `json:"created_at"`
+	// Default is: Whether this is the app's default endpoint (id 0).
+	Default bool `json:"default"`
+	// Enabled is: A disabled endpoint gets no new deliveries.
+	Enabled bool `json:"enabled"`
+	// EndpointID is: 0 for the default endpoint (the app's webhook_url).
+	EndpointID int64 `json:"endpoint_id"`
+	// Events is: Subscribed events (names or prefix wildcards); empty means every event.
+	Events []string `json:"events"`
+	// PendingSecret is: A rotated secret awaits activation; until then the current one signs.
+	PendingSecret bool `json:"pending_secret"`
+	// SigningSecret is: Which secret signs this endpoint's deliveries: the app's webhook secret (`webhook_secret` at app creation, rotated with `POST /open/v1/webhooks/secret/rotate` or this endpoint's rotate route) for the default endpoint, the endpoint's own secret (shown when it was added or rotated) for every other one.
+	SigningSecret string `json:"signing_secret"`
+	// UpdatedAt carries the schema's updated_at property.
+	UpdatedAt string `json:"updated_at"`
+	// URL carries the schema's url property.
+	URL string `json:"url"`
+}
+
+// WebhookEndpointCreate mirrors the WebhookEndpointCreate schema of the platform's OpenAPI document.
+type WebhookEndpointCreate struct {
+	// Enabled is: false adds the endpoint disabled; omitted or null means true.
+	Enabled *bool `json:"enabled,omitempty"`
+	// Events is: Event names or prefix wildcards (`health.report.*`); none means every event.
+	Events []string `json:"events,omitempty"`
+	// URL is: A public https URL.
+	URL string `json:"url"`
+}
+
+// WebhookEndpointList mirrors the WebhookEndpointList schema of the platform's OpenAPI document.
+type WebhookEndpointList struct {
+	// Endpoints carries the schema's endpoints property.
+	Endpoints []WebhookEndpoint `json:"endpoints"`
+	// MaxEndpoints is: How many endpoints an app may have, the default one included.
+	MaxEndpoints int64 `json:"max_endpoints"`
+}
+
+// WebhookEndpointUpdate mirrors the WebhookEndpointUpdate schema of the platform's OpenAPI document.
+type WebhookEndpointUpdate struct {
+	// Enabled is: false disables the endpoint, true enables it; omitted or null leaves it as it is.
+	Enabled *bool `json:"enabled,omitempty"`
+	// Events is: Replaces the subscription; `[]` or null means every event.
+	Events []string `json:"events,omitempty"`
+	// URL is: A public https URL; it cannot be emptied.
+	URL string `json:"url,omitempty"`
+}
+
 // WebhookSecretActivated mirrors the WebhookSecretActivated schema of the platform's OpenAPI document.
 type WebhookSecretActivated struct {
 	// Activated carries the schema's activated property.
@@ -646,6 +758,16 @@ type WebhookTestEvent struct {
 	Event string `json:"event"`
 	// OccurredAt is: When the test was requested; ISO 8601 with the platform zone's offset.
 	OccurredAt string `json:"occurred_at"`
+}
+
+// WebhookTestQueued mirrors the WebhookTestQueued schema of the platform's OpenAPI document.
+type WebhookTestQueued struct {
+	// EndpointID carries the schema's endpoint_id property.
+	EndpointID int64 `json:"endpoint_id"`
+	// Event carries the schema's event property.
+	Event string `json:"event"`
+	// Queued carries the schema's queued property.
+	Queued bool `json:"queued"`
 }
 
 // CardInput mirrors the CardInput schema of the platform's OpenAPI document.

@@ -48,6 +48,16 @@ var routes = map[string]route{
 	"getBenefitCard":             {http.MethodGet, "/open/v1/benefit-cards/detail", false},
 	"listFulfillments":           {http.MethodGet, "/open/v1/benefit-cards/fulfillments", false},
 	"rateFulfillment":            {http.MethodPost, "/open/v1/benefit-cards/fulfillments/{recordId}/rating", true},
+	"triggerSandboxEvent":        {http.MethodPost, "/open/v1/webhooks/sandbox-events", true},
+
+	"listMyWebhookEndpoints":          {http.MethodGet, "/open/v1/webhooks/endpoints", false},
+	"createMyWebhookEndpoint":         {http.MethodPost, "/open/v1/webhooks/endpoints", true},
+	"getMyWebhookEndpoint":            {http.MethodGet, "/open/v1/webhooks/endpoints/{endpointId}", false},
+	"updateMyWebhookEndpoint":         {http.MethodPatch, "/open/v1/webhooks/endpoints/{endpointId}", true},
+	"deleteMyWebhookEndpoint":         {http.MethodDelete, "/open/v1/webhooks/endpoints/{endpointId}", true},
+	"rotateMyWebhookEndpointSecret":   {http.MethodPost, "/open/v1/webhooks/endpoints/{endpointId}/secret/rotate", true},
+	"activateMyWebhookEndpointSecret": {http.MethodPost, "/open/v1/webhooks/endpoints/{endpointId}/secret/activate", true},
+	"sendMyWebhookEndpointTest":       {http.MethodPost, "/open/v1/webhooks/endpoints/{endpointId}/test", true},
 }
 
 // op builds a call for an operation, filling path parameters in order.
@@ -175,6 +185,15 @@ func (cl *Client) SandboxShipOrder(ctx context.Context, req SandboxShipmentReque
 	c := apply(op("sandboxShippedCallbackTest", authApp), opts)
 	c.body = req
 	var out ShipmentResult
+	return &out, cl.do(ctx, c, &out)
+}
+
+// TriggerSandboxEvent causes a sample webhook event of type event (sandbox
+// apps only): it is delivered and enters the feed like the real event.
+func (cl *Client) TriggerSandboxEvent(ctx context.Context, event string, opts ...WriteOption) (*SandboxEventTriggered, error) {
+	c := apply(op("triggerSandboxEvent", authApp), opts)
+	c.body = SandboxEventRequest{Event: event}
+	var out SandboxEventTriggered
 	return &out, cl.do(ctx, c, &out)
 }
 
@@ -350,8 +369,9 @@ func (cl *Client) ResendDelivery(ctx context.Context, deliveryID string, opts ..
 	return &out, cl.do(ctx, apply(op("resendMyDelivery", authApp, deliveryID), opts), &out)
 }
 
-// RotateWebhookSecret creates a pending webhook secret; deliveries are
-// signed with both until ActivateWebhookSecret.
+// RotateWebhookSecret creates a pending webhook secret for the default
+// endpoint; deliveries stay signed with the current secret until
+// ActivateWebhookSecret.
 func (cl *Client) RotateWebhookSecret(ctx context.Context) (*PendingWebhookSecret, error) {
 	var out PendingWebhookSecret
 	return &out, cl.do(ctx, op("rotateMyWebhookSecret", authApp), &out)

@@ -275,6 +275,9 @@ test("issue 14 flow: sign-up to production, with the refusals", async (t) => {
   await step("the developer adds an endpoint pointing at the local receiver", async () => {
     assert.ok(state.app, "needs the app step");
     await visit(dev, `/portal/apps/${state.app.appId}/endpoints`, "endpoints");
+    // The default endpoint (the app's webhook, no URL yet) is shown with the secret that signs it.
+    const def = await dev.page.locator("#endpoint-0").innerText();
+    assert.ok(def.includes("Default endpoint (id 0)") && def.includes("signs with the app's webhook secret"), `default endpoint: ${def}`);
     await field(dev, "Endpoint URL").fill(receiver.url);
     await submit(dev, "Add endpoint", { status: 200, shot: "endpoint-secret" });
     const region = dev.page.locator(".secret");
@@ -285,7 +288,8 @@ test("issue 14 flow: sign-up to production, with the refusals", async (t) => {
     state.webhookSecret = (await region.locator(".secret-value").innerText()).trim();
     // Shown once: the endpoint list does not show it again.
     await visit(dev, `/portal/apps/${state.app.appId}/endpoints`, "endpoints-with-one");
-    assert.ok((await dev.page.locator(`#endpoint-${state.endpointId}`).innerText()).includes(receiver.url));
+    const row = await dev.page.locator(`#endpoint-${state.endpointId}`).innerText();
+    assert.ok(row.includes(receiver.url) && row.includes("its own secret"), `endpoint row: ${row}`);
     assert.ok(!(await dev.page.content()).includes(state.webhookSecret), "the webhook secret is shown again");
   });
 

@@ -252,6 +252,48 @@ export class PartnerClient {
     }
   }
 
+  // ---- webhook endpoints: endpoint 0 is the default one (the app's webhook_url, signed with the app's webhook secret) ----
+
+  /** The app's webhook endpoints, the default one (id 0) first while it has a URL; no secret is listed. */
+  listMyWebhookEndpoints(opts: ReadOptions = {}): Promise<ResponseOf<"listMyWebhookEndpoints">> {
+    return this.#data("listMyWebhookEndpoints", { ...opts });
+  }
+
+  /** Adds an endpoint; the answer's webhook_secret signs its deliveries and is shown this once. */
+  createMyWebhookEndpoint(body: RequestOf<"createMyWebhookEndpoint">, opts: WriteOptions = {}): Promise<ResponseOf<"createMyWebhookEndpoint">> {
+    return this.#data("createMyWebhookEndpoint", { body, ...opts });
+  }
+
+  /** One endpoint (0: the default one). */
+  getMyWebhookEndpoint(endpointId: number, opts: ReadOptions = {}): Promise<ResponseOf<"getMyWebhookEndpoint">> {
+    return this.#data("getMyWebhookEndpoint", { pathParams: { endpointId }, ...opts });
+  }
+
+  /** Changes any of url, events ([] or null: every event) and enabled; answers the endpoint after the change. */
+  updateMyWebhookEndpoint(endpointId: number, body: RequestOf<"updateMyWebhookEndpoint">, opts: WriteOptions = {}): Promise<ResponseOf<"updateMyWebhookEndpoint">> {
+    return this.#data("updateMyWebhookEndpoint", { pathParams: { endpointId }, body, ...opts });
+  }
+
+  /** Removes an endpoint; for endpoint 0 it clears the app's webhook_url. */
+  deleteMyWebhookEndpoint(endpointId: number, opts: WriteOptions = {}): Promise<ResponseOf<"deleteMyWebhookEndpoint">> {
+    return this.#data("deleteMyWebhookEndpoint", { pathParams: { endpointId }, ...opts });
+  }
+
+  /** Issues a pending secret (pending_webhook_secret, shown once); the current one keeps signing until activation. */
+  rotateMyWebhookEndpointSecret(endpointId: number, opts: WriteOptions = {}): Promise<ResponseOf<"rotateMyWebhookEndpointSecret">> {
+    return this.#data("rotateMyWebhookEndpointSecret", { pathParams: { endpointId }, ...opts });
+  }
+
+  /** Makes the endpoint's pending secret the only one that signs. */
+  activateMyWebhookEndpointSecret(endpointId: number, opts: WriteOptions = {}): Promise<ResponseOf<"activateMyWebhookEndpointSecret">> {
+    return this.#data("activateMyWebhookEndpointSecret", { pathParams: { endpointId }, ...opts });
+  }
+
+  /** Queues one signed webhook.test delivery to this endpoint only. */
+  sendMyWebhookEndpointTest(endpointId: number, opts: WriteOptions = {}): Promise<ResponseOf<"sendMyWebhookEndpointTest">> {
+    return this.#data("sendMyWebhookEndpointTest", { pathParams: { endpointId }, ...opts });
+  }
+
   // ---- health reports ----
 
   /** Pulls a health report with scheme H (a fresh nonce per attempt). */
@@ -317,6 +359,11 @@ export class PartnerClient {
   /** An order with its items, by order_code. */
   getOrderDetail(orderCode: string, opts: ReadOptions = {}): Promise<ResponseOf<"getOrderDetail">> {
     return this.#data("getOrderDetail", { query: { order_code: orderCode }, ...opts });
+  }
+
+  /** Causes a sample webhook event of a given type (sandbox apps only); it is delivered and enters the feed like the real event. */
+  triggerSandboxEvent(body: RequestOf<"triggerSandboxEvent">, opts: WriteOptions = {}): Promise<ResponseOf<"triggerSandboxEvent">> {
+    return this.#data("triggerSandboxEvent", { body, ...opts });
   }
 
   /** Sandbox only: marks an order shipped so the order.shipped webhook can be tried. */

@@ -382,6 +382,27 @@ export interface MockMeasureRequest {
   measureMode: MeasureMode;
 }
 
+/** An added endpoint with its secret, shown this once. */
+export interface NewWebhookEndpoint {
+  /** 0 for the default endpoint (the app's webhook_url). */
+  endpoint_id: number;
+  /** Whether this is the app's default endpoint (id 0). */
+  default: boolean;
+  url: string;
+  /** Subscribed events (names or prefix wildcards); empty means every event. */
+  events: string[];
+  /** A disabled endpoint gets no new deliveries. */
+  enabled: boolean;
+  /** Which secret signs this endpoint's deliveries: the app's webhook secret (`webhook_secret` at app creation, rotated with `POST /open/v1/webhooks/secret/rotate` or this endpoint's rotate route) for the default endpoint, the endpoint's own secret (shown when it was added or rotated) for every other one. */
+  signing_secret: "app_webhook_secret" | "endpoint_secret";
+  /** A rotated secret awaits activation; until then the current one signs. */
+  pending_secret: boolean;
+  created_at: string;
+  updated_at: string;
+  /** The endpoint's own secret; shown once, store it. */
+  webhook_secret: string;
+}
+
 /** A purchase order: the spec's detail fields plus the shipment (`logistics_company`, `tracking_number`, `shipped_at`), `reject_reason` and each item's `device_sns`. Times are `Y-m-d H:i:s` in the platform's zone. */
 export interface Order {
   order_code: string;
@@ -567,6 +588,41 @@ export interface RevokeRequest {
   client_secret?: string;
 }
 
+/** An endpoint with its new pending secret, shown this once. */
+export interface RotatedWebhookEndpoint {
+  /** 0 for the default endpoint (the app's webhook_url). */
+  endpoint_id: number;
+  /** Whether this is the app's default endpoint (id 0). */
+  default: boolean;
+  url: string;
+  /** Subscribed events (names or prefix wildcards); empty means every event. */
+  events: string[];
+  /** A disabled endpoint gets no new deliveries. */
+  enabled: boolean;
+  /** Which secret signs this endpoint's deliveries: the app's webhook secret (`webhook_secret` at app creation, rotated with `POST /open/v1/webhooks/secret/rotate` or this endpoint's rotate route) for the default endpoint, the endpoint's own secret (shown when it was added or rotated) for every other one. */
+  signing_secret: "app_webhook_secret" | "endpoint_secret";
+  /** A rotated secret awaits activation; until then the current one signs. */
+  pending_secret: boolean;
+  created_at: string;
+  updated_at: string;
+  /** Shown once; signs nothing until activated. */
+  pending_webhook_secret: string;
+}
+
+/** The SandboxEventRequest schema. */
+export interface SandboxEventRequest {
+  /** The webhook event type to cause a sample of. */
+  event: "user.profile.updated" | "user.family_group.created" | "user.family_group.deleted" | "user.family_member.created" | "user.family_member.updated" | "user.family_member.deleted" | "health.report.created" | "health.report.updated" | "plugin.report.ready" | "order.shipped";
+}
+
+/** The SandboxEventTriggered schema. */
+export interface SandboxEventTriggered {
+  /** The webhook event type asked for. */
+  event: string;
+  /** Always true; the deliveries follow asynchronously. */
+  queued: boolean;
+}
+
 /** The SandboxShipmentRequest schema. */
 export interface SandboxShipmentRequest {
   /** One of the calling app's orders. */
@@ -662,6 +718,52 @@ export interface VerifyUseResult {
   verified_at: DateTime;
 }
 
+/** A webhook endpoint of the calling app; never a secret. */
+export interface WebhookEndpoint {
+  /** 0 for the default endpoint (the app's webhook_url). */
+  endpoint_id: number;
+  /** Whether this is the app's default endpoint (id 0). */
+  default: boolean;
+  url: string;
+  /** Subscribed events (names or prefix wildcards); empty means every event. */
+  events: string[];
+  /** A disabled endpoint gets no new deliveries. */
+  enabled: boolean;
+  /** Which secret signs this endpoint's deliveries: the app's webhook secret (`webhook_secret` at app creation, rotated with `POST /open/v1/webhooks/secret/rotate` or this endpoint's rotate route) for the default endpoint, the endpoint's own secret (shown when it was added or rotated) for every other one. */
+  signing_secret: "app_webhook_secret" | "endpoint_secret";
+  /** A rotated secret awaits activation; until then the current one signs. */
+  pending_secret: boolean;
+  created_at: string;
+  updated_at: string;
+}
+
+/** The WebhookEndpointCreate schema. */
+export interface WebhookEndpointCreate {
+  /** A public https URL. */
+  url: string;
+  /** Event names or prefix wildcards (`health.report.*`); none means every event. */
+  events?: string[];
+  /** false adds the endpoint disabled; omitted or null means true. */
+  enabled?: boolean | null;
+}
+
+/** The WebhookEndpointList schema. */
+export interface WebhookEndpointList {
+  endpoints: WebhookEndpoint[];
+  /** How many endpoints an app may have, the default one included. */
+  max_endpoints: number;
+}
+
+/** The WebhookEndpointUpdate schema. */
+export interface WebhookEndpointUpdate {
+  /** A public https URL; it cannot be emptied. */
+  url?: string;
+  /** Replaces the subscription; `[]` or null means every event. */
+  events?: string[] | null;
+  /** false disables the endpoint, true enables it; omitted or null leaves it as it is. */
+  enabled?: boolean | null;
+}
+
 /** The WebhookSecretActivated schema. */
 export interface WebhookSecretActivated {
   app_id: Id;
@@ -680,6 +782,13 @@ export interface WebhookTestEvent {
   data: {
     message: string;
   };
+}
+
+/** The WebhookTestQueued schema. */
+export interface WebhookTestQueued {
+  endpoint_id: number;
+  event: "webhook.test";
+  queued: boolean;
 }
 
 /** The CardInput schema. */
@@ -1002,6 +1111,7 @@ export interface Schemas {
   Measurement: Measurement;
   MemberRef: MemberRef;
   MockMeasureRequest: MockMeasureRequest;
+  NewWebhookEndpoint: NewWebhookEndpoint;
   NullValue: NullValue;
   Order: Order;
   OrderCreateRequest: OrderCreateRequest;
@@ -1025,6 +1135,9 @@ export interface Schemas {
   ReportTime: ReportTime;
   ResendResult: ResendResult;
   RevokeRequest: RevokeRequest;
+  RotatedWebhookEndpoint: RotatedWebhookEndpoint;
+  SandboxEventRequest: SandboxEventRequest;
+  SandboxEventTriggered: SandboxEventTriggered;
   SandboxShipmentRequest: SandboxShipmentRequest;
   ShipmentResult: ShipmentResult;
   ShippingStatus: ShippingStatus;
@@ -1038,7 +1151,12 @@ export interface Schemas {
   UserProfileUpdatedData: UserProfileUpdatedData;
   VerifyUseRequest: VerifyUseRequest;
   VerifyUseResult: VerifyUseResult;
+  WebhookEndpoint: WebhookEndpoint;
+  WebhookEndpointCreate: WebhookEndpointCreate;
+  WebhookEndpointList: WebhookEndpointList;
+  WebhookEndpointUpdate: WebhookEndpointUpdate;
   WebhookPayload: WebhookPayload;
   WebhookSecretActivated: WebhookSecretActivated;
   WebhookTestEvent: WebhookTestEvent;
+  WebhookTestQueued: WebhookTestQueued;
 }

@@ -291,6 +291,38 @@ test("a partner's day through the SDK", async (t) => {
   });
 });
 
+test("webhook endpoints through the SDK: an added endpoint signs with its own secret; rotate, activate, disable, delete", async () => {
+  const { creds, client } = await newApp("sdk-js endpoints", { webhook_url: receiverUrl });
+  const list = await client.listMyWebhookEndpoints();
+  assert.equal(list.endpoints.length, 1);
+  assert.equal(list.endpoints[0].endpoint_id, 0);
+  assert.equal(list.endpoints[0].signing_secret, "app_webhook_secret");
+  const ep = await client.createMyWebhookEndpoint({ url: receiverUrl + "/own", events: ["user.*"] });
+  assert.match(ep.webhook_secret, /^whsec_/);
+  assert.notEqual(ep.webhook_secret, creds.webhook_secret);
+  assert.equal(ep.signing_secret, "endpoint_secret");
+  const isTest = (id) => (e) => e.event === "webhook.test" && e.endpoint_id === id;
+  await client.sendMyWebhookEndpointTest(ep.endpoint_id);
+  const { event } = await webhook(ep.webhook_secret, isTest(ep.endpoint_id), "webhook.test signed with the endpoint's secret");
+  const raw = received.find((r) => r.headers["x-webhook-id"] === event.delivery_id);
+  assert.throws(() => constructWebhookEvent({ secret: creds.webhook_secret, headers: raw.headers, body: raw.body }), /does not match/);
+
+  const rotated = await client.rotateMyWebhookEndpointSecret(ep.endpoint_id);
+  assert.equal(rotated.pending_secret, true);
+  const active = await client.activateMyWebhookEndpointSecret(ep.endpoint_id);
+  assert.equal(active.pending_secret, false);
+  const before = received.length;
+  await client.sendMyWebhookEndpointTest(ep.endpoint_id);
+  await waitFor("a second test event", () => received.length > before);
+  await webhook(rotated.pending_webhook_secret, (e) => isTest(ep.endpoint_id)(e) && e.delivery_id !== event.delivery_id, "webhook.test signed with the activated secret");
+
+  const off = await client.updateMyWebhookEndpoint(ep.endpoint_id, { enabled: false, events: null });
+  assert.equal(off.enabled, false);
+  assert.deepEqual(off.events, []);
+  await client.deleteMyWebhookEndpoint(ep.endpoint_id);
+  await assert.rejects(client.getMyWebhookEndpoint(ep.endpoint_id), (e) => e instanceof PartnerApiError && e.code === "WEBHOOK_ENDPOINT_NOT_FOUND" && e.status === 404);
+});
+
 /** A fetch that keeps the method, URL and headers of every request the SDK sends. */
 function recordingFetch() {
   const sent = [];

@@ -349,6 +349,49 @@ def test_partners_day(platform: Platform, receiver: Receiver) -> None:
     assert e.value.status == 401 and e.value.code == "INVALID_SIGNATURE"
 
 
+def test_webhook_endpoints(platform: Platform, receiver: Receiver) -> None:
+    """An added endpoint signs with its own secret, not the app's; rotate, activate, disable, delete."""
+    app = platform.admin(
+        "POST", "/admin/v1/apps", {"name": "sdk-python endpoints", "webhook_url": receiver.url, "scopes": ["webhooks"]}
+    )
+    client = pop.PartnerClient(platform.url, app["app_id"], app["app_key"], app["app_secret"])
+    listed = client.list_webhook_endpoints()
+    assert [e.endpoint_id for e in listed.endpoints] == [pop.DEFAULT_ENDPOINT_ID]
+    assert listed.endpoints[0].signing_secret == "app_webhook_secret"
+    ep = client.create_webhook_endpoint(m.WebhookEndpointCreate(url=receiver.url + "/own", events=["user.*"]))
+    assert ep.webhook_secret.startswith("whsec_") and ep.webhook_secret != app["webhook_secret"]
+    assert ep.signing_secret == "endpoint_secret"
+
+    def test_to(endpoint_id: int, since: int) -> Tuple[Dict[str, str], bytes]:
+        return receiver.wait_for(
+            lambda h, b: h.get("X-Webhook-Event") == "webhook.test" and json.loads(b)["endpoint_id"] == endpoint_id, since=since
+        )
+
+    seen = len(receiver.got)
+    client.send_webhook_endpoint_test(ep.endpoint_id)
+    h, body = test_to(ep.endpoint_id, seen)
+    assert isinstance(pop.construct_event(ep.webhook_secret, h, body), m.WebhookTestEvent)
+    with pytest.raises(pop.WebhookVerificationError):
+        pop.construct_event(app["webhook_secret"], h, body)
+
+    rotated = client.rotate_webhook_endpoint_secret(ep.endpoint_id)
+    assert rotated.pending_secret and rotated.pending_webhook_secret.startswith("whsec_")
+    assert not client.activate_webhook_endpoint_secret(ep.endpoint_id).pending_secret
+    seen = len(receiver.got)
+    client.send_webhook_endpoint_test(ep.endpoint_id)
+    h, body = test_to(ep.endpoint_id, seen)
+    pop.construct_event(rotated.pending_webhook_secret, h, body)
+    with pytest.raises(pop.WebhookVerificationError):
+        pop.construct_event(ep.webhook_secret, h, body)
+
+    off = client.update_webhook_endpoint(ep.endpoint_id, {"enabled": False, "events": []})
+    assert not off.enabled and off.events == []
+    client.delete_webhook_endpoint(ep.endpoint_id)
+    with pytest.raises(pop.PartnerApiError) as e:
+        client.get_webhook_endpoint(ep.endpoint_id)
+    assert e.value.status == 404 and e.value.code == "WEBHOOK_ENDPOINT_NOT_FOUND"
+
+
 def test_concurrent_and_duplicate_writes(platform: Platform) -> None:
     """Several threads of one client: duplicate registrations give one user, parallel
     bodyless deletes (each with its own nonce) all succeed."""

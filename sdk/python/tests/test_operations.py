@@ -43,6 +43,7 @@ CALLS: Dict[str, Callable[[pop.PartnerClient], Any]] = {
     "create_order": lambda c: c.create_order({"third_order_id": "t"}),
     "get_order": lambda c: c.get_order("PO1"),
     "sandbox_ship_order": lambda c: c.sandbox_ship_order({"order_code": "PO1"}),
+    "trigger_sandbox_event": lambda c: c.trigger_sandbox_event("order.shipped"),
     "register_service_provider": lambda c: c.register_service_provider(
         m.ProviderRegistration(name="n", type="SERVICE_PROVIDER", contact="c")
     ),
@@ -51,6 +52,14 @@ CALLS: Dict[str, Callable[[pop.PartnerClient], Any]] = {
     "get_benefit_card": lambda c: c.get_benefit_card("1" * 15),
     "list_fulfillments": lambda c: c.list_fulfillments(role="issuer"),
     "rate_fulfillment": lambda c: c.rate_fulfillment(5, m.RatingRequest(rating=4)),
+    "list_webhook_endpoints": lambda c: c.list_webhook_endpoints(),
+    "create_webhook_endpoint": lambda c: c.create_webhook_endpoint(m.WebhookEndpointCreate(url="https://example.com/h")),
+    "get_webhook_endpoint": lambda c: c.get_webhook_endpoint(0),
+    "update_webhook_endpoint": lambda c: c.update_webhook_endpoint(3, {"enabled": False, "events": None}),
+    "delete_webhook_endpoint": lambda c: c.delete_webhook_endpoint(3),
+    "rotate_webhook_endpoint_secret": lambda c: c.rotate_webhook_endpoint_secret(3),
+    "activate_webhook_endpoint_secret": lambda c: c.activate_webhook_endpoint_secret(3),
+    "send_webhook_endpoint_test": lambda c: c.send_webhook_endpoint_test(3),
 }
 
 

@@ -4,7 +4,7 @@ webhook verification and typed events, and the plugin host helper."""
 from __future__ import annotations
 
 from . import models
-from .client import PartnerClient, Response, RetryPolicy
+from .client import DEFAULT_ENDPOINT_ID, PartnerClient, Response, RetryPolicy
 from .errors import PartnerApiError, TransportError
 from .plugin import PluginHost, PluginLaunch, PluginProfile, decrypt_profile, encrypt_profile
 from .signing import (
@@ -22,6 +22,7 @@ from .webhooks import UnknownEvent, WebhookEvent, construct_event, parse_event
 __version__ = "0.1.0"
 
 __all__ = [
+    "DEFAULT_ENDPOINT_ID",
     "PartnerClient",
     "PartnerApiError",
     "PluginHost",

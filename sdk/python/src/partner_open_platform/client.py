@@ -50,13 +50,26 @@ OPERATION_METHODS: Dict[str, str] = {
     "createOrder": "create_order",
     "getOrderDetail": "get_order",
     "sandboxShippedCallbackTest": "sandbox_ship_order",
+    "triggerSandboxEvent": "trigger_sandbox_event",
     "registerOwnServiceProvider": "register_service_provider",
     "batchIssueBenefitCards": "batch_issue_benefit_cards",
     "verifyBenefitUse": "verify_benefit_use",
     "getBenefitCard": "get_benefit_card",
     "listFulfillments": "list_fulfillments",
     "rateFulfillment": "rate_fulfillment",
+    "listMyWebhookEndpoints": "list_webhook_endpoints",
+    "createMyWebhookEndpoint": "create_webhook_endpoint",
+    "getMyWebhookEndpoint": "get_webhook_endpoint",
+    "updateMyWebhookEndpoint": "update_webhook_endpoint",
+    "deleteMyWebhookEndpoint": "delete_webhook_endpoint",
+    "rotateMyWebhookEndpointSecret": "rotate_webhook_endpoint_secret",
+    "activateMyWebhookEndpointSecret": "activate_webhook_endpoint_secret",
+    "sendMyWebhookEndpointTest": "send_webhook_endpoint_test",
 }
+
+#: The app's default webhook endpoint (its webhook_url), signed with the
+#: app's webhook secret; every other endpoint signs with its own secret.
+DEFAULT_ENDPOINT_ID = 0
 
 
 @dataclass
@@ -341,6 +354,11 @@ class PartnerClient:
         r = self.request("POST", "/open/v1/order/shipped-callback-test", body=req, idempotency_key=self._key(idempotency_key))
         return m.ShipmentResult.from_dict(_need(r))
 
+    def trigger_sandbox_event(self, event: str, *, idempotency_key: Optional[str] = None) -> m.SandboxEventTriggered:
+        """POST /open/v1/webhooks/sandbox-events: sandbox apps only, cause a sample webhook event of type ``event``."""
+        r = self.request("POST", "/open/v1/webhooks/sandbox-events", body={"event": event}, idempotency_key=self._key(idempotency_key))
+        return m.SandboxEventTriggered.from_dict(_need(r))
+
     # --------------------------------------------------------- health reports
 
     def pull_health_report(self, open_report_id: int, *, query: Optional[Mapping[str, Any]] = None) -> m.HealthReport:
@@ -458,6 +476,60 @@ class PartnerClient:
         """POST /open/v1/webhooks/secret/activate: sign with the pending secret from now on. Not retried."""
         r = self.request("POST", "/open/v1/webhooks/secret/activate")
         return m.WebhookSecretActivated.from_dict(_need(r))
+
+    def list_webhook_endpoints(self) -> m.WebhookEndpointList:
+        """GET /open/v1/webhooks/endpoints: the app's endpoints, the default one (id 0) first; no secret is listed."""
+        r = self.request("GET", "/open/v1/webhooks/endpoints")
+        return m.WebhookEndpointList.from_dict(_need(r))
+
+    def create_webhook_endpoint(
+        self, endpoint: Union[m.WebhookEndpointCreate, Mapping[str, Any]], *, idempotency_key: Optional[str] = None
+    ) -> m.NewWebhookEndpoint:
+        """POST /open/v1/webhooks/endpoints: add an endpoint; its webhook_secret is in this answer only."""
+        r = self.request("POST", "/open/v1/webhooks/endpoints", body=endpoint, idempotency_key=self._key(idempotency_key))
+        return m.NewWebhookEndpoint.from_dict(_need(r))
+
+    def get_webhook_endpoint(self, endpoint_id: int) -> m.WebhookEndpoint:
+        """GET /open/v1/webhooks/endpoints/{endpointId}: one endpoint (0: the default one)."""
+        r = self.request("GET", "/open/v1/webhooks/endpoints/%d" % endpoint_id)
+        return m.WebhookEndpoint.from_dict(_need(r))
+
+    def update_webhook_endpoint(
+        self, endpoint_id: int, change: Union[m.WebhookEndpointUpdate, Mapping[str, Any]], *, idempotency_key: Optional[str] = None
+    ) -> m.WebhookEndpoint:
+        """PATCH /open/v1/webhooks/endpoints/{endpointId}: change url, events or enabled; only sent fields change.
+
+        A WebhookEndpointUpdate omits None fields; to subscribe to every event
+        again pass a dict with "events" set to [] (or None)."""
+        r = self.request(
+            "PATCH", "/open/v1/webhooks/endpoints/%d" % endpoint_id, body=change, idempotency_key=self._key(idempotency_key)
+        )
+        return m.WebhookEndpoint.from_dict(_need(r))
+
+    def delete_webhook_endpoint(self, endpoint_id: int, *, idempotency_key: Optional[str] = None) -> None:
+        """DELETE /open/v1/webhooks/endpoints/{endpointId}: remove it (for 0: clear the app's webhook_url)."""
+        self.request("DELETE", "/open/v1/webhooks/endpoints/%d" % endpoint_id, idempotency_key=self._key(idempotency_key))
+
+    def rotate_webhook_endpoint_secret(
+        self, endpoint_id: int, *, idempotency_key: Optional[str] = None
+    ) -> m.RotatedWebhookEndpoint:
+        """POST .../{endpointId}/secret/rotate: a pending secret, shown once; the current one signs until activation."""
+        r = self.request(
+            "POST", "/open/v1/webhooks/endpoints/%d/secret/rotate" % endpoint_id, idempotency_key=self._key(idempotency_key)
+        )
+        return m.RotatedWebhookEndpoint.from_dict(_need(r))
+
+    def activate_webhook_endpoint_secret(self, endpoint_id: int, *, idempotency_key: Optional[str] = None) -> m.WebhookEndpoint:
+        """POST .../{endpointId}/secret/activate: the pending secret becomes the only one that signs."""
+        r = self.request(
+            "POST", "/open/v1/webhooks/endpoints/%d/secret/activate" % endpoint_id, idempotency_key=self._key(idempotency_key)
+        )
+        return m.WebhookEndpoint.from_dict(_need(r))
+
+    def send_webhook_endpoint_test(self, endpoint_id: int, *, idempotency_key: Optional[str] = None) -> m.WebhookTestQueued:
+        """POST .../{endpointId}/test: one signed webhook.test delivery to this endpoint only."""
+        r = self.request("POST", "/open/v1/webhooks/endpoints/%d/test" % endpoint_id, idempotency_key=self._key(idempotency_key))
+        return m.WebhookTestQueued.from_dict(_need(r))
 
     def list_events(self, *, after: Optional[str] = None, limit: Optional[int] = None) -> m.FeedPage:
         """GET /open/v1/webhooks/events: one page of this app's event feed."""

@@ -1042,6 +1042,325 @@ class ResendResult:
 
 
 @dataclass
+class WebhookEndpointList:
+    """The OpenAPI schema WebhookEndpointList."""
+
+    SCHEMA: ClassVar[str] = "WebhookEndpointList"
+    WIRE: ClassVar[Dict[str, str]] = {
+        "endpoints": "endpoints",
+        "max_endpoints": "max_endpoints",
+    }
+    REQUIRED: ClassVar[List[str]] = ["endpoints", "max_endpoints"]
+
+    endpoints: List[WebhookEndpoint]
+    max_endpoints: int
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> WebhookEndpointList:
+        """Parse the JSON object; unknown keys are ignored."""
+        return cls(
+            endpoints=_objs(WebhookEndpoint, d.get("endpoints")),
+            max_endpoints=_v(d, "max_endpoints"),
+        )
+
+    def to_dict(self) -> Dict[str, Any]:
+        """JSON object: required fields always, optional ones when not None."""
+        out: Dict[str, Any] = {}
+        out["endpoints"] = _out(self.endpoints)
+        out["max_endpoints"] = _out(self.max_endpoints)
+        return out
+
+
+@dataclass
+class WebhookEndpoint:
+    """A webhook endpoint of the calling app; never a secret (OpenAPI WebhookEndpoint)."""
+
+    SCHEMA: ClassVar[str] = "WebhookEndpoint"
+    WIRE: ClassVar[Dict[str, str]] = {
+        "endpoint_id": "endpoint_id",
+        "default": "default",
+        "url": "url",
+        "events": "events",
+        "enabled": "enabled",
+        "signing_secret": "signing_secret",
+        "pending_secret": "pending_secret",
+        "created_at": "created_at",
+        "updated_at": "updated_at",
+    }
+    REQUIRED: ClassVar[List[str]] = ["endpoint_id", "default", "url", "events", "enabled", "signing_secret", "pending_secret", "created_at", "updated_at"]
+
+    endpoint_id: int
+    default: bool
+    url: str
+    events: List[str]
+    enabled: bool
+    signing_secret: str
+    pending_secret: bool
+    created_at: str
+    updated_at: str
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> WebhookEndpoint:
+        """Parse the JSON object; unknown keys are ignored."""
+        return cls(
+            endpoint_id=_v(d, "endpoint_id"),
+            default=_v(d, "default"),
+            url=_v(d, "url"),
+            events=_v(d, "events"),
+            enabled=_v(d, "enabled"),
+            signing_secret=_v(d, "signing_secret"),
+            pending_secret=_v(d, "pending_secret"),
+            created_at=_v(d, "created_at"),
+            updated_at=_v(d, "updated_at"),
+        )
+
+    def to_dict(self) -> Dict[str, Any]:
+        """JSON object: required fields always, optional ones when not None."""
+        out: Dict[str, Any] = {}
+        out["endpoint_id"] = _out(self.endpoint_id)
+        out["default"] = _out(self.default)
+        out["url"] = _out(self.url)
+        out["events"] = _out(self.events)
+        out["enabled"] = _out(self.enabled)
+        out["signing_secret"] = _out(self.signing_secret)
+        out["pending_secret"] = _out(self.pending_secret)
+        out["created_at"] = _out(self.created_at)
+        out["updated_at"] = _out(self.updated_at)
+        return out
+
+
+@dataclass
+class WebhookEndpointCreate:
+    """The OpenAPI schema WebhookEndpointCreate."""
+
+    SCHEMA: ClassVar[str] = "WebhookEndpointCreate"
+    WIRE: ClassVar[Dict[str, str]] = {
+        "url": "url",
+        "events": "events",
+        "enabled": "enabled",
+    }
+    REQUIRED: ClassVar[List[str]] = ["url"]
+
+    url: str
+    events: Optional[List[str]] = None
+    enabled: Optional[bool] = None
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> WebhookEndpointCreate:
+        """Parse the JSON object; unknown keys are ignored."""
+        return cls(
+            url=_v(d, "url"),
+            events=_v(d, "events"),
+            enabled=_v(d, "enabled"),
+        )
+
+    def to_dict(self) -> Dict[str, Any]:
+        """JSON object: required fields always, optional ones when not None."""
+        out: Dict[str, Any] = {}
+        out["url"] = _out(self.url)
+        if self.events is not None:
+            out["events"] = _out(self.events)
+        if self.enabled is not None:
+            out["enabled"] = _out(self.enabled)
+        return out
+
+
+@dataclass
+class NewWebhookEndpoint:
+    """An added endpoint with its secret, shown this once (OpenAPI NewWebhookEndpoint)."""
+
+    SCHEMA: ClassVar[str] = "NewWebhookEndpoint"
+    WIRE: ClassVar[Dict[str, str]] = {
+        "endpoint_id": "endpoint_id",
+        "default": "default",
+        "url": "url",
+        "events": "events",
+        "enabled": "enabled",
+        "signing_secret": "signing_secret",
+        "pending_secret": "pending_secret",
+        "created_at": "created_at",
+        "updated_at": "updated_at",
+        "webhook_secret": "webhook_secret",
+    }
+    REQUIRED: ClassVar[List[str]] = ["endpoint_id", "default", "url", "events", "enabled", "signing_secret", "pending_secret", "created_at", "updated_at", "webhook_secret"]
+
+    endpoint_id: int
+    default: bool
+    url: str
+    events: List[str]
+    enabled: bool
+    signing_secret: str
+    pending_secret: bool
+    created_at: str
+    updated_at: str
+    webhook_secret: str
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> NewWebhookEndpoint:
+        """Parse the JSON object; unknown keys are ignored."""
+        return cls(
+            endpoint_id=_v(d, "endpoint_id"),
+            default=_v(d, "default"),
+            url=_v(d, "url"),
+            events=_v(d, "events"),
+            enabled=_v(d, "enabled"),
+            signing_secret=_v(d, "signing_secret"),
+            pending_secret=_v(d, "pending_secret"),
+            created_at=_v(d, "created_at"),
+            updated_at=_v(d, "updated_at"),
+            webhook_secret=_v(d, "webhook_secret"),
+        )
+
+    def to_dict(self) -> Dict[str, Any]:
+        """JSON object: required fields always, optional ones when not None."""
+        out: Dict[str, Any] = {}
+        out["endpoint_id"] = _out(self.endpoint_id)
+        out["default"] = _out(self.default)
+        out["url"] = _out(self.url)
+        out["events"] = _out(self.events)
+        out["enabled"] = _out(self.enabled)
+        out["signing_secret"] = _out(self.signing_secret)
+        out["pending_secret"] = _out(self.pending_secret)
+        out["created_at"] = _out(self.created_at)
+        out["updated_at"] = _out(self.updated_at)
+        out["webhook_secret"] = _out(self.webhook_secret)
+        return out
+
+
+@dataclass
+class WebhookEndpointUpdate:
+    """The OpenAPI schema WebhookEndpointUpdate."""
+
+    SCHEMA: ClassVar[str] = "WebhookEndpointUpdate"
+    WIRE: ClassVar[Dict[str, str]] = {
+        "url": "url",
+        "events": "events",
+        "enabled": "enabled",
+    }
+    REQUIRED: ClassVar[List[str]] = []
+
+    url: Optional[str] = None
+    events: Optional[List[str]] = None
+    enabled: Optional[bool] = None
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> WebhookEndpointUpdate:
+        """Parse the JSON object; unknown keys are ignored."""
+        return cls(
+            url=_v(d, "url"),
+            events=_v(d, "events"),
+            enabled=_v(d, "enabled"),
+        )
+
+    def to_dict(self) -> Dict[str, Any]:
+        """JSON object: required fields always, optional ones when not None."""
+        out: Dict[str, Any] = {}
+        if self.url is not None:
+            out["url"] = _out(self.url)
+        if self.events is not None:
+            out["events"] = _out(self.events)
+        if self.enabled is not None:
+            out["enabled"] = _out(self.enabled)
+        return out
+
+
+@dataclass
+class RotatedWebhookEndpoint:
+    """An endpoint with its new pending secret, shown this once (OpenAPI RotatedWebhookEndpoint)."""
+
+    SCHEMA: ClassVar[str] = "RotatedWebhookEndpoint"
+    WIRE: ClassVar[Dict[str, str]] = {
+        "endpoint_id": "endpoint_id",
+        "default": "default",
+        "url": "url",
+        "events": "events",
+        "enabled": "enabled",
+        "signing_secret": "signing_secret",
+        "pending_secret": "pending_secret",
+        "created_at": "created_at",
+        "updated_at": "updated_at",
+        "pending_webhook_secret": "pending_webhook_secret",
+    }
+    REQUIRED: ClassVar[List[str]] = ["endpoint_id", "default", "url", "events", "enabled", "signing_secret", "pending_secret", "created_at", "updated_at", "pending_webhook_secret"]
+
+    endpoint_id: int
+    default: bool
+    url: str
+    events: List[str]
+    enabled: bool
+    signing_secret: str
+    pending_secret: bool
+    created_at: str
+    updated_at: str
+    pending_webhook_secret: str
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> RotatedWebhookEndpoint:
+        """Parse the JSON object; unknown keys are ignored."""
+        return cls(
+            endpoint_id=_v(d, "endpoint_id"),
+            default=_v(d, "default"),
+            url=_v(d, "url"),
+            events=_v(d, "events"),
+            enabled=_v(d, "enabled"),
+            signing_secret=_v(d, "signing_secret"),
+            pending_secret=_v(d, "pending_secret"),
+            created_at=_v(d, "created_at"),
+            updated_at=_v(d, "updated_at"),
+            pending_webhook_secret=_v(d, "pending_webhook_secret"),
+        )
+
+    def to_dict(self) -> Dict[str, Any]:
+        """JSON object: required fields always, optional ones when not None."""
+        out: Dict[str, Any] = {}
+        out["endpoint_id"] = _out(self.endpoint_id)
+        out["default"] = _out(self.default)
+        out["url"] = _out(self.url)
+        out["events"] = _out(self.events)
+        out["enabled"] = _out(self.enabled)
+        out["signing_secret"] = _out(self.signing_secret)
+        out["pending_secret"] = _out(self.pending_secret)
+        out["created_at"] = _out(self.created_at)
+        out["updated_at"] = _out(self.updated_at)
+        out["pending_webhook_secret"] = _out(self.pending_webhook_secret)
+        return out
+
+
+@dataclass
+class WebhookTestQueued:
+    """The OpenAPI schema WebhookTestQueued."""
+
+    SCHEMA: ClassVar[str] = "WebhookTestQueued"
+    WIRE: ClassVar[Dict[str, str]] = {
+        "endpoint_id": "endpoint_id",
+        "event": "event",
+        "queued": "queued",
+    }
+    REQUIRED: ClassVar[List[str]] = ["endpoint_id", "event", "queued"]
+
+    endpoint_id: int
+    event: str
+    queued: bool
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> WebhookTestQueued:
+        """Parse the JSON object; unknown keys are ignored."""
+        return cls(
+            endpoint_id=_v(d, "endpoint_id"),
+            event=_v(d, "event"),
+            queued=_v(d, "queued"),
+        )
+
+    def to_dict(self) -> Dict[str, Any]:
+        """JSON object: required fields always, optional ones when not None."""
+        out: Dict[str, Any] = {}
+        out["endpoint_id"] = _out(self.endpoint_id)
+        out["event"] = _out(self.event)
+        out["queued"] = _out(self.queued)
+        return out
+
+
+@dataclass
 class PendingWebhookSecret:
     """The OpenAPI schema PendingWebhookSecret."""
 
@@ -1955,6 +2274,62 @@ class ShipmentResult:
         out: Dict[str, Any] = {}
         out["order_code"] = _out(self.order_code)
         out["shipped"] = _out(self.shipped)
+        return out
+
+
+@dataclass
+class SandboxEventRequest:
+    """The OpenAPI schema SandboxEventRequest."""
+
+    SCHEMA: ClassVar[str] = "SandboxEventRequest"
+    WIRE: ClassVar[Dict[str, str]] = {
+        "event": "event",
+    }
+    REQUIRED: ClassVar[List[str]] = ["event"]
+
+    event: str
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> SandboxEventRequest:
+        """Parse the JSON object; unknown keys are ignored."""
+        return cls(
+            event=_v(d, "event"),
+        )
+
+    def to_dict(self) -> Dict[str, Any]:
+        """JSON object: required fields always, optional ones when not None."""
+        out: Dict[str, Any] = {}
+        out["event"] = _out(self.event)
+        return out
+
+
+@dataclass
+class SandboxEventTriggered:
+    """The OpenAPI schema SandboxEventTriggered."""
+
+    SCHEMA: ClassVar[str] = "SandboxEventTriggered"
+    WIRE: ClassVar[Dict[str, str]] = {
+        "event": "event",
+        "queued": "queued",
+    }
+    REQUIRED: ClassVar[List[str]] = ["event", "queued"]
+
+    event: str
+    queued: bool
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> SandboxEventTriggered:
+        """Parse the JSON object; unknown keys are ignored."""
+        return cls(
+            event=_v(d, "event"),
+            queued=_v(d, "queued"),
+        )
+
+    def to_dict(self) -> Dict[str, Any]:
+        """JSON object: required fields always, optional ones when not None."""
+        out: Dict[str, Any] = {}
+        out["event"] = _out(self.event)
+        out["queued"] = _out(self.queued)
         return out
 
 
@@ -3462,6 +3837,14 @@ PARTNER_OPERATIONS: Dict[str, List[str]] = {
     "listMyDeliveries": ["GET", "/open/v1/webhooks/deliveries"],
     "getMyDelivery": ["GET", "/open/v1/webhooks/deliveries/{deliveryId}"],
     "resendMyDelivery": ["POST", "/open/v1/webhooks/deliveries/{deliveryId}/resend"],
+    "listMyWebhookEndpoints": ["GET", "/open/v1/webhooks/endpoints"],
+    "createMyWebhookEndpoint": ["POST", "/open/v1/webhooks/endpoints"],
+    "getMyWebhookEndpoint": ["GET", "/open/v1/webhooks/endpoints/{endpointId}"],
+    "updateMyWebhookEndpoint": ["PATCH", "/open/v1/webhooks/endpoints/{endpointId}"],
+    "deleteMyWebhookEndpoint": ["DELETE", "/open/v1/webhooks/endpoints/{endpointId}"],
+    "rotateMyWebhookEndpointSecret": ["POST", "/open/v1/webhooks/endpoints/{endpointId}/secret/rotate"],
+    "activateMyWebhookEndpointSecret": ["POST", "/open/v1/webhooks/endpoints/{endpointId}/secret/activate"],
+    "sendMyWebhookEndpointTest": ["POST", "/open/v1/webhooks/endpoints/{endpointId}/test"],
     "rotateMyWebhookSecret": ["POST", "/open/v1/webhooks/secret/rotate"],
     "activateMyWebhookSecret": ["POST", "/open/v1/webhooks/secret/activate"],
     "webhookEventFeed": ["GET", "/open/v1/webhooks/events"],
@@ -3473,6 +3856,7 @@ PARTNER_OPERATIONS: Dict[str, List[str]] = {
     "createOrder": ["POST", "/open/v1/order/create"],
     "getOrderDetail": ["GET", "/open/v1/order/detail"],
     "sandboxShippedCallbackTest": ["POST", "/open/v1/order/shipped-callback-test"],
+    "triggerSandboxEvent": ["POST", "/open/v1/webhooks/sandbox-events"],
     "registerOwnServiceProvider": ["POST", "/open/v1/service-providers"],
     "batchIssueBenefitCards": ["POST", "/open/v1/benefit-cards/batch-issue"],
     "verifyBenefitUse": ["POST", "/open/v1/benefit-cards/verify-use"],

@@ -33,11 +33,20 @@ import com.healthtech.partneropen.model.RatingResult;
 import com.healthtech.partneropen.model.RegisterRequest;
 import com.healthtech.partneropen.model.RegisterResult;
 import com.healthtech.partneropen.model.ResendResult;
+import com.healthtech.partneropen.model.SandboxEventRequest;
+import com.healthtech.partneropen.model.SandboxEventTriggered;
 import com.healthtech.partneropen.model.SandboxShipmentRequest;
 import com.healthtech.partneropen.model.ShipmentResult;
 import com.healthtech.partneropen.model.Snapshot;
 import com.healthtech.partneropen.model.TokenResponse;
 import com.healthtech.partneropen.model.UserPatch;
+import com.healthtech.partneropen.model.NewWebhookEndpoint;
+import com.healthtech.partneropen.model.RotatedWebhookEndpoint;
+import com.healthtech.partneropen.model.WebhookEndpoint;
+import com.healthtech.partneropen.model.WebhookEndpointCreate;
+import com.healthtech.partneropen.model.WebhookEndpointList;
+import com.healthtech.partneropen.model.WebhookEndpointUpdate;
+import com.healthtech.partneropen.model.WebhookTestQueued;
 import com.healthtech.partneropen.model.VerifyUseRequest;
 import com.healthtech.partneropen.model.VerifyUseResult;
 import com.healthtech.partneropen.model.WebhookSecretActivated;
@@ -316,6 +325,14 @@ public final class PartnerClient {
         call("POST", "/open/v1/order/shipped-callback-test", request, Auth.M, null));
   }
 
+  /**
+   * Sandbox only: causes a sample webhook event of {@code request.getEvent()}'s type; it is delivered and enters the
+   * event feed like the real event.
+   */
+  public SandboxEventTriggered triggerSandboxEvent(SandboxEventRequest request) {
+    return SandboxEventTriggered.fromJson(call("POST", "/open/v1/webhooks/sandbox-events", request, Auth.M, null));
+  }
+
   // ---- health reports ----
 
   /** Pulls a health report (scheme H); the pulled snapshot is authoritative over webhook order. */
@@ -443,6 +460,70 @@ public final class PartnerClient {
   /** Activates the pending webhook secret: deliveries are signed with it from now on. */
   public WebhookSecretActivated activateMyWebhookSecret() {
     return WebhookSecretActivated.fromJson(call("POST", "/open/v1/webhooks/secret/activate", null, Auth.M, null));
+  }
+
+  // ---- webhook endpoints: endpoint 0 is the default one (the app's webhook_url, signed with the app's webhook
+  // secret); every other endpoint signs with its own secret ----
+
+  /** The app's default webhook endpoint id. */
+  public static final long DEFAULT_ENDPOINT_ID = 0;
+
+  /** The app's webhook endpoints, the default one first while it has a URL; no secret is listed. */
+  public WebhookEndpointList listMyWebhookEndpoints() {
+    return WebhookEndpointList.fromJson(call("GET", "/open/v1/webhooks/endpoints", null, Auth.M, null));
+  }
+
+  /** Adds an endpoint; the answer's webhook secret signs its deliveries and is shown this once. */
+  public NewWebhookEndpoint createMyWebhookEndpoint(WebhookEndpointCreate endpoint) {
+    return createMyWebhookEndpoint(endpoint, null);
+  }
+
+  /** {@link #createMyWebhookEndpoint(WebhookEndpointCreate)} with per-call options. */
+  public NewWebhookEndpoint createMyWebhookEndpoint(WebhookEndpointCreate endpoint, RequestOptions options) {
+    return NewWebhookEndpoint.fromJson(call("POST", "/open/v1/webhooks/endpoints", endpoint, Auth.M, options));
+  }
+
+  /** One endpoint (0: the default one). */
+  public WebhookEndpoint getMyWebhookEndpoint(long endpointId) {
+    return WebhookEndpoint.fromJson(call("GET", "/open/v1/webhooks/endpoints/" + endpointId, null, Auth.M, null));
+  }
+
+  /** Changes the url, events (empty or null: every event) or enabled set on {@code change}. */
+  public WebhookEndpoint updateMyWebhookEndpoint(long endpointId, WebhookEndpointUpdate change) {
+    return updateMyWebhookEndpoint(endpointId, change, null);
+  }
+
+  /** {@link #updateMyWebhookEndpoint(long, WebhookEndpointUpdate)} with per-call options. */
+  public WebhookEndpoint updateMyWebhookEndpoint(long endpointId, WebhookEndpointUpdate change, RequestOptions options) {
+    return WebhookEndpoint.fromJson(call("PATCH", "/open/v1/webhooks/endpoints/" + endpointId, change, Auth.M, options));
+  }
+
+  /** Removes an endpoint; for endpoint 0 it clears the app's webhook_url. */
+  public void deleteMyWebhookEndpoint(long endpointId) {
+    deleteMyWebhookEndpoint(endpointId, null);
+  }
+
+  /** {@link #deleteMyWebhookEndpoint(long)} with per-call options. */
+  public void deleteMyWebhookEndpoint(long endpointId, RequestOptions options) {
+    call("DELETE", "/open/v1/webhooks/endpoints/" + endpointId, null, Auth.M, options);
+  }
+
+  /** Issues a pending secret (shown once); the current secret keeps signing until it is activated. */
+  public RotatedWebhookEndpoint rotateMyWebhookEndpointSecret(long endpointId) {
+    return RotatedWebhookEndpoint.fromJson(
+        call("POST", "/open/v1/webhooks/endpoints/" + endpointId + "/secret/rotate", null, Auth.M, null));
+  }
+
+  /** Makes the endpoint's pending secret the only one that signs. */
+  public WebhookEndpoint activateMyWebhookEndpointSecret(long endpointId) {
+    return WebhookEndpoint.fromJson(
+        call("POST", "/open/v1/webhooks/endpoints/" + endpointId + "/secret/activate", null, Auth.M, null));
+  }
+
+  /** Queues one signed webhook.test delivery to this endpoint only. */
+  public WebhookTestQueued sendMyWebhookEndpointTest(long endpointId) {
+    return WebhookTestQueued.fromJson(
+        call("POST", "/open/v1/webhooks/endpoints/" + endpointId + "/test", null, Auth.M, null));
   }
 
   /** One page of the app's event feed after {@code after} (null for the start); {@code limit} may be null. */

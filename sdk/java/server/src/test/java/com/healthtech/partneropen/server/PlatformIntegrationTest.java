@@ -529,6 +529,47 @@ class PlatformIntegrationTest {
         .getChangedFields());
   }
 
+  /** Webhook endpoints: an added endpoint signs with its own secret; rotate, activate, disable, delete. */
+  @Test
+  void webhookEndpoints() throws Exception {
+    Map<String, Object> app = admin("POST", "/admin/v1/apps", adminToken, Map.of("name", "sdk-java-endpoints",
+        "webhook_url", hookUrl("/hooks/endpoints-default"), "scopes", List.of("webhooks")));
+    PartnerClient client = clientFor(app);
+    com.healthtech.partneropen.model.WebhookEndpointList list = client.listMyWebhookEndpoints();
+    assertEquals(1, list.getEndpoints().size());
+    assertEquals(PartnerClient.DEFAULT_ENDPOINT_ID, list.getEndpoints().get(0).getEndpointId());
+    assertEquals("app_webhook_secret", list.getEndpoints().get(0).getSigningSecret());
+
+    String path = "/hooks/endpoints-own";
+    com.healthtech.partneropen.model.NewWebhookEndpoint ep = client.createMyWebhookEndpoint(
+        new com.healthtech.partneropen.model.WebhookEndpointCreate().setUrl(hookUrl(path)).setEvents(List.of("user.*")));
+    assertTrue(ep.getWebhookSecret().startsWith("whsec_"));
+    assertEquals("endpoint_secret", ep.getSigningSecret());
+    client.sendMyWebhookEndpointTest(ep.getEndpointId());
+    Map<String, Object> h = queue(path).poll(60, TimeUnit.SECONDS);
+    assertNotNull(h, "webhook.test to the new endpoint:\n" + log());
+    byte[] body = (byte[]) h.get("body");
+    Webhooks.verify(ep.getWebhookSecret(), (String) h.get("timestamp"), (String) h.get("signature"), body);
+    assertEquals(WebhookEvent.WEBHOOK_TEST, WebhookEvent.parse(body).getType());
+    assertThrows(WebhookVerificationException.class, () -> Webhooks.verify((String) app.get("webhook_secret"),
+        (String) h.get("timestamp"), (String) h.get("signature"), body));
+
+    String next = client.rotateMyWebhookEndpointSecret(ep.getEndpointId()).getPendingWebhookSecret();
+    assertTrue(next.startsWith("whsec_"));
+    assertEquals(false, client.activateMyWebhookEndpointSecret(ep.getEndpointId()).getPendingSecret());
+    client.sendMyWebhookEndpointTest(ep.getEndpointId());
+    awaitHook(path, next, WebhookEvent.WEBHOOK_TEST);
+
+    com.healthtech.partneropen.model.WebhookEndpoint off = client.updateMyWebhookEndpoint(ep.getEndpointId(),
+        new com.healthtech.partneropen.model.WebhookEndpointUpdate().setEnabled(false));
+    assertEquals(false, off.getEnabled());
+    client.deleteMyWebhookEndpoint(ep.getEndpointId());
+    PartnerApiException gone = assertThrows(PartnerApiException.class,
+        () -> client.getMyWebhookEndpoint(ep.getEndpointId()));
+    assertEquals(404, gone.getStatus());
+    assertEquals("WEBHOOK_ENDPOINT_NOT_FOUND", gone.getCode());
+  }
+
   /** Duplicate and concurrent writes: one user per channel_user_id, one order per idempotency key. */
   @Test
   void concurrentDuplicatesCreateOnce() throws Exception {
