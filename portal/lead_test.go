@@ -267,3 +267,49 @@ func TestFaviconAndLandingTitle(t *testing.T) {
 		t.Fatalf("landing title: %v", title)
 	}
 }
+
+// Once the person a delivery is about is erased, the log no longer opens
+// its payload: it says it was redacted, and the body's data is gone from
+// the page.
+func TestDeliveryLogRedactsErasedPayloads(t *testing.T) {
+	configs(t, node.Config{WebhookAllowLoopback: true}, func(t *testing.T, cfg node.Config) {
+		p := portaltest.Start(t, cfg)
+		b, devID := p.Developer(portaltest.Email(t, "erase"), true)
+		creds := devApp(t, p, devID, "Clinic")
+		rcv := newReceiver(t, "erase")
+		epID, _ := addEndpoint(t, b, creds.AppID, rcv.srv.URL+"/hook", "user.family_group.created")
+		registerUser(t, p, creds, "u-erased")
+		rcv.await(t, 1)
+		awaitDelivered(t, p, creds.AppID, epID, 1)
+		d := endpointDeliveries(t, p, creds.AppID, epID)[0]
+		logPath := fmt.Sprintf("/portal/apps/%d/endpoints/%d/deliveries", creds.AppID, epID)
+		if log := b.Get(logPath); !strings.Contains(log.Text(), "Payload of delivery "+d.DeliveryID) || !strings.Contains(log.Text(), `"channel_user_id": "u-erased"`) {
+			t.Fatalf("log before erasure: %s", log.Text())
+		}
+		openUserID := strings.TrimPrefix(d.Subject, "user-")
+		req, _ := http.NewRequest(http.MethodPost, p.Srv.URL+"/admin/v1/channel-users/"+openUserID+"/erase", strings.NewReader(`{"reason":"ticket 9"}`))
+		req.Header.Set("Authorization", "Bearer "+p.Node.AdminToken)
+		req.Header.Set("Content-Type", "application/json")
+		res, err := p.Srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != http.StatusOK {
+			t.Fatalf("erase user %s: %d %s", openUserID, res.StatusCode, raw)
+		}
+		var log portaltest.Page
+		for range 250 {
+			if log = b.Get(logPath); strings.Contains(log.Text(), "Payload redacted") {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		row := regexp.MustCompile(`(?s)<section class="delivery" id="delivery-`+regexp.QuoteMeta(d.DeliveryID)+`".*?</section>`).FindString(log.Body)
+		if !strings.Contains(row, "Payload redacted: the person it was about was erased.") || strings.Contains(row, "Payload of delivery") ||
+			strings.Contains(log.Body, "u-erased") {
+			t.Fatalf("log after erasure: %s", row)
+		}
+	})
+}
