@@ -210,7 +210,7 @@ func (c *aggregateCache[S]) release(stream string, lent uint64) {
 // number, is never read again: if no later copy was lent, the cached state
 // shares its maps with nobody, and advancing it copies none of them.
 func (c *aggregateCache[S]) appendAfter(ctx context.Context, s streams, stream string, version, dropped uint64, meta Meta, ps ...events.Payload) (events.AppendResult, error) {
-	evs, err := s.encode(meta, ps...)
+	evs, err := s.encode(meta.traced(ctx), ps...)
 	if err != nil {
 		return events.AppendResult{}, err
 	}

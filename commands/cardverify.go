@@ -227,6 +227,7 @@ func (b *Benefits) Verify(ctx context.Context, appID int64, in VerifyInput, meta
 		return Verified{}, err
 	}
 	meta.AppID = appID
+	meta = meta.traced(ctx) // its use is decided in a batch led by another request
 	r := &verifyReq{c: verifyUse{AppID: appID, In: in, Cooldown: b.cooldown}, candidates: candidates, meta: meta, wake: make(chan struct{}, 1)}
 	if q, lead := b.enqueue(in.CardNumber, r); !lead {
 		<-r.wake

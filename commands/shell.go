@@ -89,10 +89,15 @@ type trusting[S any] interface {
 	loadCached(stream string) (st S, version uint64, pos events.Position, ok bool)
 }
 
-func run[S any](ctx context.Context, s streams, src source[S], stream string, meta *Meta, attempts int, onConflict error, decide func(S) ([]events.Payload, error)) (events.Position, error) {
+func run[S any](ctx context.Context, s streams, src source[S], stream string, meta *Meta, attempts int, onConflict error, decide func(S) ([]events.Payload, error)) (_ events.Position, err error) {
+	// One span per command, named after the command that called execute
+	// (two frames up: execute, then the command).
+	ctx, span := startCommand(ctx, 2, stream)
+	conflicts, loadFailed := 0, false
+	defer func() { endCommand(span, conflicts, loadFailed, err) }()
 	// attempts bounds the conflicts; deciding again after a decision on
 	// an unread state (trusting) is not one.
-	for try, conflicts := 0, 0; ; try++ {
+	for try := 0; ; try++ {
 		var (
 			st            S
 			version, lent uint64
@@ -105,6 +110,7 @@ func run[S any](ctx context.Context, s streams, src source[S], stream string, me
 		}
 		if !unread {
 			if st, version, pos, lent, err = src.loadLent(ctx, s, stream); err != nil {
+				loadFailed = true
 				return events.Position{}, err
 			}
 		}
@@ -160,9 +166,13 @@ func (readBack[S]) appendAfter(ctx context.Context, s streams, stream string, ve
 // that step is decided again as a part's would be. appended says whether
 // the parts were written.
 func executeParts(ctx context.Context, s streams, meta *Meta, try func() ([]decided, error)) (res events.AppendResult, appended bool, err error) {
+	ctx, span := startCommand(ctx, 1, "")
+	conflicts := 0
+	defer func() { endCommand(span, conflicts, false, err) }()
 	for range maxAttempts {
 		parts, err := try()
 		if events.IsConflict(err) {
+			conflicts++
 			continue
 		}
 		if err != nil || len(parts) == 0 {
@@ -170,6 +180,7 @@ func executeParts(ctx context.Context, s streams, meta *Meta, try func() ([]deci
 		}
 		res, err := s.appendAll(ctx, *meta, parts...)
 		if events.IsConflict(err) {
+			conflicts++
 			continue
 		}
 		if err != nil {

@@ -16,10 +16,12 @@ type Meta struct {
 	AppID     int64
 	Actor     string
 	RequestID string
+	// Traceparent is the request's trace context (traced fills it in).
+	Traceparent string
 }
 
 func (m Meta) events() events.Metadata {
-	return events.Metadata{AppID: m.AppID, Actor: m.Actor, RequestID: m.RequestID}
+	return events.Metadata{AppID: m.AppID, Actor: m.Actor, RequestID: m.RequestID, Traceparent: m.Traceparent}
 }
 
 // streams loads aggregates and appends their decisions with the expected revision.
@@ -50,7 +52,7 @@ func (s streams) load(ctx context.Context, stream string, apply func(events.Enve
 // append writes the payloads after the loaded version; a conflict comes back
 // as events.ErrConflict for the caller's retry loop.
 func (s streams) append(ctx context.Context, stream string, version uint64, meta Meta, ps ...events.Payload) (events.AppendResult, error) {
-	evs, err := s.encode(meta, ps...)
+	evs, err := s.encode(meta.traced(ctx), ps...)
 	if err != nil {
 		return events.AppendResult{}, err
 	}
@@ -103,6 +105,7 @@ type decided struct {
 // is the last part's revision at the position after which every part is
 // visible.
 func (s streams) appendAll(ctx context.Context, meta Meta, parts ...decided) (events.AppendResult, error) {
+	meta = meta.traced(ctx)
 	appends := make([]events.StreamAppend, len(parts))
 	for i, p := range parts {
 		evs, err := s.encode(meta, p.ps...)

@@ -39,6 +39,14 @@ func appendMetadata(b []byte, meta Metadata) ([]byte, bool) {
 		b = append(b, meta.RequestID...)
 		b = append(b, '"')
 	}
+	if meta.Traceparent != "" {
+		if !plainJSON(meta.Traceparent) {
+			return b, false
+		}
+		b = append(b, `,"traceparent":"`...)
+		b = append(b, meta.Traceparent...)
+		b = append(b, '"')
+	}
 	if y := meta.OccurredAt.Year(); y < 0 || y > 9999 {
 		return b, false
 	}
@@ -151,6 +159,11 @@ func readMetadata(raw []byte) (meta Metadata, ok bool) {
 	}
 	if m.take(`,"request_id":"`) {
 		if meta.RequestID, ok = m.str(); !ok || meta.RequestID == "" {
+			return Metadata{}, false
+		}
+	}
+	if m.take(`,"traceparent":"`) {
+		if meta.Traceparent, ok = m.str(); !ok || meta.Traceparent == "" {
 			return Metadata{}, false
 		}
 	}

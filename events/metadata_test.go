@@ -48,6 +48,9 @@ func TestMetadataCodecMatchesEncodingJSON(t *testing.T) {
 		{Schema: 1, OccurredAt: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)},
 		{Schema: 1, OccurredAt: time.Date(-1, 1, 1, 0, 0, 0, 0, time.UTC)},
 		{Schema: -1, OccurredAt: at},
+		{Schema: 1, AppID: 42, Actor: "app:42", RequestID: "req-1", Traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", OccurredAt: at},
+		{Schema: 1, Traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00", OccurredAt: at},
+		{Schema: 1, Traceparent: "<\"", OccurredAt: at},
 	} {
 		sameAsEncodingJSON(t, m)
 	}
@@ -65,8 +68,38 @@ func TestMetadataCodecMatchesEncodingJSON(t *testing.T) {
 		`{"schema":99999999999999999999,"occurred_at":"2026-11-23T21:30:00Z"}`,
 		`{"schema":1}`,
 		`{}`,
+		`{"schema":1,"traceparent":"","occurred_at":"2026-11-23T21:30:00Z"}`,
+		`{"schema":1,"occurred_at":"2026-11-23T21:30:00Z","traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}`,
 	} {
 		sameDecode(t, []byte(raw))
+	}
+}
+
+// TestMetadataTraceparent: an event written with a request's trace context
+// reads it back, and an event written before events carried one (no
+// traceparent key) still decodes, to an empty one.
+func TestMetadataTraceparent(t *testing.T) {
+	at := time.Date(2026, 11, 23, 21, 30, 0, 0, time.UTC)
+	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	raw, err := encodeMetadata(Metadata{Schema: 1, AppID: 3, RequestID: "r", Traceparent: tp, OccurredAt: at})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"schema":1,"app_id":3,"request_id":"r","traceparent":"` + tp + `","occurred_at":"2026-11-23T21:30:00Z"}`; string(raw) != want {
+		t.Fatalf("encoded %s, want %s", raw, want)
+	}
+	got, err := decodeMetadata(raw)
+	if err != nil || got.Traceparent != tp || got.RequestID != "r" || got.AppID != 3 {
+		t.Fatalf("decoded %+v, %v", got, err)
+	}
+	old, err := decodeMetadata([]byte(`{"schema":1,"app_id":3,"actor":"app:3","request_id":"r","occurred_at":"2026-11-23T21:30:00Z"}`))
+	if err != nil || old.Traceparent != "" || old.AppID != 3 || !old.OccurredAt.Equal(at) {
+		t.Fatalf("old event's metadata decoded to %+v, %v", old, err)
+	}
+	// A store that reorders keys (Postgres jsonb) keeps the context.
+	re, err := decodeMetadata([]byte(`{"actor":"a","schema":1,"traceparent":"` + tp + `","occurred_at":"2026-11-23T21:30:00Z"}`))
+	if err != nil || re.Traceparent != tp {
+		t.Fatalf("reordered metadata decoded to %+v, %v", re, err)
 	}
 }
 
@@ -75,9 +108,11 @@ func TestMetadataCodecMatchesEncodingJSON(t *testing.T) {
 func FuzzMetadataDecode(f *testing.F) {
 	f.Add([]byte(`{"schema":1,"app_id":3,"actor":"a","request_id":"r","occurred_at":"2026-11-23T21:30:00.5Z"}`), 1, int64(3), "a", "r", int64(1700000000123456789))
 	f.Add([]byte(`{"schema":1,"occurred_at":"2026-11-23T21:30:00+01:00"}`), 0, int64(0), "", "<", int64(-62135596800000000))
+	f.Add([]byte(`{"schema":1,"traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01","occurred_at":"2026-11-23T21:30:00Z"}`), 1, int64(0), "", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", int64(0))
 	f.Fuzz(func(t *testing.T, raw []byte, schema int, app int64, actor, rid string, nanos int64) {
 		sameDecode(t, raw)
 		sameAsEncodingJSON(t, Metadata{Schema: schema, AppID: app, Actor: actor, RequestID: rid, OccurredAt: time.Unix(0, nanos).UTC()})
+		sameAsEncodingJSON(t, Metadata{Schema: schema, RequestID: actor, Traceparent: rid, OccurredAt: time.Unix(0, nanos).UTC()})
 	})
 }
 

@@ -20,11 +20,15 @@ type Payload interface {
 // Metadata travels with every event so auditors know who caused it and when,
 // and subscribers know which app it belongs to without decoding the data.
 type Metadata struct {
-	Schema     int       `json:"schema"`
-	AppID      int64     `json:"app_id,omitempty"`
-	Actor      string    `json:"actor,omitempty"`
-	RequestID  string    `json:"request_id,omitempty"`
-	OccurredAt time.Time `json:"occurred_at"`
+	Schema    int    `json:"schema"`
+	AppID     int64  `json:"app_id,omitempty"`
+	Actor     string `json:"actor,omitempty"`
+	RequestID string `json:"request_id,omitempty"`
+	// Traceparent is the W3C trace context of the request that wrote the
+	// event (empty when tracing was off), so that the work the event
+	// causes later, on any node, links to that request's trace.
+	Traceparent string    `json:"traceparent,omitempty"`
+	OccurredAt  time.Time `json:"occurred_at"`
 }
 
 // Upcaster rewrites the JSON of one schema version into the next one.

@@ -25,12 +25,16 @@ type delivery struct {
 	round      int // attempts since creation or the last resend
 	nextAt     time.Time
 	deadLetter bool
+	// traceparent is the trace context of the request behind the delivery
+	// (its creation's metadata), which each attempt's span links to.
+	traceparent string
 }
 
 func (d *delivery) apply(env events.Envelope) {
 	switch p := env.Payload.(type) {
 	case *catalog.DeliveryCreated:
 		d.created, d.deadLetter = p, p.DeadLetter
+		d.traceparent = env.Metadata.Traceparent
 		d.status = domain.DeliverySkipped
 		if p.Deliver {
 			d.status, d.nextAt = domain.DeliveryPending, env.Metadata.OccurredAt

@@ -223,6 +223,10 @@ func (d *Dispatcher) CreateBatch(ctx context.Context, recs []events.Recorded) er
 type PreparedBatch struct {
 	created []catalog.DeliveryCreated
 	evs     []events.Proposed // evs[i] records created[i]
+	// traces is the trace context of the request behind each delivery,
+	// by delivery id (nil when none carries one): its events record it, so
+	// that every attempt, on whichever node, links to that request.
+	traces map[string]string
 }
 
 // PrepareBatch plans and encodes the deliveries of recs, given in log
@@ -273,11 +277,20 @@ func (d *Dispatcher) PrepareBatch(ctx context.Context, recs []events.Recorded) (
 	}
 	p := PreparedBatch{created: make([]catalog.DeliveryCreated, 0, len(todo))}
 	for _, t := range todo {
+		from := len(p.created)
 		p.created = d.plan(p.created, t.rec, t.env, t.r)
+		if tp := t.env.Metadata.Traceparent; tp != "" {
+			if p.traces == nil {
+				p.traces = map[string]string{}
+			}
+			for _, c := range p.created[from:] {
+				p.traces[c.DeliveryID] = tp
+			}
+		}
 	}
 	p.evs = make([]events.Proposed, len(p.created))
 	for i, c := range p.created {
-		ev, err := d.encode(c)
+		ev, err := d.encode(c, p.traces[c.DeliveryID])
 		if err != nil {
 			return PreparedBatch{}, err
 		}
@@ -300,11 +313,18 @@ func (d *Dispatcher) PrepareBatch(ctx context.Context, recs []events.Recorded) (
 func (d *Dispatcher) CommitBatches(ctx context.Context, batches []PreparedBatch) error {
 	var all []catalog.DeliveryCreated
 	var evs []events.Proposed
+	var traces map[string]string
 	if len(batches) == 1 {
-		all, evs = batches[0].created, batches[0].evs
+		all, evs, traces = batches[0].created, batches[0].evs, batches[0].traces
 	} else {
 		for _, b := range batches {
 			all, evs = append(all, b.created...), append(evs, b.evs...)
+			if b.traces != nil && traces == nil {
+				traces = map[string]string{}
+			}
+			for id, tp := range b.traces {
+				traces[id] = tp
+			}
 		}
 	}
 	if len(all) == 0 {
@@ -338,7 +358,7 @@ func (d *Dispatcher) CommitBatches(ctx context.Context, batches []PreparedBatch)
 			defer wg.Done()
 			defer func() { <-sem }()
 			for _, c := range chain {
-				if err := d.createOne(ctx, c); err != nil {
+				if err := d.createOne(ctx, c, traces[c.DeliveryID]); err != nil {
 					mu.Lock()
 					if first == nil {
 						first = err
@@ -436,9 +456,10 @@ func (d *Dispatcher) plan(out []catalog.DeliveryCreated, rec events.Recorded, en
 	return out
 }
 
-// encode makes the event that records c.
-func (d *Dispatcher) encode(c catalog.DeliveryCreated) (events.Proposed, error) {
-	return d.Registry.Encode(c, events.Metadata{AppID: c.AppID, Actor: "dispatcher", OccurredAt: d.Clock.Now()})
+// encode makes the event that records c, with the trace context of the
+// request behind its source event (traceparent, "" for none).
+func (d *Dispatcher) encode(c catalog.DeliveryCreated, traceparent string) (events.Proposed, error) {
+	return d.Registry.Encode(c, events.Metadata{AppID: c.AppID, Actor: "dispatcher", Traceparent: traceparent, OccurredAt: d.Clock.Now()})
 }
 
 // maxCreateParts bounds the streams of one multi-stream append of deliveries.
@@ -476,8 +497,8 @@ func (d *Dispatcher) createAtOnce(ctx context.Context, all []catalog.DeliveryCre
 // encodes a new event: one with the prepared event's id would count as a
 // replay of a delivery the failed multi-stream append's predecessor
 // recorded, and hand it to the sender again.
-func (d *Dispatcher) createOne(ctx context.Context, c catalog.DeliveryCreated) error {
-	ev, err := d.encode(c)
+func (d *Dispatcher) createOne(ctx context.Context, c catalog.DeliveryCreated, traceparent string) error {
+	ev, err := d.encode(c, traceparent)
 	if err != nil {
 		return err
 	}
@@ -573,6 +594,13 @@ func (d *Dispatcher) attempt(ctx context.Context, eps *breakers, c claimed, clai
 	if ctx.Err() != nil {
 		return // stopping: start nothing new
 	}
+	var (
+		outcome, class string
+		attemptNo      int
+		status         int
+	)
+	ctx, span := startAttempt(ctx, id)
+	defer func() { endAttempt(span, attemptNo, outcome, class, status) }()
 	// Measured on this node's monotonic clock from before the claim was
 	// taken, the budget ends before the claim lapses on the claims' clock.
 	// A stopping node lets an attempt it started finish within the budget
@@ -585,6 +613,7 @@ func (d *Dispatcher) attempt(ctx context.Context, eps *breakers, c claimed, clai
 		log().Error("load delivery", "err", err)
 		return
 	}
+	describeAttempt(span, del)
 	now := d.Clock.Now()
 	if decideSend(del, now, d.paused(del.created.AppID)) != nil {
 		return // not due after all, its app suspended or its body erased since it was listed
@@ -600,6 +629,7 @@ func (d *Dispatcher) attempt(ctx context.Context, eps *breakers, c claimed, clai
 		log().Error("decide attempt", "err", err)
 		return
 	}
+	outcome, class, attemptNo, status = ev.Outcome, ev.ErrorClass, ev.Attempt, ev.StatusCode
 	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer rcancel()
 	pos, err := d.append(rctx, del, ev, "dispatcher")
@@ -664,17 +694,20 @@ func (d *Dispatcher) post(ctx context.Context, del *delivery) result {
 	req.Header.Set("X-Webhook-Event", del.created.Event)
 	req.Header.Set("X-Webhook-Timestamp", ts)
 	req.Header.Set("X-Webhook-Signature", Sign(ep.Secret, ts, body))
+	_, span := startPost(ctx, ep.URL)
 	start := time.Now()
 	res, err := d.Client.Do(req)
 	r := result{url: ep.URL, latency: time.Since(start)}
 	if err != nil {
 		r.err, r.class = err.Error(), classify(err)
 		r.refused = errors.Is(err, targets.ErrRefused)
+		endPost(span, r)
 		return r
 	}
 	r.excerpt = readExcerpt(res.Body)
 	res.Body.Close()
 	r.statusCode = res.StatusCode
+	endPost(span, r)
 	return r
 }
 

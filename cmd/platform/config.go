@@ -37,6 +37,10 @@ type config struct {
 	Addr           string
 	LogFormat      string
 	AccessLogFlush time.Duration // access lines buffered up to this long; 0: each written at once
+	// Tracing is the standard OTEL_* variables the settings table checks;
+	// tracing.FromEnv reads them (and the exporters' own) from the
+	// environment at start.
+	Tracing map[string]string
 	// esdbURL is PLATFORM_ESDB_URL, the older name of the event store's
 	// URL; once both names are read it becomes Config.EventStoreURL.
 	esdbURL string
@@ -95,7 +99,7 @@ func (c *config) table() []*setting {
 	var all []*setting
 	for _, group := range []func() []*setting{
 		c.listenSettings, c.storeSettings, c.kafkaSettings, c.webhookSettings, c.limitSettings,
-		c.clusterSettings, c.snapshotSettings, c.portalSettings, c.operationSettings, c.secretSettings,
+		c.clusterSettings, c.snapshotSettings, c.portalSettings, c.operationSettings, c.tracingSettings, c.secretSettings,
 	} {
 		all = append(all, group()...)
 	}

@@ -65,7 +65,7 @@ func TestDefaults(t *testing.T) {
 	c := mustLoad(t, map[string]string{"PLATFORM_RATE_LIMIT": ""}) // empty counts as unset
 	relay := true
 	want := config{
-		Addr: "127.0.0.1:8080", LogFormat: "text", AccessLogFlush: 100 * time.Millisecond,
+		Addr: "127.0.0.1:8080", LogFormat: "text", AccessLogFlush: 100 * time.Millisecond, Tracing: map[string]string{},
 		Config: node.Config{
 			DataDir: "./data", Timezone: "Asia/Shanghai", KafkaTopic: "platform.events",
 			KafkaInternalTopic: "platform.internal.events", KafkaRelay: &relay, PartnerRateLimit: 6000,
@@ -153,9 +153,17 @@ func TestInvalidValuesStopStartUp(t *testing.T) {
 		"PLATFORM_MAIL_FROM":                  {"portal", "Portal <p@example.com>", "a@b@c"},
 		"PLATFORM_MASTER_KEY":                 {"hunter2", goodKey[:62], goodKey + "00"},
 		"PLATFORM_MASTER_KEY_PREVIOUS":        {"hunter2", goodKey + ",", goodKey + ",," + goodKey, goodKey + "," + goodKey[:62]},
+		"OTEL_SDK_DISABLED":                   {"yes", "1", "maybe"},
+		"OTEL_TRACES_EXPORTER":                {"zipkin", "jaeger", "otlp,console", "on"},
+		"OTEL_EXPORTER_OTLP_ENDPOINT":         {"collector:4318", "grpc://collector:4317", "http://"},
+		"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT":  {"collector:4318/v1/traces", "ftp://collector/v1/traces"},
+		"OTEL_EXPORTER_OTLP_PROTOCOL":         {"http/json", "http", "GRPC"},
+		"OTEL_RESOURCE_ATTRIBUTES":            {"prod", "a=1,,b=2", "=x"},
+		"OTEL_TRACES_SAMPLER":                 {"sometimes", "jaeger_remote", "ALWAYS_ON"},
+		"OTEL_TRACES_SAMPLER_ARG":             {"1.5", "-0.1", "half"},
 	}
 	// Only these take any non-empty value; a new variable needs a row above.
-	free := map[string]bool{"PLATFORM_DATA_DIR": true, "PLATFORM_ADMIN_TOKEN": true, "PLATFORM_INTERNAL_TOKEN": true}
+	free := map[string]bool{"PLATFORM_DATA_DIR": true, "PLATFORM_ADMIN_TOKEN": true, "PLATFORM_INTERNAL_TOKEN": true, "OTEL_SERVICE_NAME": true}
 	for _, s := range mustLoad(t, nil).settings {
 		if _, ok := bad[s.env]; !ok && !free[s.env] {
 			t.Errorf("%s has no invalid values in this test", s.env)
@@ -186,6 +194,37 @@ func TestInvalidValuesStopStartUp(t *testing.T) {
 				t.Errorf("-%s=%q: message %q does not name the flag and %q", flagName, v, msg, accepts)
 			}
 		}
+	}
+}
+
+// TestTracingSettings: tracing is off unless the OTEL_* variables turn it
+// on, the start-up line says which exporter, and an endpoint's
+// credentials are never logged.
+func TestTracingSettings(t *testing.T) {
+	show := func(c *config, env string) string {
+		for _, s := range c.settings {
+			if s.env == env {
+				return s.show()
+			}
+		}
+		t.Fatalf("no setting %s", env)
+		return ""
+	}
+	if got := show(mustLoad(t, nil), "OTEL_TRACES_EXPORTER"); got != "none (tracing off)" {
+		t.Errorf("no OTEL_* set: exporter %q", got)
+	}
+	c := mustLoad(t, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "https://user:pw@collector:4318", "OTEL_TRACES_SAMPLER": "parentbased_traceidratio", "OTEL_TRACES_SAMPLER_ARG": "0.25"})
+	if got := show(c, "OTEL_TRACES_EXPORTER"); got != "otlp" {
+		t.Errorf("an endpoint alone: exporter %q, want otlp", got)
+	}
+	if got := show(c, "OTEL_EXPORTER_OTLP_ENDPOINT"); strings.Contains(got, "pw") || !strings.Contains(got, "collector:4318") {
+		t.Errorf("endpoint shown as %q", got)
+	}
+	if got := show(mustLoad(t, map[string]string{"OTEL_TRACES_EXPORTER": "none", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318"}), "OTEL_TRACES_EXPORTER"); got != "none (tracing off)" {
+		t.Errorf("exporter none with an endpoint: %q", got)
+	}
+	if got := show(mustLoad(t, map[string]string{"OTEL_SDK_DISABLED": "TRUE", "OTEL_TRACES_EXPORTER": "otlp"}), "OTEL_TRACES_EXPORTER"); got != "none (tracing off)" {
+		t.Errorf("OTEL_SDK_DISABLED=TRUE with otlp: %q", got)
 	}
 }
 

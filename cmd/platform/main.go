@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"runtime/pprof"
 	"sync"
 	"syscall"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/healthtech/partner-open-platform/internal/httpapi"
 	"github.com/healthtech/partner-open-platform/internal/node"
+	"github.com/healthtech/partner-open-platform/internal/tracing"
 )
 
 func main() {
@@ -45,8 +47,22 @@ func main() {
 		access = newAccessLogger(cfg.LogFormat, lines)
 	}
 
+	// Tracing is off unless the OTEL_* variables ask for it (checked by
+	// loadConfig); its last spans are exported at exit, within a bound.
+	traces, err := tracing.FromEnv(context.Background(), os.Getenv, buildVersion())
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "platform: configuration: %v\n", err)
+		os.Exit(2)
+	}
+	if traces != nil {
+		log.Info("tracing on", "exporter", string(traces.Exporter), "protocol", traces.Protocol)
+	}
+
 	cfg.Logger, cfg.AccessLog = log, access
 	err = run(log, cfg.Addr, cfg.Config)
+	if terr := traces.Shutdown(context.Background()); terr != nil {
+		log.Warn("exporting the last spans", "err", terr)
+	}
 	if lines != nil {
 		_ = lines.Close()
 	}
@@ -54,6 +70,15 @@ func main() {
 		log.Error("platform stopped", "err", err)
 		os.Exit(1)
 	}
+}
+
+// buildVersion is the module version the binary was built from ("" for a
+// development build), the service.version of its spans.
+func buildVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return ""
 }
 
 // newLogger is the process's logger in format (text or json) on w.

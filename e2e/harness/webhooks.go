@@ -33,6 +33,7 @@ type Webhook struct {
 	ID, Event, Timestamp, Signature string
 	Body                            []byte
 	Verified                        bool
+	Header                          http.Header // every header the receiver got
 }
 
 func NewReceiver(t testing.TB) *Receiver {
@@ -54,7 +55,7 @@ func (r *Receiver) serve(w http.ResponseWriter, req *http.Request) {
 	verified := hmac.Equal(got, mac.Sum(nil)) && fresh && req.Method == http.MethodPost
 	r.mu.Lock()
 	r.got = append(r.got, Webhook{ID: req.Header.Get("X-Webhook-Id"), Event: req.Header.Get("X-Webhook-Event"), Timestamp: ts,
-		Signature: req.Header.Get("X-Webhook-Signature"), Body: body, Verified: verified})
+		Signature: req.Header.Get("X-Webhook-Signature"), Body: body, Verified: verified, Header: req.Header.Clone()})
 	status := http.StatusOK
 	if len(r.statuses) > 0 {
 		status, r.statuses = r.statuses[0], r.statuses[1:]

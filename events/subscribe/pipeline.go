@@ -181,7 +181,9 @@ func (p Pipeline[P]) prepareAll(ctx context.Context, feed Feed, queue chan<- sta
 		if len(batch) == 0 {
 			return nil
 		}
-		prepared, err := p.Prepare(ctx, batch)
+		pctx, span := startStage(ctx, p.Name, "prepare", len(batch), batch)
+		prepared, err := p.Prepare(pctx, batch)
+		endBatch(span, events.Position{}, err)
 		if err != nil {
 			return fmt.Errorf("%s: prepare %d events from %s: %w", p.Name, len(batch), batch[0].ID, err)
 		}
@@ -213,7 +215,10 @@ func (p Pipeline[P]) commitAll(ctx context.Context, feed Feed, queue <-chan stag
 				break more
 			}
 		}
-		if err := p.Commit(ctx, ps); err != nil {
+		cctx, span := startStage(ctx, p.Name, "commit", len(ps), nil)
+		err := p.Commit(cctx, ps)
+		endBatch(span, events.Position{}, err)
+		if err != nil {
 			return fmt.Errorf("%s: commit %d batches: %w", p.Name, len(ps), err)
 		}
 		if err := feed.Commit(ctx, marks); err != nil {

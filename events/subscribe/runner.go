@@ -463,7 +463,10 @@ func (r *Runner) follow(ctx context.Context) error {
 			continue
 		}
 		saved = time.Now()
-		if err := r.proj.Apply(ctx, batch, lastRec.Position); err != nil {
+		actx, span := startProjection(ctx, r.Name(), batch)
+		err := r.proj.Apply(actx, batch, lastRec.Position)
+		endBatch(span, lastRec.Position, err)
+		if err != nil {
 			if !r.skipPoison || ctx.Err() != nil || errors.Is(err, lease.ErrLost) || errors.Is(err, ErrCheckpointBackwards) {
 				return fmt.Errorf("apply up to %s: %w", lastRec.Position, err)
 			}

@@ -208,6 +208,7 @@ func InstrumentTo(log, access *slog.Logger, route string, observe Observer, next
 			r.Body = sw.body
 		}
 		method := MethodLabel(r.Method)
+		ctx, span := startServerSpan(r, method, route)
 		defer func() {
 			if p := recover(); p != nil {
 				// A panic value may be built from the request (personal data):
@@ -244,8 +245,9 @@ func InstrumentTo(log, access *slog.Logger, route string, observe Observer, next
 			if observe != nil {
 				observe(method, route, sw.status, d)
 			}
+			endServerSpan(span, sw.status, id, note)
 		}()
-		next.ServeHTTP(sw, r.WithContext(context.WithValue(r.Context(), noteKey{}, scope)))
+		next.ServeHTTP(sw, r.WithContext(context.WithValue(ctx, noteKey{}, scope)))
 	})
 }
 

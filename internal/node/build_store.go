@@ -8,11 +8,16 @@ import (
 	"strings"
 	"sync"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/events/bolt"
 	"github.com/healthtech/partner-open-platform/events/esdb"
 	pgevents "github.com/healthtech/partner-open-platform/events/postgres"
 	"github.com/healthtech/partner-open-platform/internal/metrics"
+	"github.com/healthtech/partner-open-platform/internal/tracing"
 )
 
 // eventStore is the write side's log as the node uses it: the opened
@@ -32,7 +37,7 @@ func buildEventStore(ctx context.Context, cfg Config, m *metrics.Metrics) (event
 		return eventStore{adapter: name}, fmt.Errorf("event store: %w", err)
 	}
 	embedded, _ := store.(*bolt.Store)
-	return eventStore{head: &headStore{Store: m.Store(store)}, adapter: name, embedded: embedded, closers: []func() error{store.Close}}, nil
+	return eventStore{head: &headStore{Store: m.Store(store), system: storeSystem(cfg)}, adapter: name, embedded: embedded, closers: []func() error{store.Close}}, nil
 }
 
 // openEventStore opens the write side's log chosen by cfg.EventStoreURL, which
@@ -82,14 +87,29 @@ func sameDatabase(eventStoreURL, readModelURL string) bool {
 
 // headStore remembers the position of the last append this node made, so a
 // read that misses a fact written moments ago by another app can wait for it.
+// It is also where every append of the node gets its span.
 type headStore struct {
 	events.Store
-	mu   sync.Mutex
-	last events.Position
+	system string // the adapter, as spans name it
+	mu     sync.Mutex
+	last   events.Position
+}
+
+// storeSystem names the event store's technology for spans (db.system.name).
+func storeSystem(cfg Config) string {
+	switch {
+	case isPostgresURL(cfg.EventStoreURL):
+		return "postgresql"
+	case cfg.EventStoreURL != "":
+		return "eventstoredb"
+	}
+	return "bbolt"
 }
 
 func (h *headStore) Append(ctx context.Context, stream string, expected events.ExpectedRevision, evs ...events.Proposed) (events.AppendResult, error) {
+	span := startAppend(ctx, h.system, stream, 1, len(evs))
 	res, err := h.Store.Append(ctx, stream, expected, evs...)
+	endAppend(span, res.Position, err)
 	if err == nil {
 		h.mu.Lock()
 		if h.last.Less(res.Position) {
@@ -102,7 +122,26 @@ func (h *headStore) Append(ctx context.Context, stream string, expected events.E
 
 // AppendMulti is Append for an atomic multi-stream append.
 func (h *headStore) AppendMulti(ctx context.Context, parts ...events.StreamAppend) ([]events.AppendResult, error) {
+	var span trace.Span
+	if tracing.On() {
+		n := 0
+		for _, p := range parts {
+			n += len(p.Events)
+		}
+		stream := ""
+		if len(parts) > 0 {
+			stream = parts[0].Stream
+		}
+		span = startAppend(ctx, h.system, stream, len(parts), n)
+	}
 	res, err := events.AppendMulti(ctx, h.Store, parts...)
+	if span != nil {
+		var last events.Position
+		if err == nil {
+			last = events.Last(res)
+		}
+		endAppend(span, last, err)
+	}
 	if err == nil {
 		last := events.Last(res)
 		h.mu.Lock()
@@ -124,4 +163,39 @@ func (h *headStore) Last() events.Position {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.last
+}
+
+// startAppend begins the span of one append to the event store: the
+// stream's category (never its name: it may name a person), how many
+// streams and events. nil while tracing is off.
+func startAppend(ctx context.Context, system, stream string, streams, evs int) trace.Span {
+	if !tracing.On() {
+		return nil
+	}
+	_, span := tracing.Start(ctx, trace.SpanKindClient, "events.append", trace.WithAttributes(
+		attribute.String("db.system.name", system),
+		attribute.String("db.operation.name", "append"),
+		attribute.String("platform.stream.category", tracing.Category(stream)),
+		attribute.Int("platform.append.streams", streams),
+		attribute.Int("platform.append.events", evs),
+	))
+	return span
+}
+
+// endAppend records the append's outcome: its position, or a conflict
+// (an expected revision that did not match: the command decides again),
+// or a failure.
+func endAppend(span trace.Span, pos events.Position, err error) {
+	if span == nil {
+		return
+	}
+	switch {
+	case err == nil:
+		span.SetAttributes(attribute.String("platform.position", pos.String()))
+	case events.IsConflict(err):
+		span.SetAttributes(attribute.Bool("platform.append.conflict", true))
+	default:
+		span.SetStatus(codes.Error, "append failed")
+	}
+	span.End()
 }

@@ -103,6 +103,7 @@ func TestModelFieldsMatchSchemas(t *testing.T) {
 		"Card": Card{}, "FulfillmentList": FulfillmentList{}, "IssuedCards": IssuedCards{}, "BatchIssueRequest": BatchIssueRequest{},
 		"ProviderRegistration": ProviderRegistration{}, "ProviderRegistered": ProviderRegistered{}, "RatingRequest": RatingRequest{},
 		"RatingResult": RatingResult{}, "SandboxShipmentRequest": SandboxShipmentRequest{}, "ShipmentResult": ShipmentResult{},
+		"SandboxEventRequest": SandboxEventRequest{}, "SandboxEventTriggered": SandboxEventTriggered{},
 		"WebhookEndpoint": WebhookEndpoint{}, "WebhookEndpointList": WebhookEndpointList{}, "NewWebhookEndpoint": NewWebhookEndpoint{},
 		"RotatedWebhookEndpoint": RotatedWebhookEndpoint{}, "WebhookEndpointCreate": WebhookEndpointCreate{},
 		"WebhookEndpointUpdate": WebhookEndpointUpdate{}, "WebhookTestQueued": WebhookTestQueued{},

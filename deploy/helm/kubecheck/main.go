@@ -33,7 +33,7 @@ import (
 )
 
 func main() {
-	settings := flag.String("settings", "", "docs/configuration.md: every PLATFORM_ variable passed must be listed there")
+	settings := flag.String("settings", "", "docs/configuration.md: every PLATFORM_ and OTEL_ variable passed must be listed there")
 	want := flag.String("want", "", "comma-separated kinds that must be present, such as Deployment,Service")
 	flag.Parse()
 	known := map[string]bool{}
@@ -42,7 +42,7 @@ func main() {
 		if err != nil {
 			fail(err)
 		}
-		for _, m := range regexp.MustCompile("`(PLATFORM_[A-Z0-9_]+)`").FindAllStringSubmatch(string(b), -1) {
+		for _, m := range regexp.MustCompile("`((?:PLATFORM|OTEL)_[A-Z0-9_]+)`").FindAllStringSubmatch(string(b), -1) {
 			known[m[1]] = true
 		}
 	}
