@@ -306,7 +306,7 @@ func TestDeliveryLogRedactsErasedPayloads(t *testing.T) {
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
-		row := regexp.MustCompile(`(?s)<section class="delivery" id="delivery-`+regexp.QuoteMeta(d.DeliveryID)+`".*?</section>`).FindString(log.Body)
+		row := regexp.MustCompile(`(?s)<section class="delivery" id="delivery-` + regexp.QuoteMeta(d.DeliveryID) + `".*?</section>`).FindString(log.Body)
 		if !strings.Contains(row, "Payload redacted: the person it was about was erased.") || strings.Contains(row, "Payload of delivery") ||
 			strings.Contains(log.Body, "u-erased") {
 			t.Fatalf("log after erasure: %s", row)
