@@ -93,6 +93,9 @@ var (
 	ErrIdempotencyKeyInProgress = errors.New("a request with this idempotency key is still in progress")
 )
 
+// ErrEventTypeNotFound is a webhook event type the catalog does not list.
+var ErrEventTypeNotFound = errors.New("event type not found")
+
 // ErrDeliveryNotFound is a webhook delivery that does not exist or belongs to another app.
 var ErrDeliveryNotFound = errors.New("delivery not found")
 

@@ -80,6 +80,12 @@ var layerRules = []struct {
 		only: []string{"events", "events/catalog", "events/jsoncodec", "domain"},
 	},
 	{
+		why: "the webhook event catalog is a contract both sides and the edges read: it knows the event schema, nothing above it " +
+			"(its tests render through the webhooks package as fixtures)",
+		pkgs: []string{"internal/eventtypes"},
+		only: []string{"internal/eventtypes", "events", "events/catalog", "events/jsoncodec", "domain"},
+	},
+	{
 		why:  "the JSON codec is a leaf every layer may use: it knows JSON, nothing of the platform",
 		pkgs: []string{"events/jsoncodec"},
 		only: []string{"events/jsoncodec"},

@@ -81,6 +81,7 @@ func (q *API) Routes() []httpapi.Route {
 	routes = append(routes, q.commerceRoutes()...)
 	routes = append(routes, q.auditRoutes()...)
 	routes = append(routes, q.outboxRoutes()...)
+	routes = append(routes, eventTypeRoutes()...)
 	return append(routes, q.deliveryRoutes()...)
 }
 

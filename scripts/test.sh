@@ -8,7 +8,9 @@
 #   ./scripts/test.sh -run TestStore ./projections/postgres
 #
 # After the tests, every fuzz target of the tested packages runs for
-# PLATFORM_TEST_FUZZTIME (default 3s each; 0 skips fuzzing).
+# PLATFORM_TEST_FUZZTIME (default 3s each; 0 skips fuzzing) with
+# scripts/fuzz.sh, in the background beside the SDK, browser and lint
+# stages (PLATFORM_TEST_FUZZ_BESIDE=0 runs it alone, right after go test).
 # PLATFORM_TEST_PACKAGES sets how many test binaries run at once (default 3).
 #
 # Arguments go to `go test` as given. Arguments that look like package
@@ -110,6 +112,14 @@ patterns_given=${#patterns[@]}
 run_go=${PLATFORM_TEST_GO:-1}
 if [ "${#patterns[@]}" -eq 0 ]; then
 	patterns=(./...)
+	# go test starts its test binaries in the order of its package list
+	# (PLATFORM_TEST_PACKAGES at a time), so the slowest packages (35-90 s
+	# each on a quiet machine, the rest mostly under 20 s) come first: none
+	# of them is then the last to start and the run's tail. ./... adds the
+	# others once.
+	for d in ./e2e/process ./portal ./e2e/badinput ./commands ./e2e/storage ./e2e/webhooks ./projections/postgres ./e2e/auth; do
+		if [ -d "$d" ]; then test_args+=("$d"); fi
+	done
 	test_args+=(./...)
 fi
 
@@ -146,9 +156,31 @@ kafka_dir=""
 kafka_pid=""
 tmp_bin_dir=""
 traffic_dir=""
+fuzz_pid=""
+fuzz_log=""
+fuzz_t0=0
+checks_dir=""
+vet_pid=""
+static_pid=""
 cleanup() {
 	local rc=$?
 	trap - EXIT
+	local p
+	for p in $vet_pid $static_pid; do
+		kill -TERM "$p" 2>/dev/null || true
+	done
+	if [ -n "$checks_dir" ]; then
+		rm -rf "$checks_dir"
+	fi
+	if [ -n "$fuzz_pid" ]; then
+		kill -TERM -- "-$fuzz_pid" 2>/dev/null || kill -TERM "$fuzz_pid" 2>/dev/null || true
+		wait "$fuzz_pid" 2>/dev/null || true
+		say "fuzzing stopped unfinished; its output so far:"
+		cat "$fuzz_log" 2>/dev/null || true
+	fi
+	if [ -n "$fuzz_log" ]; then
+		rm -f "$fuzz_log"
+	fi
 	stage_report
 	# The broker's data is thrown away: no need for a graceful shutdown.
 	if [ -n "$kafka_pid" ]; then
@@ -451,7 +483,6 @@ go_tool() {
 # with its reason in scripts/deadcode-allow.txt, and every listed one must
 # still be unreachable, so the list only shrinks by deleting code.
 static_checks() {
-	stage staticcheck
 	local sc dc
 	sc=$(go_tool staticcheck honnef.co/go/tools/cmd/staticcheck "$staticcheck_version")
 	say "staticcheck ${patterns[*]}"
@@ -462,7 +493,6 @@ static_checks() {
 	if [ "$patterns_given" -gt 0 ] && [ "${PLATFORM_TEST_STATIC:-}" != "1" ]; then
 		return 0
 	fi
-	stage deadcode
 	dc=$(go_tool deadcode golang.org/x/tools/cmd/deadcode "$deadcode_version")
 	say "deadcode ${deadcode_roots[*]}"
 	local found allowed extra stale
@@ -487,11 +517,24 @@ static_checks() {
 go_side() {
 	# ---- checks ----
 	say "$(go version)"
-	stage vet
-	say "go vet ${patterns[*]}"
-	go vet "${patterns[@]}"
+	# go vet, staticcheck and deadcode spend much of their time loading and
+	# type-checking packages, one process or package at a time, more than
+	# computing: they run at once, beside the gofmt and go mod tidy checks,
+	# each into its own log, printed when it has ended; any failure fails
+	# the script once all have ended.
+	stage checks
+	checks_dir=$(mktemp -d "${TMPDIR:-/tmp}/platform-checks.XXXXXX")
+	say "go vet ${patterns[*]}, staticcheck and deadcode at once (their output follows the gofmt and tidy checks)"
+	go vet "${patterns[@]}" >"$checks_dir/vet" 2>&1 &
+	vet_pid=$!
+	if [ "${PLATFORM_TEST_STATIC:-1}" != "0" ]; then
+		(static_checks) >"$checks_dir/static" 2>&1 &
+		static_pid=$!
+	else
+		say "staticcheck and the dead-code check skipped (PLATFORM_TEST_STATIC=0)"
+	fi
+	local checks_failed=()
 
-	stage gofmt
 	say "gofmt check"
 	# Every .go file of the packages, test files and build-tag-excluded ones too.
 	mapfile -t gofiles < <(go list -f '{{$d := .Dir}}{{range .GoFiles}}{{$d}}/{{.}}
@@ -507,30 +550,41 @@ go_side() {
 	if [ -n "$unformatted" ]; then
 		say "these files need gofmt -w:" >&2
 		printf '  %s\n' $unformatted >&2
-		exit 1
+		checks_failed+=(gofmt)
 	fi
 
-	if [ "${PLATFORM_TEST_STATIC:-1}" != "0" ]; then
-		static_checks
-	else
-		say "staticcheck and the dead-code check skipped (PLATFORM_TEST_STATIC=0)"
-	fi
-
-	stage tidy
 	say "go mod tidy check"
 	# go.mod and go.sum must be exactly what `go mod tidy` writes: direct
 	# dependencies not marked indirect, nothing missing, nothing stale.
 	if ! tidy_diff=$(go mod tidy -diff 2>&1); then
 		say "go.mod/go.sum are not tidy; run go mod tidy:" >&2
 		printf '%s\n' "$tidy_diff" >&2
-		exit 1
+		checks_failed+=(tidy)
+	fi
+
+	if ! wait "$vet_pid"; then
+		checks_failed+=("go vet")
+	fi
+	vet_pid=""
+	cat "$checks_dir/vet"
+	if [ -n "$static_pid" ]; then
+		if ! wait "$static_pid"; then
+			checks_failed+=("staticcheck/deadcode")
+		fi
+		static_pid=""
+		cat "$checks_dir/static"
+	fi
+	if [ "${#checks_failed[@]}" -gt 0 ]; then
+		die "checks failed: ${checks_failed[*]} (see above)"
 	fi
 
 	stage "go test"
 	# The end-to-end packages spend much of their time waiting on sockets,
 	# timers and Postgres, so running three test binaries at once keeps two
 	# cores busier than go's default of one per core.
-	test_args=(-p "${PLATFORM_TEST_PACKAGES:-3}" "${test_args[@]}")
+	# go vet of the same packages, with every analyzer, ran above: go test's
+	# own vet pass (a subset of them) would only spend CPU again.
+	test_args=(-vet=off -p "${PLATFORM_TEST_PACKAGES:-3}" "${test_args[@]}")
 	say "go test -race -count=1 -timeout 15m ${test_args[*]}"
 	# Every response the tests' validating transport sees is logged for the
 	# OpenAPI lint's independent validator (scripts/lint-openapi.sh).
@@ -540,70 +594,57 @@ go_side() {
 	else
 		go test -race -count=1 -timeout 15m "${test_args[@]}"
 	fi
+}
 
-	# ---- fuzzing ----
-	# Every fuzz target of the tested packages runs for a short, bounded time
-	# (PLATFORM_TEST_FUZZTIME per target, a Go duration such as 5s or 1m, or a
-	# count such as 1000x; 0 skips the step). go test takes one -fuzz target per
-	# invocation. A failure fails the script; go writes the failing input under
-	# the package's testdata/fuzz/<target>/, where plain go test replays it.
-	stage fuzz
-	fuzztime=${PLATFORM_TEST_FUZZTIME:-3s}
-	# go's default spends up to 60 s minimizing each new interesting input,
-	# so a short run mostly minimized (84k executions in 60 s against 1.15M
-	# with 1s) and its stalled workers were what the retry below kept
-	# catching; a failing input is still written, only less small.
-	# PLATFORM_TEST_FUZZMINIMIZE overrides it.
-	fuzzminimize=${PLATFORM_TEST_FUZZMINIMIZE:-1s}
-	fuzzpkgs=()
+# ---- fuzzing ----
+# Every fuzz target of the tested packages runs for a short, bounded time
+# (scripts/fuzz.sh: PLATFORM_TEST_FUZZTIME per target, default 3s, 0 skips
+# the step). It runs in the background beside the stages after go test
+# (the SDKs, the browser, the lints), which mostly wait on other
+# toolchains, processes and the disk: a fixed time per target costs the
+# run no wall time of its own then. PLATFORM_TEST_FUZZ_BESIDE=0 runs it in
+# the foreground instead, right after go test. Its output is printed when
+# it is waited for, at the end; a failure fails the script there.
+fuzz_start() {
+	local fuzztime=${PLATFORM_TEST_FUZZTIME:-3s}
 	if [ "$fuzztime" = "0" ] || [ "$fuzztime" = "0s" ]; then
 		say "fuzzing skipped (PLATFORM_TEST_FUZZTIME=$fuzztime)"
-	else
-		mapfile -t fuzzpkgs < <(go list -f '{{.ImportPath}} {{.Dir}}{{range .TestGoFiles}} {{.}}{{end}}{{range .XTestGoFiles}} {{.}}{{end}}' "${patterns[@]}")
+		return 0
 	fi
-	fuzz_failed=()
-	fuzz_count=0
-	for line in "${fuzzpkgs[@]}"; do
-		read -r pkg dir files <<<"$line"
-		[ -n "${files:-}" ] || continue
-		mapfile -t targets < <(cd "$dir" && sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' $files | sort -u)
-		for target in "${targets[@]}"; do
-			[ -n "$target" ] || continue
-			fuzz_count=$((fuzz_count + 1))
-			say "fuzz $pkg $target for $fuzztime"
-			# On a loaded machine the fuzzing engine sometimes gives up on a
-			# stalled worker at the deadline ("context deadline exceeded")
-			# without having found or written any failing input: that is the
-			# toolchain timing out, not a finding, so it is run again (twice
-			# at most). A real finding writes testdata/fuzz/<target>/ and fails.
-			attempt=1
-			while :; do
-				before=$(ls "$dir/testdata/fuzz/$target" 2>/dev/null | wc -l || true)
-				out=$(go test -run '^$' -fuzz "^${target}\$" -fuzztime "$fuzztime" -fuzzminimizetime "$fuzzminimize" "$pkg" 2>&1) && { printf '%s\n' "$out"; break; }
-				printf '%s\n' "$out"
-				after=$(ls "$dir/testdata/fuzz/$target" 2>/dev/null | wc -l || true)
-				if [ "$attempt" -lt 3 ] && [ "$before" = "$after" ] && grep -q 'context deadline exceeded' <<<"$out" && ! grep -q 'Failing input written' <<<"$out"; then
-					say "fuzz $pkg $target: the engine timed out a stalled worker with no failing input; running it again"
-					attempt=$((attempt + 1))
-					continue
-				fi
-				fuzz_failed+=("$pkg $target")
-				break
-			done
-		done
-	done
-	if [ "${#fuzz_failed[@]}" -gt 0 ]; then
-		say "fuzzing failed (the failing input is under the package's testdata/fuzz/):" >&2
-		printf '  %s\n' "${fuzz_failed[@]}" >&2
-		exit 1
+	if [ "${PLATFORM_TEST_FUZZ_BESIDE:-1}" = "0" ]; then
+		stage fuzz
+		say "fuzz ${patterns[*]}: scripts/fuzz.sh"
+		bash scripts/fuzz.sh "${patterns[@]}"
+		return 0
 	fi
-	if [ "$fuzz_count" -gt 0 ]; then
-		say "fuzzing: $fuzz_count targets passed ($fuzztime each)"
+	fuzz_log=$(mktemp "${TMPDIR:-/tmp}/platform-fuzz-log.XXXXXX")
+	say "fuzz ${patterns[*]}: scripts/fuzz.sh in the background, beside the stages below (output at the end)"
+	# Its own session, so the cleanup can stop it and the fuzzing workers;
+	# niced, so the stages beside it keep their pace and it takes the
+	# CPU they leave (its time per target is fixed either way).
+	setsid -w nice -n 10 bash scripts/fuzz.sh "${patterns[@]}" >"$fuzz_log" 2>&1 &
+	fuzz_pid=$!
+	fuzz_t0=$SECONDS
+}
+fuzz_wait() {
+	[ -n "$fuzz_pid" ] || return 0
+	stage "fuzz wait"
+	local rc=0
+	wait "$fuzz_pid" || rc=$?
+	fuzz_pid=""
+	cat "$fuzz_log"
+	# Its own time, beside the stages since go test (not part of the sum).
+	stage_names+=("fuzz beside")
+	stage_secs+=($((SECONDS - fuzz_t0)))
+	say "fuzzing took $((SECONDS - fuzz_t0))s, beside the stages after go test"
+	if [ "$rc" -ne 0 ]; then
+		die "fuzzing failed (see above)"
 	fi
 }
 
 if [ "$run_go" != "0" ]; then
 	go_side
+	fuzz_start
 fi
 
 # ---- SDKs and the OpenAPI lint ----
@@ -709,4 +750,5 @@ if [ "$deploy_lint" != "0" ]; then
 	say "operator's kit: scripts/lint-deploy.sh"
 	bash scripts/lint-deploy.sh
 fi
+fuzz_wait
 say "all passed"

@@ -46,6 +46,7 @@ const (
 	authNone                     // the body carries its own proof (plugin)
 	authOAuth                    // RFC 6749 client authentication, form body
 	authBearer                   // OAuth bearer token plus X-App-Key
+	authPublic                   // no credentials (the event catalog, like /openapi.yaml)
 )
 
 // fieldKind is a body field's JSON type.
@@ -277,6 +278,16 @@ func badRoutes(fx fixture) []badRoute {
 			base: outcome{404, "DELIVERY_NOT_FOUND"}, notFound: outcome{404, "DELIVERY_NOT_FOUND"}},
 		{method: "GET", pattern: "/open/v1/webhooks/events", auth: authM, params: none,
 			query: []qparam{{"after", qCursor}, {"limit", qLimit}}, base: ok200},
+
+		// ---- the webhook event catalog (public) ----
+		{method: "GET", pattern: "/open/v1/event-types", auth: authPublic, params: none, base: ok200},
+		{method: "GET", pattern: "/open/v1/event-types/:type", auth: authPublic, params: map[string]string{"type": "health.report.created"},
+			base: ok200, notFound: outcome{404, "EVENT_TYPE_NOT_FOUND"},
+			extra: []badCase{
+				{name: "type never sent", path: "/open/v1/event-types/health.report.deleted", want: outcome{404, "EVENT_TYPE_NOT_FOUND"}},
+				{name: "type in another case", path: "/open/v1/event-types/Health.Report.Created", want: outcome{404, "EVENT_TYPE_NOT_FOUND"}},
+				{name: "a wildcard is not a type", path: "/open/v1/event-types/health.report.*", want: outcome{404, "EVENT_TYPE_NOT_FOUND"}},
+			}},
 
 		// ---- webhook endpoints (scheme M) ----
 		{method: "GET", pattern: "/open/v1/webhooks/endpoints", auth: authM, params: none, base: ok200},

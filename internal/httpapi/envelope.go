@@ -116,6 +116,7 @@ var codes = []struct {
 	{domain.ErrOperatorNotFound, http.StatusNotFound, "OPERATOR_NOT_FOUND", "operator not found"},
 	{domain.ErrNoPendingWebhookSecret, http.StatusConflict, "NO_PENDING_WEBHOOK_SECRET", "no pending webhook secret to activate; rotate first"},
 	{domain.ErrDeliveryNotFound, http.StatusNotFound, "DELIVERY_NOT_FOUND", "delivery not found"},
+	{domain.ErrEventTypeNotFound, http.StatusNotFound, "EVENT_TYPE_NOT_FOUND", "event type not found (GET /open/v1/event-types lists them)"},
 	{domain.ErrEndpointNotFound, http.StatusNotFound, "WEBHOOK_ENDPOINT_NOT_FOUND", "webhook endpoint not found"},
 	{domain.ErrTooManyEndpoints, http.StatusConflict, "TOO_MANY_WEBHOOK_ENDPOINTS", "the app already has the maximum number of webhook endpoints (10)"},
 	{domain.ErrEndpointDisabled, http.StatusConflict, "WEBHOOK_ENDPOINT_DISABLED", "the webhook endpoint is disabled; enable it first"},

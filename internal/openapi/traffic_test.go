@@ -290,6 +290,10 @@ func TestHandlersAnswerAsDocumented(t *testing.T) {
 		t.Fatalf("openapi.yaml: %d", r.status)
 	}
 	c.expect(c.send("GET", "/open/v1/nothing", nil, nil), 404, "NOT_FOUND")
+	c.expect(c.send("GET", "/open/v1/event-types", nil, nil), 200, 0)
+	c.expect(c.send("GET", "/open/v1/event-types/health.report.created", nil, nil), 200, 0)
+	c.expect(c.send("GET", "/open/v1/event-types/health.report.deleted", nil, nil), 404, "EVENT_TYPE_NOT_FOUND")
+	c.expect(c.send("GET", "/open/v1/event-types/%FF", nil, nil), 422, "VALIDATION_ERROR")
 	c.expect(c.send("PUT", "/open/v1/channel/users", nil, nil), 405, "METHOD_NOT_ALLOWED")
 
 	// Admin.

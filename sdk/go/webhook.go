@@ -122,6 +122,28 @@ type Event struct {
 // know; a receiver should still answer 2xx so the platform stops retrying.
 var ErrUnknownEvent = errors.New("partneropen: unknown webhook event")
 
+// EventType is one webhook event type of the platform's event catalog
+// (GET /open/v1/event-types); EventTypes lists them all.
+type EventType struct {
+	// Name is the event type, as X-Webhook-Event and the body's event carry it.
+	Name string
+	// Version is the version of the body the platform sends.
+	Version int
+	// Title is a short title.
+	Title string
+}
+
+// IsEventType reports whether name is a catalogued event type, one
+// ParseEvent returns typed.
+func IsEventType(name string) bool {
+	for _, t := range EventTypes {
+		if t.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
 // ParseEvent decodes a (verified) webhook body into its typed event.
 func ParseEvent(body []byte) (*Event, error) {
 	var head struct {
@@ -132,6 +154,9 @@ func ParseEvent(body []byte) (*Event, error) {
 		return nil, fmt.Errorf("partneropen: webhook body: %w", err)
 	}
 	ev := &Event{Type: head.Event, DeliveryID: head.DeliveryID, Raw: append(json.RawMessage(nil), body...)}
+	if !IsEventType(head.Event) {
+		return ev, fmt.Errorf("%w: %q", ErrUnknownEvent, head.Event)
+	}
 	var err error
 	switch head.Event {
 	case "health.report.created", "health.report.updated":

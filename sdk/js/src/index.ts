@@ -13,7 +13,9 @@ export {
   DEFAULT_TOLERANCE_SECONDS,
 } from "./signing.js";
 export type { BodyInput, SchemeHInput, VerifyWebhookInput, WebhookVerificationReason } from "./signing.js";
-export { parseWebhookEvent, constructWebhookEvent, isWebhookEventName, WebhookPayloadError } from "./webhooks.js";
+export { parseWebhookEvent, constructWebhookEvent, isWebhookEventName, isCataloguedEventType, WebhookPayloadError } from "./webhooks.js";
+export { eventTypes } from "./eventTypes.js";
+export type { EventTypeName } from "./eventTypes.js";
 export type { WebhookEvent, WebhookEventName, HeaderSource, ConstructWebhookEventInput, VerifiedWebhook } from "./webhooks.js";
 export {
   PluginHost,

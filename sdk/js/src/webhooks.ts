@@ -1,6 +1,7 @@
 import type { WebhookEventMap } from "./models.js";
 import { webhookEvents, webhookRequired } from "./operations.js";
 import { verifyWebhook } from "./signing.js";
+import { eventTypes, type EventTypeName } from "./eventTypes.js";
 
 /** Every webhook event name the platform sends. */
 export type WebhookEventName = keyof WebhookEventMap;
@@ -17,10 +18,16 @@ export class WebhookPayloadError extends Error {
 }
 
 const known: ReadonlySet<string> = new Set(webhookEvents);
+const catalogued: ReadonlySet<string> = new Set(eventTypes.map((t) => t.name));
 
 /** Whether name is an event this SDK version knows; receivers may acknowledge unknown ones and ignore them. */
 export function isWebhookEventName(name: unknown): name is WebhookEventName {
   return typeof name === "string" && known.has(name);
+}
+
+/** Whether name is a type of the platform's event catalog (GET /open/v1/event-types) as this SDK version knows it. */
+export function isCataloguedEventType(name: unknown): name is EventTypeName {
+  return typeof name === "string" && catalogued.has(name);
 }
 
 /**
@@ -40,7 +47,7 @@ export function parseWebhookEvent(body: Uint8Array | string): WebhookEvent {
   }
   if (typeof v !== "object" || v === null || Array.isArray(v)) throw new WebhookPayloadError("webhook body is not a JSON object");
   const o = v as Record<string, unknown>;
-  if (!isWebhookEventName(o.event)) throw new WebhookPayloadError(`unknown webhook event ${JSON.stringify(o.event)}`);
+  if (!isCataloguedEventType(o.event) || !isWebhookEventName(o.event)) throw new WebhookPayloadError(`unknown webhook event ${JSON.stringify(o.event)}`);
   const missing = (webhookRequired[o.event] ?? []).filter((f) => !(f in o));
   if (missing.length > 0) throw new WebhookPayloadError(`${o.event} body lacks ${missing.join(", ")}`);
   return o as unknown as WebhookEvent;

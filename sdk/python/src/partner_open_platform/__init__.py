@@ -17,12 +17,15 @@ from .signing import (
     verify_webhook,
     webhook_signature,
 )
-from .webhooks import UnknownEvent, WebhookEvent, construct_event, parse_event
+from .event_types import EVENT_CATALOG, EventType
+from .webhooks import UnknownEvent, WebhookEvent, construct_event, is_catalogued_event_type, parse_event
 
 __version__ = "0.1.0"
 
 __all__ = [
     "DEFAULT_ENDPOINT_ID",
+    "EVENT_CATALOG",
+    "EventType",
     "PartnerClient",
     "PartnerApiError",
     "PluginHost",
@@ -38,6 +41,7 @@ __all__ = [
     "construct_event",
     "decrypt_profile",
     "encrypt_profile",
+    "is_catalogued_event_type",
     "models",
     "parse_event",
     "sign_h",

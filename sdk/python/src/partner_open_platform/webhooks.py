@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, Mapping, Optional, Union
 
 from . import models as m
+from .event_types import EVENT_CATALOG
 from .signing import WEBHOOK_TOLERANCE, Bytes, WebhookVerificationError, verify_webhook
 
 WebhookEvent = Union[
@@ -34,6 +35,14 @@ class UnknownEvent:
     raw: Dict[str, Any]
 
 
+_CATALOGUED = frozenset(t.name for t in EVENT_CATALOG)
+
+
+def is_catalogued_event_type(name: str) -> bool:
+    """Whether name is a type of the platform's event catalog (GET /open/v1/event-types) as this SDK knows it."""
+    return name in _CATALOGUED
+
+
 def parse_event(body: Union[Bytes, str, Mapping[str, Any]]) -> WebhookEvent:
     """Parse a webhook body (raw bytes, text or an already decoded object) into its typed event.
 
@@ -49,7 +58,7 @@ def parse_event(body: Union[Bytes, str, Mapping[str, Any]]) -> WebhookEvent:
     if not isinstance(obj, dict):
         raise ValueError("webhook body is not a JSON object")
     event = str(obj.get("event", ""))
-    cls = m.EVENT_TYPES.get(event)
+    cls = m.EVENT_TYPES.get(event) if is_catalogued_event_type(event) else None
     if cls is None:
         did = obj.get("delivery_id")
         return UnknownEvent(event=event, delivery_id=None if did is None else str(did), raw=obj)

@@ -119,7 +119,8 @@ public final class WebhookEvent {
     }
     String type = JsonValues.asString(m.get("event"), "event");
     String id = JsonValues.asString(m.get("delivery_id"), "delivery_id");
-    JsonValues.Converter<? extends JsonModel> c = type == null ? null : BODIES.get(type);
+    // Typed only when the platform's event catalog (EventTypes) lists the type.
+    JsonValues.Converter<? extends JsonModel> c = type == null || !EventTypes.isCatalogued(type) ? null : BODIES.get(type);
     JsonModel body = c == null ? null : c.convert(m);
     JsonModel data = null;
     JsonValues.Converter<? extends JsonModel> dc = type == null ? null : CHANNEL_DATA.get(type);

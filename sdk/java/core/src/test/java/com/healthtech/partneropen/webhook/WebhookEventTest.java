@@ -20,6 +20,24 @@ import java.util.TreeMap;
 import org.junit.jupiter.api.Test;
 
 class WebhookEventTest {
+  /** The platform's example of every catalogued type (made by its dispatcher's renderer) parses typed. */
+  @Test
+  void everyCataloguedEventParsesTyped() throws Exception {
+    assertTrue(EventTypes.ALL.size() >= 11);
+    for (EventTypes.EventType t : EventTypes.ALL) {
+      byte[] body = java.nio.file.Files.readAllBytes(TestFiles.repoRoot()
+          .resolve("internal/eventtypes/examples/" + t.getName() + ".v" + t.getVersion() + ".json"));
+      WebhookEvent ev = WebhookEvent.parse(body);
+      assertEquals(t.getName(), ev.getType());
+      assertTrue(ev.isKnown(), t.getName());
+      assertNotNull(ev.getDeliveryId());
+    }
+    assertEquals(new java.util.TreeSet<>(WebhookEvent.bodyClasses().keySet()),
+        EventTypes.ALL.stream().map(EventTypes.EventType::getName).collect(java.util.stream.Collectors.toCollection(java.util.TreeSet::new)));
+    assertFalse(EventTypes.isCatalogued("health.report.deleted"));
+    assertFalse(WebhookEvent.parse("{\"event\":\"health.report.deleted\",\"delivery_id\":\"d\"}".getBytes(StandardCharsets.UTF_8)).isKnown());
+  }
+
   /** Every event of x-webhooks maps to the body and data schemas the OpenAPI file names for it. */
   @Test
   @SuppressWarnings("unchecked")
