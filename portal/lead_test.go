@@ -47,8 +47,8 @@ func TestAppPageLeadsToWebhooks(t *testing.T) {
 			}
 		}
 		rcv.await(t, 2)
-		ds := endpointDeliveries(t, p, creds.AppID, epID)
 		awaitDelivered(t, p, creds.AppID, epID, 2)
+		ds := endpointDeliveries(t, p, creds.AppID, epID)
 		log := b.Get(logPath)
 		ids := regexp.MustCompile(`id="delivery-([^"]+)"`).FindAllStringSubmatch(log.Body, -1)
 		if log.Status != http.StatusOK || len(ids) != 2 || len(ds) != 2 {
