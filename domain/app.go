@@ -36,8 +36,11 @@ type App struct {
 	SandboxAppID    int64
 	ProductionAppID int64
 	Review          string // "", approved, rejected
-	// ReviewNotes are the operator's words with the last decision.
+	// ReviewNotes are the operator's words with the last decision;
+	// ReviewedBy and ReviewedAt say which operator decided it, and when.
 	ReviewNotes string
+	ReviewedBy  string
+	ReviewedAt  time.Time
 	// DeveloperID is the portal developer who owns the app (0: created by an
 	// operator); the portal shows an app to its developer only.
 	DeveloperID int64

@@ -31,10 +31,12 @@ func registerApps(s *Server) {
 	s.Developer("GET /portal/apps/new", s.appNew)
 	s.Developer("POST /portal/apps", s.appCreate)
 	s.Developer("GET /portal/apps/{appId}", s.appPage)
-	s.Developer("POST /portal/apps/{appId}/secret", s.appRotateSecret)
+	s.Developer("POST /portal/apps/{appId}/secret", s.confirmFirst(s.askApp("Rotate the app secret",
+		"The current app secret stops working at once: every client signing with it is refused until it has the new one.", "Rotate app secret"), s.appRotateSecret))
 	s.Developer("POST /portal/apps/{appId}/authentication", s.appAuthentication)
 	s.Developer("POST /portal/apps/{appId}/review", s.appRequestReview)
-	s.Developer("POST /portal/apps/{appId}/production", s.appRevealProduction)
+	s.Developer("POST /portal/apps/{appId}/production", s.confirmFirst(s.askApp("Reveal the production credentials",
+		"They are shown once, and revealing them retires this sandbox app: its credentials stop working.", "Reveal production credentials"), s.appRevealProduction))
 	s.Operator("GET /portal/ops/apps", s.opsApps)
 	s.Operator("POST /portal/ops/apps/{appId}/review", s.opsReviewApp)
 }
@@ -196,7 +198,12 @@ func (s *Server) appPage(w http.ResponseWriter, r *http.Request) {
 		s.NotFound(w, r)
 		return
 	}
-	s.Render(w, r, http.StatusOK, "apps_page.html", map[string]any{"App": s.viewOf(app), "ReviewDays": ReviewDays, "AwaitsReveal": s.awaitsReveal(app)})
+	var endpoints []endpointView
+	for _, e := range app.WebhookEndpoints() {
+		endpoints = append(endpoints, viewEndpoint(e))
+	}
+	s.Render(w, r, http.StatusOK, "apps_page.html", map[string]any{"App": s.viewOf(app), "ReviewDays": ReviewDays, "AwaitsReveal": s.awaitsReveal(app),
+		"Endpoints": endpoints, "Catalog": s.catalogPage()})
 }
 
 func (s *Server) appRotateSecret(w http.ResponseWriter, r *http.Request) {
@@ -325,7 +332,7 @@ func mayChange(r *http.Request, method, adminPath string) error {
 }
 
 func (s *Server) opsApps(w http.ResponseWriter, r *http.Request) {
-	s.Render(w, r, http.StatusOK, "ops_apps.html", map[string]any{"Requests": s.AppDirectory.ReviewRequests()})
+	s.Render(w, r, http.StatusOK, "ops_apps.html", map[string]any{"Requests": s.AppDirectory.ReviewRequests(), "Decided": decidedApps(s.AppDirectory.List())})
 }
 
 func (s *Server) opsReviewApp(w http.ResponseWriter, r *http.Request) {
@@ -347,12 +354,22 @@ func (s *Server) opsReviewApp(w http.ResponseWriter, r *http.Request) {
 		s.Fail(w, r, err)
 		return
 	}
-	creds, err := s.Apps.Review(r.Context(), id, approve, strings.TrimSpace(r.PostForm.Get("reason")), Meta(w, r))
+	notes := strings.TrimSpace(r.PostForm.Get("reason"))
+	meta := Meta(w, r)
+	creds, err := s.Apps.Review(r.Context(), id, approve, notes, meta)
 	if err != nil {
 		s.Fail(w, r, err)
 		return
 	}
 	s.waitApps(r.Context(), creds.Position)
+	if app, ok := s.AppDirectory.ByID(id); ok && app.DeveloperID != 0 {
+		next := "Request the review again from the application's page once the reason is addressed."
+		if approve {
+			next = "Reveal the production credentials on the sandbox application's page (they are shown once)."
+		}
+		subject, body := decisionMail("application "+strconv.FormatInt(id, 10)+" ("+app.Name+")", approve, notes, next)
+		s.mailDecision(r.Context(), app.DeveloperID, subject, body, meta.RequestID)
+	}
 	msg := "Application " + strconv.FormatInt(id, 10) + " rejected; the developer sees the reason."
 	if approve {
 		// The operator never sees the production secrets here: the

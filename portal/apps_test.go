@@ -215,7 +215,7 @@ func TestAppLifecycleInThePortal(t *testing.T) {
 		}
 
 		// Rotation: the new secret once, the old one refused.
-		rotated := b.Post(fmt.Sprintf("/portal/apps/%d/secret", sb.AppID), nil)
+		rotated := b.Post(fmt.Sprintf("/portal/apps/%d/secret", sb.AppID), confirmed)
 		next := shown(t, rotated)
 		if rotated.Status != http.StatusOK || next.AppSecret == "" || next.AppSecret == sb.AppSecret || next.WebhookSecret != "" {
 			t.Fatalf("rotation: %d %+v", rotated.Status, next)
@@ -266,12 +266,12 @@ func TestAppLifecycleInThePortal(t *testing.T) {
 		if m := regexp.MustCompile(`Production app: <a href="/portal/apps/(\d+)">`).FindStringSubmatch(page.Body); m != nil {
 			prodID, _ = strconv.ParseInt(m[1], 10, 64)
 		}
-		if got := b.Post(fmt.Sprintf("/portal/apps/%d/secret", prodID), nil); prodID == sb.AppID || got.Status != http.StatusConflict || shown(t, got).AppSecret != "" {
+		if got := b.Post(fmt.Sprintf("/portal/apps/%d/secret", prodID), confirmed); prodID == sb.AppID || got.Status != http.StatusConflict || shown(t, got).AppSecret != "" {
 			t.Fatalf("rotating the production app %d before the reveal: %d", prodID, got.Status)
 		}
 
 		// Production credentials, once; the sandbox set retired.
-		revealed := b.Post(fmt.Sprintf("/portal/apps/%d/production", sb.AppID), nil)
+		revealed := b.Post(fmt.Sprintf("/portal/apps/%d/production", sb.AppID), confirmed)
 		prod := shown(t, revealed)
 		if revealed.Status != http.StatusOK || revealed.Header.Get("Cache-Control") != "no-store" || prod.AppID == sb.AppID ||
 			prod.AppSecret == "" || prod.WebhookSecret == "" || !strings.HasPrefix(prod.PluginAppID, "plg") {
@@ -283,7 +283,7 @@ func TestAppLifecycleInThePortal(t *testing.T) {
 		if got := call(t, p, sb, webhooksRoute); got != http.StatusUnauthorized {
 			t.Fatalf("retired sandbox call: %d", got)
 		}
-		again := b.Post(fmt.Sprintf("/portal/apps/%d/production", sb.AppID), nil)
+		again := b.Post(fmt.Sprintf("/portal/apps/%d/production", sb.AppID), confirmed)
 		if again.Status != http.StatusConflict || shown(t, again).AppSecret != "" || strings.Contains(again.Body, prod.AppSecret) {
 			t.Fatalf("second reveal: %d %s", again.Status, again.Text())
 		}
@@ -297,7 +297,7 @@ func TestAppLifecycleInThePortal(t *testing.T) {
 			t.Fatalf("production app page: %s", got.Text())
 		}
 		// A lost production secret is rotated, not revealed again.
-		rot := shown(t, b.Post(fmt.Sprintf("/portal/apps/%d/secret", prod.AppID), nil))
+		rot := shown(t, b.Post(fmt.Sprintf("/portal/apps/%d/secret", prod.AppID), confirmed))
 		if rot.AppSecret == "" || rot.AppSecret == prod.AppSecret {
 			t.Fatalf("production rotation after the reveal: %+v", rot)
 		}
@@ -442,7 +442,7 @@ func TestProductionRevealedOnceAcrossBrowsers(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			pages[i] = b.Post(path+"/production", nil)
+			pages[i] = b.Post(path+"/production", confirmed)
 		}()
 	}
 	wg.Wait()

@@ -31,10 +31,12 @@ func init() {
 		s.Developer("POST /portal/apps/{appId}/endpoints/{endpointId}", s.updateEndpoint)
 		s.Developer("POST /portal/apps/{appId}/endpoints/{endpointId}/disable", s.endpointAction(disableEndpoint))
 		s.Developer("POST /portal/apps/{appId}/endpoints/{endpointId}/enable", s.endpointAction(enableEndpoint))
-		s.Developer("POST /portal/apps/{appId}/endpoints/{endpointId}/delete", s.endpointAction(deleteEndpoint))
+		s.Developer("POST /portal/apps/{appId}/endpoints/{endpointId}/delete", s.confirmFirst(s.askEndpoint("Delete",
+			"It gets no more deliveries, and this cannot be undone"), s.endpointAction(deleteEndpoint)))
 		s.Developer("POST /portal/apps/{appId}/endpoints/{endpointId}/activate", s.endpointAction(activateEndpointSecret))
 		s.Developer("POST /portal/apps/{appId}/endpoints/{endpointId}/test", s.endpointAction(sendTestEvent))
-		s.Developer("POST /portal/apps/{appId}/endpoints/{endpointId}/rotate", s.rotateEndpointSecret)
+		s.Developer("POST /portal/apps/{appId}/endpoints/{endpointId}/rotate", s.confirmFirst(s.askEndpoint("Rotate the secret of",
+			"A new secret is issued and shown once; the current one keeps signing until you activate the new one"), s.rotateEndpointSecret))
 		s.Developer("GET /portal/apps/{appId}/endpoints/{endpointId}/deliveries", s.deliveriesPage)
 		s.Developer("POST /portal/apps/{appId}/endpoints/{endpointId}/deliveries/{deliveryId}/resend", s.resendDelivery)
 	})
@@ -299,6 +301,8 @@ type deliveriesData struct {
 	Rows     []deliveryRow
 	Next     string // query of the next page, "" on the last
 	Errors   map[string][]string
+	Zone     string         // the zone times show in and the filter reads
+	Health   endpointHealth // the last 24 hours, drawn
 }
 
 // logPageSize is how many deliveries one page of the log shows.
@@ -309,9 +313,9 @@ var deliveryStatuses = []string{domain.DeliveryPending, domain.DeliveryRetrying,
 	domain.DeliveryAbandoned, domain.DeliveryDeadLetter, domain.DeliverySkipped}
 
 // logFilter reads the log's filters: status, exact event type, and a time
-// range of creation in UTC (from inclusive, to exclusive), plus the page
+// range of creation in the portal's zone (from inclusive, to exclusive), plus the page
 // cursor ("before": the log lists newest first, each page older than the last).
-func logFilter(q url.Values) (domain.DeliveryFilter, error) {
+func logFilter(q url.Values, loc *time.Location) (domain.DeliveryFilter, error) {
 	f := domain.DeliveryFilter{Status: q.Get("status"), EventType: strings.TrimSpace(q.Get("event")), Limit: logPageSize, Newest: true}
 	v := &domain.ValidationError{}
 	if f.Status != "" && !contains(deliveryStatuses, f.Status) {
@@ -328,9 +332,9 @@ func logFilter(q url.Values) (domain.DeliveryFilter, error) {
 		if raw == "" {
 			continue
 		}
-		at, err := parseUTC(raw)
+		at, err := parseIn(raw, loc)
 		if err != nil {
-			v.Add(t.field, "must be a time such as 2026-11-23T16:00 (UTC)")
+			v.Add(t.field, "must be a time such as 2026-11-23T16:00 ("+loc.String()+")")
 			continue
 		}
 		*t.to = at
@@ -345,9 +349,9 @@ func logFilter(q url.Values) (domain.DeliveryFilter, error) {
 	return f, v.Err()
 }
 
-func parseUTC(raw string) (time.Time, error) {
+func parseIn(raw string, loc *time.Location) (time.Time, error) {
 	for _, layout := range []string{"2006-01-02T15:04", "2006-01-02T15:04:05", time.RFC3339, "2006-01-02"} {
-		if t, err := time.ParseInLocation(layout, raw, time.UTC); err == nil {
+		if t, err := time.ParseInLocation(layout, raw, loc); err == nil {
 			return t, nil
 		}
 	}
@@ -370,14 +374,18 @@ func (s *Server) deliveriesPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := r.URL.Query()
-	data := deliveriesData{App: app, Endpoint: viewEndpoint(ep), Filter: q, Statuses: deliveryStatuses}
-	f, err := logFilter(q)
+	data := deliveriesData{App: app, Endpoint: viewEndpoint(ep), Filter: q, Statuses: deliveryStatuses, Zone: s.ZoneName()}
+	f, err := logFilter(q, s.zone())
 	if errs := FieldErrors(err); errs != nil {
 		data.Errors = errs
 		s.Render(w, r, http.StatusBadRequest, "endpoints_deliveries.html", data)
 		return
 	}
 	f.AppID, f.EndpointID = app.AppID, &ep.EndpointID
+	if data.Health, err = s.health(r.Context(), app.AppID, ep.EndpointID); err != nil {
+		s.Fail(w, r, err)
+		return
+	}
 	list, err := s.ReadModel.Deliveries(r.Context(), f)
 	if err != nil {
 		s.Fail(w, r, err)

@@ -242,7 +242,7 @@ func TestEndpointsDeliverWithTheirOwnSubscriptionsAndSecrets(t *testing.T) {
 		}
 
 		// Rotation overlap: the pending secret signs nothing until activated.
-		rot := b.Post(fmt.Sprintf("%s/%d/rotate", list, gID), nil)
+		rot := b.Post(fmt.Sprintf("%s/%d/rotate", list, gID), confirmed)
 		newSecret := secretPattern.FindString(rot.Body)
 		if rot.Status != http.StatusOK || newSecret == "" || newSecret == gSecret || !strings.Contains(rot.Text(), "pending") {
 			t.Fatalf("rotate: %d %s", rot.Status, rot.Text())
@@ -290,7 +290,8 @@ func TestEndpointsDeliverWithTheirOwnSubscriptionsAndSecrets(t *testing.T) {
 		if f := b.Get(logPath + "?event=webhook.test&status=delivered"); strings.Count(f.Body, `class="delivery"`) != 2 || strings.Contains(f.Text(), "user.family_group.created") {
 			t.Fatalf("filter by event and status: %s", f.Text())
 		}
-		future := time.Now().UTC().Add(time.Hour).Format("2006-01-02T15:04")
+		// The filter reads times in the portal's zone (the platform's, Asia/Shanghai by default).
+		future := time.Now().In(time.FixedZone("+08:00", 8*3600)).Add(time.Hour).Format("2006-01-02T15:04")
 		if f := b.Get(logPath + "?from=" + future); !strings.Contains(f.Text(), "No deliveries match") {
 			t.Fatalf("filter by time: %s", f.Text())
 		}
@@ -334,7 +335,7 @@ func TestEndpointsDeliverWithTheirOwnSubscriptionsAndSecrets(t *testing.T) {
 		if res := b.Post(fmt.Sprintf("%s/%d/test", list, mID), nil); res.Status != http.StatusConflict {
 			t.Fatalf("test event to a disabled endpoint: %d", res.Status)
 		}
-		if res := b.Post(fmt.Sprintf("%s/%d/delete", list, mID), nil); res.Status != http.StatusSeeOther {
+		if res := b.Post(fmt.Sprintf("%s/%d/delete", list, mID), confirmed); res.Status != http.StatusSeeOther {
 			t.Fatalf("delete: %d %s", res.Status, res.Text())
 		}
 		if page = b.Get(list); strings.Contains(page.Text(), members.srv.URL) {

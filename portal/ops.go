@@ -125,12 +125,15 @@ func (s *Server) opsReview(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	decision := r.PostFormValue("decision")
-	pos, err := s.Developers.Review(r.Context(), id, decision, r.PostFormValue("reason"), Meta(w, r))
+	meta := Meta(w, r)
+	pos, err := s.Developers.Review(r.Context(), id, decision, r.PostFormValue("reason"), meta)
 	if err != nil {
 		s.Fail(w, r, err)
 		return
 	}
 	s.waitDirectory(r.Context(), pos)
+	subject, body := decisionMail("developer account", decision == catalog.DeveloperApproved, strings.TrimSpace(r.PostFormValue("reason")), "")
+	s.mailDecision(r.Context(), id, subject, body, meta.RequestID)
 	s.Redirect(w, r, "/portal/ops/developers?status=all", Flash{Kind: "info", Message: "Developer " + strconv.FormatInt(id, 10) + ": " + decision + "."})
 }
 

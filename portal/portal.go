@@ -78,6 +78,11 @@ type Config struct {
 	// https://open.example.com); required. Links never come from a
 	// request's Host header.
 	BaseURL string
+	// Location is the zone every page shows times in, with its offset: the
+	// platform's (PLATFORM_TIMEZONE), the zone of the API's Y-m-d H:i:s
+	// times, so a time read in the portal and in the API is the same text.
+	// nil: UTC.
+	Location *time.Location
 }
 
 // Taker is a token-bucket store (internal/ratelimit, in process or in
@@ -318,7 +323,7 @@ type Page struct {
 }
 
 func (s *Server) parseTemplates() error {
-	base, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/partials.html")
+	base, err := template.New("layout.html").Funcs(funcs).Funcs(template.FuncMap{"when": s.when}).ParseFS(templateFS, "templates/layout.html", "templates/partials.html")
 	if err != nil {
 		return fmt.Errorf("portal: layout: %w", err)
 	}

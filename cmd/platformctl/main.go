@@ -81,6 +81,10 @@ Commands:
   erasures [--app ID] [--after SEQ] [--limit N]
                             erasures the app that held the person has not acknowledged yet
                             (the partner acknowledges the user.erased webhook)
+  providers list [--app APP_ID]
+                            service providers (contacts redacted)
+  providers review PROVIDER_ID --decision approve|reject [--notes TEXT]
+                            decide a pending provider's review (final: a second decision is 409)
   outbox [--status queued|retrying|sent|failed]
                             the developer portal's outgoing mail, newest first, with each body
                             (sign-up and password-reset links: admin role only)
@@ -185,6 +189,7 @@ var commands = map[string]func(c *cli, args []string) error{
 	"outbox":      (*cli).outbox,
 	"backup":      (*cli).backup,
 	"endpoints":   (*cli).endpoints,
+	"providers":   (*cli).providers,
 }
 
 func runContext(ctx context.Context, args []string, stdout, stderr io.Writer, env func(string) string) int {

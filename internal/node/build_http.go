@@ -18,6 +18,7 @@ import (
 	"github.com/healthtech/partner-open-platform/internal/metrics"
 	"github.com/healthtech/partner-open-platform/internal/openapi"
 	"github.com/healthtech/partner-open-platform/internal/ratelimit"
+	"github.com/healthtech/partner-open-platform/portal"
 	"github.com/healthtech/partner-open-platform/projections"
 	"github.com/healthtech/partner-open-platform/queryapi"
 )
@@ -116,6 +117,7 @@ func (n *Node) router(routes []commandapi.Route, now func() time.Time) http.Hand
 			rt.Handler(m, "/portal", wrap("/portal/", n.Portal))
 			rt.Handler(m, "/portal/*path", wrap("/portal/", n.Portal))
 		}
+		rt.Handler("GET", "/favicon.ico", wrap("/favicon.ico", portal.Favicon()))
 	}
 	rt.NotFound = wrap("unmatched", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { httpapi.Error(w, r, httpapi.ErrNotFound) }))
 	rt.MethodNotAllowed = wrap("unmatched", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { httpapi.Error(w, r, httpapi.ErrMethod) }))

@@ -46,6 +46,7 @@ func (n *Node) buildPortal(cfg Config, c commandSet, admin auth.Admin, p project
 	ps.server, err = portal.New(portal.Config{
 		SessionKey: sessionKey, InsecureCookies: pc.InsecureCookies, SessionIdle: pc.SessionIdle, SessionMax: pc.SessionMax,
 		LockoutFailures: pc.LockoutFailures, LockoutPeriod: pc.LockoutPeriod, AddressLimit: pc.AddressLimit, BaseURL: pc.BaseURL, SMTP: pc.SMTPURL != "",
+		Location: n.Location,
 	}, portal.Deps{
 		Developers: commands.NewDevelopers(n.Events, n.Registry, c.ids, c.sealer, emailKey, pc.Passwords, cfg.Now),
 		Mail:       mailCmds, Apps: c.apps, Benefits: c.benefits, AppDirectory: p.apps,

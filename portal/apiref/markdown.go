@@ -3,11 +3,14 @@ package apiref
 import (
 	"html"
 	"html/template"
+	"regexp"
+	"strconv"
 	"strings"
 )
 
 // Markdown renders the small subset of Markdown the OpenAPI descriptions
-// use (paragraphs, `code`, **bold**, bullet lists and pipe tables) as HTML.
+// use (paragraphs, `code`, **bold**, *emphasis*, [links](#x), bullet lists
+// and pipe tables) as HTML.
 // Every piece of source text is escaped before any tag is added, so a
 // description can never inject markup into the portal.
 func Markdown(src string) template.HTML {
@@ -104,29 +107,46 @@ func isRule(cells []string) bool {
 	return true
 }
 
-// inline escapes text and marks up `code` spans and **bold** outside them.
+// inline escapes text and marks up `code` spans, then **bold**, *emphasis*
+// and [text](url) links outside them; bold and links may enclose code
+// spans ("**without a `code`**"). Unmatched markers stay as text.
 func inline(s string) string {
+	var codes []string
 	var b strings.Builder
 	parts := strings.Split(s, "`")
 	for i, p := range parts {
 		if i%2 == 1 && i < len(parts)-1 {
-			b.WriteString("<code>" + html.EscapeString(p) + "</code>")
+			b.WriteString("\x00" + strconv.Itoa(len(codes)) + "\x00")
+			codes = append(codes, "<code>"+html.EscapeString(p)+"</code>")
 			continue
 		}
 		if i%2 == 1 { // an unmatched backtick stays as text
 			p = "`" + p
 		}
-		bold := strings.Split(p, "**")
-		for j, q := range bold {
-			if j%2 == 1 && j < len(bold)-1 {
-				b.WriteString("<strong>" + html.EscapeString(q) + "</strong>")
-				continue
-			}
-			if j%2 == 1 {
-				q = "**" + q
-			}
-			b.WriteString(html.EscapeString(q))
-		}
+		b.WriteString(html.EscapeString(strings.ReplaceAll(p, "\x00", "")))
 	}
-	return b.String()
+	out := boldRE.ReplaceAllString(b.String(), "<strong>$1</strong>")
+	out = emRE.ReplaceAllString(out, "$1<em>$2</em>")
+	out = linkRE.ReplaceAllStringFunc(out, func(m string) string {
+		sub := linkRE.FindStringSubmatch(m)
+		text, href := sub[1], sub[2]
+		if strings.TrimSpace(text) == "" || !(strings.HasPrefix(href, "https://") || strings.HasPrefix(href, "http://") ||
+			strings.HasPrefix(href, "#") || strings.HasPrefix(href, "/")) {
+			return m
+		}
+		return `<a href="` + href + `">` + text + `</a>`
+	})
+	return codeRE.ReplaceAllStringFunc(out, func(m string) string {
+		n, _ := strconv.Atoi(strings.Trim(m, "\x00"))
+		return codes[n]
+	})
 }
+
+var (
+	boldRE = regexp.MustCompile(`\*\*([^*\s](?:[^*]*[^*\s])?)\*\*`)
+	// A single star opens emphasis only after a space or start and before
+	// a word, so wildcards such as health.report.* stay as they are.
+	emRE   = regexp.MustCompile(`(^|[\s(])\*([A-Za-z0-9][^*]*?[A-Za-z0-9.)]|[A-Za-z0-9])\*`)
+	linkRE = regexp.MustCompile(`\[([^\]\x00]+)\]\(([^)\s"<>]+)\)`)
+	codeRE = regexp.MustCompile("\x00[0-9]+\x00")
+)

@@ -97,6 +97,12 @@ func (a *Apps) Apply(_ context.Context, batch []events.Envelope, pos events.Posi
 		if err := a.applyOne(env.Payload, env.Metadata.OccurredAt.UTC()); err != nil {
 			return err
 		}
+		if p, ok := env.Payload.(*catalog.AppReviewed); ok {
+			// Who decided is in the envelope, not the payload.
+			a.change(p.AppID, env.Metadata.OccurredAt.UTC(), func(next *domain.App) {
+				next.ReviewedBy, next.ReviewedAt = env.Metadata.Actor, env.Metadata.OccurredAt.UTC()
+			})
+		}
 	}
 	a.pos = pos
 	return nil

@@ -296,6 +296,11 @@ test("issue 14 flow: sign-up to production, with the refusals", async (t) => {
   await step("a test event is delivered to the receiver and shows in the log", async () => {
     assert.ok(state.endpointId, "needs the endpoint step");
     const before = receiver.received.length;
+    // The app's page leads to the endpoints, each endpoint's log and a test event.
+    await visit(dev, `/portal/apps/${state.app.appId}`, "app-webhooks");
+    const links = dev.page.locator("section[aria-labelledby=webhooks-h]");
+    assert.equal(await links.getByRole("link", { name: `Webhook endpoints of application ${state.app.appId}` }).count(), 1);
+    assert.equal(await links.getByRole("link", { name: `Delivery log of endpoint ${state.endpointId}` }).count(), 1);
     await submit(dev, `Send test event to endpoint ${state.endpointId}`, { status: 200, shot: "test-event-sent" });
     const got = await waitFor("the test event at the receiver", () => receiver.received.slice(before).find((r) => r.headers["x-webhook-id"]));
     const expected = createHmacHex(state.webhookSecret, `${got.headers["x-webhook-timestamp"]}.${got.body}`);
@@ -310,6 +315,14 @@ test("issue 14 flow: sign-up to production, with the refusals", async (t) => {
     await dev.page.getByRole("heading", { level: 1, name: `Delivery log of endpoint ${state.endpointId}` }).waitFor();
     const attempt = dev.page.locator(`#delivery-${state.deliveryId} tr.attempt`).first();
     assert.equal((await attempt.locator(".status-code").innerText()).trim(), "204");
+    // The payload opens in place; the last 24 hours are drawn above.
+    const delivery = dev.page.locator(`#delivery-${state.deliveryId}`);
+    assert.equal(await delivery.locator(".payload-body").isVisible(), false, "the payload is open before asked");
+    await delivery.getByText(`Payload of delivery ${state.deliveryId}`).click();
+    assert.ok((await delivery.locator(".payload-body").innerText()).includes(`"delivery_id": "${state.deliveryId}"`), "the payload is not the delivery's body");
+    assert.match(await dev.page.locator(".health-summary").innerText(), /100\.0% of \d+ attempts delivered/);
+    assert.ok(await dev.page.locator("svg.chart").isVisible(), "no chart of the last 24 hours");
+    assert.match(await text(dev), /Times are shown in UTC\+08:00 \(Asia\/Shanghai\)/);
     await dev.shot("delivery-log");
   });
 
@@ -326,6 +339,19 @@ test("issue 14 flow: sign-up to production, with the refusals", async (t) => {
     await dev.shot("delivery-log-resent");
   });
 
+  await step("deleting an endpoint asks first; Cancel keeps it", async () => {
+    assert.ok(state.endpointId, "needs the endpoint step");
+    const list = `/portal/apps/${state.app.appId}/endpoints`;
+    await visit(dev, list, "endpoints-before-delete");
+    await submit(dev, `Delete endpoint ${state.endpointId}`, { status: 200, shot: "delete-confirm" });
+    await dev.page.getByRole("heading", { level: 1, name: `Confirm: Delete endpoint ${state.endpointId}?` }).waitFor();
+    await Promise.all([dev.page.waitForNavigation(), dev.page.getByRole("link", { name: "Cancel", exact: true }).click()]);
+    assert.equal(await dev.page.locator(`#endpoint-${state.endpointId}`).count(), 1, "Cancel deleted the endpoint");
+    await submit(dev, `Delete endpoint ${state.endpointId}`, { status: 200 });
+    await submit(dev, `Delete endpoint ${state.endpointId}`, { status: 200, shot: "endpoint-deleted" });
+    assert.equal(await dev.page.locator(`#endpoint-${state.endpointId}`).count(), 0, "the confirmed delete left the endpoint");
+  });
+
   // ---- production review (engineer E's pages) ----
   await step("the developer requests production review", async () => {
     await visit(dev, `/portal/apps/${state.app.appId}`, "app-before-review");
@@ -337,12 +363,25 @@ test("issue 14 flow: sign-up to production, with the refusals", async (t) => {
     await visit(ops, "/portal/ops/apps", "ops-apps");
     await ops.page.getByRole("heading", { level: 1, name: "Application review" }).waitFor();
     await field(ops, `Reason for application ${state.app.appId}`).fill("sandbox integration verified");
+    const approve = ops.page.getByRole("button", { name: `Approve application ${state.app.appId}`, exact: true });
+    const reject = ops.page.getByRole("button", { name: `Reject application ${state.app.appId}`, exact: true });
+    const colour = (b) => b.evaluate((el) => getComputedStyle(el).backgroundColor);
+    assert.notEqual(await colour(approve), await colour(reject), "Approve and Reject look alike");
     await submit(ops, `Approve application ${state.app.appId}`, { status: 200, shot: "ops-app-approved" });
+    // Decided: no buttons any more, the decision with who and when.
+    assert.equal(await approve.count(), 0, "Approve is still offered after the decision");
+    const decided = await ops.page.locator(`#decided-${state.app.appId}`).innerText();
+    assert.match(decided, /approved/);
+    assert.match(decided, /operator:/);
+    assert.match(decided, /\+08:00/);
   });
 
   await step("the developer reveals the production credentials; the sandbox set is retired", async () => {
     await visit(dev, `/portal/apps/${state.app.appId}`, "app-approved");
     assert.match(await text(dev), /approved/i);
+    // Revealing retires the sandbox app: the portal asks first.
+    await submit(dev, "Reveal production credentials", { status: 200, shot: "reveal-confirm" });
+    await dev.page.getByRole("heading", { level: 1, name: `Confirm: Reveal the production credentials of application ${state.app.appId}?` }).waitFor();
     await submit(dev, "Reveal production credentials", { status: 200, shot: "production-credentials" });
     const prod = await shownCredentials(dev);
     assert.notEqual(prod.appId, state.app.appId, "production has its own app id");
