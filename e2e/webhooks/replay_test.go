@@ -341,8 +341,12 @@ func TestReplayLeavesErasedPeopleErased(t *testing.T) {
 		if done.Erased == 0 || done.Queued+done.Erased != done.Matched {
 			t.Fatalf("replay %+v: want the erased person's events counted as erased", done)
 		}
+		// The erasure's own notice (user.erased) is part of the history
+		// and may be sent again: it names the person by the open_user_id
+		// the app already had, and nothing personal.
 		for _, w := range got {
-			if strings.Contains(string(w.Body), "gone-person") || strings.Contains(string(w.Body), fmt.Sprintf(`"open_user_id":%d,`, gone.OpenUserID)) {
+			names := strings.Contains(string(w.Body), fmt.Sprintf(`"open_user_id":%d,`, gone.OpenUserID)) && w.Event != "user.erased"
+			if strings.Contains(string(w.Body), "gone-person") || names {
 				t.Fatalf("replayed webhook carries the erased person: %s", w.Body)
 			}
 		}
