@@ -162,11 +162,12 @@ fuzz_t0=0
 checks_dir=""
 vet_pid=""
 static_pid=""
+sdk_running=""
 cleanup() {
 	local rc=$?
 	trap - EXIT
 	local p
-	for p in $vet_pid $static_pid; do
+	for p in $vet_pid $static_pid $sdk_running; do
 		kill -TERM "$p" 2>/dev/null || true
 	done
 	if [ -n "$checks_dir" ]; then
@@ -673,18 +674,41 @@ platform_bin() {
 if [ -n "$sdks" ]; then
 	platform_bin
 	sdk_failed=()
+	# The suites run side by side (each its own toolchain, work folder and
+	# platform process; much of their time is installing and waiting on
+	# the platform); each one's output is printed whole when it ends, in
+	# the order named, with its own time.
+	stage "sdk suites"
+	sdk_logs=$(mktemp -d "${TMPDIR:-/tmp}/platform-test-sdk-logs.XXXXXX")
+	declare -A sdk_pids=()
 	for s in $sdks; do
 		if [ ! -f "sdk/$s/test.sh" ]; then
 			say "error: PLATFORM_TEST_SDKS names $s but sdk/$s/test.sh does not exist" >&2
 			sdk_failed+=("$s (missing)")
 			continue
 		fi
-		stage "sdk $s"
-		say "SDK $s: sdk/$s/test.sh"
-		if ! bash "sdk/$s/test.sh"; then
+		say "SDK $s: sdk/$s/test.sh (output below when it ends)"
+		(
+			start=$SECONDS
+			rc=0
+			bash "sdk/$s/test.sh" >"$sdk_logs/$s.log" 2>&1 || rc=$?
+			echo "$rc $((SECONDS - start))" >"$sdk_logs/$s.rc"
+		) &
+		sdk_pids[$s]=$!
+		sdk_running="$sdk_running $!"
+	done
+	for s in $sdks; do
+		[ -n "${sdk_pids[$s]:-}" ] || continue
+		wait "${sdk_pids[$s]}" || true
+		read -r rc took <"$sdk_logs/$s.rc" || { rc=1; took=0; }
+		cat "$sdk_logs/$s.log"
+		say "SDK $s: $( [ "$rc" -eq 0 ] && echo passed || echo "failed (exit $rc)" ) in ${took}s"
+		if [ "$rc" -ne 0 ]; then
 			sdk_failed+=("$s")
 		fi
 	done
+	sdk_running=""
+	rm -rf "$sdk_logs"
 	# Each SDK installed exactly as its README says into an empty project,
 	# and the README's quick start run against the platform
 	# (scripts/sdk-install-check.sh); PLATFORM_TEST_SDK_INSTALL=0 skips it.
