@@ -14,8 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/healthtech/partner-open-platform/domain"
-	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/events/catalog"
 	pgevents "github.com/healthtech/partner-open-platform/events/postgres"
 	"github.com/healthtech/partner-open-platform/events/subscribe"
@@ -51,29 +49,14 @@ func BenchmarkReportPullOnPostgres(b *testing.B) {
 	defer rm.Close()
 	rm.SeeHead(pgevents.HeadQuery, pgevents.PositionAt)
 	reg := catalog.Registry()
-	prop, err := reg.Encode(catalog.AccessAudited{Actor: "op:1", Action: catalog.AuditReportPull, AppID: 9001, ReportID: 21, At: testNow}, events.Metadata{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	res, err := es.Append(ctx, "audit-op:1", events.Any(), prop)
-	if err != nil {
-		b.Fatal(err)
-	}
-	app := domain.App{AppID: 9001, Name: "a", AppKey: "key-a", AppSecret: "secret-a", Scopes: domain.Scopes, Environment: "production"}
-	err = rm.UpdateReports(ctx, string(projections.ReadModelReports), res.Position, func(tx projections.ReportTx) error {
-		return tx.PutReport(ctx, projections.Report{ReportID: 21, AppID: app.AppID, OpenUserID: 11, IsViewed: true,
-			UploadedAt: testNow, UpdatedAt: testNow, Day: "2026-01-01", RawData: []byte(`{"a":1}`)})
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
+	app, head := seedPulledReport(b, es, rm)
 	marks := projections.NewWatermarks()
 	marks.FollowHead(es.Head)
 	runner := subscribe.NewRunner(es, reg, &follower{name: string(projections.ReadModelReports)}, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() { _ = runner.Run(rctx) }()
-	if err := runner.WaitFor(ctx, res.Position); err != nil {
+	if err := runner.WaitFor(ctx, head); err != nil {
 		b.Fatal(err)
 	}
 	dir := edgetest.NewDirectory(app)

@@ -139,22 +139,7 @@ func TestReportPullCostsOneRoundTripOnPostgres(t *testing.T) {
 	rm.SeeHead(pgevents.HeadQuery, pgevents.PositionAt)
 
 	reg := catalog.Registry()
-	prop, err := reg.Encode(catalog.AccessAudited{Actor: "op:1", Action: catalog.AuditReportPull, AppID: 9001, ReportID: 21, At: testNow}, events.Metadata{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := es.Append(ctx, "audit-op:1", events.Any(), prop)
-	if err != nil {
-		t.Fatal(err)
-	}
-	appA := domain.App{AppID: 9001, Name: "a", AppKey: "key-a", AppSecret: "secret-a", Scopes: domain.Scopes, Environment: "production"}
-	err = rm.UpdateReports(ctx, string(projections.ReadModelReports), res.Position, func(tx projections.ReportTx) error {
-		return tx.PutReport(ctx, projections.Report{ReportID: 21, AppID: appA.AppID, OpenUserID: 11, IsViewed: true,
-			UploadedAt: testNow, UpdatedAt: testNow, Day: "2026-01-01", RawData: []byte(`{"a":1}`)})
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	appA, _ := seedPulledReport(t, es, rm)
 	marks := projections.NewWatermarks()
 	marks.FollowHead(es.Head)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -210,4 +195,29 @@ func TestReportPullCostsOneRoundTripOnPostgres(t *testing.T) {
 	if len(auditor.facts) != 1 || auditor.facts[0].ReportID != 21 || len(views.viewed) != 0 {
 		t.Fatalf("audit facts %+v, viewed %v: want one fact of report 21, no new mark", auditor.facts, views.viewed)
 	}
+}
+
+// seedPulledReport appends one earlier report-pull audit fact and puts
+// report 21 of app 9001 (returned with that position) in the reports read
+// model at that position, as a node that has applied the head holds it.
+func seedPulledReport(tb testing.TB, es *pgevents.Store, rm *postgres.Store) (domain.App, events.Position) {
+	tb.Helper()
+	ctx := context.Background()
+	prop, err := catalog.Registry().Encode(catalog.AccessAudited{Actor: "op:1", Action: catalog.AuditReportPull, AppID: 9001, ReportID: 21, At: testNow}, events.Metadata{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	res, err := es.Append(ctx, "audit-op:1", events.Any(), prop)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	app := domain.App{AppID: 9001, Name: "a", AppKey: "key-a", AppSecret: "secret-a", Scopes: domain.Scopes, Environment: "production"}
+	err = rm.UpdateReports(ctx, string(projections.ReadModelReports), res.Position, func(tx projections.ReportTx) error {
+		return tx.PutReport(ctx, projections.Report{ReportID: 21, AppID: app.AppID, OpenUserID: 11, IsViewed: true,
+			UploadedAt: testNow, UpdatedAt: testNow, Day: "2026-01-01", RawData: []byte(`{"a":1}`)})
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return app, res.Position
 }
