@@ -129,6 +129,8 @@ var personalFields = map[string][]string{
 	"mail.queued":                        {"to", "body"},
 	"mail.sent":                          nil,
 	"mail.failed":                        nil,
+	"mail.keyed":                         nil,
+	"mail.keys_started":                  nil,
 }
 
 var profilePaths = []string{"profile.name", "profile.nickname", "profile.gender", "profile.avatar",

@@ -45,11 +45,17 @@ func (n *Node) buildRoutes(cfg Config, c commandSet, a authSet, p projectionSet)
 		SignedWrites: a.nonces,
 		Operators:    c.operators, OperatorsReady: p.operatorsRunner, Replays: c.replays,
 	}
+	if c.developers != nil {
+		cmdAPI.Developers, cmdAPI.DevelopersReady = c.developers, c.developersReady
+	}
 	qAPI := &queryapi.API{
 		Store: n.ReadModel, Apps: p.apps, Events: n.Events, Runners: p.all, ReadModelRunners: p.byReadModel, Pseudonyms: n.Pseudonyms,
 		SchemeM: a.schemeM, SchemeH: a.schemeH, Admin: a.admin, Watermarks: n.Watermarks, Location: n.Location, Deliveries: n.ReadModel,
 		Orders: n.ReadModel, Benefits: n.ReadModel, Outbox: n.Developers,
 		Operators: p.operators, Audit: n.ReadModel, Auditor: c.operators,
+	}
+	if n.Developers != nil {
+		qAPI.Developers = n.Developers
 	}
 	reportAPI := &queryapi.ReportAPI{
 		Reports: n.ReadModel, Users: n.ReadModel, Events: n.Events, Runner: p.byReadModel[projections.ReadModelReports], SchemeH: a.schemeH,
