@@ -80,7 +80,7 @@ type API struct {
 	Replays *commands.Replays
 
 	// Developers decides the qualification review of developer accounts
-	// (nil: no portal, no route); DevelopersReady is the account directory,
+	// (nil: no portal, every id is unknown); DevelopersReady is the account directory,
 	// which a decision waits for so a listing on this node shows it.
 	Developers      *commands.Developers
 	DevelopersReady AppWaiter

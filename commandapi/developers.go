@@ -18,9 +18,6 @@ import (
 // arrive, and an approval may be withdrawn; only repeating the current
 // decision with the same reason is refused (409 ALREADY_REVIEWED).
 func (a *API) developerRoutes() []Route {
-	if a.Developers == nil {
-		return nil
-	}
 	return []Route{
 		{Method: "POST", Path: "/admin/v1/developers/:developerId/review", Handle: a.admin(a.reviewDeveloper)},
 	}
@@ -34,6 +31,9 @@ func (a *API) reviewDeveloper(c *call) error {
 	approve, notes, err := c.review()
 	if err != nil {
 		return err
+	}
+	if a.Developers == nil {
+		return domain.ErrDeveloperNotFound // a node without the portal has no accounts
 	}
 	status := catalog.DeveloperRejected
 	if approve {
