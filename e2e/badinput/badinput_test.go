@@ -142,6 +142,7 @@ var intParams = map[string]bool{
 	"openUserId": true, "groupId": true, "memberId": true, "appId": true, "reportId": true,
 	"providerId": true, "itemId": true, "recordId": true, "operatorId": true,
 	"replayId": true,
+	"developerId": true,
 }
 
 // fixture holds the ids the table's bodies and paths refer to.
@@ -254,6 +255,13 @@ func badRoutes(fx fixture) []badRoute {
 			query: []qparam{{"actor", qText}, {"action", qText}, {"subject", qText}, {"from", qTime}, {"to", qTime}, {"after", qInt}, {"limit", qPage}}, base: ok200},
 		{method: "GET", pattern: "/admin/v1/operators", auth: authAdmin, params: none, base: ok200},
 		{method: "GET", pattern: "/admin/v1/outbox", auth: authAdmin, params: none, query: []qparam{{"status", qEnum}}, base: ok200},
+		{method: "GET", pattern: "/admin/v1/developers", auth: authAdmin, params: none, query: []qparam{{"status", qEnum}}, base: ok200},
+		{method: "GET", pattern: "/admin/v1/developers/:developerId", auth: authAdmin, params: map[string]string{"developerId": "999999"},
+			base: outcome{404, "DEVELOPER_NOT_FOUND"}},
+		{method: "POST", pattern: "/admin/v1/developers/:developerId/review", auth: authAdmin, params: map[string]string{"developerId": "999999"},
+			body: `{"decision":"approve"}`, base: outcome{404, "DEVELOPER_NOT_FOUND"}, fields: []field{
+				{path: "decision", kind: kStr}, {path: "notes", kind: kStr, max: 500},
+			}},
 		{method: "POST", pattern: "/admin/v1/operators", auth: authAdmin, params: none,
 			body: `{"name":"ops","role":"nosuch"}`, base: invalid, fields: []field{{path: "name", kind: kStr, max: 64}, {path: "role", kind: kStr}}},
 		{method: "POST", pattern: "/admin/v1/operators/:operatorId/revoke", auth: authAdmin, params: map[string]string{"operatorId": "999999"},
