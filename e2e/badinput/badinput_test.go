@@ -331,8 +331,10 @@ func badRoutes(fx fixture) []badRoute {
 		{method: "POST", pattern: "/open/v1/webhooks/endpoints", auth: authM, params: none,
 			body: `{"url":"https://10.0.0.1/hook","events":["user.*"],"enabled":true}`, base: invalid, fields: []field{
 				{path: "url", kind: kStr}, {path: "events", kind: kStrs}, {path: "enabled", kind: kBool},
+				{path: "description", kind: kStr, max: 256},
 			},
 			extra: []badCase{
+				{name: "description with a line break", body: []byte(`{"url":"https://example.com/hook","description":"a\nb"}`), want: invalid, errKey: "description"},
 				{name: "url missing", body: []byte(`{"events":["user.*"]}`), want: invalid, errKey: "url"},
 				{name: "url of 501 characters", body: []byte(`{"url":"https://example.com/` + strings.Repeat("a", 481) + `"}`), want: invalid, errKey: "url"},
 				{name: "url not https", body: []byte(`{"url":"ftp://example.com/hook"}`), want: invalid, errKey: "url"},
@@ -344,6 +346,7 @@ func badRoutes(fx fixture) []badRoute {
 			base: noEndpoint},
 		{method: "PATCH", pattern: "/open/v1/webhooks/endpoints/:endpointId", auth: authM, params: map[string]string{"endpointId": "999999"},
 			body: `{"enabled":true}`, base: noEndpoint, fields: []field{
+				{path: "description", kind: kStr, max: 256},
 				{path: "url", kind: kStr}, {path: "events", kind: kStrs}, {path: "enabled", kind: kBool},
 			},
 			extra: []badCase{
