@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -42,6 +43,7 @@ type endpointView struct {
 	EndpointID           int64    `json:"endpoint_id"`
 	Default              bool     `json:"default"`
 	URL                  string   `json:"url"`
+	Description          string   `json:"description"`
 	Events               []string `json:"events"`
 	Enabled              bool     `json:"enabled"`
 	SigningSecret        string   `json:"signing_secret"`
@@ -67,10 +69,13 @@ func (c *cli) endpoints(args []string) error {
 	disabled := fs.Bool("disabled", false, "create: add the endpoint without deliveries until enabled")
 	enable := fs.Bool("enable", false, "update: enable the endpoint")
 	disable := fs.Bool("disable", false, "update: disable the endpoint (no new deliveries)")
+	description := fs.String("description", "", "create, update: what the endpoint is for (at most 256 characters; update with \"\" clears it)")
 	rest, err := parse(fs, args[1:], true)
 	if err != nil {
 		return err
 	}
+	describe := false // --description given, even empty
+	fs.Visit(func(f *flag.Flag) { describe = describe || f.Name == "description" })
 	if *appKey == "" || *appSecret == "" {
 		return usagef("endpoints needs the app's credentials: --app-key and --app-secret (or PLATFORM_APP_KEY and PLATFORM_APP_SECRET)")
 	}
@@ -107,13 +112,13 @@ func (c *cli) endpoints(args []string) error {
 		if err := json.Unmarshal(data, &l); err != nil {
 			return fmt.Errorf("unexpected response data: %w", err)
 		}
-		t := newTable(c.stdout, "ID", "URL", "EVENTS", "ENABLED", "SIGNED WITH", "PENDING SECRET")
+		t := newTable(c.stdout, "ID", "URL", "EVENTS", "ENABLED", "SIGNED WITH", "PENDING SECRET", "DESCRIPTION")
 		for _, e := range l.Endpoints {
 			events := strings.Join(e.Events, ",")
 			if events == "" {
 				events = "(all)"
 			}
-			t.row(strconv.FormatInt(e.EndpointID, 10), e.URL, events, strconv.FormatBool(e.Enabled), e.SigningSecret, strconv.FormatBool(e.PendingSecret))
+			t.row(strconv.FormatInt(e.EndpointID, 10), e.URL, events, strconv.FormatBool(e.Enabled), e.SigningSecret, strconv.FormatBool(e.PendingSecret), e.Description)
 		}
 		return t.flush()
 	case "show", "delete", "activate-secret", "test", "rotate-secret":
@@ -143,6 +148,9 @@ func (c *cli) endpoints(args []string) error {
 		if *disabled {
 			body["enabled"] = false
 		}
+		if *description != "" {
+			body["description"] = *description
+		}
 		fmt.Fprintln(c.stderr, "note: the endpoint's webhook_secret is shown only once; store it now")
 		return c.printWith(api, "POST", base, body)
 	case "update":
@@ -169,8 +177,11 @@ func (c *cli) endpoints(args []string) error {
 		if *enable || *disable {
 			body["enabled"] = *enable
 		}
+		if describe {
+			body["description"] = *description
+		}
 		if len(body) == 0 {
-			return usagef("endpoints update needs --url, --event, --all-events, --enable or --disable")
+			return usagef("endpoints update needs --url, --event, --all-events, --enable, --disable or --description")
 		}
 		return c.printWith(api, "PATCH", path, body)
 	}

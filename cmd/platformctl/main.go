@@ -103,8 +103,9 @@ Commands:
                             empty a projection and replay the log into it, printing progress
                             every 500ms until it has caught up (default timeout 30m)
   endpoints list | endpoints show|delete|rotate-secret|activate-secret|test ENDPOINT_ID
-  endpoints create --url URL [--event EVENT]... [--disabled]
+  endpoints create --url URL [--event EVENT]... [--disabled] [--description TEXT]
   endpoints update ENDPOINT_ID [--url URL] [--event EVENT]... [--all-events] [--enable|--disable]
+                   [--description TEXT]
                             an app's webhook endpoints, as the partner (scheme H with --app-key and
                             --app-secret, env PLATFORM_APP_KEY and PLATFORM_APP_SECRET); endpoint 0 is
                             the default one (webhook_url, signed with the app's webhook secret), the

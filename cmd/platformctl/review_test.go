@@ -193,3 +193,45 @@ func TestReplayAgainstARealNode(t *testing.T) {
 		}
 	}
 }
+
+// `endpoints create|update --description` set and clear an endpoint's
+// description on a real node; the list shows it; a description too long is
+// the server's 422 (exit 1).
+func TestEndpointDescriptionAgainstARealNode(t *testing.T) {
+	n, err := node.Open(context.Background(), node.Config{DataDir: t.TempDir(), WebhookAllowLoopback: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	srv := httptest.NewServer(n.Handler)
+	defer srv.Close()
+	ctl := func(env map[string]string, args ...string) (string, string, int) {
+		var out, errb bytes.Buffer
+		code := run(append([]string{"--server", srv.URL, "--token", n.AdminToken}, args...), &out, &errb, func(k string) string { return env[k] })
+		return out.String(), errb.String(), code
+	}
+	out, errOut, code := ctl(nil, "--json", "apps", "create", "--name", "described")
+	var cr struct {
+		AppKey    string `json:"app_key"`
+		AppSecret string `json:"app_secret"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &cr) != nil {
+		t.Fatalf("create app: %d %s %s", code, out, errOut)
+	}
+	app := map[string]string{"PLATFORM_APP_KEY": cr.AppKey, "PLATFORM_APP_SECRET": cr.AppSecret}
+	out, errOut, code = ctl(app, "--json", "endpoints", "create", "--url", "http://127.0.0.1:9/hook", "--description", "ERP bridge")
+	var created endpointView
+	if code != 0 || json.Unmarshal([]byte(out), &created) != nil || created.Description != "ERP bridge" {
+		t.Fatalf("create: %d %s %s", code, out, errOut)
+	}
+	id := strconv.FormatInt(created.EndpointID, 10)
+	if out, _, code = ctl(app, "endpoints", "list"); code != 0 || !strings.Contains(out, "DESCRIPTION") || !strings.Contains(out, "ERP bridge") {
+		t.Fatalf("list: %d %s", code, out)
+	}
+	if _, errOut, code = ctl(app, "endpoints", "update", id, "--description", strings.Repeat("d", 257)); code != 1 || !strings.Contains(errOut, "description") {
+		t.Fatalf("too long: %d %s", code, errOut)
+	}
+	if out, _, code = ctl(app, "endpoints", "update", id, "--description", ""); code != 0 || !strings.Contains(out, `"description": ""`) {
+		t.Fatalf("clear: %d %s", code, out)
+	}
+}
