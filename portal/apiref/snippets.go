@@ -331,4 +331,3 @@ func usedSchemes(tags []Tag) map[string]bool {
 	}
 	return set
 }
-
