@@ -277,7 +277,7 @@ var sdkCalls = map[string]sdkCall{
 		Java:   "for (EventTypes.EventType t : EventTypes.ALL) { // no request: the SDK carries the catalog\n  System.out.println(t.getName() + \" \" + t.getVersion());\n}",
 	},
 	"getEventType": {
-		Go:     `known := partneropen.IsEventType("health.report.created") // the SDK's copy of the catalog`,
+		Go:     "known := partneropen.IsEventType(\"health.report.created\") // the SDK's copy of the catalog\nfmt.Println(known)",
 		JS:     `const known = isCataloguedEventType("health.report.created"); // the SDK's copy of the catalog`,
 		Python: `known = is_catalogued_event_type("health.report.created")  # the SDK's copy of the catalog`,
 		Java:   `boolean known = EventTypes.isCatalogued("health.report.created"); // the SDK's copy of the catalog`,
