@@ -91,6 +91,8 @@ type Parameter struct {
 	Required    bool
 	Type        string
 	Description template.HTML
+	// More is the rest of a long description (see Brief).
+	More template.HTML
 
 	example string
 }
@@ -108,6 +110,9 @@ type Body struct {
 
 // Response is one documented status of an operation.
 type Response struct {
+	// Error marks a 4xx, 5xx or default answer: the page shows its
+	// status and codes and keeps its description and body folded.
+	Error       bool
 	Status      string
 	Description template.HTML
 	Codes       []string
@@ -124,6 +129,8 @@ type Field struct {
 	Nullable    bool
 	Constraints string
 	Description template.HTML
+	// More is the rest of a long description (see Brief).
+	More template.HTML
 }
 
 // IsArray tells the page to say "array of" before a linked item schema.
@@ -396,7 +403,8 @@ func operation(doc *openapi3.T, method, path string, item *openapi3.PathItem, op
 		if ex == nil && p.Schema != nil && p.Schema.Value != nil {
 			ex = p.Schema.Value.Example
 		}
-		o.Parameters = append(o.Parameters, Parameter{Name: p.Name, In: p.In, Required: p.Required, Type: typ, Description: Markdown(p.Description),
+		head, more := Brief(p.Description)
+		o.Parameters = append(o.Parameters, Parameter{Name: p.Name, In: p.In, Required: p.Required, Type: typ, Description: head, More: more,
 			example: exampleValue(p.Name, ex, typ)})
 	}
 	if op.RequestBody != nil && op.RequestBody.Value != nil {
@@ -430,7 +438,7 @@ func operation(doc *openapi3.T, method, path string, item *openapi3.PathItem, op
 			if rr == nil || rr.Value == nil {
 				continue
 			}
-			r := Response{Status: s}
+			r := Response{Status: s, Error: s == "default" || s[0] == '4' || s[0] == '5'}
 			if rr.Value.Description != nil {
 				r.Description = Markdown(*rr.Value.Description)
 			}
@@ -569,7 +577,8 @@ func properties(s *openapi3.Schema, depth int) []Field {
 			continue
 		}
 		p := pr.Value
-		f := Field{Depth: depth, Name: n, Type: typeName(p), Required: required[n], Nullable: p.Nullable, Constraints: constraints(p), Description: Markdown(p.Description)}
+		head, more := Brief(p.Description)
+		f := Field{Depth: depth, Name: n, Type: typeName(p), Required: required[n], Nullable: p.Nullable, Constraints: constraints(p), Description: head, More: more}
 		if pr.Ref != "" {
 			l := link(pr.Ref)
 			f.Link = &l

@@ -245,6 +245,10 @@ func TestReferenceBodies(t *testing.T) {
 		`<a href="/portal/reference#sign-scheme-m">Scheme M</a>`,
 		`<pre class="example"><code>{`,
 		`data-lang="curl"`, `data-lang="java"`,
+		// Error answers are folded, their status and codes in sight.
+		`<details class="resp resp-error">
+<summary><span class="status s4">422</span> <span class="codes">Codes: `,
+		`<details class="more"><summary>More</summary>`,
 	} {
 		if !strings.Contains(users, want) {
 			t.Errorf("the channel-users page lacks %s", want)

@@ -94,13 +94,13 @@ func sdkSnippet(lang, call string, o Operation) string {
 		compact, _ := json.Marshal(o.reqExample)
 		switch lang {
 		case "go":
-			fmt.Fprintf(&b, "var req partneropen.%s\nif err := json.Unmarshal([]byte(`%s`), &req); err != nil {\n\treturn err\n}\n", o.reqModel, compact)
+			fmt.Fprintf(&b, "var req partneropen.%s\nif err := json.Unmarshal([]byte(`%s`), &req); err != nil {\n\treturn err\n}\n", o.reqModel, jsLiteral(o.reqExample))
 		case "js":
 			fmt.Fprintf(&b, "const req = %s;\n", jsLiteral(o.reqExample))
 		case "python":
 			fmt.Fprintf(&b, "req = %s\n", pyLiteral(o.reqExample, ""))
 		case "java":
-			fmt.Fprintf(&b, "%s req = %s.fromJson(Json.parse(%s));\n", o.reqModel, o.reqModel, strconv.Quote(string(compact)))
+			fmt.Fprintf(&b, "%s req = %s.fromJson(Json.parse(%s));\n", o.reqModel, o.reqModel, javaJSON(o.reqExample, compact))
 		}
 	}
 	b.WriteString(call)
@@ -116,6 +116,32 @@ func sdkSnippet(lang, call string, o Operation) string {
 }
 
 func lastLine(s string) string { return s[strings.LastIndexByte(s, '\n')+1:] }
+
+// javaJSON is the example as a Java string expression (Java 8 has no
+// text blocks): one concatenated line per top-level member.
+func javaJSON(v any, compact []byte) string {
+	m, ok := v.(map[string]any)
+	if !ok || len(m) < 2 {
+		return strconv.Quote(string(compact))
+	}
+	keys := sortedKeys(m)
+	var b strings.Builder
+	b.WriteString(`"{"`)
+	for i, k := range keys {
+		kb, _ := json.Marshal(k)
+		var vb bytes.Buffer
+		enc := json.NewEncoder(&vb)
+		enc.SetEscapeHTML(false)
+		_ = enc.Encode(m[k])
+		member := string(kb) + ":" + strings.TrimSpace(vb.String())
+		if i < len(keys)-1 {
+			member += ","
+		}
+		b.WriteString("\n    + " + strconv.Quote(member))
+	}
+	b.WriteString("\n    + \"}\"")
+	return b.String()
+}
 
 // jsLiteral is the example as a JavaScript object literal (JSON, indented).
 func jsLiteral(v any) string {

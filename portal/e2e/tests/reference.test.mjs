@@ -9,7 +9,8 @@
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { after, before, test } from "node:test";
-import { openSession } from "./browser.mjs";
+import { join } from "node:path";
+import { openSession, screenshotDir } from "./browser.mjs";
 import { startPlatform } from "./platform.mjs";
 
 let platform;
@@ -76,6 +77,13 @@ test("index, tag page, language tabs remembered, copy, and the copied curl works
   assert.match(copiedPython, /res = client\.register_user\(req\)$/);
   await s.shot("register-copied");
 
+  // Error answers are folded: status and codes in sight, details on demand.
+  const unprocessable = op.locator("details.resp-error", { hasText: "422" });
+  assert.match(await unprocessable.locator("summary").innerText(), /VALIDATION_ERROR/);
+  await unprocessable.locator("summary").click();
+  await unprocessable.locator("summary").scrollIntoViewIfNeeded();
+  await s.shot("register-responses");
+
   // The choice is remembered on another tag page.
   await page.goto("/portal/reference/orders");
   assert.equal(await page.locator("#op-createorder").getByRole("tab", { name: "Python" }).getAttribute("aria-selected"), "true");
@@ -123,8 +131,21 @@ test("index, tag page, language tabs remembered, copy, and the copied curl works
   console.log("reference page heights (px):", JSON.stringify(heights));
   for (const [p, h] of Object.entries(heights)) {
     if (p.endsWith("/schemas")) continue; // every named schema, for reading by link
-    assert.ok(h < 60000, `${p} is ${h} px tall`);
+    assert.ok(h < 30000, `${p} is ${h} px tall`);
   }
+
+  // Without the script every example is shown, one after the other, and
+  // no copy button pretends to work.
+  const plain = await s.context.newPage();
+  await plain.route("**/reference.js", (r) => r.abort());
+  await plain.goto("/portal/reference/channel-users");
+  const panels = plain.locator("#op-registerchanneluser .example-panel");
+  assert.equal(await panels.count(), 5);
+  for (let i = 0; i < 5; i++) assert.ok(await panels.nth(i).isVisible(), `example ${i} hidden without JavaScript`);
+  assert.equal(await plain.locator("button.copy").count(), 0);
+  await plain.locator("#op-registerchanneluser").scrollIntoViewIfNeeded();
+  await plain.screenshot({ path: join(screenshotDir, "reference-no-js.png") });
+  await plain.close();
 
   // The operators' reference is for operators only.
   const refused = await page.goto("/portal/ops/reference");
