@@ -125,6 +125,12 @@ const (
 // "done". A replay that looked first (its probe holds) answers 409, and
 // the original, finding the probe, records at the next level; later
 // replays walk the levels to the done one.
+//
+// replaySigned also reads a one-binding layout (the done key holding
+// "done", a newline and the answer), which saves a store operation per
+// write. Nodes share these records during a rolling upgrade, so the
+// writer moves to that layout only in a release after every node reads it
+// (docs/upgrades.md, "expand now, contract later").
 func (k *Keeper) recordSigned(ctx context.Context, store SignedStore, name string, expires time.Time, r *http.Request, body []byte, rw *recorder) error {
 	sealed, err := k.sealAnswer(ctx, signedStream(name), answerSubject(r, body, rw.body.Bytes()), rw.body.String())
 	if err != nil {
@@ -158,6 +164,9 @@ func (k *Keeper) replaySigned(w http.ResponseWriter, r *http.Request, store Sign
 		}
 		if first {
 			return errSignedInProgress // the original will record at a later level
+		}
+		if record, ok := strings.CutPrefix(state, levelDone+"\n"); ok {
+			return k.writeSigned(w, r, name, record) // the one-binding layout
 		}
 		if state != levelDone {
 			continue // another replay looked first; the original went on
