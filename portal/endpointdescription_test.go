@@ -27,7 +27,7 @@ func TestEndpointDescriptionOnThePages(t *testing.T) {
 	if page.Status != http.StatusOK || m == nil {
 		t.Fatalf("add: %d %s", page.Status, page.Text())
 	}
-	row := regexp.MustCompile(`(?s)<tr id="endpoint-`+m[1]+`">.*?</tr>`).FindString(b.Get(list).Body)
+	row := regexp.MustCompile(`(?s)<tr id="endpoint-` + m[1] + `">.*?</tr>`).FindString(b.Get(list).Body)
 	if !strings.Contains(row, `<span class="description">Billing &lt;sync&gt;</span>`) {
 		t.Fatalf("list row: %s", row)
 	}
@@ -49,7 +49,7 @@ func TestEndpointDescriptionOnThePages(t *testing.T) {
 	if got := b.Post(edit, url.Values{"url": {"http://127.0.0.1:9/hook"}, "events": {""}, "description": {"Billing (production)"}}); got.Status != http.StatusSeeOther {
 		t.Fatalf("save: %d %s", got.Status, got.Text())
 	}
-	row = regexp.MustCompile(`(?s)<tr id="endpoint-`+m[1]+`">.*?</tr>`).FindString(b.Get(list).Body)
+	row = regexp.MustCompile(`(?s)<tr id="endpoint-` + m[1] + `">.*?</tr>`).FindString(b.Get(list).Body)
 	if !strings.Contains(row, "Billing (production)") || strings.Contains(row, "sync") {
 		t.Fatalf("list row after the edit: %s", row)
 	}

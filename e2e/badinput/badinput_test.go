@@ -141,7 +141,7 @@ func ptr(o outcome) *outcome { return &o }
 var intParams = map[string]bool{
 	"openUserId": true, "groupId": true, "memberId": true, "appId": true, "reportId": true,
 	"providerId": true, "itemId": true, "recordId": true, "operatorId": true,
-	"replayId": true,
+	"replayId":    true,
 	"developerId": true,
 }
 
