@@ -100,15 +100,15 @@ type Node struct {
 	// relayCheckpoints is where this node's relay keeps its position (nil: no relay here).
 	relayCheckpoints relay.Checkpoints
 	// backup copies an embedded node's data directory (nil on shared stores).
-	backup  *dataBackup
-	admin   auth.Admin
+	backup *dataBackup
+	admin  auth.Admin
 	// stopping closes at Drain: requests that wait (the feed's long-poll)
 	// answer at once.
 	stopping  chan struct{}
 	drainOnce sync.Once
 	cancel    context.CancelFunc
-	wg      sync.WaitGroup
-	closers []func() error
+	wg        sync.WaitGroup
+	closers   []func() error
 }
 
 // Open builds a node and starts its projections; Close stops it. A start
