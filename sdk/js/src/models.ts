@@ -33,6 +33,8 @@ export interface WebhookEventFeedQuery {
   after?: string;
   /** Page size, 1 to 1000; a negative, non-integer or larger value answers 422. */
   limit?: number;
+  /** Seconds (0 to 20) to wait for an event when there is none after `after` (a long-poll, see the description); 0 or absent answers at once. Not an integer in that range: 422 VALIDATION_ERROR. */
+  wait?: number;
 }
 
 /** Query parameters of listMyAccessLog (GET /open/v1/access-log). */
