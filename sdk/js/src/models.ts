@@ -642,7 +642,7 @@ export interface RotatedWebhookEndpoint {
 /** The SandboxEventRequest schema. */
 export interface SandboxEventRequest {
   /** The webhook event type to cause a sample of. */
-  event: "user.profile.updated" | "user.family_group.created" | "user.family_group.deleted" | "user.family_member.created" | "user.family_member.updated" | "user.family_member.deleted" | "health.report.created" | "health.report.updated" | "plugin.report.ready" | "order.shipped";
+  event: "user.profile.updated" | "user.family_group.created" | "user.family_group.deleted" | "user.family_member.created" | "user.family_member.updated" | "user.family_member.deleted" | "user.erased" | "health.report.created" | "health.report.updated" | "plugin.report.ready" | "order.shipped";
 }
 
 /** The SandboxEventTriggered schema. */
