@@ -151,6 +151,12 @@ func TestDeveloperReviewByAdminAPIMailsEachDecisionOnce(t *testing.T) {
 		if st != 200 || got["status"] != "approved" || got["reason"] != "papers received" || got["reviewed_by"] != "operator:bootstrap" || got["email"] != email {
 			t.Fatalf("developer after review: %d %v", st, env)
 		}
+		// The audit read model follows the log: wait until it has both decisions.
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if err := p.Node.WaitCaughtUp(ctx); err != nil {
+			t.Fatal(err)
+		}
 		q := url.Values{"action": {"developer.reviewed"}, "subject": {domain.DeveloperStream(id)}}
 		st, env = adminJSON(t, p, "GET", "/admin/v1/audit?"+q.Encode(), "")
 		if facts := fmt.Sprint(env["data"]); st != 200 || strings.Count(facts, "operator:bootstrap") != 2 {
