@@ -94,8 +94,11 @@ func (p *Platform) Browser() *Browser {
 // NewBrowser makes a visitor of the portal at base over transport.
 func NewBrowser(t testing.TB, base string, transport http.RoundTripper) *Browser {
 	jar, _ := cookiejar.New(nil)
+	// A bound for a hung server, not a latency check: the first view of
+	// the API reference renders it (about a CPU-second under -race), which
+	// on a loaded two-core machine took over 30 s of wall time.
 	return &Browser{T: t, Base: base, Client: &http.Client{
-		Transport: transport, Jar: jar, Timeout: 30 * time.Second,
+		Transport: transport, Jar: jar, Timeout: 3 * time.Minute,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}}
 }
