@@ -137,29 +137,74 @@ if [ "${#patterns[@]}" -eq 0 ]; then
 fi
 
 # ---- stage timings ----
-# Each stage's wall time is printed at the end (failures too), so a slow CI
-# run says where its minutes went: "test.sh: stage times: vet 21s, ...".
+# Each stage's wall time and CPU time (user+sys of the processes it ran,
+# whole seconds) are printed at the end (failures too), so a slow CI run
+# says where its minutes went and whether they were computing or waiting:
+# "test.sh: stage times (wall/CPU): go test 420s/610cpu, ...". A stage
+# marked * ran beside others (its own time, not part of the sum). The
+# Postgres server's CPU is not in these (it is no child of the script).
 stage_names=()
 stage_secs=()
+stage_cpus=()
 stage_name=""
 stage_t0=$SECONDS
+stage_cpu_own=""
+cpu_file=$(mktemp "${TMPDIR:-/tmp}/platform-test-cpu.XXXXXX")
+# cpu_now sets cpu to the CPU seconds of the script's waited-for children
+# so far (times must run in this shell, not in a command substitution).
+cpu=0
+cpu_now() {
+	times >"$cpu_file"
+	cpu=$(awk 'NR == 2 { n = 0; for (i = 1; i <= 2; i++) { split($i, a, "m"); sub("s", "", a[2]); n += a[1] * 60 + a[2] } printf "%d\n", n }' "$cpu_file")
+}
+cpu_now
+stage_cpu0=$cpu
+# cpu_of FILE prints the CPU seconds in FILE, the output of `times` of a
+# shell that ran one job and waited for all its children.
+cpu_of() {
+	awk 'NR == 2 { n = 0; for (i = 1; i <= 2; i++) { split($i, a, "m"); sub("s", "", a[2]); n += a[1] * 60 + a[2] } printf "%d\n", n }' "$1" 2>/dev/null || echo 0
+}
 # stage NAME ends the running stage and starts NAME ("" ends it only).
 stage() {
+	local now
+	cpu_now
+	now=$cpu
 	if [ -n "$stage_name" ]; then
 		stage_names+=("$stage_name")
 		stage_secs+=($((SECONDS - stage_t0)))
+		# A stage that measured its own command says so (the jobs beside
+		# it may be reaped, and counted by the shell, during it).
+		stage_cpus+=("${stage_cpu_own:-$((now - stage_cpu0))}")
+		stage_cpu_own=""
 	fi
 	stage_name=$1
 	stage_t0=$SECONDS
+	stage_cpu0=$now
+}
+# beside_wait VAR PID FILE waits for PID (a job beside the stages) and sets
+# VAR to its exit status and beside_cpu to its CPU seconds, read from FILE
+# (the `times` its shell wrote when it ended).
+beside_wait() {
+	local _rc=0
+	wait "$2" || _rc=$?
+	beside_cpu=$(cpu_of "$3")
+	printf -v "$1" '%s' "$_rc"
+}
+# beside_record NAME SECS CPU adds a job beside the stages to the report.
+beside_record() {
+	stage_names+=("$1*")
+	stage_secs+=("$2")
+	stage_cpus+=("$3")
 }
 stage_report() {
 	stage ""
 	[ "${#stage_names[@]}" -gt 0 ] || return 0
 	local i line=""
 	for i in "${!stage_names[@]}"; do
-		line+="${stage_names[$i]} ${stage_secs[$i]}s, "
+		line+="${stage_names[$i]} ${stage_secs[$i]}s/${stage_cpus[$i]}cpu, "
 	done
-	say "stage times: ${line%, }; total ${SECONDS}s"
+	cpu_now
+	say "stage times (wall/CPU): ${line%, }; total ${SECONDS}s/${cpu}cpu on $(nproc) cores"
 }
 
 # ---- postgres ----
@@ -208,9 +253,10 @@ cleanup() {
 		cat "$fuzz_log" 2>/dev/null || true
 	fi
 	if [ -n "$fuzz_log" ]; then
-		rm -f "$fuzz_log"
+		rm -f "$fuzz_log" "$fuzz_log.cpu"
 	fi
 	stage_report
+	rm -f "$cpu_file"
 	# The broker's data is thrown away: no need for a graceful shutdown.
 	if [ -n "$kafka_pid" ]; then
 		kill -KILL "$kafka_pid" 2>/dev/null || true
@@ -560,7 +606,7 @@ job_start() {
 	if [ "${PLATFORM_TEST_SERIAL:-0}" = "1" ]; then
 		say "$name: $*"
 		local rc=0
-		"$@" || rc=$?
+		bash -c 'rc=0; "${@:2}" || rc=$?; times >"$1.cpu"; exit $rc' job "$jobs_dir/$name" "$@" || rc=$?
 		job_rc[$name]=$rc
 		: >"$jobs_dir/$name.log"
 		return 0
@@ -568,8 +614,8 @@ job_start() {
 	say "$name: $* (beside; output when it ends)"
 	# The job writes its own time when it ends (it may end long before it
 	# is waited for).
-	setsid -w nice -n "$niceness" bash -c 't0=$(date +%s); rc=0; "${@:2}" || rc=$?; echo $(($(date +%s) - t0)) >"$1"; exit $rc' \
-		job "$jobs_dir/$name.secs" "$@" >"$jobs_dir/$name.log" 2>&1 &
+	setsid -w nice -n "$niceness" bash -c 't0=$(date +%s); rc=0; "${@:2}" || rc=$?; echo $(($(date +%s) - t0)) >"$1.secs"; times >"$1.cpu"; exit $rc' \
+		job "$jobs_dir/$name" "$@" >"$jobs_dir/$name.log" 2>&1 &
 	job_pid[$name]=$!
 	jobs_running="$jobs_running $!"
 }
@@ -581,8 +627,9 @@ job_pending() { [ -n "${job_t0[$1]:-}" ] && [ -z "${job_done[$1]:-}" ]; }
 job_wait() {
 	local name=$1 rc=0 p
 	job_done[$name]=1
+	beside_cpu=0
 	if [ -n "${job_pid[$name]:-}" ]; then
-		wait "${job_pid[$name]}" || rc=$?
+		beside_wait rc "${job_pid[$name]}" "$jobs_dir/$name.cpu"
 		local left=""
 		for p in $jobs_running; do
 			[ "$p" = "${job_pid[$name]}" ] || left="$left $p"
@@ -592,15 +639,15 @@ job_wait() {
 		cat "$jobs_dir/$name.log"
 	else
 		rc=${job_rc[$name]:-1}
+		beside_cpu=$(cpu_of "$jobs_dir/$name.cpu")
 	fi
 	local took=$((SECONDS - job_t0[$name]))
 	if [ -s "$jobs_dir/$name.secs" ]; then
 		read -r took <"$jobs_dir/$name.secs"
 	fi
-	stage_names+=("$name*")
-	stage_secs+=("$took")
+	beside_record "$name" "$took" "$beside_cpu"
 	if [ "$rc" -eq 0 ]; then
-		say "$name: passed in ${took}s"
+		say "$name: passed in ${took}s (${beside_cpu} CPU-s)"
 	else
 		say "$name: FAILED (exit $rc) after ${took}s" >&2
 	fi
@@ -640,10 +687,15 @@ go_side() {
 	checks_dir=$(mktemp -d "${TMPDIR:-/tmp}/platform-checks.XXXXXX")
 	say "go vet ${patterns[*]}, staticcheck and deadcode at once (their output follows go test)"
 	local checks_t0=$SECONDS
-	go vet "${patterns[@]}" >"$checks_dir/vet" 2>&1 &
+	bash -c 'rc=0; go vet "${@:2}" || rc=$?; times >"$1"; exit $rc' vet "$checks_dir/vet.cpu" "${patterns[@]}" >"$checks_dir/vet" 2>&1 &
 	vet_pid=$!
 	if [ "${PLATFORM_TEST_STATIC:-1}" != "0" ]; then
-		(static_checks) >"$checks_dir/static" 2>&1 &
+		(
+			rc=0
+			static_checks || rc=$?
+			times >"$checks_dir/static.cpu"
+			exit "$rc"
+		) >"$checks_dir/static" 2>&1 &
 		static_pid=$!
 	else
 		say "staticcheck and the dead-code check skipped (PLATFORM_TEST_STATIC=0)"
@@ -684,21 +736,25 @@ go_side() {
 	# their output; it fails the script if any of them failed.
 	checks_wait() {
 		[ -n "$vet_pid" ] || return 0
-		if ! wait "$vet_pid"; then
+		local rc checks_cpu
+		beside_wait rc "$vet_pid" "$checks_dir/vet.cpu"
+		checks_cpu=$beside_cpu
+		if [ "$rc" -ne 0 ]; then
 			checks_failed+=("go vet")
 		fi
 		vet_pid=""
 		cat "$checks_dir/vet"
 		if [ -n "$static_pid" ]; then
-			if ! wait "$static_pid"; then
+			beside_wait rc "$static_pid" "$checks_dir/static.cpu"
+			checks_cpu=$((checks_cpu + beside_cpu))
+			if [ "$rc" -ne 0 ]; then
 				checks_failed+=("staticcheck/deadcode")
 			fi
 			static_pid=""
 			cat "$checks_dir/static"
 		fi
-		say "go vet, staticcheck and deadcode took $((SECONDS - checks_t0))s"
-		stage_names+=("vet+static*")
-		stage_secs+=($((SECONDS - checks_t0)))
+		say "go vet, staticcheck and deadcode took $((SECONDS - checks_t0))s (${checks_cpu} CPU-s)"
+		beside_record "vet+static" $((SECONDS - checks_t0)) "$checks_cpu"
 		if [ "${#checks_failed[@]}" -gt 0 ]; then
 			die "checks failed: ${checks_failed[*]} (see above)"
 		fi
@@ -719,15 +775,16 @@ go_side() {
 	say "go test -race -count=1 -timeout 15m ${test_args[*]}"
 	# Every response the tests' validating transport sees is logged for the
 	# OpenAPI lint's independent validator (scripts/lint-openapi.sh).
-	local rc=0
+	local rc=0 go_test=(bash -c 'rc=0; go test -race -count=1 -timeout 15m "${@:2}" || rc=$?; times >"$1"; exit $rc' go-test "$checks_dir/go-test.cpu")
 	if [ "$patterns_given" -eq 0 ] && [ "${PLATFORM_TEST_LINT:-1}" != "0" ] && [ "${PLATFORM_TEST_OPENAPI_PY:-1}" != "0" ]; then
 		traffic_dir=$(mktemp -d "${TMPDIR:-/tmp}/openapi-traffic.XXXXXX")
-		PLATFORM_OPENAPI_TRAFFIC="$traffic_dir" go test -race -count=1 -timeout 15m "${test_args[@]}" || rc=$?
+		PLATFORM_OPENAPI_TRAFFIC="$traffic_dir" "${go_test[@]}" "${test_args[@]}" || rc=$?
 		# ./... ran internal/openapi's traffic test into the folder.
 		export PLATFORM_OPENAPI_TRAFFIC_COMPLETE=1
 	else
-		go test -race -count=1 -timeout 15m "${test_args[@]}" || rc=$?
+		"${go_test[@]}" "${test_args[@]}" || rc=$?
 	fi
+	stage_cpu_own=$(cpu_of "$checks_dir/go-test.cpu")
 	stage ""
 	checks_wait
 	if [ "$rc" -ne 0 ]; then
@@ -769,7 +826,8 @@ fuzz_start() {
 	# Its own session, so the cleanup can stop it and the fuzzing workers;
 	# niced, so the stages beside it keep their pace and it takes the
 	# CPU they leave (its time per target is fixed either way).
-	PLATFORM_TEST_FUZZ_BINDIR="$fuzz_bin_dir" setsid -w nice -n 10 bash scripts/fuzz.sh "${patterns[@]}" >"$fuzz_log" 2>&1 &
+	PLATFORM_TEST_FUZZ_BINDIR="$fuzz_bin_dir" setsid -w nice -n 10 bash -c 'rc=0; bash scripts/fuzz.sh "${@:2}" || rc=$?; times >"$1"; exit $rc' \
+		fuzz "$fuzz_log.cpu" "${patterns[@]}" >"$fuzz_log" 2>&1 &
 	fuzz_pid=$!
 	fuzz_t0=$SECONDS
 }
@@ -777,13 +835,13 @@ fuzz_wait() {
 	[ -n "$fuzz_pid" ] || return 0
 	stage "fuzz wait"
 	local rc=0
-	wait "$fuzz_pid" || rc=$?
+	beside_wait rc "$fuzz_pid" "$fuzz_log.cpu"
+	stage_cpu_own=0
 	fuzz_pid=""
 	cat "$fuzz_log"
 	# Its own time, beside the stages since go test (not part of the sum).
-	stage_names+=("fuzz*")
-	stage_secs+=($((SECONDS - fuzz_t0)))
-	say "fuzzing took $((SECONDS - fuzz_t0))s, beside the stages after go test"
+	beside_record fuzz $((SECONDS - fuzz_t0)) "$beside_cpu"
+	say "fuzzing took $((SECONDS - fuzz_t0))s (${beside_cpu} CPU-s), beside the stages after go test"
 	if [ "$rc" -ne 0 ]; then
 		die "fuzzing failed (see above)"
 	fi
@@ -903,6 +961,7 @@ after_failed=()
 for j in "${after[@]}"; do
 	job_wait "$j" || after_failed+=("$j")
 done
+stage_cpu_own=0 # it only waits: its jobs are counted one by one
 stage ""
 if [ "${#after_failed[@]}" -gt 0 ]; then
 	die "failed: ${after_failed[*]} (see above)"
