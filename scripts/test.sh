@@ -142,7 +142,7 @@ fi
 # says where its minutes went and whether they were computing or waiting:
 # "test.sh: stage times (wall/CPU): go test 420s/610cpu, ...". A stage
 # marked * ran beside others (its own time, not part of the sum). The
-# Postgres server's CPU is not in these (it is no child of the script).
+# Postgres server's and the Kafka broker's CPU are not in these.
 stage_names=()
 stage_secs=()
 stage_cpus=()
@@ -152,18 +152,18 @@ stage_cpu_own=""
 cpu_file=$(mktemp "${TMPDIR:-/tmp}/platform-test-cpu.XXXXXX")
 # cpu_now sets cpu to the CPU seconds of the script's waited-for children
 # so far (times must run in this shell, not in a command substitution).
-cpu=0
-cpu_now() {
-	times >"$cpu_file"
-	cpu=$(awk 'NR == 2 { n = 0; for (i = 1; i <= 2; i++) { split($i, a, "m"); sub("s", "", a[2]); n += a[1] * 60 + a[2] } printf "%d\n", n }' "$cpu_file")
-}
-cpu_now
-stage_cpu0=$cpu
 # cpu_of FILE prints the CPU seconds in FILE, the output of `times` of a
 # shell that ran one job and waited for all its children.
 cpu_of() {
 	awk 'NR == 2 { n = 0; for (i = 1; i <= 2; i++) { split($i, a, "m"); sub("s", "", a[2]); n += a[1] * 60 + a[2] } printf "%d\n", n }' "$1" 2>/dev/null || echo 0
 }
+cpu=0
+cpu_now() {
+	times >"$cpu_file"
+	cpu=$(cpu_of "$cpu_file")
+}
+cpu_now
+stage_cpu0=$cpu
 # stage NAME ends the running stage and starts NAME ("" ends it only).
 stage() {
 	local now
