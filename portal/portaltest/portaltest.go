@@ -309,6 +309,11 @@ func Approve(t testing.TB, n *node.Node, id int64) {
 		commands.Meta{Actor: "operator:bootstrap"}); err != nil {
 		t.Fatalf("approve developer %d: %v", id, err)
 	}
+	// The decision's mail is appended by a follower of the log: wait for
+	// it, so that a test counting events from here counts only its own.
+	if err := n.WaitDecisionMails(context.Background()); err != nil {
+		t.Fatalf("approve developer %d: the decision's mail: %v", id, err)
+	}
 }
 
 // Operator returns a browser signed in as the bootstrap operator.
