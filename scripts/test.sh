@@ -24,7 +24,7 @@
 #
 # The stage times printed at the end mark with * what ran beside another
 # stage (its own time, not part of the sum).
-# PLATFORM_TEST_PACKAGES sets how many test binaries run at once (default 4).
+# PLATFORM_TEST_PACKAGES sets how many test binaries run at once (default 3).
 #
 # Arguments go to `go test` as given. Arguments that look like package
 # patterns (./x, ../x, all, std, github.com/...) also restrict go vet and the
@@ -771,7 +771,7 @@ go_side() {
 	# cores busier than go's default of one per core.
 	# go vet of the same packages, with every analyzer, runs beside: go
 	# test's own vet pass (a subset of them) would only spend CPU again.
-	test_args=(-vet=off -p "${PLATFORM_TEST_PACKAGES:-4}" "${test_args[@]}")
+	test_args=(-vet=off -p "${PLATFORM_TEST_PACKAGES:-3}" "${test_args[@]}")
 	say "go test -race -count=1 -timeout 15m ${test_args[*]}"
 	# Every response the tests' validating transport sees is logged for the
 	# OpenAPI lint's independent validator (scripts/lint-openapi.sh).
