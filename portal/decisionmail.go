@@ -28,9 +28,6 @@ type DecisionMails struct {
 	pos   events.Position
 	after events.Position // decisions at or before it are not mailed (Begin)
 	begun bool
-	// unrecorded: the log was fresh at Begin and after (its start) is not
-	// yet in the log; recordStart puts it there before the first mail.
-	unrecorded bool
 }
 
 // decisionMailKind names the keyed mails of review decisions (their start in the log).
@@ -45,40 +42,27 @@ func (s *Server) DecisionMails(reg *events.Registry) *DecisionMails {
 // Begin finds where decision mails begin in the log. Decisions taken
 // before the first start of a node that mails from the events were mailed
 // by the edge that took them (or, through the admin API, not at all), and
-// are not mailed again long after: on a log that holds events, the first
-// such start records the log's head as that beginning. A fresh log has no
-// such decisions, and a start appends nothing to it: the beginning (its
-// start) is recorded with the first mail instead, so that later starts
-// find it. Call Begin before the runner starts.
-func (d *DecisionMails) Begin(ctx context.Context) error {
-	head, err := d.s.Events.Head(ctx)
-	if err != nil {
-		return err
-	}
+// are not mailed again long after. fromStart says the log was begun by a
+// release that mails from the events (the node keeps that fact outside
+// the log): every decision in it is mailed, and a start appends nothing.
+// Otherwise the first such start records the log's head as the beginning
+// (Mail.KeysStart), and later starts read it. Call Begin before the
+// runner starts.
+func (d *DecisionMails) Begin(ctx context.Context, fromStart bool) error {
 	var after events.Position
-	if !head.IsZero() {
+	if !fromStart {
+		head, err := d.s.Events.Head(ctx)
+		if err != nil {
+			return err
+		}
 		if after, err = d.s.Mail.KeysStart(ctx, decisionMailKind, head); err != nil {
 			return fmt.Errorf("decision mails: %w", err)
 		}
 	}
 	d.mu.Lock()
-	d.after, d.begun, d.unrecorded = after, true, head.IsZero()
+	d.after, d.begun = after, true
 	d.mu.Unlock()
 	return nil
-}
-
-// recordStart records, before the first mail on a log that was fresh at
-// Begin, that mails begin at the log's start; it adopts a beginning that
-// another node recorded meanwhile.
-func (d *DecisionMails) recordStart(ctx context.Context) (events.Position, error) {
-	after, err := d.s.Mail.KeysStart(ctx, decisionMailKind, events.Position{})
-	if err != nil {
-		return after, fmt.Errorf("decision mails: %w", err)
-	}
-	d.mu.Lock()
-	d.after, d.unrecorded = after, false
-	d.mu.Unlock()
-	return after, nil
 }
 
 // Name is the runner's name.
@@ -110,7 +94,7 @@ func (d *DecisionMails) Reset(context.Context) error {
 // (the mails already queued are found queued).
 func (d *DecisionMails) Apply(ctx context.Context, batch []events.Envelope, pos events.Position) error {
 	d.mu.Lock()
-	after, begun, unrecorded := d.after, d.begun, d.unrecorded
+	after, begun := d.after, d.begun
 	d.mu.Unlock()
 	if !begun {
 		return fmt.Errorf("decision mails: Begin was not called")
@@ -118,16 +102,6 @@ func (d *DecisionMails) Apply(ctx context.Context, batch []events.Envelope, pos 
 	for _, env := range batch {
 		if !after.Less(env.Position) {
 			continue
-		}
-		if unrecorded {
-			var err error
-			if after, err = d.recordStart(ctx); err != nil {
-				return err
-			}
-			unrecorded = false
-			if !after.Less(env.Position) {
-				continue
-			}
 		}
 		if err := d.mail(ctx, env); err != nil {
 			return fmt.Errorf("decision mail for event %s: %w", env.ID, err)

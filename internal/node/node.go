@@ -170,7 +170,11 @@ func Open(ctx context.Context, cfg Config) (_ *Node, err error) {
 	}
 	n.Portal, n.Developers, n.mailSender, n.Runners = port.server, port.developers, port.mailSender, append(n.Runners, port.runner)
 	cmds.developers, cmds.developersReady = port.accounts, port.runner
-	if err := port.decisionMails.Begin(ctx); err != nil {
+	fromStart, err := decisionMailsFromStart(ctx, n.Keys, n.Events)
+	if err != nil {
+		return nil, err
+	}
+	if err := port.decisionMails.Begin(ctx, fromStart); err != nil {
 		return nil, err
 	}
 	n.decisionMails = port.decisionRunner
