@@ -36,3 +36,35 @@ func TestFanoutRowsCompareDeliveriesWithTheWriteAlone(t *testing.T) {
 		t.Errorf("scenario %q", rows[1].Scenario)
 	}
 }
+
+// The many-app population's rows are set against the one-app
+// population's, call by call, and count undelivered PATCHes as errors.
+func TestTenantRowsCompareWithOneApp(t *testing.T) {
+	m := func(ok int64) Measured { return Measured{OK: ok, Elapsed: 10 * time.Second, Lat: &Latencies{}} }
+	one := TenantRun{Apps: 1, Users: 100, Register: m(1000), Snapshot: m(10000), Webhooks: m(500)}
+	many := TenantRun{Apps: 50, Users: 100, Register: m(900), Snapshot: m(10000), Webhooks: m(250), Missing: 3, RSS: 64 << 20}
+	rows := tenantRows(one, many, "embedded", Options{Clients: 32, PatchClients: 8, Drain: time.Minute})
+	if len(rows) != 6 {
+		t.Fatalf("%d rows", len(rows))
+	}
+	if rows[0].Ratio != 0 || rows[0].Scenario != "tenants (1 app, 100 users): register" {
+		t.Errorf("baseline row %q has ratio %v", rows[0].Scenario, rows[0].Ratio)
+	}
+	for i, want := range []float64{0.9, 1, 0.5} {
+		if got := rows[3+i].Ratio; got < want-1e-9 || got > want+1e-9 {
+			t.Errorf("%s: ratio %v, want %v", rows[3+i].Scenario, got, want)
+		}
+	}
+	if rows[5].Errors != 3 || !strings.Contains(rows[3].Note, "64 MB") {
+		t.Errorf("errors %d, note %q", rows[5].Errors, rows[3].Note)
+	}
+}
+
+func TestParseVmRSS(t *testing.T) {
+	if got := parseVmRSS("Name:\tplatform\nVmPeak:\t  9 kB\nVmRSS:\t  2048 kB\n"); got != 2048*1024 {
+		t.Fatalf("rss = %d", got)
+	}
+	if got := parseVmRSS("Name: x\n"); got != 0 {
+		t.Fatalf("no line: %d", got)
+	}
+}
