@@ -57,7 +57,10 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		w.WriteHeader(http.StatusBadRequest)
 		return
 	}
-	want := webhooks.Sign(r.secret, req.Header.Get("X-Webhook-Timestamp"), body)
+	r.mu.Lock()
+	secret := r.secret
+	r.mu.Unlock()
+	want := webhooks.Sign(secret, req.Header.Get("X-Webhook-Timestamp"), body)
 	if !hmac.Equal([]byte(want), []byte(req.Header.Get("X-Webhook-Signature"))) {
 		r.bad.Add(1)
 		w.WriteHeader(http.StatusUnauthorized)
