@@ -65,12 +65,18 @@ type breakers struct {
 	threshold int
 	cooldown  time.Duration
 	eps       map[endpointKey]*endpoint
+	// notable holds the endpoints of eps that are not closed with a free
+	// slot (breaker open or half-open, or their share in flight): the
+	// sender asks for those on every pass (nextProbe, blocked), and eps
+	// holds every endpoint posted to since the start, one per app with
+	// many tenants, almost all of them idle.
+	notable map[endpointKey]*endpoint
 	// onChange reports a state change (closed, open, half_open) to the operator.
 	onChange func(appID int64, from, to string, failures int)
 }
 
 func newBreakers(limit, threshold int, cooldown time.Duration, onChange func(int64, string, string, int)) *breakers {
-	return &breakers{limit: limit, threshold: threshold, cooldown: cooldown, eps: map[endpointKey]*endpoint{}, onChange: onChange}
+	return &breakers{limit: limit, threshold: threshold, cooldown: cooldown, eps: map[endpointKey]*endpoint{}, notable: map[endpointKey]*endpoint{}, onChange: onChange}
 }
 
 // endpointKey names one endpoint of one app.
@@ -88,8 +94,19 @@ func (b *breakers) get(key endpointKey, url string) *endpoint {
 		}
 		ep = &endpoint{url: url, state: BreakerClosed, cooldown: b.cooldown, inFlight: inFlight}
 		b.eps[key] = ep
+		b.track(key, ep)
 	}
 	return ep
+}
+
+// track files ep in notable or out of it after a change; every change of
+// an endpoint's state or in-flight count is followed by one.
+func (b *breakers) track(key endpointKey, ep *endpoint) {
+	if ep.state != BreakerClosed || ep.inFlight >= b.limit {
+		b.notable[key] = ep
+	} else {
+		delete(b.notable, key)
+	}
 }
 
 func (b *breakers) set(key endpointKey, ep *endpoint, to string) {
@@ -109,6 +126,7 @@ func (b *breakers) acquire(key endpointKey, url string, now time.Time) (ok, prob
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	ep := b.get(key, url)
+	defer b.track(key, ep)
 	switch ep.state {
 	case BreakerOpen:
 		if now.Before(ep.until) {
@@ -137,6 +155,7 @@ func (b *breakers) cancel(key endpointKey, url string, probe bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	ep := b.get(key, url)
+	defer b.track(key, ep)
 	ep.inFlight = max(ep.inFlight-1, 0)
 	if probe {
 		ep.probing = false
@@ -149,6 +168,7 @@ func (b *breakers) done(key endpointKey, url string, probe, failed bool, now tim
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	ep := b.get(key, url)
+	defer b.track(key, ep)
 	ep.inFlight = max(ep.inFlight-1, 0)
 	if probe {
 		ep.probing = false
@@ -178,7 +198,7 @@ func (b *breakers) nextProbe() (time.Time, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	var next time.Time
-	for _, ep := range b.eps {
+	for _, ep := range b.notable {
 		if ep.state == BreakerOpen && (next.IsZero() || ep.until.Before(next)) {
 			next = ep.until
 		}
@@ -217,7 +237,7 @@ func (b *breakers) blocked(now time.Time, only func(key endpointKey) (url string
 	}
 	var cands []cand
 	b.mu.Lock()
-	for key, ep := range b.eps {
+	for key, ep := range b.notable {
 		open := (ep.state == BreakerOpen && now.Before(ep.until)) || (ep.state == BreakerHalfOpen && ep.probing)
 		if open || ep.inFlight >= b.limit {
 			cands = append(cands, cand{key, ep.url, open})
