@@ -68,3 +68,23 @@ func TestParseVmRSS(t *testing.T) {
 		t.Fatalf("no line: %d", got)
 	}
 }
+
+// The one-app baseline straddles the many-app run: its two windows count
+// as one measurement (operations, time, latencies and CPU added up), so a
+// drift over the run weighs on both populations alike.
+func TestStraddleAddsBothWindows(t *testing.T) {
+	a := Measured{OK: 100, Elapsed: 10 * time.Second, Lat: &Latencies{}, CPU: CPUUse{Platform: time.Second, Machine: 2 * time.Second, Cores: 2}}
+	a.Lat.Add([]time.Duration{time.Millisecond, 3 * time.Millisecond})
+	b := Measured{OK: 300, Errors: 2, Elapsed: 10 * time.Second, Lat: &Latencies{}, CPU: CPUUse{Platform: 3 * time.Second, Machine: 4 * time.Second, Cores: 2}}
+	b.Lat.Add([]time.Duration{2 * time.Millisecond})
+	m := straddle(a, b)
+	if m.Rate() != 20 || m.Errors != 2 || m.Elapsed != 20*time.Second {
+		t.Fatalf("rate %v errors %d elapsed %v; want 20/s, 2, 20s", m.Rate(), m.Errors, m.Elapsed)
+	}
+	if m.CPU.Platform != 4*time.Second || m.CPU.Machine != 6*time.Second || m.CPU.Cores != 2 {
+		t.Fatalf("cpu %+v", m.CPU)
+	}
+	if got := m.Lat.Quantile(0.5); got != 2*time.Millisecond {
+		t.Fatalf("median %v, want 2ms of the three samples", got)
+	}
+}

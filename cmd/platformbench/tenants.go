@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -25,6 +26,7 @@ type Tenants struct {
 	apps  []App
 	users []tenantUser
 	rcv   *Receiver
+	began time.Time // when its set-up began
 }
 
 // TenantRun is one population's measurement: the same register,
@@ -42,32 +44,65 @@ type TenantRun struct {
 	RSS         int64 // the platform's resident memory after the run, bytes (0: unknown)
 }
 
-// ManyTenants measures two populations of the same size in turn: one app
-// holding every user, then -tenant-apps apps sharing them, each app with
-// its one webhook endpoint. The one-app population is the baseline: same
-// users, same endpoint per event, only the number of tenants differs.
+// ManyTenants measures two populations of the same size: one app holding
+// every user, then -tenant-apps apps sharing them, each app with its one
+// webhook endpoint; then the one-app population once more. The one-app
+// baseline is both of its windows together, so it straddles the many-app
+// run: whatever drifts over the run (the log and read models grow with
+// each population, the shared machine's load moves) weighs on both sides
+// alike instead of favouring whichever population went first. Same users,
+// same endpoint per event, only the number of tenants differs.
 func (b *Bench) ManyTenants(ctx context.Context) (one, many TenantRun, err error) {
-	if one, err = b.tenantRun(ctx, 1); err != nil {
+	oneTn, err := b.tenants(ctx, 1)
+	if oneTn.rcv != nil {
+		defer oneTn.rcv.Close()
+	}
+	if err != nil {
 		return one, many, fmt.Errorf("one app: %w", err)
 	}
-	if many, err = b.tenantRun(ctx, b.Opt.TenantApps); err != nil {
+	one = b.measureTenants(ctx, oneTn, time.Since(oneTn.began))
+	manyTn, err := b.tenants(ctx, b.Opt.TenantApps)
+	if manyTn.rcv != nil {
+		defer manyTn.rcv.Close()
+	}
+	if err != nil {
 		return one, many, fmt.Errorf("%d apps: %w", b.Opt.TenantApps, err)
 	}
+	many = b.measureTenants(ctx, manyTn, time.Since(manyTn.began))
+	again := b.measureTenants(ctx, oneTn, 0)
+	one.Register = straddle(one.Register, again.Register)
+	one.Snapshot = straddle(one.Snapshot, again.Snapshot)
+	one.Webhooks = straddle(one.Webhooks, again.Webhooks)
+	one.Delivered += again.Delivered
+	one.Missing += again.Missing
+	one.Bad = again.Bad
 	return one, many, nil
 }
 
-// tenantRun creates a population of apps apps and -tenant-users users
-// through the admin and partner APIs, then measures it.
-func (b *Bench) tenantRun(ctx context.Context, apps int) (TenantRun, error) {
-	t0 := time.Now()
-	tn, err := b.tenants(ctx, apps)
-	if tn.rcv != nil {
-		defer tn.rcv.Close()
+// straddle is two windows of the same call as one measurement: their
+// operations, time, latencies and CPU added up.
+func straddle(a, b Measured) Measured {
+	out := Measured{OK: a.OK + b.OK, Errors: a.Errors + b.Errors, Elapsed: a.Elapsed + b.Elapsed, Lat: &Latencies{}, FirstErr: a.FirstErr}
+	if out.FirstErr == nil {
+		out.FirstErr = b.FirstErr
 	}
-	if err != nil {
-		return TenantRun{}, err
+	for _, l := range []*Latencies{a.Lat, b.Lat} {
+		if l != nil {
+			l.mu.Lock()
+			s := slices.Clone(l.samples)
+			l.mu.Unlock()
+			out.Lat.Add(s)
+		}
 	}
-	res := TenantRun{Apps: len(tn.apps), Users: len(tn.users), SetupFor: time.Since(t0)}
+	out.CPU = CPUUse{Machine: a.CPU.Machine + b.CPU.Machine, Idle: a.CPU.Idle + b.CPU.Idle, Steal: a.CPU.Steal + b.CPU.Steal,
+		Platform: a.CPU.Platform + b.CPU.Platform, Load: a.CPU.Load + b.CPU.Load, Cores: max(a.CPU.Cores, b.CPU.Cores)}
+	return out
+}
+
+// measureTenants measures a population: register, snapshot and
+// webhook-producing PATCH, each call on a random tenant.
+func (b *Bench) measureTenants(ctx context.Context, tn Tenants, setup time.Duration) TenantRun {
+	res := TenantRun{Apps: len(tn.apps), Users: len(tn.users), SetupFor: setup}
 	_ = b.settle(ctx, b.Opt.Drain)
 	c := b.Opt.Clients
 	res.Register = closedLoop(ctx, b.phase(c), func(ctx context.Context, _, _ int) error {
@@ -83,13 +118,13 @@ func (b *Bench) tenantRun(ctx context.Context, apps int) (TenantRun, error) {
 	b.tenantWebhooks(ctx, tn, &res)
 	res.Bad = tn.rcv.bad.Load()
 	res.RSS = b.platformRSS()
-	return res, nil
+	return res
 }
 
 // tenants creates the apps (each pointed at its own receiver path) and
 // registers the users round-robin over them.
 func (b *Bench) tenants(ctx context.Context, apps int) (Tenants, error) {
-	var tn Tenants
+	tn := Tenants{began: time.Now()}
 	rcv, err := startReceiver("")
 	if err != nil {
 		return tn, err
@@ -224,6 +259,9 @@ func tenantRunRows(res TenantRun, base []Row, store string, o Options) []Row {
 		mem = fmt.Sprintf("platform resident memory %.0f MB after it", float64(res.RSS)/(1<<20))
 	}
 	rows[0].Note = fmt.Sprintf("set-up (apps, endpoints, users through the API) took %s; %s", res.SetupFor.Round(time.Second), mem)
+	if base == nil {
+		rows[0].Note = "measured before and after the many-app population, both windows together; " + rows[0].Note
+	}
 	rows[2].Errors += int64(res.Missing) + res.Bad
 	rows[2].Note = fmt.Sprintf("%d deliveries received, each checked with its app's secret; errors include %d PATCHes undelivered after %s and %d bad signatures",
 		res.Delivered, res.Missing, o.Drain, res.Bad)
