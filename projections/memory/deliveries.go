@@ -433,8 +433,18 @@ func (s *Store) Due(ctx context.Context, now time.Time, limit int, skipApps ...i
 	defer s.deliveriesMu.RUnlock()
 	var out []domain.DueDelivery
 	f := &frontier{idx: make([]dueRef, 0, len(s.due.apps)+min(limit, 1024)+2)}
+	// Many tenants' endpoints may be skipped at once (breakers open): a
+	// set keeps this pass linear in the apps rather than apps × skipped.
+	skip := func(id int64) bool { return slices.Contains(skipApps, id) }
+	if len(skipApps) > 16 {
+		set := make(map[int64]struct{}, len(skipApps))
+		for _, id := range skipApps {
+			set[id] = struct{}{}
+		}
+		skip = func(id int64) bool { _, ok := set[id]; return ok }
+	}
 	for appID, h := range s.due.apps {
-		if !slices.Contains(skipApps, appID) {
+		if !skip(appID) {
 			f.push(dueRef{h, 0})
 		}
 	}

@@ -678,6 +678,15 @@ func testDue(t *testing.T, s Store) {
 	wantIDs(t, "Due skipping app 2", must(s.Due(ctx, at(1000), 2, 2))(t), idsOf(b, c))
 	wantIDs(t, "Due skipping both", must(s.Due(ctx, at(1000), 10, 2, 1))(t), nil)
 	wantIDs(t, "Due skipping an app without deliveries", must(s.Due(ctx, at(1000), 10, 99))(t), idsOf(b, k, c, a, d))
+	// Many apps skipped at once (many tenants' breakers open) leave out
+	// exactly the named ones.
+	many := []int64{1}
+	for id := int64(100); id < 140; id++ {
+		many = append(many, id)
+	}
+	wantIDs(t, "Due skipping app 1 among 41 apps", must(s.Due(ctx, at(1000), 10, many...))(t), idsOf(k))
+	wantIDs(t, "Due skipping 41 apps, none with deliveries", must(s.Due(ctx, at(1000), 10, many[1:]...))(t), idsOf(b, k, c, a, d))
+	wantIDs(t, "Due skipping both among 42 apps", must(s.Due(ctx, at(1000), 10, append(many, 2)...))(t), nil)
 
 	// Attempting moves deliveries out of the queue or later in it.
 	b2 := b
