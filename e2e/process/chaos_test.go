@@ -98,14 +98,14 @@ func TestChaosThreeNodes(t *testing.T) {
 	w := setupWorld(t, c, rcv)
 
 	samplerCtx, stopSampler := context.WithCancel(context.Background())
-	sampler := &checkpointSampler{db: c.db, last: map[string][2]uint64{}}
+	sampler := newCheckpointSampler(c.db)
 	samplerDone := make(chan struct{})
 	go func() { defer close(samplerDone); sampler.run(samplerCtx) }()
 	defer stopSampler()
 
 	loadCtx, stopLoad := context.WithTimeout(context.Background(), duration)
 	defer stopLoad()
-	killer := &killer{c: c, every: killEvery, down: down}
+	killer := newKiller(c, killEvery, down)
 	killerDone := make(chan struct{})
 	go func() { defer close(killerDone); killer.run(loadCtx) }()
 
@@ -138,10 +138,7 @@ func TestChaosThreeNodes(t *testing.T) {
 	w.checkWebhooks()
 	w.checkRebuild()
 	for _, n := range c.nodes {
-		n.mu.Lock()
-		died := append([]string(nil), n.died...)
-		n.mu.Unlock()
-		for _, d := range died {
+		for _, d := range n.exits() {
 			w.fail("node exited without being killed", fmt.Sprintf("node %d at %s; log:\n%s", n.idx, d, n.logTail(4000)))
 		}
 		// Nodes run as the race-enabled build (envRaceNodes) report
@@ -256,11 +253,9 @@ func setupWorld(t *testing.T, c *cluster, rcv *hookReceiver) *world {
 	w := &world{t: t, c: c, rcv: rcv, run: randomHex(t, 3), counts: map[string]map[string]int{}, memberW: map[int64]int{},
 		orders: map[string]*ackOrder{}, reports: map[int64]int64{}, failures: map[string][]string{}}
 	w.partner = c.createPartner("chaos partner")
-	rcv.mu.Lock()
-	rcv.secret = w.partner.WebhookSecret
-	rcv.mu.Unlock()
+	rcv.setSecret(w.partner.WebhookSecret)
 	// No webhook_events: every event.
-	c.admin("PATCH", fmt.Sprintf("/admin/v1/apps/%d", w.partner.AppID), map[string]any{"webhook_url": rcv.srv.URL + "/hooks"}, http.StatusOK, nil)
+	c.admin("PATCH", fmt.Sprintf("/admin/v1/apps/%d", w.partner.AppID), map[string]any{"webhook_url": rcv.url() + "/hooks"}, http.StatusOK, nil)
 	c.admin("POST", "/admin/v1/goods", map[string]any{"goods_code": "CHAOS-1", "goods_name": "Chaos monitor"}, http.StatusCreated, nil)
 	var it struct {
 		ID int64 `json:"benefit_item_id"`
@@ -783,6 +778,11 @@ type kill struct {
 	at   time.Time
 }
 
+// newKiller SIGKILLs a node of c every interval, keeping it down for down.
+func newKiller(c *cluster, every, down time.Duration) *killer {
+	return &killer{c: c, every: every, down: down}
+}
+
 func (k *killer) run(ctx context.Context) {
 	timer := time.NewTimer(k.every / 2)
 	defer timer.Stop()
@@ -827,6 +827,11 @@ type checkpointSampler struct {
 	samples     int
 	lastErr     string
 	regressions []string
+}
+
+// newCheckpointSampler samples the checkpoints table of the database db.
+func newCheckpointSampler(db string) *checkpointSampler {
+	return &checkpointSampler{db: db, last: map[string][2]uint64{}}
 }
 
 func (s *checkpointSampler) run(ctx context.Context) {

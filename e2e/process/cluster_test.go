@@ -60,6 +60,14 @@ type clusterNode struct {
 	drained atomic.Bool
 }
 
+// newNode is node i of a run: it runs bin with env on a free loopback
+// address and a data directory of its own, logging to node<i>.log in logs.
+func newNode(t testing.TB, i int, bin, env []string, logs string) *clusterNode {
+	addr := freeAddr(t)
+	return &clusterNode{idx: i, bin: bin, addr: addr, base: "http://" + addr, dir: t.TempDir(), env: env,
+		logPath: filepath.Join(logs, fmt.Sprintf("node%d.log", i))}
+}
+
 // start launches the process; it does not wait for readiness.
 func (n *clusterNode) start() error {
 	n.mu.Lock()
@@ -112,6 +120,32 @@ func (n *clusterNode) kill() {
 	f.Close()
 }
 
+// stop sends SIGINT and waits for the process to exit (the platform drains
+// its HTTP server and stops its followers), SIGKILLing it after timeout; it
+// reports whether the process stopped by itself in time.
+func (n *clusterNode) stop(timeout time.Duration) bool {
+	n.mu.Lock()
+	cmd, done, f := n.cmd, n.done, n.logf
+	n.killing = true
+	n.cmd = nil
+	n.mu.Unlock()
+	if cmd == nil {
+		return true
+	}
+	_ = cmd.Process.Signal(os.Interrupt)
+	stopped := true
+	select {
+	case <-done:
+	case <-time.After(timeout):
+		_ = cmd.Process.Kill()
+		<-done
+		stopped = false
+	}
+	fmt.Fprintf(f, "\n==== harness: node %d stopped (SIGINT) at %s ====\n", n.idx, time.Now().Format(time.RFC3339Nano))
+	f.Close()
+	return stopped
+}
+
 // running reports whether the process is alive.
 func (n *clusterNode) running() bool {
 	n.mu.Lock()
@@ -142,6 +176,13 @@ func (n *clusterNode) waitReady(timeout time.Duration) error {
 		time.Sleep(100 * time.Millisecond)
 	}
 	return fmt.Errorf("node %d not ready after %v (last /readyz: %s)", n.idx, timeout, last)
+}
+
+// exits lists the exits the harness did not cause (crashes), with their time.
+func (n *clusterNode) exits() []string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return append([]string(nil), n.died...)
 }
 
 // logTail returns the end of the node's log (all its runs), for failures.
@@ -215,9 +256,7 @@ func startCluster(t *testing.T, opt clusterOptions) *cluster {
 	logs := t.TempDir()
 	bin := platformProgram(t)
 	for i := range opt.nodes {
-		addr := freeAddr(t)
-		c.nodes = append(c.nodes, &clusterNode{idx: i, bin: bin, addr: addr, base: "http://" + addr, dir: t.TempDir(), env: env,
-			logPath: filepath.Join(logs, fmt.Sprintf("node%d.log", i))})
+		c.nodes = append(c.nodes, newNode(t, i, bin, env, logs))
 	}
 	t.Cleanup(func() {
 		for _, n := range c.nodes {
@@ -240,9 +279,7 @@ func startCluster(t *testing.T, opt clusterOptions) *cluster {
 			t.Fatalf("%v; log:\n%s", err, n.logTail(8000))
 		}
 	}
-	c.client = &clusterClient{nodes: c.nodes, hc: &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{
-		MaxIdleConnsPerHost: 64, IdleConnTimeout: 30 * time.Second, DialContext: (&net.Dialer{Timeout: 2 * time.Second}).DialContext,
-	}}}
+	c.client = newClient(c.nodes)
 	return c
 }
 
@@ -297,6 +334,13 @@ type clusterClient struct {
 	nodes []*clusterNode
 	hc    *http.Client
 	rr    atomic.Uint64
+}
+
+// newClient spreads requests over nodes.
+func newClient(nodes []*clusterNode) *clusterClient {
+	return &clusterClient{nodes: nodes, hc: &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{
+		MaxIdleConnsPerHost: 64, IdleConnTimeout: 30 * time.Second, DialContext: (&net.Dialer{Timeout: 2 * time.Second}).DialContext,
+	}}}
 }
 
 // next picks the next node round-robin.
@@ -522,6 +566,16 @@ func newHookReceiver(t testing.TB, failOnce, slowEvery uint32, slow time.Duratio
 	t.Cleanup(h.srv.Close)
 	return h
 }
+
+// setSecret sets the webhook secret signatures are verified with.
+func (h *hookReceiver) setSecret(secret string) {
+	h.mu.Lock()
+	h.secret = secret
+	h.mu.Unlock()
+}
+
+// url is the receiver's base URL.
+func (h *hookReceiver) url() string { return h.srv.URL }
 
 func idHash(id string) uint32 {
 	f := fnv.New32a()

@@ -35,10 +35,8 @@ func TestKafkaWebhookCreationFailover(t *testing.T) {
 	c := startCluster(t, clusterOptions{nodes: 3, kafka: true})
 	rcv := newHookReceiver(t, 0, 0, 0)
 	p := c.createPartner("failover partner")
-	rcv.mu.Lock()
-	rcv.secret = p.WebhookSecret
-	rcv.mu.Unlock()
-	c.admin("PATCH", fmt.Sprintf("/admin/v1/apps/%d", p.AppID), map[string]any{"webhook_url": rcv.srv.URL + "/hooks"}, http.StatusOK, nil)
+	rcv.setSecret(p.WebhookSecret)
+	c.admin("PATCH", fmt.Sprintf("/admin/v1/apps/%d", p.AppID), map[string]any{"webhook_url": rcv.url() + "/hooks"}, http.StatusOK, nil)
 	var warm struct {
 		OpenUserID int64 `json:"open_user_id"`
 	}

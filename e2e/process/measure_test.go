@@ -83,10 +83,8 @@ func measureBus(t *testing.T, step time.Duration, kafka bool) {
 			c := startCluster(t, clusterOptions{nodes: nodes, retrySchedule: "1s,1s,2s,3s,5s", kafka: kafka})
 			rcv := newHookReceiver(t, 0, 0, 0)
 			p := c.createPartner("measure")
-			rcv.mu.Lock()
-			rcv.secret = p.WebhookSecret
-			rcv.mu.Unlock()
-			c.admin("PATCH", fmt.Sprintf("/admin/v1/apps/%d", p.AppID), map[string]any{"webhook_url": rcv.srv.URL}, http.StatusOK, nil)
+			rcv.setSecret(p.WebhookSecret)
+			c.admin("PATCH", fmt.Sprintf("/admin/v1/apps/%d", p.AppID), map[string]any{"webhook_url": rcv.url()}, http.StatusOK, nil)
 			c.awaitEverywhere(p.creds, "/open/v1/webhooks/deliveries", 30*time.Second)
 
 			var acked, failed atomic.Int64

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -190,9 +189,7 @@ type timedNode struct {
 // answers 200, returning the time since the exec.
 func startTimed(t *testing.T, bin string, env []string, timeout time.Duration) *timedNode {
 	t.Helper()
-	addr := freeAddr(t)
-	n := &clusterNode{bin: []string{bin}, addr: addr, base: "http://" + addr, dir: t.TempDir(), env: env,
-		logPath: filepath.Join(t.TempDir(), "node.log")}
+	n := newNode(t, 0, []string{bin}, env, t.TempDir())
 	began := time.Now()
 	if err := n.start(); err != nil {
 		t.Fatal(err)
@@ -222,22 +219,7 @@ func (n *timedNode) stop(t *testing.T, kill9 bool) {
 		n.node.kill()
 		return
 	}
-	n.node.mu.Lock()
-	cmd, done := n.node.cmd, n.node.done
-	n.node.killing = true
-	n.node.cmd = nil
-	n.node.mu.Unlock()
-	if cmd == nil {
-		return
-	}
-	_ = cmd.Process.Signal(os.Interrupt)
-	select {
-	case <-done:
-	case <-time.After(time.Minute):
-		_ = cmd.Process.Kill()
-		<-done
-	}
-	n.node.logf.Close()
+	n.node.stop(time.Minute)
 }
 
 // millionWriter writes users through the platform's commands straight to

@@ -5,8 +5,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -52,12 +50,7 @@ func TestRollingUpgrade(t *testing.T) {
 	env := nodeEnv(db, randomHex(t, 32), c.adminToken, "int_upgrade_"+randomHex(t, 12),
 		"PLATFORM_WEBHOOK_ALLOW_LOOPBACK=1", "PLATFORM_WEBHOOK_RETRY_SCHEDULE=1s,1s,2s,3s,5s")
 	logs := t.TempDir()
-	node := func(i int, bin []string) *clusterNode {
-		addr := freeAddr(t)
-		return &clusterNode{idx: i, bin: bin, addr: addr, base: "http://" + addr, dir: t.TempDir(), env: env,
-			logPath: filepath.Join(logs, fmt.Sprintf("node%d.log", i))}
-	}
-	old, next := node(0, []string{prev}), node(1, cur)
+	old, next := newNode(t, 0, []string{prev}, env, logs), newNode(t, 1, cur, env, logs)
 	t.Cleanup(func() { old.kill(); next.kill() })
 	if err := old.start(); err != nil {
 		t.Fatal(err)
@@ -66,16 +59,14 @@ func TestRollingUpgrade(t *testing.T) {
 		t.Fatalf("previous release %s: %v; log:\n%s", commit, err, old.logTail(8000))
 	}
 	c.nodes = []*clusterNode{old}
-	c.client = &clusterClient{nodes: c.nodes, hc: &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{
-		MaxIdleConnsPerHost: 64, IdleConnTimeout: 30 * time.Second, DialContext: (&net.Dialer{Timeout: 2 * time.Second}).DialContext,
-	}}}
+	c.client = newClient(c.nodes)
 
 	// 1. The previous release alone: apps, cards, providers, webhooks, then
 	// one steady load through the three steps below. The new node is in the
 	// client's rotation from the start, drained until it is ready.
 	rcv := newHookReceiver(t, 5, 8, 200*time.Millisecond)
 	w := setupWorld(t, c, rcv)
-	sampler := &checkpointSampler{db: db, last: map[string][2]uint64{}}
+	sampler := newCheckpointSampler(db)
 	samplerCtx, stopSampler := context.WithCancel(context.Background())
 	samplerDone := make(chan struct{})
 	go func() { defer close(samplerDone); sampler.run(samplerCtx) }()
@@ -141,10 +132,7 @@ func TestRollingUpgrade(t *testing.T) {
 		}
 	}
 	for _, n := range []*clusterNode{old, next} {
-		n.mu.Lock()
-		died := append([]string(nil), n.died...)
-		n.mu.Unlock()
-		for _, d := range died {
+		for _, d := range n.exits() {
 			w.fail("node exited without being stopped", fmt.Sprintf("node %d at %s; log:\n%s", n.idx, d, n.logTail(4000)))
 		}
 		for _, line := range logErrors(n.logPath) {
@@ -187,24 +175,9 @@ func (w *world) snapshotCounts() map[string]map[string]int {
 // after 30 s.
 func stopGracefully(t *testing.T, n *clusterNode) {
 	t.Helper()
-	n.mu.Lock()
-	cmd, done, f := n.cmd, n.done, n.logf
-	n.killing = true
-	n.cmd = nil
-	n.mu.Unlock()
-	if cmd == nil {
-		return
-	}
-	_ = cmd.Process.Signal(os.Interrupt)
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		_ = cmd.Process.Kill()
-		<-done
+	if !n.stop(30 * time.Second) {
 		t.Errorf("node %d did not stop within 30 s of SIGTERM", n.idx)
 	}
-	fmt.Fprintf(f, "\n==== harness: node %d stopped (SIGINT) at %s ====\n", n.idx, time.Now().Format(time.RFC3339Nano))
-	f.Close()
 }
 
 // logErrors returns the ERROR lines of a node's log (text format).
