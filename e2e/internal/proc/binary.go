@@ -1,16 +1,14 @@
-// Package process holds the tests that run whole platform processes: the
-// three-node chaos test, the rolling upgrade from the previous release,
-// the kill -9 restarts, and the opt-in measurements. They live apart from
-// cmd/platform so its configuration tests stay fast and these run beside
-// the other packages; one go test binary builds cmd/platform once per
-// flavour (platformBinary) and every node gets its settings from nodeEnv.
-package process
+package proc
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"testing"
 )
@@ -28,25 +26,28 @@ var builds [2]struct {
 	err  error
 }
 
-func TestMain(m *testing.M) {
+// Main runs a test package's tests with a folder for its builds of the
+// platform (Binary), removed afterwards; a package's TestMain is
+// os.Exit(proc.Main(m)).
+func Main(m *testing.M) int {
 	dir, err := os.MkdirTemp("", "e2e-process-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
+		return 1
 	}
 	binDir = dir
 	code := m.Run()
 	os.RemoveAll(dir)
-	os.Exit(code)
+	return code
 }
 
-// platformBinary builds cmd/platform once per test binary and flavour and
+// Binary builds cmd/platform once per test binary and flavour and
 // returns its path: with race, under the race detector (the kill -9 tests'
 // single node, whose races then show in its log), else a plain build (the
 // cluster tests load several nodes, and a race-enabled node is several
 // times slower on a 2-core machine). Go's build cache makes either quick
 // after the first build.
-func platformBinary(t testing.TB, race bool) string {
+func Binary(t testing.TB, race bool) string {
 	t.Helper()
 	args, name, b := []string{"build"}, "platform", &builds[0]
 	if race {
@@ -66,11 +67,24 @@ func platformBinary(t testing.TB, race bool) string {
 	return b.path
 }
 
-// nodeEnv is the environment of a platform node on the Postgres database
+// envRaceNodes, set to 1, runs the nodes as a race-enabled build, so the
+// race detector watches them too; they are then several times slower.
+const envRaceNodes = "PLATFORM_TEST_CLUSTER_RACE"
+
+// Program is the program the cluster's nodes run: the plain build of
+// cmd/platform (the cluster tests load the nodes, and a race-enabled node
+// is several times slower on these 2-core machines), or the race-enabled
+// one with envRaceNodes.
+func Program(t *testing.T) []string {
+	t.Helper()
+	return []string{Binary(t, os.Getenv(envRaceNodes) == "1")}
+}
+
+// NodeEnv is the environment of a platform node on the Postgres database
 // db (event store and read models) with the given master key and tokens,
 // logging text, without Kafka; extra settings follow and win (exec keeps
 // the last value of a repeated variable).
-func nodeEnv(db, masterKey, adminToken, internalToken string, extra ...string) []string {
+func NodeEnv(db, masterKey, adminToken, internalToken string, extra ...string) []string {
 	return append([]string{
 		"PLATFORM_EVENTSTORE_URL=" + db,
 		"PLATFORM_POSTGRES_URL=" + db,
@@ -82,4 +96,38 @@ func nodeEnv(db, masterKey, adminToken, internalToken string, extra ...string) [
 		"PLATFORM_LOG_FORMAT=text",
 		"PLATFORM_KAFKA_BROKERS=",
 	}, extra...)
+}
+
+// FreeAddr is a loopback address with a port free a moment ago.
+func FreeAddr(t testing.TB) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// RandomHex is n random bytes in hex (tokens, keys, run names).
+func RandomHex(t testing.TB, n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(b)
+}
+
+// EnvInt reads a positive whole number from the environment variable
+// name, def when it is unset.
+func EnvInt(t *testing.T, name string, def int) int {
+	t.Helper()
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		t.Fatalf("%s=%q: want a positive whole number", name, v)
+	}
+	return n
 }
