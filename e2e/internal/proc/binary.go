@@ -2,14 +2,18 @@ package proc
 
 import (
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"sync"
+	"syscall"
 	"testing"
 )
 
@@ -55,16 +59,87 @@ func Binary(t testing.TB, race bool) string {
 	}
 	b.once.Do(func() {
 		bin := filepath.Join(binDir, name)
-		if out, err := exec.Command("go", append(args, "-o", bin, platformPkg)...).CombinedOutput(); err != nil {
-			b.err = fmt.Errorf("go build %s: %v\n%s", platformPkg, err, out)
-			return
+		if b.err = buildShared(args, name, bin); b.err == nil {
+			b.path = bin
 		}
-		b.path = bin
 	})
 	if b.err != nil {
 		t.Fatal(b.err)
 	}
 	return b.path
+}
+
+// buildShared runs go build (args) of platformPkg into a folder this
+// checkout's test binaries share, one at a time under a file lock, and
+// copies the result to bin. The process test packages run at once and
+// each needs the same binary: the first links it, and go build finds the
+// others' target up to date (it does not link again a file whose build ID
+// matches), so a run links each flavour once rather than once per package.
+// Each test binary runs its own copy, which a later build cannot change
+// under its nodes.
+func buildShared(args []string, name, bin string) error {
+	dir, err := sharedBuildDir()
+	if err != nil {
+		return err
+	}
+	lock, err := os.OpenFile(filepath.Join(dir, name+".lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return fmt.Errorf("lock %s: %w", lock.Name(), err)
+	}
+	shared := filepath.Join(dir, name)
+	if out, err := exec.Command("go", append(args, "-o", shared, platformPkg)...).CombinedOutput(); err != nil {
+		return fmt.Errorf("go build %s: %v\n%s", platformPkg, err, out)
+	}
+	return copyFile(shared, bin)
+}
+
+// sharedBuildDir is a folder in the user's cache directory (where the
+// upgrade test keeps the previous release too) named after the checkout
+// (the folder of go.mod above the working directory), so two checkouts
+// never share a build.
+func sharedBuildDir() (string, error) {
+	root, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(root, "go.mod")); err == nil {
+			break
+		}
+		up := filepath.Dir(root)
+		if up == root {
+			return "", errors.New("no go.mod above the working directory")
+		}
+		root = up
+	}
+	sum := sha256.Sum256([]byte(root))
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		cache = os.TempDir()
+	}
+	dir := filepath.Join(cache, "partner-open-platform", "e2e-build-"+hex.EncodeToString(sum[:8]))
+	return dir, os.MkdirAll(dir, 0o700)
+}
+
+func copyFile(from, to string) error {
+	src, err := os.Open(from)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	dst, err := os.OpenFile(to, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o755)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(dst, src); err != nil {
+		dst.Close()
+		return err
+	}
+	return dst.Close()
 }
 
 // envRaceNodes, set to 1, runs the nodes as a race-enabled build, so the
