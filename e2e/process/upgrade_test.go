@@ -100,6 +100,9 @@ func TestRollingUpgrade(t *testing.T) {
 		t.Fatalf("this release beside %s: %v; log:\n%s", commit, err, next.logTail(8000))
 	}
 	next.drained.Store(false)
+	// A signed write recorded by either release replays through the other.
+	replayAcross(t, w.partner.creds, old, next, "upgrade-replay-old-"+w.run)
+	replayAcross(t, w.partner.creds, next, old, "upgrade-replay-new-"+w.run)
 	time.Sleep(12 * time.Second)
 	both := w.snapshotCounts()
 
