@@ -37,9 +37,6 @@ var nonceTests = []struct {
 	{"ConcurrentBinding", testBindingRace},
 	{"ConcurrentBindingsOfManyKeys", testBindingsOfManyKeys},
 	{"ConcurrentUsesThenClose", testUsesThenClose},
-	{"SignedWriteRecord", testSignedWriteRecord},
-	{"ConcurrentSignedWrites", testConcurrentSignedWrites},
-	{"SignedReplayOfOlderLayout", testSignedReplayOfOlderLayout},
 }
 
 // Case is one case of the suite, for a suite of a wider store (a

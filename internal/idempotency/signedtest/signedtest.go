@@ -1,4 +1,8 @@
-package noncetest
+// Package signedtest is the conformance suite of signed-write records
+// (idempotency.ServeSigned) on a binding store: every store the nodes share
+// their bindings in (the embedded nonce files, the memory and Postgres
+// read-model stores) runs it.
+package signedtest
 
 import (
 	"bytes"
@@ -13,19 +17,34 @@ import (
 
 	"github.com/healthtech/partner-open-platform/internal/httpapi"
 	"github.com/healthtech/partner-open-platform/internal/idempotency"
-	"github.com/healthtech/partner-open-platform/internal/nonces"
 	"github.com/healthtech/partner-open-platform/internal/secrets"
 )
 
-// The cases of signed-write records (idempotency.ServeSigned), which live
-// in the binding store: a write is recorded in two bindings, its replays
-// answer its first answer, and a record in the layout an older release
-// writes (three bindings) replays too, as it must during a rolling upgrade.
+// Run checks the records of signed writes on a binding store: a write is
+// recorded in two bindings, its replays answer its first answer, and a
+// record in the layout the release before writes (three bindings) replays
+// too, as it must during a rolling upgrade. open is called once per case
+// and returns an empty store.
+func Run(t *testing.T, open func(t *testing.T) idempotency.SignedStore) {
+	t.Helper()
+	for _, c := range []struct {
+		name string
+		fn   func(t *testing.T, s idempotency.SignedStore)
+	}{
+		{"SignedWriteRecord", testSignedWriteRecord},
+		{"ConcurrentSignedWrites", testConcurrentSignedWrites},
+		{"SignedReplayOfOlderLayout", testSignedReplayOfOlderLayout},
+	} {
+		t.Run(c.name, func(t *testing.T) { c.fn(t, open(t)) })
+	}
+}
+
+var ctx = context.Background()
 
 // signedLog is the store under test, recording the fresh bindings made
 // through it.
 type signedLog struct {
-	nonces.Store
+	idempotency.SignedStore
 	mu    sync.Mutex
 	binds []signedBinding
 }
@@ -33,7 +52,7 @@ type signedLog struct {
 type signedBinding struct{ scope, key, value string }
 
 func (b *signedLog) Bind(ctx context.Context, scope, key, value string, expires time.Time) (string, bool, error) {
-	got, fresh, err := b.Store.Bind(ctx, scope, key, value, expires)
+	got, fresh, err := b.SignedStore.Bind(ctx, scope, key, value, expires)
 	if err == nil && fresh {
 		b.mu.Lock()
 		b.binds = append(b.binds, signedBinding{scope, key, value})
@@ -94,8 +113,8 @@ func (w *signedWriter) send(store idempotency.SignedStore, sig, body string) sig
 // holding "done" and the answer; an identical replay, on another node,
 // answers the first answer marked replayed and runs nothing; another
 // signature or body runs anew.
-func testSignedWriteRecord(t *testing.T, s Store) {
-	store := &signedLog{Store: s}
+func testSignedWriteRecord(t *testing.T, s idempotency.SignedStore) {
+	store := &signedLog{SignedStore: s}
 	one, two := newSignedWriter(t, 0), newSignedWriter(t, 0)
 	first := one.send(store, "a1", `{"name":"a"}`)
 	if first.status != http.StatusCreated || first.replayed {
@@ -128,7 +147,7 @@ func testSignedWriteRecord(t *testing.T, s Store) {
 // Identical signed writes sent at once through several nodes run once:
 // every other answer is the first answer replayed or 409 in progress, and
 // once the original is done every replay gets its answer.
-func testConcurrentSignedWrites(t *testing.T, s Store) {
+func testConcurrentSignedWrites(t *testing.T, s idempotency.SignedStore) {
 	const senders = 16
 	nodes := []*signedWriter{newSignedWriter(t, 30*time.Millisecond), newSignedWriter(t, 30*time.Millisecond)}
 	answers := make([]signedAnswer, senders)
@@ -174,7 +193,7 @@ func testConcurrentSignedWrites(t *testing.T, s Store) {
 // "done" alone) replays, as a record an older node wrote during a rolling
 // upgrade must: its answer marked replayed, to concurrent replays on
 // several nodes too, and nothing runs.
-func testSignedReplayOfOlderLayout(t *testing.T, s Store) {
+func testSignedReplayOfOlderLayout(t *testing.T, s idempotency.SignedStore) {
 	const sig, body, answer = "0a1d", `{"name":"old"}`, `{"id":"u-older","name":"old"}`
 	r := httptest.NewRequest(http.MethodPost, "/open/v1/channel/users", strings.NewReader(body))
 	name := "42:" + idempotency.KeyHash(idempotency.SignedKey(sig, r, []byte(body)))
