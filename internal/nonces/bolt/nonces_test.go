@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/healthtech/partner-open-platform/internal/nonces/bolt"
 	"github.com/healthtech/partner-open-platform/internal/idempotency"
 	"github.com/healthtech/partner-open-platform/internal/idempotency/signedtest"
+	"github.com/healthtech/partner-open-platform/internal/nonces/bolt"
 	"github.com/healthtech/partner-open-platform/internal/nonces/noncetest"
 	"github.com/healthtech/partner-open-platform/projections/memory"
 )

@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/healthtech/partner-open-platform/internal/nonces/bolt"
-	"github.com/healthtech/partner-open-platform/internal/nonces/filelog"
 	"github.com/healthtech/partner-open-platform/internal/idempotency"
 	"github.com/healthtech/partner-open-platform/internal/idempotency/signedtest"
+	"github.com/healthtech/partner-open-platform/internal/nonces/bolt"
+	"github.com/healthtech/partner-open-platform/internal/nonces/filelog"
 	"github.com/healthtech/partner-open-platform/internal/nonces/noncetest"
 	"github.com/healthtech/partner-open-platform/projections/memory"
 )
