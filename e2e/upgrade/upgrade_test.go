@@ -90,6 +90,9 @@ func TestRollingUpgrade(t *testing.T) {
 		t.Fatalf("this release beside %s: %v; log:\n%s", commit, err, next.LogTail(8000))
 	}
 	next.Drained.Store(false)
+	// A signed write recorded by either release replays through the other.
+	replayAcross(t, w.Partner().Creds, old, next, "upgrade-replay-old-"+w.Run())
+	replayAcross(t, w.Partner().Creds, next, old, "upgrade-replay-new-"+w.Run())
 	time.Sleep(12 * time.Second)
 	both := w.SnapshotCounts()
 

@@ -135,6 +135,12 @@ func Setup(t *testing.T, c *proc.Cluster, rcv *proc.HookReceiver) *World {
 	return w
 }
 
+// Partner is the app the load writes as, for a test's own calls beside it.
+func (w *World) Partner() proc.Partner { return w.partner }
+
+// Run is the run's unique tag, for ids a test adds beside the load's.
+func (w *World) Run() string { return w.run }
+
 // Fail records a finding under a category; report turns them into errors.
 func (w *World) Fail(category, detail string) {
 	w.mu.Lock()
