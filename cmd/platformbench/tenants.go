@@ -156,7 +156,7 @@ func (b *Bench) drainRegistered(ctx context.Context, tn Tenants, registered [][]
 		tn.rcv.mu.Lock()
 		for _, us := range registered {
 			for _, u := range us {
-				if len(tn.rcv.byUser[u]) == 0 {
+				if !tn.rcv.registered[u] {
 					behind++
 				}
 			}
