@@ -38,9 +38,10 @@ type TenantRun struct {
 	Register    Measured
 	Snapshot    Measured
 	Webhooks    Measured // the PATCHes
-	// RegisterBehind is how many of the register window's users had no
-	// user.registered delivery yet when it closed; RegisterMissing how many
-	// still had none after the drain.
+	// RegisterBehind is how many of the register window's users no
+	// delivery had named yet when it closed (a register's delivery is
+	// user.family_group.created); RegisterMissing how many still had none
+	// after the drain.
 	RegisterBehind, RegisterMissing int
 	Delivered                       int // deliveries received of the PATCHes
 	Missing                         int // PATCHes not delivered after the drain
@@ -137,8 +138,7 @@ func (b *Bench) measureTenants(ctx context.Context, tn Tenants, setup time.Durat
 	return res
 }
 
-// drainRegistered waits, bounded by -drain, for the user.registered
-// delivery of every user the register window created and charges the
+// drainRegistered waits, bounded by -drain, for the delivery of every user the register window created and charges the
 // platform CPU of that wait to the window: one endpoint takes at most
 // -webhook-per-endpoint POSTs at a time, so one app's deliveries may lag
 // its registers and finish after the window, while many apps' go out at
@@ -156,7 +156,7 @@ func (b *Bench) drainRegistered(ctx context.Context, tn Tenants, registered [][]
 		tn.rcv.mu.Lock()
 		for _, us := range registered {
 			for _, u := range us {
-				if !tn.rcv.registered[u] {
+				if !tn.rcv.named[u] {
 					behind++
 				}
 			}

@@ -34,12 +34,13 @@ type Receiver struct {
 	mu      sync.Mutex
 	seen    map[string]bool
 	byUser  map[int64][]receipt
-	// registered holds the users whose user.registered delivery arrived.
-	registered map[int64]bool
-	all        []time.Time // every correctly signed delivery, repeats included, in arrival order
-	bad        atomic.Int64
-	srv        *http.Server
-	URL        string
+	// named holds the users some delivery has named (a register's is
+	// user.family_group.created), whatever the event.
+	named map[int64]bool
+	all   []time.Time // every correctly signed delivery, repeats included, in arrival order
+	bad   atomic.Int64
+	srv   *http.Server
+	URL   string
 }
 
 // startReceiver listens on a free loopback port.
@@ -87,12 +88,10 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	occurred, _ := time.Parse(time.RFC3339, d.OccurredAt)
 	r.mu.Lock()
 	r.all = append(r.all, at)
-	if d.Event == "user.registered" {
-		if r.registered == nil {
-			r.registered = map[int64]bool{}
-		}
-		r.registered[d.OpenUserID] = true
+	if r.named == nil {
+		r.named = map[int64]bool{}
 	}
+	r.named[d.OpenUserID] = true
 	if !r.seen[d.DeliveryID] && d.Event == "user.profile.updated" {
 		r.seen[d.DeliveryID] = true
 		r.byUser[d.OpenUserID] = append(r.byUser[d.OpenUserID], receipt{at: at, occurred: occurred})
