@@ -37,10 +37,9 @@ func TestBreakerNotableFollowsEveryChange(t *testing.T) {
 	b := newBreakers(2, 2, time.Second, nil)
 	now := time.Unix(1_700_000_000, 0)
 	type slot struct {
-		key         endpointKey
-		url         string
-		probe       bool
-		outstanding bool
+		key   endpointKey
+		url   string
+		probe bool
 	}
 	var held []slot
 	urls := map[int64]string{}
@@ -54,7 +53,7 @@ func TestBreakerNotableFollowsEveryChange(t *testing.T) {
 		switch op := r.IntN(4); {
 		case op <= 1:
 			if ok, probe := b.acquire(key, urls[app], now); ok {
-				held = append(held, slot{key, urls[app], probe, true})
+				held = append(held, slot{key, urls[app], probe})
 			}
 		case len(held) > 0:
 			j := r.IntN(len(held))
