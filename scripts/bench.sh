@@ -22,7 +22,12 @@
 # flags to every `platformbench run` (e.g. "-clients 16 -window 20s");
 # BENCH_PG_SCENARIOS picks the Postgres run's scenarios; BENCH_SKIP_PG=1
 # runs the embedded half only, BENCH_SKIP_EMBEDDED=1 the Postgres half
-# only. BENCH_CPUPROFILE_DIR (a directory) writes
+# only. The Postgres run's webhook-cost rows offer PATCHes at fixed rates
+# (BENCH_COST_RATES, default 100,200,500 per second; each one
+# user.profile.updated webhook) and report the system's CPU per delivery,
+# the platform's and its Postgres server's (the throwaway server only), and
+# the platform database's Postgres transactions per delivery
+# (pg_stat_database), after an idle row. BENCH_CPUPROFILE_DIR (a directory) writes
 # each platform's CPU profile of its whole run there (embedded.pprof,
 # postgres.pprof; PLATFORM_CPUPROFILE), with its binary (platform).
 set -euo pipefail
@@ -43,7 +48,7 @@ for a in "$@"; do
 	esac
 done
 read -r -a extra <<<"${BENCH_ARGS:-}"
-pg_scenarios=${BENCH_PG_SCENARIOS:-register,member-upsert,snapshot,report-pull,verify-hot,verify-many}
+pg_scenarios=${BENCH_PG_SCENARIOS:-webhook-cost,register,member-upsert,snapshot,report-pull,verify-hot,verify-many}
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/platform-bench.XXXXXX")
 platform_pid="" pgtmp="" pgbin="" admin_url="" dbs=()
@@ -183,7 +188,10 @@ if [ "${BENCH_SKIP_PG:-0}" != "1" ]; then
 	"$pgbench" -q -i -s 10 "$(db_url bench_pgbench_$$)" >/dev/null 2>&1 || die "pgbench -i failed"
 	start_platform postgres PLATFORM_EVENTSTORE_URL="$(db_url bench_platform_$$)" PLATFORM_POSTGRES_URL="$(db_url bench_platform_$$)" \
 		PLATFORM_PORTAL_BASE_URL="http://127.0.0.1"
+	pg_pid=0
+	if [ -n "$pgtmp" ]; then pg_pid=$(head -n1 "$pgtmp/data/postmaster.pid"); fi
 	run_bench -store postgres -raw-store-url "$(db_url bench_raw_$$)" -pgbench "$pgbench" -pgbench-url "$(db_url bench_pgbench_$$)" \
+		-postgres-pid "$pg_pid" -pg-stats-url "$admin_url" -pg-stats-db "bench_platform_$$" -webhook-cost-rates "${BENCH_COST_RATES:-100,200,500}" \
 		-scenarios "$pg_scenarios" -out "$work/postgres.json"
 	stop_platform
 	files+=("$work/postgres.json")

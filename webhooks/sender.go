@@ -40,6 +40,10 @@ const (
 	// this node's new deliveries are handed over, and a scan per projected
 	// batch re-read the head of the queue hundreds of times a second.
 	scanEvery = 25 * time.Millisecond
+	// idleRescan is how long the sender sleeps, when its last scan found
+	// nothing due, before it scans again anyway (its safety net: what
+	// falls due wakes it earlier).
+	idleRescan = 30 * time.Second
 	// refillBatch is how many candidates a scan for a backlog in the read
 	// model takes at once: each scan walks the rows the sender already
 	// holds at the head of the due order, so it should serve many slots.
@@ -244,6 +248,10 @@ type sendLoop struct {
 	// one; nextKnown: it was read; nextStale: the projection moved since).
 	nextDue, nextRead            time.Time
 	nextOK, nextKnown, nextStale bool
+	// noneDue: the last scan read no due row at all, not even one another
+	// node holds (whose claim may lapse), so nothing falls due before
+	// nextDue, a breaker probe or a move of the projection.
+	noneDue bool
 }
 
 func (d *Dispatcher) newSendLoop(ctx context.Context) *sendLoop {
@@ -283,11 +291,12 @@ func (s *sendLoop) refill(now time.Time, free int) (held bool) {
 		want = max(free, refillBatch) // one walk of the head per many deliveries
 	}
 	var err error
-	s.more, held, err = s.d.scanDue(s.ctx, s.eps, s.suspended, s.q, now, want, !refill)
+	var seen int
+	s.more, held, seen, err = s.d.scanDue(s.ctx, s.eps, s.suspended, s.q, now, want, !refill)
 	if err != nil && s.ctx.Err() == nil {
 		s.d.Log.Error("scan due deliveries", "err", err)
 	}
-	s.scan, s.dirty, s.lastScan = false, false, time.Now()
+	s.scan, s.dirty, s.lastScan, s.noneDue = false, false, time.Now(), seen == 0
 	return held
 }
 
@@ -344,6 +353,11 @@ func (s *sendLoop) waitFor(now time.Time) time.Duration {
 		s.nextKnown, s.nextStale, s.nextRead = err == nil, false, time.Now()
 	}
 	wait := time.Second
+	if s.noneDue && s.nextKnown && len(s.q.items) == 0 {
+		// Nothing to look for: a scan a second was a Postgres
+		// transaction a second on an idle node.
+		wait = idleRescan
+	}
 	if s.nextKnown && s.nextOK && s.nextDue.After(now) && s.nextDue.Sub(now) < wait {
 		wait = s.nextDue.Sub(now)
 	}
@@ -397,7 +411,7 @@ func (s *sendLoop) wait(now time.Time, changed, appsChanged <-chan struct{}) boo
 // Rows others hold stay first in the due order, so the scan widens past
 // what it already knows, up to maxDueScan rows. more says the window was
 // full: the read model may hold further due deliveries.
-func (d *Dispatcher) scanDue(ctx context.Context, eps *breakers, suspended map[int64]bool, q *sendQueue, now time.Time, want int, skipBusy bool) (more, held bool, err error) {
+func (d *Dispatcher) scanDue(ctx context.Context, eps *breakers, suspended map[int64]bool, q *sendQueue, now time.Time, want int, skipBusy bool) (more, held bool, seen int, err error) {
 	for id := range suspended {
 		if !d.paused(id) {
 			delete(suspended, id)
@@ -430,7 +444,7 @@ func (d *Dispatcher) scanDue(ctx context.Context, eps *breakers, suspended map[i
 	for limit := min(max(want+len(q.items)+d.attemptingCount(), 64), maxDueScan); ; limit = min(4*limit, maxDueScan) {
 		rows, err := d.Deliveries.Due(ctx, now, limit, skip...)
 		if err != nil {
-			return false, len(suspended) > 0, err
+			return false, len(suspended) > 0, -1, err
 		}
 		found = 0
 		for _, del := range rows {
@@ -447,7 +461,7 @@ func (d *Dispatcher) scanDue(ctx context.Context, eps *breakers, suspended map[i
 		}
 		full := len(rows) == limit
 		if found >= want || !full || limit >= maxDueScan || len(q.items) >= maxQueued {
-			return full || skippedBusy, len(suspended) > 0, nil
+			return full || skippedBusy, len(suspended) > 0, len(rows), nil
 		}
 	}
 }

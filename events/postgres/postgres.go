@@ -70,9 +70,11 @@ const appendLock int64 = 0x6576617070656e64
 const channel = "es_events"
 
 // pollEvery bounds how long a subscriber waits for an event whose
-// notification was lost (a dropped listener connection); normally NOTIFY
-// or an append in this process wakes it at once.
-const pollEvery = 2 * time.Second
+// notification was lost without the listener's connection dropping (a
+// reconnect wakes every subscriber at once); normally NOTIFY or an append
+// in this process wakes it at once. Each wake-up reads the log once per
+// subscriber group, so on an idle node this is its only cost.
+const pollEvery = 30 * time.Second
 
 // Store is the Postgres event store; any number of processes may share one
 // database, and a Store may be used from any number of goroutines.

@@ -38,6 +38,8 @@ type Store struct {
 	fenceIdle time.Duration
 	// watch serves Watch: one LISTEN connection for the node.
 	watch watcher
+	// announce groups the owners' announcements into one statement.
+	announce announcer
 	// head reads the log's head inside Snapshot's round trip (SeeHead).
 	head *headQuery
 	// bound remembers the signature bindings seen to hold (Bind, Snapshot).
