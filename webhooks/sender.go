@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/events/catalog"
 )
 
@@ -268,6 +269,13 @@ func (s *sendLoop) wake() {
 	}
 }
 
+// nextDue is the earliest due time a scan read with the due rows
+// (DueAndNext), when read is set.
+type nextDue struct {
+	at       time.Time
+	ok, read bool
+}
+
 // refill scans the read model into the queue when a scan is due, or when
 // the queue runs short of the free slots while the read model had more;
 // held says some deliveries were held back (a suspended app's).
@@ -292,9 +300,13 @@ func (s *sendLoop) refill(now time.Time, free int) (held bool) {
 	}
 	var err error
 	var seen int
-	s.more, held, seen, err = s.d.scanDue(s.ctx, s.eps, s.suspended, s.q, now, want, !refill)
+	var next nextDue
+	s.more, held, seen, err = s.d.scanDue(s.ctx, s.eps, s.suspended, s.q, now, want, !refill, &next)
 	if err != nil && s.ctx.Err() == nil {
 		s.d.Log.Error("scan due deliveries", "err", err)
+	}
+	if next.read {
+		s.nextDue, s.nextOK, s.nextKnown, s.nextStale, s.nextRead = next.at, next.ok, true, false, time.Now()
 	}
 	s.scan, s.dirty, s.lastScan, s.noneDue = false, false, time.Now(), seen == 0
 	return held
@@ -411,7 +423,7 @@ func (s *sendLoop) wait(now time.Time, changed, appsChanged <-chan struct{}) boo
 // Rows others hold stay first in the due order, so the scan widens past
 // what it already knows, up to maxDueScan rows. more says the window was
 // full: the read model may hold further due deliveries.
-func (d *Dispatcher) scanDue(ctx context.Context, eps *breakers, suspended map[int64]bool, q *sendQueue, now time.Time, want int, skipBusy bool) (more, held bool, seen int, err error) {
+func (d *Dispatcher) scanDue(ctx context.Context, eps *breakers, suspended map[int64]bool, q *sendQueue, now time.Time, want int, skipBusy bool, next *nextDue) (more, held bool, seen int, err error) {
 	for id := range suspended {
 		if !d.paused(id) {
 			delete(suspended, id)
@@ -442,7 +454,13 @@ func (d *Dispatcher) scanDue(ctx context.Context, eps *breakers, suspended map[i
 	// queued: read just past it, widening only while that is not enough.
 	found := 0
 	for limit := min(max(want+len(q.items)+d.attemptingCount(), 64), maxDueScan); ; limit = min(4*limit, maxDueScan) {
-		rows, err := d.Deliveries.Due(ctx, now, limit, skip...)
+		var rows []domain.DueDelivery
+		if dn, ok := d.Deliveries.(DueAndNext); ok && next != nil {
+			rows, next.at, next.ok, err = dn.DueAndNext(ctx, now, limit, skip...)
+			next.read = err == nil
+		} else {
+			rows, err = d.Deliveries.Due(ctx, now, limit, skip...)
+		}
 		if err != nil {
 			return false, len(suspended) > 0, -1, err
 		}

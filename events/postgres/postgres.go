@@ -538,7 +538,7 @@ func (s *Store) SubscribeAll(ctx context.Context, after events.Position) (events
 	if err := s.usable(ctx); err != nil {
 		return nil, err
 	}
-	return tail.Subscribe(ctx, after, s.readShared, s.notify), nil
+	return tail.SubscribeExact(ctx, after, s.readShared, s.notify), nil
 }
 
 // Close implements events.Store; subscriptions end with events.ErrClosed.

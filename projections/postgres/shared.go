@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -88,10 +89,57 @@ func (s *Store) Announce(ctx context.Context, projection string, p subscribe.Pro
 		Commit: p.Position.Commit, Prepare: p.Position.Prepare, TCommit: p.Target.Commit, TPrepare: p.Target.Prepare,
 		Applied: p.Applied, CaughtUp: p.CaughtUp, Owner: p.Owner,
 	}
+	if !s.others.present(ctx, s) {
+		// Nobody else would hear it: a node alone sends none, and one that
+		// joins greets first (Hello), which makes every owner announce.
+		return nil
+	}
 	if err := s.announce.send(ctx, s, n); err != nil {
 		return fmt.Errorf("projections/postgres: announce %s: %w", projection, err)
 	}
 	return nil
+}
+
+// helloPrefix begins a listener's greeting, the statement its session
+// last ran while it waits for notifications (see peers).
+const helloPrefix = `SELECT pg_notify('` + progressChannel + `', '{"p":"","g":0,"h":true`
+
+// peersCheck is how often a node that has heard no other node's greeting
+// looks for other listeners of the announcements anyway: a node of an
+// older version listens without greeting.
+const peersCheck = 30 * time.Second
+
+// peers remembers whether another node listens for announcements: it has
+// greeted (Hello from another Store), or a look at pg_stat_activity found
+// another session whose last statement listened on the channel or greeted.
+type peers struct {
+	seen    atomic.Bool
+	mu      sync.Mutex
+	checked time.Time
+}
+
+func (p *peers) present(ctx context.Context, s *Store) bool {
+	if p.seen.Load() {
+		return true
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.seen.Load() || time.Since(p.checked) < peersCheck {
+		return p.seen.Load()
+	}
+	var n int
+	err := s.pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+WHERE datname = current_database() AND pid <> pg_backend_pid()
+  AND (query = $1 OR (query LIKE $2 AND position($3 IN query) = 0))`,
+		`LISTEN `+progressChannel, helloPrefix+`%`, s.instance).Scan(&n)
+	if err != nil {
+		return true // unsure: announce
+	}
+	p.checked = time.Now()
+	if n > 0 {
+		p.seen.Store(true)
+	}
+	return n > 0
 }
 
 // announceGather is how long the first announcement of a group waits for
@@ -304,7 +352,7 @@ func (w *watcher) listen(ctx context.Context, s *Store) {
 			// listening: the greeting, which comes back to this connection
 			// too, makes every owner, on any node, announce again and this
 			// node's followers re-read the stored progress.
-			_, err = conn.Exec(ctx, `SELECT pg_notify($1, $2)`, progressChannel, `{"p":"","g":0,"h":true}`)
+			_, err = conn.Exec(ctx, helloPrefix+`,"o":"`+s.instance+`"}')`)
 		}
 		for err == nil {
 			var n *pgconn.Notification
@@ -314,6 +362,9 @@ func (w *watcher) listen(ctx context.Context, s *Store) {
 			}
 			var msg notice
 			if json.Unmarshal([]byte(n.Payload), &msg) == nil {
+				if msg.Hello && msg.Owner != s.instance {
+					s.others.seen.Store(true)
+				}
 				w.deliver(msg)
 			}
 		}
