@@ -661,17 +661,25 @@ func createdResult(openUserID int64, channelUserID string, ps []events.Payload, 
 	return RegisterResult{OpenUserID: openUserID, ChannelUserID: channelUserID, Created: true, Groups: groups, Members: members, Position: pos}
 }
 
+// warmed is the closed channel of a key that needs no warming.
+var warmed = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
 // warmKey starts creating the user's data key; the channel is closed when it
 // is done. A failure is ignored: the user append creates the key itself.
 func (u *Users) warmKey(ctx context.Context, openUserID int64) <-chan struct{} {
-	done := make(chan struct{})
 	if u.warm == nil {
-		close(done)
-		return done
+		return warmed
 	}
+	subject := ErasureSubject(openUserID)
+	// Usually the key was made with its block of ids (one batch) and is in
+	// the cache: then there is nothing to overlap, and no goroutine to start.
+	if c, ok := u.warm.(interface{ Cached(subject string) bool }); ok && c.Cached(subject) {
+		return warmed
+	}
+	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = u.warm.Warm(ctx, ErasureSubject(openUserID))
+		_ = u.warm.Warm(ctx, subject)
 	}()
 	return done
 }

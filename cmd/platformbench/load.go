@@ -23,6 +23,11 @@ type Phase struct {
 	// call (a webhook's delivery) is measured at a known load rather than
 	// at saturation; a client that falls behind its schedule calls at once.
 	Rate float64
+	// FromDue, with a Rate, times each call from when it was due rather
+	// than from when it started: a call that waited behind a slow one
+	// counts its wait, as a client sending at a fixed rate would see it
+	// (otherwise a stall delays the calls after it and hides in no latency).
+	FromDue bool
 	// CPU, when set, samples the CPU counters at the window's start and
 	// end, so the measurement carries what the window cost (Measured.CPU).
 	CPU func() cpuSample
@@ -94,8 +99,9 @@ func closedLoop(ctx context.Context, p Phase, op Op) Measured {
 			local := make([]time.Duration, 0, 4096)
 			defer func() { lat.Add(local) }()
 			for i := 0; ; i++ {
+				var due time.Time
 				if every > 0 {
-					due := start.Add(time.Duration(i)*every + time.Duration(w)*every/time.Duration(p.Clients))
+					due = start.Add(time.Duration(i)*every + time.Duration(w)*every/time.Duration(p.Clients))
 					if wait := time.Until(due); wait > 0 {
 						select {
 						case <-time.After(wait):
@@ -120,7 +126,11 @@ func closedLoop(ctx context.Context, p Phase, op Op) Measured {
 					continue
 				}
 				ok.Add(1)
-				local = append(local, t1.Sub(t0))
+				from := t0
+				if p.FromDue && !due.IsZero() && due.Before(t0) {
+					from = due
+				}
+				local = append(local, t1.Sub(from))
 			}
 		}(w)
 	}

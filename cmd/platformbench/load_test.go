@@ -73,3 +73,35 @@ func TestClosedLoopPacedOffersTheRate(t *testing.T) {
 		t.Fatalf("%d measured of %d calls at 40/s for 0.5 s: want at most 24", m.OK, calls.Load())
 	}
 }
+
+// A paced call that waited behind a slow one counts its wait when the loop
+// times from the due time (FromDue), and not otherwise: one call stalls for
+// 150 ms of a 10 ms schedule, so with FromDue the calls queued behind it
+// answer 100 ms or more after they were due.
+func TestPacedLoopTimesFromTheDueTime(t *testing.T) {
+	run := func(fromDue bool) int {
+		op := func(ctx context.Context, _, i int) error {
+			if i == 2 {
+				time.Sleep(150 * time.Millisecond)
+			}
+			return nil
+		}
+		m := closedLoop(context.Background(), Phase{Clients: 1, Window: 400 * time.Millisecond, Rate: 100, FromDue: fromDue}, op)
+		m.Lat.Quantile(0.5) // sorts
+		late := 0
+		for _, d := range m.Lat.samples {
+			if d >= 100*time.Millisecond {
+				late++
+			}
+		}
+		return late
+	}
+	if late := run(true); late < 2 {
+		t.Errorf("from the due time: %d calls at 100 ms or more, want the stalled one and at least one queued behind it", late)
+	}
+	if late := run(false); late > 1 {
+		// Only the stalled call itself (the others start late but run fast),
+		// unless the machine stalled a call of its own.
+		t.Logf("from the start: %d calls at 100 ms or more", late)
+	}
+}

@@ -38,6 +38,11 @@ type Options struct {
 	WebhookRate float64
 	// DrainBacklog is how many deliveries webhook-drain queues at once.
 	DrainBacklog int
+	// PacedRate, when positive, is the offered rate of register-paced and
+	// member-upsert-paced; 0 offers PacedShare of the rate their closed-loop
+	// scenario measured earlier in the same run.
+	PacedRate  float64
+	PacedShare float64
 	// PlatformPID, when positive, is the platform's process, whose CPU
 	// webhook-drain reads from /proc to report CPU per delivery.
 	PlatformPID int
@@ -76,7 +81,7 @@ func main() {
 
 // allScenarios is the order scenarios run in: webhooks first, while the
 // dispatcher has no backlog of earlier scenarios' deliveries.
-var allScenarios = []string{"webhooks", "webhook-drain", "register", "patch-fresh", "patch-long", "member-upsert", "snapshot", "report-pull", "verify-hot", "verify-many"}
+var allScenarios = []string{"webhooks", "webhook-drain", "register", "patch-fresh", "patch-long", "member-upsert", "register-paced", "member-upsert-paced", "snapshot", "report-pull", "verify-hot", "verify-many"}
 
 // runFlags are run's settings besides the scenario Options.
 type runFlags struct {
@@ -148,6 +153,8 @@ func parseRunFlags(args []string) (runFlags, Options, error) {
 	fs.DurationVar(&o.Drain, "drain", 60*time.Second, "how long webhooks wait for outstanding deliveries")
 	fs.Float64Var(&o.WebhookRate, "webhook-rate", 0, "offered PATCHes per second of the webhook scenario (0: closed loop, as fast as answered)")
 	fs.IntVar(&o.DrainBacklog, "drain-backlog", 4000, "deliveries webhook-drain queues at once (its backlog)")
+	fs.Float64Var(&o.PacedRate, "paced-rate", 0, "offered calls per second of register-paced and member-upsert-paced (0: -paced-share of their closed-loop rate in this run)")
+	fs.Float64Var(&o.PacedShare, "paced-share", 0.5, "share of the measured closed-loop capacity the paced scenarios offer when -paced-rate is 0")
 	fs.IntVar(&o.PlatformPID, "platform-pid", 0, "the platform's process id, for webhook-drain's CPU per delivery (0: not reported)")
 	fs.StringVar(&o.CostRates, "webhook-cost-rates", "100,200,500", "offered PATCHes per second of webhook-cost, one run each")
 	fs.IntVar(&o.PostgresPID, "postgres-pid", 0, "the platform's Postgres postmaster, for webhook-cost's system CPU (0: platform only)")
@@ -268,6 +275,14 @@ func (b *Bench) scenario(ctx context.Context, s, store string, bl measuredBaseli
 	case "member-upsert":
 		writeBase()
 		m, err = b.MemberUpsert(ctx)
+	case "register-paced", "member-upsert-paced":
+		writeBase()
+		of := strings.TrimSuffix(s, "-paced")
+		var rate float64
+		if rate, err = b.pacedRate(of); err == nil {
+			s = fmt.Sprintf("%s, %.0f/s offered", of, rate)
+			m, err = b.Paced(ctx, of, rate)
+		}
 	case "snapshot":
 		m, err = b.Snapshot(ctx)
 	case "report-pull":
@@ -284,6 +299,10 @@ func (b *Bench) scenario(ctx context.Context, s, store string, bl measuredBaseli
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", s, err)
 	}
+	if b.capacity == nil {
+		b.capacity = map[string]float64{}
+	}
+	b.capacity[s] = m.Rate()
 	return []Row{rowOf(s, store, clients, m, baseName, &base)}, nil
 }
 

@@ -21,6 +21,9 @@ type Bench struct {
 
 	app   App     // the channel app of the user scenarios
 	users []int64 // registered users (snapshot and report reads)
+	// capacity is each scenario's measured rate in this run, by row name
+	// (the paced scenarios offer a share of their closed loop's).
+	capacity map[string]float64
 }
 
 var seq atomic.Int64
@@ -70,10 +73,12 @@ func (b *Bench) setup(ctx context.Context) error {
 
 // Register: every call registers a new channel user with one family group.
 func (b *Bench) Register(ctx context.Context) (Measured, error) {
-	return closedLoop(ctx, b.phase(b.Opt.Clients), func(ctx context.Context, _, _ int) error {
-		_, err := b.register(ctx, b.app, "reg")
-		return err
-	}), nil
+	return closedLoop(ctx, b.phase(b.Opt.Clients), b.registerOp), nil
+}
+
+func (b *Bench) registerOp(ctx context.Context, _, _ int) error {
+	_, err := b.register(ctx, b.app, "reg")
+	return err
 }
 
 // Patch: each worker PATCHes its own user, which already has history
@@ -109,15 +114,25 @@ func (b *Bench) Patch(ctx context.Context, history int) (Measured, error) {
 // MemberUpsert: each worker upserts members of its own user's family group,
 // rotating over 20 app_user_ids (creates first, updates after).
 func (b *Bench) MemberUpsert(ctx context.Context) (Measured, error) {
+	op, err := b.memberUpsertOp(ctx)
+	if err != nil {
+		return Measured{}, err
+	}
+	return closedLoop(ctx, b.phase(b.Opt.Clients), op), nil
+}
+
+// memberUpsertOp registers one user per client and returns the upsert of
+// client w's i-th call.
+func (b *Bench) memberUpsertOp(ctx context.Context) (Op, error) {
 	c := b.Opt.Clients
 	own := make([]int64, c)
 	if err := forEach(ctx, c, c, func(ctx context.Context, i int) (err error) {
 		own[i], err = b.register(ctx, b.app, "member")
 		return err
 	}); err != nil {
-		return Measured{}, err
+		return nil, err
 	}
-	return closedLoop(ctx, b.phase(c), func(ctx context.Context, w, i int) error {
+	return func(ctx context.Context, w, i int) error {
 		body := fmt.Sprintf(`{"app_user_id":"m%d","app_group_id":1,"name":"Member","relationship":"SON","weight":%d}`, i%20, 100+uniq()%49000)
 		path := "/open/v1/channel/users/" + strconv.FormatInt(own[w], 10) + "/family-members"
 		err := b.P.partnerM(ctx, b.app, http.MethodPost, path, []byte(body), http.StatusOK, nil)
@@ -126,7 +141,36 @@ func (b *Bench) MemberUpsert(ctx context.Context) (Measured, error) {
 			return nil // a create answers 201
 		}
 		return err
-	}), nil
+	}, nil
+}
+
+// pacedRate is the offered rate of scenario's paced row: -paced-rate, else
+// -paced-share of the rate scenario's closed loop measured in this run.
+func (b *Bench) pacedRate(scenario string) (float64, error) {
+	if b.Opt.PacedRate > 0 {
+		return b.Opt.PacedRate, nil
+	}
+	measured := b.capacity[scenario]
+	if measured <= 0 {
+		return 0, fmt.Errorf("no capacity to pace at: run %s before it, or give -paced-rate", scenario)
+	}
+	return measured * b.Opt.PacedShare, nil
+}
+
+// Paced offers scenario's calls (register or member-upsert) at a fixed
+// rate, an open loop: each call's latency counts from when it was due, so
+// the p99 is what a client sending at that rate sees.
+func (b *Bench) Paced(ctx context.Context, scenario string, rate float64) (Measured, error) {
+	op := b.registerOp
+	if scenario == "member-upsert" {
+		var err error
+		if op, err = b.memberUpsertOp(ctx); err != nil {
+			return Measured{}, err
+		}
+	}
+	p := b.phase(b.Opt.Clients)
+	p.Rate, p.FromDue = rate, true
+	return closedLoop(ctx, p, op), nil
 }
 
 // Snapshot: GET a random user's full snapshot.

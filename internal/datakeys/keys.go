@@ -191,6 +191,13 @@ func (k *Keys) Warm(ctx context.Context, subject string) error {
 	return err
 }
 
+// Cached reports whether subject's key is in this process's cache, so its
+// next use waits for no key store.
+func (k *Keys) Cached(subject string) bool {
+	_, ok := k.cachedSubject(subject)
+	return ok
+}
+
 // Prepare creates the keys of subjects that have none yet, in one batch
 // (one fsync, or one statement), and caches them, so that their first uses
 // (registers of a freshly reserved block of user ids) wait for no key store
