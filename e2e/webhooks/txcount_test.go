@@ -16,23 +16,28 @@ import (
 )
 
 // maxIdleTxPerSecond bounds the Postgres transactions an idle node commits
-// per second. A transaction of an idle poll costs about 0.27 ms of CPU,
-// the platform's and its Postgres server's together (bench.sh's
-// webhook-cost idle row: 13.9 transactions/s at 8.9 ms/s before the polls
-// were replaced by notifications, 4.2/s at 6.2 ms/s after), so the 2 ms/s
-// an idle node may spend allows about 7 of them a second before anything
-// else runs; the rest of an idle node's CPU is its runtime and Postgres's
-// own background processes. What remains is mostly lease renewals (one
-// per lease every third of its time to live).
-const maxIdleTxPerSecond = 7
+// per second. An idle transaction costs about 0.27 ms of CPU, the
+// platform's and its Postgres server's together (bench.sh's webhook-cost
+// idle row: 13.9 transactions/s at 8.9 ms/s before the polls gave way to
+// notifications, 4.2/s at 6.2 ms/s with only some of them gone), so the
+// 2 ms/s an idle node may spend would allow 7 a second if nothing else ran;
+// the runtime and Postgres's own background processes take most of it,
+// hence 3: one lease renewal statement and one balancer read per third of
+// the lease TTL, the safety polls every 30 s, and the pool's pings.
+// Before: 13-18 a second.
+const maxIdleTxPerSecond = 3
 
-// maxTxPerDelivery bounds the Postgres transactions one delivered
-// webhook costs at a low rate, where no two deliveries share a
-// transaction: the PATCH's append, every read model's apply and
-// checkpoint, the delivery's creation, claim, attempt and outcome, the
-// followers' reads of each new event. It was 45 before the owners'
-// announcements were grouped and the followers' reads gathered.
-const maxTxPerDelivery = 32
+// maxTxPerDelivery bounds the Postgres transactions one delivered webhook
+// costs at a low rate, where no two deliveries share a transaction. What
+// is left (docs/postgres-cost.md): the PATCH (append, scheme M binding and
+// signed-idempotency records, the user's cached load), the followers' one
+// read per event, the read models' applies, the delivery's creation, claim,
+// attempt, outcome and claim release, and the sender's scan per projection
+// move: measured 22-26 here. Before: 45 (32 with only the announcements
+// grouped); the
+// goal of 5 needs the PATCH's own records and the delivery's claim and
+// outcome folded into fewer transactions, which this bound does not claim.
+const maxTxPerDelivery = 30
 
 // statsSettle is how long a count takes at most to reach
 // pg_stat_database: a backend publishes at most once a second, and one
@@ -73,18 +78,20 @@ func TestPostgresTransactionsPerWebhook(t *testing.T) {
 		a.Expect("PATCH", user, map[string]any{"nickname": fmt.Sprintf("n%d", i)}, http.StatusOK, "0")
 		time.Sleep(100 * time.Millisecond)
 	}
-	got := rcv.WaitFor(n)
-	time.Sleep(statsSettle)
-	t2, x2 := time.Now(), xacts(t, admin, name)
-	updated := 0
-	for _, w := range got {
-		if w.Event == "user.profile.updated" {
-			updated++
+	// The registration's family-group webhook arrives too, in any order.
+	for k := n; ; k++ {
+		updated := 0
+		for _, w := range rcv.WaitFor(k) {
+			if w.Event == "user.profile.updated" {
+				updated++
+			}
+		}
+		if updated == n {
+			break
 		}
 	}
-	if updated != n {
-		t.Fatalf("%d user.profile.updated webhooks delivered, want %d", updated, n)
-	}
+	time.Sleep(statsSettle)
+	t2, x2 := time.Now(), xacts(t, admin, name)
 	perDelivery := (float64(x2-x1) - idle*t2.Sub(t1).Seconds()) / n
 	t.Logf("idle: %.2f transactions/s; %d deliveries: %.2f transactions each", idle, n, perDelivery)
 	if idle > maxIdleTxPerSecond {
