@@ -8,6 +8,7 @@ import (
 	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/events/catalog"
+	"github.com/healthtech/partner-open-platform/internal/eventtypes"
 )
 
 // TriggerSandboxEvent asks for one sample webhook event of type event for
@@ -15,9 +16,9 @@ import (
 // and delivers it like the real event of that type. Every request is a new
 // event.
 func (a *Apps) TriggerSandboxEvent(ctx context.Context, appID int64, event string, meta Meta) (events.Position, error) {
-	if !slices.Contains(catalog.TriggerableWebhookEvents(), event) {
+	if !slices.Contains(eventtypes.Triggerable(), event) {
 		v := &domain.ValidationError{}
-		v.Add("event", "must be one of "+strings.Join(catalog.TriggerableWebhookEvents(), ", "))
+		v.Add("event", "must be one of "+strings.Join(eventtypes.Triggerable(), ", "))
 		return events.Position{}, v
 	}
 	return a.decide(ctx, appID, meta, func(*appState) (events.Payload, error) {

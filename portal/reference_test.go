@@ -48,7 +48,7 @@ func TestReferencePages(t *testing.T) {
 				t.Fatalf("GET /portal/reference: %d %q", ref.Status, ref.H1())
 			}
 			securityHeaders(t, ref)
-			for _, want := range []string{"POST /open/v1/channel/users", "health.report.created", "VALIDATION_ERROR",
+			for _, want := range []string{"POST /open/v1/channel/users", "Webhook events", "channel-users",
 				"Scheme M (channel users, orders, verify-use)", "Webhook signature (both webhook families)",
 				"hexadecimal MD5 of the concatenation app_key, timestamp, app_secret, request body"} {
 				if !strings.Contains(ref.Text(), want) {
@@ -57,6 +57,38 @@ func TestReferencePages(t *testing.T) {
 			}
 			if !strings.Contains(ref.Body, `<link rel="stylesheet" href="/portal/assets/reference.css">`) {
 				t.Error("the reference does not load its stylesheet")
+			}
+			// A tag page: the partner operations of the tag with their
+			// examples, no admin operation, no link to the operators' pages.
+			users := b.Get("/portal/reference/channel-users")
+			if users.Status != http.StatusOK || users.H1() != "channel-users · API reference" {
+				t.Fatalf("GET /portal/reference/channel-users: %d %q", users.Status, users.H1())
+			}
+			securityHeaders(t, users)
+			for _, want := range []string{"POST /open/v1/channel/users", "VALIDATION_ERROR", "client.registerChannelUser(req)",
+				"client.RegisterUser(ctx, req)", "client.register_user(req)", `-H "X-App-Id: $APP_ID"`} {
+				if !strings.Contains(users.Text(), want) {
+					t.Errorf("the channel-users page lacks %q", want)
+				}
+			}
+			for _, page := range []string{"/portal/reference", "/portal/reference/channel-users", "/portal/reference/webhooks",
+				"/portal/reference/orders", "/portal/reference/schemas", "/portal/reference/webhook-events"} {
+				got := b.Get(page)
+				if got.Status != http.StatusOK {
+					t.Fatalf("GET %s: %d", page, got.Status)
+				}
+				if strings.Contains(got.Body, "/portal/ops/reference") || strings.Contains(got.Body, `class="path">/admin/`) {
+					t.Errorf("%s shows an admin operation or links the operators' reference", page)
+				}
+			}
+			if missing := b.Get("/portal/reference/admin"); missing.Status != http.StatusNotFound {
+				t.Errorf("GET /portal/reference/admin: %d, want 404 (admin is not a partner page)", missing.Status)
+			}
+			// The operators' reference: not for visitors or developers.
+			for _, page := range []string{"/portal/ops/reference", "/portal/ops/reference/admin"} {
+				if got := b.Get(page); got.Status != http.StatusSeeOther || got.Location() != "/portal/ops/signin" {
+					t.Errorf("GET %s as a non-operator: %d %q, want a redirect to the operator sign-in", page, got.Status, got.Location())
+				}
 			}
 			signer := b.Get("/portal/reference/signer")
 			if signer.Status != http.StatusOK || signer.H1() != "Request signer" {
@@ -91,6 +123,22 @@ func TestReferencePages(t *testing.T) {
 		}
 		if css := visitor.Get("/portal/assets/reference.css"); css.Status != http.StatusOK || !strings.Contains(css.Header.Get("Content-Type"), "text/css") {
 			t.Fatalf("GET /portal/assets/reference.css: %d %q", css.Status, css.Header.Get("Content-Type"))
+		}
+		// Operators find their reference in their navigation.
+		ops := p.Operator()
+		opsRef := ops.Get("/portal/ops/reference")
+		if opsRef.Status != http.StatusOK || opsRef.H1() != "Operators' API reference" {
+			t.Fatalf("GET /portal/ops/reference as operator: %d %q", opsRef.Status, opsRef.H1())
+		}
+		if !strings.Contains(opsRef.Body, `<a href="/portal/ops/reference">Admin API reference</a>`) {
+			t.Error("the operators' navigation does not link their reference")
+		}
+		admin := ops.Get("/portal/ops/reference/admin")
+		if admin.Status != http.StatusOK || !strings.Contains(admin.Text(), "POST /admin/v1/apps") || !strings.Contains(admin.Text(), "Operator token") {
+			t.Fatalf("GET /portal/ops/reference/admin: %d", admin.Status)
+		}
+		if js := visitor.Get("/portal/assets/reference.js"); js.Status != http.StatusOK || !strings.Contains(js.Header.Get("Content-Type"), "javascript") {
+			t.Fatalf("GET /portal/assets/reference.js: %d %q", js.Status, js.Header.Get("Content-Type"))
 		}
 		// The footer links every page to the reference.
 		if home := visitor.Get("/portal/signin"); !strings.Contains(home.Body, `<a href="/portal/reference">API reference</a>`) {

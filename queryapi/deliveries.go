@@ -204,7 +204,8 @@ func (q *API) partnerDelivery(w http.ResponseWriter, r *http.Request, ps httprou
 }
 
 // feed returns the app's webhook events after a cursor, oldest first, with
-// the exact bodies the webhooks carry, so a partner can catch up alone.
+// the exact bodies the webhooks carry, so a partner can catch up alone;
+// with wait, a request with nothing new waits for it (awaitFeed).
 func (q *API) feed(w http.ResponseWriter, r *http.Request, _ httprouter.Params, appID int64) error {
 	after, ok := httpapi.ParseCursor(r.URL.Query().Get("after"))
 	if !ok {
@@ -216,7 +217,19 @@ func (q *API) feed(w http.ResponseWriter, r *http.Request, _ httprouter.Params, 
 	if err != nil {
 		return err
 	}
-	list, err := q.Deliveries.Deliveries(r.Context(), domain.DeliveryFilter{AppID: appID, After: after, Limit: int(limit), Feed: true})
+	wait, err := feedWait(r)
+	if err != nil {
+		return err
+	}
+	if wait > 0 {
+		if !q.feedWaiters.enter(appID) {
+			return errTooManyWaiters
+		}
+		defer q.feedWaiters.leave(appID)
+	}
+	list, err := awaitFeed(r.Context(), q, wait, func() ([]projections.Delivery, error) {
+		return q.Deliveries.Deliveries(r.Context(), domain.DeliveryFilter{AppID: appID, After: after, Limit: int(limit), Feed: true})
+	})
 	if err != nil {
 		return err
 	}

@@ -57,6 +57,18 @@ type API struct {
 	// hashed names (their names hold the channel_user_id in clear) in
 	// event pages and audit facts; nil shows every name as stored.
 	Pseudonyms *domain.Pseudonyms
+	// Stopping closes when the node begins to shut down: waiting feed
+	// requests answer then, so the server's graceful stop is not held up
+	// by them (nil: never).
+	Stopping <-chan struct{}
+
+	feedWaiters feedWaiters
+}
+
+// deliveriesRunner is the runner of the deliveries read model (nil when
+// the API has none, as in route-table tests).
+func (q *API) deliveriesRunner() *subscribe.Runner {
+	return q.ReadModelRunners[projections.ReadModelDeliveries]
 }
 
 // streamName is the name event pages show and audit facts record for a

@@ -7,6 +7,7 @@ import (
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/events/catalog"
 	jc "github.com/healthtech/partner-open-platform/events/jsoncodec"
+	"github.com/healthtech/partner-open-platform/internal/eventtypes"
 )
 
 // Rendered is a partner-visible event ready to become a delivery.
@@ -114,7 +115,7 @@ func RenderFor(env events.Envelope, loc *time.Location, endpointID int64) (Rende
 	case *catalog.AppSandboxEventTriggered:
 		// The sample renders through the real event's case: same shape,
 		// same delivery id derivation, same fan-out to endpoints.
-		sample, ok := SandboxSample(p.Event, appID, env.Metadata.OccurredAt)
+		sample, ok := eventtypes.SandboxSample(p.Event, appID, env.Metadata.OccurredAt)
 		if !ok {
 			return Rendered{}, false
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/events/catalog"
+	"github.com/healthtech/partner-open-platform/internal/eventtypes"
 )
 
 // userEvent is the body of every channel-user webhook. The spec does not
@@ -108,7 +109,7 @@ func renderForMarshal(env events.Envelope, loc *time.Location, endpointID int64)
 		}
 		return Rendered{Event: "user.erased", AppID: appID, Body: body}, true
 	case *catalog.AppSandboxEventTriggered:
-		sample, ok := SandboxSample(p.Event, appID, env.Metadata.OccurredAt)
+		sample, ok := eventtypes.SandboxSample(p.Event, appID, env.Metadata.OccurredAt)
 		if !ok {
 			return Rendered{}, false
 		}

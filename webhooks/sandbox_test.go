@@ -7,11 +7,12 @@ import (
 
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/events/catalog"
+	"github.com/healthtech/partner-open-platform/internal/eventtypes"
 )
 
 // sandboxTypes are the triggerable types plus one that is not, for the
 // render equality tests.
-var sandboxTypes = append(catalog.TriggerableWebhookEvents(), "webhook.test", "no.such.type")
+var sandboxTypes = append(eventtypes.Triggerable(), "webhook.test", "no.such.type")
 
 // A triggered sample renders as the real event of its type would: the
 // same event name, the body's event and delivery id, the app's id where
@@ -20,7 +21,7 @@ var sandboxTypes = append(catalog.TriggerableWebhookEvents(), "webhook.test", "n
 // that cannot be triggered render nothing.
 func TestSandboxEventRendersAsTheRealType(t *testing.T) {
 	at := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
-	for _, typ := range catalog.TriggerableWebhookEvents() {
+	for _, typ := range eventtypes.Triggerable() {
 		env := events.Envelope{Recorded: events.Recorded{ID: "evt-sbx", Type: "app.sandbox_event_triggered"},
 			Payload: &catalog.AppSandboxEventTriggered{AppID: 7, Event: typ}, Metadata: events.Metadata{AppID: 7, OccurredAt: at}}
 		for _, endpoint := range []int64{0, 3} {
@@ -56,7 +57,7 @@ func TestSandboxEventRendersAsTheRealType(t *testing.T) {
 // Every triggerable type is a webhook type the platform knows (its
 // personal fields are listed for erasure and redaction).
 func TestTriggerableTypesAreWebhookTypes(t *testing.T) {
-	for _, typ := range catalog.TriggerableWebhookEvents() {
+	for _, typ := range eventtypes.Triggerable() {
 		if _, listed := catalog.WebhookPersonalFields(typ); !listed {
 			t.Errorf("%s is not a known webhook event", typ)
 		}

@@ -122,6 +122,7 @@ func run(log *slog.Logger, addr string, cfg node.Config) error {
 		ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: 120 * time.Second,
 		MaxHeaderBytes: 64 << 10,
 	}
+	srv.RegisterOnShutdown(n.Drain) // waiting feed requests answer at once
 	errc := make(chan error, 1)
 	go func() { errc <- srv.ListenAndServe() }()
 	log.Info("platform listening", "addr", fmt.Sprintf("http://%s", addr), "data_dir", cfg.DataDir)

@@ -278,7 +278,8 @@ func badRoutes(fx fixture) []badRoute {
 		{method: "POST", pattern: "/open/v1/webhooks/deliveries/:deliveryId/resend", auth: authM, params: map[string]string{"deliveryId": "nosuch"},
 			base: outcome{404, "DELIVERY_NOT_FOUND"}, notFound: outcome{404, "DELIVERY_NOT_FOUND"}},
 		{method: "GET", pattern: "/open/v1/webhooks/events", auth: authM, params: none,
-			query: []qparam{{"after", qCursor}, {"limit", qLimit}}, base: ok200},
+			query: []qparam{{"after", qCursor}, {"limit", qLimit}, {"wait", qInt}}, base: ok200,
+			extra: []badCase{{name: "query wait=21 (beyond 20 seconds)", path: "/open/v1/webhooks/events?wait=21", want: invalid, errKey: "wait"}}},
 		// Webhook replays: the fixture app has no default endpoint URL, so a
 		// valid request is refused for its endpoint and appends nothing.
 		{method: "POST", pattern: "/open/v1/webhooks/replays", auth: authM, params: none,

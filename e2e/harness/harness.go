@@ -70,6 +70,9 @@ func Start(t testing.TB, cfg node.Config) *Platform {
 }
 
 func (p *Platform) Stop() {
+	if p.Node != nil {
+		p.Node.Drain() // as the platform's server does when it shuts down
+	}
 	if p.Srv != nil {
 		p.Srv.Close()
 		p.Srv = nil

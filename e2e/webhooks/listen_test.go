@@ -8,7 +8,12 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
+	"log"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	neturl "net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +21,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -85,7 +91,14 @@ func cli(t *testing.T, p *harness.Platform, a *harness.App, args ...string) *exe
 
 func startListen(t *testing.T, p *harness.Platform, a *harness.App, args ...string) *listenRun {
 	t.Helper()
+	return startListenAt(t, p, a, p.Srv.URL, args...)
+}
+
+// startListenAt is startListen reaching the platform at base (a proxy).
+func startListenAt(t *testing.T, p *harness.Platform, a *harness.App, base string, args ...string) *listenRun {
+	t.Helper()
 	cmd := cli(t, p, a, append([]string{"listen", "--interval", "200ms"}, args...)...)
+	cmd.Env = append(cmd.Env, "OPENPLATFORM_BASE_URL="+base) // the last value of a key wins
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -211,7 +224,10 @@ func TestListenForwardsTriggeredAndRealEventsSigned(t *testing.T) {
 		}
 		start := feedAfter(t, a, "", 1)
 
-		l := startListen(t, p, a, "--forward-to", rcv.Srv.URL+"/hook", "--cursor-file", cursorFile)
+		// Listen reaches the node through a proxy that counts its feed reads.
+		proxy, feedReads := countingProxy(t, p.Srv.URL, "/open/v1/webhooks/events")
+		listenStarted := time.Now()
+		l := startListenAt(t, p, a, proxy, "--forward-to", rcv.Srv.URL+"/hook", "--cursor-file", cursorFile)
 		secret := l.next(`^Ready! Forwarding to \S+/hook\. Your webhook signing secret is (whsec_[0-9a-f]{48}) `)[1]
 		rcv.Secret = secret
 
@@ -257,6 +273,18 @@ func TestListenForwardsTriggeredAndRealEventsSigned(t *testing.T) {
 		if fmt.Sprint(events) != "map[user.family_group.created:1 user.family_member.created:2]" {
 			t.Fatalf("register events %v", events)
 		}
+
+		// Caught up, listen holds one read open at the node instead of
+		// polling every --interval (200ms): the session so far, with this
+		// idle second, took a few reads (its start, the long-polls the
+		// events ended, one per 20 s wait), where polling took one per
+		// 200 ms of it.
+		time.Sleep(time.Second)
+		reads, session := feedReads(), time.Since(listenStarted)
+		if bound := 8 + int(session/(20*time.Second)); reads > bound {
+			t.Fatalf("listen read the feed %d times in %v: want at most %d (long-poll, not polling)", reads, session.Round(time.Millisecond), bound)
+		}
+		t.Logf("listen read the feed %d times in %v", reads, session.Round(time.Millisecond))
 
 		last := l.interrupt()
 		saved, err := os.ReadFile(cursorFile)
@@ -313,4 +341,26 @@ func TestTriggerSandboxEventRefusals(t *testing.T) {
 	if f := feedAfter(t, sandbox, "", 1); f[0].Event != "plugin.report.ready" {
 		t.Fatalf("feed %+v", f)
 	}
+}
+
+// countingProxy forwards every request to target and counts the GETs of
+// path, the feed reads a client makes (the test's own reads go to the
+// node directly).
+func countingProxy(t *testing.T, target, path string) (url string, count func() int) {
+	t.Helper()
+	u, err := neturl.Parse(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n atomic.Int64
+	rp := httputil.NewSingleHostReverseProxy(u)
+	rp.ErrorLog = log.New(io.Discard, "", 0) // listen's read cut short by Ctrl-C is no failure
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet && r.URL.Path == path {
+			n.Add(1)
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL, func() int { return int(n.Load()) }
 }

@@ -111,13 +111,3 @@ type AppSandboxEventTriggered struct {
 
 // EventType names the event in the log.
 func (AppSandboxEventTriggered) EventType() string { return "app.sandbox_event_triggered" }
-
-// TriggerableWebhookEvents are the webhook event types a sandbox app can
-// trigger: every partner-visible type but the per-endpoint webhook.test.
-func TriggerableWebhookEvents() []string {
-	return []string{
-		"user.profile.updated", "user.family_group.created", "user.family_group.deleted",
-		"user.family_member.created", "user.family_member.updated", "user.family_member.deleted",
-		"health.report.created", "health.report.updated", "plugin.report.ready", "order.shipped",
-	}
-}

@@ -48,6 +48,9 @@ type Version struct {
 type entry struct {
 	name, title, description string
 	versions                 []version
+	// sandbox makes the sample a sandbox app's trigger of the type sends
+	// (Triggerable); nil: the type cannot be triggered.
+	sandbox sandboxFunc
 }
 
 type version struct {

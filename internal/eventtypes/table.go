@@ -4,12 +4,14 @@ import (
 	"time"
 
 	"github.com/healthtech/partner-open-platform/domain"
+	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/events/catalog"
 )
 
 // table is the catalog: one entry per webhook event type, in the order
-// the list shows them. Adding a type is one entry here (its body's fields
-// and a sample event the renderer turns into the example), then
+// the list shows them. Adding a type is one entry here (its body's fields,
+// a sample event the renderer turns into the example, and the sandbox
+// sample a trigger of the type sends), then
 // `go test ./internal/eventtypes -update` writes its schema and example
 // files and the SDKs' type lists; see docs/event-catalog.md.
 var table = []entry{
@@ -22,6 +24,9 @@ var table = []entry{
 			),
 			sample: &catalog.UserProfileUpdated{ChannelUserID: "u-1", OpenUserID: 1001, Changed: []string{"name", "nickname", "phone"}},
 		}},
+		sandbox: func(int64, time.Time) events.Payload {
+			return &catalog.UserProfileUpdated{ChannelUserID: sandboxChannelUser, OpenUserID: sandboxOpenUser, Changed: []string{"name", "nickname"}}
+		},
 	},
 	{
 		name: "user.family_group.created", title: "Family group created or renamed",
@@ -35,6 +40,9 @@ var table = []entry{
 			),
 			sample: &catalog.FamilyGroupUpserted{ChannelUserID: "u-1", OpenUserID: 1001, FamilyGroupID: 2001, AppGroupID: 12, Name: "Home", Created: true},
 		}},
+		sandbox: func(int64, time.Time) events.Payload {
+			return &catalog.FamilyGroupUpserted{ChannelUserID: sandboxChannelUser, OpenUserID: sandboxOpenUser, FamilyGroupID: sandboxID, AppGroupID: 1, Name: "Sandbox family", Created: true}
+		},
 	},
 	{
 		name: "user.family_group.deleted", title: "Family group dissolved",
@@ -47,6 +55,9 @@ var table = []entry{
 			),
 			sample: &catalog.FamilyGroupDissolved{ChannelUserID: "u-1", OpenUserID: 1001, FamilyGroupID: 2001, AppGroupID: 12, DeletedMemberIDs: []int64{3001, 3002}},
 		}},
+		sandbox: func(int64, time.Time) events.Payload {
+			return &catalog.FamilyGroupDissolved{ChannelUserID: sandboxChannelUser, OpenUserID: sandboxOpenUser, FamilyGroupID: sandboxID, AppGroupID: 1, DeletedMemberIDs: []int64{sandboxID}}
+		},
 	},
 	{
 		name: "user.family_member.created", title: "Family member created",
@@ -55,6 +66,9 @@ var table = []entry{
 			body:   channelUser(memberFields(false)...),
 			sample: &catalog.FamilyMemberCreated{ChannelUserID: "u-1", OpenUserID: 1001, Member: sampleMember},
 		}},
+		sandbox: func(int64, time.Time) events.Payload {
+			return &catalog.FamilyMemberCreated{ChannelUserID: sandboxChannelUser, OpenUserID: sandboxOpenUser, Member: sandboxMember}
+		},
 	},
 	{
 		name: "user.family_member.updated", title: "Family member updated",
@@ -63,6 +77,9 @@ var table = []entry{
 			body:   channelUser(memberFields(true)...),
 			sample: &catalog.FamilyMemberUpdated{ChannelUserID: "u-1", OpenUserID: 1001, Member: sampleMember, Changed: []string{"name", "is_default"}},
 		}},
+		sandbox: func(int64, time.Time) events.Payload {
+			return &catalog.FamilyMemberUpdated{ChannelUserID: sandboxChannelUser, OpenUserID: sandboxOpenUser, Member: sandboxMember, Changed: []string{"name"}}
+		},
 	},
 	{
 		name: "user.family_member.deleted", title: "Family member deleted",
@@ -75,6 +92,9 @@ var table = []entry{
 			),
 			sample: &catalog.FamilyMemberDeleted{ChannelUserID: "u-1", OpenUserID: 1001, MemberID: 3001, AppUserID: "kid", FamilyGroupID: 2001},
 		}},
+		sandbox: func(int64, time.Time) events.Payload {
+			return &catalog.FamilyMemberDeleted{ChannelUserID: sandboxChannelUser, OpenUserID: sandboxOpenUser, MemberID: sandboxID, AppUserID: sandboxMember.AppUserID, FamilyGroupID: sandboxID}
+		},
 	},
 	{
 		name: "user.erased", title: "A person the app held was erased",
@@ -93,6 +113,10 @@ var table = []entry{
 			)),
 			sample: &catalog.UserErased{AppID: 7, OpenUserID: 1001, Reason: "PIPL request", ErasedBy: "operator:3", ErasedAt: sampleAt},
 		}},
+		sandbox: func(appID int64, at time.Time) events.Payload {
+			// Ids only, as the real notice: the open_user_id and when.
+			return &catalog.UserErased{AppID: appID, OpenUserID: sandboxOpenUser, ErasedAt: at}
+		},
 	},
 	{
 		name: "health.report.created", title: "Health report created",
@@ -102,6 +126,9 @@ var table = []entry{
 			sample: &catalog.ReportCreated{ReportID: 5001, AppID: 7, OpenUserID: 1001, ChannelUserID: "u-1", ReportType: ptr("BLOOD_PRESSURE"),
 				UploadedAt: sampleAt, RawData: `{}`, UploadedBy: "uploader:1"},
 		}},
+		sandbox: func(appID int64, at time.Time) events.Payload {
+			return &catalog.ReportCreated{ReportID: sandboxID, AppID: appID, OpenUserID: sandboxOpenUser, ChannelUserID: sandboxChannelUser, ReportType: &sandboxReportType, UploadedAt: at}
+		},
 	},
 	{
 		name: "health.report.updated", title: "Health report updated",
@@ -111,6 +138,9 @@ var table = []entry{
 			sample: &catalog.ReportUpdated{ReportID: 5001, AppID: 7, OpenUserID: 1001, ChannelUserID: "u-1", Changed: []string{"interpretation_result"},
 				ReportType: ptr("BLOOD_PRESSURE"), InterpretationResult: ptr("elevated"), UpdatedBy: "uploader:1"},
 		}},
+		sandbox: func(appID int64, _ time.Time) events.Payload {
+			return &catalog.ReportUpdated{ReportID: sandboxID, AppID: appID, OpenUserID: sandboxOpenUser, ChannelUserID: sandboxChannelUser, ReportType: &sandboxReportType}
+		},
 	},
 	{
 		name: "plugin.report.ready", title: "Plugin measurement ready",
@@ -133,6 +163,10 @@ var table = []entry{
 				PlatformUserID: ptr(int64(1001)), ReportType: "blood_pressure", DeviceKey: "HOME_MULTI_BIO_MONITOR", MeasureMode: "BP", Metadata: ptr("order-9"),
 			}, Data: `{"systolic":121}`},
 		}},
+		sandbox: func(appID int64, _ time.Time) events.Payload {
+			return &catalog.PluginMeasurementAnalyzed{PluginMeasurement: catalog.PluginMeasurement{
+				MeasurementNo: "PM9000000000000001", AppID: appID, ReportType: sandboxReportType, MeasureMode: "sandbox"}}
+		},
 	},
 	{
 		name: "order.shipped", title: "Order shipped (some or all of its items)",
@@ -160,6 +194,11 @@ var table = []entry{
 				TrackingNumber: "SF1234567890", ShippedAt: sampleAt, Complete: true, Source: "internal",
 				Items: []catalog.ShippedLine{{ItemID: 1, GoodsCode: "G-BP-01", Quantity: 1, DeviceSNs: []string{"BP-0001"}}}},
 		}},
+		sandbox: func(appID int64, at time.Time) events.Payload {
+			return &catalog.OrderShipped{AppID: appID, OrderCode: "SBX-ORDER", ThirdOrderID: "sandbox-order", LogisticsCompany: "SANDBOX-EXPRESS",
+				TrackingNumber: "SBX0000000001", ShippedAt: at, Complete: true, Source: "sandbox_test",
+				Items: []catalog.ShippedLine{{ItemID: sandboxID, GoodsCode: "SBX-GOODS", Quantity: 1, DeviceSNs: []string{}}}}
+		},
 	},
 	{
 		name: domain.TestEvent, title: "Test event sent from the developer portal",

@@ -32,9 +32,9 @@ const SignatureTTL = 2*300*time.Second + time.Minute
 // signedScope is the store scope of signed-write records.
 const signedScope = "signed-write"
 
-// pendingAnswer is what a replay would leave under a two-key layout's
-// answer key it found empty; it never does (it reads a level's answer only
-// once the level is done, after the original bound its answer there).
+// pendingAnswer is what a replay would leave under an answer key it found
+// empty; it never does (it reads a level's answer only once the level is
+// done, after the original bound its answer there).
 const pendingAnswer = "pending"
 
 // errSignedInProgress answers a replay while the original still runs.
@@ -120,23 +120,28 @@ const (
 // recordSigned records the original's answer. The store has no plain read:
 // every look is a first-wins Bind, so a replay that looks for the answer
 // before it exists would hold the key. Hence levels: the original binds
-// its level's done key to "done", a newline and its answer, in one
-// binding; a replay binds the same key to "probe" and finds the answer
-// there, or, having bound it first, answers 409, and the original, finding
-// the probe, records at the next level; later replays walk the levels to
-// the done one. One binding per record keeps a signed write at two
-// store operations (the claim and the record). replaySigned also reads the
-// two-key layout of earlier releases (the answer under a key of its own,
-// the done key holding "done" alone), which a restarted node's file or a
-// node not yet upgraded may hold.
+// its answer at level 0, then marks the level done; a replay first binds
+// the level's done key to "probe" and reads the answer only when it finds
+// "done". A replay that looked first (its probe holds) answers 409, and
+// the original, finding the probe, records at the next level; later
+// replays walk the levels to the done one.
+//
+// replaySigned also reads a one-binding layout (the done key holding
+// "done", a newline and the answer), which saves a store operation per
+// write. Nodes share these records during a rolling upgrade, so the
+// writer moves to that layout only in a release after every node reads it
+// (docs/upgrades.md, "expand now, contract later").
 func (k *Keeper) recordSigned(ctx context.Context, store SignedStore, name string, expires time.Time, r *http.Request, body []byte, rw *recorder) error {
 	sealed, err := k.sealAnswer(ctx, signedStream(name), answerSubject(r, body, rw.body.Bytes()), rw.body.String())
 	if err != nil {
 		return err
 	}
-	record := levelDone + "\n" + strconv.Itoa(rw.status) + "\n" + rw.header.Get("Content-Type") + "\n" + sealed
+	record := strconv.Itoa(rw.status) + "\n" + rw.header.Get("Content-Type") + "\n" + sealed
 	for level := range maxLevels {
-		_, done, err := store.Bind(ctx, signedScope, levelKey(name, "done", level), record, expires)
+		if _, _, err := store.Bind(ctx, signedScope, levelKey(name, "answer", level), record, expires); err != nil {
+			return err
+		}
+		_, done, err := store.Bind(ctx, signedScope, levelKey(name, "done", level), levelDone, expires)
 		if err != nil || done {
 			return err
 		}
@@ -161,12 +166,11 @@ func (k *Keeper) replaySigned(w http.ResponseWriter, r *http.Request, store Sign
 			return errSignedInProgress // the original will record at a later level
 		}
 		if record, ok := strings.CutPrefix(state, levelDone+"\n"); ok {
-			return k.writeSigned(w, r, name, record)
+			return k.writeSigned(w, r, name, record) // the one-binding layout
 		}
 		if state != levelDone {
 			continue // another replay looked first; the original went on
 		}
-		// The two-key layout: the answer has a key of its own.
 		record, _, err := store.Bind(ctx, signedScope, levelKey(name, "answer", level), pendingAnswer, expires)
 		if err != nil {
 			return err

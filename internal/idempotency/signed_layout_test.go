@@ -31,46 +31,43 @@ func (b *bindLog) Bind(ctx context.Context, scope, key, value string, expires ti
 	return got, fresh, err
 }
 
-// A signed write keeps two entries in the store the nodes share: its claim
-// and its recorded answer (held there for SignatureTTL, one per write).
-func TestSignedWriteRecordsOneEntryBesideItsClaim(t *testing.T) {
+// A signed write records its answer in the layout every release reads:
+// the claim, the answer under a key of its own, then the level marked done.
+func TestSignedWriteRecordsTheLayoutEveryReleaseReads(t *testing.T) {
 	f := newFixture(t)
 	store := &bindLog{SignedStore: projmemory.New()}
 	e := &effect{}
 	if got := sendSigned(f.node(), store, "ee", "/w", "", `{"name":"a"}`, e.handler); got.status != http.StatusCreated {
 		t.Fatalf("write: %d %s", got.status, got.body)
 	}
-	if len(store.binds) != 2 || !strings.HasSuffix(store.binds[0].key, ":run") || !strings.HasSuffix(store.binds[1].key, ":done:0") {
-		t.Fatalf("bindings %+v, want the claim and the level-0 record", store.binds)
+	if len(store.binds) != 3 || !strings.HasSuffix(store.binds[0].key, ":run") ||
+		!strings.HasSuffix(store.binds[1].key, ":answer:0") ||
+		!strings.HasSuffix(store.binds[2].key, ":done:0") || store.binds[2].value != "done" {
+		t.Fatalf("bindings %+v, want the claim, the level-0 answer and the level marked done", store.binds)
 	}
 }
 
-// A replay answers from a record in the two-key layout (the answer bound
-// to its own key, then the level marked "done"), as nodes of earlier
-// releases wrote it: the recorded answer, marked replayed, and no run.
-func TestSignedReplayReadsTheTwoKeyRecord(t *testing.T) {
+// A replay answers from a record in the one-binding layout (the done key
+// holding "done", a newline and the answer), which a later release will
+// write: the recorded answer, marked replayed, and no run.
+func TestSignedReplayReadsTheOneBindingRecord(t *testing.T) {
 	f := newFixture(t)
 	recorded := &bindLog{SignedStore: projmemory.New()}
 	e := &effect{}
 	first := sendSigned(f.node(), recorded, "ff", "/w", "", `{"name":"a"}`, e.handler)
-	if first.status != http.StatusCreated || len(recorded.binds) != 2 {
+	if first.status != http.StatusCreated || len(recorded.binds) != 3 {
 		t.Fatalf("write: %d %s, bindings %+v", first.status, first.body, recorded.binds)
 	}
-	// The same write as an earlier release recorded it, in a store of its own.
-	claim, rec := recorded.binds[0], recorded.binds[1]
-	name := strings.TrimSuffix(rec.key, ":done:0")
-	answer, ok := strings.CutPrefix(rec.value, "done\n")
-	if !ok {
-		t.Fatalf("record %q has no done marker", rec.value)
-	}
-	legacy := projmemory.New()
+	// The same write as the one-binding layout holds it, in a store of its own.
+	claim, answer, done := recorded.binds[0], recorded.binds[1], recorded.binds[2]
+	later := projmemory.New()
 	ctx, exp := context.Background(), time.Now().Add(time.Hour)
-	for _, b := range []binding{claim, {rec.scope, name + ":answer:0", answer}, {rec.scope, name + ":done:0", "done"}} {
-		if _, _, err := legacy.Bind(ctx, b.scope, b.key, b.value, exp); err != nil {
+	for _, b := range []binding{claim, {done.scope, done.key, "done\n" + answer.value}} {
+		if _, _, err := later.Bind(ctx, b.scope, b.key, b.value, exp); err != nil {
 			t.Fatal(err)
 		}
 	}
-	got := sendSigned(f.node(), legacy, "ff", "/w", "", `{"name":"a"}`, e.handler)
+	got := sendSigned(f.node(), later, "ff", "/w", "", `{"name":"a"}`, e.handler)
 	if got.status != first.status || got.body != first.body || got.header.Get(idempotency.ReplayedHeader) != "true" {
 		t.Errorf("replay: %d %s, want the recorded %d %s replayed", got.status, got.body, first.status, first.body)
 	}

@@ -49,7 +49,7 @@ func (n *Node) buildRoutes(cfg Config, c commandSet, a authSet, p projectionSet)
 		Store: n.ReadModel, Apps: p.apps, Events: n.Events, Runners: p.all, ReadModelRunners: p.byReadModel, Pseudonyms: n.Pseudonyms,
 		SchemeM: a.schemeM, SchemeH: a.schemeH, Admin: a.admin, Watermarks: n.Watermarks, Location: n.Location, Deliveries: n.ReadModel,
 		Orders: n.ReadModel, Benefits: n.ReadModel, Outbox: n.Developers,
-		Operators: p.operators, Audit: n.ReadModel, Auditor: c.operators,
+		Operators: p.operators, Audit: n.ReadModel, Auditor: c.operators, Stopping: n.stopping,
 	}
 	reportAPI := &queryapi.ReportAPI{
 		Reports: n.ReadModel, Users: n.ReadModel, Events: n.Events, Runner: p.byReadModel[projections.ReadModelReports], SchemeH: a.schemeH,

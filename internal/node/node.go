@@ -100,18 +100,23 @@ type Node struct {
 	// relayCheckpoints is where this node's relay keeps its position (nil: no relay here).
 	relayCheckpoints relay.Checkpoints
 	// backup copies an embedded node's data directory (nil on shared stores).
-	backup  *dataBackup
-	admin   auth.Admin
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup
-	closers []func() error
+	backup *dataBackup
+	admin  auth.Admin
+	// stopping closes at Drain: requests that wait (the feed's long-poll)
+	// answer at once.
+	stopping  chan struct{}
+	drainOnce sync.Once
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup
+	closers   []func() error
 }
 
 // Open builds a node and starts its projections; Close stops it. A start
 // that fails midway closes what it had opened, last opened first.
 func Open(ctx context.Context, cfg Config) (_ *Node, err error) {
 	cfg = cfg.WithDefaults()
-	n := &Node{log: cfg.Logger, accessLog: cfg.AccessLog, Registry: catalog.Registry(), Metrics: metrics.New(), Adapters: map[string]string{}, NodeID: cfg.NodeID}
+	n := &Node{log: cfg.Logger, accessLog: cfg.AccessLog, Registry: catalog.Registry(), Metrics: metrics.New(), Adapters: map[string]string{}, NodeID: cfg.NodeID,
+		stopping: make(chan struct{})}
 	st := beginStartup(cfg)
 	defer func() {
 		if err != nil {
@@ -246,8 +251,17 @@ func (n *Node) WaitCaughtUp(ctx context.Context) error {
 	return nil
 }
 
+// Drain makes the requests that wait for news (the event feed's wait)
+// answer now and every later one answer without waiting, so a graceful
+// HTTP shutdown (http.Server.RegisterOnShutdown) finishes promptly.
+// Close drains too; calling it again does nothing.
+func (n *Node) Drain() {
+	n.drainOnce.Do(func() { close(n.stopping) })
+}
+
 // Close stops the projections and releases the stores.
 func (n *Node) Close() error {
+	n.Drain()
 	if n.cancel != nil {
 		n.cancel()
 	}

@@ -28,6 +28,9 @@ type Reference struct {
 	Webhooks    []Operation
 	Security    []SecurityScheme
 	Schemas     []Schema
+	// declared are the document's tags, operations or not, for the
+	// operators' reference (which regroups the admin operations by subject).
+	declared []Tag
 	// SchemeHPaths are the path templates whose operations are signed with
 	// scheme H only (not those that merely accept it), so the in-browser signer can choose the scheme by path.
 	SchemeHPaths []string
@@ -39,11 +42,14 @@ type Tag struct {
 	Anchor      string
 	Description template.HTML
 	Operations  []Operation
+	// Omitted counts the operations of the tag another reference lists.
+	Omitted int
 }
 
 // Operation is one method on one path (or one outgoing webhook).
 type Operation struct {
 	Anchor      string
+	OperationID string
 	Method      string
 	Path        string
 	Summary     string
@@ -52,6 +58,22 @@ type Operation struct {
 	Parameters  []Parameter
 	Request     *Body
 	Responses   []Response
+	// Tags are the operation's tags in the document's order.
+	Tags []string
+	// Partner says the operation is in the partners' reference (see
+	// IsPartner); the others are in the operators' reference.
+	Partner bool
+	// Auth is how the examples authenticate: "M", "H", "basic" (OAuth
+	// client), "bearer" (OAuth access token) or "" (none, or not a
+	// partner credential).
+	Auth string
+	// Snippets are the curl example and one example per SDK (partner
+	// operations only), in Languages' order.
+	Snippets []Snippet
+
+	reqModel       string
+	reqContentType string
+	reqExample     any
 }
 
 // SecurityUse names one way an operation may be authenticated (the schemes
@@ -69,6 +91,10 @@ type Parameter struct {
 	Required    bool
 	Type        string
 	Description template.HTML
+	// More is the rest of a long description (see Brief).
+	More template.HTML
+
+	example string
 }
 
 // Body is a request or response body: its fields flattened into an indented
@@ -78,10 +104,15 @@ type Body struct {
 	Extends     []SchemaLink
 	Fields      []Field
 	Example     string
+
+	raw any
 }
 
 // Response is one documented status of an operation.
 type Response struct {
+	// Error marks a 4xx, 5xx or default answer: the page shows its
+	// status and codes and keeps its description and body folded.
+	Error       bool
 	Status      string
 	Description template.HTML
 	Codes       []string
@@ -98,6 +129,8 @@ type Field struct {
 	Nullable    bool
 	Constraints string
 	Description template.HTML
+	// More is the rest of a long description (see Brief).
+	More template.HTML
 }
 
 // IsArray tells the page to say "array of" before a linked item schema.
@@ -147,6 +180,9 @@ func Build(spec []byte) (*Reference, error) {
 	}
 	ref.addOperations(doc)
 	ref.addWebhooks(doc, webhookNames)
+	if err := ref.addSnippets(); err != nil {
+		return nil, err
+	}
 	if doc.Components != nil {
 		ref.Security = securitySchemes(doc.Components)
 		ref.Schemas = schemas(doc.Components)
@@ -229,6 +265,7 @@ func (ref *Reference) addOperations(doc *openapi3.T) {
 			ref.Tags[i].Operations = append(ref.Tags[i].Operations, o)
 		}
 	}
+	ref.declared = append([]Tag(nil), ref.Tags...)
 	// A tag that only the webhooks use has no operations of its own.
 	kept := ref.Tags[:0]
 	for _, t := range ref.Tags {
@@ -321,6 +358,8 @@ func methods(item *openapi3.PathItem) []string {
 func operation(doc *openapi3.T, method, path string, item *openapi3.PathItem, op *openapi3.Operation) Operation {
 	o := Operation{
 		Anchor:      "op-" + slug(method+" "+path),
+		OperationID: op.OperationID,
+		Tags:        op.Tags,
 		Method:      method,
 		Path:        path,
 		Summary:     op.Summary,
@@ -360,10 +399,26 @@ func operation(doc *openapi3.T, method, path string, item *openapi3.PathItem, op
 				typ += "; " + c
 			}
 		}
-		o.Parameters = append(o.Parameters, Parameter{Name: p.Name, In: p.In, Required: p.Required, Type: typ, Description: Markdown(p.Description)})
+		ex := p.Example
+		if ex == nil && p.Schema != nil && p.Schema.Value != nil {
+			ex = p.Schema.Value.Example
+		}
+		head, more := Brief(p.Description)
+		o.Parameters = append(o.Parameters, Parameter{Name: p.Name, In: p.In, Required: p.Required, Type: typ, Description: head, More: more,
+			example: exampleValue(p.Name, ex, typ)})
 	}
 	if op.RequestBody != nil && op.RequestBody.Value != nil {
 		o.Request = body(op.RequestBody.Value.Content)
+		if o.Request != nil {
+			o.reqContentType, o.reqExample = o.Request.ContentType, o.Request.raw
+			if mt := op.RequestBody.Value.Content[o.Request.ContentType]; mt != nil && mt.Schema != nil && mt.Schema.Ref != "" {
+				o.reqModel = refName(mt.Schema.Ref)
+			}
+		}
+	}
+	o.Partner = IsPartner(path, o.Security)
+	if o.Partner {
+		o.Auth = authKind(o.Security)
 	}
 	if op.Responses != nil {
 		m := op.Responses.Map()
@@ -383,7 +438,7 @@ func operation(doc *openapi3.T, method, path string, item *openapi3.PathItem, op
 			if rr == nil || rr.Value == nil {
 				continue
 			}
-			r := Response{Status: s}
+			r := Response{Status: s, Error: s == "default" || s[0] == '4' || s[0] == '5'}
 			if rr.Value.Description != nil {
 				r.Description = Markdown(*rr.Value.Description)
 			}
@@ -437,7 +492,7 @@ func body(content openapi3.Content) *Body {
 	}
 	switch {
 	case mt.Example != nil:
-		b.Example = pretty(mt.Example)
+		b.Example, b.raw = pretty(mt.Example), mt.Example
 	case len(mt.Examples) > 0:
 		names := make([]string, 0, len(mt.Examples))
 		for n := range mt.Examples {
@@ -448,11 +503,14 @@ func body(content openapi3.Content) *Body {
 		for _, n := range names {
 			if e := mt.Examples[n]; e != nil && e.Value != nil {
 				parts = append(parts, "// "+n+"\n"+pretty(e.Value.Value))
+				if b.raw == nil {
+					b.raw = e.Value.Value
+				}
 			}
 		}
 		b.Example = strings.Join(parts, "\n\n")
 	case mt.Schema != nil && mt.Schema.Value != nil && mt.Schema.Value.Example != nil:
-		b.Example = pretty(mt.Schema.Value.Example)
+		b.Example, b.raw = pretty(mt.Schema.Value.Example), mt.Schema.Value.Example
 	}
 	return b
 }
@@ -519,7 +577,8 @@ func properties(s *openapi3.Schema, depth int) []Field {
 			continue
 		}
 		p := pr.Value
-		f := Field{Depth: depth, Name: n, Type: typeName(p), Required: required[n], Nullable: p.Nullable, Constraints: constraints(p), Description: Markdown(p.Description)}
+		head, more := Brief(p.Description)
+		f := Field{Depth: depth, Name: n, Type: typeName(p), Required: required[n], Nullable: p.Nullable, Constraints: constraints(p), Description: head, More: more}
 		if pr.Ref != "" {
 			l := link(pr.Ref)
 			f.Link = &l

@@ -27,3 +27,19 @@ func TestInlineMarkup(t *testing.T) {
 		}
 	}
 }
+
+// A long description shows its first sentence and keeps the rest behind
+// "More"; a short one, and a full stop inside code or "e.g.", is not cut.
+func TestBrief(t *testing.T) {
+	long := "Makes the write safe to retry, e.g. after a timeout; see `a. b`. " + strings.Repeat("More words here. ", 30)
+	head, rest := apiref.Brief(long)
+	if string(head) != "<p>Makes the write safe to retry, e.g. after a timeout; see <code>a. b</code>.</p>" {
+		t.Errorf("head %s", head)
+	}
+	if !strings.HasPrefix(string(rest), "<p>More words here.") {
+		t.Errorf("rest %.60s", rest)
+	}
+	if head, rest := apiref.Brief("Short. Two sentences."); string(head) != "<p>Short. Two sentences.</p>" || rest != "" {
+		t.Errorf("short: %s / %s", head, rest)
+	}
+}

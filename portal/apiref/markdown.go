@@ -150,3 +150,49 @@ var (
 	linkRE = regexp.MustCompile(`\[([^\]\x00]+)\]\(([^)\s"<>]+)\)`)
 	codeRE = regexp.MustCompile("\x00[0-9]+\x00")
 )
+
+// briefLimit is the length above which a parameter's or field's
+// description shows its first sentence and keeps the rest behind "More":
+// a shared parameter such as Idempotency-Key has a page-long description
+// that would otherwise repeat under every write.
+const briefLimit = 400
+
+// Brief renders a description whole when it is short, else as its first
+// sentence (head) and the remainder (rest), both Markdown.
+func Brief(src string) (head, rest template.HTML) {
+	src = strings.TrimSpace(strings.ReplaceAll(src, "\r\n", "\n"))
+	if len(src) <= briefLimit {
+		return Markdown(src), ""
+	}
+	cut := sentenceEnd(src)
+	if cut <= 0 || cut >= len(src)-1 {
+		return Markdown(src), ""
+	}
+	return Markdown(src[:cut]), Markdown(src[cut:])
+}
+
+// sentenceEnd is the index just after the first sentence of the first
+// paragraph (a full stop followed by a space or line end, outside a code
+// span and not in "e.g."/"i.e."), or 0.
+func sentenceEnd(s string) int {
+	inCode := false
+	for i := 0; i < len(s)-1; i++ {
+		switch s[i] {
+		case '`':
+			inCode = !inCode
+		case '\n':
+			if !inCode && i+1 < len(s) && s[i+1] == '\n' {
+				return i
+			}
+		case '.':
+			if inCode || (s[i+1] != ' ' && s[i+1] != '\n') {
+				continue
+			}
+			if i >= 3 && (s[i-3:i] == "e.g" || s[i-3:i] == "i.e") {
+				continue
+			}
+			return i + 1
+		}
+	}
+	return 0
+}

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // route is one partner operation of the OpenAPI document; every client
@@ -452,11 +453,28 @@ func (cl *Client) ActivateWebhookSecret(ctx context.Context) (*WebhookSecretActi
 
 // ListEvents reads one page of this app's event feed after a cursor.
 func (cl *Client) ListEvents(ctx context.Context, after string, limit int) (*FeedPage, error) {
+	return cl.WaitEvents(ctx, after, limit, 0)
+}
+
+// MaxFeedWait is the longest wait the platform accepts in WaitEvents.
+const MaxFeedWait = 20 * time.Second
+
+// WaitEvents is ListEvents as a long-poll: when nothing follows after, the
+// platform holds the request until an event arrives or wait (whole
+// seconds, at most MaxFeedWait; 0: answer at once) ends, and answers an
+// empty page then. Call it again with NextCursor to follow the feed. A
+// platform without long-polls answers at once: an empty page well before
+// wait means pause before the next call. The client's HTTP timeout, if
+// any, must exceed wait.
+func (cl *Client) WaitEvents(ctx context.Context, after string, limit int, wait time.Duration) (*FeedPage, error) {
 	c := op("webhookEventFeed", authApp)
 	c.query = url.Values{}
 	setIf(c.query, "after", after)
 	if limit > 0 {
 		c.query.Set("limit", strconv.Itoa(limit))
+	}
+	if s := int64(min(wait, MaxFeedWait) / time.Second); s > 0 {
+		c.query.Set("wait", strconv.FormatInt(s, 10))
 	}
 	var out FeedPage
 	return &out, cl.do(ctx, c, &out)

@@ -36,9 +36,6 @@ test("the API reference shows operations, webhooks and signing rules under the C
   assert.match(csp, /script-src 'self'/);
   assert.doesNotMatch(csp, /script-src[^;]*unsafe-inline/);
   await s.page.getByRole("heading", { level: 1, name: "API reference" }).waitFor();
-  for (const text of ["POST", "/open/v1/channel/users", "health.report.created", "VALIDATION_ERROR"]) {
-    assert.ok(await s.page.getByText(text, { exact: true }).first().isVisible(), `${text} is not visible on the reference`);
-  }
   await s.page.getByRole("heading", { name: "Scheme M (channel users, orders, verify-use)" }).waitFor();
   await s.page.getByRole("heading", { name: "Webhook signature (both webhook families)" }).waitFor();
   // No inline script anywhere: every script element has a src.
@@ -46,7 +43,13 @@ test("the API reference shows operations, webhooks and signing rules under the C
   assert.equal(inline, 0, "inline <script> on the reference page");
   await s.shot("reference");
   await s.page.getByRole("link", { name: "POST /open/v1/channel/users", exact: true }).first().click();
+  await s.page.waitForURL(/\/portal\/reference\/channel-users#op-registerchanneluser$/);
+  for (const text of ["POST", "/open/v1/channel/users", "VALIDATION_ERROR"]) {
+    assert.ok(await s.page.getByText(text, { exact: true }).first().isVisible(), `${text} is not visible on the channel-users page`);
+  }
   await s.shot("reference-register");
+  await s.page.goto("/portal/reference/webhook-events");
+  assert.ok(await s.page.getByText("health.report.created", { exact: true }).first().isVisible());
 });
 
 test("the signer's functions reproduce every shared signature vector", async () => {

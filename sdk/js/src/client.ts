@@ -261,7 +261,7 @@ export class PartnerClient {
     return this.#data("activateMyWebhookSecret", { ...opts });
   }
 
-  /** One page of the app's event feed; see iterateWebhookEvents for every page. */
+  /** One page of the app's event feed; see iterateWebhookEvents for every page. With query.wait (seconds, 1 to 20) a long-poll: when nothing follows query.after the platform holds the request until an event arrives or the wait ends (keep timeoutMs above it; 30 s by default). */
   webhookEventFeed(query: M.WebhookEventFeedQuery = {}, opts: ReadOptions = {}): Promise<ResponseOf<"webhookEventFeed">> {
     return this.#data("webhookEventFeed", { query, ...opts });
   }

@@ -33,6 +33,8 @@ export interface WebhookEventFeedQuery {
   after?: string;
   /** Page size, 1 to 1000; a negative, non-integer or larger value answers 422. */
   limit?: number;
+  /** Seconds (0 to 20) to wait for an event when there is none after `after` (a long-poll, see the description); 0 or absent answers at once. Not an integer in that range: 422 VALIDATION_ERROR. */
+  wait?: number;
 }
 
 /** Query parameters of listMyAccessLog (GET /open/v1/access-log). */
@@ -640,7 +642,7 @@ export interface RotatedWebhookEndpoint {
 /** The SandboxEventRequest schema. */
 export interface SandboxEventRequest {
   /** The webhook event type to cause a sample of. */
-  event: "user.profile.updated" | "user.family_group.created" | "user.family_group.deleted" | "user.family_member.created" | "user.family_member.updated" | "user.family_member.deleted" | "health.report.created" | "health.report.updated" | "plugin.report.ready" | "order.shipped";
+  event: "user.profile.updated" | "user.family_group.created" | "user.family_group.deleted" | "user.family_member.created" | "user.family_member.updated" | "user.family_member.deleted" | "user.erased" | "health.report.created" | "health.report.updated" | "plugin.report.ready" | "order.shipped";
 }
 
 /** The SandboxEventTriggered schema. */

@@ -351,7 +351,7 @@ export const operations = {
     auth: "M",
     idempotencyKey: false,
     pathParams: [],
-    query: ["after","limit"],
+    query: ["after","limit","wait"],
     requestContentType: null,
     request: null,
     response: "FeedPage",

@@ -127,3 +127,13 @@ def test_every_method_hits_its_operation(fake: FakePlatform, scheme: str) -> Non
         if key is not None:
             assert str(uuid.UUID(key)) == key and key not in keys, name
             keys.add(key)
+
+
+def test_list_events_sends_the_wait(fake: FakePlatform) -> None:
+    """list_events(wait=...) is the feed's long-poll: the wait goes out as a query parameter, absent by default."""
+    fake.handler = lambda r: ok({"events": [], "next_cursor": "1-1", "has_more": False})
+    c = pop.PartnerClient(fake.url, 1, "ak", "sk")
+    c.list_events(after="1-1", wait=5)
+    c.list_events(after="1-1")
+    assert "wait=5" in urlsplit(fake.requests[-2].path).query
+    assert "wait" not in urlsplit(fake.requests[-1].path).query

@@ -30,9 +30,11 @@ type listener struct {
 	// listen resumes after it.
 	cursorFile string
 	interval   time.Duration
-	http       *http.Client
-	out        io.Writer
-	errOut     io.Writer
+	// wait is the feed long-poll's wait (0: poll every interval instead).
+	wait   time.Duration
+	http   *http.Client
+	out    io.Writer
+	errOut io.Writer
 }
 
 func listen(ctx context.Context, c *partneropen.Client, appID string, args []string, stdout, stderr io.Writer) error {
@@ -42,7 +44,8 @@ func listen(ctx context.Context, c *partneropen.Client, appID string, args []str
 	secret := fs.String("secret", os.Getenv("OPENPLATFORM_LISTEN_SECRET"), "the whsec_ secret to sign with (default: a new one, printed)")
 	cursorFile := fs.String("cursor-file", "", "where the cursor is kept between runs (default: in the user cache folder, per app)")
 	after := fs.String("after", "", "start after this feed cursor (0-0: the first event) instead of the saved cursor or now")
-	interval := fs.Duration("interval", time.Second, "how often the feed is read when caught up")
+	interval := fs.Duration("interval", time.Second, "how often the feed is read when caught up and the platform does not hold requests (see --wait), and after a failed read")
+	wait := fs.Duration("wait", partneropen.MaxFeedWait, "how long the platform may hold a feed read until an event arrives (long-poll; 0: poll every --interval)")
 	if err := fs.Parse(args); err != nil {
 		return usageError{err.Error()}
 	}
@@ -56,7 +59,10 @@ func listen(ctx context.Context, c *partneropen.Client, appID string, args []str
 	if *interval < 100*time.Millisecond {
 		return usageError{"--interval must be at least 100ms"}
 	}
-	l := &listener{client: c, forwardTo: *forwardTo, secret: *secret, cursorFile: *cursorFile, interval: *interval,
+	if *wait < 0 || *wait > partneropen.MaxFeedWait || *wait%time.Second != 0 {
+		return usageError{"--wait must be whole seconds from 0s to " + partneropen.MaxFeedWait.String()}
+	}
+	l := &listener{client: c, forwardTo: *forwardTo, secret: *secret, cursorFile: *cursorFile, interval: *interval, wait: *wait,
 		http: &http.Client{Timeout: 30 * time.Second}, out: stdout, errOut: stderr}
 	if l.secret == "" {
 		l.secret = newSecret()
@@ -117,10 +123,22 @@ func (l *listener) start(ctx context.Context, after string) error {
 }
 
 // loop reads the feed after the cursor until ctx ends, forwarding each
-// event; a failed read is printed and retried after the interval.
+// event. Caught up, it asks the platform to hold the next read until an
+// event arrives (--wait), so an event is forwarded about as soon as it
+// enters the feed with one request per wait; a platform that refuses wait
+// (422 or 400) or answers at once regardless (one without long-polls, or
+// a node shutting down) is read every interval instead. A failed read is
+// printed and retried after the interval.
 func (l *listener) loop(ctx context.Context) {
 	for ctx.Err() == nil {
-		page, err := l.client.ListEvents(ctx, l.cursor, 100)
+		began := time.Now()
+		page, err := l.client.WaitEvents(ctx, l.cursor, 100, l.wait)
+		var apiErr *partneropen.APIError
+		if l.wait > 0 && errors.As(err, &apiErr) && (apiErr.Status == http.StatusBadRequest || apiErr.Status == http.StatusUnprocessableEntity) {
+			fmt.Fprintf(l.errOut, "%s  the platform does not hold feed reads (%d %s): reading it every %s\n", now(), apiErr.Status, apiErr.Code, l.interval)
+			l.wait = 0
+			continue
+		}
 		if err != nil {
 			if ctx.Err() == nil {
 				fmt.Fprintf(l.errOut, "%s  feed read failed (retrying): %v\n", now(), err)
@@ -140,6 +158,10 @@ func (l *listener) loop(ctx context.Context) {
 				}
 			}
 			if page.HasMore && len(page.Events) > 0 {
+				continue
+			}
+			// An empty answer after (most of) the wait: ask again at once.
+			if l.wait > 0 && (len(page.Events) > 0 || time.Since(began) >= l.wait/2) {
 				continue
 			}
 		}

@@ -22,6 +22,9 @@ func TestUsageErrors(t *testing.T) {
 		{append(creds, "listen", "--forward-to", "localhost:3000/hook"), "--forward-to must be an http(s) URL"},
 		{append(creds, "listen", "--forward-to", "http://localhost:3000/hook", "--interval", "1ms"), "--interval must be at least 100ms"},
 		{append(creds, "listen", "--forward-to", "http://localhost:3000/hook", "extra"), "listen takes no arguments"},
+		{append(creds, "listen", "--forward-to", "http://localhost:3000/hook", "--wait", "21s"), "--wait must be whole seconds from 0s to 20s"},
+		{append(creds, "listen", "--forward-to", "http://localhost:3000/hook", "--wait", "1500ms"), "--wait must be whole seconds"},
+		{append(creds, "listen", "--forward-to", "http://localhost:3000/hook", "--wait", "-1s"), "--wait must be whole seconds"},
 		{append(creds, "trigger"), "usage: openplatform trigger EVENT_TYPE"},
 		{append(creds, "trigger", "a", "b"), "usage: openplatform trigger EVENT_TYPE"},
 	} {

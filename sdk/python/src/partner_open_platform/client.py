@@ -172,6 +172,7 @@ class PartnerClient:
         idempotency_key: Optional[str] = None,
         headers: Optional[Mapping[str, str]] = None,
         form: Optional[Mapping[str, str]] = None,
+        extra_timeout: float = 0.0,
     ) -> Response:
         """Send one signed request (auth "M", "H", "bearer:<token>", "basic" or "none"; None is the client's scheme); raise PartnerApiError on non-2xx.
 
@@ -207,7 +208,7 @@ class PartnerClient:
             if headers:
                 hdrs.update(headers)
             try:
-                resp = self._send(method, uri, raw, hdrs)
+                resp = self._send(method, uri, raw, hdrs, extra_timeout=extra_timeout) if extra_timeout else self._send(method, uri, raw, hdrs)
             except TransportError:
                 if not safe or attempt >= self.retry.max_retries:
                     raise
@@ -254,12 +255,12 @@ class PartnerClient:
             return {"Authorization": "Basic " + cred}
         return {}
 
-    def _send(self, method: str, uri: str, raw: bytes, headers: Mapping[str, str]) -> Response:
+    def _send(self, method: str, uri: str, raw: bytes, headers: Mapping[str, str], extra_timeout: float = 0.0) -> Response:
         req = urllib.request.Request(self.base_url + uri, data=raw if method != "GET" else None, method=method)
         for k, v in headers.items():
             req.add_header(k, v)
         try:
-            with urllib.request.urlopen(req, timeout=self.timeout) as r:  # noqa: S310 - base_url is the caller's
+            with urllib.request.urlopen(req, timeout=self.timeout + extra_timeout) as r:  # noqa: S310 - base_url is the caller's
                 return _decode(r.status, dict(r.headers.items()), r.read())
         except urllib.error.HTTPError as e:
             try:
@@ -581,9 +582,16 @@ class PartnerClient:
         r = self.request("POST", "/open/v1/webhooks/endpoints/%d/test" % endpoint_id, idempotency_key=self._key(idempotency_key))
         return m.WebhookTestQueued.from_dict(_need(r))
 
-    def list_events(self, *, after: Optional[str] = None, limit: Optional[int] = None) -> m.FeedPage:
-        """GET /open/v1/webhooks/events: one page of this app's event feed."""
-        r = self.request("GET", "/open/v1/webhooks/events", query={"after": after, "limit": limit})
+    def list_events(self, *, after: Optional[str] = None, limit: Optional[int] = None, wait: Optional[int] = None) -> m.FeedPage:
+        """GET /open/v1/webhooks/events: one page of this app's event feed.
+
+        With ``wait`` (seconds, 1 to 20) it is a long-poll: when nothing follows
+        ``after`` the platform holds the request until an event arrives or the
+        wait ends (an empty page then); the request's timeout is the client's
+        plus the wait. Call again with ``next_cursor`` to follow the feed."""
+        r = self.request(
+            "GET", "/open/v1/webhooks/events", query={"after": after, "limit": limit, "wait": wait}, extra_timeout=float(wait or 0)
+        )
         return m.FeedPage.from_dict(_need(r))
 
     def iter_events(self, *, after: Optional[str] = None, limit: int = 100) -> Iterator[m.FeedEvent]:

@@ -572,9 +572,19 @@ public final class PartnerClient {
 
   /** One page of the app's event feed after {@code after} (null for the start); {@code limit} may be null. */
   public FeedPage webhookEventFeed(String after, Integer limit) {
+    return webhookEventFeed(after, limit, null);
+  }
+
+  /**
+   * The event feed as a long-poll: with {@code waitSeconds} (1 to 20) the platform holds the request,
+   * when nothing follows {@code after}, until an event arrives or the wait ends (an empty page then).
+   * The client's read timeout (30 s by default) must exceed the wait.
+   */
+  public FeedPage webhookEventFeed(String after, Integer limit, Integer waitSeconds) {
     Map<String, Object> q = new LinkedHashMap<String, Object>();
     q.put("after", after);
     q.put("limit", limit);
+    q.put("wait", waitSeconds);
     return FeedPage.fromJson(call("GET", "/open/v1/webhooks/events" + query(q), null, Auth.M, null));
   }
 
