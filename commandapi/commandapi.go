@@ -78,6 +78,12 @@ type API struct {
 
 	// Replays serves the webhook replay routes (nil: none).
 	Replays *commands.Replays
+
+	// Developers decides the qualification review of developer accounts
+	// (nil: no portal, every id is unknown); DevelopersReady is the account directory,
+	// which a decision waits for so a listing on this node shows it.
+	Developers      *commands.Developers
+	DevelopersReady AppWaiter
 }
 
 // Routes lists the write endpoints.
@@ -103,6 +109,7 @@ func (a *API) Routes() []Route {
 	routes = append(routes, a.replayRoutes()...)
 	routes = append(routes, a.sandboxEventRoutes()...)
 	routes = append(routes, a.endpointRoutes()...)
+	routes = append(routes, a.developerRoutes()...)
 	return append(routes, a.webhookRoutes()...)
 }
 

@@ -43,6 +43,7 @@ type endpointJSON struct {
 	PendingSecret bool     `json:"pending_secret"`
 	CreatedAt     string   `json:"created_at"`
 	UpdatedAt     string   `json:"updated_at"`
+	Description   string   `json:"description"`
 }
 
 // Which secret signs an endpoint's deliveries: the default endpoint's is
@@ -56,7 +57,7 @@ const (
 func (a *API) endpointView(e domain.Endpoint) endpointJSON {
 	v := endpointJSON{EndpointID: e.EndpointID, Default: e.EndpointID == domain.DefaultEndpointID, URL: e.URL,
 		Events: e.Events, Enabled: !e.Disabled, SigningSecret: signedByEndpoint, PendingSecret: e.PendingSecret != "",
-		CreatedAt: a.isoTime(e.CreatedAt), UpdatedAt: a.isoTime(e.UpdatedAt)}
+		CreatedAt: a.isoTime(e.CreatedAt), UpdatedAt: a.isoTime(e.UpdatedAt), Description: e.Description}
 	if v.Default {
 		v.SigningSecret = signedByApp
 	}
@@ -148,7 +149,7 @@ func (a *API) answerEndpoint(c *call, id int64, status int, extra map[string]any
 	}
 	out := map[string]any{"endpoint_id": v.EndpointID, "default": v.Default, "url": v.URL, "events": v.Events,
 		"enabled": v.Enabled, "signing_secret": v.SigningSecret, "pending_secret": v.PendingSecret,
-		"created_at": v.CreatedAt, "updated_at": v.UpdatedAt}
+		"created_at": v.CreatedAt, "updated_at": v.UpdatedAt, "description": v.Description}
 	for k, x := range extra {
 		out[k] = x
 	}
@@ -162,6 +163,7 @@ func (a *API) createEndpoint(c *call) error {
 	if err := c.decode(func(o *httpapi.Object) {
 		in.URL = o.RequiredString("url")
 		in.Events = o.Strings("events")
+		in.Description = o.String("description").Value
 		if f := o.Bool("enabled"); f.Set && !f.Null {
 			enabled = f.Value
 		}
@@ -189,6 +191,7 @@ func (a *API) changeEndpoint(c *call) error {
 			ch.Settings.Events = domain.Val(o.Strings("events"))
 		}
 		ch.Enabled = o.Bool("enabled")
+		ch.Description = o.String("description")
 	}); err != nil {
 		return err
 	}

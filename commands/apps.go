@@ -23,27 +23,28 @@ const (
 
 // appState is what app decisions need.
 type appState struct {
-	exists        bool
-	appID         int64
-	name          string
-	environment   string
-	webhookURL    string
-	webhookEvents []string
-	scopes        []string
-	reviewed      bool // decided and not re-requested since: not reviewable
-	suspended     bool
-	pendingHook   bool // a rotated webhook secret awaits activation
-	appKey        string
-	developerID   int64
-	purpose       string
-	requested     bool   // a review request awaits a decision
-	hostAppID     string // the host mini-program's app id of the last request
-	requireH      bool   // partner routes accept scheme H only
-	approved      bool
-	production    int64 // the production app an approval created
-	revealed      bool  // the developer took the production credentials
-	hookDisabled  bool  // the default endpoint is disabled
-	endpoints     map[int64]*endpointState
+	exists          bool
+	appID           int64
+	name            string
+	environment     string
+	webhookURL      string
+	webhookEvents   []string
+	scopes          []string
+	reviewed        bool // decided and not re-requested since: not reviewable
+	suspended       bool
+	pendingHook     bool // a rotated webhook secret awaits activation
+	appKey          string
+	developerID     int64
+	purpose         string
+	requested       bool   // a review request awaits a decision
+	hostAppID       string // the host mini-program's app id of the last request
+	requireH        bool   // partner routes accept scheme H only
+	approved        bool
+	production      int64  // the production app an approval created
+	revealed        bool   // the developer took the production credentials
+	hookDisabled    bool   // the default endpoint is disabled
+	hookDescription string // the default endpoint's description
+	endpoints       map[int64]*endpointState
 }
 
 func (s *appState) apply(env events.Envelope) {

@@ -14,6 +14,9 @@ import (
 type EndpointChange struct {
 	Settings WebhookSettings
 	Enabled  domain.Field[bool]
+	// Description replaces the endpoint's description when set ("" or
+	// null clears it).
+	Description domain.Field[string]
 }
 
 // validateEndpointChange vets the fields sent, as the portal's form is vetted.
@@ -27,6 +30,7 @@ func (a *Apps) validateEndpointChange(ctx context.Context, ch EndpointChange) er
 		}
 	}
 	validateEvents("events", ch.Settings.Events.Value, v)
+	checkDescription(ch.Description.Value, v)
 	return v.Err()
 }
 
@@ -83,7 +87,11 @@ func (a *Apps) ChangeEndpoint(ctx context.Context, appID, endpointID int64, ch E
 
 func decideChangeEndpoint(st *appState, id int64, ch EndpointChange) ([]events.Payload, error) {
 	if id == domain.DefaultEndpointID && st.webhookURL == "" && ch.Settings.URL.Ptr() != nil {
-		return decideDefaultEndpointURL(st, ch)
+		out, err := decideDefaultEndpointURL(st, ch)
+		if err != nil || !ch.Description.Set || ch.Description.Value == st.hookDescription {
+			return out, err
+		}
+		return append(out, catalog.AppWebhookEndpointDescribed{AppID: st.appID, EndpointID: id, Description: ch.Description.Value}), nil
 	}
 	var out []events.Payload
 	settings, err := decideUpdateEndpoint(st, id, ch.Settings)
@@ -100,6 +108,15 @@ func decideChangeEndpoint(st *appState, id int64, ch EndpointChange) ([]events.P
 		}
 		if state != nil {
 			out = append(out, state)
+		}
+	}
+	if ch.Description.Set {
+		e, err := st.endpoint(id)
+		if err != nil {
+			return nil, err
+		}
+		if e.description != ch.Description.Value {
+			out = append(out, catalog.AppWebhookEndpointDescribed{AppID: st.appID, EndpointID: id, Description: ch.Description.Value})
 		}
 	}
 	return out, nil

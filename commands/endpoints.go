@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/events"
@@ -21,6 +24,9 @@ type endpointState struct {
 	events   []string
 	disabled bool
 	pending  bool // a rotated secret awaits activation
+	// description is the partner's note (the default endpoint's is
+	// appState.hookDescription).
+	description string
 }
 
 // applyEndpoint folds the endpoint events into the app's state.
@@ -30,10 +36,16 @@ func (s *appState) applyEndpoint(env events.Envelope) {
 	}
 	switch p := env.Payload.(type) {
 	case *catalog.AppWebhookEndpointAdded:
-		s.endpoints[p.EndpointID] = &endpointState{url: p.URL, events: p.Events}
+		s.endpoints[p.EndpointID] = &endpointState{url: p.URL, events: p.Events, description: p.Description}
 	case *catalog.AppWebhookEndpointUpdated:
 		if e := s.endpoints[p.EndpointID]; e != nil {
 			e.url, e.events = p.URL, p.Events
+		}
+	case *catalog.AppWebhookEndpointDescribed:
+		if p.EndpointID == domain.DefaultEndpointID {
+			s.hookDescription = p.Description
+		} else if e := s.endpoints[p.EndpointID]; e != nil {
+			e.description = p.Description
 		}
 	case *catalog.AppWebhookEndpointDisabled:
 		s.setDisabled(p.EndpointID, true)
@@ -70,7 +82,7 @@ func (s *appState) endpoint(id int64) (endpointState, error) {
 		if s.webhookURL == "" {
 			return endpointState{}, domain.ErrEndpointNotFound
 		}
-		return endpointState{url: s.webhookURL, events: s.webhookEvents, disabled: s.hookDisabled, pending: s.pendingHook}, nil
+		return endpointState{url: s.webhookURL, events: s.webhookEvents, disabled: s.hookDisabled, pending: s.pendingHook, description: s.hookDescription}, nil
 	}
 	if e := s.endpoints[id]; e != nil {
 		return *e, nil
@@ -92,6 +104,9 @@ func (s *appState) endpointCount() int {
 type EndpointInput struct {
 	URL    string
 	Events []string
+	// Description is the partner's note of what the endpoint is for
+	// (checkDescription).
+	Description string
 }
 
 // validateEndpoint vets an endpoint's URL (WebhookURLCheck) and subscription.
@@ -103,7 +118,20 @@ func (a *Apps) validateEndpoint(ctx context.Context, in EndpointInput) error {
 		v.Add("url", err.Error())
 	}
 	validateEvents("events", in.Events, v)
+	checkDescription(in.Description, v)
 	return v.Err()
+}
+
+// checkDescription accepts an endpoint description of at most
+// domain.MaxEndpointDescription characters of one line of text: valid
+// UTF-8 without control characters (a label shown in lists and pages, so
+// no line breaks either).
+func checkDescription(d string, v *domain.ValidationError) {
+	if !utf8.ValidString(d) || strings.IndexFunc(d, unicode.IsControl) >= 0 {
+		v.Add("description", "must be text without control characters or line breaks")
+	} else if utf8.RuneCountInString(d) > domain.MaxEndpointDescription {
+		v.Add("description", fmt.Sprintf("must be at most %d characters", domain.MaxEndpointDescription))
+	}
 }
 
 func validateEvents(field string, evs []string, v *domain.ValidationError) {
@@ -163,7 +191,8 @@ func decideAddEndpoint(st *appState, id int64, in EndpointInput, sealed string) 
 	if st.endpointCount() >= domain.MaxEndpoints {
 		return nil, domain.ErrTooManyEndpoints
 	}
-	return catalog.AppWebhookEndpointAdded{AppID: st.appID, EndpointID: id, URL: in.URL, Events: in.Events, SealedWebhookSecret: sealed}, nil
+	return catalog.AppWebhookEndpointAdded{AppID: st.appID, EndpointID: id, URL: in.URL, Events: in.Events, SealedWebhookSecret: sealed,
+		Description: in.Description}, nil
 }
 
 // decideUpdateEndpoint records the endpoint's settings after the change

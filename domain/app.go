@@ -20,6 +20,8 @@ type App struct {
 	// WebhookDisabled pauses the default endpoint (the app-level URL)
 	// without forgetting its URL.
 	WebhookDisabled bool
+	// WebhookDescription is the default endpoint's description.
+	WebhookDescription string
 	// Endpoints are the webhook endpoints added beside the default one,
 	// ordered by id; each has its own URL, subscription and secret.
 	Endpoints   []Endpoint

@@ -19,6 +19,10 @@ const DefaultEndpointID int64 = 0
 // included), so one app cannot multiply every event's deliveries without end.
 const MaxEndpoints = 10
 
+// MaxEndpointDescription bounds an endpoint's description, in characters:
+// a label for a list, not a document.
+const MaxEndpointDescription = 256
+
 // TestEvent is the event type of the test webhook a developer sends to one
 // endpoint to check its receiver; it is documented in the OpenAPI file and
 // never appears in the app's event feed.
@@ -32,7 +36,10 @@ type Endpoint struct {
 	URL        string
 	Events     []string // none: every event
 	Disabled   bool     // a disabled endpoint gets no new deliveries
-	Secret     string   // the active secret: the one that signs
+	// Description is the partner's note of what the endpoint is for
+	// (at most MaxEndpointDescription characters).
+	Description string
+	Secret      string // the active secret: the one that signs
 	// PendingSecret is issued by a rotation and signs nothing until it is
 	// activated, so the receiver can install it first.
 	PendingSecret string
@@ -59,7 +66,7 @@ func (a App) Endpoint(id int64) (Endpoint, bool) {
 // may be empty: then it receives nothing).
 func (a App) DefaultEndpoint() Endpoint {
 	return Endpoint{
-		EndpointID: DefaultEndpointID, URL: a.WebhookURL, Events: a.WebhookEvents, Disabled: a.WebhookDisabled,
+		EndpointID: DefaultEndpointID, URL: a.WebhookURL, Events: a.WebhookEvents, Disabled: a.WebhookDisabled, Description: a.WebhookDescription,
 		Secret: a.WebhookSecret, PendingSecret: a.PendingWebhookSecret, CreatedAt: a.CreatedAt, UpdatedAt: a.UpdatedAt,
 	}
 }

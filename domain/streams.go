@@ -98,6 +98,13 @@ func DeveloperEmailStream(keyedHash string) string { return "developeremail-" + 
 // MailStream names the stream of one outgoing mail: queued, then sent or failed.
 func MailStream(id int64) string { return "mail-" + strconv.FormatInt(id, 10) }
 
+// MailKeyStream names the claim of one mail key: the message queued for a
+// fact (see catalog.MailKeyed).
+func MailKeyStream(key string) string { return "mailkey-" + key }
+
+// MailKeysStartStream names where a kind of keyed mail begins in the log.
+func MailKeysStartStream(kind string) string { return "mailkeys-" + kind }
+
 // ReplayStream names the stream of one webhook replay: its request, its
 // checkpoints and its end.
 func ReplayStream(id int64) string { return "webhookreplay-" + strconv.FormatInt(id, 10) }

@@ -362,14 +362,6 @@ func (s *Server) opsReviewApp(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.waitApps(r.Context(), creds.Position)
-	if app, ok := s.AppDirectory.ByID(id); ok && app.DeveloperID != 0 {
-		next := "Request the review again from the application's page once the reason is addressed."
-		if approve {
-			next = "Reveal the production credentials on the sandbox application's page (they are shown once)."
-		}
-		subject, body := decisionMail("application "+strconv.FormatInt(id, 10)+" ("+app.Name+")", approve, notes, next)
-		s.mailDecision(r.Context(), app.DeveloperID, subject, body, meta.RequestID)
-	}
 	msg := "Application " + strconv.FormatInt(id, 10) + " rejected; the developer sees the reason."
 	if approve {
 		// The operator never sees the production secrets here: the

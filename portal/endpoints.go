@@ -78,11 +78,13 @@ type endpointView struct {
 	Disabled bool
 	Pending  bool // a rotated secret awaits activation
 	Updated  time.Time
+	// Description is the partner's note of what the endpoint is for.
+	Description string
 }
 
 func viewEndpoint(e domain.Endpoint) endpointView {
 	return endpointView{ID: e.EndpointID, Default: e.EndpointID == domain.DefaultEndpointID, URL: e.URL,
-		Events: strings.Join(e.Events, ", "), Disabled: e.Disabled, Pending: e.PendingSecret != "", Updated: e.UpdatedAt}
+		Events: strings.Join(e.Events, ", "), Disabled: e.Disabled, Pending: e.PendingSecret != "", Updated: e.UpdatedAt, Description: e.Description}
 }
 
 type endpointsData struct {
@@ -163,7 +165,7 @@ func (s *Server) addEndpoint(w http.ResponseWriter, r *http.Request) {
 		s.ErrorPage(w, r, http.StatusBadRequest, "The form could not be read.")
 		return
 	}
-	in := commands.EndpointInput{URL: strings.TrimSpace(form.Get("url")), Events: subscriptions(form.Get("events"))}
+	in := commands.EndpointInput{URL: strings.TrimSpace(form.Get("url")), Events: subscriptions(form.Get("events")), Description: strings.TrimSpace(form.Get("description"))}
 	created, err := s.Apps.AddEndpoint(r.Context(), app.AppID, in, Meta(w, r))
 	if errs := FieldErrors(err); errs != nil {
 		s.renderEndpoints(w, r, http.StatusBadRequest, app, form, errs)
@@ -191,7 +193,7 @@ func (s *Server) editEndpointPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v := viewEndpoint(ep)
-	s.Render(w, r, http.StatusOK, "endpoints_edit.html", editData{App: app, Endpoint: v, Form: url.Values{"url": {v.URL}, "events": {v.Events}}})
+	s.Render(w, r, http.StatusOK, "endpoints_edit.html", editData{App: app, Endpoint: v, Form: url.Values{"url": {v.URL}, "events": {v.Events}, "description": {v.Description}}})
 }
 
 func (s *Server) updateEndpoint(w http.ResponseWriter, r *http.Request) {
@@ -206,7 +208,8 @@ func (s *Server) updateEndpoint(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	set := commands.WebhookSettings{URL: domain.Val(strings.TrimSpace(form.Get("url"))), Events: domain.Val(subscriptions(form.Get("events")))}
-	pos, err := s.Apps.ChangeEndpoint(r.Context(), app.AppID, ep.EndpointID, commands.EndpointChange{Settings: set}, Meta(w, r))
+	ch := commands.EndpointChange{Settings: set, Description: domain.Val(strings.TrimSpace(form.Get("description")))}
+	pos, err := s.Apps.ChangeEndpoint(r.Context(), app.AppID, ep.EndpointID, ch, Meta(w, r))
 	if errs := FieldErrors(err); errs != nil {
 		s.Render(w, r, http.StatusBadRequest, "endpoints_edit.html", editData{App: app, Endpoint: viewEndpoint(ep), Form: form, Errors: errs})
 		return

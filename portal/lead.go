@@ -1,7 +1,6 @@
 package portal
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"slices"
@@ -162,21 +161,6 @@ func Favicon() http.Handler {
 		w.Header().Set("Cache-Control", "public, max-age=86400")
 		_, _ = w.Write(b)
 	})
-}
-
-// mailDecision tells a developer of an operator's review decision through
-// the outbox (the SMTP sender, when configured, sends it from there). The
-// decision stands whatever becomes of the mail: a failure to queue it is
-// logged, and the operator sees the outbox.
-func (s *Server) mailDecision(ctx context.Context, devID int64, subject, body, requestID string) {
-	dev, ok := s.Directory.Developer(devID)
-	if !ok || dev.Email == "" {
-		return
-	}
-	body += "\nSee it in the developer portal:\n\n" + s.link("/portal/", nil) + "\n"
-	if err := s.queueMail(ctx, devID, dev.Email, subject, body, "portal:review-decision", requestID); err != nil {
-		s.Log.Error("portal: review decision mail not queued", "developer", devID, "err", err)
-	}
 }
 
 // decisionMail is the subject and body of a review decision's mail.

@@ -115,25 +115,26 @@ func (s *Server) opsDevelopers(w http.ResponseWriter, r *http.Request) {
 	s.Render(w, r, http.StatusOK, "ops_developers.html", map[string]any{"Status": status, "Developers": s.Directory.List(filter)})
 }
 
+// opsReview takes a developer's qualification decision through the same
+// command as POST /admin/v1/developers/{id}/review (the same role table);
+// the developer's mail comes from the decision's event (DecisionMails).
 func (s *Server) opsReview(w http.ResponseWriter, r *http.Request) {
-	if !s.requireAdmin(w, r) {
-		return
-	}
 	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
 	if err != nil || id <= 0 {
 		s.NotFound(w, r)
 		return
 	}
+	if err := mayReview(r, "/admin/v1/developers/"+strconv.FormatInt(id, 10)+"/review"); err != nil {
+		s.Fail(w, r, err)
+		return
+	}
 	decision := r.PostFormValue("decision")
-	meta := Meta(w, r)
-	pos, err := s.Developers.Review(r.Context(), id, decision, r.PostFormValue("reason"), meta)
+	pos, err := s.Developers.Review(r.Context(), id, decision, r.PostFormValue("reason"), Meta(w, r))
 	if err != nil {
 		s.Fail(w, r, err)
 		return
 	}
 	s.waitDirectory(r.Context(), pos)
-	subject, body := decisionMail("developer account", decision == catalog.DeveloperApproved, strings.TrimSpace(r.PostFormValue("reason")), "")
-	s.mailDecision(r.Context(), id, subject, body, meta.RequestID)
 	s.Redirect(w, r, "/portal/ops/developers?status=all", Flash{Kind: "info", Message: "Developer " + strconv.FormatInt(id, 10) + ": " + decision + "."})
 }
 

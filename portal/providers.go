@@ -250,14 +250,6 @@ func (s *Server) opsReviewProvider(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.waitBenefits(r.Context(), pos)
-	if all, err := s.ReadModel.Providers(r.Context(), 0); err == nil {
-		for _, p := range all {
-			if p.ProviderID == id && p.DeveloperID != 0 {
-				subject, body := decisionMail("service provider "+strconv.FormatInt(id, 10)+" ("+p.Name+")", approve, notes, "")
-				s.mailDecision(r.Context(), p.DeveloperID, subject, body, meta.RequestID)
-			}
-		}
-	}
 	verb := "rejected"
 	if approve {
 		verb = "approved"

@@ -82,6 +82,7 @@ var DeveloperAuditedTypes = []events.Payload{
 	&catalog.AppWebhookEndpointAdded{}, &catalog.AppWebhookEndpointUpdated{}, &catalog.AppWebhookEndpointDisabled{},
 	&catalog.AppWebhookEndpointEnabled{}, &catalog.AppWebhookEndpointRemoved{}, &catalog.AppWebhookEndpointSecretIssued{},
 	&catalog.AppWebhookEndpointSecretActivated{}, &catalog.AppWebhookTestRequested{},
+	&catalog.AppWebhookEndpointDescribed{},
 }
 
 // developerFact is the audit fact of a developer's action (ok false: the

@@ -53,6 +53,9 @@ type API struct {
 	// Outbox is the developer portal's mail outbox (nil: no portal, the
 	// list is empty).
 	Outbox Outbox
+	// Developers is the developer portal's account directory (nil: no
+	// portal, the list is empty).
+	Developers DeveloperDirectory
 	// Pseudonyms renames the binding streams of a log written before
 	// hashed names (their names hold the channel_user_id in clear) in
 	// event pages and audit facts; nil shows every name as stored.
@@ -95,6 +98,7 @@ func (q *API) Routes() []httpapi.Route {
 	routes = append(routes, q.erasureRoutes()...)
 	routes = append(routes, q.accessLogRoutes()...)
 	routes = append(routes, q.outboxRoutes()...)
+	routes = append(routes, q.developerRoutes()...)
 	routes = append(routes, eventTypeRoutes()...)
 	return append(routes, q.deliveryRoutes()...)
 }

@@ -17,6 +17,11 @@
 # cache, as `go test -fuzz` would, without linking the binary again per
 # target. A failure fails the script; the failing input is written under
 # the package's testdata/fuzz/<target>/, where plain go test replays it.
+#
+# PLATFORM_TEST_FUZZ_BINDIR keeps the built binaries in that folder (made
+# if missing, kept afterwards) and PLATFORM_TEST_FUZZ_BUILD_ONLY=1 only
+# builds them: scripts/test.sh builds them beside go test, where the cores
+# are idle, and runs the targets later from the same folder.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -35,8 +40,14 @@ if [ "$fuzztime" = "0" ] || [ "$fuzztime" = "0s" ]; then
 	exit 0
 fi
 
-bindir=$(mktemp -d "${TMPDIR:-/tmp}/platform-fuzz.XXXXXX")
-trap 'rm -rf "$bindir"' EXIT
+build_only=${PLATFORM_TEST_FUZZ_BUILD_ONLY:-0}
+bindir=${PLATFORM_TEST_FUZZ_BINDIR:-}
+if [ -n "$bindir" ]; then
+	mkdir -p "$bindir"
+else
+	bindir=$(mktemp -d "${TMPDIR:-/tmp}/platform-fuzz.XXXXXX")
+	trap 'rm -rf "$bindir"' EXIT
+fi
 gocache=$(go env GOCACHE)
 
 mapfile -t pkgs < <(go list -f '{{.ImportPath}} {{.Dir}}{{range .TestGoFiles}} {{.}}{{end}}{{range .XTestGoFiles}} {{.}}{{end}}' "${patterns[@]}")
@@ -49,9 +60,16 @@ for line in "${pkgs[@]}"; do
 	mapfile -t targets < <(cd "$dir" && sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' $files | sort -u)
 	[ "${#targets[@]}" -gt 0 ] && [ -n "${targets[0]}" ] || continue
 	bin="$bindir/${pkg//\//_}.test"
-	say "build $pkg (${#targets[@]} targets)"
-	if ! go test -c -fuzz=. -o "$bin" "$pkg"; then
-		failed+=("$pkg (build)")
+	# A binary in the folder was built by a build-only run of this tree.
+	if [ ! -x "$bin" ]; then
+		say "build $pkg (${#targets[@]} targets)"
+		if ! go test -c -fuzz=. -o "$bin.tmp" "$pkg"; then
+			failed+=("$pkg (build)")
+			continue
+		fi
+		mv "$bin.tmp" "$bin"
+	fi
+	if [ "$build_only" = "1" ]; then
 		continue
 	fi
 	for target in "${targets[@]}"; do
@@ -88,4 +106,8 @@ if [ "${#failed[@]}" -gt 0 ]; then
 	printf '  %s\n' "${failed[@]}" >&2
 	exit 1
 fi
-say "fuzzing: $count targets passed ($fuzztime each)"
+if [ "$build_only" = "1" ]; then
+	say "fuzzing binaries built into $bindir"
+else
+	say "fuzzing: $count targets passed ($fuzztime each)"
+fi

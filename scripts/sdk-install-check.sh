@@ -23,7 +23,8 @@
 # they have the packages (the Go module cache's download folder, ~/.m2) and
 # otherwise from the registries; the Go build cache is the user's (it caches
 # compiler output, not packages). Each step is bounded (PLATFORM_TEST_INSTALL_TIMEOUT
-# seconds, default 240). Prints the seconds each SDK took.
+# seconds, default 240). The SDKs run side by side; each one's output is
+# printed whole when it ends, with the seconds it took.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
@@ -225,12 +226,29 @@ run_sdk() {
 	say "$s: the quick start printed: $out"
 }
 
+# The SDKs install side by side (each its own project, toolchain and
+# package cache, one app each on the one platform): their time is mostly
+# the package managers' waiting. Each one's output is printed whole, in the
+# order named, when it has ended.
 failed=()
+declare -A pids=()
 for s in $sdks; do
-	start=$(date +%s)
-	if run_sdk "$s"; then
-		say "$s: OK in $(($(date +%s) - start)) s"
-	else
+	(
+		start=$(date +%s)
+		if run_sdk "$s"; then
+			say "$s: OK in $(($(date +%s) - start)) s"
+		else
+			say "$s: FAILED after $(($(date +%s) - start)) s"
+			exit 1
+		fi
+	) >"$work/$s.out" 2>&1 &
+	pids[$s]=$!
+done
+for s in $sdks; do
+	rc=0
+	wait "${pids[$s]}" || rc=$?
+	cat "$work/$s.out"
+	if [ "$rc" -ne 0 ]; then
 		failed+=("$s")
 	fi
 done

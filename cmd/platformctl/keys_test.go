@@ -50,8 +50,9 @@ func TestKeysRotateAgainstARealNode(t *testing.T) {
 		code := run(append([]string{"--server", srv.URL, "--token", n.AdminToken}, args...), &out, &errb, func(string) string { return "" })
 		return out.String(), errb.String(), code
 	}
-	// Two users' keys and the platform's pseudonym secret (node.PseudonymSecret).
-	if out, errOut, code := ctl("keys", "rotate"); code != 0 || !strings.Contains(out, "re-sealed 3 personal-data key(s)") {
+	// Two users' keys and the platform's two records beside them
+	// (node.PseudonymSecret, node.DecisionMailsFromStartFlag).
+	if out, errOut, code := ctl("keys", "rotate"); code != 0 || !strings.Contains(out, "re-sealed 4 personal-data key(s)") {
 		t.Fatalf("rotate: %d\n%s\n%s", code, out, errOut)
 	}
 	if out, _, code := ctl("keys", "rotate"); code != 0 || !strings.Contains(out, "re-sealed 0 ") {

@@ -52,7 +52,8 @@ Commands:
   deliveries resend-matching --app ID [--status S] [--event E] [--from T] [--to T]
                             resend every delivery of the app the filters select
   apps review APP_ID --decision approve|reject [--notes TEXT]
-                            onboarding review; approval prints the production app's credentials once
+                            onboarding review (final: a second decision is 409); approval prints the
+                            production app's credentials once
   goods create --code CODE --name NAME | goods list | goods rename CODE --name NAME
   goods deactivate CODE | goods activate CODE
                             the goods catalog partners order from
@@ -85,6 +86,12 @@ Commands:
                             service providers (contacts redacted)
   providers review PROVIDER_ID --decision approve|reject [--notes TEXT]
                             decide a pending provider's review (final: a second decision is 409)
+  developers list [--status pending_review|approved|rejected] | developers show DEVELOPER_ID
+                            developer accounts and their qualification review (the ops pages' queue)
+  developers review DEVELOPER_ID --decision approve|reject [--notes TEXT]
+                            decide a developer's qualification (admin; --notes required to reject); not
+                            final, unlike apps and providers: a rejected developer may be approved later;
+                            the same decision with the same notes again is 409; the developer is mailed
   outbox [--status queued|retrying|sent|failed]
                             the developer portal's outgoing mail, newest first, with each body
                             (sign-up and password-reset links: admin role only)
@@ -96,12 +103,18 @@ Commands:
                             empty a projection and replay the log into it, printing progress
                             every 500ms until it has caught up (default timeout 30m)
   endpoints list | endpoints show|delete|rotate-secret|activate-secret|test ENDPOINT_ID
-  endpoints create --url URL [--event EVENT]... [--disabled]
+  endpoints create --url URL [--event EVENT]... [--disabled] [--description TEXT]
   endpoints update ENDPOINT_ID [--url URL] [--event EVENT]... [--all-events] [--enable|--disable]
+                   [--description TEXT]
                             an app's webhook endpoints, as the partner (scheme H with --app-key and
                             --app-secret, env PLATFORM_APP_KEY and PLATFORM_APP_SECRET); endpoint 0 is
                             the default one (webhook_url, signed with the app's webhook secret), the
                             others sign with their own secret, printed once by create and rotate-secret
+  replay start --event EVENT... (--since TIME | --cursor CURSOR) [--until TIME] [--endpoint ID]
+  replay status REPLAY_ID | replay cancel REPLAY_ID
+                            deliver an app's past webhook events again to one of its endpoints (default
+                            0), from a time or a feed cursor; follow or stop it; as the partner, signed
+                            like the endpoints commands (--app-key/--app-secret or the env variables)
   help                      show this text
 
 --limit is the most events to print (default 0: all of them).
@@ -190,6 +203,8 @@ var commands = map[string]func(c *cli, args []string) error{
 	"backup":      (*cli).backup,
 	"endpoints":   (*cli).endpoints,
 	"providers":   (*cli).providers,
+	"developers":  (*cli).developers,
+	"replay":      (*cli).replay,
 }
 
 func runContext(ctx context.Context, args []string, stdout, stderr io.Writer, env func(string) string) int {

@@ -141,7 +141,8 @@ func ptr(o outcome) *outcome { return &o }
 var intParams = map[string]bool{
 	"openUserId": true, "groupId": true, "memberId": true, "appId": true, "reportId": true,
 	"providerId": true, "itemId": true, "recordId": true, "operatorId": true,
-	"replayId": true,
+	"replayId":    true,
+	"developerId": true,
 }
 
 // fixture holds the ids the table's bodies and paths refer to.
@@ -254,6 +255,13 @@ func badRoutes(fx fixture) []badRoute {
 			query: []qparam{{"actor", qText}, {"action", qText}, {"subject", qText}, {"from", qTime}, {"to", qTime}, {"after", qInt}, {"limit", qPage}}, base: ok200},
 		{method: "GET", pattern: "/admin/v1/operators", auth: authAdmin, params: none, base: ok200},
 		{method: "GET", pattern: "/admin/v1/outbox", auth: authAdmin, params: none, query: []qparam{{"status", qEnum}}, base: ok200},
+		{method: "GET", pattern: "/admin/v1/developers", auth: authAdmin, params: none, query: []qparam{{"status", qEnum}}, base: ok200},
+		{method: "GET", pattern: "/admin/v1/developers/:developerId", auth: authAdmin, params: map[string]string{"developerId": "999999"},
+			base: outcome{404, "DEVELOPER_NOT_FOUND"}},
+		{method: "POST", pattern: "/admin/v1/developers/:developerId/review", auth: authAdmin, params: map[string]string{"developerId": "999999"},
+			body: `{"decision":"approve"}`, base: outcome{404, "DEVELOPER_NOT_FOUND"}, fields: []field{
+				{path: "decision", kind: kStr}, {path: "notes", kind: kStr, max: 500},
+			}},
 		{method: "POST", pattern: "/admin/v1/operators", auth: authAdmin, params: none,
 			body: `{"name":"ops","role":"nosuch"}`, base: invalid, fields: []field{{path: "name", kind: kStr, max: 64}, {path: "role", kind: kStr}}},
 		{method: "POST", pattern: "/admin/v1/operators/:operatorId/revoke", auth: authAdmin, params: map[string]string{"operatorId": "999999"},
@@ -324,8 +332,10 @@ func badRoutes(fx fixture) []badRoute {
 		{method: "POST", pattern: "/open/v1/webhooks/endpoints", auth: authM, params: none,
 			body: `{"url":"https://10.0.0.1/hook","events":["user.*"],"enabled":true}`, base: invalid, fields: []field{
 				{path: "url", kind: kStr}, {path: "events", kind: kStrs}, {path: "enabled", kind: kBool},
+				{path: "description", kind: kStr, max: 256},
 			},
 			extra: []badCase{
+				{name: "description with a line break", body: []byte(`{"url":"https://example.com/hook","description":"a\nb"}`), want: invalid, errKey: "description"},
 				{name: "url missing", body: []byte(`{"events":["user.*"]}`), want: invalid, errKey: "url"},
 				{name: "url of 501 characters", body: []byte(`{"url":"https://example.com/` + strings.Repeat("a", 481) + `"}`), want: invalid, errKey: "url"},
 				{name: "url not https", body: []byte(`{"url":"ftp://example.com/hook"}`), want: invalid, errKey: "url"},
@@ -337,6 +347,7 @@ func badRoutes(fx fixture) []badRoute {
 			base: noEndpoint},
 		{method: "PATCH", pattern: "/open/v1/webhooks/endpoints/:endpointId", auth: authM, params: map[string]string{"endpointId": "999999"},
 			body: `{"enabled":true}`, base: noEndpoint, fields: []field{
+				{path: "description", kind: kStr, max: 256},
 				{path: "url", kind: kStr}, {path: "events", kind: kStrs}, {path: "enabled", kind: kBool},
 			},
 			extra: []badCase{

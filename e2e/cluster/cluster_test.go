@@ -68,10 +68,15 @@ func waitOwned(t *testing.T, limit time.Duration, nodes ...*harness.Platform) ma
 func TestClusterOneOwnerPerReadModel(t *testing.T) {
 	t.Parallel()
 	db := harness.NodeDB(t)
+	// The owners must not move while watched, so a lease must not lapse: a
+	// 2 s lease did when a starved node renewed late on a loaded machine
+	// (node-c took "orders" from node-a: a legal takeover, not a second
+	// owner). Nothing here waits for a takeover, so the lease is long.
+	const ttl = 30 * time.Second
 	nodes := []*harness.Platform{
-		harness.Start(t, harness.ClusterConfig(t, db, "node-a", 2*time.Second)),
-		harness.Start(t, harness.ClusterConfig(t, db, "node-b", 2*time.Second)),
-		harness.Start(t, harness.ClusterConfig(t, db, "node-c", 2*time.Second)),
+		harness.Start(t, harness.ClusterConfig(t, db, "node-a", ttl)),
+		harness.Start(t, harness.ClusterConfig(t, db, "node-b", ttl)),
+		harness.Start(t, harness.ClusterConfig(t, db, "node-c", ttl)),
 	}
 	own := waitOwned(t, time.Minute, nodes...)
 	t.Logf("owners: %v", own)

@@ -160,9 +160,15 @@ func TestKafkaWebhookCreationFailover(t *testing.T) {
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i] < sorted[j] })
 	t.Logf("webhook creation after a kill -9 of its holder, %d kills: median %v, max %v (all: %v); %d registrations acknowledged",
 		len(sorted), sorted[len(sorted)/2].Round(time.Millisecond), sorted[len(sorted)-1].Round(time.Millisecond), windows, len(acked))
-	// Generous for a loaded 2-core machine: the goal is 1 s; a consumer
-	// group's session timeout and rebalance took 10-35 s.
-	if max := sorted[len(sorted)-1]; max > 5*time.Second {
+	// The goal is 1 s; a consumer group's session timeout and rebalance
+	// took 10-35 s after every kill. A takeover that waits like that shows
+	// in the median; the bound on each kill leaves room for one stalled by
+	// a loaded 2-core machine (a CI run's start compiles and lints beside
+	// it), and still fails a kill whose lease never moved.
+	if median := sorted[len(sorted)/2]; median > 5*time.Second {
+		t.Errorf("kills stalled webhook creation for a median %v", median)
+	}
+	if max := sorted[len(sorted)-1]; max > 15*time.Second {
 		t.Errorf("a kill stalled webhook creation for %v", max)
 	}
 }

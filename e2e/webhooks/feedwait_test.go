@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -114,6 +115,14 @@ func TestFeedWaitAnswersWithAnEventWrittenWhileItWaits(t *testing.T) {
 		// It is the feed's entry for that event, bytes and all.
 		if f := feedAfter(t, a, start, 1)[0]; f.DeliveryID != got.page.Events[0].DeliveryID || string(f.Payload) != string(got.page.Events[0].Payload) {
 			t.Fatalf("feed %+v, waited %+v", f, got.page.Events[0])
+		}
+		// Metrics keep waits apart from reads: latency alerts judge the
+		// reads, and a wait lasts what its caller chose.
+		m := scrape(t, p)
+		waits := `platform_http_request_duration_seconds_count{method="GET",route="/open/v1/webhooks/events?wait",status="200"} 2`
+		reads := `platform_http_request_duration_seconds_count{method="GET",route="/open/v1/webhooks/events",status="200"}`
+		if !strings.Contains(m, waits) || !strings.Contains(m, reads) {
+			t.Fatalf("metrics of the feed, want the two waits under their own route label:\n%s", grepLines(m, "webhooks/events"))
 		}
 	})
 }

@@ -192,24 +192,26 @@ func TestReplayFromCursorAndFromTheStart(t *testing.T) {
 		a.Expect("POST", "/open/v1/channel/users", harness.RegisterBody("c-1"), http.StatusCreated, "0").Data(t, &reg)
 		patchProfiles(t, a, reg.OpenUserID, 4)
 		live := rcv.WaitFor(4)
+		// The cursor of the second update in the log's order (deliveries
+		// may arrive in another order): the replay sends the two after it.
 		feed := a.FeedPage("", 100)
+		var updates []string
 		var cursor string
-		var after []string
 		for _, e := range feed.Events {
 			if e.Event != "user.profile.updated" {
 				continue
 			}
-			if cursor == "" && e.DeliveryID == live[1].ID {
+			updates = append(updates, e.DeliveryID)
+			if len(updates) == 2 {
 				cursor = e.Cursor
-				continue
-			}
-			if cursor != "" {
-				after = append(after, e.DeliveryID)
 			}
 		}
-		if cursor == "" || len(after) != 2 {
-			t.Fatalf("feed %+v: no cursor of the second update", feed)
+		liveIDs := []string{live[0].ID, live[1].ID, live[2].ID, live[3].ID}
+		slices.Sort(liveIDs)
+		if len(updates) != 4 || fmt.Sprint(liveIDs) != fmt.Sprint(slices.Sorted(slices.Values(updates))) {
+			t.Fatalf("feed %+v: want the four updates delivered live %v", feed, liveIDs)
 		}
+		after := slices.Clone(updates[2:])
 		v := requestReplay(t, a, map[string]any{"events": []string{"user.profile.updated"}, "cursor": cursor})
 		waitReplay(t, a, v.ReplayID, func(v replayView) bool { return v.Status == "COMPLETED" })
 		got := rcv.WaitFor(6)[4:]

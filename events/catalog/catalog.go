@@ -42,6 +42,7 @@ var schemaOne = []events.Payload{
 	AppReviewRequested{}, AppProductionRevealed{},
 	AppWebhookEndpointAdded{}, AppWebhookEndpointUpdated{}, AppWebhookEndpointDisabled{}, AppWebhookEndpointEnabled{},
 	AppWebhookEndpointRemoved{}, AppWebhookEndpointSecretIssued{}, AppWebhookEndpointSecretActivated{}, AppWebhookTestRequested{},
+	AppWebhookEndpointDescribed{},
 	WebhookReplayRequested{}, WebhookReplayProgressed{}, WebhookReplayCompleted{}, WebhookReplayCanceled{},
 	AppSandboxEventTriggered{},
 }

@@ -24,7 +24,7 @@ const (
 var developerEvents = []events.Payload{
 	DeveloperEmailClaimed{}, DeveloperSignedUp{}, DeveloperSignedIn{}, DeveloperSignedOut{},
 	DeveloperPasswordResetRequested{}, DeveloperPasswordChanged{}, DeveloperReviewed{},
-	MailQueued{}, MailSent{}, MailFailed{},
+	MailQueued{}, MailSent{}, MailFailed{}, MailKeyed{}, MailKeysStarted{},
 	OperatorPortalSignedIn{}, OperatorPortalSignedOut{},
 }
 
@@ -118,6 +118,29 @@ type MailQueued struct {
 
 // EventType names the event in the log.
 func (MailQueued) EventType() string { return "mail.queued" }
+
+// MailKeyed claims a mail key (domain.MailKeyStream) for one message: a
+// mail queued for a fact (a review decision's event id) is queued once,
+// however often the fact is handled again (a replay of the log, a restart,
+// two nodes at once).
+type MailKeyed struct {
+	Key    string `json:"key"`
+	MailID int64  `json:"mail_id"`
+}
+
+// EventType names the event in the log.
+func (MailKeyed) EventType() string { return "mail.keyed" }
+
+// MailKeysStarted records where in the log a kind of keyed mail begins
+// (domain.MailKeysStartStream): facts at or before After were in the log
+// before the mails came from them and are not mailed.
+type MailKeysStarted struct {
+	Kind  string          `json:"kind"`
+	After events.Position `json:"after"`
+}
+
+// EventType names the event in the log.
+func (MailKeysStarted) EventType() string { return "mail.keys_started" }
 
 // MailSent records that the SMTP server accepted the message.
 type MailSent struct {

@@ -16,6 +16,8 @@ type AppWebhookEndpointAdded struct {
 	URL                 string   `json:"url"`
 	Events              []string `json:"events,omitempty"`
 	SealedWebhookSecret string   `json:"sealed_webhook_secret"`
+	// Description is the partner's note of what the endpoint is for.
+	Description string `json:"description,omitempty"`
 }
 
 // EventType names the event in the log.
@@ -32,6 +34,17 @@ type AppWebhookEndpointUpdated struct {
 
 // EventType names the event in the log.
 func (AppWebhookEndpointUpdated) EventType() string { return "app.webhook_endpoint_updated" }
+
+// AppWebhookEndpointDescribed sets the partner's note of what an endpoint
+// (0: the default one) is for; "" clears it.
+type AppWebhookEndpointDescribed struct {
+	AppID       int64  `json:"app_id"`
+	EndpointID  int64  `json:"endpoint_id"`
+	Description string `json:"description"`
+}
+
+// EventType names the event in the log.
+func (AppWebhookEndpointDescribed) EventType() string { return "app.webhook_endpoint_described" }
 
 // AppWebhookEndpointDisabled stops new deliveries to an endpoint (0: the
 // default one); deliveries already queued are attempted and fail as

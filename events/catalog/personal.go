@@ -111,6 +111,7 @@ var personalFields = map[string][]string{
 	"app.webhook_endpoint_secret_issued":    nil,
 	"app.webhook_endpoint_secret_activated": nil,
 	"app.webhook_test_requested":            nil,
+	"app.webhook_endpoint_described":        nil,
 	"webhook.replay_requested":              nil,
 	"webhook.replay_progressed":             nil,
 	"webhook.replay_completed":              nil,
@@ -129,6 +130,8 @@ var personalFields = map[string][]string{
 	"mail.queued":                        {"to", "body"},
 	"mail.sent":                          nil,
 	"mail.failed":                        nil,
+	"mail.keyed":                         nil,
+	"mail.keys_started":                  nil,
 }
 
 var profilePaths = []string{"profile.name", "profile.nickname", "profile.gender", "profile.avatar",

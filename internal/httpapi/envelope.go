@@ -151,6 +151,8 @@ var codes = []struct {
 	{domain.ErrAlreadyRated, http.StatusConflict, "ALREADY_RATED", "this fulfillment was already rated"},
 	{domain.ErrProviderAlreadyReview, http.StatusConflict, "ALREADY_REVIEWED", "already reviewed"},
 	{domain.ErrAppReviewed, http.StatusConflict, "ALREADY_REVIEWED", "only a sandbox app awaiting review can be reviewed"},
+	{domain.ErrDeveloperNotFound, http.StatusNotFound, "DEVELOPER_NOT_FOUND", "developer not found"},
+	{domain.ErrDeveloperReviewed, http.StatusConflict, "ALREADY_REVIEWED", "the developer already has this decision with this reason; a different decision (or reason) replaces it"},
 	{domain.ErrIdempotencyKeyReused, http.StatusUnprocessableEntity, "IDEMPOTENCY_KEY_REUSED", "this Idempotency-Key was already used with a different method, path or body; use a new key for a new request"},
 	{domain.ErrIdempotencyKeyInProgress, http.StatusConflict, "IDEMPOTENCY_KEY_IN_PROGRESS", "a request with this Idempotency-Key is still being processed; retry after Retry-After seconds"},
 	{domain.ErrContention, http.StatusConflict, "CONCURRENT_MODIFICATION", "the resource changed concurrently; retry the request"},

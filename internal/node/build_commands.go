@@ -26,6 +26,10 @@ type commandSet struct {
 	replays         *commands.Replays
 	analyzerJournal *projections.Journal
 	analyzer        *subscribe.Runner
+	// developers (the portal's account commands) and developersReady (its
+	// account directory) serve the admin API's developer review.
+	developers      *commands.Developers
+	developersReady *subscribe.Runner
 }
 
 // buildCommands makes the command handlers the HTTP edges and the portal share.

@@ -45,11 +45,17 @@ func (n *Node) buildRoutes(cfg Config, c commandSet, a authSet, p projectionSet)
 		SignedWrites: a.nonces,
 		Operators:    c.operators, OperatorsReady: p.operatorsRunner, Replays: c.replays,
 	}
+	if c.developers != nil {
+		cmdAPI.Developers, cmdAPI.DevelopersReady = c.developers, c.developersReady
+	}
 	qAPI := &queryapi.API{
 		Store: n.ReadModel, Apps: p.apps, Events: n.Events, Runners: p.all, ReadModelRunners: p.byReadModel, Pseudonyms: n.Pseudonyms,
 		SchemeM: a.schemeM, SchemeH: a.schemeH, Admin: a.admin, Watermarks: n.Watermarks, Location: n.Location, Deliveries: n.ReadModel,
 		Orders: n.ReadModel, Benefits: n.ReadModel, Outbox: n.Developers,
 		Operators: p.operators, Audit: n.ReadModel, Auditor: c.operators, Stopping: n.stopping,
+	}
+	if n.Developers != nil {
+		qAPI.Developers = n.Developers
 	}
 	reportAPI := &queryapi.ReportAPI{
 		Reports: n.ReadModel, Users: n.ReadModel, Events: n.Events, Runner: p.byReadModel[projections.ReadModelReports], SchemeH: a.schemeH,
@@ -83,6 +89,20 @@ func (n *Node) watchLag() {
 	})
 }
 
+// longPollSuffix marks, in the route label of metrics and the access log,
+// requests that asked to wait (the feed's long-poll): their latency is the
+// wait the partner chose, so latency alerts leave them out.
+const longPollSuffix = "?wait"
+
+// asksToWait reports a long-poll: a wait query parameter other than 0.
+func asksToWait(r *http.Request) bool {
+	if r.URL.RawQuery == "" {
+		return false
+	}
+	w := r.URL.Query().Get("wait")
+	return w != "" && w != "0"
+}
+
 // router serves every route behind the edge: request lines beyond
 // httpapi.MaxRequestLine are refused before routing or logging, methods
 // are bounded metric labels, and one failed-authentication limiter is
@@ -98,9 +118,17 @@ func (n *Node) router(routes []commandapi.Route, now func() time.Time) http.Hand
 	}
 	for _, r := range routes {
 		h := r.Handle
-		rt.Handler(r.Method, r.Path, wrap(r.Path, http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		serve := http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 			h(w, req, httprouter.ParamsFromContext(req.Context()))
-		})))
+		})
+		plain, waiting := wrap(r.Path, serve), wrap(r.Path+longPollSuffix, serve)
+		rt.Handler(r.Method, r.Path, http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			if asksToWait(req) {
+				waiting.ServeHTTP(w, req)
+				return
+			}
+			plain.ServeHTTP(w, req)
+		}))
 	}
 	rt.Handler("GET", "/healthz", wrap("/healthz", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		httpapi.OK(w, http.StatusOK, map[string]any{"status": "ok"})

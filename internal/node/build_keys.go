@@ -134,6 +134,39 @@ func legacyBindings(ctx context.Context, ks *datakeys.Keys, store events.Store) 
 	return true, nil
 }
 
+// DecisionMailsFromStartFlag is the key-store subject whose presence says
+// that the log was empty when the first node that mails review decisions
+// from their events opened it, so that every decision in it is mailed from
+// its event (portal.DecisionMails.Begin). Like LegacyBindingsFlag, a
+// record beside the pseudonym secret, so that a start appends nothing to
+// the log.
+const DecisionMailsFromStartFlag = "platform.decision-mails-from-start"
+
+// decisionMailsFromStart decides, once per log, whether review decisions
+// are mailed from the log's start: yes when the flag is there, or when the
+// log is empty (the flag is then recorded); no for a log that already held
+// events, whose earlier decisions the edges mailed.
+func decisionMailsFromStart(ctx context.Context, ks *datakeys.Keys, store events.Store) (bool, error) {
+	_, err := ks.Backend().Get(ctx, DecisionMailsFromStartFlag)
+	if err == nil {
+		return true, nil
+	}
+	if !errors.Is(err, datakeys.ErrNotFound) {
+		return false, fmt.Errorf("decision mails flag: %w", err)
+	}
+	head, err := store.Head(ctx)
+	if err != nil {
+		return false, fmt.Errorf("decision mails: %w", err)
+	}
+	if !head.IsZero() {
+		return false, nil
+	}
+	if _, err := ks.PlatformSecret(ctx, DecisionMailsFromStartFlag); err != nil {
+		return false, fmt.Errorf("decision mails flag: %w", err)
+	}
+	return true, nil
+}
+
 // OpenPseudonyms builds the hasher of channel user ids. Its key lives in the
 // key store rather than being derived from the master key: the key store is
 // what every node shares (Postgres) or the data directory keeps (files), it

@@ -90,6 +90,9 @@ func (n *Node) startJobs(ctx context.Context, cfg Config, users *commands.Users,
 	if n.Portal != nil {
 		n.spawn(ctx, "portal mail work", n.Portal.RunMailWork)
 	}
+	if n.decisionMails != nil {
+		n.spawn(ctx, "review decision mails", n.decisionMails.Run)
+	}
 	if n.mailSender != nil {
 		n.spawnOwned(ctx, "mail sender", n.Leases, "mail", cfg.LeaseTTL, n.mailSender.Run)
 	}

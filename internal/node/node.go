@@ -81,6 +81,8 @@ type Node struct {
 	Portal     *portal.Server
 	Developers *directory.Developers
 	mailSender *mail.Sender
+	// decisionMails follows the log to mail review decisions (portal.DecisionMails).
+	decisionMails *subscribe.Runner
 
 	log  *slog.Logger
 	head *headStore
@@ -167,6 +169,15 @@ func Open(ctx context.Context, cfg Config) (_ *Node, err error) {
 		return nil, fmt.Errorf("developer portal: %w", err)
 	}
 	n.Portal, n.Developers, n.mailSender, n.Runners = port.server, port.developers, port.mailSender, append(n.Runners, port.runner)
+	cmds.developers, cmds.developersReady = port.accounts, port.runner
+	fromStart, err := decisionMailsFromStart(ctx, n.Keys, n.Events)
+	if err != nil {
+		return nil, err
+	}
+	if err := port.decisionMails.Begin(ctx, fromStart); err != nil {
+		return nil, err
+	}
+	n.decisionMails = port.decisionRunner
 	n.Handler = n.router(n.buildRoutes(cfg, cmds, au, proj), cfg.Now)
 	n.watchLag()
 	st.phase("assemble")
@@ -249,6 +260,19 @@ func (n *Node) WaitCaughtUp(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// WaitDecisionMails blocks until the review decisions in the log up to its
+// current end have had their mails queued (portal.DecisionMails).
+func (n *Node) WaitDecisionMails(ctx context.Context) error {
+	if n.decisionMails == nil {
+		return nil
+	}
+	head, err := n.Events.Head(ctx)
+	if err != nil {
+		return err
+	}
+	return n.decisionMails.WaitFor(ctx, head)
 }
 
 // Drain makes the requests that wait for news (the event feed's wait)

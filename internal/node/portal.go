@@ -25,6 +25,13 @@ type portalSet struct {
 	journal    *projections.Journal
 	runner     *subscribe.Runner
 	mailSender *mail.Sender // nil: mail waits in the operators' outbox
+	// accounts are the developer-account commands the portal and the
+	// admin API's review route share.
+	accounts *commands.Developers
+	// decisionMails mails every review decision from its event, whichever
+	// edge took it; decisionRunner follows the log for it.
+	decisionMails  *portal.DecisionMails
+	decisionRunner *subscribe.Runner
 }
 
 // buildPortal builds the developer accounts, the mail outbox and the
@@ -43,12 +50,13 @@ func (n *Node) buildPortal(cfg Config, c commandSet, admin auth.Admin, p project
 	ps.journal = projections.NewJournal(ps.developers, n.Events, n.Registry)
 	ps.runner = subscribe.NewRunner(n.Events, n.Registry, ps.journal, n.log, n.Metrics.Projected)
 	mailCmds := commands.NewMail(n.Events, n.Registry, c.ids)
+	ps.accounts = commands.NewDevelopers(n.Events, n.Registry, c.ids, c.sealer, emailKey, pc.Passwords, cfg.Now)
 	ps.server, err = portal.New(portal.Config{
 		SessionKey: sessionKey, InsecureCookies: pc.InsecureCookies, SessionIdle: pc.SessionIdle, SessionMax: pc.SessionMax,
 		LockoutFailures: pc.LockoutFailures, LockoutPeriod: pc.LockoutPeriod, AddressLimit: pc.AddressLimit, BaseURL: pc.BaseURL, SMTP: pc.SMTPURL != "",
 		Location: n.Location,
 	}, portal.Deps{
-		Developers: commands.NewDevelopers(n.Events, n.Registry, c.ids, c.sealer, emailKey, pc.Passwords, cfg.Now),
+		Developers: ps.accounts,
 		Mail:       mailCmds, Apps: c.apps, Benefits: c.benefits, AppDirectory: p.apps,
 		Directory: ps.developers, DirectoryReady: ps.runner, Operators: p.operators, Admin: admin,
 		OperatorSessions: commands.NewOperatorSessions(n.Events, n.Registry),
@@ -59,6 +67,8 @@ func (n *Node) buildPortal(cfg Config, c commandSet, admin auth.Admin, p project
 		return portalSet{}, err
 	}
 	ps.server.AppsReady = p.appsRunner
+	ps.decisionMails = ps.server.DecisionMails(n.Registry)
+	ps.decisionRunner = subscribe.NewRunner(n.Events, n.Registry, ps.decisionMails, n.log, n.Metrics.Projected)
 	if r := p.byReadModel[projections.ReadModelBenefits]; r != nil {
 		ps.server.BenefitsReady = r
 	}

@@ -170,10 +170,10 @@ var sdkCalls = map[string]sdkCall{
 		Java:   "WebhookSecretActivated res = client.activateMyWebhookSecret();",
 	},
 	"webhookEventFeed": {
-		Go:     `res, err := client.ListEvents(ctx, "1042-1042", 100)`,
-		JS:     `const res = await client.webhookEventFeed({ after: "1042-1042", limit: 100 });`,
-		Python: `res = client.list_events(after="1042-1042", limit=100)`,
-		Java:   `FeedPage res = client.webhookEventFeed("1042-1042", 100);`,
+		Go:     `res, err := client.WaitEvents(ctx, "1042-1042", 100, partneropen.MaxFeedWait)`,
+		JS:     `const res = await client.webhookEventFeed({ after: "1042-1042", limit: 100, wait: 20 });`,
+		Python: `res = client.list_events(after="1042-1042", limit=100, wait=20)`,
+		Java:   `FeedPage res = client.webhookEventFeed("1042-1042", 100, 20);`,
 	},
 	"triggerSandboxEvent": {
 		Go:     `res, err := client.TriggerSandboxEvent(ctx, "health.report.created")`,

@@ -94,8 +94,11 @@ func (p *Platform) Browser() *Browser {
 // NewBrowser makes a visitor of the portal at base over transport.
 func NewBrowser(t testing.TB, base string, transport http.RoundTripper) *Browser {
 	jar, _ := cookiejar.New(nil)
+	// A bound for a hung server, not a latency check: the first view of
+	// the API reference renders it (about a CPU-second under -race), which
+	// on a loaded two-core machine took over 30 s of wall time.
 	return &Browser{T: t, Base: base, Client: &http.Client{
-		Transport: transport, Jar: jar, Timeout: 30 * time.Second,
+		Transport: transport, Jar: jar, Timeout: 3 * time.Minute,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}}
 }
@@ -127,7 +130,35 @@ func (p Page) H1() string {
 
 // Text is the page's text without tags, for Contains checks.
 func (p Page) Text() string {
-	return html.UnescapeString(strings.Join(strings.Fields(regexp.MustCompile(`<[^>]+>`).ReplaceAllString(p.Body, " ")), " "))
+	return html.UnescapeString(strings.Join(strings.Fields(stripTags(p.Body, " ")), " "))
+}
+
+// stripTags replaces every tag (what `<[^>]+>` matches) with sep. A plain
+// scan rather than a regular expression: the API reference page is large,
+// and tests under -race read its text many times.
+func stripTags(s, sep string) string {
+	var b strings.Builder
+	b.Grow(len(s))
+	for {
+		i := strings.IndexByte(s, '<')
+		if i < 0 {
+			b.WriteString(s)
+			return b.String()
+		}
+		j := strings.IndexByte(s[i+1:], '>')
+		if j < 0 {
+			b.WriteString(s)
+			return b.String()
+		}
+		if j == 0 { // "<>" is no tag
+			b.WriteString(s[:i+2])
+			s = s[i+2:]
+			continue
+		}
+		b.WriteString(s[:i])
+		b.WriteString(sep)
+		s = s[i+1+j+1:]
+	}
 }
 
 var csrfInput = regexp.MustCompile(`name="csrf-token" content="([^"]+)"`)
@@ -277,6 +308,11 @@ func Approve(t testing.TB, n *node.Node, id int64) {
 	if _, err := n.Portal.Developers.Review(context.Background(), id, catalog.DeveloperApproved, "approved by test",
 		commands.Meta{Actor: "operator:bootstrap"}); err != nil {
 		t.Fatalf("approve developer %d: %v", id, err)
+	}
+	// The decision's mail is appended by a follower of the log: wait for
+	// it, so that a test counting events from here counts only its own.
+	if err := n.WaitDecisionMails(context.Background()); err != nil {
+		t.Fatalf("approve developer %d: the decision's mail: %v", id, err)
 	}
 }
 

@@ -69,7 +69,7 @@ var appTypes = typeSet(&catalog.AppCreated{}, &catalog.AppSecretRotated{}, &cata
 	&catalog.AppReviewRequested{}, &catalog.AppProductionRevealed{},
 	&catalog.AppWebhookEndpointAdded{}, &catalog.AppWebhookEndpointUpdated{}, &catalog.AppWebhookEndpointDisabled{},
 	&catalog.AppWebhookEndpointEnabled{}, &catalog.AppWebhookEndpointRemoved{}, &catalog.AppWebhookEndpointSecretIssued{},
-	&catalog.AppWebhookEndpointSecretActivated{})
+	&catalog.AppWebhookEndpointSecretActivated{}, &catalog.AppWebhookEndpointDescribed{})
 
 // Handles reports whether the directory applies events of this type.
 func (*Apps) Handles(eventType string) bool { return appTypes[eventType] }

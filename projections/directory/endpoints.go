@@ -24,7 +24,7 @@ func (a *Apps) applyEndpoint(p events.Payload, at time.Time) error {
 			if err != nil {
 				return nil, fmt.Errorf("app %d endpoint %d: %w", p.AppID, p.EndpointID, err)
 			}
-			e := domain.Endpoint{EndpointID: p.EndpointID, URL: p.URL, Events: p.Events, Secret: secret, CreatedAt: at, UpdatedAt: at}
+			e := domain.Endpoint{EndpointID: p.EndpointID, URL: p.URL, Events: p.Events, Secret: secret, Description: p.Description, CreatedAt: at, UpdatedAt: at}
 			if i >= 0 {
 				eps[i] = e
 				return eps, nil
@@ -38,6 +38,16 @@ func (a *Apps) applyEndpoint(p events.Payload, at time.Time) error {
 		change = func(_ *domain.App, eps []domain.Endpoint, i int) ([]domain.Endpoint, error) {
 			if i >= 0 {
 				eps[i].URL, eps[i].Events, eps[i].UpdatedAt = p.URL, p.Events, at
+			}
+			return eps, nil
+		}
+	case *catalog.AppWebhookEndpointDescribed:
+		appID, endpointID = p.AppID, p.EndpointID
+		change = func(app *domain.App, eps []domain.Endpoint, i int) ([]domain.Endpoint, error) {
+			if p.EndpointID == domain.DefaultEndpointID {
+				app.WebhookDescription = p.Description
+			} else if i >= 0 {
+				eps[i].Description, eps[i].UpdatedAt = p.Description, at
 			}
 			return eps, nil
 		}

@@ -33,7 +33,8 @@ func (cl *Client) CreateWebhookEndpoint(ctx context.Context, req WebhookEndpoint
 
 // UpdateWebhookEndpoint changes the fields set in req and answers the
 // endpoint after the change. To subscribe to every event again, pass
-// ClearFields("events").
+// ClearFields("events"); a Description pointing at "" clears the
+// endpoint's description.
 func (cl *Client) UpdateWebhookEndpoint(ctx context.Context, endpointID int64, req WebhookEndpointUpdate, opts ...WriteOption) (*WebhookEndpoint, error) {
 	c := apply(op("updateMyWebhookEndpoint", authApp, id(endpointID)), opts)
 	c.body = req

@@ -342,6 +342,8 @@ type NewWebhookEndpoint struct {
 	CreatedAt string `json:"created_at"`
 	// Default is: Whether this is the app's default endpoint (id 0).
 	Default bool `json:"default"`
+	// Description is: The partner's note of what the endpoint is for ("" when none).
+	Description string `json:"description,omitempty"`
 	// Enabled is: A disabled endpoint gets no new deliveries.
 	Enabled bool `json:"enabled"`
 	// EndpointID is: 0 for the default endpoint (the app's webhook_url).
@@ -576,6 +578,8 @@ type RotatedWebhookEndpoint struct {
 	CreatedAt string `json:"created_at"`
 	// Default is: Whether this is the app's default endpoint (id 0).
 	Default bool `json:"default"`
+	// Description is: The partner's note of what the endpoint is for ("" when none).
+	Description string `json:"description,omitempty"`
 	// Enabled is: A disabled endpoint gets no new deliveries.
 	Enabled bool `json:"enabled"`
 	// EndpointID is: 0 for the default endpoint (the app's webhook_url).
@@ -726,6 +730,8 @@ type WebhookEndpoint struct {
 	CreatedAt string `json:"created_at"`
 	// Default is: Whether this is the app's default endpoint (id 0).
 	Default bool `json:"default"`
+	// Description is: The partner's note of what the endpoint is for ("" when none).
+	Description string `json:"description,omitempty"`
 	// Enabled is: A disabled endpoint gets no new deliveries.
 	Enabled bool `json:"enabled"`
 	// EndpointID is: 0 for the default endpoint (the app's webhook_url).
@@ -744,6 +750,8 @@ type WebhookEndpoint struct {
 
 // WebhookEndpointCreate mirrors the WebhookEndpointCreate schema of the platform's OpenAPI document.
 type WebhookEndpointCreate struct {
+	// Description is: The partner's note of what the endpoint is for, shown in lists and pages: at most 256 characters of one line (no control characters or line breaks); omitted means none.
+	Description string `json:"description,omitempty"`
 	// Enabled is: false adds the endpoint disabled; omitted or null means true.
 	Enabled *bool `json:"enabled,omitempty"`
 	// Events is: Event names or prefix wildcards (`health.report.*`); none means every event.
@@ -762,6 +770,8 @@ type WebhookEndpointList struct {
 
 // WebhookEndpointUpdate mirrors the WebhookEndpointUpdate schema of the platform's OpenAPI document.
 type WebhookEndpointUpdate struct {
+	// Description is: Replaces the endpoint's description (at most 256 characters of one line, no control characters or line breaks); "" or null clears it; omitted leaves it as it is.
+	Description *string `json:"description,omitempty"`
 	// Enabled is: false disables the endpoint, true enables it; omitted or null leaves it as it is.
 	Enabled *bool `json:"enabled,omitempty"`
 	// Events is: Replaces the subscription; `[]` or null means every event.

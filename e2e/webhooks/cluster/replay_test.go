@@ -20,7 +20,10 @@ func TestReplayRunsOnOneNodeAndResumesOnTakeover(t *testing.T) {
 	leases := leaseStore(t, cfgs[0].PostgresURL)
 	ps := make([]*harness.Platform, 2)
 	for i := range ps {
-		cfgs[i].LeaseTTL, cfgs[i].WebhookReplayRate, cfgs[i].WebhookReplayWindow = time.Second, 30, 2
+		// A stop releases the replay's lease at once, so the takeover needs
+		// no short TTL; a long one keeps a loaded machine's late renewal from
+		// moving the lease (and repeating another window) before the stop.
+		cfgs[i].LeaseTTL, cfgs[i].WebhookReplayRate, cfgs[i].WebhookReplayWindow = 10*time.Second, 30, 2
 		ps[i] = startNamed(t, fmt.Sprint("node-", i), cfgs[i])
 	}
 	a := ps[0].CreateApp("cluster-replay")

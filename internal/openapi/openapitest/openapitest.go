@@ -46,15 +46,24 @@ import (
 // Doc gives each test its own validated copy of the contract, so no test works from a broken or shared-and-mutated document.
 func Doc(t testing.TB) *openapi3.T {
 	t.Helper()
+	doc, err := load()
+	if err != nil {
+		t.Fatalf("openapi: %v", err)
+	}
+	return doc
+}
+
+// load parses and validates a fresh copy of the contract.
+func load() (*openapi3.T, error) {
 	loader := openapi3.NewLoader()
 	doc, err := loader.LoadFromData(openapi.Spec)
 	if err != nil {
-		t.Fatalf("openapi: load openapi.yaml: %v", err)
+		return nil, fmt.Errorf("load openapi.yaml: %w", err)
 	}
 	if err := doc.Validate(loader.Context); err != nil {
-		t.Fatalf("openapi: openapi.yaml is not a valid OpenAPI document: %v", err)
+		return nil, fmt.Errorf("openapi.yaml is not a valid OpenAPI document: %w", err)
 	}
-	return doc
+	return doc, nil
 }
 
 // unrouted are paths that need not be in the document: the Prometheus
@@ -67,18 +76,38 @@ func NewTransport(t testing.TB, base http.RoundTripper) http.RoundTripper {
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	doc := Doc(t)
-	// Servers are dropped so routes match any host: test servers listen on
-	// arbitrary 127.0.0.1 ports.
-	doc.Servers = nil
-	for _, p := range doc.Paths.Map() {
-		p.Servers = nil
+	shared.once.Do(func() {
+		doc, err := load()
+		if err != nil {
+			shared.err = err
+			return
+		}
+		// Servers are dropped so routes match any host: test servers listen
+		// on arbitrary 127.0.0.1 ports.
+		doc.Servers = nil
+		for _, p := range doc.Paths.Map() {
+			p.Servers = nil
+		}
+		shared.doc = doc
+		shared.router, shared.err = gorillamux.NewRouter(doc)
+	})
+	if shared.err != nil {
+		t.Fatalf("openapi: %v", shared.err)
 	}
-	router, err := gorillamux.NewRouter(doc)
-	if err != nil {
-		t.Fatalf("openapi: build router: %v", err)
-	}
-	return &transport{t: t, base: base, doc: doc, router: router, record: os.Getenv(RecordEnv), traffic: os.Getenv(TrafficEnv)}
+	return &transport{t: t, base: base, doc: shared.doc, router: shared.router, record: os.Getenv(RecordEnv), traffic: os.Getenv(TrafficEnv)}
+}
+
+// shared is the transports' one document and router, loaded and validated
+// once per test process: loading the 600 kB document costs about a third
+// of a CPU-second under -race, and the end-to-end packages start hundreds
+// of nodes, each with its own transport. The transports only read it
+// (routing and validating responses), so sharing it is safe; -race checks
+// that claim in every parallel end-to-end test.
+var shared struct {
+	once   sync.Once
+	doc    *openapi3.T
+	router routers.Router
+	err    error
 }
 
 // TrafficEnv names the folder every response is logged into (see the

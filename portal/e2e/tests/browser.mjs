@@ -61,7 +61,15 @@ export async function openSession(baseURL, who) {
     async shot(name) {
       shotCount++;
       const file = join(screenshotDir, `${fileTag}-${String(shotCount).padStart(2, "0")}-${who}-${name}.png`);
-      await page.screenshot({ path: file, fullPage: false });
+      // Chromium sometimes refuses a capture while the machine is busy
+      // (other suites run beside this one): one more try, after a pause.
+      try {
+        await page.screenshot({ path: file, fullPage: false });
+      } catch (err) {
+        if (!String(err).includes("Unable to capture screenshot")) throw err;
+        await new Promise((resolve) => setTimeout(resolve, 500));
+        await page.screenshot({ path: file, fullPage: false });
+      }
       return file;
     },
     async close() {

@@ -294,7 +294,7 @@ export class PartnerClient {
     return this.#data("getMyWebhookEndpoint", { pathParams: { endpointId }, ...opts });
   }
 
-  /** Changes any of url, events ([] or null: every event) and enabled; answers the endpoint after the change. */
+  /** Changes any of url, events ([] or null: every event), enabled and description ("" or null: none); answers the endpoint after the change. */
   updateMyWebhookEndpoint(endpointId: number, body: RequestOf<"updateMyWebhookEndpoint">, opts: WriteOptions = {}): Promise<ResponseOf<"updateMyWebhookEndpoint">> {
     return this.#data("updateMyWebhookEndpoint", { pathParams: { endpointId }, body, ...opts });
   }

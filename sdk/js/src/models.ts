@@ -429,6 +429,8 @@ export interface NewWebhookEndpoint {
   pending_secret: boolean;
   created_at: string;
   updated_at: string;
+  /** The partner's note of what the endpoint is for ("" when none). */
+  description?: string;
   /** The endpoint's own secret; shown once, store it. */
   webhook_secret: string;
 }
@@ -635,6 +637,8 @@ export interface RotatedWebhookEndpoint {
   pending_secret: boolean;
   created_at: string;
   updated_at: string;
+  /** The partner's note of what the endpoint is for ("" when none). */
+  description?: string;
   /** Shown once; signs nothing until activated. */
   pending_webhook_secret: string;
 }
@@ -781,6 +785,8 @@ export interface WebhookEndpoint {
   pending_secret: boolean;
   created_at: string;
   updated_at: string;
+  /** The partner's note of what the endpoint is for ("" when none). */
+  description?: string;
 }
 
 /** The WebhookEndpointCreate schema. */
@@ -791,6 +797,8 @@ export interface WebhookEndpointCreate {
   events?: string[];
   /** false adds the endpoint disabled; omitted or null means true. */
   enabled?: boolean | null;
+  /** The partner's note of what the endpoint is for, shown in lists and pages: at most 256 characters of one line (no control characters or line breaks); omitted means none. */
+  description?: string;
 }
 
 /** The WebhookEndpointList schema. */
@@ -808,6 +816,8 @@ export interface WebhookEndpointUpdate {
   events?: string[] | null;
   /** false disables the endpoint, true enables it; omitted or null leaves it as it is. */
   enabled?: boolean | null;
+  /** Replaces the endpoint's description (at most 256 characters of one line, no control characters or line breaks); "" or null clears it; omitted leaves it as it is. */
+  description?: string | null;
 }
 
 /** The WebhookReplay schema. */

@@ -439,9 +439,9 @@ class RecordingClient(pop.PartnerClient):
 
     sent: List[Tuple[str, str, Dict[str, str]]]
 
-    def _send(self, method: str, uri: str, raw: bytes, headers: Mapping[str, str]) -> pop.Response:
+    def _send(self, method: str, uri: str, raw: bytes, headers: Mapping[str, str], extra_timeout: float = 0.0) -> pop.Response:
         self.sent.append((method, uri, dict(headers)))
-        return super()._send(method, uri, raw, headers)
+        return super()._send(method, uri, raw, headers, extra_timeout)
 
 
 def _recording(platform: Platform, app: Dict[str, Any], **kw: Any) -> RecordingClient:

@@ -548,7 +548,7 @@ class PartnerClient:
     def update_webhook_endpoint(
         self, endpoint_id: int, change: Union[m.WebhookEndpointUpdate, Mapping[str, Any]], *, idempotency_key: Optional[str] = None
     ) -> m.WebhookEndpoint:
-        """PATCH /open/v1/webhooks/endpoints/{endpointId}: change url, events or enabled; only sent fields change.
+        """PATCH /open/v1/webhooks/endpoints/{endpointId}: change url, events, enabled or description; only sent fields change.
 
         A WebhookEndpointUpdate omits None fields; to subscribe to every event
         again pass a dict with "events" set to [] (or None)."""

@@ -1086,6 +1086,7 @@ class WebhookEndpoint:
         "pending_secret": "pending_secret",
         "created_at": "created_at",
         "updated_at": "updated_at",
+        "description": "description",
     }
     REQUIRED: ClassVar[List[str]] = ["endpoint_id", "default", "url", "events", "enabled", "signing_secret", "pending_secret", "created_at", "updated_at"]
 
@@ -1098,6 +1099,7 @@ class WebhookEndpoint:
     pending_secret: bool
     created_at: str
     updated_at: str
+    description: Optional[str] = None
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> WebhookEndpoint:
@@ -1112,6 +1114,7 @@ class WebhookEndpoint:
             pending_secret=_v(d, "pending_secret"),
             created_at=_v(d, "created_at"),
             updated_at=_v(d, "updated_at"),
+            description=_v(d, "description"),
         )
 
     def to_dict(self) -> Dict[str, Any]:
@@ -1126,6 +1129,8 @@ class WebhookEndpoint:
         out["pending_secret"] = _out(self.pending_secret)
         out["created_at"] = _out(self.created_at)
         out["updated_at"] = _out(self.updated_at)
+        if self.description is not None:
+            out["description"] = _out(self.description)
         return out
 
 
@@ -1138,12 +1143,14 @@ class WebhookEndpointCreate:
         "url": "url",
         "events": "events",
         "enabled": "enabled",
+        "description": "description",
     }
     REQUIRED: ClassVar[List[str]] = ["url"]
 
     url: str
     events: Optional[List[str]] = None
     enabled: Optional[bool] = None
+    description: Optional[str] = None
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> WebhookEndpointCreate:
@@ -1152,6 +1159,7 @@ class WebhookEndpointCreate:
             url=_v(d, "url"),
             events=_v(d, "events"),
             enabled=_v(d, "enabled"),
+            description=_v(d, "description"),
         )
 
     def to_dict(self) -> Dict[str, Any]:
@@ -1162,6 +1170,8 @@ class WebhookEndpointCreate:
             out["events"] = _out(self.events)
         if self.enabled is not None:
             out["enabled"] = _out(self.enabled)
+        if self.description is not None:
+            out["description"] = _out(self.description)
         return out
 
 
@@ -1181,6 +1191,7 @@ class NewWebhookEndpoint:
         "created_at": "created_at",
         "updated_at": "updated_at",
         "webhook_secret": "webhook_secret",
+        "description": "description",
     }
     REQUIRED: ClassVar[List[str]] = ["endpoint_id", "default", "url", "events", "enabled", "signing_secret", "pending_secret", "created_at", "updated_at", "webhook_secret"]
 
@@ -1194,6 +1205,7 @@ class NewWebhookEndpoint:
     created_at: str
     updated_at: str
     webhook_secret: str
+    description: Optional[str] = None
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> NewWebhookEndpoint:
@@ -1209,6 +1221,7 @@ class NewWebhookEndpoint:
             created_at=_v(d, "created_at"),
             updated_at=_v(d, "updated_at"),
             webhook_secret=_v(d, "webhook_secret"),
+            description=_v(d, "description"),
         )
 
     def to_dict(self) -> Dict[str, Any]:
@@ -1224,6 +1237,8 @@ class NewWebhookEndpoint:
         out["created_at"] = _out(self.created_at)
         out["updated_at"] = _out(self.updated_at)
         out["webhook_secret"] = _out(self.webhook_secret)
+        if self.description is not None:
+            out["description"] = _out(self.description)
         return out
 
 
@@ -1236,12 +1251,14 @@ class WebhookEndpointUpdate:
         "url": "url",
         "events": "events",
         "enabled": "enabled",
+        "description": "description",
     }
     REQUIRED: ClassVar[List[str]] = []
 
     url: Optional[str] = None
     events: Optional[List[str]] = None
     enabled: Optional[bool] = None
+    description: Optional[str] = None
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> WebhookEndpointUpdate:
@@ -1250,6 +1267,7 @@ class WebhookEndpointUpdate:
             url=_v(d, "url"),
             events=_v(d, "events"),
             enabled=_v(d, "enabled"),
+            description=_v(d, "description"),
         )
 
     def to_dict(self) -> Dict[str, Any]:
@@ -1261,6 +1279,8 @@ class WebhookEndpointUpdate:
             out["events"] = _out(self.events)
         if self.enabled is not None:
             out["enabled"] = _out(self.enabled)
+        if self.description is not None:
+            out["description"] = _out(self.description)
         return out
 
 
@@ -1280,6 +1300,7 @@ class RotatedWebhookEndpoint:
         "created_at": "created_at",
         "updated_at": "updated_at",
         "pending_webhook_secret": "pending_webhook_secret",
+        "description": "description",
     }
     REQUIRED: ClassVar[List[str]] = ["endpoint_id", "default", "url", "events", "enabled", "signing_secret", "pending_secret", "created_at", "updated_at", "pending_webhook_secret"]
 
@@ -1293,6 +1314,7 @@ class RotatedWebhookEndpoint:
     created_at: str
     updated_at: str
     pending_webhook_secret: str
+    description: Optional[str] = None
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> RotatedWebhookEndpoint:
@@ -1308,6 +1330,7 @@ class RotatedWebhookEndpoint:
             created_at=_v(d, "created_at"),
             updated_at=_v(d, "updated_at"),
             pending_webhook_secret=_v(d, "pending_webhook_secret"),
+            description=_v(d, "description"),
         )
 
     def to_dict(self) -> Dict[str, Any]:
@@ -1323,6 +1346,8 @@ class RotatedWebhookEndpoint:
         out["created_at"] = _out(self.created_at)
         out["updated_at"] = _out(self.updated_at)
         out["pending_webhook_secret"] = _out(self.pending_webhook_secret)
+        if self.description is not None:
+            out["description"] = _out(self.description)
         return out
 
 

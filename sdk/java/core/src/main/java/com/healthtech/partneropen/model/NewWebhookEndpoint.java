@@ -15,7 +15,7 @@ import java.util.Set;
 /** An added endpoint with its secret, shown this once. (OpenAPI: #/components/schemas/NewWebhookEndpoint) */
 public final class NewWebhookEndpoint implements JsonModel {
   /** JSON member names of this model in schema order; tests compare them with the OpenAPI file. */
-  public static final List<String> FIELDS = Collections.unmodifiableList(Arrays.asList("endpoint_id", "default", "url", "events", "enabled", "signing_secret", "pending_secret", "created_at", "updated_at", "webhook_secret"));
+  public static final List<String> FIELDS = Collections.unmodifiableList(Arrays.asList("endpoint_id", "default", "url", "events", "enabled", "signing_secret", "pending_secret", "created_at", "updated_at", "description", "webhook_secret"));
 
   /** JSON member names the schema marks required. */
   public static final List<String> REQUIRED = Collections.unmodifiableList(Arrays.asList("endpoint_id", "default", "url", "events", "enabled", "signing_secret", "pending_secret", "created_at", "updated_at", "webhook_secret"));
@@ -29,6 +29,7 @@ public final class NewWebhookEndpoint implements JsonModel {
   private Boolean pendingSecret;
   private String createdAt;
   private String updatedAt;
+  private String description;
   private String webhookSecret;
   private final Set<String> present = new LinkedHashSet<String>();
   private Map<String, Object> raw;
@@ -144,6 +145,18 @@ public final class NewWebhookEndpoint implements JsonModel {
     return this;
   }
 
+  /** The partner's note of what the endpoint is for ("" when none). (JSON {@code description}) */
+  public String getDescription() {
+    return description;
+  }
+
+  /** Sets {@code description} and marks it present, so it is sent even when null (null clears a nullable member). */
+  public NewWebhookEndpoint setDescription(String value) {
+    this.description = value;
+    present.add("description");
+    return this;
+  }
+
   /** The endpoint's own secret; shown once, store it. (JSON {@code webhook_secret}) */
   public String getWebhookSecret() {
     return webhookSecret;
@@ -208,6 +221,10 @@ public final class NewWebhookEndpoint implements JsonModel {
       v = m.get("updated_at");
       o.setUpdatedAt(JsonValues.asString(v, "updated_at"));
     }
+    if (m.containsKey("description")) {
+      v = m.get("description");
+      o.setDescription(JsonValues.asString(v, "description"));
+    }
     if (m.containsKey("webhook_secret")) {
       v = m.get("webhook_secret");
       o.setWebhookSecret(JsonValues.asString(v, "webhook_secret"));
@@ -244,6 +261,9 @@ public final class NewWebhookEndpoint implements JsonModel {
     }
     if (present.contains("updated_at")) {
       m.put("updated_at", updatedAt);
+    }
+    if (present.contains("description")) {
+      m.put("description", description);
     }
     if (present.contains("webhook_secret")) {
       m.put("webhook_secret", webhookSecret);

@@ -15,7 +15,7 @@ import java.util.Set;
 /** A webhook endpoint of the calling app; never a secret. (OpenAPI: #/components/schemas/WebhookEndpoint) */
 public final class WebhookEndpoint implements JsonModel {
   /** JSON member names of this model in schema order; tests compare them with the OpenAPI file. */
-  public static final List<String> FIELDS = Collections.unmodifiableList(Arrays.asList("endpoint_id", "default", "url", "events", "enabled", "signing_secret", "pending_secret", "created_at", "updated_at"));
+  public static final List<String> FIELDS = Collections.unmodifiableList(Arrays.asList("endpoint_id", "default", "url", "events", "enabled", "signing_secret", "pending_secret", "created_at", "updated_at", "description"));
 
   /** JSON member names the schema marks required. */
   public static final List<String> REQUIRED = Collections.unmodifiableList(Arrays.asList("endpoint_id", "default", "url", "events", "enabled", "signing_secret", "pending_secret", "created_at", "updated_at"));
@@ -29,6 +29,7 @@ public final class WebhookEndpoint implements JsonModel {
   private Boolean pendingSecret;
   private String createdAt;
   private String updatedAt;
+  private String description;
   private final Set<String> present = new LinkedHashSet<String>();
   private Map<String, Object> raw;
 
@@ -143,6 +144,18 @@ public final class WebhookEndpoint implements JsonModel {
     return this;
   }
 
+  /** The partner's note of what the endpoint is for ("" when none). (JSON {@code description}) */
+  public String getDescription() {
+    return description;
+  }
+
+  /** Sets {@code description} and marks it present, so it is sent even when null (null clears a nullable member). */
+  public WebhookEndpoint setDescription(String value) {
+    this.description = value;
+    present.add("description");
+    return this;
+  }
+
   /** Whether the JSON member was received or set (absent and null differ on the wire). */
   public boolean isSet(String jsonName) {
     return present.contains(jsonName);
@@ -195,6 +208,10 @@ public final class WebhookEndpoint implements JsonModel {
       v = m.get("updated_at");
       o.setUpdatedAt(JsonValues.asString(v, "updated_at"));
     }
+    if (m.containsKey("description")) {
+      v = m.get("description");
+      o.setDescription(JsonValues.asString(v, "description"));
+    }
     return o;
   }
 
@@ -227,6 +244,9 @@ public final class WebhookEndpoint implements JsonModel {
     }
     if (present.contains("updated_at")) {
       m.put("updated_at", updatedAt);
+    }
+    if (present.contains("description")) {
+      m.put("description", description);
     }
     return m;
   }

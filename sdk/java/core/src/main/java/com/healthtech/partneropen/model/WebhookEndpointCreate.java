@@ -15,7 +15,7 @@ import java.util.Set;
 /** The WebhookEndpointCreate object of the platform's API. (OpenAPI: #/components/schemas/WebhookEndpointCreate) */
 public final class WebhookEndpointCreate implements JsonModel {
   /** JSON member names of this model in schema order; tests compare them with the OpenAPI file. */
-  public static final List<String> FIELDS = Collections.unmodifiableList(Arrays.asList("url", "events", "enabled"));
+  public static final List<String> FIELDS = Collections.unmodifiableList(Arrays.asList("url", "events", "enabled", "description"));
 
   /** JSON member names the schema marks required. */
   public static final List<String> REQUIRED = Collections.unmodifiableList(Arrays.asList("url"));
@@ -23,6 +23,7 @@ public final class WebhookEndpointCreate implements JsonModel {
   private String url;
   private java.util.List<String> events;
   private Boolean enabled;
+  private String description;
   private final Set<String> present = new LinkedHashSet<String>();
   private Map<String, Object> raw;
 
@@ -65,6 +66,18 @@ public final class WebhookEndpointCreate implements JsonModel {
     return this;
   }
 
+  /** The partner's note of what the endpoint is for, shown in lists and pages: at most 256 characters of one line (no control characters or line breaks); omitted means none. (JSON {@code description}) */
+  public String getDescription() {
+    return description;
+  }
+
+  /** Sets {@code description} and marks it present, so it is sent even when null (null clears a nullable member). */
+  public WebhookEndpointCreate setDescription(String value) {
+    this.description = value;
+    present.add("description");
+    return this;
+  }
+
   /** Whether the JSON member was received or set (absent and null differ on the wire). */
   public boolean isSet(String jsonName) {
     return present.contains(jsonName);
@@ -93,6 +106,10 @@ public final class WebhookEndpointCreate implements JsonModel {
       v = m.get("enabled");
       o.setEnabled(JsonValues.asBoolean(v, "enabled"));
     }
+    if (m.containsKey("description")) {
+      v = m.get("description");
+      o.setDescription(JsonValues.asString(v, "description"));
+    }
     return o;
   }
 
@@ -107,6 +124,9 @@ public final class WebhookEndpointCreate implements JsonModel {
     }
     if (present.contains("enabled")) {
       m.put("enabled", enabled);
+    }
+    if (present.contains("description")) {
+      m.put("description", description);
     }
     return m;
   }
