@@ -20,8 +20,8 @@ import (
 
 // rebuildFlags are rebuild's settings.
 type rebuildFlags struct {
-	platform, dataDir, eventStoreURL, postgresURL, summary, store, out, logFile string
-	timeout                                                                     time.Duration
+	platform, dataDir, eventStoreURL, postgresURL, summary, store, out, logFile, profileDir string
+	timeout                                                                                 time.Duration
 }
 
 // rebuildCmd measures a seeded data directory with the real binary: it
@@ -48,9 +48,9 @@ func rebuildCmd(ctx context.Context, args []string, log io.Writer) error {
 		return err
 	}
 	defer pl.stop()
-	say("started on a log of %d events (%d users, %d apps, %d deliveries): ready in %s, %s",
-		sum.Events, sum.Users, sum.Apps, sum.Deliveries, pl.ready.Round(time.Millisecond), mib(pl.rss()))
-	rows := []Row{memoryRow("resident after start", f.store, pl.rss(), sum)}
+	say("started on a log of %d events (%d users, %d apps, %d deliveries): ready in %s, %s (%s anonymous)",
+		sum.Events, sum.Users, sum.Apps, sum.Deliveries, pl.ready.Round(time.Millisecond), mib(pl.rss()), mib(pl.anon()))
+	rows := []Row{memoryRow("resident after start", f.store, pl, sum)}
 
 	before, _ := processCPU(pl.cmd.Process.Pid)
 	began := time.Now()
@@ -67,19 +67,34 @@ func rebuildCmd(ctx context.Context, args []string, log io.Writer) error {
 		r.PlatformCPUus = float64(cpu.Microseconds()) / float64(sum.Events)
 	}
 	say("rebuilt every read model: %d events in %.1f s, %.0f events/s, %.1f µs of platform CPU per event", sum.Events, secs, rate, r.PlatformCPUus)
-	rows = append(rows, r, memoryRow("resident after rebuild", f.store, pl.rss(), sum))
+	rows = append(rows, r, memoryRow("resident after rebuild", f.store, pl, sum))
 
 	// A kill -9 and a start on the same data: what an operator waits for.
 	if err := pl.kill(); err != nil {
 		return err
 	}
-	if pl, err = startPlatform(ctx, f); err != nil {
+	var profile []string
+	if f.profileDir != "" {
+		if err := os.MkdirAll(f.profileDir, 0o755); err != nil {
+			return err
+		}
+		profile = []string{"PLATFORM_CPUPROFILE=" + filepath.Join(f.profileDir, f.store+"-rebuild.pprof"),
+			"PLATFORM_HEAPPROFILE=" + filepath.Join(f.profileDir, f.store+"-heap.pprof")}
+	}
+	if pl, err = startPlatform(ctx, f, profile...); err != nil {
 		return fmt.Errorf("restart after kill -9: %w", err)
 	}
 	defer pl.stop()
-	say("kill -9 and start: /readyz after %s, %s", pl.ready.Round(time.Millisecond), mib(pl.rss()))
+	say("kill -9 and start: /readyz after %s, %s (%s anonymous)", pl.ready.Round(time.Millisecond), mib(pl.rss()), mib(pl.anon()))
 	rows = append(rows, Row{Scenario: "restart after kill -9", Store: f.store, Clients: 1,
-		Note: fmt.Sprintf("/readyz in %.2f s", pl.ready.Seconds())}, memoryRow("resident after kill -9 start", f.store, pl.rss(), sum))
+		Note: fmt.Sprintf("/readyz in %.2f s", pl.ready.Seconds())}, memoryRow("resident after kill -9 start", f.store, pl, sum))
+	if f.profileDir != "" {
+		if _, err := rebuildAll(ctx, pl.api, f.timeout, say); err != nil {
+			return err
+		}
+		pl.stop()
+		say("profiles of the start and a second rebuild written to %s", f.profileDir)
+	}
 	if err := writeTable(log, rows); err != nil {
 		return err
 	}
@@ -97,6 +112,7 @@ func parseRebuildFlags(args []string) (rebuildFlags, error) {
 	fs.StringVar(&f.store, "store", "embedded", "label of the stores in the rows")
 	fs.StringVar(&f.out, "out", "", "write the rows as JSON to this file")
 	fs.StringVar(&f.logFile, "log", "", "the platform's log (default: <data>.platform.log)")
+	fs.StringVar(&f.profileDir, "profile-dir", "", "after the kill -9 start, rebuild once more and stop gracefully, writing the platform's CPU profile (restart and second rebuild) and heap profile there")
 	fs.DurationVar(&f.timeout, "timeout", time.Hour, "give up the rebuild after this long")
 	if err := fs.Parse(args); err != nil {
 		return f, err
@@ -123,7 +139,7 @@ type runningPlatform struct {
 
 // startPlatform starts the binary on the data directory at a free port
 // and waits for /readyz.
-func startPlatform(ctx context.Context, f rebuildFlags) (*runningPlatform, error) {
+func startPlatform(ctx context.Context, f rebuildFlags, env ...string) (*runningPlatform, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
@@ -140,6 +156,7 @@ func startPlatform(ctx context.Context, f rebuildFlags) (*runningPlatform, error
 	cmd := exec.Command(f.platform)
 	cmd.Env = append(os.Environ(), "PLATFORM_ADDR=127.0.0.1:"+strconv.Itoa(port), "PLATFORM_DATA_DIR="+f.dataDir,
 		"PLATFORM_EVENTSTORE_URL="+f.eventStoreURL, "PLATFORM_POSTGRES_URL="+f.postgresURL, "PLATFORM_LOG_FORMAT=json")
+	cmd.Env = append(cmd.Env, env...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	began := time.Now()
 	if err := cmd.Start(); err != nil {
@@ -165,14 +182,22 @@ func startPlatform(ctx context.Context, f rebuildFlags) (*runningPlatform, error
 }
 
 // rss is the process's resident memory in bytes (0 where /proc does not tell).
-func (p *runningPlatform) rss() int64 {
+func (p *runningPlatform) rss() int64 { return p.status("VmRSS:") }
+
+// anon is the part of rss that is the process's own memory (heap, stacks),
+// not pages of mapped files (the bbolt log is mapped, and the pages a
+// replay read stay resident until the kernel needs them back).
+func (p *runningPlatform) anon() int64 { return p.status("RssAnon:") }
+
+// status reads one "kB" line of /proc/PID/status, in bytes.
+func (p *runningPlatform) status(key string) int64 {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(p.cmd.Process.Pid) + "/status")
 	if err != nil {
 		return 0
 	}
 	sc := bufio.NewScanner(strings.NewReader(string(b)))
 	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
+		if rest, ok := strings.CutPrefix(sc.Text(), key); ok {
 			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
 			return kb << 10
 		}
@@ -265,19 +290,19 @@ func rebuildAll(ctx context.Context, api *Platform, timeout time.Duration, say f
 	}
 }
 
-// memoryRow reports resident bytes per user and per delivery of the seed.
-func memoryRow(what, store string, rss int64, s SeedSummary) Row {
-	note := mib(rss)
+// memoryRow reports resident bytes per user of the seed: the whole
+// resident set and its anonymous part (what the process holds itself).
+func memoryRow(what, store string, p *runningPlatform, s SeedSummary) Row {
+	rss, anon := p.rss(), p.anon()
+	note := fmt.Sprintf("%s (%s anonymous)", mib(rss), mib(anon))
 	if s.Users > 0 {
-		note += fmt.Sprintf(", %.2f KB per user (%.0f MB per million users)", float64(rss)/float64(s.Users)/1e3, float64(rss)/float64(s.Users))
-	}
-	if s.Deliveries > 0 {
-		note += fmt.Sprintf(", %d deliveries", s.Deliveries)
+		note += fmt.Sprintf(", %.2f KB per user (%.2f KB anonymous), %d users, %d deliveries",
+			float64(rss)/float64(s.Users)/1e3, float64(anon)/float64(s.Users)/1e3, s.Users, s.Deliveries)
 	}
 	return Row{Scenario: what, Store: store, Note: note}
 }
 
-func mib(b int64) string { return fmt.Sprintf("%.0f MB resident", float64(b)/1e6) }
+func mib(b int64) string { return fmt.Sprintf("%.0f MB", float64(b)/1e6) }
 
 // processCPU is a process's user and system time so far.
 func processCPU(pid int) (time.Duration, error) {
