@@ -18,6 +18,7 @@ import (
 
 	"github.com/healthtech/partner-open-platform/commands"
 	"github.com/healthtech/partner-open-platform/domain"
+	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/internal/node"
 )
 
@@ -122,9 +123,33 @@ func seedCmd(ctx context.Context, args []string, log io.Writer) error {
 		}
 	}
 	h, _ = n.Events.Head(ctx)
-	say("done: %d users over %d apps, %d deliveries received, log head %d, %s", users.Load(), len(apps), last, h.Commit, time.Since(began).Round(time.Second))
+	types, err := countTypes(ctx, n.StoredEvents)
+	if err != nil {
+		return err
+	}
+	say("done: %d users over %d apps, %d deliveries (%d sent to an endpoint), log head %d, %s", users.Load(), len(apps),
+		types["webhook.delivery.created"], last, h.Commit, time.Since(began).Round(time.Second))
 	return writeSeedSummary(f.summaryPath(), SeedSummary{Events: h.Commit, Users: users.Load(), Apps: len(apps),
-		Endpoints: int(float64(len(apps)) * f.webhookShare), Deliveries: last})
+		Endpoints: int(float64(len(apps)) * f.webhookShare), Deliveries: types["webhook.delivery.created"], Received: last, Types: types})
+}
+
+// countTypes counts the log's events by type (as stored: nothing to decrypt).
+func countTypes(ctx context.Context, s events.Store) (map[string]int64, error) {
+	types := map[string]int64{}
+	var after events.Position
+	for {
+		page, err := s.ReadAll(ctx, after, 10_000)
+		if err != nil {
+			return nil, fmt.Errorf("count the log's events: %w", err)
+		}
+		if len(page) == 0 {
+			return types, nil
+		}
+		for _, r := range page {
+			types[r.Type]++
+		}
+		after = page[len(page)-1].Position
+	}
 }
 
 // SeedSummary is what seed wrote; rebuild reads it to report memory per
@@ -134,7 +159,10 @@ type SeedSummary struct {
 	Users      int64  `json:"users"`
 	Apps       int    `json:"apps"`
 	Endpoints  int    `json:"endpoints"`
-	Deliveries int64  `json:"deliveries"`
+	Deliveries int64  `json:"deliveries"` // webhook.delivery.created: the feed's entries and the endpoints' deliveries
+	Received   int64  `json:"received"`   // of them, sent to an endpoint and answered
+	// Types counts the log's events by type.
+	Types map[string]int64 `json:"types,omitempty"`
 }
 
 // summaryPath is where the summary goes: beside the data directory, never
