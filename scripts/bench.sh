@@ -27,7 +27,8 @@
 # user.profile.updated webhook) and report the system's CPU per delivery,
 # the platform's and its Postgres server's (the throwaway server only), and
 # the platform database's Postgres transactions per delivery
-# (pg_stat_database), after an idle row. BENCH_CPUPROFILE_DIR (a directory) writes
+# (pg_stat_database), after an idle row. BENCH_REBUILD_EVENTS /
+# BENCH_SKIP_REBUILD: the rebuild rows (below). BENCH_CPUPROFILE_DIR (a directory) writes
 # each platform's CPU profile of its whole run there (embedded.pprof,
 # postgres.pprof; PLATFORM_CPUPROFILE), with its binary (platform).
 set -euo pipefail
@@ -195,6 +196,39 @@ if [ "${BENCH_SKIP_PG:-0}" != "1" ]; then
 		-scenarios "$pg_scenarios" -out "$work/postgres.json"
 	stop_platform
 	files+=("$work/postgres.json")
+fi
+
+# ---- 3. rebuild: a seeded log replayed by the real binary ----
+# platformbench seed writes BENCH_REBUILD_EVENTS events (default 300,000;
+# 100,000 with --quick; 10000000 for the auditor-scale goal) through an
+# in-process node's own command handlers, then platformbench rebuild starts
+# the platform on it, rebuilds every read model (events/s, CPU per event),
+# kills it with SIGKILL and times /readyz, and reports resident memory per
+# user. With Postgres (as above, unless BENCH_SKIP_PG=1) the same runs on
+# the Postgres event store and read models with BENCH_REBUILD_PG_EVENTS
+# (default 200,000). BENCH_SKIP_REBUILD=1 leaves this part out.
+if [ "${BENCH_SKIP_REBUILD:-0}" != "1" ]; then
+	rebuild_events=${BENCH_REBUILD_EVENTS:-300000}
+	rebuild_pg_events=${BENCH_REBUILD_PG_EVENTS:-200000}
+	if [ -n "$quick" ]; then
+		rebuild_events=${BENCH_REBUILD_EVENTS:-100000}
+		rebuild_pg_events=${BENCH_REBUILD_PG_EVENTS:-50000}
+	fi
+	say "rebuild: seeding $rebuild_events events (embedded)"
+	"$work/platformbench" seed -data "$work/rebuild/data" -events "$rebuild_events"
+	"$work/platformbench" rebuild -platform "$work/platform" -data "$work/rebuild/data" -store embedded -out "$work/rebuild.json"
+	files+=("$work/rebuild.json")
+	rm -rf "$work/rebuild"
+	if [ "${BENCH_SKIP_PG:-0}" != "1" ] && [ -n "$admin_url" ]; then
+		db=bench_rebuild_$$
+		psql -q "$admin_url" -c "CREATE DATABASE $db" >/dev/null
+		dbs+=("$db")
+		say "rebuild: seeding $rebuild_pg_events events (postgres)"
+		"$work/platformbench" seed -data "$work/rebuild-pg/data" -eventstore-url "$(db_url $db)" -postgres-url "$(db_url $db)" -events "$rebuild_pg_events"
+		PLATFORM_PORTAL_BASE_URL="http://127.0.0.1" "$work/platformbench" rebuild -platform "$work/platform" -data "$work/rebuild-pg/data" \
+			-eventstore-url "$(db_url $db)" -postgres-url "$(db_url $db)" -store postgres -out "$work/rebuild-pg.json"
+		files+=("$work/rebuild-pg.json")
+	fi
 fi
 
 # The run's line heads the table; with --json it goes to stderr, so stdout

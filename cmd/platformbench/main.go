@@ -63,7 +63,7 @@ type Options struct {
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: platformbench run|table [flags]")
+		fmt.Fprintln(os.Stderr, "usage: platformbench run|table|seed|rebuild [flags]")
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
@@ -74,8 +74,12 @@ func main() {
 		err = runCmd(ctx, os.Args[2:], os.Stderr)
 	case "table":
 		err = tableCmd(os.Args[2:], os.Stdout)
+	case "seed":
+		err = seedCmd(ctx, os.Args[2:], os.Stderr)
+	case "rebuild":
+		err = rebuildCmd(ctx, os.Args[2:], os.Stderr)
 	default:
-		err = fmt.Errorf("unknown subcommand %q (run, table)", os.Args[1])
+		err = fmt.Errorf("unknown subcommand %q (run, table, seed, rebuild)", os.Args[1])
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "platformbench:", err)
