@@ -49,6 +49,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -640,6 +641,21 @@ func collect(rows pgx.Rows) ([]events.Recorded, error) {
 // it), for a read model in the same database that reads the head in the
 // round trip of its own query (projections/postgres.Store.SeeHead).
 const HeadQuery = `SELECT coalesce(max(position), 0) FROM es_events`
+
+// HeadOfTypesQuery is HeadQuery over the events of the given types only,
+// one index probe per type (es_events_type_position): the position a read
+// model that applies only those types must have reached for its rows to
+// reflect every event the log holds for it, whatever else is appended
+// meanwhile. Types are registry names, quoted here as SQL literals; none
+// gives 0.
+func HeadOfTypesQuery(types []string) string {
+	quoted := make([]string, len(types))
+	for i, t := range types {
+		quoted[i] = "'" + strings.ReplaceAll(t, "'", "''") + "'"
+	}
+	return `SELECT coalesce(max(m.position), 0) FROM unnest(ARRAY[` + strings.Join(quoted, ", ") + `]::text[]) AS w(type),
+LATERAL (SELECT e.position FROM es_events e WHERE e.type = w.type ORDER BY e.position DESC LIMIT 1) AS m`
+}
 
 // PositionAt is the position of the event at the log's position column p.
 func PositionAt(p int64) events.Position { return position(p) }

@@ -1,0 +1,52 @@
+package postgres
+
+import (
+	"context"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/healthtech/partner-open-platform/events"
+)
+
+// HeadOfTypesQuery reads the position of the last event of the given
+// types, not the log's head: events of other types appended after it do
+// not move it, a quote in a type name stays a literal, and no event of the
+// types (or no types) gives 0.
+func TestHeadOfTypesQuery(t *testing.T) {
+	ctx := context.Background()
+	s := open(t)
+	appendOf := func(typ string) events.Position {
+		t.Helper()
+		res, err := s.Append(ctx, "s-"+typ, events.Any(), events.Proposed{ID: uuid.NewString(), Type: typ, Data: []byte(`{}`)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Position
+	}
+	head := func(types ...string) events.Position {
+		t.Helper()
+		var p int64
+		if err := s.pool.QueryRow(ctx, HeadOfTypesQuery(types)).Scan(&p); err != nil {
+			t.Fatal(err)
+		}
+		return PositionAt(p)
+	}
+	if got := head("report.created"); got != PositionAt(0) {
+		t.Fatalf("empty log: %v", got)
+	}
+	appendOf("report.created")
+	viewed := appendOf("report.viewed")
+	appendOf("access.audited")
+	odd := appendOf("it's")
+	appendOf("access.audited")
+	if got := head("report.created", "report.viewed"); got != viewed {
+		t.Fatalf("head of the report events %v, want %v", got, viewed)
+	}
+	if got := head("it's", "report.viewed"); got != odd {
+		t.Fatalf("head with a quoted type %v, want %v", got, odd)
+	}
+	if got := head(); got != PositionAt(0) {
+		t.Fatalf("no types: %v", got)
+	}
+}
