@@ -647,14 +647,18 @@ const HeadQuery = `SELECT coalesce(max(position), 0) FROM es_events`
 // model that applies only those types must have reached for its rows to
 // reflect every event the log holds for it, whatever else is appended
 // meanwhile. Types are registry names, quoted here as SQL literals; none
-// gives 0.
+// gives 0. The row comparison is an index condition only the (type,
+// position) index can serve: without it the planner, not knowing which
+// type each probe looks for, walks the primary key backwards filtering on
+// type, which for a type the log rarely holds reads the whole log.
 func HeadOfTypesQuery(types []string) string {
 	quoted := make([]string, len(types))
 	for i, t := range types {
 		quoted[i] = "'" + strings.ReplaceAll(t, "'", "''") + "'"
 	}
 	return `SELECT coalesce(max(m.position), 0) FROM unnest(ARRAY[` + strings.Join(quoted, ", ") + `]::text[]) AS w(type),
-LATERAL (SELECT e.position FROM es_events e WHERE e.type = w.type ORDER BY e.position DESC LIMIT 1) AS m`
+LATERAL (SELECT e.position FROM es_events e WHERE e.type = w.type AND (e.type, e.position) <= (w.type, 9223372036854775807)
+    ORDER BY e.type DESC, e.position DESC LIMIT 1) AS m`
 }
 
 // PositionAt is the position of the event at the log's position column p.
