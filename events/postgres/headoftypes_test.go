@@ -51,13 +51,13 @@ func TestHeadOfTypesQuery(t *testing.T) {
 		t.Fatalf("no types: %v", got)
 	}
 
-	// On a log of many events of other types, where the planner, not
-	// knowing which type a probe looks for, would rather walk the log
-	// backwards from its head, each probe is one descent of the (type,
-	// position) index.
+	// On a log whose report events all lie early, under many later events
+	// of another type, where the planner, not knowing which type a probe
+	// looks for, would rather walk the log backwards from its head, each
+	// probe is one descent of the (type, position) index.
 	if _, err := s.pool.Exec(ctx, `INSERT INTO es_events (position, stream, revision, id, type, data, meta)
-SELECT 1000 + g, 'bulk', g, 'bulk-' || g, (ARRAY['user.registered', 'access.audited', 'id.block'])[1 + g % 3], '{}', '{}'
-FROM generate_series(1, 50000) g`); err != nil {
+SELECT 1000 + g, 'bulk', g, 'bulk-' || g, CASE WHEN g <= 2000 THEN 'report.created' ELSE 'access.audited' END, '{}', '{}'
+FROM generate_series(1, 30000) g`); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.pool.Exec(ctx, `ANALYZE es_events`); err != nil {
@@ -78,7 +78,7 @@ FROM generate_series(1, 50000) g`); err != nil {
 	if rows.Err() != nil || !strings.Contains(plan.String(), "es_events_type_position") || strings.Contains(plan.String(), "es_events_pkey") {
 		t.Fatalf("plan (%v):\n%s", rows.Err(), plan.String())
 	}
-	if got := head("report.created", "report.viewed"); got != viewed {
-		t.Fatalf("head of the report events after the bulk %v, want %v", got, viewed)
+	if got := head("report.created", "report.viewed"); got != PositionAt(3000) {
+		t.Fatalf("head of the report events after the bulk %v, want 3000", got)
 	}
 }

@@ -647,17 +647,18 @@ const HeadQuery = `SELECT coalesce(max(position), 0) FROM es_events`
 // model that applies only those types must have reached for its rows to
 // reflect every event the log holds for it, whatever else is appended
 // meanwhile. Types are registry names, quoted here as SQL literals; none
-// gives 0. The row comparison is an index condition only the (type,
-// position) index can serve: without it the planner, not knowing which
-// type each probe looks for, walks the primary key backwards filtering on
-// type, which for a type the log rarely holds reads the whole log.
+// gives 0. Each probe bounds the type by a range, not an equality, and
+// orders by (type, position): only that index yields this order, so the
+// planner descends it, rather than (not knowing which type a probe looks
+// for) walking the primary key backwards filtering on type, which for a
+// type the log holds only early reads the whole log after it.
 func HeadOfTypesQuery(types []string) string {
 	quoted := make([]string, len(types))
 	for i, t := range types {
 		quoted[i] = "'" + strings.ReplaceAll(t, "'", "''") + "'"
 	}
 	return `SELECT coalesce(max(m.position), 0) FROM unnest(ARRAY[` + strings.Join(quoted, ", ") + `]::text[]) AS w(type),
-LATERAL (SELECT e.position FROM es_events e WHERE e.type = w.type AND (e.type, e.position) <= (w.type, 9223372036854775807)
+LATERAL (SELECT e.position FROM es_events e WHERE e.type >= w.type AND e.type <= w.type
     ORDER BY e.type DESC, e.position DESC LIMIT 1) AS m`
 }
 
