@@ -5,9 +5,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"hash"
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // A partner's channel_user_id is often an e-mail address or a phone number,
@@ -33,14 +35,22 @@ const PseudonymKeySize = 32
 // deterministic, so one (app_id, channel_user_id) always names one stream,
 // which is what makes the binding a uniqueness lock; without the key it
 // cannot be recomputed from a guessed address.
-type Pseudonyms struct{ key []byte }
+type Pseudonyms struct {
+	key []byte
+	// macs keeps keyed HMACs for reuse: Reset returns one to its keyed
+	// state without hashing the key again, and a register computes a
+	// pseudonym on every request.
+	macs sync.Pool
+}
 
 // NewPseudonyms builds the hasher over a PseudonymKeySize-byte key.
 func NewPseudonyms(key []byte) (*Pseudonyms, error) {
 	if len(key) != PseudonymKeySize {
 		return nil, fmt.Errorf("domain: pseudonym key must be %d bytes, got %d", PseudonymKeySize, len(key))
 	}
-	return &Pseudonyms{key: append([]byte(nil), key...)}, nil
+	p := &Pseudonyms{key: append([]byte(nil), key...)}
+	p.macs.New = func() any { return hmac.New(sha256.New, p.key) }
+	return p, nil
 }
 
 // ChannelUser is the pseudonym of (appID, channelUserID): the lower-case hex
@@ -48,7 +58,9 @@ func NewPseudonyms(key []byte) (*Pseudonyms, error) {
 // app id is inside the MAC, so one address has unrelated pseudonyms in two
 // apps).
 func (p *Pseudonyms) ChannelUser(appID int64, channelUserID string) string {
-	m := hmac.New(sha256.New, p.key)
+	m := p.macs.Get().(hash.Hash)
+	defer p.macs.Put(m)
+	m.Reset()
 	var b [64]byte
 	in := append(b[:0], "channel_user\x00"...)
 	in = strconv.AppendInt(in, appID, 10)

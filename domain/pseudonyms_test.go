@@ -2,7 +2,13 @@ package domain_test
 
 import (
 	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/healthtech/partner-open-platform/domain"
@@ -51,4 +57,30 @@ func TestLegacyBindingStreamNames(t *testing.T) {
 			t.Fatalf("%q renamed to %q", other, p.Stream(other))
 		}
 	}
+}
+
+// A pseudonym is HMAC-SHA-256 over "channel_user", NUL, the app id, NUL and
+// the id, whichever goroutine computes it and however many at once (the
+// keyed MACs are reused between calls).
+func TestPseudonymsConcurrentlyMatchTheirDefinition(t *testing.T) {
+	key := bytes.Repeat([]byte{3}, 32)
+	p, _ := domain.NewPseudonyms(key)
+	want := func(app int64, id string) string {
+		m := hmac.New(sha256.New, key)
+		m.Write([]byte("channel_user\x00" + strconv.FormatInt(app, 10) + "\x00" + id))
+		return hex.EncodeToString(m.Sum(nil))
+	}
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 200 {
+				app, id := int64(g+1), fmt.Sprintf("user-%d-%d", g, i)
+				if got := p.ChannelUser(app, id); got != want(app, id) {
+					t.Errorf("ChannelUser(%d, %q) = %s, want %s", app, id, got, want(app, id))
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
 }

@@ -174,20 +174,18 @@ func isEmpty(v any) bool {
 	return false
 }
 
-// orderStates are the states an order can be in (the document's
+// orderStatuses are the states an order can be in (the document's
 // OrderStatus); a status filter naming another is a mistake, refused as
 // every enumerated query parameter is.
-var orderStates = map[string]bool{"PENDING_REVIEW": true, "APPROVED": true, "REJECTED": true, "PARTIALLY_SHIPPED": true, "SHIPPED": true}
+var orderStatuses = []string{"PENDING_REVIEW", "APPROVED", "REJECTED", "PARTIALLY_SHIPPED", "SHIPPED"}
 
 func (q *API) orders(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 	q.adminRead(projections.ReadModelOrders, func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) error {
-		f := projections.OrderFilter{Status: r.URL.Query().Get("status")}
-		if f.Status != "" && !orderStates[f.Status] {
-			v := &domain.ValidationError{}
-			v.Add("status", "must be one of PENDING_REVIEW, APPROVED, REJECTED, PARTIALLY_SHIPPED, SHIPPED")
-			return v
-		}
+		var f projections.OrderFilter
 		var err error
+		if f.Status, err = statusParam(r, orderStatuses); err != nil {
+			return err
+		}
 		if f.AppID, err = httpapi.IntParam(r, "app_id", 0, 0); err != nil {
 			return err
 		}

@@ -2,8 +2,6 @@ package queryapi
 
 import (
 	"net/http"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/julienschmidt/httprouter"
@@ -37,11 +35,9 @@ func (q *API) developerRoutes() []httpapi.Route {
 // listDevelopers lists the developer accounts, newest first, optionally
 // one review status only (pending_review is the queue an operator works).
 func (q *API) listDevelopers(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
-	status := r.URL.Query().Get("status")
-	if status != "" && !slices.Contains(developerStatuses, status) {
-		v := &domain.ValidationError{}
-		v.Add("status", "must be one of "+strings.Join(developerStatuses, ", "))
-		httpapi.Error(w, r, v)
+	status, err := statusParam(r, developerStatuses)
+	if err != nil {
+		httpapi.Error(w, r, err)
 		return
 	}
 	var devs []directory.DeveloperAccount

@@ -2,13 +2,10 @@ package queryapi
 
 import (
 	"net/http"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/julienschmidt/httprouter"
 
-	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/internal/httpapi"
 	"github.com/healthtech/partner-open-platform/projections/directory"
 )
@@ -35,11 +32,9 @@ func (q *API) outboxRoutes() []httpapi.Route {
 // only. The messages carry sign-up and password-reset links, so the role
 // table lets admins only read it (auth.Permit).
 func (q *API) listOutbox(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
-	status := r.URL.Query().Get("status")
-	if status != "" && !slices.Contains(outboxStatuses, status) {
-		v := &domain.ValidationError{}
-		v.Add("status", "must be one of "+strings.Join(outboxStatuses, ", "))
-		httpapi.Error(w, r, v)
+	status, err := statusParam(r, outboxStatuses)
+	if err != nil {
+		httpapi.Error(w, r, err)
 		return
 	}
 	var mails []directory.OutboxMail

@@ -36,6 +36,10 @@ type Options struct {
 	// WebhookRate, when positive, paces the webhook scenario's writes to
 	// this many per second instead of a closed loop.
 	WebhookRate float64
+	// FanoutRate is webhook-fanout's offered PATCHes per second.
+	FanoutRate float64
+	// TenantApps and TenantUsers are many-tenants' population.
+	TenantApps, TenantUsers int
 	// DrainBacklog is how many deliveries webhook-drain queues at once.
 	DrainBacklog int
 	// PacedRate, when positive, is the offered rate of register-paced and
@@ -72,7 +76,7 @@ func main() {
 
 // allScenarios is the order scenarios run in: webhooks first, while the
 // dispatcher has no backlog of earlier scenarios' deliveries.
-var allScenarios = []string{"webhooks", "webhook-drain", "register", "patch-fresh", "patch-long", "member-upsert", "register-paced", "member-upsert-paced", "snapshot", "report-pull", "verify-hot", "verify-many"}
+var allScenarios = []string{"webhooks", "webhook-drain", "webhook-fanout", "register", "patch-fresh", "patch-long", "member-upsert", "register-paced", "member-upsert-paced", "snapshot", "report-pull", "verify-hot", "verify-many", "many-tenants"}
 
 // runFlags are run's settings besides the scenario Options.
 type runFlags struct {
@@ -149,6 +153,9 @@ func parseRunFlags(args []string) (runFlags, Options, error) {
 	fs.DurationVar(&o.Window, "window", 10*time.Second, "measured window of each scenario")
 	fs.DurationVar(&o.Drain, "drain", 60*time.Second, "how long webhooks wait for outstanding deliveries")
 	fs.Float64Var(&o.WebhookRate, "webhook-rate", 0, "offered PATCHes per second of the webhook scenario (0: closed loop, as fast as answered)")
+	fs.Float64Var(&o.FanoutRate, "fanout-rate", 100, "offered PATCHes per second of webhook-fanout (each app in turn: 0, 1 and 10 endpoints)")
+	fs.IntVar(&o.TenantApps, "tenant-apps", 1000, "apps of many-tenants, one webhook endpoint each")
+	fs.IntVar(&o.TenantUsers, "tenant-users", 20000, "users of each many-tenants population (one app, then -tenant-apps apps)")
 	fs.IntVar(&o.DrainBacklog, "drain-backlog", 4000, "deliveries webhook-drain queues at once (its backlog)")
 	fs.Float64Var(&o.PacedRate, "paced-rate", 0, "offered calls per second of register-paced and member-upsert-paced (0: -paced-share of their closed-loop rate in this run)")
 	fs.Float64Var(&o.PacedShare, "paced-share", 0.5, "share of the measured closed-loop capacity the paced scenarios offer when -paced-rate is 0")
@@ -160,6 +167,7 @@ func parseRunFlags(args []string) (runFlags, Options, error) {
 		o.Warmup, o.Window, o.Drain = time.Second, 3*time.Second, 20*time.Second
 		o.History, o.Users, o.Cards = 50, 200, 100
 		o.DrainBacklog = 800
+		o.TenantApps, o.TenantUsers = 100, 2000
 	}
 	return f, o, nil
 }
@@ -243,6 +251,18 @@ func (b *Bench) scenario(ctx context.Context, s, store string, bl measuredBaseli
 			return nil, fmt.Errorf("webhook-drain: %w", err)
 		}
 		return []Row{drainRow(res, store, o, bl.raw[o.PatchClients])}, nil
+	case "webhook-fanout":
+		res, err := b.WebhookFanout(ctx, o.FanoutRate)
+		if err != nil {
+			return nil, fmt.Errorf("webhook-fanout: %w", err)
+		}
+		return fanoutRows(res, store, o, o.FanoutRate), nil
+	case "many-tenants":
+		one, many, err := b.ManyTenants(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("many-tenants: %w", err)
+		}
+		return tenantRows(one, many, store, o), nil
 	case "register":
 		writeBase()
 		m, err = b.Register(ctx)

@@ -28,13 +28,16 @@ type receipt struct {
 // order (deliveries of one subject arrive in order).
 type Receiver struct {
 	secret string
-	mu     sync.Mutex
-	seen   map[string]bool
-	byUser map[int64][]receipt
-	all    []time.Time // every correctly signed delivery, repeats included, in arrival order
-	bad    atomic.Int64
-	srv    *http.Server
-	URL    string
+	// secrets, when set, holds one secret per URL path: a receiver shared
+	// by many apps, each pointed at its own path.
+	secrets map[string]string
+	mu      sync.Mutex
+	seen    map[string]bool
+	byUser  map[int64][]receipt
+	all     []time.Time // every correctly signed delivery, repeats included, in arrival order
+	bad     atomic.Int64
+	srv     *http.Server
+	URL     string
 }
 
 // startReceiver listens on a free loopback port.
@@ -57,7 +60,13 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		w.WriteHeader(http.StatusBadRequest)
 		return
 	}
-	want := webhooks.Sign(r.secret, req.Header.Get("X-Webhook-Timestamp"), body)
+	r.mu.Lock()
+	secret := r.secret
+	if r.secrets != nil {
+		secret = r.secrets[req.URL.Path]
+	}
+	r.mu.Unlock()
+	want := webhooks.Sign(secret, req.Header.Get("X-Webhook-Timestamp"), body)
 	if !hmac.Equal([]byte(want), []byte(req.Header.Get("X-Webhook-Signature"))) {
 		r.bad.Add(1)
 		w.WriteHeader(http.StatusUnauthorized)

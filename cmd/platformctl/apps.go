@@ -162,28 +162,16 @@ func (c *cli) appsList(args []string) error {
 	if len(rest) > 0 {
 		return usagef("apps list takes no arguments, got %q", rest)
 	}
-	api, err := c.api()
-	if err != nil {
-		return err
-	}
-	data, err := api.do(c.ctx, "GET", "/admin/v1/apps", nil)
-	if err != nil {
-		return err
-	}
-	if c.g.json {
-		return printJSON(c.stdout, data)
-	}
-	var out struct {
+	var page struct {
 		Apps []appView `json:"apps"`
 	}
-	if err := decode(data, &out); err != nil {
-		return err
-	}
-	t := newTable(c.stdout, "ID", "NAME", "ENVIRONMENT", "APP_KEY", "WEBHOOK_URL")
-	for _, a := range out.Apps {
-		t.row(strconv.FormatInt(a.AppID, 10), a.Name, a.Environment, a.AppKey, a.WebhookURL)
-	}
-	return t.flush()
+	return c.adminList("/admin/v1/apps", nil, &page, func() error {
+		t := newTable(c.stdout, "ID", "NAME", "ENVIRONMENT", "APP_KEY", "WEBHOOK_URL")
+		for _, a := range page.Apps {
+			t.row(strconv.FormatInt(a.AppID, 10), a.Name, a.Environment, a.AppKey, a.WebhookURL)
+		}
+		return t.flush()
+	})
 }
 
 // appID parses the one APP_ID argument of a command.

@@ -35,28 +35,16 @@ func (c *cli) goods(args []string) error {
 		if _, err := parse(fs, args[1:], true); err != nil {
 			return err
 		}
-		api, err := c.api()
-		if err != nil {
-			return err
-		}
-		data, err := api.do(c.ctx, "GET", "/admin/v1/goods", nil)
-		if err != nil {
-			return err
-		}
-		if c.g.json {
-			return printJSON(c.stdout, data)
-		}
-		var out struct {
+		var page struct {
 			Goods []goodsView `json:"goods"`
 		}
-		if err := decode(data, &out); err != nil {
-			return err
-		}
-		t := newTable(c.stdout, "GOODS_ID", "CODE", "NAME", "ACTIVE")
-		for _, g := range out.Goods {
-			t.row(strconv.FormatInt(g.GoodsID, 10), g.GoodsCode, g.GoodsName, strconv.FormatBool(g.Active))
-		}
-		return t.flush()
+		return c.adminList("/admin/v1/goods", nil, &page, func() error {
+			t := newTable(c.stdout, "GOODS_ID", "CODE", "NAME", "ACTIVE")
+			for _, g := range page.Goods {
+				t.row(strconv.FormatInt(g.GoodsID, 10), g.GoodsCode, g.GoodsName, strconv.FormatBool(g.Active))
+			}
+			return t.flush()
+		})
 	case "rename":
 		fs := c.flags("goods rename")
 		name := fs.String("name", "", "new goods name (required)")
@@ -95,14 +83,7 @@ func (c *cli) orders(args []string) error {
 		if _, err := parse(fs, args[1:], true); err != nil {
 			return err
 		}
-		q := url.Values{}
-		if *app > 0 {
-			q.Set("app_id", strconv.FormatInt(*app, 10))
-		}
-		if *status != "" {
-			q.Set("status", *status)
-		}
-		return c.print("GET", "/admin/v1/orders?"+q.Encode(), nil)
+		return c.adminList("/admin/v1/orders", url.Values{"app_id": {positiveParam(*app)}, "status": {*status}}, nil, nil)
 	case "show", "approve":
 		fs := c.flags("orders " + args[0])
 		rest, err := parse(fs, args[1:], true)

@@ -39,36 +39,20 @@ func (c *cli) developers(args []string) error {
 		if len(rest) != 0 || (*status != "" && !developerStatuses[*status]) {
 			return usagef("developers list takes only --status pending_review|approved|rejected")
 		}
-		path := "/admin/v1/developers"
-		if *status != "" {
-			path += "?" + url.Values{"status": {*status}}.Encode()
-		}
-		api, err := c.api()
-		if err != nil {
-			return err
-		}
-		data, err := api.do(c.ctx, "GET", path, nil)
-		if err != nil {
-			return err
-		}
-		if c.g.json {
-			return printJSON(c.stdout, data)
-		}
 		var page struct {
 			Developers []developerAccount `json:"developers"`
 		}
-		if err := decode(data, &page); err != nil {
-			return err
-		}
-		t := newTable(c.stdout, "ID", "EMAIL", "STATUS", "SIGNED UP", "REVIEWED BY", "REASON")
-		for _, d := range page.Developers {
-			by := "-"
-			if d.ReviewedBy != nil {
-				by = *d.ReviewedBy
+		return c.adminList("/admin/v1/developers", url.Values{"status": {*status}}, &page, func() error {
+			t := newTable(c.stdout, "ID", "EMAIL", "STATUS", "SIGNED UP", "REVIEWED BY", "REASON")
+			for _, d := range page.Developers {
+				by := "-"
+				if d.ReviewedBy != nil {
+					by = *d.ReviewedBy
+				}
+				t.row(strconv.FormatInt(d.DeveloperID, 10), d.Email, d.Status, d.SignedUpAt, by, d.Reason)
 			}
-			t.row(strconv.FormatInt(d.DeveloperID, 10), d.Email, d.Status, d.SignedUpAt, by, d.Reason)
-		}
-		return t.flush()
+			return t.flush()
+		})
 	case "show":
 		rest, err := parse(c.flags("developers show"), args[1:], true)
 		if err != nil {

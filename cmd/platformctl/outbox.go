@@ -32,32 +32,22 @@ func (c *cli) outbox(args []string) error {
 	if len(rest) != 0 {
 		return usagef("outbox takes only flags")
 	}
-	path := "/admin/v1/outbox"
-	if *status != "" {
-		path += "?" + url.Values{"status": {*status}}.Encode()
-	}
-	api, err := c.api()
-	if err != nil {
-		return err
-	}
-	data, err := api.do(c.ctx, "GET", path, nil)
-	if err != nil {
-		return err
-	}
-	if c.g.json {
-		return printJSON(c.stdout, data)
-	}
 	var page struct {
 		Mails []outboxMail `json:"mails"`
 	}
-	if err := decode(data, &page); err != nil {
-		return err
-	}
-	if len(page.Mails) == 0 {
-		fmt.Fprintln(c.stdout, "the outbox is empty")
+	return c.adminList("/admin/v1/outbox", url.Values{"status": {*status}}, &page, func() error {
+		c.printMails(page.Mails)
 		return nil
+	})
+}
+
+// printMails prints each message with its headers and whole body.
+func (c *cli) printMails(mails []outboxMail) {
+	if len(mails) == 0 {
+		fmt.Fprintln(c.stdout, "the outbox is empty")
+		return
 	}
-	for i, m := range page.Mails {
+	for i, m := range mails {
 		if i > 0 {
 			fmt.Fprintln(c.stdout)
 		}
@@ -69,5 +59,4 @@ func (c *cli) outbox(args []string) error {
 		}
 		fmt.Fprintf(c.stdout, "\n%s\n", strings.TrimRight(m.Body, "\n"))
 	}
-	return nil
 }

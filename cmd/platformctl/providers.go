@@ -23,11 +23,7 @@ func (c *cli) providers(args []string) error {
 		if len(rest) != 0 || *app < 0 {
 			return usagef("providers list takes only --app APP_ID")
 		}
-		path := "/admin/v1/service-providers"
-		if *app > 0 {
-			path += "?" + url.Values{"app_id": {strconv.FormatInt(*app, 10)}}.Encode()
-		}
-		return c.print("GET", path, nil)
+		return c.adminList("/admin/v1/service-providers", url.Values{"app_id": {positiveParam(*app)}}, nil, nil)
 	case "review":
 		fs := c.flags("providers review")
 		decision := fs.String("decision", "", "approve or reject (required)")

@@ -16,6 +16,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/healthtech/partner-open-platform/e2e/internal/proc"
 	"github.com/healthtech/partner-open-platform/events"
 	pgevents "github.com/healthtech/partner-open-platform/events/postgres"
 	"github.com/healthtech/partner-open-platform/internal/kafkatest"
@@ -37,12 +38,12 @@ const (
 // ratios compare like with like.
 //
 //	PLATFORM_TEST_MEASURE=1 PLATFORM_TEST_POSTGRES_URL=... PLATFORM_TEST_FUZZTIME=0 \
-//	  ./scripts/test.sh -run TestMeasureClusterThroughput -v ./cmd/platform
+//	  ./scripts/test.sh -run TestMeasureClusterThroughput -v ./e2e/process
 func TestMeasureClusterThroughput(t *testing.T) {
 	if os.Getenv(envMeasure) != "1" {
 		t.Skip("measurement: set " + envMeasure + "=1 to run it")
 	}
-	seconds := envInt(t, envMeasureSeconds, 15)
+	seconds := proc.EnvInt(t, envMeasureSeconds, 15)
 	step := time.Duration(seconds) * time.Second
 	// With the real broker when there is one, and always without: the
 	// dispatcher then follows the event store.
@@ -80,14 +81,12 @@ func measureBus(t *testing.T, step time.Duration, kafka bool) {
 	}
 	for nodes := 1; nodes <= 3; nodes++ {
 		t.Run(fmt.Sprintf("%s %d nodes", bus, nodes), func(t *testing.T) {
-			c := startCluster(t, clusterOptions{nodes: nodes, retrySchedule: "1s,1s,2s,3s,5s", kafka: kafka})
-			rcv := newHookReceiver(t, 0, 0, 0)
-			p := c.createPartner("measure")
-			rcv.mu.Lock()
-			rcv.secret = p.WebhookSecret
-			rcv.mu.Unlock()
-			c.admin("PATCH", fmt.Sprintf("/admin/v1/apps/%d", p.AppID), map[string]any{"webhook_url": rcv.srv.URL}, http.StatusOK, nil)
-			c.awaitEverywhere(p.creds, "/open/v1/webhooks/deliveries", 30*time.Second)
+			c := proc.Start(t, proc.Options{Nodes: nodes, RetrySchedule: "1s,1s,2s,3s,5s", Kafka: kafka})
+			rcv := proc.NewHookReceiver(t, 0, 0, 0)
+			p := c.CreatePartner("measure")
+			rcv.SetSecret(p.WebhookSecret)
+			c.Admin("PATCH", fmt.Sprintf("/admin/v1/apps/%d", p.AppID), map[string]any{"webhook_url": rcv.URL()}, http.StatusOK, nil)
+			c.AwaitEverywhere(p.Creds, "/open/v1/webhooks/deliveries", 30*time.Second)
 
 			var acked, failed atomic.Int64
 			ctx, cancel := context.WithTimeout(context.Background(), step)
@@ -100,11 +99,11 @@ func measureBus(t *testing.T, step time.Duration, kafka bool) {
 					defer wg.Done()
 					for i := 0; ctx.Err() == nil; i++ {
 						id := fmt.Sprintf("w%d-%d", worker, i)
-						body := mustJSON(map[string]any{"channel_user_id": id, "user": map[string]any{"name": "n"},
+						body := proc.MustJSON(map[string]any{"channel_user_id": id, "user": map[string]any{"name": "n"},
 							"family_groups":  []any{map[string]any{"app_group_id": 1, "name": "home"}},
 							"family_members": []any{map[string]any{"app_user_id": id, "app_group_id": 1, "name": "self", "relationship": "SELF"}}})
-						r := c.client.send("register", c.client.next(), -1, signedM(p.creds, "POST", "/open/v1/channel/users", body))
-						if r.status == http.StatusCreated {
+						r := c.Client.Send("register", c.Client.Next(), -1, proc.SignedM(p.Creds, "POST", "/open/v1/channel/users", body))
+						if r.Status == http.StatusCreated {
 							acked.Add(1)
 						} else {
 							failed.Add(1)
@@ -114,15 +113,15 @@ func measureBus(t *testing.T, step time.Duration, kafka bool) {
 			}
 			wg.Wait()
 			loadTook := time.Since(start)
-			duringLoad := rcv.delivered()
+			duringLoad := rcv.Delivered()
 			// Every register makes two webhooks: its group and its member.
 			want := int(2 * acked.Load())
 			deadline := time.Now().Add(3 * time.Minute)
-			for rcv.delivered() < want && time.Now().Before(deadline) {
+			for rcv.Delivered() < want && time.Now().Before(deadline) {
 				time.Sleep(100 * time.Millisecond)
 			}
-			_, _, first, last := rcv.snapshot()
-			got := rcv.delivered()
+			_, _, first, last := rcv.Snapshot()
+			got := rcv.Delivered()
 			res := result{nodes: nodes, registers: float64(acked.Load()) / loadTook.Seconds(),
 				webhooks: float64(got) / last.Sub(start).Seconds(), duringLoad: float64(duringLoad) / loadTook.Seconds(),
 				drainSecond: last.Sub(start.Add(loadTook)).Seconds()}

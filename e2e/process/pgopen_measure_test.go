@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/healthtech/partner-open-platform/commands"
 	"github.com/healthtech/partner-open-platform/domain"
+	"github.com/healthtech/partner-open-platform/e2e/internal/proc"
 	"github.com/healthtech/partner-open-platform/events/catalog"
 	pgevents "github.com/healthtech/partner-open-platform/events/postgres"
 	"github.com/healthtech/partner-open-platform/internal/datakeys"
@@ -42,13 +42,13 @@ const (
 // millionBuild is what the built database remembers of how it was built
 // (table million_build), so a later run can start nodes on it.
 type millionBuild struct {
-	MasterKey  string  `json:"master_key"`
-	AdminToken string  `json:"admin_token"`
-	Internal   string  `json:"internal_token"`
-	Apps       []creds `json:"apps"`
-	Users      int     `json:"users"`
-	Events     int64   `json:"events"`
-	Seconds    float64 `json:"build_seconds"`
+	MasterKey  string       `json:"master_key"`
+	AdminToken string       `json:"admin_token"`
+	Internal   string       `json:"internal_token"`
+	Apps       []proc.Creds `json:"apps"`
+	Users      int          `json:"users"`
+	Events     int64        `json:"events"`
+	Seconds    float64      `json:"build_seconds"`
 }
 
 // TestPostgresOpenWithAMillionEvents measures how long a node on the
@@ -81,10 +81,10 @@ func TestPostgresOpenWithAMillionEvents(t *testing.T) {
 	if built == nil {
 		// Not built, or a build that stopped half way: start afresh.
 		db = millionDatabase(t, admin, name, true)
-		built = buildMillion(t, db, envInt(t, envMillionUsers, 170000))
+		built = buildMillion(t, db, proc.EnvInt(t, envMillionUsers, 170000))
 	}
 	t.Logf("database %s: %d users, %d events (built in %.0f s)", name, built.Users, built.Events, built.Seconds)
-	bin := platformProgram(t)[0]
+	bin := proc.Program(t)[0]
 	env := millionEnv(db, built)
 
 	// The first start after a build projects the whole log into the read
@@ -93,9 +93,9 @@ func TestPostgresOpenWithAMillionEvents(t *testing.T) {
 	t.Logf("first start (read models project the whole log): /readyz 200 after %s", first.ready.Round(time.Millisecond))
 	first.stop(t, false)
 
-	runs := envInt(t, envMillionRuns, 3)
+	runs := proc.EnvInt(t, envMillionRuns, 3)
 	var fresh, killed, lagged []time.Duration
-	lag := envInt(t, envMillionLag, 2000)
+	lag := proc.EnvInt(t, envMillionLag, 2000)
 	for range runs {
 		n := startTimed(t, bin, env, 10*time.Minute)
 		fresh = append(fresh, n.ready)
@@ -177,12 +177,12 @@ func millionLoad(t *testing.T, db string) *millionBuild {
 }
 
 func millionEnv(db string, b *millionBuild) []string {
-	return nodeEnv(db, b.MasterKey, b.AdminToken, b.Internal, "PLATFORM_RATE_LIMIT=-1")
+	return proc.NodeEnv(db, b.MasterKey, b.AdminToken, b.Internal, "PLATFORM_RATE_LIMIT=-1")
 }
 
 // timedNode is one platform process started by startTimed.
 type timedNode struct {
-	node  *clusterNode
+	node  *proc.Node
 	ready time.Duration
 }
 
@@ -190,27 +190,25 @@ type timedNode struct {
 // answers 200, returning the time since the exec.
 func startTimed(t *testing.T, bin string, env []string, timeout time.Duration) *timedNode {
 	t.Helper()
-	addr := freeAddr(t)
-	n := &clusterNode{bin: []string{bin}, addr: addr, base: "http://" + addr, dir: t.TempDir(), env: env,
-		logPath: filepath.Join(t.TempDir(), "node.log")}
+	n := proc.NewNode(t, 0, []string{bin}, env, t.TempDir())
 	began := time.Now()
-	if err := n.start(); err != nil {
+	if err := n.Start(); err != nil {
 		t.Fatal(err)
 	}
 	client := http.Client{Timeout: 5 * time.Second}
 	for deadline := began.Add(timeout); ; time.Sleep(5 * time.Millisecond) {
-		if !n.running() {
-			t.Fatalf("node exited before it was ready; log:\n%s", n.logTail(8000))
+		if !n.Running() {
+			t.Fatalf("node exited before it was ready; log:\n%s", n.LogTail(8000))
 		}
-		if res, err := client.Get(n.base + "/readyz"); err == nil {
+		if res, err := client.Get(n.Base + "/readyz"); err == nil {
 			res.Body.Close()
 			if res.StatusCode == http.StatusOK {
 				return &timedNode{node: n, ready: time.Since(began)}
 			}
 		}
 		if time.Now().After(deadline) {
-			n.kill()
-			t.Fatalf("no /readyz 200 within %s; log:\n%s", timeout, n.logTail(8000))
+			n.Kill()
+			t.Fatalf("no /readyz 200 within %s; log:\n%s", timeout, n.LogTail(8000))
 		}
 	}
 }
@@ -219,25 +217,10 @@ func startTimed(t *testing.T, bin string, env []string, timeout time.Duration) *
 func (n *timedNode) stop(t *testing.T, kill9 bool) {
 	t.Helper()
 	if kill9 {
-		n.node.kill()
+		n.node.Kill()
 		return
 	}
-	n.node.mu.Lock()
-	cmd, done := n.node.cmd, n.node.done
-	n.node.killing = true
-	n.node.cmd = nil
-	n.node.mu.Unlock()
-	if cmd == nil {
-		return
-	}
-	_ = cmd.Process.Signal(os.Interrupt)
-	select {
-	case <-done:
-	case <-time.After(time.Minute):
-		_ = cmd.Process.Kill()
-		<-done
-	}
-	n.node.logf.Close()
+	n.node.Stop(time.Minute)
 }
 
 // millionWriter writes users through the platform's commands straight to
@@ -352,12 +335,12 @@ func buildMillion(t *testing.T, db string, users int) *millionBuild {
 	t.Helper()
 	ctx := context.Background()
 	began := time.Now()
-	b := &millionBuild{MasterKey: randomHex(t, 32), AdminToken: "adm_million_" + randomHex(t, 12), Internal: "int_million_" + randomHex(t, 12), Users: users}
-	n := startTimed(t, platformProgram(t)[0], millionEnv(db, b), time.Minute)
-	c := &cluster{t: t, db: db, nodes: []*clusterNode{n.node}, adminToken: b.AdminToken,
-		client: &clusterClient{nodes: []*clusterNode{n.node}, hc: &http.Client{Timeout: 15 * time.Second}}}
+	b := &millionBuild{MasterKey: proc.RandomHex(t, 32), AdminToken: "adm_million_" + proc.RandomHex(t, 12), Internal: "int_million_" + proc.RandomHex(t, 12), Users: users}
+	n := startTimed(t, proc.Program(t)[0], millionEnv(db, b), time.Minute)
+	c := &proc.Cluster{T: t, DB: db, Nodes: []*proc.Node{n.node}, AdminToken: b.AdminToken,
+		Client: &proc.Client{Nodes: []*proc.Node{n.node}, HTTP: &http.Client{Timeout: 15 * time.Second}}}
 	for i := range 3 {
-		b.Apps = append(b.Apps, c.createPartner(fmt.Sprintf("million %d", i)).creds)
+		b.Apps = append(b.Apps, c.CreatePartner(fmt.Sprintf("million %d", i)).Creds)
 	}
 	n.stop(t, false)
 
@@ -398,6 +381,6 @@ func appendMillionTail(t *testing.T, db string, b *millionBuild, n int) {
 	t.Helper()
 	w := openMillionWriter(t, db, b)
 	defer w.close()
-	prefix := "tail" + randomHex(t, 4)
+	prefix := "tail" + proc.RandomHex(t, 4)
 	w.write(t, b, prefix, 0, max(n/6, 1))
 }

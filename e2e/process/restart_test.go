@@ -2,11 +2,9 @@ package process
 
 import (
 	"bytes"
-	"crypto/md5"
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -17,6 +15,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/healthtech/partner-open-platform/e2e/internal/proc"
 )
 
 type server struct {
@@ -27,15 +27,6 @@ type server struct {
 	log  bytes.Buffer
 }
 
-func freeAddr(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
 func startServer(t *testing.T, dir string, env ...string) *server {
 	t.Helper()
 	return launch(t, dir, "/readyz", env...)
@@ -44,10 +35,10 @@ func startServer(t *testing.T, dir string, env ...string) *server {
 // launch starts the binary and returns once probe answers 200.
 func launch(t *testing.T, dir, probe string, env ...string) *server {
 	t.Helper()
-	addr := freeAddr(t)
+	addr := proc.FreeAddr(t)
 	s := &server{t: t, base: "http://" + addr, dir: dir}
 	// Built as this test binary is: under -race the detector watches the node too.
-	s.cmd = exec.Command(platformBinary(t, raceEnabled))
+	s.cmd = exec.Command(proc.Binary(t, raceEnabled))
 	s.cmd.Env = append(os.Environ(), "PLATFORM_ADDR="+addr, "PLATFORM_DATA_DIR="+dir,
 		"PLATFORM_ESDB_URL=", "PLATFORM_EVENTSTORE_URL=", "PLATFORM_POSTGRES_URL=", "PLATFORM_ADMIN_TOKEN=")
 	s.cmd.Env = append(s.cmd.Env, env...)
@@ -83,13 +74,7 @@ func (s *server) adminToken() string {
 	return strings.TrimSpace(string(b))
 }
 
-type creds struct {
-	AppID  int64  `json:"app_id"`
-	Key    string `json:"app_key"`
-	Secret string `json:"app_secret"`
-}
-
-func (s *server) createApp() creds {
+func (s *server) createApp() proc.Creds {
 	req, _ := http.NewRequest("POST", s.base+"/admin/v1/apps", strings.NewReader(`{"name":"crash test"}`))
 	req.Header.Set("Authorization", "Bearer "+s.adminToken())
 	res, err := http.DefaultClient.Do(req)
@@ -98,7 +83,7 @@ func (s *server) createApp() creds {
 	}
 	defer res.Body.Close()
 	var env struct {
-		Data creds `json:"data"`
+		Data proc.Creds `json:"data"`
 	}
 	if err := json.NewDecoder(res.Body).Decode(&env); err != nil || res.StatusCode != http.StatusCreated {
 		s.t.Fatalf("create app: %d %v", res.StatusCode, err)
@@ -106,50 +91,8 @@ func (s *server) createApp() creds {
 	return env.Data
 }
 
-// signedRoutes remembers the routes of each scheme M signature made here:
-// the platform binds an accepted signature to its method, path and query
-// for its window (another route only within 2 s of its first use), and
-// every bodyless request of one second has one signature.
-var signedRoutes = struct {
-	sync.Mutex
-	m map[string]map[string]bool
-}{m: map[string]map[string]bool{}}
-
-// stamp signs at the current second as a spec-faithful client does: a
-// signature of the current second serves other routes too (its first use
-// was within the second, inside the platform's 2 s grace), and a read may
-// repeat its own. A write never repeats one (the platform answers an
-// identical write from its record, as a replay) and an earlier second's
-// signature is not reused; then it takes the nearest free earlier second.
-func stamp(c creds, route, body string) (ts, sig string) {
-	signedRoutes.Lock()
-	defer signedRoutes.Unlock()
-	now := time.Now().Unix()
-	for back := int64(0); back < 250; back++ {
-		ts = strconv.FormatInt(now-back, 10)
-		sig = fmt.Sprintf("%x", md5.Sum([]byte(c.Key+ts+c.Secret+body)))
-		routes := signedRoutes.m[sig]
-		ok := routes == nil
-		switch {
-		case routes[route]:
-			ok = strings.HasPrefix(route, "GET ")
-		case routes != nil:
-			ok = back == 0
-		}
-		if ok {
-			if routes == nil {
-				routes = map[string]bool{}
-				signedRoutes.m[sig] = routes
-			}
-			routes[route] = true
-			return ts, sig
-		}
-	}
-	panic("no free timestamp for " + route)
-}
-
-func (s *server) signed(c creds, method, path, body string) (int, map[string]any, error) {
-	ts, sig := stamp(c, method+" "+path, body)
+func (s *server) signed(c proc.Creds, method, path, body string) (int, map[string]any, error) {
+	ts, sig := proc.Stamp(c, method+" "+path, body)
 	req, _ := http.NewRequest(method, s.base+path, strings.NewReader(body))
 	req.Header.Set("X-App-Id", strconv.FormatInt(c.AppID, 10))
 	req.Header.Set("X-Timestamp", ts)

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/healthtech/partner-open-platform/e2e/internal/proc"
 )
 
 // Two platform processes on one Postgres: a spec-faithful scheme M client
@@ -21,8 +23,8 @@ func TestClusterSpecFaithfulSchemeMSameSecond(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts two platform processes")
 	}
-	c := startCluster(t, clusterOptions{nodes: 2})
-	p := c.createPartner("same-second")
+	c := proc.Start(t, proc.Options{Nodes: 2})
+	p := c.CreatePartner("same-second")
 	var reg struct {
 		OpenUserID   int64 `json:"open_user_id"`
 		FamilyGroups []struct {
@@ -32,19 +34,19 @@ func TestClusterSpecFaithfulSchemeMSameSecond(t *testing.T) {
 			MemberID int64 `json:"member_id"`
 		} `json:"family_members"`
 	}
-	c.partnerCall(p.creds, "POST", "/open/v1/channel/users", map[string]any{
+	c.PartnerCall(p.Creds, "POST", "/open/v1/channel/users", map[string]any{
 		"channel_user_id": "cluster-same-second", "user": map[string]any{"name": "李雷"},
 		"family_groups":  []any{map[string]any{"app_group_id": 1, "name": "Home"}},
 		"family_members": []any{map[string]any{"app_user_id": "m1", "app_group_id": 1, "name": "Dad", "relationship": "FATHER"}},
 	}, http.StatusCreated, &reg)
 	user := fmt.Sprintf("/open/v1/channel/users/%d", reg.OpenUserID)
-	c.awaitEverywhere(p.creds, user, time.Minute)
+	c.AwaitEverywhere(p.Creds, user, time.Minute)
 
 	sec := strconv.FormatInt(time.Now().Unix(), 10)
 	sig := fmt.Sprintf("%x", md5.Sum([]byte(p.Key+sec+p.Secret)))
 	send := func(node int, method, path string) (int, http.Header, []byte) {
 		t.Helper()
-		req, err := http.NewRequest(method, c.nodes[node].base+path, nil)
+		req, err := http.NewRequest(method, c.Nodes[node].Base+path, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -324,28 +324,17 @@ func (r *Runner) reset(ctx context.Context) error {
 	return nil
 }
 
+// follow is one subscription from the projector's checkpoint. It reads as
+// its steps: resume from the checkpoint, open the log after it, then, batch
+// by batch, report being caught up when the log's head says so, wait for
+// the next event (or a rebuild request), read what is already buffered
+// behind it, and apply that batch with its checkpoint. It returns on the
+// first failure, a rebuild request or ctx's end; project restarts it.
 func (r *Runner) follow(ctx context.Context) error {
-	if err := r.syncGeneration(ctx); err != nil {
+	cp, err := r.resume(ctx)
+	if err != nil {
 		return err
 	}
-	cp, err := r.proj.Checkpoint(ctx)
-	if err != nil {
-		return fmt.Errorf("checkpoint: %w", err)
-	}
-	head, err := r.store.Head(ctx)
-	if err != nil {
-		return fmt.Errorf("head of the log: %w", err)
-	}
-	r.mu.Lock()
-	if r.pos.Less(cp) {
-		r.pos = cp
-	}
-	if !r.stats.Ready {
-		r.stats.Target = head
-	}
-	r.mu.Unlock()
-	r.kickAnnounce()
-
 	subCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	sub, err := r.subscribe(subCtx, cp)
@@ -356,19 +345,101 @@ func (r *Runner) follow(ctx context.Context) error {
 	if rest, err := r.store.ReadAll(ctx, cp, 1); err == nil && len(rest) == 0 {
 		r.advance(cp, 0, true) // nothing to replay: caught up already
 	}
-
-	type item struct {
-		rec events.Recorded
-		err error
+	feed := r.pump(subCtx, sub)
+	fl := &following{atEnd: true, last: cp, saved: time.Now(), buf: make([]events.Envelope, 0, r.batchSize)}
+	for {
+		r.reportCaughtUp(ctx, feed, fl)
+		first, ok, err := r.next(ctx, feed)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			continue
+		}
+		pg, err := r.readPage(first, feed, fl.buf[:0])
+		if err != nil {
+			return err
+		}
+		fl.buf = pg.envs
+		if err := r.commit(ctx, pg, fl); err != nil {
+			return err
+		}
 	}
-	feed := make(chan item, r.batchSize)
+}
+
+// following is what one follow remembers between batches.
+type following struct {
+	// atEnd is whether the last batch could have been the log's end. A full
+	// batch cannot say; when nothing more is buffered, the log's head does,
+	// so a replay whose last batch happens to be full still reports caught
+	// up instead of waiting for an event that may never come.
+	atEnd bool
+	// last is the position of the last event read.
+	last events.Position
+	// saved is when the projector last committed a checkpoint.
+	saved time.Time
+	// buf is the batch's storage, reused from batch to batch.
+	buf []events.Envelope
+}
+
+// fed is one read of the subscription: an event, or why it ended.
+type fed struct {
+	rec events.Recorded
+	err error
+}
+
+// page is one batch as readPage took it from the feed: the events for
+// the projector, how many were read in all (the projector's and the
+// others'), the last one read, whether it was short (the feed held no more:
+// caught up), and a subscription failure met after it, which is returned
+// once the page is applied.
+type page struct {
+	envs     []events.Envelope
+	n        int
+	last     events.Recorded
+	caughtUp bool
+	pending  error
+}
+
+// resume reads where the projector stands and the log's head (the target
+// of a start or a rebuild), and moves the runner's position up to the
+// checkpoint.
+func (r *Runner) resume(ctx context.Context) (events.Position, error) {
+	if err := r.syncGeneration(ctx); err != nil {
+		return events.Position{}, err
+	}
+	cp, err := r.proj.Checkpoint(ctx)
+	if err != nil {
+		return events.Position{}, fmt.Errorf("checkpoint: %w", err)
+	}
+	head, err := r.store.Head(ctx)
+	if err != nil {
+		return events.Position{}, fmt.Errorf("head of the log: %w", err)
+	}
+	r.mu.Lock()
+	if r.pos.Less(cp) {
+		r.pos = cp
+	}
+	if !r.stats.Ready {
+		r.stats.Target = head
+	}
+	r.mu.Unlock()
+	r.kickAnnounce()
+	return cp, nil
+}
+
+// pump reads the subscription ahead into a buffer of one batch, so that
+// readPage can take what is already available without waiting. The
+// channel closes after the subscription's first error or when ctx ends.
+func (r *Runner) pump(ctx context.Context, sub events.Subscription) <-chan fed {
+	feed := make(chan fed, r.batchSize)
 	go func() {
 		defer close(feed)
 		for {
-			rec, err := sub.Next(subCtx)
+			rec, err := sub.Next(ctx)
 			select {
-			case feed <- item{rec, err}:
-			case <-subCtx.Done():
+			case feed <- fed{rec, err}:
+			case <-ctx.Done():
 				return
 			}
 			if err != nil {
@@ -376,112 +447,126 @@ func (r *Runner) follow(ctx context.Context) error {
 			}
 		}
 	}()
+	return feed
+}
 
-	batch := make([]events.Envelope, 0, r.batchSize)
-	saved := time.Now()
-	// atEnd is whether the last batch could have been the log's end. A full
-	// batch cannot say; when nothing more is buffered, the log's head does,
-	// so a replay whose last batch happens to be full still reports caught
-	// up instead of waiting for an event that may never come.
-	atEnd, last := true, cp
-	for {
-		if !atEnd && len(feed) == 0 {
-			if head, err := r.store.Head(ctx); err == nil && !last.Less(head) {
-				r.advance(last, 0, true)
-				atEnd = true
-			}
-		}
-		var first item
-		select {
-		case first = <-feed:
-		case done := <-r.rebuild:
-			return rebuildRequest{done}
-		case <-r.wantRebuild:
-			// Announcements repeat: rebuild only what storage still asks for.
-			pending, err := r.rebuildPending(ctx)
-			if err != nil {
-				return err
-			}
-			if pending {
-				return rebuildRequest{}
-			}
-			continue
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-		if first.err != nil {
-			return fmt.Errorf("subscription: %w", first.err)
-		}
-		batch = batch[:0]
-		lastRec := first.rec
-		n := 1
-		if env, ok, err := r.decode(first.rec); err != nil {
-			return err
-		} else if ok {
-			batch = append(batch, env)
-		}
-		caughtUp := true
-		var pending error
-	drain:
-		for n < r.batchSize {
-			select {
-			case it := <-feed:
-				if it.err != nil {
-					pending = it.err
-					break drain
-				}
-				lastRec = it.rec
-				n++
-				env, ok, err := r.decode(it.rec)
-				if err != nil {
-					return err
-				}
-				if ok {
-					batch = append(batch, env)
-				}
-			default:
-				break drain
-			}
-		}
-		if n == r.batchSize {
-			caughtUp = false
-		}
-		atEnd, last = caughtUp, lastRec.Position
-		// A batch with nothing for this projector moves its position in
-		// memory only; the checkpoint follows with the next batch that has
-		// work, or after checkpointIdle. A restart then re-reads a few events
-		// the projector ignores anyway, instead of every read model committing a
-		// transaction for every batch of the others' events.
-		if len(batch) == 0 && time.Since(saved) < checkpointIdle {
-			r.advance(lastRec.Position, n, caughtUp)
-			if r.onApplied != nil {
-				r.onApplied(r.Name(), n, lastRec)
-			}
-			if pending != nil {
-				return fmt.Errorf("subscription: %w", pending)
-			}
-			continue
-		}
-		saved = time.Now()
-		actx, span := startProjection(ctx, r.Name(), batch)
-		err := r.proj.Apply(actx, batch, lastRec.Position)
-		endBatch(span, lastRec.Position, err)
+// reportCaughtUp marks the runner caught up when the last batch was full
+// but nothing more is buffered and the log's head is no further.
+func (r *Runner) reportCaughtUp(ctx context.Context, feed <-chan fed, fl *following) {
+	if fl.atEnd || len(feed) > 0 {
+		return
+	}
+	if head, err := r.store.Head(ctx); err == nil && !fl.last.Less(head) {
+		r.advance(fl.last, 0, true)
+		fl.atEnd = true
+	}
+}
+
+// next waits for the next event of the log. It returns a rebuildRequest
+// when one is asked for here or (under a shared lease) announced and still
+// pending in storage; ok is false when an announcement turned out to be
+// stale, and the caller looks again.
+func (r *Runner) next(ctx context.Context, feed <-chan fed) (first fed, ok bool, err error) {
+	select {
+	case first = <-feed:
+	case done := <-r.rebuild:
+		return fed{}, false, rebuildRequest{done}
+	case <-r.wantRebuild:
+		// Announcements repeat: rebuild only what storage still asks for.
+		pending, err := r.rebuildPending(ctx)
 		if err != nil {
-			if !r.skipPoison || ctx.Err() != nil || errors.Is(err, lease.ErrLost) || errors.Is(err, ErrCheckpointBackwards) {
-				return fmt.Errorf("apply up to %s: %w", lastRec.Position, err)
-			}
-			if err := r.applyEach(ctx, batch, lastRec.Position); err != nil {
-				return fmt.Errorf("apply up to %s: %w", lastRec.Position, err)
-			}
+			return fed{}, false, err
 		}
-		r.advance(lastRec.Position, n, caughtUp)
-		if r.onApplied != nil {
-			r.onApplied(r.Name(), n, lastRec)
+		if pending {
+			return fed{}, false, rebuildRequest{}
 		}
-		if pending != nil {
-			return fmt.Errorf("subscription: %w", pending)
+		return fed{}, false, nil
+	case <-ctx.Done():
+		return fed{}, false, ctx.Err()
+	}
+	if first.err != nil {
+		return fed{}, false, fmt.Errorf("subscription: %w", first.err)
+	}
+	return first, true, nil
+}
+
+// readPage decodes first and whatever the feed already holds behind it,
+// up to the batch size, into buf. A full batch is not caught up: more may
+// be waiting.
+func (r *Runner) readPage(first fed, feed <-chan fed, buf []events.Envelope) (page, error) {
+	b := page{envs: buf, n: 1, last: first.rec, caughtUp: true}
+	if env, ok, err := r.decode(first.rec); err != nil {
+		return b, err
+	} else if ok {
+		b.envs = append(b.envs, env)
+	}
+	for b.n < r.batchSize {
+		var it fed
+		select {
+		case it = <-feed:
+		default:
+			return b, nil
+		}
+		if it.err != nil {
+			b.pending = it.err
+			return b, nil
+		}
+		b.last = it.rec
+		b.n++
+		env, ok, err := r.decode(it.rec)
+		if err != nil {
+			return b, err
+		}
+		if ok {
+			b.envs = append(b.envs, env)
 		}
 	}
+	b.caughtUp = false
+	return b, nil
+}
+
+// commit applies a batch and its checkpoint in one Apply, then moves the
+// runner's position and reports the batch. A batch with nothing for this
+// projector moves its position in memory only; the checkpoint follows with
+// the next batch that has work, or after checkpointIdle. A restart then
+// re-reads a few events the projector ignores anyway, instead of every read
+// model committing a transaction for every batch of the others' events.
+func (r *Runner) commit(ctx context.Context, b page, fl *following) error {
+	pos := b.last.Position
+	fl.atEnd, fl.last = b.caughtUp, pos
+	if len(b.envs) > 0 || time.Since(fl.saved) >= checkpointIdle {
+		fl.saved = time.Now()
+		if err := r.apply(ctx, b.envs, pos); err != nil {
+			return err
+		}
+	}
+	r.advance(pos, b.n, b.caughtUp)
+	if r.onApplied != nil {
+		r.onApplied(r.Name(), b.n, b.last)
+	}
+	if b.pending != nil {
+		return fmt.Errorf("subscription: %w", b.pending)
+	}
+	return nil
+}
+
+// apply hands the batch to the projector in one transaction, traced. When
+// poison events may be skipped, a batch that fails for its own content is
+// applied again one event at a time (applyEach).
+func (r *Runner) apply(ctx context.Context, envs []events.Envelope, pos events.Position) error {
+	actx, span := startProjection(ctx, r.Name(), envs)
+	err := r.proj.Apply(actx, envs, pos)
+	endBatch(span, pos, err)
+	if err == nil {
+		return nil
+	}
+	if !r.skipPoison || ctx.Err() != nil || errors.Is(err, lease.ErrLost) || errors.Is(err, ErrCheckpointBackwards) {
+		return fmt.Errorf("apply up to %s: %w", pos, err)
+	}
+	if err := r.applyEach(ctx, envs, pos); err != nil {
+		return fmt.Errorf("apply up to %s: %w", pos, err)
+	}
+	return nil
 }
 
 // applyEach applies a batch that failed as a whole one event at a time. An

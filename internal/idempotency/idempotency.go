@@ -334,7 +334,7 @@ func (k *Keeper) writeReplay(w http.ResponseWriter, r *http.Request, stream, sea
 	// Some answers carry a secret (a secret rotation): a replay is never
 	// stored by intermediaries either.
 	w.Header().Set("Cache-Control", "no-store")
-	noteCode(r, []byte(body))
+	noteCode(r, status, []byte(body))
 	w.WriteHeader(status)
 	_, _ = w.Write([]byte(body))
 	return nil
@@ -342,7 +342,7 @@ func (k *Keeper) writeReplay(w http.ResponseWriter, r *http.Request, stream, sea
 
 // finish records the answer (or the release) right after the claim.
 func (q *keyed) finish(ctx context.Context, rw *recorder) error {
-	a := commands.KeyAnswer{Status: rw.status, Code: envelopeCode(rw.body.Bytes()), ContentType: rw.header.Get("Content-Type")}
+	a := commands.KeyAnswer{Status: rw.status, Code: envelopeCode(rw.status, rw.body.Bytes()), ContentType: rw.header.Get("Content-Type")}
 	if commands.KeptForReplay(a.Status, a.Code) {
 		sealed, err := q.k.sealAnswer(ctx, q.stream, q.subject, rw.body.String())
 		if err != nil {
@@ -354,7 +354,12 @@ func (q *keyed) finish(ctx context.Context, rw *recorder) error {
 }
 
 // envelopeCode is the string code of an error envelope ("" on success).
-func envelopeCode(body []byte) string {
+// Only an error status carries one (a success envelope's code is 0), so a
+// success body, which may be large, is not parsed.
+func envelopeCode(status int, body []byte) string {
+	if status < http.StatusBadRequest {
+		return ""
+	}
 	var env struct {
 		Code any `json:"code"`
 	}
@@ -367,8 +372,8 @@ func envelopeCode(body []byte) string {
 
 // noteCode hands an answer's error code to the access log, which the
 // recorder cannot do through httpapi's writer hook.
-func noteCode(r *http.Request, body []byte) {
-	if c := envelopeCode(body); c != "" {
+func noteCode(r *http.Request, status int, body []byte) {
+	if c := envelopeCode(status, body); c != "" {
 		httpapi.NoteFrom(r.Context()).Code = c
 	}
 }

@@ -50,7 +50,7 @@ func (rw *recorder) flush(w http.ResponseWriter, r *http.Request) {
 	if rw.status == 0 {
 		rw.status = http.StatusOK
 	}
-	noteCode(r, rw.body.Bytes())
+	noteCode(r, rw.status, rw.body.Bytes())
 	w.WriteHeader(rw.status)
 	_, _ = w.Write(rw.body.Bytes())
 }

@@ -32,9 +32,10 @@ const SignatureTTL = 2*300*time.Second + time.Minute
 // signedScope is the store scope of signed-write records.
 const signedScope = "signed-write"
 
-// pendingAnswer is what a replay would leave under an answer key it found
-// empty; it never does (it reads a level's answer only once the level is
-// done, after the original bound its answer there).
+// pendingAnswer is what a replay leaves under a level's answer key in
+// the layout that kept the answer apart from the done key (see
+// replaySigned), were it to find the key empty; it never does, since that
+// writer bound its answer before marking the level done.
 const pendingAnswer = "pending"
 
 // errSignedInProgress answers a replay while the original still runs.
@@ -119,29 +120,21 @@ const (
 
 // recordSigned records the original's answer. The store has no plain read:
 // every look is a first-wins Bind, so a replay that looks for the answer
-// before it exists would hold the key. Hence levels: the original binds
-// its answer at level 0, then marks the level done; a replay first binds
-// the level's done key to "probe" and reads the answer only when it finds
-// "done". A replay that looked first (its probe holds) answers 409, and
-// the original, finding the probe, records at the next level; later
-// replays walk the levels to the done one.
-//
-// replaySigned also reads a one-binding layout (the done key holding
-// "done", a newline and the answer), which saves a store operation per
-// write. Nodes share these records during a rolling upgrade, so the
-// writer moves to that layout only in a release after every node reads it
-// (docs/upgrades.md, "expand now, contract later").
+// before it exists would hold the key. Hence levels: the original binds the
+// level's done key to "done", a newline and its answer; a replay binds the
+// same key to "probe" and answers from it only when it finds "done". A
+// replay that looked first (its probe holds) answers 409, and the original,
+// finding the probe, records at the next level; later replays walk the
+// levels to the done one. A write thus costs two bindings: its claim and
+// its answer.
 func (k *Keeper) recordSigned(ctx context.Context, store SignedStore, name string, expires time.Time, r *http.Request, body []byte, rw *recorder) error {
 	sealed, err := k.sealAnswer(ctx, signedStream(name), answerSubject(r, body, rw.body.Bytes()), rw.body.String())
 	if err != nil {
 		return err
 	}
-	record := strconv.Itoa(rw.status) + "\n" + rw.header.Get("Content-Type") + "\n" + sealed
+	record := levelDone + "\n" + strconv.Itoa(rw.status) + "\n" + rw.header.Get("Content-Type") + "\n" + sealed
 	for level := range maxLevels {
-		if _, _, err := store.Bind(ctx, signedScope, levelKey(name, "answer", level), record, expires); err != nil {
-			return err
-		}
-		_, done, err := store.Bind(ctx, signedScope, levelKey(name, "done", level), levelDone, expires)
+		_, done, err := store.Bind(ctx, signedScope, levelKey(name, "done", level), record, expires)
 		if err != nil || done {
 			return err
 		}
@@ -154,7 +147,11 @@ func levelKey(name, what string, level int) string {
 }
 
 // replaySigned answers a replay from the original's record, or 409 while
-// the original runs (see recordSigned).
+// the original runs (see recordSigned). It also reads the layout of nodes
+// that kept the answer under a key of its own ("answer" at the level, the
+// done key holding "done" alone): during a rolling upgrade an older node
+// may have recorded the original (docs/upgrades.md, "expand now, contract
+// later").
 func (k *Keeper) replaySigned(w http.ResponseWriter, r *http.Request, store SignedStore, name string, expires time.Time) error {
 	ctx := r.Context()
 	for level := range maxLevels {
@@ -166,7 +163,7 @@ func (k *Keeper) replaySigned(w http.ResponseWriter, r *http.Request, store Sign
 			return errSignedInProgress // the original will record at a later level
 		}
 		if record, ok := strings.CutPrefix(state, levelDone+"\n"); ok {
-			return k.writeSigned(w, r, name, record) // the one-binding layout
+			return k.writeSigned(w, r, name, record)
 		}
 		if state != levelDone {
 			continue // another replay looked first; the original went on

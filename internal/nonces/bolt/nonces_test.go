@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/healthtech/partner-open-platform/internal/idempotency"
+	"github.com/healthtech/partner-open-platform/internal/idempotency/signedtest"
 	"github.com/healthtech/partner-open-platform/internal/nonces/bolt"
 	"github.com/healthtech/partner-open-platform/internal/nonces/noncetest"
 	"github.com/healthtech/partner-open-platform/projections/memory"
@@ -20,6 +22,18 @@ func TestNoncesConformance(t *testing.T) {
 		return n
 	})
 	noncetest.RunDurable(t, func(path string) (noncetest.Store, error) { return bolt.Open(path) })
+}
+
+// Signed writes are recorded in and replayed from the embedded file.
+func TestSignedWriteRecords(t *testing.T) {
+	signedtest.Run(t, func(t *testing.T) idempotency.SignedStore {
+		n, err := bolt.Open(filepath.Join(t.TempDir(), "nonces.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = n.Close() })
+		return n
+	})
 }
 
 // Expired entries are pruned as the file grows, so it stays near the

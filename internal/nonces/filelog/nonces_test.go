@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/healthtech/partner-open-platform/internal/idempotency"
+	"github.com/healthtech/partner-open-platform/internal/idempotency/signedtest"
 	"github.com/healthtech/partner-open-platform/internal/nonces/bolt"
 	"github.com/healthtech/partner-open-platform/internal/nonces/filelog"
 	"github.com/healthtech/partner-open-platform/internal/nonces/noncetest"
@@ -24,6 +26,18 @@ func TestNoncesConformance(t *testing.T) {
 		return n
 	})
 	noncetest.RunDurable(t, func(path string) (noncetest.Store, error) { return filelog.Open(path) })
+}
+
+// Signed writes are recorded in and replayed from the embedded file.
+func TestSignedWriteRecords(t *testing.T) {
+	signedtest.Run(t, func(t *testing.T) idempotency.SignedStore {
+		n, err := filelog.Open(filepath.Join(t.TempDir(), "nonces.log"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = n.Close() })
+		return n
+	})
 }
 
 func open(t *testing.T, path string) *filelog.Nonces {

@@ -1,12 +1,10 @@
-package process
+package upgrade
 
 import (
 	"bufio"
 	"bytes"
 	"context"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/healthtech/partner-open-platform/e2e/internal/proc"
+	"github.com/healthtech/partner-open-platform/e2e/internal/workload"
 	"github.com/healthtech/partner-open-platform/internal/pgtest"
 )
 
@@ -39,72 +39,65 @@ func TestRollingUpgrade(t *testing.T) {
 	if testing.Short() {
 		t.Skip("rolling upgrade: builds the previous release and runs two platform processes for about 45 s")
 	}
-	// Mostly waiting on a steady load and timers: it runs beside the other
-	// long process test, which keeps the package well under two minutes.
-	t.Parallel()
 	began := time.Now()
 	db := pgtest.New(t)
 	prev, commit := previousReleaseBinary(t)
-	cur := platformProgram(t)
+	cur := proc.Program(t)
 	built := time.Since(began)
 
-	c := &cluster{t: t, db: db, adminToken: "adm_upgrade_" + randomHex(t, 12)}
-	env := nodeEnv(db, randomHex(t, 32), c.adminToken, "int_upgrade_"+randomHex(t, 12),
+	c := &proc.Cluster{T: t, DB: db, AdminToken: "adm_upgrade_" + proc.RandomHex(t, 12)}
+	env := proc.NodeEnv(db, proc.RandomHex(t, 32), c.AdminToken, "int_upgrade_"+proc.RandomHex(t, 12),
 		"PLATFORM_WEBHOOK_ALLOW_LOOPBACK=1", "PLATFORM_WEBHOOK_RETRY_SCHEDULE=1s,1s,2s,3s,5s")
 	logs := t.TempDir()
-	node := func(i int, bin []string) *clusterNode {
-		addr := freeAddr(t)
-		return &clusterNode{idx: i, bin: bin, addr: addr, base: "http://" + addr, dir: t.TempDir(), env: env,
-			logPath: filepath.Join(logs, fmt.Sprintf("node%d.log", i))}
-	}
-	old, next := node(0, []string{prev}), node(1, cur)
-	t.Cleanup(func() { old.kill(); next.kill() })
-	if err := old.start(); err != nil {
+	old, next := proc.NewNode(t, 0, []string{prev}, env, logs), proc.NewNode(t, 1, cur, env, logs)
+	t.Cleanup(func() { old.Kill(); next.Kill() })
+	if err := old.Start(); err != nil {
 		t.Fatal(err)
 	}
-	if err := old.waitReady(60 * time.Second); err != nil {
-		t.Fatalf("previous release %s: %v; log:\n%s", commit, err, old.logTail(8000))
+	if err := old.WaitReady(60 * time.Second); err != nil {
+		t.Fatalf("previous release %s: %v; log:\n%s", commit, err, old.LogTail(8000))
 	}
-	c.nodes = []*clusterNode{old}
-	c.client = &clusterClient{nodes: c.nodes, hc: &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{
-		MaxIdleConnsPerHost: 64, IdleConnTimeout: 30 * time.Second, DialContext: (&net.Dialer{Timeout: 2 * time.Second}).DialContext,
-	}}}
+	c.Nodes = []*proc.Node{old}
+	c.Client = proc.NewClient(c.Nodes)
 
 	// 1. The previous release alone: apps, cards, providers, webhooks, then
 	// one steady load through the three steps below. The new node is in the
 	// client's rotation from the start, drained until it is ready.
-	rcv := newHookReceiver(t, 5, 8, 200*time.Millisecond)
-	w := setupWorld(t, c, rcv)
-	sampler := &checkpointSampler{db: db, last: map[string][2]uint64{}}
+	rcv := proc.NewHookReceiver(t, 5, 8, 200*time.Millisecond)
+	w := workload.Setup(t, c, rcv)
+	sampler := workload.NewCheckpointSampler(db)
 	samplerCtx, stopSampler := context.WithCancel(context.Background())
 	samplerDone := make(chan struct{})
-	go func() { defer close(samplerDone); sampler.run(samplerCtx) }()
+	go func() { defer close(samplerDone); sampler.Run(samplerCtx) }()
 	defer stopSampler()
-	next.drained.Store(true)
-	c.nodes = []*clusterNode{old, next}
-	c.client.nodes = c.nodes
+	next.Drained.Store(true)
+	c.Nodes = []*proc.Node{old, next}
+	c.Client.Nodes = c.Nodes
 	loadCtx, stopLoad := context.WithCancel(context.Background())
 	defer stopLoad()
 	loadDone := make(chan struct{})
 	loadBegan := time.Now()
-	go func() { defer close(loadDone); w.load(loadCtx, 20) }()
+	go func() { defer close(loadDone); w.Load(loadCtx, 20) }()
 	time.Sleep(4 * time.Second)
-	oldAlone := w.snapshotCounts()
+	oldAlone := w.SnapshotCounts()
 
 	// 2. This release starts on the same database while the old one
 	// serves, joins the rotation once ready, and both serve.
-	if err := next.start(); err != nil {
+	if err := next.Start(); err != nil {
 		t.Fatal(err)
 	}
-	if err := next.waitReady(60 * time.Second); err != nil {
-		t.Fatalf("this release beside %s: %v; log:\n%s", commit, err, next.logTail(8000))
+	if err := next.WaitReady(60 * time.Second); err != nil {
+		t.Fatalf("this release beside %s: %v; log:\n%s", commit, err, next.LogTail(8000))
 	}
-	next.drained.Store(false)
+	next.Drained.Store(false)
+	// A signed write recorded by either release replays through the other.
+	replayAcross(t, w.Partner().Creds, old, next, "upgrade-replay-old-"+w.Run())
+	replayAcross(t, w.Partner().Creds, next, old, "upgrade-replay-new-"+w.Run())
 	time.Sleep(12 * time.Second)
-	both := w.snapshotCounts()
+	both := w.SnapshotCounts()
 
 	// 3. The old node leaves the rotation and stops while the load goes on.
-	old.drained.Store(true)
+	old.Drained.Store(true)
 	time.Sleep(500 * time.Millisecond) // the requests it took finish
 	stopGracefully(t, old)
 	time.Sleep(4 * time.Second)
@@ -112,47 +105,44 @@ func TestRollingUpgrade(t *testing.T) {
 	<-loadDone
 	loadEnd := time.Now()
 
-	w.settle(60 * time.Second)
+	w.Settle(60 * time.Second)
 	stopSampler()
 	<-samplerDone
-	w.summary(loadEnd.Sub(loadBegan), loadEnd, &killer{}, sampler)
+	w.Summary(loadEnd.Sub(loadBegan), loadEnd, &workload.Killer{}, sampler)
 	// The checks below go to the node left (they address nodes by index).
-	c.nodes = []*clusterNode{next}
-	c.client.nodes = c.nodes
-	w.checkAcknowledgedWrites()
-	w.checkCards()
-	w.checkOrders()
-	w.checkWebhooks()
-	w.checkRebuild()
+	c.Nodes = []*proc.Node{next}
+	c.Client.Nodes = c.Nodes
+	w.CheckAcknowledgedWrites()
+	w.CheckCards()
+	w.CheckOrders()
+	w.CheckWebhooks()
+	w.CheckRebuild()
 
 	// No request failed: every answer was 2xx or a refusal the partner's
 	// own request earned (4xx), never a 5xx, a broken connection or no node
 	// at all. A read after a write (a report pull too) must go to another
 	// node than the writer: while one node is in rotation there is none.
-	for kind, outs := range w.snapshotCounts() {
+	for kind, outs := range w.SnapshotCounts() {
 		for out, n := range outs {
 			bad := strings.HasPrefix(out, "maybe") || strings.HasPrefix(out, "refused 5")
 			if out == "unavailable" && !strings.HasPrefix(kind, "read after") && kind != "report-pull" {
 				bad = true
 			}
 			if bad {
-				w.fail("request failed during the upgrade", fmt.Sprintf("%s: %s × %d", kind, out, n))
+				w.Fail("request failed during the upgrade", fmt.Sprintf("%s: %s × %d", kind, out, n))
 			}
 		}
 	}
-	for _, n := range []*clusterNode{old, next} {
-		n.mu.Lock()
-		died := append([]string(nil), n.died...)
-		n.mu.Unlock()
-		for _, d := range died {
-			w.fail("node exited without being stopped", fmt.Sprintf("node %d at %s; log:\n%s", n.idx, d, n.logTail(4000)))
+	for _, n := range []*proc.Node{old, next} {
+		for _, d := range n.Exits() {
+			w.Fail("node exited without being stopped", fmt.Sprintf("node %d at %s; log:\n%s", n.Idx, d, n.LogTail(4000)))
 		}
-		for _, line := range logErrors(n.logPath) {
-			w.fail("node logged an error", fmt.Sprintf("node %d: %s", n.idx, line))
+		for _, line := range logErrors(n.LogPath) {
+			w.Fail("node logged an error", fmt.Sprintf("node %d: %s", n.Idx, line))
 		}
 	}
-	for _, r := range sampler.regressions {
-		w.fail("checkpoint went backwards", r)
+	for _, r := range sampler.Regressions {
+		w.Fail("checkpoint went backwards", r)
 	}
 	// The run must have exercised what it checks: writes on both nodes
 	// while both ran, and webhooks delivered.
@@ -161,50 +151,21 @@ func TestRollingUpgrade(t *testing.T) {
 			t.Errorf("no %s acknowledged while both releases ran", kind)
 		}
 	}
-	if rcv.delivered() == 0 {
+	if rcv.Delivered() == 0 {
 		t.Error("no webhook delivered")
 	}
 	t.Logf("rolling upgrade from %s: binaries ready in %v, whole test %v", commit[:12], built.Round(time.Millisecond), time.Since(began).Round(time.Millisecond))
-	w.report()
-}
-
-// snapshotCounts copies the outcome counts so far.
-func (w *world) snapshotCounts() map[string]map[string]int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	out := make(map[string]map[string]int, len(w.counts))
-	for kind, outs := range w.counts {
-		out[kind] = make(map[string]int, len(outs))
-		for o, n := range outs {
-			out[kind][o] = n
-		}
-	}
-	return out
+	w.Report()
 }
 
 // stopGracefully sends SIGTERM and waits for the process to exit (the
 // platform drains its HTTP server and stops its followers), killing it
 // after 30 s.
-func stopGracefully(t *testing.T, n *clusterNode) {
+func stopGracefully(t *testing.T, n *proc.Node) {
 	t.Helper()
-	n.mu.Lock()
-	cmd, done, f := n.cmd, n.done, n.logf
-	n.killing = true
-	n.cmd = nil
-	n.mu.Unlock()
-	if cmd == nil {
-		return
+	if !n.Stop(30 * time.Second) {
+		t.Errorf("node %d did not stop within 30 s of SIGTERM", n.Idx)
 	}
-	_ = cmd.Process.Signal(os.Interrupt)
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		_ = cmd.Process.Kill()
-		<-done
-		t.Errorf("node %d did not stop within 30 s of SIGTERM", n.idx)
-	}
-	fmt.Fprintf(f, "\n==== harness: node %d stopped (SIGINT) at %s ====\n", n.idx, time.Now().Format(time.RFC3339Nano))
-	f.Close()
 }
 
 // logErrors returns the ERROR lines of a node's log (text format).
@@ -290,7 +251,7 @@ func previousReleaseBinary(t *testing.T) (string, string) {
 	if err := os.MkdirAll(filepath.Dir(bin), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	tmp := bin + ".tmp" + randomHex(t, 4)
+	tmp := bin + ".tmp" + proc.RandomHex(t, 4)
 	build := exec.Command("go", "build", "-o", tmp, "./cmd/platform")
 	build.Dir = src
 	if out, err := build.CombinedOutput(); err != nil {

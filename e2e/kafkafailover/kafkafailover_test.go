@@ -1,17 +1,15 @@
-package process
+package kafkafailover
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"sort"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/healthtech/partner-open-platform/e2e/internal/proc"
 )
 
 // TestKafkaWebhookCreationFailover: three platform processes on one
@@ -24,32 +22,28 @@ import (
 // delivery id per event and endpoint), all correctly signed.
 //
 //	PLATFORM_TEST_POSTGRES_URL=... PLATFORM_TEST_KAFKA_BROKERS=... PLATFORM_TEST_KAFKA_FAILOVER_KILLS=5 \
-//	  go test -count=1 -run 'TestKafkaWebhookCreationFailover$' -v ./e2e/process
+//	  go test -count=1 -run 'TestKafkaWebhookCreationFailover$' -v ./e2e/kafkafailover
 func TestKafkaWebhookCreationFailover(t *testing.T) {
 	if testing.Short() {
 		t.Skip("Kafka failover: starts three platform processes for half a minute")
 	}
-	// Mostly waiting on restarts: it runs beside the other long process tests.
-	t.Parallel()
-	kills := envInt(t, "PLATFORM_TEST_KAFKA_FAILOVER_KILLS", 3)
-	c := startCluster(t, clusterOptions{nodes: 3, kafka: true})
-	rcv := newHookReceiver(t, 0, 0, 0)
-	p := c.createPartner("failover partner")
-	rcv.mu.Lock()
-	rcv.secret = p.WebhookSecret
-	rcv.mu.Unlock()
-	c.admin("PATCH", fmt.Sprintf("/admin/v1/apps/%d", p.AppID), map[string]any{"webhook_url": rcv.srv.URL + "/hooks"}, http.StatusOK, nil)
+	kills := proc.EnvInt(t, "PLATFORM_TEST_KAFKA_FAILOVER_KILLS", 3)
+	c := proc.Start(t, proc.Options{Nodes: 3, Kafka: true})
+	rcv := proc.NewHookReceiver(t, 0, 0, 0)
+	p := c.CreatePartner("failover partner")
+	rcv.SetSecret(p.WebhookSecret)
+	c.Admin("PATCH", fmt.Sprintf("/admin/v1/apps/%d", p.AppID), map[string]any{"webhook_url": rcv.URL() + "/hooks"}, http.StatusOK, nil)
 	var warm struct {
 		OpenUserID int64 `json:"open_user_id"`
 	}
-	c.partnerCall(p.creds, "POST", "/open/v1/channel/users", withGroup("warm-0"), http.StatusCreated, &warm)
-	c.awaitEverywhere(p.creds, fmt.Sprintf("/open/v1/channel/users/%d", warm.OpenUserID), 30*time.Second)
+	c.PartnerCall(p.Creds, "POST", "/open/v1/channel/users", withGroup("warm-0"), http.StatusCreated, &warm)
+	c.AwaitEverywhere(p.Creds, fmt.Sprintf("/open/v1/channel/users/%d", warm.OpenUserID), 30*time.Second)
 
 	acked := []string{"warm-0"} // channel_user_id of every acknowledged registration
 	register := func(id string, avoid int) (time.Time, bool) {
-		r := c.client.send("register", c.client.other(avoid), avoid, signedM(p.creds, "POST", "/open/v1/channel/users",
-			mustJSON(withGroup(id))))
-		if r.status != http.StatusCreated {
+		r := c.Client.Send("register", c.Client.Other(avoid), avoid, proc.SignedM(p.Creds, "POST", "/open/v1/channel/users",
+			proc.MustJSON(withGroup(id))))
+		if r.Status != http.StatusCreated {
 			t.Logf("register %s: %s", id, r)
 			return time.Time{}, false
 		}
@@ -58,7 +52,7 @@ func TestKafkaWebhookCreationFailover(t *testing.T) {
 	}
 	// firstHook is when the first webhook naming one of ids arrived.
 	firstHook := func(ids map[string]bool) (time.Time, bool) {
-		attempts, _, _, _ := rcv.snapshot()
+		attempts, _, _, _ := rcv.Snapshot()
 		var first time.Time
 		for _, as := range attempts {
 			for _, a := range as {
@@ -73,19 +67,19 @@ func TestKafkaWebhookCreationFailover(t *testing.T) {
 	}
 	// Webhooks flow before the first kill.
 	if _, ok := waitFor(30*time.Second, func() (time.Time, bool) { return firstHook(map[string]bool{"warm-0": true}) }); !ok {
-		_, total, _, _ := rcv.snapshot()
-		t.Fatalf("no webhook before any kill (%d received); node 0's log:\n%s", total, c.nodes[0].logTail(6000))
+		_, total, _, _ := rcv.Snapshot()
+		t.Fatalf("no webhook before any kill (%d received); node 0's log:\n%s", total, c.Nodes[0].LogTail(6000))
 	}
 
 	var windows []time.Duration
 	for k := range kills {
-		holder := c.leaseHolder(t, "webhook-creation")
-		victim := c.nodeOf(holder)
+		holder := c.LeaseHolder(t, "webhook-creation")
+		victim := c.NodeOf(holder)
 		if victim < 0 {
 			t.Fatalf("webhook-creation is held by %q, none of the nodes", holder)
 		}
 		killed := time.Now()
-		c.nodes[victim].kill()
+		c.Nodes[victim].Kill()
 		after := map[string]bool{}
 		var got time.Time
 		for seq := 0; ; seq++ {
@@ -105,12 +99,12 @@ func TestKafkaWebhookCreationFailover(t *testing.T) {
 		window := got.Sub(killed)
 		windows = append(windows, window)
 		t.Logf("kill %d of node %d (held webhook-creation): first webhook for a write acknowledged after it %v after the kill; new holder %s",
-			k, victim, window.Round(time.Millisecond), c.leaseHolder(t, "webhook-creation"))
-		if err := c.nodes[victim].start(); err != nil {
+			k, victim, window.Round(time.Millisecond), c.LeaseHolder(t, "webhook-creation"))
+		if err := c.Nodes[victim].Start(); err != nil {
 			t.Fatal(err)
 		}
-		if err := c.nodes[victim].waitReady(60 * time.Second); err != nil {
-			t.Fatalf("%v; log:\n%s", err, c.nodes[victim].logTail(8000))
+		if err := c.Nodes[victim].WaitReady(60 * time.Second); err != nil {
+			t.Fatalf("%v; log:\n%s", err, c.Nodes[victim].LogTail(8000))
 		}
 		time.Sleep(2 * time.Second) // the restarted node settles (it takes no lease from a live holder)
 	}
@@ -119,7 +113,7 @@ func TestKafkaWebhookCreationFailover(t *testing.T) {
 	// has its webhook, and each of its events one delivery id.
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		attempts, _, _, _ := rcv.snapshot()
+		attempts, _, _, _ := rcv.Snapshot()
 		created := map[string]map[string]bool{} // channel user and event -> delivery ids
 		for id, as := range attempts {
 			for _, a := range as {
@@ -188,35 +182,4 @@ func waitFor(timeout time.Duration, f func() (time.Time, bool)) (time.Time, bool
 		}
 	}
 	return time.Time{}, false
-}
-
-// leaseHolder reads who holds a lease, from the cluster's database.
-func (c *cluster) leaseHolder(t *testing.T, name string) string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, c.db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	var holder string
-	if err := conn.QueryRow(ctx, `SELECT holder FROM leases WHERE name = $1`, name).Scan(&holder); err != nil {
-		t.Fatalf("lease %s: %v", name, err)
-	}
-	return holder
-}
-
-// nodeOf is the node whose process a lease holder names (its default node
-// id is hostname-pid-random), or -1.
-func (c *cluster) nodeOf(holder string) int {
-	for i, n := range c.nodes {
-		n.mu.Lock()
-		cmd := n.cmd
-		n.mu.Unlock()
-		if cmd != nil && strings.Contains(holder, "-"+strconv.Itoa(cmd.Process.Pid)+"-") {
-			return i
-		}
-	}
-	return -1
 }
