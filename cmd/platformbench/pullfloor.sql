@@ -17,7 +17,7 @@ SELECT r.*, (SELECT max(position) FROM floor_events WHERE type = 'report.created
 SELECT pg_advisory_xact_lock(1);
 INSERT INTO floor_events (position, stream, revision, id, type, data, meta)
 SELECT (SELECT coalesce(max(position), 0) + 1 FROM floor_events), 'audit-app:1',
-    (SELECT coalesce(max(revision) + 1, 0) FROM floor_events WHERE stream = 'audit-app:1'), gen_random_uuid()::text, 'access.audited',
+    (SELECT coalesce(max(revision) + 1, 0) FROM floor_events WHERE stream = 'audit-app:1'), gen_random_uuid()::text, 'audit.access_recorded',
     convert_to('{"actor":"app:1","action":"report.pull","app_id":1,"report_id":' || :r || ',"subjects":["report-' || :r || '","user-' || (100000 + :r) || '","app-1"],"at":"' || now() || '"}', 'UTF8'),
     '\x7b22617070223a317d';
 SELECT pg_notify('floor_events', '');

@@ -318,6 +318,14 @@ type newRows struct {
 	data, meta      [][]byte
 }
 
+// streamCountQuery is a stream's committed event count: its last
+// revision + 1, read as the last entry of the (stream, revision) index.
+// Written as max(revision), the cached generic plan (estimating one row
+// per stream from early statistics) aggregated every entry of the stream,
+// so each append to a long stream (an app's audit facts, one per report
+// pull) read the whole stream under the append lock.
+const streamCountQuery = `SELECT coalesce((SELECT revision FROM es_events WHERE stream = $1 ORDER BY revision DESC LIMIT 1) + 1, 0)`
+
 // readCommitted is the first exchange with the server: open the transaction, take the
 // lock, read the head, and every stream's count and every event ID's
 // place as the committed log has them. Each statement after the lock
@@ -335,7 +343,7 @@ func readCommitted(ctx context.Context, conn *pgx.Conn, group []*pending) (commi
 			for i, ev := range part.Events {
 				ids[i] = ev.ID
 			}
-			b.Queue(`SELECT coalesce(max(revision) + 1, 0) FROM es_events WHERE stream = $1`, part.Stream)
+			b.Queue(streamCountQuery, part.Stream)
 			b.Queue(`SELECT id, stream, revision, position FROM es_events WHERE id = ANY($1)`, ids)
 			partStreams = append(partStreams, part.Stream)
 		}
