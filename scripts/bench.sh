@@ -22,7 +22,13 @@
 # flags to every `platformbench run` (e.g. "-clients 16 -window 20s");
 # BENCH_PG_SCENARIOS picks the Postgres run's scenarios; BENCH_SKIP_PG=1
 # runs the embedded half only, BENCH_SKIP_EMBEDDED=1 the Postgres half
-# only. BENCH_CPUPROFILE_DIR (a directory) writes
+# only. The Postgres run's webhook-cost rows offer PATCHes at fixed rates
+# (BENCH_COST_RATES, default 100,200,500 per second; each one
+# user.profile.updated webhook) and report the system's CPU per delivery,
+# the platform's and its Postgres server's (the throwaway server only), and
+# the platform database's Postgres transactions per delivery
+# (pg_stat_database), after an idle row. BENCH_REBUILD_EVENTS /
+# BENCH_SKIP_REBUILD: the rebuild rows (below). BENCH_CPUPROFILE_DIR (a directory) writes
 # each platform's CPU profile of its whole run there (embedded.pprof,
 # postgres.pprof; PLATFORM_CPUPROFILE), with its binary (platform).
 set -euo pipefail
@@ -43,7 +49,7 @@ for a in "$@"; do
 	esac
 done
 read -r -a extra <<<"${BENCH_ARGS:-}"
-pg_scenarios=${BENCH_PG_SCENARIOS:-register,member-upsert,register-paced,member-upsert-paced,snapshot,report-pull,verify-hot,verify-many}
+pg_scenarios=${BENCH_PG_SCENARIOS:-webhook-cost,register,member-upsert,register-paced,member-upsert-paced,snapshot,report-pull,verify-hot,verify-many}
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/platform-bench.XXXXXX")
 platform_pid="" pgtmp="" pgbin="" admin_url="" dbs=()
@@ -188,10 +194,46 @@ if [ "${BENCH_SKIP_PG:-0}" != "1" ]; then
 	case ",$pg_scenarios," in *,report-pull,*) extra+=(-pull-floor) ;; esac
 	start_platform postgres PLATFORM_EVENTSTORE_URL="$(db_url bench_platform_$$)" PLATFORM_POSTGRES_URL="$(db_url bench_platform_$$)" \
 		PLATFORM_PORTAL_BASE_URL="http://127.0.0.1"
+	pg_pid=0
+	if [ -n "$pgtmp" ]; then pg_pid=$(head -n1 "$pgtmp/data/postmaster.pid"); fi
 	run_bench -store postgres -raw-store-url "$(db_url bench_raw_$$)" -pgbench "$pgbench" -pgbench-url "$(db_url bench_pgbench_$$)" \
+		-postgres-pid "$pg_pid" -pg-stats-url "$admin_url" -pg-stats-db "bench_platform_$$" -webhook-cost-rates "${BENCH_COST_RATES:-100,200,500}" \
 		-scenarios "$pg_scenarios" -out "$work/postgres.json"
 	stop_platform
 	files+=("$work/postgres.json")
+fi
+
+# ---- 3. rebuild: a seeded log replayed by the real binary ----
+# platformbench seed writes BENCH_REBUILD_EVENTS events (default 300,000;
+# 100,000 with --quick; 10000000 for the auditor-scale goal) through an
+# in-process node's own command handlers, then platformbench rebuild starts
+# the platform on it, rebuilds every read model (events/s, CPU per event),
+# kills it with SIGKILL and times /readyz, and reports resident memory per
+# user. With Postgres (as above, unless BENCH_SKIP_PG=1) the same runs on
+# the Postgres event store and read models with BENCH_REBUILD_PG_EVENTS
+# (default 200,000). BENCH_SKIP_REBUILD=1 leaves this part out.
+if [ "${BENCH_SKIP_REBUILD:-0}" != "1" ]; then
+	rebuild_events=${BENCH_REBUILD_EVENTS:-300000}
+	rebuild_pg_events=${BENCH_REBUILD_PG_EVENTS:-200000}
+	if [ -n "$quick" ]; then
+		rebuild_events=${BENCH_REBUILD_EVENTS:-100000}
+		rebuild_pg_events=${BENCH_REBUILD_PG_EVENTS:-50000}
+	fi
+	say "rebuild: seeding $rebuild_events events (embedded)"
+	"$work/platformbench" seed -data "$work/rebuild/data" -events "$rebuild_events"
+	"$work/platformbench" rebuild -platform "$work/platform" -data "$work/rebuild/data" -store embedded -out "$work/rebuild.json"
+	files+=("$work/rebuild.json")
+	rm -rf "$work/rebuild"
+	if [ "${BENCH_SKIP_PG:-0}" != "1" ] && [ -n "$admin_url" ]; then
+		db=bench_rebuild_$$
+		psql -q "$admin_url" -c "CREATE DATABASE $db" >/dev/null
+		dbs+=("$db")
+		say "rebuild: seeding $rebuild_pg_events events (postgres)"
+		"$work/platformbench" seed -data "$work/rebuild-pg/data" -eventstore-url "$(db_url $db)" -postgres-url "$(db_url $db)" -events "$rebuild_pg_events"
+		PLATFORM_PORTAL_BASE_URL="http://127.0.0.1" "$work/platformbench" rebuild -platform "$work/platform" -data "$work/rebuild-pg/data" \
+			-eventstore-url "$(db_url $db)" -postgres-url "$(db_url $db)" -store postgres -out "$work/rebuild-pg.json"
+		files+=("$work/rebuild-pg.json")
+	fi
 fi
 
 # The run's line heads the table; with --json it goes to stderr, so stdout

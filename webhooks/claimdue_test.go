@@ -113,7 +113,7 @@ func TestScanDueLeavesOutAppsItCannotSendTo(t *testing.T) {
 	pass := func(scan bool) (ids []string, held bool) {
 		t.Helper()
 		if scan {
-			_, h, err := d.scanDue(ctx, eps, suspended, queue, time.Now(), 8, true)
+			_, h, _, err := d.scanDue(ctx, eps, suspended, queue, time.Now(), 8, true, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -68,6 +68,12 @@ type DueQueue interface {
 	NextDue(ctx context.Context) (time.Time, bool, error)
 }
 
+// DueAndNext is a DueQueue that reads Due and NextDue in one round trip
+// (on Postgres, one transaction instead of two per scan).
+type DueAndNext interface {
+	DueAndNext(ctx context.Context, now time.Time, limit int, skipApps ...int64) (due []domain.DueDelivery, next time.Time, ok bool, err error)
+}
+
 // Progress is how far a read model the dispatcher depends on has got: it
 // decides only on what the app directory has seen, and reads the due queue
 // only once its own outcomes are projected.

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/events/catalog"
 )
 
@@ -40,6 +41,10 @@ const (
 	// this node's new deliveries are handed over, and a scan per projected
 	// batch re-read the head of the queue hundreds of times a second.
 	scanEvery = 25 * time.Millisecond
+	// idleRescan is how long the sender sleeps, when its last scan found
+	// nothing due, before it scans again anyway (its safety net: what
+	// falls due wakes it earlier).
+	idleRescan = 30 * time.Second
 	// refillBatch is how many candidates a scan for a backlog in the read
 	// model takes at once: each scan walks the rows the sender already
 	// holds at the head of the due order, so it should serve many slots.
@@ -205,18 +210,16 @@ func (d *Dispatcher) RunSender(ctx context.Context) error {
 	go d.releaseClaims(ctx, s.releases, released)
 	defer func() { s.wg.Wait(); close(s.releases); <-released }()
 	for {
-		changed, appsChanged := d.Projected.Changed(), d.AppsReady.Changed()
+		s.watch()
 		now := d.Clock.Now()
 		d.takeHandedOver(s.q)
 		// Only this loop fills sem, so this many slots stay free below.
 		free := s.workers - len(s.sem)
 		held := s.refill(now, free) || len(s.suspended) > 0
 		batch, claimedAt, h := s.claim(now, free)
-		if !held && !h {
-			appsChanged = nil // only a held delivery waits for the directory
-		}
 		s.launch(batch, claimedAt)
-		if ctx.Err() != nil || !s.wait(now, changed, appsChanged) {
+		// Only a held delivery waits for the directory.
+		if ctx.Err() != nil || !s.wait(now, held || h) {
 			return nil
 		}
 	}
@@ -244,6 +247,14 @@ type sendLoop struct {
 	// one; nextKnown: it was read; nextStale: the projection moved since).
 	nextDue, nextRead            time.Time
 	nextOK, nextKnown, nextStale bool
+	// noneDue: the last scan read no due row at all, not even one another
+	// node holds (whose claim may lapse), so nothing falls due before
+	// nextDue, a breaker probe or a move of the projection.
+	noneDue bool
+	// moved and appsMoved close at the next move of the deliveries
+	// projection and of the app directory after they were taken; see
+	// watch.
+	moved, appsMoved <-chan struct{}
 }
 
 func (d *Dispatcher) newSendLoop(ctx context.Context) *sendLoop {
@@ -258,6 +269,29 @@ func (s *sendLoop) wake() {
 	case s.kick <- struct{}{}:
 	default:
 	}
+}
+
+// watch takes the channels that close at the read models' next moves,
+// replacing only those the loop saw closed: a channel taken afresh each
+// pass would miss a move between one pass's wait and the next pass taking
+// it, and the sender would sleep on a due time read before that move (a
+// retry just scheduled). Seeing one closed marks the state stale (dirty,
+// nextStale, scan) before the next is taken, so every move after the
+// reads that clear those marks closes a channel the loop waits on.
+func (s *sendLoop) watch() {
+	if s.moved == nil {
+		s.moved = s.d.Projected.Changed()
+	}
+	if s.appsMoved == nil {
+		s.appsMoved = s.d.AppsReady.Changed()
+	}
+}
+
+// nextDue is the earliest due time a scan read with the due rows
+// (DueAndNext), when read is set.
+type nextDue struct {
+	at       time.Time
+	ok, read bool
 }
 
 // refill scans the read model into the queue when a scan is due, or when
@@ -283,11 +317,16 @@ func (s *sendLoop) refill(now time.Time, free int) (held bool) {
 		want = max(free, refillBatch) // one walk of the head per many deliveries
 	}
 	var err error
-	s.more, held, err = s.d.scanDue(s.ctx, s.eps, s.suspended, s.q, now, want, !refill)
+	var seen int
+	var next nextDue
+	s.more, held, seen, err = s.d.scanDue(s.ctx, s.eps, s.suspended, s.q, now, want, !refill, &next)
 	if err != nil && s.ctx.Err() == nil {
 		s.d.Log.Error("scan due deliveries", "err", err)
 	}
-	s.scan, s.dirty, s.lastScan = false, false, time.Now()
+	if next.read {
+		s.nextDue, s.nextOK, s.nextKnown, s.nextStale, s.nextRead = next.at, next.ok, true, false, time.Now()
+	}
+	s.scan, s.dirty, s.lastScan, s.noneDue = false, false, time.Now(), seen == 0
 	return held
 }
 
@@ -330,20 +369,30 @@ func (s *sendLoop) launch(batch []claimed, claimedAt time.Time) {
 }
 
 // waitFor is how long the loop may sleep from now: until the earliest
-// retry or breaker probe falls due, at most a second.
+// retry or breaker probe falls due, at most a second, or idleRescan when
+// the last scan found nothing due and the earliest due time is known as of
+// the projection's last move.
 func (s *sendLoop) waitFor(now time.Time) time.Duration {
 	// The earliest due time is read again only once the deliveries
-	// projection moved, at most every scanEvery (a move also arms the
-	// spacing timer in wait, so the loop comes back for it): one read per
-	// loop pass was one query per freed slot and per hand-over on
-	// Postgres. Only a time still ahead shortens the wait, and only the
-	// projection moving can bring one ahead of what was read.
+	// projection moved, at most every scanEvery (wait arms a timer for
+	// the re-read when it is held back, so a sleep never rests on a time
+	// read before the last move): one read per loop pass was one query
+	// per freed slot and per hand-over on Postgres. Only a time still
+	// ahead shortens the wait, and only the projection moving can bring
+	// one ahead of what was read.
 	if !s.nextKnown || (s.nextStale && time.Since(s.nextRead) >= scanEvery) {
 		var err error
 		s.nextDue, s.nextOK, err = s.d.Deliveries.NextDue(s.ctx)
 		s.nextKnown, s.nextStale, s.nextRead = err == nil, false, time.Now()
 	}
 	wait := time.Second
+	if s.noneDue && s.nextKnown && !s.nextStale && len(s.q.items) == 0 {
+		// Nothing to look for: a scan a second was a Postgres
+		// transaction a second on an idle node. A stale due time may
+		// predate a retry just scheduled, so it never earns the long
+		// sleep (the clock may jump past the retry meanwhile).
+		wait = idleRescan
+	}
 	if s.nextKnown && s.nextOK && s.nextDue.After(now) && s.nextDue.Sub(now) < wait {
 		wait = s.nextDue.Sub(now)
 	}
@@ -353,20 +402,39 @@ func (s *sendLoop) waitFor(now time.Time) time.Duration {
 	return wait
 }
 
+// spacing is how long, in real time, until the loop must come back to
+// scan after a projection move (dirty) or to re-read a stale earliest due
+// time, both held back to one per scanEvery; ok is false when neither
+// waits.
+func (s *sendLoop) spacing() (d time.Duration, ok bool) {
+	d = time.Duration(1<<63 - 1)
+	if s.dirty {
+		d, ok = scanEvery-time.Since(s.lastScan), true
+	}
+	if s.nextStale {
+		d, ok = min(d, scanEvery-time.Since(s.nextRead)), true
+	}
+	return max(d, time.Millisecond), ok
+}
+
 // wait sleeps until there is work: a retry or probe falls due, the
 // deliveries projection moved (a scan follows after scanEvery), an app
-// with held deliveries changed (appsChanged, nil when none is held), a
-// worker freed up or a delivery was handed over. It returns false once
-// ctx ended.
-func (s *sendLoop) wait(now time.Time, changed, appsChanged <-chan struct{}) bool {
+// changed while deliveries are held (a suspended app's), a worker freed up
+// or a delivery was handed over. It returns false once ctx ended.
+func (s *sendLoop) wait(now time.Time, held bool) bool {
 	wait := s.waitFor(now)
-	// The spacing of projection-driven scans is real time, whatever
-	// clock schedules the retries (tests move that one by hand).
+	// The spacing of projection-driven scans and re-reads is real time,
+	// whatever clock schedules the retries (tests move that one by
+	// hand, and a sleep on it would outlast a move it has not seen).
 	var soon <-chan time.Time
-	if s.dirty {
-		spacing := time.NewTimer(max(scanEvery-time.Since(s.lastScan), time.Millisecond))
-		defer spacing.Stop()
-		soon = spacing.C
+	if d, ok := s.spacing(); ok {
+		timer := time.NewTimer(d)
+		defer timer.Stop()
+		soon = timer.C
+	}
+	var appsMoved <-chan struct{}
+	if held {
+		appsMoved = s.appsMoved
 	}
 	select {
 	case <-s.ctx.Done():
@@ -374,13 +442,24 @@ func (s *sendLoop) wait(now time.Time, changed, appsChanged <-chan struct{}) boo
 	case <-s.d.Clock.Until(now.Add(wait)):
 		s.scan = true
 	case <-soon:
-		s.scan = true
-	case <-changed:
-		s.dirty, s.nextStale = true, true
-	case <-appsChanged: // a resumed app's deliveries are due at once
-		s.scan = true
+		// A stale due time alone is read again by the next pass.
+		s.scan = s.scan || s.dirty
+	case <-s.moved:
+	case <-appsMoved:
 	case <-s.kick:
 	case <-s.d.handover.wakeup():
+	}
+	// Whichever case the select picked, a move seen now is acted on by
+	// the next pass.
+	select {
+	case <-s.moved:
+		s.dirty, s.nextStale, s.moved = true, true, nil
+	default:
+	}
+	select {
+	case <-appsMoved: // a resumed app's deliveries are due at once
+		s.scan, s.appsMoved = true, nil
+	default:
 	}
 	return true
 }
@@ -397,7 +476,7 @@ func (s *sendLoop) wait(now time.Time, changed, appsChanged <-chan struct{}) boo
 // Rows others hold stay first in the due order, so the scan widens past
 // what it already knows, up to maxDueScan rows. more says the window was
 // full: the read model may hold further due deliveries.
-func (d *Dispatcher) scanDue(ctx context.Context, eps *breakers, suspended map[int64]bool, q *sendQueue, now time.Time, want int, skipBusy bool) (more, held bool, err error) {
+func (d *Dispatcher) scanDue(ctx context.Context, eps *breakers, suspended map[int64]bool, q *sendQueue, now time.Time, want int, skipBusy bool, next *nextDue) (more, held bool, seen int, err error) {
 	for id := range suspended {
 		if !d.paused(id) {
 			delete(suspended, id)
@@ -428,9 +507,15 @@ func (d *Dispatcher) scanDue(ctx context.Context, eps *breakers, suspended map[i
 	// queued: read just past it, widening only while that is not enough.
 	found := 0
 	for limit := min(max(want+len(q.items)+d.attemptingCount(), 64), maxDueScan); ; limit = min(4*limit, maxDueScan) {
-		rows, err := d.Deliveries.Due(ctx, now, limit, skip...)
+		var rows []domain.DueDelivery
+		if dn, ok := d.Deliveries.(DueAndNext); ok && next != nil {
+			rows, next.at, next.ok, err = dn.DueAndNext(ctx, now, limit, skip...)
+			next.read = err == nil
+		} else {
+			rows, err = d.Deliveries.Due(ctx, now, limit, skip...)
+		}
 		if err != nil {
-			return false, len(suspended) > 0, err
+			return false, len(suspended) > 0, -1, err
 		}
 		found = 0
 		for _, del := range rows {
@@ -447,7 +532,7 @@ func (d *Dispatcher) scanDue(ctx context.Context, eps *breakers, suspended map[i
 		}
 		full := len(rows) == limit
 		if found >= want || !full || limit >= maxDueScan || len(q.items) >= maxQueued {
-			return full || skippedBusy, len(suspended) > 0, nil
+			return full || skippedBusy, len(suspended) > 0, len(rows), nil
 		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
 	"sync"
@@ -134,6 +135,7 @@ func run(log *slog.Logger, addr string, cfg node.Config) error {
 	case <-ctx.Done():
 	}
 	log.Info("shutting down")
+	writeHeapProfile(log)
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	return srv.Shutdown(shutdownCtx)
@@ -189,4 +191,28 @@ func runProfile(log *slog.Logger) (stop func()) {
 		_ = f.Close()
 		log.Info("CPU profile written", "path", path)
 	}
+}
+
+// writeHeapProfile writes the live heap (after a collection) to the file
+// named by PLATFORM_HEAPPROFILE when the platform stops gracefully, with
+// its read models still loaded: it shows what the resident memory per user
+// and per delivery is made of. Unset: nothing.
+func writeHeapProfile(log *slog.Logger) {
+	path := os.Getenv("PLATFORM_HEAPPROFILE")
+	if path == "" {
+		return
+	}
+	f, err := os.Create(path)
+	if err == nil {
+		runtime.GC()
+		err = pprof.WriteHeapProfile(f)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		log.Error("heap profile not written", "path", path, "err", err)
+		return
+	}
+	log.Info("heap profile written", "path", path)
 }

@@ -50,11 +50,20 @@ type Options struct {
 	// PlatformPID, when positive, is the platform's process, whose CPU
 	// webhook-drain reads from /proc to report CPU per delivery.
 	PlatformPID int
+	// CostRates are webhook-cost's offered rates (PATCHes per second).
+	CostRates string
+	// PostgresPID, when positive, is the postmaster of the platform's
+	// Postgres server, whose CPU (children included) webhook-cost counts.
+	PostgresPID int
+	// PGStatsURL and PGStatsDB, when set, are a connection to another
+	// database of the platform's server and the platform's database, whose
+	// transactions webhook-cost counts (pg_stat_database).
+	PGStatsURL, PGStatsDB string
 }
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: platformbench run|table [flags]")
+		fmt.Fprintln(os.Stderr, "usage: platformbench run|table|seed|rebuild [flags]")
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
@@ -65,8 +74,12 @@ func main() {
 		err = runCmd(ctx, os.Args[2:], os.Stderr)
 	case "table":
 		err = tableCmd(os.Args[2:], os.Stdout)
+	case "seed":
+		err = seedCmd(ctx, os.Args[2:], os.Stderr)
+	case "rebuild":
+		err = rebuildCmd(ctx, os.Args[2:], os.Stderr)
 	default:
-		err = fmt.Errorf("unknown subcommand %q (run, table)", os.Args[1])
+		err = fmt.Errorf("unknown subcommand %q (run, table, seed, rebuild)", os.Args[1])
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "platformbench:", err)
@@ -160,6 +173,10 @@ func parseRunFlags(args []string) (runFlags, Options, error) {
 	fs.Float64Var(&o.PacedRate, "paced-rate", 0, "offered calls per second of register-paced and member-upsert-paced (0: -paced-share of their closed-loop rate in this run)")
 	fs.Float64Var(&o.PacedShare, "paced-share", 0.5, "share of the measured closed-loop capacity the paced scenarios offer when -paced-rate is 0")
 	fs.IntVar(&o.PlatformPID, "platform-pid", 0, "the platform's process id, for webhook-drain's CPU per delivery (0: not reported)")
+	fs.StringVar(&o.CostRates, "webhook-cost-rates", "100,200,500", "offered PATCHes per second of webhook-cost, one run each")
+	fs.IntVar(&o.PostgresPID, "postgres-pid", 0, "the platform's Postgres postmaster, for webhook-cost's system CPU (0: platform only)")
+	fs.StringVar(&o.PGStatsURL, "pg-stats-url", "", "a connection to another database of the platform's Postgres, for webhook-cost's transaction counts")
+	fs.StringVar(&o.PGStatsDB, "pg-stats-db", "", "the platform's database, whose transactions webhook-cost counts")
 	if err := fs.Parse(args); err != nil {
 		return f, o, err
 	}
@@ -245,6 +262,16 @@ func (b *Bench) scenario(ctx context.Context, s, store string, bl measuredBaseli
 			return nil, fmt.Errorf("webhooks: %w", err)
 		}
 		return webhookRows(res, store, o, bl.raw[o.PatchClients]), nil
+	case "webhook-cost":
+		rates, err := parseRates(o.CostRates)
+		if err != nil {
+			return nil, err
+		}
+		idle, res, err := b.WebhookCost(ctx, rates)
+		if err != nil {
+			return nil, fmt.Errorf("webhook-cost: %w", err)
+		}
+		return costRows(idle, res, store, o), nil
 	case "webhook-drain":
 		res, err := b.WebhookDrain(ctx)
 		if err != nil {
@@ -297,7 +324,7 @@ func (b *Bench) scenario(ctx context.Context, s, store string, bl measuredBaseli
 		s = fmt.Sprintf("verify-use %d cards", o.Cards)
 		m, err = b.Verify(ctx, o.Cards)
 	default:
-		return nil, fmt.Errorf("unknown scenario %q (known: %s)", s, strings.Join(allScenarios, ","))
+		return nil, fmt.Errorf("unknown scenario %q (known: %s,webhook-cost)", s, strings.Join(allScenarios, ","))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", s, err)

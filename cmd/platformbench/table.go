@@ -34,6 +34,12 @@ type Row struct {
 	PlatformCPUus float64 `json:"platform_cpu_us_per_op,omitempty"`
 	LoadCPUus     float64 `json:"load_cpu_us_per_op,omitempty"`
 	BaseCPUus     float64 `json:"baseline_machine_cpu_us_per_op,omitempty"`
+	// webhook-cost's columns (in its notes): CPU of the platform and its
+	// Postgres server together, of the server alone, and the platform
+	// database's transactions, per delivery (per second on the idle row).
+	SystemCPUus   float64 `json:"system_cpu_us_per_op,omitempty"`
+	PostgresCPUus float64 `json:"postgres_cpu_us_per_op,omitempty"`
+	PGXacts       float64 `json:"pg_xacts_per_op,omitempty"`
 }
 
 // Ceiling is the rate the machine's cores would give at this CPU per

@@ -49,6 +49,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -71,9 +73,11 @@ const appendLock int64 = 0x6576617070656e64
 const channel = "es_events"
 
 // pollEvery bounds how long a subscriber waits for an event whose
-// notification was lost (a dropped listener connection); normally NOTIFY
-// or an append in this process wakes it at once.
-const pollEvery = 2 * time.Second
+// notification was lost without the listener's connection dropping (a
+// reconnect wakes every subscriber at once); normally NOTIFY or an append
+// in this process wakes it at once. Each wake-up reads the log once per
+// subscriber group, so on an idle node this is its only cost.
+const pollEvery = 30 * time.Second
 
 // Store is the Postgres event store; any number of processes may share one
 // database, and a Store may be used from any number of goroutines.
@@ -98,6 +102,12 @@ type Store struct {
 	// transaction once it holds the append lock and has numbered its
 	// events, before it writes them and commits.
 	beforeCommit func(last events.Position)
+
+	// instance is this Store's NOTIFY payload: the listener's echo of
+	// its own appends is dropped, since the committer already woke the
+	// subscriptions; the echo woke each of them a second time, into a read
+	// that found nothing.
+	instance string
 }
 
 var (
@@ -122,7 +132,7 @@ func Open(ctx context.Context, url string) (*Store, error) {
 	}
 	lctx, stop := context.WithCancel(context.Background())
 	s := &Store{pool: pool, notify: tail.NewNotifier(), stopListen: stop, queue: make(chan *pending, maxGroup),
-		reads: make(chan *readReq, maxReadGroup), readsDone: lctx.Done()}
+		reads: make(chan *readReq, maxReadGroup), readsDone: lctx.Done(), instance: strconv.FormatUint(rand.Uint64(), 36)}
 	s.listening.Add(2)
 	go s.listen(lctx)
 	go s.readLoop(lctx)
@@ -295,7 +305,7 @@ func (s *Store) commitOn(ctx context.Context, conn *pgx.Conn, group []*pending) 
 	if s.beforeCommit != nil {
 		s.beforeCommit(position(next))
 	}
-	if err := writeAndCommit(ctx, conn, rows); err != nil {
+	if err := writeAndCommit(ctx, conn, rows, s.instance); err != nil {
 		return false, err
 	}
 	return true, nil
@@ -464,12 +474,12 @@ func (r *newRows) add(pos int64, stream string, rev uint64, ev events.Proposed) 
 }
 
 // writeAndCommit is the second exchange with the server: write, notify, commit.
-func writeAndCommit(ctx context.Context, conn *pgx.Conn, rows newRows) error {
+func writeAndCommit(ctx context.Context, conn *pgx.Conn, rows newRows, instance string) error {
 	b := &pgx.Batch{}
 	b.Queue(`INSERT INTO es_events (position, stream, revision, id, type, data, meta)
 SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::bytea[], $7::bytea[])`,
 		rows.pos, rows.stream, rows.rev, rows.id, rows.typ, rows.data, rows.meta)
-	b.Queue(`SELECT pg_notify($1, '')`, channel)
+	b.Queue(`SELECT pg_notify($1, $2)`, channel, instance)
 	b.Queue(`COMMIT`)
 	if err := conn.SendBatch(ctx, b).Close(); err != nil {
 		return err
@@ -545,7 +555,7 @@ func (s *Store) SubscribeAll(ctx context.Context, after events.Position) (events
 	if err := s.usable(ctx); err != nil {
 		return nil, err
 	}
-	return tail.Subscribe(ctx, after, s.readShared, s.notify), nil
+	return tail.SubscribeExact(ctx, after, s.readShared, s.notify), nil
 }
 
 // Close implements events.Store; subscriptions end with events.ErrClosed.
@@ -576,8 +586,12 @@ func (s *Store) listen(ctx context.Context) {
 		s.notify.Notify()
 		for err == nil {
 			wctx, cancel := context.WithTimeout(ctx, pollEvery)
-			_, err = conn.Conn().WaitForNotification(wctx)
+			var n *pgconn.Notification
+			n, err = conn.Conn().WaitForNotification(wctx)
 			cancel()
+			if err == nil && n.Payload == s.instance {
+				continue // this Store's own append: its committer woke everyone
+			}
 			s.notify.Notify()
 			if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
 				err = nil

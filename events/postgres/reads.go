@@ -20,6 +20,12 @@ import (
 // it was queued, so it is never staler than a read of its own would be: a
 // follower woken by a notification still sees the commit that woke it.
 
+// readGather is how long the first read of a group waits for the other
+// followers the same commit woke: they ask within a moment of each other,
+// and each round trip is a Postgres transaction (without the wait a
+// commit cost about five).
+const readGather = time.Millisecond
+
 // maxReadGroup bounds how many reads share one round trip.
 const maxReadGroup = 256
 
@@ -77,15 +83,17 @@ func (s *Store) readLoop(ctx context.Context) {
 			return
 		}
 		group = append(group[:0], first)
+		gather := time.NewTimer(readGather)
 	collect:
 		for len(group) < maxReadGroup {
 			select {
 			case r := <-s.reads:
 				group = append(group, r)
-			default:
+			case <-gather.C:
 				break collect
 			}
 		}
+		gather.Stop()
 		s.readGroup(ctx, group)
 		for i, r := range group {
 			close(r.done)

@@ -50,7 +50,7 @@ func (s *Store) SubscribeAllFor(ctx context.Context, after events.Position, want
 	if err := s.usable(ctx); err != nil {
 		return nil, err
 	}
-	return tail.Subscribe(ctx, after, s.readSkipping(wants), s.notify), nil
+	return tail.SubscribeExact(ctx, after, s.readSkipping(wants), s.notify), nil
 }
 
 // readSkipping is the ReadFunc of SubscribeAllFor.
@@ -70,7 +70,9 @@ func (s *Store) readSkipping(wants func(string) bool) tail.ReadFunc {
 		if err != nil || jump.ID == "" {
 			return page, err
 		}
-		return []events.Recorded{jump}, nil
+		// The page from the jump on, so that a page shorter than limit
+		// still means the log's end (tail.SubscribeExact).
+		return s.readShared(ctx, position(int64(jump.Position.Commit)-1), limit)
 	}
 }
 

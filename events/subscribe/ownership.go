@@ -37,9 +37,16 @@ type Ownership struct {
 	// Shared shares progress and rebuild requests between nodes; nil in
 	// embedded mode, where the runner is the only one.
 	Shared Shared
-	// Poll is how often a node re-reads the shared progress, in case a
-	// notification was lost; the owner re-announces as often (default 2 s).
+	// Poll is how soon a failed read of the shared progress or a failed
+	// announcement is tried again (default 2 s).
 	Poll time.Duration
+	// Heartbeat is how often, without news, the owner announces its
+	// progress again and every node re-reads the stored progress and the
+	// lease's holder, in case a notification was lost while the listener
+	// stayed connected (default 15 Polls). Announcements follow every batch,
+	// and a node whose listener (re)connects greets the others
+	// (Progress.Hello), so the owners announce at once.
+	Heartbeat time.Duration
 }
 
 // LeaseName is the lease a projection's owner holds.
@@ -64,6 +71,10 @@ type Progress struct {
 	// Owner is the node that announced it ("" when read from storage or
 	// when it is a rebuild request).
 	Owner string
+	// Hello, on a Watch channel, says a node's listener (re)connected, so
+	// notifications may have been lost: an owner announces again, a
+	// follower re-reads the stored progress. It carries nothing else.
+	Hello bool
 }
 
 // Shared is where the runners of one projection on several nodes meet: the
@@ -77,6 +88,8 @@ type Shared interface {
 	Announce(ctx context.Context, projection string, p Progress) error
 	// Watch delivers the announcements about projection, latest last, until
 	// stop is called; a slow reader may miss some (the poll catches up).
+	// It also delivers a Progress with Hello when any node's listener,
+	// this one's included, (re)connects.
 	Watch(projection string) (updates <-chan Progress, stop func())
 	// RequestRebuild records that an operator wants projection rebuilt and
 	// tells every node; it returns the generation the rebuild will have.
@@ -157,17 +170,27 @@ func (r *Runner) kickAnnounce() {
 // what it has applied: after every batch (also batches of events it
 // ignores, so that followers' positions keep up with the log) and every
 // Poll, so a node that starts on an idle log learns where the owner is.
+//
+// A tick (every Poll) announces only what was not announced yet: a failed
+// announcement's progress, or the same progress once a Heartbeat has passed.
 func (r *Runner) announce(ctx context.Context) {
 	t := time.NewTicker(r.own.Poll)
 	defer t.Stop()
-	var failing bool
+	var (
+		failing, sent bool
+		last          Progress
+		lastAt        time.Time
+	)
 	for {
+		tick := false
 		select {
 		case <-ctx.Done():
 			return
 		case <-r.announceKick:
 		case <-t.C:
+			tick = true
 		}
+		again := r.announceAgain.Swap(false)
 		r.mu.Lock()
 		send := r.owning && r.genKnown
 		p := Progress{Generation: r.gen, Position: r.pos, Target: r.stats.Target, Applied: r.stats.Applied,
@@ -176,21 +199,28 @@ func (r *Runner) announce(ctx context.Context) {
 		if !send {
 			continue
 		}
+		if tick && !again && !failing && sent && p == last && time.Since(lastAt) < r.own.Heartbeat {
+			continue
+		}
 		err := r.own.Shared.Announce(ctx, r.Name(), p)
 		if err != nil && !failing && ctx.Err() == nil {
 			r.log.Warn("announcing progress failed; other nodes fall back to polling", "err", err)
 		}
 		failing = err != nil
+		if !failing {
+			sent, last, lastAt = true, p, time.Now()
+		}
 	}
 }
 
-// watchShared follows the announcements and, every Poll, the stored
+// watchShared follows the announcements and, every Heartbeat (every Poll
+// while that fails) and whenever a node's listener (re)connects, the stored
 // progress and the lease's holder.
 func (r *Runner) watchShared(ctx context.Context) {
 	sh := r.own.Shared
 	updates, stop := sh.Watch(r.Name())
 	defer stop()
-	t := time.NewTicker(r.own.Poll)
+	t := time.NewTimer(r.own.Heartbeat)
 	defer t.Stop()
 	var failing bool
 	poll := func() {
@@ -216,15 +246,38 @@ func (r *Runner) watchShared(ctx context.Context) {
 		failing = false
 		r.observe(ctx, p, false)
 	}
-	poll()
+	again := func() {
+		poll()
+		if !t.Stop() {
+			select {
+			case <-t.C:
+			default:
+			}
+		}
+		if failing {
+			t.Reset(r.own.Poll)
+		} else {
+			t.Reset(r.own.Heartbeat)
+		}
+	}
+	again()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case p := <-updates:
-			r.observe(ctx, p, true)
+			if !p.Hello {
+				r.observe(ctx, p, true)
+				continue
+			}
+			if r.Owning() {
+				r.announceAgain.Store(true)
+				r.kickAnnounce()
+			} else {
+				again()
+			}
 		case <-t.C:
-			poll()
+			again()
 		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/healthtech/partner-open-platform/events"
@@ -112,6 +113,9 @@ type Runner struct {
 	owning        bool
 	wantRebuild   chan struct{}
 	announceKick  chan struct{}
+	// announceAgain makes the next announcement go out even if nothing
+	// changed since the last one (a node asked: Progress.Hello).
+	announceAgain atomic.Bool
 }
 
 // NewRunner builds a runner; onApplied (optional) feeds metrics. With a
@@ -127,8 +131,16 @@ func NewRunner(store events.Store, reg *events.Registry, p Projector, log *slog.
 	}
 }
 
-// defaultPoll is how often shared progress is re-read and re-announced.
+// defaultPoll is how soon a failed read of the shared progress or a failed
+// announcement is tried again.
 const defaultPoll = 2 * time.Second
+
+// heartbeatPolls is the default Heartbeat in Polls: announcements and the
+// listener's reconnect greeting (Progress.Hello) carry the news, so the
+// stored progress is only a safety net for a notification lost without a
+// reconnect, and re-reading it every Poll cost two Postgres transactions
+// per read model and Poll on an idle node.
+const heartbeatPolls = 15
 
 // Own makes the runner project only while it holds the projection's lease
 // (see Ownership); call it before Run.
@@ -138,6 +150,9 @@ func (r *Runner) Own(o Ownership) {
 	}
 	if o.Poll <= 0 {
 		o.Poll = defaultPoll
+	}
+	if o.Heartbeat <= 0 {
+		o.Heartbeat = heartbeatPolls * o.Poll
 	}
 	r.own = &o
 }

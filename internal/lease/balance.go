@@ -51,6 +51,10 @@ type loadEntry struct {
 	load   Load
 	read   time.Time
 	handed time.Time
+	// reading is closed when the read under way ends: a holder's leases
+	// renew at the same moments (onGrid), and each reading the load on its
+	// own was a statement per lease instead of one per node.
+	reading chan struct{}
 }
 
 // loadOf returns holder's Load on s (cached), and false when s does not
@@ -61,26 +65,43 @@ func loadOf(ctx context.Context, s Store, holder string) (Load, bool) {
 		return Load{}, false
 	}
 	k := loadKey{b, holder}
-	loads.Lock()
-	e := loads.m[k]
-	if e != nil && time.Since(e.read) < loadFresh {
-		l := e.load
+	for {
+		loads.Lock()
+		e := loads.m[k]
+		if e == nil {
+			e = &loadEntry{}
+			loads.m[k] = e
+		}
+		if !e.read.IsZero() && time.Since(e.read) < loadFresh {
+			l := e.load
+			loads.Unlock()
+			return l, true
+		}
+		if wait := e.reading; wait != nil {
+			loads.Unlock()
+			select {
+			case <-wait:
+				continue // read by the other caller (or failed: try it here)
+			case <-ctx.Done():
+				return Load{}, false
+			}
+		}
+		done := make(chan struct{})
+		e.reading = done
 		loads.Unlock()
+		l, err := b.Load(ctx, holder)
+		loads.Lock()
+		e.reading = nil
+		if err == nil {
+			e.load, e.read = l, time.Now()
+		}
+		loads.Unlock()
+		close(done)
+		if err != nil {
+			return Load{}, false
+		}
 		return l, true
 	}
-	loads.Unlock()
-	l, err := b.Load(ctx, holder)
-	if err != nil {
-		return Load{}, false
-	}
-	loads.Lock()
-	if e = loads.m[k]; e == nil {
-		e = &loadEntry{}
-		loads.m[k] = e
-	}
-	e.load, e.read = l, time.Now()
-	loads.Unlock()
-	return l, true
 }
 
 // forgetLoad drops the cached Load after holder's leases changed.

@@ -82,7 +82,7 @@ func (h *Held) renew() {
 	// from before each renewal was sent, so it is never later than the
 	// store's own expiry.
 	deadline := time.Now().Add(h.ttl)
-	t := time.NewTimer(every)
+	t := time.NewTimer(onGrid(every))
 	defer t.Stop()
 	for {
 		select {
@@ -111,7 +111,7 @@ func (h *Held) renew() {
 				cancel()
 				return
 			}
-			t.Reset(every)
+			t.Reset(onGrid(every))
 		case errors.Is(err, ErrLost):
 			h.log.Warn("lease lost", "err", err)
 			h.cancel(err)
@@ -169,4 +169,12 @@ func Campaign(ctx context.Context, s Store, name, holder string, ttl time.Durati
 		case <-time.After(every):
 		}
 	}
+}
+
+// onGrid is how long until the next multiple of every since the epoch,
+// at most every: a node's leases of one time to live renew at the same
+// moments, so a store can renew them in one statement (lease/postgres
+// does), and no renewal comes later than every after the previous one.
+func onGrid(every time.Duration) time.Duration {
+	return every - time.Duration(time.Now().UnixNano()%int64(every))
 }

@@ -83,6 +83,8 @@ type Node struct {
 	mailSender *mail.Sender
 	// decisionMails follows the log to mail review decisions (portal.DecisionMails).
 	decisionMails *subscribe.Runner
+	// writeSide is the command handlers the HTTP edges use (WriteSide).
+	writeSide WriteSide
 
 	log  *slog.Logger
 	head *headStore
@@ -163,6 +165,7 @@ func Open(ctx context.Context, cfg Config) (_ *Node, err error) {
 	}
 	n.admin, n.Dispatcher = au.admin, n.buildDispatcher(cfg, proj)
 	cmds := n.buildCommands(cfg, keys.sealer, proj)
+	n.writeSide = WriteSide{Users: cmds.users, Reports: cmds.reports}
 	n.Replayer = n.buildReplayer(cfg, cmds.replays)
 	port, err := n.buildPortal(cfg, cmds, au.admin, proj)
 	if err != nil {

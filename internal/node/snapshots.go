@@ -64,8 +64,7 @@ func (n *Node) loadSnapshot(ctx context.Context, st *startup, dirs ...*projectio
 func (n *Node) runSnapshots(ctx context.Context, cfg Config, readModels subscribe.RunnerSet) {
 	if cfg.SnapshotEvents >= 0 {
 		n.snapshots.AfterEvents = uint64(cfg.SnapshotEvents)
-		// Every read model reads every event; the first one's count is the log's growth.
-		n.snapshots.Progress = func() uint64 { return readModels[0].Stats().Applied }
+		n.snapshots.Progress = (&readProgress{runs: readModels}).Events
 	}
 	n.spawn(ctx, "read-model snapshots", func(ctx context.Context) error {
 		return n.snapshots.Run(ctx, cfg.SnapshotInterval, n.restored, func(ctx context.Context) error {
@@ -77,6 +76,47 @@ func (n *Node) runSnapshots(ctx context.Context, cfg Config, readModels subscrib
 			return nil
 		})
 	})
+}
+
+// readProgress counts the events the read models have read since the
+// node started, each read model's share counted once per event, rebuilds
+// included: the snapshot follows it (Snapshotter.Progress). While the read
+// models keep up, each reads every event and the count is the log's
+// growth; during a rebuild it grows with every rebuilt read model's
+// replay, the slowest one's to its end. Counting one read model alone
+// missed the others' rebuilds (the snapshot is shredded at a rebuild's
+// start): after a rebuild of every read model, the first to finish
+// stopped the count and the slowest one's replay stayed out of the
+// snapshot until the interval, so a kill -9 then replayed it whole; after
+// a rebuild of any read model but that one no snapshot was written at all.
+type readProgress struct {
+	mu    sync.Mutex
+	runs  subscribe.RunnerSet
+	seen  []subscribe.Stats // each read model's stats at the last call
+	total uint64            // events read, all read models together
+}
+
+// Events is the count divided among the read models: the log's growth
+// while they keep up, whatever their number.
+func (p *readProgress) Events() uint64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.seen == nil {
+		p.seen = make([]subscribe.Stats, len(p.runs))
+	}
+	for i, run := range p.runs {
+		st := run.Stats()
+		prev := p.seen[i]
+		switch {
+		case !st.Since.Equal(prev.Since) || st.Applied < prev.Applied:
+			// Started or rebuilt since the last call: its count began again.
+			p.total += st.Applied
+		default:
+			p.total += st.Applied - prev.Applied
+		}
+		p.seen[i] = st
+	}
+	return p.total / uint64(len(p.runs))
 }
 
 // erasingKeys is the key store as the erasure command sees it: before a

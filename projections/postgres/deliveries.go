@@ -191,6 +191,47 @@ func (s *Store) Due(ctx context.Context, now time.Time, limit int, skipApps ...i
 	return ds, nil
 }
 
+// DueAndNext is Due and NextDue in one round trip (one transaction).
+func (s *Store) DueAndNext(ctx context.Context, now time.Time, limit int, skipApps ...int64) ([]domain.DueDelivery, time.Time, bool, error) {
+	if limit <= 0 {
+		limit = defaultLimit
+	}
+	if skipApps == nil {
+		skipApps = []int64{}
+	}
+	b := &pgx.Batch{}
+	b.Queue(dueQuery, now, limit, skipApps)
+	b.Queue(nextDueQuery)
+	br := s.pool.SendBatch(ctx, b)
+	ds, next, err := func() ([]domain.DueDelivery, *time.Time, error) {
+		rows, err := br.Query()
+		if err != nil {
+			return nil, nil, err
+		}
+		var ds []domain.DueDelivery
+		var d domain.DueDelivery
+		if _, err := pgx.ForEachRow(rows, []any{&d.DeliveryID, &d.AppID, &d.EndpointID}, func() error {
+			ds = append(ds, d)
+			return nil
+		}); err != nil {
+			return nil, nil, err
+		}
+		var next *time.Time
+		err = br.QueryRow().Scan(&next)
+		return ds, next, err
+	}()
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, time.Time{}, false, fmt.Errorf("projections/postgres: due deliveries: %w", err)
+	}
+	if next == nil {
+		return ds, time.Time{}, false, nil
+	}
+	return ds, next.UTC(), true, nil
+}
+
 const nextDueQuery = `SELECT min(next_attempt_at) FROM webhook_deliveries WHERE ` + queued
 
 // NextDue reads the first entry of the partial due index, so the dispatcher can sleep until then.

@@ -7,6 +7,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -38,6 +40,13 @@ type Store struct {
 	fenceIdle time.Duration
 	// watch serves Watch: one LISTEN connection for the node.
 	watch watcher
+	// announce groups the owners' announcements into one statement.
+	announce announcer
+	// instance names this Store in its listener's greeting, so that it
+	// tells its own greeting from other nodes'.
+	instance string
+	// others says another node listens for announcements (see peers).
+	others peers
 	// head reads the log's head inside Snapshot's round trip (SeeHead).
 	head *headQuery
 	// bound remembers the signature bindings seen to hold (Bind, Snapshot).
@@ -103,7 +112,7 @@ func Open(ctx context.Context, url string) (*Store, error) {
 		pool.Close()
 		return nil, err
 	}
-	return &Store{pool: pool, fenceIdle: lease.DefaultTTL}, nil
+	return &Store{pool: pool, fenceIdle: lease.DefaultTTL, instance: strconv.FormatUint(rand.Uint64(), 36)}, nil
 }
 
 // SetLeaseTTL sets the lease TTL the cluster runs with: a fenced write

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -49,6 +50,8 @@ type notice struct {
 	Applied    uint64 `json:"n,omitempty"`
 	CaughtUp   bool   `json:"u,omitempty"`
 	Owner      string `json:"o,omitempty"`
+	// Hello: a node's listener (re)connected (Projection is empty).
+	Hello bool `json:"h,omitempty"`
 }
 
 func (n notice) progress() subscribe.Progress {
@@ -56,7 +59,7 @@ func (n notice) progress() subscribe.Progress {
 		Generation: n.Generation, Requested: n.Requested,
 		Position: events.Position{Commit: n.Commit, Prepare: n.Prepare},
 		Target:   events.Position{Commit: n.TCommit, Prepare: n.TPrepare},
-		Applied:  n.Applied, CaughtUp: n.CaughtUp, Owner: n.Owner,
+		Applied:  n.Applied, CaughtUp: n.CaughtUp, Owner: n.Owner, Hello: n.Hello,
 	}
 }
 
@@ -75,17 +78,146 @@ type queryer interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 }
 
-// Announce implements subscribe.Shared.
+// Announce implements subscribe.Shared. The read models a node owns
+// announce together: one event wakes every runner within a moment, and
+// each announcing on its own cost a Postgres transaction per read model
+// per event (most of a delivered webhook's transactions), so announcements
+// wait up to announceGather for each other and go out in one statement.
 func (s *Store) Announce(ctx context.Context, projection string, p subscribe.Progress) error {
-	err := s.notify(ctx, s.pool, notice{
+	n := notice{
 		Projection: projection, Generation: p.Generation, Requested: p.Requested,
 		Commit: p.Position.Commit, Prepare: p.Position.Prepare, TCommit: p.Target.Commit, TPrepare: p.Target.Prepare,
 		Applied: p.Applied, CaughtUp: p.CaughtUp, Owner: p.Owner,
-	})
-	if err != nil {
+	}
+	if !s.others.present(ctx, s) {
+		// Nobody else would hear it: a node alone sends none, and one that
+		// joins greets first (Hello), which makes every owner announce.
+		return nil
+	}
+	if err := s.announce.send(ctx, s, n); err != nil {
 		return fmt.Errorf("projections/postgres: announce %s: %w", projection, err)
 	}
 	return nil
+}
+
+// helloPrefix begins a listener's greeting, the statement its session
+// last ran while it waits for notifications (see peers).
+const helloPrefix = `SELECT pg_notify('` + progressChannel + `', '{"p":"","g":0,"h":true`
+
+// peersCheck is how often a node that has heard no other node's greeting
+// looks for other listeners of the announcements anyway: a node of an
+// older version listens without greeting.
+const peersCheck = 30 * time.Second
+
+// peers remembers whether another node listens for announcements: it has
+// greeted (Hello from another Store), or a look at pg_stat_activity found
+// another session whose last statement listened on the channel or greeted.
+type peers struct {
+	seen    atomic.Bool
+	mu      sync.Mutex
+	checked time.Time
+}
+
+func (p *peers) present(ctx context.Context, s *Store) bool {
+	if p.seen.Load() {
+		return true
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.seen.Load() || time.Since(p.checked) < peersCheck {
+		return p.seen.Load()
+	}
+	var n int
+	err := s.pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+WHERE datname = current_database() AND pid <> pg_backend_pid()
+  AND (query = $1 OR (query LIKE $2 AND position($3 IN query) = 0))`,
+		`LISTEN `+progressChannel, helloPrefix+`%`, s.instance).Scan(&n)
+	if err != nil {
+		return true // unsure: announce
+	}
+	p.checked = time.Now()
+	if n > 0 {
+		p.seen.Store(true)
+	}
+	return n > 0
+}
+
+// announceGather is how long the first announcement of a group waits for
+// the node's other read models to announce the same event: short beside
+// a read's bounded wait for another node's progress, long beside the
+// moments between the runners a commit wakes.
+const announceGather = 5 * time.Millisecond
+
+// announcer groups the node's announcements: the first of a group waits
+// announceGather, then every notice queued meanwhile goes out in one
+// statement (one transaction, notifications in queue order) and each
+// caller gets its outcome.
+type announcer struct {
+	mu      sync.Mutex
+	queue   []notice
+	waiters []chan error
+	sending bool
+}
+
+func (a *announcer) send(ctx context.Context, s *Store, n notice) error {
+	done := make(chan error, 1)
+	a.mu.Lock()
+	a.queue = append(a.queue, n)
+	a.waiters = append(a.waiters, done)
+	lead := !a.sending
+	a.sending = true
+	a.mu.Unlock()
+	if lead {
+		go a.flush(s)
+	}
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// flush sends what was queued after the gathering wait, and again while
+// more was queued during a send.
+func (a *announcer) flush(s *Store) {
+	time.Sleep(announceGather)
+	for {
+		a.mu.Lock()
+		queue, waiters := a.queue, a.waiters
+		a.queue, a.waiters = nil, nil
+		if len(queue) == 0 {
+			a.sending = false
+			a.mu.Unlock()
+			return
+		}
+		a.mu.Unlock()
+		// A later notice of a read model supersedes an earlier one.
+		latest := map[string]int{}
+		for i, n := range queue {
+			latest[n.Projection] = i
+		}
+		payloads := make([]string, 0, len(latest))
+		var err error
+		for i, n := range queue {
+			if latest[n.Projection] != i {
+				continue
+			}
+			var b []byte
+			if b, err = json.Marshal(n); err != nil {
+				break
+			}
+			payloads = append(payloads, string(b))
+		}
+		if err == nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			_, err = s.pool.Exec(ctx, `SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p`, progressChannel, payloads)
+			cancel()
+		}
+		for _, w := range waiters {
+			w <- err
+		}
+	}
 }
 
 // RequestRebuild implements subscribe.Shared: one statement asks for the
@@ -190,7 +322,7 @@ func (w *watcher) deliver(n notice) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for sub := range w.subs {
-		if sub.projection != n.Projection {
+		if sub.projection != n.Projection && !n.Hello {
 			continue
 		}
 		for {
@@ -215,6 +347,13 @@ func (w *watcher) listen(ctx context.Context, s *Store) {
 		if err == nil {
 			_, err = conn.Exec(ctx, `LISTEN `+progressChannel)
 		}
+		if err == nil {
+			// Announcements may have been missed while this node was not
+			// listening: the greeting, which comes back to this connection
+			// too, makes every owner, on any node, announce again and this
+			// node's followers re-read the stored progress.
+			_, err = conn.Exec(ctx, helloPrefix+`,"o":"`+s.instance+`"}')`)
+		}
 		for err == nil {
 			var n *pgconn.Notification
 			n, err = conn.Conn().WaitForNotification(ctx)
@@ -223,6 +362,9 @@ func (w *watcher) listen(ctx context.Context, s *Store) {
 			}
 			var msg notice
 			if json.Unmarshal([]byte(n.Payload), &msg) == nil {
+				if msg.Hello && msg.Owner != s.instance {
+					s.others.seen.Store(true)
+				}
 				w.deliver(msg)
 			}
 		}

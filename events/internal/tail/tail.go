@@ -69,6 +69,16 @@ type Subscription struct {
 
 	after events.Position
 	buf   []events.Recorded
+	// exact: read returns less than limit only at the log's end as of the
+	// read (SubscribeExact).
+	exact bool
+	// caughtUp, once buf is drained, is what to wait on before reading
+	// again (exact reads only): the wake channel taken before a read that
+	// returned less than a page, i.e. the log's end as of that read.
+	// Reading again at once would find nothing unless an append woke it
+	// meanwhile, and that empty read was half of every follower's reads
+	// on Postgres.
+	caughtUp <-chan struct{}
 }
 
 // Subscribe starts a subscription strictly after pos that lives until ctx
@@ -77,6 +87,15 @@ type Subscription struct {
 func Subscribe(ctx context.Context, after events.Position, read ReadFunc, n *Notifier) *Subscription {
 	ctx, stop := context.WithCancelCause(ctx)
 	return &Subscription{read: read, notifier: n, ctx: ctx, stop: stop, after: after}
+}
+
+// SubscribeExact is Subscribe for a read that returns fewer events than
+// its limit only when it reached the log's end: after such a short page
+// the subscription waits for the next append instead of reading again.
+func SubscribeExact(ctx context.Context, after events.Position, read ReadFunc, n *Notifier) *Subscription {
+	s := Subscribe(ctx, after, read, n)
+	s.exact = true
+	return s
 }
 
 // Next returns the next event in global order, blocking until there is one.
@@ -93,6 +112,15 @@ func (s *Subscription) Next(ctx context.Context) (events.Recorded, error) {
 			s.after = ev.Position
 			return ev, nil
 		}
+		if w := s.caughtUp; w != nil {
+			s.caughtUp = nil
+			select {
+			case <-w:
+			case <-ctx.Done():
+			case <-s.ctx.Done():
+			}
+			continue
+		}
 		wake := s.notifier.Wait()
 		page, err := s.read(ctx, s.after, PageSize)
 		if err != nil {
@@ -103,6 +131,9 @@ func (s *Subscription) Next(ctx context.Context) (events.Recorded, error) {
 		}
 		if len(page) > 0 {
 			s.buf = page
+			if s.exact && len(page) < PageSize {
+				s.caughtUp = wake
+			}
 			continue
 		}
 		select {

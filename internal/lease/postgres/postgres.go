@@ -75,6 +75,10 @@ type Store struct {
 	seenMu sync.Mutex
 	seen   map[string]lease.Lease
 	seenAt time.Time
+
+	// renewals groups the renewals of leases whose session lock this
+	// store holds into one statement (see renewGroup).
+	renewals renewGroup
 }
 
 // seenFresh is how long one read of every lease answers the node's
@@ -379,11 +383,9 @@ func (s *Store) Renew(ctx context.Context, l lease.Lease, ttl time.Duration) (le
 	var err error
 	lost := false
 	if s.holds(l) {
-		err = s.pool.QueryRow(ctx, `
-UPDATE leases SET expires_at = clock_timestamp() + $4::interval
-WHERE name = $1 AND token = $2 AND holder = $3 AND holder <> ''
-RETURNING expires_at`, l.Name, l.Token, l.Holder, interval(ttl)).Scan(&l.Expires)
-		if errors.Is(err, pgx.ErrNoRows) {
+		var found bool
+		l.Expires, found, err = s.renewals.renew(ctx, s, l, ttl)
+		if err == nil && !found {
 			lost, err = true, s.withSession(ctx, func(c *pgx.Conn) error { return s.unlockLocked(ctx, c, l) })
 		}
 	} else {
@@ -532,4 +534,105 @@ SELECT (SELECT count(*)::int FROM m),
 		return lease.Load{}, fmt.Errorf("lease/postgres: load: %w", err)
 	}
 	return l, nil
+}
+
+// renewGather is how long the first renewal of a group waits for others:
+// lease.Held renews on a grid (every third of the time to live, counted
+// from the epoch), so a node's leases of one time to live fall due within
+// a moment of each other, and renewing each on its own was a Postgres
+// transaction (and a ping of the pooled connection) per lease.
+const renewGather = 3 * time.Millisecond
+
+// renewGroup sends the renewals queued meanwhile in one statement.
+type renewGroup struct {
+	mu      sync.Mutex
+	queue   []*renewReq
+	sending bool
+}
+
+// renewReq is one queued renewal and, once done is closed, its outcome:
+// found is false when the lease's token is no longer current.
+type renewReq struct {
+	l       lease.Lease
+	ttl     time.Duration
+	expires time.Time
+	found   bool
+	err     error
+	done    chan struct{}
+}
+
+func (g *renewGroup) renew(ctx context.Context, s *Store, l lease.Lease, ttl time.Duration) (time.Time, bool, error) {
+	r := &renewReq{l: l, ttl: ttl, done: make(chan struct{})}
+	g.mu.Lock()
+	g.queue = append(g.queue, r)
+	lead := !g.sending
+	g.sending = true
+	g.mu.Unlock()
+	if lead {
+		go g.flush(s)
+	}
+	select {
+	case <-r.done:
+		return r.expires, r.found, r.err
+	case <-ctx.Done():
+		return time.Time{}, false, ctx.Err()
+	}
+}
+
+// renewTimeout bounds one group's statement; each caller waits only until
+// its own context ends (its lease's deadline).
+const renewTimeout = 30 * time.Second
+
+func (g *renewGroup) flush(s *Store) {
+	time.Sleep(renewGather)
+	for {
+		g.mu.Lock()
+		// One renewal per lease in a statement: a later one of the same
+		// lease waits for the next.
+		var queue, later []*renewReq
+		seen := map[string]bool{}
+		for _, r := range g.queue {
+			if seen[r.l.Name] {
+				later = append(later, r)
+				continue
+			}
+			seen[r.l.Name] = true
+			queue = append(queue, r)
+		}
+		g.queue = later
+		if len(queue) == 0 {
+			g.sending = false
+			g.mu.Unlock()
+			return
+		}
+		g.mu.Unlock()
+		names, holders, ttls := make([]string, len(queue)), make([]string, len(queue)), make([]string, len(queue))
+		tokens := make([]int64, len(queue))
+		for i, r := range queue {
+			names[i], tokens[i], holders[i], ttls[i] = r.l.Name, int64(r.l.Token), r.l.Holder, interval(r.ttl)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), renewTimeout)
+		renewed := map[int]time.Time{}
+		rows, err := s.pool.Query(ctx, `
+UPDATE leases AS l SET expires_at = clock_timestamp() + r.ttl
+FROM unnest($1::text[], $2::bigint[], $3::text[], $4::interval[]) WITH ORDINALITY AS r(name, token, holder, ttl, i)
+WHERE l.name = r.name AND l.token = r.token AND l.holder = r.holder AND l.holder <> ''
+RETURNING r.i, l.expires_at`, names, tokens, holders, ttls)
+		if err == nil {
+			var (
+				i  int64
+				at time.Time
+			)
+			_, err = pgx.ForEachRow(rows, []any{&i, &at}, func() error {
+				renewed[int(i-1)] = at
+				return nil
+			})
+		}
+		cancel()
+		for i, r := range queue {
+			r.err = err
+			r.expires, r.found = renewed[i]
+			close(r.done)
+		}
+	}
 }

@@ -1,0 +1,274 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// SystemCost is what the whole system (the platform and its Postgres
+// server) spent in a span: CPU of each, and the Postgres transactions of
+// the platform's database (xact_commit + xact_rollback).
+type SystemCost struct {
+	Platform, Postgres time.Duration
+	Xacts              int64
+	Span               time.Duration
+}
+
+// systemSample is the cumulative counters SystemCost is the difference of.
+type systemSample struct {
+	at                 time.Time
+	platform, postgres time.Duration
+	xacts              int64
+}
+
+func (s systemSample) since(from systemSample) SystemCost {
+	return SystemCost{Platform: s.platform - from.platform, Postgres: s.postgres - from.postgres,
+		Xacts: s.xacts - from.xacts, Span: s.at.Sub(from.at)}
+}
+
+// sampleSystem reads the platform's CPU (-platform-pid), the Postgres
+// server's (-postgres-pid: the postmaster, its live children and the
+// children it reaped) and the platform database's transactions
+// (-pg-stats-url, -pg-stats-db). A counter that cannot be read stays 0.
+func (b *Bench) sampleSystem(ctx context.Context) systemSample {
+	s := systemSample{at: time.Now()}
+	s.platform, _ = b.platformCPU()
+	if b.Opt.PostgresPID > 0 {
+		s.postgres = processTreeCPU(b.Opt.PostgresPID)
+	}
+	if b.Opt.PGStatsURL != "" && b.Opt.PGStatsDB != "" {
+		s.xacts, _ = databaseXacts(ctx, b.Opt.PGStatsURL, b.Opt.PGStatsDB)
+	}
+	return s
+}
+
+// processTreeCPU is the CPU time of pid, of its live children and of the
+// children it has reaped (a Postgres backend's time moves to the
+// postmaster's cutime/cstime when it exits).
+func processTreeCPU(pid int) time.Duration {
+	var total time.Duration
+	if raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat"); err == nil {
+		total += statTicks(string(raw), 11, 15) // utime stime cutime cstime
+	}
+	paths, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, p := range paths {
+		raw, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		stat := string(raw)
+		i := strings.LastIndexByte(stat, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(stat[i+1:])
+		if len(f) < 13 || f[1] != strconv.Itoa(pid) { // f[1] is field 4, the parent
+			continue
+		}
+		total += statTicks(stat, 11, 13)
+	}
+	return total
+}
+
+// statTicks sums the /proc/PID/stat fields [from, to) counted after the
+// command name (0 is field 3), in clock ticks, as a duration.
+func statTicks(stat string, from, to int) time.Duration {
+	i := strings.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(stat[i+1:])
+	if len(f) < to {
+		return 0
+	}
+	var ticks int64
+	for _, s := range f[from:to] {
+		n, _ := strconv.ParseInt(s, 10, 64)
+		ticks += n
+	}
+	return time.Duration(ticks) * clockTick
+}
+
+// databaseXacts is the database's committed and rolled-back transactions
+// so far, read over a connection to another database (url), so the read
+// itself is not counted. Postgres publishes a busy backend's counts about
+// once a second and an idle one's within about ten, hence the settling
+// waits of WebhookCost.
+func databaseXacts(ctx context.Context, url, db string) (int64, error) {
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close(ctx)
+	var n int64
+	err = conn.QueryRow(ctx, `SELECT coalesce(sum(xact_commit + xact_rollback), 0)::bigint FROM pg_stat_database WHERE datname = $1`, db).Scan(&n)
+	return n, err
+}
+
+// statsSettle is how long counts are left to reach pg_stat_database
+// before they are read (an idle backend publishes within ten seconds).
+const statsSettle = 11 * time.Second
+
+// CostResult is one fixed-rate run of WebhookCost.
+type CostResult struct {
+	Rate      float64
+	Offered   int // PATCHes acknowledged
+	Delivered int // of them, delivered before the drain deadline
+	Ack       *Latencies
+	Cost      SystemCost // from the first PATCH to the last delivery
+	Xacts     int64      // the database's transactions of the run, the idle rate's share of the settling wait taken off
+}
+
+// IdleCost is the platform and its Postgres doing nothing.
+type IdleCost struct{ Cost SystemCost }
+
+// WebhookCost measures what a delivered webhook costs the whole system at
+// fixed offered rates: an app whose webhook URL is this process's
+// receiver; each rate PATCHes users at that rate (one user.profile.updated
+// delivery each) for the window, waits until every acknowledged PATCH was
+// delivered, and divides the platform's and Postgres's CPU and the
+// database's transactions by the deliveries. Before the rates, the node
+// idles for statsSettle and that is reported too.
+func (b *Bench) WebhookCost(ctx context.Context, rates []float64) (IdleCost, []CostResult, error) {
+	app, err := b.P.createApp(ctx, "cost-"+b.run)
+	if err != nil {
+		return IdleCost{}, nil, err
+	}
+	rcv, err := startReceiver(app.WebhookSecret)
+	if err != nil {
+		return IdleCost{}, nil, err
+	}
+	defer rcv.Close()
+	if err := b.P.admin(ctx, http.MethodPatch, "/admin/v1/apps/"+strconv.FormatInt(app.ID, 10), map[string]any{"webhook_url": rcv.URL}, http.StatusOK, nil); err != nil {
+		return IdleCost{}, nil, fmt.Errorf("set webhook URL (is PLATFORM_WEBHOOK_ALLOW_LOOPBACK on?): %w", err)
+	}
+	c := b.Opt.PatchClients
+	own := make([]int64, c)
+	if err := forEach(ctx, c, c, func(ctx context.Context, i int) (err error) {
+		own[i], err = b.register(ctx, app, "cost")
+		return err
+	}); err != nil {
+		return IdleCost{}, nil, err
+	}
+	b.settle(ctx, b.Opt.Drain)
+	sleepCtx(ctx, statsSettle) // what came before reaches the counters
+	i0 := b.sampleSystem(ctx)
+	sleepCtx(ctx, statsSettle)
+	i1 := b.sampleSystem(ctx)
+	idle := IdleCost{Cost: i1.since(i0)}
+	idleXactRate := float64(idle.Cost.Xacts) / idle.Cost.Span.Seconds()
+	var out []CostResult
+	for _, rate := range rates {
+		before := rcv.count()
+		acks := make([][]time.Time, c)
+		s0 := b.sampleSystem(ctx)
+		closedLoop(ctx, Phase{Clients: c, Window: b.Opt.Window, Rate: rate}, func(ctx context.Context, w, _ int) error {
+			if err := b.patch(ctx, app, own[w]); err != nil {
+				return err
+			}
+			acks[w] = append(acks[w], time.Now())
+			return nil
+		})
+		offered := 0
+		for _, a := range acks {
+			offered += len(a)
+		}
+		deadline := time.Now().Add(b.Opt.Drain)
+		for rcv.count()-before < offered && time.Now().Before(deadline) && ctx.Err() == nil {
+			time.Sleep(5 * time.Millisecond)
+		}
+		s1 := b.sampleSystem(ctx)
+		sleepCtx(ctx, statsSettle)
+		s2 := b.sampleSystem(ctx)
+		r := CostResult{Rate: rate, Offered: offered, Delivered: min(rcv.count()-before, offered), Ack: &Latencies{}, Cost: s1.since(s0)}
+		r.Xacts = s2.xacts - s0.xacts - int64(idleXactRate*s2.at.Sub(s1.at).Seconds())
+		rcv.mu.Lock()
+		for w, user := range own {
+			got := rcv.byUser[user]
+			got = got[max(0, len(got)-len(acks[w])):]
+			var lat []time.Duration
+			for k, at := range acks[w] {
+				if k < len(got) {
+					lat = append(lat, got[k].at.Sub(at))
+				}
+			}
+			r.Ack.Add(lat)
+		}
+		rcv.mu.Unlock()
+		out = append(out, r)
+	}
+	return idle, out, nil
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+// costRows are WebhookCost's lines: the idle node (CPU in µs per second,
+// transactions per second), then one per offered rate (deliveries/s,
+// ack→receipt p50/p99, CPU and transactions per delivery).
+func costRows(idle IdleCost, res []CostResult, store string, o Options) []Row {
+	sec := idle.Cost.Span.Seconds()
+	idleRow := Row{Scenario: "webhook cost: idle node (per second)", Store: store,
+		SystemCPUus: perUnit(idle.Cost.Platform+idle.Cost.Postgres, sec), PlatformCPUus: perUnit(idle.Cost.Platform, sec),
+		PostgresCPUus: perUnit(idle.Cost.Postgres, sec), PGXacts: float64(idle.Cost.Xacts) / sec}
+	idleRow.Note = fmt.Sprintf("idle %s: system (platform + Postgres) CPU %.2f ms/s (platform %.2f, Postgres %.2f), %.2f Postgres transactions/s",
+		idle.Cost.Span.Round(time.Second), idleRow.SystemCPUus/1000, idleRow.PlatformCPUus/1000, idleRow.PostgresCPUus/1000, idleRow.PGXacts)
+	rows := []Row{idleRow}
+	for _, r := range res {
+		n := float64(r.Delivered)
+		row := Row{Scenario: fmt.Sprintf("webhook cost: %g/s offered (ack→receipt)", r.Rate), Store: store, Clients: o.PatchClients,
+			Rate: n / r.Cost.Span.Seconds(), P50ms: ms(r.Ack.Quantile(0.5)), P99ms: ms(r.Ack.Quantile(0.99)),
+			Errors: int64(r.Offered - r.Delivered)}
+		if n > 0 {
+			row.SystemCPUus = perUnit(r.Cost.Platform+r.Cost.Postgres, n)
+			row.PlatformCPUus = perUnit(r.Cost.Platform, n)
+			row.PostgresCPUus = perUnit(r.Cost.Postgres, n)
+			row.PGXacts = float64(r.Xacts) / n
+		}
+		row.Note = fmt.Sprintf("%d PATCHes over %s, each one user.profile.updated delivery: system CPU %.0f µs/delivery (platform %.0f, Postgres %.0f), %.2f Postgres transactions/delivery; errors = undelivered after %s",
+			r.Offered, o.Window, row.SystemCPUus, row.PlatformCPUus, row.PostgresCPUus, row.PGXacts, o.Drain)
+		rows = append(rows, row)
+	}
+	return rows
+}
+
+func perUnit(d time.Duration, n float64) float64 {
+	if n <= 0 {
+		return 0
+	}
+	return float64(d.Microseconds()) / n
+}
+
+// parseRates reads "100,200,500".
+func parseRates(s string) ([]float64, error) {
+	var out []float64
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		v, err := strconv.ParseFloat(f, 64)
+		if err != nil || v <= 0 {
+			return nil, fmt.Errorf("webhook-cost rate %q: want a positive number", f)
+		}
+		out = append(out, v)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no webhook-cost rates")
+	}
+	return out, nil
+}
