@@ -161,6 +161,36 @@ func (o *Operators) RecordAccess(ctx context.Context, fact catalog.AccessAudited
 		return events.Position{}, err
 	}
 	fact.Subjects = subjects
+	return o.appendAccess(ctx, fact, requestID)
+}
+
+// RecordOwnAccess is RecordAccess for an app's read of its own users'
+// data: fact.AppID is the app of every user the subjects name (the read
+// model that answered scoped the read to that app), so the app's stream
+// is the subject RecordAccess would add after them, and no user's stream
+// is read to learn it. The fact appended is the one RecordAccess appends.
+func (o *Operators) RecordOwnAccess(ctx context.Context, fact catalog.AccessAudited, requestID string) (events.Position, error) {
+	if fact.AppID <= 0 {
+		return events.Position{}, fmt.Errorf("record access: an app's own access needs its app id (actor %s)", fact.Actor)
+	}
+	if fact.At.IsZero() {
+		fact.At = o.now().UTC()
+	}
+	subjects := slices.Clip(fact.Subjects)
+	if subjects == nil {
+		subjects = []string{}
+	}
+	names := slices.ContainsFunc(subjects, func(s string) bool { _, ok := domain.UserStreamID(s); return ok })
+	if app := domain.AppStream(fact.AppID); names && !slices.Contains(subjects, app) {
+		subjects = append(subjects, app)
+	}
+	fact.Subjects = subjects
+	return o.appendAccess(ctx, fact, requestID)
+}
+
+// appendAccess appends a fact whose subjects are complete to its actor's
+// audit stream.
+func (o *Operators) appendAccess(ctx context.Context, fact catalog.AccessAudited, requestID string) (events.Position, error) {
 	meta := Meta{AppID: fact.AppID, Actor: fact.Actor, RequestID: requestID}
 	ev, err := o.reg.Encode(fact, meta.events())
 	if err != nil {

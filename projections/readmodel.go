@@ -3,6 +3,7 @@ package projections
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/healthtech/partner-open-platform/events"
@@ -77,6 +78,16 @@ type typedProjector[T any] struct {
 
 func (p *typedProjector[T]) Name() string                  { return string(p.readModel) }
 func (p *typedProjector[T]) Handles(eventType string) bool { return p.types[eventType] }
+
+// Types lists the event types the projector applies, sorted.
+func (p *typedProjector[T]) Types() []string {
+	out := make([]string, 0, len(p.types))
+	for t := range p.types {
+		out = append(out, t)
+	}
+	slices.Sort(out)
+	return out
+}
 func (p *typedProjector[T]) Checkpoint(ctx context.Context) (events.Position, error) {
 	return p.store.Checkpoint(ctx, p.Name())
 }

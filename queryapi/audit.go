@@ -24,6 +24,13 @@ type Auditor interface {
 	RecordAccess(ctx context.Context, fact catalog.AccessAudited, requestID string) (events.Position, error)
 }
 
+// OwnAccessAuditor is an Auditor that records an app's access to its own
+// users' data (fact.AppID is every named user's app) without looking the
+// users' apps up: the same fact RecordAccess records, one read fewer.
+type OwnAccessAuditor interface {
+	RecordOwnAccess(ctx context.Context, fact catalog.AccessAudited, requestID string) (events.Position, error)
+}
+
 // AuditReasonHeader carries the reason of a reveal, as the reason query
 // parameter does.
 const AuditReasonHeader = "X-Audit-Reason"

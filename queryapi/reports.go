@@ -246,10 +246,17 @@ func (q *ReportAPI) answer(w http.ResponseWriter, r *http.Request, app domain.Ap
 		// Every pull, not only the first (which is_viewed marks), is an
 		// audit fact: the partner read a person's health data. No partner
 		// read waits for it, so no watermark.
-		if _, err := q.Auditor.RecordAccess(r.Context(), catalog.AccessAudited{
+		fact := catalog.AccessAudited{
 			Actor: "app:" + strconv.FormatInt(app.AppID, 10), Action: catalog.AuditReportPull, AppID: app.AppID, ReportID: id,
 			Subjects: []string{domain.ReportStream(id), domain.UserStream(rep.OpenUserID)},
-		}, w.Header().Get(httpapi.RequestIDHeader)); err != nil {
+		}
+		record := q.Auditor.RecordAccess
+		if own, ok := q.Auditor.(OwnAccessAuditor); ok {
+			// The app's report is of the app's user: no lookup of the
+			// user's app before the append.
+			record = own.RecordOwnAccess
+		}
+		if _, err := record(r.Context(), fact, w.Header().Get(httpapi.RequestIDHeader)); err != nil {
 			return err
 		}
 	}

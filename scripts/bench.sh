@@ -187,6 +187,11 @@ if [ "${BENCH_SKIP_PG:-0}" != "1" ]; then
 		dbs+=("$db")
 	done
 	"$pgbench" -q -i -s 10 "$(db_url bench_pgbench_$$)" >/dev/null 2>&1 || die "pgbench -i failed"
+	# Report pull: its row is printed twice, against pgbench -S and against
+	# the pull floor, a pgbench script of one pull's writes and reads in one
+	# transaction (cmd/platformbench/pullfloor.sql, its tables set up in the
+	# pgbench database).
+	case ",$pg_scenarios," in *,report-pull,*) extra+=(-pull-floor) ;; esac
 	start_platform postgres PLATFORM_EVENTSTORE_URL="$(db_url bench_platform_$$)" PLATFORM_POSTGRES_URL="$(db_url bench_platform_$$)" \
 		PLATFORM_PORTAL_BASE_URL="http://127.0.0.1"
 	pg_pid=0

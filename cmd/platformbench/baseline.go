@@ -82,14 +82,22 @@ var tpsLine = regexp.MustCompile(`(?m)^tps = ([0-9.]+)`)
 // p50 and p99 are taken. The database must have been initialised
 // (pgbench -i).
 func PgbenchS(ctx context.Context, pgbench, url string, p Phase) (Measured, error) {
+	return runPgbench(ctx, pgbench, url, p, "pgbench -S", "-S")
+}
+
+// runPgbench runs pgbench with args (its script) as PgbenchS runs -S:
+// the phase's clients and window, a per-transaction log for p50 and p99,
+// the machine's CPU meanwhile. what names it in errors.
+func runPgbench(ctx context.Context, pgbench, url string, p Phase, what string, args ...string) (Measured, error) {
 	dir, err := os.MkdirTemp("", "pgbench-log-")
 	if err != nil {
-		return Measured{}, fmt.Errorf("pgbench: %w", err)
+		return Measured{}, fmt.Errorf("%s: %w", what, err)
 	}
 	defer os.RemoveAll(dir)
 	secs := max(1, int(p.Window.Round(time.Second)/time.Second))
-	cmd := exec.CommandContext(ctx, pgbench, "-S", "-n", "-c", strconv.Itoa(p.Clients), "-j", "2",
+	args = append(args, "-n", "-c", strconv.Itoa(p.Clients), "-j", "2",
 		"-T", strconv.Itoa(secs), "-l", "--log-prefix", filepath.Join(dir, "tx"), url)
+	cmd := exec.CommandContext(ctx, pgbench, args...)
 	cmd.Dir = dir
 	var from cpuSample
 	if p.CPU != nil {
@@ -101,11 +109,11 @@ func PgbenchS(ctx context.Context, pgbench, url string, p Phase) (Measured, erro
 		cpu = p.CPU().since(from) // pgbench and Postgres: the machine's busy time
 	}
 	if err != nil {
-		return Measured{}, fmt.Errorf("pgbench -S: %w: %s", err, out)
+		return Measured{}, fmt.Errorf("%s: %w: %s", what, err, out)
 	}
 	m := tpsLine.FindSubmatch(out)
 	if m == nil {
-		return Measured{}, fmt.Errorf("pgbench -S: no tps line in: %s", out)
+		return Measured{}, fmt.Errorf("%s: no tps line in: %s", what, out)
 	}
 	tps, _ := strconv.ParseFloat(string(m[1]), 64)
 	lat, n, err := readPgbenchLogs(dir)

@@ -94,6 +94,8 @@ var allScenarios = []string{"webhooks", "webhook-drain", "webhook-fanout", "regi
 // runFlags are run's settings besides the scenario Options.
 type runFlags struct {
 	url, tokenFile, store, rawURL, rawDir, pgbench, pgbenchURL, scenarios, out string
+	// pullFloor measures report-pull's second baseline (PullFloor).
+	pullFloor bool
 }
 
 func runCmd(ctx context.Context, args []string, log io.Writer) error {
@@ -108,6 +110,9 @@ func runCmd(ctx context.Context, args []string, log io.Writer) error {
 	b := &Bench{P: newPlatform(f.url, token, max(o.Clients, o.PatchClients)), Opt: o, run: strconv.FormatInt(time.Now().UnixNano(), 36)}
 	say := func(format string, a ...any) {
 		fmt.Fprintf(log, "platformbench [%s] "+format+"\n", append([]any{f.store}, a...)...)
+	}
+	if f.pullFloor && f.pgbench != "" {
+		b.floor = &pullFloor{pgbench: f.pgbench, url: f.pgbenchURL}
 	}
 	say("set-up: app and %d users", o.Users)
 	if err := b.setup(ctx); err != nil {
@@ -150,6 +155,7 @@ func parseRunFlags(args []string) (runFlags, Options, error) {
 	fs.StringVar(&f.pgbenchURL, "pgbench-url", "", "database initialised with pgbench -i")
 	fs.StringVar(&f.scenarios, "scenarios", strings.Join(allScenarios, ","), "comma-separated scenarios")
 	fs.StringVar(&f.out, "out", "", "write the rows as JSON to this file")
+	fs.BoolVar(&f.pullFloor, "pull-floor", false, "with -pgbench: report-pull is also compared with the pull floor (a pgbench script of one pull's writes and reads in one transaction, set up in the -pgbench-url database)")
 	quick := fs.Bool("quick", false, "a smoke run: 1s warm-up, 3s window, short histories, few users and cards")
 	fs.IntVar(&o.Clients, "clients", 32, "closed-loop clients per scenario")
 	fs.IntVar(&o.PatchClients, "patch-clients", 8, "clients (each on its own user) of PATCH and webhooks")
@@ -310,7 +316,7 @@ func (b *Bench) scenario(ctx context.Context, s, store string, bl measuredBaseli
 	case "snapshot":
 		m, err = b.Snapshot(ctx)
 	case "report-pull":
-		m, err = b.ReportPull(ctx)
+		return b.reportPullRows(ctx, store, base, baseName)
 	case "verify-hot":
 		s = "verify-use hot card"
 		m, err = b.Verify(ctx, 1)

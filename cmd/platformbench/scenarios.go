@@ -24,6 +24,8 @@ type Bench struct {
 	// capacity is each scenario's measured rate in this run, by row name
 	// (the paced scenarios offer a share of their closed loop's).
 	capacity map[string]float64
+	// floor, when set, is where report-pull measures its pull floor.
+	floor *pullFloor
 }
 
 var seq atomic.Int64

@@ -51,6 +51,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -327,6 +328,14 @@ type newRows struct {
 	data, meta      [][]byte
 }
 
+// streamCountQuery is a stream's committed event count: its last
+// revision + 1, read as the last entry of the (stream, revision) index.
+// Written as max(revision), the cached generic plan (estimating one row
+// per stream from early statistics) aggregated every entry of the stream,
+// so each append to a long stream (an app's audit facts, one per report
+// pull) read the whole stream under the append lock.
+const streamCountQuery = `SELECT coalesce((SELECT revision FROM es_events WHERE stream = $1 ORDER BY revision DESC LIMIT 1) + 1, 0)`
+
 // readCommitted is the first exchange with the server: open the transaction, take the
 // lock, read the head, and every stream's count and every event ID's
 // place as the committed log has them. Each statement after the lock
@@ -344,7 +353,7 @@ func readCommitted(ctx context.Context, conn *pgx.Conn, group []*pending) (commi
 			for i, ev := range part.Events {
 				ids[i] = ev.ID
 			}
-			b.Queue(`SELECT coalesce(max(revision) + 1, 0) FROM es_events WHERE stream = $1`, part.Stream)
+			b.Queue(streamCountQuery, part.Stream)
 			b.Queue(`SELECT id, stream, revision, position FROM es_events WHERE id = ANY($1)`, ids)
 			partStreams = append(partStreams, part.Stream)
 		}
@@ -654,6 +663,26 @@ func collect(rows pgx.Rows) ([]events.Recorded, error) {
 // it), for a read model in the same database that reads the head in the
 // round trip of its own query (projections/postgres.Store.SeeHead).
 const HeadQuery = `SELECT coalesce(max(position), 0) FROM es_events`
+
+// HeadOfTypesQuery is HeadQuery over the events of the given types only,
+// one index probe per type (es_events_type_position): the position a read
+// model that applies only those types must have reached for its rows to
+// reflect every event the log holds for it, whatever else is appended
+// meanwhile. Types are registry names, quoted here as SQL literals; none
+// gives 0. Each probe bounds the type by a range, not an equality, and
+// orders by (type, position): only that index yields this order, so the
+// planner descends it, rather than (not knowing which type a probe looks
+// for) walking the primary key backwards filtering on type, which for a
+// type the log holds only early reads the whole log after it.
+func HeadOfTypesQuery(types []string) string {
+	quoted := make([]string, len(types))
+	for i, t := range types {
+		quoted[i] = "'" + strings.ReplaceAll(t, "'", "''") + "'"
+	}
+	return `SELECT coalesce(max(m.position), 0) FROM unnest(ARRAY[` + strings.Join(quoted, ", ") + `]::text[]) AS w(type),
+LATERAL (SELECT e.position FROM es_events e WHERE e.type >= w.type AND e.type <= w.type
+    ORDER BY e.type DESC, e.position DESC LIMIT 1) AS m`
+}
 
 // PositionAt is the position of the event at the log's position column p.
 func PositionAt(p int64) events.Position { return position(p) }

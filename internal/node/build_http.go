@@ -68,6 +68,7 @@ func (n *Node) buildRoutes(cfg Config, c commandSet, a authSet, p projectionSet)
 	if puller, ok := n.ReadModel.(queryapi.ReportPuller); ok && any(a.nonces) == any(n.ReadModel) {
 		if _, shared := a.pullLimit.(interface{ Spec() ratelimit.BucketSpec }); shared {
 			reportAPI.OneTrip = puller
+			n.seePullHead()
 		}
 	}
 	routes := append(cmdAPI.Routes(), qAPI.Routes()...)

@@ -147,3 +147,17 @@ func readModelProjector(f projections.ReadModel, rm ReadModels, loc *time.Locati
 	}
 	panic("node: no projector for read-model family " + string(f))
 }
+
+// seePullHead narrows the head a report pull reads, with the log in the
+// read models' database, to the events the reports read model applies:
+// the audit facts other pulls append at the pace of the pulls are not
+// events a pull must wait for its read model to pass.
+func (n *Node) seePullHead() {
+	pg, ok := n.ReadModel.(*postgres.Store)
+	if !ok || !pg.SeesHead() {
+		return
+	}
+	if t, ok := readModelProjector(projections.ReadModelReports, n.ReadModel, n.Location).(interface{ Types() []string }); ok {
+		pg.SeePullHead(pgevents.HeadOfTypesQuery(t.Types()))
+	}
+}

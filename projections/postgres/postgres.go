@@ -59,6 +59,9 @@ type Store struct {
 	snapSQL atomic.Pointer[snapshotSQL]
 	// pullSQL caches PullReport's statement for the head it reads.
 	pullSQL atomic.Pointer[pullSQL]
+	// pullHead, when set, is the head statement PullReport reads in place
+	// of head's (SeePullHead).
+	pullHead string
 	// pruneNow decides whether a Snapshot that records a binding prunes
 	// expired bindings first; nil is one in pruneEvery, at random (tests
 	// set it to exercise the prune inside the snapshot's round trip).

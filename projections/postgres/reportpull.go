@@ -70,21 +70,33 @@ LEFT JOIN reports r ON r.report_id = $13 AND r.app_id = $14 AND (SELECT granted 
 
 // pullSQL is PullReport's statement built for one head statement.
 type pullSQL struct {
-	head *headQuery
-	text string
+	head     *headQuery
+	pullHead string
+	text     string
 }
+
+// SeePullHead narrows the head PullReport reads, under SeeHead, to sql
+// (one bigint, converted by SeeHead's position): the head of the events
+// the reports read model applies (events/postgres.HeadOfTypesQuery). A
+// pull must wait until its read model has passed every event it applies,
+// not the other pulls' audit facts appended meanwhile. Call it before
+// serving, after SeeHead; without SeeHead it changes nothing.
+func (s *Store) SeePullHead(sql string) { s.pullHead = sql }
 
 // PullReport answers a report pull's ReportPullQuery in one statement (see
 // pullQuery). Like Use, one call in pruneEvery first deletes expired
 // nonces, in the same round trip.
 func (s *Store) PullReport(ctx context.Context, q projections.ReportPullQuery) (projections.ReportPull, error) {
 	c := s.pullSQL.Load()
-	if c == nil || c.head != s.head {
+	if c == nil || c.head != s.head || c.pullHead != s.pullHead {
 		head := "NULL::bigint"
-		if s.head != nil {
+		switch {
+		case s.head != nil && s.pullHead != "":
+			head = "(" + s.pullHead + ")"
+		case s.head != nil:
 			head = "(" + s.head.sql + ")"
 		}
-		c = &pullSQL{head: s.head, text: pullQuery(head)}
+		c = &pullSQL{head: s.head, pullHead: s.pullHead, text: pullQuery(head)}
 		s.pullSQL.Store(c)
 	}
 	now := time.Now()
