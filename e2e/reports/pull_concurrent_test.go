@@ -39,16 +39,7 @@ func TestConcurrentReportPullsAreEachAudited(t *testing.T) {
 			t.Parallel()
 			p := harness.Start(t, cfg(t))
 			a := p.CreateApp("partner")
-			var reg harness.RegisterData
-			a.Expect("POST", "/open/v1/channel/users", harness.RegisterBody("u-1"), http.StatusCreated, "0").Data(t, &reg)
-			res := p.Ingest(p.Uploader("station"), "POST", "/admin/v1/health-reports", harness.ReportBody(reg.OpenUserID, ""))
-			if res.Status != http.StatusCreated {
-				t.Fatalf("ingest: %d %s", res.Status, res.Raw)
-			}
-			var created struct {
-				ID int64 `json:"id"`
-			}
-			res.Data(t, &created)
+			created := uploadReport(t, p, a)
 			path := "/open/v1/health-reports/" + strconv.FormatInt(created.ID, 10)
 			// The first pull marks the report viewed; the pulls below append
 			// their audit facts only.
@@ -113,7 +104,7 @@ func TestConcurrentReportPullsAreEachAudited(t *testing.T) {
 			if len(got)-already != len(answered) {
 				t.Fatalf("%d new audit facts for %d answered pulls", len(got)-already, len(answered))
 			}
-			subjects := []string{domain.ReportStream(created.ID), domain.UserStream(reg.OpenUserID), domain.AppStream(a.ID)}
+			subjects := []string{domain.ReportStream(created.ID), domain.UserStream(created.User), domain.AppStream(a.ID)}
 			for _, id := range answered {
 				found := false
 				for meta, data := range got {

@@ -33,16 +33,7 @@ func TestReportPullOnPostgres(t *testing.T) {
 			p := harness.Start(t, cfg(t))
 			a := p.CreateApp("partner")
 			b := p.CreateApp("other")
-			var reg harness.RegisterData
-			a.Expect("POST", "/open/v1/channel/users", harness.RegisterBody("u-1"), http.StatusCreated, "0").Data(t, &reg)
-			res := p.Ingest(p.Uploader("station"), "POST", "/admin/v1/health-reports", harness.ReportBody(reg.OpenUserID, ""))
-			if res.Status != http.StatusCreated {
-				t.Fatalf("ingest: %d %s", res.Status, res.Raw)
-			}
-			var created struct {
-				ID int64 `json:"id"`
-			}
-			res.Data(t, &created)
+			created := uploadReport(t, p, a)
 			path := "/open/v1/health-reports/" + strconv.FormatInt(created.ID, 10)
 
 			// Read your writes: the upload's 2xx, then the pull finds it.
