@@ -16,10 +16,8 @@ import (
 	"github.com/healthtech/partner-open-platform/events/subscribe"
 	"github.com/healthtech/partner-open-platform/internal/auth"
 	"github.com/healthtech/partner-open-platform/internal/httpapi/edgetest"
-	"github.com/healthtech/partner-open-platform/internal/pgtest"
 	ratelimitpg "github.com/healthtech/partner-open-platform/internal/ratelimit/postgres"
 	"github.com/healthtech/partner-open-platform/projections"
-	"github.com/healthtech/partner-open-platform/projections/postgres"
 )
 
 // With the log in the read models' database and the pull's head narrowed
@@ -29,19 +27,8 @@ import (
 // the read model applies beyond its checkpoint still makes the pull wait
 // (here, with no runner to catch up, until it answers 503 and Retry-After).
 func TestReportPullWaitsOnlyForTheReportsEvents(t *testing.T) {
+	rt, es, rm := openCountedStores(t)
 	ctx := context.Background()
-	rt, proxied := newRoundTrips(t, pgtest.New(t))
-	es, err := pgevents.Open(ctx, proxied)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer es.Close()
-	rm, err := postgres.Open(ctx, proxied+"&pool_max_conns=1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rm.Close()
-	rm.SeeHead(pgevents.HeadQuery, pgevents.PositionAt)
 	types := projections.ReportsProjector(rm, time.UTC).(interface{ Types() []string }).Types()
 	rm.SeePullHead(pgevents.HeadOfTypesQuery(types))
 

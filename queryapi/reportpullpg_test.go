@@ -123,20 +123,7 @@ func (rt *roundTrips) frontend(c, s net.Conn) {
 // audit fact (and the first pull's is_viewed mark) are the write side's
 // appends, through their own ports.
 func TestReportPullCostsOneRoundTripOnPostgres(t *testing.T) {
-	ctx := context.Background()
-	rt, proxied := newRoundTrips(t, pgtest.New(t))
-	es, err := pgevents.Open(ctx, proxied)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer es.Close()
-	// One connection for the read models: the warm-up prepares its statements.
-	rm, err := postgres.Open(ctx, proxied+"&pool_max_conns=1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rm.Close()
-	rm.SeeHead(pgevents.HeadQuery, pgevents.PositionAt)
+	rt, es, rm := openCountedStores(t)
 
 	reg := catalog.Registry()
 	appA, _ := seedPulledReport(t, es, rm)
@@ -220,4 +207,25 @@ func seedPulledReport(tb testing.TB, es *pgevents.Store, rm *postgres.Store) (do
 		tb.Fatal(err)
 	}
 	return app, res.Position
+}
+
+// openCountedStores opens the event store and the read models (one
+// connection, so the warm-up prepares its statements) on a fresh database
+// behind the round-trip counter.
+func openCountedStores(t *testing.T) (*roundTrips, *pgevents.Store, *postgres.Store) {
+	t.Helper()
+	ctx := context.Background()
+	rt, proxied := newRoundTrips(t, pgtest.New(t))
+	es, err := pgevents.Open(ctx, proxied)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { es.Close() })
+	rm, err := postgres.Open(ctx, proxied+"&pool_max_conns=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rm.Close() })
+	rm.SeeHead(pgevents.HeadQuery, pgevents.PositionAt)
+	return rt, es, rm
 }
