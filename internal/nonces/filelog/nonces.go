@@ -73,6 +73,8 @@ type Nonces struct {
 
 	wmu     sync.Mutex // held while writing (leader of a group) and compacting
 	file    *os.File
+	synced  uint64 // guarded by wmu: the last sequence number fsynced
+	fsyncs  int    // guarded by wmu: fsyncs of the periodic sync (tests)
 	written uint64 // guarded by mu: last sequence number written
 	werr    error  // guarded by mu: a failed write fails every later call
 
@@ -84,6 +86,18 @@ type Nonces struct {
 // have not expired. A record cut short by a crash at the end of the file is
 // dropped (its caller was never answered).
 func Open(path string) (*Nonces, error) {
+	t := time.NewTicker(SyncEvery)
+	n, err := open(path, t.C)
+	if err != nil {
+		t.Stop()
+		return nil, err
+	}
+	go func() { <-n.stopped; t.Stop() }()
+	return n, nil
+}
+
+// open is Open with the periodic sync driven by tick.
+func open(path string, tick <-chan time.Time) (*Nonces, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("internal/nonces/filelog: open %s: %w", path, err)
@@ -113,7 +127,7 @@ func Open(path string) (*Nonces, error) {
 			return nil, err
 		}
 	}
-	go n.sync()
+	go n.sync(tick)
 	return n, nil
 }
 
@@ -193,19 +207,34 @@ func (n *Nonces) load(f *os.File) (int64, error) {
 	}
 }
 
-func (n *Nonces) sync() {
+func (n *Nonces) sync(tick <-chan time.Time) {
 	defer close(n.stopped)
-	t := time.NewTicker(SyncEvery)
-	defer t.Stop()
 	for {
 		select {
-		case <-t.C:
-			n.wmu.Lock()
-			_ = n.file.Sync() // a failed flush is retried at the next tick and at Close
-			n.wmu.Unlock()
+		case <-tick:
+			n.syncWritten()
 		case <-n.stop:
 			return
 		}
+	}
+}
+
+// syncWritten fsyncs the file if records were written since its last
+// fsync: an idle node's file is left alone (an fsync a second was most of
+// an idle embedded node's own CPU). A failed fsync is retried at the next
+// tick and at Close.
+func (n *Nonces) syncWritten() {
+	n.wmu.Lock() // writes and compaction hold it: written is stable below
+	defer n.wmu.Unlock()
+	n.mu.Lock()
+	written := n.written
+	n.mu.Unlock()
+	if written == n.synced {
+		return
+	}
+	n.fsyncs++
+	if n.file.Sync() == nil {
+		n.synced = written
 	}
 }
 
@@ -454,6 +483,7 @@ func (n *Nonces) compactLocked() error {
 	n.file = f
 	n.buf = n.buf[:0]
 	n.written = n.queued
+	n.synced = n.written // the new file was fsynced whole
 	n.records = len(n.entries)
 	return nil
 }
