@@ -142,6 +142,21 @@ if [ "${BENCH_SKIP_EMBEDDED:-0}" != "1" ]; then
 	files+=("$work/embedded.json")
 fi
 
+# ---- 1b. webhook fan-out drain (embedded) ----
+# A fresh embedded platform, so no earlier scenario's state or deliveries
+# share the window: webhook-fanout-drain delivers -fanout-events profile
+# updates to 1 and to 10 endpoints (alternated, -fanout-repeats times),
+# resends them as a backlog while the app is suspended and charges the
+# platform CPU from the resume to the last receipt per event; the 10-endpoint
+# row's ratio is the fan-out ratio (docs/webhook-fanout.md).
+# BENCH_SKIP_FANOUT_DRAIN=1 leaves it out.
+if [ "${BENCH_SKIP_EMBEDDED:-0}" != "1" ] && [ "${BENCH_SKIP_FANOUT_DRAIN:-0}" != "1" ]; then
+	start_platform fanout-drain
+	run_bench -store embedded -raw-dir "$work/fanout-drain" -scenarios webhook-fanout-drain -out "$work/fanout-drain.json"
+	stop_platform
+	files+=("$work/fanout-drain.json")
+fi
+
 # ---- 2. postgres ----
 start_postgres() {
 	local d

@@ -38,6 +38,9 @@ type Options struct {
 	WebhookRate float64
 	// FanoutRate is webhook-fanout's offered PATCHes per second.
 	FanoutRate float64
+	// FanoutEvents and FanoutRepeats are webhook-fanout-drain's events per
+	// drain and its alternated runs of 1 and 10 endpoints.
+	FanoutEvents, FanoutRepeats int
 	// TenantApps and TenantUsers are many-tenants' population.
 	TenantApps, TenantUsers int
 	// DrainBacklog is how many deliveries webhook-drain queues at once.
@@ -167,6 +170,8 @@ func parseRunFlags(args []string) (runFlags, Options, error) {
 	fs.DurationVar(&o.Drain, "drain", 60*time.Second, "how long webhooks wait for outstanding deliveries")
 	fs.Float64Var(&o.WebhookRate, "webhook-rate", 0, "offered PATCHes per second of the webhook scenario (0: closed loop, as fast as answered)")
 	fs.Float64Var(&o.FanoutRate, "fanout-rate", 100, "offered PATCHes per second of webhook-fanout (each app in turn: 0, 1 and 10 endpoints)")
+	fs.IntVar(&o.FanoutEvents, "fanout-events", 400, "profile updates per drain of webhook-fanout-drain (each delivered to 1 or 10 endpoints)")
+	fs.IntVar(&o.FanoutRepeats, "fanout-repeats", 3, "alternated drains of 1 and 10 endpoints in webhook-fanout-drain")
 	fs.IntVar(&o.TenantApps, "tenant-apps", 1000, "apps of many-tenants, one webhook endpoint each")
 	fs.IntVar(&o.TenantUsers, "tenant-users", 20000, "users of each many-tenants population (one app, then -tenant-apps apps)")
 	fs.IntVar(&o.DrainBacklog, "drain-backlog", 4000, "deliveries webhook-drain queues at once (its backlog)")
@@ -184,6 +189,7 @@ func parseRunFlags(args []string) (runFlags, Options, error) {
 		o.Warmup, o.Window, o.Drain = time.Second, 3*time.Second, 20*time.Second
 		o.History, o.Users, o.Cards = 50, 200, 100
 		o.DrainBacklog = 800
+		o.FanoutEvents, o.FanoutRepeats = 80, 1
 		o.TenantApps, o.TenantUsers = 100, 2000
 	}
 	return f, o, nil
@@ -284,6 +290,12 @@ func (b *Bench) scenario(ctx context.Context, s, store string, bl measuredBaseli
 			return nil, fmt.Errorf("webhook-fanout: %w", err)
 		}
 		return fanoutRows(res, store, o, o.FanoutRate), nil
+	case "webhook-fanout-drain":
+		runs, err := b.WebhookFanoutDrain(ctx, o.FanoutRepeats)
+		if err != nil {
+			return nil, fmt.Errorf("webhook-fanout-drain: %w", err)
+		}
+		return fanoutDrainRows(runs, store, o), nil
 	case "many-tenants":
 		one, many, err := b.ManyTenants(ctx)
 		if err != nil {
@@ -324,7 +336,7 @@ func (b *Bench) scenario(ctx context.Context, s, store string, bl measuredBaseli
 		s = fmt.Sprintf("verify-use %d cards", o.Cards)
 		m, err = b.Verify(ctx, o.Cards)
 	default:
-		return nil, fmt.Errorf("unknown scenario %q (known: %s,webhook-cost)", s, strings.Join(allScenarios, ","))
+		return nil, fmt.Errorf("unknown scenario %q (known: %s,webhook-cost,webhook-fanout-drain)", s, strings.Join(allScenarios, ","))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", s, err)
