@@ -198,11 +198,11 @@ func loadAverage() string {
 // 1), the median of the repeats' ratios with their range.
 func fanoutDrainRows(runs []FanoutDrainRun, store string, o Options) []Row {
 	per := map[int][]float64{}
-	var loads []string
+	loads := map[int][]string{}
 	var rows []Row
 	for _, r := range runs {
 		per[r.Endpoints] = append(per[r.Endpoints], r.CPUPerEvent())
-		loads = append(loads, r.LoadBefore)
+		loads[r.Endpoints] = append(loads[r.Endpoints], r.LoadBefore)
 	}
 	ratios := fanoutRatios(runs)
 	for _, n := range fanoutDrainEndpoints {
@@ -235,7 +235,7 @@ func fanoutDrainRows(runs []FanoutDrainRun, store string, o Options) []Row {
 			row.Baseline = "1 endpoint"
 			row.Note += fmt.Sprintf("; fan-out ratio (CPU per event, %d endpoints ÷ 1) %.2f× (runs %.2f–%.2f×, goal ≤ 3×)", n, m, l, h)
 		}
-		row.Note += fmt.Sprintf("; load average before each drain: %s", strings.Join(loads, ", "))
+		row.Note += fmt.Sprintf("; load average before each drain: %s", strings.Join(loads[n], "; "))
 		rows = append(rows, row)
 	}
 	return rows

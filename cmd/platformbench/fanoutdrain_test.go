@@ -28,6 +28,9 @@ func TestFanoutDrainRows(t *testing.T) {
 	if rows[1].Ratio != 3 || !strings.Contains(rows[1].Note, "3.00× (runs 2.00–5.00×") {
 		t.Fatalf("ratio %v, note %q", rows[1].Ratio, rows[1].Note)
 	}
+	if !strings.HasSuffix(rows[0].Note, "drain: 1.00 1.00 1.00; 1.00 1.00 1.00; 1.00 1.00 1.00") {
+		t.Fatalf("each row lists its own drains' load averages: %q", rows[0].Note)
+	}
 	if rows[0].Ratio != 0 || rows[0].Errors != 0 {
 		t.Fatalf("one-endpoint row: ratio %v, errors %d", rows[0].Ratio, rows[0].Errors)
 	}
