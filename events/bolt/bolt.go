@@ -293,37 +293,41 @@ func (s *Store) commitLoop() {
 			if s.window != nil {
 				window = s.window(last)
 			}
-			if window <= 0 {
-				goto commit
-			}
-			if s.waiting != nil {
-				s.waiting(len(group))
-			}
-			if timer == nil {
-				timer = time.NewTimer(window)
-			} else {
-				timer.Reset(window)
-			}
-		wait:
-			for len(group) < target {
-				select {
-				case p, ok := <-s.queue:
-					if !ok {
-						break wait
-					}
-					group = append(group, p)
-				case <-timer.C:
-					break wait
+			if window > 0 {
+				if s.waiting != nil {
+					s.waiting(len(group))
 				}
+				if timer == nil {
+					timer = time.NewTimer(window)
+				} else {
+					timer.Reset(window)
+				}
+				group = s.await(group, target, timer.C)
+				timer.Stop()
 			}
-			timer.Stop()
 		}
-	commit:
 		began := time.Now()
 		s.commit(group)
 		last = time.Since(began)
 		recent[n%windowGroups] = len(group)
 	}
+}
+
+// await adds appends to group as they are queued, until it holds target
+// of them, the timer fires or the queue is closed.
+func (s *Store) await(group []*pending, target int, timer <-chan time.Time) []*pending {
+	for len(group) < target {
+		select {
+		case p, ok := <-s.queue:
+			if !ok {
+				return group
+			}
+			group = append(group, p)
+		case <-timer:
+			return group
+		}
+	}
+	return group
 }
 
 // commit decides and writes a group in one transaction, in queue order: each
