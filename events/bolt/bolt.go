@@ -35,6 +35,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -78,6 +79,14 @@ type Store struct {
 	// beforePublish, when set (tests only), runs after a group's commit
 	// returned and before its events are published or acknowledged.
 	beforePublish func()
+	// window, when set (tests only), replaces the group commit window
+	// (windowFor) given the last commit's duration.
+	window func(lastCommit time.Duration) time.Duration
+	// waiting, when set (tests only), runs when a group of n starts waiting
+	// for more appends.
+	waiting func(n int)
+	// commits counts the transactions that wrote (tests).
+	commits atomic.Uint64
 
 	// Group commit: appends queue for one committer goroutine, which writes
 	// everything queued while the previous fsync ran in one transaction. A
@@ -103,6 +112,27 @@ type pending struct {
 
 // maxGroup bounds how many appends share one transaction.
 const maxGroup = 256
+
+// Group commit window. A transaction costs a fixed part (the meta and
+// freelist pages, the branch pages on the way to each leaf, one pwrite per
+// run of pages, two fdatasyncs) besides what its appends write: several
+// hundred CPU-µs, more than a register-shaped append's own share once a few
+// appends share it (BenchmarkRegisterGroups). Under a steady offered rate
+// the appends that queue during one commit are few, so each pays most of
+// that part. While recent groups were larger than what is queued, the
+// committer waits for more, up to the last commit's duration (at most
+// maxWindow): the window then at most doubles the log's latency, and the
+// writers it waits for share the transaction. A lone serial writer's
+// groups are of one, so it never waits; nothing is acknowledged before its
+// transaction is durable, whatever the window.
+const (
+	maxWindow    = 2 * time.Millisecond
+	windowGroups = 4 // recent groups whose largest size is the target
+)
+
+// windowFor is how long a group may wait for more appends after a commit
+// that took last.
+func windowFor(last time.Duration) time.Duration { return min(last, maxWindow) }
 
 var (
 	_ events.Store               = (*Store)(nil)
@@ -237,7 +267,14 @@ func (s *Store) submit(ctx context.Context, parts []events.StreamAppend) ([]even
 func (s *Store) commitLoop() {
 	defer s.committer.Done()
 	group := make([]*pending, 0, maxGroup)
-	for first := range s.queue {
+	var recent [windowGroups]int // sizes of the last groups
+	var last time.Duration       // the last commit's duration
+	var timer *time.Timer
+	for n := 0; ; n++ {
+		first, ok := <-s.queue
+		if !ok {
+			return
+		}
 		group = append(group[:0], first)
 	collect:
 		for len(group) < maxGroup {
@@ -251,8 +288,46 @@ func (s *Store) commitLoop() {
 				break collect
 			}
 		}
+		if target := min(slices.Max(recent[:]), maxGroup); len(group) < target && last > 0 {
+			window := windowFor(last)
+			if s.window != nil {
+				window = s.window(last)
+			}
+			if window > 0 {
+				if s.waiting != nil {
+					s.waiting(len(group))
+				}
+				if timer == nil {
+					timer = time.NewTimer(window)
+				} else {
+					timer.Reset(window)
+				}
+				group = s.await(group, target, timer.C)
+				timer.Stop()
+			}
+		}
+		began := time.Now()
 		s.commit(group)
+		last = time.Since(began)
+		recent[n%windowGroups] = len(group)
 	}
+}
+
+// await adds appends to group as they are queued, until it holds target
+// of them, the timer fires or the queue is closed.
+func (s *Store) await(group []*pending, target int, timer <-chan time.Time) []*pending {
+	for len(group) < target {
+		select {
+		case p, ok := <-s.queue:
+			if !ok {
+				return group
+			}
+			group = append(group, p)
+		case <-timer:
+			return group
+		}
+	}
+	return group
 }
 
 // commit decides and writes a group in one transaction, in queue order: each
@@ -315,6 +390,7 @@ func (s *Store) commit(group []*pending) {
 	if wrote && !failed {
 		s.recent.push(written)
 		s.durable.Store(last)
+		s.commits.Add(1)
 	}
 	for _, p := range group {
 		if failed {
