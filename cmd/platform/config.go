@@ -26,6 +26,7 @@ import (
 	"github.com/healthtech/partner-open-platform/portal/mail/smtp"
 	relaykafka "github.com/healthtech/partner-open-platform/relay/kafka"
 	"github.com/healthtech/partner-open-platform/webhooks"
+	"github.com/healthtech/partner-open-platform/webhooks/targets"
 )
 
 // config is the platform's start-up configuration after every variable and
@@ -270,6 +271,7 @@ func (c *config) webhookSettings() []*setting {
 			}},
 		intSetting("PLATFORM_WEBHOOK_WORKERS", "webhook-workers", strconv.Itoa(node.DefaultWebhookWorkers), "webhook attempts in flight at once on this node", 1, 4096, &c.WebhookWorkers),
 		intSetting("PLATFORM_WEBHOOK_PER_ENDPOINT", "webhook-per-endpoint", strconv.Itoa(webhooks.DefaultPerEndpoint), "webhook POSTs in flight at once to one app's endpoint", 1, 1024, &c.WebhookPerEndpoint),
+		intSetting("PLATFORM_WEBHOOK_IDLE_CONNECTIONS", "webhook-idle-connections", strconv.Itoa(targets.DefaultIdleConnections), "keep-alive connections kept open to partner endpoints between deliveries, all hosts together (about 50 KB each)", 1, 1000000, &c.WebhookIdleConnections),
 		intSetting("PLATFORM_WEBHOOK_BREAKER_FAILURES", "webhook-breaker-failures", strconv.Itoa(webhooks.DefaultBreakerFailures), "failed or timed-out POSTs in a row that open an endpoint's breaker", 1, 1000, &c.WebhookBreakerFailures),
 		intSetting("PLATFORM_WEBHOOK_CREATE_CONCURRENCY", "webhook-create-concurrency", strconv.Itoa(webhooks.DefaultCreateConcurrency), "subjects whose deliveries are appended at once while creating deliveries", 1, 4096, &c.WebhookCreateConcurrency),
 		{env: "PLATFORM_WEBHOOK_BREAKER_COOLDOWN", flag: "webhook-breaker-cooldown", def: webhooks.DefaultBreakerCooldown.String(), usage: "how long an open endpoint breaker waits before one probe (doubles per failed probe, up to 10x)",

@@ -114,6 +114,9 @@ func runCmd(ctx context.Context, args []string, log io.Writer) error {
 	if f.pullFloor && f.pgbench != "" {
 		b.floor = &pullFloor{pgbench: f.pgbench, url: f.pgbenchURL}
 	}
+	if f.pgbench != "" {
+		b.readBase = &pgbenchAt{pgbench: f.pgbench, url: f.pgbenchURL}
+	}
 	say("set-up: app and %d users", o.Users)
 	if err := b.setup(ctx); err != nil {
 		return fmt.Errorf("set-up: %w", err)
@@ -317,6 +320,8 @@ func (b *Bench) scenario(ctx context.Context, s, store string, bl measuredBaseli
 		m, err = b.Snapshot(ctx)
 	case "report-pull":
 		return b.reportPullRows(ctx, store, base, baseName)
+	case "snapshot-cost":
+		return b.SnapshotCost(ctx, store)
 	case "verify-hot":
 		s = "verify-use hot card"
 		m, err = b.Verify(ctx, 1)

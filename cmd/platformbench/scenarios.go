@@ -26,6 +26,8 @@ type Bench struct {
 	capacity map[string]float64
 	// floor, when set, is where report-pull measures its pull floor.
 	floor *pullFloor
+	// readBase, when set, is where snapshot-cost runs pgbench -S.
+	readBase *pgbenchAt
 }
 
 var seq atomic.Int64

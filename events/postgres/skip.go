@@ -34,10 +34,20 @@ const typesQuery = `WITH RECURSIVE t(type) AS (
 SELECT (` + HeadQuery + `), coalesce(array_agg(type) FILTER (WHERE type IS NOT NULL), '{}') FROM t`
 
 // nextOfQuery is the first position in [$2, $3] holding one of the types
-// $1, by one index probe per type.
+// $1, by one descent of the (type, position) index per type. As in
+// HeadOfTypesQuery, each probe is written so that only that index serves
+// it: the start is a row comparison on (type, position), the order is
+// (type, position), and the head bounds the probes' results outside them.
+// With the type and position bounded column by column, the planner (not
+// knowing which type a probe looks for, and taking a range of positions
+// for a small share of the log) walked the primary key forward from $2
+// filtering on type, which for a type the log holds only early (the
+// directories' app and operator events) reads every event after $2, once
+// per type, on every skip.
 const nextOfQuery = `SELECT min(n.position) FROM unnest($1::text[]) AS w(type),
-LATERAL (SELECT e.position FROM es_events e WHERE e.type = w.type AND e.position >= $2 AND e.position <= $3
-         ORDER BY e.position LIMIT 1) AS n`
+LATERAL (SELECT e.position FROM es_events e WHERE (e.type, e.position) >= (w.type, $2::bigint) AND e.type <= w.type
+         ORDER BY e.type, e.position LIMIT 1) AS n
+WHERE n.position <= $3`
 
 // atQuery reads the event at one position.
 const atQuery = `SELECT ` + columns + ` FROM es_events WHERE position = $1`

@@ -24,7 +24,8 @@ import (
 // buildDispatcher makes the webhook dispatcher over the deliveries read
 // model; startWebhooks gives it its claims and feeds it.
 func (n *Node) buildDispatcher(cfg Config, p projectionSet) *webhooks.Dispatcher {
-	guard := targets.Guard{AllowLoopback: cfg.WebhookAllowLoopback}
+	guard := targets.Guard{AllowLoopback: cfg.WebhookAllowLoopback,
+		Pool: targets.Pool{Idle: cfg.WebhookIdleConnections, IdlePerHost: cfg.WebhookPerEndpoint}}
 	if cfg.WebhookAllowLoopback {
 		n.log.Warn("PLATFORM_WEBHOOK_ALLOW_LOOPBACK is on: webhooks may target http and loopback addresses; never use this in production")
 	}

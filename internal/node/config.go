@@ -65,6 +65,10 @@ type Config struct {
 	// WebhookPerEndpoint bounds concurrent POSTs to one app's endpoint
 	// (default webhooks.DefaultPerEndpoint), so a slow endpoint cannot take every worker.
 	WebhookPerEndpoint int
+	// WebhookIdleConnections bounds the keep-alive connections kept open to
+	// partner endpoints between deliveries, all hosts together (default
+	// targets.DefaultIdleConnections); one endpoint keeps at most WebhookPerEndpoint.
+	WebhookIdleConnections int
 	// WebhookBreakerFailures failures or timeouts in a row open an
 	// endpoint's breaker for WebhookBreakerCooldown before one probe
 	// (defaults webhooks.DefaultBreakerFailures, DefaultBreakerCooldown).

@@ -141,6 +141,36 @@ type Guard struct {
 	Resolver *net.Resolver
 	// Lookup replaces the resolver in CheckURL so tests need no DNS; nil means Resolver.LookupNetIP(ctx, "ip", host).
 	Lookup func(ctx context.Context, host string) ([]netip.Addr, error)
+	// Pool sizes the delivery client's keep-alive connections.
+	Pool Pool
+}
+
+// Pool sizes the keep-alive connections the delivery client keeps between
+// POSTs. A node sending to many partners on distinct hosts needs an idle
+// connection per warm endpoint, or every delivery pays a new TCP and TLS
+// handshake, at the platform and at the partner. Zero fields take the defaults.
+type Pool struct {
+	// Idle bounds the idle connections kept to all endpoints together; the least recently used one is closed first.
+	Idle int
+	// IdlePerHost bounds the idle connections kept to one endpoint host; more than the POSTs the sender keeps in flight to one endpoint are never reused.
+	IdlePerHost int
+}
+
+// Pool defaults: an idle TLS connection holds roughly 50 KB, so the default
+// total is about 50 MB at most, enough for a thousand warm endpoint hosts.
+const (
+	DefaultIdleConnections        = 1024
+	DefaultIdleConnectionsPerHost = 16 // the sender's default POSTs in flight to one endpoint
+)
+
+func (p Pool) withDefaults() Pool {
+	if p.Idle <= 0 {
+		p.Idle = DefaultIdleConnections
+	}
+	if p.IdlePerHost <= 0 {
+		p.IdlePerHost = DefaultIdleConnectionsPerHost
+	}
+	return p
 }
 
 // refused reports why ip may not be connected to, honouring AllowLoopback.
@@ -173,13 +203,14 @@ func (g Guard) Client(timeout time.Duration) *http.Client {
 		Timeout:  5 * time.Second,
 		Resolver: g.Resolver,
 	}
+	pool := g.Pool.withDefaults()
 	transport := &http.Transport{
 		Proxy:                  nil,
 		DialContext:            dialer.DialContext,
 		ForceAttemptHTTP2:      true,
 		TLSHandshakeTimeout:    5 * time.Second,
-		MaxIdleConns:           100,
-		MaxIdleConnsPerHost:    32, // keep-alive for every POST the sender may have open to one endpoint
+		MaxIdleConns:           pool.Idle,
+		MaxIdleConnsPerHost:    pool.IdlePerHost,
 		IdleConnTimeout:        90 * time.Second,
 		ExpectContinueTimeout:  1 * time.Second,
 		MaxResponseHeaderBytes: 64 << 10,

@@ -575,3 +575,55 @@ func FuzzClassify(f *testing.F) {
 		}
 	})
 }
+
+// TestIdleConnectionsServeManyEndpointHosts sends to 150 endpoints on distinct
+// hosts twice: with the default pool the second round reuses every
+// connection (no new handshakes at the partners); a pool of 100 in all closes
+// the least recently used ones, and the partners see new connections.
+func TestIdleConnectionsServeManyEndpointHosts(t *testing.T) {
+	const hosts = 150
+	var opened atomic.Int64
+	urls := make([]string, hosts)
+	for i := range urls {
+		srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			io.Copy(io.Discard, r.Body)
+			w.WriteHeader(http.StatusNoContent)
+		}))
+		srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+			if s == http.StateNew {
+				opened.Add(1)
+			}
+		}
+		srv.Start()
+		t.Cleanup(srv.Close)
+		urls[i] = srv.URL
+	}
+	round := func(c *http.Client) int64 {
+		before := opened.Load()
+		for _, u := range urls {
+			resp, err := c.Post(u, "application/json", strings.NewReader("{}"))
+			if err != nil {
+				t.Fatalf("POST %s: %v", u, err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+		return opened.Load() - before
+	}
+
+	c := Guard{AllowLoopback: true}.Client(10 * time.Second)
+	if n := round(c); n != hosts {
+		t.Fatalf("first round opened %d connections, want %d", n, hosts)
+	}
+	if n := round(c); n != 0 {
+		t.Fatalf("second round opened %d new connections with the default pool, want 0", n)
+	}
+	c.CloseIdleConnections()
+
+	small := Guard{AllowLoopback: true, Pool: Pool{Idle: 100}}.Client(10 * time.Second)
+	round(small)
+	if n := round(small); n < hosts-100 {
+		t.Fatalf("second round with 100 idle connections in all opened %d, want at least %d", n, hosts-100)
+	}
+	small.CloseIdleConnections()
+}
