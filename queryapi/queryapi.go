@@ -64,8 +64,23 @@ type API struct {
 	// requests answer then, so the server's graceful stop is not held up
 	// by them (nil: never).
 	Stopping <-chan struct{}
+	// Snapshot reports the embedded read models' snapshot on disk beside
+	// the projections' progress (nil: Postgres read models or snapshots
+	// off, and the list shows none).
+	Snapshot func() SnapshotState
 
 	feedWaiters feedWaiters
+}
+
+// SnapshotState is the embedded read models' snapshot as GET
+// /admin/v1/projections shows it: whether one is on disk, when it was
+// written and the lowest checkpoint it holds, from which a start after a
+// crash replays the log. A rebuild shreds it; one is written again as the
+// rebuild ends.
+type SnapshotState struct {
+	OnDisk   bool             `json:"on_disk"`
+	Written  *time.Time       `json:"written_at,omitempty"`
+	Position *events.Position `json:"position,omitempty"`
 }
 
 // deliveriesRunner is the runner of the deliveries read model (nil when
@@ -489,5 +504,9 @@ func (q *API) projections(w http.ResponseWriter, r *http.Request, _ httprouter.P
 	for _, run := range q.Runners {
 		out = append(out, run.Stats())
 	}
-	httpapi.OK(w, http.StatusOK, map[string]any{"projections": out})
+	body := map[string]any{"projections": out}
+	if q.Snapshot != nil {
+		body["snapshot"] = q.Snapshot()
+	}
+	httpapi.OK(w, http.StatusOK, body)
 }

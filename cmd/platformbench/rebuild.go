@@ -68,6 +68,14 @@ func rebuildCmd(ctx context.Context, args []string, log io.Writer) error {
 	}
 	say("rebuilt every read model: %d events in %.1f s, %.0f events/s, %.1f µs of platform CPU per event", sum.Events, secs, rate, r.PlatformCPUus)
 	rows = append(rows, r, memoryRow("resident after rebuild", f.store, pl, sum))
+	// The rebuild shredded the embedded snapshot and the node writes one as
+	// it ends: the kill -9 comes once it is on disk (a node that does not
+	// report its snapshot is killed at once).
+	if waited, ok, err := waitSnapshot(ctx, pl.api, f.timeout); err != nil {
+		return err
+	} else if ok {
+		say("snapshot on disk %.1f s after the rebuild ended", waited.Seconds())
+	}
 
 	// A kill -9 and a start on the same data: what an operator waits for.
 	if err := pl.kill(); err != nil {
@@ -321,4 +329,50 @@ func freePort() (int, error) {
 	}
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// waitSnapshot waits until GET /admin/v1/projections shows a snapshot on
+// disk holding every read model at or past the head its last rebuild
+// replayed to; ok is false when the node does not report its snapshot
+// (Postgres read models, or an older binary).
+func waitSnapshot(ctx context.Context, api *Platform, timeout time.Duration) (waited time.Duration, ok bool, err error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	type pos struct {
+		Commit  uint64 `json:"commit"`
+		Prepare uint64 `json:"prepare"`
+	}
+	less := func(a, b pos) bool { return a.Commit < b.Commit || a.Commit == b.Commit && a.Prepare < b.Prepare }
+	began := time.Now()
+	for {
+		var list struct {
+			Projections []struct {
+				Target pos `json:"target"`
+			} `json:"projections"`
+			Snapshot *struct {
+				OnDisk   bool `json:"on_disk"`
+				Position *pos `json:"position"`
+			} `json:"snapshot"`
+		}
+		if err := api.admin(ctx, http.MethodGet, "/admin/v1/projections", nil, http.StatusOK, &list); err != nil {
+			return 0, false, err
+		}
+		if list.Snapshot == nil {
+			return 0, false, nil
+		}
+		var target pos
+		for _, p := range list.Projections {
+			if less(target, p.Target) {
+				target = p.Target
+			}
+		}
+		if sn := list.Snapshot; sn.OnDisk && sn.Position != nil && !less(*sn.Position, target) {
+			return time.Since(began), true, nil
+		}
+		select {
+		case <-ctx.Done():
+			return 0, false, fmt.Errorf("no snapshot after the rebuild: %w", ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }

@@ -94,6 +94,9 @@ type Runner struct {
 	onApplied  func(name string, n int, last events.Recorded)
 	onSkipped  func(name string)
 	skipPoison bool
+	// eager: every batch commits the checkpoint, its events for the
+	// projector or not (EagerCheckpoints).
+	eager bool
 	// stopOnError: Run returns a failure instead of restarting.
 	stopOnError bool
 
@@ -173,6 +176,15 @@ func (r *Runner) BatchSize(n int) {
 		r.batchSize = n
 	}
 }
+
+// EagerCheckpoints makes every batch commit the projector's checkpoint,
+// even one holding none of its events, for a projector whose store keeps
+// the checkpoint at no cost (in memory): its stored checkpoint then never
+// lags its position, so an image taken of it (the embedded snapshot)
+// holds the position reached, and a start restored from the image does
+// not read again the stretch of others' events it had already passed.
+// Call it before Run.
+func (r *Runner) EagerCheckpoints() { r.eager = true }
 
 // StopOnError makes Run return the first failure (wrapping its cause)
 // instead of restarting after a backoff, for a caller that restarts it
@@ -545,11 +557,12 @@ func (r *Runner) readPage(first fed, feed <-chan fed, buf []events.Envelope) (pa
 // projector moves its position in memory only; the checkpoint follows with
 // the next batch that has work, or after checkpointIdle. A restart then
 // re-reads a few events the projector ignores anyway, instead of every read
-// model committing a transaction for every batch of the others' events.
+// model committing a transaction for every batch of the others' events
+// (unless the checkpoint costs nothing: EagerCheckpoints).
 func (r *Runner) commit(ctx context.Context, b page, fl *following) error {
 	pos := b.last.Position
 	fl.atEnd, fl.last = b.caughtUp, pos
-	if len(b.envs) > 0 || time.Since(fl.saved) >= checkpointIdle {
+	if r.eager || len(b.envs) > 0 || time.Since(fl.saved) >= checkpointIdle {
 		fl.saved = time.Now()
 		if err := r.apply(ctx, b.envs, pos); err != nil {
 			return err

@@ -308,3 +308,47 @@ func TestFullLastBatchStillCatchesUp(t *testing.T) {
 		t.Fatalf("applied %d events, want 3", got)
 	}
 }
+
+// picky is a recorder that handles one event type only.
+type picky struct {
+	recorder
+	handles string
+}
+
+func (p *picky) Handles(eventType string) bool { return eventType == p.handles }
+
+// With EagerCheckpoints, a projector whose events are none of a stretch of
+// the log still has its checkpoint committed at the stretch's end, batch by
+// batch: what its store holds is the position reached, not the last event
+// it applied (a snapshot of the store then restores it there).
+func TestEagerCheckpointsFollowEventsOfOtherTypes(t *testing.T) {
+	store := memory.New()
+	defer store.Close()
+	reg := catalog.Registry()
+	for i := range 5 {
+		appendApp(t, store, reg, fmt.Sprint("app-", i))
+	}
+	p := &picky{handles: (&catalog.UserErased{}).EventType()}
+	r := subscribe.NewRunner(store, reg, p, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+	r.BatchSize(2)
+	r.EagerCheckpoints()
+	run(t, r)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for round := range 2 {
+		last := appendApp(t, store, reg, fmt.Sprint("last-", round))
+		if err := r.WaitFor(ctx, last); err != nil {
+			t.Fatal(err)
+		}
+		cp, err := p.Checkpoint(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cp != last {
+			t.Fatalf("round %d: checkpoint %s once the runner reached %s: it lags events the projector skips", round, cp, last)
+		}
+		if n, _ := p.seen(); n != 0 {
+			t.Fatalf("the projector was handed %d events of types it does not handle", n)
+		}
+	}
+}

@@ -39,6 +39,7 @@ func (n *Node) buildCommands(cfg Config, sealer *secrets.Sealer, p projectionSet
 	c.analyzerJournal = projections.NewJournal(&commands.Analyzer{Plugin: c.plugin}, n.Events, n.Registry)
 	c.analyzerJournal.CheckpointOnly = true
 	c.analyzer = subscribe.NewRunner(n.Events, n.Registry, c.analyzerJournal, n.log, n.Metrics.Projected)
+	n.eagerCheckpoints(c.analyzer)
 	c.operators = commands.NewOperators(n.Events, n.Registry, c.ids, cfg.Now)
 	c.reports = commands.NewReports(n.Events, n.Registry, c.ids, cfg.Now)
 	var destroyer commands.KeyDestroyer = n.Keys

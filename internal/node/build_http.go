@@ -57,6 +57,9 @@ func (n *Node) buildRoutes(cfg Config, c commandSet, a authSet, p projectionSet)
 	if n.Developers != nil {
 		qAPI.Developers = n.Developers
 	}
+	if n.snapshots != nil {
+		qAPI.Snapshot = n.snapshotState
+	}
 	reportAPI := &queryapi.ReportAPI{
 		Reports: n.ReadModel, Users: n.ReadModel, Events: n.Events, Runner: p.byReadModel[projections.ReadModelReports], SchemeH: a.schemeH,
 		Limiter: a.pullLimit, Tokens: a.apps, Apps: a.apps,

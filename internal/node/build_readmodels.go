@@ -104,9 +104,11 @@ func (n *Node) buildProjections(ctx context.Context, cfg Config, sealer *secrets
 	p.operatorsJournal = projections.NewJournal(p.operators, n.Events, n.Registry)
 	p.operatorsRunner = subscribe.NewRunner(n.Events, n.Registry, p.operatorsJournal, n.log, n.Metrics.Projected)
 	p.all = []*subscribe.Runner{p.appsRunner, p.operatorsRunner}
+	n.eagerCheckpoints(p.appsRunner, p.operatorsRunner)
 	for _, f := range projections.ReadModels {
 		run := subscribe.NewRunner(n.Events, n.Registry, readModelProjector(f, n.ReadModel, n.Location), n.log, n.Metrics.Projected)
 		run.SkipPoison(n.Metrics.Skipped)
+		n.eagerCheckpoints(run)
 		// One writer per read model across the nodes sharing the read models.
 		run.Own(subscribe.Ownership{Leases: n.Leases, Holder: cfg.NodeID, TTL: cfg.LeaseTTL, Shared: n.shared})
 		p.byReadModel[f] = run
@@ -114,6 +116,22 @@ func (n *Node) buildProjections(ctx context.Context, cfg Config, sealer *secrets
 		p.readModels = append(p.readModels, run)
 	}
 	return p, nil
+}
+
+// eagerCheckpoints makes the runners of what the embedded snapshot holds
+// commit their checkpoints at every batch: those checkpoints are in
+// memory and cost nothing, and kept at every batch, the snapshot's image of
+// a projection that skips most of the log (orders, benefits, audit, the
+// directories) holds the position it reached, not the last event it
+// applied, so a start restored from it does not read again what it had
+// passed. Without snapshots nothing reads them before a restart.
+func (n *Node) eagerCheckpoints(runs ...*subscribe.Runner) {
+	if n.snapshots == nil {
+		return
+	}
+	for _, run := range runs {
+		run.EagerCheckpoints()
+	}
 }
 
 // ReadModels is a read-model adapter: every read model's port, the nonce store,

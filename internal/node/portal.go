@@ -49,6 +49,7 @@ func (n *Node) buildPortal(cfg Config, c commandSet, admin auth.Admin, p project
 	ps := portalSet{developers: directory.NewDevelopers()}
 	ps.journal = projections.NewJournal(ps.developers, n.Events, n.Registry)
 	ps.runner = subscribe.NewRunner(n.Events, n.Registry, ps.journal, n.log, n.Metrics.Projected)
+	n.eagerCheckpoints(ps.runner)
 	mailCmds := commands.NewMail(n.Events, n.Registry, c.ids)
 	ps.accounts = commands.NewDevelopers(n.Events, n.Registry, c.ids, c.sealer, emailKey, pc.Passwords, cfg.Now)
 	ps.server, err = portal.New(portal.Config{

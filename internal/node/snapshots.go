@@ -17,6 +17,7 @@ import (
 	"github.com/healthtech/partner-open-platform/internal/datakeys"
 	"github.com/healthtech/partner-open-platform/projections"
 	"github.com/healthtech/partner-open-platform/projections/memory"
+	"github.com/healthtech/partner-open-platform/queryapi"
 )
 
 // SnapshotFile is the embedded read models' snapshot in the data directory.
@@ -66,6 +67,7 @@ func (n *Node) runSnapshots(ctx context.Context, cfg Config, readModels subscrib
 		n.snapshots.AfterEvents = uint64(cfg.SnapshotEvents)
 		n.snapshots.Progress = (&readProgress{runs: readModels}).Events
 	}
+	n.snapshots.Rebuilds = func() (time.Time, bool) { return rebuilds(readModels) }
 	n.spawn(ctx, "read-model snapshots", func(ctx context.Context) error {
 		return n.snapshots.Run(ctx, cfg.SnapshotInterval, n.restored, func(ctx context.Context) error {
 			for _, run := range readModels {
@@ -117,6 +119,32 @@ func (p *readProgress) Events() uint64 {
 		p.seen[i] = st
 	}
 	return p.total / uint64(len(p.runs))
+}
+
+// snapshotState is the snapshot on disk as the projections' list shows it.
+func (n *Node) snapshotState() queryapi.SnapshotState {
+	st := n.snapshots.State()
+	out := queryapi.SnapshotState{OnDisk: st.OnDisk}
+	if st.OnDisk {
+		out.Written, out.Position = &st.Written, &st.Position
+	}
+	return out
+}
+
+// rebuilds reports when the latest rebuild of a read model started and
+// whether one is under way (Snapshotter.Rebuilds): a runner's Since is the
+// start of its last reset (or of the runner), set with Rebuilding under
+// its lock, so a rebuild seen started is seen under way until it has
+// caught up.
+func rebuilds(runs subscribe.RunnerSet) (latest time.Time, rebuilding bool) {
+	for _, run := range runs {
+		st := run.Stats()
+		if st.Since.After(latest) {
+			latest = st.Since
+		}
+		rebuilding = rebuilding || st.Rebuilding
+	}
+	return latest, rebuilding
 }
 
 // erasingKeys is the key store as the erasure command sees it: before a

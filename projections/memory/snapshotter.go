@@ -71,6 +71,16 @@ type Snapshotter struct {
 	// count that goes back, as after a rebuild, restarts the mark). Run
 	// checks it every ProgressCheck.
 	Progress func() uint64
+	// Rebuilds (optional) reports the read models' rebuilds: the time the
+	// latest one started (any value that changes with each start will do)
+	// and whether one is under way (reset, not yet caught up). Run writes a
+	// snapshot as soon as a rebuild has ended, so a kill -9 right after it
+	// restores the rebuilt read models instead of replaying the log (the
+	// rebuild shredded the snapshot), and writes none for the AfterEvents
+	// mark while one is under way: those images of half-rebuilt read
+	// models cost the replay about a sixth of its CPU, and the write at
+	// its end makes them moot.
+	Rebuilds func() (latest time.Time, rebuilding bool)
 
 	mu      sync.Mutex // one Write, Load or Invalidate at a time
 	written map[projections.ReadModel]events.Position
@@ -78,10 +88,43 @@ type Snapshotter struct {
 	// it (the tail may erase someone it holds); Run writes a new one as
 	// soon as the read models have caught up.
 	rewrite bool
+	// state is the snapshot on disk, for operators (State).
+	state SnapshotState
 
 	pendMu  sync.Mutex
 	pending map[string]int // subjects being erased, not yet seen in the log
 	barrier events.Position
+}
+
+// SnapshotState is what an operator sees of the snapshot on disk.
+type SnapshotState struct {
+	// OnDisk is false while there is none (shredded by a rebuild or an
+	// erasure, or not written yet).
+	OnDisk bool
+	// Written is when it was written.
+	Written time.Time
+	// Position is the lowest checkpoint it holds: a start after a crash
+	// restores it and replays the log from there.
+	Position events.Position
+}
+
+// State reports the snapshot on disk as this snapshotter last wrote,
+// restored or shredded it.
+func (s *Snapshotter) State() SnapshotState {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.state
+}
+
+// held records the snapshot of h as the one on disk; s.mu is held.
+func (s *Snapshotter) held(h snapfile.Header) {
+	st := SnapshotState{OnDisk: true, Written: h.Created}
+	for i, f := range append(slices.Clone(h.ReadModels), h.Directories...) {
+		if i == 0 || f.Checkpoint.Less(st.Position) {
+			st.Position = f.Checkpoint
+		}
+	}
+	s.state = st
 }
 
 // ErrSnapshotHeld is returned by Write while an erasure keeps snapshots
@@ -175,6 +218,7 @@ func (s *Snapshotter) Load(ctx context.Context) (bool, error) {
 			s.written[projections.ReadModel("directory "+d.Name)] = d.Checkpoint
 		}
 	}
+	s.held(h)
 	s.log().Info("read models restored from snapshot", "path", s.Path, "rows", rows.Load(), "created", h.Created,
 		"format", h.Version, "took", time.Since(began))
 	if h.Version < 3 {
@@ -329,6 +373,7 @@ func (s *Snapshotter) Write(ctx context.Context) error {
 	if old.KeySubject != "" {
 		s.shredKey(ctx, old.KeySubject)
 	}
+	s.held(h)
 	s.written = map[projections.ReadModel]events.Position{}
 	for _, im := range images {
 		s.written[im.ReadModel] = im.Checkpoint
@@ -366,7 +411,7 @@ func (s *Snapshotter) shred(ctx context.Context, subject string) {
 	if err := os.Remove(s.Path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		s.log().Error("could not remove the read-model snapshot", "path", s.Path, "err", err)
 	}
-	s.written = nil
+	s.written, s.state = nil, SnapshotState{}
 }
 
 func (s *Snapshotter) shredKey(ctx context.Context, subject string) {
@@ -422,10 +467,17 @@ const AfterEventsGap = 5
 
 // Run writes a snapshot once ready returns (the read models caught up with
 // the log as it was at start) unless Load restored one, then every
-// interval, and whenever the read models have read AfterEvents events since
-// the last write, until ctx ends. Writes run on Run's goroutine: appends
+// interval, whenever the read models have read AfterEvents events since
+// the last write (not while a rebuild is under way), and as soon as a
+// rebuild has ended (Rebuilds), until ctx ends. Writes run on Run's goroutine: appends
 // never wait for them, and a read model's projector only for its rows' copy.
 func (s *Snapshotter) Run(ctx context.Context, interval time.Duration, restored bool, ready func(context.Context) error) error {
+	rebuilds := func() (time.Time, bool) { return time.Time{}, false }
+	if s.Rebuilds != nil {
+		rebuilds = s.Rebuilds
+	}
+	// A rebuild that starts from now on is followed by a write at its end.
+	rebuilt, _ := rebuilds()
 	if err := ready(ctx); err != nil {
 		return nil
 	}
@@ -438,7 +490,7 @@ func (s *Snapshotter) Run(ctx context.Context, interval time.Duration, restored 
 	var mark uint64
 	var next time.Time  // no write for the mark before this
 	heldLogged := false // a hold is logged once, not at every check while it lasts
-	write := func() {
+	write := func() error {
 		at := progress() // the image is taken after this: it holds at least these events
 		var err error
 		began := time.Now()
@@ -464,17 +516,18 @@ func (s *Snapshotter) Run(ctx context.Context, interval time.Duration, restored 
 			s.log().Error("read-model snapshot not written", "err", err)
 		}
 		heldLogged = held
+		return err
 	}
 	s.mu.Lock()
 	rewrite := s.rewrite
 	s.mu.Unlock()
 	if !restored || rewrite {
-		write()
+		_ = write()
 	}
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	var check <-chan time.Time
-	if s.AfterEvents > 0 && s.Progress != nil {
+	if s.AfterEvents > 0 && s.Progress != nil || s.Rebuilds != nil {
 		c := time.NewTicker(ProgressCheck)
 		defer c.Stop()
 		check = c.C
@@ -484,14 +537,31 @@ func (s *Snapshotter) Run(ctx context.Context, interval time.Duration, restored 
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
-			write()
+			_ = write()
 		case <-check:
+			latest, rebuilding := rebuilds()
+			if rebuilding {
+				continue // its end writes one
+			}
+			if !latest.Equal(rebuilt) {
+				// A rebuild ended (the read models caught up again) since the
+				// last look: the snapshot it shredded comes back now, not
+				// after the rest of the mark or the interval. Held back by an
+				// erasure, it is tried again at the next check.
+				if err := write(); !errors.Is(err, ErrSnapshotHeld) {
+					rebuilt = latest
+				}
+				continue
+			}
+			if s.AfterEvents == 0 || s.Progress == nil {
+				continue
+			}
 			p := progress()
 			if p < mark { // the count restarted (a rebuild resets it): count from there
 				mark = p
 			}
 			if p-mark >= s.AfterEvents && !time.Now().Before(next) {
-				write()
+				_ = write()
 			}
 		}
 	}
