@@ -65,3 +65,28 @@ const DeadClaimGrace = 5 * time.Second
 func AttemptBudget(ttl time.Duration) time.Duration {
 	return ttl - min(10*time.Second, ttl/3)
 }
+
+// ReleasingClaims is a Claims that can give claims back in the same
+// transaction as it takes others. A sender whose Claims has it holds the
+// claims of ended attempts for up to ReleaseHold and gives them back with
+// its next claim, so a steady stream of deliveries costs the shared store
+// one transaction per claim instead of two.
+type ReleasingClaims interface {
+	Claims
+	// ReleaseAndClaim claims ids as Claim does, then releases release as
+	// Release does, in one transaction: on an error neither happened. An
+	// id also named in release is not taken (the claim being released
+	// still holds it). A release it could not make without waiting (a row
+	// another claimer has locked) is returned in unreleased, for a
+	// Release of its own: waiting there, after taking rows of its own,
+	// could deadlock with another node doing the same.
+	ReleaseAndClaim(ctx context.Context, release []Claim, owner string, ids []string, ttl time.Duration) (claimed, unreleased []Claim, err error)
+}
+
+// ReleaseHold is how long a sender keeps the claims of ended attempts
+// waiting for its next claim (ReleasingClaims) before it releases them
+// alone. Each waits only after its attempt's outcome is recorded and
+// projected, so only another attempt of the same delivery can wait on it
+// (a resend, or a retry due within this), and this node's sender scans
+// again when a scan passed over one of them.
+const ReleaseHold = 100 * time.Millisecond

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -141,6 +142,12 @@ type Dispatcher struct {
 	// endpoint slot on a claim it already holds.
 	attemptingMu sync.Mutex
 	attempting   map[string]bool
+	// held are the claims of ended attempts waiting to be released with
+	// the sender's next claim (ReleasingClaims), each with whether a scan
+	// passed over its delivery as due meanwhile; rescan tells the sender
+	// to scan again once such a one is released.
+	held   map[string]heldClaim
+	rescan atomic.Bool
 
 	// handover carries deliveries this node creates to its sender.
 	handover handover

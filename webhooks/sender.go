@@ -211,6 +211,9 @@ func (d *Dispatcher) RunSender(ctx context.Context) error {
 	defer func() { s.wg.Wait(); close(s.releases); <-released }()
 	for {
 		s.watch()
+		if d.rescan.Swap(false) {
+			s.scan = true // a delivery a scan passed over was released
+		}
 		now := d.Clock.Now()
 		d.takeHandedOver(s.q)
 		// Only this loop fills sem, so this many slots stay free below.
@@ -519,7 +522,7 @@ func (d *Dispatcher) scanDue(ctx context.Context, eps *breakers, suspended map[i
 		}
 		found = 0
 		for _, del := range rows {
-			if q.has[del.DeliveryID] || d.isAttempting(del.DeliveryID) {
+			if q.has[del.DeliveryID] || d.passOver(del.DeliveryID) {
 				continue
 			}
 			if app, ok := d.Apps.ByID(del.AppID); ok && app.Suspended {
@@ -581,7 +584,7 @@ func (d *Dispatcher) claimQueued(ctx context.Context, eps *breakers, suspended m
 	for i, r := range reserved {
 		ids[i] = r.DeliveryID
 	}
-	got, err := d.Claims.Claim(ctx, d.Node, ids, d.claimTTL())
+	got, err := d.claimReleasing(ctx, ids)
 	if err != nil {
 		for _, r := range reserved {
 			eps.cancel(r.ep, r.url, r.probe)
@@ -612,14 +615,131 @@ func (d *Dispatcher) claimQueued(ctx context.Context, eps *breakers, suspended m
 // maxRelease bounds the claims one release statement gives back.
 const maxRelease = 256
 
+// heldClaim is a claim waiting in Dispatcher.held.
+type heldClaim struct {
+	Claim
+	passedOver bool
+}
+
+// passOver says whether a scan passes over id because this node holds its
+// claim, and notes it when the claim is one of the held: its release must
+// be followed by a scan (the delivery is due again: a retry or a resend).
+func (d *Dispatcher) passOver(id string) bool {
+	d.attemptingMu.Lock()
+	defer d.attemptingMu.Unlock()
+	if h, ok := d.held[id]; ok && !h.passedOver {
+		h.passedOver = true
+		d.held[id] = h
+	}
+	return d.attempting[id]
+}
+
+// hold adds ended attempts' claims to d.held.
+func (d *Dispatcher) hold(cs []Claim) {
+	d.attemptingMu.Lock()
+	defer d.attemptingMu.Unlock()
+	if d.held == nil {
+		d.held = map[string]heldClaim{}
+	}
+	for _, c := range cs {
+		d.held[c.DeliveryID] = heldClaim{Claim: c}
+	}
+}
+
+// released unmarks released claims as attempting (a scan may queue their
+// deliveries again) and, when a scan passed over one of them, has the
+// sender scan again.
+func (d *Dispatcher) released(cs []Claim, wasHeld map[string]bool) {
+	d.attemptingMu.Lock()
+	again := false
+	for _, c := range cs {
+		delete(d.attempting, c.DeliveryID)
+		again = again || wasHeld[c.DeliveryID]
+	}
+	d.attemptingMu.Unlock()
+	if again {
+		d.rescan.Store(true)
+		// The hand-over signal only makes the sender take a pass.
+		d.handover.mu.Lock()
+		wake := d.handover.wake
+		d.handover.mu.Unlock()
+		select {
+		case wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// takeHeldNotes empties d.held like takeHeld, with which of them a scan
+// passed over.
+func (d *Dispatcher) takeHeldNotes() ([]Claim, map[string]bool) {
+	d.attemptingMu.Lock()
+	defer d.attemptingMu.Unlock()
+	var out []Claim
+	var passed map[string]bool
+	for id, h := range d.held {
+		if len(out) == maxRelease {
+			break
+		}
+		out = append(out, h.Claim)
+		if h.passedOver {
+			if passed == nil {
+				passed = map[string]bool{}
+			}
+			passed[id] = true
+		}
+		delete(d.held, id)
+	}
+	return out, passed
+}
+
+// claimReleasing claims ids; with ReleasingClaims it also gives back, in
+// the same transaction, the held claims of ended attempts. A release that
+// failed with the claim, or could not be made in it, is made on its own.
+func (d *Dispatcher) claimReleasing(ctx context.Context, ids []string) ([]Claim, error) {
+	rc, ok := d.Claims.(ReleasingClaims)
+	if !ok {
+		return d.Claims.Claim(ctx, d.Node, ids, d.claimTTL())
+	}
+	held, passed := d.takeHeldNotes()
+	if len(held) == 0 {
+		return d.Claims.Claim(ctx, d.Node, ids, d.claimTTL())
+	}
+	got, unreleased, err := rc.ReleaseAndClaim(ctx, held, d.Node, ids, d.claimTTL())
+	if err != nil {
+		unreleased = held
+	}
+	if len(unreleased) > 0 {
+		d.release(ctx, unreleased)
+	}
+	d.released(held, passed)
+	return got, err
+}
+
+// release gives claims back on their own, even when ctx has ended:
+// otherwise each delivery would wait for its claim to lapse on every
+// other node.
+func (d *Dispatcher) release(ctx context.Context, cs []Claim) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := d.Claims.Release(rctx, cs); err != nil {
+		d.Log.Warn("release delivery claims; they lapse by themselves", "claims", len(cs), "first_delivery_id", cs[0].DeliveryID, "err", err)
+	}
+}
+
 // releaseClaims gives back the claims of ended attempts until releases is
 // closed, each call of Claims.Release taking every claim that arrived
 // while the previous one ran, and only then unmarks them as attempting (so
-// a scan cannot queue a delivery whose claim this node still holds). Claims
-// are released even when ctx has ended: otherwise the delivery would wait
-// for the claim to lapse on every other node.
+// a scan cannot queue a delivery whose claim this node still holds). With
+// ReleasingClaims, claims first wait up to ReleaseHold for the sender's
+// next claim to carry them (claimReleasing), and only those still waiting
+// then are released here. Claims are released even when ctx has ended.
 func (d *Dispatcher) releaseClaims(ctx context.Context, releases <-chan Claim, done chan<- struct{}) {
 	defer close(done)
+	if _, ok := d.Claims.(ReleasingClaims); ok {
+		d.holdClaims(ctx, releases)
+		return
+	}
 	batch := make([]Claim, 0, maxRelease)
 	for first := range releases {
 		batch = append(batch[:0], first)
@@ -635,13 +755,45 @@ func (d *Dispatcher) releaseClaims(ctx context.Context, releases <-chan Claim, d
 				break more
 			}
 		}
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		if err := d.Claims.Release(rctx, batch); err != nil {
-			d.Log.Warn("release delivery claims; they lapse by themselves", "claims", len(batch), "first_delivery_id", batch[0].DeliveryID, "err", err)
-		}
-		cancel()
+		d.release(ctx, batch)
 		for _, c := range batch {
 			d.setAttempting(c.DeliveryID, false)
 		}
+	}
+}
+
+// holdClaims is releaseClaims for ReleasingClaims: each claim waits in
+// d.held for up to ReleaseHold, then whatever the sender's claims have not
+// carried is released here; at the end, everything held is.
+func (d *Dispatcher) holdClaims(ctx context.Context, releases <-chan Claim) {
+	flush := func() {
+		for {
+			cs, passed := d.takeHeldNotes()
+			if len(cs) == 0 {
+				return
+			}
+			d.release(ctx, cs)
+			d.released(cs, passed)
+		}
+	}
+	defer flush()
+	timer := time.NewTimer(ReleaseHold)
+	timer.Stop()
+	for first := range releases {
+		d.hold([]Claim{first})
+		timer.Reset(ReleaseHold)
+	wait:
+		for {
+			select {
+			case c, ok := <-releases:
+				if !ok {
+					return
+				}
+				d.hold([]Claim{c})
+			case <-timer.C:
+				break wait
+			}
+		}
+		flush()
 	}
 }

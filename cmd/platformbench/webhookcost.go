@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -160,6 +161,7 @@ func (b *Bench) WebhookCost(ctx context.Context, rates []float64) (IdleCost, []C
 	}
 	b.settle(ctx, b.Opt.Drain)
 	sleepCtx(ctx, statsSettle) // what came before reaches the counters
+	b.settleIdle(ctx)
 	i0 := b.sampleSystem(ctx)
 	sleepCtx(ctx, statsSettle)
 	i1 := b.sampleSystem(ctx)
@@ -206,6 +208,44 @@ func (b *Bench) WebhookCost(ctx context.Context, rates []float64) (IdleCost, []C
 		out = append(out, r)
 	}
 	return idle, out, nil
+}
+
+// settleIdle samples the system's CPU over steps of idleStep, for at most
+// idleSettleMax, until the last rates agree within idleSettleNear.
+const (
+	idleStep       = 3 * time.Second
+	idleSettleMax  = 90 * time.Second
+	idleSettleNear = 1.25
+)
+
+// settleIdle waits until the node's CPU has settled after its start and
+// the users it just registered (the Go runtime's first collections, the
+// read models' catch-up, Postgres's autovacuum of the new tables): a row
+// measured right after start read several times the settled rate.
+func (b *Bench) settleIdle(ctx context.Context) {
+	var rates []float64
+	prev := b.sampleSystem(ctx)
+	for start := time.Now(); time.Since(start) < idleSettleMax && ctx.Err() == nil; {
+		sleepCtx(ctx, idleStep)
+		cur := b.sampleSystem(ctx)
+		c := cur.since(prev)
+		rates = append(rates, float64(c.Platform+c.Postgres)/c.Span.Seconds())
+		prev = cur
+		if idleSettled(rates) {
+			return
+		}
+	}
+}
+
+// idleSettled says whether the last three CPU rates of an idle system
+// (CPU per second) lie within idleSettleNear of the lowest of them: the
+// start-up work, which shows as a falling rate, has run out.
+func idleSettled(rates []float64) bool {
+	if len(rates) < 3 {
+		return false
+	}
+	last := rates[len(rates)-3:]
+	return slices.Max(last) <= slices.Min(last)*idleSettleNear
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) {

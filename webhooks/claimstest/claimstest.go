@@ -33,6 +33,8 @@ func Run(t *testing.T, open Open) {
 		{"Lapse", testLapse},
 		{"DuplicateAndEmpty", testDuplicateAndEmpty},
 		{"ConcurrentClaimers", testConcurrent},
+		{"ReleaseAndClaim", testReleaseAndClaim},
+		{"ConcurrentReleaseAndClaim", testConcurrentReleaseAndClaim},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -150,6 +152,134 @@ func testDuplicateAndEmpty(t *testing.T, a, _ webhooks.Claims) {
 		t.Fatalf("claiming d1 three times and d2 took %v, want each once", ids(got))
 	}
 	release(t, a, nil)
+}
+
+// testReleaseAndClaim holds an adapter that can claim and release in one
+// call (webhooks.ReleasingClaims) to doing exactly both: the claim takes
+// what is free and leaves what another node holds or what the same call
+// releases, the released claims are free to another node afterwards, and
+// only the named token's claim is dropped.
+func testReleaseAndClaim(t *testing.T, a, b webhooks.Claims) {
+	rc, ok := a.(webhooks.ReleasingClaims)
+	if !ok {
+		t.Skip("the adapter has no ReleaseAndClaim")
+	}
+	ctx := context.Background()
+	first := claim(t, a, "node-a", time.Minute, "d1", "d2", "d3")
+	if len(first) != 3 {
+		t.Fatalf("claim took %v", ids(first))
+	}
+	claim(t, b, "node-b", time.Minute, "d4")
+	byID := map[string]webhooks.Claim{}
+	for _, c := range first {
+		byID[c.DeliveryID] = c
+	}
+	stale := webhooks.Claim{DeliveryID: "d4", Token: "not-node-b-token"}
+	got, unreleased, err := rc.ReleaseAndClaim(ctx, []webhooks.Claim{byID["d1"], byID["d2"], stale}, "node-a", []string{"d2", "d4", "d5"}, time.Minute)
+	if err != nil {
+		t.Fatalf("claim d2, d4, d5 and release d1, d2: %v", err)
+	}
+	if fmt.Sprint(ids(got)) != "[d5]" {
+		t.Fatalf("release-and-claim took %v, want d5 alone (node-b holds d4, the call itself released d2)", ids(got))
+	}
+	for _, c := range unreleased {
+		if c != stale {
+			t.Fatalf("nothing else holds d1 or d2, yet %v was left unreleased", c)
+		}
+	}
+	if other := claim(t, b, "node-b", time.Minute, "d1", "d2", "d3", "d4", "d5"); fmt.Sprint(ids(other)) != "[d1 d2]" {
+		t.Fatalf("after release-and-claim another node took %v, want d1 and d2 (d3, d5 are node-a's; d4 stays node-b's, the wrong token dropped nothing)", ids(other))
+	}
+	if none, unreleased, err := rc.ReleaseAndClaim(ctx, []webhooks.Claim{byID["d3"]}, "node-a", nil, time.Minute); err != nil || len(none) != 0 || len(unreleased) != 0 {
+		t.Fatalf("release alone: %v, %v, %v", none, unreleased, err)
+	}
+	if freed := claim(t, b, "node-b", time.Minute, "d3"); len(freed) != 1 {
+		t.Fatalf("d3 released without a claim beside it is not free: node-b took %v", ids(freed))
+	}
+	if only, _, err := rc.ReleaseAndClaim(ctx, nil, "node-a", []string{"d6"}, time.Minute); err != nil || fmt.Sprint(ids(only)) != "[d6]" {
+		t.Fatalf("claim alone took %v, %v", ids(only), err)
+	}
+}
+
+// testConcurrentReleaseAndClaim is testConcurrent with each round's claim
+// releasing the previous round's claims in the same call (what a sender
+// does): no delivery is held twice, no call fails (two nodes at once
+// cannot deadlock), and every delivery is taken.
+func testConcurrentReleaseAndClaim(t *testing.T, a, b webhooks.Claims) {
+	if _, ok := a.(webhooks.ReleasingClaims); !ok {
+		t.Skip("the adapter has no ReleaseAndClaim")
+	}
+	const deliveries, claimers, rounds = 12, 8, 25
+	all := make([]string, deliveries)
+	for i := range all {
+		all[i] = fmt.Sprintf("d%02d", i)
+	}
+	var holders, taken [deliveries]atomic.Int32
+	var overlaps atomic.Int32
+	var wg sync.WaitGroup
+	errs := make(chan error, claimers)
+	index := func(id string) int {
+		var i int
+		fmt.Sscanf(id, "d%02d", &i)
+		return i
+	}
+	for w := range claimers {
+		c := a.(webhooks.ReleasingClaims)
+		if w%2 == 1 {
+			c = b.(webhooks.ReleasingClaims)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			owner := fmt.Sprintf("node-%d", w)
+			var prev []webhooks.Claim
+			for r := range rounds {
+				want := slices.Clone(all)
+				if (w+r)%2 == 1 {
+					slices.Reverse(want)
+				}
+				// The previous round's claims are no longer in use.
+				for _, cl := range prev {
+					holders[index(cl.DeliveryID)].Add(-1)
+				}
+				got, unreleased, err := c.ReleaseAndClaim(context.Background(), prev, owner, want, time.Minute)
+				if err == nil && len(unreleased) > 0 {
+					err = c.Release(context.Background(), unreleased)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+				for _, cl := range got {
+					if holders[index(cl.DeliveryID)].Add(1) != 1 {
+						overlaps.Add(1)
+					}
+					taken[index(cl.DeliveryID)].Add(1)
+				}
+				prev = got
+				time.Sleep(time.Millisecond)
+			}
+			for _, cl := range prev {
+				holders[index(cl.DeliveryID)].Add(-1)
+			}
+			if err := c.Release(context.Background(), prev); err != nil {
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("concurrent release-and-claim: %v", err)
+	}
+	if n := overlaps.Load(); n != 0 {
+		t.Fatalf("%d times a delivery was held by two claimers at once", n)
+	}
+	for i := range taken {
+		if taken[i].Load() == 0 {
+			t.Fatalf("%s was never claimed by %d claimers over %d rounds", all[i], claimers, rounds)
+		}
+	}
 }
 
 // testConcurrent runs claimers on both handles that each hold what they

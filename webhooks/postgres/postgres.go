@@ -217,6 +217,117 @@ func (c *Claims) Claim(ctx context.Context, owner string, ids []string, ttl time
 	if err != nil {
 		return nil, fmt.Errorf("webhook claims: claim: %w", err)
 	}
+	return scanClaims(rows, token)
+}
+
+// releaseSQL deletes the rows of the given claims, each only while it
+// still holds the token that was taken.
+const releaseSQL = `
+DELETE FROM webhook_delivery_claims c
+USING unnest($1::text[], $2::text[]) AS r(id, token)
+WHERE c.delivery_id = r.id AND c.token = r.token`
+
+// releaseArgs are releaseSQL's arguments, sorted like claims' ids for the
+// same lock order.
+func releaseArgs(claims []webhooks.Claim) (ids, tokens []string) {
+	sorted := slices.SortedFunc(slices.Values(claims), func(a, b webhooks.Claim) int { return strings.Compare(a.DeliveryID, b.DeliveryID) })
+	ids, tokens = make([]string, len(sorted)), make([]string, len(sorted))
+	for i, cl := range sorted {
+		ids[i], tokens[i] = cl.DeliveryID, cl.Token
+	}
+	return ids, tokens
+}
+
+// Release implements webhooks.Claims.
+func (c *Claims) Release(ctx context.Context, claims []webhooks.Claim) error {
+	if len(claims) == 0 {
+		return nil
+	}
+	ids, tokens := releaseArgs(claims)
+	if _, err := c.pool.Exec(ctx, releaseSQL, ids, tokens); err != nil {
+		return fmt.Errorf("webhook claims: release: %w", err)
+	}
+	return nil
+}
+
+var _ webhooks.ReleasingClaims = (*Claims)(nil)
+
+// releaseNowaitSQL is releaseSQL that skips the rows another transaction
+// has locked (a claimer looking at taking one over) rather than wait, and
+// returns the ids it released.
+const releaseNowaitSQL = `
+WITH l AS (
+    SELECT c.delivery_id FROM webhook_delivery_claims c
+    JOIN unnest($1::text[], $2::text[]) AS r(id, token) ON c.delivery_id = r.id AND c.token = r.token
+    ORDER BY c.delivery_id
+    FOR UPDATE OF c SKIP LOCKED)
+DELETE FROM webhook_delivery_claims c USING l WHERE c.delivery_id = l.delivery_id
+RETURNING c.delivery_id`
+
+// ReleaseAndClaim implements webhooks.ReleasingClaims: both statements go
+// in one batch, which Postgres runs as one implicit transaction (one round
+// trip, one commit). The claim comes first and is the only statement that
+// may wait, taking its rows in id order like every claim, so two nodes
+// doing this at once cannot deadlock; the release then skips what it
+// would wait for.
+func (c *Claims) ReleaseAndClaim(ctx context.Context, release []webhooks.Claim, owner string, ids []string, ttl time.Duration) (claimed, unreleased []webhooks.Claim, err error) {
+	if len(release) == 0 {
+		claimed, err = c.Claim(ctx, owner, ids, ttl)
+		return claimed, nil, err
+	}
+	if len(ids) == 0 {
+		return nil, nil, c.Release(ctx, release)
+	}
+	key, err := c.sessionKey(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	token := webhooks.NewClaimToken()
+	rids, rtokens := releaseArgs(release)
+	b := &pgx.Batch{}
+	b.Queue(claimSQL, ids, owner, token, ttl.Microseconds(), key, c.deadGrace().Microseconds())
+	b.Queue(releaseNowaitSQL, rids, rtokens)
+	br := c.pool.SendBatch(ctx, b)
+	defer br.Close()
+	rows, err := br.Query()
+	if err != nil {
+		return nil, nil, fmt.Errorf("webhook claims: claim: %w", err)
+	}
+	if claimed, err = scanClaims(rows, token); err != nil {
+		return nil, nil, err
+	}
+	rows, err = br.Query()
+	if err != nil {
+		return nil, nil, fmt.Errorf("webhook claims: release: %w", err)
+	}
+	released := map[string]bool{}
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return nil, nil, fmt.Errorf("webhook claims: release: %w", err)
+		}
+		released[id] = true
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, nil, fmt.Errorf("webhook claims: release: %w", err)
+	}
+	// The implicit transaction commits at the batch's end: an error there
+	// undoes both.
+	if err := br.Close(); err != nil {
+		return nil, nil, fmt.Errorf("webhook claims: release and claim: %w", err)
+	}
+	for _, cl := range release {
+		if !released[cl.DeliveryID] {
+			unreleased = append(unreleased, cl)
+		}
+	}
+	return claimed, unreleased, nil
+}
+
+// scanClaims reads claimSQL's rows as claims with token.
+func scanClaims(rows pgx.Rows, token string) ([]webhooks.Claim, error) {
 	defer rows.Close()
 	var out []webhooks.Claim
 	for rows.Next() {
@@ -230,25 +341,4 @@ func (c *Claims) Claim(ctx context.Context, owner string, ids []string, ttl time
 		return nil, fmt.Errorf("webhook claims: claim: %w", err)
 	}
 	return out, nil
-}
-
-// Release implements webhooks.Claims.
-func (c *Claims) Release(ctx context.Context, claims []webhooks.Claim) error {
-	if len(claims) == 0 {
-		return nil
-	}
-	// Sorted like claims, for the same lock order.
-	sorted := slices.SortedFunc(slices.Values(claims), func(a, b webhooks.Claim) int { return strings.Compare(a.DeliveryID, b.DeliveryID) })
-	ids, tokens := make([]string, len(sorted)), make([]string, len(sorted))
-	for i, cl := range sorted {
-		ids[i], tokens[i] = cl.DeliveryID, cl.Token
-	}
-	_, err := c.pool.Exec(ctx, `
-DELETE FROM webhook_delivery_claims c
-USING unnest($1::text[], $2::text[]) AS r(id, token)
-WHERE c.delivery_id = r.id AND c.token = r.token`, ids, tokens)
-	if err != nil {
-		return fmt.Errorf("webhook claims: release: %w", err)
-	}
-	return nil
 }
