@@ -49,7 +49,7 @@ for a in "$@"; do
 	esac
 done
 read -r -a extra <<<"${BENCH_ARGS:-}"
-pg_scenarios=${BENCH_PG_SCENARIOS:-webhook-cost,register,member-upsert,register-paced,member-upsert-paced,snapshot,report-pull,verify-hot,verify-many}
+pg_scenarios=${BENCH_PG_SCENARIOS:-webhook-cost,register,member-upsert,register-paced,member-upsert-paced,snapshot,snapshot-cost,report-pull,verify-hot,verify-many}
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/platform-bench.XXXXXX")
 platform_pid="" pgtmp="" pgbin="" admin_url="" dbs=()
