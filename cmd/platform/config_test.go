@@ -69,7 +69,7 @@ func TestDefaults(t *testing.T) {
 		Config: node.Config{
 			DataDir: "./data", Timezone: "Asia/Shanghai", KafkaTopic: "platform.events",
 			KafkaInternalTopic: "platform.internal.events", KafkaRelay: &relay, PartnerRateLimit: 6000,
-			LeaseTTL: 10 * time.Second, WebhookWorkers: 64, WebhookPerEndpoint: 16, WebhookBreakerFailures: 5,
+			LeaseTTL: 10 * time.Second, WebhookWorkers: 64, WebhookPerEndpoint: 16, WebhookIdleConnections: 1024, WebhookBreakerFailures: 5,
 			WebhookCreateConcurrency: 64, WebhookBreakerCooldown: 30 * time.Second, SnapshotInterval: 5 * time.Minute, SnapshotEvents: 10000,
 			ErasurePurgeInterval: time.Hour,
 			ReportPullLimit:      60, VerifyCooldown: 10 * time.Second,
@@ -129,6 +129,7 @@ func TestInvalidValuesStopStartUp(t *testing.T) {
 		"PLATFORM_RATE_LIMIT":                 {"abc", "0", "1.5", "6000/min", "1e3"},
 		"PLATFORM_WEBHOOK_WORKERS":            {"0", "-1", "4097", "many", "1.5"},
 		"PLATFORM_WEBHOOK_PER_ENDPOINT":       {"0", "1025", "x"},
+		"PLATFORM_WEBHOOK_IDLE_CONNECTIONS":   {"0", "-1", "1000001", "many"},
 		"PLATFORM_WEBHOOK_BREAKER_FAILURES":   {"0", "1001", "five"},
 		"PLATFORM_WEBHOOK_CREATE_CONCURRENCY": {"0", "4097", "x"},
 		"PLATFORM_WEBHOOK_BREAKER_COOLDOWN":   {"30", "500ms", "2h", "-1s", "soon"},

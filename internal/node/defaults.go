@@ -10,6 +10,7 @@ import (
 	"github.com/healthtech/partner-open-platform/portal"
 	relaykafka "github.com/healthtech/partner-open-platform/relay/kafka"
 	"github.com/healthtech/partner-open-platform/webhooks"
+	"github.com/healthtech/partner-open-platform/webhooks/targets"
 )
 
 // The defaults a zero Config field takes (WithDefaults). cmd/platform's
@@ -68,6 +69,7 @@ func (c Config) WithDefaults() Config {
 	setZero(&c.KafkaTopic, relaykafka.DefaultTopic)
 	setZero(&c.KafkaInternalTopic, eventskafka.DefaultInternalTopic)
 	setZero(&c.WebhookWorkers, DefaultWebhookWorkers)
+	setZero(&c.WebhookIdleConnections, targets.DefaultIdleConnections)
 	setZero(&c.ReportPullLimit, DefaultReportPullLimit)
 	setZero(&c.PartnerRateLimit, DefaultPartnerRateLimit)
 	setZero(&c.VerifyCooldown, DefaultVerifyCooldown)
