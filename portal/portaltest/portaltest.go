@@ -256,7 +256,26 @@ func (b *Browser) SignUp(email, password string) int64 {
 		b.T.Fatalf("sign up %s: dashboard shows no developer id: %s", email, dash.Text())
 	}
 	id, _ := strconv.ParseInt(m[1], 10, 64)
+	if b.node != nil {
+		waitSignUpMail(b.T, b.node, id)
+	}
 	return id
+}
+
+// waitSignUpMail waits (bounded) until the sign-up's mail to developer id
+// is in the outbox: the background sign-up appends it after the account,
+// and a test counting events from here must count only its own.
+func waitSignUpMail(t testing.TB, n *node.Node, id int64) {
+	t.Helper()
+	for range 1500 { // up to 15 s
+		for _, m := range n.Developers.Outbox(false) {
+			if m.DeveloperID == id {
+				return
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("the sign-up mail of developer %d was not queued", id)
 }
 
 // WaitAccount waits (bounded) until a signed-up account exists and takes
