@@ -46,20 +46,8 @@ func (b *Bench) WebhookDrain(ctx context.Context) (DrainResult, error) {
 	if err := b.P.admin(ctx, http.MethodPatch, appPath, map[string]any{"webhook_url": rcv.URL}, http.StatusOK, nil); err != nil {
 		return DrainResult{}, fmt.Errorf("set webhook URL (is PLATFORM_WEBHOOK_ALLOW_LOOPBACK on?): %w", err)
 	}
-	c := b.Opt.PatchClients
-	per := max(1, b.Opt.DrainBacklog/c)
-	if err := forEach(ctx, c, c, func(ctx context.Context, _ int) error {
-		user, err := b.register(ctx, app, "drain")
-		if err != nil {
-			return err
-		}
-		for range per {
-			if err := b.patch(ctx, app, user); err != nil {
-				return err
-			}
-		}
-		return nil
-	}); err != nil {
+	written, err := b.patchEach(ctx, app, "drain", b.Opt.DrainBacklog)
+	if err != nil {
 		return DrainResult{}, fmt.Errorf("backlog writes: %w", err)
 	}
 	// Every write delivered once, and nothing else arriving, before the
@@ -70,12 +58,12 @@ func (b *Bench) WebhookDrain(ctx context.Context) (DrainResult, error) {
 		time.Sleep(50 * time.Millisecond)
 		if n := rcv.total(); n != last {
 			last, still = n, time.Now()
-		} else if rcv.count() >= c*per && time.Since(still) >= 500*time.Millisecond {
+		} else if rcv.count() >= written && time.Since(still) >= 500*time.Millisecond {
 			break
 		}
 	}
-	if got := rcv.count(); got < c*per {
-		return DrainResult{}, fmt.Errorf("backlog writes: %d of %d delivered after %s", got, c*per, b.Opt.Drain)
+	if got := rcv.count(); got < written {
+		return DrainResult{}, fmt.Errorf("backlog writes: %d of %d delivered after %s", got, written, b.Opt.Drain)
 	}
 	if err := b.P.admin(ctx, http.MethodPost, appPath+"/suspend", map[string]any{"reason": "webhook drain benchmark"}, http.StatusOK, nil); err != nil {
 		return DrainResult{}, fmt.Errorf("suspend: %w", err)
@@ -185,4 +173,25 @@ func drainRow(res DrainResult, store string, o Options, raw Measured) Row {
 	r.Note = fmt.Sprintf("backlog of %d resent deliveries (resends took %s) sent after the app's resume, receiver in the load process; %s; errors = %d not received after %s + %d bad signatures",
 		res.Queued, res.ResendFor.Round(time.Millisecond), cpu, res.Queued-res.Received, o.Drain, res.Bad)
 	return r
+}
+
+// patchEach registers one user per PATCH client of app and PATCHes each
+// user's profile until about total writes were made, one webhook-causing
+// event each; it returns how many.
+func (b *Bench) patchEach(ctx context.Context, app App, label string, total int) (int, error) {
+	c := b.Opt.PatchClients
+	per := max(1, total/c)
+	err := forEach(ctx, c, c, func(ctx context.Context, _ int) error {
+		user, err := b.register(ctx, app, label)
+		if err != nil {
+			return err
+		}
+		for range per {
+			if err := b.patch(ctx, app, user); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return c * per, err
 }

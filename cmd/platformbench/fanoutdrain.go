@@ -75,23 +75,11 @@ func (b *Bench) fanoutDrainRun(ctx context.Context, endpoints, repeat int) (Fano
 	if err != nil {
 		return FanoutDrainRun{}, err
 	}
-	c := b.Opt.PatchClients
-	per := max(1, b.Opt.FanoutEvents/c)
-	if err := forEach(ctx, c, c, func(ctx context.Context, _ int) error {
-		user, err := b.register(ctx, app, "fandrain")
-		if err != nil {
-			return err
-		}
-		for range per {
-			if err := b.patch(ctx, app, user); err != nil {
-				return err
-			}
-		}
-		return nil
-	}); err != nil {
+	written, err := b.patchEach(ctx, app, "fandrain", b.Opt.FanoutEvents)
+	if err != nil {
 		return FanoutDrainRun{}, fmt.Errorf("writes: %w", err)
 	}
-	res := FanoutDrainRun{Endpoints: endpoints, Events: c * per}
+	res := FanoutDrainRun{Endpoints: endpoints, Events: written}
 	// Every endpoint received every write, and nothing else arrives,
 	// before the backlog is made.
 	if err := waitQuiet(ctx, rcvs, res.Events, b.Opt.Drain); err != nil {

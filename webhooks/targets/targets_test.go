@@ -577,7 +577,7 @@ func FuzzClassify(f *testing.F) {
 }
 
 // TestIdleConnectionsServeManyEndpointHosts sends to 150 endpoints on distinct
-// hosts twice: with the default pool the second round reuses every
+// hosts, then to each again: with the default pool the repeat reuses every
 // connection (no new handshakes at the partners); a pool of 100 in all closes
 // the least recently used ones, and the partners see new connections.
 func TestIdleConnectionsServeManyEndpointHosts(t *testing.T) {
