@@ -27,25 +27,11 @@ import (
 //	go test -run '^$' -bench RegisterGroups -count 3 ./events/bolt/
 func BenchmarkRegisterGroups(b *testing.B) {
 	ctx := context.Background()
-	template := filepath.Join(b.TempDir(), "template.db")
-	s := openT(b, template)
 	payload := make([]byte, 350)
 	for i := range payload {
 		payload[i] = 'a' + byte(i%26)
 	}
-	for batch := range 200 {
-		parts := make([]events.StreamAppend, 0, 500)
-		for i := range 500 {
-			ev := events.Proposed{ID: uuid.NewString(), Type: "bench.appended", Data: payload}
-			parts = append(parts, events.StreamAppend{Stream: fmt.Sprintf("old-%d-%d", batch, i), Expected: events.NoStream(), Events: []events.Proposed{ev}})
-		}
-		if _, err := s.AppendMulti(ctx, parts...); err != nil {
-			b.Fatal(err)
-		}
-	}
-	if err := s.Close(); err != nil {
-		b.Fatal(err)
-	}
+	template := templateLog(b, payload)
 	for _, run := range []struct {
 		writers int
 		rate    float64 // offered writes per second; 0: each writer as fast as answered
