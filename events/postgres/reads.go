@@ -50,7 +50,11 @@ func (s *Store) readShared(ctx context.Context, after events.Position, limit int
 	if limit <= 0 {
 		return s.ReadAll(ctx, after, limit)
 	}
-	r := &readReq{start: startAfter(after), limit: int64(limit), done: make(chan struct{})}
+	start := startAfter(after)
+	if recs, ok := s.recent.read(start, limit); ok {
+		return recs, nil
+	}
+	r := &readReq{start: start, limit: int64(limit), done: make(chan struct{})}
 	select {
 	case s.reads <- r:
 	case <-s.readsDone:
@@ -121,6 +125,7 @@ func (s *Store) readGroup(ctx context.Context, group []*readReq) {
 		keys = append(keys, k)
 		b.Queue(readAllQuery, k.start, k.limit)
 	}
+	s.dbReads.Add(1)
 	err := func() error {
 		br := s.pool.SendBatch(ctx, b)
 		for _, k := range keys {
