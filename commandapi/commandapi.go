@@ -187,7 +187,7 @@ func (a *API) partner(h func(*call) error) httprouter.Handle {
 		var app domain.App
 		if a.claimsWithRoute(r) {
 			// The signature's route binding is recorded in the statement
-			// that claims the signed write (keyed, ServeSignedRoute).
+			// that claims the signed write (keyed, ServeSigned).
 			var pending *auth.PendingBinding
 			app, pending, err = a.partnerAuth().VerifyLater(r, body)
 			if pending != nil {
@@ -206,7 +206,7 @@ func (a *API) partner(h func(*call) error) httprouter.Handle {
 
 // claimsWithRoute says whether r, once authenticated, is a scheme M write
 // whose signed-write claim can carry its route binding (keyed sends it to
-// ServeSignedRoute with a store that binds both in one statement).
+// ServeSigned with a store that binds both in one statement).
 func (a *API) claimsWithRoute(r *http.Request) bool {
 	if a.Idempotency == nil || r.Method == http.MethodGet || a.SignedWrites == nil || auth.IsSchemeH(r) {
 		return false
@@ -254,7 +254,7 @@ func (a *API) keyedRoute(w http.ResponseWriter, r *http.Request, ps httprouter.P
 		// Scheme M signs no nonce: a captured write could run again for as
 		// long as its timestamp is fresh, so its signature is an implicit
 		// idempotency key (scheme H nonces already refuse replays).
-		a.Idempotency.ServeSignedRoute(w, r, app.AppID, body, a.SignedWrites, idempotency.SignedKey(auth.SignatureM(r), r, body), route, run)
+		a.Idempotency.ServeSigned(w, r, app.AppID, body, a.SignedWrites, idempotency.SignedKey(auth.SignatureM(r), r, body), route, run)
 		return
 	}
 	a.Idempotency.Serve(w, r, app.AppID, body, run)

@@ -37,7 +37,7 @@ type RouteClaimer interface {
 
 // PendingRoute is a scheme M signature's route binding that
 // authentication left for the write edge to record
-// (auth.PendingBinding): ServeSignedRoute records it with the write's
+// (auth.PendingBinding): ServeSigned records it with the write's
 // claim when the store is a RouteClaimer.
 type PendingRoute interface {
 	Binding() nonces.Binding
@@ -91,16 +91,12 @@ func SignedKey(signature string, r *http.Request, body []byte) string {
 // are its only trace there, so a refused or unchanged write still appends
 // nothing. Answers about a channel user are sealed with the user's data
 // key, as Serve's are, so an erasure shreds them.
-func (k *Keeper) ServeSigned(w http.ResponseWriter, r *http.Request, appID int64, body []byte, store SignedStore, signed string, h Handler) {
-	k.ServeSignedRoute(w, r, appID, body, store, signed, nil, h)
-}
-
-// ServeSignedRoute is ServeSigned for a request whose signature's route
-// binding authentication left unrecorded (route; nil when it recorded
-// it): the binding is recorded and judged before anything else answers,
-// as authentication would have, and on a RouteClaimer in the statement
-// that claims the write.
-func (k *Keeper) ServeSignedRoute(w http.ResponseWriter, r *http.Request, appID int64, body []byte, store SignedStore, signed string, route PendingRoute, h Handler) {
+//
+// route is the signature's route binding when authentication left it
+// unrecorded (nil when it recorded it): it is recorded and judged before
+// anything else answers, as authentication would have, and on a
+// RouteClaimer in the statement that claims the write.
+func (k *Keeper) ServeSigned(w http.ResponseWriter, r *http.Request, appID int64, body []byte, store SignedStore, signed string, route PendingRoute, h Handler) {
 	if _, _, err := checkKey(r); err != nil {
 		if route != nil {
 			if rerr := route.Record(); rerr != nil {
