@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -174,7 +175,16 @@ func (b *Bench) Paced(ctx context.Context, scenario string, rate float64) (Measu
 	}
 	p := b.phase(b.Opt.Clients)
 	p.Rate, p.FromDue = rate, true
-	return closedLoop(ctx, p, op), nil
+	if b.Opt.TimelineDir != "" {
+		p.Timeline = &Timeline{}
+	}
+	m := closedLoop(ctx, p, op)
+	if p.Timeline != nil {
+		if err := p.Timeline.WriteCSV(filepath.Join(b.Opt.TimelineDir, scenario+"-paced.csv")); err != nil {
+			return m, err
+		}
+	}
+	return m, nil
 }
 
 // Snapshot: GET a random user's full snapshot.
