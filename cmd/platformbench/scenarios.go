@@ -165,7 +165,7 @@ func (b *Bench) pacedRate(scenario string) (float64, error) {
 // Paced offers scenario's calls (register or member-upsert) at a fixed
 // rate, an open loop: each call's latency counts from when it was due, so
 // the p99 is what a client sending at that rate sees.
-func (b *Bench) Paced(ctx context.Context, scenario string, rate float64) (Measured, error) {
+func (b *Bench) Paced(ctx context.Context, scenario, store string, rate float64) (Measured, error) {
 	op := b.registerOp
 	if scenario == "member-upsert" {
 		var err error
@@ -180,7 +180,7 @@ func (b *Bench) Paced(ctx context.Context, scenario string, rate float64) (Measu
 	}
 	m := closedLoop(ctx, p, op)
 	if p.Timeline != nil {
-		if err := p.Timeline.WriteCSV(filepath.Join(b.Opt.TimelineDir, scenario+"-paced.csv")); err != nil {
+		if err := p.Timeline.WriteCSV(filepath.Join(b.Opt.TimelineDir, store+"-"+scenario+"-paced.csv")); err != nil {
 			return m, err
 		}
 	}
