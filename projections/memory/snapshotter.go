@@ -406,7 +406,7 @@ func (s *Snapshotter) write(ctx context.Context, pace *pacer) error {
 	if pace != nil {
 		rest = pace.rest
 	}
-	size, err := snapfile.WritePaced(s.Path, h, key.AEAD, images, dirs, rest)
+	size, err := snapfile.Write(s.Path, h, key.AEAD, images, dirs, rest)
 	if err != nil {
 		_ = s.Keys.Destroy(ctx, h.KeySubject)
 		return err

@@ -91,15 +91,10 @@ type ReadModel struct {
 // and whether it is the last, so a torn, truncated, reordered or altered
 // file fails to open), fsynced, renamed over path, and the directory
 // fsynced. A crash leaves either the old file or the new one, never a mix.
-// It returns the file's size.
-func Write(path string, h Header, aead cipher.AEAD, images []Image, dirs []Directory) (int64, error) {
-	return WritePaced(path, h, aead, images, dirs, nil)
-}
-
-// WritePaced is Write calling pace (when not nil) after each sealed chunk
-// reached the file, so the caller can rest the writing goroutine between
-// chunks.
-func WritePaced(path string, h Header, aead cipher.AEAD, images []Image, dirs []Directory, pace func()) (int64, error) {
+// It returns the file's size. pace (when not nil) is called after each
+// sealed chunk reached the file, so the caller can rest the writing
+// goroutine between chunks.
+func Write(path string, h Header, aead cipher.AEAD, images []Image, dirs []Directory, pace func()) (int64, error) {
 	head, err := json.Marshal(h)
 	if err != nil {
 		return 0, fmt.Errorf("snapshot header: %w", err)
