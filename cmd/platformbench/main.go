@@ -62,6 +62,9 @@ type Options struct {
 	// database of the platform's server and the platform's database, whose
 	// transactions webhook-cost counts (pg_stat_database).
 	PGStatsURL, PGStatsDB string
+	// TimelineDir, when set, receives each paced row's calls (offset into
+	// the window, latency, wall time) as <store>-<scenario>-paced.csv.
+	TimelineDir string
 }
 
 func main() {
@@ -185,6 +188,7 @@ func parseRunFlags(args []string) (runFlags, Options, error) {
 	fs.IntVar(&o.PostgresPID, "postgres-pid", 0, "the platform's Postgres postmaster, for webhook-cost's system CPU (0: platform only)")
 	fs.StringVar(&o.PGStatsURL, "pg-stats-url", "", "a connection to another database of the platform's Postgres, for webhook-cost's transaction counts")
 	fs.StringVar(&o.PGStatsDB, "pg-stats-db", "", "the platform's database, whose transactions webhook-cost counts")
+	fs.StringVar(&o.TimelineDir, "timeline-dir", "", "write each paced row's calls (offset into the window, latency, wall time) to <store>-<scenario>-paced.csv in this directory")
 	if err := fs.Parse(args); err != nil {
 		return f, o, err
 	}
@@ -326,7 +330,7 @@ func (b *Bench) scenario(ctx context.Context, s, store string, bl measuredBaseli
 		var rate float64
 		if rate, err = b.pacedRate(of); err == nil {
 			s = fmt.Sprintf("%s, %.0f/s offered", of, rate)
-			m, err = b.Paced(ctx, of, rate)
+			m, err = b.Paced(ctx, of, store, rate)
 		}
 	case "snapshot":
 		m, err = b.Snapshot(ctx)
