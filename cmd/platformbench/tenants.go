@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"os"
@@ -56,6 +58,9 @@ type TenantRound struct {
 	// done (the quiet wait ran into -drain): their CPU may hold some of it.
 	Unquiet int
 	Load    string // the machine's load average as the round began
+	// Alloc is what the platform allocated per call of each window
+	// (register, snapshot, PATCH), drains included.
+	Alloc [3]heapSample
 }
 
 // TenantRun is one population's rounds.
@@ -172,7 +177,11 @@ func (l *tenantLedger) forget() {
 type windowHooks struct {
 	quiet func(ctx context.Context) bool
 	probe func() cpuSample // nil: CPU not measured
-	bound time.Duration    // the longest wait for quiet, before and after
+	// heap, when set, reads the platform's allocation counters (bytes,
+	// objects since it started): unlike CPU, what a call allocates does not
+	// depend on the machine's load or on when a garbage collection falls.
+	heap  func() (heapSample, bool)
+	bound time.Duration // the longest wait for quiet, before and after
 	poll  time.Duration
 	// atClose, when set, runs as the loop's calls end, before the drain.
 	atClose func()
@@ -189,16 +198,21 @@ type windowHooks struct {
 // and the calls in flight at the close included, so the window's share is
 // its calls' part of them. quietBefore and quietAfter say whether each
 // wait ended quiet rather than at its bound.
-func chargedWindow(ctx context.Context, h windowHooks, p Phase, op Op) (m Measured, drain time.Duration, quietBefore, quietAfter bool) {
-	quietBefore = waitQuietFor(ctx, h)
+func chargedWindow(ctx context.Context, h windowHooks, p Phase, op Op) (w chargedRun) {
+	w.quietBefore = waitQuietFor(ctx, h)
 	var from cpuSample
 	if h.probe != nil {
 		from = h.probe()
 	}
+	var heapFrom heapSample
+	heapOK := false
+	if h.heap != nil {
+		heapFrom, heapOK = h.heap()
+	}
 	var calls atomic.Int64
 	p.CPU = nil
-	m = closedLoop(ctx, p, func(ctx context.Context, w, i int) error {
-		err := op(ctx, w, i)
+	w.Measured = closedLoop(ctx, p, func(ctx context.Context, wk, i int) error {
+		err := op(ctx, wk, i)
 		calls.Add(1)
 		return err
 	})
@@ -206,12 +220,63 @@ func chargedWindow(ctx context.Context, h windowHooks, p Phase, op Op) (m Measur
 	if h.atClose != nil {
 		h.atClose()
 	}
-	quietAfter = waitQuietFor(ctx, h)
-	drain = time.Since(closed)
+	w.quietAfter = waitQuietFor(ctx, h)
+	w.drain = time.Since(closed)
+	mine, all := w.OK+w.Errors, calls.Load()
 	if h.probe != nil {
-		m.CPU = shareCPU(h.probe().since(from), m.OK+m.Errors, calls.Load())
+		w.CPU = shareCPU(h.probe().since(from), mine, all)
 	}
-	return m, drain, quietBefore, quietAfter
+	if heapOK {
+		if to, ok := h.heap(); ok && all > 0 {
+			w.alloc = heapSample{bytes: (to.bytes - heapFrom.bytes) / float64(all), objects: (to.objects - heapFrom.objects) / float64(all)}
+		}
+	}
+	return w
+}
+
+// chargedRun is a window's measurement with what else chargedWindow
+// learnt: how long its drain took, whether each wait for quiet ended quiet
+// rather than at its bound, and the platform's allocation per call.
+type chargedRun struct {
+	Measured
+	drain                   time.Duration
+	quietBefore, quietAfter bool
+	alloc                   heapSample
+}
+
+// heapSample is the platform's allocation counters (or, per call, their
+// differences shared over the calls).
+type heapSample struct{ bytes, objects float64 }
+
+// heapCounters reads go_memstats_alloc_bytes_total and
+// go_memstats_mallocs_total from a /metrics text.
+func heapCounters(metrics io.Reader) (heapSample, bool) {
+	var h heapSample
+	found := 0
+	sc := bufio.NewScanner(metrics)
+	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) != 2 {
+			continue
+		}
+		var dst *float64
+		switch f[0] {
+		case "go_memstats_alloc_bytes_total":
+			dst = &h.bytes
+		case "go_memstats_mallocs_total":
+			dst = &h.objects
+		default:
+			continue
+		}
+		v, err := strconv.ParseFloat(f[1], 64)
+		if err != nil {
+			return h, false
+		}
+		*dst = v
+		found++
+	}
+	return h, found == 2
 }
 
 // waitQuietFor polls h.quiet until it holds or h.bound has passed.
@@ -240,7 +305,7 @@ func shareCPU(u CPUUse, n, all int64) CPUUse {
 // hooks are chargedWindow's view of this platform: quiet once the ledger
 // is empty and no follower of the log is behind.
 func (b *Bench) hooks(led *tenantLedger) windowHooks {
-	return windowHooks{probe: b.cpuProbe(), bound: b.Opt.Drain, poll: 20 * time.Millisecond,
+	return windowHooks{probe: b.cpuProbe(), heap: b.heapNow, bound: b.Opt.Drain, poll: 20 * time.Millisecond,
 		quiet: func(ctx context.Context) bool {
 			if led.outstanding() > 0 {
 				return false
@@ -252,16 +317,32 @@ func (b *Bench) hooks(led *tenantLedger) windowHooks {
 
 // eventsBehindNow is the followers' lag summed, read once from /metrics.
 func (b *Bench) eventsBehindNow(ctx context.Context) (float64, bool) {
+	var behind float64
+	var ok bool
+	b.readMetrics(ctx, func(r io.Reader) { behind, ok = eventsBehind(r) })
+	return behind, ok
+}
+
+// heapNow is the platform's allocation counters, from /metrics.
+func (b *Bench) heapNow() (heapSample, bool) {
+	var h heapSample
+	var ok bool
+	b.readMetrics(context.Background(), func(r io.Reader) { h, ok = heapCounters(r) })
+	return h, ok
+}
+
+// readMetrics hands the platform's /metrics text to read.
+func (b *Bench) readMetrics(ctx context.Context, read func(io.Reader)) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, b.P.Base+"/metrics", nil)
 	if err != nil {
-		return 0, false
+		return
 	}
 	res, err := b.P.HTTP.Do(req)
 	if err != nil {
-		return 0, false
+		return
 	}
 	defer res.Body.Close()
-	return eventsBehind(res.Body)
+	read(res.Body)
 }
 
 // measureTenants is one round of a population: a register, a snapshot and
@@ -269,21 +350,20 @@ func (b *Bench) eventsBehindNow(ctx context.Context) (float64, bool) {
 func (b *Bench) measureTenants(ctx context.Context, tn Tenants, led *tenantLedger) TenantRound {
 	res := TenantRound{Load: loadAverage()}
 	h := b.hooks(led)
-	unquiet := func(before, after bool) {
-		if !before {
+	unquiet := func(w chargedRun) {
+		if !w.quietBefore {
 			res.Unquiet++
 		}
-		if !after {
+		if !w.quietAfter {
 			led.forget()
 		}
 	}
 	c := b.Opt.Clients
 
 	registered := make([][]int64, c)
-	var before, after bool
 	hr := h
 	hr.atClose = func() { res.RegisterBehind = tn.rcv.notNamed(registered) }
-	res.Register, res.RegisterDrain, before, after = chargedWindow(ctx, hr, b.phase(c), func(ctx context.Context, w, _ int) error {
+	reg := chargedWindow(ctx, hr, b.phase(c), func(ctx context.Context, w, _ int) error {
 		u, err := b.register(ctx, tn.apps[rand.IntN(len(tn.apps))], "tenant")
 		if err == nil {
 			registered[w] = append(registered[w], u)
@@ -291,16 +371,18 @@ func (b *Bench) measureTenants(ctx context.Context, tn Tenants, led *tenantLedge
 		}
 		return err
 	})
-	if !after {
+	res.Register, res.RegisterDrain, res.Alloc[0] = reg.Measured, reg.drain, reg.alloc
+	if !reg.quietAfter {
 		res.RegisterMissing = led.outstanding()
 	}
-	unquiet(before, after)
+	unquiet(reg)
 
-	res.Snapshot, _, before, after = chargedWindow(ctx, h, b.phase(c), func(ctx context.Context, _, _ int) error {
+	snap := chargedWindow(ctx, h, b.phase(c), func(ctx context.Context, _, _ int) error {
 		u := tn.users[rand.IntN(len(tn.users))]
 		return b.P.partnerM(ctx, tn.apps[u.app], http.MethodGet, "/open/v1/channel/users/"+strconv.FormatInt(u.user, 10), nil, http.StatusOK, nil)
 	})
-	unquiet(before, after)
+	res.Snapshot, res.Alloc[1] = snap.Measured, snap.alloc
+	unquiet(snap)
 
 	// Worker w PATCHes only the users whose index is w modulo the
 	// workers, so no user is written concurrently and each user's
@@ -311,7 +393,7 @@ func (b *Bench) measureTenants(ctx context.Context, tn Tenants, led *tenantLedge
 		expect[w] = map[int64]int{}
 	}
 	var acked atomic.Int64
-	res.Webhooks, res.WebhookDrain, before, after = chargedWindow(ctx, h, b.phase(pc), func(ctx context.Context, w, _ int) error {
+	hook := chargedWindow(ctx, h, b.phase(pc), func(ctx context.Context, w, _ int) error {
 		n := (len(tn.users) - w + pc - 1) / pc
 		u := tn.users[w+pc*rand.IntN(max(1, n))]
 		k, seen := expect[w][u.user]
@@ -327,11 +409,12 @@ func (b *Bench) measureTenants(ctx context.Context, tn Tenants, led *tenantLedge
 		led.add(pendingDelivery{rcv: tn.rcv, user: u.user, profile: k + 1})
 		return nil
 	})
-	if !after {
+	res.Webhooks, res.WebhookDrain, res.Alloc[2] = hook.Measured, hook.drain, hook.alloc
+	if !hook.quietAfter {
 		res.Missing = led.outstanding()
 	}
 	res.Delivered = int(acked.Load()) - res.Missing
-	unquiet(before, after)
+	unquiet(hook)
 	return res
 }
 
@@ -460,15 +543,16 @@ func parseVmRSS(status string) int64 {
 
 // tenantCall is one of the three calls measured in every round.
 type tenantCall struct {
+	idx     int // into TenantRound.Alloc
 	name    string
 	clients func(o Options) int
 	of      func(r TenantRound) Measured
 }
 
 var tenantCalls = []tenantCall{
-	{"register", func(o Options) int { return o.Clients }, func(r TenantRound) Measured { return r.Register }},
-	{"snapshot", func(o Options) int { return o.Clients }, func(r TenantRound) Measured { return r.Snapshot }},
-	{"PATCH with a webhook", func(o Options) int { return o.PatchClients }, func(r TenantRound) Measured { return r.Webhooks }},
+	{0, "register", func(o Options) int { return o.Clients }, func(r TenantRound) Measured { return r.Register }},
+	{1, "snapshot", func(o Options) int { return o.Clients }, func(r TenantRound) Measured { return r.Snapshot }},
+	{2, "PATCH with a webhook", func(o Options) int { return o.PatchClients }, func(r TenantRound) Measured { return r.Webhooks }},
 }
 
 // tenantRows are many-tenants' lines: the one-app population's three,
@@ -515,7 +599,22 @@ func tenantRow(run TenantRun, c tenantCall, store string, o Options, one TenantR
 	row.LoadCPUus, _, _ = spread(load)
 	notes := []string{fmt.Sprintf("%d rounds: %.0f–%.0f/s, platform CPU %.0f–%.0f µs per call (each window charged from a quiet platform to its own deliveries and projection done)",
 		len(run.Rounds), rlo, rhi, clo, chi)}
+	var kb, objs []float64
+	for _, r := range run.Rounds {
+		if a := r.Alloc[c.idx]; a.bytes > 0 {
+			kb, objs = append(kb, a.bytes/1024), append(objs, a.objects)
+		}
+	}
+	if len(kb) > 0 {
+		k, klo, khi := spread(kb)
+		o, _, _ := spread(objs)
+		notes = append(notes, fmt.Sprintf("the platform allocated %.1f KB (%.1f–%.1f) and %.0f objects per call", k, klo, khi, o))
+	}
 	if vsOne {
+		if ar := tenantAllocRatios(one.Rounds, run.Rounds, c.idx); len(ar) > 0 {
+			m, lo, hi := spread(ar)
+			notes = append(notes, fmt.Sprintf("allocation per call ÷ one app's %.2f× (%.2f–%.2f×)", m, lo, hi))
+		}
 		rr, cr := tenantRatios(one.Rounds, run.Rounds, c.of)
 		med, lo, hi := spread(rr)
 		row.Baseline, row.Ratio = "the same on one app", med
@@ -599,6 +698,26 @@ func tenantRatios(one, many []TenantRound, of func(TenantRound) Measured) (rates
 		}
 	}
 	return rates, cpus
+}
+
+// tenantAllocRatios sets many-app round i's bytes allocated per call
+// against the mean of one-app rounds i and i+1, as tenantRatios does.
+func tenantAllocRatios(one, many []TenantRound, idx int) []float64 {
+	var out []float64
+	for i, r := range many {
+		if i >= len(one) {
+			break
+		}
+		sides := one[i:min(i+2, len(one))]
+		var base float64
+		for _, s := range sides {
+			base += s.Alloc[idx].bytes / float64(len(sides))
+		}
+		if base > 0 && r.Alloc[idx].bytes > 0 {
+			out = append(out, r.Alloc[idx].bytes/base)
+		}
+	}
+	return out
 }
 
 // tenantMemory says what the population's apps and users added to the

@@ -16,7 +16,8 @@ import (
 // calls in flight at the close included), the window's calls taking their
 // part.
 func TestChargedWindowExcludesThePreviousDrain(t *testing.T) {
-	var platform atomic.Int64 // the platform's CPU counter, in ns
+	var platform atomic.Int64  // the platform's CPU counter, in ns
+	var allocated atomic.Int64 // the platform's bytes allocated
 	var calls atomic.Int64
 	var mu sync.Mutex
 	previous, own, closed := 3, 2, false
@@ -24,6 +25,7 @@ func TestChargedWindowExcludesThePreviousDrain(t *testing.T) {
 		probe: func() cpuSample {
 			return cpuSample{platform: time.Duration(platform.Load()), busy: time.Duration(platform.Load()), idle: time.Second, cores: 2}
 		},
+		heap: func() (heapSample, bool) { return heapSample{bytes: float64(allocated.Load()), objects: 1}, true },
 		quiet: func(context.Context) bool {
 			mu.Lock()
 			defer mu.Unlock()
@@ -31,25 +33,34 @@ func TestChargedWindowExcludesThePreviousDrain(t *testing.T) {
 			case !closed && previous > 0: // the previous window's deliveries going out
 				previous--
 				platform.Add(int64(10 * time.Second))
+				allocated.Add(1 << 30)
 				return false
 			case closed && own > 0: // this window's deliveries
 				own--
 				platform.Add(int64(time.Second))
+				allocated.Add(1000)
 				return false
 			}
 			return true
 		},
 		atClose: func() { mu.Lock(); closed = true; mu.Unlock() },
 	}
-	m, _, before, after := chargedWindow(context.Background(), h, Phase{Clients: 2, Warmup: 20 * time.Millisecond, Window: 60 * time.Millisecond},
+	w := chargedWindow(context.Background(), h, Phase{Clients: 2, Warmup: 20 * time.Millisecond, Window: 60 * time.Millisecond},
 		func(context.Context, int, int) error {
 			time.Sleep(time.Millisecond)
 			platform.Add(int64(time.Millisecond))
+			allocated.Add(100)
 			calls.Add(1)
 			return nil
 		})
-	if !before || !after || previous != 0 || own != 0 {
-		t.Fatalf("quiet before %v after %v; polls left %d, %d", before, after, previous, own)
+	m := w.Measured
+	if !w.quietBefore || !w.quietAfter || previous != 0 || own != 0 {
+		t.Fatalf("quiet before %v after %v; polls left %d, %d", w.quietBefore, w.quietAfter, previous, own)
+	}
+	// Per call: its own 100 bytes and its share of the 2,000 its
+	// deliveries allocated, none of the previous drain's 3 GiB.
+	if want := 100 + 2000/float64(calls.Load()); w.alloc.bytes < want-1e-6 || w.alloc.bytes > want+1e-6 || w.alloc.objects != 0 {
+		t.Fatalf("allocated %+v per call, want %v bytes", w.alloc, want)
 	}
 	if m.OK == 0 || m.OK >= calls.Load() {
 		t.Fatalf("%d calls in the window of %d made: the warm-up's should be apart", m.OK, calls.Load())
@@ -66,10 +77,10 @@ func TestChargedWindowExcludesThePreviousDrain(t *testing.T) {
 	// A platform that never gets quiet: both waits end at their bound and
 	// say so.
 	h = windowHooks{bound: 30 * time.Millisecond, poll: time.Millisecond, quiet: func(context.Context) bool { return false }}
-	_, _, before, after = chargedWindow(context.Background(), h, Phase{Clients: 1, Window: 10 * time.Millisecond},
+	w = chargedWindow(context.Background(), h, Phase{Clients: 1, Window: 10 * time.Millisecond},
 		func(context.Context, int, int) error { return nil })
-	if before || after {
-		t.Fatalf("never quiet, yet quiet before %v after %v", before, after)
+	if w.quietBefore || w.quietAfter || w.CPU != (CPUUse{}) || w.alloc != (heapSample{}) {
+		t.Fatalf("never quiet, yet quiet before %v after %v (or measured without probes: %+v, %+v)", w.quietBefore, w.quietAfter, w.CPU, w.alloc)
 	}
 }
 
@@ -117,6 +128,11 @@ func TestTenantRowsMedianOfAlternatedRounds(t *testing.T) {
 		RSSBefore: 111 << 20, RSSApps: 116 << 20, RSSUsers: 126 << 20, RSS: 200 << 20}
 	many.Rounds[1].Missing, many.Rounds[1].RegisterMissing, many.Bad = 3, 2, 1
 	many.Rounds[1].Webhooks.CPU.Platform = 500 * time.Millisecond // 2 ms per PATCH, twice one app's
+	for i := range one.Rounds {
+		one.Rounds[i].Alloc[1] = heapSample{bytes: 10 << 10, objects: 100}
+	}
+	many.Rounds[0].Alloc[1] = heapSample{bytes: 11 << 10, objects: 110}
+	many.Rounds[1].Alloc[1] = heapSample{bytes: 12 << 10, objects: 120}
 	rows := tenantRows(one, many, "embedded", Options{Clients: 32, PatchClients: 8, Drain: time.Minute})
 	if len(rows) != 6 {
 		t.Fatalf("%d rows", len(rows))
@@ -137,6 +153,10 @@ func TestTenantRowsMedianOfAlternatedRounds(t *testing.T) {
 	if !near(rows[4].Ratio, 0.7) || !near(rows[5].Ratio, 0.7) {
 		t.Fatalf("snapshot ratio %v, PATCH ratio %v, want 0.7 each", rows[4].Ratio, rows[5].Ratio)
 	}
+	if !strings.Contains(rows[4].Note, "allocated 11.5 KB (11.0–12.0) and 115 objects per call") ||
+		!strings.Contains(rows[4].Note, "allocation per call ÷ one app's 1.15× (1.10–1.20×)") || strings.Contains(rows[3].Note, "allocat") {
+		t.Fatalf("allocation notes: snapshot %q; register %q", rows[4].Note, rows[3].Note)
+	}
 	if rows[5].PlatformCPUus != 1500 || !strings.Contains(rows[5].Note, "÷ one app's 1.50× (1.00–2.00×)") {
 		t.Fatalf("PATCH CPU %v, note %q", rows[5].PlatformCPUus, rows[5].Note)
 	}
@@ -145,6 +165,16 @@ func TestTenantRowsMedianOfAlternatedRounds(t *testing.T) {
 	}
 	if !strings.Contains(rows[3].Note, "+5.0 MB for its 50 apps (102.4 KB each), +10.0 MB for its 100 users (102.4 KB each)") {
 		t.Fatalf("memory note %q", rows[3].Note)
+	}
+}
+
+func TestHeapCounters(t *testing.T) {
+	text := "# HELP go_memstats_alloc_bytes_total x\ngo_memstats_alloc_bytes 5\ngo_memstats_alloc_bytes_total 1.5e+09\ngo_memstats_mallocs_total 42\n"
+	if h, ok := heapCounters(strings.NewReader(text)); !ok || h.bytes != 1.5e9 || h.objects != 42 {
+		t.Fatalf("%+v %v", h, ok)
+	}
+	if _, ok := heapCounters(strings.NewReader("go_memstats_mallocs_total 42\n")); ok {
+		t.Fatal("one counter missing, yet ok")
 	}
 }
 
