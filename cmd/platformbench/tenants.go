@@ -61,6 +61,9 @@ type TenantRound struct {
 	// Alloc is what the platform allocated per call of each window
 	// (register, snapshot, PATCH), drains included.
 	Alloc [3]heapSample
+	// Xacts is the platform database's transactions per call of each
+	// window (0: not counted; -pg-stats-url and -pg-stats-db count them).
+	Xacts [3]float64
 }
 
 // TenantRun is one population's rounds.
@@ -180,7 +183,10 @@ type windowHooks struct {
 	// heap, when set, reads the platform's allocation counters (bytes,
 	// objects since it started): unlike CPU, what a call allocates does not
 	// depend on the machine's load or on when a garbage collection falls.
-	heap  func() (heapSample, bool)
+	heap func() (heapSample, bool)
+	// xacts, when set, reads the platform database's transactions so far
+	// (pg_stat_database): a round trip more per call shows there exactly.
+	xacts func() (int64, bool)
 	bound time.Duration // the longest wait for quiet, before and after
 	poll  time.Duration
 	// atClose, when set, runs as the loop's calls end, before the drain.
@@ -209,6 +215,11 @@ func chargedWindow(ctx context.Context, h windowHooks, p Phase, op Op) (w charge
 	if h.heap != nil {
 		heapFrom, heapOK = h.heap()
 	}
+	var xactFrom int64
+	xactOK := false
+	if h.xacts != nil {
+		xactFrom, xactOK = h.xacts()
+	}
 	var calls atomic.Int64
 	p.CPU = nil
 	w.Measured = closedLoop(ctx, p, func(ctx context.Context, wk, i int) error {
@@ -231,6 +242,11 @@ func chargedWindow(ctx context.Context, h windowHooks, p Phase, op Op) (w charge
 			w.alloc = heapSample{bytes: (to.bytes - heapFrom.bytes) / float64(all), objects: (to.objects - heapFrom.objects) / float64(all)}
 		}
 	}
+	if xactOK {
+		if to, ok := h.xacts(); ok && all > 0 {
+			w.xacts = float64(to-xactFrom) / float64(all)
+		}
+	}
 	return w
 }
 
@@ -242,6 +258,7 @@ type chargedRun struct {
 	drain                   time.Duration
 	quietBefore, quietAfter bool
 	alloc                   heapSample
+	xacts                   float64 // the platform database's transactions per call (0: not counted)
 }
 
 // heapSample is the platform's allocation counters (or, per call, their
@@ -305,7 +322,16 @@ func shareCPU(u CPUUse, n, all int64) CPUUse {
 // hooks are chargedWindow's view of this platform: quiet once the ledger
 // is empty and no follower of the log is behind.
 func (b *Bench) hooks(led *tenantLedger) windowHooks {
-	return windowHooks{probe: b.cpuProbe(), heap: b.heapNow, bound: b.Opt.Drain, poll: 20 * time.Millisecond,
+	var xacts func() (int64, bool)
+	if b.Opt.PGStatsURL != "" && b.Opt.PGStatsDB != "" {
+		// Postgres publishes a backend's counts within a second of its
+		// transactions; the wait for quiet after a window is longer.
+		xacts = func() (int64, bool) {
+			n, err := databaseXacts(context.Background(), b.Opt.PGStatsURL, b.Opt.PGStatsDB)
+			return n, err == nil
+		}
+	}
+	return windowHooks{probe: b.cpuProbe(), heap: b.heapNow, xacts: xacts, bound: b.Opt.Drain, poll: 20 * time.Millisecond,
 		quiet: func(ctx context.Context) bool {
 			if led.outstanding() > 0 {
 				return false
@@ -371,7 +397,7 @@ func (b *Bench) measureTenants(ctx context.Context, tn Tenants, led *tenantLedge
 		}
 		return err
 	})
-	res.Register, res.RegisterDrain, res.Alloc[0] = reg.Measured, reg.drain, reg.alloc
+	res.Register, res.RegisterDrain, res.Alloc[0], res.Xacts[0] = reg.Measured, reg.drain, reg.alloc, reg.xacts
 	if !reg.quietAfter {
 		res.RegisterMissing = led.outstanding()
 	}
@@ -381,7 +407,7 @@ func (b *Bench) measureTenants(ctx context.Context, tn Tenants, led *tenantLedge
 		u := tn.users[rand.IntN(len(tn.users))]
 		return b.P.partnerM(ctx, tn.apps[u.app], http.MethodGet, "/open/v1/channel/users/"+strconv.FormatInt(u.user, 10), nil, http.StatusOK, nil)
 	})
-	res.Snapshot, res.Alloc[1] = snap.Measured, snap.alloc
+	res.Snapshot, res.Alloc[1], res.Xacts[1] = snap.Measured, snap.alloc, snap.xacts
 	unquiet(snap)
 
 	// Worker w PATCHes only the users whose index is w modulo the
@@ -409,7 +435,7 @@ func (b *Bench) measureTenants(ctx context.Context, tn Tenants, led *tenantLedge
 		led.add(pendingDelivery{rcv: tn.rcv, user: u.user, profile: k + 1})
 		return nil
 	})
-	res.Webhooks, res.WebhookDrain, res.Alloc[2] = hook.Measured, hook.drain, hook.alloc
+	res.Webhooks, res.WebhookDrain, res.Alloc[2], res.Xacts[2] = hook.Measured, hook.drain, hook.alloc, hook.xacts
 	if !hook.quietAfter {
 		res.Missing = led.outstanding()
 	}
@@ -609,6 +635,16 @@ func tenantRow(run TenantRun, c tenantCall, store string, o Options, one TenantR
 		k, klo, khi := spread(kb)
 		o, _, _ := spread(objs)
 		notes = append(notes, fmt.Sprintf("the platform allocated %.1f KB (%.1f–%.1f) and %.0f objects per call", k, klo, khi, o))
+	}
+	var xs []float64
+	for _, r := range run.Rounds {
+		if x := r.Xacts[c.idx]; x > 0 {
+			xs = append(xs, x)
+		}
+	}
+	if len(xs) > 0 {
+		x, xlo, xhi := spread(xs)
+		notes = append(notes, fmt.Sprintf("%.2f Postgres transactions per call (%.2f–%.2f)", x, xlo, xhi))
 	}
 	if vsOne {
 		if ar := tenantAllocRatios(one.Rounds, run.Rounds, c.idx); len(ar) > 0 {
