@@ -102,13 +102,6 @@ func (s *knownSet) recall(id string) (knownDelivery, bool) {
 	return e.knownDelivery, ok && e.confirmed
 }
 
-// size is how many deliveries are known (tests).
-func (s *knownSet) size() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.m)
-}
-
 // after is a copy of del with p applied as the event appended at its next
 // version, occurred at at.
 func (del *delivery) after(p events.Payload, at time.Time) *delivery {

@@ -74,6 +74,13 @@ func (s *countingStore) erase(subject string) {
 	s.erased[subject] = true
 }
 
+// size is how many deliveries are known (kept or proposed).
+func (s *knownSet) size() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.m)
+}
+
 // receiver answers each POST with the next status of its script (200
 // once the script is spent) and keeps the delivery ids it was sent.
 type receiver struct {
