@@ -315,3 +315,78 @@ func TestSoleSenderHonoursASuspendedApp(t *testing.T) {
 		t.Fatalf("stream %v and %d POSTs after the resume, want %v and one", got, len(f.rcv.posts()), want)
 	}
 }
+
+// Resends race failing attempts (one attempt at a time, as the claim
+// allows), each retried at once: whatever the dispatcher knows of the delivery at the end is the state
+// its stream holds, never an older one, and every recorded attempt
+// follows the one before it.
+func TestSoleKnownStateNeverStandsOverANewerOne(t *testing.T) {
+	var script []int
+	for range 40 {
+		script = append(script, http.StatusServiceUnavailable)
+	}
+	f := newKnownFixture(t, true, script...)
+	f.d.Schedule = make([]time.Duration, 100) // every failure retries at once
+	f.create(t, "d1")
+	ctx := context.Background()
+	var claim sync.Mutex
+	var wg sync.WaitGroup
+	for i := range 20 {
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			claim.Lock()
+			defer claim.Unlock()
+			f.attempt("d1")
+		}()
+		go func() {
+			defer wg.Done()
+			time.Sleep(time.Duration(i) * time.Millisecond) // among the attempts
+			if _, err := f.d.Resend(ctx, 0, "d1", "operator"); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	stream, err := f.d.load(ctx, "d1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, ok := f.d.known.recall("d1")
+	if ok {
+		known, held := *k.del, *stream
+		if *known.created != *held.created {
+			t.Fatalf("known created %+v, the stream holds %+v", *known.created, *held.created)
+		}
+		known.created, held.created = nil, nil
+		known.nextAt, held.nextAt = known.nextAt.UTC().Round(time.Microsecond), held.nextAt.UTC().Round(time.Microsecond)
+		if known != held {
+			t.Fatalf("known %+v, the stream holds %+v", known, held)
+		}
+	}
+	t.Logf("known at the end: %v (stream at version %d, %s)", ok, stream.version, stream.status)
+	recs, err := f.store.Store.ReadStream(ctx, domain.DeliveryStream("d1"), 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last, resends := 0, 0
+	for _, r := range recs {
+		env, err := f.d.Registry.Decode(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := env.Payload.(*catalog.DeliveryResendRequested); ok {
+			resends++
+		}
+		if p, ok := env.Payload.(*catalog.DeliveryAttempted); ok {
+			if p.Attempt != last+1 {
+				t.Fatalf("attempt %d recorded after attempt %d", p.Attempt, last)
+			}
+			last = p.Attempt
+		}
+	}
+	if last == 0 || resends == 0 {
+		t.Fatalf("%d attempts and %d resends recorded, want both among the races", last, resends)
+	}
+	t.Logf("%d attempts, %d resends, %d POSTs", last, resends, len(f.rcv.posts()))
+}
