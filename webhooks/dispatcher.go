@@ -275,6 +275,10 @@ func (d *Dispatcher) PrepareBatch(ctx context.Context, recs []events.Recorded) (
 		if err != nil {
 			return PreparedBatch{}, fmt.Errorf("decode %s: %w", rec.ID, err)
 		}
+		if e, ok := env.Payload.(*catalog.UserErased); ok && d.Sole {
+			// The sender keeps no body of a person once erased.
+			d.known.forgetSubject("user-" + strconv.FormatInt(e.OpenUserID, 10))
+		}
 		if r, ok := Render(env, d.Location); ok {
 			todo = append(todo, rendered{rec, env, r})
 			// The highest, not the last: a Kafka batch is in order per

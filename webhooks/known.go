@@ -94,6 +94,18 @@ func (s *knownSet) forget(id string) {
 	delete(s.m, id)
 }
 
+// forgetSubject drops every delivery whose body is sealed for subject (an
+// erased person's), so no plaintext of theirs is kept after the erasure.
+func (s *knownSet) forgetSubject(subject string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for id, e := range s.m {
+		if e.subject == subject {
+			delete(s.m, id)
+		}
+	}
+}
+
 // recall is the usable state known of a delivery.
 func (s *knownSet) recall(id string) (knownDelivery, bool) {
 	s.mu.Lock()
@@ -137,8 +149,11 @@ func createdSubject(id string, data []byte) string {
 // then asks the stream before it stands.
 func (d *Dispatcher) current(ctx context.Context, id string) (del *delivery, subject string, known bool, err error) {
 	if d.Sole {
-		if k, ok := d.known.recall(id); ok && d.readable(ctx, k) {
-			return k.del, k.subject, true, nil
+		if k, ok := d.known.recall(id); ok {
+			if d.readable(ctx, k) {
+				return k.del, k.subject, true, nil
+			}
+			d.known.forgetSubject(k.subject) // erased: keep none of its plaintext
 		}
 	}
 	del, subject, err = d.loadSubject(ctx, id)

@@ -121,14 +121,14 @@ type knownFixture struct {
 func newKnownFixture(t *testing.T, sole bool, statuses ...int) knownFixture {
 	t.Helper()
 	reg := events.NewRegistry()
-	reg.MustRegister(1, catalog.DeliveryCreated{}, catalog.DeliveryAttempted{}, catalog.DeliveryResendRequested{})
+	reg.MustRegister(1, catalog.DeliveryCreated{}, catalog.DeliveryAttempted{}, catalog.DeliveryResendRequested{}, catalog.UserErased{})
 	store := &countingStore{Store: memory.New(), reg: reg, reads: map[string]int{}, erased: map[string]bool{}}
 	rcv := &receiver{statuses: statuses}
 	srv := httptest.NewServer(rcv)
 	t.Cleanup(srv.Close)
 	d := &Dispatcher{Store: store, Registry: reg, Apps: appDirectory{1: {AppID: 1, WebhookURL: srv.URL, WebhookSecret: "secret"}},
 		Projected: newMoves(), AppsReady: newMoves(), Client: srv.Client(), Clock: SystemClock{},
-		Schedule: []time.Duration{time.Millisecond}, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Sole: sole}
+		Schedule: []time.Duration{time.Millisecond}, Location: time.UTC, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Sole: sole}
 	return knownFixture{d: d, store: store, rcv: rcv, eps: d.endpoints()}
 }
 
@@ -292,6 +292,43 @@ func TestSoleSenderSendsNoBodyOfAnErasedUser(t *testing.T) {
 	}
 	if n := f.store.readsOf("d1"); n != 1 {
 		t.Fatalf("the attempt read the stream %d times, want once", n)
+	}
+	if n := f.d.known.size(); n != 0 {
+		t.Fatalf("%d deliveries still known after the erasure, want none (no plaintext of the erased user kept)", n)
+	}
+}
+
+// The erasure of a user, as delivery creation sees it in the log, drops
+// every body of theirs the sender kept, before any attempt.
+func TestSoleSenderForgetsAnErasedUsersBodies(t *testing.T) {
+	f := newKnownFixture(t, true)
+	f.create(t, "d1")
+	f.create(t, "d2")
+	other := catalog.DeliveryCreated{DeliveryID: "d3", AppID: 1, Event: "user.profile.updated", SourceStream: "user-8",
+		Body: `{"delivery_id":"d3","open_user_id":8}`, Deliver: true}
+	if err := f.d.createOne(context.Background(), other, ""); err != nil {
+		t.Fatal(err)
+	}
+	ev, err := f.d.Registry.Encode(catalog.UserErased{AppID: 1, OpenUserID: 7, Reason: "request", ErasedBy: "operator", ErasedAt: time.Now().UTC()},
+		events.Metadata{AppID: 1, Actor: "operator", OccurredAt: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := f.store.Append(context.Background(), "user-7", events.Any(), ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := f.store.Store.ReadStream(context.Background(), "user-7", 0, 0)
+	if err != nil || len(recs) != 1 || recs[0].Position != res.Position {
+		t.Fatalf("read back %v, %v", recs, err)
+	}
+	if _, err := f.d.PrepareBatch(context.Background(), recs); err != nil {
+		t.Fatal(err)
+	}
+	for id, want := range map[string]bool{"d1": false, "d2": false, "d3": true} {
+		if _, ok := f.d.known.recall(id); ok != want {
+			t.Fatalf("%s known %v after user 7's erasure, want %v", id, ok, want)
+		}
 	}
 }
 
