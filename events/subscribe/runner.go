@@ -119,6 +119,9 @@ type Runner struct {
 	// announceAgain makes the next announcement go out even if nothing
 	// changed since the last one (a node asked: Progress.Hello).
 	announceAgain atomic.Bool
+	// pace is the group of the rebuild this runner is part of, until it
+	// is ready (see paceGroup); nil when it replays alone.
+	pace *paceGroup
 }
 
 // NewRunner builds a runner; onApplied (optional) feeds metrics. With a
@@ -234,15 +237,20 @@ func (r *Runner) advance(pos events.Position, n int, caughtUp bool) {
 		r.pos = pos
 	}
 	r.stats.Applied += uint64(n)
+	var paced *paceGroup
 	if !r.stats.Ready && !pos.Less(r.stats.Target) {
 		r.stats.Rebuilding = false
 		r.stats.Ready = true
+		paced, r.pace = r.pace, nil
 	}
 	r.stats.CaughtUp = caughtUp && r.stats.Ready
 	r.stats.LastError = ""
 	close(r.changed)
 	r.changed = make(chan struct{})
 	r.mu.Unlock()
+	if paced != nil {
+		paced.leave(r) // ready: the others no longer wait for it
+	}
 	r.kickAnnounce()
 }
 
@@ -369,10 +377,15 @@ func (r *Runner) follow(ctx context.Context) error {
 		return fmt.Errorf("subscribe: %w", err)
 	}
 	defer sub.Close()
+	g := r.pacing()
+	if g != nil {
+		g.join(r, cp.Commit)
+		defer g.leave(r)
+	}
 	if rest, err := r.store.ReadAll(ctx, cp, 1); err == nil && len(rest) == 0 {
 		r.advance(cp, 0, true) // nothing to replay: caught up already
 	}
-	feed := r.pump(subCtx, sub)
+	feed := r.pump(subCtx, sub, g, cp.Commit)
 	fl := &following{atEnd: true, last: cp, saved: time.Now(), buf: make([]events.Envelope, 0, r.batchSize)}
 	for {
 		r.reportCaughtUp(ctx, feed, fl)
@@ -455,15 +468,36 @@ func (r *Runner) resume(ctx context.Context) (events.Position, error) {
 	return cp, nil
 }
 
+// pacing is the rebuild group this runner replays with, if it is one's
+// member and not ready yet.
+func (r *Runner) pacing() *paceGroup {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stats.Ready {
+		return nil
+	}
+	return r.pace
+}
+
 // pump reads the subscription ahead into a buffer of one batch, so that
-// readPage can take what is already available without waiting. The
-// channel closes after the subscription's first error or when ctx ends.
-func (r *Runner) pump(ctx context.Context, sub events.Subscription) <-chan fed {
+// readPage can take what is already available without waiting. Under a
+// rebuild's pacing (g not nil) it reports its position every paceStep
+// events and waits there while it is too far ahead of the slowest member.
+// The channel closes after the subscription's first error or when ctx ends.
+func (r *Runner) pump(ctx context.Context, sub events.Subscription, g *paceGroup, from uint64) <-chan fed {
 	feed := make(chan fed, r.batchSize)
 	go func() {
 		defer close(feed)
+		at, mark := from, from
 		for {
+			if g != nil && at >= mark {
+				if g.read(ctx, r, at) != nil {
+					return // ctx ended
+				}
+				mark = at + paceStep
+			}
 			rec, err := sub.Next(ctx)
+			at = rec.Position.Commit
 			select {
 			case feed <- fed{rec, err}:
 			case <-ctx.Done():
@@ -709,7 +743,9 @@ const AllReadModels = "read_models"
 
 // Rebuild resets the named projection, or every read model for
 // AllReadModels, and starts the replay; found is false for an unknown name.
-// progress lists the rebuilt projections' Stats.
+// progress lists the rebuilt projections' Stats. Several projections
+// rebuilt at once replay paced together (paceGroup), so the log's shared
+// reads serve them all.
 func (s RunnerSet) Rebuild(ctx context.Context, name string) (progress any, found bool, err error) {
 	var chosen []*Runner
 	for _, run := range s {
@@ -720,6 +756,15 @@ func (s RunnerSet) Rebuild(ctx context.Context, name string) (progress any, foun
 	}
 	if len(chosen) == 0 {
 		return nil, false, nil
+	}
+	if len(chosen) > 1 {
+		g := newPaceGroup()
+		defer g.gatherDone()
+		for _, run := range chosen {
+			run.mu.Lock()
+			run.pace = g
+			run.mu.Unlock()
+		}
 	}
 	stats := make([]Stats, 0, len(chosen))
 	for _, run := range chosen {
