@@ -366,7 +366,7 @@ func (r *Runner) reset(ctx context.Context) error {
 // behind it, and apply that batch with its checkpoint. It returns on the
 // first failure, a rebuild request or ctx's end; project restarts it.
 func (r *Runner) follow(ctx context.Context) error {
-	cp, err := r.resume(ctx)
+	cp, head, err := r.resume(ctx)
 	if err != nil {
 		return err
 	}
@@ -386,7 +386,7 @@ func (r *Runner) follow(ctx context.Context) error {
 		r.advance(cp, 0, true) // nothing to replay: caught up already
 	}
 	feed := r.pump(subCtx, sub, g, cp.Commit)
-	fl := &following{atEnd: true, last: cp, saved: time.Now(), buf: make([]events.Envelope, 0, r.batchSize)}
+	fl := &following{atEnd: true, last: cp, saved: time.Now(), head: head, buf: make([]events.Envelope, 0, r.batchSize)}
 	for {
 		r.reportCaughtUp(ctx, feed, fl)
 		first, ok, err := r.next(ctx, feed)
@@ -418,6 +418,10 @@ type following struct {
 	last events.Position
 	// saved is when the projector last committed a checkpoint.
 	saved time.Time
+	// head is the log's end when this follow began, and replayed whether
+	// a batch has reached it since (see commit).
+	head     events.Position
+	replayed bool
 	// buf is the batch's storage, reused from batch to batch.
 	buf []events.Envelope
 }
@@ -444,17 +448,17 @@ type page struct {
 // resume reads where the projector stands and the log's head (the target
 // of a start or a rebuild), and moves the runner's position up to the
 // checkpoint.
-func (r *Runner) resume(ctx context.Context) (events.Position, error) {
+func (r *Runner) resume(ctx context.Context) (cp, head events.Position, err error) {
 	if err := r.syncGeneration(ctx); err != nil {
-		return events.Position{}, err
+		return events.Position{}, events.Position{}, err
 	}
-	cp, err := r.proj.Checkpoint(ctx)
+	cp, err = r.proj.Checkpoint(ctx)
 	if err != nil {
-		return events.Position{}, fmt.Errorf("checkpoint: %w", err)
+		return events.Position{}, events.Position{}, fmt.Errorf("checkpoint: %w", err)
 	}
-	head, err := r.store.Head(ctx)
+	head, err = r.store.Head(ctx)
 	if err != nil {
-		return events.Position{}, fmt.Errorf("head of the log: %w", err)
+		return events.Position{}, events.Position{}, fmt.Errorf("head of the log: %w", err)
 	}
 	r.mu.Lock()
 	if r.pos.Less(cp) {
@@ -465,7 +469,7 @@ func (r *Runner) resume(ctx context.Context) (events.Position, error) {
 	}
 	r.mu.Unlock()
 	r.kickAnnounce()
-	return cp, nil
+	return cp, head, nil
 }
 
 // pacing is the rebuild group this runner replays with, if it is one's
@@ -589,14 +593,23 @@ func (r *Runner) readPage(first fed, feed <-chan fed, buf []events.Envelope) (pa
 // commit applies a batch and its checkpoint in one Apply, then moves the
 // runner's position and reports the batch. A batch with nothing for this
 // projector moves its position in memory only; the checkpoint follows with
-// the next batch that has work, or after checkpointIdle. A restart then
+// the next batch that has work, after checkpointIdle, or with the batch
+// that reaches the log's end as of the follow's start. A restart then
 // re-reads a few events the projector ignores anyway, instead of every read
 // model committing a transaction for every batch of the others' events
 // (unless the checkpoint costs nothing: EagerCheckpoints).
 func (r *Runner) commit(ctx context.Context, b page, fl *following) error {
 	pos := b.last.Position
 	fl.atEnd, fl.last = b.caughtUp, pos
-	if r.eager || len(b.envs) > 0 || time.Since(fl.saved) >= checkpointIdle {
+	// The batch that ends the replay of the log as it was at the start
+	// commits too: a replay of others' events that ended within
+	// checkpointIdle and an idle log after it would otherwise leave the
+	// checkpoint at the start, and every restart would read it all again.
+	endOfReplay := !fl.replayed && !pos.Less(fl.head)
+	if endOfReplay {
+		fl.replayed = true
+	}
+	if r.eager || len(b.envs) > 0 || time.Since(fl.saved) >= checkpointIdle || endOfReplay {
 		fl.saved = time.Now()
 		if err := r.apply(ctx, b.envs, pos); err != nil {
 			return err
