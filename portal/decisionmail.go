@@ -19,15 +19,29 @@ import (
 // mailing, and queues each mail under the decision's event id
 // (commands.Mail.QueueOnce), so a replay of the log, a restart or several
 // nodes following at once mail a decision exactly once. Its checkpoint lives
-// in memory: a start reads the decisions again and finds them mailed.
+// in memory, and in Saved when set: without it a start reads the whole log
+// again (an embedded log has no index by type, so that is every event) and
+// finds the decisions mailed.
 type DecisionMails struct {
 	s   *Server
 	reg *events.Registry
+	// Saved, when set, keeps the checkpoint across starts (an embedded
+	// node's file); losing a save only makes a start read a stretch again.
+	Saved SavedPosition
+	// loaded says Saved was read into pos (once per process).
+	loaded bool
 
 	mu    sync.Mutex
 	pos   events.Position
 	after events.Position // decisions at or before it are not mailed (Begin)
 	begun bool
+}
+
+// SavedPosition is where DecisionMails keeps its checkpoint across starts.
+type SavedPosition interface {
+	Load(ctx context.Context) (events.Position, error)
+	// Save must never move the position backwards.
+	Save(ctx context.Context, pos events.Position) error
 }
 
 // decisionMailKind names the keyed mails of review decisions (their start in the log).
@@ -75,10 +89,21 @@ var decisionTypes = map[string]bool{
 // Handles names the decision events, so the runner decodes nothing else.
 func (*DecisionMails) Handles(eventType string) bool { return decisionTypes[eventType] }
 
-// Checkpoint is the last position handled by this process.
-func (d *DecisionMails) Checkpoint(context.Context) (events.Position, error) {
+// Checkpoint is the last position handled by this process, or the saved
+// one at a start.
+func (d *DecisionMails) Checkpoint(ctx context.Context) (events.Position, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if d.Saved != nil && !d.loaded {
+		saved, err := d.Saved.Load(ctx)
+		if err != nil {
+			return events.Position{}, fmt.Errorf("decision mails checkpoint: %w", err)
+		}
+		d.loaded = true
+		if d.pos.Less(saved) {
+			d.pos = saved
+		}
+	}
 	return d.pos, nil
 }
 
@@ -110,6 +135,15 @@ func (d *DecisionMails) Apply(ctx context.Context, batch []events.Envelope, pos 
 	d.mu.Lock()
 	d.pos = pos
 	d.mu.Unlock()
+	if d.Saved != nil {
+		// Every decision up to pos is mailed (queued in the log): a start
+		// may resume after it. The runner hands over a batch without
+		// decisions at most once a second, so this is that many file
+		// syncs while the log grows and none while it is idle.
+		if err := d.Saved.Save(ctx, pos); err != nil {
+			return fmt.Errorf("decision mails checkpoint: %w", err)
+		}
+	}
 	return nil
 }
 

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/healthtech/partner-open-platform/commands"
 	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/internal/node"
@@ -234,4 +236,46 @@ func TestAppAndProviderDecisionsByAdminAPIMailOnce(t *testing.T) {
 			t.Fatalf("app decision mail body: %s", body)
 		}
 	})
+}
+
+// A restarted embedded node resumes the review decision mails where its
+// last run left them: it does not read the whole log again for the few
+// decisions in it (an embedded log has no index by type, so every start
+// read every event, seconds of CPU and the log's pages resident on a large
+// log), and it mails no decision twice.
+func TestRestartResumesDecisionMailsWithoutReadingTheLogAgain(t *testing.T) {
+	cfg := node.Config{DataDir: t.TempDir()}
+	p, stop := openPlatform(t, cfg)
+	email := portaltest.Email(t, "resume")
+	_, id := p.Developer(email, false)
+	review := fmt.Sprintf("/admin/v1/developers/%d/review", id)
+	if st, env := adminJSON(t, p, "POST", review, `{"decision":"approve","notes":"papers received"}`); st != 200 {
+		t.Fatalf("approve: %d %v", st, env)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := p.Node.WaitDecisionMails(ctx); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"Review of your developer account: approved"}
+	if got := decisionMails(t, p.Node, id); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("mails after the decision: %q, want %q", got, want)
+	}
+	stop()
+
+	p, _ = openPlatform(t, cfg)
+	if err := p.Node.WaitDecisionMails(ctx); err != nil {
+		t.Fatal(err)
+	}
+	head, err := p.Node.Events.Head(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := testutil.ToFloat64(p.Node.Metrics.ProjectionEvents.WithLabelValues("review_decision_mails"))
+	if read >= float64(head.Commit)/2 {
+		t.Fatalf("the restarted node read %.0f of the log's %d events again for the decision mails", read, head.Commit)
+	}
+	if got := decisionMails(t, p.Node, id); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("mails after a restart: %q, want %q", got, want)
+	}
 }

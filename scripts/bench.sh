@@ -157,6 +157,52 @@ if [ "${BENCH_SKIP_EMBEDDED:-0}" != "1" ] && [ "${BENCH_SKIP_FANOUT_DRAIN:-0}" !
 	files+=("$work/fanout-drain.json")
 fi
 
+# ---- 1c. many tenants (embedded) ----
+# A fresh embedded platform holding two populations of BENCH_TENANT_USERS
+# users each (default 50,000; 2,000 with --quick), made through the API:
+# one app, and BENCH_TENANT_APPS apps (default 10,000; 100 with --quick),
+# each app with one webhook endpoint. many-tenants measures register,
+# snapshot and PATCH-with-a-webhook on each in alternated rounds (one app
+# first and last, -tenant-repeats many-app rounds), each window charged
+# from a quiet platform to its own deliveries done; the many-app rows give
+# the median ratio to one app with its spread (docs/many-tenants.md). Then
+# the platform is stopped, started with the default settings, killed with
+# SIGKILL and started on the same data: the
+# "tenants: kill -9 restart" row is the time to /readyz (polled every
+# 0.2 s) and the resident memory. A seeded user is about 4 events and the
+# windows (1 s warm-up, 5 s each) add about 250,000: keep the whole under
+# 1M events (the defaults make about 650,000).
+# BENCH_SKIP_TENANTS=1 leaves it out; BENCH_TENANTS=1 runs it even with
+# BENCH_SKIP_EMBEDDED=1 (this block alone: add BENCH_SKIP_PG=1 and
+# BENCH_SKIP_REBUILD=1).
+if [ "${BENCH_SKIP_TENANTS:-0}" != "1" ] && { [ "${BENCH_SKIP_EMBEDDED:-0}" != "1" ] || [ "${BENCH_TENANTS:-0}" = "1" ]; }; then
+	tenant_flags=(-tenant-apps "${BENCH_TENANT_APPS:-10000}" -tenant-users "${BENCH_TENANT_USERS:-50000}" -warmup 1s -window 5s)
+	[ -z "$quick" ] || tenant_flags=()
+	# The rate limiter is on (per-app buckets are a per-tenant cost), with a
+	# limit no window reaches; read-model snapshots are off while measuring:
+	# at this size each costs 0.4-1.8 s of CPU every few seconds of writes,
+	# a cost of the log's size that lands in whichever window it falls.
+	start_platform tenants PLATFORM_RATE_LIMIT=100000000 PLATFORM_SNAPSHOT_EVENTS=100000000 PLATFORM_SNAPSHOT_INTERVAL=24h
+	run_bench -store embedded -raw-dir "$work/tenants" -users 10 -scenarios many-tenants ${tenant_flags[@]+"${tenant_flags[@]}"} -out "$work/tenants.json"
+	stop_platform # an orderly stop writes the snapshot; then the default settings
+	start_platform tenants
+	kill -KILL "$platform_pid"
+	wait "$platform_pid" 2>/dev/null || true
+	platform_pid=""
+	began=$(date +%s%N)
+	start_platform tenants
+	ready_ms=$((($(date +%s%N) - began) / 1000000))
+	rss_kb=$(awk '/^VmRSS:/ {print $2}' "/proc/$platform_pid/status")
+	anon_kb=$(awk '/^RssAnon:/ {print $2}' "/proc/$platform_pid/status")
+	data_mb=$(du -sm "$work/tenants/data" | cut -f1)
+	say "tenants: kill -9 and start: /readyz after ${ready_ms} ms, resident ${rss_kb} kB (${anon_kb} kB anonymous), data ${data_mb} MB"
+	printf '[{"scenario":"tenants: kill -9 restart","store":"embedded","clients":1,"note":"/readyz %d ms after the start (polled every 0.2 s); resident %d MB (%d MB anonymous) after it; data directory %d MB"}]\n' \
+		"$ready_ms" $((rss_kb / 1024)) $((anon_kb / 1024)) "$data_mb" >"$work/tenants-restart.json"
+	stop_platform
+	files+=("$work/tenants.json" "$work/tenants-restart.json")
+	rm -rf "$work/tenants"
+fi
+
 # ---- 2. postgres ----
 start_postgres() {
 	local d

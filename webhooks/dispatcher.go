@@ -132,6 +132,17 @@ type Dispatcher struct {
 	// CreateBatch appends at once (default DefaultCreateConcurrency); the
 	// store's group commit writes them in few transactions.
 	CreateConcurrency int
+	// Sole says this dispatcher is the only one that sends or records
+	// attempts of its deliveries and no other process appends to their
+	// streams (the embedded node: one process over its own log, claims in
+	// memory). Its sender then attempts a delivery whose stream it created,
+	// appended to or loaded as it knows it, without reading the stream
+	// again: the outcome's expected revision still refuses to record over
+	// any append it did not know of. Without Sole, every attempt loads.
+	Sole bool
+
+	// known is what a Sole dispatcher knows of deliveries' streams.
+	known knownSet
 
 	breakersOnce sync.Once
 	breakerSet   *breakers
@@ -264,6 +275,10 @@ func (d *Dispatcher) PrepareBatch(ctx context.Context, recs []events.Recorded) (
 		if err != nil {
 			return PreparedBatch{}, fmt.Errorf("decode %s: %w", rec.ID, err)
 		}
+		if e, ok := env.Payload.(*catalog.UserErased); ok && d.Sole {
+			// The sender keeps no body of a person once erased.
+			d.known.forgetSubject("user-" + strconv.FormatInt(e.OpenUserID, 10))
+		}
 		if r, ok := Render(env, d.Location); ok {
 			todo = append(todo, rendered{rec, env, r})
 			// The highest, not the last: a Kafka batch is in order per
@@ -344,7 +359,7 @@ func (d *Dispatcher) CommitBatches(ctx context.Context, batches []PreparedBatch)
 		return nil
 	}
 	all, evs = distinctDeliveries(all, evs)
-	if done, err := d.createAtOnce(ctx, all, evs); done || err != nil {
+	if done, err := d.createAtOnce(ctx, all, evs, traces); done || err != nil {
 		return err
 	}
 	// One chain per subject, in log order.
@@ -485,14 +500,24 @@ const maxCreateParts = 1024
 // failed append, when one part conflicts (the delivery exists: a replay)
 // or the store cannot append to several streams; the caller then creates
 // one at a time.
-func (d *Dispatcher) createAtOnce(ctx context.Context, all []catalog.DeliveryCreated, evs []events.Proposed) (done bool, err error) {
+func (d *Dispatcher) createAtOnce(ctx context.Context, all []catalog.DeliveryCreated, evs []events.Proposed, traces map[string]string) (done bool, err error) {
 	for len(all) > 0 {
 		n := min(len(all), maxCreateParts)
 		parts := make([]events.StreamAppend, n)
 		for i, c := range all[:n] {
 			parts[i] = events.StreamAppend{Stream: domain.DeliveryStream(c.DeliveryID), Expected: events.NoStream(), Events: evs[i : i+1]}
 		}
-		_, err := events.AppendMulti(ctx, d.Store, parts...)
+		var known []knownDelivery
+		if d.Sole {
+			known = make([]knownDelivery, n)
+			for i, c := range all[:n] {
+				known[i] = d.knownCreated(c, evs[i], traces[c.DeliveryID])
+			}
+		}
+		err := d.appendKnownMany(known, func() error {
+			_, err := events.AppendMulti(ctx, d.Store, parts...)
+			return err
+		})
 		if events.IsConflict(err) || errors.Is(err, events.ErrMultiStreamUnsupported) {
 			return false, nil
 		}
@@ -516,7 +541,10 @@ func (d *Dispatcher) createOne(ctx context.Context, c catalog.DeliveryCreated, t
 	if err != nil {
 		return err
 	}
-	_, err = d.Store.Append(ctx, domain.DeliveryStream(c.DeliveryID), events.NoStream(), ev)
+	err = d.appendKnown(d.knownCreated(c, ev, traceparent), func() error {
+		_, err := d.Store.Append(ctx, domain.DeliveryStream(c.DeliveryID), events.NoStream(), ev)
+		return err
+	})
 	if events.IsConflict(err) {
 		return nil
 	}
@@ -527,29 +555,60 @@ func (d *Dispatcher) createOne(ctx context.Context, c catalog.DeliveryCreated, t
 	return nil
 }
 
+// knownCreated is a delivery to send as its creation (ev, whose data is
+// still the plaintext) makes it, for a Sole dispatcher (nil del: nothing to
+// keep), so its first attempt need not read it back. Its next attempt time
+// is this clock reading, not the event's own (earlier) one: both are past
+// by the time an attempt decides.
+func (d *Dispatcher) knownCreated(c catalog.DeliveryCreated, ev events.Proposed, traceparent string) knownDelivery {
+	if !d.Sole || !c.Deliver {
+		return knownDelivery{}
+	}
+	del := &delivery{}
+	del.apply(events.Envelope{Payload: &c, Metadata: events.Metadata{OccurredAt: d.Clock.Now(), Traceparent: traceparent}})
+	del.version = 1
+	return knownDelivery{del: del, subject: createdSubject(c.DeliveryID, ev.Data)}
+}
+
 func (d *Dispatcher) load(ctx context.Context, id string) (*delivery, error) {
+	del, _, err := d.loadSubject(ctx, id)
+	return del, err
+}
+
+// loadSubject is load with the key subject the delivery's body is sealed
+// with (only when the dispatcher keeps what it knows: Sole).
+func (d *Dispatcher) loadSubject(ctx context.Context, id string) (*delivery, string, error) {
 	recs, err := d.Store.ReadStream(ctx, domain.DeliveryStream(id), 0, 0)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	del := &delivery{}
 	for _, r := range recs {
 		// The catalog's direct decoders read the delivery events.
 		env, err := d.Registry.Decode(r)
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		del.apply(env)
 	}
 	del.version = uint64(len(recs))
 	if del.created == nil {
-		return nil, domain.ErrDeliveryNotFound
+		return nil, "", domain.ErrDeliveryNotFound
 	}
-	return del, nil
+	subject := ""
+	if d.Sole {
+		subject = createdSubject(id, recs[0].Data)
+	}
+	return del, subject, nil
 }
 
 func (d *Dispatcher) append(ctx context.Context, del *delivery, p events.Payload, actor string) (events.Position, error) {
-	meta := events.Metadata{AppID: del.created.AppID, Actor: actor, OccurredAt: d.Clock.Now()}
+	return d.appendAt(ctx, del, p, actor, d.Clock.Now())
+}
+
+// appendAt is append of an event occurred at at.
+func (d *Dispatcher) appendAt(ctx context.Context, del *delivery, p events.Payload, actor string, at time.Time) (events.Position, error) {
+	meta := events.Metadata{AppID: del.created.AppID, Actor: actor, OccurredAt: at}
 	ev, err := d.Registry.Encode(p, meta)
 	if err != nil {
 		return events.Position{}, err
@@ -622,14 +681,23 @@ func (d *Dispatcher) attempt(ctx context.Context, eps *breakers, c claimed, clai
 	// taken, which the next node would then send again.
 	actx, cancel := context.WithDeadline(context.WithoutCancel(ctx), claimedAt.Add(AttemptBudget(d.claimTTL())))
 	defer cancel()
-	del, err := d.load(actx, id)
+	del, subject, known, err := d.current(actx, id)
 	if err != nil {
 		log().Error("load delivery", "err", err)
 		return
 	}
-	describeAttempt(span, del)
 	now := d.Clock.Now()
-	if decideSend(del, now, d.paused(del.created.AppID)) != nil {
+	paused := d.paused(del.created.AppID)
+	if err := decideSend(del, now, paused); err != nil && known && !errors.Is(err, errAppSuspended) {
+		// What the dispatcher knew says not to send: the stream decides.
+		d.known.forget(id)
+		if del, subject, err = d.loadSubject(actx, id); err != nil {
+			log().Error("load delivery", "err", err)
+			return
+		}
+	}
+	describeAttempt(span, del)
+	if decideSend(del, now, paused) != nil {
 		return // not due after all, its app suspended or its body erased since it was listed
 	}
 	r := d.post(actx, del)
@@ -646,9 +714,17 @@ func (d *Dispatcher) attempt(ctx context.Context, eps *breakers, c claimed, clai
 	outcome, class, attemptNo, status = ev.Outcome, ev.ErrorClass, ev.Attempt, ev.StatusCode
 	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer rcancel()
-	pos, err := d.append(rctx, del, ev, "dispatcher")
+	at := d.Clock.Now()
+	var pos events.Position
+	err = d.appendKnown(d.knownAfter(del, &ev, at, subject), func() (err error) {
+		pos, err = d.appendAt(rctx, del, ev, "dispatcher", at)
+		return err
+	})
 	if events.IsConflict(err) {
-		return // another node recorded an attempt first; its record stands
+		// Another node recorded an attempt first, or a resend moved the
+		// delivery: that record stands (what was known of the delivery
+		// is withdrawn, so its next attempt loads it).
+		return
 	}
 	if err != nil {
 		log().Error("record attempt", "err", err)
@@ -728,15 +804,20 @@ func (d *Dispatcher) post(ctx context.Context, del *delivery) result {
 // Resend queues a delivery again; appID 0 lets an operator resend any app's.
 func (d *Dispatcher) Resend(ctx context.Context, appID int64, id, by string) (events.Position, error) {
 	for attempt := 0; attempt < 10; attempt++ {
-		del, err := d.load(ctx, id)
+		del, subject, err := d.loadSubject(ctx, id)
 		if err != nil {
 			return events.Position{}, err
 		}
-		ev, err := decideResend(del, appID, by, d.Clock.Now())
+		now := d.Clock.Now()
+		ev, err := decideResend(del, appID, by, now)
 		if err != nil || ev == nil {
 			return events.Position{}, err
 		}
-		pos, err := d.append(ctx, del, *ev, by)
+		var pos events.Position
+		err = d.appendKnown(d.knownAfter(del, ev, now, subject), func() (err error) {
+			pos, err = d.appendAt(ctx, del, *ev, by, now)
+			return err
+		})
 		if events.IsConflict(err) {
 			continue
 		}

@@ -63,6 +63,12 @@ type Replayer struct {
 	Log        *slog.Logger
 	// OnQueued observes each delivery a replay queues (tests).
 	OnQueued func(replayID int64, deliveryID string)
+	// Checkpoints, when set, keeps how far the log's replay events were
+	// handled, held before the request of every replay still open, so a
+	// start reads the log from there instead of from its beginning (an
+	// embedded log reads every event to find the few replay events). For a
+	// log whose positions are sequence numbers (Commit == Prepare).
+	Checkpoints subscribe.Checkpoints
 }
 
 func (r *Replayer) window() int {
@@ -86,20 +92,22 @@ var replayTypes = map[string]bool{
 	catalog.WebhookReplayCanceled{}.EventType():  true,
 }
 
-// replaySignal is a replay opened (start) or ended.
+// replaySignal is a replay opened (start) or ended, at its event's position.
 type replaySignal struct {
 	id    int64
 	start bool
+	at    events.Position
 }
 
 // Run follows the log for replays and runs each until it ends, at most
 // Concurrent at once, until ctx ends. It is meant to run on one node at a
 // time (under a lease): every start reads the log's replay events from its
-// beginning, so a replay that was running anywhere is resumed here.
+// beginning, or from Checkpoints (which is never past an open replay's
+// request), so a replay that was running anywhere is resumed here.
 func (r *Replayer) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	s := &replayScheduler{r: r, ctx: ctx, running: map[int64]context.CancelFunc{}, ended: map[int64]bool{}}
+	s := &replayScheduler{r: r, ctx: ctx, running: map[int64]context.CancelFunc{}, ended: map[int64]bool{}, open: map[int64]events.Position{}}
 	conc := r.Concurrent
 	if conc <= 0 {
 		conc = DefaultReplayConcurrent
@@ -108,7 +116,7 @@ func (r *Replayer) Run(ctx context.Context) error {
 	defer s.wg.Wait()
 	p := subscribe.Pipeline[[]replaySignal]{
 		Name:   "webhook replays",
-		Source: subscribe.StoreSource{Store: r.D.Store, Wants: func(t string) bool { return replayTypes[t] }},
+		Source: subscribe.StoreSource{Store: r.D.Store, Wants: func(t string) bool { return replayTypes[t] }, Checkpoints: s.checkpoints()},
 		Log:    r.Log,
 		Prepare: func(_ context.Context, recs []events.Recorded) ([]replaySignal, error) {
 			var out []replaySignal
@@ -122,11 +130,11 @@ func (r *Replayer) Run(ctx context.Context) error {
 				}
 				switch p := env.Payload.(type) {
 				case *catalog.WebhookReplayRequested:
-					out = append(out, replaySignal{p.ReplayID, true})
+					out = append(out, replaySignal{p.ReplayID, true, rec.Position})
 				case *catalog.WebhookReplayCompleted:
-					out = append(out, replaySignal{p.ReplayID, false})
+					out = append(out, replaySignal{p.ReplayID, false, rec.Position})
 				case *catalog.WebhookReplayCanceled:
-					out = append(out, replaySignal{p.ReplayID, false})
+					out = append(out, replaySignal{p.ReplayID, false, rec.Position})
 				}
 			}
 			return out, nil
@@ -153,6 +161,43 @@ type replayScheduler struct {
 	mu      sync.Mutex
 	running map[int64]context.CancelFunc
 	ended   map[int64]bool
+	// open holds the request position of every replay requested and not
+	// yet ended in the log: the saved checkpoint stays before them all.
+	open map[int64]events.Position
+}
+
+// checkpoints is r.Checkpoints held before every open replay's request.
+func (s *replayScheduler) checkpoints() subscribe.Checkpoints {
+	if s.r.Checkpoints == nil {
+		return nil
+	}
+	return heldCheckpoints{s}
+}
+
+// heldCheckpoints saves a committed position, or the one just before the
+// earliest open replay's request if that is earlier.
+type heldCheckpoints struct{ s *replayScheduler }
+
+func (h heldCheckpoints) Load(ctx context.Context) (events.Position, error) {
+	return h.s.r.Checkpoints.Load(ctx)
+}
+
+func (h heldCheckpoints) Save(ctx context.Context, pos events.Position) error {
+	h.s.mu.Lock()
+	for _, at := range h.s.open {
+		if at.Commit != at.Prepare || at.Commit == 0 {
+			h.s.mu.Unlock()
+			return nil // no position just before it to hold at
+		}
+		if before := (events.Position{Commit: at.Commit - 1, Prepare: at.Commit - 1}); before.Less(pos) {
+			pos = before
+		}
+	}
+	h.s.mu.Unlock()
+	if pos.IsZero() {
+		return nil
+	}
+	return h.s.r.Checkpoints.Save(ctx, pos)
 }
 
 func (s *replayScheduler) signal(sig replaySignal) {
@@ -160,12 +205,19 @@ func (s *replayScheduler) signal(sig replaySignal) {
 	defer s.mu.Unlock()
 	if !sig.start {
 		s.ended[sig.id] = true
+		delete(s.open, sig.id)
 		if stop := s.running[sig.id]; stop != nil {
 			stop()
 		}
 		return
 	}
-	if s.ended[sig.id] || s.running[sig.id] != nil {
+	if s.ended[sig.id] {
+		return
+	}
+	if _, ok := s.open[sig.id]; !ok {
+		s.open[sig.id] = sig.at
+	}
+	if s.running[sig.id] != nil {
 		return
 	}
 	ctx, stop := context.WithCancel(s.ctx)

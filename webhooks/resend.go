@@ -31,11 +31,11 @@ func (d *Dispatcher) ResendMany(ctx context.Context, appID int64, ids []string, 
 	var last events.Position
 	for len(ids) > 0 {
 		k := min(len(ids), maxResendParts)
-		parts, err := d.decideResends(ctx, appID, ids[:k], by)
+		parts, after, err := d.decideResends(ctx, appID, ids[:k], by)
 		if err != nil {
 			return n, last, err
 		}
-		queued, pos, err := d.appendResends(ctx, appID, parts, by)
+		queued, pos, err := d.appendResends(ctx, appID, parts, after, by)
 		n += queued
 		if last.Less(pos) {
 			last = pos
@@ -50,50 +50,52 @@ func (d *Dispatcher) ResendMany(ctx context.Context, appID int64, ids []string, 
 
 // decideResends loads each delivery and makes the append of its resend,
 // expecting the revision it was decided at; it leaves out those not to
-// resend (see ResendMany).
-func (d *Dispatcher) decideResends(ctx context.Context, appID int64, ids []string, by string) ([]events.StreamAppend, error) {
+// resend (see ResendMany). after[i] is what parts[i] makes of its delivery.
+func (d *Dispatcher) decideResends(ctx context.Context, appID int64, ids []string, by string) ([]events.StreamAppend, []knownDelivery, error) {
 	now := d.Clock.Now()
 	parts := make([]events.StreamAppend, 0, len(ids))
+	var after []knownDelivery
 	for _, id := range ids {
-		del, err := d.load(ctx, id)
+		del, subject, err := d.loadSubject(ctx, id)
 		if errors.Is(err, domain.ErrDeliveryNotFound) {
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("resend %s: %w", id, err)
+			return nil, nil, fmt.Errorf("resend %s: %w", id, err)
 		}
-		p, ok, err := d.resendPart(del, appID, by, now)
+		p, next, ok, err := d.resendPart(del, appID, by, now)
 		if err != nil {
-			return nil, fmt.Errorf("resend %s: %w", id, err)
+			return nil, nil, fmt.Errorf("resend %s: %w", id, err)
 		}
 		if ok {
-			parts = append(parts, p)
+			parts, after = append(parts, p), append(after, d.knownOf(next, subject))
 		}
 	}
-	return parts, nil
+	return parts, after, nil
 }
 
-// resendPart is the append that queues del again, if it is to be resent.
-func (d *Dispatcher) resendPart(del *delivery, appID int64, by string, now time.Time) (events.StreamAppend, bool, error) {
+// resendPart is the append that queues del again, if it is to be resent,
+// and the delivery as that append makes it.
+func (d *Dispatcher) resendPart(del *delivery, appID int64, by string, now time.Time) (events.StreamAppend, *delivery, bool, error) {
 	if del.created.Body == "" {
-		return events.StreamAppend{}, false, nil // erased with its user: it can never be sent
+		return events.StreamAppend{}, nil, false, nil // erased with its user: it can never be sent
 	}
 	ev, err := decideResend(del, appID, by, now)
 	if errors.Is(err, domain.ErrDeliveryNotFound) {
-		return events.StreamAppend{}, false, nil // another app's
+		return events.StreamAppend{}, nil, false, nil // another app's
 	}
 	if err != nil || ev == nil {
-		return events.StreamAppend{}, false, err
+		return events.StreamAppend{}, nil, false, err
 	}
 	p, err := d.Registry.Encode(*ev, events.Metadata{AppID: del.created.AppID, Actor: by, OccurredAt: now})
 	if err != nil {
-		return events.StreamAppend{}, false, err
+		return events.StreamAppend{}, nil, false, err
 	}
 	return events.StreamAppend{
 		Stream:   domain.DeliveryStream(del.created.DeliveryID),
 		Expected: events.AfterVersion(del.version),
 		Events:   []events.Proposed{p},
-	}, true, nil
+	}, del.after(ev, now), true, nil
 }
 
 // appendResends writes parts in one atomic multi-stream append. A part
@@ -101,11 +103,15 @@ func (d *Dispatcher) resendPart(del *delivery, appID int64, by string, now time.
 // nothing written: that stream is then decided again on its own and the
 // others are appended again without it. A store without multi-stream
 // appends gets the parts one by one.
-func (d *Dispatcher) appendResends(ctx context.Context, appID int64, parts []events.StreamAppend, by string) (int, events.Position, error) {
+func (d *Dispatcher) appendResends(ctx context.Context, appID int64, parts []events.StreamAppend, after []knownDelivery, by string) (int, events.Position, error) {
 	n := 0
 	var last events.Position
 	for len(parts) > 0 {
-		res, err := events.AppendMulti(ctx, d.Store, parts...)
+		var res []events.AppendResult
+		err := d.appendKnownMany(after, func() (err error) {
+			res, err = events.AppendMulti(ctx, d.Store, parts...)
+			return err
+		})
 		if err == nil {
 			return n + len(parts), maxPosition(last, events.Last(res)), nil
 		}
@@ -126,9 +132,14 @@ func (d *Dispatcher) appendResends(ctx context.Context, appID int64, parts []eve
 		}
 		n, last = n+queued, maxPosition(last, pos)
 		parts = append(parts[:i:i], parts[i+1:]...)
+		after = append(after[:i:i], after[i+1:]...)
 	}
-	for _, p := range parts {
-		res, err := d.Store.Append(ctx, p.Stream, p.Expected, p.Events...)
+	for i, p := range parts {
+		var res events.AppendResult
+		err := d.appendKnown(after[i], func() (err error) {
+			res, err = d.Store.Append(ctx, p.Stream, p.Expected, p.Events...)
+			return err
+		})
 		queued, pos := 1, res.Position
 		if events.IsConflict(err) {
 			queued, pos, err = d.resendAgain(ctx, appID, p.Stream, by)
@@ -146,18 +157,22 @@ func (d *Dispatcher) appendResends(ctx context.Context, appID int64, parts []eve
 func (d *Dispatcher) resendAgain(ctx context.Context, appID int64, stream, by string) (int, events.Position, error) {
 	id := strings.TrimPrefix(stream, domain.DeliveryStream(""))
 	for attempt := 0; attempt < 10; attempt++ {
-		del, err := d.load(ctx, id)
+		del, subject, err := d.loadSubject(ctx, id)
 		if errors.Is(err, domain.ErrDeliveryNotFound) {
 			return 0, events.Position{}, nil
 		}
 		if err != nil {
 			return 0, events.Position{}, fmt.Errorf("resend %s: %w", id, err)
 		}
-		p, ok, err := d.resendPart(del, appID, by, d.Clock.Now())
+		p, next, ok, err := d.resendPart(del, appID, by, d.Clock.Now())
 		if err != nil || !ok {
 			return 0, events.Position{}, err
 		}
-		res, err := d.Store.Append(ctx, p.Stream, p.Expected, p.Events...)
+		var res events.AppendResult
+		err = d.appendKnown(d.knownOf(next, subject), func() (err error) {
+			res, err = d.Store.Append(ctx, p.Stream, p.Expected, p.Events...)
+			return err
+		})
 		if events.IsConflict(err) {
 			continue
 		}

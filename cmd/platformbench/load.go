@@ -31,6 +31,9 @@ type Phase struct {
 	// CPU, when set, samples the CPU counters at the window's start and
 	// end, so the measurement carries what the window cost (Measured.CPU).
 	CPU func() cpuSample
+	// Timeline, when set, receives every measured call's offset into the
+	// window and its latency.
+	Timeline *Timeline
 }
 
 // Measured is the outcome of a closed-loop run: operations completed in the
@@ -68,6 +71,9 @@ func closedLoop(ctx context.Context, p Phase, op Op) Measured {
 	start := time.Now()
 	measureFrom := start.Add(p.Warmup)
 	end := measureFrom.Add(p.Window)
+	if p.Timeline != nil {
+		p.Timeline.start = measureFrom
+	}
 	runCtx, cancel := context.WithDeadline(ctx, end.Add(30*time.Second))
 	defer cancel()
 	var wg sync.WaitGroup
@@ -97,7 +103,13 @@ func closedLoop(ctx context.Context, p Phase, op Op) Measured {
 		go func(w int) {
 			defer wg.Done()
 			local := make([]time.Duration, 0, 4096)
-			defer func() { lat.Add(local) }()
+			var timed []timedCall
+			defer func() {
+				lat.Add(local)
+				if p.Timeline != nil {
+					p.Timeline.add(timed)
+				}
+			}()
 			for i := 0; ; i++ {
 				var due time.Time
 				if every > 0 {
@@ -131,6 +143,9 @@ func closedLoop(ctx context.Context, p Phase, op Op) Measured {
 					from = due
 				}
 				local = append(local, t1.Sub(from))
+				if p.Timeline != nil {
+					timed = append(timed, timedCall{At: from.Sub(measureFrom), Lat: t1.Sub(from)})
+				}
 			}
 		}(w)
 	}

@@ -43,6 +43,9 @@ type Options struct {
 	FanoutEvents, FanoutRepeats int
 	// TenantApps and TenantUsers are many-tenants' population.
 	TenantApps, TenantUsers int
+	// TenantRepeats is many-tenants' many-app rounds, each between two
+	// one-app rounds.
+	TenantRepeats int
 	// DrainBacklog is how many deliveries webhook-drain queues at once.
 	DrainBacklog int
 	// PacedRate, when positive, is the offered rate of register-paced and
@@ -62,6 +65,9 @@ type Options struct {
 	// database of the platform's server and the platform's database, whose
 	// transactions webhook-cost counts (pg_stat_database).
 	PGStatsURL, PGStatsDB string
+	// TimelineDir, when set, receives each paced row's calls (offset into
+	// the window, latency, wall time) as <store>-<scenario>-paced.csv.
+	TimelineDir string
 }
 
 func main() {
@@ -92,7 +98,7 @@ func main() {
 
 // allScenarios is the order scenarios run in: webhooks first, while the
 // dispatcher has no backlog of earlier scenarios' deliveries.
-var allScenarios = []string{"webhooks", "webhook-drain", "webhook-fanout", "register", "patch-fresh", "patch-long", "member-upsert", "register-paced", "member-upsert-paced", "snapshot", "report-pull", "verify-hot", "verify-many", "many-tenants"}
+var allScenarios = []string{"webhooks", "webhook-drain", "webhook-fanout", "register", "patch-fresh", "patch-long", "member-upsert", "register-paced", "member-upsert-paced", "snapshot", "report-pull", "verify-hot", "verify-many"}
 
 // runFlags are run's settings besides the scenario Options.
 type runFlags struct {
@@ -177,6 +183,7 @@ func parseRunFlags(args []string) (runFlags, Options, error) {
 	fs.IntVar(&o.FanoutRepeats, "fanout-repeats", 3, "alternated drains of 1 and 10 endpoints in webhook-fanout-drain")
 	fs.IntVar(&o.TenantApps, "tenant-apps", 1000, "apps of many-tenants, one webhook endpoint each")
 	fs.IntVar(&o.TenantUsers, "tenant-users", 20000, "users of each many-tenants population (one app, then -tenant-apps apps)")
+	fs.IntVar(&o.TenantRepeats, "tenant-repeats", 3, "many-app rounds of many-tenants, alternated with one-app rounds (one app first and last)")
 	fs.IntVar(&o.DrainBacklog, "drain-backlog", 4000, "deliveries webhook-drain queues at once (its backlog)")
 	fs.Float64Var(&o.PacedRate, "paced-rate", 0, "offered calls per second of register-paced and member-upsert-paced (0: -paced-share of their closed-loop rate in this run)")
 	fs.Float64Var(&o.PacedShare, "paced-share", 0.5, "share of the measured closed-loop capacity the paced scenarios offer when -paced-rate is 0")
@@ -185,6 +192,7 @@ func parseRunFlags(args []string) (runFlags, Options, error) {
 	fs.IntVar(&o.PostgresPID, "postgres-pid", 0, "the platform's Postgres postmaster, for webhook-cost's system CPU (0: platform only)")
 	fs.StringVar(&o.PGStatsURL, "pg-stats-url", "", "a connection to another database of the platform's Postgres, for webhook-cost's transaction counts")
 	fs.StringVar(&o.PGStatsDB, "pg-stats-db", "", "the platform's database, whose transactions webhook-cost counts")
+	fs.StringVar(&o.TimelineDir, "timeline-dir", "", "write each paced row's calls (offset into the window, latency, wall time) to <store>-<scenario>-paced.csv in this directory")
 	if err := fs.Parse(args); err != nil {
 		return f, o, err
 	}
@@ -194,6 +202,7 @@ func parseRunFlags(args []string) (runFlags, Options, error) {
 		o.DrainBacklog = 800
 		o.FanoutEvents, o.FanoutRepeats = 80, 1
 		o.TenantApps, o.TenantUsers = 100, 2000
+		o.TenantRepeats = 1
 	}
 	return f, o, nil
 }
@@ -326,7 +335,7 @@ func (b *Bench) scenario(ctx context.Context, s, store string, bl measuredBaseli
 		var rate float64
 		if rate, err = b.pacedRate(of); err == nil {
 			s = fmt.Sprintf("%s, %.0f/s offered", of, rate)
-			m, err = b.Paced(ctx, of, rate)
+			m, err = b.Paced(ctx, of, store, rate)
 		}
 	case "snapshot":
 		m, err = b.Snapshot(ctx)
@@ -341,7 +350,7 @@ func (b *Bench) scenario(ctx context.Context, s, store string, bl measuredBaseli
 		s = fmt.Sprintf("verify-use %d cards", o.Cards)
 		m, err = b.Verify(ctx, o.Cards)
 	default:
-		return nil, fmt.Errorf("unknown scenario %q (known: %s,webhook-cost,webhook-fanout-drain)", s, strings.Join(allScenarios, ","))
+		return nil, fmt.Errorf("unknown scenario %q (known: %s,webhook-cost,webhook-fanout-drain,many-tenants)", s, strings.Join(allScenarios, ","))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", s, err)

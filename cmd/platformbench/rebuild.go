@@ -96,6 +96,11 @@ func rebuildCmd(ctx context.Context, args []string, log io.Writer) error {
 	say("kill -9 and start: /readyz after %s, %s (%s anonymous)", pl.ready.Round(time.Millisecond), mib(pl.rss()), mib(pl.anon()))
 	rows = append(rows, Row{Scenario: "restart after kill -9", Store: f.store, Clients: 1,
 		Note: fmt.Sprintf("/readyz in %.2f s", pl.ready.Seconds())}, memoryRow("resident after kill -9 start", f.store, pl, sum))
+	// What the restarted node keeps while it idles: the runtime returns the
+	// pages of the start's garbage over the next seconds, if at all.
+	settleResident(ctx, pl, 10*time.Second)
+	say("kill -9 start, settled: %s (%s anonymous)", mib(pl.rss()), mib(pl.anon()))
+	rows = append(rows, memoryRow("resident after kill -9 start, settled", f.store, pl, sum))
 	if f.profileDir != "" {
 		if _, err := rebuildAll(ctx, pl.api, f.timeout, say); err != nil {
 			return err
@@ -308,6 +313,25 @@ func memoryRow(what, store string, p *runningPlatform, s SeedSummary) Row {
 			float64(rss)/float64(s.Users)/1e3, float64(anon)/float64(s.Users)/1e3, s.Users, s.Deliveries)
 	}
 	return Row{Scenario: what, Store: store, Note: note}
+}
+
+// settleResident waits until the process's resident set changed by less
+// than 1% over a second, or at most limit.
+func settleResident(ctx context.Context, p *runningPlatform, limit time.Duration) {
+	end := time.Now().Add(limit)
+	last := p.rss()
+	for time.Now().Before(end) {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Second):
+		}
+		now := p.rss()
+		if d := now - last; d < last/100 && -d < last/100 {
+			return
+		}
+		last = now
+	}
 }
 
 func mib(b int64) string { return fmt.Sprintf("%.0f MB", float64(b)/1e6) }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -164,7 +165,7 @@ func (b *Bench) pacedRate(scenario string) (float64, error) {
 // Paced offers scenario's calls (register or member-upsert) at a fixed
 // rate, an open loop: each call's latency counts from when it was due, so
 // the p99 is what a client sending at that rate sees.
-func (b *Bench) Paced(ctx context.Context, scenario string, rate float64) (Measured, error) {
+func (b *Bench) Paced(ctx context.Context, scenario, store string, rate float64) (Measured, error) {
 	op := b.registerOp
 	if scenario == "member-upsert" {
 		var err error
@@ -174,7 +175,16 @@ func (b *Bench) Paced(ctx context.Context, scenario string, rate float64) (Measu
 	}
 	p := b.phase(b.Opt.Clients)
 	p.Rate, p.FromDue = rate, true
-	return closedLoop(ctx, p, op), nil
+	if b.Opt.TimelineDir != "" {
+		p.Timeline = &Timeline{}
+	}
+	m := closedLoop(ctx, p, op)
+	if p.Timeline != nil {
+		if err := p.Timeline.WriteCSV(filepath.Join(b.Opt.TimelineDir, store+"-"+scenario+"-paced.csv")); err != nil {
+			return m, err
+		}
+	}
+	return m, nil
 }
 
 // Snapshot: GET a random user's full snapshot.

@@ -87,6 +87,9 @@ type Store struct {
 	waiting func(n int)
 	// commits counts the transactions that wrote (tests).
 	commits atomic.Uint64
+	// decoded counts the records readRange decoded from bbolt (the
+	// catch-up reads), for tests of how often a stretch is read again.
+	decoded atomic.Uint64
 
 	// Group commit: appends queue for one committer goroutine, which writes
 	// everything queued while the previous fsync ran in one transaction. A

@@ -185,5 +185,6 @@ func (s *Store) readRange(from, to uint64) ([]events.Recorded, error) {
 		}
 		return nil
 	})
+	s.decoded.Add(uint64(len(out)))
 	return out, err
 }

@@ -119,6 +119,9 @@ type Runner struct {
 	// announceAgain makes the next announcement go out even if nothing
 	// changed since the last one (a node asked: Progress.Hello).
 	announceAgain atomic.Bool
+	// pace is the group of the rebuild this runner is part of, until it
+	// is ready (see paceGroup); nil when it replays alone.
+	pace *paceGroup
 }
 
 // NewRunner builds a runner; onApplied (optional) feeds metrics. With a
@@ -234,15 +237,20 @@ func (r *Runner) advance(pos events.Position, n int, caughtUp bool) {
 		r.pos = pos
 	}
 	r.stats.Applied += uint64(n)
+	var paced *paceGroup
 	if !r.stats.Ready && !pos.Less(r.stats.Target) {
 		r.stats.Rebuilding = false
 		r.stats.Ready = true
+		paced, r.pace = r.pace, nil
 	}
 	r.stats.CaughtUp = caughtUp && r.stats.Ready
 	r.stats.LastError = ""
 	close(r.changed)
 	r.changed = make(chan struct{})
 	r.mu.Unlock()
+	if paced != nil {
+		paced.leave(r) // ready: the others no longer wait for it
+	}
 	r.kickAnnounce()
 }
 
@@ -358,7 +366,7 @@ func (r *Runner) reset(ctx context.Context) error {
 // behind it, and apply that batch with its checkpoint. It returns on the
 // first failure, a rebuild request or ctx's end; project restarts it.
 func (r *Runner) follow(ctx context.Context) error {
-	cp, err := r.resume(ctx)
+	cp, head, err := r.resume(ctx)
 	if err != nil {
 		return err
 	}
@@ -369,11 +377,16 @@ func (r *Runner) follow(ctx context.Context) error {
 		return fmt.Errorf("subscribe: %w", err)
 	}
 	defer sub.Close()
+	g := r.pacing()
+	if g != nil {
+		g.join(r, cp.Commit)
+		defer g.leave(r)
+	}
 	if rest, err := r.store.ReadAll(ctx, cp, 1); err == nil && len(rest) == 0 {
 		r.advance(cp, 0, true) // nothing to replay: caught up already
 	}
-	feed := r.pump(subCtx, sub)
-	fl := &following{atEnd: true, last: cp, saved: time.Now(), buf: make([]events.Envelope, 0, r.batchSize)}
+	feed := r.pump(subCtx, sub, g, cp.Commit)
+	fl := &following{atEnd: true, last: cp, saved: time.Now(), head: head, buf: make([]events.Envelope, 0, r.batchSize)}
 	for {
 		r.reportCaughtUp(ctx, feed, fl)
 		first, ok, err := r.next(ctx, feed)
@@ -405,6 +418,10 @@ type following struct {
 	last events.Position
 	// saved is when the projector last committed a checkpoint.
 	saved time.Time
+	// head is the log's end when this follow began, and replayed whether
+	// a batch has reached it since (see commit).
+	head     events.Position
+	replayed bool
 	// buf is the batch's storage, reused from batch to batch.
 	buf []events.Envelope
 }
@@ -431,17 +448,17 @@ type page struct {
 // resume reads where the projector stands and the log's head (the target
 // of a start or a rebuild), and moves the runner's position up to the
 // checkpoint.
-func (r *Runner) resume(ctx context.Context) (events.Position, error) {
+func (r *Runner) resume(ctx context.Context) (cp, head events.Position, err error) {
 	if err := r.syncGeneration(ctx); err != nil {
-		return events.Position{}, err
+		return events.Position{}, events.Position{}, err
 	}
-	cp, err := r.proj.Checkpoint(ctx)
+	cp, err = r.proj.Checkpoint(ctx)
 	if err != nil {
-		return events.Position{}, fmt.Errorf("checkpoint: %w", err)
+		return events.Position{}, events.Position{}, fmt.Errorf("checkpoint: %w", err)
 	}
-	head, err := r.store.Head(ctx)
+	head, err = r.store.Head(ctx)
 	if err != nil {
-		return events.Position{}, fmt.Errorf("head of the log: %w", err)
+		return events.Position{}, events.Position{}, fmt.Errorf("head of the log: %w", err)
 	}
 	r.mu.Lock()
 	if r.pos.Less(cp) {
@@ -452,18 +469,39 @@ func (r *Runner) resume(ctx context.Context) (events.Position, error) {
 	}
 	r.mu.Unlock()
 	r.kickAnnounce()
-	return cp, nil
+	return cp, head, nil
+}
+
+// pacing is the rebuild group this runner replays with, if it is one's
+// member and not ready yet.
+func (r *Runner) pacing() *paceGroup {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stats.Ready {
+		return nil
+	}
+	return r.pace
 }
 
 // pump reads the subscription ahead into a buffer of one batch, so that
-// readPage can take what is already available without waiting. The
-// channel closes after the subscription's first error or when ctx ends.
-func (r *Runner) pump(ctx context.Context, sub events.Subscription) <-chan fed {
+// readPage can take what is already available without waiting. Under a
+// rebuild's pacing (g not nil) it reports its position every paceStep
+// events and waits there while it is too far ahead of the slowest member.
+// The channel closes after the subscription's first error or when ctx ends.
+func (r *Runner) pump(ctx context.Context, sub events.Subscription, g *paceGroup, from uint64) <-chan fed {
 	feed := make(chan fed, r.batchSize)
 	go func() {
 		defer close(feed)
+		at, mark := from, from
 		for {
+			if g != nil && at >= mark {
+				if g.read(ctx, r, at) != nil {
+					return // ctx ended
+				}
+				mark = at + paceStep
+			}
 			rec, err := sub.Next(ctx)
+			at = rec.Position.Commit
 			select {
 			case feed <- fed{rec, err}:
 			case <-ctx.Done():
@@ -555,14 +593,23 @@ func (r *Runner) readPage(first fed, feed <-chan fed, buf []events.Envelope) (pa
 // commit applies a batch and its checkpoint in one Apply, then moves the
 // runner's position and reports the batch. A batch with nothing for this
 // projector moves its position in memory only; the checkpoint follows with
-// the next batch that has work, or after checkpointIdle. A restart then
+// the next batch that has work, after checkpointIdle, or with the batch
+// that reaches the log's end as of the follow's start. A restart then
 // re-reads a few events the projector ignores anyway, instead of every read
 // model committing a transaction for every batch of the others' events
 // (unless the checkpoint costs nothing: EagerCheckpoints).
 func (r *Runner) commit(ctx context.Context, b page, fl *following) error {
 	pos := b.last.Position
 	fl.atEnd, fl.last = b.caughtUp, pos
-	if r.eager || len(b.envs) > 0 || time.Since(fl.saved) >= checkpointIdle {
+	// The batch that ends the replay of the log as it was at the start
+	// commits too: a replay of others' events that ended within
+	// checkpointIdle and an idle log after it would otherwise leave the
+	// checkpoint at the start, and every restart would read it all again.
+	endOfReplay := !fl.replayed && !pos.Less(fl.head)
+	if endOfReplay {
+		fl.replayed = true
+	}
+	if r.eager || len(b.envs) > 0 || time.Since(fl.saved) >= checkpointIdle || endOfReplay {
 		fl.saved = time.Now()
 		if err := r.apply(ctx, b.envs, pos); err != nil {
 			return err
@@ -709,7 +756,9 @@ const AllReadModels = "read_models"
 
 // Rebuild resets the named projection, or every read model for
 // AllReadModels, and starts the replay; found is false for an unknown name.
-// progress lists the rebuilt projections' Stats.
+// progress lists the rebuilt projections' Stats. Several projections
+// rebuilt at once replay paced together (paceGroup), so the log's shared
+// reads serve them all.
 func (s RunnerSet) Rebuild(ctx context.Context, name string) (progress any, found bool, err error) {
 	var chosen []*Runner
 	for _, run := range s {
@@ -720,6 +769,15 @@ func (s RunnerSet) Rebuild(ctx context.Context, name string) (progress any, foun
 	}
 	if len(chosen) == 0 {
 		return nil, false, nil
+	}
+	if len(chosen) > 1 {
+		g := newPaceGroup()
+		defer g.gatherDone()
+		for _, run := range chosen {
+			run.mu.Lock()
+			run.pace = g
+			run.mu.Unlock()
+		}
 	}
 	stats := make([]Stats, 0, len(chosen))
 	for _, run := range chosen {

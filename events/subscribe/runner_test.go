@@ -352,3 +352,39 @@ func TestEagerCheckpointsFollowEventsOfOtherTypes(t *testing.T) {
 		}
 	}
 }
+
+// A runner whose projector handles none of a replayed stretch still
+// commits its checkpoint once it has caught up with the log's end, even
+// if the log then stays idle: a restart resumes there instead of reading
+// the stretch again.
+func TestCaughtUpAfterALongStretchOfOthersEventsCommitsTheCheckpoint(t *testing.T) {
+	store := memory.New()
+	defer store.Close()
+	reg := catalog.Registry()
+	var last events.Position
+	for i := range 5_000 {
+		last = appendApp(t, store, reg, fmt.Sprint("app-", i))
+	}
+	p := &picky{handles: (&catalog.UserErased{}).EventType()}
+	r := subscribe.NewRunner(store, reg, p, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+	run(t, r)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := r.WaitFor(ctx, last); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		cp, err := p.Checkpoint(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cp == last {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("checkpoint %s after the runner caught up at %s on an idle log: a restart reads the stretch again", cp, last)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}

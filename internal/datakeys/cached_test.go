@@ -5,6 +5,7 @@ import (
 	"context"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/healthtech/partner-open-platform/internal/datakeys"
 	"github.com/healthtech/partner-open-platform/internal/datakeys/files"
@@ -39,5 +40,50 @@ func TestCached(t *testing.T) {
 	k.Forget("user-1")
 	if k.Cached("user-1") {
 		t.Error("cached after Forget")
+	}
+}
+
+// DropExpired removes the keys opened longer than CacheTTL ago, which no
+// use would take from the cache any more, and keeps the fresh ones usable
+// without asking the backend.
+func TestDropExpiredRemovesOnlyExpiredKeys(t *testing.T) {
+	b, err := files.Open(filepath.Join(t.TempDir(), "keys"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	m, err := secrets.New(bytes.Repeat([]byte{3}, 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	k, ctx := datakeys.New(b, m), context.Background()
+	k.SetClock(func() time.Time { return now })
+	for _, s := range []string{"user-1", "user-2", "user-3"} {
+		if _, err := k.DataKey(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now = now.Add(datakeys.CacheTTL)
+	fresh, err := k.DataKey(ctx, "user-4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := k.DropExpired(); n != 3 {
+		t.Fatalf("dropped %d expired keys, want 3", n)
+	}
+	if n := k.DropExpired(); n != 0 {
+		t.Fatalf("a second sweep dropped %d keys, want 0", n)
+	}
+	if !k.Cached("user-4") || k.Cached("user-1") {
+		t.Fatalf("cached after the sweep: user-4 %v, user-1 %v; want true, false", k.Cached("user-4"), k.Cached("user-1"))
+	}
+	got, err := k.ByID(ctx, fresh.ID)
+	if err != nil || got.AEAD != fresh.AEAD {
+		t.Fatalf("the fresh key by id after the sweep: %v, same cipher %v", err, err == nil && got.AEAD == fresh.AEAD)
+	}
+	// An expired key still opens: it is read from the backend again.
+	if _, err := k.DataKey(ctx, "user-1"); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -251,6 +251,30 @@ func (k *Keys) Forget(subject string) {
 	}
 }
 
+// DropExpired removes the keys opened more than CacheTTL ago from this
+// process's cache and says how many it removed. An expired key is asked
+// from the backend again at its next use anyway, but it stayed in memory:
+// a rebuild opens every person's key once, and each held an AES-GCM
+// cipher (about 1.2 KB) for the life of the process.
+func (k *Keys) DropExpired() int {
+	now := k.now()
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	n := 0
+	for id, c := range k.byID {
+		if now.Sub(c.at) >= CacheTTL {
+			delete(k.byID, id)
+			n++
+		}
+	}
+	for subject, c := range k.bySubject {
+		if now.Sub(c.at) >= CacheTTL {
+			delete(k.bySubject, subject)
+		}
+	}
+	return n
+}
+
 // Lookup returns a subject's existing key without creating one.
 func (k *Keys) Lookup(ctx context.Context, subject string) (Key, error) {
 	if key, ok := k.cachedSubject(subject); ok {

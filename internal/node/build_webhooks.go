@@ -84,6 +84,9 @@ func (n *Node) openClaims(ctx context.Context, cfg Config) error {
 		n.Adapters["webhook claims"] = "Postgres"
 	} else {
 		n.Dispatcher.Claims = webhooksmem.NewClaims()
+		// One process over its own log: the dispatcher writes every
+		// delivery stream, so its sender attempts from what it wrote.
+		n.Dispatcher.Sole = true
 		n.Adapters["webhook claims"] = "in memory (one node)"
 	}
 	n.Dispatcher.ClaimTTL, n.Dispatcher.Node = cfg.WebhookClaimTTL, n.NodeID

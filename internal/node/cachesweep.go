@@ -15,7 +15,7 @@ import (
 // learning of it (the destroying node died before appending user.erased,
 // so no erasure follower forgets the key here): every interval it empties
 // the loaded users whose key no longer reads and the cache of decrypted
-// events. With the key cache's own TTL, plaintext of such a person lives
+// events, and drops the expired keys from the key cache (their memory). With the key cache's own TTL, plaintext of such a person lives
 // here at most datakeys.CacheTTL plus interval (README, Erasure).
 func (n *Node) sweepCaches(users *commands.Users, interval time.Duration) func(context.Context) error {
 	swept := prometheus.NewCounter(prometheus.CounterOpts{
@@ -39,6 +39,9 @@ func (n *Node) sweepCaches(users *commands.Users, interval time.Duration) func(c
 			}
 			if opened != nil {
 				opened.DropOpened()
+			}
+			if n.Keys != nil {
+				n.Keys.DropExpired()
 			}
 		}
 	}

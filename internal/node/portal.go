@@ -14,6 +14,7 @@ import (
 	"github.com/healthtech/partner-open-platform/portal/mail/smtp"
 	"github.com/healthtech/partner-open-platform/projections"
 	"github.com/healthtech/partner-open-platform/projections/directory"
+	"github.com/healthtech/partner-open-platform/relay"
 )
 
 // portalSet is the developer portal: its server, the directory of
@@ -33,6 +34,10 @@ type portalSet struct {
 	decisionMails  *portal.DecisionMails
 	decisionRunner *subscribe.Runner
 }
+
+// decisionMailsCheckpointFile keeps, in the data directory, the log
+// position up to which an embedded node has mailed every review decision.
+const decisionMailsCheckpointFile = "decision-mails-checkpoint.json"
 
 // buildPortal builds the developer accounts, the mail outbox and the
 // portal's server.
@@ -69,6 +74,11 @@ func (n *Node) buildPortal(cfg Config, c commandSet, admin auth.Admin, p project
 	}
 	ps.server.AppsReady = p.appsRunner
 	ps.decisionMails = ps.server.DecisionMails(n.Registry)
+	if cfg.EventStoreURL == "" && cfg.DataDir != "" {
+		// The embedded log has no index by type: without a saved
+		// checkpoint every start read the whole log for the few decisions.
+		ps.decisionMails.Saved = relay.NewFileCheckpointsNamed(cfg.DataDir, decisionMailsCheckpointFile)
+	}
 	ps.decisionRunner = subscribe.NewRunner(n.Events, n.Registry, ps.decisionMails, n.log, n.Metrics.Projected)
 	if r := p.byReadModel[projections.ReadModelBenefits]; r != nil {
 		ps.server.BenefitsReady = r

@@ -67,7 +67,7 @@ func TestConvertSnapshot(t *testing.T) {
 		}
 	}
 	from := h.Version
-	size, err := snapfile.Write(path, h, key.AEAD, images, dirs)
+	size, err := snapfile.Write(path, h, key.AEAD, images, dirs, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -704,3 +704,58 @@ func TestImageDuringWrites(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// A write made by Run rests after each read model's image and each sealed
+// chunk, for WriteRest times the work since its last rest, so it never
+// holds a core for its whole length while the node answers requests; a
+// write at a graceful stop (Write) does not rest.
+func TestRunWritesRestBetweenChunks(t *testing.T) {
+	f := newSnapFixture(t)
+	f.fill(t, 25000)
+	var mu sync.Mutex
+	var pauses []time.Duration
+	var size atomic.Int64
+	s := f.snapshotter()
+	s.Pause = func(d time.Duration) {
+		mu.Lock()
+		pauses = append(pauses, d)
+		mu.Unlock()
+	}
+	s.OnWrite = func(n int64, _ time.Duration) { size.Store(n) }
+	if err := s.Write(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(pauses) != 0 || size.Load() == 0 {
+		t.Fatalf("Write (graceful stop) rested %d times, wrote %d bytes: want no rest", len(pauses), size.Load())
+	}
+	f.event(t) // the log moves on, so Run's first write is not skipped as unchanged
+	if err := f.store.Update(f.ctx, "users", f.event(t), func(projections.UserTx) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	size.Store(0)
+	ctx, cancel := context.WithCancel(f.ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = s.Run(ctx, time.Hour, false, func(context.Context) error { return nil })
+	}()
+	for i := 0; i < 1000 && size.Load() == 0; i++ {
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	<-done
+	chunks := int(size.Load() >> 20)
+	if size.Load() == 0 || chunks < 2 {
+		t.Fatalf("Run wrote %d bytes: want a snapshot of at least two chunks", size.Load())
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if want := len(projections.ReadModels) + chunks; len(pauses) < want {
+		t.Fatalf("Run's write rested %d times: want one after each of %d images and %d chunks", len(pauses), len(projections.ReadModels), chunks)
+	}
+	for _, d := range pauses {
+		if d <= 0 {
+			t.Fatalf("a rest of %v: want WriteRest times the work before it", d)
+		}
+	}
+}

@@ -91,8 +91,10 @@ type ReadModel struct {
 // and whether it is the last, so a torn, truncated, reordered or altered
 // file fails to open), fsynced, renamed over path, and the directory
 // fsynced. A crash leaves either the old file or the new one, never a mix.
-// It returns the file's size.
-func Write(path string, h Header, aead cipher.AEAD, images []Image, dirs []Directory) (int64, error) {
+// It returns the file's size. pace (when not nil) is called after each
+// sealed chunk reached the file, so the caller can rest the writing
+// goroutine between chunks.
+func Write(path string, h Header, aead cipher.AEAD, images []Image, dirs []Directory, pace func()) (int64, error) {
 	head, err := json.Marshal(h)
 	if err != nil {
 		return 0, fmt.Errorf("snapshot header: %w", err)
@@ -118,7 +120,7 @@ func Write(path string, h Header, aead cipher.AEAD, images []Image, dirs []Direc
 	}
 	// The sealed chunks (a megabyte each) go straight to the file: a
 	// buffer in between only copied them once more.
-	sw := &sealWriter{w: f, aead: aead, head: head}
+	sw := &sealWriter{w: f, aead: aead, head: head, pace: pace}
 	if err := writeSections(sw, images, dirs); err != nil {
 		return 0, err
 	}
@@ -314,6 +316,7 @@ type sealWriter struct {
 	buf   []byte
 	out   []byte
 	index uint64
+	pace  func() // after each chunk written (nil: none)
 }
 
 func (s *sealWriter) Write(p []byte) (int, error) {
@@ -351,6 +354,9 @@ func (s *sealWriter) flush(final bool) error {
 	}
 	s.index++
 	s.buf = s.buf[:0]
+	if s.pace != nil {
+		s.pace()
+	}
 	return nil
 }
 
