@@ -183,13 +183,36 @@ func (a *API) partner(h func(*call) error) httprouter.Handle {
 			httpapi.Error(w, r, err)
 			return
 		}
-		app, err := a.partnerAuth().Verify(r, body)
+		var route idempotency.PendingRoute
+		var app domain.App
+		if a.claimsWithRoute(r) {
+			// The signature's route binding is recorded in the statement
+			// that claims the signed write (keyed, ServeSigned).
+			var pending *auth.PendingBinding
+			app, pending, err = a.partnerAuth().VerifyLater(r, body)
+			if pending != nil {
+				route = pending
+			}
+		} else {
+			app, err = a.partnerAuth().Verify(r, body)
+		}
 		if err != nil {
 			httpapi.Error(w, r, err)
 			return
 		}
-		a.keyed(w, r, ps, app, body, h)
+		a.keyedRoute(w, r, ps, app, body, route, h)
 	}
+}
+
+// claimsWithRoute says whether r, once authenticated, is a scheme M write
+// whose signed-write claim can carry its route binding (keyed sends it to
+// ServeSigned with a store that binds both in one statement).
+func (a *API) claimsWithRoute(r *http.Request) bool {
+	if a.Idempotency == nil || r.Method == http.MethodGet || a.SignedWrites == nil || auth.IsSchemeH(r) {
+		return false
+	}
+	_, ok := a.SignedWrites.(idempotency.RouteClaimer)
+	return ok
 }
 
 // partnerAuth verifies a partner route's request by scheme M or scheme H.
@@ -198,6 +221,12 @@ func (a *API) partnerAuth() auth.Partner { return auth.Partner{M: a.SchemeM, H: 
 // keyed runs an authenticated app's write under its Idempotency-Key, if it
 // sent one, and a scheme M write also under its signature.
 func (a *API) keyed(w http.ResponseWriter, r *http.Request, ps httprouter.Params, app domain.App, body []byte, h func(*call) error) {
+	a.keyedRoute(w, r, ps, app, body, nil, h)
+}
+
+// keyedRoute is keyed for a scheme M write whose route binding
+// authentication left unrecorded (route; see claimsWithRoute).
+func (a *API) keyedRoute(w http.ResponseWriter, r *http.Request, ps httprouter.Params, app domain.App, body []byte, route idempotency.PendingRoute, h func(*call) error) {
 	run := func(w http.ResponseWriter, r *http.Request, begin func() error) {
 		c := &call{w: w, r: r, ps: ps, app: app, body: body, config: a, begin: begin, meta: commands.Meta{
 			AppID: app.AppID, Actor: "app:" + strconv.FormatInt(app.AppID, 10), RequestID: w.Header().Get(httpapi.RequestIDHeader),
@@ -210,6 +239,13 @@ func (a *API) keyed(w http.ResponseWriter, r *http.Request, ps httprouter.Params
 			httpapi.Error(w, r, err)
 		}
 	}
+	if route != nil && !a.claimsWithRoute(r) {
+		if err := route.Record(); err != nil {
+			httpapi.Error(w, r, err)
+			return
+		}
+		route = nil
+	}
 	if a.Idempotency == nil || r.Method == http.MethodGet {
 		run(w, r, nil)
 		return
@@ -218,7 +254,7 @@ func (a *API) keyed(w http.ResponseWriter, r *http.Request, ps httprouter.Params
 		// Scheme M signs no nonce: a captured write could run again for as
 		// long as its timestamp is fresh, so its signature is an implicit
 		// idempotency key (scheme H nonces already refuse replays).
-		a.Idempotency.ServeSigned(w, r, app.AppID, body, a.SignedWrites, idempotency.SignedKey(auth.SignatureM(r), r, body), run)
+		a.Idempotency.ServeSigned(w, r, app.AppID, body, a.SignedWrites, idempotency.SignedKey(auth.SignatureM(r), r, body), route, run)
 		return
 	}
 	a.Idempotency.Serve(w, r, app.AppID, body, run)

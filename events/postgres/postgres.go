@@ -102,6 +102,15 @@ type Store struct {
 	// transaction once it holds the append lock and has numbered its
 	// events, before it writes them and commits.
 	beforeCommit func(last events.Position)
+	// afterCommit, when set (tests only), runs once an append's
+	// transaction has committed, before the run of own commits takes it.
+	afterCommit func()
+
+	// recent is the latest run of this Store's own commits, which its
+	// subscriptions read without a query (recent.go).
+	recent recentLog
+	// dbReads counts the shared reader's round trips (tests).
+	dbReads atomic.Int64
 
 	// instance is this Store's NOTIFY payload: the listener's echo of
 	// its own appends is dropped, since the committer already woke the
@@ -268,6 +277,9 @@ func (s *Store) commit(group []*pending) (wrote bool, err error) {
 	defer conn.Release()
 	wrote, err = s.commitOn(ctx, conn.Conn(), group)
 	if err != nil {
+		// The commit may or may not have happened: subscriptions read
+		// from Postgres until the next commit starts a run again.
+		s.recent.drop()
 		// Ends an open or failed transaction; if even that fails the
 		// connection is not idle and the pool drops it on Release.
 		_, _ = conn.Exec(ctx, "ROLLBACK")
@@ -292,6 +304,7 @@ func (s *Store) fail(group []*pending, err error) error {
 
 // commitOn runs commit's transaction on conn; on error the caller rolls back.
 func (s *Store) commitOn(ctx context.Context, conn *pgx.Conn, group []*pending) (wrote bool, err error) {
+	epoch := s.recent.begin()
 	seen, err := readCommitted(ctx, conn, group)
 	if err != nil {
 		return false, err
@@ -308,6 +321,10 @@ func (s *Store) commitOn(ctx context.Context, conn *pgx.Conn, group []*pending) 
 	if err := writeAndCommit(ctx, conn, rows, s.instance); err != nil {
 		return false, err
 	}
+	if s.afterCommit != nil {
+		s.afterCommit()
+	}
+	s.recent.committed(epoch, seen.head, rows, seen.created)
 	return true, nil
 }
 
@@ -315,9 +332,12 @@ func (s *Store) commitOn(ctx context.Context, conn *pgx.Conn, group []*pending) 
 // the log's head, each touched stream's event count, and where each
 // event ID of the group already sits.
 type committed struct {
-	head   int64
-	counts map[string]int64 // committed, before this group
-	found  map[string]rules.Located
+	head int64
+	// created is the transaction's start (now()), which the created
+	// column takes by default.
+	created time.Time
+	counts  map[string]int64 // committed, before this group
+	found   map[string]rules.Located
 }
 
 // newRows are the events a group writes, column by column, as the
@@ -345,7 +365,7 @@ func readCommitted(ctx context.Context, conn *pgx.Conn, group []*pending) (commi
 	b := &pgx.Batch{}
 	b.Queue(`BEGIN`)
 	b.Queue(`SELECT pg_advisory_xact_lock($1)`, appendLock)
-	b.Queue(`SELECT coalesce(max(position), 0) FROM es_events`)
+	b.Queue(`SELECT coalesce(max(position), 0), now() FROM es_events`)
 	var partStreams []string
 	for _, p := range group {
 		for _, part := range p.parts {
@@ -368,7 +388,7 @@ func readCommitted(ctx context.Context, conn *pgx.Conn, group []*pending) (commi
 		_, err = br.Exec()
 	}
 	if err == nil {
-		err = br.QueryRow().Scan(&seen.head)
+		err = br.QueryRow().Scan(&seen.head, &seen.created)
 	}
 	for i := 0; i < len(partStreams) && err == nil; i++ {
 		err = readStreamPlaces(br, partStreams[i], seen)
@@ -583,6 +603,9 @@ func (s *Store) listen(ctx context.Context) {
 		if err == nil {
 			_, err = conn.Exec(ctx, `LISTEN `+channel)
 		}
+		// Every wake but the echo of an own commit drops the run of own
+		// commits before it wakes anyone (recent.go).
+		s.recent.setListening(err == nil)
 		s.notify.Notify()
 		for err == nil {
 			wctx, cancel := context.WithTimeout(ctx, pollEvery)
@@ -592,11 +615,13 @@ func (s *Store) listen(ctx context.Context) {
 			if err == nil && n.Payload == s.instance {
 				continue // this Store's own append: its committer woke everyone
 			}
+			s.recent.drop()
 			s.notify.Notify()
 			if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
 				err = nil
 			}
 		}
+		s.recent.setListening(false)
 		if conn != nil {
 			// The connection may be mid-wait: never hand it back to the pool.
 			_ = conn.Hijack().Close(context.Background())

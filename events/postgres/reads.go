@@ -117,10 +117,24 @@ func (s *Store) readGroup(ctx context.Context, group []*readReq) {
 		if _, ok := answers[k]; ok {
 			continue
 		}
+		// This node's own latest commits are answered from memory
+		// (recent.go), after the same gathering wait as a query, so that
+		// followers still take what committed meanwhile in one page.
+		if recs, ok := s.recent.read(k.start, int(k.limit)); ok {
+			answers[k] = recs
+			continue
+		}
 		answers[k] = nil
 		keys = append(keys, k)
 		b.Queue(readAllQuery, k.start, k.limit)
 	}
+	if len(keys) == 0 {
+		for _, r := range group {
+			r.recs = append([]events.Recorded(nil), answers[readKey{r.start, r.limit}]...)
+		}
+		return
+	}
+	s.dbReads.Add(1)
 	err := func() error {
 		br := s.pool.SendBatch(ctx, b)
 		for _, k := range keys {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/internal/httpapi"
+	"github.com/healthtech/partner-open-platform/internal/nonces"
 	"github.com/healthtech/partner-open-platform/internal/ratelimit"
 )
 
@@ -210,6 +211,23 @@ func (p *PendingBinding) Check(bound string) error {
 		return httpapi.ErrUnauthorized
 	}
 	return nil
+}
+
+// Binding is the binding to record (idempotency.PendingRoute).
+func (p *PendingBinding) Binding() nonces.Binding {
+	return nonces.Binding{Scope: p.Scope, Key: p.Key, Value: p.Value, Expires: p.Expires}
+}
+
+// Route is the request's route, which the binding ties the signature to.
+func (p *PendingBinding) Route() string { return p.route }
+
+// Record records the binding and checks it, as Verify would have.
+func (p *PendingBinding) Record() error {
+	bound, _, err := p.s.Bindings.Bind(p.ctx, p.Scope, p.Key, p.Value, p.Expires)
+	if err != nil {
+		return err
+	}
+	return p.Check(bound)
 }
 
 // Values of a grace marker (see PendingBinding.Check).

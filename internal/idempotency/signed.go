@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/healthtech/partner-open-platform/internal/httpapi"
+	"github.com/healthtech/partner-open-platform/internal/nonces"
 )
 
 // SignedStore keeps the records of signed writes: the nonce and binding
@@ -21,6 +22,30 @@ import (
 type SignedStore interface {
 	Use(ctx context.Context, scope, nonce string, expires time.Time) (bool, error)
 	Bind(ctx context.Context, scope, key, value string, expires time.Time) (existing string, fresh bool, err error)
+}
+
+// RouteClaimer is a SignedStore that records a scheme M signature's route
+// binding and claims the signed write in one statement, one transaction
+// where they were two (projections/postgres). It binds the claim only when
+// the route binding accepts routeName outright (its own fresh row, or the
+// same route), so a request the binding refuses leaves no claim: bound is
+// the route binding's value as Bind answers it, claimed whether the claim
+// was bound, and fresh whether the claim is the caller's own.
+type RouteClaimer interface {
+	BindRouteAndClaim(ctx context.Context, route, claim nonces.Binding, routeName string) (bound string, claimed, fresh bool, err error)
+}
+
+// PendingRoute is a scheme M signature's route binding that
+// authentication left for the write edge to record
+// (auth.PendingBinding): ServeSigned records it with the write's
+// claim when the store is a RouteClaimer.
+type PendingRoute interface {
+	Binding() nonces.Binding
+	Route() string
+	// Check judges the value the binding's key holds once recorded.
+	Check(bound string) error
+	// Record records the binding on its own and checks it.
+	Record() error
 }
 
 // SignatureTTL is how long a signed write's record answers its replays. A
@@ -66,8 +91,18 @@ func SignedKey(signature string, r *http.Request, body []byte) string {
 // are its only trace there, so a refused or unchanged write still appends
 // nothing. Answers about a channel user are sealed with the user's data
 // key, as Serve's are, so an erasure shreds them.
-func (k *Keeper) ServeSigned(w http.ResponseWriter, r *http.Request, appID int64, body []byte, store SignedStore, signed string, h Handler) {
+//
+// route is the signature's route binding when authentication left it
+// unrecorded (nil when it recorded it): it is recorded and judged before
+// anything else answers, as authentication would have, and on a
+// RouteClaimer in the statement that claims the write.
+func (k *Keeper) ServeSigned(w http.ResponseWriter, r *http.Request, appID int64, body []byte, store SignedStore, signed string, route PendingRoute, h Handler) {
 	if _, _, err := checkKey(r); err != nil {
+		if route != nil {
+			if rerr := route.Record(); rerr != nil {
+				err = rerr
+			}
+		}
 		httpapi.Error(w, r, err)
 		return
 	}
@@ -84,9 +119,9 @@ func (k *Keeper) ServeSigned(w http.ResponseWriter, r *http.Request, appID int64
 		httpapi.Error(w, r, err)
 		return
 	}
-	_, first, err := store.Bind(ctx, signedScope, name+":run", hex.EncodeToString(run[:]), expires)
+	first, err := claimSigned(ctx, store, route, nonces.Binding{Scope: signedScope, Key: name + ":run", Value: hex.EncodeToString(run[:]), Expires: expires})
 	if err != nil {
-		httpapi.Error(w, r, fmt.Errorf("idempotency: claim a signed write: %w", err))
+		httpapi.Error(w, r, err)
 		return
 	}
 	if !first {
@@ -106,6 +141,35 @@ func (k *Keeper) ServeSigned(w http.ResponseWriter, r *http.Request, appID int64
 		httpapi.Logger(ctx).Error("idempotency: recording a signed write's answer failed", "err", err)
 	}
 	rw.flush(w, r)
+}
+
+// claimSigned records the route binding left by authentication, if any,
+// and claims the signed write (first: this request runs it). On a
+// RouteClaimer both go in one statement; when that statement left the
+// claim out (the binding holds another route), the route is judged first
+// and the claim made on its own, as when the two were separate.
+func claimSigned(ctx context.Context, store SignedStore, route PendingRoute, claim nonces.Binding) (first bool, err error) {
+	if rc, ok := store.(RouteClaimer); ok && route != nil {
+		bound, claimed, fresh, err := rc.BindRouteAndClaim(ctx, route.Binding(), claim, route.Route())
+		if err != nil {
+			return false, err
+		}
+		if err := route.Check(bound); err != nil {
+			return false, err
+		}
+		if claimed {
+			return fresh, nil
+		}
+	} else if route != nil {
+		if err := route.Record(); err != nil {
+			return false, err
+		}
+	}
+	_, first, err = store.Bind(ctx, claim.Scope, claim.Key, claim.Value, claim.Expires)
+	if err != nil {
+		return false, fmt.Errorf("idempotency: claim a signed write: %w", err)
+	}
+	return first, nil
 }
 
 // maxLevels bounds the levels of the record protocol (see recordSigned):

@@ -48,7 +48,7 @@ func BenchmarkSignedWrite(b *testing.B) {
 	for i := range b.N {
 		r := httptest.NewRequest(http.MethodPost, "/open/v1/channel/users", strings.NewReader(body))
 		w := httptest.NewRecorder()
-		k.ServeSigned(w, r, 7, []byte(body), store, idempotency.SignedKey(strconv.Itoa(i), r, []byte(body)), h)
+		k.ServeSigned(w, r, 7, []byte(body), store, idempotency.SignedKey(strconv.Itoa(i), r, []byte(body)), nil, h)
 		if w.Code != http.StatusCreated {
 			b.Fatalf("%d %s", w.Code, w.Body)
 		}

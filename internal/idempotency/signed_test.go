@@ -18,7 +18,7 @@ func sendSigned(k *idempotency.Keeper, store idempotency.SignedStore, sig, path,
 		r.Header.Set(idempotency.Header, key)
 	}
 	w := httptest.NewRecorder()
-	k.ServeSigned(w, r, 7, []byte(body), store, idempotency.SignedKey(sig, r, []byte(body)), h)
+	k.ServeSigned(w, r, 7, []byte(body), store, idempotency.SignedKey(sig, r, []byte(body)), nil, h)
 	return answer{w.Code, w.Header(), w.Body.String()}
 }
 

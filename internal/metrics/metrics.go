@@ -69,7 +69,7 @@ func New() *Metrics {
 		Buckets: prometheus.ExponentialBuckets(0.001, 2, 18),
 	})
 	m.Deliveries = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "platform_webhook_deliveries", Help: "Deliveries by status (pending, retrying, dead_letter, ...), refreshed every few seconds.",
+		Name: "platform_webhook_deliveries", Help: "Deliveries by status (pending, retrying, dead_letter, ...), refreshed within a few seconds of a change.",
 	}, []string{"status"})
 	m.RelayEvents = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "platform_relay_events_total", Help: "Events the relay published and the bus acknowledged.",

@@ -66,7 +66,7 @@ func (n *Node) startWebhooks(ctx context.Context, cfg Config, models *subscribe.
 	// One node at a time runs the replays; the lease moving resumes each
 	// from its checkpoint on the next holder.
 	n.spawnOwned(ctx, "webhook replays", n.Leases, "webhook-replays", cfg.LeaseTTL, n.Replayer.Run)
-	n.spawn(ctx, "delivery gauges", n.deliveryGauges)
+	n.spawn(ctx, "delivery gauges", n.deliveryGauges(models))
 	return nil
 }
 
@@ -220,16 +220,55 @@ func (n *Node) startRelay(ctx context.Context, cfg Config) error {
 	return nil
 }
 
-// deliveryGauges refreshes the deliveries-by-status gauges every 5 s.
-func (n *Node) deliveryGauges(ctx context.Context) error {
+// deliveryGaugesEvery is the most often the deliveries-by-status gauges
+// are refreshed.
+const deliveryGaugesEvery = 5 * time.Second
+
+// deliveryGauges refreshes the deliveries-by-status gauges from the
+// deliveries read model (models), at most every deliveryGaugesEvery and
+// only after it has moved: the count scans the whole table, and an idle
+// node's counts do not change.
+func (n *Node) deliveryGauges(models *subscribe.Runner) func(context.Context) error {
+	var changed func() <-chan struct{}
+	if models != nil {
+		changed = models.Changed
+	}
+	return func(ctx context.Context) error {
+		refreshOnChange(ctx, deliveryGaugesEvery, changed, func(ctx context.Context) error {
+			counts, err := n.ReadModel.CountByStatus(ctx)
+			if err == nil {
+				n.Metrics.DeliveryCounts(counts)
+			}
+			return err
+		})
+		return nil
+	}
+}
+
+// refreshOnChange runs refresh now, then again each time changed (nil:
+// always) has closed since the last run, at most once per every; a failed
+// refresh is retried after every whatever changed. It returns when ctx
+// ends.
+func refreshOnChange(ctx context.Context, every time.Duration, changed func() <-chan struct{}, refresh func(context.Context) error) {
 	for {
-		if counts, err := n.ReadModel.CountByStatus(ctx); err == nil {
-			n.Metrics.DeliveryCounts(counts)
+		var moved <-chan struct{}
+		if changed != nil {
+			moved = changed() // taken before the refresh reads, so no move is missed
+		}
+		if err := refresh(ctx); err != nil {
+			moved = nil
 		}
 		select {
 		case <-ctx.Done():
-			return nil
-		case <-time.After(5 * time.Second):
+			return
+		case <-time.After(every):
+		}
+		if moved != nil {
+			select {
+			case <-ctx.Done():
+				return
+			case <-moved:
+			}
 		}
 	}
 }

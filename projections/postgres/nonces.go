@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/healthtech/partner-open-platform/internal/nonces"
 )
 
 // Pruning of expired nonces: one Use in pruneEvery first deletes up to
@@ -113,4 +115,75 @@ func (s *Store) Bind(ctx context.Context, scope, key, value string, expires time
 	}
 	s.bound.put(scope, key, r.existing, r.until, time.Now())
 	return r.existing, r.fresh, nil
+}
+
+// bindRouteAndClaimQuery is bindQuery for a scheme M signature's route
+// binding ($1–$5) followed, in the same statement, by bindQuery for the
+// signed write's claim ($6–$10), which is stored only when the route
+// binding accepts the request's route ($12) outright: the binding is this
+// statement's own row, or it holds that route (recorded with its first
+// use's time, or by an older release without one). On another route the
+// claim is left out, so a request the binding refuses leaves no claim
+// behind; the caller then judges the route (the grace) and claims on its
+// own. The route's row is written first, as the grouped statement (sorted
+// by scope: "m" before "signed-write") writes them, so the two statements
+// take their conflict locks in one order.
+const bindRouteAndClaimQuery = `
+WITH r AS (
+    INSERT INTO nonce_bindings AS b (scope, key, value, claim, expires_at) VALUES ($1, $2, $3, $4, $5)
+    ON CONFLICT (scope, key) DO UPDATE SET
+        value      = CASE WHEN b.expires_at <= $11 THEN EXCLUDED.value ELSE b.value END,
+        claim      = CASE WHEN b.expires_at <= $11 THEN EXCLUDED.claim ELSE b.claim END,
+        expires_at = CASE WHEN b.expires_at <= $11 THEN EXCLUDED.expires_at ELSE b.expires_at END
+    RETURNING value, claim = $4 AS mine, expires_at),
+w AS (
+    INSERT INTO nonce_bindings AS b (scope, key, value, claim, expires_at)
+    SELECT $6, $7, $8, $9, $10 FROM r
+    WHERE r.mine OR r.value = $12
+       OR (split_part(r.value, ' ', 1) ~ '^[0-9]{1,19}$' AND substr(r.value, length(split_part(r.value, ' ', 1)) + 2) = $12)
+    ON CONFLICT (scope, key) DO UPDATE SET
+        value      = CASE WHEN b.expires_at <= $11 THEN EXCLUDED.value ELSE b.value END,
+        claim      = CASE WHEN b.expires_at <= $11 THEN EXCLUDED.claim ELSE b.claim END,
+        expires_at = CASE WHEN b.expires_at <= $11 THEN EXCLUDED.expires_at ELSE b.expires_at END
+    RETURNING value, claim = $9 AS mine, expires_at)
+SELECT r.value, r.expires_at, w.value IS NOT NULL, coalesce(w.mine, false), coalesce(w.expires_at, r.expires_at)
+FROM r LEFT JOIN w ON true`
+
+// BindRouteAndClaim implements idempotency.RouteClaimer: a scheme M
+// write's route binding and its claim in one statement (one transaction)
+// where they were two. The route's binding is answered as Bind answers it;
+// claimed says whether the claim was bound too (the binding accepted the
+// route outright), and then fresh says whether the claim is this call's
+// own (the write runs) or another's (a replay). A route binding this store
+// has already seen hold is judged by the caller first: claimed is false.
+func (s *Store) BindRouteAndClaim(ctx context.Context, route, claim nonces.Binding, routeName string) (bound string, claimed, fresh bool, err error) {
+	now := time.Now()
+	if v, ok := s.bound.get(route.Scope, route.Key, now); ok {
+		return v, false, false, nil
+	}
+	if rand.IntN(pruneEvery) == 0 {
+		if _, err := s.pool.Exec(ctx, pruneBindingsQuery, now, pruneBatch); err != nil {
+			return "", false, false, fmt.Errorf("projections/postgres: prune expired bindings: %w", err)
+		}
+	}
+	routeClaim, runClaim := rand.Int64(), rand.Int64()
+	var routeUntil, claimUntil time.Time
+	err = s.pool.QueryRow(ctx, bindRouteAndClaimQuery,
+		route.Scope, route.Key, route.Value, routeClaim, route.Expires,
+		claim.Scope, claim.Key, claim.Value, runClaim, claim.Expires,
+		now, routeName).Scan(&bound, &routeUntil, &claimed, &fresh, &claimUntil)
+	if err != nil {
+		return "", false, false, fmt.Errorf("projections/postgres: bind a route and claim a signed write: %w", err)
+	}
+	at := time.Now()
+	s.bound.put(route.Scope, route.Key, bound, routeUntil, at)
+	if claimed && !fresh {
+		// The claim's value is another writer's, unknown here: only the
+		// route is remembered.
+		return bound, claimed, fresh, nil
+	}
+	if claimed {
+		s.bound.put(claim.Scope, claim.Key, claim.Value, claimUntil, at)
+	}
+	return bound, claimed, fresh, nil
 }

@@ -94,7 +94,7 @@ type signedAnswer struct {
 func (w *signedWriter) send(store idempotency.SignedStore, sig, body string) signedAnswer {
 	r := httptest.NewRequest(http.MethodPost, "/open/v1/channel/users", strings.NewReader(body))
 	rec := httptest.NewRecorder()
-	w.k.ServeSigned(rec, r, 42, []byte(body), store, idempotency.SignedKey(sig, r, []byte(body)), func(rw http.ResponseWriter, r *http.Request, begin func() error) {
+	w.k.ServeSigned(rec, r, 42, []byte(body), store, idempotency.SignedKey(sig, r, []byte(body)), nil, func(rw http.ResponseWriter, r *http.Request, begin func() error) {
 		if err := begin(); err != nil {
 			return
 		}
