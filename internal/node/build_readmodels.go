@@ -12,6 +12,7 @@ import (
 	pgevents "github.com/healthtech/partner-open-platform/events/postgres"
 	"github.com/healthtech/partner-open-platform/events/subscribe"
 	"github.com/healthtech/partner-open-platform/internal/datakeys"
+	"github.com/healthtech/partner-open-platform/internal/idempotency"
 	"github.com/healthtech/partner-open-platform/internal/lease"
 	leasemem "github.com/healthtech/partner-open-platform/internal/lease/memory"
 	leasepg "github.com/healthtech/partner-open-platform/internal/lease/postgres"
@@ -22,6 +23,11 @@ import (
 	"github.com/healthtech/partner-open-platform/projections/memory"
 	"github.com/healthtech/partner-open-platform/projections/postgres"
 )
+
+// The Postgres read-model store serves the signed writes of every node
+// (openNonces): a scheme M write binds its route and claims itself in one
+// statement there, which idempotency finds by this interface.
+var _ idempotency.RouteClaimer = (*postgres.Store)(nil)
 
 // readModels is the read side's store and what shares it: the leases that
 // keep one writer per read model across nodes, the snapshots of embedded

@@ -8,12 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/healthtech/partner-open-platform/internal/idempotency"
 	"github.com/healthtech/partner-open-platform/internal/nonces"
 	"github.com/healthtech/partner-open-platform/projections/postgres"
 )
-
-var _ idempotency.RouteClaimer = (*postgres.Store)(nil)
 
 // TestBindRouteAndClaim: a scheme M write's route binding and its claim in
 // one statement. Each case runs on a store (a node) that has not seen the
