@@ -15,16 +15,7 @@ import (
 // Cached says a key is in the cache once it was prepared or used, and not
 // before nor after the subject was forgotten (the register then warms it).
 func TestCached(t *testing.T) {
-	b, err := files.Open(filepath.Join(t.TempDir(), "keys"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Close() })
-	m, err := secrets.New(bytes.Repeat([]byte{3}, 32))
-	if err != nil {
-		t.Fatal(err)
-	}
-	k, ctx := datakeys.New(b, m), context.Background()
+	k, ctx := newKeys(t), context.Background()
 	if k.Cached("user-1") {
 		t.Fatal("cached before any use")
 	}
@@ -47,17 +38,8 @@ func TestCached(t *testing.T) {
 // use would take from the cache any more, and keeps the fresh ones usable
 // without asking the backend.
 func TestDropExpiredRemovesOnlyExpiredKeys(t *testing.T) {
-	b, err := files.Open(filepath.Join(t.TempDir(), "keys"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Close() })
-	m, err := secrets.New(bytes.Repeat([]byte{3}, 32))
-	if err != nil {
-		t.Fatal(err)
-	}
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	k, ctx := datakeys.New(b, m), context.Background()
+	k, ctx := newKeys(t), context.Background()
 	k.SetClock(func() time.Time { return now })
 	for _, s := range []string{"user-1", "user-2", "user-3"} {
 		if _, err := k.DataKey(ctx, s); err != nil {
@@ -86,4 +68,19 @@ func TestDropExpiredRemovesOnlyExpiredKeys(t *testing.T) {
 	if _, err := k.DataKey(ctx, "user-1"); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// newKeys is a key store over a file backend in a temporary directory.
+func newKeys(t *testing.T) *datakeys.Keys {
+	t.Helper()
+	b, err := files.Open(filepath.Join(t.TempDir(), "keys"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	m, err := secrets.New(bytes.Repeat([]byte{3}, 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return datakeys.New(b, m)
 }
