@@ -2,31 +2,11 @@ package webhooks
 
 import (
 	"context"
-	"sync"
 	"testing"
 
 	"github.com/healthtech/partner-open-platform/events"
+	"github.com/healthtech/partner-open-platform/relay"
 )
-
-type savedPositions struct {
-	mu  sync.Mutex
-	pos events.Position
-}
-
-func (s *savedPositions) Load(context.Context) (events.Position, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.pos, nil
-}
-
-func (s *savedPositions) Save(_ context.Context, pos events.Position) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.pos.Less(pos) {
-		s.pos = pos
-	}
-	return nil
-}
 
 func seq(n uint64) events.Position { return events.Position{Commit: n, Prepare: n} }
 
@@ -34,7 +14,8 @@ func seq(n uint64) events.Position { return events.Position{Commit: n, Prepare: 
 // stays just before the request of a replay still open (a start reads the
 // log from there and resumes it), and moves on once the replay ended.
 func TestReplayCheckpointStaysBeforeEveryOpenReplay(t *testing.T) {
-	saved := &savedPositions{}
+	// The node keeps this checkpoint in a file of the data directory.
+	saved := relay.NewFileCheckpointsNamed(t.TempDir(), "webhook-replays-checkpoint.json")
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel() // the replays themselves do not run here
 	s := &replayScheduler{r: &Replayer{Checkpoints: saved}, ctx: ctx, running: map[int64]context.CancelFunc{},
