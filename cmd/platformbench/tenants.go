@@ -666,13 +666,9 @@ func tenantRow(run TenantRun, c tenantCall, store string, o Options, one TenantR
 	}
 	switch c.name {
 	case "register":
-		var behind, missing int
-		var drains []float64
-		for _, r := range run.Rounds {
-			behind, missing = behind+r.RegisterBehind, missing+r.RegisterMissing
-			drains = append(drains, r.RegisterDrain.Seconds())
-		}
-		d, _, dhi := spread(drains)
+		behind, missing, d, dhi := drainSummary(run.Rounds, func(r TenantRound) (int, int, time.Duration) {
+			return r.RegisterBehind, r.RegisterMissing, r.RegisterDrain
+		})
 		row.Errors += int64(missing)
 		notes = append(notes, fmt.Sprintf("%d registered users' deliveries still to make as the calls ended (drained in %.1f s, at most %.1f s); %d undelivered after %s count as errors",
 			behind, d, dhi, missing, o.Drain))
@@ -680,13 +676,9 @@ func tenantRow(run TenantRun, c tenantCall, store string, o Options, one TenantR
 		notes = append(notes, tenantMemory(run))
 		notes = append(notes, "load average as each round began: "+strings.Join(loads, "; "))
 	case "PATCH with a webhook":
-		var delivered, missing int
-		var drains []float64
-		for _, r := range run.Rounds {
-			delivered, missing = delivered+r.Delivered, missing+r.Missing
-			drains = append(drains, r.WebhookDrain.Seconds())
-		}
-		d, _, dhi := spread(drains)
+		delivered, missing, d, dhi := drainSummary(run.Rounds, func(r TenantRound) (int, int, time.Duration) {
+			return r.Delivered, r.Missing, r.WebhookDrain
+		})
 		row.Errors += int64(missing) + run.Bad
 		notes = append(notes, fmt.Sprintf("%d deliveries received, each checked with its app's secret, the last %.1f s (at most %.1f s) after the calls ended; errors include %d PATCHes undelivered after %s and %d bad signatures",
 			delivered, d, dhi, missing, o.Drain, run.Bad))
@@ -792,4 +784,18 @@ func straddle(a, b Measured) Measured {
 func addCPU(a, b CPUUse) CPUUse {
 	return CPUUse{Machine: a.Machine + b.Machine, Idle: a.Idle + b.Idle, Steal: a.Steal + b.Steal,
 		Platform: a.Platform + b.Platform, Load: a.Load + b.Load, Cores: max(a.Cores, b.Cores)}
+}
+
+// drainSummary adds up one write window's deliveries over the rounds (of:
+// a count, those missing after the drain, and how long the drain took) and
+// gives the drain's median and longest, in seconds.
+func drainSummary(rounds []TenantRound, of func(TenantRound) (n, missing int, drain time.Duration)) (n, missing int, med, longest float64) {
+	drains := make([]float64, 0, len(rounds))
+	for _, r := range rounds {
+		rn, rm, rd := of(r)
+		n, missing = n+rn, missing+rm
+		drains = append(drains, rd.Seconds())
+	}
+	med, _, longest = spread(drains)
+	return n, missing, med, longest
 }
