@@ -364,7 +364,7 @@ func (s *Store) openInto(ctx context.Context, op *opener, out, env []byte, event
 	if err != nil || len(sealed) < n {
 		return out, errors.New("malformed envelope")
 	}
-	ad := append(sealed[len(sealed):len(sealed)], eventID...) // associated(eventID, path)
+	ad := append(sealed[len(sealed):], eventID...) // associated(eventID, path)
 	ad = append(append(ad, 0), path...)
 	ct := sealed[n:]
 	plain, err := op.key.AEAD.Open(ct[:0], sealed[:n], ct, ad)
