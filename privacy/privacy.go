@@ -264,7 +264,7 @@ func (s *Store) seal(ctx context.Context, stream, eventID, eventType string, dat
 		out = append(out, data[last:f.start]...)
 		last = f.end
 		nonce := scratch[i*n : (i+1)*n]
-		ad = append(ad[:len(eventID)+1], f.path...) // associated(eventID, f.path)
+		ad = append(ad[:len(eventID)+1], f.path...) // associated data: eventID, NUL, f.path
 		sealed = key.AEAD.Seal(append(sealed[:0], nonce...), nonce, data[f.start:f.end], ad)
 		out = append(out, envPrefix...)
 		out = append(out, key.ID...)
@@ -364,7 +364,7 @@ func (s *Store) openInto(ctx context.Context, op *opener, out, env []byte, event
 	if err != nil || len(sealed) < n {
 		return out, errors.New("malformed envelope")
 	}
-	ad := append(sealed[len(sealed):], eventID...) // associated(eventID, path)
+	ad := append(sealed[len(sealed):], eventID...) // associated data: eventID, NUL, path
 	ad = append(append(ad, 0), path...)
 	ct := sealed[n:]
 	plain, err := op.key.AEAD.Open(ct[:0], sealed[:n], ct, ad)
@@ -373,8 +373,6 @@ func (s *Store) openInto(ctx context.Context, op *opener, out, env []byte, event
 	}
 	return append(out, plain...), nil
 }
-
-func associated(eventID, path string) []byte { return []byte(eventID + "\x00" + path) }
 
 type located struct {
 	span
