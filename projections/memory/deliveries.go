@@ -30,7 +30,7 @@ const (
 // tails. Updates of a delivery keep its cursor and source, and only touch
 // the due heap, which is O(log n) whatever the key.
 type deliveryIndexes struct {
-	deliveries map[string]projections.Delivery  // by DeliveryID
+	deliveries map[string]deliveryRow           // by DeliveryID
 	attempts   map[string][]projections.Attempt // by DeliveryID, ordered by Attempt
 	feed       []feedKey                        // every delivery, ordered by cursor
 	appFeed    map[int64][]feedKey              // per app, ordered by cursor
@@ -43,7 +43,7 @@ type deliveryIndexes struct {
 
 func newDeliveryIndexes() deliveryIndexes {
 	return deliveryIndexes{
-		deliveries: map[string]projections.Delivery{},
+		deliveries: map[string]deliveryRow{},
 		attempts:   map[string][]projections.Attempt{},
 		appFeed:    map[int64][]feedKey{},
 		due:        appDue{apps: map[int64]*dueHeap{}},
@@ -309,7 +309,7 @@ func (s *Store) setDelivery(cur projections.Delivery, had bool, next projections
 	id := cur.DeliveryID
 	if keep {
 		id = next.DeliveryID
-		s.deliveries[id] = next
+		s.deliveries[id] = packDelivery(next)
 	}
 	k, in := dueKeyOf(next)
 	appID := cur.AppID
@@ -347,6 +347,16 @@ func (s *Store) refSource(p events.Position, d int) {
 
 // ---- reads ----
 
+// view is the delivery id as the rows hold it (see deliveryRow.view), or
+// the zero delivery.
+func (s *Store) view(id string) projections.Delivery {
+	r, ok := s.deliveries[id]
+	if !ok {
+		return projections.Delivery{}
+	}
+	return r.view(id)
+}
+
 // UpdateDeliveries shares Update's lock, undo log and checkpoints, so both projections replay alike.
 func (s *Store) UpdateDeliveries(ctx context.Context, projection string, pos events.Position, fn func(projections.DeliveryTx) error) error {
 	return s.update(ctx, &s.deliveriesMu, projection, pos, func(t *tx) error { return fn(t) })
@@ -359,10 +369,11 @@ func (s *Store) Delivery(ctx context.Context, appID int64, id string) (projectio
 	}
 	s.deliveriesMu.RLock()
 	defer s.deliveriesMu.RUnlock()
-	d, ok := s.deliveries[id]
-	if !ok || (appID != 0 && d.AppID != appID) {
+	r, ok := s.deliveries[id]
+	if !ok || (appID != 0 && r.appID != appID) {
 		return projections.Delivery{}, nil, projections.ErrNotFound
 	}
+	d := r.view(id)
 	as := make([]projections.Attempt, len(s.attempts[id]))
 	for i, a := range s.attempts[id] {
 		as[i] = copyAttempt(a)
@@ -393,7 +404,7 @@ func (s *Store) Deliveries(ctx context.Context, f domain.DeliveryFilter) ([]proj
 			i = sort.Search(len(keys), func(i int) bool { return comparePos(keys[i].cursor, f.Before) >= 0 }) - 1
 		}
 		for ; i >= 0 && len(out) < limit; i-- {
-			if d := s.deliveries[keys[i].id]; d.Matches(g) {
+			if d := s.view(keys[i].id); d.Matches(g) {
 				out = append(out, copyDelivery(d))
 			}
 		}
@@ -401,7 +412,7 @@ func (s *Store) Deliveries(ctx context.Context, f domain.DeliveryFilter) ([]proj
 	}
 	i := sort.Search(len(keys), func(i int) bool { return comparePos(keys[i].cursor, f.After) > 0 })
 	for ; i < len(keys) && len(out) < limit; i++ {
-		if d := s.deliveries[keys[i].id]; d.Matches(g) {
+		if d := s.view(keys[i].id); d.Matches(g) {
 			out = append(out, copyDelivery(d))
 		}
 	}
@@ -455,7 +466,7 @@ func (s *Store) Due(ctx context.Context, now time.Time, limit int, skipApps ...i
 			break // every key left is later still
 		}
 		d := s.deliveries[k.id]
-		out = append(out, domain.DueDelivery{DeliveryID: d.DeliveryID, AppID: d.AppID, EndpointID: d.EndpointID})
+		out = append(out, domain.DueDelivery{DeliveryID: k.id, AppID: d.appID, EndpointID: d.endpointID})
 		for _, c := range [2]int{2*r.i + 1, 2*r.i + 2} {
 			if c < r.h.Len() {
 				f.push(dueRef{r.h, c})
@@ -510,11 +521,11 @@ func (t *tx) Delivery(ctx context.Context, id string) (projections.Delivery, err
 	if err := t.check(ctx); err != nil {
 		return projections.Delivery{}, err
 	}
-	d, ok := t.s.deliveries[id]
+	r, ok := t.s.deliveries[id]
 	if !ok {
 		return projections.Delivery{}, projections.ErrNotFound
 	}
-	return copyDelivery(d), nil
+	return copyDelivery(r.view(id)), nil
 }
 
 func (t *tx) SubjectDeliveries(ctx context.Context, subject string) ([]projections.Delivery, error) {
@@ -523,7 +534,7 @@ func (t *tx) SubjectDeliveries(ctx context.Context, subject string) ([]projectio
 	}
 	var out []projections.Delivery
 	for id := range t.s.subjects[subject] {
-		out = append(out, copyDelivery(t.s.deliveries[id]))
+		out = append(out, copyDelivery(t.s.view(id)))
 	}
 	return out, nil
 }
@@ -537,7 +548,11 @@ func (t *tx) PutDelivery(ctx context.Context, d projections.Delivery) error {
 		d = copyDelivery(d)
 	}
 	d = normDeliveryTimes(d)
-	old, had := s.deliveries[d.DeliveryID]
+	row, had := s.deliveries[d.DeliveryID]
+	var old projections.Delivery
+	if had {
+		old = row.view(d.DeliveryID)
+	}
 	s.setDelivery(old, had, d, true)
 	t.keepUndo(func() { s.setDelivery(d, true, old, had) })
 	return nil
@@ -661,7 +676,7 @@ func (s *Store) restoreDeliveries(rows []*projections.Delivery) error {
 	}
 	lane(func() {
 		for _, d := range rows {
-			s.deliveries[d.DeliveryID] = *d
+			s.deliveries[d.DeliveryID] = packDelivery(*d)
 		}
 	})
 	lane(func() {
