@@ -647,7 +647,8 @@ func (d *Dispatcher) paused(appID int64) bool {
 // end before the claim could lapse, so no other node can start an attempt
 // of the delivery while this one's POST is open. The endpoint slot c holds
 // is given back as soon as the POST ends, telling the breaker its outcome,
-// and freed wakes the sender then: the endpoint may take its next delivery
+// and freed is called then (it wakes the sender; a Sole sender's also gives
+// the worker back, see launch): the endpoint may take its next delivery
 // while this one's outcome is still being recorded (one endpoint's
 // throughput is PerEndpoint POSTs at a time, not PerEndpoint attempts).
 //
