@@ -99,39 +99,51 @@ func dueKeyOf(d projections.Delivery) (dueKey, bool) {
 }
 
 // dueHeap is a min-heap of due keys that also knows where each delivery
-// sits, so a reschedule or a completed delivery is O(log n).
+// sits, so a reschedule or a completed delivery is O(log n). Each key's
+// index lives in a cell of its own that the map and the heap share: a
+// swap writes two cells rather than hashing two delivery ids into the
+// map (an outcome's removal from a drain's heap of thousands made a
+// dozen swaps, a visible part of projecting it).
 type dueHeap struct {
 	keys []dueKey
-	at   map[string]int // DeliveryID -> index in keys
+	pos  []*int          // pos[i] is the index cell of keys[i]
+	at   map[string]*int // DeliveryID -> its index cell
 }
 
 func (h *dueHeap) Len() int           { return len(h.keys) }
 func (h *dueHeap) Less(i, j int) bool { return compareDue(h.keys[i], h.keys[j]) < 0 }
 func (h *dueHeap) Swap(i, j int) {
 	h.keys[i], h.keys[j] = h.keys[j], h.keys[i]
-	h.at[h.keys[i].id], h.at[h.keys[j].id] = i, j
+	h.pos[i], h.pos[j] = h.pos[j], h.pos[i]
+	*h.pos[i], *h.pos[j] = i, j
 }
 func (h *dueHeap) Push(x any) {
 	k := x.(dueKey)
-	h.at[k.id] = len(h.keys)
+	cell := new(int)
+	*cell = len(h.keys)
+	h.at[k.id] = cell
 	h.keys = append(h.keys, k)
+	h.pos = append(h.pos, cell)
 }
 func (h *dueHeap) Pop() any {
-	k := h.keys[len(h.keys)-1]
-	h.keys = h.keys[:len(h.keys)-1]
+	n := len(h.keys) - 1
+	k := h.keys[n]
+	h.keys = h.keys[:n]
+	h.pos[n] = nil
+	h.pos = h.pos[:n]
 	delete(h.at, k.id)
 	return k
 }
 
 // set puts id in the queue at k, or takes it out when !in.
 func (h *dueHeap) set(id string, k dueKey, in bool) {
-	i, had := h.at[id]
+	cell, had := h.at[id]
 	switch {
 	case had && in:
-		h.keys[i] = k
-		heap.Fix(h, i)
+		h.keys[*cell] = k
+		heap.Fix(h, *cell)
 	case had:
-		heap.Remove(h, i)
+		heap.Remove(h, *cell)
 	case in:
 		heap.Push(h, k)
 	}
@@ -154,7 +166,7 @@ func (q *appDue) set(appID int64, id string, k dueKey, in bool) {
 		if !in {
 			return
 		}
-		h = &dueHeap{at: map[string]int{}}
+		h = &dueHeap{at: map[string]*int{}}
 		q.apps[appID] = h
 	}
 	h.set(id, k, in)
