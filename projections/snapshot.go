@@ -21,16 +21,7 @@ type SnapshotQuery struct {
 	Bind *nonces.Binding
 	// Take, when set, takes tokens from a shared rate-limit bucket in the
 	// same round trip; Snapshot.Grant is then what it granted.
-	Take *BucketTake
-}
-
-// BucketTake is a take from a shared rate-limit bucket (ratelimit/postgres)
-// carried by a read's own statement: Want tokens from Key's bucket after
-// giving Back tokens back, as ratelimit.Taker's Take.
-type BucketTake struct {
-	Bucket     ratelimit.BucketSpec
-	Key        string
-	Want, Back int
+	Take *ratelimit.Take
 }
 
 // Snapshot is a user's rows read together with the position the users

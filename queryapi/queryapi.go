@@ -318,7 +318,7 @@ func (q *API) serveSnapshot(w http.ResponseWriter, r *http.Request, ps httproute
 			sq.Bind = &nonces.Binding{Scope: pending.Scope, Key: pending.Key, Value: pending.Value, Expires: pending.Expires}
 		}
 		if pt != nil {
-			sq.Take = &projections.BucketTake{Bucket: pt.Bucket, Key: pt.Key, Want: pt.Want, Back: pt.Back}
+			sq.Take = &pt.Take
 		}
 		snap, recorded, err := q.readSnapshot(ctx, sr, sq, pt)
 		if err != nil {

@@ -181,7 +181,30 @@ type PendingBinding struct {
 	now   time.Time
 	s     SchemeM
 	ctx   context.Context
+	// take is the request's rate-limit renewal the write edge carries
+	// with the binding (WithTake), nil when none is pending.
+	take *PendingTake
 }
+
+// WithTake has the binding carry the request's pending rate-limit take
+// (VerifyLaterTake) to the write edge, which takes it in the statement
+// that records the binding (idempotency.RouteTake).
+func (p *PendingBinding) WithTake(t *PendingTake) { p.take = t }
+
+// PendingTake is the take the binding carries, if it is still pending.
+func (p *PendingBinding) PendingTake() (ratelimit.Take, bool) {
+	if !p.take.Pending() {
+		return ratelimit.Take{}, false
+	}
+	return p.take.Take, true
+}
+
+// SettleTake settles the carried take with what the statement granted.
+func (p *PendingBinding) SettleTake(g ratelimit.Grant) error { return p.take.Settle(g) }
+
+// FinishTake ends a carried take no statement took, in a round trip of
+// its own; nil when none is pending.
+func (p *PendingBinding) FinishTake(ctx context.Context) error { return p.take.Finish(ctx) }
 
 // Check judges the value the binding's key holds once recorded: the same
 // route passes; another route passes within BindingGrace of the
@@ -442,21 +465,18 @@ func (s SchemeM) reserve(app domain.App) (pt *PendingTake, decided bool, err err
 	if rn == nil {
 		return nil, true, refused(d)
 	}
-	return &PendingTake{Bucket: spec, Key: rn.Key, Want: rn.Want, Back: rn.Back, rn: rn, app: app.AppID}, true, nil
+	return &PendingTake{Take: ratelimit.Take{Bucket: spec, Key: rn.Key, Want: rn.Want, Back: rn.Back}, rn: rn, app: app.AppID}, true, nil
 }
 
 // PendingTake is a request's rate-limit lease renewal that VerifyLaterTake
-// left for the caller's own statement: Want tokens from the shared bucket
-// Bucket's row Key, giving Back back (ratelimit/postgres TakeWhen). Until
+// left for the caller's own statement (ratelimit/postgres TakeWhen). Until
 // it is ended (Settle, Finish or Cancel), the app's other requests on this
 // node wait for it.
 type PendingTake struct {
-	Bucket     ratelimit.BucketSpec
-	Key        string
-	Want, Back int
-	rn         *ratelimit.Renewal
-	app        int64
-	refused    bool
+	Take    ratelimit.Take
+	rn      *ratelimit.Renewal
+	app     int64
+	refused bool
 }
 
 // Settle ends the renewal with what the caller's statement granted and
