@@ -40,7 +40,7 @@ type snapFixture struct {
 	path  string
 }
 
-func newSnapFixture(t *testing.T) *snapFixture {
+func newSnapFixture(t testing.TB) *snapFixture {
 	t.Helper()
 	dir := t.TempDir()
 	backend, err := keyfiles.Open(filepath.Join(dir, "keys"))
@@ -62,7 +62,7 @@ func (f *snapFixture) snapshotter() *memory.Snapshotter {
 }
 
 // event appends one event and returns its position.
-func (f *snapFixture) event(t *testing.T) events.Position {
+func (f *snapFixture) event(t testing.TB) events.Position {
 	t.Helper()
 	res, err := f.log.Append(f.ctx, "s-"+uuid.NewString(), events.NoStream(), events.Proposed{ID: uuid.NewString(), Type: "t", Data: []byte(`{}`)})
 	if err != nil {
