@@ -66,11 +66,6 @@ type API struct {
 	// an implicit idempotency key (the store the nodes share); nil turns
 	// that off.
 	SignedWrites idempotency.SignedStore
-	// ClaimTakes, set only when SignedWrites is an
-	// idempotency.TakingRouteClaimer in the database of SchemeM's shared
-	// rate-limit bucket, has a signed write carry its app's lease renewal
-	// in the statement that claims it.
-	ClaimTakes bool
 
 	// Operators creates and revokes named operators; OperatorsReady is the
 	// operator directory, which a creation or revocation waits for so the
@@ -194,20 +189,8 @@ func (a *API) partner(h func(*call) error) httprouter.Handle {
 			// The signature's route binding is recorded in the statement
 			// that claims the signed write (keyed, ServeSigned).
 			var pending *auth.PendingBinding
-			var take *auth.PendingTake
-			if a.claimsTaking() {
-				app, pending, take, err = a.partnerAuth().VerifyLaterTake(r, body)
-				// A take the claim's statement did not end is ended here:
-				// nothing was taken.
-				defer take.Cancel()
-				if take != nil && pending == nil && err == nil {
-					err = take.Finish(r.Context())
-				}
-			} else {
-				app, pending, err = a.partnerAuth().VerifyLater(r, body)
-			}
+			app, pending, err = a.partnerAuth().VerifyLater(r, body)
 			if pending != nil {
-				pending.WithTake(take)
 				route = pending
 			}
 		} else {
@@ -229,16 +212,6 @@ func (a *API) claimsWithRoute(r *http.Request) bool {
 		return false
 	}
 	_, ok := a.SignedWrites.(idempotency.RouteClaimer)
-	return ok
-}
-
-// claimsTaking says whether a write claimsWithRoute also carries its
-// app's rate-limit renewal in the claim's statement.
-func (a *API) claimsTaking() bool {
-	if !a.ClaimTakes {
-		return false
-	}
-	_, ok := a.SignedWrites.(idempotency.TakingRouteClaimer)
 	return ok
 }
 

@@ -181,30 +181,7 @@ type PendingBinding struct {
 	now   time.Time
 	s     SchemeM
 	ctx   context.Context
-	// take is the request's rate-limit renewal the write edge carries
-	// with the binding (WithTake), nil when none is pending.
-	take *PendingTake
 }
-
-// WithTake has the binding carry the request's pending rate-limit take
-// (VerifyLaterTake) to the write edge, which takes it in the statement
-// that records the binding (idempotency.RouteTake).
-func (p *PendingBinding) WithTake(t *PendingTake) { p.take = t }
-
-// PendingTake is the take the binding carries, if it is still pending.
-func (p *PendingBinding) PendingTake() (ratelimit.Take, bool) {
-	if !p.take.Pending() {
-		return ratelimit.Take{}, false
-	}
-	return p.take.Take, true
-}
-
-// SettleTake settles the carried take with what the statement granted.
-func (p *PendingBinding) SettleTake(g ratelimit.Grant) error { return p.take.Settle(g) }
-
-// FinishTake ends a carried take no statement took, in a round trip of
-// its own; nil when none is pending.
-func (p *PendingBinding) FinishTake(ctx context.Context) error { return p.take.Finish(ctx) }
 
 // Check judges the value the binding's key holds once recorded: the same
 // route passes; another route passes within BindingGrace of the

@@ -14,7 +14,6 @@ import (
 
 	"github.com/healthtech/partner-open-platform/internal/httpapi"
 	"github.com/healthtech/partner-open-platform/internal/nonces"
-	"github.com/healthtech/partner-open-platform/internal/ratelimit"
 )
 
 // SignedStore keeps the records of signed writes: the nonce and binding
@@ -34,32 +33,6 @@ type SignedStore interface {
 // was bound, and fresh whether the claim is the caller's own.
 type RouteClaimer interface {
 	BindRouteAndClaim(ctx context.Context, route, claim nonces.Binding, routeName string) (bound string, claimed, fresh bool, err error)
-}
-
-// TakingRouteClaimer is a RouteClaimer that can also take a request's
-// rate-limit tokens from a shared bucket in the same statement, binding
-// the claim only when the take granted the request's token (a request
-// answered HTTP_429 leaves no claim). took is false when no statement ran
-// (the route's binding was already known to hold), and the caller takes
-// apart.
-type TakingRouteClaimer interface {
-	BindRouteClaimAndTake(ctx context.Context, route, claim nonces.Binding, routeName string, take ratelimit.Take) (bound string, claimed, fresh bool, g ratelimit.Grant, took bool, err error)
-}
-
-// RouteTake is a PendingRoute that also carries the request's pending
-// rate-limit renewal (auth.PendingBinding with a take left by
-// auth.SchemeM.VerifyLaterTake): ServeSigned takes it in the claim's
-// statement on a TakingRouteClaimer, and on its own otherwise, before
-// anything else answers, as authentication would have.
-type RouteTake interface {
-	// PendingTake is the take to carry; ok is false when none is pending.
-	PendingTake() (take ratelimit.Take, ok bool)
-	// SettleTake ends the take with what the statement granted: nil, or
-	// the HTTP_429 to answer.
-	SettleTake(g ratelimit.Grant) error
-	// FinishTake ends a take no statement carried with a round trip of
-	// its own: nil, HTTP_429, or the failure; nil once ended.
-	FinishTake(ctx context.Context) error
 }
 
 // PendingRoute is a scheme M signature's route binding that
@@ -128,8 +101,6 @@ func (k *Keeper) ServeSigned(w http.ResponseWriter, r *http.Request, appID int64
 		if route != nil {
 			if rerr := route.Record(); rerr != nil {
 				err = rerr
-			} else if terr := finishTake(r.Context(), route); terr != nil {
-				err = terr
 			}
 		}
 		httpapi.Error(w, r, err)
@@ -178,16 +149,6 @@ func (k *Keeper) ServeSigned(w http.ResponseWriter, r *http.Request, appID int64
 // claim out (the binding holds another route), the route is judged first
 // and the claim made on its own, as when the two were separate.
 func claimSigned(ctx context.Context, store SignedStore, route PendingRoute, claim nonces.Binding) (first bool, err error) {
-	if rt, ok := route.(RouteTake); ok {
-		if take, pending := rt.PendingTake(); pending {
-			if tc, ok := store.(TakingRouteClaimer); ok {
-				return claimTaking(ctx, store, tc, rt, route, claim, take)
-			}
-		}
-	}
-	if err := finishTake(ctx, route); err != nil {
-		return false, err
-	}
 	if rc, ok := store.(RouteClaimer); ok && route != nil {
 		bound, claimed, fresh, err := rc.BindRouteAndClaim(ctx, route.Binding(), claim, route.Route())
 		if err != nil {
@@ -209,46 +170,6 @@ func claimSigned(ctx context.Context, store SignedStore, route PendingRoute, cla
 		return false, fmt.Errorf("idempotency: claim a signed write: %w", err)
 	}
 	return first, nil
-}
-
-// claimTaking is claimSigned with the request's rate-limit take in the
-// statement that binds the route and claims the write. The answers keep
-// authentication's order: a replay on another route is 401 first, then a
-// request over its rate 429 (leaving no claim), then the claim.
-func claimTaking(ctx context.Context, store SignedStore, tc TakingRouteClaimer, rt RouteTake, route PendingRoute, claim nonces.Binding, take ratelimit.Take) (first bool, err error) {
-	bound, claimed, fresh, g, took, err := tc.BindRouteClaimAndTake(ctx, route.Binding(), claim, route.Route(), take)
-	if err != nil {
-		return false, err
-	}
-	var terr error
-	if took {
-		terr = rt.SettleTake(g)
-	} else {
-		terr = rt.FinishTake(ctx)
-	}
-	if err := route.Check(bound); err != nil {
-		return false, err
-	}
-	if terr != nil {
-		return false, terr
-	}
-	if claimed {
-		return fresh, nil
-	}
-	_, first, err = store.Bind(ctx, claim.Scope, claim.Key, claim.Value, claim.Expires)
-	if err != nil {
-		return false, fmt.Errorf("idempotency: claim a signed write: %w", err)
-	}
-	return first, nil
-}
-
-// finishTake ends a rate-limit take the route still carries (RouteTake)
-// with a round trip of its own: nil, HTTP_429 or the failure.
-func finishTake(ctx context.Context, route PendingRoute) error {
-	if rt, ok := route.(RouteTake); ok {
-		return rt.FinishTake(ctx)
-	}
-	return nil
 }
 
 // maxLevels bounds the levels of the record protocol (see recordSigned):

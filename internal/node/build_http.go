@@ -61,7 +61,6 @@ func (n *Node) buildRoutes(cfg Config, c commandSet, a authSet, p projectionSet)
 	// store's pool: a snapshot's lease renewal rides its statement.
 	if _, reserves := a.schemeM.Limiter.(auth.Reserver); reserves && any(a.nonces) == any(n.ReadModel) {
 		qAPI.SnapshotTakes = true
-		cmdAPI.ClaimTakes = true
 	}
 	if n.snapshots != nil {
 		qAPI.Snapshot = n.snapshotState

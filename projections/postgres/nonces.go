@@ -10,8 +10,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/healthtech/partner-open-platform/internal/nonces"
-	"github.com/healthtech/partner-open-platform/internal/ratelimit"
-	ratelimitpg "github.com/healthtech/partner-open-platform/internal/ratelimit/postgres"
 )
 
 // Pruning of expired nonces: one Use in pruneEvery first deletes up to
@@ -150,83 +148,6 @@ w AS (
     RETURNING value, claim = $9 AS mine, expires_at)
 SELECT r.value, r.expires_at, w.value IS NOT NULL, coalesce(w.mine, false), coalesce(w.expires_at, r.expires_at)
 FROM r LEFT JOIN w ON true`
-
-// bindRouteClaimAndTakeQuery is bindRouteAndClaimQuery that also takes a
-// request's rate-limit tokens ($13–$19, ratelimitpg.TakeWhenFrom) after
-// the route's binding, whatever the binding holds (a request's token is
-// spent before its binding is judged), and claims the write only when the
-// take granted this request's token: a request answered HTTP_429 leaves
-// no claim behind, so its retry runs. Its rows are locked in one order:
-// the route's binding, the bucket, the claim, as the snapshot's statement
-// takes its binding before the bucket.
-var bindRouteClaimAndTakeQuery = `
-WITH r AS (
-    INSERT INTO nonce_bindings AS b (scope, key, value, claim, expires_at) VALUES ($1, $2, $3, $4, $5)
-    ON CONFLICT (scope, key) DO UPDATE SET
-        value      = CASE WHEN b.expires_at <= $11 THEN EXCLUDED.value ELSE b.value END,
-        claim      = CASE WHEN b.expires_at <= $11 THEN EXCLUDED.claim ELSE b.claim END,
-        expires_at = CASE WHEN b.expires_at <= $11 THEN EXCLUDED.expires_at ELSE b.expires_at END
-    RETURNING value, claim = $4 AS mine, expires_at),
-t AS (` + ratelimitpg.TakeWhenFrom("EXISTS (SELECT 1 FROM r)", 13) + `),
-w AS (
-    INSERT INTO nonce_bindings AS b (scope, key, value, claim, expires_at)
-    SELECT $6, $7, $8, $9, $10 FROM r
-    WHERE (r.mine OR r.value = $12
-       OR (split_part(r.value, ' ', 1) ~ '^[0-9]{1,19}$' AND substr(r.value, length(split_part(r.value, ' ', 1)) + 2) = $12))
-      AND (SELECT granted FROM t) >= 1
-    ON CONFLICT (scope, key) DO UPDATE SET
-        value      = CASE WHEN b.expires_at <= $11 THEN EXCLUDED.value ELSE b.value END,
-        claim      = CASE WHEN b.expires_at <= $11 THEN EXCLUDED.claim ELSE b.claim END,
-        expires_at = CASE WHEN b.expires_at <= $11 THEN EXCLUDED.expires_at ELSE b.expires_at END
-    RETURNING value, claim = $9 AS mine, expires_at)
-SELECT r.value, r.expires_at, w.value IS NOT NULL, coalesce(w.mine, false), coalesce(w.expires_at, r.expires_at),
-    (SELECT tokens FROM t), (SELECT granted FROM t)
-FROM r LEFT JOIN w ON true`
-
-// BindRouteClaimAndTake implements idempotency.TakingRouteClaimer:
-// BindRouteAndClaim that also takes the request's rate-limit tokens in the
-// same statement (bindRouteClaimAndTakeQuery), claiming only when the take
-// granted one. took is false when no statement ran (this store has seen
-// the route's binding hold): the caller then takes on its own.
-func (s *Store) BindRouteClaimAndTake(ctx context.Context, route, claim nonces.Binding, routeName string, take ratelimit.Take) (bound string, claimed, fresh bool, g ratelimit.Grant, took bool, err error) {
-	now := time.Now()
-	if v, ok := s.bound.get(route.Scope, route.Key, now); ok {
-		return v, false, false, ratelimit.Grant{}, false, nil
-	}
-	if rand.IntN(pruneEvery) == 0 {
-		if _, err := s.pool.Exec(ctx, pruneBindingsQuery, now, pruneBatch); err != nil {
-			return "", false, false, ratelimit.Grant{}, false, fmt.Errorf("projections/postgres: prune expired bindings: %w", err)
-		}
-	}
-	var bucketNow *time.Time
-	if take.Bucket.Now != nil {
-		t := take.Bucket.Now()
-		bucketNow = &t
-	}
-	routeClaim, runClaim := rand.Int64(), rand.Int64()
-	var routeUntil, claimUntil time.Time
-	var tokens *float64
-	var granted *int32
-	err = s.pool.QueryRow(ctx, bindRouteClaimAndTakeQuery,
-		route.Scope, route.Key, route.Value, routeClaim, route.Expires,
-		claim.Scope, claim.Key, claim.Value, runClaim, claim.Expires,
-		now, routeName,
-		take.Bucket.Name, take.Key, float64(take.Bucket.Limit), ratelimit.Rate(take.Bucket.Limit, take.Bucket.Period),
-		float64(max(take.Want, 0)), float64(max(take.Back, 0)), bucketNow,
-	).Scan(&bound, &routeUntil, &claimed, &fresh, &claimUntil, &tokens, &granted)
-	if err != nil {
-		return "", false, false, ratelimit.Grant{}, false, fmt.Errorf("projections/postgres: bind a route, take and claim a signed write: %w", err)
-	}
-	if tokens == nil || granted == nil {
-		return "", false, false, ratelimit.Grant{}, false, errors.New("projections/postgres: bind a route, take and claim a signed write: no grant returned")
-	}
-	at := time.Now()
-	s.bound.put(route.Scope, route.Key, bound, routeUntil, at)
-	if claimed && fresh {
-		s.bound.put(claim.Scope, claim.Key, claim.Value, claimUntil, at)
-	}
-	return bound, claimed, fresh, ratelimit.Grant{Tokens: *tokens, Granted: int(*granted)}, true, nil
-}
 
 // BindRouteAndClaim implements idempotency.RouteClaimer: a scheme M
 // write's route binding and its claim in one statement (one transaction)

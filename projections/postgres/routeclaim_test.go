@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/healthtech/partner-open-platform/internal/nonces"
-	"github.com/healthtech/partner-open-platform/internal/ratelimit"
 	"github.com/healthtech/partner-open-platform/projections/postgres"
 )
 
@@ -115,55 +114,5 @@ func TestBindRouteAndClaimConcurrently(t *testing.T) {
 		if fresh != 1 || len(bounds) != 1 {
 			t.Fatalf("round %d: %d fresh claims, %d distinct route bindings; want 1 and 1", round, fresh, len(bounds))
 		}
-	}
-}
-
-// TestBindRouteClaimAndTake: the route binding, the request's rate-limit
-// take and the claim in one statement. A granted take claims as
-// BindRouteAndClaim does and leaves the bucket the tokens fewer; a take the
-// empty bucket refuses still records the route's binding (a replay on
-// another route stays refused) but leaves no claim, so the same request
-// retried once the bucket refilled runs.
-func TestBindRouteClaimAndTake(t *testing.T) {
-	url := postgres.MigratedDB(t)
-	s := open(t, url)
-	t.Cleanup(func() { _ = s.Close() })
-	ctx := context.Background()
-	exp := time.Now().Add(5 * time.Minute)
-	clock := time.Unix(1_900_000_000, 0)
-	take := func(want, back int) ratelimit.Take {
-		return ratelimit.Take{Bucket: ratelimit.BucketSpec{Name: "scheme_m_claim", Limit: 12, Period: time.Minute, Now: func() time.Time { return clock }},
-			Key: "7", Want: want, Back: back}
-	}
-	use := func(sig, route string) nonces.Binding {
-		return nonces.Binding{Scope: "m", Key: "7:" + sig, Value: strconv.FormatInt(time.Now().UnixNano(), 10) + " " + route, Expires: exp}
-	}
-	claim := func(sig string) nonces.Binding {
-		return nonces.Binding{Scope: "signed-write", Key: "7:" + sig + ":run", Value: "run-" + sig, Expires: exp}
-	}
-	first := use("a", "PATCH /u")
-	bound, claimed, fresh, g, took, err := s.BindRouteClaimAndTake(ctx, first, claim("a"), "PATCH /u", take(10, 0))
-	if err != nil || !took || g.Granted != 10 || g.Tokens != 2 || bound != first.Value || !claimed || !fresh {
-		t.Fatalf("first write: bound %q claimed %v fresh %v grant %+v took %v, %v; want its binding claimed with 10 tokens of 12", bound, claimed, fresh, g, took, err)
-	}
-	// The bucket holds 2: a take of 10 grants them, and the write claims.
-	if _, claimed, _, g, _, err = s.BindRouteClaimAndTake(ctx, use("b", "PATCH /u"), claim("b"), "PATCH /u", take(10, 0)); err != nil || g.Granted != 2 || !claimed {
-		t.Fatalf("second write: grant %+v claimed %v, %v; want the last 2 tokens, claimed", g, claimed, err)
-	}
-	refused := use("c", "PATCH /u")
-	bound, claimed, _, g, took, err = s.BindRouteClaimAndTake(ctx, refused, claim("c"), "PATCH /u", take(10, 0))
-	if err != nil || !took || g.Granted != 0 || bound != refused.Value || claimed {
-		t.Fatalf("write over the limit: bound %q claimed %v grant %+v, %v; want its binding, no token, no claim", bound, claimed, g, err)
-	}
-	if got, isNew, err := s.Bind(ctx, "signed-write", "7:c:run", "retry", exp); err != nil || !isNew || got != "retry" {
-		t.Fatalf("the refused write's claim key: %q fresh %v, %v; want unbound, so its retry runs", got, isNew, err)
-	}
-	// Tokens given back with a take are taken again by it.
-	if _, claimed, _, g, _, err = s.BindRouteClaimAndTake(ctx, use("d", "PATCH /u"), claim("d"), "PATCH /u", take(1, 3)); err != nil || g.Granted != 1 || g.Tokens != 2 || !claimed {
-		t.Fatalf("a take giving 3 back: grant %+v claimed %v, %v; want 1 granted leaving 2", g, claimed, err)
-	}
-	// A route binding this store has seen: no statement, the caller takes.
-	if _, claimed, _, _, took, err = s.BindRouteClaimAndTake(ctx, first, claim("e"), "PATCH /u", take(1, 0)); err != nil || took || claimed {
-		t.Fatalf("a binding the store has seen: claimed %v took %v, %v; want neither", claimed, took, err)
 	}
 }

@@ -143,12 +143,10 @@ func TestClusterSchemeMLimitHoldsAcrossNodes(t *testing.T) {
 	}
 }
 
-// Signed writes share the scheme M budget across nodes too, with each
-// write's lease renewal taken in the statement that claims it: the limit's
-// writes are admitted over both nodes and no more; a refused write
-// appends nothing and answers the spec's HTTP_429 with its headers, and so
-// does its identical retry (the claim a refusal must not leave behind is
-// TestBindRouteClaimAndTake's, in projections/postgres).
+// Signed writes share the scheme M budget across nodes too, through
+// leases of one token at this limit: the limit's writes are admitted over
+// both nodes and no more; a refused write appends nothing and answers the
+// spec's HTTP_429 with its headers, and so does its identical retry.
 func TestClusterSchemeMWriteLimitHoldsAcrossNodes(t *testing.T) {
 	t.Parallel()
 	const limit = 6
