@@ -264,7 +264,7 @@ func (s *Store) seal(ctx context.Context, stream, eventID, eventType string, dat
 		out = append(out, data[last:f.start]...)
 		last = f.end
 		nonce := scratch[i*n : (i+1)*n]
-		ad = append(ad[:len(eventID)+1], f.path...) // associated(eventID, f.path)
+		ad = append(ad[:len(eventID)+1], f.path...) // associated data: eventID, NUL, f.path
 		sealed = key.AEAD.Seal(append(sealed[:0], nonce...), nonce, data[f.start:f.end], ad)
 		out = append(out, envPrefix...)
 		out = append(out, key.ID...)
@@ -299,55 +299,80 @@ func (s *Store) open1(ctx context.Context, rec events.Recorded, shared bool) (ev
 	if err != nil {
 		return rec, fmt.Errorf("privacy: %s at %s: %w", rec.Type, rec.Position, err)
 	}
-	var out bytes.Buffer
-	out.Grow(len(rec.Data))
+	// The plaintext is shorter than the sealed data (an envelope adds its
+	// prefix, key id, nonce, tag and base64's third), so out never grows;
+	// each field decrypts straight into it, and op keeps the scratch and
+	// the last key looked up across the event's fields.
+	out := make([]byte, 0, len(rec.Data))
+	var op opener
 	last := 0
 	for _, f := range found {
 		val := rec.Data[f.start:f.end]
 		if !bytes.HasPrefix(val, []byte(envPrefix)) || !bytes.HasSuffix(val, []byte(envSuffix)) {
 			continue // written before encryption, or null
 		}
-		plain, err := s.open(ctx, string(val[len(envPrefix):len(val)-len(envSuffix)]), rec.ID, f.path)
-		if err != nil {
+		out = append(out, rec.Data[last:f.start]...)
+		if out, err = s.openInto(ctx, &op, out, val[len(envPrefix):len(val)-len(envSuffix)], rec.ID, f.path); err != nil {
 			return rec, fmt.Errorf("privacy: %s %s at %s: %w", rec.Type, f.path, rec.Position, err)
 		}
-		out.Write(rec.Data[last:f.start])
-		out.Write(plain)
 		last = f.end
 	}
-	out.Write(rec.Data[last:])
-	plain := out.Bytes()
-	plain = plain[:len(plain):len(plain)]
+	out = append(out, rec.Data[last:]...)
+	plain := out[:len(out):len(out)]
 	s.opened.put(rec, epoch, plain, shared)
 	rec.Data = plain
 	return rec, nil
 }
 
-func (s *Store) open(ctx context.Context, env, eventID, path string) ([]byte, error) {
-	keyID, b64, ok := strings.Cut(env, ":")
-	if !ok {
-		return nil, errors.New("malformed envelope")
-	}
-	key, err := s.keys.ByID(ctx, keyID)
-	if errors.Is(err, datakeys.ErrNotFound) {
-		return Erased, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	ct, err := base64.StdEncoding.DecodeString(b64)
-	n := key.AEAD.NonceSize()
-	if err != nil || len(ct) < n {
-		return nil, errors.New("malformed envelope")
-	}
-	plain, err := key.AEAD.Open(nil, ct[:n], ct[n:], associated(eventID, path))
-	if err != nil {
-		return nil, errors.New("envelope does not authenticate (tampered, or moved from another event or field)")
-	}
-	return plain, nil
+// opener is what one event's decryption reuses across its fields: the
+// key of the previous envelope (every field of an event is sealed with its
+// subject's one key).
+type opener struct {
+	keyID  string
+	key    datakeys.Key
+	erased bool // keyID's key is destroyed
 }
 
-func associated(eventID, path string) []byte { return []byte(eventID + "\x00" + path) }
+// openInto appends the plaintext of env (an envelope's "keyID:base64")
+// sealed for eventID's field at path to out: Erased once the key is
+// destroyed. It decodes and decrypts in out's spare capacity, where the
+// plaintext ends up, so a field costs no allocation of its own.
+func (s *Store) openInto(ctx context.Context, op *opener, out, env []byte, eventID, path string) ([]byte, error) {
+	colon := bytes.IndexByte(env, ':')
+	if colon < 0 {
+		return out, errors.New("malformed envelope")
+	}
+	if op.keyID == "" || string(env[:colon]) != op.keyID {
+		keyID := string(env[:colon])
+		key, err := s.keys.ByID(ctx, keyID)
+		erased := errors.Is(err, datakeys.ErrNotFound)
+		if err != nil && !erased {
+			return out, err
+		}
+		op.keyID, op.key, op.erased = keyID, key, erased
+	}
+	if op.erased {
+		return append(out, Erased...), nil
+	}
+	// sealed is nonce || ciphertext, decoded right after out's bytes; the
+	// ciphertext is decrypted in place (GCM allows exactly that overlap)
+	// and the plaintext moved down over the nonce. The associated data
+	// follows the ciphertext.
+	at := len(out)
+	sealed, err := base64.StdEncoding.AppendDecode(out[at:at], env[colon+1:])
+	n := op.key.AEAD.NonceSize()
+	if err != nil || len(sealed) < n {
+		return out, errors.New("malformed envelope")
+	}
+	ad := append(sealed[len(sealed):], eventID...) // associated data: eventID, NUL, path
+	ad = append(append(ad, 0), path...)
+	ct := sealed[n:]
+	plain, err := op.key.AEAD.Open(ct[:0], sealed[:n], ct, ad)
+	if err != nil {
+		return out, errors.New("envelope does not authenticate (tampered, or moved from another event or field)")
+	}
+	return append(out, plain...), nil
+}
 
 type located struct {
 	span

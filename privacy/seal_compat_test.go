@@ -21,6 +21,10 @@ import (
 // The reference: how personal fields were found and sealed before the
 // compiled single-pass scanner (kept here to compare against).
 
+// associated is the associated data an envelope is sealed with: the
+// event's id, NUL, the field's path (what Seal and open1 build in place).
+func associated(eventID, path string) []byte { return []byte(eventID + "\x00" + path) }
+
 // refFindAll finds the values of every path in one pass over the document.
 func refFindAll(data []byte, paths [][]string) ([]pathSpan, error) {
 	active := make([]int, len(paths))

@@ -5,6 +5,7 @@ import (
 
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/internal/nonces"
+	"github.com/healthtech/partner-open-platform/internal/ratelimit"
 )
 
 // SnapshotQuery names one user's snapshot: by OpenUserID, or by the
@@ -18,6 +19,9 @@ type SnapshotQuery struct {
 	// Bind, when set, is recorded as nonces.Store.Bind records it, in the
 	// same round trip, first; Snapshot.Bound is then the value that holds.
 	Bind *nonces.Binding
+	// Take, when set, takes tokens from a shared rate-limit bucket in the
+	// same round trip; Snapshot.Grant is then what it granted.
+	Take *ratelimit.Take
 }
 
 // Snapshot is a user's rows read together with the position the users
@@ -30,8 +34,12 @@ type Snapshot struct {
 	Head       events.Position
 	HeadKnown  bool
 	Bound      string
-	Found      bool
-	User       User
-	Groups     []Group
-	Members    []Member
+	// Grant is what the query's Take granted (Took: it was carried); not
+	// part of the snapshot's content.
+	Grant   ratelimit.Grant `json:"-"`
+	Took    bool            `json:"-"`
+	Found   bool
+	User    User
+	Groups  []Group
+	Members []Member
 }

@@ -37,6 +37,11 @@ type API struct {
 	// ReadModelRunners follow the read models: a read waits only for the one it reads.
 	ReadModelRunners map[projections.ReadModel]*subscribe.Runner
 	SchemeM          auth.SchemeM
+	// SnapshotTakes, set only when SchemeM's limiter is an auth.Reserver
+	// whose shared bucket lives in Store's database (and Store is a
+	// SnapshotReader keeping SchemeM's bindings), has a snapshot read
+	// carry the app's rate-limit lease renewal in its own statement.
+	SnapshotTakes bool
 	// SchemeH is accepted beside scheme M on every partner read (see auth.Partner).
 	SchemeH    auth.SchemeH
 	Admin      auth.Admin
@@ -188,8 +193,11 @@ type SnapshotReader interface {
 // then; the runner moves only after the rows it applied are committed).
 // Otherwise it waits, bounded, for the runner to get there and reads once
 // more, as the other read models' reads do. recorded says whether the
-// query's binding (sq.Bind) is in, whatever the outcome.
-func (q *API) readSnapshot(ctx context.Context, sr SnapshotReader, sq projections.SnapshotQuery) (snap projections.Snapshot, recorded bool, err error) {
+// query's binding (sq.Bind) is in, whatever the outcome. With pt, the first
+// read carries the app's rate-limit renewal (sq.Take) and settles it at
+// once; a refusal returns its HTTP_429, recorded, with the snapshot's
+// Bound, without waiting.
+func (q *API) readSnapshot(ctx context.Context, sr SnapshotReader, sq projections.SnapshotQuery, pt *auth.PendingTake) (snap projections.Snapshot, recorded bool, err error) {
 	wait, cancel := context.WithTimeout(ctx, ReadTimeout)
 	defer cancel()
 	inline := sr.SeesHead() && q.Watermarks.FollowsHead()
@@ -204,6 +212,14 @@ func (q *API) readSnapshot(ctx context.Context, sr SnapshotReader, sq projection
 		return projections.Snapshot{}, false, q.snapshotFailed(ctx, wait, err)
 	}
 	recorded = true // the binding, if any, is in
+	if sq.Take != nil {
+		if !snap.Took {
+			return projections.Snapshot{}, true, errors.New("queryapi: the read model did not carry the rate-limit take")
+		}
+		if err := pt.Settle(snap.Grant); err != nil {
+			return snap, true, err
+		}
+	}
 	bound := snap.Bound
 	if inline {
 		if !snap.HeadKnown {
@@ -219,7 +235,7 @@ func (q *API) readSnapshot(ctx context.Context, sr SnapshotReader, sq projection
 	if err := runner.WaitFor(wait, need); err != nil {
 		return projections.Snapshot{}, true, q.behind(ctx)
 	}
-	sq.Bind = nil
+	sq.Bind, sq.Take = nil, nil
 	snap, err = sr.Snapshot(wait, sq)
 	if err != nil {
 		return projections.Snapshot{}, true, q.snapshotFailed(ctx, wait, err)
@@ -263,17 +279,26 @@ func (q *API) serveSnapshot(w http.ResponseWriter, r *http.Request, ps httproute
 	}
 	// On a read model that also keeps the signature bindings, the replay
 	// guard's write rides the snapshot's own round trip.
+	// With SnapshotTakes, so does the app's rate-limit lease renewal.
 	sr, oneTrip := q.Store.(SnapshotReader)
 	var app domain.App
 	var pending *auth.PendingBinding
-	if oneTrip && q.SchemeM.Bindings != nil && any(q.SchemeM.Bindings) == any(q.Store) {
+	var pt *auth.PendingTake
+	switch {
+	case oneTrip && q.SchemeM.Bindings != nil && any(q.SchemeM.Bindings) == any(q.Store) && q.SnapshotTakes:
+		app, pending, pt, err = q.partnerAuth().VerifyLaterTake(r, body)
+	case oneTrip && q.SchemeM.Bindings != nil && any(q.SchemeM.Bindings) == any(q.Store):
 		app, pending, err = q.partnerAuth().VerifyLater(r, body)
-	} else {
+	default:
 		app, err = q.partnerAuth().Verify(r, body)
 	}
 	if err != nil {
 		return err
 	}
+	// A renewal no statement carried is made on its own before answering,
+	// so that HTTP_429 comes where Verify would have put it.
+	defer pt.Cancel()
+	ctx := r.Context()
 	sq, err := q.snapshotQuery(r, ps, app.AppID)
 	if err != nil {
 		if pending != nil {
@@ -282,19 +307,35 @@ func (q *API) serveSnapshot(w http.ResponseWriter, r *http.Request, ps httproute
 				return berr
 			}
 		}
+		if terr := pt.Finish(ctx); pt.Refused() {
+			return terr
+		}
 		return err
 	}
 	id, channelUserID := sq.OpenUserID, sq.ChannelUserID
-	ctx := r.Context()
 	if oneTrip {
 		if pending != nil {
 			sq.Bind = &nonces.Binding{Scope: pending.Scope, Key: pending.Key, Value: pending.Value, Expires: pending.Expires}
 		}
-		snap, recorded, err := q.readSnapshot(ctx, sr, sq)
+		if pt != nil {
+			sq.Take = &pt.Take
+		}
+		snap, recorded, err := q.readSnapshot(ctx, sr, sq, pt)
 		if err != nil {
 			if pending != nil && !recorded {
 				if berr := q.SchemeM.BindNow(r, pending); berr != nil {
 					return berr
+				}
+			}
+			if pending != nil && recorded && pt.Refused() {
+				// A replay on another route is 401 before it is 429.
+				if cerr := pending.Check(snap.Bound); cerr != nil {
+					return cerr
+				}
+			}
+			if pt.Pending() {
+				if terr := pt.Finish(ctx); pt.Refused() {
+					return terr
 				}
 			}
 			return err

@@ -264,6 +264,35 @@ if [ "${BENCH_SKIP_PG:-0}" != "1" ]; then
 	files+=("$work/postgres.json")
 fi
 
+# ---- 2c. many tenants on Postgres, rate limiter on ----
+# The many-tenants scenario (as block 1c) on the Postgres event store and read
+# models with the scheme M limiter on: per-app leases of the shared bucket,
+# whose renewals ride each call's own statement (docs/many-tenants.md), and
+# the platform database's transactions per call counted. BENCH_PG_TENANTS=1
+# runs it, after block 2 or alone (add BENCH_SKIP_EMBEDDED=1
+# BENCH_SKIP_TENANTS=1 BENCH_SKIP_PG=1 BENCH_SKIP_REBUILD=1); apps and users
+# per population: BENCH_PG_TENANT_APPS, BENCH_PG_TENANT_USERS (10,000 each;
+# platformbench's own small ones with --quick).
+if [ "${BENCH_PG_TENANTS:-0}" = "1" ]; then
+	if [ -z "$admin_url" ]; then
+		if [ -n "${BENCH_POSTGRES_URL:-}" ]; then admin_url=$BENCH_POSTGRES_URL; else start_postgres; fi
+	fi
+	pg_tenants_base=${admin_url%%\?*}
+	pg_tenants_db=bench_pgtenants_$$
+	pg_tenants_url="${pg_tenants_base%/*}/$pg_tenants_db${admin_url#"$pg_tenants_base"}"
+	psql -q "$admin_url" -c "CREATE DATABASE $pg_tenants_db" >/dev/null
+	dbs+=("$pg_tenants_db")
+	pg_tenant_flags=(-tenant-apps "${BENCH_PG_TENANT_APPS:-10000}" -tenant-users "${BENCH_PG_TENANT_USERS:-10000}")
+	[ -z "$quick" ] || pg_tenant_flags=()
+	start_platform pg-tenants PLATFORM_EVENTSTORE_URL="$pg_tenants_url" PLATFORM_POSTGRES_URL="$pg_tenants_url" \
+		PLATFORM_PORTAL_BASE_URL="http://127.0.0.1" PLATFORM_RATE_LIMIT=100000000
+	run_bench -store postgres -users 10 -scenarios many-tenants ${pg_tenant_flags[@]+"${pg_tenant_flags[@]}"} -warmup 1s -window 4s \
+		-pg-stats-url "$admin_url" -pg-stats-db "$pg_tenants_db" -out "$work/pg-tenants.json"
+	stop_platform
+	files+=("$work/pg-tenants.json")
+	rm -rf "$work/pg-tenants"
+fi
+
 # ---- 3. rebuild: a seeded log replayed by the real binary ----
 # platformbench seed writes BENCH_REBUILD_EVENTS events (default 300,000;
 # 100,000 with --quick; 10000000 for the auditor-scale goal) through an

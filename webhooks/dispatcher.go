@@ -143,6 +143,8 @@ type Dispatcher struct {
 
 	// known is what a Sole dispatcher knows of deliveries' streams.
 	known knownSet
+	// signers keeps keyed HMACs of the endpoints' secrets.
+	signers signers
 
 	breakersOnce sync.Once
 	breakerSet   *breakers
@@ -645,7 +647,8 @@ func (d *Dispatcher) paused(appID int64) bool {
 // end before the claim could lapse, so no other node can start an attempt
 // of the delivery while this one's POST is open. The endpoint slot c holds
 // is given back as soon as the POST ends, telling the breaker its outcome,
-// and freed wakes the sender then: the endpoint may take its next delivery
+// and freed is called then (it wakes the sender; a Sole sender's also gives
+// the worker back, see launch): the endpoint may take its next delivery
 // while this one's outcome is still being recorded (one endpoint's
 // throughput is PerEndpoint POSTs at a time, not PerEndpoint attempts).
 //
@@ -777,13 +780,8 @@ func (d *Dispatcher) post(ctx context.Context, del *delivery) result {
 	if err != nil {
 		return result{url: ep.URL, err: "invalid webhook URL: " + err.Error(), class: domain.ErrorClassInvalidURL, refused: true}
 	}
-	ts := strconv.FormatInt(time.Now().Unix(), 10)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("User-Agent", "partner-open-platform-webhooks/1")
-	req.Header.Set("X-Webhook-Id", del.created.DeliveryID)
-	req.Header.Set("X-Webhook-Event", del.created.Event)
-	req.Header.Set("X-Webhook-Timestamp", ts)
-	req.Header.Set("X-Webhook-Signature", Sign(ep.Secret, ts, body))
+	ts, sig := d.signers.sign(ep.Secret, time.Now().Unix(), body)
+	req.Header = attemptHeader(del.created.DeliveryID, del.created.Event, ts, sig)
 	_, span := startPost(ctx, ep.URL)
 	start := time.Now()
 	res, err := d.Client.Do(req)
@@ -794,11 +792,28 @@ func (d *Dispatcher) post(ctx context.Context, del *delivery) result {
 		endPost(span, r)
 		return r
 	}
-	r.excerpt = readExcerpt(res.Body)
+	if res.ContentLength != 0 { // an empty answer has no excerpt to keep
+		r.excerpt = readExcerpt(res.Body)
+	}
 	res.Body.Close()
 	r.statusCode = res.StatusCode
 	endPost(span, r)
 	return r
+}
+
+// attemptHeader is a POST's headers, written as the map Header.Set would
+// make (canonical keys, one value each) in three allocations rather than
+// one per header and the map's growth.
+func attemptHeader(id, event, timestamp, signature string) http.Header {
+	v := []string{"application/json", "partner-open-platform-webhooks/1", id, event, timestamp, signature}
+	return http.Header{
+		"Content-Type":        v[0:1:1],
+		"User-Agent":          v[1:2:2],
+		"X-Webhook-Id":        v[2:3:3],
+		"X-Webhook-Event":     v[3:4:4],
+		"X-Webhook-Timestamp": v[4:5:5],
+		"X-Webhook-Signature": v[5:6:6],
+	}
 }
 
 // Resend queues a delivery again; appID 0 lets an operator resend any app's.
@@ -830,11 +845,15 @@ func (d *Dispatcher) Resend(ctx context.Context, appID int64, id, by string) (ev
 // connection can be reused) and keeps its start, at most
 // catalog.ExcerptBytes, cut at a character boundary.
 func readExcerpt(body io.Reader) string {
-	head := make([]byte, catalog.ExcerptBytes+utf8.UTFMax)
-	n, _ := io.ReadFull(body, head)
+	head := excerptBufs.Get().(*[catalog.ExcerptBytes + utf8.UTFMax]byte)
+	defer excerptBufs.Put(head)
+	n, _ := io.ReadFull(body, head[:])
 	_, _ = io.Copy(io.Discard, io.LimitReader(body, 64<<10))
 	return excerpt(head[:n])
 }
+
+// excerptBufs are readExcerpt's buffers: excerpt copies what it keeps.
+var excerptBufs = sync.Pool{New: func() any { return new([catalog.ExcerptBytes + utf8.UTFMax]byte) }}
 
 // excerpt is the start of b, at most catalog.ExcerptBytes of valid UTF-8
 // (invalid bytes and NULs become "?", so any answer can be stored).

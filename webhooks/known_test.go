@@ -118,7 +118,7 @@ type knownFixture struct {
 	eps   *breakers
 }
 
-func newKnownFixture(t *testing.T, sole bool, statuses ...int) knownFixture {
+func newKnownFixture(t testing.TB, sole bool, statuses ...int) knownFixture {
 	t.Helper()
 	reg := events.NewRegistry()
 	reg.MustRegister(1, catalog.DeliveryCreated{}, catalog.DeliveryAttempted{}, catalog.DeliveryResendRequested{}, catalog.UserErased{})
@@ -133,7 +133,7 @@ func newKnownFixture(t *testing.T, sole bool, statuses ...int) knownFixture {
 }
 
 // create records a delivery of app 1 about user 7 through the dispatcher.
-func (f knownFixture) create(t *testing.T, id string) {
+func (f knownFixture) create(t testing.TB, id string) {
 	t.Helper()
 	c := catalog.DeliveryCreated{DeliveryID: id, AppID: 1, Event: "user.profile.updated", SourceStream: "user-7",
 		Body: `{"delivery_id":"` + id + `","open_user_id":7}`, Deliver: true}

@@ -237,6 +237,7 @@ type sendLoop struct {
 	suspended map[int64]bool // apps found suspended: their deliveries are left out of the scans
 	q         *sendQueue
 	sem       chan struct{} // one per attempt holding a worker
+	recording chan struct{} // Sole: one per attempt whose outcome is being written after its worker was given back
 	kick      chan struct{} // a worker freed up
 	wg        sync.WaitGroup
 	releases  chan Claim
@@ -262,8 +263,12 @@ type sendLoop struct {
 
 func (d *Dispatcher) newSendLoop(ctx context.Context) *sendLoop {
 	workers := max(d.Workers, 1)
-	return &sendLoop{d: d, ctx: ctx, eps: d.endpoints(), workers: workers, suspended: map[int64]bool{}, q: newSendQueue(),
+	s := &sendLoop{d: d, ctx: ctx, eps: d.endpoints(), workers: workers, suspended: map[int64]bool{}, q: newSendQueue(),
 		sem: make(chan struct{}, workers), kick: make(chan struct{}, 1), releases: make(chan Claim, workers), scan: true}
+	if d.Sole {
+		s.recording = make(chan struct{}, maxRecording)
+	}
+	return s
 }
 
 // wake tells the loop a worker or an endpoint slot freed up.
@@ -348,7 +353,16 @@ func (s *sendLoop) claim(now time.Time, free int) (batch []claimed, claimedAt ti
 }
 
 // launch starts one attempt per claim, each holding a worker until its
-// outcome is appended and its claim until it is projected.
+// outcome is appended and its claim until it is projected. A Sole
+// dispatcher's attempt gives its worker back once the POST ended, taking
+// one of maxRecording places while its outcome waits for the log: the
+// log's group commit writes every outcome queued during the previous
+// commit in one transaction, and an attempt holding its worker through
+// that wait held the outcomes per commit to about half the workers (one
+// fsync pair per 30 outcomes in a drain). The claim is still held until
+// the outcome is durable and projected, so nothing about the delivery
+// changes but how many outcomes share a commit. Postgres nodes keep the
+// worker: their appends are transactions of their own.
 func (s *sendLoop) launch(batch []claimed, claimedAt time.Time) {
 	for _, c := range batch {
 		s.sem <- struct{}{}
@@ -356,7 +370,7 @@ func (s *sendLoop) launch(batch []claimed, claimedAt time.Time) {
 		s.d.setAttempting(c.DeliveryID, true)
 		go func() {
 			defer s.wg.Done()
-			worker := true
+			worker, recording := true, false
 			freeWorker := func() {
 				if worker {
 					worker = false
@@ -364,12 +378,29 @@ func (s *sendLoop) launch(batch []claimed, claimedAt time.Time) {
 					s.wake()
 				}
 			}
-			s.d.attempt(s.ctx, s.eps, c, claimedAt, s.wake, freeWorker)
+			posted := s.wake
+			if s.recording != nil {
+				posted = func() {
+					s.recording <- struct{}{}
+					recording = true
+					freeWorker()
+				}
+			}
+			s.d.attempt(s.ctx, s.eps, c, claimedAt, posted, freeWorker)
 			freeWorker()
+			if recording {
+				<-s.recording
+			}
 			s.releases <- c.Claim
 		}()
 	}
 }
+
+// maxRecording bounds the attempts of a Sole dispatcher that ended their
+// POST and wait for their outcome to be written (a full group of the
+// log's commit), so a stalled log stops the sender rather than piling up
+// POSTs whose outcomes are not recorded.
+const maxRecording = 256
 
 // waitFor is how long the loop may sleep from now: until the earliest
 // retry or breaker probe falls due, at most a second, or idleRescan when

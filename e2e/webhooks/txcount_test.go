@@ -22,8 +22,9 @@ import (
 // notifications, 4.2/s at 6.2 ms/s with only some of them gone), so the
 // 2 ms/s an idle node may spend would allow 7 a second if nothing else ran;
 // the runtime and Postgres's own background processes take most of it,
-// hence 5: one lease renewal statement and one balancer read per third of
-// the lease TTL, the safety polls every 30 s, and the pool's pings, which
+// hence 5: one lease renewal statement per third of the lease TTL (it
+// reads the balancer's load too), the read models' progress checks in one
+// statement every 30 s, the safety polls every 30 s, and the pool's pings, which
 // grow on a loaded machine (1.1-1.7 a second measured alone, 3.9 beside a
 // package of parallel tests). Before: 13-20 a second.
 const maxIdleTxPerSecond = 5

@@ -257,7 +257,7 @@ func (r *Runner) watchShared(ctx context.Context) {
 		if failing {
 			t.Reset(r.own.Poll)
 		} else {
-			t.Reset(r.own.Heartbeat)
+			t.Reset(untilGrid(r.own.Heartbeat, time.Now()))
 		}
 	}
 	again()
@@ -280,6 +280,18 @@ func (r *Runner) watchShared(ctx context.Context) {
 			again()
 		}
 	}
+}
+
+// untilGrid is how long from now until the next multiple of every since
+// the epoch, at most every: a node's read models then check the stored
+// progress at the same moments, so a store can read them all in one
+// statement (projections/postgres gathers them), and no check comes later
+// than every after the previous one.
+func untilGrid(every time.Duration, now time.Time) time.Duration {
+	if every <= 0 {
+		return every
+	}
+	return every - time.Duration(now.UnixNano()%int64(every))
 }
 
 // observe applies what another node announced (announced) or what storage

@@ -164,7 +164,7 @@ func bindingKey(appID int64, sig *[md5.Size]byte) string {
 // goes to the access log only. A source out of failure budget (see
 // Failures) gets HTTP_429 before anything is checked.
 func (s SchemeM) Verify(r *http.Request, body []byte) (domain.App, error) {
-	app, _, err := s.verify(r, body, false)
+	app, _, _, err := s.verify(r, body, false, false)
 	return app, err
 }
 
@@ -261,7 +261,17 @@ func parseBound(v string) (firstUse time.Time, route string, timed bool) {
 // and Check (nil without Bindings). Any refusal binds first, as Verify
 // does, so every answer is Verify's.
 func (s SchemeM) VerifyLater(r *http.Request, body []byte) (domain.App, *PendingBinding, error) {
-	return s.verify(r, body, true)
+	app, pending, _, err := s.verify(r, body, true, false)
+	return app, pending, err
+}
+
+// VerifyLaterTake is VerifyLater that also leaves to the caller the app's
+// rate-limit renewal when the limiter needs one and can take it within the
+// caller's statement (a Reserver over a shared bucket): the returned
+// PendingTake, nil when the request was decided without a round trip.
+// The caller must end a non-nil PendingTake with Settle, Finish or Cancel.
+func (s SchemeM) VerifyLaterTake(r *http.Request, body []byte) (domain.App, *PendingBinding, *PendingTake, error) {
+	return s.verify(r, body, true, true)
 }
 
 // BindNow records a pending binding and checks it, for a caller of
@@ -277,25 +287,26 @@ func (s SchemeM) bindNow(r *http.Request, p *PendingBinding) error {
 	return p.Check(bound)
 }
 
-func (s SchemeM) verify(r *http.Request, body []byte, later bool) (domain.App, *PendingBinding, error) {
-	app, pending, err := s.check(r, body, later)
+func (s SchemeM) verify(r *http.Request, body []byte, later, take bool) (domain.App, *PendingBinding, *PendingTake, error) {
+	app, pending, pt, err := s.check(r, body, later, take)
 	if err != nil && pending != nil {
 		// Refused after the signature passed: bind as Verify would have
 		// before refusing (a replay elsewhere is still 401 first).
 		if berr := s.bindNow(r, pending); berr != nil {
-			return domain.App{}, nil, berr
+			return domain.App{}, nil, nil, berr
 		}
 	}
 	if err != nil {
-		return domain.App{}, nil, err
+		return domain.App{}, nil, nil, err
 	}
-	return app, pending, nil
+	return app, pending, pt, nil
 }
 
 // check is Verify; with later set it returns the signature's binding
-// instead of recording it. A refusal after the signature passed returns the
+// instead of recording it, and with take the limiter's renewal (see
+// VerifyLaterTake). A refusal after the signature passed returns the
 // unrecorded binding with the error, so that verify records it.
-func (s SchemeM) check(r *http.Request, body []byte, later bool) (domain.App, *PendingBinding, error) {
+func (s SchemeM) check(r *http.Request, body []byte, later, take bool) (domain.App, *PendingBinding, *PendingTake, error) {
 	g := newGuard(r)
 	appID, err := strconv.ParseInt(strings.TrimSpace(r.Header.Get("X-App-Id")), 10, 64)
 	if err != nil || appID <= 0 {
@@ -311,7 +322,7 @@ func (s SchemeM) check(r *http.Request, body []byte, later bool) (domain.App, *P
 	}
 	if wait, blocked := g.blocked(); blocked {
 		g.note.Reason = "too_many_failures"
-		return domain.App{}, nil, throttled(wait, "HTTP_429")
+		return domain.App{}, nil, nil, throttled(wait, "HTTP_429")
 	}
 	ts := strings.TrimSpace(r.Header.Get("X-Timestamp"))
 	sigHeader := strings.TrimSpace(r.Header.Get("X-Signature"))
@@ -321,45 +332,45 @@ func (s SchemeM) check(r *http.Request, body []byte, later bool) (domain.App, *P
 	switch {
 	case appID == 0:
 		g.fail(missingOr(r.Header.Get("X-App-Id"), "missing_app_id", "malformed_app_id"), attempt)
-		return domain.App{}, nil, httpapi.ErrUnauthorized
+		return domain.App{}, nil, nil, httpapi.ErrUnauthorized
 	case ts == "":
 		g.fail("missing_timestamp", attempt)
-		return domain.App{}, nil, httpapi.ErrUnauthorized
+		return domain.App{}, nil, nil, httpapi.ErrUnauthorized
 	case !FreshTimestamp(ts, s.Now()):
 		g.fail(timestampReason(ts), attempt)
-		return domain.App{}, nil, httpapi.ErrUnauthorized
+		return domain.App{}, nil, nil, httpapi.ErrUnauthorized
 	case sigHeader == "":
 		g.fail("missing_signature", false)
-		return domain.App{}, nil, httpapi.ErrUnauthorized
+		return domain.App{}, nil, nil, httpapi.ErrUnauthorized
 	}
 	var got [md5.Size]byte
 	if len(sigHeader) != hex.EncodedLen(md5.Size) {
 		g.fail("malformed_signature", true)
-		return domain.App{}, nil, httpapi.ErrUnauthorized
+		return domain.App{}, nil, nil, httpapi.ErrUnauthorized
 	}
 	if _, err := hex.Decode(got[:], []byte(sigHeader)); err != nil {
 		g.fail("malformed_signature", true)
-		return domain.App{}, nil, httpapi.ErrUnauthorized
+		return domain.App{}, nil, nil, httpapi.ErrUnauthorized
 	}
 	if unconfirmed != nil {
 		// Not the partner's failure: its app may exist, this node lags.
 		g.note.Reason = "directory_unconfirmed"
-		return domain.App{}, nil, unconfirmed
+		return domain.App{}, nil, nil, unconfirmed
 	}
 	if !known {
 		g.fail("unknown_app", true)
-		return domain.App{}, nil, httpapi.ErrUnauthorized
+		return domain.App{}, nil, nil, httpapi.ErrUnauthorized
 	}
 	want := signMSum(app.AppKey, ts, app.AppSecret, body)
 	if subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
 		g.fail("bad_signature", true)
-		return domain.App{}, nil, httpapi.ErrUnauthorized
+		return domain.App{}, nil, nil, httpapi.ErrUnauthorized
 	}
 	if app.RequireSchemeH {
 		// Said only to a caller that proved it holds the secret; not a
 		// failed attempt, so it spends no failure budget.
 		g.fail("scheme_h_required", false)
-		return domain.App{}, nil, ErrSchemeHRequired
+		return domain.App{}, nil, nil, ErrSchemeHRequired
 	}
 	var pending *PendingBinding
 	if s.Bindings != nil {
@@ -372,18 +383,26 @@ func (s SchemeM) check(r *http.Request, body []byte, later bool) (domain.App, *P
 			route: route, now: now, s: s, ctx: r.Context()}
 		if !later {
 			if err := s.bindNow(r, pending); err != nil {
-				return domain.App{}, nil, err
+				return domain.App{}, nil, nil, err
 			}
 			pending = nil
 		}
 	}
 	if err := Allowed(app, ScopeOf(r.URL.Path)); err != nil {
-		return domain.App{}, pending, err
+		return domain.App{}, pending, nil, err
+	}
+	if take {
+		if pt, decided, err := s.reserve(app); decided {
+			if err != nil {
+				return domain.App{}, pending, nil, err
+			}
+			return app, pending, pt, nil
+		}
 	}
 	if err := s.limit(r, app); err != nil {
-		return domain.App{}, pending, err
+		return domain.App{}, pending, nil, err
 	}
-	return app, pending, nil
+	return app, pending, nil, nil
 }
 
 // limit applies the app's request rate (HTTP_429 past it).
@@ -395,6 +414,91 @@ func (s SchemeM) limit(r *http.Request, app domain.App) error {
 	if err != nil {
 		return fmt.Errorf("partner rate limit of app %d: %w", app.AppID, err)
 	}
+	return refused(d)
+}
+
+// Reserver is a Limiter whose lease renewals a caller can carry in a
+// statement of its own on the shared bucket (ratelimit.Leased over
+// ratelimit/postgres): Reserve decides from the node's lease when it can,
+// and otherwise hands over the renewal to make.
+type Reserver interface {
+	Reserve(key string) (ratelimit.Decision, *ratelimit.Renewal)
+	Spec() (ratelimit.BucketSpec, bool)
+}
+
+// reserve decides app's rate from the limiter's lease, or returns the
+// renewal for the caller's statement; decided is false when the limiter
+// cannot hand over its renewals (limit then decides).
+func (s SchemeM) reserve(app domain.App) (pt *PendingTake, decided bool, err error) {
+	rs, ok := s.Limiter.(Reserver)
+	if !ok {
+		return nil, false, nil
+	}
+	spec, ok := rs.Spec()
+	if !ok {
+		return nil, false, nil
+	}
+	d, rn := rs.Reserve(strconv.FormatInt(app.AppID, 10))
+	if rn == nil {
+		return nil, true, refused(d)
+	}
+	return &PendingTake{Take: ratelimit.Take{Bucket: spec, Key: rn.Key, Want: rn.Want, Back: rn.Back}, rn: rn, app: app.AppID}, true, nil
+}
+
+// PendingTake is a request's rate-limit lease renewal that VerifyLaterTake
+// left for the caller's own statement (ratelimit/postgres TakeWhen). Until
+// it is ended (Settle, Finish or Cancel), the app's other requests on this
+// node wait for it.
+type PendingTake struct {
+	Take    ratelimit.Take
+	rn      *ratelimit.Renewal
+	app     int64
+	refused bool
+}
+
+// Settle ends the renewal with what the caller's statement granted and
+// answers as Verify would have: nil, or HTTP_429 with the limit's headers.
+func (p *PendingTake) Settle(g ratelimit.Grant) error {
+	if !p.Pending() {
+		return nil
+	}
+	err := refused(p.rn.Settle(g))
+	p.refused = err != nil
+	return err
+}
+
+// Finish ends a renewal the caller's statement did not carry with a round
+// trip of its own and answers as Settle does; nil once ended.
+func (p *PendingTake) Finish(ctx context.Context) error {
+	if !p.Pending() {
+		return nil
+	}
+	d, err := p.rn.TakeNow(ctx)
+	if err != nil {
+		return fmt.Errorf("partner rate limit of app %d: %w", p.app, err)
+	}
+	err = refused(d)
+	p.refused = err != nil
+	return err
+}
+
+// Cancel ends the renewal with nothing taken (the statement that carried
+// it failed); a no-op once ended. Callers defer it.
+func (p *PendingTake) Cancel() {
+	if p != nil {
+		p.rn.Cancel()
+	}
+}
+
+// Pending reports whether the renewal still waits to be ended.
+func (p *PendingTake) Pending() bool { return p != nil && p.rn.Pending() }
+
+// Refused reports whether Settle or Finish answered HTTP_429.
+func (p *PendingTake) Refused() bool { return p != nil && p.refused }
+
+// refused is the spec's answer to a request over its app's rate, nil
+// within it.
+func refused(d ratelimit.Decision) error {
 	if !d.Allowed {
 		return &httpapi.Problem{Status: http.StatusTooManyRequests, Code: "HTTP_429",
 			Message: "request rate exceeded; slow down with exponential backoff",

@@ -64,6 +64,17 @@ func (p Partner) VerifyLater(r *http.Request, body []byte) (domain.App, *Pending
 	return p.M.VerifyLater(r, body)
 }
 
+// VerifyLaterTake is VerifyLater leaving also a scheme M request's
+// rate-limit renewal to the caller (see SchemeM.VerifyLaterTake); a scheme
+// H request has neither.
+func (p Partner) VerifyLaterTake(r *http.Request, body []byte) (domain.App, *PendingBinding, *PendingTake, error) {
+	if IsSchemeH(r) {
+		app, err := p.verifyH(r, body)
+		return app, nil, nil, err
+	}
+	return p.M.VerifyLaterTake(r, body)
+}
+
 func (p Partner) verifyH(r *http.Request, body []byte) (domain.App, error) {
 	if p.H.Apps == nil || p.H.Nonces == nil {
 		// A node without scheme H wiring refuses rather than guessing.

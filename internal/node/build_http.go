@@ -57,6 +57,11 @@ func (n *Node) buildRoutes(cfg Config, c commandSet, a authSet, p projectionSet)
 	if n.Developers != nil {
 		qAPI.Developers = n.Developers
 	}
+	// On Postgres the partner limit's shared bucket is on the read-model
+	// store's pool: a snapshot's lease renewal rides its statement.
+	if _, reserves := a.schemeM.Limiter.(auth.Reserver); reserves && any(a.nonces) == any(n.ReadModel) {
+		qAPI.SnapshotTakes = true
+	}
 	if n.snapshots != nil {
 		qAPI.Snapshot = n.snapshotState
 	}

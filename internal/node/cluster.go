@@ -152,8 +152,10 @@ func (n *Node) openRateLimits(ctx context.Context, cfg Config) (auth.Limiter, qu
 	shared := store.Bucket("scheme_m", cfg.PartnerRateLimit, time.Minute)
 	batch := int(float64(cfg.PartnerRateLimit) / 60 * partnerLimitLease)
 	if batch < 2 {
+		// Leases of one token: every decision is exact, one take per
+		// request, and a snapshot carries it in its own statement.
 		n.adapter("rate limits", "Postgres (shared by every node)")
-		return shared, pull, nil
+		return ratelimit.NewLeased(shared, cfg.PartnerRateLimit, time.Minute, 1, time.Second), pull, nil
 	}
 	n.adapter("rate limits", "Postgres (shared by every node), scheme M in leases of "+strconv.Itoa(batch)+" tokens")
 	return ratelimit.NewLeased(shared, cfg.PartnerRateLimit, time.Minute, batch, time.Second), pull, nil

@@ -45,6 +45,7 @@ func (n *Node) startProjections(st *startup, analyzer *subscribe.Runner, readMod
 		// process-wide limit of twice one small node's heap would keep the
 		// collector running once other nodes in the process outgrow it.
 		capStartupHeap()
+		noteRestored()
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
 	n.cancel = cancel

@@ -59,6 +59,21 @@ func NewLeased(shared Taker, limit int, period time.Duration, batch int, ttl tim
 // Allow admits a request from this node's lease of key's tokens, renewing
 // the lease from the shared bucket when it is spent or expired.
 func (l *Leased) Allow(ctx context.Context, key string) (Decision, error) {
+	d, rn := l.Reserve(key)
+	if rn == nil {
+		return d, nil
+	}
+	return rn.TakeNow(ctx)
+}
+
+// Reserve admits a request from key's lease when the lease can, and then
+// returns a nil Renewal. Otherwise it returns the renewal the request must
+// make: its caller either carries rn.Want and rn.Back in a statement of
+// its own on the shared bucket (TakeWhen) and calls Settle with what that
+// statement granted, or calls TakeNow, or Cancel when nothing was taken.
+// Until one of these, the key's other requests on this node wait for the
+// renewal, as they wait for Allow's.
+func (l *Leased) Reserve(key string) (Decision, *Renewal) {
 	l.mu.Lock()
 	ls, ok := l.leases[key]
 	if !ok {
@@ -68,21 +83,77 @@ func (l *Leased) Allow(ctx context.Context, key string) (Decision, error) {
 	l.mu.Unlock()
 
 	ls.mu.Lock()
-	defer ls.mu.Unlock()
 	now := l.Now()
 	if ls.left > 0 && now.Before(ls.expires) {
 		ls.left--
-		return Decide(Grant{Granted: 1, Tokens: ls.shared + float64(ls.left)}, 1, l.Limit, l.Period), nil
+		d := Decide(Grant{Granted: 1, Tokens: ls.shared + float64(ls.left)}, 1, l.Limit, l.Period)
+		ls.mu.Unlock()
+		return d, nil
 	}
-	back := ls.left // expired: its tokens were never admitted, give them back
-	g, err := l.Shared.Take(ctx, key, l.Batch, back)
-	if err != nil {
-		return Decision{}, err
+	// Expired: its tokens were never admitted, give them back.
+	return Decision{}, &Renewal{Key: key, Want: l.Batch, Back: ls.left, l: l, ls: ls, now: now}
+}
+
+// Spec describes the shared bucket when it can be taken from within a
+// caller's statement (ratelimit/postgres); ok is false otherwise.
+func (l *Leased) Spec() (spec BucketSpec, ok bool) {
+	s, ok := l.Shared.(interface{ Spec() BucketSpec })
+	if !ok {
+		return BucketSpec{}, false
 	}
-	ls.left, ls.shared, ls.expires = 0, g.Tokens, now.Add(l.TTL)
+	return s.Spec(), true
+}
+
+// Renewal is one request's pending renewal of a lease (Leased.Reserve):
+// take Want tokens from the shared bucket of Key, giving Back tokens back.
+// It holds the key's lease on this node until Settle, TakeNow or Cancel.
+type Renewal struct {
+	Key        string
+	Want, Back int
+
+	l    *Leased
+	ls   *lease
+	now  time.Time
+	done bool
+}
+
+// Settle installs what the shared bucket granted for this renewal as the
+// node's lease and returns the request's decision.
+func (r *Renewal) Settle(g Grant) Decision {
+	if r == nil || r.done {
+		return Decision{}
+	}
+	r.done = true
+	ls, l := r.ls, r.l
+	defer ls.mu.Unlock()
+	ls.left, ls.shared, ls.expires = 0, g.Tokens, r.now.Add(l.TTL)
 	if g.Granted == 0 {
-		return Decide(g, 1, l.Limit, l.Period), nil
+		return Decide(g, 1, l.Limit, l.Period)
 	}
 	ls.left = g.Granted - 1
-	return Decide(Grant{Granted: 1, Tokens: ls.shared + float64(ls.left)}, 1, l.Limit, l.Period), nil
+	return Decide(Grant{Granted: 1, Tokens: ls.shared + float64(ls.left)}, 1, l.Limit, l.Period)
 }
+
+// TakeNow makes the renewal in a round trip of its own and settles it.
+func (r *Renewal) TakeNow(ctx context.Context) (Decision, error) {
+	g, err := r.l.Shared.Take(ctx, r.Key, r.Want, r.Back)
+	if err != nil {
+		r.Cancel()
+		return Decision{}, err
+	}
+	return r.Settle(g), nil
+}
+
+// Cancel releases the lease unchanged: the renewal took nothing (the
+// statement that carried it failed, or never ran). A no-op once settled.
+func (r *Renewal) Cancel() {
+	if r == nil || r.done {
+		return
+	}
+	r.done = true
+	r.ls.mu.Unlock()
+}
+
+// Pending reports whether the renewal still waits for Settle, TakeNow or
+// Cancel.
+func (r *Renewal) Pending() bool { return r != nil && !r.done }

@@ -51,6 +51,15 @@ type BucketSpec struct {
 	Now    func() time.Time
 }
 
+// Take is a take from a shared bucket (ratelimit/postgres) that a caller
+// carries in a statement of its own: Want tokens from Key's row of Bucket
+// after giving Back tokens back, as Taker's Take.
+type Take struct {
+	Bucket     BucketSpec
+	Key        string
+	Want, Back int
+}
+
 // Grant is the outcome of taking up to n tokens at once from a bucket: how
 // many were granted and the bucket's level afterwards, from which a Decision's
 // numbers follow. Leased takes its leases as Grants.

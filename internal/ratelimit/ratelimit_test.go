@@ -70,6 +70,56 @@ func TestLeaseGivesBackUnusedTokens(t *testing.T) {
 	}
 }
 
+// A renewal handed to a caller's own statement (Reserve) decides as Allow
+// does: the grant settles the lease, requests then come from it without a
+// take, an expired lease's tokens go back with the next renewal, and a
+// renewal whose statement failed (Cancel) leaves the lease as it was.
+func TestLeasedRenewalSettledByTheCaller(t *testing.T) {
+	clock := ratelimittest.NewClock()
+	shared := ratelimit.New(20, time.Hour)
+	shared.Now = clock.Now
+	l := ratelimit.NewLeased(shared, 20, time.Hour, 10, time.Second)
+	l.Now = clock.Now
+	ctx := context.Background()
+	_, rn := l.Reserve("k")
+	if rn == nil || rn.Want != 10 || rn.Back != 0 || rn.Key != "k" {
+		t.Fatalf("first request: renewal %+v, want 10 tokens of k, none back", rn)
+	}
+	g, _ := shared.Take(ctx, rn.Key, rn.Want, rn.Back) // what the caller's statement does
+	if d := rn.Settle(g); !d.Allowed || d.Remaining != 19 {
+		t.Fatalf("settled: %+v, want allowed with 19 remaining", d)
+	}
+	for i := range 9 {
+		d, rn := l.Reserve("k")
+		if rn != nil || !d.Allowed || d.Remaining != 18-i {
+			t.Fatalf("request %d from the lease: %+v, renewal %+v", i+2, d, rn)
+		}
+	}
+	_, rn = l.Reserve("k") // the lease is spent
+	if rn == nil || rn.Back != 0 {
+		t.Fatalf("spent lease: renewal %+v", rn)
+	}
+	rn.Cancel() // its statement failed: nothing taken
+	if rn.Pending() {
+		t.Fatal("a cancelled renewal is still pending")
+	}
+	if g, _ := shared.Take(ctx, "k", 0, 0); g.Tokens != 10 {
+		t.Fatalf("the shared bucket holds %v after a cancelled renewal, want 10", g.Tokens)
+	}
+	_, rn = l.Reserve("k")
+	if d := rn.Settle(ratelimit.Grant{Granted: 2, Tokens: 8}); !d.Allowed { // as if the statement took 2
+		t.Fatalf("%+v", d)
+	}
+	clock.Add(2 * time.Second) // the lease expires holding 1 token
+	_, rn = l.Reserve("k")
+	if rn == nil || rn.Back != 1 {
+		t.Fatalf("expired lease: renewal %+v, want its 1 token given back", rn)
+	}
+	if d, err := rn.TakeNow(ctx); err != nil || !d.Allowed {
+		t.Fatalf("TakeNow: %+v, %v", d, err)
+	}
+}
+
 // Buckets that refilled completely are forgotten, so memory stays bounded
 // by the keys recently limited.
 func TestPruneKeepsBehaviour(t *testing.T) {

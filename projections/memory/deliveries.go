@@ -30,7 +30,7 @@ const (
 // tails. Updates of a delivery keep its cursor and source, and only touch
 // the due heap, which is O(log n) whatever the key.
 type deliveryIndexes struct {
-	deliveries map[string]projections.Delivery  // by DeliveryID
+	deliveries map[string]deliveryRow           // by DeliveryID
 	attempts   map[string][]projections.Attempt // by DeliveryID, ordered by Attempt
 	feed       []feedKey                        // every delivery, ordered by cursor
 	appFeed    map[int64][]feedKey              // per app, ordered by cursor
@@ -43,7 +43,7 @@ type deliveryIndexes struct {
 
 func newDeliveryIndexes() deliveryIndexes {
 	return deliveryIndexes{
-		deliveries: map[string]projections.Delivery{},
+		deliveries: map[string]deliveryRow{},
 		attempts:   map[string][]projections.Attempt{},
 		appFeed:    map[int64][]feedKey{},
 		due:        appDue{apps: map[int64]*dueHeap{}},
@@ -99,39 +99,51 @@ func dueKeyOf(d projections.Delivery) (dueKey, bool) {
 }
 
 // dueHeap is a min-heap of due keys that also knows where each delivery
-// sits, so a reschedule or a completed delivery is O(log n).
+// sits, so a reschedule or a completed delivery is O(log n). Each key's
+// index lives in a cell of its own that the map and the heap share: a
+// swap writes two cells rather than hashing two delivery ids into the
+// map (an outcome's removal from a drain's heap of thousands made a
+// dozen swaps, a visible part of projecting it).
 type dueHeap struct {
 	keys []dueKey
-	at   map[string]int // DeliveryID -> index in keys
+	pos  []*int          // pos[i] is the index cell of keys[i]
+	at   map[string]*int // DeliveryID -> its index cell
 }
 
 func (h *dueHeap) Len() int           { return len(h.keys) }
 func (h *dueHeap) Less(i, j int) bool { return compareDue(h.keys[i], h.keys[j]) < 0 }
 func (h *dueHeap) Swap(i, j int) {
 	h.keys[i], h.keys[j] = h.keys[j], h.keys[i]
-	h.at[h.keys[i].id], h.at[h.keys[j].id] = i, j
+	h.pos[i], h.pos[j] = h.pos[j], h.pos[i]
+	*h.pos[i], *h.pos[j] = i, j
 }
 func (h *dueHeap) Push(x any) {
 	k := x.(dueKey)
-	h.at[k.id] = len(h.keys)
+	cell := new(int)
+	*cell = len(h.keys)
+	h.at[k.id] = cell
 	h.keys = append(h.keys, k)
+	h.pos = append(h.pos, cell)
 }
 func (h *dueHeap) Pop() any {
-	k := h.keys[len(h.keys)-1]
-	h.keys = h.keys[:len(h.keys)-1]
+	n := len(h.keys) - 1
+	k := h.keys[n]
+	h.keys = h.keys[:n]
+	h.pos[n] = nil
+	h.pos = h.pos[:n]
 	delete(h.at, k.id)
 	return k
 }
 
 // set puts id in the queue at k, or takes it out when !in.
 func (h *dueHeap) set(id string, k dueKey, in bool) {
-	i, had := h.at[id]
+	cell, had := h.at[id]
 	switch {
 	case had && in:
-		h.keys[i] = k
-		heap.Fix(h, i)
+		h.keys[*cell] = k
+		heap.Fix(h, *cell)
 	case had:
-		heap.Remove(h, i)
+		heap.Remove(h, *cell)
 	case in:
 		heap.Push(h, k)
 	}
@@ -154,7 +166,7 @@ func (q *appDue) set(appID int64, id string, k dueKey, in bool) {
 		if !in {
 			return
 		}
-		h = &dueHeap{at: map[string]int{}}
+		h = &dueHeap{at: map[string]*int{}}
 		q.apps[appID] = h
 	}
 	h.set(id, k, in)
@@ -309,7 +321,7 @@ func (s *Store) setDelivery(cur projections.Delivery, had bool, next projections
 	id := cur.DeliveryID
 	if keep {
 		id = next.DeliveryID
-		s.deliveries[id] = next
+		s.deliveries[id] = packDelivery(next)
 	}
 	k, in := dueKeyOf(next)
 	appID := cur.AppID
@@ -347,6 +359,16 @@ func (s *Store) refSource(p events.Position, d int) {
 
 // ---- reads ----
 
+// view is the delivery id as the rows hold it (see deliveryRow.view), or
+// the zero delivery.
+func (s *Store) view(id string) projections.Delivery {
+	r, ok := s.deliveries[id]
+	if !ok {
+		return projections.Delivery{}
+	}
+	return r.view(id)
+}
+
 // UpdateDeliveries shares Update's lock, undo log and checkpoints, so both projections replay alike.
 func (s *Store) UpdateDeliveries(ctx context.Context, projection string, pos events.Position, fn func(projections.DeliveryTx) error) error {
 	return s.update(ctx, &s.deliveriesMu, projection, pos, func(t *tx) error { return fn(t) })
@@ -359,10 +381,11 @@ func (s *Store) Delivery(ctx context.Context, appID int64, id string) (projectio
 	}
 	s.deliveriesMu.RLock()
 	defer s.deliveriesMu.RUnlock()
-	d, ok := s.deliveries[id]
-	if !ok || (appID != 0 && d.AppID != appID) {
+	r, ok := s.deliveries[id]
+	if !ok || (appID != 0 && r.appID != appID) {
 		return projections.Delivery{}, nil, projections.ErrNotFound
 	}
+	d := r.view(id)
 	as := make([]projections.Attempt, len(s.attempts[id]))
 	for i, a := range s.attempts[id] {
 		as[i] = copyAttempt(a)
@@ -393,7 +416,7 @@ func (s *Store) Deliveries(ctx context.Context, f domain.DeliveryFilter) ([]proj
 			i = sort.Search(len(keys), func(i int) bool { return comparePos(keys[i].cursor, f.Before) >= 0 }) - 1
 		}
 		for ; i >= 0 && len(out) < limit; i-- {
-			if d := s.deliveries[keys[i].id]; d.Matches(g) {
+			if d := s.view(keys[i].id); d.Matches(g) {
 				out = append(out, copyDelivery(d))
 			}
 		}
@@ -401,7 +424,7 @@ func (s *Store) Deliveries(ctx context.Context, f domain.DeliveryFilter) ([]proj
 	}
 	i := sort.Search(len(keys), func(i int) bool { return comparePos(keys[i].cursor, f.After) > 0 })
 	for ; i < len(keys) && len(out) < limit; i++ {
-		if d := s.deliveries[keys[i].id]; d.Matches(g) {
+		if d := s.view(keys[i].id); d.Matches(g) {
 			out = append(out, copyDelivery(d))
 		}
 	}
@@ -455,7 +478,7 @@ func (s *Store) Due(ctx context.Context, now time.Time, limit int, skipApps ...i
 			break // every key left is later still
 		}
 		d := s.deliveries[k.id]
-		out = append(out, domain.DueDelivery{DeliveryID: d.DeliveryID, AppID: d.AppID, EndpointID: d.EndpointID})
+		out = append(out, domain.DueDelivery{DeliveryID: k.id, AppID: d.appID, EndpointID: d.endpointID})
 		for _, c := range [2]int{2*r.i + 1, 2*r.i + 2} {
 			if c < r.h.Len() {
 				f.push(dueRef{r.h, c})
@@ -510,11 +533,11 @@ func (t *tx) Delivery(ctx context.Context, id string) (projections.Delivery, err
 	if err := t.check(ctx); err != nil {
 		return projections.Delivery{}, err
 	}
-	d, ok := t.s.deliveries[id]
+	r, ok := t.s.deliveries[id]
 	if !ok {
 		return projections.Delivery{}, projections.ErrNotFound
 	}
-	return copyDelivery(d), nil
+	return copyDelivery(r.view(id)), nil
 }
 
 func (t *tx) SubjectDeliveries(ctx context.Context, subject string) ([]projections.Delivery, error) {
@@ -523,7 +546,7 @@ func (t *tx) SubjectDeliveries(ctx context.Context, subject string) ([]projectio
 	}
 	var out []projections.Delivery
 	for id := range t.s.subjects[subject] {
-		out = append(out, copyDelivery(t.s.deliveries[id]))
+		out = append(out, copyDelivery(t.s.view(id)))
 	}
 	return out, nil
 }
@@ -537,7 +560,11 @@ func (t *tx) PutDelivery(ctx context.Context, d projections.Delivery) error {
 		d = copyDelivery(d)
 	}
 	d = normDeliveryTimes(d)
-	old, had := s.deliveries[d.DeliveryID]
+	row, had := s.deliveries[d.DeliveryID]
+	var old projections.Delivery
+	if had {
+		old = row.view(d.DeliveryID)
+	}
 	s.setDelivery(old, had, d, true)
 	t.keepUndo(func() { s.setDelivery(d, true, old, had) })
 	return nil
@@ -661,7 +688,7 @@ func (s *Store) restoreDeliveries(rows []*projections.Delivery) error {
 	}
 	lane(func() {
 		for _, d := range rows {
-			s.deliveries[d.DeliveryID] = *d
+			s.deliveries[d.DeliveryID] = packDelivery(*d)
 		}
 	})
 	lane(func() {

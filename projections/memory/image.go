@@ -99,7 +99,7 @@ func (s *Store) Image(ctx context.Context, f projections.ReadModel) (snapfile.Im
 		// delivery then lands at the end of the feed indexes.
 		im.Deliveries = make([]projections.Delivery, 0, len(s.feed))
 		for _, k := range s.feed {
-			im.Deliveries = append(im.Deliveries, s.deliveries[k.id])
+			im.Deliveries = append(im.Deliveries, s.view(k.id))
 		}
 		attempts := collect(s.attempts)
 		sort = append(sort, func() {
@@ -273,7 +273,7 @@ func (s *Store) presize(im snapfile.Image) {
 		s.liveCount = make(map[int64]int, groups)
 	case projections.ReadModelDeliveries:
 		n := len(im.Deliveries)
-		s.deliveries = make(map[string]projections.Delivery, n)
+		s.deliveries = make(map[string]deliveryRow, n)
 		s.attempts = make(map[string][]projections.Attempt, min(n, len(im.Attempts)))
 		s.sourceRefs = make(map[events.Position]int, n)
 		s.feed = make([]feedKey, 0, n)

@@ -71,8 +71,8 @@ func TestRestoreDeliveriesBuildsTheSameIndexes(t *testing.T) {
 		for _, h := range q.apps {
 			keys = append(keys, h.keys...)
 			for i, k := range h.keys {
-				if h.at[k.id] != i {
-					t.Fatalf("due heap: %s is at %d, its index says %d", k.id, i, h.at[k.id])
+				if cell := h.at[k.id]; cell == nil || *cell != i || h.pos[i] != cell {
+					t.Fatalf("due heap: %s is at %d, its index cell is not that position's", k.id, i)
 				}
 			}
 		}

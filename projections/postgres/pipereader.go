@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -335,7 +336,9 @@ func readAlone(ctx context.Context, pool *pgxpool.Pool, r *rowRead) error {
 const (
 	oidBytea       = 17
 	oidInt8        = 20
+	oidInt4        = 23
 	oidText        = 25
+	oidFloat8      = 701
 	oidVarchar     = 1043
 	oidTimestamptz = 1184
 )
@@ -382,6 +385,15 @@ func (e *paramEncoder) encode(tm *pgtype.Map, sd *pgconn.StatementDescription, a
 				return e.slow(tm, sd, args)
 			}
 			e.buf = binary.BigEndian.AppendUint64(e.buf, uint64(v.Sub(pgEpoch).Microseconds()))
+		case float64:
+			if sd.ParamOIDs[i] != oidFloat8 {
+				return e.slow(tm, sd, args)
+			}
+			e.buf = binary.BigEndian.AppendUint64(e.buf, math.Float64bits(v))
+		case nil:
+			spans = append(spans, span{at, -1}) // NULL
+			e.formats = append(e.formats, pgx.BinaryFormatCode)
+			continue
 		default:
 			return e.slow(tm, sd, args)
 		}
@@ -389,12 +401,16 @@ func (e *paramEncoder) encode(tm *pgtype.Map, sd *pgconn.StatementDescription, a
 		e.formats = append(e.formats, pgx.BinaryFormatCode)
 	}
 	for _, sp := range spans {
+		if sp.n < 0 {
+			e.values = append(e.values, nil)
+			continue
+		}
 		e.values = append(e.values, e.buf[sp.at:sp.at+sp.n:sp.at+sp.n])
 	}
 	e.results = e.results[:0]
 	for _, f := range sd.Fields {
 		switch f.DataTypeOID {
-		case oidBytea, oidInt8, oidText, oidVarchar, oidTimestamptz:
+		case oidBytea, oidInt8, oidInt4, oidText, oidVarchar, oidTimestamptz, oidFloat8:
 			e.results = append(e.results, pgx.BinaryFormatCode)
 		default:
 			e.results = append(e.results, tm.FormatCodeForOID(f.DataTypeOID))

@@ -40,6 +40,8 @@ type Store struct {
 	fenceIdle time.Duration
 	// watch serves Watch: one LISTEN connection for the node.
 	watch watcher
+	// progress gathers concurrent Progress reads into one statement.
+	progress progressGroup
 	// announce groups the owners' announcements into one statement.
 	announce announcer
 	// instance names this Store in its listener's greeting, so that it

@@ -22,20 +22,104 @@ var _ subscribe.Shared = (*Store)(nil)
 const progressChannel = "platform_projection_progress"
 
 // Progress implements subscribe.Shared: the read model's generation, the
-// generation a pending rebuild asked for, and its checkpoint.
+// generation a pending rebuild asked for, and its checkpoint. Reads asked
+// for within progressGather of each other share one statement: a node's
+// read models check their progress at the same moments (every Heartbeat,
+// on a common grid), and one statement each was most of an idle node's
+// transactions. A read is always sent after it was asked for.
 func (s *Store) Progress(ctx context.Context, projection string) (subscribe.Progress, error) {
-	var p subscribe.Progress
-	var commit, prepare int64
-	err := s.pool.QueryRow(ctx, `
-SELECT coalesce(g.generation, 0), coalesce(g.requested, 0), coalesce(c.commit_pos, 0), coalesce(c.prepare_pos, 0)
-FROM (SELECT $1::text AS projection) AS p
-LEFT JOIN family_generations g USING (projection)
-LEFT JOIN checkpoints c USING (projection)`, projection).Scan(&p.Generation, &p.Requested, &commit, &prepare)
-	if err != nil {
-		return p, fmt.Errorf("projections/postgres: progress of %s: %w", projection, err)
+	r := &progressReq{projection: projection, done: make(chan struct{})}
+	s.progress.mu.Lock()
+	s.progress.queue = append(s.progress.queue, r)
+	lead := !s.progress.sending
+	s.progress.sending = true
+	s.progress.mu.Unlock()
+	if lead {
+		go s.progress.flush(s)
 	}
-	p.Position = events.Position{Commit: uint64(commit), Prepare: uint64(prepare)}
-	return p, nil
+	select {
+	case <-r.done:
+		return r.p, r.err
+	case <-ctx.Done():
+		return subscribe.Progress{}, ctx.Err()
+	}
+}
+
+// progressGather is how long the first progress read of a group waits
+// for others.
+const progressGather = 3 * time.Millisecond
+
+// progressTimeout bounds one group's statement; each caller waits only
+// until its own context ends.
+const progressTimeout = 30 * time.Second
+
+// progressGroup gathers the progress reads asked for meanwhile into one
+// statement.
+type progressGroup struct {
+	mu      sync.Mutex
+	queue   []*progressReq
+	sending bool
+}
+
+type progressReq struct {
+	projection string
+	p          subscribe.Progress
+	err        error
+	done       chan struct{}
+}
+
+func (g *progressGroup) flush(s *Store) {
+	time.Sleep(progressGather)
+	for {
+		g.mu.Lock()
+		queue := g.queue
+		g.queue = nil
+		if len(queue) == 0 {
+			g.sending = false
+			g.mu.Unlock()
+			return
+		}
+		g.mu.Unlock()
+		names := make([]string, 0, len(queue))
+		seen := map[string]bool{}
+		for _, r := range queue {
+			if !seen[r.projection] {
+				seen[r.projection] = true
+				names = append(names, r.projection)
+			}
+		}
+		got, err := s.readProgress(names)
+		for _, r := range queue {
+			r.p, r.err = got[r.projection], err
+			close(r.done)
+		}
+	}
+}
+
+// readProgress reads the progress of each of names in one statement.
+func (s *Store) readProgress(names []string) (map[string]subscribe.Progress, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), progressTimeout)
+	defer cancel()
+	rows, _ := s.pool.Query(ctx, `
+SELECT p.projection, coalesce(g.generation, 0), coalesce(g.requested, 0), coalesce(c.commit_pos, 0), coalesce(c.prepare_pos, 0)
+FROM unnest($1::text[]) AS p(projection)
+LEFT JOIN family_generations g USING (projection)
+LEFT JOIN checkpoints c USING (projection)`, names)
+	out := make(map[string]subscribe.Progress, len(names))
+	var (
+		name            string
+		p               subscribe.Progress
+		commit, prepare int64
+	)
+	_, err := pgx.ForEachRow(rows, []any{&name, &p.Generation, &p.Requested, &commit, &prepare}, func() error {
+		p.Position = events.Position{Commit: uint64(commit), Prepare: uint64(prepare)}
+		out[name] = p
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("projections/postgres: progress of %v: %w", names, err)
+	}
+	return out, nil
 }
 
 // notice is a Progress on the wire (NOTIFY payloads are text).

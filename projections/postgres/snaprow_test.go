@@ -12,9 +12,10 @@ import (
 
 // The snapshot statement's row decoded from its binary values (readAlone,
 // snapshotRow.raw) is what pgx's own QueryRow and Scan make of the same
-// statement, in all four forms, with and without a user, a checkpoint, a
-// head and a binding (NULLs included); so are the arguments paramEncoder
-// writes in binary (a binding's expiry comes back to the microsecond).
+// statement, in all eight forms, with and without a user, a checkpoint, a
+// head, a binding and a bucket take (NULLs included); so are the arguments
+// paramEncoder writes in binary (a binding's expiry comes back to the
+// microsecond, a take's clock may be NULL).
 func TestSnapshotRowRawEqualsPgxScan(t *testing.T) {
 	ctx := context.Background()
 	url := MigratedDB(t)
@@ -41,35 +42,56 @@ func TestSnapshotRowRawEqualsPgxScan(t *testing.T) {
 	type form struct {
 		head *headQuery
 		bind bool
+		take bool
 		args []any
 	}
 	head := &headQuery{sql: `SELECT coalesce(max(position), 0) FROM fake_log`}
 	var forms []form
 	for _, h := range []*headQuery{nil, head} {
 		for _, bind := range []bool{false, true} {
-			for _, user := range []any{int64(10), int64(11), int64(404), "ch-10", "nobody"} {
-				var args []any
-				if bind {
-					key := "k-" + time.Now().Format(time.RFC3339Nano)
-					args = append(args, "m", key, "GET", int64(42), expires, now)
+			for _, take := range []bool{false, true} {
+				for _, user := range []any{int64(10), int64(11), int64(404), "ch-10", "nobody"} {
+					var args []any
+					if bind {
+						key := "k-" + time.Now().Format(time.RFC3339Nano)
+						args = append(args, "m", key, "GET", int64(42), expires, now)
+					}
+					readModel := "users"
+					if len(forms)%2 == 1 {
+						readModel = "no such family" // no checkpoint: NULLs
+					}
+					args = append(args, readModel, int64(1), user)
+					if take {
+						var clock any // the database's
+						if len(forms)%3 == 0 {
+							clock = now
+						}
+						args = append(args, "scheme_m", "app-"+strconv.Itoa(len(forms)), 100.0, 10.0, 7.0, 2.0, clock)
+					}
+					forms = append(forms, form{head: h, bind: bind, take: take, args: args})
 				}
-				readModel := "users"
-				if len(forms)%2 == 1 {
-					readModel = "no such family" // no checkpoint: NULLs
-				}
-				args = append(args, readModel, int64(1), user)
-				forms = append(forms, form{head: h, bind: bind, args: args})
 			}
 		}
 	}
 	for i, f := range forms {
-		_, byChannel := f.args[len(f.args)-1].(string)
-		sql := buildSnapshotSQL(f.head).text[btoi(f.bind)][btoi(byChannel)]
-		var raw snapshotRow
+		user := len(f.args) - 1
+		if f.take {
+			user -= 7
+		}
+		_, byChannel := f.args[user].(string)
+		sql := buildSnapshotSQL(f.head).text[btoi(f.bind)][btoi(byChannel)][btoi(f.take)]
+		raw := snapshotRow{take: f.take}
 		if err := readAlone(ctx, pool, &rowRead{sql: sql, args: f.args, dest: raw.scan}); err != nil {
 			t.Fatalf("form %d (%v): readAlone: %v", i, f.args, err)
 		}
-		if !rawDecoded(ctx, t, pool, sql, f.args) {
+		if f.take {
+			// A new key's bucket starts full (100) and grants the 7 asked for.
+			if raw.granted == nil || *raw.granted != 7 || raw.tokens == nil || *raw.tokens != 93 {
+				t.Fatalf("form %d: take granted %v leaving %v, want 7 leaving 93", i, raw.granted, raw.tokens)
+			}
+			f.args[user+2] = f.args[user+2].(string) + "-pgx" // pgx's read below takes from a fresh key
+		}
+		if !rawDecoded(ctx, t, pool, sql, f.take, f.args) {
 			t.Fatalf("form %d: the row was not decoded from its binary values", i)
 		}
 		if f.bind {
@@ -78,9 +100,15 @@ func TestSnapshotRowRawEqualsPgxScan(t *testing.T) {
 				t.Fatalf("form %d: binding %v until %v, want GET until %v", i, raw.bound, raw.until, expires)
 			}
 		}
-		var viaPgx snapshotRow
-		if err := pool.QueryRow(ctx, sql, f.args...).Scan(&viaPgx.bound, &viaPgx.until, &viaPgx.commit, &viaPgx.prepare,
-			&viaPgx.h, &viaPgx.openUserID, &viaPgx.channelUserID, &viaPgx.doc); err != nil {
+		if f.take {
+			f.args[user+2] = f.args[user+2].(string) + "-again"
+		}
+		viaPgx := snapshotRow{take: f.take}
+		dests := []any{&viaPgx.bound, &viaPgx.until, &viaPgx.commit, &viaPgx.prepare, &viaPgx.h, &viaPgx.openUserID, &viaPgx.channelUserID, &viaPgx.doc}
+		if f.take {
+			dests = append(dests, &viaPgx.tokens, &viaPgx.granted)
+		}
+		if err := pool.QueryRow(ctx, sql, f.args...).Scan(dests...); err != nil {
 			t.Fatalf("form %d: pgx: %v", i, err)
 		}
 		if (raw.until == nil) != (viaPgx.until == nil) || raw.until != nil && !raw.until.Equal(*viaPgx.until) {
@@ -96,7 +124,7 @@ func TestSnapshotRowRawEqualsPgxScan(t *testing.T) {
 // rawDecoded reports whether snapshotRow.raw takes the statement's row
 // itself (its columns are the types it decodes, in binary, as readAlone
 // asks for them) rather than leaving it to pgx's Scan.
-func rawDecoded(ctx context.Context, t *testing.T, pool *pgxpool.Pool, sql string, args []any) bool {
+func rawDecoded(ctx context.Context, t *testing.T, pool *pgxpool.Pool, sql string, take bool, args []any) bool {
 	t.Helper()
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
@@ -113,7 +141,7 @@ func rawDecoded(ctx context.Context, t *testing.T, pool *pgxpool.Pool, sql strin
 		t.Fatal(err)
 	}
 	rr := conn.Conn().PgConn().ExecStatement(ctx, sd, values, formats, results)
-	var r snapshotRow
+	r := snapshotRow{take: take}
 	ok, err := r.raw(rr)
 	if _, cerr := rr.Close(); err == nil {
 		err = cerr

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"time"
@@ -13,6 +14,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/healthtech/partner-open-platform/events"
+	"github.com/healthtech/partner-open-platform/internal/ratelimit"
+	ratelimitpg "github.com/healthtech/partner-open-platform/internal/ratelimit/postgres"
 	"github.com/healthtech/partner-open-platform/projections"
 )
 
@@ -74,13 +77,14 @@ func (s *Store) Snapshot(ctx context.Context, q projections.SnapshotQuery) (proj
 	return snap, nil
 }
 
-// snapshotSQL is Snapshot's statement text in its four forms (with or
-// without the binding, by open or channel user id), built once per head
-// statement instead of formatted on every read.
+// snapshotSQL is Snapshot's statement text in its eight forms (with or
+// without the binding, by open or channel user id, with or without a
+// bucket take), built once per head statement instead of formatted on
+// every read.
 type snapshotSQL struct {
 	head *headQuery
-	// text[bind][byChannel]
-	text [2][2]string
+	// text[bind][byChannel][take]
+	text [2][2][2]string
 }
 
 func buildSnapshotSQL(head *headQuery) *snapshotSQL {
@@ -91,43 +95,76 @@ func buildSnapshotSQL(head *headQuery) *snapshotSQL {
 	out := &snapshotSQL{head: head}
 	for bind := range 2 {
 		for byChannel := range 2 {
-			sql, n := `SELECT NULL::text, NULL::timestamptz, `, 0
-			if bind == 1 {
-				sql = bindCTE + `SELECT coalesce((SELECT value FROM ins), (SELECT value FROM cur)),
-    coalesce((SELECT expires_at FROM ins), (SELECT expires_at FROM cur)), `
-				n = 6
+			for take := range 2 {
+				out.text[bind][byChannel][take] = snapshotText(h, bind == 1, byChannel == 1, take == 1)
 			}
-			sql += fmt.Sprintf(`c.commit_pos, c.prepare_pos, %s, s.open_user_id, s.channel_user_id, s.doc
-FROM (SELECT 1) AS one
-LEFT JOIN checkpoints c ON c.projection = $%d
-LEFT JOIN user_snapshots s ON `, h, n+1)
-			if byChannel == 1 {
-				sql += fmt.Sprintf(`s.app_id = $%d AND s.channel_user_id = $%d`, n+2, n+3)
-			} else {
-				sql += fmt.Sprintf(`s.app_id = $%d AND s.open_user_id = $%d`, n+2, n+3)
-			}
-			out.text[bind][byChannel] = sql
 		}
 	}
 	return out
 }
 
+// snapshotText is one form of Snapshot's statement, h the head's bigint
+// expression. Its parameters: the binding's six (bindCTE) when bind, then
+// the users read model's name, the app and the user, then the bucket
+// take's seven (ratelimitpg.TakeWhenFrom) when take. The take runs
+// whatever the binding: the token is spent as a request's token is spent
+// before its binding is judged, and a refused take is answered 429 by the
+// caller, which then sends none of the rows it read.
+func snapshotText(h string, bind, byChannel, take bool) string {
+	sql, n := "", 0
+	if bind {
+		sql, n = bindCTE, 6
+	}
+	if take {
+		if bind {
+			sql += ", "
+		} else {
+			sql += "WITH "
+		}
+		sql += "t AS (" + ratelimitpg.TakeWhenFrom("true", n+4) + ")\n"
+	}
+	if bind {
+		sql += `SELECT coalesce((SELECT value FROM ins), (SELECT value FROM cur)),
+    coalesce((SELECT expires_at FROM ins), (SELECT expires_at FROM cur)), `
+	} else {
+		sql += `SELECT NULL::text, NULL::timestamptz, `
+	}
+	sql += fmt.Sprintf(`c.commit_pos, c.prepare_pos, %s, s.open_user_id, s.channel_user_id, s.doc`, h)
+	if take {
+		sql += `, (SELECT tokens FROM t), (SELECT granted FROM t)`
+	}
+	sql += fmt.Sprintf(`
+FROM (SELECT 1) AS one
+LEFT JOIN checkpoints c ON c.projection = $%d
+LEFT JOIN user_snapshots s ON `, n+1)
+	if byChannel {
+		sql += fmt.Sprintf(`s.app_id = $%d AND s.channel_user_id = $%d`, n+2, n+3)
+	} else {
+		sql += fmt.Sprintf(`s.app_id = $%d AND s.open_user_id = $%d`, n+2, n+3)
+	}
+	return sql
+}
+
 // snapshotText returns the statement for a read with or without a binding,
-// by channel or open user id, for the head statement SeeHead set.
-func (s *Store) snapshotText(bind, byChannel bool) string {
+// by channel or open user id, with or without a take, for the head
+// statement SeeHead set.
+func (s *Store) snapshotText(bind, byChannel, take bool) string {
 	c := s.snapSQL.Load()
 	if c == nil || c.head != s.head {
 		c = buildSnapshotSQL(s.head)
 		s.snapSQL.Store(c)
 	}
-	b, ch := 0, 0
+	b, ch, tk := 0, 0, 0
 	if bind {
 		b = 1
 	}
 	if byChannel {
 		ch = 1
 	}
-	return c.text[b][ch]
+	if take {
+		tk = 1
+	}
+	return c.text[b][ch][tk]
 }
 
 // snapshotRow is the one row Snapshot's statement returns.
@@ -138,6 +175,11 @@ type snapshotRow struct {
 	doc                []byte
 	openUserID         *int64
 	channelUserID      *string
+	// take: the statement carries a bucket take, whose level and grant
+	// are its last two columns.
+	take    bool
+	tokens  *float64
+	granted *int32
 }
 
 func (r *snapshotRow) scan(row pgx.Row) error {
@@ -146,11 +188,18 @@ func (r *snapshotRow) scan(row pgx.Row) error {
 			return err
 		}
 	}
+	if r.take {
+		return row.Scan(&r.bound, &r.until, &r.commit, &r.prepare, &r.h, &r.openUserID, &r.channelUserID, &r.doc, &r.tokens, &r.granted)
+	}
 	return row.Scan(&r.bound, &r.until, &r.commit, &r.prepare, &r.h, &r.openUserID, &r.channelUserID, &r.doc)
 }
 
-// snapshotColumns are the types of Snapshot's columns, in order.
-var snapshotColumns = [...]uint32{oidText, oidTimestamptz, oidInt8, oidInt8, oidInt8, oidInt8, oidText, oidBytea}
+// snapshotColumns are the types of Snapshot's columns, in order, then
+// those of a take's two.
+var (
+	snapshotColumns = [...]uint32{oidText, oidTimestamptz, oidInt8, oidInt8, oidInt8, oidInt8, oidText, oidBytea}
+	takeColumns     = [...]uint32{oidFloat8, oidInt4}
+)
 
 // raw decodes the row from its binary values without pgx's scan plans
 // (paramEncoder asks for these types in binary); ok is false, with
@@ -158,11 +207,21 @@ var snapshotColumns = [...]uint32{oidText, oidTimestamptz, oidInt8, oidInt8, oid
 // scans through pgx instead.
 func (r *snapshotRow) raw(rr *pgconn.ResultReader) (ok bool, err error) {
 	fds := rr.FieldDescriptions()
-	if len(fds) != len(snapshotColumns) {
+	want := len(snapshotColumns)
+	if r.take {
+		want += len(takeColumns)
+	}
+	if len(fds) != want {
 		return false, nil
 	}
 	for i, fd := range fds {
-		if fd.DataTypeOID != snapshotColumns[i] || fd.Format != pgx.BinaryFormatCode {
+		oid := uint32(0)
+		if i < len(snapshotColumns) {
+			oid = snapshotColumns[i]
+		} else {
+			oid = takeColumns[i-len(snapshotColumns)]
+		}
+		if fd.DataTypeOID != oid || fd.Format != pgx.BinaryFormatCode {
 			return false, nil
 		}
 	}
@@ -173,8 +232,8 @@ func (r *snapshotRow) raw(rr *pgconn.ResultReader) (ok bool, err error) {
 		return true, pgx.ErrNoRows
 	}
 	v := rr.Values()
-	if len(v) != len(snapshotColumns) {
-		return true, fmt.Errorf("snapshot row: %d values, want %d", len(v), len(snapshotColumns))
+	if len(v) != want {
+		return true, fmt.Errorf("snapshot row: %d values, want %d", len(v), want)
 	}
 	int8At := func(i int) (*int64, error) {
 		if v[i] == nil {
@@ -210,6 +269,22 @@ func (r *snapshotRow) raw(rr *pgconn.ResultReader) (ok bool, err error) {
 	if v[7] != nil {
 		r.doc = slices.Clone(v[7])
 	}
+	if r.take {
+		if v[8] != nil {
+			if len(v[8]) != 8 {
+				return true, fmt.Errorf("snapshot row: %d bytes for a double", len(v[8]))
+			}
+			f := math.Float64frombits(binary.BigEndian.Uint64(v[8]))
+			r.tokens = &f
+		}
+		if v[9] != nil {
+			if len(v[9]) != 4 {
+				return true, fmt.Errorf("snapshot row: %d bytes for an integer", len(v[9]))
+			}
+			g := int32(binary.BigEndian.Uint32(v[9]))
+			r.granted = &g
+		}
+	}
 	return true, nil
 }
 
@@ -241,8 +316,16 @@ func (s *Store) snapshot(ctx context.Context, q projections.SnapshotQuery, snap 
 	} else {
 		args = append(args, q.OpenUserID)
 	}
-	sql := s.snapshotText(bind != nil, q.ChannelUserID != "")
-	var r snapshotRow
+	if tk := q.Take; tk != nil {
+		var now any // nil: the database's clock
+		if tk.Bucket.Now != nil {
+			now = tk.Bucket.Now()
+		}
+		args = append(args, tk.Bucket.Name, tk.Key, float64(tk.Bucket.Limit), ratelimit.Rate(tk.Bucket.Limit, tk.Bucket.Period),
+			float64(max(tk.Want, 0)), float64(max(tk.Back, 0)), now)
+	}
+	sql := s.snapshotText(bind != nil, q.ChannelUserID != "", q.Take != nil)
+	r := snapshotRow{take: q.Take != nil}
 	if prune {
 		b := &pgx.Batch{}
 		b.Queue(pruneBindingsQuery, args[5], pruneBatch) // args[5] is now
@@ -264,6 +347,12 @@ func (s *Store) snapshot(ctx context.Context, q projections.SnapshotQuery, snap 
 		}
 		snap.Bound = *r.bound
 		s.bound.put(bind.Scope, bind.Key, *r.bound, *r.until, time.Now())
+	}
+	if q.Take != nil {
+		if r.tokens == nil || r.granted == nil {
+			return errors.New("take: no grant returned")
+		}
+		snap.Grant, snap.Took = ratelimit.Grant{Tokens: *r.tokens, Granted: int(*r.granted)}, true
 	}
 	if r.commit != nil && r.prepare != nil {
 		snap.Checkpoint = events.Position{Commit: uint64(*r.commit), Prepare: uint64(*r.prepare)}

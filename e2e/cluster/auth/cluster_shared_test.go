@@ -143,6 +143,42 @@ func TestClusterSchemeMLimitHoldsAcrossNodes(t *testing.T) {
 	}
 }
 
+// Signed writes share the scheme M budget across nodes too, through
+// leases of one token at this limit: the limit's writes are admitted over
+// both nodes and no more; a refused write appends nothing and answers the
+// spec's HTTP_429 with its headers, and so does its identical retry.
+func TestClusterSchemeMWriteLimitHoldsAcrossNodes(t *testing.T) {
+	t.Parallel()
+	const limit = 6
+	pa, pb := harness.TwoNodes(t, func(c *node.Config) { c.PartnerRateLimit = limit })
+	a := pa.CreateApp("partner")
+	nodes := []*harness.App{a, a.On(pb)}
+	for i := range limit {
+		nodes[i%2].Expect("POST", "/open/v1/channel/users", harness.RegisterBody(fmt.Sprintf("w-%d", i)), http.StatusCreated, "0")
+	}
+	before := pa.EventCount()
+	for i, n := range nodes {
+		body := harness.RegisterBody(fmt.Sprintf("over-%d", i))
+		req := n.Request("POST", "/open/v1/channel/users", body, time.Now())
+		raw := harness.Encode(t, body)
+		for try := range 2 {
+			again, err := http.NewRequest("POST", req.URL.String(), bytes.NewReader(raw))
+			if err != nil {
+				t.Fatal(err)
+			}
+			again.Header = req.Header.Clone()
+			res := n.P.Send(again)
+			harness.ExpectCode(t, fmt.Sprintf("write over the limit on node %d, try %d", i, try), res, http.StatusTooManyRequests, "HTTP_429")
+			if res.Header.Get("Retry-After") == "" || res.Header.Get("X-RateLimit-Limit") != fmt.Sprint(limit) || res.Header.Get("X-RateLimit-Remaining") != "0" {
+				t.Fatalf("429 headers: %v", res.Header)
+			}
+		}
+	}
+	if got := pa.EventCount(); got != before {
+		t.Fatalf("refused writes appended %d events", got-before)
+	}
+}
+
 // A scheme H nonce used on node A is refused on node B: the replay guard
 // is the shared database's.
 func TestClusterNonceUsedOnARefusedOnB(t *testing.T) {

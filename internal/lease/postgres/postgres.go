@@ -79,6 +79,11 @@ type Store struct {
 	// renewals groups the renewals of leases whose session lock this
 	// store holds into one statement (see renewGroup).
 	renewals renewGroup
+
+	// loads are the holders' loads as the last renewal statement read them
+	// (see Load).
+	loadMu sync.Mutex
+	loads  map[string]seenLoad
 }
 
 // seenFresh is how long one read of every lease answers the node's
@@ -153,7 +158,7 @@ func (s *Store) forgetSeen() {
 // New uses pool (already migrated with Migrate); Close leaves pool open
 // and closes the store's session.
 func New(pool *pgxpool.Pool) *Store {
-	return &Store{pool: pool, locks: map[string]lease.Lease{}, members: map[string]bool{}}
+	return &Store{pool: pool, locks: map[string]lease.Lease{}, members: map[string]bool{}, loads: map[string]seenLoad{}}
 }
 
 // Open connects to url and migrates; Close closes the connection pool.
@@ -364,6 +369,7 @@ RETURNING token, expires_at`, name, holder, interval(ttl), got).Scan(&l.Token, &
 		return lease.Lease{}, fmt.Errorf("%w: %s holds %s until %s", lease.ErrHeld, cur.Holder, name, cur.Expires.Format(time.RFC3339Nano))
 	}
 	s.forgetSeen()
+	s.forgetLoads()
 	return l, nil
 }
 
@@ -429,6 +435,7 @@ func (s *Store) unlockLocked(ctx context.Context, c *pgx.Conn, l lease.Lease) er
 // Release implements lease.Store.
 func (s *Store) Release(ctx context.Context, l lease.Lease) error {
 	defer s.forgetSeen()
+	defer s.forgetLoads()
 	_, err := s.pool.Exec(ctx, `UPDATE leases SET holder = '', expires_at = clock_timestamp(), locked = false WHERE name = $1 AND token = $2`, l.Name, l.Token)
 	if err == nil && s.holds(l) {
 		err = s.withSession(ctx, func(c *pgx.Conn) error { return s.unlockLocked(ctx, c, l) })
@@ -511,29 +518,103 @@ func fenceResult(l lease.Lease, err error) error {
 
 // Load implements lease.Balancer: the nodes are the sessions' membership
 // locks (a holder's session takes one with its first Acquire, and loses
-// it with the session), the leases counted are the live ones.
+// it with the session), the leases counted are the live ones. Right after
+// a renewal statement of this store it answers from what that statement
+// read (see renewGroup): a holder reads its load after each renewal, and a
+// read of pg_locks of its own was a Postgres transaction per renewal,
+// most of an idle node's.
 func (s *Store) Load(ctx context.Context, holder string) (lease.Load, error) {
+	if l, ok := s.renewedLoad(holder); ok {
+		return l, nil
+	}
 	var l lease.Load
-	err := s.pool.QueryRow(ctx, `
-WITH k AS (
+	err := s.pool.QueryRow(ctx, loadSQL, holder).Scan(&l.Nodes, &l.Held, &l.Least)
+	if err != nil {
+		return lease.Load{}, fmt.Errorf("lease/postgres: load: %w", err)
+	}
+	return l, nil
+}
+
+// loadCTEs are the parts of a load read: k the granted membership (m) and
+// lease locks of this database, h the live leases per holder. live is
+// what decides a lease row l is live (Load's own statement: its expiry;
+// the renewal's: the expiry it is given).
+func loadCTEs(live string) string {
+	return `
+k AS (
     SELECT k.classid, k.objid FROM pg_locks k
     WHERE k.locktype = 'advisory' AND k.granted AND k.objsubid = 2 AND k.classid IN (1818583411::oid, 1835363682::oid)
       AND k.database = (SELECT oid FROM pg_database WHERE datname = current_database())),
 m AS (SELECT DISTINCT objid FROM k WHERE classid = 1835363682::oid),
 h AS (
-    SELECT hashtext(l.holder)::oid AS objid, count(*)::int AS n, bool_or(l.holder = $1) AS me
-    FROM leases l
-    WHERE l.holder <> '' AND l.expires_at > clock_timestamp()
-      AND (NOT l.locked OR hashtext(l.name)::oid IN (SELECT objid FROM k WHERE classid = 1818583411::oid))
-    GROUP BY l.holder)
-SELECT (SELECT count(*)::int FROM m),
-       coalesce((SELECT n FROM h WHERE me), 0),
+    SELECT hashtext(l.holder)::oid AS objid, l.holder, count(*)::int AS n
+    FROM leases l` + live + `
+    GROUP BY l.holder)`
+}
+
+// loadColumns are a load's nodes, held (by the holder named holderExpr)
+// and least.
+func loadColumns(holderExpr string) string {
+	return `(SELECT count(*)::int FROM m),
+       coalesce((SELECT n FROM h WHERE h.holder = ` + holderExpr + `), 0),
        CASE WHEN EXISTS (SELECT 1 FROM m WHERE m.objid NOT IN (SELECT objid FROM h)) THEN 0
-            ELSE coalesce((SELECT min(h.n) FROM h JOIN m USING (objid)), 0) END`, holder).Scan(&l.Nodes, &l.Held, &l.Least)
-	if err != nil {
-		return lease.Load{}, fmt.Errorf("lease/postgres: load: %w", err)
+            ELSE coalesce((SELECT min(h.n) FROM h JOIN m USING (objid)), 0) END`
+}
+
+const liveLease = `
+      AND (NOT l.locked OR hashtext(l.name)::oid IN (SELECT objid FROM k WHERE classid = 1818583411::oid))`
+
+var loadSQL = `WITH` + loadCTEs(`
+    WHERE l.holder <> '' AND l.expires_at > clock_timestamp()`+liveLease) + `
+SELECT ` + loadColumns("$1")
+
+// renewSQL renews the group's leases (rows: the renewal's index and the
+// new expiry) and reads the load of each holder among them (rows: NULL
+// index and expiry, the holder and its load) in one statement. The
+// statement's reads see the leases as before the update, so a lease it
+// renews counts as live by its new expiry.
+var renewSQL = `
+WITH r AS (
+    SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::interval[]) WITH ORDINALITY AS r(name, token, holder, ttl, i)),
+u AS (
+    UPDATE leases AS l SET expires_at = clock_timestamp() + r.ttl
+    FROM r
+    WHERE l.name = r.name AND l.token = r.token AND l.holder = r.holder AND l.holder <> ''
+    RETURNING r.i, l.name, l.expires_at),` + loadCTEs(`
+    LEFT JOIN u ON u.name = l.name
+    WHERE l.holder <> '' AND coalesce(u.expires_at, l.expires_at) > clock_timestamp()`+liveLease) + `
+SELECT u.i, u.expires_at, NULL::text, 0, 0, 0 FROM u
+UNION ALL
+SELECT NULL, NULL, q.holder, ` + loadColumns("q.holder") + `
+FROM (SELECT DISTINCT holder FROM r) q`
+
+// renewedLoadFresh is how long the load a renewal statement read answers
+// Load: long enough for the holder's read right after its renewal, short
+// against lease's own caching of loads (a second).
+const renewedLoadFresh = 100 * time.Millisecond
+
+// seenLoad is a holder's load as a renewal statement read it.
+type seenLoad struct {
+	load lease.Load
+	at   time.Time
+}
+
+func (s *Store) renewedLoad(holder string) (lease.Load, bool) {
+	s.loadMu.Lock()
+	defer s.loadMu.Unlock()
+	l, ok := s.loads[holder]
+	if !ok || time.Since(l.at) >= renewedLoadFresh {
+		return lease.Load{}, false
 	}
-	return l, nil
+	return l.load, true
+}
+
+// forgetLoads drops the loads renewals read, after this store acquired or
+// released a lease (the holder's count changed).
+func (s *Store) forgetLoads() {
+	s.loadMu.Lock()
+	clear(s.loads)
+	s.loadMu.Unlock()
 }
 
 // renewGather is how long the first renewal of a group waits for others:
@@ -613,20 +694,32 @@ func (g *renewGroup) flush(s *Store) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), renewTimeout)
 		renewed := map[int]time.Time{}
-		rows, err := s.pool.Query(ctx, `
-UPDATE leases AS l SET expires_at = clock_timestamp() + r.ttl
-FROM unnest($1::text[], $2::bigint[], $3::text[], $4::interval[]) WITH ORDINALITY AS r(name, token, holder, ttl, i)
-WHERE l.name = r.name AND l.token = r.token AND l.holder = r.holder AND l.holder <> ''
-RETURNING r.i, l.expires_at`, names, tokens, holders, ttls)
+		rows, err := s.pool.Query(ctx, renewSQL, names, tokens, holders, ttls)
+		loads := map[string]lease.Load{}
 		if err == nil {
 			var (
-				i  int64
-				at time.Time
+				i      *int64
+				at     *time.Time
+				holder *string
+				l      lease.Load
 			)
-			_, err = pgx.ForEachRow(rows, []any{&i, &at}, func() error {
-				renewed[int(i-1)] = at
+			_, err = pgx.ForEachRow(rows, []any{&i, &at, &holder, &l.Nodes, &l.Held, &l.Least}, func() error {
+				switch {
+				case i != nil && at != nil:
+					renewed[int(*i-1)] = *at
+				case holder != nil:
+					loads[*holder] = l
+				}
 				return nil
 			})
+		}
+		if err == nil {
+			now := time.Now()
+			s.loadMu.Lock()
+			for h, l := range loads {
+				s.loads[h] = seenLoad{load: l, at: now}
+			}
+			s.loadMu.Unlock()
 		}
 		cancel()
 		for i, r := range queue {

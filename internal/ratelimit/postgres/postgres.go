@@ -14,6 +14,8 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -90,6 +92,18 @@ ON CONFLICT (name, key) DO UPDATE SET
     at      = greatest(b.at, EXCLUDED.at)
 RETURNING tokens, granted`)
 }
+
+// TakeWhenFrom is TakeWhen with its seven parameters numbered from first
+// ($first to $first+6) instead of $1 to $7, for a statement whose own
+// parameters come before them.
+func TakeWhenFrom(gate string, first int) string {
+	return param.ReplaceAllStringFunc(TakeWhen(gate), func(p string) string {
+		n, _ := strconv.Atoi(p[1:])
+		return "$" + strconv.Itoa(n+first-1)
+	})
+}
+
+var param = regexp.MustCompile(`\$[0-9]+`)
 
 // Spec returns the bucket's name, limit, period and clock (nil: the
 // database's), for a caller that takes from it with TakeWhen.

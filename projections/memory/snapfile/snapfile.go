@@ -363,18 +363,24 @@ func (s *sealWriter) flush(final bool) error {
 // close seals what is left as the final chunk (possibly empty).
 func (s *sealWriter) close() error { return s.flush(true) }
 
-// openReader opens the chunks of a sealWriter in order.
+// openReader opens the chunks of a sealWriter in order. Like sealWriter
+// it reuses its sealed and plaintext buffers from chunk to chunk: a chunk
+// is read again only once every byte of the previous one was copied out,
+// and a restore otherwise made two chunks of garbage for each one it read
+// (twice the snapshot's size).
 type openReader struct {
-	r     io.Reader
-	aead  cipher.AEAD
-	head  []byte
-	buf   *bytes.Reader
-	index uint64
-	final bool
+	r      io.Reader
+	aead   cipher.AEAD
+	head   []byte
+	sealed []byte
+	plain  []byte
+	buf    bytes.Reader
+	index  uint64
+	final  bool
 }
 
 func (o *openReader) Read(p []byte) (int, error) {
-	for o.buf == nil || o.buf.Len() == 0 {
+	for o.buf.Len() == 0 {
 		if o.final {
 			return 0, io.EOF
 		}
@@ -386,20 +392,27 @@ func (o *openReader) Read(p []byte) (int, error) {
 		if size < uint32(o.aead.NonceSize()+o.aead.Overhead()) || size > snapshotChunk+1024 {
 			return 0, fmt.Errorf("chunk %d: bad length %d", o.index, size)
 		}
-		sealed := make([]byte, size)
+		if cap(o.sealed) < int(size) {
+			o.sealed = make([]byte, size)
+		}
+		sealed := o.sealed[:size]
 		if _, err := io.ReadFull(o.r, sealed); err != nil {
 			return 0, fmt.Errorf("chunk %d: %w", o.index, io.ErrUnexpectedEOF)
 		}
+		// Opened into the plaintext buffer, not in place: a chunk that
+		// does not open as a middle one is tried again as the last one,
+		// and a failed open clears what it wrote.
 		nonce, body := sealed[:o.aead.NonceSize()], sealed[o.aead.NonceSize():]
-		plain, err := o.aead.Open(nil, nonce, body, chunkAAD(o.head, o.index, false))
+		plain, err := o.aead.Open(o.plain[:0], nonce, body, chunkAAD(o.head, o.index, false))
 		if err != nil {
-			if plain, err = o.aead.Open(nil, nonce, body, chunkAAD(o.head, o.index, true)); err != nil {
+			if plain, err = o.aead.Open(o.plain[:0], nonce, body, chunkAAD(o.head, o.index, true)); err != nil {
 				return 0, fmt.Errorf("chunk %d: %w", o.index, err)
 			}
 			o.final = true
 		}
+		o.plain = plain
 		o.index++
-		o.buf = bytes.NewReader(plain)
+		o.buf.Reset(plain)
 	}
 	return o.buf.Read(p)
 }

@@ -1,0 +1,162 @@
+package memory
+
+import (
+	"bytes"
+	"context"
+	"crypto/aes"
+	"crypto/cipher"
+	"reflect"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/healthtech/partner-open-platform/domain"
+	"github.com/healthtech/partner-open-platform/events"
+	"github.com/healthtech/partner-open-platform/projections"
+	"github.com/healthtech/partner-open-platform/projections/memory/snapfile"
+)
+
+// A delivery's row fits a map slot (Go keeps a value of more than 128
+// bytes in an allocation of its own): 256 bytes of projections.Delivery
+// plus the slot before.
+func TestDeliveryRowFitsAMapSlot(t *testing.T) {
+	if size := unsafe.Sizeof(deliveryRow{}); size > 128 {
+		t.Fatalf("a delivery row is %d bytes, over the 128 a map keeps in its slot", size)
+	}
+}
+
+// Every delivery reads back exactly as written, by every read and through
+// an image restored into another store, whatever it holds: every status
+// and one the row has no code for, no body, an empty body, attempts'
+// outcomes, a next attempt, positions whose commit and prepare differ,
+// zero times, a count of attempts past int32.
+func TestDeliveryRowsReadAsWritten(t *testing.T) {
+	ctx := context.Background()
+	at := time.Date(2026, 11, 30, 1, 2, 3, 456789000, time.UTC)
+	next := at.Add(time.Minute)
+	code, msg, class := 503, "unavailable", domain.ErrorClassTimeout
+	ep := int64(4)
+	rows := []projections.Delivery{
+		{DeliveryID: "d-1", AppID: 1, EndpointID: domain.DefaultEndpointID, EventType: "user.registered", SourceEventID: "e-1",
+			SourcePosition: events.Position{Commit: 10, Prepare: 10}, Cursor: events.Position{Commit: 11, Prepare: 11},
+			Body: []byte(`{"a":1}`), Subject: "user-7", Status: domain.DeliverySkipped, CreatedAt: at, UpdatedAt: at},
+		{DeliveryID: "d-2", AppID: 1, EndpointID: ep, EventType: "user.registered", SourceEventID: "e-1",
+			SourcePosition: events.Position{Commit: 10, Prepare: 10}, Cursor: events.Position{Commit: 12, Prepare: 12},
+			Body: []byte(`{"a":2}`), Subject: "user-7", Status: domain.DeliveryRetrying, Attempts: 2, NextAttemptAt: &next,
+			LastStatus: &code, LastError: &msg, LastErrorClass: &class, CreatedAt: at, UpdatedAt: next},
+		{DeliveryID: "d-3", AppID: 2, EndpointID: ep, EventType: "report.created", SourceEventID: "e-2",
+			SourcePosition: events.Position{Commit: 20, Prepare: 19}, Cursor: events.Position{Commit: 21, Prepare: 18},
+			Body: []byte{}, Status: domain.DeliveryDelivered, Attempts: 1, LastStatus: &code, CreatedAt: at, UpdatedAt: at},
+		{DeliveryID: "d-4", AppID: 2, EndpointID: ep, EventType: "report.created", SourceEventID: "e-3",
+			SourcePosition: events.Position{Commit: 22, Prepare: 22}, Cursor: events.Position{Commit: 23, Prepare: 23},
+			Status: "some_status_of_no_code", Attempts: 1 << 40},
+		{DeliveryID: "d-5", AppID: 3, EndpointID: ep, EventType: "x", Cursor: events.Position{Commit: 24, Prepare: 24},
+			Body: []byte(`{}`), Status: domain.DeliveryPending, NextAttemptAt: &at, CreatedAt: at, UpdatedAt: at},
+		{DeliveryID: "d-6", AppID: 3, EndpointID: ep, EventType: "x", Cursor: events.Position{Commit: 25, Prepare: 25},
+			Body: []byte(`{}`), Status: domain.DeliveryAbandoned, CreatedAt: at, UpdatedAt: at},
+		{DeliveryID: "d-7", AppID: 3, EndpointID: ep, EventType: "x", Cursor: events.Position{Commit: 26, Prepare: 26},
+			Body: []byte(`{}`), Status: domain.DeliveryDeadLetter, CreatedAt: at, UpdatedAt: at},
+	}
+	s := New()
+	if err := s.UpdateDeliveries(ctx, "deliveries", events.Position{Commit: 30, Prepare: 30}, func(tx projections.DeliveryTx) error {
+		for _, d := range rows {
+			if err := tx.PutDelivery(ctx, d); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	check := func(s *Store, how string) {
+		t.Helper()
+		for _, want := range rows {
+			want = copyDelivery(want)
+			got, _, err := s.Delivery(ctx, 0, want.DeliveryID)
+			if err != nil {
+				t.Fatalf("%s: %s: %v", how, want.DeliveryID, err)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("%s: Delivery(%s)\n got %+v\nwant %+v", how, want.DeliveryID, got, want)
+			}
+			var inTx projections.Delivery
+			var bySubject []projections.Delivery
+			s.UpdateDeliveries(ctx, "probe", events.Position{Commit: 1, Prepare: 1}, func(tx projections.DeliveryTx) error {
+				inTx, err = tx.Delivery(ctx, want.DeliveryID)
+				if want.Subject != "" {
+					bySubject, _ = tx.SubjectDeliveries(ctx, want.Subject)
+				}
+				return err
+			})
+			if !reflect.DeepEqual(inTx, want) {
+				t.Errorf("%s: tx.Delivery(%s)\n got %+v\nwant %+v", how, want.DeliveryID, inTx, want)
+			}
+			found := false
+			for _, d := range bySubject {
+				found = found || reflect.DeepEqual(d, want)
+			}
+			if want.Subject != "" && !found {
+				t.Errorf("%s: SubjectDeliveries(%s) has no %+v", how, want.Subject, want)
+			}
+		}
+		listed, err := s.Deliveries(ctx, domain.DeliveryFilter{Limit: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(listed) != len(rows) {
+			t.Fatalf("%s: Deliveries listed %d, want %d", how, len(listed), len(rows))
+		}
+		for i, want := range rows {
+			if want = copyDelivery(want); !reflect.DeepEqual(listed[i], want) {
+				t.Errorf("%s: Deliveries[%d]\n got %+v\nwant %+v", how, i, listed[i], want)
+			}
+		}
+		due, err := s.Due(ctx, next.Add(time.Hour), 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantDue := []domain.DueDelivery{{DeliveryID: "d-5", AppID: 3, EndpointID: ep}, {DeliveryID: "d-2", AppID: 1, EndpointID: ep}}
+		if !reflect.DeepEqual(due, wantDue) {
+			t.Errorf("%s: Due = %+v, want %+v", how, due, wantDue)
+		}
+	}
+	check(s, "written")
+
+	im, err := s.Image(ctx, projections.ReadModelDeliveries)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range rows {
+		if want = copyDelivery(want); !reflect.DeepEqual(im.Deliveries[i], want) {
+			t.Errorf("image row %d\n got %+v\nwant %+v", i, im.Deliveries[i], want)
+		}
+	}
+	// Through the snapshot's own encoding, as a start restores it.
+	path := t.TempDir() + "/snap"
+	aead := testAEAD(t)
+	if _, err := snapfile.Write(path, snapfile.Header{ReadModels: []snapfile.ReadModel{{ReadModel: projections.ReadModelDeliveries, Rows: im.Rows()}}}, aead, []snapfile.Image{im}, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	_, images, _, err := snapfile.Read(path, aead)
+	if err != nil {
+		t.Fatal(err)
+	}
+	restored := New()
+	if err := restored.Restore(ctx, images[0]); err != nil {
+		t.Fatal(err)
+	}
+	check(restored, "restored")
+}
+
+func testAEAD(t *testing.T) cipher.AEAD {
+	t.Helper()
+	block, err := aes.NewCipher(bytes.Repeat([]byte{9}, 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	aead, err := cipher.NewGCM(block)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return aead
+}

@@ -1,0 +1,58 @@
+package memory
+
+import (
+	"container/heap"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// The due heap under a random mix of new, rescheduled and removed
+// deliveries pops them in due order, and every key's index cell names
+// its position after each change.
+func TestDueHeapKeepsOrderAndIndexUnderRandomChanges(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	h := &dueHeap{at: map[string]*int{}}
+	model := map[string]dueKey{}
+	base := time.Unix(1700000000, 0)
+	check := func(step int) {
+		if len(h.keys) != len(model) || len(h.pos) != len(model) || len(h.at) != len(model) {
+			t.Fatalf("step %d: heap %d keys, %d cells, %d ids; want %d", step, len(h.keys), len(h.pos), len(h.at), len(model))
+		}
+		for i, k := range h.keys {
+			if cell := h.at[k.id]; cell == nil || h.pos[i] != cell || *cell != i || model[k.id] != k {
+				t.Fatalf("step %d: %s at %d: its cell or key is wrong", step, k.id, i)
+			}
+			if i > 0 && compareDue(h.keys[(i-1)/2], k) > 0 {
+				t.Fatalf("step %d: heap order broken at %d", step, i)
+			}
+		}
+	}
+	for step := range 5000 {
+		id := "d" + strconv.Itoa(rng.IntN(300))
+		k := dueKey{next: base.Add(time.Duration(rng.IntN(1000)) * time.Second), feedKey: feedKey{id: id}}
+		in := rng.IntN(3) > 0
+		h.set(id, k, in)
+		if in {
+			model[id] = k
+		} else {
+			delete(model, id)
+		}
+		check(step)
+	}
+	want := make([]dueKey, 0, len(model))
+	for _, k := range model {
+		want = append(want, k)
+	}
+	slices.SortFunc(want, compareDue)
+	for i, w := range want {
+		if got := heap.Pop(h).(dueKey); got != w {
+			t.Fatalf("pop %d: %v, want %v", i, got, w)
+		}
+	}
+	if len(h.at) != 0 || len(h.pos) != 0 {
+		t.Fatalf("emptied heap still holds %d ids, %d cells", len(h.at), len(h.pos))
+	}
+}
