@@ -71,7 +71,7 @@ func TestDropExpiredRemovesOnlyExpiredKeys(t *testing.T) {
 }
 
 // newKeys is a key store over a file backend in a temporary directory.
-func newKeys(t *testing.T) *datakeys.Keys {
+func newKeys(t testing.TB) *datakeys.Keys {
 	t.Helper()
 	b, err := files.Open(filepath.Join(t.TempDir(), "keys"))
 	if err != nil {
@@ -83,4 +83,50 @@ func newKeys(t *testing.T) *datakeys.Keys {
 		t.Fatal(err)
 	}
 	return datakeys.New(b, m)
+}
+
+// The keys Prepare makes are cached from the bytes it made, not opened
+// again from the store: what a prepared key seals, the key the store kept
+// opens (another node, or this one after a restart), and a subject that
+// already had a key keeps it.
+func TestPreparedKeysAreTheStoredOnes(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	sealer, err := secrets.New(bytes.Repeat([]byte{3}, 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	backend, err := files.Open(filepath.Join(dir, "keys"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer backend.Close()
+	k := datakeys.New(backend, sealer)
+	before, err := k.DataKey(ctx, "user-2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	subjects := []string{"user-1", "user-2", "user-3"}
+	if err := k.Prepare(ctx, subjects); err != nil {
+		t.Fatal(err)
+	}
+	other := datakeys.New(backend, sealer) // nothing cached
+	for _, s := range subjects {
+		key, err := k.DataKey(ctx, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s == "user-2" && key.ID != before.ID {
+			t.Fatalf("user-2's key %s replaced by %s", before.ID, key.ID)
+		}
+		nonce := make([]byte, key.AEAD.NonceSize())
+		ct := key.AEAD.Seal(nil, nonce, []byte("李雷 "+s), nil)
+		stored, err := other.ByID(ctx, key.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if plain, err := stored.AEAD.Open(nil, nonce, ct, nil); err != nil || string(plain) != "李雷 "+s {
+			t.Fatalf("%s: the stored key does not open what the prepared one sealed: %q %v", s, plain, err)
+		}
+	}
 }

@@ -204,6 +204,7 @@ func (k *Keys) Cached(subject string) bool {
 // write. Destroyed subjects are skipped.
 func (k *Keys) Prepare(ctx context.Context, subjects []string) error {
 	recs := make([]Record, 0, len(subjects))
+	raws := make([][]byte, 0, len(subjects))
 	for _, s := range subjects {
 		if !ValidSubject(s) {
 			return fmt.Errorf("%w: %q", ErrInvalidSubject, s)
@@ -211,11 +212,11 @@ func (k *Keys) Prepare(ctx context.Context, subjects []string) error {
 		if _, ok := k.cachedSubject(s); ok {
 			continue
 		}
-		rec, err := k.newRecord(s)
+		rec, raw, err := k.newRecord(s)
 		if err != nil {
 			return err
 		}
-		recs = append(recs, rec)
+		recs, raws = append(recs, rec), append(raws, raw)
 	}
 	if len(recs) == 0 {
 		return nil
@@ -225,12 +226,20 @@ func (k *Keys) Prepare(ctx context.Context, subjects []string) error {
 	if err != nil {
 		return err
 	}
-	for _, rec := range stored {
-		if rec.KeyID == "" {
+	for i, rec := range stored {
+		switch {
+		case rec.KeyID == "":
 			continue
-		}
-		if _, err := k.open(rec, epoch); err != nil {
-			return err
+		case i < len(recs) && rec.KeyID == recs[i].KeyID:
+			// The key this call made was stored: it is already in
+			// hand, and needs no unsealing with the master key.
+			if _, err := k.cache(rec, raws[i], epoch); err != nil {
+				return err
+			}
+		default:
+			if _, err := k.open(rec, epoch); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -361,29 +370,30 @@ func (k *Keys) cachedSubject(subject string) (Key, bool) {
 }
 
 func (k *Keys) create(ctx context.Context, subject string) (Record, error) {
-	rec, err := k.newRecord(subject)
+	rec, _, err := k.newRecord(subject)
 	if err != nil {
 		return Record{}, err
 	}
 	return k.backend.Insert(ctx, rec)
 }
 
-// newRecord makes a fresh data key for subject, sealed by the current master key.
-func (k *Keys) newRecord(subject string) (Record, error) {
+// newRecord makes a fresh data key for subject, sealed by the current
+// master key, and returns its raw bytes with the record.
+func (k *Keys) newRecord(subject string) (Record, []byte, error) {
 	raw := make([]byte, 32)
 	if _, err := rand.Read(raw); err != nil {
-		return Record{}, err
+		return Record{}, nil, err
 	}
 	id := make([]byte, 8)
 	if _, err := rand.Read(id); err != nil {
-		return Record{}, err
+		return Record{}, nil, err
 	}
 	sealed, err := k.current.Seal(base64.StdEncoding.EncodeToString(raw))
 	if err != nil {
-		return Record{}, err
+		return Record{}, nil, err
 	}
 	return Record{Subject: subject, KeyID: subject + "~" + hex.EncodeToString(id),
-		MasterKeyID: k.current.KeyID(), Sealed: sealed, Created: k.now().UTC()}, nil
+		MasterKeyID: k.current.KeyID(), Sealed: sealed, Created: k.now().UTC()}, raw, nil
 }
 
 func (k *Keys) unseal(rec Record) ([]byte, error) {
@@ -444,6 +454,12 @@ func (k *Keys) open(rec Record, epoch uint64) (Key, error) {
 	if err != nil {
 		return Key{}, err
 	}
+	return k.cache(rec, raw, epoch)
+}
+
+// cache makes rec's cipher from its raw key and keeps it while the cache's
+// epoch is still epoch.
+func (k *Keys) cache(rec Record, raw []byte, epoch uint64) (Key, error) {
 	block, err := aes.NewCipher(raw)
 	if err != nil {
 		return Key{}, err

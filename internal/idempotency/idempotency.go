@@ -344,7 +344,7 @@ func (k *Keeper) writeReplay(w http.ResponseWriter, r *http.Request, stream, sea
 func (q *keyed) finish(ctx context.Context, rw *recorder) error {
 	a := commands.KeyAnswer{Status: rw.status, Code: envelopeCode(rw.status, rw.body.Bytes()), ContentType: rw.header.Get("Content-Type")}
 	if commands.KeptForReplay(a.Status, a.Code) {
-		sealed, err := q.k.sealAnswer(ctx, q.stream, q.subject, rw.body.String())
+		sealed, err := q.k.sealAnswer(ctx, q.stream, q.subject, rw.body.Bytes())
 		if err != nil {
 			return err
 		}

@@ -192,11 +192,17 @@ const (
 // levels to the done one. A write thus costs two bindings: its claim and
 // its answer.
 func (k *Keeper) recordSigned(ctx context.Context, store SignedStore, name string, expires time.Time, r *http.Request, body []byte, rw *recorder) error {
-	sealed, err := k.sealAnswer(ctx, signedStream(name), answerSubject(r, body, rw.body.Bytes()), rw.body.String())
+	// The record ("done", status, content type, sealed answer) is built in
+	// one buffer around the sealing.
+	var head [64]byte
+	b := append(head[:0], levelDone+"\n"...)
+	b = strconv.AppendInt(b, int64(rw.status), 10)
+	b = append(append(append(b, '\n'), rw.header.Get("Content-Type")...), '\n')
+	b, err := k.appendSealed(ctx, b, signedStream(name), answerSubject(r, body, rw.body.Bytes()), rw.body.Bytes())
 	if err != nil {
 		return err
 	}
-	record := levelDone + "\n" + strconv.Itoa(rw.status) + "\n" + rw.header.Get("Content-Type") + "\n" + sealed
+	record := string(b)
 	for level := range maxLevels {
 		_, done, err := store.Bind(ctx, signedScope, levelKey(name, "done", level), record, expires)
 		if err != nil || done {

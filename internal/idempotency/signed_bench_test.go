@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/healthtech/partner-open-platform/internal/datakeys"
+	keyfiles "github.com/healthtech/partner-open-platform/internal/datakeys/files"
 	"github.com/healthtech/partner-open-platform/internal/httpapi"
 	"github.com/healthtech/partner-open-platform/internal/idempotency"
 	"github.com/healthtech/partner-open-platform/internal/nonces/filelog"
@@ -23,7 +25,13 @@ import (
 // benchmark at another commit, in the same run.
 //
 //	go test -run '^$' -bench SignedWrite -benchtime 20000x -count 5 ./internal/idempotency
-func BenchmarkSignedWrite(b *testing.B) {
+func BenchmarkSignedWrite(b *testing.B) { benchmarkSignedWrite(b, false) }
+
+// BenchmarkSignedWriteAboutAUser is BenchmarkSignedWrite with an answer
+// about a user (a register's), sealed with the user's data key.
+func BenchmarkSignedWriteAboutAUser(b *testing.B) { benchmarkSignedWrite(b, true) }
+
+func benchmarkSignedWrite(b *testing.B, aboutAUser bool) {
 	store, err := filelog.Open(filepath.Join(b.TempDir(), "nonces.log"))
 	if err != nil {
 		b.Fatal(err)
@@ -34,12 +42,20 @@ func BenchmarkSignedWrite(b *testing.B) {
 		b.Fatal(err)
 	}
 	k := &idempotency.Keeper{Sealer: sealer}
+	user := 0
+	if aboutAUser {
+		keys, err := keyfiles.Open(filepath.Join(b.TempDir(), "keys"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		k.Keys, user = datakeys.New(keys, sealer), 42
+	}
 	const body = `{"channel_user_id":"bench","user":{"name":"n","phone":"13812345678"}}`
 	h := func(w http.ResponseWriter, r *http.Request, begin func() error) {
 		if begin() != nil {
 			return
 		}
-		httpapi.OK(w, http.StatusCreated, map[string]any{"open_user_id": 0, "channel_user_id": "bench"})
+		httpapi.OK(w, http.StatusCreated, map[string]any{"open_user_id": user, "channel_user_id": "bench"})
 	}
 	b.ReportAllocs()
 	b.ResetTimer()

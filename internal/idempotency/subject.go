@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -70,22 +71,53 @@ func answerSubject(r *http.Request, body, answer []byte) string {
 // master key when it is about no user (or the user's key is already
 // destroyed: the answer then says the user was not found). The associated
 // data binds the sealed body to its key's stream.
-func (k *Keeper) sealAnswer(ctx context.Context, stream, subject, plain string) (string, error) {
+func (k *Keeper) sealAnswer(ctx context.Context, stream, subject string, plain []byte) (string, error) {
+	b, err := k.appendSealed(ctx, nil, stream, subject, plain)
+	return string(b), err
+}
+
+// appendSealed is sealAnswer appending the sealed answer to dst, so that a
+// record made of a header and the sealed body is built in one buffer: the
+// nonce and ciphertext are written past the room their base64 takes, and
+// encoded back into it.
+func (k *Keeper) appendSealed(ctx context.Context, dst []byte, stream, subject string, plain []byte) ([]byte, error) {
 	if k.Keys != nil && subject != "" {
 		key, err := k.Keys.DataKey(ctx, subject)
 		switch {
 		case err == nil:
-			nonce := make([]byte, key.AEAD.NonceSize(), key.AEAD.NonceSize()+len(plain)+key.AEAD.Overhead())
+			n := key.AEAD.NonceSize()
+			sealedLen := n + len(plain) + key.AEAD.Overhead()
+			encLen := base64.StdEncoding.EncodedLen(sealedLen)
+			dst = slices.Grow(dst, len(dataKeyPrefix)+len(key.ID)+1+encLen+sealedLen)
+			dst = append(append(append(dst, dataKeyPrefix...), key.ID...), ':')
+			at := len(dst)
+			// The ciphertext lies after the base64's room, so encoding it
+			// forward never overwrites what is still to be read.
+			nonce := dst[at+encLen : at+encLen+n]
 			if _, err := rand.Read(nonce); err != nil {
-				return "", err
+				return nil, err
 			}
-			ct := key.AEAD.Seal(nonce, nonce, []byte(plain), []byte(stream))
-			return dataKeyPrefix + key.ID + ":" + base64.StdEncoding.EncodeToString(ct), nil
+			ct := key.AEAD.Seal(nonce, nonce, plain, []byte(stream))
+			base64.StdEncoding.Encode(dst[at:at+encLen], ct)
+			return dst[:at+encLen], nil
 		case !errors.Is(err, datakeys.ErrDestroyed):
-			return "", fmt.Errorf("idempotency: data key of the answer: %w", err)
+			return nil, fmt.Errorf("idempotency: data key of the answer: %w", err)
 		}
 	}
-	return k.Sealer.Seal(plain)
+	if a, ok := k.Sealer.(appendSealer); ok {
+		return a.AppendSeal(dst, plain)
+	}
+	sealed, err := k.Sealer.Seal(string(plain))
+	if err != nil {
+		return nil, err
+	}
+	return append(dst, sealed...), nil
+}
+
+// appendSealer is a Sealer that appends a sealed value to a buffer
+// (internal/secrets implements it).
+type appendSealer interface {
+	AppendSeal(dst, plain []byte) ([]byte, error)
 }
 
 // openAnswer opens a stored answer; errErased when its user was erased.

@@ -2,6 +2,8 @@ package idempotency_test
 
 import (
 	"context"
+	"fmt"
+	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -9,7 +11,9 @@ import (
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/internal/datakeys"
 	keyfiles "github.com/healthtech/partner-open-platform/internal/datakeys/files"
+	"github.com/healthtech/partner-open-platform/internal/httpapi"
 	"github.com/healthtech/partner-open-platform/internal/idempotency"
+	projmemory "github.com/healthtech/partner-open-platform/projections/memory"
 )
 
 // TestAnswerAboutAUserIsShreddedWithTheirKey: answers about a channel user
@@ -74,5 +78,55 @@ func TestAnswerAboutAUserIsShreddedWithTheirKey(t *testing.T) {
 	}
 	if a := send(k, 1, "PATCH", "/open/v1/channel/users/42", "k-path", `{"name":"x"}`, e.handler); code(t, a) != "IDEMPOTENCY_KEY_REUSED" {
 		t.Fatalf("the key is no longer bound: %+v", a)
+	}
+}
+
+// A signed write about a user records its answer sealed with the user's
+// data key ("done", status, content type, then dk1:<key id>:<base64>), and
+// every replay answers it byte for byte, whatever the answer's length (the
+// sealing writes nonce and ciphertext into the record's own buffer, past
+// the room of their base64). Once the key is destroyed the replay is 404.
+func TestSignedAnswerAboutAUserReplaysByteForByte(t *testing.T) {
+	f := newFixture(t)
+	backend, err := keyfiles.Open(filepath.Join(t.TempDir(), "keys"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ks := datakeys.New(backend, f.sealer)
+	store := &bindLog{SignedStore: projmemory.New()}
+	for n := range 70 {
+		name := strings.Repeat("李", n)
+		h := func(w http.ResponseWriter, r *http.Request, begin func() error) {
+			if begin() != nil {
+				return
+			}
+			httpapi.OK(w, http.StatusCreated, map[string]any{"open_user_id": 100 + n, "name": name})
+		}
+		k := f.node()
+		k.Keys = ks
+		sig := fmt.Sprintf("sig-%d", n)
+		first := sendSigned(k, store, sig, "/open/v1/channel/users", "", `{"name":"a"}`, h)
+		if first.status != http.StatusCreated || !strings.Contains(first.body, name) {
+			t.Fatalf("length %d: first answer %d %s", n, first.status, first.body)
+		}
+		done := store.binds[len(store.binds)-1].value
+		want := fmt.Sprintf("done\n201\napplication/json; charset=utf-8\ndk1:user-%d~", 100+n)
+		if !strings.HasPrefix(done, want) || strings.Contains(done, "李") {
+			t.Fatalf("length %d: record %q, want it to start %q and hold no plain text", n, done, want)
+		}
+		k2 := f.node() // another node sharing the store and the keys
+		k2.Keys = ks
+		again := sendSigned(k2, store, sig, "/open/v1/channel/users", "", `{"name":"a"}`, h)
+		if again.status != first.status || again.body != first.body || again.header.Get(idempotency.ReplayedHeader) != "true" {
+			t.Fatalf("length %d: replay %d %q, want %d %q", n, again.status, again.body, first.status, first.body)
+		}
+	}
+	if err := ks.Destroy(context.Background(), "user-105"); err != nil {
+		t.Fatal(err)
+	}
+	k := f.node()
+	k.Keys = ks
+	if a := sendSigned(k, store, "sig-5", "/open/v1/channel/users", "", `{"name":"a"}`, nil); a.status != http.StatusNotFound || strings.Contains(a.body, "李") {
+		t.Fatalf("replay after erasure %d %s", a.status, a.body)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -132,6 +133,24 @@ func (s *Sealer) Seal(plain string) (string, error) {
 	}
 	out := s.aead.Seal(nonce, nonce, []byte(plain), nil)
 	return "v1:" + base64.StdEncoding.EncodeToString(out), nil
+}
+
+// AppendSeal appends plain sealed as Seal seals it ("v1:" and the base64
+// of nonce || ciphertext) to dst, growing it once: the nonce and ciphertext
+// are written past the room their base64 takes and encoded back into it,
+// so a record that holds a sealed value is built in one buffer.
+func (s *Sealer) AppendSeal(dst, plain []byte) ([]byte, error) {
+	n := s.aead.NonceSize()
+	sealedLen := n + len(plain) + s.aead.Overhead()
+	encLen := base64.StdEncoding.EncodedLen(sealedLen)
+	dst = append(slices.Grow(dst, 3+encLen+sealedLen), "v1:"...)
+	at := len(dst)
+	nonce := dst[at+encLen : at+encLen+n]
+	if _, err := rand.Read(nonce); err != nil {
+		return nil, err
+	}
+	base64.StdEncoding.Encode(dst[at:at+encLen], s.aead.Seal(nonce, nonce, plain, nil))
+	return dst[:at+encLen], nil
 }
 
 // Open decrypts a sealed secret; a wrong master key is an error, never garbage.

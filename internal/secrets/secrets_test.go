@@ -115,3 +115,32 @@ func TestKeyLists(t *testing.T) {
 		t.Fatalf("bad line: %v", err)
 	}
 }
+
+// AppendSeal appends what Seal makes to what the buffer held: Open opens
+// it, whatever the value's length, and the bytes before it are kept.
+func TestAppendSealOpensAsSealKeepingThePrefix(t *testing.T) {
+	s, _ := New(make([]byte, 32))
+	for n := range 100 {
+		plain := strings.Repeat("x", n)
+		out, err := s.AppendSeal([]byte("head\n"), []byte(plain))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sealed, ok := strings.CutPrefix(string(out), "head\n")
+		if !ok || len(sealed) != len(mustSeal(t, s, plain)) {
+			t.Fatalf("length %d: %q, want head then a value as long as Seal's", n, out)
+		}
+		if got, err := s.Open(sealed); err != nil || got != plain {
+			t.Fatalf("length %d: open %q %v", n, got, err)
+		}
+	}
+}
+
+func mustSeal(t *testing.T, s *Sealer, plain string) string {
+	t.Helper()
+	sealed, err := s.Seal(plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sealed
+}

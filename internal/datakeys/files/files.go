@@ -300,6 +300,11 @@ func (s *Store) appendLines(subjects []string, lines [][]byte, entries []*entry)
 		return 0, s.broken
 	}
 	var buf bytes.Buffer
+	n := 0
+	for _, l := range lines {
+		n += len(l) + 1
+	}
+	buf.Grow(n) // one allocation for a batch of many keys' lines
 	offs := make([]int64, len(lines))
 	for i, l := range lines {
 		offs[i] = s.size + int64(buf.Len())
