@@ -149,6 +149,9 @@ func (r *Runner) setOwning(owning bool) {
 		r.stats.Owner = r.own.Holder
 	}
 	r.mu.Unlock()
+	if owning {
+		r.kickAnnounce()
+	}
 }
 
 // Owning says whether this node projects the projection now.
@@ -168,13 +171,16 @@ func (r *Runner) kickAnnounce() {
 
 // announce tells the other nodes, while this node owns the projection,
 // what it has applied: after every batch (also batches of events it
-// ignores, so that followers' positions keep up with the log) and every
-// Poll, so a node that starts on an idle log learns where the owner is.
+// ignores, so that followers' positions keep up with the log), when it
+// becomes the owner or its generation changes, and again once a Heartbeat
+// has passed without news, so a node that starts on an idle log learns
+// where the owner is.
 //
-// A tick (every Poll) announces only what was not announced yet: a failed
-// announcement's progress, or the same progress once a Heartbeat has passed.
+// Between those it sleeps: a failed announcement is tried again after a
+// Poll, and otherwise the timer is set to the next Heartbeat, so an idle
+// owner wakes once a Heartbeat per read model instead of every Poll.
 func (r *Runner) announce(ctx context.Context) {
-	t := time.NewTicker(r.own.Poll)
+	t := time.NewTimer(r.own.Poll)
 	defer t.Stop()
 	var (
 		failing, sent bool
@@ -190,26 +196,41 @@ func (r *Runner) announce(ctx context.Context) {
 		case <-t.C:
 			tick = true
 		}
+		r.announceWakes.Add(1)
 		again := r.announceAgain.Swap(false)
 		r.mu.Lock()
 		send := r.owning && r.genKnown
 		p := Progress{Generation: r.gen, Position: r.pos, Target: r.stats.Target, Applied: r.stats.Applied,
 			CaughtUp: r.stats.CaughtUp, Owner: r.own.Holder}
 		r.mu.Unlock()
-		if !send {
-			continue
+		quiet := tick && !again && !failing && sent && p == last && time.Since(lastAt) < r.own.Heartbeat
+		if send && !quiet {
+			err := r.own.Shared.Announce(ctx, r.Name(), p)
+			if err != nil && !failing && ctx.Err() == nil {
+				r.log.Warn("announcing progress failed; other nodes fall back to polling", "err", err)
+			}
+			failing = err != nil
+			if !failing {
+				sent, last, lastAt = true, p, time.Now()
+			}
 		}
-		if tick && !again && !failing && sent && p == last && time.Since(lastAt) < r.own.Heartbeat {
-			continue
-		}
-		err := r.own.Shared.Announce(ctx, r.Name(), p)
-		if err != nil && !failing && ctx.Err() == nil {
-			r.log.Warn("announcing progress failed; other nodes fall back to polling", "err", err)
-		}
-		failing = err != nil
-		if !failing {
-			sent, last, lastAt = true, p, time.Now()
-		}
+		t.Reset(announceWait(r.own.Poll, r.own.Heartbeat, send, failing, sent, time.Since(lastAt)))
+	}
+}
+
+// announceWait is how long the announcer sleeps unless kicked: a Poll to
+// retry a failed or never-made announcement, else until a Heartbeat after
+// the last one; while this node does not announce (it does not own the
+// projection, or does not know its generation yet) a Heartbeat, since
+// becoming the owner and learning the generation kick it.
+func announceWait(poll, heartbeat time.Duration, send, failing, sent bool, sinceLast time.Duration) time.Duration {
+	switch {
+	case !send:
+		return heartbeat
+	case failing || !sent:
+		return poll
+	default:
+		return max(heartbeat-sinceLast, 0)
 	}
 }
 
@@ -390,12 +411,16 @@ func (r *Runner) syncGeneration(ctx context.Context) error {
 	if r.genKnown && p.Generation != r.gen {
 		r.pos = events.Position{} // the rows were rebuilt since this node knew them
 	}
-	if !r.genKnown || p.Generation != r.gen {
+	learned := !r.genKnown || p.Generation != r.gen
+	if learned {
 		r.gen, r.genKnown = p.Generation, true
 		close(r.changed)
 		r.changed = make(chan struct{})
 	}
 	r.mu.Unlock()
+	if learned {
+		r.kickAnnounce()
+	}
 	if p.Requested > p.Generation {
 		return rebuildRequest{}
 	}

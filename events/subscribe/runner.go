@@ -119,6 +119,8 @@ type Runner struct {
 	// announceAgain makes the next announcement go out even if nothing
 	// changed since the last one (a node asked: Progress.Hello).
 	announceAgain atomic.Bool
+	// announceWakes counts the announcer's wake-ups (an idle owner's cost).
+	announceWakes atomic.Uint64
 	// pace is the group of the rebuild this runner is part of, until it
 	// is ready (see paceGroup); nil when it replays alone.
 	pace *paceGroup
@@ -355,6 +357,7 @@ func (r *Runner) reset(ctx context.Context) error {
 	close(r.changed)
 	r.changed = make(chan struct{})
 	r.mu.Unlock()
+	r.kickAnnounce()
 	r.log.Info("projection reset; replaying the log")
 	return nil
 }

@@ -13,40 +13,44 @@ const accessLogBuffer = 32 << 10
 
 // LineBuffer is the access log's writer: lines written to it are handed to
 // the underlying writer in one write when its buffer fills, at the latest
-// every interval, and at Close, so that a busy node spends one system call
-// on many access lines instead of one per request (≈ 10 µs of a Postgres
-// snapshot read's ≈ 150, measured with scripts/bench.sh). A kill -9
-// loses at most the lines of the last interval; audit records never pass
-// through it (they are events). Each Write is kept whole.
+// interval after the first line it holds, and at Close, so that a busy node
+// spends one system call on many access lines instead of one per request
+// (≈ 10 µs of a Postgres snapshot read's ≈ 150, measured with
+// scripts/bench.sh). A kill -9 loses at most the lines of the last
+// interval; audit records never pass through it (they are events). Each
+// Write is kept whole. The timer is armed by the line that finds the buffer
+// empty, so an idle node (no requests) is never woken by its access log.
 type LineBuffer struct {
-	mu   sync.Mutex
-	w    io.Writer
-	buf  []byte
-	err  error
-	stop chan struct{}
-	done chan struct{}
+	mu       sync.Mutex
+	w        io.Writer
+	buf      []byte
+	err      error
+	interval time.Duration
+	after    func(time.Duration, func()) stopper
+	timer    stopper // armed while lines are held, nil otherwise
+	closed   bool
 }
 
-// NewLineBuffer starts a LineBuffer over w that writes what it holds at
-// least every interval (which must be positive).
+// stopper is the part of *time.Timer a LineBuffer uses.
+type stopper interface{ Stop() bool }
+
+// NewLineBuffer returns a LineBuffer over w that writes what it holds at
+// most interval (which must be positive) after the first line held.
 func NewLineBuffer(w io.Writer, interval time.Duration) *LineBuffer {
-	b := &LineBuffer{w: w, buf: make([]byte, 0, accessLogBuffer), stop: make(chan struct{}), done: make(chan struct{})}
-	go b.tick(interval)
-	return b
+	return newLineBuffer(w, interval, func(d time.Duration, f func()) stopper { return time.AfterFunc(d, f) })
 }
 
-func (b *LineBuffer) tick(interval time.Duration) {
-	defer close(b.done)
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-t.C:
-			_ = b.Flush()
-		case <-b.stop:
-			return
-		}
-	}
+// newLineBuffer is NewLineBuffer with the interval's timer made by after.
+func newLineBuffer(w io.Writer, interval time.Duration, after func(time.Duration, func()) stopper) *LineBuffer {
+	return &LineBuffer{w: w, buf: make([]byte, 0, accessLogBuffer), interval: interval, after: after}
+}
+
+// due writes what is held when the interval since the first held line ends.
+func (b *LineBuffer) due() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.timer = nil
+	b.flushLocked()
 }
 
 // Write holds p to be written with the lines around it; a p that does not
@@ -66,6 +70,9 @@ func (b *LineBuffer) Write(p []byte) (int, error) {
 		}
 	}
 	b.buf = append(b.buf, p...)
+	if b.timer == nil && !b.closed {
+		b.timer = b.after(b.interval, b.due)
+	}
 	return len(p), b.takeErr()
 }
 
@@ -77,17 +84,16 @@ func (b *LineBuffer) Flush() error {
 	return b.takeErr()
 }
 
-// Close stops the periodic writes and writes what is held; lines written
+// Close stops the interval's timer and writes what is held; lines written
 // after Close are written through at once.
 func (b *LineBuffer) Close() error {
-	select {
-	case <-b.stop:
-	default:
-		close(b.stop)
-	}
-	<-b.done
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.closed = true
+	if b.timer != nil {
+		b.timer.Stop()
+		b.timer = nil
+	}
 	b.flushLocked()
 	b.buf = b.buf[:0:0] // nothing fits any more: every later Write goes through
 	return b.takeErr()

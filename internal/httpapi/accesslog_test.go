@@ -158,3 +158,58 @@ func TestInstrumentToSplitsAccessLinesFromTheRest(t *testing.T) {
 		t.Fatalf("access log: %s", access.String())
 	}
 }
+
+// fakeTimers records the timers a LineBuffer arms and fires them by hand.
+type fakeTimers struct {
+	armed []time.Duration
+	fire  []func()
+}
+
+func (f *fakeTimers) after(d time.Duration, fn func()) stopper {
+	f.armed = append(f.armed, d)
+	f.fire = append(f.fire, fn)
+	return fakeStop{}
+}
+
+type fakeStop struct{}
+
+func (fakeStop) Stop() bool { return true }
+
+// An idle buffer arms no timer (an idle node is not woken every interval by
+// its access log); the first held line arms one for the interval, later lines
+// ride with it, and its firing writes them all in one write.
+func TestLineBufferArmsATimerOnlyWhileHoldingLines(t *testing.T) {
+	var out writes
+	var timers fakeTimers
+	b := newLineBuffer(&out, 100*time.Millisecond, timers.after)
+	if len(timers.armed) != 0 {
+		t.Fatalf("%d timers armed by an idle buffer, want none", len(timers.armed))
+	}
+	for i := range 3 {
+		_, _ = fmt.Fprintf(b, "line %d\n", i)
+	}
+	if len(timers.armed) != 1 || timers.armed[0] != 100*time.Millisecond {
+		t.Fatalf("timers armed for three held lines: %v, want one of the interval", timers.armed)
+	}
+	timers.fire[0]()
+	if n, all := out.snapshot(); n != 1 || all != "line 0\nline 1\nline 2\n" {
+		t.Fatalf("after the timer: %d writes %q, want the three lines in one", n, all)
+	}
+	if len(timers.armed) != 1 {
+		t.Fatalf("%d timers armed once the buffer was empty again, want still 1", len(timers.armed))
+	}
+	_, _ = b.Write([]byte("later\n"))
+	if len(timers.armed) != 2 {
+		t.Fatalf("a line after the write armed %d timers in all, want 2", len(timers.armed))
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, all := out.snapshot(); !strings.HasSuffix(all, "later\n") {
+		t.Fatal("Close did not write the held line")
+	}
+	_, _ = b.Write([]byte("after\n"))
+	if len(timers.armed) != 2 {
+		t.Fatal("a line after Close armed a timer")
+	}
+}

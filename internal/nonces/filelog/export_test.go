@@ -2,8 +2,8 @@ package filelog
 
 import "time"
 
-// OpenTicked is Open with the periodic fsync driven by tick.
-func OpenTicked(path string, tick <-chan time.Time) (*Nonces, error) { return open(path, tick) }
+// OpenWaiting is Open with the wait before each fsync made by wait.
+func OpenWaiting(path string, wait func() <-chan time.Time) (*Nonces, error) { return open(path, wait) }
 
 // PeriodicFsyncs is how many fsyncs the periodic sync has made.
 func (n *Nonces) PeriodicFsyncs() int {

@@ -28,10 +28,11 @@ import (
 // file; two nodes cannot share one data directory.
 const LockTimeout = 5 * time.Second
 
-// SyncEvery is how often the file is fsynced. Records are written (to the
-// OS) before their caller is answered, so a crashed or killed process loses
-// nothing; an OS crash or power loss may lose the last SyncEvery, as with
-// the bbolt file this replaces.
+// SyncEvery is how long a written record may wait for its fsync. Records
+// are written (to the OS) before their caller is answered, so a crashed or
+// killed process loses nothing; an OS crash or power loss may lose the last
+// SyncEvery, as with the bbolt file this replaces. The wait starts at the
+// first write since the last fsync, so an idle file arms no timer.
 const SyncEvery = time.Second
 
 // compactMin is how many dead records the file may hold beyond the live
@@ -78,6 +79,9 @@ type Nonces struct {
 	written uint64 // guarded by mu: last sequence number written
 	werr    error  // guarded by mu: a failed write fails every later call
 
+	// dirty holds a token once a write lands after the last fsync's wait
+	// began: the sync loop waits for it before arming its timer.
+	dirty   chan struct{}
 	stop    chan struct{}
 	stopped chan struct{}
 }
@@ -86,18 +90,11 @@ type Nonces struct {
 // have not expired. A record cut short by a crash at the end of the file is
 // dropped (its caller was never answered).
 func Open(path string) (*Nonces, error) {
-	t := time.NewTicker(SyncEvery)
-	n, err := open(path, t.C)
-	if err != nil {
-		t.Stop()
-		return nil, err
-	}
-	go func() { <-n.stopped; t.Stop() }()
-	return n, nil
+	return open(path, func() <-chan time.Time { return time.After(SyncEvery) })
 }
 
-// open is Open with the periodic sync driven by tick.
-func open(path string, tick <-chan time.Time) (*Nonces, error) {
+// open is Open with the wait before each fsync made by wait.
+func open(path string, wait func() <-chan time.Time) (*Nonces, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("internal/nonces/filelog: open %s: %w", path, err)
@@ -106,7 +103,7 @@ func open(path string, tick <-chan time.Time) (*Nonces, error) {
 		f.Close()
 		return nil, fmt.Errorf("internal/nonces/filelog: %s is in use by another process (no lock within %s): %w", path, LockTimeout, err)
 	}
-	n := &Nonces{path: path, now: time.Now, entries: map[string]entry{}, file: f, stop: make(chan struct{}), stopped: make(chan struct{})}
+	n := &Nonces{path: path, now: time.Now, entries: map[string]entry{}, file: f, dirty: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{})}
 	good, err := n.load(f)
 	if err != nil {
 		f.Close()
@@ -127,7 +124,7 @@ func open(path string, tick <-chan time.Time) (*Nonces, error) {
 			return nil, err
 		}
 	}
-	go n.sync(tick)
+	go n.sync(wait)
 	return n, nil
 }
 
@@ -207,11 +204,16 @@ func (n *Nonces) load(f *os.File) (int64, error) {
 	}
 }
 
-func (n *Nonces) sync(tick <-chan time.Time) {
+func (n *Nonces) sync(wait func() <-chan time.Time) {
 	defer close(n.stopped)
 	for {
 		select {
-		case <-tick:
+		case <-n.dirty:
+		case <-n.stop:
+			return
+		}
+		select {
+		case <-wait():
 			n.syncWritten()
 		case <-n.stop:
 			return
@@ -221,8 +223,8 @@ func (n *Nonces) sync(tick <-chan time.Time) {
 
 // syncWritten fsyncs the file if records were written since its last
 // fsync: an idle node's file is left alone (an fsync a second was most of
-// an idle embedded node's own CPU). A failed fsync is retried at the next
-// tick and at Close.
+// an idle embedded node's own CPU). A failed fsync is retried after the
+// next wait and at Close.
 func (n *Nonces) syncWritten() {
 	n.wmu.Lock() // writes and compaction hold it: written is stable below
 	defer n.wmu.Unlock()
@@ -235,6 +237,11 @@ func (n *Nonces) syncWritten() {
 	n.fsyncs++
 	if n.file.Sync() == nil {
 		n.synced = written
+		return
+	}
+	select {
+	case n.dirty <- struct{}{}: // try again after the next wait
+	default:
 	}
 }
 
@@ -408,6 +415,10 @@ func (n *Nonces) flush(seq uint64) error {
 		err = n.werr
 	} else {
 		n.written = last
+		select {
+		case n.dirty <- struct{}{}:
+		default: // a wait is already due
+		}
 	}
 	if n.buf == nil && cap(buf) <= 1<<20 {
 		n.buf = buf[:0] // reuse the written buffer for the next group
