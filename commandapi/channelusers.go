@@ -125,7 +125,8 @@ func (a *API) patchUser(c *call) error {
 	}); err != nil {
 		return err
 	}
-	pos, err := a.Users.UpdateProfile(c.r.Context(), c.app.AppID, ids[0], p, c.meta)
+	// The answer is the same whether the profile changed or not.
+	pos, err := a.Users.UpdateProfile(c.promise(false, nil), c.app.AppID, ids[0], p, c.meta)
 	if err != nil {
 		return err
 	}
