@@ -153,13 +153,18 @@ func (c *call) answer(pos events.Position, created bool, data any) {
 // context to append with. For writes whose answer does not depend on what
 // the append returns.
 func (c *call) promise(created bool, data any) context.Context {
+	return c.promiseOn(c.r.Context(), created, data)
+}
+
+// promiseOn is promise for an append made with ctx.
+func (c *call) promiseOn(ctx context.Context, created bool, data any) context.Context {
 	status := http.StatusOK
 	if created {
 		status = http.StatusCreated
 	}
 	var out answerBuffer
 	httpapi.OK(&out, status, data)
-	return idempotency.Promise(c.r.Context(), out.status, out.header.Get("Content-Type"), out.body)
+	return idempotency.Promise(ctx, out.status, out.header.Get("Content-Type"), out.body)
 }
 
 // answerBuffer is a ResponseWriter that keeps what is written to it.

@@ -23,8 +23,9 @@ import (
 // answer's row has the event's xmin). Its replay on another node answers
 // the first answer byte for byte, marked replayed, and appends nothing. A
 // PATCH that changes nothing and one refused (an unknown user) append
-// nothing, and their replays answer their first answers, never 409.
-func TestSignedPatchAnswerRidesWithItsAppend(t *testing.T) {
+// nothing, and their replays answer their first answers, never 409. A
+// signed register's answer is recorded with its user's events too.
+func TestSignedWriteAnswerRidesWithItsAppend(t *testing.T) {
 	t.Parallel()
 	db := harness.NodeDB(t)
 	key := make([]byte, 32)
@@ -75,16 +76,15 @@ func TestSignedPatchAnswerRidesWithItsAppend(t *testing.T) {
 	// signed sends a signed PATCH on node one, and returns its answer and
 	// the transactions of the rows it wrote: new bindings by key, and its
 	// events on the user's stream.
-	signed := func(path string, nickname string) (first harness.Response, raw []byte, captured *http.Request, txs map[string][]string) {
+	signedWrite := func(method, path string, body any) (first harness.Response, raw []byte, captured *http.Request, txs map[string][]string) {
 		t.Helper()
-		body := map[string]any{"nickname": nickname}
 		raw = harness.Encode(t, body)
 		before := bindings()
 		var head int64
 		if err := conn.QueryRow(t.Context(), `SELECT coalesce(max(position), 0) FROM es_events`).Scan(&head); err != nil {
 			t.Fatal(err)
 		}
-		captured = a.Request("PATCH", path, body, time.Now())
+		captured = a.Request(method, path, body, time.Now())
 		first = one.Send(captured)
 		txs = map[string][]string{}
 		for k, x := range bindings() {
@@ -108,6 +108,30 @@ func TestSignedPatchAnswerRidesWithItsAppend(t *testing.T) {
 		}
 		return first, raw, captured, txs
 	}
+	signed := func(path string, nickname string) (harness.Response, []byte, *http.Request, map[string][]string) {
+		t.Helper()
+		return signedWrite("PATCH", path, map[string]any{"nickname": nickname})
+	}
+	// together checks that the write's events and its recorded answer were
+	// written by one transaction.
+	together := func(name string, txs map[string][]string) {
+		t.Helper()
+		answered := false
+		for x, rows := range txs {
+			hasEvent, hasAnswer := false, false
+			for _, r := range rows {
+				hasEvent = hasEvent || strings.HasPrefix(r, "event user.")
+				hasAnswer = hasAnswer || strings.HasSuffix(r, ":done:0")
+			}
+			answered = answered || hasAnswer
+			if hasEvent != hasAnswer {
+				t.Errorf("%s: transaction %s wrote %v: the user's events and the recorded answer are not together", name, x, rows)
+			}
+		}
+		if !answered {
+			t.Errorf("%s: no recorded answer: %v", name, txs)
+		}
+	}
 	checkReplay := func(name string, first harness.Response, captured *http.Request, raw []byte) {
 		t.Helper()
 		before := one.EventCount()
@@ -128,16 +152,7 @@ func TestSignedPatchAnswerRidesWithItsAppend(t *testing.T) {
 	if len(txs) != 2 {
 		t.Errorf("a signed PATCH wrote in %d transactions, want 2 (route binding with claim; append with answer): %v", len(txs), txs)
 	}
-	for x, rows := range txs {
-		hasEvent, hasAnswer := false, false
-		for _, r := range rows {
-			hasEvent = hasEvent || strings.HasPrefix(r, "event ")
-			hasAnswer = hasAnswer || strings.HasSuffix(r, ":done:0")
-		}
-		if hasEvent != hasAnswer {
-			t.Errorf("transaction %s wrote %v: the event and the recorded answer are not together", x, rows)
-		}
-	}
+	together("a profile change", txs)
 	checkReplay("a profile change", first, captured, raw)
 
 	same, raw, captured, txs := signed(user, "rides")
@@ -158,4 +173,11 @@ func TestSignedPatchAnswerRidesWithItsAppend(t *testing.T) {
 		t.Fatalf("PATCH of an unknown user: %d %s, want 404", refused.Status, refused.Raw)
 	}
 	checkReplay("a refused PATCH", refused, captured, raw)
+
+	created, raw, captured, txs := signedWrite("POST", "/open/v1/channel/users", harness.RegisterBody("answer-2"))
+	if created.Status != http.StatusCreated {
+		t.Fatalf("signed register: %d %s", created.Status, created.Raw)
+	}
+	together("a register", txs)
+	checkReplay("a register", created, captured, raw)
 }

@@ -32,7 +32,6 @@ type promise struct {
 	r       *http.Request
 	body    []byte
 
-	made        bool // Promise was called (once per request)
 	status      int
 	contentType string
 	answer      []byte
@@ -44,15 +43,18 @@ type promise struct {
 // records that answer in the append's transaction when ServeSigned runs the
 // request on an AppendBinder. The answer is then what the client gets and
 // what every replay gets, whatever the handler writes afterwards.
-// Otherwise (no signed write, an Idempotency-Key, another store, a second
-// promise) ctx is returned unchanged and the answer the handler writes is
-// recorded after it, as without a promise.
+// Otherwise (no signed write, an Idempotency-Key, another store, a promise
+// already recorded) ctx is returned unchanged and the answer the handler
+// writes is recorded after it, as without a promise. A promise made again
+// before an append committed replaces the earlier one.
 func Promise(ctx context.Context, status int, contentType string, answer []byte) context.Context {
 	p, _ := ctx.Value(promiseKey{}).(*promise)
-	if p == nil || p.made {
+	if p == nil || (p.bound != nil && p.bound()) {
 		return ctx
 	}
-	p.made = true
+	// A promise made again (the command decided again after a conflict)
+	// replaces the last one, whose append did not commit.
+	p.bound = nil
 	b, err := p.k.signedRecord(ctx, p.name, p.r, p.body, status, contentType, answer)
 	if err != nil {
 		return ctx
