@@ -58,16 +58,20 @@ func compilePaths(paths []string) *pathNode {
 	return root
 }
 
-// findAll finds the values of every path of the tree in one pass over the
+// findAllInto finds the values of every path of the tree in one pass over the
 // document, in document order; expect is how many it makes room for at
 // first (the number of paths: one value each unless arrays or repeated
-// keys yield more).
-func findAll(data []byte, root *pathNode, expect int) ([]pathSpan, error) {
+// keys yield more), appending to buf[:0] (made anew if smaller than
+// expect) so that a caller can reuse one buffer across documents.
+func findAllInto(buf []pathSpan, data []byte, root *pathNode, expect int) ([]pathSpan, error) {
 	i := skipWS(data, 0)
 	if root.leaf < 0 && (len(root.children) == 0 || i >= len(data) || data[i] != '{') {
 		return nil, nil // no path names anything in a document that is no object
 	}
-	out := make([]pathSpan, 0, expect)
+	if cap(buf) < expect {
+		buf = make([]pathSpan, 0, expect)
+	}
+	out := buf[:0]
 	_, err := walk(data, i, root, &out)
 	return out, err
 }

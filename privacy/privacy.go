@@ -295,7 +295,9 @@ func (s *Store) open1(ctx context.Context, rec events.Recorded, shared bool) (ev
 		rec.Data = data
 		return rec, nil
 	}
-	found, err := locate(rec.Data, personal(rec.Type))
+	sc := scratches.Get().(*locateScratch)
+	defer scratches.Put(sc)
+	found, err := locateInto(sc, rec.Data, personal(rec.Type))
 	if err != nil {
 		return rec, fmt.Errorf("privacy: %s at %s: %w", rec.Type, rec.Position, err)
 	}
@@ -328,7 +330,7 @@ func (s *Store) open1(ctx context.Context, rec events.Recorded, shared bool) (ev
 // key of the previous envelope (every field of an event is sealed with its
 // subject's one key).
 type opener struct {
-	keyID  string
+	keyID  []byte // in the event's data, which outlives the opener
 	key    datakeys.Key
 	erased bool // keyID's key is destroyed
 }
@@ -342,9 +344,9 @@ func (s *Store) openInto(ctx context.Context, op *opener, out, env []byte, event
 	if colon < 0 {
 		return out, errors.New("malformed envelope")
 	}
-	if op.keyID == "" || string(env[:colon]) != op.keyID {
-		keyID := string(env[:colon])
-		key, err := s.keys.ByID(ctx, keyID)
+	if op.keyID == nil || !bytes.Equal(env[:colon], op.keyID) {
+		keyID := env[:colon:colon]
+		key, err := s.keys.ByIDBytes(ctx, keyID)
 		erased := errors.Is(err, datakeys.ErrNotFound)
 		if err != nil && !erased {
 			return out, err
@@ -407,19 +409,43 @@ func personal(eventType string) *personalPaths {
 // value (path ""). Every seal comes through here: it allocates the spans
 // once, sized for one value per path, and the result once.
 func locate(data []byte, fields *personalPaths) ([]located, error) {
+	return locateInto(&locateScratch{}, data, fields)
+}
+
+// locateScratch is what locateInto reuses across documents: the spans
+// found and the located values (whose paths are the catalog's, kept for
+// the process's life, so a pooled scratch holds nothing of an event).
+type locateScratch struct {
+	spans []pathSpan
+	found []located
+}
+
+// scratches lend opening its locateScratch: a replay opens every sealed
+// event of the log, and the two slices were two allocations per event.
+var scratches = sync.Pool{New: func() any { return &locateScratch{} }}
+
+// locateInto is locate into sc's buffers: the result is valid until sc's
+// next use.
+func locateInto(sc *locateScratch, data []byte, fields *personalPaths) ([]located, error) {
 	if !fields.listed {
 		start := skipWS(data, 0)
 		end, err := skipValue(data, start)
 		if err != nil {
 			return nil, err
 		}
-		return []located{{span{start, end}, ""}}, nil
+		return append(sc.found[:0], located{span{start, end}, ""}), nil
 	}
-	spans, err := findAll(data, fields.tree, len(fields.paths))
+	spans, err := findAllInto(sc.spans, data, fields.tree, len(fields.paths))
 	if err != nil {
 		return nil, err
 	}
-	found := make([]located, 0, len(spans))
+	if cap(spans) > cap(sc.spans) {
+		sc.spans = spans[:0]
+	}
+	if sc.found == nil || cap(sc.found) < len(spans) {
+		sc.found = make([]located, 0, len(spans))
+	}
+	found := sc.found[:0]
 	for _, sp := range spans {
 		if string(data[sp.start:sp.end]) != "null" {
 			found = append(found, located{sp.span, fields.paths[sp.path]})

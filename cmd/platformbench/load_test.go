@@ -9,10 +9,11 @@ import (
 )
 
 // Failed calls are counted as errors and never timed; successes are timed
-// one sample each; warm-up calls are neither.
+// one sample each; warm-up calls are neither. The window is wide enough that
+// every client finishes calls of both kinds in it on a loaded machine.
 func TestClosedLoopCountsErrorsApart(t *testing.T) {
 	var calls atomic.Int64
-	m := closedLoop(context.Background(), Phase{Clients: 4, Warmup: 20 * time.Millisecond, Window: 100 * time.Millisecond},
+	m := closedLoop(context.Background(), Phase{Clients: 4, Warmup: 50 * time.Millisecond, Window: 500 * time.Millisecond},
 		func(ctx context.Context, w, i int) error {
 			calls.Add(1)
 			time.Sleep(time.Millisecond)
@@ -30,7 +31,7 @@ func TestClosedLoopCountsErrorsApart(t *testing.T) {
 	if m.OK+m.Errors >= calls.Load() {
 		t.Fatalf("measured %d of %d calls: the warm-up's were counted", m.OK+m.Errors, calls.Load())
 	}
-	if m.FirstErr == nil || m.Rate() != float64(m.OK)/0.1 {
+	if m.FirstErr == nil || m.Rate() != float64(m.OK)/0.5 {
 		t.Fatalf("first error %v, rate %f", m.FirstErr, m.Rate())
 	}
 }

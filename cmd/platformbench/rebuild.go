@@ -53,6 +53,7 @@ func rebuildCmd(ctx context.Context, args []string, log io.Writer) error {
 	rows := []Row{memoryRow("resident after start", f.store, pl, sum)}
 
 	before, _ := processCPU(pl.cmd.Process.Pid)
+	heapBefore, heapOK := (&Bench{P: pl.api}).heapNow()
 	began := time.Now()
 	applied, err := rebuildAll(ctx, pl.api, f.timeout, say)
 	if err != nil {
@@ -67,6 +68,15 @@ func rebuildCmd(ctx context.Context, args []string, log io.Writer) error {
 		r.PlatformCPUus = float64(cpu.Microseconds()) / float64(sum.Events)
 	}
 	say("rebuilt every read model: %d events in %.1f s, %.0f events/s, %.1f µs of platform CPU per event", sum.Events, secs, rate, r.PlatformCPUus)
+	// What the rebuild allocated per event of the log (the process's
+	// counters, so with whatever else ran meanwhile): the garbage the
+	// collector's share of a rebuild follows.
+	if heapAfter, ok := (&Bench{P: pl.api}).heapNow(); ok && heapOK && sum.Events > 0 {
+		objs := (heapAfter.objects - heapBefore.objects) / float64(sum.Events)
+		kb := (heapAfter.bytes - heapBefore.bytes) / float64(sum.Events) / 1024
+		say("allocated per event: %.1f objects, %.2f KB", objs, kb)
+		r.Note += fmt.Sprintf("; %.1f allocations, %.2f KB allocated per event", objs, kb)
+	}
 	rows = append(rows, r, memoryRow("resident after rebuild", f.store, pl, sum))
 	// The rebuild shredded the embedded snapshot and the node writes one as
 	// it ends: the kill -9 comes once it is on disk (a node that does not

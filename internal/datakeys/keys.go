@@ -299,12 +299,38 @@ func (k *Keys) Lookup(ctx context.Context, subject string) (Key, error) {
 
 // ByID returns the key named in an envelope, or ErrNotFound once destroyed.
 func (k *Keys) ByID(ctx context.Context, keyID string) (Key, error) {
+	if key, ok := k.cachedID(keyID); ok {
+		return key, nil
+	}
+	return k.loadByID(ctx, keyID)
+}
+
+// ByIDBytes is ByID for a key id still in the envelope's bytes: a cached
+// key is found without making the id a string (a replay opens every sealed
+// event of the log, nearly all with a key already cached).
+func (k *Keys) ByIDBytes(ctx context.Context, keyID []byte) (Key, error) {
 	k.mu.Lock()
-	c, ok := k.byID[keyID]
+	c, ok := k.byID[string(keyID)] // the compiler looks up without a copy
 	k.mu.Unlock()
 	if ok && k.now().Sub(c.at) < CacheTTL {
 		return c.key, nil
 	}
+	return k.loadByID(ctx, string(keyID))
+}
+
+// cachedID is keyID's cached key while it is fresh.
+func (k *Keys) cachedID(keyID string) (Key, bool) {
+	k.mu.Lock()
+	c, ok := k.byID[keyID]
+	k.mu.Unlock()
+	if ok && k.now().Sub(c.at) < CacheTTL {
+		return c.key, true
+	}
+	return Key{}, false
+}
+
+// loadByID reads keyID's record from the backend and opens it.
+func (k *Keys) loadByID(ctx context.Context, keyID string) (Key, error) {
 	epoch := k.currentEpoch()
 	rec, err := k.backend.GetByKeyID(ctx, keyID)
 	if err != nil {
