@@ -1,6 +1,8 @@
 package commandapi
 
 import (
+	"context"
+
 	"github.com/healthtech/partner-open-platform/commands"
 	"github.com/healthtech/partner-open-platform/internal/httpapi"
 )
@@ -52,7 +54,10 @@ func (a *API) register(c *call) error {
 	}); err != nil {
 		return err
 	}
-	res, err := a.Users.Register(c.r.Context(), cmd, c.meta)
+	ctx := commands.PromiseRegistered(c.r.Context(), func(ctx context.Context, res commands.RegisterResult) context.Context {
+		return c.promiseOn(ctx, res.Created, registerAnswerOf(res))
+	})
+	res, err := a.Users.Register(ctx, cmd, c.meta)
 	if err != nil {
 		return err
 	}
@@ -125,7 +130,8 @@ func (a *API) patchUser(c *call) error {
 	}); err != nil {
 		return err
 	}
-	pos, err := a.Users.UpdateProfile(c.r.Context(), c.app.AppID, ids[0], p, c.meta)
+	// The answer is the same whether the profile changed or not.
+	pos, err := a.Users.UpdateProfile(c.promise(false, nil), c.app.AppID, ids[0], p, c.meta)
 	if err != nil {
 		return err
 	}

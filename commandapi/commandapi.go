@@ -148,6 +148,51 @@ func (c *call) answer(pos events.Position, created bool, data any) {
 	httpapi.OK(c.w, status, data)
 }
 
+// promise renders the answer answer(…, created, data) writes and announces
+// it before the write's append (idempotency.Promise): it returns the
+// context to append with. For writes whose answer does not depend on what
+// the append returns.
+func (c *call) promise(created bool, data any) context.Context {
+	return c.promiseOn(c.r.Context(), created, data)
+}
+
+// promiseOn is promise for an append made with ctx.
+func (c *call) promiseOn(ctx context.Context, created bool, data any) context.Context {
+	status := http.StatusOK
+	if created {
+		status = http.StatusCreated
+	}
+	var out answerBuffer
+	httpapi.OK(&out, status, data)
+	return idempotency.Promise(ctx, out.status, out.header.Get("Content-Type"), out.body)
+}
+
+// answerBuffer is a ResponseWriter that keeps what is written to it.
+type answerBuffer struct {
+	header http.Header
+	status int
+	body   []byte
+}
+
+func (b *answerBuffer) Header() http.Header {
+	if b.header == nil {
+		b.header = http.Header{}
+	}
+	return b.header
+}
+
+func (b *answerBuffer) WriteHeader(status int) {
+	if b.status == 0 {
+		b.status = status
+	}
+}
+
+func (b *answerBuffer) Write(p []byte) (int, error) {
+	b.WriteHeader(http.StatusOK)
+	b.body = append(b.body, p...)
+	return len(p), nil
+}
+
 // ids parses the named positive-integer path parameters in order.
 func (c *call) ids(names ...string) ([]int64, error) {
 	out := make([]int64, len(names))

@@ -166,6 +166,12 @@ func (readBack[S]) appendAfter(ctx context.Context, s streams, stream string, ve
 // that step is decided again as a part's would be. appended says whether
 // the parts were written.
 func executeParts(ctx context.Context, s streams, meta *Meta, try func() ([]decided, error)) (res events.AppendResult, appended bool, err error) {
+	return executePartsWith(ctx, s, meta, try, nil)
+}
+
+// executePartsWith is executeParts whose append of each try's parts is
+// made with the context prepare returns (nil: ctx), called after the try.
+func executePartsWith(ctx context.Context, s streams, meta *Meta, try func() ([]decided, error), prepare func(context.Context) context.Context) (res events.AppendResult, appended bool, err error) {
 	ctx, span := startCommand(ctx, 1, "")
 	conflicts := 0
 	defer func() { endCommand(span, conflicts, false, err) }()
@@ -178,7 +184,11 @@ func executeParts(ctx context.Context, s streams, meta *Meta, try func() ([]deci
 		if err != nil || len(parts) == 0 {
 			return events.AppendResult{}, false, err
 		}
-		res, err := s.appendAll(ctx, *meta, parts...)
+		actx := ctx
+		if prepare != nil {
+			actx = prepare(ctx)
+		}
+		res, err := s.appendAll(actx, *meta, parts...)
 		if events.IsConflict(err) {
 			conflicts++
 			continue

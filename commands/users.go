@@ -562,7 +562,14 @@ func (u *Users) Register(ctx context.Context, c Register, meta Meta) (RegisterRe
 	cmd := registerUser{Register: c, Binding: binding}
 	var existing RegisterResult
 	var created []events.Payload
-	res, appended, err := executeParts(ctx, u.streams, &meta, func() ([]decided, error) {
+	promise, _ := ctx.Value(registerPromiseKey{}).(func(context.Context, RegisterResult) context.Context)
+	var prepare func(context.Context) context.Context
+	if promise != nil {
+		prepare = func(actx context.Context) context.Context {
+			return promise(actx, createdResult(cmd.OpenUserID, c.ChannelUserID, created, events.Position{}))
+		}
+	}
+	res, appended, err := executePartsWith(ctx, u.streams, &meta, func() ([]decided, error) {
 		b, bindingVersion, err := u.loadBindings(ctx, binding, c.AppID, c.ChannelUserID)
 		if err != nil {
 			return nil, err
@@ -596,7 +603,7 @@ func (u *Users) Register(ctx context.Context, c Register, meta Meta) (RegisterRe
 		cmd.OpenUserID, cmd.Now = openUserID, u.now()
 		created = decideRegister(st, cmd)
 		return []decided{{stream: domain.UserStream(openUserID), version: version, ps: created}}, nil
-	})
+	}, prepare)
 	switch {
 	case err != nil:
 		return RegisterResult{}, wrapAppend(err, "register user")
@@ -604,6 +611,19 @@ func (u *Users) Register(ctx context.Context, c Register, meta Meta) (RegisterRe
 		return existing, nil
 	}
 	return createdResult(cmd.OpenUserID, c.ChannelUserID, created, res.Position), nil
+}
+
+type registerPromiseKey struct{}
+
+// PromiseRegistered returns ctx carrying f, which Register, run with it,
+// calls with a new user's result (its Position unset) once decided and
+// right before the append that creates the user, passing the context of
+// that append; f returns the context to make it with. The write edge
+// announces its answer that way (idempotency.Promise), so that the answer
+// is recorded in the append's transaction. An existing user's register
+// appends nothing and calls nothing.
+func PromiseRegistered(ctx context.Context, f func(context.Context, RegisterResult) context.Context) context.Context {
+	return context.WithValue(ctx, registerPromiseKey{}, f)
 }
 
 // loadBindings reads the channel user's hashed binding stream and, while

@@ -212,6 +212,8 @@ type pending struct {
 	parts []events.StreamAppend
 	res   []events.AppendResult // per part
 	err   error
+	// wrote is whether the group being committed writes events of p.
+	wrote bool
 	done  chan struct{}
 }
 
@@ -318,8 +320,20 @@ func (s *Store) commitOn(ctx context.Context, conn *pgx.Conn, group []*pending) 
 	if s.beforeCommit != nil {
 		s.beforeCommit(position(next))
 	}
-	if err := writeAndCommit(ctx, conn, rows, s.instance); err != nil {
+	var riders []*Rider
+	for _, p := range group {
+		if r := riderOf(p); r != nil {
+			riders = append(riders, r)
+		}
+	}
+	results, err := writeAndCommit(ctx, conn, rows, riders, s.instance)
+	if err != nil {
 		return false, err
+	}
+	for i, r := range riders {
+		if r.used.CompareAndSwap(false, true) {
+			r.done(results[i])
+		}
 	}
 	if s.afterCommit != nil {
 		s.afterCommit()
@@ -434,7 +448,7 @@ func decideGroup(group []*pending, seen committed) (rows newRows, next int64) {
 	}
 	next = seen.head
 	for _, p := range group {
-		p.res, p.err = make([]events.AppendResult, len(p.parts)), nil
+		p.res, p.err, p.wrote = make([]events.AppendResult, len(p.parts)), nil, false
 		if err := p.ctx.Err(); err != nil {
 			p.err = err
 			continue
@@ -448,6 +462,7 @@ func decideGroup(group []*pending, seen committed) (rows newRows, next int64) {
 				continue
 			}
 			for j, ev := range part.Events {
+				p.wrote = true
 				next++
 				rev := partCounts[i] + uint64(j)
 				rows.add(next, part.Stream, rev, ev)
@@ -493,24 +508,42 @@ func (r *newRows) add(pos int64, stream string, rev uint64, ev events.Proposed) 
 	r.data, r.meta = append(r.data, data), append(r.meta, ev.Meta)
 }
 
-// writeAndCommit is the second exchange with the server: write, notify, commit.
-func writeAndCommit(ctx context.Context, conn *pgx.Conn, rows newRows, instance string) error {
+// writeAndCommit is the second exchange with the server: write (the
+// events, then the riders' statements), notify, commit. It returns each
+// rider's value, valid once it returned no error.
+func writeAndCommit(ctx context.Context, conn *pgx.Conn, rows newRows, riders []*Rider, instance string) ([]bool, error) {
 	b := &pgx.Batch{}
 	b.Queue(`INSERT INTO es_events (position, stream, revision, id, type, data, meta)
 SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::bytea[], $7::bytea[])`,
 		rows.pos, rows.stream, rows.rev, rows.id, rows.typ, rows.data, rows.meta)
+	queueRiders(b, riders)
 	b.Queue(`SELECT pg_notify($1, $2)`, channel, instance)
 	b.Queue(`COMMIT`)
-	if err := conn.SendBatch(ctx, b).Close(); err != nil {
-		return err
+	br := conn.SendBatch(ctx, b)
+	results := make([]bool, len(riders))
+	var err error
+	if len(riders) > 0 {
+		if _, err = br.Exec(); err == nil {
+			for i := range riders {
+				if err = br.QueryRow().Scan(&results[i]); err != nil {
+					break
+				}
+			}
+		}
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, err
 	}
 	// A COMMIT of a transaction that failed in the pipeline is not sent
 	// (the server skips to the batch's end): only an idle connection
 	// committed.
 	if st := conn.PgConn().TxStatus(); st != 'I' {
-		return fmt.Errorf("transaction still open after COMMIT (status %q)", st)
+		return nil, fmt.Errorf("transaction still open after COMMIT (status %q)", st)
 	}
-	return nil
+	return results, nil
 }
 
 // ReadStream implements events.Store.

@@ -131,9 +131,20 @@ func (k *Keeper) ServeSigned(w http.ResponseWriter, r *http.Request, appID int64
 		return
 	}
 	rw := recorderFor(w)
+	var p *promise
+	if ab, ok := store.(AppendBinder); ok && len(r.Header.Values(Header)) == 0 {
+		// Without an Idempotency-Key (whose record Serve appends after the
+		// write), the handler may promise its answer to ride with its append.
+		p = &promise{k: k, store: ab, name: name, expires: expires, r: r, body: body}
+		r = r.WithContext(context.WithValue(ctx, promiseKey{}, p))
+	}
 	k.Serve(rw, r, appID, body, h)
 	if rw.status == 0 {
 		rw.status = http.StatusOK
+	}
+	if p != nil && p.kept(rw) {
+		rw.flush(w, r)
+		return
 	}
 	if err := k.recordSigned(ctx, store, name, expires, r, body, rw); err != nil {
 		// The request's effect happened: answer it anyway. Its replays
@@ -192,21 +203,21 @@ const (
 // levels to the done one. A write thus costs two bindings: its claim and
 // its answer.
 func (k *Keeper) recordSigned(ctx context.Context, store SignedStore, name string, expires time.Time, r *http.Request, body []byte, rw *recorder) error {
-	// The record ("done", status, content type, sealed answer) is built in
-	// one buffer around the sealing.
-	var head [64]byte
-	b := append(head[:0], levelDone+"\n"...)
-	b = strconv.AppendInt(b, int64(rw.status), 10)
-	b = append(append(append(b, '\n'), rw.header.Get("Content-Type")...), '\n')
-	b, err := k.appendSealed(ctx, b, signedStream(name), answerSubject(r, body, rw.body.Bytes()), rw.body.Bytes())
+	b, err := k.signedRecord(ctx, name, r, body, rw.status, rw.header.Get("Content-Type"), rw.body.Bytes())
 	if err != nil {
 		return err
 	}
 	record := string(b)
 	for level := range maxLevels {
-		_, done, err := store.Bind(ctx, signedScope, levelKey(name, "done", level), record, expires)
+		held, done, err := store.Bind(ctx, signedScope, levelKey(name, "done", level), record, expires)
 		if err != nil || done {
 			return err
+		}
+		if strings.HasPrefix(held, levelDone+"\n") {
+			// Recorded with the write's append, whose outcome its
+			// caller did not learn (a commit's answer lost): replays
+			// answer that record, as they would this one.
+			return nil
 		}
 	}
 	return errors.New("idempotency: too many replays raced a signed write; its answer is not recorded")

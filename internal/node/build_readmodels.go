@@ -65,6 +65,8 @@ func buildReadModels(ctx context.Context, cfg Config, keys *datakeys.Keys, store
 	if sameDatabase(cfg.EventStoreURL, cfg.PostgresURL) {
 		// A snapshot read learns the head in its own round trip.
 		pg.SeeHead(pgevents.HeadQuery, pgevents.PositionAt)
+		// A signed write's recorded answer rides with its append.
+		pg.RideAppends(pgevents.WithRider)
 	}
 	// Closing the lease store ends its session, which frees this node's leases.
 	leases := leasepg.New(pg.Pool())

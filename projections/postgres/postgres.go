@@ -51,6 +51,9 @@ type Store struct {
 	others peers
 	// head reads the log's head inside Snapshot's round trip (SeeHead).
 	head *headQuery
+	// rideAppend, when set, makes a context whose event appends write a
+	// statement in their own transaction (RideAppends).
+	rideAppend func(ctx context.Context, sql string, args []any, done func(bool)) context.Context
 	// bound remembers the signature bindings seen to hold (Bind, Snapshot).
 	bound boundCache
 	// binds groups concurrent Binds into one statement per round trip.

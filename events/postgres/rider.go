@@ -1,0 +1,49 @@
+package postgres
+
+import (
+	"context"
+	"sync/atomic"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// A Rider is one statement that a caller's append writes in the append's
+// own transaction, so that a row which must exist exactly when the append
+// committed (a signed write's recorded answer) costs no transaction of its
+// own. The statement returns one row of one bool. A rider is written by
+// the first transaction that commits an append whose context carries it
+// (WithRider), and only by one that writes that append's events: a refused
+// append (a conflict, an ended context) and one whose events were all
+// written before carry none.
+type Rider struct {
+	sql  string
+	args []any
+	// done is told the statement's bool once its transaction committed.
+	done func(bool)
+	used atomic.Bool
+}
+
+type riderKey struct{}
+
+// WithRider returns ctx carrying a rider: sql (one row, one bool column)
+// with args, and done, called at most once, after the commit, with the
+// statement's value. Appends made with ctx on another store ignore it.
+func WithRider(ctx context.Context, sql string, args []any, done func(bool)) context.Context {
+	return context.WithValue(ctx, riderKey{}, &Rider{sql: sql, args: args, done: done})
+}
+
+// riderOf is p's rider when it is to be written with p's events.
+func riderOf(p *pending) *Rider {
+	r, _ := p.ctx.Value(riderKey{}).(*Rider)
+	if r == nil || r.used.Load() || p.err != nil || !p.wrote {
+		return nil
+	}
+	return r
+}
+
+// queueRiders queues the group's riders into b, to be read by readRiders.
+func queueRiders(b *pgx.Batch, riders []*Rider) {
+	for _, r := range riders {
+		b.Queue(r.sql, r.args...)
+	}
+}
