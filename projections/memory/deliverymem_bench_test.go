@@ -33,17 +33,7 @@ func BenchmarkDeliveriesLiveHeap(b *testing.B) {
 		for i := 0; i < n; i += 1000 {
 			if err := s.UpdateDeliveries(ctx, "deliveries", events.Position{Commit: uint64(i + 1), Prepare: uint64(i + 1)}, func(tx projections.DeliveryTx) error {
 				for j := i; j < i+1000; j++ {
-					d := projections.Delivery{
-						DeliveryID: fmt.Sprintf("%08x-0000-4000-8000-%012x", j, j), AppID: int64(j % 100), EndpointID: domain.DefaultEndpointID,
-						EventType: "user.profile.updated", SourceEventID: fmt.Sprintf("%08x-1111-4000-8000-%012x", j, j),
-						SourcePosition: events.Position{Commit: uint64(2*j + 1), Prepare: uint64(2*j + 1)},
-						Cursor:         events.Position{Commit: uint64(2*j + 2), Prepare: uint64(2*j + 2)},
-						Body:           body, Subject: fmt.Sprintf("user-%d", j/4), Status: domain.DeliverySkipped, CreatedAt: at, UpdatedAt: at,
-					}
-					if j%10 == 0 {
-						d.Status, d.NextAttemptAt, d.EndpointID = domain.DeliveryPending, &at, 2
-					}
-					if err := tx.PutDelivery(ctx, d); err != nil {
+					if err := tx.PutDelivery(ctx, benchDelivery(j, at, body)); err != nil {
 						return err
 					}
 				}
@@ -73,17 +63,7 @@ func BenchmarkRestoreDeliveries(b *testing.B) {
 	src := New()
 	if err := src.UpdateDeliveries(ctx, "deliveries", events.Position{Commit: 1, Prepare: 1}, func(tx projections.DeliveryTx) error {
 		for j := 0; j < n; j++ {
-			d := projections.Delivery{
-				DeliveryID: fmt.Sprintf("%08x-0000-4000-8000-%012x", j, j), AppID: int64(j % 100), EndpointID: domain.DefaultEndpointID,
-				EventType: "user.profile.updated", SourceEventID: fmt.Sprintf("%08x-1111-4000-8000-%012x", j, j),
-				SourcePosition: events.Position{Commit: uint64(2*j + 1), Prepare: uint64(2*j + 1)},
-				Cursor:         events.Position{Commit: uint64(2*j + 2), Prepare: uint64(2*j + 2)},
-				Body:           body, Subject: fmt.Sprintf("user-%d", j/4), Status: domain.DeliverySkipped, CreatedAt: at, UpdatedAt: at,
-			}
-			if j%10 == 0 {
-				d.Status, d.NextAttemptAt, d.EndpointID = domain.DeliveryPending, &at, 2
-			}
-			if err := tx.PutDelivery(ctx, d); err != nil {
+			if err := tx.PutDelivery(ctx, benchDelivery(j, at, body)); err != nil {
 				return err
 			}
 		}
@@ -107,4 +87,20 @@ func BenchmarkRestoreDeliveries(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// benchDelivery is the benchmarks' j-th delivery: a skipped feed entry, and
+// every tenth one pending for a second endpoint.
+func benchDelivery(j int, at time.Time, body []byte) projections.Delivery {
+	d := projections.Delivery{
+		DeliveryID: fmt.Sprintf("%08x-0000-4000-8000-%012x", j, j), AppID: int64(j % 100), EndpointID: domain.DefaultEndpointID,
+		EventType: "user.profile.updated", SourceEventID: fmt.Sprintf("%08x-1111-4000-8000-%012x", j, j),
+		SourcePosition: events.Position{Commit: uint64(2*j + 1), Prepare: uint64(2*j + 1)},
+		Cursor:         events.Position{Commit: uint64(2*j + 2), Prepare: uint64(2*j + 2)},
+		Body:           body, Subject: fmt.Sprintf("user-%d", j/4), Status: domain.DeliverySkipped, CreatedAt: at, UpdatedAt: at,
+	}
+	if j%10 == 0 {
+		d.Status, d.NextAttemptAt, d.EndpointID = domain.DeliveryPending, &at, 2
+	}
+	return d
 }
