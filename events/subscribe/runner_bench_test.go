@@ -2,14 +2,12 @@ package subscribe_test
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"log/slog"
 	"sync/atomic"
 	"testing"
 
 	"github.com/healthtech/partner-open-platform/events"
-	"github.com/healthtech/partner-open-platform/events/memory"
 	"github.com/healthtech/partner-open-platform/events/subscribe"
 )
 
@@ -40,18 +38,7 @@ func (c *countTo) Apply(_ context.Context, batch []events.Envelope, _ events.Pos
 // what is left is reading the subscription, handing each event from the
 // reader to the applier, batching and checkpointing.
 func BenchmarkRunnerCatchUp(b *testing.B) {
-	store := memory.New()
-	defer store.Close()
-	evs := make([]events.Proposed, 0, 256)
-	for i := 0; i < b.N; i += len(evs) {
-		evs = evs[:0]
-		for j := i; j < min(i+256, b.N); j++ {
-			evs = append(evs, events.Proposed{ID: fmt.Sprintf("00000000-0000-4000-8000-%012d", j), Type: "t", Data: []byte(`{}`)})
-		}
-		if _, err := store.Append(context.Background(), fmt.Sprint("s-", i), events.Any(), evs...); err != nil {
-			b.Fatal(err)
-		}
-	}
+	store := benchLog(b)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	m := &countTo{want: int64(b.N), done: make(chan struct{})}
