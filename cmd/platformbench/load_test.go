@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -104,5 +106,17 @@ func TestPacedLoopTimesFromTheDueTime(t *testing.T) {
 		// Only the stalled call itself (the others start late but run fast),
 		// unless the machine stalled a call of its own.
 		t.Logf("from the start: %d calls at 100 ms or more", late)
+	}
+}
+
+// A timeline directory that does not exist yet is made when the flags are
+// read, not when the first paced row ends.
+func TestTimelineDirIsMadeWithTheFlags(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "timelines", "run")
+	if _, _, err := parseRunFlags([]string{"-timeline-dir", dir}); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		t.Fatalf("timeline dir after the flags: %v", err)
 	}
 }

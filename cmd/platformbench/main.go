@@ -204,6 +204,12 @@ func parseRunFlags(args []string) (runFlags, Options, error) {
 		o.TenantApps, o.TenantUsers = 100, 2000
 		o.TenantRepeats = 1
 	}
+	// Made now, so a run cannot fail at its first paced row, minutes in.
+	if o.TimelineDir != "" {
+		if err := os.MkdirAll(o.TimelineDir, 0o755); err != nil {
+			return f, o, fmt.Errorf("-timeline-dir: %w", err)
+		}
+	}
 	return f, o, nil
 }
 
