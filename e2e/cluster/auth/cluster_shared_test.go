@@ -105,9 +105,7 @@ func TestClusterOperatorsApplyOnEveryNodeAtOnce(t *testing.T) {
 func TestClusterReportPullLimitHoldsAcrossNodes(t *testing.T) {
 	t.Parallel()
 	const limit = 4
-	pa, pb := harness.TwoNodes(t, func(c *node.Config) { c.ReportPullLimit = limit })
-	a := pa.CreateApp("partner")
-	nodes := []*harness.App{a, a.On(pb)}
+	_, nodes := oneAppOnTwoNodes(t, func(c *node.Config) { c.ReportPullLimit = limit })
 	for i := range limit {
 		res := nodes[i%2].Pull(int64(1000 + i))
 		if res.Status == http.StatusTooManyRequests {
@@ -129,9 +127,7 @@ func TestClusterReportPullLimitHoldsAcrossNodes(t *testing.T) {
 func TestClusterSchemeMLimitHoldsAcrossNodes(t *testing.T) {
 	t.Parallel()
 	const limit = 6
-	pa, pb := harness.TwoNodes(t, func(c *node.Config) { c.PartnerRateLimit = limit })
-	a := pa.CreateApp("partner")
-	nodes := []*harness.App{a, a.On(pb)}
+	_, nodes := oneAppOnTwoNodes(t, func(c *node.Config) { c.PartnerRateLimit = limit })
 	for i := range limit {
 		nodes[i%2].Expect("GET", harness.Probe, nil, http.StatusNotFound, "USER_NOT_FOUND")
 	}
@@ -150,9 +146,7 @@ func TestClusterSchemeMLimitHoldsAcrossNodes(t *testing.T) {
 func TestClusterSchemeMWriteLimitHoldsAcrossNodes(t *testing.T) {
 	t.Parallel()
 	const limit = 6
-	pa, pb := harness.TwoNodes(t, func(c *node.Config) { c.PartnerRateLimit = limit })
-	a := pa.CreateApp("partner")
-	nodes := []*harness.App{a, a.On(pb)}
+	pa, nodes := oneAppOnTwoNodes(t, func(c *node.Config) { c.PartnerRateLimit = limit })
 	for i := range limit {
 		nodes[i%2].Expect("POST", "/open/v1/channel/users", harness.RegisterBody(fmt.Sprintf("w-%d", i)), http.StatusCreated, "0")
 	}
@@ -342,4 +336,12 @@ func BenchmarkClusterSchemeMRead(b *testing.B) {
 			}
 		})
 	}
+}
+
+// oneAppOnTwoNodes starts two nodes sharing one database, configured by
+// tweak, and returns the first node and one app as seen through each node.
+func oneAppOnTwoNodes(t *testing.T, tweak func(*node.Config)) (*harness.Platform, []*harness.App) {
+	pa, pb := harness.TwoNodes(t, tweak)
+	a := pa.CreateApp("partner")
+	return pa, []*harness.App{a, a.On(pb)}
 }
