@@ -45,16 +45,9 @@ type HeadRouteClaimer interface {
 	BindRouteAndClaimAtHead(ctx context.Context, route, claim nonces.Binding, routeName string) (RouteClaim, error)
 }
 
-// RouteClaim is what a HeadRouteClaimer's statement answers: the route
-// binding, the claim (as RouteClaimer's results say), and the log's head
-// as the statement saw it (HeadKnown false when it read none: no
-// statement was sent, or the log lives elsewhere).
-type RouteClaim struct {
-	Bound          string
-	Claimed, Fresh bool
-	Head           events.Position
-	HeadKnown      bool
-}
+// RouteClaim is what a HeadRouteClaimer's statement answers
+// (nonces.RouteClaim).
+type RouteClaim = nonces.RouteClaim
 
 // HeadCheckedRoute is a PendingRoute whose authentication may have left
 // its app's entry to confirm current (auth.PendingBinding of

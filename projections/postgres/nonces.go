@@ -10,7 +10,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/healthtech/partner-open-platform/internal/idempotency"
 	"github.com/healthtech/partner-open-platform/internal/nonces"
 )
 
@@ -159,7 +158,7 @@ func bindRouteAndClaimAtHeadQuery(head *headQuery) string {
 	return strings.TrimSuffix(bindRouteAndClaimQuery, bindRouteAndClaimFrom) + `, (` + head.sql + `)` + bindRouteAndClaimFrom
 }
 
-// BindRouteAndClaim implements idempotency.RouteClaimer: a scheme M
+// BindRouteAndClaim implements nonces.RouteClaimer: a scheme M
 // write's route binding and its claim in one statement (one transaction)
 // where they were two. The route's binding is answered as Bind answers it;
 // claimed says whether the claim was bound too (the binding accepted the
@@ -171,22 +170,20 @@ func (s *Store) BindRouteAndClaim(ctx context.Context, route, claim nonces.Bindi
 	return c.Bound, c.Claimed, c.Fresh, err
 }
 
-var _ idempotency.HeadRouteClaimer = (*Store)(nil)
-
 // BindRouteAndClaimAtHead implements idempotency.HeadRouteClaimer: it is
 // BindRouteAndClaim whose statement also returns the log's head under
 // SeeHead (the event store shares this database), read by the statement
 // itself, so after everything committed before it was sent. A request
 // authenticated on an app entry not yet known current is confirmed at
 // that head, and a signed write costs no head read of its own.
-func (s *Store) BindRouteAndClaimAtHead(ctx context.Context, route, claim nonces.Binding, routeName string) (idempotency.RouteClaim, error) {
+func (s *Store) BindRouteAndClaimAtHead(ctx context.Context, route, claim nonces.Binding, routeName string) (nonces.RouteClaim, error) {
 	return s.bindRouteAndClaim(ctx, route, claim, routeName, s.head != nil)
 }
 
-func (s *Store) bindRouteAndClaim(ctx context.Context, route, claim nonces.Binding, routeName string, withHead bool) (c idempotency.RouteClaim, err error) {
+func (s *Store) bindRouteAndClaim(ctx context.Context, route, claim nonces.Binding, routeName string, withHead bool) (c nonces.RouteClaim, err error) {
 	now := time.Now()
 	if v, ok := s.bound.get(route.Scope, route.Key, now); ok {
-		return idempotency.RouteClaim{Bound: v}, nil
+		return nonces.RouteClaim{Bound: v}, nil
 	}
 	if rand.IntN(pruneEvery) == 0 {
 		if _, err := s.pool.Exec(ctx, pruneBindingsQuery, now, pruneBatch); err != nil {
@@ -207,7 +204,7 @@ func (s *Store) bindRouteAndClaim(ctx context.Context, route, claim nonces.Bindi
 		err = s.pool.QueryRow(ctx, bindRouteAndClaimQuery, args...).Scan(&c.Bound, &routeUntil, &c.Claimed, &c.Fresh, &claimUntil)
 	}
 	if err != nil {
-		return idempotency.RouteClaim{}, fmt.Errorf("projections/postgres: bind a route and claim a signed write: %w", err)
+		return nonces.RouteClaim{}, fmt.Errorf("projections/postgres: bind a route and claim a signed write: %w", err)
 	}
 	at := time.Now()
 	s.bound.put(route.Scope, route.Key, c.Bound, routeUntil, at)
