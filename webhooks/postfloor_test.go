@@ -266,29 +266,42 @@ func BenchmarkPostFloor(b *testing.B) {
 // BenchmarkSoleAttemptOutOfProcess is BenchmarkSoleAttempt against a
 // receiver process through the delivery client: the sender's whole
 // attempt (the POST, the outcome decided, encoded and appended to the
-// in-memory log) without the log's commit or the projection.
+// in-memory log) without the log's commit or the projection. via=transport
+// is the sender as it is; via=Do sends the same POSTs through
+// http.Client.Do (a client with the same policies that the sender does
+// not recognise), for comparison in one run.
 func BenchmarkSoleAttemptOutOfProcess(b *testing.B) {
 	const secret = "secret"
 	url := startFloorReceiver(b, secret)
-	f := newKnownFixture(b, true)
-	f.d.Apps = appDirectory{1: {AppID: 1, WebhookURL: url, WebhookSecret: secret}}
-	f.d.Client = targets.Guard{AllowLoopback: true}.Client(10 * time.Second)
-	ids := make([]string, b.N)
-	for i := range ids {
-		ids[i] = "d" + strconv.Itoa(i)
-		f.create(b, ids[i])
-	}
-	b.ReportAllocs()
-	key := endpointKey{app: 1}
-	runConcurrently(b, b.N, func(i int) error {
-		f.eps.acquire(key, url, time.Now())
-		f.d.attempt(context.Background(), f.eps, claimed{Claim: Claim{DeliveryID: ids[i]}, ep: key, url: url}, time.Now(), func() {}, func() {})
-		return nil
-	})
-	for _, id := range ids[:min(len(ids), 3)] {
-		recs, err := f.store.Store.ReadStream(context.Background(), domain.DeliveryStream(id), 0, 0)
-		if err != nil || len(recs) != 2 {
-			b.Fatalf("%s: %d events, %v: the attempt was not recorded", id, len(recs), err)
-		}
+	for _, via := range []string{"transport", "Do"} {
+		b.Run("via="+via, func(b *testing.B) {
+			f := newKnownFixture(b, true)
+			f.d.Apps = appDirectory{1: {AppID: 1, WebhookURL: url, WebhookSecret: secret}}
+			f.d.Client = targets.Guard{AllowLoopback: true}.Client(10 * time.Second)
+			if via == "Do" {
+				f.d.Client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+			}
+			if f.d.direct(url) != (via == "transport") {
+				b.Fatalf("via %s: direct = %v", via, f.d.direct(url))
+			}
+			ids := make([]string, b.N)
+			for i := range ids {
+				ids[i] = "d" + strconv.Itoa(i)
+				f.create(b, ids[i])
+			}
+			b.ReportAllocs()
+			key := endpointKey{app: 1}
+			runConcurrently(b, b.N, func(i int) error {
+				f.eps.acquire(key, url, time.Now())
+				f.d.attempt(context.Background(), f.eps, claimed{Claim: Claim{DeliveryID: ids[i]}, ep: key, url: url}, time.Now(), func() {}, func() {})
+				return nil
+			})
+			for _, id := range ids[:min(len(ids), 3)] {
+				recs, err := f.store.Store.ReadStream(context.Background(), domain.DeliveryStream(id), 0, 0)
+				if err != nil || len(recs) != 2 {
+					b.Fatalf("%s: %d events, %v: the attempt was not recorded", id, len(recs), err)
+				}
+			}
+		})
 	}
 }
