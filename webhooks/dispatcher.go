@@ -481,7 +481,7 @@ func (d *Dispatcher) plan(out []catalog.DeliveryCreated, rec events.Recorded, en
 		if ep.Disabled || !Subscribed(ep.Events, r.Event) {
 			continue
 		}
-		if er, ok := RenderFor(env, d.Location, ep.EndpointID); ok {
+		if er, ok := forEndpoint(r, env, d.Location, ep.EndpointID); ok {
 			out = append(out, created(er, ep.EndpointID, true))
 		}
 	}
