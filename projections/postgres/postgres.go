@@ -191,6 +191,7 @@ func (s *Store) update(ctx context.Context, projection string, pos events.Positi
 		// transaction commits only while the lease is this writer's.
 		if l, ok := lease.FenceFrom(ctx); ok {
 			leasepg.QueueFence(t.batch, l, s.fenceIdle)
+			t.fencePending = true
 		}
 		if fnErr = fn(t); fnErr != nil {
 			return fnErr
@@ -431,6 +432,8 @@ type tx struct {
 	deliveries map[string]projections.Delivery
 	// single: see Store.single.
 	single bool
+	// fencePending: the lease's fence is queued and not sent yet.
+	fencePending bool
 }
 
 var errTxDone = errors.New("projections/postgres: Tx used after its Update returned")
@@ -456,6 +459,7 @@ func (t *tx) flush(ctx context.Context) error {
 	}
 	b := t.batch
 	t.batch = &pgx.Batch{}
+	t.fencePending = false
 	if err := t.db.SendBatch(ctx, b).Close(); err != nil {
 		t.err = fmt.Errorf("projections/postgres: write: %w", err)
 	}

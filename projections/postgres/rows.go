@@ -142,7 +142,9 @@ func unnestOf(one string, types ...string) string {
 // row was most often written by an earlier event of the same batch. Any
 // other read goes to the database; it need not send the queued writes
 // first when none of them can change the row it reads (every write of
-// the row's table in a transaction is one of those kept here).
+// the row's table in a transaction is one of those kept here), except
+// the first of a transaction under a lease: the fence goes before
+// anything the transaction reads.
 
 // dbTime is t as a timestamptz column returns it: microseconds, UTC.
 func dbTime(t time.Time) time.Time { return t.Truncate(time.Microsecond).UTC() }
@@ -208,7 +210,7 @@ func (t *tx) User(ctx context.Context, openUserID int64) (projections.User, erro
 		}
 		return asReadUser(*u), nil
 	}
-	if t.single {
+	if t.single || t.fencePending {
 		if err := t.flush(ctx); err != nil {
 			return projections.User{}, err
 		}
@@ -225,7 +227,7 @@ func (t *tx) Delivery(ctx context.Context, id string) (projections.Delivery, err
 	if d, ok := t.deliveries[id]; ok && !t.single {
 		return asReadDelivery(d), nil
 	}
-	if t.single {
+	if t.single || t.fencePending {
 		if err := t.flush(ctx); err != nil {
 			return projections.Delivery{}, err
 		}

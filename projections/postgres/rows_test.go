@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/healthtech/partner-open-platform/events"
+	"github.com/healthtech/partner-open-platform/internal/lease"
 	"github.com/healthtech/partner-open-platform/projections"
 )
 
@@ -436,5 +437,36 @@ func TestReadOfARowWrittenInTheTransactionIsTheDatabasesAnswer(t *testing.T) {
 	}
 	if show(inTxD) != show(afterD) || string(afterD.Body) != `{"a":1}` {
 		t.Fatalf("delivery read in its transaction:\n%s\nafter the commit:\n%s", show(inTxD), show(afterD))
+	}
+}
+
+// TestAFencedTransactionReadsOnlyAfterItsFence: under a lease, the first
+// read a transaction sends to the database goes after its fence, as the
+// fence's first round trip did when every read sent the queued writes: a
+// transaction whose lease is not current reads nothing (the read fails
+// with lease.ErrLost), and a row it wrote itself is still read from
+// memory before it.
+func TestAFencedTransactionReadsOnlyAfterItsFence(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, MigratedDB(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	lost := lease.WithFence(ctx, lease.Lease{Name: "projection/users", Holder: "gone", Token: 99})
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	var readErr error
+	err = s.Update(lost, "users", events.Position{Commit: 1, Prepare: 1}, func(tx projections.UserTx) error {
+		if err := tx.PutUser(ctx, projections.User{AppID: 1, OpenUserID: 1, ChannelUserID: "c1", Status: "ACTIVE", RegisteredAt: at, UpdatedAt: at}); err != nil {
+			return err
+		}
+		if _, err := tx.User(ctx, 1); err != nil {
+			t.Errorf("the user written in the transaction: %v", err)
+		}
+		_, readErr = tx.User(ctx, 2)
+		return readErr
+	})
+	if !errors.Is(readErr, lease.ErrLost) || !errors.Is(err, lease.ErrLost) {
+		t.Fatalf("read under a lease not current: %v; update: %v; want lease.ErrLost for both", readErr, err)
 	}
 }
