@@ -332,7 +332,7 @@ if [ "${BENCH_SKIP_REBUILD:-0}" != "1" ]; then
 		say "rebuild: seeding $rebuild_pg_events events (postgres)"
 		"$work/platformbench" seed -data "$work/rebuild-pg/data" -eventstore-url "$(db_url $db)" -postgres-url "$(db_url $db)" -events "$rebuild_pg_events"
 		PLATFORM_PORTAL_BASE_URL="http://127.0.0.1" "$work/platformbench" rebuild -platform "$work/platform" -data "$work/rebuild-pg/data" \
-			-eventstore-url "$(db_url $db)" -postgres-url "$(db_url $db)" -store postgres -out "$work/rebuild-pg.json"
+			-eventstore-url "$(db_url $db)" -postgres-url "$(db_url $db)" -store postgres -postgres-pid "${pg_pid:-0}" -out "$work/rebuild-pg.json"
 		files+=("$work/rebuild-pg.json")
 	fi
 fi
