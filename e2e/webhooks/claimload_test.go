@@ -15,9 +15,10 @@ import (
 // sender reads a delivery's stream in the round trip that claims it, not
 // with a read of its own before the POST: counted through a proxy that sees
 // every statement the node sends, N signed PATCHes (one user.profile.updated
-// webhook each, all delivered, each body in clear) cost N reads of one stream (each PATCH's load of its user), where
-// the sender's own reads made them 2N; the claims' statements carry the
-// delivery streams instead.
+// webhook each, all delivered, each body in clear) cost at most about N
+// reads of one stream (the PATCHes' loads of their user, which a user the
+// node has loaded skips), where the sender's own reads made them 2N; the
+// claims' statements carry the delivery streams instead.
 func TestSenderReadsADeliveryWithItsClaim(t *testing.T) {
 	t.Parallel()
 	db := harness.NodeDB(t)
@@ -59,7 +60,7 @@ func TestSenderReadsADeliveryWithItsClaim(t *testing.T) {
 	reads, claims := stmts.Count(streamReads)-reads0, stmts.Count(claimReads)-claims0
 	t.Logf("%d deliveries: %d single-stream reads, %d claims reading their streams", n, reads, claims)
 	if reads > n+n/2 {
-		t.Errorf("%d PATCHes and their deliveries read a single stream %d times, want about %d (the PATCHes' loads alone)", n, reads, n)
+		t.Errorf("%d PATCHes and their deliveries read a single stream %d times, want at most about %d (the PATCHes' loads alone)", n, reads, n)
 	}
 	if claims == 0 {
 		t.Errorf("no claim read its delivery's stream")
