@@ -30,11 +30,13 @@ const Window = 300 * time.Second
 // taken when the requests arrived (Failures.Install), not when the server
 // got round to checking them. The legitimate case is a partner's requests
 // signed in one whole second (all bodyless ones share a signature): they
-// reach the server within that second plus network and scheduling
-// jitter, and 2 s covers both; an attacker who captured the headers gets
-// no longer than that to move them to another route (see
-// docs/authentication.md).
-const BindingGrace = 2 * time.Second
+// are sent within that second (1 s), and a real network delays one more
+// than another by up to a few seconds: a lost SYN is sent again after
+// TCP's initial retransmission timeout of 1 s and a second loss 2 s later
+// (RFC 6298), so 3 s, and 1 s more for latency, TLS and proxy queues. An
+// attacker who captured the headers gets no longer than that to move them
+// to another route (see docs/authentication.md).
+const BindingGrace = 5 * time.Second
 
 // Directory finds apps; the in-memory app projection implements it.
 type Directory interface {

@@ -198,3 +198,51 @@ func TestBindingGraceCountsFromArrivalNotFromTheCheck(t *testing.T) {
 		}
 	}
 }
+
+// A spec-faithful partner reads two resources in one second, so both
+// requests carry one signature; the second is sent at the end of the
+// second and its connection's SYN is lost once or twice, so TCP sends it
+// again after 1 s and then 2 s more (RFC 6298's initial retransmission
+// timeout, doubled). Both reads pass; the same headers arriving later
+// than any such delay are still refused.
+func TestSchemeMReadsOfOneSecondPassAfterLostSYNs(t *testing.T) {
+	start := time.Unix(time.Now().Unix(), 0)
+	for _, c := range []struct {
+		name   string
+		second time.Duration // when the second read reaches the node, after the first
+		want   int
+	}{
+		{"no loss", 950 * time.Millisecond, http.StatusOK},
+		{"one lost SYN", 950*time.Millisecond + time.Second + 100*time.Millisecond, http.StatusOK},
+		{"two lost SYNs", 950*time.Millisecond + 3*time.Second + 100*time.Millisecond, http.StatusOK},
+		{"headers moved to another route later", auth.BindingGrace + 100*time.Millisecond, http.StatusUnauthorized},
+	} {
+		now := start.Add(50 * time.Millisecond)
+		clock := func() time.Time { return now }
+		s := auth.SchemeM{Apps: apps{9: bound}, Now: clock, Bindings: memory.New()}
+		failures := auth.NewFailures()
+		failures.Now = clock
+		node := failures.Install(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if _, err := s.Verify(r, nil); err != nil {
+				w.WriteHeader(http.StatusUnauthorized)
+			}
+		}))
+		ts := strconv.FormatInt(start.Unix(), 10)
+		send := func(target string) int {
+			r := httptest.NewRequest("GET", target, nil)
+			r.Header.Set("X-App-Id", "9")
+			r.Header.Set("X-Timestamp", ts)
+			r.Header.Set("X-Signature", auth.SignM(bound.AppKey, ts, bound.AppSecret, nil))
+			w := httptest.NewRecorder()
+			node.ServeHTTP(w, r)
+			return w.Code
+		}
+		if got := send("/open/v1/channel/users/1"); got != http.StatusOK {
+			t.Fatalf("%s: first read: %d", c.name, got)
+		}
+		now = now.Add(c.second)
+		if got := send("/open/v1/channel/users/0?channel_user_id=c-2"); got != c.want {
+			t.Errorf("%s: the second read, %v after the first: %d, want %d", c.name, c.second, got, c.want)
+		}
+	}
+}
