@@ -135,46 +135,54 @@ func (d stallingApps) ByID(id int64) (domain.App, bool) {
 	return d.apps.ByID(id)
 }
 
+// schemeMNode is a node's partner edge as far as scheme M goes: the
+// failure limiter (which stamps arrivals) on clock, then s's check,
+// recording the binding at once or, with later, after the check
+// (VerifyLater, the snapshot read's path). send makes a bodyless request
+// of app 9 signed at second ts and returns its status (401 when refused).
+func schemeMNode(s auth.SchemeM, clock func() time.Time, later bool, ts int64) (send func(method, target string) int) {
+	failures := auth.NewFailures()
+	failures.Now = clock
+	node := failures.Install(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var err error
+		if later {
+			var p *auth.PendingBinding
+			if _, p, err = s.VerifyLater(r, nil); err == nil && p != nil {
+				err = p.Record()
+			}
+		} else {
+			_, err = s.Verify(r, nil)
+		}
+		if err != nil {
+			w.WriteHeader(http.StatusUnauthorized)
+		}
+	}))
+	sec := strconv.FormatInt(ts, 10)
+	return func(method, target string) int {
+		r := httptest.NewRequest(method, target, nil)
+		r.Header.Set("X-App-Id", "9")
+		r.Header.Set("X-Timestamp", sec)
+		r.Header.Set("X-Signature", auth.SignM(bound.AppKey, sec, bound.AppSecret, nil))
+		w := httptest.NewRecorder()
+		node.ServeHTTP(w, r)
+		return w.Code
+	}
+}
+
 // The grace counts from when each request reached the node, not from when
 // the node got round to checking it: a partner's second route of a second,
 // arriving within the grace, passes however long the node then stalls
 // before its check (here a directory lookup longer than the grace, as a
 // restarted node on a loaded machine showed); a route arriving after the
 // grace is refused, stall or not. Both through Verify and through a
-// binding recorded later (VerifyLater, the snapshot read's path).
+// binding recorded later (VerifyLater).
 func TestBindingGraceCountsFromArrivalNotFromTheCheck(t *testing.T) {
 	for _, later := range []bool{false, true} {
 		start := time.Unix(time.Now().Unix(), 0)
 		now, stall := start, time.Duration(0)
 		clock := func() time.Time { return now }
 		dir := stallingApps{apps: apps{9: bound}, stall: &stall, advance: func(d time.Duration) { now = now.Add(d) }}
-		s := auth.SchemeM{Apps: dir, Now: clock, Bindings: memory.New()}
-		failures := auth.NewFailures()
-		failures.Now = clock
-		node := failures.Install(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			var err error
-			if later {
-				var p *auth.PendingBinding
-				if _, p, err = s.VerifyLater(r, nil); err == nil && p != nil {
-					err = p.Record()
-				}
-			} else {
-				_, err = s.Verify(r, nil)
-			}
-			if err != nil {
-				w.WriteHeader(http.StatusUnauthorized)
-			}
-		}))
-		ts := strconv.FormatInt(start.Unix(), 10)
-		send := func(method, target string) int {
-			r := httptest.NewRequest(method, target, nil)
-			r.Header.Set("X-App-Id", "9")
-			r.Header.Set("X-Timestamp", ts)
-			r.Header.Set("X-Signature", auth.SignM(bound.AppKey, ts, bound.AppSecret, nil))
-			w := httptest.NewRecorder()
-			node.ServeHTTP(w, r)
-			return w.Code
-		}
+		send := schemeMNode(auth.SchemeM{Apps: dir, Now: clock, Bindings: memory.New()}, clock, later, start.Unix())
 
 		if got := send("GET", "/open/v1/channel/users/1"); got != http.StatusOK {
 			t.Fatalf("later=%v: first use: %d", later, got)
@@ -219,29 +227,12 @@ func TestSchemeMReadsOfOneSecondPassAfterLostSYNs(t *testing.T) {
 	} {
 		now := start.Add(50 * time.Millisecond)
 		clock := func() time.Time { return now }
-		s := auth.SchemeM{Apps: apps{9: bound}, Now: clock, Bindings: memory.New()}
-		failures := auth.NewFailures()
-		failures.Now = clock
-		node := failures.Install(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if _, err := s.Verify(r, nil); err != nil {
-				w.WriteHeader(http.StatusUnauthorized)
-			}
-		}))
-		ts := strconv.FormatInt(start.Unix(), 10)
-		send := func(target string) int {
-			r := httptest.NewRequest("GET", target, nil)
-			r.Header.Set("X-App-Id", "9")
-			r.Header.Set("X-Timestamp", ts)
-			r.Header.Set("X-Signature", auth.SignM(bound.AppKey, ts, bound.AppSecret, nil))
-			w := httptest.NewRecorder()
-			node.ServeHTTP(w, r)
-			return w.Code
-		}
-		if got := send("/open/v1/channel/users/1"); got != http.StatusOK {
+		send := schemeMNode(auth.SchemeM{Apps: apps{9: bound}, Now: clock, Bindings: memory.New()}, clock, false, start.Unix())
+		if got := send("GET", "/open/v1/channel/users/1"); got != http.StatusOK {
 			t.Fatalf("%s: first read: %d", c.name, got)
 		}
 		now = now.Add(c.second)
-		if got := send("/open/v1/channel/users/0?channel_user_id=c-2"); got != c.want {
+		if got := send("GET", "/open/v1/channel/users/0?channel_user_id=c-2"); got != c.want {
 			t.Errorf("%s: the second read, %v after the first: %d, want %d", c.name, c.second, got, c.want)
 		}
 	}
