@@ -168,6 +168,9 @@ type subscription struct {
 	events.Subscription
 	s     *Store
 	wants func(eventType string) bool // nil: every event
+	// ahead is the page the subscription holds past the event it opens:
+	// its keys are loaded together at the first one not cached.
+	ahead pageAhead
 }
 
 func (sub *subscription) Next(ctx context.Context) (events.Recorded, error) {
@@ -175,7 +178,65 @@ func (sub *subscription) Next(ctx context.Context) (events.Recorded, error) {
 	if err != nil || (sub.wants != nil && !sub.wants(rec.Type)) {
 		return rec, err
 	}
-	return sub.s.open1(ctx, rec, true)
+	var pa *pageAhead
+	if b, ok := sub.Subscription.(interface{ Buffered() []events.Recorded }); ok && sub.s.keys.CanPrefetch() {
+		pa = &sub.ahead
+		pa.buffered, pa.wants = b.Buffered(), sub.wants
+	}
+	return sub.s.open1(ctx, rec, true, pa)
+}
+
+// pageAhead is what a subscription has read past the event it opens.
+// Where each key is read from the backend on its own (Postgres), a replay
+// meeting people for the first time read one key per person, a round
+// trip each; at the first key not cached, the keys of every event the
+// page still holds are read in one round trip (datakeys.Keys.Prefetch),
+// once per stretch of the log.
+type pageAhead struct {
+	buffered []events.Recorded
+	wants    func(eventType string) bool
+	// done is the last position whose keys were asked for.
+	done events.Position
+}
+
+// prefetch asks for the keys of the events in the buffer that have not
+// been asked for yet, and of the one being opened (data).
+func (s *Store) prefetch(ctx context.Context, pa *pageAhead, rec events.Recorded) {
+	if !pa.done.Less(rec.Position) {
+		return // this stretch was asked for: the key is not to be had
+	}
+	sc := scratches.Get().(*locateScratch)
+	defer scratches.Put(sc)
+	var ids [][]byte
+	add := func(r events.Recorded) {
+		if !bytes.Contains(r.Data, []byte(envPrefix)) {
+			return
+		}
+		found, err := locateInto(sc, r.Data, personal(r.Type))
+		if err != nil {
+			return
+		}
+		for _, f := range found {
+			val := r.Data[f.start:f.end]
+			if !bytes.HasPrefix(val, []byte(envPrefix)) || !bytes.HasSuffix(val, []byte(envSuffix)) {
+				continue
+			}
+			env := val[len(envPrefix) : len(val)-len(envSuffix)]
+			if colon := bytes.IndexByte(env, ':'); colon > 0 {
+				ids = append(ids, env[:colon:colon])
+				break // an event's fields share its subject's key
+			}
+		}
+	}
+	add(rec)
+	pa.done = rec.Position
+	for _, r := range pa.buffered {
+		if pa.wants == nil || pa.wants(r.Type) {
+			add(r)
+		}
+		pa.done = r.Position
+	}
+	s.keys.Prefetch(ctx, ids)
 }
 
 func (s *Store) openAll(ctx context.Context, recs []events.Recorded) ([]events.Recorded, error) {
@@ -278,7 +339,7 @@ func (s *Store) seal(ctx context.Context, stream, eventID, eventType string, dat
 // Open returns rec with its personal fields decrypted (or erased); events
 // without envelopes come back untouched.
 func (s *Store) Open(ctx context.Context, rec events.Recorded) (events.Recorded, error) {
-	return s.open1(ctx, rec, false)
+	return s.open1(ctx, rec, false, nil)
 }
 
 // open1 is Open; shared, for subscriptions (whose consumers only read the
@@ -286,7 +347,7 @@ func (s *Store) Open(ctx context.Context, rec events.Recorded) (events.Recorded,
 // instead of a copy, so each event is decrypted once and copied never for
 // all the node's followers. The cache's bounds and its emptying on every
 // key erasure are unchanged: no plaintext is kept longer than before.
-func (s *Store) open1(ctx context.Context, rec events.Recorded, shared bool) (events.Recorded, error) {
+func (s *Store) open1(ctx context.Context, rec events.Recorded, shared bool, pa *pageAhead) (events.Recorded, error) {
 	if !bytes.Contains(rec.Data, []byte(envPrefix)) {
 		return rec, nil
 	}
@@ -306,7 +367,7 @@ func (s *Store) open1(ctx context.Context, rec events.Recorded, shared bool) (ev
 	// each field decrypts straight into it, and op keeps the scratch and
 	// the last key looked up across the event's fields.
 	out := make([]byte, 0, len(rec.Data))
-	var op opener
+	op := opener{ahead: pa, rec: rec}
 	last := 0
 	for _, f := range found {
 		val := rec.Data[f.start:f.end]
@@ -333,6 +394,10 @@ type opener struct {
 	keyID  []byte // in the event's data, which outlives the opener
 	key    datakeys.Key
 	erased bool // keyID's key is destroyed
+	// ahead, when set, is the page read past the event (rec): a key not
+	// cached loads the page's keys first (pageAhead).
+	ahead *pageAhead
+	rec   events.Recorded
 }
 
 // openInto appends the plaintext of env (an envelope's "keyID:base64")
@@ -346,6 +411,9 @@ func (s *Store) openInto(ctx context.Context, op *opener, out, env []byte, event
 	}
 	if op.keyID == nil || !bytes.Equal(env[:colon], op.keyID) {
 		keyID := env[:colon:colon]
+		if op.ahead != nil && !s.keys.CachedID(keyID) {
+			s.prefetch(ctx, op.ahead, op.rec)
+		}
 		key, err := s.keys.ByIDBytes(ctx, keyID)
 		erased := errors.Is(err, datakeys.ErrNotFound)
 		if err != nil && !erased {

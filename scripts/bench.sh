@@ -52,10 +52,16 @@ read -r -a extra <<<"${BENCH_ARGS:-}"
 pg_scenarios=${BENCH_PG_SCENARIOS:-webhook-cost,register,member-upsert,register-paced,member-upsert-paced,snapshot,snapshot-cost,report-pull,verify-hot,verify-many}
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/platform-bench.XXXXXX")
-platform_pid="" pgtmp="" pgbin="" admin_url="" dbs=()
+platform_pid="" pgtmp="" pgbin="" admin_url="" dbs=() files=()
 cleanup() {
 	local rc=$?
 	trap - EXIT
+	# A run that fails late still prints the rows it measured.
+	if [ "$rc" -ne 0 ] && [ "${#files[@]}" -gt 0 ] && [ -x "$work/platformbench" ]; then
+		say "printing the ${#files[@]} finished blocks' rows before cleaning up"
+		echo "# scripts/bench.sh (stopped by an error; the finished blocks only) — $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores"
+		"$work/platformbench" table $json "${files[@]}" || true
+	fi
 	stop_platform
 	if [ -n "$admin_url" ]; then
 		for db in "${dbs[@]}"; do psql -q "$admin_url" -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null 2>&1 || true; done
@@ -72,8 +78,14 @@ trap 'exit 143' TERM
 
 as_pg() { if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
 port_free() { ! (echo >"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+# Ports come from below the kernel's ephemeral range, so an outgoing
+# connection (Postgres clients, the load tool, other tenants of the machine)
+# cannot take the port between the check and the platform's listen.
 pick_port() {
-	local p=$((20000 + RANDOM % 30000)) i
+	local lo=32768 p i
+	read -r lo _ </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || lo=32768
+	((lo > 10400)) || lo=32768
+	p=$((10000 + RANDOM % (lo - 10200)))
 	for ((i = 0; i < 200; i++)); do
 		if port_free "$p"; then
 			echo "$p"
@@ -134,7 +146,6 @@ run_bench() {
 }
 
 # ---- 1. embedded ----
-files=()
 if [ "${BENCH_SKIP_EMBEDDED:-0}" != "1" ]; then
 	start_platform embedded
 	run_bench -store embedded -raw-dir "$work/embedded" -out "$work/embedded.json"
@@ -321,7 +332,7 @@ if [ "${BENCH_SKIP_REBUILD:-0}" != "1" ]; then
 		say "rebuild: seeding $rebuild_pg_events events (postgres)"
 		"$work/platformbench" seed -data "$work/rebuild-pg/data" -eventstore-url "$(db_url $db)" -postgres-url "$(db_url $db)" -events "$rebuild_pg_events"
 		PLATFORM_PORTAL_BASE_URL="http://127.0.0.1" "$work/platformbench" rebuild -platform "$work/platform" -data "$work/rebuild-pg/data" \
-			-eventstore-url "$(db_url $db)" -postgres-url "$(db_url $db)" -store postgres -out "$work/rebuild-pg.json"
+			-eventstore-url "$(db_url $db)" -postgres-url "$(db_url $db)" -store postgres -postgres-pid "${pg_pid:-0}" -out "$work/rebuild-pg.json"
 		files+=("$work/rebuild-pg.json")
 	fi
 fi

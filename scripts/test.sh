@@ -299,6 +299,24 @@ find_pgbin() {
 
 port_free() { ! (echo >"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
+# Prints a free loopback port at or above a random start below the kernel's
+# ephemeral range, so an outgoing connection cannot take it before the
+# broker listens.
+pick_port() {
+	local lo=32768 p i
+	read -r lo _ </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || lo=32768
+	((lo > 10400)) || lo=32768
+	p=$((10000 + RANDOM % (lo - 10200)))
+	for ((i = 0; i < 200; i++)); do
+		if port_free "$p"; then
+			echo "$p"
+			return 0
+		fi
+		p=$((p + 1))
+	done
+	return 1
+}
+
 start_postgres() {
 	if ! pgbin=$(find_pgbin); then
 		say "PostgreSQL server binaries not found; installing the postgresql package"
@@ -328,17 +346,8 @@ start_postgres() {
 	# A port can be taken between the check and the start: try a few.
 	local attempt port="" started=""
 	for attempt in 1 2 3 4 5; do
-		port=""
-		local p i
-		p=$((20000 + RANDOM % 30000))
-		for ((i = 0; i < 200; i++)); do
-			if port_free "$p"; then
-				port=$p
-				break
-			fi
-			p=$((p + 1))
-		done
-		[ -n "$port" ] || die "no free port found on 127.0.0.1"
+		local i
+		port=$(pick_port) || die "no free port found on 127.0.0.1"
 		# max_connections: each e2e package runs 6 tests at once, a two-node
 		# test holds about 40 connections, and go test runs
 		# PLATFORM_TEST_PACKAGES packages (e2e ones among them) at a time.
@@ -384,19 +393,6 @@ fi
 kafka_version=4.1.0
 kafka_cache="${XDG_CACHE_HOME:-$HOME/.cache}/partner-open-platform/kafka-$kafka_version"
 
-# Prints a free loopback port at or above a random start.
-pick_port() {
-	local p i
-	p=$((20000 + RANDOM % 30000))
-	for ((i = 0; i < 200; i++)); do
-		if port_free "$p"; then
-			echo "$p"
-			return 0
-		fi
-		p=$((p + 1))
-	done
-	return 1
-}
 
 # Resolves org.apache.kafka:kafka_2.13 and its runtime dependencies with
 # Maven into $kafka_cache/lib; later runs reuse the folder.

@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/events"
@@ -480,7 +481,7 @@ func (d *Dispatcher) plan(out []catalog.DeliveryCreated, rec events.Recorded, en
 		if ep.Disabled || !Subscribed(ep.Events, r.Event) {
 			continue
 		}
-		if er, ok := RenderFor(env, d.Location, ep.EndpointID); ok {
+		if er, ok := forEndpoint(r, env, d.Location, ep.EndpointID); ok {
 			out = append(out, created(er, ep.EndpointID, true))
 		}
 	}
@@ -775,7 +776,16 @@ func (d *Dispatcher) post(ctx context.Context, del *delivery) result {
 	case ep.Disabled:
 		return result{url: ep.URL, err: "the webhook endpoint is disabled", class: domain.ErrorClassNoURL}
 	}
-	body := []byte(del.created.Body)
+	// The body is only read (signed, written to the connection): a view
+	// of the stored string, not a copy per POST.
+	body := unsafe.Slice(unsafe.StringData(del.created.Body), len(del.created.Body))
+	direct := d.direct(ep.URL)
+	var deadline time.Time
+	if direct {
+		var cancel context.CancelFunc
+		ctx, deadline, cancel = clientDeadline(ctx, d.Client.Timeout)
+		defer cancel()
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, ep.URL, bytes.NewReader(body))
 	if err != nil {
 		return result{url: ep.URL, err: "invalid webhook URL: " + err.Error(), class: domain.ErrorClassInvalidURL, refused: true}
@@ -784,7 +794,12 @@ func (d *Dispatcher) post(ctx context.Context, del *delivery) result {
 	req.Header = attemptHeader(del.created.DeliveryID, del.created.Event, ts, sig)
 	_, span := startPost(ctx, ep.URL)
 	start := time.Now()
-	res, err := d.Client.Do(req)
+	var res *http.Response
+	if direct {
+		res, err = roundTrip(d.Client.Transport, req, deadline)
+	} else {
+		res, err = d.Client.Do(req)
+	}
 	r := result{url: ep.URL, latency: time.Since(start)}
 	if err != nil {
 		r.err, r.class = err.Error(), classify(err)

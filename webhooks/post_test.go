@@ -14,6 +14,7 @@ import (
 	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/events/catalog"
 	"github.com/healthtech/partner-open-platform/internal/sigvectors"
+	"github.com/healthtech/partner-open-platform/webhooks/targets"
 )
 
 // sentPost is what a receiver saw of one POST.
@@ -29,6 +30,18 @@ type sentPost struct {
 // answer cut at a character boundary, a chunked one whole, none of an
 // empty one.
 func TestAttemptSendsTheSpecsHeadersAndKeepsTheAnswersStart(t *testing.T) {
+	attemptSendsTheSpecsHeadersAndKeepsTheAnswersStart(t, (*httptest.Server).Client, false)
+}
+
+// The same through the delivery client, whose POSTs the sender sends
+// through its Transport (no redirect followed, its timeout).
+func TestDirectAttemptSendsTheSpecsHeadersAndKeepsTheAnswersStart(t *testing.T) {
+	attemptSendsTheSpecsHeadersAndKeepsTheAnswersStart(t, func(*httptest.Server) *http.Client {
+		return targets.Guard{AllowLoopback: true}.Client(10 * time.Second)
+	}, true)
+}
+
+func attemptSendsTheSpecsHeadersAndKeepsTheAnswersStart(t *testing.T, client func(*httptest.Server) *http.Client, direct bool) {
 	long := strings.Repeat("é", 200) // 400 bytes: cut to 256 at a boundary
 	answers := map[string]string{"e1-0": long, "e1-1": "", "e1-2": "chunked answer"}
 	var mu sync.Mutex
@@ -54,7 +67,10 @@ func TestAttemptSendsTheSpecsHeadersAndKeepsTheAnswersStart(t *testing.T) {
 		Endpoints: []domain.Endpoint{{EndpointID: 2, URL: srv.URL, Secret: secrets[2]}}}
 	f := newKnownFixture(t, true)
 	f.d.Apps = appDirectory{1: app}
-	f.d.Client = srv.Client()
+	f.d.Client = client(srv)
+	if got := f.d.direct(srv.URL); got != direct {
+		t.Fatalf("POSTs sent through the Transport alone: %v, want %v", got, direct)
+	}
 	var ids []string
 	for i := range 3 {
 		for _, ep := range []int64{0, 2} {

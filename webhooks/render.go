@@ -1,6 +1,7 @@
 package webhooks
 
 import (
+	"bytes"
 	"time"
 
 	"github.com/healthtech/partner-open-platform/domain"
@@ -123,6 +124,44 @@ func RenderFor(env events.Envelope, loc *time.Location, endpointID int64) (Rende
 		return RenderFor(env, loc, endpointID)
 	}
 	return Rendered{}, false
+}
+
+// forEndpoint is RenderFor(env, loc, endpointID) made from r, env's
+// rendering for the app's default endpoint: the two bodies differ only in
+// the delivery id they repeat, so a fan-out copies the body once per
+// endpoint with its id put in, instead of rendering the event again. A
+// body whose id is not r's own, or not found exactly once where the body
+// writes it, is rendered again.
+func forEndpoint(r Rendered, env events.Envelope, loc *time.Location, endpointID int64) (Rendered, bool) {
+	if r.deliveryID == "" || r.Only || !plainID(r.deliveryID) {
+		return RenderFor(env, loc, endpointID)
+	}
+	at := bytes.Index(r.Body, []byte(`,"delivery_id":"`+r.deliveryID+`"`))
+	if at < 0 || bytes.LastIndex(r.Body, []byte(r.deliveryID)) != at+len(`,"delivery_id":"`) {
+		return RenderFor(env, loc, endpointID)
+	}
+	id := EndpointDeliveryID(r.AppID, endpointID, env.ID)
+	if !plainID(id) {
+		return RenderFor(env, loc, endpointID)
+	}
+	at += len(`,"delivery_id":"`)
+	body := make([]byte, 0, len(r.Body)-len(r.deliveryID)+len(id))
+	body = append(append(append(body, r.Body[:at]...), id...), r.Body[at+len(r.deliveryID):]...)
+	out := r
+	out.Body, out.deliveryID = body, id
+	return out, true
+}
+
+// plainID says whether id is written into a body as it is (a UUID's hex
+// digits and hyphens need no escaping).
+func plainID(id string) bool {
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || c == '-') {
+			return false
+		}
+	}
+	return id != ""
 }
 
 // The webhook bodies are written field by field, in the order and with the

@@ -208,7 +208,7 @@ func (d *Dispatcher) RunSender(ctx context.Context) error {
 	// last attempt's release.
 	released := make(chan struct{})
 	go d.releaseClaims(ctx, s.releases, released)
-	defer func() { s.wg.Wait(); close(s.releases); <-released }()
+	defer func() { s.wg.Wait(); s.endGoroutines(); close(s.releases); <-released }()
 	for {
 		s.watch()
 		if d.rescan.Swap(false) {
@@ -241,6 +241,11 @@ type sendLoop struct {
 	kick      chan struct{} // a worker freed up
 	wg        sync.WaitGroup
 	releases  chan Claim
+	// idle hands an attempt to a goroutine that ended one and waits for
+	// the next (see spawn); stop ends those when the sender stops.
+	idle       chan func()
+	stop       chan struct{}
+	goroutines sync.WaitGroup
 
 	// scan: the read model must be read (start, timer, resume, probe);
 	// dirty: the deliveries projection moved since the last scan; more: the
@@ -264,7 +269,8 @@ type sendLoop struct {
 func (d *Dispatcher) newSendLoop(ctx context.Context) *sendLoop {
 	workers := max(d.Workers, 1)
 	s := &sendLoop{d: d, ctx: ctx, eps: d.endpoints(), workers: workers, suspended: map[int64]bool{}, q: newSendQueue(),
-		sem: make(chan struct{}, workers), kick: make(chan struct{}, 1), releases: make(chan Claim, workers), scan: true}
+		sem: make(chan struct{}, workers), kick: make(chan struct{}, 1), releases: make(chan Claim, workers), scan: true,
+		idle: make(chan func()), stop: make(chan struct{})}
 	if d.Sole {
 		s.recording = make(chan struct{}, maxRecording)
 	}
@@ -368,7 +374,7 @@ func (s *sendLoop) launch(batch []claimed, claimedAt time.Time) {
 		s.sem <- struct{}{}
 		s.wg.Add(1)
 		s.d.setAttempting(c.DeliveryID, true)
-		go func() {
+		s.spawn(func() {
 			defer s.wg.Done()
 			worker, recording := true, false
 			freeWorker := func() {
@@ -392,8 +398,43 @@ func (s *sendLoop) launch(batch []claimed, claimedAt time.Time) {
 				<-s.recording
 			}
 			s.releases <- c.Claim
-		}()
+		})
 	}
+}
+
+// spawn runs f on a goroutine that ended an earlier attempt and waits for
+// the next, or on a new one when none waits. An attempt's goroutine grows
+// its stack to the depth of a POST and of the outcome's encoding: a new
+// goroutine per attempt copied its stack up from the starting size every
+// time (runtime.newstack, about 4 % of a drain's CPU). At most as many
+// wait as attempts ran at once, until the sender stops.
+func (s *sendLoop) spawn(f func()) {
+	select {
+	case s.idle <- f:
+	default:
+		s.goroutines.Add(1)
+		go s.runAttempts(f)
+	}
+}
+
+// runAttempts runs f, then every attempt handed to it, until the sender stops.
+func (s *sendLoop) runAttempts(f func()) {
+	defer s.goroutines.Done()
+	for {
+		f()
+		select {
+		case f = <-s.idle:
+		case <-s.stop:
+			return
+		}
+	}
+}
+
+// endGoroutines ends the goroutines waiting for attempts, once every
+// attempt has ended.
+func (s *sendLoop) endGoroutines() {
+	close(s.stop)
+	s.goroutines.Wait()
 }
 
 // maxRecording bounds the attempts of a Sole dispatcher that ended their

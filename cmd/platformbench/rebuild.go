@@ -22,6 +22,9 @@ import (
 type rebuildFlags struct {
 	platform, dataDir, eventStoreURL, postgresURL, summary, store, out, logFile, profileDir string
 	timeout                                                                                 time.Duration
+	// postgresPID is the Postgres postmaster serving the stores (0: none
+	// given), whose CPU during the rebuild is reported beside the platform's.
+	postgresPID int
 }
 
 // rebuildCmd measures a seeded data directory with the real binary: it
@@ -53,6 +56,10 @@ func rebuildCmd(ctx context.Context, args []string, log io.Writer) error {
 	rows := []Row{memoryRow("resident after start", f.store, pl, sum)}
 
 	before, _ := processCPU(pl.cmd.Process.Pid)
+	var pgBefore time.Duration
+	if f.postgresPID > 0 {
+		pgBefore = processTreeCPU(f.postgresPID)
+	}
 	heapBefore, heapOK := (&Bench{P: pl.api}).heapNow()
 	began := time.Now()
 	applied, err := rebuildAll(ctx, pl.api, f.timeout, say)
@@ -68,6 +75,11 @@ func rebuildCmd(ctx context.Context, args []string, log io.Writer) error {
 		r.PlatformCPUus = float64(cpu.Microseconds()) / float64(sum.Events)
 	}
 	say("rebuilt every read model: %d events in %.1f s, %.0f events/s, %.1f µs of platform CPU per event", sum.Events, secs, rate, r.PlatformCPUus)
+	if f.postgresPID > 0 && sum.Events > 0 {
+		pg := float64((processTreeCPU(f.postgresPID) - pgBefore).Microseconds()) / float64(sum.Events)
+		say("Postgres CPU per event: %.1f µs (platform and Postgres: %.1f µs)", pg, pg+r.PlatformCPUus)
+		r.Note += fmt.Sprintf("; Postgres %.1f µs of CPU per event", pg)
+	}
 	// What the rebuild allocated per event of the log (the process's
 	// counters, so with whatever else ran meanwhile): the garbage the
 	// collector's share of a rebuild follows.
@@ -137,6 +149,7 @@ func parseRebuildFlags(args []string) (rebuildFlags, error) {
 	fs.StringVar(&f.logFile, "log", "", "the platform's log (default: <data>.platform.log)")
 	fs.StringVar(&f.profileDir, "profile-dir", "", "after the kill -9 start, rebuild once more and stop gracefully, writing the platform's CPU profile (restart and second rebuild) and heap profile there")
 	fs.DurationVar(&f.timeout, "timeout", time.Hour, "give up the rebuild after this long")
+	fs.IntVar(&f.postgresPID, "postgres-pid", 0, "the stores' Postgres postmaster, whose CPU during the rebuild is reported per event (0: not measured)")
 	if err := fs.Parse(args); err != nil {
 		return f, err
 	}

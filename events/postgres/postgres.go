@@ -109,6 +109,9 @@ type Store struct {
 	// recent is the latest run of this Store's own commits, which its
 	// subscriptions read without a query (recent.go).
 	recent recentLog
+	// pages are the last full pages of the log the shared reader read
+	// (reads.go).
+	pages pageCache
 	// dbReads counts the shared reader's round trips (tests).
 	dbReads atomic.Int64
 

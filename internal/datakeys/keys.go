@@ -318,6 +318,63 @@ func (k *Keys) ByIDBytes(ctx context.Context, keyID []byte) (Key, error) {
 	return k.loadByID(ctx, string(keyID))
 }
 
+// BatchGetter is a Backend that reads the records of many key ids in one
+// round trip (the Postgres one): Prefetch uses it.
+type BatchGetter interface {
+	// GetByKeyIDs returns the records of those of keyIDs that exist, in
+	// any order.
+	GetByKeyIDs(ctx context.Context, keyIDs []string) ([]Record, error)
+}
+
+// CanPrefetch says whether Prefetch reads anything: the backend reads many
+// keys at once. A backend held in memory (the embedded key log) answers
+// each lookup without a round trip, and its callers skip collecting ids.
+func (k *Keys) CanPrefetch() bool {
+	_, ok := k.backend.(BatchGetter)
+	return ok
+}
+
+// CachedID says whether keyID's key is cached and fresh (ByIDBytes would
+// not read the backend).
+func (k *Keys) CachedID(keyID []byte) bool {
+	k.mu.Lock()
+	c, ok := k.byID[string(keyID)]
+	k.mu.Unlock()
+	return ok && k.now().Sub(c.at) < CacheTTL
+}
+
+// Prefetch caches the keys of keyIDs that are not cached, with one read of
+// the backend, so that the lookups that follow (a replay opening a page of
+// events of people it meets for the first time) do not read it one key at
+// a time. Keys it cannot read or open are left to those lookups, which
+// report them; a backend without GetByKeyIDs reads nothing.
+func (k *Keys) Prefetch(ctx context.Context, keyIDs [][]byte) {
+	bg, ok := k.backend.(BatchGetter)
+	if !ok {
+		return
+	}
+	var missing []string
+	seen := make(map[string]bool, len(keyIDs))
+	for _, id := range keyIDs {
+		if seen[string(id)] || k.CachedID(id) {
+			continue
+		}
+		seen[string(id)] = true
+		missing = append(missing, string(id))
+	}
+	if len(missing) == 0 {
+		return
+	}
+	epoch := k.currentEpoch()
+	recs, err := bg.GetByKeyIDs(ctx, missing)
+	if err != nil {
+		return
+	}
+	for _, rec := range recs {
+		_, _ = k.open(rec, epoch)
+	}
+}
+
 // cachedID is keyID's cached key while it is fresh.
 func (k *Keys) cachedID(keyID string) (Key, bool) {
 	k.mu.Lock()

@@ -11,7 +11,6 @@ import (
 	"github.com/healthtech/partner-open-platform/commandapi"
 	"github.com/healthtech/partner-open-platform/commands"
 	"github.com/healthtech/partner-open-platform/events"
-	"github.com/healthtech/partner-open-platform/events/subscribe"
 	"github.com/healthtech/partner-open-platform/internal/auth"
 	"github.com/healthtech/partner-open-platform/internal/httpapi"
 	"github.com/healthtech/partner-open-platform/internal/idempotency"
@@ -38,7 +37,7 @@ func (n *Node) buildRoutes(cfg Config, c commandSet, a authSet, p projectionSet)
 		Orders:        commands.NewOrders(n.Events, n.Registry, c.ids, cfg.Now),
 		Benefits:      c.benefits,
 		InternalToken: n.InternalToken,
-		Projections:   subscribe.RunnerSet(p.all),
+		Projections:   n.rebuilder(cfg, p.all),
 		Idempotency: &idempotency.Keeper{
 			Store: n.Events, Registry: n.Registry, Sealer: c.sealer, Keys: n.Keys, Now: cfg.Now, Replayed: n.Watermarks.Wrote,
 		},

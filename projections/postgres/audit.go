@@ -29,7 +29,7 @@ func (t *tx) AddAuditFact(ctx context.Context, f projections.AuditFact) error {
 	if err := t.check(ctx); err != nil {
 		return err
 	}
-	t.batch.Queue(addAuditFact, f.EventID, f.Actor, f.Action, f.Subjects, f.EventIDs, f.ReportID, f.AppID, f.Reason, f.At.UTC())
+	t.queue(addAuditFact, f.EventID, f.Actor, f.Action, f.Subjects, f.EventIDs, f.ReportID, f.AppID, f.Reason, f.At.UTC())
 	return nil
 }
 

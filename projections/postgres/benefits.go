@@ -257,7 +257,7 @@ func (t *tx) PutBenefitItem(ctx context.Context, b projections.BenefitItem) erro
 	if err := t.check(ctx); err != nil {
 		return err
 	}
-	t.batch.Queue(upsertBenefitItem, b.BenefitItemID, b.Name, b.Status, b.CreatedAt, b.UpdatedAt)
+	t.queue(upsertBenefitItem, b.BenefitItemID, b.Name, b.Status, b.CreatedAt, b.UpdatedAt)
 	return nil
 }
 
@@ -287,7 +287,7 @@ func (t *tx) PutProvider(ctx context.Context, p projections.ServiceProvider) err
 	ids := append(make([]int64, 0, len(p.AllowedItemIDs)), p.AllowedItemIDs...)
 	slices.Sort(ids)
 	ids = slices.Compact(ids)
-	t.batch.Queue(upsertProvider, p.ProviderID, p.AppID, p.Name, p.Type, p.Contact, opt(p.PointsCode), p.Status,
+	t.queue(upsertProvider, p.ProviderID, p.AppID, p.Name, p.Type, p.Contact, opt(p.PointsCode), p.Status,
 		ids, p.CreatedAt, p.UpdatedAt, p.DeveloperID, p.ReviewNotes)
 	return nil
 }
@@ -314,11 +314,11 @@ func (t *tx) PutCard(ctx context.Context, c projections.Card) error {
 	if err := t.check(ctx); err != nil {
 		return err
 	}
-	t.batch.Queue(upsertCard, c.CardNumber, c.IssuerAppID, c.HolderName, opt(c.HolderPhone), c.ExpiresAt,
+	t.queue(upsertCard, c.CardNumber, c.IssuerAppID, c.HolderName, opt(c.HolderPhone), c.ExpiresAt,
 		c.CreatedAt, c.UpdatedAt)
-	t.batch.Queue(`DELETE FROM card_items WHERE card_number = $1`, c.CardNumber)
+	t.queue(`DELETE FROM card_items WHERE card_number = $1`, c.CardNumber)
 	for _, it := range c.Items {
-		t.batch.Queue(insertCardItem, it.UserBenefitItemID, c.CardNumber, it.BenefitItemID, it.Total, it.Remaining)
+		t.queue(insertCardItem, it.UserBenefitItemID, c.CardNumber, it.BenefitItemID, it.Total, it.Remaining)
 	}
 	return nil
 }
@@ -346,7 +346,7 @@ func (t *tx) PutFulfillment(ctx context.Context, r projections.Fulfillment) erro
 	if err := t.check(ctx); err != nil {
 		return err
 	}
-	t.batch.Queue(upsertFulfillment, r.RecordID, r.CardNumber, r.IssuerAppID, r.UserBenefitItemID, r.BenefitItemID,
+	t.queue(upsertFulfillment, r.RecordID, r.CardNumber, r.IssuerAppID, r.UserBenefitItemID, r.BenefitItemID,
 		r.BenefitItemName, r.ProviderID, r.ProviderAppID, r.Quantity, r.Status, opt(r.PointsCode), opt(r.Remark),
 		r.InitiatedAt, opt(r.Rating), r.UpdatedAt)
 	return nil

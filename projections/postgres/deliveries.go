@@ -281,18 +281,6 @@ func (s *Store) LastSource(ctx context.Context) (events.Position, error) {
 
 // ---- writes ----
 
-// Delivery reads a delivery as this transaction sees it, whatever its app.
-func (t *tx) Delivery(ctx context.Context, id string) (projections.Delivery, error) {
-	if err := t.check(ctx); err != nil {
-		return projections.Delivery{}, err
-	}
-	if err := t.flush(ctx); err != nil {
-		return projections.Delivery{}, err
-	}
-	d, err := scanDelivery(t.db.QueryRow(ctx, `SELECT `+deliveryColumns+` FROM webhook_deliveries WHERE delivery_id = $1`, id))
-	return d, notFound(err, "delivery %q", id)
-}
-
 // SubjectDeliveries reads through webhook_deliveries_subject_idx.
 func (t *tx) SubjectDeliveries(ctx context.Context, subject string) ([]projections.Delivery, error) {
 	if err := t.check(ctx); err != nil {
@@ -332,6 +320,11 @@ ON CONFLICT (delivery_id) DO UPDATE SET
     subject = EXCLUDED.subject,
     endpoint_id = EXCLUDED.endpoint_id`
 
+// deliveryRows writes runs of deliveries (rows.go).
+var deliveryRows = rowStmt{table: "webhook_deliveries", one: upsertDelivery, many: unnestOf(upsertDelivery,
+	"text", "bigint", "text", "text", "numeric", "numeric", "numeric", "numeric", "bytea", "text", "integer",
+	"timestamptz", "integer", "text", "timestamptz", "timestamptz", "text", "text", "bigint")}
+
 func (t *tx) PutDelivery(ctx context.Context, d projections.Delivery) error {
 	if err := t.check(ctx); err != nil {
 		return err
@@ -339,10 +332,11 @@ func (t *tx) PutDelivery(ctx context.Context, d projections.Delivery) error {
 	// The body is copied when queued (and never NULL): the caller may reuse
 	// its buffer before the batch is sent.
 	body := append([]byte{}, d.Body...)
-	t.batch.Queue(upsertDelivery, d.DeliveryID, d.AppID, d.EventType, d.SourceEventID,
+	t.queueRow(&deliveryRows, d.DeliveryID, d.DeliveryID, d.AppID, d.EventType, d.SourceEventID,
 		d.SourcePosition.Commit, d.SourcePosition.Prepare, d.Cursor.Commit, d.Cursor.Prepare,
 		body, d.Status, d.Attempts, opt(d.NextAttemptAt), opt(d.LastStatus), opt(d.LastError),
 		d.CreatedAt, d.UpdatedAt, opt(d.LastErrorClass), d.Subject, d.EndpointID)
+	t.wroteDelivery(asReadDelivery(d))
 	return nil
 }
 
@@ -358,11 +352,21 @@ ON CONFLICT (delivery_id, attempt) DO UPDATE SET
     error_class = EXCLUDED.error_class,
     outcome = EXCLUDED.outcome`
 
+// attemptRows writes runs of attempts (rows.go), keyed by attemptKey.
+var attemptRows = rowStmt{table: "webhook_attempts", one: upsertAttempt, many: unnestOf(upsertAttempt,
+	"text", "integer", "timestamptz", "integer", "bigint", "text", "text", "text", "text")}
+
+// attemptKey is an attempt's primary key.
+type attemptKey struct {
+	delivery string
+	attempt  int
+}
+
 func (t *tx) AddAttempt(ctx context.Context, a projections.Attempt) error {
 	if err := t.check(ctx); err != nil {
 		return err
 	}
-	t.batch.Queue(upsertAttempt, a.DeliveryID, a.Attempt, a.At, opt(a.StatusCode), a.LatencyMS, opt(a.Error), a.Outcome, opt(a.ErrorClass), a.ResponseExcerpt)
+	t.queueRow(&attemptRows, attemptKey{a.DeliveryID, a.Attempt}, a.DeliveryID, a.Attempt, a.At, opt(a.StatusCode), a.LatencyMS, opt(a.Error), a.Outcome, opt(a.ErrorClass), a.ResponseExcerpt)
 	return nil
 }
 
@@ -371,6 +375,6 @@ func (t *tx) ClearExcerpts(ctx context.Context, id string) error {
 	if err := t.check(ctx); err != nil {
 		return err
 	}
-	t.batch.Queue(`UPDATE webhook_attempts SET response_excerpt = '' WHERE delivery_id = $1 AND response_excerpt <> ''`, id)
+	t.queue(`UPDATE webhook_attempts SET response_excerpt = '' WHERE delivery_id = $1 AND response_excerpt <> ''`, id)
 	return nil
 }

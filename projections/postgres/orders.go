@@ -184,7 +184,7 @@ func (t *tx) PutGoods(ctx context.Context, g projections.Goods) error {
 	if err := t.check(ctx); err != nil {
 		return err
 	}
-	t.batch.Queue(upsertGoods, g.GoodsID, g.GoodsCode, g.GoodsName, g.Active, g.CreatedAt, g.UpdatedAt)
+	t.queue(upsertGoods, g.GoodsID, g.GoodsCode, g.GoodsName, g.Active, g.CreatedAt, g.UpdatedAt)
 	return nil
 }
 
@@ -230,15 +230,15 @@ func (t *tx) PutOrder(ctx context.Context, o projections.Order) error {
 	if err := t.check(ctx); err != nil {
 		return err
 	}
-	t.batch.Queue(upsertOrder, o.OrderID, o.OrderCode, o.AppID, o.ThirdOrderID, opt(o.UserID), o.ContactPerson,
+	t.queue(upsertOrder, o.OrderID, o.OrderCode, o.AppID, o.ThirdOrderID, opt(o.UserID), o.ContactPerson,
 		o.ContactPhone, o.Address, opt(o.AreaCode), opt(o.AreaText), o.LogisticsType, o.PostagePolicy,
 		o.PostageAmount, o.Status, o.OrderSource, o.CooperationType, o.OrderTime, opt(o.RejectReason),
 		opt(o.LogisticsCompany), opt(o.TrackingNumber), opt(o.ShippedAt), o.CreatedAt, o.UpdatedAt)
-	t.batch.Queue(`DELETE FROM order_items WHERE order_id = $1`, o.OrderID)
+	t.queue(`DELETE FROM order_items WHERE order_id = $1`, o.OrderID)
 	for _, it := range o.Items {
 		// The list is copied (and never NULL): the caller may reuse it before the batch is sent.
 		sns := append(make([]string, 0, len(it.DeviceSNs)), it.DeviceSNs...)
-		t.batch.Queue(insertOrderItem, o.OrderID, it.ItemID, it.GoodsID, it.GoodsCode, it.GoodsName, it.Quantity,
+		t.queue(insertOrderItem, o.OrderID, it.ItemID, it.GoodsID, it.GoodsCode, it.GoodsName, it.Quantity,
 			it.UnitPrice, it.TotalPrice, it.ShippingStatus, sns)
 	}
 	return nil

@@ -71,6 +71,11 @@ type Store struct {
 	// expired bindings first; nil is one in pruneEvery, at random (tests
 	// set it to exercise the prune inside the snapshot's round trip).
 	pruneNow func() bool
+	// single writes every row with a statement of its own and sends the
+	// queued writes before every read, as the store did before it wrote
+	// runs of rows at once (rows.go): the reference the tests compare the
+	// runs' tables with.
+	single bool
 }
 
 var (
@@ -180,12 +185,13 @@ func (s *Store) Update(ctx context.Context, projection string, pos events.Positi
 func (s *Store) update(ctx context.Context, projection string, pos events.Position, fn func(*tx) error) error {
 	var fnErr error
 	err := pgx.BeginFunc(ctx, s.pool, func(db pgx.Tx) error {
-		t := &tx{db: db, batch: &pgx.Batch{}}
+		t := &tx{db: db, batch: &pgx.Batch{}, single: s.single}
 		defer func() { t.db = nil }() // a Tx kept past its Update must not write
 		// Under a lease, the fence goes first, in the opening round trip: the
 		// transaction commits only while the lease is this writer's.
 		if l, ok := lease.FenceFrom(ctx); ok {
 			leasepg.QueueFence(t.batch, l, s.fenceIdle)
+			t.fencePending = true
 		}
 		if fnErr = fn(t); fnErr != nil {
 			return fnErr
@@ -195,7 +201,7 @@ func (s *Store) update(ctx context.Context, projection string, pos events.Positi
 		}
 		t.refreshSnapshots()
 		// Bit-preserving conversion: see the Store doc.
-		t.batch.Queue(upsertCheckpoint, projection, int64(pos.Commit), int64(pos.Prepare)).Exec(func(ct pgconn.CommandTag) error {
+		t.queue(upsertCheckpoint, projection, int64(pos.Commit), int64(pos.Prepare)).Exec(func(ct pgconn.CommandTag) error {
 			if ct.RowsAffected() == 0 {
 				return fmt.Errorf("%w: %s to %v", subscribe.ErrCheckpointBackwards, projection, pos)
 			}
@@ -418,6 +424,16 @@ type tx struct {
 	// The users whose snapshot documents this transaction must refresh
 	// (refreshSnapshots): owners written, and members deleted by id.
 	touchedUsers, deletedMembers []int64
+	// runs are the open runs of rows (rows.go), in the order they opened.
+	runs []*rowRun
+	// users and deliveries are the rows this transaction wrote, as a read
+	// of them returns them (rows.go); a nil user was deleted.
+	users      map[int64]*projections.User
+	deliveries map[string]projections.Delivery
+	// single: see Store.single.
+	single bool
+	// fencePending: the lease's fence is queued and not sent yet.
+	fencePending bool
 }
 
 var errTxDone = errors.New("projections/postgres: Tx used after its Update returned")
@@ -434,27 +450,20 @@ func (t *tx) check(ctx context.Context) error {
 
 // flush sends the queued writes in one round trip.
 func (t *tx) flush(ctx context.Context) error {
-	if t.err != nil || t.batch.Len() == 0 {
+	if t.err != nil {
+		return t.err
+	}
+	t.endRuns()
+	if t.batch.Len() == 0 {
 		return t.err
 	}
 	b := t.batch
 	t.batch = &pgx.Batch{}
+	t.fencePending = false
 	if err := t.db.SendBatch(ctx, b).Close(); err != nil {
 		t.err = fmt.Errorf("projections/postgres: write: %w", err)
 	}
 	return t.err
-}
-
-// User reads a user as this transaction sees it, whatever its app.
-func (t *tx) User(ctx context.Context, openUserID int64) (projections.User, error) {
-	if err := t.check(ctx); err != nil {
-		return projections.User{}, err
-	}
-	if err := t.flush(ctx); err != nil {
-		return projections.User{}, err
-	}
-	u, err := scanUser(t.db.QueryRow(ctx, `SELECT `+userColumns+` FROM users WHERE open_user_id = $1`, openUserID))
-	return u, notFound(err, "user %d", openUserID)
 }
 
 // Group reads a group, dissolved or not, as this transaction sees it.
@@ -487,13 +496,19 @@ ON CONFLICT (open_user_id) DO UPDATE SET
     registered_at = EXCLUDED.registered_at,
     updated_at = EXCLUDED.updated_at`
 
+// userRows writes runs of users (rows.go).
+var userRows = rowStmt{table: "users", one: upsertUser, many: unnestOf(upsertUser,
+	"bigint", "bigint", "text", "text", "text", "text", "text", "text", "text", "text", "text", "timestamptz", "timestamptz")}
+
 func (t *tx) PutUser(ctx context.Context, u projections.User) error {
 	if err := t.check(ctx); err != nil {
 		return err
 	}
 	t.touchedUsers = append(t.touchedUsers, u.OpenUserID)
-	t.batch.Queue(upsertUser, u.AppID, u.OpenUserID, u.ChannelUserID, u.Name, opt(u.Nickname), u.Gender,
+	t.queueRow(&userRows, u.OpenUserID, u.AppID, u.OpenUserID, u.ChannelUserID, u.Name, opt(u.Nickname), u.Gender,
 		opt(u.Avatar), opt(u.Phone), opt(u.Email), opt(u.BirthDate), u.Status, u.RegisteredAt, u.UpdatedAt)
+	kept := asReadUser(u)
+	t.wroteUser(u.OpenUserID, &kept)
 	return nil
 }
 
@@ -514,7 +529,7 @@ func (t *tx) PutGroup(ctx context.Context, g projections.Group) error {
 		return err
 	}
 	t.touchedUsers = append(t.touchedUsers, g.OpenUserID)
-	t.batch.Queue(upsertGroup, g.AppID, g.OpenUserID, g.FamilyGroupID, g.AppGroupID, g.Name, g.Dissolved,
+	t.queue(upsertGroup, g.AppID, g.OpenUserID, g.FamilyGroupID, g.AppGroupID, g.Name, g.Dissolved,
 		g.CreatedAt, g.UpdatedAt)
 	return nil
 }
@@ -528,6 +543,16 @@ ON CONFLICT (family_group_id) DO UPDATE SET
     name = EXCLUDED.name,
     updated_at = EXCLUDED.updated_at`
 
+// nameGroupRows writes runs of nameGroup (rows.go).
+var nameGroupRows = rowStmt{table: "family_groups", one: nameGroup, many: `
+INSERT INTO family_groups (app_id, open_user_id, family_group_id, app_group_id, name, dissolved, created_at, updated_at)
+SELECT u.app_id, u.open_user_id, u.family_group_id, u.app_group_id, u.name, false, u.created_at, u.updated_at
+FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[], $5::text[], $6::timestamptz[], $7::timestamptz[])
+    AS u(app_id, open_user_id, family_group_id, app_group_id, name, created_at, updated_at)
+ON CONFLICT (family_group_id) DO UPDATE SET
+    name = EXCLUDED.name,
+    updated_at = EXCLUDED.updated_at`}
+
 // NameGroup queues a group upsert that needs no read of the group (see
 // projections' groupNamer), so a batch of registers is one round trip.
 func (t *tx) NameGroup(ctx context.Context, g projections.Group) error {
@@ -535,7 +560,7 @@ func (t *tx) NameGroup(ctx context.Context, g projections.Group) error {
 		return err
 	}
 	t.touchedUsers = append(t.touchedUsers, g.OpenUserID)
-	t.batch.Queue(nameGroup, g.AppID, g.OpenUserID, g.FamilyGroupID, g.AppGroupID, g.Name, g.CreatedAt, g.UpdatedAt)
+	t.queueRow(&nameGroupRows, g.FamilyGroupID, g.AppID, g.OpenUserID, g.FamilyGroupID, g.AppGroupID, g.Name, g.CreatedAt, g.UpdatedAt)
 	return nil
 }
 
@@ -577,12 +602,31 @@ ON CONFLICT (member_id) DO UPDATE SET
     deleted_at = EXCLUDED.deleted_at,
     updated_at = EXCLUDED.updated_at`
 
+// memberRows writes runs of members (rows.go): upsertMember's document
+// built from each row's columns, typed as upsertMember casts its
+// parameters, so that it is the same text.
+var memberRows = rowStmt{table: "family_members", one: upsertMember, many: `
+INSERT INTO family_members (` + memberColumns + `, snapshot_json, snapshot_json_at)
+SELECT u.*,
+    json_build_object(
+        'id', u.member_id, 'au', u.app_user_id, 'ag', u.app_group_id, 'fg', u.family_group_id,
+        'n', u.name, 'r', u.relationship, 'g', u.gender, 'b', u.birth_date, 'p', u.phone,
+        'it', u.id_type, 'in', u.id_number, 'h', u.height, 'w', u.weight, 'bt', u.blood_type,
+        'd', u.is_default,
+        't', (extract(epoch FROM u.updated_at) * 1000000)::bigint)::text,
+    u.updated_at
+FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::text[], $5::bigint[], $6::bigint[],
+    $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::bigint[], $15::bigint[],
+    $16::text[], $17::boolean[], $18::boolean[], $19::timestamptz[], $20::timestamptz[])
+    AS u(` + memberColumns + `)
+` + upsertMember[strings.Index(upsertMember, "ON CONFLICT"):]}
+
 func (t *tx) PutMember(ctx context.Context, m projections.Member) error {
 	if err := t.check(ctx); err != nil {
 		return err
 	}
 	t.touchedUsers = append(t.touchedUsers, m.OpenUserID)
-	t.batch.Queue(upsertMember, m.AppID, m.OpenUserID, m.MemberID, m.AppUserID, m.AppGroupID, m.FamilyGroupID,
+	t.queueRow(&memberRows, m.MemberID, m.AppID, m.OpenUserID, m.MemberID, m.AppUserID, m.AppGroupID, m.FamilyGroupID,
 		m.Name, m.Relationship, opt(m.Gender), opt(m.BirthDate), opt(m.Phone), opt(m.IDType), opt(m.IDNumber),
 		opt(m.Height), opt(m.Weight), opt(m.BloodType), m.IsDefault, m.Deleted, opt(m.DeletedAt), m.UpdatedAt)
 	return nil
@@ -594,16 +638,17 @@ func (t *tx) EraseUser(ctx context.Context, openUserID int64) error {
 		return err
 	}
 	t.touchedUsers = append(t.touchedUsers, openUserID)
-	t.batch.Queue(`DELETE FROM family_members WHERE open_user_id = $1`, openUserID)
-	t.batch.Queue(`DELETE FROM family_groups WHERE open_user_id = $1`, openUserID)
-	t.batch.Queue(`DELETE FROM users WHERE open_user_id = $1`, openUserID)
+	t.queue(`DELETE FROM family_members WHERE open_user_id = $1`, openUserID)
+	t.queue(`DELETE FROM family_groups WHERE open_user_id = $1`, openUserID)
+	t.queue(`DELETE FROM users WHERE open_user_id = $1`, openUserID)
+	t.wroteUser(openUserID, nil)
 	// The document goes with the rows, before the refresh at the end of
 	// the transaction writes the others, so that a channel id freed and
 	// taken in one transaction never collides. Only an erasure removes a
 	// user, so no other transaction pays for a stale-document check (a
 	// DELETE over every touched user took 4 ms per member-upsert batch
 	// under load).
-	t.batch.Queue(`DELETE FROM user_snapshots WHERE open_user_id = $1`, openUserID)
+	t.queue(`DELETE FROM user_snapshots WHERE open_user_id = $1`, openUserID)
 	return nil
 }
 
@@ -614,7 +659,7 @@ func (t *tx) MarkErased(ctx context.Context, pos events.Position) error {
 	if err := t.check(ctx); err != nil {
 		return err
 	}
-	t.batch.Queue(markErased, int64(pos.Commit), int64(pos.Prepare))
+	t.queue(markErased, int64(pos.Commit), int64(pos.Prepare))
 	return nil
 }
 
@@ -623,7 +668,7 @@ func (t *tx) DeleteMember(ctx context.Context, memberID int64, at time.Time) err
 		return err
 	}
 	t.deletedMembers = append(t.deletedMembers, memberID)
-	t.batch.Queue(`UPDATE family_members SET deleted = true, deleted_at = $2, updated_at = $2 WHERE member_id = $1`,
+	t.queue(`UPDATE family_members SET deleted = true, deleted_at = $2, updated_at = $2 WHERE member_id = $1`,
 		memberID, at)
 	return nil
 }

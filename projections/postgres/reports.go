@@ -140,16 +140,21 @@ func (t *tx) EraseUserReports(ctx context.Context, openUserID int64) error {
 	if err := t.check(ctx); err != nil {
 		return err
 	}
-	t.batch.Queue(`UPDATE reports SET file_path = NULL, interpretation_result = NULL, interpretation_detail = NULL,
+	t.queue(`UPDATE reports SET file_path = NULL, interpretation_result = NULL, interpretation_detail = NULL,
 		operator_name = NULL, raw_data = NULL WHERE open_user_id = $1`, openUserID)
 	return nil
 }
+
+// reportRows writes runs of reports (rows.go).
+var reportRows = rowStmt{table: "reports", one: upsertReport, many: unnestOf(upsertReport,
+	"bigint", "bigint", "bigint", "bigint", "text", "text", "text", "text", "text", "text", "bytea", "text",
+	"boolean", "timestamptz", "timestamptz", "timestamptz", "text", "text", "text", "bigint", "bytea", "text", "timestamptz")}
 
 func (t *tx) PutReport(ctx context.Context, r projections.Report) error {
 	if err := t.check(ctx); err != nil {
 		return err
 	}
-	t.batch.Queue(upsertReport, r.ReportID, r.AppID, r.OpenUserID, opt(r.OpenMemberID), opt(r.RequestReportID),
+	t.queueRow(&reportRows, r.ReportID, r.ReportID, r.AppID, r.OpenUserID, opt(r.OpenMemberID), opt(r.RequestReportID),
 		opt(r.MeasurementNo), opt(r.DeviceSN), opt(r.ReportType), opt(r.FilePath), opt(r.InterpretationResult),
 		jsonArg(r.InterpretationDetail), opt(r.InterpretationMethod), r.IsViewed, r.UploadedAt, opt(r.ExaminedAt),
 		opt(r.InterpretedAt), opt(r.PointsCode), opt(r.DataSource), opt(r.OperatorName), opt(r.OperatorPlatformUserID),

@@ -396,6 +396,6 @@ func (t *tx) refreshSnapshots() {
 	}
 	users := slices.Compact(slices.Sorted(slices.Values(t.touchedUsers)))
 	members := slices.Compact(slices.Sorted(slices.Values(t.deletedMembers)))
-	t.batch.Queue(refreshSnapshotsQuery, users, members)
+	t.queue(refreshSnapshotsQuery, users, members)
 	t.touchedUsers, t.deletedMembers = nil, nil
 }

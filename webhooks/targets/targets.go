@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"reflect"
 	"strconv"
 	"strings"
 	"syscall"
@@ -216,12 +217,25 @@ func (g Guard) Client(timeout time.Duration) *http.Client {
 		MaxResponseHeaderBytes: 64 << 10,
 	}
 	return &http.Client{
-		Transport: transport,
-		Timeout:   timeout,
-		CheckRedirect: func(*http.Request, []*http.Request) error {
-			return http.ErrUseLastResponse
-		},
+		Transport:     transport,
+		Timeout:       timeout,
+		CheckRedirect: refuseRedirects,
 	}
+}
+
+// refuseRedirects is the delivery client's redirect policy: a redirect is
+// the receiver's answer, never followed (a partner's URL could otherwise
+// send the platform anywhere the dialler would not refuse, and the
+// signature was made for the URL the partner configured).
+func refuseRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+
+// FollowsNoRedirects reports whether c is a client Client made or one with
+// its policies: no redirect followed, no cookie jar. Only of such a client
+// may a request be sent through its Transport alone, as http.Client.Do
+// would send it.
+func FollowsNoRedirects(c *http.Client) bool {
+	return c != nil && c.Jar == nil && c.CheckRedirect != nil &&
+		reflect.ValueOf(c.CheckRedirect).Pointer() == reflect.ValueOf(refuseRedirects).Pointer()
 }
 
 // urlError carries a short partner-readable message while keeping the cause for errors.Is.

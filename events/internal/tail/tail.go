@@ -144,6 +144,11 @@ func (s *Subscription) Next(ctx context.Context) (events.Recorded, error) {
 	}
 }
 
+// Buffered is what the subscription read and has not handed out yet, in
+// order, for a consumer that prepares for what comes (privacy loads the
+// keys a page needs in one read); it is only read, never written.
+func (s *Subscription) Buffered() []events.Recorded { return s.buf }
+
 // alive says why Next must stop, if it must: closing (the subscription or
 // the store) wins over the contexts, and buffered events die with the store.
 func (s *Subscription) alive(ctx context.Context) error {

@@ -35,6 +35,7 @@ func Run(t *testing.T, open func(t *testing.T) datakeys.Backend) {
 		{"PrepareRacesDestroy", testPrepareRacesDestroy},
 		{"ForgetSeesDestroyElsewhere", testForget},
 		{"PlatformSecretSurvivesRotation", testPlatformSecret},
+		{"Prefetch", testPrefetch},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { c.run(t, open(t)) })
@@ -487,5 +488,46 @@ func testPlatformSecret(t *testing.T, b datakeys.Backend) {
 	}
 	if _, err := datakeys.New(b, newM).PlatformSecret(c, "~bad"); !errors.Is(err, datakeys.ErrInvalidSubject) {
 		t.Fatalf("invalid subject: %v", err)
+	}
+}
+
+// testPrefetch: Prefetch caches, in a store that never met them, the live
+// keys among the ids it is given (one of them twice), and neither a
+// destroyed nor an unknown one; the keys it cached are the ones the
+// backend holds. A backend that cannot read many keys at once caches
+// nothing.
+func testPrefetch(t *testing.T, b datakeys.Backend) {
+	c, m := ctx(t), master(t)
+	ks := datakeys.New(b, m)
+	var ids [][]byte
+	for _, subject := range []string{"user-1", "user-2", "user-3"} {
+		k, err := ks.DataKey(c, subject)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, []byte(k.ID))
+	}
+	if err := ks.Destroy(c, "user-3"); err != nil {
+		t.Fatal(err)
+	}
+	ids = append(ids, ids[0], []byte("user-9~0000000000000000"))
+	fresh := datakeys.New(b, m)
+	fresh.Prefetch(c, ids)
+	for i, id := range ids {
+		live := i == 0 || i == 1 || i == 3
+		if got := fresh.CachedID(id); got != (live && fresh.CanPrefetch()) {
+			t.Errorf("key %s cached after Prefetch: %v (live %v, backend reads many at once: %v)", id, got, live, fresh.CanPrefetch())
+		}
+	}
+	for _, id := range ids[:2] {
+		got, err := fresh.ByIDBytes(c, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := ks.ByID(c, string(id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		roundTrip(t, want, got)
 	}
 }

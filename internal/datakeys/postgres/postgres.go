@@ -264,6 +264,15 @@ func (s *Store) GetByKeyID(ctx context.Context, keyID string) (datakeys.Record, 
 	return scan(s.pool.QueryRow(ctx, "SELECT "+columns+" FROM platform_data_keys WHERE key_id = $1", keyID))
 }
 
+// GetByKeyIDs implements datakeys.BatchGetter: one statement for them all.
+func (s *Store) GetByKeyIDs(ctx context.Context, keyIDs []string) ([]datakeys.Record, error) {
+	rows, err := s.pool.Query(ctx, "SELECT "+columns+" FROM platform_data_keys WHERE key_id = ANY($1)", keyIDs)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (datakeys.Record, error) { return scan(row) })
+}
+
 // Destroy implements datakeys.Backend: DELETE, then the subject is remembered.
 func (s *Store) Destroy(ctx context.Context, subject string) error {
 	if !datakeys.ValidSubject(subject) {

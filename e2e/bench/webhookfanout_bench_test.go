@@ -1,0 +1,132 @@
+package bench_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/healthtech/partner-open-platform/domain"
+	"github.com/healthtech/partner-open-platform/e2e/harness"
+	"github.com/healthtech/partner-open-platform/internal/node"
+)
+
+// BenchmarkWebhookFanoutDrain is BenchmarkWebhookDrain for an app with 1
+// and with 10 endpoints, each with a receiver (a host) of its own: b.N
+// profile updates (at least 1,000) are delivered to every endpoint, and
+// the CPU from the first receipt to the last is divided by the deliveries
+// (cpu-µs/delivery) and by the events (cpu-µs/event). The receivers run
+// in this process, so their CPU is in both figures; what a fan-out adds
+// per delivery is the difference between the two sub-benchmarks.
+func BenchmarkWebhookFanoutDrain(b *testing.B) {
+	for _, endpoints := range []int{1, 10} {
+		b.Run(fmt.Sprintf("endpoints=%d", endpoints), func(b *testing.B) { benchFanoutDrain(b, endpoints) })
+	}
+}
+
+func benchFanoutDrain(b *testing.B, endpoints int) {
+	n := max(b.N, 1000)
+	total := n * endpoints
+	b.StopTimer()
+	cooldown := 45 * time.Second
+	cfg := node.Config{DataDir: b.TempDir(), WebhookAllowLoopback: true, PartnerRateLimit: -1,
+		WebhookBreakerFailures: 1, WebhookBreakerCooldown: cooldown,
+		WebhookSchedule: []time.Duration{time.Second, time.Second, time.Second, time.Second, time.Second}}
+	p := harness.Start(b, cfg)
+	p.Client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: 30 * time.Second}
+	a := p.CreateApp("fanout")
+
+	var up atomic.Bool
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	var first time.Time
+	var firstCPU time.Duration
+	done := make(chan struct{})
+	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		if !up.Load() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if len(seen) == 0 {
+			first, firstCPU = time.Now(), cpuTime(b)
+		}
+		id := r.Header.Get("X-Webhook-Id")
+		if !seen[id] {
+			seen[id] = true
+			if len(seen) == total {
+				close(done)
+			}
+		}
+	})
+	for i := 0; i < endpoints; i++ {
+		rcv := httptest.NewServer(handler)
+		defer rcv.Close()
+		if i == 0 {
+			p.ConfigureWebhook(a, rcv.URL, "user.profile.updated")
+			continue
+		}
+		if res := a.Do("POST", "/open/v1/webhooks/endpoints", map[string]any{"url": rcv.URL, "events": []string{"user.profile.updated"}}); res.Status != http.StatusCreated {
+			b.Fatalf("add endpoint: %d %s", res.Status, res.Raw)
+		}
+	}
+
+	begin := time.Now()
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := next.Add(1) - 1; i < int64(n); i = next.Add(1) - 1 {
+				var reg harness.RegisterData
+				p.Send(a.Request("POST", "/open/v1/channel/users", map[string]any{"channel_user_id": fmt.Sprint("f", i), "user": map[string]any{"name": "n"}}, time.Now())).Data(b, &reg)
+				if res := p.Send(a.Request("PATCH", fmt.Sprintf("/open/v1/channel/users/%d", reg.OpenUserID), map[string]any{"nickname": fmt.Sprint("x", i)}, time.Now())); res.Status != http.StatusOK {
+					b.Errorf("patch: %d %s", res.Status, res.Raw)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	ctx := context.Background()
+	for deadline := time.Now().Add(60 * time.Second); ; {
+		counts, err := p.Node.ReadModel.CountByStatus(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if counts[domain.DeliveryPending]+counts[domain.DeliveryRetrying] >= total {
+			break
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("only %d of %d deliveries queued after 60 s", counts[domain.DeliveryPending]+counts[domain.DeliveryRetrying], total)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if time.Since(begin) > cooldown {
+		b.Fatalf("writing the backlog took %s, longer than the breakers' cooldown %s", time.Since(begin), cooldown)
+	}
+	harness.ProfileMeasured(b)
+	up.Store(true)
+	b.StartTimer()
+	select {
+	case <-done:
+	case <-time.After(cooldown + 120*time.Second):
+		mu.Lock()
+		b.Fatalf("only %d of %d webhooks arrived", len(seen), total)
+	}
+	b.StopTimer()
+	mu.Lock()
+	elapsed, cpu := time.Since(first), cpuTime(b)-firstCPU
+	mu.Unlock()
+	b.ReportMetric(float64(total)/elapsed.Seconds(), "deliveries/s")
+	b.ReportMetric(float64(cpu.Microseconds())/float64(total), "cpu-µs/delivery")
+	b.ReportMetric(float64(cpu.Microseconds())/float64(n), "cpu-µs/event")
+}
