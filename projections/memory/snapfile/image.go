@@ -37,7 +37,7 @@ type Image struct {
 	// Paged, when set, lends tables whose slices above are left empty a
 	// section at a time while Write encodes them, so a writer need not
 	// hold a second copy of a large read model's rows.
-	Paged Pager
+	Paged Pager `json:"-"`
 }
 
 // Table names one table of an Image by its index in the file.
