@@ -232,9 +232,11 @@ func (a *API) partner(h func(*call) error) httprouter.Handle {
 		var app domain.App
 		if a.claimsWithRoute(r) {
 			// The signature's route binding is recorded in the statement
-			// that claims the signed write (keyed, ServeSigned).
+			// that claims the signed write (keyed, ServeSigned), which on
+			// Postgres also reads the head the app's entry is confirmed
+			// at: the write sends no head read of its own.
 			var pending *auth.PendingBinding
-			app, pending, err = a.partnerAuth().VerifyLater(r, body)
+			app, pending, err = a.partnerAuth().VerifyLaterAtHead(r, body)
 			if pending != nil {
 				route = pending
 			}

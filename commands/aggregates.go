@@ -174,6 +174,36 @@ func (c *aggregateCache[S]) loadLent(ctx context.Context, s streams, stream stri
 	return e.state.clone(), e.version, e.pos, e.lent, nil
 }
 
+// cached lends a copy of the stream's cached state without reading the
+// stream (for a decision whose append carries the cached version as its
+// expected revision, trustedUsers): ok is false when the stream was never
+// loaded, or when its personal fields no longer read back as written (the
+// next load then starts the entry over, as loadLent does), so no plaintext
+// of an erased person is lent. The entry keeps its place in the bound.
+func (c *aggregateCache[S]) cached(ctx context.Context, s streams, stream string) (S, uint64, events.Position, bool) {
+	var zero S
+	if c == nil || c.max <= 0 {
+		return zero, 0, events.Position{}, false
+	}
+	c.mu.Lock()
+	el, ok := c.entries[stream]
+	if ok {
+		c.lru.MoveToFront(el)
+	}
+	c.mu.Unlock()
+	if !ok {
+		return zero, 0, events.Position{}, false
+	}
+	e := el.Value.(*cachedAggregate[S])
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.version == 0 || !c.readable(ctx, s, stream) {
+		return zero, 0, events.Position{}, false
+	}
+	e.lent++ // an earlier lent copy is no longer the latest (see reclaimer)
+	return e.state.clone(), e.version, e.pos, true
+}
+
 // release tells the cache that the copy loadLent lent as number lent is
 // dropped without an append (the command decided nothing): if no later
 // copy was lent, the cached state takes back what it shared with it.

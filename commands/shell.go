@@ -128,6 +128,10 @@ func run[S any](ctx context.Context, s streams, src source[S], stream string, me
 			return pos, nil
 		}
 		res, err := src.appendAfter(ctx, s, stream, version, lent, *meta, ps...)
+		if events.IsConflict(err) && unread {
+			// The cached state was behind the store: not a lost race.
+			continue
+		}
 		if events.IsConflict(err) {
 			conflicts++
 		}

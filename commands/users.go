@@ -834,9 +834,30 @@ func (s *userState) owned(appID int64) error {
 
 // change runs decide on one user's stream through the command shell (the
 // user cache); no payloads appends nothing and answers the stream's position.
+//
+// A user this node has loaded is decided on as cached, without reading its
+// stream first (trustedUsers): the append's expected revision is the
+// cached version, so a user another node changed since conflicts, and the
+// shell reads and decides again; a refusal or a no-op, which append
+// nothing, are decided again on a read, so no answer rests on a state the
+// store did not confirm.
 func (u *Users) change(ctx context.Context, appID, openUserID int64, meta Meta, decide func(*userState) ([]events.Payload, error)) (events.Position, error) {
 	meta.AppID = appID
-	return execute(ctx, u.streams, u.loaded, domain.UserStream(openUserID), &meta, decide)
+	return execute(ctx, u.streams, trustedUsers{u.loaded, ctx, u.streams}, domain.UserStream(openUserID), &meta, decide)
+}
+
+// trustedUsers is the user cache as a trusting source of the command shell:
+// it lends a loaded user without reading the stream (aggregateCache.cached:
+// never a user whose key no longer reads), and loads and appends as the
+// cache does.
+type trustedUsers struct {
+	*aggregateCache[*userState]
+	ctx context.Context
+	s   streams
+}
+
+func (t trustedUsers) loadCached(stream string) (*userState, uint64, events.Position, bool) {
+	return t.cached(t.ctx, t.s, stream)
 }
 
 // decideUpdateProfile applies a validated PATCH; only sent fields that

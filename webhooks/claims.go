@@ -5,6 +5,8 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"time"
+
+	"github.com/healthtech/partner-open-platform/events"
 )
 
 // Claims keeps at most one attempt of a delivery in flight across every node
@@ -90,3 +92,25 @@ type ReleasingClaims interface {
 // (a resend, or a retry due within this), and this node's sender scans
 // again when a scan passed over one of them.
 const ReleaseHold = 100 * time.Millisecond
+
+// LoadingClaims is a ReleasingClaims that can read the claimed deliveries'
+// streams in the round trip that claims them (Postgres, when the event
+// store shares the claims' database): the sender then posts from what the
+// claim returned instead of reading each stream on its own.
+type LoadingClaims interface {
+	ReleasingClaims
+	// ClaimLoading is ReleaseAndClaim (release may be empty) that also
+	// returns the stream of each delivery it claimed, by delivery id, read
+	// after the claim was taken: it holds every event appended before
+	// that, such as the outcome of the attempt whose released claim this
+	// one follows. Streams is nil when the adapter reads no streams (the
+	// caller reads them itself); a claimed delivery missing from it has
+	// no stream.
+	ClaimLoading(ctx context.Context, release []Claim, owner string, ids []string, ttl time.Duration) (LoadedClaims, error)
+}
+
+// LoadedClaims is what ClaimLoading took and read.
+type LoadedClaims struct {
+	Claimed, Unreleased []Claim
+	Streams             map[string][]events.Recorded
+}

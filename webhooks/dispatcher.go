@@ -585,6 +585,11 @@ func (d *Dispatcher) loadSubject(ctx context.Context, id string) (*delivery, str
 	if err != nil {
 		return nil, "", err
 	}
+	return d.deliveryOf(id, recs)
+}
+
+// deliveryOf is the delivery whose stream is recs.
+func (d *Dispatcher) deliveryOf(id string, recs []events.Recorded) (*delivery, string, error) {
 	del := &delivery{}
 	for _, r := range recs {
 		// The catalog's direct decoders read the delivery events.
@@ -685,7 +690,7 @@ func (d *Dispatcher) attempt(ctx context.Context, eps *breakers, c claimed, clai
 	// taken, which the next node would then send again.
 	actx, cancel := context.WithDeadline(context.WithoutCancel(ctx), claimedAt.Add(AttemptBudget(d.claimTTL())))
 	defer cancel()
-	del, subject, known, err := d.current(actx, id)
+	del, subject, known, err := d.loadClaimed(actx, c)
 	if err != nil {
 		log().Error("load delivery", "err", err)
 		return

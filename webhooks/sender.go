@@ -24,6 +24,9 @@ type claimed struct {
 	ep    endpointKey
 	url   string
 	probe bool
+	// stream is the delivery's stream read with the claim (LoadingClaims),
+	// nil when the attempt reads it.
+	stream *loadedStream
 }
 
 const (
@@ -656,7 +659,7 @@ func (d *Dispatcher) claimQueued(ctx context.Context, eps *breakers, suspended m
 	for i, r := range reserved {
 		ids[i] = r.DeliveryID
 	}
-	got, err := d.claimReleasing(ctx, ids)
+	got, streams, err := d.claimAndLoad(ctx, ids)
 	if err != nil {
 		for _, r := range reserved {
 			eps.cancel(r.ep, r.url, r.probe)
@@ -675,6 +678,9 @@ func (d *Dispatcher) claimQueued(ctx context.Context, eps *breakers, suspended m
 			continue
 		}
 		r.Claim = c
+		if streams != nil {
+			r.stream = &loadedStream{recs: streams[r.DeliveryID]}
+		}
 		out = append(out, r)
 	}
 	// Claimed, or held by another node: out of the queue either way.

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/healthtech/partner-open-platform/domain"
+	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/internal/httpapi"
 	"github.com/healthtech/partner-open-platform/internal/nonces"
 	"github.com/healthtech/partner-open-platform/internal/ratelimit"
@@ -164,7 +165,7 @@ func bindingKey(appID int64, sig *[md5.Size]byte) string {
 // goes to the access log only. A source out of failure budget (see
 // Failures) gets HTTP_429 before anything is checked.
 func (s SchemeM) Verify(r *http.Request, body []byte) (domain.App, error) {
-	app, _, _, err := s.verify(r, body, false, false)
+	app, _, _, err := s.verify(r, body, verifyMode{})
 	return app, err
 }
 
@@ -181,6 +182,9 @@ type PendingBinding struct {
 	now   time.Time
 	s     SchemeM
 	ctx   context.Context
+	// deferred is the app's entry still to confirm (VerifyLaterAtHead);
+	// nil once confirmed, or when it was current.
+	deferred *deferredApp
 }
 
 // Check judges the value the binding's key holds once recorded: the same
@@ -188,6 +192,9 @@ type PendingBinding struct {
 // signature's first use (or when accepted within it before), and is
 // refused after, as Verify refuses it.
 func (p *PendingBinding) Check(bound string) error {
+	if err := p.confirm(events.Position{}, time.Time{}, false); err != nil {
+		return err
+	}
 	if bound == p.Value {
 		return nil
 	}
@@ -261,7 +268,23 @@ func parseBound(v string) (firstUse time.Time, route string, timed bool) {
 // and Check (nil without Bindings). Any refusal binds first, as Verify
 // does, so every answer is Verify's.
 func (s SchemeM) VerifyLater(r *http.Request, body []byte) (domain.App, *PendingBinding, error) {
-	app, pending, _, err := s.verify(r, body, true, false)
+	app, pending, _, err := s.verify(r, body, verifyMode{later: true})
+	return app, pending, err
+}
+
+// VerifyLaterAtHead is VerifyLater for a caller whose statement recording
+// the binding also reads the event log's head (a signed write's claim on
+// Postgres): when Apps is a DeferredDirectory, a request that passes on
+// the app's entry as this node holds it is not held up by a head read of
+// its own; the returned binding's CheckAt confirms the entry at the
+// statement's head and judges the request again (Check and Record, used
+// without a head, confirm with a head read of their own). The caller
+// must end the binding with one of the three before acting on the
+// request: the request is then decided on a directory at least as new as
+// a head read after it arrived, as Verify decides it. A refusal is never
+// decided on an entry not known current: it waits for the head first.
+func (s SchemeM) VerifyLaterAtHead(r *http.Request, body []byte) (domain.App, *PendingBinding, error) {
+	app, pending, _, err := s.verify(r, body, verifyMode{later: true, atHead: true})
 	return app, pending, err
 }
 
@@ -271,8 +294,13 @@ func (s SchemeM) VerifyLater(r *http.Request, body []byte) (domain.App, *Pending
 // PendingTake, nil when the request was decided without a round trip.
 // The caller must end a non-nil PendingTake with Settle, Finish or Cancel.
 func (s SchemeM) VerifyLaterTake(r *http.Request, body []byte) (domain.App, *PendingBinding, *PendingTake, error) {
-	return s.verify(r, body, true, true)
+	return s.verify(r, body, verifyMode{later: true, take: true})
 }
+
+// verifyMode is how verify leaves work to its caller: later leaves the
+// binding unrecorded, take the limiter's renewal, atHead the confirmation
+// of the app's entry (VerifyLaterAtHead).
+type verifyMode struct{ later, take, atHead bool }
 
 // BindNow records a pending binding and checks it, for a caller of
 // VerifyLater that answers without its own query (a refusal, a failure).
@@ -287,8 +315,8 @@ func (s SchemeM) bindNow(r *http.Request, p *PendingBinding) error {
 	return p.Check(bound)
 }
 
-func (s SchemeM) verify(r *http.Request, body []byte, later, take bool) (domain.App, *PendingBinding, *PendingTake, error) {
-	app, pending, pt, err := s.check(r, body, later, take)
+func (s SchemeM) verify(r *http.Request, body []byte, mode verifyMode) (domain.App, *PendingBinding, *PendingTake, error) {
+	app, pending, pt, err := s.check(r, body, mode)
 	if err != nil && pending != nil {
 		// Refused after the signature passed: bind as Verify would have
 		// before refusing (a replay elsewhere is still 401 first).
@@ -306,7 +334,8 @@ func (s SchemeM) verify(r *http.Request, body []byte, later, take bool) (domain.
 // instead of recording it, and with take the limiter's renewal (see
 // VerifyLaterTake). A refusal after the signature passed returns the
 // unrecorded binding with the error, so that verify records it.
-func (s SchemeM) check(r *http.Request, body []byte, later, take bool) (domain.App, *PendingBinding, *PendingTake, error) {
+func (s SchemeM) check(r *http.Request, body []byte, mode verifyMode) (domain.App, *PendingBinding, *PendingTake, error) {
+	later, take := mode.later, mode.take
 	g := newGuard(r)
 	appID, err := strconv.ParseInt(strings.TrimSpace(r.Header.Get("X-App-Id")), 10, 64)
 	if err != nil || appID <= 0 {
@@ -314,8 +343,22 @@ func (s SchemeM) check(r *http.Request, body []byte, later, take bool) (domain.A
 	}
 	g.note.AppID = appID
 	app, known, unconfirmed := domain.App{}, false, error(nil)
+	// deferred: the app's entry is not yet known current, and the
+	// binding's CheckAt (or Check) confirms it (VerifyLaterAtHead).
+	var deferred *deferredApp
 	if appID != 0 {
-		app, known, unconfirmed = AppByID(s.Apps, appID)
+		dd, ok := s.Apps.(DeferredDirectory)
+		if ok && mode.later && mode.atHead && s.Bindings != nil {
+			since := time.Now()
+			var current bool
+			app, known, current, unconfirmed = dd.ByIDDeferred(appID)
+			app, known, unconfirmed = behind(app, known, unconfirmed)
+			if known && !current {
+				deferred = &deferredApp{dir: dd, id: appID, since: since}
+			}
+		} else {
+			app, known, unconfirmed = AppByID(s.Apps, appID)
+		}
 	}
 	if known {
 		g.app = app.AppID
@@ -352,25 +395,23 @@ func (s SchemeM) check(r *http.Request, body []byte, later, take bool) (domain.A
 		g.fail("malformed_signature", true)
 		return domain.App{}, nil, nil, httpapi.ErrUnauthorized
 	}
-	if unconfirmed != nil {
-		// Not the partner's failure: its app may exist, this node lags.
-		g.note.Reason = "directory_unconfirmed"
-		return domain.App{}, nil, nil, unconfirmed
+	v := judgeM(r, app, known, unconfirmed, &got, ts, body)
+	if v.err != nil && deferred != nil {
+		// Refused on an entry not known current: the app may have changed
+		// through another node (a rotated secret, a resume), so the
+		// refusal is decided on the entry at the log's head.
+		app, known, unconfirmed = AppByID(s.Apps, appID)
+		deferred = nil
+		v = judgeM(r, app, known, unconfirmed, &got, ts, body)
 	}
-	if !known {
-		g.fail("unknown_app", true)
-		return domain.App{}, nil, nil, httpapi.ErrUnauthorized
+	if v.err != nil && !v.afterBinding {
+		if v.reason != "" {
+			g.fail(v.reason, v.counted)
+		}
+		return domain.App{}, nil, nil, v.err
 	}
-	want := signMSum(app.AppKey, ts, app.AppSecret, body)
-	if subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
-		g.fail("bad_signature", true)
-		return domain.App{}, nil, nil, httpapi.ErrUnauthorized
-	}
-	if app.RequireSchemeH {
-		// Said only to a caller that proved it holds the secret; not a
-		// failed attempt, so it spends no failure budget.
-		g.fail("scheme_h_required", false)
-		return domain.App{}, nil, nil, ErrSchemeHRequired
+	if deferred != nil {
+		deferred.got, deferred.ts, deferred.body, deferred.r = got, ts, body, r
 	}
 	var pending *PendingBinding
 	if s.Bindings != nil {
@@ -380,7 +421,7 @@ func (s SchemeM) check(r *http.Request, body []byte, later, take bool) (domain.A
 		now, route := s.Now(), bindingRoute(r)
 		pending = &PendingBinding{Scope: "m", Key: bindingKey(app.AppID, &got),
 			Value: boundValue(now, route), Expires: time.Unix(sec, 0).Add(Window), g: g,
-			route: route, now: now, s: s, ctx: r.Context()}
+			route: route, now: now, s: s, ctx: r.Context(), deferred: deferred}
 		if !later {
 			if err := s.bindNow(r, pending); err != nil {
 				return domain.App{}, nil, nil, err
@@ -388,8 +429,9 @@ func (s SchemeM) check(r *http.Request, body []byte, later, take bool) (domain.A
 			pending = nil
 		}
 	}
-	if err := Allowed(app, ScopeOf(r.URL.Path)); err != nil {
-		return domain.App{}, pending, nil, err
+	if v.err != nil {
+		// Refused after the binding (not authorised): verify records it.
+		return domain.App{}, pending, nil, v.err
 	}
 	if take {
 		if pt, decided, err := s.reserve(app); decided {

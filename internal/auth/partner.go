@@ -110,3 +110,14 @@ func asSchemeMRoute(err error) error {
 	}
 	return err
 }
+
+// VerifyLaterAtHead is VerifyLater confirming a scheme M request's app at
+// the head its binding's statement reads (see SchemeM.VerifyLaterAtHead);
+// a scheme H request has no binding and is decided at once.
+func (p Partner) VerifyLaterAtHead(r *http.Request, body []byte) (domain.App, *PendingBinding, error) {
+	if IsSchemeH(r) {
+		app, err := p.verifyH(r, body)
+		return app, nil, err
+	}
+	return p.M.VerifyLaterAtHead(r, body)
+}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/internal/httpapi"
 	"github.com/healthtech/partner-open-platform/internal/nonces"
 )
@@ -33,6 +34,28 @@ type SignedStore interface {
 // was bound, and fresh whether the claim is the caller's own.
 type RouteClaimer interface {
 	BindRouteAndClaim(ctx context.Context, route, claim nonces.Binding, routeName string) (bound string, claimed, fresh bool, err error)
+}
+
+// HeadRouteClaimer is a RouteClaimer whose statement also reads the event
+// log's head when the log shares its database (projections/postgres), so
+// that a request whose app authentication has yet to confirm current
+// (HeadCheckedRoute) is confirmed at that head, with no head read of its
+// own.
+type HeadRouteClaimer interface {
+	BindRouteAndClaimAtHead(ctx context.Context, route, claim nonces.Binding, routeName string) (RouteClaim, error)
+}
+
+// RouteClaim is what a HeadRouteClaimer's statement answers
+// (nonces.RouteClaim).
+type RouteClaim = nonces.RouteClaim
+
+// HeadCheckedRoute is a PendingRoute whose authentication may have left
+// its app's entry to confirm current (auth.PendingBinding of
+// VerifyLaterAtHead): CheckAt confirms it at head, read by a statement
+// sent at sent, judges the request again, then judges the route as Check
+// does. Check alone confirms with a head read of its own.
+type HeadCheckedRoute interface {
+	CheckAt(bound string, head events.Position, sent time.Time) error
 }
 
 // PendingRoute is a scheme M signature's route binding that
@@ -120,6 +143,19 @@ func (k *Keeper) ServeSigned(w http.ResponseWriter, r *http.Request, appID int64
 		return
 	}
 	first, err := claimSigned(ctx, store, route, nonces.Binding{Scope: signedScope, Key: name + ":run", Value: hex.EncodeToString(run[:]), Expires: expires})
+	if err != nil && first {
+		// Refused once its app was confirmed current, after the claim
+		// was made: the refusal is this write's answer, recorded so
+		// that its replays get it too rather than 409 until the claim
+		// expires.
+		rw := recorderFor(w)
+		httpapi.Error(rw, r, err)
+		if rerr := k.recordSigned(ctx, store, name, expires, r, body, rw); rerr != nil {
+			httpapi.Logger(ctx).Error("idempotency: recording a signed write's answer failed", "err", rerr)
+		}
+		rw.flush(w, r)
+		return
+	}
 	if err != nil {
 		httpapi.Error(w, r, err)
 		return
@@ -159,17 +195,35 @@ func (k *Keeper) ServeSigned(w http.ResponseWriter, r *http.Request, appID int64
 // RouteClaimer both go in one statement; when that statement left the
 // claim out (the binding holds another route), the route is judged first
 // and the claim made on its own, as when the two were separate.
+//
+// On a HeadRouteClaimer, the statement's head confirms the request's app
+// (HeadCheckedRoute). A request refused then may already hold its claim:
+// first is then true with the refusal, and the caller records it as the
+// write's answer.
 func claimSigned(ctx context.Context, store SignedStore, route PendingRoute, claim nonces.Binding) (first bool, err error) {
-	if rc, ok := store.(RouteClaimer); ok && route != nil {
-		bound, claimed, fresh, err := rc.BindRouteAndClaim(ctx, route.Binding(), claim, route.Route())
+	hc, atHead := store.(HeadRouteClaimer)
+	rc, claims := store.(RouteClaimer)
+	if (atHead || claims) && route != nil {
+		var c RouteClaim
+		sent := time.Now()
+		if atHead {
+			c, err = hc.BindRouteAndClaimAtHead(ctx, route.Binding(), claim, route.Route())
+		} else {
+			c.Bound, c.Claimed, c.Fresh, err = rc.BindRouteAndClaim(ctx, route.Binding(), claim, route.Route())
+		}
 		if err != nil {
 			return false, err
 		}
-		if err := route.Check(bound); err != nil {
-			return false, err
+		if hr, ok := route.(HeadCheckedRoute); ok && c.HeadKnown {
+			err = hr.CheckAt(c.Bound, c.Head, sent)
+		} else {
+			err = route.Check(c.Bound)
 		}
-		if claimed {
-			return fresh, nil
+		if err != nil {
+			return c.Claimed && c.Fresh, err
+		}
+		if c.Claimed {
+			return c.Fresh, nil
 		}
 	} else if route != nil {
 		if err := route.Record(); err != nil {

@@ -31,3 +31,6 @@ func TestSignedWriteRecordsOnTheReadModelStores(t *testing.T) {
 		})
 	})
 }
+
+// The Postgres read-model store claims a signed write at the log's head.
+var _ idempotency.HeadRouteClaimer = (*projpostgres.Store)(nil)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/healthtech/partner-open-platform/events"
+	pgevents "github.com/healthtech/partner-open-platform/events/postgres"
 	"github.com/healthtech/partner-open-platform/events/subscribe"
 	"github.com/healthtech/partner-open-platform/privacy"
 	"github.com/healthtech/partner-open-platform/projections"
@@ -79,6 +80,10 @@ func (n *Node) openClaims(ctx context.Context, cfg Config) error {
 			return fmt.Errorf("webhook claims: %w", err)
 		}
 		n.Dispatcher.Claims = claims
+		if open, ok := n.storedEventOpener(cfg); ok && sameDatabase(cfg.EventStoreURL, cfg.PostgresURL) {
+			// A delivery's stream is read in the round trip that claims it.
+			claims.ReadStreams(pgevents.StreamsQuery, pgevents.CollectStreams, open)
+		}
 		// Closing ends the claims session: this node's claims free at once.
 		n.closers = append(n.closers, claims.Close)
 		n.Adapters["webhook claims"] = "Postgres"
@@ -271,4 +276,18 @@ func refreshOnChange(ctx context.Context, every time.Duration, changed func() <-
 			}
 		}
 	}
+}
+
+// storedEventOpener is what makes an event read from the store's table
+// what n.Events reads: its personal fields decrypted (privacy.Store.Open),
+// or nothing when personal data is stored in clear. ok is false when
+// n.Events is neither, and stored events must be read through it.
+func (n *Node) storedEventOpener(cfg Config) (func(context.Context, events.Recorded) (events.Recorded, error), bool) {
+	if ps, ok := n.Events.(*privacy.Store); ok {
+		return ps.Open, true
+	}
+	if cfg.PlaintextPersonalData {
+		return func(_ context.Context, rec events.Recorded) (events.Recorded, error) { return rec, nil }, true
+	}
+	return nil, false
 }

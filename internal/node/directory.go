@@ -118,6 +118,52 @@ func (f *follower) read(fl *headRead) {
 	close(fl.done)
 }
 
+// current reports, without waiting, whether a hit looked up now is
+// already known current (see hit).
+func (f *follower) current() bool {
+	if f.maxAge < 0 {
+		return true
+	}
+	since := time.Now().Add(-f.maxAge)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return !f.confirmed.Before(since)
+}
+
+// confirmAt waits until the directory has applied the log up to head,
+// which a statement sent at sent read (a signed write's claim), and then
+// counts as a head read started at sent: lookups that arrived before it
+// need no read of their own.
+func (f *follower) confirmAt(what string, head events.Position, sent time.Time) error {
+	ctx, cancel := context.WithTimeout(context.Background(), directoryWait)
+	defer cancel()
+	if err := f.runner.WaitFor(ctx, head); err != nil {
+		f.log.Warn("directory lookup: could not confirm the entry is current; deciding with what the directory holds",
+			"directory", f.runner.Name(), "lookup", what, "err", err)
+		return err
+	}
+	f.mu.Lock()
+	if sent.After(f.confirmed) {
+		f.confirmed = sent
+	}
+	f.mu.Unlock()
+	return nil
+}
+
+// confirm waits, per maxAge, until a hit looked up at since is known
+// current, with a head read of its own (coalesced, see await).
+func (f *follower) confirm(what string, since time.Time) error {
+	if f.maxAge < 0 {
+		return nil
+	}
+	err := f.await(since.Add(-f.maxAge))
+	if err != nil {
+		f.log.Warn("directory lookup: could not confirm the entry is current; deciding with what the directory holds",
+			"directory", f.runner.Name(), "lookup", what, "err", err)
+	}
+	return err
+}
+
 // miss waits until the directory has seen everything acknowledged before
 // now: a lookup that found nothing may be about something another node
 // (or this one, a moment ago) just wrote. It returns why it could not
@@ -189,6 +235,32 @@ func (d appDirectory) ByID(id int64) (domain.App, bool) {
 func (d appDirectory) ByIDChecked(id int64) (domain.App, bool, error) {
 	return lookupChecked(d.f, "app by id", func() (domain.App, bool) { return unlessRetired(d.apps.ByID(id)) })
 }
+
+var _ auth.DeferredDirectory = appDirectory{}
+
+// ByIDDeferred is ByIDChecked answering a hit at once (current: already
+// known current); the caller confirms it with ConfirmAt or Confirm.
+func (d appDirectory) ByIDDeferred(id int64) (domain.App, bool, bool, error) {
+	if app, ok := d.ByIDHeld(id); ok {
+		return app, true, d.f.current(), nil
+	}
+	app, ok, err := d.ByIDChecked(id)
+	return app, ok, true, err
+}
+
+// ByIDHeld is the app as the directory holds it, without waiting.
+func (d appDirectory) ByIDHeld(id int64) (domain.App, bool) {
+	return unlessRetired(d.apps.ByID(id))
+}
+
+// ConfirmAt waits until the directory has applied the log up to head,
+// read by a statement sent at sent (see follower.confirmAt).
+func (d appDirectory) ConfirmAt(head events.Position, sent time.Time) error {
+	return d.f.confirmAt("app by id", head, sent)
+}
+
+// Confirm waits until a hit looked up at since is known current.
+func (d appDirectory) Confirm(since time.Time) error { return d.f.confirm("app by id", since) }
 
 // unlessRetired hides a retired app from authentication.
 func unlessRetired(app domain.App, ok bool) (domain.App, bool) {

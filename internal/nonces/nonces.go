@@ -16,6 +16,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/healthtech/partner-open-platform/events"
 )
 
 // ErrClosed is what an adapter without an error of its own answers to a
@@ -41,4 +43,16 @@ type Store interface {
 type Binding struct {
 	Scope, Key, Value string
 	Expires           time.Time
+}
+
+// RouteClaim is what one statement that binds a scheme M signature's route
+// and claims the signed write answers (idempotency.HeadRouteClaimer): the
+// route binding's value, whether the claim was bound and is the caller's
+// own, and the event log's head as the statement saw it (HeadKnown false
+// when it read none: no statement was sent, or the log lives elsewhere).
+type RouteClaim struct {
+	Bound          string
+	Claimed, Fresh bool
+	Head           events.Position
+	HeadKnown      bool
 }

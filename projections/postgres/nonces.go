@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -146,10 +147,18 @@ w AS (
         claim      = CASE WHEN b.expires_at <= $11 THEN EXCLUDED.claim ELSE b.claim END,
         expires_at = CASE WHEN b.expires_at <= $11 THEN EXCLUDED.expires_at ELSE b.expires_at END
     RETURNING value, claim = $9 AS mine, expires_at)
-SELECT r.value, r.expires_at, w.value IS NOT NULL, coalesce(w.mine, false), coalesce(w.expires_at, r.expires_at)
+SELECT r.value, r.expires_at, w.value IS NOT NULL, coalesce(w.mine, false), coalesce(w.expires_at, r.expires_at)` + bindRouteAndClaimFrom
+
+const bindRouteAndClaimFrom = `
 FROM r LEFT JOIN w ON true`
 
-// BindRouteAndClaim implements idempotency.RouteClaimer: a scheme M
+// bindRouteAndClaimAtHeadQuery is bindRouteAndClaimQuery with the log's
+// head, read by head's statement, as a sixth column.
+func bindRouteAndClaimAtHeadQuery(head *headQuery) string {
+	return strings.TrimSuffix(bindRouteAndClaimQuery, bindRouteAndClaimFrom) + `, (` + head.sql + `)` + bindRouteAndClaimFrom
+}
+
+// BindRouteAndClaim implements nonces.RouteClaimer: a scheme M
 // write's route binding and its claim in one statement (one transaction)
 // where they were two. The route's binding is answered as Bind answers it;
 // claimed says whether the claim was bound too (the binding accepted the
@@ -157,33 +166,55 @@ FROM r LEFT JOIN w ON true`
 // own (the write runs) or another's (a replay). A route binding this store
 // has already seen hold is judged by the caller first: claimed is false.
 func (s *Store) BindRouteAndClaim(ctx context.Context, route, claim nonces.Binding, routeName string) (bound string, claimed, fresh bool, err error) {
+	c, err := s.bindRouteAndClaim(ctx, route, claim, routeName, false)
+	return c.Bound, c.Claimed, c.Fresh, err
+}
+
+// BindRouteAndClaimAtHead implements idempotency.HeadRouteClaimer: it is
+// BindRouteAndClaim whose statement also returns the log's head under
+// SeeHead (the event store shares this database), read by the statement
+// itself, so after everything committed before it was sent. A request
+// authenticated on an app entry not yet known current is confirmed at
+// that head, and a signed write costs no head read of its own.
+func (s *Store) BindRouteAndClaimAtHead(ctx context.Context, route, claim nonces.Binding, routeName string) (nonces.RouteClaim, error) {
+	return s.bindRouteAndClaim(ctx, route, claim, routeName, s.head != nil)
+}
+
+func (s *Store) bindRouteAndClaim(ctx context.Context, route, claim nonces.Binding, routeName string, withHead bool) (c nonces.RouteClaim, err error) {
 	now := time.Now()
 	if v, ok := s.bound.get(route.Scope, route.Key, now); ok {
-		return v, false, false, nil
+		return nonces.RouteClaim{Bound: v}, nil
 	}
 	if rand.IntN(pruneEvery) == 0 {
 		if _, err := s.pool.Exec(ctx, pruneBindingsQuery, now, pruneBatch); err != nil {
-			return "", false, false, fmt.Errorf("projections/postgres: prune expired bindings: %w", err)
+			return c, fmt.Errorf("projections/postgres: prune expired bindings: %w", err)
 		}
 	}
 	routeClaim, runClaim := rand.Int64(), rand.Int64()
 	var routeUntil, claimUntil time.Time
-	err = s.pool.QueryRow(ctx, bindRouteAndClaimQuery,
-		route.Scope, route.Key, route.Value, routeClaim, route.Expires,
+	args := []any{route.Scope, route.Key, route.Value, routeClaim, route.Expires,
 		claim.Scope, claim.Key, claim.Value, runClaim, claim.Expires,
-		now, routeName).Scan(&bound, &routeUntil, &claimed, &fresh, &claimUntil)
+		now, routeName}
+	if withHead {
+		var head int64
+		err = s.pool.QueryRow(ctx, s.routeClaimAtHead, args...).
+			Scan(&c.Bound, &routeUntil, &c.Claimed, &c.Fresh, &claimUntil, &head)
+		c.Head, c.HeadKnown = s.head.position(head), err == nil
+	} else {
+		err = s.pool.QueryRow(ctx, bindRouteAndClaimQuery, args...).Scan(&c.Bound, &routeUntil, &c.Claimed, &c.Fresh, &claimUntil)
+	}
 	if err != nil {
-		return "", false, false, fmt.Errorf("projections/postgres: bind a route and claim a signed write: %w", err)
+		return nonces.RouteClaim{}, fmt.Errorf("projections/postgres: bind a route and claim a signed write: %w", err)
 	}
 	at := time.Now()
-	s.bound.put(route.Scope, route.Key, bound, routeUntil, at)
-	if claimed && !fresh {
+	s.bound.put(route.Scope, route.Key, c.Bound, routeUntil, at)
+	if c.Claimed && !c.Fresh {
 		// The claim's value is another writer's, unknown here: only the
 		// route is remembered.
-		return bound, claimed, fresh, nil
+		return c, nil
 	}
-	if claimed {
+	if c.Claimed {
 		s.bound.put(claim.Scope, claim.Key, claim.Value, claimUntil, at)
 	}
-	return bound, claimed, fresh, nil
+	return c, nil
 }

@@ -51,6 +51,8 @@ type Store struct {
 	others peers
 	// head reads the log's head inside Snapshot's round trip (SeeHead).
 	head *headQuery
+	// routeClaimAtHead is BindRouteAndClaimAtHead's statement for head.
+	routeClaimAtHead string
 	// rideAppend, when set, makes a context whose event appends write a
 	// statement in their own transaction (RideAppends).
 	rideAppend func(ctx context.Context, sql string, args []any, done func(bool)) context.Context

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/internal/nonces"
 	"github.com/healthtech/partner-open-platform/projections/postgres"
 )
@@ -114,5 +115,51 @@ func TestBindRouteAndClaimConcurrently(t *testing.T) {
 		if fresh != 1 || len(bounds) != 1 {
 			t.Fatalf("round %d: %d fresh claims, %d distinct route bindings; want 1 and 1", round, fresh, len(bounds))
 		}
+	}
+}
+
+// Under SeeHead, the route binding and claim's statement also returns the
+// head the event store's statement reads (the log's head as of the
+// statement, which a signed write's app is confirmed at); without it, or
+// when the node answers the route from memory and sends nothing, no head.
+func TestBindRouteAndClaimAtHeadReadsTheHeadWhenToldHow(t *testing.T) {
+	url := postgres.MigratedDB(t)
+	ctx := context.Background()
+	exp := time.Now().Add(5 * time.Minute)
+	route := func(key string) nonces.Binding {
+		return nonces.Binding{Scope: "m", Key: key, Value: strconv.FormatInt(time.Now().UnixNano(), 10) + " PATCH /a", Expires: exp}
+	}
+	claim := func(key string) nonces.Binding {
+		return nonces.Binding{Scope: "signed-write", Key: key, Value: "run", Expires: exp}
+	}
+	s := open(t, url)
+	defer s.Close()
+	c, err := s.BindRouteAndClaimAtHead(ctx, route("1:a"), claim("1:a:run"), "PATCH /a")
+	if err != nil || !c.Claimed || !c.Fresh || c.HeadKnown {
+		t.Fatalf("without SeeHead: %+v, %v; want claimed, fresh, no head", c, err)
+	}
+	exec(t, url, `CREATE TABLE fake_log (position bigint)`)
+	exec(t, url, `INSERT INTO fake_log VALUES (3), (9)`)
+	s.SeeHead(`SELECT coalesce(max(position), 0) FROM fake_log`, func(p int64) events.Position {
+		return events.Position{Commit: uint64(p), Prepare: uint64(p) - 1}
+	})
+	r := route("1:b")
+	c, err = s.BindRouteAndClaimAtHead(ctx, r, claim("1:b:run"), "PATCH /a")
+	if err != nil || !c.Claimed || !c.Fresh || c.Bound != r.Value || !c.HeadKnown || c.Head != (events.Position{Commit: 9, Prepare: 8}) {
+		t.Fatalf("with SeeHead: %+v, %v; want claimed, fresh, its binding, head 9/8", c, err)
+	}
+	exec(t, url, `INSERT INTO fake_log VALUES (12)`)
+	other := open(t, url)
+	defer other.Close()
+	other.SeeHead(`SELECT coalesce(max(position), 0) FROM fake_log`, func(p int64) events.Position {
+		return events.Position{Commit: uint64(p), Prepare: uint64(p)}
+	})
+	c, err = other.BindRouteAndClaimAtHead(ctx, r, claim("1:b:run"), "PATCH /a")
+	if err != nil || !c.Claimed || c.Fresh || !c.HeadKnown || c.Head.Commit != 12 {
+		t.Fatalf("the retry on another node: %+v, %v; want the claim held, head 12", c, err)
+	}
+	// The node that bound the route answers it from memory: no statement, no head.
+	if c, err = s.BindRouteAndClaimAtHead(ctx, r, claim("1:b:run"), "PATCH /a"); err != nil || c.Claimed || c.HeadKnown {
+		t.Fatalf("a route the node has seen: %+v, %v; want no claim and no head", c, err)
 	}
 }

@@ -32,6 +32,7 @@ type headQuery struct {
 // the query side asking the event store first. Call it before serving.
 func (s *Store) SeeHead(sql string, position func(int64) events.Position) {
 	s.head = &headQuery{sql: sql, position: position}
+	s.routeClaimAtHead = bindRouteAndClaimAtHeadQuery(s.head)
 }
 
 // SeesHead reports whether Snapshot returns the log's head (SeeHead).

@@ -22,6 +22,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/healthtech/partner-open-platform/domain"
+	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/internal/pgmigrate"
 	"github.com/healthtech/partner-open-platform/webhooks"
 	"github.com/jackc/pgx/v5"
@@ -46,6 +48,10 @@ type Claims struct {
 	// DeadGrace is how old a dead node's claim must be before another
 	// node takes it (webhooks.DeadClaimGrace when zero); set before use.
 	DeadGrace time.Duration
+
+	// streams, when set (ReadStreams), reads delivery streams in a
+	// claim's round trip.
+	streams *streamsQuery
 
 	mu      sync.Mutex
 	session *pgx.Conn
@@ -339,6 +345,122 @@ func scanClaims(rows pgx.Rows, token string) ([]webhooks.Claim, error) {
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("webhook claims: claim: %w", err)
+	}
+	return out, nil
+}
+
+// streamsQuery is the event store's statement for reading several streams
+// ($1, text[]) and the reading of its rows by stream (events/postgres
+// exports both), and what makes a stored event what the node's event store
+// reads (its personal fields decrypted).
+type streamsQuery struct {
+	sql     string
+	collect func(pgx.Rows) (map[string][]events.Recorded, error)
+	open    func(context.Context, events.Recorded) (events.Recorded, error)
+}
+
+// ReadStreams tells the claims that the event store lives in the same
+// database and reads streams with sql, its rows read by collect and each
+// event opened by open (privacy.Store.Open: a delivery's body is sealed
+// with its subject's key), so that ClaimLoading returns the claimed
+// deliveries' streams as the node's event store would read them. Call it
+// before use.
+func (c *Claims) ReadStreams(sql string, collect func(pgx.Rows) (map[string][]events.Recorded, error), open func(context.Context, events.Recorded) (events.Recorded, error)) {
+	c.streams = &streamsQuery{sql: sql, collect: collect, open: open}
+}
+
+var _ webhooks.LoadingClaims = (*Claims)(nil)
+
+// ClaimLoading implements webhooks.LoadingClaims: the claim, the release
+// of release (if any) and, under ReadStreams, the read of the streams of
+// ids go in one batch, which Postgres runs as one implicit transaction
+// (one round trip, one commit), each statement with a snapshot of its
+// own taken when it starts: the read runs after the claim took its rows,
+// so it sees every event committed before the claims it took were free
+// to take (a node appends an attempt's outcome before it releases that
+// claim). Streams of ids not claimed are read too, and dropped. Without
+// ReadStreams it is ReleaseAndClaim.
+func (c *Claims) ClaimLoading(ctx context.Context, release []webhooks.Claim, owner string, ids []string, ttl time.Duration) (webhooks.LoadedClaims, error) {
+	if c.streams == nil || len(ids) == 0 {
+		claimed, unreleased, err := c.ReleaseAndClaim(ctx, release, owner, ids, ttl)
+		return webhooks.LoadedClaims{Claimed: claimed, Unreleased: unreleased}, err
+	}
+	key, err := c.sessionKey(ctx)
+	if err != nil {
+		return webhooks.LoadedClaims{}, err
+	}
+	token := webhooks.NewClaimToken()
+	streams := make([]string, len(ids))
+	for i, id := range ids {
+		streams[i] = domain.DeliveryStream(id)
+	}
+	b := &pgx.Batch{}
+	b.Queue(claimSQL, ids, owner, token, ttl.Microseconds(), key, c.deadGrace().Microseconds())
+	if len(release) > 0 {
+		rids, rtokens := releaseArgs(release)
+		b.Queue(releaseNowaitSQL, rids, rtokens)
+	}
+	b.Queue(c.streams.sql, streams)
+	br := c.pool.SendBatch(ctx, b)
+	defer br.Close()
+	rows, err := br.Query()
+	if err != nil {
+		return webhooks.LoadedClaims{}, fmt.Errorf("webhook claims: claim: %w", err)
+	}
+	var out webhooks.LoadedClaims
+	if out.Claimed, err = scanClaims(rows, token); err != nil {
+		return webhooks.LoadedClaims{}, err
+	}
+	released := map[string]bool{}
+	if len(release) > 0 {
+		if rows, err = br.Query(); err != nil {
+			return webhooks.LoadedClaims{}, fmt.Errorf("webhook claims: release: %w", err)
+		}
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return webhooks.LoadedClaims{}, fmt.Errorf("webhook claims: release: %w", err)
+			}
+			released[id] = true
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return webhooks.LoadedClaims{}, fmt.Errorf("webhook claims: release: %w", err)
+		}
+	}
+	if rows, err = br.Query(); err != nil {
+		return webhooks.LoadedClaims{}, fmt.Errorf("webhook claims: read the claimed deliveries: %w", err)
+	}
+	byStream, err := c.streams.collect(rows)
+	if err != nil {
+		return webhooks.LoadedClaims{}, fmt.Errorf("webhook claims: read the claimed deliveries: %w", err)
+	}
+	// The implicit transaction commits at the batch's end: an error there
+	// undoes the claim and the release.
+	if err := br.Close(); err != nil {
+		return webhooks.LoadedClaims{}, fmt.Errorf("webhook claims: claim and read: %w", err)
+	}
+	for _, cl := range release {
+		if !released[cl.DeliveryID] {
+			out.Unreleased = append(out.Unreleased, cl)
+		}
+	}
+	out.Streams = make(map[string][]events.Recorded, len(out.Claimed))
+	for _, cl := range out.Claimed {
+		recs, ok := byStream[domain.DeliveryStream(cl.DeliveryID)]
+		if !ok {
+			continue
+		}
+		for i := range recs {
+			if recs[i], err = c.streams.open(ctx, recs[i]); err != nil {
+				// The claims hold: the attempts read their streams
+				// themselves, as without ReadStreams.
+				out.Streams = nil
+				return out, nil
+			}
+		}
+		out.Streams[cl.DeliveryID] = recs
 	}
 	return out, nil
 }

@@ -1,0 +1,68 @@
+package webhooks_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"testing"
+
+	"github.com/healthtech/partner-open-platform/e2e/harness"
+	"github.com/healthtech/partner-open-platform/internal/node"
+)
+
+// On Postgres, with the event store in the read models' database, the
+// sender reads a delivery's stream in the round trip that claims it, not
+// with a read of its own before the POST: counted through a proxy that sees
+// every statement the node sends, N signed PATCHes (one user.profile.updated
+// webhook each, all delivered, each body in clear) cost at most about N
+// reads of one stream (the PATCHes' loads of their user, which a user the
+// node has loaded skips), where the sender's own reads made them 2N; the
+// claims' statements carry the delivery streams instead.
+func TestSenderReadsADeliveryWithItsClaim(t *testing.T) {
+	t.Parallel()
+	db := harness.NodeDB(t)
+	stmts, proxied := harness.CountStatements(t, db)
+	p := harness.Start(t, node.Config{DataDir: t.TempDir(), EventStoreURL: proxied, PostgresURL: proxied, WebhookAllowLoopback: true})
+	rcv := harness.NewReceiver(t)
+	a := p.CreateApp("claimload")
+	p.ConfigureWebhook(a, rcv.Srv.URL)
+	var reg harness.RegisterData
+	a.Expect("POST", "/open/v1/channel/users", harness.RegisterBody("claimload-1"), http.StatusCreated, "0").Data(t, &reg)
+	user := fmt.Sprintf("/open/v1/channel/users/%d", reg.OpenUserID)
+	// The registration's webhook is delivered before counting starts.
+	rcv.WaitFor(1)
+	if err := p.Node.WaitCaughtUp(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	streamReads := harness.Has("WHERE stream = $1 AND revision >= $2")
+	claimReads := harness.Has("stream = ANY($1::text[])")
+	reads0, claims0, got0 := stmts.Count(streamReads), stmts.Count(claimReads), len(rcv.WaitFor(1))
+
+	const n = 10
+	for i := range n {
+		a.Expect("PATCH", user, map[string]any{"nickname": fmt.Sprintf("claimload-%d", i)}, http.StatusOK, "0")
+	}
+	// Each delivery's body is sealed in the log: posted in clear, it is
+	// the webhook's JSON naming the changed field.
+	updated := map[string]bool{}
+	for k := got0 + n; len(updated) < n; k++ {
+		for _, w := range rcv.WaitFor(k) {
+			if w.Event != "user.profile.updated" {
+				continue
+			}
+			if !json.Valid(w.Body) || !bytes.Contains(w.Body, []byte(`"nickname"`)) {
+				t.Fatalf("webhook %s posted %q, want its JSON in clear", w.ID, w.Body)
+			}
+			updated[w.ID] = true
+		}
+	}
+	reads, claims := stmts.Count(streamReads)-reads0, stmts.Count(claimReads)-claims0
+	t.Logf("%d deliveries: %d single-stream reads, %d claims reading their streams", n, reads, claims)
+	if reads > n+n/2 {
+		t.Errorf("%d PATCHes and their deliveries read a single stream %d times, want at most about %d (the PATCHes' loads alone)", n, reads, n)
+	}
+	if claims == 0 {
+		t.Errorf("no claim read its delivery's stream")
+	}
+}
