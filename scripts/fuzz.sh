@@ -22,6 +22,10 @@
 # if missing, kept afterwards) and PLATFORM_TEST_FUZZ_BUILD_ONLY=1 only
 # builds them: scripts/test.sh builds them beside go test, where the cores
 # are idle, and runs the targets later from the same folder.
+#
+# PLATFORM_TEST_FUZZ_VET=off builds without go test's vet pass:
+# scripts/test.sh sets it because its go vet, with every analyzer, checks
+# the same packages beside go test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -49,6 +53,10 @@ else
 	trap 'rm -rf "$bindir"' EXIT
 fi
 gocache=$(go env GOCACHE)
+vet_flag=()
+if [ "${PLATFORM_TEST_FUZZ_VET:-on}" = "off" ]; then
+	vet_flag=(-vet=off)
+fi
 
 mapfile -t pkgs < <(go list -f '{{.ImportPath}} {{.Dir}}{{range .TestGoFiles}} {{.}}{{end}}{{range .XTestGoFiles}} {{.}}{{end}}' "${patterns[@]}")
 failed=()
@@ -63,7 +71,7 @@ for line in "${pkgs[@]}"; do
 	# A binary in the folder was built by a build-only run of this tree.
 	if [ ! -x "$bin" ]; then
 		say "build $pkg (${#targets[@]} targets)"
-		if ! go test -c -fuzz=. -o "$bin.tmp" "$pkg"; then
+		if ! go test -c -fuzz=. "${vet_flag[@]}" -o "$bin.tmp" "$pkg"; then
 			failed+=("$pkg (build)")
 			continue
 		fi
