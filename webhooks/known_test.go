@@ -357,6 +357,13 @@ func TestSoleSenderHonoursASuspendedApp(t *testing.T) {
 // allows), each retried at once: whatever the dispatcher knows of the delivery at the end is the state
 // its stream holds, never an older one, and every recorded attempt
 // follows the one before it.
+//
+// The first attempt is recorded before the races start: until then the
+// delivery waits for its first attempt, where a resend records nothing
+// (decideResend), and on a starved machine all twenty resends could load
+// the stream before that attempt's outcome. From then on the first resend
+// to load it finds it retrying (or already resent), so at least one
+// resend is recorded whatever the scheduling.
 func TestSoleKnownStateNeverStandsOverANewerOne(t *testing.T) {
 	var script []int
 	for range 40 {
@@ -365,6 +372,7 @@ func TestSoleKnownStateNeverStandsOverANewerOne(t *testing.T) {
 	f := newKnownFixture(t, true, script...)
 	f.d.Schedule = make([]time.Duration, 100) // every failure retries at once
 	f.create(t, "d1")
+	f.attempt("d1")
 	ctx := context.Background()
 	var claim sync.Mutex
 	var wg sync.WaitGroup

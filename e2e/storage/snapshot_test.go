@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -239,35 +240,107 @@ func TestSnapshotTornFallsBackToReplay(t *testing.T) {
 	}
 }
 
+// A snapshot taken of one log is refused over another that shares its
+// beginning and then went its own way (a data directory restored from a
+// backup older than the snapshot), even when the key store holds the
+// snapshot's key: only the check of the events at its checkpoints can
+// tell, and the node replays its own log.
 func TestSnapshotFromAnotherLogIsRefused(t *testing.T) {
 	t.Parallel()
+	ctx := context.Background()
 	one, two := t.TempDir(), t.TempDir()
 	p := harness.Start(t, node.Config{DataDir: one})
 	a := p.CreateApp("one")
-	fillModels(t, a, 0, 3)
 	p.Stop()
-	// The second directory shares the keys and the first events (a backup
-	// restored from before the snapshot), so only the log check can tell.
+	// The backup: two shares the keys and the first events of one.
 	copyTree(t, one, two)
-	snap, err := os.ReadFile(filepath.Join(one, node.SnapshotFile))
+	p = harness.Start(t, node.Config{DataDir: one})
+	a.P = p
+	fillModels(t, a, 0, 3)
+	p.Stop() // writes one's snapshot, after events two never had
+	snapPath := filepath.Join(one, node.SnapshotFile)
+	snap, err := os.ReadFile(snapPath)
 	if err != nil {
 		t.Fatal(err)
 	}
+	h, err := snapfile.ReadHeader(snapPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last events.Position
+	for _, f := range append(h.ReadModels, h.Directories...) {
+		if last.Less(f.Checkpoint) {
+			last = f.Checkpoint
+		}
+	}
+
+	// Two's log goes on with other events until it reaches every position
+	// the snapshot names, so each is checked against an event (bounded:
+	// every round appends).
 	q := harness.Start(t, node.Config{DataDir: two})
-	b := q.CreateApp("two") // the log of two moves on differently
-	_ = b
+	b := q.CreateApp("two")
+	for i := 0; ; i++ {
+		head, err := q.Node.Events.Head(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !head.Less(last) {
+			break
+		}
+		if i == 20 {
+			t.Fatalf("two's log at %v after %d rounds, the snapshot names %v", head, i, last)
+		}
+		fillModels(t, b, i, 1)
+	}
+	images(t, q) // its deliveries created, so the next node has none to add
 	q.Stop()
+
+	// The snapshot's key joins two's key store (its line as one's store
+	// wrote it), as a key directory restored from a later backup would.
+	keyLine := keyLineOf(t, filepath.Join(one, "keys", "keys.log"), h.KeySubject)
+	f, err := os.OpenFile(filepath.Join(two, "keys", "keys.log"), os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(append(keyLine, '\n')); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.WriteFile(filepath.Join(two, node.SnapshotFile), snap, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	r := harness.Start(t, node.Config{DataDir: two})
+
+	logs := &harness.SyncBuffer{}
+	r := harness.Start(t, node.Config{DataDir: two, Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	defer r.Stop()
 	if restoredFromSnapshot(r) {
 		t.Fatal("restored a snapshot whose positions hold other events in this log")
 	}
+	if !strings.Contains(logs.String(), "the log holds event") {
+		t.Fatalf("the snapshot was not refused for the events at its checkpoints; the node logged:\n%s", logs.String())
+	}
 	got := images(t, r)
 	r.Stop()
 	sameModels(t, "after refusing a foreign snapshot vs full replay", got, replayOf(t, two))
+}
+
+// keyLineOf is the line of an embedded key store's log that holds the key
+// of subject.
+func keyLineOf(t *testing.T, path, subject string) []byte {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range bytes.Split(raw, []byte("\n")) {
+		if bytes.Contains(line, []byte(`"op":"key"`)) && bytes.Contains(line, []byte(`"subject":"`+subject+`"`)) {
+			return line
+		}
+	}
+	t.Fatalf("no key of %s in %s", subject, path)
+	return nil
 }
 
 func TestRebuildShredsSnapshot(t *testing.T) {

@@ -26,14 +26,18 @@ import (
 // Window is how far a request's timestamp may be from the server's clock.
 const Window = 300 * time.Second
 
-// BindingGrace is how long after a scheme M signature's first use at the
-// server the same signature is accepted on another route. The legitimate
-// case is a partner's requests signed in one whole second (all bodyless
-// ones share a signature): they reach the server within that second plus
-// network and scheduling jitter, and 2 s covers both; an attacker who
-// captured the headers gets no longer than that to move them to another
-// route (see docs/authentication.md).
-const BindingGrace = 2 * time.Second
+// BindingGrace is how long after a scheme M signature's first use reached
+// the server the same signature is accepted on another route, both times
+// taken when the requests arrived (Failures.Install), not when the server
+// got round to checking them. The legitimate case is a partner's requests
+// signed in one whole second (all bodyless ones share a signature): they
+// are sent within that second (1 s), and a real network delays one more
+// than another by up to a few seconds: a lost SYN is sent again after
+// TCP's initial retransmission timeout of 1 s and a second loss 2 s later
+// (RFC 6298), so 3 s, and 1 s more for latency, TLS and proxy queues. An
+// attacker who captured the headers gets no longer than that to move them
+// to another route (see docs/authentication.md).
+const BindingGrace = 5 * time.Second
 
 // Directory finds apps; the in-memory app projection implements it.
 type Directory interface {
@@ -95,8 +99,9 @@ func behind(app domain.App, ok bool, err error) (domain.App, bool, error) {
 // Route binding: the formula signs neither method nor path, so each
 // accepted signature is bound, for its window, to the route it was first
 // accepted on (method, path and query as sent; HEAD counts as GET) and to
-// the server time of that first use. The same signature on another route
-// is accepted only within BindingGrace of the first use, and refused after:
+// the server time that first use arrived. The same signature on another
+// route is accepted only if it arrived within BindingGrace of the first
+// use, and refused after:
 // every bodyless request of one app in one second carries the same
 // signature, so a spec-faithful partner's read and delete of one second
 // must both pass, while headers captured from one request and replayed
@@ -176,7 +181,7 @@ type PendingBinding struct {
 	Scope, Key, Value string
 	Expires           time.Time
 	g                 guard
-	// route is the request's route, now the server time it was verified:
+	// route is the request's route, now the server time it arrived:
 	// Check judges the recorded binding with them.
 	route string
 	now   time.Time
@@ -243,8 +248,8 @@ const (
 	boundRefused  = "refused"
 )
 
-// boundValue is what a signature's binding records: the server time of
-// its first use and its route.
+// boundValue is what a signature's binding records: the server time its
+// first use arrived and its route.
 func boundValue(now time.Time, route string) string {
 	return strconv.FormatInt(now.UnixNano(), 10) + " " + route
 }
@@ -427,7 +432,7 @@ func (s SchemeM) check(r *http.Request, body []byte, mode verifyMode) (domain.Ap
 		// A signature captured on one route, replayed on another, is
 		// refused: the first route that presents it binds it.
 		sec, _ := strconv.ParseInt(ts, 10, 64)
-		now, route := s.Now(), bindingRoute(r)
+		now, route := arrival(r, s.Now), bindingRoute(r)
 		pending = &PendingBinding{Scope: "m", Key: bindingKey(app.AppID, &got),
 			Value: boundValue(now, route), Expires: time.Unix(sec, 0).Add(Window), g: g,
 			route: route, now: now, s: s, ctx: r.Context(), deferred: deferred}

@@ -56,17 +56,47 @@ func NewFailures() *Failures {
 
 type failuresKey struct{}
 
+// requestAuth is what Install puts in a request's context: the node's
+// failure limiter and the server time the request arrived.
+type requestAuth struct {
+	f  *Failures
+	at time.Time
+}
+
 // Install makes f the failure limiter of every request through next; the
-// node wraps its router with it so that all APIs share one limiter.
+// node wraps its router with it so that all APIs share one limiter. It
+// also stamps each request with its arrival on f.Now (the node's clock,
+// which SchemeM.Now reads too), before the request waits for anything:
+// the scheme M route binding measures its grace between arrivals, so
+// that time a request spends inside a stalled node (a starved CPU, a
+// directory check waiting for Postgres, a restart's catch-up) is not
+// charged to the partner.
 func (f *Failures) Install(next http.Handler) http.Handler {
+	now := f.Now
+	if now == nil {
+		now = time.Now
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), failuresKey{}, f)))
+		ra := &requestAuth{f: f, at: now()}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), failuresKey{}, ra)))
 	})
 }
 
 func failuresFrom(ctx context.Context) *Failures {
-	f, _ := ctx.Value(failuresKey{}).(*Failures)
-	return f
+	ra, _ := ctx.Value(failuresKey{}).(*requestAuth)
+	if ra == nil {
+		return nil
+	}
+	return ra.f
+}
+
+// arrival is the server time r arrived at the node (stamped by Install),
+// or now() for a request that did not come through Install.
+func arrival(r *http.Request, now func() time.Time) time.Time {
+	if ra, _ := r.Context().Value(failuresKey{}).(*requestAuth); ra != nil {
+		return ra.at
+	}
+	return now()
 }
 
 // SourceKey names the source of a request for the budgets: its remote IP,

@@ -42,6 +42,15 @@ type Store struct {
 	members     map[int64]projections.Member
 	userMembers map[int64][]int64 // OpenUserID -> MemberIDs, sorted
 	liveCount   map[int64]int     // FamilyGroupID -> non-deleted members
+	// usersGen counts the users read model's resets (its maps replaced);
+	// usersImaging is the copy-on-write side of the paged image a
+	// snapshot write is reading, nil otherwise (imagepages.go). Both are
+	// guarded by usersMu.
+	usersGen     uint64
+	usersImaging *usersImaging
+	// imageStep (tests only) runs whenever a paged image released the
+	// read model's lock between two of its steps.
+	imageStep func()
 	deliveryIndexes
 	reportIndexes
 	orderIndexes
@@ -107,6 +116,7 @@ func (s *Store) init() {
 }
 
 func (s *Store) initUsers() {
+	s.usersGen++
 	s.users = map[int64]projections.User{}
 	s.byChannel = map[channelKey]int64{}
 	s.byPhone = map[phoneKey][]int64{}
@@ -410,6 +420,14 @@ func (t *tx) PutUser(ctx context.Context, u projections.User) error {
 }
 
 func (s *Store) setUser(cur projections.User, had bool, next projections.User, keep bool) {
+	if im := s.usersImaging; im != nil {
+		if had {
+			remember(im.users, s.users, cur.OpenUserID)
+		}
+		if keep {
+			remember(im.users, s.users, next.OpenUserID)
+		}
+	}
 	if had {
 		delete(s.byChannel, channelKey{cur.AppID, cur.ChannelUserID})
 		delete(s.users, cur.OpenUserID)
@@ -445,6 +463,14 @@ func (t *tx) PutGroup(ctx context.Context, g projections.Group) error {
 }
 
 func (s *Store) setGroup(cur projections.Group, had bool, next projections.Group, keep bool) {
+	if im := s.usersImaging; im != nil {
+		if had {
+			remember(im.groups, s.groups, cur.FamilyGroupID)
+		}
+		if keep {
+			remember(im.groups, s.groups, next.FamilyGroupID)
+		}
+	}
 	if had && (!keep || cur.OpenUserID != next.OpenUserID) {
 		s.userGroups[cur.OpenUserID] = removeID(s.userGroups[cur.OpenUserID], cur.FamilyGroupID)
 		if len(s.userGroups[cur.OpenUserID]) == 0 {
@@ -516,6 +542,14 @@ func (t *tx) EraseUser(ctx context.Context, openUserID int64) error {
 }
 
 func (s *Store) setMember(cur projections.Member, had bool, next projections.Member, keep bool) {
+	if im := s.usersImaging; im != nil {
+		if had {
+			remember(im.members, s.members, cur.MemberID)
+		}
+		if keep {
+			remember(im.members, s.members, next.MemberID)
+		}
+	}
 	if had {
 		if !cur.Deleted {
 			s.addLive(cur.FamilyGroupID, -1)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/events/subscribe"
+	"github.com/healthtech/partner-open-platform/internal/batch"
 )
 
 var _ subscribe.Shared = (*Store)(nil)
@@ -29,14 +30,7 @@ const progressChannel = "platform_projection_progress"
 // transactions. A read is always sent after it was asked for.
 func (s *Store) Progress(ctx context.Context, projection string) (subscribe.Progress, error) {
 	r := &progressReq{projection: projection, done: make(chan struct{})}
-	s.progress.mu.Lock()
-	s.progress.queue = append(s.progress.queue, r)
-	lead := !s.progress.sending
-	s.progress.sending = true
-	s.progress.mu.Unlock()
-	if lead {
-		go s.progress.flush(s)
-	}
+	s.progress.Add(r, progressGather, s.progressBatch)
 	select {
 	case <-r.done:
 		return r.p, r.err
@@ -55,11 +49,7 @@ const progressTimeout = 30 * time.Second
 
 // progressGroup gathers the progress reads asked for meanwhile into one
 // statement.
-type progressGroup struct {
-	mu      sync.Mutex
-	queue   []*progressReq
-	sending bool
-}
+type progressGroup = batch.Group[*progressReq]
 
 type progressReq struct {
 	projection string
@@ -68,32 +58,23 @@ type progressReq struct {
 	done       chan struct{}
 }
 
-func (g *progressGroup) flush(s *Store) {
-	time.Sleep(progressGather)
-	for {
-		g.mu.Lock()
-		queue := g.queue
-		g.queue = nil
-		if len(queue) == 0 {
-			g.sending = false
-			g.mu.Unlock()
-			return
-		}
-		g.mu.Unlock()
-		names := make([]string, 0, len(queue))
-		seen := map[string]bool{}
-		for _, r := range queue {
-			if !seen[r.projection] {
-				seen[r.projection] = true
-				names = append(names, r.projection)
-			}
-		}
-		got, err := s.readProgress(names)
-		for _, r := range queue {
-			r.p, r.err = got[r.projection], err
-			close(r.done)
+// progressBatch reads the progress of every queued read's projection in
+// one statement.
+func (s *Store) progressBatch(queue []*progressReq) []*progressReq {
+	names := make([]string, 0, len(queue))
+	seen := map[string]bool{}
+	for _, r := range queue {
+		if !seen[r.projection] {
+			seen[r.projection] = true
+			names = append(names, r.projection)
 		}
 	}
+	got, err := s.readProgress(names)
+	for _, r := range queue {
+		r.p, r.err = got[r.projection], err
+		close(r.done)
+	}
+	return nil
 }
 
 // readProgress reads the progress of each of names in one statement.
@@ -236,24 +217,11 @@ const announceGather = 5 * time.Millisecond
 // announceGather, then every notice queued meanwhile goes out in one
 // statement (one transaction, notifications in queue order) and each
 // caller gets its outcome.
-type announcer struct {
-	mu      sync.Mutex
-	queue   []notice
-	waiters []chan error
-	sending bool
-}
+type announcer struct{ batch.Group[announcement] }
 
 func (a *announcer) send(ctx context.Context, s *Store, n notice) error {
 	done := make(chan error, 1)
-	a.mu.Lock()
-	a.queue = append(a.queue, n)
-	a.waiters = append(a.waiters, done)
-	lead := !a.sending
-	a.sending = true
-	a.mu.Unlock()
-	if lead {
-		go a.flush(s)
-	}
+	a.Add(announcement{n: n, done: done}, announceGather, s.announceBatch)
 	select {
 	case err := <-done:
 		return err
@@ -262,46 +230,40 @@ func (a *announcer) send(ctx context.Context, s *Store, n notice) error {
 	}
 }
 
-// flush sends what was queued after the gathering wait, and again while
-// more was queued during a send.
-func (a *announcer) flush(s *Store) {
-	time.Sleep(announceGather)
-	for {
-		a.mu.Lock()
-		queue, waiters := a.queue, a.waiters
-		a.queue, a.waiters = nil, nil
-		if len(queue) == 0 {
-			a.sending = false
-			a.mu.Unlock()
-			return
-		}
-		a.mu.Unlock()
-		// A later notice of a read model supersedes an earlier one.
-		latest := map[string]int{}
-		for i, n := range queue {
-			latest[n.Projection] = i
-		}
-		payloads := make([]string, 0, len(latest))
-		var err error
-		for i, n := range queue {
-			if latest[n.Projection] != i {
-				continue
-			}
-			var b []byte
-			if b, err = json.Marshal(n); err != nil {
-				break
-			}
-			payloads = append(payloads, string(b))
-		}
-		if err == nil {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			_, err = s.pool.Exec(ctx, `SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p`, progressChannel, payloads)
-			cancel()
-		}
-		for _, w := range waiters {
-			w <- err
-		}
+// announcement is one queued notice and where its caller waits.
+type announcement struct {
+	n    notice
+	done chan error
+}
+
+// announceBatch sends the queued notices in one statement.
+func (s *Store) announceBatch(queue []announcement) []announcement {
+	// A later notice of a read model supersedes an earlier one.
+	latest := map[string]int{}
+	for i, a := range queue {
+		latest[a.n.Projection] = i
 	}
+	payloads := make([]string, 0, len(latest))
+	var err error
+	for i, a := range queue {
+		if latest[a.n.Projection] != i {
+			continue
+		}
+		var b []byte
+		if b, err = json.Marshal(a.n); err != nil {
+			break
+		}
+		payloads = append(payloads, string(b))
+	}
+	if err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_, err = s.pool.Exec(ctx, `SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p`, progressChannel, payloads)
+		cancel()
+	}
+	for _, a := range queue {
+		a.done <- err
+	}
+	return nil
 }
 
 // RequestRebuild implements subscribe.Shared: one statement asks for the

@@ -89,8 +89,8 @@ type Creds struct {
 
 // signedRoutes remembers the routes of each scheme M signature made here:
 // the platform binds an accepted signature to its method, path and query
-// for its window (another route only within 2 s of its first use), and
-// every bodyless request of one second has one signature.
+// for its window (another route only within auth.BindingGrace of its first
+// use), and every bodyless request of one second has one signature.
 var signedRoutes = struct {
 	sync.Mutex
 	m map[string]map[string]bool
@@ -98,7 +98,7 @@ var signedRoutes = struct {
 
 // Stamp signs at the current second as a spec-faithful client does: a
 // signature of the current second serves other routes too (its first use
-// was within the second, inside the platform's 2 s grace), and a read may
+// was within the second, inside the platform's grace), and a read may
 // repeat its own. A write never repeats one (the platform answers an
 // identical write from its record, as a replay) and an earlier second's
 // signature is not reused; then it takes the nearest free earlier second.

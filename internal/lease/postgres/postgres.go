@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/healthtech/partner-open-platform/internal/batch"
 	"github.com/healthtech/partner-open-platform/internal/lease"
 	"github.com/healthtech/partner-open-platform/internal/pgmigrate"
 )
@@ -625,11 +626,7 @@ func (s *Store) forgetLoads() {
 const renewGather = 3 * time.Millisecond
 
 // renewGroup sends the renewals queued meanwhile in one statement.
-type renewGroup struct {
-	mu      sync.Mutex
-	queue   []*renewReq
-	sending bool
-}
+type renewGroup struct{ batch.Group[*renewReq] }
 
 // renewReq is one queued renewal and, once done is closed, its outcome:
 // found is false when the lease's token is no longer current.
@@ -644,14 +641,7 @@ type renewReq struct {
 
 func (g *renewGroup) renew(ctx context.Context, s *Store, l lease.Lease, ttl time.Duration) (time.Time, bool, error) {
 	r := &renewReq{l: l, ttl: ttl, done: make(chan struct{})}
-	g.mu.Lock()
-	g.queue = append(g.queue, r)
-	lead := !g.sending
-	g.sending = true
-	g.mu.Unlock()
-	if lead {
-		go g.flush(s)
-	}
+	g.Add(r, renewGather, s.renewBatch)
 	select {
 	case <-r.done:
 		return r.expires, r.found, r.err
@@ -664,68 +654,58 @@ func (g *renewGroup) renew(ctx context.Context, s *Store, l lease.Lease, ttl tim
 // its own context ends (its lease's deadline).
 const renewTimeout = 30 * time.Second
 
-func (g *renewGroup) flush(s *Store) {
-	time.Sleep(renewGather)
-	for {
-		g.mu.Lock()
-		// One renewal per lease in a statement: a later one of the same
-		// lease waits for the next.
-		var queue, later []*renewReq
-		seen := map[string]bool{}
-		for _, r := range g.queue {
-			if seen[r.l.Name] {
-				later = append(later, r)
-				continue
-			}
-			seen[r.l.Name] = true
-			queue = append(queue, r)
+// renewBatch renews the queued leases in one statement, one renewal per
+// lease: a later one of the same lease is left for the next statement.
+func (s *Store) renewBatch(all []*renewReq) (later []*renewReq) {
+	queue := make([]*renewReq, 0, len(all))
+	seen := map[string]bool{}
+	for _, r := range all {
+		if seen[r.l.Name] {
+			later = append(later, r)
+			continue
 		}
-		g.queue = later
-		if len(queue) == 0 {
-			g.sending = false
-			g.mu.Unlock()
-			return
-		}
-		g.mu.Unlock()
-		names, holders, ttls := make([]string, len(queue)), make([]string, len(queue)), make([]string, len(queue))
-		tokens := make([]int64, len(queue))
-		for i, r := range queue {
-			names[i], tokens[i], holders[i], ttls[i] = r.l.Name, int64(r.l.Token), r.l.Holder, interval(r.ttl)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), renewTimeout)
-		renewed := map[int]time.Time{}
-		rows, err := s.pool.Query(ctx, renewSQL, names, tokens, holders, ttls)
-		loads := map[string]lease.Load{}
-		if err == nil {
-			var (
-				i      *int64
-				at     *time.Time
-				holder *string
-				l      lease.Load
-			)
-			_, err = pgx.ForEachRow(rows, []any{&i, &at, &holder, &l.Nodes, &l.Held, &l.Least}, func() error {
-				switch {
-				case i != nil && at != nil:
-					renewed[int(*i-1)] = *at
-				case holder != nil:
-					loads[*holder] = l
-				}
-				return nil
-			})
-		}
-		if err == nil {
-			now := time.Now()
-			s.loadMu.Lock()
-			for h, l := range loads {
-				s.loads[h] = seenLoad{load: l, at: now}
-			}
-			s.loadMu.Unlock()
-		}
-		cancel()
-		for i, r := range queue {
-			r.err = err
-			r.expires, r.found = renewed[i]
-			close(r.done)
-		}
+		seen[r.l.Name] = true
+		queue = append(queue, r)
 	}
+	names, holders, ttls := make([]string, len(queue)), make([]string, len(queue)), make([]string, len(queue))
+	tokens := make([]int64, len(queue))
+	for i, r := range queue {
+		names[i], tokens[i], holders[i], ttls[i] = r.l.Name, int64(r.l.Token), r.l.Holder, interval(r.ttl)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), renewTimeout)
+	renewed := map[int]time.Time{}
+	rows, err := s.pool.Query(ctx, renewSQL, names, tokens, holders, ttls)
+	loads := map[string]lease.Load{}
+	if err == nil {
+		var (
+			i      *int64
+			at     *time.Time
+			holder *string
+			l      lease.Load
+		)
+		_, err = pgx.ForEachRow(rows, []any{&i, &at, &holder, &l.Nodes, &l.Held, &l.Least}, func() error {
+			switch {
+			case i != nil && at != nil:
+				renewed[int(*i-1)] = *at
+			case holder != nil:
+				loads[*holder] = l
+			}
+			return nil
+		})
+	}
+	if err == nil {
+		now := time.Now()
+		s.loadMu.Lock()
+		for h, l := range loads {
+			s.loads[h] = seenLoad{load: l, at: now}
+		}
+		s.loadMu.Unlock()
+	}
+	cancel()
+	for i, r := range queue {
+		r.err = err
+		r.expires, r.found = renewed[i]
+		close(r.done)
+	}
+	return later
 }

@@ -33,10 +33,42 @@ type Image struct {
 	Fulfillments []projections.Fulfillment
 
 	AuditFacts []projections.AuditFact
+
+	// Paged, when set, lends tables whose slices above are left empty a
+	// section at a time while Write encodes them, so a writer need not
+	// hold a second copy of a large read model's rows.
+	Paged Pager `json:"-"`
+}
+
+// Table names one table of an Image by its index in the file.
+type Table uint16
+
+// The tables a Pager may lend (their index in the file).
+const (
+	TableUsers Table = iota
+	TableGroups
+	TableMembers
+)
+
+// Pager lends an image's tables a section at a time.
+type Pager interface {
+	// Len is how many rows the table has, and whether the pager lends it.
+	Len(t Table) (int, bool)
+	// Page sets page's slice of table t to the table's rows [from, to) in
+	// key order; the slice may be reused by the next call.
+	Page(t Table, from, to int, page *Image) error
 }
 
 // Rows counts the image's rows, for logs and metrics.
 func (im *Image) Rows() int {
-	return len(im.Users) + len(im.Groups) + len(im.Members) + len(im.Deliveries) + len(im.Attempts) + len(im.Reports) +
+	n := 0
+	if im.Paged != nil {
+		for t := range Table(len(imageFields)) {
+			if m, ok := im.Paged.Len(t); ok {
+				n += m
+			}
+		}
+	}
+	return n + len(im.Users) + len(im.Groups) + len(im.Members) + len(im.Deliveries) + len(im.Attempts) + len(im.Reports) +
 		len(im.Goods) + len(im.Orders) + len(im.BenefitItems) + len(im.Providers) + len(im.Cards) + len(im.Fulfillments) + len(im.AuditFacts)
 }

@@ -100,13 +100,29 @@ func writeSections(w io.Writer, images []Image, dirs []Directory) error {
 		_, err := w.Write(body)
 		return err
 	}
+	var page Image
 	for i := range images {
 		im := &images[i]
 		for fi, f := range imageFields {
-			n := f.rows(im)
+			n, paged := f.rows(im), false
+			if im.Paged != nil {
+				if m, ok := im.Paged.Len(Table(fi)); ok {
+					n, paged = m, true
+				}
+			}
 			for from := 0; from < n; from += sectionRows {
 				to := min(from+sectionRows, n)
-				buf = f.encode(append(buf[:0], zero[:]...), im, from, to)
+				src, at := im, from
+				if paged {
+					if err := im.Paged.Page(Table(fi), from, to, &page); err != nil {
+						return fmt.Errorf("snapshot %s: %w", im.ReadModel, err)
+					}
+					if got := f.rows(&page); got != to-from {
+						return fmt.Errorf("snapshot %s: a page of %d rows where %d were asked", im.ReadModel, got, to-from)
+					}
+					src, at = &page, 0
+				}
+				buf = f.encode(append(buf[:0], zero[:]...), src, at, at+to-from)
 				if err := section(uint32(i), uint16(fi), buf); err != nil {
 					return fmt.Errorf("snapshot %s: %w", im.ReadModel, err)
 				}

@@ -1,0 +1,15 @@
+package memory
+
+// SetImageStep makes f run whenever a paged image of the users read model
+// released the read model's lock between two of its steps (listing keys or
+// reading a page), so a test can write to the read model in the middle of
+// a snapshot write. Set it before the store is used.
+func SetImageStep(s *Store, f func()) { s.imageStep = f }
+
+// SetPageRows sets how many rows one hold of the lock reads for a paged
+// image, and returns how to put it back.
+func SetPageRows(n int) (restore func()) {
+	prev := pageRows
+	pageRows = n
+	return func() { pageRows = prev }
+}
