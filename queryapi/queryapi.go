@@ -284,11 +284,23 @@ func (q *API) serveSnapshot(w http.ResponseWriter, r *http.Request, ps httproute
 	var app domain.App
 	var pending *auth.PendingBinding
 	var pt *auth.PendingTake
+	// When the statement also reads the log's head, the app's entry is
+	// confirmed at that head (pending.CheckAt) rather than by a head read
+	// of its own before the read.
+	atHead := oneTrip && sr.SeesHead()
 	switch {
 	case oneTrip && q.SchemeM.Bindings != nil && any(q.SchemeM.Bindings) == any(q.Store) && q.SnapshotTakes:
-		app, pending, pt, err = q.partnerAuth().VerifyLaterTake(r, body)
+		if atHead {
+			app, pending, pt, err = q.partnerAuth().VerifyLaterTakeAtHead(r, body)
+		} else {
+			app, pending, pt, err = q.partnerAuth().VerifyLaterTake(r, body)
+		}
 	case oneTrip && q.SchemeM.Bindings != nil && any(q.SchemeM.Bindings) == any(q.Store):
-		app, pending, err = q.partnerAuth().VerifyLater(r, body)
+		if atHead {
+			app, pending, err = q.partnerAuth().VerifyLaterAtHead(r, body)
+		} else {
+			app, pending, err = q.partnerAuth().VerifyLater(r, body)
+		}
 	default:
 		app, err = q.partnerAuth().Verify(r, body)
 	}
@@ -320,6 +332,7 @@ func (q *API) serveSnapshot(w http.ResponseWriter, r *http.Request, ps httproute
 		if pt != nil {
 			sq.Take = &pt.Take
 		}
+		sent := time.Now()
 		snap, recorded, err := q.readSnapshot(ctx, sr, sq, pt)
 		if err != nil {
 			if pending != nil && !recorded {
@@ -329,7 +342,7 @@ func (q *API) serveSnapshot(w http.ResponseWriter, r *http.Request, ps httproute
 			}
 			if pending != nil && recorded && pt.Refused() {
 				// A replay on another route is 401 before it is 429.
-				if cerr := pending.Check(snap.Bound); cerr != nil {
+				if cerr := checkAtHead(pending, snap, sent); cerr != nil {
 					return cerr
 				}
 			}
@@ -341,7 +354,7 @@ func (q *API) serveSnapshot(w http.ResponseWriter, r *http.Request, ps httproute
 			return err
 		}
 		if pending != nil {
-			if err := pending.Check(snap.Bound); err != nil {
+			if err := checkAtHead(pending, snap, sent); err != nil {
 				return err
 			}
 		}
@@ -380,6 +393,17 @@ func (q *API) serveSnapshot(w http.ResponseWriter, r *http.Request, ps httproute
 	}
 	q.writeSnapshot(w, u, groups, members)
 	return nil
+}
+
+// checkAtHead judges a snapshot read's binding as recorded by its
+// statement, sent at sent: at the log's head that statement read when it
+// read one (the app's entry is confirmed there), otherwise with a head
+// read of the directory's own.
+func checkAtHead(pending *auth.PendingBinding, snap projections.Snapshot, sent time.Time) error {
+	if snap.HeadKnown {
+		return pending.CheckAt(snap.Bound, snap.Head, sent)
+	}
+	return pending.Check(snap.Bound)
 }
 
 func (q *API) appView(a domain.App) map[string]any {

@@ -302,6 +302,15 @@ func (s SchemeM) VerifyLaterTake(r *http.Request, body []byte) (domain.App, *Pen
 	return s.verify(r, body, verifyMode{later: true, take: true})
 }
 
+// VerifyLaterTakeAtHead is VerifyLaterTake for a caller whose statement
+// recording the binding and carrying the renewal also reads the log's
+// head (a snapshot read on Postgres): the app's entry is confirmed at
+// that head as VerifyLaterAtHead confirms it, and the caller ends the
+// binding with CheckAt, Check or Record before acting on the request.
+func (s SchemeM) VerifyLaterTakeAtHead(r *http.Request, body []byte) (domain.App, *PendingBinding, *PendingTake, error) {
+	return s.verify(r, body, verifyMode{later: true, take: true, atHead: true})
+}
+
 // verifyMode is how verify leaves work to its caller: later leaves the
 // binding unrecorded, take the limiter's renewal, atHead the confirmation
 // of the app's entry (VerifyLaterAtHead).

@@ -121,3 +121,14 @@ func (p Partner) VerifyLaterAtHead(r *http.Request, body []byte) (domain.App, *P
 	}
 	return p.M.VerifyLaterAtHead(r, body)
 }
+
+// VerifyLaterTakeAtHead is VerifyLaterTake confirming a scheme M
+// request's app at the head its statement reads (see
+// SchemeM.VerifyLaterTakeAtHead); a scheme H request is decided at once.
+func (p Partner) VerifyLaterTakeAtHead(r *http.Request, body []byte) (domain.App, *PendingBinding, *PendingTake, error) {
+	if IsSchemeH(r) {
+		app, err := p.verifyH(r, body)
+		return app, nil, nil, err
+	}
+	return p.M.VerifyLaterTakeAtHead(r, body)
+}
