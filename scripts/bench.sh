@@ -77,24 +77,7 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 as_pg() { if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
-port_free() { ! (echo >"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-# Ports come from below the kernel's ephemeral range, so an outgoing
-# connection (Postgres clients, the load tool, other tenants of the machine)
-# cannot take the port between the check and the platform's listen.
-pick_port() {
-	local lo=32768 p i
-	read -r lo _ </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || lo=32768
-	((lo > 10400)) || lo=32768
-	p=$((10000 + RANDOM % (lo - 10200)))
-	for ((i = 0; i < 200; i++)); do
-		if port_free "$p"; then
-			echo "$p"
-			return 0
-		fi
-		p=$((p + 1))
-	done
-	return 1
-}
+. scripts/ports.sh # the repository root is the working directory (cd above)
 
 say "machine: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg) at start; $(go version)"
 say "building ./cmd/platform and ./cmd/platformbench into $work"

@@ -297,25 +297,7 @@ find_pgbin() {
 	return 1
 }
 
-port_free() { ! (echo >"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-
-# Prints a free loopback port at or above a random start below the kernel's
-# ephemeral range, so an outgoing connection cannot take it before the
-# broker listens.
-pick_port() {
-	local lo=32768 p i
-	read -r lo _ </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || lo=32768
-	((lo > 10400)) || lo=32768
-	p=$((10000 + RANDOM % (lo - 10200)))
-	for ((i = 0; i < 200; i++)); do
-		if port_free "$p"; then
-			echo "$p"
-			return 0
-		fi
-		p=$((p + 1))
-	done
-	return 1
-}
+. scripts/ports.sh # the repository root is the working directory (cd above)
 
 start_postgres() {
 	if ! pgbin=$(find_pgbin); then

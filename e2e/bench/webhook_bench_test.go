@@ -95,43 +95,8 @@ func BenchmarkWebhookDrain(b *testing.B) {
 	defer rcv.Close()
 	p.ConfigureWebhook(a, rcv.URL, "user.profile.updated")
 
-	// Write the backlog from 16 clients: register a user, then update it.
 	begin := time.Now()
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range 16 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := next.Add(1) - 1; i < int64(n); i = next.Add(1) - 1 {
-				var reg harness.RegisterData
-				p.Send(a.Request("POST", "/open/v1/channel/users", map[string]any{"channel_user_id": fmt.Sprint("d", i), "user": map[string]any{"name": "n"}}, time.Now())).Data(b, &reg)
-				if res := p.Send(a.Request("PATCH", fmt.Sprintf("/open/v1/channel/users/%d", reg.OpenUserID), map[string]any{"nickname": fmt.Sprint("x", i)}, time.Now())); res.Status != http.StatusOK {
-					b.Errorf("patch: %d %s", res.Status, res.Raw)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	// Every update's delivery is recorded before the receiver comes up
-	// (plus one per register: recorded, never sent, as the app does not
-	// subscribe to registrations).
-	ctx := context.Background()
-	for deadline := time.Now().Add(60 * time.Second); ; {
-		counts, err := p.Node.ReadModel.CountByStatus(ctx)
-		if err != nil {
-			b.Fatal(err)
-		}
-		queued := counts[domain.DeliveryPending] + counts[domain.DeliveryRetrying]
-		if queued >= n {
-			break
-		}
-		if time.Now().After(deadline) {
-			b.Fatalf("only %d of %d deliveries queued after 60 s", queued, n)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	writeBacklog(b, p, a, "d", n, n)
 	if time.Since(begin) > cooldown {
 		b.Fatalf("writing the backlog took %s, longer than the breaker's cooldown %s: the drain overlapped it", time.Since(begin), cooldown)
 	}
@@ -150,4 +115,45 @@ func BenchmarkWebhookDrain(b *testing.B) {
 	mu.Unlock()
 	b.ReportMetric(float64(n)/elapsed.Seconds(), "deliveries/s")
 	b.ReportMetric(float64(cpu.Microseconds())/float64(n), "cpu-µs/delivery")
+}
+
+// writeBacklog registers n users from 16 clients (channel ids prefix+i)
+// and updates each one once, then waits until queued deliveries (pending
+// or retrying) number at least queued: every update's delivery is recorded
+// before the receiver comes up (plus one per register: recorded, never
+// sent, as the app does not subscribe to registrations).
+func writeBacklog(b *testing.B, p *harness.Platform, a *harness.App, prefix string, n, queued int) {
+	b.Helper()
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := next.Add(1) - 1; i < int64(n); i = next.Add(1) - 1 {
+				var reg harness.RegisterData
+				p.Send(a.Request("POST", "/open/v1/channel/users", map[string]any{"channel_user_id": fmt.Sprint(prefix, i), "user": map[string]any{"name": "n"}}, time.Now())).Data(b, &reg)
+				if res := p.Send(a.Request("PATCH", fmt.Sprintf("/open/v1/channel/users/%d", reg.OpenUserID), map[string]any{"nickname": fmt.Sprint("x", i)}, time.Now())); res.Status != http.StatusOK {
+					b.Errorf("patch: %d %s", res.Status, res.Raw)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	ctx := context.Background()
+	for deadline := time.Now().Add(60 * time.Second); ; {
+		counts, err := p.Node.ReadModel.CountByStatus(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		got := counts[domain.DeliveryPending] + counts[domain.DeliveryRetrying]
+		if got >= queued {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("only %d of %d deliveries queued after 60 s", got, queued)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }

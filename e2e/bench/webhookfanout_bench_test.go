@@ -1,7 +1,6 @@
 package bench_test
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -11,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/e2e/harness"
 	"github.com/healthtech/partner-open-platform/internal/node"
 )
@@ -79,37 +77,7 @@ func benchFanoutDrain(b *testing.B, endpoints int) {
 	}
 
 	begin := time.Now()
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range 16 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := next.Add(1) - 1; i < int64(n); i = next.Add(1) - 1 {
-				var reg harness.RegisterData
-				p.Send(a.Request("POST", "/open/v1/channel/users", map[string]any{"channel_user_id": fmt.Sprint("f", i), "user": map[string]any{"name": "n"}}, time.Now())).Data(b, &reg)
-				if res := p.Send(a.Request("PATCH", fmt.Sprintf("/open/v1/channel/users/%d", reg.OpenUserID), map[string]any{"nickname": fmt.Sprint("x", i)}, time.Now())); res.Status != http.StatusOK {
-					b.Errorf("patch: %d %s", res.Status, res.Raw)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	ctx := context.Background()
-	for deadline := time.Now().Add(60 * time.Second); ; {
-		counts, err := p.Node.ReadModel.CountByStatus(ctx)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if counts[domain.DeliveryPending]+counts[domain.DeliveryRetrying] >= total {
-			break
-		}
-		if time.Now().After(deadline) {
-			b.Fatalf("only %d of %d deliveries queued after 60 s", counts[domain.DeliveryPending]+counts[domain.DeliveryRetrying], total)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	writeBacklog(b, p, a, "f", n, total)
 	if time.Since(begin) > cooldown {
 		b.Fatalf("writing the backlog took %s, longer than the breakers' cooldown %s", time.Since(begin), cooldown)
 	}
