@@ -67,31 +67,8 @@ func BenchmarkWebhookDrain(b *testing.B) {
 	p.Client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: 30 * time.Second}
 	a := p.CreateApp("drain")
 
-	var up atomic.Bool
-	var mu sync.Mutex
-	seen := map[string]bool{}
-	var first time.Time
-	var firstCPU time.Duration
-	done := make(chan struct{})
-	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-		if !up.Load() {
-			w.WriteHeader(http.StatusServiceUnavailable)
-			return
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		if len(seen) == 0 {
-			first, firstCPU = time.Now(), cpuTime(b)
-		}
-		id := r.Header.Get("X-Webhook-Id")
-		if !seen[id] {
-			seen[id] = true
-			if len(seen) == n {
-				close(done)
-			}
-		}
-	}))
+	rcvr := newDrainReceiver(b, n)
+	rcv := httptest.NewServer(rcvr)
 	defer rcv.Close()
 	p.ConfigureWebhook(a, rcv.URL, "user.profile.updated")
 
@@ -100,19 +77,7 @@ func BenchmarkWebhookDrain(b *testing.B) {
 	if time.Since(begin) > cooldown {
 		b.Fatalf("writing the backlog took %s, longer than the breaker's cooldown %s: the drain overlapped it", time.Since(begin), cooldown)
 	}
-	harness.ProfileMeasured(b)
-	up.Store(true)
-	b.StartTimer()
-	select {
-	case <-done:
-	case <-time.After(cooldown + 120*time.Second):
-		mu.Lock()
-		b.Fatalf("only %d of %d webhooks arrived", len(seen), n)
-	}
-	b.StopTimer()
-	mu.Lock()
-	elapsed, cpu := time.Since(first), cpuTime(b)-firstCPU
-	mu.Unlock()
+	elapsed, cpu := rcvr.drain(b, cooldown+120*time.Second)
 	b.ReportMetric(float64(n)/elapsed.Seconds(), "deliveries/s")
 	b.ReportMetric(float64(cpu.Microseconds())/float64(n), "cpu-µs/delivery")
 }
@@ -156,4 +121,61 @@ func writeBacklog(b *testing.B, p *harness.Platform, a *harness.App, prefix stri
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// drainReceiver is a drain benchmark's receiver: it answers 503 (holding
+// the backlog behind the endpoints' breakers) until drain opens it, then
+// counts distinct delivery ids until want have arrived.
+type drainReceiver struct {
+	b        *testing.B
+	want     int
+	up       atomic.Bool
+	mu       sync.Mutex
+	seen     map[string]bool
+	first    time.Time
+	firstCPU time.Duration
+	done     chan struct{}
+}
+
+func newDrainReceiver(b *testing.B, want int) *drainReceiver {
+	return &drainReceiver{b: b, want: want, seen: map[string]bool{}, done: make(chan struct{})}
+}
+
+func (d *drainReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	_, _ = io.Copy(io.Discard, r.Body)
+	if !d.up.Load() {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(d.seen) == 0 {
+		d.first, d.firstCPU = time.Now(), cpuTime(d.b)
+	}
+	id := r.Header.Get("X-Webhook-Id")
+	if !d.seen[id] {
+		d.seen[id] = true
+		if len(d.seen) == d.want {
+			close(d.done)
+		}
+	}
+}
+
+// drain opens the receiver, times the benchmark until every delivery has
+// arrived (at most timeout), and answers the time and the process's CPU
+// from the first receipt to the last.
+func (d *drainReceiver) drain(b *testing.B, timeout time.Duration) (elapsed, cpu time.Duration) {
+	harness.ProfileMeasured(b)
+	d.up.Store(true)
+	b.StartTimer()
+	select {
+	case <-d.done:
+	case <-time.After(timeout):
+		d.mu.Lock()
+		b.Fatalf("only %d of %d webhooks arrived", len(d.seen), d.want)
+	}
+	b.StopTimer()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return time.Since(d.first), cpuTime(b) - d.firstCPU
 }

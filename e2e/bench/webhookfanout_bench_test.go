@@ -2,11 +2,8 @@ package bench_test
 
 import (
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -39,33 +36,9 @@ func benchFanoutDrain(b *testing.B, endpoints int) {
 	p.Client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: 30 * time.Second}
 	a := p.CreateApp("fanout")
 
-	var up atomic.Bool
-	var mu sync.Mutex
-	seen := map[string]bool{}
-	var first time.Time
-	var firstCPU time.Duration
-	done := make(chan struct{})
-	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-		if !up.Load() {
-			w.WriteHeader(http.StatusServiceUnavailable)
-			return
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		if len(seen) == 0 {
-			first, firstCPU = time.Now(), cpuTime(b)
-		}
-		id := r.Header.Get("X-Webhook-Id")
-		if !seen[id] {
-			seen[id] = true
-			if len(seen) == total {
-				close(done)
-			}
-		}
-	})
+	rcvr := newDrainReceiver(b, total)
 	for i := 0; i < endpoints; i++ {
-		rcv := httptest.NewServer(handler)
+		rcv := httptest.NewServer(rcvr)
 		defer rcv.Close()
 		if i == 0 {
 			p.ConfigureWebhook(a, rcv.URL, "user.profile.updated")
@@ -81,19 +54,7 @@ func benchFanoutDrain(b *testing.B, endpoints int) {
 	if time.Since(begin) > cooldown {
 		b.Fatalf("writing the backlog took %s, longer than the breakers' cooldown %s", time.Since(begin), cooldown)
 	}
-	harness.ProfileMeasured(b)
-	up.Store(true)
-	b.StartTimer()
-	select {
-	case <-done:
-	case <-time.After(cooldown + 120*time.Second):
-		mu.Lock()
-		b.Fatalf("only %d of %d webhooks arrived", len(seen), total)
-	}
-	b.StopTimer()
-	mu.Lock()
-	elapsed, cpu := time.Since(first), cpuTime(b)-firstCPU
-	mu.Unlock()
+	elapsed, cpu := rcvr.drain(b, cooldown+120*time.Second)
 	b.ReportMetric(float64(total)/elapsed.Seconds(), "deliveries/s")
 	b.ReportMetric(float64(cpu.Microseconds())/float64(total), "cpu-µs/delivery")
 	b.ReportMetric(float64(cpu.Microseconds())/float64(n), "cpu-µs/event")

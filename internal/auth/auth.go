@@ -181,7 +181,7 @@ type PendingBinding struct {
 	Scope, Key, Value string
 	Expires           time.Time
 	g                 guard
-	// route is the request's route, now the server time it arrived:
+	// route and now are the request's route and the server time it arrived:
 	// Check judges the recorded binding with them.
 	route string
 	now   time.Time

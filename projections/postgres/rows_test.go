@@ -441,9 +441,9 @@ func TestReadOfARowWrittenInTheTransactionIsTheDatabasesAnswer(t *testing.T) {
 }
 
 // TestAFencedTransactionReadsOnlyAfterItsFence: under a lease, the first
-// read a transaction sends to the database goes after its fence, as the
-// fence's first round trip did when every read sent the queued writes: a
-// transaction whose lease is not current reads nothing (the read fails
+// read a transaction sends to the database goes after its fence, so a
+// holder that lost its lease never reads rows a newer holder is writing:
+// a transaction whose lease is not current reads nothing (the read fails
 // with lease.ErrLost), and a row it wrote itself is still read from
 // memory before it.
 func TestAFencedTransactionReadsOnlyAfterItsFence(t *testing.T) {
