@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/julienschmidt/httprouter"
@@ -156,7 +157,10 @@ func (q *API) snapshotQuery(r *http.Request, ps httprouter.Params, appID int64) 
 	if err := httpapi.CheckParams(r, ps); err != nil {
 		return projections.SnapshotQuery{}, err
 	}
-	query := r.URL.Query()
+	var query url.Values // nil reads as empty: most reads have no query string to parse
+	if r.URL.RawQuery != "" {
+		query = r.URL.Query()
+	}
 	channelUserID := query.Get("channel_user_id")
 	id, err := httpapi.PathID(ps, "openUserId", channelUserID != "")
 	if err != nil {

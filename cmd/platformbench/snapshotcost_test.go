@@ -22,4 +22,8 @@ func TestSnapshotCostRowSetsProcessCPUAgainstPgbench(t *testing.T) {
 	if !strings.Contains(r.Note, "4.00× pgbench -S's 200") {
 		t.Fatalf("read row's note %q: want the process CPU ratio 4.00×", r.Note)
 	}
+	// The serving processes leave both clients out: (300 + 400) / 180.
+	if !strings.Contains(r.Note, "serving processes (platform and Postgres) 700 µs, 3.89× pgbench -S's Postgres 180") {
+		t.Fatalf("read row's note %q: want the serving processes' 700 µs, 3.89× Postgres' 180", r.Note)
+	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/events/bolt"
 	"github.com/healthtech/partner-open-platform/internal/node"
+	"github.com/healthtech/partner-open-platform/internal/pgtest"
 )
 
 // The benchmarks measure embedded mode over real HTTP. Compare them with the
@@ -337,4 +338,35 @@ func BenchmarkRegisterSerialHTTP(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "registers/s")
 	lat.report(b)
+}
+
+// BenchmarkSnapshotHTTPPostgres reads snapshots over HTTP on the Postgres
+// event store and read models, scheme M signed, cycling over users as
+// scripts/bench.sh's snapshot row does (so most reads are on another route
+// than their signature's first use, with its grace marker). Allocations
+// (-benchmem) count the client's as well as the platform's; compare runs of
+// one machine only.
+func BenchmarkSnapshotHTTPPostgres(b *testing.B) {
+	db := pgtest.New(b)
+	p := harness.Start(b, node.Config{DataDir: b.TempDir(), EventStoreURL: db, PostgresURL: db, PartnerRateLimit: -1})
+	p.Client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: 30 * time.Second}
+	a := p.CreateApp("bench")
+	paths := make([]string, 200)
+	for i := range paths {
+		var reg harness.RegisterData
+		p.Send(a.Request("POST", "/open/v1/channel/users", harness.RegisterBody(fmt.Sprintf("u-%d", i)), time.Now())).Data(b, &reg)
+		paths[i] = fmt.Sprintf("/open/v1/channel/users/%d", reg.OpenUserID)
+	}
+	var n atomic.Int64
+	setClients(b)
+	measureCPU(b)
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			path := paths[int(n.Add(1))%len(paths)]
+			if res := p.Send(a.Request("GET", path, nil, time.Now())); res.Status != http.StatusOK {
+				b.Fatalf("snapshot: %d %s", res.Status, res.Raw)
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "reads/s")
 }

@@ -38,8 +38,15 @@ type Failures struct {
 	Now           func() time.Time
 
 	mu      sync.Mutex
-	buckets map[string]*failureBucket
+	buckets map[budgetKey]*failureBucket
 	calls   int
+}
+
+// budgetKey names a budget: a source address's (app 0) or the address's
+// for one app.
+type budgetKey struct {
+	app int64
+	src string
 }
 
 type failureBucket struct {
@@ -133,34 +140,45 @@ func newGuard(r *http.Request) guard {
 }
 
 type budget struct {
-	key   string
+	key   budgetKey
 	limit int
 }
 
 // keys are the budgets a request spends from: its address's, and its
-// app's at that address once the app is known.
-func (g guard) keys() []budget {
-	ks := []budget{{"a|" + g.src, g.f.PerAddress}}
-	if g.app != 0 {
-		ks = append(ks, budget{"p|" + strconv.FormatInt(g.app, 10) + "|" + g.src, g.f.PerAppAddress})
+// app's at that address once the app is known (n of them).
+func (g guard) keys() (ks [2]budget, n int) {
+	ks[0] = budget{budgetKey{src: g.src}, g.f.PerAddress}
+	if g.app == 0 {
+		return ks, 1
 	}
-	return ks
+	ks[1] = budget{budgetKey{app: g.app, src: g.src}, g.f.PerAppAddress}
+	return ks, 2
 }
 
-// blocked returns how long until the source may try again, if it is out of budget.
+// blocked returns how long until the source may try again, if it is out of
+// budget. It only reads: a budget without a bucket has never been spent
+// (or refilled and was pruned), so it is full, and every request of a
+// source that does not fail leaves the map as it found it.
 func (g guard) blocked() (time.Duration, bool) {
 	if g.f == nil {
 		return 0, false
 	}
+	ks, n := g.keys()
 	g.f.mu.Lock()
 	defer g.f.mu.Unlock()
+	if len(g.f.buckets) == 0 {
+		return 0, false
+	}
 	now := g.f.Now()
 	var wait time.Duration
-	for _, k := range g.keys() {
-		b := g.f.refill(k.key, k.limit, now)
-		if b.tokens < 1 {
+	for _, k := range ks[:n] {
+		b, ok := g.f.buckets[k.key]
+		if !ok {
+			continue
+		}
+		if tokens := b.level(now, g.f.Period); tokens < 1 {
 			rate := float64(k.limit) / g.f.Period.Seconds()
-			wait = max(wait, time.Duration((1-b.tokens)/rate*float64(time.Second)))
+			wait = max(wait, time.Duration((1-tokens)/rate*float64(time.Second)))
 		}
 	}
 	return wait, wait > 0
@@ -176,7 +194,8 @@ func (g guard) fail(reason string, counted bool) {
 	g.f.mu.Lock()
 	defer g.f.mu.Unlock()
 	now := g.f.Now()
-	for _, k := range g.keys() {
+	ks, n := g.keys()
+	for _, k := range ks[:n] {
 		b := g.f.refill(k.key, k.limit, now)
 		b.tokens = math.Max(0, b.tokens-1)
 	}
@@ -187,31 +206,37 @@ func (g guard) fail(reason string, counted bool) {
 }
 
 // refill returns key's bucket brought up to now; f.mu is held.
-func (f *Failures) refill(key string, limit int, now time.Time) *failureBucket {
+func (f *Failures) refill(key budgetKey, limit int, now time.Time) *failureBucket {
 	if f.buckets == nil {
-		f.buckets = map[string]*failureBucket{}
+		f.buckets = map[budgetKey]*failureBucket{}
 	}
 	b, ok := f.buckets[key]
 	if !ok {
 		b = &failureBucket{tokens: float64(limit), limit: limit, at: now}
 		f.buckets[key] = b
 	}
-	// A clock stepped back (NTP, a test's clock) refills nothing and never
-	// drains: the bucket waits until the clock passes its last time again.
 	if now.After(b.at) {
-		rate := float64(limit) / f.Period.Seconds()
-		b.tokens = math.Min(float64(limit), b.tokens+now.Sub(b.at).Seconds()*rate)
-		b.at = now
+		b.tokens, b.at = b.level(now, f.Period), now
 	}
 	return b
+}
+
+// level is the bucket's tokens at now, refilled at its limit per period
+// since it was last brought up to date. A clock stepped back (NTP, a
+// test's clock) refills nothing and never drains: the bucket waits until
+// the clock passes its last time again.
+func (b *failureBucket) level(now time.Time, period time.Duration) float64 {
+	if !now.After(b.at) {
+		return b.tokens
+	}
+	return math.Min(float64(b.limit), b.tokens+now.Sub(b.at).Seconds()*float64(b.limit)/period.Seconds())
 }
 
 // prune forgets full buckets (they equal new ones), and everything if the
 // map is still too big.
 func (f *Failures) prune(now time.Time) {
 	for k, b := range f.buckets {
-		rate := float64(b.limit) / f.Period.Seconds()
-		if b.tokens+now.Sub(b.at).Seconds()*rate >= float64(b.limit) {
+		if b.level(now, f.Period) >= float64(b.limit) {
 			delete(f.buckets, k)
 		}
 	}

@@ -42,6 +42,15 @@ func verifyFrom(f *Failures, s SchemeM, addr string, appID int64, goodSig bool) 
 	return status, note.Reason
 }
 
+// oneAppOn is scheme M for app 1 and a failure limiter, both on the clock
+// *now.
+func oneAppOn(now *time.Time) (SchemeM, *Failures) {
+	clock := func() time.Time { return *now }
+	f := NewFailures()
+	f.Now = clock
+	return SchemeM{Apps: dir{1: domain.App{AppID: 1, AppKey: "k1", AppSecret: "s", Scopes: domain.Scopes}}, Now: clock}, f
+}
+
 func TestAddressBudgetSpansAppsAndRefills(t *testing.T) {
 	now := time.Unix(1_800_000_000, 0)
 	clock := func() time.Time { return now }
@@ -77,10 +86,7 @@ func TestAddressBudgetSpansAppsAndRefills(t *testing.T) {
 // its remaining budget, not blocked until the clock catches up.
 func TestClockSteppedBackKeepsTheBudget(t *testing.T) {
 	now := time.Unix(1_800_000_000, 0)
-	clock := func() time.Time { return now }
-	s := SchemeM{Apps: dir{1: domain.App{AppID: 1, AppKey: "k1", AppSecret: "s", Scopes: domain.Scopes}}, Now: clock}
-	f := NewFailures()
-	f.Now = clock
+	s, f := oneAppOn(&now)
 	now = now.Add(48 * time.Hour)
 	for i := range 3 {
 		if st, _ := verifyFrom(f, s, "198.51.100.9:1000", 1, false); st != 401 {
@@ -130,5 +136,34 @@ func TestSchemeHThrottleIsCodeless(t *testing.T) {
 	var p *httpapi.Problem
 	if !errors.As(last, &p) || p.Status != 429 || p.Code != "" || p.Headers["Retry-After"] == "" {
 		t.Fatalf("last answer %#v", last)
+	}
+}
+
+// Requests that pass keep no budget: the limiter's memory holds the sources
+// that failed, however many others call (a partner's fleet behind changing
+// addresses, a scan of accepted requests), and a source that failed keeps
+// its budget spent.
+func TestAcceptedRequestsKeepNoBudget(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	s, f := oneAppOn(&now)
+	for i := range 500 {
+		if st, reason := verifyFrom(f, s, "198.51.100."+strconv.Itoa(i%250)+":"+strconv.Itoa(1000+i), 1, true); st != 200 {
+			t.Fatalf("accepted request %d: %d %s", i, st, reason)
+		}
+	}
+	if n := len(f.buckets); n != 0 {
+		t.Fatalf("%d budgets kept for 250 sources that never failed, want 0", n)
+	}
+	for range f.PerAppAddress {
+		verifyFrom(f, s, "198.51.100.7:1000", 1, false)
+	}
+	if st, reason := verifyFrom(f, s, "198.51.100.7:1001", 1, true); st != 429 || reason != "too_many_failures" {
+		t.Fatalf("after its budget was spent: %d %s", st, reason)
+	}
+	if st, _ := verifyFrom(f, s, "198.51.100.8:1000", 1, true); st != 200 {
+		t.Fatalf("another source: %d", st)
+	}
+	if n := len(f.buckets); n != 2 {
+		t.Fatalf("%d budgets kept, want the failing source's two", n)
 	}
 }

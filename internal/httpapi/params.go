@@ -145,22 +145,37 @@ func Limit(r *http.Request, def, max int64) (int64, error) {
 // hold U+0000, as a body's strings are refused: 422 VALIDATION_ERROR on the
 // parameter. No partner sends such text, and the Postgres read models cannot
 // even compare it (they answered 500 where the memory ones said not found).
+//
+// A request whose parameters are clean allocates nothing here (every
+// partner request passes through it): the error is made only when one is
+// not, and a request without a query string has none to parse.
 func CheckParams(r *http.Request, ps httprouter.Params) error {
-	v := &domain.ValidationError{}
+	var v *domain.ValidationError
+	refuse := func(field string) {
+		if v == nil {
+			v = &domain.ValidationError{}
+		}
+		v.Add(field, textRule)
+	}
 	for _, p := range ps {
 		if !cleanText(p.Value) {
-			v.Add(p.Key, textRule)
+			refuse(p.Key)
 		}
 	}
-	for name, values := range r.URL.Query() {
-		for _, s := range values {
-			if !cleanText(name) || !cleanText(s) {
-				v.Add(strings.ToValidUTF8(name, "\uFFFD"), textRule)
-				break
+	if r.URL.RawQuery != "" {
+		for name, values := range r.URL.Query() {
+			for _, s := range values {
+				if !cleanText(name) || !cleanText(s) {
+					refuse(strings.ToValidUTF8(name, "\uFFFD"))
+					break
+				}
 			}
 		}
 	}
-	return v.Err()
+	if v == nil {
+		return nil
+	}
+	return v
 }
 
 const textRule = "must be valid UTF-8 without U+0000"

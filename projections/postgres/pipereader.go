@@ -312,7 +312,8 @@ func readAlone(ctx context.Context, pool *pgxpool.Pool, r *rowRead) error {
 	if err != nil {
 		return err
 	}
-	var enc paramEncoder
+	enc := encoders.Get().(*paramEncoder)
+	defer encoders.Put(enc)
 	values, formats, results, err := enc.encode(c.TypeMap(), sd, r.args)
 	if err != nil {
 		return err
@@ -356,8 +357,16 @@ type paramEncoder struct {
 	formats []int16
 	results []int16
 	buf     []byte
+	spans   []span
 	eqb     pgx.ExtendedQueryBuilder
 }
+
+// span is one encoded argument's place in paramEncoder.buf (n -1: NULL).
+type span struct{ at, n int }
+
+// encoders recycles readAlone's encoders, whose slices a read would
+// otherwise allocate afresh; a result read to its end no longer uses them.
+var encoders = sync.Pool{New: func() any { return new(paramEncoder) }}
 
 func (e *paramEncoder) encode(tm *pgtype.Map, sd *pgconn.StatementDescription, args []any) (values [][]byte, formats, results []int16, err error) {
 	if len(args) != len(sd.ParamOIDs) {
@@ -365,8 +374,8 @@ func (e *paramEncoder) encode(tm *pgtype.Map, sd *pgconn.StatementDescription, a
 	}
 	e.values, e.formats, e.buf = e.values[:0], e.formats[:0], e.buf[:0]
 	// Offsets into buf first: buf may move while it grows.
-	type span struct{ at, n int }
-	spans := make([]span, 0, len(args))
+	spans := e.spans[:0]
+	defer func() { e.spans = spans[:0] }()
 	for i, a := range args {
 		at := len(e.buf)
 		switch v := a.(type) {
