@@ -30,14 +30,16 @@ func restoredFromSnapshot(p *harness.Platform) bool {
 
 // images copies every read model of a node's embedded read models once the
 // node is quiet: the webhook dispatcher appends deliveries after the events
-// they come from, so the log is left to settle (its head unchanged for a
-// while, bounded) and the projections to reach it.
+// they come from, and the sender appends its attempts' outcomes, so every
+// delivery the log calls for is waited for and the log is left to settle
+// (its head unchanged for a while, bounded).
 func images(t *testing.T, p *harness.Platform) []snapfile.Image {
 	t.Helper()
-	ctx := context.Background()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
 	var last events.Position
 	for i := 0; i < 100; i++ {
-		if err := p.Node.WaitCaughtUp(ctx); err != nil {
+		if err := p.Node.WaitDeliveriesCreated(ctx); err != nil {
 			t.Fatal(err)
 		}
 		head, err := p.Node.Events.Head(ctx)

@@ -68,6 +68,9 @@ func TestBulkResendOfABacklog(t *testing.T) {
 			// Single resends of 300 of the backlog's deliveries, from 4
 			// clients, while the bulk resend runs.
 			var wg sync.WaitGroup
+			// A failure below ends the test only after the clients stop:
+			// they use the node its cleanup closes.
+			defer wg.Wait()
 			var mu sync.Mutex
 			singles := 0
 			for w := range 4 {

@@ -16,7 +16,7 @@ const LagCap = 10000
 // Follower is something that follows the log from a position: a projection
 // or the relay.
 type Follower struct {
-	Kind     string // "projection" or "relay"
+	Kind     string // "projection", "webhooks" or "relay"
 	Name     string
 	Position func(ctx context.Context) (events.Position, error)
 }
@@ -38,7 +38,7 @@ func (m *Metrics) WatchLag(store events.Store, followers func() []Follower) {
 	m.Registry.MustRegister(&lagCollector{
 		store: store, followers: followers,
 		behind: prometheus.NewDesc("platform_follower_events_behind",
-			"Events in the log after the follower's position (counted up to 10000): projections and the relay.", []string{"kind", "name"}, nil),
+			"Events in the log after the follower's position (counted up to 10000): projections, delivery creation and the relay.", []string{"kind", "name"}, nil),
 		oldest: prometheus.NewDesc("platform_follower_oldest_unapplied_seconds",
 			"Age of the oldest event the follower has not applied yet; 0 when caught up.", []string{"kind", "name"}, nil),
 	})

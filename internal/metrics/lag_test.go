@@ -52,7 +52,7 @@ func TestLagShowsAStuckFollower(t *testing.T) {
 	m := metrics.New()
 	m.WatchLag(store, func() []metrics.Follower { return []metrics.Follower{stuck, current} })
 	want := `
-# HELP platform_follower_events_behind Events in the log after the follower's position (counted up to 10000): projections and the relay.
+# HELP platform_follower_events_behind Events in the log after the follower's position (counted up to 10000): projections, delivery creation and the relay.
 # TYPE platform_follower_events_behind gauge
 platform_follower_events_behind{kind="projection",name="current"} 0
 platform_follower_events_behind{kind="projection",name="stuck"} 2

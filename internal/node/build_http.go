@@ -86,9 +86,12 @@ func (n *Node) buildRoutes(cfg Config, c commandSet, a authSet, p projectionSet)
 // behind the log's head.
 func (n *Node) watchLag() {
 	n.Metrics.WatchLag(n.Events, func() []metrics.Follower {
-		fs := make([]metrics.Follower, 0, len(n.Runners)+1)
+		fs := make([]metrics.Follower, 0, len(n.Runners)+2)
 		for _, run := range n.Runners {
 			fs = append(fs, metrics.Follower{Kind: "projection", Name: run.Name(), Position: func(context.Context) (events.Position, error) { return run.Position(), nil }})
+		}
+		if n.deliveriesCreated != nil {
+			fs = append(fs, metrics.Follower{Kind: "webhooks", Name: "delivery creation", Position: n.deliveriesCreated.Load})
 		}
 		if n.relayCheckpoints != nil {
 			fs = append(fs, metrics.Follower{Kind: "relay", Name: "kafka", Position: n.relayCheckpoints.Load})

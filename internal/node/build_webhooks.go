@@ -59,6 +59,7 @@ func (n *Node) startWebhooks(ctx context.Context, cfg Config, models *subscribe.
 		return err
 	}
 	if len(cfg.KafkaBrokers) == 0 {
+		n.deliveriesCreated = creation
 		n.spawn(ctx, "webhook deliveries", n.createFromStore(cfg, creation, models).Run)
 	} else if err := n.startKafka(ctx, cfg); err != nil {
 		return err

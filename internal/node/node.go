@@ -103,6 +103,9 @@ type Node struct {
 	shared subscribe.Shared
 	// relayCheckpoints is where this node's relay keeps its position (nil: no relay here).
 	relayCheckpoints relay.Checkpoints
+	// deliveriesCreated is how far delivery creation from the store has
+	// committed (nil: created from Kafka, whose marks are offsets).
+	deliveriesCreated subscribe.Checkpoints
 	// backup copies an embedded node's data directory (nil on shared stores).
 	backup *dataBackup
 	admin  auth.Admin
@@ -263,6 +266,36 @@ func (n *Node) WaitCaughtUp(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// WaitDeliveriesCreated blocks until delivery creation has gone through
+// the log up to its current end, its own deliveries' events included, and
+// the projections have applied them: the deliveries read model then holds
+// every delivery the log calls for. It needs delivery creation from the
+// store (no Kafka) on a node that holds the webhook-creation lease or
+// shares its checkpoint (Postgres).
+func (n *Node) WaitDeliveriesCreated(ctx context.Context) error {
+	if n.deliveriesCreated == nil {
+		return errors.New("node: deliveries are created from Kafka, not followed here")
+	}
+	for {
+		head, err := n.Events.Head(ctx)
+		if err != nil {
+			return err
+		}
+		created, err := n.deliveriesCreated.Load(ctx)
+		if err != nil {
+			return err
+		}
+		if !created.Less(head) {
+			return n.WaitCaughtUp(ctx)
+		}
+		select {
+		case <-time.After(20 * time.Millisecond):
+		case <-ctx.Done():
+			return fmt.Errorf("deliveries created up to %s, the log's head is %s: %w", created, head, ctx.Err())
+		}
+	}
 }
 
 // WaitDecisionMails blocks until the review decisions in the log up to its
