@@ -48,6 +48,8 @@ const (
 	TableUsers Table = iota
 	TableGroups
 	TableMembers
+	TableDeliveries
+	TableAttempts
 )
 
 // Pager lends an image's tables a section at a time.
