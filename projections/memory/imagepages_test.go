@@ -143,6 +143,53 @@ func (f *snapFixture) fillDeliveries(t *testing.T, n int) {
 	}
 }
 
+// reportWrite is the i-th write of a projector that keeps changing a
+// reports read model filled by fillReports(n): a new report, a report
+// moved to another day, or a user's reports erased, spread over the whole
+// key range. It depends on i, n and the read model alone.
+func reportWrite(ctx context.Context, i, n int) func(projections.ReportTx) error {
+	at := time.Date(2026, 2, 3, 4, 5, 6, 0, time.UTC)
+	k := int64(1 + (i*7919)%n)
+	return func(tx projections.ReportTx) error {
+		switch i % 3 {
+		case 0:
+			return tx.PutReport(ctx, reportOf(int64(n+i), k%40, at))
+		case 1:
+			r, err := tx.Report(ctx, k)
+			if err != nil {
+				return err
+			}
+			r.Day, r.IsViewed, r.UpdatedAt = fmt.Sprintf("2026-02-%02d", 1+i%28), true, at
+			return tx.PutReport(ctx, r)
+		default:
+			return tx.EraseUserReports(ctx, k%40)
+		}
+	}
+}
+
+// reportOf is report id of user, with personal fields an erasure blanks.
+func reportOf(id, user int64, at time.Time) projections.Report {
+	path, op := fmt.Sprintf("/files/%d", id), "operator"
+	return projections.Report{ReportID: id, AppID: 1, OpenUserID: user, FilePath: &path, OperatorName: &op, RawData: []byte(`{"bp":120}`),
+		UploadedAt: at, Day: "2026-01-02", UpdatedAt: at}
+}
+
+// fillReports adds n reports of 40 users.
+func (f *snapFixture) fillReports(t *testing.T, n int) {
+	t.Helper()
+	at := time.Date(2026, 1, 2, 3, 4, 5, 6000, time.UTC)
+	if err := f.store.UpdateReports(f.ctx, "reports", f.event(t), func(tx projections.ReportTx) error {
+		for k := 1; k <= n; k++ {
+			if err := tx.PutReport(f.ctx, reportOf(int64(k), int64(k%40), at)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // pagedModel is a read model whose snapshot image is paged, and how the
 // tests below fill and change it.
 type pagedModel struct {
@@ -189,17 +236,32 @@ var pagedModels = []pagedModel{
 			return im
 		},
 	},
+	{
+		model: projections.ReadModelReports,
+		fill: func(t *testing.T, f *snapFixture, n int) {
+			f.fill(t, 10)
+			f.fillReports(t, n)
+		},
+		apply: func(s *memory.Store, ctx context.Context, pos events.Position, i, n int) error {
+			return s.UpdateReports(ctx, "reports", pos, reportWrite(ctx, i, n))
+		},
+		tables: 1,
+		clone: func(im snapfile.Image) snapfile.Image {
+			im.Reports = append([]projections.Report(nil), im.Reports...)
+			return im
+		},
+	},
 }
 
 // at is the model's index in the snapshot's images.
 func (m pagedModel) at() int { return slices.Index(projections.ReadModels, m.model) }
 
-// A snapshot write reads the users and deliveries read models a page at a
-// time, releasing their lock in between, so the projector's writes go on
-// during the write (each one here runs while the write is in progress, in
-// the gap between two holds: it would deadlock if a hold spanned the
-// copy), and the file still holds every row exactly as it was at the
-// image's checkpoint.
+// A snapshot write reads the users, deliveries and reports read models a
+// page at a time, releasing their lock in between, so the projector's
+// writes go on during the write (each one here runs while the write is in
+// progress, in the gap between two holds: it would deadlock if a hold
+// spanned the copy), and the file still holds every row exactly as it was
+// at the image's checkpoint.
 func TestPagedSnapshotIsTheImageAtItsCheckpoint(t *testing.T) {
 	for _, m := range pagedModels {
 		t.Run(string(m.model), func(t *testing.T) {

@@ -42,16 +42,17 @@ type Store struct {
 	members     map[int64]projections.Member
 	userMembers map[int64][]int64 // OpenUserID -> MemberIDs, sorted
 	liveCount   map[int64]int     // FamilyGroupID -> non-deleted members
-	// The paged images of the users and deliveries read models
+	// The paged images of the users, deliveries and reports read models
 	// (imagepages.go): their paging state and the copy-on-write sides of
 	// their tables, nil while no image is read, each guarded by its read
 	// model's lock.
-	usersPaging, deliveriesPaging paging
-	usersCOW                      cow[int64, projections.User]
-	groupsCOW                     cow[int64, projections.Group]
-	membersCOW                    cow[int64, projections.Member]
-	deliveriesCOW                 cow[string, deliveryRow]
-	attemptsCOW                   cow[string, []projections.Attempt]
+	usersPaging, deliveriesPaging, reportsPaging paging
+	usersCOW                                     cow[int64, projections.User]
+	groupsCOW                                    cow[int64, projections.Group]
+	membersCOW                                   cow[int64, projections.Member]
+	deliveriesCOW                                cow[string, deliveryRow]
+	attemptsCOW                                  cow[string, []projections.Attempt]
+	reportsCOW                                   cow[int64, projections.Report]
 	// imageStep (tests only) runs whenever a paged image released the
 	// read model's lock between two of its steps.
 	imageStep func()
@@ -113,7 +114,7 @@ func (s *Store) init() {
 	s.checkpoints = map[string]events.Position{}
 	s.initUsers()
 	s.initDeliveries()
-	s.reportIndexes = newReportIndexes()
+	s.initReports()
 	s.orderIndexes = newOrderIndexes()
 	s.benefitIndexes = newBenefitIndexes()
 	s.auditIndexes = newAuditIndexes()
@@ -139,7 +140,7 @@ func (s *Store) readModel(f projections.ReadModel) (*sync.RWMutex, func(), error
 	case projections.ReadModelDeliveries:
 		return &s.deliveriesMu, s.initDeliveries, nil
 	case projections.ReadModelReports:
-		return &s.reportsMu, func() { s.reportIndexes = newReportIndexes() }, nil
+		return &s.reportsMu, s.initReports, nil
 	case projections.ReadModelOrders:
 		return &s.ordersMu, func() { s.orderIndexes = newOrderIndexes() }, nil
 	case projections.ReadModelBenefits:

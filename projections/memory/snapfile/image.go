@@ -50,6 +50,7 @@ const (
 	TableMembers
 	TableDeliveries
 	TableAttempts
+	TableReports
 )
 
 // Pager lends an image's tables a section at a time.
