@@ -110,11 +110,12 @@ func deliveryWrite(ctx context.Context, i, n int) func(projections.DeliveryTx) e
 	}
 }
 
-// fillDeliveries adds n deliveries with one or two attempts each, every
-// other one due, at even cursors (deliveryWrite puts new and moved ones
-// at odd cursors, between them).
+// fillDeliveries fills the fixture with few users and n deliveries with
+// one or two attempts each, every other one due, at even cursors
+// (deliveryWrite puts new and moved ones at odd cursors, between them).
 func (f *snapFixture) fillDeliveries(t *testing.T, n int) {
 	t.Helper()
+	f.fill(t, 10)
 	at := time.Date(2026, 1, 2, 3, 4, 5, 6000, time.UTC)
 	for from := 1; from <= n; from += 100 {
 		if err := f.store.UpdateDeliveries(f.ctx, "deliveries", f.event(t), func(tx projections.DeliveryTx) error {
@@ -174,9 +175,10 @@ func reportOf(id, user int64, at time.Time) projections.Report {
 		UploadedAt: at, Day: "2026-01-02", UpdatedAt: at}
 }
 
-// fillReports adds n reports of 40 users.
+// fillReports fills the fixture with few users and n reports of 40 users.
 func (f *snapFixture) fillReports(t *testing.T, n int) {
 	t.Helper()
+	f.fill(t, 10)
 	at := time.Date(2026, 1, 2, 3, 4, 5, 6000, time.UTC)
 	if err := f.store.UpdateReports(f.ctx, "reports", f.event(t), func(tx projections.ReportTx) error {
 		for k := 1; k <= n; k++ {
@@ -195,62 +197,40 @@ func (f *snapFixture) fillReports(t *testing.T, n int) {
 type pagedModel struct {
 	model projections.ReadModel
 	// fill fills the fixture with n rows per table of the model (and few
-	// of the other paged model, so its pages do not count here).
-	fill func(t *testing.T, f *snapFixture, n int)
+	// of the other paged models, so their pages do not count here).
+	fill func(f *snapFixture, t *testing.T, n int)
 	// tables is how many of its tables fill gives n rows or more.
 	tables int
 	// apply makes the model's i-th write at pos.
 	apply func(s *memory.Store, ctx context.Context, pos events.Position, i, n int) error
-	// clone copies an image's row slices, which Restore takes over.
-	clone func(snapfile.Image) snapfile.Image
 }
 
 var pagedModels = []pagedModel{
-	{
-		model: projections.ReadModelUsers,
-		fill:  func(t *testing.T, f *snapFixture, n int) { f.fill(t, n) },
-		apply: func(s *memory.Store, ctx context.Context, pos events.Position, i, n int) error {
-			return s.Update(ctx, "users", pos, userWrite(ctx, i, n))
-		},
-		tables: 3,
-		clone: func(im snapfile.Image) snapfile.Image {
-			im.Users = append([]projections.User(nil), im.Users...)
-			im.Groups = append([]projections.Group(nil), im.Groups...)
-			im.Members = append([]projections.Member(nil), im.Members...)
-			return im
-		},
-	},
-	{
-		model: projections.ReadModelDeliveries,
-		fill: func(t *testing.T, f *snapFixture, n int) {
-			f.fill(t, 10)
-			f.fillDeliveries(t, n)
-		},
-		apply: func(s *memory.Store, ctx context.Context, pos events.Position, i, n int) error {
-			return s.UpdateDeliveries(ctx, "deliveries", pos, deliveryWrite(ctx, i, n))
-		},
-		tables: 2,
-		clone: func(im snapfile.Image) snapfile.Image {
-			im.Deliveries = append([]projections.Delivery(nil), im.Deliveries...)
-			im.Attempts = append([]projections.Attempt(nil), im.Attempts...)
-			return im
-		},
-	},
-	{
-		model: projections.ReadModelReports,
-		fill: func(t *testing.T, f *snapFixture, n int) {
-			f.fill(t, 10)
-			f.fillReports(t, n)
-		},
-		apply: func(s *memory.Store, ctx context.Context, pos events.Position, i, n int) error {
-			return s.UpdateReports(ctx, "reports", pos, reportWrite(ctx, i, n))
-		},
-		tables: 1,
-		clone: func(im snapfile.Image) snapfile.Image {
-			im.Reports = append([]projections.Report(nil), im.Reports...)
-			return im
-		},
-	},
+	{projections.ReadModelUsers, (*snapFixture).fill, 3, func(s *memory.Store, ctx context.Context, pos events.Position, i, n int) error {
+		return s.Update(ctx, "users", pos, userWrite(ctx, i, n))
+	}},
+	{projections.ReadModelDeliveries, (*snapFixture).fillDeliveries, 2, func(s *memory.Store, ctx context.Context, pos events.Position, i, n int) error {
+		return s.UpdateDeliveries(ctx, "deliveries", pos, deliveryWrite(ctx, i, n))
+	}},
+	{projections.ReadModelReports, (*snapFixture).fillReports, 1, func(s *memory.Store, ctx context.Context, pos events.Position, i, n int) error {
+		return s.UpdateReports(ctx, "reports", pos, reportWrite(ctx, i, n))
+	}},
+}
+
+// cloneImage copies an image's row slices, which Restore takes over.
+func cloneImage(im snapfile.Image) snapfile.Image {
+	im.Users, im.Groups, im.Members = slices.Clone(im.Users), slices.Clone(im.Groups), slices.Clone(im.Members)
+	im.Deliveries, im.Attempts, im.Reports = slices.Clone(im.Deliveries), slices.Clone(im.Attempts), slices.Clone(im.Reports)
+	return im
+}
+
+// fixture is a store filled with n rows per table of the model, whose
+// paged images read pages of pageRows rows until the test ends.
+func (m pagedModel) fixture(t *testing.T, pageRows, n int) *snapFixture {
+	t.Cleanup(memory.SetPageRows(pageRows))
+	f := newSnapFixture(t)
+	m.fill(f, t, n)
+	return f
 }
 
 // at is the model's index in the snapshot's images.
@@ -265,10 +245,8 @@ func (m pagedModel) at() int { return slices.Index(projections.ReadModels, m.mod
 func TestPagedSnapshotIsTheImageAtItsCheckpoint(t *testing.T) {
 	for _, m := range pagedModels {
 		t.Run(string(m.model), func(t *testing.T) {
-			defer memory.SetPageRows(64)()
 			const n = 1000
-			f := newSnapFixture(t)
-			m.fill(t, f, n)
+			f := m.fixture(t, 64, n)
 			want := imagesOf(t, f.store)
 			steps := 0
 			memory.SetImageStep(f.store, func() {
@@ -321,10 +299,8 @@ func TestPagedSnapshotIsTheImageAtItsCheckpoint(t *testing.T) {
 func TestPagedSnapshotsUnderConcurrentWritesEqualReplays(t *testing.T) {
 	for _, m := range pagedModels {
 		t.Run(string(m.model), func(t *testing.T) {
-			defer memory.SetPageRows(32)()
 			const n = 600
-			f := newSnapFixture(t)
-			m.fill(t, f, n)
+			f := m.fixture(t, 32, n)
 			base := imagesOf(t, f.store)[m.at()]
 
 			type write struct {
@@ -369,7 +345,7 @@ func TestPagedSnapshotsUnderConcurrentWritesEqualReplays(t *testing.T) {
 			during := 0
 			for _, snap := range snaps {
 				replay := memory.New()
-				if err := replay.Restore(f.ctx, m.clone(base)); err != nil {
+				if err := replay.Restore(f.ctx, cloneImage(base)); err != nil {
 					t.Fatal(err)
 				}
 				for _, w := range writes {
@@ -401,9 +377,7 @@ func TestPagedSnapshotsUnderConcurrentWritesEqualReplays(t *testing.T) {
 func TestPagedSnapshotFailsWhenItsReadModelIsReset(t *testing.T) {
 	for _, m := range pagedModels {
 		t.Run(string(m.model), func(t *testing.T) {
-			defer memory.SetPageRows(64)()
-			f := newSnapFixture(t)
-			m.fill(t, f, 300)
+			f := m.fixture(t, 64, 300)
 			reset := false
 			memory.SetImageStep(f.store, func() {
 				if !reset {
