@@ -127,6 +127,11 @@ func (s *Store) pagedTables(f projections.ReadModel) (*sync.RWMutex, *paging, ma
 		return &s.reportsMu, &s.reportsPaging, map[snapfile.Table]imageTable{
 			snapfile.TableReports: byID(&s.reportsCOW, &s.reports, func(im *snapfile.Image, rows []projections.Report) { im.Reports = rows }),
 		}
+	case projections.ReadModelOrders:
+		return &s.ordersMu, &s.ordersPaging, map[snapfile.Table]imageTable{
+			snapfile.TableGoods:  byID(&s.goodsCOW, &s.goods, func(im *snapfile.Image, rows []projections.Goods) { im.Goods = rows }),
+			snapfile.TableOrders: byID(&s.ordersCOW, &s.orders, func(im *snapfile.Image, rows []projections.Order) { im.Orders = rows }),
+		}
 	}
 	return nil, nil, nil
 }
@@ -346,8 +351,8 @@ type pagedImage struct {
 }
 
 // imageToWrite is read model f's image for a snapshot write. A read model
-// with paged tables (the users, the deliveries and the reports, the ones
-// that grow with every user) is lent a page at a time while the file is written
+// with paged tables (the users, the deliveries, the reports and the
+// orders, the ones that grow with every user) is lent a page at a time while the file is written
 // instead of being copied whole under its lock: its checkpoint is read and
 // its copy-on-write side installed in one short hold of the write lock,
 // then its keys are listed under the read lock, pageRows at a time, and

@@ -192,6 +192,62 @@ func (f *snapFixture) fillReports(t *testing.T, n int) {
 	}
 }
 
+// orderWrite is the i-th write of a projector that keeps changing an
+// orders read model filled by fillOrders(n): a new order, an order
+// shipped, or goods renamed, spread over the whole key range. It depends
+// on i, n and the read model alone.
+func orderWrite(ctx context.Context, i, n int) func(projections.OrderTx) error {
+	at := time.Date(2026, 2, 3, 4, 5, 6, 0, time.UTC)
+	k := int64(1 + (i*7919)%n)
+	return func(tx projections.OrderTx) error {
+		switch i % 3 {
+		case 0:
+			return tx.PutOrder(ctx, orderOf(int64(n+i), k, at))
+		case 1:
+			o, err := tx.Order(ctx, k)
+			if err != nil {
+				return err
+			}
+			track := fmt.Sprint("T", i)
+			o.Status, o.TrackingNumber, o.ShippedAt, o.UpdatedAt = "SHIPPED", &track, &at, at
+			return tx.PutOrder(ctx, o)
+		default:
+			g, err := tx.Goods(ctx, k)
+			if err != nil {
+				return err
+			}
+			g.GoodsName, g.UpdatedAt = fmt.Sprint("renamed ", i), at
+			return tx.PutGoods(ctx, g)
+		}
+	}
+}
+
+// orderOf is order id, of one line of goods.
+func orderOf(id, goods int64, at time.Time) projections.Order {
+	return projections.Order{OrderID: id, OrderCode: fmt.Sprint("O", id), AppID: 1, Status: "PAID", OrderTime: at, CreatedAt: at, UpdatedAt: at,
+		Items: []projections.OrderItem{{ItemID: id, GoodsID: goods, GoodsCode: fmt.Sprint("G", goods), Quantity: 1, UnitPrice: 100, TotalPrice: 100, DeviceSNs: []string{}}}}
+}
+
+// fillOrders fills the fixture with few users, n goods and n orders.
+func (f *snapFixture) fillOrders(t *testing.T, n int) {
+	t.Helper()
+	f.fill(t, 10)
+	at := time.Date(2026, 1, 2, 3, 4, 5, 6000, time.UTC)
+	if err := f.store.UpdateOrders(f.ctx, "orders", f.event(t), func(tx projections.OrderTx) error {
+		for k := int64(1); k <= int64(n); k++ {
+			if err := tx.PutGoods(f.ctx, projections.Goods{GoodsID: k, GoodsCode: fmt.Sprint("G", k), GoodsName: "g", Active: true, CreatedAt: at, UpdatedAt: at}); err != nil {
+				return err
+			}
+			if err := tx.PutOrder(f.ctx, orderOf(k, k, at)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // pagedModel is a read model whose snapshot image is paged, and how the
 // tests below fill and change it.
 type pagedModel struct {
@@ -215,12 +271,16 @@ var pagedModels = []pagedModel{
 	{projections.ReadModelReports, (*snapFixture).fillReports, 1, func(s *memory.Store, ctx context.Context, pos events.Position, i, n int) error {
 		return s.UpdateReports(ctx, "reports", pos, reportWrite(ctx, i, n))
 	}},
+	{projections.ReadModelOrders, (*snapFixture).fillOrders, 2, func(s *memory.Store, ctx context.Context, pos events.Position, i, n int) error {
+		return s.UpdateOrders(ctx, "orders", pos, orderWrite(ctx, i, n))
+	}},
 }
 
 // cloneImage copies an image's row slices, which Restore takes over.
 func cloneImage(im snapfile.Image) snapfile.Image {
 	im.Users, im.Groups, im.Members = slices.Clone(im.Users), slices.Clone(im.Groups), slices.Clone(im.Members)
 	im.Deliveries, im.Attempts, im.Reports = slices.Clone(im.Deliveries), slices.Clone(im.Attempts), slices.Clone(im.Reports)
+	im.Goods, im.Orders = slices.Clone(im.Goods), slices.Clone(im.Orders)
 	return im
 }
 
@@ -236,12 +296,12 @@ func (m pagedModel) fixture(t *testing.T, pageRows, n int) *snapFixture {
 // at is the model's index in the snapshot's images.
 func (m pagedModel) at() int { return slices.Index(projections.ReadModels, m.model) }
 
-// A snapshot write reads the users, deliveries and reports read models a
-// page at a time, releasing their lock in between, so the projector's
-// writes go on during the write (each one here runs while the write is in
-// progress, in the gap between two holds: it would deadlock if a hold
-// spanned the copy), and the file still holds every row exactly as it was
-// at the image's checkpoint.
+// A snapshot write reads the users, deliveries, reports and orders read
+// models a page at a time, releasing their lock in between, so the
+// projector's writes go on during the write (each one here runs while the
+// write is in progress, in the gap between two holds: it would deadlock if
+// a hold spanned the copy), and the file still holds every row exactly as
+// it was at the image's checkpoint.
 func TestPagedSnapshotIsTheImageAtItsCheckpoint(t *testing.T) {
 	for _, m := range pagedModels {
 		t.Run(string(m.model), func(t *testing.T) {

@@ -42,17 +42,19 @@ type Store struct {
 	members     map[int64]projections.Member
 	userMembers map[int64][]int64 // OpenUserID -> MemberIDs, sorted
 	liveCount   map[int64]int     // FamilyGroupID -> non-deleted members
-	// The paged images of the users, deliveries and reports read models
-	// (imagepages.go): their paging state and the copy-on-write sides of
-	// their tables, nil while no image is read, each guarded by its read
-	// model's lock.
-	usersPaging, deliveriesPaging, reportsPaging paging
-	usersCOW                                     cow[int64, projections.User]
-	groupsCOW                                    cow[int64, projections.Group]
-	membersCOW                                   cow[int64, projections.Member]
-	deliveriesCOW                                cow[string, deliveryRow]
-	attemptsCOW                                  cow[string, []projections.Attempt]
-	reportsCOW                                   cow[int64, projections.Report]
+	// The paged images of the users, deliveries, reports and orders read
+	// models (imagepages.go): their paging state and the copy-on-write
+	// sides of their tables, nil while no image is read, each guarded by
+	// its read model's lock.
+	usersPaging, deliveriesPaging, reportsPaging, ordersPaging paging
+	usersCOW                                                   cow[int64, projections.User]
+	groupsCOW                                                  cow[int64, projections.Group]
+	membersCOW                                                 cow[int64, projections.Member]
+	deliveriesCOW                                              cow[string, deliveryRow]
+	attemptsCOW                                                cow[string, []projections.Attempt]
+	reportsCOW                                                 cow[int64, projections.Report]
+	goodsCOW                                                   cow[int64, projections.Goods]
+	ordersCOW                                                  cow[int64, projections.Order]
 	// imageStep (tests only) runs whenever a paged image released the
 	// read model's lock between two of its steps.
 	imageStep func()
@@ -115,7 +117,7 @@ func (s *Store) init() {
 	s.initUsers()
 	s.initDeliveries()
 	s.initReports()
-	s.orderIndexes = newOrderIndexes()
+	s.initOrders()
 	s.benefitIndexes = newBenefitIndexes()
 	s.auditIndexes = newAuditIndexes()
 }
@@ -142,7 +144,7 @@ func (s *Store) readModel(f projections.ReadModel) (*sync.RWMutex, func(), error
 	case projections.ReadModelReports:
 		return &s.reportsMu, s.initReports, nil
 	case projections.ReadModelOrders:
-		return &s.ordersMu, func() { s.orderIndexes = newOrderIndexes() }, nil
+		return &s.ordersMu, s.initOrders, nil
 	case projections.ReadModelBenefits:
 		return &s.benefitsMu, func() { s.benefitIndexes = newBenefitIndexes() }, nil
 	case projections.ReadModelAudit:

@@ -513,8 +513,8 @@ const AfterEventsGap = 5
 // the last write (not while a rebuild is under way), and as soon as a
 // rebuild has ended (Rebuilds), until ctx ends. Writes run on Run's goroutine: appends
 // never wait for them, and a read model's projector only for its rows' copy (the
-// users, deliveries and reports read models': one page of their rows at a
-// time).
+// users, deliveries, reports and orders read models': one page of their
+// rows at a time).
 func (s *Snapshotter) Run(ctx context.Context, interval time.Duration, restored bool, ready func(context.Context) error) error {
 	rebuilds := func() (time.Time, bool) { return time.Time{}, false }
 	if s.Rebuilds != nil {

@@ -51,6 +51,8 @@ const (
 	TableDeliveries
 	TableAttempts
 	TableReports
+	TableGoods
+	TableOrders
 )
 
 // Pager lends an image's tables a section at a time.
