@@ -53,6 +53,13 @@ func newDeliveryIndexes() deliveryIndexes {
 	}
 }
 
+// initDeliveries empties the deliveries read model; a paged image of it
+// being read then fails (paging.gen).
+func (s *Store) initDeliveries() {
+	s.deliveriesPaging.gen++
+	s.deliveryIndexes = newDeliveryIndexes()
+}
+
 // feedKey orders the feed by Cursor; the log gives every delivery its own
 // cursor, and the id only makes the order total should two ever tie (the
 // Postgres store breaks ties the same way).
@@ -270,7 +277,11 @@ func removeSorted[K any](ks []K, k K, compare func(K, K) int) []K {
 func (s *Store) setDelivery(cur projections.Delivery, had bool, next projections.Delivery, keep bool) {
 	same := had && keep
 	if had {
+		s.deliveriesCOW.keep(s.deliveries, cur.DeliveryID)
 		delete(s.deliveries, cur.DeliveryID)
+	}
+	if keep {
+		s.deliveriesCOW.keep(s.deliveries, next.DeliveryID)
 	}
 	if !same || cur.AppID != next.AppID || cur.Cursor != next.Cursor {
 		if had {
@@ -577,7 +588,9 @@ func (t *tx) AddAttempt(ctx context.Context, a projections.Attempt) error {
 	s := t.s
 	a = normAttempt(a)
 	old, had := s.attempts[a.DeliveryID]
-	// A new slice, so the undo can put the old one back as it was.
+	// A new slice, so the undo (and a paged image) can put the old one
+	// back as it was.
+	s.attemptsCOW.keep(s.attempts, a.DeliveryID)
 	next := slices.Clone(old)
 	i, found := slices.BinarySearchFunc(next, a.Attempt, func(x projections.Attempt, n int) int {
 		return cmp.Compare(x.Attempt, n)
@@ -608,6 +621,7 @@ func (t *tx) ClearExcerpts(ctx context.Context, id string) error {
 	if !had {
 		return nil
 	}
+	s.attemptsCOW.keep(s.attempts, id)
 	next := slices.Clone(old)
 	for i := range next {
 		next[i].ResponseExcerpt = ""

@@ -93,6 +93,14 @@ func packDelivery(d projections.Delivery) deliveryRow {
 	return r
 }
 
+// cursorAt is the delivery's Cursor.
+func (r *deliveryRow) cursorAt() events.Position {
+	if r.more != nil && r.more.positions {
+		return r.more.cursor
+	}
+	return events.Position{Commit: r.cursor, Prepare: r.cursor}
+}
+
 // view is the delivery of row r with id: its body and pointees are the
 // row's own, to read only (copyDelivery before handing it out).
 func (r *deliveryRow) view(id string) projections.Delivery {

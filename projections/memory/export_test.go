@@ -1,6 +1,6 @@
 package memory
 
-// SetImageStep makes f run whenever a paged image of the users read model
+// SetImageStep makes f run whenever a paged image of a read model
 // released the read model's lock between two of its steps (listing keys or
 // reading a page), so a test can write to the read model in the middle of
 // a snapshot write. Set it before the store is used.

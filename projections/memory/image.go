@@ -263,7 +263,7 @@ func (s *Store) presize(im snapfile.Image) {
 	switch im.ReadModel {
 	case projections.ReadModelUsers:
 		users, groups, members := len(im.Users), len(im.Groups), len(im.Members)
-		s.usersGen++
+		s.usersPaging.gen++
 		s.users = make(map[int64]projections.User, users)
 		s.byChannel = make(map[channelKey]int64, users)
 		s.byPhone = make(map[phoneKey][]int64, users)

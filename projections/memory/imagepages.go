@@ -1,16 +1,19 @@
 package memory
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
+	"sync"
 
 	"github.com/healthtech/partner-open-platform/projections"
 	"github.com/healthtech/partner-open-platform/projections/memory/snapfile"
 )
 
-// pageRows bounds the rows one hold of the users read model's lock reads
+// pageRows bounds the rows one hold of a paged read model's lock reads
 // while a snapshot is written: its keys are listed and its rows read that
 // many at a time, the lock released in between (a variable for tests).
 // A hold of 4,096 rows is about half a millisecond of map lookups.
@@ -28,225 +31,427 @@ type prior[V any] struct {
 	had bool
 }
 
-// usersImaging is the copy-on-write side of a paged image of the users
-// read model: the first write to a key after the image began keeps the
-// key's row as it was (setUser, setGroup, setMember), so the image reads
-// every row at its checkpoint although the projector goes on writing
-// between the image's pages. It holds one entry per key written during
-// the snapshot write (about one per event), not a copy of the read model.
-type usersImaging struct {
-	users   map[int64]prior[projections.User]
-	groups  map[int64]prior[projections.Group]
-	members map[int64]prior[projections.Member]
-}
+// cow is the copy-on-write side of one table of a paged image: the first
+// write to a key after the image began keeps the key's row as it was, so
+// the image reads every row at its checkpoint although the projector goes
+// on writing between the image's pages. It holds one entry per key written
+// during the snapshot write (about one per event), not a copy of the
+// table; it is nil while no paged image reads the table.
+type cow[K comparable, V any] map[K]prior[V]
 
-// remember keeps key k's row of live as it is, unless a write since the
-// image began kept it already; the caller holds the write lock.
-func remember[V any](priors map[int64]prior[V], live map[int64]V, k int64) {
-	if _, kept := priors[k]; !kept {
+// keep keeps key k's row of live as it is, unless a write since the image
+// began kept it already or no image is being read; every write to the
+// table calls it before it changes the key's row, with the write lock
+// held.
+func (c cow[K, V]) keep(live map[K]V, k K) {
+	if c == nil {
+		return
+	}
+	if _, kept := c[k]; !kept {
 		v, had := live[k]
-		priors[k] = prior[V]{v: v, had: had}
+		c[k] = prior[V]{v: v, had: had}
 	}
 }
 
-// usersPages lends the users read model's tables to snapfile.Write at the
-// checkpoint the image was taken at (snapfile.Pager).
-type usersPages struct {
-	s   *Store
-	gen uint64 // the read model's generation when the image began
-
-	users   pagedTable[projections.User]
-	groups  pagedTable[projections.Group]
-	members pagedTable[projections.Member]
+// paging is a read model's side of its paged images, guarded by the read
+// model's lock: how many times it was reset (its maps replaced), and the
+// paged image being read, if any.
+type paging struct {
+	gen   uint64
+	image *pagedImage
 }
 
-// pagedTable is one table of a paged image: the map it was listed from,
-// its keys at the checkpoint in order, and the page buffer reused by
-// every page.
-type pagedTable[V any] struct {
-	live   map[int64]V
-	priors map[int64]prior[V]
-	keys   []int64
-	page   []V
-	// created are the keys that did not exist when the image began, as
-	// list found them (order drops them).
-	created map[int64]bool
+// imageTable is one table of a paged image, whatever its rows.
+type imageTable interface {
+	// begin installs the table's copy-on-write side and end removes it;
+	// the caller holds the write lock.
+	begin()
+	end()
+	// list gathers the table's keys at the checkpoint; the caller holds
+	// the read lock, and step releases and takes it again.
+	list(step func())
+	// order puts the listed keys in the file's order, outside the lock.
+	order()
+	// rows counts the table's rows at the checkpoint.
+	rows() int
+	// reserve readies the page for n rows, outside the lock.
+	reserve(n int)
+	// read appends the rows [from, to) as they were at the checkpoint to
+	// the page; the caller holds the read lock.
+	read(from, to int) error
+	// lend sets the image's slice of the table to the page.
+	lend(im *snapfile.Image)
 }
 
-// imageUsersPaged begins a paged image of the users read model: its
-// checkpoint is read and its copy-on-write side installed in one short
-// hold of the write lock, then its keys are listed under the read lock,
-// pageRows at a time. The rows are read by the returned image's pager, a
-// page at a time, as snapfile.Write encodes them. end must be called once
-// the image is no longer read; until then every write to the read model
-// keeps its key's row as it was.
-//
-// Unlike Image, no hold of the lock copies every row: a snapshot of a
-// large read model neither stops the projector for the whole copy nor
-// allocates a second copy of every row for the collector to scan.
-func (s *Store) imageUsersPaged(ctx context.Context) (im snapfile.Image, end func(), err error) {
-	if err := ctx.Err(); err != nil {
-		return snapfile.Image{}, nil, err
-	}
-	imaging := &usersImaging{
-		users:   map[int64]prior[projections.User]{},
-		groups:  map[int64]prior[projections.Group]{},
-		members: map[int64]prior[projections.Member]{},
-	}
-	p := &usersPages{s: s}
-	im = snapfile.Image{ReadModel: projections.ReadModelUsers, Paged: p}
-	s.usersMu.Lock()
-	if s.usersImaging != nil {
-		s.usersMu.Unlock()
-		return snapfile.Image{}, nil, errors.New("projections/memory: a paged image of the users read model is already being read")
-	}
-	s.cpMu.Lock()
-	im.Checkpoint = s.checkpoints[string(projections.ReadModelUsers)]
-	s.cpMu.Unlock()
-	s.usersImaging = imaging
-	p.gen = s.usersGen
-	p.users = pagedTable[projections.User]{live: s.users, priors: imaging.users}
-	p.groups = pagedTable[projections.Group]{live: s.groups, priors: imaging.groups}
-	p.members = pagedTable[projections.Member]{live: s.members, priors: imaging.members}
-	s.usersMu.Unlock()
-	end = func() {
-		s.usersMu.Lock()
-		if s.usersImaging == imaging {
-			s.usersImaging = nil
+// pagedTables are the tables of read model f that a snapshot write reads
+// a page at a time, with its lock and paging state; none for a read model
+// imaged whole (Image).
+func (s *Store) pagedTables(f projections.ReadModel) (*sync.RWMutex, *paging, map[snapfile.Table]imageTable) {
+	switch f {
+	case projections.ReadModelUsers:
+		return &s.usersMu, &s.usersPaging, map[snapfile.Table]imageTable{
+			snapfile.TableUsers:   byID(&s.usersCOW, &s.users, func(im *snapfile.Image, rows []projections.User) { im.Users = rows }),
+			snapfile.TableGroups:  byID(&s.groupsCOW, &s.groups, func(im *snapfile.Image, rows []projections.Group) { im.Groups = rows }),
+			snapfile.TableMembers: byID(&s.membersCOW, &s.members, func(im *snapfile.Image, rows []projections.Member) { im.Members = rows }),
 		}
-		s.usersMu.Unlock()
+	case projections.ReadModelDeliveries:
+		return &s.deliveriesMu, &s.deliveriesPaging, map[snapfile.Table]imageTable{
+			// In feed order, as Image writes them: the feed index lists
+			// them in that order already, so only the keys written during
+			// the image are sorted.
+			snapfile.TableDeliveries: &pagedTable[string, deliveryRow, feedKey, projections.Delivery]{
+				cow: &s.deliveriesCOW, live: &s.deliveries,
+				entry:   func(id string, r deliveryRow) feedKey { return feedKey{r.cursorAt(), id} },
+				key:     func(k feedKey) string { return k.id },
+				compare: compareFeed,
+				walk:    s.walkFeed,
+				put: func(page []projections.Delivery, id string, r deliveryRow, _, _ int) []projections.Delivery {
+					return append(page, r.view(id))
+				},
+				set: func(im *snapfile.Image, rows []projections.Delivery) { im.Deliveries = rows },
+			},
+			// By delivery id, each delivery's attempts in their order.
+			snapfile.TableAttempts: &pagedTable[string, []projections.Attempt, attemptsKey, projections.Attempt]{
+				cow: &s.attemptsCOW, live: &s.attempts,
+				entry:   func(id string, as []projections.Attempt) attemptsKey { return attemptsKey{id, len(as)} },
+				key:     func(k attemptsKey) string { return k.id },
+				compare: func(a, b attemptsKey) int { return strings.Compare(a.id, b.id) },
+				count:   func(k attemptsKey) int { return k.n },
+				put: func(page []projections.Attempt, _ string, as []projections.Attempt, from, to int) []projections.Attempt {
+					return append(page, as[from:to]...)
+				},
+				set: func(im *snapfile.Image, rows []projections.Attempt) { im.Attempts = rows },
+			},
+		}
+	case projections.ReadModelReports:
+		return &s.reportsMu, &s.reportsPaging, map[snapfile.Table]imageTable{
+			snapfile.TableReports: byID(&s.reportsCOW, &s.reports, func(im *snapfile.Image, rows []projections.Report) { im.Reports = rows }),
+		}
+	case projections.ReadModelOrders:
+		return &s.ordersMu, &s.ordersPaging, map[snapfile.Table]imageTable{
+			snapfile.TableGoods:  byID(&s.goodsCOW, &s.goods, func(im *snapfile.Image, rows []projections.Goods) { im.Goods = rows }),
+			snapfile.TableOrders: byID(&s.ordersCOW, &s.orders, func(im *snapfile.Image, rows []projections.Order) { im.Orders = rows }),
+		}
 	}
-	s.usersMu.RLock()
-	p.users.list(s)
-	p.groups.list(s)
-	p.members.list(s)
-	reset := s.usersGen != p.gen
-	s.usersMu.RUnlock()
-	if reset {
-		end()
-		return snapfile.Image{}, nil, errImageReset
-	}
-	p.users.order()
-	p.groups.order()
-	p.members.order()
-	return im, end, nil
+	return nil, nil, nil
 }
 
-// list gathers the table's keys at the checkpoint; the caller holds the
-// read lock, which list releases (and takes again) after every pageRows
-// keys. A map may be written between two steps of its range: a key
-// present throughout is listed once; a key created since the image began
-// has a prior that says so (order drops it); a key deleted before the
-// range reached it is listed from its prior.
-func (t *pagedTable[V]) list(s *Store) {
-	t.keys = make([]int64, 0, len(t.live)+len(t.priors))
+// byID is a table of one row per int64 key, in key order.
+func byID[V any](c *cow[int64, V], live *map[int64]V, set func(*snapfile.Image, []V)) *pagedTable[int64, V, int64, V] {
+	return &pagedTable[int64, V, int64, V]{
+		cow: c, live: live,
+		entry:   func(k int64, _ V) int64 { return k },
+		key:     func(k int64) int64 { return k },
+		compare: cmp.Compare[int64],
+		put:     func(page []V, _ int64, v V, _, _ int) []V { return append(page, v) },
+		set:     set,
+	}
+}
+
+// attemptsKey is a delivery's place in the attempts table: its id, and
+// how many attempts it had at the checkpoint.
+type attemptsKey struct {
+	id string
+	n  int
+}
+
+// walkFeed lists the deliveries in feed order; the caller holds the read
+// lock, which yield may release and take again (the feed then moved: the
+// walk goes on after the key it last listed).
+func (s *Store) walkFeed(yield func(feedKey) bool) {
+	for i := 0; i < len(s.feed); i++ {
+		k := s.feed[i]
+		if !yield(k) {
+			return
+		}
+		if i >= len(s.feed) || s.feed[i] != k {
+			j, found := slices.BinarySearchFunc(s.feed, k, compareFeed)
+			if i = j; !found {
+				i-- // k is gone: the next key is at j
+			}
+		}
+	}
+}
+
+// pagedTable is one table of a paged image: rows V in a map by key K,
+// listed as entries E in the file's order and written as rows O.
+type pagedTable[K comparable, V, E, O any] struct {
+	cow  *cow[K, V] // the store's copy-on-write side of the table
+	live *map[K]V   // the store's table
+	// entry is a key's place in the file's order, from its row; key is
+	// the entry's key; compare orders entries (equal for one key only).
+	entry   func(K, V) E
+	key     func(E) K
+	compare func(E, E) int
+	// count is how many rows of the file a key has (nil: one).
+	count func(E) int
+	// walk, when set, lists the entries in order from an index of the
+	// read model; otherwise the map's keys are listed and sorted.
+	walk func(yield func(E) bool)
+	// put appends rows [from, to) of key k's row v to the page.
+	put func(page []O, k K, v V, from, to int) []O
+	set func(*snapfile.Image, []O)
+
+	m      map[K]V   // the map the image began on
+	priors cow[K, V] // the image's copy-on-write side
+	keys   []E       // the entries at the checkpoint, in order
+	listed int       // keys[:listed] came from the map or the walk
+	ends   []int     // ends[i]: the rows of keys[:i+1] (count set)
+	page   []O       // reused by every page
+}
+
+func (t *pagedTable[K, V, E, O]) begin() {
+	*t.cow = cow[K, V]{}
+	t.m, t.priors = *t.live, *t.cow
+}
+
+func (t *pagedTable[K, V, E, O]) end() { *t.cow = nil }
+
+// list lists every key not written since the image began from the map
+// (or the walk), then every key written since from its prior. A map may
+// be written between two steps of its range: a key present throughout is
+// listed once, or twice with the same entry (listed, then written); a key
+// created since the image began is not listed (its prior says it was
+// not there); a key deleted or moved before the range reached it is
+// listed from its prior.
+func (t *pagedTable[K, V, E, O]) list(step func()) {
+	t.keys = make([]E, 0, len(t.m)+len(t.priors))
 	n := 0
-	for k := range t.live {
-		t.keys = append(t.keys, k)
+	add := func(e E) bool {
+		if _, kept := t.priors[t.key(e)]; !kept {
+			t.keys = append(t.keys, e)
+		}
 		if n++; n%pageRows == 0 {
-			s.usersMu.RUnlock()
-			s.imageStepped()
-			s.usersMu.RLock()
+			step()
+		}
+		return true
+	}
+	if t.walk != nil {
+		t.walk(add)
+	} else {
+		for k, v := range t.m {
+			add(t.entry(k, v))
 		}
 	}
-	t.created = map[int64]bool{}
+	t.listed = len(t.keys)
 	for k, p := range t.priors {
 		if p.had {
-			t.keys = append(t.keys, k)
+			t.keys = append(t.keys, t.entry(k, p.v))
+		}
+	}
+}
+
+// order sorts the listed entries and drops duplicates (a key listed from
+// the map and from its prior).
+func (t *pagedTable[K, V, E, O]) order() {
+	if t.walk == nil {
+		slices.SortFunc(t.keys[:t.listed], t.compare)
+	}
+	t.keys = slices.CompactFunc(mergeSorted(t.keys, t.listed, t.compare), func(a, b E) bool { return t.compare(a, b) == 0 })
+	if t.count != nil {
+		t.ends = make([]int, len(t.keys))
+		n := 0
+		for i, e := range t.keys {
+			n += t.count(e)
+			t.ends[i] = n
+		}
+	}
+}
+
+// mergeSorted merges the sorted runs es[:n] and es[n:] in place, moving
+// the second run (the keys written during the image, few) aside.
+func mergeSorted[E any](es []E, n int, compare func(E, E) int) []E {
+	b := slices.Clone(es[n:])
+	slices.SortFunc(b, compare)
+	i, j := n-1, len(b)-1
+	for w := len(es) - 1; j >= 0; w-- {
+		if i >= 0 && compare(es[i], b[j]) > 0 {
+			es[w] = es[i]
+			i--
 		} else {
-			t.created[k] = true
+			es[w] = b[j]
+			j--
 		}
 	}
+	return es
 }
 
-// order sorts the listed keys and drops duplicates (a key listed from the
-// map and from its prior) and the keys created since the image began,
-// outside the lock.
-func (t *pagedTable[V]) order() {
-	slices.Sort(t.keys)
-	t.keys = slices.Compact(t.keys)
-	if len(t.created) > 0 {
-		t.keys = slices.DeleteFunc(t.keys, func(k int64) bool { return t.created[k] })
+func (t *pagedTable[K, V, E, O]) rows() int {
+	if t.count == nil {
+		return len(t.keys)
 	}
-	t.created = nil
+	if len(t.ends) == 0 {
+		return 0
+	}
+	return t.ends[len(t.ends)-1]
 }
 
-// read appends the rows of keys [from, to) as they were at the checkpoint
-// to the page; the caller holds the read lock.
-func (t *pagedTable[V]) read(from, to int) error {
-	for _, k := range t.keys[from:to] {
-		if p, kept := t.priors[k]; kept {
-			if !p.had {
-				return fmt.Errorf("projections/memory: row %d of the image did not exist at its checkpoint", k)
+// reserve makes the page before the lock is taken, and once per write:
+// grown row by row under the lock it cost several times its size in
+// copies and held the lock for the allocations.
+func (t *pagedTable[K, V, E, O]) reserve(n int) {
+	if cap(t.page) < n {
+		t.page = make([]O, 0, n)
+	}
+	t.page = t.page[:0]
+}
+
+func (t *pagedTable[K, V, E, O]) read(from, to int) error {
+	i := from
+	if t.ends != nil {
+		i, _ = slices.BinarySearch(t.ends, from+1) // the key holding row from
+	}
+	for at := from; at < to; i++ {
+		k := t.key(t.keys[i])
+		v, err := t.row(k)
+		if err != nil {
+			return err
+		}
+		lo, hi := i, i+1
+		if t.count != nil {
+			n := t.count(t.keys[i])
+			if t.count(t.entry(k, v)) != n {
+				return fmt.Errorf("projections/memory: key %v of the image changed its rows without a prior", k)
 			}
-			t.page = append(t.page, p.v)
-			continue
+			lo, hi = t.ends[i]-n, t.ends[i]
 		}
-		v, ok := t.live[k]
-		if !ok {
-			return fmt.Errorf("projections/memory: row %d of the image is gone without a prior", k)
-		}
-		t.page = append(t.page, v)
+		next := min(hi, to)
+		t.page = t.put(t.page, k, v, at-lo, next-lo)
+		at = next
 	}
 	return nil
 }
 
-// pageOf reads the table's rows [from, to) into its page, holding the read
-// lock for at most pageRows rows at a time.
-func (t *pagedTable[V]) pageOf(p *usersPages, from, to int) ([]V, error) {
-	s := p.s
-	// The page is made before the lock is taken, and once per write: grown
-	// row by row under the lock it cost several times its size in copies
-	// and held the lock for the allocations.
-	if cap(t.page) < to-from {
-		t.page = make([]V, 0, to-from)
-	}
-	t.page = t.page[:0]
-	for at := from; at < to; {
-		next := min(at+pageRows, to)
-		s.usersMu.RLock()
-		var err error
-		if s.usersGen != p.gen {
-			err = errImageReset
-		} else {
-			err = t.read(at, next)
+// row is key k's row at the checkpoint: its prior if it was written since
+// the image began, else the map's.
+func (t *pagedTable[K, V, E, O]) row(k K) (V, error) {
+	if p, kept := t.priors[k]; kept {
+		if !p.had {
+			return p.v, fmt.Errorf("projections/memory: row %v of the image did not exist at its checkpoint", k)
 		}
-		s.usersMu.RUnlock()
-		s.imageStepped()
-		if err != nil {
-			return nil, err
-		}
-		at = next
+		return p.v, nil
 	}
-	return t.page, nil
+	v, ok := t.m[k]
+	if !ok {
+		return v, fmt.Errorf("projections/memory: row %v of the image is gone without a prior", k)
+	}
+	return v, nil
+}
+
+func (t *pagedTable[K, V, E, O]) lend(im *snapfile.Image) { t.set(im, t.page) }
+
+// pagedImage lends a read model's tables to snapfile.Write at the
+// checkpoint the image was taken at (snapfile.Pager).
+type pagedImage struct {
+	s      *Store
+	mu     *sync.RWMutex
+	paging *paging
+	gen    uint64 // the read model's generation when the image began
+	tables map[snapfile.Table]imageTable
+}
+
+// imageToWrite is read model f's image for a snapshot write. A read model
+// with paged tables (the users, the deliveries, the reports and the
+// orders, the ones that grow with every user) is lent a page at a time while the file is written
+// instead of being copied whole under its lock: its checkpoint is read and
+// its copy-on-write side installed in one short hold of the write lock,
+// then its keys are listed under the read lock, pageRows at a time, and
+// its rows are read by the returned image's pager, a page at a time, as
+// snapfile.Write encodes them. end must be called once the image is no
+// longer read; until then every write to the read model keeps its key's
+// row as it was.
+//
+// Unlike Image, no hold of the lock copies every row: a snapshot of a
+// large read model neither stops the projector for the whole copy nor
+// allocates a second copy of every row for the collector to scan.
+func (s *Store) imageToWrite(ctx context.Context, f projections.ReadModel) (im snapfile.Image, end func(), err error) {
+	mu, pg, tables := s.pagedTables(f)
+	if tables == nil {
+		im, err = s.Image(ctx, f)
+		return im, func() {}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return snapfile.Image{}, nil, err
+	}
+	p := &pagedImage{s: s, mu: mu, paging: pg, tables: tables}
+	im = snapfile.Image{ReadModel: f, Paged: p}
+	mu.Lock()
+	if pg.image != nil {
+		mu.Unlock()
+		return snapfile.Image{}, nil, fmt.Errorf("projections/memory: a paged image of the %s read model is already being read", f)
+	}
+	s.cpMu.Lock()
+	im.Checkpoint = s.checkpoints[string(f)]
+	s.cpMu.Unlock()
+	pg.image, p.gen = p, pg.gen
+	for _, t := range tables {
+		t.begin()
+	}
+	mu.Unlock()
+	end = func() {
+		mu.Lock()
+		if pg.image == p {
+			pg.image = nil
+			for _, t := range tables {
+				t.end()
+			}
+		}
+		mu.Unlock()
+	}
+	mu.RLock()
+	for _, t := range tables {
+		t.list(func() {
+			mu.RUnlock()
+			s.imageStepped()
+			mu.RLock()
+		})
+	}
+	reset := pg.gen != p.gen
+	mu.RUnlock()
+	if reset {
+		end()
+		return snapfile.Image{}, nil, errImageReset
+	}
+	for _, t := range tables {
+		t.order()
+	}
+	return im, end, nil
 }
 
 // Len implements snapfile.Pager.
-func (p *usersPages) Len(t snapfile.Table) (int, bool) {
-	switch t {
-	case snapfile.TableUsers:
-		return len(p.users.keys), true
-	case snapfile.TableGroups:
-		return len(p.groups.keys), true
-	case snapfile.TableMembers:
-		return len(p.members.keys), true
+func (p *pagedImage) Len(t snapfile.Table) (int, bool) {
+	if pt, ok := p.tables[t]; ok {
+		return pt.rows(), true
 	}
 	return 0, false
 }
 
-// Page implements snapfile.Pager.
-func (p *usersPages) Page(t snapfile.Table, from, to int, page *snapfile.Image) (err error) {
-	switch t {
-	case snapfile.TableUsers:
-		page.Users, err = p.users.pageOf(p, from, to)
-	case snapfile.TableGroups:
-		page.Groups, err = p.groups.pageOf(p, from, to)
-	case snapfile.TableMembers:
-		page.Members, err = p.members.pageOf(p, from, to)
-	default:
-		err = fmt.Errorf("projections/memory: the users image has no table %d", t)
+// Page implements snapfile.Pager: it reads the table's rows [from, to),
+// holding the read lock for at most pageRows rows at a time.
+func (p *pagedImage) Page(t snapfile.Table, from, to int, page *snapfile.Image) error {
+	pt, ok := p.tables[t]
+	if !ok {
+		return fmt.Errorf("projections/memory: the image has no paged table %d", t)
 	}
-	return err
+	pt.reserve(to - from)
+	for at := from; at < to; {
+		next := min(at+pageRows, to)
+		p.mu.RLock()
+		var err error
+		if p.paging.gen != p.gen {
+			err = errImageReset
+		} else {
+			err = pt.read(at, next)
+		}
+		p.mu.RUnlock()
+		p.s.imageStepped()
+		if err != nil {
+			return err
+		}
+		at = next
+	}
+	pt.lend(page)
+	return nil
 }
 
 // imageStepped runs the test hook (SetImageStep) after a paged image

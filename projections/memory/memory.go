@@ -42,12 +42,19 @@ type Store struct {
 	members     map[int64]projections.Member
 	userMembers map[int64][]int64 // OpenUserID -> MemberIDs, sorted
 	liveCount   map[int64]int     // FamilyGroupID -> non-deleted members
-	// usersGen counts the users read model's resets (its maps replaced);
-	// usersImaging is the copy-on-write side of the paged image a
-	// snapshot write is reading, nil otherwise (imagepages.go). Both are
-	// guarded by usersMu.
-	usersGen     uint64
-	usersImaging *usersImaging
+	// The paged images of the users, deliveries, reports and orders read
+	// models (imagepages.go): their paging state and the copy-on-write
+	// sides of their tables, nil while no image is read, each guarded by
+	// its read model's lock.
+	usersPaging, deliveriesPaging, reportsPaging, ordersPaging paging
+	usersCOW                                                   cow[int64, projections.User]
+	groupsCOW                                                  cow[int64, projections.Group]
+	membersCOW                                                 cow[int64, projections.Member]
+	deliveriesCOW                                              cow[string, deliveryRow]
+	attemptsCOW                                                cow[string, []projections.Attempt]
+	reportsCOW                                                 cow[int64, projections.Report]
+	goodsCOW                                                   cow[int64, projections.Goods]
+	ordersCOW                                                  cow[int64, projections.Order]
 	// imageStep (tests only) runs whenever a paged image released the
 	// read model's lock between two of its steps.
 	imageStep func()
@@ -108,15 +115,15 @@ func New() *Store {
 func (s *Store) init() {
 	s.checkpoints = map[string]events.Position{}
 	s.initUsers()
-	s.deliveryIndexes = newDeliveryIndexes()
-	s.reportIndexes = newReportIndexes()
-	s.orderIndexes = newOrderIndexes()
+	s.initDeliveries()
+	s.initReports()
+	s.initOrders()
 	s.benefitIndexes = newBenefitIndexes()
 	s.auditIndexes = newAuditIndexes()
 }
 
 func (s *Store) initUsers() {
-	s.usersGen++
+	s.usersPaging.gen++
 	s.users = map[int64]projections.User{}
 	s.byChannel = map[channelKey]int64{}
 	s.byPhone = map[phoneKey][]int64{}
@@ -133,11 +140,11 @@ func (s *Store) readModel(f projections.ReadModel) (*sync.RWMutex, func(), error
 	case projections.ReadModelUsers:
 		return &s.usersMu, s.initUsers, nil
 	case projections.ReadModelDeliveries:
-		return &s.deliveriesMu, func() { s.deliveryIndexes = newDeliveryIndexes() }, nil
+		return &s.deliveriesMu, s.initDeliveries, nil
 	case projections.ReadModelReports:
-		return &s.reportsMu, func() { s.reportIndexes = newReportIndexes() }, nil
+		return &s.reportsMu, s.initReports, nil
 	case projections.ReadModelOrders:
-		return &s.ordersMu, func() { s.orderIndexes = newOrderIndexes() }, nil
+		return &s.ordersMu, s.initOrders, nil
 	case projections.ReadModelBenefits:
 		return &s.benefitsMu, func() { s.benefitIndexes = newBenefitIndexes() }, nil
 	case projections.ReadModelAudit:
@@ -420,13 +427,11 @@ func (t *tx) PutUser(ctx context.Context, u projections.User) error {
 }
 
 func (s *Store) setUser(cur projections.User, had bool, next projections.User, keep bool) {
-	if im := s.usersImaging; im != nil {
-		if had {
-			remember(im.users, s.users, cur.OpenUserID)
-		}
-		if keep {
-			remember(im.users, s.users, next.OpenUserID)
-		}
+	if had {
+		s.usersCOW.keep(s.users, cur.OpenUserID)
+	}
+	if keep {
+		s.usersCOW.keep(s.users, next.OpenUserID)
 	}
 	if had {
 		delete(s.byChannel, channelKey{cur.AppID, cur.ChannelUserID})
@@ -463,13 +468,11 @@ func (t *tx) PutGroup(ctx context.Context, g projections.Group) error {
 }
 
 func (s *Store) setGroup(cur projections.Group, had bool, next projections.Group, keep bool) {
-	if im := s.usersImaging; im != nil {
-		if had {
-			remember(im.groups, s.groups, cur.FamilyGroupID)
-		}
-		if keep {
-			remember(im.groups, s.groups, next.FamilyGroupID)
-		}
+	if had {
+		s.groupsCOW.keep(s.groups, cur.FamilyGroupID)
+	}
+	if keep {
+		s.groupsCOW.keep(s.groups, next.FamilyGroupID)
 	}
 	if had && (!keep || cur.OpenUserID != next.OpenUserID) {
 		s.userGroups[cur.OpenUserID] = removeID(s.userGroups[cur.OpenUserID], cur.FamilyGroupID)
@@ -542,13 +545,11 @@ func (t *tx) EraseUser(ctx context.Context, openUserID int64) error {
 }
 
 func (s *Store) setMember(cur projections.Member, had bool, next projections.Member, keep bool) {
-	if im := s.usersImaging; im != nil {
-		if had {
-			remember(im.members, s.members, cur.MemberID)
-		}
-		if keep {
-			remember(im.members, s.members, next.MemberID)
-		}
+	if had {
+		s.membersCOW.keep(s.members, cur.MemberID)
+	}
+	if keep {
+		s.membersCOW.keep(s.members, next.MemberID)
 	}
 	if had {
 		if !cur.Deleted {

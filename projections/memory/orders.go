@@ -32,6 +32,13 @@ type appStatusKey struct {
 	status string
 }
 
+// initOrders empties the orders read model; a paged image of it being
+// read then fails (paging.gen).
+func (s *Store) initOrders() {
+	s.ordersPaging.gen++
+	s.orderIndexes = newOrderIndexes()
+}
+
 func newOrderIndexes() orderIndexes {
 	return orderIndexes{
 		goods:           map[int64]projections.Goods{},
@@ -78,6 +85,7 @@ func (e *ConflictError) Error() string {
 // the undo of a write is the same call with the sides swapped.
 func (s *Store) setGoods(cur projections.Goods, had bool, next projections.Goods, keep bool) {
 	if had {
+		s.goodsCOW.keep(s.goods, cur.GoodsID)
 		delete(s.goods, cur.GoodsID)
 		delete(s.goodsByCode, cur.GoodsCode)
 		if !keep {
@@ -85,6 +93,7 @@ func (s *Store) setGoods(cur projections.Goods, had bool, next projections.Goods
 		}
 	}
 	if keep {
+		s.goodsCOW.keep(s.goods, next.GoodsID)
 		s.goods[next.GoodsID] = next
 		s.goodsByCode[next.GoodsCode] = next.GoodsID
 		if !had {
@@ -99,6 +108,7 @@ func (s *Store) setGoods(cur projections.Goods, had bool, next projections.Goods
 func (s *Store) setOrder(cur projections.Order, had bool, next projections.Order, keep bool) {
 	same := had && keep // a replace of the same OrderID
 	if had {
+		s.ordersCOW.keep(s.orders, cur.OrderID)
 		delete(s.orders, cur.OrderID)
 		delete(s.orderByCode, cur.OrderCode)
 		if !same {
@@ -115,6 +125,7 @@ func (s *Store) setOrder(cur projections.Order, had bool, next projections.Order
 		}
 	}
 	if keep {
+		s.ordersCOW.keep(s.orders, next.OrderID)
 		s.orders[next.OrderID] = next
 		s.orderByCode[next.OrderCode] = next.OrderID
 		if !same {

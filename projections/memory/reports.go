@@ -19,6 +19,13 @@ type dayKey struct {
 	day       string
 }
 
+// initReports empties the reports read model; a paged image of it being
+// read then fails (paging.gen).
+func (s *Store) initReports() {
+	s.reportsPaging.gen++
+	s.reportIndexes = newReportIndexes()
+}
+
 func newReportIndexes() reportIndexes {
 	return reportIndexes{
 		reports: map[int64]projections.Report{},
@@ -40,9 +47,11 @@ func (s *Store) setReport(cur projections.Report, had bool, next projections.Rep
 		}
 	}
 	if had {
+		s.reportsCOW.keep(s.reports, cur.ReportID)
 		delete(s.reports, cur.ReportID)
 	}
 	if keep {
+		s.reportsCOW.keep(s.reports, next.ReportID)
 		s.reports[next.ReportID] = next
 		k := dayKeyOf(next)
 		s.byDay[k] = insertID(s.byDay[k], next.ReportID)

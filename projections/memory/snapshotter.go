@@ -337,18 +337,6 @@ func (p *pacer) rest() {
 	p.last = time.Now()
 }
 
-// image is the image of read model f that a write encodes. The users read
-// model, the one that grows with every register, is lent a page at a time
-// while the file is written (Store.imageUsersPaged) instead of being
-// copied whole under its lock; end releases it once the file is written.
-func (s *Snapshotter) image(ctx context.Context, f projections.ReadModel) (im snapfile.Image, end func(), err error) {
-	if f == projections.ReadModelUsers {
-		return s.Store.imageUsersPaged(ctx)
-	}
-	im, err = s.Store.Image(ctx, f)
-	return im, func() {}, err
-}
-
 // write is Write, resting between its parts when pace is set.
 func (s *Snapshotter) write(ctx context.Context, pace *pacer) error {
 	s.mu.Lock()
@@ -363,7 +351,7 @@ func (s *Snapshotter) write(ctx context.Context, pace *pacer) error {
 	images := make([]snapfile.Image, 0, len(s.ReadModels))
 	moved := false
 	for _, f := range s.ReadModels {
-		im, end, err := s.image(ctx, f)
+		im, end, err := s.Store.imageToWrite(ctx, f)
 		if err != nil {
 			return fmt.Errorf("snapshot %s: %w", f, err)
 		}
@@ -525,7 +513,8 @@ const AfterEventsGap = 5
 // the last write (not while a rebuild is under way), and as soon as a
 // rebuild has ended (Rebuilds), until ctx ends. Writes run on Run's goroutine: appends
 // never wait for them, and a read model's projector only for its rows' copy (the
-// users read model's: one page of its rows at a time).
+// users, deliveries, reports and orders read models': one page of their
+// rows at a time).
 func (s *Snapshotter) Run(ctx context.Context, interval time.Duration, restored bool, ready func(context.Context) error) error {
 	rebuilds := func() (time.Time, bool) { return time.Time{}, false }
 	if s.Rebuilds != nil {

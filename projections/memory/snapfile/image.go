@@ -48,6 +48,11 @@ const (
 	TableUsers Table = iota
 	TableGroups
 	TableMembers
+	TableDeliveries
+	TableAttempts
+	TableReports
+	TableGoods
+	TableOrders
 )
 
 // Pager lends an image's tables a section at a time.
