@@ -25,21 +25,7 @@ import (
 // claim read, each in clear.
 func TestSenderReadsADeliveryWithItsClaim(t *testing.T) {
 	t.Parallel()
-	db := harness.NodeDB(t)
-	stmts, proxied := harness.CountStatements(t, db)
-	p := harness.Start(t, node.Config{DataDir: t.TempDir(), EventStoreURL: proxied, PostgresURL: proxied, WebhookAllowLoopback: true,
-		WebhookSchedule: []time.Duration{10 * time.Millisecond}})
-	rcv := harness.NewReceiver(t)
-	a := p.CreateApp("claimload")
-	p.ConfigureWebhook(a, rcv.Srv.URL)
-	var reg harness.RegisterData
-	a.Expect("POST", "/open/v1/channel/users", harness.RegisterBody("claimload-1"), http.StatusCreated, "0").Data(t, &reg)
-	user := fmt.Sprintf("/open/v1/channel/users/%d", reg.OpenUserID)
-	// The registration's webhook is delivered before counting starts.
-	rcv.WaitFor(1)
-	if err := p.Node.WaitCaughtUp(t.Context()); err != nil {
-		t.Fatal(err)
-	}
+	stmts, a, rcv, user := countedUser(t, "claimload", node.Config{WebhookSchedule: []time.Duration{10 * time.Millisecond}})
 	streamReads := harness.Has("WHERE stream = $1 AND revision >= $2")
 	claimReads := harness.Has("stream = ANY($1::text[])")
 	reads0, claims0, got0 := stmts.Count(streamReads), stmts.Count(claimReads), len(rcv.WaitFor(1))
@@ -76,6 +62,28 @@ func TestSenderReadsADeliveryWithItsClaim(t *testing.T) {
 	if claims == 0 {
 		t.Errorf("no retry's claim read its delivery's stream")
 	}
+}
+
+// countedUser starts a node (cfg, with its event store and read models in
+// one database of its own, reached through a counting proxy) with an app
+// whose webhook goes to a receiver and one registered user, whose path it
+// returns; the registration's webhook is delivered and the read models
+// caught up before it returns.
+func countedUser(t *testing.T, name string, cfg node.Config) (*harness.Statements, *harness.App, *harness.Receiver, string) {
+	t.Helper()
+	stmts, proxied := harness.CountStatements(t, harness.NodeDB(t))
+	cfg.DataDir, cfg.EventStoreURL, cfg.PostgresURL, cfg.WebhookAllowLoopback = t.TempDir(), proxied, proxied, true
+	p := harness.Start(t, cfg)
+	rcv := harness.NewReceiver(t)
+	a := p.CreateApp(name)
+	p.ConfigureWebhook(a, rcv.Srv.URL)
+	var reg harness.RegisterData
+	a.Expect("POST", "/open/v1/channel/users", harness.RegisterBody(name+"-1"), http.StatusCreated, "0").Data(t, &reg)
+	rcv.WaitFor(1)
+	if err := p.Node.WaitCaughtUp(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	return stmts, a, rcv, fmt.Sprintf("/open/v1/channel/users/%d", reg.OpenUserID)
 }
 
 // allTwice says whether every delivery was attempted twice.

@@ -17,19 +17,7 @@ import (
 // their own (counting proxy).
 func TestDeliveryClaimsRideTheCreationAndOutcomeAppends(t *testing.T) {
 	t.Parallel()
-	db := harness.NodeDB(t)
-	stmts, proxied := harness.CountStatements(t, db)
-	p := harness.Start(t, node.Config{DataDir: t.TempDir(), EventStoreURL: proxied, PostgresURL: proxied, WebhookAllowLoopback: true})
-	rcv := harness.NewReceiver(t)
-	a := p.CreateApp("claimride")
-	p.ConfigureWebhook(a, rcv.Srv.URL)
-	var reg harness.RegisterData
-	a.Expect("POST", "/open/v1/channel/users", harness.RegisterBody("claimride-1"), http.StatusCreated, "0").Data(t, &reg)
-	user := fmt.Sprintf("/open/v1/channel/users/%d", reg.OpenUserID)
-	rcv.WaitFor(1)
-	if err := p.Node.WaitCaughtUp(t.Context()); err != nil {
-		t.Fatal(err)
-	}
+	stmts, a, rcv, user := countedUser(t, "claimride", node.Config{})
 	// Statements of their own: a claim (alone or with releases and the
 	// claimed streams' read), a release (alone, or skipping locked rows).
 	claims := func(sql string) bool {
@@ -57,9 +45,6 @@ func TestDeliveryClaimsRideTheCreationAndOutcomeAppends(t *testing.T) {
 				seen[w.ID]++
 			}
 		}
-	}
-	if err := p.Node.WaitCaughtUp(t.Context()); err != nil {
-		t.Fatal(err)
 	}
 	for id, k := range seen {
 		if k != 1 {

@@ -16,29 +16,36 @@ import (
 	"github.com/healthtech/partner-open-platform/webhooks/postgres"
 )
 
+// ridingClaims opens, on a database of its own, an event store and two
+// nodes' claims: a's ride the event store's appends, b's do not.
+func ridingClaims(t *testing.T) (db string, es *pgevents.Store, a, b *postgres.Claims) {
+	t.Helper()
+	ctx := context.Background()
+	db = pgtest.New(t)
+	es, err := pgevents.Open(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { es.Close() })
+	if a, err = postgres.Open(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	a.RideAppends(pgevents.WithRider)
+	if b, err = postgres.Open(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return db, es, a, b
+}
+
 // Deliveries created with ClaimWithAppend's context are claimed by the
 // append's own transaction: once it committed another node cannot take
 // them, and the claims release as any do. An append that wrote nothing (a
 // conflict) took no claim, and another node takes those deliveries at once.
 func TestClaimWithAppendClaimsInTheAppendsTransaction(t *testing.T) {
 	ctx := context.Background()
-	db := pgtest.New(t)
-	es, err := pgevents.Open(ctx, db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { es.Close() })
-	a, err := postgres.Open(ctx, db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { a.Close() })
-	a.RideAppends(pgevents.WithRider)
-	b, err := postgres.Open(ctx, db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Close() })
+	_, es, a, b := ridingClaims(t)
 	create := func(ctx context.Context, try string, ids ...string) error {
 		parts := make([]events.StreamAppend, len(ids))
 		for i, id := range ids {
@@ -115,23 +122,7 @@ func TestClaimWithAppendClaimsInTheAppendsTransaction(t *testing.T) {
 // holding the append up, and reported not released.
 func TestReleaseWithAppendReleasesInTheAppendsTransaction(t *testing.T) {
 	ctx := context.Background()
-	db := pgtest.New(t)
-	es, err := pgevents.Open(ctx, db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { es.Close() })
-	a, err := postgres.Open(ctx, db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { a.Close() })
-	a.RideAppends(pgevents.WithRider)
-	b, err := postgres.Open(ctx, db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Close() })
+	db, es, a, b := ridingClaims(t)
 	outcome := func(ctx context.Context, id string) {
 		t.Helper()
 		ev := events.Proposed{ID: "outcome-" + id, Type: "test.attempted", Data: []byte(`{}`), Meta: []byte(`{"actor":"t"}`)}
