@@ -10,13 +10,12 @@ import (
 	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/events/catalog"
-	"github.com/healthtech/partner-open-platform/events/memory"
 )
 
 // ridingStore runs what a context carries (rideOn) once an append made
 // with it returned without error, as a Postgres rider is written by the
 // append's transaction.
-type ridingStore struct{ *memory.Store }
+type ridingStore struct{ *countingStore }
 
 type rideKey struct{}
 
@@ -31,7 +30,7 @@ func ride(ctx context.Context) {
 }
 
 func (s ridingStore) Append(ctx context.Context, stream string, expected events.ExpectedRevision, evs ...events.Proposed) (events.AppendResult, error) {
-	res, err := s.Store.Append(ctx, stream, expected, evs...)
+	res, err := s.countingStore.Append(ctx, stream, expected, evs...)
 	if err == nil {
 		ride(ctx)
 	}
@@ -39,7 +38,7 @@ func (s ridingStore) Append(ctx context.Context, stream string, expected events.
 }
 
 func (s ridingStore) AppendMulti(ctx context.Context, parts ...events.StreamAppend) ([]events.AppendResult, error) {
-	res, err := s.Store.AppendMulti(ctx, parts...)
+	res, err := s.countingStore.AppendMulti(ctx, parts...)
 	if err == nil {
 		ride(ctx)
 	}
@@ -89,7 +88,7 @@ func (c *appendClaims) held() int {
 func appendClaimsSender(t *testing.T, apps appDirectory) (knownFixture, *appendClaims) {
 	t.Helper()
 	f := newKnownFixture(t, false)
-	f.d.Store = ridingStore{memory.New()}
+	f.d.Store = ridingStore{f.store}
 	ac := &appendClaims{claimAll: claimAll{held: map[string]bool{}}}
 	f.d.Workers, f.d.Deliveries, f.d.Claims = 4, &dueSchedule{}, ac
 	if apps != nil {
@@ -171,5 +170,34 @@ func TestACreationClaimTheSenderCannotUseIsGivenBack(t *testing.T) {
 	}
 	if n := streamLen(t, f.d, "d1"); n != 1 {
 		t.Fatalf("d1's stream holds %d events, want its creation alone", n)
+	}
+}
+
+// A delivery its creation claimed whose user is erased before the attempt
+// is read from its stream, where its body reads erased, and is not sent.
+func TestACreationClaimedDeliveryOfAnErasedUserIsNotSent(t *testing.T) {
+	f := newKnownFixture(t, false)
+	c := catalog.DeliveryCreated{DeliveryID: "d1", AppID: 1, Event: "user.profile.updated", SourceStream: "user-7",
+		Body: `{"delivery_id":"d1","open_user_id":7}`, Deliver: true}
+	ev, err := f.d.encode(c, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.d.Store.Append(context.Background(), domain.DeliveryStream("d1"), events.NoStream(), ev); err != nil {
+		t.Fatal(err)
+	}
+	pre := &preClaimed{claim: Claim{DeliveryID: "d1", Token: "t"}, at: time.Now(), del: createdDelivery(c, time.Now(), ""),
+		subject: createdSubject("d1", ev.Data)}
+	f.store.erase("user-7")
+	key := endpointKey{app: 1}
+	app, _ := f.d.Apps.ByID(1)
+	url := endpointURL(app, 0)
+	f.eps.acquire(key, url, time.Now())
+	f.d.attempt(context.Background(), f.eps, claimed{Claim: pre.claim, ep: key, url: url, pre: pre}, pre.at, func() {}, func() {})
+	if got := f.rcv.posts(); len(got) != 0 {
+		t.Fatalf("receiver got %v, want nothing: the user was erased", got)
+	}
+	if n := f.store.readsOf("d1"); n != 1 {
+		t.Fatalf("the attempt read the stream %d times, want once", n)
 	}
 }

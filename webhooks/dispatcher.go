@@ -517,7 +517,7 @@ func (d *Dispatcher) createAtOnce(ctx context.Context, all []catalog.DeliveryCre
 				known[i] = d.knownCreated(c, evs[i], traces[c.DeliveryID])
 			}
 		}
-		actx, pre := d.claimWithCreation(ctx, all[:n], traces)
+		actx, pre := d.claimWithCreation(ctx, all[:n], evs[:n], traces)
 		err := d.appendKnownMany(known, func() error {
 			_, err := events.AppendMulti(actx, d.Store, parts...)
 			return err
@@ -540,16 +540,16 @@ func (d *Dispatcher) createAtOnce(ctx context.Context, all []catalog.DeliveryCre
 // creationClaims are the claims an append creating deliveries takes for
 // this node's sender (AppendClaims), settled once it returned.
 type creationClaims struct {
-	claims []Claim
-	taken  func() bool
-	at     time.Time
-	dels   map[string]*delivery
+	claims  []Claim
+	taken   func() bool
+	created map[string]*preClaimed // by delivery id, all but the claim
 }
 
 // claimWithCreation returns the context with which to append the creation
-// of cs so that the append also claims, for this node's sender, those of
-// them to send, when the claims can ride an append and a sender runs here.
-func (d *Dispatcher) claimWithCreation(ctx context.Context, cs []catalog.DeliveryCreated, traces map[string]string) (context.Context, *creationClaims) {
+// of cs (evs[i] records cs[i]) so that the append also claims, for this
+// node's sender, those of them to send, when the claims can ride an append
+// and a sender runs here.
+func (d *Dispatcher) claimWithCreation(ctx context.Context, cs []catalog.DeliveryCreated, evs []events.Proposed, traces map[string]string) (context.Context, *creationClaims) {
 	ac, ok := d.Claims.(AppendClaims)
 	if !ok || !d.handover.accepting() {
 		return ctx, nil
@@ -568,10 +568,11 @@ func (d *Dispatcher) claimWithCreation(ctx context.Context, cs []catalog.Deliver
 	if taken == nil {
 		return ctx, nil
 	}
-	p := &creationClaims{claims: claims, taken: taken, at: at, dels: make(map[string]*delivery, len(ids))}
-	for _, c := range cs {
+	p := &creationClaims{claims: claims, taken: taken, created: make(map[string]*preClaimed, len(ids))}
+	for i, c := range cs {
 		if c.Deliver {
-			p.dels[c.DeliveryID] = createdDelivery(c, d.Clock.Now(), traces[c.DeliveryID])
+			p.created[c.DeliveryID] = &preClaimed{at: at, del: createdDelivery(c, d.Clock.Now(), traces[c.DeliveryID]),
+				subject: createdSubject(c.DeliveryID, evs[i].Data)}
 		}
 	}
 	return actx, p
@@ -590,11 +591,10 @@ func (p *creationClaims) settle(ctx context.Context, d *Dispatcher, err error) m
 		}
 		return nil
 	}
-	out := make(map[string]*preClaimed, len(p.claims))
 	for _, c := range p.claims {
-		out[c.DeliveryID] = &preClaimed{claim: c, at: p.at, del: p.dels[c.DeliveryID]}
+		p.created[c.DeliveryID].claim = c
 	}
-	return out
+	return p.created
 }
 
 // createOne appends one delivery; an existing one is left as it is. It

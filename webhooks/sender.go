@@ -22,11 +22,13 @@ type candidate struct {
 
 // preClaimed is a delivery that its creation's append claimed
 // (AppendClaims), with what the sender attempts it from: the delivery as
-// created, the stream's only event until an attempt or a resend appends.
+// created, the stream's only event until an attempt or a resend appends,
+// and the key subject its body is sealed with.
 type preClaimed struct {
-	claim Claim
-	at    time.Time // before the append that claimed it
-	del   *delivery
+	claim   Claim
+	at      time.Time // before the append that claimed it
+	del     *delivery
+	subject string
 }
 
 // claimed is a claim the sender holds with the endpoint slot it reserved.
@@ -146,8 +148,9 @@ func (h *handover) open() {
 	h.on = true
 }
 
-// closeHandover closes the mailbox, empties it and releases the claims creation took for deliveries still in it or queued: no attempt of
-// this sender will use them.
+// closeHandover closes the mailbox, empties it and releases the claims
+// creation took for deliveries still in it or queued: no attempt of this
+// sender will use them.
 func (s *sendLoop) closeHandover() {
 	h := &s.d.handover
 	h.mu.Lock()
