@@ -119,7 +119,7 @@ func TestScanDueLeavesOutAppsItCannotSendTo(t *testing.T) {
 			}
 			held = h
 		}
-		got, h, err := d.claimQueued(ctx, eps, suspended, queue, time.Now(), 8)
+		got, _, h, err := d.claimQueued(ctx, eps, suspended, queue, time.Now(), 8)
 		if err != nil {
 			t.Fatal(err)
 		}

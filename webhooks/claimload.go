@@ -35,9 +35,20 @@ type loadedStream struct {
 	recs []events.Recorded
 }
 
-// loadClaimed is the delivery an attempt starts from: the stream its claim
-// read, or else what current gives.
+// loadClaimed is the delivery an attempt starts from: the delivery as
+// created when creation claimed it and its body still reads (known: a
+// stream that moved since makes the outcome's append conflict, and a
+// refusal to send is checked against the stream; an erased body is read
+// from the stream, as erased), the stream its claim read, or else what
+// current gives.
 func (d *Dispatcher) loadClaimed(ctx context.Context, c claimed) (del *delivery, subject string, known bool, err error) {
+	if c.pre != nil {
+		if d.readable(ctx, knownDelivery{subject: c.pre.subject}) {
+			return c.pre.del, "", true, nil
+		}
+		del, subject, err = d.loadSubject(ctx, c.DeliveryID)
+		return del, subject, false, err
+	}
 	if c.stream == nil {
 		return d.current(ctx, c.DeliveryID)
 	}

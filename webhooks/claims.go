@@ -114,3 +114,29 @@ type LoadedClaims struct {
 	Claimed, Unreleased []Claim
 	Streams             map[string][]events.Recorded
 }
+
+// AppendClaims is a Claims whose claims can be taken by the transaction of
+// an event-store append (Postgres, when the event store shares the claims'
+// database): the dispatcher claims the deliveries it creates for this
+// node's sender in the append that creates them, and the sender posts
+// them without a claim of its own.
+type AppendClaims interface {
+	Claims
+	// ClaimWithAppend returns a context whose first append that writes
+	// events also claims ids for owner, for ttl, in that append's own
+	// transaction (the claims exist exactly when it committed), the
+	// claims it takes (one token), and taken, which reports once that
+	// append returned whether it took every one of them. When taken is
+	// false the caller releases claims (a release by token drops only
+	// rows that statement took, say by a commit whose outcome the caller
+	// did not learn). A nil taken means the adapter cannot: the context is
+	// ctx and the caller claims as usual.
+	ClaimWithAppend(ctx context.Context, owner string, ids []string, ttl time.Duration) (context.Context, []Claim, func() bool)
+	// ReleaseWithAppend returns a context whose first append that writes
+	// events also releases claims in that append's transaction, and
+	// released, which reports once that append returned whether it
+	// released every one (a claim row another transaction had locked is
+	// left, not waited for: the caller then releases as usual). A nil
+	// released means the adapter cannot: the context is ctx.
+	ReleaseWithAppend(ctx context.Context, claims []Claim) (context.Context, func() bool)
+}

@@ -517,10 +517,12 @@ func (d *Dispatcher) createAtOnce(ctx context.Context, all []catalog.DeliveryCre
 				known[i] = d.knownCreated(c, evs[i], traces[c.DeliveryID])
 			}
 		}
+		actx, pre := d.claimWithCreation(ctx, all[:n], evs[:n], traces)
 		err := d.appendKnownMany(known, func() error {
-			_, err := events.AppendMulti(ctx, d.Store, parts...)
+			_, err := events.AppendMulti(actx, d.Store, parts...)
 			return err
 		})
+		pres := pre.settle(ctx, d, err)
 		if events.IsConflict(err) || errors.Is(err, events.ErrMultiStreamUnsupported) {
 			return false, nil
 		}
@@ -528,11 +530,71 @@ func (d *Dispatcher) createAtOnce(ctx context.Context, all []catalog.DeliveryCre
 			return false, fmt.Errorf("create %d deliveries: %w", n, err)
 		}
 		for _, c := range all[:n] {
-			d.handOver(c)
+			d.handOver(ctx, c, pres[c.DeliveryID])
 		}
 		all, evs = all[n:], evs[n:]
 	}
 	return true, nil
+}
+
+// creationClaims are the claims an append creating deliveries takes for
+// this node's sender (AppendClaims), settled once it returned.
+type creationClaims struct {
+	claims  []Claim
+	taken   func() bool
+	created map[string]*preClaimed // by delivery id, all but the claim
+}
+
+// claimWithCreation returns the context with which to append the creation
+// of cs (evs[i] records cs[i]) so that the append also claims, for this
+// node's sender, those of them to send, when the claims can ride an append
+// and a sender runs here.
+func (d *Dispatcher) claimWithCreation(ctx context.Context, cs []catalog.DeliveryCreated, evs []events.Proposed, traces map[string]string) (context.Context, *creationClaims) {
+	ac, ok := d.Claims.(AppendClaims)
+	if !ok || !d.handover.accepting() {
+		return ctx, nil
+	}
+	var ids []string
+	for _, c := range cs {
+		if c.Deliver {
+			ids = append(ids, c.DeliveryID)
+		}
+	}
+	if len(ids) == 0 {
+		return ctx, nil
+	}
+	at := time.Now()
+	actx, claims, taken := ac.ClaimWithAppend(ctx, d.Node, ids, d.claimTTL())
+	if taken == nil {
+		return ctx, nil
+	}
+	p := &creationClaims{claims: claims, taken: taken, created: make(map[string]*preClaimed, len(ids))}
+	for i, c := range cs {
+		if c.Deliver {
+			p.created[c.DeliveryID] = &preClaimed{at: at, del: createdDelivery(c, d.Clock.Now(), traces[c.DeliveryID]),
+				subject: createdSubject(c.DeliveryID, evs[i].Data)}
+		}
+	}
+	return actx, p
+}
+
+// settle is what the append (err its outcome) claimed, by delivery id.
+// Claims an append did not take in full are released: a refused append
+// took none, and a commit whose outcome was not learnt may have.
+func (p *creationClaims) settle(ctx context.Context, d *Dispatcher, err error) map[string]*preClaimed {
+	if p == nil {
+		return nil
+	}
+	if err != nil || !p.taken() {
+		if !events.IsConflict(err) && !errors.Is(err, events.ErrMultiStreamUnsupported) {
+			d.release(ctx, p.claims)
+		}
+		return nil
+	}
+	for _, c := range p.claims {
+		p.created[c.DeliveryID].claim = c
+	}
+	return p.created
 }
 
 // createOne appends one delivery; an existing one is left as it is. It
@@ -554,7 +616,7 @@ func (d *Dispatcher) createOne(ctx context.Context, c catalog.DeliveryCreated, t
 	if err != nil {
 		return fmt.Errorf("create delivery %s: %w", c.DeliveryID, err)
 	}
-	d.handOver(c)
+	d.handOver(ctx, c, nil)
 	return nil
 }
 
@@ -567,10 +629,16 @@ func (d *Dispatcher) knownCreated(c catalog.DeliveryCreated, ev events.Proposed,
 	if !d.Sole || !c.Deliver {
 		return knownDelivery{}
 	}
+	return knownDelivery{del: createdDelivery(c, d.Clock.Now(), traceparent), subject: createdSubject(c.DeliveryID, ev.Data)}
+}
+
+// createdDelivery is the delivery c's creation makes, its first attempt
+// due at at.
+func createdDelivery(c catalog.DeliveryCreated, at time.Time, traceparent string) *delivery {
 	del := &delivery{}
-	del.apply(events.Envelope{Payload: &c, Metadata: events.Metadata{OccurredAt: d.Clock.Now(), Traceparent: traceparent}})
+	del.apply(events.Envelope{Payload: &c, Metadata: events.Metadata{OccurredAt: at, Traceparent: traceparent}})
 	del.version = 1
-	return knownDelivery{del: del, subject: createdSubject(c.DeliveryID, ev.Data)}
+	return del
 }
 
 func (d *Dispatcher) load(ctx context.Context, id string) (*delivery, error) {
@@ -661,7 +729,11 @@ func (d *Dispatcher) paused(appID int64) bool {
 // freeWorker is called once the outcome is appended: waiting for the
 // deliveries projection to reflect it (so a scan does not list it again;
 // the caller keeps it marked as attempting until then) holds no worker.
-func (d *Dispatcher) attempt(ctx context.Context, eps *breakers, c claimed, claimedAt time.Time, freed, freeWorker func()) {
+//
+// released reports that the outcome's append also released the claim
+// (AppendClaims): every claimer reads a delivery's stream after taking its
+// claim, so the one that takes it next finds the outcome.
+func (d *Dispatcher) attempt(ctx context.Context, eps *breakers, c claimed, claimedAt time.Time, freed, freeWorker func()) (released bool) {
 	slot := true
 	defer func() {
 		if slot {
@@ -724,9 +796,15 @@ func (d *Dispatcher) attempt(ctx context.Context, eps *breakers, c claimed, clai
 	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer rcancel()
 	at := d.Clock.Now()
+	actx, gone := rctx, func() bool { return false }
+	if ac, ok := d.Claims.(AppendClaims); ok {
+		if rctx2, r := ac.ReleaseWithAppend(rctx, []Claim{c.Claim}); r != nil {
+			actx, gone = rctx2, r
+		}
+	}
 	var pos events.Position
 	err = d.appendKnown(d.knownAfter(del, &ev, at, subject), func() (err error) {
-		pos, err = d.appendAt(rctx, del, ev, "dispatcher", at)
+		pos, err = d.appendAt(actx, del, ev, "dispatcher", at)
 		return err
 	})
 	if events.IsConflict(err) {
@@ -739,6 +817,7 @@ func (d *Dispatcher) attempt(ctx context.Context, eps *breakers, c claimed, clai
 		log().Error("record attempt", "err", err)
 		return
 	}
+	released = gone()
 	if ev.Outcome != domain.OutcomeDelivered {
 		log().Warn("webhook attempt failed", "event", del.created.Event, "attempt", ev.Attempt, "outcome", ev.Outcome, "status", ev.StatusCode, "error_class", ev.ErrorClass, "error", ev.Error)
 	}
@@ -754,6 +833,7 @@ func (d *Dispatcher) attempt(ctx context.Context, eps *breakers, c claimed, clai
 	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	_ = d.Projected.WaitFor(wctx, pos) // so the next Due does not pick it again
+	return released
 }
 
 // endpointFailed says whether a POST's result counts against its

@@ -439,7 +439,7 @@ func (d *Dispatcher) replayOne(ctx context.Context, c catalog.DeliveryCreated, b
 			if del.created.Body == "" {
 				return false, nil
 			}
-			d.handOver(c)
+			d.handOver(ctx, c, nil)
 			return true, nil
 		}
 		if err != nil {

@@ -16,6 +16,19 @@ import (
 type candidate struct {
 	id  string
 	key endpointKey
+	// pre is the claim creation took for this node's sender, if any.
+	pre *preClaimed
+}
+
+// preClaimed is a delivery that its creation's append claimed
+// (AppendClaims), with what the sender attempts it from: the delivery as
+// created, the stream's only event until an attempt or a resend appends,
+// and the key subject its body is sealed with.
+type preClaimed struct {
+	claim   Claim
+	at      time.Time // before the append that claimed it
+	del     *delivery
+	subject string
 }
 
 // claimed is a claim the sender holds with the endpoint slot it reserved.
@@ -27,6 +40,9 @@ type claimed struct {
 	// stream is the delivery's stream read with the claim (LoadingClaims),
 	// nil when the attempt reads it.
 	stream *loadedStream
+	// pre is set when creation took the claim (the attempt's budget counts
+	// from pre.at, and it starts from pre.del).
+	pre *preClaimed
 }
 
 const (
@@ -124,14 +140,32 @@ func (h *handover) init() {
 	}
 }
 
-// setOn opens the mailbox to creation while a sender runs, and empties it
-// when the sender stops.
-func (h *handover) setOn(on bool) {
+// open opens the mailbox to creation while a sender runs (closeHandover
+// closes it).
+func (h *handover) open() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.on = on
-	if !on {
-		h.items = nil
+	h.on = true
+}
+
+// closeHandover closes the mailbox, empties it and releases the claims
+// creation took for deliveries still in it or queued: no attempt of this
+// sender will use them.
+func (s *sendLoop) closeHandover() {
+	h := &s.d.handover
+	h.mu.Lock()
+	h.on = false
+	items := h.items
+	h.items = nil
+	h.mu.Unlock()
+	var cs []Claim
+	for _, c := range append(items, s.q.items...) {
+		if c.pre != nil {
+			cs = append(cs, c.pre.claim)
+		}
+	}
+	if len(cs) > 0 {
+		s.d.release(s.ctx, cs)
 	}
 }
 
@@ -146,7 +180,9 @@ func (h *handover) wakeup() <-chan struct{} {
 // first attempt does not wait for the deliveries projection and a scan.
 // A delivery not handed over (no sender here, mailbox full) is found by a
 // scan as before; claims keep it to one attempt either way.
-func (d *Dispatcher) handOver(c catalog.DeliveryCreated) {
+// A delivery creation claimed (pre) that is not handed over has its claim
+// released.
+func (d *Dispatcher) handOver(ctx context.Context, c catalog.DeliveryCreated, pre *preClaimed) {
 	if !c.Deliver {
 		return
 	}
@@ -154,9 +190,12 @@ func (d *Dispatcher) handOver(c catalog.DeliveryCreated) {
 	h.mu.Lock()
 	if !h.on || len(h.items) >= maxHandover {
 		h.mu.Unlock()
+		if pre != nil {
+			d.release(ctx, []Claim{pre.claim})
+		}
 		return
 	}
-	h.items = append(h.items, candidate{id: c.DeliveryID, key: endpointKey{app: c.AppID, endpoint: c.EndpointID}})
+	h.items = append(h.items, candidate{id: c.DeliveryID, key: endpointKey{app: c.AppID, endpoint: c.EndpointID}, pre: pre})
 	wake := h.wake
 	h.mu.Unlock()
 	select {
@@ -165,18 +204,54 @@ func (d *Dispatcher) handOver(c catalog.DeliveryCreated) {
 	}
 }
 
-// takeHandedOver empties the mailbox into q, in order.
-func (d *Dispatcher) takeHandedOver(q *sendQueue) {
-	h := &d.handover
+// accepting says whether a sender runs here to take deliveries over.
+func (h *handover) accepting() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.on
+}
+
+// takeHandedOver empties the mailbox into the queue, in order. A delivery
+// creation claimed counts as held by this node's sender from here on (scans
+// pass over it); one the queue does not take gives its claim back.
+func (s *sendLoop) takeHandedOver() {
+	d, h := s.d, &s.d.handover
 	h.mu.Lock()
 	items := h.items
 	h.items = nil
 	h.mu.Unlock()
 	for _, c := range items {
+		if c.pre != nil {
+			d.setAttempting(c.id, true)
+			if !s.q.add(c) {
+				s.giveBack(c.pre)
+			}
+			continue
+		}
 		if !d.isAttempting(c.id) {
-			q.add(c)
+			s.q.add(c)
 		}
 	}
+}
+
+// giveBack releases claims creation took that no attempt will use (rare:
+// a full queue, a suspended app, an open breaker, a long wait behind a
+// busy endpoint), at once, and has the sender scan again: their deliveries
+// are due in the read model, where scans passed over them while held.
+func (s *sendLoop) giveBack(pres ...*preClaimed) {
+	if len(pres) == 0 {
+		return
+	}
+	cs := make([]Claim, len(pres))
+	for i, p := range pres {
+		cs[i] = p.claim
+	}
+	s.d.release(s.ctx, cs)
+	for _, c := range cs {
+		s.d.setAttempting(c.DeliveryID, false)
+	}
+	s.scan = true
+	s.wake()
 }
 
 // RunSender attempts due deliveries until ctx ends, at most Workers at once
@@ -203,9 +278,9 @@ func (d *Dispatcher) RunSender(ctx context.Context) error {
 	if err := d.AppsReady.WaitReady(ctx); err != nil {
 		return nil
 	}
-	d.handover.setOn(true)
-	defer d.handover.setOn(false)
+	d.handover.open()
 	s := d.newSendLoop(ctx)
+	defer s.closeHandover()
 	// Claims are released by one goroutine, as many per statement as
 	// attempts ended while the previous release ran; it ends after the
 	// last attempt's release.
@@ -218,7 +293,7 @@ func (d *Dispatcher) RunSender(ctx context.Context) error {
 			s.scan = true // a delivery a scan passed over was released
 		}
 		now := d.Clock.Now()
-		d.takeHandedOver(s.q)
+		s.takeHandedOver()
 		// Only this loop fills sem, so this many slots stay free below.
 		free := s.workers - len(s.sem)
 		held := s.refill(now, free) || len(s.suspended) > 0
@@ -354,15 +429,18 @@ func (s *sendLoop) claim(now time.Time, free int) (batch []claimed, claimedAt ti
 		return nil, time.Time{}, false
 	}
 	claimedAt = time.Now()
-	batch, held, err := s.d.claimQueued(s.ctx, s.eps, s.suspended, s.q, now, free)
+	batch, gone, held, err := s.d.claimQueued(s.ctx, s.eps, s.suspended, s.q, now, free)
 	if err != nil && s.ctx.Err() == nil {
 		s.d.Log.Error("claim due deliveries", "err", err)
 	}
+	s.giveBack(gone...)
 	return batch, claimedAt, held
 }
 
 // launch starts one attempt per claim, each holding a worker until its
-// outcome is appended and its claim until it is projected. A Sole
+// outcome is appended and its claim until it is projected (or, when the
+// outcome's append released the claim, its mark as held by this node:
+// this node's scans pass over it until the projection shows the outcome). A Sole
 // dispatcher's attempt gives its worker back once the POST ended, taking
 // one of maxRecording places while its outcome waits for the log: the
 // log's group commit writes every outcome queued during the previous
@@ -395,10 +473,18 @@ func (s *sendLoop) launch(batch []claimed, claimedAt time.Time) {
 					freeWorker()
 				}
 			}
-			s.d.attempt(s.ctx, s.eps, c, claimedAt, posted, freeWorker)
+			at := claimedAt
+			if c.pre != nil {
+				at = c.pre.at
+			}
+			released := s.d.attempt(s.ctx, s.eps, c, at, posted, freeWorker)
 			freeWorker()
 			if recording {
 				<-s.recording
+			}
+			if released {
+				s.d.setAttempting(c.DeliveryID, false)
+				return
 			}
 			s.releases <- c.Claim
 		})
@@ -621,12 +707,16 @@ func (d *Dispatcher) scanDue(ctx context.Context, eps *breakers, suspended map[i
 // to be found by a scan once its probe is due), a suspended app's are
 // dropped (held until the resume), and those another node holds are
 // dropped. Each returned claim holds an endpoint slot.
-func (d *Dispatcher) claimQueued(ctx context.Context, eps *breakers, suspended map[int64]bool, q *sendQueue, now time.Time, n int) (out []claimed, held bool, err error) {
+//
+// A candidate whose creation claimed it (pre) is taken with that claim; one
+// dropped, or queued for half its claim's attempt budget, is returned in
+// gone, its claim for the caller to give back.
+func (d *Dispatcher) claimQueued(ctx context.Context, eps *breakers, suspended map[int64]bool, q *sendQueue, now time.Time, n int) (out []claimed, gone []*preClaimed, held bool, err error) {
 	var reserved []claimed
 	var taken, drop []int          // indexes into q.items, ascending
 	busy := map[endpointKey]bool{} // endpoints found at their share in this pass
 	for i, c := range q.items {
-		if len(reserved) >= n || len(busy) == len(q.perKey) {
+		if len(out)+len(reserved) >= n || len(busy) == len(q.perKey) {
 			break // enough, or every queued endpoint is at its share
 		}
 		if busy[c.key] {
@@ -639,6 +729,13 @@ func (d *Dispatcher) claimQueued(ctx context.Context, eps *breakers, suspended m
 			continue
 		}
 		url := endpointURL(app, c.key.endpoint)
+		if c.pre != nil && time.Since(c.pre.at) > AttemptBudget(d.claimTTL())/2 {
+			// Queued behind a busy endpoint for half its claim's budget:
+			// given back, and found again by a scan once released.
+			gone = append(gone, c.pre)
+			drop = append(drop, i)
+			continue
+		}
 		got, probe := eps.acquire(c.key, url, now)
 		if !got {
 			if eps.isOpen(c.key, url, now) {
@@ -648,12 +745,24 @@ func (d *Dispatcher) claimQueued(ctx context.Context, eps *breakers, suspended m
 			}
 			continue
 		}
-		reserved = append(reserved, claimed{Claim: Claim{DeliveryID: c.id}, ep: c.key, url: url, probe: probe})
+		if c.pre != nil {
+			out = append(out, claimed{Claim: c.pre.claim, ep: c.key, url: url, probe: probe, pre: c.pre})
+		} else {
+			reserved = append(reserved, claimed{Claim: Claim{DeliveryID: c.id}, ep: c.key, url: url, probe: probe})
+		}
 		taken = append(taken, i)
 	}
+	// A dropped delivery whose creation claimed it gives the claim back.
+	for _, i := range drop {
+		if pre := q.items[i].pre; pre != nil && !slices.Contains(gone, pre) {
+			gone = append(gone, pre)
+		}
+	}
 	if len(reserved) == 0 {
-		q.remove(drop)
-		return nil, held, nil
+		all := append(drop, taken...)
+		slices.Sort(all)
+		q.remove(all)
+		return out, gone, held, nil
 	}
 	ids := make([]string, len(reserved))
 	for i, r := range reserved {
@@ -664,8 +773,12 @@ func (d *Dispatcher) claimQueued(ctx context.Context, eps *breakers, suspended m
 		for _, r := range reserved {
 			eps.cancel(r.ep, r.url, r.probe)
 		}
-		q.remove(drop) // the reserved stay queued for the next pass
-		return nil, held, err
+		// The reserved stay queued for the next pass; those creation
+		// claimed go now.
+		all := append(drop, takenPre(q, taken)...)
+		slices.Sort(all)
+		q.remove(all)
+		return out, gone, held, err
 	}
 	tokens := make(map[string]Claim, len(got))
 	for _, c := range got {
@@ -687,7 +800,18 @@ func (d *Dispatcher) claimQueued(ctx context.Context, eps *breakers, suspended m
 	all := append(drop, taken...)
 	slices.Sort(all)
 	q.remove(all)
-	return out, held, nil
+	return out, gone, held, nil
+}
+
+// takenPre are the indexes of taken whose candidates creation claimed.
+func takenPre(q *sendQueue, taken []int) []int {
+	var out []int
+	for _, i := range taken {
+		if q.items[i].pre != nil {
+			out = append(out, i)
+		}
+	}
+	return out
 }
 
 // maxRelease bounds the claims one release statement gives back.

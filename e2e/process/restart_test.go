@@ -175,6 +175,26 @@ func TestKill9KeepsEveryAcknowledgedWrite(t *testing.T) {
 	t.Logf("%d acknowledged registers all survived kill -9", len(acked))
 }
 
+// patchedUserWebhook creates an app whose webhook (url) takes
+// user.profile.updated, registers a user and PATCHes it once: one delivery.
+func (s *server) patchedUserWebhook(url string) {
+	s.t.Helper()
+	app := s.createApp()
+	req, _ := http.NewRequest("PATCH", fmt.Sprintf("%s/admin/v1/apps/%d", s.base, app.AppID), strings.NewReader(`{"webhook_url":"`+url+`","webhook_events":["user.profile.updated"]}`))
+	req.Header.Set("Authorization", "Bearer "+s.adminToken())
+	if res, err := http.DefaultClient.Do(req); err != nil || res.StatusCode != 200 {
+		s.t.Fatalf("configure webhook: %v %v", err, res)
+	}
+	status, data, err := s.signed(app, "POST", "/open/v1/channel/users", `{"channel_user_id":"k9","user":{"name":"n"}}`)
+	if err != nil || status != 201 {
+		s.t.Fatalf("register: %d %v", status, err)
+	}
+	id := int64(data["open_user_id"].(float64))
+	if status, _, err := s.signed(app, "PATCH", fmt.Sprintf("/open/v1/channel/users/%d", id), `{"nickname":"x"}`); err != nil || status != 200 {
+		s.t.Fatalf("patch: %d %v", status, err)
+	}
+}
+
 // TestKill9MidRetryResumesTheSameDelivery: a webhook fails, the platform is
 // SIGKILLed while the retry waits, and after restart the retry arrives with
 // the same delivery id and byte-identical body, then succeeds once.
@@ -202,20 +222,7 @@ func TestKill9MidRetryResumesTheSameDelivery(t *testing.T) {
 	env := []string{"PLATFORM_WEBHOOK_ALLOW_LOOPBACK=1", "PLATFORM_WEBHOOK_RETRY_SCHEDULE=2s,2s,2s,2s,2s"}
 	dir := t.TempDir()
 	s := startServer(t, dir, env...)
-	app := s.createApp()
-	req, _ := http.NewRequest("PATCH", fmt.Sprintf("%s/admin/v1/apps/%d", s.base, app.AppID), strings.NewReader(`{"webhook_url":"`+rcv.URL+`","webhook_events":["user.profile.updated"]}`))
-	req.Header.Set("Authorization", "Bearer "+s.adminToken())
-	if res, err := http.DefaultClient.Do(req); err != nil || res.StatusCode != 200 {
-		t.Fatalf("configure webhook: %v %v", err, res)
-	}
-	status, data, err := s.signed(app, "POST", "/open/v1/channel/users", `{"channel_user_id":"k9","user":{"name":"n"}}`)
-	if err != nil || status != 201 {
-		t.Fatalf("register: %d %v", status, err)
-	}
-	id := int64(data["open_user_id"].(float64))
-	if status, _, err := s.signed(app, "PATCH", fmt.Sprintf("/open/v1/channel/users/%d", id), `{"nickname":"x"}`); err != nil || status != 200 {
-		t.Fatalf("patch: %d %v", status, err)
-	}
+	s.patchedUserWebhook(rcv.URL)
 	var first hit
 	select {
 	case first = <-hits:

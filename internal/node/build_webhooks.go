@@ -85,6 +85,11 @@ func (n *Node) openClaims(ctx context.Context, cfg Config) error {
 			// A delivery's stream is read in the round trip that claims it.
 			claims.ReadStreams(pgevents.StreamsQuery, pgevents.CollectStreams, open)
 		}
+		if sameDatabase(cfg.EventStoreURL, cfg.PostgresURL) {
+			// The deliveries this node creates are claimed for its sender
+			// in the append that creates them.
+			claims.RideAppends(pgevents.WithRider)
+		}
 		// Closing ends the claims session: this node's claims free at once.
 		n.closers = append(n.closers, claims.Close)
 		n.Adapters["webhook claims"] = "Postgres"

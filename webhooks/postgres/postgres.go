@@ -20,6 +20,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/healthtech/partner-open-platform/domain"
@@ -52,6 +53,9 @@ type Claims struct {
 	// streams, when set (ReadStreams), reads delivery streams in a
 	// claim's round trip.
 	streams *streamsQuery
+	// rideAppend, when set (RideAppends), makes a context whose append
+	// also writes a statement in its transaction (events/postgres WithRider).
+	rideAppend func(ctx context.Context, sql string, args []any, done func(bool)) context.Context
 
 	mu      sync.Mutex
 	session *pgx.Conn
@@ -463,4 +467,56 @@ func (c *Claims) ClaimLoading(ctx context.Context, release []webhooks.Claim, own
 		out.Streams[cl.DeliveryID] = recs
 	}
 	return out, nil
+}
+
+// RideAppends tells the claims that the event store lives in the same
+// database and that ride returns a context whose appends also write a
+// statement (one bool row) in their own transaction, reporting its value
+// once committed (events/postgres WithRider): ClaimWithAppend then claims
+// in the append's transaction. Call it before use.
+func (c *Claims) RideAppends(ride func(ctx context.Context, sql string, args []any, done func(bool)) context.Context) {
+	c.rideAppend = ride
+}
+
+var _ webhooks.AppendClaims = (*Claims)(nil)
+
+// claimWithAppendSQL is claimSQL reduced to whether it took every id.
+const claimWithAppendSQL = `WITH c AS (` + claimSQL + `)
+SELECT count(*) = (SELECT count(DISTINCT id) FROM unnest($1::text[]) AS id) FROM c`
+
+// ClaimWithAppend implements webhooks.AppendClaims under RideAppends. The
+// claims name this node's claims session, as Claim's do, so they end with
+// the node's process as those do.
+func (c *Claims) ClaimWithAppend(ctx context.Context, owner string, ids []string, ttl time.Duration) (context.Context, []webhooks.Claim, func() bool) {
+	if c.rideAppend == nil || len(ids) == 0 {
+		return ctx, nil, nil
+	}
+	key, err := c.sessionKey(ctx)
+	if err != nil {
+		return ctx, nil, nil
+	}
+	token := webhooks.NewClaimToken()
+	claims := make([]webhooks.Claim, len(ids))
+	for i, id := range ids {
+		claims[i] = webhooks.Claim{DeliveryID: id, Token: token}
+	}
+	var all atomic.Bool
+	args := []any{ids, owner, token, ttl.Microseconds(), key, c.deadGrace().Microseconds()}
+	return c.rideAppend(ctx, claimWithAppendSQL, args, all.Store), claims, all.Load
+}
+
+// releaseWithAppendSQL is releaseNowaitSQL reduced to whether it released
+// every claim: in an append's transaction, which holds the log's append
+// lock, it must not wait for a row a claimer has locked.
+const releaseWithAppendSQL = `WITH r AS (` + releaseNowaitSQL + `)
+SELECT count(*) = cardinality($1::text[]) FROM r`
+
+// ReleaseWithAppend implements webhooks.AppendClaims under RideAppends.
+func (c *Claims) ReleaseWithAppend(ctx context.Context, claims []webhooks.Claim) (context.Context, func() bool) {
+	if c.rideAppend == nil || len(claims) == 0 {
+		return ctx, nil
+	}
+	ids, tokens := releaseArgs(claims)
+	var all atomic.Bool
+	return c.rideAppend(ctx, releaseWithAppendSQL, []any{ids, tokens}, all.Store), all.Load
 }
