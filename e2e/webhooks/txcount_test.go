@@ -18,27 +18,26 @@ import (
 // maxIdleTxPerSecond bounds the Postgres transactions an idle node commits
 // per second. An idle transaction costs about 0.27 ms of CPU, the
 // platform's and its Postgres server's together (bench.sh's webhook-cost
-// idle row: 13.9 transactions/s at 8.9 ms/s before the polls gave way to
-// notifications, 4.2/s at 6.2 ms/s with only some of them gone), so the
-// 2 ms/s an idle node may spend would allow 7 a second if nothing else ran;
-// the runtime and Postgres's own background processes take most of it,
-// hence 5: one lease renewal statement per third of the lease TTL (it
-// reads the balancer's load too), the read models' progress checks in one
-// statement every 30 s, the safety polls every 30 s, and the pool's pings, which
-// grow on a loaded machine (1.1-1.7 a second measured alone, 3.9 beside a
-// package of parallel tests). Before: 13-20 a second.
+// idle row), so the 2 ms/s an idle node may spend would allow 7 a second if
+// nothing else ran; the runtime and Postgres's own background processes
+// take most of it, hence 5: one lease renewal statement per third of the
+// lease TTL (it reads the balancer's load too), the read models' progress
+// checks in one statement every 30 s, the safety polls every 30 s, and the
+// pool's pings, which grow on a loaded machine (1.1-1.7 a second measured
+// alone, 3.9 beside a package of parallel tests).
 const maxIdleTxPerSecond = 5
 
 // maxTxPerDelivery bounds the Postgres transactions one delivered webhook
 // costs at a low rate, where no two deliveries share a transaction. What
-// is left (docs/postgres-cost.md): the PATCH (append, scheme M binding and
-// signed-idempotency records, the user's cached load), the followers' one
-// read per event, the read models' applies, the delivery's creation, claim,
-// attempt, outcome and claim release, and the sender's scan per projection
-// move: measured 22-26 here alone, 31 on a loaded machine. Before: 45 (32
-// with only the announcements grouped); the goal of 5 needs the PATCH's own records and the delivery's claim and
-// outcome folded into fewer transactions, which this bound does not claim.
-const maxTxPerDelivery = 36
+// is left (docs/postgres-cost.md): three appends (the PATCH, the
+// delivery's creation, which also claims it for the sender, and the
+// attempt's outcome, which also releases the claim), the read models'
+// applies (about three), the scheme M route binding, and the sender's scan
+// per projection move (about two): measured 10.7-11.2 on a loaded machine.
+// The bound leaves room for a loaded machine's smaller batches; the goal of
+// 5 needs deliveries created in the write's own transaction, which this
+// bound does not claim.
+const maxTxPerDelivery = 20
 
 // statsSettle is how long a count takes at most to reach
 // pg_stat_database: a backend publishes at most once a second, and one

@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/healthtech/partner-open-platform/projections"
 )
@@ -84,6 +85,9 @@ var imageFields = []imageField{
 	field(auditFactCodec, func(im *Image) *[]projections.AuditFact { return &im.AuditFacts }),
 }
 
+// largestSection is the longest section the last writeSections wrote.
+var largestSection atomic.Int64
+
 // writeSections writes the images and directories as version 3 sections:
 // each is its owner (image index, or dirsOwner), its table's index, its
 // length and its rows in the row codec (the directories: a gob stream).
@@ -92,8 +96,13 @@ var imageFields = []imageField{
 func writeSections(w io.Writer, images []Image, dirs []Directory) error {
 	const pre = 14
 	var zero [pre]byte
-	var buf []byte
+	// The buffer starts at the largest section of the last write, so a
+	// write allocates it once instead of doubling it up to that size.
+	buf := make([]byte, 0, largestSection.Load())
+	largest := 0
+	defer func() { largestSection.Store(int64(largest)) }()
 	section := func(owner uint32, fieldIndex uint16, body []byte) error {
+		largest = max(largest, len(body))
 		binary.BigEndian.PutUint32(body[0:], owner)
 		binary.BigEndian.PutUint16(body[4:], fieldIndex)
 		binary.BigEndian.PutUint64(body[6:], uint64(len(body)-pre))
