@@ -14,6 +14,8 @@
 #   2. go test -race; beside it go vet, staticcheck and deadcode (waited
 #      for after it; PLATFORM_TEST_CHECKS_BESIDE=0 waits before it), and,
 #      niced, the build of the platform binary and of the fuzzing binaries.
+#      The platform is linked into the run's build folder, which go test's
+#      process tests share (PLATFORM_TEST_BUILD_DIR): a run links it once.
 #   3. Side by side: the SDK suites, the SDK install paths, the browser
 #      suite, the OpenAPI lint and the deploy lint, each printed whole when
 #      it ends (PLATFORM_TEST_SERIAL=1 runs them one after the other with
@@ -638,13 +640,16 @@ job_wait() {
 # The platform binary for the SDK, install-path and browser stages, and the
 # fuzzing binaries, are built beside go test (niced: they take the cores
 # its waiting tests leave idle), into tmp_bin_dir and fuzz_bin_dir.
+# tmp_bin_dir is also the run's build folder for go test's own builds of
+# commands (PLATFORM_TEST_BUILD_DIR, e2e/internal/gobuild): the process
+# tests link the platform there under the lock file this build takes too,
+# so whichever comes first links it and the others find it up to date.
 prebuild_start() {
 	local need_platform=$1 need_fuzz=$2
 	[ "$need_platform" = "1" ] || [ "$need_fuzz" = "1" ] || return 0
 	local cmds="set -e"
 	if [ "$need_platform" = "1" ]; then
-		tmp_bin_dir=$(mktemp -d "${TMPDIR:-/tmp}/platform-test-bin.XXXXXX")
-		cmds+="; echo 'building the platform into $tmp_bin_dir'; go build -o '$tmp_bin_dir/platform' ./cmd/platform"
+		cmds+="; echo 'building the platform into $tmp_bin_dir'; flock '$tmp_bin_dir/platform.lock' go build -o '$tmp_bin_dir/platform' ./cmd/platform"
 	fi
 	if [ "$need_fuzz" = "1" ]; then
 		fuzz_bin_dir=$(mktemp -d "${TMPDIR:-/tmp}/platform-fuzz-bin.XXXXXX")
@@ -745,6 +750,8 @@ go_side() {
 		checks_wait
 	fi
 
+	tmp_bin_dir=$(mktemp -d "${TMPDIR:-/tmp}/platform-test-bin.XXXXXX")
+	export PLATFORM_TEST_BUILD_DIR="$tmp_bin_dir"
 	prebuild_start "$need_platform" "$need_fuzz_build"
 
 	stage "go test"

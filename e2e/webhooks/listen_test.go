@@ -27,51 +27,34 @@ import (
 	"time"
 
 	"github.com/healthtech/partner-open-platform/e2e/harness"
+	"github.com/healthtech/partner-open-platform/e2e/internal/gobuild"
 	"github.com/healthtech/partner-open-platform/internal/node"
 )
 
-// buildOpenplatform builds the partner's command (sdk/go/cmd/openplatform,
-// its own module) once per test binary.
-var buildOpenplatform = func() func(t *testing.T) string {
-	var once sync.Once
-	var bin string
-	var err error
-	return func(t *testing.T) string {
-		t.Helper()
-		once.Do(func() {
-			var dir string
-			dir, err = os.Getwd()
-			for err == nil {
-				if _, statErr := os.Stat(filepath.Join(dir, "sdk", "go", "go.mod")); statErr == nil {
-					break
-				}
-				parent := filepath.Dir(dir)
-				if parent == dir {
-					err = fmt.Errorf("sdk/go not found above the working directory")
-				}
-				dir = parent
-			}
-			if err != nil {
-				return
-			}
-			out, mkErr := os.MkdirTemp("", "openplatform-bin-")
-			if mkErr != nil {
-				err = mkErr
-				return
-			}
-			bin = filepath.Join(out, "openplatform")
-			cmd := exec.Command("go", "build", "-o", bin, "./cmd/openplatform")
-			cmd.Dir = filepath.Join(dir, "sdk", "go")
-			if b, buildErr := cmd.CombinedOutput(); buildErr != nil {
-				err = fmt.Errorf("go build ./cmd/openplatform: %v\n%s", buildErr, b)
-			}
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return bin
+// openplatformBuild links the partner's command (sdk/go/cmd/openplatform,
+// its own module) once per run (gobuild).
+var openplatformBuild = sync.OnceValues(func() (string, error) {
+	root, err := gobuild.Root()
+	if err != nil {
+		return "", err
 	}
-}()
+	return gobuild.Build(filepath.Join(root, "sdk", "go"), "openplatform", "./cmd/openplatform")
+})
+
+// openplatform is a copy of the partner's command in the test's own
+// temporary folder.
+func openplatform(t *testing.T) string {
+	t.Helper()
+	built, err := openplatformBuild()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), "openplatform")
+	if err := gobuild.Copy(built, bin); err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
 
 // listenRun is one `openplatform listen` process and the lines it printed.
 type listenRun struct {
@@ -83,7 +66,7 @@ type listenRun struct {
 }
 
 func cli(t *testing.T, p *harness.Platform, a *harness.App, args ...string) *exec.Cmd {
-	cmd := exec.Command(buildOpenplatform(t), args...)
+	cmd := exec.Command(openplatform(t), args...)
 	cmd.Env = append(os.Environ(), "OPENPLATFORM_BASE_URL="+p.Srv.URL, "OPENPLATFORM_APP_ID="+strconv.FormatInt(a.ID, 10),
 		"OPENPLATFORM_APP_KEY="+a.Key, "OPENPLATFORM_APP_SECRET="+a.Secret, "OPENPLATFORM_LISTEN_SECRET=")
 	return cmd

@@ -46,7 +46,7 @@ func TestEveryOperationHasExamples(t *testing.T) {
 	}
 	// Webhooks: webhookOperations loads x-webhooks as paths and validates
 	// that document, examples included, so only presence is checked here.
-	for event, op := range webhookOperations(t, doc) {
+	for event, op := range webhookOperations(t) {
 		checked++
 		if mt := op.RequestBody.Value.Content.Get("application/json"); mt == nil || mt.Example == nil {
 			t.Errorf("webhook %s has no example body", event)

@@ -1,7 +1,6 @@
 package openapi_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -9,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,21 +19,14 @@ import (
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/events/catalog"
 	"github.com/healthtech/partner-open-platform/internal/auth"
-	"github.com/healthtech/partner-open-platform/internal/openapi"
 	"github.com/healthtech/partner-open-platform/internal/openapi/openapitest"
 	"github.com/healthtech/partner-open-platform/queryapi"
 	"github.com/healthtech/partner-open-platform/webhooks"
 )
 
+// openapitest.Doc fails the test unless the document loads and validates.
 func TestDocumentIsValidOpenAPI303(t *testing.T) {
-	loader := openapi3.NewLoader()
-	doc, err := loader.LoadFromData(openapi.Spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := doc.Validate(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	doc := openapitest.Doc(t)
 	if doc.OpenAPI != "3.0.3" {
 		t.Fatalf("openapi version %q, want 3.0.3", doc.OpenAPI)
 	}
@@ -349,16 +342,32 @@ func partnerVisible() []events.Payload {
 
 // webhookOperations loads every x-webhooks entry as the POST of a path of
 // its own, so the loader resolves and validates it like any operation and
-// its request body schema can check webhook bodies.
-func webhookOperations(t *testing.T, doc *openapi3.T) map[string]*openapi3.Operation {
+// its request body schema can check webhook bodies. It is loaded once per
+// test process from openapitest.Doc's document; the tests only read it.
+func webhookOperations(t *testing.T) map[string]*openapi3.Operation {
 	t.Helper()
+	doc := openapitest.Doc(t)
+	webhookOps.once.Do(func() { webhookOps.ops, webhookOps.err = loadWebhookOperations(doc) })
+	if webhookOps.err != nil {
+		t.Fatal(webhookOps.err)
+	}
+	return webhookOps.ops
+}
+
+var webhookOps struct {
+	once sync.Once
+	ops  map[string]*openapi3.Operation
+	err  error
+}
+
+func loadWebhookOperations(doc *openapi3.T) (map[string]*openapi3.Operation, error) {
 	raw, err := doc.MarshalJSON()
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	var m map[string]any
 	if err := json.Unmarshal(raw, &m); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	hooks, _ := m["x-webhooks"].(map[string]any)
 	paths := map[string]any{}
@@ -368,25 +377,25 @@ func webhookOperations(t *testing.T, doc *openapi3.T) map[string]*openapi3.Opera
 	m["paths"] = paths
 	delete(m, "x-webhooks")
 	if raw, err = json.Marshal(m); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	loader := openapi3.NewLoader()
 	wdoc, err := loader.LoadFromData(raw)
 	if err != nil {
-		t.Fatalf("x-webhooks as paths: %v", err)
+		return nil, fmt.Errorf("x-webhooks as paths: %w", err)
 	}
 	if err := wdoc.Validate(loader.Context); err != nil {
-		t.Fatalf("x-webhooks entries are not valid operations: %v", err)
+		return nil, fmt.Errorf("x-webhooks entries are not valid operations: %w", err)
 	}
 	ops := map[string]*openapi3.Operation{}
 	for name := range hooks {
 		op := wdoc.Paths.Value("/x-webhooks/" + name).Post
 		if op == nil || op.RequestBody == nil || op.RequestBody.Value.Content.Get("application/json") == nil {
-			t.Fatalf("x-webhooks %s: no POST with an application/json request body", name)
+			return nil, fmt.Errorf("x-webhooks %s: no POST with an application/json request body", name)
 		}
 		ops[name] = op
 	}
-	return ops
+	return ops, nil
 }
 
 // The webhook bodies the dispatcher renders are exactly what their
@@ -402,7 +411,7 @@ func TestWebhookBodiesMatchTheDocument(t *testing.T) {
 	if len(hooks) == 0 {
 		t.Fatal("x-webhooks missing")
 	}
-	ops := webhookOperations(t, doc)
+	ops := webhookOperations(t)
 	loc, err := time.LoadLocation("Asia/Shanghai")
 	if err != nil {
 		t.Fatal(err)

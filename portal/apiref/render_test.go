@@ -7,9 +7,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/getkin/kin-openapi/openapi3"
-
 	"github.com/healthtech/partner-open-platform/internal/openapi"
+	"github.com/healthtech/partner-open-platform/internal/openapi/openapitest"
 	"github.com/healthtech/partner-open-platform/portal/apiref"
 )
 
@@ -54,10 +53,7 @@ func articles(body string) map[string]string {
 // links to an admin route or to the operators' reference.
 func TestReferencesSplitTheDocument(t *testing.T) {
 	b := render(t)
-	doc, err := openapi3.NewLoader().LoadFromData(openapi.Spec)
-	if err != nil {
-		t.Fatal(err)
-	}
+	doc := openapitest.Doc(t)
 	partnerSeen, opsSeen := map[string]int{}, map[string]int{}
 	for name, p := range b.Pages {
 		body := string(p.Body)

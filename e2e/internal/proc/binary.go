@@ -2,19 +2,16 @@ package proc
 
 import (
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"sync"
-	"syscall"
 	"testing"
+
+	"github.com/healthtech/partner-open-platform/e2e/internal/gobuild"
 )
 
 // platformPkg is the binary the nodes run.
@@ -49,17 +46,26 @@ func Main(m *testing.M) int {
 // returns its path: with race, under the race detector (the kill -9 tests'
 // single node, whose races then show in its log), else a plain build (the
 // cluster tests load several nodes, and a race-enabled node is several
-// times slower on a 2-core machine). Go's build cache makes either quick
-// after the first build.
+// times slower on a 2-core machine). The process test packages run at once
+// and each needs the same binary: gobuild links each flavour once per run
+// (the plain one in scripts/test.sh's prebuild, when it makes one), and
+// each test binary runs its own copy, which a later build cannot change
+// under its nodes.
 func Binary(t testing.TB, race bool) string {
 	t.Helper()
-	args, name, b := []string{"build"}, "platform", &builds[0]
+	var args []string
+	name, b := "platform", &builds[0]
 	if race {
-		args, name, b = append(args, "-race"), "platform-race", &builds[1]
+		args, name, b = []string{"-race"}, "platform-race", &builds[1]
 	}
 	b.once.Do(func() {
+		built, err := gobuild.Build(".", name, platformPkg, args...)
+		if err != nil {
+			b.err = err
+			return
+		}
 		bin := filepath.Join(binDir, name)
-		if b.err = buildShared(args, name, bin); b.err == nil {
+		if b.err = gobuild.Copy(built, bin); b.err == nil {
 			b.path = bin
 		}
 	})
@@ -67,79 +73,6 @@ func Binary(t testing.TB, race bool) string {
 		t.Fatal(b.err)
 	}
 	return b.path
-}
-
-// buildShared runs go build (args) of platformPkg into a folder this
-// checkout's test binaries share, one at a time under a file lock, and
-// copies the result to bin. The process test packages run at once and
-// each needs the same binary: the first links it, and go build finds the
-// others' target up to date (it does not link again a file whose build ID
-// matches), so a run links each flavour once rather than once per package.
-// Each test binary runs its own copy, which a later build cannot change
-// under its nodes.
-func buildShared(args []string, name, bin string) error {
-	dir, err := sharedBuildDir()
-	if err != nil {
-		return err
-	}
-	lock, err := os.OpenFile(filepath.Join(dir, name+".lock"), os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		return err
-	}
-	defer lock.Close()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
-		return fmt.Errorf("lock %s: %w", lock.Name(), err)
-	}
-	shared := filepath.Join(dir, name)
-	if out, err := exec.Command("go", append(args, "-o", shared, platformPkg)...).CombinedOutput(); err != nil {
-		return fmt.Errorf("go build %s: %v\n%s", platformPkg, err, out)
-	}
-	return copyFile(shared, bin)
-}
-
-// sharedBuildDir is a folder in the user's cache directory (where the
-// upgrade test keeps the previous release too) named after the checkout
-// (the folder of go.mod above the working directory), so two checkouts
-// never share a build.
-func sharedBuildDir() (string, error) {
-	root, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(root, "go.mod")); err == nil {
-			break
-		}
-		up := filepath.Dir(root)
-		if up == root {
-			return "", errors.New("no go.mod above the working directory")
-		}
-		root = up
-	}
-	sum := sha256.Sum256([]byte(root))
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		cache = os.TempDir()
-	}
-	dir := filepath.Join(cache, "partner-open-platform", "e2e-build-"+hex.EncodeToString(sum[:8]))
-	return dir, os.MkdirAll(dir, 0o700)
-}
-
-func copyFile(from, to string) error {
-	src, err := os.Open(from)
-	if err != nil {
-		return err
-	}
-	defer src.Close()
-	dst, err := os.OpenFile(to, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o755)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(dst, src); err != nil {
-		dst.Close()
-		return err
-	}
-	return dst.Close()
 }
 
 // envRaceNodes, set to 1, runs the nodes as a race-enabled build, so the

@@ -43,17 +43,32 @@ import (
 	"github.com/healthtech/partner-open-platform/internal/openapi"
 )
 
-// Doc gives each test its own validated copy of the contract, so no test works from a broken or shared-and-mutated document.
+// Doc is the contract, parsed and validated once per test process (the
+// 600 kB document costs about a third of a CPU-second to load under -race,
+// and a package's tests ask for it many times). Every caller shares it:
+// callers only read it, never change it.
 func Doc(t testing.TB) *openapi3.T {
 	t.Helper()
-	doc, err := load()
+	doc, err := document()
 	if err != nil {
 		t.Fatalf("openapi: %v", err)
 	}
 	return doc
 }
 
-// load parses and validates a fresh copy of the contract.
+// parsed is the process's one document (Doc's, and the transports' source).
+var parsed struct {
+	once sync.Once
+	doc  *openapi3.T
+	err  error
+}
+
+func document() (*openapi3.T, error) {
+	parsed.once.Do(func() { parsed.doc, parsed.err = load() })
+	return parsed.doc, parsed.err
+}
+
+// load parses and validates the contract.
 func load() (*openapi3.T, error) {
 	loader := openapi3.NewLoader()
 	doc, err := loader.LoadFromData(openapi.Spec)
@@ -77,19 +92,13 @@ func NewTransport(t testing.TB, base http.RoundTripper) http.RoundTripper {
 		base = http.DefaultTransport
 	}
 	shared.once.Do(func() {
-		doc, err := load()
+		doc, err := document()
 		if err != nil {
 			shared.err = err
 			return
 		}
-		// Servers are dropped so routes match any host: test servers listen
-		// on arbitrary 127.0.0.1 ports.
-		doc.Servers = nil
-		for _, p := range doc.Paths.Map() {
-			p.Servers = nil
-		}
-		shared.doc = doc
-		shared.router, shared.err = gorillamux.NewRouter(doc)
+		shared.doc = routable(doc)
+		shared.router, shared.err = gorillamux.NewRouter(shared.doc)
 	})
 	if shared.err != nil {
 		t.Fatalf("openapi: %v", shared.err)
@@ -97,10 +106,9 @@ func NewTransport(t testing.TB, base http.RoundTripper) http.RoundTripper {
 	return &transport{t: t, base: base, doc: shared.doc, router: shared.router, record: os.Getenv(RecordEnv), traffic: os.Getenv(TrafficEnv)}
 }
 
-// shared is the transports' one document and router, loaded and validated
-// once per test process: loading the 600 kB document costs about a third
-// of a CPU-second under -race, and the end-to-end packages start hundreds
-// of nodes, each with its own transport. The transports only read it
+// shared is the transports' one document and router, made once per test
+// process from Doc's document: the end-to-end packages start hundreds of
+// nodes, each with its own transport. The transports only read it
 // (routing and validating responses), so sharing it is safe; -race checks
 // that claim in every parallel end-to-end test.
 var shared struct {
@@ -108,6 +116,21 @@ var shared struct {
 	doc    *openapi3.T
 	router routers.Router
 	err    error
+}
+
+// routable is doc without its servers, so routes match any host (test
+// servers listen on arbitrary 127.0.0.1 ports). doc itself is left as it
+// is: the copy has its own top level and path items, and shares the rest.
+func routable(doc *openapi3.T) *openapi3.T {
+	r := *doc
+	r.Servers = nil
+	r.Paths = openapi3.NewPaths()
+	for path, item := range doc.Paths.Map() {
+		it := *item
+		it.Servers = nil
+		r.Paths.Set(path, &it)
+	}
+	return &r
 }
 
 // TrafficEnv names the folder every response is logged into (see the
