@@ -356,7 +356,7 @@ func (s *Store) commit(group []*pending) {
 			replayed := make([]bool, len(p.parts))
 			for i, part := range p.parts {
 				prefixes[i] = streamPrefix(part.Stream)
-				counts[i] = streamCount(b.revs.Cursor(), prefixes[i])
+				counts[i] = streamCount(b.revsCur, prefixes[i])
 				r, again, err := rules.Check(part.Stream, part.Expected, counts[i], part.Events, b.lookup)
 				if err != nil {
 					p.err = err
@@ -415,7 +415,10 @@ func (s *Store) ReadStream(ctx context.Context, stream string, from uint64, limi
 	}
 	out := []events.Recorded{}
 	err := s.db.View(func(tx *bbolt.Tx) error {
-		b := open(tx)
+		// A stream read needs no id index, and the log only once the
+		// stream has an event (a register reads a binding stream that
+		// mostly does not exist).
+		b := buckets{revs: tx.Bucket(bucketRevs)}
 		durable := s.durable.Load()
 		prefix := streamPrefix(stream)
 		c := b.revs.Cursor()
@@ -426,6 +429,9 @@ func (s *Store) ReadStream(ctx context.Context, stream string, from uint64, limi
 			// A stream's revisions are in log order: the rest is newer.
 			if len(seq) == 8 && binary.BigEndian.Uint64(seq) > durable {
 				break
+			}
+			if b.log == nil {
+				b.log = tx.Bucket(bucketLog)
 			}
 			rec, err := b.record(seq)
 			if err != nil {
@@ -544,15 +550,22 @@ func (s *Store) wrap(op string, err error) error {
 // buckets is one transaction's view of the event buckets.
 type buckets struct {
 	log, revs, ids *bbolt.Bucket
-	written        *[]events.Recorded // the commit's records, in order
+	// revsCur and idsCur serve the commit's lookups (each Seek starts from
+	// the root, so a Put in between does not invalidate them): one cursor
+	// per transaction instead of one per lookup, each of which bbolt
+	// allocates with its own stack.
+	revsCur, idsCur *bbolt.Cursor
+	written         *[]events.Recorded // the commit's records, in order
 }
 
 func open(tx *bbolt.Tx) buckets {
-	return buckets{
+	b := buckets{
 		log:  tx.Bucket(bucketLog),
 		revs: tx.Bucket(bucketRevs),
 		ids:  tx.Bucket(bucketIDs),
 	}
+	b.revsCur, b.idsCur = b.revs.Cursor(), b.ids.Cursor()
+	return b
 }
 
 // streamCount is the number of events in the stream whose key prefix is
@@ -574,8 +587,8 @@ func streamCount(c *bbolt.Cursor, prefix []byte) uint64 {
 }
 
 func (b buckets) lookup(id string) (rules.Located, bool, error) {
-	seq := b.ids.Get([]byte(id))
-	if seq == nil {
+	k, seq := b.idsCur.Seek([]byte(id))
+	if seq == nil || string(k) != id {
 		return rules.Located{}, false, nil
 	}
 	rec, err := b.record(seq)
