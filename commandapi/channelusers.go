@@ -5,6 +5,7 @@ import (
 
 	"github.com/healthtech/partner-open-platform/commands"
 	"github.com/healthtech/partner-open-platform/internal/httpapi"
+	"github.com/healthtech/partner-open-platform/internal/idempotency"
 )
 
 func userInput(o *httpapi.Object) commands.UserInput {
@@ -54,9 +55,14 @@ func (a *API) register(c *call) error {
 	}); err != nil {
 		return err
 	}
-	ctx := commands.PromiseRegistered(c.r.Context(), func(ctx context.Context, res commands.RegisterResult) context.Context {
-		return c.promiseOn(ctx, res.Created, registerAnswerOf(res))
-	})
+	ctx := c.r.Context()
+	if idempotency.Promising(ctx) {
+		// Only a store that records the answer with the append takes a
+		// promise; elsewhere the answer is recorded after it, as written.
+		ctx = commands.PromiseRegistered(ctx, func(ctx context.Context, res commands.RegisterResult) context.Context {
+			return c.promiseOn(ctx, res.Created, registerAnswerOf(res))
+		})
+	}
 	res, err := a.Users.Register(ctx, cmd, c.meta)
 	if err != nil {
 		return err

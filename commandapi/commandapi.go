@@ -158,6 +158,9 @@ func (c *call) promise(created bool, data any) context.Context {
 
 // promiseOn is promise for an append made with ctx.
 func (c *call) promiseOn(ctx context.Context, created bool, data any) context.Context {
+	if !idempotency.Promising(ctx) {
+		return ctx
+	}
 	status := http.StatusOK
 	if created {
 		status = http.StatusCreated

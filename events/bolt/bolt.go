@@ -340,10 +340,15 @@ func (s *Store) commit(group []*pending) {
 	wrote := false
 	var last uint64
 	var written []events.Recorded
+	// One append's checked parts, and the stream prefixes and keys they
+	// are built from: scratch for the whole group, since an append's parts
+	// are written before the next append is checked, and bbolt copies keys.
+	var checks []checked
+	var keys []byte
 	err := s.db.Update(func(tx *bbolt.Tx) error {
 		written = written[:0]
 		b := open(tx)
-		b.written = &written
+		b.written, b.keys = &written, &keys
 		for _, p := range group {
 			p.res, p.err, p.wrote = make([]events.AppendResult, len(p.parts)), nil, false
 			if err := p.ctx.Err(); err != nil {
@@ -351,28 +356,29 @@ func (s *Store) commit(group []*pending) {
 				continue
 			}
 			// Check every part before writing any: all or none.
-			counts := make([]uint64, len(p.parts))
-			prefixes := make([][]byte, len(p.parts))
-			replayed := make([]bool, len(p.parts))
+			checks, keys = checks[:0], keys[:0]
 			for i, part := range p.parts {
-				prefixes[i] = streamPrefix(part.Stream)
-				counts[i] = streamCount(b.revs.Cursor(), prefixes[i])
-				r, again, err := rules.Check(part.Stream, part.Expected, counts[i], part.Events, b.lookup)
+				at := len(keys)
+				keys = appendStreamPrefix(keys, part.Stream)
+				prefix := keys[at:len(keys):len(keys)]
+				count := streamCount(b.revsCur, prefix)
+				r, again, err := rules.Check(part.Stream, part.Expected, count, part.Events, b.lookup)
 				if err != nil {
 					p.err = err
 					break
 				}
-				p.res[i], replayed[i] = r, again
+				p.res[i] = r
+				checks = append(checks, checked{prefix: prefix, count: count, replayed: again})
 			}
 			if p.err != nil {
 				continue
 			}
 			for i, part := range p.parts {
-				if replayed[i] {
+				if checks[i].replayed {
 					continue
 				}
 				var err error
-				if p.res[i], err = b.write(part.Stream, prefixes[i], counts[i], part.Events, now); err != nil {
+				if p.res[i], err = b.write(part.Stream, checks[i].prefix, checks[i].count, part.Events, now); err != nil {
 					return err
 				}
 				p.wrote, wrote = true, true
@@ -415,7 +421,10 @@ func (s *Store) ReadStream(ctx context.Context, stream string, from uint64, limi
 	}
 	out := []events.Recorded{}
 	err := s.db.View(func(tx *bbolt.Tx) error {
-		b := open(tx)
+		// A stream read needs no id index, and the log only once the
+		// stream has an event (a register reads a binding stream that
+		// mostly does not exist).
+		b := buckets{revs: tx.Bucket(bucketRevs)}
 		durable := s.durable.Load()
 		prefix := streamPrefix(stream)
 		c := b.revs.Cursor()
@@ -426,6 +435,9 @@ func (s *Store) ReadStream(ctx context.Context, stream string, from uint64, limi
 			// A stream's revisions are in log order: the rest is newer.
 			if len(seq) == 8 && binary.BigEndian.Uint64(seq) > durable {
 				break
+			}
+			if b.log == nil {
+				b.log = tx.Bucket(bucketLog)
 			}
 			rec, err := b.record(seq)
 			if err != nil {
@@ -541,18 +553,35 @@ func (s *Store) wrap(op string, err error) error {
 	}
 }
 
+// checked is one part of an append between its check and its write.
+type checked struct {
+	prefix   []byte // its stream's key prefix
+	count    uint64 // its stream's events before the append
+	replayed bool   // a retry of events the stream already holds
+}
+
 // buckets is one transaction's view of the event buckets.
 type buckets struct {
 	log, revs, ids *bbolt.Bucket
-	written        *[]events.Recorded // the commit's records, in order
+	// revsCur and idsCur serve the commit's lookups (each Seek starts from
+	// the root, so a Put in between does not invalidate them): one cursor
+	// per transaction instead of one per lookup, each of which bbolt
+	// allocates with its own stack.
+	revsCur, idsCur *bbolt.Cursor
+	written         *[]events.Recorded // the commit's records, in order
+	// keys is the commit's scratch for the keys it builds; write appends
+	// past the prefixes the caller holds in it.
+	keys *[]byte
 }
 
 func open(tx *bbolt.Tx) buckets {
-	return buckets{
+	b := buckets{
 		log:  tx.Bucket(bucketLog),
 		revs: tx.Bucket(bucketRevs),
 		ids:  tx.Bucket(bucketIDs),
 	}
+	b.revsCur, b.idsCur = b.revs.Cursor(), b.ids.Cursor()
+	return b
 }
 
 // streamCount is the number of events in the stream whose key prefix is
@@ -561,7 +590,8 @@ func open(tx *bbolt.Tx) buckets {
 // revision reaches MaxUint64) and steps back. Keys of no other stream start
 // with prefix: its uvarint length makes it prefix-free.
 func streamCount(c *bbolt.Cursor, prefix []byte) uint64 {
-	k, _ := c.Seek(revKey(prefix, math.MaxUint64))
+	var buf [128]byte // most seek keys, off the heap
+	k, _ := c.Seek(binary.BigEndian.AppendUint64(append(buf[:0], prefix...), math.MaxUint64))
 	if k == nil {
 		k, _ = c.Last()
 	} else {
@@ -574,8 +604,8 @@ func streamCount(c *bbolt.Cursor, prefix []byte) uint64 {
 }
 
 func (b buckets) lookup(id string) (rules.Located, bool, error) {
-	seq := b.ids.Get([]byte(id))
-	if seq == nil {
+	k, seq := b.idsCur.Seek([]byte(id))
+	if seq == nil || string(k) != id {
 		return rules.Located{}, false, nil
 	}
 	rec, err := b.record(seq)
@@ -600,8 +630,9 @@ func (b buckets) write(stream string, prefix []byte, count uint64, evs []events.
 	// Sequences only grow: full pages instead of half-empty splits.
 	b.log.FillPercent = 1
 	// bbolt copies keys on Put (values it keeps as given): the revision and
-	// ID keys are built in one scratch buffer.
-	scratch := make([]byte, 0, len(prefix)+8+64)
+	// ID keys are built in the commit's scratch, past what it holds.
+	*b.keys = slices.Grow(*b.keys, len(prefix)+8+64)
+	scratch := (*b.keys)[len(*b.keys):]
 	var res events.AppendResult
 	for i, ev := range evs {
 		seq, err := b.log.NextSequence()
@@ -635,6 +666,11 @@ func (b buckets) write(stream string, prefix []byte, count uint64, evs []events.
 }
 
 func be(n uint64) []byte { return binary.BigEndian.AppendUint64(nil, n) }
+
+// appendStreamPrefix appends stream's key prefix to dst.
+func appendStreamPrefix(dst []byte, stream string) []byte {
+	return append(binary.AppendUvarint(dst, uint64(len(stream))), stream...)
+}
 
 // streamPrefix is length-prefixed so no stream's keys prefix another's.
 func streamPrefix(stream string) []byte {

@@ -48,10 +48,10 @@ type promise struct {
 // writes is recorded after it, as without a promise. A promise made again
 // before an append committed replaces the earlier one.
 func Promise(ctx context.Context, status int, contentType string, answer []byte) context.Context {
-	p, _ := ctx.Value(promiseKey{}).(*promise)
-	if p == nil || (p.bound != nil && p.bound()) {
+	if !Promising(ctx) {
 		return ctx
 	}
+	p := ctx.Value(promiseKey{}).(*promise)
 	// A promise made again (the command decided again after a conflict)
 	// replaces the last one, whose append did not commit.
 	p.bound = nil
@@ -62,6 +62,14 @@ func Promise(ctx context.Context, status int, contentType string, answer []byte)
 	p.status, p.contentType, p.answer = status, contentType, answer
 	ctx, p.bound = p.store.BindWithAppend(ctx, nonces.Binding{Scope: signedScope, Key: levelKey(p.name, "done", 0), Value: string(b), Expires: p.expires})
 	return ctx
+}
+
+// Promising reports whether a Promise made with ctx would be recorded,
+// so that a handler renders the answer to promise only then (an embedded
+// node's signed writes, a keyed request, record their answer after it).
+func Promising(ctx context.Context) bool {
+	p, _ := ctx.Value(promiseKey{}).(*promise)
+	return p != nil && (p.bound == nil || !p.bound())
 }
 
 // kept reports whether the promise was recorded with its append, and then

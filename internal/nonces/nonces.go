@@ -15,6 +15,7 @@ package nonces
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/healthtech/partner-open-platform/events"
@@ -55,4 +56,26 @@ type RouteClaim struct {
 	Claimed, Fresh bool
 	Head           events.Position
 	HeadKnown      bool
+}
+
+// HoldsRoute reports whether a scheme M signature's route binding, whose
+// value is bound, holds route outright: the value its first use recorded,
+// "<unix nanoseconds> <route>", or an older release's "<route>" alone. A
+// store that binds the route and claims the signed write together
+// (idempotency.RouteClaimer) claims only then; any other value is judged by
+// the caller (the grace of another route).
+func HoldsRoute(bound, route string) bool {
+	if bound == route {
+		return true
+	}
+	ns, rest, ok := strings.Cut(bound, " ")
+	if !ok || rest != route || len(ns) == 0 || len(ns) > 19 {
+		return false
+	}
+	for i := range len(ns) {
+		if ns[i] < '0' || ns[i] > '9' {
+			return false
+		}
+	}
+	return true
 }

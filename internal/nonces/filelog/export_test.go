@@ -11,3 +11,10 @@ func (n *Nonces) PeriodicFsyncs() int {
 	defer n.wmu.Unlock()
 	return n.fsyncs
 }
+
+// Writes is how many writes of queued records the store has made.
+func (n *Nonces) Writes() int {
+	n.wmu.Lock()
+	defer n.wmu.Unlock()
+	return n.writes
+}

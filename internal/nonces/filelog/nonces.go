@@ -22,6 +22,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/healthtech/partner-open-platform/internal/nonces"
 )
 
 // LockTimeout is how long Open waits for another process to release the
@@ -76,6 +78,7 @@ type Nonces struct {
 	file    *os.File
 	synced  uint64 // guarded by wmu: the last sequence number fsynced
 	fsyncs  int    // guarded by wmu: fsyncs of the periodic sync (tests)
+	writes  int    // guarded by wmu: writes of queued records (tests)
 	written uint64 // guarded by mu: last sequence number written
 	werr    error  // guarded by mu: a failed write fails every later call
 
@@ -324,33 +327,74 @@ func (n *Nonces) bind(ctx context.Context, kind byte, scope, key, value string, 
 	k := EntryKey(kind, scope, key)
 	now := micros(n.now())
 	n.mu.Lock()
-	if n.closed {
-		n.mu.Unlock()
-		return "", false, ErrClosed
-	}
-	if n.werr != nil {
-		err := n.werr
+	if err := n.usable(); err != nil {
 		n.mu.Unlock()
 		return "", false, err
 	}
-	if e, ok := n.entries[k]; ok && e.exp > now {
-		n.mu.Unlock()
-		// The record deciding this may still be queued: answer once it is
-		// written, so that no answer depends on a record a crash can lose.
-		if err := n.flush(e.seq); err != nil {
-			return "", false, err
-		}
-		return e.value, false, nil
-	}
-	seq := n.queue(k, micros(expires), value)
-	if seq%pruneEvery == 0 {
-		n.prune(now)
-	}
+	held, fresh, seq := n.decide(k, micros(expires), value, now)
 	n.mu.Unlock()
+	// The record deciding this may still be queued: answer once it is
+	// written, so that no answer depends on a record a crash can lose.
 	if err := n.flush(seq); err != nil {
 		return "", false, err
 	}
-	return value, true, nil
+	return held, fresh, nil
+}
+
+// BindRouteAndClaim implements idempotency.RouteClaimer: a scheme M
+// write's route binding and, when that binding holds routeName outright
+// (nonces.HoldsRoute), its claim, decided together and answered once both
+// records are written, by one write where Bind and Bind would make two.
+// bound is the route binding's value as Bind answers it; claimed says
+// whether the claim was bound, and fresh whether it is this call's own.
+// On another route no claim is left behind: the caller judges the route
+// and claims on its own.
+func (n *Nonces) BindRouteAndClaim(ctx context.Context, route, claim nonces.Binding, routeName string) (bound string, claimed, fresh bool, err error) {
+	if err := ctx.Err(); err != nil {
+		return "", false, false, err
+	}
+	rk, ck := EntryKey('b', route.Scope, route.Key), EntryKey('b', claim.Scope, claim.Key)
+	now := micros(n.now())
+	n.mu.Lock()
+	if err := n.usable(); err != nil {
+		n.mu.Unlock()
+		return "", false, false, err
+	}
+	bound, own, seq := n.decide(rk, micros(route.Expires), route.Value, now)
+	if own || nonces.HoldsRoute(bound, routeName) {
+		var cseq uint64
+		_, fresh, cseq = n.decide(ck, micros(claim.Expires), claim.Value, now)
+		claimed, seq = true, max(seq, cseq)
+	}
+	n.mu.Unlock()
+	if err := n.flush(seq); err != nil {
+		return "", false, false, err
+	}
+	return bound, claimed, fresh, nil
+}
+
+// usable is the error every call gets once the store is closed or a write
+// failed; mu is held.
+func (n *Nonces) usable() error {
+	if n.closed {
+		return ErrClosed
+	}
+	return n.werr
+}
+
+// decide binds value to the entry key k until exp unless a valid entry
+// holds k, and returns the value that holds, whether it is value, and the
+// sequence number of the record that decided it (to flush before
+// answering); mu is held.
+func (n *Nonces) decide(k string, exp uint64, value string, now uint64) (string, bool, uint64) {
+	if e, ok := n.entries[k]; ok && e.exp > now {
+		return e.value, false, e.seq
+	}
+	seq := n.queue(k, exp, value)
+	if seq%pruneEvery == 0 {
+		n.prune(now)
+	}
+	return value, true, seq
 }
 
 // queue records an entry in memory and its record in the write buffer;
@@ -409,6 +453,7 @@ func (n *Nonces) flush(seq uint64) error {
 	compact := n.records > 2*len(n.entries)+compactMin
 	n.mu.Unlock()
 	_, err = n.file.Write(buf)
+	n.writes++
 	n.mu.Lock()
 	if err != nil {
 		n.werr = fmt.Errorf("internal/nonces/filelog: write %s: %w", n.path, err)
