@@ -36,9 +36,8 @@ type deliveryIndexes struct {
 	appFeed    map[int64][]feedKey              // per app, ordered by cursor
 	due        appDue                           // pending or retrying with a NextAttemptAt, per app
 	statuses   map[string]int                   // status -> deliveries
-	sources    []events.Position                // distinct SourcePositions, ascending
-	sourceRefs map[events.Position]int          // SourcePosition -> deliveries
-	subjects   map[string]map[string]bool       // Subject -> DeliveryIDs, non-empty subjects only
+	sources    []sourceCount                    // distinct SourcePositions, ascending
+	subjects   map[string]*subjectRows          // non-empty subjects only
 }
 
 func newDeliveryIndexes() deliveryIndexes {
@@ -48,8 +47,73 @@ func newDeliveryIndexes() deliveryIndexes {
 		appFeed:    map[int64][]feedKey{},
 		due:        appDue{apps: map[int64]*dueHeap{}},
 		statuses:   map[string]int{},
-		sourceRefs: map[events.Position]int{},
-		subjects:   map[string]map[string]bool{},
+		subjects:   map[string]*subjectRows{},
+	}
+}
+
+// sourceCount is a source position and how many deliveries have it. A
+// sorted slice rather than a map of counts beside a sorted slice of
+// positions: deliveries are created in log order, so a new source is an
+// append and a repeated one the last entry, and each source costs its 24
+// bytes instead of those plus a map slot.
+type sourceCount struct {
+	pos events.Position
+	n   int
+}
+
+func compareSource(a, b sourceCount) int { return comparePos(a.pos, b.pos) }
+
+// subjectRows is the deliveries of one subject (user.erased blanks them):
+// their ids, and the one copy of the subject's name that their rows share.
+// The ids are a slice while they are few, since a person has a handful of
+// deliveries and a map of them costs a few hundred bytes; past
+// subjectFewIDs they move to a set, so that blanking a subject of
+// thousands (each removal one lookup) stays linear.
+type subjectRows struct {
+	subject string
+	few     []string
+	many    map[string]struct{}
+}
+
+const subjectFewIDs = 32
+
+func (r *subjectRows) add(id string) {
+	if r.many != nil {
+		r.many[id] = struct{}{}
+		return
+	}
+	r.few = append(r.few, id)
+	if len(r.few) > subjectFewIDs {
+		r.many = make(map[string]struct{}, 2*len(r.few))
+		for _, id := range r.few {
+			r.many[id] = struct{}{}
+		}
+		r.few = nil
+	}
+}
+
+func (r *subjectRows) remove(id string) {
+	if r.many != nil {
+		delete(r.many, id)
+		return
+	}
+	if i := slices.Index(r.few, id); i >= 0 {
+		last := len(r.few) - 1
+		r.few[i] = r.few[last]
+		r.few[last] = ""
+		r.few = r.few[:last]
+	}
+}
+
+func (r *subjectRows) len() int { return len(r.few) + len(r.many) }
+
+// ids calls fn with each id, in no particular order.
+func (r *subjectRows) ids(fn func(id string)) {
+	for _, id := range r.few {
+		fn(id)
+	}
+	for id := range r.many {
+		fn(id)
 	}
 }
 
@@ -306,21 +370,22 @@ func (s *Store) setDelivery(cur projections.Delivery, had bool, next projections
 	}
 	if !same || cur.Subject != next.Subject {
 		if had && cur.Subject != "" {
-			delete(s.subjects[cur.Subject], cur.DeliveryID)
-			if len(s.subjects[cur.Subject]) == 0 {
-				delete(s.subjects, cur.Subject)
+			if r := s.subjects[cur.Subject]; r != nil {
+				if r.remove(cur.DeliveryID); r.len() == 0 {
+					delete(s.subjects, cur.Subject)
+				}
 			}
 		}
 		if keep && next.Subject != "" {
-			if s.subjects[next.Subject] == nil {
-				s.subjects[next.Subject] = map[string]bool{}
-			}
-			s.subjects[next.Subject][next.DeliveryID] = true
+			s.subjectOf(next.Subject).add(next.DeliveryID)
 		}
 	}
 	id := cur.DeliveryID
 	if keep {
 		id = next.DeliveryID
+		if next.Subject != "" {
+			next.Subject = s.subjects[next.Subject].subject
+		}
 		s.deliveries[id] = packDelivery(next)
 	}
 	k, in := dueKeyOf(next)
@@ -342,18 +407,33 @@ func (s *Store) countStatus(status string, d int) {
 	}
 }
 
+// subjectOf is the subject's entry, made if it has none.
+func (s *Store) subjectOf(subject string) *subjectRows {
+	r := s.subjects[subject]
+	if r == nil {
+		r = &subjectRows{subject: subject}
+		s.subjects[subject] = r
+	}
+	return r
+}
+
 func (s *Store) refSource(p events.Position, d int) {
-	was := s.sourceRefs[p]
-	n := was + d
+	k := sourceCount{pos: p}
+	i, found := len(s.sources)-1, false
+	if i < 0 || s.sources[i].pos != p { // not the last one: search
+		i, found = slices.BinarySearchFunc(s.sources, k, compareSource)
+	} else {
+		found = true
+	}
 	switch {
-	case n <= 0:
-		delete(s.sourceRefs, p)
-		s.sources = removeSorted(s.sources, p, comparePos)
-	case was == 0:
-		s.sources = insertSorted(s.sources, p, comparePos)
-		s.sourceRefs[p] = n
+	case !found && d > 0:
+		k.n = d
+		s.sources = slices.Insert(s.sources, i, k)
+	case !found:
+	case s.sources[i].n+d <= 0:
+		s.sources = slices.Delete(s.sources, i, i+1)
 	default:
-		s.sourceRefs[p] = n
+		s.sources[i].n += d
 	}
 }
 
@@ -523,7 +603,7 @@ func (s *Store) LastSource(ctx context.Context) (events.Position, error) {
 	if len(s.sources) == 0 {
 		return events.Position{}, nil
 	}
-	return s.sources[len(s.sources)-1], nil
+	return s.sources[len(s.sources)-1].pos, nil
 }
 
 // ---- writes ----
@@ -545,8 +625,8 @@ func (t *tx) SubjectDeliveries(ctx context.Context, subject string) ([]projectio
 		return nil, err
 	}
 	var out []projections.Delivery
-	for id := range t.s.subjects[subject] {
-		out = append(out, copyDelivery(t.s.view(id)))
+	if r := t.s.subjects[subject]; r != nil {
+		r.ids(func(id string) { out = append(out, copyDelivery(t.s.view(id))) })
 	}
 	return out, nil
 }
@@ -686,9 +766,17 @@ func (s *Store) restoreDeliveries(rows []*projections.Delivery) error {
 			fn()
 		}()
 	}
+	// The subjects index is built in the rows' lane: a row shares its
+	// subject's name with the subject's entry.
 	lane(func() {
 		for _, d := range rows {
-			s.deliveries[d.DeliveryID] = packDelivery(*d)
+			row := packDelivery(*d)
+			if d.Subject != "" {
+				r := s.subjectOf(d.Subject)
+				r.add(d.DeliveryID)
+				row.subject = r.subject
+			}
+			s.deliveries[d.DeliveryID] = row
 		}
 	})
 	lane(func() {
@@ -707,24 +795,31 @@ func (s *Store) restoreDeliveries(rows []*projections.Delivery) error {
 		}
 	})
 	lane(func() {
+		// Feed order is nearly source order: count runs of a position,
+		// then sort and merge only if a position came out of order.
+		sorted := true
 		for _, d := range rows {
-			if s.sourceRefs[d.SourcePosition]++; s.sourceRefs[d.SourcePosition] == 1 {
-				s.sources = append(s.sources, d.SourcePosition)
-			}
-		}
-		slices.SortFunc(s.sources, comparePos)
-	})
-	lane(func() {
-		for _, d := range rows {
-			if d.Subject == "" {
+			n := len(s.sources)
+			switch {
+			case n > 0 && s.sources[n-1].pos == d.SourcePosition:
+				s.sources[n-1].n++
 				continue
+			case n > 0 && comparePos(s.sources[n-1].pos, d.SourcePosition) > 0:
+				sorted = false
 			}
-			ids := s.subjects[d.Subject]
-			if ids == nil {
-				ids = map[string]bool{}
-				s.subjects[d.Subject] = ids
+			s.sources = append(s.sources, sourceCount{pos: d.SourcePosition, n: 1})
+		}
+		if !sorted {
+			slices.SortStableFunc(s.sources, compareSource)
+			merged := s.sources[:0]
+			for _, c := range s.sources {
+				if m := len(merged); m > 0 && merged[m-1].pos == c.pos {
+					merged[m-1].n += c.n
+				} else {
+					merged = append(merged, c)
+				}
 			}
-			ids[d.DeliveryID] = true
+			s.sources = merged
 		}
 	})
 	wg.Wait()
