@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"unsafe"
 
 	"github.com/healthtech/partner-open-platform/internal/datakeys"
 	"github.com/healthtech/partner-open-platform/internal/datakeys/keystest"
@@ -228,5 +229,44 @@ func TestResealBlanksTheOldSealing(t *testing.T) {
 	defer again.Close()
 	if _, err := datakeys.New(again, newM).ByID(ctx, k.ID); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A reopened store keeps one copy of the master key's id for the keys it
+// sealed, not one per person (a node holds a line per person in memory).
+func TestReopenSharesTheMasterKeyID(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "keys")
+	s, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := secrets.New(bytes.Repeat([]byte{7}, 32))
+	ks := datakeys.New(s, m)
+	ctx := context.Background()
+	for i := range 3 {
+		if _, err := ks.DataKey(ctx, fmt.Sprint("user-", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if s, err = Open(dir); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var ids []string
+	for i := range 3 {
+		rec, err := s.Get(ctx, fmt.Sprint("user-", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, rec.MasterKeyID)
+	}
+	if ids[0] == "" || ids[1] != ids[0] || ids[2] != ids[0] {
+		t.Fatalf("master key ids %q: want one, the same", ids)
+	}
+	if unsafe.StringData(ids[1]) != unsafe.StringData(ids[0]) || unsafe.StringData(ids[2]) != unsafe.StringData(ids[0]) {
+		t.Error("each key holds a copy of its master key's id")
 	}
 }
