@@ -38,6 +38,7 @@ type deliveryIndexes struct {
 	statuses   map[string]int                   // status -> deliveries
 	sources    []sourceCount                    // distinct SourcePositions, ascending
 	subjects   map[string]*subjectRows          // non-empty subjects only
+	eventTypes eventTypes                       // the rows' event types, numbered
 }
 
 func newDeliveryIndexes() deliveryIndexes {
@@ -48,6 +49,7 @@ func newDeliveryIndexes() deliveryIndexes {
 		due:        appDue{apps: map[int64]*dueHeap{}},
 		statuses:   map[string]int{},
 		subjects:   map[string]*subjectRows{},
+		eventTypes: newEventTypes(),
 	}
 }
 
@@ -383,10 +385,7 @@ func (s *Store) setDelivery(cur projections.Delivery, had bool, next projections
 	id := cur.DeliveryID
 	if keep {
 		id = next.DeliveryID
-		if next.Subject != "" {
-			next.Subject = s.subjects[next.Subject].subject
-		}
-		s.deliveries[id] = packDelivery(next)
+		s.deliveries[id] = packDelivery(next, &s.eventTypes, s.subjects[next.Subject])
 	}
 	k, in := dueKeyOf(next)
 	appID := cur.AppID
@@ -446,7 +445,7 @@ func (s *Store) view(id string) projections.Delivery {
 	if !ok {
 		return projections.Delivery{}
 	}
-	return r.view(id)
+	return r.view(id, &s.eventTypes)
 }
 
 // UpdateDeliveries shares Update's lock, undo log and checkpoints, so both projections replay alike.
@@ -465,7 +464,7 @@ func (s *Store) Delivery(ctx context.Context, appID int64, id string) (projectio
 	if !ok || (appID != 0 && r.appID != appID) {
 		return projections.Delivery{}, nil, projections.ErrNotFound
 	}
-	d := r.view(id)
+	d := r.view(id, &s.eventTypes)
 	as := make([]projections.Attempt, len(s.attempts[id]))
 	for i, a := range s.attempts[id] {
 		as[i] = copyAttempt(a)
@@ -617,7 +616,7 @@ func (t *tx) Delivery(ctx context.Context, id string) (projections.Delivery, err
 	if !ok {
 		return projections.Delivery{}, projections.ErrNotFound
 	}
-	return copyDelivery(r.view(id)), nil
+	return copyDelivery(r.view(id, &t.s.eventTypes)), nil
 }
 
 func (t *tx) SubjectDeliveries(ctx context.Context, subject string) ([]projections.Delivery, error) {
@@ -643,7 +642,7 @@ func (t *tx) PutDelivery(ctx context.Context, d projections.Delivery) error {
 	row, had := s.deliveries[d.DeliveryID]
 	var old projections.Delivery
 	if had {
-		old = row.view(d.DeliveryID)
+		old = row.view(d.DeliveryID, &s.eventTypes)
 	}
 	s.setDelivery(old, had, d, true)
 	t.keepUndo(func() { s.setDelivery(d, true, old, had) })
@@ -766,17 +765,16 @@ func (s *Store) restoreDeliveries(rows []*projections.Delivery) error {
 			fn()
 		}()
 	}
-	// The subjects index is built in the rows' lane: a row shares its
-	// subject's name with the subject's entry.
+	// The subjects index is built in the rows' lane: a row points to its
+	// subject's entry.
 	lane(func() {
 		for _, d := range rows {
-			row := packDelivery(*d)
+			var subj *subjectRows
 			if d.Subject != "" {
-				r := s.subjectOf(d.Subject)
-				r.add(d.DeliveryID)
-				row.subject = r.subject
+				subj = s.subjectOf(d.Subject)
+				subj.add(d.DeliveryID)
 			}
-			s.deliveries[d.DeliveryID] = row
+			s.deliveries[d.DeliveryID] = packDelivery(*d, &s.eventTypes, subj)
 		}
 	})
 	lane(func() {

@@ -45,8 +45,7 @@ func TestSubjectDeliveriesShareTheSubjectAndFollowItsRows(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, id := range ids {
-			r := s.deliveries[id]
-			names = append(names, unsafe.StringData(r.subject))
+			names = append(names, unsafe.StringData(s.view(id).Subject))
 		}
 		slices.Sort(ids)
 		return ids, names
