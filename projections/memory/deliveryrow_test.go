@@ -65,16 +65,7 @@ func TestDeliveryRowsReadAsWritten(t *testing.T) {
 			Body: []byte(`{}`), Subject: "user-7", Status: domain.DeliverySkipped, CreatedAt: at, UpdatedAt: at},
 	}
 	s := New()
-	if err := s.UpdateDeliveries(ctx, "deliveries", events.Position{Commit: 30, Prepare: 30}, func(tx projections.DeliveryTx) error {
-		for _, d := range rows {
-			if err := tx.PutDelivery(ctx, d); err != nil {
-				return err
-			}
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	putDeliveries(t, s, rows...)
 	check := func(s *Store, how string) {
 		t.Helper()
 		for _, want := range rows {

@@ -20,22 +20,9 @@ import (
 func TestSubjectDeliveriesShareTheSubjectAndFollowItsRows(t *testing.T) {
 	ctx := context.Background()
 	at := time.Date(2026, 11, 30, 1, 2, 3, 0, time.UTC)
-	put := func(s *Store, ds ...projections.Delivery) {
-		t.Helper()
-		if err := s.UpdateDeliveries(ctx, "deliveries", events.Position{Commit: 1, Prepare: 1}, func(tx projections.DeliveryTx) error {
-			for _, d := range ds {
-				if err := tx.PutDelivery(ctx, d); err != nil {
-					return err
-				}
-			}
-			return nil
-		}); err != nil {
-			t.Fatal(err)
-		}
-	}
 	of := func(s *Store, subject string) (ids []string, names []*byte) {
 		t.Helper()
-		if err := s.UpdateDeliveries(ctx, "deliveries", events.Position{Commit: 1, Prepare: 1}, func(tx projections.DeliveryTx) error {
+		if err := s.UpdateDeliveries(ctx, "probe", events.Position{Commit: 1, Prepare: 1}, func(tx projections.DeliveryTx) error {
 			ds, err := tx.SubjectDeliveries(ctx, subject)
 			for _, d := range ds {
 				ids = append(ids, d.DeliveryID)
@@ -67,7 +54,7 @@ func TestSubjectDeliveriesShareTheSubjectAndFollowItsRows(t *testing.T) {
 		} else {
 			want = append(want, fmt.Sprintf("d-%03d", i))
 		}
-		put(s, mk(i, subject))
+		putDeliveries(t, s, mk(i, subject))
 		if i == 3 || i == 3*subjectFewIDs {
 			got, names := of(s, "user-7")
 			if !slices.Equal(got, want) {
@@ -102,7 +89,7 @@ func TestSubjectDeliveriesShareTheSubjectAndFollowItsRows(t *testing.T) {
 	for _, id := range want {
 		d := s.view(id)
 		d.Subject, d.Body = "", []byte{}
-		put(s, d)
+		putDeliveries(t, s, d)
 	}
 	if got, _ := of(s, "user-7"); len(got) != 0 {
 		t.Fatalf("user-7 still has %v after every delivery was blanked", got)
@@ -112,5 +99,21 @@ func TestSubjectDeliveriesShareTheSubjectAndFollowItsRows(t *testing.T) {
 	}
 	if got, _ := of(s, "user-8"); len(got) != subjectFewIDs {
 		t.Fatalf("user-8 has %d deliveries, want %d", len(got), subjectFewIDs)
+	}
+}
+
+// putDeliveries puts ds in one transaction of the deliveries read model.
+func putDeliveries(t *testing.T, s *Store, ds ...projections.Delivery) {
+	t.Helper()
+	ctx := context.Background()
+	if err := s.UpdateDeliveries(ctx, "deliveries", events.Position{Commit: 30, Prepare: 30}, func(tx projections.DeliveryTx) error {
+		for _, d := range ds {
+			if err := tx.PutDelivery(ctx, d); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
 	}
 }

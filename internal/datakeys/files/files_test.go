@@ -30,12 +30,7 @@ func TestConformance(t *testing.T) {
 // the destroyed key's sealed form is nowhere, and the survivor reopens.
 func TestDestroyRemovesTheBytes(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "keys")
-	s, err := Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, _ := secrets.New(bytes.Repeat([]byte{7}, 32))
-	ks := datakeys.New(s, m)
+	s, ks, m := openKeys(t, dir)
 	ctx := context.Background()
 	gone, _ := ks.DataKey(ctx, "user-1")
 	kept, _ := ks.DataKey(ctx, "user-2")
@@ -43,7 +38,7 @@ func TestDestroyRemovesTheBytes(t *testing.T) {
 	if err := ks.Destroy(ctx, "user-1"); err != nil {
 		t.Fatal(err)
 	}
-	err = filepath.Walk(dir, func(path string, info os.FileInfo, err error) error {
+	err := filepath.Walk(dir, func(path string, info os.FileInfo, err error) error {
 		if err != nil || info.IsDir() {
 			return err
 		}
@@ -236,12 +231,7 @@ func TestResealBlanksTheOldSealing(t *testing.T) {
 // sealed, not one per person (a node holds a line per person in memory).
 func TestReopenSharesTheMasterKeyID(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "keys")
-	s, err := Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, _ := secrets.New(bytes.Repeat([]byte{7}, 32))
-	ks := datakeys.New(s, m)
+	s, ks, _ := openKeys(t, dir)
 	ctx := context.Background()
 	for i := range 3 {
 		if _, err := ks.DataKey(ctx, fmt.Sprint("user-", i)); err != nil {
@@ -251,7 +241,8 @@ func TestReopenSharesTheMasterKeyID(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if s, err = Open(dir); err != nil {
+	s, err := Open(dir)
+	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
@@ -269,4 +260,15 @@ func TestReopenSharesTheMasterKeyID(t *testing.T) {
 	if unsafe.StringData(ids[1]) != unsafe.StringData(ids[0]) || unsafe.StringData(ids[2]) != unsafe.StringData(ids[0]) {
 		t.Error("each key holds a copy of its master key's id")
 	}
+}
+
+// openKeys opens the key store in dir and its keys under a fixed master key.
+func openKeys(t *testing.T, dir string) (*Store, *datakeys.Keys, *secrets.Sealer) {
+	t.Helper()
+	s, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := secrets.New(bytes.Repeat([]byte{7}, 32))
+	return s, datakeys.New(s, m), m
 }
