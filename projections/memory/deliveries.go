@@ -36,9 +36,9 @@ type deliveryIndexes struct {
 	appFeed    map[int64][]feedKey              // per app, ordered by cursor
 	due        appDue                           // pending or retrying with a NextAttemptAt, per app
 	statuses   map[string]int                   // status -> deliveries
-	sources    []events.Position                // distinct SourcePositions, ascending
-	sourceRefs map[events.Position]int          // SourcePosition -> deliveries
-	subjects   map[string]map[string]bool       // Subject -> DeliveryIDs, non-empty subjects only
+	sources    []sourceCount                    // distinct SourcePositions, ascending
+	subjects   map[string]*subjectRows          // non-empty subjects only
+	eventTypes eventTypes                       // the rows' event types, numbered
 }
 
 func newDeliveryIndexes() deliveryIndexes {
@@ -48,8 +48,74 @@ func newDeliveryIndexes() deliveryIndexes {
 		appFeed:    map[int64][]feedKey{},
 		due:        appDue{apps: map[int64]*dueHeap{}},
 		statuses:   map[string]int{},
-		sourceRefs: map[events.Position]int{},
-		subjects:   map[string]map[string]bool{},
+		subjects:   map[string]*subjectRows{},
+		eventTypes: newEventTypes(),
+	}
+}
+
+// sourceCount is a source position and how many deliveries have it. A
+// sorted slice rather than a map of counts beside a sorted slice of
+// positions: deliveries are created in log order, so a new source is an
+// append and a repeated one the last entry, and each source costs its 24
+// bytes instead of those plus a map slot.
+type sourceCount struct {
+	pos events.Position
+	n   int
+}
+
+func compareSource(a, b sourceCount) int { return comparePos(a.pos, b.pos) }
+
+// subjectRows is the deliveries of one subject (user.erased blanks them):
+// their ids, and the one copy of the subject's name that their rows share.
+// The ids are a slice while they are few, since a person has a handful of
+// deliveries and a map of them costs a few hundred bytes; past
+// subjectFewIDs they move to a set, so that blanking a subject of
+// thousands (each removal one lookup) stays linear.
+type subjectRows struct {
+	subject string
+	few     []string
+	many    map[string]struct{}
+}
+
+const subjectFewIDs = 32
+
+func (r *subjectRows) add(id string) {
+	if r.many != nil {
+		r.many[id] = struct{}{}
+		return
+	}
+	r.few = append(r.few, id)
+	if len(r.few) > subjectFewIDs {
+		r.many = make(map[string]struct{}, 2*len(r.few))
+		for _, id := range r.few {
+			r.many[id] = struct{}{}
+		}
+		r.few = nil
+	}
+}
+
+func (r *subjectRows) remove(id string) {
+	if r.many != nil {
+		delete(r.many, id)
+		return
+	}
+	if i := slices.Index(r.few, id); i >= 0 {
+		last := len(r.few) - 1
+		r.few[i] = r.few[last]
+		r.few[last] = ""
+		r.few = r.few[:last]
+	}
+}
+
+func (r *subjectRows) len() int { return len(r.few) + len(r.many) }
+
+// ids calls fn with each id, in no particular order.
+func (r *subjectRows) ids(fn func(id string)) {
+	for _, id := range r.few {
+		fn(id)
+	}
+	for id := range r.many {
+		fn(id)
 	}
 }
 
@@ -317,22 +383,20 @@ func (s *Store) setDelivery(cur projections.Delivery, had bool, next projections
 	}
 	if !same || cur.Subject != next.Subject {
 		if had && cur.Subject != "" {
-			delete(s.subjects[cur.Subject], cur.DeliveryID)
-			if len(s.subjects[cur.Subject]) == 0 {
-				delete(s.subjects, cur.Subject)
+			if r := s.subjects[cur.Subject]; r != nil {
+				if r.remove(cur.DeliveryID); r.len() == 0 {
+					delete(s.subjects, cur.Subject)
+				}
 			}
 		}
 		if keep && next.Subject != "" {
-			if s.subjects[next.Subject] == nil {
-				s.subjects[next.Subject] = map[string]bool{}
-			}
-			s.subjects[next.Subject][next.DeliveryID] = true
+			s.subjectOf(next.Subject).add(next.DeliveryID)
 		}
 	}
 	id := cur.DeliveryID
 	if keep {
 		id = next.DeliveryID
-		s.deliveries[id] = packDelivery(next)
+		s.deliveries[id] = packDelivery(next, &s.eventTypes, s.subjects[next.Subject])
 	}
 	k, in := dueKeyOf(next)
 	appID := cur.AppID
@@ -353,18 +417,33 @@ func (s *Store) countStatus(status string, d int) {
 	}
 }
 
+// subjectOf is the subject's entry, made if it has none.
+func (s *Store) subjectOf(subject string) *subjectRows {
+	r := s.subjects[subject]
+	if r == nil {
+		r = &subjectRows{subject: subject}
+		s.subjects[subject] = r
+	}
+	return r
+}
+
 func (s *Store) refSource(p events.Position, d int) {
-	was := s.sourceRefs[p]
-	n := was + d
+	k := sourceCount{pos: p}
+	i, found := len(s.sources)-1, false
+	if i < 0 || s.sources[i].pos != p { // not the last one: search
+		i, found = slices.BinarySearchFunc(s.sources, k, compareSource)
+	} else {
+		found = true
+	}
 	switch {
-	case n <= 0:
-		delete(s.sourceRefs, p)
-		s.sources = removeSorted(s.sources, p, comparePos)
-	case was == 0:
-		s.sources = insertSorted(s.sources, p, comparePos)
-		s.sourceRefs[p] = n
+	case !found && d > 0:
+		k.n = d
+		s.sources = slices.Insert(s.sources, i, k)
+	case !found:
+	case s.sources[i].n+d <= 0:
+		s.sources = slices.Delete(s.sources, i, i+1)
 	default:
-		s.sourceRefs[p] = n
+		s.sources[i].n += d
 	}
 }
 
@@ -377,7 +456,7 @@ func (s *Store) view(id string) projections.Delivery {
 	if !ok {
 		return projections.Delivery{}
 	}
-	return r.view(id)
+	return r.view(id, &s.eventTypes)
 }
 
 // UpdateDeliveries shares Update's lock, undo log and checkpoints, so both projections replay alike.
@@ -396,7 +475,7 @@ func (s *Store) Delivery(ctx context.Context, appID int64, id string) (projectio
 	if !ok || (appID != 0 && r.appID != appID) {
 		return projections.Delivery{}, nil, projections.ErrNotFound
 	}
-	d := r.view(id)
+	d := r.view(id, &s.eventTypes)
 	as := make([]projections.Attempt, len(s.attempts[id]))
 	for i, a := range s.attempts[id] {
 		as[i] = copyAttempt(a)
@@ -534,7 +613,7 @@ func (s *Store) LastSource(ctx context.Context) (events.Position, error) {
 	if len(s.sources) == 0 {
 		return events.Position{}, nil
 	}
-	return s.sources[len(s.sources)-1], nil
+	return s.sources[len(s.sources)-1].pos, nil
 }
 
 // ---- writes ----
@@ -548,7 +627,7 @@ func (t *tx) Delivery(ctx context.Context, id string) (projections.Delivery, err
 	if !ok {
 		return projections.Delivery{}, projections.ErrNotFound
 	}
-	return copyDelivery(r.view(id)), nil
+	return copyDelivery(r.view(id, &t.s.eventTypes)), nil
 }
 
 func (t *tx) SubjectDeliveries(ctx context.Context, subject string) ([]projections.Delivery, error) {
@@ -556,8 +635,8 @@ func (t *tx) SubjectDeliveries(ctx context.Context, subject string) ([]projectio
 		return nil, err
 	}
 	var out []projections.Delivery
-	for id := range t.s.subjects[subject] {
-		out = append(out, copyDelivery(t.s.view(id)))
+	if r := t.s.subjects[subject]; r != nil {
+		r.ids(func(id string) { out = append(out, copyDelivery(t.s.view(id))) })
 	}
 	return out, nil
 }
@@ -574,7 +653,7 @@ func (t *tx) PutDelivery(ctx context.Context, d projections.Delivery) error {
 	row, had := s.deliveries[d.DeliveryID]
 	var old projections.Delivery
 	if had {
-		old = row.view(d.DeliveryID)
+		old = row.view(d.DeliveryID, &s.eventTypes)
 	}
 	s.setDelivery(old, had, d, true)
 	t.keepUndo(func() { s.setDelivery(d, true, old, had) })
@@ -700,9 +779,16 @@ func (s *Store) restoreDeliveries(rows []*projections.Delivery) error {
 			fn()
 		}()
 	}
+	// The subjects index is built in the rows' lane: a row points to its
+	// subject's entry.
 	lane(func() {
 		for _, d := range rows {
-			s.deliveries[d.DeliveryID] = packDelivery(*d)
+			var subj *subjectRows
+			if d.Subject != "" {
+				subj = s.subjectOf(d.Subject)
+				subj.add(d.DeliveryID)
+			}
+			s.deliveries[d.DeliveryID] = packDelivery(*d, &s.eventTypes, subj)
 		}
 	})
 	lane(func() {
@@ -721,24 +807,40 @@ func (s *Store) restoreDeliveries(rows []*projections.Delivery) error {
 		}
 	})
 	lane(func() {
-		for _, d := range rows {
-			if s.sourceRefs[d.SourcePosition]++; s.sourceRefs[d.SourcePosition] == 1 {
-				s.sources = append(s.sources, d.SourcePosition)
+		// Feed order is nearly source order: count runs of a position,
+		// then sort and merge only if a position came out of order. The
+		// runs are counted first, so the slice is made at its length
+		// rather than grown (by a quarter at each step).
+		runs := 0
+		for i, d := range rows {
+			if i == 0 || rows[i-1].SourcePosition != d.SourcePosition {
+				runs++
 			}
 		}
-		slices.SortFunc(s.sources, comparePos)
-	})
-	lane(func() {
+		s.sources = make([]sourceCount, 0, runs)
+		sorted := true
 		for _, d := range rows {
-			if d.Subject == "" {
+			n := len(s.sources)
+			switch {
+			case n > 0 && s.sources[n-1].pos == d.SourcePosition:
+				s.sources[n-1].n++
 				continue
+			case n > 0 && comparePos(s.sources[n-1].pos, d.SourcePosition) > 0:
+				sorted = false
 			}
-			ids := s.subjects[d.Subject]
-			if ids == nil {
-				ids = map[string]bool{}
-				s.subjects[d.Subject] = ids
+			s.sources = append(s.sources, sourceCount{pos: d.SourcePosition, n: 1})
+		}
+		if !sorted {
+			slices.SortStableFunc(s.sources, compareSource)
+			merged := s.sources[:0]
+			for _, c := range s.sources {
+				if m := len(merged); m > 0 && merged[m-1].pos == c.pos {
+					merged[m-1].n += c.n
+				} else {
+					merged = append(merged, c)
+				}
 			}
-			ids[d.DeliveryID] = true
+			s.sources = merged
 		}
 	})
 	wg.Wait()

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/projections"
 	"github.com/healthtech/partner-open-platform/projections/memory/snapfile"
 )
@@ -276,8 +275,7 @@ func (s *Store) presize(im snapfile.Image) {
 		n := len(im.Deliveries)
 		s.deliveries = make(map[string]deliveryRow, n)
 		s.attempts = make(map[string][]projections.Attempt, min(n, len(im.Attempts)))
-		s.sourceRefs = make(map[events.Position]int, n)
 		s.feed = make([]feedKey, 0, n)
-		s.subjects = make(map[string]map[string]bool, n/4)
+		s.subjects = make(map[string]*subjectRows, n/4)
 	}
 }

@@ -106,7 +106,7 @@ func (s *Store) pagedTables(f projections.ReadModel) (*sync.RWMutex, *paging, ma
 				compare: compareFeed,
 				walk:    s.walkFeed,
 				put: func(page []projections.Delivery, id string, r deliveryRow, _, _ int) []projections.Delivery {
-					return append(page, r.view(id))
+					return append(page, r.view(id, &s.eventTypes))
 				},
 				set: func(im *snapfile.Image, rows []projections.Delivery) { im.Deliveries = rows },
 			},

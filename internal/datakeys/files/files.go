@@ -136,6 +136,9 @@ func (s *Store) load() error {
 	s.index = make(map[string]*entry, bytes.Count(b[:end], []byte{'\n'}))
 	var stale [][2]int64 // key lines superseded by a later line, to blank again
 	recs := parseLines(b[:end])
+	// Keys are sealed by one master key, or a few over rotations: the
+	// entries share one copy of its id rather than one per person.
+	var master string
 	for _, r := range recs {
 		off, n := r.off, r.n
 		if r.blank {
@@ -149,6 +152,11 @@ func (s *Store) load() error {
 		}
 		if old := s.index[l.Subject]; old != nil && old.n > 0 {
 			stale = append(stale, [2]int64{old.off, old.n})
+		}
+		if l.MasterKeyID == master {
+			l.MasterKeyID = master
+		} else {
+			master = l.MasterKeyID
 		}
 		switch l.Op {
 		case "key":

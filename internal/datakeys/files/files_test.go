@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"unsafe"
 
 	"github.com/healthtech/partner-open-platform/internal/datakeys"
 	"github.com/healthtech/partner-open-platform/internal/datakeys/keystest"
@@ -29,12 +30,7 @@ func TestConformance(t *testing.T) {
 // the destroyed key's sealed form is nowhere, and the survivor reopens.
 func TestDestroyRemovesTheBytes(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "keys")
-	s, err := Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, _ := secrets.New(bytes.Repeat([]byte{7}, 32))
-	ks := datakeys.New(s, m)
+	s, ks, m := openKeys(t, dir)
 	ctx := context.Background()
 	gone, _ := ks.DataKey(ctx, "user-1")
 	kept, _ := ks.DataKey(ctx, "user-2")
@@ -42,7 +38,7 @@ func TestDestroyRemovesTheBytes(t *testing.T) {
 	if err := ks.Destroy(ctx, "user-1"); err != nil {
 		t.Fatal(err)
 	}
-	err = filepath.Walk(dir, func(path string, info os.FileInfo, err error) error {
+	err := filepath.Walk(dir, func(path string, info os.FileInfo, err error) error {
 		if err != nil || info.IsDir() {
 			return err
 		}
@@ -229,4 +225,50 @@ func TestResealBlanksTheOldSealing(t *testing.T) {
 	if _, err := datakeys.New(again, newM).ByID(ctx, k.ID); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// A reopened store keeps one copy of the master key's id for the keys it
+// sealed, not one per person (a node holds a line per person in memory).
+func TestReopenSharesTheMasterKeyID(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "keys")
+	s, ks, _ := openKeys(t, dir)
+	ctx := context.Background()
+	for i := range 3 {
+		if _, err := ks.DataKey(ctx, fmt.Sprint("user-", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var ids []string
+	for i := range 3 {
+		rec, err := s.Get(ctx, fmt.Sprint("user-", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, rec.MasterKeyID)
+	}
+	if ids[0] == "" || ids[1] != ids[0] || ids[2] != ids[0] {
+		t.Fatalf("master key ids %q: want one, the same", ids)
+	}
+	if unsafe.StringData(ids[1]) != unsafe.StringData(ids[0]) || unsafe.StringData(ids[2]) != unsafe.StringData(ids[0]) {
+		t.Error("each key holds a copy of its master key's id")
+	}
+}
+
+// openKeys opens the key store in dir and its keys under a fixed master key.
+func openKeys(t *testing.T, dir string) (*Store, *datakeys.Keys, *secrets.Sealer) {
+	t.Helper()
+	s, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := secrets.New(bytes.Repeat([]byte{7}, 32))
+	return s, datakeys.New(s, m), m
 }
