@@ -17,18 +17,39 @@ import (
 	projmemory "github.com/healthtech/partner-open-platform/projections/memory"
 )
 
+// newKeyedFixture is a fixture with data keys for answers about users.
+func newKeyedFixture(t *testing.T) (*fixture, *datakeys.Keys) {
+	t.Helper()
+	f := newFixture(t)
+	backend, err := keyfiles.Open(filepath.Join(t.TempDir(), "keys"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f, datakeys.New(backend, f.sealer)
+}
+
+// storedAnswers are the keyed answers the fixture's log recorded, in order.
+func storedAnswers(t *testing.T, f *fixture) []string {
+	recs, err := f.store.ReadAll(context.Background(), events.Position{}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sealed []string
+	for _, r := range recs {
+		if r.Type == "idempotency.completed" {
+			sealed = append(sealed, string(r.Data))
+		}
+	}
+	return sealed
+}
+
 // TestAnswerAboutAUserIsShreddedWithTheirKey: answers about a channel user
 // (in the path, or the request's open_user_id) are sealed with the user's
 // data key; once it is destroyed their replay is 404 USER_NOT_FOUND, marked
 // replayed, the request does not run again, and an answer about no user
 // still replays byte for byte.
 func TestAnswerAboutAUserIsShreddedWithTheirKey(t *testing.T) {
-	f := newFixture(t)
-	backend, err := keyfiles.Open(filepath.Join(t.TempDir(), "keys"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ks := datakeys.New(backend, f.sealer)
+	f, ks := newKeyedFixture(t)
 	k := f.node()
 	k.Keys = ks
 	e := &effect{}
@@ -40,16 +61,7 @@ func TestAnswerAboutAUserIsShreddedWithTheirKey(t *testing.T) {
 			t.Fatalf("first answer %+v", a)
 		}
 	}
-	recs, err := f.store.ReadAll(context.Background(), events.Position{}, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sealed []string
-	for _, r := range recs {
-		if r.Type == "idempotency.completed" {
-			sealed = append(sealed, string(r.Data))
-		}
-	}
+	sealed := storedAnswers(t, f)
 	if len(sealed) != 3 || !strings.Contains(sealed[0], `"sealed_body":"dk1:user-42~`) || !strings.Contains(sealed[1], `"sealed_body":"dk1:user-43~`) || !strings.Contains(sealed[2], `"sealed_body":"v1:`) {
 		t.Fatalf("stored answers %v", sealed)
 	}
@@ -88,12 +100,7 @@ func TestAnswerAboutAUserIsShreddedWithTheirKey(t *testing.T) {
 // sealing writes nonce and ciphertext into the record's own buffer, past
 // the room of their base64). Once the key is destroyed the replay is 404.
 func TestSignedAnswerAboutAUserReplaysByteForByte(t *testing.T) {
-	f := newFixture(t)
-	backend, err := keyfiles.Open(filepath.Join(t.TempDir(), "keys"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ks := datakeys.New(backend, f.sealer)
+	f, ks := newKeyedFixture(t)
 	store := &bindLog{SignedStore: projmemory.New()}
 	for n := range 70 {
 		name := strings.Repeat("李", n)
@@ -140,12 +147,7 @@ func TestSignedAnswerAboutAUserReplaysByteForByte(t *testing.T) {
 // taken to be about that user: it is sealed with the master key, as an
 // answer about no user is.
 func TestAnswerAboutNamesTheUserOfAnAnswer(t *testing.T) {
-	f := newFixture(t)
-	backend, err := keyfiles.Open(filepath.Join(t.TempDir(), "keys"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ks := datakeys.New(backend, f.sealer)
+	f, ks := newKeyedFixture(t)
 	k := f.node()
 	k.Keys = ks
 	about := func(status int) idempotency.Handler {
@@ -162,19 +164,7 @@ func TestAnswerAboutNamesTheUserOfAnAnswer(t *testing.T) {
 		}
 	}
 	const forUser, forNone = "dk1:user-77~", "v1:"
-	stored := func() []string {
-		recs, err := f.store.ReadAll(context.Background(), events.Position{}, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var sealed []string
-		for _, r := range recs {
-			if r.Type == "idempotency.completed" {
-				sealed = append(sealed, string(r.Data))
-			}
-		}
-		return sealed
-	}
+	stored := func() []string { return storedAnswers(t, f) }
 	done := func(store *bindLog) string {
 		return store.binds[len(store.binds)-1].value
 	}
