@@ -60,6 +60,7 @@ func (a *API) register(c *call) error {
 		// Only a store that records the answer with the append takes a
 		// promise; elsewhere the answer is recorded after it, as written.
 		ctx = commands.PromiseRegistered(ctx, func(ctx context.Context, res commands.RegisterResult) context.Context {
+			c.aboutUser(res.OpenUserID)
 			return c.promiseOn(ctx, res.Created, registerAnswerOf(res))
 		})
 	}
@@ -67,6 +68,7 @@ func (a *API) register(c *call) error {
 	if err != nil {
 		return err
 	}
+	c.aboutUser(res.OpenUserID)
 	c.answer(res.Position, res.Created, registerAnswerOf(res))
 	return nil
 }
@@ -127,6 +129,7 @@ func (a *API) patchUser(c *call) error {
 	if err != nil {
 		return err
 	}
+	c.aboutUser(ids[0])
 	var p commands.ProfilePatch
 	if err := c.decode(func(o *httpapi.Object) {
 		p = commands.ProfilePatch{
@@ -150,6 +153,7 @@ func (a *API) upsertGroup(c *call) error {
 	if err != nil {
 		return err
 	}
+	c.aboutUser(ids[0])
 	var g commands.GroupInput
 	if err := c.decode(func(o *httpapi.Object) { g = groupInput(o) }); err != nil {
 		return err
@@ -167,6 +171,7 @@ func (a *API) dissolveGroup(c *call) error {
 	if err != nil {
 		return err
 	}
+	c.aboutUser(ids[0])
 	if err := c.claim(); err != nil {
 		return err
 	}
@@ -183,6 +188,7 @@ func (a *API) upsertMember(c *call) error {
 	if err != nil {
 		return err
 	}
+	c.aboutUser(ids[0])
 	var m commands.MemberInput
 	if err := c.decode(func(o *httpapi.Object) { m = memberInput(o) }); err != nil {
 		return err
@@ -200,6 +206,7 @@ func (a *API) deleteMember(c *call) error {
 	if err != nil {
 		return err
 	}
+	c.aboutUser(ids[0])
 	if err := c.claim(); err != nil {
 		return err
 	}

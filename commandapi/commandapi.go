@@ -196,6 +196,12 @@ func (b *answerBuffer) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// aboutUser says that the answer is about channel user openUserID (the
+// one registered, or the one in the path): a keyed or signed write's
+// recorded answer is then sealed for that user without being parsed for
+// it (idempotency.AnswerAbout).
+func (c *call) aboutUser(openUserID int64) { idempotency.AnswerAbout(c.w, openUserID) }
+
 // ids parses the named positive-integer path parameters in order.
 func (c *call) ids(names ...string) ([]int64, error) {
 	out := make([]int64, len(names))

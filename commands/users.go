@@ -320,7 +320,7 @@ func validateRegister(c Register, r rules) error {
 		Name: domain.Val(c.User.Name), Nickname: c.User.Nickname, Gender: c.User.Gender, Avatar: c.User.Avatar,
 		Phone: c.User.Phone, Email: c.User.Email, BirthDate: c.User.BirthDate,
 	}
-	r.profile("user.", profile)
+	r.profile(registerProfile, profile)
 	seenGroups := map[int64]bool{}
 	for i, g := range c.Groups {
 		p := fmt.Sprintf("family_groups[%d].", i)
@@ -427,27 +427,39 @@ type ProfilePatch struct {
 	BirthDate domain.Field[string]
 }
 
-func (r rules) profile(prefix string, p ProfilePatch) {
-	if p.Name.Set && r.notNull(prefix+"name", p.Name.Null) && r.required(prefix+"name", p.Name.Value) {
-		r.maxLen(prefix+"name", p.Name.Value, 32)
+// profileFields are the names a profile's fields are reported under.
+type profileFields struct{ name, nickname, gender, avatar, phone, email, birthDate string }
+
+func fieldsUnder(prefix string) profileFields {
+	return profileFields{prefix + "name", prefix + "nickname", prefix + "gender", prefix + "avatar",
+		prefix + "phone", prefix + "email", prefix + "birth_date"}
+}
+
+// The names of a register's profile fields (under "user.") and of a
+// PATCH's, made once rather than per request.
+var registerProfile, patchProfile = fieldsUnder("user."), fieldsUnder("")
+
+func (r rules) profile(f profileFields, p ProfilePatch) {
+	if p.Name.Set && r.notNull(f.name, p.Name.Null) && r.required(f.name, p.Name.Value) {
+		r.maxLen(f.name, p.Name.Value, 32)
 	}
 	if v := p.Nickname.Ptr(); v != nil {
-		r.maxLen(prefix+"nickname", *v, 32)
+		r.maxLen(f.nickname, *v, 32)
 	}
-	if p.Gender.Set && r.notNull(prefix+"gender", p.Gender.Null) {
-		r.oneOf(prefix+"gender", p.Gender.Value, genders, "male, female, unknown")
+	if p.Gender.Set && r.notNull(f.gender, p.Gender.Null) {
+		r.oneOf(f.gender, p.Gender.Value, genders, "male, female, unknown")
 	}
 	if v := p.Avatar.Ptr(); v != nil {
-		r.url(prefix+"avatar", *v, 500)
+		r.url(f.avatar, *v, 500)
 	}
 	if v := p.Phone.Ptr(); v != nil {
-		r.mobile(prefix+"phone", *v)
+		r.mobile(f.phone, *v)
 	}
 	if v := p.Email.Ptr(); v != nil {
-		r.email(prefix+"email", *v)
+		r.email(f.email, *v)
 	}
 	if v := p.BirthDate.Ptr(); v != nil {
-		r.date(prefix+"birth_date", *v, true)
+		r.date(f.birthDate, *v, true)
 	}
 }
 
@@ -876,7 +888,7 @@ func decideUpdateProfile(st *userState, appID int64, p ProfilePatch) ([]events.P
 // UpdateProfile applies a PATCH; only sent fields change.
 func (u *Users) UpdateProfile(ctx context.Context, appID, openUserID int64, p ProfilePatch, meta Meta) (events.Position, error) {
 	r := u.rules()
-	r.profile("", p)
+	r.profile(patchProfile, p)
 	if err := r.v.Err(); err != nil {
 		return events.Position{}, err
 	}

@@ -12,7 +12,6 @@ import (
 	"regexp"
 	"runtime"
 	"runtime/debug"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -273,6 +272,3 @@ func LimitRequestLine(next, refuse http.Handler) http.Handler {
 		next.ServeHTTP(w, r)
 	})
 }
-
-// StatusLabel turns a status into a metrics label.
-func StatusLabel(s int) string { return strconv.Itoa(s) }

@@ -268,7 +268,7 @@ func (k *Keeper) Serve(w http.ResponseWriter, r *http.Request, appID int64, body
 		rw.status = http.StatusOK
 	}
 	if q.claimed {
-		q.subject = answerSubject(r, body, rw.body.Bytes())
+		q.subject = rw.subject(r, body, rw.status, rw.body.Bytes())
 		// A request that used up its budget still records its answer.
 		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()

@@ -31,6 +31,9 @@ type promise struct {
 	expires time.Time
 	r       *http.Request
 	body    []byte
+	// rw is the recorder the handler writes to, which may know whom the
+	// answer is about (AnswerAbout).
+	rw *recorder
 
 	status      int
 	contentType string
@@ -55,7 +58,7 @@ func Promise(ctx context.Context, status int, contentType string, answer []byte)
 	// A promise made again (the command decided again after a conflict)
 	// replaces the last one, whose append did not commit.
 	p.bound = nil
-	b, err := p.k.signedRecord(ctx, p.name, p.r, p.body, status, contentType, answer)
+	b, err := p.k.signedRecord(ctx, p.name, p.rw.subject(p.r, p.body, status, answer), status, contentType, answer)
 	if err != nil {
 		return ctx
 	}
@@ -86,12 +89,13 @@ func (p *promise) kept(rw *recorder) bool {
 }
 
 // signedRecord is a signed write's record as its level's done key holds
-// it: "done", the status, the content type and the sealed answer, one a line.
-func (k *Keeper) signedRecord(ctx context.Context, name string, r *http.Request, body []byte, status int, contentType string, answer []byte) ([]byte, error) {
+// it: "done", the status, the content type and the answer sealed for
+// subject (the channel user it is about, or ""), one a line.
+func (k *Keeper) signedRecord(ctx context.Context, name, subject string, status int, contentType string, answer []byte) ([]byte, error) {
 	// Built in one buffer around the sealing.
 	var head [64]byte
 	b := append(head[:0], levelDone+"\n"...)
 	b = strconv.AppendInt(b, int64(status), 10)
 	b = append(append(append(b, '\n'), contentType...), '\n')
-	return k.appendSealed(ctx, b, signedStream(name), answerSubject(r, body, answer), answer)
+	return k.appendSealed(ctx, b, signedStream(name), subject, answer)
 }

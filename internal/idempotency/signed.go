@@ -171,7 +171,7 @@ func (k *Keeper) ServeSigned(w http.ResponseWriter, r *http.Request, appID int64
 	if ab, ok := store.(AppendBinder); ok && len(r.Header.Values(Header)) == 0 {
 		// Without an Idempotency-Key (whose record Serve appends after the
 		// write), the handler may promise its answer to ride with its append.
-		p = &promise{k: k, store: ab, name: name, expires: expires, r: r, body: body}
+		p = &promise{k: k, store: ab, name: name, expires: expires, r: r, body: body, rw: rw}
 		r = r.WithContext(context.WithValue(ctx, promiseKey{}, p))
 	}
 	k.Serve(rw, r, appID, body, h)
@@ -257,7 +257,8 @@ const (
 // levels to the done one. A write thus costs two bindings: its claim and
 // its answer.
 func (k *Keeper) recordSigned(ctx context.Context, store SignedStore, name string, expires time.Time, r *http.Request, body []byte, rw *recorder) error {
-	b, err := k.signedRecord(ctx, name, r, body, rw.status, rw.header.Get("Content-Type"), rw.body.Bytes())
+	answer := rw.body.Bytes()
+	b, err := k.signedRecord(ctx, name, rw.subject(r, body, rw.status, answer), rw.status, rw.header.Get("Content-Type"), answer)
 	if err != nil {
 		return err
 	}

@@ -39,6 +39,23 @@ type Metrics struct {
 	// or lost it; LeaseAcquisitions counts this node's acquisitions.
 	LeaseHeld         *prometheus.GaugeVec
 	LeaseAcquisitions *prometheus.CounterVec
+
+	httpSeries    series[httpKey, prometheus.Observer]
+	appendSeries  series[string, prometheus.Observer]
+	projectSeries series[string, projectionSeries]
+}
+
+// httpKey names a series of HTTPDuration.
+type httpKey struct {
+	method, route string
+	status        int
+}
+
+// projectionSeries are a projection's series of ProjectionEvents and
+// ProjectionLag.
+type projectionSeries struct {
+	events prometheus.Counter
+	lag    prometheus.Gauge
 }
 
 // New registers the collectors in a fresh registry (one per node, so tests
@@ -98,10 +115,21 @@ func New() *Metrics {
 	return m
 }
 
+// ObserveHTTP records a request's latency in HTTPDuration; method is
+// already bounded (httpapi.MethodLabel).
+func (m *Metrics) ObserveHTTP(method, route string, status int, d time.Duration) {
+	m.httpSeries.get(httpKey{method, route, status}, func() prometheus.Observer {
+		return m.HTTPDuration.WithLabelValues(method, route, strconv.Itoa(status))
+	}).Observe(d.Seconds())
+}
+
 // Projected records a batch a projection applied.
 func (m *Metrics) Projected(name string, n int, last events.Recorded) {
-	m.ProjectionEvents.WithLabelValues(name).Add(float64(n))
-	m.ProjectionLag.WithLabelValues(name).Set(time.Since(last.Created).Seconds())
+	s := m.projectSeries.get(name, func() projectionSeries {
+		return projectionSeries{events: m.ProjectionEvents.WithLabelValues(name), lag: m.ProjectionLag.WithLabelValues(name)}
+	})
+	s.events.Add(float64(n))
+	s.lag.Set(time.Since(last.Created).Seconds())
 }
 
 // Skipped records an event a projection skipped.
@@ -125,7 +153,7 @@ func (s *instrumented) Append(ctx context.Context, stream string, expected event
 	case err != nil:
 		outcome = "error"
 	}
-	s.m.AppendDuration.WithLabelValues(outcome).Observe(time.Since(start).Seconds())
+	s.m.observeAppend(outcome, start)
 	return res, err
 }
 
@@ -147,8 +175,15 @@ func (s *instrumented) AppendMulti(ctx context.Context, parts ...events.StreamAp
 	case err != nil:
 		outcome = "error"
 	}
-	s.m.AppendDuration.WithLabelValues(outcome).Observe(time.Since(start).Seconds())
+	s.m.observeAppend(outcome, start)
 	return res, err
+}
+
+// observeAppend records an append's latency under its outcome.
+func (m *Metrics) observeAppend(outcome string, start time.Time) {
+	m.appendSeries.get(outcome, func() prometheus.Observer {
+		return m.AppendDuration.WithLabelValues(outcome)
+	}).Observe(time.Since(start).Seconds())
 }
 
 // Attempted records a webhook attempt; firstDelay is set on a delivery's first attempt.

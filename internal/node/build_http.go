@@ -121,9 +121,7 @@ func asksToWait(r *http.Request) bool {
 func (n *Node) router(routes []commandapi.Route, now func() time.Time) http.Handler {
 	rt := httprouter.New()
 	rt.RedirectTrailingSlash, rt.RedirectFixedPath = false, false
-	observe := func(method, route string, status int, d time.Duration) {
-		n.Metrics.HTTPDuration.WithLabelValues(method, route, httpapi.StatusLabel(status)).Observe(d.Seconds())
-	}
+	observe := n.Metrics.ObserveHTTP
 	wrap := func(route string, h http.Handler) http.Handler {
 		return httpapi.InstrumentTo(n.log, n.accessLog, route, observe, h)
 	}
