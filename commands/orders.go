@@ -445,7 +445,7 @@ func (o *Orders) CreateOrder(ctx context.Context, appID int64, in OrderInput, me
 			}
 			ev := ps[0].(catalog.OrderCreated)
 			out = OrderResult{OrderID: c.OrderID, OrderCode: ev.OrderCode, OrderTime: ev.OrderTime}
-			return []decided{{key, 0, claim}, {domain.OrderStream(c.OrderID), 0, ps}}, nil
+			return []decided{{stream: key, ps: claim}, {stream: domain.OrderStream(c.OrderID), ps: ps}}, nil
 		}
 		// Claimed with no order yet (a claim of a store without atomic
 		// multi-stream appends, cut short by a crash): complete it.
@@ -467,7 +467,7 @@ func (o *Orders) CreateOrder(ctx context.Context, appID int64, in OrderInput, me
 		}
 		ev := ps[0].(catalog.OrderCreated)
 		out = OrderResult{OrderID: orderID, OrderCode: ev.OrderCode, OrderTime: ev.OrderTime}
-		return []decided{{domain.OrderStream(orderID), version, ps}}, nil
+		return []decided{{stream: domain.OrderStream(orderID), version: version, ps: ps}}, nil
 	})
 	if err != nil {
 		return OrderResult{}, err

@@ -243,11 +243,11 @@ func (r *Reports) Create(ctx context.Context, in ReportInput, uploader string, m
 		if len(ps) == 0 {
 			return nil, nil
 		}
-		parts := []decided{{domain.ReportStream(c.ReportID), version, ps}}
+		parts := []decided{{stream: domain.ReportStream(c.ReportID), version: version, ps: ps}}
 		if key != "" {
 			if claim := decideClaimReportKey(&k, c); claim != nil {
 				// The key and the report in one append where the store can.
-				parts = []decided{{key, 0, claim}, parts[0]}
+				parts = []decided{{stream: key, ps: claim}, parts[0]}
 			}
 		}
 		return parts, nil

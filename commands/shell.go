@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/events"
@@ -194,7 +195,9 @@ func executePartsWith(ctx context.Context, s streams, meta *Meta, try func() ([]
 		}
 		res, err := s.appendAll(actx, *meta, parts...)
 		if events.IsConflict(err) {
-			conflicts++
+			if !slices.ContainsFunc(parts, func(p decided) bool { return p.unread }) {
+				conflicts++
+			}
 			continue
 		}
 		if err != nil {

@@ -95,6 +95,9 @@ type decided struct {
 	stream  string
 	version uint64
 	ps      []events.Payload
+	// unread: version was assumed (a stream never written), not read, so
+	// a conflict on it is not a lost race but the guess found wrong.
+	unread bool
 }
 
 // appendAll appends the parts in one atomic multi-stream append (one

@@ -581,10 +581,20 @@ func (u *Users) Register(ctx context.Context, c Register, meta Meta) (RegisterRe
 			return promise(actx, createdResult(cmd.OpenUserID, c.ChannelUserID, created, events.Position{}))
 		}
 	}
+	// The first try guesses that the channel user is new: its binding
+	// stream is claimed as never written without being read, and a bound
+	// channel user conflicts there (nothing is written) and is read on the
+	// next try. Only where no binding can sit under a legacy name, which
+	// the append's expected revision would not see.
+	guess := u.noLegacy.Load()
 	res, appended, err := executePartsWith(ctx, u.streams, &meta, func() ([]decided, error) {
-		b, bindingVersion, err := u.loadBindings(ctx, binding, c.AppID, c.ChannelUserID)
-		if err != nil {
-			return nil, err
+		unread := guess
+		guess = false
+		b, bindingVersion, err := &bindings{}, uint64(0), error(nil)
+		if !unread {
+			if b, bindingVersion, err = u.loadBindings(ctx, binding, c.AppID, c.ChannelUserID); err != nil {
+				return nil, err
+			}
 		}
 		if b.hashed.openUserID == 0 && b.legacy.openUserID != 0 {
 			// Bound under the legacy name (its user stream may still be to
@@ -597,6 +607,9 @@ func (u *Users) Register(ctx context.Context, c Register, meta Meta) (RegisterRe
 		if openUserID == 0 {
 			var parts []decided
 			parts, created, err = u.bindAndCreate(ctx, &cmd, b, binding, bindingVersion)
+			if len(parts) > 0 {
+				parts[0].unread = unread
+			}
 			return parts, err
 		}
 		st := newUserState()

@@ -134,6 +134,11 @@ func Open(ctx context.Context, url string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("events/postgres: parse URL: %w", err)
 	}
+	return openConfig(ctx, cfg)
+}
+
+// openConfig is Open on a parsed pool configuration.
+func openConfig(ctx context.Context, cfg *pgxpool.Config) (*Store, error) {
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("events/postgres: connect: %w", err)
@@ -365,40 +370,48 @@ type newRows struct {
 	data, meta      [][]byte
 }
 
-// streamCountQuery is a stream's committed event count: its last
-// revision + 1, read as the last entry of the (stream, revision) index.
-// Written as max(revision), the cached generic plan (estimating one row
-// per stream from early statistics) aggregated every entry of the stream,
-// so each append to a long stream (an app's audit facts, one per report
-// pull) read the whole stream under the append lock.
-const streamCountQuery = `SELECT coalesce((SELECT revision FROM es_events WHERE stream = $1 ORDER BY revision DESC LIMIT 1) + 1, 0)`
+// streamCountsQuery is each of a group's streams with its committed event
+// count, in one statement: the stream's last revision + 1, read as the last
+// entry of the (stream, revision) index. Written as max(revision), the
+// cached generic plan (estimating one row per stream from early
+// statistics) aggregated every entry of the stream, so each append to a
+// long stream (an app's audit facts, one per report pull) read the whole
+// stream under the append lock.
+const streamCountsQuery = `SELECT s, coalesce((SELECT revision FROM es_events WHERE stream = s ORDER BY revision DESC LIMIT 1) + 1, 0)
+FROM unnest($1::text[]) AS s`
+
+// placesQuery is where each of a group's event ids already sits: one probe
+// of the id index per id (the LIMIT keeps each probe a subquery of its
+// own). As "id = ANY($1)" over a whole group's ids, the plan scanned the
+// log instead.
+const placesQuery = `SELECT e.id, e.stream, e.revision, e.position FROM unnest($1::text[]) AS i(id),
+LATERAL (SELECT id, stream, revision, position FROM es_events WHERE es_events.id = i.id LIMIT 1) AS e`
 
 // readCommitted is the first exchange with the server: open the transaction, take the
 // lock, read the head, and every stream's count and every event ID's
-// place as the committed log has them. Each statement after the lock
-// reads a fresh snapshot (READ COMMITTED), so it sees the previous
-// holder's commit.
+// place as the committed log has them, each in one statement for the whole
+// group. Each statement after the lock reads a fresh snapshot (READ
+// COMMITTED), so it sees the previous holder's commit.
 func readCommitted(ctx context.Context, conn *pgx.Conn, group []*pending) (committed, error) {
+	var streams, ids []string
+	seen := committed{counts: map[string]int64{}, found: map[string]rules.Located{}}
+	for _, p := range group {
+		for _, part := range p.parts {
+			if _, ok := seen.counts[part.Stream]; !ok {
+				seen.counts[part.Stream] = 0
+				streams = append(streams, part.Stream)
+			}
+			for _, ev := range part.Events {
+				ids = append(ids, ev.ID)
+			}
+		}
+	}
 	b := &pgx.Batch{}
 	b.Queue(`BEGIN`)
 	b.Queue(`SELECT pg_advisory_xact_lock($1)`, appendLock)
 	b.Queue(`SELECT coalesce(max(position), 0), now() FROM es_events`)
-	var partStreams []string
-	for _, p := range group {
-		for _, part := range p.parts {
-			ids := make([]string, len(part.Events))
-			for i, ev := range part.Events {
-				ids[i] = ev.ID
-			}
-			b.Queue(streamCountQuery, part.Stream)
-			b.Queue(`SELECT id, stream, revision, position FROM es_events WHERE id = ANY($1)`, ids)
-			partStreams = append(partStreams, part.Stream)
-		}
-	}
-	seen := committed{
-		counts: make(map[string]int64, len(partStreams)),
-		found:  map[string]rules.Located{},
-	}
+	b.Queue(streamCountsQuery, streams)
+	b.Queue(placesQuery, ids)
 	br := conn.SendBatch(ctx, b)
 	_, err := br.Exec()
 	if err == nil {
@@ -407,8 +420,8 @@ func readCommitted(ctx context.Context, conn *pgx.Conn, group []*pending) (commi
 	if err == nil {
 		err = br.QueryRow().Scan(&seen.head, &seen.created)
 	}
-	for i := 0; i < len(partStreams) && err == nil; i++ {
-		err = readStreamPlaces(br, partStreams[i], seen)
+	if err == nil {
+		err = readPlaces(br, seen)
 	}
 	if cerr := br.Close(); err == nil {
 		err = cerr
@@ -416,24 +429,30 @@ func readCommitted(ctx context.Context, conn *pgx.Conn, group []*pending) (commi
 	return seen, err
 }
 
-// readStreamPlaces reads one part's two results of the first exchange
-// with the server: the stream's committed count and the places of its event IDs.
-func readStreamPlaces(br pgx.BatchResults, stream string, seen committed) error {
-	var count int64
-	if err := br.QueryRow().Scan(&count); err != nil {
-		return err
-	}
-	seen.counts[stream] = count
+// readPlaces reads the group's two results of the first exchange with the
+// server: each stream's committed count and the places of its event IDs.
+func readPlaces(br pgx.BatchResults, seen committed) error {
+	var (
+		stream   string
+		count    int64
+		id       string
+		rev, pos int64
+	)
 	rows, err := br.Query()
 	if err != nil {
 		return err
 	}
-	var (
-		id, st   string
-		rev, pos int64
-	)
-	_, err = pgx.ForEachRow(rows, []any{&id, &st, &rev, &pos}, func() error {
-		seen.found[id] = rules.Located{Stream: st, Revision: uint64(rev), Position: position(pos)}
+	if _, err := pgx.ForEachRow(rows, []any{&stream, &count}, func() error {
+		seen.counts[stream] = count
+		return nil
+	}); err != nil {
+		return err
+	}
+	if rows, err = br.Query(); err != nil {
+		return err
+	}
+	_, err = pgx.ForEachRow(rows, []any{&id, &stream, &rev, &pos}, func() error {
+		seen.found[id] = rules.Located{Stream: stream, Revision: uint64(rev), Position: position(pos)}
 		return nil
 	})
 	return err

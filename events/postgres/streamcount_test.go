@@ -46,16 +46,19 @@ func TestStreamCountReadsOneIndexEntry(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Release()
-	var count int64
-	if err := conn.QueryRow(ctx, streamCountQuery, "audit-app:1").Scan(&count); err != nil || count != 601 {
+	var (
+		stream string
+		count  int64
+	)
+	if err := conn.QueryRow(ctx, streamCountsQuery, []string{"audit-app:1"}).Scan(&stream, &count); err != nil || count != 601 {
 		t.Fatalf("count %d, %v: want 601", count, err)
 	}
-	for _, q := range []string{`SET plan_cache_mode = force_generic_plan`, `PREPARE count_probe(text) AS ` + streamCountQuery} {
+	for _, q := range []string{`SET plan_cache_mode = force_generic_plan`, `PREPARE count_probe(text[]) AS ` + streamCountsQuery} {
 		if _, err := conn.Exec(ctx, q); err != nil {
 			t.Fatal(err)
 		}
 	}
-	rows, err := conn.Query(ctx, `EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) EXECUTE count_probe('audit-app:1')`)
+	rows, err := conn.Query(ctx, `EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) EXECUTE count_probe('{audit-app:1}')`)
 	if err != nil {
 		t.Fatal(err)
 	}
