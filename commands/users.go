@@ -590,7 +590,8 @@ func (u *Users) Register(ctx context.Context, c Register, meta Meta) (RegisterRe
 	res, appended, err := executePartsWith(ctx, u.streams, &meta, func() ([]decided, error) {
 		unread := guess
 		guess = false
-		b, bindingVersion, err := &bindings{}, uint64(0), error(nil)
+		b, bindingVersion := &bindings{}, uint64(0)
+		var err error
 		if !unread {
 			if b, bindingVersion, err = u.loadBindings(ctx, binding, c.AppID, c.ChannelUserID); err != nil {
 				return nil, err
