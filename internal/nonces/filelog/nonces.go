@@ -19,6 +19,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -307,11 +308,14 @@ func (n *Nonces) Bind(ctx context.Context, scope, key, value string, expires tim
 // length, the scope and the key, so that no two (scope, key) pairs share an
 // entry; it is the bbolt file's key too, so Restore can take its entries.
 func EntryKey(kind byte, scope, key string) string {
-	k := make([]byte, 0, 1+binary.MaxVarintLen64+len(scope)+len(key))
-	k = append(k, kind)
-	k = binary.AppendUvarint(k, uint64(len(scope)))
-	k = append(k, scope...)
-	return string(append(k, key...))
+	var n [binary.MaxVarintLen64]byte
+	var k strings.Builder // one allocation: String does not copy
+	k.Grow(1 + binary.MaxVarintLen64 + len(scope) + len(key))
+	k.WriteByte(kind)
+	k.Write(binary.AppendUvarint(n[:0], uint64(len(scope))))
+	k.WriteString(scope)
+	k.WriteString(key)
+	return k.String()
 }
 
 func micros(t time.Time) uint64 { return uint64(max(t.UnixMicro(), 0)) }
