@@ -71,6 +71,7 @@ type Nonces struct {
 	entries map[string]entry
 	heap    []expiring
 	buf     []byte // records not yet written
+	spare   []byte // a written buffer kept for buf while another is written
 	queued  uint64 // sequence number of the last record queued
 	records int    // records in the file, written or queued
 	closed  bool
@@ -407,6 +408,9 @@ func (n *Nonces) queue(k string, exp uint64, value string) uint64 {
 	n.queued++
 	n.entries[k] = entry{exp: exp, value: value, seq: n.queued}
 	n.heap = pushExpiring(n.heap, expiring{exp, k})
+	if n.buf == nil {
+		n.buf, n.spare = n.spare, nil
+	}
 	n.buf = appendRecord(n.buf, k, exp, value)
 	n.records++
 	return n.queued
@@ -469,8 +473,14 @@ func (n *Nonces) flush(seq uint64) error {
 		default: // a wait is already due
 		}
 	}
-	if n.buf == nil && cap(buf) <= 1<<20 {
-		n.buf = buf[:0] // reuse the written buffer for the next group
+	// Reuse the written buffer for the next group, or as the spare when
+	// records were queued during the write (two buffers take turns).
+	if cap(buf) <= 1<<20 {
+		if n.buf == nil {
+			n.buf = buf[:0]
+		} else {
+			n.spare = buf[:0]
+		}
 	}
 	n.mu.Unlock()
 	if err == nil && compact {
