@@ -180,10 +180,12 @@ func (c *aggregateCache[S]) loadLent(ctx context.Context, s streams, stream stri
 // loaded, or when its personal fields no longer read back as written (the
 // next load then starts the entry over, as loadLent does), so no plaintext
 // of an erased person is lent. The entry keeps its place in the bound.
-func (c *aggregateCache[S]) cached(ctx context.Context, s streams, stream string) (S, uint64, events.Position, bool) {
+// lent numbers the copy as loadLent's does, so that the append deciding on
+// it lets the cached state take its maps back (appendAfter's dropped).
+func (c *aggregateCache[S]) cached(ctx context.Context, s streams, stream string) (_ S, version uint64, _ events.Position, lent uint64, ok bool) {
 	var zero S
 	if c == nil || c.max <= 0 {
-		return zero, 0, events.Position{}, false
+		return zero, 0, events.Position{}, 0, false
 	}
 	c.mu.Lock()
 	el, ok := c.entries[stream]
@@ -192,16 +194,16 @@ func (c *aggregateCache[S]) cached(ctx context.Context, s streams, stream string
 	}
 	c.mu.Unlock()
 	if !ok {
-		return zero, 0, events.Position{}, false
+		return zero, 0, events.Position{}, 0, false
 	}
 	e := el.Value.(*cachedAggregate[S])
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.version == 0 || !c.readable(ctx, s, stream) {
-		return zero, 0, events.Position{}, false
+		return zero, 0, events.Position{}, 0, false
 	}
 	e.lent++ // an earlier lent copy is no longer the latest (see reclaimer)
-	return e.state.clone(), e.version, e.pos, true
+	return e.state.clone(), e.version, e.pos, e.lent, true
 }
 
 // release tells the cache that the copy loadLent lent as number lent is

@@ -521,3 +521,51 @@ func (u *Users) WithAggregateCache(n int) *Users {
 	u.loaded = newUserCache(n)
 	return u
 }
+
+// A change decided on a cached user without reading the stream
+// (trustedUsers) advances the cache in place once its append lands: the
+// copy it decided on is dropped, so the cached maps are nobody else's, and
+// the user's members are not copied per upsert. The cache still holds what
+// the stream holds.
+func TestTrustedChangeAdvancesTheCacheInPlace(t *testing.T) {
+	store := memory.New()
+	reg := catalog.Registry()
+	u := NewUsers(store, reg, NewAllocator(store, reg, 5), testNames, time.Now, time.UTC)
+	id := registerOne(t, u, "in-place")
+	upsert := func(i int) {
+		t.Helper()
+		in := MemberInput{AppUserID: fmt.Sprintf("m-%d", i%3), AppGroupID: 7, Name: fmt.Sprintf("n-%d", i), Relationship: "SON"}
+		if _, err := u.UpsertMember(ctx, 1, id, in, Meta{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stream := domain.UserStream(id)
+	members := func() uintptr {
+		e := u.loaded.entry(stream)
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		return reflect.ValueOf(e.state.members).Pointer()
+	}
+	for i := range 3 {
+		upsert(i)
+	}
+	before := members()
+	for i := 3; i < 9; i++ {
+		upsert(i)
+	}
+	if after := members(); after != before {
+		t.Fatalf("the cached user's members were copied by trusted upserts (map %#x, then %#x)", before, after)
+	}
+	cached, version, _, err := u.loaded.load(ctx, u.streams, stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	folded := newUserState()
+	n, _, err := (streams{store, reg}).load(ctx, stream, folded.apply)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if version != n || !sameUser(cached, folded) {
+		t.Fatalf("cached user at version %d:\n%s\nthe stream's fold at %d:\n%s", version, deref(cached), n, deref(folded))
+	}
+}

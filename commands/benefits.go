@@ -98,13 +98,13 @@ func (c cards) entry(stream string) *cachedCard {
 	return e
 }
 
-func (c cards) loadCached(stream string) (*cardState, uint64, events.Position, bool) {
+func (c cards) loadCached(stream string) (*cardState, uint64, events.Position, uint64, bool) {
 	e := c.entry(stream)
 	if e.version == 0 {
-		return nil, 0, events.Position{}, false
+		return nil, 0, events.Position{}, 0, false
 	}
 	st := e.state.clone()
-	return &st, e.version, e.pos, true
+	return &st, e.version, e.pos, 0, true
 }
 
 // loadLent reads the events appended since the card was last seen (by this

@@ -183,11 +183,11 @@ func (keyRecords) appendAfter(ctx context.Context, s streams, stream string, ver
 	return s.append(ctx, stream, version, meta, ps...)
 }
 
-func (s keyRecords) loadCached(string) (*KeyRecord, uint64, events.Position, bool) {
+func (s keyRecords) loadCached(string) (*KeyRecord, uint64, events.Position, uint64, bool) {
 	if s.known == nil {
-		return nil, 0, events.Position{}, false
+		return nil, 0, events.Position{}, 0, false
 	}
-	return s.known.clone(), s.known.count, s.known.last, true
+	return s.known.clone(), s.known.count, s.known.last, 0, true
 }
 
 // Look reads a key's record and what it means for req at now.

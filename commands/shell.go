@@ -85,9 +85,10 @@ func executeBatch[S any](ctx context.Context, s streams, src source[S], stream s
 // trusting is a source that can lend its cached state without reading the
 // stream first (cards, which one leader per card on this node writes): the
 // append's expected revision still catches another node's write, as a
-// conflict. ok is false when nothing is cached.
+// conflict. ok is false when nothing is cached; lent numbers the copy as
+// loadLent's does (0: the source takes nothing back).
 type trusting[S any] interface {
-	loadCached(stream string) (st S, version uint64, pos events.Position, ok bool)
+	loadCached(stream string) (st S, version uint64, pos events.Position, lent uint64, ok bool)
 }
 
 func run[S any](ctx context.Context, s streams, src source[S], stream string, meta *Meta, attempts int, onConflict error, decide func(S) ([]events.Payload, error)) (_ events.Position, err error) {
@@ -107,7 +108,7 @@ func run[S any](ctx context.Context, s streams, src source[S], stream string, me
 			err           error
 		)
 		if t, ok := src.(trusting[S]); ok && try == 0 {
-			st, version, pos, unread = t.loadCached(stream)
+			st, version, pos, lent, unread = t.loadCached(stream)
 		}
 		if !unread {
 			if st, version, pos, lent, err = src.loadLent(ctx, s, stream); err != nil {

@@ -144,10 +144,10 @@ type stale struct {
 	lent    int
 }
 
-func (s *stale) loadCached(string) (*itemState, uint64, events.Position, bool) {
+func (s *stale) loadCached(string) (*itemState, uint64, events.Position, uint64, bool) {
 	s.lent++
 	c := *s.lagging
-	return &c, 1, events.Position{}, true
+	return &c, 1, events.Position{}, 0, true
 }
 
 // Given a source whose cache lags the stream, when the decision on the

@@ -882,7 +882,7 @@ type trustedUsers struct {
 	s   streams
 }
 
-func (t trustedUsers) loadCached(stream string) (*userState, uint64, events.Position, bool) {
+func (t trustedUsers) loadCached(stream string) (*userState, uint64, events.Position, uint64, bool) {
 	return t.cached(t.ctx, t.s, stream)
 }
 

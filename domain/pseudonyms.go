@@ -37,10 +37,19 @@ const PseudonymKeySize = 32
 // cannot be recomputed from a guessed address.
 type Pseudonyms struct {
 	key []byte
-	// macs keeps keyed HMACs for reuse: Reset returns one to its keyed
-	// state without hashing the key again, and a register computes a
-	// pseudonym on every request.
+	// macs keeps keyed HMACs (*keyedMAC) for reuse: Reset returns one to
+	// its keyed state without hashing the key again, and a register
+	// computes a pseudonym on every request.
 	macs sync.Pool
+}
+
+// keyedMAC is a pooled HMAC with the buffers its input and sum are made
+// in: written through hash.Hash, a buffer of the caller's would escape to
+// the heap on every call.
+type keyedMAC struct {
+	mac hash.Hash
+	in  []byte
+	sum [sha256.Size]byte
 }
 
 // NewPseudonyms builds the hasher over a PseudonymKeySize-byte key.
@@ -49,7 +58,7 @@ func NewPseudonyms(key []byte) (*Pseudonyms, error) {
 		return nil, fmt.Errorf("domain: pseudonym key must be %d bytes, got %d", PseudonymKeySize, len(key))
 	}
 	p := &Pseudonyms{key: append([]byte(nil), key...)}
-	p.macs.New = func() any { return hmac.New(sha256.New, p.key) }
+	p.macs.New = func() any { return &keyedMAC{mac: hmac.New(sha256.New, p.key)} }
 	return p, nil
 }
 
@@ -58,22 +67,31 @@ func NewPseudonyms(key []byte) (*Pseudonyms, error) {
 // app id is inside the MAC, so one address has unrelated pseudonyms in two
 // apps).
 func (p *Pseudonyms) ChannelUser(appID int64, channelUserID string) string {
-	m := p.macs.Get().(hash.Hash)
+	var b [2 * sha256.Size]byte
+	return string(p.appendChannelUser(b[:0], appID, channelUserID))
+}
+
+// appendChannelUser appends ChannelUser's pseudonym to dst.
+func (p *Pseudonyms) appendChannelUser(dst []byte, appID int64, channelUserID string) []byte {
+	m := p.macs.Get().(*keyedMAC)
 	defer p.macs.Put(m)
-	m.Reset()
-	var b [64]byte
-	in := append(b[:0], "channel_user\x00"...)
+	m.mac.Reset()
+	in := append(m.in[:0], "channel_user\x00"...)
 	in = strconv.AppendInt(in, appID, 10)
-	m.Write(append(in, 0))
-	m.Write([]byte(channelUserID))
-	var sum [sha256.Size]byte
-	return hex.EncodeToString(m.Sum(sum[:0]))
+	in = append(append(in, 0), channelUserID...)
+	m.mac.Write(in)
+	if cap(in) <= 1<<10 {
+		m.in = in // kept for the next pseudonym; an unusually long id is not
+	}
+	return hex.AppendEncode(dst, m.mac.Sum(m.sum[:0]))
 }
 
 // BindingStream names the uniqueness claim of (appID, channelUserID): the
 // app id in clear (operators page by app) and the pseudonym.
 func (p *Pseudonyms) BindingStream(appID int64, channelUserID string) string {
-	return bindingPrefix + strconv.FormatInt(appID, 10) + "-" + p.ChannelUser(appID, channelUserID)
+	var b [len(bindingPrefix) + 20 + 1 + 2*sha256.Size]byte
+	n := strconv.AppendInt(append(b[:0], bindingPrefix...), appID, 10)
+	return string(p.appendChannelUser(append(n, '-'), appID, channelUserID))
 }
 
 // Stream is the name a reader may show for stream: a binding stream of a

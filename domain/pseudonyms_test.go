@@ -60,8 +60,9 @@ func TestLegacyBindingStreamNames(t *testing.T) {
 }
 
 // A pseudonym is HMAC-SHA-256 over "channel_user", NUL, the app id, NUL and
-// the id, whichever goroutine computes it and however many at once (the
-// keyed MACs are reused between calls).
+// the id, and a binding stream is named after it, whichever goroutine
+// computes it and however many at once (the keyed MACs and their buffers
+// are reused between calls).
 func TestPseudonymsConcurrentlyMatchTheirDefinition(t *testing.T) {
 	key := bytes.Repeat([]byte{3}, 32)
 	p, _ := domain.NewPseudonyms(key)
@@ -77,6 +78,12 @@ func TestPseudonymsConcurrentlyMatchTheirDefinition(t *testing.T) {
 				app, id := int64(g+1), fmt.Sprintf("user-%d-%d", g, i)
 				if got := p.ChannelUser(app, id); got != want(app, id) {
 					t.Errorf("ChannelUser(%d, %q) = %s, want %s", app, id, got, want(app, id))
+					return
+				}
+				// The name every stored binding has: a log's users are
+				// found under it.
+				if got, stream := p.BindingStream(app, id), "channeluserhmac-"+strconv.FormatInt(app, 10)+"-"+want(app, id); got != stream {
+					t.Errorf("BindingStream(%d, %q) = %s, want %s", app, id, got, stream)
 					return
 				}
 			}

@@ -9,7 +9,10 @@ import (
 // its stream without a lookup and an auditor can read any aggregate's history.
 
 // UserStream names the stream of one channel user and everything they own.
-func UserStream(openUserID int64) string { return "user-" + strconv.FormatInt(openUserID, 10) }
+func UserStream(openUserID int64) string {
+	var b [len("user-") + 20]byte // one allocation, the string's
+	return string(strconv.AppendInt(append(b[:0], "user-"...), openUserID, 10))
+}
 
 // The uniqueness claim of (app_id, channel_user_id) is named by
 // Pseudonyms.BindingStream (pseudonyms.go): never after the id itself.

@@ -604,7 +604,8 @@ func streamCount(c *bbolt.Cursor, prefix []byte) uint64 {
 }
 
 func (b buckets) lookup(id string) (rules.Located, bool, error) {
-	k, seq := b.idsCur.Seek([]byte(id))
+	var buf [64]byte // an event id, off the heap (bbolt keeps no seek key)
+	k, seq := b.idsCur.Seek(append(buf[:0], id...))
 	if seq == nil || string(k) != id {
 		return rules.Located{}, false, nil
 	}

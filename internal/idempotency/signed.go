@@ -91,13 +91,30 @@ var errSignedInProgress = &httpapi.Problem{Status: http.StatusConflict, Code: "I
 	Message: "an identical signed request is still being processed; retry after Retry-After seconds",
 	Headers: map[string]string{"Retry-After": "1"}}
 
-// SignedKey names a signed write: its signature (lower-case hex) with the
-// method, the path without its query (no partner write takes one, so a
-// query added to a captured request names the same write) and the body's
-// hash.
-func SignedKey(signature string, r *http.Request, body []byte) string {
+// SignedKey names a signed write: the SHA-256 (KeyHash's) of its
+// signature (lower-case hex), the method, the path without its query (no
+// partner write takes one, so a query added to a captured request names the
+// same write) and the body's hash, as
+//
+//	signature "\n" method " " path "\n" hex(SHA-256(body))
+//
+// hashed from a buffer on the stack: a signed write's records are named by
+// the hash, and nothing needs the key's text.
+func SignedKey(signature string, r *http.Request, body []byte) [sha256.Size]byte {
+	var stack [256]byte
 	sum := sha256.Sum256(body)
-	return signature + "\n" + r.Method + " " + r.URL.Path + "\n" + hex.EncodeToString(sum[:])
+	k := append(stack[:0], signature...)
+	k = append(append(append(append(k, '\n'), r.Method...), ' '), r.URL.Path...)
+	k = hex.AppendEncode(append(k, '\n'), sum[:])
+	return sha256.Sum256(k)
+}
+
+// signedName is the app's id, a colon and the hex of the signed key: the
+// prefix of every record of the write.
+func signedName(appID int64, signed *[sha256.Size]byte) string {
+	var stack [20 + 1 + 2*sha256.Size]byte
+	b := append(strconv.AppendInt(stack[:0], appID, 10), ':')
+	return string(hex.AppendEncode(b, signed[:]))
 }
 
 // ServeSigned runs a write whose signature alone identifies it (scheme M
@@ -119,7 +136,7 @@ func SignedKey(signature string, r *http.Request, body []byte) string {
 // unrecorded (nil when it recorded it): it is recorded and judged before
 // anything else answers, as authentication would have, and on a
 // RouteClaimer in the statement that claims the write.
-func (k *Keeper) ServeSigned(w http.ResponseWriter, r *http.Request, appID int64, body []byte, store SignedStore, signed string, route PendingRoute, h Handler) {
+func (k *Keeper) ServeSigned(w http.ResponseWriter, r *http.Request, appID int64, body []byte, store SignedStore, signed [sha256.Size]byte, route PendingRoute, h Handler) {
 	if _, _, err := checkKey(r); err != nil {
 		if route != nil {
 			if rerr := route.Record(); rerr != nil {
@@ -129,7 +146,7 @@ func (k *Keeper) ServeSigned(w http.ResponseWriter, r *http.Request, appID int64
 		httpapi.Error(w, r, err)
 		return
 	}
-	name := strconv.FormatInt(appID, 10) + ":" + KeyHash(signed)
+	name := signedName(appID, &signed)
 	// The store judges expiry by the wall clock, not the keeper's.
 	expires := time.Now().Add(SignatureTTL)
 	// Once it may run, the request finishes and records its answer even if

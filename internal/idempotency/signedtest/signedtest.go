@@ -7,6 +7,8 @@ package signedtest
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -195,8 +197,10 @@ func testConcurrentSignedWrites(t *testing.T, s idempotency.SignedStore) {
 // several nodes too, and nothing runs.
 func testSignedReplayOfOlderLayout(t *testing.T, s idempotency.SignedStore) {
 	const sig, body, answer = "0a1d", `{"name":"old"}`, `{"id":"u-older","name":"old"}`
-	r := httptest.NewRequest(http.MethodPost, "/open/v1/channel/users", strings.NewReader(body))
-	name := "42:" + idempotency.KeyHash(idempotency.SignedKey(sig, r, []byte(body)))
+	// The records' names as the older release made them: the KeyHash of
+	// the signed key's text.
+	bodySum := sha256.Sum256([]byte(body))
+	name := "42:" + idempotency.KeyHash(sig+"\nPOST /open/v1/channel/users\n"+hex.EncodeToString(bodySum[:]))
 	writer := newSignedWriter(t, 0)
 	sealed, err := writer.k.Sealer.Seal(answer)
 	if err != nil {

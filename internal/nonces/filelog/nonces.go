@@ -19,6 +19,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -70,6 +71,7 @@ type Nonces struct {
 	entries map[string]entry
 	heap    []expiring
 	buf     []byte // records not yet written
+	spare   []byte // a written buffer kept for buf while another is written
 	queued  uint64 // sequence number of the last record queued
 	records int    // records in the file, written or queued
 	closed  bool
@@ -307,11 +309,14 @@ func (n *Nonces) Bind(ctx context.Context, scope, key, value string, expires tim
 // length, the scope and the key, so that no two (scope, key) pairs share an
 // entry; it is the bbolt file's key too, so Restore can take its entries.
 func EntryKey(kind byte, scope, key string) string {
-	k := make([]byte, 0, 1+binary.MaxVarintLen64+len(scope)+len(key))
-	k = append(k, kind)
-	k = binary.AppendUvarint(k, uint64(len(scope)))
-	k = append(k, scope...)
-	return string(append(k, key...))
+	var n [binary.MaxVarintLen64]byte
+	var k strings.Builder // one allocation: String does not copy
+	k.Grow(1 + binary.MaxVarintLen64 + len(scope) + len(key))
+	k.WriteByte(kind)
+	k.Write(binary.AppendUvarint(n[:0], uint64(len(scope))))
+	k.WriteString(scope)
+	k.WriteString(key)
+	return k.String()
 }
 
 func micros(t time.Time) uint64 { return uint64(max(t.UnixMicro(), 0)) }
@@ -403,6 +408,9 @@ func (n *Nonces) queue(k string, exp uint64, value string) uint64 {
 	n.queued++
 	n.entries[k] = entry{exp: exp, value: value, seq: n.queued}
 	n.heap = pushExpiring(n.heap, expiring{exp, k})
+	if n.buf == nil {
+		n.buf, n.spare = n.spare, nil
+	}
 	n.buf = appendRecord(n.buf, k, exp, value)
 	n.records++
 	return n.queued
@@ -465,8 +473,14 @@ func (n *Nonces) flush(seq uint64) error {
 		default: // a wait is already due
 		}
 	}
-	if n.buf == nil && cap(buf) <= 1<<20 {
-		n.buf = buf[:0] // reuse the written buffer for the next group
+	// Reuse the written buffer for the next group, or as the spare when
+	// records were queued during the write (two buffers take turns).
+	if cap(buf) <= 1<<20 {
+		if n.buf == nil {
+			n.buf = buf[:0]
+		} else {
+			n.spare = buf[:0]
+		}
 	}
 	n.mu.Unlock()
 	if err == nil && compact {
