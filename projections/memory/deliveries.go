@@ -803,6 +803,15 @@ func (s *Store) restoreDeliveries(rows []*projections.Delivery) error {
 		}
 	})
 	lane(func() {
+		// Each app's feed is made at its length: grown by appends, the
+		// slices kept up to a quarter of their length unused.
+		perApp := map[int64]int{}
+		for _, d := range rows {
+			perApp[d.AppID]++
+		}
+		for app, n := range perApp {
+			s.appFeed[app] = make([]feedKey, 0, n)
+		}
 		for _, d := range rows {
 			k := feedKeyOf(*d)
 			s.feed = append(s.feed, k)
