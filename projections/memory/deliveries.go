@@ -449,8 +449,8 @@ func (s *Store) refSource(p events.Position, d int) {
 
 // ---- reads ----
 
-// view is the delivery id as an image holds it, the caller's own (see
-// deliveryRow.view), or the zero delivery.
+// view is the delivery id as the rows hold it (see deliveryRow.view), or
+// the zero delivery.
 func (s *Store) view(id string) projections.Delivery {
 	r, ok := s.deliveries[id]
 	if !ok {

@@ -200,8 +200,9 @@ func (r *deliveryRow) head(id string, types *eventTypes) projections.Delivery {
 }
 
 // view is the delivery id of row r, whose event type is numbered in
-// types, whole: its body (nil when the row's was), source event id and
-// pointees are the caller's own.
+// types, whole: a body kept as its tail is written out anew, any other
+// body and the pointees are the row's own, to read only (read before
+// handing it out).
 func (r *deliveryRow) view(id string, types *eventTypes) projections.Delivery {
 	d := r.head(id, types)
 	switch {
@@ -209,7 +210,7 @@ func (r *deliveryRow) view(id string, types *eventTypes) projections.Delivery {
 		d.Body = appendBodyHead(make([]byte, 0, headSize(d.EventType, id, d.AppID)+len(r.body)), d.EventType, id, d.AppID)
 		d.Body = append(d.Body, r.body...)
 	case r.flags&hasBody != 0:
-		d.Body = append([]byte{}, r.body...)
+		d.Body = unsafe.Slice(unsafe.StringData(r.body), len(r.body))
 	}
 	switch {
 	case r.flags&sourceUUID != 0:
@@ -217,18 +218,19 @@ func (r *deliveryRow) view(id string, types *eventTypes) projections.Delivery {
 	case r.more != nil:
 		d.SourceEventID = r.more.sourceEventID
 	}
-	d.NextAttemptAt, d.LastStatus, d.LastError = cloneTime(d.NextAttemptAt), cloneIntPtr(d.LastStatus), cloneStr(d.LastError)
-	d.LastErrorClass = cloneStr(d.LastErrorClass)
 	return d
 }
 
-// read is view as the store's reads answer it: the body is never nil, as
-// the Postgres store reads an empty bytea.
+// read is the delivery id of row r as the store's reads answer it: its
+// body (never nil, as the Postgres store reads an empty bytea) and
+// pointees are the caller's own.
 func (r *deliveryRow) read(id string, types *eventTypes) projections.Delivery {
 	d := r.view(id, types)
-	if d.Body == nil {
-		d.Body = []byte{}
+	if r.flags&bodyTail == 0 {
+		d.Body = append([]byte{}, d.Body...)
 	}
+	d.NextAttemptAt, d.LastStatus, d.LastError = cloneTime(d.NextAttemptAt), cloneIntPtr(d.LastStatus), cloneStr(d.LastError)
+	d.LastErrorClass = cloneStr(d.LastErrorClass)
 	return d
 }
 
