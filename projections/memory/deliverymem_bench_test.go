@@ -56,20 +56,8 @@ func BenchmarkDeliveriesLiveHeap(b *testing.B) {
 //
 //	go test -run '^$' -bench RestoreDeliveries -benchmem ./projections/memory
 func BenchmarkRestoreDeliveries(b *testing.B) {
-	const n = 100_000
 	ctx := context.Background()
-	at := time.Date(2026, 11, 30, 1, 2, 3, 0, time.UTC)
-	src := New()
-	if err := src.UpdateDeliveries(ctx, "deliveries", events.Position{Commit: 1, Prepare: 1}, func(tx projections.DeliveryTx) error {
-		for j := 0; j < n; j++ {
-			if err := tx.PutDelivery(ctx, benchDelivery(j, at)); err != nil {
-				return err
-			}
-		}
-		return nil
-	}); err != nil {
-		b.Fatal(err)
-	}
+	src := benchDeliveries(b, 100_000)
 	im, err := src.Image(ctx, projections.ReadModelDeliveries)
 	if err != nil {
 		b.Fatal(err)
