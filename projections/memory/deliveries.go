@@ -645,8 +645,8 @@ func (t *tx) SubjectDeliveries(ctx context.Context, subject string) ([]projectio
 	var out []projections.Delivery
 	if r := t.s.subjects[subject]; r != nil {
 		r.ids(func(id string) {
-			r := t.s.deliveries[id]
-			out = append(out, r.read(id, &t.s.eventTypes))
+			row := t.s.deliveries[id]
+			out = append(out, row.read(id, &t.s.eventTypes))
 		})
 	}
 	return out, nil

@@ -24,8 +24,8 @@ import (
 // already holds (bodyTail); what only some deliveries have (an attempt's
 // outcome, the next attempt, positions of another form, a status or event
 // type of no code, a source id of another form) is behind more, nil for
-// most. Every byte of the row costs about 1.4 in the map's slots, the
-// largest holder of the read model after the bodies.
+// most. Every byte of the row costs about 1.4 in the map's slots, as much
+// as the bodies' tails hold.
 type deliveryRow struct {
 	appID, endpointID int64
 	cursor, source    uint64       // Commit (= Prepare) unless more.positions
@@ -43,7 +43,7 @@ type deliveryRow struct {
 // The row's flags.
 const (
 	hasBody    uint8 = 1 << iota // Body was non-nil
-	bodyTail                     // body is what follows bodyHead
+	bodyTail                     // body is what follows the head appendBodyHead writes
 	sourceUUID                   // sourceEventID holds the source event's id
 )
 
