@@ -459,6 +459,15 @@ func (s *Store) view(id string) projections.Delivery {
 	return r.view(id, &s.eventTypes)
 }
 
+// feedEntry is the delivery id, the caller's own, if it passes f.
+func (s *Store) feedEntry(id string, f domain.DeliveryFilter) (projections.Delivery, bool) {
+	r := s.deliveries[id]
+	if h := r.head(id, &s.eventTypes); !h.Matches(f) {
+		return projections.Delivery{}, false
+	}
+	return r.read(id, &s.eventTypes), true
+}
+
 // UpdateDeliveries shares Update's lock, undo log and checkpoints, so both projections replay alike.
 func (s *Store) UpdateDeliveries(ctx context.Context, projection string, pos events.Position, fn func(projections.DeliveryTx) error) error {
 	return s.update(ctx, &s.deliveriesMu, projection, pos, func(t *tx) error { return fn(t) })
@@ -475,12 +484,11 @@ func (s *Store) Delivery(ctx context.Context, appID int64, id string) (projectio
 	if !ok || (appID != 0 && r.appID != appID) {
 		return projections.Delivery{}, nil, projections.ErrNotFound
 	}
-	d := r.view(id, &s.eventTypes)
 	as := make([]projections.Attempt, len(s.attempts[id]))
 	for i, a := range s.attempts[id] {
 		as[i] = copyAttempt(a)
 	}
-	return copyDelivery(d), as, nil
+	return r.read(id, &s.eventTypes), as, nil
 }
 
 // Deliveries walks a cursor index from f.After, so a feed page costs its rows, not the log's.
@@ -506,16 +514,16 @@ func (s *Store) Deliveries(ctx context.Context, f domain.DeliveryFilter) ([]proj
 			i = sort.Search(len(keys), func(i int) bool { return comparePos(keys[i].cursor, f.Before) >= 0 }) - 1
 		}
 		for ; i >= 0 && len(out) < limit; i-- {
-			if d := s.view(keys[i].id); d.Matches(g) {
-				out = append(out, copyDelivery(d))
+			if d, ok := s.feedEntry(keys[i].id, g); ok {
+				out = append(out, d)
 			}
 		}
 		return out, nil
 	}
 	i := sort.Search(len(keys), func(i int) bool { return comparePos(keys[i].cursor, f.After) > 0 })
 	for ; i < len(keys) && len(out) < limit; i++ {
-		if d := s.view(keys[i].id); d.Matches(g) {
-			out = append(out, copyDelivery(d))
+		if d, ok := s.feedEntry(keys[i].id, g); ok {
+			out = append(out, d)
 		}
 	}
 	return out, nil
@@ -627,7 +635,7 @@ func (t *tx) Delivery(ctx context.Context, id string) (projections.Delivery, err
 	if !ok {
 		return projections.Delivery{}, projections.ErrNotFound
 	}
-	return copyDelivery(r.view(id, &t.s.eventTypes)), nil
+	return r.read(id, &t.s.eventTypes), nil
 }
 
 func (t *tx) SubjectDeliveries(ctx context.Context, subject string) ([]projections.Delivery, error) {
@@ -636,7 +644,10 @@ func (t *tx) SubjectDeliveries(ctx context.Context, subject string) ([]projectio
 	}
 	var out []projections.Delivery
 	if r := t.s.subjects[subject]; r != nil {
-		r.ids(func(id string) { out = append(out, copyDelivery(t.s.view(id))) })
+		r.ids(func(id string) {
+			row := t.s.deliveries[id]
+			out = append(out, row.read(id, &t.s.eventTypes))
+		})
 	}
 	return out, nil
 }
@@ -792,6 +803,15 @@ func (s *Store) restoreDeliveries(rows []*projections.Delivery) error {
 		}
 	})
 	lane(func() {
+		// Each app's feed is made at its length: grown by appends, the
+		// slices kept up to a quarter of their length unused.
+		perApp := map[int64]int{}
+		for _, d := range rows {
+			perApp[d.AppID]++
+		}
+		for app, n := range perApp {
+			s.appFeed[app] = make([]feedKey, 0, n)
+		}
 		for _, d := range rows {
 			k := feedKeyOf(*d)
 			s.feed = append(s.feed, k)

@@ -15,14 +15,14 @@ import (
 
 // BenchmarkDeliveriesLiveHeap reports the live heap the deliveries read
 // model holds per delivery (B/delivery), for feed entries like a seeded
-// log's: uuid ids, a user's subject, a 250-byte body, one in ten pending.
+// log's: uuid ids, a user's subject, a rendered profile update's body of
+// about 240 bytes, one in ten pending.
 //
 //	go test -run '^$' -bench DeliveriesLiveHeap ./projections/memory
 func BenchmarkDeliveriesLiveHeap(b *testing.B) {
 	const n = 100_000
 	ctx := context.Background()
 	at := time.Date(2026, 11, 30, 1, 2, 3, 0, time.UTC)
-	body := make([]byte, 250)
 	for b.Loop() {
 		b.StopTimer()
 		var before, after runtime.MemStats
@@ -33,7 +33,7 @@ func BenchmarkDeliveriesLiveHeap(b *testing.B) {
 		for i := 0; i < n; i += 1000 {
 			if err := s.UpdateDeliveries(ctx, "deliveries", events.Position{Commit: uint64(i + 1), Prepare: uint64(i + 1)}, func(tx projections.DeliveryTx) error {
 				for j := i; j < i+1000; j++ {
-					if err := tx.PutDelivery(ctx, benchDelivery(j, at, body)); err != nil {
+					if err := tx.PutDelivery(ctx, benchDelivery(j, at)); err != nil {
 						return err
 					}
 				}
@@ -56,21 +56,8 @@ func BenchmarkDeliveriesLiveHeap(b *testing.B) {
 //
 //	go test -run '^$' -bench RestoreDeliveries -benchmem ./projections/memory
 func BenchmarkRestoreDeliveries(b *testing.B) {
-	const n = 100_000
 	ctx := context.Background()
-	at := time.Date(2026, 11, 30, 1, 2, 3, 0, time.UTC)
-	body := make([]byte, 250)
-	src := New()
-	if err := src.UpdateDeliveries(ctx, "deliveries", events.Position{Commit: 1, Prepare: 1}, func(tx projections.DeliveryTx) error {
-		for j := 0; j < n; j++ {
-			if err := tx.PutDelivery(ctx, benchDelivery(j, at, body)); err != nil {
-				return err
-			}
-		}
-		return nil
-	}); err != nil {
-		b.Fatal(err)
-	}
+	src := benchDeliveries(b, 100_000)
 	im, err := src.Image(ctx, projections.ReadModelDeliveries)
 	if err != nil {
 		b.Fatal(err)
@@ -90,17 +77,83 @@ func BenchmarkRestoreDeliveries(b *testing.B) {
 }
 
 // benchDelivery is the benchmarks' j-th delivery: a skipped feed entry, and
-// every tenth one pending for a second endpoint.
-func benchDelivery(j int, at time.Time, body []byte) projections.Delivery {
+// every tenth one pending for a second endpoint, with the body the
+// dispatcher renders for a profile update.
+func benchDelivery(j int, at time.Time) projections.Delivery {
 	d := projections.Delivery{
 		DeliveryID: fmt.Sprintf("%08x-0000-4000-8000-%012x", j, j), AppID: int64(j % 100), EndpointID: domain.DefaultEndpointID,
 		EventType: "user.profile.updated", SourceEventID: fmt.Sprintf("%08x-1111-4000-8000-%012x", j, j),
 		SourcePosition: events.Position{Commit: uint64(2*j + 1), Prepare: uint64(2*j + 1)},
 		Cursor:         events.Position{Commit: uint64(2*j + 2), Prepare: uint64(2*j + 2)},
-		Body:           body, Subject: fmt.Sprintf("user-%d", j/4), Status: domain.DeliverySkipped, CreatedAt: at, UpdatedAt: at,
+		Subject:        fmt.Sprintf("user-%d", j/4), Status: domain.DeliverySkipped, CreatedAt: at, UpdatedAt: at,
 	}
+	d.Body = fmt.Appendf(nil, `{"event":%q,"delivery_id":%q,"app_id":%d,"open_user_id":%d,"channel_user_id":"partner-user-%06d",`+
+		`"occurred_at":"2026-11-30T09:02:03+08:00","data":{"changed_fields":["nickname","phone","email"]}}`,
+		d.EventType, d.DeliveryID, d.AppID, 1_000_000+j/4, j/4)
 	if j%10 == 0 {
 		d.Status, d.NextAttemptAt, d.EndpointID = domain.DeliveryPending, &at, 2
 	}
 	return d
+}
+
+// benchDeliveries is a read model of n deliveries made by benchDelivery.
+func benchDeliveries(b *testing.B, n int) *Store {
+	ctx := context.Background()
+	at := time.Date(2026, 11, 30, 1, 2, 3, 0, time.UTC)
+	s := New()
+	if err := s.UpdateDeliveries(ctx, "deliveries", events.Position{Commit: uint64(2*n + 2), Prepare: uint64(2*n + 2)}, func(tx projections.DeliveryTx) error {
+		for j := 0; j < n; j++ {
+			if err := tx.PutDelivery(ctx, benchDelivery(j, at)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		b.Fatal(err)
+	}
+	return s
+}
+
+// BenchmarkDeliveryRead reads one delivery with its body and attempts, as
+// GET /open/v1/webhooks/deliveries/:id and each attempt of the sender do.
+//
+//	go test -run '^$' -bench DeliveryRead -benchmem ./projections/memory
+func BenchmarkDeliveryRead(b *testing.B) {
+	const n = 10_000
+	ctx := context.Background()
+	s := benchDeliveries(b, n)
+	ids := make([]string, n)
+	for j := range ids {
+		ids[j] = benchDelivery(j, time.Time{}).DeliveryID
+	}
+	b.ReportAllocs()
+	j := 0
+	for b.Loop() {
+		j = (j + 7919) % n
+		d, _, err := s.Delivery(ctx, int64(j%100), ids[j])
+		if err != nil || len(d.Body) == 0 {
+			b.Fatal(err, len(d.Body))
+		}
+	}
+}
+
+// BenchmarkFeedPage reads a page of 100 of an app's feed entries with
+// their bodies, as GET /open/v1/webhooks/events does.
+//
+//	go test -run '^$' -bench FeedPage -benchmem ./projections/memory
+func BenchmarkFeedPage(b *testing.B) {
+	const n = 100_000
+	ctx := context.Background()
+	s := benchDeliveries(b, n)
+	b.ReportAllocs()
+	after := uint64(0)
+	for b.Loop() {
+		page, err := s.Deliveries(ctx, domain.DeliveryFilter{AppID: 7, Feed: true, Limit: 100, After: events.Position{Commit: after, Prepare: after}})
+		if err != nil || len(page) != 100 {
+			b.Fatal(err, len(page))
+		}
+		if after += 2 * 100 * 100; after > 2*n-2*100*100 {
+			after = 0
+		}
+	}
 }

@@ -1,7 +1,9 @@
 package memory
 
 import (
+	"encoding/hex"
 	"math"
+	"strconv"
 	"time"
 	"unsafe"
 
@@ -17,34 +19,41 @@ import (
 // model's table of them, the subject the subject's entry in the subjects
 // index (whose one copy of the name every row of it shares), the times
 // microseconds, the positions one sequence number each when commit equals
-// prepare (the embedded log's), the body a string; what only some
-// deliveries have (an attempt's outcome, the next attempt, positions of
-// another form, a status or event type of no code) is behind more, nil for
-// most. Every byte of the row costs about 1.4 in the map's slots, the
-// largest holder of the read model after the bodies.
-//
-// The body's string shares the bytes of the delivery it was packed from:
-// packDelivery takes only deliveries the store owns and never writes to.
+// prepare (the embedded log's), the source event's id its 16 bytes when it
+// is a uuid in its canonical text, the body without the start the row
+// already holds (bodyTail); what only some deliveries have (an attempt's
+// outcome, the next attempt, positions of another form, a status or event
+// type of no code, a source id of another form) is behind more, nil for
+// most. Every byte of the row costs about 1.4 in the map's slots, as much
+// as the bodies' tails hold.
 type deliveryRow struct {
 	appID, endpointID int64
-	cursor, source    uint64 // Commit (= Prepare) unless more.positions
-	created, updated  int64  // UnixMicro, UTC
-	sourceEventID     string
-	body              string
+	cursor, source    uint64       // Commit (= Prepare) unless more.positions
+	created, updated  int64        // UnixMicro, UTC
+	sourceEventID     uuid16       // when flags&sourceUUID
+	body              string       // the whole body, or its tail when flags&bodyTail
 	subject           *subjectRows // nil: no subject
 	more              *deliveryMore
 	attempts          int32
 	eventType         uint16 // in eventTypes; 0: more.eventType
 	status            uint8  // statusCodes; 0: more.status
-	hasBody           bool   // Body was non-nil
+	flags             uint8
 }
+
+// The row's flags.
+const (
+	hasBody    uint8 = 1 << iota // Body was non-nil
+	bodyTail                     // body is what follows the head appendBodyHead writes
+	sourceUUID                   // sourceEventID holds the source event's id
+)
 
 type deliveryMore struct {
 	positions      bool // cursor and source below, not the row's sequence numbers
 	cursor, source events.Position
 	status         string
 	eventType      string
-	attempts       int // when it does not fit the row's int32
+	sourceEventID  string // when it is no canonical uuid
+	attempts       int    // when it does not fit the row's int32
 	nextAttemptAt  *time.Time
 	lastStatus     *int
 	lastError      *string
@@ -99,18 +108,32 @@ func seqForm(p events.Position) bool { return p.Commit == p.Prepare }
 // packDelivery makes the row of d, whose times are normalized (UTC, whole
 // microseconds) and whose body and pointees the store owns from now on,
 // with its event type numbered in types and subj its subject's entry (nil
-// for none).
+// for none). A body that starts as bodyHead writes it keeps only the rest,
+// in an allocation of its own (so that the whole body is not kept alive
+// by it); any other body is kept as it is, sharing d's bytes.
 func packDelivery(d projections.Delivery, types *eventTypes, subj *subjectRows) deliveryRow {
 	r := deliveryRow{
 		appID: d.AppID, endpointID: d.EndpointID,
 		cursor: d.Cursor.Commit, source: d.SourcePosition.Commit,
 		created: d.CreatedAt.UnixMicro(), updated: d.UpdatedAt.UnixMicro(),
-		sourceEventID: d.SourceEventID, subject: subj,
-		body: unsafe.String(unsafe.SliceData(d.Body), len(d.Body)), hasBody: d.Body != nil,
+		subject:  subj,
 		attempts: int32(d.Attempts), status: statusCode(d.Status),
 	}
 	var m deliveryMore
 	need := false
+	if d.Body != nil {
+		r.flags |= hasBody
+		if n := headLen(d.Body, d.EventType, d.DeliveryID, d.AppID); n > 0 {
+			r.body, r.flags = string(d.Body[n:]), r.flags|bodyTail
+		} else {
+			r.body = unsafe.String(unsafe.SliceData(d.Body), len(d.Body))
+		}
+	}
+	if u, ok := parseUUID(d.SourceEventID); ok {
+		r.sourceEventID, r.flags = u, r.flags|sourceUUID
+	} else if d.SourceEventID != "" {
+		m.sourceEventID, need = d.SourceEventID, true
+	}
 	if !seqForm(d.Cursor) || !seqForm(d.SourcePosition) {
 		m.positions, m.cursor, m.source, need = true, d.Cursor, d.SourcePosition, true
 	}
@@ -143,25 +166,19 @@ func (r *deliveryRow) cursorAt() events.Position {
 	return events.Position{Commit: r.cursor, Prepare: r.cursor}
 }
 
-// view is the delivery id of row r, whose event type is numbered in
-// types: its body and pointees are the row's own, to read only
-// (copyDelivery before handing it out).
-func (r *deliveryRow) view(id string, types *eventTypes) projections.Delivery {
+// head is the delivery id of row r, whose event type is numbered in
+// types, without its body and source event id: what a filter reads. Its
+// pointees are the row's own, to read only.
+func (r *deliveryRow) head(id string, types *eventTypes) projections.Delivery {
 	d := projections.Delivery{
 		DeliveryID: id, AppID: r.appID, EndpointID: r.endpointID, EventType: types.names[r.eventType],
-		SourceEventID: r.sourceEventID, Attempts: int(r.attempts),
+		Attempts:       int(r.attempts),
 		Cursor:         events.Position{Commit: r.cursor, Prepare: r.cursor},
 		SourcePosition: events.Position{Commit: r.source, Prepare: r.source},
 		CreatedAt:      time.UnixMicro(r.created).UTC(), UpdatedAt: time.UnixMicro(r.updated).UTC(),
 	}
 	if r.subject != nil {
 		d.Subject = r.subject.subject
-	}
-	if r.hasBody {
-		d.Body = unsafe.Slice(unsafe.StringData(r.body), len(r.body))
-		if d.Body == nil { // an empty, non-nil body
-			d.Body = []byte{}
-		}
 	}
 	d.Status = statusNames[r.status]
 	if m := r.more; m != nil {
@@ -180,4 +197,113 @@ func (r *deliveryRow) view(id string, types *eventTypes) projections.Delivery {
 		d.NextAttemptAt, d.LastStatus, d.LastError, d.LastErrorClass = m.nextAttemptAt, m.lastStatus, m.lastError, m.lastErrorClass
 	}
 	return d
+}
+
+// view is the delivery id of row r, whose event type is numbered in
+// types, whole: a body kept as its tail is written out anew, any other
+// body and the pointees are the row's own, to read only (read before
+// handing it out).
+func (r *deliveryRow) view(id string, types *eventTypes) projections.Delivery {
+	d := r.head(id, types)
+	switch {
+	case r.flags&bodyTail != 0:
+		d.Body = appendBodyHead(make([]byte, 0, headSize(d.EventType, id, d.AppID)+len(r.body)), d.EventType, id, d.AppID)
+		d.Body = append(d.Body, r.body...)
+	case r.flags&hasBody != 0:
+		d.Body = unsafe.Slice(unsafe.StringData(r.body), len(r.body))
+	}
+	switch {
+	case r.flags&sourceUUID != 0:
+		d.SourceEventID = r.sourceEventID.String()
+	case r.more != nil:
+		d.SourceEventID = r.more.sourceEventID
+	}
+	return d
+}
+
+// read is the delivery id of row r as the store's reads answer it: its
+// body (never nil, as the Postgres store reads an empty bytea) and
+// pointees are the caller's own.
+func (r *deliveryRow) read(id string, types *eventTypes) projections.Delivery {
+	d := r.view(id, types)
+	if r.flags&bodyTail == 0 {
+		d.Body = append([]byte{}, d.Body...)
+	}
+	d.NextAttemptAt, d.LastStatus, d.LastError = cloneTime(d.NextAttemptAt), cloneIntPtr(d.LastStatus), cloneStr(d.LastError)
+	d.LastErrorClass = cloneStr(d.LastErrorClass)
+	return d
+}
+
+// appendBodyHead appends the start every rendered webhook body has (its
+// event type, delivery id and app id: webhooks.Render), which the row
+// holds already.
+func appendBodyHead(b []byte, eventType, id string, appID int64) []byte {
+	b = append(b, `{"event":"`...)
+	b = append(b, eventType...)
+	b = append(b, `","delivery_id":"`...)
+	b = append(b, id...)
+	b = append(b, `","app_id":`...)
+	return strconv.AppendInt(b, appID, 10)
+}
+
+func headSize(eventType, id string, appID int64) int {
+	var digits [20]byte
+	return len(`{"event":"","delivery_id":"","app_id":`) + len(eventType) + len(id) + len(strconv.AppendInt(digits[:0], appID, 10))
+}
+
+// headLen is the length of body's head as appendBodyHead writes it, or 0
+// when body does not start so. Whatever follows (even more digits of the
+// app id) is the tail: the head is written again from the same row.
+func headLen(body []byte, eventType, id string, appID int64) int {
+	n := headSize(eventType, id, appID)
+	if len(body) < n {
+		return 0
+	}
+	var buf [160]byte
+	if string(appendBodyHead(buf[:0], eventType, id, appID)) != string(body[:n]) {
+		return 0
+	}
+	return n
+}
+
+// uuid16 is a uuid's 16 bytes.
+type uuid16 [16]byte
+
+// parseUUID reads s if it is a uuid in its canonical text (lower-case hex,
+// hyphens after the 8th, 12th, 16th and 20th digit), which String gives
+// back byte for byte.
+func parseUUID(s string) (uuid16, bool) {
+	var u uuid16
+	if len(s) != 36 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-' {
+		return u, false
+	}
+	at := 0
+	for _, part := range [...]string{s[0:8], s[9:13], s[14:18], s[19:23], s[24:36]} {
+		for i := 0; i < len(part); i++ {
+			if c := part[i]; c >= 'A' && c <= 'F' {
+				return u, false
+			}
+		}
+		n, err := hex.Decode(u[at:], []byte(part))
+		if err != nil {
+			return u, false
+		}
+		at += n
+	}
+	return u, true
+}
+
+// String is u's canonical text.
+func (u uuid16) String() string {
+	var out [36]byte
+	hex.Encode(out[0:8], u[0:4])
+	out[8] = '-'
+	hex.Encode(out[9:13], u[4:6])
+	out[13] = '-'
+	hex.Encode(out[14:18], u[6:8])
+	out[18] = '-'
+	hex.Encode(out[19:23], u[8:10])
+	out[23] = '-'
+	hex.Encode(out[24:36], u[10:16])
+	return string(out[:])
 }

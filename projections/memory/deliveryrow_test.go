@@ -30,8 +30,10 @@ func TestDeliveryRowFitsAMapSlot(t *testing.T) {
 // an image restored into another store, whatever it holds: every status
 // and one the row has no code for, no body, an empty body, attempts'
 // outcomes, a next attempt, positions whose commit and prepare differ,
-// zero times, a count of attempts past int32, no event type, and event
-// types past the table's reach.
+// zero times, a count of attempts past int32, no event type, event types
+// past the table's reach, bodies that start as a rendered webhook's (kept
+// as their tail) and others that nearly do, and source event ids that are
+// uuids in their canonical text (kept as 16 bytes) or not.
 func TestDeliveryRowsReadAsWritten(t *testing.T) {
 	was := maxEventTypes
 	maxEventTypes = 2 // "user.registered" and "report.created"; "x" and "y" in more
@@ -63,7 +65,16 @@ func TestDeliveryRowsReadAsWritten(t *testing.T) {
 			Body: []byte(`{}`), Status: domain.DeliveryDeadLetter, CreatedAt: at, UpdatedAt: at},
 		{DeliveryID: "d-8", AppID: 3, EndpointID: ep, Cursor: events.Position{Commit: 27, Prepare: 27},
 			Body: []byte(`{}`), Subject: "user-7", Status: domain.DeliverySkipped, CreatedAt: at, UpdatedAt: at},
+		rendered("0b5e4c52-8a0e-5d3c-9f6e-1c2d3e4f5a6b", 4, "user.registered", "7d1a0c3e-2b4f-4e6a-8c9d-0e1f2a3b4c5d", 28, `,"open_user_id":7}`),
+		rendered("1b5e4c52-8a0e-5d3c-9f6e-1c2d3e4f5a6b", 4, "user.registered", "7D1A0C3E-2B4F-4E6A-8C9D-0E1F2A3B4C5D", 29, ``),
+		rendered("2b5e4c52-8a0e-5d3c-9f6e-1c2d3e4f5a6b", 4, "x", "7d1a0c3e-2b4f-4e6a-8c9d-0e1f2a3b4c5", 30, `2,"open_user_id":7}`),
+		rendered("3b5e4c52-8a0e-5d3c-9f6e-1c2d3e4f5a6b", 4, "y", "7d1a0c3e_2b4f-4e6a-8c9d-0e1f2a3b4c5d", 31, `}`),
+		rendered("d-9", 4, "report.created", "7d1a0c3e-2b4f-4e6a-8c9d-0e1f2a3b4c5g", 32, `}`),
 	}
+	// Bodies that start as another delivery's.
+	rows = append(rows, rendered("d-10", 4, "report.created", "", 33, `}`), rendered("d-11", 4, "report.created", "", 34, `}`))
+	rows[len(rows)-2].Body = rows[len(rows)-1].Body
+	rows[len(rows)-1].Body = []byte(`{"event":"report.created","delivery_id":"d-11","app_id"`)
 	s := New()
 	putDeliveries(t, s, rows...)
 	check := func(s *Store, how string) {
@@ -144,6 +155,34 @@ func TestDeliveryRowsReadAsWritten(t *testing.T) {
 		t.Fatal(err)
 	}
 	check(restored, "restored")
+}
+
+// rendered is a delivery of app 4 whose body starts as the dispatcher
+// renders one (webhooks.Render), with tail after the app id.
+func rendered(id string, appID int64, eventType, sourceEventID string, cursor uint64, tail string) projections.Delivery {
+	at := time.Date(2026, 11, 30, 1, 2, 3, 0, time.UTC)
+	return projections.Delivery{DeliveryID: id, AppID: appID, EndpointID: domain.DefaultEndpointID, EventType: eventType, SourceEventID: sourceEventID,
+		SourcePosition: events.Position{Commit: cursor - 1, Prepare: cursor - 1}, Cursor: events.Position{Commit: cursor, Prepare: cursor},
+		Body:   []byte(`{"event":"` + eventType + `","delivery_id":"` + id + `","app_id":4` + tail),
+		Status: domain.DeliverySkipped, CreatedAt: at, UpdatedAt: at}
+}
+
+// A rendered body is kept as what follows its head (event type, delivery
+// id, app id: the row holds them), and a source event id in a uuid's
+// canonical text as its 16 bytes; both read back whole.
+func TestARenderedBodyKeepsOnlyItsTail(t *testing.T) {
+	ctx := context.Background()
+	d := rendered("0b5e4c52-8a0e-5d3c-9f6e-1c2d3e4f5a6b", 4, "user.profile.updated", "7d1a0c3e-2b4f-4e6a-8c9d-0e1f2a3b4c5d", 10, `,"open_user_id":7}`)
+	s := New()
+	putDeliveries(t, s, d)
+	r := s.deliveries[d.DeliveryID]
+	if r.body != `,"open_user_id":7}` || r.more != nil {
+		t.Errorf("the row keeps the body %q and more %+v, want only the tail and no more", r.body, r.more)
+	}
+	got, _, err := s.Delivery(ctx, 4, d.DeliveryID)
+	if err != nil || string(got.Body) != string(d.Body) || got.SourceEventID != d.SourceEventID {
+		t.Errorf("read %q, %q, %v; want %q, %q", got.Body, got.SourceEventID, err, d.Body, d.SourceEventID)
+	}
 }
 
 func testAEAD(t *testing.T) cipher.AEAD {
