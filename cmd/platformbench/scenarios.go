@@ -29,6 +29,8 @@ type Bench struct {
 	floor *pullFloor
 	// readBase, when set, is where snapshot-cost runs pgbench -S.
 	readBase *pgbenchAt
+	// stats is the connection transaction counts are read over.
+	stats statsConn
 }
 
 var seq atomic.Int64

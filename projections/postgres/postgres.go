@@ -111,6 +111,8 @@ func Open(ctx context.Context, url string) (*Store, error) {
 	if !strings.Contains(url, "pool_max_conns") {
 		cfg.MaxConns = max(cfg.MaxConns, 16)
 	}
+	// The leases renew on this pool (see leasepg.ShouldPing).
+	cfg.ShouldPing = leasepg.ShouldPing
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("projections/postgres: connect: %w", err)

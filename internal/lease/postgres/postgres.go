@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io/fs"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -80,6 +81,9 @@ type Store struct {
 	// renewals groups the renewals of leases whose session lock this
 	// store holds into one statement (see renewGroup).
 	renewals renewGroup
+	// renewFailed says the last renewal statement failed: the next one
+	// has its pooled connection pinged (see ShouldPing).
+	renewFailed atomic.Bool
 
 	// loads are the holders' loads as the last renewal statement read them
 	// (see Load).
@@ -164,7 +168,12 @@ func New(pool *pgxpool.Pool) *Store {
 
 // Open connects to url and migrates; Close closes the connection pool.
 func Open(ctx context.Context, url string) (*Store, error) {
-	pool, err := pgxpool.New(ctx, url)
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("lease/postgres: %w", err)
+	}
+	cfg.ShouldPing = ShouldPing
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("lease/postgres: %w", err)
 	}
@@ -673,6 +682,9 @@ func (s *Store) renewBatch(all []*renewReq) (later []*renewReq) {
 		names[i], tokens[i], holders[i], ttls[i] = r.l.Name, int64(r.l.Token), r.l.Holder, interval(r.ttl)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), renewTimeout)
+	if !s.renewFailed.Load() {
+		ctx = context.WithValue(ctx, unpinged{}, true)
+	}
 	renewed := map[int]time.Time{}
 	rows, err := s.pool.Query(ctx, renewSQL, names, tokens, holders, ttls)
 	loads := map[string]lease.Load{}
@@ -702,10 +714,28 @@ func (s *Store) renewBatch(all []*renewReq) (later []*renewReq) {
 		s.loadMu.Unlock()
 	}
 	cancel()
+	s.renewFailed.Store(err != nil)
 	for i, r := range queue {
 		r.err = err
 		r.expires, r.found = renewed[i]
 		close(r.done)
 	}
 	return later
+}
+
+// unpinged marks the context of a renewal statement whose pooled
+// connection needs no ping (see ShouldPing).
+type unpinged struct{}
+
+// ShouldPing is the pgxpool.Config.ShouldPing of the pools this store
+// renews on: pgx's own rule (ping a connection idle for more than a
+// second before handing it out), except for a renewal statement after a
+// renewal that succeeded. Renewals come every third of the time to live,
+// so each found its connection idle longer than a second and paid a ping:
+// on an idle node, as many round trips as the renewals themselves. A
+// renewal that meets a connection the server has closed fails, and
+// lease.Held tries again within a quarter of its interval; that retry
+// pings, so the pool drops its dead connections before the statement.
+func ShouldPing(ctx context.Context, p pgxpool.ShouldPingParams) bool {
+	return p.IdleDuration > time.Second && ctx.Value(unpinged{}) == nil
 }
