@@ -13,3 +13,6 @@ func SetPageRows(n int) (restore func()) {
 	pageRows = n
 	return func() { pageRows = prev }
 }
+
+// WriteSlice is how long a write made by Run works before it rests.
+const WriteSlice = writeSlice
