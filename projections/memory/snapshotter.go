@@ -324,9 +324,10 @@ const WriteRest = 5
 
 // writeSlice is how long a write made by Run works before it rests: the
 // longest a request on a two-core node waits for the core it holds.
-// Between two rests the write reads and encodes parts of 1,024 rows
-// (snapfile.Write's pace) and seals one chunk at a time, each well under
-// a slice.
+// Between two rests the write lists a paged read model's keys 4,096 at a
+// time, sorts one table's keys, reads and encodes parts of 1,024 rows
+// (snapfile.Write's pace) or seals one chunk: at 100,000 users the longest
+// of them is a table's sort, about 10 ms of a core.
 const writeSlice = 2 * time.Millisecond
 
 // pacer rests a write for WriteRest times the time it worked since its last
@@ -367,7 +368,7 @@ func (s *Snapshotter) write(ctx context.Context, pace *pacer) error {
 	images := make([]snapfile.Image, 0, len(s.ReadModels))
 	moved := false
 	for _, f := range s.ReadModels {
-		im, end, err := s.Store.imageToWrite(ctx, f)
+		im, end, err := s.Store.imageToWrite(ctx, f, pace.rest)
 		if err != nil {
 			return fmt.Errorf("snapshot %s: %w", f, err)
 		}
