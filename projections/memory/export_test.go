@@ -1,5 +1,10 @@
 package memory
 
+import (
+	"context"
+	"time"
+)
+
 // SetImageStep makes f run whenever a paged image of a read model
 // released the read model's lock between two of its steps (listing keys or
 // reading a page), so a test can write to the read model in the middle of
@@ -12,4 +17,12 @@ func SetPageRows(n int) (restore func()) {
 	prev := pageRows
 	pageRows = n
 	return func() { pageRows = prev }
+}
+
+// WriteSlice is how long a write made by Run works before it rests.
+const WriteSlice = writeSlice
+
+// PacedWrite is a write as Run makes it, pause standing in for each rest.
+func PacedWrite(ctx context.Context, s *Snapshotter, pause func(time.Duration)) error {
+	return s.write(ctx, &pacer{last: time.Now(), pause: pause})
 }

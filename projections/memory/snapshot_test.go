@@ -750,12 +750,12 @@ func TestRunWritesRestBetweenChunks(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if want := len(projections.ReadModels) + chunks; len(pauses) < want {
-		t.Fatalf("Run's write rested %d times: want one after each of %d images and %d chunks", len(pauses), len(projections.ReadModels), chunks)
+	if len(pauses) == 0 {
+		t.Fatal("Run's write never rested")
 	}
 	for _, d := range pauses {
-		if d <= 0 {
-			t.Fatalf("a rest of %v: want WriteRest times the work before it", d)
+		if d < memory.WriteRest*memory.WriteSlice {
+			t.Fatalf("a rest of %v: want WriteRest times the work before it, at least a slice's", d)
 		}
 	}
 }

@@ -309,32 +309,49 @@ func (s *Snapshotter) Write(ctx context.Context) error {
 	return s.write(ctx, nil)
 }
 
-// WriteRest is how many times the work since its last rest a write made by
-// Run rests before it goes on, after each read model's image and each
-// sealed chunk (a megabyte): a write then holds a core at most a third of
-// the time. Unpaced, it held one core for its whole length (a few hundred
+// WriteRest is how many times its work a write made by Run rests before it
+// goes on, once it has worked writeSlice since its last rest: a write then
+// holds a core at most a sixth of the time, never more than about a slice
+// at once. Unpaced, it held one core for its whole length (a few hundred
 // milliseconds at tens of thousands of users, then the collection of its
 // garbage), and on a two-core node answering writes at half its capacity
-// the requests queued behind it for that long. The write's CPU is the same;
-// it takes about three times as long, so the log's tail a crash leaves grows
-// by that much. A write at a graceful stop is not paced.
-const WriteRest = 2
+// (three quarters of its CPU) the requests queued behind it for that long;
+// with a third of a core in turns of tens of milliseconds they still
+// queued during each write. The write's CPU is the same; it takes about
+// six times as long, so the log's tail a crash leaves grows by the events
+// of that time. A write at a graceful stop is not paced.
+const WriteRest = 5
+
+// writeSlice is how long a write made by Run works before it rests: the
+// longest a request on a two-core node waits for the core it holds.
+// Between two rests the write lists a paged read model's keys 4,096 at a
+// time, sorts one table's keys, reads and encodes parts of 1,024 rows
+// (snapfile.Write's pace) or seals one chunk: at 100,000 users the longest
+// of them is a table's sort, about 10 ms of a core.
+const writeSlice = 2 * time.Millisecond
 
 // pacer rests a write for WriteRest times the time it worked since its last
-// rest.
+// rest, once that is at least writeSlice.
 type pacer struct {
 	last  time.Time
 	pause func(time.Duration)
+	now   func() time.Time // time.Now; tests set it
 }
 
 func (p *pacer) rest() {
 	if p == nil {
 		return
 	}
-	if d := time.Since(p.last); d > 0 {
-		p.pause(WriteRest * d)
+	now := time.Now
+	if p.now != nil {
+		now = p.now
 	}
-	p.last = time.Now()
+	d := now().Sub(p.last)
+	if d < writeSlice {
+		return
+	}
+	p.pause(WriteRest * d)
+	p.last = now()
 }
 
 // write is Write, resting between its parts when pace is set.
@@ -351,7 +368,7 @@ func (s *Snapshotter) write(ctx context.Context, pace *pacer) error {
 	images := make([]snapfile.Image, 0, len(s.ReadModels))
 	moved := false
 	for _, f := range s.ReadModels {
-		im, end, err := s.Store.imageToWrite(ctx, f)
+		im, end, err := s.Store.imageToWrite(ctx, f, pace.rest)
 		if err != nil {
 			return fmt.Errorf("snapshot %s: %w", f, err)
 		}
@@ -501,7 +518,9 @@ const ProgressCheck = time.Second
 // between the start of a write and one the AfterEvents mark asks for: a
 // write costs about a second of a core per million rows, so a log growing
 // fast spends at most a fifth of a core on snapshots, and the tail a crash
-// leaves is then about what the log gains in two writes' time. (The gap
+// leaves is then about what the log gains in two writes' time. A write
+// paced by WriteRest lasts longer than the gap, so for such writes the
+// bound is their pace: at most a sixth of a core. (The gap
 // used to follow the end of the write and five times its wall time, which
 // on a loaded machine was several times its CPU: the gap, and the tail,
 // grew with the load.)

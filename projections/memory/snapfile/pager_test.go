@@ -78,8 +78,8 @@ func TestPagedTableReadsBackAsItsRows(t *testing.T) {
 	if _, err := Write(path, Header{ReadModels: []ReadModel{{ReadModel: projections.ReadModelUsers, Rows: paged.Rows()}}}, aead, []Image{paged}, nil, nil); err != nil {
 		t.Fatal(err)
 	}
-	if pager.pages != 3 {
-		t.Fatalf("the pager lent %d pages: want 3 (one per section of %d rows)", pager.pages, sectionRows)
+	if want := 2*sectionRows/paceRows + 1; pager.pages != want {
+		t.Fatalf("the pager lent %d pages: want %d (one per %d rows of each section of %d)", pager.pages, want, paceRows, sectionRows)
 	}
 	_, images, _, err := Read(path, aead)
 	if err != nil {
@@ -91,5 +91,29 @@ func TestPagedTableReadsBackAsItsRows(t *testing.T) {
 	short := Image{ReadModel: projections.ReadModelUsers, Paged: &slicePager{users: users, short: true}}
 	if _, err := Write(filepath.Join(dir, "short"), Header{}, aead, []Image{short}, nil, nil); err == nil {
 		t.Fatal("a page one row short was written")
+	}
+}
+
+// A write rests its goroutine (pace) after each part of a lent table it
+// reads and encodes, not only after each sealed chunk: a section smaller
+// than a chunk is still paced a part at a time.
+func TestWritePacesEachPartOfALentSection(t *testing.T) {
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	users := make([]projections.User, 5*paceRows+3)
+	for i := range users {
+		users[i] = projections.User{AppID: 1, OpenUserID: int64(i + 1), ChannelUserID: fmt.Sprintf("c%d", i), Status: "ACTIVE", RegisteredAt: at, UpdatedAt: at}
+	}
+	im := Image{ReadModel: projections.ReadModelUsers, Paged: &slicePager{users: users}}
+	paces := 0
+	size, err := Write(filepath.Join(t.TempDir(), "paced"), Header{}, testAEAD(t), []Image{im}, nil, func() { paces++ })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if size >= snapshotChunk {
+		t.Fatalf("the file is %d bytes: want less than a chunk", size)
+	}
+	// Six parts of the one section, then the one (final) chunk.
+	if want := 6 + 1; paces != want {
+		t.Fatalf("the write paced %d times: want %d (after each of 6 parts of %d rows and the chunk)", paces, want, paceRows)
 	}
 }

@@ -20,6 +20,12 @@ import (
 // large enough that gob's per-stream type descriptions cost nothing.
 const sectionRows = 16384
 
+// paceRows is how many rows of a lent table writeSections reads and
+// encodes between two calls of its pace: a section of 16,384 rows took a
+// snapshot write's goroutine tens of milliseconds of a core in one go,
+// which on a two-core node answering requests queued them for that long.
+const paceRows = 1024
+
 // dirsOwner marks the section that holds the directory journals.
 const dirsOwner = ^uint32(0)
 
@@ -33,6 +39,10 @@ type imageField struct {
 	rows func(im *Image) int
 	// encode appends rows [from, to) of the table as a section to dst.
 	encode func(dst []byte, im *Image, from, to int) []byte
+	// appendRows appends rows [from, to) alone, without the section's row
+	// count: a section is its count, then each row, so one can be encoded
+	// a part at a time.
+	appendRows func(dst []byte, im *Image, from, to int) []byte
 	// decode reads a section of the current format (the row codec);
 	// decodeGob one of version 2 (a gob stream).
 	decode    func(body []byte) (any, error)
@@ -46,6 +56,9 @@ func field[T any](codec rowCodec[T], get func(im *Image) *[]T) imageField {
 		rows: func(im *Image) int { return len(*get(im)) },
 		encode: func(dst []byte, im *Image, from, to int) []byte {
 			return codec.appendRows(dst, (*get(im))[from:to])
+		},
+		appendRows: func(dst []byte, im *Image, from, to int) []byte {
+			return codec.appendEach(dst, (*get(im))[from:to])
 		},
 		decode: func(body []byte) (any, error) { return codec.decodeRows(body) },
 		decodeGob: func(body []byte) (any, error) {
@@ -92,8 +105,10 @@ var largestSection atomic.Int64
 // each is its owner (image index, or dirsOwner), its table's index, its
 // length and its rows in the row codec (the directories: a gob stream).
 // Every section is encoded into one buffer, reused (its 14-byte prefix
-// filled in once the length is known), and handed to w in one Write.
-func writeSections(w io.Writer, images []Image, dirs []Directory) error {
+// filled in once the length is known), and handed to w in one Write. A
+// lent table's section is read and encoded paceRows rows at a time, pace
+// (when not nil) called after each part.
+func writeSections(w io.Writer, images []Image, dirs []Directory, pace func()) error {
 	const pre = 14
 	var zero [pre]byte
 	// The buffer starts at the largest section of the last write, so a
@@ -121,17 +136,24 @@ func writeSections(w io.Writer, images []Image, dirs []Directory) error {
 			}
 			for from := 0; from < n; from += sectionRows {
 				to := min(from+sectionRows, n)
-				src, at := im, from
-				if paged {
-					if err := im.Paged.Page(Table(fi), from, to, &page); err != nil {
-						return fmt.Errorf("snapshot %s: %w", im.ReadModel, err)
+				if !paged {
+					buf = f.encode(append(buf[:0], zero[:]...), im, from, to)
+				} else {
+					buf = binary.AppendUvarint(append(buf[:0], zero[:]...), uint64(to-from))
+					for at := from; at < to; at += paceRows {
+						next := min(at+paceRows, to)
+						if err := im.Paged.Page(Table(fi), at, next, &page); err != nil {
+							return fmt.Errorf("snapshot %s: %w", im.ReadModel, err)
+						}
+						if got := f.rows(&page); got != next-at {
+							return fmt.Errorf("snapshot %s: a page of %d rows where %d were asked", im.ReadModel, got, next-at)
+						}
+						buf = f.appendRows(buf, &page, 0, next-at)
+						if pace != nil {
+							pace()
+						}
 					}
-					if got := f.rows(&page); got != to-from {
-						return fmt.Errorf("snapshot %s: a page of %d rows where %d were asked", im.ReadModel, got, to-from)
-					}
-					src, at = &page, 0
 				}
-				buf = f.encode(append(buf[:0], zero[:]...), src, at, at+to-from)
 				if err := section(uint32(i), uint16(fi), buf); err != nil {
 					return fmt.Errorf("snapshot %s: %w", im.ReadModel, err)
 				}

@@ -92,8 +92,9 @@ type ReadModel struct {
 // file fails to open), fsynced, renamed over path, and the directory
 // fsynced. A crash leaves either the old file or the new one, never a mix.
 // It returns the file's size. pace (when not nil) is called after each
-// sealed chunk reached the file, so the caller can rest the writing
-// goroutine between chunks.
+// sealed chunk reached the file and after each part of a lent table's
+// section was read and encoded (paceRows rows), so the caller can rest the
+// writing goroutine between them.
 func Write(path string, h Header, aead cipher.AEAD, images []Image, dirs []Directory, pace func()) (int64, error) {
 	head, err := json.Marshal(h)
 	if err != nil {
@@ -121,7 +122,7 @@ func Write(path string, h Header, aead cipher.AEAD, images []Image, dirs []Direc
 	// The sealed chunks (a megabyte each) go straight to the file: a
 	// buffer in between only copied them once more.
 	sw := &sealWriter{w: f, aead: aead, head: head, pace: pace}
-	if err := writeSections(sw, images, dirs); err != nil {
+	if err := writeSections(sw, images, dirs, pace); err != nil {
 		return 0, err
 	}
 	if err := sw.close(); err != nil {
