@@ -203,14 +203,46 @@ func skipWS(data []byte, i int) int {
 	return i
 }
 
+// skipString returns the end of the string starting at i. Keys and most
+// plain values are short and read byte by byte; past shortString bytes
+// (a sealed event's envelopes are long base64 text, most of what opening
+// one passes over) the closing quote is looked for with bytes.IndexByte.
 func skipString(data []byte, i int) (int, error) {
 	for j := i + 1; j < len(data); j++ {
+		if j-i > shortString {
+			return skipLongString(data, j)
+		}
 		switch data[j] {
 		case '"':
 			return j + 1, nil
 		case '\\':
 			j++ // an escape: skip the escaped byte
 		}
+	}
+	return 0, errSyntax
+}
+
+// shortString is how far skipString reads a string byte by byte.
+const shortString = 16
+
+// skipLongString is skipString from j, a byte of the string that is not
+// the escaped one of an escape: a quote after an odd run of backslashes
+// is escaped (escapes pair from the left, so the run's parity decides).
+func skipLongString(data []byte, j int) (int, error) {
+	for j < len(data) {
+		k := bytes.IndexByte(data[j:], '"')
+		if k < 0 {
+			break
+		}
+		q := j + k
+		b := q
+		for b > j && data[b-1] == '\\' {
+			b--
+		}
+		if (q-b)%2 == 0 {
+			return q + 1, nil
+		}
+		j = q + 1
 	}
 	return 0, errSyntax
 }

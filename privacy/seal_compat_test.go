@@ -322,7 +322,8 @@ func TestLocateMatchesThePreviousScanner(t *testing.T) {
 		b.WriteString(spaces[pick(len(spaces))])
 		switch k := pick(6); {
 		case k == 0 || depth > 3:
-			b.WriteString([]string{`null`, `12.5`, `"v"`, `"a\"}b"`, `true`}[pick(5)])
+			vals := []string{`null`, `12.5`, `"v"`, `"a\"}b"`, `true`, `"a\\"`, `"\\\"]\\\\"`, `"x\\\\\\"`}
+			b.WriteString(vals[pick(len(vals))])
 		case k <= 3:
 			b.WriteByte('{')
 			for m := pick(4); m > 0; m-- {
