@@ -43,9 +43,16 @@ func TestOpenDecryptsEveryFieldIntoOneBuffer(t *testing.T) {
 	open()
 	// Per event, whatever its fields: the plaintext and the cache's own
 	// copy. The fields are located into pooled buffers and the key is
-	// looked up by the id's bytes.
-	if n := testing.AllocsPerRun(50, open); n > 2 {
-		t.Errorf("%.0f allocations to open an event of 5 sealed fields, want at most 2", n)
+	// looked up by the id's bytes. Under the race detector the pool drops
+	// a quarter of its buffers, and a new one costs a few allocations
+	// (about one more per event on average); an allocation per field
+	// still shows above that bound.
+	want := 2.0
+	if raceEnabled {
+		want = 5
+	}
+	if n := testing.AllocsPerRun(50, open); n > want {
+		t.Errorf("%.0f allocations to open an event of 5 sealed fields, want at most %.0f", n, want)
 	}
 	if !bytes.Equal(rec.Data, stored) {
 		t.Fatalf("opening wrote into the stored bytes:\n%s\nwant\n%s", rec.Data, stored)
