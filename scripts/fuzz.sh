@@ -24,8 +24,8 @@
 # are idle, and runs the targets later from the same folder.
 #
 # PLATFORM_TEST_FUZZ_VET=off builds without go test's vet pass:
-# scripts/test.sh sets it because its go vet, with every analyzer, checks
-# the same packages beside go test.
+# scripts/test.sh sets it because its go test -vet=all checks the same
+# packages with every analyzer.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

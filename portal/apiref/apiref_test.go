@@ -4,30 +4,17 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
-	"github.com/healthtech/partner-open-platform/internal/openapi"
 	"github.com/healthtech/partner-open-platform/internal/openapi/openapitest"
 	"github.com/healthtech/partner-open-platform/portal/apiref"
 )
 
-var (
-	builtOnce sync.Once
-	builtRef  *apiref.Reference
-	builtErr  error
-)
-
-// build builds the reference of the real document once for the package's
-// tests (loading 12,000 lines of YAML is the slow part, more so under -race);
-// the tests only read it.
+// build is the reference of the served document, built once for the test
+// binary (apiref.ServedReference).
 func build(t *testing.T) *apiref.Reference {
 	t.Helper()
-	builtOnce.Do(func() { builtRef, builtErr = apiref.Build(openapi.Spec) })
-	if builtErr != nil {
-		t.Fatal(builtErr)
-	}
-	return builtRef
+	return apiref.ServedReference(t)
 }
 
 // Every operation and every webhook of the served document is on the page,

@@ -8,18 +8,13 @@ import (
 	"sort"
 	"strings"
 	"testing"
-
-	"github.com/healthtech/partner-open-platform/internal/openapi"
 )
 
 // partnerSnippets is every partner operation's examples by language, as
 // the pages show them (request example included).
 func partnerSnippets(t *testing.T) map[string]map[string]string {
 	t.Helper()
-	ref, err := Build(openapi.Spec)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ref := ServedReference(t)
 	out := map[string]map[string]string{}
 	for _, tag := range ref.Tags {
 		for _, o := range tag.Operations {
