@@ -25,13 +25,13 @@ func writePull(w http.ResponseWriter, rep *projections.Report, loc *time.Locatio
 	}
 }
 
-// appendPullEnvelope appends the report pull's success envelope as
-// httpapi.OK writes it for the map the pull used to build: the same keys in
+// appendPullEnvelope appends the report pull's success envelope byte for
+// byte as httpapi.OK would encode the report as a map: the same keys in
 // the same (sorted) order, strings escaped as encoding/json does without
 // HTML escaping, raw_data and interpretation_detail spliced in byte for
 // byte (null when absent or not valid JSON), and the encoder's trailing
-// newline. It replaces a reflection walk of two maps, a placeholder copy of
-// them and a splice pass per pull; reportjson_test.go holds it to the
+// newline. Written directly, a pull makes no reflection walk of maps, no
+// placeholder copy and no splice pass; reportjson_test.go holds it to the
 // encoder's bytes.
 func appendPullEnvelope(b []byte, rep *projections.Report, loc *time.Location, timestamp string) []byte {
 	b = jc.Int(b, `{"success":true,"code":0,"message":"ok","data":{"app_id":`, rep.AppID)

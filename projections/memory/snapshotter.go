@@ -520,10 +520,9 @@ const ProgressCheck = time.Second
 // fast spends at most a fifth of a core on snapshots, and the tail a crash
 // leaves is then about what the log gains in two writes' time. A write
 // paced by WriteRest lasts longer than the gap, so for such writes the
-// bound is their pace: at most a sixth of a core. (The gap
-// used to follow the end of the write and five times its wall time, which
-// on a loaded machine was several times its CPU: the gap, and the tail,
-// grew with the load.)
+// bound is their pace: at most a sixth of a core. The gap is counted in
+// CPU, not wall time: on a loaded machine a write's wall time is several
+// times its CPU, and a gap in wall time would grow the tail with the load.
 const AfterEventsGap = 5
 
 // Run writes a snapshot once ready returns (the read models caught up with

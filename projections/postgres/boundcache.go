@@ -20,7 +20,7 @@ const (
 // boundCache remembers bindings this store has seen hold in nonce_bindings,
 // until they expire, so that the reads sharing a signature (every bodyless
 // read of one app in one second signs alike) do not each read or write the
-// binding's row: a hot row that every signed read used to lock and update.
+// binding's row: a hot row that every signed read would lock and update.
 // It is sound across nodes because a stored binding never changes before it
 // expires (bindQuery takes over expired rows only, the prunes delete expired
 // rows only) and expiry is judged here with the clock that judges it in the
