@@ -62,16 +62,10 @@ func NewPseudonyms(key []byte) (*Pseudonyms, error) {
 	return p, nil
 }
 
-// ChannelUser is the pseudonym of (appID, channelUserID): the lower-case hex
-// HMAC-SHA-256 of "channel_user", the app id and the id, NUL-separated (the
-// app id is inside the MAC, so one address has unrelated pseudonyms in two
-// apps).
-func (p *Pseudonyms) ChannelUser(appID int64, channelUserID string) string {
-	var b [2 * sha256.Size]byte
-	return string(p.appendChannelUser(b[:0], appID, channelUserID))
-}
-
-// appendChannelUser appends ChannelUser's pseudonym to dst.
+// appendChannelUser appends the pseudonym of (appID, channelUserID) to
+// dst: the lower-case hex HMAC-SHA-256 of "channel_user", the app id and
+// the id, NUL-separated (the app id is inside the MAC, so one address has
+// unrelated pseudonyms in two apps).
 func (p *Pseudonyms) appendChannelUser(dst []byte, appID int64, channelUserID string) []byte {
 	m := p.macs.Get().(*keyedMAC)
 	defer p.macs.Put(m)
