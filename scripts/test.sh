@@ -546,6 +546,13 @@ go_tool() {
 # (the types are those of the plain build; the race tag selects a
 # package's race-only files instead of its !race ones). It runs after go
 # test, so that it finds them there rather than compiling them beside it.
+# What it compiles itself (6 CPU-s of compiler, 11 with go list's own
+# work, of some 58), no flag can share:
+# each test binary's generated main, which go list compiles from the
+# package's folder and go test from its work folder without debug
+# information (two action IDs), and the commands that have tests
+# (cmd/platformbench, cmd/platformctl), whose plain package go test never
+# builds (cmd/platform's is, on a full run, the process tests' race build).
 # It is one of the jobs after go test (see below).
 staticcheck_start() {
 	local sc
