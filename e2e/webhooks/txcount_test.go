@@ -34,7 +34,7 @@ const maxIdleTxPerSecond = 5
 // attempt's outcome, which also releases the claim), the read models'
 // applies (about three), the scheme M route binding, and the sender's
 // timed scans (at most one a second while a delivery is due): measured
-// 8.3-8.5 on a loaded machine.
+// 8.3-8.7 on a loaded machine.
 // The bound leaves room for a loaded machine's smaller batches; the goal of
 // 5 needs deliveries created in the write's own transaction, which this
 // bound does not claim.
