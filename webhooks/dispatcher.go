@@ -162,9 +162,20 @@ type Dispatcher struct {
 	// to scan again once such a one is released.
 	held   map[string]heldClaim
 	rescan atomic.Bool
+	// unrecorded are the attempting deliveries whose attempt recorded no
+	// outcome (recheckOnRelease); recheck tells the sender to scan again,
+	// spaced like after a move: a delivery it had in hand may still be due
+	// (such an attempt's claim was released; another node held a
+	// candidate's claim).
+	unrecorded map[string]bool
+	recheck    atomic.Bool
 
 	// handover carries deliveries this node creates to its sender.
 	handover handover
+	// handed and news are how the sender learns what the deliveries
+	// projection applies here (appliedHere).
+	handed handedSet
+	news   appliedNews
 }
 
 // setAttempting marks id as claimed by this node's sender, or no longer.
@@ -732,8 +743,9 @@ func (d *Dispatcher) paused(appID int64) bool {
 //
 // released reports that the outcome's append also released the claim
 // (AppendClaims): every claimer reads a delivery's stream after taking its
-// claim, so the one that takes it next finds the outcome.
-func (d *Dispatcher) attempt(ctx context.Context, eps *breakers, c claimed, claimedAt time.Time, freed, freeWorker func()) (released bool) {
+// claim, so the one that takes it next finds the outcome. recorded reports
+// that the outcome was appended.
+func (d *Dispatcher) attempt(ctx context.Context, eps *breakers, c claimed, claimedAt time.Time, freed, freeWorker func()) (released, recorded bool) {
 	slot := true
 	defer func() {
 		if slot {
@@ -817,7 +829,7 @@ func (d *Dispatcher) attempt(ctx context.Context, eps *breakers, c claimed, clai
 		log().Error("record attempt", "err", err)
 		return
 	}
-	released = gone()
+	released, recorded = gone(), true
 	if ev.Outcome != domain.OutcomeDelivered {
 		log().Warn("webhook attempt failed", "event", del.created.Event, "attempt", ev.Attempt, "outcome", ev.Outcome, "status", ev.StatusCode, "error_class", ev.ErrorClass, "error", ev.Error)
 	}
@@ -833,7 +845,7 @@ func (d *Dispatcher) attempt(ctx context.Context, eps *breakers, c claimed, clai
 	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	_ = d.Projected.WaitFor(wctx, pos) // so the next Due does not pick it again
-	return released
+	return released, recorded
 }
 
 // endpointFailed says whether a POST's result counts against its

@@ -130,6 +130,10 @@ type handover struct {
 	on    bool // a sender runs on this node
 	items []candidate
 	wake  chan struct{}
+	// remember: the sender learns creations from the batches the
+	// deliveries projection applies here (appliedHere), so those handed
+	// over are remembered (Dispatcher.handed) to tell them apart.
+	remember bool
 }
 
 func (h *handover) init() {
@@ -141,11 +145,11 @@ func (h *handover) init() {
 }
 
 // open opens the mailbox to creation while a sender runs (closeHandover
-// closes it).
-func (h *handover) open() {
+// closes it); remember says whether to remember what is handed over.
+func (h *handover) open(remember bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.on = true
+	h.on, h.remember = true, remember
 }
 
 // closeHandover closes the mailbox, empties it and releases the claims
@@ -176,6 +180,17 @@ func (h *handover) wakeup() <-chan struct{} {
 	return h.wake
 }
 
+// signal makes the sender take a pass.
+func (h *handover) signal() {
+	h.mu.Lock()
+	wake := h.wake
+	h.mu.Unlock()
+	select {
+	case wake <- struct{}{}:
+	default:
+	}
+}
+
 // handOver gives a just-recorded delivery to this node's sender, so its
 // first attempt does not wait for the deliveries projection and a scan.
 // A delivery not handed over (no sender here, mailbox full) is found by a
@@ -196,12 +211,12 @@ func (d *Dispatcher) handOver(ctx context.Context, c catalog.DeliveryCreated, pr
 		return
 	}
 	h.items = append(h.items, candidate{id: c.DeliveryID, key: endpointKey{app: c.AppID, endpoint: c.EndpointID}, pre: pre})
-	wake := h.wake
+	remember := h.remember
 	h.mu.Unlock()
-	select {
-	case wake <- struct{}{}:
-	default:
+	if remember {
+		d.handed.add(c.DeliveryID)
 	}
+	h.signal()
 }
 
 // accepting says whether a sender runs here to take deliveries over.
@@ -228,8 +243,8 @@ func (s *sendLoop) takeHandedOver() {
 			}
 			continue
 		}
-		if !d.isAttempting(c.id) {
-			s.q.add(c)
+		if !d.isAttempting(c.id) && !s.q.has[c.id] && !s.q.add(c) {
+			s.scan = true // the queue is full: the read model holds it
 		}
 	}
 }
@@ -263,10 +278,13 @@ func (s *sendLoop) giveBack(pres ...*preClaimed) {
 // The sender keeps a queue of candidates: deliveries this node creates are
 // handed over the moment they are recorded; the read model is scanned at
 // start, when the queue runs short while the read model had more, when
-// retries fall due, when an app is resumed or a probe is due, and at most
+// retries fall due, when an app is resumed or a probe is due, at most
 // every scanEvery when the deliveries projection moved (deliveries another
-// node created, resends). A freed slot takes the next candidate of a free
-// endpoint from the queue, in order.
+// node created, resends, retries scheduled; where the projection applies
+// its batches on this node, only those batches that hold such news: see
+// appliedHere), and at least every second while a delivery it did not
+// take was due. A freed slot takes the next candidate of a free endpoint
+// from the queue, in order.
 func (d *Dispatcher) RunSender(ctx context.Context) error {
 	if d.Claims == nil {
 		return errors.New("webhooks: the sender needs Claims")
@@ -278,8 +296,9 @@ func (d *Dispatcher) RunSender(ctx context.Context) error {
 	if err := d.AppsReady.WaitReady(ctx); err != nil {
 		return nil
 	}
-	d.handover.open()
 	s := d.newSendLoop(ctx)
+	s.followApplies()
+	d.handover.open(s.applied != nil)
 	defer s.closeHandover()
 	// Claims are released by one goroutine, as many per statement as
 	// attempts ended while the previous release ran; it ends after the
@@ -291,6 +310,9 @@ func (d *Dispatcher) RunSender(ctx context.Context) error {
 		s.watch()
 		if d.rescan.Swap(false) {
 			s.scan = true // a delivery a scan passed over was released
+		}
+		if d.recheck.Swap(false) {
+			s.dirty = true // a delivery it had in hand may still be due
 		}
 		now := d.Clock.Now()
 		s.takeHandedOver()
@@ -340,8 +362,10 @@ type sendLoop struct {
 	noneDue bool
 	// moved and appsMoved close at the next move of the deliveries
 	// projection and of the app directory after they were taken; see
-	// watch.
-	moved, appsMoved <-chan struct{}
+	// watch. With applied, moved closes only at the moves not applied
+	// here, and news after a batch applied here with due news.
+	moved, appsMoved, news <-chan struct{}
+	applied                appliedHere
 }
 
 func (d *Dispatcher) newSendLoop(ctx context.Context) *sendLoop {
@@ -363,6 +387,17 @@ func (s *sendLoop) wake() {
 	}
 }
 
+// followApplies has the sender learn the batches the deliveries
+// projection applies on this node, when it can show them (appliedHere).
+// It comes before the start scan: what was applied before is in the read
+// model that scan reads.
+func (s *sendLoop) followApplies() {
+	if ap, ok := s.d.Projected.(appliedHere); ok {
+		ap.AfterApply(s.d.noteApplied)
+		s.applied = ap
+	}
+}
+
 // watch takes the channels that close at the read models' next moves,
 // replacing only those the loop saw closed: a channel taken afresh each
 // pass would miss a move between one pass's wait and the next pass taking
@@ -372,7 +407,14 @@ func (s *sendLoop) wake() {
 // reads that clear those marks closes a channel the loop waits on.
 func (s *sendLoop) watch() {
 	if s.moved == nil {
-		s.moved = s.d.Projected.Changed()
+		if s.applied != nil {
+			s.moved = s.applied.Heard()
+		} else {
+			s.moved = s.d.Projected.Changed()
+		}
+	}
+	if s.news == nil && s.applied != nil {
+		s.news = s.d.news.changed()
 	}
 	if s.appsMoved == nil {
 		s.appsMoved = s.d.AppsReady.Changed()
@@ -394,6 +436,18 @@ func (s *sendLoop) refill(now time.Time, free int) (held bool) {
 		return false
 	}
 	if !s.scan && s.dirty && time.Since(s.lastScan) >= scanEvery {
+		s.scan = true
+	}
+	// The wait's timer (a second, or idleRescan when nothing was due) is
+	// armed afresh at each pass, so passes coming faster than it (hand-overs
+	// and freed workers under a steady load, with no projection move
+	// prompting a scan) would put off the scan it stands for: a delivery
+	// another node holds, whose claim may lapse.
+	every := time.Second
+	if s.noneDue {
+		every = idleRescan
+	}
+	if !s.scan && time.Since(s.lastScan) >= every {
 		s.scan = true
 	}
 	// Refilling the queue from a backlog in the read model reads on into
@@ -477,7 +531,7 @@ func (s *sendLoop) launch(batch []claimed, claimedAt time.Time) {
 			if c.pre != nil {
 				at = c.pre.at
 			}
-			released := s.d.attempt(s.ctx, s.eps, c, at, posted, freeWorker)
+			released, recorded := s.d.attempt(s.ctx, s.eps, c, at, posted, freeWorker)
 			freeWorker()
 			if recording {
 				<-s.recording
@@ -485,6 +539,9 @@ func (s *sendLoop) launch(batch []claimed, claimedAt time.Time) {
 			if released {
 				s.d.setAttempting(c.DeliveryID, false)
 				return
+			}
+			if !recorded {
+				s.d.recheckOnRelease(c.DeliveryID)
 			}
 			s.releases <- c.Claim
 		})
@@ -609,6 +666,7 @@ func (s *sendLoop) wait(now time.Time, held bool) bool {
 		// A stale due time alone is read again by the next pass.
 		s.scan = s.scan || s.dirty
 	case <-s.moved:
+	case <-s.news:
 	case <-appsMoved:
 	case <-s.kick:
 	case <-s.d.handover.wakeup():
@@ -618,6 +676,11 @@ func (s *sendLoop) wait(now time.Time, held bool) bool {
 	select {
 	case <-s.moved:
 		s.dirty, s.nextStale, s.moved = true, true, nil
+	default:
+	}
+	select {
+	case <-s.news:
+		s.dirty, s.nextStale, s.news = true, true, nil
 	default:
 	}
 	select {
@@ -788,6 +851,9 @@ func (d *Dispatcher) claimQueued(ctx context.Context, eps *breakers, suspended m
 		c, ok := tokens[r.DeliveryID]
 		if !ok {
 			eps.cancel(r.ep, r.url, r.probe) // another node holds it
+			// Its claim may lapse (the node died): a scan that sees it
+			// keeps the sender's timed rescans short.
+			d.recheck.Store(true)
 			continue
 		}
 		r.Claim = c
@@ -850,26 +916,42 @@ func (d *Dispatcher) hold(cs []Claim) {
 
 // released unmarks released claims as attempting (a scan may queue their
 // deliveries again) and, when a scan passed over one of them, has the
-// sender scan again.
+// sender scan again, or, when one's attempt recorded no outcome, scan
+// again as after a move.
 func (d *Dispatcher) released(cs []Claim, wasHeld map[string]bool) {
 	d.attemptingMu.Lock()
-	again := false
+	again, recheck := false, false
 	for _, c := range cs {
 		delete(d.attempting, c.DeliveryID)
 		again = again || wasHeld[c.DeliveryID]
+		if d.unrecorded[c.DeliveryID] {
+			delete(d.unrecorded, c.DeliveryID)
+			recheck = true
+		}
 	}
 	d.attemptingMu.Unlock()
 	if again {
 		d.rescan.Store(true)
-		// The hand-over signal only makes the sender take a pass.
-		d.handover.mu.Lock()
-		wake := d.handover.wake
-		d.handover.mu.Unlock()
-		select {
-		case wake <- struct{}{}:
-		default:
-		}
 	}
+	if recheck {
+		d.recheck.Store(true)
+	}
+	if again || recheck {
+		d.handover.signal()
+	}
+}
+
+// recheckOnRelease has the sender scan again once id's claim is released:
+// its attempt recorded no outcome (its load or append failed, it found the
+// delivery not due or its app suspended), so the delivery may still be
+// due and no projected outcome will prompt that scan.
+func (d *Dispatcher) recheckOnRelease(id string) {
+	d.attemptingMu.Lock()
+	defer d.attemptingMu.Unlock()
+	if d.unrecorded == nil {
+		d.unrecorded = map[string]bool{}
+	}
+	d.unrecorded[id] = true
 }
 
 // takeHeldNotes empties d.held like takeHeld, with which of them a scan
@@ -958,9 +1040,7 @@ func (d *Dispatcher) releaseClaims(ctx context.Context, releases <-chan Claim, d
 			}
 		}
 		d.release(ctx, batch)
-		for _, c := range batch {
-			d.setAttempting(c.DeliveryID, false)
-		}
+		d.released(batch, nil)
 	}
 }
 

@@ -148,6 +148,10 @@ func (r *Runner) setOwning(owning bool) {
 	if owning {
 		r.stats.Owner = r.own.Holder
 	}
+	// Heard: what the previous owner applied and this node did not hear of
+	// is never applied here.
+	close(r.heard)
+	r.heard = make(chan struct{})
 	r.mu.Unlock()
 	if owning {
 		r.kickAnnounce()
@@ -392,8 +396,7 @@ func (r *Runner) observe(ctx context.Context, p Progress, announced bool) {
 	if announced {
 		r.stats.CaughtUp = p.CaughtUp && r.stats.Ready
 	}
-	close(r.changed)
-	r.changed = make(chan struct{})
+	r.moved(false)
 }
 
 // syncGeneration, for an owner, reads the stored generation: after a
@@ -414,8 +417,7 @@ func (r *Runner) syncGeneration(ctx context.Context) error {
 	learned := !r.genKnown || p.Generation != r.gen
 	if learned {
 		r.gen, r.genKnown = p.Generation, true
-		close(r.changed)
-		r.changed = make(chan struct{})
+		r.moved(false)
 	}
 	r.mu.Unlock()
 	if learned {

@@ -103,8 +103,13 @@ type Runner struct {
 	mu      sync.Mutex
 	pos     events.Position
 	changed chan struct{}
+	// heard is closed (and replaced) at every move changed is, except this
+	// runner's own applies (see Heard).
+	heard   chan struct{}
 	stats   Stats
 	rebuild chan chan error
+	// afterApply sees each batch applied here (AfterApply).
+	afterApply atomic.Pointer[func(batch []events.Envelope)]
 
 	// Shared ownership (nil own: the runner always projects).
 	own *Ownership
@@ -133,7 +138,7 @@ type Runner struct {
 func NewRunner(store events.Store, reg *events.Registry, p Projector, log *slog.Logger, onApplied func(string, int, events.Recorded)) *Runner {
 	return &Runner{
 		store: store, reg: reg, proj: p, log: log.With("projection", p.Name()), batchSize: 512,
-		onApplied: onApplied, changed: make(chan struct{}), rebuild: make(chan chan error),
+		onApplied: onApplied, changed: make(chan struct{}), heard: make(chan struct{}), rebuild: make(chan chan error),
 		stats:       Stats{Name: p.Name(), Since: time.Now()},
 		wantRebuild: make(chan struct{}, 1), announceKick: make(chan struct{}, 1),
 	}
@@ -247,13 +252,23 @@ func (r *Runner) advance(pos events.Position, n int, caughtUp bool) {
 	}
 	r.stats.CaughtUp = caughtUp && r.stats.Ready
 	r.stats.LastError = ""
-	close(r.changed)
-	r.changed = make(chan struct{})
+	r.moved(true)
 	r.mu.Unlock()
 	if paced != nil {
 		paced.leave(r) // ready: the others no longer wait for it
 	}
 	r.kickAnnounce()
+}
+
+// moved closes changed and, unless the move is this runner's own apply
+// (own), heard. The caller holds r.mu.
+func (r *Runner) moved(own bool) {
+	close(r.changed)
+	r.changed = make(chan struct{})
+	if !own {
+		close(r.heard)
+		r.heard = make(chan struct{})
+	}
 }
 
 // WaitFor blocks until the projection has applied pos, or ctx ends.
@@ -354,8 +369,7 @@ func (r *Runner) reset(ctx context.Context) error {
 	r.mu.Lock()
 	r.pos = events.Position{}
 	r.stats = Stats{Name: r.Name(), Since: time.Now(), Rebuilding: true, Owner: r.stats.Owner}
-	close(r.changed)
-	r.changed = make(chan struct{})
+	r.moved(false)
 	r.mu.Unlock()
 	r.kickAnnounce()
 	r.log.Info("projection reset; replaying the log")
@@ -625,6 +639,9 @@ func (r *Runner) commit(ctx context.Context, b page, fl *following) error {
 		if err := r.apply(ctx, b.envs, pos); err != nil {
 			return err
 		}
+		if f := r.afterApply.Load(); f != nil && len(b.envs) > 0 {
+			(*f)(b.envs)
+		}
 	}
 	r.advance(pos, b.n, b.caughtUp)
 	if r.onApplied != nil {
@@ -742,6 +759,25 @@ func (r *Runner) Changed() <-chan struct{} {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.changed
+}
+
+// Heard is closed at the next move of the projection that this runner did
+// not make by applying a batch itself: progress learnt from the owner on
+// another node (announced or stored), a new generation, a reset, this node
+// gaining or losing the projection. A watcher that reads the batches
+// applied here (AfterApply) learns the rest of the moves from Heard.
+func (r *Runner) Heard() <-chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.heard
+}
+
+// AfterApply has f see every batch of events this runner applies, once
+// committed and before its position moves, replacing the f set before. The
+// projection waits for f, which must not keep the batch (its storage is
+// reused).
+func (r *Runner) AfterApply(f func(batch []events.Envelope)) {
+	r.afterApply.Store(&f)
 }
 
 // WaitReady blocks until the projection has caught up with the log once.
