@@ -12,11 +12,11 @@ import (
 	"github.com/healthtech/partner-open-platform/internal/pgtest"
 )
 
-// A renewal finds its pooled connection idle for more than a second (they
-// come every third of the time to live), which pgx answers with a ping
-// before the statement: a second round trip per renewal on an idle node.
-// Renewals skip it, until one fails on a connection the server ended: the
-// next pings, so the pool drops the dead connections, and succeeds.
+// pgx pings a pooled connection idle for more than a second before handing
+// it out, and renewals come every third of the time to live, so each would
+// pay a second round trip. Renewals skip the ping, until one fails on a
+// connection the server ended: the next pings, so the pool drops the dead
+// connections, and succeeds.
 func TestRenewalsSkipThePoolsPingUntilOneFails(t *testing.T) {
 	ctx := context.Background()
 	url := pgtest.New(t)
