@@ -23,10 +23,12 @@ type Receiver struct {
 	Srv    *httptest.Server
 	Secret string
 
-	mu       sync.Mutex
-	got      []Webhook
-	statuses []int // answers for the next requests; 200 once exhausted
-	arrived  chan struct{}
+	mu        sync.Mutex
+	got       []Webhook
+	statuses  []int // answers for the next requests; 200 once exhausted
+	failFirst int   // when set, the answer to each delivery's first attempt
+	seen      map[string]bool
+	arrived   chan struct{}
 }
 
 type Webhook struct {
@@ -60,6 +62,10 @@ func (r *Receiver) serve(w http.ResponseWriter, req *http.Request) {
 	if len(r.statuses) > 0 {
 		status, r.statuses = r.statuses[0], r.statuses[1:]
 	}
+	if id := req.Header.Get("X-Webhook-Id"); r.failFirst != 0 && !r.seen[id] {
+		r.seen[id] = true
+		status = r.failFirst
+	}
 	r.mu.Unlock()
 	if !verified {
 		status = http.StatusUnauthorized
@@ -72,6 +78,17 @@ func (r *Receiver) Script(statuses ...int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.statuses = append(r.statuses, statuses...)
+}
+
+// FailFirstAttempts answers status to the first attempt of every delivery
+// that arrives from now on, by its X-Webhook-Id, and the others as usual:
+// unlike a script, which answers requests in their order of arrival, it
+// fails each delivery once however its attempts and its retries interleave
+// with other deliveries'.
+func (r *Receiver) FailFirstAttempts(status int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.failFirst, r.seen = status, map[string]bool{}
 }
 
 // WaitFor blocks until n webhooks have arrived in total.

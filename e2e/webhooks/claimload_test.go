@@ -25,17 +25,13 @@ import (
 // claim read, each in clear.
 func TestSenderReadsADeliveryWithItsClaim(t *testing.T) {
 	t.Parallel()
-	stmts, a, rcv, user := countedUser(t, "claimload", node.Config{WebhookSchedule: []time.Duration{10 * time.Millisecond}}, false)
+	stmts, a, rcv, user := countedUser(t, "claimload", node.Config{WebhookSchedule: []time.Duration{10 * time.Millisecond}})
 	streamReads := harness.Has("WHERE stream = $1 AND revision >= $2")
 	claimReads := harness.Has("stream = ANY($1::text[])")
 	reads0, claims0, got0 := stmts.Count(streamReads), stmts.Count(claimReads), len(rcv.WaitFor(1))
 
 	const n = 10
-	statuses := make([]int, n)
-	for i := range statuses {
-		statuses[i] = http.StatusServiceUnavailable
-	}
-	rcv.Script(statuses...)
+	rcv.FailFirstAttempts(http.StatusServiceUnavailable)
 	for i := range n {
 		a.Expect("PATCH", user, map[string]any{"nickname": fmt.Sprintf("claimload-%d", i)}, http.StatusOK, "0")
 	}
@@ -68,19 +64,17 @@ func TestSenderReadsADeliveryWithItsClaim(t *testing.T) {
 // one database of its own, reached through a counting proxy) with an app
 // whose webhook goes to a receiver and one registered user, whose path it
 // returns; the registration's webhook is delivered and the read models
-// caught up before it returns. With verify the receiver checks signatures
-// with the app's secret and accepts; without, it refuses every attempt
-// (401), which the claim-load test relies on for its retries.
-func countedUser(t *testing.T, name string, cfg node.Config, verify bool) (*harness.Statements, *harness.App, *harness.Receiver, string) {
+// caught up before it returns. The receiver checks signatures with the
+// app's secret and accepts each delivery at its first attempt unless told
+// otherwise.
+func countedUser(t *testing.T, name string, cfg node.Config) (*harness.Statements, *harness.App, *harness.Receiver, string) {
 	t.Helper()
 	stmts, proxied := harness.CountStatements(t, harness.NodeDB(t))
 	cfg.DataDir, cfg.EventStoreURL, cfg.PostgresURL, cfg.WebhookAllowLoopback = t.TempDir(), proxied, proxied, true
 	p := harness.Start(t, cfg)
 	rcv := harness.NewReceiver(t)
 	a := p.CreateApp(name)
-	if verify {
-		rcv.Secret = a.WebhookSecret // each delivered at its first attempt unless scripted
-	}
+	rcv.Secret = a.WebhookSecret
 	p.ConfigureWebhook(a, rcv.Srv.URL)
 	var reg harness.RegisterData
 	a.Expect("POST", "/open/v1/channel/users", harness.RegisterBody(name+"-1"), http.StatusCreated, "0").Data(t, &reg)

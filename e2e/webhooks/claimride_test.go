@@ -17,7 +17,7 @@ import (
 // their own (counting proxy).
 func TestDeliveryClaimsRideTheCreationAndOutcomeAppends(t *testing.T) {
 	t.Parallel()
-	stmts, a, rcv, user := countedUser(t, "claimride", node.Config{}, true)
+	stmts, a, rcv, user := countedUser(t, "claimride", node.Config{})
 	// Statements of their own: a claim (alone or with releases and the
 	// claimed streams' read), a release (alone, or skipping locked rows).
 	claims := func(sql string) bool {

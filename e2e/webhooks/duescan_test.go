@@ -19,7 +19,7 @@ import (
 // sender's timed ones, at most one a second while a delivery is due.
 func TestHandedOverDeliveriesPromptNoDueScan(t *testing.T) {
 	t.Parallel()
-	stmts, a, rcv, user := countedUser(t, "duescan", node.Config{}, true)
+	stmts, a, rcv, user := countedUser(t, "duescan", node.Config{})
 	rcv.Secret = a.WebhookSecret // delivered at the first attempt: no retry to scan for
 	// The due scan's statement (alone, or batched with the earliest due time's).
 	scans := func(sql string) bool {
