@@ -157,6 +157,22 @@ func (s *Store) SubscribeAllFor(ctx context.Context, after events.Position, want
 	return &subscription{Subscription: sub, s: s, wants: wants}, nil
 }
 
+// SubscribeReplay is SubscribeAllFor for a follower that replays the log
+// up to through on its own (a read model rebuilt or catching up at a
+// start): the events up to through are opened without the opened-events
+// cache, since the node's other followers read that stretch before or
+// will not read it (a rebuild's read models each want their own sealed
+// types), so keeping their plaintext would only cost a lookup, an insert
+// and an eviction per event, and the collector the bytes it held. The
+// events after through are opened as SubscribeAllFor opens them.
+func (s *Store) SubscribeReplay(ctx context.Context, after, through events.Position, wants func(eventType string) bool) (events.Subscription, error) {
+	sub, err := events.SubscribeAllFor(ctx, s.inner, after, wants)
+	if err != nil {
+		return nil, err
+	}
+	return &subscription{Subscription: sub, s: s, wants: wants, uncachedThrough: through}, nil
+}
+
 // Close closes the inner store (and, under internal/sharedguard, checks
 // that no subscriber wrote into the plaintext it shared).
 func (s *Store) Close() error {
@@ -171,6 +187,9 @@ type subscription struct {
 	// ahead is the page the subscription holds past the event it opens:
 	// its keys are loaded together at the first one not cached.
 	ahead pageAhead
+	// uncachedThrough is the end of the stretch opened without the
+	// opened-events cache (SubscribeReplay); zero for none.
+	uncachedThrough events.Position
 }
 
 func (sub *subscription) Next(ctx context.Context) (events.Recorded, error) {
@@ -183,7 +202,11 @@ func (sub *subscription) Next(ctx context.Context) (events.Recorded, error) {
 		pa = &sub.ahead
 		pa.buffered, pa.wants = b.Buffered(), sub.wants
 	}
-	return sub.s.open1(ctx, rec, true, pa)
+	mode := sharedCached
+	if !sub.uncachedThrough.Less(rec.Position) {
+		mode = uncached
+	}
+	return sub.s.open1(ctx, rec, mode, pa)
 }
 
 // pageAhead is what a subscription has read past the event it opens.
@@ -339,22 +362,36 @@ func (s *Store) seal(ctx context.Context, stream, eventID, eventType string, dat
 // Open returns rec with its personal fields decrypted (or erased); events
 // without envelopes come back untouched.
 func (s *Store) Open(ctx context.Context, rec events.Recorded) (events.Recorded, error) {
-	return s.open1(ctx, rec, false, nil)
+	return s.open1(ctx, rec, copyCached, nil)
 }
 
-// open1 is Open; shared, for subscriptions (whose consumers only read the
-// bytes, see events.Subscription), hands out the cached plaintext itself
-// instead of a copy, so each event is decrypted once and copied never for
-// all the node's followers. The cache's bounds and its emptying on every
-// key erasure are unchanged: no plaintext is kept longer than before.
-func (s *Store) open1(ctx context.Context, rec events.Recorded, shared bool, pa *pageAhead) (events.Recorded, error) {
+// caching is how open1 uses the opened-events cache.
+type caching uint8
+
+const (
+	// copyCached looks the event up and keeps it, handing out a copy.
+	copyCached caching = iota
+	// sharedCached, for subscriptions (whose consumers only read the
+	// bytes, see events.Subscription), hands out the cached plaintext
+	// itself, so each event is decrypted once and copied never for all
+	// the node's followers.
+	sharedCached
+	// uncached neither looks the event up nor keeps it (SubscribeReplay).
+	uncached
+)
+
+// open1 is Open, using the cache as mode says. The cache's bounds and its
+// emptying on every key erasure hold in every mode.
+func (s *Store) open1(ctx context.Context, rec events.Recorded, mode caching, pa *pageAhead) (events.Recorded, error) {
 	if !bytes.Contains(rec.Data, []byte(envPrefix)) {
 		return rec, nil
 	}
 	epoch := s.keys.Epoch()
-	if data, ok := s.opened.get(rec, epoch, shared); ok {
-		rec.Data = data
-		return rec, nil
+	if mode != uncached {
+		if data, ok := s.opened.get(rec, epoch, mode == sharedCached); ok {
+			rec.Data = data
+			return rec, nil
+		}
 	}
 	sc := scratches.Get().(*locateScratch)
 	defer scratches.Put(sc)
@@ -382,7 +419,9 @@ func (s *Store) open1(ctx context.Context, rec events.Recorded, shared bool, pa 
 	}
 	out = append(out, rec.Data[last:]...)
 	plain := out[:len(out):len(out)]
-	s.opened.put(rec, epoch, plain, shared)
+	if mode != uncached {
+		s.opened.put(rec, epoch, plain, mode == sharedCached)
+	}
 	rec.Data = plain
 	return rec, nil
 }
