@@ -18,15 +18,7 @@ import (
 func TestOpenDecryptsEveryFieldIntoOneBuffer(t *testing.T) {
 	s, _ := newStore(t)
 	ctx := context.Background()
-	id := uuid.NewString()
-	if _, err := s.Inner().Append(ctx, "user-7", events.Any(), events.Proposed{ID: id, Type: "user.family_member.updated", Data: mustSeal(t, s, id)}); err != nil {
-		t.Fatal(err)
-	}
-	raw, err := s.Inner().ReadStream(ctx, "user-7", 0, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec := raw[0]
+	rec := storedMember(t, s)
 	if n := bytes.Count(rec.Data, []byte(envPrefix)); n != 5 {
 		t.Fatalf("%d envelopes stored, want 5: %s", n, rec.Data)
 	}
@@ -103,15 +95,7 @@ func TestOpenAllocatesThePlaintextsLength(t *testing.T) {
 	}
 	s, _ := newStore(t)
 	ctx := context.Background()
-	id := uuid.NewString()
-	if _, err := s.Inner().Append(ctx, "user-7", events.Any(), events.Proposed{ID: id, Type: "user.family_member.updated", Data: mustSeal(t, s, id)}); err != nil {
-		t.Fatal(err)
-	}
-	raw, err := s.Inner().ReadStream(ctx, "user-7", 0, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec := raw[0]
+	rec := storedMember(t, s)
 	open := func() {
 		got, err := s.open1(ctx, rec, uncached, nil)
 		if err != nil || string(got.Data) != memberUpserted {
@@ -132,4 +116,20 @@ func TestOpenAllocatesThePlaintextsLength(t *testing.T) {
 		t.Fatalf("%.0f bytes allocated to open %d bytes of plaintext sealed in %d, want at most %.0f",
 			perOpen, len(memberUpserted), len(rec.Data), limit)
 	}
+}
+
+// storedMember appends a member's update of five sealed fields and returns
+// it as stored, sealed.
+func storedMember(t *testing.T, s *Store) events.Recorded {
+	t.Helper()
+	ctx := context.Background()
+	id := uuid.NewString()
+	if _, err := s.Inner().Append(ctx, "user-7", events.Any(), events.Proposed{ID: id, Type: "user.family_member.updated", Data: mustSeal(t, s, id)}); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := s.Inner().ReadStream(ctx, "user-7", 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw[0]
 }
