@@ -10,9 +10,9 @@ import (
 )
 
 // openedCache keeps the decrypted data of recently opened events, so that
-// the dozen projection runners that each read every event (and a rebuild,
-// where they all read the whole log together) decrypt it once, not once
-// each. It is bounded (FIFO over at most maxEntries events and maxBytes of
+// the dozen followers that each read every new event decrypt it once, not
+// once each (a rebuild's replay, which no other follower reads, passes it
+// by: Store.SubscribeReplay). It is bounded (FIFO over at most maxEntries events and maxBytes of
 // data) and emptied whenever the key store's epoch moves (datakeys.Keys.Epoch:
 // every Forget or Destroy, which erasures cause), so plaintext of an
 // erased person never outlives their key in this process; and by the

@@ -157,6 +157,22 @@ func (s *Store) SubscribeAllFor(ctx context.Context, after events.Position, want
 	return &subscription{Subscription: sub, s: s, wants: wants}, nil
 }
 
+// SubscribeReplay is SubscribeAllFor for a follower that replays the log
+// up to through on its own (a read model rebuilt or catching up at a
+// start): the events up to through are opened without the opened-events
+// cache, since the node's other followers read that stretch before or
+// will not read it (a rebuild's read models each want their own sealed
+// types), so keeping their plaintext would only cost a lookup, an insert
+// and an eviction per event, and the collector the bytes it held. The
+// events after through are opened as SubscribeAllFor opens them.
+func (s *Store) SubscribeReplay(ctx context.Context, after, through events.Position, wants func(eventType string) bool) (events.Subscription, error) {
+	sub, err := events.SubscribeAllFor(ctx, s.inner, after, wants)
+	if err != nil {
+		return nil, err
+	}
+	return &subscription{Subscription: sub, s: s, wants: wants, uncachedThrough: through}, nil
+}
+
 // Close closes the inner store (and, under internal/sharedguard, checks
 // that no subscriber wrote into the plaintext it shared).
 func (s *Store) Close() error {
@@ -171,6 +187,9 @@ type subscription struct {
 	// ahead is the page the subscription holds past the event it opens:
 	// its keys are loaded together at the first one not cached.
 	ahead pageAhead
+	// uncachedThrough is the end of the stretch opened without the
+	// opened-events cache (SubscribeReplay); zero for none.
+	uncachedThrough events.Position
 }
 
 func (sub *subscription) Next(ctx context.Context) (events.Recorded, error) {
@@ -183,7 +202,11 @@ func (sub *subscription) Next(ctx context.Context) (events.Recorded, error) {
 		pa = &sub.ahead
 		pa.buffered, pa.wants = b.Buffered(), sub.wants
 	}
-	return sub.s.open1(ctx, rec, true, pa)
+	mode := sharedCached
+	if !sub.uncachedThrough.Less(rec.Position) {
+		mode = uncached
+	}
+	return sub.s.open1(ctx, rec, mode, pa)
 }
 
 // pageAhead is what a subscription has read past the event it opens.
@@ -339,22 +362,36 @@ func (s *Store) seal(ctx context.Context, stream, eventID, eventType string, dat
 // Open returns rec with its personal fields decrypted (or erased); events
 // without envelopes come back untouched.
 func (s *Store) Open(ctx context.Context, rec events.Recorded) (events.Recorded, error) {
-	return s.open1(ctx, rec, false, nil)
+	return s.open1(ctx, rec, copyCached, nil)
 }
 
-// open1 is Open; shared, for subscriptions (whose consumers only read the
-// bytes, see events.Subscription), hands out the cached plaintext itself
-// instead of a copy, so each event is decrypted once and copied never for
-// all the node's followers. The cache's bounds and its emptying on every
-// key erasure are unchanged: no plaintext is kept longer than before.
-func (s *Store) open1(ctx context.Context, rec events.Recorded, shared bool, pa *pageAhead) (events.Recorded, error) {
+// caching is how open1 uses the opened-events cache.
+type caching uint8
+
+const (
+	// copyCached looks the event up and keeps it, handing out a copy.
+	copyCached caching = iota
+	// sharedCached, for subscriptions (whose consumers only read the
+	// bytes, see events.Subscription), hands out the cached plaintext
+	// itself, so each event is decrypted once and copied never for all
+	// the node's followers.
+	sharedCached
+	// uncached neither looks the event up nor keeps it (SubscribeReplay).
+	uncached
+)
+
+// open1 is Open, using the cache as mode says. The cache's bounds and its
+// emptying on every key erasure hold in every mode.
+func (s *Store) open1(ctx context.Context, rec events.Recorded, mode caching, pa *pageAhead) (events.Recorded, error) {
 	if !bytes.Contains(rec.Data, []byte(envPrefix)) {
 		return rec, nil
 	}
 	epoch := s.keys.Epoch()
-	if data, ok := s.opened.get(rec, epoch, shared); ok {
-		rec.Data = data
-		return rec, nil
+	if mode != uncached {
+		if data, ok := s.opened.get(rec, epoch, mode == sharedCached); ok {
+			rec.Data = data
+			return rec, nil
+		}
 	}
 	sc := scratches.Get().(*locateScratch)
 	defer scratches.Put(sc)
@@ -362,12 +399,13 @@ func (s *Store) open1(ctx context.Context, rec events.Recorded, shared bool, pa 
 	if err != nil {
 		return rec, fmt.Errorf("privacy: %s at %s: %w", rec.Type, rec.Position, err)
 	}
-	// The plaintext is shorter than the sealed data (an envelope adds its
-	// prefix, key id, nonce, tag and base64's third), so out never grows;
-	// each field decrypts straight into it, and op keeps the scratch and
-	// the last key looked up across the event's fields.
-	out := make([]byte, 0, len(rec.Data))
-	op := opener{ahead: pa, rec: rec}
+	// out is made at the plaintext's length (at most two bytes over per
+	// field: base64's padding), so it never grows and nothing of the
+	// envelopes' size stays allocated with it; each field decrypts
+	// straight into it, and op keeps the scratch and the last key looked
+	// up across the event's fields.
+	out := make([]byte, 0, plainBound(rec.Data, found))
+	op := opener{ahead: pa, rec: rec, sc: sc}
 	last := 0
 	for _, f := range found {
 		val := rec.Data[f.start:f.end]
@@ -382,7 +420,9 @@ func (s *Store) open1(ctx context.Context, rec events.Recorded, shared bool, pa 
 	}
 	out = append(out, rec.Data[last:]...)
 	plain := out[:len(out):len(out)]
-	s.opened.put(rec, epoch, plain, shared)
+	if mode != uncached {
+		s.opened.put(rec, epoch, plain, mode == sharedCached)
+	}
 	rec.Data = plain
 	return rec, nil
 }
@@ -398,12 +438,41 @@ type opener struct {
 	// cached loads the page's keys first (pageAhead).
 	ahead *pageAhead
 	rec   events.Recorded
+	// sc lends its sealed buffer to each field's decoded envelope.
+	sc *locateScratch
+}
+
+// maxPooledSealed bounds the decoding buffer a pooled scratch keeps: a
+// larger field (a report's raw data) decodes into one of its own.
+const maxPooledSealed = 64 << 10
+
+// sealOverhead is what sealing adds to a value besides the envelope's
+// text: AES-GCM's nonce and tag (datakeys' keys).
+const sealOverhead = 12 + 16
+
+// plainBound is the length of data opened, or at most two bytes more per
+// field (base64's padding): each envelope among found is replaced by its
+// value, or by Erased, whichever is longer. A key of another overhead
+// would only make out grow.
+func plainBound(data []byte, found []located) int {
+	n := len(data)
+	for _, f := range found {
+		val := data[f.start:f.end]
+		if !bytes.HasPrefix(val, []byte(envPrefix)) || !bytes.HasSuffix(val, []byte(envSuffix)) {
+			continue
+		}
+		env := val[len(envPrefix) : len(val)-len(envSuffix)]
+		b64 := env[bytes.IndexByte(env, ':')+1:]
+		value := max(base64.StdEncoding.DecodedLen(len(b64))-sealOverhead, len(Erased))
+		n += value - len(val)
+	}
+	return max(n, 0)
 }
 
 // openInto appends the plaintext of env (an envelope's "keyID:base64")
 // sealed for eventID's field at path to out: Erased once the key is
-// destroyed. It decodes and decrypts in out's spare capacity, where the
-// plaintext ends up, so a field costs no allocation of its own.
+// destroyed. It decodes into the opener's pooled buffer and decrypts from
+// there into out, so a field costs no allocation of its own.
 func (s *Store) openInto(ctx context.Context, op *opener, out, env []byte, eventID, path string) ([]byte, error) {
 	colon := bytes.IndexByte(env, ':')
 	if colon < 0 {
@@ -424,24 +493,28 @@ func (s *Store) openInto(ctx context.Context, op *opener, out, env []byte, event
 	if op.erased {
 		return append(out, Erased...), nil
 	}
-	// sealed is nonce || ciphertext, decoded right after out's bytes; the
-	// ciphertext is decrypted in place (GCM allows exactly that overlap)
-	// and the plaintext moved down over the nonce. The associated data
-	// follows the ciphertext.
-	at := len(out)
-	sealed, err := base64.StdEncoding.AppendDecode(out[at:at], env[colon+1:])
+	// sealed is nonce || ciphertext, followed in the same buffer by the
+	// associated data; the plaintext is appended to out.
+	b64 := env[colon+1:]
+	buf := op.sc.sealed[:0]
+	if need := base64.StdEncoding.DecodedLen(len(b64)) + len(eventID) + 1 + len(path); cap(buf) < need {
+		buf = make([]byte, 0, need)
+		if need <= maxPooledSealed {
+			op.sc.sealed = buf
+		}
+	}
+	sealed, err := base64.StdEncoding.AppendDecode(buf, b64)
 	n := op.key.AEAD.NonceSize()
 	if err != nil || len(sealed) < n {
 		return out, errors.New("malformed envelope")
 	}
 	ad := append(sealed[len(sealed):], eventID...) // associated data: eventID, NUL, path
 	ad = append(append(ad, 0), path...)
-	ct := sealed[n:]
-	plain, err := op.key.AEAD.Open(ct[:0], sealed[:n], ct, ad)
+	out, err = op.key.AEAD.Open(out, sealed[:n], sealed[n:], ad)
 	if err != nil {
 		return out, errors.New("envelope does not authenticate (tampered, or moved from another event or field)")
 	}
-	return append(out, plain...), nil
+	return out, nil
 }
 
 type located struct {
@@ -486,6 +559,9 @@ func locate(data []byte, fields *personalPaths) ([]located, error) {
 type locateScratch struct {
 	spans []pathSpan
 	found []located
+	// sealed holds one field's decoded envelope and associated data
+	// while it is opened (openInto).
+	sealed []byte
 }
 
 // scratches lend opening its locateScratch: a replay opens every sealed

@@ -389,7 +389,7 @@ func (r *Runner) follow(ctx context.Context) error {
 	}
 	subCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	sub, err := r.subscribe(subCtx, cp)
+	sub, err := r.subscribe(subCtx, cp, head)
 	if err != nil {
 		return fmt.Errorf("subscribe: %w", err)
 	}
@@ -487,6 +487,14 @@ func (r *Runner) resume(ctx context.Context) (cp, head events.Position, err erro
 	r.mu.Unlock()
 	r.kickAnnounce()
 	return cp, head, nil
+}
+
+// rebuilding is whether the runner replays the log after a rebuild's
+// reset and is not ready yet.
+func (r *Runner) rebuilding() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.stats.Rebuilding
 }
 
 // pacing is the rebuild group this runner replays with, if it is one's
@@ -721,10 +729,22 @@ type filteredStore interface {
 	SubscribeAllFor(ctx context.Context, after events.Position, wants func(eventType string) bool) (events.Subscription, error)
 }
 
+// replayingStore is a filteredStore that can open a stretch the follower
+// replays on its own without keeping what it opened (privacy.Store).
+type replayingStore interface {
+	SubscribeReplay(ctx context.Context, after, through events.Position, wants func(eventType string) bool) (events.Subscription, error)
+}
+
 // subscribe follows the log after cp; a projector that names its event
-// types gets the others unopened, since decode skips them anyway.
-func (r *Runner) subscribe(ctx context.Context, cp events.Position) (events.Subscription, error) {
+// types gets the others unopened, since decode skips them anyway. A
+// rebuild's replay up to head (the log's end as the follow began) is
+// opened without the store's cache of opened events: the node's live
+// followers read that stretch long ago.
+func (r *Runner) subscribe(ctx context.Context, cp, head events.Position) (events.Subscription, error) {
 	if f, ok := r.proj.(interface{ Handles(string) bool }); ok {
+		if rs, ok := r.store.(replayingStore); ok && r.rebuilding() {
+			return rs.SubscribeReplay(ctx, cp, head, f.Handles)
+		}
 		if fs, ok := r.store.(filteredStore); ok {
 			return fs.SubscribeAllFor(ctx, cp, f.Handles)
 		}

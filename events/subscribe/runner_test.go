@@ -388,3 +388,60 @@ func TestCaughtUpAfterALongStretchOfOthersEventsCommitsTheCheckpoint(t *testing.
 		}
 	}
 }
+
+// replays is a store that records the replay subscriptions asked of it
+// (privacy.Store's SubscribeReplay) and serves them as SubscribeAllFor.
+type replays struct {
+	events.Store
+	mu    sync.Mutex
+	asked [][2]events.Position // after, through
+}
+
+func (s *replays) SubscribeReplay(ctx context.Context, after, through events.Position, wants func(string) bool) (events.Subscription, error) {
+	s.mu.Lock()
+	s.asked = append(s.asked, [2]events.Position{after, through})
+	s.mu.Unlock()
+	return events.SubscribeAllFor(ctx, s.Store, after, wants)
+}
+
+func (s *replays) calls() [][2]events.Position {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([][2]events.Position(nil), s.asked...)
+}
+
+// A rebuild replays the log up to its head as a replay (which the privacy
+// store opens without its cache), and applies every event; a start that
+// is no rebuild follows the log as any follower.
+func TestARebuildSubscribesAsAReplayUpToTheHead(t *testing.T) {
+	store := &replays{Store: memory.New()}
+	defer store.Close()
+	reg := catalog.Registry()
+	var head events.Position
+	for i := range 3 {
+		head = appendApp(t, store, reg, fmt.Sprint("app-", i))
+	}
+	p := &inOrder{name: "replayed"}
+	r := subscribe.NewRunner(store, reg, p, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+	run(t, r)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := r.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if asked := store.calls(); len(asked) != 0 {
+		t.Fatalf("a start subscribed as a replay: %v", asked)
+	}
+	if err := r.Rebuild(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if asked := store.calls(); len(asked) != 1 || !asked[0][0].IsZero() || asked[0][1] != head {
+		t.Fatalf("the rebuild subscribed as replays %v, want one from the start through %s", asked, head)
+	}
+	if ids, _ := p.applied(); len(ids) != 3 {
+		t.Fatalf("the rebuild applied %d events of 3", len(ids))
+	}
+}

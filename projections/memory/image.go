@@ -160,7 +160,7 @@ func (s *Store) Restore(ctx context.Context, im snapfile.Image) (err error) {
 			empty()
 		}
 	}()
-	s.presize(im)
+	s.presize(im.ReadModel, imageCounts(im))
 	// Every put goes through the projector's own write, which keeps the
 	// indexes (a failure empties the whole read model: no undo is kept). Each
 	// run has a tx of its own.
@@ -254,28 +254,55 @@ func (s *Store) clear(f projections.ReadModel) error {
 	return nil
 }
 
-// presize makes an emptied read model's big maps with room for the image's
-// rows, so a restore does not grow them step by step (rehashing every row
-// several times was a tenth of a start's CPU); the caller holds the
-// read model's write lock.
-func (s *Store) presize(im snapfile.Image) {
-	switch im.ReadModel {
+// presize makes the emptied read model f's big maps with room for n rows,
+// so that filling it does not grow them step by step: a restore knows its
+// image's rows (rehashing every row several times was a tenth of a start's
+// CPU), a rebuild the rows the read model held before its reset (a replay
+// of the same log writes about as many). The caller holds the read model's
+// write lock.
+func (s *Store) presize(f projections.ReadModel, n rowCounts) {
+	switch f {
 	case projections.ReadModelUsers:
-		users, groups, members := len(im.Users), len(im.Groups), len(im.Members)
-		s.usersPaging.gen++
-		s.users = make(map[int64]projections.User, users)
-		s.byChannel = make(map[channelKey]int64, users)
-		s.byPhone = make(map[phoneKey][]int64, users)
-		s.groups = make(map[int64]projections.Group, groups)
-		s.userGroups = make(map[int64][]int64, min(users, groups))
-		s.members = make(map[int64]projections.Member, members)
-		s.userMembers = make(map[int64][]int64, min(users, members))
-		s.liveCount = make(map[int64]int, groups)
+		s.presizeUsers(n)
 	case projections.ReadModelDeliveries:
-		n := len(im.Deliveries)
-		s.deliveries = make(map[string]deliveryRow, n)
-		s.attempts = make(map[string][]projections.Attempt, min(n, len(im.Attempts)))
-		s.feed = make([]feedKey, 0, n)
-		s.subjects = make(map[string]*subjectRows, n/4)
+		s.presizeDeliveries(n)
 	}
+}
+
+// rowCounts is how many rows the big maps of a read model are made for.
+type rowCounts struct{ users, groups, members, deliveries, attempts int }
+
+func imageCounts(im snapfile.Image) rowCounts {
+	return rowCounts{users: len(im.Users), groups: len(im.Groups), members: len(im.Members),
+		deliveries: len(im.Deliveries), attempts: len(im.Attempts)}
+}
+
+// counts is what the read model f holds; the caller holds its lock.
+func (s *Store) counts(f projections.ReadModel) rowCounts {
+	switch f {
+	case projections.ReadModelUsers:
+		return rowCounts{users: len(s.users), groups: len(s.groups), members: len(s.members)}
+	case projections.ReadModelDeliveries:
+		return rowCounts{deliveries: len(s.deliveries), attempts: len(s.attempts)}
+	}
+	return rowCounts{}
+}
+
+func (s *Store) presizeUsers(n rowCounts) {
+	s.usersPaging.gen++
+	s.users = make(map[int64]projections.User, n.users)
+	s.byChannel = make(map[channelKey]int64, n.users)
+	s.byPhone = make(map[phoneKey][]int64, n.users)
+	s.groups = make(map[int64]projections.Group, n.groups)
+	s.userGroups = make(map[int64][]int64, min(n.users, n.groups))
+	s.members = make(map[int64]projections.Member, n.members)
+	s.userMembers = make(map[int64][]int64, min(n.users, n.members))
+	s.liveCount = make(map[int64]int, n.groups)
+}
+
+func (s *Store) presizeDeliveries(n rowCounts) {
+	s.deliveries = make(map[string]deliveryRow, n.deliveries)
+	s.attempts = make(map[string][]projections.Attempt, min(n.deliveries, n.attempts))
+	s.feed = make([]feedKey, 0, n.deliveries)
+	s.subjects = make(map[string]*subjectRows, n.deliveries/4)
 }

@@ -230,7 +230,9 @@ func (s *Store) ResetReadModel(ctx context.Context, f projections.ReadModel) err
 		return err
 	}
 	mu.Lock()
+	held := s.counts(f)
 	empty()
+	s.presize(f, held)
 	s.cpMu.Lock()
 	delete(s.checkpoints, string(f))
 	s.cpMu.Unlock()
