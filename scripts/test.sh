@@ -94,6 +94,17 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# Every go command of the run (go test and the commands it builds, the
+# prebuild, the fuzzing builds, staticcheck's go list) builds with
+# -trimpath: without it, the build cache keys each package of this module
+# by its folder, so a fresh clone (CI's) compiles the whole module again
+# although the cache holds every unchanged package from the last run.
+# Stack traces and race reports then name files by import path.
+case " ${GOFLAGS:-} " in
+*" -trimpath "*) ;;
+*) export GOFLAGS="${GOFLAGS:+$GOFLAGS }-trimpath" ;;
+esac
+
 say() { printf 'test.sh: %s\n' "$*"; }
 die() {
 	say "error: $*" >&2
