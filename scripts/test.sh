@@ -145,13 +145,15 @@ run_go=${PLATFORM_TEST_GO:-1}
 if [ "${#patterns[@]}" -eq 0 ]; then
 	patterns=(./...)
 	# go test starts its test binaries in the order of its package list
-	# (PLATFORM_TEST_PACKAGES at a time), so the slowest packages (20-90 s
-	# each on a quiet machine, the rest mostly under 20 s) come first,
-	# longest first: none of them is then the last to start and the run's
-	# tail. The long process tests (chaos, rolling upgrade, Kafka failover)
-	# have a package each so that they run beside each other and beside the
-	# rest. ./... adds the others once.
-	for d in ./e2e/chaos ./e2e/upgrade ./portal ./e2e/badinput ./commands ./e2e/process ./e2e/storage ./e2e/webhooks ./e2e/kafkafailover ./projections/postgres ./e2e/auth; do
+	# (PLATFORM_TEST_PACKAGES at a time; a test binary starts only once
+	# every package before it is built), so the slowest packages (20-90 s
+	# each in CI, the rest mostly under 20 s) come first: none of them is
+	# then the last to start and the run's tail (./... would start
+	# webhooks/kafka, about 30 s, 101st of 105 packages). The long process tests
+	# (chaos, rolling upgrade, Kafka failover) have a package each so that
+	# they run beside each other and beside the rest. ./... adds the others
+	# once.
+	for d in ./e2e/chaos ./e2e/upgrade ./portal ./e2e/badinput ./commands ./e2e/process ./e2e/storage ./e2e/webhooks ./e2e/kafkafailover ./projections/postgres ./e2e/auth ./events/postgres ./webhooks/kafka ./internal/lease/postgres ./events/bolt; do
 		if [ -d "$d" ]; then test_args+=("$d"); fi
 	done
 	test_args+=(./...)
