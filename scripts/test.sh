@@ -94,6 +94,17 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# Every go command of the run (go test and the commands it builds, the
+# prebuild, the fuzzing builds, staticcheck's go list) builds with
+# -trimpath: without it, the build cache keys each package of this module
+# by its folder, so a fresh clone (CI's) compiles the whole module again
+# although the cache holds every unchanged package from the last run.
+# Stack traces and race reports then name files by import path.
+case " ${GOFLAGS:-} " in
+*" -trimpath "*) ;;
+*) export GOFLAGS="${GOFLAGS:+$GOFLAGS }-trimpath" ;;
+esac
+
 say() { printf 'test.sh: %s\n' "$*"; }
 die() {
 	say "error: $*" >&2
@@ -134,13 +145,15 @@ run_go=${PLATFORM_TEST_GO:-1}
 if [ "${#patterns[@]}" -eq 0 ]; then
 	patterns=(./...)
 	# go test starts its test binaries in the order of its package list
-	# (PLATFORM_TEST_PACKAGES at a time), so the slowest packages (20-90 s
-	# each on a quiet machine, the rest mostly under 20 s) come first,
-	# longest first: none of them is then the last to start and the run's
-	# tail. The long process tests (chaos, rolling upgrade, Kafka failover)
-	# have a package each so that they run beside each other and beside the
-	# rest. ./... adds the others once.
-	for d in ./e2e/chaos ./e2e/upgrade ./portal ./e2e/badinput ./commands ./e2e/process ./e2e/storage ./e2e/webhooks ./e2e/kafkafailover ./projections/postgres ./e2e/auth; do
+	# (PLATFORM_TEST_PACKAGES at a time; a test binary starts only once
+	# every package before it is built), so the slowest packages (20-90 s
+	# each in CI, the rest mostly under 20 s) come first: none of them is
+	# then the last to start and the run's tail (./... would start
+	# webhooks/kafka, about 30 s, 101st of 105 packages). The long process tests
+	# (chaos, rolling upgrade, Kafka failover) have a package each so that
+	# they run beside each other and beside the rest. ./... adds the others
+	# once.
+	for d in ./e2e/chaos ./e2e/upgrade ./portal ./e2e/badinput ./commands ./e2e/process ./e2e/storage ./e2e/webhooks ./e2e/kafkafailover ./projections/postgres ./e2e/auth ./events/postgres ./webhooks/kafka ./internal/lease/postgres ./events/bolt; do
 		if [ -d "$d" ]; then test_args+=("$d"); fi
 	done
 	test_args+=(./...)
