@@ -126,18 +126,15 @@ func (n *Node) router(routes []commandapi.Route, now func() time.Time) http.Hand
 		return httpapi.InstrumentTo(n.log, n.accessLog, route, observe, h)
 	}
 	for _, r := range routes {
-		h := r.Handle
-		serve := http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-			h(w, req, httprouter.ParamsFromContext(req.Context()))
-		})
-		plain, waiting := wrap(r.Path, serve), wrap(r.Path+longPollSuffix, serve)
-		rt.Handler(r.Method, r.Path, http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		plain := httpapi.InstrumentRoute(n.log, n.accessLog, r.Path, observe, r.Handle)
+		waiting := httpapi.InstrumentRoute(n.log, n.accessLog, r.Path+longPollSuffix, observe, r.Handle)
+		rt.Handle(r.Method, r.Path, func(w http.ResponseWriter, req *http.Request, ps httprouter.Params) {
 			if asksToWait(req) {
-				waiting.ServeHTTP(w, req)
+				waiting(w, req, ps)
 				return
 			}
-			plain.ServeHTTP(w, req)
-		}))
+			plain(w, req, ps)
+		})
 	}
 	rt.Handler("GET", "/healthz", wrap("/healthz", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		httpapi.OK(w, http.StatusOK, map[string]any{"status": "ok"})

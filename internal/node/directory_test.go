@@ -36,6 +36,12 @@ func (f *fakeLog) Head(ctx context.Context) (events.Position, error) {
 
 func (f *fakeLog) Name() string { return "apps" }
 
+func (f *fakeLog) Position() events.Position {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return events.Position{Commit: f.applied, Prepare: f.applied}
+}
+
 func (f *fakeLog) WaitFor(ctx context.Context, pos events.Position) error {
 	for {
 		f.mu.Lock()

@@ -159,10 +159,7 @@ func server(t *testing.T, clock *offsetClock) *httptest.Server {
 	wrap := func(route string, h http.Handler) http.Handler { return httpapi.Instrument(log, route, nil, h) }
 	routes := append(cmd.Routes(), qry.Routes()...)
 	for _, r := range append(routes, reportAPI.Routes()...) {
-		h := r.Handle
-		rt.Handler(r.Method, r.Path, wrap(r.Path, http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-			h(w, req, httprouter.ParamsFromContext(req.Context()))
-		})))
+		rt.Handle(r.Method, r.Path, httpapi.InstrumentRoute(log, log, r.Path, nil, r.Handle))
 	}
 	rt.Handler("GET", "/healthz", wrap("/healthz", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		httpapi.OK(w, http.StatusOK, map[string]any{"status": "ok"})

@@ -24,10 +24,7 @@ func Router(routes []httpapi.Route) http.Handler {
 	rt := httprouter.New()
 	rt.RedirectTrailingSlash, rt.RedirectFixedPath = false, false
 	for _, r := range routes {
-		h := r.Handle
-		rt.Handler(r.Method, r.Path, httpapi.Instrument(log, r.Path, nil, http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-			h(w, req, httprouter.ParamsFromContext(req.Context()))
-		})))
+		rt.Handle(r.Method, r.Path, httpapi.InstrumentRoute(log, log, r.Path, nil, r.Handle))
 	}
 	return rt
 }
