@@ -12,10 +12,9 @@ import (
 	"github.com/healthtech/partner-open-platform/projections"
 )
 
-// deliveryRow is a delivery as the read model keeps it, in its map slot
-// (Go keeps a value of more than 128 bytes out of the slot, in an
-// allocation of its own; a projections.Delivery is 256): the id is the
-// map's key, the status a code, the event type a number in the read
+// deliveryRow is a delivery as the read model keeps it, in a chunk of
+// its table (deliveryTable): the id (the one copy the index by id
+// shares), the status a code, the event type a number in the read
 // model's table of them, the subject the subject's entry in the subjects
 // index (whose one copy of the name every row of it shares), the times
 // microseconds, the positions one sequence number each when commit equals
@@ -24,9 +23,9 @@ import (
 // already holds (bodyTail); what only some deliveries have (an attempt's
 // outcome, the next attempt, positions of another form, a status or event
 // type of no code, a source id of another form) is behind more, nil for
-// most. Every byte of the row costs about 1.4 in the map's slots, as much
-// as the bodies' tails hold.
+// most.
 type deliveryRow struct {
+	id                string
 	appID, endpointID int64
 	cursor, source    uint64       // Commit (= Prepare) unless more.positions
 	created, updated  int64        // UnixMicro, UTC
@@ -113,6 +112,7 @@ func seqForm(p events.Position) bool { return p.Commit == p.Prepare }
 // by it); any other body is kept as it is, sharing d's bytes.
 func packDelivery(d projections.Delivery, types *eventTypes, subj *subjectRows) deliveryRow {
 	r := deliveryRow{
+		id:    d.DeliveryID,
 		appID: d.AppID, endpointID: d.EndpointID,
 		cursor: d.Cursor.Commit, source: d.SourcePosition.Commit,
 		created: d.CreatedAt.UnixMicro(), updated: d.UpdatedAt.UnixMicro(),
@@ -166,12 +166,15 @@ func (r *deliveryRow) cursorAt() events.Position {
 	return events.Position{Commit: r.cursor, Prepare: r.cursor}
 }
 
-// head is the delivery id of row r, whose event type is numbered in
+// feedKey is the row's place in the feed.
+func (r *deliveryRow) feedKey() feedKey { return feedKey{r.cursorAt(), r.id} }
+
+// head is the delivery of row r, whose event type is numbered in
 // types, without its body and source event id: what a filter reads. Its
 // pointees are the row's own, to read only.
-func (r *deliveryRow) head(id string, types *eventTypes) projections.Delivery {
+func (r *deliveryRow) head(types *eventTypes) projections.Delivery {
 	d := projections.Delivery{
-		DeliveryID: id, AppID: r.appID, EndpointID: r.endpointID, EventType: types.names[r.eventType],
+		DeliveryID: r.id, AppID: r.appID, EndpointID: r.endpointID, EventType: types.names[r.eventType],
 		Attempts:       int(r.attempts),
 		Cursor:         events.Position{Commit: r.cursor, Prepare: r.cursor},
 		SourcePosition: events.Position{Commit: r.source, Prepare: r.source},
@@ -199,12 +202,13 @@ func (r *deliveryRow) head(id string, types *eventTypes) projections.Delivery {
 	return d
 }
 
-// view is the delivery id of row r, whose event type is numbered in
+// view is the delivery of row r, whose event type is numbered in
 // types, whole: a body kept as its tail is written out anew, any other
 // body and the pointees are the row's own, to read only (read before
 // handing it out).
-func (r *deliveryRow) view(id string, types *eventTypes) projections.Delivery {
-	d := r.head(id, types)
+func (r *deliveryRow) view(types *eventTypes) projections.Delivery {
+	d := r.head(types)
+	id := r.id
 	switch {
 	case r.flags&bodyTail != 0:
 		d.Body = appendBodyHead(make([]byte, 0, headSize(d.EventType, id, d.AppID)+len(r.body)), d.EventType, id, d.AppID)
@@ -221,11 +225,11 @@ func (r *deliveryRow) view(id string, types *eventTypes) projections.Delivery {
 	return d
 }
 
-// read is the delivery id of row r as the store's reads answer it: its
+// read is the delivery of row r as the store's reads answer it: its
 // body (never nil, as the Postgres store reads an empty bytea) and
 // pointees are the caller's own.
-func (r *deliveryRow) read(id string, types *eventTypes) projections.Delivery {
-	d := r.view(id, types)
+func (r *deliveryRow) read(types *eventTypes) projections.Delivery {
+	d := r.view(types)
 	if r.flags&bodyTail == 0 {
 		d.Body = append([]byte{}, d.Body...)
 	}

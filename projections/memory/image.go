@@ -97,8 +97,8 @@ func (s *Store) Image(ctx context.Context, f projections.ReadModel) (snapfile.Im
 		// models still give equal images), which a restore needs: each
 		// delivery then lands at the end of the feed indexes.
 		im.Deliveries = make([]projections.Delivery, 0, len(s.feed))
-		for _, k := range s.feed {
-			im.Deliveries = append(im.Deliveries, s.view(k.id))
+		for _, i := range s.feed {
+			im.Deliveries = append(im.Deliveries, s.deliveries.at(i).view(&s.eventTypes))
 		}
 		attempts := collect(s.attempts)
 		sort = append(sort, func() {
@@ -273,9 +273,9 @@ func (s *Store) presize(im snapfile.Image) {
 		s.liveCount = make(map[int64]int, groups)
 	case projections.ReadModelDeliveries:
 		n := len(im.Deliveries)
-		s.deliveries = make(map[string]deliveryRow, n)
+		s.deliveries = newDeliveryTable(n)
 		s.attempts = make(map[string][]projections.Attempt, min(n, len(im.Attempts)))
-		s.feed = make([]feedKey, 0, n)
+		s.feed = make([]uint32, 0, n)
 		s.subjects = make(map[string]*subjectRows, n/4)
 	}
 }
