@@ -169,13 +169,13 @@ func (s *Store) feedKeyAt(i uint32) feedKey { return s.deliveries.at(i).feedKey(
 
 // searchFeed is where k is or would be in feed, a feed of places.
 func (s *Store) searchFeed(feed []uint32, k feedKey) (int, bool) {
-	return slices.BinarySearchFunc(feed, k, func(i uint32, k feedKey) int { return compareFeed(s.feedKeyAt(i), k) })
+	return slices.BinarySearchFunc(feed, k, func(i uint32, k feedKey) int { return s.deliveries.at(i).compareFeed(k) })
 }
 
 // insertFeed adds place i, whose row's key is k, to feed unless present;
 // appends are the common case.
 func (s *Store) insertFeed(feed []uint32, i uint32, k feedKey) []uint32 {
-	if n := len(feed); n == 0 || compareFeed(s.feedKeyAt(feed[n-1]), k) < 0 {
+	if n := len(feed); n == 0 || s.deliveries.at(feed[n-1]).compareFeed(k) < 0 {
 		return append(feed, i)
 	}
 	at, found := s.searchFeed(feed, k)

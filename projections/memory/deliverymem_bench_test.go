@@ -157,3 +157,19 @@ func BenchmarkFeedPage(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkDeliveriesCollect runs a whole collection of a heap that holds
+// a read model of 100,000 deliveries: the collector's mark work follows
+// the pointers the rows and indexes hold. Count it in instructions
+// (callgrind, GOGC=off, the difference of two -test.benchtime counts):
+// its wall time follows the load.
+//
+//	go test -run '^$' -bench DeliveriesCollect ./projections/memory
+func BenchmarkDeliveriesCollect(b *testing.B) {
+	s := benchDeliveries(b, 100_000)
+	runtime.GC()
+	for b.Loop() {
+		runtime.GC()
+	}
+	runtime.KeepAlive(s)
+}

@@ -4,6 +4,7 @@ import (
 	"encoding/hex"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 	"unsafe"
 
@@ -13,8 +14,9 @@ import (
 )
 
 // deliveryRow is a delivery as the read model keeps it, in a chunk of
-// its table (deliveryTable): the id (the one copy the index by id
-// shares), the status a code, the event type a number in the read
+// its table (deliveryTable): the id its 16 bytes when it is a uuid in its
+// canonical text (as the platform makes them; any other id goes in more),
+// the status a code, the event type a number in the read
 // model's table of them, the subject the subject's entry in the subjects
 // index (whose one copy of the name every row of it shares), the times
 // microseconds, the positions one sequence number each when commit equals
@@ -25,7 +27,7 @@ import (
 // type of no code, a source id of another form) is behind more, nil for
 // most.
 type deliveryRow struct {
-	id                string
+	id                uuid16 // when flags&idUUID
 	appID, endpointID int64
 	cursor, source    uint64       // Commit (= Prepare) unless more.positions
 	created, updated  int64        // UnixMicro, UTC
@@ -44,10 +46,12 @@ const (
 	hasBody    uint8 = 1 << iota // Body was non-nil
 	bodyTail                     // body is what follows the head appendBodyHead writes
 	sourceUUID                   // sourceEventID holds the source event's id
+	idUUID                       // id holds the delivery's id
 )
 
 type deliveryMore struct {
-	positions      bool // cursor and source below, not the row's sequence numbers
+	id             string // the delivery's id when it is no canonical uuid
+	positions      bool   // cursor and source below, not the row's sequence numbers
 	cursor, source events.Position
 	status         string
 	eventType      string
@@ -112,7 +116,6 @@ func seqForm(p events.Position) bool { return p.Commit == p.Prepare }
 // by it); any other body is kept as it is, sharing d's bytes.
 func packDelivery(d projections.Delivery, types *eventTypes, subj *subjectRows) deliveryRow {
 	r := deliveryRow{
-		id:    d.DeliveryID,
 		appID: d.AppID, endpointID: d.EndpointID,
 		cursor: d.Cursor.Commit, source: d.SourcePosition.Commit,
 		created: d.CreatedAt.UnixMicro(), updated: d.UpdatedAt.UnixMicro(),
@@ -121,6 +124,11 @@ func packDelivery(d projections.Delivery, types *eventTypes, subj *subjectRows) 
 	}
 	var m deliveryMore
 	need := false
+	if u, ok := parseUUID(d.DeliveryID); ok {
+		r.id, r.flags = u, r.flags|idUUID
+	} else {
+		m.id, need = d.DeliveryID, true
+	}
 	if d.Body != nil {
 		r.flags |= hasBody
 		if n := headLen(d.Body, d.EventType, d.DeliveryID, d.AppID); n > 0 {
@@ -166,15 +174,37 @@ func (r *deliveryRow) cursorAt() events.Position {
 	return events.Position{Commit: r.cursor, Prepare: r.cursor}
 }
 
+// deliveryID is the delivery's id (made anew from its 16 bytes for a uuid).
+func (r *deliveryRow) deliveryID() string {
+	if r.flags&idUUID != 0 {
+		return r.id.String()
+	}
+	return r.more.id
+}
+
 // feedKey is the row's place in the feed.
-func (r *deliveryRow) feedKey() feedKey { return feedKey{r.cursorAt(), r.id} }
+func (r *deliveryRow) feedKey() feedKey { return feedKey{r.cursorAt(), r.deliveryID()} }
+
+// compareFeed compares the row's place in the feed with k, as compareFeed
+// does, without making the row's id.
+func (r *deliveryRow) compareFeed(k feedKey) int {
+	if c := comparePos(r.cursorAt(), k.cursor); c != 0 {
+		return c
+	}
+	if r.flags&idUUID == 0 {
+		return strings.Compare(r.more.id, k.id)
+	}
+	var text [36]byte
+	r.id.encode(&text)
+	return strings.Compare(unsafe.String(&text[0], len(text)), k.id)
+}
 
 // head is the delivery of row r, whose event type is numbered in
-// types, without its body and source event id: what a filter reads. Its
+// types, without its id, body and source event id: what a filter reads. Its
 // pointees are the row's own, to read only.
 func (r *deliveryRow) head(types *eventTypes) projections.Delivery {
 	d := projections.Delivery{
-		DeliveryID: r.id, AppID: r.appID, EndpointID: r.endpointID, EventType: types.names[r.eventType],
+		AppID: r.appID, EndpointID: r.endpointID, EventType: types.names[r.eventType],
 		Attempts:       int(r.attempts),
 		Cursor:         events.Position{Commit: r.cursor, Prepare: r.cursor},
 		SourcePosition: events.Position{Commit: r.source, Prepare: r.source},
@@ -208,7 +238,8 @@ func (r *deliveryRow) head(types *eventTypes) projections.Delivery {
 // handing it out).
 func (r *deliveryRow) view(types *eventTypes) projections.Delivery {
 	d := r.head(types)
-	id := r.id
+	id := r.deliveryID()
+	d.DeliveryID = id
 	switch {
 	case r.flags&bodyTail != 0:
 		d.Body = appendBodyHead(make([]byte, 0, headSize(d.EventType, id, d.AppID)+len(r.body)), d.EventType, id, d.AppID)
@@ -300,6 +331,12 @@ func parseUUID(s string) (uuid16, bool) {
 // String is u's canonical text.
 func (u uuid16) String() string {
 	var out [36]byte
+	u.encode(&out)
+	return string(out[:])
+}
+
+// encode writes u's canonical text to out.
+func (u uuid16) encode(out *[36]byte) {
 	hex.Encode(out[0:8], u[0:4])
 	out[8] = '-'
 	hex.Encode(out[9:13], u[4:6])
@@ -309,5 +346,4 @@ func (u uuid16) String() string {
 	hex.Encode(out[19:23], u[8:10])
 	out[23] = '-'
 	hex.Encode(out[24:36], u[10:16])
-	return string(out[:])
 }

@@ -31,8 +31,8 @@ func TestDeliveryRowIs120Bytes(t *testing.T) {
 // outcomes, a next attempt, positions whose commit and prepare differ,
 // zero times, a count of attempts past int32, no event type, event types
 // past the table's reach, bodies that start as a rendered webhook's (kept
-// as their tail) and others that nearly do, and source event ids that are
-// uuids in their canonical text (kept as 16 bytes) or not.
+// as their tail) and others that nearly do, and delivery and source event
+// ids that are uuids in their canonical text (kept as 16 bytes) or not.
 func TestDeliveryRowsReadAsWritten(t *testing.T) {
 	was := maxEventTypes
 	maxEventTypes = 2 // "user.registered" and "report.created"; "x" and "y" in more
@@ -74,6 +74,8 @@ func TestDeliveryRowsReadAsWritten(t *testing.T) {
 	rows = append(rows, rendered("d-10", 4, "report.created", "", 33, `}`), rendered("d-11", 4, "report.created", "", 34, `}`))
 	rows[len(rows)-2].Body = rows[len(rows)-1].Body
 	rows[len(rows)-1].Body = []byte(`{"event":"report.created","delivery_id":"d-11","app_id"`)
+	// A delivery id that is a uuid but not in its canonical text.
+	rows = append(rows, rendered("4B5E4C52-8A0E-5D3C-9F6E-1C2D3E4F5A6B", 4, "user.registered", "", 35, `}`))
 	s := New()
 	putDeliveries(t, s, rows...)
 	check := func(s *Store, how string) {

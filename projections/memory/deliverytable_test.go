@@ -80,22 +80,30 @@ func TestAFailedBatchGivesItsPlacesBack(t *testing.T) {
 }
 
 // A row taken out of the middle of the table leaves its place empty and
-// every other row where it was.
+// every other row where it was, whatever the form of their ids (a uuid's
+// canonical text is kept as its 16 bytes, any other text as it is).
 func TestTableRemovesAMiddleRow(t *testing.T) {
+	ids := []string{"d0", "0b5e4c52-8a0e-5d3c-9f6e-1c2d3e4f5a6b", "0B5E4C52-8A0E-5D3C-9F6E-1C2D3E4F5A6B", "1b5e4c52-8a0e-5d3c-9f6e-1c2d3e4f5a6b"}
+	types := newEventTypes()
 	tb := newDeliveryTable(0)
-	for i := range 3 {
-		tb.add(deliveryRow{id: fmt.Sprint("d", i), appID: int64(i)})
+	for i, id := range ids {
+		tb.add(packDelivery(projections.Delivery{DeliveryID: id, AppID: int64(i)}, &types, nil))
 	}
-	tb.remove(1)
-	if _, ok := tb.get("d1"); ok || tb.len() != 2 || tb.n != 3 {
-		t.Fatalf("after removing d1: found %v, %d rows in %d places", ok, tb.len(), tb.n)
-	}
-	for _, id := range []string{"d0", "d2"} {
-		if r, ok := tb.get(id); !ok || r.id != id {
-			t.Fatalf("%s reads %+v, %v", id, r, ok)
+	for _, gone := range []int{1, 2} {
+		tb.remove(uint32(gone))
+		if _, ok := tb.get(ids[gone]); ok {
+			t.Fatalf("%s is still found", ids[gone])
 		}
 	}
-	if at := tb.add(deliveryRow{id: "d3"}); at != 3 {
-		t.Fatalf("the next row took place %d, want 3", at)
+	if tb.len() != 2 || tb.n != 4 {
+		t.Fatalf("%d rows in %d places, want 2 in 4", tb.len(), tb.n)
+	}
+	for _, i := range []int{0, 3} {
+		if r, ok := tb.get(ids[i]); !ok || r.deliveryID() != ids[i] || r.appID != int64(i) {
+			t.Fatalf("%s reads %+v, %v", ids[i], r, ok)
+		}
+	}
+	if at := tb.add(packDelivery(projections.Delivery{DeliveryID: fmt.Sprint("d", len(ids))}, &types, nil)); at != 4 {
+		t.Fatalf("the next row took place %d, want 4", at)
 	}
 }

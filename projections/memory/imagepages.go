@@ -172,7 +172,7 @@ func (s *Store) walkFeed(yield func(feedKey) bool) {
 		if !yield(k) {
 			return
 		}
-		if i >= len(s.feed) || s.feedKeyAt(s.feed[i]) != k {
+		if i >= len(s.feed) || s.deliveries.at(s.feed[i]).compareFeed(k) != 0 {
 			j, found := s.searchFeed(s.feed, k)
 			if i = j; !found {
 				i-- // k is gone: the next key is at j

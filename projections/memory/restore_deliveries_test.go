@@ -92,7 +92,7 @@ func TestRestoreDeliveriesBuildsTheSameIndexes(t *testing.T) {
 func feedIDs(s *Store, feed []uint32) []string {
 	ids := make([]string, len(feed))
 	for i, at := range feed {
-		ids[i] = s.deliveries.at(at).id
+		ids[i] = s.deliveries.at(at).deliveryID()
 	}
 	return ids
 }
@@ -112,7 +112,7 @@ func subjectSets(s *Store) map[string][]string {
 	out := map[string][]string{}
 	for subject, r := range s.subjects {
 		var ids []string
-		r.ids(func(at uint32) { ids = append(ids, s.deliveries.at(at).id) })
+		r.ids(func(at uint32) { ids = append(ids, s.deliveries.at(at).deliveryID()) })
 		slices.Sort(ids)
 		out[subject] = ids
 	}
@@ -123,8 +123,9 @@ func subjectSets(s *Store) map[string][]string {
 // number in its own store's table, its subject that store's entry).
 func rowViews(s *Store) map[string]projections.Delivery {
 	out := map[string]projections.Delivery{}
-	for id := range s.deliveries.byID {
-		out[id] = s.view(id)
+	for _, at := range s.feed {
+		d := s.deliveries.at(at).view(&s.eventTypes)
+		out[d.DeliveryID] = d
 	}
 	return out
 }
