@@ -489,7 +489,7 @@ func (s *Store) view(id string) projections.Delivery {
 	if !ok {
 		return projections.Delivery{}
 	}
-	return r.view(&s.eventTypes)
+	return r.view(id, &s.eventTypes)
 }
 
 // feedEntry is the delivery at place i, the caller's own, if it passes f.
@@ -498,7 +498,7 @@ func (s *Store) feedEntry(i uint32, f domain.DeliveryFilter) (projections.Delive
 	if h := r.head(&s.eventTypes); !h.Matches(f) {
 		return projections.Delivery{}, false
 	}
-	return r.read(&s.eventTypes), true
+	return r.read(r.deliveryID(), &s.eventTypes), true
 }
 
 // UpdateDeliveries shares Update's lock, undo log and checkpoints, so both projections replay alike.
@@ -521,7 +521,7 @@ func (s *Store) Delivery(ctx context.Context, appID int64, id string) (projectio
 	for i, a := range s.attempts[id] {
 		as[i] = copyAttempt(a)
 	}
-	return r.read(&s.eventTypes), as, nil
+	return r.read(id, &s.eventTypes), as, nil
 }
 
 // Deliveries walks a cursor index from f.After, so a feed page costs its rows, not the log's.
@@ -668,7 +668,7 @@ func (t *tx) Delivery(ctx context.Context, id string) (projections.Delivery, err
 	if !ok {
 		return projections.Delivery{}, projections.ErrNotFound
 	}
-	return r.read(&t.s.eventTypes), nil
+	return r.read(id, &t.s.eventTypes), nil
 }
 
 func (t *tx) SubjectDeliveries(ctx context.Context, subject string) ([]projections.Delivery, error) {
@@ -678,7 +678,8 @@ func (t *tx) SubjectDeliveries(ctx context.Context, subject string) ([]projectio
 	var out []projections.Delivery
 	if r := t.s.subjects[subject]; r != nil {
 		r.ids(func(i uint32) {
-			out = append(out, t.s.deliveries.at(i).read(&t.s.eventTypes))
+			row := t.s.deliveries.at(i)
+			out = append(out, row.read(row.deliveryID(), &t.s.eventTypes))
 		})
 	}
 	return out, nil
@@ -696,7 +697,7 @@ func (t *tx) PutDelivery(ctx context.Context, d projections.Delivery) error {
 	row, had := s.deliveries.get(d.DeliveryID)
 	var old projections.Delivery
 	if had {
-		old = row.view(&s.eventTypes)
+		old = row.view(d.DeliveryID, &s.eventTypes)
 	}
 	s.setDelivery(old, had, d, true)
 	t.keepUndo(func() { s.setDelivery(d, true, old, had) })

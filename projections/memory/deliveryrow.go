@@ -232,13 +232,13 @@ func (r *deliveryRow) head(types *eventTypes) projections.Delivery {
 	return d
 }
 
-// view is the delivery of row r, whose event type is numbered in
-// types, whole: a body kept as its tail is written out anew, any other
+// view is the delivery of row r, whose id is id (the text the row was
+// found by, or deliveryID's) and whose event type is numbered in types,
+// whole: a body kept as its tail is written out anew, any other
 // body and the pointees are the row's own, to read only (read before
 // handing it out).
-func (r *deliveryRow) view(types *eventTypes) projections.Delivery {
+func (r *deliveryRow) view(id string, types *eventTypes) projections.Delivery {
 	d := r.head(types)
-	id := r.deliveryID()
 	d.DeliveryID = id
 	switch {
 	case r.flags&bodyTail != 0:
@@ -256,11 +256,11 @@ func (r *deliveryRow) view(types *eventTypes) projections.Delivery {
 	return d
 }
 
-// read is the delivery of row r as the store's reads answer it: its
+// read is the delivery id of row r as the store's reads answer it: its
 // body (never nil, as the Postgres store reads an empty bytea) and
 // pointees are the caller's own.
-func (r *deliveryRow) read(types *eventTypes) projections.Delivery {
-	d := r.view(types)
+func (r *deliveryRow) read(id string, types *eventTypes) projections.Delivery {
+	d := r.view(id, types)
 	if r.flags&bodyTail == 0 {
 		d.Body = append([]byte{}, d.Body...)
 	}

@@ -98,7 +98,8 @@ func (s *Store) Image(ctx context.Context, f projections.ReadModel) (snapfile.Im
 		// delivery then lands at the end of the feed indexes.
 		im.Deliveries = make([]projections.Delivery, 0, len(s.feed))
 		for _, i := range s.feed {
-			im.Deliveries = append(im.Deliveries, s.deliveries.at(i).view(&s.eventTypes))
+			r := s.deliveries.at(i)
+			im.Deliveries = append(im.Deliveries, r.view(r.deliveryID(), &s.eventTypes))
 		}
 		attempts := collect(s.attempts)
 		sort = append(sort, func() {

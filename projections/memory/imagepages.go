@@ -113,8 +113,8 @@ func (s *Store) pagedTables(f projections.ReadModel) (*sync.RWMutex, *paging, ma
 				key:     func(k feedKey) string { return k.id },
 				compare: compareFeed,
 				walk:    s.walkFeed,
-				put: func(page []projections.Delivery, _ string, r deliveryRow, _, _ int) []projections.Delivery {
-					return append(page, r.view(&s.eventTypes))
+				put: func(page []projections.Delivery, id string, r deliveryRow, _, _ int) []projections.Delivery {
+					return append(page, r.view(id, &s.eventTypes))
 				},
 				set: func(im *snapfile.Image, rows []projections.Delivery) { im.Deliveries = rows },
 			},

@@ -124,7 +124,8 @@ func subjectSets(s *Store) map[string][]string {
 func rowViews(s *Store) map[string]projections.Delivery {
 	out := map[string]projections.Delivery{}
 	for _, at := range s.feed {
-		d := s.deliveries.at(at).view(&s.eventTypes)
+		r := s.deliveries.at(at)
+		d := r.view(r.deliveryID(), &s.eventTypes)
 		out[d.DeliveryID] = d
 	}
 	return out
