@@ -306,27 +306,41 @@ type uuid16 [16]byte
 
 // parseUUID reads s if it is a uuid in its canonical text (lower-case hex,
 // hyphens after the 8th, 12th, 16th and 20th digit), which String gives
-// back byte for byte.
+// back byte for byte. Every lookup of a delivery by id parses it, so it
+// reads the digits through a table rather than through hex.Decode.
 func parseUUID(s string) (uuid16, bool) {
 	var u uuid16
 	if len(s) != 36 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-' {
 		return u, false
 	}
-	at := 0
-	for _, part := range [...]string{s[0:8], s[9:13], s[14:18], s[19:23], s[24:36]} {
-		for i := 0; i < len(part); i++ {
-			if c := part[i]; c >= 'A' && c <= 'F' {
-				return u, false
-			}
-		}
-		n, err := hex.Decode(u[at:], []byte(part))
-		if err != nil {
+	for i, at := range uuidDigits {
+		hi, lo := lowerHex[s[at]], lowerHex[s[at+1]]
+		if hi|lo > 0xf {
 			return u, false
 		}
-		at += n
+		u[i] = hi<<4 | lo
 	}
 	return u, true
 }
+
+// uuidDigits is where each byte's two digits start in a uuid's canonical text.
+var uuidDigits = [16]uint8{0, 2, 4, 6, 9, 11, 14, 16, 19, 21, 24, 26, 28, 30, 32, 34}
+
+// lowerHex is each character's value as a lower-case hex digit, 0xff for
+// any other character.
+var lowerHex = func() (t [256]uint8) {
+	for c := range t {
+		switch {
+		case c >= '0' && c <= '9':
+			t[c] = uint8(c - '0')
+		case c >= 'a' && c <= 'f':
+			t[c] = uint8(c - 'a' + 10)
+		default:
+			t[c] = 0xff
+		}
+	}
+	return t
+}()
 
 // String is u's canonical text.
 func (u uuid16) String() string {

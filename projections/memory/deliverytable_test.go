@@ -107,3 +107,20 @@ func TestTableRemovesAMiddleRow(t *testing.T) {
 		t.Fatalf("the next row took place %d, want 4", at)
 	}
 }
+
+// A uuid in its canonical text is read as its 16 bytes and written back
+// byte for byte; any other text (upper case, a digit out of hex, a hyphen
+// out of place, another length) is not read as one.
+func TestParseUUIDTakesOnlyTheCanonicalText(t *testing.T) {
+	const canonical = "0b5e4c52-8a0e-5d3c-9f6e-1c2d3e4f5a6b"
+	u, ok := parseUUID(canonical)
+	if !ok || u.String() != canonical || u != (uuid16{0x0b, 0x5e, 0x4c, 0x52, 0x8a, 0x0e, 0x5d, 0x3c, 0x9f, 0x6e, 0x1c, 0x2d, 0x3e, 0x4f, 0x5a, 0x6b}) {
+		t.Fatalf("parseUUID(%q) = %x, %v", canonical, u, ok)
+	}
+	for _, s := range []string{"0B5E4C52-8A0E-5D3C-9F6E-1C2D3E4F5A6B", "0b5e4c52-8a0e-5d3c-9f6e-1c2d3e4f5a6g", "0b5e4c52-8a0e-5d3c-9f6e-1c2d3e4f5a6/",
+		"0b5e4c528-a0e-5d3c-9f6e-1c2d3e4f5a6b", "0b5e4c52-8a0e-5d3c-9f6e-1c2d3e4f5a6", "0b5e4c52-8a0e-5d3c-9f6e-1c2d3e4f5a6bb", "0b5e4c52:8a0e-5d3c-9f6e-1c2d3e4f5a6b", ""} {
+		if u, ok := parseUUID(s); ok {
+			t.Errorf("parseUUID(%q) = %x, want no uuid", s, u)
+		}
+	}
+}
