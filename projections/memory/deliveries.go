@@ -28,12 +28,14 @@ const (
 // Deliveries are created in log order, so the cursor-ordered slices (and the
 // source positions) grow by appends; a rolled-back Update removes from their
 // tails. Updates of a delivery keep its cursor and source, and only touch
-// the due heap, which is O(log n) whatever the key.
+// the due heap, which is O(log n) whatever the key. The feeds and the
+// subjects index hold a delivery's place in the table (4 bytes, nothing
+// for the collector to follow) rather than its id.
 type deliveryIndexes struct {
-	deliveries map[string]deliveryRow           // by DeliveryID
+	deliveries deliveryTable                    // in log order, by DeliveryID
 	attempts   map[string][]projections.Attempt // by DeliveryID, ordered by Attempt
-	feed       []feedKey                        // every delivery, ordered by cursor
-	appFeed    map[int64][]feedKey              // per app, ordered by cursor
+	feed       []uint32                         // every delivery's place, ordered by feedKey
+	appFeed    map[int64][]uint32               // per app, ordered by feedKey
 	due        appDue                           // pending or retrying with a NextAttemptAt, per app
 	statuses   map[string]int                   // status -> deliveries
 	sources    []sourceCount                    // distinct SourcePositions, ascending
@@ -43,9 +45,9 @@ type deliveryIndexes struct {
 
 func newDeliveryIndexes() deliveryIndexes {
 	return deliveryIndexes{
-		deliveries: map[string]deliveryRow{},
+		deliveries: newDeliveryTable(0),
 		attempts:   map[string][]projections.Attempt{},
-		appFeed:    map[int64][]feedKey{},
+		appFeed:    map[int64][]uint32{},
 		due:        appDue{apps: map[int64]*dueHeap{}},
 		statuses:   map[string]int{},
 		subjects:   map[string]*subjectRows{},
@@ -66,27 +68,27 @@ type sourceCount struct {
 func compareSource(a, b sourceCount) int { return comparePos(a.pos, b.pos) }
 
 // subjectRows is the deliveries of one subject (user.erased blanks them):
-// their ids, and the one copy of the subject's name that their rows share.
-// The ids are a slice while they are few, since a person has a handful of
-// deliveries and a map of them costs a few hundred bytes; past
-// subjectFewIDs they move to a set, so that blanking a subject of
-// thousands (each removal one lookup) stays linear.
+// their places in the table, and the one copy of the subject's name that
+// their rows share. The places are a slice while they are few, since a
+// person has a handful of deliveries and a map of them costs a few hundred
+// bytes; past subjectFewIDs they move to a set, so that blanking a subject
+// of thousands (each removal one lookup) stays linear.
 type subjectRows struct {
 	subject string
-	few     []string
-	many    map[string]struct{}
+	few     []uint32
+	many    map[uint32]struct{}
 }
 
 const subjectFewIDs = 32
 
-func (r *subjectRows) add(id string) {
+func (r *subjectRows) add(id uint32) {
 	if r.many != nil {
 		r.many[id] = struct{}{}
 		return
 	}
 	r.few = append(r.few, id)
 	if len(r.few) > subjectFewIDs {
-		r.many = make(map[string]struct{}, 2*len(r.few))
+		r.many = make(map[uint32]struct{}, 2*len(r.few))
 		for _, id := range r.few {
 			r.many[id] = struct{}{}
 		}
@@ -94,7 +96,7 @@ func (r *subjectRows) add(id string) {
 	}
 }
 
-func (r *subjectRows) remove(id string) {
+func (r *subjectRows) remove(id uint32) {
 	if r.many != nil {
 		delete(r.many, id)
 		return
@@ -102,15 +104,14 @@ func (r *subjectRows) remove(id string) {
 	if i := slices.Index(r.few, id); i >= 0 {
 		last := len(r.few) - 1
 		r.few[i] = r.few[last]
-		r.few[last] = ""
 		r.few = r.few[:last]
 	}
 }
 
 func (r *subjectRows) len() int { return len(r.few) + len(r.many) }
 
-// ids calls fn with each id, in no particular order.
-func (r *subjectRows) ids(fn func(id string)) {
+// ids calls fn with each place, in no particular order.
+func (r *subjectRows) ids(fn func(id uint32)) {
 	for _, id := range r.few {
 		fn(id)
 	}
@@ -162,6 +163,36 @@ func compareDue(a, b dueKey) int {
 }
 
 func feedKeyOf(d projections.Delivery) feedKey { return feedKey{d.Cursor, d.DeliveryID} }
+
+// feedKeyAt is the feed key of the delivery at place i.
+func (s *Store) feedKeyAt(i uint32) feedKey { return s.deliveries.at(i).feedKey() }
+
+// searchFeed is where k is or would be in feed, a feed of places.
+func (s *Store) searchFeed(feed []uint32, k feedKey) (int, bool) {
+	return slices.BinarySearchFunc(feed, k, func(i uint32, k feedKey) int { return s.deliveries.at(i).compareFeed(k) })
+}
+
+// insertFeed adds place i, whose row's key is k, to feed unless present;
+// appends are the common case.
+func (s *Store) insertFeed(feed []uint32, i uint32, k feedKey) []uint32 {
+	if n := len(feed); n == 0 || s.deliveries.at(feed[n-1]).compareFeed(k) < 0 {
+		return append(feed, i)
+	}
+	at, found := s.searchFeed(feed, k)
+	if found {
+		return feed
+	}
+	return slices.Insert(feed, at, i)
+}
+
+// removeFeed takes the place whose row's key is k out of feed.
+func (s *Store) removeFeed(feed []uint32, k feedKey) []uint32 {
+	at, found := s.searchFeed(feed, k)
+	if !found {
+		return feed
+	}
+	return slices.Delete(feed, at, at+1)
+}
 
 // dueKeyOf reports whether d belongs in the due queue, and where.
 func dueKeyOf(d projections.Delivery) (dueKey, bool) {
@@ -318,51 +349,27 @@ func (f *frontier) pop() dueRef {
 	return top
 }
 
-// insertSorted adds k to the sorted ks unless present; appends are the common case.
-func insertSorted[K any](ks []K, k K, compare func(K, K) int) []K {
-	if n := len(ks); n == 0 || compare(ks[n-1], k) < 0 {
-		return append(ks, k)
-	}
-	i, found := slices.BinarySearchFunc(ks, k, compare)
-	if found {
-		return ks
-	}
-	return slices.Insert(ks, i, k)
-}
-
-func removeSorted[K any](ks []K, k K, compare func(K, K) int) []K {
-	i, found := slices.BinarySearchFunc(ks, k, compare)
-	if !found {
-		return ks
-	}
-	return slices.Delete(ks, i, i+1)
-}
-
 // setDelivery replaces cur (if had) by next (if keep) in the rows and every
-// index; the undo of a write is the same call with the sides swapped.
+// index; the undo of a write is the same call with the sides swapped. A
+// replaced row keeps its place; a new one is added after the last.
 func (s *Store) setDelivery(cur projections.Delivery, had bool, next projections.Delivery, keep bool) {
 	same := had && keep
-	if had {
-		s.deliveriesCOW.keep(s.deliveries, cur.DeliveryID)
-		delete(s.deliveries, cur.DeliveryID)
-	}
+	id := cur.DeliveryID
 	if keep {
-		s.deliveriesCOW.keep(s.deliveries, next.DeliveryID)
+		id = next.DeliveryID
 	}
-	if !same || cur.AppID != next.AppID || cur.Cursor != next.Cursor {
-		if had {
-			k := feedKeyOf(cur)
-			s.feed = removeSorted(s.feed, k, compareFeed)
-			if app := removeSorted(s.appFeed[cur.AppID], k, compareFeed); len(app) == 0 {
-				delete(s.appFeed, cur.AppID)
-			} else {
-				s.appFeed[cur.AppID] = app
-			}
-		}
-		if keep {
-			k := feedKeyOf(next)
-			s.feed = insertSorted(s.feed, k, compareFeed)
-			s.appFeed[next.AppID] = insertSorted(s.appFeed[next.AppID], k, compareFeed)
+	s.keepDelivery(id)
+	at, _ := s.deliveries.place(id)
+	moved := !same || cur.AppID != next.AppID || cur.Cursor != next.Cursor
+	// Out of the feeds while the row still holds cur: the feeds are
+	// searched by their rows' keys.
+	if had && moved {
+		k := feedKeyOf(cur)
+		s.feed = s.removeFeed(s.feed, k)
+		if app := s.removeFeed(s.appFeed[cur.AppID], k); len(app) == 0 {
+			delete(s.appFeed, cur.AppID)
+		} else {
+			s.appFeed[cur.AppID] = app
 		}
 	}
 	if !same || cur.Status != next.Status {
@@ -381,22 +388,29 @@ func (s *Store) setDelivery(cur projections.Delivery, had bool, next projections
 			s.refSource(next.SourcePosition, 1)
 		}
 	}
-	if !same || cur.Subject != next.Subject {
-		if had && cur.Subject != "" {
-			if r := s.subjects[cur.Subject]; r != nil {
-				if r.remove(cur.DeliveryID); r.len() == 0 {
-					delete(s.subjects, cur.Subject)
-				}
+	resubject := !same || cur.Subject != next.Subject
+	if had && resubject && cur.Subject != "" {
+		if r := s.subjects[cur.Subject]; r != nil {
+			if r.remove(at); r.len() == 0 {
+				delete(s.subjects, cur.Subject)
 			}
 		}
-		if keep && next.Subject != "" {
-			s.subjectOf(next.Subject).add(next.DeliveryID)
-		}
 	}
-	id := cur.DeliveryID
-	if keep {
-		id = next.DeliveryID
-		s.deliveries[id] = packDelivery(next, &s.eventTypes, s.subjects[next.Subject])
+	switch {
+	case had && keep:
+		*s.deliveries.at(at) = packDelivery(next, &s.eventTypes, s.subjectOf(next.Subject))
+	case keep:
+		at = s.deliveries.add(packDelivery(next, &s.eventTypes, s.subjectOf(next.Subject)))
+	case had:
+		s.deliveries.remove(at)
+	}
+	if keep && resubject && next.Subject != "" {
+		s.subjects[next.Subject].add(at)
+	}
+	if keep && moved {
+		k := feedKeyOf(next)
+		s.feed = s.insertFeed(s.feed, at, k)
+		s.appFeed[next.AppID] = s.insertFeed(s.appFeed[next.AppID], at, k)
 	}
 	k, in := dueKeyOf(next)
 	appID := cur.AppID
@@ -409,6 +423,22 @@ func (s *Store) setDelivery(cur projections.Delivery, had bool, next projections
 	s.due.set(appID, id, k, keep && in)
 }
 
+// keepDelivery keeps delivery id's row as it is for the paged image being
+// read, if any (cow.keep, for the table's rows).
+func (s *Store) keepDelivery(id string) {
+	c := s.deliveriesCOW
+	if c == nil {
+		return
+	}
+	if _, kept := c[id]; !kept {
+		var p prior[deliveryRow]
+		if r, ok := s.deliveries.get(id); ok {
+			p = prior[deliveryRow]{v: *r, had: true}
+		}
+		c[id] = p
+	}
+}
+
 func (s *Store) countStatus(status string, d int) {
 	if n := s.statuses[status] + d; n > 0 {
 		s.statuses[status] = n
@@ -417,8 +447,11 @@ func (s *Store) countStatus(status string, d int) {
 	}
 }
 
-// subjectOf is the subject's entry, made if it has none.
+// subjectOf is the subject's entry, made if it has none; nil for no subject.
 func (s *Store) subjectOf(subject string) *subjectRows {
+	if subject == "" {
+		return nil
+	}
 	r := s.subjects[subject]
 	if r == nil {
 		r = &subjectRows{subject: subject}
@@ -452,20 +485,20 @@ func (s *Store) refSource(p events.Position, d int) {
 // view is the delivery id as the rows hold it (see deliveryRow.view), or
 // the zero delivery.
 func (s *Store) view(id string) projections.Delivery {
-	r, ok := s.deliveries[id]
+	r, ok := s.deliveries.get(id)
 	if !ok {
 		return projections.Delivery{}
 	}
 	return r.view(id, &s.eventTypes)
 }
 
-// feedEntry is the delivery id, the caller's own, if it passes f.
-func (s *Store) feedEntry(id string, f domain.DeliveryFilter) (projections.Delivery, bool) {
-	r := s.deliveries[id]
-	if h := r.head(id, &s.eventTypes); !h.Matches(f) {
+// feedEntry is the delivery at place i, the caller's own, if it passes f.
+func (s *Store) feedEntry(i uint32, f domain.DeliveryFilter) (projections.Delivery, bool) {
+	r := s.deliveries.at(i)
+	if h := r.head(&s.eventTypes); !h.Matches(f) {
 		return projections.Delivery{}, false
 	}
-	return r.read(id, &s.eventTypes), true
+	return r.read(r.deliveryID(), &s.eventTypes), true
 }
 
 // UpdateDeliveries shares Update's lock, undo log and checkpoints, so both projections replay alike.
@@ -480,7 +513,7 @@ func (s *Store) Delivery(ctx context.Context, appID int64, id string) (projectio
 	}
 	s.deliveriesMu.RLock()
 	defer s.deliveriesMu.RUnlock()
-	r, ok := s.deliveries[id]
+	r, ok := s.deliveries.get(id)
 	if !ok || (appID != 0 && r.appID != appID) {
 		return projections.Delivery{}, nil, projections.ErrNotFound
 	}
@@ -511,18 +544,18 @@ func (s *Store) Deliveries(ctx context.Context, f domain.DeliveryFilter) ([]proj
 		// Walk down from the last key below f.Before (the end when zero).
 		i := len(keys) - 1
 		if f.Before != (events.Position{}) {
-			i = sort.Search(len(keys), func(i int) bool { return comparePos(keys[i].cursor, f.Before) >= 0 }) - 1
+			i = sort.Search(len(keys), func(i int) bool { return comparePos(s.deliveries.at(keys[i]).cursorAt(), f.Before) >= 0 }) - 1
 		}
 		for ; i >= 0 && len(out) < limit; i-- {
-			if d, ok := s.feedEntry(keys[i].id, g); ok {
+			if d, ok := s.feedEntry(keys[i], g); ok {
 				out = append(out, d)
 			}
 		}
 		return out, nil
 	}
-	i := sort.Search(len(keys), func(i int) bool { return comparePos(keys[i].cursor, f.After) > 0 })
+	i := sort.Search(len(keys), func(i int) bool { return comparePos(s.deliveries.at(keys[i]).cursorAt(), f.After) > 0 })
 	for ; i < len(keys) && len(out) < limit; i++ {
-		if d, ok := s.feedEntry(keys[i].id, g); ok {
+		if d, ok := s.feedEntry(keys[i], g); ok {
 			out = append(out, d)
 		}
 	}
@@ -575,7 +608,7 @@ func (s *Store) Due(ctx context.Context, now time.Time, limit int, skipApps ...i
 		if k.next.After(now) {
 			break // every key left is later still
 		}
-		d := s.deliveries[k.id]
+		d, _ := s.deliveries.get(k.id)
 		out = append(out, domain.DueDelivery{DeliveryID: k.id, AppID: d.appID, EndpointID: d.endpointID})
 		for _, c := range [2]int{2*r.i + 1, 2*r.i + 2} {
 			if c < r.h.Len() {
@@ -631,7 +664,7 @@ func (t *tx) Delivery(ctx context.Context, id string) (projections.Delivery, err
 	if err := t.check(ctx); err != nil {
 		return projections.Delivery{}, err
 	}
-	r, ok := t.s.deliveries[id]
+	r, ok := t.s.deliveries.get(id)
 	if !ok {
 		return projections.Delivery{}, projections.ErrNotFound
 	}
@@ -644,9 +677,9 @@ func (t *tx) SubjectDeliveries(ctx context.Context, subject string) ([]projectio
 	}
 	var out []projections.Delivery
 	if r := t.s.subjects[subject]; r != nil {
-		r.ids(func(id string) {
-			row := t.s.deliveries[id]
-			out = append(out, row.read(id, &t.s.eventTypes))
+		r.ids(func(i uint32) {
+			row := t.s.deliveries.at(i)
+			out = append(out, row.read(row.deliveryID(), &t.s.eventTypes))
 		})
 	}
 	return out, nil
@@ -661,7 +694,7 @@ func (t *tx) PutDelivery(ctx context.Context, d projections.Delivery) error {
 		d = copyDelivery(d)
 	}
 	d = normDeliveryTimes(d)
-	row, had := s.deliveries[d.DeliveryID]
+	row, had := s.deliveries.get(d.DeliveryID)
 	var old projections.Delivery
 	if had {
 		old = row.view(d.DeliveryID, &s.eventTypes)
@@ -792,14 +825,16 @@ func (s *Store) restoreDeliveries(rows []*projections.Delivery) error {
 	}
 	// The subjects index is built in the rows' lane: a row points to its
 	// subject's entry.
+	// Row i takes place first+i of the table: the feeds' lane needs no
+	// other.
+	first := s.deliveries.n
 	lane(func() {
 		for _, d := range rows {
-			var subj *subjectRows
-			if d.Subject != "" {
-				subj = s.subjectOf(d.Subject)
-				subj.add(d.DeliveryID)
+			subj := s.subjectOf(d.Subject)
+			at := s.deliveries.add(packDelivery(*d, &s.eventTypes, subj))
+			if subj != nil {
+				subj.add(at)
 			}
-			s.deliveries[d.DeliveryID] = packDelivery(*d, &s.eventTypes, subj)
 		}
 	})
 	lane(func() {
@@ -810,12 +845,12 @@ func (s *Store) restoreDeliveries(rows []*projections.Delivery) error {
 			perApp[d.AppID]++
 		}
 		for app, n := range perApp {
-			s.appFeed[app] = make([]feedKey, 0, n)
+			s.appFeed[app] = make([]uint32, 0, n)
 		}
-		for _, d := range rows {
-			k := feedKeyOf(*d)
-			s.feed = append(s.feed, k)
-			s.appFeed[d.AppID] = append(s.appFeed[d.AppID], k)
+		for i, d := range rows {
+			at := first + uint32(i)
+			s.feed = append(s.feed, at)
+			s.appFeed[d.AppID] = append(s.appFeed[d.AppID], at)
 		}
 	})
 	lane(func() {
@@ -864,8 +899,8 @@ func (s *Store) restoreDeliveries(rows []*projections.Delivery) error {
 		}
 	})
 	wg.Wait()
-	if len(s.deliveries) != len(rows) {
-		return fmt.Errorf("%d deliveries share an id with another", len(rows)-len(s.deliveries))
+	if n := s.deliveries.len(); n != len(rows) {
+		return fmt.Errorf("%d deliveries share an id with another", len(rows)-n)
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"runtime/metrics"
 	"slices"
 	"testing"
 	"time"
@@ -156,4 +157,31 @@ func BenchmarkFeedPage(b *testing.B) {
 			after = 0
 		}
 	}
+}
+
+// BenchmarkDeliveriesCollect runs a whole collection of a heap that holds
+// a read model of 100,000 deliveries, and reports the heap the collector
+// scans for them (scan-B/delivery, runtime/metrics' /gc/scan/heap:bytes:
+// the bytes of objects that hold pointers, up to their last pointer): its
+// mark work follows them. Count the collection in instructions
+// (callgrind, the difference of two -test.benchtime counts): its wall time
+// follows the load.
+//
+//	go test -run '^$' -bench DeliveriesCollect ./projections/memory
+func BenchmarkDeliveriesCollect(b *testing.B) {
+	const n = 100_000
+	scanned := func() uint64 {
+		runtime.GC()
+		m := []metrics.Sample{{Name: "/gc/scan/heap:bytes"}}
+		metrics.Read(m)
+		return m[0].Value.Uint64()
+	}
+	before := scanned()
+	s := benchDeliveries(b, n)
+	scan := scanned() - before
+	for b.Loop() {
+		runtime.GC()
+	}
+	b.ReportMetric(float64(scan)/n, "scan-B/delivery")
+	runtime.KeepAlive(s)
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/hex"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 	"unsafe"
 
@@ -12,10 +13,10 @@ import (
 	"github.com/healthtech/partner-open-platform/projections"
 )
 
-// deliveryRow is a delivery as the read model keeps it, in its map slot
-// (Go keeps a value of more than 128 bytes out of the slot, in an
-// allocation of its own; a projections.Delivery is 256): the id is the
-// map's key, the status a code, the event type a number in the read
+// deliveryRow is a delivery as the read model keeps it, in a chunk of
+// its table (deliveryTable): the id its 16 bytes when it is a uuid in its
+// canonical text (as the platform makes them; any other id goes in more),
+// the status a code, the event type a number in the read
 // model's table of them, the subject the subject's entry in the subjects
 // index (whose one copy of the name every row of it shares), the times
 // microseconds, the positions one sequence number each when commit equals
@@ -24,9 +25,9 @@ import (
 // already holds (bodyTail); what only some deliveries have (an attempt's
 // outcome, the next attempt, positions of another form, a status or event
 // type of no code, a source id of another form) is behind more, nil for
-// most. Every byte of the row costs about 1.4 in the map's slots, as much
-// as the bodies' tails hold.
+// most.
 type deliveryRow struct {
+	id                uuid16 // when flags&idUUID
 	appID, endpointID int64
 	cursor, source    uint64       // Commit (= Prepare) unless more.positions
 	created, updated  int64        // UnixMicro, UTC
@@ -45,10 +46,12 @@ const (
 	hasBody    uint8 = 1 << iota // Body was non-nil
 	bodyTail                     // body is what follows the head appendBodyHead writes
 	sourceUUID                   // sourceEventID holds the source event's id
+	idUUID                       // id holds the delivery's id
 )
 
 type deliveryMore struct {
-	positions      bool // cursor and source below, not the row's sequence numbers
+	id             string // the delivery's id when it is no canonical uuid
+	positions      bool   // cursor and source below, not the row's sequence numbers
 	cursor, source events.Position
 	status         string
 	eventType      string
@@ -121,6 +124,11 @@ func packDelivery(d projections.Delivery, types *eventTypes, subj *subjectRows) 
 	}
 	var m deliveryMore
 	need := false
+	if u, ok := parseUUID(d.DeliveryID); ok {
+		r.id, r.flags = u, r.flags|idUUID
+	} else {
+		m.id, need = d.DeliveryID, true
+	}
 	if d.Body != nil {
 		r.flags |= hasBody
 		if n := headLen(d.Body, d.EventType, d.DeliveryID, d.AppID); n > 0 {
@@ -166,12 +174,37 @@ func (r *deliveryRow) cursorAt() events.Position {
 	return events.Position{Commit: r.cursor, Prepare: r.cursor}
 }
 
-// head is the delivery id of row r, whose event type is numbered in
-// types, without its body and source event id: what a filter reads. Its
+// deliveryID is the delivery's id (made anew from its 16 bytes for a uuid).
+func (r *deliveryRow) deliveryID() string {
+	if r.flags&idUUID != 0 {
+		return r.id.String()
+	}
+	return r.more.id
+}
+
+// feedKey is the row's place in the feed.
+func (r *deliveryRow) feedKey() feedKey { return feedKey{r.cursorAt(), r.deliveryID()} }
+
+// compareFeed compares the row's place in the feed with k, as compareFeed
+// does, without making the row's id.
+func (r *deliveryRow) compareFeed(k feedKey) int {
+	if c := comparePos(r.cursorAt(), k.cursor); c != 0 {
+		return c
+	}
+	if r.flags&idUUID == 0 {
+		return strings.Compare(r.more.id, k.id)
+	}
+	var text [36]byte
+	r.id.encode(&text)
+	return strings.Compare(unsafe.String(&text[0], len(text)), k.id)
+}
+
+// head is the delivery of row r, whose event type is numbered in
+// types, without its id, body and source event id: what a filter reads. Its
 // pointees are the row's own, to read only.
-func (r *deliveryRow) head(id string, types *eventTypes) projections.Delivery {
+func (r *deliveryRow) head(types *eventTypes) projections.Delivery {
 	d := projections.Delivery{
-		DeliveryID: id, AppID: r.appID, EndpointID: r.endpointID, EventType: types.names[r.eventType],
+		AppID: r.appID, EndpointID: r.endpointID, EventType: types.names[r.eventType],
 		Attempts:       int(r.attempts),
 		Cursor:         events.Position{Commit: r.cursor, Prepare: r.cursor},
 		SourcePosition: events.Position{Commit: r.source, Prepare: r.source},
@@ -199,12 +232,14 @@ func (r *deliveryRow) head(id string, types *eventTypes) projections.Delivery {
 	return d
 }
 
-// view is the delivery id of row r, whose event type is numbered in
-// types, whole: a body kept as its tail is written out anew, any other
+// view is the delivery of row r, whose id is id (the text the row was
+// found by, or deliveryID's) and whose event type is numbered in types,
+// whole: a body kept as its tail is written out anew, any other
 // body and the pointees are the row's own, to read only (read before
 // handing it out).
 func (r *deliveryRow) view(id string, types *eventTypes) projections.Delivery {
-	d := r.head(id, types)
+	d := r.head(types)
+	d.DeliveryID = id
 	switch {
 	case r.flags&bodyTail != 0:
 		d.Body = appendBodyHead(make([]byte, 0, headSize(d.EventType, id, d.AppID)+len(r.body)), d.EventType, id, d.AppID)
@@ -271,31 +306,51 @@ type uuid16 [16]byte
 
 // parseUUID reads s if it is a uuid in its canonical text (lower-case hex,
 // hyphens after the 8th, 12th, 16th and 20th digit), which String gives
-// back byte for byte.
+// back byte for byte. Every lookup of a delivery by id parses it, so it
+// reads the digits through a table rather than through hex.Decode.
 func parseUUID(s string) (uuid16, bool) {
 	var u uuid16
 	if len(s) != 36 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-' {
 		return u, false
 	}
-	at := 0
-	for _, part := range [...]string{s[0:8], s[9:13], s[14:18], s[19:23], s[24:36]} {
-		for i := 0; i < len(part); i++ {
-			if c := part[i]; c >= 'A' && c <= 'F' {
-				return u, false
-			}
-		}
-		n, err := hex.Decode(u[at:], []byte(part))
-		if err != nil {
+	for i, at := range uuidDigits {
+		hi, lo := lowerHex[s[at]], lowerHex[s[at+1]]
+		if hi|lo > 0xf {
 			return u, false
 		}
-		at += n
+		u[i] = hi<<4 | lo
 	}
 	return u, true
 }
 
+// uuidDigits is where each byte's two digits start in a uuid's canonical text.
+var uuidDigits = [16]uint8{0, 2, 4, 6, 9, 11, 14, 16, 19, 21, 24, 26, 28, 30, 32, 34}
+
+// lowerHex is each character's value as a lower-case hex digit, 0xff for
+// any other character.
+var lowerHex = func() (t [256]uint8) {
+	for c := range t {
+		switch {
+		case c >= '0' && c <= '9':
+			t[c] = uint8(c - '0')
+		case c >= 'a' && c <= 'f':
+			t[c] = uint8(c - 'a' + 10)
+		default:
+			t[c] = 0xff
+		}
+	}
+	return t
+}()
+
 // String is u's canonical text.
 func (u uuid16) String() string {
 	var out [36]byte
+	u.encode(&out)
+	return string(out[:])
+}
+
+// encode writes u's canonical text to out.
+func (u uuid16) encode(out *[36]byte) {
 	hex.Encode(out[0:8], u[0:4])
 	out[8] = '-'
 	hex.Encode(out[9:13], u[4:6])
@@ -305,5 +360,4 @@ func (u uuid16) String() string {
 	hex.Encode(out[19:23], u[8:10])
 	out[23] = '-'
 	hex.Encode(out[24:36], u[10:16])
-	return string(out[:])
 }

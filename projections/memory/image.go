@@ -97,8 +97,9 @@ func (s *Store) Image(ctx context.Context, f projections.ReadModel) (snapfile.Im
 		// models still give equal images), which a restore needs: each
 		// delivery then lands at the end of the feed indexes.
 		im.Deliveries = make([]projections.Delivery, 0, len(s.feed))
-		for _, k := range s.feed {
-			im.Deliveries = append(im.Deliveries, s.view(k.id))
+		for _, i := range s.feed {
+			r := s.deliveries.at(i)
+			im.Deliveries = append(im.Deliveries, r.view(r.deliveryID(), &s.eventTypes))
 		}
 		attempts := collect(s.attempts)
 		sort = append(sort, func() {
@@ -283,7 +284,7 @@ func (s *Store) counts(f projections.ReadModel) rowCounts {
 	case projections.ReadModelUsers:
 		return rowCounts{users: len(s.users), groups: len(s.groups), members: len(s.members)}
 	case projections.ReadModelDeliveries:
-		return rowCounts{deliveries: len(s.deliveries), attempts: len(s.attempts)}
+		return rowCounts{deliveries: s.deliveries.len(), attempts: len(s.attempts)}
 	}
 	return rowCounts{}
 }
@@ -301,8 +302,8 @@ func (s *Store) presizeUsers(n rowCounts) {
 }
 
 func (s *Store) presizeDeliveries(n rowCounts) {
-	s.deliveries = make(map[string]deliveryRow, n.deliveries)
+	s.deliveries = newDeliveryTable(n.deliveries)
 	s.attempts = make(map[string][]projections.Attempt, min(n.deliveries, n.attempts))
-	s.feed = make([]feedKey, 0, n.deliveries)
+	s.feed = make([]uint32, 0, n.deliveries)
 	s.subjects = make(map[string]*subjectRows, n.deliveries/4)
 }

@@ -101,8 +101,15 @@ func (s *Store) pagedTables(f projections.ReadModel) (*sync.RWMutex, *paging, ma
 			// them in that order already, so only the keys written during
 			// the image are sorted.
 			snapfile.TableDeliveries: &pagedTable[string, deliveryRow, feedKey, projections.Delivery]{
-				cow: &s.deliveriesCOW, live: &s.deliveries,
-				entry:   func(id string, r deliveryRow) feedKey { return feedKey{r.cursorAt(), id} },
+				cow: &s.deliveriesCOW,
+				get: func(id string) (deliveryRow, bool) {
+					if r, ok := s.deliveries.get(id); ok {
+						return *r, true
+					}
+					return deliveryRow{}, false
+				},
+				size:    func() int { return len(s.feed) },
+				entry:   func(_ string, r deliveryRow) feedKey { return r.feedKey() },
 				key:     func(k feedKey) string { return k.id },
 				compare: compareFeed,
 				walk:    s.walkFeed,
@@ -161,12 +168,12 @@ type attemptsKey struct {
 // walk goes on after the key it last listed).
 func (s *Store) walkFeed(yield func(feedKey) bool) {
 	for i := 0; i < len(s.feed); i++ {
-		k := s.feed[i]
+		k := s.feedKeyAt(s.feed[i])
 		if !yield(k) {
 			return
 		}
-		if i >= len(s.feed) || s.feed[i] != k {
-			j, found := slices.BinarySearchFunc(s.feed, k, compareFeed)
+		if i >= len(s.feed) || s.deliveries.at(s.feed[i]).compareFeed(k) != 0 {
+			j, found := s.searchFeed(s.feed, k)
 			if i = j; !found {
 				i-- // k is gone: the next key is at j
 			}
@@ -174,11 +181,15 @@ func (s *Store) walkFeed(yield func(feedKey) bool) {
 	}
 }
 
-// pagedTable is one table of a paged image: rows V in a map by key K,
-// listed as entries E in the file's order and written as rows O.
+// pagedTable is one table of a paged image: rows V by key K, listed as
+// entries E in the file's order and written as rows O.
 type pagedTable[K comparable, V, E, O any] struct {
-	cow  *cow[K, V] // the store's copy-on-write side of the table
-	live *map[K]V   // the store's table
+	cow *cow[K, V] // the store's copy-on-write side of the table
+	// The store's table: a map (live), or a lookup and its size (get,
+	// size, with walk) for a table that is not a map.
+	live *map[K]V
+	get  func(K) (V, bool)
+	size func() int
 	// entry is a key's place in the file's order, from its row; key is
 	// the entry's key; compare orders entries (equal for one key only).
 	entry   func(K, V) E
@@ -203,7 +214,13 @@ type pagedTable[K comparable, V, E, O any] struct {
 
 func (t *pagedTable[K, V, E, O]) begin() {
 	*t.cow = cow[K, V]{}
-	t.m, t.priors = *t.live, *t.cow
+	t.priors = *t.cow
+	if t.live != nil {
+		m := *t.live
+		t.m = m
+		t.get = func(k K) (V, bool) { v, ok := m[k]; return v, ok }
+		t.size = func() int { return len(m) }
+	}
 }
 
 func (t *pagedTable[K, V, E, O]) end() { *t.cow = nil }
@@ -216,7 +233,7 @@ func (t *pagedTable[K, V, E, O]) end() { *t.cow = nil }
 // not there); a key deleted or moved before the range reached it is
 // listed from its prior.
 func (t *pagedTable[K, V, E, O]) list(step func()) {
-	t.keys = make([]E, 0, len(t.m)+len(t.priors))
+	t.keys = make([]E, 0, t.size()+len(t.priors))
 	n := 0
 	add := func(e E) bool {
 		if _, kept := t.priors[t.key(e)]; !kept {
@@ -378,7 +395,7 @@ func (t *pagedTable[K, V, E, O]) row(k K) (V, error) {
 		}
 		return p.v, nil
 	}
-	v, ok := t.m[k]
+	v, ok := t.get(k)
 	if !ok {
 		return v, fmt.Errorf("projections/memory: row %v of the image is gone without a prior", k)
 	}

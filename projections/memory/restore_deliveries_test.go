@@ -58,9 +58,9 @@ func TestRestoreDeliveriesBuildsTheSameIndexes(t *testing.T) {
 	}
 	a, b := src.deliveryIndexes, dst.deliveryIndexes
 	for name, pair := range map[string][2]any{
-		"rows": {rowViews(src), rowViews(dst)}, "attempts": {a.attempts, b.attempts}, "feed": {a.feed, b.feed},
-		"app feeds": {a.appFeed, b.appFeed}, "statuses": {a.statuses, b.statuses}, "sources": {a.sources, b.sources},
-		"subjects": {subjectSets(a.subjects), subjectSets(b.subjects)},
+		"rows": {rowViews(src), rowViews(dst)}, "attempts": {a.attempts, b.attempts}, "feed": {feedIDs(src, a.feed), feedIDs(dst, b.feed)},
+		"app feeds": {appFeedIDs(src), appFeedIDs(dst)}, "statuses": {a.statuses, b.statuses}, "sources": {a.sources, b.sources},
+		"subjects": {subjectSets(src), subjectSets(dst)},
 	} {
 		if !reflect.DeepEqual(pair[0], pair[1]) {
 			t.Errorf("%s differ after the restore", name)
@@ -87,13 +87,32 @@ func TestRestoreDeliveriesBuildsTheSameIndexes(t *testing.T) {
 	}
 }
 
+// feedIDs is the delivery ids of a feed of places in s, in its order
+// (a restore puts the rows at other places than the puts did).
+func feedIDs(s *Store, feed []uint32) []string {
+	ids := make([]string, len(feed))
+	for i, at := range feed {
+		ids[i] = s.deliveries.at(at).deliveryID()
+	}
+	return ids
+}
+
+// appFeedIDs is each app's feed as feedIDs.
+func appFeedIDs(s *Store) map[int64][]string {
+	out := map[int64][]string{}
+	for app, feed := range s.appFeed {
+		out[app] = feedIDs(s, feed)
+	}
+	return out
+}
+
 // subjectSets is each subject's delivery ids, sorted (the index keeps them
 // in no particular order).
-func subjectSets(m map[string]*subjectRows) map[string][]string {
+func subjectSets(s *Store) map[string][]string {
 	out := map[string][]string{}
-	for subject, r := range m {
+	for subject, r := range s.subjects {
 		var ids []string
-		r.ids(func(id string) { ids = append(ids, id) })
+		r.ids(func(at uint32) { ids = append(ids, s.deliveries.at(at).deliveryID()) })
 		slices.Sort(ids)
 		out[subject] = ids
 	}
@@ -104,8 +123,10 @@ func subjectSets(m map[string]*subjectRows) map[string][]string {
 // number in its own store's table, its subject that store's entry).
 func rowViews(s *Store) map[string]projections.Delivery {
 	out := map[string]projections.Delivery{}
-	for id := range s.deliveries {
-		out[id] = s.view(id)
+	for _, at := range s.feed {
+		r := s.deliveries.at(at)
+		d := r.view(r.deliveryID(), &s.eventTypes)
+		out[d.DeliveryID] = d
 	}
 	return out
 }

@@ -1,0 +1,96 @@
+package memory
+
+// rowChunk is how many rows one chunk of a deliveryTable holds (120 KB of
+// rows).
+const rowChunk = 1024
+
+// deliveryTable is the deliveries' rows in the order they were created
+// (log order), each at a fixed place (a uint32) that the feeds and the
+// subjects index hold instead of the delivery's id, and an index of them
+// by id. A map of id → row kept each row in a slot of its own at the
+// map's load factor (about 1.4 bytes per byte of row) and every index held
+// the id (16 bytes and a pointer for the collector to follow); here a row
+// costs its size and the index 20 bytes of slot. An id that is a uuid in
+// its canonical text (every id the platform makes) is kept as its 16
+// bytes, in the row and as the index's key, rather than as a 36-byte
+// string in a 48-byte allocation: the index by uuid holds no pointer for
+// the collector to follow. Any other id keeps its text, in its row's more
+// and in an index of its own.
+//
+// The rows sit in chunks of rowChunk rather than one slice, so that a
+// growing table never copies its rows under the write lock (a slice of a
+// million rows copied 120 MB when it grew) nor keeps a quarter of its
+// length unused. A row is only ever removed by the undo of the batch that
+// made it, which comes after every later row's undo: the last row, whose
+// place the next row takes again. Any other row removed leaves a zero row
+// that nothing refers to.
+type deliveryTable struct {
+	chunks []*[rowChunk]deliveryRow
+	n      uint32            // places in use, the zero rows included
+	byUUID map[uuid16]uint32 // DeliveryID -> place, for a uuid's
+	byText map[string]uint32 // DeliveryID -> place, for any other
+}
+
+func newDeliveryTable(n int) deliveryTable {
+	return deliveryTable{
+		chunks: make([]*[rowChunk]deliveryRow, 0, (n+rowChunk-1)/rowChunk),
+		byUUID: make(map[uuid16]uint32, n),
+		byText: map[string]uint32{},
+	}
+}
+
+// len is how many deliveries the table holds.
+func (t *deliveryTable) len() int { return len(t.byUUID) + len(t.byText) }
+
+// at is the row at place i, which the caller got from the table.
+func (t *deliveryTable) at(i uint32) *deliveryRow { return &t.chunks[i/rowChunk][i%rowChunk] }
+
+// place is where delivery id's row is.
+func (t *deliveryTable) place(id string) (uint32, bool) {
+	if u, ok := parseUUID(id); ok {
+		i, ok := t.byUUID[u]
+		return i, ok
+	}
+	i, ok := t.byText[id]
+	return i, ok
+}
+
+// get is delivery id's row.
+func (t *deliveryTable) get(id string) (*deliveryRow, bool) {
+	i, ok := t.place(id)
+	if !ok {
+		return nil, false
+	}
+	return t.at(i), true
+}
+
+// add puts r, a delivery the table does not hold, after the last row, and
+// returns its place.
+func (t *deliveryTable) add(r deliveryRow) uint32 {
+	i := t.n
+	if int(i/rowChunk) == len(t.chunks) {
+		t.chunks = append(t.chunks, new([rowChunk]deliveryRow))
+	}
+	*t.at(i) = r
+	if r.flags&idUUID != 0 {
+		t.byUUID[r.id] = i
+	} else {
+		t.byText[r.more.id] = i
+	}
+	t.n++
+	return i
+}
+
+// remove takes the row at place i out; its place is taken again by the
+// next add when it is the last.
+func (t *deliveryTable) remove(i uint32) {
+	if r := t.at(i); r.flags&idUUID != 0 {
+		delete(t.byUUID, r.id)
+	} else {
+		delete(t.byText, r.more.id)
+	}
+	*t.at(i) = deliveryRow{}
+	if i == t.n-1 {
+		t.n--
+	}
+}
