@@ -3,15 +3,12 @@ package subscribe_test
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"testing"
 	"time"
 
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/events/catalog"
 	"github.com/healthtech/partner-open-platform/events/memory"
-	"github.com/healthtech/partner-open-platform/events/subscribe"
 )
 
 // pollOnly is a store whose subscriptions may only be polled: a Next is
@@ -51,15 +48,9 @@ func TestRunnerPollsAPollableSubscription(t *testing.T) {
 	for i := range 5 {
 		appendApp(t, store, reg, fmt.Sprint("app-", i))
 	}
-	rec := &recorder{}
-	r := subscribe.NewRunner(store, nil, rec, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
-	r.BatchSize(2)
-	run(t, r)
+	rec, r := recordReady(t, store, 2)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := r.WaitReady(ctx); err != nil {
-		t.Fatal(err)
-	}
 	var last events.Position
 	for i := range 5 {
 		last = appendApp(t, store, reg, fmt.Sprint("later-", i))
