@@ -193,6 +193,16 @@ type Subscription interface {
 	Close() error
 }
 
+// Poller is a Subscription that can also be read without blocking (the
+// embedded and Postgres adapters'): TryNext returns the next event, or, when
+// none is to be had, a nil error and a channel closed once one may be (an
+// append, or the store's Close). A follower that waits on other channels
+// too reads it directly instead of through a goroutine blocked in Next.
+type Poller interface {
+	Subscription
+	TryNext(ctx context.Context) (Recorded, <-chan struct{}, error)
+}
+
 // ErrConflict is matched (errors.Is) by every ConflictError.
 var ErrConflict = errors.New("events: wrong expected revision")
 

@@ -140,7 +140,7 @@ func (s *Store) SubscribeAll(ctx context.Context, after events.Position) (events
 	if err != nil {
 		return nil, err
 	}
-	return &subscription{Subscription: sub, s: s}, nil
+	return s.wrap(sub, nil), nil
 }
 
 // SubscribeAllFor is SubscribeAll that decrypts only the events whose type
@@ -154,7 +154,17 @@ func (s *Store) SubscribeAllFor(ctx context.Context, after events.Position, want
 	if err != nil {
 		return nil, err
 	}
-	return &subscription{Subscription: sub, s: s, wants: wants}, nil
+	return s.wrap(sub, wants), nil
+}
+
+// wrap decrypts what sub delivers (only the events wants accepts, unless
+// nil), and can be polled when sub can.
+func (s *Store) wrap(sub events.Subscription, wants func(eventType string) bool) events.Subscription {
+	w := &subscription{Subscription: sub, s: s, wants: wants}
+	if p, ok := sub.(events.Poller); ok {
+		return polling{subscription: w, inner: p}
+	}
+	return w
 }
 
 // SubscribeReplay is SubscribeAllFor for a follower that replays the log
@@ -192,10 +202,33 @@ type subscription struct {
 	uncachedThrough events.Position
 }
 
+// polling is a subscription over an events.Poller, itself one.
+type polling struct {
+	*subscription
+	inner events.Poller
+}
+
+func (sub polling) TryNext(ctx context.Context) (events.Recorded, <-chan struct{}, error) {
+	rec, wake, err := sub.inner.TryNext(ctx)
+	if err != nil || wake != nil {
+		return rec, wake, err
+	}
+	rec, err = sub.open(ctx, rec)
+	return rec, nil, err
+}
+
 func (sub *subscription) Next(ctx context.Context) (events.Recorded, error) {
 	rec, err := sub.Subscription.Next(ctx)
-	if err != nil || (sub.wants != nil && !sub.wants(rec.Type)) {
+	if err != nil {
 		return rec, err
+	}
+	return sub.open(ctx, rec)
+}
+
+// open decrypts rec, unless wants leaves it as stored.
+func (sub *subscription) open(ctx context.Context, rec events.Recorded) (events.Recorded, error) {
+	if sub.wants != nil && !sub.wants(rec.Type) {
+		return rec, nil
 	}
 	var pa *pageAhead
 	if b, ok := sub.Subscription.(interface{ Buffered() []events.Recorded }); ok && sub.s.keys.CanPrefetch() {

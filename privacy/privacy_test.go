@@ -83,7 +83,14 @@ func TestPersonalFieldsEncryptedAndRestoredByteForByte(t *testing.T) {
 			subbed, _ = sub.Next(ctx)
 		}
 		sub.Close()
-		for _, rec := range []events.Recorded{got[0], all[len(all)-1], subbed} {
+		// A subscription read without waiting (the runners') decrypts too.
+		psub, _ := s.SubscribeAll(ctx, events.Position{})
+		var polled events.Recorded
+		for polled.ID != id {
+			polled, _, _ = psub.(events.Poller).TryNext(ctx)
+		}
+		psub.Close()
+		for _, rec := range []events.Recorded{got[0], all[len(all)-1], subbed, polled} {
 			if string(rec.Data) != c.data {
 				t.Fatalf("decrypted\n%s\nwant\n%s", rec.Data, c.data)
 			}

@@ -402,18 +402,40 @@ func (r *Runner) follow(ctx context.Context) error {
 	if rest, err := r.store.ReadAll(ctx, cp, 1); err == nil && len(rest) == 0 {
 		r.advance(cp, 0, true) // nothing to replay: caught up already
 	}
-	feed := r.pump(subCtx, sub, g, cp.Commit)
+	// A subscription that can be polled is read here, between waits that
+	// also watch for rebuilds; a rebuild's pacing and other subscriptions
+	// read through pump's goroutine.
+	var feed <-chan fed
+	var take func() (fed, bool)
+	p, polled := sub.(events.Poller)
+	if polled && g == nil {
+		take = func() (fed, bool) {
+			rec, wake, err := p.TryNext(ctx)
+			return fed{rec, err}, wake == nil
+		}
+	} else {
+		p = nil
+		feed = r.pump(subCtx, sub, g, cp.Commit)
+		take = func() (fed, bool) {
+			select {
+			case it := <-feed:
+				return it, true
+			default:
+				return fed{}, false
+			}
+		}
+	}
 	fl := &following{atEnd: true, last: cp, saved: time.Now(), head: head, buf: make([]events.Envelope, 0, r.batchSize)}
 	for {
 		r.reportCaughtUp(ctx, feed, fl)
-		first, ok, err := r.next(ctx, feed)
+		first, ok, err := r.next(ctx, feed, p)
 		if err != nil {
 			return err
 		}
 		if !ok {
 			continue
 		}
-		pg, err := r.readPage(first, feed, fl.buf[:0])
+		pg, err := r.readPage(first, take, fl.buf[:0])
 		if err != nil {
 			return err
 		}
@@ -560,25 +582,38 @@ func (r *Runner) reportCaughtUp(ctx context.Context, feed <-chan fed, fl *follow
 	}
 }
 
-// next waits for the next event of the log. It returns a rebuildRequest
-// when one is asked for here or (under a shared lease) announced and still
-// pending in storage; ok is false when an announcement turned out to be
-// stale, and the caller looks again.
-func (r *Runner) next(ctx context.Context, feed <-chan fed) (first fed, ok bool, err error) {
+// next waits for the next event of the log, from feed or, when p is not
+// nil, from p. It returns a rebuildRequest when one is asked for here or
+// (under a shared lease) announced and still pending in storage; ok is
+// false when an announcement turned out to be stale or p may have an event
+// now, and the caller looks again.
+func (r *Runner) next(ctx context.Context, feed <-chan fed, p events.Poller) (first fed, ok bool, err error) {
+	var wake <-chan struct{}
+	if p != nil {
+		// Asked-for rebuilds first: on a busy log p always has an event.
+		select {
+		case done := <-r.rebuild:
+			return fed{}, false, rebuildRequest{done}
+		case <-r.wantRebuild:
+			return r.wanted(ctx)
+		default:
+		}
+		first.rec, wake, first.err = p.TryNext(ctx)
+		if wake == nil {
+			if first.err != nil {
+				return fed{}, false, fmt.Errorf("subscription: %w", first.err)
+			}
+			return first, true, nil
+		}
+	}
 	select {
 	case first = <-feed:
+	case <-wake:
+		return fed{}, false, nil
 	case done := <-r.rebuild:
 		return fed{}, false, rebuildRequest{done}
 	case <-r.wantRebuild:
-		// Announcements repeat: rebuild only what storage still asks for.
-		pending, err := r.rebuildPending(ctx)
-		if err != nil {
-			return fed{}, false, err
-		}
-		if pending {
-			return fed{}, false, rebuildRequest{}
-		}
-		return fed{}, false, nil
+		return r.wanted(ctx)
 	case <-ctx.Done():
 		return fed{}, false, ctx.Err()
 	}
@@ -588,10 +623,23 @@ func (r *Runner) next(ctx context.Context, feed <-chan fed) (first fed, ok bool,
 	return first, true, nil
 }
 
-// readPage decodes first and whatever the feed already holds behind it,
-// up to the batch size, into buf. A full batch is not caught up: more may
-// be waiting.
-func (r *Runner) readPage(first fed, feed <-chan fed, buf []events.Envelope) (page, error) {
+// wanted answers an announced rebuild for next. Announcements repeat:
+// rebuild only what storage still asks for.
+func (r *Runner) wanted(ctx context.Context) (fed, bool, error) {
+	pending, err := r.rebuildPending(ctx)
+	if err != nil {
+		return fed{}, false, err
+	}
+	if pending {
+		return fed{}, false, rebuildRequest{}
+	}
+	return fed{}, false, nil
+}
+
+// readPage decodes first and whatever take has at once behind it, up to
+// the batch size, into buf. A full batch is not caught up: more may be
+// waiting.
+func (r *Runner) readPage(first fed, take func() (fed, bool), buf []events.Envelope) (page, error) {
 	b := page{envs: buf, n: 1, last: first.rec, caughtUp: true}
 	if env, ok, err := r.decode(first.rec); err != nil {
 		return b, err
@@ -599,10 +647,8 @@ func (r *Runner) readPage(first fed, feed <-chan fed, buf []events.Envelope) (pa
 		b.envs = append(b.envs, env)
 	}
 	for b.n < r.batchSize {
-		var it fed
-		select {
-		case it = <-feed:
-		default:
+		it, ok := take()
+		if !ok {
 			return b, nil
 		}
 		if it.err != nil {

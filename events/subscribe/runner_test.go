@@ -200,6 +200,23 @@ func (r *recorder) Apply(_ context.Context, batch []events.Envelope, pos events.
 	r.pos = pos
 	return nil
 }
+
+// recordReady runs a registry-less runner over store into a recorder, in
+// batches of at most batch events, and returns once it is ready.
+func recordReady(t *testing.T, store events.Store, batch int) (*recorder, *subscribe.Runner) {
+	t.Helper()
+	rec := &recorder{}
+	r := subscribe.NewRunner(store, nil, rec, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+	r.BatchSize(batch)
+	run(t, r)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := r.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return rec, r
+}
+
 func (r *recorder) seen() (n int, batches [][]events.Envelope) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -223,15 +240,7 @@ func TestRunnerWithoutRegistryHandsOverStoredEvents(t *testing.T) {
 	if _, err := store.Append(context.Background(), "future", events.Any(), unknown); err != nil {
 		t.Fatal(err)
 	}
-	rec := &recorder{}
-	r := subscribe.NewRunner(store, nil, rec, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
-	r.BatchSize(3)
-	run(t, r)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := r.WaitReady(ctx); err != nil {
-		t.Fatal(err)
-	}
+	rec, _ := recordReady(t, store, 3)
 	n, batches := rec.seen()
 	if n != 8 {
 		t.Fatalf("handed %d events, want 8", n)

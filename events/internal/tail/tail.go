@@ -81,6 +81,8 @@ type Subscription struct {
 	caughtUp <-chan struct{}
 }
 
+var _ events.Poller = (*Subscription)(nil)
+
 // Subscribe starts a subscription strictly after pos that lives until ctx
 // ends or Close is called; read must return events.ErrClosed once the store
 // is closed, which ends the subscription too.
@@ -101,40 +103,9 @@ func SubscribeExact(ctx context.Context, after events.Position, read ReadFunc, n
 // Next returns the next event in global order, blocking until there is one.
 func (s *Subscription) Next(ctx context.Context) (events.Recorded, error) {
 	for {
-		if err := s.alive(ctx); err != nil {
-			return events.Recorded{}, err
-		}
-		if len(s.buf) > 0 {
-			// The page may be shared with other subscriptions (events/bolt):
-			// it is only read, never cleared.
-			ev := s.buf[0]
-			s.buf = s.buf[1:]
-			s.after = ev.Position
-			return ev, nil
-		}
-		if w := s.caughtUp; w != nil {
-			s.caughtUp = nil
-			select {
-			case <-w:
-			case <-ctx.Done():
-			case <-s.ctx.Done():
-			}
-			continue
-		}
-		wake := s.notifier.Wait()
-		page, err := s.read(ctx, s.after, PageSize)
-		if err != nil {
-			if aliveErr := s.alive(ctx); aliveErr != nil {
-				return events.Recorded{}, aliveErr
-			}
-			return events.Recorded{}, err
-		}
-		if len(page) > 0 {
-			s.buf = page
-			if s.exact && len(page) < PageSize {
-				s.caughtUp = wake
-			}
-			continue
+		ev, wake, err := s.TryNext(ctx)
+		if err != nil || wake == nil {
+			return ev, err
 		}
 		select {
 		case <-wake:
@@ -168,4 +139,51 @@ func (s *Subscription) alive(ctx context.Context) error {
 func (s *Subscription) Close() error {
 	s.stop(events.ErrClosed)
 	return nil
+}
+
+// TryNext is Next without the wait: when no event is to be had it returns
+// the channel to wait on before trying again (closed by the next append or
+// by the store's Close) and a nil error. A follower that waits on other
+// channels too (events/subscribe's runner) reads the subscription itself
+// this way, instead of through a goroutine that blocks in Next and hands
+// each event over: every append wakes every follower, and such a hand-off
+// would be a third of the goroutine wake-ups of a write that commits alone.
+func (s *Subscription) TryNext(ctx context.Context) (events.Recorded, <-chan struct{}, error) {
+	for {
+		if err := s.alive(ctx); err != nil {
+			return events.Recorded{}, nil, err
+		}
+		if len(s.buf) > 0 {
+			// The page may be shared with other subscriptions (events/bolt):
+			// it is only read, never cleared.
+			ev := s.buf[0]
+			s.buf = s.buf[1:]
+			s.after = ev.Position
+			return ev, nil, nil
+		}
+		if w := s.caughtUp; w != nil {
+			select {
+			case <-w:
+				s.caughtUp = nil
+				continue
+			default:
+				return events.Recorded{}, w, nil
+			}
+		}
+		wake := s.notifier.Wait()
+		page, err := s.read(ctx, s.after, PageSize)
+		if err != nil {
+			if aliveErr := s.alive(ctx); aliveErr != nil {
+				return events.Recorded{}, nil, aliveErr
+			}
+			return events.Recorded{}, nil, err
+		}
+		if len(page) == 0 {
+			return events.Recorded{}, wake, nil
+		}
+		s.buf = page
+		if s.exact && len(page) < PageSize {
+			s.caughtUp = wake
+		}
+	}
 }
