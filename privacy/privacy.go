@@ -140,7 +140,7 @@ func (s *Store) SubscribeAll(ctx context.Context, after events.Position) (events
 	if err != nil {
 		return nil, err
 	}
-	return s.wrap(sub, nil), nil
+	return s.wrap(sub, nil, events.Position{}), nil
 }
 
 // SubscribeAllFor is SubscribeAll that decrypts only the events whose type
@@ -154,13 +154,14 @@ func (s *Store) SubscribeAllFor(ctx context.Context, after events.Position, want
 	if err != nil {
 		return nil, err
 	}
-	return s.wrap(sub, wants), nil
+	return s.wrap(sub, wants, events.Position{}), nil
 }
 
 // wrap decrypts what sub delivers (only the events wants accepts, unless
-// nil), and can be polled when sub can.
-func (s *Store) wrap(sub events.Subscription, wants func(eventType string) bool) events.Subscription {
-	w := &subscription{Subscription: sub, s: s, wants: wants}
+// nil; those up to uncachedThrough without the opened-events cache), and
+// can be polled when sub can.
+func (s *Store) wrap(sub events.Subscription, wants func(eventType string) bool, uncachedThrough events.Position) events.Subscription {
+	w := &subscription{Subscription: sub, s: s, wants: wants, uncachedThrough: uncachedThrough}
 	if p, ok := sub.(events.Poller); ok {
 		return polling{subscription: w, inner: p}
 	}
@@ -180,7 +181,7 @@ func (s *Store) SubscribeReplay(ctx context.Context, after, through events.Posit
 	if err != nil {
 		return nil, err
 	}
-	return &subscription{Subscription: sub, s: s, wants: wants, uncachedThrough: through}, nil
+	return s.wrap(sub, wants, through), nil
 }
 
 // Close closes the inner store (and, under internal/sharedguard, checks
