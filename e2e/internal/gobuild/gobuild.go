@@ -91,8 +91,18 @@ func buildDir() (string, error) {
 }
 
 // Copy copies the file from to a new executable file to, so a test runs
-// a copy that no later build can change under it.
+// a copy that no later build can change under it. The copy is written by
+// cp(1) where there is one, not by this process: a file this process holds
+// open for writing is inherited by every child another test forks
+// meanwhile (until that child's exec closes it), and executing the copy
+// while any such child lives fails with ETXTBSY ("text file busy").
 func Copy(from, to string) error {
+	if cp, err := exec.LookPath("cp"); err == nil {
+		if out, err := exec.Command(cp, from, to).CombinedOutput(); err != nil {
+			return fmt.Errorf("cp %s %s: %w: %s", from, to, err, out)
+		}
+		return os.Chmod(to, 0o755)
+	}
 	src, err := os.Open(from)
 	if err != nil {
 		return err
