@@ -482,16 +482,6 @@ func (s *Store) refSource(p events.Position, d int) {
 
 // ---- reads ----
 
-// view is the delivery id as the rows hold it (see deliveryRow.view), or
-// the zero delivery.
-func (s *Store) view(id string) projections.Delivery {
-	r, ok := s.deliveries.get(id)
-	if !ok {
-		return projections.Delivery{}
-	}
-	return r.view(id, &s.eventTypes)
-}
-
 // feedEntry is the delivery at place i, the caller's own, if it passes f.
 func (s *Store) feedEntry(i uint32, f domain.DeliveryFilter) (projections.Delivery, bool) {
 	r := s.deliveries.at(i)

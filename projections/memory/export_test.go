@@ -3,6 +3,8 @@ package memory
 import (
 	"context"
 	"time"
+
+	"github.com/healthtech/partner-open-platform/projections"
 )
 
 // SetImageStep makes f run whenever a paged image of a read model
@@ -25,4 +27,14 @@ const WriteSlice = writeSlice
 // PacedWrite is a write as Run makes it, pause standing in for each rest.
 func PacedWrite(ctx context.Context, s *Snapshotter, pause func(time.Duration)) error {
 	return s.write(ctx, &pacer{last: time.Now(), pause: pause})
+}
+
+// view is the delivery id as the rows hold it (see deliveryRow.view), or
+// the zero delivery.
+func (s *Store) view(id string) projections.Delivery {
+	r, ok := s.deliveries.get(id)
+	if !ok {
+		return projections.Delivery{}
+	}
+	return r.view(id, &s.eventTypes)
 }
