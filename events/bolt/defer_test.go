@@ -15,13 +15,8 @@ import (
 // off, so only deferral groups appends.
 func deferStore(t *testing.T, path string, deferFor time.Duration) (*Store, <-chan int) {
 	t.Helper()
-	s, err := Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
+	s, _ := groupStore(t, path, 0)
 	deferring := make(chan int, 64)
-	s.window = func(time.Duration) time.Duration { return 0 }
 	s.deferFor = deferFor
 	s.deferring = func(n int) { deferring <- n }
 	return s, deferring
@@ -159,19 +154,5 @@ func TestDeferrableCloseWhileWaiting(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- appendOne(events.Deferrable(ctx), s, "created") }()
 	waitDeferring(t, deferring, done, 1)
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-done; err != nil {
-		t.Fatalf("the waiting append: %v", err)
-	}
-	s2, err := Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s2.Close()
-	recs, err := s2.ReadStream(ctx, "created", 0, 0)
-	if err != nil || len(recs) != 1 {
-		t.Fatalf("after reopening: %d events of the waiting append, %v", len(recs), err)
-	}
+	closeWhileWaiting(t, ctx, s, path, done, "created")
 }
