@@ -152,6 +152,13 @@ const (
 // creation waits its 10 ms and commits alone, as it would without it.
 const maxDefer = 10 * time.Millisecond
 
+// maxDeferGroup is how many deferrable appends stop waiting for company:
+// that many already share their transaction's fixed cost (a lone commit's
+// eighth), and a backlog being drained (every attempt's outcome deferrable,
+// no call in sight) must not have its senders held for maxDefer at each
+// commit.
+const maxDeferGroup = 8
+
 // windowFor is how long a group may wait for more appends after a commit
 // that took last.
 func windowFor(last time.Duration) time.Duration { return min(last, maxWindow) }
@@ -313,7 +320,7 @@ func (s *Store) commitLoop() {
 				break collect
 			}
 		}
-		if deferrable(group) && len(group) < maxGroup {
+		if deferrable(group) && len(group) < maxDeferGroup {
 			wait := maxDefer - time.Since(group[0].queued)
 			if s.deferFor > 0 {
 				wait = s.deferFor - time.Since(group[0].queued)
@@ -379,10 +386,10 @@ func deferrable(group []*pending) bool {
 }
 
 // awaitPlain adds appends to group, all deferrable, as they are queued,
-// until one is not, the group is full, the timer fires or the queue is
-// closed (Close: the committer then commits what it holds).
+// until one is not, the group holds maxDeferGroup, the timer fires or the
+// queue is closed (Close: the committer then commits what it holds).
 func (s *Store) awaitPlain(group []*pending, timer <-chan time.Time) []*pending {
-	for len(group) < maxGroup {
+	for len(group) < maxDeferGroup {
 		if s.deferring != nil {
 			s.deferring(len(group))
 		}

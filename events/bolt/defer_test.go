@@ -2,6 +2,7 @@ package bolt
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -155,4 +156,33 @@ func TestDeferrableCloseWhileWaiting(t *testing.T) {
 	go func() { done <- appendOne(events.Deferrable(ctx), s, "created") }()
 	waitDeferring(t, deferring, done, 1)
 	closeWhileWaiting(t, ctx, s, path, done, "created")
+}
+
+// TestEnoughDeferrableAppendsCommitWithoutWaiting: maxDeferGroup
+// deferrable appends share one transaction at once, with no plain append
+// to wait for (a drained backlog's outcomes): none waits out maxDefer.
+func TestEnoughDeferrableAppendsCommitWithoutWaiting(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, deferring := deferStore(t, filepath.Join(t.TempDir(), "events.db"), time.Hour)
+	lazy := events.Deferrable(ctx)
+	done := make(chan error, maxDeferGroup)
+	go func() { done <- appendOne(lazy, s, "created-0") }()
+	waitDeferring(t, deferring, done, 1)
+	for i := 1; i < maxDeferGroup; i++ {
+		go func() { done <- appendOne(lazy, s, fmt.Sprintf("created-%d", i)) }()
+	}
+	for range maxDeferGroup {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-ctx.Done():
+			t.Fatalf("%d deferrable appends still wait for a plain one", maxDeferGroup)
+		}
+	}
+	if got := s.commits.Load(); got != 1 {
+		t.Fatalf("%d deferrable appends took %d commits, want 1", maxDeferGroup, got)
+	}
 }
