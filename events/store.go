@@ -163,6 +163,27 @@ type Store interface {
 	Close() error
 }
 
+// Deferrable returns a context whose appends nobody waits on in a request
+// (the webhook dispatcher's delivery creations and attempt outcomes): an
+// adapter whose every transaction pays a fixed cost may hold such an
+// append, for a bounded time, until an append that is not deferrable
+// shares its transaction, instead of giving it one of its own. Nothing
+// else changes: the append returns once it is durable or refused, exactly
+// as Append promises, and a deferrable append never delays another one.
+// events/bolt honours it (its maxDefer bounds the wait); the Postgres,
+// EventStoreDB and in-memory adapters ignore it.
+func Deferrable(ctx context.Context) context.Context {
+	return context.WithValue(ctx, deferrableKey{}, true)
+}
+
+// IsDeferrable reports whether ctx was marked by Deferrable.
+func IsDeferrable(ctx context.Context) bool {
+	v, _ := ctx.Value(deferrableKey{}).(bool)
+	return v
+}
+
+type deferrableKey struct{}
+
 // FilteredSubscriber is a store that can follow the log for a follower
 // that handles only the event types wants accepts: every event wants
 // accepts is delivered, in order; of a stretch of others it may deliver

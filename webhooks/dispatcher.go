@@ -352,7 +352,12 @@ func (d *Dispatcher) PrepareBatch(ctx context.Context, recs []events.Recorded) (
 // left as it is. It returns once every delivery is recorded, or with the
 // first error. Deliveries to send are handed to this node's sender as soon
 // as they are recorded.
+//
+// Its appends are deferrable (events.Deferrable): no request waits on a
+// creation, so on a node taking calls one at a time a creation rides the
+// next call's commit instead of paying one of its own.
 func (d *Dispatcher) CommitBatches(ctx context.Context, batches []PreparedBatch) error {
+	ctx = events.Deferrable(ctx)
 	var all []catalog.DeliveryCreated
 	var evs []events.Proposed
 	var traces map[string]string
@@ -805,7 +810,9 @@ func (d *Dispatcher) attempt(ctx context.Context, eps *breakers, c claimed, clai
 		return
 	}
 	outcome, class, attemptNo, status = ev.Outcome, ev.ErrorClass, ev.Attempt, ev.StatusCode
-	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	// Nobody waits on an attempt's outcome in a request: it may ride
+	// another append's commit (events.Deferrable).
+	rctx, rcancel := context.WithTimeout(events.Deferrable(context.WithoutCancel(ctx)), 10*time.Second)
 	defer rcancel()
 	at := d.Clock.Now()
 	actx, gone := rctx, func() bool { return false }

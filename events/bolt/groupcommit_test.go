@@ -166,6 +166,13 @@ func TestGroupCommitCloseWhileWaiting(t *testing.T) {
 	case err := <-done:
 		t.Fatalf("the lone append was committed alone (err %v) after a group of three", err)
 	}
+	closeWhileWaiting(t, ctx, s, path, done, "alone")
+}
+
+// closeWhileWaiting closes s while the append to stream, answered on done,
+// waits in its committer, and checks that it is answered and durable.
+func closeWhileWaiting(t *testing.T, ctx context.Context, s *Store, path string, done <-chan error, stream string) {
+	t.Helper()
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +184,7 @@ func TestGroupCommitCloseWhileWaiting(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s2.Close()
-	recs, err := s2.ReadStream(ctx, "alone", 0, 0)
+	recs, err := s2.ReadStream(ctx, stream, 0, 0)
 	if err != nil || len(recs) != 1 {
 		t.Fatalf("after reopening: %d events of the waiting append, %v", len(recs), err)
 	}
