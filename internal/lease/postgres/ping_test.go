@@ -13,10 +13,10 @@ import (
 )
 
 // pgx pings a pooled connection idle for more than a second before handing
-// it out, and renewals come every third of the time to live, so each would
-// pay a second round trip. Renewals skip the ping, until one fails on a
-// connection the server ended: the next pings, so the pool drops the dead
-// connections, and succeeds.
+// it out, and renewals come every third of the time to live: a ping is a
+// second round trip per renewal. Renewals skip it, except right after one
+// failed on a connection the server ended: that retry pings, so the pool
+// drops the dead connections, and succeeds.
 func TestRenewalsSkipThePoolsPingUntilOneFails(t *testing.T) {
 	ctx := context.Background()
 	url := pgtest.New(t)
