@@ -209,6 +209,15 @@ type polling struct {
 	inner events.Poller
 }
 
+// Buffered is what the inner subscription holds past the event it last
+// handed out, as stored (empty when it cannot say).
+func (sub polling) Buffered() []events.Recorded {
+	if b, ok := sub.inner.(interface{ Buffered() []events.Recorded }); ok {
+		return b.Buffered()
+	}
+	return nil
+}
+
 func (sub polling) TryNext(ctx context.Context) (events.Recorded, <-chan struct{}, error) {
 	rec, wake, err := sub.inner.TryNext(ctx)
 	if err != nil || wake != nil {

@@ -427,7 +427,7 @@ func (r *Runner) follow(ctx context.Context) error {
 	}
 	fl := &following{atEnd: true, last: cp, saved: time.Now(), head: head, buf: make([]events.Envelope, 0, r.batchSize)}
 	for {
-		r.reportCaughtUp(ctx, feed, fl)
+		r.reportCaughtUp(ctx, feed, p, fl)
 		first, ok, err := r.next(ctx, feed, p)
 		if err != nil {
 			return err
@@ -571,9 +571,13 @@ func (r *Runner) pump(ctx context.Context, sub events.Subscription, g *paceGroup
 }
 
 // reportCaughtUp marks the runner caught up when the last batch was full
-// but nothing more is buffered and the log's head is no further.
-func (r *Runner) reportCaughtUp(ctx context.Context, feed <-chan fed, fl *following) {
+// but nothing more is buffered (in feed, or in p when it is polled) and
+// the log's head is no further.
+func (r *Runner) reportCaughtUp(ctx context.Context, feed <-chan fed, p events.Poller, fl *following) {
 	if fl.atEnd || len(feed) > 0 {
+		return
+	}
+	if b, ok := p.(interface{ Buffered() []events.Recorded }); ok && len(b.Buffered()) > 0 {
 		return
 	}
 	if head, err := r.store.Head(ctx); err == nil && !fl.last.Less(head) {
