@@ -132,8 +132,18 @@ func writeTable(w io.Writer, rows []Row) error {
 		if c := r.CPURatio(); c > 0 {
 			cpuRatio = fmt.Sprintf("%.2f×", c)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%.0f\t%.2f\t%.2f\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n",
-			r.Scenario, r.Store, r.Clients, r.Rate, r.P50ms, r.P99ms, r.Errors, base, baseRate, ratio, busy, cpu, platform, ceiling, cpuRatio)
+		// A row whose figure is in its note (a restart's time, resident
+		// memory) or that times no calls (a drain) shows "-" rather
+		// than a rate or a latency of zero that nothing measured.
+		rate, p50, p99 := "-", "-", "-"
+		if r.Rate > 0 || r.Errors > 0 {
+			rate = fmt.Sprintf("%.0f", r.Rate)
+		}
+		if r.P50ms > 0 || r.P99ms > 0 {
+			p50, p99 = fmt.Sprintf("%.2f", r.P50ms), fmt.Sprintf("%.2f", r.P99ms)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n",
+			r.Scenario, r.Store, r.Clients, rate, p50, p99, r.Errors, base, baseRate, ratio, busy, cpu, platform, ceiling, cpuRatio)
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("write table: %w", err)

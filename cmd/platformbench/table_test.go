@@ -17,16 +17,30 @@ func TestRowRatioAndTable(t *testing.T) {
 		t.Fatalf("row %+v", r)
 	}
 	plain := rowOf("raw append", "embedded", 32, base, "", nil)
+	restart := Row{Scenario: "restart after kill -9", Store: "embedded", Clients: 1, Note: "/readyz 430 ms after the start"}
 	var sb strings.Builder
-	if err := writeTable(&sb, []Row{r, plain}); err != nil {
+	if err := writeTable(&sb, []Row{r, plain, restart}); err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimRight(sb.String(), "\n"), "\n")
-	if len(lines) != 4 {
-		t.Fatalf("want header, 2 rows, 1 note; got %d lines:\n%s", len(lines), sb.String())
+	if len(lines) != 6 {
+		t.Fatalf("want header, 3 rows, 2 notes; got %d lines:\n%s", len(lines), sb.String())
+	}
+	// A row measured only in its note shows no rate or latency of zero.
+	// cells gives a line's clients, rate, p50 and p99 (the columns after
+	// the store; scenario names hold spaces).
+	cells := func(l string) string {
+		_, after, _ := strings.Cut(l, " embedded ")
+		return strings.Join(strings.Fields(after)[:4], " ")
+	}
+	if got := cells(lines[3]); got != "1 - - -" {
+		t.Errorf("restart row %q: want its rate and latencies as -, got %q", lines[3], got)
+	}
+	if got := cells(lines[2]); got != "32 600 - -" {
+		t.Errorf("raw append row %q: want its rate and no latency, got %q", lines[2], got)
 	}
 	// Aligned: every table line has the same width, columns end together.
-	for _, l := range lines[1:3] {
+	for _, l := range lines[1:4] {
 		if len([]rune(l)) != len([]rune(lines[0])) {
 			t.Errorf("misaligned:\n%s\n%s", lines[0], l)
 		}
@@ -34,8 +48,8 @@ func TestRowRatioAndTable(t *testing.T) {
 	if !strings.Contains(lines[1], "0.50×") || !strings.Contains(lines[1], "raw append") || !strings.Contains(lines[2], " - ") {
 		t.Errorf("rows:\n%s", sb.String())
 	}
-	if !strings.Contains(lines[3], "register (embedded): first error: HTTP 500") {
-		t.Errorf("note line %q", lines[3])
+	if !strings.Contains(lines[4], "register (embedded): first error: HTTP 500") {
+		t.Errorf("note line %q", lines[4])
 	}
 }
 
