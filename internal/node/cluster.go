@@ -131,6 +131,14 @@ func (n *Node) adapter(port, what string) {
 // requests at full rate).
 const partnerLimitLease = 0.1
 
+// partnerLeaseTTL is how long a node may hand out a lease's tokens: the
+// limit's period. The bound on what a key gets in a window does not depend
+// on it (every token is taken from the shared bucket first); a TTL shorter
+// than the time between an app's calls would make each of its calls renew
+// the lease, a round trip per call for the many apps that call every few
+// seconds.
+const partnerLeaseTTL = time.Minute
+
 // openRateLimits picks the scheme M limiter (nil: no limit) and the report
 // pull's: buckets in Postgres shared by every node when Postgres is
 // configured, in process otherwise.
@@ -155,10 +163,10 @@ func (n *Node) openRateLimits(ctx context.Context, cfg Config) (auth.Limiter, qu
 		// Leases of one token: every decision is exact, one take per
 		// request, and a snapshot carries it in its own statement.
 		n.adapter("rate limits", "Postgres (shared by every node)")
-		return ratelimit.NewLeased(shared, cfg.PartnerRateLimit, time.Minute, 1, time.Second), pull, nil
+		return ratelimit.NewLeased(shared, cfg.PartnerRateLimit, time.Minute, 1, partnerLeaseTTL), pull, nil
 	}
 	n.adapter("rate limits", "Postgres (shared by every node), scheme M in leases of "+strconv.Itoa(batch)+" tokens")
-	return ratelimit.NewLeased(shared, cfg.PartnerRateLimit, time.Minute, batch, time.Second), pull, nil
+	return ratelimit.NewLeased(shared, cfg.PartnerRateLimit, time.Minute, batch, partnerLeaseTTL), pull, nil
 }
 
 // checkOperatorToken makes the nodes sharing a Postgres agree on the

@@ -20,7 +20,7 @@ type Taker interface {
 //
 // The shared bucket is never overdrawn: a token is taken from it before any
 // node admits a request with it. What a lease adds is time: a node may
-// admit, within TTL, tokens it took a moment earlier, so in any window a key
+// admit, within TTL, tokens it took earlier, so in any window a key
 // gets at most what the shared bucket allows plus the tokens leased out at
 // the window's start (nodes × Batch). A lease that expires unused gives its
 // tokens back with the node's next take for that key, so idle leases cost
@@ -32,7 +32,9 @@ type Leased struct {
 	Period time.Duration
 	// Batch is how many tokens a lease asks for (at least 1).
 	Batch int
-	// TTL is how long a lease's tokens may be handed out.
+	// TTL is how long a lease's tokens may be handed out. The bound
+	// above holds for any TTL; a short one only makes a key called less
+	// often than once per TTL renew on every call (a round trip each).
 	TTL time.Duration
 	Now func() time.Time
 
@@ -46,7 +48,8 @@ type Leased struct {
 type lease struct {
 	mu      sync.Mutex
 	left    int
-	shared  float64 // the shared bucket's level when the lease was taken
+	shared  float64   // the shared bucket's level when the lease was taken
+	at      time.Time // when it was taken
 	expires time.Time
 }
 
@@ -86,7 +89,13 @@ func (l *Leased) Reserve(key string) (Decision, *Renewal) {
 	now := l.Now()
 	if ls.left > 0 && now.Before(ls.expires) {
 		ls.left--
-		d := Decide(Grant{Granted: 1, Tokens: ls.shared + float64(ls.left)}, 1, l.Limit, l.Period)
+		// The headers' level, as a renewal would report it: the shared
+		// bucket as it was, refilled since (a lease may be good for many
+		// seconds), with this lease's tokens, at most the limit, less
+		// this call's token. Other nodes' takes since are unknown here.
+		refilled := ls.shared + max(now.Sub(ls.at).Seconds(), 0)*Rate(l.Limit, l.Period)
+		level := min(refilled+float64(ls.left)+1, float64(l.Limit)) - 1
+		d := Decide(Grant{Granted: 1, Tokens: level}, 1, l.Limit, l.Period)
 		ls.mu.Unlock()
 		return d, nil
 	}
@@ -126,7 +135,7 @@ func (r *Renewal) Settle(g Grant) Decision {
 	r.done = true
 	ls, l := r.ls, r.l
 	defer ls.mu.Unlock()
-	ls.left, ls.shared, ls.expires = 0, g.Tokens, r.now.Add(l.TTL)
+	ls.left, ls.shared, ls.at, ls.expires = 0, g.Tokens, r.now, r.now.Add(l.TTL)
 	if g.Granted == 0 {
 		return Decide(g, 1, l.Limit, l.Period)
 	}

@@ -26,7 +26,7 @@ func TestLeasedConformance(t *testing.T) {
 		shared := ratelimit.New(limit, period)
 		shared.Now = now
 		node := func() *ratelimit.Leased {
-			l := ratelimit.NewLeased(shared, limit, period, batch, time.Second)
+			l := ratelimit.NewLeased(shared, limit, period, batch, period) // the node's TTL: the period
 			l.Now = now
 			return l
 		}
@@ -144,5 +144,45 @@ func BenchmarkLimiter(b *testing.B) {
 		if _, err := l.Allow(ctx, "app"); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// takeCounter counts the takes a leasing node makes on its shared bucket.
+type takeCounter struct {
+	ratelimit.Taker
+	takes int
+}
+
+func (c *takeCounter) Take(ctx context.Context, key string, want, back int) (ratelimit.Grant, error) {
+	c.takes++
+	return c.Taker.Take(ctx, key, want, back)
+}
+
+// A key called every few seconds is served from its lease for the lease's
+// whole TTL, so it renews once per Batch calls rather than on every call,
+// and the headers count the shared bucket's refill since the lease was
+// taken.
+func TestLeaseServesASparseKeyForItsTTL(t *testing.T) {
+	clock := ratelimittest.NewClock()
+	shared := ratelimit.New(6000, time.Minute)
+	shared.Now = clock.Now
+	counter := &takeCounter{Taker: shared}
+	l := ratelimit.NewLeased(counter, 6000, time.Minute, 10, time.Minute)
+	l.Now = clock.Now
+	ctx := context.Background()
+	for i := range 10 {
+		// Each call finds the bucket refilled (100 tokens a second) and
+		// leaves one token less than the limit, as a renewal would say.
+		d, err := l.Allow(ctx, "sparse")
+		if err != nil || !d.Allowed || d.Remaining != 5999 {
+			t.Fatalf("call %d, %d s after the first: %+v %v, want allowed with 5999 remaining", i+1, 5*i, d, err)
+		}
+		clock.Add(5 * time.Second)
+	}
+	if counter.takes != 1 {
+		t.Fatalf("%d takes for 10 calls 5 s apart within one lease's TTL, want 1", counter.takes)
+	}
+	if _, err := l.Allow(ctx, "sparse"); err != nil || counter.takes != 2 {
+		t.Fatalf("the spent lease renewed with %d takes in all (%v), want 2", counter.takes, err)
 	}
 }

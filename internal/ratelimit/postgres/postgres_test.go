@@ -58,7 +58,7 @@ func TestLeasedBucketConformance(t *testing.T) {
 	a, b := open(t)
 	ratelimittest.Run(t, func(t *testing.T, limit int, period time.Duration, now func() time.Time) (ratelimittest.Limiter, ratelimittest.Limiter) {
 		x, y := bucketsOn(a, b, limit, period, now)
-		la, lb := ratelimit.NewLeased(x, limit, period, batch, time.Second), ratelimit.NewLeased(y, limit, period, batch, time.Second)
+		la, lb := ratelimit.NewLeased(x, limit, period, batch, period), ratelimit.NewLeased(y, limit, period, batch, period)
 		la.Now, lb.Now = now, now
 		return la, lb
 	}, 2*batch)
