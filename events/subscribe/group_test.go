@@ -9,7 +9,6 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -19,56 +18,38 @@ import (
 	"github.com/healthtech/partner-open-platform/events/subscribe"
 )
 
-// typed is a read model of some event types: it keeps the ids it applied in
-// order and its checkpoint, and fails every batch while down once it has
-// applied failAfter events.
+// typed is a read model of some event types (an inOrder of them) that
+// fails every batch while down once it has applied failAfter events.
 type typed struct {
-	name  string
-	types map[string]bool
-
-	mu        sync.Mutex
-	ids       []string
-	pos       events.Position
+	inOrder
+	types     map[string]bool
 	down      bool
 	failAfter int
 }
 
 func newTyped(name string, types ...string) *typed {
-	t := &typed{name: name, types: map[string]bool{}}
+	t := &typed{inOrder: inOrder{name: name}, types: map[string]bool{}}
 	for _, ty := range types {
 		t.types[ty] = true
 	}
 	return t
 }
 
-func (m *typed) Name() string             { return m.name }
 func (m *typed) Handles(ty string) bool   { return m.types[ty] }
 func (m *typed) setDown(down bool, n int) { m.mu.Lock(); m.down, m.failAfter = down, n; m.mu.Unlock() }
-func (m *typed) Checkpoint(context.Context) (events.Position, error) {
+func (m *typed) Apply(ctx context.Context, batch []events.Envelope, pos events.Position) error {
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.pos, nil
-}
-func (m *typed) Reset(context.Context) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.ids, m.pos = nil, events.Position{}
-	return nil
-}
-func (m *typed) Apply(_ context.Context, batch []events.Envelope, pos events.Position) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.down && len(m.ids) >= m.failAfter {
+	down := m.down && len(m.ids) >= m.failAfter
+	m.mu.Unlock()
+	if down {
 		return errors.New("connection refused")
 	}
 	for _, env := range batch {
 		if !m.types[env.Type] {
 			return fmt.Errorf("%s was handed an event of type %s", m.name, env.Type)
 		}
-		m.ids = append(m.ids, env.ID)
 	}
-	m.pos = pos
-	return nil
+	return m.inOrder.Apply(ctx, batch, pos)
 }
 
 // state is what an operator sees of a read model: what it applied, its
@@ -224,11 +205,15 @@ func TestReadModelsRebuiltTogetherEndAsEachRebuiltAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 	appendTyped(t, store, rnd, logged, during)
-	final := settled()
-	recs, err := store.ReadAll(ctx, events.Position{}, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	wantTheLog(t, ctx, store, set, models, logged+during)
+}
+
+// wantTheLog checks that each of models (run by set) applied the log's
+// events of its types, in order, each once, and stands at the log's head
+// with counted events counted.
+func wantTheLog(t *testing.T, ctx context.Context, store events.Store, set subscribe.RunnerSet, models []*typed, counted uint64) {
+	t.Helper()
+	head, recs := reached(t, ctx, store, set)
 	for i, m := range models {
 		var want []string
 		for _, rec := range recs {
@@ -236,11 +221,12 @@ func TestReadModelsRebuiltTogetherEndAsEachRebuiltAlone(t *testing.T) {
 				want = append(want, rec.ID)
 			}
 		}
-		if !slices.Equal(final[i].ids, want) {
-			t.Errorf("%s applied %d events, the log holds %d of its types", m.name, len(final[i].ids), len(want))
+		s := m.state(set[i])
+		if !slices.Equal(s.ids, want) {
+			t.Errorf("%s applied %d events, the log holds %d of its types", m.name, len(s.ids), len(want))
 		}
-		if final[i].checkpoint != head() || final[i].applied != logged+during {
-			t.Errorf("%s: checkpoint %s, %d events counted; want the head %s, %d", m.name, final[i].checkpoint, final[i].applied, head(), logged+during)
+		if s.checkpoint != head || s.position != head || s.applied != counted {
+			t.Errorf("%s: checkpoint %s, position %s, %d events counted; want the head %s, %d", m.name, s.checkpoint, s.position, s.applied, head, counted)
 		}
 	}
 }
@@ -278,30 +264,5 @@ func TestAReadModelFailingMidRebuildRecoversAloneWithoutStallingTheOthers(t *tes
 	if err := set[1].WaitReady(ctx); err != nil {
 		t.Fatalf("the failing read model did not finish once its store worked: %v", err)
 	}
-	head, err := store.Head(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := set.WaitFor(ctx, head); err != nil {
-		t.Fatal(err)
-	}
-	recs, err := store.ReadAll(ctx, events.Position{}, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, m := range models {
-		var want []string
-		for _, rec := range recs {
-			if m.types[rec.Type] {
-				want = append(want, rec.ID)
-			}
-		}
-		s := m.state(set[i])
-		if !slices.Equal(s.ids, want) {
-			t.Errorf("%s applied %d events, the log holds %d of its types", m.name, len(s.ids), len(want))
-		}
-		if s.checkpoint != head || s.applied != logged || s.position != head {
-			t.Errorf("%s: checkpoint %s, position %s, %d events counted; want the head %s, %d", m.name, s.checkpoint, s.position, s.applied, head, logged)
-		}
-	}
+	wantTheLog(t, ctx, store, set, models, logged)
 }
