@@ -100,17 +100,7 @@ func TestReadModelsApplyTheLogInItsOrder(t *testing.T) {
 	defer cancel()
 	wantAll := func(what string) {
 		t.Helper()
-		head, err := store.Head(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := set.WaitFor(ctx, head); err != nil {
-			t.Fatal(err)
-		}
-		recs, err := store.ReadAll(ctx, events.Position{}, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, recs := reached(t, ctx, store, set)
 		want := make([]string, len(recs))
 		for i, rec := range recs {
 			want[i] = rec.ID
@@ -139,4 +129,22 @@ func TestReadModelsApplyTheLogInItsOrder(t *testing.T) {
 	}
 	appendRuns(t, store, before+during, during)
 	wantAll("rebuild")
+}
+
+// reached waits until every runner of set reached the log's head, and
+// returns the head and the log.
+func reached(t *testing.T, ctx context.Context, store events.Store, set subscribe.RunnerSet) (events.Position, []events.Recorded) {
+	t.Helper()
+	head, err := store.Head(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := set.WaitFor(ctx, head); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := store.ReadAll(ctx, events.Position{}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return head, recs
 }

@@ -127,8 +127,8 @@ type Runner struct {
 	// announceWakes counts the announcer's wake-ups (an idle owner's cost).
 	announceWakes atomic.Uint64
 	// pace is the group of the rebuild this runner is part of, until it
-	// is ready (see paceGroup); nil when it replays alone.
-	pace *paceGroup
+	// is ready or leaves it (see replayGroup); nil when it replays alone.
+	pace *replayGroup
 }
 
 // NewRunner builds a runner; onApplied (optional) feeds metrics. With a
@@ -244,7 +244,7 @@ func (r *Runner) advance(pos events.Position, n int, caughtUp bool) {
 		r.pos = pos
 	}
 	r.stats.Applied += uint64(n)
-	var paced *paceGroup
+	var paced *replayGroup
 	if !r.stats.Ready && !pos.Less(r.stats.Target) {
 		r.stats.Rebuilding = false
 		r.stats.Ready = true
@@ -255,7 +255,7 @@ func (r *Runner) advance(pos events.Position, n int, caughtUp bool) {
 	r.moved(true)
 	r.mu.Unlock()
 	if paced != nil {
-		paced.leave(r) // ready: the others no longer wait for it
+		paced.leave(r) // ready: it reads on alone
 	}
 	r.kickAnnounce()
 }
@@ -331,6 +331,9 @@ func (r *Runner) project(ctx context.Context) error {
 		if errors.Is(err, lease.ErrLost) {
 			return err
 		}
+		if errors.Is(err, errLeftGroup) {
+			continue // it reads on alone, from its checkpoint
+		}
 		var req rebuildRequest
 		if errors.As(err, &req) {
 			rerr := r.reset(ctx)
@@ -383,46 +386,56 @@ func (r *Runner) reset(ctx context.Context) error {
 // behind it, and apply that batch with its checkpoint. It returns on the
 // first failure, a rebuild request or ctx's end; project restarts it.
 func (r *Runner) follow(ctx context.Context) error {
+	// A member of a rebuild's group leaves it whenever this follow ends:
+	// the next one reads alone, from its checkpoint.
+	g := r.pacing()
+	if g != nil {
+		defer r.leaveGroup(g)
+	}
 	cp, head, err := r.resume(ctx)
 	if err != nil {
 		return err
 	}
-	subCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	sub, err := r.subscribe(subCtx, cp, head)
-	if err != nil {
-		return fmt.Errorf("subscribe: %w", err)
-	}
-	defer sub.Close()
-	g := r.pacing()
-	if g != nil {
-		g.join(r, cp.Commit)
-		defer g.leave(r)
-	}
 	if rest, err := r.store.ReadAll(ctx, cp, 1); err == nil && len(rest) == 0 {
 		r.advance(cp, 0, true) // nothing to replay: caught up already
 	}
-	// A subscription that can be polled is read here, between waits that
-	// also watch for rebuilds; a rebuild's pacing and other subscriptions
-	// read through pump's goroutine.
 	var feed <-chan fed
-	var take func() (fed, bool)
-	p, polled := sub.(events.Poller)
-	if polled && g == nil {
+	if g != nil {
+		feed = g.join(r, cp.Commit)
+	}
+	// A subscription that can be polled is read here, between waits that
+	// also watch for rebuilds; other subscriptions read through pump's
+	// goroutine, and a rebuild's group through its reader.
+	var p events.Poller
+	if feed == nil {
+		subCtx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		sub, err := r.subscribe(subCtx, cp, head)
+		if err != nil {
+			return fmt.Errorf("subscribe: %w", err)
+		}
+		defer sub.Close()
+		if polled, ok := sub.(events.Poller); ok {
+			p = polled
+		} else {
+			feed = r.pump(subCtx, sub)
+		}
+	}
+	take := func() (fed, bool) {
+		select {
+		case it, ok := <-feed:
+			if !ok {
+				return fed{err: errLeftGroup}, true
+			}
+			return it, true
+		default:
+			return fed{}, false
+		}
+	}
+	if p != nil {
 		take = func() (fed, bool) {
 			rec, wake, err := p.TryNext(ctx)
-			return fed{rec, err}, wake == nil
-		}
-	} else {
-		p = nil
-		feed = r.pump(subCtx, sub, g, cp.Commit)
-		take = func() (fed, bool) {
-			select {
-			case it := <-feed:
-				return it, true
-			default:
-				return fed{}, false
-			}
+			return fed{rec: rec, err: err}, wake == nil
 		}
 	}
 	fl := &following{atEnd: true, last: cp, saved: time.Now(), head: head, buf: make([]events.Envelope, 0, r.batchSize)}
@@ -465,10 +478,13 @@ type following struct {
 	buf []events.Envelope
 }
 
-// fed is one read of the subscription: an event, or why it ended.
+// fed is one read of the subscription: an event, or why it ended. From
+// a rebuild's group (others > 0) it is others events of types the
+// projector does not handle, rec the last of them.
 type fed struct {
-	rec events.Recorded
-	err error
+	rec    events.Recorded
+	err    error
+	others int
 }
 
 // page is one batch as readPage took it from the feed: the events for
@@ -521,7 +537,7 @@ func (r *Runner) rebuilding() bool {
 
 // pacing is the rebuild group this runner replays with, if it is one's
 // member and not ready yet.
-func (r *Runner) pacing() *paceGroup {
+func (r *Runner) pacing() *replayGroup {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.stats.Ready {
@@ -530,34 +546,34 @@ func (r *Runner) pacing() *paceGroup {
 	return r.pace
 }
 
+// leaveGroup takes the runner out of g, which no longer feeds it.
+func (r *Runner) leaveGroup(g *replayGroup) {
+	r.mu.Lock()
+	if r.pace == g {
+		r.pace = nil
+	}
+	r.mu.Unlock()
+	g.leave(r)
+}
+
 // pump reads the subscription ahead into a buffer of one batch, so that
-// readPage can take what is already available without waiting. Under a
-// rebuild's pacing (g not nil) it reports its position every paceStep
-// events and waits there while it is too far ahead of the slowest member.
-// The channel closes after the subscription's first error or when ctx ends.
-func (r *Runner) pump(ctx context.Context, sub events.Subscription, g *paceGroup, from uint64) <-chan fed {
+// readPage can take what is already available without waiting. The
+// channel closes after the subscription's first error or when ctx ends.
+func (r *Runner) pump(ctx context.Context, sub events.Subscription) <-chan fed {
 	feed := make(chan fed, r.batchSize)
 	go func() {
 		defer close(feed)
-		at, mark := from, from
 		for {
-			if g != nil && at >= mark {
-				if g.read(ctx, r, at) != nil {
-					return // ctx ended
-				}
-				mark = at + paceStep
-			}
 			rec, err := sub.Next(ctx)
-			at = rec.Position.Commit
 			// Every event of the log passes here for every follower: a
 			// send that does not wait is tried first, without the
 			// two-case select's cost (a tenth of the follower's own CPU
 			// in a rebuild); a full feed waits for room or the end.
 			select {
-			case feed <- fed{rec, err}:
+			case feed <- fed{rec: rec, err: err}:
 			default:
 				select {
-				case feed <- fed{rec, err}:
+				case feed <- fed{rec: rec, err: err}:
 				case <-ctx.Done():
 					return
 				}
@@ -611,7 +627,11 @@ func (r *Runner) next(ctx context.Context, feed <-chan fed, p events.Poller) (fi
 		}
 	}
 	select {
-	case first = <-feed:
+	case it, ok := <-feed:
+		if !ok {
+			return fed{}, false, errLeftGroup
+		}
+		first = it
 	case <-wake:
 		return fed{}, false, nil
 	case done := <-r.rebuild:
@@ -644,11 +664,9 @@ func (r *Runner) wanted(ctx context.Context) (fed, bool, error) {
 // the batch size, into buf. A full batch is not caught up: more may be
 // waiting.
 func (r *Runner) readPage(first fed, take func() (fed, bool), buf []events.Envelope) (page, error) {
-	b := page{envs: buf, n: 1, last: first.rec, caughtUp: true}
-	if env, ok, err := r.decode(first.rec); err != nil {
+	b := page{envs: buf, caughtUp: true}
+	if err := r.addToPage(&b, first); err != nil {
 		return b, err
-	} else if ok {
-		b.envs = append(b.envs, env)
 	}
 	for b.n < r.batchSize {
 		it, ok := take()
@@ -659,18 +677,30 @@ func (r *Runner) readPage(first fed, take func() (fed, bool), buf []events.Envel
 			b.pending = it.err
 			return b, nil
 		}
-		b.last = it.rec
-		b.n++
-		env, ok, err := r.decode(it.rec)
-		if err != nil {
+		if err := r.addToPage(&b, it); err != nil {
 			return b, err
-		}
-		if ok {
-			b.envs = append(b.envs, env)
 		}
 	}
 	b.caughtUp = false
 	return b, nil
+}
+
+// addToPage counts it in b and decodes its event when it is the projector's.
+func (r *Runner) addToPage(b *page, it fed) error {
+	b.last = it.rec
+	if it.others > 0 {
+		b.n += it.others
+		return nil
+	}
+	b.n++
+	env, ok, err := r.decode(it.rec)
+	if err != nil {
+		return err
+	}
+	if ok {
+		b.envs = append(b.envs, env)
+	}
+	return nil
 }
 
 // commit applies a batch and its checkpoint in one Apply, then moves the
@@ -792,14 +822,25 @@ type replayingStore interface {
 // followers read that stretch long ago.
 func (r *Runner) subscribe(ctx context.Context, cp, head events.Position) (events.Subscription, error) {
 	if f, ok := r.proj.(interface{ Handles(string) bool }); ok {
-		if rs, ok := r.store.(replayingStore); ok && r.rebuilding() {
-			return rs.SubscribeReplay(ctx, cp, head, f.Handles)
+		var through events.Position
+		if r.rebuilding() {
+			through = head
 		}
-		if fs, ok := r.store.(filteredStore); ok {
-			return fs.SubscribeAllFor(ctx, cp, f.Handles)
-		}
+		return subscribeFor(ctx, r.store, cp, through, f.Handles)
 	}
 	return r.store.SubscribeAll(ctx, cp)
+}
+
+// subscribeFor follows store after cp for a follower of the types wants
+// accepts, opening the stretch up to through (none when zero) as a replay.
+func subscribeFor(ctx context.Context, store events.Store, cp, through events.Position, wants func(string) bool) (events.Subscription, error) {
+	if rs, ok := store.(replayingStore); ok && !through.IsZero() {
+		return rs.SubscribeReplay(ctx, cp, through, wants)
+	}
+	if fs, ok := store.(filteredStore); ok {
+		return fs.SubscribeAllFor(ctx, cp, wants)
+	}
+	return store.SubscribeAll(ctx, cp)
 }
 
 // decode skips events the projector does not handle (a read model projector
@@ -874,8 +915,7 @@ const AllReadModels = "read_models"
 // Rebuild resets the named projection, or every read model for
 // AllReadModels, and starts the replay; found is false for an unknown name.
 // progress lists the rebuilt projections' Stats. Several projections
-// rebuilt at once replay paced together (paceGroup), so the log's shared
-// reads serve them all.
+// rebuilt at once on this node replay through one reader (replayGroup).
 func (s RunnerSet) Rebuild(ctx context.Context, name string) (progress any, found bool, err error) {
 	var chosen []*Runner
 	for _, run := range s {
@@ -887,23 +927,48 @@ func (s RunnerSet) Rebuild(ctx context.Context, name string) (progress any, foun
 	if len(chosen) == 0 {
 		return nil, false, nil
 	}
-	if len(chosen) > 1 {
-		g := newPaceGroup()
+	var g *replayGroup
+	if group := groupable(chosen); len(group) > 1 {
+		g = newReplayGroup(group[0].store, group)
 		defer g.gatherDone()
-		for _, run := range chosen {
+		for _, run := range group {
 			run.mu.Lock()
 			run.pace = g
 			run.mu.Unlock()
 		}
 	}
 	stats := make([]Stats, 0, len(chosen))
-	for _, run := range chosen {
+	for i, run := range chosen {
 		if err := run.Rebuild(ctx); err != nil {
+			if g != nil {
+				// The runners not reset do not join: the group waits
+				// only for the others.
+				for _, rest := range chosen[i:] {
+					rest.leaveGroup(g)
+				}
+			}
 			return nil, true, err
 		}
 		stats = append(stats, run.Stats())
 	}
 	return map[string]any{"projections": stats}, true, nil
+}
+
+// groupable is the runners of chosen that one reader can feed: those that
+// follow the first one's store and reset on this node (a runner whose
+// rebuild goes through shared storage resets on the projection's owner).
+func groupable(chosen []*Runner) []*Runner {
+	var group []*Runner
+	for _, run := range chosen {
+		if run.own != nil && run.own.Shared != nil {
+			continue
+		}
+		if len(group) > 0 && run.store != group[0].store {
+			continue
+		}
+		group = append(group, run)
+	}
+	return group
 }
 
 // WaitFor blocks until every runner of the set has applied pos.

@@ -54,11 +54,11 @@ func (g *gated) Apply(ctx context.Context, batch []events.Envelope, pos events.P
 	return nil
 }
 
-// Read models rebuilt together replay within reach of one another: while
-// one of them is stuck early in the log, the others stop a few thousand
-// events further (they do not run through the whole log alone); once the
-// stuck one stops following, it no longer holds them, and they finish with
-// every event applied.
+// Read models rebuilt together share one reader, which hands each its
+// events: while one of them is stuck early in the log (its Apply does not
+// return, its hand-over is full), the others stop a batch or two further
+// (the reader waits for it); once the stuck one stops following, it no
+// longer holds them, and they finish with every event applied.
 func TestRebuiltReadModelsWaitForTheSlowestAndNotForOneThatStopped(t *testing.T) {
 	store := memory.New()
 	defer store.Close()
@@ -91,9 +91,9 @@ func TestRebuiltReadModelsWaitForTheSlowestAndNotForOneThatStopped(t *testing.T)
 	if _, _, err := set.Rebuild(ctx, subscribe.AllReadModels); err != nil {
 		t.Fatal(err)
 	}
-	// The lead is held within the pacing window of the stuck one (which
-	// applied one batch and read at most a few pages more): give it time
-	// to run through the whole log if nothing held it.
+	// The lead is held within a hand-over of the stuck one (which applied
+	// one batch and holds at most a batch more): give it time to run
+	// through the whole log if nothing held it.
 	deadline := time.Now().Add(500 * time.Millisecond)
 	for time.Now().Before(deadline) {
 		if s := leadRun.Stats(); s.Ready || s.Position.Commit > total/2 {

@@ -14,32 +14,51 @@ import (
 // event store and read models, a rebuild of every read model is killed
 // with SIGKILL while it replays (its rows are written in runs, its pages
 // of the log shared, its keys read a page at a time). The restarted node
-// resumes from the checkpoints the rebuild committed with its rows, and
-// no read model reads ready before it reached its target: every poll of
-// the projections from the start on shows ready ones at or past their
-// target, and once /readyz answers every user reads as before the
-// rebuild.
+// resumes from the checkpoints the rebuild committed with its rows.
 func TestKill9DuringAPostgresRebuildServesNoHalfReadModel(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts the platform binary")
 	}
 	db := pgtest.New(t)
+	kill9DuringARebuild(t, "PLATFORM_EVENTSTORE_URL="+db, "PLATFORM_POSTGRES_URL="+db, "PLATFORM_PORTAL_BASE_URL=http://127.0.0.1")
+}
+
+// TestKill9DuringAnEmbeddedRebuildServesNoHalfReadModel: on the embedded
+// node, a rebuild of every read model (one reader feeding them all) is
+// killed with SIGKILL while it replays; the restarted node replays the
+// log, its snapshot having been shredded by the rebuild.
+func TestKill9DuringAnEmbeddedRebuildServesNoHalfReadModel(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the platform binary")
+	}
+	kill9DuringARebuild(t)
+}
+
+// kill9DuringARebuild: a rebuild of every read model is killed with
+// SIGKILL while it replays. No read model of the restarted node reads
+// ready before it reached its target: every poll of the projections from
+// the start on shows ready ones at or past their target, and once /readyz
+// answers every user reads as before the rebuild; so they do again after
+// the restarted node rebuilt every read model to its end.
+func kill9DuringARebuild(t *testing.T, env ...string) {
 	dir := t.TempDir()
-	env := []string{"PLATFORM_EVENTSTORE_URL=" + db, "PLATFORM_POSTGRES_URL=" + db, "PLATFORM_PORTAL_BASE_URL=http://127.0.0.1"}
 	s := startServer(t, dir, env...)
 	app := s.createApp()
-	var ids []int64
-	for i := range 150 {
+	register := func(s *server, i int) int64 {
 		status, data, err := s.signed(app, "POST", "/open/v1/channel/users",
 			fmt.Sprintf(`{"channel_user_id":"pk-%d","user":{"name":"n%d"}}`, i, i))
 		if err != nil || status != http.StatusCreated {
 			t.Fatalf("register %d: %d %v", i, status, err)
 		}
 		id := int64(data["open_user_id"].(float64))
-		ids = append(ids, id)
 		if status, _, err := s.signed(app, "PATCH", fmt.Sprintf("/open/v1/channel/users/%d", id), fmt.Sprintf(`{"nickname":"x%d"}`, i)); err != nil || status != http.StatusOK {
 			t.Fatalf("patch %d: %d %v", i, status, err)
 		}
+		return id
+	}
+	var ids []int64
+	for i := range 150 {
+		ids = append(ids, register(s, i))
 	}
 	s.settled()
 	read := func(s *server) []map[string]any {
@@ -103,5 +122,17 @@ func TestKill9DuringAPostgresRebuildServesNoHalfReadModel(t *testing.T) {
 	}
 	if after := read(r); !reflect.DeepEqual(after, before) {
 		t.Fatalf("users after the interrupted rebuild differ:\nbefore %v\nafter  %v", before, after)
+	}
+	r.admin("POST", "/admin/v1/projections/read_models/rebuild", http.StatusAccepted, nil)
+	r.settled()
+	if after := read(r); !reflect.DeepEqual(after, before) {
+		t.Fatalf("users after a rebuild of the restarted node differ:\nbefore %v\nafter  %v", before, after)
+	}
+	// The read models follow the log on after the rebuild.
+	id := register(r, len(ids))
+	status, data, err := r.signed(app, "GET", fmt.Sprintf("/open/v1/channel/users/%d", id), "")
+	user, _ := data["user"].(map[string]any)
+	if err != nil || status != http.StatusOK || user["nickname"] != fmt.Sprintf("x%d", len(ids)) {
+		t.Fatalf("a user registered after the rebuild reads %d %v %v", status, data, err)
 	}
 }
