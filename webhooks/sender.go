@@ -96,31 +96,35 @@ func (q *sendQueue) add(c candidate) bool {
 	return true
 }
 
-// remove drops the candidates at the given indexes (ascending), moving
-// only what follows the first of them.
+// remove drops the candidates at the given indexes (ascending). The kept
+// candidates before the last of them move back over the gaps and the
+// queue then starts after them, so a removal costs about the stretch a
+// claim pass walked from the head, not the length of the backlog behind.
 func (q *sendQueue) remove(at []int) {
 	if len(at) == 0 {
 		return
 	}
-	w, next := at[0], 0
-	for r := at[0]; r < len(q.items); r++ {
-		c := q.items[r]
-		if next < len(at) && at[next] == r {
-			next++
-			delete(q.has, c.id)
-			if q.perApp[c.key.app]--; q.perApp[c.key.app] <= 0 {
-				delete(q.perApp, c.key.app)
-			}
-			if q.perKey[c.key]--; q.perKey[c.key] <= 0 {
-				delete(q.perKey, c.key)
-			}
+	for _, i := range at {
+		c := q.items[i]
+		delete(q.has, c.id)
+		if q.perApp[c.key.app]--; q.perApp[c.key.app] <= 0 {
+			delete(q.perApp, c.key.app)
+		}
+		if q.perKey[c.key]--; q.perKey[c.key] <= 0 {
+			delete(q.perKey, c.key)
+		}
+	}
+	w, next := at[len(at)-1], len(at)-1
+	for r := w; r >= 0; r-- {
+		if next >= 0 && at[next] == r {
+			next--
 			continue
 		}
-		q.items[w] = c
-		w++
+		q.items[w] = q.items[r]
+		w--
 	}
-	clear(q.items[w:])
-	q.items = q.items[:w]
+	clear(q.items[:w+1])
+	q.items = q.items[w+1:]
 }
 
 // handover is the mailbox through which creation hands deliveries to send

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"bufio"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"strconv"
@@ -20,6 +23,7 @@ type DrainResult struct {
 	Latency   *Latencies    // resume → each of them received
 	ResendFor time.Duration // how long the bulk resend call took (the backlog's appends)
 	CPU       time.Duration // the platform's CPU (user+system) from resume to the last receipt; 0 when unknown
+	Mallocs   float64       // the platform's heap allocations over the same span (its /metrics); -1 when unknown
 	Bad       int64         // deliveries with a bad signature
 }
 
@@ -85,6 +89,7 @@ func (b *Bench) WebhookDrain(ctx context.Context) (DrainResult, error) {
 	}
 	res := DrainResult{Queued: len(ids), ResendFor: time.Since(t), Latency: &Latencies{}}
 	base := rcv.total()
+	m0, mErr := b.P.mallocs(ctx)
 	cpu0, cpuErr := b.platformCPU()
 	resumed := time.Now()
 	if err := b.P.admin(ctx, http.MethodPost, appPath+"/resume", nil, http.StatusOK, nil); err != nil {
@@ -97,6 +102,10 @@ func (b *Bench) WebhookDrain(ctx context.Context) (DrainResult, error) {
 	cpu1, cpuErr1 := b.platformCPU()
 	if cpuErr == nil && cpuErr1 == nil {
 		res.CPU = cpu1 - cpu0
+	}
+	res.Mallocs = -1
+	if m1, err := b.P.mallocs(ctx); mErr == nil && err == nil {
+		res.Mallocs = m1 - m0
 	}
 	rcv.mu.Lock()
 	got := rcv.all[min(base, len(rcv.all)):]
@@ -112,6 +121,39 @@ func (b *Bench) WebhookDrain(ctx context.Context) (DrainResult, error) {
 		res.Took = got[len(got)-1].Sub(resumed)
 	}
 	return res, nil
+}
+
+// mallocs is the platform's count of heap allocations so far
+// (go_memstats_mallocs_total on /metrics): unlike its CPU, a count the
+// machine's load does not move, so drains on a busy machine compare.
+func (p *Platform) mallocs(ctx context.Context) (float64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.Base+"/metrics", nil)
+	if err != nil {
+		return 0, err
+	}
+	res, err := p.HTTP.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("metrics: %w", err)
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("metrics: status %d", res.StatusCode)
+	}
+	return parseMallocs(res.Body)
+}
+
+// parseMallocs reads go_memstats_mallocs_total from Prometheus text.
+func parseMallocs(r io.Reader) (float64, error) {
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "go_memstats_mallocs_total "); ok {
+			return strconv.ParseFloat(strings.TrimSpace(v), 64)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return 0, fmt.Errorf("metrics: %w", err)
+	}
+	return 0, errors.New("metrics: no go_memstats_mallocs_total")
 }
 
 // clockTick is the unit of /proc/PID/stat's CPU times (USER_HZ, 100 on Linux).
@@ -169,6 +211,9 @@ func drainRow(res DrainResult, store string, o Options, raw Measured) Row {
 	cpu := "platform CPU not measured (no -platform-pid)"
 	if res.CPU > 0 && res.Received > 0 {
 		cpu = fmt.Sprintf("platform CPU %.0f µs/delivery", float64(res.CPU.Microseconds())/float64(res.Received))
+	}
+	if res.Mallocs >= 0 && res.Received > 0 {
+		cpu += fmt.Sprintf(", %.0f allocations/delivery", res.Mallocs/float64(res.Received))
 	}
 	r.Note = fmt.Sprintf("backlog of %d resent deliveries (resends took %s) sent after the app's resume, receiver in the load process; %s; errors = %d not received after %s + %d bad signatures",
 		res.Queued, res.ResendFor.Round(time.Millisecond), cpu, res.Queued-res.Received, o.Drain, res.Bad)

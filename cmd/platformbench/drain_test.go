@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"strings"
 	"testing"
 	"time"
 )
@@ -39,5 +40,18 @@ func TestPlatformCPUOfOwnProcess(t *testing.T) {
 	}
 	if _, err := (&Bench{}).platformCPU(); err == nil {
 		t.Fatal("no pid: no error")
+	}
+}
+
+// The allocation count is go_memstats_mallocs_total's value, not a
+// neighbour's whose name it prefixes; a page without it is an error.
+func TestParseMallocs(t *testing.T) {
+	page := "# HELP go_memstats_mallocs_total Total number of heap objects allocated.\n# TYPE go_memstats_mallocs_total counter\ngo_memstats_mallocs_total_x 1\ngo_memstats_mallocs_total 1.234567e+06\ngo_memstats_frees_total 9\n"
+	got, err := parseMallocs(strings.NewReader(page))
+	if err != nil || got != 1234567 {
+		t.Fatalf("mallocs = %v (%v), want 1234567", got, err)
+	}
+	if _, err := parseMallocs(strings.NewReader("go_memstats_frees_total 9\n")); err == nil {
+		t.Fatal("a page without the counter: no error")
 	}
 }
