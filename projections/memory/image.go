@@ -39,11 +39,11 @@ func collect[K cmp.Ordered, V any](m map[K]V) unsorted[K, V] {
 }
 
 // collectRows copies a table's rows as projections' rows, unordered.
-func collectRows[R, V any](t *idTable[R], view func(*R) V) unsorted[int64, V] {
+func collectRows[R, V any](t *idTable[R], view func(R, *ptrArena) V) unsorted[int64, V] {
 	u := unsorted[int64, V]{keys: make([]keyAt[int64], 0, t.len()), vals: make([]V, 0, t.len())}
 	for id, i := range t.places {
 		u.keys = append(u.keys, keyAt[int64]{k: id, i: int32(len(u.vals))})
-		u.vals = append(u.vals, view(t.rows.at(i)))
+		u.vals = append(u.vals, view(*t.rows.at(i), nil))
 	}
 	return u
 }
@@ -98,9 +98,9 @@ func (s *Store) Image(ctx context.Context, f projections.ReadModel) (snapfile.Im
 	s.cpMu.Unlock()
 	switch f {
 	case projections.ReadModelUsers:
-		users := collectRows(&s.users, (*userRow).user)
-		groups := collectRows(&s.groups, (*groupRow).group)
-		members := collectRows(&s.members, (*memberRow).member)
+		users := collectRows(&s.users, userRow.user)
+		groups := collectRows(&s.groups, groupRow.view)
+		members := collectRows(&s.members, memberRow.member)
 		sort = append(sort, func() { im.Users, im.Groups, im.Members = users.sorted(), groups.sorted(), members.sorted() })
 	case projections.ReadModelDeliveries:
 		// In feed order (cursor, then id: a total order, so equal read

@@ -98,11 +98,11 @@ func (s *Store) pagedTables(f projections.ReadModel) (*sync.RWMutex, *paging, ma
 	switch f {
 	case projections.ReadModelUsers:
 		return &s.usersMu, &s.usersPaging, map[snapfile.Table]imageTable{
-			snapfile.TableUsers: rowsByID(&s.usersCOW, &s.users, (*userRow).user,
+			snapfile.TableUsers: rowsByID(&s.usersCOW, &s.users, userRow.user,
 				func(im *snapfile.Image, rows []projections.User) { im.Users = rows }),
-			snapfile.TableGroups: rowsByID(&s.groupsCOW, &s.groups, (*groupRow).group,
+			snapfile.TableGroups: rowsByID(&s.groupsCOW, &s.groups, groupRow.view,
 				func(im *snapfile.Image, rows []projections.Group) { im.Groups = rows }),
-			snapfile.TableMembers: rowsByID(&s.membersCOW, &s.members, (*memberRow).member,
+			snapfile.TableMembers: rowsByID(&s.membersCOW, &s.members, memberRow.member,
 				func(im *snapfile.Image, rows []projections.Member) { im.Members = rows }),
 		}
 	case projections.ReadModelDeliveries:
@@ -181,16 +181,22 @@ func inMap[K comparable, V, E, O any](live *map[K]V, t *pagedTable[K, V, E, O]) 
 }
 
 // rowsByID is a table (idTable) of rows R, written as projections' rows V
-// in key order.
-func rowsByID[R, V any](c *cow[int64, R], t *idTable[R], view func(*R) V, set func(*snapfile.Image, []V)) *pagedTable[int64, R, int64, V] {
+// in key order, their optional fields in an arena that every page reuses.
+func rowsByID[R, V any](c *cow[int64, R], t *idTable[R], view func(R, *ptrArena) V, set func(*snapfile.Image, []V)) *pagedTable[int64, R, int64, V] {
+	var a ptrArena
 	return &pagedTable[int64, R, int64, V]{
 		cow: c, get: func(k int64) (R, bool) { return t.row(k) }, size: func() int { return t.len() },
 		each:    func(yield func(int64, R) bool) { t.each(yield) },
 		entry:   func(k int64, _ R) int64 { return k },
 		key:     func(k int64) int64 { return k },
 		compare: cmp.Compare[int64],
-		put:     func(page []V, _ int64, r R, _, _ int) []V { return append(page, view(&r)) },
-		set:     set,
+		put: func(page []V, _ int64, r R, _, _ int) []V {
+			if len(page) == 0 { // a page begins: the last one's rows are written
+				a.reset()
+			}
+			return append(page, view(r, &a))
+		},
+		set: set,
 	}
 }
 

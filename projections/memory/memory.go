@@ -269,7 +269,7 @@ func (s *Store) User(ctx context.Context, appID, openUserID int64) (projections.
 	if u == nil || u.appID != appID {
 		return projections.User{}, projections.ErrNotFound
 	}
-	return u.user(), nil
+	return u.user(nil), nil
 }
 
 // UserByChannelID finds a user by the partner's own id within appID.
@@ -283,7 +283,7 @@ func (s *Store) UserByChannelID(ctx context.Context, appID int64, channelUserID 
 	if !ok {
 		return projections.User{}, projections.ErrNotFound
 	}
-	return s.users.get(id).user(), nil
+	return s.users.get(id).user(nil), nil
 }
 
 // Groups returns the user's non-dissolved groups with their live member counts.
@@ -321,7 +321,7 @@ func (s *Store) Members(ctx context.Context, appID, openUserID int64, updatedAft
 		if m.appID != appID || m.deleted() || (filter && !fromMicros(m.updated).After(updatedAfter)) {
 			continue
 		}
-		out = append(out, m.member())
+		out = append(out, m.member(nil))
 	}
 	return out, nil
 }
@@ -338,7 +338,7 @@ func (s *Store) Member(ctx context.Context, appID, memberID int64) (projections.
 	if m == nil || m.appID != appID {
 		return projections.Member{}, projections.ErrNotFound
 	}
-	return m.member(), nil
+	return m.member(nil), nil
 }
 
 // Close is a no-op: the store holds no resources beyond memory.
@@ -386,7 +386,7 @@ func (t *tx) User(ctx context.Context, openUserID int64) (projections.User, erro
 	if u == nil {
 		return projections.User{}, projections.ErrNotFound
 	}
-	return u.user(), nil
+	return u.user(nil), nil
 }
 
 // Group reads a group, dissolved or not, as this transaction sees it.

@@ -100,7 +100,7 @@ func (s *Store) UserByPhone(ctx context.Context, appID int64, phone string) (pro
 	if len(ids) == 0 {
 		return projections.User{}, projections.ErrNotFound
 	}
-	return s.users.get(ids[0]).user(), nil
+	return s.users.get(ids[0]).user(nil), nil
 }
 
 // ---- writes ----

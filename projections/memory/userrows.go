@@ -124,12 +124,62 @@ func (r *textReader) next() string {
 }
 
 // opt is the next text, nil when has lacks bit.
-func (r *textReader) opt(has uint16, bit int) *string {
+func (r *textReader) opt(has uint16, bit int, a *ptrArena) *string {
 	v := r.next()
 	if has&(1<<bit) == 0 {
 		return nil
 	}
-	return &v
+	return a.str(v)
+}
+
+// ptrArena holds the values a paged image's rows point to (their optional
+// fields), reused by every page as the page's rows are: a snapshot write
+// would otherwise allocate a pointer for each optional field of every
+// row. A nil arena allocates each, for rows handed out by reads.
+type ptrArena struct {
+	strs  []string
+	ints  []int64
+	times []time.Time
+}
+
+// reset starts a page: the previous page's rows are no longer read.
+func (a *ptrArena) reset() { a.strs, a.ints, a.times = a.strs[:0], a.ints[:0], a.times[:0] }
+
+func (a *ptrArena) str(v string) *string {
+	if a == nil {
+		p := new(string)
+		*p = v
+		return p
+	}
+	return arenaPtr(&a.strs, v)
+}
+
+func (a *ptrArena) int(v int64) *int64 {
+	if a == nil {
+		p := new(int64)
+		*p = v
+		return p
+	}
+	return arenaPtr(&a.ints, v)
+}
+
+func (a *ptrArena) time(v time.Time) *time.Time {
+	if a == nil {
+		p := new(time.Time)
+		*p = v
+		return p
+	}
+	return arenaPtr(&a.times, v)
+}
+
+// arenaPtr puts v in s and points to it; a full s is replaced by a larger
+// one, not grown, so the pointers handed out before stay where they are.
+func arenaPtr[T any](s *[]T, v T) *T {
+	if len(*s) == cap(*s) {
+		*s = make([]T, 0, max(2*cap(*s), 256))
+	}
+	*s = append(*s, v)
+	return &(*s)[len(*s)-1]
 }
 
 func micros(t time.Time) int64 { return t.UnixMicro() }
@@ -151,13 +201,16 @@ func packUser(u projections.User) userRow {
 		text: t.String(), has: uint8(t.has)}
 }
 
-func (r *userRow) user() projections.User {
+// user is the row as projections' type, its optional fields in a (nil:
+// allocated).
+func (r userRow) user(a *ptrArena) projections.User {
 	t := textReader(r.text)
 	u := projections.User{AppID: r.appID, OpenUserID: r.id,
 		RegisteredAt: fromMicros(r.registered), UpdatedAt: fromMicros(r.updated)}
 	u.ChannelUserID, u.Name, u.Gender, u.Status = t.next(), t.next(), t.next(), t.next()
 	has := uint16(r.has)
-	u.Nickname, u.Avatar, u.Phone, u.Email, u.BirthDate = t.opt(has, 0), t.opt(has, 1), t.opt(has, 2), t.opt(has, 3), t.opt(has, 4)
+	u.Nickname, u.Avatar, u.Phone = t.opt(has, 0, a), t.opt(has, 1, a), t.opt(has, 2, a)
+	u.Email, u.BirthDate = t.opt(has, 3, a), t.opt(has, 4, a)
 	return u
 }
 
@@ -180,6 +233,10 @@ func packGroup(g projections.Group) groupRow {
 	return groupRow{appID: g.AppID, userID: g.OpenUserID, id: g.FamilyGroupID, appGroupID: g.AppGroupID,
 		created: micros(g.CreatedAt), updated: micros(g.UpdatedAt), name: g.Name, dissolved: g.Dissolved}
 }
+
+// view is group for a paged image (rowsByID), which has no pointer to
+// keep.
+func (r groupRow) view(*ptrArena) projections.Group { return r.group() }
 
 // group is the group without its MemberCount, which reads fill in.
 func (r *groupRow) group() projections.Group {
@@ -218,25 +275,24 @@ func packMember(m projections.Member) memberRow {
 	return r
 }
 
-func (r *memberRow) member() projections.Member {
+// member is the row as projections' type, its optional fields in a (nil:
+// allocated).
+func (r memberRow) member(a *ptrArena) projections.Member {
 	t := textReader(r.text)
 	m := projections.Member{AppID: r.appID, OpenUserID: r.userID, MemberID: r.id, AppGroupID: r.appGroupID,
 		FamilyGroupID: r.groupID, UpdatedAt: fromMicros(r.updated),
 		IsDefault: r.has&memberDefault != 0, Deleted: r.deleted()}
 	m.AppUserID, m.Name, m.Relationship = t.next(), t.next(), t.next()
-	m.Gender, m.BirthDate, m.Phone = t.opt(r.has, 0), t.opt(r.has, 1), t.opt(r.has, 2)
-	m.IDType, m.IDNumber, m.BloodType = t.opt(r.has, 3), t.opt(r.has, 4), t.opt(r.has, 5)
+	m.Gender, m.BirthDate, m.Phone = t.opt(r.has, 0, a), t.opt(r.has, 1, a), t.opt(r.has, 2, a)
+	m.IDType, m.IDNumber, m.BloodType = t.opt(r.has, 3, a), t.opt(r.has, 4, a), t.opt(r.has, 5, a)
 	if r.has&memberHeight != 0 {
-		h := r.height
-		m.Height = &h
+		m.Height = a.int(r.height)
 	}
 	if r.has&memberWeight != 0 {
-		w := r.weight
-		m.Weight = &w
+		m.Weight = a.int(r.weight)
 	}
 	if r.has&memberDeletedAt != 0 {
-		d := fromMicros(r.deletedAt)
-		m.DeletedAt = &d
+		m.DeletedAt = a.time(fromMicros(r.deletedAt))
 	}
 	return m
 }
