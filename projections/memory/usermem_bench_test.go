@@ -3,7 +3,6 @@ package memory
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"strconv"
 	"testing"
 	"time"
@@ -61,21 +60,7 @@ func benchUsers(tb testing.TB, s *Store, n int) {
 //	go test -run '^$' -bench UsersLiveHeap ./projections/memory
 func BenchmarkUsersLiveHeap(b *testing.B) {
 	const n = 20_000
-	for b.Loop() {
-		b.StopTimer()
-		var before, after runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&before)
-		s := New()
-		b.StartTimer()
-		benchUsers(b, s, n)
-		b.StopTimer()
-		runtime.GC()
-		runtime.ReadMemStats(&after)
-		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/n, "B/user")
-		runtime.KeepAlive(s)
-		b.StartTimer()
-	}
+	liveHeapPer(b, n, "B/user", func(s *Store) { benchUsers(b, s, n) })
 }
 
 // BenchmarkUserReads reads one user by id, by channel id, its groups and

@@ -10,7 +10,6 @@ import (
 
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/projections"
-	"github.com/healthtech/partner-open-platform/projections/memory/snapfile"
 )
 
 func TestUserRowsAre56_72And96Bytes(t *testing.T) {
@@ -165,23 +164,8 @@ func TestUserRowsReadAsWritten(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer end()
-	// Through the snapshot's own encoding, as a start restores it.
-	aead := testAEAD(t)
-	for how, im := range map[string]snapfile.Image{"restored": im, "restored from a paged image": paged} {
-		path := t.TempDir() + "/snap"
-		if _, err := snapfile.Write(path, snapfile.Header{ReadModels: []snapfile.ReadModel{{ReadModel: projections.ReadModelUsers, Rows: im.Rows()}}}, aead, []snapfile.Image{im}, nil, nil); err != nil {
-			t.Fatal(err)
-		}
-		_, images, _, err := snapfile.Read(path, aead)
-		if err != nil {
-			t.Fatal(err)
-		}
-		restored := New()
-		if err := restored.Restore(ctx, images[0]); err != nil {
-			t.Fatal(err)
-		}
-		check(restored, how)
-	}
+	check(throughSnapshot(t, im), "restored")
+	check(throughSnapshot(t, paged), "restored from a paged image")
 }
 
 // Erased users leave their places to the next rows, and a failed batch
