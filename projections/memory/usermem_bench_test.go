@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -96,5 +97,31 @@ func BenchmarkUserReads(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkRestoreUsers restores an image of 20,000 users like a seeded
+// log's into an empty read model, as a start does after decoding the
+// snapshot.
+//
+//	go test -run '^$' -bench RestoreUsers -benchmem ./projections/memory
+func BenchmarkRestoreUsers(b *testing.B) {
+	ctx := context.Background()
+	src := New()
+	benchUsers(b, src, 20_000)
+	im, err := src.Image(ctx, projections.ReadModelUsers)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		b.StopTimer()
+		copyIm := im
+		copyIm.Users, copyIm.Groups, copyIm.Members = slices.Clone(im.Users), slices.Clone(im.Groups), slices.Clone(im.Members)
+		s := New()
+		b.StartTimer()
+		if err := s.Restore(ctx, copyIm); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
