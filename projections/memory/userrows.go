@@ -11,13 +11,13 @@ import (
 // as microseconds (UTC, as normTime leaves them), and every text of a row
 // in one string, each text its length (a uvarint) and its bytes in the
 // row's order, an optional text that is absent (nil) written empty and
-// told apart by a bit of the row's has. A row of projections' types kept
+// told apart by a bit of the row's has. A row of projections' types keeps
 // each text in an allocation of its own and each optional one behind a
 // pointer to a string header of its own; here a row is one allocation
 // besides its fixed part, which holds no other pointer for the collector
 // to follow. A read makes the row of projections' type again: its texts
 // share the row's string, and each optional one is a pointer of its own,
-// as the copies every read handed out were.
+// as a copy of a row handed out by a read must be.
 
 // userRow is a user; text holds ChannelUserID, Name, Gender, Status and,
 // when has says so, Nickname, Avatar, Phone, Email and BirthDate.
@@ -142,7 +142,7 @@ type ptrArena struct {
 	times []time.Time
 }
 
-// reset starts a page: the previous page's rows are no longer read.
+// reset starts a page: the last page's rows were written out already.
 func (a *ptrArena) reset() { a.strs, a.ints, a.times = a.strs[:0], a.ints[:0], a.times[:0] }
 
 func (a *ptrArena) str(v string) *string {
