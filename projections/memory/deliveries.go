@@ -358,7 +358,7 @@ func (s *Store) setDelivery(cur projections.Delivery, had bool, next projections
 	if keep {
 		id = next.DeliveryID
 	}
-	s.keepDelivery(id)
+	s.deliveriesCOW.keep(id, s.deliveries.row)
 	at, _ := s.deliveries.place(id)
 	moved := !same || cur.AppID != next.AppID || cur.Cursor != next.Cursor
 	// Out of the feeds while the row still holds cur: the feeds are
@@ -421,22 +421,6 @@ func (s *Store) setDelivery(cur projections.Delivery, had bool, next projections
 		}
 	}
 	s.due.set(appID, id, k, keep && in)
-}
-
-// keepDelivery keeps delivery id's row as it is for the paged image being
-// read, if any (cow.keep, for the table's rows).
-func (s *Store) keepDelivery(id string) {
-	c := s.deliveriesCOW
-	if c == nil {
-		return
-	}
-	if _, kept := c[id]; !kept {
-		var p prior[deliveryRow]
-		if r, ok := s.deliveries.get(id); ok {
-			p = prior[deliveryRow]{v: *r, had: true}
-		}
-		c[id] = p
-	}
 }
 
 func (s *Store) countStatus(status string, d int) {
@@ -703,7 +687,7 @@ func (t *tx) AddAttempt(ctx context.Context, a projections.Attempt) error {
 	old, had := s.attempts[a.DeliveryID]
 	// A new slice, so the undo (and a paged image) can put the old one
 	// back as it was.
-	s.attemptsCOW.keep(s.attempts, a.DeliveryID)
+	s.attemptsCOW.keepIn(s.attempts, a.DeliveryID)
 	next := slices.Clone(old)
 	i, found := slices.BinarySearchFunc(next, a.Attempt, func(x projections.Attempt, n int) int {
 		return cmp.Compare(x.Attempt, n)
@@ -734,7 +718,7 @@ func (t *tx) ClearExcerpts(ctx context.Context, id string) error {
 	if !had {
 		return nil
 	}
-	s.attemptsCOW.keep(s.attempts, id)
+	s.attemptsCOW.keepIn(s.attempts, id)
 	next := slices.Clone(old)
 	for i := range next {
 		next[i].ResponseExcerpt = ""

@@ -24,13 +24,7 @@ func BenchmarkDeliveriesLiveHeap(b *testing.B) {
 	const n = 100_000
 	ctx := context.Background()
 	at := time.Date(2026, 11, 30, 1, 2, 3, 0, time.UTC)
-	for b.Loop() {
-		b.StopTimer()
-		var before, after runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&before)
-		s := New()
-		b.StartTimer()
+	liveHeapPer(b, n, "B/delivery", func(s *Store) {
 		for i := 0; i < n; i += 1000 {
 			if err := s.UpdateDeliveries(ctx, "deliveries", events.Position{Commit: uint64(i + 1), Prepare: uint64(i + 1)}, func(tx projections.DeliveryTx) error {
 				for j := i; j < i+1000; j++ {
@@ -43,10 +37,24 @@ func BenchmarkDeliveriesLiveHeap(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
+	})
+}
+
+// liveHeapPer reports the live heap a store holds once fill ran, per one
+// of its n rows (metric unit).
+func liveHeapPer(b *testing.B, n int, unit string, fill func(*Store)) {
+	for b.Loop() {
+		b.StopTimer()
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		s := New()
+		b.StartTimer()
+		fill(s)
 		b.StopTimer()
 		runtime.GC()
 		runtime.ReadMemStats(&after)
-		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/n, "B/delivery")
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(n), unit)
 		runtime.KeepAlive(s)
 		b.StartTimer()
 	}

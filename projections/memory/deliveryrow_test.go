@@ -141,10 +141,16 @@ func TestDeliveryRowsReadAsWritten(t *testing.T) {
 			t.Errorf("image row %d\n got %+v\nwant %+v", i, im.Deliveries[i], want)
 		}
 	}
-	// Through the snapshot's own encoding, as a start restores it.
+	check(throughSnapshot(t, im), "restored")
+}
+
+// throughSnapshot is a store restored from im through the snapshot's own
+// encoding, as a start restores it.
+func throughSnapshot(t *testing.T, im snapfile.Image) *Store {
+	t.Helper()
 	path := t.TempDir() + "/snap"
 	aead := testAEAD(t)
-	if _, err := snapfile.Write(path, snapfile.Header{ReadModels: []snapfile.ReadModel{{ReadModel: projections.ReadModelDeliveries, Rows: im.Rows()}}}, aead, []snapfile.Image{im}, nil, nil); err != nil {
+	if _, err := snapfile.Write(path, snapfile.Header{ReadModels: []snapfile.ReadModel{{ReadModel: im.ReadModel, Rows: im.Rows()}}}, aead, []snapfile.Image{im}, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	_, images, _, err := snapfile.Read(path, aead)
@@ -152,10 +158,10 @@ func TestDeliveryRowsReadAsWritten(t *testing.T) {
 		t.Fatal(err)
 	}
 	restored := New()
-	if err := restored.Restore(ctx, images[0]); err != nil {
+	if err := restored.Restore(context.Background(), images[0]); err != nil {
 		t.Fatal(err)
 	}
-	check(restored, "restored")
+	return restored
 }
 
 // rendered is a delivery of app 4 whose body starts as the dispatcher

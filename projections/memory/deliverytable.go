@@ -1,9 +1,5 @@
 package memory
 
-// rowChunk is how many rows one chunk of a deliveryTable holds (120 KB of
-// rows).
-const rowChunk = 1024
-
 // deliveryTable is the deliveries' rows in the order they were created
 // (log order), each at a fixed place (a uint32) that the feeds and the
 // subjects index hold instead of the delivery's id, and an index of them
@@ -17,23 +13,18 @@ const rowChunk = 1024
 // the collector to follow. Any other id keeps its text, in its row's more
 // and in an index of its own.
 //
-// The rows sit in chunks of rowChunk rather than one slice, so that a
-// growing table never copies its rows under the write lock (a slice of a
-// million rows copied 120 MB when it grew) nor keeps a quarter of its
-// length unused. A row is only ever removed by the undo of the batch that
-// made it, which comes after every later row's undo: the last row, whose
-// place the next row takes again. Any other row removed leaves a zero row
-// that nothing refers to.
+// A row is only ever removed by the undo of the batch that made it, which
+// comes after every later row's undo: the last row, whose place the next
+// row takes again (table.remove).
 type deliveryTable struct {
-	chunks []*[rowChunk]deliveryRow
-	n      uint32            // places in use, the zero rows included
+	table[deliveryRow]
 	byUUID map[uuid16]uint32 // DeliveryID -> place, for a uuid's
 	byText map[string]uint32 // DeliveryID -> place, for any other
 }
 
 func newDeliveryTable(n int) deliveryTable {
 	return deliveryTable{
-		chunks: make([]*[rowChunk]deliveryRow, 0, (n+rowChunk-1)/rowChunk),
+		table:  newTable[deliveryRow](n),
 		byUUID: make(map[uuid16]uint32, n),
 		byText: map[string]uint32{},
 	}
@@ -41,9 +32,6 @@ func newDeliveryTable(n int) deliveryTable {
 
 // len is how many deliveries the table holds.
 func (t *deliveryTable) len() int { return len(t.byUUID) + len(t.byText) }
-
-// at is the row at place i, which the caller got from the table.
-func (t *deliveryTable) at(i uint32) *deliveryRow { return &t.chunks[i/rowChunk][i%rowChunk] }
 
 // place is where delivery id's row is.
 func (t *deliveryTable) place(id string) (uint32, bool) {
@@ -67,17 +55,12 @@ func (t *deliveryTable) get(id string) (*deliveryRow, bool) {
 // add puts r, a delivery the table does not hold, after the last row, and
 // returns its place.
 func (t *deliveryTable) add(r deliveryRow) uint32 {
-	i := t.n
-	if int(i/rowChunk) == len(t.chunks) {
-		t.chunks = append(t.chunks, new([rowChunk]deliveryRow))
-	}
-	*t.at(i) = r
+	i := t.table.add(r)
 	if r.flags&idUUID != 0 {
 		t.byUUID[r.id] = i
 	} else {
 		t.byText[r.more.id] = i
 	}
-	t.n++
 	return i
 }
 
@@ -89,8 +72,13 @@ func (t *deliveryTable) remove(i uint32) {
 	} else {
 		delete(t.byText, r.more.id)
 	}
-	*t.at(i) = deliveryRow{}
-	if i == t.n-1 {
-		t.n--
+	t.table.remove(i)
+}
+
+// row is a copy of delivery id's row (cow.keep's lookup).
+func (t *deliveryTable) row(id string) (deliveryRow, bool) {
+	if r, ok := t.get(id); ok {
+		return *r, true
 	}
+	return deliveryRow{}, false
 }

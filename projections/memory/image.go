@@ -38,6 +38,16 @@ func collect[K cmp.Ordered, V any](m map[K]V) unsorted[K, V] {
 	return u
 }
 
+// collectRows copies a table's rows as projections' rows, unordered.
+func collectRows[R, V any](t *idTable[R], view func(R, *ptrArena) V) unsorted[int64, V] {
+	u := unsorted[int64, V]{keys: make([]keyAt[int64], 0, t.len()), vals: make([]V, 0, t.len())}
+	for id, i := range t.places {
+		u.keys = append(u.keys, keyAt[int64]{k: id, i: int32(len(u.vals))})
+		u.vals = append(u.vals, view(*t.rows.at(i), nil))
+	}
+	return u
+}
+
 // sorted lists the values ordered by key. It orders the copy in place,
 // moving each row once along the cycles of the sort's permutation: a
 // second copy of every row into a new slice was half of what a snapshot
@@ -88,9 +98,9 @@ func (s *Store) Image(ctx context.Context, f projections.ReadModel) (snapfile.Im
 	s.cpMu.Unlock()
 	switch f {
 	case projections.ReadModelUsers:
-		// Rows share their pointees with the store: writes replace rows and
-		// never change a pointee, and the image is only read.
-		users, groups, members := collect(s.users), collect(s.groups), collect(s.members)
+		users := collectRows(&s.users, userRow.user)
+		groups := collectRows(&s.groups, groupRow.view)
+		members := collectRows(&s.members, memberRow.member)
 		sort = append(sort, func() { im.Users, im.Groups, im.Members = users.sorted(), groups.sorted(), members.sorted() })
 	case projections.ReadModelDeliveries:
 		// In feed order (cursor, then id: a total order, so equal read
@@ -282,7 +292,7 @@ func imageCounts(im snapfile.Image) rowCounts {
 func (s *Store) counts(f projections.ReadModel) rowCounts {
 	switch f {
 	case projections.ReadModelUsers:
-		return rowCounts{users: len(s.users), groups: len(s.groups), members: len(s.members)}
+		return rowCounts{users: s.users.len(), groups: s.groups.len(), members: s.members.len()}
 	case projections.ReadModelDeliveries:
 		return rowCounts{deliveries: s.deliveries.len(), attempts: len(s.attempts)}
 	}
@@ -291,12 +301,12 @@ func (s *Store) counts(f projections.ReadModel) rowCounts {
 
 func (s *Store) presizeUsers(n rowCounts) {
 	s.usersPaging.gen++
-	s.users = make(map[int64]projections.User, n.users)
+	s.users = newIDTable[userRow](n.users)
 	s.byChannel = make(map[channelKey]int64, n.users)
 	s.byPhone = make(map[phoneKey][]int64, n.users)
-	s.groups = make(map[int64]projections.Group, n.groups)
+	s.groups = newIDTable[groupRow](n.groups)
 	s.userGroups = make(map[int64][]int64, min(n.users, n.groups))
-	s.members = make(map[int64]projections.Member, n.members)
+	s.members = newIDTable[memberRow](n.members)
 	s.userMembers = make(map[int64][]int64, min(n.users, n.members))
 	s.liveCount = make(map[int64]int, n.groups)
 }

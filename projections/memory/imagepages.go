@@ -39,17 +39,24 @@ type prior[V any] struct {
 // table; it is nil while no paged image reads the table.
 type cow[K comparable, V any] map[K]prior[V]
 
-// keep keeps key k's row of live as it is, unless a write since the image
-// began kept it already or no image is being read; every write to the
-// table calls it before it changes the key's row, with the write lock
-// held.
-func (c cow[K, V]) keep(live map[K]V, k K) {
+// keep keeps key k's row as it is (get reads it from the store's table),
+// unless a write since the image began kept it already or no image is
+// being read; every write to the table calls it before it changes the
+// key's row, with the write lock held.
+func (c cow[K, V]) keep(k K, get func(K) (V, bool)) {
 	if c == nil {
 		return
 	}
 	if _, kept := c[k]; !kept {
-		v, had := live[k]
+		v, had := get(k)
 		c[k] = prior[V]{v: v, had: had}
+	}
+}
+
+// keepIn is keep for a table that is a map.
+func (c cow[K, V]) keepIn(live map[K]V, k K) {
+	if c != nil {
+		c.keep(k, func(k K) (V, bool) { v, ok := live[k]; return v, ok })
 	}
 }
 
@@ -91,9 +98,12 @@ func (s *Store) pagedTables(f projections.ReadModel) (*sync.RWMutex, *paging, ma
 	switch f {
 	case projections.ReadModelUsers:
 		return &s.usersMu, &s.usersPaging, map[snapfile.Table]imageTable{
-			snapfile.TableUsers:   byID(&s.usersCOW, &s.users, func(im *snapfile.Image, rows []projections.User) { im.Users = rows }),
-			snapfile.TableGroups:  byID(&s.groupsCOW, &s.groups, func(im *snapfile.Image, rows []projections.Group) { im.Groups = rows }),
-			snapfile.TableMembers: byID(&s.membersCOW, &s.members, func(im *snapfile.Image, rows []projections.Member) { im.Members = rows }),
+			snapfile.TableUsers: rowsByID(&s.usersCOW, &s.users, userRow.user,
+				func(im *snapfile.Image, rows []projections.User) { im.Users = rows }),
+			snapfile.TableGroups: rowsByID(&s.groupsCOW, &s.groups, groupRow.view,
+				func(im *snapfile.Image, rows []projections.Group) { im.Groups = rows }),
+			snapfile.TableMembers: rowsByID(&s.membersCOW, &s.members, memberRow.member,
+				func(im *snapfile.Image, rows []projections.Member) { im.Members = rows }),
 		}
 	case projections.ReadModelDeliveries:
 		return &s.deliveriesMu, &s.deliveriesPaging, map[snapfile.Table]imageTable{
@@ -119,8 +129,8 @@ func (s *Store) pagedTables(f projections.ReadModel) (*sync.RWMutex, *paging, ma
 				set: func(im *snapfile.Image, rows []projections.Delivery) { im.Deliveries = rows },
 			},
 			// By delivery id, each delivery's attempts in their order.
-			snapfile.TableAttempts: &pagedTable[string, []projections.Attempt, attemptsKey, projections.Attempt]{
-				cow: &s.attemptsCOW, live: &s.attempts,
+			snapfile.TableAttempts: inMap(&s.attempts, &pagedTable[string, []projections.Attempt, attemptsKey, projections.Attempt]{
+				cow:     &s.attemptsCOW,
 				entry:   func(id string, as []projections.Attempt) attemptsKey { return attemptsKey{id, len(as)} },
 				key:     func(k attemptsKey) string { return k.id },
 				compare: func(a, b attemptsKey) int { return strings.Compare(a.id, b.id) },
@@ -129,7 +139,7 @@ func (s *Store) pagedTables(f projections.ReadModel) (*sync.RWMutex, *paging, ma
 					return append(page, as[from:to]...)
 				},
 				set: func(im *snapfile.Image, rows []projections.Attempt) { im.Attempts = rows },
-			},
+			}),
 		}
 	case projections.ReadModelReports:
 		return &s.reportsMu, &s.reportsPaging, map[snapfile.Table]imageTable{
@@ -144,15 +154,49 @@ func (s *Store) pagedTables(f projections.ReadModel) (*sync.RWMutex, *paging, ma
 	return nil, nil, nil
 }
 
-// byID is a table of one row per int64 key, in key order.
+// byID is a map of one row per int64 key, in key order.
 func byID[V any](c *cow[int64, V], live *map[int64]V, set func(*snapfile.Image, []V)) *pagedTable[int64, V, int64, V] {
-	return &pagedTable[int64, V, int64, V]{
-		cow: c, live: live,
+	return inMap(live, &pagedTable[int64, V, int64, V]{
+		cow:     c,
 		entry:   func(k int64, _ V) int64 { return k },
 		key:     func(k int64) int64 { return k },
 		compare: cmp.Compare[int64],
 		put:     func(page []V, _ int64, v V, _, _ int) []V { return append(page, v) },
 		set:     set,
+	})
+}
+
+// inMap makes t read the store's map live (its lookup, size and rows).
+func inMap[K comparable, V, E, O any](live *map[K]V, t *pagedTable[K, V, E, O]) *pagedTable[K, V, E, O] {
+	t.get = func(k K) (V, bool) { v, ok := (*live)[k]; return v, ok }
+	t.size = func() int { return len(*live) }
+	t.each = func(yield func(K, V) bool) {
+		for k, v := range *live {
+			if !yield(k, v) {
+				return
+			}
+		}
+	}
+	return t
+}
+
+// rowsByID is a table (idTable) of rows R, written as projections' rows V
+// in key order, their optional fields in an arena that every page reuses.
+func rowsByID[R, V any](c *cow[int64, R], t *idTable[R], view func(R, *ptrArena) V, set func(*snapfile.Image, []V)) *pagedTable[int64, R, int64, V] {
+	var a ptrArena
+	return &pagedTable[int64, R, int64, V]{
+		cow: c, get: func(k int64) (R, bool) { return t.row(k) }, size: func() int { return t.len() },
+		each:    func(yield func(int64, R) bool) { t.each(yield) },
+		entry:   func(k int64, _ R) int64 { return k },
+		key:     func(k int64) int64 { return k },
+		compare: cmp.Compare[int64],
+		put: func(page []V, _ int64, r R, _, _ int) []V {
+			if len(page) == 0 { // a page begins: the last one's rows are written
+				a.reset()
+			}
+			return append(page, view(r, &a))
+		},
+		set: set,
 	}
 }
 
@@ -185,11 +229,11 @@ func (s *Store) walkFeed(yield func(feedKey) bool) {
 // entries E in the file's order and written as rows O.
 type pagedTable[K comparable, V, E, O any] struct {
 	cow *cow[K, V] // the store's copy-on-write side of the table
-	// The store's table: a map (live), or a lookup and its size (get,
-	// size, with walk) for a table that is not a map.
-	live *map[K]V
+	// The store's table: a lookup, its size, and its rows in no order
+	// (each) unless walk lists them.
 	get  func(K) (V, bool)
 	size func() int
+	each func(yield func(K, V) bool)
 	// entry is a key's place in the file's order, from its row; key is
 	// the entry's key; compare orders entries (equal for one key only).
 	entry   func(K, V) E
@@ -198,13 +242,12 @@ type pagedTable[K comparable, V, E, O any] struct {
 	// count is how many rows of the file a key has (nil: one).
 	count func(E) int
 	// walk, when set, lists the entries in order from an index of the
-	// read model; otherwise the map's keys are listed and sorted.
+	// read model; otherwise each's keys are listed and sorted.
 	walk func(yield func(E) bool)
 	// put appends rows [from, to) of key k's row v to the page.
 	put func(page []O, k K, v V, from, to int) []O
 	set func(*snapfile.Image, []O)
 
-	m      map[K]V   // the map the image began on
 	priors cow[K, V] // the image's copy-on-write side
 	keys   []E       // the entries at the checkpoint, in order
 	listed int       // keys[:listed] came from the map or the walk
@@ -215,19 +258,13 @@ type pagedTable[K comparable, V, E, O any] struct {
 func (t *pagedTable[K, V, E, O]) begin() {
 	*t.cow = cow[K, V]{}
 	t.priors = *t.cow
-	if t.live != nil {
-		m := *t.live
-		t.m = m
-		t.get = func(k K) (V, bool) { v, ok := m[k]; return v, ok }
-		t.size = func() int { return len(m) }
-	}
 }
 
 func (t *pagedTable[K, V, E, O]) end() { *t.cow = nil }
 
-// list lists every key not written since the image began from the map
-// (or the walk), then every key written since from its prior. A map may
-// be written between two steps of its range: a key present throughout is
+// list lists every key not written since the image began from the table
+// (each or the walk), then every key written since from its prior. A
+// table may be written between two steps of its range: a key present throughout is
 // listed once, or twice with the same entry (listed, then written); a key
 // created since the image began is not listed (its prior says it was
 // not there); a key deleted or moved before the range reached it is
@@ -247,9 +284,7 @@ func (t *pagedTable[K, V, E, O]) list(step func()) {
 	if t.walk != nil {
 		t.walk(add)
 	} else {
-		for k, v := range t.m {
-			add(t.entry(k, v))
-		}
+		t.each(func(k K, v V) bool { return add(t.entry(k, v)) })
 	}
 	t.listed = len(t.keys)
 	for k, p := range t.priors {

@@ -34,22 +34,22 @@ type Store struct {
 
 	cpMu        sync.Mutex
 	checkpoints map[string]events.Position
-	users       map[int64]projections.User // by OpenUserID
-	byChannel   map[channelKey]int64       // (AppID, ChannelUserID) -> OpenUserID
-	byPhone     map[phoneKey][]int64       // (AppID, Phone) -> OpenUserIDs, sorted
-	groups      map[int64]projections.Group
-	userGroups  map[int64][]int64 // OpenUserID -> FamilyGroupIDs, sorted
-	members     map[int64]projections.Member
-	userMembers map[int64][]int64 // OpenUserID -> MemberIDs, sorted
-	liveCount   map[int64]int     // FamilyGroupID -> non-deleted members
+	users       idTable[userRow]     // by OpenUserID (userrows.go)
+	byChannel   map[channelKey]int64 // (AppID, ChannelUserID) -> OpenUserID
+	byPhone     map[phoneKey][]int64 // (AppID, Phone) -> OpenUserIDs, sorted
+	groups      idTable[groupRow]    // by FamilyGroupID
+	userGroups  map[int64][]int64    // OpenUserID -> FamilyGroupIDs, sorted
+	members     idTable[memberRow]   // by MemberID
+	userMembers map[int64][]int64    // OpenUserID -> MemberIDs, sorted
+	liveCount   map[int64]int        // FamilyGroupID -> non-deleted members
 	// The paged images of the users, deliveries, reports and orders read
 	// models (imagepages.go): their paging state and the copy-on-write
 	// sides of their tables, nil while no image is read, each guarded by
 	// its read model's lock.
 	usersPaging, deliveriesPaging, reportsPaging, ordersPaging paging
-	usersCOW                                                   cow[int64, projections.User]
-	groupsCOW                                                  cow[int64, projections.Group]
-	membersCOW                                                 cow[int64, projections.Member]
+	usersCOW                                                   cow[int64, userRow]
+	groupsCOW                                                  cow[int64, groupRow]
+	membersCOW                                                 cow[int64, memberRow]
 	deliveriesCOW                                              cow[string, deliveryRow]
 	attemptsCOW                                                cow[string, []projections.Attempt]
 	reportsCOW                                                 cow[int64, projections.Report]
@@ -123,15 +123,7 @@ func (s *Store) init() {
 }
 
 func (s *Store) initUsers() {
-	s.usersPaging.gen++
-	s.users = map[int64]projections.User{}
-	s.byChannel = map[channelKey]int64{}
-	s.byPhone = map[phoneKey][]int64{}
-	s.groups = map[int64]projections.Group{}
-	s.userGroups = map[int64][]int64{}
-	s.members = map[int64]projections.Member{}
-	s.userMembers = map[int64][]int64{}
-	s.liveCount = map[int64]int{}
+	s.presizeUsers(rowCounts{})
 }
 
 // readModel returns the lock of a read model and how to empty it.
@@ -273,11 +265,11 @@ func (s *Store) User(ctx context.Context, appID, openUserID int64) (projections.
 	}
 	s.usersMu.RLock()
 	defer s.usersMu.RUnlock()
-	u, ok := s.users[openUserID]
-	if !ok || u.AppID != appID {
+	u := s.users.get(openUserID)
+	if u == nil || u.appID != appID {
 		return projections.User{}, projections.ErrNotFound
 	}
-	return copyUser(u), nil
+	return u.user(nil), nil
 }
 
 // UserByChannelID finds a user by the partner's own id within appID.
@@ -291,7 +283,7 @@ func (s *Store) UserByChannelID(ctx context.Context, appID int64, channelUserID 
 	if !ok {
 		return projections.User{}, projections.ErrNotFound
 	}
-	return copyUser(s.users[id]), nil
+	return s.users.get(id).user(nil), nil
 }
 
 // Groups returns the user's non-dissolved groups with their live member counts.
@@ -303,10 +295,11 @@ func (s *Store) Groups(ctx context.Context, appID, openUserID int64) ([]projecti
 	defer s.usersMu.RUnlock()
 	var out []projections.Group
 	for _, id := range s.userGroups[openUserID] {
-		g := s.groups[id]
-		if g.AppID != appID || g.Dissolved {
+		r := s.groups.get(id)
+		if r.appID != appID || r.dissolved {
 			continue
 		}
+		g := r.group()
 		g.MemberCount = s.liveCount[id]
 		out = append(out, g)
 	}
@@ -324,11 +317,11 @@ func (s *Store) Members(ctx context.Context, appID, openUserID int64, updatedAft
 	defer s.usersMu.RUnlock()
 	var out []projections.Member
 	for _, id := range s.userMembers[openUserID] {
-		m := s.members[id]
-		if m.AppID != appID || m.Deleted || (filter && !m.UpdatedAt.After(updatedAfter)) {
+		m := s.members.get(id)
+		if m.appID != appID || m.deleted() || (filter && !fromMicros(m.updated).After(updatedAfter)) {
 			continue
 		}
-		out = append(out, copyMember(m))
+		out = append(out, m.member(nil))
 	}
 	return out, nil
 }
@@ -341,11 +334,11 @@ func (s *Store) Member(ctx context.Context, appID, memberID int64) (projections.
 	}
 	s.usersMu.RLock()
 	defer s.usersMu.RUnlock()
-	m, ok := s.members[memberID]
-	if !ok || m.AppID != appID {
+	m := s.members.get(memberID)
+	if m == nil || m.appID != appID {
 		return projections.Member{}, projections.ErrNotFound
 	}
-	return copyMember(m), nil
+	return m.member(nil), nil
 }
 
 // Close is a no-op: the store holds no resources beyond memory.
@@ -389,11 +382,11 @@ func (t *tx) User(ctx context.Context, openUserID int64) (projections.User, erro
 	if err := t.check(ctx); err != nil {
 		return projections.User{}, err
 	}
-	u, ok := t.s.users[openUserID]
-	if !ok {
+	u := t.s.users.get(openUserID)
+	if u == nil {
 		return projections.User{}, projections.ErrNotFound
 	}
-	return copyUser(u), nil
+	return u.user(nil), nil
 }
 
 // Group reads a group, dissolved or not, as this transaction sees it.
@@ -401,10 +394,11 @@ func (t *tx) Group(ctx context.Context, familyGroupID int64) (projections.Group,
 	if err := t.check(ctx); err != nil {
 		return projections.Group{}, err
 	}
-	g, ok := t.s.groups[familyGroupID]
-	if !ok {
+	r := t.s.groups.get(familyGroupID)
+	if r == nil {
 		return projections.Group{}, projections.ErrNotFound
 	}
+	g := r.group()
 	g.MemberCount = t.s.liveCount[familyGroupID]
 	return g, nil
 }
@@ -414,33 +408,33 @@ func (t *tx) PutUser(ctx context.Context, u projections.User) error {
 		return err
 	}
 	s := t.s
-	if t.owned {
-		u.RegisteredAt, u.UpdatedAt = normTime(u.RegisteredAt), normTime(u.UpdatedAt)
-	} else {
-		u = normUser(u)
-	}
+	u.RegisteredAt, u.UpdatedAt = normTime(u.RegisteredAt), normTime(u.UpdatedAt)
 	if holder, taken := s.byChannel[channelKey{u.AppID, u.ChannelUserID}]; taken && holder != u.OpenUserID {
 		return &ChannelConflictError{AppID: u.AppID, ChannelUserID: u.ChannelUserID, OpenUserID: holder}
 	}
-	old, had := s.users[u.OpenUserID]
-	s.setUser(old, had, u, true)
-	t.keepUndo(func() { s.setUser(u, true, old, had) })
+	next := packUser(u)
+	old, had := s.users.row(u.OpenUserID)
+	s.setUser(old, had, next, true)
+	t.keepUndo(func() { s.setUser(next, true, old, had) })
 	return nil
 }
 
-func (s *Store) setUser(cur projections.User, had bool, next projections.User, keep bool) {
+// setUser replaces cur (if had) by next (if keep) in the users' table and
+// indexes; the undo of a write is the same call with the sides swapped.
+// The indexes' keys are the rows' own texts.
+func (s *Store) setUser(cur userRow, had bool, next userRow, keep bool) {
 	if had {
-		s.usersCOW.keep(s.users, cur.OpenUserID)
+		s.usersCOW.keep(cur.id, s.users.row)
 	}
 	if keep {
-		s.usersCOW.keep(s.users, next.OpenUserID)
+		s.usersCOW.keep(next.id, s.users.row)
 	}
 	if had {
-		delete(s.byChannel, channelKey{cur.AppID, cur.ChannelUserID})
-		delete(s.users, cur.OpenUserID)
-		if cur.Phone != nil {
-			k := phoneKey{cur.AppID, *cur.Phone}
-			if ids := removeID(s.byPhone[k], cur.OpenUserID); len(ids) == 0 {
+		delete(s.byChannel, channelKey{cur.appID, cur.channel()})
+		s.users.del(cur.id)
+		if phone, ok := cur.phone(); ok {
+			k := phoneKey{cur.appID, phone}
+			if ids := removeID(s.byPhone[k], cur.id); len(ids) == 0 {
 				delete(s.byPhone, k)
 			} else {
 				s.byPhone[k] = ids
@@ -448,11 +442,11 @@ func (s *Store) setUser(cur projections.User, had bool, next projections.User, k
 		}
 	}
 	if keep {
-		s.users[next.OpenUserID] = next
-		s.byChannel[channelKey{next.AppID, next.ChannelUserID}] = next.OpenUserID
-		if next.Phone != nil {
-			k := phoneKey{next.AppID, *next.Phone}
-			s.byPhone[k] = insertID(s.byPhone[k], next.OpenUserID)
+		s.users.set(next.id, next)
+		s.byChannel[channelKey{next.appID, next.channel()}] = next.id
+		if phone, ok := next.phone(); ok {
+			k := phoneKey{next.appID, phone}
+			s.byPhone[k] = insertID(s.byPhone[k], next.id)
 		}
 	}
 }
@@ -462,32 +456,32 @@ func (t *tx) PutGroup(ctx context.Context, g projections.Group) error {
 		return err
 	}
 	s := t.s
-	g = normGroup(g)
-	old, had := s.groups[g.FamilyGroupID]
-	s.setGroup(old, had, g, true)
-	t.keepUndo(func() { s.setGroup(g, true, old, had) })
+	next := packGroup(normGroup(g))
+	old, had := s.groups.row(g.FamilyGroupID)
+	s.setGroup(old, had, next, true)
+	t.keepUndo(func() { s.setGroup(next, true, old, had) })
 	return nil
 }
 
-func (s *Store) setGroup(cur projections.Group, had bool, next projections.Group, keep bool) {
+func (s *Store) setGroup(cur groupRow, had bool, next groupRow, keep bool) {
 	if had {
-		s.groupsCOW.keep(s.groups, cur.FamilyGroupID)
+		s.groupsCOW.keep(cur.id, s.groups.row)
 	}
 	if keep {
-		s.groupsCOW.keep(s.groups, next.FamilyGroupID)
+		s.groupsCOW.keep(next.id, s.groups.row)
 	}
-	if had && (!keep || cur.OpenUserID != next.OpenUserID) {
-		s.userGroups[cur.OpenUserID] = removeID(s.userGroups[cur.OpenUserID], cur.FamilyGroupID)
-		if len(s.userGroups[cur.OpenUserID]) == 0 {
-			delete(s.userGroups, cur.OpenUserID)
+	if had && (!keep || cur.userID != next.userID) {
+		s.userGroups[cur.userID] = removeID(s.userGroups[cur.userID], cur.id)
+		if len(s.userGroups[cur.userID]) == 0 {
+			delete(s.userGroups, cur.userID)
 		}
 	}
 	if had {
-		delete(s.groups, cur.FamilyGroupID)
+		s.groups.del(cur.id)
 	}
 	if keep {
-		s.groups[next.FamilyGroupID] = next
-		s.userGroups[next.OpenUserID] = insertID(s.userGroups[next.OpenUserID], next.FamilyGroupID)
+		s.groups.set(next.id, next)
+		s.userGroups[next.userID] = insertID(s.userGroups[next.userID], next.id)
 	}
 }
 
@@ -496,13 +490,15 @@ func (t *tx) PutMember(ctx context.Context, m projections.Member) error {
 		return err
 	}
 	s := t.s
-	if !t.owned {
-		m = copyMember(m)
+	if m.DeletedAt != nil {
+		d := normTime(*m.DeletedAt)
+		m.DeletedAt = &d
 	}
-	m = normMemberTimes(m)
-	old, had := s.members[m.MemberID]
-	s.setMember(old, had, m, true)
-	t.keepUndo(func() { s.setMember(m, true, old, had) })
+	m.UpdatedAt = normTime(m.UpdatedAt)
+	next := packMember(m)
+	old, had := s.members.row(m.MemberID)
+	s.setMember(old, had, next, true)
+	t.keepUndo(func() { s.setMember(next, true, old, had) })
 	return nil
 }
 
@@ -511,13 +507,13 @@ func (t *tx) DeleteMember(ctx context.Context, memberID int64, at time.Time) err
 		return err
 	}
 	s := t.s
-	old, had := s.members[memberID]
+	old, had := s.members.row(memberID)
 	if !had {
 		return nil
 	}
-	at = normTime(at)
 	next := old
-	next.Deleted, next.DeletedAt, next.UpdatedAt = true, &at, at
+	next.updated = micros(normTime(at))
+	next.deletedAt, next.has = next.updated, next.has|memberDeleted|memberDeletedAt
 	s.setMember(old, true, next, true)
 	t.undo = append(t.undo, func() { s.setMember(next, true, old, true) })
 	return nil
@@ -530,47 +526,47 @@ func (t *tx) EraseUser(ctx context.Context, openUserID int64) error {
 	}
 	s := t.s
 	for _, id := range append([]int64(nil), s.userMembers[openUserID]...) {
-		old := s.members[id]
-		s.setMember(old, true, projections.Member{}, false)
-		t.undo = append(t.undo, func() { s.setMember(projections.Member{}, false, old, true) })
+		old, _ := s.members.row(id)
+		s.setMember(old, true, memberRow{}, false)
+		t.undo = append(t.undo, func() { s.setMember(memberRow{}, false, old, true) })
 	}
 	for _, id := range append([]int64(nil), s.userGroups[openUserID]...) {
-		old := s.groups[id]
-		s.setGroup(old, true, projections.Group{}, false)
-		t.undo = append(t.undo, func() { s.setGroup(projections.Group{}, false, old, true) })
+		old, _ := s.groups.row(id)
+		s.setGroup(old, true, groupRow{}, false)
+		t.undo = append(t.undo, func() { s.setGroup(groupRow{}, false, old, true) })
 	}
-	if old, had := s.users[openUserID]; had {
-		s.setUser(old, true, projections.User{}, false)
-		t.undo = append(t.undo, func() { s.setUser(projections.User{}, false, old, true) })
+	if old, had := s.users.row(openUserID); had {
+		s.setUser(old, true, userRow{}, false)
+		t.undo = append(t.undo, func() { s.setUser(userRow{}, false, old, true) })
 	}
 	return nil
 }
 
-func (s *Store) setMember(cur projections.Member, had bool, next projections.Member, keep bool) {
+func (s *Store) setMember(cur memberRow, had bool, next memberRow, keep bool) {
 	if had {
-		s.membersCOW.keep(s.members, cur.MemberID)
+		s.membersCOW.keep(cur.id, s.members.row)
 	}
 	if keep {
-		s.membersCOW.keep(s.members, next.MemberID)
+		s.membersCOW.keep(next.id, s.members.row)
 	}
 	if had {
-		if !cur.Deleted {
-			s.addLive(cur.FamilyGroupID, -1)
+		if !cur.deleted() {
+			s.addLive(cur.groupID, -1)
 		}
-		if !keep || cur.OpenUserID != next.OpenUserID {
-			s.userMembers[cur.OpenUserID] = removeID(s.userMembers[cur.OpenUserID], cur.MemberID)
-			if len(s.userMembers[cur.OpenUserID]) == 0 {
-				delete(s.userMembers, cur.OpenUserID)
+		if !keep || cur.userID != next.userID {
+			s.userMembers[cur.userID] = removeID(s.userMembers[cur.userID], cur.id)
+			if len(s.userMembers[cur.userID]) == 0 {
+				delete(s.userMembers, cur.userID)
 			}
 		}
-		delete(s.members, cur.MemberID)
+		s.members.del(cur.id)
 	}
 	if keep {
-		if !next.Deleted {
-			s.addLive(next.FamilyGroupID, 1)
+		if !next.deleted() {
+			s.addLive(next.groupID, 1)
 		}
-		s.members[next.MemberID] = next
-		s.userMembers[next.OpenUserID] = insertID(s.userMembers[next.OpenUserID], next.MemberID)
+		s.members.set(next.id, next)
+		s.userMembers[next.userID] = insertID(s.userMembers[next.userID], next.id)
 	}
 }
 
@@ -634,41 +630,8 @@ func cloneInt(p *int64) *int64 {
 	return &v
 }
 
-func copyUser(u projections.User) projections.User {
-	u.Nickname, u.Avatar, u.Phone = cloneStr(u.Nickname), cloneStr(u.Avatar), cloneStr(u.Phone)
-	u.Email, u.BirthDate = cloneStr(u.Email), cloneStr(u.BirthDate)
-	return u
-}
-
-func normUser(u projections.User) projections.User {
-	u = copyUser(u)
-	u.RegisteredAt, u.UpdatedAt = normTime(u.RegisteredAt), normTime(u.UpdatedAt)
-	return u
-}
-
 func normGroup(g projections.Group) projections.Group {
 	g.MemberCount = 0
 	g.CreatedAt, g.UpdatedAt = normTime(g.CreatedAt), normTime(g.UpdatedAt)
 	return g
-}
-
-func copyMember(m projections.Member) projections.Member {
-	m.Gender, m.BirthDate, m.Phone = cloneStr(m.Gender), cloneStr(m.BirthDate), cloneStr(m.Phone)
-	m.IDType, m.IDNumber, m.BloodType = cloneStr(m.IDType), cloneStr(m.IDNumber), cloneStr(m.BloodType)
-	m.Height, m.Weight = cloneInt(m.Height), cloneInt(m.Weight)
-	if m.DeletedAt != nil {
-		d := *m.DeletedAt
-		m.DeletedAt = &d
-	}
-	return m
-}
-
-// normMemberTimes truncates a member's times in place (DeletedAt's
-// pointee too): the caller owns the row.
-func normMemberTimes(m projections.Member) projections.Member {
-	if m.DeletedAt != nil {
-		*m.DeletedAt = normTime(*m.DeletedAt)
-	}
-	m.UpdatedAt = normTime(m.UpdatedAt)
-	return m
 }

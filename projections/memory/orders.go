@@ -85,7 +85,7 @@ func (e *ConflictError) Error() string {
 // the undo of a write is the same call with the sides swapped.
 func (s *Store) setGoods(cur projections.Goods, had bool, next projections.Goods, keep bool) {
 	if had {
-		s.goodsCOW.keep(s.goods, cur.GoodsID)
+		s.goodsCOW.keepIn(s.goods, cur.GoodsID)
 		delete(s.goods, cur.GoodsID)
 		delete(s.goodsByCode, cur.GoodsCode)
 		if !keep {
@@ -93,7 +93,7 @@ func (s *Store) setGoods(cur projections.Goods, had bool, next projections.Goods
 		}
 	}
 	if keep {
-		s.goodsCOW.keep(s.goods, next.GoodsID)
+		s.goodsCOW.keepIn(s.goods, next.GoodsID)
 		s.goods[next.GoodsID] = next
 		s.goodsByCode[next.GoodsCode] = next.GoodsID
 		if !had {
@@ -108,7 +108,7 @@ func (s *Store) setGoods(cur projections.Goods, had bool, next projections.Goods
 func (s *Store) setOrder(cur projections.Order, had bool, next projections.Order, keep bool) {
 	same := had && keep // a replace of the same OrderID
 	if had {
-		s.ordersCOW.keep(s.orders, cur.OrderID)
+		s.ordersCOW.keepIn(s.orders, cur.OrderID)
 		delete(s.orders, cur.OrderID)
 		delete(s.orderByCode, cur.OrderCode)
 		if !same {
@@ -125,7 +125,7 @@ func (s *Store) setOrder(cur projections.Order, had bool, next projections.Order
 		}
 	}
 	if keep {
-		s.ordersCOW.keep(s.orders, next.OrderID)
+		s.ordersCOW.keepIn(s.orders, next.OrderID)
 		s.orders[next.OrderID] = next
 		s.orderByCode[next.OrderCode] = next.OrderID
 		if !same {

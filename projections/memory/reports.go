@@ -47,11 +47,11 @@ func (s *Store) setReport(cur projections.Report, had bool, next projections.Rep
 		}
 	}
 	if had {
-		s.reportsCOW.keep(s.reports, cur.ReportID)
+		s.reportsCOW.keepIn(s.reports, cur.ReportID)
 		delete(s.reports, cur.ReportID)
 	}
 	if keep {
-		s.reportsCOW.keep(s.reports, next.ReportID)
+		s.reportsCOW.keepIn(s.reports, next.ReportID)
 		s.reports[next.ReportID] = next
 		k := dayKeyOf(next)
 		s.byDay[k] = insertID(s.byDay[k], next.ReportID)
@@ -100,7 +100,7 @@ func (s *Store) UserByPhone(ctx context.Context, appID int64, phone string) (pro
 	if len(ids) == 0 {
 		return projections.User{}, projections.ErrNotFound
 	}
-	return copyUser(s.users[ids[0]]), nil
+	return s.users.get(ids[0]).user(nil), nil
 }
 
 // ---- writes ----
