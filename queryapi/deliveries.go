@@ -1,6 +1,7 @@
 package queryapi
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -49,6 +50,25 @@ func (q *API) partner(f projections.ReadModel, h func(w http.ResponseWriter, r *
 			httpapi.Error(w, r, err)
 		}
 	}
+}
+
+// awaitCreations waits until the deliveries read model has applied the
+// log's head as read when the read begins. A delivery is the dispatcher's
+// append, which no write of the partner's names, so the app's watermark
+// does not cover it; yet a partner that receives a webhook may read that
+// delivery by its X-Webhook-Id, or find it in the feed, at once. Its
+// creation committed before its first POST, so the head read after the
+// POST arrived holds it. Where reads follow the head anyway
+// (Watermarks.FollowsHead) the wait has been done.
+func (q *API) awaitCreations(ctx context.Context) error {
+	if q.Watermarks.FollowsHead() || q.Events == nil {
+		return nil
+	}
+	head, err := q.Events.Head(ctx)
+	if err != nil {
+		return err
+	}
+	return q.deliveriesRunner().WaitFor(ctx, head)
 }
 
 type attemptView struct {

@@ -141,8 +141,16 @@ func (q *API) admin(h httprouter.Handle) httprouter.Handle {
 
 // await makes the app's last acknowledged write on this node visible in the
 // read model the read is about; the other read models may still be behind.
+// The deliveries read model also waits for the log's head as the read
+// begins (awaitCreations).
 func (q *API) await(ctx context.Context, appID int64, f projections.ReadModel) error {
-	if err := q.Watermarks.Await(ctx, appID, ReadTimeout, q.ReadModelRunners[f]); err != nil {
+	wait, cancel := context.WithTimeout(ctx, ReadTimeout)
+	defer cancel()
+	err := q.Watermarks.Await(wait, appID, ReadTimeout, q.ReadModelRunners[f])
+	if err == nil && f == projections.ReadModelDeliveries {
+		err = q.awaitCreations(wait)
+	}
+	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}

@@ -96,8 +96,8 @@ type Dispatcher struct {
 	AppsReady  Progress // the directory must have seen an event's position before it decides
 	Deliveries DueQueue
 	Projected  Progress // the deliveries projection
-	// Reflected waits until every read model a partner may read after a
-	// webhook reflects the event (nil: only the deliveries projection).
+	// Reflected waits until the read models a partner may read after a
+	// webhook reflect the event (nil: none).
 	Reflected interface {
 		WaitFor(ctx context.Context, pos events.Position) error
 	}
@@ -271,8 +271,8 @@ type PreparedBatch struct {
 // order (or, from Kafka, in order per subject), writing nothing. Events of a type no webhook renders are passed
 // over before decoding (most of the log: registrations' bindings, keys,
 // reads). It decides with the app directory as of the events and returns
-// once this node's read models reflect them, so a partner who pulls the
-// moment the webhook arrives finds what it announces.
+// once the read models of Reflected reflect them, so a partner who pulls
+// the moment the webhook arrives finds what it announces.
 func (d *Dispatcher) PrepareBatch(ctx context.Context, recs []events.Recorded) (PreparedBatch, error) {
 	type rendered struct {
 		rec events.Recorded
@@ -308,14 +308,10 @@ func (d *Dispatcher) PrepareBatch(ctx context.Context, recs []events.Recorded) (
 	if err := d.AppsReady.WaitFor(ctx, last); err != nil {
 		return PreparedBatch{}, err
 	}
-	var reflected interface {
-		WaitFor(context.Context, events.Position) error
-	} = d.Projected
 	if d.Reflected != nil {
-		reflected = d.Reflected
-	}
-	if err := reflected.WaitFor(ctx, last); err != nil {
-		return PreparedBatch{}, err
+		if err := d.Reflected.WaitFor(ctx, last); err != nil {
+			return PreparedBatch{}, err
+		}
 	}
 	p := PreparedBatch{created: make([]catalog.DeliveryCreated, 0, len(todo))}
 	for _, t := range todo {

@@ -32,12 +32,31 @@ func (n *Node) buildDispatcher(cfg Config, p projectionSet) *webhooks.Dispatcher
 	}
 	return &webhooks.Dispatcher{
 		Store: n.Events, Registry: n.Registry, Apps: p.apps, AppsReady: p.appsRunner,
-		Deliveries: n.ReadModel, Projected: p.byReadModel[projections.ReadModelDeliveries], Reflected: p.readModels, Client: guard.Client(10 * time.Second),
+		Deliveries: n.ReadModel, Projected: p.byReadModel[projections.ReadModelDeliveries], Reflected: p.reflected(), Client: guard.Client(10 * time.Second),
 		Clock: cfg.WebhookClock, Schedule: cfg.WebhookSchedule, Location: n.Location, Log: n.log.With("component", "webhooks"),
 		Workers: cfg.WebhookWorkers, OnAttempt: n.Metrics.Attempted,
 		PerEndpoint: cfg.WebhookPerEndpoint, BreakerFailures: cfg.WebhookBreakerFailures, BreakerCooldown: cfg.WebhookBreakerCooldown,
 		OnBreaker: n.Metrics.Breaker, CreateConcurrency: cfg.WebhookCreateConcurrency,
 	}
+}
+
+// reflected are the read models the dispatcher waits for before it creates
+// a webhook's deliveries, so that a partner who reads on receipt finds what
+// the webhook announces: every read model but the deliveries one. That one
+// holds nothing an event sent about changes but an erasure's blanked
+// bodies, and a partner's read of it (the delivery log, the feed) waits for
+// the log's head as the read begins (queryapi), which holds the event and
+// its delivery. Waiting for it would tie each creation to that read model's
+// applies, which nothing else on the path waits for.
+func (p projectionSet) reflected() subscribe.RunnerSet {
+	deliveries := p.byReadModel[projections.ReadModelDeliveries]
+	out := make(subscribe.RunnerSet, 0, len(p.readModels))
+	for _, run := range p.readModels {
+		if run != deliveries {
+			out = append(out, run)
+		}
+	}
+	return out
 }
 
 // webhookCreationCheckpointFile keeps, in the data directory, the log
