@@ -22,6 +22,7 @@ import (
 // Postgres holds it. Before, each follower fetched every page itself (8
 // reads each).
 func TestReplayingFollowersShareTheLogsFullPages(t *testing.T) {
+	t.Parallel()
 	db := pgtest.New(t)
 	writer, reader := openURL(t, db), openURL(t, db)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -80,6 +81,7 @@ func TestReplayingFollowersShareTheLogsFullPages(t *testing.T) {
 // for every start, whether the positions have gaps or not and wherever
 // the head is.
 func TestFromPagesIsTheReadItStandsFor(t *testing.T) {
+	t.Parallel()
 	const page = 256
 	for _, gaps := range []bool{false, true} {
 		var log []events.Recorded
