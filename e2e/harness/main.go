@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/healthtech/partner-open-platform/internal/pgtest"
 	"github.com/healthtech/partner-open-platform/internal/sharedguard"
 )
 
@@ -22,7 +23,7 @@ const WaitBound = 60 * time.Second
 // spent waiting (Postgres round trips, fsyncs, lease TTLs, bounded polls),
 // not computing, so on CI's two cores go test's default (GOMAXPROCS, i.e.
 // 2) left the cores idle most of the package's minutes.
-const defaultParallel = "6"
+const defaultParallel = 6
 
 // Main runs an end-to-end package's tests and returns the exit code; each
 // package's TestMain is
@@ -30,13 +31,7 @@ const defaultParallel = "6"
 //	func TestMain(m *testing.M) { os.Exit(harness.Main(m)) }
 func Main(m *testing.M) int {
 	flag.Parse()
-	given := false
-	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
-	if !given {
-		if err := flag.Set("test.parallel", defaultParallel); err != nil {
-			panic(err)
-		}
-	}
+	pgtest.DefaultParallel(defaultParallel)
 	// Every follower here reads shared bytes (events/bolt, privacy): the
 	// run fails if any of them wrote into what it was handed. Benchmarks
 	// run without the guard's CRCs, which would skew them.

@@ -44,6 +44,7 @@ func (c *batchStatements) count(sql string) int {
 // another, however many parts it has; the checks still refuse a stream
 // past its expected revision and answer a replay with its first results.
 func TestAnAppendReadsItsStreamsInOneStatement(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	cfg, err := pgxpool.ParseConfig(pgtest.New(t))
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 // not move it, a quote in a type name stays a literal, and no event of the
 // types (or no types) gives 0.
 func TestHeadOfTypesQuery(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := open(t)
 	appendOf := func(typ string) events.Position {

@@ -19,6 +19,7 @@ import (
 // type read every event after it, once per type, on each skip (tens of
 // thousands of buffers here, 1.3 s on a log of 300,000 events).
 func TestNextOfQueryReadsOneIndexEntryPerType(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := open(t)
 	for _, typ := range []string{"app.created", "operator.created", "app.updated"} {

@@ -35,6 +35,7 @@ func openURL(t testing.TB, url string) *Store {
 }
 
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T) events.Store { return open(t) })
 }
 
@@ -48,6 +49,7 @@ func TestConformance(t *testing.T) {
 // node sees nothing while the first is open, and then sees both, in order,
 // with no gap.
 func TestLateCommitIsNeverSkipped(t *testing.T) {
+	t.Parallel()
 	db := pgtest.New(t)
 	s, other := openURL(t, db), openURL(t, db)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -116,6 +118,7 @@ func TestLateCommitIsNeverSkipped(t *testing.T) {
 // interleaving on a plain bigserial table makes a reader skip a row for
 // good. It documents the hazard this adapter's lock exists for.
 func TestNaiveSerialSkips(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	pool, err := pgxpool.New(ctx, pgtest.New(t))
@@ -157,6 +160,7 @@ func TestNaiveSerialSkips(t *testing.T) {
 // subscriber reads: it must see positions 1, 2, 3, ... with no gap and end
 // with every event, which is what a skipped late commit would break.
 func TestConcurrentAppendsGapless(t *testing.T) {
+	t.Parallel()
 	db := pgtest.New(t)
 	nodes := []*Store{openURL(t, db), openURL(t, db)}
 	s := nodes[0]
@@ -211,6 +215,7 @@ func proposed(typ string) events.Proposed {
 // TestNotifyWakesOtherNode: an append on one node wakes a subscriber
 // waiting on another through LISTEN/NOTIFY, well before the poll would.
 func TestNotifyWakesOtherNode(t *testing.T) {
+	t.Parallel()
 	db := pgtest.New(t)
 	writer, reader := openURL(t, db), openURL(t, db)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -17,6 +17,7 @@ import (
 // with no gap, and the events it was handed stay intact while the others
 // consume theirs.
 func TestManySubscribersShareReadsAndMissNothing(t *testing.T) {
+	t.Parallel()
 	const subscribers, writers, perWriter = 20, 8, 40
 	s := open(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -107,6 +108,7 @@ func TestManySubscribersShareReadsAndMissNothing(t *testing.T) {
 // an append returned always includes that append, also while other reads
 // are in flight (a shared read is sent after it was queued).
 func TestSharedReadSeesWhatWasAcknowledged(t *testing.T) {
+	t.Parallel()
 	s := open(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -150,6 +152,7 @@ func TestSharedReadSeesWhatWasAcknowledged(t *testing.T) {
 // TestSharedReadEndsWithClose: a subscriber blocked in Next, and one that
 // reads after Close, both get events.ErrClosed.
 func TestSharedReadEndsWithClose(t *testing.T) {
+	t.Parallel()
 	s := open(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -56,6 +56,7 @@ func sameRecorded(got, want events.Recorded) error {
 // Postgres, and what it is handed is exactly what Postgres holds
 // (positions, revisions, bytes, absent meta, created time).
 func TestOwnCommitsReachSubscriptionsWithoutAQuery(t *testing.T) {
+	t.Parallel()
 	s := open(t)
 	waitListening(t, s)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -116,6 +117,7 @@ func TestOwnCommitsReachSubscriptionsWithoutAQuery(t *testing.T) {
 // the other node's notification, already heard, would wake nobody until
 // the 30 s poll.
 func TestAnotherNodesAppendDuringAnOwnCommitIsNotMissed(t *testing.T) {
+	t.Parallel()
 	db := pgtest.New(t)
 	a, b := openURL(t, db), openURL(t, db)
 	waitListening(t, a)
@@ -171,6 +173,7 @@ func TestAnotherNodesAppendDuringAnOwnCommitIsNotMissed(t *testing.T) {
 // a subscription on each sees every event once, gapless, in position
 // order, exactly as Postgres holds it.
 func TestTwoNodesAppendingEachSubscriptionSeesTheWholeLog(t *testing.T) {
+	t.Parallel()
 	const writersPerNode, perWriter = 4, 40
 	db := pgtest.New(t)
 	nodes := []*Store{openURL(t, db), openURL(t, db)}

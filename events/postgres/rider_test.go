@@ -17,6 +17,7 @@ import (
 // rider's value; a later append with that context writes the rider no
 // more.
 func TestRiderIsWrittenWithTheAppendThatCommits(t *testing.T) {
+	t.Parallel()
 	s := open(t)
 	ctx := context.Background()
 	if _, err := s.pool.Exec(ctx, `CREATE TABLE rides (n int PRIMARY KEY, v text)`); err != nil {

@@ -68,6 +68,7 @@ func ofType(recs []events.Recorded, prefix string) []uint64 {
 // the log; it then follows new events live. A follower of every type gets
 // every event.
 func TestSubscribeAllForSkipsWhatTheFollowerIgnores(t *testing.T) {
+	t.Parallel()
 	s := open(t)
 	ctx := context.Background()
 	appendTyped(t, s, "app.created", 1)

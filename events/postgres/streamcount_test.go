@@ -15,6 +15,7 @@ import (
 // statement settles on too: reading the stream's every entry made each
 // append to a long stream (an app's audit facts) slower than the last.
 func TestStreamCountReadsOneIndexEntry(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := open(t)
 	one := func(stream, typ string) {

@@ -30,9 +30,13 @@ func (n *Node) buildDispatcher(cfg Config, p projectionSet) *webhooks.Dispatcher
 	if cfg.WebhookAllowLoopback {
 		n.log.Warn("PLATFORM_WEBHOOK_ALLOW_LOOPBACK is on: webhooks may target http and loopback addresses; never use this in production")
 	}
+	client := guard.Client(10 * time.Second)
+	if cfg.WebhookTransport != nil {
+		client.Transport = cfg.WebhookTransport(client.Transport)
+	}
 	return &webhooks.Dispatcher{
 		Store: n.Events, Registry: n.Registry, Apps: p.apps, AppsReady: p.appsRunner,
-		Deliveries: n.ReadModel, Projected: p.byReadModel[projections.ReadModelDeliveries], Reflected: p.reflected(), Client: guard.Client(10 * time.Second),
+		Deliveries: n.ReadModel, Projected: p.byReadModel[projections.ReadModelDeliveries], Reflected: p.reflected(), Client: client,
 		Clock: cfg.WebhookClock, Schedule: cfg.WebhookSchedule, Location: n.Location, Log: n.log.With("component", "webhooks"),
 		Workers: cfg.WebhookWorkers, OnAttempt: n.Metrics.Attempted,
 		PerEndpoint: cfg.WebhookPerEndpoint, BreakerFailures: cfg.WebhookBreakerFailures, BreakerCooldown: cfg.WebhookBreakerCooldown,

@@ -2,6 +2,7 @@ package node
 
 import (
 	"log/slog"
+	"net/http"
 	"time"
 
 	"github.com/healthtech/partner-open-platform/commands"
@@ -52,6 +53,9 @@ type Config struct {
 	WebhookSchedule []time.Duration
 	// WebhookClock replaces the dispatcher's clock (tests).
 	WebhookClock webhooks.Clock
+	// WebhookTransport, when set, wraps the transport webhook POSTs go
+	// through (tests: observing each attempt where its sender makes it).
+	WebhookTransport func(http.RoundTripper) http.RoundTripper
 	// WebhookReplayWindow and WebhookReplayRate bound a webhook replay's
 	// deliveries waiting at once and queued per second (0: the defaults,
 	// webhooks.DefaultReplayWindow and DefaultReplayRate).

@@ -10,6 +10,7 @@ import (
 // bound, and sweeps once per boundCacheMax-boundCacheKeep puts, not at
 // every put (each sweep walks the whole map under the write lock).
 func TestBoundCacheFullOfLiveBindings(t *testing.T) {
+	t.Parallel()
 	var c boundCache
 	now := time.Now()
 	live := now.Add(time.Hour)
@@ -37,6 +38,7 @@ func TestBoundCacheFullOfLiveBindings(t *testing.T) {
 
 // Expired bindings are swept before live ones, and never answered.
 func TestBoundCacheSweepsExpiredFirst(t *testing.T) {
+	t.Parallel()
 	var c boundCache
 	now := time.Now()
 	for i := range boundCacheMax {

@@ -90,6 +90,7 @@ func planConn(t *testing.T) *pgxpool.Conn {
 // The order listings walk the primary key or the app, status or app-status
 // index from After, and read each order's items from the items' primary key.
 func TestOrderQueriesUseTheirIndexes(t *testing.T) {
+	t.Parallel()
 	conn := planConn(t)
 	orders := func(name string, f projections.OrderFilter, index string) planQuery {
 		sql, args := ordersQuery(f)
@@ -130,6 +131,7 @@ ANALYZE orders, order_items`); err != nil {
 // The fulfillment listings walk the primary key or the provider, issuer or
 // card index from After; a combination of filters walks one of them.
 func TestBenefitQueriesUseTheirIndexes(t *testing.T) {
+	t.Parallel()
 	conn := planConn(t)
 	records := func(name string, f projections.FulfillmentFilter, index string) planQuery {
 		sql, args := fulfillmentsQuery(f)

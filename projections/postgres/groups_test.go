@@ -18,6 +18,7 @@ import (
 // reading the group first) as in memory (which reads, then replaces): a
 // rename keeps the group's creation time, app group id and dissolved flag.
 func TestGroupUpsertsMatchTheMemoryStore(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	pg := open(t, pgtest.New(t))

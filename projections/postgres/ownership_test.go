@@ -92,6 +92,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 // lease row), the takeover waits until the server ends the idle
 // transaction, and its commit fails.
 func TestLostLeaseOwnerCannotWrite(t *testing.T) {
+	t.Parallel()
 	for _, afterFence := range []bool{false, true} {
 		t.Run(fmt.Sprintf("paused after the fence %v", afterFence), func(t *testing.T) {
 			ctx := context.Background()

@@ -18,6 +18,7 @@ import (
 // finds its session and announces to it, so the older node's followers
 // hear this node's owners during a rolling upgrade, as before.
 func TestAnnouncementsReachAnOlderNodeThatDoesNotGreet(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	url := postgres.MigratedDB(t)
@@ -56,6 +57,7 @@ func TestAnnouncementsReachAnOlderNodeThatDoesNotGreet(t *testing.T) {
 // A node of this release greets when its listener connects, and the
 // greeting makes another node's owners announce to it.
 func TestAnnouncementsReachANodeThatGreeted(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	url := postgres.MigratedDB(t)

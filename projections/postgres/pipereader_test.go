@@ -79,6 +79,7 @@ func readsQueued(p *pipeReader) int {
 // its own answer; one whose statement fails (division by zero) fails
 // alone, and the reads after it in the same pipeline are answered.
 func TestPipelinedReadsAnswerEachAloneAndFailAlone(t *testing.T) {
+	t.Parallel()
 	pool, p, release := heldReads(t)
 	ctx := context.Background()
 	const n = 20
@@ -123,6 +124,7 @@ func TestPipelinedReadsAnswerEachAloneAndFailAlone(t *testing.T) {
 // its context's error at once; the other reads of the pipeline are
 // answered, and the reader serves later reads.
 func TestPipelinedReadCancelledAloneLeavesTheOthers(t *testing.T) {
+	t.Parallel()
 	pool, p, release := heldReads(t)
 	ctx := context.Background()
 	const n = 8
@@ -202,6 +204,7 @@ func TestPipelinedReadCancelledAloneLeavesTheOthers(t *testing.T) {
 // A read issued while fewer round trips than the limit are in flight is
 // sent at once on its own: nothing queues and no pipeline is built.
 func TestLoneReadIsSentAtOnce(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	pool, err := pgxpool.New(ctx, pgtest.New(t))
 	if err != nil {
@@ -227,6 +230,7 @@ func TestLoneReadIsSentAtOnce(t *testing.T) {
 // A pipelined statement that returns no row answers pgx.ErrNoRows, as
 // QueryRow's Scan does, and the read behind it is answered.
 func TestPipelinedReadWithoutARow(t *testing.T) {
+	t.Parallel()
 	pool, p, release := heldReads(t)
 	ctx := context.Background()
 	var none, one int

@@ -17,6 +17,7 @@ import (
 // order they return rows, never sort or scan the whole table: a missing or
 // mismatched index would pass every functional test and fail in production.
 func TestDeliveryQueriesUseTheirIndexes(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, err := Open(ctx, MigratedDB(t))
 	if err != nil {

@@ -25,6 +25,7 @@ func open(t testing.TB, url string) *postgres.Store {
 }
 
 func TestStore(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T) storetest.Store { return open(t, postgres.MigratedDB(t)) })
 }
 
@@ -60,6 +61,7 @@ func appliedMigrations(t *testing.T, url string) []string {
 
 // Opening a migrated database again applies nothing and keeps the rows.
 func TestOpenTwiceKeepsSchemaAndRows(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	url := pgtest.New(t)
 	s := open(t, url)
@@ -89,6 +91,7 @@ func TestOpenTwiceKeepsSchemaAndRows(t *testing.T) {
 // Two processes starting together on an empty database both succeed and
 // apply each migration once (the advisory lock serialises them).
 func TestConcurrentOpen(t *testing.T) {
+	t.Parallel()
 	url := pgtest.New(t)
 	const n = 2
 	stores := make([]*postgres.Store, n)
@@ -115,6 +118,7 @@ func TestConcurrentOpen(t *testing.T) {
 // migration sequence and one read_models checkpoint opens without migrating
 // its tables again, and every read model starts at the old checkpoint (no replay).
 func TestUpgradeFromOneSequence(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	url := pgtest.New(t)
 	s := open(t, url)
@@ -176,6 +180,7 @@ INSERT INTO schema_migrations (version) SELECT generate_series(1, 7)`)
 }
 
 func TestOpenBadURL(t *testing.T) {
+	t.Parallel()
 	if _, err := postgres.Open(context.Background(), "postgres://nobody@127.0.0.1:1/none?sslmode=disable&connect_timeout=2"); err == nil {
 		t.Fatal("Open of an unreachable server succeeded")
 	}

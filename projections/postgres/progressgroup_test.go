@@ -31,6 +31,7 @@ func (c *progressStatements) TraceQueryEnd(context.Context, *pgx.Conn, pgx.Trace
 // those checks share one statement, and each gets its own read model's
 // generation, rebuild request and checkpoint.
 func TestConcurrentProgressReadsShareOneStatement(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	url := MigratedDB(t)
 	cfg, err := pgxpool.ParseConfig(url)

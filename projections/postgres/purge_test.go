@@ -76,6 +76,7 @@ WHERE c.oid IN (SELECT oid FROM t)
 // they are gone, while the person kept is still there. A second call with
 // no new erasure does nothing.
 func TestPurgeErasedLeavesNoPlaintextInTheFiles(t *testing.T) {
+	t.Parallel()
 	url := postgres.MigratedDB(t)
 	s := open(t, url)
 	defer s.Close()

@@ -18,6 +18,7 @@ import (
 // each, and once it is empty get no grant and no report; another app's
 // report is never read; a report id no app has is not found.
 func TestPullReportUsesTheNonceOnceAndTakesOneToken(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	url := MigratedDB(t)
 	var stores [2]*Store

@@ -13,6 +13,7 @@ import (
 // The daily report and the phone binding must each read one index range in
 // the order they return, never sort or scan the table.
 func TestReportQueriesUseTheirIndexes(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, err := Open(ctx, MigratedDB(t))
 	if err != nil {
@@ -60,6 +61,7 @@ func TestReportQueriesUseTheirIndexes(t *testing.T) {
 // Pruning deletes expired nonces only, at most limit per call, so the table
 // stays near the nonces still valid without one call doing unbounded work.
 func TestPruneNonces(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, err := Open(ctx, MigratedDB(t))
 	if err != nil {

@@ -20,6 +20,7 @@ import (
 // memory, decides; a node that has seen the binding leaves the route to
 // its caller.
 func TestBindRouteAndClaim(t *testing.T) {
+	t.Parallel()
 	url := postgres.MigratedDB(t)
 	node := func() *postgres.Store {
 		s := open(t, url)
@@ -51,6 +52,7 @@ func TestBindRouteAndClaim(t *testing.T) {
 // nodes at once get one claim between them, and every one of them finds
 // the same route binding.
 func TestBindRouteAndClaimConcurrently(t *testing.T) {
+	t.Parallel()
 	url := postgres.MigratedDB(t)
 	stores := make([]*postgres.Store, 4)
 	for i := range stores {
@@ -101,6 +103,7 @@ func TestBindRouteAndClaimConcurrently(t *testing.T) {
 // statement, which a signed write's app is confirmed at); without it, or
 // when the node answers the route from memory and sends nothing, no head.
 func TestBindRouteAndClaimAtHeadReadsTheHeadWhenToldHow(t *testing.T) {
+	t.Parallel()
 	url := postgres.MigratedDB(t)
 	ctx := context.Background()
 	exp := time.Now().Add(5 * time.Minute)

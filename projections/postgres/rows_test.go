@@ -272,6 +272,7 @@ func readModelDump(t *testing.T, url string) map[string]string {
 // database after sending its writes: every table ends the same, row for
 // row and byte for byte, and every Update fails or succeeds alike.
 func TestRunsOfRowsWriteWhatOneStatementPerRowWrites(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for _, seed := range []uint64{1, 2, 3} {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
@@ -320,6 +321,7 @@ func TestRunsOfRowsWriteWhatOneStatementPerRowWrites(t *testing.T) {
 // another, and a statement of another kind on the table (a delete) ends
 // the run before it.
 func TestARunOfUpsertsIsOneStatement(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, err := Open(ctx, MigratedDB(t))
 	if err != nil {
@@ -367,6 +369,7 @@ func TestARunOfUpsertsIsOneStatement(t *testing.T) {
 // times in microseconds and UTC, optional fields as written; and the
 // value read shares nothing with the one written or with a later read.
 func TestReadOfARowWrittenInTheTransactionIsTheDatabasesAnswer(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, err := Open(ctx, MigratedDB(t))
 	if err != nil {
@@ -447,6 +450,7 @@ func TestReadOfARowWrittenInTheTransactionIsTheDatabasesAnswer(t *testing.T) {
 // with lease.ErrLost), and a row it wrote itself is still read from
 // memory before it.
 func TestAFencedTransactionReadsOnlyAfterItsFence(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, err := Open(ctx, MigratedDB(t))
 	if err != nil {

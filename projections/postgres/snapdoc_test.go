@@ -99,6 +99,7 @@ func reflectDecodeSnapshot(doc []byte, q projections.SnapshotQuery, openUserID i
 // order, unknown keys, nulls everywhere, escaped and non-ASCII strings, and
 // the updated_after filter on members.
 func TestDocScannerDecodesAsEncodingJSON(t *testing.T) {
+	t.Parallel()
 	docs := []string{
 		`{"u" : {"n" : "张三", "k" : null, "g" : "male", "a" : null, "p" : "13800138000", "e" : null, "b" : "1990-01-02", "s" : "ACTIVE", "r" : 1767323045123456, "t" : 1767323045123457}, "g" : [{"id" : 5, "ag" : 6, "n" : "家", "c" : 2, "cr" : 1767323045000000, "t" : 1767323046000000}], "m" : [{"id" : 7, "au" : "m7", "ag" : 6, "fg" : 5, "n" : "李四", "r" : "child", "g" : null, "b" : null, "p" : null, "it" : "id_card", "in" : "1101", "h" : 120, "w" : null, "bt" : "O", "d" : true, "t" : 1767323045000001}, ` + "\n" + ` {"id" : 8, "au" : "m8", "ag" : 6, "fg" : 5, "n" : "王五", "r" : "spouse", "g" : "female", "b" : "1991-01-01", "p" : "139", "it" : null, "in" : null, "h" : null, "w" : 5500, "bt" : null, "d" : false, "t" : 1767323047000000}]}`,
 		`{"u":{"n":"a\"b\\c\/d\u00e9\n\t\u2028\ud83d\ude42","s":"ERASED","r":-1,"t":0},"g":[],"m":[]}`,
@@ -135,6 +136,7 @@ func TestDocScannerDecodesAsEncodingJSON(t *testing.T) {
 // Random documents, encoded by encoding/json compactly and as Postgres
 // spaces them, decode the same through both readers.
 func TestDocScannerRandomDocuments(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(3, 4))
 	alphabet := []string{"a", "\"", "\\", "\x00", "\x1f", "/", "<", "张", "🙂", "\u2028", " ", ":", ",", "{", "]"}
 	str := func() string {
@@ -224,6 +226,7 @@ func TestDocScannerRandomDocuments(t *testing.T) {
 // events/jsoncodec, with and without an updated_after filter. Documents
 // already stored keep decoding to the same snapshot.
 func TestStoredSnapshotDocumentsDecodeAsBefore(t *testing.T) {
+	t.Parallel()
 	data, err := os.ReadFile("testdata/snapshot_docs_golden.jsonl")
 	if err != nil {
 		t.Fatal(err)

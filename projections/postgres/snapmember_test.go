@@ -86,6 +86,7 @@ func docsStore(t *testing.T, ctx context.Context) (*postgres.Store, *pgx.Conn) {
 // puts, soft and hard deletes, dissolved groups, erasures and owners
 // changing, with strings that JSON must escape.
 func TestSnapshotDocumentsMatchTheRowsForRandomHistories(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, conn := docsStore(t, ctx)
 
@@ -189,6 +190,7 @@ WHERE d.doc IS DISTINCT FROM r.doc`).Scan(&differ); err != nil || differ != 0 {
 // writes its row, under that row's lock, and each refresh runs after its
 // transaction's writes.
 func TestSnapshotDocumentsUnderConcurrentWriters(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, conn := docsStore(t, ctx)
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -238,6 +240,7 @@ func TestSnapshotDocumentsUnderConcurrentWriters(t *testing.T) {
 // erased user, and a later transaction that only writes the new user's
 // members leaves the documents equal to the rows.
 func TestSnapshotChannelFreedAndTakenInOneUpdate(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, conn := docsStore(t, ctx)
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)

@@ -17,6 +17,7 @@ import (
 // paramEncoder writes in binary (a binding's expiry comes back to the
 // microsecond, a take's clock may be NULL).
 func TestSnapshotRowRawEqualsPgxScan(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	url := MigratedDB(t)
 	s, err := Open(ctx, url)

@@ -18,6 +18,7 @@ import (
 // transaction does not pay the view's planning (what a profile showed as
 // planning per transaction was these first executions).
 func TestSnapshotRefreshSettlesOnItsGenericPlan(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, err := Open(ctx, pgtest.New(t))
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 // binding this store already saw hold touches no binding, so it never
 // prunes.
 func TestSnapshotPrunesExpiredBindingsInItsRoundTrip(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, err := Open(ctx, pgtest.New(t))
 	if err != nil {

@@ -17,12 +17,14 @@ import (
 )
 
 func TestSnapshot(t *testing.T) {
+	t.Parallel()
 	storetest.RunSnapshot(t, func(t *testing.T) storetest.SnapshotStore { return open(t, postgres.MigratedDB(t)) })
 }
 
 // Under SeeHead the snapshot carries the head the event store's statement
 // returns, converted by its function; without it, no head.
 func TestSnapshotReadsTheHeadWhenToldHow(t *testing.T) {
+	t.Parallel()
 	url := postgres.MigratedDB(t)
 	s := open(t, url)
 	defer s.Close()
@@ -48,6 +50,7 @@ var _ storetest.SnapshotStore = (*postgres.Store)(nil)
 // table) serves its users' snapshots after the upgrade, as the
 // separate reads answer them, at the checkpoint it had.
 func TestSnapshotsBackfilledOnUpgrade(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	url := pgtest.New(t)
 	s := open(t, url)
@@ -112,6 +115,7 @@ DROP FUNCTION snapshot_member_json(family_members); DELETE FROM schema_versions 
 // snapshot holds on the other (its Bind and its snapshot reads), and one
 // the other recorded first holds on the first, cache or not.
 func TestBindingsHoldAcrossNodes(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	url := postgres.MigratedDB(t)
 	a, b := open(t, url), open(t, url)

@@ -23,14 +23,15 @@ type SnapshotStore interface {
 
 // RunSnapshot is the conformance suite of the snapshot read: it answers
 // exactly what User (or UserByChannelID), Groups and Members answer, with
-// the users read model's checkpoint, and keeps tenancy.
+// the users read model's checkpoint, and keeps tenancy. The cases run in
+// parallel, each on its own store from open.
 func RunSnapshot(t *testing.T, open func(t *testing.T) SnapshotStore) {
-	t.Run("MatchesSeparateReadsWithCheckpoint", func(t *testing.T) { testSnapshotMatchesSeparateReadsWithCheckpoint(t, open(t)) })
-	t.Run("FollowsEveryWriteAndErasure", func(t *testing.T) { testSnapshotFollowsEveryWriteAndErasure(t, open(t)) })
-	t.Run("BindsOnceUnderConcurrentReads", func(t *testing.T) { testSnapshotBindsOnceUnderConcurrentReads(t, open(t)) })
-	t.Run("ConcurrentReadsEachGetTheirOwn", func(t *testing.T) { testSnapshotConcurrentReadsEachGetTheirOwn(t, open(t)) })
-	t.Run("Tenancy", func(t *testing.T) { testSnapshotTenancy(t, open(t)) })
-	t.Run("CanceledContextFails", func(t *testing.T) { testSnapshotCanceledContextFails(t, open(t)) })
+	t.Run("MatchesSeparateReadsWithCheckpoint", func(t *testing.T) { t.Parallel(); testSnapshotMatchesSeparateReadsWithCheckpoint(t, open(t)) })
+	t.Run("FollowsEveryWriteAndErasure", func(t *testing.T) { t.Parallel(); testSnapshotFollowsEveryWriteAndErasure(t, open(t)) })
+	t.Run("BindsOnceUnderConcurrentReads", func(t *testing.T) { t.Parallel(); testSnapshotBindsOnceUnderConcurrentReads(t, open(t)) })
+	t.Run("ConcurrentReadsEachGetTheirOwn", func(t *testing.T) { t.Parallel(); testSnapshotConcurrentReadsEachGetTheirOwn(t, open(t)) })
+	t.Run("Tenancy", func(t *testing.T) { t.Parallel(); testSnapshotTenancy(t, open(t)) })
+	t.Run("CanceledContextFails", func(t *testing.T) { t.Parallel(); testSnapshotCanceledContextFails(t, open(t)) })
 }
 
 // testSnapshotMatchesSeparateReadsWithCheckpoint: given users, groups

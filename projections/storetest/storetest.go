@@ -41,7 +41,8 @@ type testCase struct {
 // delivery log, the dispatcher, the report pull, the replay guard and the
 // order and benefit reads behave the same whichever store the deployment
 // uses. Each read model is a sub-suite; open is called once per case and must
-// return an empty store, which Run closes when the case ends.
+// return an empty store, which Run closes when the case ends. The cases run
+// in parallel: open must return stores that share nothing.
 func Run(t *testing.T, open func(t *testing.T) Store) {
 	t.Helper()
 	for _, suite := range []struct {
@@ -60,6 +61,7 @@ func Run(t *testing.T, open func(t *testing.T) Store) {
 		t.Run(suite.name, func(t *testing.T) {
 			for _, c := range suite.cases {
 				t.Run(c.name, func(t *testing.T) {
+					t.Parallel() // each case has its own store
 					s := open(t)
 					if s == nil {
 						t.Fatal("open returned a nil store")

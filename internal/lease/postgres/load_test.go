@@ -69,6 +69,7 @@ func tracedStore(t *testing.T, url string) (*leasepg.Store, *statements) {
 // hand-over check): the renewal statement reads it, so that read sends
 // nothing, and it equals what a statement of its own reads.
 func TestLoadAfterRenewalSendsNoStatement(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	url := pgtest.New(t)
 	s, st := tracedStore(t, url)
@@ -146,6 +147,7 @@ func TestLoadAfterRenewalSendsNoStatement(t *testing.T) {
 // late) counts as held in the load the renewal reads, as it does in a
 // load read after the renewal.
 func TestRenewalLoadCountsALateRenewedLease(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	url := pgtest.New(t)
 	s, _ := tracedStore(t, url)

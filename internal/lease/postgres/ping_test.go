@@ -18,6 +18,7 @@ import (
 // failed on a connection the server ended: that retry pings, so the pool
 // drops the dead connections, and succeeds.
 func TestRenewalsSkipThePoolsPingUntilOneFails(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	url := pgtest.New(t)
 	cfg, err := pgxpool.ParseConfig(url)

@@ -16,6 +16,7 @@ import (
 )
 
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	leasetest.Run(t, func(t *testing.T) lease.Store {
 		s, err := leasepg.Open(context.Background(), pgtest.New(t))
 		if err != nil {
@@ -100,6 +101,7 @@ func writers(t *testing.T, pool *pgxpool.Pool) []string {
 // A write fenced on a lease that another node has since taken fails with
 // ErrLost and leaves nothing behind.
 func TestFenceRefusesALostLease(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, pool := open(t)
 	a, err := s.Acquire(ctx, "job", "a", 200*time.Millisecond)
@@ -133,6 +135,7 @@ func TestFenceRefusesALostLease(t *testing.T) {
 // A takeover waits for a transaction already fenced on the old token: the
 // old holder's write commits before the new holder starts, never after.
 func TestTakeoverWaitsForAFencedTransaction(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, pool := open(t)
 	ttl := 200 * time.Millisecond
@@ -184,6 +187,7 @@ func TestTakeoverWaitsForAFencedTransaction(t *testing.T) {
 // connection) is cut off after the idle bound: the takeover proceeds and
 // the paused holder's commit fails.
 func TestPausedHolderCannotCommitAfterTakeover(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, pool := open(t)
 	a, err := s.Acquire(ctx, "job", "a", 200*time.Millisecond)

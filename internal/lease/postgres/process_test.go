@@ -98,6 +98,7 @@ func takeover(t *testing.T, s lease.Store, ttl, limit time.Duration) (lease.Leas
 // connection closes and the lease is taken within a poll, not after the
 // TTL (a minute here).
 func TestLeaseEndsWithItsProcess(t *testing.T) {
+	t.Parallel()
 	url := pgtest.New(t)
 	s, err := leasepg.Open(context.Background(), url)
 	if err != nil {
@@ -120,6 +121,7 @@ func TestLeaseEndsWithItsProcess(t *testing.T) {
 // connection stays open (the kernel still answers for it), so only the TTL
 // frees the lease. Resumed, the holder learns it lost the lease.
 func TestFrozenHolderLapsesByTTL(t *testing.T) {
+	t.Parallel()
 	url := pgtest.New(t)
 	s, err := leasepg.Open(context.Background(), url)
 	if err != nil {
