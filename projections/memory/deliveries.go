@@ -714,9 +714,9 @@ func (t *tx) PutDelivery(ctx context.Context, d projections.Delivery) error {
 }
 
 // UpdateDeliveryState replaces the row's state fields in place and keeps
-// its body, id, positions and subject as they are (an outcome copied the
-// body three times through Delivery and PutDelivery): only the status
-// counts and the due queue follow a change of state.
+// its body, id, positions and subject as they are, so that an outcome
+// makes no copy of the body (Delivery and PutDelivery each make one): only
+// the status counts and the due queue follow a change of state.
 func (t *tx) UpdateDeliveryState(ctx context.Context, id string, fn func(st *projections.DeliveryState)) error {
 	if err := t.check(ctx); err != nil {
 		return err
