@@ -37,6 +37,34 @@ type Delivery struct {
 	UpdatedAt      time.Time
 }
 
+// DeliveryState is what an attempt's outcome or a resend changes of a
+// delivery; the rest of its row (the body above all) stays as created.
+type DeliveryState struct {
+	Status         string
+	Attempts       int
+	NextAttemptAt  *time.Time
+	LastStatus     *int
+	LastError      *string
+	LastErrorClass *string
+	UpdatedAt      time.Time
+	// Erased says the delivery's body is erased (empty); the store reads
+	// it, a change of it is not written.
+	Erased bool
+}
+
+// State is d's state.
+func (d Delivery) State() DeliveryState {
+	return DeliveryState{Status: d.Status, Attempts: d.Attempts, NextAttemptAt: d.NextAttemptAt, LastStatus: d.LastStatus,
+		LastError: d.LastError, LastErrorClass: d.LastErrorClass, UpdatedAt: d.UpdatedAt, Erased: len(d.Body) == 0}
+}
+
+// WithState is d with st's state (Erased aside).
+func (d Delivery) WithState(st DeliveryState) Delivery {
+	d.Status, d.Attempts, d.NextAttemptAt, d.LastStatus = st.Status, st.Attempts, st.NextAttemptAt, st.LastStatus
+	d.LastError, d.LastErrorClass, d.UpdatedAt = st.LastError, st.LastErrorClass, st.UpdatedAt
+	return d
+}
+
 // Attempt is one POST of a delivery.
 type Attempt struct {
 	DeliveryID string
@@ -79,6 +107,11 @@ type DeliveryTx interface {
 	PutDelivery(ctx context.Context, d Delivery) error
 	// Delivery reads a delivery inside the transaction (ErrNotFound if absent).
 	Delivery(ctx context.Context, id string) (Delivery, error)
+	// UpdateDeliveryState changes a delivery's state by fn and leaves the
+	// rest of its row as it is (ErrNotFound if absent): an outcome or a
+	// resend, which need not read or write the body. fn replaces st's
+	// pointers rather than writing through them.
+	UpdateDeliveryState(ctx context.Context, id string, fn func(st *DeliveryState)) error
 	// SubjectDeliveries lists the deliveries whose Subject is subject, in no set order.
 	SubjectDeliveries(ctx context.Context, subject string) ([]Delivery, error)
 	// AddAttempt records an attempt; re-adding the same (DeliveryID, Attempt) replaces it.

@@ -26,15 +26,8 @@ func applyDelivery(ctx context.Context, tx DeliveryTx, env events.Envelope) erro
 		}
 		return tx.PutDelivery(ctx, stopErased(d))
 	case *catalog.DeliveryAttempted:
-		d, err := tx.Delivery(ctx, p.DeliveryID)
-		if err != nil {
-			return err
-		}
 		a := Attempt{DeliveryID: p.DeliveryID, Attempt: p.Attempt, At: p.At.UTC(), LatencyMS: p.LatencyMS, Outcome: p.Outcome,
 			ResponseExcerpt: cleanText(p.ResponseExcerpt)}
-		if len(d.Body) == 0 {
-			a.ResponseExcerpt = "" // erased: the log reads it as null too
-		}
 		if p.StatusCode != 0 {
 			code := p.StatusCode
 			a.StatusCode = &code
@@ -47,25 +40,31 @@ func applyDelivery(ctx context.Context, tx DeliveryTx, env events.Envelope) erro
 		if class := attemptClass(p); class != "" {
 			a.ErrorClass = &class
 		}
-		if err := tx.AddAttempt(ctx, a); err != nil {
-			return err
-		}
-		d.Attempts, d.LastStatus, d.LastError, d.LastErrorClass, d.UpdatedAt = p.Attempt, a.StatusCode, a.Error, a.ErrorClass, at
-		d.NextAttemptAt = nil
-		if p.NextAttemptAt != nil {
-			next := p.NextAttemptAt.UTC()
-			d.NextAttemptAt = &next
-		}
-		d.Status = domain.DeliveryStatusAfter(p.Outcome)
-		return tx.PutDelivery(ctx, stopErased(d))
-	case *catalog.DeliveryResendRequested:
-		d, err := tx.Delivery(ctx, p.DeliveryID)
+		erased := false
+		err := tx.UpdateDeliveryState(ctx, p.DeliveryID, func(st *DeliveryState) {
+			erased = st.Erased
+			st.Attempts, st.LastStatus, st.LastError, st.LastErrorClass, st.UpdatedAt = p.Attempt, a.StatusCode, a.Error, a.ErrorClass, at
+			st.NextAttemptAt = nil
+			if p.NextAttemptAt != nil {
+				next := p.NextAttemptAt.UTC()
+				st.NextAttemptAt = &next
+			}
+			st.Status = domain.DeliveryStatusAfter(p.Outcome)
+			stopErasedState(st)
+		})
 		if err != nil {
 			return err
 		}
-		next := p.At.UTC()
-		d.Status, d.NextAttemptAt, d.UpdatedAt = domain.DeliveryPending, &next, at
-		return tx.PutDelivery(ctx, stopErased(d))
+		if erased {
+			a.ResponseExcerpt = "" // erased: the log reads it as null too
+		}
+		return tx.AddAttempt(ctx, a)
+	case *catalog.DeliveryResendRequested:
+		return tx.UpdateDeliveryState(ctx, p.DeliveryID, func(st *DeliveryState) {
+			next := p.At.UTC()
+			st.Status, st.NextAttemptAt, st.UpdatedAt = domain.DeliveryPending, &next, at
+			stopErasedState(st)
+		})
 	case *catalog.UserErased:
 		// The user's data key is gone, so every delivery about them now
 		// reads from the log with a null body: blank the live rows the same
@@ -128,10 +127,18 @@ func stopErased(d Delivery) Delivery {
 		return d
 	}
 	d.Subject = ""
-	if d.Status == domain.DeliveryPending || d.Status == domain.DeliveryRetrying {
-		d.Status, d.NextAttemptAt = domain.DeliveryAbandoned, nil
+	st := d.State()
+	stopErasedState(&st)
+	return d.WithState(st)
+}
+
+// stopErasedState is stopErased for a change of state alone: an erased
+// delivery's row names no subject already (it was written through
+// stopErased when its body was blanked or created empty).
+func stopErasedState(st *DeliveryState) {
+	if st.Erased && (st.Status == domain.DeliveryPending || st.Status == domain.DeliveryRetrying) {
+		st.Status, st.NextAttemptAt = domain.DeliveryAbandoned, nil
 	}
-	return d
 }
 
 // attemptClass is the recorded class of a failed attempt or, for events

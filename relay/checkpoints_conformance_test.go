@@ -47,3 +47,15 @@ func TestUpgradedResumesFromTheLegacyFile(t *testing.T) {
 		t.Fatalf("load after a save %s, want 41/41", got)
 	}
 }
+
+// BenchmarkFileCheckpointSave: a feed's checkpoint save, one op one save
+// of a position after the last (count its system calls with strace -c).
+func BenchmarkFileCheckpointSave(b *testing.B) {
+	ctx := context.Background()
+	cp := relay.NewFileCheckpointsNamed(b.TempDir(), relay.FeedCheckpointFile)
+	for i := range b.N {
+		if err := cp.Save(ctx, events.Position{Commit: uint64(i + 1), Prepare: uint64(i + 1)}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -845,9 +845,14 @@ func (d *Dispatcher) attempt(ctx context.Context, eps *breakers, c claimed, clai
 		}
 		d.OnAttempt(del.created.Event, ev.Outcome, first)
 	}
-	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	_ = d.Projected.WaitFor(wctx, pos) // so the next Due does not pick it again
+	// The wait for the projection (so the next Due does not pick it
+	// again) ends with the record's deadline, which is near the claim's
+	// lapse, after which holding the delivery protects nothing, and when
+	// the node stops: one timer per attempt fewer than a deadline of its
+	// own.
+	stop := context.AfterFunc(ctx, rcancel)
+	defer stop()
+	_ = d.Projected.WaitFor(rctx, pos)
 	return released, recorded
 }
 

@@ -423,6 +423,25 @@ func (s *Store) setDelivery(cur projections.Delivery, had bool, next projections
 	s.due.set(appID, id, k, keep && in)
 }
 
+// restate replaces the row of delivery id at place at by next, which
+// differs from it in its state alone (withState), and returns the row it
+// replaced; the undo is the same call with that row.
+func (s *Store) restate(id string, at uint32, next deliveryRow) deliveryRow {
+	s.deliveriesCOW.keep(id, s.deliveries.row)
+	r := s.deliveries.at(at)
+	prev := *r
+	was, is := r.head(&s.eventTypes), next.head(&s.eventTypes)
+	if was.Status != is.Status {
+		s.countStatus(was.Status, -1)
+		s.countStatus(is.Status, 1)
+	}
+	*r = next
+	is.DeliveryID = id
+	k, in := dueKeyOf(is)
+	s.due.set(r.appID, id, k, in)
+	return prev
+}
+
 func (s *Store) countStatus(status string, d int) {
 	if n := s.statuses[status] + d; n > 0 {
 		s.statuses[status] = n
@@ -675,6 +694,49 @@ func (t *tx) PutDelivery(ctx context.Context, d projections.Delivery) error {
 	}
 	s.setDelivery(old, had, d, true)
 	t.keepUndo(func() { s.setDelivery(d, true, old, had) })
+	return nil
+}
+
+// UpdateDeliveryState replaces the row's state fields in place and keeps
+// its body, id, positions and subject as they are, so that an outcome
+// makes no copy of the body (Delivery and PutDelivery each make one): only
+// the status counts and the due queue follow a change of state.
+func (t *tx) UpdateDeliveryState(ctx context.Context, id string, fn func(st *projections.DeliveryState)) error {
+	if err := t.check(ctx); err != nil {
+		return err
+	}
+	s := t.s
+	at, ok := s.deliveries.place(id)
+	if !ok {
+		return projections.ErrNotFound
+	}
+	r := s.deliveries.at(at)
+	d := r.head(&s.eventTypes)
+	st := d.State()
+	st.Erased = r.flags&bodyTail == 0 && len(r.body) == 0
+	// fn replaces pointers, never writes through them: the row's own
+	// pointees stay shared with a kept image and the undo.
+	fn(&st)
+	ptr := func(p, own *time.Time) *time.Time {
+		if p == nil || p == own {
+			return p
+		}
+		v := normTime(*p)
+		return &v
+	}
+	st.NextAttemptAt = ptr(st.NextAttemptAt, d.NextAttemptAt)
+	if st.LastStatus != d.LastStatus {
+		st.LastStatus = cloneIntPtr(st.LastStatus)
+	}
+	if st.LastError != d.LastError {
+		st.LastError = cloneStr(st.LastError)
+	}
+	if st.LastErrorClass != d.LastErrorClass {
+		st.LastErrorClass = cloneStr(st.LastErrorClass)
+	}
+	st.UpdatedAt = normTime(st.UpdatedAt)
+	prev := s.restate(id, at, r.withState(st))
+	t.keepUndo(func() { s.restate(id, at, prev) })
 	return nil
 }
 

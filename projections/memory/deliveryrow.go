@@ -166,6 +166,31 @@ func packDelivery(d projections.Delivery, types *eventTypes, subj *subjectRows) 
 	return r
 }
 
+// withState is r with st's state (Erased aside), whose times are
+// normalized and whose pointees the store owns. r's more is never written:
+// a kept image or an undo may hold it, so a state that needs one gets a
+// new one.
+func (r deliveryRow) withState(st projections.DeliveryState) deliveryRow {
+	r.status, r.attempts, r.updated = statusCode(st.Status), int32(st.Attempts), st.UpdatedAt.UnixMicro()
+	var m deliveryMore
+	if r.more != nil {
+		m = *r.more
+	}
+	m.status, m.attempts = "", 0
+	if r.status == 0 {
+		m.status = st.Status
+	}
+	if int(r.attempts) != st.Attempts {
+		m.attempts = st.Attempts
+	}
+	m.nextAttemptAt, m.lastStatus, m.lastError, m.lastErrorClass = st.NextAttemptAt, st.LastStatus, st.LastError, st.LastErrorClass
+	r.more = nil
+	if m != (deliveryMore{}) {
+		r.more = &m
+	}
+	return r
+}
+
 // cursorAt is the delivery's Cursor.
 func (r *deliveryRow) cursorAt() events.Position {
 	if r.more != nil && r.more.positions {

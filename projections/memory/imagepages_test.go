@@ -63,7 +63,8 @@ func restoredImages(t *testing.T, f *snapFixture) []snapfile.Image {
 
 // deliveryWrite is the i-th write of a projector that keeps changing a
 // deliveries read model filled by fillDeliveries(n): a retry (an attempt
-// added, the delivery rescheduled in the due queue), a new delivery in the
+// added, the delivery's state changed in place and rescheduled in the due
+// queue), a new delivery in the
 // middle of the feed, a delivery done (its attempts' excerpts cleared, out
 // of the due queue) or a delivery moved elsewhere in the feed, spread over
 // the whole feed. It depends on i, n and the read model alone, so a replay
@@ -83,20 +84,27 @@ func deliveryWrite(ctx context.Context, i, n int) func(projections.DeliveryTx) e
 			}
 			return tx.AddAttempt(ctx, projections.Attempt{DeliveryID: nid, Attempt: 1, At: at, ResponseExcerpt: "new"})
 		}
+		if i%4 == 0 { // a retry, as an outcome records it: the state alone
+			attempt := 0
+			err := tx.UpdateDeliveryState(ctx, id, func(st *projections.DeliveryState) {
+				st.Status, st.Attempts, st.UpdatedAt = "retrying", st.Attempts+1, at
+				next := at.Add(time.Duration(i) * time.Second)
+				code := 500
+				st.NextAttemptAt, st.LastStatus = &next, &code
+				attempt = st.Attempts
+			})
+			if err != nil {
+				return err
+			}
+			code := 500
+			return tx.AddAttempt(ctx, projections.Attempt{DeliveryID: id, Attempt: attempt, At: at, StatusCode: &code, ResponseExcerpt: fmt.Sprint("busy ", i)})
+		}
 		d, err := tx.Delivery(ctx, id)
 		if err != nil {
 			return err
 		}
 		d.UpdatedAt = at
 		switch i % 4 {
-		case 0: // a retry
-			d.Status, d.Attempts = "retrying", d.Attempts+1
-			next := at.Add(time.Duration(i) * time.Second)
-			d.NextAttemptAt = &next
-			code := 500
-			if err := tx.AddAttempt(ctx, projections.Attempt{DeliveryID: id, Attempt: d.Attempts, At: at, StatusCode: &code, ResponseExcerpt: fmt.Sprint("busy ", i)}); err != nil {
-				return err
-			}
 		case 2: // delivered; its receiver's answers erased
 			d.Status, d.NextAttemptAt = "delivered", nil
 			if err := tx.ClearExcerpts(ctx, id); err != nil {

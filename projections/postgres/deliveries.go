@@ -340,6 +340,18 @@ func (t *tx) PutDelivery(ctx context.Context, d projections.Delivery) error {
 	return nil
 }
 
+// UpdateDeliveryState reads the row and writes it whole: the row's upsert
+// is the one statement the batch holds for a delivery.
+func (t *tx) UpdateDeliveryState(ctx context.Context, id string, fn func(st *projections.DeliveryState)) error {
+	d, err := t.Delivery(ctx, id)
+	if err != nil {
+		return err
+	}
+	st := d.State()
+	fn(&st)
+	return t.PutDelivery(ctx, d.WithState(st))
+}
+
 const upsertAttempt = `
 INSERT INTO webhook_attempts (` + attemptColumns + `)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)

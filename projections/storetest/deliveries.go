@@ -35,6 +35,7 @@ var deliveryCases = []testCase{
 	{"ErrorClassesRoundTrip", testErrorClasses},
 	{"DeliveryTxReadsSeeOwnWrites", testDeliveryTxReads},
 	{"FailedUpdateDeliveriesChangesNothing", testFailedUpdateDeliveries},
+	{"UpdateDeliveryStateKeepsTheRestOfTheRow", testUpdateDeliveryState},
 	{"DeliveryCheckpointsAreUpdateCheckpoints", testDeliveryCheckpoints},
 	{"ResetEmptiesDeliveries", testResetDeliveries},
 	{"ConcurrentDeliveryUpdates", testConcurrentDeliveries},
@@ -933,6 +934,54 @@ func testFailedUpdateDeliveries(t *testing.T, s Store) {
 	putDeliveries(t, s, c)
 	m.put(c)
 	m.check(t, s, "after a later update", []int64{1, 2, 3}, nows)
+}
+
+// An outcome's or a resend's change of state leaves the body and the rest
+// of the row as they were, moves the delivery in the due queue and the
+// status counts, reads as written inside its transaction, and is undone
+// with a failed update.
+func testUpdateDeliveryState(t *testing.T, s Store) {
+	m := newModel()
+	a, erased := dlv(1, 10), dlv(2, 11)
+	erased.Body, erased.Status, erased.NextAttemptAt = []byte{}, domain.DeliveryAbandoned, nil
+	m.put(a, erased)
+	nows := []time.Time{at(0), at(5), at(1010), at(1_000_000)}
+	retry := func(st *projections.DeliveryState) {
+		st.Status, st.Attempts, st.NextAttemptAt = domain.DeliveryRetrying, st.Attempts+1, ptr(at(5))
+		st.LastStatus, st.LastError, st.LastErrorClass, st.UpdatedAt = ptr(500), ptr("busy"), ptr(domain.ErrorClassOther), at(20)
+	}
+	failedUpdate(t, s, deliveriesOf(s), func(tx projections.DeliveryTx) error {
+		return firstErr(tx.PutDelivery(ctx, a), tx.PutDelivery(ctx, erased))
+	}, func(tx projections.DeliveryTx) error {
+		if err := tx.UpdateDeliveryState(ctx, a.DeliveryID, retry); err != nil {
+			return err
+		}
+		want := a
+		st := want.State()
+		retry(&st)
+		wantRow(t, "Tx.Delivery after UpdateDeliveryState", must(tx.Delivery(ctx, a.DeliveryID))(t), want.WithState(st))
+		return nil
+	}, func(when string) { m.check(t, s, when, []int64{1, 2}, nows) })
+
+	var sawErased [2]bool
+	writeAt(t, deliveriesOf(s), "deliveries", nextPos(), func(tx projections.DeliveryTx) error {
+		return firstErr(
+			tx.UpdateDeliveryState(ctx, a.DeliveryID, func(st *projections.DeliveryState) { sawErased[0] = st.Erased; retry(st) }),
+			tx.UpdateDeliveryState(ctx, erased.DeliveryID, func(st *projections.DeliveryState) { sawErased[1] = st.Erased; st.UpdatedAt = at(30) }))
+	})
+	if sawErased != [2]bool{false, true} {
+		t.Errorf("UpdateDeliveryState saw Erased %v for a delivery with a body and one without: want [false true]", sawErased)
+	}
+	st := a.State()
+	retry(&st)
+	erased.UpdatedAt = at(30)
+	m.put(a.WithState(st), erased)
+	m.check(t, s, "after UpdateDeliveryState", []int64{1, 2}, nows)
+
+	err := deliveriesOf(s).update(ctx, "deliveries", nextPos(), func(tx projections.DeliveryTx) error {
+		return tx.UpdateDeliveryState(ctx, "d-9999", func(*projections.DeliveryState) {})
+	})
+	wantNotFound(t, "UpdateDeliveryState of no delivery", err)
 }
 
 func testDeliveryCheckpoints(t *testing.T, s Store) {
