@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -129,6 +130,9 @@ type Runner struct {
 	// pace is the group of the rebuild this runner is part of, until it
 	// is ready or leaves it (see replayGroup); nil when it replays alone.
 	pace *replayGroup
+	// pacer paces its own subscription with the rebuild's other runners
+	// that the one reader leaves out, until it is ready (see paceGroup).
+	pacer *paceGroup
 }
 
 // NewRunner builds a runner; onApplied (optional) feeds metrics. With a
@@ -245,10 +249,12 @@ func (r *Runner) advance(pos events.Position, n int, caughtUp bool) {
 	}
 	r.stats.Applied += uint64(n)
 	var paced *replayGroup
+	var pacer *paceGroup
 	if !r.stats.Ready && !pos.Less(r.stats.Target) {
 		r.stats.Rebuilding = false
 		r.stats.Ready = true
 		paced, r.pace = r.pace, nil
+		pacer, r.pacer = r.pacer, nil
 	}
 	r.stats.CaughtUp = caughtUp && r.stats.Ready
 	r.stats.LastError = ""
@@ -256,6 +262,9 @@ func (r *Runner) advance(pos events.Position, n int, caughtUp bool) {
 	r.mu.Unlock()
 	if paced != nil {
 		paced.leave(r) // ready: it reads on alone
+	}
+	if pacer != nil {
+		pacer.leave(r) // ready: the others no longer wait for it
 	}
 	r.kickAnnounce()
 }
@@ -388,7 +397,7 @@ func (r *Runner) reset(ctx context.Context) error {
 func (r *Runner) follow(ctx context.Context) error {
 	// A member of a rebuild's group leaves it whenever this follow ends:
 	// the next one reads alone, from its checkpoint.
-	g := r.pacing()
+	g := r.grouped()
 	if g != nil {
 		defer r.leaveGroup(g)
 	}
@@ -415,10 +424,15 @@ func (r *Runner) follow(ctx context.Context) error {
 			return fmt.Errorf("subscribe: %w", err)
 		}
 		defer sub.Close()
-		if polled, ok := sub.(events.Poller); ok {
+		pacer := r.pacing()
+		if pacer != nil {
+			pacer.join(r, cp.Commit)
+			defer pacer.leave(r)
+		}
+		if polled, ok := sub.(events.Poller); ok && pacer == nil {
 			p = polled
 		} else {
-			feed = r.pump(subCtx, sub)
+			feed = r.pump(subCtx, sub, pacer, cp.Commit)
 		}
 	}
 	take := func() (fed, bool) {
@@ -535,15 +549,26 @@ func (r *Runner) rebuilding() bool {
 	return r.stats.Rebuilding
 }
 
-// pacing is the rebuild group this runner replays with, if it is one's
+// grouped is the rebuild group this runner replays with, if it is one's
 // member and not ready yet.
-func (r *Runner) pacing() *replayGroup {
+func (r *Runner) grouped() *replayGroup {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.stats.Ready {
 		return nil
 	}
 	return r.pace
+}
+
+// pacing is the pace of the rebuild this runner replays in through its own
+// subscription, if it has one and is not ready yet.
+func (r *Runner) pacing() *paceGroup {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stats.Ready {
+		return nil
+	}
+	return r.pacer
 }
 
 // leaveGroup takes the runner out of g, which no longer feeds it.
@@ -557,14 +582,24 @@ func (r *Runner) leaveGroup(g *replayGroup) {
 }
 
 // pump reads the subscription ahead into a buffer of one batch, so that
-// readPage can take what is already available without waiting. The
+// readPage can take what is already available without waiting. Under a
+// rebuild's pace (g not nil) it reports its position every paceStep events
+// and waits there while it is too far ahead of the slowest member. The
 // channel closes after the subscription's first error or when ctx ends.
-func (r *Runner) pump(ctx context.Context, sub events.Subscription) <-chan fed {
+func (r *Runner) pump(ctx context.Context, sub events.Subscription, g *paceGroup, from uint64) <-chan fed {
 	feed := make(chan fed, r.batchSize)
 	go func() {
 		defer close(feed)
+		at, mark := from, from
 		for {
+			if g != nil && at >= mark {
+				if g.read(ctx, r, at) != nil {
+					return // ctx ended
+				}
+				mark = at + paceStep
+			}
 			rec, err := sub.Next(ctx)
+			at = rec.Position.Commit
 			// Every event of the log passes here for every follower: a
 			// send that does not wait is tried first, without the
 			// two-case select's cost (a tenth of the follower's own CPU
@@ -915,7 +950,8 @@ const AllReadModels = "read_models"
 // Rebuild resets the named projection, or every read model for
 // AllReadModels, and starts the replay; found is false for an unknown name.
 // progress lists the rebuilt projections' Stats. Several projections
-// rebuilt at once on this node replay through one reader (replayGroup).
+// rebuilt at once on this node replay through one reader (replayGroup);
+// those it leaves out replay paced together (paceGroup).
 func (s RunnerSet) Rebuild(ctx context.Context, name string) (progress any, found bool, err error) {
 	var chosen []*Runner
 	for _, run := range s {
@@ -928,12 +964,31 @@ func (s RunnerSet) Rebuild(ctx context.Context, name string) (progress any, foun
 		return nil, false, nil
 	}
 	var g *replayGroup
-	if group := groupable(chosen); len(group) > 1 {
+	group := groupable(chosen)
+	if len(group) > 1 {
 		g = newReplayGroup(group[0].store, group)
 		defer g.gatherDone()
 		for _, run := range group {
 			run.mu.Lock()
 			run.pace = g
+			run.mu.Unlock()
+		}
+	} else {
+		group = nil
+	}
+	// The others read through subscriptions of their own, paced together.
+	var alone []*Runner
+	for _, run := range chosen {
+		if !slices.Contains(group, run) {
+			alone = append(alone, run)
+		}
+	}
+	if len(alone) > 1 {
+		p := newPaceGroup()
+		defer p.gatherDone()
+		for _, run := range alone {
+			run.mu.Lock()
+			run.pacer = p
 			run.mu.Unlock()
 		}
 	}
