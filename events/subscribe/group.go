@@ -10,10 +10,11 @@ import (
 )
 
 // One reader for the runners rebuilt together. A rebuild replays the whole
-// log into every chosen read model; each one reading it through a
-// subscription of its own passed every event of the log once per read
-// model (the read, the type checks, the hand-over from reader to applier),
-// although each applies only its own types. A replayGroup reads the log
+// log into every chosen read model; through subscriptions of their own,
+// every event of the log passes once per read model (the read, the type
+// checks, the hand-over from reader to applier), although each applies only
+// its own types (the runners left out, paceGroup, read that way). A
+// replayGroup reads the log
 // once, up to its head as of the rebuild, opens (decrypts) the events any
 // member handles, and hands each member only its own events, in log order,
 // with the count and last position of the others' events between them, so
