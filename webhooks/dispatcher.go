@@ -847,9 +847,8 @@ func (d *Dispatcher) attempt(ctx context.Context, eps *breakers, c claimed, clai
 	}
 	// The wait for the projection (so the next Due does not pick it
 	// again) ends with the record's deadline, which is near the claim's
-	// lapse, after which holding the delivery protects nothing, and when
-	// the node stops: one timer per attempt fewer than a deadline of its
-	// own.
+	// lapse, after which holding the delivery protects nothing, or when
+	// the node stops; sharing that deadline spares an attempt a timer.
 	stop := context.AfterFunc(ctx, rcancel)
 	defer stop()
 	_ = d.Projected.WaitFor(rctx, pos)

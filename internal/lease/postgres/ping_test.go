@@ -12,11 +12,12 @@ import (
 	"github.com/healthtech/partner-open-platform/internal/pgtest"
 )
 
-// pgx pings a pooled connection idle for more than a second before handing
-// it out, and renewals come every third of the time to live: a ping is a
-// second round trip per renewal. Renewals skip it, except right after one
-// failed on a connection the server ended: that retry pings, so the pool
-// drops the dead connections, and succeeds.
+// Renewals come every third of the time to live, and pgx pings a pooled
+// connection idle for more than a second before handing it out, a second
+// round trip for each renewal; leasepg.ShouldPing skips that ping for them.
+// The one renewal that pings is the retry after a renewal failed on a
+// connection the server ended, so the pool drops its dead connections and
+// the retry succeeds.
 func TestRenewalsSkipThePoolsPingUntilOneFails(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
