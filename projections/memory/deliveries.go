@@ -717,14 +717,9 @@ func (t *tx) UpdateDeliveryState(ctx context.Context, id string, fn func(st *pro
 	// fn replaces pointers, never writes through them: the row's own
 	// pointees stay shared with a kept image and the undo.
 	fn(&st)
-	ptr := func(p, own *time.Time) *time.Time {
-		if p == nil || p == own {
-			return p
-		}
-		v := normTime(*p)
-		return &v
+	if st.NextAttemptAt != d.NextAttemptAt {
+		st.NextAttemptAt = normTimePtr(st.NextAttemptAt)
 	}
-	st.NextAttemptAt = ptr(st.NextAttemptAt, d.NextAttemptAt)
 	if st.LastStatus != d.LastStatus {
 		st.LastStatus = cloneIntPtr(st.LastStatus)
 	}
