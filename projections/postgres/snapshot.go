@@ -392,6 +392,7 @@ ON CONFLICT (open_user_id) DO UPDATE SET
 // users this transaction touched, after its writes and before its
 // checkpoint, so a document is never behind the checkpoint it commits with.
 func (t *tx) refreshSnapshots() {
+	t.writeFreshSnapshots()
 	if len(t.touchedUsers) == 0 && len(t.deletedMembers) == 0 {
 		return
 	}
