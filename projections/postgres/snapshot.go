@@ -388,9 +388,10 @@ ON CONFLICT (open_user_id) DO UPDATE SET
     channel_user_id = EXCLUDED.channel_user_id,
     doc = EXCLUDED.doc`
 
-// refreshSnapshots queues the refresh of the snapshot documents of the
-// users this transaction touched, after its writes and before its
-// checkpoint, so a document is never behind the checkpoint it commits with.
+// refreshSnapshots queues the documents of the users this transaction
+// registered (built in Go, freshdoc.go) and the refresh of those of the
+// other users it touched, after its writes and before its checkpoint, so
+// a document is never behind the checkpoint it commits with.
 func (t *tx) refreshSnapshots() {
 	t.writeFreshSnapshots()
 	if len(t.touchedUsers) == 0 && len(t.deletedMembers) == 0 {
