@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"strconv"
 
@@ -70,8 +71,8 @@ func (f *freshUser) nameGroup(g projections.Group) {
 	f.groups = slices.Insert(f.groups, i, g)
 }
 
-// upsertSnapshot writes a document built here (the same upsert as the
-// refresh statement's).
+// upsertSnapshot writes a document built here; the refresh statement
+// ends with its ON CONFLICT.
 const upsertSnapshot = `
 INSERT INTO user_snapshots AS s (open_user_id, app_id, channel_user_id, doc)
 VALUES ($1, $2, $3, $4)
@@ -90,13 +91,8 @@ func (t *tx) writeFreshSnapshots() {
 	if len(t.fresh) == 0 {
 		return
 	}
-	ids := make([]int64, 0, len(t.fresh))
-	for id := range t.fresh {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
 	var buf []byte
-	for _, id := range ids {
+	for _, id := range slices.Sorted(maps.Keys(t.fresh)) {
 		f := t.fresh[id]
 		start := len(buf)
 		buf = appendSnapshotDoc(buf, f.user, f.groups)
