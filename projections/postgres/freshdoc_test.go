@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/healthtech/partner-open-platform/events"
+	"github.com/healthtech/partner-open-platform/events/catalog"
 	"github.com/healthtech/partner-open-platform/projections"
 )
 
@@ -42,6 +43,24 @@ func (c *refreshStatements) TraceBatchQuery(_ context.Context, _ *pgx.Conn, d pg
 }
 
 func (c *refreshStatements) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
+
+// refreshCountingStore is a Store on a migrated database of its own that
+// counts the refresh statements it sends.
+func refreshCountingStore(t *testing.T) (*Store, *refreshStatements) {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(MigratedDB(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	refreshes := &refreshStatements{}
+	cfg.ConnConfig.Tracer = refreshes
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return &Store{pool: pool}, refreshes
+}
 
 type registrar interface {
 	RegisterUser(context.Context, projections.User) error
@@ -73,19 +92,8 @@ func drawnText(rng *rand.Rand) string {
 // by the statement, and theirs match the view too.
 func TestRegisteredUsersDocumentsAreTheViews(t *testing.T) {
 	ctx := context.Background()
-	url := MigratedDB(t)
-	cfg, err := pgxpool.ParseConfig(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	refreshes := &refreshStatements{}
-	cfg.ConnConfig.Tracer = refreshes
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	s := &Store{pool: pool}
+	s, refreshes := refreshCountingStore(t)
+	pool := s.pool
 
 	rng := rand.New(rand.NewPCG(7, 30))
 	zones := []*time.Location{time.UTC, time.FixedZone("x", 5*3600+1800), time.FixedZone("y", -7*3600)}
@@ -192,6 +200,14 @@ func TestRegisteredUsersDocumentsAreTheViews(t *testing.T) {
 	if want := 60 + 15; docs != want {
 		t.Fatalf("%d documents, want %d (80 users registered, 5 erased)", docs, want)
 	}
+	docsAreTheViews(t, pool)
+}
+
+// docsAreTheViews fails t for every user whose stored document (or app,
+// or channel id) is not the one user_snapshot_docs builds from the rows.
+func docsAreTheViews(t *testing.T, pool *pgxpool.Pool) {
+	t.Helper()
+	ctx := context.Background()
 	rows, err := pool.Query(ctx, `SELECT open_user_id, s.app_id, d.app_id, s.channel_user_id, d.channel_user_id, s.doc, d.doc
 FROM user_snapshots s FULL JOIN user_snapshot_docs d USING (open_user_id)
 WHERE s.doc IS DISTINCT FROM d.doc OR s.app_id IS DISTINCT FROM d.app_id OR s.channel_user_id IS DISTINCT FROM d.channel_user_id
@@ -212,6 +228,51 @@ ORDER BY open_user_id`)
 	}
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The users read model's projector registers through RegisterUser: a
+// batch of registrations (one of an erased user, whose channel id reads
+// as "", one whose profile changes in the same batch) with their groups
+// sends no refresh statement, and the documents are the view's and read
+// back as the user, the groups and no member.
+func TestUsersProjectorRegistersWithoutARefresh(t *testing.T) {
+	ctx := context.Background()
+	s, refreshes := refreshCountingStore(t)
+	at := time.Date(2026, 5, 6, 7, 8, 9, 123456789, time.FixedZone("x", 8*3600))
+	nick := "A\"\n"
+	env := func(i int, p events.Payload) events.Envelope {
+		return events.Envelope{Payload: p, Metadata: events.Metadata{AppID: 3, OccurredAt: at.Add(time.Duration(i) * time.Millisecond)}}
+	}
+	batch := []events.Envelope{
+		env(0, &catalog.UserRegistered{AppID: 3, OpenUserID: 41, ChannelUserID: "ch-41", Profile: catalog.Profile{Name: "李雷", Nickname: &nick, Gender: "male"}, RegisteredAt: at}),
+		env(1, &catalog.FamilyGroupUpserted{ChannelUserID: "ch-41", OpenUserID: 41, FamilyGroupID: 412, AppGroupID: 9, Name: "home", Created: true}),
+		env(2, &catalog.FamilyGroupUpserted{ChannelUserID: "ch-41", OpenUserID: 41, FamilyGroupID: 411, AppGroupID: 8, Name: "work", Created: true}),
+		env(3, &catalog.UserRegistered{AppID: 3, OpenUserID: 42, Profile: catalog.Profile{Name: "erased", Gender: "unknown"}, RegisteredAt: at}),
+		env(4, &catalog.UserRegistered{AppID: 3, OpenUserID: 43, ChannelUserID: "ch-43", Profile: catalog.Profile{Name: "Han", Gender: "female"}, RegisteredAt: at}),
+		env(5, &catalog.UserProfileUpdated{OpenUserID: 43, Profile: catalog.Profile{Name: "Han Meimei", Gender: "female", Email: &nick}}),
+	}
+	if err := projections.UsersProjector(s).Apply(ctx, batch, events.Position{Commit: 9, Prepare: 9}); err != nil {
+		t.Fatal(err)
+	}
+	if n := refreshes.n.Load(); n != 0 {
+		t.Fatalf("the projector's batch of registers sent %d refresh statements, want none", n)
+	}
+	docsAreTheViews(t, s.pool)
+	snap, err := s.Snapshot(ctx, projections.SnapshotQuery{AppID: 3, ChannelUserID: "ch-41"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !snap.Found || snap.User.Name != "李雷" || *snap.User.Nickname != nick || len(snap.Groups) != 2 || snap.Groups[0].FamilyGroupID != 411 ||
+		snap.Groups[1].Name != "home" || len(snap.Members) != 0 || !snap.User.UpdatedAt.Equal(at.Truncate(time.Microsecond)) || !snap.Groups[1].CreatedAt.Equal(at.Add(time.Millisecond).Truncate(time.Microsecond)) {
+		t.Fatalf("snapshot of ch-41 = %+v", snap)
+	}
+	snap, err = s.Snapshot(ctx, projections.SnapshotQuery{AppID: 3, OpenUserID: 43})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !snap.Found || snap.User.Name != "Han Meimei" || snap.User.Email == nil || *snap.User.Email != nick || len(snap.Groups) != 0 {
+		t.Fatalf("snapshot of user 43 = %+v", snap)
 	}
 }
 
