@@ -19,7 +19,8 @@ import (
 // rows back and building it in SQL (the largest part of a register's
 // Postgres execution time). A registered user whose rows this
 // transaction changes in a way not followed here (a group written whole,
-// a member) goes back to the refresh statement, as every other user does.
+// a member, a group or a user of another app than the user's) goes back
+// to the refresh statement, as every other user does.
 
 // freshUser is a user this transaction registered and every row they
 // have: the user and their groups, as a read of them returns them.

@@ -88,8 +88,9 @@ func drawnText(rng *rand.Rand) string {
 // wrote, whatever the strings, the missing fields, the times' zones and
 // sub-microsecond parts, the groups named (again) and the profile changed
 // in the same transaction. Users whose rows the transaction writes in
-// other ways (a member, a group written whole, an erasure) are refreshed
-// by the statement, and theirs match the view too.
+// other ways (a member, a group written whole, an erasure, a group of
+// another app) are refreshed by the statement, and theirs match the view
+// too.
 func TestRegisteredUsersDocumentsAreTheViews(t *testing.T) {
 	ctx := context.Background()
 	s, refreshes := refreshCountingStore(t)
@@ -183,6 +184,11 @@ func TestRegisteredUsersDocumentsAreTheViews(t *testing.T) {
 				err = tx.PutGroup(ctx, g)
 			case 2:
 				err = tx.EraseUser(ctx, id)
+			case 3:
+				// A group of another app: the view leaves it out.
+				g := group(user(id), id*10+8)
+				g.AppID = 1 + (id+1)%3
+				err = tx.(registrar).NameGroup(ctx, g)
 			}
 			if err != nil {
 				return err

@@ -512,10 +512,12 @@ func (t *tx) PutUser(ctx context.Context, u projections.User) error {
 		return err
 	}
 	kept := t.writeUser(u)
-	if f := t.fresh[u.OpenUserID]; f != nil {
+	// The document holds only the groups of the user's app (the view's
+	// join), which the kept groups are judged by.
+	if f := t.fresh[u.OpenUserID]; f != nil && f.user.AppID == kept.AppID {
 		f.user = kept
 	} else {
-		t.touchedUsers = append(t.touchedUsers, u.OpenUserID)
+		t.touchUser(u.OpenUserID)
 	}
 	return nil
 }
@@ -576,10 +578,10 @@ func (t *tx) NameGroup(ctx context.Context, g projections.Group) error {
 	if err := t.check(ctx); err != nil {
 		return err
 	}
-	if f := t.fresh[g.OpenUserID]; f != nil {
+	if f := t.fresh[g.OpenUserID]; f != nil && f.user.AppID == g.AppID {
 		f.nameGroup(g)
 	} else {
-		t.touchedUsers = append(t.touchedUsers, g.OpenUserID)
+		t.touchUser(g.OpenUserID)
 	}
 	t.queueRow(&nameGroupRows, g.FamilyGroupID, g.AppID, g.OpenUserID, g.FamilyGroupID, g.AppGroupID, g.Name, g.CreatedAt, g.UpdatedAt)
 	return nil
