@@ -20,6 +20,16 @@ type groupNamer interface {
 	NameGroup(ctx context.Context, g Group) error
 }
 
+// userRegistrar is a UserTx told which user writes register a user: the
+// log registers a user once, as the first event of the user's stream, so
+// no group or member of theirs precedes it. A store that keeps a document
+// derived from all of a user's rows (Postgres: the snapshot document) can
+// build a registered user's from what the transaction itself writes,
+// instead of reading the rows back.
+type userRegistrar interface {
+	RegisterUser(ctx context.Context, u User) error
+}
+
 func applyChannelUser(ctx context.Context, tx UserTx, env events.Envelope) error {
 	at := env.Metadata.OccurredAt.UTC()
 	appID := env.Metadata.AppID
@@ -31,6 +41,9 @@ func applyChannelUser(ctx context.Context, tx UserTx, env events.Envelope) error
 		}
 		u := User{AppID: p.AppID, OpenUserID: p.OpenUserID, ChannelUserID: channelUserID, Status: "ACTIVE", RegisteredAt: p.RegisteredAt.UTC(), UpdatedAt: at}
 		setProfile(&u, p.Profile)
+		if r, ok := tx.(userRegistrar); ok {
+			return r.RegisterUser(ctx, u)
+		}
 		return tx.PutUser(ctx, u)
 	case *catalog.UserProfileUpdated:
 		u, err := tx.User(ctx, p.OpenUserID)

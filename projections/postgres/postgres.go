@@ -428,6 +428,9 @@ type tx struct {
 	// The users whose snapshot documents this transaction must refresh
 	// (refreshSnapshots): owners written, and members deleted by id.
 	touchedUsers, deletedMembers []int64
+	// fresh are the users this transaction registered whose documents it
+	// builds itself (freshdoc.go).
+	fresh map[int64]*freshUser
 	// runs are the open runs of rows (rows.go), in the order they opened.
 	runs []*rowRun
 	// users and deliveries are the rows this transaction wrote, as a read
@@ -508,12 +511,24 @@ func (t *tx) PutUser(ctx context.Context, u projections.User) error {
 	if err := t.check(ctx); err != nil {
 		return err
 	}
-	t.touchedUsers = append(t.touchedUsers, u.OpenUserID)
+	kept := t.writeUser(u)
+	// The document holds only the groups of the user's app (the view's
+	// join), which the kept groups are judged by.
+	if f := t.fresh[u.OpenUserID]; f != nil && f.user.AppID == kept.AppID {
+		f.user = kept
+	} else {
+		t.touchUser(u.OpenUserID)
+	}
+	return nil
+}
+
+// writeUser queues the user's row and returns it as a read returns it.
+func (t *tx) writeUser(u projections.User) projections.User {
 	t.queueRow(&userRows, u.OpenUserID, u.AppID, u.OpenUserID, u.ChannelUserID, u.Name, opt(u.Nickname), u.Gender,
 		opt(u.Avatar), opt(u.Phone), opt(u.Email), opt(u.BirthDate), u.Status, u.RegisteredAt, u.UpdatedAt)
 	kept := asReadUser(u)
 	t.wroteUser(u.OpenUserID, &kept)
-	return nil
+	return asReadUser(kept)
 }
 
 const upsertGroup = `
@@ -532,7 +547,7 @@ func (t *tx) PutGroup(ctx context.Context, g projections.Group) error {
 	if err := t.check(ctx); err != nil {
 		return err
 	}
-	t.touchedUsers = append(t.touchedUsers, g.OpenUserID)
+	t.touchUser(g.OpenUserID)
 	t.queue(upsertGroup, g.AppID, g.OpenUserID, g.FamilyGroupID, g.AppGroupID, g.Name, g.Dissolved,
 		g.CreatedAt, g.UpdatedAt)
 	return nil
@@ -563,7 +578,11 @@ func (t *tx) NameGroup(ctx context.Context, g projections.Group) error {
 	if err := t.check(ctx); err != nil {
 		return err
 	}
-	t.touchedUsers = append(t.touchedUsers, g.OpenUserID)
+	if f := t.fresh[g.OpenUserID]; f != nil && f.user.AppID == g.AppID {
+		f.nameGroup(g)
+	} else {
+		t.touchUser(g.OpenUserID)
+	}
 	t.queueRow(&nameGroupRows, g.FamilyGroupID, g.AppID, g.OpenUserID, g.FamilyGroupID, g.AppGroupID, g.Name, g.CreatedAt, g.UpdatedAt)
 	return nil
 }
@@ -629,7 +648,7 @@ func (t *tx) PutMember(ctx context.Context, m projections.Member) error {
 	if err := t.check(ctx); err != nil {
 		return err
 	}
-	t.touchedUsers = append(t.touchedUsers, m.OpenUserID)
+	t.touchUser(m.OpenUserID)
 	t.queueRow(&memberRows, m.MemberID, m.AppID, m.OpenUserID, m.MemberID, m.AppUserID, m.AppGroupID, m.FamilyGroupID,
 		m.Name, m.Relationship, opt(m.Gender), opt(m.BirthDate), opt(m.Phone), opt(m.IDType), opt(m.IDNumber),
 		opt(m.Height), opt(m.Weight), opt(m.BloodType), m.IsDefault, m.Deleted, opt(m.DeletedAt), m.UpdatedAt)
@@ -641,7 +660,7 @@ func (t *tx) EraseUser(ctx context.Context, openUserID int64) error {
 	if err := t.check(ctx); err != nil {
 		return err
 	}
-	t.touchedUsers = append(t.touchedUsers, openUserID)
+	t.touchUser(openUserID)
 	t.queue(`DELETE FROM family_members WHERE open_user_id = $1`, openUserID)
 	t.queue(`DELETE FROM family_groups WHERE open_user_id = $1`, openUserID)
 	t.queue(`DELETE FROM users WHERE open_user_id = $1`, openUserID)

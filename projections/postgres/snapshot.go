@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -378,20 +379,19 @@ func micro(us int64) time.Time { return time.UnixMicro(us).UTC() }
 // a hash join over a sequential scan of users on every users read model
 // transaction. It is a predicate
 // on users' rows, so a user listed twice is still written once.
-const refreshSnapshotsQuery = `
+var refreshSnapshotsQuery = `
 INSERT INTO user_snapshots AS s (open_user_id, app_id, channel_user_id, doc)
 SELECT d.open_user_id, d.app_id, d.channel_user_id, d.doc FROM user_snapshot_docs d
 WHERE d.open_user_id = ANY($1::bigint[] || ARRAY(
     SELECT m.open_user_id FROM family_members m WHERE m.member_id = ANY($2::bigint[])))
-ON CONFLICT (open_user_id) DO UPDATE SET
-    app_id = EXCLUDED.app_id,
-    channel_user_id = EXCLUDED.channel_user_id,
-    doc = EXCLUDED.doc`
+` + upsertSnapshot[strings.Index(upsertSnapshot, "ON CONFLICT"):]
 
-// refreshSnapshots queues the refresh of the snapshot documents of the
-// users this transaction touched, after its writes and before its
-// checkpoint, so a document is never behind the checkpoint it commits with.
+// refreshSnapshots queues the documents of the users this transaction
+// registered (built in Go, freshdoc.go) and the refresh of those of the
+// other users it touched, after its writes and before its checkpoint, so
+// a document is never behind the checkpoint it commits with.
 func (t *tx) refreshSnapshots() {
+	t.writeFreshSnapshots()
 	if len(t.touchedUsers) == 0 && len(t.deletedMembers) == 0 {
 		return
 	}
