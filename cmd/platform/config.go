@@ -38,6 +38,7 @@ type config struct {
 	Addr           string
 	LogFormat      string
 	AccessLogFlush time.Duration // access lines buffered up to this long; 0: each written at once
+	DebugAddr      string        // the runtime profiles' listener (debug.go); "": none
 	// Tracing is the standard OTEL_* variables the settings table checks;
 	// tracing.FromEnv reads them (and the exporters' own) from the
 	// environment at start.
@@ -515,7 +516,39 @@ func (c *config) operationSettings() []*setting {
 				}
 				return c.AccessLogFlush.String()
 			}},
+		{env: "PLATFORM_DEBUG_ADDR", flag: "debug-addr", def: "",
+			usage:   "loopback address of a second listener serving Go's runtime profiles (/debug/pprof/: CPU, heap, goroutines, blocking, locks, execution trace), for an operator on the machine or through kubectl port-forward; unset = no such listener",
+			accepts: "a loopback host:port such as 127.0.0.1:6060, [::1]:6060 or localhost:6060, or unset",
+			parse: func(s string) error {
+				if s == "" {
+					c.DebugAddr = ""
+					return nil
+				}
+				if err := checkHostPort(s, false); err != nil {
+					return err
+				}
+				if !isLoopbackHost(s) {
+					return errors.New("not a loopback address: the profiles are served without authentication")
+				}
+				c.DebugAddr = s
+				return nil
+			},
+			show: func() string { return orText(c.DebugAddr, "unset (no profile listener)") }},
 	}
+}
+
+// isLoopbackHost says whether host:port names this machine's loopback
+// interface only.
+func isLoopbackHost(hostport string) bool {
+	host, _, err := net.SplitHostPort(hostport)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // secretSettings are the tokens and keys, set by the environment only and never shown.

@@ -138,6 +138,7 @@ func TestInvalidValuesStopStartUp(t *testing.T) {
 		"PLATFORM_DIRECTORY_STALENESS":        {"abc", "-1s", "1", "soon"},
 		"PLATFORM_LOG_FORMAT":                 {"yaml", "logfmt"},
 		"PLATFORM_ACCESS_LOG_FLUSH":           {"abc", "-1s", "100", "soon"},
+		"PLATFORM_DEBUG_ADDR":                 {"0.0.0.0:6060", ":6060", "10.0.0.1:6060", "example.com:6060", "127.0.0.1", "127.0.0.1:99999"},
 		"PLATFORM_NODE_ID":                    {"node 1", "a/b", strings.Repeat("n", 129)},
 		"PLATFORM_LEASE_TTL":                  {"10", "0s", "500ms", "-5s", "11m", "soon"},
 		"PLATFORM_SNAPSHOT_INTERVAL":          {"5", "1s", "-5m", "25h", "never", "OFF"},

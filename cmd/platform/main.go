@@ -60,7 +60,7 @@ func main() {
 	}
 
 	cfg.Logger, cfg.AccessLog = log, access
-	err = run(log, cfg.Addr, cfg.Config)
+	err = run(log, cfg.Addr, cfg.DebugAddr, cfg.Config)
 	if terr := traces.Shutdown(context.Background()); terr != nil {
 		log.Warn("exporting the last spans", "err", terr)
 	}
@@ -100,9 +100,16 @@ func newAccessLogger(format string, w io.Writer) *slog.Logger {
 	return slog.New(httpapi.NewTextLogHandler(w))
 }
 
-func run(log *slog.Logger, addr string, cfg node.Config) error {
+func run(log *slog.Logger, addr, debugAddr string, cfg node.Config) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if debugAddr != "" {
+		stopDebug, err := serveDebug(log, debugAddr)
+		if err != nil {
+			return fmt.Errorf("debug listener: %w", err)
+		}
+		defer stopDebug()
+	}
 	stopRunProfile := runProfile(log)
 	defer stopRunProfile()
 	stopProfile := startupProfile(log)
