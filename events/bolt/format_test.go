@@ -123,12 +123,12 @@ func TestOpenMigratesFormat1(t *testing.T) {
 			t.Error("the format 1 streams bucket is still there")
 		}
 		m := tx.Bucket([]byte("meta"))
-		if m == nil || !bytes.Equal(m.Get([]byte("format")), binary.BigEndian.AppendUint64(nil, 2)) {
-			t.Error("no format 2 marker")
+		if m == nil || !bytes.Equal(m.Get([]byte("format")), binary.BigEndian.AppendUint64(nil, 3)) {
+			t.Error("no format 3 marker")
 		}
 		return nil
 	})
-	// Reopened as format 2, it still counts every stream.
+	// Reopened as format 3, it still counts every stream.
 	s = openT(t, path)
 	for stream, n := range format1Streams {
 		if got := held(t, s, stream); got != n+1 {
@@ -177,7 +177,7 @@ func TestOpenRefusesUnknownFormat(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = db.Update(func(tx *bbolt.Tx) error {
-		return tx.Bucket([]byte("meta")).Put([]byte("format"), binary.BigEndian.AppendUint64(nil, 3))
+		return tx.Bucket([]byte("meta")).Put([]byte("format"), binary.BigEndian.AppendUint64(nil, 4))
 	})
 	_ = db.Close()
 	if err != nil {
@@ -187,7 +187,7 @@ func TestOpenRefusesUnknownFormat(t *testing.T) {
 		if s != nil {
 			_ = s.Close()
 		}
-		t.Fatalf("open of a format 3 log: %v, want ErrUnknownFormat", err)
+		t.Fatalf("open of a format 4 log: %v, want ErrUnknownFormat", err)
 	}
 }
 
