@@ -2,13 +2,9 @@ package bolt_test
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/binary"
 	"fmt"
-	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -33,27 +29,7 @@ var format2Streams = map[string]int{
 }
 
 // format2File copies testdata/format2.db.gz into a fresh directory.
-func format2File(t *testing.T) string {
-	t.Helper()
-	f, err := os.Open(filepath.Join("testdata", "format2.db.gz"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	z, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := io.ReadAll(z)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "events.db")
-	if err := os.WriteFile(path, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
+func format2File(t *testing.T) string { return fixture(t, "format2.db.gz") }
 
 func formatOf(t *testing.T, path string) (format uint64, buckets []string) {
 	t.Helper()

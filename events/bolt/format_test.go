@@ -32,9 +32,12 @@ var format1Streams = map[string]int64{
 }
 
 // format1File copies testdata/format1.db.gz into a fresh directory.
-func format1File(t *testing.T) string {
+func format1File(t *testing.T) string { return fixture(t, "format1.db.gz") }
+
+// fixture unzips testdata/name into a fresh directory's events.db.
+func fixture(t *testing.T, name string) string {
 	t.Helper()
-	f, err := os.Open(filepath.Join("testdata", "format1.db.gz"))
+	f, err := os.Open(filepath.Join("testdata", name))
 	if err != nil {
 		t.Fatal(err)
 	}
