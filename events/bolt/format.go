@@ -22,9 +22,10 @@ import (
 // 2 file to format 3 in transactions of migrateChunk revision keys each
 // (each records where the next resumes, so a crash part way leaves a format
 // 2 file that the next Open carries on migrating; writes wait for the last).
-// It refuses a format it does not know (a file written by a newer build).
-// Builds before a format do not read its marker, so a migrated file must not
-// be opened by them (README, "Upgrading").
+// It refuses a format it does not know (a file written by a newer build), as
+// format 2 builds refuse format 3; format 1 builds do not read the marker, so
+// a migrated file must not be opened by them (docs/operations.md,
+// "Upgrading").
 const currentFormat = 3
 
 var (
