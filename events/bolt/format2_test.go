@@ -113,7 +113,8 @@ func TestOpenMigratesFormat2(t *testing.T) {
 // A migration is split into transactions; a file left between two of them
 // (a crash part way: each commits the keys it moved with where the next
 // resumes) is still format 2 and the next Open finishes it. The chunk of 7
-// splits "many" (300 revisions) across many transactions.
+// splits both phases (names, then revisions in log order) into several
+// transactions.
 func TestOpenResumesFormat2Migration(t *testing.T) {
 	defer bolt.SetMigrateChunk(7)()
 	path := format2File(t)
@@ -121,20 +122,20 @@ func TestOpenResumesFormat2Migration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Make the stream "user-10" (moved last: keys sort by length, then
-	// name) unreadable as format 2, so the migration stops with an error
-	// after the transactions before it committed.
+	// Make the last revision of "many" (the last stream of the log's first
+	// round, so moved in a later transaction than the streams before it)
+	// unreadable as format 2, so the migration stops with an error after
+	// the transactions before it committed.
 	var broken, good []byte
 	err = db.Update(func(tx *bbolt.Tx) error {
 		revs := tx.Bucket([]byte("revs"))
-		key := append(binary.AppendUvarint(nil, 7), "user-10"...)
-		good = bytes.Clone(revs.Get(binary.BigEndian.AppendUint64(bytes.Clone(key), 0)))
-		broken = binary.BigEndian.AppendUint64(bytes.Clone(key), 0)
+		broken = binary.BigEndian.AppendUint64(append(binary.AppendUvarint(nil, 4), "many"...), 299)
+		good = bytes.Clone(revs.Get(broken))
 		return revs.Put(broken, []byte{1})
 	})
 	_ = db.Close()
 	if err != nil || len(good) != 8 {
-		t.Fatalf("break user-10: %v", err)
+		t.Fatalf("break many: %v", err)
 	}
 	if s, err := bolt.Open(path); err == nil {
 		_ = s.Close()
@@ -145,8 +146,8 @@ func TestOpenResumesFormat2Migration(t *testing.T) {
 		migrated = bytes.Clone(tx.Bucket([]byte("meta")).Get([]byte("migrated-to-3")))
 		return nil
 	})
-	if f, _ := formatOf(t, path); f != 2 || len(migrated) == 0 {
-		t.Fatalf("after a failed migration: format %d, resume key %x; want format 2 part migrated", f, migrated)
+	if f, _ := formatOf(t, path); f != 2 || len(migrated) != 9 || migrated[0] != 2 {
+		t.Fatalf("after a failed migration: format %d, resume key %x; want format 2 with its names moved and revisions part moved", f, migrated)
 	}
 	// Repair the key and open again: the migration resumes.
 	db, err = bbolt.Open(path, 0o600, nil)
