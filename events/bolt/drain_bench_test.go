@@ -28,10 +28,7 @@ import (
 //	go test -run '^$' -bench DrainOutcomes/names=uuid5 -benchtime 8000x -count 3 ./events/bolt/
 func BenchmarkDrainOutcomes(b *testing.B) {
 	ctx := context.Background()
-	created := make([]byte, 420)
-	for i := range created {
-		created[i] = 'a' + byte(i%26)
-	}
+	created := letters(420)
 	outcome := created[:260]
 	for _, naming := range []struct {
 		name string
@@ -95,4 +92,13 @@ func BenchmarkDrainOutcomes(b *testing.B) {
 			})
 		}
 	}
+}
+
+// letters is a payload of n bytes, a to z over and over.
+func letters(n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = 'a' + byte(i%26)
+	}
+	return b
 }
