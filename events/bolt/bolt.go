@@ -13,17 +13,25 @@
 //
 // Layout (all integers big-endian uint64 unless said otherwise):
 //
-//	log:     seq -> record              the global order; Position{seq, seq}
-//	revs:    uvarint(len)+stream+rev -> seq   stream reads by revision, and a
-//	         stream's event count (its last key's revision + 1)
-//	ids:     event id -> seq            idempotent retries
-//	meta:    "format" -> uint64         the layout's version (format.go)
+//	log:       seq -> record              the global order; Position{seq, seq}
+//	names:     stream -> number           a stream's number: the sequence of
+//	           its first event
+//	revisions: number+rev -> seq          stream reads by revision, and a
+//	           stream's event count (its last key's revision + 1)
+//	ids:       event id -> seq            idempotent retries
+//	meta:      "format" -> uint64         the layout's version (format.go)
 //
-// A stream's count is read from revs, not kept in a bucket of its own: an
-// append already dirties the revs page that holds the stream's last key,
-// and a second per-stream index would dirty (and rewrite, at every commit)
-// one more random page per stream written. Format 1 logs had that index, a
-// "streams" bucket; Open migrates them (format.go).
+// The revision index is keyed by the stream's number, not its name, so the
+// keys of streams created together sit together: an append to a stream
+// that exists writes next to the keys of the streams created about when it
+// was (a webhook drain's delivery streams, named by UUIDv5, land on a few
+// leaves per commit instead of one random leaf each), and a new stream's
+// first key goes at the index's end. Only a new stream writes its name,
+// once, at the name's place in names. A stream's count is read from
+// revisions, not kept per stream: an append already dirties the page that
+// holds the stream's last key, and a second per-stream index would dirty
+// one more page per stream written. Formats 1 and 2 keyed revisions by the
+// name; Open migrates them (format.go).
 package bolt
 
 import (
@@ -53,9 +61,10 @@ import (
 const LockTimeout = 2 * time.Second
 
 var (
-	bucketLog  = []byte("log")
-	bucketRevs = []byte("revs")
-	bucketIDs  = []byte("ids")
+	bucketLog       = []byte("log")
+	bucketNames     = []byte("names")
+	bucketRevisions = []byte("revisions")
+	bucketIDs       = []byte("ids")
 )
 
 // Store is a single node's durable log; one process owns the file (bbolt
@@ -191,7 +200,7 @@ func Open(path string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("events/bolt: open %s: %w", path, err)
 	}
-	if err := db.Update(prepare); err != nil {
+	if err := prepare(db); err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("events/bolt: prepare %s: %w", path, err)
 	}
@@ -416,9 +425,9 @@ func (s *Store) commit(group []*pending) {
 	wrote := false
 	var last uint64
 	var written []events.Recorded
-	// One append's checked parts, and the stream prefixes and keys they
-	// are built from: scratch for the whole group, since an append's parts
-	// are written before the next append is checked, and bbolt copies keys.
+	// One append's checked parts, and the keys its writes build: scratch
+	// for the whole group, since an append's parts are written before the
+	// next append is checked, and bbolt copies keys.
 	var checks []checked
 	var keys []byte
 	err := s.db.Update(func(tx *bbolt.Tx) error {
@@ -432,19 +441,16 @@ func (s *Store) commit(group []*pending) {
 				continue
 			}
 			// Check every part before writing any: all or none.
-			checks, keys = checks[:0], keys[:0]
+			checks = checks[:0]
 			for i, part := range p.parts {
-				at := len(keys)
-				keys = appendStreamPrefix(keys, part.Stream)
-				prefix := keys[at:len(keys):len(keys)]
-				count := streamCount(b.revsCur, prefix)
+				number, count := b.stream(part.Stream)
 				r, again, err := rules.Check(part.Stream, part.Expected, count, part.Events, b.lookup)
 				if err != nil {
 					p.err = err
 					break
 				}
 				p.res[i] = r
-				checks = append(checks, checked{prefix: prefix, count: count, replayed: again})
+				checks = append(checks, checked{number: number, count: count, replayed: again})
 			}
 			if p.err != nil {
 				continue
@@ -454,7 +460,7 @@ func (s *Store) commit(group []*pending) {
 					continue
 				}
 				var err error
-				if p.res[i], err = b.write(part.Stream, checks[i].prefix, checks[i].count, part.Events, now); err != nil {
+				if p.res[i], err = b.write(part.Stream, checks[i].number, checks[i].count, part.Events, now); err != nil {
 					return err
 				}
 				p.wrote, wrote = true, true
@@ -497,14 +503,17 @@ func (s *Store) ReadStream(ctx context.Context, stream string, from uint64, limi
 	}
 	out := []events.Recorded{}
 	err := s.db.View(func(tx *bbolt.Tx) error {
-		// A stream read needs no id index, and the log only once the
-		// stream has an event (a register reads a binding stream that
-		// mostly does not exist).
-		b := buckets{revs: tx.Bucket(bucketRevs)}
+		// A stream read needs no id index, and the revisions and the log
+		// only once the stream has an event (a register reads a binding
+		// stream that mostly does not exist).
+		n := tx.Bucket(bucketNames).Get([]byte(stream))
+		if len(n) != 8 {
+			return nil
+		}
+		b := buckets{revisions: tx.Bucket(bucketRevisions)}
 		durable := s.durable.Load()
-		prefix := streamPrefix(stream)
-		c := b.revs.Cursor()
-		for k, seq := c.Seek(revKey(prefix, from)); k != nil && bytes.HasPrefix(k, prefix) && len(k) == len(prefix)+8; k, seq = c.Next() {
+		c := b.revisions.Cursor()
+		for k, seq := c.Seek(binary.BigEndian.AppendUint64(slices.Clip(n), from)); len(k) == 16 && bytes.Equal(k[:8], n); k, seq = c.Next() {
 			if limit > 0 && len(out) == limit {
 				break
 			}
@@ -631,52 +640,63 @@ func (s *Store) wrap(op string, err error) error {
 
 // checked is one part of an append between its check and its write.
 type checked struct {
-	prefix   []byte // its stream's key prefix
+	number   uint64 // its stream's number; 0 for a stream with no events
 	count    uint64 // its stream's events before the append
 	replayed bool   // a retry of events the stream already holds
 }
 
 // buckets is one transaction's view of the event buckets.
 type buckets struct {
-	log, revs, ids *bbolt.Bucket
-	// revsCur and idsCur serve the commit's lookups (each Seek starts from
-	// the root, so a Put in between does not invalidate them): one cursor
-	// per transaction instead of one per lookup, each of which bbolt
-	// allocates with its own stack.
-	revsCur, idsCur *bbolt.Cursor
-	written         *[]events.Recorded // the commit's records, in order
-	// keys is the commit's scratch for the keys it builds; write appends
-	// past the prefixes the caller holds in it.
+	log, names, revisions, ids *bbolt.Bucket
+	// The cursors serve the commit's lookups (each Seek starts from the
+	// root, so a Put in between does not invalidate them): one cursor per
+	// transaction instead of one per lookup, each of which bbolt allocates
+	// with its own stack.
+	namesCur, revisionsCur, idsCur *bbolt.Cursor
+	written                        *[]events.Recorded // the commit's records, in order
+	// keys is the commit's scratch for the keys write builds.
 	keys *[]byte
 }
 
 func open(tx *bbolt.Tx) buckets {
 	b := buckets{
-		log:  tx.Bucket(bucketLog),
-		revs: tx.Bucket(bucketRevs),
-		ids:  tx.Bucket(bucketIDs),
+		log:       tx.Bucket(bucketLog),
+		names:     tx.Bucket(bucketNames),
+		revisions: tx.Bucket(bucketRevisions),
+		ids:       tx.Bucket(bucketIDs),
 	}
-	b.revsCur, b.idsCur = b.revs.Cursor(), b.ids.Cursor()
+	b.namesCur, b.revisionsCur, b.idsCur = b.names.Cursor(), b.revisions.Cursor(), b.ids.Cursor()
 	return b
 }
 
-// streamCount is the number of events in the stream whose key prefix is
-// prefix: its last revision + 1, read from the revs index (revisions are
-// dense from 0, see write). It positions c after the stream's last key (no
-// revision reaches MaxUint64) and steps back. Keys of no other stream start
-// with prefix: its uvarint length makes it prefix-free.
-func streamCount(c *bbolt.Cursor, prefix []byte) uint64 {
-	var buf [128]byte // most seek keys, off the heap
-	k, _ := c.Seek(binary.BigEndian.AppendUint64(append(buf[:0], prefix...), math.MaxUint64))
+// stream is the number of the stream named name and its count of events;
+// both 0 when it has none.
+func (b buckets) stream(name string) (number, count uint64) {
+	var buf [128]byte // most names, off the heap (bbolt keeps no seek key)
+	k, v := b.namesCur.Seek(append(buf[:0], name...))
+	if len(v) != 8 || string(k) != name {
+		return 0, 0
+	}
+	number = binary.BigEndian.Uint64(v)
+	return number, streamCount(b.revisionsCur, number)
+}
+
+// streamCount is the number of events of the stream numbered number: its
+// last revision + 1, read from the revisions index (revisions are dense
+// from 0, see write). It positions c after the stream's last key (no
+// revision reaches MaxUint64) and steps back.
+func streamCount(c *bbolt.Cursor, number uint64) uint64 {
+	var buf [16]byte
+	k, _ := c.Seek(binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(buf[:0], number), math.MaxUint64))
 	if k == nil {
 		k, _ = c.Last()
 	} else {
 		k, _ = c.Prev()
 	}
-	if len(k) != len(prefix)+8 || !bytes.HasPrefix(k, prefix) {
+	if len(k) != 16 || binary.BigEndian.Uint64(k) != number {
 		return 0
 	}
-	return binary.BigEndian.Uint64(k[len(prefix):]) + 1
+	return binary.BigEndian.Uint64(k[8:]) + 1
 }
 
 func (b buckets) lookup(id string) (rules.Located, bool, error) {
@@ -703,13 +723,13 @@ func (b buckets) record(seq []byte) (events.Recorded, error) {
 	return decode(binary.BigEndian.Uint64(seq), v)
 }
 
-func (b buckets) write(stream string, prefix []byte, count uint64, evs []events.Proposed, now time.Time) (events.AppendResult, error) {
+func (b buckets) write(stream string, number, count uint64, evs []events.Proposed, now time.Time) (events.AppendResult, error) {
 	// Sequences only grow: full pages instead of half-empty splits.
 	b.log.FillPercent = 1
-	// bbolt copies keys on Put (values it keeps as given): the revision and
-	// ID keys are built in the commit's scratch, past what it holds.
-	*b.keys = slices.Grow(*b.keys, len(prefix)+8+64)
-	scratch := (*b.keys)[len(*b.keys):]
+	// bbolt copies keys on Put (values it keeps as given): the revision,
+	// name and ID keys are built in the commit's scratch.
+	*b.keys = slices.Grow((*b.keys)[:0], max(16, len(stream))+64)
+	scratch := *b.keys
 	var res events.AppendResult
 	for i, ev := range evs {
 		seq, err := b.log.NextSequence()
@@ -718,6 +738,14 @@ func (b buckets) write(stream string, prefix []byte, count uint64, evs []events.
 		}
 		rev := count + uint64(i)
 		key := be(seq)
+		if rev == 0 {
+			// A new stream is numbered by its first event's sequence:
+			// above every number given, so its revisions go at the end.
+			number = seq
+			if err := b.names.Put(append(scratch[:0], stream...), key); err != nil {
+				return res, err
+			}
+		}
 		rec := events.Recorded{ID: ev.ID, Stream: stream, Type: ev.Type, Revision: rev, Created: now, Data: ev.Data, Meta: ev.Meta}
 		v, data, meta := encodeParts(rec)
 		if err := b.log.Put(key, v); err != nil {
@@ -730,8 +758,8 @@ func (b buckets) write(stream string, prefix []byte, count uint64, evs []events.
 			rec.Data, rec.Meta, rec.Position = data, meta, events.Position{Commit: seq, Prepare: seq}
 			*b.written = append(*b.written, rec)
 		}
-		scratch = binary.BigEndian.AppendUint64(append(scratch[:0], prefix...), rev)
-		if err := b.revs.Put(scratch, key); err != nil {
+		scratch = binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(scratch[:0], number), rev)
+		if err := b.revisions.Put(scratch, key); err != nil {
 			return res, err
 		}
 		if err := b.ids.Put(append(scratch[:0], ev.ID...), key); err != nil {
@@ -743,18 +771,3 @@ func (b buckets) write(stream string, prefix []byte, count uint64, evs []events.
 }
 
 func be(n uint64) []byte { return binary.BigEndian.AppendUint64(nil, n) }
-
-// appendStreamPrefix appends stream's key prefix to dst.
-func appendStreamPrefix(dst []byte, stream string) []byte {
-	return append(binary.AppendUvarint(dst, uint64(len(stream))), stream...)
-}
-
-// streamPrefix is length-prefixed so no stream's keys prefix another's.
-func streamPrefix(stream string) []byte {
-	p := binary.AppendUvarint(make([]byte, 0, binary.MaxVarintLen64+len(stream)+8), uint64(len(stream)))
-	return append(p, stream...)
-}
-
-func revKey(prefix []byte, rev uint64) []byte {
-	return binary.BigEndian.AppendUint64(prefix[:len(prefix):len(prefix)], rev)
-}

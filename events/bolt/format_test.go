@@ -32,9 +32,12 @@ var format1Streams = map[string]int64{
 }
 
 // format1File copies testdata/format1.db.gz into a fresh directory.
-func format1File(t *testing.T) string {
+func format1File(t *testing.T) string { return fixture(t, "format1.db.gz") }
+
+// fixture unzips testdata/name into a fresh directory's events.db.
+func fixture(t *testing.T, name string) string {
 	t.Helper()
-	f, err := os.Open(filepath.Join("testdata", "format1.db.gz"))
+	f, err := os.Open(filepath.Join("testdata", name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,12 +126,12 @@ func TestOpenMigratesFormat1(t *testing.T) {
 			t.Error("the format 1 streams bucket is still there")
 		}
 		m := tx.Bucket([]byte("meta"))
-		if m == nil || !bytes.Equal(m.Get([]byte("format")), binary.BigEndian.AppendUint64(nil, 2)) {
-			t.Error("no format 2 marker")
+		if m == nil || !bytes.Equal(m.Get([]byte("format")), binary.BigEndian.AppendUint64(nil, 3)) {
+			t.Error("no format 3 marker")
 		}
 		return nil
 	})
-	// Reopened as format 2, it still counts every stream.
+	// Reopened as format 3, it still counts every stream.
 	s = openT(t, path)
 	for stream, n := range format1Streams {
 		if got := held(t, s, stream); got != n+1 {
@@ -177,7 +180,7 @@ func TestOpenRefusesUnknownFormat(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = db.Update(func(tx *bbolt.Tx) error {
-		return tx.Bucket([]byte("meta")).Put([]byte("format"), binary.BigEndian.AppendUint64(nil, 3))
+		return tx.Bucket([]byte("meta")).Put([]byte("format"), binary.BigEndian.AppendUint64(nil, 4))
 	})
 	_ = db.Close()
 	if err != nil {
@@ -187,7 +190,7 @@ func TestOpenRefusesUnknownFormat(t *testing.T) {
 		if s != nil {
 			_ = s.Close()
 		}
-		t.Fatalf("open of a format 3 log: %v, want ErrUnknownFormat", err)
+		t.Fatalf("open of a format 4 log: %v, want ErrUnknownFormat", err)
 	}
 }
 

@@ -27,10 +27,7 @@ import (
 //	go test -run '^$' -bench RegisterGroups -count 3 ./events/bolt/
 func BenchmarkRegisterGroups(b *testing.B) {
 	ctx := context.Background()
-	payload := make([]byte, 350)
-	for i := range payload {
-		payload[i] = 'a' + byte(i%26)
-	}
+	payload := letters(350)
 	template := templateLog(b, payload)
 	for _, run := range []struct {
 		writers int
