@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"encoding/binary"
 	"hash/maphash"
 	"math/bits"
 )
@@ -135,3 +136,10 @@ func hashID(id int64) uint64 {
 }
 
 func hashText(app int64, s string) uint64 { return maphash.String(hashSeed, s) ^ hashID(app) }
+
+// hashUUID mixes both halves of u: a uuid of version 7 starts with its
+// time, a version 4 is random throughout.
+func hashUUID(u uuid16) uint64 {
+	hi, lo := binary.LittleEndian.Uint64(u[:8]), binary.LittleEndian.Uint64(u[8:])
+	return hashID(int64(hi ^ bits.RotateLeft64(lo, 32)*0xff51afd7ed558ccd))
+}
