@@ -39,12 +39,13 @@ func collect[K cmp.Ordered, V any](m map[K]V) unsorted[K, V] {
 }
 
 // collectRows copies a table's rows as projections' rows, unordered.
-func collectRows[R, V any](t *idTable[R], view func(R, *ptrArena) V) unsorted[int64, V] {
+func collectRows[R idRow, V any](t *idTable[R], view func(R, *ptrArena) V) unsorted[int64, V] {
 	u := unsorted[int64, V]{keys: make([]keyAt[int64], 0, t.len()), vals: make([]V, 0, t.len())}
-	for id, i := range t.places {
+	t.each(func(id int64, r R) bool {
 		u.keys = append(u.keys, keyAt[int64]{k: id, i: int32(len(u.vals))})
-		u.vals = append(u.vals, view(*t.rows.at(i), nil))
-	}
+		u.vals = append(u.vals, view(r, nil))
+		return true
+	})
 	return u
 }
 
@@ -201,7 +202,8 @@ func (s *Store) Restore(ctx context.Context, im snapfile.Image) (err error) {
 	}
 	// Tables whose writes keep disjoint maps are restored concurrently:
 	// users (users, byChannel, byPhone), groups (groups, userGroups) and
-	// members (members, userMembers, liveCount), attempts (attempts); the
+	// members (members, userMembers, groupMembers), each index reading
+	// only its own table's rows, attempts (attempts); the
 	// other tables share indexes and go one after the other.
 	lanes := [][]func() error{
 		{run(len(im.Users), func(t *tx, i int) error { return t.PutUser(ctx, im.Users[i]) })},
@@ -302,13 +304,13 @@ func (s *Store) counts(f projections.ReadModel) rowCounts {
 func (s *Store) presizeUsers(n rowCounts) {
 	s.usersPaging.gen++
 	s.users = newIDTable[userRow](n.users)
-	s.byChannel = make(map[channelKey]int64, n.users)
-	s.byPhone = make(map[phoneKey][]int64, n.users)
+	s.byChannel = newPlaceIndex(n.users)
+	s.byPhone = newPlaceIndex(n.users)
 	s.groups = newIDTable[groupRow](n.groups)
-	s.userGroups = make(map[int64][]int64, min(n.users, n.groups))
+	s.userGroups = newPlaceIndex(n.groups)
 	s.members = newIDTable[memberRow](n.members)
-	s.userMembers = make(map[int64][]int64, min(n.users, n.members))
-	s.liveCount = make(map[int64]int, n.groups)
+	s.userMembers = newPlaceIndex(n.members)
+	s.groupMembers = newPlaceIndex(n.members)
 }
 
 func (s *Store) presizeDeliveries(n rowCounts) {

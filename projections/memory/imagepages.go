@@ -182,7 +182,7 @@ func inMap[K comparable, V, E, O any](live *map[K]V, t *pagedTable[K, V, E, O]) 
 
 // rowsByID is a table (idTable) of rows R, written as projections' rows V
 // in key order, their optional fields in an arena that every page reuses.
-func rowsByID[R, V any](c *cow[int64, R], t *idTable[R], view func(R, *ptrArena) V, set func(*snapfile.Image, []V)) *pagedTable[int64, R, int64, V] {
+func rowsByID[R idRow, V any](c *cow[int64, R], t *idTable[R], view func(R, *ptrArena) V, set func(*snapfile.Image, []V)) *pagedTable[int64, R, int64, V] {
 	var a ptrArena
 	return &pagedTable[int64, R, int64, V]{
 		cow: c, get: func(k int64) (R, bool) { return t.row(k) }, size: func() int { return t.len() },

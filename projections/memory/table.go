@@ -50,25 +50,42 @@ func (t *table[R]) remove(i uint32) {
 }
 
 // idTable is a table of rows keyed by an int64 id (users, groups,
-// members), with the index of their places by id. Nothing else holds a
-// place, so a row removed from the middle (an erasure) leaves its place
-// to the next row added rather than a zero row for good.
-type idTable[R any] struct {
+// members), with the index of their places by id (placeIndex, which finds
+// a row by comparing its id). Nothing else holds a place, so a row removed
+// from the middle (an erasure) leaves its place to the next row added
+// rather than a zero row for good.
+type idTable[R idRow] struct {
 	rows   table[R]
-	places map[int64]uint32
+	places placeIndex
 	free   []uint32 // places of rows removed from the middle
 }
 
-func newIDTable[R any](n int) idTable[R] {
-	return idTable[R]{rows: newTable[R](n), places: make(map[int64]uint32, n)}
+// idRow is a row of an idTable: it knows its id.
+type idRow interface{ rowID() int64 }
+
+func newIDTable[R idRow](n int) idTable[R] {
+	return idTable[R]{rows: newTable[R](n), places: newPlaceIndex(n)}
 }
 
 // len is how many rows the table holds.
-func (t *idTable[R]) len() int { return len(t.places) }
+func (t *idTable[R]) len() int { return t.places.n }
+
+// place is where row id is.
+func (t *idTable[R]) place(id int64) (uint32, bool) {
+	for i := t.places.start(hashID(id)); ; i = t.places.next(i) {
+		p, ok := t.places.at(i)
+		if !ok || (*t.rows.at(p)).rowID() == id {
+			return p, ok
+		}
+	}
+}
+
+// hashAt is the hash of the id of the row at place p (placeIndex's hashOf).
+func (t *idTable[R]) hashAt(p uint32) uint64 { return hashID((*t.rows.at(p)).rowID()) }
 
 // get is row id, nil if the table has none.
 func (t *idTable[R]) get(id int64) *R {
-	i, ok := t.places[id]
+	i, ok := t.place(id)
 	if !ok {
 		return nil
 	}
@@ -84,10 +101,10 @@ func (t *idTable[R]) row(id int64) (R, bool) {
 	return zero, false
 }
 
-// set makes r row id: in place if the table has one, else at a free
-// place or after the last row.
+// set makes r, whose id is id, row id: in place if the table has one,
+// else at a free place or after the last row.
 func (t *idTable[R]) set(id int64, r R) {
-	if i, ok := t.places[id]; ok {
+	if i, ok := t.place(id); ok {
 		*t.rows.at(i) = r
 		return
 	}
@@ -98,16 +115,16 @@ func (t *idTable[R]) set(id int64, r R) {
 	} else {
 		i = t.rows.add(r)
 	}
-	t.places[id] = i
+	t.places.add(hashID(id), i, t.hashAt)
 }
 
 // del removes row id, if the table has one.
 func (t *idTable[R]) del(id int64) {
-	i, ok := t.places[id]
+	i, ok := t.place(id)
 	if !ok {
 		return
 	}
-	delete(t.places, id)
+	t.places.remove(hashID(id), i, t.hashAt)
 	last := i == t.rows.n-1
 	t.rows.remove(i)
 	if !last {
@@ -115,14 +132,20 @@ func (t *idTable[R]) del(id int64) {
 	}
 }
 
-// each yields every row with its id, in no order, until yield returns
-// false. yield may release the lock and take it again (a paged image's
-// listing), as a range over a map allows: a row removed meanwhile is not
-// yielded, and one added may be, and after a reset of the read model (the
-// table replaced) the rows are the new table's, which the image drops.
+// each yields every row with its id, in the order of their places, until
+// yield returns false. yield may release the lock and take it again (a
+// paged image's listing), as a range over a map allows: a row removed
+// meanwhile is not yielded, one added may be, and one removed and added
+// again may be yielded twice (the image drops a key listed twice); after
+// a reset of the read model (the table replaced) the rows are the new
+// table's, which the image drops.
 func (t *idTable[R]) each(yield func(int64, R) bool) {
-	for id := range t.places {
-		if r, ok := t.row(id); ok && !yield(id, r) {
+	for p := uint32(0); p < t.rows.n; p++ {
+		id := (*t.rows.at(p)).rowID()
+		if q, ok := t.place(id); !ok || q != p {
+			continue // a free place
+		}
+		if !yield(id, *t.rows.at(p)) {
 			return
 		}
 	}

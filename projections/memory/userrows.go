@@ -182,6 +182,10 @@ func arenaPtr[T any](s *[]T, v T) *T {
 	return &(*s)[len(*s)-1]
 }
 
+func (r userRow) rowID() int64   { return r.id }
+func (r groupRow) rowID() int64  { return r.id }
+func (r memberRow) rowID() int64 { return r.id }
+
 func micros(t time.Time) int64 { return t.UnixMicro() }
 
 func fromMicros(us int64) time.Time { return time.UnixMicro(us).UTC() }
