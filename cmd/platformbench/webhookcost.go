@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -102,10 +103,29 @@ const xactsSQL = `SELECT coalesce(sum(xact_commit + xact_rollback), 0)::bigint F
 // a resolution of several ms/s.
 func processTreeCPU(pid int) time.Duration {
 	var total time.Duration
-	if raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat"); err == nil {
-		total += statTicks(string(raw), 13, 15) // cutime cstime
+	for _, p := range processTree(pid) {
+		total += p.cpu
 	}
-	total += runtimeOf("/proc/" + strconv.Itoa(pid))
+	return total
+}
+
+// treeProcess is one process of processTree: its pid (0 for the reaped
+// children's total), its command line (a Postgres process's title, e.g.
+// "postgres: autovacuum worker db") and its CPU so far.
+type treeProcess struct {
+	pid int
+	cmd string
+	cpu time.Duration
+}
+
+// processTree is pid, its live children and the children it has reaped
+// (one entry, pid 0), each with its CPU time so far.
+func processTree(pid int) []treeProcess {
+	dir := "/proc/" + strconv.Itoa(pid)
+	out := []treeProcess{{pid: pid, cmd: cmdline(dir), cpu: runtimeOf(dir)}}
+	if raw, err := os.ReadFile(dir + "/stat"); err == nil {
+		out = append(out, treeProcess{cmd: "(reaped children)", cpu: statTicks(string(raw), 13, 15)}) // cutime cstime
+	}
 	paths, _ := filepath.Glob("/proc/[0-9]*/stat")
 	for _, p := range paths {
 		raw, err := os.ReadFile(p)
@@ -121,9 +141,45 @@ func processTreeCPU(pid int) time.Duration {
 		if len(f) < 13 || f[1] != strconv.Itoa(pid) { // f[1] is field 4, the parent
 			continue
 		}
-		total += runtimeOf(filepath.Dir(p))
+		child, _ := strconv.Atoi(filepath.Base(filepath.Dir(p)))
+		out = append(out, treeProcess{pid: child, cmd: cmdline(filepath.Dir(p)), cpu: runtimeOf(filepath.Dir(p))})
 	}
-	return total
+	return out
+}
+
+// cmdline is the command line of the process at dir, its arguments joined
+// by spaces.
+func cmdline(dir string) string {
+	raw, _ := os.ReadFile(dir + "/cmdline")
+	return strings.TrimSpace(strings.ReplaceAll(string(raw), "\x00", " "))
+}
+
+// treeSpend is each process's CPU between two processTree readings, the
+// largest first; a process absent from the first reading started in
+// between and is charged all of its time.
+func treeSpend(from, to []treeProcess) []treeProcess {
+	before := make(map[int]time.Duration, len(from))
+	for _, p := range from {
+		before[p.pid] = p.cpu
+	}
+	out := make([]treeProcess, 0, len(to))
+	for _, p := range to {
+		p.cpu -= before[p.pid]
+		out = append(out, p)
+	}
+	slices.SortStableFunc(out, func(a, b treeProcess) int { return int(b.cpu - a.cpu) })
+	return out
+}
+
+// printTreeSpend writes spend per process, in ms/s of span, to w: where
+// a row's Postgres CPU went (checkpointer, autovacuum, which database's
+// backends).
+func printTreeSpend(w io.Writer, what string, spend []treeProcess, span time.Duration) {
+	for _, p := range spend {
+		if p.cpu > 0 {
+			fmt.Fprintf(w, "platformbench %s: Postgres pid %d %.3f ms/s %s\n", what, p.pid, float64(p.cpu)/float64(time.Millisecond)/span.Seconds(), p.cmd)
+		}
+	}
 }
 
 // runtimeOf is the time on CPU of the task at dir (/proc/PID or
@@ -237,10 +293,17 @@ func (b *Bench) WebhookCost(ctx context.Context, rates []float64) (IdleCost, []C
 	sleepCtx(ctx, statsSettle) // what came before reaches the counters
 	b.quietPostgres(ctx)
 	b.settleIdle(ctx)
+	var t0 []treeProcess
+	if b.Opt.PostgresPID > 0 {
+		t0 = processTree(b.Opt.PostgresPID)
+	}
 	i0 := b.sampleSystem(ctx)
 	sleepCtx(ctx, statsSettle)
 	i1 := b.sampleSystem(ctx)
 	idle := IdleCost{Cost: i1.since(i0)}
+	if b.Opt.PostgresPID > 0 {
+		printTreeSpend(os.Stderr, "idle row", treeSpend(t0, processTree(b.Opt.PostgresPID)), idle.Cost.Span)
+	}
 	idleXactRate := float64(idle.Cost.Xacts) / idle.Cost.Span.Seconds()
 	var out []CostResult
 	for _, rate := range rates {
