@@ -302,6 +302,8 @@ func (b *Bench) WebhookCost(ctx context.Context, rates []float64) (IdleCost, []C
 	i1 := b.sampleSystem(ctx)
 	idle := IdleCost{Cost: i1.since(i0)}
 	if b.Opt.PostgresPID > 0 {
+		fmt.Fprintf(os.Stderr, "platformbench idle row: %s to %s UTC: platform %.3f ms/s\n", i0.at.UTC().Format(time.TimeOnly), i1.at.UTC().Format(time.TimeOnly),
+			float64(idle.Cost.Platform)/float64(time.Millisecond)/idle.Cost.Span.Seconds())
 		printTreeSpend(os.Stderr, "idle row", treeSpend(t0, processTree(b.Opt.PostgresPID)), idle.Cost.Span)
 	}
 	idleXactRate := float64(idle.Cost.Xacts) / idle.Cost.Span.Seconds()
