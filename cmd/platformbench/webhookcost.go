@@ -267,7 +267,8 @@ type IdleCost struct{ Cost SystemCost }
 // delivery each) for the window, waits until every acknowledged PATCH was
 // delivered, and divides the platform's and Postgres's CPU and the
 // database's transactions by the deliveries. Before the rates, the node
-// idles for statsSettle and that is reported too.
+// idles for Opt.IdleWindow (at least statsSettle) and that is reported
+// too.
 func (b *Bench) WebhookCost(ctx context.Context, rates []float64) (IdleCost, []CostResult, error) {
 	app, err := b.P.createApp(ctx, "cost-"+b.run)
 	if err != nil {
@@ -298,7 +299,7 @@ func (b *Bench) WebhookCost(ctx context.Context, rates []float64) (IdleCost, []C
 		t0 = processTree(b.Opt.PostgresPID)
 	}
 	i0 := b.sampleSystem(ctx)
-	sleepCtx(ctx, statsSettle)
+	sleepCtx(ctx, max(b.Opt.IdleWindow, statsSettle))
 	i1 := b.sampleSystem(ctx)
 	idle := IdleCost{Cost: i1.since(i0)}
 	if b.Opt.PostgresPID > 0 {
