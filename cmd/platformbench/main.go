@@ -33,6 +33,13 @@ type Options struct {
 	Warmup       time.Duration
 	Window       time.Duration
 	Drain        time.Duration
+	// IdleWindow is how long webhook-cost's idle row lasts: the longest
+	// period of an idle node's own work it holds whole, the Go runtime's
+	// collection forced every 2 minutes in a process that allocates little
+	// (15-40 ms after a load), with autovacuum's visits to each database
+	// (one a minute); a row of 11 s holds each or not and reads 0.9-5.7
+	// ms/s for the same idle node.
+	IdleWindow time.Duration
 	// WebhookRate, when positive, paces the webhook scenario's writes to
 	// this many per second instead of a closed loop.
 	WebhookRate float64
@@ -177,6 +184,7 @@ func parseRunFlags(args []string) (runFlags, Options, error) {
 	fs.DurationVar(&o.Warmup, "warmup", 3*time.Second, "unmeasured warm-up of each scenario")
 	fs.DurationVar(&o.Window, "window", 10*time.Second, "measured window of each scenario")
 	fs.DurationVar(&o.Drain, "drain", 60*time.Second, "how long webhooks wait for outstanding deliveries")
+	fs.DurationVar(&o.IdleWindow, "idle-window", 2*time.Minute, "how long webhook-cost's idle row lasts")
 	fs.Float64Var(&o.WebhookRate, "webhook-rate", 0, "offered PATCHes per second of the webhook scenario (0: closed loop, as fast as answered)")
 	fs.Float64Var(&o.FanoutRate, "fanout-rate", 100, "offered PATCHes per second of webhook-fanout (each app in turn: 0, 1 and 10 endpoints)")
 	fs.IntVar(&o.FanoutEvents, "fanout-events", 2000, "profile updates per drain of webhook-fanout-drain (each delivered to 1 or 10 endpoints; a drain shorter than about 2,000 leaves the 1-endpoint CPU a few /proc ticks)")
@@ -198,6 +206,7 @@ func parseRunFlags(args []string) (runFlags, Options, error) {
 	}
 	if *quick {
 		o.Warmup, o.Window, o.Drain = time.Second, 3*time.Second, 20*time.Second
+		o.IdleWindow = statsSettle
 		o.History, o.Users, o.Cards = 50, 200, 100
 		o.DrainBacklog = 800
 		o.FanoutEvents, o.FanoutRepeats = 80, 1

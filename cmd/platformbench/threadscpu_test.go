@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"slices"
 	"testing"
 	"time"
 )
@@ -29,5 +30,21 @@ func TestThreadsCPUResolvesLessThanATick(t *testing.T) {
 		if d := threadsCPU(pid) - a; d < time.Millisecond || d >= 10*time.Millisecond {
 			t.Fatalf("2 ms of work read as %s", d)
 		}
+	}
+}
+
+// Where a row's Postgres CPU went: each process is charged what it spent
+// between the readings, one that started in between all of its time, the
+// reaped children's total (pid 0) its growth; the largest come first.
+func TestTreeSpendChargesEachProcessItsShare(t *testing.T) {
+	from := []treeProcess{{pid: 10, cmd: "postmaster", cpu: 5 * time.Millisecond}, {cmd: "(reaped children)", cpu: 40 * time.Millisecond},
+		{pid: 11, cmd: "walwriter", cpu: 7 * time.Millisecond}, {pid: 12, cmd: "a backend that exits", cpu: time.Millisecond}}
+	to := []treeProcess{{pid: 10, cmd: "postmaster", cpu: 6 * time.Millisecond}, {cmd: "(reaped children)", cpu: 470 * time.Millisecond},
+		{pid: 11, cmd: "walwriter", cpu: 9 * time.Millisecond}, {pid: 13, cmd: "autovacuum worker", cpu: 120 * time.Millisecond}}
+	got := treeSpend(from, to)
+	want := []treeProcess{{cmd: "(reaped children)", cpu: 430 * time.Millisecond}, {pid: 13, cmd: "autovacuum worker", cpu: 120 * time.Millisecond},
+		{pid: 11, cmd: "walwriter", cpu: 2 * time.Millisecond}, {pid: 10, cmd: "postmaster", cpu: time.Millisecond}}
+	if !slices.Equal(got, want) {
+		t.Fatalf("got %v, want %v", got, want)
 	}
 }

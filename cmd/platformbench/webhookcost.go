@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -102,10 +103,29 @@ const xactsSQL = `SELECT coalesce(sum(xact_commit + xact_rollback), 0)::bigint F
 // a resolution of several ms/s.
 func processTreeCPU(pid int) time.Duration {
 	var total time.Duration
-	if raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat"); err == nil {
-		total += statTicks(string(raw), 13, 15) // cutime cstime
+	for _, p := range processTree(pid) {
+		total += p.cpu
 	}
-	total += runtimeOf("/proc/" + strconv.Itoa(pid))
+	return total
+}
+
+// treeProcess is one process of processTree: its pid (0 for the reaped
+// children's total), its command line (a Postgres process's title, e.g.
+// "postgres: autovacuum worker db") and its CPU so far.
+type treeProcess struct {
+	pid int
+	cmd string
+	cpu time.Duration
+}
+
+// processTree is pid, its live children and the children it has reaped
+// (one entry, pid 0), each with its CPU time so far.
+func processTree(pid int) []treeProcess {
+	dir := "/proc/" + strconv.Itoa(pid)
+	out := []treeProcess{{pid: pid, cmd: cmdline(dir), cpu: runtimeOf(dir)}}
+	if raw, err := os.ReadFile(dir + "/stat"); err == nil {
+		out = append(out, treeProcess{cmd: "(reaped children)", cpu: statTicks(string(raw), 13, 15)}) // cutime cstime
+	}
 	paths, _ := filepath.Glob("/proc/[0-9]*/stat")
 	for _, p := range paths {
 		raw, err := os.ReadFile(p)
@@ -121,9 +141,45 @@ func processTreeCPU(pid int) time.Duration {
 		if len(f) < 13 || f[1] != strconv.Itoa(pid) { // f[1] is field 4, the parent
 			continue
 		}
-		total += runtimeOf(filepath.Dir(p))
+		child, _ := strconv.Atoi(filepath.Base(filepath.Dir(p)))
+		out = append(out, treeProcess{pid: child, cmd: cmdline(filepath.Dir(p)), cpu: runtimeOf(filepath.Dir(p))})
 	}
-	return total
+	return out
+}
+
+// cmdline is the command line of the process at dir, its arguments joined
+// by spaces.
+func cmdline(dir string) string {
+	raw, _ := os.ReadFile(dir + "/cmdline")
+	return strings.TrimSpace(strings.ReplaceAll(string(raw), "\x00", " "))
+}
+
+// treeSpend is each process's CPU between two processTree readings, the
+// largest first; a process absent from the first reading started in
+// between and is charged all of its time.
+func treeSpend(from, to []treeProcess) []treeProcess {
+	before := make(map[int]time.Duration, len(from))
+	for _, p := range from {
+		before[p.pid] = p.cpu
+	}
+	out := make([]treeProcess, 0, len(to))
+	for _, p := range to {
+		p.cpu -= before[p.pid]
+		out = append(out, p)
+	}
+	slices.SortStableFunc(out, func(a, b treeProcess) int { return int(b.cpu - a.cpu) })
+	return out
+}
+
+// printTreeSpend writes spend per process, in ms/s of span, to w: where
+// a row's Postgres CPU went (checkpointer, autovacuum, which database's
+// backends).
+func printTreeSpend(w io.Writer, what string, spend []treeProcess, span time.Duration) {
+	for _, p := range spend {
+		if p.cpu > 0 {
+			fmt.Fprintf(w, "platformbench %s: Postgres pid %d %.3f ms/s %s\n", what, p.pid, float64(p.cpu)/float64(time.Millisecond)/span.Seconds(), p.cmd)
+		}
+	}
 }
 
 // runtimeOf is the time on CPU of the task at dir (/proc/PID or
@@ -211,7 +267,8 @@ type IdleCost struct{ Cost SystemCost }
 // delivery each) for the window, waits until every acknowledged PATCH was
 // delivered, and divides the platform's and Postgres's CPU and the
 // database's transactions by the deliveries. Before the rates, the node
-// idles for statsSettle and that is reported too.
+// idles for Opt.IdleWindow (at least statsSettle) and that is reported
+// too.
 func (b *Bench) WebhookCost(ctx context.Context, rates []float64) (IdleCost, []CostResult, error) {
 	app, err := b.P.createApp(ctx, "cost-"+b.run)
 	if err != nil {
@@ -237,10 +294,19 @@ func (b *Bench) WebhookCost(ctx context.Context, rates []float64) (IdleCost, []C
 	sleepCtx(ctx, statsSettle) // what came before reaches the counters
 	b.quietPostgres(ctx)
 	b.settleIdle(ctx)
+	var t0 []treeProcess
+	if b.Opt.PostgresPID > 0 {
+		t0 = processTree(b.Opt.PostgresPID)
+	}
 	i0 := b.sampleSystem(ctx)
-	sleepCtx(ctx, statsSettle)
+	sleepCtx(ctx, max(b.Opt.IdleWindow, statsSettle))
 	i1 := b.sampleSystem(ctx)
 	idle := IdleCost{Cost: i1.since(i0)}
+	if b.Opt.PostgresPID > 0 {
+		fmt.Fprintf(os.Stderr, "platformbench idle row: %s to %s UTC: platform %.3f ms/s\n", i0.at.UTC().Format(time.TimeOnly), i1.at.UTC().Format(time.TimeOnly),
+			float64(idle.Cost.Platform)/float64(time.Millisecond)/idle.Cost.Span.Seconds())
+		printTreeSpend(os.Stderr, "idle row", treeSpend(t0, processTree(b.Opt.PostgresPID)), idle.Cost.Span)
+	}
 	idleXactRate := float64(idle.Cost.Xacts) / idle.Cost.Span.Seconds()
 	var out []CostResult
 	for _, rate := range rates {
@@ -393,27 +459,33 @@ const quietMax = 120 * time.Second
 
 // quietPostgres finishes the Postgres server's work left by what ran
 // before the idle row, so the row measures an idle node: the baselines'
-// and the set-up's writes (tens of thousands of raw appends, the users)
-// leave a timed checkpoint spread over minutes and autovacuum workers
-// vacuuming and analysing the new rows, 4-40 ms/s of the server's CPU in
-// an 11 s row, none of it caused by the idle node. A VACUUM (ANALYZE) of
-// the platform's database leaves autovacuum no table over its thresholds
-// (a worker the launcher starts on its next round, a minute later, would
-// otherwise fall inside the row), a CHECKPOINT writes the dirty buffers at
-// once, then it waits (at most quietMax) until no autovacuum worker has
-// run for two polls in a row. Without a stats connection (-pg-stats-url)
-// or the right to vacuum or checkpoint, it does what it can.
+// and the set-up's writes (tens of thousands of raw appends on the raw
+// baseline's database, the users on the platform's) leave a timed
+// checkpoint spread over minutes and autovacuum workers vacuuming and
+// analysing the new rows, 4-40 ms/s of the server's CPU in an 11 s row
+// and one worker on the raw baseline's database 0.4 s, none of it caused
+// by the idle node. A VACUUM (ANALYZE) of every database of the server
+// leaves autovacuum no table over its thresholds (the launcher visits
+// each database once a minute and would otherwise start a worker inside
+// the row), a CHECKPOINT writes the dirty buffers at once, then it waits
+// (at most quietMax) until no autovacuum worker has run for two polls in
+// a row. It runs on the throwaway server only (-postgres-pid), never on
+// a shared one; without a stats connection (-pg-stats-url) or the right
+// to vacuum or checkpoint, it does what it can.
 func (b *Bench) quietPostgres(ctx context.Context) {
 	if b.Opt.PGStatsURL == "" || b.Opt.PostgresPID <= 0 {
 		return
 	}
-	if cfg, err := pgx.ParseConfig(b.Opt.PGStatsURL); err == nil && b.Opt.PGStatsDB != "" {
-		cfg.Database = b.Opt.PGStatsDB
-		if c, err := pgx.ConnectConfig(ctx, cfg); err == nil {
-			_, _ = c.Exec(ctx, "VACUUM (ANALYZE)")
-			c.Close(ctx)
+	var dbs []string
+	_ = b.stats.do(ctx, b.Opt.PGStatsURL, func(c *pgx.Conn) error {
+		rows, err := c.Query(ctx, `SELECT datname FROM pg_database WHERE datallowconn ORDER BY datname`)
+		if err != nil {
+			return err
 		}
-	}
+		dbs, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		return err
+	})
+	vacuumDatabases(ctx, b.Opt.PGStatsURL, dbs)
 	_ = b.stats.do(ctx, b.Opt.PGStatsURL, func(c *pgx.Conn) error {
 		_, err := c.Exec(ctx, "CHECKPOINT")
 		return err
@@ -433,5 +505,25 @@ func (b *Bench) quietPostgres(ctx context.Context) {
 			quiet = 0
 		}
 		sleepCtx(ctx, time.Second)
+	}
+}
+
+// vacuumDatabases runs VACUUM (ANALYZE) in each of dbs on the server of
+// url (an admin URL), over a connection of its own to each; a database it
+// cannot reach or vacuum is left as it is.
+func vacuumDatabases(ctx context.Context, url string, dbs []string) {
+	cfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		return
+	}
+	for _, db := range dbs {
+		cfg := cfg.Copy()
+		cfg.Database = db
+		c, err := pgx.ConnectConfig(ctx, cfg)
+		if err != nil {
+			continue
+		}
+		_, _ = c.Exec(ctx, "VACUUM (ANALYZE)")
+		c.Close(ctx)
 	}
 }
