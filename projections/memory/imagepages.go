@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/bits"
 	"slices"
 	"strings"
 	"sync"
@@ -311,49 +312,129 @@ func (t *pagedTable[K, V, E, O]) order(pace func()) {
 	}
 }
 
-// sortRun is how many keys pacedSort sorts or merges between two calls
+// sortRun is how many keys pacedSort sorts or moves between two calls
 // of its pace: sorted whole, the 100,000 keys of one table held a snapshot
 // write's core for 10–30 ms.
 const sortRun = 4096
 
-// pacedSort sorts es by compare, calling pace after each sortRun keys
-// sorted or merged: runs of sortRun keys are sorted, then merged pairwise
-// through a buffer of es's size.
+// pacedSort sorts es by compare in place, calling pace after each sortRun
+// keys compared or sorted. A range longer than sortRun is partitioned
+// around the median of its first, middle and last keys, its shorter side
+// sorted first so the stack stays shallow; a range of at most sortRun keys
+// is sorted whole. A range still long after 2·log₂(n) partitions (a bad
+// run of pivots) is heap sorted, so the sort is n log n at worst. It
+// allocates nothing: a buffer of the keys' size (a merge sort's) was a
+// tenth of a snapshot write's garbage.
 func pacedSort[E any](es []E, compare func(E, E) int, pace func()) {
-	n := len(es)
-	if n <= sortRun {
+	if len(es) <= sortRun {
 		slices.SortFunc(es, compare)
 		return
 	}
-	for i := 0; i < n; i += sortRun {
-		slices.SortFunc(es[i:min(i+sortRun, n)], compare)
-		pace()
+	s := pacedSorter[E]{compare: compare, pace: pace}
+	s.quick(es, 2*bits.Len(uint(len(es))))
+}
+
+// pacedSorter is one pacedSort call: its order, its pace and the keys
+// handled since it last paced.
+type pacedSorter[E any] struct {
+	compare func(E, E) int
+	pace    func()
+	done    int
+}
+
+// tick counts n keys handled, pacing once sortRun were.
+func (s *pacedSorter[E]) tick(n int) {
+	if s.done += n; s.done >= sortRun {
+		s.done = 0
+		s.pace()
 	}
-	src, dst := es, make([]E, n)
-	moved := 0
-	for width := sortRun; width < n; width *= 2 {
-		for lo := 0; lo < n; lo += 2 * width {
-			mid, hi := min(lo+width, n), min(lo+2*width, n)
-			i, j, k := lo, mid, lo
-			for ; i < mid && j < hi; k++ {
-				if compare(src[j], src[i]) < 0 {
-					dst[k] = src[j]
-					j++
-				} else {
-					dst[k] = src[i]
-					i++
-				}
-				if moved++; moved%sortRun == 0 {
-					pace()
-				}
-			}
-			k += copy(dst[k:], src[i:mid])
-			copy(dst[k:], src[j:hi])
+}
+
+func (s *pacedSorter[E]) quick(es []E, depth int) {
+	for len(es) > sortRun {
+		if depth == 0 {
+			s.heapSort(es)
+			return
 		}
-		src, dst = dst, src
+		depth--
+		m := s.partition(es)
+		if m < len(es)-m {
+			s.quick(es[:m], depth)
+			es = es[m+1:]
+		} else {
+			s.quick(es[m+1:], depth)
+			es = es[:m]
+		}
 	}
-	if &src[0] != &es[0] {
-		copy(es, src)
+	slices.SortFunc(es, s.compare)
+	s.tick(len(es))
+}
+
+// partition puts the median of es's first, middle and last keys at the
+// returned index m, every key before m no greater and every key after
+// it no smaller. Keys equal to the pivot stop both scans, so a range of
+// equal keys is cut in half.
+func (s *pacedSorter[E]) partition(es []E) int {
+	a, b, c := 0, len(es)/2, len(es)-1
+	if s.compare(es[b], es[a]) < 0 {
+		a, b = b, a
+	}
+	if s.compare(es[c], es[b]) < 0 {
+		b = c
+		if s.compare(es[b], es[a]) < 0 {
+			b = a
+		}
+	}
+	es[0], es[b] = es[b], es[0]
+	pivot := es[0]
+	i, j := 1, len(es)-1
+	for {
+		for i <= j && s.compare(es[i], pivot) < 0 {
+			i++
+			s.tick(1)
+		}
+		for i <= j && s.compare(pivot, es[j]) < 0 {
+			j--
+			s.tick(1)
+		}
+		if i >= j {
+			break
+		}
+		es[i], es[j] = es[j], es[i]
+		i++
+		j--
+		s.tick(2)
+	}
+	es[0], es[j] = es[j], es[0]
+	return j
+}
+
+// heapSort sorts es in place through a max-heap, ticking once per key moved.
+func (s *pacedSorter[E]) heapSort(es []E) {
+	for i := len(es)/2 - 1; i >= 0; i-- {
+		s.siftDown(es, i, len(es))
+	}
+	for end := len(es) - 1; end > 0; end-- {
+		es[0], es[end] = es[end], es[0]
+		s.siftDown(es, 0, end)
+	}
+}
+
+func (s *pacedSorter[E]) siftDown(es []E, root, n int) {
+	for {
+		child := 2*root + 1
+		if child >= n {
+			return
+		}
+		if child+1 < n && s.compare(es[child], es[child+1]) < 0 {
+			child++
+		}
+		if s.compare(es[root], es[child]) >= 0 {
+			return
+		}
+		es[root], es[child] = es[child], es[root]
+		root = child
+		s.tick(1)
 	}
 }
 
