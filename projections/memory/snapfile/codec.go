@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/healthtech/partner-open-platform/events"
@@ -322,11 +323,22 @@ func (c rowCodec[T]) appendRows(dst []byte, rows []T) []byte {
 
 // appendEach appends rows without their count (appendRows' body).
 func (c rowCodec[T]) appendEach(dst []byte, rows []T) []byte {
+	dst, _ = c.appendUntil(dst, rows, math.MaxInt)
+	return dst
+}
+
+// appendUntil appends rows without their count, one at a time until dst
+// holds limit bytes or more or every row is appended; it returns how
+// many rows it appended.
+func (c rowCodec[T]) appendUntil(dst []byte, rows []T, limit int) ([]byte, int) {
 	e := &rowEncoder{buf: dst}
 	for i := range rows {
+		if len(e.buf) >= limit {
+			return e.buf, i
+		}
 		c.put(e, &rows[i])
 	}
-	return e.buf
+	return e.buf, len(rows)
 }
 
 // decodeRows reads a section written by encodeRows; every byte must be used.

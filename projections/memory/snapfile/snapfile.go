@@ -30,9 +30,10 @@ import (
 // Version 2 keeps each table of a read model in sections of at most
 // sectionRows rows, each an independent gob stream, so a start decodes
 // them on every core and restores each read model as soon as its sections are
-// decoded. Version 3 has the same sections, each in the hand-written row
-// codec (codec.go) instead of gob, which decodes several times
-// faster with far less garbage. Versions 1 (one gob stream) and 2 are
+// decoded. Version 3 has sections of the same kind, each in the
+// hand-written row codec (codec.go) instead of gob, which decodes several
+// times faster with far less garbage; a section holds any number of rows
+// (a write ends one at sectionRows rows or sectionBytes of them). Versions 1 (one gob stream) and 2 are
 // still read, and replaced by a version 3 file once the node has caught up.
 const snapshotMagic = "PLATFORM-READMODELS-SNAPSHOT-3\n"
 
