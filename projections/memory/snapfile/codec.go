@@ -323,22 +323,23 @@ func (c rowCodec[T]) appendRows(dst []byte, rows []T) []byte {
 
 // appendEach appends rows without their count (appendRows' body).
 func (c rowCodec[T]) appendEach(dst []byte, rows []T) []byte {
-	dst, _ = c.appendUntil(dst, rows, math.MaxInt)
-	return dst
+	e := &rowEncoder{buf: dst}
+	c.appendUntil(e, rows, math.MaxInt)
+	return e.buf
 }
 
-// appendUntil appends rows without their count, one at a time until dst
-// holds limit bytes or more or every row is appended; it returns how
-// many rows it appended.
-func (c rowCodec[T]) appendUntil(dst []byte, rows []T, limit int) ([]byte, int) {
-	e := &rowEncoder{buf: dst}
+// appendUntil appends rows to e without their count, one at a time until
+// e holds limit bytes or more or every row is appended; it returns how
+// many rows it appended. A snapshot write passes one encoder for all its
+// sections (a new one per call is an allocation: put may keep it).
+func (c rowCodec[T]) appendUntil(e *rowEncoder, rows []T, limit int) int {
 	for i := range rows {
 		if len(e.buf) >= limit {
-			return e.buf, i
+			return i
 		}
 		c.put(e, &rows[i])
 	}
-	return e.buf, len(rows)
+	return len(rows)
 }
 
 // decodeRows reads a section written by encodeRows; every byte must be used.

@@ -39,9 +39,9 @@ type imageField struct {
 	// encode appends rows [from, to) of the table as a section to dst.
 	encode func(dst []byte, im *Image, from, to int) []byte
 	// appendUntil appends rows [from, to) alone, without the section's
-	// row count, until dst holds limit bytes (see rowCodec.appendUntil);
-	// it returns how many rows it appended.
-	appendUntil func(dst []byte, im *Image, from, to, limit int) ([]byte, int)
+	// row count, until e holds limit bytes (see rowCodec.appendUntil); it
+	// returns how many rows it appended.
+	appendUntil func(e *rowEncoder, im *Image, from, to, limit int) int
 	// decode reads a section of the current format (the row codec);
 	// decodeGob one of version 2 (a gob stream).
 	decode    func(body []byte) (any, error)
@@ -56,8 +56,8 @@ func field[T any](codec rowCodec[T], get func(im *Image) *[]T) imageField {
 		encode: func(dst []byte, im *Image, from, to int) []byte {
 			return codec.appendRows(dst, (*get(im))[from:to])
 		},
-		appendUntil: func(dst []byte, im *Image, from, to, limit int) ([]byte, int) {
-			return codec.appendUntil(dst, (*get(im))[from:to], limit)
+		appendUntil: func(e *rowEncoder, im *Image, from, to, limit int) int {
+			return codec.appendUntil(e, (*get(im))[from:to], limit)
 		},
 		decode: func(body []byte) (any, error) { return codec.decodeRows(body) },
 		decodeGob: func(body []byte) (any, error) {
@@ -117,7 +117,7 @@ const sectionSlack = 64 << 10
 // a time (a part, which may span two sections), pace (when not nil)
 // called after each part is encoded.
 func writeSections(w io.Writer, images []Image, dirs []Directory, pace func()) error {
-	sw := sectionWriter{w: w, rows: make([]byte, 0, sectionBytes+sectionSlack)}
+	sw := &sectionWriter{w: w, rows: rowEncoder{buf: make([]byte, 0, sectionBytes+sectionSlack)}}
 	var page Image
 	for i := range images {
 		im := &images[i]
@@ -146,11 +146,10 @@ func writeSections(w io.Writer, images []Image, dirs []Directory, pace func()) e
 					src = &page
 				}
 				take := min(end, at+sectionRows-sw.n)
-				var added int
-				sw.rows, added = f.appendUntil(sw.rows, src, at-base, take-base, sectionBytes)
+				added := f.appendUntil(&sw.rows, src, at-base, take-base, sectionBytes)
 				at += added
 				sw.n += added
-				if sw.n == sectionRows || len(sw.rows) >= sectionBytes || at == n {
+				if sw.n == sectionRows || len(sw.rows.buf) >= sectionBytes || at == n {
 					if err := sw.section(uint32(i), uint16(fi)); err != nil {
 						return fmt.Errorf("snapshot %s: %w", im.ReadModel, err)
 					}
@@ -165,42 +164,46 @@ func writeSections(w io.Writer, images []Image, dirs []Directory, pace func()) e
 	if err := gob.NewEncoder(&gb).Encode(dirs); err != nil {
 		return fmt.Errorf("snapshot directories: %w", err)
 	}
-	if err := sw.write(dirsOwner, 0, nil, gb.Bytes()); err != nil {
+	if err := sw.write(dirsOwner, 0, false, gb.Bytes()); err != nil {
 		return fmt.Errorf("snapshot directories: %w", err)
 	}
 	return nil
 }
 
 // sectionWriter is the section a writeSections call is encoding: its
-// rows so far and how many.
+// rows so far and how many, and the buffer of a section's prefix and row
+// count (kept here: w is an interface, so one on the stack would be
+// allocated per section).
 type sectionWriter struct {
 	w    io.Writer
-	rows []byte
+	rows rowEncoder
 	n    int
+	head [14 + binary.MaxVarintLen64]byte
 }
 
 // section writes the rows encoded as a section of table fieldIndex of
 // image owner, and empties the buffer for the next.
 func (sw *sectionWriter) section(owner uint32, fieldIndex uint16) error {
-	var count [binary.MaxVarintLen64]byte
-	err := sw.write(owner, fieldIndex, count[:binary.PutUvarint(count[:], uint64(sw.n))], sw.rows)
-	sw.rows, sw.n = sw.rows[:0], 0
+	err := sw.write(owner, fieldIndex, true, sw.rows.buf)
+	sw.rows.buf, sw.n = sw.rows.buf[:0], 0
 	return err
 }
 
-// write writes one section: its prefix (owner, table, the length of
-// count and body), then count and body.
-func (sw *sectionWriter) write(owner uint32, fieldIndex uint16, count, body []byte) error {
-	var pre [14]byte
-	binary.BigEndian.PutUint32(pre[0:], owner)
-	binary.BigEndian.PutUint16(pre[4:], fieldIndex)
-	binary.BigEndian.PutUint64(pre[6:], uint64(len(count)+len(body)))
-	for _, b := range [][]byte{pre[:], count, body} {
-		if _, err := sw.w.Write(b); err != nil {
-			return err
-		}
+// write writes one section: its prefix (owner, table, length), its row
+// count if counted, then body.
+func (sw *sectionWriter) write(owner uint32, fieldIndex uint16, counted bool, body []byte) error {
+	head := sw.head[:14]
+	if counted {
+		head = binary.AppendUvarint(head, uint64(sw.n))
 	}
-	return nil
+	binary.BigEndian.PutUint32(head[0:], owner)
+	binary.BigEndian.PutUint16(head[4:], fieldIndex)
+	binary.BigEndian.PutUint64(head[6:], uint64(len(head)-14+len(body)))
+	if _, err := sw.w.Write(head); err != nil {
+		return err
+	}
+	_, err := sw.w.Write(body)
+	return err
 }
 
 // decodedImage collects one image's sections as they are decoded.
