@@ -108,27 +108,8 @@ func (s *Store) pagedTables(f projections.ReadModel) (*sync.RWMutex, *paging, ma
 		}
 	case projections.ReadModelDeliveries:
 		return &s.deliveriesMu, &s.deliveriesPaging, map[snapfile.Table]imageTable{
-			// In feed order, as Image writes them: the feed index lists
-			// them in that order already, so only the keys written during
-			// the image are sorted.
-			snapfile.TableDeliveries: &pagedTable[string, deliveryRow, feedKey, projections.Delivery]{
-				cow: &s.deliveriesCOW,
-				get: func(id string) (deliveryRow, bool) {
-					if r, ok := s.deliveries.get(id); ok {
-						return *r, true
-					}
-					return deliveryRow{}, false
-				},
-				size:    func() int { return len(s.feed) },
-				entry:   func(_ string, r deliveryRow) feedKey { return r.feedKey() },
-				key:     func(k feedKey) string { return k.id },
-				compare: compareFeed,
-				walk:    s.walkFeed,
-				put: func(page []projections.Delivery, id string, r deliveryRow, _, _ int) []projections.Delivery {
-					return append(page, r.view(id, &s.eventTypes))
-				},
-				set: func(im *snapfile.Image, rows []projections.Delivery) { im.Deliveries = rows },
-			},
+			// In feed order, as Image writes them, from the feed index.
+			snapfile.TableDeliveries: &feedTable{s: s},
 			// By delivery id, each delivery's attempts in their order.
 			snapfile.TableAttempts: inMap(&s.attempts, &pagedTable[string, []projections.Attempt, attemptsKey, projections.Attempt]{
 				cow:     &s.attemptsCOW,
@@ -208,30 +189,11 @@ type attemptsKey struct {
 	n  int
 }
 
-// walkFeed lists the deliveries in feed order; the caller holds the read
-// lock, which yield may release and take again (the feed then moved: the
-// walk goes on after the key it last listed).
-func (s *Store) walkFeed(yield func(feedKey) bool) {
-	for i := 0; i < len(s.feed); i++ {
-		k := s.feedKeyAt(s.feed[i])
-		if !yield(k) {
-			return
-		}
-		if i >= len(s.feed) || s.deliveries.at(s.feed[i]).compareFeed(k) != 0 {
-			j, found := s.searchFeed(s.feed, k)
-			if i = j; !found {
-				i-- // k is gone: the next key is at j
-			}
-		}
-	}
-}
-
 // pagedTable is one table of a paged image: rows V by key K, listed as
 // entries E in the file's order and written as rows O.
 type pagedTable[K comparable, V, E, O any] struct {
 	cow *cow[K, V] // the store's copy-on-write side of the table
-	// The store's table: a lookup, its size, and its rows in no order
-	// (each) unless walk lists them.
+	// The store's table: a lookup, its size, and its rows in no order.
 	get  func(K) (V, bool)
 	size func() int
 	each func(yield func(K, V) bool)
@@ -242,16 +204,13 @@ type pagedTable[K comparable, V, E, O any] struct {
 	compare func(E, E) int
 	// count is how many rows of the file a key has (nil: one).
 	count func(E) int
-	// walk, when set, lists the entries in order from an index of the
-	// read model; otherwise each's keys are listed and sorted.
-	walk func(yield func(E) bool)
 	// put appends rows [from, to) of key k's row v to the page.
 	put func(page []O, k K, v V, from, to int) []O
 	set func(*snapfile.Image, []O)
 
 	priors cow[K, V] // the image's copy-on-write side
 	keys   []E       // the entries at the checkpoint, in order
-	listed int       // keys[:listed] came from the map or the walk
+	listed int       // keys[:listed] came from the map
 	ends   []int     // ends[i]: the rows of keys[:i+1] (count set)
 	page   []O       // reused by every page
 }
@@ -264,8 +223,8 @@ func (t *pagedTable[K, V, E, O]) begin() {
 func (t *pagedTable[K, V, E, O]) end() { *t.cow = nil }
 
 // list lists every key not written since the image began from the table
-// (each or the walk), then every key written since from its prior. A
-// table may be written between two steps of its range: a key present throughout is
+// (each), then every key written since from its prior. A table may be
+// written between two steps of its range: a key present throughout is
 // listed once, or twice with the same entry (listed, then written); a key
 // created since the image began is not listed (its prior says it was
 // not there); a key deleted or moved before the range reached it is
@@ -273,20 +232,15 @@ func (t *pagedTable[K, V, E, O]) end() { *t.cow = nil }
 func (t *pagedTable[K, V, E, O]) list(step func()) {
 	t.keys = make([]E, 0, t.size()+len(t.priors))
 	n := 0
-	add := func(e E) bool {
-		if _, kept := t.priors[t.key(e)]; !kept {
-			t.keys = append(t.keys, e)
+	t.each(func(k K, v V) bool {
+		if _, kept := t.priors[k]; !kept {
+			t.keys = append(t.keys, t.entry(k, v))
 		}
 		if n++; n%pageRows == 0 {
 			step()
 		}
 		return true
-	}
-	if t.walk != nil {
-		t.walk(add)
-	} else {
-		t.each(func(k K, v V) bool { return add(t.entry(k, v)) })
-	}
+	})
 	t.listed = len(t.keys)
 	for k, p := range t.priors {
 		if p.had {
@@ -298,9 +252,7 @@ func (t *pagedTable[K, V, E, O]) list(step func()) {
 // order sorts the listed entries and drops duplicates (a key listed from
 // the map and from its prior), calling pace between parts of the sort.
 func (t *pagedTable[K, V, E, O]) order(pace func()) {
-	if t.walk == nil {
-		pacedSort(t.keys[:t.listed], t.compare, pace)
-	}
+	pacedSort(t.keys[:t.listed], t.compare, pace)
 	t.keys = slices.CompactFunc(mergeSorted(t.keys, t.listed, t.compare), func(a, b E) bool { return t.compare(a, b) == 0 })
 	if t.count != nil {
 		t.ends = make([]int, len(t.keys))
