@@ -8,9 +8,9 @@ import (
 	"github.com/healthtech/partner-open-platform/projections/memory/snapfile"
 )
 
-// errFeedOutOfOrder is a page of the deliveries asked out of order: the
-// feed is read from where the last page ended.
-var errFeedOutOfOrder = errors.New("projections/memory: the deliveries of an image are read in order, a page after the last")
+// errPageOutOfOrder is a page of a table asked out of order where a page
+// goes on from where the last ended (the deliveries, the attempts).
+var errPageOutOfOrder = errors.New("projections/memory: the rows of this table of an image are read in order, a page after the last")
 
 // feedTable is the deliveries table of a paged image, read in feed order
 // (the file's) straight from the feed index, a page after the last: no
@@ -58,7 +58,7 @@ func (t *feedTable) reserve(n int) {
 // read lock.
 func (t *feedTable) read(from, to int) error {
 	if from != t.next || to > t.n {
-		return errFeedOutOfOrder
+		return errPageOutOfOrder
 	}
 	s := t.s
 	t.kept, t.keptAt = t.kept[:0], 0

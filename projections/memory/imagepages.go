@@ -211,13 +211,18 @@ type pagedTable[K comparable, V, E, O any] struct {
 	priors cow[K, V] // the image's copy-on-write side
 	keys   []E       // the entries at the checkpoint, in order
 	listed int       // keys[:listed] came from the map
-	ends   []int     // ends[i]: the rows of keys[:i+1] (count set)
+	total  int       // the rows of keys (count set)
 	page   []O       // reused by every page
+	// Where the next page begins when count is set (pages are then read in
+	// order): row next of the file, key nextKey's row nextFirst. A key's
+	// rows may span two pages.
+	next, nextKey, nextFirst int
 }
 
 func (t *pagedTable[K, V, E, O]) begin() {
 	*t.cow = cow[K, V]{}
 	t.priors = *t.cow
+	t.next, t.nextKey, t.nextFirst = 0, 0, 0
 }
 
 func (t *pagedTable[K, V, E, O]) end() { *t.cow = nil }
@@ -255,11 +260,9 @@ func (t *pagedTable[K, V, E, O]) order(pace func()) {
 	pacedSort(t.keys[:t.listed], t.compare, pace)
 	t.keys = slices.CompactFunc(mergeSorted(t.keys, t.listed, t.compare), func(a, b E) bool { return t.compare(a, b) == 0 })
 	if t.count != nil {
-		t.ends = make([]int, len(t.keys))
-		n := 0
-		for i, e := range t.keys {
-			n += t.count(e)
-			t.ends[i] = n
+		t.total = 0
+		for _, e := range t.keys {
+			t.total += t.count(e)
 		}
 	}
 }
@@ -412,10 +415,7 @@ func (t *pagedTable[K, V, E, O]) rows() int {
 	if t.count == nil {
 		return len(t.keys)
 	}
-	if len(t.ends) == 0 {
-		return 0
-	}
-	return t.ends[len(t.ends)-1]
+	return t.total
 }
 
 // reserve makes the page before the lock is taken, and once per write:
@@ -428,10 +428,16 @@ func (t *pagedTable[K, V, E, O]) reserve(n int) {
 	t.page = t.page[:0]
 }
 
+// read appends rows [from, to): key from's row, or, when a key has
+// several (count set), the rows from where the last page ended, so no
+// list of where each key's rows begin is kept.
 func (t *pagedTable[K, V, E, O]) read(from, to int) error {
-	i := from
-	if t.ends != nil {
-		i, _ = slices.BinarySearch(t.ends, from+1) // the key holding row from
+	i, first := from, 0 // key i, from its row first
+	if t.count != nil {
+		if from != t.next {
+			return errPageOutOfOrder
+		}
+		i, first = t.nextKey, t.nextFirst
 	}
 	for at := from; at < to; i++ {
 		k := t.key(t.keys[i])
@@ -439,18 +445,22 @@ func (t *pagedTable[K, V, E, O]) read(from, to int) error {
 		if err != nil {
 			return err
 		}
-		lo, hi := i, i+1
+		n := 1
 		if t.count != nil {
-			n := t.count(t.keys[i])
+			n = t.count(t.keys[i])
 			if t.count(t.entry(k, v)) != n {
 				return fmt.Errorf("projections/memory: key %v of the image changed its rows without a prior", k)
 			}
-			lo, hi = t.ends[i]-n, t.ends[i]
 		}
-		next := min(hi, to)
-		t.page = t.put(t.page, k, v, at-lo, next-lo)
-		at = next
+		last := min(n, first+to-at)
+		t.page = t.put(t.page, k, v, first, last)
+		at += last - first
+		if t.nextKey, t.nextFirst = i+1, 0; last < n {
+			t.nextKey, t.nextFirst = i, last
+		}
+		first = 0
 	}
+	t.next = to
 	return nil
 }
 
