@@ -164,9 +164,6 @@ func compareDue(a, b dueKey) int {
 
 func feedKeyOf(d projections.Delivery) feedKey { return feedKey{d.Cursor, d.DeliveryID} }
 
-// feedKeyAt is the feed key of the delivery at place i.
-func (s *Store) feedKeyAt(i uint32) feedKey { return s.deliveries.at(i).feedKey() }
-
 // searchFeed is where k is or would be in feed, a feed of places.
 func (s *Store) searchFeed(feed []uint32, k feedKey) (int, bool) {
 	return slices.BinarySearchFunc(feed, k, func(i uint32, k feedKey) int { return s.deliveries.at(i).compareFeed(k) })

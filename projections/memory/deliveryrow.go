@@ -207,9 +207,6 @@ func (r *deliveryRow) deliveryID() string {
 	return r.more.id
 }
 
-// feedKey is the row's place in the feed.
-func (r *deliveryRow) feedKey() feedKey { return feedKey{r.cursorAt(), r.deliveryID()} }
-
 // compareFeed compares the row's place in the feed with k, as compareFeed
 // does, without making the row's id.
 func (r *deliveryRow) compareFeed(k feedKey) int {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/bits"
 	"slices"
 	"strings"
 	"sync"
@@ -107,27 +108,8 @@ func (s *Store) pagedTables(f projections.ReadModel) (*sync.RWMutex, *paging, ma
 		}
 	case projections.ReadModelDeliveries:
 		return &s.deliveriesMu, &s.deliveriesPaging, map[snapfile.Table]imageTable{
-			// In feed order, as Image writes them: the feed index lists
-			// them in that order already, so only the keys written during
-			// the image are sorted.
-			snapfile.TableDeliveries: &pagedTable[string, deliveryRow, feedKey, projections.Delivery]{
-				cow: &s.deliveriesCOW,
-				get: func(id string) (deliveryRow, bool) {
-					if r, ok := s.deliveries.get(id); ok {
-						return *r, true
-					}
-					return deliveryRow{}, false
-				},
-				size:    func() int { return len(s.feed) },
-				entry:   func(_ string, r deliveryRow) feedKey { return r.feedKey() },
-				key:     func(k feedKey) string { return k.id },
-				compare: compareFeed,
-				walk:    s.walkFeed,
-				put: func(page []projections.Delivery, id string, r deliveryRow, _, _ int) []projections.Delivery {
-					return append(page, r.view(id, &s.eventTypes))
-				},
-				set: func(im *snapfile.Image, rows []projections.Delivery) { im.Deliveries = rows },
-			},
+			// In feed order, as Image writes them, from the feed index.
+			snapfile.TableDeliveries: &feedTable{s: s},
 			// By delivery id, each delivery's attempts in their order.
 			snapfile.TableAttempts: inMap(&s.attempts, &pagedTable[string, []projections.Attempt, attemptsKey, projections.Attempt]{
 				cow:     &s.attemptsCOW,
@@ -207,30 +189,11 @@ type attemptsKey struct {
 	n  int
 }
 
-// walkFeed lists the deliveries in feed order; the caller holds the read
-// lock, which yield may release and take again (the feed then moved: the
-// walk goes on after the key it last listed).
-func (s *Store) walkFeed(yield func(feedKey) bool) {
-	for i := 0; i < len(s.feed); i++ {
-		k := s.feedKeyAt(s.feed[i])
-		if !yield(k) {
-			return
-		}
-		if i >= len(s.feed) || s.deliveries.at(s.feed[i]).compareFeed(k) != 0 {
-			j, found := s.searchFeed(s.feed, k)
-			if i = j; !found {
-				i-- // k is gone: the next key is at j
-			}
-		}
-	}
-}
-
 // pagedTable is one table of a paged image: rows V by key K, listed as
 // entries E in the file's order and written as rows O.
 type pagedTable[K comparable, V, E, O any] struct {
 	cow *cow[K, V] // the store's copy-on-write side of the table
-	// The store's table: a lookup, its size, and its rows in no order
-	// (each) unless walk lists them.
+	// The store's table: a lookup, its size, and its rows in no order.
 	get  func(K) (V, bool)
 	size func() int
 	each func(yield func(K, V) bool)
@@ -241,30 +204,32 @@ type pagedTable[K comparable, V, E, O any] struct {
 	compare func(E, E) int
 	// count is how many rows of the file a key has (nil: one).
 	count func(E) int
-	// walk, when set, lists the entries in order from an index of the
-	// read model; otherwise each's keys are listed and sorted.
-	walk func(yield func(E) bool)
 	// put appends rows [from, to) of key k's row v to the page.
 	put func(page []O, k K, v V, from, to int) []O
 	set func(*snapfile.Image, []O)
 
 	priors cow[K, V] // the image's copy-on-write side
 	keys   []E       // the entries at the checkpoint, in order
-	listed int       // keys[:listed] came from the map or the walk
-	ends   []int     // ends[i]: the rows of keys[:i+1] (count set)
+	listed int       // keys[:listed] came from the map
+	total  int       // the rows of keys (count set)
 	page   []O       // reused by every page
+	// Where the next page begins when count is set (pages are then read in
+	// order): row next of the file, key nextKey's row nextFirst. A key's
+	// rows may span two pages.
+	next, nextKey, nextFirst int
 }
 
 func (t *pagedTable[K, V, E, O]) begin() {
 	*t.cow = cow[K, V]{}
 	t.priors = *t.cow
+	t.next, t.nextKey, t.nextFirst = 0, 0, 0
 }
 
 func (t *pagedTable[K, V, E, O]) end() { *t.cow = nil }
 
 // list lists every key not written since the image began from the table
-// (each or the walk), then every key written since from its prior. A
-// table may be written between two steps of its range: a key present throughout is
+// (each), then every key written since from its prior. A table may be
+// written between two steps of its range: a key present throughout is
 // listed once, or twice with the same entry (listed, then written); a key
 // created since the image began is not listed (its prior says it was
 // not there); a key deleted or moved before the range reached it is
@@ -272,20 +237,15 @@ func (t *pagedTable[K, V, E, O]) end() { *t.cow = nil }
 func (t *pagedTable[K, V, E, O]) list(step func()) {
 	t.keys = make([]E, 0, t.size()+len(t.priors))
 	n := 0
-	add := func(e E) bool {
-		if _, kept := t.priors[t.key(e)]; !kept {
-			t.keys = append(t.keys, e)
+	t.each(func(k K, v V) bool {
+		if _, kept := t.priors[k]; !kept {
+			t.keys = append(t.keys, t.entry(k, v))
 		}
 		if n++; n%pageRows == 0 {
 			step()
 		}
 		return true
-	}
-	if t.walk != nil {
-		t.walk(add)
-	} else {
-		t.each(func(k K, v V) bool { return add(t.entry(k, v)) })
-	}
+	})
 	t.listed = len(t.keys)
 	for k, p := range t.priors {
 		if p.had {
@@ -297,63 +257,139 @@ func (t *pagedTable[K, V, E, O]) list(step func()) {
 // order sorts the listed entries and drops duplicates (a key listed from
 // the map and from its prior), calling pace between parts of the sort.
 func (t *pagedTable[K, V, E, O]) order(pace func()) {
-	if t.walk == nil {
-		pacedSort(t.keys[:t.listed], t.compare, pace)
-	}
+	pacedSort(t.keys[:t.listed], t.compare, pace)
 	t.keys = slices.CompactFunc(mergeSorted(t.keys, t.listed, t.compare), func(a, b E) bool { return t.compare(a, b) == 0 })
 	if t.count != nil {
-		t.ends = make([]int, len(t.keys))
-		n := 0
-		for i, e := range t.keys {
-			n += t.count(e)
-			t.ends[i] = n
+		t.total = 0
+		for _, e := range t.keys {
+			t.total += t.count(e)
 		}
 	}
 }
 
-// sortRun is how many keys pacedSort sorts or merges between two calls
+// sortRun is how many keys pacedSort sorts or moves between two calls
 // of its pace: sorted whole, the 100,000 keys of one table held a snapshot
 // write's core for 10–30 ms.
 const sortRun = 4096
 
-// pacedSort sorts es by compare, calling pace after each sortRun keys
-// sorted or merged: runs of sortRun keys are sorted, then merged pairwise
-// through a buffer of es's size.
+// pacedSort sorts es by compare in place, calling pace after each sortRun
+// keys compared or sorted. A range longer than sortRun is partitioned
+// around the median of its first, middle and last keys, its shorter side
+// sorted first so the stack stays shallow; a range of at most sortRun keys
+// is sorted whole. A range still long after 2·log₂(n) partitions (a bad
+// run of pivots) is heap sorted, so the sort is n log n at worst. It
+// allocates nothing: a buffer of the keys' size (a merge sort's) was a
+// tenth of a snapshot write's garbage.
 func pacedSort[E any](es []E, compare func(E, E) int, pace func()) {
-	n := len(es)
-	if n <= sortRun {
+	if len(es) <= sortRun {
 		slices.SortFunc(es, compare)
 		return
 	}
-	for i := 0; i < n; i += sortRun {
-		slices.SortFunc(es[i:min(i+sortRun, n)], compare)
-		pace()
+	s := pacedSorter[E]{compare: compare, pace: pace}
+	s.quick(es, 2*bits.Len(uint(len(es))))
+}
+
+// pacedSorter is one pacedSort call: its order, its pace and the keys
+// handled since it last paced.
+type pacedSorter[E any] struct {
+	compare func(E, E) int
+	pace    func()
+	done    int
+}
+
+// tick counts n keys handled, pacing once sortRun were.
+func (s *pacedSorter[E]) tick(n int) {
+	if s.done += n; s.done >= sortRun {
+		s.done = 0
+		s.pace()
 	}
-	src, dst := es, make([]E, n)
-	moved := 0
-	for width := sortRun; width < n; width *= 2 {
-		for lo := 0; lo < n; lo += 2 * width {
-			mid, hi := min(lo+width, n), min(lo+2*width, n)
-			i, j, k := lo, mid, lo
-			for ; i < mid && j < hi; k++ {
-				if compare(src[j], src[i]) < 0 {
-					dst[k] = src[j]
-					j++
-				} else {
-					dst[k] = src[i]
-					i++
-				}
-				if moved++; moved%sortRun == 0 {
-					pace()
-				}
-			}
-			k += copy(dst[k:], src[i:mid])
-			copy(dst[k:], src[j:hi])
+}
+
+func (s *pacedSorter[E]) quick(es []E, depth int) {
+	for len(es) > sortRun {
+		if depth == 0 {
+			s.heapSort(es)
+			return
 		}
-		src, dst = dst, src
+		depth--
+		m := s.partition(es)
+		if m < len(es)-m {
+			s.quick(es[:m], depth)
+			es = es[m+1:]
+		} else {
+			s.quick(es[m+1:], depth)
+			es = es[:m]
+		}
 	}
-	if &src[0] != &es[0] {
-		copy(es, src)
+	slices.SortFunc(es, s.compare)
+	s.tick(len(es))
+}
+
+// partition puts the median of es's first, middle and last keys at the
+// returned index m, every key before m no greater and every key after
+// it no smaller. Keys equal to the pivot stop both scans, so a range of
+// equal keys is cut in half.
+func (s *pacedSorter[E]) partition(es []E) int {
+	a, b, c := 0, len(es)/2, len(es)-1
+	if s.compare(es[b], es[a]) < 0 {
+		a, b = b, a
+	}
+	if s.compare(es[c], es[b]) < 0 {
+		b = c
+		if s.compare(es[b], es[a]) < 0 {
+			b = a
+		}
+	}
+	es[0], es[b] = es[b], es[0]
+	pivot := es[0]
+	i, j := 1, len(es)-1
+	for {
+		for i <= j && s.compare(es[i], pivot) < 0 {
+			i++
+			s.tick(1)
+		}
+		for i <= j && s.compare(pivot, es[j]) < 0 {
+			j--
+			s.tick(1)
+		}
+		if i >= j {
+			break
+		}
+		es[i], es[j] = es[j], es[i]
+		i++
+		j--
+		s.tick(2)
+	}
+	es[0], es[j] = es[j], es[0]
+	return j
+}
+
+// heapSort sorts es in place through a max-heap, ticking once per key moved.
+func (s *pacedSorter[E]) heapSort(es []E) {
+	for i := len(es)/2 - 1; i >= 0; i-- {
+		s.siftDown(es, i, len(es))
+	}
+	for end := len(es) - 1; end > 0; end-- {
+		es[0], es[end] = es[end], es[0]
+		s.siftDown(es, 0, end)
+	}
+}
+
+func (s *pacedSorter[E]) siftDown(es []E, root, n int) {
+	for {
+		child := 2*root + 1
+		if child >= n {
+			return
+		}
+		if child+1 < n && s.compare(es[child], es[child+1]) < 0 {
+			child++
+		}
+		if s.compare(es[root], es[child]) >= 0 {
+			return
+		}
+		es[root], es[child] = es[child], es[root]
+		root = child
+		s.tick(1)
 	}
 }
 
@@ -379,10 +415,7 @@ func (t *pagedTable[K, V, E, O]) rows() int {
 	if t.count == nil {
 		return len(t.keys)
 	}
-	if len(t.ends) == 0 {
-		return 0
-	}
-	return t.ends[len(t.ends)-1]
+	return t.total
 }
 
 // reserve makes the page before the lock is taken, and once per write:
@@ -395,10 +428,16 @@ func (t *pagedTable[K, V, E, O]) reserve(n int) {
 	t.page = t.page[:0]
 }
 
+// read appends rows [from, to): key from's row, or, when a key has
+// several (count set), the rows from where the last page ended, so no
+// list of where each key's rows begin is kept.
 func (t *pagedTable[K, V, E, O]) read(from, to int) error {
-	i := from
-	if t.ends != nil {
-		i, _ = slices.BinarySearch(t.ends, from+1) // the key holding row from
+	i, first := from, 0 // key i, from its row first
+	if t.count != nil {
+		if from != t.next {
+			return errPageOutOfOrder
+		}
+		i, first = t.nextKey, t.nextFirst
 	}
 	for at := from; at < to; i++ {
 		k := t.key(t.keys[i])
@@ -406,18 +445,22 @@ func (t *pagedTable[K, V, E, O]) read(from, to int) error {
 		if err != nil {
 			return err
 		}
-		lo, hi := i, i+1
+		n := 1
 		if t.count != nil {
-			n := t.count(t.keys[i])
+			n = t.count(t.keys[i])
 			if t.count(t.entry(k, v)) != n {
 				return fmt.Errorf("projections/memory: key %v of the image changed its rows without a prior", k)
 			}
-			lo, hi = t.ends[i]-n, t.ends[i]
 		}
-		next := min(hi, to)
-		t.page = t.put(t.page, k, v, at-lo, next-lo)
-		at = next
+		last := min(n, first+to-at)
+		t.page = t.put(t.page, k, v, first, last)
+		at += last - first
+		if t.nextKey, t.nextFirst = i+1, 0; last < n {
+			t.nextKey, t.nextFirst = i, last
+		}
+		first = 0
 	}
+	t.next = to
 	return nil
 }
 

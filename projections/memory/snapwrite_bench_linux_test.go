@@ -3,6 +3,7 @@ package memory_test
 import (
 	"fmt"
 	"runtime"
+	"runtime/metrics"
 	"syscall"
 	"testing"
 	"time"
@@ -96,7 +97,7 @@ func BenchmarkSnapshotWrite(b *testing.B) {
 			runtime.GC()
 			b.ReportAllocs()
 			b.ResetTimer()
-			cpu0 := processCPU()
+			cpu0, gc0 := processCPU(), collections()
 			for i := 0; i < b.N; i++ {
 				if err := c.move(i); err != nil {
 					b.Fatal(err)
@@ -108,8 +109,26 @@ func BenchmarkSnapshotWrite(b *testing.B) {
 			// The process's CPU, the collector's workers included: a
 			// write's garbage is paid for by the collection that follows it.
 			b.ReportMetric(float64((processCPU()-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
+			// The collections the writes brought on, and the collector's
+			// CPU (its marking and pauses, as the runtime accounts them).
+			gc := collections()
+			b.ReportMetric(float64(gc.cycles-gc0.cycles)/float64(b.N), "gc-cycles/op")
+			b.ReportMetric((gc.cpuSeconds-gc0.cpuSeconds)*1e6/float64(b.N), "gc-cpu-µs/op")
 		})
 	}
+}
+
+// gcTotals are the process's collections so far and the CPU the runtime
+// accounts to them.
+type gcTotals struct {
+	cycles     uint64
+	cpuSeconds float64
+}
+
+func collections() gcTotals {
+	samples := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}, {Name: "/cpu/classes/gc/total:cpu-seconds"}}
+	metrics.Read(samples)
+	return gcTotals{cycles: samples[0].Value.Uint64(), cpuSeconds: samples[1].Value.Float64()}
 }
 
 func processCPU() time.Duration {

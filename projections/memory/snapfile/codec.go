@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/healthtech/partner-open-platform/events"
@@ -323,10 +324,22 @@ func (c rowCodec[T]) appendRows(dst []byte, rows []T) []byte {
 // appendEach appends rows without their count (appendRows' body).
 func (c rowCodec[T]) appendEach(dst []byte, rows []T) []byte {
 	e := &rowEncoder{buf: dst}
+	c.appendUntil(e, rows, math.MaxInt)
+	return e.buf
+}
+
+// appendUntil appends rows to e without their count, one at a time until
+// e holds limit bytes or more or every row is appended; it returns how
+// many rows it appended. A snapshot write passes one encoder for all its
+// sections (a new one per call is an allocation: put may keep it).
+func (c rowCodec[T]) appendUntil(e *rowEncoder, rows []T, limit int) int {
 	for i := range rows {
+		if len(e.buf) >= limit {
+			return i
+		}
 		c.put(e, &rows[i])
 	}
-	return e.buf
+	return len(rows)
 }
 
 // decodeRows reads a section written by encodeRows; every byte must be used.

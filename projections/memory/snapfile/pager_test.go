@@ -1,10 +1,14 @@
 package snapfile
 
 import (
+	"bufio"
 	"bytes"
 	"crypto/aes"
 	"crypto/cipher"
+	"encoding/binary"
 	"fmt"
+	"io"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -115,5 +119,94 @@ func TestWritePacesEachPartOfALentSection(t *testing.T) {
 	// Six parts of the one section, then the one (final) chunk.
 	if want := 6 + 1; paces != want {
 		t.Fatalf("the write paced %d times: want %d (after each of 6 parts of %d rows and the chunk)", paces, want, paceRows)
+	}
+}
+
+// A table whose rows encode to more than a section's bound is written in
+// sections of at most the bound and one row, lent or not, and reads back
+// whole and in order; a lent table is still read a part at a time, a part
+// spanning two sections read once.
+func TestLargeTableIsWrittenInBoundedSections(t *testing.T) {
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	users := make([]projections.User, 2*paceRows+9)
+	for i := range users {
+		users[i] = projections.User{AppID: 1, OpenUserID: int64(i + 1), ChannelUserID: fmt.Sprintf("c%d", i), Name: strings.Repeat("n", 300+i%50), RegisteredAt: at, UpdatedAt: at}
+	}
+	deliveries := make([]projections.Delivery, 700)
+	for i := range deliveries {
+		deliveries[i] = projections.Delivery{DeliveryID: fmt.Sprintf("d%04d", i), AppID: 1, Body: bytes.Repeat([]byte{'b'}, 1000+i), Status: "delivered", CreatedAt: at, UpdatedAt: at}
+	}
+	pager := &slicePager{users: users}
+	paged := Image{ReadModel: projections.ReadModelUsers, Paged: pager}
+	sent := Image{ReadModel: projections.ReadModelDeliveries, Deliveries: deliveries}
+	aead := testAEAD(t)
+	path := filepath.Join(t.TempDir(), "large")
+	h := Header{ReadModels: []ReadModel{{ReadModel: projections.ReadModelUsers, Rows: len(users)}, {ReadModel: projections.ReadModelDeliveries, Rows: len(deliveries)}}}
+	if _, err := Write(path, h, aead, []Image{paged, sent}, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if want := 3; pager.pages != want {
+		t.Fatalf("the pager lent %d pages: want %d (one per %d rows)", pager.pages, want, paceRows)
+	}
+	sections := map[Table][]int{}
+	for _, s := range fileSections(t, path, aead) {
+		if s.owner != dirsOwner {
+			sections[Table(s.table)] = append(sections[Table(s.table)], s.size)
+		}
+	}
+	for table, sizes := range sections {
+		if len(sizes) < 2 {
+			t.Fatalf("table %d: %d section(s) of %v bytes: want several of at most %d", table, len(sizes), sizes, sectionBytes)
+		}
+		for _, size := range sizes {
+			if size > sectionBytes+sectionSlack {
+				t.Fatalf("table %d: a section of %d bytes: want at most %d and a row", table, size, sectionBytes)
+			}
+		}
+	}
+	_, images, _, err := Read(path, aead)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Image{{ReadModel: projections.ReadModelUsers, Users: users}, sent}
+	if !reflect.DeepEqual(images, want) {
+		t.Fatal("the tables read back different from their rows")
+	}
+}
+
+// fileSection is one section of a version 3 file as its prefix tells it.
+type fileSection struct {
+	owner uint32
+	table uint16
+	size  int
+}
+
+// fileSections lists the sections of the version 3 file at path.
+func fileSections(t *testing.T, path string, aead cipher.AEAD) []fileSection {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	br := bufio.NewReader(f)
+	_, head, _, err := readHeader(br)
+	if err != nil {
+		t.Fatal(err)
+	}
+	or := &openReader{r: br, aead: aead, head: head}
+	var out []fileSection
+	for {
+		var pre [14]byte
+		if _, err := io.ReadFull(or, pre[:]); err == io.EOF {
+			return out
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		s := fileSection{owner: binary.BigEndian.Uint32(pre[0:]), table: binary.BigEndian.Uint16(pre[4:]), size: int(binary.BigEndian.Uint64(pre[6:]))}
+		if _, err := io.CopyN(io.Discard, or, int64(s.size)); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, s)
 	}
 }

@@ -10,7 +10,6 @@ import (
 	"runtime"
 	"slices"
 	"sync"
-	"sync/atomic"
 
 	"github.com/healthtech/partner-open-platform/projections"
 )
@@ -39,10 +38,10 @@ type imageField struct {
 	rows func(im *Image) int
 	// encode appends rows [from, to) of the table as a section to dst.
 	encode func(dst []byte, im *Image, from, to int) []byte
-	// appendRows appends rows [from, to) alone, without the section's row
-	// count: a section is its count, then each row, so one can be encoded
-	// a part at a time.
-	appendRows func(dst []byte, im *Image, from, to int) []byte
+	// appendUntil appends rows [from, to) alone, without the section's
+	// row count, until e holds limit bytes (see rowCodec.appendUntil); it
+	// returns how many rows it appended.
+	appendUntil func(e *rowEncoder, im *Image, from, to, limit int) int
 	// decode reads a section of the current format (the row codec);
 	// decodeGob one of version 2 (a gob stream).
 	decode    func(body []byte) (any, error)
@@ -57,8 +56,8 @@ func field[T any](codec rowCodec[T], get func(im *Image) *[]T) imageField {
 		encode: func(dst []byte, im *Image, from, to int) []byte {
 			return codec.appendRows(dst, (*get(im))[from:to])
 		},
-		appendRows: func(dst []byte, im *Image, from, to int) []byte {
-			return codec.appendEach(dst, (*get(im))[from:to])
+		appendUntil: func(e *rowEncoder, im *Image, from, to, limit int) int {
+			return codec.appendUntil(e, (*get(im))[from:to], limit)
 		},
 		decode: func(body []byte) (any, error) { return codec.decodeRows(body) },
 		decodeGob: func(body []byte) (any, error) {
@@ -98,32 +97,27 @@ var imageFields = []imageField{
 	field(auditFactCodec, func(im *Image) *[]projections.AuditFact { return &im.AuditFacts }),
 }
 
-// largestSection is the longest section the last writeSections wrote.
-var largestSection atomic.Int64
+// sectionBytes bounds the rows a write encodes into one section: a
+// section ends at sectionRows rows or at the first row that brings its
+// encoded rows to sectionBytes, so a write encodes every section in one
+// buffer of about that size (a section of 16,384 deliveries is 3 MB). A
+// reader takes sections of any number of rows.
+const sectionBytes = 256 << 10
+
+// sectionSlack is room in the section buffer for the row that crosses
+// sectionBytes, so a row of up to that size does not grow it.
+const sectionSlack = 64 << 10
 
 // writeSections writes the images and directories as version 3 sections:
 // each is its owner (image index, or dirsOwner), its table's index, its
 // length and its rows in the row codec (the directories: a gob stream).
-// Every section is encoded into one buffer, reused (its 14-byte prefix
-// filled in once the length is known), and handed to w in one Write. A
-// lent table's section is read and encoded paceRows rows at a time, pace
-// (when not nil) called after each part.
+// A table's rows are encoded into one buffer, made once per write and
+// reused by every section, and each section is handed to w as its
+// prefix and count, then its rows. A lent table is read paceRows rows at
+// a time (a part, which may span two sections), pace (when not nil)
+// called after each part is encoded.
 func writeSections(w io.Writer, images []Image, dirs []Directory, pace func()) error {
-	const pre = 14
-	var zero [pre]byte
-	// The buffer starts at the largest section of the last write, so a
-	// write allocates it once instead of doubling it up to that size.
-	buf := make([]byte, 0, largestSection.Load())
-	largest := 0
-	defer func() { largestSection.Store(int64(largest)) }()
-	section := func(owner uint32, fieldIndex uint16, body []byte) error {
-		largest = max(largest, len(body))
-		binary.BigEndian.PutUint32(body[0:], owner)
-		binary.BigEndian.PutUint16(body[4:], fieldIndex)
-		binary.BigEndian.PutUint64(body[6:], uint64(len(body)-pre))
-		_, err := w.Write(body)
-		return err
-	}
+	sw := &sectionWriter{w: w, rows: rowEncoder{buf: make([]byte, 0, sectionBytes+sectionSlack)}}
 	var page Image
 	for i := range images {
 		im := &images[i]
@@ -134,41 +128,82 @@ func writeSections(w io.Writer, images []Image, dirs []Directory, pace func()) e
 					n, paged = m, true
 				}
 			}
-			for from := 0; from < n; from += sectionRows {
-				to := min(from+sectionRows, n)
-				if !paged {
-					buf = f.encode(append(buf[:0], zero[:]...), im, from, to)
-				} else {
-					buf = binary.AppendUvarint(append(buf[:0], zero[:]...), uint64(to-from))
-					for at := from; at < to; at += paceRows {
-						next := min(at+paceRows, to)
-						if err := im.Paged.Page(Table(fi), at, next, &page); err != nil {
-							return fmt.Errorf("snapshot %s: %w", im.ReadModel, err)
-						}
-						if got := f.rows(&page); got != next-at {
-							return fmt.Errorf("snapshot %s: a page of %d rows where %d were asked", im.ReadModel, got, next-at)
-						}
-						buf = f.appendRows(buf, &page, 0, next-at)
-						if pace != nil {
-							pace()
-						}
+			// Rows [base, end) are src's rows [0, end-base): the image's
+			// table, or the part of a lent one last read (none yet).
+			src, base, end := im, 0, n
+			if paged {
+				end = 0
+			}
+			for at := 0; at < n; {
+				if paged && at == end {
+					base, end = at, min(at+paceRows, n)
+					if err := im.Paged.Page(Table(fi), base, end, &page); err != nil {
+						return fmt.Errorf("snapshot %s: %w", im.ReadModel, err)
+					}
+					if got := f.rows(&page); got != end-base {
+						return fmt.Errorf("snapshot %s: a page of %d rows where %d were asked", im.ReadModel, got, end-base)
+					}
+					src = &page
+				}
+				take := min(end, at+sectionRows-sw.n)
+				added := f.appendUntil(&sw.rows, src, at-base, take-base, sectionBytes)
+				at += added
+				sw.n += added
+				if sw.n == sectionRows || len(sw.rows.buf) >= sectionBytes || at == n {
+					if err := sw.section(uint32(i), uint16(fi)); err != nil {
+						return fmt.Errorf("snapshot %s: %w", im.ReadModel, err)
 					}
 				}
-				if err := section(uint32(i), uint16(fi), buf); err != nil {
-					return fmt.Errorf("snapshot %s: %w", im.ReadModel, err)
+				if paged && at == end && pace != nil {
+					pace()
 				}
 			}
 		}
 	}
 	var gb bytes.Buffer
-	gb.Write(zero[:])
 	if err := gob.NewEncoder(&gb).Encode(dirs); err != nil {
 		return fmt.Errorf("snapshot directories: %w", err)
 	}
-	if err := section(dirsOwner, 0, gb.Bytes()); err != nil {
+	if err := sw.write(dirsOwner, 0, false, gb.Bytes()); err != nil {
 		return fmt.Errorf("snapshot directories: %w", err)
 	}
 	return nil
+}
+
+// sectionWriter is the section a writeSections call is encoding: its
+// rows so far and how many, and the buffer of a section's prefix and row
+// count (kept here: w is an interface, so one on the stack would be
+// allocated per section).
+type sectionWriter struct {
+	w    io.Writer
+	rows rowEncoder
+	n    int
+	head [14 + binary.MaxVarintLen64]byte
+}
+
+// section writes the rows encoded as a section of table fieldIndex of
+// image owner, and empties the buffer for the next.
+func (sw *sectionWriter) section(owner uint32, fieldIndex uint16) error {
+	err := sw.write(owner, fieldIndex, true, sw.rows.buf)
+	sw.rows.buf, sw.n = sw.rows.buf[:0], 0
+	return err
+}
+
+// write writes one section: its prefix (owner, table, length), its row
+// count if counted, then body.
+func (sw *sectionWriter) write(owner uint32, fieldIndex uint16, counted bool, body []byte) error {
+	head := sw.head[:14]
+	if counted {
+		head = binary.AppendUvarint(head, uint64(sw.n))
+	}
+	binary.BigEndian.PutUint32(head[0:], owner)
+	binary.BigEndian.PutUint16(head[4:], fieldIndex)
+	binary.BigEndian.PutUint64(head[6:], uint64(len(head)-14+len(body)))
+	if _, err := sw.w.Write(head); err != nil {
+		return err
+	}
+	_, err := sw.w.Write(body)
+	return err
 }
 
 // decodedImage collects one image's sections as they are decoded.

@@ -30,9 +30,10 @@ import (
 // Version 2 keeps each table of a read model in sections of at most
 // sectionRows rows, each an independent gob stream, so a start decodes
 // them on every core and restores each read model as soon as its sections are
-// decoded. Version 3 has the same sections, each in the hand-written row
-// codec (codec.go) instead of gob, which decodes several times
-// faster with far less garbage. Versions 1 (one gob stream) and 2 are
+// decoded. Version 3 has sections of the same kind, each in the
+// hand-written row codec (codec.go) instead of gob, which decodes several
+// times faster with far less garbage; a section holds any number of rows
+// (a write ends one at sectionRows rows or sectionBytes of them). Versions 1 (one gob stream) and 2 are
 // still read, and replaced by a version 3 file once the node has caught up.
 const snapshotMagic = "PLATFORM-READMODELS-SNAPSHOT-3\n"
 
@@ -308,28 +309,33 @@ func chunkAAD(head []byte, index uint64, final bool) []byte {
 }
 
 // sealWriter seals what is written to it in chunks: each chunk is its
-// length (4 bytes), then nonce and ciphertext. Its plaintext and sealed
-// buffers are reused from chunk to chunk.
+// length (4 bytes), then nonce and ciphertext. A chunk is sealed in place
+// in the one buffer that gathers it (the length, the nonce, then the
+// plaintext, with room for the seal's overhead), reused from chunk to
+// chunk: a second buffer for the sealed copy was another megabyte of a
+// write's garbage.
 type sealWriter struct {
 	w     io.Writer
 	aead  cipher.AEAD
 	head  []byte
-	buf   []byte
-	out   []byte
+	buf   []byte // the chunk being gathered: length, nonce, plaintext
 	index uint64
 	pace  func() // after each chunk written (nil: none)
 }
 
+// pre is how many bytes of buf come before the plaintext.
+func (s *sealWriter) pre() int { return 4 + s.aead.NonceSize() }
+
 func (s *sealWriter) Write(p []byte) (int, error) {
 	n := len(p)
 	if s.buf == nil {
-		s.buf = make([]byte, 0, snapshotChunk)
+		s.buf = make([]byte, s.pre(), s.pre()+snapshotChunk+s.aead.Overhead())
 	}
 	for len(p) > 0 {
-		take := min(snapshotChunk-len(s.buf), len(p))
+		take := min(s.pre()+snapshotChunk-len(s.buf), len(p))
 		s.buf = append(s.buf, p[:take]...)
 		p = p[take:]
-		if len(s.buf) == snapshotChunk {
+		if len(s.buf) == s.pre()+snapshotChunk {
 			if err := s.flush(false); err != nil {
 				return 0, err
 			}
@@ -339,22 +345,21 @@ func (s *sealWriter) Write(p []byte) (int, error) {
 }
 
 func (s *sealWriter) flush(final bool) error {
-	ns := s.aead.NonceSize()
-	if need := 4 + ns + len(s.buf) + s.aead.Overhead(); cap(s.out) < need {
-		s.out = make([]byte, 0, max(need, 4+ns+snapshotChunk+s.aead.Overhead()))
+	pre := s.pre()
+	if s.buf == nil {
+		s.buf = make([]byte, pre, pre+s.aead.Overhead())
 	}
-	out := s.out[:4+ns]
-	nonce := out[4:]
+	nonce, plain := s.buf[4:pre], s.buf[pre:]
 	if _, err := rand.Read(nonce); err != nil {
 		return err
 	}
-	out = s.aead.Seal(out, nonce, s.buf, chunkAAD(s.head, s.index, final))
-	binary.BigEndian.PutUint32(out[:4], uint32(len(out)-4))
-	if _, err := s.w.Write(out); err != nil {
+	sealed := s.aead.Seal(plain[:0], nonce, plain, chunkAAD(s.head, s.index, final))
+	binary.BigEndian.PutUint32(s.buf[:4], uint32(len(nonce)+len(sealed)))
+	if _, err := s.w.Write(s.buf[:pre+len(sealed)]); err != nil {
 		return err
 	}
 	s.index++
-	s.buf = s.buf[:0]
+	s.buf = s.buf[:pre]
 	if s.pace != nil {
 		s.pace()
 	}
