@@ -143,3 +143,14 @@ func hashUUID(u uuid16) uint64 {
 	hi, lo := binary.LittleEndian.Uint64(u[:8]), binary.LittleEndian.Uint64(u[8:])
 	return hashID(int64(hi ^ bits.RotateLeft64(lo, 32)*0xff51afd7ed558ccd))
 }
+
+// replace puts place by in the slot of place old, whose row's key hashes
+// to h, as does by's (a chainIndex's new head).
+func (x *placeIndex) replace(h uint64, old, by uint32) {
+	for i := x.start(h); x.slots[i] != 0; i = x.next(i) {
+		if x.slots[i] == old+1 {
+			x.slots[i] = by + 1
+			return
+		}
+	}
+}
