@@ -33,11 +33,18 @@ func newChainIndex(n int) chainIndex {
 // first is the head of the key whose hash is h, the place of its row of
 // the lowest id; false if no row has the key.
 func (c *chainIndex) first(h uint64, is func(uint32) bool) (uint32, bool) {
+	_, p, ok := c.probe(h, is)
+	return p, ok
+}
+
+// probe is the slot of the key's head and the head, or the empty slot
+// that ends the key's probe and false.
+func (c *chainIndex) probe(h uint64, is func(uint32) bool) (int, uint32, bool) {
 	x := &c.heads
 	for i := x.start(h); ; i = x.next(i) {
 		p, ok := x.at(i)
 		if !ok || is(p) {
-			return p, ok
+			return i, p, ok
 		}
 	}
 }
@@ -61,14 +68,14 @@ func (c *chainIndex) link(p, next uint32, ok bool) {
 // add puts place, whose row's key hashes to h, in the index: as the key's
 // head if its row's id is the lowest, else right after the head.
 func (c *chainIndex) add(h uint64, place uint32, is func(uint32) bool, less func(a, b uint32) bool, hashOf func(uint32) uint64) {
-	head, ok := c.first(h, is)
+	i, head, ok := c.probe(h, is)
 	switch {
 	case !ok:
 		c.link(place, 0, false)
-		c.heads.add(h, place, hashOf)
+		c.heads.addAt(i, h, place, hashOf)
 	case less(place, head):
 		c.link(place, head, true)
-		c.heads.replace(h, head, place)
+		c.heads.slots[i] = place + 1
 	default:
 		after, more := c.next(head)
 		c.link(place, after, more)

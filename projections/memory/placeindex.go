@@ -66,6 +66,16 @@ func (x *placeIndex) add(h uint64, place uint32, hashOf func(uint32) uint64) {
 	x.n++
 }
 
+// addAt is add of a place whose probe for h ended at the empty slot i.
+func (x *placeIndex) addAt(i int, h uint64, place uint32, hashOf func(uint32) uint64) {
+	if (x.n+1)*4 > len(x.slots)*3 {
+		x.add(h, place, hashOf) // grows, and probes the grown slots
+		return
+	}
+	x.slots[i] = place + 1
+	x.n++
+}
+
 func (x *placeIndex) grow(hashOf func(uint32) uint64) {
 	old := x.slots
 	x.slots = make([]uint32, 2*len(old))

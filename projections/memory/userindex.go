@@ -41,54 +41,68 @@ func (s *Store) userByPhone(app int64, phone string) *userRow {
 func (s *Store) hasPhone(app int64, phone string) func(uint32) bool {
 	return func(p uint32) bool {
 		u := s.users.rows.at(p)
+		if u.appID != app { // before decoding the phone from the row's texts
+			return false
+		}
 		v, ok := u.phone()
-		return ok && u.appID == app && v == phone
+		return ok && v == phone
 	}
 }
 
 // groupsOf appends to places those of the user's groups, in the order of
 // their ids.
 func (s *Store) groupsOf(userID int64, places []uint32) []uint32 {
-	return placesOf(&s.userGroups, &s.groups.rows, groupUser, userID, places)
+	return placesOf(&s.userGroups, &s.groups.rows, hashID(userID), s.groupOfUser(userID), places)
 }
 
 // membersOf appends to places those of the user's members, in the order
 // of their ids.
 func (s *Store) membersOf(userID int64, places []uint32) []uint32 {
-	return placesOf(&s.userMembers, &s.members.rows, memberUser, userID, places)
+	return placesOf(&s.userMembers, &s.members.rows, hashID(userID), s.memberOfUser(userID), places)
 }
 
-// The owners' ids by which groups and members are indexed.
-
-func groupUser(g *groupRow) int64    { return g.userID }
-func memberUser(m *memberRow) int64  { return m.userID }
-func memberGroup(m *memberRow) int64 { return m.groupID }
-
-// placesOf appends to places those of the rows in rows whose owner id is
-// id, which x chains, in the order of the rows' ids.
-func placesOf[R idRow](x *chainIndex, rows *table[R], owner func(*R) int64, id int64, places []uint32) []uint32 {
-	for p, ok := x.first(hashID(id), ownedBy(rows, owner, id)); ok; p, ok = x.next(p) {
+// placesOf appends to places those of the rows in rows that x chains
+// under the key hashing to h (is tells its rows), in the order of the
+// rows' ids.
+func placesOf[R idRow](x *chainIndex, rows *table[R], h uint64, is func(uint32) bool, places []uint32) []uint32 {
+	for p, ok := x.first(h, is); ok; p, ok = x.next(p) {
 		places = append(places, p)
 	}
 	slices.SortFunc(places, func(a, b uint32) int { return cmp.Compare((*rows.at(a)).rowID(), (*rows.at(b)).rowID()) })
 	return places
 }
 
-// ownedBy says whether the row at a place has the owner id.
-func ownedBy[R any](rows *table[R], owner func(*R) int64, id int64) func(uint32) bool {
-	return func(p uint32) bool { return owner(rows.at(p)) == id }
+// The keys of the groups' and members' chains: whether the row at a place
+// has the owner id.
+
+func (s *Store) groupOfUser(id int64) func(uint32) bool {
+	return func(p uint32) bool { return s.groups.rows.at(p).userID == id }
 }
 
-// idLess says whether the row at place a has a lower id than the one at b.
-func idLess[R idRow](rows *table[R]) func(a, b uint32) bool {
-	return func(a, b uint32) bool { return (*rows.at(a)).rowID() < (*rows.at(b)).rowID() }
+func (s *Store) memberOfUser(id int64) func(uint32) bool {
+	return func(p uint32) bool { return s.members.rows.at(p).userID == id }
+}
+
+func (s *Store) memberOfGroup(id int64) func(uint32) bool {
+	return func(p uint32) bool { return s.members.rows.at(p).groupID == id }
+}
+
+// The orders of the chains: whether the row at place a has a lower id than
+// the one at b.
+
+func (s *Store) userLess(a, b uint32) bool { return s.users.rows.at(a).id < s.users.rows.at(b).id }
+
+func (s *Store) groupLess(a, b uint32) bool { return s.groups.rows.at(a).id < s.groups.rows.at(b).id }
+
+func (s *Store) memberLess(a, b uint32) bool {
+	return s.members.rows.at(a).id < s.members.rows.at(b).id
 }
 
 // liveCount is how many members of the group are not deleted.
 func (s *Store) liveCount(groupID int64) int {
 	n := 0
 	x := &s.groupMembers
-	for p, ok := x.first(hashID(groupID), ownedBy(&s.members.rows, memberGroup, groupID)); ok; p, ok = x.next(p) {
+	for p, ok := x.first(hashID(groupID), s.memberOfGroup(groupID)); ok; p, ok = x.next(p) {
 		if !s.members.rows.at(p).deleted() {
 			n++
 		}
@@ -125,7 +139,7 @@ func (s *Store) indexUser(cur userRow, had bool, u userRow) {
 		s.byChannel.add(hashText(u.appID, u.channel()), p, s.channelHashAt)
 	}
 	if phone, ok := u.phone(); ok && (!had || !samePhone(cur, u)) {
-		s.byPhone.add(hashText(u.appID, phone), p, s.hasPhone(u.appID, phone), idLess(&s.users.rows), s.phoneHashAt)
+		s.byPhone.add(hashText(u.appID, phone), p, s.hasPhone(u.appID, phone), s.userLess, s.phoneHashAt)
 	}
 }
 
@@ -135,7 +149,7 @@ func (s *Store) unindexUser(u userRow, keep bool, next userRow) {
 		s.byChannel.remove(hashText(u.appID, u.channel()), p, s.channelHashAt)
 	}
 	if phone, ok := u.phone(); ok && (!keep || !samePhone(u, next)) {
-		s.byPhone.remove(hashText(u.appID, phone), p, s.hasPhone(u.appID, phone), idLess(&s.users.rows), s.phoneHashAt)
+		s.byPhone.remove(hashText(u.appID, phone), p, s.hasPhone(u.appID, phone), s.userLess, s.phoneHashAt)
 	}
 }
 
@@ -152,7 +166,7 @@ func (s *Store) indexGroup(cur groupRow, had bool, g groupRow) {
 		return
 	}
 	p, _ := s.groups.place(g.id)
-	s.userGroups.add(hashID(g.userID), p, ownedBy(&s.groups.rows, groupUser, g.userID), idLess(&s.groups.rows), s.groupUserHashAt)
+	s.userGroups.add(hashID(g.userID), p, s.groupOfUser(g.userID), s.groupLess, s.groupUserHashAt)
 }
 
 func (s *Store) unindexGroup(g groupRow, keep bool, next groupRow) {
@@ -160,27 +174,25 @@ func (s *Store) unindexGroup(g groupRow, keep bool, next groupRow) {
 		return
 	}
 	p, _ := s.groups.place(g.id)
-	s.userGroups.remove(hashID(g.userID), p, ownedBy(&s.groups.rows, groupUser, g.userID), idLess(&s.groups.rows), s.groupUserHashAt)
+	s.userGroups.remove(hashID(g.userID), p, s.groupOfUser(g.userID), s.groupLess, s.groupUserHashAt)
 }
 
 func (s *Store) indexMember(cur memberRow, had bool, m memberRow) {
 	p, _ := s.members.place(m.id)
-	less := idLess(&s.members.rows)
 	if !had || cur.userID != m.userID {
-		s.userMembers.add(hashID(m.userID), p, ownedBy(&s.members.rows, memberUser, m.userID), less, s.memberUserHashAt)
+		s.userMembers.add(hashID(m.userID), p, s.memberOfUser(m.userID), s.memberLess, s.memberUserHashAt)
 	}
 	if !had || cur.groupID != m.groupID {
-		s.groupMembers.add(hashID(m.groupID), p, ownedBy(&s.members.rows, memberGroup, m.groupID), less, s.memberGroupHashAt)
+		s.groupMembers.add(hashID(m.groupID), p, s.memberOfGroup(m.groupID), s.memberLess, s.memberGroupHashAt)
 	}
 }
 
 func (s *Store) unindexMember(m memberRow, keep bool, next memberRow) {
 	p, _ := s.members.place(m.id)
-	less := idLess(&s.members.rows)
 	if !keep || m.userID != next.userID {
-		s.userMembers.remove(hashID(m.userID), p, ownedBy(&s.members.rows, memberUser, m.userID), less, s.memberUserHashAt)
+		s.userMembers.remove(hashID(m.userID), p, s.memberOfUser(m.userID), s.memberLess, s.memberUserHashAt)
 	}
 	if !keep || m.groupID != next.groupID {
-		s.groupMembers.remove(hashID(m.groupID), p, ownedBy(&s.members.rows, memberGroup, m.groupID), less, s.memberGroupHashAt)
+		s.groupMembers.remove(hashID(m.groupID), p, s.memberOfGroup(m.groupID), s.memberLess, s.memberGroupHashAt)
 	}
 }
