@@ -37,12 +37,7 @@ func TestChainIndexFindsWhatItHolds(t *testing.T) {
 		next := uint32(0)
 		for step := range 3000 {
 			if len(keyOf) > 0 && r.IntN(5) < 2 {
-				held := make([]uint32, 0, len(keyOf))
-				for p := range keyOf {
-					held = append(held, p)
-				}
-				slices.Sort(held)
-				p := held[r.IntN(len(held))]
+				p := randomHeld(r, keyOf)
 				k := keyOf[p]
 				x.remove(hash(k), p, has(k), less, hashOf)
 				delete(keyOf, p)
