@@ -305,12 +305,12 @@ func (s *Store) presizeUsers(n rowCounts) {
 	s.usersPaging.gen++
 	s.users = newIDTable[userRow](n.users)
 	s.byChannel = newPlaceIndex(n.users)
-	s.byPhone = newPlaceIndex(n.users)
+	s.byPhone = newChainIndex(n.users)
 	s.groups = newIDTable[groupRow](n.groups)
-	s.userGroups = newPlaceIndex(n.groups)
+	s.userGroups = newChainIndex(n.groups)
 	s.members = newIDTable[memberRow](n.members)
-	s.userMembers = newPlaceIndex(n.members)
-	s.groupMembers = newPlaceIndex(n.members)
+	s.userMembers = newChainIndex(n.members)
+	s.groupMembers = newChainIndex(n.members)
 }
 
 func (s *Store) presizeDeliveries(n rowCounts) {

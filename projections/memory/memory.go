@@ -38,12 +38,12 @@ type Store struct {
 	// their places (userindex.go).
 	users        idTable[userRow]   // by OpenUserID
 	byChannel    placeIndex         // users by (AppID, ChannelUserID)
-	byPhone      placeIndex         // users by (AppID, Phone)
+	byPhone      chainIndex         // users by (AppID, Phone)
 	groups       idTable[groupRow]  // by FamilyGroupID
-	userGroups   placeIndex         // groups by OpenUserID
+	userGroups   chainIndex         // groups by OpenUserID
 	members      idTable[memberRow] // by MemberID
-	userMembers  placeIndex         // members by OpenUserID
-	groupMembers placeIndex         // members by FamilyGroupID
+	userMembers  chainIndex         // members by OpenUserID
+	groupMembers chainIndex         // members by FamilyGroupID
 	// The paged images of the users, deliveries, reports and orders read
 	// models (imagepages.go): their paging state and the copy-on-write
 	// sides of their tables, nil while no image is read, each guarded by
@@ -424,12 +424,12 @@ func (s *Store) setUser(cur userRow, had bool, next userRow, keep bool) {
 		s.usersCOW.keep(next.id, s.users.row)
 	}
 	if had {
-		s.unindexUser(cur)
+		s.unindexUser(cur, keep, next)
 		s.users.del(cur.id)
 	}
 	if keep {
 		s.users.set(next.id, next)
-		s.indexUser(next)
+		s.indexUser(cur, had, next)
 	}
 }
 
@@ -453,12 +453,12 @@ func (s *Store) setGroup(cur groupRow, had bool, next groupRow, keep bool) {
 		s.groupsCOW.keep(next.id, s.groups.row)
 	}
 	if had {
-		s.unindexGroup(cur)
+		s.unindexGroup(cur, keep, next)
 		s.groups.del(cur.id)
 	}
 	if keep {
 		s.groups.set(next.id, next)
-		s.indexGroup(next)
+		s.indexGroup(cur, had, next)
 	}
 }
 
@@ -527,12 +527,12 @@ func (s *Store) setMember(cur memberRow, had bool, next memberRow, keep bool) {
 		s.membersCOW.keep(next.id, s.members.row)
 	}
 	if had {
-		s.unindexMember(cur)
+		s.unindexMember(cur, keep, next)
 		s.members.del(cur.id)
 	}
 	if keep {
 		s.members.set(next.id, next)
-		s.indexMember(next)
+		s.indexMember(cur, had, next)
 	}
 }
 

@@ -66,6 +66,16 @@ func (x *placeIndex) add(h uint64, place uint32, hashOf func(uint32) uint64) {
 	x.n++
 }
 
+// addAt is add of a place whose probe for h ended at the empty slot i.
+func (x *placeIndex) addAt(i int, h uint64, place uint32, hashOf func(uint32) uint64) {
+	if (x.n+1)*4 > len(x.slots)*3 {
+		x.add(h, place, hashOf) // grows, and probes the grown slots
+		return
+	}
+	x.slots[i] = place + 1
+	x.n++
+}
+
 func (x *placeIndex) grow(hashOf func(uint32) uint64) {
 	old := x.slots
 	x.slots = make([]uint32, 2*len(old))
@@ -142,4 +152,15 @@ func hashText(app int64, s string) uint64 { return maphash.String(hashSeed, s) ^
 func hashUUID(u uuid16) uint64 {
 	hi, lo := binary.LittleEndian.Uint64(u[:8]), binary.LittleEndian.Uint64(u[8:])
 	return hashID(int64(hi ^ bits.RotateLeft64(lo, 32)*0xff51afd7ed558ccd))
+}
+
+// replace puts place by in the slot of place old, whose row's key hashes
+// to h, as does by's (a chainIndex's new head).
+func (x *placeIndex) replace(h uint64, old, by uint32) {
+	for i := x.start(h); x.slots[i] != 0; i = x.next(i) {
+		if x.slots[i] == old+1 {
+			x.slots[i] = by + 1
+			return
+		}
+	}
 }

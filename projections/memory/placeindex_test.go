@@ -27,12 +27,7 @@ func TestPlaceIndexFindsWhatItHolds(t *testing.T) {
 		next := uint32(0)
 		for step := range 2000 {
 			if len(keyOf) > 0 && r.IntN(5) < 2 {
-				held := make([]uint32, 0, len(keyOf))
-				for p := range keyOf {
-					held = append(held, p)
-				}
-				slices.Sort(held)
-				p := held[r.IntN(len(held))]
+				p := randomHeld(r, keyOf)
 				x.remove(hashOf(p), p, hashOf)
 				delete(keyOf, p)
 			} else {
@@ -70,4 +65,15 @@ func TestPlaceIndexFindsWhatItHolds(t *testing.T) {
 			}
 		}
 	}
+}
+
+// randomHeld is one of the places keyOf holds, chosen by r alone (not by
+// the order of a range over the map).
+func randomHeld(r *rand.Rand, keyOf map[uint32]uint64) uint32 {
+	held := make([]uint32, 0, len(keyOf))
+	for p := range keyOf {
+		held = append(held, p)
+	}
+	slices.Sort(held)
+	return held[r.IntN(len(held))]
 }
