@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"math"
 	"sync"
 	"testing"
 	"time"
@@ -62,6 +63,7 @@ func TestRebuildRaisesTheCollectorTargetUntilEveryReadModelIsReady(t *testing.T)
 			}
 		}, stop)
 		g.setGCPC = target.set
+		g.setLimit = func(int64) int64 { return math.MaxInt64 }
 		return g, target
 	}
 
@@ -120,4 +122,99 @@ func TestRebuildRaisesTheCollectorTargetUntilEveryReadModelIsReady(t *testing.T)
 		close(stop)
 		waitTarget(t, target, 200)
 	})
+}
+
+// memLimit is a soft memory limit a test can read, as SetMemoryLimit sets
+// it (a negative value reads it).
+type memLimit struct {
+	mu  sync.Mutex
+	now int64
+}
+
+func (m *memLimit) set(l int64) int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	prev := m.now
+	if l >= 0 {
+		m.now = l
+	}
+	return prev
+}
+
+func (m *memLimit) get() int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.now
+}
+
+// TestRebuildBoundsTheRaisedTargetByTheMachinesMemory: the raised target
+// lets the heap grow to five times the live heap, which at 10,000,000
+// events is past the machine's memory, so an embedded node's rebuild sets a
+// soft memory limit while it lasts and puts the one before back; an
+// operator's GOMEMLIMIT, or a limit already in force, is left alone.
+func TestRebuildBoundsTheRaisedTargetByTheMachinesMemory(t *testing.T) {
+	ctx := context.Background()
+	const bound = 12 << 30
+	newRebuilder := func(readyCh <-chan struct{}, start int64) (*gcRebuilder, *gcTarget, *memLimit) {
+		target, limit := &gcTarget{now: 200}, &memLimit{now: start}
+		g := newGCRebuilder(fakeRebuilds{found: true}, func(ctx context.Context) error {
+			select {
+			case <-readyCh:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}, nil)
+		g.setGCPC, g.setLimit, g.heapLimit = target.set, limit.set, func() int64 { return bound }
+		return g, target, limit
+	}
+	t.Run("until ready", func(t *testing.T) {
+		t.Setenv("GOGC", "")
+		t.Setenv("GOMEMLIMIT", "")
+		ready := make(chan struct{})
+		g, target, limit := newRebuilder(ready, math.MaxInt64)
+		if _, _, err := g.Rebuild(ctx, "read_models"); err != nil {
+			t.Fatal(err)
+		}
+		if limit.get() != bound {
+			t.Fatalf("memory limit during the rebuild %d, want %d", limit.get(), bound)
+		}
+		close(ready)
+		waitTarget(t, target, 200)
+		if limit.get() != math.MaxInt64 {
+			t.Fatalf("memory limit after the rebuild %d, want none", limit.get())
+		}
+	})
+	t.Run("operator's GOMEMLIMIT", func(t *testing.T) {
+		t.Setenv("GOGC", "")
+		t.Setenv("GOMEMLIMIT", "4GiB")
+		g, _, limit := newRebuilder(make(chan struct{}), 4<<30)
+		_, _, _ = g.Rebuild(ctx, "read_models")
+		if limit.get() != 4<<30 {
+			t.Fatalf("memory limit with GOMEMLIMIT set %d", limit.get())
+		}
+	})
+	t.Run("a limit in force", func(t *testing.T) {
+		t.Setenv("GOGC", "")
+		t.Setenv("GOMEMLIMIT", "")
+		g, _, limit := newRebuilder(make(chan struct{}), 1<<30)
+		_, _, _ = g.Rebuild(ctx, "read_models")
+		if limit.get() != 1<<30 {
+			t.Fatalf("memory limit already set: now %d", limit.get())
+		}
+	})
+}
+
+// TestRebuildHeapLimitIsAShareOfTheMachinesMemory: the limit is half of
+// what the machine (or its cgroup) has, never below three times the heap in
+// use.
+func TestRebuildHeapLimitIsAShareOfTheMachinesMemory(t *testing.T) {
+	total := machineMemory()
+	if total <= 0 {
+		t.Skip("no /proc/meminfo")
+	}
+	got := rebuildHeapLimit()
+	if got < total/2-1 || got > total {
+		t.Fatalf("limit %d for %d bytes of memory", got, total)
+	}
 }
