@@ -13,25 +13,34 @@ type fakeRebuilds struct{ found bool }
 
 func (f fakeRebuilds) Rebuild(context.Context, string) (any, bool, error) { return nil, f.found, nil }
 
-// gcTarget is a collector target a test can read, as SetGCPercent sets it.
-type gcTarget struct {
+// setting is a runtime setting a test can read, as SetGCPercent and
+// SetMemoryLimit set it (a negative value reads it, as SetMemoryLimit's).
+type setting[T int | int64] struct {
 	mu  sync.Mutex
-	now int
+	now T
 }
 
-func (g *gcTarget) set(p int) int {
+func (g *setting[T]) set(v T) T {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	prev := g.now
-	g.now = p
+	if v >= 0 {
+		g.now = v
+	}
 	return prev
 }
 
-func (g *gcTarget) get() int {
+func (g *setting[T]) get() T {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.now
 }
+
+// gcTarget is the collector's target; memLimit the soft memory limit.
+type (
+	gcTarget = setting[int]
+	memLimit = setting[int64]
+)
 
 func waitTarget(t *testing.T, g *gcTarget, want int) {
 	t.Helper()
@@ -124,29 +133,6 @@ func TestRebuildRaisesTheCollectorTargetUntilEveryReadModelIsReady(t *testing.T)
 	})
 }
 
-// memLimit is a soft memory limit a test can read, as SetMemoryLimit sets
-// it (a negative value reads it).
-type memLimit struct {
-	mu  sync.Mutex
-	now int64
-}
-
-func (m *memLimit) set(l int64) int64 {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	prev := m.now
-	if l >= 0 {
-		m.now = l
-	}
-	return prev
-}
-
-func (m *memLimit) get() int64 {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.now
-}
-
 // TestRebuildBoundsTheRaisedTargetByTheMachinesMemory: the raised target
 // lets the heap grow to five times the live heap, which at 10,000,000
 // events is past the machine's memory, so an embedded node's rebuild sets a
@@ -185,24 +171,23 @@ func TestRebuildBoundsTheRaisedTargetByTheMachinesMemory(t *testing.T) {
 			t.Fatalf("memory limit after the rebuild %d, want none", limit.get())
 		}
 	})
-	t.Run("operator's GOMEMLIMIT", func(t *testing.T) {
-		t.Setenv("GOGC", "")
-		t.Setenv("GOMEMLIMIT", "4GiB")
-		g, _, limit := newRebuilder(make(chan struct{}), 4<<30)
-		_, _, _ = g.Rebuild(ctx, "read_models")
-		if limit.get() != 4<<30 {
-			t.Fatalf("memory limit with GOMEMLIMIT set %d", limit.get())
-		}
-	})
-	t.Run("a limit in force", func(t *testing.T) {
-		t.Setenv("GOGC", "")
-		t.Setenv("GOMEMLIMIT", "")
-		g, _, limit := newRebuilder(make(chan struct{}), 1<<30)
-		_, _, _ = g.Rebuild(ctx, "read_models")
-		if limit.get() != 1<<30 {
-			t.Fatalf("memory limit already set: now %d", limit.get())
-		}
-	})
+	for _, tc := range []struct {
+		name, env string
+		start     int64
+	}{
+		{"operator's GOMEMLIMIT", "4GiB", 4 << 30},
+		{"a limit in force", "", 1 << 30},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("GOGC", "")
+			t.Setenv("GOMEMLIMIT", tc.env)
+			g, _, limit := newRebuilder(make(chan struct{}), tc.start)
+			_, _, _ = g.Rebuild(ctx, "read_models")
+			if limit.get() != tc.start {
+				t.Fatalf("memory limit %d during the rebuild, want %d left alone", limit.get(), tc.start)
+			}
+		})
+	}
 }
 
 // TestRebuildHeapLimitIsAShareOfTheMachinesMemory: the limit is half of
