@@ -2,8 +2,12 @@ package node
 
 import (
 	"context"
+	"math"
 	"os"
+	"runtime"
 	"runtime/debug"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -22,6 +26,18 @@ import (
 // operator's GOGC or GOMEMLIMIT still rules (the limit bounds the heap
 // whatever the target).
 const rebuildGCPercent = 400
+
+// rebuildHeapShare is the share of the machine's memory (its cgroup's
+// limit when lower) the raised target may grow the process to: at 400 the
+// heap grows to five times the live heap between collections, and at
+// 10,000,000 events (about 980,000 users) that is past the machine's
+// memory (an embedded node's anonymous memory reached 16.3 GB of 23 GB at
+// half the rebuild, its live heap about 3 GB). The soft limit makes the
+// collector run as often as it must to stay below it, and no more often
+// than the default target would for the rebuilt read models'
+// size (the limit is never below three times the heap in use when the
+// rebuild begins, which holds the read models as they were).
+const rebuildHeapShare = 0.5
 
 // rebuildGCHold bounds how long the raised target outlives a rebuild's
 // request when a rebuilt read model does not catch up.
@@ -64,10 +80,17 @@ type gcRebuilder struct {
 	raised  int // rebuilds under way with the target raised
 	prev    int // the target before the first of them
 	setGCPC func(int) int
+	// limited says raise set a memory limit, to put back as prevLimit.
+	limited   bool
+	prevLimit int64
+	setLimit  func(int64) int64
+	// heapLimit is the limit raise sets (0: none).
+	heapLimit func() int64
 }
 
 func newGCRebuilder(set rebuilder, ready func(context.Context) error, stop <-chan struct{}) *gcRebuilder {
-	return &gcRebuilder{set: set, ready: ready, stop: stop, hold: rebuildGCHold, setGCPC: debug.SetGCPercent}
+	return &gcRebuilder{set: set, ready: ready, stop: stop, hold: rebuildGCHold, setGCPC: debug.SetGCPercent,
+		setLimit: debug.SetMemoryLimit, heapLimit: rebuildHeapLimit}
 }
 
 // Rebuild starts the rebuild, then holds the raised target until every
@@ -111,6 +134,11 @@ func (g *gcRebuilder) raise() bool {
 		return false
 	}
 	g.prev, g.raised = prev, 1
+	if os.Getenv("GOMEMLIMIT") == "" && g.setLimit(-1) == math.MaxInt64 {
+		if limit := g.heapLimit(); limit > 0 {
+			g.prevLimit, g.limited = g.setLimit(limit), true
+		}
+	}
 	return true
 }
 
@@ -120,5 +148,42 @@ func (g *gcRebuilder) lower() {
 	defer g.mu.Unlock()
 	if g.raised--; g.raised == 0 {
 		g.setGCPC(g.prev)
+		if g.limited {
+			g.setLimit(g.prevLimit)
+			g.limited = false
+		}
 	}
+}
+
+// rebuildHeapLimit is rebuildHeapShare of the memory the process may use
+// (the machine's, or its cgroup's limit when lower), and at least three
+// times the heap in use now; 0 when the machine's memory is unknown.
+func rebuildHeapLimit() int64 {
+	total := machineMemory()
+	if total <= 0 {
+		return 0
+	}
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return max(int64(float64(total)*rebuildHeapShare), 3*int64(ms.HeapAlloc))
+}
+
+// machineMemory is MemTotal of /proc/meminfo, or the cgroup (v2) memory
+// limit when it is lower; 0 when neither can be read.
+func machineMemory() int64 {
+	var total int64
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		for line := range strings.Lines(string(b)) {
+			if rest, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+				kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+				total = kb << 10
+			}
+		}
+	}
+	if b, err := os.ReadFile("/sys/fs/cgroup/memory.max"); err == nil {
+		if n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err == nil && n > 0 && (total == 0 || n < total) {
+			total = n
+		}
+	}
+	return total
 }

@@ -759,3 +759,37 @@ func TestRunWritesRestBetweenChunks(t *testing.T) {
 		}
 	}
 }
+
+// The snapshot's state (GET /admin/v1/projections, which an operator polls
+// for a rebuild's progress) answers while a write is under way: at a million
+// users a paced write lasts minutes, and the list waited for it (the
+// rebuild's progress went unreported until the client gave up).
+func TestSnapshotStateAnswersDuringAWrite(t *testing.T) {
+	f := newSnapFixture(t)
+	f.fill(t, 2000)
+	s := f.snapshotter()
+	resting, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	s.Pause = func(time.Duration) {
+		once.Do(func() { close(resting) })
+		<-release
+	}
+	ctx, cancel := context.WithCancel(f.ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = s.Run(ctx, time.Hour, false, func(context.Context) error { return nil })
+	}()
+	defer func() { cancel(); close(release); <-done }()
+	<-resting // the first write rests in its middle, holding the writer's lock
+	answered := make(chan memory.SnapshotState, 1)
+	go func() { answered <- s.State() }()
+	select {
+	case st := <-answered:
+		if st.OnDisk {
+			t.Fatalf("state during the first write %+v: want none on disk yet", st)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("State waited for the snapshot write under way")
+	}
+}

@@ -91,8 +91,12 @@ type Snapshotter struct {
 	// it (the tail may erase someone it holds); Run writes a new one as
 	// soon as the read models have caught up.
 	rewrite bool
-	// state is the snapshot on disk, for operators (State).
-	state SnapshotState
+	// state is the snapshot on disk, for operators (State), under a lock
+	// of its own: a write holds mu for its whole length (minutes, paced,
+	// at a million users), and the projections' list an operator polls
+	// for a rebuild's progress must not wait for it.
+	stateMu sync.Mutex
+	state   SnapshotState
 
 	pendMu  sync.Mutex
 	pending map[string]int // subjects being erased, not yet seen in the log
@@ -114,8 +118,8 @@ type SnapshotState struct {
 // State reports the snapshot on disk as this snapshotter last wrote,
 // restored or shredded it.
 func (s *Snapshotter) State() SnapshotState {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.stateMu.Lock()
+	defer s.stateMu.Unlock()
 	return s.state
 }
 
@@ -127,7 +131,14 @@ func (s *Snapshotter) held(h snapfile.Header) {
 			st.Position = f.Checkpoint
 		}
 	}
+	s.setState(st)
+}
+
+// setState records the snapshot on disk (State).
+func (s *Snapshotter) setState(st SnapshotState) {
+	s.stateMu.Lock()
 	s.state = st
+	s.stateMu.Unlock()
 }
 
 // ErrSnapshotHeld is returned by Write while an erasure keeps snapshots
@@ -473,7 +484,8 @@ func (s *Snapshotter) shred(ctx context.Context, subject string) {
 	if err := os.Remove(s.Path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		s.log().Error("could not remove the read-model snapshot", "path", s.Path, "err", err)
 	}
-	s.written, s.state = nil, SnapshotState{}
+	s.written = nil
+	s.setState(SnapshotState{})
 }
 
 func (s *Snapshotter) shredKey(ctx context.Context, subject string) {
