@@ -95,15 +95,10 @@ func (k *Killer) Run(ctx context.Context) {
 	}
 }
 
-// leases reads every lease's holder, from the cluster's database.
-func (k *Killer) leases(ctx context.Context) (map[string]string, error) {
+// leases reads every lease's holder over conn.
+func leases(ctx context.Context, conn *pgx.Conn) (map[string]string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	conn, err := pgx.Connect(ctx, k.c.DB)
-	if err != nil {
-		return nil, err
-	}
-	defer conn.Close(ctx)
 	rows, err := conn.Query(ctx, `SELECT name, holder FROM leases WHERE expires_at > now()`)
 	if err != nil {
 		return nil, err
@@ -119,11 +114,23 @@ func (k *Killer) leases(ctx context.Context) (map[string]string, error) {
 	return holders, rows.Err()
 }
 
+// connect opens a connection to the cluster's database.
+func (k *Killer) connect(ctx context.Context) (*pgx.Conn, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	return pgx.Connect(ctx, k.c.DB)
+}
+
 // leasesOf is the leases node idx's process holds, by name, with its
 // holder id (none when the database cannot be read: that kill then
 // reports no takeover).
 func (k *Killer) leasesOf(ctx context.Context, idx int) map[string]string {
-	holders, err := k.leases(ctx)
+	conn, err := k.connect(ctx)
+	if err != nil {
+		return nil
+	}
+	defer conn.Close(context.Background())
+	holders, err := leases(ctx, conn)
 	if err != nil {
 		return nil
 	}
@@ -148,8 +155,25 @@ func (k *Killer) watch(at time.Time, dead map[string]string, tk *takeover) {
 	k.watches.Add(1)
 	go func() {
 		defer k.watches.Done()
+		ctx := context.Background()
+		var conn *pgx.Conn // one per watch, opened again only after a failure
+		defer func() {
+			if conn != nil {
+				conn.Close(ctx)
+			}
+		}()
 		for time.Since(at) < takeoverWatch {
-			now, err := k.leases(context.Background())
+			var now map[string]string
+			var err error
+			if conn == nil {
+				conn, err = k.connect(ctx)
+			}
+			if err == nil {
+				if now, err = leases(ctx, conn); err != nil {
+					conn.Close(ctx)
+					conn = nil
+				}
+			}
 			if err == nil && movedAll(dead, now) {
 				k.mu.Lock()
 				tk.took, tk.moved = time.Since(at), true
