@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/healthtech/partner-open-platform/events"
@@ -309,25 +308,6 @@ type rowCodec[T any] struct {
 	get func(d *rowDecoder, r *T)
 }
 
-// encodeRows is a section: the row count, then the rows.
-func (c rowCodec[T]) encodeRows(rows []T) []byte {
-	return c.appendRows(make([]byte, 0, 64*len(rows)+8), rows)
-}
-
-// appendRows appends a section (as encodeRows) to dst: a snapshot write
-// reuses one buffer for every section instead of growing a new one per
-// section (the growth's copies were a third of a write's CPU at 1M rows).
-func (c rowCodec[T]) appendRows(dst []byte, rows []T) []byte {
-	return c.appendEach(binary.AppendUvarint(dst, uint64(len(rows))), rows)
-}
-
-// appendEach appends rows without their count (appendRows' body).
-func (c rowCodec[T]) appendEach(dst []byte, rows []T) []byte {
-	e := &rowEncoder{buf: dst}
-	c.appendUntil(e, rows, math.MaxInt)
-	return e.buf
-}
-
 // appendUntil appends rows to e without their count, one at a time until
 // e holds limit bytes or more or every row is appended; it returns how
 // many rows it appended. A snapshot write passes one encoder for all its
@@ -342,7 +322,8 @@ func (c rowCodec[T]) appendUntil(e *rowEncoder, rows []T, limit int) int {
 	return len(rows)
 }
 
-// decodeRows reads a section written by encodeRows; every byte must be used.
+// decodeRows reads a section (the row count, then the rows, as a write
+// makes it); every byte must be used.
 func (c rowCodec[T]) decodeRows(body []byte) ([]T, error) {
 	d := &rowDecoder{buf: body}
 	n := d.count()

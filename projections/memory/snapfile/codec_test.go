@@ -67,7 +67,7 @@ func TestRowCodecRoundTripsEveryField(t *testing.T) {
 		fill(s.Index(0), fi+7)
 		fill(s.Index(2), fi+8)
 		rows.Set(s)
-		body := f.encode(nil, &im, 0, 3)
+		body := encodeSection(f, &im, 0, 3)
 		got, err := f.decode(body)
 		if err != nil {
 			t.Fatalf("table %d (%s): %v", fi, rows.Type(), err)
@@ -94,7 +94,7 @@ func FuzzRowCodec(f *testing.F) {
 		s := reflect.MakeSlice(rows.Type(), 2, 2)
 		fill(s.Index(1), fi+3)
 		rows.Set(s)
-		body := field.encode(nil, &im, 0, 2)
+		body := encodeSection(field, &im, 0, 2)
 		f.Add(uint8(fi), body)
 	}
 	f.Fuzz(func(t *testing.T, table uint8, data []byte) {
@@ -106,7 +106,7 @@ func FuzzRowCodec(f *testing.F) {
 		var im Image
 		rows := reflect.ValueOf(&im).Elem().Field(2 + int(table)%len(imageFields))
 		rows.Set(reflect.ValueOf(got))
-		body := field.encode(nil, &im, 0, rows.Len())
+		body := encodeSection(field, &im, 0, rows.Len())
 		again, err := field.decode(body)
 		if err != nil {
 			t.Fatalf("re-encoded rows do not decode: %v", err)
@@ -135,7 +135,7 @@ func BenchmarkSectionDecode(b *testing.B) {
 		if err := gob.NewEncoder(gobBody).Encode(s.Interface()); err != nil {
 			b.Fatal(err)
 		}
-		codecBody := f.encode(nil, &im, 0, sectionRows)
+		codecBody := encodeSection(f, &im, 0, sectionRows)
 		b.Run(name+"/gob", func(b *testing.B) {
 			b.SetBytes(int64(gobBody.Len()))
 			b.ReportAllocs()

@@ -36,8 +36,6 @@ const maxSection = 1 << 30
 // it: its rows are cut into sections, each decoded on its own.
 type imageField struct {
 	rows func(im *Image) int
-	// encode appends rows [from, to) of the table as a section to dst.
-	encode func(dst []byte, im *Image, from, to int) []byte
 	// appendUntil appends rows [from, to) alone, without the section's
 	// row count, until e holds limit bytes (see rowCodec.appendUntil); it
 	// returns how many rows it appended.
@@ -53,9 +51,6 @@ type imageField struct {
 func field[T any](codec rowCodec[T], get func(im *Image) *[]T) imageField {
 	return imageField{
 		rows: func(im *Image) int { return len(*get(im)) },
-		encode: func(dst []byte, im *Image, from, to int) []byte {
-			return codec.appendRows(dst, (*get(im))[from:to])
-		},
 		appendUntil: func(e *rowEncoder, im *Image, from, to, limit int) int {
 			return codec.appendUntil(e, (*get(im))[from:to], limit)
 		},
