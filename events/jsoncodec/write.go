@@ -20,15 +20,22 @@ import (
 // text written before the value, separator included (`{"id":`, `,"name":`),
 // so a codec is one call per field in its own order. The Writer's only
 // state is its string escaping.
-type Writer struct{ plain *[utf8.RuneSelf]bool }
+type Writer struct {
+	plain *[utf8.RuneSelf]bool
+	// longBF writes \b and \f as \u0008 and \u000c, as log/slog does.
+	longBF bool
+}
 
 var (
 	// HTML escapes strings as json.Marshal does (< > & as \u00XX): the
 	// event payloads and webhook bodies.
-	HTML = Writer{&plainHTML}
+	HTML = Writer{plain: &plainHTML}
 	// NoHTML escapes strings as an Encoder with SetEscapeHTML(false)
 	// does: the HTTP answers (httpapi.WriteJSON).
-	NoHTML = Writer{&plain}
+	NoHTML = Writer{plain: &plain}
+	// Slog escapes strings as log/slog's JSON handler does: NoHTML's
+	// escapes, with \b and \f as \u0008 and \u000c (the log lines).
+	Slog = Writer{plain: &plain, longBF: true}
 )
 
 // plain and plainHTML mark the ASCII bytes encoding/json copies into a
@@ -49,7 +56,8 @@ const hexDigits = "0123456789abcdef"
 // AppendString appends s as a JSON string literal exactly as encoding/json
 // writes it: quote and backslash escaped, \b \f \n \r \t short, other
 // control bytes as \u00XX, invalid UTF-8 as \ufffd, U+2028 and U+2029
-// escaped, and < > & as \u00XX when w is HTML.
+// escaped, and < > & as \u00XX when w is HTML (\b and \f as \u00XX when
+// w is Slog).
 func (w Writer) AppendString(b []byte, s string) []byte {
 	plain := w.plain
 	b = append(b, '"')
@@ -71,10 +79,14 @@ func (w Writer) AppendString(b []byte, s string) []byte {
 				b = append(b, '\\', 'r')
 			case '\t':
 				b = append(b, '\\', 't')
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
+			case '\b', '\f':
+				if w.longBF {
+					b = append(b, '\\', 'u', '0', '0', '0', hexDigits[c])
+				} else if c == '\b' {
+					b = append(b, '\\', 'b')
+				} else {
+					b = append(b, '\\', 'f')
+				}
 			default:
 				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
 			}

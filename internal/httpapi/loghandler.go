@@ -10,6 +10,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/healthtech/partner-open-platform/events/jsoncodec"
 )
 
 // LogHandler is a slog.Handler that writes slog.JSONHandler's (or
@@ -127,20 +129,20 @@ func appendJSONLine(b []byte, t time.Time, level slog.Level, msg string, attrs [
 	} else {
 		b = append(b, `"level":`...)
 	}
-	b = appendLogString(b, level.String())
+	b = jsoncodec.Slog.AppendString(b, level.String())
 	b = append(b, `,"msg":`...)
-	b = appendLogString(b, msg)
+	b = jsoncodec.Slog.AppendString(b, msg)
 	for _, a := range attrs {
 		if a.Key == "" {
 			return b, false // slog drops some and writes others
 		}
 		v := a.Value
 		b = append(b, ',')
-		b = appendLogString(b, a.Key)
+		b = jsoncodec.Slog.AppendString(b, a.Key)
 		b = append(b, ':')
 		switch v.Kind() {
 		case slog.KindString:
-			b = appendLogString(b, v.String())
+			b = jsoncodec.Slog.AppendString(b, v.String())
 		case slog.KindInt64:
 			b = strconv.AppendInt(b, v.Int64(), 10)
 		case slog.KindUint64:
@@ -266,55 +268,4 @@ func appendJSONFloat(b []byte, f float64) ([]byte, bool) {
 		}
 	}
 	return b, true
-}
-
-const logHex = "0123456789abcdef"
-
-// appendLogString writes s quoted as slog's JSON handler does: encoding/json's
-// escapes without the HTML ones, and \u0008 and \u000c rather than \b and \f.
-func appendLogString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		if c := s[i]; c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '\\', '"':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', logHex[c>>4], logHex[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', logHex[r&0xF])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
 }
