@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sync/atomic"
 	"testing"
 
@@ -46,13 +47,13 @@ func (b *roundTrips) GetByKeyIDs(ctx context.Context, keyIDs []string) ([]datake
 	return out, nil
 }
 
-// TestReplayLoadsAPagesKeysInOneRead: a node whose key store reads many
-// keys at once replays 600 sealed events of 60 people it never met (a
-// rebuild on Postgres): it reads the keys a page at a time, not one
-// person at a time, and every event opens as the writer wrote it; an
-// erased person's fields still read null, once per event, and the replay
-// reads their missing key per event as before (nothing loops).
-func TestReplayLoadsAPagesKeysInOneRead(t *testing.T) {
+// sixtyPeople writes 600 sealed events of 60 people into a log, erases
+// user-60, and returns the log, a store that reads it through a key
+// backend that counts its reads (as the Postgres one, it reads many keys
+// at once; this store never met any of the keys), and the log as read
+// back by a store of its own.
+func sixtyPeople(t *testing.T) (events.Store, *Store, *roundTrips, []events.Recorded) {
+	t.Helper()
 	ctx := context.Background()
 	fb, err := files.Open(filepath.Join(t.TempDir(), "keys"))
 	if err != nil {
@@ -77,31 +78,95 @@ func TestReplayLoadsAPagesKeysInOneRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	counted := &roundTrips{Backend: fb}
-	reader := New(log, datakeys.New(counted, m))
-	sub, err := reader.SubscribeAll(ctx, events.Position{})
-	if err != nil {
-		t.Fatal(err)
+	return log, New(log, datakeys.New(counted, m)), counted, want
+}
+
+// wantOpened checks that got is the log as want holds it, user-60's 10
+// events erased.
+func wantOpened(t *testing.T, got, want []events.Recorded) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%d events opened, want %d", len(got), len(want))
 	}
-	defer sub.Close()
 	erased := 0
 	for i := range want {
-		got, err := sub.Next(ctx)
-		if err != nil {
-			t.Fatal(err)
+		if !bytes.Equal(got[i].Data, want[i].Data) {
+			t.Fatalf("event %d opened as %s, want %s", i, got[i].Data, want[i].Data)
 		}
-		if !bytes.Equal(got.Data, want[i].Data) {
-			t.Fatalf("event %d opened as %s, want %s", i, got.Data, want[i].Data)
-		}
-		if bytes.Contains(got.Data, []byte(`"name":null`)) {
+		if bytes.Contains(got[i].Data, []byte(`"name":null`)) {
 			erased++
 		}
 	}
 	if erased != 10 {
 		t.Fatalf("%d events read erased, want user-60's 10", erased)
 	}
+}
+
+// TestReplayLoadsAPagesKeysInOneRead: a node whose key store reads many
+// keys at once replays 600 sealed events of 60 people it never met (a
+// rebuild on Postgres): it reads the keys a page at a time, not one
+// person at a time, and every event opens as the writer wrote it; an
+// erased person's fields still read null, once per event, and the replay
+// reads their missing key per event as before (nothing loops).
+func TestReplayLoadsAPagesKeysInOneRead(t *testing.T) {
+	ctx := context.Background()
+	_, reader, counted, want := sixtyPeople(t)
+	sub, err := reader.SubscribeAll(ctx, events.Position{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	got := make([]events.Recorded, len(want))
+	for i := range want {
+		if got[i], err = sub.Next(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantOpened(t, got, want)
 	// Three pages of the memory log (256 events each): one read of many
 	// keys each; the one key read alone per event is the erased one's.
 	if many, one := counted.many.Load(), counted.one.Load(); many > 3 || one > 10 {
 		t.Fatalf("the replay read the key store %d times for many keys and %d times for one, want at most 3 and 10", many, one)
+	}
+}
+
+// A rebuild's read model opens the events its group's reader read as
+// stored (OpenReplayed) as a replay subscription opens them: each as the
+// writer wrote it, an erased person's fields null, the keys read a page
+// at a time, and none of the plaintext kept in the opened-events cache.
+func TestOpenReplayedOpensAPageAsAReplayDoes(t *testing.T) {
+	ctx := context.Background()
+	log, reader, counted, want := sixtyPeople(t)
+	sealed, err := log.ReadAll(ctx, events.Position{}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored := make([][]byte, len(sealed))
+	for i := range sealed {
+		stored[i] = bytes.Clone(sealed[i].Data)
+	}
+	// Pages of 200, as a read model's batches take them.
+	for page := range slices.Chunk(sealed, 200) {
+		if err := reader.OpenReplayed(ctx, page); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantOpened(t, sealed, want)
+	if many, one := counted.many.Load(), counted.one.Load(); many > 3 || one > 10 {
+		t.Fatalf("opening three pages read the key store %d times for many keys and %d times for one, want at most 3 and 10", many, one)
+	}
+	again, err := log.ReadAll(ctx, events.Position{}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range again {
+		if !bytes.Equal(again[i].Data, stored[i]) {
+			t.Fatalf("opening wrote into the stored event %d", i)
+		}
+	}
+	reader.opened.mu.Lock()
+	defer reader.opened.mu.Unlock()
+	if n := len(reader.opened.byID); n != 0 {
+		t.Fatalf("the opened-events cache keeps %d events of the replay", n)
 	}
 }

@@ -184,6 +184,32 @@ func (s *Store) SubscribeReplay(ctx context.Context, after, through events.Posit
 	return s.wrap(sub, wants, through), nil
 }
 
+// OpenReplayed opens page in place: events the inner store delivered as
+// stored to a replay of the log up to its head (a rebuild's shared reader
+// reads them so, and each read model opens its own on its own goroutine,
+// which spreads decryption over the cores). Like SubscribeReplay's
+// stretch, they are opened without the opened-events cache; at the first
+// key not cached, the keys of page's events after it are read with it in
+// one round trip, as a subscription reads those of the page it holds.
+// Page holds only events the caller wants opened.
+func (s *Store) OpenReplayed(ctx context.Context, page []events.Recorded) error {
+	var pa *pageAhead
+	if s.keys.CanPrefetch() {
+		pa = &pageAhead{}
+	}
+	for i := range page {
+		if pa != nil {
+			pa.buffered = page[i+1:]
+		}
+		rec, err := s.open1(ctx, page[i], uncached, pa)
+		if err != nil {
+			return err
+		}
+		page[i] = rec
+	}
+	return nil
+}
+
 // Close closes the inner store (and, under internal/sharedguard, checks
 // that no subscriber wrote into the plaintext it shared).
 func (s *Store) Close() error {

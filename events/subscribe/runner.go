@@ -408,9 +408,12 @@ func (r *Runner) follow(ctx context.Context) error {
 	if rest, err := r.store.ReadAll(ctx, cp, 1); err == nil && len(rest) == 0 {
 		r.advance(cp, 0, true) // nothing to replay: caught up already
 	}
+	fl := &following{atEnd: true, last: cp, saved: time.Now(), head: head, buf: make([]events.Envelope, 0, r.batchSize)}
 	var feed <-chan fed
 	if g != nil {
-		feed = g.join(r, cp.Commit)
+		if feed = g.join(r, cp.Commit); feed != nil && g.sealed != nil {
+			fl.open = g.sealed.OpenReplayed
+		}
 	}
 	// A subscription that can be polled is read here, between waits that
 	// also watch for rebuilds; other subscriptions read through pump's
@@ -452,7 +455,6 @@ func (r *Runner) follow(ctx context.Context) error {
 			return fed{rec: rec, err: err}, wake == nil
 		}
 	}
-	fl := &following{atEnd: true, last: cp, saved: time.Now(), head: head, buf: make([]events.Envelope, 0, r.batchSize)}
 	for {
 		r.reportCaughtUp(ctx, feed, p, fl)
 		first, ok, err := r.next(ctx, feed, p)
@@ -462,11 +464,10 @@ func (r *Runner) follow(ctx context.Context) error {
 		if !ok {
 			continue
 		}
-		pg, err := r.readPage(first, take, fl.buf[:0])
+		pg, err := r.readPage(ctx, first, take, fl)
 		if err != nil {
 			return err
 		}
-		fl.buf = pg.envs
 		if err := r.commit(ctx, pg, fl); err != nil {
 			return err
 		}
@@ -490,6 +491,12 @@ type following struct {
 	replayed bool
 	// buf is the batch's storage, reused from batch to batch.
 	buf []events.Envelope
+	// open, when set, opens the projector's events of a batch in place:
+	// a rebuild's group hands them sealed (sealedStore). read and own are
+	// its batch's storage.
+	open func(ctx context.Context, page []events.Recorded) error
+	read []fed
+	own  []events.Recorded
 }
 
 // fed is one read of the subscription: an event, or why it ended. From
@@ -695,39 +702,62 @@ func (r *Runner) wanted(ctx context.Context) (fed, bool, error) {
 	return fed{}, false, nil
 }
 
-// readPage decodes first and whatever take has at once behind it, up to
-// the batch size, into buf. A full batch is not caught up: more may be
+// readPage takes first and whatever take has at once behind it, up to the
+// batch size, opens the projector's events when fl says they are sealed,
+// and decodes them into fl.buf. A full batch is not caught up: more may be
 // waiting.
-func (r *Runner) readPage(first fed, take func() (fed, bool), buf []events.Envelope) (page, error) {
-	b := page{envs: buf, caughtUp: true}
-	if err := r.addToPage(&b, first); err != nil {
-		return b, err
-	}
-	for b.n < r.batchSize {
+func (r *Runner) readPage(ctx context.Context, first fed, take func() (fed, bool), fl *following) (page, error) {
+	b := page{envs: fl.buf[:0]}
+	read, n := append(fl.read[:0], first), first.count()
+	for n < r.batchSize {
 		it, ok := take()
 		if !ok {
-			return b, nil
+			break
 		}
 		if it.err != nil {
 			b.pending = it.err
-			return b, nil
+			break
 		}
+		read, n = append(read, it), n+it.count()
+	}
+	b.caughtUp = n < r.batchSize
+	fl.read = read
+	if fl.open != nil {
+		own := fl.own[:0]
+		for _, it := range read {
+			if it.others == 0 {
+				own = append(own, it.rec)
+			}
+		}
+		fl.own = own
+		if err := fl.open(ctx, own); err != nil {
+			return b, err
+		}
+		for i := range read {
+			if read[i].others == 0 {
+				read[i].rec, own = own[0], own[1:]
+			}
+		}
+	}
+	for _, it := range read {
 		if err := r.addToPage(&b, it); err != nil {
 			return b, err
 		}
 	}
-	b.caughtUp = false
+	fl.buf = b.envs
 	return b, nil
 }
+
+// count is how many events of the log it stands for.
+func (it fed) count() int { return max(it.others, 1) }
 
 // addToPage counts it in b and decodes its event when it is the projector's.
 func (r *Runner) addToPage(b *page, it fed) error {
 	b.last = it.rec
+	b.n += it.count()
 	if it.others > 0 {
-		b.n += it.others
 		return nil
 	}
-	b.n++
 	env, ok, err := r.decode(it.rec)
 	if err != nil {
 		return err
