@@ -468,6 +468,7 @@ func (r *Runner) follow(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		fl.buf = pg.envs
 		if err := r.commit(ctx, pg, fl); err != nil {
 			return err
 		}
@@ -702,50 +703,76 @@ func (r *Runner) wanted(ctx context.Context) (fed, bool, error) {
 	return fed{}, false, nil
 }
 
-// readPage takes first and whatever take has at once behind it, up to the
-// batch size, opens the projector's events when fl says they are sealed,
-// and decodes them into fl.buf. A full batch is not caught up: more may be
+// readPage decodes first and whatever take has at once behind it, up to
+// the batch size, into fl.buf, after opening the projector's events when
+// fl says they come sealed. A full batch is not caught up: more may be
 // waiting.
 func (r *Runner) readPage(ctx context.Context, first fed, take func() (fed, bool), fl *following) (page, error) {
-	b := page{envs: fl.buf[:0]}
+	b := page{envs: fl.buf[:0], caughtUp: true}
+	if fl.open != nil {
+		var err error
+		if first, take, err = r.openPage(ctx, first, take, fl); err != nil {
+			return b, err
+		}
+	}
+	if err := r.addToPage(&b, first); err != nil {
+		return b, err
+	}
+	for b.n < r.batchSize {
+		it, ok := take()
+		if !ok {
+			return b, nil
+		}
+		if it.err != nil {
+			b.pending = it.err
+			return b, nil
+		}
+		if err := r.addToPage(&b, it); err != nil {
+			return b, err
+		}
+	}
+	b.caughtUp = false
+	return b, nil
+}
+
+// openPage takes from take what readPage would take after first, opens
+// the projector's events among them together (fl.open), and hands them to
+// readPage in the same order: first, then take's replacement.
+func (r *Runner) openPage(ctx context.Context, first fed, take func() (fed, bool), fl *following) (fed, func() (fed, bool), error) {
 	read, n := append(fl.read[:0], first), first.count()
 	for n < r.batchSize {
 		it, ok := take()
 		if !ok {
 			break
 		}
+		read, n = append(read, it), n+it.count()
 		if it.err != nil {
-			b.pending = it.err
 			break
 		}
-		read, n = append(read, it), n+it.count()
 	}
-	b.caughtUp = n < r.batchSize
-	fl.read = read
-	if fl.open != nil {
-		own := fl.own[:0]
-		for _, it := range read {
-			if it.others == 0 {
-				own = append(own, it.rec)
-			}
-		}
-		fl.own = own
-		if err := fl.open(ctx, own); err != nil {
-			return b, err
-		}
-		for i := range read {
-			if read[i].others == 0 {
-				read[i].rec, own = own[0], own[1:]
-			}
-		}
-	}
+	own := fl.own[:0]
 	for _, it := range read {
-		if err := r.addToPage(&b, it); err != nil {
-			return b, err
+		if it.others == 0 && it.err == nil {
+			own = append(own, it.rec)
 		}
 	}
-	fl.buf = b.envs
-	return b, nil
+	fl.read, fl.own = read, own
+	if err := fl.open(ctx, own); err != nil {
+		return fed{}, nil, err
+	}
+	for i := range read {
+		if read[i].others == 0 && read[i].err == nil {
+			read[i].rec, own = own[0], own[1:]
+		}
+	}
+	next := 1
+	return read[0], func() (fed, bool) {
+		if next == len(read) {
+			return fed{}, false
+		}
+		next++
+		return read[next-1], true
+	}, nil
 }
 
 // count is how many events of the log it stands for.
@@ -754,10 +781,11 @@ func (it fed) count() int { return max(it.others, 1) }
 // addToPage counts it in b and decodes its event when it is the projector's.
 func (r *Runner) addToPage(b *page, it fed) error {
 	b.last = it.rec
-	b.n += it.count()
 	if it.others > 0 {
+		b.n += it.others
 		return nil
 	}
+	b.n++
 	env, ok, err := r.decode(it.rec)
 	if err != nil {
 		return err
