@@ -170,3 +170,44 @@ func TestOpenReplayedOpensAPageAsAReplayDoes(t *testing.T) {
 		t.Fatalf("the opened-events cache keeps %d events of the replay", n)
 	}
 }
+
+// A rebuild's shared reader hands the events on as stored
+// (SubscribeSealed) and the read models open them in batches of a few
+// events when they keep up with it: the reader reads the keys of its page
+// at once, so that the openers find every key cached and read the key
+// store only for the erased person's, whose key is not to be had.
+func TestSealedReplayReadsAPagesKeysForItsOpeners(t *testing.T) {
+	ctx := context.Background()
+	log, reader, counted, want := sixtyPeople(t)
+	stored, err := log.ReadAll(ctx, events.Position{}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub, err := reader.SubscribeSealed(ctx, events.Position{}, func(string) bool { return true })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	got := make([]events.Recorded, len(want))
+	for i := range got {
+		if got[i], err = sub.Next(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got[i].Data, stored[i].Data) {
+			t.Fatalf("event %d read as %s, want it as stored: %s", i, got[i].Data, stored[i].Data)
+		}
+	}
+	if many, one := counted.many.Load(), counted.one.Load(); many > 3 || one > 0 {
+		t.Fatalf("the reader read the key store %d times for many keys and %d times for one, want at most 3 and none", many, one)
+	}
+	counted.many.Store(0)
+	for page := range slices.Chunk(got, 3) {
+		if err := reader.OpenReplayed(ctx, page); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantOpened(t, got, want)
+	if many, one := counted.many.Load(), counted.one.Load(); many > 10 || one > 10 {
+		t.Fatalf("the openers read the key store %d times for many keys and %d times for one, want at most the erased person's 10 each", many, one)
+	}
+}

@@ -41,7 +41,7 @@ var errLeftGroup = errors.New("left the rebuild's shared reader")
 // own on its applier's goroutine: opened on the reader's one goroutine,
 // decryption made that goroutine the rebuild's longest stage.
 type sealedStore interface {
-	Inner() events.Store
+	SubscribeSealed(ctx context.Context, after events.Position, wants func(eventType string) bool) (events.Subscription, error)
 	OpenReplayed(ctx context.Context, page []events.Recorded) error
 }
 
@@ -194,7 +194,7 @@ func (g *replayGroup) read(ctx context.Context, list []*member) {
 	wanted := func(t string) bool { return mask(t) != 0 }
 	var sub events.Subscription
 	if g.sealed != nil {
-		sub, err = events.SubscribeAllFor(ctx, g.sealed.Inner(), events.Position{Commit: from}, wanted)
+		sub, err = g.sealed.SubscribeSealed(ctx, events.Position{Commit: from}, wanted)
 	} else {
 		sub, err = subscribeFor(ctx, g.store, events.Position{Commit: from}, through, wanted)
 	}

@@ -30,7 +30,9 @@ type sealing struct {
 	replayed     map[string]int
 }
 
-func (s *sealing) Inner() events.Store { return s.Store }
+func (s *sealing) SubscribeSealed(ctx context.Context, after events.Position, wants func(string) bool) (events.Subscription, error) {
+	return events.SubscribeAllFor(ctx, s.Store, after, wants)
+}
 
 func (s *sealing) Append(ctx context.Context, stream string, expected events.ExpectedRevision, evs ...events.Proposed) (events.AppendResult, error) {
 	sealed := make([]events.Proposed, len(evs))
