@@ -81,6 +81,32 @@ func sixtyPeople(t *testing.T) (events.Store, *Store, *roundTrips, []events.Reco
 	return log, New(log, datakeys.New(counted, m)), counted, want
 }
 
+// nextN reads n events from sub, then closes it.
+func nextN(t *testing.T, sub events.Subscription, n int) []events.Recorded {
+	t.Helper()
+	defer sub.Close()
+	got := make([]events.Recorded, n)
+	for i := range got {
+		var err error
+		if got[i], err = sub.Next(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return got
+}
+
+// openInPages opens recs in place in pages of size, and checks that they
+// read as want.
+func openInPages(t *testing.T, s *Store, recs []events.Recorded, size int, want []events.Recorded) {
+	t.Helper()
+	for page := range slices.Chunk(recs, size) {
+		if err := s.OpenReplayed(context.Background(), page); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantOpened(t, recs, want)
+}
+
 // wantOpened checks that got is the log as want holds it, user-60's 10
 // events erased.
 func wantOpened(t *testing.T, got, want []events.Recorded) {
@@ -115,14 +141,7 @@ func TestReplayLoadsAPagesKeysInOneRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer sub.Close()
-	got := make([]events.Recorded, len(want))
-	for i := range want {
-		if got[i], err = sub.Next(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
-	wantOpened(t, got, want)
+	wantOpened(t, nextN(t, sub, len(want)), want)
 	// Three pages of the memory log (256 events each): one read of many
 	// keys each; the one key read alone per event is the erased one's.
 	if many, one := counted.many.Load(), counted.one.Load(); many > 3 || one > 10 {
@@ -146,12 +165,7 @@ func TestOpenReplayedOpensAPageAsAReplayDoes(t *testing.T) {
 		stored[i] = bytes.Clone(sealed[i].Data)
 	}
 	// Pages of 200, as a read model's batches take them.
-	for page := range slices.Chunk(sealed, 200) {
-		if err := reader.OpenReplayed(ctx, page); err != nil {
-			t.Fatal(err)
-		}
-	}
-	wantOpened(t, sealed, want)
+	openInPages(t, reader, sealed, 200, want)
 	if many, one := counted.many.Load(), counted.one.Load(); many > 3 || one > 10 {
 		t.Fatalf("opening three pages read the key store %d times for many keys and %d times for one, want at most 3 and 10", many, one)
 	}
@@ -187,12 +201,8 @@ func TestSealedReplayReadsAPagesKeysForItsOpeners(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer sub.Close()
-	got := make([]events.Recorded, len(want))
+	got := nextN(t, sub, len(want))
 	for i := range got {
-		if got[i], err = sub.Next(ctx); err != nil {
-			t.Fatal(err)
-		}
 		if !bytes.Equal(got[i].Data, stored[i].Data) {
 			t.Fatalf("event %d read as %s, want it as stored: %s", i, got[i].Data, stored[i].Data)
 		}
@@ -201,12 +211,7 @@ func TestSealedReplayReadsAPagesKeysForItsOpeners(t *testing.T) {
 		t.Fatalf("the reader read the key store %d times for many keys and %d times for one, want at most 3 and none", many, one)
 	}
 	counted.many.Store(0)
-	for page := range slices.Chunk(got, 3) {
-		if err := reader.OpenReplayed(ctx, page); err != nil {
-			t.Fatal(err)
-		}
-	}
-	wantOpened(t, got, want)
+	openInPages(t, reader, got, 3, want)
 	if many, one := counted.many.Load(), counted.one.Load(); many > 10 || one > 10 {
 		t.Fatalf("the openers read the key store %d times for many keys and %d times for one, want at most the erased person's 10 each", many, one)
 	}
