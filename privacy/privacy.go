@@ -184,6 +184,79 @@ func (s *Store) SubscribeReplay(ctx context.Context, after, through events.Posit
 	return s.wrap(sub, wants, through), nil
 }
 
+// SubscribeSealed is SubscribeAllFor for a reader that hands the events
+// on as stored, for others to open (OpenReplayed: a rebuild's shared
+// reader): it reads only the types wants accepts and opens none. Where the
+// key store reads many keys at once, the keys of the page the subscription
+// holds are read at the first event whose key is not cached, as a
+// subscription that opens reads them (pageAhead), so that those opening
+// the events find them cached instead of reading a round trip per person
+// for batches of a few events.
+func (s *Store) SubscribeSealed(ctx context.Context, after events.Position, wants func(eventType string) bool) (events.Subscription, error) {
+	sub, err := events.SubscribeAllFor(ctx, s.inner, after, wants)
+	if err != nil || !s.keys.CanPrefetch() {
+		return sub, err
+	}
+	return &prefetching{Subscription: sub, s: s, wants: wants}, nil
+}
+
+// prefetching is a subscription of events as stored that reads the keys of
+// its page ahead (SubscribeSealed).
+type prefetching struct {
+	events.Subscription
+	s     *Store
+	wants func(eventType string) bool
+	ahead pageAhead
+}
+
+func (sub *prefetching) Next(ctx context.Context) (events.Recorded, error) {
+	rec, err := sub.Subscription.Next(ctx)
+	if err != nil {
+		return rec, err
+	}
+	// Every field of an event is sealed with its subject's one key, and an
+	// envelope's opening cannot occur unescaped inside a JSON string: the
+	// first one names the event's key.
+	at := bytes.Index(rec.Data, []byte(envPrefix))
+	if at < 0 {
+		return rec, nil
+	}
+	env := rec.Data[at+len(envPrefix):]
+	if colon := bytes.IndexByte(env, ':'); colon > 0 && !sub.s.keys.CachedID(env[:colon]) {
+		if b, ok := sub.Subscription.(interface{ Buffered() []events.Recorded }); ok {
+			sub.ahead.buffered, sub.ahead.wants = b.Buffered(), sub.wants
+			sub.s.prefetch(ctx, &sub.ahead, rec)
+		}
+	}
+	return rec, nil
+}
+
+// OpenReplayed opens page in place: events the inner store delivered as
+// stored to a replay of the log up to its head (a rebuild's shared reader
+// reads them so, and each read model opens its own on its own goroutine,
+// which spreads decryption over the cores). Like SubscribeReplay's
+// stretch, they are opened without the opened-events cache; at the first
+// key not cached, the keys of page's events after it are read with it in
+// one round trip, as a subscription reads those of the page it holds.
+// Page holds only events the caller wants opened.
+func (s *Store) OpenReplayed(ctx context.Context, page []events.Recorded) error {
+	var pa *pageAhead
+	if s.keys.CanPrefetch() {
+		pa = &pageAhead{}
+	}
+	for i := range page {
+		if pa != nil {
+			pa.buffered = page[i+1:]
+		}
+		rec, err := s.open1(ctx, page[i], uncached, pa)
+		if err != nil {
+			return err
+		}
+		page[i] = rec
+	}
+	return nil
+}
+
 // Close closes the inner store (and, under internal/sharedguard, checks
 // that no subscriber wrote into the plaintext it shared).
 func (s *Store) Close() error {

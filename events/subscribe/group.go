@@ -14,14 +14,14 @@ import (
 // every event of the log passes once per read model (the read, the type
 // checks, the hand-over from reader to applier), although each applies only
 // its own types (the runners left out, paceGroup, read that way). A
-// replayGroup reads the log
-// once, up to its head as of the rebuild, opens (decrypts) the events any
-// member handles, and hands each member only its own events, in log order,
-// with the count and last position of the others' events between them, so
-// that each member's batches, checkpoints, Stats.Applied and the snapshot
-// mark move as they do when it reads alone. Decoding stays with each
-// member's applier: on the group's one goroutine it would make the reader
-// the longest stage of the replay.
+// replayGroup reads the log once, up to its head as of the rebuild, only
+// the events some member handles, and hands each member only its own
+// events, in log order, with the count and last position of the others'
+// events between them, so that each member's batches, checkpoints,
+// Stats.Applied and the snapshot mark move as they do when it reads alone.
+// Opening (decrypting, sealedStore) and decoding stay with each member's
+// applier: on the group's one goroutine they would make the reader the
+// longest stage of the replay.
 //
 // A member leaves when it becomes ready, when the reader reached its end
 // (the member then follows the log with a subscription of its own from
@@ -35,9 +35,22 @@ import (
 // the runner follows again at once, reading alone from its checkpoint.
 var errLeftGroup = errors.New("left the rebuild's shared reader")
 
+// sealedStore is a store that keeps events sealed beneath it
+// (privacy.Store). A group's reader over it reads the inner store's events
+// as stored, only the types some member handles, and each member opens its
+// own on its applier's goroutine: opened on the reader's one goroutine,
+// decryption made that goroutine the rebuild's longest stage.
+type sealedStore interface {
+	SubscribeSealed(ctx context.Context, after events.Position, wants func(eventType string) bool) (events.Subscription, error)
+	OpenReplayed(ctx context.Context, page []events.Recorded) error
+}
+
 // replayGroup is the runners of one rebuild and their shared reader.
 type replayGroup struct {
 	store events.Store
+	// sealed is store when it is a sealedStore: its members open what
+	// the reader hands them.
+	sealed sealedStore
 
 	mu sync.Mutex
 	// members are the runners the reader still waits for or feeds; a
@@ -75,6 +88,7 @@ type member struct {
 // newReplayGroup makes the group of runs, which must all follow store.
 func newReplayGroup(store events.Store, runs []*Runner) *replayGroup {
 	g := &replayGroup{store: store, members: make(map[*Runner]*member, len(runs))}
+	g.sealed, _ = store.(sealedStore)
 	for _, r := range runs {
 		g.members[r] = &member{run: r, wants: r.wants(), batch: r.batchSize, gone: make(chan struct{})}
 	}
@@ -92,7 +106,8 @@ func (g *replayGroup) gatherDone() {
 
 // join makes r, resuming after position at, a member fed by the group's
 // reader, and returns its feed; nil when r is not (or no longer) a member
-// or the reader has started without it: r then reads alone.
+// or the reader has started without it: r then reads alone. What the feed
+// holds is sealed when g.sealed is set.
 func (g *replayGroup) join(r *Runner, at uint64) <-chan fed {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -176,7 +191,13 @@ func (g *replayGroup) read(ctx context.Context, list []*member) {
 		}
 		return b
 	}
-	sub, err := subscribeFor(ctx, g.store, events.Position{Commit: from}, through, func(t string) bool { return mask(t) != 0 })
+	wanted := func(t string) bool { return mask(t) != 0 }
+	var sub events.Subscription
+	if g.sealed != nil {
+		sub, err = g.sealed.SubscribeSealed(ctx, events.Position{Commit: from}, wanted)
+	} else {
+		sub, err = subscribeFor(ctx, g.store, events.Position{Commit: from}, through, wanted)
+	}
 	if err != nil {
 		list[0].run.log.Warn("the rebuild's shared reader could not subscribe; each read model reads alone", "err", err)
 		return

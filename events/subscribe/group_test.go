@@ -1,6 +1,7 @@
 package subscribe_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -25,6 +26,8 @@ type typed struct {
 	types     map[string]bool
 	down      bool
 	failAfter int
+	// sealed counts the events handed to it still sealed (sealing).
+	sealed int
 }
 
 func newTyped(name string, types ...string) *typed {
@@ -48,9 +51,16 @@ func (m *typed) Apply(ctx context.Context, batch []events.Envelope, pos events.P
 		if !m.types[env.Type] {
 			return fmt.Errorf("%s was handed an event of type %s", m.name, env.Type)
 		}
+		if bytes.HasPrefix(env.Data, sealedMark) {
+			m.mu.Lock()
+			m.sealed++
+			m.mu.Unlock()
+		}
 	}
 	return m.inOrder.Apply(ctx, batch, pos)
 }
+
+func (m *typed) sealedSeen() int { m.mu.Lock(); defer m.mu.Unlock(); return m.sealed }
 
 // state is what an operator sees of a read model: what it applied, its
 // checkpoint, and its runner's progress.

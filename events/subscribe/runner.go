@@ -408,9 +408,12 @@ func (r *Runner) follow(ctx context.Context) error {
 	if rest, err := r.store.ReadAll(ctx, cp, 1); err == nil && len(rest) == 0 {
 		r.advance(cp, 0, true) // nothing to replay: caught up already
 	}
+	fl := &following{atEnd: true, last: cp, saved: time.Now(), head: head, buf: make([]events.Envelope, 0, r.batchSize)}
 	var feed <-chan fed
 	if g != nil {
-		feed = g.join(r, cp.Commit)
+		if feed = g.join(r, cp.Commit); feed != nil && g.sealed != nil {
+			fl.open = g.sealed.OpenReplayed
+		}
 	}
 	// A subscription that can be polled is read here, between waits that
 	// also watch for rebuilds; other subscriptions read through pump's
@@ -452,7 +455,6 @@ func (r *Runner) follow(ctx context.Context) error {
 			return fed{rec: rec, err: err}, wake == nil
 		}
 	}
-	fl := &following{atEnd: true, last: cp, saved: time.Now(), head: head, buf: make([]events.Envelope, 0, r.batchSize)}
 	for {
 		r.reportCaughtUp(ctx, feed, p, fl)
 		first, ok, err := r.next(ctx, feed, p)
@@ -462,7 +464,7 @@ func (r *Runner) follow(ctx context.Context) error {
 		if !ok {
 			continue
 		}
-		pg, err := r.readPage(first, take, fl.buf[:0])
+		pg, err := r.readPage(ctx, first, take, fl)
 		if err != nil {
 			return err
 		}
@@ -490,6 +492,12 @@ type following struct {
 	replayed bool
 	// buf is the batch's storage, reused from batch to batch.
 	buf []events.Envelope
+	// open, when set, opens the projector's events of a batch in place:
+	// a rebuild's group hands them sealed (sealedStore). read and own are
+	// its batch's storage.
+	open func(ctx context.Context, page []events.Recorded) error
+	read []fed
+	own  []events.Recorded
 }
 
 // fed is one read of the subscription: an event, or why it ended. From
@@ -696,10 +704,17 @@ func (r *Runner) wanted(ctx context.Context) (fed, bool, error) {
 }
 
 // readPage decodes first and whatever take has at once behind it, up to
-// the batch size, into buf. A full batch is not caught up: more may be
+// the batch size, into fl.buf, after opening the projector's events when
+// fl says they come sealed. A full batch is not caught up: more may be
 // waiting.
-func (r *Runner) readPage(first fed, take func() (fed, bool), buf []events.Envelope) (page, error) {
-	b := page{envs: buf, caughtUp: true}
+func (r *Runner) readPage(ctx context.Context, first fed, take func() (fed, bool), fl *following) (page, error) {
+	b := page{envs: fl.buf[:0], caughtUp: true}
+	if fl.open != nil {
+		var err error
+		if first, take, err = r.openPage(ctx, first, take, fl); err != nil {
+			return b, err
+		}
+	}
 	if err := r.addToPage(&b, first); err != nil {
 		return b, err
 	}
@@ -719,6 +734,49 @@ func (r *Runner) readPage(first fed, take func() (fed, bool), buf []events.Envel
 	b.caughtUp = false
 	return b, nil
 }
+
+// openPage takes from take what readPage would take after first, opens
+// the projector's events among them together (fl.open), and hands them to
+// readPage in the same order: first, then take's replacement.
+func (r *Runner) openPage(ctx context.Context, first fed, take func() (fed, bool), fl *following) (fed, func() (fed, bool), error) {
+	read, n := append(fl.read[:0], first), first.count()
+	for n < r.batchSize {
+		it, ok := take()
+		if !ok {
+			break
+		}
+		read, n = append(read, it), n+it.count()
+		if it.err != nil {
+			break
+		}
+	}
+	own := fl.own[:0]
+	for _, it := range read {
+		if it.others == 0 && it.err == nil {
+			own = append(own, it.rec)
+		}
+	}
+	fl.read, fl.own = read, own
+	if err := fl.open(ctx, own); err != nil {
+		return fed{}, nil, err
+	}
+	for i := range read {
+		if read[i].others == 0 && read[i].err == nil {
+			read[i].rec, own = own[0], own[1:]
+		}
+	}
+	next := 1
+	return read[0], func() (fed, bool) {
+		if next == len(read) {
+			return fed{}, false
+		}
+		next++
+		return read[next-1], true
+	}, nil
+}
+
+// count is how many events of the log it stands for.
+func (it fed) count() int { return max(it.others, 1) }
 
 // addToPage counts it in b and decodes its event when it is the projector's.
 func (r *Runner) addToPage(b *page, it fed) error {
