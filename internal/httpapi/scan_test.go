@@ -29,7 +29,7 @@ func verdict(err error) string {
 
 // readNew reads the named fields of a decoded object with every typed
 // reader, descending two levels into nested objects and arrays, and renders
-// what it got; readOld does the same with the old decoder.
+// what it got; readRef does the same with the reference decoder.
 func readNew(o *Object, names []string, depth int) string {
 	var b strings.Builder
 	for _, k := range names {
@@ -46,27 +46,27 @@ func readNew(o *Object, names []string, depth int) string {
 	return b.String()
 }
 
-func readOld(o *oldObject, names []string, depth int) string {
+func readRef(o *refObject, names []string, depth int) string {
 	var b strings.Builder
 	for _, k := range names {
 		fmt.Fprintf(&b, "%q has=%v s=%v i=%v b=%v ss=%q is=%v raw=%s t=%v;", k, o.Has(k), o.String(k), o.Int(k), o.Bool(k), o.Strings(k), o.Ints(k), o.Raw(k).Value, o.Time(k, time.UTC))
 		if depth < 2 {
 			if c := o.Object(k, false); c != nil {
-				b.WriteString("{" + readOld(c, names, depth+1) + "}")
+				b.WriteString("{" + readRef(c, names, depth+1) + "}")
 			}
 			for _, it := range o.Array(k, 3) {
-				b.WriteString("[" + readOld(it, names, depth+1) + "]")
+				b.WriteString("[" + readRef(it, names, depth+1) + "]")
 			}
 		}
 	}
 	return b.String()
 }
 
-// FuzzDecoderMatchesTheOldOne: the one-pass scanner gives every body the
+// FuzzDecoderMatchesTheReference: the one-pass scanner gives every body the
 // verdict the token scan plus map decode gave (malformed, or the same
 // validation errors), and every typed read of an accepted body returns the
 // same value and records the same errors.
-func FuzzDecoderMatchesTheOldOne(f *testing.F) {
+func FuzzDecoderMatchesTheReference(f *testing.F) {
 	for _, s := range []string{
 		`{}`, `{"user":{"name":"a"}}`, `[]`, `{"a":1} {}`, `{} {"a":1,"a":2}`, `1{"a":1,"a":1}`, `truefalse`, `{"a":01}`,
 		`{"a":[{"b":null}]}`, "\xff", `{"n":1e400}`, `{"a":1,"a":2}`, `{"s":"\u0000"}`, `{"s":"\ud800"}`,
@@ -81,32 +81,32 @@ func FuzzDecoderMatchesTheOldOne(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		o, err := ParseObject(body)
-		old, oldErr := oldParseObject(body)
-		if got, want := verdict(err), verdict(oldErr); got != want {
-			t.Fatalf("body %q: verdict %s, the old decoder's %s", body, got, want)
+		ref, refErr := refParseObject(body)
+		if got, want := verdict(err), verdict(refErr); got != want {
+			t.Fatalf("body %q: verdict %s, the reference decoder's %s", body, got, want)
 		}
 		if err != nil {
 			return
 		}
 		names := []string{"a", "b", "x", "", "k", "k16"}
-		for k := range old.fields {
+		for k := range ref.fields {
 			if len(names) < 10 {
 				names = append(names, k)
 			}
 		}
-		if got, want := readNew(o, names, 0), readOld(old, names, 0); got != want {
-			t.Fatalf("body %q: reads\n%s\nthe old decoder's\n%s", body, got, want)
+		if got, want := readNew(o, names, 0), readRef(ref, names, 0); got != want {
+			t.Fatalf("body %q: reads\n%s\nthe reference decoder's\n%s", body, got, want)
 		}
 		var gotF, wantF map[string][]string
 		var v *domain.ValidationError
 		if errors.As(o.Err(), &v) {
 			gotF = v.Fields
 		}
-		if errors.As(old.Err(), &v) {
+		if errors.As(ref.Err(), &v) {
 			wantF = v.Fields
 		}
 		if !reflect.DeepEqual(gotF, wantF) {
-			t.Fatalf("body %q: read errors %v, the old decoder's %v", body, gotF, wantF)
+			t.Fatalf("body %q: read errors %v, the reference decoder's %v", body, gotF, wantF)
 		}
 	})
 }
@@ -127,8 +127,8 @@ func TestRawDoesNotAliasTheBody(t *testing.T) {
 }
 
 // BenchmarkParseObject decodes a register body and reads its fields as the
-// handler does, with the one-pass scanner ("scan") and with the decoder it
-// replaced ("old", a token scan plus a map decode); compare the two ratios.
+// handler does, with the one-pass scanner ("scan") and with the reference
+// decoder ("reference", a token scan plus a map decode); compare the two.
 func BenchmarkParseObject(b *testing.B) {
 	body := []byte(`{"channel_user_id":"bench-123456","user":{"name":"n","phone":"13812345678","gender":"MALE","birthday":"1990-01-02"},"metadata":{"source":"app","campaign":"winter"}}`)
 	b.Run("scan", func(b *testing.B) {
@@ -149,10 +149,10 @@ func BenchmarkParseObject(b *testing.B) {
 			}
 		}
 	})
-	b.Run("old", func(b *testing.B) {
+	b.Run("reference", func(b *testing.B) {
 		b.ReportAllocs()
 		for i := 0; i < b.N; i++ {
-			o, err := oldParseObject(body)
+			o, err := refParseObject(body)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -1,8 +1,8 @@
 package httpapi
 
-// The body decoder as it was before the one-pass scanner (a strict token
-// scan, then a map decode), kept as the oracle FuzzDecoderMatchesTheOldOne
-// compares the scanner with: every body must get the same verdict and every
+// The reference body decoder: a strict token scan, then a map decode
+// through encoding/json, plain enough to trust by reading, and the oracle
+// FuzzDecoderMatchesTheReference compares the one-pass scanner with: every body must get the same verdict and every
 // typed read the same value and errors.
 
 import (
@@ -21,24 +21,24 @@ import (
 
 // Object is a decoded JSON object whose fields are read with type checks;
 // every type problem is collected under its field path.
-type oldObject struct {
+type refObject struct {
 	fields map[string]json.RawMessage
 	prefix string
 	errs   *domain.ValidationError
 }
 
-// oldParseObject decodes body as one JSON object; anything else is ErrMalformed.
-func oldParseObject(body []byte) (*oldObject, error) {
+// refParseObject decodes body as one JSON object; anything else is ErrMalformed.
+func refParseObject(body []byte) (*refObject, error) {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return nil, ErrMalformed
 	}
-	if err := oldCheckStrict(body); err != nil {
+	if err := refCheckStrict(body); err != nil {
 		return nil, err
 	}
-	return oldParseObjectAt(body, "", &domain.ValidationError{})
+	return refParseObjectAt(body, "", &domain.ValidationError{})
 }
 
-func oldParseObjectAt(raw []byte, prefix string, errs *domain.ValidationError) (*oldObject, error) {
+func refParseObjectAt(raw []byte, prefix string, errs *domain.ValidationError) (*refObject, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	var fields map[string]json.RawMessage
 	if err := dec.Decode(&fields); err != nil || fields == nil {
@@ -47,26 +47,26 @@ func oldParseObjectAt(raw []byte, prefix string, errs *domain.ValidationError) (
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return nil, ErrMalformed
 	}
-	return &oldObject{fields: fields, prefix: prefix, errs: errs}, nil
+	return &refObject{fields: fields, prefix: prefix, errs: errs}, nil
 }
 
 // Err returns the collected type errors, or nil.
-func (o *oldObject) Err() error { return o.errs.Err() }
+func (o *refObject) Err() error { return o.errs.Err() }
 
 // Has reports whether the field was sent (even as null).
-func (o *oldObject) Has(name string) bool { _, ok := o.fields[name]; return ok }
+func (o *refObject) Has(name string) bool { _, ok := o.fields[name]; return ok }
 
-func (o *oldObject) bad(name, msg string) { o.errs.Add(o.prefix+name, msg) }
+func (o *refObject) bad(name, msg string) { o.errs.Add(o.prefix+name, msg) }
 
-func oldIsNull(raw json.RawMessage) bool { return string(bytes.TrimSpace(raw)) == "null" }
+func refIsNull(raw json.RawMessage) bool { return string(bytes.TrimSpace(raw)) == "null" }
 
 // String reads an optional string field.
-func (o *oldObject) String(name string) domain.Field[string] {
+func (o *refObject) String(name string) domain.Field[string] {
 	raw, ok := o.fields[name]
 	if !ok {
 		return domain.Field[string]{}
 	}
-	if oldIsNull(raw) {
+	if refIsNull(raw) {
 		return domain.Field[string]{Set: true, Null: true}
 	}
 	var s string
@@ -82,12 +82,12 @@ func (o *oldObject) String(name string) domain.Field[string] {
 }
 
 // Int reads an optional integer field; fractions and out-of-range numbers are errors.
-func (o *oldObject) Int(name string) domain.Field[int64] {
+func (o *refObject) Int(name string) domain.Field[int64] {
 	raw, ok := o.fields[name]
 	if !ok {
 		return domain.Field[int64]{}
 	}
-	if oldIsNull(raw) {
+	if refIsNull(raw) {
 		return domain.Field[int64]{Set: true, Null: true}
 	}
 	var n json.Number
@@ -116,12 +116,12 @@ func (o *oldObject) Int(name string) domain.Field[int64] {
 }
 
 // Bool reads an optional boolean field.
-func (o *oldObject) Bool(name string) domain.Field[bool] {
+func (o *refObject) Bool(name string) domain.Field[bool] {
 	raw, ok := o.fields[name]
 	if !ok {
 		return domain.Field[bool]{}
 	}
-	if oldIsNull(raw) {
+	if refIsNull(raw) {
 		return domain.Field[bool]{Set: true, Null: true}
 	}
 	var b bool
@@ -133,9 +133,9 @@ func (o *oldObject) Bool(name string) domain.Field[bool] {
 }
 
 // Strings reads an optional array of strings.
-func (o *oldObject) Strings(name string) []string {
+func (o *refObject) Strings(name string) []string {
 	raw, ok := o.fields[name]
-	if !ok || oldIsNull(raw) {
+	if !ok || refIsNull(raw) {
 		return nil
 	}
 	var items []json.RawMessage
@@ -163,7 +163,7 @@ func (o *oldObject) Strings(name string) []string {
 }
 
 // RequiredString reads a string that must be present and non-null.
-func (o *oldObject) RequiredString(name string) string {
+func (o *refObject) RequiredString(name string) string {
 	f := o.String(name)
 	if !f.Set || f.Null {
 		if !o.errs.Has(o.prefix + name) {
@@ -175,7 +175,7 @@ func (o *oldObject) RequiredString(name string) string {
 }
 
 // RequiredInt reads an integer that must be present and non-null.
-func (o *oldObject) RequiredInt(name string) int64 {
+func (o *refObject) RequiredInt(name string) int64 {
 	f := o.Int(name)
 	if !f.Set || f.Null {
 		if !o.errs.Has(o.prefix + name) {
@@ -187,15 +187,15 @@ func (o *oldObject) RequiredInt(name string) int64 {
 }
 
 // Object reads a nested object field; required controls the missing case.
-func (o *oldObject) Object(name string, required bool) *oldObject {
+func (o *refObject) Object(name string, required bool) *refObject {
 	raw, ok := o.fields[name]
-	if !ok || oldIsNull(raw) {
+	if !ok || refIsNull(raw) {
 		if required {
 			o.bad(name, "is required")
 		}
 		return nil
 	}
-	child, err := oldParseObjectAt(raw, o.prefix+name+".", o.errs)
+	child, err := refParseObjectAt(raw, o.prefix+name+".", o.errs)
 	if err != nil {
 		o.bad(name, "must be an object")
 		return nil
@@ -204,7 +204,7 @@ func (o *oldObject) Object(name string, required bool) *oldObject {
 }
 
 // capped reports whether n items are within max, noting the error if not.
-func (o *oldObject) capped(name string, n, max int) bool {
+func (o *refObject) capped(name string, n, max int) bool {
 	if n > max {
 		o.bad(name, fmt.Sprintf("must have at most %d items", max))
 		return false
@@ -214,9 +214,9 @@ func (o *oldObject) capped(name string, n, max int) bool {
 
 // Array reads an array of at most max objects (MaxArrayItems when max is
 // 0); each element is parsed with the index in its path.
-func (o *oldObject) Array(name string, max int) []*oldObject {
+func (o *refObject) Array(name string, max int) []*refObject {
 	raw, ok := o.fields[name]
-	if !ok || oldIsNull(raw) {
+	if !ok || refIsNull(raw) {
 		return nil
 	}
 	var items []json.RawMessage
@@ -230,10 +230,10 @@ func (o *oldObject) Array(name string, max int) []*oldObject {
 	if !o.capped(name, len(items), max) {
 		return nil
 	}
-	out := make([]*oldObject, 0, len(items))
+	out := make([]*refObject, 0, len(items))
 	for i, it := range items {
 		p := fmt.Sprintf("%s%s[%d]", o.prefix, name, i)
-		child, err := oldParseObjectAt(it, p+".", o.errs)
+		child, err := refParseObjectAt(it, p+".", o.errs)
 		if err != nil {
 			o.errs.Add(p, "must be an object")
 			continue
@@ -244,19 +244,19 @@ func (o *oldObject) Array(name string, max int) []*oldObject {
 }
 
 // Raw reads a field's JSON exactly as sent (for raw_data); null is Null.
-func (o *oldObject) Raw(name string) domain.Field[json.RawMessage] {
+func (o *refObject) Raw(name string) domain.Field[json.RawMessage] {
 	raw, ok := o.fields[name]
 	if !ok {
 		return domain.Field[json.RawMessage]{}
 	}
-	if oldIsNull(raw) {
+	if refIsNull(raw) {
 		return domain.Field[json.RawMessage]{Set: true, Null: true}
 	}
 	return domain.Val(json.RawMessage(bytes.TrimSpace(raw)))
 }
 
 // Time reads an ISO 8601 date-time; without an offset it is in loc.
-func (o *oldObject) Time(name string, loc *time.Location) domain.Field[time.Time] {
+func (o *refObject) Time(name string, loc *time.Location) domain.Field[time.Time] {
 	f := o.String(name)
 	if !f.Set || f.Null {
 		return domain.Field[time.Time]{Set: f.Set, Null: f.Null}
@@ -270,9 +270,9 @@ func (o *oldObject) Time(name string, loc *time.Location) domain.Field[time.Time
 }
 
 // Ints reads an optional array of integers.
-func (o *oldObject) Ints(name string) []int64 {
+func (o *refObject) Ints(name string) []int64 {
 	raw, ok := o.fields[name]
-	if !ok || oldIsNull(raw) {
+	if !ok || refIsNull(raw) {
 		return nil
 	}
 	var items []json.RawMessage
@@ -303,7 +303,7 @@ func (o *oldObject) Ints(name string) []int64 {
 	return out
 }
 
-type oldFrame struct {
+type refFrame struct {
 	path      string
 	object    bool
 	keys      map[string]bool
@@ -312,7 +312,7 @@ type oldFrame struct {
 	index     int    // array: the index of the next element
 }
 
-func (f *oldFrame) valuePath() string {
+func (f *refFrame) valuePath() string {
 	if f.object {
 		if f.path == "" {
 			return f.key
@@ -322,11 +322,11 @@ func (f *oldFrame) valuePath() string {
 	return fmt.Sprintf("%s[%d]", f.path, f.index)
 }
 
-// oldCheckStrict refuses what two JSON parsers could read differently or what
+// refCheckStrict refuses what two JSON parsers could read differently or what
 // a store could not keep: invalid UTF-8, duplicate object keys (at any
 // depth, raw_data included) and nesting beyond MaxDepth. Syntax errors are
 // left to the decoder, which answers ErrMalformed.
-func oldCheckStrict(body []byte) error {
+func refCheckStrict(body []byte) error {
 	invalid := func(path, msg string) error {
 		if path == "" {
 			path = "body"
@@ -340,7 +340,7 @@ func oldCheckStrict(body []byte) error {
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
-	var stack []*oldFrame
+	var stack []*refFrame
 	afterValue := func() {
 		if len(stack) == 0 {
 			return
@@ -359,7 +359,7 @@ func oldCheckStrict(body []byte) error {
 		if err != nil {
 			return nil // a syntax error: the decoder reports it
 		}
-		var top *oldFrame
+		var top *refFrame
 		if len(stack) > 0 {
 			top = stack[len(stack)-1]
 		}
@@ -386,7 +386,7 @@ func oldCheckStrict(body []byte) error {
 			if len(stack) >= MaxDepth {
 				return invalid(path, fmt.Sprintf("nests deeper than %d levels", MaxDepth))
 			}
-			stack = append(stack, &oldFrame{path: path, object: d == '{', keys: map[string]bool{}, expectKey: d == '{'})
+			stack = append(stack, &refFrame{path: path, object: d == '{', keys: map[string]bool{}, expectKey: d == '{'})
 		case ']':
 			stack = stack[:len(stack)-1]
 			afterValue()
