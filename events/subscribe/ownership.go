@@ -116,30 +116,17 @@ func (r *Runner) runShared(ctx context.Context) error {
 		go func() { defer wg.Done(); r.watchShared(ctx) }()
 		go func() { defer wg.Done(); r.announce(ctx) }()
 	}
-	name := LeaseName(r.Name())
-	for {
-		held, err := lease.Campaign(ctx, o.Leases, name, o.Holder, o.TTL, r.log)
-		if err != nil {
-			return nil // ctx ended
-		}
-		r.log.Info("this node now projects the family: it holds its lease", "node", o.Holder, "token", held.Lease().Token)
+	log := r.log.With("node", o.Holder)
+	return lease.RunHeld(ctx, o.Leases, LeaseName(r.Name()), o.Holder, o.TTL, log, func(held context.Context) error {
 		r.setOwning(true)
-		perr := r.project(held.Context())
-		r.setOwning(false)
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		if err := held.Release(rctx); err != nil {
-			r.log.Warn("releasing the projection's lease failed; another node takes over when it expires", "err", err)
+		defer r.setOwning(false)
+		if err := r.project(held); err != nil && held.Err() == nil {
+			// Released and campaigned for again: the next owner, this
+			// node or another, projects from the checkpoint.
+			log.Warn("projecting the family failed; standing by for its lease", "err", err)
 		}
-		cancel()
-		if ctx.Err() != nil {
-			return nil
-		}
-		cause := held.Err()
-		if perr != nil {
-			cause = perr
-		}
-		r.log.Warn("this node lost the family's lease; following the new owner", "node", o.Holder, "err", cause)
-	}
+		return nil
+	})
 }
 
 func (r *Runner) setOwning(owning bool) {

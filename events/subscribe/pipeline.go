@@ -83,28 +83,7 @@ func (p Pipeline[P]) Run(ctx context.Context) error {
 	if ttl <= 0 {
 		ttl = lease.DefaultTTL
 	}
-	for {
-		held, err := lease.Campaign(ctx, p.Leases, p.Lease, p.Holder, ttl, log)
-		if err != nil {
-			return nil // ctx ended while standing by
-		}
-		log.Info("lease acquired: running on this node", "token", held.Lease().Token)
-		err = p.runOnce(held.Context())
-		lost := held.Err()
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		if rerr := held.Release(rctx); rerr != nil && ctx.Err() == nil {
-			log.Warn("release lease; it lapses by itself", "err", rerr)
-		}
-		cancel()
-		switch {
-		case ctx.Err() != nil:
-			return nil
-		case lost != nil:
-			log.Warn("lease lost: standing by", "cause", lost)
-		case err != nil:
-			return err
-		}
-	}
+	return lease.RunHeld(ctx, p.Leases, p.Lease, p.Holder, ttl, log, p.runOnce)
 }
 
 func (p Pipeline[P]) logger() *slog.Logger {

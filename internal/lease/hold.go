@@ -171,6 +171,43 @@ func Campaign(ctx context.Context, s Store, name, holder string, ttl time.Durati
 	}
 }
 
+// RunHeld runs run on holder's node only while it holds the lease name,
+// so that of all the nodes sharing s exactly one runs it: it campaigns,
+// runs under the held lease's context (which ends the moment the lease is
+// lost and carries it for fencing), releases the lease when run returns so
+// another node takes over at once, and campaigns again after a lost lease.
+// It returns nil once ctx ends, and run's error when run failed while the
+// lease held (released first, so a healthy node can take over; the caller
+// retries after its backoff). A node that dies holding the lease is
+// replaced within ttl.
+func RunHeld(ctx context.Context, s Store, name, holder string, ttl time.Duration, log *slog.Logger, run func(context.Context) error) error {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	for {
+		held, err := Campaign(ctx, s, name, holder, ttl, log)
+		if err != nil {
+			return nil // ctx ended while standing by
+		}
+		log.Info("lease acquired: running on this node", "token", held.Lease().Token)
+		err = run(held.Context())
+		lost := held.Err()
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		if rerr := held.Release(rctx); rerr != nil && ctx.Err() == nil {
+			log.Warn("release lease; it lapses by itself", "err", rerr)
+		}
+		cancel()
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case lost != nil:
+			log.Warn("lease lost: standing by", "cause", lost)
+		case err != nil:
+			return err
+		}
+	}
+}
+
 // onGrid is how long until the next multiple of every since the epoch,
 // at most every: a node's leases of one time to live renew at the same
 // moments, so a store can renew them in one statement (lease/postgres
