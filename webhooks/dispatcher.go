@@ -820,7 +820,9 @@ func (d *Dispatcher) attempt(ctx context.Context, eps *breakers, c claimed, clai
 	}
 	var pos events.Position
 	err = d.appendKnown(d.knownAfter(del, &ev, at, subject), func() (err error) {
-		pos, err = d.appendAt(actx, del, ev, "dispatcher", at)
+		// &ev: ev lives on the heap already (knownAfter keeps it), and
+		// the value would be copied again into the Payload interface.
+		pos, err = d.appendAt(actx, del, &ev, "dispatcher", at)
 		return err
 	})
 	if events.IsConflict(err) {
@@ -953,7 +955,7 @@ func (d *Dispatcher) Resend(ctx context.Context, appID int64, id, by string) (ev
 		}
 		var pos events.Position
 		err = d.appendKnown(d.knownAfter(del, ev, now, subject), func() (err error) {
-			pos, err = d.appendAt(ctx, del, *ev, by, now)
+			pos, err = d.appendAt(ctx, del, ev, by, now)
 			return err
 		})
 		if events.IsConflict(err) {
