@@ -41,9 +41,12 @@ func applyDelivery(ctx context.Context, tx DeliveryTx, env events.Envelope) erro
 			a.ErrorClass = &class
 		}
 		erased := false
+		// The closure takes the three pointers, not a: a captured a would
+		// be moved to the heap for every outcome projected.
+		status, msg, class := a.StatusCode, a.Error, a.ErrorClass
 		err := tx.UpdateDeliveryState(ctx, p.DeliveryID, func(st *DeliveryState) {
 			erased = st.Erased
-			st.Attempts, st.LastStatus, st.LastError, st.LastErrorClass, st.UpdatedAt = p.Attempt, a.StatusCode, a.Error, a.ErrorClass, at
+			st.Attempts, st.LastStatus, st.LastError, st.LastErrorClass, st.UpdatedAt = p.Attempt, status, msg, class, at
 			st.NextAttemptAt = nil
 			if p.NextAttemptAt != nil {
 				next := p.NextAttemptAt.UTC()

@@ -773,7 +773,8 @@ func (d *Dispatcher) attempt(ctx context.Context, eps *breakers, c claimed, clai
 	// A stopping node lets an attempt it started finish within the budget
 	// and records it, rather than cut a POST the receiver may already have
 	// taken, which the next node would then send again.
-	actx, cancel := context.WithDeadline(context.WithoutCancel(ctx), claimedAt.Add(AttemptBudget(d.claimTTL())))
+	base := context.WithoutCancel(ctx)
+	actx, cancel := context.WithDeadline(base, claimedAt.Add(AttemptBudget(d.claimTTL())))
 	defer cancel()
 	del, subject, known, err := d.loadClaimed(actx, c)
 	if err != nil {
@@ -808,7 +809,7 @@ func (d *Dispatcher) attempt(ctx context.Context, eps *breakers, c claimed, clai
 	outcome, class, attemptNo, status = ev.Outcome, ev.ErrorClass, ev.Attempt, ev.StatusCode
 	// Nobody waits on an attempt's outcome in a request: it may ride
 	// another append's commit (events.Deferrable).
-	rctx, rcancel := context.WithTimeout(events.Deferrable(context.WithoutCancel(ctx)), 10*time.Second)
+	rctx, rcancel := context.WithTimeout(events.Deferrable(base), 10*time.Second)
 	defer rcancel()
 	at := d.Clock.Now()
 	actx, gone := rctx, func() bool { return false }
@@ -819,7 +820,9 @@ func (d *Dispatcher) attempt(ctx context.Context, eps *breakers, c claimed, clai
 	}
 	var pos events.Position
 	err = d.appendKnown(d.knownAfter(del, &ev, at, subject), func() (err error) {
-		pos, err = d.appendAt(actx, del, ev, "dispatcher", at)
+		// &ev: ev lives on the heap already (knownAfter keeps it), and
+		// the value would be copied again into the Payload interface.
+		pos, err = d.appendAt(actx, del, &ev, "dispatcher", at)
 		return err
 	})
 	if events.IsConflict(err) {
@@ -886,8 +889,11 @@ func (d *Dispatcher) post(ctx context.Context, del *delivery) result {
 	direct := d.direct(ep.URL)
 	var deadline time.Time
 	if direct {
+		// ctx's deadline (the attempt's budget) is the POST's own, not a
+		// parent's: see postContext.
+		budget, _ := ctx.Deadline()
 		var cancel context.CancelFunc
-		ctx, deadline, cancel = clientDeadline(ctx, d.Client.Timeout)
+		ctx, deadline, cancel = postContext(context.WithoutCancel(ctx), budget, d.Client.Timeout)
 		defer cancel()
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, ep.URL, bytes.NewReader(body))
@@ -949,7 +955,7 @@ func (d *Dispatcher) Resend(ctx context.Context, appID int64, id, by string) (ev
 		}
 		var pos events.Position
 		err = d.appendKnown(d.knownAfter(del, ev, now, subject), func() (err error) {
-			pos, err = d.appendAt(ctx, del, *ev, by, now)
+			pos, err = d.appendAt(ctx, del, ev, by, now)
 			return err
 		})
 		if events.IsConflict(err) {

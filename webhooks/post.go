@@ -31,22 +31,28 @@ func (d *Dispatcher) direct(target string) bool {
 	return d.Client.Transport != nil && targets.FollowsNoRedirects(d.Client) && !strings.Contains(target, "@")
 }
 
-// clientDeadline is ctx with the client's timeout counted from now, as
-// Do applies it: only when it ends before ctx's own deadline. deadline is
-// zero when the timeout does not apply.
-func clientDeadline(ctx context.Context, timeout time.Duration) (_ context.Context, deadline time.Time, cancel context.CancelFunc) {
-	if timeout <= 0 {
+// postContext is the context of one POST: ctx (which ends at no time of
+// its own) ending at budget (zero: none) or, when it ends first, at the
+// client's timeout counted from now, as Do applies it; deadline is then
+// the client's (zero otherwise). One context with the earlier of the two
+// deadlines ends the POST when a child of a budget's context would, and
+// spares it the child's registration with its parent (a map and the
+// parent's done channel, made for every POST).
+func postContext(ctx context.Context, budget time.Time, timeout time.Duration) (_ context.Context, deadline time.Time, cancel context.CancelFunc) {
+	end := budget
+	if timeout > 0 {
+		if t := time.Now().Add(timeout); end.IsZero() || t.Before(end) {
+			end, deadline = t, t
+		}
+	}
+	if end.IsZero() {
 		return ctx, time.Time{}, func() {}
 	}
-	deadline = time.Now().Add(timeout)
-	if d, ok := ctx.Deadline(); ok && !deadline.Before(d) {
-		return ctx, time.Time{}, func() {}
-	}
-	ctx, cancel = context.WithDeadline(ctx, deadline)
+	ctx, cancel = context.WithDeadline(ctx, end)
 	return ctx, deadline, cancel
 }
 
-// roundTrip sends req (a POST whose context carries clientDeadline's
+// roundTrip sends req (a POST whose context carries postContext's
 // deadline) through rt and answers what http.Client.Do of a client that
 // follows no redirect would: the same response, or an error of the same
 // text and kinds.

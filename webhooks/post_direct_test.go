@@ -43,7 +43,8 @@ func observe(res *http.Response, err error) observed {
 
 // sendDirect is the sender's POST through the client's Transport.
 func sendDirect(ctx context.Context, c *http.Client, target string) observed {
-	ctx, deadline, cancel := clientDeadline(ctx, c.Timeout)
+	budget, _ := ctx.Deadline()
+	ctx, deadline, cancel := postContext(ctx, budget, c.Timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader([]byte(`{"n":1}`)))
 	if err != nil {

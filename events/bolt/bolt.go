@@ -430,12 +430,23 @@ func (s *Store) commit(group []*pending) {
 	// next append is checked, and bbolt copies keys.
 	var checks []checked
 	var keys []byte
+	// The appends' results and the events' sequence numbers (values bbolt
+	// keeps as given until the transaction ends) are cut from one array
+	// each per commit, not allocated per append and per event.
+	parts := 0
+	for _, p := range group {
+		parts += len(p.parts)
+	}
+	var results []events.AppendResult
+	var seqs []byte
 	err := s.db.Update(func(tx *bbolt.Tx) error {
 		written = written[:0]
+		results = make([]events.AppendResult, parts)
 		b := open(tx)
-		b.written, b.keys = &written, &keys
+		b.written, b.keys, b.seqs = &written, &keys, &seqs
 		for _, p := range group {
-			p.res, p.err, p.wrote = make([]events.AppendResult, len(p.parts)), nil, false
+			p.res, results = results[:len(p.parts):len(p.parts)], results[len(p.parts):]
+			p.err, p.wrote = nil, false
 			if err := p.ctx.Err(); err != nil {
 				p.err = err
 				continue
@@ -656,6 +667,26 @@ type buckets struct {
 	written                        *[]events.Recorded // the commit's records, in order
 	// keys is the commit's scratch for the keys write builds.
 	keys *[]byte
+	// seqs holds the commit's sequence numbers as written (nil: each is
+	// allocated on its own); see seqValue.
+	seqs *[]byte
+}
+
+// seqValue is seq big-endian, as a log key and as the value of the
+// indexes' keys. bbolt keeps values as given until the transaction ends,
+// so the bytes are never reused within it: a full array is left to the
+// values cut from it and a new one started.
+func (b buckets) seqValue(seq uint64) []byte {
+	if b.seqs == nil {
+		return be(seq)
+	}
+	s := *b.seqs
+	if cap(s)-len(s) < 8 {
+		s = make([]byte, 0, 8*256)
+	}
+	s = binary.BigEndian.AppendUint64(s, seq)
+	*b.seqs = s
+	return s[len(s)-8 : len(s) : len(s)]
 }
 
 func open(tx *bbolt.Tx) buckets {
@@ -737,7 +768,7 @@ func (b buckets) write(stream string, number, count uint64, evs []events.Propose
 			return res, err
 		}
 		rev := count + uint64(i)
-		key := be(seq)
+		key := b.seqValue(seq)
 		if rev == 0 {
 			// A new stream is numbered by its first event's sequence:
 			// above every number given, so its revisions go at the end.

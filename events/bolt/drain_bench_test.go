@@ -3,6 +3,7 @@ package bolt_test
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -21,8 +22,12 @@ import (
 // concurrently, so outcomes share commits. names=uuid5 names the streams as
 // the platform does (a UUIDv5, scattered over the revision index);
 // names=ordered gives them a prefix in creation order, so the revision keys
-// a drain writes sit together. It reports what a commit writes per outcome
-// (bbolt's transaction statistics): pages written, bytes of pages
+// a drain writes sit together. order=created records the outcomes in the
+// streams' creation order (a backlog retried as it failed); order=shuffled
+// in a random one (platformbench's webhook-drain resends its backlog in
+// map order, so it drains in that order), which puts each outcome's
+// revision key on a leaf of its own. It reports what a commit writes per
+// outcome (bbolt's transaction statistics): pages written, bytes of pages
 // allocated, nodes materialized, splits.
 //
 //	go test -run '^$' -bench DrainOutcomes/names=uuid5 -benchtime 8000x -count 3 ./events/bolt/
@@ -42,8 +47,15 @@ func BenchmarkDrainOutcomes(b *testing.B) {
 			return fmt.Sprintf("delivery-%08x%s", i, u[8:])
 		}},
 	} {
-		for _, old := range []int{0, 100_000} {
-			b.Run(fmt.Sprintf("names=%s/older=%d", naming.name, old), func(b *testing.B) {
+		for _, c := range []struct {
+			old      int
+			shuffled bool
+		}{{0, false}, {100_000, false}, {0, true}} {
+			old, order := c.old, "created"
+			if c.shuffled {
+				order = "shuffled"
+			}
+			b.Run(fmt.Sprintf("names=%s/older=%d/order=%s", naming.name, old, order), func(b *testing.B) {
 				s := openT(b, filepath.Join(b.TempDir(), "events.db"))
 				create := func(from, to int) {
 					for i := from; i < to; i += 500 {
@@ -58,6 +70,13 @@ func BenchmarkDrainOutcomes(b *testing.B) {
 					}
 				}
 				create(0, old+b.N)
+				perm := make([]int, b.N)
+				for i := range perm {
+					perm[i] = i
+				}
+				if c.shuffled {
+					rand.New(rand.NewPCG(1, 2)).Shuffle(len(perm), func(i, j int) { perm[i], perm[j] = perm[j], perm[i] })
+				}
 				var n atomic.Int64
 				var wg sync.WaitGroup
 				b.ReportAllocs()
@@ -73,7 +92,7 @@ func BenchmarkDrainOutcomes(b *testing.B) {
 								return
 							}
 							ev := events.Proposed{ID: uuid.Must(uuid.NewV7()).String(), Type: "delivery.attempted", Data: outcome}
-							if _, err := s.Append(ctx, naming.of(old+i), events.Exact(0), ev); err != nil {
+							if _, err := s.Append(ctx, naming.of(old+perm[i]), events.Exact(0), ev); err != nil {
 								b.Error(err)
 								return
 							}
