@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -30,7 +31,8 @@ type DrainResult struct {
 // WebhookDrain measures the sender's drain capacity, writes first: an app
 // whose webhook URL is this process's receiver gets -drain-backlog profile
 // updates (each delivered as it happens), is suspended (its webhooks wait,
-// partner calls are refused), has every delivery resent (the backlog),
+// partner calls are refused), has every delivery resent by the bulk resend
+// (the backlog),
 // and is resumed; the rate is the backlog over the time
 // from the resume to its last delivery received. The resent deliveries are
 // the same deliveries again (same delivery_id, a longer stream: created,
@@ -72,22 +74,18 @@ func (b *Bench) WebhookDrain(ctx context.Context) (DrainResult, error) {
 	if err := b.P.admin(ctx, http.MethodPost, appPath+"/suspend", map[string]any{"reason": "webhook drain benchmark"}, http.StatusOK, nil); err != nil {
 		return DrainResult{}, fmt.Errorf("suspend: %w", err)
 	}
-	// One resend per delivery, concurrently: the bulk resend endpoint
-	// resends one after another, each waiting for its own commit, which
-	// takes longer than the server's write timeout for a few thousand.
-	rcv.mu.Lock()
-	ids := make([]string, 0, len(rcv.seen))
-	for id := range rcv.seen {
-		ids = append(ids, id)
-	}
-	rcv.mu.Unlock()
+	// The backlog is made as an operator makes it after an outage: the
+	// app's bulk resend, which queues its deliveries again in the delivery
+	// log's order, a page per grouped append.
 	t := time.Now()
-	if err := forEach(ctx, b.Opt.Clients, len(ids), func(ctx context.Context, i int) error {
-		return b.P.admin(ctx, http.MethodPost, "/admin/v1/deliveries/"+ids[i]+"/resend", nil, http.StatusAccepted, nil)
-	}); err != nil {
-		return DrainResult{}, fmt.Errorf("resend: %w", err)
+	queued, err := b.P.resendAll(ctx, app.ID, "user.profile.updated")
+	if err != nil {
+		return DrainResult{}, err
 	}
-	res := DrainResult{Queued: len(ids), ResendFor: time.Since(t), Latency: &Latencies{}}
+	if seen := rcv.count(); queued != seen {
+		return DrainResult{}, fmt.Errorf("the bulk resend queued %d deliveries, the receiver had %d", queued, seen)
+	}
+	res := DrainResult{Queued: queued, ResendFor: time.Since(t), Latency: &Latencies{}}
 	base := rcv.total()
 	m0, mErr := b.P.mallocs(ctx)
 	cpu0, cpuErr := b.platformCPU()
@@ -239,4 +237,30 @@ func (b *Bench) patchEach(ctx context.Context, app App, label string, total int)
 		return nil
 	})
 	return c * per, err
+}
+
+// resendAll calls the bulk resend of app's deliveries of one event type,
+// following next_after to the end, and returns how many it queued.
+func (p *Platform) resendAll(ctx context.Context, appID int64, event string) (int, error) {
+	path := "/admin/v1/apps/" + strconv.FormatInt(appID, 10) + "/deliveries/resend?event=" + url.QueryEscape(event)
+	queued, after := 0, ""
+	for calls := 0; calls < 1000; calls++ {
+		q := path
+		if after != "" {
+			q += "&after=" + url.QueryEscape(after)
+		}
+		var out struct {
+			Queued    int    `json:"queued"`
+			NextAfter string `json:"next_after"`
+		}
+		if err := p.admin(ctx, http.MethodPost, q, nil, http.StatusAccepted, &out); err != nil {
+			return queued, fmt.Errorf("bulk resend: %w", err)
+		}
+		queued += out.Queued
+		if out.NextAfter == "" {
+			return queued, nil
+		}
+		after = out.NextAfter
+	}
+	return queued, fmt.Errorf("bulk resend: still more after 1000 calls")
 }

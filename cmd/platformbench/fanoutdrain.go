@@ -89,20 +89,18 @@ func (b *Bench) fanoutDrainRun(ctx context.Context, endpoints, repeat int) (Fano
 	if err := b.P.admin(ctx, http.MethodPost, appPath+"/suspend", map[string]any{"reason": "webhook fan-out drain benchmark"}, http.StatusOK, nil); err != nil {
 		return res, fmt.Errorf("suspend: %w", err)
 	}
-	var ids []string
+	seen := 0
 	for _, r := range rcvs {
-		r.mu.Lock()
-		for id := range r.seen {
-			ids = append(ids, id)
-		}
-		r.mu.Unlock()
+		seen += r.count()
 	}
-	if err := forEach(ctx, b.Opt.Clients, len(ids), func(ctx context.Context, i int) error {
-		return b.P.admin(ctx, http.MethodPost, "/admin/v1/deliveries/"+ids[i]+"/resend", nil, http.StatusAccepted, nil)
-	}); err != nil {
-		return res, fmt.Errorf("resend: %w", err)
+	queued, err := b.P.resendAll(ctx, app.ID, "user.profile.updated")
+	if err != nil {
+		return res, err
 	}
-	res.Queued = len(ids)
+	if queued != seen {
+		return res, fmt.Errorf("the bulk resend queued %d deliveries, the receivers had %d", queued, seen)
+	}
+	res.Queued = queued
 	_ = b.settle(ctx, b.Opt.Drain) // the resends are projected before the window opens
 	base := 0
 	for _, r := range rcvs {
