@@ -166,6 +166,27 @@ func packDelivery(d projections.Delivery, types *eventTypes, subj *subjectRows) 
 	return r
 }
 
+// ownTexts is r with the texts it shares with the delivery it was packed
+// from (a body kept whole, an id or source event id of no uuid form)
+// copied, for a row packed from a snapshot's views (snapfile.Image). The
+// texts of more, when it is there (and its last error), are copied into a
+// more of r's own.
+func ownTexts(r deliveryRow) deliveryRow {
+	if r.flags&(hasBody|bodyTail) == hasBody {
+		r.body = strings.Clone(r.body)
+	}
+	if r.more != nil {
+		m := *r.more
+		m.id, m.sourceEventID = strings.Clone(m.id), strings.Clone(m.sourceEventID)
+		if m.lastError != nil {
+			e := strings.Clone(*m.lastError)
+			m.lastError = &e
+		}
+		r.more = &m
+	}
+	return r
+}
+
 // withState is r with st's state (Erased aside), whose times are
 // normalized and whose pointees the store owns. r's more is never written:
 // a kept image or an undo may hold it, so a state that needs one gets a

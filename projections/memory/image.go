@@ -151,8 +151,10 @@ func (s *Store) Image(ctx context.Context, f projections.ReadModel) (snapfile.Im
 // Restore replaces one read model's rows and checkpoint with the image's, under
 // the read model's write lock; on failure the read model is left empty (checkpoint
 // zero), so the runner replays it from the start of the log. The store
-// takes the image's rows as they are (no copies: a restore's image is
-// decoded for it alone), so the caller must not use the image afterwards.
+// takes the image's rows as they are (no defensive copies: a restore's
+// image is decoded for it alone), so the caller must not use the image
+// afterwards. It copies whatever it keeps of the texts of users, members
+// and deliveries, which view a snapshot's decoded sections (snapfile.Image).
 func (s *Store) Restore(ctx context.Context, im snapfile.Image) (err error) {
 	if err := ctx.Err(); err != nil {
 		return err

@@ -4,12 +4,15 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"runtime"
 	"slices"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/projections"
+	"github.com/healthtech/partner-open-platform/projections/memory/snapfile"
 )
 
 // A restore builds the deliveries' indexes directly (restoreDeliveries);
@@ -129,4 +132,84 @@ func rowViews(s *Store) map[string]projections.Delivery {
 		out[d.DeliveryID] = d
 	}
 	return out
+}
+
+// A snapshot's decoded rows view the file's bytes (snapfile.Image): a
+// restore must copy every text it keeps, or the read model would change
+// with bytes it does not own (and keep the whole snapshot alive). The
+// image's texts here view one buffer, scribbled over once restored: the
+// restored read model must still read as the store the image came from.
+func TestRestoreKeepsNoTextOfItsImage(t *testing.T) {
+	ctx := context.Background()
+	at := time.Date(2026, 11, 30, 1, 2, 3, 0, time.UTC)
+	refused := "connection refused"
+	src := New()
+	putDeliveries(t, src,
+		rendered("0b5e4c52-8a0e-5d3c-9f6e-1c2d3e4f5a6b", 4, "user.profile.updated", "7d1a0c3e-2b4f-4e6a-8c9d-0e1f2a3b4c5d", 10, `,"open_user_id":7}`),
+		projections.Delivery{DeliveryID: "delivery-not-a-uuid", AppID: 4, EndpointID: 2, EventType: "user.registered", SourceEventID: "event-not-a-uuid",
+			SourcePosition: events.Position{Commit: 11, Prepare: 11}, Cursor: events.Position{Commit: 12, Prepare: 12},
+			Body: []byte(`{"not":"rendered"}`), Subject: "user-7", Status: "retrying", Attempts: 1, NextAttemptAt: &at,
+			LastError: &refused, CreatedAt: at, UpdatedAt: at})
+	benchUsers(t, src, 3)
+	buf := make([]byte, 0, 1<<16)
+	view := func(s string) string {
+		if s == "" {
+			return s
+		}
+		buf = append(buf, s...)
+		return unsafe.String(&buf[len(buf)-len(s)], len(s))
+	}
+	viewPtr := func(p *string) *string {
+		if p == nil {
+			return nil
+		}
+		v := view(*p)
+		return &v
+	}
+	var restored []snapfile.Image
+	dst := New()
+	for _, f := range []projections.ReadModel{projections.ReadModelDeliveries, projections.ReadModelUsers} {
+		im, err := src.Image(ctx, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range im.Deliveries {
+			d := &im.Deliveries[i]
+			d.DeliveryID, d.SourceEventID, d.Subject, d.LastError = view(d.DeliveryID), view(d.SourceEventID), view(d.Subject), viewPtr(d.LastError)
+			d.Body = []byte(view(string(d.Body)))
+		}
+		for i := range im.Users {
+			u := &im.Users[i]
+			u.ChannelUserID, u.Name, u.Nickname, u.Phone, u.Email = view(u.ChannelUserID), view(u.Name), viewPtr(u.Nickname), viewPtr(u.Phone), viewPtr(u.Email)
+		}
+		for i := range im.Members {
+			m := &im.Members[i]
+			m.AppUserID, m.Name, m.Phone, m.BirthDate = view(m.AppUserID), view(m.Name), viewPtr(m.Phone), viewPtr(m.BirthDate)
+		}
+		if err := dst.Restore(ctx, im); err != nil {
+			t.Fatal(err)
+		}
+		restored = append(restored, im)
+	}
+	for i := range buf {
+		buf[i] = 'x'
+	}
+	for _, f := range []projections.ReadModel{projections.ReadModelDeliveries, projections.ReadModelUsers} {
+		want, err := src.Image(ctx, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := dst.Image(ctx, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s restored from an image whose bytes changed since:\n got %+v\nwant %+v", f, got, want)
+		}
+	}
+	due, err := dst.Due(ctx, at.Add(time.Hour), 10)
+	if err != nil || len(due) != 1 || due[0].DeliveryID != "delivery-not-a-uuid" {
+		t.Errorf("due after the restore: %+v, %v; want delivery-not-a-uuid", due, err)
+	}
+	runtime.KeepAlive(restored)
 }
