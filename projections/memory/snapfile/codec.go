@@ -378,19 +378,33 @@ func (c rowCodec[T]) appendUntil(e *rowEncoder, rows []T, limit int) int {
 // decodeRows reads a section (the row count, then the rows, as a write
 // makes it); every byte must be used.
 func (c rowCodec[T]) decodeRows(body []byte) ([]T, error) {
+	d := &rowDecoder{buf: body}
+	n := d.count()
+	if d.err != nil {
+		return nil, d.err
+	}
+	rows := make([]T, n)
+	if err := c.decodeRowsInto(body, rows); err != nil {
+		return nil, err
+	}
+	return rows, nil
+}
+
+// decodeRowsInto reads a section into the first of rows, which must hold
+// at least its rows; every byte must be used.
+func (c rowCodec[T]) decodeRowsInto(body []byte, rows []T) error {
 	d := &rowDecoder{buf: body, views: c.views, blocks: c.blocks}
 	n := d.count()
-	rows := make([]T, n)
+	if d.err == nil && n > len(rows) {
+		d.err = fmt.Errorf("%w: %d rows where %d have room", errCodec, n, len(rows))
+	}
 	for i := 0; i < n && d.err == nil; i++ {
 		c.get(d, &rows[i])
 	}
 	if d.err == nil && d.off != len(d.buf) {
 		d.err = fmt.Errorf("%w: %d bytes after the last row", errCodec, len(d.buf)-d.off)
 	}
-	if d.err != nil {
-		return nil, d.err
-	}
-	return rows, nil
+	return d.err
 }
 
 var userCodec = rowCodec[projections.User]{
