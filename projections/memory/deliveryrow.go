@@ -161,7 +161,11 @@ func packDelivery(d projections.Delivery, types *eventTypes, subj *subjectRows) 
 		need = true
 	}
 	if need {
-		r.more = &m
+		// A copy, so that m stays on the stack for the rows that need
+		// none (most): m's own address taken would put it on the heap on
+		// every call.
+		more := m
+		r.more = &more
 	}
 	return r
 }
@@ -207,7 +211,8 @@ func (r deliveryRow) withState(st projections.DeliveryState) deliveryRow {
 	m.nextAttemptAt, m.lastStatus, m.lastError, m.lastErrorClass = st.NextAttemptAt, st.LastStatus, st.LastError, st.LastErrorClass
 	r.more = nil
 	if m != (deliveryMore{}) {
-		r.more = &m
+		more := m // on the heap only when kept (see packDelivery)
+		r.more = &more
 	}
 	return r
 }
