@@ -213,3 +213,79 @@ func TestRestoreKeepsNoTextOfItsImage(t *testing.T) {
 	}
 	runtime.KeepAlive(restored)
 }
+
+// A restore fills the users' tables without the puts' lookups
+// (restoreUsers, restoreGroups, restoreMembers): every read by id, by
+// channel id, by phone, of a user's groups and of members must answer
+// as in the store the image was taken from, users sharing a phone, a
+// user's several groups and members, and a deleted member among them.
+func TestRestoreUsersAnswersAsTheStoreItWasTakenFrom(t *testing.T) {
+	ctx := context.Background()
+	at := time.Date(2026, 11, 30, 1, 2, 3, 0, time.UTC)
+	src := New()
+	benchUsers(t, src, 300)
+	shared := "13900000000"
+	if err := src.Update(ctx, "users", events.Position{Commit: 1000, Prepare: 1000}, func(tx projections.UserTx) error {
+		for j := int64(0); j < 5; j++ {
+			if err := tx.PutUser(ctx, projections.User{AppID: 7, OpenUserID: 5_000_000 + j, ChannelUserID: fmt.Sprint("shared-", j), Name: "n",
+				Phone: &shared, Status: "ACTIVE", RegisteredAt: at, UpdatedAt: at}); err != nil {
+				return err
+			}
+			if err := tx.PutGroup(ctx, projections.Group{AppID: 7, OpenUserID: 5_000_000, FamilyGroupID: 6_000_000 + j, Name: "g", CreatedAt: at, UpdatedAt: at}); err != nil {
+				return err
+			}
+		}
+		return tx.DeleteMember(ctx, 1_000_002, at)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	im, err := src.Image(ctx, projections.ReadModelUsers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst := New()
+	if err := dst.Restore(ctx, im); err != nil {
+		t.Fatal(err)
+	}
+	type answer struct {
+		User, ByChannel, ByPhone projections.User
+		Groups                   []projections.Group
+		Members                  []projections.Member
+		Errs                     [3]string
+	}
+	ask := func(s *Store, u projections.User) answer {
+		var a answer
+		var errs [5]error
+		a.User, errs[0] = s.User(ctx, u.AppID, u.OpenUserID)
+		a.ByChannel, errs[1] = s.UserByChannelID(ctx, u.AppID, u.ChannelUserID)
+		if u.Phone != nil {
+			a.ByPhone, errs[2] = s.UserByPhone(ctx, u.AppID, *u.Phone)
+		}
+		a.Groups, errs[3] = s.Groups(ctx, u.AppID, u.OpenUserID)
+		a.Members, errs[4] = s.Members(ctx, u.AppID, u.OpenUserID, time.Time{})
+		for i, err := range errs[:3] {
+			if err != nil {
+				a.Errs[i] = err.Error()
+			}
+		}
+		if errs[3] != nil || errs[4] != nil {
+			t.Fatalf("user %d: %v, %v", u.OpenUserID, errs[3], errs[4])
+		}
+		return a
+	}
+	if len(im.Users) != 305 {
+		t.Fatalf("the image holds %d users, want 305", len(im.Users))
+	}
+	for _, u := range im.Users {
+		if got, want := ask(dst, u), ask(src, u); !reflect.DeepEqual(got, want) {
+			t.Fatalf("user %d restored answers\n%+v\nwant\n%+v", u.OpenUserID, got, want)
+		}
+	}
+	for _, m := range im.Members {
+		got, gotErr := dst.Member(ctx, m.AppID, m.MemberID)
+		want, wantErr := src.Member(ctx, m.AppID, m.MemberID)
+		if !reflect.DeepEqual(got, want) || fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
+			t.Fatalf("member %d restored reads %+v, %v; want %+v, %v", m.MemberID, got, gotErr, want, wantErr)
+		}
+	}
+}
