@@ -257,11 +257,11 @@ func (s *Store) Restore(ctx context.Context, im snapfile.Image) (err error) {
 
 // restoreUsers, restoreGroups and restoreMembers fill the emptied users
 // read model's tables and indexes with an image's rows: the writes of
-// PutUser, PutGroup and PutMember without their lookups of a row of the
-// same id (or, for a user, of the same channel id), which an image does
-// not hold (the store it was taken from held each once): a put made
+// PutUser, PutGroup and PutMember without their lookups of an earlier row
+// of the same id (or, for a user, of the same channel id), since an image
+// holds each id once, as the store it was taken from did. A put makes
 // three or four probes of the id's table where a restore needs the one
-// that adds it. The caller holds the read model's write lock.
+// that adds the row. The caller holds the read model's write lock.
 func (s *Store) restoreUsers(users []projections.User) {
 	for _, u := range users {
 		next := packUser(normUser(u))
