@@ -454,8 +454,10 @@ func (s *Store) subjectOf(subject string) *subjectRows {
 	}
 	r := s.subjects[subject]
 	if r == nil {
-		r = &subjectRows{subject: subject}
-		s.subjects[subject] = r
+		// A copy: subject may be a view of a bigger text (a restore's
+		// decoded section) that the entry must not keep alive.
+		r = &subjectRows{subject: strings.Clone(subject)}
+		s.subjects[r.subject] = r
 	}
 	return r
 }
@@ -683,7 +685,7 @@ func (t *tx) PutDelivery(ctx context.Context, d projections.Delivery) error {
 	if !t.owned {
 		d = copyDelivery(d)
 	}
-	d = normDeliveryTimes(d)
+	normDeliveryTimes(&d)
 	row, had := s.deliveries.get(d.DeliveryID)
 	var old projections.Delivery
 	if had {
@@ -811,12 +813,11 @@ func copyDelivery(d projections.Delivery) projections.Delivery {
 
 // normDeliveryTimes truncates a delivery's times in place (NextAttemptAt's
 // pointee too): the caller owns the row.
-func normDeliveryTimes(d projections.Delivery) projections.Delivery {
+func normDeliveryTimes(d *projections.Delivery) {
 	if d.NextAttemptAt != nil {
 		*d.NextAttemptAt = normTime(*d.NextAttemptAt)
 	}
 	d.CreatedAt, d.UpdatedAt = normTime(d.CreatedAt), normTime(d.UpdatedAt)
-	return d
 }
 
 func copyAttempt(a projections.Attempt) projections.Attempt {
@@ -841,7 +842,7 @@ func (s *Store) restoreDeliveries(rows []*projections.Delivery) error {
 		return nil
 	}
 	for _, d := range rows {
-		*d = normDeliveryTimes(*d)
+		normDeliveryTimes(d)
 	}
 	var wg sync.WaitGroup
 	lane := func(fn func()) {
@@ -856,10 +857,13 @@ func (s *Store) restoreDeliveries(rows []*projections.Delivery) error {
 	// Row i takes place first+i of the table: the feeds' lane needs no
 	// other.
 	first := s.deliveries.n
+	// A snapshot's rows view its decoded bytes (snapfile.Image): every
+	// text an index or a row keeps is copied out of them, so that the
+	// snapshot's sections are garbage once restored.
 	lane(func() {
 		for _, d := range rows {
 			subj := s.subjectOf(d.Subject)
-			at := s.deliveries.add(packDelivery(*d, &s.eventTypes, subj))
+			at := s.deliveries.add(ownTexts(packDelivery(*d, &s.eventTypes, subj)))
 			if subj != nil {
 				subj.add(at)
 			}
@@ -885,7 +889,8 @@ func (s *Store) restoreDeliveries(rows []*projections.Delivery) error {
 		for _, d := range rows {
 			s.statuses[d.Status]++
 			if k, in := dueKeyOf(*d); in {
-				s.due.set(d.AppID, d.DeliveryID, k, true)
+				k.id = strings.Clone(k.id)
+				s.due.set(d.AppID, k.id, k, true)
 			}
 		}
 	})

@@ -161,6 +161,31 @@ func packDelivery(d projections.Delivery, types *eventTypes, subj *subjectRows) 
 		need = true
 	}
 	if need {
+		// A copy, so that m stays on the stack for the rows that need
+		// none (most): m's own address taken would put it on the heap on
+		// every call.
+		more := m
+		r.more = &more
+	}
+	return r
+}
+
+// ownTexts is r with the texts it shares with the delivery it was packed
+// from (a body kept whole, an id or source event id of no uuid form)
+// copied, for a row packed from a snapshot's views (snapfile.Image). The
+// texts of more, when it is there (and its last error), are copied into a
+// more of r's own.
+func ownTexts(r deliveryRow) deliveryRow {
+	if r.flags&(hasBody|bodyTail) == hasBody {
+		r.body = strings.Clone(r.body)
+	}
+	if r.more != nil {
+		m := *r.more
+		m.id, m.sourceEventID = strings.Clone(m.id), strings.Clone(m.sourceEventID)
+		if m.lastError != nil {
+			e := strings.Clone(*m.lastError)
+			m.lastError = &e
+		}
 		r.more = &m
 	}
 	return r
@@ -186,7 +211,8 @@ func (r deliveryRow) withState(st projections.DeliveryState) deliveryRow {
 	m.nextAttemptAt, m.lastStatus, m.lastError, m.lastErrorClass = st.NextAttemptAt, st.LastStatus, st.LastError, st.LastErrorClass
 	r.more = nil
 	if m != (deliveryMore{}) {
-		r.more = &m
+		more := m // on the heap only when kept (see packDelivery)
+		r.more = &more
 	}
 	return r
 }

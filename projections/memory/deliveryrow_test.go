@@ -192,7 +192,7 @@ func TestARenderedBodyKeepsOnlyItsTail(t *testing.T) {
 	}
 }
 
-func testAEAD(t *testing.T) cipher.AEAD {
+func testAEAD(t testing.TB) cipher.AEAD {
 	t.Helper()
 	block, err := aes.NewCipher(bytes.Repeat([]byte{9}, 32))
 	if err != nil {

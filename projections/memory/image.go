@@ -151,8 +151,10 @@ func (s *Store) Image(ctx context.Context, f projections.ReadModel) (snapfile.Im
 // Restore replaces one read model's rows and checkpoint with the image's, under
 // the read model's write lock; on failure the read model is left empty (checkpoint
 // zero), so the runner replays it from the start of the log. The store
-// takes the image's rows as they are (no copies: a restore's image is
-// decoded for it alone), so the caller must not use the image afterwards.
+// takes the image's rows as they are (no defensive copies: a restore's
+// image is decoded for it alone), so the caller must not use the image
+// afterwards. It copies whatever it keeps of the texts of users, members
+// and deliveries, which view a snapshot's decoded sections (snapfile.Image).
 func (s *Store) Restore(ctx context.Context, im snapfile.Image) (err error) {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -173,9 +175,11 @@ func (s *Store) Restore(ctx context.Context, im snapfile.Image) (err error) {
 		}
 	}()
 	s.presize(im.ReadModel, imageCounts(im))
-	// Every put goes through the projector's own write, which keeps the
-	// indexes (a failure empties the whole read model: no undo is kept). Each
-	// run has a tx of its own.
+	// Users, groups, members and deliveries are filled by writes of their
+	// own (restoreUsers, restoreDeliveries, ...), which keep the indexes as
+	// the projector's puts do; every other row goes through the
+	// projector's own write (a failure empties the whole read model: no
+	// undo is kept). Each run has a tx of its own.
 	run := func(n int, put func(t *tx, i int) error) func() error {
 		return func() error {
 			t := &tx{s: s, owned: true}
@@ -206,9 +210,9 @@ func (s *Store) Restore(ctx context.Context, im snapfile.Image) (err error) {
 	// only its own table's rows, attempts (attempts); the
 	// other tables share indexes and go one after the other.
 	lanes := [][]func() error{
-		{run(len(im.Users), func(t *tx, i int) error { return t.PutUser(ctx, im.Users[i]) })},
-		{run(len(im.Groups), func(t *tx, i int) error { return t.PutGroup(ctx, im.Groups[i]) })},
-		{run(len(im.Members), func(t *tx, i int) error { return t.PutMember(ctx, im.Members[i]) })},
+		{func() error { s.restoreUsers(im.Users); return nil }},
+		{func() error { s.restoreGroups(im.Groups); return nil }},
+		{func() error { s.restoreMembers(im.Members); return nil }},
 		// Attempts keep a map of their own (attempts by delivery).
 		{run(len(im.Attempts), func(t *tx, i int) error { return t.AddAttempt(ctx, im.Attempts[i]) })},
 		{
@@ -249,6 +253,34 @@ func (s *Store) Restore(ctx context.Context, im snapfile.Image) (err error) {
 	s.checkpoints[string(im.ReadModel)] = im.Checkpoint
 	s.cpMu.Unlock()
 	return nil
+}
+
+// restoreUsers, restoreGroups and restoreMembers fill the emptied users
+// read model's tables and indexes with an image's rows: the writes of
+// PutUser, PutGroup and PutMember without their lookups of an earlier row
+// of the same id (or, for a user, of the same channel id), since an image
+// holds each id once, as the store it was taken from did. A put makes
+// three or four probes of the id's table where a restore needs the one
+// that adds the row. The caller holds the read model's write lock.
+func (s *Store) restoreUsers(users []projections.User) {
+	for _, u := range users {
+		next := packUser(normUser(u))
+		s.indexUser(s.users.add(next.id, next), userRow{}, false, next)
+	}
+}
+
+func (s *Store) restoreGroups(groups []projections.Group) {
+	for _, g := range groups {
+		next := packGroup(normGroup(g))
+		s.indexGroup(s.groups.add(next.id, next), groupRow{}, false, next)
+	}
+}
+
+func (s *Store) restoreMembers(members []projections.Member) {
+	for _, m := range members {
+		next := packMember(normMember(m))
+		s.indexMember(s.members.add(next.id, next), memberRow{}, false, next)
+	}
 }
 
 // clear empties a read model and its checkpoint without telling OnReset (a

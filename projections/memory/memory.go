@@ -402,7 +402,7 @@ func (t *tx) PutUser(ctx context.Context, u projections.User) error {
 		return err
 	}
 	s := t.s
-	u.RegisteredAt, u.UpdatedAt = normTime(u.RegisteredAt), normTime(u.UpdatedAt)
+	u = normUser(u)
 	if holder := s.userByChannel(u.AppID, u.ChannelUserID); holder != nil && holder.id != u.OpenUserID {
 		return &ChannelConflictError{AppID: u.AppID, ChannelUserID: u.ChannelUserID, OpenUserID: holder.id}
 	}
@@ -428,8 +428,7 @@ func (s *Store) setUser(cur userRow, had bool, next userRow, keep bool) {
 		s.users.del(cur.id)
 	}
 	if keep {
-		s.users.set(next.id, next)
-		s.indexUser(cur, had, next)
+		s.indexUser(s.users.set(next.id, next), cur, had, next)
 	}
 }
 
@@ -457,8 +456,7 @@ func (s *Store) setGroup(cur groupRow, had bool, next groupRow, keep bool) {
 		s.groups.del(cur.id)
 	}
 	if keep {
-		s.groups.set(next.id, next)
-		s.indexGroup(cur, had, next)
+		s.indexGroup(s.groups.set(next.id, next), cur, had, next)
 	}
 }
 
@@ -467,12 +465,7 @@ func (t *tx) PutMember(ctx context.Context, m projections.Member) error {
 		return err
 	}
 	s := t.s
-	if m.DeletedAt != nil {
-		d := normTime(*m.DeletedAt)
-		m.DeletedAt = &d
-	}
-	m.UpdatedAt = normTime(m.UpdatedAt)
-	next := packMember(m)
+	next := packMember(normMember(m))
 	old, had := s.members.row(m.MemberID)
 	s.setMember(old, had, next, true)
 	t.keepUndo(func() { s.setMember(next, true, old, had) })
@@ -531,8 +524,7 @@ func (s *Store) setMember(cur memberRow, had bool, next memberRow, keep bool) {
 		s.members.del(cur.id)
 	}
 	if keep {
-		s.members.set(next.id, next)
-		s.indexMember(cur, had, next)
+		s.indexMember(s.members.set(next.id, next), cur, had, next)
 	}
 }
 
@@ -570,6 +562,20 @@ func (e *ChannelConflictError) Error() string {
 // ---- copies and normalisation ----
 
 func normTime(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
+
+func normUser(u projections.User) projections.User {
+	u.RegisteredAt, u.UpdatedAt = normTime(u.RegisteredAt), normTime(u.UpdatedAt)
+	return u
+}
+
+func normMember(m projections.Member) projections.Member {
+	if m.DeletedAt != nil {
+		d := normTime(*m.DeletedAt)
+		m.DeletedAt = &d
+	}
+	m.UpdatedAt = normTime(m.UpdatedAt)
+	return m
+}
 
 func cloneStr(p *string) *string {
 	if p == nil {

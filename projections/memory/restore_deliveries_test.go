@@ -4,12 +4,15 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"runtime"
 	"slices"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/projections"
+	"github.com/healthtech/partner-open-platform/projections/memory/snapfile"
 )
 
 // A restore builds the deliveries' indexes directly (restoreDeliveries);
@@ -129,4 +132,160 @@ func rowViews(s *Store) map[string]projections.Delivery {
 		out[d.DeliveryID] = d
 	}
 	return out
+}
+
+// A snapshot's decoded rows view the file's bytes (snapfile.Image): a
+// restore must copy every text it keeps, or the read model would change
+// with bytes it does not own (and keep the whole snapshot alive). The
+// image's texts here view one buffer, scribbled over once restored: the
+// restored read model must still read as the store the image came from.
+func TestRestoreKeepsNoTextOfItsImage(t *testing.T) {
+	ctx := context.Background()
+	at := time.Date(2026, 11, 30, 1, 2, 3, 0, time.UTC)
+	refused := "connection refused"
+	src := New()
+	putDeliveries(t, src,
+		rendered("0b5e4c52-8a0e-5d3c-9f6e-1c2d3e4f5a6b", 4, "user.profile.updated", "7d1a0c3e-2b4f-4e6a-8c9d-0e1f2a3b4c5d", 10, `,"open_user_id":7}`),
+		projections.Delivery{DeliveryID: "delivery-not-a-uuid", AppID: 4, EndpointID: 2, EventType: "user.registered", SourceEventID: "event-not-a-uuid",
+			SourcePosition: events.Position{Commit: 11, Prepare: 11}, Cursor: events.Position{Commit: 12, Prepare: 12},
+			Body: []byte(`{"not":"rendered"}`), Subject: "user-7", Status: "retrying", Attempts: 1, NextAttemptAt: &at,
+			LastError: &refused, CreatedAt: at, UpdatedAt: at})
+	benchUsers(t, src, 3)
+	buf := make([]byte, 0, 1<<16)
+	view := func(s string) string {
+		if s == "" {
+			return s
+		}
+		buf = append(buf, s...)
+		return unsafe.String(&buf[len(buf)-len(s)], len(s))
+	}
+	viewPtr := func(p *string) *string {
+		if p == nil {
+			return nil
+		}
+		v := view(*p)
+		return &v
+	}
+	var restored []snapfile.Image
+	dst := New()
+	for _, f := range []projections.ReadModel{projections.ReadModelDeliveries, projections.ReadModelUsers} {
+		im, err := src.Image(ctx, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range im.Deliveries {
+			d := &im.Deliveries[i]
+			d.DeliveryID, d.SourceEventID, d.Subject, d.LastError = view(d.DeliveryID), view(d.SourceEventID), view(d.Subject), viewPtr(d.LastError)
+			d.Body = []byte(view(string(d.Body)))
+		}
+		for i := range im.Users {
+			u := &im.Users[i]
+			u.ChannelUserID, u.Name, u.Nickname, u.Phone, u.Email = view(u.ChannelUserID), view(u.Name), viewPtr(u.Nickname), viewPtr(u.Phone), viewPtr(u.Email)
+		}
+		for i := range im.Members {
+			m := &im.Members[i]
+			m.AppUserID, m.Name, m.Phone, m.BirthDate = view(m.AppUserID), view(m.Name), viewPtr(m.Phone), viewPtr(m.BirthDate)
+		}
+		if err := dst.Restore(ctx, im); err != nil {
+			t.Fatal(err)
+		}
+		restored = append(restored, im)
+	}
+	for i := range buf {
+		buf[i] = 'x'
+	}
+	for _, f := range []projections.ReadModel{projections.ReadModelDeliveries, projections.ReadModelUsers} {
+		want, err := src.Image(ctx, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := dst.Image(ctx, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s restored from an image whose bytes changed since:\n got %+v\nwant %+v", f, got, want)
+		}
+	}
+	due, err := dst.Due(ctx, at.Add(time.Hour), 10)
+	if err != nil || len(due) != 1 || due[0].DeliveryID != "delivery-not-a-uuid" {
+		t.Errorf("due after the restore: %+v, %v; want delivery-not-a-uuid", due, err)
+	}
+	runtime.KeepAlive(restored)
+}
+
+// A restore fills the users' tables without the puts' lookups
+// (restoreUsers, restoreGroups, restoreMembers): every read by id, by
+// channel id, by phone, of a user's groups and of members must answer
+// as in the store the image was taken from, users sharing a phone, a
+// user's several groups and members, and a deleted member among them.
+func TestRestoreUsersAnswersAsTheStoreItWasTakenFrom(t *testing.T) {
+	ctx := context.Background()
+	at := time.Date(2026, 11, 30, 1, 2, 3, 0, time.UTC)
+	src := New()
+	benchUsers(t, src, 300)
+	shared := "13900000000"
+	if err := src.Update(ctx, "users", events.Position{Commit: 1000, Prepare: 1000}, func(tx projections.UserTx) error {
+		for j := int64(0); j < 5; j++ {
+			if err := tx.PutUser(ctx, projections.User{AppID: 7, OpenUserID: 5_000_000 + j, ChannelUserID: fmt.Sprint("shared-", j), Name: "n",
+				Phone: &shared, Status: "ACTIVE", RegisteredAt: at, UpdatedAt: at}); err != nil {
+				return err
+			}
+			if err := tx.PutGroup(ctx, projections.Group{AppID: 7, OpenUserID: 5_000_000, FamilyGroupID: 6_000_000 + j, Name: "g", CreatedAt: at, UpdatedAt: at}); err != nil {
+				return err
+			}
+		}
+		return tx.DeleteMember(ctx, 1_000_002, at)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	im, err := src.Image(ctx, projections.ReadModelUsers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst := New()
+	if err := dst.Restore(ctx, im); err != nil {
+		t.Fatal(err)
+	}
+	type answer struct {
+		User, ByChannel, ByPhone projections.User
+		Groups                   []projections.Group
+		Members                  []projections.Member
+		Errs                     [3]string
+	}
+	ask := func(s *Store, u projections.User) answer {
+		var a answer
+		var errs [5]error
+		a.User, errs[0] = s.User(ctx, u.AppID, u.OpenUserID)
+		a.ByChannel, errs[1] = s.UserByChannelID(ctx, u.AppID, u.ChannelUserID)
+		if u.Phone != nil {
+			a.ByPhone, errs[2] = s.UserByPhone(ctx, u.AppID, *u.Phone)
+		}
+		a.Groups, errs[3] = s.Groups(ctx, u.AppID, u.OpenUserID)
+		a.Members, errs[4] = s.Members(ctx, u.AppID, u.OpenUserID, time.Time{})
+		for i, err := range errs[:3] {
+			if err != nil {
+				a.Errs[i] = err.Error()
+			}
+		}
+		if errs[3] != nil || errs[4] != nil {
+			t.Fatalf("user %d: %v, %v", u.OpenUserID, errs[3], errs[4])
+		}
+		return a
+	}
+	if len(im.Users) != 305 {
+		t.Fatalf("the image holds %d users, want 305", len(im.Users))
+	}
+	for _, u := range im.Users {
+		if got, want := ask(dst, u), ask(src, u); !reflect.DeepEqual(got, want) {
+			t.Fatalf("user %d restored answers\n%+v\nwant\n%+v", u.OpenUserID, got, want)
+		}
+	}
+	for _, m := range im.Members {
+		got, gotErr := dst.Member(ctx, m.AppID, m.MemberID)
+		want, wantErr := src.Member(ctx, m.AppID, m.MemberID)
+		if !reflect.DeepEqual(got, want) || fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
+			t.Fatalf("member %d restored reads %+v, %v; want %+v, %v", m.MemberID, got, gotErr, want, wantErr)
+		}
+	}
 }

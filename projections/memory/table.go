@@ -102,20 +102,30 @@ func (t *idTable[R]) row(id int64) (R, bool) {
 }
 
 // set makes r, whose id is id, row id: in place if the table has one,
-// else at a free place or after the last row.
-func (t *idTable[R]) set(id int64, r R) {
+// else at a free place or after the last row. It returns the row's place.
+func (t *idTable[R]) set(id int64, r R) uint32 {
 	if i, ok := t.place(id); ok {
 		*t.rows.at(i) = r
-		return
+		return i
 	}
-	var i uint32
-	if n := len(t.free); n > 0 {
-		i, t.free = t.free[n-1], t.free[:n-1]
-		*t.rows.at(i) = r
-	} else {
-		i = t.rows.add(r)
+	n := len(t.free)
+	if n == 0 {
+		return t.add(id, r)
 	}
+	i := t.free[n-1]
+	t.free = t.free[:n-1]
+	*t.rows.at(i) = r
 	t.places.add(hashID(id), i, t.hashAt)
+	return i
+}
+
+// add puts r, whose id is id and which the table does not hold, after the
+// last row and returns its place: set without its lookup, for a restore
+// (an image holds each id once).
+func (t *idTable[R]) add(id int64, r R) uint32 {
+	i := t.rows.add(r)
+	t.places.add(hashID(id), i, t.hashAt)
+	return i
 }
 
 // del removes row id, if the table has one.

@@ -129,12 +129,12 @@ func (s *Store) memberUserHashAt(p uint32) uint64 { return hashID(s.members.rows
 
 func (s *Store) memberGroupHashAt(p uint32) uint64 { return hashID(s.members.rows.at(p).groupID) }
 
-// indexUser adds u, in the users' table already, to the users' indexes;
-// unindexUser takes it out while it is still in the table. An index whose
-// key the write leaves as it was (a write keeps a row's place) is left
-// alone: taking a row out of its key's chain walks the chain.
-func (s *Store) indexUser(cur userRow, had bool, u userRow) {
-	p, _ := s.users.place(u.id)
+// indexUser adds u, at place p of the users' table already, to the users'
+// indexes; unindexUser takes it out while it is still in the table. An
+// index whose key the write leaves as it was (a write keeps a row's
+// place) is left alone: taking a row out of its key's chain walks the
+// chain.
+func (s *Store) indexUser(p uint32, cur userRow, had bool, u userRow) {
 	if !had || !sameChannel(cur, u) {
 		s.byChannel.add(hashText(u.appID, u.channel()), p, s.channelHashAt)
 	}
@@ -161,11 +161,10 @@ func samePhone(a, b userRow) bool {
 	return a.appID == b.appID && oka == okb && pa == pb
 }
 
-func (s *Store) indexGroup(cur groupRow, had bool, g groupRow) {
+func (s *Store) indexGroup(p uint32, cur groupRow, had bool, g groupRow) {
 	if had && cur.userID == g.userID {
 		return
 	}
-	p, _ := s.groups.place(g.id)
 	s.userGroups.add(hashID(g.userID), p, s.groupOfUser(g.userID), s.groupLess, s.groupUserHashAt)
 }
 
@@ -177,8 +176,7 @@ func (s *Store) unindexGroup(g groupRow, keep bool, next groupRow) {
 	s.userGroups.remove(hashID(g.userID), p, s.groupOfUser(g.userID), s.groupLess, s.groupUserHashAt)
 }
 
-func (s *Store) indexMember(cur memberRow, had bool, m memberRow) {
-	p, _ := s.members.place(m.id)
+func (s *Store) indexMember(p uint32, cur memberRow, had bool, m memberRow) {
 	if !had || cur.userID != m.userID {
 		s.userMembers.add(hashID(m.userID), p, s.memberOfUser(m.userID), s.memberLess, s.memberUserHashAt)
 	}

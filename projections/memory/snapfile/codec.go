@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"time"
+	"unsafe"
 
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/projections"
@@ -112,6 +113,29 @@ type rowDecoder struct {
 	// interned keeps one copy of each short, repeated value (statuses,
 	// genders, event types) instead of one per row.
 	interned map[string]string
+	// views: texts and byte slices are views of buf, not copies (see
+	// rowCodec.views).
+	views bool
+	// blocks: optional fields point into blocks shared by the section's
+	// rows (strBlock, intBlock, timeBlock), not into allocations of their own (see
+	// rowCodec.blocks).
+	blocks    bool
+	strBlock  []string
+	intBlock  []int64
+	timeBlock []time.Time
+}
+
+// blockLen is how many optional values of one type a block holds.
+const blockLen = 256
+
+// inBlock appends v to *block (a new block when it is full) and returns
+// where it went.
+func inBlock[V any](block *[]V, v V) *V {
+	if len(*block) == cap(*block) {
+		*block = make([]V, 0, blockLen)
+	}
+	*block = append(*block, v)
+	return &(*block)[len(*block)-1]
 }
 
 func (d *rowDecoder) fail() {
@@ -172,7 +196,13 @@ func (d *rowDecoder) raw(n uint64) []byte {
 	return b
 }
 
-func (d *rowDecoder) str() string { return string(d.raw(d.uint())) }
+func (d *rowDecoder) str() string {
+	b := d.raw(d.uint())
+	if d.views && len(b) > 0 {
+		return unsafe.String(&b[0], len(b))
+	}
+	return string(b)
+}
 
 // short is a string that repeats across rows: one copy is kept.
 func (d *rowDecoder) short() string {
@@ -198,7 +228,11 @@ func (d *rowDecoder) bytes() []byte {
 	if n == 0 || d.err != nil {
 		return nil
 	}
-	return append([]byte{}, d.raw(n-1)...)
+	b := d.raw(n - 1)
+	if d.views && b != nil {
+		return b[:len(b):len(b)]
+	}
+	return append([]byte{}, b...)
 }
 
 func (d *rowDecoder) time() time.Time {
@@ -236,15 +270,20 @@ func (d *rowDecoder) optStr() *string {
 	if !d.bool() {
 		return nil
 	}
-	s := d.str()
-	return &s
+	return d.strPtr(d.str())
 }
 
 func (d *rowDecoder) optShort() *string {
 	if !d.bool() {
 		return nil
 	}
-	s := d.short()
+	return d.strPtr(d.short())
+}
+
+func (d *rowDecoder) strPtr(s string) *string {
+	if d.blocks {
+		return inBlock(&d.strBlock, s)
+	}
 	return &s
 }
 
@@ -253,6 +292,9 @@ func (d *rowDecoder) optInt() *int64 {
 		return nil
 	}
 	v := d.int()
+	if d.blocks {
+		return inBlock(&d.intBlock, v)
+	}
 	return &v
 }
 
@@ -269,6 +311,9 @@ func (d *rowDecoder) optTime() *time.Time {
 		return nil
 	}
 	t := d.time()
+	if d.blocks {
+		return inBlock(&d.timeBlock, t)
+	}
 	return &t
 }
 
@@ -306,6 +351,14 @@ func (d *rowDecoder) strs() []string {
 type rowCodec[T any] struct {
 	put func(e *rowEncoder, r *T)
 	get func(d *rowDecoder, r *T)
+	// views: the decoded rows' texts and byte slices view the section's
+	// bytes (which nothing writes again) instead of being copied out of
+	// them, one allocation per field; blocks: their optional fields
+	// point into blocks shared by the section's rows. Either way a row
+	// kept whole keeps its section (or block) alive: set for the tables
+	// the in-memory store packs into rows of its own on a restore (see
+	// Image), where the decoded rows are garbage once restored.
+	views, blocks bool
 }
 
 // appendUntil appends rows to e without their count, one at a time until
@@ -327,17 +380,31 @@ func (c rowCodec[T]) appendUntil(e *rowEncoder, rows []T, limit int) int {
 func (c rowCodec[T]) decodeRows(body []byte) ([]T, error) {
 	d := &rowDecoder{buf: body}
 	n := d.count()
+	if d.err != nil {
+		return nil, d.err
+	}
 	rows := make([]T, n)
+	if err := c.decodeRowsInto(body, rows); err != nil {
+		return nil, err
+	}
+	return rows, nil
+}
+
+// decodeRowsInto reads a section into the first of rows, which must hold
+// at least its rows; every byte must be used.
+func (c rowCodec[T]) decodeRowsInto(body []byte, rows []T) error {
+	d := &rowDecoder{buf: body, views: c.views, blocks: c.blocks}
+	n := d.count()
+	if d.err == nil && n > len(rows) {
+		d.err = fmt.Errorf("%w: %d rows where %d have room", errCodec, n, len(rows))
+	}
 	for i := 0; i < n && d.err == nil; i++ {
 		c.get(d, &rows[i])
 	}
 	if d.err == nil && d.off != len(d.buf) {
 		d.err = fmt.Errorf("%w: %d bytes after the last row", errCodec, len(d.buf)-d.off)
 	}
-	if d.err != nil {
-		return nil, d.err
-	}
-	return rows, nil
+	return d.err
 }
 
 var userCodec = rowCodec[projections.User]{
@@ -371,6 +438,7 @@ var userCodec = rowCodec[projections.User]{
 		r.RegisteredAt = d.time()
 		r.UpdatedAt = d.time()
 	},
+	views: true, blocks: true,
 }
 
 var groupCodec = rowCodec[projections.Group]{
@@ -443,6 +511,7 @@ var memberCodec = rowCodec[projections.Member]{
 		r.DeletedAt = d.optTime()
 		r.UpdatedAt = d.time()
 	},
+	views: true, blocks: true,
 }
 
 var deliveryCodec = rowCodec[projections.Delivery]{
@@ -484,6 +553,7 @@ var deliveryCodec = rowCodec[projections.Delivery]{
 		r.CreatedAt = d.time()
 		r.UpdatedAt = d.time()
 	},
+	views: true,
 }
 
 var attemptCodec = rowCodec[projections.Attempt]{

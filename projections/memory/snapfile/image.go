@@ -8,9 +8,17 @@ import (
 // Image is one read model's rows at its checkpoint: what a
 // snapshot keeps so that a start can restore the read model and follow the log
 // from Checkpoint instead of replaying it all. Only rows are kept; the
-// indexes are rebuilt by the same writes the projector makes, so a restored
+// indexes are rebuilt as the projector's writes build them, so a restored
 // read model answers exactly as the replayed one did. Rows are ordered by their
 // key, so two images of equal read models are equal.
+//
+// An image read from a file shares bytes among its rows: the texts and
+// bodies of Users, Members and Deliveries view the decoded sections, and
+// the optional fields of Users and Members point into blocks shared by a
+// section's rows (so a start makes no allocation per text of those
+// rows). Nothing writes those bytes again, but a row kept whole keeps
+// its section alive: a reader that keeps rows copies what it keeps (the
+// in-memory store packs them into rows of its own).
 type Image struct {
 	ReadModel  projections.ReadModel
 	Checkpoint events.Position

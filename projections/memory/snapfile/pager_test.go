@@ -6,6 +6,7 @@ import (
 	"crypto/aes"
 	"crypto/cipher"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -208,5 +209,47 @@ func fileSections(t *testing.T, path string, aead cipher.AEAD) []fileSection {
 			t.Fatal(err)
 		}
 		out = append(out, s)
+	}
+}
+
+// A table read in several sections reads back the same whether the
+// header counts its rows (each section decoded into its place) or not (a
+// file written before the header counted them: the sections assembled);
+// a header that counts other rows than the sections hold leaves the file
+// unused.
+func TestTableCountsOfTheHeaderPlaceEachSection(t *testing.T) {
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	users := make([]projections.User, 3000)
+	for i := range users {
+		users[i] = projections.User{AppID: 1, OpenUserID: int64(i + 1), ChannelUserID: fmt.Sprintf("c%d", i), Name: strings.Repeat("n", 300), RegisteredAt: at, UpdatedAt: at}
+	}
+	members := []projections.Member{{AppID: 1, OpenUserID: 1, MemberID: 7, Name: "m", UpdatedAt: at}}
+	im := Image{ReadModel: projections.ReadModelUsers, Users: users, Members: members}
+	var body bytes.Buffer
+	if err := writeSections(&body, []Image{im}, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	read := func(tables []int) (Image, error) {
+		h := Header{ReadModels: []ReadModel{{ReadModel: projections.ReadModelUsers, Tables: tables}}}
+		var got Image
+		_, err := readSections(bytes.NewReader(body.Bytes()), h, 3, func(im Image) error { got = im; return nil })
+		return got, err
+	}
+	if got := tableRows(&im); !reflect.DeepEqual(got, []int{3000, 0, 1}) {
+		t.Fatalf("the header counts %v rows: want [3000 0 1]", got)
+	}
+	for _, tables := range [][]int{{3000, 0, 1}, nil} {
+		got, err := read(tables)
+		if err != nil {
+			t.Fatalf("counts %v: %v", tables, err)
+		}
+		if !reflect.DeepEqual(got, im) {
+			t.Fatalf("counts %v: the image reads back different from its rows", tables)
+		}
+	}
+	for _, tables := range [][]int{{2999, 0, 1}, {3001, 0, 1}, {3000}, {3000, 1, 1}} {
+		if _, err := read(tables); !errors.Is(err, ErrInvalid) {
+			t.Fatalf("counts %v against 3000 users and a member: %v, want ErrInvalid", tables, err)
+		}
 	}
 }

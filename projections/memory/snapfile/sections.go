@@ -46,6 +46,12 @@ type imageField struct {
 	decodeGob func(body []byte) (any, error)
 	// assemble sets the table from its decoded sections, in order.
 	assemble func(im *Image, parts []any)
+	// make makes a table of n rows; decodeInto decodes a section of the
+	// current format into rows[at:] (which must hold at least its rows);
+	// set sets the image's table.
+	make       func(n int) any
+	decodeInto func(body []byte, rows any, at int) error
+	set        func(im *Image, rows any)
 }
 
 func field[T any](codec rowCodec[T], get func(im *Image) *[]T) imageField {
@@ -71,7 +77,31 @@ func field[T any](codec rowCodec[T], get func(im *Image) *[]T) imageField {
 			}
 			*get(im) = rows
 		},
+		make: func(n int) any { return make([]T, n) },
+		decodeInto: func(body []byte, rows any, at int) error {
+			return codec.decodeRowsInto(body, rows.([]T)[at:])
+		},
+		set: func(im *Image, rows any) { *get(im) = rows.([]T) },
 	}
+}
+
+// tableRows counts the rows of each of im's tables (a lent one's as its
+// pager tells), without the trailing empty ones.
+func tableRows(im *Image) []int {
+	var n []int
+	for fi, f := range imageFields {
+		rows := f.rows(im)
+		if im.Paged != nil {
+			if m, ok := im.Paged.Len(Table(fi)); ok {
+				rows = m
+			}
+		}
+		if rows > 0 {
+			n = append(n, make([]int, fi+1-len(n))...)
+			n[fi] = rows
+		}
+	}
+	return n
 }
 
 // imageFields are the tables of a Image, by their index in the file:
@@ -207,6 +237,12 @@ type decodedImage struct {
 	mu    sync.Mutex
 	parts [][]any // by table: the decoded sections in file order
 	err   error
+	// When the header counts the image's tables (want), each section is
+	// decoded into its place in the table's rows (made at the first
+	// section); at is how many rows the sections read so far hold.
+	want []int
+	rows []any
+	at   []int
 }
 
 // readSections reads version 2 or 3 sections from r (the opened chunks) and
@@ -298,7 +334,16 @@ func (sr *sectionReader) restoreWhenDecoded(i int, d *decodedImage) {
 			imageFields[fi].assemble(&im, parts)
 		}
 	}
-	d.parts = nil
+	for fi, rows := range d.rows {
+		if d.at[fi] != d.want[fi] {
+			sr.fail(fmt.Errorf("%w: %s: table %d holds %d rows, its header %d", ErrInvalid, im.ReadModel, fi, d.at[fi], d.want[fi]))
+			return
+		}
+		if rows != nil {
+			imageFields[fi].set(&im, rows)
+		}
+	}
+	d.parts, d.rows = nil, nil
 	if err := sr.restore(im); err != nil {
 		sr.fail(err)
 	}
@@ -337,32 +382,62 @@ func (sr *sectionReader) readAll() error {
 		// Sections come in image order: the images before owner are complete.
 		sr.lastOwner = int(owner)
 		sr.finishUpTo(int(owner))
-		sr.decodeSection(owner, fieldIndex, body)
+		if err := sr.decodeSection(owner, fieldIndex, body); err != nil {
+			return err
+		}
 	}
 	return nil
 }
 
 // decodeSection decodes one section of image owner in the background
 // (waiting for a worker), keeping its place among the table's sections.
-func (sr *sectionReader) decodeSection(owner uint32, fieldIndex uint16, body []byte) {
+func (sr *sectionReader) decodeSection(owner uint32, fieldIndex uint16, body []byte) error {
 	d := sr.images[owner]
 	if d == nil {
 		d = &decodedImage{parts: make([][]any, len(imageFields))}
+		if want := sr.h.ReadModels[owner].Tables; sr.version >= 3 && len(want) > 0 && len(want) <= len(imageFields) {
+			d.want = make([]int, len(imageFields))
+			copy(d.want, want)
+			d.rows, d.at = make([]any, len(imageFields)), make([]int, len(imageFields))
+		}
 		sr.images[owner] = d
+	}
+	f := imageFields[fieldIndex]
+	// In place: the section's rows go at the table's next at rows (its
+	// row count leads the section), which must stay within the header's.
+	var rows any
+	at := -1
+	if d.want != nil {
+		n, k := binary.Uvarint(body)
+		if k <= 0 || n > uint64(d.want[fieldIndex]-d.at[fieldIndex]) {
+			return fmt.Errorf("%w: %s: table %d has more rows than its header's %d", ErrInvalid, sr.h.ReadModels[owner].ReadModel, fieldIndex, d.want[fieldIndex])
+		}
+		if d.rows[fieldIndex] == nil {
+			d.rows[fieldIndex] = f.make(d.want[fieldIndex])
+		}
+		rows, at = d.rows[fieldIndex], d.at[fieldIndex]
+		d.at[fieldIndex] += int(n)
 	}
 	d.mu.Lock()
 	slot := len(d.parts[fieldIndex])
-	d.parts[fieldIndex] = append(d.parts[fieldIndex], nil)
+	if at < 0 {
+		d.parts[fieldIndex] = append(d.parts[fieldIndex], nil)
+	}
 	d.mu.Unlock()
 	d.wg.Add(1)
 	sr.workers <- struct{}{}
 	go func() {
 		defer func() { <-sr.workers; d.wg.Done() }()
-		decode := imageFields[fieldIndex].decode
-		if sr.version == 2 {
-			decode = imageFields[fieldIndex].decodeGob
+		var part any
+		var err error
+		switch {
+		case at >= 0:
+			err = f.decodeInto(body, rows, at)
+		case sr.version == 2:
+			part, err = f.decodeGob(body)
+		default:
+			part, err = f.decode(body)
 		}
-		part, err := decode(body)
 		d.mu.Lock()
 		defer d.mu.Unlock()
 		if err != nil {
@@ -371,8 +446,11 @@ func (sr *sectionReader) decodeSection(owner uint32, fieldIndex uint16, body []b
 			}
 			return
 		}
-		d.parts[fieldIndex][slot] = part
+		if at < 0 {
+			d.parts[fieldIndex][slot] = part
+		}
 	}()
+	return nil
 }
 
 // directories returns the directory journals read, once they agree with

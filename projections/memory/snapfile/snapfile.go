@@ -19,6 +19,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -85,6 +86,12 @@ type ReadModel struct {
 	// EventID is the id of the event at Checkpoint ("" at the log's start).
 	EventID string `json:"event_id"`
 	Rows    int    `json:"rows"`
+	// Tables counts the rows of each table of the read model's image, by
+	// the table's index in the file (trailing empty tables left out), so
+	// a reader decodes every section straight into its table's place.
+	// Files written without it are read by assembling each table from
+	// its sections.
+	Tables []int `json:"tables,omitempty"`
 }
 
 // Write writes images to path atomically: a temporary file beside
@@ -97,6 +104,12 @@ type ReadModel struct {
 // section was read and encoded (paceRows rows), so the caller can rest the
 // writing goroutine between them.
 func Write(path string, h Header, aead cipher.AEAD, images []Image, dirs []Directory, pace func()) (int64, error) {
+	if len(h.ReadModels) == len(images) {
+		h.ReadModels = slices.Clone(h.ReadModels)
+		for i := range images {
+			h.ReadModels[i].Tables = tableRows(&images[i])
+		}
+	}
 	head, err := json.Marshal(h)
 	if err != nil {
 		return 0, fmt.Errorf("snapshot header: %w", err)
