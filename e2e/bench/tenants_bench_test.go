@@ -101,6 +101,7 @@ func parallel(b *testing.B, n int, f func(i int)) {
 func (t *tenants) measure(b *testing.B, op func(w int)) {
 	var next atomic.Int64
 	harness.ProfileMeasured(b)
+	counted := harness.CallgrindMeasured(b)
 	b.ReportAllocs()
 	measureCPU(b)
 	var wg sync.WaitGroup
@@ -121,6 +122,7 @@ func (t *tenants) measure(b *testing.B, op func(w int)) {
 		b.Fatal(err)
 	}
 	b.StopTimer()
+	counted()
 }
 
 // register registers a new user on app i, a delivery once the endpoints
