@@ -5,7 +5,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/healthtech/partner-open-platform/e2e/harness"
+	"github.com/healthtech/partner-open-platform/e2e/internal/proc"
 	"github.com/healthtech/partner-open-platform/internal/node"
 )
 
@@ -29,8 +29,8 @@ import (
 //
 //	go test -run '^$' -bench Tenants -benchtime 2000x -benchmem ./e2e/bench
 func BenchmarkTenants(b *testing.B) {
-	many := envInt(b, "BENCH_TENANT_APPS", 10000)
-	users := envInt(b, "BENCH_TENANT_USERS", 10000)
+	many := proc.EnvInt(b, "BENCH_TENANT_APPS", 10000)
+	users := proc.EnvInt(b, "BENCH_TENANT_USERS", 10000)
 	for _, apps := range []int{1, many} {
 		t := newTenants(b, apps, users)
 		b.Run(fmt.Sprintf("register/apps=%d", apps), func(b *testing.B) {
@@ -156,17 +156,4 @@ func (t *tenants) patch(b *testing.B, w int, n int64) {
 		b.Fatalf("patch: %d %s", res.Status, res.Raw)
 	}
 	t.sent.Add(1)
-}
-
-// envInt is the environment variable name as a positive number, or def.
-func envInt(b *testing.B, name string, def int) int {
-	s := os.Getenv(name)
-	if s == "" {
-		return def
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil || n <= 0 {
-		b.Fatalf("%s=%q: want a positive number", name, s)
-	}
-	return n
 }
