@@ -5,9 +5,12 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -104,6 +107,13 @@ func (t *tenants) measure(b *testing.B, op func(w int)) {
 	counted := harness.CallgrindMeasured(b)
 	b.ReportAllocs()
 	measureCPU(b)
+	ru0, io0 := usage(b), writtenBytes(b)
+	defer func() {
+		ru, n := usage(b), float64(b.N)
+		b.ReportMetric(float64(time.Duration(ru.Stime.Nano()-ru0.Stime.Nano()).Microseconds())/n, "sys-µs/op")
+		b.ReportMetric(float64(ru.Minflt-ru0.Minflt)/n, "minflt/op")
+		b.ReportMetric(float64(writtenBytes(b)-io0)/n, "written-B/op")
+	}()
 	var wg sync.WaitGroup
 	for w := range tenantClients {
 		wg.Go(func() {
@@ -156,4 +166,36 @@ func (t *tenants) patch(b *testing.B, w int, n int64) {
 		b.Fatalf("patch: %d %s", res.Status, res.Raw)
 	}
 	t.sent.Add(1)
+}
+
+// usage is the process's resource use so far: its CPU time in the kernel
+// (writes, fsyncs, sockets, page faults) and its page faults (a heap
+// growing, or given back and taken again), which no instruction count of
+// the process sees.
+func usage(b *testing.B) syscall.Rusage {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return ru
+}
+
+// writtenBytes is what the process has written so far (files and sockets:
+// /proc/self/io's wchar).
+func writtenBytes(b *testing.B) int64 {
+	raw, err := os.ReadFile("/proc/self/io")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for line := range strings.Lines(string(raw)) {
+		if v, ok := strings.CutPrefix(line, "wchar: "); ok {
+			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return n
+		}
+	}
+	b.Fatal("/proc/self/io has no wchar")
+	return 0
 }
