@@ -11,7 +11,7 @@ import (
 // CallgrindMeasured counts the instructions of a benchmark's measured phase
 // alone when it runs under scripts/callgrind-measured.sh: it asks the script
 // (through the file $PLATFORM_BENCH_CALLGRIND) to switch callgrind's
-// instrumentation on now, and to dump the counts as <name>-<N> and switch it
+// instrumentation on at once, and to dump the counts as <name>-<N> and switch it
 // off again when the returned func is called. The set-up runs without
 // instrumentation, many times faster. The request is a file, not a
 // callgrind_control run from the process, whose child's signal callgrind
