@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -152,7 +153,7 @@ func attemptSendsTheSpecsHeadersAndKeepsTheAnswersStart(t *testing.T, client fun
 }
 
 // The sender's kept signers sign exactly as Sign does: the shared vectors
-// unchanged, and under concurrent use with secrets alternating.
+// unchanged (also after a garbage collection emptied the pools), and under concurrent use with secrets alternating.
 func TestKeptSignersSignAsSign(t *testing.T) {
 	f := sigvectors.Load(t)
 	var s signers
@@ -163,7 +164,11 @@ func TestKeptSignersSignAsSign(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: timestamp %q: %v", c.Name, stamp, err)
 		}
-		for range 2 { // a fresh signer, then a reused one
+		for i := range 3 { // a fresh signer, a reused one, then a copy of the kept keyed one
+			if i == 2 {
+				runtime.GC() // a collection empties the pools (a second one their victims)
+				runtime.GC()
+			}
 			ts, sig := s.sign(f.Credentials.WebhookSecret, unix, body)
 			if ts != stamp || sig != c.Signature {
 				t.Fatalf("%s: sign = %s, %s; vector %s, %s", c.Name, ts, sig, stamp, c.Signature)

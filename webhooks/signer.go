@@ -9,15 +9,20 @@ import (
 	"sync"
 )
 
-// maxSigners bounds the secrets whose keyed HMACs the sender keeps; past
-// it the set starts over (a rotated secret's entry is never used again).
-const maxSigners = 4096
+// maxSigners bounds the secrets whose keyed HMACs the sender keeps (about
+// 700 bytes each); past it the set starts over (a rotated secret's entry is
+// never used again). It is above the endpoints a node serves, since a node
+// signing for more endpoints than it keeps keys a fresh HMAC for nearly
+// every POST.
+const maxSigners = 1 << 16
 
-// signers keeps, per endpoint secret, HMAC-SHA256 states already keyed with
-// it: Sign keys a fresh HMAC per call (two SHA-256 blocks of key schedule
-// and six allocations), which every POST of a drain paid for the same
-// secret. Reset returns a keyed HMAC to its keyed state, so a reused one
-// signs exactly as a fresh one does.
+// signers keeps, per endpoint secret, an HMAC-SHA256 keyed with it and a
+// pool of its copies: keying a fresh HMAC costs two SHA-256 blocks and
+// six allocations, which every POST would pay. The pool serves the POSTs
+// of a drain to one endpoint; a garbage collection empties it, so the
+// POST after one (for most endpoints, with many apps, every POST) copies
+// the kept keyed HMAC instead of keying one again. Reset returns a keyed
+// HMAC to its keyed state, so a reused one signs exactly as a fresh one.
 type signers struct {
 	mu sync.Mutex
 	m  map[string]*sync.Pool
@@ -33,10 +38,20 @@ func (s *signers) pool(secret string) *sync.Pool {
 	if s.m == nil || len(s.m) >= maxSigners {
 		s.m = map[string]*sync.Pool{}
 	}
-	key := []byte(secret)
-	p := &sync.Pool{New: func() any { return hmac.New(sha256.New, key) }}
+	keyed := hmac.New(sha256.New, []byte(secret))
+	keyed.Reset() // keeps the keyed state, so copies need no key schedule
+	p := &sync.Pool{New: func() any { return clone(keyed) }}
 	s.m[secret] = p
 	return p
+}
+
+// clone copies the keyed HMAC h, which is only ever copied.
+func clone(h hash.Hash) hash.Hash {
+	c, err := h.(hash.Cloner).Clone()
+	if err != nil {
+		panic("webhooks: an HMAC-SHA256 that cannot be copied: " + err.Error())
+	}
+	return c.(hash.Hash)
 }
 
 // sign is Sign(secret, strconv.FormatInt(unix, 10), body): the timestamp

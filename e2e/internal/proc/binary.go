@@ -127,7 +127,7 @@ func RandomHex(t testing.TB, n int) string {
 
 // EnvInt reads a positive whole number from the environment variable
 // name, def when it is unset.
-func EnvInt(t *testing.T, name string, def int) int {
+func EnvInt(t testing.TB, name string, def int) int {
 	t.Helper()
 	v := os.Getenv(name)
 	if v == "" {
