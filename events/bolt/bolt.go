@@ -52,6 +52,7 @@ import (
 	berrors "go.etcd.io/bbolt/errors"
 
 	"github.com/healthtech/partner-open-platform/events"
+	"github.com/healthtech/partner-open-platform/events/internal/groupcommit"
 	"github.com/healthtech/partner-open-platform/events/internal/rules"
 	"github.com/healthtech/partner-open-platform/events/internal/tail"
 )
@@ -72,7 +73,6 @@ var (
 type Store struct {
 	db     *bbolt.DB
 	notify *tail.Notifier
-	closed atomic.Bool
 
 	// durable is the last sequence known to be on disk: ReadAll, ReadStream,
 	// Head and so subscriptions never go past it, whatever bbolt shows.
@@ -108,27 +108,15 @@ type Store struct {
 	// Group commit: appends queue for one committer goroutine, which writes
 	// everything queued while the previous fsync ran in one transaction. A
 	// lone writer waits for nothing; concurrent writers share an fsync.
-	enqueue   sync.RWMutex // held shared while queuing, exclusively by Close
-	queue     chan *pending
-	committer sync.WaitGroup
+	queue *groupcommit.Queue
 
 	closeOnce sync.Once
 	closeErr  error
 }
 
 // pending is one queued append (one part) or multi-stream append (several,
-// all or none) and, once done is closed, its outcome.
-type pending struct {
-	ctx   context.Context
-	parts []events.StreamAppend
-	res   []events.AppendResult // per part
-	err   error
-	wrote bool
-	done  chan struct{}
-	// queued is when a deferrable append (events.Deferrable) was queued;
-	// zero for the others.
-	queued time.Time
-}
+// all or none) and, once done, its outcome.
+type pending = groupcommit.Append
 
 // maxGroup bounds how many appends share one transaction.
 const maxGroup = 256
@@ -223,11 +211,10 @@ func Open(path string) (*Store, error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("events/bolt: read head of %s: %w", path, err)
 	}
-	s := &Store{db: db, notify: tail.NewNotifier(), queue: make(chan *pending, maxGroup)}
+	s := &Store{db: db, notify: tail.NewNotifier()}
 	s.durable.Store(last)
 	s.recent.reset(last + 1)
-	s.committer.Add(1)
-	go s.commitLoop()
+	s.queue = groupcommit.Start(maxGroup, s.commitLoop)
 	return s, nil
 }
 
@@ -279,67 +266,31 @@ func (s *Store) submit(ctx context.Context, parts []events.StreamAppend) ([]even
 	if err := s.usable(ctx); err != nil {
 		return nil, err
 	}
-	p := &pending{ctx: ctx, parts: parts, done: make(chan struct{})}
-	if events.IsDeferrable(ctx) {
-		p.queued = time.Now()
-	}
-	s.enqueue.RLock()
-	if s.closed.Load() {
-		s.enqueue.RUnlock()
-		return nil, events.ErrClosed
-	}
-	select {
-	case s.queue <- p:
-		s.enqueue.RUnlock()
-	case <-ctx.Done():
-		s.enqueue.RUnlock()
-		return nil, ctx.Err()
-	}
-	// Once queued, wait for the outcome even if ctx ends: the committer skips
-	// appends whose context ended before it reached them, and a written one
-	// must be reported as written.
-	<-p.done
-	if p.err != nil {
-		return nil, p.err
-	}
-	return p.res, nil
+	return s.queue.Submit(ctx, parts)
 }
 
-func (s *Store) commitLoop() {
-	defer s.committer.Done()
+func (s *Store) commitLoop(queue *groupcommit.Queue) {
 	group := make([]*pending, 0, maxGroup)
 	var recent [windowGroups]int // sizes of the last groups
 	var last time.Duration       // the last commit's duration
 	var timer, deferTimer *time.Timer
 	for n := 0; ; n++ {
-		first, ok := <-s.queue
+		first, ok := <-queue.C()
 		if !ok {
 			return
 		}
-		group = append(group[:0], first)
-	collect:
-		for len(group) < maxGroup {
-			select {
-			case p, ok := <-s.queue:
-				if !ok {
-					break collect
-				}
-				group = append(group, p)
-			default:
-				break collect
-			}
-		}
+		group = queue.Gather(append(group[:0], first), maxGroup)
 		if deferrable(group) && len(group) < maxDeferGroup {
-			wait := maxDefer - time.Since(group[0].queued)
+			wait := maxDefer - time.Since(group[0].Queued)
 			if s.deferFor > 0 {
-				wait = s.deferFor - time.Since(group[0].queued)
+				wait = s.deferFor - time.Since(group[0].Queued)
 			}
 			if deferTimer == nil {
 				deferTimer = time.NewTimer(wait)
 			} else {
 				deferTimer.Reset(wait)
 			}
-			group = s.awaitPlain(group, deferTimer.C)
+			group = s.awaitPlain(queue.C(), group, deferTimer.C)
 			deferTimer.Stop()
 		}
 		if target := min(slices.Max(recent[:]), maxGroup); len(group) < target && last > 0 {
@@ -356,7 +307,7 @@ func (s *Store) commitLoop() {
 				} else {
 					timer.Reset(window)
 				}
-				group = s.await(group, target, timer.C)
+				group = await(queue.C(), group, target, timer.C)
 				timer.Stop()
 			}
 		}
@@ -369,10 +320,10 @@ func (s *Store) commitLoop() {
 
 // await adds appends to group as they are queued, until it holds target
 // of them, the timer fires or the queue is closed.
-func (s *Store) await(group []*pending, target int, timer <-chan time.Time) []*pending {
+func await(queue <-chan *pending, group []*pending, target int, timer <-chan time.Time) []*pending {
 	for len(group) < target {
 		select {
-		case p, ok := <-s.queue:
+		case p, ok := <-queue:
 			if !ok {
 				return group
 			}
@@ -387,7 +338,7 @@ func (s *Store) await(group []*pending, target int, timer <-chan time.Time) []*p
 // deferrable reports whether every append of group may wait for company.
 func deferrable(group []*pending) bool {
 	for _, p := range group {
-		if p.queued.IsZero() {
+		if p.Queued.IsZero() {
 			return false
 		}
 	}
@@ -397,18 +348,18 @@ func deferrable(group []*pending) bool {
 // awaitPlain adds appends to group, all deferrable, as they are queued,
 // until one is not, the group holds maxDeferGroup, the timer fires or the
 // queue is closed (Close: the committer then commits what it holds).
-func (s *Store) awaitPlain(group []*pending, timer <-chan time.Time) []*pending {
+func (s *Store) awaitPlain(queue <-chan *pending, group []*pending, timer <-chan time.Time) []*pending {
 	for len(group) < maxDeferGroup {
 		if s.deferring != nil {
 			s.deferring(len(group))
 		}
 		select {
-		case p, ok := <-s.queue:
+		case p, ok := <-queue:
 			if !ok {
 				return group
 			}
 			group = append(group, p)
-			if p.queued.IsZero() {
+			if p.Queued.IsZero() {
 				return group
 			}
 		case <-timer:
@@ -435,7 +386,7 @@ func (s *Store) commit(group []*pending) {
 	// each per commit, not allocated per append and per event.
 	parts := 0
 	for _, p := range group {
-		parts += len(p.parts)
+		parts += len(p.Parts)
 	}
 	var results []events.AppendResult
 	var seqs []byte
@@ -445,36 +396,36 @@ func (s *Store) commit(group []*pending) {
 		b := open(tx)
 		b.written, b.keys, b.seqs = &written, &keys, &seqs
 		for _, p := range group {
-			p.res, results = results[:len(p.parts):len(p.parts)], results[len(p.parts):]
-			p.err, p.wrote = nil, false
-			if err := p.ctx.Err(); err != nil {
-				p.err = err
+			p.Res, results = results[:len(p.Parts):len(p.Parts)], results[len(p.Parts):]
+			p.Err, p.Wrote = nil, false
+			if err := p.Ctx.Err(); err != nil {
+				p.Err = err
 				continue
 			}
 			// Check every part before writing any: all or none.
 			checks = checks[:0]
-			for i, part := range p.parts {
+			for i, part := range p.Parts {
 				number, count := b.stream(part.Stream)
 				r, again, err := rules.Check(part.Stream, part.Expected, count, part.Events, b.lookup)
 				if err != nil {
-					p.err = err
+					p.Err = err
 					break
 				}
-				p.res[i] = r
+				p.Res[i] = r
 				checks = append(checks, checked{number: number, count: count, replayed: again})
 			}
-			if p.err != nil {
+			if p.Err != nil {
 				continue
 			}
-			for i, part := range p.parts {
+			for i, part := range p.Parts {
 				if checks[i].replayed {
 					continue
 				}
 				var err error
-				if p.res[i], err = b.write(part.Stream, checks[i].number, checks[i].count, part.Events, now); err != nil {
+				if p.Res[i], err = b.write(part.Stream, checks[i].number, checks[i].count, part.Events, now); err != nil {
 					return err
 				}
-				p.wrote, wrote = true, true
+				p.Wrote, wrote = true, true
 			}
 		}
 		if !wrote {
@@ -498,9 +449,9 @@ func (s *Store) commit(group []*pending) {
 		if failed {
 			// The transaction rolled back: nothing of this group is recorded,
 			// and a replay it matched may have been of this group's own writes.
-			p.res, p.err = nil, err
+			p.Res, p.Err = nil, err
 		}
-		close(p.done)
+		p.Done()
 	}
 	if wrote && !failed {
 		s.notify.Notify()
@@ -608,11 +559,7 @@ func (s *Store) SubscribeAll(ctx context.Context, after events.Position) (events
 // Close implements events.Store; subscriptions end with events.ErrClosed.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
-		s.enqueue.Lock()
-		s.closed.Store(true)
-		close(s.queue) // the committer finishes what is queued, then stops
-		s.enqueue.Unlock()
-		s.committer.Wait()
+		s.queue.Close() // the committer finishes what is queued, then stops
 		s.notify.Close()
 		if guarding() {
 			s.recent.mu.Lock()
@@ -630,7 +577,7 @@ func (s *Store) Close() error {
 }
 
 func (s *Store) usable(ctx context.Context) error {
-	if s.closed.Load() {
+	if s.queue.Closed() {
 		return events.ErrClosed
 	}
 	return ctx.Err()
@@ -642,7 +589,7 @@ func (s *Store) wrap(op string, err error) error {
 	switch {
 	case errors.As(err, &ce):
 		return err
-	case errors.Is(err, berrors.ErrDatabaseNotOpen) || s.closed.Load():
+	case errors.Is(err, berrors.ErrDatabaseNotOpen) || s.queue.Closed():
 		return fmt.Errorf("events/bolt: %s: %w", op, events.ErrClosed)
 	default:
 		return fmt.Errorf("events/bolt: %s: %w", op, err)

@@ -122,11 +122,11 @@ func TestPlainAppendsNeverWaitForDeferrable(t *testing.T) {
 	go func() { done <- appendOne(ctx, s, "holder") }()
 	<-held
 	go func() { done <- appendOne(ctx, s, "plain") }()
-	for len(s.queue) < 1 {
+	for s.queue.Len() < 1 {
 		time.Sleep(time.Millisecond)
 	}
 	go func() { done <- appendOne(events.Deferrable(ctx), s, "lazy") }()
-	for len(s.queue) < 2 {
+	for s.queue.Len() < 2 {
 		time.Sleep(time.Millisecond)
 	}
 	close(hold)

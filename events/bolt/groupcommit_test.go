@@ -54,7 +54,7 @@ func largeGroup(t *testing.T, ctx context.Context, s *Store, n int) {
 		wg.Add(1)
 		go func() { defer wg.Done(); errs <- appendOne(ctx, s, fmt.Sprintf("large-%d", i)) }()
 	}
-	for len(s.queue) < n {
+	for s.queue.Len() < n {
 		time.Sleep(time.Millisecond)
 	}
 	close(hold)

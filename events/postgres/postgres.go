@@ -61,6 +61,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/healthtech/partner-open-platform/events"
+	"github.com/healthtech/partner-open-platform/events/internal/groupcommit"
 	"github.com/healthtech/partner-open-platform/events/internal/rules"
 	"github.com/healthtech/partner-open-platform/events/internal/tail"
 )
@@ -84,7 +85,6 @@ const pollEvery = 30 * time.Second
 type Store struct {
 	pool   *pgxpool.Pool
 	notify *tail.Notifier
-	closed atomic.Bool
 
 	stopListen context.CancelFunc
 	listening  sync.WaitGroup // the listener and the shared reader (reads.go)
@@ -94,9 +94,7 @@ type Store struct {
 
 	// Group commit: appends queue for one committer goroutine, which writes
 	// everything queued while the previous commit ran in one transaction.
-	enqueue   sync.RWMutex // held shared while queuing, exclusively by Close
-	queue     chan *pending
-	committer sync.WaitGroup
+	queue *groupcommit.Queue
 
 	// beforeCommit, when set (tests only), runs inside an append's
 	// transaction once it holds the append lock and has numbered its
@@ -148,13 +146,12 @@ func openConfig(ctx context.Context, cfg *pgxpool.Config) (*Store, error) {
 		return nil, err
 	}
 	lctx, stop := context.WithCancel(context.Background())
-	s := &Store{pool: pool, notify: tail.NewNotifier(), stopListen: stop, queue: make(chan *pending, maxGroup),
+	s := &Store{pool: pool, notify: tail.NewNotifier(), stopListen: stop,
 		reads: make(chan *readReq, maxReadGroup), readsDone: lctx.Done(), instance: strconv.FormatUint(rand.Uint64(), 36)}
 	s.listening.Add(2)
 	go s.listen(lctx)
 	go s.readLoop(lctx)
-	s.committer.Add(1)
-	go s.commitLoop()
+	s.queue = groupcommit.Start(maxGroup, s.commitLoop)
 	return s, nil
 }
 
@@ -190,40 +187,12 @@ func (s *Store) submit(ctx context.Context, parts []events.StreamAppend) ([]even
 	if err := s.usable(ctx); err != nil {
 		return nil, err
 	}
-	p := &pending{ctx: ctx, parts: parts, done: make(chan struct{})}
-	s.enqueue.RLock()
-	if s.closed.Load() {
-		s.enqueue.RUnlock()
-		return nil, events.ErrClosed
-	}
-	select {
-	case s.queue <- p:
-		s.enqueue.RUnlock()
-	case <-ctx.Done():
-		s.enqueue.RUnlock()
-		return nil, ctx.Err()
-	}
-	// Once queued, wait for the outcome even if ctx ends: the committer
-	// skips appends whose context ended before it reached them, and a
-	// written one must be reported as written.
-	<-p.done
-	if p.err != nil {
-		return nil, p.err
-	}
-	return p.res, nil
+	return s.queue.Submit(ctx, parts)
 }
 
 // pending is one queued append (one part) or multi-stream append (several,
-// all or none) and, once done is closed, its outcome.
-type pending struct {
-	ctx   context.Context
-	parts []events.StreamAppend
-	res   []events.AppendResult // per part
-	err   error
-	// wrote is whether the group being committed writes events of p.
-	wrote bool
-	done  chan struct{}
-}
+// all or none) and, once done, its outcome.
+type pending = groupcommit.Append
 
 // maxGroup bounds how many appends share one transaction.
 const maxGroup = 256
@@ -231,23 +200,10 @@ const maxGroup = 256
 // commitTimeout bounds one group's transaction.
 const commitTimeout = 30 * time.Second
 
-func (s *Store) commitLoop() {
-	defer s.committer.Done()
+func (s *Store) commitLoop(queue *groupcommit.Queue) {
 	group := make([]*pending, 0, maxGroup)
-	for first := range s.queue {
-		group = append(group[:0], first)
-	collect:
-		for len(group) < maxGroup {
-			select {
-			case p, ok := <-s.queue:
-				if !ok {
-					break collect
-				}
-				group = append(group, p)
-			default:
-				break collect
-			}
-		}
+	for first := range queue.C() {
+		group = queue.Gather(append(group[:0], first), maxGroup)
 		wrote, err := s.commit(group)
 		if err != nil && len(group) > 1 {
 			// One bad append (say a NUL byte in a name) must not fail the
@@ -262,7 +218,7 @@ func (s *Store) commitLoop() {
 			s.notify.Notify()
 		}
 		for _, p := range group {
-			close(p.done)
+			p.Done()
 		}
 	}
 }
@@ -302,11 +258,11 @@ func (s *Store) commit(group []*pending) (wrote bool, err error) {
 func (s *Store) fail(group []*pending, err error) error {
 	var pe *pgconn.PgError
 	for _, p := range group {
-		p.res, p.err = nil, err
+		p.Res, p.Err = nil, err
 		if errors.As(err, &pe) && pe.Code == "23505" {
 			// A unique (stream, revision) or id violation: some writer
 			// ignored the append lock. Still a conflict, of unknown size.
-			p.err = &events.ConflictError{Stream: p.parts[0].Stream, Expected: p.parts[0].Expected, Actual: -1}
+			p.Err = &events.ConflictError{Stream: p.Parts[0].Stream, Expected: p.Parts[0].Expected, Actual: -1}
 		}
 	}
 	return err
@@ -396,7 +352,7 @@ func readCommitted(ctx context.Context, conn *pgx.Conn, group []*pending) (commi
 	var streams, ids []string
 	seen := committed{counts: map[string]int64{}, found: map[string]rules.Located{}}
 	for _, p := range group {
-		for _, part := range p.parts {
+		for _, part := range p.Parts {
 			if _, ok := seen.counts[part.Stream]; !ok {
 				seen.counts[part.Stream] = 0
 				streams = append(streams, part.Stream)
@@ -470,26 +426,26 @@ func decideGroup(group []*pending, seen committed) (rows newRows, next int64) {
 	}
 	next = seen.head
 	for _, p := range group {
-		p.res, p.err, p.wrote = make([]events.AppendResult, len(p.parts)), nil, false
-		if err := p.ctx.Err(); err != nil {
-			p.err = err
+		p.Res, p.Err, p.Wrote = make([]events.AppendResult, len(p.Parts)), nil, false
+		if err := p.Ctx.Err(); err != nil {
+			p.Err = err
 			continue
 		}
 		partCounts, replayed := checkParts(p, streamCount, seen.counts, lookup)
-		if p.err != nil {
+		if p.Err != nil {
 			continue
 		}
-		for i, part := range p.parts {
+		for i, part := range p.Parts {
 			if replayed[i] {
 				continue
 			}
 			for j, ev := range part.Events {
-				p.wrote = true
+				p.Wrote = true
 				next++
 				rev := partCounts[i] + uint64(j)
 				rows.add(next, part.Stream, rev, ev)
 				seen.found[ev.ID] = rules.Located{Stream: part.Stream, Revision: rev, Position: position(next)}
-				p.res[i] = events.AppendResult{Revision: rev, Position: position(next)}
+				p.Res[i] = events.AppendResult{Revision: rev, Position: position(next)}
 			}
 			streamCount[part.Stream] = partCounts[i] + uint64(len(part.Events))
 		}
@@ -498,23 +454,23 @@ func decideGroup(group []*pending, seen committed) (rows newRows, next int64) {
 }
 
 // checkParts checks every part of p before any is written (all or
-// none): on a refusal it sets p.err; otherwise it records each part's
+// none): on a refusal it sets p.Err; otherwise it records each part's
 // result for a replay and returns each part's stream count and whether
 // the part is a replay of events already written.
 func checkParts(p *pending, streamCount map[string]uint64, counts map[string]int64, lookup func(string) (rules.Located, bool, error)) (partCounts []uint64, replayed []bool) {
-	partCounts = make([]uint64, len(p.parts))
-	replayed = make([]bool, len(p.parts))
-	for i, part := range p.parts {
+	partCounts = make([]uint64, len(p.Parts))
+	replayed = make([]bool, len(p.Parts))
+	for i, part := range p.Parts {
 		count, ok := streamCount[part.Stream]
 		if !ok {
 			count = uint64(counts[part.Stream])
 		}
 		r, again, err := rules.Check(part.Stream, part.Expected, count, part.Events, lookup)
 		if err != nil {
-			p.err = err
+			p.Err = err
 			break
 		}
-		p.res[i], replayed[i], partCounts[i] = r, again, count
+		p.Res[i], replayed[i], partCounts[i] = r, again, count
 	}
 	return partCounts, replayed
 }
@@ -636,11 +592,7 @@ func (s *Store) SubscribeAll(ctx context.Context, after events.Position) (events
 // Close implements events.Store; subscriptions end with events.ErrClosed.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
-		s.enqueue.Lock()
-		s.closed.Store(true)
-		close(s.queue) // the committer finishes what is queued, then stops
-		s.enqueue.Unlock()
-		s.committer.Wait()
+		s.queue.Close() // the committer finishes what is queued, then stops
 		s.stopListen()
 		s.listening.Wait()
 		s.notify.Close()
@@ -689,7 +641,7 @@ func (s *Store) listen(ctx context.Context) {
 }
 
 func (s *Store) usable(ctx context.Context) error {
-	if s.closed.Load() {
+	if s.queue.Closed() {
 		return events.ErrClosed
 	}
 	return ctx.Err()
@@ -701,7 +653,7 @@ func (s *Store) wrap(op string, err error) error {
 	switch {
 	case errors.As(err, &ce):
 		return err
-	case s.closed.Load():
+	case s.queue.Closed():
 		return fmt.Errorf("events/postgres: %s: %w", op, events.ErrClosed)
 	default:
 		return fmt.Errorf("events/postgres: %s: %w", op, err)

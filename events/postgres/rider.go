@@ -34,8 +34,8 @@ func WithRider(ctx context.Context, sql string, args []any, done func(bool)) con
 
 // riderOf is p's rider when it is to be written with p's events.
 func riderOf(p *pending) *Rider {
-	r, _ := p.ctx.Value(riderKey{}).(*Rider)
-	if r == nil || r.used.Load() || p.err != nil || !p.wrote {
+	r, _ := p.Ctx.Value(riderKey{}).(*Rider)
+	if r == nil || r.used.Load() || p.Err != nil || !p.Wrote {
 		return nil
 	}
 	return r
