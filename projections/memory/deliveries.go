@@ -209,6 +209,9 @@ type dueHeap struct {
 	keys []dueKey
 	pos  []*int          // pos[i] is the index cell of keys[i]
 	at   map[string]*int // DeliveryID -> its index cell
+	// spare holds the cells of keys taken out, for the next keys put in:
+	// a node that keeps up puts each delivery in and takes it out again.
+	spare []*int
 }
 
 func (h *dueHeap) Len() int           { return len(h.keys) }
@@ -218,22 +221,38 @@ func (h *dueHeap) Swap(i, j int) {
 	h.pos[i], h.pos[j] = h.pos[j], h.pos[i]
 	*h.pos[i], *h.pos[j] = i, j
 }
-func (h *dueHeap) Push(x any) {
-	k := x.(dueKey)
-	cell := new(int)
+
+// Push and Pop are container/heap's; set puts and takes keys with push and
+// remove, which do not box a key into an interface.
+func (h *dueHeap) Push(x any) { h.add(x.(dueKey)) }
+func (h *dueHeap) Pop() any {
+	k := h.keys[len(h.keys)-1]
+	h.dropLast()
+	return k
+}
+
+// add appends k at the end of the heap's slice, not yet in heap order.
+func (h *dueHeap) add(k dueKey) {
+	var cell *int
+	if n := len(h.spare); n > 0 {
+		cell, h.spare = h.spare[n-1], h.spare[:n-1]
+	} else {
+		cell = new(int)
+	}
 	*cell = len(h.keys)
 	h.at[k.id] = cell
 	h.keys = append(h.keys, k)
 	h.pos = append(h.pos, cell)
 }
-func (h *dueHeap) Pop() any {
+
+// dropLast takes the last key of the heap's slice out.
+func (h *dueHeap) dropLast() {
 	n := len(h.keys) - 1
-	k := h.keys[n]
-	h.keys = h.keys[:n]
+	delete(h.at, h.keys[n].id)
+	h.spare = append(h.spare, h.pos[n])
+	h.keys[n] = dueKey{}
 	h.pos[n] = nil
-	h.pos = h.pos[:n]
-	delete(h.at, k.id)
-	return k
+	h.keys, h.pos = h.keys[:n], h.pos[:n]
 }
 
 // set puts id in the queue at k, or takes it out when !in.
@@ -244,9 +263,17 @@ func (h *dueHeap) set(id string, k dueKey, in bool) {
 		h.keys[*cell] = k
 		heap.Fix(h, *cell)
 	case had:
-		heap.Remove(h, *cell)
+		i, last := *cell, len(h.keys)-1
+		if i != last {
+			h.Swap(i, last)
+		}
+		h.dropLast()
+		if i != last {
+			heap.Fix(h, i)
+		}
 	case in:
-		heap.Push(h, k)
+		h.add(k)
+		heap.Fix(h, len(h.keys)-1)
 	}
 }
 
@@ -256,9 +283,17 @@ func (h *dueHeap) set(id string, k dueKey, in bool) {
 // such an app's due rows, and a suspended app's backlog of thousands made
 // every pass of the sender cost thousands of heap steps (half the CPU of a
 // bulk resend of 4,000 deliveries of a suspended app, BenchmarkBulkResend).
+// An app's heap leaves apps once empty, so that first and Due walk only
+// the apps with something due; the emptied heaps are kept in spare for
+// the next app that has, with their map and slices.
 type appDue struct {
-	apps map[int64]*dueHeap
+	apps  map[int64]*dueHeap
+	spare []*dueHeap
 }
+
+// maxSpareHeaps bounds the emptied heaps kept: enough for the apps whose
+// deliveries come and go between two scans of the sender.
+const maxSpareHeaps = 64
 
 // set puts id, a delivery of appID, in the queue at k, or takes it out when !in.
 func (q *appDue) set(appID int64, id string, k dueKey, in bool) {
@@ -267,12 +302,19 @@ func (q *appDue) set(appID int64, id string, k dueKey, in bool) {
 		if !in {
 			return
 		}
-		h = &dueHeap{at: map[string]*int{}}
+		if n := len(q.spare); n > 0 {
+			h, q.spare = q.spare[n-1], q.spare[:n-1]
+		} else {
+			h = &dueHeap{at: map[string]*int{}}
+		}
 		q.apps[appID] = h
 	}
 	h.set(id, k, in)
 	if h.Len() == 0 {
 		delete(q.apps, appID)
+		if len(q.spare) < maxSpareHeaps {
+			q.spare = append(q.spare, h)
+		}
 	}
 }
 

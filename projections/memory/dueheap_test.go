@@ -56,3 +56,65 @@ func TestDueHeapKeepsOrderAndIndexUnderRandomChanges(t *testing.T) {
 		t.Fatalf("emptied heap still holds %d ids, %d cells", len(h.at), len(h.pos))
 	}
 }
+
+// Deliveries of many apps coming and going, as on a node that keeps up:
+// an app's heap leaves the queue when it empties and is given to the next
+// app with something due. Every app's heap holds exactly its own due
+// deliveries in order, and the queue lists only apps with something due.
+func TestAppDueKeepsEachAppsDeliveriesAcrossReusedHeaps(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	q := appDue{apps: map[int64]*dueHeap{}}
+	model := map[int64]map[string]dueKey{}
+	base := time.Unix(1700000000, 0)
+	owner := map[*dueHeap]int64{} // the app each heap last served
+	reused := 0
+	for step := range 20000 {
+		app := int64(rng.IntN(100))
+		id := strconv.FormatInt(app, 10) + "/d" + strconv.Itoa(rng.IntN(4))
+		k := dueKey{next: base.Add(time.Duration(rng.IntN(1000)) * time.Second), feedKey: feedKey{id: id}}
+		in := rng.IntN(2) > 0
+		q.set(app, id, k, in)
+		if model[app] == nil {
+			model[app] = map[string]dueKey{}
+		}
+		if in {
+			model[app][id] = k
+		} else {
+			delete(model[app], id)
+		}
+		if len(model[app]) == 0 {
+			delete(model, app)
+		}
+		if len(q.apps) != len(model) {
+			t.Fatalf("step %d: %d apps queued, want %d", step, len(q.apps), len(model))
+		}
+		if len(q.spare) > maxSpareHeaps {
+			t.Fatalf("step %d: %d spare heaps kept, at most %d", step, len(q.spare), maxSpareHeaps)
+		}
+		if h := q.apps[app]; h != nil {
+			if was, ok := owner[h]; ok && was != app {
+				reused++
+			}
+			owner[h] = app
+		}
+	}
+	for app, want := range model {
+		h := q.apps[app]
+		if len(h.keys) != len(want) || len(h.at) != len(want) {
+			t.Fatalf("app %d: %d keys, %d ids; want %d", app, len(h.keys), len(h.at), len(want))
+		}
+		ordered := make([]dueKey, 0, len(want))
+		for _, k := range want {
+			ordered = append(ordered, k)
+		}
+		slices.SortFunc(ordered, compareDue)
+		for i, w := range ordered {
+			if got := heap.Pop(h).(dueKey); got != w {
+				t.Fatalf("app %d pop %d: %v, want %v", app, i, got, w)
+			}
+		}
+	}
+	if reused == 0 {
+		t.Fatal("no app's heap was one another app had emptied")
+	}
+}

@@ -50,3 +50,37 @@ func BenchmarkProjectOutcome(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkCreateAndDeliverOne: the deliveries projection of a node that
+// keeps up, where an app's due queue is empty between deliveries. One op
+// projects a DeliveryCreated and then its DeliveryAttempted (delivered),
+// each in a batch of its own, so the delivery enters its app's due queue
+// and leaves it empty again.
+func BenchmarkCreateAndDeliverOne(b *testing.B) {
+	s := New()
+	p := projections.DeliveriesProjector(s)
+	ctx := context.Background()
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	body := `{"event":"user.profile.updated","app_id":1,"data":{"open_user_id":1,"nickname":"` + strings.Repeat("x", 500) + `"}}`
+	batch := make([]events.Envelope, 1)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		id := fmt.Sprintf("00000000-0000-4000-8000-%012d", i)
+		pos := events.Position{Commit: uint64(2*i + 1), Prepare: uint64(2*i + 1)}
+		batch[0] = events.Envelope{Recorded: events.Recorded{Type: (catalog.DeliveryCreated{}).EventType(), Position: pos},
+			Metadata: events.Metadata{OccurredAt: base},
+			Payload: &catalog.DeliveryCreated{DeliveryID: id, AppID: 1, EndpointID: domain.DefaultEndpointID,
+				Event: "user.profile.updated", SourceEventID: id, Body: body, Deliver: true}}
+		if err := p.Apply(ctx, batch, pos); err != nil {
+			b.Fatal(err)
+		}
+		pos = events.Position{Commit: uint64(2*i + 2), Prepare: uint64(2*i + 2)}
+		batch[0] = events.Envelope{Recorded: events.Recorded{Type: (catalog.DeliveryAttempted{}).EventType(), Position: pos}, Metadata: events.Metadata{OccurredAt: base},
+			Payload: &catalog.DeliveryAttempted{DeliveryID: id, Attempt: 1, At: base, StatusCode: 200, LatencyMS: 1,
+				Outcome: domain.OutcomeDelivered, ResponseExcerpt: "ok"}}
+		if err := p.Apply(ctx, batch, pos); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
