@@ -186,23 +186,33 @@ func (s *Store) Update(ctx context.Context, projection string, pos events.Positi
 }
 
 // update is Update and UpdateDeliveries: one transaction, one checkpoint.
+//
+// The transaction takes two round trips when fn only writes: BEGIN, the
+// lease's fence, fn's writes and the checkpoint in one pipeline, then
+// COMMIT once their results were checked (the fence found the lease, the
+// checkpoint moved forward). A read of fn's sends what is queued first, so
+// it runs inside the transaction and sees fn's writes.
 func (s *Store) update(ctx context.Context, projection string, pos events.Position, fn func(*tx) error) error {
-	var fnErr error
-	err := pgx.BeginFunc(ctx, s.pool, func(db pgx.Tx) error {
-		t := &tx{db: db, batch: &pgx.Batch{}, single: s.single}
-		defer func() { t.db = nil }() // a Tx kept past its Update must not write
-		// Under a lease, the fence goes first, in the opening round trip: the
-		// transaction commits only while the lease is this writer's.
-		if l, ok := lease.FenceFrom(ctx); ok {
-			leasepg.QueueFence(t.batch, l, s.fenceIdle)
-			t.fencePending = true
-		}
-		if fnErr = fn(t); fnErr != nil {
-			return fnErr
-		}
-		if t.err != nil { // fn went on after a failed flush
-			return t.err
-		}
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("projections/postgres: update %q to %v: %w", projection, pos, err)
+	}
+	// A connection handed back inside a transaction (a failure below that
+	// did not end it) is closed by the pool, never reused.
+	defer conn.Release()
+	t := &tx{db: conn.Conn(), batch: &pgx.Batch{}, single: s.single, unsent: true}
+	defer func() { t.db = nil }() // a Tx kept past its Update must not write
+	t.batch.Queue("BEGIN")
+	// Under a lease, the fence goes first, in the opening round trip: the
+	// transaction commits only while the lease is this writer's.
+	if l, ok := lease.FenceFrom(ctx); ok {
+		leasepg.QueueFence(t.batch, l, s.fenceIdle)
+	}
+	fnErr := fn(t)
+	if fnErr == nil && t.err != nil { // fn went on after a failed flush
+		err = t.err
+	}
+	if fnErr == nil && err == nil {
 		t.refreshSnapshots()
 		// Bit-preserving conversion: see the Store doc.
 		t.queue(upsertCheckpoint, projection, int64(pos.Commit), int64(pos.Prepare)).Exec(func(ct pgconn.CommandTag) error {
@@ -211,8 +221,15 @@ func (s *Store) update(ctx context.Context, projection string, pos events.Positi
 			}
 			return nil
 		})
-		return t.flush(ctx)
-	})
+		if err = t.flush(ctx); err == nil {
+			_, err = t.db.Exec(ctx, "COMMIT")
+		}
+	}
+	if fnErr != nil || err != nil {
+		// Ends an open or failed transaction; if even that fails the
+		// connection is not idle and the pool drops it on Release.
+		_, _ = conn.Exec(context.WithoutCancel(ctx), "ROLLBACK")
+	}
 	if fnErr != nil {
 		return fnErr
 	}
@@ -422,7 +439,7 @@ func opt[T any](p *T) any {
 // tx is one Update's transaction: writes are queued in batch and sent
 // before the next read or at commit.
 type tx struct {
-	db    pgx.Tx
+	db    *pgx.Conn // in the transaction once unsent is false
 	batch *pgx.Batch
 	err   error // the first failed flush; the transaction is then aborted
 	// The users whose snapshot documents this transaction must refresh
@@ -439,8 +456,9 @@ type tx struct {
 	deliveries map[string]projections.Delivery
 	// single: see Store.single.
 	single bool
-	// fencePending: the lease's fence is queued and not sent yet.
-	fencePending bool
+	// unsent: the batch holds the transaction's BEGIN (and the lease's
+	// fence), which a read must send first.
+	unsent bool
 }
 
 var errTxDone = errors.New("projections/postgres: Tx used after its Update returned")
@@ -466,7 +484,7 @@ func (t *tx) flush(ctx context.Context) error {
 	}
 	b := t.batch
 	t.batch = &pgx.Batch{}
-	t.fencePending = false
+	t.unsent = false
 	if err := t.db.SendBatch(ctx, b).Close(); err != nil {
 		t.err = fmt.Errorf("projections/postgres: write: %w", err)
 	}

@@ -79,7 +79,7 @@ func BenchmarkMemberUpsertRefresh(b *testing.B) {
 							u += users
 						}
 						err := pgx.BeginFunc(ctx, s.pool, func(db pgx.Tx) error {
-							t := &tx{db: db, batch: &pgx.Batch{}}
+							t := &tx{db: db.Conn(), batch: &pgx.Batch{}}
 							if err := t.PutMember(ctx, member(u, rand.Int64N(size), fmt.Sprint("m", i))); err != nil {
 								return err
 							}
@@ -101,7 +101,9 @@ func BenchmarkMemberUpsertRefresh(b *testing.B) {
 
 // BenchmarkRegisterApply measures the users read model's transaction of a
 // batch of 17 registers (each a user and one group, as the register
-// scenario's applies hold about that many): fresh=true as a register is
+// scenario's applies hold about that many) and of one (as a node taking
+// calls one at a time applies them, where the transaction's round trips
+// are most of the cost): fresh=true as a register is
 // applied (RegisterUser, the documents built in Go), fresh=false with the
 // users written by PutUser, whose documents the refresh statement builds
 // in SQL. Alternating rounds on one connection; besides ns/op it reports
@@ -146,17 +148,20 @@ func BenchmarkRegisterApply(b *testing.B) {
 		}
 		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 	}
-	const batch = 17
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	next, pos := int64(1), int64(1)
 	for round := 1; round <= 3; round++ {
-		for _, fresh := range []bool{false, true} {
+		for _, run := range []struct {
+			batch int
+			fresh bool
+		}{{17, false}, {17, true}, {1, true}} {
+			batch, fresh := run.batch, run.fresh
 			// Statistics as autovacuum keeps them, so that the refresh's plan
 			// is the one a served database gets.
 			if _, err := pool.Exec(ctx, `ANALYZE users, family_groups, family_members, user_snapshots`); err != nil {
 				b.Fatal(err)
 			}
-			b.Run(fmt.Sprintf("fresh=%v/%d", fresh, round), func(b *testing.B) {
+			b.Run(fmt.Sprintf("batch=%d/fresh=%v/%d", batch, fresh, round), func(b *testing.B) {
 				cpu0, own0 := backendCPU(), processCPU()
 				for i := 0; i < b.N; i++ {
 					pos++

@@ -210,7 +210,7 @@ func (t *tx) User(ctx context.Context, openUserID int64) (projections.User, erro
 		}
 		return asReadUser(*u), nil
 	}
-	if t.single || t.fencePending {
+	if t.single || t.unsent {
 		if err := t.flush(ctx); err != nil {
 			return projections.User{}, err
 		}
@@ -227,7 +227,7 @@ func (t *tx) Delivery(ctx context.Context, id string) (projections.Delivery, err
 	if d, ok := t.deliveries[id]; ok && !t.single {
 		return asReadDelivery(d), nil
 	}
-	if t.single || t.fencePending {
+	if t.single || t.unsent {
 		if err := t.flush(ctx); err != nil {
 			return projections.Delivery{}, err
 		}

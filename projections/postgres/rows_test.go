@@ -332,9 +332,10 @@ func TestARunOfUpsertsIsOneStatement(t *testing.T) {
 	var statements []int
 	err = s.Update(ctx, "users", events.Position{Commit: 1, Prepare: 1}, func(utx projections.UserTx) error {
 		tx := utx.(*tx)
+		opening := tx.batch.Len() // the transaction's BEGIN
 		count := func() {
 			tx.endRuns()
-			statements = append(statements, tx.batch.Len())
+			statements = append(statements, tx.batch.Len()-opening)
 		}
 		for i := range 100 {
 			_ = tx.PutUser(ctx, projections.User{AppID: 1, OpenUserID: int64(i + 1), ChannelUserID: fmt.Sprint(i), Status: "ACTIVE", RegisteredAt: at, UpdatedAt: at})

@@ -1,0 +1,113 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/healthtech/partner-open-platform/events"
+	"github.com/healthtech/partner-open-platform/projections"
+)
+
+// exchanges counts what a pool sends as round trips: each batch and each
+// statement sent on its own; open names the statements sent on their own.
+type exchanges struct {
+	n    atomic.Int64
+	open atomic.Pointer[[]string]
+}
+
+func (c *exchanges) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	c.n.Add(1)
+	for {
+		old := c.open.Load()
+		next := append(append([]string(nil), *old...), strings.TrimSpace(d.SQL))
+		if c.open.CompareAndSwap(old, &next) {
+			return ctx
+		}
+	}
+}
+
+func (c *exchanges) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+func (c *exchanges) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	c.n.Add(1)
+	return ctx
+}
+
+func (c *exchanges) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+func (c *exchanges) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
+
+// A read model's apply that only writes is two round trips: BEGIN, the
+// writes and the checkpoint in one pipeline, then COMMIT. An apply that
+// reads sends its queued BEGIN and writes before the read, inside the
+// transaction, so a failure after the read still leaves nothing written.
+func TestAnApplyIsOnePipelineAndItsCommit(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	cfg, err := pgxpool.ParseConfig(MigratedDB(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	trips := &exchanges{}
+	trips.open.Store(&[]string{})
+	cfg.ConnConfig.Tracer = trips
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	s := &Store{pool: pool}
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	user := func(id int64) projections.User {
+		return projections.User{AppID: 1, OpenUserID: id, ChannelUserID: "c" + string(rune('0'+id)), Status: "ACTIVE", RegisteredAt: at, UpdatedAt: at}
+	}
+	if err := s.Update(ctx, "users", events.Position{Commit: 1, Prepare: 1}, func(tx projections.UserTx) error {
+		return nil
+	}); err != nil { // the pool's first connection, outside the count
+		t.Fatal(err)
+	}
+
+	trips.n.Store(0)
+	trips.open.Store(&[]string{})
+	if err := s.Update(ctx, "users", events.Position{Commit: 2, Prepare: 2}, func(tx projections.UserTx) error {
+		return tx.PutUser(ctx, user(1))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if n, open := trips.n.Load(), *trips.open.Load(); n != 2 || len(open) != 1 || open[0] != "COMMIT" {
+		t.Fatalf("a write-only apply took %d round trips, statements alone %q; want 2: the pipeline, then COMMIT", n, open)
+	}
+	if u, err := s.User(ctx, 1, 1); err != nil || u.ChannelUserID != "c1" {
+		t.Fatalf("user 1 after its apply: %+v, %v", u, err)
+	}
+
+	failed := errors.New("the apply fails after its read")
+	err = s.Update(ctx, "users", events.Position{Commit: 3, Prepare: 3}, func(tx projections.UserTx) error {
+		if err := tx.PutUser(ctx, user(2)); err != nil {
+			return err
+		}
+		if err := tx.PutGroup(ctx, projections.Group{AppID: 1, OpenUserID: 2, FamilyGroupID: 20, AppGroupID: 1, Name: "g", CreatedAt: at, UpdatedAt: at}); err != nil {
+			return err
+		}
+		g, err := tx.Group(ctx, 20) // sends BEGIN and the writes, then reads
+		if err != nil || g.Name != "g" {
+			t.Errorf("the group read in its transaction: %+v, %v", g, err)
+		}
+		return failed
+	})
+	if !errors.Is(err, failed) {
+		t.Fatalf("update: %v, want its function's error", err)
+	}
+	if _, err := s.User(ctx, 1, 2); !errors.Is(err, projections.ErrNotFound) {
+		t.Fatalf("user 2 of a failed apply: %v, want not found (rolled back)", err)
+	}
+	if pos, err := s.Checkpoint(ctx, "users"); err != nil || pos.Commit != 2 {
+		t.Fatalf("checkpoint after a failed apply: %v, %v; want 2", pos, err)
+	}
+}
