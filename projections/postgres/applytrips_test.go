@@ -45,8 +45,10 @@ func (c *exchanges) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndD
 
 // A read model's apply that only writes is two round trips: BEGIN, the
 // writes and the checkpoint in one pipeline, then COMMIT. An apply that
-// reads sends its queued BEGIN and writes before the read, inside the
-// transaction, so a failure after the read still leaves nothing written.
+// reads first (a PATCH's apply reads its user) sends its queued BEGIN in
+// the read's round trip: three. The read runs inside the transaction, so
+// a failure after it still leaves nothing written, and a row it does not
+// find is its answer, not a failed transaction.
 func TestAnApplyIsOnePipelineAndItsCommit(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -87,8 +89,30 @@ func TestAnApplyIsOnePipelineAndItsCommit(t *testing.T) {
 		t.Fatalf("user 1 after its apply: %+v, %v", u, err)
 	}
 
+	trips.n.Store(0)
+	trips.open.Store(&[]string{})
+	if err := s.Update(ctx, "users", events.Position{Commit: 3, Prepare: 3}, func(tx projections.UserTx) error {
+		if _, err := tx.User(ctx, 9); !errors.Is(err, projections.ErrNotFound) {
+			t.Errorf("a user never written, read in the apply: %v, want not found", err)
+		}
+		u, err := tx.User(ctx, 1)
+		if err != nil {
+			return err
+		}
+		u.Name = "patched"
+		return tx.PutUser(ctx, u)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if n := trips.n.Load(); n != 4 {
+		t.Fatalf("an apply reading twice, then writing, took %d round trips; want 4: BEGIN with the first read, the second read, the writes, COMMIT", n)
+	}
+	if u, err := s.User(ctx, 1, 1); err != nil || u.Name != "patched" {
+		t.Fatalf("user 1 after its patch: %+v, %v", u, err)
+	}
+
 	failed := errors.New("the apply fails after its read")
-	err = s.Update(ctx, "users", events.Position{Commit: 3, Prepare: 3}, func(tx projections.UserTx) error {
+	err = s.Update(ctx, "users", events.Position{Commit: 4, Prepare: 4}, func(tx projections.UserTx) error {
 		if err := tx.PutUser(ctx, user(2)); err != nil {
 			return err
 		}
@@ -107,7 +131,7 @@ func TestAnApplyIsOnePipelineAndItsCommit(t *testing.T) {
 	if _, err := s.User(ctx, 1, 2); !errors.Is(err, projections.ErrNotFound) {
 		t.Fatalf("user 2 of a failed apply: %v, want not found (rolled back)", err)
 	}
-	if pos, err := s.Checkpoint(ctx, "users"); err != nil || pos.Commit != 2 {
-		t.Fatalf("checkpoint after a failed apply: %v, %v; want 2", pos, err)
+	if pos, err := s.Checkpoint(ctx, "users"); err != nil || pos.Commit != 3 {
+		t.Fatalf("checkpoint after a failed apply: %v, %v; want 3", pos, err)
 	}
 }

@@ -201,10 +201,7 @@ func (t *tx) BenefitItem(ctx context.Context, id int64) (projections.BenefitItem
 	if err := t.check(ctx); err != nil {
 		return projections.BenefitItem{}, err
 	}
-	if err := t.flush(ctx); err != nil {
-		return projections.BenefitItem{}, err
-	}
-	b, err := scanBenefitItem(t.db.QueryRow(ctx, `SELECT `+benefitItemColumns+` FROM benefit_items WHERE benefit_item_id = $1`, id))
+	b, err := scanBenefitItem(t.queryRow(ctx, true, `SELECT `+benefitItemColumns+` FROM benefit_items WHERE benefit_item_id = $1`, id))
 	return b, notFound(err, "benefit item %d", id)
 }
 
@@ -213,10 +210,7 @@ func (t *tx) Provider(ctx context.Context, id int64) (projections.ServiceProvide
 	if err := t.check(ctx); err != nil {
 		return projections.ServiceProvider{}, err
 	}
-	if err := t.flush(ctx); err != nil {
-		return projections.ServiceProvider{}, err
-	}
-	p, err := scanProvider(t.db.QueryRow(ctx, `SELECT `+providerColumns+` FROM service_providers WHERE provider_id = $1`, id))
+	p, err := scanProvider(t.queryRow(ctx, true, `SELECT `+providerColumns+` FROM service_providers WHERE provider_id = $1`, id))
 	return p, notFound(err, "provider %d", id)
 }
 
@@ -225,10 +219,7 @@ func (t *tx) Card(ctx context.Context, number string) (projections.Card, error) 
 	if err := t.check(ctx); err != nil {
 		return projections.Card{}, err
 	}
-	if err := t.flush(ctx); err != nil {
-		return projections.Card{}, err
-	}
-	c, err := scanCard(t.db.QueryRow(ctx, `SELECT `+cardColumns+` FROM cards c WHERE c.card_number = $1`, number))
+	c, err := scanCard(t.queryRow(ctx, true, `SELECT `+cardColumns+` FROM cards c WHERE c.card_number = $1`, number))
 	return c, notFound(err, "card")
 }
 
@@ -237,10 +228,7 @@ func (t *tx) Fulfillment(ctx context.Context, id int64) (projections.Fulfillment
 	if err := t.check(ctx); err != nil {
 		return projections.Fulfillment{}, err
 	}
-	if err := t.flush(ctx); err != nil {
-		return projections.Fulfillment{}, err
-	}
-	r, err := scanFulfillment(t.db.QueryRow(ctx, `SELECT `+fulfillmentColumns+` FROM fulfillments WHERE record_id = $1`, id))
+	r, err := scanFulfillment(t.queryRow(ctx, true, `SELECT `+fulfillmentColumns+` FROM fulfillments WHERE record_id = $1`, id))
 	return r, notFound(err, "fulfillment %d", id)
 }
 

@@ -132,10 +132,7 @@ func (t *tx) Goods(ctx context.Context, goodsID int64) (projections.Goods, error
 	if err := t.check(ctx); err != nil {
 		return projections.Goods{}, err
 	}
-	if err := t.flush(ctx); err != nil {
-		return projections.Goods{}, err
-	}
-	g, err := scanGoods(t.db.QueryRow(ctx, `SELECT `+goodsColumns+` FROM goods WHERE goods_id = $1`, goodsID))
+	g, err := scanGoods(t.queryRow(ctx, true, `SELECT `+goodsColumns+` FROM goods WHERE goods_id = $1`, goodsID))
 	return g, notFound(err, "goods %d", goodsID)
 }
 
@@ -144,10 +141,7 @@ func (t *tx) Order(ctx context.Context, orderID int64) (projections.Order, error
 	if err := t.check(ctx); err != nil {
 		return projections.Order{}, err
 	}
-	if err := t.flush(ctx); err != nil {
-		return projections.Order{}, err
-	}
-	o, err := scanOrder(t.db.QueryRow(ctx, `SELECT `+orderColumns+` FROM orders o WHERE o.order_id = $1`, orderID))
+	o, err := scanOrder(t.queryRow(ctx, true, `SELECT `+orderColumns+` FROM orders o WHERE o.order_id = $1`, orderID))
 	return o, notFound(err, "order %d", orderID)
 }
 

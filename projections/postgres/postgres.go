@@ -491,15 +491,54 @@ func (t *tx) flush(ctx context.Context) error {
 	return t.err
 }
 
+// queryRow reads one row in the transaction. With send, what the batch
+// holds goes first (the transaction's BEGIN, the lease's fence, queued
+// writes the read must see), in the read's own round trip; without, the
+// queued writes wait for the next flush.
+func (t *tx) queryRow(ctx context.Context, send bool, sql string, args ...any) pgx.Row {
+	return &txRow{t: t, ctx: ctx, send: send, sql: sql, args: args}
+}
+
+// txRow is queryRow's row, read when it is scanned.
+type txRow struct {
+	t    *tx
+	ctx  context.Context
+	send bool
+	sql  string
+	args []any
+}
+
+func (r *txRow) Scan(dest ...any) error {
+	t := r.t
+	if t.err != nil {
+		return t.err
+	}
+	if r.send {
+		t.endRuns()
+	}
+	if !r.send || t.batch.Len() == 0 {
+		return t.db.QueryRow(r.ctx, r.sql, r.args...).Scan(dest...)
+	}
+	// A row not found is the read's answer, not a failed transaction.
+	var scanned error
+	t.batch.Queue(r.sql, r.args...).QueryRow(func(row pgx.Row) error {
+		if scanned = row.Scan(dest...); errors.Is(scanned, pgx.ErrNoRows) {
+			return nil
+		}
+		return scanned
+	})
+	if err := t.flush(r.ctx); err != nil {
+		return err
+	}
+	return scanned
+}
+
 // Group reads a group, dissolved or not, as this transaction sees it.
 func (t *tx) Group(ctx context.Context, familyGroupID int64) (projections.Group, error) {
 	if err := t.check(ctx); err != nil {
 		return projections.Group{}, err
 	}
-	if err := t.flush(ctx); err != nil {
-		return projections.Group{}, err
-	}
-	g, err := scanGroup(t.db.QueryRow(ctx, `SELECT `+groupColumns+` FROM family_groups g
+	g, err := scanGroup(t.queryRow(ctx, true, `SELECT `+groupColumns+` FROM family_groups g
 WHERE g.family_group_id = $1`, familyGroupID))
 	return g, notFound(err, "group %d", familyGroupID)
 }

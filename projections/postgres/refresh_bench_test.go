@@ -103,7 +103,8 @@ func BenchmarkMemberUpsertRefresh(b *testing.B) {
 // batch of 17 registers (each a user and one group, as the register
 // scenario's applies hold about that many) and of one (as a node taking
 // calls one at a time applies them, where the transaction's round trips
-// are most of the cost): fresh=true as a register is
+// are most of the cost), and a profile update's apply (patch: one user
+// read, then written): fresh=true as a register is
 // applied (RegisterUser, the documents built in Go), fresh=false with the
 // users written by PutUser, whose documents the refresh statement builds
 // in SQL. Alternating rounds on one connection; besides ns/op it reports
@@ -152,20 +153,32 @@ func BenchmarkRegisterApply(b *testing.B) {
 	next, pos := int64(1), int64(1)
 	for round := 1; round <= 3; round++ {
 		for _, run := range []struct {
-			batch int
-			fresh bool
-		}{{17, false}, {17, true}, {1, true}} {
-			batch, fresh := run.batch, run.fresh
+			batch        int
+			fresh, patch bool
+		}{{17, false, false}, {17, true, false}, {1, true, false}, {1, false, true}} {
+			batch, fresh, patch := run.batch, run.fresh, run.patch
 			// Statistics as autovacuum keeps them, so that the refresh's plan
 			// is the one a served database gets.
 			if _, err := pool.Exec(ctx, `ANALYZE users, family_groups, family_members, user_snapshots`); err != nil {
 				b.Fatal(err)
 			}
-			b.Run(fmt.Sprintf("batch=%d/fresh=%v/%d", batch, fresh, round), func(b *testing.B) {
+			name := fmt.Sprintf("batch=%d/fresh=%v/%d", batch, fresh, round)
+			if patch {
+				name = fmt.Sprintf("patch/%d", round)
+			}
+			b.Run(name, func(b *testing.B) {
 				cpu0, own0 := backendCPU(), processCPU()
 				for i := 0; i < b.N; i++ {
 					pos++
 					err := s.Update(ctx, string(projections.ReadModelUsers), events.Position{Commit: uint64(pos), Prepare: uint64(pos)}, func(t projections.UserTx) error {
+						if patch {
+							u, err := t.User(ctx, 1+rand.Int64N(next-1))
+							if err != nil {
+								return err
+							}
+							u.Name = fmt.Sprint("patched ", i)
+							return t.PutUser(ctx, u)
+						}
 						for range batch {
 							id := next
 							next++

@@ -101,10 +101,7 @@ func (t *tx) Report(ctx context.Context, id int64) (projections.Report, error) {
 	if err := t.check(ctx); err != nil {
 		return projections.Report{}, err
 	}
-	if err := t.flush(ctx); err != nil {
-		return projections.Report{}, err
-	}
-	r, err := scanReport(t.db.QueryRow(ctx, `SELECT `+reportColumns+` FROM reports WHERE report_id = $1`, id))
+	r, err := scanReport(t.queryRow(ctx, true, `SELECT `+reportColumns+` FROM reports WHERE report_id = $1`, id))
 	return r, notFound(err, "report %d", id)
 }
 

@@ -210,12 +210,7 @@ func (t *tx) User(ctx context.Context, openUserID int64) (projections.User, erro
 		}
 		return asReadUser(*u), nil
 	}
-	if t.single || t.unsent {
-		if err := t.flush(ctx); err != nil {
-			return projections.User{}, err
-		}
-	}
-	u, err := scanUser(t.db.QueryRow(ctx, `SELECT `+userColumns+` FROM users WHERE open_user_id = $1`, openUserID))
+	u, err := scanUser(t.queryRow(ctx, t.single || t.unsent, `SELECT `+userColumns+` FROM users WHERE open_user_id = $1`, openUserID))
 	return u, notFound(err, "user %d", openUserID)
 }
 
@@ -227,11 +222,6 @@ func (t *tx) Delivery(ctx context.Context, id string) (projections.Delivery, err
 	if d, ok := t.deliveries[id]; ok && !t.single {
 		return asReadDelivery(d), nil
 	}
-	if t.single || t.unsent {
-		if err := t.flush(ctx); err != nil {
-			return projections.Delivery{}, err
-		}
-	}
-	d, err := scanDelivery(t.db.QueryRow(ctx, `SELECT `+deliveryColumns+` FROM webhook_deliveries WHERE delivery_id = $1`, id))
+	d, err := scanDelivery(t.queryRow(ctx, t.single || t.unsent, `SELECT `+deliveryColumns+` FROM webhook_deliveries WHERE delivery_id = $1`, id))
 	return d, notFound(err, "delivery %q", id)
 }
