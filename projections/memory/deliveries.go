@@ -802,10 +802,17 @@ func cloneTime(p *time.Time) *time.Time {
 	return &v
 }
 
-// copyDelivery gives the caller its own Body and pointers; the body is never
-// nil, as the Postgres store reads an empty bytea.
+// copyDelivery gives the store its own copy of what its row will keep of a
+// caller's delivery: the pointees, and the body when the row keeps it as it
+// is (never nil, as the Postgres store reads an empty bytea). A body that
+// starts as bodyHead writes it is kept as its tail, which packDelivery
+// copies, so it is not copied whole first: that copy was garbage at once
+// for every webhook body the node renders, so every delivery a rebuild
+// applies.
 func copyDelivery(d projections.Delivery) projections.Delivery {
-	d.Body = append([]byte{}, d.Body...)
+	if d.Body == nil || headLen(d.Body, d.EventType, d.DeliveryID, d.AppID) == 0 {
+		d.Body = append([]byte{}, d.Body...)
+	}
 	d.NextAttemptAt, d.LastStatus, d.LastError = cloneTime(d.NextAttemptAt), cloneIntPtr(d.LastStatus), cloneStr(d.LastError)
 	d.LastErrorClass = cloneStr(d.LastErrorClass)
 	return d
