@@ -110,7 +110,8 @@ func deliverySubject(p *catalog.DeliveryCreated) string {
 		}
 	}
 	if user > 0 {
-		return "user-" + strconv.FormatInt(user, 10)
+		var b [24]byte // one allocation, the subject's, not the number's too
+		return string(strconv.AppendInt(append(b[:0], "user-"...), user, 10))
 	}
 	if strings.HasPrefix(p.SourceStream, "user-") {
 		return p.SourceStream
