@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"runtime"
 	"testing"
@@ -27,11 +28,20 @@ import (
 // before the measured ones, so each person's data key is cached as on a
 // node that rebuilds within a minute of its last read.
 //
+// PLATFORM_REBUILD_BENCH_DATA names a seeded data directory to rebuild
+// instead (a copy of it: `platformbench seed -data DIR -events N`).
+//
 //	go test -run '^$' -bench RebuildPerEvent -benchtime 3x ./cmd/platformbench
 func BenchmarkRebuildPerEvent(b *testing.B) {
 	ctx := context.Background()
 	dir := filepath.Join(b.TempDir(), "data")
-	if err := seedCmd(ctx, []string{"-data", dir, "-events", "20000", "-apps", "20", "-webhook-share", "0.1",
+	if seeded := os.Getenv("PLATFORM_REBUILD_BENCH_DATA"); seeded != "" {
+		// A log seeded once, copied: two builds compared on the same log
+		// (a seed's mix of deliveries and users follows its timing).
+		if err := os.CopyFS(dir, os.DirFS(seeded)); err != nil {
+			b.Fatal(err)
+		}
+	} else if err := seedCmd(ctx, []string{"-data", dir, "-events", "20000", "-apps", "20", "-webhook-share", "0.1",
 		"-workers", "8", "-settle", "1s"}, io.Discard); err != nil {
 		b.Fatal(err)
 	}
