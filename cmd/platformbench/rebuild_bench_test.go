@@ -62,17 +62,11 @@ func BenchmarkRebuildPerEvent(b *testing.B) {
 	// The rebuild starts through the admin route and is waited for on the
 	// runners themselves: polling the route would add its own work, more
 	// of it the slower the run (under callgrind).
+	// The route answers once every runner was reset, so a runner ready
+	// after it has replayed the log.
 	rebuild := func() {
-		var started struct {
-			Projections []projectionProgress `json:"projections"`
-		}
-		if err := api.admin(ctx, http.MethodPost, "/admin/v1/projections/read_models/rebuild", nil, http.StatusAccepted, &started); err != nil {
+		if err := api.admin(ctx, http.MethodPost, "/admin/v1/projections/read_models/rebuild", nil, http.StatusAccepted, nil); err != nil {
 			b.Fatal(err)
-		}
-		for _, p := range started.Projections {
-			if p.Ready {
-				b.Fatalf("%s ready as its rebuild starts", p.Name)
-			}
 		}
 		wait, cancel := context.WithTimeout(ctx, 10*time.Minute)
 		defer cancel()
