@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // Reader reads JSON into Go values field by field, for a codec that knows
@@ -162,8 +163,28 @@ func (r *Reader) str() (string, bool) {
 		}
 		return s, true
 	}
-	var buf [64]byte // most escaped strings fit: one allocation, the string's
-	return string(unquote(buf[:0], raw)), true
+	return unquoteString(raw), true
+}
+
+// unquoteString is the value of the escaped string raw as a string of its
+// own, in one allocation. Most fit a buffer on the stack, copied at their
+// length. A longer one (a JSON document carried as a string, such as a
+// webhook's body, escapes every few bytes) is unquoted into a buffer made
+// at raw's length, which then is the string, so it is neither grown from
+// the stack buffer's size nor copied; where its escapes leave over a
+// quarter of that buffer unused, the string is copied at its length
+// instead, since a read model may keep it.
+func unquoteString(raw string) string {
+	const onStack = 64
+	if len(raw)-2 <= onStack {
+		var buf [onStack]byte
+		return string(unquote(buf[:0], raw))
+	}
+	buf := unquote(make([]byte, 0, len(raw)-2), raw)
+	if cap(buf)-len(buf) > cap(buf)/4 {
+		return string(buf)
+	}
+	return unsafe.String(unsafe.SliceData(buf), len(buf))
 }
 
 // int64 reads a canonical integer (no leading zeros, no minus zero, no

@@ -3,6 +3,7 @@ package jsoncodec_test
 import (
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -105,6 +106,13 @@ func TestReaderDecidesAsEncodingJSON(t *testing.T) {
 		{`{"s":"a"} x`, false},
 		{`{"s":"a` + "\x01" + `"}`, false},
 		{`{"x":[1,}`, false},
+		// Past 64 bytes an escaped string unquotes into a buffer of its
+		// raw length: a JSON document as a string, as many escapes as it
+		// leaves the buffer a quarter empty, and more than its raw length
+		// (each invalid byte becomes U+FFFD's three).
+		{`{"s":"` + strings.Repeat(`{\"event\":\"user.registered\",\"open_user_id\":7}`, 4) + `"}`, true},
+		{`{"s":"` + strings.Repeat(`\u00e9\n`, 12) + `"}`, true},
+		{"{\"s\":\"\\t" + strings.Repeat("\xff", 70) + "\"}", true},
 	} {
 		if got := readSame(t, []byte(c.doc)); got != c.decided {
 			t.Errorf("%q: decided %v, want %v", c.doc, got, c.decided)
@@ -123,4 +131,18 @@ func FuzzReaderMatchesEncodingJSON(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) { readSame(t, data) })
+}
+
+// A long escaped string (a webhook's body in a delivery's event) decodes
+// in one allocation, the string's, not grown through a buffer and copied.
+func TestReaderUnquotesALongStringInOneAllocation(t *testing.T) {
+	doc := `{"s":"` + strings.Repeat(`{\"event\":\"user.registered\",\"open_user_id\":7}`, 16) + `"}`
+	var got string
+	read := func(key string, r *jsoncodec.Reader) bool { return r.String(&got) }
+	if !jsoncodec.ReadObjectString(doc, read) || got != strings.Repeat(`{"event":"user.registered","open_user_id":7}`, 16) {
+		t.Fatalf("read %q", got)
+	}
+	if n := testing.AllocsPerRun(100, func() { jsoncodec.ReadObjectString(doc, read) }); n != 2 {
+		t.Errorf("%v allocations per document, want 2: the Reader and the string", n)
+	}
 }

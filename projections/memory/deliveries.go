@@ -734,9 +734,45 @@ func (t *tx) PutDelivery(ctx context.Context, d projections.Delivery) error {
 		old = row.view(d.DeliveryID, &s.eventTypes)
 	}
 	s.setDelivery(old, had, d, true)
-	t.keepUndo(func() { s.setDelivery(d, true, old, had) })
+	t.putUndo(d, old, had)
 	return nil
 }
+
+// deliveryPut is one PutDelivery of a tx: the delivery written and the row
+// it replaced (had).
+type deliveryPut struct {
+	put, old projections.Delivery
+	had      bool
+}
+
+// putUndo records how to revert a PutDelivery. The two deliveries go into
+// the tx's chunks, and the undo reads them from there: a closure that held
+// them moved both to the heap at every delivery a rebuild applies. A chunk
+// is never grown, so an undo's slice of it stays valid; chunks double up
+// to maxPutChunk, so a tx of one put (a live write) makes one of one.
+func (t *tx) putUndo(put, old projections.Delivery, had bool) {
+	if t.owned {
+		return
+	}
+	n := len(t.puts)
+	if n == 0 || len(t.puts[n-1]) == cap(t.puts[n-1]) {
+		size := 1
+		if n > 0 {
+			size = min(2*cap(t.puts[n-1]), maxPutChunk)
+		}
+		t.puts, n = append(t.puts, make([]deliveryPut, 0, size)), n+1
+	}
+	chunk := append(t.puts[n-1], deliveryPut{put, old, had})
+	t.puts[n-1] = chunk
+	s, i := t.s, len(chunk)-1
+	t.undo = append(t.undo, func() {
+		p := &chunk[i]
+		s.setDelivery(p.put, true, p.old, p.had)
+	})
+}
+
+// maxPutChunk bounds a chunk of a tx's puts.
+const maxPutChunk = 64
 
 // UpdateDeliveryState replaces the row's state fields in place and keeps
 // its body, id, positions and subject as they are, so that an outcome
@@ -844,10 +880,17 @@ func cloneTime(p *time.Time) *time.Time {
 	return &v
 }
 
-// copyDelivery gives the caller its own Body and pointers; the body is never
-// nil, as the Postgres store reads an empty bytea.
+// copyDelivery gives the store its own copy of what its row will keep of a
+// caller's delivery: the pointees, and the body when the row keeps it as it
+// is (never nil, as the Postgres store reads an empty bytea). A body that
+// starts as bodyHead writes it is kept as its tail, which packDelivery
+// copies, so it is not copied whole first: that copy was garbage at once
+// for every webhook body the node renders, so every delivery a rebuild
+// applies.
 func copyDelivery(d projections.Delivery) projections.Delivery {
-	d.Body = append([]byte{}, d.Body...)
+	if d.Body == nil || headLen(d.Body, d.EventType, d.DeliveryID, d.AppID) == 0 {
+		d.Body = append([]byte{}, d.Body...)
+	}
 	d.NextAttemptAt, d.LastStatus, d.LastError = cloneTime(d.NextAttemptAt), cloneIntPtr(d.LastStatus), cloneStr(d.LastError)
 	d.LastErrorClass = cloneStr(d.LastErrorClass)
 	return d

@@ -109,11 +109,12 @@ func statusCode(status string) uint8 {
 func seqForm(p events.Position) bool { return p.Commit == p.Prepare }
 
 // packDelivery makes the row of d, whose times are normalized (UTC, whole
-// microseconds) and whose body and pointees the store owns from now on,
-// with its event type numbered in types and subj its subject's entry (nil
-// for none). A body that starts as bodyHead writes it keeps only the rest,
-// in an allocation of its own (so that the whole body is not kept alive
-// by it); any other body is kept as it is, sharing d's bytes.
+// microseconds) and whose pointees the store owns from now on, with its
+// event type numbered in types and subj its subject's entry (nil for
+// none). A body that starts as bodyHead writes it keeps only the rest, in
+// an allocation of its own (so that the whole body is not kept alive by
+// it, and a caller's body can be passed as it is); any other body is kept
+// as it is, sharing d's bytes, which the store must own.
 func packDelivery(d projections.Delivery, types *eventTypes, subj *subjectRows) deliveryRow {
 	r := deliveryRow{
 		appID: d.AppID, endpointID: d.EndpointID,

@@ -349,6 +349,9 @@ func (s *Store) Close() error {
 type tx struct {
 	s    *Store
 	undo []func()
+	// puts are the deliveries PutDelivery wrote and the rows they
+	// replaced, for its undo, in chunks that never grow (putUndo).
+	puts [][]deliveryPut
 	// owned: a restore's tx, whose rows were decoded for it alone, so its
 	// puts keep them without defensive copies and record no undo (a
 	// failed restore empties the whole read model).
