@@ -98,9 +98,14 @@ func (s *Store) AppendMulti(ctx context.Context, parts ...events.StreamAppend) (
 		return nil, events.ErrMultiStreamUnsupported
 	}
 	sealed := make([]events.StreamAppend, len(parts))
+	n := 0
+	for _, part := range parts {
+		n += len(part.Events)
+	}
+	evs := make([]events.Proposed, n) // every part's, in one allocation
 	for i, part := range parts {
 		sealed[i] = part
-		sealed[i].Events = make([]events.Proposed, len(part.Events))
+		sealed[i].Events, evs = evs[:len(part.Events):len(part.Events)], evs[len(part.Events):]
 		for j, ev := range part.Events {
 			data, err := s.sealAppended(ctx, part.Stream, ev)
 			if err != nil {
