@@ -268,13 +268,15 @@ func (c *aggregateCache[S]) appendAfter(ctx context.Context, s streams, stream s
 	if r, ok := any(e.state).(reclaimer); ok && dropped != 0 && dropped == e.lent {
 		r.reclaim()
 	}
-	envs := make([]events.Envelope, len(evs))
+	// Every event is decoded before any is applied; a change appends one
+	// or two, whose envelopes stay on the stack.
+	envs := make([]events.Envelope, 0, 2)
 	for i, ev := range evs {
 		env, err := s.reg.Decode(events.Recorded{ID: ev.ID, Stream: stream, Type: ev.Type, Revision: version + uint64(i), Data: ev.Data, Meta: ev.Meta})
 		if err != nil {
 			return res, nil // the next load reads them back instead
 		}
-		envs[i] = env
+		envs = append(envs, env)
 	}
 	for _, env := range envs {
 		e.state.apply(env)

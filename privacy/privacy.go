@@ -98,9 +98,14 @@ func (s *Store) AppendMulti(ctx context.Context, parts ...events.StreamAppend) (
 		return nil, events.ErrMultiStreamUnsupported
 	}
 	sealed := make([]events.StreamAppend, len(parts))
+	n := 0
+	for _, part := range parts {
+		n += len(part.Events)
+	}
+	evs := make([]events.Proposed, n) // every part's, in one allocation
 	for i, part := range parts {
 		sealed[i] = part
-		sealed[i].Events = make([]events.Proposed, len(part.Events))
+		sealed[i].Events, evs = evs[:len(part.Events):len(part.Events)], evs[len(part.Events):]
 		for j, ev := range part.Events {
 			data, err := s.sealAppended(ctx, part.Stream, ev)
 			if err != nil {
@@ -417,7 +422,9 @@ func (s *Store) seal(ctx context.Context, stream, eventID, eventType string, dat
 	if fields.listed && len(fields.paths) == 0 || len(data) == 0 {
 		return data, false, nil
 	}
-	found, err := locate(data, fields)
+	sc := scratches.Get().(*locateScratch)
+	defer scratches.Put(sc)
+	found, err := locateInto(sc, data, fields)
 	if err != nil {
 		return nil, false, fmt.Errorf("privacy: %s: %w", eventType, err)
 	}
@@ -445,13 +452,15 @@ func (s *Store) seal(ctx context.Context, stream, eventID, eventType string, dat
 		longest = max(longest, f.end-f.start)
 		deepest = max(deepest, len(f.path))
 	}
-	// One scratch allocation for every field: the nonces (one read for all
-	// of them), room for the longest field's nonce || ciphertext, and its
-	// associated data; each part capped so that no append runs into the next.
+	// One scratch for every field, the pooled one's: the nonces (one read
+	// for all of them), room for the longest field's nonce || ciphertext,
+	// and its associated data; each part capped so that no append runs
+	// into the next. Nothing of it is left in out.
 	n := key.AEAD.NonceSize()
 	nonces := n * len(found)
 	room := n + longest + key.AEAD.Overhead()
-	scratch := make([]byte, nonces+room+len(eventID)+1+deepest)
+	sc.sealed = slices.Grow(sc.sealed[:0], nonces+room+len(eventID)+1+deepest)
+	scratch := sc.sealed[:nonces+room+len(eventID)+1+deepest]
 	if _, err := rand.Read(scratch[:nonces]); err != nil {
 		return nil, false, err
 	}

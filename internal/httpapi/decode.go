@@ -41,28 +41,70 @@ func ReadBody(r *http.Request) ([]byte, error) {
 type Object struct {
 	fields []member
 	index  map[string]int // for objects with many fields
-	prefix string
-	errs   *domain.ValidationError
-	read   uint64     // bit i: the handler asked for fields[i] (i < 64)
-	more   []bool     // the same for fields[64:], rare
-	tree   *[]*Object // the body's object and every nested one parsed from it
+	doc    *document
+	// parent, name and item place the object in the body; its path is
+	// spelled out only for an error (prefix).
+	parent *Object
+	name   string
+	item   int    // the element's index when parent's field name is an array; -1 otherwise
+	read   uint64 // bit i: the handler asked for fields[i] (i < 64)
+	more   []bool // the same for fields[64:], rare
 }
+
+// document is what every object parsed from one body shares: the type
+// problems, the objects (for CheckUnknown), room for the first objects,
+// and one slice for the members of all of them, so that a body of a few
+// objects is two allocations besides its scanners'.
+type document struct {
+	errs    domain.ValidationError
+	objects []*Object
+	free    []member // what is left of the members' room
+	used    int      // objects of first handed out
+	first   [4]Object
+	ptrs    [4]*Object
+}
+
+// maxRoom bounds the members' room made ahead; scans past it make their own.
+const maxRoom = 64
 
 // ParseObject decodes body as one JSON object; anything else is ErrMalformed.
 func ParseObject(body []byte) (*Object, error) {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return nil, ErrMalformed
 	}
-	fields, err := checkBody(body)
+	d := &document{}
+	// Every member is followed by a comma or closes its container, so this
+	// is at least the body's count of members (strings' commas count too).
+	room := bytes.Count(body, []byte{','}) + bytes.Count(body, []byte{'{'}) + bytes.Count(body, []byte{'['})
+	d.objects, d.free = d.ptrs[:0], make([]member, min(room, maxRoom))
+	fields, err := checkBody(body, d.take())
 	if err != nil {
 		return nil, err
 	}
-	return newObject(fields, "", &domain.ValidationError{}, new([]*Object)), nil
+	d.kept(fields)
+	return d.newObject(fields, nil, "", -1), nil
 }
 
-func newObject(fields []member, prefix string, errs *domain.ValidationError, tree *[]*Object) *Object {
-	o := &Object{fields: fields, prefix: prefix, errs: errs, tree: tree}
-	*tree = append(*tree, o)
+// take is the room left for a scan's members; kept records what the scan
+// used of it.
+func (d *document) take() []member { return d.free[:0] }
+
+func (d *document) kept(members []member) {
+	if cap(members) == cap(d.free) { // appended in place, not moved
+		d.free = d.free[len(members):]
+	}
+}
+
+func (d *document) newObject(fields []member, parent *Object, name string, item int) *Object {
+	var o *Object
+	if d.used < len(d.first) {
+		o = &d.first[d.used]
+		d.used++
+	} else {
+		o = new(Object)
+	}
+	*o = Object{fields: fields, doc: d, parent: parent, name: name, item: item}
+	d.objects = append(d.objects, o)
 	if len(fields) > smallObject {
 		o.index = make(map[string]int, len(fields))
 		for i, f := range fields {
@@ -72,13 +114,36 @@ func newObject(fields []member, prefix string, errs *domain.ValidationError, tre
 	return o
 }
 
-// parseObject reads raw, a value the body scan checked, as a nested object.
-func parseObject(raw []byte, prefix string, errs *domain.ValidationError, tree *[]*Object) (*Object, error) {
-	fields, ok := splitValue(raw, '{')
+// prefix is the object's path in the body as its fields' paths begin:
+// "" for the body's object, else e.g. "user." or "family_members[1].".
+func (o *Object) prefix() string {
+	if o.parent == nil {
+		return ""
+	}
+	p := o.parent.prefix() + o.name
+	if o.item >= 0 {
+		p += "[" + strconv.Itoa(o.item) + "]"
+	}
+	return p + "."
+}
+
+// parseObject reads raw, a value the body scan checked, as the nested
+// object at parent's field name (element item of it when item >= 0).
+func (o *Object) parseObject(raw []byte, name string, item int) (*Object, error) {
+	fields, ok := o.splitValue(raw, '{')
 	if !ok {
 		return nil, ErrMalformed
 	}
-	return newObject(fields, prefix, errs, tree), nil
+	return o.doc.newObject(fields, o, name, item), nil
+}
+
+// splitValue is splitValue with the members kept in the document's room.
+func (o *Object) splitValue(raw []byte, open byte) ([]member, bool) {
+	members, ok := splitValue(raw, open, o.doc.take())
+	if ok {
+		o.doc.kept(members)
+	}
+	return members, ok
 }
 
 // field returns the raw JSON of the named field.
@@ -125,28 +190,28 @@ func (o *Object) wasRead(i int) bool {
 // (422 VALIDATION_ERROR), so an ignored field cannot carry what a known one
 // may not. Call it once the route has read every field it knows.
 func (o *Object) CheckUnknown() {
-	for _, obj := range *o.tree {
+	for _, obj := range o.doc.objects {
 		for i, f := range obj.fields {
 			if obj.wasRead(i) || len(f.raw) == 0 || (f.raw[0] != '[' && f.raw[0] != '{') {
 				continue
 			}
 			if path, over := longArray(f.raw, MaxArrayItems); over {
-				obj.errs.Add(obj.prefix+string(f.key)+path, fmt.Sprintf("must have at most %d items", MaxArrayItems))
+				obj.doc.errs.Add(obj.prefix()+string(f.key)+path, fmt.Sprintf("must have at most %d items", MaxArrayItems))
 			}
 		}
 	}
 }
 
 // elements returns the elements of raw when it is an array.
-func elements(raw []byte) ([]member, bool) { return splitValue(raw, '[') }
+func (o *Object) elements(raw []byte) ([]member, bool) { return o.splitValue(raw, '[') }
 
 // Err returns the collected type errors, or nil.
-func (o *Object) Err() error { return o.errs.Err() }
+func (o *Object) Err() error { return o.doc.errs.Err() }
 
 // Has reports whether the field was sent (even as null).
 func (o *Object) Has(name string) bool { _, ok := o.field(name); return ok }
 
-func (o *Object) bad(name, msg string) { o.errs.Add(o.prefix+name, msg) }
+func (o *Object) bad(name, msg string) { o.doc.errs.Add(o.prefix()+name, msg) }
 
 func isNull(raw []byte) bool { return string(raw) == "null" }
 
@@ -256,7 +321,7 @@ func (o *Object) Strings(name string) []string {
 	if !ok || isNull(raw) {
 		return nil
 	}
-	items, ok := elements(raw)
+	items, ok := o.elements(raw)
 	if !ok {
 		o.bad(name, "must be an array of strings")
 		return nil
@@ -284,7 +349,7 @@ func (o *Object) Strings(name string) []string {
 func (o *Object) RequiredString(name string) string {
 	f := o.String(name)
 	if !f.Set || f.Null {
-		if !o.errs.Has(o.prefix + name) {
+		if !o.doc.errs.Has(o.prefix() + name) {
 			o.bad(name, "is required")
 		}
 		return ""
@@ -296,7 +361,7 @@ func (o *Object) RequiredString(name string) string {
 func (o *Object) RequiredInt(name string) int64 {
 	f := o.Int(name)
 	if !f.Set || f.Null {
-		if !o.errs.Has(o.prefix + name) {
+		if !o.doc.errs.Has(o.prefix() + name) {
 			o.bad(name, "is required")
 		}
 		return 0
@@ -313,7 +378,7 @@ func (o *Object) Object(name string, required bool) *Object {
 		}
 		return nil
 	}
-	child, err := parseObject(raw, o.prefix+name+".", o.errs, o.tree)
+	child, err := o.parseObject(raw, name, -1)
 	if err != nil {
 		o.bad(name, "must be an object")
 		return nil
@@ -337,7 +402,7 @@ func (o *Object) Array(name string, max int) []*Object {
 	if !ok || isNull(raw) {
 		return nil
 	}
-	items, ok := elements(raw)
+	items, ok := o.elements(raw)
 	if !ok {
 		o.bad(name, "must be an array")
 		return nil
@@ -350,10 +415,9 @@ func (o *Object) Array(name string, max int) []*Object {
 	}
 	out := make([]*Object, 0, len(items))
 	for i, it := range items {
-		p := fmt.Sprintf("%s%s[%d]", o.prefix, name, i)
-		child, err := parseObject(it.raw, p+".", o.errs, o.tree)
+		child, err := o.parseObject(it.raw, name, i)
 		if err != nil {
-			o.errs.Add(p, "must be an object")
+			o.doc.errs.Add(fmt.Sprintf("%s%s[%d]", o.prefix(), name, i), "must be an object")
 			continue
 		}
 		out = append(out, child)
@@ -393,7 +457,7 @@ func (o *Object) Ints(name string) []int64 {
 	if !ok || isNull(raw) {
 		return nil
 	}
-	items, ok := elements(raw)
+	items, ok := o.elements(raw)
 	if !ok {
 		o.bad(name, "must be an array of integers")
 		return nil

@@ -66,13 +66,17 @@ type scanner struct {
 // scanners keeps the frame and key stacks of finished scans for the next.
 var scanners = sync.Pool{New: func() any { return new(scanner) }}
 
-// getScanner returns a scanner over data; putScanner gives it back once its
-// members were taken.
-func getScanner(data []byte) *scanner {
+// getScanner returns a scanner over data that appends the members it
+// collects to room (a fresh slice when room is nil); putScanner gives it
+// back once its members were taken.
+func getScanner(data []byte, room []member) *scanner {
 	s := scanners.Get().(*scanner)
 	s.data, s.pos, s.values = data, 0, 0
 	s.maxItems, s.overPath, s.over = 0, "", false
-	s.members = make([]member, 0, 8)
+	if room == nil {
+		room = make([]member, 0, 8)
+	}
+	s.members = room
 	return s
 }
 
@@ -398,12 +402,13 @@ func (s *scanner) array(collect bool) error {
 // checkBody refuses what two JSON parsers could read differently or what a
 // store could not keep: invalid UTF-8, duplicate object keys (at any depth,
 // raw_data included) and nesting beyond MaxDepth; bytes that are not one
-// JSON object are ErrMalformed. It returns the object's members.
-func checkBody(body []byte) ([]member, error) {
+// JSON object are ErrMalformed. It returns the object's members, appended
+// to room.
+func checkBody(body []byte, room []member) ([]member, error) {
 	if !utf8.Valid(body) {
 		return nil, invalid("body", "must be valid UTF-8")
 	}
-	s := getScanner(body)
+	s := getScanner(body, room)
 	defer putScanner(s)
 	if err := s.scan(); err != nil {
 		if errors.Is(err, errSyntax) {
@@ -425,7 +430,7 @@ var errOver = errors.New("httpapi: array over its cap")
 // elements, and that array's path relative to raw ("" for raw itself,
 // else ".name" or "[i]" steps).
 func longArray(raw []byte, max int) (string, bool) {
-	s := getScanner(raw)
+	s := getScanner(raw, nil)
 	defer putScanner(s)
 	s.maxItems = max
 	_ = s.scan()
@@ -440,12 +445,13 @@ func longArray(raw []byte, max int) (string, bool) {
 }
 
 // splitValue returns the members of raw, a JSON value the body scan already
-// checked, when it is a container that opens with open ('{' or '[').
-func splitValue(raw []byte, open byte) ([]member, bool) {
+// checked, when it is a container that opens with open ('{' or '['),
+// appended to room.
+func splitValue(raw []byte, open byte, room []member) ([]member, bool) {
 	if len(raw) == 0 || raw[0] != open {
 		return nil, false
 	}
-	s := getScanner(raw)
+	s := getScanner(raw, room)
 	defer putScanner(s)
 	if err := s.scan(); err != nil || s.values != 1 {
 		return nil, false

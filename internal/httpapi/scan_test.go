@@ -149,6 +149,44 @@ func BenchmarkParseObject(b *testing.B) {
 			}
 		}
 	})
+	// A register as partners send it (e2e/harness.RegisterBody): nested
+	// objects in arrays, read field by field.
+	register := []byte(`{"channel_user_id":"u-1","user":{"name":"李雷","phone":"13812345678","gender":"male","birth_date":"1990-05-01","email":"li@example.cn"},` +
+		`"family_groups":[{"app_group_id":10,"name":"Home"}],` +
+		`"family_members":[{"app_user_id":"self","app_group_id":10,"name":"李雷","relationship":"SELF","height":175,"weight":7000,"id_type":"ID_CARD","id_number":"110101199005010000","is_default":true},` +
+		`{"app_user_id":"wife","app_group_id":10,"name":"韩梅梅","relationship":"SPOUSE","blood_type":"AB"}]}`)
+	b.Run("register", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			o, err := ParseObject(register)
+			if err != nil {
+				b.Fatal(err)
+			}
+			o.RequiredString("channel_user_id")
+			u := o.Object("user", true)
+			for _, f := range []string{"name", "nickname", "gender", "avatar", "phone", "email", "birth_date"} {
+				u.String(f)
+			}
+			for _, g := range o.Array("family_groups", 100) {
+				g.RequiredInt("app_group_id")
+				g.RequiredString("name")
+			}
+			for _, m := range o.Array("family_members", 100) {
+				m.RequiredString("app_user_id")
+				m.RequiredInt("app_group_id")
+				for _, f := range []string{"name", "relationship", "gender", "birth_date", "phone", "id_type", "id_number", "blood_type"} {
+					m.String(f)
+				}
+				m.Int("height")
+				m.Int("weight")
+				m.Bool("is_default")
+			}
+			o.CheckUnknown()
+			if o.Err() != nil {
+				b.Fatal(o.Err())
+			}
+		}
+	})
 	b.Run("reference", func(b *testing.B) {
 		b.ReportAllocs()
 		for i := 0; i < b.N; i++ {
