@@ -36,10 +36,12 @@ func (t *tx) AddAuditFact(ctx context.Context, f projections.AuditFact) error {
 	f.At = f.At.UTC().Truncate(time.Microsecond)
 	s.auditIndexes.facts = append(s.auditIndexes.facts, f)
 	s.auditIndexes.byEvent[f.EventID] = true
-	t.undo = append(t.undo, func() {
-		s.auditIndexes.facts = s.auditIndexes.facts[:len(s.auditIndexes.facts)-1]
-		delete(s.auditIndexes.byEvent, f.EventID)
-	})
+	if !t.owned {
+		t.undo = append(t.undo, func() {
+			s.auditIndexes.facts = s.auditIndexes.facts[:len(s.auditIndexes.facts)-1]
+			delete(s.auditIndexes.byEvent, f.EventID)
+		})
+	}
 	return nil
 }
 

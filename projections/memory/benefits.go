@@ -318,7 +318,9 @@ func (t *tx) PutBenefitItem(ctx context.Context, b projections.BenefitItem) erro
 	b.CreatedAt, b.UpdatedAt = normTime(b.CreatedAt), normTime(b.UpdatedAt)
 	old, had := s.benefitItems[b.BenefitItemID]
 	s.setBenefitItem(old, had, b, true)
-	t.undo = append(t.undo, func() { s.setBenefitItem(b, true, old, had) })
+	if !t.owned {
+		t.undo = append(t.undo, func() { s.setBenefitItem(b, true, old, had) })
+	}
 	return nil
 }
 
@@ -330,7 +332,9 @@ func (t *tx) PutProvider(ctx context.Context, p projections.ServiceProvider) err
 	p = normProvider(p)
 	old, had := s.providers[p.ProviderID]
 	s.setProvider(old, had, p, true)
-	t.undo = append(t.undo, func() { s.setProvider(p, true, old, had) })
+	if !t.owned {
+		t.undo = append(t.undo, func() { s.setProvider(p, true, old, had) })
+	}
 	return nil
 }
 
@@ -352,7 +356,9 @@ func (t *tx) PutCard(ctx context.Context, c projections.Card) error {
 	}
 	old, had := s.cards[c.CardNumber]
 	s.setCard(old, had, c, true)
-	t.undo = append(t.undo, func() { s.setCard(c, true, old, had) })
+	if !t.owned {
+		t.undo = append(t.undo, func() { s.setCard(c, true, old, had) })
+	}
 	return nil
 }
 
@@ -365,7 +371,9 @@ func (t *tx) PutFulfillment(ctx context.Context, r projections.Fulfillment) erro
 	r.InitiatedAt, r.UpdatedAt = normTime(r.InitiatedAt), normTime(r.UpdatedAt)
 	old, had := s.fulfillments[r.RecordID]
 	s.setFulfillment(old, had, r, true)
-	t.undo = append(t.undo, func() { s.setFulfillment(r, true, old, had) })
+	if !t.owned {
+		t.undo = append(t.undo, func() { s.setFulfillment(r, true, old, had) })
+	}
 	return nil
 }
 

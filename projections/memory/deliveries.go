@@ -916,6 +916,40 @@ func normAttempt(a projections.Attempt) projections.Attempt {
 	return a
 }
 
+// restoreAttempts fills the emptied attempts map with an image's
+// attempts: each delivery's run of attempts (an image lists them by
+// delivery, in their order) is kept as the delivery's list, a window of
+// the image's slice, where AddAttempt copied the list and made an undo
+// for every attempt. A later AddAttempt copies a list before it changes
+// it, so the lists may share the slice. What follows a run out of that
+// order (an attempt number not above the one before, a delivery met
+// again after another's) goes through AddAttempt. The caller holds the
+// read model's write lock and owns as.
+func (s *Store) restoreAttempts(ctx context.Context, as []projections.Attempt) error {
+	t := &tx{s: s, owned: true}
+	for i := 0; i < len(as); {
+		id := as[i].DeliveryID
+		j := i + 1
+		for j < len(as) && as[j].DeliveryID == id && as[j].Attempt > as[j-1].Attempt {
+			j++
+		}
+		if _, had := s.attempts[id]; had {
+			for ; i < j; i++ {
+				if err := t.AddAttempt(ctx, as[i]); err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		for k := i; k < j; k++ {
+			as[k].At = normTime(as[k].At)
+		}
+		s.attempts[id] = as[i:j:j]
+		i = j
+	}
+	return nil
+}
+
 // restoreDeliveries fills the emptied deliveries read model's indexes from
 // rows in feed order (a snapshot's, unique ids), each index built by a
 // goroutine of its own: the same state PutDelivery row by row gives (the

@@ -214,7 +214,12 @@ func (s *Store) Restore(ctx context.Context, im snapfile.Image) (err error) {
 		{func() error { s.restoreGroups(im.Groups); return nil }},
 		{func() error { s.restoreMembers(im.Members); return nil }},
 		// Attempts keep a map of their own (attempts by delivery).
-		{run(len(im.Attempts), func(t *tx, i int) error { return t.AddAttempt(ctx, im.Attempts[i]) })},
+		{func() error {
+			if err := s.restoreAttempts(ctx, im.Attempts); err != nil {
+				return fmt.Errorf("restore %s: %w", im.ReadModel, err)
+			}
+			return nil
+		}},
 		{
 			func() error {
 				if err := s.restoreDeliveries(deliveries); err != nil {

@@ -359,6 +359,8 @@ type tx struct {
 }
 
 // keepUndo records how to revert a write, unless the tx is a restore's.
+// fn is made (an allocation) whether or not it is kept: the puts a restore
+// runs for every row of a table test owned before making theirs.
 func (t *tx) keepUndo(fn func()) {
 	if !t.owned {
 		t.undo = append(t.undo, fn)

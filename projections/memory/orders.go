@@ -257,7 +257,9 @@ func (t *tx) PutGoods(ctx context.Context, g projections.Goods) error {
 	}
 	old, had := s.goods[g.GoodsID]
 	s.setGoods(old, had, g, true)
-	t.undo = append(t.undo, func() { s.setGoods(g, true, old, had) })
+	if !t.owned {
+		t.undo = append(t.undo, func() { s.setGoods(g, true, old, had) })
+	}
 	return nil
 }
 
@@ -278,7 +280,9 @@ func (t *tx) PutOrder(ctx context.Context, o projections.Order) error {
 	}
 	old, had := s.orders[o.OrderID]
 	s.setOrder(old, had, o, true)
-	t.undo = append(t.undo, func() { s.setOrder(o, true, old, had) })
+	if !t.owned {
+		t.undo = append(t.undo, func() { s.setOrder(o, true, old, had) })
+	}
 	return nil
 }
 

@@ -126,7 +126,9 @@ func (t *tx) PutReport(ctx context.Context, r projections.Report) error {
 	r = normReport(r)
 	old, had := s.reports[r.ReportID]
 	s.setReport(old, had, r, true)
-	t.undo = append(t.undo, func() { s.setReport(r, true, old, had) })
+	if !t.owned {
+		t.undo = append(t.undo, func() { s.setReport(r, true, old, had) })
+	}
 	return nil
 }
 

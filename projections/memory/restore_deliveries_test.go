@@ -289,3 +289,65 @@ func TestRestoreUsersAnswersAsTheStoreItWasTakenFrom(t *testing.T) {
 		}
 	}
 }
+
+// A restore keeps each delivery's run of attempts as its list (restoreAttempts)
+// instead of adding them one by one: the store must answer exactly what
+// the adds give, for runs in the image's order and for attempts out of it
+// (a delivery's attempts split by another's, an attempt number not above
+// the one before), and a later attempt of one delivery must leave the
+// lists of the others alone.
+func TestRestoreAttemptsAnswerAsTheirAdds(t *testing.T) {
+	ctx := context.Background()
+	at := time.Date(2026, 11, 23, 12, 0, 0, 123456789, time.FixedZone("CST", 8*3600))
+	attempt := func(id string, n int) projections.Attempt {
+		code := 500 + n
+		return projections.Attempt{DeliveryID: id, Attempt: n, At: at.Add(time.Duration(n) * time.Second), StatusCode: &code, Outcome: "retry"}
+	}
+	var as []projections.Attempt
+	for i := range 20 {
+		for n := 1; n <= i%4; n++ {
+			as = append(as, attempt(fmt.Sprintf("d%02d", i), n))
+		}
+	}
+	// Out of order: d03 again after others, d90's attempts backwards, d91's twice.
+	as = append(as, attempt("d03", 9), attempt("d90", 2), attempt("d90", 1), attempt("d91", 1), attempt("d91", 1))
+	want := New()
+	if err := want.UpdateDeliveries(ctx, "deliveries", events.Position{Commit: 1, Prepare: 1}, func(tx projections.DeliveryTx) error {
+		for _, a := range as {
+			if err := tx.AddAttempt(ctx, a); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	got := New()
+	if err := got.Restore(ctx, snapfile.Image{ReadModel: projections.ReadModelDeliveries, Checkpoint: events.Position{Commit: 1, Prepare: 1},
+		Attempts: slices.Clone(as)}); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got.attempts, want.attempts) {
+		t.Fatalf("restored attempts:\n%v\nwant:\n%v", got.attempts, want.attempts)
+	}
+	if n := len(got.attempts["d03"]); n != 4 {
+		t.Fatalf("d03 has %d attempts, want 4 (its run and the one after the others)", n)
+	}
+	before := map[string][]projections.Attempt{}
+	for id, l := range got.attempts {
+		before[id] = slices.Clone(l)
+	}
+	if err := got.UpdateDeliveries(ctx, "deliveries", events.Position{Commit: 2, Prepare: 2}, func(tx projections.DeliveryTx) error {
+		return tx.AddAttempt(ctx, attempt("d05", 2))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for id, l := range got.attempts {
+		if id != "d05" && !reflect.DeepEqual(l, before[id]) {
+			t.Errorf("an attempt of d05 changed the attempts of %s", id)
+		}
+	}
+	if n := len(got.attempts["d05"]); n != 2 {
+		t.Errorf("d05 has %d attempts after its second, want 2", n)
+	}
+}
