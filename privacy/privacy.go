@@ -679,18 +679,22 @@ func locate(data []byte, fields *personalPaths) ([]located, error) {
 }
 
 // locateScratch is what locateInto reuses across documents: the spans
-// found and the located values (whose paths are the catalog's, kept for
-// the process's life, so a pooled scratch holds nothing of an event).
+// found and the located values (offsets, and paths that are the
+// catalog's, kept for the process's life), and the room seal and openInto
+// work in. A pooled scratch holds no plaintext of an event: at most an
+// event's id, nonces and ciphertext.
 type locateScratch struct {
 	spans []pathSpan
 	found []located
 	// sealed holds one field's decoded envelope and associated data
-	// while it is opened (openInto).
+	// while it is opened (openInto), or a seal's nonces, one field's
+	// nonce || ciphertext and associated data (seal).
 	sealed []byte
 }
 
-// scratches lend opening its locateScratch: a replay opens every sealed
-// event of the log, and the two slices were two allocations per event.
+// scratches lend opening and sealing their locateScratch: a replay opens
+// every sealed event of the log and each append seals its events, and the
+// scratch's slices would be allocations per event.
 var scratches = sync.Pool{New: func() any { return &locateScratch{} }}
 
 // locateInto is locate into sc's buffers: the result is valid until sc's

@@ -123,8 +123,7 @@ func deliverySubject(p *catalog.DeliveryCreated) string {
 // write nothing into them: BodyUser, encoding/json, and the stores, which
 // copy what they keep of a delivery's body (the memory store only its
 // tail, most of the time). A delivery's body is the longest field a
-// rebuild decodes, and a copy of it per use was most of a delivery's
-// garbage.
+// rebuild decodes, so it is not copied per use.
 func readOnlyBytes(s string) []byte {
 	if s == "" {
 		return []byte{}

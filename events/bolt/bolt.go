@@ -114,10 +114,6 @@ type Store struct {
 	closeErr  error
 }
 
-// pending is one queued append (one part) or multi-stream append (several,
-// all or none) and, once done, its outcome.
-type pending = groupcommit.Append
-
 // maxGroup bounds how many appends share one transaction.
 const maxGroup = 256
 
@@ -270,7 +266,7 @@ func (s *Store) submit(ctx context.Context, parts []events.StreamAppend) ([]even
 }
 
 func (s *Store) commitLoop(queue *groupcommit.Queue) {
-	group := make([]*pending, 0, maxGroup)
+	group := make([]*groupcommit.Append, 0, maxGroup)
 	var recent [windowGroups]int // sizes of the last groups
 	var last time.Duration       // the last commit's duration
 	var timer, deferTimer *time.Timer
@@ -320,7 +316,7 @@ func (s *Store) commitLoop(queue *groupcommit.Queue) {
 
 // await adds appends to group as they are queued, until it holds target
 // of them, the timer fires or the queue is closed.
-func await(queue <-chan *pending, group []*pending, target int, timer <-chan time.Time) []*pending {
+func await(queue <-chan *groupcommit.Append, group []*groupcommit.Append, target int, timer <-chan time.Time) []*groupcommit.Append {
 	for len(group) < target {
 		select {
 		case p, ok := <-queue:
@@ -336,7 +332,7 @@ func await(queue <-chan *pending, group []*pending, target int, timer <-chan tim
 }
 
 // deferrable reports whether every append of group may wait for company.
-func deferrable(group []*pending) bool {
+func deferrable(group []*groupcommit.Append) bool {
 	for _, p := range group {
 		if p.Queued.IsZero() {
 			return false
@@ -348,7 +344,7 @@ func deferrable(group []*pending) bool {
 // awaitPlain adds appends to group, all deferrable, as they are queued,
 // until one is not, the group holds maxDeferGroup, the timer fires or the
 // queue is closed (Close: the committer then commits what it holds).
-func (s *Store) awaitPlain(queue <-chan *pending, group []*pending, timer <-chan time.Time) []*pending {
+func (s *Store) awaitPlain(queue <-chan *groupcommit.Append, group []*groupcommit.Append, timer <-chan time.Time) []*groupcommit.Append {
 	for len(group) < maxDeferGroup {
 		if s.deferring != nil {
 			s.deferring(len(group))
@@ -371,7 +367,7 @@ func (s *Store) awaitPlain(queue <-chan *pending, group []*pending, timer <-chan
 
 // commit decides and writes a group in one transaction, in queue order: each
 // append sees the writes of those before it, exactly as if run one by one.
-func (s *Store) commit(group []*pending) {
+func (s *Store) commit(group []*groupcommit.Append) {
 	now := time.Now().UTC()
 	wrote := false
 	var last uint64

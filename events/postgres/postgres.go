@@ -190,10 +190,6 @@ func (s *Store) submit(ctx context.Context, parts []events.StreamAppend) ([]even
 	return s.queue.Submit(ctx, parts)
 }
 
-// pending is one queued append (one part) or multi-stream append (several,
-// all or none) and, once done, its outcome.
-type pending = groupcommit.Append
-
 // maxGroup bounds how many appends share one transaction.
 const maxGroup = 256
 
@@ -201,7 +197,7 @@ const maxGroup = 256
 const commitTimeout = 30 * time.Second
 
 func (s *Store) commitLoop(queue *groupcommit.Queue) {
-	group := make([]*pending, 0, maxGroup)
+	group := make([]*groupcommit.Append, 0, maxGroup)
 	for first := range queue.C() {
 		group = queue.Gather(append(group[:0], first), maxGroup)
 		wrote, err := s.commit(group)
@@ -210,7 +206,7 @@ func (s *Store) commitLoop(queue *groupcommit.Queue) {
 			// others: the group rolled back, so commit each on its own.
 			wrote = false
 			for _, p := range group {
-				w, _ := s.commit([]*pending{p})
+				w, _ := s.commit([]*groupcommit.Append{p})
 				wrote = wrote || w
 			}
 		}
@@ -231,7 +227,7 @@ func (s *Store) commitLoop(queue *groupcommit.Queue) {
 // about one of them: BEGIN, the lock and the reads go in one pipeline, the
 // INSERT, the NOTIFY and COMMIT in a second. (pgx.BeginFunc with a batch in
 // between took five: BEGIN, the reads, INSERT, NOTIFY, COMMIT.)
-func (s *Store) commit(group []*pending) (wrote bool, err error) {
+func (s *Store) commit(group []*groupcommit.Append) (wrote bool, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
 	defer cancel()
 	conn, err := s.pool.Acquire(ctx)
@@ -255,7 +251,7 @@ func (s *Store) commit(group []*pending) (wrote bool, err error) {
 }
 
 // fail gives every append of a failed group the group's error.
-func (s *Store) fail(group []*pending, err error) error {
+func (s *Store) fail(group []*groupcommit.Append, err error) error {
 	var pe *pgconn.PgError
 	for _, p := range group {
 		p.Res, p.Err = nil, err
@@ -269,7 +265,7 @@ func (s *Store) fail(group []*pending, err error) error {
 }
 
 // commitOn runs commit's transaction on conn; on error the caller rolls back.
-func (s *Store) commitOn(ctx context.Context, conn *pgx.Conn, group []*pending) (wrote bool, err error) {
+func (s *Store) commitOn(ctx context.Context, conn *pgx.Conn, group []*groupcommit.Append) (wrote bool, err error) {
 	epoch := s.recent.begin()
 	seen, err := readCommitted(ctx, conn, group)
 	if err != nil {
@@ -348,7 +344,7 @@ LATERAL (SELECT id, stream, revision, position FROM es_events WHERE es_events.id
 // place as the committed log has them, each in one statement for the whole
 // group. Each statement after the lock reads a fresh snapshot (READ
 // COMMITTED), so it sees the previous holder's commit.
-func readCommitted(ctx context.Context, conn *pgx.Conn, group []*pending) (committed, error) {
+func readCommitted(ctx context.Context, conn *pgx.Conn, group []*groupcommit.Append) (committed, error) {
 	var streams, ids []string
 	seen := committed{counts: map[string]int64{}, found: map[string]rules.Located{}}
 	for _, p := range group {
@@ -418,7 +414,7 @@ func readPlaces(br pgx.BatchResults, seen committed) error {
 // committed state plus this group's own writes so far, setting each
 // one's results or error, and returns the rows to write and the last
 // position they take.
-func decideGroup(group []*pending, seen committed) (rows newRows, next int64) {
+func decideGroup(group []*groupcommit.Append, seen committed) (rows newRows, next int64) {
 	streamCount := map[string]uint64{}
 	lookup := func(id string) (rules.Located, bool, error) {
 		loc, ok := seen.found[id]
@@ -457,7 +453,7 @@ func decideGroup(group []*pending, seen committed) (rows newRows, next int64) {
 // none): on a refusal it sets p.Err; otherwise it records each part's
 // result for a replay and returns each part's stream count and whether
 // the part is a replay of events already written.
-func checkParts(p *pending, streamCount map[string]uint64, counts map[string]int64, lookup func(string) (rules.Located, bool, error)) (partCounts []uint64, replayed []bool) {
+func checkParts(p *groupcommit.Append, streamCount map[string]uint64, counts map[string]int64, lookup func(string) (rules.Located, bool, error)) (partCounts []uint64, replayed []bool) {
 	partCounts = make([]uint64, len(p.Parts))
 	replayed = make([]bool, len(p.Parts))
 	for i, part := range p.Parts {

@@ -5,6 +5,8 @@ import (
 	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/healthtech/partner-open-platform/events/internal/groupcommit"
 )
 
 // A Rider is one statement that a caller's append writes in the append's
@@ -33,7 +35,7 @@ func WithRider(ctx context.Context, sql string, args []any, done func(bool)) con
 }
 
 // riderOf is p's rider when it is to be written with p's events.
-func riderOf(p *pending) *Rider {
+func riderOf(p *groupcommit.Append) *Rider {
 	r, _ := p.Ctx.Value(riderKey{}).(*Rider)
 	if r == nil || r.used.Load() || p.Err != nil || !p.Wrote {
 		return nil

@@ -746,8 +746,8 @@ type deliveryPut struct {
 }
 
 // putUndo records how to revert a PutDelivery. The two deliveries go into
-// the tx's chunks, and the undo reads them from there: a closure that held
-// them moved both to the heap at every delivery a rebuild applies. A chunk
+// the tx's chunks, and the undo reads them from there, so neither goes to
+// the heap on its own at every delivery a rebuild applies. A chunk
 // is never grown, so an undo's slice of it stays valid; chunks double up
 // to maxPutChunk, so a tx of one put (a live write) makes one of one.
 func (t *tx) putUndo(put, old projections.Delivery, had bool) {
@@ -884,9 +884,8 @@ func cloneTime(p *time.Time) *time.Time {
 // caller's delivery: the pointees, and the body when the row keeps it as it
 // is (never nil, as the Postgres store reads an empty bytea). A body that
 // starts as bodyHead writes it is kept as its tail, which packDelivery
-// copies, so it is not copied whole first: that copy was garbage at once
-// for every webhook body the node renders, so every delivery a rebuild
-// applies.
+// copies, so no whole copy of it is made: every webhook body the node
+// renders, so every delivery a rebuild applies, starts so.
 func copyDelivery(d projections.Delivery) projections.Delivery {
 	if d.Body == nil || headLen(d.Body, d.EventType, d.DeliveryID, d.AppID) == 0 {
 		d.Body = append([]byte{}, d.Body...)
@@ -919,8 +918,8 @@ func normAttempt(a projections.Attempt) projections.Attempt {
 // restoreAttempts fills the emptied attempts map with an image's
 // attempts: each delivery's run of attempts (an image lists them by
 // delivery, in their order) is kept as the delivery's list, a window of
-// the image's slice, where AddAttempt copied the list and made an undo
-// for every attempt. A later AddAttempt copies a list before it changes
+// the image's slice, without AddAttempt's copy of the list and undo per
+// attempt. A later AddAttempt copies a list before it changes
 // it, so the lists may share the slice. What follows a run out of that
 // order (an attempt number not above the one before, a delivery met
 // again after another's) goes through AddAttempt. The caller holds the

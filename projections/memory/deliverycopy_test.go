@@ -49,9 +49,9 @@ func TestAProjectedDeliveryCopiesItsBodyOnce(t *testing.T) {
 	}
 	// The batch's undo keeps the deliveries in chunks: neither the
 	// delivery written nor the row it replaced goes to the heap alone
-	// (10.5 allocations per delivery, 12.4 when they did).
-	if allocs := float64(after.Mallocs-before.Mallocs) / n; allocs > 11 {
-		t.Errorf("%.2f allocations per delivery, want at most 11", allocs)
+	// (10.5 allocations per delivery; 12.4 with each on the heap).
+	if allocs := float64(after.Mallocs-before.Mallocs) / n; allocs > 11.5 {
+		t.Errorf("%.2f allocations per delivery, want at most 11.5", allocs)
 	}
 	for i, want := range bodies {
 		got, _, err := s.Delivery(ctx, 1, fmt.Sprintf("00000000-0000-4000-8000-%012d", i))

@@ -185,6 +185,11 @@ func (s *Store) Update(ctx context.Context, projection string, pos events.Positi
 	return s.update(ctx, projection, pos, func(t *tx) error { return fn(t) })
 }
 
+// rollbackTimeout bounds the ROLLBACK of a failed apply, whose own
+// context may have ended: a connection that does not answer in time is
+// dropped by the pool instead.
+const rollbackTimeout = 5 * time.Second
+
 // update is Update and UpdateDeliveries: one transaction, one checkpoint.
 //
 // The transaction takes two round trips when fn only writes: BEGIN, the
@@ -222,13 +227,19 @@ func (s *Store) update(ctx context.Context, projection string, pos events.Positi
 			return nil
 		})
 		if err = t.flush(ctx); err == nil {
-			_, err = t.db.Exec(ctx, "COMMIT")
+			var ct pgconn.CommandTag
+			// An aborted transaction answers COMMIT with ROLLBACK, no error.
+			if ct, err = t.db.Exec(ctx, "COMMIT"); err == nil && ct.String() == "ROLLBACK" {
+				err = errors.New("the transaction was rolled back at COMMIT")
+			}
 		}
 	}
-	if fnErr != nil || err != nil {
+	if (fnErr != nil || err != nil) && !t.unsent {
 		// Ends an open or failed transaction; if even that fails the
 		// connection is not idle and the pool drops it on Release.
-		_, _ = conn.Exec(context.WithoutCancel(ctx), "ROLLBACK")
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
+		_, _ = conn.Exec(rctx, "ROLLBACK")
+		cancel()
 	}
 	if fnErr != nil {
 		return fnErr

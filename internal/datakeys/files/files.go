@@ -301,8 +301,8 @@ func encodeLine(e entry) []byte {
 }
 
 // encode is json.Marshal(l), written field by field: every new person's
-// key is a line (a register makes one), and reflection made about 1.4 KB
-// of garbage per line. A time json.Marshal refuses (a year past 9999) is
+// key is a line (a register makes one), which json.Marshal makes with
+// three allocations and five times the CPU. A time json.Marshal refuses (a year past 9999) is
 // left to it, so the bytes are always its own.
 func (l line) encode() []byte {
 	w := jsoncodec.HTML

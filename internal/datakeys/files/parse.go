@@ -54,9 +54,10 @@ func parseLines(b []byte) []parsedLine {
 // parseLine decodes one record of the log. The log's lines are written by
 // encodeLine (json.Marshal's bytes, written by hand: one flat object of
 // plain strings), and a start reads hundreds of thousands of them, so
-// those are decoded by hand, about ten times faster than through reflection; a line with
-// anything else (an escape, a non-ASCII byte, a non-string value) goes
-// through encoding/json, so both paths accept exactly the same lines.
+// those are decoded by hand, about ten times faster than through
+// reflection; a line with anything else (an escape, a non-ASCII byte, a
+// non-string value) goes through encoding/json, so both paths accept
+// exactly the same lines.
 func parseLine(raw []byte) (line, error) {
 	if l, ok := parseFlat(raw); ok {
 		return l, nil
