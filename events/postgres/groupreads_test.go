@@ -2,42 +2,13 @@ package postgres
 
 import (
 	"context"
-	"sync"
 	"testing"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/internal/pgtest"
 )
-
-// batchStatements counts the statements sent in pipelines, by SQL text.
-type batchStatements struct {
-	mu  sync.Mutex
-	sql map[string]int
-}
-
-func (c *batchStatements) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
-	return ctx
-}
-func (c *batchStatements) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
-func (c *batchStatements) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
-	return ctx
-}
-func (c *batchStatements) TraceBatchQuery(_ context.Context, _ *pgx.Conn, d pgx.TraceBatchQueryData) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.sql[d.SQL]++
-}
-func (c *batchStatements) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
-
-func (c *batchStatements) count(sql string) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.sql[sql]
-}
 
 // An append of several streams (a register: its binding and its user)
 // reads every stream's count in one statement and every event id's place in
@@ -46,12 +17,7 @@ func (c *batchStatements) count(sql string) int {
 func TestAnAppendReadsItsStreamsInOneStatement(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	cfg, err := pgxpool.ParseConfig(pgtest.New(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	count := &batchStatements{sql: map[string]int{}}
-	cfg.ConnConfig.Tracer = count
+	cfg, count := pgtest.TracedConfig(t, pgtest.New(t))
 	s, err := openConfig(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -69,12 +35,12 @@ func TestAnAppendReadsItsStreamsInOneStatement(t *testing.T) {
 		{Stream: "b-" + uuid.NewString(), Expected: events.NoStream(), Events: []events.Proposed{ev()}},
 		{Stream: old, Expected: events.AfterVersion(1), Events: []events.Proposed{ev()}},
 	}
-	counts, places := count.count(streamCountsQuery), count.count(placesQuery)
+	counts, places := count.Count(streamCountsQuery), count.Count(placesQuery)
 	first, err := s.AppendMulti(ctx, parts...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n, m := count.count(streamCountsQuery)-counts, count.count(placesQuery)-places; n != 1 || m != 1 {
+	if n, m := count.Count(streamCountsQuery)-counts, count.Count(placesQuery)-places; n != 1 || m != 1 {
 		t.Errorf("an append of three streams sent %d stream-count and %d event-id statements, want one each", n, m)
 	}
 	again, err := s.AppendMulti(ctx, parts...)

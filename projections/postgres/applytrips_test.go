@@ -3,45 +3,13 @@ package postgres
 import (
 	"context"
 	"errors"
-	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/healthtech/partner-open-platform/events"
+	"github.com/healthtech/partner-open-platform/internal/pgtest"
 	"github.com/healthtech/partner-open-platform/projections"
 )
-
-// exchanges counts what a pool sends as round trips: each batch and each
-// statement sent on its own; open names the statements sent on their own.
-type exchanges struct {
-	n    atomic.Int64
-	open atomic.Pointer[[]string]
-}
-
-func (c *exchanges) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
-	c.n.Add(1)
-	for {
-		old := c.open.Load()
-		next := append(append([]string(nil), *old...), strings.TrimSpace(d.SQL))
-		if c.open.CompareAndSwap(old, &next) {
-			return ctx
-		}
-	}
-}
-
-func (c *exchanges) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
-
-func (c *exchanges) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
-	c.n.Add(1)
-	return ctx
-}
-
-func (c *exchanges) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
-func (c *exchanges) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
 
 // A read model's apply that only writes is two round trips: BEGIN, the
 // writes and the checkpoint in one pipeline, then COMMIT. An apply that
@@ -52,18 +20,7 @@ func (c *exchanges) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndD
 func TestAnApplyIsOnePipelineAndItsCommit(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	cfg, err := pgxpool.ParseConfig(MigratedDB(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	trips := &exchanges{}
-	trips.open.Store(&[]string{})
-	cfg.ConnConfig.Tracer = trips
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
+	pool, trips := pgtest.TracedPool(t, MigratedDB(t))
 	s := &Store{pool: pool}
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	user := func(id int64) projections.User {
@@ -75,22 +32,20 @@ func TestAnApplyIsOnePipelineAndItsCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	trips.n.Store(0)
-	trips.open.Store(&[]string{})
+	trips.Reset()
 	if err := s.Update(ctx, "users", events.Position{Commit: 2, Prepare: 2}, func(tx projections.UserTx) error {
 		return tx.PutUser(ctx, user(1))
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if n, open := trips.n.Load(), *trips.open.Load(); n != 2 || len(open) != 1 || open[0] != "COMMIT" {
+	if n, open := trips.RoundTrips(), trips.Alone(); n != 2 || len(open) != 1 || open[0] != "COMMIT" {
 		t.Fatalf("a write-only apply took %d round trips, statements alone %q; want 2: the pipeline, then COMMIT", n, open)
 	}
 	if u, err := s.User(ctx, 1, 1); err != nil || u.ChannelUserID != "c1" {
 		t.Fatalf("user 1 after its apply: %+v, %v", u, err)
 	}
 
-	trips.n.Store(0)
-	trips.open.Store(&[]string{})
+	trips.Reset()
 	if err := s.Update(ctx, "users", events.Position{Commit: 3, Prepare: 3}, func(tx projections.UserTx) error {
 		if _, err := tx.User(ctx, 9); !errors.Is(err, projections.ErrNotFound) {
 			t.Errorf("a user never written, read in the apply: %v, want not found", err)
@@ -104,7 +59,7 @@ func TestAnApplyIsOnePipelineAndItsCommit(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if n := trips.n.Load(); n != 4 {
+	if n := trips.RoundTrips(); n != 4 {
 		t.Fatalf("an apply reading twice, then writing, took %d round trips; want 4: BEGIN with the first read, the second read, the writes, COMMIT", n)
 	}
 	if u, err := s.User(ctx, 1, 1); err != nil || u.Name != "patched" {
@@ -112,7 +67,7 @@ func TestAnApplyIsOnePipelineAndItsCommit(t *testing.T) {
 	}
 
 	failed := errors.New("the apply fails after its read")
-	err = s.Update(ctx, "users", events.Position{Commit: 4, Prepare: 4}, func(tx projections.UserTx) error {
+	err := s.Update(ctx, "users", events.Position{Commit: 4, Prepare: 4}, func(tx projections.UserTx) error {
 		if err := tx.PutUser(ctx, user(2)); err != nil {
 			return err
 		}

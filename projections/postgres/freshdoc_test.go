@@ -5,61 +5,23 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/events/catalog"
+	"github.com/healthtech/partner-open-platform/internal/pgtest"
 	"github.com/healthtech/partner-open-platform/projections"
 )
 
-// refreshStatements counts the snapshot refresh statements sent on a pool,
-// alone or in a batch.
-type refreshStatements struct{ n atomic.Int64 }
-
-func (c *refreshStatements) count(sql string) {
-	if strings.Contains(sql, "user_snapshot_docs") {
-		c.n.Add(1)
-	}
-}
-
-func (c *refreshStatements) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
-	c.count(d.SQL)
-	return ctx
-}
-
-func (c *refreshStatements) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
-
-func (c *refreshStatements) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
-	return ctx
-}
-
-func (c *refreshStatements) TraceBatchQuery(_ context.Context, _ *pgx.Conn, d pgx.TraceBatchQueryData) {
-	c.count(d.SQL)
-}
-
-func (c *refreshStatements) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
-
 // refreshCountingStore is a Store on a migrated database of its own that
 // counts the refresh statements it sends.
-func refreshCountingStore(t *testing.T) (*Store, *refreshStatements) {
+func refreshCountingStore(t *testing.T) (*Store, *pgtest.Trace) {
 	t.Helper()
-	cfg, err := pgxpool.ParseConfig(MigratedDB(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	refreshes := &refreshStatements{}
-	cfg.ConnConfig.Tracer = refreshes
-	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	return &Store{pool: pool}, refreshes
+	pool, trace := pgtest.TracedPool(t, MigratedDB(t))
+	return &Store{pool: pool}, trace
 }
 
 type registrar interface {
@@ -163,7 +125,7 @@ func TestRegisteredUsersDocumentsAreTheViews(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if n := refreshes.n.Load(); n != 0 {
+	if n := refreshes.Count("user_snapshot_docs"); n != 0 {
 		t.Fatalf("a transaction of registers sent %d refresh statements, want none (its documents built in Go)", n)
 	}
 
@@ -261,7 +223,7 @@ func TestUsersProjectorRegistersWithoutARefresh(t *testing.T) {
 	if err := projections.UsersProjector(s).Apply(ctx, batch, events.Position{Commit: 9, Prepare: 9}); err != nil {
 		t.Fatal(err)
 	}
-	if n := refreshes.n.Load(); n != 0 {
+	if n := refreshes.Count("user_snapshot_docs"); n != 0 {
 		t.Fatalf("the projector's batch of registers sent %d refresh statements, want none", n)
 	}
 	docsAreTheViews(t, s.pool)

@@ -3,29 +3,13 @@ package postgres
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
-
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/events/subscribe"
+	"github.com/healthtech/partner-open-platform/internal/pgtest"
 )
-
-// progressStatements counts the progress reads sent on a pool.
-type progressStatements struct{ n atomic.Int64 }
-
-func (c *progressStatements) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
-	if strings.Contains(d.SQL, "family_generations") && strings.Contains(d.SQL, "checkpoints") {
-		c.n.Add(1)
-	}
-	return ctx
-}
-
-func (c *progressStatements) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
 
 // A node's read models check their stored progress at the same moments:
 // those checks share one statement, and each gets its own read model's
@@ -33,18 +17,7 @@ func (c *progressStatements) TraceQueryEnd(context.Context, *pgx.Conn, pgx.Trace
 func TestConcurrentProgressReadsShareOneStatement(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	url := MigratedDB(t)
-	cfg, err := pgxpool.ParseConfig(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	count := &progressStatements{}
-	cfg.ConnConfig.Tracer = count
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
+	pool, count := pgtest.TracedPool(t, MigratedDB(t))
 	s := &Store{pool: pool}
 	const n = 9
 	want := map[string]subscribe.Progress{}
@@ -63,7 +36,7 @@ func TestConcurrentProgressReadsShareOneStatement(t *testing.T) {
 		}
 		want[name] = p
 	}
-	before := count.n.Load()
+	before := count.Count("family_generations", "checkpoints")
 	var wg sync.WaitGroup
 	start := make(chan struct{})
 	got := make([]subscribe.Progress, n)
@@ -87,7 +60,7 @@ func TestConcurrentProgressReadsShareOneStatement(t *testing.T) {
 	}
 	// Started together, the nine reads fit in one gathering wait; a slow
 	// start of one goroutine may push it into a second statement.
-	if sent := count.n.Load() - before; sent > 2 {
+	if sent := count.Count("family_generations", "checkpoints") - before; sent > 2 {
 		t.Fatalf("%d concurrent progress reads sent %d statements, want 1 (2 at most)", n, sent)
 	}
 

@@ -6,12 +6,8 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
-	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/events"
@@ -20,24 +16,6 @@ import (
 	"github.com/healthtech/partner-open-platform/webhooks"
 	"github.com/healthtech/partner-open-platform/webhooks/postgres"
 )
-
-// roundTrips counts what a pool sends: queries and batches, each one
-// round trip.
-type roundTrips struct{ queries, batches atomic.Int64 }
-
-func (c *roundTrips) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
-	c.queries.Add(1)
-	return ctx
-}
-func (c *roundTrips) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
-func (c *roundTrips) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
-	c.batches.Add(1)
-	return ctx
-}
-func (c *roundTrips) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
-func (c *roundTrips) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
-
-func (c *roundTrips) total() int64 { return c.queries.Load() + c.batches.Load() }
 
 // opened marks what ClaimLoading's open made of a stored event, so the
 // test sees every returned event went through it.
@@ -77,17 +55,7 @@ func TestClaimLoadingReadsTheClaimedStreamsInItsRoundTrip(t *testing.T) {
 	appendTo("d5", 1)
 	appendTo("other", 2)
 
-	count := &roundTrips{}
-	cfg, err := pgxpool.ParseConfig(db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.ConnConfig.Tracer = count
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool, count := pgtest.TracedPool(t, db)
 	a, err := postgres.New(ctx, pool)
 	if err != nil {
 		t.Fatal(err)
@@ -108,12 +76,12 @@ func TestClaimLoadingReadsTheClaimedStreamsInItsRoundTrip(t *testing.T) {
 	if _, err := b.Claim(ctx, "node-b", []string{"d4"}, time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	before := count.total()
+	before := count.RoundTrips()
 	got, err := a.ClaimLoading(ctx, first.Claimed, "node-a", []string{"d2", "d3", "d4"}, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := count.total() - before; n != 1 {
+	if n := count.RoundTrips() - before; n != 1 {
 		t.Errorf("claim, release and read: %d round trips, want 1", n)
 	}
 	ids := []string{}

@@ -2,61 +2,20 @@ package postgres_test
 
 import (
 	"context"
-	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/healthtech/partner-open-platform/internal/lease"
 	leasepg "github.com/healthtech/partner-open-platform/internal/lease/postgres"
 	"github.com/healthtech/partner-open-platform/internal/pgtest"
 )
 
-// statements counts the statements sent on a pool, by a marker they contain.
-type statements struct {
-	mu  sync.Mutex
-	all []string
-}
-
-func (c *statements) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
-	c.mu.Lock()
-	c.all = append(c.all, d.SQL)
-	c.mu.Unlock()
-	return ctx
-}
-
-func (c *statements) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
-
-func (c *statements) count(marker string) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	n := 0
-	for _, s := range c.all {
-		if strings.Contains(s, marker) {
-			n++
-		}
-	}
-	return n
-}
-
 // tracedStore is a migrated store whose pool counts its statements.
-func tracedStore(t *testing.T, url string) (*leasepg.Store, *statements) {
+func tracedStore(t *testing.T, url string) (*leasepg.Store, *pgtest.Trace) {
 	t.Helper()
 	ctx := context.Background()
-	cfg, err := pgxpool.ParseConfig(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := &statements{}
-	cfg.ConnConfig.Tracer = st
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool, st := pgtest.TracedPool(t, url)
 	if err := leasepg.Migrate(ctx, pool); err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +70,7 @@ func TestLoadAfterRenewalSendsNoStatement(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	before := st.count("pg_locks")
+	before := st.Count("pg_locks")
 	got, err := s.Load(ctx, "node-1")
 	if err != nil {
 		t.Fatal(err)
@@ -119,7 +78,7 @@ func TestLoadAfterRenewalSendsNoStatement(t *testing.T) {
 	if got != want {
 		t.Fatalf("load after the renewal = %+v, want %+v", got, want)
 	}
-	if n := st.count("pg_locks") - before; n != 0 {
+	if n := st.Count("pg_locks") - before; n != 0 {
 		t.Fatalf("the load read after a renewal sent %d statements of its own, want 0 (it rides in the renewal)", n)
 	}
 	if got, err := s.Load(ctx, "node-2"); err != nil || got != (lease.Load{Nodes: 2, Held: 1, Least: 1}) {
@@ -130,7 +89,7 @@ func TestLoadAfterRenewalSendsNoStatement(t *testing.T) {
 	if _, err := s.Acquire(ctx, "d", "node-1", time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	before = st.count("pg_locks")
+	before = st.Count("pg_locks")
 	got, err = s.Load(ctx, "node-1")
 	if err != nil {
 		t.Fatal(err)
@@ -138,7 +97,7 @@ func TestLoadAfterRenewalSendsNoStatement(t *testing.T) {
 	if want := (lease.Load{Nodes: 2, Held: 4, Least: 1}); got != want {
 		t.Fatalf("load after an acquisition = %+v, want %+v", got, want)
 	}
-	if n := st.count("pg_locks") - before; n != 1 {
+	if n := st.Count("pg_locks") - before; n != 1 {
 		t.Fatalf("the load read after an acquisition sent %d statements, want 1", n)
 	}
 }
