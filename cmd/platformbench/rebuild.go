@@ -275,6 +275,12 @@ type projectionProgress struct {
 	Percent float64 `json:"percent"`
 }
 
+// rebuildPoll is how often rebuildAll asks whether the rebuild is done: the
+// rate is the events over the time until it sees so, and a 300,000-event
+// rebuild of about 1.3 s read in 200 ms steps could only come out as 183k,
+// 208k or 242k events/s.
+const rebuildPoll = 10 * time.Millisecond
+
 // rebuildAll starts the rebuild of every read model and waits until each
 // is ready, printing their progress every few seconds; it returns the
 // events they applied together.
@@ -296,7 +302,7 @@ func rebuildAll(ctx context.Context, api *Platform, timeout time.Duration, say f
 		select {
 		case <-ctx.Done():
 			return 0, ctx.Err()
-		case <-time.After(200 * time.Millisecond):
+		case <-time.After(rebuildPoll):
 		}
 		var list struct {
 			Projections []projectionProgress `json:"projections"`
