@@ -391,7 +391,7 @@ func (f *frontier) pop() dueRef {
 // setDelivery replaces cur (if had) by next (if keep) in the rows and every
 // index; the undo of a write is the same call with the sides swapped. A
 // replaced row keeps its place; a new one is added after the last.
-func (s *Store) setDelivery(cur projections.Delivery, had bool, next projections.Delivery, keep bool) {
+func (s *Store) setDelivery(cur projections.Delivery, had bool, next projections.Delivery, keep, bodyOwned bool) {
 	same := had && keep
 	id := cur.DeliveryID
 	if keep {
@@ -437,9 +437,9 @@ func (s *Store) setDelivery(cur projections.Delivery, had bool, next projections
 	}
 	switch {
 	case had && keep:
-		*s.deliveries.at(at) = packDelivery(next, &s.eventTypes, s.subjectOf(next.Subject))
+		*s.deliveries.at(at) = packDelivery(next, &s.eventTypes, s.subjectOf(next.Subject), bodyOwned)
 	case keep:
-		at = s.deliveries.add(packDelivery(next, &s.eventTypes, s.subjectOf(next.Subject)))
+		at = s.deliveries.add(packDelivery(next, &s.eventTypes, s.subjectOf(next.Subject), bodyOwned))
 	case had:
 		s.deliveries.remove(at)
 	}
@@ -733,7 +733,7 @@ func (t *tx) PutDelivery(ctx context.Context, d projections.Delivery) error {
 	if had {
 		old = row.view(d.DeliveryID, &s.eventTypes)
 	}
-	s.setDelivery(old, had, d, true)
+	s.setDelivery(old, had, d, true, t.owned)
 	t.putUndo(d, old, had)
 	return nil
 }
@@ -767,7 +767,7 @@ func (t *tx) putUndo(put, old projections.Delivery, had bool) {
 	s, i := t.s, len(chunk)-1
 	t.undo = append(t.undo, func() {
 		p := &chunk[i]
-		s.setDelivery(p.put, true, p.old, p.had)
+		s.setDelivery(p.put, true, p.old, p.had, true) // old views a row's own body
 	})
 }
 
@@ -880,15 +880,12 @@ func cloneTime(p *time.Time) *time.Time {
 	return &v
 }
 
-// copyDelivery gives the store its own copy of what its row will keep of a
-// caller's delivery: the pointees, and the body when the row keeps it as it
-// is (never nil, as the Postgres store reads an empty bytea). A body that
-// starts as bodyHead writes it is kept as its tail, which packDelivery
-// copies, so no whole copy of it is made: every webhook body the node
-// renders, so every delivery a rebuild applies, starts so.
+// copyDelivery gives the store its own copy of a caller's delivery's
+// pointees; the body is never nil (the Postgres store reads an empty
+// bytea), and packDelivery copies what its row keeps of it.
 func copyDelivery(d projections.Delivery) projections.Delivery {
-	if d.Body == nil || headLen(d.Body, d.EventType, d.DeliveryID, d.AppID) == 0 {
-		d.Body = append([]byte{}, d.Body...)
+	if d.Body == nil {
+		d.Body = []byte{}
 	}
 	d.NextAttemptAt, d.LastStatus, d.LastError = cloneTime(d.NextAttemptAt), cloneIntPtr(d.LastStatus), cloneStr(d.LastError)
 	d.LastErrorClass = cloneStr(d.LastErrorClass)
@@ -981,7 +978,7 @@ func (s *Store) restoreDeliveries(rows []*projections.Delivery) error {
 	lane(func() {
 		for _, d := range rows {
 			subj := s.subjectOf(d.Subject)
-			at := s.deliveries.add(ownTexts(packDelivery(*d, &s.eventTypes, subj)))
+			at := s.deliveries.add(ownTexts(packDelivery(*d, &s.eventTypes, subj, true)))
 			if subj != nil {
 				subj.add(at)
 			}

@@ -113,9 +113,10 @@ func seqForm(p events.Position) bool { return p.Commit == p.Prepare }
 // event type numbered in types and subj its subject's entry (nil for
 // none). A body that starts as bodyHead writes it keeps only the rest, in
 // an allocation of its own (so that the whole body is not kept alive by
-// it, and a caller's body can be passed as it is); any other body is kept
-// as it is, sharing d's bytes, which the store must own.
-func packDelivery(d projections.Delivery, types *eventTypes, subj *subjectRows) deliveryRow {
+// it); any other body is copied, or kept sharing d's bytes when
+// bodyOwned says the store owns them. So a caller's body is copied here
+// once at most, whichever form the row keeps.
+func packDelivery(d projections.Delivery, types *eventTypes, subj *subjectRows, bodyOwned bool) deliveryRow {
 	r := deliveryRow{
 		appID: d.AppID, endpointID: d.EndpointID,
 		cursor: d.Cursor.Commit, source: d.SourcePosition.Commit,
@@ -132,10 +133,13 @@ func packDelivery(d projections.Delivery, types *eventTypes, subj *subjectRows) 
 	}
 	if d.Body != nil {
 		r.flags |= hasBody
-		if n := headLen(d.Body, d.EventType, d.DeliveryID, d.AppID); n > 0 {
+		switch n := headLen(d.Body, d.EventType, d.DeliveryID, d.AppID); {
+		case n > 0:
 			r.body, r.flags = string(d.Body[n:]), r.flags|bodyTail
-		} else {
+		case bodyOwned || len(d.Body) == 0: // an empty body shares nothing, and reads back empty, not nil
 			r.body = unsafe.String(unsafe.SliceData(d.Body), len(d.Body))
+		default:
+			r.body = string(d.Body)
 		}
 	}
 	if u, ok := parseUUID(d.SourceEventID); ok {

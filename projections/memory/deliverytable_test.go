@@ -87,7 +87,7 @@ func TestTableRemovesAMiddleRow(t *testing.T) {
 	types := newEventTypes()
 	tb := newDeliveryTable(0)
 	for i, id := range ids {
-		tb.add(packDelivery(projections.Delivery{DeliveryID: id, AppID: int64(i)}, &types, nil))
+		tb.add(packDelivery(projections.Delivery{DeliveryID: id, AppID: int64(i)}, &types, nil, true))
 	}
 	for _, gone := range []int{1, 2} {
 		tb.remove(uint32(gone))
@@ -103,7 +103,7 @@ func TestTableRemovesAMiddleRow(t *testing.T) {
 			t.Fatalf("%s reads %+v, %v", ids[i], r, ok)
 		}
 	}
-	if at := tb.add(packDelivery(projections.Delivery{DeliveryID: fmt.Sprint("d", len(ids))}, &types, nil)); at != 4 {
+	if at := tb.add(packDelivery(projections.Delivery{DeliveryID: fmt.Sprint("d", len(ids))}, &types, nil, true)); at != 4 {
 		t.Fatalf("the next row took place %d, want 4", at)
 	}
 }
