@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/events/catalog"
 	"github.com/healthtech/partner-open-platform/projections"
@@ -31,10 +30,8 @@ func TestAProjectedDeliveryCopiesItsBodyOnce(t *testing.T) {
 		id := fmt.Sprintf("00000000-0000-4000-8000-%012d", i)
 		bodies[i] = fmt.Appendf(nil, `{"event":"user.profile.updated","delivery_id":"%s","app_id":1,"data":{"open_user_id":%d,"nickname":"%s"}}`,
 			id, i+1, strings.Repeat("x", size))
-		created[i] = events.Envelope{Recorded: events.Recorded{Type: (catalog.DeliveryCreated{}).EventType(), Position: events.Position{Commit: uint64(i + 1), Prepare: uint64(i + 1)}},
-			Metadata: events.Metadata{OccurredAt: base},
-			Payload: &catalog.DeliveryCreated{DeliveryID: id, AppID: 1, EndpointID: domain.DefaultEndpointID,
-				Event: "user.profile.updated", SourceEventID: id, SourceStream: fmt.Sprintf("user-%d", i+1), Body: string(bodies[i]), Deliver: true}}
+		created[i] = createdAt(id, string(bodies[i]), uint64(i+1), base)
+		created[i].Payload.(*catalog.DeliveryCreated).SourceStream = fmt.Sprintf("user-%d", i+1)
 	}
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)

@@ -2,6 +2,7 @@ package memory
 
 import (
 	"container/heap"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -42,16 +43,7 @@ func TestDueHeapKeepsOrderAndIndexUnderRandomChanges(t *testing.T) {
 		}
 		check(step)
 	}
-	want := make([]dueKey, 0, len(model))
-	for _, k := range model {
-		want = append(want, k)
-	}
-	slices.SortFunc(want, compareDue)
-	for i, w := range want {
-		if got := heap.Pop(h).(dueKey); got != w {
-			t.Fatalf("pop %d: %v, want %v", i, got, w)
-		}
-	}
+	popsInDueOrder(t, "", h, model)
 	if len(h.at) != 0 || len(h.pos) != 0 {
 		t.Fatalf("emptied heap still holds %d ids, %d cells", len(h.at), len(h.pos))
 	}
@@ -103,18 +95,25 @@ func TestAppDueKeepsEachAppsDeliveriesAcrossReusedHeaps(t *testing.T) {
 		if len(h.keys) != len(want) || len(h.at) != len(want) {
 			t.Fatalf("app %d: %d keys, %d ids; want %d", app, len(h.keys), len(h.at), len(want))
 		}
-		ordered := make([]dueKey, 0, len(want))
-		for _, k := range want {
-			ordered = append(ordered, k)
-		}
-		slices.SortFunc(ordered, compareDue)
-		for i, w := range ordered {
-			if got := heap.Pop(h).(dueKey); got != w {
-				t.Fatalf("app %d pop %d: %v, want %v", app, i, got, w)
-			}
-		}
+		popsInDueOrder(t, fmt.Sprintf("app %d ", app), h, want)
 	}
 	if reused == 0 {
 		t.Fatal("no app's heap was one another app had emptied")
+	}
+}
+
+// popsInDueOrder pops every key of h and fails t unless they come in due
+// order and are exactly want's.
+func popsInDueOrder(t *testing.T, what string, h *dueHeap, want map[string]dueKey) {
+	t.Helper()
+	ordered := make([]dueKey, 0, len(want))
+	for _, k := range want {
+		ordered = append(ordered, k)
+	}
+	slices.SortFunc(ordered, compareDue)
+	for i, w := range ordered {
+		if got := heap.Pop(h).(dueKey); got != w {
+			t.Fatalf("%spop %d: %v, want %v", what, i, got, w)
+		}
 	}
 }

@@ -13,6 +13,24 @@ import (
 	"github.com/healthtech/partner-open-platform/projections"
 )
 
+// createdAt is the envelope of the creation of delivery id of app 1 to
+// its default endpoint (to be sent), with body, at position pos.
+func createdAt(id, body string, pos uint64, at time.Time) events.Envelope {
+	return events.Envelope{Recorded: events.Recorded{Type: (catalog.DeliveryCreated{}).EventType(), Position: events.Position{Commit: pos, Prepare: pos}},
+		Metadata: events.Metadata{OccurredAt: at},
+		Payload: &catalog.DeliveryCreated{DeliveryID: id, AppID: 1, EndpointID: domain.DefaultEndpointID,
+			Event: "user.profile.updated", SourceEventID: id, Body: body, Deliver: true}}
+}
+
+// deliveredAt is the envelope of delivery id's first attempt, delivered,
+// at position pos.
+func deliveredAt(id string, pos uint64, at time.Time) events.Envelope {
+	return events.Envelope{Recorded: events.Recorded{Type: (catalog.DeliveryAttempted{}).EventType(), Position: events.Position{Commit: pos, Prepare: pos}},
+		Metadata: events.Metadata{OccurredAt: at},
+		Payload: &catalog.DeliveryAttempted{DeliveryID: id, Attempt: 1, At: at, StatusCode: 200, LatencyMS: 1,
+			Outcome: domain.OutcomeDelivered, ResponseExcerpt: "ok"}}
+}
+
 // BenchmarkProjectOutcome: a drain's projection of outcomes through the
 // deliveries projector. 20,000 deliveries of rendered bodies (about 600
 // bytes) are due; one op projects one DeliveryAttempted (delivered),
@@ -29,10 +47,7 @@ func BenchmarkProjectOutcome(b *testing.B) {
 	for i := range created {
 		ids[i] = fmt.Sprintf("00000000-0000-4000-8000-%012d", i)
 		body := fmt.Sprintf(`{"event":"user.profile.updated","delivery_id":"%s","app_id":1,"data":{"open_user_id":%d,"nickname":"%s"}}`, ids[i], i+1, data)
-		created[i] = events.Envelope{Recorded: events.Recorded{Type: (catalog.DeliveryCreated{}).EventType(), Position: events.Position{Commit: uint64(i + 1), Prepare: uint64(i + 1)}},
-			Metadata: events.Metadata{OccurredAt: base},
-			Payload: &catalog.DeliveryCreated{DeliveryID: ids[i], AppID: 1, EndpointID: domain.DefaultEndpointID,
-				Event: "user.profile.updated", SourceEventID: ids[i], Body: body, Deliver: true}}
+		created[i] = createdAt(ids[i], body, uint64(i+1), base)
 	}
 	if err := p.Apply(ctx, created, created[n-1].Position); err != nil {
 		b.Fatal(err)
@@ -41,11 +56,8 @@ func BenchmarkProjectOutcome(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := range b.N {
-		pos := events.Position{Commit: uint64(n + i + 1), Prepare: uint64(n + i + 1)}
-		batch[0] = events.Envelope{Recorded: events.Recorded{Type: (catalog.DeliveryAttempted{}).EventType(), Position: pos}, Metadata: events.Metadata{OccurredAt: base},
-			Payload: &catalog.DeliveryAttempted{DeliveryID: ids[i], Attempt: 1, At: base, StatusCode: 200, LatencyMS: 1,
-				Outcome: domain.OutcomeDelivered, ResponseExcerpt: "ok"}}
-		if err := p.Apply(ctx, batch, pos); err != nil {
+		batch[0] = deliveredAt(ids[i], uint64(n+i+1), base)
+		if err := p.Apply(ctx, batch, batch[0].Position); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -67,19 +79,12 @@ func BenchmarkCreateAndDeliverOne(b *testing.B) {
 	b.ResetTimer()
 	for i := range b.N {
 		id := fmt.Sprintf("00000000-0000-4000-8000-%012d", i)
-		pos := events.Position{Commit: uint64(2*i + 1), Prepare: uint64(2*i + 1)}
-		batch[0] = events.Envelope{Recorded: events.Recorded{Type: (catalog.DeliveryCreated{}).EventType(), Position: pos},
-			Metadata: events.Metadata{OccurredAt: base},
-			Payload: &catalog.DeliveryCreated{DeliveryID: id, AppID: 1, EndpointID: domain.DefaultEndpointID,
-				Event: "user.profile.updated", SourceEventID: id, Body: body, Deliver: true}}
-		if err := p.Apply(ctx, batch, pos); err != nil {
+		batch[0] = createdAt(id, body, uint64(2*i+1), base)
+		if err := p.Apply(ctx, batch, batch[0].Position); err != nil {
 			b.Fatal(err)
 		}
-		pos = events.Position{Commit: uint64(2*i + 2), Prepare: uint64(2*i + 2)}
-		batch[0] = events.Envelope{Recorded: events.Recorded{Type: (catalog.DeliveryAttempted{}).EventType(), Position: pos}, Metadata: events.Metadata{OccurredAt: base},
-			Payload: &catalog.DeliveryAttempted{DeliveryID: id, Attempt: 1, At: base, StatusCode: 200, LatencyMS: 1,
-				Outcome: domain.OutcomeDelivered, ResponseExcerpt: "ok"}}
-		if err := p.Apply(ctx, batch, pos); err != nil {
+		batch[0] = deliveredAt(id, uint64(2*i+2), base)
+		if err := p.Apply(ctx, batch, batch[0].Position); err != nil {
 			b.Fatal(err)
 		}
 	}
