@@ -57,9 +57,10 @@ type Store struct {
 	f      *os.File
 	size   int64
 	index  map[string]*entry
-	dead   int64  // bytes of blanked lines
-	seq    uint64 // writes handed out; a write's ticket is seq after it
-	broken error  // a failed fsync: the file's state is unknown, refuse further use
+	whole  map[string]datakeys.Record // the records of entries not packed (entry.whole)
+	dead   int64                      // bytes of blanked lines
+	seq    uint64                     // writes handed out; a write's ticket is seq after it
+	broken error                      // a failed fsync: the file's state is unknown, refuse further use
 
 	smu     sync.Mutex
 	cond    *sync.Cond
@@ -67,11 +68,18 @@ type Store struct {
 	syncing bool
 }
 
-type entry struct {
+// item is a record to append: a key, or a subject's tombstone.
+type item struct {
 	rec       datakeys.Record
-	off, n    int64 // the live key line (without its newline); n == 0 once destroyed
 	destroyed bool
-	ticket    uint64 // the write that made this entry; durable once synced >= ticket
+}
+
+// item is what l records.
+func (l line) item() item {
+	if l.Op == "destroyed" {
+		return item{rec: datakeys.Record{Subject: l.Subject}, destroyed: true}
+	}
+	return item{rec: datakeys.Record{Subject: l.Subject, KeyID: l.KeyID, MasterKeyID: l.MasterKeyID, Sealed: l.Sealed, Created: l.Created}}
 }
 
 // line is one record of the log.
@@ -90,7 +98,7 @@ func Open(dir string) (*Store, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("keys: %w", err)
 	}
-	s := &Store{dir: dir, index: map[string]*entry{}}
+	s := &Store{dir: dir, index: map[string]*entry{}, whole: map[string]datakeys.Record{}}
 	s.cond = sync.NewCond(&s.smu)
 	if err := s.load(); err != nil {
 		return nil, err
@@ -152,18 +160,17 @@ func (s *Store) load() error {
 			return fmt.Errorf("keys: %s is corrupt at byte %d", logName, off)
 		}
 		if old := s.index[l.Subject]; old != nil && old.n > 0 {
-			stale = append(stale, [2]int64{old.off, old.n})
+			stale = append(stale, [2]int64{old.off, int64(old.n)})
 		}
-		if l.MasterKeyID == master {
-			l.MasterKeyID = master
+		e := r.e
+		if e.master == master {
+			e.master = master
 		} else {
-			master = l.MasterKeyID
+			master = e.master
 		}
 		switch l.Op {
-		case "key":
-			s.index[l.Subject] = &entry{rec: datakeys.Record{Subject: l.Subject, KeyID: l.KeyID, MasterKeyID: l.MasterKeyID, Sealed: l.Sealed, Created: l.Created}, off: off, n: n}
-		case "destroyed":
-			s.index[l.Subject] = &entry{rec: datakeys.Record{Subject: l.Subject}, destroyed: true}
+		case "key", "destroyed":
+			s.set(l.item(), e)
 		default:
 			f.Close()
 			return fmt.Errorf("keys: %s has an unknown record %q at byte %d", logName, l.Op, off)
@@ -199,11 +206,11 @@ func (s *Store) compact() error {
 	for _, subj := range subjects {
 		e := *s.index[subj]
 		off := int64(buf.Len())
-		b := encodeLine(e)
+		b := encodeLine(item{rec: s.record(subj, &e), destroyed: e.destroyed})
 		buf.Write(b)
 		buf.WriteByte('\n')
 		if !e.destroyed {
-			e.off, e.n = off, int64(len(b))
+			e.off, e.n = off, int32(len(b))
 		}
 		e.ticket = 0
 		index[subj] = &e
@@ -247,8 +254,7 @@ func (s *Store) migrate() error {
 	if err != nil {
 		return fmt.Errorf("keys: %w", err)
 	}
-	var lines [][]byte
-	var subjects []string
+	var items []item
 	for _, e := range entries {
 		name := e.Name()
 		if strings.HasSuffix(name, ".tmp") || !datakeys.ValidSubject(name) {
@@ -265,12 +271,10 @@ func (s *Store) migrate() error {
 		if err := json.Unmarshal(b, &lf); err != nil {
 			return fmt.Errorf("keys: subject file %s: %w", name, err)
 		}
-		e := entry{rec: datakeys.Record{Subject: name, KeyID: lf.KeyID, MasterKeyID: lf.MasterKeyID, Sealed: lf.Sealed, Created: lf.Created}, destroyed: lf.DestroyedAt != nil}
-		lines = append(lines, encodeLine(e))
-		subjects = append(subjects, name)
+		items = append(items, item{rec: datakeys.Record{Subject: name, KeyID: lf.KeyID, MasterKeyID: lf.MasterKeyID, Sealed: lf.Sealed, Created: lf.Created}, destroyed: lf.DestroyedAt != nil})
 	}
-	if len(lines) > 0 {
-		if _, err := s.appendLines(subjects, lines, nil); err != nil {
+	if len(items) > 0 {
+		if _, err := s.appendLines(items); err != nil {
 			return err
 		}
 		if err := s.f.Sync(); err != nil {
@@ -292,12 +296,12 @@ func (s *Store) migrate() error {
 	return syncDir(s.dir)
 }
 
-func encodeLine(e entry) []byte {
-	l := line{Op: "key", Subject: e.rec.Subject, KeyID: e.rec.KeyID, MasterKeyID: e.rec.MasterKeyID, Sealed: e.rec.Sealed, Created: e.rec.Created}
-	if e.destroyed {
-		l = line{Op: "destroyed", Subject: e.rec.Subject, At: time.Now().UTC()}
+func encodeLine(it item) []byte {
+	if it.destroyed {
+		return line{Op: "destroyed", Subject: it.rec.Subject, At: time.Now().UTC()}.encode()
 	}
-	return l.encode()
+	r := it.rec
+	return line{Op: "key", Subject: r.Subject, KeyID: r.KeyID, MasterKeyID: r.MasterKeyID, Sealed: r.Sealed, Created: r.Created}.encode()
 }
 
 // encode is json.Marshal(l), written field by field: every new person's
@@ -332,18 +336,19 @@ func (l line) encode() []byte {
 	return append(b, '}')
 }
 
-// appendLines writes lines at the end of the log (s.mu held) and indexes
-// them under subjects; it returns the write's ticket. destroyed marks which
-// lines are tombstones (nil: none).
-func (s *Store) appendLines(subjects []string, lines [][]byte, entries []*entry) (uint64, error) {
+// appendLines writes items' lines at the end of the log (s.mu held) and
+// indexes them; it returns the write's ticket.
+func (s *Store) appendLines(items []item) (uint64, error) {
 	if s.broken != nil {
 		return 0, s.broken
 	}
-	var buf bytes.Buffer
+	lines := make([][]byte, len(items))
 	n := 0
-	for _, l := range lines {
-		n += len(l) + 1
+	for i, it := range items {
+		lines[i] = encodeLine(it)
+		n += len(lines[i]) + 1
 	}
+	var buf bytes.Buffer
 	buf.Grow(n) // one allocation for a batch of many keys' lines
 	offs := make([]int64, len(lines))
 	for i, l := range lines {
@@ -357,22 +362,42 @@ func (s *Store) appendLines(subjects []string, lines [][]byte, entries []*entry)
 	}
 	s.size += int64(buf.Len())
 	s.seq++
-	for i, subj := range subjects {
-		var e *entry
-		if entries != nil {
-			e = entries[i]
-		} else {
-			var l line
-			_ = json.Unmarshal(lines[i], &l)
-			e = &entry{rec: datakeys.Record{Subject: subj, KeyID: l.KeyID, MasterKeyID: l.MasterKeyID, Sealed: l.Sealed, Created: l.Created}, destroyed: l.Op == "destroyed"}
-		}
-		if !e.destroyed {
-			e.off, e.n = offs[i], int64(len(lines[i]))
-		}
-		e.ticket = s.seq
-		s.index[subj] = e
+	for i, it := range items {
+		s.set(it, newEntry(it, offs[i], int64(len(lines[i])), s.seq))
 	}
 	return s.seq, nil
+}
+
+// newEntry is it's entry, its line at off (n bytes) made by the write with
+// ticket t.
+func newEntry(it item, off, n int64, t uint64) *entry {
+	e := &entry{ticket: t, destroyed: it.destroyed}
+	if !it.destroyed {
+		e.off, e.n = off, int32(n)
+		e.whole = !e.pack(it.rec)
+	}
+	return e
+}
+
+// set indexes e, made by newEntry from it (s.mu held, or at load).
+func (s *Store) set(it item, e *entry) {
+	subject := it.rec.Subject
+	delete(s.whole, subject)
+	if e.whole {
+		s.whole[subject] = it.rec
+	}
+	s.index[subject] = e
+}
+
+// record returns the record of subject's entry e (s.mu held).
+func (s *Store) record(subject string, e *entry) datakeys.Record {
+	switch {
+	case e.destroyed:
+		return datakeys.Record{Subject: subject}
+	case e.whole:
+		return s.whole[subject]
+	}
+	return e.record(subject)
 }
 
 // blank overwrites a line in place with spaces (s.mu held, or at load).
@@ -423,32 +448,24 @@ func (s *Store) durable(t uint64) error {
 	return nil
 }
 
-// lookup returns a durable copy of the subject's entry, or nil.
-func (s *Store) lookup(subject string) (*entry, error) {
+// lookup returns the subject's record once it is durable:
+// datakeys.ErrNotFound or ErrDestroyed when it has none.
+func (s *Store) lookup(subject string) (datakeys.Record, error) {
 	s.mu.Lock()
 	e := s.index[subject]
-	var c entry
-	if e != nil {
-		c = *e
-	}
-	s.mu.Unlock()
 	if e == nil {
-		return nil, nil
-	}
-	if err := s.durable(c.ticket); err != nil {
-		return nil, err
-	}
-	return &c, nil
-}
-
-func result(e *entry) (datakeys.Record, error) {
-	if e == nil {
+		s.mu.Unlock()
 		return datakeys.Record{}, datakeys.ErrNotFound
 	}
-	if e.destroyed {
+	rec, destroyed, t := s.record(subject, e), e.destroyed, e.ticket
+	s.mu.Unlock()
+	if err := s.durable(t); err != nil {
+		return datakeys.Record{}, err
+	}
+	if destroyed {
 		return datakeys.Record{}, datakeys.ErrDestroyed
 	}
-	return e.rec, nil
+	return rec, nil
 }
 
 // Insert implements datakeys.Backend.
@@ -472,25 +489,22 @@ func (s *Store) InsertBatch(ctx context.Context, recs []datakeys.Record) ([]data
 		}
 	}
 	out := make([]datakeys.Record, len(recs))
-	var subjects []string
-	var lines [][]byte
-	var entries []*entry
+	var items []item
 	s.mu.Lock()
 	var wait uint64
 	for i, r := range recs {
 		if e := s.index[r.Subject]; e != nil {
 			if !e.destroyed {
-				out[i] = e.rec
+				out[i] = s.record(r.Subject, e)
 			}
 			wait = max(wait, e.ticket)
 			continue
 		}
-		e := &entry{rec: r}
-		subjects, lines, entries = append(subjects, r.Subject), append(lines, encodeLine(*e)), append(entries, e)
+		items = append(items, item{rec: r})
 		out[i] = r
 	}
-	if len(lines) > 0 {
-		t, err := s.appendLines(subjects, lines, entries)
+	if len(items) > 0 {
+		t, err := s.appendLines(items)
 		if err != nil {
 			s.mu.Unlock()
 			return nil, err
@@ -509,11 +523,7 @@ func (s *Store) Get(ctx context.Context, subject string) (datakeys.Record, error
 	if !datakeys.ValidSubject(subject) {
 		return datakeys.Record{}, datakeys.ErrInvalidSubject
 	}
-	e, err := s.lookup(subject)
-	if err != nil {
-		return datakeys.Record{}, err
-	}
-	return result(e)
+	return s.lookup(subject)
 }
 
 // GetByKeyID implements datakeys.Backend.
@@ -542,9 +552,13 @@ func (s *Store) Destroy(ctx context.Context, subject string) error {
 		s.mu.Unlock()
 		return s.durable(t)
 	}
-	t, err := s.appendLines([]string{subject}, [][]byte{encodeLine(entry{rec: datakeys.Record{Subject: subject}, destroyed: true})}, []*entry{{rec: datakeys.Record{Subject: subject}, destroyed: true}})
+	var off, n int64
+	if cur != nil {
+		off, n = cur.off, int64(cur.n)
+	}
+	t, err := s.appendLines([]item{{rec: datakeys.Record{Subject: subject}, destroyed: true}})
 	if err == nil && cur != nil {
-		err = s.blank(cur.off, cur.n)
+		err = s.blank(off, n)
 	}
 	s.mu.Unlock()
 	if err != nil {
@@ -558,13 +572,16 @@ func (s *Store) Destroy(ctx context.Context, subject string) error {
 func (s *Store) Update(ctx context.Context, fromMaster string, rec datakeys.Record) error {
 	s.mu.Lock()
 	cur := s.index[rec.Subject]
-	if cur == nil || cur.destroyed || cur.rec.KeyID != rec.KeyID || cur.rec.MasterKeyID != fromMaster {
+	if cur == nil || cur.destroyed {
+		s.mu.Unlock()
+		return nil
+	}
+	if was := s.record(rec.Subject, cur); was.KeyID != rec.KeyID || was.MasterKeyID != fromMaster {
 		s.mu.Unlock()
 		return nil
 	}
 	old := *cur
-	e := &entry{rec: rec}
-	t, err := s.appendLines([]string{rec.Subject}, [][]byte{encodeLine(*e)}, []*entry{e})
+	t, err := s.appendLines([]item{{rec: rec}})
 	s.mu.Unlock()
 	if err != nil {
 		return err
@@ -575,7 +592,7 @@ func (s *Store) Update(ctx context.Context, fromMaster string, rec datakeys.Reco
 	s.mu.Lock()
 	s.seq++
 	t = s.seq
-	err = s.blank(old.off, old.n)
+	err = s.blank(old.off, int64(old.n))
 	s.mu.Unlock()
 	if err != nil {
 		return err
@@ -588,9 +605,9 @@ func (s *Store) List(ctx context.Context, fn func(datakeys.Record) error) error 
 	s.mu.Lock()
 	var recs []datakeys.Record
 	var wait uint64
-	for _, e := range s.index {
+	for subj, e := range s.index {
 		if !e.destroyed {
-			recs = append(recs, e.rec)
+			recs = append(recs, s.record(subj, e))
 			wait = max(wait, e.ticket)
 		}
 	}

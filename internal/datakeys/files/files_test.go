@@ -263,7 +263,7 @@ func TestReopenSharesTheMasterKeyID(t *testing.T) {
 }
 
 // openKeys opens the key store in dir and its keys under a fixed master key.
-func openKeys(t *testing.T, dir string) (*Store, *datakeys.Keys, *secrets.Sealer) {
+func openKeys(t testing.TB, dir string) (*Store, *datakeys.Keys, *secrets.Sealer) {
 	t.Helper()
 	s, err := Open(dir)
 	if err != nil {

@@ -14,6 +14,7 @@ type parsedLine struct {
 	off, n int64 // the line, without its newline
 	blank  bool  // blanked (destroyed or superseded key, spaces)
 	l      line
+	e      *entry // l's index entry, packed on the parsing core
 	err    error
 }
 
@@ -43,7 +44,9 @@ func parseLines(b []byte) []parsedLine {
 					r.blank = true
 					continue
 				}
-				r.l, r.err = parseLine(raw)
+				if r.l, r.err = parseLine(raw); r.err == nil {
+					r.e = newEntry(r.l.item(), r.off, r.n, 0)
+				}
 			}
 		}()
 	}

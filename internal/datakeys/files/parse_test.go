@@ -14,7 +14,7 @@ import (
 // for anything else a damaged or hand-edited log may hold.
 func FuzzParseLine(f *testing.F) {
 	created := time.Date(2026, 11, 23, 12, 37, 54, 914356377, time.UTC)
-	for _, e := range []entry{
+	for _, e := range []item{
 		{rec: recordFor("user-1", created)},
 		{rec: recordFor("readmodels-snapshot-17", time.Time{})},
 		{rec: recordFor("user-2", created), destroyed: true},

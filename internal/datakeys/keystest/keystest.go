@@ -36,6 +36,7 @@ func Run(t *testing.T, open func(t *testing.T) datakeys.Backend) {
 		{"ForgetSeesDestroyElsewhere", testForget},
 		{"PlatformSecretSurvivesRotation", testPlatformSecret},
 		{"Prefetch", testPrefetch},
+		{"RecordsReadAsStored", testRecordsReadAsStored},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { c.run(t, open(t)) })
@@ -529,5 +530,56 @@ func testPrefetch(t *testing.T, b datakeys.Backend) {
 			t.Fatal(err)
 		}
 		roundTrip(t, want, got)
+	}
+}
+
+// StoredForms are records as an adapter may be handed them: the form
+// datakeys.Keys makes, and forms it does not (an adapter may keep the
+// first compactly, never at the others' expense).
+func StoredForms() []datakeys.Record {
+	at := time.Date(2026, 11, 23, 12, 37, 54, 914356000, time.UTC)
+	sealed := "v1:" + strings.Repeat("AbC+/9", 16) // the base64 of 72 bytes
+	return []datakeys.Record{
+		{Subject: "user-1", KeyID: "user-1~4e4e7e109a0a344a", MasterKeyID: "mk-1", Sealed: sealed, Created: at},
+		{Subject: "user-2", KeyID: "user-2~4E4E7E109A0A344A", MasterKeyID: "mk-1", Sealed: sealed, Created: at},                           // upper-case hex
+		{Subject: "user-3", KeyID: "user-3~4e4e7e10", MasterKeyID: "mk-1", Sealed: sealed, Created: at},                                   // a shorter id
+		{Subject: "user-4", KeyID: "user-4~4e4e7e109a0a344a", MasterKeyID: "mk-1", Sealed: "v1:AB==", Created: at},                        // a shorter sealing
+		{Subject: "user-5", KeyID: "user-5~4e4e7e109a0a344a", MasterKeyID: "mk-1", Sealed: sealed[:98] + "*", Created: at},                // not base64
+		{Subject: "user-8", KeyID: "user-8~4e4e7e109a0a344a", MasterKeyID: "mk-1", Sealed: sealed[:50] + "\n" + sealed[51:], Created: at}, // a line break the decoder skips
+		{Subject: "user-6", KeyID: "user-6~4e4e7e109a0a344a", MasterKeyID: "mk-1", Sealed: "v2:" + sealed[3:], Created: at},
+		{Subject: "user-7", KeyID: "user-7~4e4e7e109a0a344a", MasterKeyID: "mk-2", Sealed: sealed, Created: at.Add(time.Hour)},
+	}
+}
+
+func testRecordsReadAsStored(t *testing.T, b datakeys.Backend) {
+	c := ctx(t)
+	recs := StoredForms()
+	for _, r := range recs {
+		if _, err := b.Insert(c, r); err != nil {
+			t.Fatalf("insert %s: %v", r.Subject, err)
+		}
+	}
+	same := func(how string, got, want datakeys.Record) {
+		t.Helper()
+		if got.Subject != want.Subject || got.KeyID != want.KeyID || got.MasterKeyID != want.MasterKeyID ||
+			got.Sealed != want.Sealed || !got.Created.Equal(want.Created) {
+			t.Errorf("%s: read %+v, stored %+v", how, got, want)
+		}
+	}
+	listed := map[string]datakeys.Record{}
+	if err := b.List(c, func(r datakeys.Record) error { listed[r.Subject] = r; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range recs {
+		got, err := b.Get(c, want.Subject)
+		if err != nil {
+			t.Fatalf("get %s: %v", want.Subject, err)
+		}
+		same("get", got, want)
+		if got, err = b.GetByKeyID(c, want.KeyID); err != nil {
+			t.Fatalf("get %s by key id: %v", want.KeyID, err)
+		}
+		same("get by key id", got, want)
+		same("list", listed[want.Subject], want)
 	}
 }
