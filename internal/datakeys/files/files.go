@@ -368,8 +368,8 @@ func (s *Store) appendLines(items []item) (uint64, error) {
 	return s.seq, nil
 }
 
-// newEntry is it's entry, its line at off (n bytes) made by the write with
-// ticket t.
+// newEntry makes the index entry of it, whose line is at off (n bytes)
+// and was made by the write with ticket t.
 func newEntry(it item, off, n int64, t uint64) *entry {
 	e := &entry{ticket: t, destroyed: it.destroyed}
 	if !it.destroyed {
