@@ -266,6 +266,51 @@ func TestSnapshotDamageIsDetected(t *testing.T) {
 	}
 }
 
+// A start restores each section's rows as the file is read, before its
+// end is checked: a file refused after rows were restored (torn in the
+// middle, its last chunk altered, or a byte after its end, which is found
+// once every read model was restored) leaves the store as a fresh one.
+func TestRefusedSnapshotLeavesAFreshStore(t *testing.T) {
+	fresh := imagesOf(t, memory.New())
+	for _, damage := range []struct {
+		name string
+		of   func(good []byte) []byte
+	}{
+		{"torn", func(good []byte) []byte { return good[:len(good)/2] }},
+		{"last chunk altered", func(good []byte) []byte {
+			bad := append([]byte(nil), good...)
+			bad[len(bad)-5] ^= 0x40
+			return bad
+		}},
+		{"a byte appended", func(good []byte) []byte { return append(append([]byte(nil), good...), 0) }},
+	} {
+		f := newSnapFixture(t) // each its own key: a refused file's is destroyed
+		f.fill(t, 16000)       // several sealed chunks
+		if err := f.snapshotter().Write(f.ctx); err != nil {
+			t.Fatal(err)
+		}
+		good, err := os.ReadFile(f.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(f.path, damage.of(good), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		f.store = memory.New()
+		if ok, err := f.snapshotter().Load(f.ctx); ok || err != nil {
+			t.Fatalf("%s: Load = %v, %v; want it refused", damage.name, ok, err)
+		}
+		if got := imagesOf(t, f.store); !reflect.DeepEqual(got, fresh) {
+			t.Errorf("%s: the refused snapshot's rows were kept", damage.name)
+		}
+		for _, rm := range projections.ReadModels {
+			if cp, _ := f.store.Checkpoint(f.ctx, string(rm)); !cp.IsZero() {
+				t.Errorf("%s: %s checkpoint %v, want zero (replay)", damage.name, rm, cp)
+			}
+		}
+	}
+}
+
 // A snapshot must never be ahead of the log it is restored over, nor be
 // of another log: both are refused.
 func TestSnapshotMustMatchTheLog(t *testing.T) {
