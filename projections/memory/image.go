@@ -252,8 +252,9 @@ func (r *restoring) Lane(t snapfile.Table) int {
 // texts copied.
 func (r *restoring) Keeps(t snapfile.Table) bool { return t == snapfile.TableAttempts }
 
-// Rows restores a part of table t: users, groups, members, deliveries and
-// attempts by writes of their own (restoreUsers, restoreDeliveries, ...),
+// Rows restores a part of table t: users, groups, members, deliveries,
+// attempts and reports by writes of their own (restoreUsers,
+// restoreDeliveries, ...),
 // which keep the indexes as the projector's puts do; every other row
 // through the projector's own write (a failure empties the whole read
 // model: no undo is kept).
@@ -271,6 +272,8 @@ func (r *restoring) Rows(t snapfile.Table, part *snapfile.Image) error {
 		err = s.restoreAttempts(ctx, part.Attempts)
 	case snapfile.TableDeliveries:
 		err = s.restoreDeliveries(part.Deliveries, &r.feed)
+	case snapfile.TableReports:
+		s.restoreReports(part.Reports)
 	default:
 		err = r.put(part)
 	}
