@@ -197,12 +197,12 @@ func TestSnapshotRestoresEveryReadModel(t *testing.T) {
 	}
 }
 
-// A snapshot that is torn (a crash before the rename can only leave a
-// temporary file, but a disk can still lose a tail), altered or emptied is
-// refused as a whole and shredded; the store stays empty for a replay.
-func TestSnapshotDamageIsDetected(t *testing.T) {
+// writtenSnapshot is a fixture filled with several sealed chunks' worth
+// of rows, and the snapshot file it wrote.
+func writtenSnapshot(t *testing.T) (*snapFixture, []byte) {
+	t.Helper()
 	f := newSnapFixture(t)
-	f.fill(t, 16000) // several sealed chunks
+	f.fill(t, 16000)
 	if err := f.snapshotter().Write(f.ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -210,6 +210,14 @@ func TestSnapshotDamageIsDetected(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return f, good
+}
+
+// A snapshot that is torn (a crash before the rename can only leave a
+// temporary file, but a disk can still lose a tail), altered or emptied is
+// refused as a whole and shredded; the store stays empty for a replay.
+func TestSnapshotDamageIsDetected(t *testing.T) {
+	f, good := writtenSnapshot(t)
 	if len(good) < 2<<20 {
 		t.Fatalf("the fixture makes a %d-byte snapshot: too small to span chunks", len(good))
 	}
@@ -284,15 +292,7 @@ func TestRefusedSnapshotLeavesAFreshStore(t *testing.T) {
 		}},
 		{"a byte appended", func(good []byte) []byte { return append(append([]byte(nil), good...), 0) }},
 	} {
-		f := newSnapFixture(t) // each its own key: a refused file's is destroyed
-		f.fill(t, 16000)       // several sealed chunks
-		if err := f.snapshotter().Write(f.ctx); err != nil {
-			t.Fatal(err)
-		}
-		good, err := os.ReadFile(f.path)
-		if err != nil {
-			t.Fatal(err)
-		}
+		f, good := writtenSnapshot(t) // each its own key: a refused file's is destroyed
 		if err := os.WriteFile(f.path, damage.of(good), 0o600); err != nil {
 			t.Fatal(err)
 		}

@@ -259,23 +259,29 @@ type decodedImage struct {
 
 	decodes sync.WaitGroup
 	mu      sync.Mutex
-	parts   [][]any // by table: the decoded sections in file order
-	err     error   // the first decode's or restore's error
+	parts   [][]any    // by table: the decoded sections in file order
+	err     firstError // a decode's or a restore's
 }
 
-// failWith records err as the image's first error.
-func (d *decodedImage) failWith(err error) {
-	d.mu.Lock()
-	if d.err == nil {
-		d.err = err
+// firstError is the first error recorded of several goroutines.
+type firstError struct {
+	mu  sync.Mutex
+	err error
+}
+
+// set records err if it is the first.
+func (e *firstError) set(err error) {
+	e.mu.Lock()
+	if e.err == nil {
+		e.err = err
 	}
-	d.mu.Unlock()
+	e.mu.Unlock()
 }
 
-func (d *decodedImage) firstErr() error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.err
+func (e *firstError) get() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.err
 }
 
 // section is one counted section on its way to its restorer: its bytes,
@@ -318,8 +324,8 @@ func readSections(r io.Reader, h Header, version int, begin Begin) ([]Directory,
 	}
 	sr.finishUpTo(len(sr.images)) // images with no rows, or after a failure: end their restores
 	sr.restores.Wait()
-	if sr.firstErr != nil {
-		return nil, sr.firstErr
+	if err := sr.failed(); err != nil {
+		return nil, err
 	}
 	return sr.directories()
 }
@@ -340,8 +346,7 @@ type sectionReader struct {
 	images     []*decodedImage
 	restores   sync.WaitGroup
 
-	errMu    sync.Mutex
-	firstErr error
+	err firstError
 
 	next      int // images below next are complete: their restores end
 	dirs      []Directory
@@ -350,19 +355,10 @@ type sectionReader struct {
 }
 
 // fail records err if it is the first error.
-func (sr *sectionReader) fail(err error) {
-	sr.errMu.Lock()
-	if sr.firstErr == nil {
-		sr.firstErr = err
-	}
-	sr.errMu.Unlock()
-}
+func (sr *sectionReader) fail(err error) { sr.err.set(err) }
 
-func (sr *sectionReader) failed() error {
-	sr.errMu.Lock()
-	defer sr.errMu.Unlock()
-	return sr.firstErr
-}
+// failed is the first error, nil while there is none.
+func (sr *sectionReader) failed() error { return sr.err.get() }
 
 // finishUpTo ends the restore of every image below limit not yet ended:
 // each waits for its sections to be decoded and restored.
@@ -412,7 +408,7 @@ func (sr *sectionReader) restoreEmpty(i int) {
 func (sr *sectionReader) endCounted(i int, d *decodedImage) {
 	defer sr.restores.Done()
 	d.lanesDone.Wait()
-	err := d.firstErr()
+	err := d.err.get()
 	if err == nil {
 		err = sr.failed()
 	}
@@ -431,7 +427,7 @@ func (sr *sectionReader) endCounted(i int, d *decodedImage) {
 func (sr *sectionReader) restoreAssembled(i int, d *decodedImage) {
 	defer sr.restores.Done()
 	d.decodes.Wait()
-	if err := d.firstErr(); err != nil {
+	if err := d.err.get(); err != nil {
 		sr.fail(err)
 		return
 	}
@@ -597,13 +593,13 @@ func (sr *sectionReader) restoreLane(d *decodedImage, owner int, lane chan *sect
 		err := sec.err
 		if err != nil {
 			err = fmt.Errorf("%w: %s: %v", ErrInvalid, sr.h.ReadModels[owner].ReadModel, err)
-		} else if d.firstErr() == nil && sr.failed() == nil {
+		} else if d.err.get() == nil && sr.failed() == nil {
 			var part Image
 			imageFields[sec.table].set(&part, sec.rows)
 			err = d.r.Rows(sec.table, &part)
 		}
 		if err != nil {
-			d.failWith(err)
+			d.err.set(err)
 			sr.fail(err)
 		}
 		if !d.r.Keeps(sec.table) {
@@ -647,7 +643,7 @@ func (sr *sectionReader) readPart(d *decodedImage, owner int, t Table, size int)
 			part, err = f.decode(body)
 		}
 		if err != nil {
-			d.failWith(fmt.Errorf("%w: %s: %v", ErrInvalid, sr.h.ReadModels[owner].ReadModel, err))
+			d.err.set(fmt.Errorf("%w: %s: %v", ErrInvalid, sr.h.ReadModels[owner].ReadModel, err))
 			return
 		}
 		d.mu.Lock()
