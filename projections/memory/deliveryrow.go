@@ -176,22 +176,21 @@ func packDelivery(d projections.Delivery, types *eventTypes, subj *subjectRows, 
 }
 
 // ownTexts is r with the texts it shares with the delivery it was packed
-// from (a body kept whole, an id or source event id of no uuid form)
-// copied, for a row packed from a snapshot's views (snapfile.Image). The
-// texts of more, when it is there (and its last error), are copied into a
-// more of r's own.
+// from (a body kept whole, an id or source event id of no uuid form, the
+// last error) copied, for a row packed from a snapshot's views
+// (snapfile.Image). r's more, when it is there, is packDelivery's, made
+// for r alone: its texts are copied in place, where a second more left
+// the first as garbage among the rows that stay.
 func ownTexts(r deliveryRow) deliveryRow {
 	if r.flags&(hasBody|bodyTail) == hasBody {
 		r.body = strings.Clone(r.body)
 	}
-	if r.more != nil {
-		m := *r.more
+	if m := r.more; m != nil {
 		m.id, m.sourceEventID = strings.Clone(m.id), strings.Clone(m.sourceEventID)
 		if m.lastError != nil {
 			e := strings.Clone(*m.lastError)
 			m.lastError = &e
 		}
-		r.more = &m
 	}
 	return r
 }

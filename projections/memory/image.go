@@ -155,107 +155,175 @@ func (s *Store) Image(ctx context.Context, f projections.ReadModel) (snapfile.Im
 // image is decoded for it alone), so the caller must not use the image
 // afterwards. It copies whatever it keeps of the texts of users, members
 // and deliveries, which view a snapshot's decoded sections (snapfile.Image).
-func (s *Store) Restore(ctx context.Context, im snapfile.Image) (err error) {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	mu, empty, err := s.readModel(im.ReadModel)
+func (s *Store) Restore(ctx context.Context, im snapfile.Image) error {
+	r, err := s.Restoring(ctx, snapfile.ReadModel{ReadModel: im.ReadModel, Checkpoint: im.Checkpoint}, tableCounts(&im))
 	if err != nil {
 		return err
 	}
+	return snapfile.RestoreWhole(r, &im)
+}
+
+// Restoring begins a restore of the read model rm names (a snapfile.Begin):
+// it takes the read model's write lock, empties it and makes its big
+// tables for rows (the rows of each table, by its index in the file; nil
+// when not known), and the restorer it returns takes the image's rows a
+// part at a time. Its End releases the lock: with the checkpoint of rm
+// when every part was restored, empty (checkpoint zero, so the runner
+// replays the log) after any failure. Readers wait on the lock meanwhile,
+// so none sees a read model half restored.
+func (s *Store) Restoring(ctx context.Context, rm snapfile.ReadModel, rows []int) (snapfile.Restorer, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	mu, empty, err := s.readModel(rm.ReadModel)
+	if err != nil {
+		return nil, err
+	}
 	mu.Lock()
-	defer mu.Unlock()
 	empty()
 	s.cpMu.Lock()
-	delete(s.checkpoints, string(im.ReadModel))
+	delete(s.checkpoints, string(rm.ReadModel))
 	s.cpMu.Unlock()
-	defer func() {
-		if err != nil {
-			empty()
+	n := func(t snapfile.Table) int {
+		if int(t) < len(rows) {
+			return rows[t]
 		}
-	}()
-	s.presize(im.ReadModel, imageCounts(im))
-	// Users, groups, members and deliveries are filled by writes of their
-	// own (restoreUsers, restoreDeliveries, ...), which keep the indexes as
-	// the projector's puts do; every other row goes through the
-	// projector's own write (a failure empties the whole read model: no
-	// undo is kept). Each run has a tx of its own.
-	run := func(n int, put func(t *tx, i int) error) func() error {
-		return func() error {
-			t := &tx{s: s, owned: true}
-			defer func() { t.s = nil }()
-			for i := 0; i < n; i++ {
-				if err := put(t, i); err != nil {
-					return fmt.Errorf("restore %s: %w", im.ReadModel, err)
-				}
+		return 0
+	}
+	s.presize(rm.ReadModel, rowCounts{users: n(snapfile.TableUsers), groups: n(snapfile.TableGroups), members: n(snapfile.TableMembers),
+		deliveries: n(snapfile.TableDeliveries), attempts: n(snapfile.TableAttempts)})
+	r := &restoring{s: s, ctx: ctx, rm: rm, mu: mu, empty: empty}
+	if d := n(snapfile.TableDeliveries); d > 0 && rm.ReadModel == projections.ReadModelDeliveries {
+		// Nearly every delivery has a source position of its own.
+		s.sources = make([]sourceCount, 0, d)
+	}
+	return r, nil
+}
+
+// tableCounts counts an image's rows by table.
+func tableCounts(im *snapfile.Image) []int {
+	return []int{
+		snapfile.TableUsers: len(im.Users), snapfile.TableGroups: len(im.Groups), snapfile.TableMembers: len(im.Members),
+		snapfile.TableDeliveries: len(im.Deliveries), snapfile.TableAttempts: len(im.Attempts),
+	}
+}
+
+// restoring is one read model's restore (Store.Restoring): it holds the
+// read model's write lock from its start to its End.
+type restoring struct {
+	s     *Store
+	ctx   context.Context
+	rm    snapfile.ReadModel
+	mu    *sync.RWMutex
+	empty func()
+	feed  feedRestore
+}
+
+// The lanes of a restore: tables whose writes keep disjoint maps are
+// restored concurrently: users (users, byChannel, byPhone), groups
+// (groups, userGroups), members (members, userMembers, groupMembers),
+// each index reading only its own table's rows, and attempts (attempts
+// by delivery); the other tables share indexes and go one after the
+// other.
+const (
+	laneUsers = iota
+	laneGroups
+	laneMembers
+	laneAttempts
+	laneRest
+)
+
+func (r *restoring) Lane(t snapfile.Table) int {
+	switch t {
+	case snapfile.TableUsers:
+		return laneUsers
+	case snapfile.TableGroups:
+		return laneGroups
+	case snapfile.TableMembers:
+		return laneMembers
+	case snapfile.TableAttempts:
+		return laneAttempts
+	}
+	return laneRest
+}
+
+// Keeps: a delivery's attempts are kept as windows of their part's rows
+// (restoreAttempts); every other row is packed or put by value, its
+// texts copied.
+func (r *restoring) Keeps(t snapfile.Table) bool { return t == snapfile.TableAttempts }
+
+// Rows restores a part of table t: users, groups, members, deliveries,
+// attempts and reports by writes of their own (restoreUsers,
+// restoreDeliveries, ...),
+// which keep the indexes as the projector's puts do; every other row
+// through the projector's own write (a failure empties the whole read
+// model: no undo is kept).
+func (r *restoring) Rows(t snapfile.Table, part *snapfile.Image) error {
+	s, ctx := r.s, r.ctx
+	var err error
+	switch t {
+	case snapfile.TableUsers:
+		s.restoreUsers(part.Users)
+	case snapfile.TableGroups:
+		s.restoreGroups(part.Groups)
+	case snapfile.TableMembers:
+		s.restoreMembers(part.Members)
+	case snapfile.TableAttempts:
+		err = s.restoreAttempts(ctx, part.Attempts)
+	case snapfile.TableDeliveries:
+		err = s.restoreDeliveries(part.Deliveries, &r.feed)
+	case snapfile.TableReports:
+		s.restoreReports(part.Reports)
+	default:
+		err = r.put(part)
+	}
+	if err != nil {
+		return fmt.Errorf("restore %s: %w", r.rm.ReadModel, err)
+	}
+	return nil
+}
+
+// put restores the rows of part (of a table Rows does not restore by a
+// write of its own) through the projector's puts, in a tx of their own.
+func (r *restoring) put(part *snapfile.Image) error {
+	ctx := r.ctx
+	t := &tx{s: r.s, owned: true}
+	defer func() { t.s = nil }()
+	each := func(n int, put func(i int) error) error {
+		for i := 0; i < n; i++ {
+			if err := put(i); err != nil {
+				return err
 			}
-			return nil
 		}
+		return nil
 	}
-	// Deliveries go in feed order, so each lands at the end of the feed
-	// indexes (an append) instead of in their middle: in key order a
-	// restore of n deliveries moved O(n²) bytes. Images of format 3 are
-	// written in that order already; older ones (key order) are sorted.
-	deliveries := make([]*projections.Delivery, len(im.Deliveries))
-	for i := range im.Deliveries {
-		deliveries[i] = &im.Deliveries[i]
+	return errors.Join(
+		each(len(part.Reports), func(i int) error { return t.PutReport(ctx, part.Reports[i]) }),
+		each(len(part.Goods), func(i int) error { return t.PutGoods(ctx, part.Goods[i]) }),
+		each(len(part.Orders), func(i int) error { return t.PutOrder(ctx, part.Orders[i]) }),
+		each(len(part.BenefitItems), func(i int) error { return t.PutBenefitItem(ctx, part.BenefitItems[i]) }),
+		each(len(part.Providers), func(i int) error { return t.PutProvider(ctx, part.Providers[i]) }),
+		each(len(part.Cards), func(i int) error { return t.PutCard(ctx, part.Cards[i]) }),
+		each(len(part.Fulfillments), func(i int) error { return t.PutFulfillment(ctx, part.Fulfillments[i]) }),
+		each(len(part.AuditFacts), func(i int) error { return t.AddAuditFact(ctx, part.AuditFacts[i]) }),
+	)
+}
+
+// End completes the indexes made once every delivery is in (the apps'
+// feeds, the source counts) and sets the checkpoint; after a failure it
+// empties the read model instead. Either way it releases the lock.
+func (r *restoring) End(err error) error {
+	s := r.s
+	defer r.mu.Unlock()
+	if err == nil {
+		err = s.endDeliveries(&r.feed)
 	}
-	byFeed := func(a, b *projections.Delivery) int { return compareFeed(feedKeyOf(*a), feedKeyOf(*b)) }
-	if !slices.IsSortedFunc(deliveries, byFeed) {
-		slices.SortFunc(deliveries, byFeed)
-	}
-	// Tables whose writes keep disjoint maps are restored concurrently:
-	// users (users, byChannel, byPhone), groups (groups, userGroups) and
-	// members (members, userMembers, groupMembers), each index reading
-	// only its own table's rows, attempts (attempts); the
-	// other tables share indexes and go one after the other.
-	lanes := [][]func() error{
-		{func() error { s.restoreUsers(im.Users); return nil }},
-		{func() error { s.restoreGroups(im.Groups); return nil }},
-		{func() error { s.restoreMembers(im.Members); return nil }},
-		// Attempts keep a map of their own (attempts by delivery).
-		{func() error {
-			if err := s.restoreAttempts(ctx, im.Attempts); err != nil {
-				return fmt.Errorf("restore %s: %w", im.ReadModel, err)
-			}
-			return nil
-		}},
-		{
-			func() error {
-				if err := s.restoreDeliveries(deliveries); err != nil {
-					return fmt.Errorf("restore %s: %w", im.ReadModel, err)
-				}
-				return nil
-			},
-			run(len(im.Reports), func(t *tx, i int) error { return t.PutReport(ctx, im.Reports[i]) }),
-			run(len(im.Goods), func(t *tx, i int) error { return t.PutGoods(ctx, im.Goods[i]) }),
-			run(len(im.Orders), func(t *tx, i int) error { return t.PutOrder(ctx, im.Orders[i]) }),
-			run(len(im.BenefitItems), func(t *tx, i int) error { return t.PutBenefitItem(ctx, im.BenefitItems[i]) }),
-			run(len(im.Providers), func(t *tx, i int) error { return t.PutProvider(ctx, im.Providers[i]) }),
-			run(len(im.Cards), func(t *tx, i int) error { return t.PutCard(ctx, im.Cards[i]) }),
-			run(len(im.Fulfillments), func(t *tx, i int) error { return t.PutFulfillment(ctx, im.Fulfillments[i]) }),
-			run(len(im.AuditFacts), func(t *tx, i int) error { return t.AddAuditFact(ctx, im.AuditFacts[i]) }),
-		},
-	}
-	errs := make([]error, len(lanes))
-	var wg sync.WaitGroup
-	for l, lane := range lanes {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for _, step := range lane {
-				if errs[l] = step(); errs[l] != nil {
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	if err != nil {
+		r.empty()
 		return err
 	}
 	s.cpMu.Lock()
-	s.checkpoints[string(im.ReadModel)] = im.Checkpoint
+	s.checkpoints[string(r.rm.ReadModel)] = r.rm.Checkpoint
 	s.cpMu.Unlock()
 	return nil
 }
@@ -321,11 +389,6 @@ func (s *Store) presize(f projections.ReadModel, n rowCounts) {
 
 // rowCounts is how many rows the big maps of a read model are made for.
 type rowCounts struct{ users, groups, members, deliveries, attempts int }
-
-func imageCounts(im snapfile.Image) rowCounts {
-	return rowCounts{users: len(im.Users), groups: len(im.Groups), members: len(im.Members),
-		deliveries: len(im.Deliveries), attempts: len(im.Attempts)}
-}
 
 // counts is what the read model f holds; the caller holds its lock.
 func (s *Store) counts(f projections.ReadModel) rowCounts {

@@ -132,6 +132,38 @@ func (t *tx) PutReport(ctx context.Context, r projections.Report) error {
 	return nil
 }
 
+// restoreReports adds an image's reports (unique ids) to the emptied
+// reports read model, keeping each row's pointees as they are: a
+// snapshot decodes a report's texts, bytes and times into allocations of
+// its own, and an image's rows are never written (a time is normalized
+// into a new one), so where PutReport copied each of them, the decoded
+// ones were garbage left among the reports that stay. The caller holds
+// the read model's write lock.
+func (s *Store) restoreReports(rows []projections.Report) {
+	for _, r := range rows {
+		r.ExaminedAt, r.InterpretedAt = normTimeShared(r.ExaminedAt), normTimeShared(r.InterpretedAt)
+		r.UploadedAt, r.UpdatedAt = normTime(r.UploadedAt), normTime(r.UpdatedAt)
+		if len(r.InterpretationDetail) == 0 {
+			r.InterpretationDetail = nil
+		}
+		if len(r.RawData) == 0 {
+			r.RawData = nil
+		}
+		s.setReport(projections.Report{}, false, r, true)
+	}
+}
+
+// normTimeShared is p normalized: p itself when it is already.
+func normTimeShared(p *time.Time) *time.Time {
+	if p == nil {
+		return nil
+	}
+	if v := normTime(*p); v != *p {
+		return &v
+	}
+	return p
+}
+
 // EraseUserReports blanks the personal fields of the user's reports.
 func (t *tx) EraseUserReports(ctx context.Context, openUserID int64) error {
 	if err := t.check(ctx); err != nil {

@@ -42,7 +42,9 @@ func BenchmarkSnapshotLoad(b *testing.B) {
 	cpu0, n := processCPU(), 0
 	for b.Loop() {
 		s := New()
-		if _, _, err := snapfile.ReadEach(path, aead, func(im snapfile.Image) error { return s.Restore(ctx, im) }); err != nil {
+		if _, _, err := snapfile.ReadEach(path, aead, func(rm snapfile.ReadModel, n []int) (snapfile.Restorer, error) {
+			return s.Restoring(ctx, rm, n)
+		}); err != nil {
 			b.Fatal(err)
 		}
 		n++

@@ -197,12 +197,12 @@ func TestSnapshotRestoresEveryReadModel(t *testing.T) {
 	}
 }
 
-// A snapshot that is torn (a crash before the rename can only leave a
-// temporary file, but a disk can still lose a tail), altered or emptied is
-// refused as a whole and shredded; the store stays empty for a replay.
-func TestSnapshotDamageIsDetected(t *testing.T) {
+// writtenSnapshot is a fixture filled with several sealed chunks' worth
+// of rows, and the snapshot file it wrote.
+func writtenSnapshot(t *testing.T) (*snapFixture, []byte) {
+	t.Helper()
 	f := newSnapFixture(t)
-	f.fill(t, 16000) // several sealed chunks
+	f.fill(t, 16000)
 	if err := f.snapshotter().Write(f.ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -210,6 +210,14 @@ func TestSnapshotDamageIsDetected(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return f, good
+}
+
+// A snapshot that is torn (a crash before the rename can only leave a
+// temporary file, but a disk can still lose a tail), altered or emptied is
+// refused as a whole and shredded; the store stays empty for a replay.
+func TestSnapshotDamageIsDetected(t *testing.T) {
+	f, good := writtenSnapshot(t)
 	if len(good) < 2<<20 {
 		t.Fatalf("the fixture makes a %d-byte snapshot: too small to span chunks", len(good))
 	}
@@ -263,6 +271,43 @@ func TestSnapshotDamageIsDetected(t *testing.T) {
 	}
 	if cp, _ := f.store.Checkpoint(f.ctx, "users"); !cp.IsZero() {
 		t.Errorf("users checkpoint after a refused snapshot = %v, want zero (replay)", cp)
+	}
+}
+
+// A start restores each section's rows as the file is read, before its
+// end is checked: a file refused after rows were restored (torn in the
+// middle, its last chunk altered, or a byte after its end, which is found
+// once every read model was restored) leaves the store as a fresh one.
+func TestRefusedSnapshotLeavesAFreshStore(t *testing.T) {
+	fresh := imagesOf(t, memory.New())
+	for _, damage := range []struct {
+		name string
+		of   func(good []byte) []byte
+	}{
+		{"torn", func(good []byte) []byte { return good[:len(good)/2] }},
+		{"last chunk altered", func(good []byte) []byte {
+			bad := append([]byte(nil), good...)
+			bad[len(bad)-5] ^= 0x40
+			return bad
+		}},
+		{"a byte appended", func(good []byte) []byte { return append(append([]byte(nil), good...), 0) }},
+	} {
+		f, good := writtenSnapshot(t) // each its own key: a refused file's is destroyed
+		if err := os.WriteFile(f.path, damage.of(good), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		f.store = memory.New()
+		if ok, err := f.snapshotter().Load(f.ctx); ok || err != nil {
+			t.Fatalf("%s: Load = %v, %v; want it refused", damage.name, ok, err)
+		}
+		if got := imagesOf(t, f.store); !reflect.DeepEqual(got, fresh) {
+			t.Errorf("%s: the refused snapshot's rows were kept", damage.name)
+		}
+		for _, rm := range projections.ReadModels {
+			if cp, _ := f.store.Checkpoint(f.ctx, string(rm)); !cp.IsZero() {
+				t.Errorf("%s: %s checkpoint %v, want zero (replay)", damage.name, rm, cp)
+			}
+		}
 	}
 }
 

@@ -202,12 +202,16 @@ func (s *Snapshotter) Load(ctx context.Context) (bool, error) {
 	if err != nil {
 		return reject(fmt.Errorf("%w: its key %s: %v", snapfile.ErrInvalid, h.KeySubject, err))
 	}
-	// Read models are decoded and restored concurrently, each as soon as its
-	// sections are read; a failure anywhere drops them all (reject).
+	// Read models are decoded and restored concurrently, each section's rows
+	// as soon as they are decoded, before the file's end is checked: a
+	// failure anywhere drops them all (reject), so the store is left as a
+	// fresh one.
 	var rows atomic.Int64
-	_, dirs, err := snapfile.ReadEach(s.Path, key.AEAD, func(im snapfile.Image) error {
-		rows.Add(int64(im.Rows()))
-		return s.Store.Restore(ctx, im)
+	_, dirs, err := snapfile.ReadEach(s.Path, key.AEAD, func(rm snapfile.ReadModel, n []int) (snapfile.Restorer, error) {
+		for _, n := range n {
+			rows.Add(int64(n))
+		}
+		return s.Store.Restoring(ctx, rm, n)
 	})
 	if err != nil {
 		return reject(err)

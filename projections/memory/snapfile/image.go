@@ -51,7 +51,7 @@ type Image struct {
 // Table names one table of an Image by its index in the file.
 type Table uint16
 
-// The tables a Pager may lend (their index in the file).
+// The tables of an Image (their index in the file).
 const (
 	TableUsers Table = iota
 	TableGroups
@@ -61,6 +61,11 @@ const (
 	TableReports
 	TableGoods
 	TableOrders
+	TableBenefitItems
+	TableProviders
+	TableCards
+	TableFulfillments
+	TableAuditFacts
 )
 
 // Pager lends an image's tables a section at a time.

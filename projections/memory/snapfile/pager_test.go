@@ -231,9 +231,9 @@ func TestTableCountsOfTheHeaderPlaceEachSection(t *testing.T) {
 	}
 	read := func(tables []int) (Image, error) {
 		h := Header{ReadModels: []ReadModel{{ReadModel: projections.ReadModelUsers, Tables: tables}}}
-		var got Image
-		_, err := readSections(bytes.NewReader(body.Bytes()), h, 3, func(im Image) error { got = im; return nil })
-		return got, err
+		got := map[projections.ReadModel]Image{}
+		_, err := readSections(bytes.NewReader(body.Bytes()), h, 3, collectInto(got))
+		return got[projections.ReadModelUsers], err
 	}
 	if got := tableRows(&im); !reflect.DeepEqual(got, []int{3000, 0, 1}) {
 		t.Fatalf("the header counts %v rows: want [3000 0 1]", got)

@@ -46,12 +46,15 @@ type imageField struct {
 	decodeGob func(body []byte) (any, error)
 	// assemble sets the table from its decoded sections, in order.
 	assemble func(im *Image, parts []any)
-	// make makes a table of n rows; decodeInto decodes a section of the
-	// current format into rows[at:] (which must hold at least its rows);
-	// set sets the image's table.
-	make       func(n int) any
-	decodeInto func(body []byte, rows any, at int) error
+	// decodeReuse decodes a section of the current format into reuse's
+	// rows (a table's rows decodeReuse returned before, nil for none)
+	// when they have room, or into rows of their own.
+	decodeReuse func(body []byte, reuse any) (any, error)
+	// set sets the image's table; move moves the table of from to to;
+	// appendPart appends the table of part to im's.
 	set        func(im *Image, rows any)
+	move       func(to, from *Image)
+	appendPart func(im, part *Image)
 }
 
 func field[T any](codec rowCodec[T], get func(im *Image) *[]T) imageField {
@@ -77,11 +80,23 @@ func field[T any](codec rowCodec[T], get func(im *Image) *[]T) imageField {
 			}
 			*get(im) = rows
 		},
-		make: func(n int) any { return make([]T, n) },
-		decodeInto: func(body []byte, rows any, at int) error {
-			return codec.decodeRowsInto(body, rows.([]T)[at:])
+		decodeReuse: func(body []byte, reuse any) (any, error) {
+			d := &rowDecoder{buf: body}
+			n := d.count()
+			if d.err != nil {
+				return nil, d.err
+			}
+			rows, _ := reuse.([]T)
+			if cap(rows) < n {
+				rows = make([]T, n)
+			}
+			rows = rows[:n]
+			clear(rows) // a decode sets only the fields a row has
+			return rows, codec.decodeRowsInto(body, rows)
 		},
-		set: func(im *Image, rows any) { *get(im) = rows.([]T) },
+		set:        func(im *Image, rows any) { *get(im) = rows.([]T) },
+		move:       func(to, from *Image) { *get(to), *get(from) = *get(from), nil },
+		appendPart: func(im, part *Image) { *get(im) = append(*get(im), *get(part)...) },
 	}
 }
 
@@ -231,41 +246,86 @@ func (sw *sectionWriter) write(owner uint32, fieldIndex uint16, counted bool, bo
 	return err
 }
 
-// decodedImage collects one image's sections as they are decoded.
+// decodedImage is one image being read. When the header counts its
+// tables (want), its restorer takes each section's rows as soon as they
+// are decoded, in the section's lane; otherwise (older files) its
+// sections are decoded into parts, assembled once the image is complete.
 type decodedImage struct {
-	wg    sync.WaitGroup
-	mu    sync.Mutex
-	parts [][]any // by table: the decoded sections in file order
-	err   error
-	// When the header counts the image's tables (want), each section is
-	// decoded into its place in the table's rows (made at the first
-	// section); at is how many rows the sections read so far hold.
-	want []int
-	rows []any
-	at   []int
+	r         Restorer
+	want      []int // rows of each table, by the header
+	at        []int // rows of each table in the sections read so far
+	lanes     map[int]chan *section
+	lanesDone sync.WaitGroup
+
+	decodes sync.WaitGroup
+	mu      sync.Mutex
+	parts   [][]any    // by table: the decoded sections in file order
+	err     firstError // a decode's or a restore's
 }
 
-// readSections reads version 2 or 3 sections from r (the opened chunks) and
-// hands each read model's image to restore as soon as every one of its
-// sections is decoded: sections are decoded concurrently (at most
-// GOMAXPROCS at a time, which also bounds the encoded bytes held) and
-// read models are restored concurrently, each in one call. It returns the
-// directory journals once everything is decoded and restored; any error,
-// from the file or from restore, is returned after every goroutine ended.
-func readSections(r io.Reader, h Header, version int, restore func(Image) error) ([]Directory, error) {
+// firstError is the first error recorded of several goroutines.
+type firstError struct {
+	mu  sync.Mutex
+	err error
+}
+
+// set records err if it is the first.
+func (e *firstError) set(err error) {
+	e.mu.Lock()
+	if e.err == nil {
+		e.err = err
+	}
+	e.mu.Unlock()
+}
+
+func (e *firstError) get() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.err
+}
+
+// section is one counted section on its way to its restorer: its bytes,
+// and once decoded (decoded closed) its rows or why they do not decode.
+type section struct {
+	table   Table
+	body    []byte
+	rows    any
+	err     error
+	decoded chan struct{}
+}
+
+// readSections reads version 2 or 3 sections from r (the opened chunks)
+// and restores each read model through the Restorer begin gives it.
+// Sections are decoded concurrently (at most GOMAXPROCS at a time). A
+// counted image's sections are handed to its restorer as they are
+// decoded, at most sectionsInFlight of them read and not yet restored,
+// so the rows of a whole table are never held at once; an uncounted
+// one's are restored once every one of its sections is decoded. Read
+// models are restored concurrently. It returns the directory journals
+// once everything is decoded and restored; any error, from the file or
+// from a restorer, is returned after every goroutine ended, and every
+// restorer begun is ended with it unless it had ended already.
+func readSections(r io.Reader, h Header, version int, begin Begin) ([]Directory, error) {
+	workers := max(runtime.GOMAXPROCS(0), 2)
 	sr := &sectionReader{
-		r: r, h: h, version: version, restore: restore,
-		workers:   make(chan struct{}, max(runtime.GOMAXPROCS(0), 2)),
-		images:    make([]*decodedImage, len(h.ReadModels)),
-		lastOwner: -1,
+		r: r, h: h, version: version, begin: begin,
+		workers:    make(chan struct{}, workers),
+		inFlight:   make(chan struct{}, 2*workers+2),
+		freeBodies: make(chan []byte, 2*workers+2),
+		freeRows:   make([]chan any, len(imageFields)),
+		images:     make([]*decodedImage, len(h.ReadModels)),
+		lastOwner:  -1,
+	}
+	for t := range sr.freeRows {
+		sr.freeRows[t] = make(chan any, cap(sr.inFlight))
 	}
 	if err := sr.readAll(); err != nil {
 		sr.fail(err)
 	}
-	sr.finishUpTo(len(sr.images)) // images with no rows, or after a failure: wait for their decodes
+	sr.finishUpTo(len(sr.images)) // images with no rows, or after a failure: end their restores
 	sr.restores.Wait()
-	if sr.firstErr != nil {
-		return nil, sr.firstErr
+	if err := sr.failed(); err != nil {
+		return nil, err
 	}
 	return sr.directories()
 }
@@ -275,83 +335,125 @@ type sectionReader struct {
 	r       io.Reader
 	h       Header
 	version int
-	restore func(Image) error
+	begin   Begin
 
 	workers  chan struct{} // bounds concurrent decodes
-	images   []*decodedImage
-	restores sync.WaitGroup
+	inFlight chan struct{} // bounds the counted sections read and not yet restored
+	// freeBodies and freeRows (by table) are the bytes and rows of
+	// counted sections restored, for the next sections.
+	freeBodies chan []byte
+	freeRows   []chan any
+	images     []*decodedImage
+	restores   sync.WaitGroup
 
-	errMu    sync.Mutex
-	firstErr error
+	err firstError
 
-	next      int // images below next have their restore started
+	next      int // images below next are complete: their restores end
 	dirs      []Directory
 	seenDirs  bool
 	lastOwner int
 }
 
 // fail records err if it is the first error.
-func (sr *sectionReader) fail(err error) {
-	sr.errMu.Lock()
-	if sr.firstErr == nil {
-		sr.firstErr = err
-	}
-	sr.errMu.Unlock()
-}
+func (sr *sectionReader) fail(err error) { sr.err.set(err) }
 
-func (sr *sectionReader) failed() bool {
-	sr.errMu.Lock()
-	defer sr.errMu.Unlock()
-	return sr.firstErr != nil
-}
+// failed is the first error, nil while there is none.
+func (sr *sectionReader) failed() error { return sr.err.get() }
 
-// finishUpTo starts the restore of every image below limit not yet
-// started: each waits for its sections to be decoded.
+// finishUpTo ends the restore of every image below limit not yet ended:
+// each waits for its sections to be decoded and restored.
 func (sr *sectionReader) finishUpTo(limit int) {
 	for ; sr.next < limit && sr.next < len(sr.images); sr.next++ {
 		i, d := sr.next, sr.images[sr.next]
-		if d == nil {
-			d = &decodedImage{}
-			sr.images[i] = d
-		}
 		sr.restores.Add(1)
-		go sr.restoreWhenDecoded(i, d)
+		switch {
+		case d == nil:
+			go sr.restoreEmpty(i)
+		case d.r != nil:
+			for _, lane := range d.lanes {
+				close(lane)
+			}
+			go sr.endCounted(i, d)
+		default:
+			go sr.restoreAssembled(i, d)
+		}
 	}
 }
 
-// restoreWhenDecoded assembles image i from its decoded sections and
-// restores it, unless its decoding or anything else failed.
-func (sr *sectionReader) restoreWhenDecoded(i int, d *decodedImage) {
+// restoreEmpty restores image i, of which no section was read.
+func (sr *sectionReader) restoreEmpty(i int) {
 	defer sr.restores.Done()
-	d.wg.Wait()
-	if d.err != nil || sr.failed() {
-		sr.fail(d.err)
+	if sr.failed() != nil {
 		return
 	}
-	im := Image{ReadModel: sr.h.ReadModels[i].ReadModel, Checkpoint: sr.h.ReadModels[i].Checkpoint}
-	for fi, parts := range d.parts {
-		if len(parts) > 0 {
-			imageFields[fi].assemble(&im, parts)
-		}
-	}
-	for fi, rows := range d.rows {
-		if d.at[fi] != d.want[fi] {
-			sr.fail(fmt.Errorf("%w: %s: table %d holds %d rows, its header %d", ErrInvalid, im.ReadModel, fi, d.at[fi], d.want[fi]))
+	rm := sr.h.ReadModels[i]
+	for t, n := range rm.Tables {
+		if n != 0 {
+			sr.fail(fmt.Errorf("%w: %s: table %d holds no rows, its header %d", ErrInvalid, rm.ReadModel, t, n))
 			return
 		}
-		if rows != nil {
-			imageFields[fi].set(&im, rows)
+	}
+	r, err := sr.begin(rm, nil)
+	if err == nil {
+		err = r.End(nil)
+	}
+	if err != nil {
+		sr.fail(err)
+	}
+}
+
+// endCounted ends image i's restore once its lanes restored every
+// section: with the first error met anywhere, or with none once each
+// table holds the rows its header counts.
+func (sr *sectionReader) endCounted(i int, d *decodedImage) {
+	defer sr.restores.Done()
+	d.lanesDone.Wait()
+	err := d.err.get()
+	if err == nil {
+		err = sr.failed()
+	}
+	for t := range d.want {
+		if err == nil && d.at[t] != d.want[t] {
+			err = fmt.Errorf("%w: %s: table %d holds %d rows, its header %d", ErrInvalid, sr.h.ReadModels[i].ReadModel, t, d.at[t], d.want[t])
 		}
 	}
-	d.parts, d.rows = nil, nil
-	if err := sr.restore(im); err != nil {
+	if err = d.r.End(err); err != nil {
+		sr.fail(err)
+	}
+}
+
+// restoreAssembled assembles image i from its decoded sections and
+// restores it, unless its decoding or anything else failed.
+func (sr *sectionReader) restoreAssembled(i int, d *decodedImage) {
+	defer sr.restores.Done()
+	d.decodes.Wait()
+	if err := d.err.get(); err != nil {
+		sr.fail(err)
+		return
+	}
+	if sr.failed() != nil {
+		return
+	}
+	rm := sr.h.ReadModels[i]
+	im := Image{ReadModel: rm.ReadModel, Checkpoint: rm.Checkpoint}
+	for t, parts := range d.parts {
+		if len(parts) > 0 {
+			imageFields[t].assemble(&im, parts)
+		}
+	}
+	d.parts = nil
+	r, err := sr.begin(rm, tableRows(&im))
+	if err == nil {
+		err = RestoreWhole(r, &im)
+	}
+	if err != nil {
 		sr.fail(err)
 	}
 }
 
 // readAll reads sections until the end of r or a failure.
 func (sr *sectionReader) readAll() error {
-	for !sr.failed() {
+	for sr.failed() == nil {
 		var pre [14]byte
 		if _, err := io.ReadFull(sr.r, pre[:]); err != nil {
 			if errors.Is(err, io.EOF) {
@@ -363,11 +465,11 @@ func (sr *sectionReader) readAll() error {
 		if sr.seenDirs || size > maxSection {
 			return fmt.Errorf("%w: section out of place", ErrInvalid)
 		}
-		body := make([]byte, size)
-		if _, err := io.ReadFull(sr.r, body); err != nil {
-			return fmt.Errorf("%w: section: %v", ErrInvalid, err)
-		}
 		if owner == dirsOwner {
+			body := make([]byte, size)
+			if _, err := io.ReadFull(sr.r, body); err != nil {
+				return fmt.Errorf("%w: section: %v", ErrInvalid, err)
+			}
 			// The directories come last: every image is complete.
 			sr.seenDirs = true
 			sr.finishUpTo(len(sr.images))
@@ -382,73 +484,171 @@ func (sr *sectionReader) readAll() error {
 		// Sections come in image order: the images before owner are complete.
 		sr.lastOwner = int(owner)
 		sr.finishUpTo(int(owner))
-		if err := sr.decodeSection(owner, fieldIndex, body); err != nil {
+		d, err := sr.image(int(owner))
+		if err != nil {
+			return err
+		}
+		if d.r != nil {
+			err = sr.readCounted(d, int(owner), Table(fieldIndex), int(size))
+		} else {
+			err = sr.readPart(d, int(owner), Table(fieldIndex), int(size))
+		}
+		if err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// decodeSection decodes one section of image owner in the background
-// (waiting for a worker), keeping its place among the table's sections.
-func (sr *sectionReader) decodeSection(owner uint32, fieldIndex uint16, body []byte) error {
-	d := sr.images[owner]
-	if d == nil {
-		d = &decodedImage{parts: make([][]any, len(imageFields))}
-		if want := sr.h.ReadModels[owner].Tables; sr.version >= 3 && len(want) > 0 && len(want) <= len(imageFields) {
-			d.want = make([]int, len(imageFields))
-			copy(d.want, want)
-			d.rows, d.at = make([]any, len(imageFields)), make([]int, len(imageFields))
-		}
-		sr.images[owner] = d
+// image is image i's state, made (and, when its tables are counted, its
+// restore begun) at its first section.
+func (sr *sectionReader) image(i int) (*decodedImage, error) {
+	if d := sr.images[i]; d != nil {
+		return d, nil
 	}
-	f := imageFields[fieldIndex]
-	// In place: the section's rows go at the table's next at rows (its
-	// row count leads the section), which must stay within the header's.
-	var rows any
-	at := -1
-	if d.want != nil {
-		n, k := binary.Uvarint(body)
-		if k <= 0 || n > uint64(d.want[fieldIndex]-d.at[fieldIndex]) {
-			return fmt.Errorf("%w: %s: table %d has more rows than its header's %d", ErrInvalid, sr.h.ReadModels[owner].ReadModel, fieldIndex, d.want[fieldIndex])
+	d := &decodedImage{}
+	rm := sr.h.ReadModels[i]
+	if sr.version >= 3 && len(rm.Tables) > 0 && len(rm.Tables) <= len(imageFields) {
+		d.want, d.at = make([]int, len(imageFields)), make([]int, len(imageFields))
+		copy(d.want, rm.Tables)
+		r, err := sr.begin(rm, d.want)
+		if err != nil {
+			return nil, err
 		}
-		if d.rows[fieldIndex] == nil {
-			d.rows[fieldIndex] = f.make(d.want[fieldIndex])
+		d.r, d.lanes = r, map[int]chan *section{}
+	} else {
+		d.parts = make([][]any, len(imageFields))
+	}
+	sr.images[i] = d
+	return d, nil
+}
+
+// readCounted reads a section of a counted image (size bytes: its row
+// count, then its rows), which must stay within its table's rows by the
+// header, and hands it to its lane, to be restored once decoded in the
+// background.
+func (sr *sectionReader) readCounted(d *decodedImage, owner int, t Table, size int) error {
+	sr.inFlight <- struct{}{}
+	keeps := d.r.Keeps(t)
+	body := sr.body(size, keeps)
+	if _, err := io.ReadFull(sr.r, body); err != nil {
+		<-sr.inFlight
+		return fmt.Errorf("%w: section: %v", ErrInvalid, err)
+	}
+	n, k := binary.Uvarint(body)
+	if k <= 0 || n > uint64(d.want[t]-d.at[t]) {
+		<-sr.inFlight
+		return fmt.Errorf("%w: %s: table %d has more rows than its header's %d", ErrInvalid, sr.h.ReadModels[owner].ReadModel, t, d.want[t])
+	}
+	d.at[t] += int(n)
+	sec := &section{table: t, body: body, decoded: make(chan struct{})}
+	var reuse any
+	if !keeps {
+		select {
+		case reuse = <-sr.freeRows[t]:
+		default:
 		}
-		rows, at = d.rows[fieldIndex], d.at[fieldIndex]
-		d.at[fieldIndex] += int(n)
 	}
-	d.mu.Lock()
-	slot := len(d.parts[fieldIndex])
-	if at < 0 {
-		d.parts[fieldIndex] = append(d.parts[fieldIndex], nil)
-	}
-	d.mu.Unlock()
-	d.wg.Add(1)
 	sr.workers <- struct{}{}
 	go func() {
-		defer func() { <-sr.workers; d.wg.Done() }()
+		defer func() { <-sr.workers; close(sec.decoded) }()
+		sec.rows, sec.err = imageFields[t].decodeReuse(body, reuse)
+	}()
+	lane := d.r.Lane(t)
+	ch, ok := d.lanes[lane]
+	if !ok {
+		ch = make(chan *section, cap(sr.inFlight))
+		d.lanes[lane] = ch
+		d.lanesDone.Add(1)
+		go sr.restoreLane(d, owner, ch)
+	}
+	ch <- sec
+	return nil
+}
+
+// body is a buffer of size bytes for a section's bytes: a restored
+// section's when the table's rows are not kept and one has room.
+func (sr *sectionReader) body(size int, keeps bool) []byte {
+	if keeps {
+		return make([]byte, size)
+	}
+	select {
+	case b := <-sr.freeBodies:
+		if cap(b) >= size {
+			return b[:size]
+		}
+	default:
+	}
+	return make([]byte, size, max(size, sectionBytes+sectionSlack))
+}
+
+// restoreLane restores one lane's sections of image owner in their order,
+// each once decoded, and frees each one's place in flight (its bytes and
+// rows for the next sections, unless the restorer keeps its rows). After
+// an error it only frees them.
+func (sr *sectionReader) restoreLane(d *decodedImage, owner int, lane chan *section) {
+	defer d.lanesDone.Done()
+	for sec := range lane {
+		<-sec.decoded
+		err := sec.err
+		if err != nil {
+			err = fmt.Errorf("%w: %s: %v", ErrInvalid, sr.h.ReadModels[owner].ReadModel, err)
+		} else if d.err.get() == nil && sr.failed() == nil {
+			var part Image
+			imageFields[sec.table].set(&part, sec.rows)
+			err = d.r.Rows(sec.table, &part)
+		}
+		if err != nil {
+			d.err.set(err)
+			sr.fail(err)
+		}
+		if !d.r.Keeps(sec.table) {
+			select {
+			case sr.freeBodies <- sec.body:
+			default:
+			}
+			if sec.rows != nil {
+				select {
+				case sr.freeRows[sec.table] <- sec.rows:
+				default:
+				}
+			}
+		}
+		<-sr.inFlight
+	}
+}
+
+// readPart reads a section of an uncounted image and decodes it in the
+// background (waiting for a worker), keeping its place among the
+// table's sections.
+func (sr *sectionReader) readPart(d *decodedImage, owner int, t Table, size int) error {
+	body := make([]byte, size)
+	if _, err := io.ReadFull(sr.r, body); err != nil {
+		return fmt.Errorf("%w: section: %v", ErrInvalid, err)
+	}
+	f := imageFields[t]
+	d.mu.Lock()
+	slot := len(d.parts[t])
+	d.parts[t] = append(d.parts[t], nil)
+	d.mu.Unlock()
+	d.decodes.Add(1)
+	sr.workers <- struct{}{}
+	go func() {
+		defer func() { <-sr.workers; d.decodes.Done() }()
 		var part any
 		var err error
-		switch {
-		case at >= 0:
-			err = f.decodeInto(body, rows, at)
-		case sr.version == 2:
+		if sr.version == 2 {
 			part, err = f.decodeGob(body)
-		default:
+		} else {
 			part, err = f.decode(body)
 		}
-		d.mu.Lock()
-		defer d.mu.Unlock()
 		if err != nil {
-			if d.err == nil {
-				d.err = fmt.Errorf("%w: %s: %v", ErrInvalid, sr.h.ReadModels[owner].ReadModel, err)
-			}
+			d.err.set(fmt.Errorf("%w: %s: %v", ErrInvalid, sr.h.ReadModels[owner].ReadModel, err))
 			return
 		}
-		if at < 0 {
-			d.parts[fieldIndex][slot] = part
-		}
+		d.mu.Lock()
+		d.parts[t][slot] = part
+		d.mu.Unlock()
 	}()
 	return nil
 }

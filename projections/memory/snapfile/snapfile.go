@@ -20,7 +20,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/healthtech/partner-open-platform/events"
@@ -218,14 +217,8 @@ func readHeader(r io.Reader) (Header, []byte, int, error) {
 // read model images (in the header's order) and the directory journals it
 // holds; any damage gives ErrInvalid.
 func Read(path string, aead cipher.AEAD) (Header, []Image, []Directory, error) {
-	var mu sync.Mutex
 	byReadModel := map[projections.ReadModel]Image{}
-	h, dirs, err := ReadEach(path, aead, func(im Image) error {
-		mu.Lock()
-		byReadModel[im.ReadModel] = im
-		mu.Unlock()
-		return nil
-	})
+	h, dirs, err := ReadEach(path, aead, collectInto(byReadModel))
 	if err != nil {
 		return Header{}, nil, nil, err
 	}
@@ -236,13 +229,15 @@ func Read(path string, aead cipher.AEAD) (Header, []Image, []Directory, error) {
 	return h, images, dirs, nil
 }
 
-// ReadEach opens a snapshot with aead and hands each read model image
-// to restore as soon as it is decoded, from several goroutines at once (one
-// call per read model), so a start decodes and restores on every core; it
-// returns the header and the directory journals. The file's end is checked
-// last: on any error (ErrInvalid for damage, or restore's own) the
-// caller must drop whatever restore was given.
-func ReadEach(path string, aead cipher.AEAD, restore func(Image) error) (Header, []Directory, error) {
+// ReadEach opens a snapshot with aead and restores each read model it
+// holds through the Restorer begin gives it, a part of a table at a time
+// as the file is decoded, on several goroutines at once (the read
+// models, and each one's lanes), so a start decodes and restores on
+// every core; it returns the header and the directory journals. The
+// file's end is checked last: on any error (ErrInvalid for damage, or a
+// restorer's own) the caller must drop every read model it restored,
+// including those whose restorer ended without an error.
+func ReadEach(path string, aead cipher.AEAD, begin Begin) (Header, []Directory, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return Header{}, nil, err
@@ -256,9 +251,9 @@ func ReadEach(path string, aead cipher.AEAD, restore func(Image) error) (Header,
 	or := &openReader{r: br, aead: aead, head: head}
 	var dirs []Directory
 	if version == 1 {
-		dirs, err = readV1(or, h, restore)
+		dirs, err = readV1(or, h, begin)
 	} else {
-		dirs, err = readSections(or, h, version, restore)
+		dirs, err = readSections(or, h, version, begin)
 	}
 	if err != nil {
 		return Header{}, nil, err
@@ -275,7 +270,7 @@ func ReadEach(path string, aead cipher.AEAD, restore func(Image) error) (Header,
 
 // readV1 reads the body of a version 1 snapshot: one gob stream of every
 // image, then the directories.
-func readV1(or *openReader, h Header, restore func(Image) error) ([]Directory, error) {
+func readV1(or *openReader, h Header, begin Begin) ([]Directory, error) {
 	dec := gob.NewDecoder(or)
 	images := make([]Image, 0, len(h.ReadModels))
 	for range h.ReadModels {
@@ -302,8 +297,12 @@ func readV1(or *openReader, h Header, restore func(Image) error) ([]Directory, e
 			return nil, fmt.Errorf("%w: directory %d disagrees with the header", ErrInvalid, i)
 		}
 	}
-	for _, im := range images {
-		if err := restore(im); err != nil {
+	for i := range images {
+		r, err := begin(h.ReadModels[i], tableRows(&images[i]))
+		if err != nil {
+			return nil, err
+		}
+		if err := RestoreWhole(r, &images[i]); err != nil {
 			return nil, err
 		}
 	}
