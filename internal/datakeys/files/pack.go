@@ -38,11 +38,23 @@ type entry struct {
 // pack stores rec in e, reporting false when rec is not of the packed
 // form (then nothing of e is set).
 func (e *entry) pack(rec datakeys.Record) bool {
-	suffix, ok := cutKeyID(rec.KeyID, rec.Subject)
-	if !ok || len(suffix) != 2*keyIDBytes || len(rec.Sealed) != len(sealedText)+base64.StdEncoding.EncodedLen(sealedBytes) ||
-		rec.Sealed[:len(sealedText)] != sealedText || time.Unix(0, rec.Created.UnixNano()).UTC() != rec.Created {
+	if !packKey(e, rec.Subject, rec.KeyID, rec.Sealed, rec.Created) {
 		return false
 	}
+	e.master = rec.MasterKeyID
+	return true
+}
+
+// packKey stores a key's id, sealed form and creation in e, from a
+// record's strings or a line's bytes, reporting false when they are not of
+// the packed form (then nothing of e is set).
+func packKey[S string | []byte](e *entry, subject string, keyID, sealed S, created time.Time) bool {
+	if len(keyID) != len(subject)+1+2*keyIDBytes || string(keyID[:len(subject)]) != subject || keyID[len(subject)] != '~' ||
+		len(sealed) != len(sealedText)+base64.StdEncoding.EncodedLen(sealedBytes) || string(sealed[:len(sealedText)]) != sealedText ||
+		time.Unix(0, created.UnixNano()).UTC() != created {
+		return false
+	}
+	suffix := keyID[len(subject)+1:]
 	var id [keyIDBytes]byte
 	// Lower-case hex only: an upper-case id decodes to the same bytes but
 	// would not read back as the same string.
@@ -54,14 +66,14 @@ func (e *entry) pack(rec datakeys.Record) bool {
 	if _, err := hex.Decode(id[:], []byte(suffix)); err != nil {
 		return false
 	}
-	var sealed [sealedBytes]byte
+	var text [sealedBytes]byte
 	// Strict: a text with non-zero padding bits decodes to the same bytes
 	// but would not read back as the same string. Its length (96, no
 	// padding) leaves no room for the line breaks the decoder skips.
-	if n, err := base64.StdEncoding.Strict().Decode(sealed[:], []byte(rec.Sealed[len(sealedText):])); err != nil || n != sealedBytes {
+	if n, err := base64.StdEncoding.Strict().Decode(text[:], []byte(sealed[len(sealedText):])); err != nil || n != sealedBytes {
 		return false
 	}
-	e.keyID, e.sealed, e.created, e.master = id, sealed, rec.Created.UnixNano(), rec.MasterKeyID
+	e.keyID, e.sealed, e.created = id, text, created.UnixNano()
 	return true
 }
 
@@ -78,12 +90,4 @@ func (e *entry) record(subject string) datakeys.Record {
 	copy(text[:], sealedText)
 	base64.StdEncoding.Encode(text[len(sealedText):], e.sealed[:])
 	return datakeys.Record{Subject: subject, KeyID: id.String(), MasterKeyID: e.master, Sealed: string(text[:]), Created: time.Unix(0, e.created).UTC()}
-}
-
-// cutKeyID returns what follows subject and "~" in keyID.
-func cutKeyID(keyID, subject string) (string, bool) {
-	if len(keyID) <= len(subject) || keyID[:len(subject)] != subject || keyID[len(subject)] != '~' {
-		return "", false
-	}
-	return keyID[len(subject)+1:], true
 }

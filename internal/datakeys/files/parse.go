@@ -11,9 +11,9 @@ import (
 // parsedLine is one line of the log as Open reads it: where it is, and
 // its record (or why it is none).
 type parsedLine struct {
-	off, n int64 // the line, without its newline
-	blank  bool  // blanked (destroyed or superseded key, spaces)
-	l      line
+	off, n int64  // the line, without its newline
+	blank  bool   // blanked (destroyed or superseded key, spaces)
+	l      line   // only Op and Subject when parseKeyLine packed it
 	e      *entry // l's index entry, packed on the parsing core
 	err    error
 }
@@ -37,11 +37,17 @@ func parseLines(b []byte) []parsedLine {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			var master string // the last master key id read, shared by the lines after it
 			for i := lo; i < hi; i++ {
 				r := &out[i]
 				raw := b[r.off : r.off+r.n]
 				if len(bytes.Trim(raw, " \x00")) == 0 {
 					r.blank = true
+					continue
+				}
+				if e, subject, ok := parseKeyLine(raw, &master); ok {
+					e.off, e.n = r.off, int32(r.n)
+					r.l, r.e = line{Op: "key", Subject: subject}, e
 					continue
 				}
 				if r.l, r.err = parseLine(raw); r.err == nil {
@@ -68,6 +74,67 @@ func parseLine(raw []byte) (line, error) {
 	var l line
 	err := json.Unmarshal(raw, &l)
 	return l, err
+}
+
+// parseKeyLine decodes a key line as parseFlat does, straight into its
+// packed entry, without making the strings of its id, its sealed form and
+// (when it is *master's) its master key's id; ok is false for any other
+// line (a tombstone, a repeated or missing field, a record that does not
+// pack), which parseLine then decodes.
+func parseKeyLine(b []byte, master *string) (e *entry, subject string, ok bool) {
+	if len(b) < 2 || b[0] != '{' || b[len(b)-1] != '}' {
+		return nil, "", false
+	}
+	var op, subj, keyID, masterID, sealed, created []byte
+	for b = b[1 : len(b)-1]; len(b) > 0; {
+		var key, val []byte
+		if key, b, ok = plainString(b); !ok || len(b) == 0 || b[0] != ':' {
+			return nil, "", false
+		}
+		if val, b, ok = plainString(b[1:]); !ok {
+			return nil, "", false
+		}
+		if len(b) > 0 {
+			if b[0] != ',' || len(b) == 1 {
+				return nil, "", false
+			}
+			b = b[1:]
+		}
+		var field *[]byte
+		switch string(key) {
+		case "op":
+			field = &op
+		case "subject":
+			field = &subj
+		case "key_id":
+			field = &keyID
+		case "master_key_id":
+			field = &masterID
+		case "sealed":
+			field = &sealed
+		case "created":
+			field = &created
+		default:
+			return nil, "", false
+		}
+		if *field != nil {
+			return nil, "", false // repeated: parseLine keeps the last
+		}
+		*field = val
+	}
+	var t time.Time
+	if string(op) != "key" || subj == nil || masterID == nil || created == nil || t.UnmarshalText(created) != nil {
+		return nil, "", false
+	}
+	e, subject = &entry{}, string(subj)
+	if !packKey(e, subject, keyID, sealed, t) {
+		return nil, "", false
+	}
+	if string(masterID) != *master {
+		*master = string(masterID)
+	}
+	e.master = *master
+	return e, subject, true
 }
 
 // parseFlat decodes {"k":"v",...} with plain ASCII strings, no escapes and

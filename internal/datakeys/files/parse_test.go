@@ -3,10 +3,12 @@ package files
 import (
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/healthtech/partner-open-platform/internal/datakeys"
+	"github.com/healthtech/partner-open-platform/internal/datakeys/keystest"
 )
 
 // The hand decoder of the log's lines accepts exactly what encoding/json
@@ -87,6 +89,38 @@ func BenchmarkEncodeLine(b *testing.B) {
 		b.ReportAllocs()
 		for range b.N {
 			_, _ = json.Marshal(l)
+		}
+	})
+}
+
+// A line parseKeyLine packs is one parseLine reads as the same key, packed
+// alike; any other line is left to parseLine.
+func FuzzParseKeyLineIsParseLine(f *testing.F) {
+	created := time.Date(2026, 11, 23, 12, 37, 54, 914356377, time.UTC)
+	for _, r := range keystest.StoredForms() {
+		f.Add(encodeLine(item{rec: r}))
+	}
+	f.Add(encodeLine(item{rec: datakeys.Record{Subject: "user-1", KeyID: "user-1~0123456789abcdef", MasterKeyID: "mk-1",
+		Sealed: "v1:" + strings.Repeat("AbC+/9", 16), Created: created}}))
+	f.Add(encodeLine(item{rec: recordFor("user-2", created), destroyed: true}))
+	f.Add([]byte(`{"op":"key","subject":"user-1","key_id":"user-1~0123456789abcdef","master_key_id":"mk-1","sealed":"v1:` +
+		strings.Repeat("AbC+/9", 16) + `","created":"2026-11-23T12:37:54Z","subject":"user-2"}`))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		master := "mk-0"
+		e, subject, ok := parseKeyLine(raw, &master)
+		if !ok {
+			return
+		}
+		l, err := parseLine(raw)
+		if err != nil || l.Op != "key" || l.Subject != subject {
+			t.Fatalf("%q: parseKeyLine packed %q, parseLine read %+v, %v", raw, subject, l, err)
+		}
+		var want entry
+		if !want.pack(l.item().rec) {
+			t.Fatalf("%q: parseKeyLine packed what parseLine's record does not", raw)
+		}
+		if *e != want || e.master != master {
+			t.Fatalf("%q: parseKeyLine packed %+v, parseLine's record %+v", raw, *e, want)
 		}
 	})
 }
