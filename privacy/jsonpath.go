@@ -2,9 +2,14 @@ package privacy
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"math/bits"
+	"slices"
 	"strings"
+
+	"github.com/healthtech/partner-open-platform/events/jsoncodec"
 )
 
 // span is the byte range [start, end) of one JSON value inside a document.
@@ -23,6 +28,10 @@ type pathSpan struct {
 type pathNode struct {
 	leaf     int // index of the path that ends at this value, -1 for none
 	children []pathChild
+	// byLen indexes children, ordered by their name's length: those whose
+	// name is n bytes long are children[byLen[n]:byLen[n+1]], so a key is
+	// compared only with the names of its length.
+	byLen []int
 }
 
 // pathChild is one step below an object: the member name and, for "name[]",
@@ -55,7 +64,44 @@ func compilePaths(paths []string) *pathNode {
 		}
 		n.leaf = i
 	}
+	root.indexByLength()
 	return root
+}
+
+// indexByLength orders the children of n and below by their name's
+// length (names of one length keep their order) and fills byLen.
+func (n *pathNode) indexByLength() {
+	slices.SortStableFunc(n.children, func(a, b pathChild) int { return len(a.name) - len(b.name) })
+	longest := 0
+	if len(n.children) > 0 {
+		longest = len(n.children[len(n.children)-1].name)
+	}
+	n.byLen = make([]int, longest+2)
+	for l := range n.byLen {
+		n.byLen[l] = len(n.children)
+		for k, c := range n.children {
+			if len(c.name) >= l {
+				n.byLen[l] = k
+				break
+			}
+		}
+	}
+	for _, c := range n.children {
+		c.node.indexByLength()
+	}
+}
+
+// named is the children whose name the raw key (with quotes) may be: all
+// of them when the key may hold an escape, else those of its length.
+func (n *pathNode) named(key []byte, escaped bool) []pathChild {
+	if escaped {
+		return n.children
+	}
+	l := len(key) - 2
+	if l+1 >= len(n.byLen) {
+		return nil
+	}
+	return n.children[n.byLen[l]:n.byLen[l+1]]
 }
 
 // findAllInto finds the values of every path of the tree in one pass over the
@@ -110,7 +156,7 @@ func walkObject(data []byte, i int, n *pathNode, out *[]pathSpan) (int, error) {
 		if i >= len(data) || data[i] != '"' {
 			return 0, errSyntax
 		}
-		kend, err := skipString(data, i)
+		kend, escaped, err := skipString(data, i)
 		if err != nil {
 			return 0, err
 		}
@@ -121,8 +167,8 @@ func walkObject(data []byte, i int, n *pathNode, out *[]pathSpan) (int, error) {
 		}
 		i = skipWS(data, i+1)
 		vend := -1
-		for _, c := range n.children {
-			if !keyIs(key, c.name) {
+		for _, c := range n.named(key, escaped) {
+			if !keyIs(key, escaped, c.name) {
 				continue
 			}
 			var end int
@@ -184,13 +230,23 @@ func walkArray(data []byte, i int, n *pathNode, out *[]pathSpan) (int, error) {
 }
 
 // keyIs compares a raw JSON key (with quotes) to a name, unescaping only
-// when the key holds an escape.
-func keyIs(raw []byte, name string) bool {
-	if len(raw) == len(name)+2 && string(raw[1:len(raw)-1]) == name {
-		return true // a key equal to the name has no escape: names hold no backslash
+// when the key may hold an escape (names hold no backslash, so a key
+// without one is the name only as it is).
+func keyIs(raw []byte, escaped bool, name string) bool {
+	if !escaped {
+		return string(raw[1:len(raw)-1]) == name
 	}
+	return escapedKeyIs(raw, name)
+}
+
+// escapedKeyIs is keyIs for a key that may hold an escape (a long key is
+// taken as one), kept out of keyIs so that keyIs inlines into the walk's
+// loop over the names.
+//
+//go:noinline
+func escapedKeyIs(raw []byte, name string) bool {
 	if bytes.IndexByte(raw, '\\') < 0 {
-		return false
+		return string(raw[1:len(raw)-1]) == name
 	}
 	var s string
 	return json.Unmarshal(raw, &s) == nil && s == name
@@ -203,27 +259,45 @@ func skipWS(data []byte, i int) int {
 	return i
 }
 
-// skipString returns the end of the string starting at i. Keys and most
-// plain values are short and read byte by byte; past shortString bytes
-// (a sealed event's envelopes are long base64 text, most of what opening
-// one passes over) the closing quote is looked for with bytes.IndexByte.
-func skipString(data []byte, i int) (int, error) {
-	for j := i + 1; j < len(data); j++ {
+// skipString returns the end of the string starting at i and whether it
+// may hold an escape. Keys and most plain values are short and read a word
+// at a time, stopping at a quote or a backslash; past shortString bytes (a
+// sealed event's envelopes are long base64 text, most of what opening one
+// passes over) the closing quote is looked for with bytes.IndexByte, and
+// the string is taken as escaped.
+func skipString(data []byte, i int) (end int, escaped bool, err error) {
+	j := i + 1
+	for j+8 <= len(data) {
 		if j-i > shortString {
-			return skipLongString(data, j)
+			end, err := skipLongString(data, j)
+			return end, true, err
 		}
+		m := jsoncodec.QuoteOrBackslash(binary.LittleEndian.Uint64(data[j:]))
+		if m == 0 {
+			j += 8
+			continue
+		}
+		j += bits.TrailingZeros64(m) >> 3
+		if data[j] == '"' {
+			return j + 1, escaped, nil
+		}
+		escaped = true
+		j += 2 // an escape: skip the escaped byte
+	}
+	for ; j < len(data); j++ { // the buffer's last bytes
 		switch data[j] {
 		case '"':
-			return j + 1, nil
+			return j + 1, escaped, nil
 		case '\\':
-			j++ // an escape: skip the escaped byte
+			escaped = true
+			j++
 		}
 	}
-	return 0, errSyntax
+	return 0, false, errSyntax
 }
 
-// shortString is how far skipString reads a string byte by byte.
-const shortString = 16
+// shortString is how far skipString reads a string a word at a time.
+const shortString = 32
 
 // skipLongString is skipString from j, a byte of the string that is not
 // the escaped one of an escape: a quote after an odd run of backslashes
@@ -254,13 +328,14 @@ func skipValue(data []byte, i int) (int, error) {
 	}
 	switch data[i] {
 	case '"':
-		return skipString(data, i)
+		end, _, err := skipString(data, i)
+		return end, err
 	case '{', '[':
 		depth := 0
 		for j := i; j < len(data); j++ {
 			switch data[j] {
 			case '"':
-				end, err := skipString(data, j)
+				end, _, err := skipString(data, j)
 				if err != nil {
 					return 0, err
 				}

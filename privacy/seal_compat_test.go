@@ -63,7 +63,7 @@ func refWalkAll(data []byte, i int, paths [][]string, active []int, depth int, o
 		if i >= len(data) || data[i] != '"' {
 			return errSyntax
 		}
-		kend, err := skipString(data, i)
+		kend, _, err := skipString(data, i)
 		if err != nil {
 			return err
 		}

@@ -290,17 +290,25 @@ func (f *Fields) Time(name string, p *time.Time) {
 	}
 }
 
-// OmitTimePtr is a *time.Time field with omitempty.
-func (f *Fields) OmitTimePtr(name string, p **time.Time) {
+// TimePtr is a *time.Time field: null when nil.
+func (f *Fields) TimePtr(name string, p **time.Time) {
 	switch {
-	case !f.decoding && *p == nil:
 	case !f.at(name):
 	case f.decoding:
 		f.read(f.r.TimePtr(p))
+	case *p == nil:
+		f.keep(append(f.b, "null"...))
 	default:
 		b, ok := Time(f.b, "", **p)
 		f.keep(b)
 		f.bad = f.bad || !ok
+	}
+}
+
+// OmitTimePtr is a *time.Time field with omitempty.
+func (f *Fields) OmitTimePtr(name string, p **time.Time) {
+	if f.decoding || *p != nil {
+		f.TimePtr(name, p)
 	}
 }
 

@@ -151,36 +151,55 @@ func (r *Reader) str() (string, bool) {
 	if !r.ws() {
 		return "", false
 	}
-	end, escaped, nonASCII := scanString(r.s, r.i)
+	end, escaped, nonASCII := scanPlain(r.s, r.i)
 	if end < 0 {
+		return "", false
+	}
+	if escaped || nonASCII && !utf8.ValidString(r.s[r.i+1:end-1]) {
+		return r.unquoted()
+	}
+	s := r.s[r.i+1 : end-1]
+	r.i = end
+	if r.b != nil {
+		return strings.Clone(s), true
+	}
+	return s, true
+}
+
+// unquoted reads the escaped string at r.i as a string of its own, in one
+// allocation. Most, a webhook's body of a few hundred bytes among them (a
+// JSON document carried as a string, an escape every few bytes), are
+// decoded as they are validated, in one pass, into a buffer on the stack
+// and copied at their length. One too long for it is validated first and
+// decoded into a buffer made at its raw length (unquoteLong).
+func (r *Reader) unquoted() (string, bool) {
+	var stack [onStack]byte
+	buf, end := unquoteAt(stack[:0], r.s, r.i, true)
+	if end > 0 {
+		r.i = end
+		return string(buf), true
+	}
+	if end < 0 {
+		return "", false
+	}
+	if end, _, _ = scanString(r.s, r.i); end < 0 {
 		return "", false
 	}
 	raw := r.s[r.i:end]
 	r.i = end
-	if s := raw[1 : len(raw)-1]; !escaped && (!nonASCII || utf8.ValidString(s)) {
-		if r.b != nil {
-			return strings.Clone(s), true
-		}
-		return s, true
-	}
-	return unquoteString(raw), true
+	return unquoteLong(raw), true
 }
 
-// unquoteString is the value of the escaped string raw as a string of its
-// own, in one allocation. Most fit a buffer on the stack, copied at their
-// length. A longer one (a JSON document carried as a string, such as a
-// webhook's body, escapes every few bytes) is unquoted into a buffer made
-// at raw's length, which then is the string, so it is neither grown from
-// the stack buffer's size nor copied; where its escapes leave over a
-// quarter of that buffer unused, the string is copied at its length
-// instead, since a read model may keep it.
-func unquoteString(raw string) string {
-	const onStack = 64
-	if len(raw)-2 <= onStack {
-		var buf [onStack]byte
-		return string(unquote(buf[:0], raw))
-	}
-	buf := unquote(make([]byte, 0, len(raw)-2), raw)
+// onStack is the size of the stack buffer unquoted decodes into.
+const onStack = 1024
+
+// unquoteLong is the value of the validated string raw, decoded into a
+// buffer made at raw's length, which then is the string, so it is neither
+// grown nor copied; where its escapes leave over a quarter of that buffer
+// unused, the string is copied at its length instead, since a read model
+// may keep it.
+func unquoteLong(raw string) string {
+	buf, _ := unquoteAt(make([]byte, 0, len(raw)-2), raw, 0, false)
 	if cap(buf)-len(buf) > cap(buf)/4 {
 		return string(buf)
 	}

@@ -1,6 +1,8 @@
 package jsoncodec
 
 import (
+	"encoding/binary"
+	"math/bits"
 	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -30,32 +32,95 @@ func skipSpace(s string, i int) int {
 	return i
 }
 
-// plainByte marks the bytes a string holds as they are: printable ASCII
-// other than the quote and the backslash.
-var plainByte = func() (t [256]bool) {
-	for c := 0x20; c < 0x80; c++ {
-		t[c] = c != '"' && c != '\\'
-	}
-	return t
-}()
+// A string's bytes are read eight at a time: a word's special bytes are
+// found with the borrow tricks of "has a zero byte" and "has a byte less
+// than n", each byte's verdict in its high bit. A borrow out of a flagged
+// byte can flag the bytes above it, never one below, so the lowest flag of
+// a word is exact, and the lowest is all a scan looks at.
+const (
+	lowBits  = 0x0101010101010101
+	highBits = 0x8080808080808080
+)
+
+// load64 is the little-endian word of s at j (the compiler makes it one
+// load).
+func load64(s string, j int) uint64 {
+	w := s[j : j+8]
+	return uint64(w[0]) | uint64(w[1])<<8 | uint64(w[2])<<16 | uint64(w[3])<<24 |
+		uint64(w[4])<<32 | uint64(w[5])<<40 | uint64(w[6])<<48 | uint64(w[7])<<56
+}
+
+// hasByte flags the bytes of w equal to the byte c repeats in every byte
+// (in their high bits, the other bits left for the caller to clear).
+func hasByte(w, c uint64) uint64 {
+	x := w ^ c
+	return (x - lowBits) &^ x
+}
+
+// stringStop flags the bytes of w a string cannot hold as they are: a
+// quote, a backslash, a control byte. The quote, xor 2, is 0x20 and the
+// control bytes stay below it, so one "less than 0x21" finds both.
+func stringStop(w uint64) uint64 {
+	x := w ^ lowBits*2
+	return ((x-lowBits*0x21)&^x | hasByte(w, lowBits*'\\')) & highBits
+}
+
+// QuoteOrBackslash flags, in their high bits, the bytes of the word w
+// that are a quote or a backslash, the lowest flag exactly (see hasByte):
+// where a run of a JSON string's bytes ends, for a scanner that leaves
+// their validation to others.
+func QuoteOrBackslash(w uint64) uint64 {
+	return (hasByte(w, lowBits*'"') | hasByte(w, lowBits*'\\')) & highBits
+}
 
 // scanString validates the string at i and returns its end (-1: invalid),
 // whether it holds an escape and whether it holds a byte outside ASCII.
 func scanString(s string, i int) (end int, escaped, nonASCII bool) {
+	return scanStringTo(s, i, false)
+}
+
+// scanPlain is scanString up to the string's first escape: a string
+// without one as scanString returns it, else the backslash's index and
+// escaped, for a caller that decodes it (unquoteAt validates the rest).
+func scanPlain(s string, i int) (end int, escaped, nonASCII bool) {
+	return scanStringTo(s, i, true)
+}
+
+// scanStringTo passes a string's plain bytes a word at a time, the bytes
+// outside ASCII among them told by the high bits of the words passed.
+func scanStringTo(s string, i int, stopAtEscape bool) (end int, escaped, nonASCII bool) {
 	if i >= len(s) || s[i] != '"' {
 		return -1, false, false
 	}
-	for j := i + 1; j < len(s); j++ {
-		for j < len(s) && plainByte[s[j]] {
-			j++ // the common case, without the switch below
+	var seen uint64 // the plain bytes passed, OR-ed
+	for j := i + 1; ; j++ {
+		if j+8 <= len(s) {
+			w := load64(s, j)
+			m := stringStop(w)
+			if m == 0 {
+				seen |= w
+				j += 7
+				continue
+			}
+			k := bits.TrailingZeros64(m) // the high bit of the first stop byte
+			seen |= w & (1<<k - 1)
+			j += k >> 3
+		} else {
+			for j < len(s) && s[j] >= 0x20 && s[j] != '"' && s[j] != '\\' {
+				seen |= uint64(s[j])
+				j++
+			}
+			if j >= len(s) {
+				return -1, false, false
+			}
 		}
-		if j >= len(s) {
-			break
-		}
-		switch c := s[j]; {
-		case c == '"':
-			return j + 1, escaped, nonASCII
-		case c == '\\':
+		switch s[j] {
+		case '"':
+			return j + 1, escaped, seen&highBits != 0
+		case '\\':
+			if stopAtEscape {
+				return j, true, seen&highBits != 0
+			}
 			escaped = true
 			j++
 			if j >= len(s) {
@@ -64,29 +129,17 @@ func scanString(s string, i int) (end int, escaped, nonASCII bool) {
 			switch s[j] {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 			case 'u':
-				if j+4 >= len(s) {
+				if hex4(s, j+1) < 0 {
 					return -1, false, false
-				}
-				for k := j + 1; k < j+5; k++ {
-					if !isHex(s[k]) {
-						return -1, false, false
-					}
 				}
 				j += 4
 			default:
 				return -1, false, false
 			}
-		case c < 0x20:
+		default: // a control byte
 			return -1, false, false
-		default:
-			nonASCII = true
 		}
 	}
-	return -1, false, false
-}
-
-func isHex(c byte) bool {
-	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
 }
 
 // scanNumber validates the number at i (JSON's grammar) and returns its
@@ -230,16 +283,52 @@ func member(s string, i int) int {
 // Unquote appends the validated JSON string raw (quotes included; a
 // Picked String's Raw) to buf as encoding/json decodes it: escapes
 // resolved, invalid UTF-8 and lone surrogates replaced by U+FFFD.
-func Unquote(buf, raw []byte) []byte { return unquote(buf, view(raw)) }
+func Unquote(buf, raw []byte) []byte {
+	buf, _ = unquoteAt(buf, view(raw), 0, false)
+	return buf
+}
 
-func unquote(buf []byte, raw string) []byte {
-	s := raw[1 : len(raw)-1]
-	for r := 0; r < len(s); {
-		c := s[r]
-		switch {
+// unquoteAt appends the string whose opening quote is at i to buf as
+// encoding/json decodes it, validating it as scanString does, and returns
+// its end: -1 if the string is invalid, 0 if fixed and its value would
+// outgrow buf's capacity (a fixed buf never grows). Runs of bytes that
+// decode as they are move a word at a time: the word is stored whole and
+// the run's bytes of it kept.
+func unquoteAt(buf []byte, s string, i int, fixed bool) ([]byte, int) {
+	for r := i + 1; ; {
+		// One step stores a word and may keep only 7 of its bytes, then
+		// append a rune: it needs 8+4 bytes of room.
+		room := cap(buf)-len(buf) >= 8+utf8.UTFMax
+		if !room && fixed {
+			return buf, 0
+		}
+		if r+8 <= len(s) && room {
+			w := load64(s, r)
+			n := 8
+			if m := stringStop(w) | w&highBits; m != 0 {
+				n = bits.TrailingZeros64(m) >> 3
+			}
+			l := len(buf)
+			binary.LittleEndian.PutUint64(buf[l:l+8], w)
+			buf = buf[:l+n]
+			if r += n; n == 8 {
+				continue
+			}
+		}
+		if r >= len(s) {
+			return buf, -1
+		}
+		switch c := s[r]; {
+		case c == '"':
+			return buf, r + 1
 		case c == '\\':
+			if r+1 >= len(s) {
+				return buf, -1
+			}
 			r++
 			switch s[r] {
+			case '"', '\\', '/':
+				buf = append(buf, s[r])
 			case 'b':
 				buf = append(buf, '\b')
 			case 'f':
@@ -251,11 +340,17 @@ func unquote(buf []byte, raw string) []byte {
 			case 't':
 				buf = append(buf, '\t')
 			case 'u':
-				rr := hex4(s[r+1 : r+5])
+				rr := hex4(s, r+1)
+				if rr < 0 {
+					return buf, -1
+				}
 				r += 4
 				if utf16.IsSurrogate(rr) {
-					if r+6 < len(s) && s[r+1] == '\\' && s[r+2] == 'u' {
-						if dec := utf16.DecodeRune(rr, hex4(s[r+3:r+7])); dec != unicode.ReplacementChar {
+					// A pair decodes to one rune; a lone half, or one
+					// whose next escape is no other half, to U+FFFD (the
+					// next escape decoded in its turn).
+					if r+2 < len(s) && s[r+1] == '\\' && s[r+2] == 'u' {
+						if dec := utf16.DecodeRune(rr, hex4(s, r+3)); dec != unicode.ReplacementChar {
 							buf = utf8.AppendRune(buf, dec)
 							r += 7
 							continue
@@ -264,38 +359,43 @@ func unquote(buf []byte, raw string) []byte {
 					rr = unicode.ReplacementChar
 				}
 				buf = utf8.AppendRune(buf, rr)
-			default: // '"', '\\', '/'
-				buf = append(buf, s[r])
+			default:
+				return buf, -1
 			}
 			r++
+		case c < 0x20:
+			return buf, -1
 		case c < utf8.RuneSelf:
-			run := r + 1
-			for run < len(s) && s[run] < utf8.RuneSelf && s[run] != '\\' {
-				run++
-			}
-			buf = append(buf, s[r:run]...)
-			r = run
+			buf = append(buf, c)
+			r++
 		default:
 			rr, size := utf8.DecodeRuneInString(s[r:])
-			buf = utf8.AppendRune(buf, rr)
+			if size == 1 { // invalid UTF-8 (a valid rune here is over a byte)
+				buf = utf8.AppendRune(buf, rr)
+			} else {
+				buf = append(buf, s[r:r+size]...)
+			}
 			r += size
 		}
 	}
-	return buf
 }
 
-// hex4 is the value of four validated hex digits.
-func hex4(h string) rune {
+// hex4 is the value of the four hex digits at s[i:], -1 if they are not.
+func hex4(s string, i int) rune {
+	if i+4 > len(s) {
+		return -1
+	}
 	var r rune
-	for i := 0; i < len(h); i++ {
-		c := h[i]
+	for _, c := range []byte(s[i : i+4]) {
 		switch {
-		case c <= '9':
+		case c >= '0' && c <= '9':
 			c -= '0'
-		case c <= 'F':
+		case c >= 'a' && c <= 'f':
+			c -= 'a' - 10
+		case c >= 'A' && c <= 'F':
 			c -= 'A' - 10
 		default:
-			c -= 'a' - 10
+			return -1
 		}
 		r = r<<4 | rune(c)
 	}
