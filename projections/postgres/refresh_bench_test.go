@@ -86,7 +86,7 @@ func BenchmarkMemberUpsertRefresh(b *testing.B) {
 							if refresh {
 								t.refreshSnapshots()
 							}
-							t.batch.Queue(upsertCheckpoint, string(projections.ReadModelUsers), pos, pos)
+							t.batch.Queue(advanceCheckpoint, string(projections.ReadModelUsers), pos, pos)
 							return t.flush(ctx)
 						})
 						if err != nil {

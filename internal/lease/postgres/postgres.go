@@ -487,20 +487,22 @@ type Querier interface {
 }
 
 // Fence makes the caller's transaction tx write under l or not at all: it
-// returns an error wrapping lease.ErrLost unless l's token is current, and
-// locks the lease row FOR SHARE until tx ends, so a new holder's Acquire
-// waits for tx to commit or roll back. It also bounds how long tx may sit
-// idle (the lease's time to live), so a holder paused mid-transaction
-// cannot keep the lock and stall a takeover forever. Call it first in
-// every write transaction made on a lease's behalf.
+// returns an error wrapping lease.ErrLost (tx then aborted) unless l's
+// token is current, and locks the lease row FOR SHARE until tx ends, so a
+// new holder's Acquire waits for tx to commit or roll back. It also bounds
+// how long tx may sit idle (the lease's time to live), so a holder paused
+// mid-transaction cannot keep the lock and stall a takeover forever. Call
+// it first in every write transaction made on a lease's behalf.
 func Fence(ctx context.Context, tx Querier, l lease.Lease, idle time.Duration) error {
 	var one int
 	return fenceResult(l, tx.QueryRow(ctx, fenceSQL, fenceArgs(l, idle)...).Scan(&one))
 }
 
 // QueueFence is Fence for a transaction that sends its statements as a
-// pgx.Batch: queued first, it costs no round trip of its own, and the
-// batch fails (so the transaction rolls back) when the lease is lost.
+// pgx.Batch: queued first, it costs no round trip of its own. A lost lease
+// fails the statement on the server (lease_lost, migrations/leases/0003),
+// which aborts the transaction and skips the rest of the batch, so the
+// batch may end with the transaction's COMMIT.
 func QueueFence(b *pgx.Batch, l lease.Lease, idle time.Duration) {
 	b.Queue(fenceSQL, fenceArgs(l, idle)...).QueryRow(func(row pgx.Row) error {
 		var one int
@@ -508,16 +510,24 @@ func QueueFence(b *pgx.Batch, l lease.Lease, idle time.Duration) {
 	})
 }
 
+// fenceSQL locks the lease row FOR SHARE if l's token is current, and
+// otherwise calls lease_lost, which raises fenceLost: coalesce evaluates
+// it only for the missing row, and being volatile it is never evaluated
+// at planning.
 const fenceSQL = `
-SELECT 1 FROM leases, set_config('idle_in_transaction_session_timeout', $3, true)
-WHERE name = $1 AND token = $2 AND holder <> '' FOR SHARE OF leases`
+SELECT coalesce((SELECT 1 FROM leases, set_config('idle_in_transaction_session_timeout', $3, true)
+    WHERE name = $1 AND token = $2 AND holder <> '' FOR SHARE OF leases), lease_lost($1, $2))`
+
+// fenceLost is the SQLSTATE of a fence whose token is not current.
+const fenceLost = "L0001"
 
 func fenceArgs(l lease.Lease, idle time.Duration) []any {
 	return []any{l.Name, l.Token, fmt.Sprint(max(idle.Milliseconds(), 1))}
 }
 
 func fenceResult(l lease.Lease, err error) error {
-	if errors.Is(err, pgx.ErrNoRows) {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == fenceLost {
 		return fmt.Errorf("%w: %s token %d is no longer current", lease.ErrLost, l.Name, l.Token)
 	}
 	if err != nil {

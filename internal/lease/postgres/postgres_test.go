@@ -132,6 +132,37 @@ func TestFenceRefusesALostLease(t *testing.T) {
 	}
 }
 
+// A database the previous lease schema left (no lease_lost), with a lease
+// held, upgrades in place: the held lease still writes, and a stale token's
+// write is refused with ErrLost, raised by the function the upgrade adds.
+func TestFenceAfterASchemaUpgrade(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, pool := open(t)
+	a, err := s.Acquire(ctx, "job", "a", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `DROP FUNCTION lease_lost(text, bigint);
+DELETE FROM lease_schema_versions WHERE part = 'leases' AND version = 3`); err != nil {
+		t.Fatal(err)
+	}
+	if err := leasepg.Migrate(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	if err := fencedWrite(ctx, pool, a); err != nil {
+		t.Fatalf("write under the lease held across the upgrade: %v", err)
+	}
+	stale := a
+	stale.Token--
+	if err := fencedWrite(ctx, pool, stale); !errors.Is(err, lease.ErrLost) {
+		t.Fatalf("write under a stale token: %v, want ErrLost", err)
+	}
+	if got := writers(t, pool); len(got) != 1 || got[0] != "a" {
+		t.Fatalf("rows written %v, want [a]", got)
+	}
+}
+
 // A takeover waits for a transaction already fenced on the old token: the
 // old holder's write commits before the new holder starts, never after.
 func TestTakeoverWaitsForAFencedTransaction(t *testing.T) {
