@@ -151,3 +151,11 @@ func TestOneRoundTripAnswersAsTwo(t *testing.T) {
 		t.Errorf("logs differ:\n%+v\n%+v", a, b)
 	}
 }
+
+// reportTrips reports how many groups a benchmark's store committed in two
+// round trips, and how many of those the server refused a one-round-trip
+// plan for, per append.
+func reportTrips(b *testing.B, s *Store) {
+	b.ReportMetric(float64(s.trips.two.Load())/float64(b.N), "two-trip-groups/op")
+	b.ReportMetric(float64(s.trips.refused.Load())/float64(b.N), "refused-plans/op")
+}
