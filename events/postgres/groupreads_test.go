@@ -7,7 +7,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/healthtech/partner-open-platform/events"
-	"github.com/healthtech/partner-open-platform/internal/pgtest"
 )
 
 // An append of several streams (a register: its binding and its user)
@@ -19,12 +18,7 @@ import (
 func TestAnAppendReadsItsStreamsInOneStatement(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	cfg, count := pgtest.TracedConfig(t, pgtest.New(t))
-	s, err := openConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
+	s, count := openTraced(t)
 	ev := func() events.Proposed {
 		return events.Proposed{ID: uuid.NewString(), Type: "test.event", Data: []byte(`{}`)}
 	}

@@ -19,12 +19,7 @@ import (
 func TestAnExpectedAppendIsOneRoundTrip(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	cfg, trace := pgtest.TracedConfig(t, pgtest.New(t))
-	s, err := openConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
+	s, trace := openTraced(t)
 	trips := func(what string, want int, append func() error) {
 		t.Helper()
 		trace.Reset()
@@ -158,4 +153,17 @@ func TestOneRoundTripAnswersAsTwo(t *testing.T) {
 func reportTrips(b *testing.B, s *Store) {
 	b.ReportMetric(float64(s.trips.two.Load())/float64(b.N), "two-trip-groups/op")
 	b.ReportMetric(float64(s.trips.refused.Load())/float64(b.N), "refused-plans/op")
+}
+
+// openTraced gives t a store on a fresh database whose statements and round
+// trips a trace records.
+func openTraced(t *testing.T) (*Store, *pgtest.Trace) {
+	t.Helper()
+	cfg, trace := pgtest.TracedConfig(t, pgtest.New(t))
+	s, err := openConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s, trace
 }
