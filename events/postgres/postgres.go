@@ -272,7 +272,7 @@ func (s *Store) fail(group []*groupcommit.Append, err error) error {
 }
 
 // commitOn runs commit's transaction on conn; on error the caller rolls back.
-// A group plan can decide before reading anything goes in one round trip
+// A group that plan decides before reading anything goes in one round trip
 // (onetrip.go); any other group, and one whose plan the server refused,
 // goes in two: the reads, then the writes.
 func (s *Store) commitOn(ctx context.Context, conn *pgx.Conn, group []*groupcommit.Append) (wrote bool, err error) {
@@ -528,9 +528,9 @@ const insertInto = `INSERT INTO es_events (position, stream, revision, id, type,
 
 const unnestRows = `unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::bytea[], $7::bytea[])`
 
-// queueWrites queues the second part of a group's transaction into b:
-// write (insert, the events, then the riders' statements), notify,
-// commit. It returns each rider's value, valid once b's batch succeeded.
+// queueWrites queues the end of a group's transaction into b: the INSERT
+// of its rows by the statement insert, the riders' statements, NOTIFY and
+// COMMIT. It returns each rider's value, valid once b's batch succeeded.
 func queueWrites(b *pgx.Batch, insert string, rows newRows, riders []*Rider, instance string) []bool {
 	b.Queue(insert, rows.pos, rows.stream, rows.rev, rows.id, rows.typ, rows.data, rows.meta)
 	results := queueRiders(b, riders)
