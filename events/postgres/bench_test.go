@@ -15,7 +15,16 @@ import (
 // revision (what command handlers do); scripts/bench-pgstore.sh runs it
 // beside pgbench's TPC-B-like load on the same server.
 func BenchmarkAppendParallel(b *testing.B) {
-	const writers = 8
+	benchmarkAppend(b, 8)
+}
+
+// BenchmarkAppendOne is BenchmarkAppendParallel with one writer: every
+// group holds one append, as on a quiet node.
+func BenchmarkAppendOne(b *testing.B) {
+	benchmarkAppend(b, 1)
+}
+
+func benchmarkAppend(b *testing.B, writers int) {
 	s := open(b)
 	ctx := context.Background()
 	var next atomic.Int64
@@ -36,4 +45,5 @@ func BenchmarkAppendParallel(b *testing.B) {
 	}
 	wg.Wait()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "appends/s")
+	reportTrips(b, s)
 }

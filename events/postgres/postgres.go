@@ -98,7 +98,8 @@ type Store struct {
 
 	// beforeCommit, when set (tests only), runs inside an append's
 	// transaction once it holds the append lock and has numbered its
-	// events, before it writes them and commits.
+	// events, before it writes them and commits. Only a two-round-trip
+	// commit has such a moment, so with it set every group takes two.
 	beforeCommit func(last events.Position)
 	// afterCommit, when set (tests only), runs once an append's
 	// transaction has committed, before the run of own commits takes it.
@@ -112,6 +113,10 @@ type Store struct {
 	pages pageCache
 	// dbReads counts the shared reader's round trips (tests).
 	dbReads atomic.Int64
+	// trips counts the groups committed in two round trips, and of those
+	// the ones whose one-round-trip plan the server refused (tests and
+	// benchmarks).
+	trips struct{ two, refused atomic.Int64 }
 
 	// instance is this Store's NOTIFY payload: the listener's echo of
 	// its own appends is dropped, since the committer already woke the
@@ -223,10 +228,12 @@ func (s *Store) commitLoop(queue *groupcommit.Queue) {
 // append sees the writes of those before it, exactly as if run one by one.
 // On error nothing is written and every append of the group carries it.
 //
-// The transaction costs two round trips, and the append lock is held for
-// about one of them: BEGIN, the lock and the reads go in one pipeline, the
-// INSERT, the NOTIFY and COMMIT in a second. (pgx.BeginFunc with a batch in
-// between took five: BEGIN, the reads, INSERT, NOTIFY, COMMIT.)
+// A group whose expectations are all exact revisions or "no stream" costs
+// one round trip, and the append lock is held for none (onetrip.go). Any
+// other costs two, and the lock is held for about one of them: BEGIN, the
+// lock and the reads go in one pipeline, the INSERT, the NOTIFY and COMMIT
+// in a second. (pgx.BeginFunc with a batch in between took five: BEGIN,
+// the reads, INSERT, NOTIFY, COMMIT.)
 func (s *Store) commit(group []*groupcommit.Append) (wrote bool, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
 	defer cancel()
@@ -265,8 +272,21 @@ func (s *Store) fail(group []*groupcommit.Append, err error) error {
 }
 
 // commitOn runs commit's transaction on conn; on error the caller rolls back.
+// A group that plan decides before reading anything goes in one round trip
+// (onetrip.go); any other group, and one whose plan the server refused,
+// goes in two: the reads, then the writes.
 func (s *Store) commitOn(ctx context.Context, conn *pgx.Conn, group []*groupcommit.Append) (wrote bool, err error) {
 	epoch := s.recent.begin()
+	if s.beforeCommit == nil {
+		if pl, ok := plan(group); ok {
+			refused, err := s.commitOneTrip(ctx, conn, group, pl, epoch)
+			if !refused {
+				return err == nil, err
+			}
+			s.trips.refused.Add(1)
+		}
+	}
+	s.trips.two.Add(1)
 	seen, err := readCommitted(ctx, conn, group)
 	if err != nil {
 		return false, err
@@ -280,16 +300,31 @@ func (s *Store) commitOn(ctx context.Context, conn *pgx.Conn, group []*groupcomm
 	if s.beforeCommit != nil {
 		s.beforeCommit(position(next))
 	}
+	riders := ridersOf(group)
+	b := &pgx.Batch{}
+	results := queueWrites(b, insertQuery, rows, riders, s.instance)
+	if err := sendAndCommit(ctx, conn, b); err != nil {
+		return false, err
+	}
+	s.committed(epoch, seen.head, seen.created, rows, riders, results)
+	return true, nil
+}
+
+// ridersOf is the riders of group's appends to be written with them.
+func ridersOf(group []*groupcommit.Append) []*Rider {
 	var riders []*Rider
 	for _, p := range group {
 		if r := riderOf(p); r != nil {
 			riders = append(riders, r)
 		}
 	}
-	results, err := writeAndCommit(ctx, conn, rows, riders, s.instance)
-	if err != nil {
-		return false, err
-	}
+	return riders
+}
+
+// committed tells the riders their values and keeps the rows as the run of
+// own commits, once a group's transaction (numbered after head, begun at
+// created) committed.
+func (s *Store) committed(epoch uint64, head int64, created time.Time, rows newRows, riders []*Rider, results []bool) {
 	for i, r := range riders {
 		if r.used.CompareAndSwap(false, true) {
 			r.done(results[i])
@@ -298,8 +333,7 @@ func (s *Store) commitOn(ctx context.Context, conn *pgx.Conn, group []*groupcomm
 	if s.afterCommit != nil {
 		s.afterCommit()
 	}
-	s.recent.committed(epoch, seen.head, rows, seen.created)
-	return true, nil
+	s.recent.committed(epoch, head, rows, created)
 }
 
 // committed is what the first exchange with the server read under the append lock:
@@ -329,8 +363,11 @@ type newRows struct {
 // statistics) aggregated every entry of the stream, so each append to a
 // long stream (an app's audit facts, one per report pull) read the whole
 // stream under the append lock.
-const streamCountsQuery = `SELECT s, coalesce((SELECT revision FROM es_events WHERE stream = s ORDER BY revision DESC LIMIT 1) + 1, 0)
+const streamCountsQuery = `SELECT s, ` + countOfS + `
 FROM unnest($1::text[]) AS s`
+
+// countOfS is the committed event count of the stream named s.
+const countOfS = `coalesce((SELECT revision FROM es_events WHERE stream = s ORDER BY revision DESC LIMIT 1) + 1, 0)`
 
 // placesQuery is where each of a group's event ids already sits: one probe
 // of the id index per id (the LIMIT keeps each probe a subquery of its
@@ -482,42 +519,38 @@ func (r *newRows) add(pos int64, stream string, rev uint64, ev events.Proposed) 
 	r.data, r.meta = append(r.data, data), append(r.meta, ev.Meta)
 }
 
-// writeAndCommit is the second exchange with the server: write (the
-// events, then the riders' statements), notify, commit. It returns each
-// rider's value, valid once it returned no error.
-func writeAndCommit(ctx context.Context, conn *pgx.Conn, rows newRows, riders []*Rider, instance string) ([]bool, error) {
-	b := &pgx.Batch{}
-	b.Queue(`INSERT INTO es_events (position, stream, revision, id, type, data, meta)
-SELECT * FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::bytea[], $7::bytea[])`,
-		rows.pos, rows.stream, rows.rev, rows.id, rows.typ, rows.data, rows.meta)
-	queueRiders(b, riders)
+// insertQuery writes a group's rows at the positions the client numbered
+// them.
+const insertQuery = insertInto + `SELECT * FROM ` + unnestRows
+
+const insertInto = `INSERT INTO es_events (position, stream, revision, id, type, data, meta)
+`
+
+const unnestRows = `unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::bytea[], $7::bytea[])`
+
+// queueWrites queues the end of a group's transaction into b: the INSERT
+// of its rows by the statement insert, the riders' statements, NOTIFY and
+// COMMIT. It returns each rider's value, valid once b's batch succeeded.
+func queueWrites(b *pgx.Batch, insert string, rows newRows, riders []*Rider, instance string) []bool {
+	b.Queue(insert, rows.pos, rows.stream, rows.rev, rows.id, rows.typ, rows.data, rows.meta)
+	results := queueRiders(b, riders)
 	b.Queue(`SELECT pg_notify($1, $2)`, channel, instance)
 	b.Queue(`COMMIT`)
-	br := conn.SendBatch(ctx, b)
-	results := make([]bool, len(riders))
-	var err error
-	if len(riders) > 0 {
-		if _, err = br.Exec(); err == nil {
-			for i := range riders {
-				if err = br.QueryRow().Scan(&results[i]); err != nil {
-					break
-				}
-			}
-		}
-	}
-	if cerr := br.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return nil, err
+	return results
+}
+
+// sendAndCommit sends b, which ends with COMMIT, and reads every result.
+func sendAndCommit(ctx context.Context, conn *pgx.Conn, b *pgx.Batch) error {
+	if err := conn.SendBatch(ctx, b).Close(); err != nil {
+		return err
 	}
 	// A COMMIT of a transaction that failed in the pipeline is not sent
 	// (the server skips to the batch's end): only an idle connection
 	// committed.
 	if st := conn.PgConn().TxStatus(); st != 'I' {
-		return nil, fmt.Errorf("transaction still open after COMMIT (status %q)", st)
+		return fmt.Errorf("transaction still open after COMMIT (status %q)", st)
 	}
-	return results, nil
+	return nil
 }
 
 // ReadStream implements events.Store.

@@ -43,9 +43,12 @@ func riderOf(p *groupcommit.Append) *Rider {
 	return r
 }
 
-// queueRiders queues the group's riders into b, to be read by readRiders.
-func queueRiders(b *pgx.Batch, riders []*Rider) {
-	for _, r := range riders {
-		b.Queue(r.sql, r.args...)
+// queueRiders queues the group's riders into b; each one's value is in
+// the result once b's batch succeeded.
+func queueRiders(b *pgx.Batch, riders []*Rider) []bool {
+	results := make([]bool, len(riders))
+	for i, r := range riders {
+		b.Queue(r.sql, r.args...).QueryRow(func(row pgx.Row) error { return row.Scan(&results[i]) })
 	}
+	return results
 }
