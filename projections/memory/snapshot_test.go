@@ -610,6 +610,42 @@ func eventAt(t *testing.T, f *snapFixture, pos events.Position) string {
 	return ""
 }
 
+// moves stands for the read models' moves (Snapshotter.Moves): move
+// closes the channel the last call returned.
+type moves struct {
+	mu sync.Mutex
+	ch chan struct{}
+}
+
+func (m *moves) next() <-chan struct{} {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.ch == nil {
+		m.ch = make(chan struct{})
+	}
+	return m.ch
+}
+
+func (m *moves) move() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.ch != nil {
+		close(m.ch)
+	}
+	m.ch = make(chan struct{})
+}
+
+// waitWrites waits until n snapshots were written (at most 5 s).
+func waitWrites(t *testing.T, writes *atomic.Int32, n int32) {
+	t.Helper()
+	for i := 0; i < 500 && writes.Load() < n; i++ {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := writes.Load(); got != n {
+		t.Fatalf("%d snapshots written, want %d", got, n)
+	}
+}
+
 // A snapshot follows the log's growth: with AfterEvents set, Run writes one
 // once the read models have read that many events since the last, long before
 // the interval, and not before; a start then restores the rows the tail
@@ -623,7 +659,8 @@ func TestSnapshotAfterEvents(t *testing.T) {
 	}
 	var read atomic.Uint64
 	var writes atomic.Int32
-	s.AfterEvents, s.Progress = 5, read.Load
+	var m moves
+	s.AfterEvents, s.Progress, s.Moves = 5, read.Load, m.next
 	s.OnWrite = func(int64, time.Duration) { writes.Add(1) }
 	ctx, cancel := context.WithCancel(f.ctx)
 	done := make(chan struct{})
@@ -638,6 +675,7 @@ func TestSnapshotAfterEvents(t *testing.T) {
 			t.Fatal(err)
 		}
 		read.Add(1)
+		m.move()
 	}
 	for id := int64(100); id < 104; id++ {
 		put(id)
@@ -647,12 +685,7 @@ func TestSnapshotAfterEvents(t *testing.T) {
 		t.Fatalf("%d snapshots written after 4 of 5 events", n)
 	}
 	put(104)
-	for i := 0; i < 500 && writes.Load() == 0; i++ {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if n := writes.Load(); n != 1 {
-		t.Fatalf("%d snapshots written after 5 events, want 1", n)
-	}
+	waitWrites(t, &writes, 1)
 	f.store = memory.New()
 	if ok, err := f.snapshotter().Load(f.ctx); !ok || err != nil {
 		t.Fatalf("Load = %v, %v", ok, err)
@@ -660,6 +693,59 @@ func TestSnapshotAfterEvents(t *testing.T) {
 	if _, err := f.store.User(f.ctx, 1, 104); err != nil {
 		t.Fatalf("the snapshot written after 5 events lacks the fifth's row: %v", err)
 	}
+}
+
+// An idle node's snapshotter does not look at the read models' progress
+// or rebuilds while they stand still (each look was a wake-up of the node
+// every second); once they move past the mark, the snapshot is written.
+// A write held back by an erasure whose end comes without a move (the
+// erasure follower's Erased) is written once it is let go.
+func TestSnapshotLooksOnlyWhenTheReadModelsMove(t *testing.T) {
+	f := newSnapFixture(t)
+	f.fill(t, 3)
+	s := f.snapshotter()
+	if err := s.Write(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	var read atomic.Uint64
+	var looks, writes atomic.Int32
+	var m moves
+	s.AfterEvents, s.Moves = 2, m.next
+	s.Progress = func() uint64 { looks.Add(1); return read.Load() }
+	s.Rebuilds = func() (time.Time, bool) { looks.Add(1); return time.Time{}, false }
+	s.OnWrite = func(int64, time.Duration) { writes.Add(1) }
+	ctx, cancel := context.WithCancel(f.ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = s.Run(ctx, time.Hour, true, func(context.Context) error { return nil }) }()
+	defer func() { cancel(); <-done }()
+	time.Sleep(2*memory.ProgressCheck + 200*time.Millisecond)
+	if n := looks.Load(); n != 1 { // the rebuilds' read at Run's start
+		t.Fatalf("%d looks at the read models while they stood still, want none after the start's", n-1)
+	}
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	put := func(id int64) {
+		t.Helper()
+		if err := f.store.Update(f.ctx, "users", f.event(t), func(tx projections.UserTx) error {
+			return tx.PutUser(f.ctx, projections.User{AppID: 1, OpenUserID: id, ChannelUserID: fmt.Sprintf("c%d", id), Name: "n", Status: "ACTIVE", RegisteredAt: at, UpdatedAt: at})
+		}); err != nil {
+			t.Fatal(err)
+		}
+		read.Add(1)
+	}
+	put(100)
+	put(101)
+	m.move()
+	waitWrites(t, &writes, 1)
+
+	s.Erasing(f.ctx, "user-2")
+	put(102)
+	put(103)
+	m.move() // the look finds the write held back
+	for i := 0; i < 500 && looks.Load() < 5; i++ {
+		time.Sleep(10 * time.Millisecond)
+	}
+	s.Erased(f.ctx, "user-2", events.Position{}) // no move follows
+	waitWrites(t, &writes, 2)
 }
 
 // An image taken while the projector writes is the effect of the log up to
