@@ -589,8 +589,8 @@ SELECT ` + loadColumns("$1")
 // are an idle node's only writes, and an asynchronous commit wakes the
 // WAL writer, which then polls every wal_writer_delay for 50 rounds before
 // it sleeps again, so renewals every few seconds kept it polling five
-// times a second. Flushed by the renewal's own backend, the WAL leaves the
-// WAL writer asleep; a renewal is not waited on by a request.
+// times a second. A commit its own backend flushes does not wake the WAL
+// writer; no request waits on a renewal.
 var renewSQL = `
 WITH r AS (
     SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::interval[]) WITH ORDINALITY AS r(name, token, holder, ttl, i)
