@@ -610,29 +610,50 @@ func eventAt(t *testing.T, f *snapFixture, pos events.Position) string {
 	return ""
 }
 
-// moves stands for the read models' moves (Snapshotter.Moves): move
-// closes the channel the last call returned.
-type moves struct {
-	mu sync.Mutex
-	ch chan struct{}
+// moving stands for the read models' moves (Snapshotter.Moves): move
+// closes the channel the last call of moves returned.
+func moving() (moves func() <-chan struct{}, move func()) {
+	var mu sync.Mutex
+	ch := make(chan struct{})
+	moves = func() <-chan struct{} {
+		mu.Lock()
+		defer mu.Unlock()
+		return ch
+	}
+	move = func() {
+		mu.Lock()
+		defer mu.Unlock()
+		close(ch)
+		ch = make(chan struct{})
+	}
+	return moves, move
 }
 
-func (m *moves) next() <-chan struct{} {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.ch == nil {
-		m.ch = make(chan struct{})
+// putUser writes user id to the users read model at a new event's position.
+func (f *snapFixture) putUser(t *testing.T, id int64) {
+	t.Helper()
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	if err := f.store.Update(f.ctx, "users", f.event(t), func(tx projections.UserTx) error {
+		return tx.PutUser(f.ctx, projections.User{AppID: 1, OpenUserID: id, ChannelUserID: fmt.Sprintf("c%d", id), Name: "n", Status: "ACTIVE", RegisteredAt: at, UpdatedAt: at})
+	}); err != nil {
+		t.Fatal(err)
 	}
-	return m.ch
 }
 
-func (m *moves) move() {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.ch != nil {
-		close(m.ch)
+// running writes s's snapshot, then runs s (as after a restore, every hour)
+// until t ends, and counts the snapshots Run writes.
+func (f *snapFixture) running(t *testing.T, s *memory.Snapshotter) *atomic.Int32 {
+	t.Helper()
+	if err := s.Write(f.ctx); err != nil {
+		t.Fatal(err)
 	}
-	m.ch = make(chan struct{})
+	writes := new(atomic.Int32)
+	s.OnWrite = func(int64, time.Duration) { writes.Add(1) }
+	ctx, cancel := context.WithCancel(f.ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = s.Run(ctx, time.Hour, true, func(context.Context) error { return nil }) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return writes
 }
 
 // waitWrites waits until n snapshots were written (at most 5 s).
@@ -654,28 +675,15 @@ func TestSnapshotAfterEvents(t *testing.T) {
 	f := newSnapFixture(t)
 	f.fill(t, 3)
 	s := f.snapshotter()
-	if err := s.Write(f.ctx); err != nil {
-		t.Fatal(err)
-	}
 	var read atomic.Uint64
-	var writes atomic.Int32
-	var m moves
-	s.AfterEvents, s.Progress, s.Moves = 5, read.Load, m.next
-	s.OnWrite = func(int64, time.Duration) { writes.Add(1) }
-	ctx, cancel := context.WithCancel(f.ctx)
-	done := make(chan struct{})
-	go func() { defer close(done); _ = s.Run(ctx, time.Hour, true, func(context.Context) error { return nil }) }()
-	defer func() { cancel(); <-done }()
-	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	moves, move := moving()
+	s.AfterEvents, s.Progress, s.Moves = 5, read.Load, moves
+	writes := f.running(t, s)
 	put := func(id int64) {
 		t.Helper()
-		if err := f.store.Update(f.ctx, "users", f.event(t), func(tx projections.UserTx) error {
-			return tx.PutUser(f.ctx, projections.User{AppID: 1, OpenUserID: id, ChannelUserID: fmt.Sprintf("c%d", id), Name: "n", Status: "ACTIVE", RegisteredAt: at, UpdatedAt: at})
-		}); err != nil {
-			t.Fatal(err)
-		}
+		f.putUser(t, id)
 		read.Add(1)
-		m.move()
+		move()
 	}
 	for id := int64(100); id < 104; id++ {
 		put(id)
@@ -685,7 +693,7 @@ func TestSnapshotAfterEvents(t *testing.T) {
 		t.Fatalf("%d snapshots written after 4 of 5 events", n)
 	}
 	put(104)
-	waitWrites(t, &writes, 1)
+	waitWrites(t, writes, 1)
 	f.store = memory.New()
 	if ok, err := f.snapshotter().Load(f.ctx); !ok || err != nil {
 		t.Fatalf("Load = %v, %v", ok, err)
@@ -704,48 +712,36 @@ func TestSnapshotLooksOnlyWhenTheReadModelsMove(t *testing.T) {
 	f := newSnapFixture(t)
 	f.fill(t, 3)
 	s := f.snapshotter()
-	if err := s.Write(f.ctx); err != nil {
-		t.Fatal(err)
-	}
 	var read atomic.Uint64
-	var looks, writes atomic.Int32
-	var m moves
-	s.AfterEvents, s.Moves = 2, m.next
+	var looks atomic.Int32
+	moves, move := moving()
+	s.AfterEvents, s.Moves = 2, moves
 	s.Progress = func() uint64 { looks.Add(1); return read.Load() }
 	s.Rebuilds = func() (time.Time, bool) { looks.Add(1); return time.Time{}, false }
-	s.OnWrite = func(int64, time.Duration) { writes.Add(1) }
-	ctx, cancel := context.WithCancel(f.ctx)
-	done := make(chan struct{})
-	go func() { defer close(done); _ = s.Run(ctx, time.Hour, true, func(context.Context) error { return nil }) }()
-	defer func() { cancel(); <-done }()
+	writes := f.running(t, s)
 	time.Sleep(2*memory.ProgressCheck + 200*time.Millisecond)
 	if n := looks.Load(); n != 1 { // the rebuilds' read at Run's start
 		t.Fatalf("%d looks at the read models while they stood still, want none after the start's", n-1)
 	}
-	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	put := func(id int64) {
 		t.Helper()
-		if err := f.store.Update(f.ctx, "users", f.event(t), func(tx projections.UserTx) error {
-			return tx.PutUser(f.ctx, projections.User{AppID: 1, OpenUserID: id, ChannelUserID: fmt.Sprintf("c%d", id), Name: "n", Status: "ACTIVE", RegisteredAt: at, UpdatedAt: at})
-		}); err != nil {
-			t.Fatal(err)
-		}
+		f.putUser(t, id)
 		read.Add(1)
 	}
 	put(100)
 	put(101)
-	m.move()
-	waitWrites(t, &writes, 1)
+	move()
+	waitWrites(t, writes, 1)
 
 	s.Erasing(f.ctx, "user-2")
 	put(102)
 	put(103)
-	m.move() // the look finds the write held back
+	move() // the look finds the write held back
 	for i := 0; i < 500 && looks.Load() < 5; i++ {
 		time.Sleep(10 * time.Millisecond)
 	}
 	s.Erased(f.ctx, "user-2", events.Position{}) // no move follows
-	waitWrites(t, &writes, 2)
+	waitWrites(t, writes, 2)
 }
 
 // An image taken while the projector writes is the effect of the log up to

@@ -22,16 +22,7 @@ func TestRenewalIsFlushedWhenItReturns(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	url := pgtest.New(t)
-	cfg, err := pgxpool.ParseConfig(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
+	pool := migratedPool(t, url, func(cfg *pgxpool.Config) { cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off" })
 	admin, err := pgxpool.New(ctx, url)
 	if err != nil {
 		t.Fatal(err)
@@ -39,9 +30,6 @@ func TestRenewalIsFlushedWhenItReturns(t *testing.T) {
 	defer admin.Close()
 	if _, err := admin.Exec(ctx, `CREATE EXTENSION IF NOT EXISTS pg_walinspect`); err != nil {
 		t.Skipf("pg_walinspect: %v", err)
-	}
-	if err := leasepg.Migrate(ctx, pool); err != nil {
-		t.Fatal(err)
 	}
 	s := leasepg.New(pool)
 	defer s.Close()
