@@ -704,7 +704,7 @@ func TestSnapshotAfterEvents(t *testing.T) {
 }
 
 // An idle node's snapshotter does not look at the read models' progress
-// or rebuilds while they stand still (each look was a wake-up of the node
+// or rebuilds while they stand still (a look every second would wake the node
 // every second); once they move past the mark, the snapshot is written.
 // A write held back by an erasure whose end comes without a move (the
 // erasure follower's Erased) is written once it is let go.

@@ -85,7 +85,7 @@ type Snapshotter struct {
 	// the call (a batch applied, a reset, a rebuild's end): Run looks at
 	// Progress and Rebuilds only then, at most once a ProgressCheck, so a
 	// node with nothing to apply is not woken for them (a look every
-	// ProgressCheck was an idle embedded node's most frequent wake-up).
+	// ProgressCheck would be an idle embedded node's most frequent wake-up).
 	// Required with Progress or Rebuilds.
 	Moves func() <-chan struct{}
 	// Pause (optional) is how Run's writes rest between read models and

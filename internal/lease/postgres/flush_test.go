@@ -14,7 +14,7 @@ import (
 // Renewals are an idle node's only writes. Where synchronous_commit is off
 // (the benchmark's server), an asynchronous commit wakes the WAL writer,
 // which then polls five times a second for ten seconds: renewals every few
-// seconds kept it polling. A renewal's commit is flushed by its own backend
+// seconds would keep it polling. A renewal's commit is flushed by its own backend
 // instead, which shows as its commit record inside the flushed WAL the
 // moment the renewal returns (an asynchronous one is flushed by the WAL
 // writer up to wal_writer_delay later).

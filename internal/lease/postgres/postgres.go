@@ -588,7 +588,7 @@ SELECT ` + loadColumns("$1")
 // is off (raised to local for this transaction, never lowered): renewals
 // are an idle node's only writes, and an asynchronous commit wakes the
 // WAL writer, which then polls every wal_writer_delay for 50 rounds before
-// it sleeps again, so renewals every few seconds kept it polling five
+// it sleeps again, so renewals every few seconds would keep it polling five
 // times a second. A commit its own backend flushes does not wake the WAL
 // writer; no request waits on a renewal.
 var renewSQL = `
