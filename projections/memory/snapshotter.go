@@ -554,7 +554,8 @@ const AfterEventsGap = 5
 // interval, whenever the read models have read AfterEvents events since
 // the last write (not while a rebuild is under way), and as soon as a
 // rebuild has ended (Rebuilds), until ctx ends; the last two are looked at
-// when the read models move (Moves), never while they stand still. Writes run on Run's goroutine: appends
+// when the read models move (Moves), and without a move only while a write
+// they asked for is held back by an erasure or waits for its gap. Writes run on Run's goroutine: appends
 // never wait for them, and a read model's projector only for its rows' copy (the
 // users, deliveries, reports and orders read models': one page of their
 // rows at a time).
