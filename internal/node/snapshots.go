@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"runtime/debug"
 	"sync"
@@ -68,6 +69,7 @@ func (n *Node) runSnapshots(ctx context.Context, cfg Config, readModels subscrib
 		n.snapshots.Progress = (&readProgress{runs: readModels}).Events
 	}
 	n.snapshots.Rebuilds = func() (time.Time, bool) { return rebuilds(readModels) }
+	n.snapshots.Moves = func() <-chan struct{} { return nextMove(ctx, readModels) }
 	n.spawn(ctx, "read-model snapshots", func(ctx context.Context) error {
 		return n.snapshots.Run(ctx, cfg.SnapshotInterval, n.restored, func(ctx context.Context) error {
 			for _, run := range readModels {
@@ -119,6 +121,23 @@ func (p *readProgress) Events() uint64 {
 		p.seen[i] = st
 	}
 	return p.total / uint64(len(p.runs))
+}
+
+// nextMove returns a channel closed at the next move of any of runs after
+// the call (Snapshotter.Moves), or when ctx ends: one goroutine parked on
+// the runners' Changed channels, woken by nothing else.
+func nextMove(ctx context.Context, runs subscribe.RunnerSet) <-chan struct{} {
+	cases := make([]reflect.SelectCase, 0, len(runs)+1)
+	cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())})
+	for _, run := range runs {
+		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(run.Changed())})
+	}
+	moved := make(chan struct{})
+	go func() {
+		reflect.Select(cases)
+		close(moved)
+	}()
+	return moved
 }
 
 // snapshotState is the snapshot on disk as the projections' list shows it.

@@ -655,6 +655,63 @@ func eventAt(t *testing.T, f *snapFixture, pos events.Position) string {
 	return ""
 }
 
+// moving stands for the read models' moves (Snapshotter.Moves): move
+// closes the channel the last call of moves returned.
+func moving() (moves func() <-chan struct{}, move func()) {
+	var mu sync.Mutex
+	ch := make(chan struct{})
+	moves = func() <-chan struct{} {
+		mu.Lock()
+		defer mu.Unlock()
+		return ch
+	}
+	move = func() {
+		mu.Lock()
+		defer mu.Unlock()
+		close(ch)
+		ch = make(chan struct{})
+	}
+	return moves, move
+}
+
+// putUser writes user id to the users read model at a new event's position.
+func (f *snapFixture) putUser(t *testing.T, id int64) {
+	t.Helper()
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	if err := f.store.Update(f.ctx, "users", f.event(t), func(tx projections.UserTx) error {
+		return tx.PutUser(f.ctx, projections.User{AppID: 1, OpenUserID: id, ChannelUserID: fmt.Sprintf("c%d", id), Name: "n", Status: "ACTIVE", RegisteredAt: at, UpdatedAt: at})
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// running writes s's snapshot, then runs s (as after a restore, every hour)
+// until t ends, and counts the snapshots Run writes.
+func (f *snapFixture) running(t *testing.T, s *memory.Snapshotter) *atomic.Int32 {
+	t.Helper()
+	if err := s.Write(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	writes := new(atomic.Int32)
+	s.OnWrite = func(int64, time.Duration) { writes.Add(1) }
+	ctx, cancel := context.WithCancel(f.ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = s.Run(ctx, time.Hour, true, func(context.Context) error { return nil }) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return writes
+}
+
+// waitWrites waits until n snapshots were written (at most 5 s).
+func waitWrites(t *testing.T, writes *atomic.Int32, n int32) {
+	t.Helper()
+	for i := 0; i < 500 && writes.Load() < n; i++ {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := writes.Load(); got != n {
+		t.Fatalf("%d snapshots written, want %d", got, n)
+	}
+}
+
 // A snapshot follows the log's growth: with AfterEvents set, Run writes one
 // once the read models have read that many events since the last, long before
 // the interval, and not before; a start then restores the rows the tail
@@ -663,26 +720,15 @@ func TestSnapshotAfterEvents(t *testing.T) {
 	f := newSnapFixture(t)
 	f.fill(t, 3)
 	s := f.snapshotter()
-	if err := s.Write(f.ctx); err != nil {
-		t.Fatal(err)
-	}
 	var read atomic.Uint64
-	var writes atomic.Int32
-	s.AfterEvents, s.Progress = 5, read.Load
-	s.OnWrite = func(int64, time.Duration) { writes.Add(1) }
-	ctx, cancel := context.WithCancel(f.ctx)
-	done := make(chan struct{})
-	go func() { defer close(done); _ = s.Run(ctx, time.Hour, true, func(context.Context) error { return nil }) }()
-	defer func() { cancel(); <-done }()
-	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	moves, move := moving()
+	s.AfterEvents, s.Progress, s.Moves = 5, read.Load, moves
+	writes := f.running(t, s)
 	put := func(id int64) {
 		t.Helper()
-		if err := f.store.Update(f.ctx, "users", f.event(t), func(tx projections.UserTx) error {
-			return tx.PutUser(f.ctx, projections.User{AppID: 1, OpenUserID: id, ChannelUserID: fmt.Sprintf("c%d", id), Name: "n", Status: "ACTIVE", RegisteredAt: at, UpdatedAt: at})
-		}); err != nil {
-			t.Fatal(err)
-		}
+		f.putUser(t, id)
 		read.Add(1)
+		move()
 	}
 	for id := int64(100); id < 104; id++ {
 		put(id)
@@ -692,12 +738,7 @@ func TestSnapshotAfterEvents(t *testing.T) {
 		t.Fatalf("%d snapshots written after 4 of 5 events", n)
 	}
 	put(104)
-	for i := 0; i < 500 && writes.Load() == 0; i++ {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if n := writes.Load(); n != 1 {
-		t.Fatalf("%d snapshots written after 5 events, want 1", n)
-	}
+	waitWrites(t, writes, 1)
 	f.store = memory.New()
 	if ok, err := f.snapshotter().Load(f.ctx); !ok || err != nil {
 		t.Fatalf("Load = %v, %v", ok, err)
@@ -705,6 +746,47 @@ func TestSnapshotAfterEvents(t *testing.T) {
 	if _, err := f.store.User(f.ctx, 1, 104); err != nil {
 		t.Fatalf("the snapshot written after 5 events lacks the fifth's row: %v", err)
 	}
+}
+
+// An idle node's snapshotter does not look at the read models' progress
+// or rebuilds while they stand still (a look every second would wake the node
+// every second); once they move past the mark, the snapshot is written.
+// A write held back by an erasure whose end comes without a move (the
+// erasure follower's Erased) is written once it is let go.
+func TestSnapshotLooksOnlyWhenTheReadModelsMove(t *testing.T) {
+	f := newSnapFixture(t)
+	f.fill(t, 3)
+	s := f.snapshotter()
+	var read atomic.Uint64
+	var looks atomic.Int32
+	moves, move := moving()
+	s.AfterEvents, s.Moves = 2, moves
+	s.Progress = func() uint64 { looks.Add(1); return read.Load() }
+	s.Rebuilds = func() (time.Time, bool) { looks.Add(1); return time.Time{}, false }
+	writes := f.running(t, s)
+	time.Sleep(2*memory.ProgressCheck + 200*time.Millisecond)
+	if n := looks.Load(); n != 1 { // the rebuilds' read at Run's start
+		t.Fatalf("%d looks at the read models while they stood still, want none after the start's", n-1)
+	}
+	put := func(id int64) {
+		t.Helper()
+		f.putUser(t, id)
+		read.Add(1)
+	}
+	put(100)
+	put(101)
+	move()
+	waitWrites(t, writes, 1)
+
+	s.Erasing(f.ctx, "user-2")
+	put(102)
+	put(103)
+	move() // the look finds the write held back
+	for i := 0; i < 500 && looks.Load() < 5; i++ {
+		time.Sleep(10 * time.Millisecond)
+	}
+	s.Erased(f.ctx, "user-2", events.Position{}) // no move follows
+	waitWrites(t, writes, 2)
 }
 
 // An image taken while the projector writes is the effect of the log up to
@@ -836,5 +918,37 @@ func TestSnapshotStateAnswersDuringAWrite(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("State waited for the snapshot write under way")
+	}
+}
+
+// A write that finds every read model and directory at the checkpoint of
+// the snapshot on disk ends before taking images (an image lists every
+// table's keys): an idle node's interval write costs a few reads whatever
+// the read models hold. A move is still written.
+func TestWriteWithNothingMovedTakesNoImage(t *testing.T) {
+	f := newSnapFixture(t)
+	f.fill(t, 300)
+	s := f.snapshotter()
+	if err := s.Write(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	written := s.State()
+	allocs := testing.AllocsPerRun(3, func() {
+		if err := s.Write(f.ctx); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs > 10 {
+		t.Fatalf("a write with nothing moved allocated %.0f times, want at most 10 (no image)", allocs)
+	}
+	if s.State() != written {
+		t.Fatal("a write with nothing moved replaced the snapshot")
+	}
+	f.putUser(t, 1000)
+	if err := s.Write(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if s.State() == written {
+		t.Fatal("the write after a move left the snapshot as it was")
 	}
 }

@@ -69,7 +69,7 @@ type Snapshotter struct {
 	AfterEvents uint64
 	// Progress counts the events the read models have read since start (a
 	// count that goes back, as after a rebuild, restarts the mark). Run
-	// checks it every ProgressCheck.
+	// looks at it when Moves says the read models moved.
 	Progress func() uint64
 	// Rebuilds (optional) reports the read models' rebuilds: the time the
 	// latest one started (any value that changes with each start will do)
@@ -81,6 +81,13 @@ type Snapshotter struct {
 	// models cost the replay about a sixth of its CPU, and the write at
 	// its end makes them moot.
 	Rebuilds func() (latest time.Time, rebuilding bool)
+	// Moves returns a channel closed at the read models' next move after
+	// the call (a batch applied, a reset, a rebuild's end): Run looks at
+	// Progress and Rebuilds only then, at most once a ProgressCheck, so a
+	// node with nothing to apply is not woken for them (a look every
+	// ProgressCheck would be an idle embedded node's most frequent wake-up).
+	// Required with Progress or Rebuilds.
+	Moves func() <-chan struct{}
 	// Pause (optional) is how Run's writes rest between read models and
 	// between sealed chunks (WriteRest); nil sleeps. Tests record it.
 	Pause func(time.Duration)
@@ -382,9 +389,11 @@ func (s *Snapshotter) write(ctx context.Context, pace *pacer) error {
 	if held {
 		return ErrSnapshotHeld
 	}
+	if moved, err := s.moved(ctx); err != nil || !moved {
+		return err
+	}
 	began := time.Now()
 	images := make([]snapfile.Image, 0, len(s.ReadModels))
-	moved := false
 	for _, f := range s.ReadModels {
 		im, end, err := s.Store.imageToWrite(ctx, f, pace.rest)
 		if err != nil {
@@ -393,9 +402,6 @@ func (s *Snapshotter) write(ctx context.Context, pace *pacer) error {
 		defer end()
 		images = append(images, im)
 		pace.rest()
-		if prev, ok := s.written[f]; !ok || prev != im.Checkpoint {
-			moved = true
-		}
 	}
 	dirs := make([]snapfile.Directory, 0, len(s.Directories))
 	for _, j := range s.Directories {
@@ -404,12 +410,6 @@ func (s *Snapshotter) write(ctx context.Context, pace *pacer) error {
 			return fmt.Errorf("snapshot %s: %w", j.Name(), err)
 		}
 		dirs = append(dirs, snapfile.Directory{Name: j.Name(), Checkpoint: cp, Positions: positions})
-		if prev, ok := s.written[projections.ReadModel("directory "+j.Name())]; !ok || prev != cp {
-			moved = true
-		}
-	}
-	if !moved {
-		return nil
 	}
 	for _, im := range images {
 		for _, f := range s.ErasedBy {
@@ -480,6 +480,37 @@ func (s *Snapshotter) Invalidate(ctx context.Context, reason string) {
 	s.shred(ctx, h.KeySubject)
 }
 
+// moved says whether a read model or a directory is past the checkpoint
+// the snapshot on disk holds for it (s.mu held). It is asked before the
+// images are taken: an image lists its tables' keys, at a million users
+// a good part of a write's CPU, which an idle node's interval write would
+// spend for nothing. A checkpoint only grows until a reset, and a reset
+// shreds the snapshot, so a move seen here is still one in the images.
+func (s *Snapshotter) moved(ctx context.Context) (bool, error) {
+	if s.written == nil {
+		return true, nil
+	}
+	for _, f := range s.ReadModels {
+		cp, err := s.Store.Checkpoint(ctx, string(f))
+		if err != nil {
+			return false, fmt.Errorf("snapshot %s: %w", f, err)
+		}
+		if prev, ok := s.written[f]; !ok || prev != cp {
+			return true, nil
+		}
+	}
+	for _, j := range s.Directories {
+		cp, _, err := j.State(ctx)
+		if err != nil {
+			return false, fmt.Errorf("snapshot %s: %w", j.Name(), err)
+		}
+		if prev, ok := s.written[projections.ReadModel("directory "+j.Name())]; !ok || prev != cp {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
 // shred destroys a snapshot's key and removes its file; s.mu is held.
 func (s *Snapshotter) shred(ctx context.Context, subject string) {
 	if subject != "" {
@@ -529,8 +560,10 @@ func (s *Snapshotter) Erased(ctx context.Context, subject string, pos events.Pos
 	s.Invalidate(ctx, "erasure of "+subject)
 }
 
-// ProgressCheck is how often Run looks at Progress: a read of a counter,
-// so a snapshot follows the AfterEvents mark by at most this much.
+// ProgressCheck is how often, at most, Run looks at Progress after the
+// read models moved: a read of a counter, so a snapshot follows the
+// AfterEvents mark by at most this much, and a busy node looks once a
+// ProgressCheck, not at every batch.
 const ProgressCheck = time.Second
 
 // AfterEventsGap is how many times the last write's CPU Run leaves
@@ -548,7 +581,9 @@ const AfterEventsGap = 5
 // the log as it was at start) unless Load restored one, then every
 // interval, whenever the read models have read AfterEvents events since
 // the last write (not while a rebuild is under way), and as soon as a
-// rebuild has ended (Rebuilds), until ctx ends. Writes run on Run's goroutine: appends
+// rebuild has ended (Rebuilds), until ctx ends; the last two are looked at
+// when the read models move (Moves), and without a move only while a write
+// they asked for is held back by an erasure or waits for its gap. Writes run on Run's goroutine: appends
 // never wait for them, and a read model's projector only for its rows' copy (the
 // users, deliveries, reports and orders read models': one page of their
 // rows at a time).
@@ -556,6 +591,14 @@ func (s *Snapshotter) Run(ctx context.Context, interval time.Duration, restored 
 	rebuilds := func() (time.Time, bool) { return time.Time{}, false }
 	if s.Rebuilds != nil {
 		rebuilds = s.Rebuilds
+	}
+	var (
+		moved <-chan struct{} // the next move, when Run waits for one
+		after <-chan struct{} // the first move since the last look, once its rest is over
+		again bool            // the last look asked for another without a move
+	)
+	if s.AfterEvents > 0 && s.Progress != nil || s.Rebuilds != nil {
+		moved = s.Moves() // before the rebuilds' read: a rebuild from now on is a move
 	}
 	// A rebuild that starts from now on is followed by a write at its end.
 	rebuilt, _ := rebuilds()
@@ -616,45 +659,65 @@ func (s *Snapshotter) Run(ctx context.Context, interval time.Duration, restored 
 	if !restored || rewrite {
 		_ = write()
 	}
+	// look reads the rebuilds and the progress after a move, writes when
+	// they ask for it, and says whether to look again after the rest
+	// without a move: a write held back by an erasure (its end may come
+	// from the erasure follower, not a move), or the mark reached before
+	// the last write's gap ended.
+	look := func() (again bool, rest time.Duration) {
+		latest, rebuilding := rebuilds()
+		if rebuilding {
+			return false, ProgressCheck // its end is a move, and writes one
+		}
+		if !latest.Equal(rebuilt) {
+			// A rebuild ended (the read models caught up again) since the
+			// last look: the snapshot it shredded comes back now, not
+			// after the rest of the mark or the interval.
+			if err := write(); errors.Is(err, ErrSnapshotHeld) {
+				return true, ProgressCheck
+			}
+			rebuilt = latest
+			return false, ProgressCheck
+		}
+		if s.AfterEvents == 0 || s.Progress == nil {
+			return false, ProgressCheck
+		}
+		p := progress()
+		if p < mark { // the count restarted (a rebuild resets it): count from there
+			mark = p
+		}
+		if p-mark < s.AfterEvents {
+			return false, ProgressCheck
+		}
+		if wait := time.Until(next); wait > 0 {
+			return true, max(wait, ProgressCheck)
+		}
+		return errors.Is(write(), ErrSnapshotHeld), ProgressCheck
+	}
 	t := time.NewTicker(interval)
 	defer t.Stop()
-	var check <-chan time.Time
-	if s.AfterEvents > 0 && s.Progress != nil || s.Rebuilds != nil {
-		c := time.NewTicker(ProgressCheck)
-		defer c.Stop()
-		check = c.C
-	}
+	rest := time.NewTimer(ProgressCheck)
+	rest.Stop()
+	defer rest.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
 			_ = write()
-		case <-check:
-			latest, rebuilding := rebuilds()
-			if rebuilding {
-				continue // its end writes one
-			}
-			if !latest.Equal(rebuilt) {
-				// A rebuild ended (the read models caught up again) since the
-				// last look: the snapshot it shredded comes back now, not
-				// after the rest of the mark or the interval. Held back by an
-				// erasure, it is tried again at the next check.
-				if err := write(); !errors.Is(err, ErrSnapshotHeld) {
-					rebuilt = latest
-				}
+			continue
+		case <-rest.C:
+			if !again {
+				moved = after // already closed when the read models moved meanwhile
 				continue
 			}
-			if s.AfterEvents == 0 || s.Progress == nil {
-				continue
-			}
-			p := progress()
-			if p < mark { // the count restarted (a rebuild resets it): count from there
-				mark = p
-			}
-			if p-mark >= s.AfterEvents && !time.Now().Before(next) {
-				_ = write()
-			}
+		case <-moved:
 		}
+		// Taken before the look, so a move during the look or the rest
+		// prompts the next one.
+		after, moved = s.Moves(), nil
+		var d time.Duration
+		again, d = look()
+		rest.Reset(d)
 	}
 }

@@ -22,26 +22,16 @@ func TestRenewalsSkipThePoolsPingUntilOneFails(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	url := pgtest.New(t)
-	cfg, err := pgxpool.ParseConfig(url)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var pings atomic.Int64
-	cfg.ShouldPing = func(ctx context.Context, p pgxpool.ShouldPingParams) bool {
-		ping := leasepg.ShouldPing(ctx, p)
-		if ping {
-			pings.Add(1)
+	pool := migratedPool(t, url, func(cfg *pgxpool.Config) {
+		cfg.ShouldPing = func(ctx context.Context, p pgxpool.ShouldPingParams) bool {
+			ping := leasepg.ShouldPing(ctx, p)
+			if ping {
+				pings.Add(1)
+			}
+			return ping
 		}
-		return ping
-	}
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	if err := leasepg.Migrate(ctx, pool); err != nil {
-		t.Fatal(err)
-	}
+	})
 	s := leasepg.New(pool)
 	defer s.Close()
 	l, err := s.Acquire(ctx, "relay", "node-a", time.Minute)

@@ -593,9 +593,19 @@ SELECT ` + loadColumns("$1")
 // index and expiry, the holder and its load) in one statement. The
 // statement's reads see the leases as before the update, so a lease it
 // renews counts as live by its new expiry.
+//
+// Its commit is flushed before it returns even where synchronous_commit
+// is off (raised to local for this transaction, never lowered): renewals
+// are an idle node's only writes, and an asynchronous commit wakes the
+// WAL writer, which then polls every wal_writer_delay for 50 rounds before
+// it sleeps again, so renewals every few seconds would keep it polling five
+// times a second. A commit its own backend flushes does not wake the WAL
+// writer; no request waits on a renewal.
 var renewSQL = `
 WITH r AS (
-    SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::interval[]) WITH ORDINALITY AS r(name, token, holder, ttl, i)),
+    SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::interval[]) WITH ORDINALITY AS r(name, token, holder, ttl, i)
+    WHERE set_config('synchronous_commit', CASE current_setting('synchronous_commit') WHEN 'off' THEN 'local'
+        ELSE current_setting('synchronous_commit') END, true) IS NOT NULL),
 u AS (
     UPDATE leases AS l SET expires_at = clock_timestamp() + r.ttl
     FROM r
