@@ -252,8 +252,10 @@ func escapedKeyIs(raw []byte, name string) bool {
 	return json.Unmarshal(raw, &s) == nil && s == name
 }
 
+// skipWS passes the white space at i, rarely any in a stored event: a byte
+// above the space ends it in one comparison.
 func skipWS(data []byte, i int) int {
-	for i < len(data) && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r') {
+	for i < len(data) && data[i] <= ' ' && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r') {
 		i++
 	}
 	return i

@@ -628,7 +628,7 @@ func (s *Store) openInto(ctx context.Context, op *opener, out, env []byte, event
 			op.sc.sealed = buf
 		}
 	}
-	sealed, err := base64.StdEncoding.AppendDecode(buf, b64)
+	sealed, err := appendDecode64(buf, b64)
 	n := op.key.AEAD.NonceSize()
 	if err != nil || len(sealed) < n {
 		return out, errors.New("malformed envelope")

@@ -25,8 +25,11 @@ func view(data []byte) string {
 // allows 10,000 levels) are declined rather than validated here.
 const maxDepth = 128
 
+// skipSpace passes the white space at i. It runs before every key, colon,
+// value and comma, where there is rarely any: a byte above the space ends it
+// in one comparison.
 func skipSpace(s string, i int) int {
-	for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r') {
+	for i < len(s) && s[i] <= ' ' && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r') {
 		i++
 	}
 	return i

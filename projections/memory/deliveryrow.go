@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"encoding/binary"
 	"encoding/hex"
 	"math"
 	"strconv"
@@ -359,40 +360,51 @@ type uuid16 [16]byte
 // parseUUID reads s if it is a uuid in its canonical text (lower-case hex,
 // hyphens after the 8th, 12th, 16th and 20th digit), which String gives
 // back byte for byte. Every lookup of a delivery by id parses it, so it
-// reads the digits through a table rather than through hex.Decode.
+// reads its digits eight at a time (hex8) rather than through hex.Decode.
 func parseUUID(s string) (uuid16, bool) {
 	var u uuid16
 	if len(s) != 36 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-' {
 		return u, false
 	}
-	for i, at := range uuidDigits {
-		hi, lo := lowerHex[s[at]], lowerHex[s[at+1]]
-		if hi|lo > 0xf {
-			return u, false
-		}
-		u[i] = hi<<4 | lo
+	a, ok1 := hex8(be32(s[0:4])<<32 | be32(s[4:8]))
+	b, ok2 := hex8(be32(s[9:13])<<32 | be32(s[14:18]))
+	c, ok3 := hex8(be32(s[19:23])<<32 | be32(s[24:28]))
+	d, ok4 := hex8(be32(s[28:32])<<32 | be32(s[32:36]))
+	if !(ok1 && ok2 && ok3 && ok4) {
+		return u, false
 	}
+	binary.BigEndian.PutUint32(u[0:], a)
+	binary.BigEndian.PutUint32(u[4:], b)
+	binary.BigEndian.PutUint32(u[8:], c)
+	binary.BigEndian.PutUint32(u[12:], d)
 	return u, true
 }
 
-// uuidDigits is where each byte's two digits start in a uuid's canonical text.
-var uuidDigits = [16]uint8{0, 2, 4, 6, 9, 11, 14, 16, 19, 21, 24, 26, 28, 30, 32, 34}
+// be32 is s's first four bytes as a big-endian number.
+func be32(s string) uint64 {
+	_ = s[3]
+	return uint64(s[0])<<24 | uint64(s[1])<<16 | uint64(s[2])<<8 | uint64(s[3])
+}
 
-// lowerHex is each character's value as a lower-case hex digit, 0xff for
-// any other character.
-var lowerHex = func() (t [256]uint8) {
-	for c := range t {
-		switch {
-		case c >= '0' && c <= '9':
-			t[c] = uint8(c - '0')
-		case c >= 'a' && c <= 'f':
-			t[c] = uint8(c - 'a' + 10)
-		default:
-			t[c] = 0xff
-		}
+// hex8 reads eight lower-case hex digits, the first in w's top byte, as
+// four bytes, or false if any byte of w is another. Each byte's range is
+// told by adding to it, in every byte at once, what sets its top bit from
+// a bound on; a byte at or above 0x80 falls in neither range, whatever it
+// carries into the next, so w is refused. A letter's value is its low four
+// bits plus 9.
+func hex8(w uint64) (uint32, bool) {
+	const ones, top = 0x0101010101010101, 0x8080808080808080
+	digit := (w + ones*(0x80-'0')) &^ (w + ones*(0x80-'9'-1))
+	letter := (w + ones*(0x80-'a')) &^ (w + ones*(0x80-'f'-1))
+	if ^(digit|letter)&top != 0 {
+		return 0, false
 	}
-	return t
-}()
+	n := w&(ones*0x0f) + (letter&top)>>7*9
+	// Each pair of nibbles into one byte, then the four bytes together.
+	n = n>>4&0x00f000f000f000f0 | n&0x000f000f000f000f
+	n = (n | n>>8) & 0x0000ffff0000ffff
+	return uint32(n | n>>16), true
+}
 
 // String is u's canonical text.
 func (u uuid16) String() string {
