@@ -285,7 +285,9 @@ func member(s string, i int) int {
 
 // Unquote appends the validated JSON string raw (quotes included; a
 // Picked String's Raw) to buf as encoding/json decodes it: escapes
-// resolved, invalid UTF-8 and lone surrogates replaced by U+FFFD.
+// resolved, invalid UTF-8 and lone surrogates replaced by U+FFFD. buf's
+// spare capacity is written a word at a time, up to 8 bytes past what is
+// appended, so buf must not share memory with raw.
 func Unquote(buf, raw []byte) []byte {
 	buf, _ = unquoteAt(buf, view(raw), 0, false)
 	return buf

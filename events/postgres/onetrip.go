@@ -33,9 +33,11 @@ import (
 // a replay from a conflict and reports the conflict's actual count.
 
 // staleExpectation is the SQLSTATE the guard raises
-// (migrations/events/0003); uniqueViolation is Postgres's.
+// (migrations/events/0003), in a class the SQL standard leaves to
+// implementations (first letter I-Z) and Postgres does not use;
+// uniqueViolation is Postgres's.
 const (
-	staleExpectation = "E0001"
+	staleExpectation = "S0001"
 	uniqueViolation  = "23505"
 )
 

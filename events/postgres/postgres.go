@@ -232,8 +232,7 @@ func (s *Store) commitLoop(queue *groupcommit.Queue) {
 // one round trip, and the append lock is held for none (onetrip.go). Any
 // other costs two, and the lock is held for about one of them: BEGIN, the
 // lock and the reads go in one pipeline, the INSERT, the NOTIFY and COMMIT
-// in a second. (pgx.BeginFunc with a batch in between took five: BEGIN,
-// the reads, INSERT, NOTIFY, COMMIT.)
+// in a second.
 func (s *Store) commit(group []*groupcommit.Append) (wrote bool, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
 	defer cancel()

@@ -180,7 +180,7 @@ func packDelivery(d projections.Delivery, types *eventTypes, subj *subjectRows, 
 // from (a body kept whole, an id or source event id of no uuid form, the
 // last error) copied, for a row packed from a snapshot's views
 // (snapfile.Image). r's more, when it is there, is packDelivery's, made
-// for r alone: its texts are copied in place, where a second more left
+// for r alone: its texts are copied in place, so no second more leaves
 // the first as garbage among the rows that stay.
 func ownTexts(r deliveryRow) deliveryRow {
 	if r.flags&(hasBody|bodyTail) == hasBody {

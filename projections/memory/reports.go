@@ -136,8 +136,8 @@ func (t *tx) PutReport(ctx context.Context, r projections.Report) error {
 // reports read model, keeping each row's pointees as they are: a
 // snapshot decodes a report's texts, bytes and times into allocations of
 // its own, and an image's rows are never written (a time is normalized
-// into a new one), so where PutReport copied each of them, the decoded
-// ones were garbage left among the reports that stay. The caller holds
+// into a new one), so copies of them (as PutReport makes) would leave the
+// decoded ones as garbage among the reports that stay. The caller holds
 // the read model's write lock.
 func (s *Store) restoreReports(rows []projections.Report) {
 	for _, r := range rows {

@@ -733,7 +733,7 @@ func TestSnapshotAfterEvents(t *testing.T) {
 	for id := int64(100); id < 104; id++ {
 		put(id)
 	}
-	time.Sleep(2*memory.ProgressCheck + 200*time.Millisecond) // two checks pass below the mark
+	time.Sleep(2*memory.ProgressCheck + 200*time.Millisecond) // the looks after the moves find fewer events than the mark
 	if n := writes.Load(); n != 0 {
 		t.Fatalf("%d snapshots written after 4 of 5 events", n)
 	}
@@ -760,7 +760,8 @@ func TestSnapshotLooksOnlyWhenTheReadModelsMove(t *testing.T) {
 	var read atomic.Uint64
 	var looks atomic.Int32
 	moves, move := moving()
-	s.AfterEvents, s.Moves = 2, moves
+	var watches atomic.Int32
+	s.AfterEvents, s.Moves = 2, func() <-chan struct{} { watches.Add(1); return moves() }
 	s.Progress = func() uint64 { looks.Add(1); return read.Load() }
 	s.Rebuilds = func() (time.Time, bool) { looks.Add(1); return time.Time{}, false }
 	writes := f.running(t, s)
@@ -781,9 +782,14 @@ func TestSnapshotLooksOnlyWhenTheReadModelsMove(t *testing.T) {
 	s.Erasing(f.ctx, "user-2")
 	put(102)
 	put(103)
-	move() // the look finds the write held back
-	for i := 0; i < 500 && looks.Load() < 5; i++ {
+	move() // the look finds the write held back, and looks again every rest
+	for i := 0; i < 500 && looks.Load() < 9; i++ {
 		time.Sleep(10 * time.Millisecond)
+	}
+	// One watch at the start and one after each of the two moves: the looks
+	// again without a move keep the watch they have.
+	if n := watches.Load(); n > 3 {
+		t.Errorf("%d watches for moves, want 3: a look without a move added one", n)
 	}
 	s.Erased(f.ctx, "user-2", events.Position{}) // no move follows
 	waitWrites(t, writes, 2)

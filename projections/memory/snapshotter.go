@@ -86,7 +86,7 @@ type Snapshotter struct {
 	// Progress and Rebuilds only then, at most once a ProgressCheck, so a
 	// node with nothing to apply is not woken for them (a look every
 	// ProgressCheck would be an idle embedded node's most frequent wake-up).
-	// Required with Progress or Rebuilds.
+	// Without it, Run looks every ProgressCheck.
 	Moves func() <-chan struct{}
 	// Pause (optional) is how Run's writes rest between read models and
 	// between sealed chunks (WriteRest); nil sleeps. Tests record it.
@@ -560,6 +560,24 @@ func (s *Snapshotter) Erased(ctx context.Context, subject string, pos events.Pos
 	s.Invalidate(ctx, "erasure of "+subject)
 }
 
+// afterProgressCheck is Moves for a Snapshotter without one: a channel
+// closed a ProgressCheck from now.
+func afterProgressCheck() <-chan struct{} {
+	c := make(chan struct{})
+	time.AfterFunc(ProgressCheck, func() { close(c) })
+	return c
+}
+
+// isClosed reports whether c is closed (c is only ever closed, never sent on).
+func isClosed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
 // ProgressCheck is how often, at most, Run looks at Progress after the
 // read models moved: a read of a counter, so a snapshot follows the
 // AfterEvents mark by at most this much, and a busy node looks once a
@@ -592,13 +610,17 @@ func (s *Snapshotter) Run(ctx context.Context, interval time.Duration, restored 
 	if s.Rebuilds != nil {
 		rebuilds = s.Rebuilds
 	}
+	moves := s.Moves
+	if moves == nil {
+		moves = func() <-chan struct{} { return afterProgressCheck() }
+	}
 	var (
 		moved <-chan struct{} // the next move, when Run waits for one
 		after <-chan struct{} // the first move since the last look, once its rest is over
 		again bool            // the last look asked for another without a move
 	)
 	if s.AfterEvents > 0 && s.Progress != nil || s.Rebuilds != nil {
-		moved = s.Moves() // before the rebuilds' read: a rebuild from now on is a move
+		moved = moves() // before the rebuilds' read: a rebuild from now on is a move
 	}
 	// A rebuild that starts from now on is followed by a write at its end.
 	rebuilt, _ := rebuilds()
@@ -714,8 +736,12 @@ func (s *Snapshotter) Run(ctx context.Context, interval time.Duration, restored 
 		case <-moved:
 		}
 		// Taken before the look, so a move during the look or the rest
-		// prompts the next one.
-		after, moved = s.Moves(), nil
+		// prompts the next one; one still waiting (a look again without a
+		// move) is kept rather than joined by another.
+		if after == nil || isClosed(after) {
+			after = moves()
+		}
+		moved = nil
 		var d time.Duration
 		again, d = look()
 		rest.Reset(d)

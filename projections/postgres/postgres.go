@@ -187,8 +187,10 @@ ON CONFLICT (projection) DO UPDATE SET
     prepare_pos = EXCLUDED.prepare_pos,
     updated_at = EXCLUDED.updated_at`
 
-// checkpointBackwards is the SQLSTATE of a refused checkpoint move.
-const checkpointBackwards = "C0001"
+// checkpointBackwards is the SQLSTATE of a refused checkpoint move, in a
+// class the SQL standard leaves to implementations (first letter I-Z)
+// and Postgres does not use.
+const checkpointBackwards = "K0001"
 
 // Update runs fn inside one transaction, then writes the checkpoint in it
 // and commits. fn's writes are queued and sent as pipelined batches: before

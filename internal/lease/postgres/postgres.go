@@ -518,7 +518,9 @@ const fenceSQL = `
 SELECT coalesce((SELECT 1 FROM leases, set_config('idle_in_transaction_session_timeout', $3, true)
     WHERE name = $1 AND token = $2 AND holder <> '' FOR SHARE OF leases), lease_lost($1, $2))`
 
-// fenceLost is the SQLSTATE of a fence whose token is not current.
+// fenceLost is the SQLSTATE of a fence whose token is not current, in a
+// class the SQL standard leaves to implementations (first letter I-Z)
+// and Postgres does not use.
 const fenceLost = "L0001"
 
 func fenceArgs(l lease.Lease, idle time.Duration) []any {

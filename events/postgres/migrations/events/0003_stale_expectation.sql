@@ -1,4 +1,4 @@
--- es_stale_expectation fails the caller's transaction with SQLSTATE E0001:
+-- es_stale_expectation fails the caller's transaction with SQLSTATE S0001:
 -- the one-round-trip append's guard (appendGuardQuery in postgres.go) calls
 -- it when a stream's committed count is not the one the append expects.
 -- Failing on the server, not in the client reading a result, lets the
@@ -9,7 +9,7 @@
 CREATE FUNCTION es_stale_expectation() RETURNS int
 LANGUAGE plpgsql AS $$
 BEGIN
-    RAISE EXCEPTION USING ERRCODE = 'E0001',
+    RAISE EXCEPTION USING ERRCODE = 'S0001',
         MESSAGE = 'a stream''s committed count is not the one the append expects';
 END
 $$;
