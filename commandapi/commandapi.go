@@ -40,7 +40,14 @@ type API struct {
 	AppsReady  AppWaiter
 	// Projections serves the rebuild route.
 	Projections Rebuilder
-	Resender    Resender
+	// ErasureApplied is what an erasure waits for before its answer: this
+	// node's read models and its erasure follower, so that once the erasure
+	// is acknowledged no read on this node answers the person and the
+	// read-model snapshot is no longer held back by it (a graceful stop
+	// writes one).
+	ErasureApplied AppWaiter
+
+	Resender Resender
 	// Deliveries and DeliveryErasures serve the resend routes: a delivery
 	// erased with its user is refused, and skipped by a resend of many.
 	Deliveries       DeliveryLister

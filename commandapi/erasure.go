@@ -9,7 +9,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/healthtech/partner-open-platform/domain"
-	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/internal/httpapi"
 )
 
@@ -41,12 +40,10 @@ func (a *API) eraseUser(c *call) error {
 		return err
 	}
 	// The read models drop the user before the answer, on this node.
-	if w, ok := a.Projections.(interface {
-		WaitFor(context.Context, events.Position) error
-	}); ok {
+	if a.ErasureApplied != nil {
 		ctx, cancel := context.WithTimeout(c.r.Context(), 5*time.Second)
 		defer cancel()
-		_ = w.WaitFor(ctx, pos)
+		_ = a.ErasureApplied.WaitFor(ctx, pos)
 	}
 	httpapi.OK(c.w, http.StatusOK, map[string]any{"open_user_id": ids[0], "erased": true})
 	return nil

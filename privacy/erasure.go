@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"sync"
 
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/events/catalog"
@@ -37,6 +38,9 @@ type ErasureFollower struct {
 	Forgot func(subject string, at events.Position)
 	// Log reports the follower's restarts (nil: discarded).
 	Log *slog.Logger
+
+	mu    sync.Mutex    // From, once Run has started
+	moved chan struct{} // closed when From advances (WaitFor)
 }
 
 var erasedType = (catalog.UserErased{}).EventType()
@@ -53,16 +57,54 @@ func (f *ErasureFollower) Run(ctx context.Context) error {
 	return subscribe.NewRunner(f.Store, nil, erasureProjector{f}, log, nil).Run(ctx)
 }
 
+// WaitFor blocks until the follower has acted on every erasure up to pos
+// (its position is at or after pos), or ctx ends: an erasure's answer
+// waits for it, so the node's caches have forgotten the person by then.
+func (f *ErasureFollower) WaitFor(ctx context.Context, pos events.Position) error {
+	for {
+		f.mu.Lock()
+		done := !f.From.Less(pos)
+		if f.moved == nil {
+			f.moved = make(chan struct{})
+		}
+		ch := f.moved
+		f.mu.Unlock()
+		if done {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("erasure follower did not reach %s: %w", pos, ctx.Err())
+		}
+	}
+}
+
+// at moves the follower's position to pos and wakes WaitFor.
+func (f *ErasureFollower) at(pos events.Position) {
+	f.mu.Lock()
+	f.From = pos
+	if f.moved != nil {
+		close(f.moved)
+		f.moved = nil
+	}
+	f.mu.Unlock()
+}
+
 // erasureProjector is the follower as the runtime's projector: its
 // checkpoint is From, in memory (a restarted node starts at the head).
 type erasureProjector struct{ f *ErasureFollower }
 
 func (erasureProjector) Name() string { return "erasure-follower" }
 
-func (p erasureProjector) Checkpoint(context.Context) (events.Position, error) { return p.f.From, nil }
+func (p erasureProjector) Checkpoint(context.Context) (events.Position, error) {
+	p.f.mu.Lock()
+	defer p.f.mu.Unlock()
+	return p.f.From, nil
+}
 
 func (p erasureProjector) Reset(context.Context) error {
-	p.f.From = events.Position{}
+	p.f.at(events.Position{})
 	return nil
 }
 
@@ -82,8 +124,8 @@ func (p erasureProjector) Apply(_ context.Context, batch []events.Envelope, pos 
 		if p.f.Forgot != nil {
 			p.f.Forgot(subject, rec.Position)
 		}
-		p.f.From = rec.Position
+		p.f.at(rec.Position)
 	}
-	p.f.From = pos
+	p.f.at(pos)
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/healthtech/partner-open-platform/commandapi"
 	"github.com/healthtech/partner-open-platform/commands"
 	"github.com/healthtech/partner-open-platform/events"
+	"github.com/healthtech/partner-open-platform/events/subscribe"
 	"github.com/healthtech/partner-open-platform/internal/auth"
 	"github.com/healthtech/partner-open-platform/internal/httpapi"
 	"github.com/healthtech/partner-open-platform/internal/idempotency"
@@ -34,10 +35,11 @@ func (n *Node) buildRoutes(cfg Config, c commandSet, a authSet, p projectionSet)
 		BulkResendCap: cfg.BulkResendCap,
 		SchemeH:       a.schemeH, Reports: c.reports, Plugin: c.plugin,
 		Credentials: commands.NewCredentialIssuer(n.Events, n.Registry, c.ids, cfg.Now), UploaderDirectory: a.apps,
-		Orders:        commands.NewOrders(n.Events, n.Registry, c.ids, cfg.Now),
-		Benefits:      c.benefits,
-		InternalToken: n.InternalToken,
-		Projections:   n.rebuilder(cfg, p.all),
+		Orders:         commands.NewOrders(n.Events, n.Registry, c.ids, cfg.Now),
+		Benefits:       c.benefits,
+		InternalToken:  n.InternalToken,
+		Projections:    n.rebuilder(cfg, p.all),
+		ErasureApplied: waitAll{subscribe.RunnerSet(p.all), n.erasures},
 		Idempotency: &idempotency.Keeper{
 			Store: n.Events, Registry: n.Registry, Sealer: c.sealer, Keys: n.Keys, Now: cfg.Now, Replayed: n.Watermarks.Wrote,
 		},
@@ -183,4 +185,16 @@ func (n *Node) readyz(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	httpapi.OK(w, http.StatusOK, status)
+}
+
+// waitAll waits for each of its waiters in turn.
+type waitAll []commandapi.AppWaiter
+
+func (w waitAll) WaitFor(ctx context.Context, pos events.Position) error {
+	for _, x := range w {
+		if err := x.WaitFor(ctx, pos); err != nil {
+			return err
+		}
+	}
+	return nil
 }

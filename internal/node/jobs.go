@@ -68,12 +68,12 @@ func (n *Node) startProjections(st *startup, analyzer *subscribe.Runner, readMod
 	return runCtx
 }
 
-// startJobs runs the node's background jobs: the erasure follower (from
-// the log's head before this node opened any key), the Postgres erasure
-// purge, the cache sweep, the portal's mail, and the embedded snapshots.
-func (n *Node) startJobs(ctx context.Context, cfg Config, users *commands.Users, erasedFrom events.Position, readModels subscribe.RunnerSet) {
-	// Another node's erasure also empties this node's loaded aggregate.
-	erasures := &privacy.ErasureFollower{Store: n.StoredEvents, Keys: n.Keys, From: erasedFrom, Log: n.log,
+// erasureFollower follows the log's erasures from erasedFrom (the log's
+// head before this node opened any key): each one empties this node's
+// loaded aggregate and key cache of the person, and settles the read-model
+// snapshot's hold on the erasure (startJobs runs it).
+func (n *Node) erasureFollower(users *commands.Users, erasedFrom events.Position) *privacy.ErasureFollower {
+	return &privacy.ErasureFollower{Store: n.StoredEvents, Keys: n.Keys, From: erasedFrom, Log: n.log,
 		Forgot: func(subject string, at events.Position) {
 			if id, err := strconv.ParseInt(strings.TrimPrefix(subject, "user-"), 10, 64); err == nil {
 				users.Forget(id)
@@ -83,7 +83,13 @@ func (n *Node) startJobs(ctx context.Context, cfg Config, users *commands.Users,
 			}
 			n.forgotKey(subject, at)
 		}}
-	n.spawn(ctx, "erasure follower", erasures.Run)
+}
+
+// startJobs runs the node's background jobs: the erasure follower, the
+// Postgres erasure purge, the cache sweep, the portal's mail, and the
+// embedded snapshots.
+func (n *Node) startJobs(ctx context.Context, cfg Config, users *commands.Users, readModels subscribe.RunnerSet) {
+	n.spawn(ctx, "erasure follower", n.erasures.Run)
 	if pg, ok := n.ReadModel.(*postgres.Store); ok && cfg.ErasurePurgeInterval >= 0 {
 		n.spawnOwned(ctx, "erasure purge", n.Leases, "erasure-purge", cfg.LeaseTTL, n.purgeErased(pg, cfg.ErasurePurgeInterval))
 	}

@@ -31,6 +31,7 @@ import (
 	"github.com/healthtech/partner-open-platform/internal/metrics"
 	"github.com/healthtech/partner-open-platform/portal"
 	"github.com/healthtech/partner-open-platform/portal/mail"
+	"github.com/healthtech/partner-open-platform/privacy"
 	"github.com/healthtech/partner-open-platform/projections"
 	"github.com/healthtech/partner-open-platform/projections/directory"
 	"github.com/healthtech/partner-open-platform/projections/memory"
@@ -55,6 +56,7 @@ type Node struct {
 	Keys        *datakeys.Keys
 	erasureMu   sync.Mutex
 	erasureSeen events.Position // see ErasureSeen
+	erasures    *privacy.ErasureFollower
 	ReadModel   ReadModels
 	// ReadModelRunners are the runners projecting each read model.
 	ReadModelRunners map[projections.ReadModel]*subscribe.Runner
@@ -184,6 +186,7 @@ func Open(ctx context.Context, cfg Config) (_ *Node, err error) {
 		return nil, err
 	}
 	n.decisionMails = port.decisionRunner
+	n.erasures = n.erasureFollower(cmds.users, keys.erasedFrom)
 	n.Handler = n.router(n.buildRoutes(cfg, cmds, au, proj), cfg.Now)
 	n.watchLag()
 	st.phase("assemble")
@@ -191,7 +194,7 @@ func Open(ctx context.Context, cfg Config) (_ *Node, err error) {
 		return nil, err
 	}
 	runCtx := n.startProjections(st, cmds.analyzer, proj.readModels)
-	n.startJobs(runCtx, cfg, cmds.users, keys.erasedFrom, proj.readModels)
+	n.startJobs(runCtx, cfg, cmds.users, proj.readModels)
 	if err := n.startWebhooks(runCtx, cfg, proj.byReadModel[projections.ReadModelDeliveries]); err != nil {
 		return nil, err
 	}
