@@ -82,24 +82,8 @@ func parseLine(raw []byte) (line, error) {
 // line (a tombstone, a repeated or missing field, a record that does not
 // pack), which parseLine then decodes.
 func parseKeyLine(b []byte, master *string) (e *entry, subject string, ok bool) {
-	if len(b) < 2 || b[0] != '{' || b[len(b)-1] != '}' {
-		return nil, "", false
-	}
 	var op, subj, keyID, masterID, sealed, created []byte
-	for b = b[1 : len(b)-1]; len(b) > 0; {
-		var key, val []byte
-		if key, b, ok = plainString(b); !ok || len(b) == 0 || b[0] != ':' {
-			return nil, "", false
-		}
-		if val, b, ok = plainString(b[1:]); !ok {
-			return nil, "", false
-		}
-		if len(b) > 0 {
-			if b[0] != ',' || len(b) == 1 {
-				return nil, "", false
-			}
-			b = b[1:]
-		}
+	if !flatFields(b, func(key, val []byte) bool {
 		var field *[]byte
 		switch string(key) {
 		case "op":
@@ -115,12 +99,15 @@ func parseKeyLine(b []byte, master *string) (e *entry, subject string, ok bool) 
 		case "created":
 			field = &created
 		default:
-			return nil, "", false
+			return false
 		}
 		if *field != nil {
-			return nil, "", false // repeated: parseLine keeps the last
+			return false // repeated: parseLine keeps the last
 		}
 		*field = val
+		return true
+	}) {
+		return nil, "", false
 	}
 	var t time.Time
 	if string(op) != "key" || subj == nil || masterID == nil || created == nil || t.UnmarshalText(created) != nil {
@@ -140,24 +127,7 @@ func parseKeyLine(b []byte, master *string) (e *entry, subject string, ok bool) 
 // parseFlat decodes {"k":"v",...} with plain ASCII strings, no escapes and
 // no whitespace; ok is false for anything else.
 func parseFlat(b []byte) (l line, ok bool) {
-	if len(b) < 2 || b[0] != '{' || b[len(b)-1] != '}' {
-		return line{}, false
-	}
-	b = b[1 : len(b)-1]
-	for len(b) > 0 {
-		var key, val []byte
-		if key, b, ok = plainString(b); !ok || len(b) == 0 || b[0] != ':' {
-			return line{}, false
-		}
-		if val, b, ok = plainString(b[1:]); !ok {
-			return line{}, false
-		}
-		if len(b) > 0 {
-			if b[0] != ',' || len(b) == 1 {
-				return line{}, false
-			}
-			b = b[1:]
-		}
+	ok = flatFields(b, func(key, val []byte) bool {
 		switch string(key) {
 		case "op":
 			l.Op = string(val)
@@ -172,7 +142,7 @@ func parseFlat(b []byte) (l line, ok bool) {
 		case "created", "at":
 			var t time.Time
 			if err := t.UnmarshalText(val); err != nil { // what encoding/json uses
-				return line{}, false
+				return false
 			}
 			if string(key) == "created" {
 				l.Created = t
@@ -180,10 +150,43 @@ func parseFlat(b []byte) (l line, ok bool) {
 				l.At = t
 			}
 		default:
-			return line{}, false
+			return false
 		}
+		return true
+	})
+	if !ok {
+		return line{}, false
 	}
 	return l, true
+}
+
+// flatFields walks {"k":"v",...} with plain ASCII strings, no escapes and
+// no whitespace, calling field for each pair in order; it is false for
+// anything else, or as soon as field is.
+func flatFields(b []byte, field func(key, val []byte) bool) bool {
+	if len(b) < 2 || b[0] != '{' || b[len(b)-1] != '}' {
+		return false
+	}
+	for b = b[1 : len(b)-1]; len(b) > 0; {
+		key, rest, ok := plainString(b)
+		if !ok || len(rest) == 0 || rest[0] != ':' {
+			return false
+		}
+		var val []byte
+		if val, b, ok = plainString(rest[1:]); !ok {
+			return false
+		}
+		if len(b) > 0 {
+			if b[0] != ',' || len(b) == 1 {
+				return false
+			}
+			b = b[1:]
+		}
+		if !field(key, val) {
+			return false
+		}
+	}
+	return true
 }
 
 // plainString reads a JSON string at the start of b holding only
