@@ -288,6 +288,7 @@ func (e *firstError) get() error {
 // and once decoded (decoded closed) its rows or why they do not decode.
 type section struct {
 	table   Table
+	keeps   bool // the restorer keeps its rows: neither they nor body are reused
 	body    []byte
 	rows    any
 	err     error
@@ -541,7 +542,7 @@ func (sr *sectionReader) readCounted(d *decodedImage, owner int, t Table, size i
 		return fmt.Errorf("%w: %s: table %d has more rows than its header's %d", ErrInvalid, sr.h.ReadModels[owner].ReadModel, t, d.want[t])
 	}
 	d.at[t] += int(n)
-	sec := &section{table: t, body: body, decoded: make(chan struct{})}
+	sec := &section{table: t, keeps: keeps, body: body, decoded: make(chan struct{})}
 	var reuse any
 	if !keeps {
 		select {
@@ -602,7 +603,7 @@ func (sr *sectionReader) restoreLane(d *decodedImage, owner int, lane chan *sect
 			d.err.set(err)
 			sr.fail(err)
 		}
-		if !d.r.Keeps(sec.table) {
+		if !sec.keeps {
 			select {
 			case sr.freeBodies <- sec.body:
 			default:
