@@ -24,11 +24,7 @@ type LogBodies struct {
 func (l LogBodies) DeliveryBodies(ctx context.Context, positions []events.Position) ([][]byte, error) {
 	out := make([][]byte, len(positions))
 	for i, pos := range positions {
-		before := events.Position{Commit: pos.Commit, Prepare: pos.Prepare - 1}
-		if pos.Prepare == 0 {
-			before = events.Position{Commit: pos.Commit - 1, Prepare: ^uint64(0)}
-		}
-		recs, err := l.Log.ReadAll(ctx, before, 1)
+		recs, err := l.Log.ReadAll(ctx, pos.Before(), 1)
 		if err != nil {
 			return nil, fmt.Errorf("delivery body at %s: %w", pos, err)
 		}
