@@ -567,11 +567,12 @@ func (s *Store) Delivery(ctx context.Context, appID int64, id string) (projectio
 
 // Deliveries walks a cursor index from f.After, so a feed page costs its
 // rows, not the log's; the bodies of the page's final deliveries are read
-// from the log, one event each, once the page is listed.
+// from the log, one event each, once the page is listed (unless
+// f.WithoutBodies: then they are nil).
 func (s *Store) Deliveries(ctx context.Context, f domain.DeliveryFilter) ([]projections.Delivery, error) {
 	out, err := s.listDeliveries(ctx, f)
-	if err != nil {
-		return nil, err
+	if err != nil || f.WithoutBodies {
+		return out, err
 	}
 	if err := s.fillBodies(ctx, out); err != nil {
 		return nil, err

@@ -36,8 +36,8 @@ func (l *fakeLog) DeliveryBodies(_ context.Context, at []events.Position) ([][]b
 // read as one that keeps them all: the pending delivery's body from
 // memory, the final ones' from the log, an erased one empty without the
 // log, through a rolled-back update, an erasure and an image restored into
-// another store; an image of a file written before bodies were left in the
-// log reads a nil body as erased.
+// another store. A list without bodies reads no log. An image of a file
+// written before bodies were left in the log reads a nil body as erased.
 func TestFinalDeliveriesReadTheirBodiesFromTheLog(t *testing.T) {
 	ctx := context.Background()
 	at := time.Date(2026, 11, 30, 1, 2, 3, 0, time.UTC)
@@ -88,6 +88,10 @@ func TestFinalDeliveriesReadTheirBodiesFromTheLog(t *testing.T) {
 		return nil
 	})
 	same("created", 1) // the skipped one
+	log.reads = 0
+	if list, err := logged.Deliveries(ctx, domain.DeliveryFilter{WithoutBodies: true}); err != nil || len(list) != 4 || list[1].Body != nil || log.reads != 0 {
+		t.Fatalf("a list without bodies read the log %d times, or gave the body in the log: %v", log.reads, err)
+	}
 	deliver := func(id string) func(tx projections.DeliveryTx) error {
 		return func(tx projections.DeliveryTx) error {
 			return tx.UpdateDeliveryState(ctx, id, func(st *projections.DeliveryState) {
