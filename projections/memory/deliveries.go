@@ -438,9 +438,9 @@ func (s *Store) setDelivery(cur projections.Delivery, had bool, next projections
 	}
 	switch {
 	case had && keep:
-		*s.deliveries.at(at) = s.logBody(packDelivery(next, &s.eventTypes, s.subjectOf(next.Subject), bodyOwned))
+		*s.deliveries.at(at) = packDelivery(s.logged(next), &s.eventTypes, s.subjectOf(next.Subject), bodyOwned)
 	case keep:
-		at = s.deliveries.add(s.logBody(packDelivery(next, &s.eventTypes, s.subjectOf(next.Subject), bodyOwned)))
+		at = s.deliveries.add(packDelivery(s.logged(next), &s.eventTypes, s.subjectOf(next.Subject), bodyOwned))
 	case had:
 		s.deliveries.remove(at)
 	}
@@ -1033,11 +1033,11 @@ func (s *Store) restoreDeliveries(rows []projections.Delivery, st *feedRestore) 
 		for i := range rows {
 			d := &rows[i]
 			subj := s.subjectOf(d.Subject)
-			r := packDelivery(*d, &s.eventTypes, subj, true)
-			if !st.bodiesInLog {
+			r := packDelivery(s.logged(*d), &s.eventTypes, subj, true)
+			if d.Body == nil && !st.bodiesInLog {
 				r.flags &^= bodyLogged // a nil body is an erased one (empty)
 			}
-			at := s.deliveries.add(ownTexts(s.logBody(r)))
+			at := s.deliveries.add(ownTexts(r))
 			if subj != nil {
 				subj.add(at)
 			}

@@ -31,10 +31,10 @@ func (s *Store) KeepBodiesInLog(l BodyLog) { s.bodyLog = l }
 // no log to read it from (a snapshot written with one, restored without).
 var errNoBodyLog = errors.New("memory: a delivery's body is in the log, and this store reads no log")
 
-// final says whether the row's delivery has no attempt to come unless it
-// is resent: a status of no code (none the platform writes) is not.
-func (r *deliveryRow) final() bool {
-	switch statusNames[r.status] {
+// final says whether a delivery of status has no attempt to come unless
+// it is resent.
+func final(status string) bool {
+	switch status {
 	case domain.DeliveryDelivered, domain.DeliveryAbandoned, domain.DeliveryDeadLetter, domain.DeliverySkipped:
 		return true
 	}
@@ -47,11 +47,21 @@ func (r *deliveryRow) erased() bool {
 	return r.flags&(bodyTail|bodyLogged) == 0 && len(r.body) == 0
 }
 
-// logBody is r without its body when the store reads bodies from the log
-// and r is final: the body is its event's, at r's cursor. An erased body
+// logged is d without its body (nil, which packDelivery keeps as a body
+// in the log) when the store reads bodies from the log and d is final, so
+// that the body is not copied into the row to be dropped. An erased body
 // stays (empty), so that it reads as erased without the log.
+func (s *Store) logged(d projections.Delivery) projections.Delivery {
+	if s.bodyLog != nil && len(d.Body) > 0 && final(d.Status) {
+		d.Body = nil
+	}
+	return d
+}
+
+// logBody is r without its body when the store reads bodies from the log
+// and r is final (as logged, for a row's change of state).
 func (s *Store) logBody(r deliveryRow) deliveryRow {
-	if s.bodyLog == nil || r.erased() || !r.final() {
+	if s.bodyLog == nil || r.erased() || !final(statusNames[r.status]) {
 		return r
 	}
 	r.body, r.flags = "", r.flags&^bodyTail|bodyLogged
