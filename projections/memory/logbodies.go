@@ -18,13 +18,14 @@ type BodyLog interface {
 }
 
 // KeepBodiesInLog makes the deliveries read model drop a delivery's body
-// once the delivery is final (delivered, abandoned, dead letter, skipped),
-// when the sender has no more use of it, and read it from l whenever a
-// read returns it: the body is most of what a delivery weighs, and the log
-// holds it anyway. A pending or retrying delivery keeps its body, so the
-// sender's attempts read it from memory. Only deliveries the projector
-// made from the log may be put then (their Cursor is their event's
-// position). Call it before the store is used.
+// once the delivery is final (delivered, abandoned, dead letter, skipped)
+// and read it from l whenever a read returns it: the body is most of what
+// a delivery weighs, and the log holds it anyway. A pending or retrying
+// delivery keeps its body while it is being sent, when the routes read it
+// most (the sender sends the body of the delivery's stream, not the read
+// model's). Only deliveries the projector made from the log may be put
+// then (their Cursor is their event's position). Call it before the store
+// is used.
 func (s *Store) KeepBodiesInLog(l BodyLog) { s.bodyLog = l }
 
 // errNoBodyLog is a read of a body the rows do not hold, by a store given
