@@ -69,7 +69,7 @@ func (a *API) cursorStart(ctx context.Context, appID int64, cursor string) (afte
 		v.Add("cursor", "must be a cursor returned by GET /open/v1/webhooks/events")
 		return events.Position{}, events.Position{}, v
 	}
-	next, err := a.Deliveries.Deliveries(ctx, domain.DeliveryFilter{AppID: appID, After: pos, Limit: 1, Feed: true})
+	next, err := a.Deliveries.Deliveries(ctx, domain.DeliveryFilter{AppID: appID, After: pos, Limit: 1, Feed: true, WithoutBodies: true})
 	if err != nil {
 		return events.Position{}, events.Position{}, err
 	}

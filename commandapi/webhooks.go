@@ -153,7 +153,7 @@ func (a *API) resendMatching(ctx context.Context, f domain.DeliveryFilter, limit
 	deadline := time.Now().Add(bulkResendBudget)
 	examined := 0
 	for {
-		f.Limit = min(500, limit-examined)
+		f.Limit, f.WithoutBodies = min(500, limit-examined), true
 		page, err := a.Deliveries.Deliveries(ctx, f)
 		if err != nil {
 			return n, "", last, err

@@ -66,6 +66,11 @@ type DeliveryFilter struct {
 	Newest bool
 	Before events.Position
 	Limit  int
+	// WithoutBodies says the caller reads no delivery's Body (a list
+	// without payloads, a count, ids to resend): a store that reads a
+	// final delivery's body from the log (the in-memory one) leaves it nil
+	// rather than read it.
+	WithoutBodies bool
 }
 
 // DueDelivery is a due delivery as the sender queues it: which one, and

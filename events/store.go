@@ -35,6 +35,15 @@ func (p Position) Less(q Position) bool {
 // IsZero reports whether p is the start of the log.
 func (p Position) IsZero() bool { return p.Commit == 0 && p.Prepare == 0 }
 
+// Before is the position just below p, no event's: ReadAll(ctx, p.Before(),
+// 1) reads the event at p, if there is one (every store's conformance).
+func (p Position) Before() Position {
+	if p.Prepare == 0 {
+		return Position{Commit: p.Commit - 1, Prepare: ^uint64(0)}
+	}
+	return Position{Commit: p.Commit, Prepare: p.Prepare - 1}
+}
+
 // String renders the position the way operators see it in logs and history.
 func (p Position) String() string { return fmt.Sprintf("%d/%d", p.Commit, p.Prepare) }
 

@@ -50,7 +50,7 @@ func (s *Server) health(ctx context.Context, appID, endpointID int64) (endpointH
 	now := s.Now().UTC()
 	since := now.Add(-healthWindow)
 	list, err := s.ReadModel.Deliveries(ctx, domain.DeliveryFilter{AppID: appID, EndpointID: &endpointID, From: since,
-		Newest: true, Limit: healthDeliveries})
+		Newest: true, Limit: healthDeliveries, WithoutBodies: true})
 	if err != nil {
 		return endpointHealth{}, err
 	}

@@ -97,11 +97,7 @@ func (j *Journal) Restore(ctx context.Context, cp events.Position, positions []e
 		if cp.Less(pos) {
 			return fmt.Errorf("journal %s: event at %s is after its checkpoint %s", j.Name(), pos, cp)
 		}
-		before := events.Position{Commit: pos.Commit, Prepare: pos.Prepare - 1}
-		if pos.Prepare == 0 {
-			before = events.Position{Commit: pos.Commit - 1, Prepare: ^uint64(0)}
-		}
-		recs, err := j.Log.ReadAll(ctx, before, 1)
+		recs, err := j.Log.ReadAll(ctx, pos.Before(), 1)
 		if err != nil {
 			return fmt.Errorf("journal %s: read %s: %w", j.Name(), pos, err)
 		}

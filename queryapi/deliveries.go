@@ -139,6 +139,7 @@ func deliveryView(d projections.Delivery, withPayload, operator bool) map[string
 }
 
 func (q *API) listDeliveries(w http.ResponseWriter, r *http.Request, f domain.DeliveryFilter, operator bool) error {
+	f.WithoutBodies = true // a list shows no payload
 	list, err := q.Deliveries.Deliveries(r.Context(), f)
 	if err != nil {
 		return err

@@ -36,6 +36,7 @@ func Run(t *testing.T, open func(t *testing.T) events.Store) {
 		{"Idempotent", testIdempotent},
 		{"ReadStream", testReadStream},
 		{"ReadAll", testReadAll},
+		{"ReadAt", testReadAt},
 		{"Head", testHead},
 		{"SubscribeFromZero", testSubscribeFromZero},
 		{"SubscribeFromCheckpoint", testSubscribeFromCheckpoint},
@@ -294,6 +295,32 @@ func testReadAll(f *fixture) {
 	}
 	if len(two) != 2 || !mark.Less(two[0].Position) || !two[0].Position.Less(two[1].Position) {
 		f.t.Fatalf("ReadAll after %s limit 2 returned %d events %v", mark, len(two), ids(two))
+	}
+}
+
+// testReadAt reads each event alone by its position (a read of one from
+// just before it), as a read model reads back the event it keeps only the
+// position of.
+func testReadAt(f *fixture) {
+	mark := f.marker()
+	a, b := f.stream("at-a"), f.stream("at-b")
+	f.append(a, events.NoStream(), proposed(2, "storetest.at")...)
+	f.append(b, events.NoStream(), proposed(1, "storetest.at")...)
+	f.append(a, events.Exact(1), proposed(1, "storetest.at")...)
+	own := f.readOwn(mark, 100)
+	if len(own) != 4 {
+		f.t.Fatalf("ReadAll after marker: %d events, want 4", len(own))
+	}
+	ctx, cancel := context.WithTimeout(f.ctx, wait)
+	defer cancel()
+	for _, want := range own {
+		got, err := f.s.ReadAll(ctx, want.Position.Before(), 1)
+		if err != nil {
+			f.t.Fatalf("ReadAll before %s: %v", want.Position, err)
+		}
+		if len(got) != 1 || got[0].ID != want.ID || got[0].Position != want.Position {
+			f.t.Fatalf("ReadAll before %s, limit 1: %v, want %s at %s", want.Position, ids(got), want.ID, want.Position)
+		}
 	}
 }
 

@@ -154,6 +154,11 @@ func Open(ctx context.Context, cfg Config) (_ *Node, err error) {
 	if n.own(rm.closers, "read models", rm.adapter); err != nil {
 		return nil, err
 	}
+	if mem, ok := rm.store.(*memory.Store); ok {
+		// Final deliveries' bodies are read from the log as the
+		// projections read it, through the privacy layer.
+		mem.KeepBodiesInLog(projections.LogBodies{Log: n.Events, Registry: n.Registry})
+	}
 	n.ReadModel, n.shared, n.pool, n.Leases, n.snapshots, n.Adapters["leases"] = rm.store, rm.shared, rm.pool, n.Metrics.Leases(rm.leases), rm.snapshots, rm.leasing
 	if err := n.checkOperatorToken(ctx, cfg, madeUp); err != nil {
 		return nil, err

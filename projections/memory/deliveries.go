@@ -438,9 +438,9 @@ func (s *Store) setDelivery(cur projections.Delivery, had bool, next projections
 	}
 	switch {
 	case had && keep:
-		*s.deliveries.at(at) = packDelivery(next, &s.eventTypes, s.subjectOf(next.Subject), bodyOwned)
+		*s.deliveries.at(at) = packDelivery(s.logged(next), &s.eventTypes, s.subjectOf(next.Subject), bodyOwned)
 	case keep:
-		at = s.deliveries.add(packDelivery(next, &s.eventTypes, s.subjectOf(next.Subject), bodyOwned))
+		at = s.deliveries.add(packDelivery(s.logged(next), &s.eventTypes, s.subjectOf(next.Subject), bodyOwned))
 	case had:
 		s.deliveries.remove(at)
 	}
@@ -547,20 +547,42 @@ func (s *Store) Delivery(ctx context.Context, appID int64, id string) (projectio
 		return projections.Delivery{}, nil, err
 	}
 	s.deliveriesMu.RLock()
-	defer s.deliveriesMu.RUnlock()
 	r, ok := s.deliveries.get(id)
 	if !ok || (appID != 0 && r.appID != appID) {
+		s.deliveriesMu.RUnlock()
 		return projections.Delivery{}, nil, projections.ErrNotFound
 	}
 	as := make([]projections.Attempt, len(s.attempts[id]))
 	for i, a := range s.attempts[id] {
 		as[i] = copyAttempt(a)
 	}
-	return r.read(id, &s.eventTypes), as, nil
+	d := []projections.Delivery{r.read(id, &s.eventTypes)}
+	s.deliveriesMu.RUnlock()
+	// A body in the log is read without the lock, which writers wait on.
+	if err := s.fillBodies(ctx, d); err != nil {
+		return projections.Delivery{}, nil, err
+	}
+	return d[0], as, nil
 }
 
-// Deliveries walks a cursor index from f.After, so a feed page costs its rows, not the log's.
+// Deliveries walks a cursor index from f.After, so a feed page costs its
+// rows, not the log's; the bodies of the page's final deliveries are read
+// from the log, one event each, once the page is listed (unless
+// f.WithoutBodies: then they are nil).
 func (s *Store) Deliveries(ctx context.Context, f domain.DeliveryFilter) ([]projections.Delivery, error) {
+	out, err := s.listDeliveries(ctx, f)
+	if err != nil || f.WithoutBodies {
+		return out, err
+	}
+	if err := s.fillBodies(ctx, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// listDeliveries is Deliveries under the read lock, the bodies in the log
+// left nil.
+func (s *Store) listDeliveries(ctx context.Context, f domain.DeliveryFilter) ([]projections.Delivery, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -703,7 +725,11 @@ func (t *tx) Delivery(ctx context.Context, id string) (projections.Delivery, err
 	if !ok {
 		return projections.Delivery{}, projections.ErrNotFound
 	}
-	return r.read(id, &t.s.eventTypes), nil
+	d := []projections.Delivery{r.read(id, &t.s.eventTypes)}
+	if err := t.s.fillBodies(ctx, d); err != nil {
+		return projections.Delivery{}, err
+	}
+	return d[0], nil
 }
 
 func (t *tx) SubjectDeliveries(ctx context.Context, subject string) ([]projections.Delivery, error) {
@@ -716,6 +742,9 @@ func (t *tx) SubjectDeliveries(ctx context.Context, subject string) ([]projectio
 			row := t.s.deliveries.at(i)
 			out = append(out, row.read(row.deliveryID(), &t.s.eventTypes))
 		})
+	}
+	if err := t.s.fillBodies(ctx, out); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -791,7 +820,7 @@ func (t *tx) UpdateDeliveryState(ctx context.Context, id string, fn func(st *pro
 	r := s.deliveries.at(at)
 	d := r.head(&s.eventTypes)
 	st := d.State()
-	st.Erased = r.flags&bodyTail == 0 && len(r.body) == 0
+	st.Erased = r.erased()
 	// fn replaces pointers, never writes through them: the row's own
 	// pointees stay shared with a kept image and the undo.
 	fn(&st)
@@ -808,7 +837,7 @@ func (t *tx) UpdateDeliveryState(ctx context.Context, id string, fn func(st *pro
 		st.LastErrorClass = cloneStr(st.LastErrorClass)
 	}
 	st.UpdatedAt = normTime(st.UpdatedAt)
-	prev := s.restate(id, at, r.withState(st))
+	prev := s.restate(id, at, s.logBody(r.withState(st)))
 	t.keepUndo(func() { s.restate(id, at, prev) })
 	return nil
 }
@@ -953,6 +982,9 @@ type feedRestore struct {
 	n        int     // deliveries restored
 	last     feedKey // the last one's key (its own copy)
 	unsorted bool    // a source position came before one restored earlier
+	// bodiesInLog: a nil body is in the log (snapfile.Image.BodiesInLog),
+	// else an erased one.
+	bodiesInLog bool
 }
 
 // restoreDeliveries adds rows, the next part of an image's deliveries
@@ -1001,7 +1033,11 @@ func (s *Store) restoreDeliveries(rows []projections.Delivery, st *feedRestore) 
 		for i := range rows {
 			d := &rows[i]
 			subj := s.subjectOf(d.Subject)
-			at := s.deliveries.add(ownTexts(packDelivery(*d, &s.eventTypes, subj, true)))
+			r := packDelivery(s.logged(*d), &s.eventTypes, subj, true)
+			if d.Body == nil && !st.bodiesInLog {
+				r.flags &^= bodyLogged // a nil body is an erased one (empty)
+			}
+			at := s.deliveries.add(ownTexts(r))
 			if subj != nil {
 				subj.add(at)
 			}

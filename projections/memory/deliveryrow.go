@@ -23,7 +23,9 @@ import (
 // microseconds, the positions one sequence number each when commit equals
 // prepare (the embedded log's), the source event's id its 16 bytes when it
 // is a uuid in its canonical text, the body without the start the row
-// already holds (bodyTail); what only some deliveries have (an attempt's
+// already holds (bodyTail), or nothing once the delivery is final and its
+// body is read from the log (bodyLogged: Store.KeepBodiesInLog); what only
+// some deliveries have (an attempt's
 // outcome, the next attempt, positions of another form, a status or event
 // type of no code, a source id of another form) is behind more, nil for
 // most.
@@ -33,7 +35,7 @@ type deliveryRow struct {
 	cursor, source    uint64       // Commit (= Prepare) unless more.positions
 	created, updated  int64        // UnixMicro, UTC
 	sourceEventID     uuid16       // when flags&sourceUUID
-	body              string       // the whole body, or its tail when flags&bodyTail
+	body              string       // the whole body, its tail when flags&bodyTail, "" when flags&bodyLogged
 	subject           *subjectRows // nil: no subject
 	more              *deliveryMore
 	attempts          int32
@@ -44,10 +46,10 @@ type deliveryRow struct {
 
 // The row's flags.
 const (
-	hasBody    uint8 = 1 << iota // Body was non-nil
-	bodyTail                     // body is what follows the head appendBodyHead writes
+	bodyTail   uint8 = 1 << iota // body is what follows the head appendBodyHead writes
 	sourceUUID                   // sourceEventID holds the source event's id
 	idUUID                       // id holds the delivery's id
+	bodyLogged                   // the body is the one of the event at cursor, read from the log
 )
 
 type deliveryMore struct {
@@ -112,7 +114,8 @@ func seqForm(p events.Position) bool { return p.Commit == p.Prepare }
 // packDelivery makes the row of d, whose times are normalized (UTC, whole
 // microseconds) and whose pointees the store owns from now on, with its
 // event type numbered in types and subj its subject's entry (nil for
-// none). A body that starts as bodyHead writes it keeps only the rest, in
+// none). A nil body is one in the log (bodyLogged), as view gives it. A
+// body that starts as bodyHead writes it keeps only the rest, in
 // an allocation of its own (so that the whole body is not kept alive by
 // it); any other body is copied, or kept sharing d's bytes when
 // bodyOwned says the store owns them. So a caller's body is copied here
@@ -132,16 +135,15 @@ func packDelivery(d projections.Delivery, types *eventTypes, subj *subjectRows, 
 	} else {
 		m.id, need = d.DeliveryID, true
 	}
-	if d.Body != nil {
-		r.flags |= hasBody
-		switch n := headLen(d.Body, d.EventType, d.DeliveryID, d.AppID); {
-		case n > 0:
-			r.body, r.flags = string(d.Body[n:]), r.flags|bodyTail
-		case bodyOwned || len(d.Body) == 0: // an empty body shares nothing, and reads back empty, not nil
-			r.body = unsafe.String(unsafe.SliceData(d.Body), len(d.Body))
-		default:
-			r.body = string(d.Body)
-		}
+	switch n := headLen(d.Body, d.EventType, d.DeliveryID, d.AppID); {
+	case d.Body == nil: // view's for a body in the log
+		r.flags |= bodyLogged
+	case n > 0:
+		r.body, r.flags = string(d.Body[n:]), r.flags|bodyTail
+	case bodyOwned || len(d.Body) == 0: // an empty body shares nothing, and reads back empty, not nil
+		r.body = unsafe.String(unsafe.SliceData(d.Body), len(d.Body))
+	default:
+		r.body = string(d.Body)
 	}
 	if u, ok := parseUUID(d.SourceEventID); ok {
 		r.sourceEventID, r.flags = u, r.flags|sourceUUID
@@ -183,7 +185,7 @@ func packDelivery(d projections.Delivery, types *eventTypes, subj *subjectRows, 
 // for r alone: its texts are copied in place, so no second more leaves
 // the first as garbage among the rows that stay.
 func ownTexts(r deliveryRow) deliveryRow {
-	if r.flags&(hasBody|bodyTail) == hasBody {
+	if r.flags&(bodyTail|bodyLogged) == 0 {
 		r.body = strings.Clone(r.body)
 	}
 	if m := r.more; m != nil {
@@ -287,9 +289,9 @@ func (r *deliveryRow) head(types *eventTypes) projections.Delivery {
 
 // view is the delivery of row r, whose id is id (the text the row was
 // found by, or deliveryID's) and whose event type is numbered in types,
-// whole: a body kept as its tail is written out anew, any other
-// body and the pointees are the row's own, to read only (read before
-// handing it out).
+// whole but for a body in the log (nil: bodyLogged): a body kept as its
+// tail is written out anew, any other body and the pointees are the row's
+// own, to read only (read before handing it out).
 func (r *deliveryRow) view(id string, types *eventTypes) projections.Delivery {
 	d := r.head(types)
 	d.DeliveryID = id
@@ -297,8 +299,12 @@ func (r *deliveryRow) view(id string, types *eventTypes) projections.Delivery {
 	case r.flags&bodyTail != 0:
 		d.Body = appendBodyHead(make([]byte, 0, headSize(d.EventType, id, d.AppID)+len(r.body)), d.EventType, id, d.AppID)
 		d.Body = append(d.Body, r.body...)
-	case r.flags&hasBody != 0:
+	case r.flags&bodyLogged != 0: // nil: in the log
+	default:
 		d.Body = unsafe.Slice(unsafe.StringData(r.body), len(r.body))
+		if d.Body == nil { // erased: empty, which an image tells from nil
+			d.Body = []byte{}
+		}
 	}
 	switch {
 	case r.flags&sourceUUID != 0:
@@ -310,11 +316,12 @@ func (r *deliveryRow) view(id string, types *eventTypes) projections.Delivery {
 }
 
 // read is the delivery id of row r as the store's reads answer it: its
-// body (never nil, as the Postgres store reads an empty bytea) and
-// pointees are the caller's own.
+// body (never nil, as the Postgres store reads an empty bytea, but for a
+// body in the log, which Store.fillBodies then reads) and pointees are the
+// caller's own.
 func (r *deliveryRow) read(id string, types *eventTypes) projections.Delivery {
 	d := r.view(id, types)
-	if r.flags&bodyTail == 0 {
+	if r.flags&(bodyTail|bodyLogged) == 0 {
 		d.Body = append([]byte{}, d.Body...)
 	}
 	d.NextAttemptAt, d.LastStatus, d.LastError = cloneTime(d.NextAttemptAt), cloneIntPtr(d.LastStatus), cloneStr(d.LastError)

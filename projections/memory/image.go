@@ -91,7 +91,7 @@ func (s *Store) Image(ctx context.Context, f projections.ReadModel) (snapfile.Im
 	if err != nil {
 		return snapfile.Image{}, err
 	}
-	im := snapfile.Image{ReadModel: f}
+	im := snapfile.Image{ReadModel: f, BodiesInLog: f == projections.ReadModelDeliveries}
 	var sort []func()
 	mu.RLock()
 	s.cpMu.Lock()
@@ -156,7 +156,7 @@ func (s *Store) Image(ctx context.Context, f projections.ReadModel) (snapfile.Im
 // afterwards. It copies whatever it keeps of the texts of users, members
 // and deliveries, which view a snapshot's decoded sections (snapfile.Image).
 func (s *Store) Restore(ctx context.Context, im snapfile.Image) error {
-	r, err := s.Restoring(ctx, snapfile.ReadModel{ReadModel: im.ReadModel, Checkpoint: im.Checkpoint}, tableCounts(&im))
+	r, err := s.Restoring(ctx, snapfile.ReadModel{ReadModel: im.ReadModel, Checkpoint: im.Checkpoint, BodiesInLog: im.BodiesInLog}, tableCounts(&im))
 	if err != nil {
 		return err
 	}
@@ -192,7 +192,7 @@ func (s *Store) Restoring(ctx context.Context, rm snapfile.ReadModel, rows []int
 	}
 	s.presize(rm.ReadModel, rowCounts{users: n(snapfile.TableUsers), groups: n(snapfile.TableGroups), members: n(snapfile.TableMembers),
 		deliveries: n(snapfile.TableDeliveries), attempts: n(snapfile.TableAttempts)})
-	r := &restoring{s: s, ctx: ctx, rm: rm, mu: mu, empty: empty}
+	r := &restoring{s: s, ctx: ctx, rm: rm, mu: mu, empty: empty, feed: feedRestore{bodiesInLog: rm.BodiesInLog}}
 	if d := n(snapfile.TableDeliveries); d > 0 && rm.ReadModel == projections.ReadModelDeliveries {
 		// Nearly every delivery has a source position of its own.
 		s.sources = make([]sourceCount, 0, d)

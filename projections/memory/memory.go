@@ -73,6 +73,10 @@ type Store struct {
 
 	// onReset (see OnReset) hears of every reset, after the read model is empty.
 	onReset func(projections.ReadModel)
+
+	// bodyLog (see KeepBodiesInLog) reads the bodies of final deliveries,
+	// which the rows then do not hold; nil: every row holds its body.
+	bodyLog BodyLog
 }
 
 // OnReset registers fn to be called after a read model is emptied for a

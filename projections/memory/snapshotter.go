@@ -309,11 +309,7 @@ func eventIDAt(ctx context.Context, log SnapshotLog, pos events.Position) (strin
 	if pos.IsZero() {
 		return "", nil
 	}
-	before := events.Position{Commit: pos.Commit, Prepare: pos.Prepare - 1}
-	if pos.Prepare == 0 {
-		before = events.Position{Commit: pos.Commit - 1, Prepare: ^uint64(0)}
-	}
-	recs, err := log.ReadAll(ctx, before, 1)
+	recs, err := log.ReadAll(ctx, pos.Before(), 1)
 	if err != nil {
 		return "", err
 	}

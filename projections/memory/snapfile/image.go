@@ -46,6 +46,13 @@ type Image struct {
 	// section at a time while Write encodes them, so a writer need not
 	// hold a second copy of a large read model's rows.
 	Paged Pager `json:"-"`
+
+	// BodiesInLog says that a delivery of a nil Body has its body in the
+	// log only, in the webhook.delivery.created event at its Cursor (the
+	// in-memory store keeps a final delivery's body there alone); an
+	// erased body is empty. Without it a nil Body is an erased one, as
+	// files written before it hold them.
+	BodiesInLog bool `json:"-"`
 }
 
 // Table names one table of an Image by its index in the file.

@@ -91,6 +91,9 @@ type ReadModel struct {
 	// Files written without it are read by assembling each table from
 	// its sections.
 	Tables []int `json:"tables,omitempty"`
+	// BodiesInLog is the image's (Image.BodiesInLog), which a restore
+	// needs before the rows.
+	BodiesInLog bool `json:"bodies_in_log,omitempty"`
 }
 
 // Write writes images to path atomically: a temporary file beside
@@ -107,6 +110,7 @@ func Write(path string, h Header, aead cipher.AEAD, images []Image, dirs []Direc
 		h.ReadModels = slices.Clone(h.ReadModels)
 		for i := range images {
 			h.ReadModels[i].Tables = tableRows(&images[i])
+			h.ReadModels[i].BodiesInLog = images[i].BodiesInLog
 		}
 	}
 	head, err := json.Marshal(h)

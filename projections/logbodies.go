@@ -1,0 +1,45 @@
+package projections
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/healthtech/partner-open-platform/events"
+	"github.com/healthtech/partner-open-platform/events/catalog"
+)
+
+// LogBodies reads deliveries' bodies back from the log: each from the
+// webhook.delivery.created event at the delivery's Cursor, decoded as
+// applyDelivery decodes it. Log is the log as the projections read it
+// (through the privacy layer), so a body whose person is erased reads
+// empty, as the read model blanks it at user.erased.
+type LogBodies struct {
+	Log      events.Store
+	Registry *events.Registry
+}
+
+// DeliveryBodies reads the bodies of the deliveries created at positions
+// (in any order), one read of the log each; the result's bodies are the
+// caller's own.
+func (l LogBodies) DeliveryBodies(ctx context.Context, positions []events.Position) ([][]byte, error) {
+	out := make([][]byte, len(positions))
+	for i, pos := range positions {
+		recs, err := l.Log.ReadAll(ctx, pos.Before(), 1)
+		if err != nil {
+			return nil, fmt.Errorf("delivery body at %s: %w", pos, err)
+		}
+		if len(recs) == 0 || recs[0].Position != pos {
+			return nil, fmt.Errorf("delivery body at %s: no event there", pos)
+		}
+		env, err := l.Registry.Decode(recs[0])
+		if err != nil {
+			return nil, fmt.Errorf("delivery body at %s: %w", pos, err)
+		}
+		p, ok := env.Payload.(*catalog.DeliveryCreated)
+		if !ok {
+			return nil, fmt.Errorf("delivery body at %s: the event there is a %s", pos, recs[0].Type)
+		}
+		out[i] = []byte(p.Body)
+	}
+	return out, nil
+}
