@@ -571,13 +571,14 @@ func feedOf(t *testing.T, s *memory.Store) (feed, due []string) {
 	return feed[:len(feed)/2], due // app 0 lists them all; apps 1-3 the same again, split
 }
 
-// Snapshots in the older formats (one gob stream; gob sections) written by
-// nodes before are still restored, and replaced by one in the current
+// Snapshots in the older formats (one gob stream; gob sections; the row
+// codec with every body in its row) written by nodes before are still restored, and replaced by one in the current
 // format as soon as the read models are ready.
 func TestOlderSnapshotFormatsAreRestoredThenRewritten(t *testing.T) {
 	writers := map[int]func(string, snapfile.Header, cipher.AEAD, []snapfile.Image, []snapfile.Directory) error{
 		1: snapfile.WriteV1,
 		2: snapfile.WriteV2,
+		3: snapfile.WriteV3,
 	}
 	for format, write := range writers {
 		t.Run(fmt.Sprintf("format %d", format), func(t *testing.T) { testOlderFormatRewritten(t, format, write) })
@@ -615,11 +616,11 @@ func testOlderFormatRewritten(t *testing.T, format int, write func(string, snapf
 	go func() { done <- s.Run(ctx, time.Hour, true, func(context.Context) error { return nil }) }()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		if h, err := snapfile.ReadHeader(f.path); err == nil && h.Version == 3 {
+		if h, err := snapfile.ReadHeader(f.path); err == nil && h.Version == snapfile.Version {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the format %d snapshot was not replaced by a format 3 one", format)
+			t.Fatalf("the format %d snapshot was not replaced by a format %d one", format, snapfile.Version)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

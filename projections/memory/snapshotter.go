@@ -246,8 +246,8 @@ func (s *Snapshotter) Load(ctx context.Context) (bool, error) {
 	s.held(h)
 	s.log().Info("read models restored from snapshot", "path", s.Path, "rows", rows.Load(), "created", h.Created,
 		"format", h.Version, "took", time.Since(began))
-	if h.Version < 3 {
-		// An older format reads slower: replace it once caught up (nothing
+	if h.Version < snapfile.Version {
+		// An older format reads slower or says less: replace it once caught up (nothing
 		// counts as written, so the next Write does not skip it).
 		s.rewrite, s.written = true, nil
 	}

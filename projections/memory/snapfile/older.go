@@ -1,8 +1,8 @@
 package snapfile
 
-// The writers of the two older formats, which nodes before version 3
-// wrote: the readers of those formats are tested against them, and the
-// in-memory store's snapshotter tests that it rewrites such a file.
+// The writers of the older formats, which nodes before the current
+// version wrote: the readers of those formats are tested against them, and
+// the in-memory store's snapshotter tests that it rewrites such a file.
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"os"
 	"reflect"
+	"slices"
 )
 
 // WriteV1 writes a snapshot in the first format (one gob stream
@@ -90,4 +91,15 @@ func WriteV2(path string, h Header, aead cipher.AEAD, images []Image, dirs []Dir
 		return err
 	}
 	return sw.close()
+}
+
+// WriteV3 writes a snapshot in the third format (the row codec, every
+// delivery's body in its row), as nodes before format 4 did.
+func WriteV3(path string, h Header, aead cipher.AEAD, images []Image, dirs []Directory) error {
+	images = slices.Clone(images)
+	for i := range images {
+		images[i].BodiesInLog = false
+	}
+	_, err := write(path, snapshotMagicV3, h, aead, images, dirs, nil)
+	return err
 }

@@ -34,8 +34,20 @@ import (
 // hand-written row codec (codec.go) instead of gob, which decodes several
 // times faster with far less garbage; a section holds any number of rows
 // (a write ends one at sectionRows rows or sectionBytes of them). Versions 1 (one gob stream) and 2 are
-// still read, and replaced by a version 3 file once the node has caught up.
-const snapshotMagic = "PLATFORM-READMODELS-SNAPSHOT-3\n"
+// still read, and replaced by a file of the current version once the node has
+// caught up. Version 4 is version 3 whose read models may say that a nil
+// delivery body is in the log (ReadModel.BodiesInLog): a node that reads
+// only version 3 would take those bodies for erased ones, so it refuses the
+// file (and replays the log) instead.
+const snapshotMagic = "PLATFORM-READMODELS-SNAPSHOT-4\n"
+
+// Version is the format Write writes; a restore of an older one is
+// replaced by one of this version once the node has caught up.
+const Version = 4
+
+// snapshotMagicV3 opens a snapshot of the third format: the row codec, and
+// every delivery's body in its row (a nil one erased).
+const snapshotMagicV3 = "PLATFORM-READMODELS-SNAPSHOT-3\n"
 
 // snapshotMagicV2 opens a snapshot of the second format (gob sections).
 const snapshotMagicV2 = "PLATFORM-READMODELS-SNAPSHOT-2\n"
@@ -106,6 +118,10 @@ type ReadModel struct {
 // section was read and encoded (paceRows rows), so the caller can rest the
 // writing goroutine between them.
 func Write(path string, h Header, aead cipher.AEAD, images []Image, dirs []Directory, pace func()) (int64, error) {
+	return write(path, snapshotMagic, h, aead, images, dirs, pace)
+}
+
+func write(path, magic string, h Header, aead cipher.AEAD, images []Image, dirs []Directory, pace func()) (int64, error) {
 	if len(h.ReadModels) == len(images) {
 		h.ReadModels = slices.Clone(h.ReadModels)
 		for i := range images {
@@ -130,7 +146,7 @@ func Write(path string, h Header, aead cipher.AEAD, images []Image, dirs []Direc
 		}
 	}()
 	var pre []byte
-	pre = append(pre, snapshotMagic...)
+	pre = append(pre, magic...)
 	pre = binary.BigEndian.AppendUint32(pre, uint32(len(head)))
 	pre = append(pre, head...)
 	if _, err := f.Write(pre); err != nil {
@@ -185,15 +201,17 @@ func ReadHeader(path string) (Header, error) {
 }
 
 // readHeader reads the magic and the header; it returns the format
-// version (1, 2 or 3) and the header's bytes, which every chunk is bound to.
+// version (1 to Version) and the header's bytes, which every chunk is bound to.
 func readHeader(r io.Reader) (Header, []byte, int, error) {
 	pre := make([]byte, len(snapshotMagic)+4)
 	if _, err := io.ReadFull(r, pre); err != nil {
 		return Header{}, nil, 0, fmt.Errorf("%w: header: %v", ErrInvalid, err)
 	}
-	version := 3
+	version := Version
 	switch string(pre[:len(snapshotMagic)]) {
 	case snapshotMagic:
+	case snapshotMagicV3:
+		version = 3
 	case snapshotMagicV2:
 		version = 2
 	case snapshotMagicV1:
@@ -214,6 +232,11 @@ func readHeader(r io.Reader) (Header, []byte, int, error) {
 		return Header{}, nil, 0, fmt.Errorf("%w: header: %v", ErrInvalid, err)
 	}
 	h.Version = version
+	if version < 4 {
+		for i := range h.ReadModels { // no body of these is in the log
+			h.ReadModels[i].BodiesInLog = false
+		}
+	}
 	return h, head, version, nil
 }
 
