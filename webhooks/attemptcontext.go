@@ -12,10 +12,10 @@ import (
 // timeout), the outcome's record at its own deadline, and the wait for the
 // projection also when the sender stops. One is kept by each goroutine
 // that runs attempts and set again for each phase: a context per phase
-// (the budget's, the POST's, the record's, and the registration that ended
-// the wait with the sender) was four timers, four contexts and the
-// sender's context's lock taken twice per attempt, about 15 allocations
-// of a delivery's 137 (BenchmarkSoleAttemptOutOfProcess).
+// (the budget's, the POST's, the record's, and a registration with the
+// sender's context to end the wait) costs four timers, four contexts and
+// that shared context's lock taken twice per attempt, about 15
+// allocations (BenchmarkSoleAttemptOutOfProcess).
 //
 // Its values are the attempt's (set by begin); its cancellation is its
 // own. A request's context that outlives the request (the transport's
@@ -101,11 +101,20 @@ func (c *attemptContext) narrow(deadline time.Time) {
 
 // waitUntilStopped has the running phase end also when the sender stops
 // (at once if it has).
-func (c *attemptContext) waitUntilStopped() {
+func (c *attemptContext) waitUntilStopped() { c.noteStop(true, false) }
+
+// senderStopped ends a waiting phase, and marks the sender stopped for
+// the next one.
+func (c *attemptContext) senderStopped() { c.noteStop(false, true) }
+
+// noteStop notes that the phase waits for the sender's stop (waiting) or
+// that the sender stopped, and ends a waiting phase of a stopped sender.
+func (c *attemptContext) noteStop(waiting, stopped bool) {
 	c.mu.Lock()
-	c.waiting = true
+	c.waiting = c.waiting || waiting
+	c.stopped = c.stopped || stopped
 	var ended []afterFunc
-	if c.stopped && c.err == nil {
+	if c.waiting && c.stopped && c.err == nil {
 		ended = c.end(context.Canceled)
 	}
 	c.unlock(ended)
@@ -144,18 +153,6 @@ func (c *attemptContext) fire() {
 	var ended []afterFunc
 	if c.err == nil && !c.deadline.IsZero() {
 		ended = c.arm(c.deadline)
-	}
-	c.unlock(ended)
-}
-
-// senderStopped ends a waiting phase, and marks the sender stopped for
-// the next one.
-func (c *attemptContext) senderStopped() {
-	c.mu.Lock()
-	c.stopped = true
-	var ended []afterFunc
-	if c.waiting && c.err == nil {
-		ended = c.end(context.Canceled)
 	}
 	c.unlock(ended)
 }
