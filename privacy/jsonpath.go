@@ -110,7 +110,7 @@ func (n *pathNode) named(key []byte, escaped bool) []pathChild {
 // keys yield more), appending to buf[:0] (made anew if smaller than
 // expect) so that a caller can reuse one buffer across documents.
 func findAllInto(buf []pathSpan, data []byte, root *pathNode, expect int) ([]pathSpan, error) {
-	i := skipWS(data, 0)
+	i := jsoncodec.SkipSpace(data, 0)
 	if root.leaf < 0 && (len(root.children) == 0 || i >= len(data) || data[i] != '{') {
 		return nil, nil // no path names anything in a document that is no object
 	}
@@ -148,7 +148,7 @@ func walk(data []byte, i int, n *pathNode, out *[]pathSpan) (int, error) {
 
 // walkObject scans the object at i, visiting the members n names.
 func walkObject(data []byte, i int, n *pathNode, out *[]pathSpan) (int, error) {
-	i = skipWS(data, i+1)
+	i = jsoncodec.SkipSpace(data, i+1)
 	if i < len(data) && data[i] == '}' {
 		return i + 1, nil
 	}
@@ -161,11 +161,11 @@ func walkObject(data []byte, i int, n *pathNode, out *[]pathSpan) (int, error) {
 			return 0, err
 		}
 		key := data[i:kend]
-		i = skipWS(data, kend)
+		i = jsoncodec.SkipSpace(data, kend)
 		if i >= len(data) || data[i] != ':' {
 			return 0, errSyntax
 		}
-		i = skipWS(data, i+1)
+		i = jsoncodec.SkipSpace(data, i+1)
 		vend := -1
 		for _, c := range n.named(key, escaped) {
 			if !keyIs(key, escaped, c.name) {
@@ -190,7 +190,7 @@ func walkObject(data []byte, i int, n *pathNode, out *[]pathSpan) (int, error) {
 				return 0, err
 			}
 		}
-		i = skipWS(data, vend)
+		i = jsoncodec.SkipSpace(data, vend)
 		if i >= len(data) {
 			return 0, errSyntax
 		}
@@ -200,13 +200,13 @@ func walkObject(data []byte, i int, n *pathNode, out *[]pathSpan) (int, error) {
 		if data[i] != ',' {
 			return 0, errSyntax
 		}
-		i = skipWS(data, i+1)
+		i = jsoncodec.SkipSpace(data, i+1)
 	}
 }
 
 // walkArray visits every element of the array at i as node n.
 func walkArray(data []byte, i int, n *pathNode, out *[]pathSpan) (int, error) {
-	i = skipWS(data, i+1)
+	i = jsoncodec.SkipSpace(data, i+1)
 	if i < len(data) && data[i] == ']' {
 		return i + 1, nil
 	}
@@ -215,7 +215,7 @@ func walkArray(data []byte, i int, n *pathNode, out *[]pathSpan) (int, error) {
 		if err != nil {
 			return 0, err
 		}
-		i = skipWS(data, end)
+		i = jsoncodec.SkipSpace(data, end)
 		if i >= len(data) {
 			return 0, errSyntax
 		}
@@ -225,7 +225,7 @@ func walkArray(data []byte, i int, n *pathNode, out *[]pathSpan) (int, error) {
 		if data[i] != ',' {
 			return 0, errSyntax
 		}
-		i = skipWS(data, i+1)
+		i = jsoncodec.SkipSpace(data, i+1)
 	}
 }
 
@@ -250,15 +250,6 @@ func escapedKeyIs(raw []byte, name string) bool {
 	}
 	var s string
 	return json.Unmarshal(raw, &s) == nil && s == name
-}
-
-// skipWS passes the white space at i, rarely any in a stored event: a byte
-// above the space ends it in one comparison.
-func skipWS(data []byte, i int) int {
-	for i < len(data) && data[i] <= ' ' && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r') {
-		i++
-	}
-	return i
 }
 
 // skipString returns the end of the string starting at i and whether it

@@ -53,7 +53,7 @@ func Decode(data []byte, fields func(*Fields)) bool {
 	f.open()
 	fields(f)
 	f.closeRead()
-	ok := !f.bad && skipSpace(f.r.s, f.r.i) == len(f.r.s)
+	ok := !f.bad && SkipSpace(f.r.s, f.r.i) == len(f.r.s)
 	*f = Fields{} // keeps nothing of data
 	decoders.Put(f)
 	return ok

@@ -32,12 +32,12 @@ type Reader struct {
 // allocation.
 func ReadObjectString(doc string, field func(key string, r *Reader) bool) bool {
 	r := &Reader{s: doc}
-	return r.Object(field) && skipSpace(r.s, r.i) == len(r.s)
+	return r.Object(field) && SkipSpace(r.s, r.i) == len(r.s)
 }
 
 // ws skips white space and reports whether a byte follows.
 func (r *Reader) ws() bool {
-	r.i = skipSpace(r.s, r.i)
+	r.i = SkipSpace(r.s, r.i)
 	return r.i < len(r.s)
 }
 

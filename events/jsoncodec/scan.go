@@ -25,10 +25,10 @@ func view(data []byte) string {
 // allows 10,000 levels) are declined rather than validated here.
 const maxDepth = 128
 
-// skipSpace passes the white space at i. It runs before every key, colon,
-// value and comma, where there is rarely any: a byte above the space ends it
-// in one comparison.
-func skipSpace(s string, i int) int {
+// SkipSpace passes JSON's white space at i in s (a document as a string
+// or as bytes). It runs before every key, colon, value and comma, where
+// there is rarely any: a byte above the space ends it in one comparison.
+func SkipSpace[T string | []byte](s T, i int) int {
 	for i < len(s) && s[i] <= ' ' && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r') {
 		i++
 	}
@@ -211,7 +211,7 @@ func skipValue(s string, i int) int {
 			if s[i] == '[' {
 				closer = ']'
 			}
-			i = skipSpace(s, i+1)
+			i = SkipSpace(s, i+1)
 			if i < len(s) && s[i] == closer {
 				i++
 				break
@@ -246,7 +246,7 @@ func skipValue(s string, i int) int {
 			if depth == 0 {
 				return i
 			}
-			i = skipSpace(s, i)
+			i = SkipSpace(s, i)
 			if i >= len(s) {
 				return -1
 			}
@@ -258,7 +258,7 @@ func skipValue(s string, i int) int {
 			if s[i] != ',' {
 				return -1
 			}
-			i = skipSpace(s, i+1)
+			i = SkipSpace(s, i+1)
 			if closers[depth-1] == '}' {
 				if i = member(s, i); i < 0 {
 					return -1
@@ -276,11 +276,11 @@ func member(s string, i int) int {
 	if i < 0 {
 		return -1
 	}
-	i = skipSpace(s, i)
+	i = SkipSpace(s, i)
 	if i >= len(s) || s[i] != ':' {
 		return -1
 	}
-	return skipSpace(s, i+1)
+	return SkipSpace(s, i+1)
 }
 
 // Unquote appends the validated JSON string raw (quotes included; a
