@@ -27,10 +27,13 @@ type Fields struct {
 	b     []byte
 	first bool
 	// Decoding: the reader, the next member's key, or end when the
-	// object closed.
-	r   Reader
-	key string
-	end bool
+	// object closed. unread is a key not read yet, at r.i: the field
+	// named next reads it (at), most often by comparing its raw text with
+	// its own name.
+	r      Reader
+	key    string
+	end    bool
+	unread bool
 }
 
 // Encoding: the caller starts with Write, runs the struct's fields method
@@ -96,17 +99,23 @@ func (f *Fields) open() {
 		f.key, f.end = "", true
 		return
 	}
-	f.readKey()
+	f.key, f.end, f.unread = "", false, true
 }
 
+// readKey reads the unread key and its colon.
 func (f *Fields) readKey() {
 	key, ok := f.r.key()
+	f.key, f.unread = key, false
+	f.colon(ok)
+}
+
+// colon consumes the colon after a key read (ok) as the member's.
+func (f *Fields) colon(ok bool) {
 	if !ok || !f.r.ws() || f.r.s[f.r.i] != ':' {
 		f.bad = true
 		return
 	}
 	f.r.i++
-	f.key, f.end = key, false
 }
 
 // next moves past a member's value: to the next key, or end.
@@ -119,7 +128,7 @@ func (f *Fields) next() {
 	switch r.s[r.i] {
 	case ',':
 		r.i++
-		f.readKey()
+		f.key, f.end, f.unread = "", false, true
 	case '}':
 		r.i++
 		f.key, f.end = "", true
@@ -140,7 +149,18 @@ func (f *Fields) closeRead() {
 // decoding field that is not next keeps its zero value.
 func (f *Fields) at(name string) bool {
 	if f.decoding {
-		return !f.bad && !f.end && f.key == name
+		if f.bad || f.end {
+			return false
+		}
+		if f.unread {
+			if f.r.keyIs(name) {
+				f.key, f.unread = name, false
+				f.colon(true)
+				return !f.bad
+			}
+			f.readKey()
+		}
+		return !f.bad && f.key == name
 	}
 	n := len(f.b)
 	if cap(f.b)-n < len(name)+4 {

@@ -124,6 +124,22 @@ func (r *Reader) key() (string, bool) {
 	return key, true
 }
 
+// keyIs consumes the object key name if it is next, spelled as it is: a
+// field's name is plain ASCII (a struct tag), which as a key without
+// escapes is spelled one way only, so its raw text decides what key
+// decides, without scanning the key as any string.
+func (r *Reader) keyIs(name string) bool {
+	if !r.ws() {
+		return false
+	}
+	end := r.i + len(name) + 2
+	if end > len(r.s) || r.s[r.i] != '"' || r.s[end-1] != '"' || r.s[r.i+1:end-1] != name {
+		return false
+	}
+	r.i = end
+	return true
+}
+
 // Null consumes a null literal if one comes next.
 func (r *Reader) Null() bool {
 	if r.ws() && strings.HasPrefix(r.s[r.i:], "null") {
