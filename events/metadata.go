@@ -122,17 +122,22 @@ func (m *metaReader) integer() (int64, bool) {
 	return n, true
 }
 
-// str consumes the rest of a string whose opening quote is taken, and
-// its closing quote; only strings without escapes are read.
-func (m *metaReader) str() (string, bool) {
+// str consumes the rest of a non-empty string whose opening quote is
+// taken, and its closing quote, and returns the string's offsets in raw
+// (the document m reads); only strings without escapes are read.
+func (m *metaReader) str(raw []byte) (span, bool) {
 	end := bytes.IndexByte(m.r, '"')
-	if end < 0 || !plainJSON(string(m.r[:end])) {
-		return "", false
+	if end <= 0 || !plainJSON(string(m.r[:end])) {
+		return span{}, false
 	}
-	s := string(m.r[:end])
+	start := len(raw) - len(m.r)
 	m.r = m.r[end+1:]
-	return s, true
+	return span{start, start + end}, true
 }
+
+// span is a string's offsets in a metadata document; a zero span is
+// absent.
+type span struct{ start, end int }
 
 // readMetadata reads the shape appendMetadata writes (every field in order,
 // optional ones omitted when zero, the time as any literal time.Time's
@@ -152,19 +157,12 @@ func readMetadata(raw []byte) (meta Metadata, ok bool) {
 			return Metadata{}, false
 		}
 	}
-	if m.take(`,"actor":"`) {
-		if meta.Actor, ok = m.str(); !ok || meta.Actor == "" {
-			return Metadata{}, false
-		}
-	}
-	if m.take(`,"request_id":"`) {
-		if meta.RequestID, ok = m.str(); !ok || meta.RequestID == "" {
-			return Metadata{}, false
-		}
-	}
-	if m.take(`,"traceparent":"`) {
-		if meta.Traceparent, ok = m.str(); !ok || meta.Traceparent == "" {
-			return Metadata{}, false
+	var strs [3]span // actor, request_id, traceparent
+	for k, key := range [3]string{`,"actor":"`, `,"request_id":"`, `,"traceparent":"`} {
+		if m.take(key) {
+			if strs[k], ok = m.str(raw); !ok {
+				return Metadata{}, false
+			}
 		}
 	}
 	if !m.take(`,"occurred_at":"`) {
@@ -180,5 +178,33 @@ func readMetadata(raw []byte) (meta Metadata, ok bool) {
 	if err := meta.OccurredAt.UnmarshalJSON(raw[len(raw)-len(m.r)-1 : len(raw)-1]); err != nil {
 		return Metadata{}, false // encoding/json judges
 	}
+	meta.Actor, meta.RequestID, meta.Traceparent = metaStrings(raw, strs)
 	return meta, true
+}
+
+// metaStrings makes the strings at strs (zero spans absent) from one copy
+// of raw, from the first's start to the last's end: an event's metadata
+// costs one allocation, not one per string. They are short and of one
+// event, so one kept (an audited event's actor) keeps only the others.
+func metaStrings(raw []byte, strs [3]span) (actor, requestID, traceparent string) {
+	first, last := -1, 0
+	for _, sp := range strs {
+		if sp.end > 0 {
+			if first < 0 {
+				first = sp.start
+			}
+			last = sp.end
+		}
+	}
+	if first < 0 {
+		return "", "", ""
+	}
+	text := string(raw[first:last])
+	at := func(sp span) string {
+		if sp.end == 0 {
+			return ""
+		}
+		return text[sp.start-first : sp.end-first]
+	}
+	return at(strs[0]), at(strs[1]), at(strs[2])
 }
