@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"strconv"
 	"time"
+
+	"github.com/healthtech/partner-open-platform/events/jsoncodec"
 )
 
 // Every event carries metadata, and every follower decodes it again, so its
@@ -173,9 +175,9 @@ func readMetadata(raw []byte) (meta Metadata, ok bool) {
 		return Metadata{}, false
 	}
 	// encoding/json hands the quoted literal to time.Time's UnmarshalJSON,
-	// so reading it the same way gives its value (and no second formatting
-	// to compare, which was a fifth of a delivery event's decode).
-	if err := meta.OccurredAt.UnmarshalJSON(raw[len(raw)-len(m.r)-1 : len(raw)-1]); err != nil {
+	// whose value UnmarshalTime gives, with no second formatting to
+	// compare.
+	if err := jsoncodec.UnmarshalTime(&meta.OccurredAt, raw[len(raw)-len(m.r)-1:len(raw)-1]); err != nil {
 		return Metadata{}, false // encoding/json judges
 	}
 	meta.Actor, meta.RequestID, meta.Traceparent = metaStrings(raw, strs)

@@ -369,8 +369,8 @@ func (r *Reader) Bool(dst *bool) bool {
 	return true
 }
 
-// Time reads a time.Time field through time.Time's own UnmarshalJSON, as
-// encoding/json does; a literal with escapes is refused.
+// Time reads a time.Time field as time.Time's own UnmarshalJSON does, as
+// encoding/json does (UnmarshalTime); a literal with escapes is refused.
 func (r *Reader) Time(dst *time.Time) bool {
 	if !r.ws() || r.s[r.i] != '"' {
 		return false
@@ -386,7 +386,7 @@ func (r *Reader) Time(dst *time.Time) bool {
 	} else {
 		lit = []byte(r.s[r.i:end])
 	}
-	if strings.IndexByte(r.s[r.i:end], '\\') >= 0 || dst.UnmarshalJSON(lit) != nil {
+	if strings.IndexByte(r.s[r.i:end], '\\') >= 0 || UnmarshalTime(dst, lit) != nil {
 		return false
 	}
 	r.i = end
