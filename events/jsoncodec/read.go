@@ -183,44 +183,39 @@ func (r *Reader) str() (string, bool) {
 }
 
 // unquoted reads the escaped string at r.i as a string of its own, in one
-// allocation. Most, a webhook's body of a few hundred bytes among them (a
-// JSON document carried as a string, an escape every few bytes), are
-// decoded as they are validated, in one pass, into a buffer on the stack
-// and copied at their length. One too long for it is validated first and
-// decoded into a buffer made at its raw length (unquoteLong).
+// pass and one allocation. Most, a webhook's body of a few hundred bytes
+// among them (a JSON document carried as a string, an escape every few
+// bytes), are decoded as they are validated into a buffer on the stack
+// and copied at their length. One too long for it goes on decoding from
+// where the stack buffer filled, into a buffer made for what that holds
+// and the document's rest (as long as the string's raw bytes or longer,
+// which its value is not unless invalid UTF-8 grows it), which then is
+// the string, neither grown nor copied, unless over a quarter of
+// it is left unused (a string followed by much of the document, or
+// shortened by its escapes): it is copied at its length then, since a
+// read model may keep it.
 func (r *Reader) unquoted() (string, bool) {
 	var stack [onStack]byte
-	buf, end := unquoteAt(stack[:0], r.s, r.i, true)
-	if end > 0 {
-		r.i = end
-		return string(buf), true
+	buf, end, stop := unquoteFrom(stack[:0], r.s, r.i+1, true)
+	if end == 0 {
+		long := append(make([]byte, 0, len(buf)+len(r.s)-stop), buf...)
+		if long, end, _ = unquoteFrom(long, r.s, stop, false); end > 0 {
+			r.i = end
+			if cap(long)-len(long) > cap(long)/4 {
+				return string(long), true
+			}
+			return unsafe.String(unsafe.SliceData(long), len(long)), true
+		}
 	}
 	if end < 0 {
 		return "", false
 	}
-	if end, _, _ = scanString(r.s, r.i); end < 0 {
-		return "", false
-	}
-	raw := r.s[r.i:end]
 	r.i = end
-	return unquoteLong(raw), true
+	return string(buf), true
 }
 
 // onStack is the size of the stack buffer unquoted decodes into.
 const onStack = 1024
-
-// unquoteLong is the value of the validated string raw, decoded into a
-// buffer made at raw's length, which then is the string, so it is neither
-// grown nor copied; where its escapes leave over a quarter of that buffer
-// unused, the string is copied at its length instead, since a read model
-// may keep it.
-func unquoteLong(raw string) string {
-	buf, _ := unquoteAt(make([]byte, 0, len(raw)-2), raw, 0, false)
-	if cap(buf)-len(buf) > cap(buf)/4 {
-		return string(buf)
-	}
-	return unsafe.String(unsafe.SliceData(buf), len(buf))
-}
 
 // int64 reads a canonical integer (no leading zeros, no minus zero, no
 // fraction or exponent) that fits in 64 bits.
