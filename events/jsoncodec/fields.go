@@ -196,6 +196,20 @@ func (f *Fields) String(name string, p *string) {
 	}
 }
 
+// StringIn is a string field whose values are mostly among known (a set,
+// each value its own key), such as an event type: decoding gives such a
+// value as known's string instead of a copy (Reader.StringIn); encoding
+// is String's.
+func (f *Fields) StringIn(name string, p *string, known map[string]string) {
+	switch {
+	case !f.at(name):
+	case f.decoding:
+		f.read(f.r.StringIn(p, known))
+	default:
+		f.keep(HTML.AppendString(f.b, *p))
+	}
+}
+
 // OmitString is a string field with omitempty.
 func (f *Fields) OmitString(name string, p *string) {
 	if f.decoding || *p != "" {

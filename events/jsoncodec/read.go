@@ -163,7 +163,11 @@ func (r *Reader) Skip() bool {
 }
 
 // str reads a string literal as encoding/json decodes it.
-func (r *Reader) str() (string, bool) {
+func (r *Reader) str() (string, bool) { return r.strIn(nil) }
+
+// strIn is str, the value known's own string when known holds it (a
+// value among a few, read many times, is then no allocation of its own).
+func (r *Reader) strIn(known map[string]string) (string, bool) {
 	if !r.ws() {
 		return "", false
 	}
@@ -176,6 +180,11 @@ func (r *Reader) str() (string, bool) {
 	}
 	s := r.s[r.i+1 : end-1]
 	r.i = end
+	if known != nil {
+		if k, ok := known[s]; ok {
+			return k, true
+		}
+	}
 	if r.b != nil {
 		return strings.Clone(s), true
 	}
@@ -295,6 +304,15 @@ func (r *Reader) Uint(dst *uint64) bool {
 // String reads a string field.
 func (r *Reader) String(dst *string) bool {
 	s, ok := r.str()
+	*dst = s
+	return ok
+}
+
+// StringIn reads a string field whose values are mostly among known (a
+// set, each value its own key): such a value is known's string, not a
+// copy.
+func (r *Reader) StringIn(dst *string, known map[string]string) bool {
+	s, ok := r.strIn(known)
 	*dst = s
 	return ok
 }
