@@ -71,3 +71,24 @@ func FuzzUnmarshalTime(f *testing.F) {
 	}
 	f.Fuzz(sameAsUnmarshalJSON)
 }
+
+// The days counted from 1970 agree with time.Date's over the four-digit
+// years: every day around the turns of centuries and eras and at the
+// ends of the range, and the first and last day of every month of every
+// year.
+func TestUnmarshalTimeCountsDaysAsTimeDate(t *testing.T) {
+	lit := func(y, m, d int) string {
+		return time.Date(y, time.Month(m), d, 23, 59, 59, 5, time.UTC).Format(`"2006-01-02T15:04:05.999999999Z"`)
+	}
+	for _, from := range []int{0, 396, 1600, 1896, 1968, 1999, 2096, 9996} {
+		for day := time.Date(from, 1, 1, 0, 0, 0, 0, time.UTC); day.Year() < from+5 && day.Year() <= 9999; day = day.AddDate(0, 0, 1) {
+			sameAsUnmarshalJSON(t, lit(day.Year(), int(day.Month()), day.Day()))
+		}
+	}
+	for y := 0; y <= 9999; y++ {
+		for m := 1; m <= 12; m++ {
+			sameAsUnmarshalJSON(t, lit(y, m, 1))
+			sameAsUnmarshalJSON(t, lit(y, m, daysIn(m, y)))
+		}
+	}
+}
