@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strconv"
 	"time"
+	"unsafe"
 
 	"github.com/healthtech/partner-open-platform/events/jsoncodec"
 )
@@ -60,7 +61,7 @@ func appendMetadata(b []byte, meta Metadata) ([]byte, bool) {
 // plainJSON reports whether s is written verbatim inside a JSON string by
 // encoding/json: printable ASCII other than the quote, the backslash and
 // the characters it escapes for HTML.
-func plainJSON(s string) bool {
+func plainJSON[T string | []byte](s T) bool {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
@@ -129,7 +130,7 @@ func (m *metaReader) integer() (int64, bool) {
 // (the document m reads); only strings without escapes are read.
 func (m *metaReader) str(raw []byte) (span, bool) {
 	end := bytes.IndexByte(m.r, '"')
-	if end <= 0 || !plainJSON(string(m.r[:end])) {
+	if end <= 0 || !plainJSON(m.r[:end]) {
 		return span{}, false
 	}
 	start := len(raw) - len(m.r)
@@ -184,29 +185,27 @@ func readMetadata(raw []byte) (meta Metadata, ok bool) {
 	return meta, true
 }
 
-// metaStrings makes the strings at strs (zero spans absent) from one copy
-// of raw, from the first's start to the last's end: an event's metadata
-// costs one allocation, not one per string. They are short and of one
-// event, so one kept (an audited event's actor) keeps only the others.
+// metaStrings makes the strings at strs (zero spans absent) from one
+// buffer of their bytes, one after the other: an event's metadata costs
+// one allocation, not one per string. They are short and of one event, so
+// one kept (an audited event's actor) keeps only the others.
 func metaStrings(raw []byte, strs [3]span) (actor, requestID, traceparent string) {
-	first, last := -1, 0
+	n := 0
 	for _, sp := range strs {
-		if sp.end > 0 {
-			if first < 0 {
-				first = sp.start
-			}
-			last = sp.end
-		}
+		n += sp.end - sp.start
 	}
-	if first < 0 {
+	if n == 0 {
 		return "", "", ""
 	}
-	text := string(raw[first:last])
-	at := func(sp span) string {
+	buf := make([]byte, 0, n)
+	var out [3]string
+	for k, sp := range strs {
 		if sp.end == 0 {
-			return ""
+			continue
 		}
-		return text[sp.start-first : sp.end-first]
+		at := len(buf)
+		buf = append(buf, raw[sp.start:sp.end]...)
+		out[k] = unsafe.String(unsafe.SliceData(buf[at:]), sp.end-sp.start)
 	}
-	return at(strs[0]), at(strs[1]), at(strs[2])
+	return out[0], out[1], out[2]
 }
