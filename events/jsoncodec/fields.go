@@ -153,10 +153,9 @@ func (f *Fields) at(name string) bool {
 			return false
 		}
 		if f.unread {
-			if f.r.keyIs(name) {
-				f.key, f.unread = name, false
-				f.colon(true)
-				return !f.bad
+			if f.r.memberIs(name) {
+				f.unread = false // f.key is not read again: the field reads its value
+				return true
 			}
 			f.readKey()
 		}

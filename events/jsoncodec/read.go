@@ -124,11 +124,12 @@ func (r *Reader) key() (string, bool) {
 	return key, true
 }
 
-// keyIs consumes the object key name if it is next, spelled as it is: a
-// field's name is plain ASCII (a struct tag), which as a key without
-// escapes is spelled one way only, so its raw text decides what key
-// decides, without scanning the key as any string.
-func (r *Reader) keyIs(name string) bool {
+// memberIs consumes the object key name and the colon after it if they
+// are next, the key spelled as it is: a field's name is plain ASCII (a
+// struct tag), which as a key without escapes is spelled one way only,
+// so its raw text decides what key decides, without scanning the key as
+// any string.
+func (r *Reader) memberIs(name string) bool {
 	if !r.ws() {
 		return false
 	}
@@ -136,7 +137,16 @@ func (r *Reader) keyIs(name string) bool {
 	if end > len(r.s) || r.s[r.i] != '"' || r.s[end-1] != '"' || r.s[r.i+1:end-1] != name {
 		return false
 	}
+	if end < len(r.s) && r.s[end] == ':' { // a stored event's members hold no white space
+		r.i = end + 1
+		return true
+	}
 	r.i = end
+	if !r.ws() || r.s[r.i] != ':' {
+		r.i -= len(name) + 2 // left to readKey, which refuses it
+		return false
+	}
+	r.i++
 	return true
 }
 
