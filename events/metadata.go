@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"strconv"
 	"time"
+	"unsafe"
+
+	"github.com/healthtech/partner-open-platform/events/jsoncodec"
 )
 
 // Every event carries metadata, and every follower decodes it again, so its
@@ -58,7 +61,7 @@ func appendMetadata(b []byte, meta Metadata) ([]byte, bool) {
 // plainJSON reports whether s is written verbatim inside a JSON string by
 // encoding/json: printable ASCII other than the quote, the backslash and
 // the characters it escapes for HTML.
-func plainJSON(s string) bool {
+func plainJSON[T string | []byte](s T) bool {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
@@ -122,17 +125,22 @@ func (m *metaReader) integer() (int64, bool) {
 	return n, true
 }
 
-// str consumes the rest of a string whose opening quote is taken, and
-// its closing quote; only strings without escapes are read.
-func (m *metaReader) str() (string, bool) {
+// str consumes the rest of a non-empty string whose opening quote is
+// taken, and its closing quote, and returns the string's offsets in raw
+// (the document m reads); only strings without escapes are read.
+func (m *metaReader) str(raw []byte) (span, bool) {
 	end := bytes.IndexByte(m.r, '"')
-	if end < 0 || !plainJSON(string(m.r[:end])) {
-		return "", false
+	if end <= 0 || !plainJSON(m.r[:end]) {
+		return span{}, false
 	}
-	s := string(m.r[:end])
+	start := len(raw) - len(m.r)
 	m.r = m.r[end+1:]
-	return s, true
+	return span{start, start + end}, true
 }
+
+// span is a string's offsets in a metadata document; a zero span is
+// absent.
+type span struct{ start, end int }
 
 // readMetadata reads the shape appendMetadata writes (every field in order,
 // optional ones omitted when zero, the time as any literal time.Time's
@@ -152,19 +160,12 @@ func readMetadata(raw []byte) (meta Metadata, ok bool) {
 			return Metadata{}, false
 		}
 	}
-	if m.take(`,"actor":"`) {
-		if meta.Actor, ok = m.str(); !ok || meta.Actor == "" {
-			return Metadata{}, false
-		}
-	}
-	if m.take(`,"request_id":"`) {
-		if meta.RequestID, ok = m.str(); !ok || meta.RequestID == "" {
-			return Metadata{}, false
-		}
-	}
-	if m.take(`,"traceparent":"`) {
-		if meta.Traceparent, ok = m.str(); !ok || meta.Traceparent == "" {
-			return Metadata{}, false
+	var strs [3]span // actor, request_id, traceparent
+	for k, key := range [3]string{`,"actor":"`, `,"request_id":"`, `,"traceparent":"`} {
+		if m.take(key) {
+			if strs[k], ok = m.str(raw); !ok {
+				return Metadata{}, false
+			}
 		}
 	}
 	if !m.take(`,"occurred_at":"`) {
@@ -175,10 +176,36 @@ func readMetadata(raw []byte) (meta Metadata, ok bool) {
 		return Metadata{}, false
 	}
 	// encoding/json hands the quoted literal to time.Time's UnmarshalJSON,
-	// so reading it the same way gives its value (and no second formatting
-	// to compare, which was a fifth of a delivery event's decode).
-	if err := meta.OccurredAt.UnmarshalJSON(raw[len(raw)-len(m.r)-1 : len(raw)-1]); err != nil {
+	// whose value UnmarshalTime gives, with no second formatting to
+	// compare.
+	if err := jsoncodec.UnmarshalTime(&meta.OccurredAt, raw[len(raw)-len(m.r)-1:len(raw)-1]); err != nil {
 		return Metadata{}, false // encoding/json judges
 	}
+	meta.Actor, meta.RequestID, meta.Traceparent = metaStrings(raw, strs)
 	return meta, true
+}
+
+// metaStrings makes the strings at strs (zero spans absent) from one
+// buffer of their bytes, one after the other: an event's metadata costs
+// one allocation, not one per string. They are short and of one event, so
+// one kept (an audited event's actor) keeps only the others.
+func metaStrings(raw []byte, strs [3]span) (actor, requestID, traceparent string) {
+	n := 0
+	for _, sp := range strs {
+		n += sp.end - sp.start
+	}
+	if n == 0 {
+		return "", "", ""
+	}
+	buf := make([]byte, 0, n)
+	var out [3]string
+	for k, sp := range strs {
+		if sp.end == 0 {
+			continue
+		}
+		at := len(buf)
+		buf = append(buf, raw[sp.start:sp.end]...)
+		out[k] = unsafe.String(unsafe.SliceData(buf[at:]), sp.end-sp.start)
+	}
+	return out[0], out[1], out[2]
 }

@@ -103,6 +103,17 @@ func TestMetadataTraceparent(t *testing.T) {
 	}
 }
 
+// An event's metadata, read again by every follower, decodes its actor,
+// request id and traceparent in one allocation and its time in none.
+func TestMetadataDecodesInOneAllocation(t *testing.T) {
+	raw := []byte(`{"schema":1,"app_id":3,"actor":"app:3","request_id":"0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0",` +
+		`"traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01","occurred_at":"2026-11-23T21:30:00.123456Z"}`)
+	sameDecode(t, raw)
+	if n := testing.AllocsPerRun(100, func() { _, _ = decodeMetadata(raw) }); n != 1 {
+		t.Errorf("%v allocations per decode, want 1", n)
+	}
+}
+
 // FuzzMetadataDecode: any bytes decode to what encoding/json reads, and
 // any metadata encodes to what encoding/json writes.
 func FuzzMetadataDecode(f *testing.F) {

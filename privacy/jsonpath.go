@@ -110,7 +110,7 @@ func (n *pathNode) named(key []byte, escaped bool) []pathChild {
 // keys yield more), appending to buf[:0] (made anew if smaller than
 // expect) so that a caller can reuse one buffer across documents.
 func findAllInto(buf []pathSpan, data []byte, root *pathNode, expect int) ([]pathSpan, error) {
-	i := skipWS(data, 0)
+	i := jsoncodec.SkipSpace(data, 0)
 	if root.leaf < 0 && (len(root.children) == 0 || i >= len(data) || data[i] != '{') {
 		return nil, nil // no path names anything in a document that is no object
 	}
@@ -132,9 +132,12 @@ func walk(data []byte, i int, n *pathNode, out *[]pathSpan) (int, error) {
 	}
 	var end int
 	var err error
-	if len(n.children) == 0 || i >= len(data) || data[i] != '{' {
+	switch {
+	case len(n.children) == 0:
+		end, err = skipLeaf(data, i)
+	case i >= len(data) || data[i] != '{':
 		end, err = skipValue(data, i)
-	} else {
+	default:
 		end, err = walkObject(data, i, n, out)
 	}
 	if err != nil {
@@ -148,7 +151,7 @@ func walk(data []byte, i int, n *pathNode, out *[]pathSpan) (int, error) {
 
 // walkObject scans the object at i, visiting the members n names.
 func walkObject(data []byte, i int, n *pathNode, out *[]pathSpan) (int, error) {
-	i = skipWS(data, i+1)
+	i = jsoncodec.SkipSpace(data, i+1)
 	if i < len(data) && data[i] == '}' {
 		return i + 1, nil
 	}
@@ -161,11 +164,11 @@ func walkObject(data []byte, i int, n *pathNode, out *[]pathSpan) (int, error) {
 			return 0, err
 		}
 		key := data[i:kend]
-		i = skipWS(data, kend)
+		i = jsoncodec.SkipSpace(data, kend)
 		if i >= len(data) || data[i] != ':' {
 			return 0, errSyntax
 		}
-		i = skipWS(data, i+1)
+		i = jsoncodec.SkipSpace(data, i+1)
 		vend := -1
 		for _, c := range n.named(key, escaped) {
 			if !keyIs(key, escaped, c.name) {
@@ -190,7 +193,7 @@ func walkObject(data []byte, i int, n *pathNode, out *[]pathSpan) (int, error) {
 				return 0, err
 			}
 		}
-		i = skipWS(data, vend)
+		i = jsoncodec.SkipSpace(data, vend)
 		if i >= len(data) {
 			return 0, errSyntax
 		}
@@ -200,13 +203,13 @@ func walkObject(data []byte, i int, n *pathNode, out *[]pathSpan) (int, error) {
 		if data[i] != ',' {
 			return 0, errSyntax
 		}
-		i = skipWS(data, i+1)
+		i = jsoncodec.SkipSpace(data, i+1)
 	}
 }
 
 // walkArray visits every element of the array at i as node n.
 func walkArray(data []byte, i int, n *pathNode, out *[]pathSpan) (int, error) {
-	i = skipWS(data, i+1)
+	i = jsoncodec.SkipSpace(data, i+1)
 	if i < len(data) && data[i] == ']' {
 		return i + 1, nil
 	}
@@ -215,7 +218,7 @@ func walkArray(data []byte, i int, n *pathNode, out *[]pathSpan) (int, error) {
 		if err != nil {
 			return 0, err
 		}
-		i = skipWS(data, end)
+		i = jsoncodec.SkipSpace(data, end)
 		if i >= len(data) {
 			return 0, errSyntax
 		}
@@ -225,7 +228,7 @@ func walkArray(data []byte, i int, n *pathNode, out *[]pathSpan) (int, error) {
 		if data[i] != ',' {
 			return 0, errSyntax
 		}
-		i = skipWS(data, i+1)
+		i = jsoncodec.SkipSpace(data, i+1)
 	}
 }
 
@@ -250,15 +253,6 @@ func escapedKeyIs(raw []byte, name string) bool {
 	}
 	var s string
 	return json.Unmarshal(raw, &s) == nil && s == name
-}
-
-// skipWS passes the white space at i, rarely any in a stored event: a byte
-// above the space ends it in one comparison.
-func skipWS(data []byte, i int) int {
-	for i < len(data) && data[i] <= ' ' && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r') {
-		i++
-	}
-	return i
 }
 
 // skipString returns the end of the string starting at i and whether it
@@ -321,6 +315,22 @@ func skipLongString(data []byte, j int) (int, error) {
 		j = q + 1
 	}
 	return 0, errSyntax
+}
+
+// skipLeaf is skipValue for a personal path's value, in a sealed event
+// an envelope as seal writes it ({"$enc":"keyID:base64"}: no white space,
+// no escape): its end is found by one search for its closing quote
+// rather than a walk of its bytes. Anything else, and an envelope's shape
+// holding a backslash, goes to skipValue.
+func skipLeaf(data []byte, i int) (int, error) {
+	if bytes.HasPrefix(data[i:], []byte(envPrefix)) {
+		text := data[i+len(envPrefix):]
+		if q := bytes.IndexByte(text, '"'); q >= 0 && bytes.HasPrefix(text[q:], []byte(envSuffix)) &&
+			bytes.IndexByte(text[:q], '\\') < 0 {
+			return i + len(envPrefix) + q + len(envSuffix), nil
+		}
+	}
+	return skipValue(data, i)
 }
 
 // skipValue returns the end of the value starting at i.

@@ -66,3 +66,34 @@ func FuzzSkipString(f *testing.F) {
 		skipSame(t, data)
 	})
 }
+
+// leafSame checks that skipLeaf ends the value at the start of data where
+// skipValue does, and fails where it fails.
+func leafSame(t *testing.T, data []byte) {
+	t.Helper()
+	end, err := skipLeaf(data, 0)
+	wend, werr := skipValue(data, 0)
+	if end != wend || (err == nil) != (werr == nil) {
+		t.Fatalf("%q: skipLeaf to %d (%v), skipValue %d (%v)", data, end, err, wend, werr)
+	}
+}
+
+// An envelope, and what only starts as one (escapes, another end, more
+// members, a truncation), ends where skipValue ends it.
+func TestSkipLeafIsSkipValue(t *testing.T) {
+	for _, s := range []string{
+		`{"$enc":"k1:QUJD"}`, `{"$enc":"k1:QUJD"},"x":1}`, `{"$enc":"k1:QU\"JD"}`, `{"$enc":"k1:QU\\"}`,
+		`{"$enc":"k1:QUJD","x":1}`, `{"$enc":"k1:QUJD" }`, `{"$enc":"k1:QUJD"`, `{"$enc":"`, `{"$enc":"}"}`,
+		`{"$enc":"a{b"}`, `{"$enc":"a\"}"}`, `"plain"`, `null`, `{"a":1}`, `12`,
+	} {
+		leafSame(t, []byte(s))
+	}
+}
+
+// FuzzSkipLeaf: on any bytes, skipLeaf ends the value where skipValue does.
+func FuzzSkipLeaf(f *testing.F) {
+	for _, s := range []string{`{"$enc":"k1:QUJD"}`, `{"$enc":"k1:QU\"JD"}`, `{"$enc":"k1:QUJD","x":1}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(leafSame)
+}

@@ -701,7 +701,7 @@ var scratches = sync.Pool{New: func() any { return &locateScratch{} }}
 // next use.
 func locateInto(sc *locateScratch, data []byte, fields *personalPaths) ([]located, error) {
 	if !fields.listed {
-		start := skipWS(data, 0)
+		start := jsoncodec.SkipSpace(data, 0)
 		end, err := skipValue(data, start)
 		if err != nil {
 			return nil, err

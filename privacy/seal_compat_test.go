@@ -15,6 +15,7 @@ import (
 
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/events/catalog"
+	"github.com/healthtech/partner-open-platform/events/jsoncodec"
 	"github.com/healthtech/partner-open-platform/internal/datakeys"
 )
 
@@ -32,7 +33,7 @@ func refFindAll(data []byte, paths [][]string) ([]pathSpan, error) {
 		active[i] = i
 	}
 	var out []pathSpan
-	err := refWalkAll(data, skipWS(data, 0), paths, active, 0, &out)
+	err := refWalkAll(data, jsoncodec.SkipSpace(data, 0), paths, active, 0, &out)
 	return out, err
 }
 
@@ -54,7 +55,7 @@ func refWalkAll(data []byte, i int, paths [][]string, active []int, depth int, o
 	if len(deeper) == 0 || i >= len(data) || data[i] != '{' {
 		return nil
 	}
-	i = skipWS(data, i+1)
+	i = jsoncodec.SkipSpace(data, i+1)
 	if i < len(data) && data[i] == '}' {
 		return nil
 	}
@@ -68,11 +69,11 @@ func refWalkAll(data []byte, i int, paths [][]string, active []int, depth int, o
 			return err
 		}
 		key := data[i:kend]
-		i = skipWS(data, kend)
+		i = jsoncodec.SkipSpace(data, kend)
 		if i >= len(data) || data[i] != ':' {
 			return errSyntax
 		}
-		i = skipWS(data, i+1)
+		i = jsoncodec.SkipSpace(data, i+1)
 		vend, err := skipValue(data, i)
 		if err != nil {
 			return err
@@ -96,7 +97,7 @@ func refWalkAll(data []byte, i int, paths [][]string, active []int, depth int, o
 				}
 			}
 		}
-		i = skipWS(data, vend)
+		i = jsoncodec.SkipSpace(data, vend)
 		if i >= len(data) {
 			return errSyntax
 		}
@@ -106,12 +107,12 @@ func refWalkAll(data []byte, i int, paths [][]string, active []int, depth int, o
 		if data[i] != ',' {
 			return errSyntax
 		}
-		i = skipWS(data, i+1)
+		i = jsoncodec.SkipSpace(data, i+1)
 	}
 }
 
 func refWalkAllArray(data []byte, i int, paths [][]string, active []int, depth int, out *[]pathSpan) error {
-	i = skipWS(data, i+1)
+	i = jsoncodec.SkipSpace(data, i+1)
 	if i < len(data) && data[i] == ']' {
 		return nil
 	}
@@ -123,7 +124,7 @@ func refWalkAllArray(data []byte, i int, paths [][]string, active []int, depth i
 		if err := refWalkAll(data, i, paths, active, depth, out); err != nil {
 			return err
 		}
-		i = skipWS(data, end)
+		i = jsoncodec.SkipSpace(data, end)
 		if i >= len(data) {
 			return errSyntax
 		}
@@ -133,7 +134,7 @@ func refWalkAllArray(data []byte, i int, paths [][]string, active []int, depth i
 		if data[i] != ',' {
 			return errSyntax
 		}
-		i = skipWS(data, i+1)
+		i = jsoncodec.SkipSpace(data, i+1)
 	}
 }
 
@@ -150,7 +151,7 @@ func refKeyIs(raw []byte, name string) bool {
 // refLocate is locate as it was.
 func refLocate(data []byte, paths []string, listed bool) ([]located, error) {
 	if !listed {
-		start := skipWS(data, 0)
+		start := jsoncodec.SkipSpace(data, 0)
 		end, err := skipValue(data, start)
 		if err != nil {
 			return nil, err

@@ -253,7 +253,7 @@ func (p *ChannelUserBound) fields(f *jc.Fields) {
 func (p *DeliveryCreated) fields(f *jc.Fields) {
 	f.String("delivery_id", &p.DeliveryID)
 	f.Int("app_id", &p.AppID)
-	f.String("event", &p.Event)
+	f.StringIn("event", &p.Event, webhookEvents)
 	f.String("source_event_id", &p.SourceEventID)
 	f.String("source_stream", &p.SourceStream)
 	if f.Object("source_position") {

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/healthtech/partner-open-platform/events"
 )
@@ -431,5 +432,30 @@ func TestAnUploadedReportDecodesDirectly(t *testing.T) {
 		`"uploaded_by":"uploader:seed"}`)
 	if !checkSame(t, Registry(), ReportCreated{}.EventType(), reflect.TypeOf(ReportCreated{}), data) {
 		t.Fatalf("report.created was left to encoding/json: %s", data)
+	}
+}
+
+// A delivery's webhook event decodes to the catalog's own string of that
+// name (a third of a seeded log's events are deliveries, each a copy of
+// one of a few names otherwise); a name outside the catalog is a string of
+// its own, equal to encoding/json's.
+func TestADeliverysEventNameIsTheCatalogsString(t *testing.T) {
+	reg := Registry()
+	created := DeliveryCreated{}.EventType()
+	for _, name := range []string{"user.profile.updated", "health.report.created", "not.a.webhook"} {
+		data := []byte(`{"delivery_id":"d-1","app_id":3,"event":"` + name + `","body":"{}"}`)
+		if !checkSame(t, reg, created, reflect.TypeOf(DeliveryCreated{}), data) {
+			t.Fatalf("%s was left to encoding/json", data)
+		}
+		meta := currentMeta(t, reg, reflect.TypeOf(DeliveryCreated{}))
+		env, err := reg.Decode(events.Recorded{Type: created, Data: data, Meta: meta})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := env.Payload.(*DeliveryCreated).Event
+		catalogs, known := webhookEvents[name]
+		if shared := unsafe.StringData(got) == unsafe.StringData(catalogs); shared != known {
+			t.Errorf("%s: decoded as the catalog's string %v, want %v", name, shared, known)
+		}
 	}
 }

@@ -262,6 +262,16 @@ func redactPath(v any, path []string, changed *bool) any {
 	return obj
 }
 
+// webhookEvents is the set of webhook event names, each its own key: a
+// delivery's event decodes to its string here, not a copy per delivery.
+var webhookEvents = func() map[string]string {
+	m := make(map[string]string, len(webhookPersonalFields))
+	for name := range webhookPersonalFields {
+		m[name] = name
+	}
+	return m
+}()
+
 // WebhookEventNames lists the webhook event names partners receive, sorted.
 func WebhookEventNames() []string {
 	out := make([]string, 0, len(webhookPersonalFields))

@@ -27,10 +27,13 @@ type Fields struct {
 	b     []byte
 	first bool
 	// Decoding: the reader, the next member's key, or end when the
-	// object closed.
-	r   Reader
-	key string
-	end bool
+	// object closed. unread is a key not read yet, at r.i: the field
+	// named next reads it (at), most often by comparing its raw text with
+	// its own name.
+	r      Reader
+	key    string
+	end    bool
+	unread bool
 }
 
 // Encoding: the caller starts with Write, runs the struct's fields method
@@ -53,7 +56,7 @@ func Decode(data []byte, fields func(*Fields)) bool {
 	f.open()
 	fields(f)
 	f.closeRead()
-	ok := !f.bad && skipSpace(f.r.s, f.r.i) == len(f.r.s)
+	ok := !f.bad && SkipSpace(f.r.s, f.r.i) == len(f.r.s)
 	*f = Fields{} // keeps nothing of data
 	decoders.Put(f)
 	return ok
@@ -96,17 +99,23 @@ func (f *Fields) open() {
 		f.key, f.end = "", true
 		return
 	}
-	f.readKey()
+	f.key, f.end, f.unread = "", false, true
 }
 
+// readKey reads the unread key and its colon.
 func (f *Fields) readKey() {
 	key, ok := f.r.key()
+	f.key, f.unread = key, false
+	f.colon(ok)
+}
+
+// colon consumes the colon after a key read (ok) as the member's.
+func (f *Fields) colon(ok bool) {
 	if !ok || !f.r.ws() || f.r.s[f.r.i] != ':' {
 		f.bad = true
 		return
 	}
 	f.r.i++
-	f.key, f.end = key, false
 }
 
 // next moves past a member's value: to the next key, or end.
@@ -119,7 +128,7 @@ func (f *Fields) next() {
 	switch r.s[r.i] {
 	case ',':
 		r.i++
-		f.readKey()
+		f.key, f.end, f.unread = "", false, true
 	case '}':
 		r.i++
 		f.key, f.end = "", true
@@ -140,7 +149,17 @@ func (f *Fields) closeRead() {
 // decoding field that is not next keeps its zero value.
 func (f *Fields) at(name string) bool {
 	if f.decoding {
-		return !f.bad && !f.end && f.key == name
+		if f.bad || f.end {
+			return false
+		}
+		if f.unread {
+			if f.r.memberIs(name) {
+				f.unread = false // f.key is not read again: the field reads its value
+				return true
+			}
+			f.readKey()
+		}
+		return !f.bad && f.key == name
 	}
 	n := len(f.b)
 	if cap(f.b)-n < len(name)+4 {
@@ -171,6 +190,20 @@ func (f *Fields) String(name string, p *string) {
 	case !f.at(name):
 	case f.decoding:
 		f.read(f.r.String(p))
+	default:
+		f.keep(HTML.AppendString(f.b, *p))
+	}
+}
+
+// StringIn is a string field whose values are mostly among known (a set,
+// each value its own key), such as an event type: decoding gives such a
+// value as known's string instead of a copy (Reader.StringIn); encoding
+// is String's.
+func (f *Fields) StringIn(name string, p *string, known map[string]string) {
+	switch {
+	case !f.at(name):
+	case f.decoding:
+		f.read(f.r.StringIn(p, known))
 	default:
 		f.keep(HTML.AppendString(f.b, *p))
 	}

@@ -65,13 +65,13 @@ func Pick(data []byte, fields []Field, out []Picked) bool {
 		out[k] = Picked{}
 	}
 	s := view(data)
-	i := skipSpace(s, 0)
+	i := SkipSpace(s, 0)
 	if i >= len(s) || s[i] != '{' {
 		return false
 	}
-	i = skipSpace(s, i+1)
+	i = SkipSpace(s, i+1)
 	if i < len(s) && s[i] == '}' {
-		return skipSpace(s, i+1) == len(s)
+		return SkipSpace(s, i+1) == len(s)
 	}
 	for {
 		kend, escaped, nonASCII := scanString(s, i)
@@ -79,11 +79,11 @@ func Pick(data []byte, fields []Field, out []Picked) bool {
 			return false
 		}
 		key := s[i+1 : kend-1]
-		i = skipSpace(s, kend)
+		i = SkipSpace(s, kend)
 		if i >= len(s) || s[i] != ':' {
 			return false
 		}
-		i = skipSpace(s, i+1)
+		i = SkipSpace(s, i+1)
 		vend := skipValue(s, i)
 		if vend < 0 {
 			return false
@@ -94,17 +94,17 @@ func Pick(data []byte, fields []Field, out []Picked) bool {
 				break
 			}
 		}
-		i = skipSpace(s, vend)
+		i = SkipSpace(s, vend)
 		if i >= len(s) {
 			return false
 		}
 		if s[i] == '}' {
-			return skipSpace(s, i+1) == len(s)
+			return SkipSpace(s, i+1) == len(s)
 		}
 		if s[i] != ',' {
 			return false
 		}
-		i = skipSpace(s, i+1)
+		i = SkipSpace(s, i+1)
 	}
 }
 

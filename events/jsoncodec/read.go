@@ -32,12 +32,12 @@ type Reader struct {
 // allocation.
 func ReadObjectString(doc string, field func(key string, r *Reader) bool) bool {
 	r := &Reader{s: doc}
-	return r.Object(field) && skipSpace(r.s, r.i) == len(r.s)
+	return r.Object(field) && SkipSpace(r.s, r.i) == len(r.s)
 }
 
 // ws skips white space and reports whether a byte follows.
 func (r *Reader) ws() bool {
-	r.i = skipSpace(r.s, r.i)
+	r.i = SkipSpace(r.s, r.i)
 	return r.i < len(r.s)
 }
 
@@ -124,6 +124,32 @@ func (r *Reader) key() (string, bool) {
 	return key, true
 }
 
+// memberIs consumes the object key name and the colon after it if they
+// are next, the key spelled as it is: a field's name is plain ASCII (a
+// struct tag), which as a key without escapes is spelled one way only,
+// so its raw text decides what key decides, without scanning the key as
+// any string.
+func (r *Reader) memberIs(name string) bool {
+	if !r.ws() {
+		return false
+	}
+	end := r.i + len(name) + 2
+	if end > len(r.s) || r.s[r.i] != '"' || r.s[end-1] != '"' || r.s[r.i+1:end-1] != name {
+		return false
+	}
+	if end < len(r.s) && r.s[end] == ':' { // a stored event's members hold no white space
+		r.i = end + 1
+		return true
+	}
+	r.i = end
+	if !r.ws() || r.s[r.i] != ':' {
+		r.i -= len(name) + 2 // left to readKey, which refuses it
+		return false
+	}
+	r.i++
+	return true
+}
+
 // Null consumes a null literal if one comes next.
 func (r *Reader) Null() bool {
 	if r.ws() && strings.HasPrefix(r.s[r.i:], "null") {
@@ -147,7 +173,11 @@ func (r *Reader) Skip() bool {
 }
 
 // str reads a string literal as encoding/json decodes it.
-func (r *Reader) str() (string, bool) {
+func (r *Reader) str() (string, bool) { return r.strIn(nil) }
+
+// strIn is str, the value known's own string when known holds it (a
+// value among a few, read many times, is then no allocation of its own).
+func (r *Reader) strIn(known map[string]string) (string, bool) {
 	if !r.ws() {
 		return "", false
 	}
@@ -160,6 +190,11 @@ func (r *Reader) str() (string, bool) {
 	}
 	s := r.s[r.i+1 : end-1]
 	r.i = end
+	if known != nil {
+		if k, ok := known[s]; ok {
+			return k, true
+		}
+	}
 	if r.b != nil {
 		return strings.Clone(s), true
 	}
@@ -167,44 +202,39 @@ func (r *Reader) str() (string, bool) {
 }
 
 // unquoted reads the escaped string at r.i as a string of its own, in one
-// allocation. Most, a webhook's body of a few hundred bytes among them (a
-// JSON document carried as a string, an escape every few bytes), are
-// decoded as they are validated, in one pass, into a buffer on the stack
-// and copied at their length. One too long for it is validated first and
-// decoded into a buffer made at its raw length (unquoteLong).
+// pass and one allocation. Most, a webhook's body of a few hundred bytes
+// among them (a JSON document carried as a string, an escape every few
+// bytes), are decoded as they are validated into a buffer on the stack
+// and copied at their length. One too long for it goes on decoding from
+// where the stack buffer filled, into a buffer made for what that holds
+// and the document's rest (as long as the string's raw bytes or longer,
+// which its value is not unless invalid UTF-8 grows it), which then is
+// the string, neither grown nor copied, unless over a quarter of
+// it is left unused (a string followed by much of the document, or
+// shortened by its escapes): it is copied at its length then, since a
+// read model may keep it.
 func (r *Reader) unquoted() (string, bool) {
 	var stack [onStack]byte
-	buf, end := unquoteAt(stack[:0], r.s, r.i, true)
-	if end > 0 {
-		r.i = end
-		return string(buf), true
+	buf, end, stop := unquoteFrom(stack[:0], r.s, r.i+1, true)
+	if end == 0 {
+		long := append(make([]byte, 0, len(buf)+len(r.s)-stop), buf...)
+		if long, end, _ = unquoteFrom(long, r.s, stop, false); end > 0 {
+			r.i = end
+			if cap(long)-len(long) > cap(long)/4 {
+				return string(long), true
+			}
+			return unsafe.String(unsafe.SliceData(long), len(long)), true
+		}
 	}
 	if end < 0 {
 		return "", false
 	}
-	if end, _, _ = scanString(r.s, r.i); end < 0 {
-		return "", false
-	}
-	raw := r.s[r.i:end]
 	r.i = end
-	return unquoteLong(raw), true
+	return string(buf), true
 }
 
 // onStack is the size of the stack buffer unquoted decodes into.
 const onStack = 1024
-
-// unquoteLong is the value of the validated string raw, decoded into a
-// buffer made at raw's length, which then is the string, so it is neither
-// grown nor copied; where its escapes leave over a quarter of that buffer
-// unused, the string is copied at its length instead, since a read model
-// may keep it.
-func unquoteLong(raw string) string {
-	buf, _ := unquoteAt(make([]byte, 0, len(raw)-2), raw, 0, false)
-	if cap(buf)-len(buf) > cap(buf)/4 {
-		return string(buf)
-	}
-	return unsafe.String(unsafe.SliceData(buf), len(buf))
-}
 
 // int64 reads a canonical integer (no leading zeros, no minus zero, no
 // fraction or exponent) that fits in 64 bits.
@@ -288,6 +318,15 @@ func (r *Reader) String(dst *string) bool {
 	return ok
 }
 
+// StringIn reads a string field whose values are mostly among known (a
+// set, each value its own key): such a value is known's string, not a
+// copy.
+func (r *Reader) StringIn(dst *string, known map[string]string) bool {
+	s, ok := r.strIn(known)
+	*dst = s
+	return ok
+}
+
 // StringPtr reads a *string field: null leaves it nil, a string allocates it.
 func (r *Reader) StringPtr(dst **string) bool {
 	if r.Null() {
@@ -353,8 +392,8 @@ func (r *Reader) Bool(dst *bool) bool {
 	return true
 }
 
-// Time reads a time.Time field through time.Time's own UnmarshalJSON, as
-// encoding/json does; a literal with escapes is refused.
+// Time reads a time.Time field as time.Time's own UnmarshalJSON does, as
+// encoding/json does (UnmarshalTime); a literal with escapes is refused.
 func (r *Reader) Time(dst *time.Time) bool {
 	if !r.ws() || r.s[r.i] != '"' {
 		return false
@@ -370,7 +409,7 @@ func (r *Reader) Time(dst *time.Time) bool {
 	} else {
 		lit = []byte(r.s[r.i:end])
 	}
-	if strings.IndexByte(r.s[r.i:end], '\\') >= 0 || dst.UnmarshalJSON(lit) != nil {
+	if strings.IndexByte(r.s[r.i:end], '\\') >= 0 || UnmarshalTime(dst, lit) != nil {
 		return false
 	}
 	r.i = end

@@ -25,10 +25,10 @@ func view(data []byte) string {
 // allows 10,000 levels) are declined rather than validated here.
 const maxDepth = 128
 
-// skipSpace passes the white space at i. It runs before every key, colon,
-// value and comma, where there is rarely any: a byte above the space ends it
-// in one comparison.
-func skipSpace(s string, i int) int {
+// SkipSpace passes JSON's white space at i in s (a document as a string
+// or as bytes). It runs before every key, colon, value and comma, where
+// there is rarely any: a byte above the space ends it in one comparison.
+func SkipSpace[T string | []byte](s T, i int) int {
 	for i < len(s) && s[i] <= ' ' && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r') {
 		i++
 	}
@@ -211,7 +211,7 @@ func skipValue(s string, i int) int {
 			if s[i] == '[' {
 				closer = ']'
 			}
-			i = skipSpace(s, i+1)
+			i = SkipSpace(s, i+1)
 			if i < len(s) && s[i] == closer {
 				i++
 				break
@@ -246,7 +246,7 @@ func skipValue(s string, i int) int {
 			if depth == 0 {
 				return i
 			}
-			i = skipSpace(s, i)
+			i = SkipSpace(s, i)
 			if i >= len(s) {
 				return -1
 			}
@@ -258,7 +258,7 @@ func skipValue(s string, i int) int {
 			if s[i] != ',' {
 				return -1
 			}
-			i = skipSpace(s, i+1)
+			i = SkipSpace(s, i+1)
 			if closers[depth-1] == '}' {
 				if i = member(s, i); i < 0 {
 					return -1
@@ -276,11 +276,11 @@ func member(s string, i int) int {
 	if i < 0 {
 		return -1
 	}
-	i = skipSpace(s, i)
+	i = SkipSpace(s, i)
 	if i >= len(s) || s[i] != ':' {
 		return -1
 	}
-	return skipSpace(s, i+1)
+	return SkipSpace(s, i+1)
 }
 
 // Unquote appends the validated JSON string raw (quotes included; a
@@ -296,16 +296,25 @@ func Unquote(buf, raw []byte) []byte {
 // unquoteAt appends the string whose opening quote is at i to buf as
 // encoding/json decodes it, validating it as scanString does, and returns
 // its end: -1 if the string is invalid, 0 if fixed and its value would
-// outgrow buf's capacity (a fixed buf never grows). Runs of bytes that
-// decode as they are move a word at a time: the word is stored whole and
-// the run's bytes of it kept.
+// outgrow buf's capacity (a fixed buf never grows).
 func unquoteAt(buf []byte, s string, i int, fixed bool) ([]byte, int) {
-	for r := i + 1; ; {
+	buf, end, _ := unquoteFrom(buf, s, i+1, fixed)
+	return buf, end
+}
+
+// unquoteFrom is unquoteAt from r, a byte of the string past its opening
+// quote that is not inside an escape; where fixed buf has no room left
+// it returns end 0 and the byte to go on from (stop), so that a caller
+// continues into a larger buffer without decoding the string again. Runs
+// of bytes that decode as they are move a word at a time: the word is
+// stored whole and the run's bytes of it kept.
+func unquoteFrom(buf []byte, s string, r int, fixed bool) (out []byte, end, stop int) {
+	for {
 		// One step stores a word and may keep only 7 of its bytes, then
 		// append a rune: it needs 8+4 bytes of room.
 		room := cap(buf)-len(buf) >= 8+utf8.UTFMax
 		if !room && fixed {
-			return buf, 0
+			return buf, 0, r
 		}
 		if r+8 <= len(s) && room {
 			w := load64(s, r)
@@ -321,14 +330,14 @@ func unquoteAt(buf []byte, s string, i int, fixed bool) ([]byte, int) {
 			}
 		}
 		if r >= len(s) {
-			return buf, -1
+			return buf, -1, r
 		}
 		switch c := s[r]; {
 		case c == '"':
-			return buf, r + 1
+			return buf, r + 1, r + 1
 		case c == '\\':
 			if r+1 >= len(s) {
-				return buf, -1
+				return buf, -1, r
 			}
 			r++
 			switch s[r] {
@@ -347,7 +356,7 @@ func unquoteAt(buf []byte, s string, i int, fixed bool) ([]byte, int) {
 			case 'u':
 				rr := hex4(s, r+1)
 				if rr < 0 {
-					return buf, -1
+					return buf, -1, r
 				}
 				r += 4
 				if utf16.IsSurrogate(rr) {
@@ -365,11 +374,11 @@ func unquoteAt(buf []byte, s string, i int, fixed bool) ([]byte, int) {
 				}
 				buf = utf8.AppendRune(buf, rr)
 			default:
-				return buf, -1
+				return buf, -1, r
 			}
 			r++
 		case c < 0x20:
-			return buf, -1
+			return buf, -1, r
 		case c < utf8.RuneSelf:
 			buf = append(buf, c)
 			r++
