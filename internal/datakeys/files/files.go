@@ -213,23 +213,21 @@ func (s *Store) load(lines parsedLog) error {
 	for _, part := range lines.parts {
 		for i := range part {
 			r := &part[i]
-			off, n := r.off, r.n
 			if r.blank {
-				s.dead += n + 1
+				s.dead += int64(r.n) + 1
 				continue
 			}
-			l := r.l
-			if r.err != nil || !datakeys.ValidSubject(l.Subject) {
-				return fmt.Errorf("keys: %s is corrupt at byte %d", logName, off)
+			if r.err != nil || !datakeys.ValidSubject(r.subject) {
+				return fmt.Errorf("keys: %s is corrupt at byte %d", logName, r.off)
 			}
-			if old := s.index[l.Subject]; old != nil && old.n > 0 {
+			if old := s.index[r.subject]; old != nil && old.n > 0 {
 				stale = append(stale, [2]int64{old.off, int64(old.n)})
 			}
-			switch l.Op {
+			switch op := r.op(); op {
 			case "key", "destroyed":
-				s.set(l.item(), r.e)
+				s.set(r.item(), r.e)
 			default:
-				return fmt.Errorf("keys: %s has an unknown record %q at byte %d", logName, l.Op, off)
+				return fmt.Errorf("keys: %s has an unknown record %q at byte %d", logName, op, r.off)
 			}
 		}
 	}
