@@ -15,15 +15,21 @@ import (
 	"github.com/healthtech/partner-open-platform/internal/secrets"
 )
 
+// The key store's conformance holds for a store as Open returns it, and
+// as Opening does, its index still being built.
 func TestConformance(t *testing.T) {
-	keystest.Run(t, func(t *testing.T) datakeys.Backend {
-		s, err := Open(filepath.Join(t.TempDir(), "keys"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return s
-	})
+	for name, open := range map[string]func(string) (*Store, error){"Open": Open, "Opening": Opening} {
+		t.Run(name, func(t *testing.T) {
+			keystest.Run(t, func(t *testing.T) datakeys.Backend {
+				s, err := open(filepath.Join(t.TempDir(), "keys"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { s.Close() })
+				return s
+			})
+		})
+	}
 }
 
 // TestDestroyRemovesTheBytes reopens the directory and reads every file left:
@@ -231,13 +237,7 @@ func TestResealBlanksTheOldSealing(t *testing.T) {
 // sealed, not one per person (a node holds a line per person in memory).
 func TestReopenSharesTheMasterKeyID(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "keys")
-	s, ks, _ := openKeys(t, dir)
-	ctx := context.Background()
-	for i := range 3 {
-		if _, err := ks.DataKey(ctx, fmt.Sprint("user-", i)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	s, ctx := openWithKeys(t, dir, 3)
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -262,6 +262,20 @@ func TestReopenSharesTheMasterKeyID(t *testing.T) {
 	}
 }
 
+// openWithKeys opens the key store in dir with the keys of user-0 to
+// user-(n-1) made.
+func openWithKeys(t testing.TB, dir string, n int) (*Store, context.Context) {
+	t.Helper()
+	s, ks, _ := openKeys(t, dir)
+	ctx := context.Background()
+	for i := range n {
+		if _, err := ks.DataKey(ctx, fmt.Sprint("user-", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s, ctx
+}
+
 // openKeys opens the key store in dir and its keys under a fixed master key.
 func openKeys(t testing.TB, dir string) (*Store, *datakeys.Keys, *secrets.Sealer) {
 	t.Helper()
@@ -273,19 +287,6 @@ func openKeys(t testing.TB, dir string) (*Store, *datakeys.Keys, *secrets.Sealer
 	return s, datakeys.New(s, m), m
 }
 
-// The key store's conformance holds for a store used as Opening returns
-// it, its index still being built.
-func TestConformanceWhileOpening(t *testing.T) {
-	keystest.Run(t, func(t *testing.T) datakeys.Backend {
-		s, err := Opening(filepath.Join(t.TempDir(), "keys"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return s
-	})
-}
-
 // Until Opening's index is built, Get answers from the decoded lines: for
 // every kind of line a log holds (a key, a key superseded by a later line
 // or a tombstone before a crash let it be blanked, a destroyed key, a
@@ -293,13 +294,7 @@ func TestConformanceWhileOpening(t *testing.T) {
 // does not hold, the answer is the index's.
 func TestDecodedLogAnswersAsItsIndex(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "keys")
-	s, ks, _ := openKeys(t, dir)
-	ctx := context.Background()
-	for i := range 4 {
-		if _, err := ks.DataKey(ctx, fmt.Sprint("user-", i)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	s, ctx := openWithKeys(t, dir, 4)
 	if err := s.Destroy(ctx, "user-2"); err != nil {
 		t.Fatal(err)
 	}
