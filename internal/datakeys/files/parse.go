@@ -20,8 +20,8 @@ type parsedLine struct {
 	e       *entry // the line's index entry, packed on the parsing core
 	// l is the record of a line parseKeyLine did not pack (nil for a key
 	// it did): a start holds one parsedLine per person until the index is
-	// built, and a line's five strings and two times for each were most of
-	// what the start allocated for its key log.
+	// built, and a line's five strings and two times for each would be
+	// most of what the start allocates for its key log.
 	l   *line
 	err error
 }
