@@ -185,6 +185,7 @@ func (n *Node) readyz(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	httpapi.OK(w, http.StatusOK, status)
+	noteReady()
 }
 
 // waitAll waits for each of its waiters in turn.

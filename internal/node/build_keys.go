@@ -56,8 +56,10 @@ func buildDataKeys(ctx context.Context, cfg Config, stored *headStore, reg *even
 		backend, err = keyspg.Open(ctx, cfg.PostgresURL)
 		dk.adapter = "Postgres"
 	} else {
+		// Its index is built while the node opens, the snapshot's restore
+		// included (Open waits for it before anything runs).
 		dir := filepath.Join(cfg.DataDir, "keys")
-		backend, err = keyfiles.Open(dir)
+		backend, err = keyfiles.Opening(dir)
 		dk.adapter = "files in " + dir
 	}
 	if err != nil {

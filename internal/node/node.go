@@ -198,6 +198,12 @@ func Open(ctx context.Context, cfg Config) (_ *Node, err error) {
 	if err := n.loadSnapshot(ctx, st, proj.appsJournal, proj.operatorsJournal, cmds.analyzerJournal, port.journal); err != nil {
 		return nil, err
 	}
+	if keys.files != nil {
+		if err := keys.files.Ready(); err != nil {
+			return nil, fmt.Errorf("personal-data keys: %w", err)
+		}
+		st.phase("keys_index")
+	}
 	runCtx := n.startProjections(st, cmds.analyzer, proj.readModels)
 	n.startJobs(runCtx, cfg, cmds.users, proj.readModels)
 	if err := n.startWebhooks(runCtx, cfg, proj.byReadModel[projections.ReadModelDeliveries]); err != nil {

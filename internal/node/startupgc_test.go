@@ -4,6 +4,7 @@ import (
 	"os"
 	"runtime/debug"
 	"testing"
+	"time"
 )
 
 // After a kill -9 start the process kept pages of about twice its live
@@ -62,5 +63,26 @@ func TestRestoredStartReturnsItsFreeHeapOnceEveryNodeOpened(t *testing.T) {
 	pg()
 	if released != 2 {
 		t.Fatalf("released after a Postgres start (%d)", released)
+	}
+}
+
+// The free heap goes back only once a /readyz has answered ready: its
+// collection of the whole restored heap, run as the read models caught
+// up, held the listener and the first probe back.
+func TestFreeHeapGoesBackAfterTheFirstReadyProbe(t *testing.T) {
+	prev := readyProbe.Swap(newReadySignal())
+	t.Cleanup(func() { readyProbe.Store(prev) })
+	released := make(chan struct{})
+	releaseAfterReady(func() { close(released) })
+	select {
+	case <-released:
+		t.Fatal("the free heap went back before any ready probe")
+	case <-time.After(200 * time.Millisecond):
+	}
+	noteReady()
+	select {
+	case <-released:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the free heap did not go back after a ready probe")
 	}
 }

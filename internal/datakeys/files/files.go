@@ -37,6 +37,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/healthtech/partner-open-platform/events/jsoncodec"
@@ -61,6 +62,12 @@ type Store struct {
 	dead   int64                      // bytes of blanked lines
 	seq    uint64                     // writes handed out; a write's ticket is seq after it
 	broken error                      // a failed fsync: the file's state is unknown, refuse further use
+
+	// loaded is closed once Opening's index is built; loadErr is why it
+	// could not be. parsed is the log as read, answering Get until then.
+	loaded  chan struct{}
+	loadErr error
+	parsed  atomic.Pointer[parsedLog]
 
 	smu     sync.Mutex
 	cond    *sync.Cond
@@ -95,33 +102,84 @@ type line struct {
 
 // Open uses (and creates, mode 0700) dir as the key store.
 func Open(dir string) (*Store, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("keys: %w", err)
-	}
-	s := &Store{dir: dir, index: map[string]*entry{}, whole: map[string]datakeys.Record{}}
-	s.cond = sync.NewCond(&s.smu)
-	if err := s.load(); err != nil {
+	s, err := Opening(dir)
+	if err != nil {
 		return nil, err
 	}
-	if err := s.migrate(); err != nil {
-		s.f.Close()
+	if err := s.Ready(); err != nil {
 		return nil, err
 	}
 	return s, nil
 }
 
+// Opening is Open returning once the log is read and its lines decoded,
+// while their index is built (and the log repaired, compacted) on a
+// goroutine of its own: a start then restores its read-model snapshot
+// meanwhile. Until the index is built, Get answers from the decoded lines
+// (the same answer as the index's: a subject's last line decides) and
+// every other method waits for it; Ready says when it is built, or why it
+// could not be (a write of the repair or compaction failed; the store is
+// then closed). A log with a line the index would refuse (damaged, of an
+// unknown record), or a directory of the previous format to move in, is
+// indexed before Opening returns, so its error comes from Opening itself.
+func Opening(dir string) (*Store, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("keys: %w", err)
+	}
+	s := &Store{dir: dir, index: map[string]*entry{}, whole: map[string]datakeys.Record{}, loaded: make(chan struct{})}
+	s.cond = sync.NewCond(&s.smu)
+	b, err := s.read()
+	if err != nil {
+		return nil, err
+	}
+	lines := parseLines(b[:s.size])
+	if _, err := os.Stat(filepath.Join(dir, "subjects")); lines.clean && errors.Is(err, os.ErrNotExist) {
+		s.parsed.Store(&lines)
+		go s.finish(lines)
+		return s, nil
+	}
+	s.finish(lines)
+	if err := s.Ready(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Ready waits until the index is built, and returns why it could not be.
+func (s *Store) Ready() error {
+	<-s.loaded
+	return s.loadErr
+}
+
+// finish indexes the decoded log, repairs it, compacts it if needed and
+// moves a directory of the previous format in, then stops Get's answers
+// from the decoded lines.
+func (s *Store) finish(lines parsedLog) {
+	err := s.load(lines)
+	if err == nil {
+		err = s.migrate()
+	}
+	if err != nil {
+		s.f.Close()
+		s.f = nil
+		s.broken = err
+	}
+	s.loadErr = err
+	s.parsed.Store(nil)
+	close(s.loaded)
+}
+
 func (s *Store) path() string { return filepath.Join(s.dir, logName) }
 
-// load reads the log into the index, repairs it and compacts it if needed.
-func (s *Store) load() error {
+// read opens the log and reads it whole, dropping a torn last line.
+func (s *Store) read() ([]byte, error) {
 	f, err := os.OpenFile(s.path(), os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
-		return fmt.Errorf("keys: %w", err)
+		return nil, fmt.Errorf("keys: %w", err)
 	}
-	s.f = f
 	if err := syncDir(s.dir); err != nil { // the log's own directory entry
 		f.Close()
-		return fmt.Errorf("keys: %w", err)
+		return nil, fmt.Errorf("keys: %w", err)
 	}
 	// One read into a buffer of the file's size: io.ReadAll grew it step
 	// by step (tens of MB copied several times per person-heavy log).
@@ -132,59 +190,54 @@ func (s *Store) load() error {
 	b, err = readAll(f, b)
 	if err != nil {
 		f.Close()
-		return fmt.Errorf("keys: read %s: %w", logName, err)
+		return nil, fmt.Errorf("keys: read %s: %w", logName, err)
 	}
 	end := int64(bytes.LastIndexByte(b, '\n') + 1)
 	if end < int64(len(b)) { // a torn last line was never acknowledged
 		if err := f.Truncate(end); err != nil {
 			f.Close()
-			return fmt.Errorf("keys: truncate torn line: %w", err)
+			return nil, fmt.Errorf("keys: truncate torn line: %w", err)
 		}
 	}
-	s.size = end
-	s.index = make(map[string]*entry, bytes.Count(b[:end], []byte{'\n'}))
+	s.f, s.size = f, end
+	return b, nil
+}
+
+// load indexes the log's decoded lines, repairs the log and compacts it
+// if needed.
+func (s *Store) load(lines parsedLog) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.index = make(map[string]*entry, lines.lines)
 	var stale [][2]int64 // key lines superseded by a later line, to blank again
-	recs := parseLines(b[:end])
-	// Keys are sealed by one master key, or a few over rotations: the
-	// entries share one copy of its id rather than one per person.
-	var master string
-	for _, r := range recs {
-		off, n := r.off, r.n
-		if r.blank {
-			s.dead += n + 1
-			continue
-		}
-		l := r.l
-		if r.err != nil || !datakeys.ValidSubject(l.Subject) {
-			f.Close()
-			return fmt.Errorf("keys: %s is corrupt at byte %d", logName, off)
-		}
-		if old := s.index[l.Subject]; old != nil && old.n > 0 {
-			stale = append(stale, [2]int64{old.off, int64(old.n)})
-		}
-		e := r.e
-		if e.master == master {
-			e.master = master
-		} else {
-			master = e.master
-		}
-		switch l.Op {
-		case "key", "destroyed":
-			s.set(l.item(), e)
-		default:
-			f.Close()
-			return fmt.Errorf("keys: %s has an unknown record %q at byte %d", logName, l.Op, off)
+	for _, part := range lines.parts {
+		for i := range part {
+			r := &part[i]
+			if r.blank {
+				s.dead += int64(r.n) + 1
+				continue
+			}
+			if r.err != nil || !datakeys.ValidSubject(r.subject) {
+				return fmt.Errorf("keys: %s is corrupt at byte %d", logName, r.off)
+			}
+			if old := s.index[r.subject]; old != nil && old.n > 0 {
+				stale = append(stale, [2]int64{old.off, int64(old.n)})
+			}
+			switch op := r.op(); op {
+			case "key", "destroyed":
+				s.set(r.item(), r.e)
+			default:
+				return fmt.Errorf("keys: %s has an unknown record %q at byte %d", logName, op, r.off)
+			}
 		}
 	}
 	for _, sp := range stale {
 		if err := s.blank(sp[0], sp[1]); err != nil {
-			f.Close()
 			return err
 		}
 	}
 	if len(stale) > 0 {
-		if err := f.Sync(); err != nil {
-			f.Close()
+		if err := s.f.Sync(); err != nil {
 			return fmt.Errorf("keys: %w", err)
 		}
 	}
@@ -483,6 +536,9 @@ func (s *Store) Insert(ctx context.Context, rec datakeys.Record) (datakeys.Recor
 // InsertBatch implements datakeys.Backend: every new record is appended in one
 // write and made durable by one fsync.
 func (s *Store) InsertBatch(ctx context.Context, recs []datakeys.Record) ([]datakeys.Record, error) {
+	if err := s.Ready(); err != nil {
+		return nil, err
+	}
 	for _, r := range recs {
 		if !datakeys.ValidSubject(r.Subject) {
 			return nil, fmt.Errorf("%w: %q", datakeys.ErrInvalidSubject, r.Subject)
@@ -518,10 +574,17 @@ func (s *Store) InsertBatch(ctx context.Context, recs []datakeys.Record) ([]data
 	return out, nil
 }
 
-// Get implements datakeys.Backend.
+// Get implements datakeys.Backend; while Opening's index is built, it
+// answers from the log's decoded lines.
 func (s *Store) Get(ctx context.Context, subject string) (datakeys.Record, error) {
 	if !datakeys.ValidSubject(subject) {
 		return datakeys.Record{}, datakeys.ErrInvalidSubject
+	}
+	if lines := s.parsed.Load(); lines != nil {
+		return lines.get(subject)
+	}
+	if err := s.Ready(); err != nil {
+		return datakeys.Record{}, err
 	}
 	return s.lookup(subject)
 }
@@ -544,6 +607,9 @@ func (s *Store) GetByKeyID(ctx context.Context, keyID string) (datakeys.Record, 
 func (s *Store) Destroy(ctx context.Context, subject string) error {
 	if !datakeys.ValidSubject(subject) {
 		return datakeys.ErrInvalidSubject
+	}
+	if err := s.Ready(); err != nil {
+		return err
 	}
 	s.mu.Lock()
 	cur := s.index[subject]
@@ -570,6 +636,9 @@ func (s *Store) Destroy(ctx context.Context, subject string) error {
 // Update implements datakeys.Backend: the new line is made durable before the
 // old one is blanked, so a crash never loses the key.
 func (s *Store) Update(ctx context.Context, fromMaster string, rec datakeys.Record) error {
+	if err := s.Ready(); err != nil {
+		return err
+	}
 	s.mu.Lock()
 	cur := s.index[rec.Subject]
 	if cur == nil || cur.destroyed {
@@ -602,6 +671,9 @@ func (s *Store) Update(ctx context.Context, fromMaster string, rec datakeys.Reco
 
 // List implements datakeys.Backend.
 func (s *Store) List(ctx context.Context, fn func(datakeys.Record) error) error {
+	if err := s.Ready(); err != nil {
+		return err
+	}
 	s.mu.Lock()
 	var recs []datakeys.Record
 	var wait uint64
@@ -626,6 +698,7 @@ func (s *Store) List(ctx context.Context, fn func(datakeys.Record) error) error 
 
 // Close implements datakeys.Backend.
 func (s *Store) Close() error {
+	<-s.loaded
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.f == nil {
@@ -721,6 +794,9 @@ const LogName = logName
 // (a local file). Records appended but not yet durable may be in the copy:
 // their events are not in the log yet, so a restore holds an unused key.
 func (s *Store) Backup(w io.Writer) (int64, error) {
+	if err := s.Ready(); err != nil {
+		return 0, err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.broken != nil {

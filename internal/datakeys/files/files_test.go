@@ -15,15 +15,21 @@ import (
 	"github.com/healthtech/partner-open-platform/internal/secrets"
 )
 
+// The key store's conformance holds for a store as Open returns it, and
+// as Opening does, its index still being built.
 func TestConformance(t *testing.T) {
-	keystest.Run(t, func(t *testing.T) datakeys.Backend {
-		s, err := Open(filepath.Join(t.TempDir(), "keys"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return s
-	})
+	for name, open := range map[string]func(string) (*Store, error){"Open": Open, "Opening": Opening} {
+		t.Run(name, func(t *testing.T) {
+			keystest.Run(t, func(t *testing.T) datakeys.Backend {
+				s, err := open(filepath.Join(t.TempDir(), "keys"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { s.Close() })
+				return s
+			})
+		})
+	}
 }
 
 // TestDestroyRemovesTheBytes reopens the directory and reads every file left:
@@ -231,13 +237,7 @@ func TestResealBlanksTheOldSealing(t *testing.T) {
 // sealed, not one per person (a node holds a line per person in memory).
 func TestReopenSharesTheMasterKeyID(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "keys")
-	s, ks, _ := openKeys(t, dir)
-	ctx := context.Background()
-	for i := range 3 {
-		if _, err := ks.DataKey(ctx, fmt.Sprint("user-", i)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	s, ctx := openWithKeys(t, dir, 3)
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -262,6 +262,20 @@ func TestReopenSharesTheMasterKeyID(t *testing.T) {
 	}
 }
 
+// openWithKeys opens the key store in dir with the keys of user-0 to
+// user-(n-1) made.
+func openWithKeys(t testing.TB, dir string, n int) (*Store, context.Context) {
+	t.Helper()
+	s, ks, _ := openKeys(t, dir)
+	ctx := context.Background()
+	for i := range n {
+		if _, err := ks.DataKey(ctx, fmt.Sprint("user-", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s, ctx
+}
+
 // openKeys opens the key store in dir and its keys under a fixed master key.
 func openKeys(t testing.TB, dir string) (*Store, *datakeys.Keys, *secrets.Sealer) {
 	t.Helper()
@@ -271,4 +285,73 @@ func openKeys(t testing.TB, dir string) (*Store, *datakeys.Keys, *secrets.Sealer
 	}
 	m, _ := secrets.New(bytes.Repeat([]byte{7}, 32))
 	return s, datakeys.New(s, m), m
+}
+
+// Until Opening's index is built, Get answers from the decoded lines: for
+// every kind of line a log holds (a key, a key superseded by a later line
+// or a tombstone before a crash let it be blanked, a destroyed key, a
+// record kept whole, a line only encoding/json reads) and for a subject it
+// does not hold, the answer is the index's.
+func TestDecodedLogAnswersAsItsIndex(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "keys")
+	s, ctx := openWithKeys(t, dir, 4)
+	if err := s.Destroy(ctx, "user-2"); err != nil {
+		t.Fatal(err)
+	}
+	first, _ := s.Get(ctx, "user-0")
+	s.Close()
+	f, _ := os.OpenFile(filepath.Join(dir, logName), os.O_WRONLY|os.O_APPEND, 0)
+	moved := first
+	moved.KeyID, moved.Sealed = "user-0~00000000000000ff", "v1:other"
+	for _, l := range []string{
+		string(encodeLine(item{rec: moved})),
+		`{"op":"destroyed","subject":"user-1","at":"2026-01-01T00:00:00Z"}`,
+		`{"op": "key", "subject": "user-9", "key_id": "user-9~1", "master_key_id": "m", "sealed": "s"}`,
+		string(encodeLine(item{rec: datakeys.Record{Subject: "platform.x", KeyID: "platform.x~2", MasterKeyID: "m", Sealed: "v2:x"}})),
+	} {
+		f.WriteString(l + "\n")
+	}
+	f.Close()
+	b, err := os.ReadFile(filepath.Join(dir, logName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := parseLines(b)
+	if !lines.clean {
+		t.Fatal("a log of valid lines decoded as not clean")
+	}
+	again, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	for _, subject := range []string{"user-0", "user-1", "user-2", "user-3", "user-9", "platform.x", "user-404"} {
+		want, wantErr := again.Get(ctx, subject)
+		got, err := lines.get(subject)
+		if !errors.Is(err, wantErr) || got != want {
+			t.Errorf("%s: decoded lines say %+v, %v; the index %+v, %v", subject, got, err, want, wantErr)
+		}
+	}
+}
+
+// A log the index would refuse fails Opening itself, before any caller
+// could take an answer from it.
+func TestOpeningRefusesADamagedLog(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "keys")
+	s, ks, _ := openKeys(t, dir)
+	if _, err := ks.DataKey(context.Background(), "user-1"); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	for _, bad := range []string{`{"op":"key","subject":"user-2"`, `{"op":"renamed","subject":"user-2"}`, `{"op":"key","subject":".x"}`} {
+		f, _ := os.OpenFile(filepath.Join(dir, logName), os.O_WRONLY|os.O_APPEND, 0)
+		f.WriteString(bad + "\n")
+		f.Close()
+		if s, err := Opening(dir); err == nil {
+			s.Close()
+			t.Fatalf("a log ending in %s opened", bad)
+		}
+		b, _ := os.ReadFile(filepath.Join(dir, logName))
+		os.WriteFile(filepath.Join(dir, logName), b[:bytes.LastIndexByte(b[:len(b)-1], '\n')+1], 0o600)
+	}
 }

@@ -6,58 +6,156 @@ import (
 	"runtime"
 	"sync"
 	"time"
+
+	"github.com/healthtech/partner-open-platform/internal/datakeys"
 )
 
 // parsedLine is one line of the log as Open reads it: where it is, and
 // its record (or why it is none).
 type parsedLine struct {
-	off, n int64  // the line, without its newline
-	blank  bool   // blanked (destroyed or superseded key, spaces)
-	l      line   // only Op and Subject when parseKeyLine packed it
-	e      *entry // l's index entry, packed on the parsing core
-	err    error
+	off     int64 // the line, without its newline
+	n       int32
+	blank   bool // blanked (destroyed or superseded key, spaces)
+	subject string
+	e       *entry // the line's index entry, packed on the parsing core
+	// l is the record of a line parseKeyLine did not pack (nil for a key
+	// it did): a start holds one parsedLine per person until the index is
+	// built, and a line's five strings and two times for each would be
+	// most of what the start allocates for its key log.
+	l   *line
+	err error
+}
+
+// item is what r records.
+func (r *parsedLine) item() item {
+	if r.l != nil {
+		return r.l.item()
+	}
+	return item{rec: datakeys.Record{Subject: r.subject}}
+}
+
+// op is r's record kind.
+func (r *parsedLine) op() string {
+	if r.l != nil {
+		return r.l.Op
+	}
+	return "key"
+}
+
+// parsedLog is the key log as Open read it, cut into lines and decoded.
+type parsedLog struct {
+	// parts are the log's lines in contiguous parts, in order.
+	parts [][]parsedLine
+	lines int
+	// clean says every line is blank, a key or a tombstone of a valid
+	// subject: indexing the log cannot fail on a line.
+	clean bool
 }
 
 // parseLines cuts b (whole lines) into lines and decodes them, on every
-// core in contiguous parts, since a start reads one line per person; the
-// caller applies them in order.
-func parseLines(b []byte) []parsedLine {
-	// Made at its length: grown by appends, a log of a million people
-	// copied its lines (about 170 bytes each) several times over.
-	out := make([]parsedLine, 0, bytes.Count(b, []byte{'\n'}))
-	for off := 0; off < len(b); {
-		n := bytes.IndexByte(b[off:], '\n')
-		out = append(out, parsedLine{off: int64(off), n: int64(n)})
-		off += n + 1
-	}
-	parts := min(runtime.GOMAXPROCS(0), max(len(out)/4096, 1))
+// core in contiguous parts (each cut at a line's end and cut into lines
+// by its own core), since a start reads one line per person; the caller
+// applies them in order.
+func parseLines(b []byte) parsedLog {
+	parts := min(runtime.GOMAXPROCS(0), max(len(b)/(1<<20), 1))
+	out := parsedLog{parts: make([][]parsedLine, parts), clean: true}
 	var wg sync.WaitGroup
-	for p := range parts {
-		lo, hi := p*len(out)/parts, (p+1)*len(out)/parts
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var master string // the last master key id read, shared by the lines after it
-			for i := lo; i < hi; i++ {
-				r := &out[i]
-				raw := b[r.off : r.off+r.n]
-				if len(bytes.Trim(raw, " \x00")) == 0 {
-					r.blank = true
-					continue
-				}
-				if e, subject, ok := parseKeyLine(raw, &master); ok {
-					e.off, e.n = r.off, int32(r.n)
-					r.l, r.e = line{Op: "key", Subject: subject}, e
-					continue
-				}
-				if r.l, r.err = parseLine(raw); r.err == nil {
-					r.e = newEntry(r.l.item(), r.off, r.n, 0)
-				}
+	var mu sync.Mutex
+	for p, lo := 0, 0; p < parts; p++ {
+		hi := len(b)
+		if p < parts-1 {
+			hi = max(lo, (p+1)*len(b)/parts)
+			if nl := bytes.IndexByte(b[hi:], '\n'); nl >= 0 {
+				hi += nl + 1
+			} else {
+				hi = len(b)
 			}
-		}()
+		}
+		wg.Add(1)
+		go func(p, lo int, b []byte) {
+			defer wg.Done()
+			lines, clean := parsePart(b, int64(lo))
+			mu.Lock()
+			out.parts[p], out.lines, out.clean = lines, out.lines+len(lines), out.clean && clean
+			mu.Unlock()
+		}(p, lo, b[lo:hi])
+		lo = hi
 	}
 	wg.Wait()
 	return out
+}
+
+// entryBlock is how many keys' entries parsePart makes at once.
+const entryBlock = 1024
+
+// parsePart decodes the whole lines of b, which starts at byte base of the
+// log; clean is false if a line would fail the log's indexing.
+func parsePart(b []byte, base int64) (out []parsedLine, clean bool) {
+	// Made at its length: grown by appends, a log of a million people
+	// copied its lines (about 170 bytes each) several times over.
+	out = make([]parsedLine, 0, bytes.Count(b, []byte{'\n'}))
+	// The keys' entries are made a block at a time (a block lives as long
+	// as the index holds any of its entries; only keys take one).
+	var entries []entry
+	clean = true
+	var master string // the last master key id read, shared by the lines after it
+	for off := 0; off < len(b); {
+		n := bytes.IndexByte(b[off:], '\n')
+		raw := b[off : off+n]
+		out = append(out, parsedLine{off: base + int64(off), n: int32(n)})
+		off += n + 1
+		r := &out[len(out)-1]
+		if len(bytes.Trim(raw, " \x00")) == 0 {
+			r.blank = true
+			continue
+		}
+		if len(entries) == 0 {
+			entries = make([]entry, entryBlock)
+		}
+		if subject, ok := parseKeyLine(raw, &entries[0], &master); ok {
+			r.e, entries = &entries[0], entries[1:]
+			r.e.off, r.e.n = r.off, r.n
+			r.subject = subject
+			clean = clean && datakeys.ValidSubject(subject)
+			continue
+		}
+		l, err := parseLine(raw)
+		if r.l, r.err = &l, err; err == nil {
+			r.subject = l.Subject
+			r.e = newEntry(l.item(), r.off, int64(r.n), 0)
+			if !r.e.destroyed && !r.e.whole {
+				if r.e.master == master {
+					r.e.master = master
+				} else {
+					master = r.e.master
+				}
+			}
+		}
+		clean = clean && err == nil && datakeys.ValidSubject(l.Subject) && (l.Op == "key" || l.Op == "destroyed")
+	}
+	return out, clean
+}
+
+// get is subject's record as the index built from l holds it: its last
+// line decides.
+func (l *parsedLog) get(subject string) (datakeys.Record, error) {
+	for p := len(l.parts) - 1; p >= 0; p-- {
+		lines := l.parts[p]
+		for i := len(lines) - 1; i >= 0; i-- {
+			r := &lines[i]
+			if r.blank || r.subject != subject {
+				continue
+			}
+			switch {
+			case r.e.destroyed:
+				return datakeys.Record{}, datakeys.ErrDestroyed
+			case r.e.whole:
+				return r.l.item().rec, nil
+			}
+			return r.e.record(subject), nil
+		}
+	}
+	return datakeys.Record{}, datakeys.ErrNotFound
 }
 
 // parseLine decodes one record of the log. The log's lines are written by
@@ -77,11 +175,11 @@ func parseLine(raw []byte) (line, error) {
 }
 
 // parseKeyLine decodes a key line as parseFlat does, straight into its
-// packed entry, without making the strings of its id, its sealed form and
-// (when it is *master's) its master key's id; ok is false for any other
-// line (a tombstone, a repeated or missing field, a record that does not
-// pack), which parseLine then decodes.
-func parseKeyLine(b []byte, master *string) (e *entry, subject string, ok bool) {
+// packed entry e, without making the strings of its id, its sealed form and
+// (when it is *master's) its master key's id; ok is false, and nothing of
+// e set, for any other line (a tombstone, a repeated or missing field, a
+// record that does not pack), which parseLine then decodes.
+func parseKeyLine(b []byte, e *entry, master *string) (subject string, ok bool) {
 	var op, subj, keyID, masterID, sealed, created []byte
 	if !flatFields(b, func(key, val []byte) bool {
 		var field *[]byte
@@ -107,21 +205,21 @@ func parseKeyLine(b []byte, master *string) (e *entry, subject string, ok bool) 
 		*field = val
 		return true
 	}) {
-		return nil, "", false
+		return "", false
 	}
 	var t time.Time
 	if string(op) != "key" || subj == nil || masterID == nil || created == nil || t.UnmarshalText(created) != nil {
-		return nil, "", false
+		return "", false
 	}
-	e, subject = &entry{}, string(subj)
+	subject = string(subj)
 	if !packKey(e, subject, keyID, sealed, t) {
-		return nil, "", false
+		return "", false
 	}
 	if string(masterID) != *master {
 		*master = string(masterID)
 	}
 	e.master = *master
-	return e, subject, true
+	return subject, true
 }
 
 // parseFlat decodes {"k":"v",...} with plain ASCII strings, no escapes and

@@ -107,8 +107,12 @@ func FuzzParseKeyLineIsParseLine(f *testing.F) {
 		strings.Repeat("AbC+/9", 16) + `","created":"2026-11-23T12:37:54Z","subject":"user-2"}`))
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		master := "mk-0"
-		e, subject, ok := parseKeyLine(raw, &master)
+		e := &entry{}
+		subject, ok := parseKeyLine(raw, e, &master)
 		if !ok {
+			if *e != (entry{}) {
+				t.Fatalf("%q: parseKeyLine set %+v of a line it did not pack", raw, *e)
+			}
 			return
 		}
 		l, err := parseLine(raw)
