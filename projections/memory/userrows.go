@@ -109,6 +109,10 @@ type textReader string
 
 func (r *textReader) next() string {
 	s := string(*r)
+	if n := int(s[0]); n < 0x80 { // most texts are shorter than 128 bytes
+		*r = textReader(s[1+n:])
+		return s[1 : 1+n]
+	}
 	n, shift, i := 0, 0, 0
 	for ; ; i++ {
 		b := s[i]
