@@ -127,7 +127,7 @@ func (s *Store) Image(ctx context.Context, f projections.ReadModel) (snapfile.Im
 			}
 		})
 	case projections.ReadModelReports:
-		reports := collect(s.reports)
+		reports := collectRows(&s.reports, reportRow.view)
 		sort = append(sort, func() { im.Reports = reports.sorted() })
 	case projections.ReadModelOrders:
 		goods, orders := collect(s.goods), collect(s.orders)

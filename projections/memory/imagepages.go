@@ -125,7 +125,7 @@ func (s *Store) pagedTables(f projections.ReadModel) (*sync.RWMutex, *paging, ma
 		}
 	case projections.ReadModelReports:
 		return &s.reportsMu, &s.reportsPaging, map[snapfile.Table]imageTable{
-			snapfile.TableReports: byID(&s.reportsCOW, &s.reports, func(im *snapfile.Image, rows []projections.Report) { im.Reports = rows }),
+			snapfile.TableReports: rowsByID(&s.reportsCOW, &s.reports, reportRow.view, func(im *snapfile.Image, rows []projections.Report) { im.Reports = rows }),
 		}
 	case projections.ReadModelOrders:
 		return &s.ordersMu, &s.ordersPaging, map[snapfile.Table]imageTable{

@@ -54,7 +54,7 @@ type Store struct {
 	membersCOW                                                 cow[int64, memberRow]
 	deliveriesCOW                                              cow[string, deliveryRow]
 	attemptsCOW                                                cow[string, []projections.Attempt]
-	reportsCOW                                                 cow[int64, projections.Report]
+	reportsCOW                                                 cow[int64, reportRow]
 	goodsCOW                                                   cow[int64, projections.Goods]
 	ordersCOW                                                  cow[int64, projections.Order]
 	// imageStep (tests only) runs whenever a paged image released the

@@ -2,60 +2,80 @@ package memory
 
 import (
 	"context"
+	"math/bits"
 	"time"
 
 	"github.com/healthtech/partner-open-platform/projections"
 )
 
-// reportIndexes holds the reports and the index of the daily report, so
-// ReportsOfDay reads one user's day and never scans every report.
+// reportIndexes holds the reports (reportRow, in a table) and the index
+// of the daily report, so ReportsOfDay reads one user's day and never
+// scans every report.
 type reportIndexes struct {
-	reports map[int64]projections.Report // by ReportID
-	byDay   map[dayKey][]int64           // (AppID, OpenUserID, Day) -> ReportIDs, sorted
-}
-
-type dayKey struct {
-	app, user int64
-	day       string
+	reports idTable[reportRow]
+	byDay   chainIndex // (AppID, OpenUserID, Day) -> the reports' places
 }
 
 // initReports empties the reports read model; a paged image of it being
 // read then fails (paging.gen).
 func (s *Store) initReports() {
 	s.reportsPaging.gen++
-	s.reportIndexes = newReportIndexes()
+	s.reportIndexes = reportIndexes{reports: newIDTable[reportRow](0), byDay: newChainIndex(0)}
 }
 
-func newReportIndexes() reportIndexes {
-	return reportIndexes{
-		reports: map[int64]projections.Report{},
-		byDay:   map[dayKey][]int64{},
+// hashDay is the hash of a daily report's key.
+func hashDay(app, user int64, day string) uint64 {
+	return hashText(app, day) ^ bits.RotateLeft64(hashID(user), 1)
+}
+
+func (s *Store) dayHashAt(p uint32) uint64 {
+	r := s.reports.rows.at(p)
+	return hashDay(r.appID, r.userID, r.day())
+}
+
+// ofDay tells the index's rows of the daily report's key.
+func (s *Store) ofDay(app, user int64, day string) func(uint32) bool {
+	return func(p uint32) bool {
+		r := s.reports.rows.at(p)
+		return r.appID == app && r.userID == user && r.day() == day
 	}
 }
 
-func dayKeyOf(r projections.Report) dayKey { return dayKey{r.AppID, r.OpenUserID, r.Day} }
+func (s *Store) reportLess(a, b uint32) bool {
+	return s.reports.rows.at(a).id < s.reports.rows.at(b).id
+}
+
+func sameDay(a, b reportRow) bool {
+	return a.appID == b.appID && a.userID == b.userID && a.day() == b.day()
+}
 
 // setReport replaces cur (if had) by next (if keep) in the rows and the day
 // index; the undo of a write is the same call with the sides swapped.
-func (s *Store) setReport(cur projections.Report, had bool, next projections.Report, keep bool) {
-	if had && (!keep || dayKeyOf(cur) != dayKeyOf(next)) {
-		k := dayKeyOf(cur)
-		if ids := removeID(s.byDay[k], cur.ReportID); len(ids) == 0 {
-			delete(s.byDay, k)
-		} else {
-			s.byDay[k] = ids
-		}
-	}
+func (s *Store) setReport(cur reportRow, had bool, next reportRow, keep bool) {
 	if had {
-		s.reportsCOW.keepIn(s.reports, cur.ReportID)
-		delete(s.reports, cur.ReportID)
+		s.reportsCOW.keep(cur.id, s.reports.row)
 	}
 	if keep {
-		s.reportsCOW.keepIn(s.reports, next.ReportID)
-		s.reports[next.ReportID] = next
-		k := dayKeyOf(next)
-		s.byDay[k] = insertID(s.byDay[k], next.ReportID)
+		s.reportsCOW.keep(next.id, s.reports.row)
 	}
+	if had {
+		if !keep || !sameDay(cur, next) {
+			p, _ := s.reports.place(cur.id)
+			s.byDay.remove(hashDay(cur.appID, cur.userID, cur.day()), p, s.ofDay(cur.appID, cur.userID, cur.day()), s.reportLess, s.dayHashAt)
+		}
+		s.reports.del(cur.id)
+	}
+	if keep {
+		p := s.reports.set(next.id, next)
+		if !had || !sameDay(cur, next) {
+			s.indexReport(p, next)
+		}
+	}
+}
+
+func (s *Store) indexReport(p uint32, r reportRow) {
+	day := r.day()
+	s.byDay.add(hashDay(r.appID, r.userID, day), p, s.ofDay(r.appID, r.userID, day), s.reportLess, s.dayHashAt)
 }
 
 // ---- reads ----
@@ -67,11 +87,11 @@ func (s *Store) Report(ctx context.Context, appID, id int64) (projections.Report
 	}
 	s.reportsMu.RLock()
 	defer s.reportsMu.RUnlock()
-	r, ok := s.reports[id]
-	if !ok || r.AppID != appID {
+	r := s.reports.get(id)
+	if r == nil || r.appID != appID {
 		return projections.Report{}, projections.ErrNotFound
 	}
-	return copyReport(r), nil
+	return r.view(nil), nil
 }
 
 // ReportsOfDay reads the day index, so a daily report costs its own rows.
@@ -81,10 +101,11 @@ func (s *Store) ReportsOfDay(ctx context.Context, appID, openUserID int64, day s
 	}
 	s.reportsMu.RLock()
 	defer s.reportsMu.RUnlock()
-	ids := s.byDay[dayKey{appID, openUserID, day}]
-	out := make([]projections.Report, 0, len(ids))
-	for _, id := range ids {
-		out = append(out, copyReport(s.reports[id]))
+	var buf [8]uint32
+	places := placesOf(&s.byDay, &s.reports.rows, hashDay(appID, openUserID, day), s.ofDay(appID, openUserID, day), buf[:0])
+	out := make([]projections.Report, 0, len(places))
+	for _, p := range places {
+		out = append(out, s.reports.rows.at(p).view(nil))
 	}
 	return out, nil
 }
@@ -111,11 +132,11 @@ func (t *tx) Report(ctx context.Context, id int64) (projections.Report, error) {
 	if err := t.check(ctx); err != nil {
 		return projections.Report{}, err
 	}
-	r, ok := t.s.reports[id]
-	if !ok {
+	r := t.s.reports.get(id)
+	if r == nil {
 		return projections.Report{}, projections.ErrNotFound
 	}
-	return copyReport(r), nil
+	return r.view(nil), nil
 }
 
 func (t *tx) PutReport(ctx context.Context, r projections.Report) error {
@@ -123,45 +144,20 @@ func (t *tx) PutReport(ctx context.Context, r projections.Report) error {
 		return err
 	}
 	s := t.s
-	r = normReport(r)
-	old, had := s.reports[r.ReportID]
-	s.setReport(old, had, r, true)
-	if !t.owned {
-		t.undo = append(t.undo, func() { s.setReport(r, true, old, had) })
-	}
+	next := packReport(r)
+	old, had := s.reports.row(r.ReportID)
+	s.setReport(old, had, next, true)
+	t.keepUndo(func() { s.setReport(next, true, old, had) })
 	return nil
 }
 
 // restoreReports adds an image's reports (unique ids) to the emptied
-// reports read model, keeping each row's pointees as they are: a
-// snapshot decodes a report's texts, bytes and times into allocations of
-// its own, and an image's rows are never written (a time is normalized
-// into a new one), so copies of them (as PutReport makes) would leave the
-// decoded ones as garbage among the reports that stay. The caller holds
-// the read model's write lock.
+// reports read model. The caller holds the read model's write lock.
 func (s *Store) restoreReports(rows []projections.Report) {
 	for _, r := range rows {
-		r.ExaminedAt, r.InterpretedAt = normTimeShared(r.ExaminedAt), normTimeShared(r.InterpretedAt)
-		r.UploadedAt, r.UpdatedAt = normTime(r.UploadedAt), normTime(r.UpdatedAt)
-		if len(r.InterpretationDetail) == 0 {
-			r.InterpretationDetail = nil
-		}
-		if len(r.RawData) == 0 {
-			r.RawData = nil
-		}
-		s.setReport(projections.Report{}, false, r, true)
+		next := packReport(r)
+		s.indexReport(s.reports.add(next.id, next), next)
 	}
-}
-
-// normTimeShared is p normalized: p itself when it is already.
-func normTimeShared(p *time.Time) *time.Time {
-	if p == nil {
-		return nil
-	}
-	if v := normTime(*p); v != *p {
-		return &v
-	}
-	return p
 }
 
 // EraseUserReports blanks the personal fields of the user's reports.
@@ -170,52 +166,28 @@ func (t *tx) EraseUserReports(ctx context.Context, openUserID int64) error {
 		return err
 	}
 	s := t.s
-	for _, old := range s.reports {
-		if old.OpenUserID != openUserID {
-			continue
+	var mine []reportRow
+	s.reports.each(func(_ int64, r reportRow) bool {
+		if r.userID == openUserID {
+			mine = append(mine, r)
 		}
-		next := copyReport(old)
-		next.FilePath, next.InterpretationResult, next.InterpretationDetail, next.OperatorName, next.RawData = nil, nil, nil, nil, nil
-		next = normReport(next)
+		return true
+	})
+	for _, old := range mine {
+		r := old.view(nil)
+		r.FilePath, r.InterpretationResult, r.InterpretationDetail, r.OperatorName, r.RawData = nil, nil, nil, nil, nil
+		next := packReport(r)
 		s.setReport(old, true, next, true)
 		t.undo = append(t.undo, func() { s.setReport(next, true, old, true) })
 	}
 	return nil
 }
 
-// ---- copies and normalisation ----
-
-// cloneJSON copies JSON bytes; nil and empty both mean JSON null, which the
-// Postgres store keeps as NULL and reads back as nil.
-func cloneJSON(b []byte) []byte {
-	if len(b) == 0 {
-		return nil
-	}
-	return append([]byte(nil), b...)
-}
-
+// normTimePtr is a copy of *p, normalized.
 func normTimePtr(p *time.Time) *time.Time {
 	if p == nil {
 		return nil
 	}
 	v := normTime(*p)
 	return &v
-}
-
-func copyReport(r projections.Report) projections.Report {
-	r.OpenMemberID, r.OperatorPlatformUserID = cloneInt(r.OpenMemberID), cloneInt(r.OperatorPlatformUserID)
-	r.RequestReportID, r.MeasurementNo, r.DeviceSN = cloneStr(r.RequestReportID), cloneStr(r.MeasurementNo), cloneStr(r.DeviceSN)
-	r.ReportType, r.FilePath = cloneStr(r.ReportType), cloneStr(r.FilePath)
-	r.InterpretationResult, r.InterpretationMethod = cloneStr(r.InterpretationResult), cloneStr(r.InterpretationMethod)
-	r.PointsCode, r.DataSource, r.OperatorName = cloneStr(r.PointsCode), cloneStr(r.DataSource), cloneStr(r.OperatorName)
-	r.ExaminedAt, r.InterpretedAt = cloneTime(r.ExaminedAt), cloneTime(r.InterpretedAt)
-	r.InterpretationDetail, r.RawData = cloneJSON(r.InterpretationDetail), cloneJSON(r.RawData)
-	return r
-}
-
-func normReport(r projections.Report) projections.Report {
-	r = copyReport(r)
-	r.ExaminedAt, r.InterpretedAt = normTimePtr(r.ExaminedAt), normTimePtr(r.InterpretedAt)
-	r.UploadedAt, r.UpdatedAt = normTime(r.UploadedAt), normTime(r.UpdatedAt)
-	return r
 }

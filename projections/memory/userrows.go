@@ -59,7 +59,7 @@ const (
 // rowText packs a row's texts into one string; an optional text adds its
 // bit to has (bit i for opt[i]) when it is there.
 type rowText struct {
-	all [9]string
+	all [13]string
 	n   int
 	has uint16
 }
@@ -109,6 +109,10 @@ type textReader string
 
 func (r *textReader) next() string {
 	s := string(*r)
+	if n := int(s[0]); n < 0x80 { // most texts are shorter than 128 bytes
+		*r = textReader(s[1+n:])
+		return s[1 : 1+n]
+	}
 	n, shift, i := 0, 0, 0
 	for ; ; i++ {
 		b := s[i]
@@ -140,10 +144,13 @@ type ptrArena struct {
 	strs  []string
 	ints  []int64
 	times []time.Time
+	json  []byte
 }
 
 // reset starts a page: the last page's rows were written out already.
-func (a *ptrArena) reset() { a.strs, a.ints, a.times = a.strs[:0], a.ints[:0], a.times[:0] }
+func (a *ptrArena) reset() {
+	a.strs, a.ints, a.times, a.json = a.strs[:0], a.ints[:0], a.times[:0], a.json[:0]
+}
 
 func (a *ptrArena) str(v string) *string {
 	if a == nil {
@@ -170,6 +177,23 @@ func (a *ptrArena) time(v time.Time) *time.Time {
 		return p
 	}
 	return arenaPtr(&a.times, v)
+}
+
+// bytes is v as JSON bytes, nil when empty (JSON null).
+func (a *ptrArena) bytes(v string) []byte {
+	if len(v) == 0 {
+		return nil
+	}
+	if a == nil {
+		return []byte(v)
+	}
+	if cap(a.json)-len(a.json) < len(v) {
+		// A full buffer is replaced, not grown, as in arenaPtr.
+		a.json = make([]byte, 0, max(2*cap(a.json), 4096, len(v)))
+	}
+	n := len(a.json)
+	a.json = append(a.json, v...)
+	return a.json[n:len(a.json):len(a.json)]
 }
 
 // arenaPtr puts v in s and points to it; a full s is replaced by a larger
