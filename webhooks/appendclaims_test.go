@@ -193,7 +193,7 @@ func TestACreationClaimedDeliveryOfAnErasedUserIsNotSent(t *testing.T) {
 	app, _ := f.d.Apps.ByID(1)
 	url := endpointURL(app, 0)
 	f.eps.acquire(key, url, time.Now())
-	f.d.attempt(context.Background(), f.ac, f.eps, claimed{Claim: pre.claim, ep: key, url: url, pre: pre}, pre.at, func() {}, func() {})
+	f.d.attempt(context.Background(), f.eps, claimed{Claim: pre.claim, ep: key, url: url, pre: pre}, pre.at, func() {}, func() {})
 	if got := f.rcv.posts(); len(got) != 0 {
 		t.Fatalf("receiver got %v, want nothing: the user was erased", got)
 	}

@@ -746,7 +746,7 @@ func (d *Dispatcher) paused(appID int64) bool {
 // (AppendClaims): every claimer reads a delivery's stream after taking its
 // claim, so the one that takes it next finds the outcome. recorded reports
 // that the outcome was appended.
-func (d *Dispatcher) attempt(ctx context.Context, ac *attemptContext, eps *breakers, c claimed, claimedAt time.Time, freed, freeWorker func()) (released, recorded bool) {
+func (d *Dispatcher) attempt(ctx context.Context, eps *breakers, c claimed, claimedAt time.Time, freed, freeWorker func()) (released, recorded bool) {
 	slot := true
 	defer func() {
 		if slot {
@@ -773,12 +773,10 @@ func (d *Dispatcher) attempt(ctx context.Context, ac *attemptContext, eps *break
 	// A stopping node lets an attempt it started finish within the budget
 	// and records it, rather than cut a POST the receiver may already have
 	// taken, which the next node would then send again.
-	// Nobody waits on an attempt's outcome in a request: it may ride
-	// another append's commit (events.Deferrable, which marks only
-	// appends, and the outcome's is the attempt's only one).
-	ac.begin(events.Deferrable(context.WithoutCancel(ctx)), claimedAt.Add(AttemptBudget(d.claimTTL())))
-	defer ac.finish()
-	del, subject, known, err := d.loadClaimed(ac, c)
+	base := context.WithoutCancel(ctx)
+	actx, cancel := context.WithDeadline(base, claimedAt.Add(AttemptBudget(d.claimTTL())))
+	defer cancel()
+	del, subject, known, err := d.loadClaimed(actx, c)
 	if err != nil {
 		log().Error("load delivery", "err", err)
 		return
@@ -788,7 +786,7 @@ func (d *Dispatcher) attempt(ctx context.Context, ac *attemptContext, eps *break
 	if err := decideSend(del, now, paused); err != nil && known && !errors.Is(err, errAppSuspended) {
 		// What the dispatcher knew says not to send: the stream decides.
 		d.known.forget(id)
-		if del, subject, err = d.loadSubject(ac, id); err != nil {
+		if del, subject, err = d.loadSubject(actx, id); err != nil {
 			log().Error("load delivery", "err", err)
 			return
 		}
@@ -797,7 +795,8 @@ func (d *Dispatcher) attempt(ctx context.Context, ac *attemptContext, eps *break
 	if decideSend(del, now, paused) != nil {
 		return // not due after all, its app suspended or its body erased since it was listed
 	}
-	r := d.post(ac, del)
+	r := d.post(actx, del)
+	cancel()
 	slot = false
 	eps.done(c.ep, c.url, c.probe, endpointFailed(r), d.Clock.Now())
 	freed()
@@ -808,15 +807,15 @@ func (d *Dispatcher) attempt(ctx context.Context, ac *attemptContext, eps *break
 		return
 	}
 	outcome, class, attemptNo, status = ev.Outcome, ev.ErrorClass, ev.Attempt, ev.StatusCode
-	// The record's deadline counts from the POST's end, on the monotonic
-	// clock.
-	ac.next(time.Now().Add(recordTimeout))
+	// Nobody waits on an attempt's outcome in a request: it may ride
+	// another append's commit (events.Deferrable).
+	rctx, rcancel := context.WithTimeout(events.Deferrable(base), 10*time.Second)
+	defer rcancel()
 	at := d.Clock.Now()
-	var actx context.Context = ac
-	gone := func() bool { return false }
-	if acl, ok := d.Claims.(AppendClaims); ok {
-		if rctx, r := acl.ReleaseWithAppend(ac, []Claim{c.Claim}); r != nil {
-			actx, gone = rctx, r
+	actx, gone := rctx, func() bool { return false }
+	if ac, ok := d.Claims.(AppendClaims); ok {
+		if rctx2, r := ac.ReleaseWithAppend(rctx, []Claim{c.Claim}); r != nil {
+			actx, gone = rctx2, r
 		}
 	}
 	var pos events.Position
@@ -852,15 +851,12 @@ func (d *Dispatcher) attempt(ctx context.Context, ac *attemptContext, eps *break
 	// The wait for the projection (so the next Due does not pick it
 	// again) ends with the record's deadline, which is near the claim's
 	// lapse, after which holding the delivery protects nothing, or when
-	// the node stops.
-	ac.waitUntilStopped()
-	_ = d.Projected.WaitFor(ac, pos)
+	// the node stops; sharing that deadline spares an attempt a timer.
+	stop := context.AfterFunc(ctx, rcancel)
+	defer stop()
+	_ = d.Projected.WaitFor(rctx, pos)
 	return released, recorded
 }
-
-// recordTimeout bounds an outcome's append and the wait for its
-// projection, from the POST's end.
-const recordTimeout = 10 * time.Second
 
 // endpointFailed says whether a POST's result counts against its
 // endpoint's breaker: it timed out, could not connect, or the endpoint
@@ -874,7 +870,7 @@ func endpointFailed(r result) bool {
 }
 
 // post sends the fixed body with a fresh timestamp and signature.
-func (d *Dispatcher) post(ac *attemptContext, del *delivery) result {
+func (d *Dispatcher) post(ctx context.Context, del *delivery) result {
 	app, ok := d.Apps.ByID(del.created.AppID)
 	ep, found := app.Endpoint(del.created.EndpointID)
 	switch {
@@ -893,15 +889,20 @@ func (d *Dispatcher) post(ac *attemptContext, del *delivery) result {
 	direct := d.direct(ep.URL)
 	var deadline time.Time
 	if direct {
-		deadline = ac.clientTimeout(d.Client.Timeout)
+		// ctx's deadline (the attempt's budget) is the POST's own, not a
+		// parent's: see postContext.
+		budget, _ := ctx.Deadline()
+		var cancel context.CancelFunc
+		ctx, deadline, cancel = postContext(context.WithoutCancel(ctx), budget, d.Client.Timeout)
+		defer cancel()
 	}
-	req, err := http.NewRequestWithContext(ac, http.MethodPost, ep.URL, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, ep.URL, bytes.NewReader(body))
 	if err != nil {
 		return result{url: ep.URL, err: "invalid webhook URL: " + err.Error(), class: domain.ErrorClassInvalidURL, refused: true}
 	}
 	ts, sig := d.signers.sign(ep.Secret, time.Now().Unix(), body)
 	req.Header = attemptHeader(del.created.DeliveryID, del.created.Event, ts, sig)
-	_, span := startPost(ac, ep.URL)
+	_, span := startPost(ctx, ep.URL)
 	start := time.Now()
 	var res *http.Response
 	if direct {

@@ -116,9 +116,6 @@ type knownFixture struct {
 	store *countingStore
 	rcv   *receiver
 	eps   *breakers
-	// ac is the attempt context of the attempts the test runs itself,
-	// one at a time.
-	ac *attemptContext
 }
 
 func newKnownFixture(t testing.TB, sole bool, statuses ...int) knownFixture {
@@ -132,9 +129,7 @@ func newKnownFixture(t testing.TB, sole bool, statuses ...int) knownFixture {
 	d := &Dispatcher{Store: store, Registry: reg, Apps: appDirectory{1: {AppID: 1, WebhookURL: srv.URL, WebhookSecret: "secret"}},
 		Projected: newMoves(), AppsReady: newMoves(), Client: srv.Client(), Clock: SystemClock{},
 		Schedule: []time.Duration{time.Millisecond}, Location: time.UTC, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Sole: sole}
-	ac := newAttemptContext(context.Background())
-	t.Cleanup(ac.close)
-	return knownFixture{d: d, store: store, rcv: rcv, eps: d.endpoints(), ac: ac}
+	return knownFixture{d: d, store: store, rcv: rcv, eps: d.endpoints()}
 }
 
 // create records a delivery of app 1 about user 7 through the dispatcher.
@@ -153,7 +148,7 @@ func (f knownFixture) attempt(id string) {
 	app, _ := f.d.Apps.ByID(1)
 	url := endpointURL(app, 0)
 	f.eps.acquire(key, url, time.Now())
-	f.d.attempt(context.Background(), f.ac, f.eps, claimed{Claim: Claim{DeliveryID: id}, ep: key, url: url}, time.Now(), func() {}, func() {})
+	f.d.attempt(context.Background(), f.eps, claimed{Claim: Claim{DeliveryID: id}, ep: key, url: url}, time.Now(), func() {}, func() {})
 }
 
 // outcomes lists the stream's events as type:outcome (attempts) or type.

@@ -31,23 +31,28 @@ func (d *Dispatcher) direct(target string) bool {
 	return d.Client.Transport != nil && targets.FollowsNoRedirects(d.Client) && !strings.Contains(target, "@")
 }
 
-// clientTimeout ends the running phase of c (a POST's, which ends at the
-// attempt's budget) at the client's timeout counted from now, as Do
-// applies it, when that comes first; deadline is then the client's (zero
-// otherwise), for roundTrip to tell Do's timeout from the budget's.
-func (c *attemptContext) clientTimeout(timeout time.Duration) (deadline time.Time) {
-	if timeout <= 0 {
-		return time.Time{}
+// postContext is the context of one POST: ctx (which ends at no time of
+// its own) ending at budget (zero: none) or, when it ends first, at the
+// client's timeout counted from now, as Do applies it; deadline is then
+// the client's (zero otherwise). One context with the earlier of the two
+// deadlines ends the POST when a child of a budget's context would, and
+// spares it the child's registration with its parent (a map and the
+// parent's done channel, made for every POST).
+func postContext(ctx context.Context, budget time.Time, timeout time.Duration) (_ context.Context, deadline time.Time, cancel context.CancelFunc) {
+	end := budget
+	if timeout > 0 {
+		if t := time.Now().Add(timeout); end.IsZero() || t.Before(end) {
+			end, deadline = t, t
+		}
 	}
-	t := time.Now().Add(timeout)
-	if budget, ok := c.Deadline(); ok && !t.Before(budget) {
-		return time.Time{}
+	if end.IsZero() {
+		return ctx, time.Time{}, func() {}
 	}
-	c.narrow(t)
-	return t
+	ctx, cancel = context.WithDeadline(ctx, end)
+	return ctx, deadline, cancel
 }
 
-// roundTrip sends req (a POST whose context carries clientTimeout's
+// roundTrip sends req (a POST whose context carries postContext's
 // deadline) through rt and answers what http.Client.Do of a client that
 // follows no redirect would: the same response, or an error of the same
 // text and kinds.

@@ -91,7 +91,7 @@ func attemptSendsTheSpecsHeadersAndKeepsTheAnswersStart(t *testing.T, client fun
 		}
 		key := endpointKey{app: 1, endpoint: ep}
 		f.eps.acquire(key, srv.URL, time.Now())
-		f.d.attempt(context.Background(), f.ac, f.eps, claimed{Claim: Claim{DeliveryID: id}, ep: key, url: srv.URL}, time.Now(), func() {}, func() {})
+		f.d.attempt(context.Background(), f.eps, claimed{Claim: Claim{DeliveryID: id}, ep: key, url: srv.URL}, time.Now(), func() {}, func() {})
 	}
 
 	for _, id := range ids {

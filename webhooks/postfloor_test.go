@@ -289,21 +289,11 @@ func BenchmarkSoleAttemptOutOfProcess(b *testing.B) {
 				ids[i] = "d" + strconv.Itoa(i)
 				f.create(b, ids[i])
 			}
-			// One attempt context per concurrent attempt, kept as the
-			// sender's goroutines keep theirs.
-			acs := make(chan *attemptContext, floorConcurrency)
-			for range floorConcurrency {
-				ac := newAttemptContext(context.Background())
-				defer ac.close()
-				acs <- ac
-			}
 			b.ReportAllocs()
 			key := endpointKey{app: 1}
 			runConcurrently(b, b.N, func(i int) error {
-				ac := <-acs
-				defer func() { acs <- ac }()
 				f.eps.acquire(key, url, time.Now())
-				f.d.attempt(context.Background(), ac, f.eps, claimed{Claim: Claim{DeliveryID: ids[i]}, ep: key, url: url}, time.Now(), func() {}, func() {})
+				f.d.attempt(context.Background(), f.eps, claimed{Claim: Claim{DeliveryID: ids[i]}, ep: key, url: url}, time.Now(), func() {}, func() {})
 				return nil
 			})
 			for _, id := range ids[:min(len(ids), 3)] {

@@ -347,7 +347,7 @@ type sendLoop struct {
 	releases  chan Claim
 	// idle hands an attempt to a goroutine that ended one and waits for
 	// the next (see spawn); stop ends those when the sender stops.
-	idle       chan func(*attemptContext)
+	idle       chan func()
 	stop       chan struct{}
 	goroutines sync.WaitGroup
 
@@ -376,7 +376,7 @@ func (d *Dispatcher) newSendLoop(ctx context.Context) *sendLoop {
 	workers := max(d.Workers, 1)
 	s := &sendLoop{d: d, ctx: ctx, eps: d.endpoints(), workers: workers, suspended: map[int64]bool{}, q: newSendQueue(),
 		sem: make(chan struct{}, workers), kick: make(chan struct{}, 1), releases: make(chan Claim, workers), scan: true,
-		idle: make(chan func(*attemptContext)), stop: make(chan struct{})}
+		idle: make(chan func()), stop: make(chan struct{})}
 	if d.Sole {
 		s.recording = make(chan struct{}, maxRecording)
 	}
@@ -513,7 +513,7 @@ func (s *sendLoop) launch(batch []claimed, claimedAt time.Time) {
 		s.sem <- struct{}{}
 		s.wg.Add(1)
 		s.d.setAttempting(c.DeliveryID, true)
-		s.spawn(func(ac *attemptContext) {
+		s.spawn(func() {
 			defer s.wg.Done()
 			worker, recording := true, false
 			freeWorker := func() {
@@ -535,7 +535,7 @@ func (s *sendLoop) launch(batch []claimed, claimedAt time.Time) {
 			if c.pre != nil {
 				at = c.pre.at
 			}
-			released, recorded := s.d.attempt(s.ctx, ac, s.eps, c, at, posted, freeWorker)
+			released, recorded := s.d.attempt(s.ctx, s.eps, c, at, posted, freeWorker)
 			freeWorker()
 			if recording {
 				<-s.recording
@@ -557,9 +557,8 @@ func (s *sendLoop) launch(batch []claimed, claimedAt time.Time) {
 // its stack to the depth of a POST and of the outcome's encoding: a new
 // goroutine per attempt copied its stack up from the starting size every
 // time (runtime.newstack, about 4 % of a drain's CPU). At most as many
-// wait as attempts ran at once, until the sender stops. Each goroutine
-// keeps the context of its attempts' phases (attemptContext).
-func (s *sendLoop) spawn(f func(*attemptContext)) {
+// wait as attempts ran at once, until the sender stops.
+func (s *sendLoop) spawn(f func()) {
 	select {
 	case s.idle <- f:
 	default:
@@ -569,12 +568,10 @@ func (s *sendLoop) spawn(f func(*attemptContext)) {
 }
 
 // runAttempts runs f, then every attempt handed to it, until the sender stops.
-func (s *sendLoop) runAttempts(f func(*attemptContext)) {
+func (s *sendLoop) runAttempts(f func()) {
 	defer s.goroutines.Done()
-	ac := newAttemptContext(s.ctx)
-	defer ac.close()
 	for {
-		f(ac)
+		f()
 		select {
 		case f = <-s.idle:
 		case <-s.stop:

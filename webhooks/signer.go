@@ -55,8 +55,8 @@ func clone(h hash.Hash) hash.Hash {
 }
 
 // keyedHMAC is a pooled HMAC keyed with a secret and the buffers a
-// signature is made in: on the stack, they escaped through the hash's
-// interface, three allocations per POST.
+// signature is made in, kept here because on the stack they escape through
+// the hash's interface (three allocations per POST).
 type keyedHMAC struct {
 	h   hash.Hash
 	sum [sha256.Size]byte
