@@ -91,7 +91,7 @@ func (s *Store) Image(ctx context.Context, f projections.ReadModel) (snapfile.Im
 	if err != nil {
 		return snapfile.Image{}, err
 	}
-	im := snapfile.Image{ReadModel: f, BodiesInLog: f == projections.ReadModelDeliveries}
+	im := snapfile.Image{ReadModel: f, BodiesInLog: s.bodiesInLog(f)}
 	var sort []func()
 	mu.RLock()
 	s.cpMu.Lock()
@@ -174,6 +174,11 @@ func (s *Store) Restore(ctx context.Context, im snapfile.Image) error {
 func (s *Store) Restoring(ctx context.Context, rm snapfile.ReadModel, rows []int) (snapfile.Restorer, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
+	}
+	if rm.BodiesInLog && s.bodyLog == nil {
+		// Its final deliveries' bodies are in the log, which this store
+		// does not read: refused, so that the log is replayed instead.
+		return nil, fmt.Errorf("%w: %s keeps bodies in the log, and this store reads no log", snapfile.ErrInvalid, rm.ReadModel)
 	}
 	mu, empty, err := s.readModel(rm.ReadModel)
 	if err != nil {

@@ -521,7 +521,7 @@ func (s *Store) imageToWrite(ctx context.Context, f projections.ReadModel, pace 
 		return snapfile.Image{}, nil, err
 	}
 	p := &pagedImage{s: s, mu: mu, paging: pg, tables: tables}
-	im = snapfile.Image{ReadModel: f, Paged: p, BodiesInLog: f == projections.ReadModelDeliveries}
+	im = snapfile.Image{ReadModel: f, Paged: p, BodiesInLog: s.bodiesInLog(f)}
 	mu.Lock()
 	if pg.image != nil {
 		mu.Unlock()

@@ -28,6 +28,13 @@ type BodyLog interface {
 // is used.
 func (s *Store) KeepBodiesInLog(l BodyLog) { s.bodyLog = l }
 
+// bodiesInLog says whether an image of read model f may leave a delivery's
+// body out (snapfile.Image.BodiesInLog): only the deliveries of a store
+// that reads them from the log do.
+func (s *Store) bodiesInLog(f projections.ReadModel) bool {
+	return s.bodyLog != nil && f == projections.ReadModelDeliveries
+}
+
 // errNoBodyLog is a read of a body the rows do not hold, by a store given
 // no log to read it from (a snapshot written with one, restored without).
 var errNoBodyLog = errors.New("memory: a delivery's body is in the log, and this store reads no log")
@@ -48,12 +55,18 @@ func (r *deliveryRow) erased() bool {
 	return r.flags&(bodyTail|bodyLogged) == 0 && len(r.body) == 0
 }
 
+// bodyToLog says whether a delivery of status, its body erased or not, is
+// one whose body the store leaves in the log.
+func (s *Store) bodyToLog(status string, erased bool) bool {
+	return s.bodyLog != nil && !erased && final(status)
+}
+
 // logged is d without its body (nil, which packDelivery keeps as a body
 // in the log) when the store reads bodies from the log and d is final, so
 // that the body is not copied into the row to be dropped. An erased body
 // stays (empty), so that it reads as erased without the log.
 func (s *Store) logged(d projections.Delivery) projections.Delivery {
-	if s.bodyLog != nil && len(d.Body) > 0 && final(d.Status) {
+	if s.bodyToLog(d.Status, len(d.Body) == 0) {
 		d.Body = nil
 	}
 	return d
@@ -62,7 +75,7 @@ func (s *Store) logged(d projections.Delivery) projections.Delivery {
 // logBody is r without its body when the store reads bodies from the log
 // and r is final (as logged, for a row's change of state).
 func (s *Store) logBody(r deliveryRow) deliveryRow {
-	if s.bodyLog == nil || r.erased() || !final(statusNames[r.status]) {
+	if !s.bodyToLog(statusNames[r.status], r.erased()) {
 		return r
 	}
 	r.body, r.flags = "", r.flags&^bodyTail|bodyLogged

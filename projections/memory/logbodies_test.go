@@ -10,6 +10,7 @@ import (
 	"github.com/healthtech/partner-open-platform/domain"
 	"github.com/healthtech/partner-open-platform/events"
 	"github.com/healthtech/partner-open-platform/projections"
+	"github.com/healthtech/partner-open-platform/projections/memory/snapfile"
 )
 
 // fakeLog is the log's deliveries' bodies by their event's position, and
@@ -148,6 +149,15 @@ func TestFinalDeliveriesReadTheirBodiesFromTheLog(t *testing.T) {
 	if im.Deliveries[1].Body != nil || im.Deliveries[2].Body == nil || im.Deliveries[3].Body == nil {
 		t.Fatalf("an image holds a body in the log, or an erased one as if in the log: %q", [][]byte{im.Deliveries[1].Body, im.Deliveries[2].Body})
 	}
+	// A store that reads no log refuses an image whose bodies are there
+	// (its node then replays the log), and leaves its read model empty.
+	noLog := New()
+	if err := noLog.Restore(ctx, im); !errors.Is(err, snapfile.ErrInvalid) {
+		t.Fatalf("a store without a log restored an image whose bodies are in the log: %v", err)
+	}
+	if got, err := noLog.Deliveries(ctx, domain.DeliveryFilter{Limit: 100}); err != nil || len(got) != 0 {
+		t.Fatalf("after the refusal the store lists %d deliveries (%v)", len(got), err)
+	}
 	restored := New()
 	restored.KeepBodiesInLog(log)
 	if err := restored.Restore(ctx, im); err != nil {
@@ -161,7 +171,9 @@ func TestFinalDeliveriesReadTheirBodiesFromTheLog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	old.BodiesInLog = false
+	if old.BodiesInLog {
+		t.Fatal("the image of a store that reads no log says its bodies are in the log")
+	}
 	old.Deliveries[2].Body = nil
 	if err := restored.Restore(ctx, old); err != nil {
 		t.Fatal(err)

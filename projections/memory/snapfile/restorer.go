@@ -71,7 +71,7 @@ func RestoreWhole(r Restorer, im *Image) error {
 func collectInto(out map[projections.ReadModel]Image) Begin {
 	var mu sync.Mutex
 	return func(rm ReadModel, _ []int) (Restorer, error) {
-		return &collector{mu: &mu, im: Image{ReadModel: rm.ReadModel, Checkpoint: rm.Checkpoint}, out: out}, nil
+		return &collector{mu: &mu, im: Image{ReadModel: rm.ReadModel, Checkpoint: rm.Checkpoint, BodiesInLog: rm.BodiesInLog}, out: out}, nil
 	}
 }
 
