@@ -58,14 +58,16 @@ func (s *Store) setReport(cur reportRow, had bool, next reportRow, keep bool) {
 	if keep {
 		s.reportsCOW.keep(next.id, s.reports.row)
 	}
-	if had {
-		if !keep || !sameDay(cur, next) {
-			p, _ := s.reports.place(cur.id)
-			s.byDay.remove(hashDay(cur.appID, cur.userID, cur.day()), p, s.ofDay(cur.appID, cur.userID, cur.day()), s.reportLess, s.dayHashAt)
-		}
+	if had && (!keep || !sameDay(cur, next)) {
+		p, _ := s.reports.place(cur.id)
+		s.byDay.remove(hashDay(cur.appID, cur.userID, cur.day()), p, s.ofDay(cur.appID, cur.userID, cur.day()), s.reportLess, s.dayHashAt)
+	}
+	if had && !keep {
 		s.reports.del(cur.id)
 	}
 	if keep {
+		// next has cur's id: set writes it in cur's place, which the day
+		// index holds when the day did not change.
 		p := s.reports.set(next.id, next)
 		if !had || !sameDay(cur, next) {
 			s.indexReport(p, next)

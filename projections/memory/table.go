@@ -50,10 +50,11 @@ func (t *table[R]) remove(i uint32) {
 }
 
 // idTable is a table of rows keyed by an int64 id (users, groups,
-// members), with the index of their places by id (placeIndex, which finds
-// a row by comparing its id). Nothing else holds a place, so a row removed
-// from the middle (an erasure) leaves its place to the next row added
-// rather than a zero row for good.
+// members, reports), with the index of their places by id (placeIndex,
+// which finds a row by comparing its id). A row removed from the middle
+// (an erasure) leaves its place to the next row added rather than a zero
+// row for good, so another index of places (the reports' by day) drops a
+// row's place before the row is removed.
 type idTable[R idRow] struct {
 	rows   table[R]
 	places placeIndex
