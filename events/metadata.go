@@ -187,8 +187,8 @@ func readMetadata(raw []byte) (meta Metadata, ok bool) {
 
 // metaStrings makes the strings at strs (zero spans absent) from one
 // buffer of their bytes, one after the other: an event's metadata costs
-// one allocation, not one per string. They are short and of one event, so
-// one kept (an audited event's actor) keeps only the others.
+// one allocation, not one per string. They are short and of one event; a
+// keeper of one for long (the in-memory audit read model's actor) copies it.
 func metaStrings(raw []byte, strs [3]span) (actor, requestID, traceparent string) {
 	n := 0
 	for _, sp := range strs {

@@ -230,8 +230,8 @@ var releaseHeap = func() { releaseAfterReady(debug.FreeOSMemory) }
 // of this process has answered ready (noteReady), or releaseWait after the
 // call if none has. Its collection marks the whole restored heap (2.4 GB
 // at 10,000,000 events) and it then holds the heap's lock while it returns
-// the pages: run as the read models caught up, it held the listener and
-// the first probe back by up to 0.78 s.
+// the pages: run before the first probe, it holds the listener and the
+// probe back (by up to 0.78 s at 10M).
 func releaseAfterReady(release func()) {
 	answered := readyProbe.Load().answered
 	go func() {

@@ -67,8 +67,8 @@ func TestRestoredStartReturnsItsFreeHeapOnceEveryNodeOpened(t *testing.T) {
 }
 
 // The free heap goes back only once a /readyz has answered ready: its
-// collection of the whole restored heap, run as the read models caught
-// up, held the listener and the first probe back.
+// collection of the whole restored heap, run before, holds the listener
+// and the first probe back.
 func TestFreeHeapGoesBackAfterTheFirstReadyProbe(t *testing.T) {
 	prev := readyProbe.Swap(newReadySignal())
 	t.Cleanup(func() { readyProbe.Store(prev) })

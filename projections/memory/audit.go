@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/healthtech/partner-open-platform/events"
@@ -33,6 +34,9 @@ func (t *tx) AddAuditFact(ctx context.Context, f projections.AuditFact) error {
 	}
 	f.Seq = int64(len(s.auditIndexes.facts)) + 1
 	f.Subjects, f.EventIDs = listCopy(f.Subjects), listCopy(f.EventIDs)
+	// The actor may share its bytes with the event's other metadata
+	// (events.metaStrings): the copy keeps only its own.
+	f.Actor = strings.Clone(f.Actor)
 	f.At = f.At.UTC().Truncate(time.Microsecond)
 	s.auditIndexes.facts = append(s.auditIndexes.facts, f)
 	s.auditIndexes.byEvent[f.EventID] = true
