@@ -57,7 +57,11 @@ type parsedLog struct {
 // by its own core), since a start reads one line per person; the caller
 // applies them in order.
 func parseLines(b []byte) parsedLog {
-	parts := min(runtime.GOMAXPROCS(0), max(len(b)/(1<<20), 1))
+	return parseIn(b, min(runtime.GOMAXPROCS(0), max(len(b)/(1<<20), 1)))
+}
+
+// parseIn is parseLines in parts parts.
+func parseIn(b []byte, parts int) parsedLog {
 	out := parsedLog{parts: make([][]parsedLine, parts), clean: true}
 	var wg sync.WaitGroup
 	var mu sync.Mutex
