@@ -69,7 +69,7 @@ type DeliveryFilter struct {
 	// WithoutBodies says the caller reads no delivery's Body (a list
 	// without payloads, a count, ids to resend): a store that reads a
 	// final delivery's body from the log (the in-memory one) leaves it nil
-	// rather than read it.
+	// rather than read it, and the Postgres one selects none.
 	WithoutBodies bool
 }
 

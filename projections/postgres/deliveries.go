@@ -31,9 +31,18 @@ const feedOrder = `cursor_commit, cursor_prepare, delivery_id`
 // feedOrderNewest is feedOrder backwards (the same index, scanned backwards).
 const feedOrderNewest = `cursor_commit DESC, cursor_prepare DESC, delivery_id DESC`
 
-const deliveryColumns = `delivery_id, app_id, event_type, source_event_id, source_commit, source_prepare,
-    cursor_commit, cursor_prepare, body, status, attempts, next_attempt_at, last_status, last_error,
+const deliveryColumns = deliveryColumnsBefore + `body` + deliveryColumnsAfter
+
+// deliveryColumnsNoBody reads deliveryColumns' row with a NULL body, for
+// a list whose caller reads no body (DeliveryFilter.WithoutBodies).
+const deliveryColumnsNoBody = deliveryColumnsBefore + `NULL::bytea` + deliveryColumnsAfter
+
+const (
+	deliveryColumnsBefore = `delivery_id, app_id, event_type, source_event_id, source_commit, source_prepare,
+    cursor_commit, cursor_prepare, `
+	deliveryColumnsAfter = `, status, attempts, next_attempt_at, last_status, last_error,
     created_at, updated_at, last_error_class, subject, endpoint_id`
+)
 
 func scanDelivery(row pgx.Row) (projections.Delivery, error) {
 	var d projections.Delivery
@@ -108,17 +117,23 @@ func (s *Store) Deliveries(ctx context.Context, f domain.DeliveryFilter) ([]proj
 func deliveriesQuery(f domain.DeliveryFilter) (string, []any) {
 	var b strings.Builder
 	args := []any{f.After.Commit, f.After.Prepare}
+	b.WriteString(`SELECT `)
+	if f.WithoutBodies {
+		b.WriteString(deliveryColumnsNoBody)
+	} else {
+		b.WriteString(deliveryColumns)
+	}
 	switch {
 	case !f.Newest:
-		b.WriteString(`SELECT ` + deliveryColumns + ` FROM webhook_deliveries
+		b.WriteString(` FROM webhook_deliveries
 WHERE (cursor_commit, cursor_prepare) > ($1, $2)`)
 	case f.Before == (events.Position{}):
 		args = args[:0]
-		b.WriteString(`SELECT ` + deliveryColumns + ` FROM webhook_deliveries
+		b.WriteString(` FROM webhook_deliveries
 WHERE TRUE`)
 	default:
 		args = []any{f.Before.Commit, f.Before.Prepare}
-		b.WriteString(`SELECT ` + deliveryColumns + ` FROM webhook_deliveries
+		b.WriteString(` FROM webhook_deliveries
 WHERE (cursor_commit, cursor_prepare) < ($1, $2)`)
 	}
 	and := func(cond string, v any) {
