@@ -44,6 +44,21 @@ func (p Position) Before() Position {
 	return Position{Commit: p.Commit, Prepare: p.Prepare - 1}
 }
 
+// LogReader reads the log in order from a position (a Store does).
+type LogReader interface {
+	ReadAll(ctx context.Context, after Position, limit int) ([]Recorded, error)
+}
+
+// ReadAt reads the event at pos from log; found is false when no event is
+// there.
+func ReadAt(ctx context.Context, log LogReader, pos Position) (rec Recorded, found bool, err error) {
+	recs, err := log.ReadAll(ctx, pos.Before(), 1)
+	if err != nil || len(recs) == 0 || recs[0].Position != pos {
+		return Recorded{}, false, err
+	}
+	return recs[0], true, nil
+}
+
 // String renders the position the way operators see it in logs and history.
 func (p Position) String() string { return fmt.Sprintf("%d/%d", p.Commit, p.Prepare) }
 

@@ -97,14 +97,14 @@ func (j *Journal) Restore(ctx context.Context, cp events.Position, positions []e
 		if cp.Less(pos) {
 			return fmt.Errorf("journal %s: event at %s is after its checkpoint %s", j.Name(), pos, cp)
 		}
-		recs, err := j.Log.ReadAll(ctx, pos.Before(), 1)
+		rec, found, err := events.ReadAt(ctx, j.Log, pos)
 		if err != nil {
 			return fmt.Errorf("journal %s: read %s: %w", j.Name(), pos, err)
 		}
-		if len(recs) == 0 || recs[0].Position != pos || !j.Handles(recs[0].Type) {
+		if !found || !j.Handles(rec.Type) {
 			return fmt.Errorf("journal %s: the log holds no event of this projector at %s", j.Name(), pos)
 		}
-		env, err := j.Registry.Decode(recs[0])
+		env, err := j.Registry.Decode(rec)
 		if err != nil {
 			return fmt.Errorf("journal %s: decode %s: %w", j.Name(), pos, err)
 		}

@@ -24,20 +24,20 @@ type LogBodies struct {
 func (l LogBodies) DeliveryBodies(ctx context.Context, positions []events.Position) ([][]byte, error) {
 	out := make([][]byte, len(positions))
 	for i, pos := range positions {
-		recs, err := l.Log.ReadAll(ctx, pos.Before(), 1)
+		rec, found, err := events.ReadAt(ctx, l.Log, pos)
 		if err != nil {
 			return nil, fmt.Errorf("delivery body at %s: %w", pos, err)
 		}
-		if len(recs) == 0 || recs[0].Position != pos {
+		if !found {
 			return nil, fmt.Errorf("delivery body at %s: no event there", pos)
 		}
-		env, err := l.Registry.Decode(recs[0])
+		env, err := l.Registry.Decode(rec)
 		if err != nil {
 			return nil, fmt.Errorf("delivery body at %s: %w", pos, err)
 		}
 		p, ok := env.Payload.(*catalog.DeliveryCreated)
 		if !ok {
-			return nil, fmt.Errorf("delivery body at %s: the event there is a %s", pos, recs[0].Type)
+			return nil, fmt.Errorf("delivery body at %s: the event there is a %s", pos, rec.Type)
 		}
 		out[i] = []byte(p.Body)
 	}

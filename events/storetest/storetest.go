@@ -314,12 +314,12 @@ func testReadAt(f *fixture) {
 	ctx, cancel := context.WithTimeout(f.ctx, wait)
 	defer cancel()
 	for _, want := range own {
-		got, err := f.s.ReadAll(ctx, want.Position.Before(), 1)
+		got, found, err := events.ReadAt(ctx, f.s, want.Position)
 		if err != nil {
-			f.t.Fatalf("ReadAll before %s: %v", want.Position, err)
+			f.t.Fatalf("ReadAt %s: %v", want.Position, err)
 		}
-		if len(got) != 1 || got[0].ID != want.ID || got[0].Position != want.Position {
-			f.t.Fatalf("ReadAll before %s, limit 1: %v, want %s at %s", want.Position, ids(got), want.ID, want.Position)
+		if !found || got.ID != want.ID || got.Position != want.Position {
+			f.t.Fatalf("ReadAt %s: %s at %s (found %v), want %s", want.Position, got.ID, got.Position, found, want.ID)
 		}
 	}
 }

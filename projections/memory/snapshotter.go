@@ -309,14 +309,8 @@ func eventIDAt(ctx context.Context, log SnapshotLog, pos events.Position) (strin
 	if pos.IsZero() {
 		return "", nil
 	}
-	recs, err := log.ReadAll(ctx, pos.Before(), 1)
-	if err != nil {
-		return "", err
-	}
-	if len(recs) == 0 || recs[0].Position != pos {
-		return "", nil
-	}
-	return recs[0].ID, nil
+	rec, _, err := events.ReadAt(ctx, log, pos)
+	return rec.ID, err
 }
 
 // Write snapshots every read model, each at its own checkpoint, unless nothing
