@@ -112,7 +112,9 @@ type DeliveryTx interface {
 	// resend, which need not read or write the body. fn replaces st's
 	// pointers rather than writing through them.
 	UpdateDeliveryState(ctx context.Context, id string, fn func(st *DeliveryState)) error
-	// SubjectDeliveries lists the deliveries whose Subject is subject, in no set order.
+	// SubjectDeliveries lists the deliveries whose Subject is subject, in no
+	// set order (erasure blanks their bodies): a store that keeps a final
+	// delivery's body in the log only gives it nil rather than read it.
 	SubjectDeliveries(ctx context.Context, subject string) ([]Delivery, error)
 	// AddAttempt records an attempt; re-adding the same (DeliveryID, Attempt) replaces it.
 	AddAttempt(ctx context.Context, a Attempt) error

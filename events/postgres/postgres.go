@@ -261,7 +261,7 @@ func (s *Store) fail(group []*groupcommit.Append, err error) error {
 	var pe *pgconn.PgError
 	for _, p := range group {
 		p.Res, p.Err = nil, err
-		if errors.As(err, &pe) && pe.Code == "23505" {
+		if errors.As(err, &pe) && pe.Code == uniqueViolation {
 			// A unique (stream, revision) or id violation: some writer
 			// ignored the append lock. Still a conflict, of unknown size.
 			p.Err = &events.ConflictError{Stream: p.Parts[0].Stream, Expected: p.Parts[0].Expected, Actual: -1}

@@ -743,9 +743,6 @@ func (t *tx) SubjectDeliveries(ctx context.Context, subject string) ([]projectio
 			out = append(out, row.read(row.deliveryID(), &t.s.eventTypes))
 		})
 	}
-	if err := t.s.fillBodies(ctx, out); err != nil {
-		return nil, err
-	}
 	return out, nil
 }
 

@@ -170,9 +170,9 @@ func (s *Store) Checkpoint(ctx context.Context, projection string) (events.Posit
 // checkpoint_backwards (migrations/common/0003), which fails the
 // transaction on the server with checkpointBackwards; the apply reports it
 // as ErrCheckpointBackwards. CASE evaluates the call only for a move back,
-// and being volatile it is never evaluated at planning. The guard stays in
-// the upsert's own SET: kept in its WHERE clause, with the call in a CTE
-// around it for an upsert that returns no row, the statement costs the
+// and being volatile it is never evaluated at planning. The guard is in the
+// upsert's own SET because in its WHERE clause, with the call in a CTE
+// around it for an upsert that returns no row, the statement would cost the
 // backend about 30,000 more instructions (callgrind), an eighth of a
 // minimal apply's.
 const advanceCheckpoint = `

@@ -175,7 +175,7 @@ INSERT INTO schema_migrations (version) SELECT generate_series(1, 7)`)
 	if snap, err := s.Snapshot(ctx, projections.SnapshotQuery{AppID: 1, ChannelUserID: "c"}); err != nil || !snap.Found || snap.User.OpenUserID != 1 {
 		t.Errorf("the snapshot of a user written before the upgrade: %+v, %v; want user 1 (backfilled)", snap, err)
 	}
-	// An apply on the upgraded schema: its checkpoint's guard is new since.
+	// An apply on the upgraded schema, whose checkpoint guard migration common/0003 adds.
 	if err := s.Update(ctx, "users", events.Position{Commit: 78, Prepare: 78}, func(tx projections.UserTx) error {
 		return tx.PutUser(ctx, projections.User{AppID: 1, OpenUserID: 2, ChannelUserID: "d"})
 	}); err != nil {
