@@ -188,7 +188,8 @@ func readMetadata(raw []byte) (meta Metadata, ok bool) {
 // metaStrings makes the strings at strs (zero spans absent) from one
 // buffer of their bytes, one after the other: an event's metadata costs
 // one allocation, not one per string. They are short and of one event; a
-// keeper of one for long (the in-memory audit read model's actor) copies it.
+// read model that keeps one (an actor) copies it, so as not to keep the
+// others.
 func metaStrings(raw []byte, strs [3]span) (actor, requestID, traceparent string) {
 	n := 0
 	for _, sp := range strs {

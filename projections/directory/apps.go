@@ -12,6 +12,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -100,7 +101,7 @@ func (a *Apps) Apply(_ context.Context, batch []events.Envelope, pos events.Posi
 		if p, ok := env.Payload.(*catalog.AppReviewed); ok {
 			// Who decided is in the envelope, not the payload.
 			a.change(p.AppID, env.Metadata.OccurredAt.UTC(), func(next *domain.App) {
-				next.ReviewedBy, next.ReviewedAt = env.Metadata.Actor, env.Metadata.OccurredAt.UTC()
+				next.ReviewedBy, next.ReviewedAt = strings.Clone(env.Metadata.Actor), env.Metadata.OccurredAt.UTC()
 			})
 		}
 	}

@@ -3,6 +3,7 @@ package directory
 import (
 	"context"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -94,7 +95,7 @@ func (d *Developers) Apply(_ context.Context, batch []events.Envelope, pos event
 		case *catalog.DeveloperReviewed:
 			if a, ok := d.devs[p.DeveloperID]; ok {
 				next := *a
-				next.Status, next.Reason, next.ReviewedAt, next.ReviewedBy = p.Status, p.Reason, &at, env.Metadata.Actor
+				next.Status, next.Reason, next.ReviewedAt, next.ReviewedBy = p.Status, p.Reason, &at, strings.Clone(env.Metadata.Actor)
 				d.devs[p.DeveloperID] = &next
 			}
 		case *catalog.MailQueued:

@@ -988,11 +988,11 @@ type feedRestore struct {
 // (unique ids), to the emptied deliveries read model's indexes, each index
 // built by a goroutine of its own: the same state PutDelivery row by row
 // gives (the due heap gets its keys in the same order), but on every
-// core, where the one lane of puts was the longest part of a restore. The
+// core, since one lane of puts would be the longest part of a restore. The
 // rows go in feed order, so each lands at the end of the feed indexes (an
 // append) instead of in their middle: in key order a restore of n
-// deliveries moved O(n²) bytes. Images of format 3 are written in that
-// order already; a part out of order is sorted (an older image, whole),
+// deliveries would move O(n²) bytes. Images of format 3 and later are written
+// in that order; a part out of order is sorted (an older image, whole),
 // and a part that does not follow the one before is refused. endDeliveries
 // completes the indexes once every part is in. The caller holds the read
 // model's write lock.

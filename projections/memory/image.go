@@ -303,7 +303,6 @@ func (r *restoring) put(part *snapfile.Image) error {
 		return nil
 	}
 	return errors.Join(
-		each(len(part.Reports), func(i int) error { return t.PutReport(ctx, part.Reports[i]) }),
 		each(len(part.Goods), func(i int) error { return t.PutGoods(ctx, part.Goods[i]) }),
 		each(len(part.Orders), func(i int) error { return t.PutOrder(ctx, part.Orders[i]) }),
 		each(len(part.BenefitItems), func(i int) error { return t.PutBenefitItem(ctx, part.BenefitItems[i]) }),

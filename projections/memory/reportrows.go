@@ -10,10 +10,8 @@ import (
 // MeasurementNo, DeviceSN, ReportType, FilePath, InterpretationResult,
 // InterpretationMethod, PointsCode, DataSource and OperatorName, then
 // InterpretationDetail and RawData (empty for none: nil and empty JSON
-// both read as nil, the Postgres store's NULL). A row of projections'
-// type is 256 bytes in an allocation of its own behind a map's slot, each
-// of its texts two more allocations (the pointee and its bytes); this one
-// is 96 bytes in a table's chunk and one allocation.
+// both read as nil, the Postgres store's NULL). A row is 96 bytes in a
+// table's chunk, and its texts one allocation.
 type reportRow struct {
 	appID, id, userID     int64
 	uploaded, updated     int64 // UnixMicro, UTC
@@ -54,8 +52,8 @@ func packReport(r projections.Report) reportRow {
 	t.opt(7, r.PointsCode)
 	t.opt(8, r.DataSource)
 	t.opt(9, r.OperatorName)
-	t.add(string(r.InterpretationDetail))
-	t.add(string(r.RawData))
+	t.addBytes(r.InterpretationDetail)
+	t.addBytes(r.RawData)
 	row := reportRow{appID: r.AppID, id: r.ReportID, userID: r.OpenUserID,
 		uploaded: micros(r.UploadedAt), updated: micros(r.UpdatedAt), text: t.String(), has: t.has}
 	if r.OpenMemberID != nil {

@@ -49,29 +49,30 @@ func sameDay(a, b reportRow) bool {
 	return a.appID == b.appID && a.userID == b.userID && a.day() == b.day()
 }
 
-// setReport replaces cur (if had) by next (if keep) in the rows and the day
-// index; the undo of a write is the same call with the sides swapped.
+// setReport replaces cur (if had) by next (if keep), which has cur's id,
+// in the rows and the day index; the undo of a write is the same call with
+// the sides swapped.
 func (s *Store) setReport(cur reportRow, had bool, next reportRow, keep bool) {
 	if had {
 		s.reportsCOW.keep(cur.id, s.reports.row)
-	}
-	if keep {
+	} else if keep {
 		s.reportsCOW.keep(next.id, s.reports.row)
 	}
-	if had && (!keep || !sameDay(cur, next)) {
+	moved := !had || !keep || !sameDay(cur, next) // the day index changes
+	if had && moved {
 		p, _ := s.reports.place(cur.id)
-		s.byDay.remove(hashDay(cur.appID, cur.userID, cur.day()), p, s.ofDay(cur.appID, cur.userID, cur.day()), s.reportLess, s.dayHashAt)
+		day := cur.day()
+		s.byDay.remove(hashDay(cur.appID, cur.userID, day), p, s.ofDay(cur.appID, cur.userID, day), s.reportLess, s.dayHashAt)
 	}
-	if had && !keep {
+	if !keep {
 		s.reports.del(cur.id)
+		return
 	}
-	if keep {
-		// next has cur's id: set writes it in cur's place, which the day
-		// index holds when the day did not change.
-		p := s.reports.set(next.id, next)
-		if !had || !sameDay(cur, next) {
-			s.indexReport(p, next)
-		}
+	// set writes next in cur's place, which the day index keeps when the
+	// day did not change.
+	p := s.reports.set(next.id, next)
+	if moved {
+		s.indexReport(p, next)
 	}
 }
 

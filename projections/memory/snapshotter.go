@@ -602,7 +602,7 @@ func (s *Snapshotter) Run(ctx context.Context, interval time.Duration, restored 
 	}
 	moves := s.Moves
 	if moves == nil {
-		moves = func() <-chan struct{} { return afterProgressCheck() }
+		moves = afterProgressCheck
 	}
 	var (
 		moved <-chan struct{} // the next move, when Run waits for one

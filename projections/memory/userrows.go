@@ -3,6 +3,7 @@ package memory
 import (
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/healthtech/partner-open-platform/projections"
 )
@@ -65,6 +66,9 @@ type rowText struct {
 }
 
 func (t *rowText) add(s string) { t.all[t.n] = s; t.n++ }
+
+// addBytes adds b without a copy of its own: String copies every text.
+func (t *rowText) addBytes(b []byte) { t.add(unsafe.String(unsafe.SliceData(b), len(b))) }
 
 func (t *rowText) opt(bit int, p *string) {
 	if p != nil {
