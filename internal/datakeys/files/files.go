@@ -181,8 +181,8 @@ func (s *Store) read() ([]byte, error) {
 		f.Close()
 		return nil, fmt.Errorf("keys: %w", err)
 	}
-	// One read into a buffer of the file's size: io.ReadAll grew it step
-	// by step (tens of MB copied several times per person-heavy log).
+	// One read into a buffer of the file's size: io.ReadAll would grow it
+	// step by step (tens of MB copied several times per person-heavy log).
 	var b []byte
 	if fi, err := f.Stat(); err == nil && fi.Size() > 0 {
 		b = make([]byte, 0, fi.Size()+1)

@@ -328,7 +328,7 @@ func TestDecodedLogAnswersAsItsIndex(t *testing.T) {
 		if !lines.clean {
 			t.Fatalf("%d parts: a log of valid lines decoded as not clean", parts)
 		}
-		for _, subject := range []string{"user-0", "user-1", "user-2", "user-3", "user-9", "platform.x", "user-404"} {
+		for _, subject := range []string{"user-0", "user-1", "user-2", "user-3", "user-9", "platform.x", "platform.absent", "user-404"} {
 			want, wantErr := again.Get(ctx, subject)
 			got, err := lines.get(subject)
 			if !errors.Is(err, wantErr) || got != want {

@@ -19,6 +19,7 @@ import (
 const (
 	keyIDBytes  = 8
 	sealedBytes = 72
+	sealedB64   = (sealedBytes + 2) / 3 * 4 // base64.StdEncoding.EncodedLen(sealedBytes)
 	sealedText  = "v1:"
 )
 
@@ -50,7 +51,7 @@ func (e *entry) pack(rec datakeys.Record) bool {
 // the packed form (then nothing of e is set).
 func packKey[S string | []byte](e *entry, subject string, keyID, sealed S, created time.Time) bool {
 	if len(keyID) != len(subject)+1+2*keyIDBytes || string(keyID[:len(subject)]) != subject || keyID[len(subject)] != '~' ||
-		len(sealed) != len(sealedText)+base64.StdEncoding.EncodedLen(sealedBytes) || string(sealed[:len(sealedText)]) != sealedText ||
+		len(sealed) != len(sealedText)+sealedB64 || string(sealed[:len(sealedText)]) != sealedText ||
 		time.Unix(0, created.UnixNano()).UTC() != created {
 		return false
 	}
@@ -86,7 +87,7 @@ func (e *entry) record(subject string) datakeys.Record {
 	id.WriteString(subject)
 	id.WriteByte('~')
 	id.Write(hexID[:])
-	var text [len(sealedText) + (sealedBytes+2)/3*4]byte
+	var text [len(sealedText) + sealedB64]byte
 	copy(text[:], sealedText)
 	base64.StdEncoding.Encode(text[len(sealedText):], e.sealed[:])
 	return datakeys.Record{Subject: subject, KeyID: id.String(), MasterKeyID: e.master, Sealed: string(text[:]), Created: time.Unix(0, e.created).UTC()}

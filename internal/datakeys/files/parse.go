@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"runtime"
+	"strings"
 	"sync"
 	"time"
 
@@ -50,6 +51,19 @@ type parsedLog struct {
 	// clean says every line is blank, a key or a tombstone of a valid
 	// subject: indexing the log cannot fail on a line.
 	clean bool
+	// platform is the last line of each platform.* subject, made by the
+	// first get of one: a start asks for several of these few before the
+	// index is built, and each would otherwise scan every person's line.
+	platform *platformLines
+}
+
+// platformPrefix begins the subjects of the platform's own secrets and
+// flags (node.PseudonymSecret, …), as against people's.
+const platformPrefix = "platform."
+
+type platformLines struct {
+	once  sync.Once
+	lines map[string]*parsedLine
 }
 
 // parseLines cuts b (whole lines) into lines and decodes them, on every
@@ -62,7 +76,7 @@ func parseLines(b []byte) parsedLog {
 
 // parseIn is parseLines in parts parts.
 func parseIn(b []byte, parts int) parsedLog {
-	out := parsedLog{parts: make([][]parsedLine, parts), clean: true}
+	out := parsedLog{parts: make([][]parsedLine, parts), clean: true, platform: &platformLines{}}
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	for p, lo := 0, 0; p < parts; p++ {
@@ -96,7 +110,7 @@ const entryBlock = 1024
 // log; clean is false if a line would fail the log's indexing.
 func parsePart(b []byte, base int64) (out []parsedLine, clean bool) {
 	// Made at its length: grown by appends, a log of a million people
-	// copied its lines (about 170 bytes each) several times over.
+	// would copy its lines (about 170 bytes each) several times over.
 	out = make([]parsedLine, 0, bytes.Count(b, []byte{'\n'}))
 	// The keys' entries are made a block at a time (a block lives as long
 	// as the index holds any of its entries; only keys take one).
@@ -143,23 +157,42 @@ func parsePart(b []byte, base int64) (out []parsedLine, clean bool) {
 // get is subject's record as the index built from l holds it: its last
 // line decides.
 func (l *parsedLog) get(subject string) (datakeys.Record, error) {
+	if strings.HasPrefix(subject, platformPrefix) {
+		pl := l.platform
+		pl.once.Do(func() {
+			pl.lines = map[string]*parsedLine{}
+			for _, lines := range l.parts {
+				for i := range lines {
+					if r := &lines[i]; !r.blank && strings.HasPrefix(r.subject, platformPrefix) {
+						pl.lines[r.subject] = r
+					}
+				}
+			}
+		})
+		return pl.lines[subject].record(subject)
+	}
 	for p := len(l.parts) - 1; p >= 0; p-- {
 		lines := l.parts[p]
 		for i := len(lines) - 1; i >= 0; i-- {
-			r := &lines[i]
-			if r.blank || r.subject != subject {
-				continue
+			if r := &lines[i]; !r.blank && r.subject == subject {
+				return r.record(subject)
 			}
-			switch {
-			case r.e.destroyed:
-				return datakeys.Record{}, datakeys.ErrDestroyed
-			case r.e.whole:
-				return r.l.item().rec, nil
-			}
-			return r.e.record(subject), nil
 		}
 	}
 	return datakeys.Record{}, datakeys.ErrNotFound
+}
+
+// record is subject's record as line r (nil: none) gives it.
+func (r *parsedLine) record(subject string) (datakeys.Record, error) {
+	switch {
+	case r == nil:
+		return datakeys.Record{}, datakeys.ErrNotFound
+	case r.e.destroyed:
+		return datakeys.Record{}, datakeys.ErrDestroyed
+	case r.e.whole:
+		return r.l.item().rec, nil
+	}
+	return r.e.record(subject), nil
 }
 
 // parseLine decodes one record of the log. The log's lines are written by
