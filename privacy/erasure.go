@@ -39,8 +39,8 @@ type ErasureFollower struct {
 	// Log reports the follower's restarts (nil: discarded).
 	Log *slog.Logger
 
-	mu    sync.Mutex    // From, once Run has started
-	moved chan struct{} // closed when From advances (WaitFor)
+	once   sync.Once
+	runner *subscribe.Runner // made once, so that WaitFor follows every Run
 }
 
 var erasedType = (catalog.UserErased{}).EventType()
@@ -48,47 +48,23 @@ var erasedType = (catalog.UserErased{}).EventType()
 // Run follows the log with the subscription runtime until ctx ends,
 // restarting after failures with backoff. Only one Run may run at a time.
 func (f *ErasureFollower) Run(ctx context.Context) error {
-	log := f.Log
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	// The stored bytes are all it reads (nil registry): one field of one
-	// event type, no decrypting, no decoding of the rest.
-	return subscribe.NewRunner(f.Store, nil, erasureProjector{f}, log, nil).Run(ctx)
+	return f.Runner().Run(ctx)
 }
 
-// WaitFor blocks until the follower has acted on every erasure up to pos
-// (its position is at or after pos), or ctx ends: an erasure's answer
-// waits for it, so the node's caches have forgotten the person by then.
-func (f *ErasureFollower) WaitFor(ctx context.Context, pos events.Position) error {
-	for {
-		f.mu.Lock()
-		done := !f.From.Less(pos)
-		if f.moved == nil {
-			f.moved = make(chan struct{})
+// Runner is the follower's subscription runner: its WaitFor returns once
+// the follower has acted on every erasure up to a position, so an erasure's
+// answer can wait until the node's caches have forgotten the person.
+func (f *ErasureFollower) Runner() *subscribe.Runner {
+	f.once.Do(func() {
+		log := f.Log
+		if log == nil {
+			log = slog.New(slog.DiscardHandler)
 		}
-		ch := f.moved
-		f.mu.Unlock()
-		if done {
-			return nil
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return fmt.Errorf("erasure follower did not reach %s: %w", pos, ctx.Err())
-		}
-	}
-}
-
-// at moves the follower's position to pos and wakes WaitFor.
-func (f *ErasureFollower) at(pos events.Position) {
-	f.mu.Lock()
-	f.From = pos
-	if f.moved != nil {
-		close(f.moved)
-		f.moved = nil
-	}
-	f.mu.Unlock()
+		// The stored bytes are all it reads (nil registry): one field of
+		// one event type, no decrypting, no decoding of the rest.
+		f.runner = subscribe.NewRunner(f.Store, nil, erasureProjector{f}, log, nil)
+	})
+	return f.runner
 }
 
 // erasureProjector is the follower as the runtime's projector: its
@@ -97,14 +73,10 @@ type erasureProjector struct{ f *ErasureFollower }
 
 func (erasureProjector) Name() string { return "erasure-follower" }
 
-func (p erasureProjector) Checkpoint(context.Context) (events.Position, error) {
-	p.f.mu.Lock()
-	defer p.f.mu.Unlock()
-	return p.f.From, nil
-}
+func (p erasureProjector) Checkpoint(context.Context) (events.Position, error) { return p.f.From, nil }
 
 func (p erasureProjector) Reset(context.Context) error {
-	p.f.at(events.Position{})
+	p.f.From = events.Position{}
 	return nil
 }
 
@@ -124,8 +96,8 @@ func (p erasureProjector) Apply(_ context.Context, batch []events.Envelope, pos 
 		if p.f.Forgot != nil {
 			p.f.Forgot(subject, rec.Position)
 		}
-		p.f.at(rec.Position)
+		p.f.From = rec.Position
 	}
-	p.f.at(pos)
+	p.f.From = pos
 	return nil
 }

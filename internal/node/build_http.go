@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/julienschmidt/httprouter"
@@ -39,7 +40,7 @@ func (n *Node) buildRoutes(cfg Config, c commandSet, a authSet, p projectionSet)
 		Benefits:       c.benefits,
 		InternalToken:  n.InternalToken,
 		Projections:    n.rebuilder(cfg, p.all),
-		ErasureApplied: waitAll{subscribe.RunnerSet(p.all), n.erasures},
+		ErasureApplied: append(subscribe.RunnerSet(slices.Clone(p.all)), n.erasures.Runner()),
 		Idempotency: &idempotency.Keeper{
 			Store: n.Events, Registry: n.Registry, Sealer: c.sealer, Keys: n.Keys, Now: cfg.Now, Replayed: n.Watermarks.Wrote,
 		},
@@ -186,16 +187,4 @@ func (n *Node) readyz(w http.ResponseWriter, r *http.Request) {
 	}
 	httpapi.OK(w, http.StatusOK, status)
 	noteReady()
-}
-
-// waitAll waits for each of its waiters in turn.
-type waitAll []commandapi.AppWaiter
-
-func (w waitAll) WaitFor(ctx context.Context, pos events.Position) error {
-	for _, x := range w {
-		if err := x.WaitFor(ctx, pos); err != nil {
-			return err
-		}
-	}
-	return nil
 }
