@@ -217,18 +217,18 @@ func (s *Store) load(lines parsedLog) error {
 				s.dead += int64(r.n) + 1
 				continue
 			}
-			if r.err != nil || !datakeys.ValidSubject(r.subject) {
-				return fmt.Errorf("keys: %s is corrupt at byte %d", logName, r.off)
+			if !lines.clean { // a clean log's lines were checked as they were decoded
+				if r.err != nil || !datakeys.ValidSubject(r.subject) {
+					return fmt.Errorf("keys: %s is corrupt at byte %d", logName, r.off)
+				}
+				if op := r.op(); op != "key" && op != "destroyed" {
+					return fmt.Errorf("keys: %s has an unknown record %q at byte %d", logName, op, r.off)
+				}
 			}
 			if old := s.index[r.subject]; old != nil && old.n > 0 {
 				stale = append(stale, [2]int64{old.off, int64(old.n)})
 			}
-			switch op := r.op(); op {
-			case "key", "destroyed":
-				s.set(r.item(), r.e)
-			default:
-				return fmt.Errorf("keys: %s has an unknown record %q at byte %d", logName, op, r.off)
-			}
+			s.set(r.item(), r.e)
 		}
 	}
 	for _, sp := range stale {
