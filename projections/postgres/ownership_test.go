@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -59,6 +60,23 @@ func (g *gated) Update(ctx context.Context, projection string, pos events.Positi
 	})
 }
 
+// silenced is a lease store whose holder's renewals stop reaching the
+// database once silenced: a node paused, or cut off, keeps believing it
+// holds a lease that lapses in the database. Each renewal waits until its
+// context ends.
+type silenced struct {
+	lease.Store
+	on atomic.Bool
+}
+
+func (s *silenced) Renew(ctx context.Context, l lease.Lease, ttl time.Duration) (lease.Lease, error) {
+	if s.on.Load() {
+		<-ctx.Done()
+		return lease.Lease{}, ctx.Err()
+	}
+	return s.Store.Renew(ctx, l, ttl)
+}
+
 func appendUser(t *testing.T, store events.Store, reg *events.Registry, id int64) events.Position {
 	t.Helper()
 	ev, err := reg.Encode(&catalog.UserRegistered{AppID: 1, OpenUserID: id, ChannelUserID: fmt.Sprintf("c-%d", id),
@@ -89,7 +107,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 // when it resumes, its transaction fails, neither its rows nor its
 // checkpoint are written, and it stops projecting and follows the new owner.
 // Paused before its fence, the fence refuses it; paused after (holding the
-// lease row), the takeover waits until the server ends the idle
+// lease row), the lapse and the takeover wait until the server ends the idle
 // transaction, and its commit fails.
 func TestLostLeaseOwnerCannotWrite(t *testing.T) {
 	t.Parallel()
@@ -100,12 +118,13 @@ func TestLostLeaseOwnerCannotWrite(t *testing.T) {
 			defer s.Close()
 			s.SetLeaseTTL(500 * time.Millisecond) // idle fenced transactions end after it
 			leases := leasepg.New(s.Pool())
+			aLeases := &silenced{Store: leases}
 			store, reg := evmemory.New(), catalog.Registry()
 			g := &gated{Store: s}
 			a := subscribe.NewRunner(store, reg, projections.UsersProjector(g), slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
 			// A long TTL: node a renews rarely, so it does not notice the
 			// loss before it resumes; only the fence stops it.
-			a.Own(subscribe.Ownership{Leases: leases, Holder: "a", TTL: time.Minute, Shared: s, Poll: 50 * time.Millisecond})
+			a.Own(subscribe.Ownership{Leases: aLeases, Holder: "a", TTL: time.Minute, Shared: s, Poll: 50 * time.Millisecond})
 			rctx, cancel := context.WithCancel(ctx)
 			done := make(chan struct{})
 			go func() { defer close(done); _ = a.Run(rctx) }()
@@ -124,7 +143,12 @@ func TestLostLeaseOwnerCannotWrite(t *testing.T) {
 			g.arm(afterFence)
 			appendUser(t, store, reg, 2)
 			<-g.entered
-			// The lease lapses (as if a's renewals had stopped) and b takes it.
+			// The lease lapses, a's renewals having stopped, and b takes it.
+			// After the fence, the lapse waits for the server to end a's
+			// idle transaction (which holds the lease row FOR SHARE). A
+			// renewal of a's that got through would have kept the lease,
+			// its token being still the current one.
+			aLeases.on.Store(true)
 			if _, err := s.Pool().Exec(ctx, `UPDATE leases SET expires_at = now() - interval '1 second' WHERE name = $1`, subscribe.LeaseName("users")); err != nil {
 				t.Fatal(err)
 			}
@@ -136,14 +160,10 @@ func TestLostLeaseOwnerCannotWrite(t *testing.T) {
 				}
 				took <- l
 			}()
-			var b lease.Lease
-			if !afterFence {
-				b = <-took
-			}
+			// b holds the lease before a resumes, so a's retry of the batch
+			// meets b's token.
+			b := <-took
 			close(g.release)
-			if afterFence {
-				b = <-took
-			}
 			if b.Holder != "b" {
 				t.Fatalf("takeover %+v", b)
 			}
