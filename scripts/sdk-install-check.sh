@@ -23,14 +23,16 @@
 # they have the packages (the Go module cache's download folder, ~/.m2) and
 # otherwise from the registries; the Go build cache is the user's (it caches
 # compiler output, not packages). Each step is bounded (PLATFORM_TEST_INSTALL_TIMEOUT
-# seconds, default 240). The SDKs run side by side; each one's output is
+# seconds, default 480: a fresh cache fetches every package, and a busy
+# machine took 232 s for Maven and over 240 s for npm). The SDKs run side
+# by side; each one's output is
 # printed whole when it ends, with the seconds it took.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
 say() { printf 'sdk-install-check: %s\n' "$*"; }
 sdks=${PLATFORM_TEST_INSTALL_SDKS:-go js python java}
-bound=${PLATFORM_TEST_INSTALL_TIMEOUT:-240}
+bound=${PLATFORM_TEST_INSTALL_TIMEOUT:-480}
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/sdk-install-check.XXXXXX")
 platform_pid=""
