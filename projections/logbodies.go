@@ -19,16 +19,18 @@ type LogBodies struct {
 }
 
 // DeliveryBodies reads the bodies of the deliveries created at positions
-// (in any order), one read of the log each; the result's bodies are the
-// caller's own.
+// (in any order) in one read of the log for all (events.ReadPositions:
+// one pass of the store, opened by the privacy layer together); the
+// result's bodies are the caller's own.
 func (l LogBodies) DeliveryBodies(ctx context.Context, positions []events.Position) ([][]byte, error) {
+	recs, err := events.ReadPositions(ctx, l.Log, positions)
+	if err != nil {
+		return nil, fmt.Errorf("delivery bodies: %w", err)
+	}
 	out := make([][]byte, len(positions))
 	for i, pos := range positions {
-		rec, found, err := events.ReadAt(ctx, l.Log, pos)
-		if err != nil {
-			return nil, fmt.Errorf("delivery body at %s: %w", pos, err)
-		}
-		if !found {
+		rec := recs[i]
+		if rec.Position != pos {
 			return nil, fmt.Errorf("delivery body at %s: no event there", pos)
 		}
 		env, err := l.Registry.Decode(rec)
