@@ -158,3 +158,49 @@ func TestAPageMixingErasedAndLivePeopleReadsErasedBodiesEmpty(t *testing.T) {
 		}
 	}
 }
+
+// A body read back from the log is, byte for byte, the DeliveryCreated.Body
+// the registry decodes from the event: escapes, HTML-safe and line
+// separator escapes, text beyond ASCII, an empty body.
+func TestLogBodiesReadWhatTheRegistryDecodes(t *testing.T) {
+	ctx := context.Background()
+	reg := catalog.Registry()
+	log := evmemory.New()
+	bodies := []string{
+		`{"event":"user.registered","delivery_id":"d-0","app_id":1,"name":"李雷 \"Li\" <b>&amp;</b>","note":"a\\b\tc` + "\u2028\u2029" + `😀"}`,
+		"\x00\x1f\u007f\ufffd",
+		"",
+		`{"open_user_id":7}`,
+	}
+	var at []events.Position
+	for i, body := range bodies {
+		ev, err := reg.Encode(catalog.DeliveryCreated{DeliveryID: "d-" + strconv.Itoa(i), AppID: 1, Event: "user.registered", Body: body, Deliver: true},
+			events.Metadata{AppID: 1, OccurredAt: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := log.Append(ctx, "webhook-delivery-"+ev.ID, events.NoStream(), ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		at = append(at, res.Position)
+	}
+	got, err := projections.LogBodies{Log: log, Registry: reg}.DeliveryBodies(ctx, at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, pos := range at {
+		rec, _, err := events.ReadAt(ctx, log, pos)
+		if err != nil {
+			t.Fatal(err)
+		}
+		env, err := reg.Decode(rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := env.Payload.(*catalog.DeliveryCreated).Body
+		if string(got[i]) != want || string(got[i]) != bodies[i] || got[i] == nil {
+			t.Fatalf("body %d reads %q, the registry decodes %q, written %q", i, got[i], want, bodies[i])
+		}
+	}
+}
