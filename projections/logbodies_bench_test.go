@@ -37,8 +37,9 @@ type benchFeed struct {
 // newBenchFeed writes the log and fills the read model; reopened closes
 // and opens the log again, so that no body is in the store's ring of
 // recent events and every read is one of bbolt (a node restarted, a
-// partner catching up on an old stretch).
-func newBenchFeed(b *testing.B, n, apps int, reopened bool) *benchFeed {
+// partner catching up on an old stretch); inMemory keeps every body in
+// the read model instead, which reads no log.
+func newBenchFeed(b *testing.B, n, apps int, reopened, inMemory bool) *benchFeed {
 	b.Helper()
 	ctx := context.Background()
 	dir := b.TempDir()
@@ -97,7 +98,9 @@ func newBenchFeed(b *testing.B, n, apps int, reopened bool) *benchFeed {
 		log = privacy.New(stored, ks)
 	}
 	rm := memory.New()
-	rm.KeepBodiesInLog(projections.LogBodies{Log: log, Registry: reg})
+	if !inMemory {
+		rm.KeepBodiesInLog(projections.LogBodies{Log: log, Registry: reg})
+	}
 	if err := rm.UpdateDeliveries(ctx, "deliveries", ds[n-1].Cursor, func(tx projections.DeliveryTx) error {
 		for _, d := range ds {
 			if err := tx.PutDelivery(ctx, d); err != nil {
@@ -143,19 +146,20 @@ func reportCPU(b *testing.B) {
 // bodies, as GET /open/v1/webhooks/events does on an embedded node: about
 // 90 of each page's bodies are read from the log, through the privacy
 // layer, from bbolt (reopened) or from the store's ring of recent events
-// (recent). Delivery is one final delivery by id, as
+// (recent); inmemory is the read model that keeps every body, for
+// reference. Delivery is one final delivery by id, as
 // GET /open/v1/webhooks/deliveries/:id reads it.
 //
 //	go test -run '^$' -bench LogFeedPage -benchmem ./projections
 func BenchmarkLogFeedPage(b *testing.B) {
 	ctx := context.Background()
 	for _, c := range []struct {
-		name     string
-		reopened bool
-	}{{"reopened", true}, {"recent", false}} {
+		name               string
+		reopened, inMemory bool
+	}{{"reopened", true, false}, {"recent", false, false}, {"inmemory", false, true}} {
 		b.Run(c.name, func(b *testing.B) {
 			const n, apps = 6000, 4 // 6,000 events: all in the ring of 8,192
-			f := newBenchFeed(b, n, apps, c.reopened)
+			f := newBenchFeed(b, n, apps, c.reopened, c.inMemory)
 			b.Run("page", func(b *testing.B) {
 				b.ReportAllocs()
 				reportCPU(b)
