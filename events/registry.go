@@ -138,6 +138,15 @@ func (r *Registry) Known(eventType string) bool {
 	return ok
 }
 
+// Upcasts reports whether data of eventType may be rewritten on read (an
+// upcaster is registered for it): a reader that takes a member straight
+// from the stored JSON may do so only for a type that is not.
+func (r *Registry) Upcasts(eventType string) bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return len(r.upcasters[eventType]) > 0
+}
+
 // Encode turns a payload into an event ready to append, with a fresh
 // time-ordered UUID (version 7, RFC 9562): the IDs of successive appends
 // sort after each other, so an embedded log's index of IDs grows at its end

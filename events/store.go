@@ -59,6 +59,40 @@ func ReadAt(ctx context.Context, log LogReader, pos Position) (rec Recorded, fou
 	return recs[0], true, nil
 }
 
+// PositionReader is a store that reads the events at several positions
+// in one pass (one transaction, one query): a page of a read model that
+// keeps only its rows' positions (a feed page of final deliveries, whose
+// bodies are in the log) reads their events so, not one ReadAt each.
+type PositionReader interface {
+	// ReadPositions returns the event at each of positions (in any order,
+	// repeats allowed): out[i] is the one at positions[i], or the zero
+	// Recorded (its Position zero) where ReadAt would find none. The
+	// events are the caller's own, as ReadAll's are.
+	ReadPositions(ctx context.Context, positions []Position) ([]Recorded, error)
+}
+
+// ReadPositions reads the events at positions from log: in one pass when
+// log can (PositionReader), else one ReadAt each (EventStoreDB). out[i] is
+// the event at positions[i], or the zero Recorded where none is. A
+// decorator calls it on the store it wraps, so the capability reaches the
+// adapter.
+func ReadPositions(ctx context.Context, log LogReader, positions []Position) ([]Recorded, error) {
+	if r, ok := log.(PositionReader); ok {
+		return r.ReadPositions(ctx, positions)
+	}
+	out := make([]Recorded, len(positions))
+	for i, pos := range positions {
+		rec, found, err := ReadAt(ctx, log, pos)
+		if err != nil {
+			return nil, err
+		}
+		if found {
+			out[i] = rec
+		}
+	}
+	return out, nil
+}
+
 // String renders the position the way operators see it in logs and history.
 func (p Position) String() string { return fmt.Sprintf("%d/%d", p.Commit, p.Prepare) }
 

@@ -389,13 +389,17 @@ func (s *Server) deliveriesPage(w http.ResponseWriter, r *http.Request) {
 		s.Fail(w, r, err)
 		return
 	}
+	// Each row is read by id, body and attempts together, so the list
+	// reads no body: a final delivery's body is in the log, and would be
+	// read twice.
+	f.WithoutBodies = true
 	list, err := s.ReadModel.Deliveries(r.Context(), f)
 	if err != nil {
 		s.Fail(w, r, err)
 		return
 	}
-	for _, d := range list {
-		_, attempts, err := s.ReadModel.Delivery(r.Context(), app.AppID, d.DeliveryID)
+	for _, listed := range list {
+		d, attempts, err := s.ReadModel.Delivery(r.Context(), app.AppID, listed.DeliveryID)
 		if err != nil {
 			s.Fail(w, r, err)
 			return

@@ -216,3 +216,41 @@ func TestSealedReplayReadsAPagesKeysForItsOpeners(t *testing.T) {
 		t.Fatalf("the openers read the key store %d times for many keys and %d times for one, want at most the erased person's 10 each", many, one)
 	}
 }
+
+// A read of several positions at once (a feed page's bodies) reads the
+// events in one pass of the log and, where the key store reads many keys
+// at once, the keys of the people it meets in one read: every event opens
+// as the writer wrote it, in the order asked, an erased person's fields
+// null, a position without an event left zero.
+func TestReadPositionsLoadsTheKeysInOneRead(t *testing.T) {
+	ctx := context.Background()
+	_, reader, counted, want := sixtyPeople(t)
+	var at []events.Position
+	var wanted []events.Recorded
+	for i := len(want) - 1; i >= 0; i -= 3 { // 200 events, newest first: 60 people, user-60 erased
+		at, wanted = append(at, want[i].Position), append(wanted, want[i])
+	}
+	got, err := reader.ReadPositions(ctx, append(at, events.Position{Commit: 1 << 40, Prepare: 1 << 40}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(at)+1 || !got[len(at)].Position.IsZero() {
+		t.Fatalf("read %d events for %d positions, the last %+v", len(got), len(at)+1, got[len(got)-1])
+	}
+	erased := 0
+	for i := range wanted {
+		if got[i].ID != wanted[i].ID || !bytes.Equal(got[i].Data, wanted[i].Data) {
+			t.Fatalf("at %s read %s %s, want %s %s", at[i], got[i].ID, got[i].Data, wanted[i].ID, wanted[i].Data)
+		}
+		if bytes.Contains(got[i].Data, []byte(`"name":null`)) {
+			erased++
+		}
+	}
+	if erased == 0 {
+		t.Fatal("no event of the erased person was read")
+	}
+	// One read of many keys; the one key read alone per event is the erased one's.
+	if many, one := counted.many.Load(), counted.one.Load(); many != 1 || one > int64(erased) {
+		t.Fatalf("the read of %d positions read the key store %d times for many keys and %d times for one, want once and at most %d", len(at), many, one, erased)
+	}
+}

@@ -136,6 +136,34 @@ func (s *Store) ReadAll(ctx context.Context, after events.Position, limit int) (
 	return s.openAll(ctx, recs)
 }
 
+// ReadPositions reads the events at positions in one pass of the inner
+// store (events.ReadPositions) and opens them; where the key store reads
+// many keys at once, the keys of them all are read in one round trip at
+// the first one not cached, as a page of a replay reads its own.
+func (s *Store) ReadPositions(ctx context.Context, positions []events.Position) ([]events.Recorded, error) {
+	recs, err := events.ReadPositions(ctx, s.inner, positions)
+	if err != nil {
+		return nil, err
+	}
+	if s.keys.CanPrefetch() {
+		for i, rec := range recs {
+			if id := keyID(rec.Data); id != nil && !s.keys.CachedID(id) {
+				s.prefetch(ctx, &pageAhead{buffered: recs[i+1:]}, rec)
+				break
+			}
+		}
+	}
+	for i := range recs {
+		if recs[i].Position.IsZero() {
+			continue // no event there
+		}
+		if recs[i], err = s.Open(ctx, recs[i]); err != nil {
+			return nil, err
+		}
+	}
+	return recs, nil
+}
+
 // Head is the inner store's head.
 func (s *Store) Head(ctx context.Context) (events.Position, error) { return s.inner.Head(ctx) }
 
@@ -219,21 +247,29 @@ func (sub *prefetching) Next(ctx context.Context) (events.Recorded, error) {
 	if err != nil {
 		return rec, err
 	}
-	// Every field of an event is sealed with its subject's one key, and an
-	// envelope's opening cannot occur unescaped inside a JSON string: the
-	// first one names the event's key.
-	at := bytes.Index(rec.Data, []byte(envPrefix))
-	if at < 0 {
-		return rec, nil
-	}
-	env := rec.Data[at+len(envPrefix):]
-	if colon := bytes.IndexByte(env, ':'); colon > 0 && !sub.s.keys.CachedID(env[:colon]) {
+	if id := keyID(rec.Data); id != nil && !sub.s.keys.CachedID(id) {
 		if b, ok := sub.Subscription.(interface{ Buffered() []events.Recorded }); ok {
 			sub.ahead.buffered, sub.ahead.wants = b.Buffered(), sub.wants
 			sub.s.prefetch(ctx, &sub.ahead, rec)
 		}
 	}
 	return rec, nil
+}
+
+// keyID is the id of the key data's envelopes are sealed with (nil for
+// data without one): every field of an event is sealed with its subject's
+// one key, and an envelope's opening cannot occur unescaped inside a JSON
+// string, so the first one names the event's key.
+func keyID(data []byte) []byte {
+	at := bytes.Index(data, []byte(envPrefix))
+	if at < 0 {
+		return nil
+	}
+	env := data[at+len(envPrefix):]
+	if colon := bytes.IndexByte(env, ':'); colon > 0 {
+		return env[:colon:colon]
+	}
+	return nil
 }
 
 // OpenReplayed opens page in place: events the inner store delivered as

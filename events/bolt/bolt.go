@@ -36,6 +36,7 @@ package bolt
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -159,6 +160,7 @@ func windowFor(last time.Duration) time.Duration { return min(last, maxWindow) }
 var (
 	_ events.Store               = (*Store)(nil)
 	_ events.MultiStreamAppender = (*Store)(nil)
+	_ events.PositionReader      = (*Store)(nil)
 )
 
 // Open opens (creating if needed) the event log in the file at path, so the
@@ -530,6 +532,63 @@ func (s *Store) ReadAll(ctx context.Context, after events.Position, limit int) (
 	}
 	return out, nil
 }
+
+// ReadPositions implements events.PositionReader: the events the ring of
+// recent ones holds are copied from it, the others read in one bbolt read
+// transaction, in the order of the log, by one cursor that steps to an
+// event a few records ahead and seeks to one further.
+func (s *Store) ReadPositions(ctx context.Context, positions []events.Position) ([]events.Recorded, error) {
+	if err := s.usable(ctx); err != nil {
+		return nil, err
+	}
+	out := make([]events.Recorded, len(positions))
+	durable := s.durable.Load()
+	rest := s.recent.readAt(positions, durable, out)
+	if len(rest) == 0 {
+		return out, nil
+	}
+	slices.SortFunc(rest, func(i, j int) int { return cmp.Compare(positions[i].Commit, positions[j].Commit) })
+	err := s.db.View(func(tx *bbolt.Tx) error {
+		c := tx.Bucket(bucketLog).Cursor()
+		var at uint64 // the cursor's key; 0 before the first seek
+		var v []byte
+		for _, i := range rest {
+			seq := positions[i].Commit
+			if at == 0 || seq < at || seq-at > stepAhead {
+				k, val := c.Seek(be(seq))
+				if k == nil {
+					break // past the last record: so are the rest
+				}
+				at, v = binary.BigEndian.Uint64(k), val
+			}
+			for at < seq {
+				k, val := c.Next()
+				if k == nil {
+					return nil
+				}
+				at, v = binary.BigEndian.Uint64(k), val
+			}
+			if at != seq {
+				continue
+			}
+			rec, err := decode(seq, v)
+			if err != nil {
+				return err
+			}
+			out[i] = rec
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, s.wrap("read positions", err)
+	}
+	return out, nil
+}
+
+// stepAhead is how many records ahead ReadPositions's cursor steps to
+// rather than seeking: a step is a move within a leaf page, a seek a walk
+// from the root.
+const stepAhead = 16
 
 // Head implements events.Store: the durable watermark, which is the last
 // sequence written by a commit that returned (an event's position is its

@@ -127,6 +127,45 @@ func (r *recentRing) read(start, durable uint64, limit int) ([]events.Recorded, 
 	return out, true
 }
 
+// readAt copies into out[i] the event at positions[i] that the ring
+// holds, up to durable, each event's bytes in one allocation for all, and
+// returns the indexes of the positions left to read from bbolt: those of
+// an event the ring does not hold (no position of another form, none past
+// durable, which hold no event).
+func (r *recentRing) readAt(positions []events.Position, durable uint64, out []events.Recorded) (rest []int) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	size := 0
+	for _, pos := range positions {
+		if seq := pos.Commit; pos.Prepare == seq && seq >= r.first && seq < r.next && seq <= durable {
+			rec := &r.recs[seq%recentSize]
+			size += len(rec.Data) + len(rec.Meta)
+		}
+	}
+	buf := make([]byte, 0, size)
+	take := func(b []byte) []byte {
+		if len(b) == 0 {
+			return nil
+		}
+		at := len(buf)
+		buf = append(buf, b...)
+		return buf[at:len(buf):len(buf)]
+	}
+	for i, pos := range positions {
+		seq := pos.Commit
+		switch {
+		case pos.Prepare != seq || seq == 0 || seq > durable:
+		case seq >= r.first && seq < r.next:
+			rec := r.recs[seq%recentSize]
+			rec.Data, rec.Meta = take(rec.Data), take(rec.Meta)
+			out[i] = rec
+		default:
+			rest = append(rest, i)
+		}
+	}
+	return rest
+}
+
 // readShared is read without any copy: it returns a sub-slice of the
 // commit's own slice of records holding start (so at most the rest of that
 // commit: the next read takes the next commit), shared by every

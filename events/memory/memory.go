@@ -28,6 +28,7 @@ type Store struct {
 var (
 	_ events.Store               = (*Store)(nil)
 	_ events.MultiStreamAppender = (*Store)(nil)
+	_ events.PositionReader      = (*Store)(nil)
 )
 
 // New returns an empty store, so each test starts from a clean log.
@@ -173,6 +174,27 @@ func (s *Store) ReadAll(ctx context.Context, after events.Position, limit int) (
 	out := make([]events.Recorded, len(rest))
 	for i, rec := range rest {
 		out[i] = copyOf(rec)
+	}
+	return out, nil
+}
+
+// ReadPositions implements events.PositionReader: the events at
+// positions, under one read lock.
+func (s *Store) ReadPositions(ctx context.Context, positions []events.Position) ([]events.Recorded, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return nil, events.ErrClosed
+	}
+	out := make([]events.Recorded, len(positions))
+	for i, pos := range positions {
+		// The event of sequence n (its Commit and Prepare) sits at index n-1.
+		if pos.Commit == pos.Prepare && pos.Commit > 0 && pos.Commit <= uint64(len(s.log)) {
+			out[i] = copyOf(s.log[pos.Commit-1])
+		}
 	}
 	return out, nil
 }

@@ -46,6 +46,7 @@
 package postgres
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -128,6 +129,7 @@ type Store struct {
 var (
 	_ events.Store               = (*Store)(nil)
 	_ events.MultiStreamAppender = (*Store)(nil)
+	_ events.PositionReader      = (*Store)(nil)
 )
 
 // Open connects to the database at url (postgres://...), brings its schema
@@ -594,6 +596,49 @@ func (s *Store) ReadAll(ctx context.Context, after events.Position, limit int) (
 	return out, nil
 }
 
+// ReadPositions implements events.PositionReader: one query for every
+// position (an event's position is its Commit and its Prepare alike; a
+// position of another form holds none).
+func (s *Store) ReadPositions(ctx context.Context, positions []events.Position) ([]events.Recorded, error) {
+	if err := s.usable(ctx); err != nil {
+		return nil, err
+	}
+	out := make([]events.Recorded, len(positions))
+	want := make([]int64, 0, len(positions))
+	for _, pos := range positions {
+		if pos.Commit == pos.Prepare && pos.Commit > 0 && pos.Commit <= 1<<62 {
+			want = append(want, int64(pos.Commit))
+		}
+	}
+	if len(want) == 0 {
+		return out, nil
+	}
+	rows, err := s.pool.Query(ctx, readPositionsQuery, want)
+	if err != nil {
+		return nil, s.wrap("read positions", err)
+	}
+	recs, err := collect(rows)
+	if err != nil {
+		return nil, s.wrap("read positions", err)
+	}
+	at := make(map[events.Position]events.Recorded, len(recs))
+	for _, rec := range recs {
+		at[rec.Position] = rec
+	}
+	seen := make(map[events.Position]bool, len(recs))
+	for i, pos := range positions {
+		rec, ok := at[pos]
+		if !ok {
+			continue
+		}
+		if seen[pos] { // a repeat: bytes of its own
+			rec.Data, rec.Meta = bytes.Clone(rec.Data), bytes.Clone(rec.Meta)
+		}
+		seen[pos], out[i] = true, rec
+	}
+	return out, nil
+}
+
 // Head implements events.Store: positions are visible in order, so the
 // largest one visible is the last event and nothing below it is missing.
 func (s *Store) Head(ctx context.Context) (events.Position, error) {
@@ -693,6 +738,9 @@ const columns = `position, stream, revision, id, type, data, meta, created`
 // readAllQuery reads from a position on ($1), at most $2 events (all if < 0).
 const readAllQuery = `SELECT ` + columns + ` FROM es_events
 WHERE position >= $1 ORDER BY position LIMIT CASE WHEN $2::bigint < 0 THEN NULL ELSE $2::bigint END`
+
+// readPositionsQuery reads the events at the positions of $1.
+const readPositionsQuery = `SELECT ` + columns + ` FROM es_events WHERE position = ANY($1::bigint[])`
 
 // startAfter is the first position strictly after after.
 func startAfter(after events.Position) int64 {

@@ -37,6 +37,7 @@ func Run(t *testing.T, open func(t *testing.T) events.Store) {
 		{"ReadStream", testReadStream},
 		{"ReadAll", testReadAll},
 		{"ReadAt", testReadAt},
+		{"ReadPositions", testReadPositions},
 		{"Head", testHead},
 		{"SubscribeFromZero", testSubscribeFromZero},
 		{"SubscribeFromCheckpoint", testSubscribeFromCheckpoint},
@@ -321,6 +322,66 @@ func testReadAt(f *fixture) {
 		if !found || got.ID != want.ID || got.Position != want.Position {
 			f.t.Fatalf("ReadAt %s: %s at %s (found %v), want %s", want.Position, got.ID, got.Position, found, want.ID)
 		}
+	}
+}
+
+// testReadPositions reads several events by their positions at once
+// (events.ReadPositions: in one pass where the store can), in any order,
+// with repeats and positions that hold no event, and finds what ReadAt
+// finds at each: every field as ReadAll gives it, the caller's own bytes.
+func testReadPositions(f *fixture) {
+	mark := f.marker()
+	a, b := f.stream("positions-a"), f.stream("positions-b")
+	f.append(a, events.NoStream(), proposed(2, "storetest.positions")...)
+	f.append(b, events.NoStream(), proposed(1, "storetest.positions")...)
+	last := f.append(a, events.Exact(1), proposed(2, "storetest.positions")...)
+	own := f.readOwn(mark, 100)
+	if len(own) != 5 {
+		f.t.Fatalf("ReadAll after marker: %d events, want 5", len(own))
+	}
+	none := []events.Position{
+		{},
+		own[2].Position.Before(),
+		{Commit: last.Position.Commit + 1<<40, Prepare: last.Position.Prepare + 1<<40},
+	}
+	at := []events.Position{own[4].Position, none[0], own[0].Position, own[2].Position, none[1], own[0].Position, own[3].Position, none[2], own[1].Position}
+	ctx, cancel := context.WithTimeout(f.ctx, wait)
+	defer cancel()
+	got, err := events.ReadPositions(ctx, f.s, at)
+	if err != nil {
+		f.t.Fatalf("ReadPositions: %v", err)
+	}
+	if len(got) != len(at) {
+		f.t.Fatalf("ReadPositions of %d positions returned %d events", len(at), len(got))
+	}
+	for i, pos := range at {
+		want, found, err := events.ReadAt(ctx, f.s, pos)
+		if err != nil {
+			f.t.Fatalf("ReadAt %s: %v", pos, err)
+		}
+		if !found {
+			if got[i].Position != (events.Position{}) || got[i].ID != "" {
+				f.t.Fatalf("ReadPositions found %s at %s, where ReadAt finds none", got[i].ID, pos)
+			}
+			continue
+		}
+		if got[i].ID != want.ID || got[i].Position != pos || got[i].Stream != want.Stream || got[i].Type != want.Type ||
+			got[i].Revision != want.Revision || !got[i].Created.Equal(want.Created) ||
+			string(got[i].Data) != string(want.Data) || string(got[i].Meta) != string(want.Meta) {
+			f.t.Fatalf("ReadPositions at %s: %+v, ReadAt: %+v", pos, got[i], want)
+		}
+	}
+	for i := range got {
+		for j := range got[i].Data {
+			got[i].Data[j] = 'x'
+		}
+	}
+	again, err := events.ReadPositions(ctx, f.s, at[:1])
+	if err != nil || len(again) != 1 || string(again[0].Data) != string(own[4].Data) {
+		f.t.Fatalf("a write into what ReadPositions returned changed the log's event: %d events %v (%v)", len(again), ids(again), err)
+	}
+	if empty, err := events.ReadPositions(ctx, f.s, nil); err != nil || len(empty) != 0 {
+		f.t.Fatalf("ReadPositions of no position: %d events (%v)", len(empty), err)
 	}
 }
 

@@ -162,6 +162,12 @@ func (s *instrumented) SubscribeAllFor(ctx context.Context, after events.Positio
 	return events.SubscribeAllFor(ctx, s.Store, after, wants)
 }
 
+// ReadPositions keeps the wrapped store's reads of several positions in
+// one pass.
+func (s *instrumented) ReadPositions(ctx context.Context, positions []events.Position) ([]events.Recorded, error) {
+	return events.ReadPositions(ctx, s.Store, positions)
+}
+
 // AppendMulti times an atomic multi-stream append like Append.
 func (s *instrumented) AppendMulti(ctx context.Context, parts ...events.StreamAppend) ([]events.AppendResult, error) {
 	start := time.Now()

@@ -158,6 +158,12 @@ func (h *headStore) SubscribeAllFor(ctx context.Context, after events.Position, 
 	return events.SubscribeAllFor(ctx, h.Store, after, wants)
 }
 
+// ReadPositions keeps the wrapped store's reads of several positions in
+// one pass.
+func (h *headStore) ReadPositions(ctx context.Context, positions []events.Position) ([]events.Recorded, error) {
+	return events.ReadPositions(ctx, h.Store, positions)
+}
+
 // Last is the position of this node's latest append.
 func (h *headStore) Last() events.Position {
 	h.mu.Lock()
