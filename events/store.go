@@ -228,8 +228,8 @@ type Store interface {
 // shares its transaction, instead of giving it one of its own. Nothing
 // else changes: the append returns once it is durable or refused, exactly
 // as Append promises, and a deferrable append never delays another one.
-// events/bolt honours it (its maxDefer bounds the wait); the Postgres,
-// EventStoreDB and in-memory adapters ignore it.
+// events/bolt and events/postgres honour it (groupcommit.MaxDefer bounds
+// the wait); the EventStoreDB and in-memory adapters ignore it.
 func Deferrable(ctx context.Context) context.Context {
 	return context.WithValue(ctx, deferrableKey{}, true)
 }

@@ -95,11 +95,9 @@ type Store struct {
 	// waiting, when set (tests only), runs when a group of n starts waiting
 	// for more appends.
 	waiting func(n int)
-	// deferFor, when set (tests only), replaces maxDefer.
-	deferFor time.Duration
-	// deferring, when set (tests only), runs when a group of n deferrable
-	// appends waits for a non-deferrable one, and again as each joins.
-	deferring func(n int)
+	// deferral holds groups of deferrable appends (events.Deferrable) for
+	// a plain append to share their commit; tests shorten or watch it.
+	deferral groupcommit.Deferral
 	// commits counts the transactions that wrote (tests).
 	commits atomic.Uint64
 	// decoded counts the records readRange decoded from bbolt (the
@@ -134,24 +132,6 @@ const (
 	maxWindow    = 2 * time.Millisecond
 	windowGroups = 4 // recent groups whose largest size is the target
 )
-
-// maxDefer is how long a group of deferrable appends (events.Deferrable:
-// the webhook dispatcher's delivery creations and attempt outcomes) waits,
-// from when its oldest was queued, for a non-deferrable append to share
-// its transaction. On a node taking calls one at a time each call then
-// pays one commit, not one more for the delivery its event makes. 10 ms
-// covers the gap between calls at offered rates from 100/s up, where a
-// commit of its own is most of a call's cost, and is a tenth of the
-// webhooks' ack-to-receipt budget (p99 under 100 ms); below 100/s the
-// creation waits its 10 ms and commits alone, as it would without it.
-const maxDefer = 10 * time.Millisecond
-
-// maxDeferGroup is how many deferrable appends stop waiting for company:
-// that many already share their transaction's fixed cost (a lone commit's
-// eighth), and a backlog being drained (every attempt's outcome deferrable,
-// no call in sight) must not have its senders held for maxDefer at each
-// commit.
-const maxDeferGroup = 8
 
 // windowFor is how long a group may wait for more appends after a commit
 // that took last.
@@ -209,7 +189,7 @@ func Open(path string) (*Store, error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("events/bolt: read head of %s: %w", path, err)
 	}
-	s := &Store{db: db, notify: tail.NewNotifier()}
+	s := &Store{db: db, notify: tail.NewNotifier(), deferral: groupcommit.Defaults()}
 	s.durable.Store(last)
 	s.recent.reset(last + 1)
 	s.queue = groupcommit.Start(maxGroup, s.commitLoop)
@@ -271,26 +251,14 @@ func (s *Store) commitLoop(queue *groupcommit.Queue) {
 	group := make([]*groupcommit.Append, 0, maxGroup)
 	var recent [windowGroups]int // sizes of the last groups
 	var last time.Duration       // the last commit's duration
-	var timer, deferTimer *time.Timer
+	var timer *time.Timer
 	for n := 0; ; n++ {
 		first, ok := <-queue.C()
 		if !ok {
 			return
 		}
 		group = queue.Gather(append(group[:0], first), maxGroup)
-		if deferrable(group) && len(group) < maxDeferGroup {
-			wait := maxDefer - time.Since(group[0].Queued)
-			if s.deferFor > 0 {
-				wait = s.deferFor - time.Since(group[0].Queued)
-			}
-			if deferTimer == nil {
-				deferTimer = time.NewTimer(wait)
-			} else {
-				deferTimer.Reset(wait)
-			}
-			group = s.awaitPlain(queue.C(), group, deferTimer.C)
-			deferTimer.Stop()
-		}
+		group = s.deferral.Hold(queue, group)
 		if target := min(slices.Max(recent[:]), maxGroup); len(group) < target && last > 0 {
 			window := windowFor(last)
 			if s.window != nil {
@@ -326,40 +294,6 @@ func await(queue <-chan *groupcommit.Append, group []*groupcommit.Append, target
 				return group
 			}
 			group = append(group, p)
-		case <-timer:
-			return group
-		}
-	}
-	return group
-}
-
-// deferrable reports whether every append of group may wait for company.
-func deferrable(group []*groupcommit.Append) bool {
-	for _, p := range group {
-		if p.Queued.IsZero() {
-			return false
-		}
-	}
-	return true
-}
-
-// awaitPlain adds appends to group, all deferrable, as they are queued,
-// until one is not, the group holds maxDeferGroup, the timer fires or the
-// queue is closed (Close: the committer then commits what it holds).
-func (s *Store) awaitPlain(queue <-chan *groupcommit.Append, group []*groupcommit.Append, timer <-chan time.Time) []*groupcommit.Append {
-	for len(group) < maxDeferGroup {
-		if s.deferring != nil {
-			s.deferring(len(group))
-		}
-		select {
-		case p, ok := <-queue:
-			if !ok {
-				return group
-			}
-			group = append(group, p)
-			if p.Queued.IsZero() {
-				return group
-			}
 		case <-timer:
 			return group
 		}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/healthtech/partner-open-platform/events"
+	"github.com/healthtech/partner-open-platform/events/internal/groupcommit"
 )
 
 // deferStore opens a store whose deferrable appends wait up to deferFor
@@ -18,8 +19,8 @@ func deferStore(t *testing.T, path string, deferFor time.Duration) (*Store, <-ch
 	t.Helper()
 	s, _ := groupStore(t, path, 0)
 	deferring := make(chan int, 64)
-	s.deferFor = deferFor
-	s.deferring = func(n int) { deferring <- n }
+	s.deferral.Max = deferFor
+	s.deferral.Waiting = func(n int) { deferring <- n }
 	return s, deferring
 }
 
@@ -158,31 +159,31 @@ func TestDeferrableCloseWhileWaiting(t *testing.T) {
 	closeWhileWaiting(t, ctx, s, path, done, "created")
 }
 
-// TestEnoughDeferrableAppendsCommitWithoutWaiting: maxDeferGroup
+// TestEnoughDeferrableAppendsCommitWithoutWaiting: groupcommit.DeferEnough
 // deferrable appends share one transaction at once, with no plain append
-// to wait for (a drained backlog's outcomes): none waits out maxDefer.
+// to wait for (a drained backlog's outcomes): none waits out its deferral.
 func TestEnoughDeferrableAppendsCommitWithoutWaiting(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	s, deferring := deferStore(t, filepath.Join(t.TempDir(), "events.db"), time.Hour)
 	lazy := events.Deferrable(ctx)
-	done := make(chan error, maxDeferGroup)
+	done := make(chan error, groupcommit.DeferEnough)
 	go func() { done <- appendOne(lazy, s, "created-0") }()
 	waitDeferring(t, deferring, done, 1)
-	for i := 1; i < maxDeferGroup; i++ {
+	for i := 1; i < groupcommit.DeferEnough; i++ {
 		go func() { done <- appendOne(lazy, s, fmt.Sprintf("created-%d", i)) }()
 	}
-	for range maxDeferGroup {
+	for range groupcommit.DeferEnough {
 		select {
 		case err := <-done:
 			if err != nil {
 				t.Fatal(err)
 			}
 		case <-ctx.Done():
-			t.Fatalf("%d deferrable appends still wait for a plain one", maxDeferGroup)
+			t.Fatalf("%d deferrable appends still wait for a plain one", groupcommit.DeferEnough)
 		}
 	}
 	if got := s.commits.Load(); got != 1 {
-		t.Fatalf("%d deferrable appends took %d commits, want 1", maxDeferGroup, got)
+		t.Fatalf("%d deferrable appends took %d commits, want 1", groupcommit.DeferEnough, got)
 	}
 }

@@ -96,6 +96,11 @@ type Store struct {
 	// Group commit: appends queue for one committer goroutine, which writes
 	// everything queued while the previous commit ran in one transaction.
 	queue *groupcommit.Queue
+	// deferral holds groups of deferrable appends (events.Deferrable) for
+	// a plain append to share their transaction; tests shorten or watch it.
+	deferral groupcommit.Deferral
+	// commits counts the transactions that wrote (tests).
+	commits atomic.Uint64
 
 	// beforeCommit, when set (tests only), runs inside an append's
 	// transaction once it holds the append lock and has numbered its
@@ -154,7 +159,8 @@ func openConfig(ctx context.Context, cfg *pgxpool.Config) (*Store, error) {
 	}
 	lctx, stop := context.WithCancel(context.Background())
 	s := &Store{pool: pool, notify: tail.NewNotifier(), stopListen: stop,
-		reads: make(chan *readReq, maxReadGroup), readsDone: lctx.Done(), instance: strconv.FormatUint(rand.Uint64(), 36)}
+		reads: make(chan *readReq, maxReadGroup), readsDone: lctx.Done(), instance: strconv.FormatUint(rand.Uint64(), 36),
+		deferral: groupcommit.Defaults()}
 	s.listening.Add(2)
 	go s.listen(lctx)
 	go s.readLoop(lctx)
@@ -207,6 +213,11 @@ func (s *Store) commitLoop(queue *groupcommit.Queue) {
 	group := make([]*groupcommit.Append, 0, maxGroup)
 	for first := range queue.C() {
 		group = queue.Gather(append(group[:0], first), maxGroup)
+		// A delivery's creation and its attempt's outcome wait, briefly,
+		// for a call's append: on a node taking calls one at a time each
+		// transaction is a round trip, a WAL flush, a NOTIFY and a read
+		// by every follower, and a delivery otherwise costs two of them.
+		group = s.deferral.Hold(queue, group)
 		wrote, err := s.commit(group)
 		if err != nil && len(group) > 1 {
 			// One bad append (say a NUL byte in a name) must not fail the
@@ -254,6 +265,9 @@ func (s *Store) commit(group []*groupcommit.Append) (wrote bool, err error) {
 		// connection is not idle and the pool drops it on Release.
 		_, _ = conn.Exec(ctx, "ROLLBACK")
 		return false, s.fail(group, err)
+	}
+	if wrote {
+		s.commits.Add(1)
 	}
 	return wrote, nil
 }
