@@ -159,3 +159,61 @@ func TestZeroDeferralHoldsNothing(t *testing.T) {
 	go submit(q, events.Deferrable(context.Background()), "created", errs)
 	answered(t, errs, "a deferrable append with no deferral")
 }
+
+// Work ready longer than Max ago (events.DeferrableSince) has waited its
+// share already: it is committed without being held.
+func TestDeferrableWorkReadyLongAgoIsNotHeld(t *testing.T) {
+	groups := make(chan []string, 10)
+	d := groupcommit.Deferral{Max: time.Hour, Enough: 8}
+	q := groupcommit.Start(16, holdingCommitter(&d, groups))
+	defer q.Close()
+	errs := make(chan error, 1)
+	go submit(q, events.DeferrableSince(context.Background(), time.Now().Add(-2*time.Hour)), "created", errs)
+	answered(t, errs, "a deferrable append whose work was ready two hours ago")
+	if g := <-groups; len(g) != 1 {
+		t.Fatalf("group %v, want the deferrable append alone", g)
+	}
+}
+
+// A held group's wait ends when an append joins whose work was ready
+// longer than Max ago: the wait is bounded by the group's oldest work,
+// those that joined included.
+func TestOlderWorkJoiningEndsTheWait(t *testing.T) {
+	groups, waiting := make(chan []string, 10), make(chan int, 10)
+	d := groupcommit.Deferral{Max: time.Hour, Enough: 8, Waiting: func(n int) { waiting <- n }}
+	q := groupcommit.Start(16, holdingCommitter(&d, groups))
+	defer q.Close()
+	errs := make(chan error, 2)
+	go submit(q, events.Deferrable(context.Background()), "outcome", errs)
+	waitFor(t, waiting, groups, 1)
+	go submit(q, events.DeferrableSince(context.Background(), time.Now().Add(-2*time.Hour)), "created", errs)
+	select {
+	case g := <-groups:
+		if len(g) != 2 || g[0] != "outcome" || g[1] != "created" {
+			t.Fatalf("group %v, want the held append and the one that joined it", g)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the group is still held after older work joined it")
+	}
+	for range 2 {
+		answered(t, errs, "a group whose oldest work was ready two hours ago")
+	}
+}
+
+// Work ready a moment ago waits for company as any deferrable append does.
+func TestDeferrableWorkReadyRecentlyIsHeld(t *testing.T) {
+	groups, waiting := make(chan []string, 10), make(chan int, 10)
+	d := groupcommit.Deferral{Max: time.Hour, Enough: 8, Waiting: func(n int) { waiting <- n }}
+	q := groupcommit.Start(16, holdingCommitter(&d, groups))
+	defer q.Close()
+	errs := make(chan error, 2)
+	go submit(q, events.DeferrableSince(context.Background(), time.Now().Add(-time.Second)), "created", errs)
+	waitFor(t, waiting, groups, 1)
+	go submit(q, context.Background(), "registered", errs)
+	if g := <-groups; len(g) != 2 {
+		t.Fatalf("group %v, want the held append and the plain one", g)
+	}
+	for range 2 {
+		answered(t, errs, "a held append and the plain one it rode")
+	}
+}
