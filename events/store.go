@@ -247,8 +247,8 @@ func DeferrableSince(ctx context.Context, ready time.Time) context.Context {
 }
 
 // DeferrableFrom reports whether ctx was marked deferrable (Deferrable or
-// DeferrableSince) and since when
-// its work was ready (zero for Deferrable: since its append is queued).
+// DeferrableSince) and since when its work was ready (zero for Deferrable:
+// since its append is queued).
 func DeferrableFrom(ctx context.Context) (ready time.Time, ok bool) {
 	ready, ok = ctx.Value(deferrableKey{}).(time.Time)
 	return ready, ok
