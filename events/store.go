@@ -229,29 +229,15 @@ type Store interface {
 // else changes: the append returns once it is durable or refused, exactly
 // as Append promises, and a deferrable append never delays another one.
 // events/bolt and events/postgres honour it (groupcommit.MaxDefer bounds
-// the wait from when the append is queued); the EventStoreDB and in-memory
-// adapters ignore it.
+// the wait); the EventStoreDB and in-memory adapters ignore it.
 func Deferrable(ctx context.Context) context.Context {
-	return context.WithValue(ctx, deferrableKey{}, time.Time{})
+	return context.WithValue(ctx, deferrableKey{}, true)
 }
 
-// DeferrableSince is Deferrable for work that has been ready since ready:
-// the bounded wait counts from then, not from when the append is queued.
-// Work that already waited behind earlier work (a batch of deliveries
-// prepared while the previous batch's creation was held) then waits no
-// longer in all than work that found the way clear; counted from its
-// append, each such batch would wait a full hold behind the one before,
-// and a follower once behind would stay a hold behind for good.
-func DeferrableSince(ctx context.Context, ready time.Time) context.Context {
-	return context.WithValue(ctx, deferrableKey{}, ready)
-}
-
-// DeferrableFrom reports whether ctx was marked deferrable (Deferrable or
-// DeferrableSince) and since when its work was ready (zero for Deferrable:
-// since its append is queued).
-func DeferrableFrom(ctx context.Context) (ready time.Time, ok bool) {
-	ready, ok = ctx.Value(deferrableKey{}).(time.Time)
-	return ready, ok
+// IsDeferrable reports whether ctx was marked by Deferrable.
+func IsDeferrable(ctx context.Context) bool {
+	v, _ := ctx.Value(deferrableKey{}).(bool)
+	return v
 }
 
 type deferrableKey struct{}

@@ -265,10 +265,6 @@ type PreparedBatch struct {
 	// by delivery id (nil when none carries one): its events record it, so
 	// that every attempt, on whichever node, links to that request.
 	traces map[string]string
-	// ready is when the batch was prepared: its creation's deferral counts
-	// from then (events.DeferrableSince), so a batch staged behind a held
-	// commit does not wait a second hold of its own.
-	ready time.Time
 }
 
 // PrepareBatch plans and encodes the deliveries of recs, given in log
@@ -338,7 +334,6 @@ func (d *Dispatcher) PrepareBatch(ctx context.Context, recs []events.Recorded) (
 		}
 		p.evs[i] = ev
 	}
-	p.ready = time.Now() // the store's clock, not d.Clock: it bounds a real wait
 	return p, nil
 }
 
@@ -354,16 +349,11 @@ func (d *Dispatcher) PrepareBatch(ctx context.Context, recs []events.Recorded) (
 // first error. Deliveries to send are handed to this node's sender as soon
 // as they are recorded.
 //
-// Its appends are deferrable (events.DeferrableSince, from when the
-// oldest batch was prepared): no request waits on a creation, so on a node
-// taking calls one at a time a creation rides the next call's commit
-// instead of paying one of its own. Counted from the preparation, a batch
-// prepared while the previous batch's creation was held waits only what is
-// left of its own bound: the pipeline commits one call at a time, and
-// counted from its append each batch would wait a full hold behind the one
-// before, every delivery a gap between calls later than it need be.
+// Its appends are deferrable (events.Deferrable): no request waits on a
+// creation, so on a node taking calls one at a time a creation rides the
+// next call's commit instead of paying one of its own.
 func (d *Dispatcher) CommitBatches(ctx context.Context, batches []PreparedBatch) error {
-	ctx = events.DeferrableSince(ctx, oldestReady(batches))
+	ctx = events.Deferrable(ctx)
 	var all []catalog.DeliveryCreated
 	var evs []events.Proposed
 	var traces map[string]string
@@ -424,19 +414,6 @@ func (d *Dispatcher) CommitBatches(ctx context.Context, batches []PreparedBatch)
 	}
 	wg.Wait()
 	return first
-}
-
-// oldestReady is when the first of batches that records when it was
-// prepared was (zero when none does: the deferral then counts from the
-// append).
-func oldestReady(batches []PreparedBatch) time.Time {
-	var t time.Time
-	for _, b := range batches {
-		if !b.ready.IsZero() && (t.IsZero() || b.ready.Before(t)) {
-			t = b.ready
-		}
-	}
-	return t
 }
 
 // distinctDeliveries keeps the first of deliveries sharing an id (evs[i]

@@ -25,9 +25,8 @@ type Append struct {
 	// Wrote is whether the group being committed writes events of this
 	// append (the committer's own bookkeeping).
 	Wrote bool
-	// Queued is when a deferrable append (events.DeferrableFrom) was queued,
-	// or when its work was ready if that was earlier
-	// (events.DeferrableSince); zero for the others.
+	// Queued is when a deferrable append (events.IsDeferrable) was queued;
+	// zero for the others.
 	Queued time.Time
 	done   chan struct{}
 }
@@ -71,11 +70,8 @@ func (q *Queue) Closed() bool { return q.closed.Load() }
 // ends before the append is queued.
 func (q *Queue) Submit(ctx context.Context, parts []events.StreamAppend) ([]events.AppendResult, error) {
 	a := &Append{Ctx: ctx, Parts: parts, done: make(chan struct{})}
-	if ready, ok := events.DeferrableFrom(ctx); ok {
+	if events.IsDeferrable(ctx) {
 		a.Queued = time.Now()
-		if !ready.IsZero() && ready.Before(a.Queued) {
-			a.Queued = ready
-		}
 	}
 	q.mu.RLock()
 	if q.closed.Load() {
@@ -129,8 +125,7 @@ func (q *Queue) Gather(group []*Append, max int) []*Append {
 
 // MaxDefer is how long a group of deferrable appends (events.Deferrable:
 // the webhook dispatcher's delivery creations and attempt outcomes) waits,
-// from when its oldest was queued (or its work ready:
-// events.DeferrableSince), for a plain append to share its
+// from when its oldest was queued, for a plain append to share its
 // transaction. On a node taking calls one at a time each call then pays one
 // commit, not one more for the delivery its event makes and one more for
 // the delivery's outcome. 10 ms covers the gap between calls at offered
@@ -170,24 +165,14 @@ func Defaults() Deferral { return Deferral{Max: MaxDefer, Enough: DeferEnough} }
 // Hold returns group, grown by what q received while it waited. A group
 // whose every append is deferrable and that holds fewer than Enough waits
 // until a plain append is queued (which joins it), Enough are held, Max has
-// passed since the oldest Queued of its appends (those that join while it
-// waits included), or q is closed; any other group is returned at once. A
-// plain append therefore never waits for a deferrable one. Only the
-// committer calls it.
+// passed since its oldest was queued, or q is closed; any other group is
+// returned at once. A plain append therefore never waits for a deferrable
+// one. Only the committer calls it.
 func (d *Deferral) Hold(q *Queue, group []*Append) []*Append {
 	if d.Max <= 0 || len(group) >= d.Enough || !allDeferrable(group) {
 		return group
 	}
-	oldest := group[0].Queued
-	for _, p := range group[1:] {
-		if p.Queued.Before(oldest) {
-			oldest = p.Queued
-		}
-	}
-	wait := d.Max - time.Since(oldest)
-	if wait <= 0 {
-		return group
-	}
+	wait := d.Max - time.Since(group[0].Queued)
 	if d.timer == nil {
 		d.timer = time.NewTimer(wait)
 	} else {
@@ -206,15 +191,6 @@ func (d *Deferral) Hold(q *Queue, group []*Append) []*Append {
 			group = append(group, p)
 			if p.Queued.IsZero() {
 				return group
-			}
-			if p.Queued.Before(oldest) {
-				// Work ready before the group's oldest shortens the wait.
-				oldest = p.Queued
-				wait = d.Max - time.Since(oldest)
-				if wait <= 0 {
-					return group
-				}
-				d.timer.Reset(wait) // drops a stale expiry (go 1.23 timers)
 			}
 		case <-d.timer.C:
 			return group
