@@ -20,6 +20,7 @@ import (
 	"github.com/healthtech/partner-open-platform/internal/auth"
 	"github.com/healthtech/partner-open-platform/internal/httpapi/edgetest"
 	"github.com/healthtech/partner-open-platform/internal/pgtest"
+	"github.com/healthtech/partner-open-platform/internal/ratelimit"
 	ratelimitpg "github.com/healthtech/partner-open-platform/internal/ratelimit/postgres"
 	"github.com/healthtech/partner-open-platform/projections"
 	"github.com/healthtech/partner-open-platform/projections/postgres"
@@ -88,18 +89,21 @@ func BenchmarkReportPullOnPostgres(b *testing.B) {
 		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 		return ru.Utime.Nano()/1000 + ru.Stime.Nano()/1000
 	}
-	for _, oneTrip := range []bool{false, true} {
-		name := "separate"
-		if oneTrip {
-			name = "one-trip"
-		}
+	const limit = 1_000_000_000
+	for _, c := range []struct {
+		name    string
+		oneTrip bool
+		batch   int // tokens per lease: 1 takes from the bucket on every pull
+	}{{"separate", false, 1}, {"one-trip", true, 1}, {"one-trip-leased", true, limit / 600}} {
+		name := c.name
 		b.Run(name, func(b *testing.B) {
+			bucket := ratelimitpg.New(rm.Pool()).Bucket("report_pull_"+name, limit, time.Minute)
 			api := &ReportAPI{
 				Reports: rm, Events: es, Runner: runner, SchemeH: auth.SchemeH{Apps: dir, Nonces: rm, Now: time.Now},
-				Limiter: ratelimitpg.New(rm.Pool()).Bucket("report_pull_"+name, 1_000_000_000, time.Minute), Views: &fakeViews{}, Apps: dir,
+				Limiter: ratelimit.NewLeased(bucket, limit, time.Minute, c.batch, time.Minute), Views: &fakeViews{}, Apps: dir,
 				Location: time.UTC, Now: time.Now, Watermarks: marks, Auditor: &fakeAuditor{},
 			}
-			if oneTrip {
+			if c.oneTrip {
 				api.OneTrip = rm
 			}
 			handler := router(api.Routes())

@@ -16,6 +16,7 @@ import (
 	"github.com/healthtech/partner-open-platform/events/subscribe"
 	"github.com/healthtech/partner-open-platform/internal/auth"
 	"github.com/healthtech/partner-open-platform/internal/httpapi/edgetest"
+	"github.com/healthtech/partner-open-platform/internal/ratelimit"
 	ratelimitpg "github.com/healthtech/partner-open-platform/internal/ratelimit/postgres"
 	"github.com/healthtech/partner-open-platform/projections"
 )
@@ -57,7 +58,7 @@ func TestReportPullWaitsOnlyForTheReportsEvents(t *testing.T) {
 	auditor := &fakeAuditor{}
 	api := &ReportAPI{
 		Reports: rm, Events: es, Runner: runner, SchemeH: auth.SchemeH{Apps: dir, Nonces: rm, Now: time.Now},
-		Limiter: ratelimitpg.New(rm.Pool()).Bucket("report_pull", 100, time.Minute), Views: &fakeViews{}, Apps: dir,
+		Limiter: ratelimit.NewLeased(ratelimitpg.New(rm.Pool()).Bucket("report_pull", 100, time.Minute), 100, time.Minute, 1, time.Minute), Views: &fakeViews{}, Apps: dir,
 		Location: time.UTC, Now: fixedNow, Watermarks: marks, Auditor: auditor, OneTrip: rm,
 	}
 	handler := router(api.Routes())

@@ -24,7 +24,9 @@ import (
 	"github.com/healthtech/partner-open-platform/internal/auth"
 	"github.com/healthtech/partner-open-platform/internal/httpapi/edgetest"
 	"github.com/healthtech/partner-open-platform/internal/pgtest"
+	"github.com/healthtech/partner-open-platform/internal/ratelimit"
 	ratelimitpg "github.com/healthtech/partner-open-platform/internal/ratelimit/postgres"
+	"github.com/healthtech/partner-open-platform/internal/ratelimit/ratelimittest"
 	"github.com/healthtech/partner-open-platform/projections"
 	"github.com/healthtech/partner-open-platform/projections/postgres"
 )
@@ -137,7 +139,7 @@ func TestReportPullCostsOneRoundTripOnPostgres(t *testing.T) {
 	auditor, views := &fakeAuditor{}, &fakeViews{}
 	api := &ReportAPI{
 		Reports: rm, Events: es, Runner: runner, SchemeH: auth.SchemeH{Apps: dir, Nonces: rm, Now: time.Now},
-		Limiter: ratelimitpg.New(rm.Pool()).Bucket("report_pull", 3, time.Minute), Views: views, Apps: dir,
+		Limiter: ratelimit.NewLeased(ratelimitpg.New(rm.Pool()).Bucket("report_pull", 3, time.Minute), 3, time.Minute, 1, time.Minute), Views: views, Apps: dir,
 		Location: time.UTC, Now: fixedNow, Watermarks: marks, Auditor: auditor, OneTrip: rm,
 	}
 	handler := router(api.Routes())
@@ -228,4 +230,90 @@ func openCountedStores(t *testing.T) (*roundTrips, *pgevents.Store, *postgres.St
 	t.Cleanup(func() { rm.Close() })
 	rm.SeeHead(pgevents.HeadQuery, pgevents.PositionAt)
 	return rt, es, rm
+}
+
+// Two nodes admitting an app's pulls from leases of its shared bucket
+// (eight tokens a lease; the clock stopped, so the bucket does not refill)
+// answer exactly the limit between them, each pull one round trip whether
+// its node's lease served it or its statement carried the renewal; a
+// replayed nonce, on either node and whichever way it was admitted, spends
+// no token; once the bucket and the leases are spent both nodes answer 429
+// with the limit's headers and read no report.
+func TestLeasedReportPullsAdmitExactlyTheLimitAcrossNodes(t *testing.T) {
+	rt, es, rm := openCountedStores(t)
+	appA, _ := seedPulledReport(t, es, rm)
+	marks := projections.NewWatermarks()
+	marks.FollowHead(es.Head)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	runner := subscribe.NewRunner(es, catalog.Registry(), &follower{name: string(projections.ReadModelReports)}, log, nil)
+	dir := edgetest.NewDirectory(appA)
+	clock := ratelimittest.NewClock()
+	const limit, batch = 40, 8
+	auditor := &fakeAuditor{}
+	node := func() http.Handler {
+		bucket := ratelimitpg.New(rm.Pool()).Bucket("report_pull", limit, time.Minute)
+		bucket.Now = clock.Now
+		leases := ratelimit.NewLeased(bucket, limit, time.Minute, batch, time.Minute)
+		leases.Now = clock.Now
+		api := &ReportAPI{
+			Reports: rm, Events: es, Runner: runner, SchemeH: auth.SchemeH{Apps: dir, Nonces: rm, Now: time.Now},
+			Limiter: leases, Views: &fakeViews{}, Apps: dir,
+			Location: time.UTC, Now: fixedNow, Watermarks: marks, Auditor: auditor, OneTrip: rm,
+		}
+		return router(api.Routes())
+	}
+	nodes := []http.Handler{node(), node()}
+	pull := func(on int, nonce string) (reply, int64) {
+		t.Helper()
+		const path = "/open/v1/health-reports/21"
+		req := httptest.NewRequest("GET", path, nil)
+		ts := strconv.FormatInt(time.Now().Unix(), 10)
+		req.Header.Set("X-App-Key", appA.AppKey)
+		req.Header.Set("X-Timestamp", ts)
+		req.Header.Set("X-Nonce", nonce)
+		req.Header.Set("X-Signature", auth.SignH(appA.AppSecret, "GET", path, ts, nonce, nil))
+		before := rt.count.Load()
+		r := edgetest.Serve(t, nodes[on], req)
+		return r, rt.count.Load() - before
+	}
+	// Until both nodes refused twice in a row: then their leases and the
+	// bucket are spent (the clock does not move).
+	admitted, refusedInARow := 0, 0
+	for i := 0; refusedInARow < 4 && i < 200; i++ {
+		on := i % 2
+		r, trips := pull(on, "n-"+strconv.Itoa(i))
+		if trips != 1 {
+			t.Errorf("pull %d on node %d: %d round trips to Postgres, want 1", i, on, trips)
+		}
+		switch r.Status {
+		case http.StatusOK:
+			admitted, refusedInARow = admitted+1, 0
+			if !strings.Contains(string(r.Raw), `"raw_data":{"a":1}`) {
+				t.Fatalf("pull %d: %s", i, r.Raw)
+			}
+		case http.StatusTooManyRequests:
+			refusedInARow++
+			if r.Header.Get("Retry-After") == "" || r.Header.Get("X-RateLimit-Limit") != strconv.Itoa(limit) || r.Header.Get("X-RateLimit-Remaining") != "0" {
+				t.Fatalf("pull %d refused without the limit's headers: %v", i, r.Header)
+			}
+			if strings.Contains(string(r.Raw), "raw_data") {
+				t.Fatalf("a refused pull carried the report: %s", r.Raw)
+			}
+		default:
+			t.Fatalf("pull %d on node %d: %d %s", i, on, r.Status, r.Raw)
+		}
+		if i%3 == 0 {
+			// The same nonce again, on the other node: a replay, which
+			// must spend nothing (nor carry the report).
+			if r, _ := pull(1-on, "n-"+strconv.Itoa(i)); r.Status != http.StatusUnauthorized || strings.Contains(string(r.Raw), "raw_data") {
+				t.Fatalf("replay of pull %d: %d %s", i, r.Status, r.Raw)
+			}
+		}
+	}
+	if admitted != limit {
+		t.Fatalf("%d pulls admitted by two leasing nodes, want exactly the limit of %d", admitted, limit)
+	}
+	if len(auditor.facts) != limit {
+		t.Fatalf("%d audit facts for %d answered pulls", len(auditor.facts), limit)
+	}
 }

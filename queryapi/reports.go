@@ -61,7 +61,7 @@ type ReportAPI struct {
 	// OneTrip, when set, reads a pull in one round trip: the replay guard's
 	// nonce, the rate-limit decision, the read model's checkpoint and the
 	// log's head, and the report. Set it only when it keeps SchemeH's
-	// nonces and Limiter's bucket (which must then tell its Spec) in the
+	// nonces and the shared bucket of Limiter (a PullLeases) in the
 	// database it reads reports from.
 	OneTrip ReportPuller
 }
@@ -73,9 +73,15 @@ type ReportPuller interface {
 	SeesHead() bool
 }
 
-// sharedBucket is a Limiter whose bucket ReportPuller can take from.
-type sharedBucket interface {
-	Spec() ratelimit.BucketSpec
+// PullLeases is a RateLimiter that admits an app's pulls from this node's
+// lease of the app's tokens (ratelimit.Leased over ratelimit/postgres):
+// Reserve decides from the lease when it can and otherwise hands over the
+// renewal, which the pull's statement carries; Refund gives back a token
+// admitted for a pull that then spent nothing (a replayed nonce).
+type PullLeases interface {
+	Reserve(key string) (ratelimit.Decision, *ratelimit.Renewal)
+	Refund(key string)
+	Spec() (ratelimit.BucketSpec, bool)
 }
 
 // errNoReport is the spec's 404 "without a code": do not retry.
@@ -100,8 +106,10 @@ func (q *ReportAPI) servePull(w http.ResponseWriter, r *http.Request, ps httprou
 	if err != nil {
 		return err
 	}
-	if b, ok := q.Limiter.(sharedBucket); ok && q.OneTrip != nil {
-		return q.servePullOneTrip(w, r, ps, body, b.Spec())
+	if leases, ok := q.Limiter.(PullLeases); ok && q.OneTrip != nil {
+		if bucket, ok := leases.Spec(); ok {
+			return q.servePullOneTrip(w, r, ps, body, leases, bucket)
+		}
 	}
 	app, err := q.SchemeH.Verify(r, body)
 	if err != nil {
@@ -144,13 +152,16 @@ func limited(w http.ResponseWriter, d ratelimit.Decision) error {
 // servePullOneTrip is servePull with the nonce's use, the rate-limit
 // decision, the head and the report read in one round trip, in the order
 // servePull takes them: a replay spends no token, a refused pull reads no
-// report. Read-your-writes is judged as readSnapshot judges it: the rows
-// answer when the reports read model's checkpoint read with them, or this
-// node's runner position taken before, is at the target (the app's writes
-// on this node, the floor, and the log's head read in the same statement);
-// otherwise the pull waits, bounded, for the runner and reads the report
-// once more.
-func (q *ReportAPI) servePullOneTrip(w http.ResponseWriter, r *http.Request, ps httprouter.Params, body []byte, bucket ratelimit.BucketSpec) error {
+// report. The decision comes from this node's lease of the app's tokens
+// when it holds one (the statement then takes nothing from the shared
+// bucket, whose row every pull of the app would otherwise update in turn),
+// else the statement carries the lease's renewal. Read-your-writes is
+// judged as readSnapshot judges it: the rows answer when the reports read
+// model's checkpoint read with them, or this node's runner position taken
+// before, is at the target (the app's writes on this node, the floor, and
+// the log's head read in the same statement); otherwise the pull waits,
+// bounded, for the runner and reads the report once more.
+func (q *ReportAPI) servePullOneTrip(w http.ResponseWriter, r *http.Request, ps httprouter.Params, body []byte, leases PullLeases, bucket ratelimit.BucketSpec) error {
 	app, pn, err := q.SchemeH.VerifyLater(r, body)
 	if err != nil {
 		return err
@@ -171,10 +182,23 @@ func (q *ReportAPI) servePullOneTrip(w http.ResponseWriter, r *http.Request, ps 
 		return behind(ctx)
 	}
 	before := q.Runner.Position()
+	key := strconv.FormatInt(app.AppID, 10)
+	d, rn := leases.Reserve(key)
+	var take *ratelimit.Take
+	if rn != nil {
+		take = &ratelimit.Take{Bucket: bucket, Key: key, Want: rn.Want, Back: rn.Back}
+	}
 	res, err := q.OneTrip.PullReport(wait, projections.ReportPullQuery{
-		AppID: app.AppID, ReportID: id, NonceScope: pn.Scope, Nonce: pn.Nonce, NonceExpires: pn.Expires,
-		Bucket: bucket, BucketKey: strconv.FormatInt(app.AppID, 10),
+		AppID: app.AppID, ReportID: id, NonceScope: pn.Scope, Nonce: pn.Nonce, NonceExpires: pn.Expires, Take: take,
 	})
+	switch {
+	case rn != nil && (err != nil || !res.Fresh):
+		rn.Cancel() // the statement took nothing: the lease stays as it was
+	case rn != nil:
+		d = rn.Settle(res.Grant)
+	case err != nil || !res.Fresh:
+		leases.Refund(key) // admitted from the lease, but nothing was spent
+	}
 	if err != nil {
 		if ctx.Err() == nil && wait.Err() != nil {
 			return behind(ctx)
@@ -184,7 +208,7 @@ func (q *ReportAPI) servePullOneTrip(w http.ResponseWriter, r *http.Request, ps 
 	if err := pn.Used(res.Fresh); err != nil {
 		return err
 	}
-	if err := limited(w, ratelimit.Decide(res.Grant, 1, bucket.Limit, bucket.Period)); err != nil {
+	if err := limited(w, d); err != nil {
 		return err
 	}
 	if id == 0 {

@@ -18,7 +18,6 @@ import (
 	"github.com/healthtech/partner-open-platform/internal/idempotency"
 	"github.com/healthtech/partner-open-platform/internal/metrics"
 	"github.com/healthtech/partner-open-platform/internal/openapi"
-	"github.com/healthtech/partner-open-platform/internal/ratelimit"
 	"github.com/healthtech/partner-open-platform/portal"
 	"github.com/healthtech/partner-open-platform/projections"
 	"github.com/healthtech/partner-open-platform/queryapi"
@@ -76,9 +75,11 @@ func (n *Node) buildRoutes(cfg Config, c commandSet, a authSet, p projectionSet)
 	// store's pool) and the reports share one database: a pull is one
 	// round trip.
 	if puller, ok := n.ReadModel.(queryapi.ReportPuller); ok && any(a.nonces) == any(n.ReadModel) {
-		if _, shared := a.pullLimit.(interface{ Spec() ratelimit.BucketSpec }); shared {
-			reportAPI.OneTrip = puller
-			n.seePullHead()
+		if leases, ok := a.pullLimit.(queryapi.PullLeases); ok {
+			if _, shared := leases.Spec(); shared {
+				reportAPI.OneTrip = puller
+				n.seePullHead()
+			}
 		}
 	}
 	routes := append(cmdAPI.Routes(), qAPI.Routes()...)

@@ -126,22 +126,34 @@ func (n *Node) adapter(port, what string) {
 	n.log.Info("adapter", "port", port, "adapter", what)
 }
 
-// partnerLimitLease is how many seconds' worth of a partner's scheme M rate
-// one lease holds: at 6000 per minute, 10 tokens (one round trip per 10
-// requests at full rate).
-const partnerLimitLease = 0.1
+// limitLease is how many seconds' worth of a limit's rate one lease
+// holds: at the scheme M default of 6000 per minute, 10 tokens (one round
+// trip per 10 requests at full rate).
+const limitLease = 0.1
 
-// partnerLeaseTTL is how long a node may hand out a lease's tokens: the
+// limitLeaseTTL is how long a node may hand out a lease's tokens: the
 // limit's period. The bound on what a key gets in a window does not depend
 // on it (every token is taken from the shared bucket first); a TTL shorter
 // than the time between an app's calls would make each of its calls renew
 // the lease, a round trip per call for the many apps that call every few
 // seconds.
-const partnerLeaseTTL = time.Minute
+const limitLeaseTTL = time.Minute
+
+// leaseBatch is how many tokens a lease of a limit per minute takes. Below
+// two (limits under 1,200 per minute, such as the report pull's default
+// 60) a lease is one token: every decision is exact, one take per request,
+// carried in the request's own statement.
+func leaseBatch(perMinute int) int {
+	if b := int(float64(perMinute) / 60 * limitLease); b >= 2 {
+		return b
+	}
+	return 1
+}
 
 // openRateLimits picks the scheme M limiter (nil: no limit) and the report
-// pull's: buckets in Postgres shared by every node when Postgres is
-// configured, in process otherwise.
+// pull's: on Postgres, leases of buckets there shared by every node (a
+// snapshot's or a pull's renewal rides its own statement); in process
+// otherwise.
 func (n *Node) openRateLimits(ctx context.Context, cfg Config) (auth.Limiter, queryapi.RateLimiter, error) {
 	if cfg.PostgresURL == "" {
 		n.adapter("rate limits", "in process")
@@ -152,21 +164,22 @@ func (n *Node) openRateLimits(ctx context.Context, cfg Config) (auth.Limiter, qu
 		return partner, ratelimit.New(cfg.ReportPullLimit, time.Minute), nil
 	}
 	store := ratelimitpg.New(n.pool)
-	pull := store.Bucket("report_pull", cfg.ReportPullLimit, time.Minute)
+	what := "Postgres (shared by every node)"
+	leased := func(name, label string, perMinute int) *ratelimit.Leased {
+		batch := leaseBatch(perMinute)
+		if batch > 1 {
+			what += ", " + label + " in leases of " + strconv.Itoa(batch) + " tokens"
+		}
+		return ratelimit.NewLeased(store.Bucket(name, perMinute, time.Minute), perMinute, time.Minute, batch, limitLeaseTTL)
+	}
+	pull := leased("report_pull", "report pulls", cfg.ReportPullLimit)
 	if cfg.PartnerRateLimit <= 0 {
-		n.adapter("rate limits", "Postgres (shared by every node)")
+		n.adapter("rate limits", what)
 		return nil, pull, nil
 	}
-	shared := store.Bucket("scheme_m", cfg.PartnerRateLimit, time.Minute)
-	batch := int(float64(cfg.PartnerRateLimit) / 60 * partnerLimitLease)
-	if batch < 2 {
-		// Leases of one token: every decision is exact, one take per
-		// request, and a snapshot carries it in its own statement.
-		n.adapter("rate limits", "Postgres (shared by every node)")
-		return ratelimit.NewLeased(shared, cfg.PartnerRateLimit, time.Minute, 1, partnerLeaseTTL), pull, nil
-	}
-	n.adapter("rate limits", "Postgres (shared by every node), scheme M in leases of "+strconv.Itoa(batch)+" tokens")
-	return ratelimit.NewLeased(shared, cfg.PartnerRateLimit, time.Minute, batch, partnerLeaseTTL), pull, nil
+	partner := leased("scheme_m", "scheme M", cfg.PartnerRateLimit)
+	n.adapter("rate limits", what)
+	return partner, pull, nil
 }
 
 // checkOperatorToken makes the nodes sharing a Postgres agree on the

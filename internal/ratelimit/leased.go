@@ -103,6 +103,25 @@ func (l *Leased) Reserve(key string) (Decision, *Renewal) {
 	return Decision{}, &Renewal{Key: key, Want: l.Batch, Back: ls.left, l: l, ls: ls, now: now}
 }
 
+// Refund gives back to key's lease the token Reserve admitted from it for
+// a request that then spent nothing (a report pull whose nonce turned out
+// to be replayed). The token was taken from the shared bucket and never
+// admitted, so the node keeps it: the key's lease hands it out again while
+// it lasts, or gives it back to the shared bucket with its next renewal.
+// If the lease was renewed meanwhile the token joins the new one, so a
+// node holds at most Batch tokens plus the refunds in flight.
+func (l *Leased) Refund(key string) {
+	l.mu.Lock()
+	ls, ok := l.leases[key]
+	l.mu.Unlock()
+	if !ok {
+		return
+	}
+	ls.mu.Lock()
+	ls.left++
+	ls.mu.Unlock()
+}
+
 // Spec describes the shared bucket when it can be taken from within a
 // caller's statement (ratelimit/postgres); ok is false otherwise.
 func (l *Leased) Spec() (spec BucketSpec, ok bool) {

@@ -186,3 +186,49 @@ func TestLeaseServesASparseKeyForItsTTL(t *testing.T) {
 		t.Fatalf("the spent lease renewed with %d takes in all (%v), want 2", counter.takes, err)
 	}
 }
+
+// A token Reserve admitted for a request that then spent nothing goes back
+// to the lease: the key's requests still get exactly the limit, and a
+// refund to an expired lease goes back to the shared bucket with its
+// renewal.
+func TestRefundedTokenIsAdmittedAgain(t *testing.T) {
+	clock := ratelimittest.NewClock()
+	shared := ratelimit.New(20, time.Hour)
+	shared.Now = clock.Now
+	l := ratelimit.NewLeased(shared, 20, time.Hour, 10, time.Second)
+	l.Now = clock.Now
+	ctx := context.Background()
+	if d, _ := l.Allow(ctx, "k"); !d.Allowed { // leases 10, admits 1
+		t.Fatal("first request refused")
+	}
+	d, rn := l.Reserve("k")
+	if rn != nil || !d.Allowed {
+		t.Fatalf("from the lease: %+v, renewal %+v", d, rn)
+	}
+	l.Refund("k") // that request was a replay: it spent nothing
+	admitted := 1
+	for range 30 {
+		if d, _ := l.Allow(ctx, "k"); d.Allowed {
+			admitted++
+		}
+	}
+	if admitted != 20 {
+		t.Fatalf("%d requests admitted with one refund, want exactly the limit of 20", admitted)
+	}
+
+	// An expired lease gives a refunded token back with its renewal.
+	clock2 := ratelimittest.NewClock()
+	shared2 := ratelimit.New(20, time.Hour)
+	shared2.Now = clock2.Now
+	l2 := ratelimit.NewLeased(shared2, 20, time.Hour, 10, time.Second)
+	l2.Now = clock2.Now
+	l2.Allow(ctx, "k") // leases 10, admits 1: 9 left
+	l2.Reserve("k")    // admits 1: 8 left
+	clock2.Add(2 * time.Second)
+	l2.Refund("k") // after the lease expired: 9 to give back
+	if _, rn := l2.Reserve("k"); rn == nil || rn.Back != 9 {
+		t.Fatalf("renewal after a refund to an expired lease: %+v, want 9 tokens back", rn)
+	} else {
+		rn.Cancel()
+	}
+}

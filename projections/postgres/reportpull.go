@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -45,7 +47,7 @@ var pullColumns = strings.NewReplacer(
 // pullQuery is PullReport's statement with head standing for the log's
 // head (a bigint expression). Its common table expressions run in order of
 // need: n uses the nonce exactly as useNonceQuery does (the conflict lock
-// makes concurrent uses of one nonce see each other); t takes a token as
+// makes concurrent uses of one nonce see each other); t takes tokens as
 // ratelimit/postgres does, only when n returned its row, so a replay
 // spends nothing; the report is joined only when t granted a token, so a
 // refused pull carries no health data over the wire.
@@ -53,8 +55,14 @@ var pullColumns = strings.NewReplacer(
 // $1 to $7 are the bucket's (ratelimitpg.TakeWhen); $8 nonce scope, $9
 // nonce, $10 its expiry, $11 now (this process's clock, as Use), $12 the
 // reports read model's name, $13 report id, $14 app id.
-func pullQuery(head string) string {
-	return `WITH n AS (
+//
+// Without take (a pull admitted from the node's lease) there is no t: the
+// bucket's row, which every pull of the app on every node would otherwise
+// update in turn, is not touched, the report is joined once n returned
+// its row, and the parameters are the same less the bucket's, numbered
+// from $1.
+func pullQuery(head string, take bool) string {
+	q := `WITH n AS (
     INSERT INTO nonces (scope, nonce, expires_at) VALUES ($8, $9, $10)
     ON CONFLICT (scope, nonce) DO UPDATE SET expires_at = EXCLUDED.expires_at
         WHERE nonces.expires_at <= $11
@@ -66,13 +74,33 @@ SELECT EXISTS (SELECT 1 FROM n), (SELECT tokens FROM t), (SELECT granted FROM t)
 FROM (SELECT 1) AS one
 LEFT JOIN checkpoints c ON c.projection = $12
 LEFT JOIN reports r ON r.report_id = $13 AND r.app_id = $14 AND (SELECT granted FROM t) >= 1`
+	if take {
+		return q
+	}
+	q = strings.NewReplacer(
+		"t AS ("+ratelimitpg.TakeWhen(`EXISTS (SELECT 1 FROM n)`)+")", "",
+		"RETURNING true AS fresh),", "RETURNING true AS fresh)",
+		"(SELECT tokens FROM t), (SELECT granted FROM t)", "NULL::float8, NULL::int",
+		"(SELECT granted FROM t) >= 1", "EXISTS (SELECT 1 FROM n)",
+	).Replace(q)
+	return pullParam.ReplaceAllStringFunc(q, func(p string) string {
+		n, _ := strconv.Atoi(p[1:])
+		return "$" + strconv.Itoa(n-takeParams)
+	})
 }
 
-// pullSQL is PullReport's statement built for one head statement.
+// takeParams is how many parameters the take (ratelimitpg.TakeWhen) has,
+// the first of pullQuery's.
+const takeParams = 7
+
+var pullParam = regexp.MustCompile(`\$[0-9]+`)
+
+// pullSQL is PullReport's statements built for one head statement: with a
+// take from the bucket and without one.
 type pullSQL struct {
-	head     *headQuery
-	pullHead string
-	text     string
+	head           *headQuery
+	pullHead       string
+	withTake, bare string
 }
 
 // SeePullHead narrows the head PullReport reads, under SeeHead, to sql
@@ -96,18 +124,22 @@ func (s *Store) PullReport(ctx context.Context, q projections.ReportPullQuery) (
 		case s.head != nil:
 			head = "(" + s.head.sql + ")"
 		}
-		c = &pullSQL{head: s.head, pullHead: s.pullHead, text: pullQuery(head)}
+		c = &pullSQL{head: s.head, pullHead: s.pullHead, withTake: pullQuery(head, true), bare: pullQuery(head, false)}
 		s.pullSQL.Store(c)
 	}
 	now := time.Now()
-	var bucketNow *time.Time
-	if q.Bucket.Now != nil {
-		t := q.Bucket.Now()
-		bucketNow = &t
+	text := c.bare
+	args := []any{q.NonceScope, q.Nonce, q.NonceExpires, now, string(projections.ReadModelReports), q.ReportID, q.AppID}
+	if tk := q.Take; tk != nil {
+		var bucketNow *time.Time
+		if tk.Bucket.Now != nil {
+			t := tk.Bucket.Now()
+			bucketNow = &t
+		}
+		text = c.withTake
+		args = append([]any{tk.Bucket.Name, tk.Key, tk.Bucket.Limit, ratelimit.Rate(tk.Bucket.Limit, tk.Bucket.Period),
+			max(tk.Want, 0), max(tk.Back, 0), bucketNow}, args...)
 	}
-	args := []any{q.Bucket.Name, q.BucketKey, q.Bucket.Limit, ratelimit.Rate(q.Bucket.Limit, q.Bucket.Period), 1, 0, bucketNow,
-		q.NonceScope, q.Nonce, q.NonceExpires, now,
-		string(projections.ReadModelReports), q.ReportID, q.AppID}
 	var (
 		out             projections.ReportPull
 		tokens          *float64
@@ -121,10 +153,10 @@ func (s *Store) PullReport(ctx context.Context, q projections.ReportPullQuery) (
 	if rand.IntN(pruneEvery) == 0 {
 		b := &pgx.Batch{}
 		b.Queue(pruneNoncesQuery, now, pruneBatch)
-		b.Queue(c.text, args...).QueryRow(scan)
+		b.Queue(text, args...).QueryRow(scan)
 		err = s.pool.SendBatch(ctx, b).Close()
 	} else {
-		err = scan(s.pool.QueryRow(ctx, c.text, args...))
+		err = scan(s.pool.QueryRow(ctx, text, args...))
 	}
 	if err != nil {
 		return projections.ReportPull{}, fmt.Errorf("projections/postgres: pull report %d of app %d: %w", q.ReportID, q.AppID, err)

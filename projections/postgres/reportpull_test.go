@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -40,7 +41,7 @@ func TestPullReportUsesTheNonceOnceAndTakesOneToken(t *testing.T) {
 	bucket := ratelimit.BucketSpec{Name: "report_pull", Limit: 3, Period: time.Hour}
 	query := func(app, id int64, nonce string) projections.ReportPullQuery {
 		return projections.ReportPullQuery{AppID: app, ReportID: id, NonceScope: fmt.Sprintf("h:%d", app), Nonce: nonce,
-			NonceExpires: time.Now().Add(time.Minute), Bucket: bucket, BucketKey: fmt.Sprint(app)}
+			NonceExpires: time.Now().Add(time.Minute), Take: &ratelimit.Take{Bucket: bucket, Key: fmt.Sprint(app), Want: 1}}
 	}
 	const n = 8
 	var wg sync.WaitGroup
@@ -87,5 +88,60 @@ func TestPullReportUsesTheNonceOnceAndTakesOneToken(t *testing.T) {
 		if !r.Fresh || (r.Grant.Granted == 1) != c.granted || r.Found != c.found || (!c.found && r.Report.ReportID != 0) {
 			t.Errorf("case %d: %+v", i, r)
 		}
+	}
+}
+
+// A pull admitted from the node's lease (no take) uses its nonce once and
+// reads the report when the nonce was fresh, without a row of the bucket:
+// the app's bucket is neither made nor updated, whatever the pulls.
+func TestPullReportFromALeaseLeavesTheBucketAlone(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := MigratedDB(t)
+	s, err := Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	at := time.Date(2026, 11, 1, 8, 0, 0, 0, time.UTC)
+	err = s.UpdateReports(ctx, string(projections.ReadModelReports), events.Position{Commit: 9, Prepare: 9}, func(tx projections.ReportTx) error {
+		return tx.PutReport(ctx, projections.Report{ReportID: 5, AppID: 1, OpenUserID: 7, UploadedAt: at, UpdatedAt: at, Day: "2026-11-01", RawData: []byte(`{"x":1}`)})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	query := func(app, id int64, nonce string) projections.ReportPullQuery {
+		return projections.ReportPullQuery{AppID: app, ReportID: id, NonceScope: fmt.Sprintf("h:%d", app), Nonce: nonce,
+			NonceExpires: time.Now().Add(time.Minute)}
+	}
+	for i, c := range []struct {
+		app, id      int64
+		nonce        string
+		fresh, found bool
+	}{
+		{1, 5, "a", true, true},
+		{1, 5, "a", false, false}, // a replay reads nothing
+		{2, 5, "b", true, false},  // another app's report
+		{1, 6, "c", true, false},  // no such report
+		{1, 5, "d", true, true},
+	} {
+		r, err := s.PullReport(ctx, query(c.app, c.id, c.nonce))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Fresh != c.fresh || r.Found != c.found || r.Grant != (ratelimit.Grant{}) || (c.found && (r.Report.OpenUserID != 7 || string(r.Report.RawData) != `{"x":1}`)) ||
+			r.Checkpoint != (events.Position{Commit: 9, Prepare: 9}) {
+			t.Errorf("case %d: %+v", i, r)
+		}
+	}
+	var rows int
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM rate_buckets`).Scan(&rows); err != nil {
+		t.Fatal(err)
+	}
+	if rows != 0 {
+		t.Fatalf("%d bucket rows after pulls admitted from a lease, want none", rows)
+	}
+	if text := pullQuery("NULL::bigint", false); strings.Contains(text, "rate_buckets") || strings.Contains(text, "$8") {
+		t.Fatalf("the statement without a take still takes, or still numbers the take's parameters:\n%s", text)
 	}
 }
