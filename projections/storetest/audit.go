@@ -13,6 +13,7 @@ import (
 // auditCases are the cases of the audit sub-suite.
 var auditCases = []testCase{
 	{"AuditFactsNumberedInOrderOnce", testAuditNumbering},
+	{"ReplayedAuditFactsAmongNewOnesTakeNoNumber", testAuditReplayAmongNew},
 	{"FailedUpdateAddsNoAuditFact", testFailedUpdateAudit},
 	{"AuditFactsFilterAndPage", testAuditFilters},
 	{"AuditLimits", testAuditLimits},
@@ -40,6 +41,21 @@ func allFacts(t *testing.T, s Store, f projections.AuditFilter) []projections.Au
 	t.Helper()
 	f.Limit = 1000
 	return must(s.AuditFacts(ctx, f))(t)
+}
+
+// testAuditReplayAmongNew: one update adding new facts around ones already
+// present (a batch that replays part of what was applied), and one fact
+// twice, numbers the new ones after the last, in order, without a gap;
+// lists of any text come back as written.
+func testAuditReplayAmongNew(t *testing.T, s Store) {
+	a, b := fact(1, "operator:1", "user-1"), fact(2, "operator:1", "user-2")
+	addFacts(t, s, a, b)
+	c, d, e := fact(3, "operator:1", `quote " back \ brace } comma , 中文`, "", "user-3"), fact(4, "app:7"), fact(5, "operator:2", "user-5")
+	d.Subjects, d.EventIDs = nil, []string{"src-4a", "src-4b"}
+	addFacts(t, s, c, a, d, b, d, e) // a, b replayed; d twice
+	a.Seq, b.Seq, c.Seq, d.Seq, e.Seq = 1, 2, 3, 4, 5
+	d.Subjects = []string{}
+	wantRows(t, "facts", allFacts(t, s, projections.AuditFilter{}), []projections.AuditFact{a, b, c, d, e})
 }
 
 // testAuditNumbering: facts come back whole, numbered 1, 2, 3 in the order
