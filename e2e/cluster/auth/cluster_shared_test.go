@@ -2,6 +2,7 @@ package auth_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -9,9 +10,12 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/healthtech/partner-open-platform/e2e/harness"
 	"github.com/healthtech/partner-open-platform/internal/auth"
@@ -120,6 +124,52 @@ func TestClusterReportPullLimitHoldsAcrossNodes(t *testing.T) {
 		if res.Status != http.StatusTooManyRequests || res.Header.Get("Retry-After") == "" {
 			t.Fatalf("pull beyond the limit on node %d: %d %s", i, res.Status, res.Raw)
 		}
+	}
+}
+
+// A report-pull limit raised to 1,200/min or more is leased, 0.1 s of its
+// rate (two tokens here) at a time: a node's first pull takes two tokens
+// from the app's one shared bucket and its next is answered from its lease
+// without writing the bucket's row; the other node leases its own from the
+// same row.
+func TestClusterRaisedReportPullLimitIsLeased(t *testing.T) {
+	t.Parallel()
+	const limit = 1200
+	pa, nodes := oneAppOnTwoNodes(t, func(c *node.Config) { c.ReportPullLimit = limit })
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, pa.Cfg.PostgresURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	bucket := func() (granted int, at time.Time) {
+		t.Helper()
+		err := conn.QueryRow(ctx, `SELECT granted, at FROM rate_buckets WHERE name = 'report_pull' AND key = $1`,
+			strconv.FormatInt(nodes[0].ID, 10)).Scan(&granted, &at)
+		if err != nil {
+			t.Fatalf("the app's report-pull bucket: %v", err)
+		}
+		return granted, at
+	}
+	pull := func(on int) {
+		t.Helper()
+		res := nodes[on].Pull(987654) // no such report: answered after the limit's decision
+		if res.Status != http.StatusNotFound || res.Header.Get("X-RateLimit-Limit") != strconv.Itoa(limit) {
+			t.Fatalf("pull on node %d: %d, limit header %q: %s", on, res.Status, res.Header.Get("X-RateLimit-Limit"), res.Raw)
+		}
+	}
+	var renewed time.Time
+	for on := range nodes {
+		pull(on)
+		granted, at := bucket()
+		if granted != 2 || !at.After(renewed) {
+			t.Fatalf("node %d's first pull: the bucket granted %d at %v (before: %v), want a lease of 2 taken now", on, granted, at, renewed)
+		}
+		pull(on)
+		if _, again := bucket(); !again.Equal(at) {
+			t.Fatalf("node %d's second pull wrote the bucket's row (at %v, then %v): want it answered from the lease", on, at, again)
+		}
+		renewed = at
 	}
 }
 
