@@ -311,9 +311,13 @@ func as(app domain.App) sign {
 	}
 }
 
-func schemeH(app domain.App, nonce string) sign {
+func schemeH(app domain.App, nonce string) sign { return schemeHAt(app, nonce, testNow) }
+
+// schemeHAt signs as schemeH at the time at (the Postgres nonce store
+// judges a nonce's expiry with the real clock).
+func schemeHAt(app domain.App, nonce string, at time.Time) sign {
 	return func(req *http.Request, body []byte) {
-		t := strconv.FormatInt(testNow.Unix(), 10)
+		t := strconv.FormatInt(at.Unix(), 10)
 		req.Header.Set("X-App-Key", app.AppKey)
 		req.Header.Set("X-Timestamp", t)
 		req.Header.Set("X-Nonce", nonce)

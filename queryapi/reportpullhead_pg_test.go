@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"strconv"
 	"testing"
 	"time"
 
@@ -66,11 +65,7 @@ func TestReportPullWaitsOnlyForTheReportsEvents(t *testing.T) {
 		t.Helper()
 		const path = "/open/v1/health-reports/21"
 		req := httptest.NewRequest("GET", path, nil)
-		ts := strconv.FormatInt(time.Now().Unix(), 10)
-		req.Header.Set("X-App-Key", app.AppKey)
-		req.Header.Set("X-Timestamp", ts)
-		req.Header.Set("X-Nonce", nonce)
-		req.Header.Set("X-Signature", auth.SignH(app.AppSecret, "GET", path, ts, nonce, nil))
+		schemeHAt(app, nonce, time.Now())(req, nil)
 		before := rt.count.Load()
 		r := edgetest.Serve(t, handler, req)
 		return r, rt.count.Load() - before

@@ -145,13 +145,8 @@ func TestReportPullCostsOneRoundTripOnPostgres(t *testing.T) {
 	handler := router(api.Routes())
 	pull := func(path, nonce string) (reply, int64) {
 		t.Helper()
-		// The store judges a nonce's expiry with the real clock.
 		req := httptest.NewRequest("GET", path, nil)
-		ts := strconv.FormatInt(time.Now().Unix(), 10)
-		req.Header.Set("X-App-Key", appA.AppKey)
-		req.Header.Set("X-Timestamp", ts)
-		req.Header.Set("X-Nonce", nonce)
-		req.Header.Set("X-Signature", auth.SignH(appA.AppSecret, "GET", path, ts, nonce, nil))
+		schemeHAt(appA, nonce, time.Now())(req, nil)
 		before := rt.count.Load()
 		r := edgetest.Serve(t, handler, req)
 		return r, rt.count.Load() - before
@@ -267,11 +262,7 @@ func TestLeasedReportPullsAdmitExactlyTheLimitAcrossNodes(t *testing.T) {
 		t.Helper()
 		const path = "/open/v1/health-reports/21"
 		req := httptest.NewRequest("GET", path, nil)
-		ts := strconv.FormatInt(time.Now().Unix(), 10)
-		req.Header.Set("X-App-Key", appA.AppKey)
-		req.Header.Set("X-Timestamp", ts)
-		req.Header.Set("X-Nonce", nonce)
-		req.Header.Set("X-Signature", auth.SignH(appA.AppSecret, "GET", path, ts, nonce, nil))
+		schemeHAt(appA, nonce, time.Now())(req, nil)
 		before := rt.count.Load()
 		r := edgetest.Serve(t, nodes[on], req)
 		return r, rt.count.Load() - before

@@ -70,16 +70,24 @@ func TestLeaseGivesBackUnusedTokens(t *testing.T) {
 	}
 }
 
-// A renewal handed to a caller's own statement (Reserve) decides as Allow
-// does: the grant settles the lease, requests then come from it without a
-// take, an expired lease's tokens go back with the next renewal, and a
-// renewal whose statement failed (Cancel) leaves the lease as it was.
-func TestLeasedRenewalSettledByTheCaller(t *testing.T) {
+// leasedOnAStoppedClock is a node leasing 10 tokens at a time, each lease
+// good for a second, from a bucket of 20 an hour, on a clock that moves
+// only when the test moves it.
+func leasedOnAStoppedClock() (*ratelimit.Leased, *ratelimit.Limiter, *ratelimittest.Clock) {
 	clock := ratelimittest.NewClock()
 	shared := ratelimit.New(20, time.Hour)
 	shared.Now = clock.Now
 	l := ratelimit.NewLeased(shared, 20, time.Hour, 10, time.Second)
 	l.Now = clock.Now
+	return l, shared, clock
+}
+
+// A renewal handed to a caller's own statement (Reserve) decides as Allow
+// does: the grant settles the lease, requests then come from it without a
+// take, an expired lease's tokens go back with the next renewal, and a
+// renewal whose statement failed (Cancel) leaves the lease as it was.
+func TestLeasedRenewalSettledByTheCaller(t *testing.T) {
+	l, shared, clock := leasedOnAStoppedClock()
 	ctx := context.Background()
 	_, rn := l.Reserve("k")
 	if rn == nil || rn.Want != 10 || rn.Back != 0 || rn.Key != "k" {
@@ -192,11 +200,7 @@ func TestLeaseServesASparseKeyForItsTTL(t *testing.T) {
 // refund to an expired lease goes back to the shared bucket with its
 // renewal.
 func TestRefundedTokenIsAdmittedAgain(t *testing.T) {
-	clock := ratelimittest.NewClock()
-	shared := ratelimit.New(20, time.Hour)
-	shared.Now = clock.Now
-	l := ratelimit.NewLeased(shared, 20, time.Hour, 10, time.Second)
-	l.Now = clock.Now
+	l, _, _ := leasedOnAStoppedClock()
 	ctx := context.Background()
 	if d, _ := l.Allow(ctx, "k"); !d.Allowed { // leases 10, admits 1
 		t.Fatal("first request refused")
@@ -217,11 +221,7 @@ func TestRefundedTokenIsAdmittedAgain(t *testing.T) {
 	}
 
 	// An expired lease gives a refunded token back with its renewal.
-	clock2 := ratelimittest.NewClock()
-	shared2 := ratelimit.New(20, time.Hour)
-	shared2.Now = clock2.Now
-	l2 := ratelimit.NewLeased(shared2, 20, time.Hour, 10, time.Second)
-	l2.Now = clock2.Now
+	l2, _, clock2 := leasedOnAStoppedClock()
 	l2.Allow(ctx, "k") // leases 10, admits 1: 9 left
 	l2.Reserve("k")    // admits 1: 8 left
 	clock2.Add(2 * time.Second)

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"regexp"
-	"strconv"
 	"strings"
 	"time"
 
@@ -47,53 +45,36 @@ var pullColumns = strings.NewReplacer(
 // pullQuery is PullReport's statement with head standing for the log's
 // head (a bigint expression). Its common table expressions run in order of
 // need: n uses the nonce exactly as useNonceQuery does (the conflict lock
-// makes concurrent uses of one nonce see each other); t takes tokens as
-// ratelimit/postgres does, only when n returned its row, so a replay
-// spends nothing; the report is joined only when t granted a token, so a
-// refused pull carries no health data over the wire.
+// makes concurrent uses of one nonce see each other); with take, t takes
+// tokens as ratelimit/postgres does, only when n returned its row, so a
+// replay spends nothing, and the report is joined only when t granted a
+// token, so a refused pull carries no health data over the wire. Without
+// take (a pull admitted from the node's lease) there is no t: the bucket's
+// row, which every pull of the app would otherwise update in turn, is not
+// touched, and the report is joined once n returned its row.
 //
-// $1 to $7 are the bucket's (ratelimitpg.TakeWhen); $8 nonce scope, $9
-// nonce, $10 its expiry, $11 now (this process's clock, as Use), $12 the
-// reports read model's name, $13 report id, $14 app id.
-//
-// Without take (a pull admitted from the node's lease) there is no t: the
-// bucket's row, which every pull of the app on every node would otherwise
-// update in turn, is not touched, the report is joined once n returned
-// its row, and the parameters are the same less the bucket's, numbered
-// from $1.
+// $1 nonce scope, $2 nonce, $3 its expiry, $4 now (this process's clock,
+// as Use), $5 the reports read model's name, $6 report id, $7 app id; with
+// take, $8 to $14 are the bucket's (ratelimitpg.TakeWhenFrom).
 func pullQuery(head string, take bool) string {
-	q := `WITH n AS (
-    INSERT INTO nonces (scope, nonce, expires_at) VALUES ($8, $9, $10)
+	const fresh = `EXISTS (SELECT 1 FROM n)`
+	takeCTE, tokens, admitted := "", "NULL::float8, NULL::int", fresh
+	if take {
+		takeCTE = ",\nt AS (" + ratelimitpg.TakeWhenFrom(fresh, 8) + ")"
+		tokens, admitted = "(SELECT tokens FROM t), (SELECT granted FROM t)", "(SELECT granted FROM t) >= 1"
+	}
+	return `WITH n AS (
+    INSERT INTO nonces (scope, nonce, expires_at) VALUES ($1, $2, $3)
     ON CONFLICT (scope, nonce) DO UPDATE SET expires_at = EXCLUDED.expires_at
-        WHERE nonces.expires_at <= $11
-    RETURNING true AS fresh),
-t AS (` + ratelimitpg.TakeWhen(`EXISTS (SELECT 1 FROM n)`) + `)
-SELECT EXISTS (SELECT 1 FROM n), (SELECT tokens FROM t), (SELECT granted FROM t),
+        WHERE nonces.expires_at <= $4
+    RETURNING true AS fresh)` + takeCTE + `
+SELECT ` + fresh + `, ` + tokens + `,
     c.commit_pos, c.prepare_pos, ` + head + `, r.report_id IS NOT NULL,
     ` + pullColumns + `
 FROM (SELECT 1) AS one
-LEFT JOIN checkpoints c ON c.projection = $12
-LEFT JOIN reports r ON r.report_id = $13 AND r.app_id = $14 AND (SELECT granted FROM t) >= 1`
-	if take {
-		return q
-	}
-	q = strings.NewReplacer(
-		"t AS ("+ratelimitpg.TakeWhen(`EXISTS (SELECT 1 FROM n)`)+")", "",
-		"RETURNING true AS fresh),", "RETURNING true AS fresh)",
-		"(SELECT tokens FROM t), (SELECT granted FROM t)", "NULL::float8, NULL::int",
-		"(SELECT granted FROM t) >= 1", "EXISTS (SELECT 1 FROM n)",
-	).Replace(q)
-	return pullParam.ReplaceAllStringFunc(q, func(p string) string {
-		n, _ := strconv.Atoi(p[1:])
-		return "$" + strconv.Itoa(n-takeParams)
-	})
+LEFT JOIN checkpoints c ON c.projection = $5
+LEFT JOIN reports r ON r.report_id = $6 AND r.app_id = $7 AND ` + admitted
 }
-
-// takeParams is how many parameters the take (ratelimitpg.TakeWhen) has,
-// the first of pullQuery's.
-const takeParams = 7
-
-var pullParam = regexp.MustCompile(`\$[0-9]+`)
 
 // pullSQL is PullReport's statements built for one head statement: with a
 // take from the bucket and without one.
@@ -129,7 +110,7 @@ func (s *Store) PullReport(ctx context.Context, q projections.ReportPullQuery) (
 	}
 	now := time.Now()
 	text := c.bare
-	args := []any{q.NonceScope, q.Nonce, q.NonceExpires, now, string(projections.ReadModelReports), q.ReportID, q.AppID}
+	args := append(make([]any, 0, 14), q.NonceScope, q.Nonce, q.NonceExpires, now, string(projections.ReadModelReports), q.ReportID, q.AppID)
 	if tk := q.Take; tk != nil {
 		var bucketNow *time.Time
 		if tk.Bucket.Now != nil {
@@ -137,8 +118,8 @@ func (s *Store) PullReport(ctx context.Context, q projections.ReportPullQuery) (
 			bucketNow = &t
 		}
 		text = c.withTake
-		args = append([]any{tk.Bucket.Name, tk.Key, tk.Bucket.Limit, ratelimit.Rate(tk.Bucket.Limit, tk.Bucket.Period),
-			max(tk.Want, 0), max(tk.Back, 0), bucketNow}, args...)
+		args = append(args, tk.Bucket.Name, tk.Key, tk.Bucket.Limit, ratelimit.Rate(tk.Bucket.Limit, tk.Bucket.Period),
+			max(tk.Want, 0), max(tk.Back, 0), bucketNow)
 	}
 	var (
 		out             projections.ReportPull

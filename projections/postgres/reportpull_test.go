@@ -13,22 +13,19 @@ import (
 	"github.com/healthtech/partner-open-platform/projections"
 )
 
-// Concurrent pulls with one nonce, from two pools (two nodes): exactly one
-// finds it fresh, takes a token and reads the report; the others spend
-// nothing and read nothing. Fresh nonces then take the bucket's tokens one
-// each, and once it is empty get no grant and no report; another app's
-// report is never read; a report id no app has is not found.
-func TestPullReportUsesTheNonceOnceAndTakesOneToken(t *testing.T) {
-	t.Parallel()
+// pullFixture opens n stores (n nodes) on one migrated database holding
+// report 5 of app 1, user 7, in the reports read model at position 9.
+func pullFixture(t *testing.T, n int) []*Store {
+	t.Helper()
 	ctx := context.Background()
 	url := MigratedDB(t)
-	var stores [2]*Store
+	stores := make([]*Store, n)
 	for i := range stores {
 		s, err := Open(ctx, url)
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer s.Close()
+		t.Cleanup(func() { s.Close() })
 		stores[i] = s
 	}
 	at := time.Date(2026, 11, 1, 8, 0, 0, 0, time.UTC)
@@ -38,6 +35,18 @@ func TestPullReportUsesTheNonceOnceAndTakesOneToken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return stores
+}
+
+// Concurrent pulls with one nonce, from two pools (two nodes): exactly one
+// finds it fresh, takes a token and reads the report; the others spend
+// nothing and read nothing. Fresh nonces then take the bucket's tokens one
+// each, and once it is empty get no grant and no report; another app's
+// report is never read; a report id no app has is not found.
+func TestPullReportUsesTheNonceOnceAndTakesOneToken(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	stores := pullFixture(t, 2)
 	bucket := ratelimit.BucketSpec{Name: "report_pull", Limit: 3, Period: time.Hour}
 	query := func(app, id int64, nonce string) projections.ReportPullQuery {
 		return projections.ReportPullQuery{AppID: app, ReportID: id, NonceScope: fmt.Sprintf("h:%d", app), Nonce: nonce,
@@ -97,19 +106,7 @@ func TestPullReportUsesTheNonceOnceAndTakesOneToken(t *testing.T) {
 func TestPullReportFromALeaseLeavesTheBucketAlone(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	url := MigratedDB(t)
-	s, err := Open(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	at := time.Date(2026, 11, 1, 8, 0, 0, 0, time.UTC)
-	err = s.UpdateReports(ctx, string(projections.ReadModelReports), events.Position{Commit: 9, Prepare: 9}, func(tx projections.ReportTx) error {
-		return tx.PutReport(ctx, projections.Report{ReportID: 5, AppID: 1, OpenUserID: 7, UploadedAt: at, UpdatedAt: at, Day: "2026-11-01", RawData: []byte(`{"x":1}`)})
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := pullFixture(t, 1)[0]
 	query := func(app, id int64, nonce string) projections.ReportPullQuery {
 		return projections.ReportPullQuery{AppID: app, ReportID: id, NonceScope: fmt.Sprintf("h:%d", app), Nonce: nonce,
 			NonceExpires: time.Now().Add(time.Minute)}
